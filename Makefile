@@ -1,0 +1,58 @@
+# bayes-risk — quick start: `make demo` and `make test` on a fresh machine.
+# Both create .venv with the newest Python >= 3.12 found (PyMC 6 / ArviZ 1 need it: on 3.11 pip
+# silently resolves PyMC 5 / ArviZ 0.x) and install the package non-editable (`pip install .`),
+# which is how the models/ -> bayes_risk.models mapping is exercised (STYLE.md §4).
+
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+DEMO_OUT ?= demo-output
+export NUMBA_THREADING_LAYER ?= workqueue
+export MPLBACKEND ?= Agg
+
+# Newest interpreter >= 3.12: plain names first, then pyenv installs (pyenv shims fail for a
+# version that is installed but not selected, so each candidate is actually run).
+find_python = $(shell for c in python3.14 python3.13 python3.12 \
+	$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.1[2-9]*/bin/python3 2>/dev/null | sort -rV) python3 python; do \
+	  if command -v $$c >/dev/null 2>&1 && $$c -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1; then \
+	    command -v $$c; break; fi; done)
+
+.PHONY: help venv install install-test test demo bench clean
+
+help:
+	@echo "make demo   - create .venv, install, run the end-to-end audit on the demo data"
+	@echo "make test   - create .venv, install with test extras, run the test suite"
+	@echo "make bench  - run the benchmarks (prints tables)"
+
+$(PY):
+	@PYBIN="$(find_python)"; \
+	if [ -z "$$PYBIN" ]; then echo "error: no Python >= 3.12 found (PyMC 6 and ArviZ 1 need it)" >&2; exit 1; fi; \
+	echo "creating $(VENV) with $$PYBIN ($$($$PYBIN --version))"; \
+	$$PYBIN -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+venv: $(PY)
+
+# Dependencies are installed once (stamp keyed on pyproject.toml); the package itself is
+# reinstalled on every run so that tests always see the current sources.
+$(VENV)/.deps-stamp: pyproject.toml | $(PY)
+	$(PIP) install --quiet ".[test]"
+	touch $@
+
+install: $(VENV)/.deps-stamp
+	$(PIP) install --quiet --no-deps --force-reinstall .
+
+# The pytest console script (not `python -m pytest`) with --import-mode=importlib keeps the
+# source tree off sys.path, so the tests import the installed package.
+test: install
+	$(VENV)/bin/pytest
+
+demo: install
+	$(VENV)/bin/bayes-risk demo --out $(DEMO_OUT)
+
+bench: install
+	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) build *.egg-info $(DEMO_OUT)

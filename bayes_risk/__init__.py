@@ -1,0 +1,61 @@
+"""bayes-risk: Bayesian disclosure-risk estimation for synthetic microdata.
+
+The public API is curated here and grouped by stage of the data flow. Names are imported lazily
+so that ``import bayes_risk`` stays light and never imports PyMC (only ``bayes_risk.models``
+does, when a Bayesian model is used).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# name -> module that defines it
+_API: dict[str, str] = {
+    # data
+    "Schema": "bayes_risk.data.schema",
+    "ColumnSpec": "bayes_risk.data.schema",
+    "infer_schema": "bayes_risk.data.schema",
+    "SyntheticData": "bayes_risk.data.synthetic",
+    "harmonise_levels": "bayes_risk.data.validate",
+    "validate_synthetic": "bayes_risk.data.validate",
+    "read_table": "bayes_risk.data.io",
+    "read_synthetic": "bayes_risk.data.io",
+    "make_ce_like": "bayes_risk.data.demo",
+    "make_acs_like": "bayes_risk.data.demo",
+    # utility
+    "combine_scalar": "bayes_risk.utility.combining",
+    "combine_multivariate": "bayes_risk.utility.combining",
+    "pmse": "bayes_risk.utility.pmse",
+    "ci_overlap": "bayes_risk.utility.overlap",
+    "compare_estimates": "bayes_risk.utility.compare",
+    "utility_summary": "bayes_risk.utility.summary",
+    # identification risk
+    "identification_risk": "bayes_risk.identification.api",
+    "radius_sweep": "bayes_risk.identification.api",
+    # attribute risk
+    "attribute_risk": "bayes_risk.attribute.api",
+    "prior_sensitivity": "bayes_risk.attribute.api",
+    # exceptions
+    "BayesRiskError": "bayes_risk.exceptions",
+    "SchemaError": "bayes_risk.exceptions",
+    "ValidationError": "bayes_risk.exceptions",
+    "NotFittedError": "bayes_risk.exceptions",
+    "BayesRiskWarning": "bayes_risk.exceptions",
+    "ImportanceSamplingWarning": "bayes_risk.exceptions",
+    "ConvergenceWarning": "bayes_risk.exceptions",
+}
+
+__all__ = ["__version__", *_API]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        return getattr(importlib.import_module(_API[name]), name)
+    raise AttributeError(f"module 'bayes_risk' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

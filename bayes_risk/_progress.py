@@ -1,0 +1,62 @@
+"""Progress reporting for long risk loops (rich), silenced with ``progressbar=False``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
+
+T = TypeVar("T")
+
+__all__ = ["progress"]
+
+
+def progress(
+    iterable: Iterable[T],
+    *,
+    total: int | None = None,
+    description: str = "",
+    enabled: bool = True,
+) -> Iterator[T]:
+    """Iterate while showing a rich progress bar on stderr; a plain pass-through when disabled.
+
+    Parameters
+    ----------
+    iterable : iterable
+        What to iterate over.
+    total : int, optional
+        Number of items (taken from ``len(iterable)`` when possible).
+    description : str
+        Label shown beside the bar.
+    enabled : bool
+        ``False`` silences the bar (tests, ``--quiet``).
+    """
+    if not enabled:
+        yield from iterable
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    if total is None:
+        try:
+            total = len(iterable)  # type: ignore[arg-type]
+        except TypeError:
+            total = None
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
+        task = bar.add_task(description, total=total)
+        for item in iterable:
+            yield item
+            bar.advance(task)

@@ -1,0 +1,70 @@
+"""The one place where seeds are interpreted (numpy Generator conventions, as in PyMC)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeAlias
+
+import numpy as np
+
+from bayes_risk.exceptions import ValidationError
+
+__all__ = ["RandomSeed", "as_generator", "spawn", "seed_to_json"]
+
+RandomSeed: TypeAlias = None | int | Sequence[int] | np.random.SeedSequence | np.random.Generator
+
+
+def as_generator(random_seed: RandomSeed = None) -> np.random.Generator:
+    """Turn any accepted seed form into a :class:`numpy.random.Generator`.
+
+    Parameters
+    ----------
+    random_seed : None, int, sequence of int, SeedSequence or Generator
+        ``None`` draws fresh OS entropy. A Generator is returned as is (not copied), so a caller
+        that passes one shares its stream.
+
+    Raises
+    ------
+    ValidationError
+        For a legacy ``RandomState`` (it cannot spawn independent streams) or any other type.
+    """
+    if isinstance(random_seed, np.random.Generator):
+        return random_seed
+    if isinstance(random_seed, np.random.RandomState):
+        raise ValidationError(
+            "random_seed must be None, an int, a sequence of ints, a SeedSequence or a "
+            "numpy.random.Generator. Got a legacy numpy.random.RandomState, which cannot spawn "
+            "independent streams; use numpy.random.default_rng(seed) instead."
+        )
+    if isinstance(random_seed, bool) or isinstance(random_seed, float):
+        raise ValidationError(f"random_seed must be an integer seed. Got {random_seed!r}.")
+    try:
+        return np.random.default_rng(random_seed)
+    except (TypeError, ValueError) as err:
+        raise ValidationError(
+            "random_seed must be None, a non-negative int, a sequence of non-negative ints, a "
+            f"SeedSequence or a numpy.random.Generator. Got {random_seed!r}."
+        ) from err
+
+
+def spawn(random_seed: RandomSeed, n: int) -> list[np.random.Generator]:
+    """Return ``n`` independent child generators.
+
+    Used once per synthetic dataset, chain or chunk so that results do not depend on how work is
+    split among workers: child ``k`` is the same stream whatever the chunking.
+    """
+    return list(as_generator(random_seed).spawn(int(n)))
+
+
+def seed_to_json(random_seed: RandomSeed) -> int | list[int] | str | None:
+    """Describe a seed for a JSON manifest (provenance)."""
+    if random_seed is None:
+        return None
+    if isinstance(random_seed, (int, np.integer)):
+        return int(random_seed)
+    if isinstance(random_seed, np.random.SeedSequence):
+        ent = random_seed.entropy
+        return int(ent) if isinstance(ent, (int, np.integer)) else str(ent)
+    if isinstance(random_seed, np.random.Generator):
+        return "<numpy.random.Generator>"
+    return [int(s) for s in random_seed]

@@ -1,0 +1,104 @@
+"""Loaders for CSV and Parquet tables and for synthetic releases given as files or a folder."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from bayes_risk.data.synthetic import MANIFEST_NAME, SyntheticData
+from bayes_risk.exceptions import ValidationError
+
+__all__ = ["read_table", "write_table", "read_synthetic"]
+
+_CSV = {".csv", ".txt"}
+_PARQUET = {".parquet", ".pq"}
+
+
+def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a CSV or Parquet file into a DataFrame.
+
+    CSV files are read as R's ``write.csv`` writes them: a header row, empty fields for missing
+    values, an optional unnamed row-index first column (dropped when it is ``1..n``).
+
+    Raises
+    ------
+    ValidationError
+        If the file does not exist, has an unsupported extension or cannot be parsed.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ValidationError(f"input file {str(p)!r} does not exist.")
+    suffix = p.suffix.lower()
+    try:
+        if suffix in _CSV:
+            df = pd.read_csv(p)
+            first = str(df.columns[0]) if len(df.columns) else ""
+            if first in ("", "Unnamed: 0") and len(df) and (
+                df.iloc[:, 0].tolist() == list(range(1, len(df) + 1))
+                or df.iloc[:, 0].tolist() == list(range(len(df)))
+            ):
+                df = df.iloc[:, 1:]
+        elif suffix in _PARQUET:
+            df = pd.read_parquet(p)
+        else:
+            raise ValidationError(
+                f"input file {str(p)!r} has extension {suffix!r}; expected .csv or .parquet."
+            )
+    except (ValueError, OSError, pd.errors.ParserError) as err:
+        if isinstance(err, ValidationError):
+            raise
+        raise ValidationError(f"could not read {str(p)!r}: {err}") from err
+    df.columns = [str(c) for c in df.columns]
+    return df
+
+
+def write_table(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+    """Write a DataFrame as CSV or Parquet (by extension), atomically."""
+    from bayes_risk._io import atomic_file
+
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix in _CSV:
+        with atomic_file(p) as fh:
+            df.to_csv(fh, index=False)
+    elif suffix in _PARQUET:
+        with atomic_file(p, "wb") as fh:
+            df.to_parquet(fh, index=False)
+    else:
+        raise ValidationError(f"output file {str(p)!r}: expected a .csv or .parquet extension.")
+
+
+def read_synthetic(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str]) -> SyntheticData:
+    """Read a synthetic release: a :class:`SyntheticData` folder, or one file per dataset.
+
+    Parameters
+    ----------
+    paths : path or sequence of paths
+        Either a single folder written by :meth:`SyntheticData.save`, or CSV/Parquet files (one
+        per synthetic dataset, in release order).
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise ValidationError("no synthetic dataset given; expected at least one file or folder.")
+    if len(paths) == 1 and paths[0].is_dir():
+        if (paths[0] / MANIFEST_NAME).is_file():
+            return SyntheticData.load(paths[0])
+        raise ValidationError(
+            f"{str(paths[0])!r} is a folder without {MANIFEST_NAME}; pass the synthetic files "
+            "themselves or a folder written by `bayes-risk synthesize`."
+        )
+    for p in paths:
+        if p.is_dir():
+            raise ValidationError(
+                f"{str(p)!r} is a folder; give either one SyntheticData folder or data files."
+            )
+    return SyntheticData(
+        [read_table(p) for p in paths],
+        method="external",
+        extra={"files": [str(p) for p in paths]},
+    )

@@ -1,0 +1,398 @@
+"""Column schema: type and role of every column (SPEC §1.1), inferred from a DataFrame.
+
+A :class:`Schema` is an ordered tuple of :class:`ColumnSpec`. Types are ``categorical``,
+``ordinal`` (categorical with order), ``count`` (non-negative integer) and ``continuous`` (real).
+Roles are ``synthesized`` and ``unsynthesized``; ``known`` marks columns the intruder knows.
+Categorical and ordinal columns carry their ``levels`` (original values, in order), which define
+the integer codes ``0..d_j-1`` used by every model and risk engine (SPEC §0.2.6).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.exceptions import SchemaError, ValidationError
+
+__all__ = [
+    "ColumnType",
+    "ColumnRole",
+    "ColumnSpec",
+    "Schema",
+    "infer_schema",
+    "CATEGORICAL_TYPES",
+    "NUMERIC_TYPES",
+]
+
+ColumnType = Literal["categorical", "ordinal", "count", "continuous"]
+ColumnRole = Literal["synthesized", "unsynthesized"]
+COLUMN_TYPES: tuple[str, ...] = ("categorical", "ordinal", "count", "continuous")
+COLUMN_ROLES: tuple[str, ...] = ("synthesized", "unsynthesized")
+CATEGORICAL_TYPES = frozenset({"categorical", "ordinal"})
+NUMERIC_TYPES = frozenset({"count", "continuous"})
+
+
+def _level_to_json(v: Any) -> Any:
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return float(v)
+    if isinstance(v, (np.bool_,)):
+        return bool(v)
+    return v
+
+
+def _sort_levels(values: Iterable[Any]) -> tuple[Any, ...]:
+    vals = list(dict.fromkeys(values))
+    try:
+        return tuple(sorted(vals))
+    except TypeError:  # mixed types: keep a deterministic order by string form
+        return tuple(sorted(vals, key=lambda v: (type(v).__name__, str(v))))
+
+
+def did_you_mean(name: str, options: Iterable[str]) -> str:
+    """A ``" Did you mean 'x'?"`` hint for a misspelt name (empty when nothing is close)."""
+    close = difflib.get_close_matches(str(name), [str(o) for o in options], n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """Type, role and levels of one column.
+
+    Parameters
+    ----------
+    name : str
+        Column name.
+    type : {"categorical", "ordinal", "count", "continuous"}
+        Measurement type.
+    role : {"synthesized", "unsynthesized"}
+        Whether the synthesizer replaces the column's values.
+    levels : tuple, optional
+        Ordered levels for categorical/ordinal columns (the code of a value is its position).
+    known : bool
+        Whether the intruder knows the column (identification risk).
+    """
+
+    name: str
+    type: ColumnType
+    role: ColumnRole = "unsynthesized"
+    levels: tuple[Any, ...] | None = None
+    known: bool = False
+
+    def __post_init__(self) -> None:
+        if self.type not in COLUMN_TYPES:
+            raise ValidationError(
+                f"type of column {self.name!r} must be one of {list(COLUMN_TYPES)}. "
+                f"Got {self.type!r}."
+            )
+        if self.role not in COLUMN_ROLES:
+            raise ValidationError(
+                f"role of column {self.name!r} must be one of {list(COLUMN_ROLES)}. "
+                f"Got {self.role!r}."
+            )
+        if self.type in CATEGORICAL_TYPES and self.levels is not None:
+            if len(set(self.levels)) != len(self.levels):
+                raise ValidationError(f"levels of column {self.name!r} contain duplicates.")
+            object.__setattr__(self, "levels", tuple(self.levels))
+        if self.type in NUMERIC_TYPES and self.levels is not None:
+            raise ValidationError(
+                f"column {self.name!r} is {self.type}; only categorical/ordinal columns have levels."
+            )
+
+    @property
+    def is_categorical(self) -> bool:
+        """True for categorical and ordinal columns (compared by exact equality of codes)."""
+        return self.type in CATEGORICAL_TYPES
+
+    @property
+    def n_levels(self) -> int:
+        """Number of levels ``d_j`` (categorical/ordinal only)."""
+        if self.levels is None:
+            raise ValidationError(f"column {self.name!r} has no levels (type {self.type}).")
+        return len(self.levels)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description."""
+        return {
+            "name": self.name,
+            "type": self.type,
+            "role": self.role,
+            "levels": None if self.levels is None else [_level_to_json(v) for v in self.levels],
+            "known": self.known,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ColumnSpec:
+        """Inverse of :meth:`to_dict`."""
+        levels = d.get("levels")
+        return cls(
+            name=d["name"],
+            type=d["type"],
+            role=d.get("role", "unsynthesized"),
+            levels=None if levels is None else tuple(levels),
+            known=bool(d.get("known", False)),
+        )
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Ordered column specifications of a table.
+
+    Build one with :func:`infer_schema` (or :meth:`Schema.infer`) and adjust it with
+    :meth:`with_roles`, :meth:`with_types` and :meth:`with_levels`.
+    """
+
+    columns: tuple[ColumnSpec, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        names = [c.name for c in self.columns]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValidationError(f"schema has duplicate column names: {sorted(dup)}.")
+        object.__setattr__(self, "columns", tuple(self.columns))
+
+    # ----- access -------------------------------------------------------------------------
+    @property
+    def names(self) -> list[str]:
+        """Column names in order."""
+        return [c.name for c in self.columns]
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def __iter__(self):  # noqa: D105
+        return iter(self.columns)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names
+
+    def __getitem__(self, name: str) -> ColumnSpec:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise SchemaError(
+            f"column {name!r} is not in the schema (columns: {self.names})."
+            + did_you_mean(name, self.names),
+            code="UNKNOWN_COLUMN",
+        )
+
+    def check_columns(self, names: Iterable[str], argument: str = "columns") -> list[str]:
+        """Check that every name is a column; return them as a list.
+
+        Raises
+        ------
+        SchemaError
+            Naming the unknown column, the argument it came from, and a close match.
+        """
+        out = []
+        for n in names:
+            if n not in self.names:
+                raise SchemaError(
+                    f"{argument}: column {n!r} is not in the data (columns: {self.names})."
+                    + did_you_mean(n, self.names),
+                    code="UNKNOWN_COLUMN",
+                )
+            out.append(n)
+        return out
+
+    @property
+    def synthesized(self) -> list[str]:
+        """Names of synthesized columns (``S``)."""
+        return [c.name for c in self.columns if c.role == "synthesized"]
+
+    @property
+    def unsynthesized(self) -> list[str]:
+        """Names of unsynthesized columns (``US``)."""
+        return [c.name for c in self.columns if c.role == "unsynthesized"]
+
+    @property
+    def categorical(self) -> list[str]:
+        """Names of categorical and ordinal columns."""
+        return [c.name for c in self.columns if c.is_categorical]
+
+    @property
+    def numeric(self) -> list[str]:
+        """Names of count and continuous columns."""
+        return [c.name for c in self.columns if not c.is_categorical]
+
+    @property
+    def known(self) -> list[str]:
+        """Names of columns known to the intruder."""
+        return [c.name for c in self.columns if c.known]
+
+    # ----- derivation ----------------------------------------------------------------------
+    def with_roles(
+        self,
+        synthesized: Iterable[str] | None = None,
+        *,
+        known: Iterable[str] | None = None,
+    ) -> Schema:
+        """Return a copy whose synthesized (and optionally known) columns are exactly these."""
+        cols = list(self.columns)
+        if synthesized is not None:
+            syn = set(self.check_columns(synthesized, "synthesized"))
+            cols = [
+                replace(c, role="synthesized" if c.name in syn else "unsynthesized") for c in cols
+            ]
+        if known is not None:
+            kn = set(self.check_columns(known, "known"))
+            cols = [replace(c, known=c.name in kn) for c in cols]
+        return Schema(tuple(cols))
+
+    def with_types(self, **types: str) -> Schema:
+        """Return a copy with some column types changed (levels are dropped for numeric types)."""
+        self.check_columns(types, "types")
+        cols = []
+        for c in self.columns:
+            if c.name in types:
+                t = types[c.name]
+                lv = c.levels if t in CATEGORICAL_TYPES else None
+                cols.append(replace(c, type=t, levels=lv))  # type: ignore[arg-type]
+            else:
+                cols.append(c)
+        return Schema(tuple(cols))
+
+    def with_levels(self, levels: Mapping[str, Sequence[Any]]) -> Schema:
+        """Return a copy with the levels of some categorical columns replaced."""
+        self.check_columns(levels, "levels")
+        cols = [
+            replace(c, levels=tuple(levels[c.name])) if c.name in levels else c
+            for c in self.columns
+        ]
+        return Schema(tuple(cols))
+
+    def select(self, names: Iterable[str]) -> Schema:
+        """Sub-schema with the named columns, in the given order."""
+        return Schema(tuple(self[n] for n in self.check_columns(names)))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description (round-trips through :meth:`from_dict`)."""
+        return {"columns": [c.to_dict() for c in self.columns]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Schema:
+        """Inverse of :meth:`to_dict`."""
+        return cls(tuple(ColumnSpec.from_dict(c) for c in d["columns"]))
+
+    @classmethod
+    def infer(cls, df: pd.DataFrame, **overrides: Any) -> Schema:
+        """Alias of :func:`infer_schema`."""
+        return infer_schema(df, **overrides)
+
+
+def _infer_type(s: pd.Series) -> str:
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        return "ordinal" if s.dtype.ordered else "categorical"
+    if pd.api.types.is_bool_dtype(s.dtype):
+        return "categorical"
+    if pd.api.types.is_integer_dtype(s.dtype):
+        vals = s.dropna()
+        return "count" if (len(vals) == 0 or vals.min() >= 0) else "continuous"
+    if pd.api.types.is_float_dtype(s.dtype):
+        return "continuous"
+    return "categorical"
+
+
+def _levels_of(s: pd.Series) -> tuple[Any, ...]:
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        return tuple(_level_to_json(v) for v in s.dtype.categories)
+    return _sort_levels(_level_to_json(v) for v in pd.unique(s.dropna()))
+
+
+def infer_schema(
+    df: pd.DataFrame,
+    *,
+    categorical: Iterable[str] | None = None,
+    ordinal: Iterable[str] | None = None,
+    count: Iterable[str] | None = None,
+    continuous: Iterable[str] | None = None,
+    synthesized: Iterable[str] | None = None,
+    known: Iterable[str] | None = None,
+    levels: Mapping[str, Sequence[Any]] | None = None,
+) -> Schema:
+    """Infer a :class:`Schema` from a DataFrame, with explicit overrides.
+
+    Inference: pandas ``category`` → categorical (ordinal if ordered); bool, string and object
+    columns → categorical; integers → count when non-negative, else continuous; floats →
+    continuous. Integer-coded factors (e.g. ``Urban`` coded 1/2) must be named in
+    ``categorical``: a number is never silently treated as a label.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The confidential table.
+    categorical, ordinal, count, continuous : iterable of str, optional
+        Columns forced to that type.
+    synthesized : iterable of str, optional
+        Columns the synthesizer replaces (default: none).
+    known : iterable of str, optional
+        Columns the intruder knows.
+    levels : mapping, optional
+        Explicit level order for categorical/ordinal columns (default: pandas category order or
+        sorted distinct values).
+
+    Returns
+    -------
+    Schema
+
+    Raises
+    ------
+    SchemaError
+        If a named column is not in ``df`` or is forced to two types.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise ValidationError(f"infer_schema expects a pandas DataFrame. Got {type(df).__name__}.")
+    names = [str(c) for c in df.columns]
+    forced: dict[str, str] = {}
+    for typ, cols in (
+        ("categorical", categorical),
+        ("ordinal", ordinal),
+        ("count", count),
+        ("continuous", continuous),
+    ):
+        for c in cols or ():
+            if c not in names:
+                raise SchemaError(
+                    f"{typ}: column {c!r} is not in the data (columns: {names})."
+                    + did_you_mean(c, names),
+                    code="UNKNOWN_COLUMN",
+                )
+            if c in forced and forced[c] != typ:
+                raise SchemaError(f"column {c!r} is declared both {forced[c]} and {typ}.")
+            forced[c] = typ
+    specs = []
+    for c in names:
+        s = df[c]
+        typ = forced.get(c) or _infer_type(s)
+        lv: tuple[Any, ...] | None = None
+        if typ in CATEGORICAL_TYPES:
+            lv = tuple(levels[c]) if levels and c in levels else _levels_of(s)
+        elif typ == "count":
+            vals = pd.to_numeric(s, errors="coerce").dropna()
+            if not pd.api.types.is_numeric_dtype(s.dtype):
+                raise SchemaError(
+                    f"column {c!r} was declared count but has non-numeric dtype {s.dtype}.",
+                    code="WRONG_DTYPE",
+                )
+            if len(vals) and ((vals < 0).any() or (np.asarray(vals) % 1 != 0).any()):
+                raise SchemaError(
+                    f"column {c!r} was declared count but holds negative or non-integer values "
+                    f"(e.g. {vals[(vals < 0) | (vals % 1 != 0)].iloc[0]!r}); expected integers >= 0.",
+                    code="WRONG_DTYPE",
+                )
+        elif typ == "continuous" and not pd.api.types.is_numeric_dtype(s.dtype):
+            raise SchemaError(
+                f"column {c!r} was declared continuous but has non-numeric dtype {s.dtype}.",
+                code="WRONG_DTYPE",
+            )
+        specs.append(ColumnSpec(name=c, type=typ, levels=lv))  # type: ignore[arg-type]
+    schema = Schema(tuple(specs))
+    if synthesized is not None or known is not None:
+        schema = schema.with_roles(synthesized, known=known)
+    return schema

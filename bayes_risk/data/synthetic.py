@@ -1,0 +1,248 @@
+"""The :class:`SyntheticData` container: m released tables plus their provenance.
+
+Saved as a folder holding one Parquet file per dataset (``syn_001.parquet`` …) and a JSON
+manifest (method, settings, seed, posterior draw index, schema, synthesized-record flags), written
+atomically: the folder appears complete or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._io import atomic_dir, to_jsonable
+from bayes_risk.data.schema import Schema
+from bayes_risk.data.validate import check_m
+from bayes_risk.exceptions import SchemaError, ValidationError
+
+__all__ = ["SyntheticData", "MANIFEST_NAME", "FORMAT_VERSION"]
+
+MANIFEST_NAME = "manifest.json"
+FORMAT_VERSION = 1
+
+
+def _categorical_dtypes(df: pd.DataFrame) -> dict[str, Any]:
+    """pandas categorical columns with their categories and order.
+
+    pyarrow stores a categorical with integer categories as a plain integer column, losing the
+    categories (and unused levels); the manifest keeps them so that ``load`` restores the dtype.
+    """
+    out = {}
+    for c in df.columns:
+        dt = df[c].dtype
+        if isinstance(dt, pd.CategoricalDtype):
+            out[str(c)] = {
+                "categories": to_jsonable(list(dt.categories)),
+                "ordered": bool(dt.ordered),
+            }
+    return out
+
+
+def _restore_categoricals(df: pd.DataFrame, spec: dict[str, Any] | None) -> pd.DataFrame:
+    for c, d in (spec or {}).items():
+        if c in df.columns:
+            df[c] = pd.Categorical(
+                df[c].to_numpy(dtype=object), categories=d["categories"], ordered=d["ordered"]
+            )
+    return df
+
+
+@dataclass
+class SyntheticData:
+    """m synthetic datasets with the provenance needed to audit them.
+
+    Parameters
+    ----------
+    datasets : sequence of DataFrame
+        The m released tables ``Z_(1), …, Z_(m)``; same columns, same row order as the original.
+    method : str
+        Synthesizer name (``"cart"``, ``"rf"``, ``"pmm"``, ``"dpmpm"``, …).
+    settings : dict
+        The synthesizer's settings (its ``get_params()``), JSON-serialisable.
+    random_seed : int, list of int or None
+        Seed used for synthesis (provenance).
+    draw_index : sequence of int, optional
+        Posterior draw behind each dataset (Bayesian models); ``None`` for tree synthesizers.
+    schema : Schema, optional
+        Column types and roles (synthesized / unsynthesized).
+    synthesized_records : ndarray of bool, optional
+        Record-level flags ``δ_i`` (partial synthesis of selected records; SPEC §1.1).
+    extra : dict
+        Further JSON-serialisable information (warnings, diagnostics).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> z = SyntheticData([pd.DataFrame({"a": [1, 2]})] * 2, method="copy")
+    >>> z.m
+    2
+    """
+
+    datasets: Sequence[pd.DataFrame]
+    method: str = "unknown"
+    settings: dict[str, Any] = field(default_factory=dict)
+    random_seed: Any = None
+    draw_index: Sequence[int] | None = None
+    schema: Schema | None = None
+    synthesized_records: np.ndarray | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.datasets, pd.DataFrame):
+            self.datasets = [self.datasets]
+        self.datasets = list(self.datasets)
+        check_m(len(self.datasets), "number of synthetic datasets (m)")
+        for l, z in enumerate(self.datasets, start=1):
+            if not isinstance(z, pd.DataFrame):
+                raise ValidationError(
+                    f"synthetic dataset {l} must be a pandas DataFrame. Got {type(z).__name__}."
+                )
+        cols0 = list(self.datasets[0].columns)
+        for l, z in enumerate(self.datasets[1:], start=2):
+            if list(z.columns) != cols0:
+                raise SchemaError(
+                    f"synthetic dataset {l} has columns {list(z.columns)}; dataset 1 has {cols0}.",
+                    code="COLUMNS_DIFFER",
+                )
+        if self.draw_index is not None:
+            self.draw_index = [int(h) for h in self.draw_index]
+            if len(self.draw_index) != len(self.datasets):
+                raise ValidationError(
+                    f"draw_index has {len(self.draw_index)} entries for {len(self.datasets)} "
+                    "datasets."
+                )
+        if self.synthesized_records is not None:
+            self.synthesized_records = np.asarray(self.synthesized_records, dtype=bool)
+            if self.synthesized_records.shape != (len(self.datasets[0]),):
+                raise ValidationError(
+                    f"synthesized_records must have one flag per record "
+                    f"({len(self.datasets[0])}). Got shape {self.synthesized_records.shape}."
+                )
+
+    # ----- sequence protocol ---------------------------------------------------------------
+    @property
+    def m(self) -> int:
+        """Number of synthetic datasets."""
+        return len(self.datasets)
+
+    def __len__(self) -> int:
+        return self.m
+
+    def __iter__(self) -> Iterator[pd.DataFrame]:
+        return iter(self.datasets)
+
+    def __getitem__(self, l: int) -> pd.DataFrame:
+        return self.datasets[l]
+
+    # ----- persistence --------------------------------------------------------------------
+    def manifest(self) -> dict[str, Any]:
+        """JSON-ready provenance (what :meth:`save` writes as ``manifest.json``)."""
+        width = max(3, len(str(self.m)))
+        return {
+            "format": "bayes-risk SyntheticData",
+            "format_version": FORMAT_VERSION,
+            "method": self.method,
+            "settings": to_jsonable(self.settings),
+            "random_seed": to_jsonable(self.random_seed),
+            "m": self.m,
+            "n_records": len(self.datasets[0]),
+            "columns": [str(c) for c in self.datasets[0].columns],
+            "files": [f"syn_{l:0{width}d}.parquet" for l in range(1, self.m + 1)],
+            "categorical_dtypes": _categorical_dtypes(self.datasets[0]),
+            "draw_index": None if self.draw_index is None else list(self.draw_index),
+            "schema": None if self.schema is None else self.schema.to_dict(),
+            "synthesized_records": None
+            if self.synthesized_records is None
+            else [int(i) for i in np.flatnonzero(self.synthesized_records)],
+            "extra": to_jsonable(self.extra),
+        }
+
+    def save(self, path: str | os.PathLike[str], *, csv: bool = False) -> Path:
+        """Write the folder atomically (Parquet per dataset + ``manifest.json``).
+
+        Parameters
+        ----------
+        path : path-like
+            Destination folder (replaced if it exists).
+        csv : bool
+            Also write ``syn_001.csv`` … beside the Parquet files, for tools that read CSV.
+
+        Returns
+        -------
+        Path
+            The folder written.
+        """
+        man = self.manifest()
+        with atomic_dir(path) as tmp:
+            for fname, z in zip(man["files"], self.datasets):
+                z.to_parquet(tmp / fname, index=False)
+                if csv:
+                    z.to_csv(tmp / fname.replace(".parquet", ".csv"), index=False)
+            with open(tmp / MANIFEST_NAME, "w") as fh:
+                json.dump(man, fh, indent=2, allow_nan=False)
+                fh.write("\n")
+        return Path(path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> SyntheticData:
+        """Load a folder written by :meth:`save`.
+
+        Raises
+        ------
+        ValidationError
+            If the folder or its manifest is missing or malformed.
+        """
+        p = Path(path)
+        mpath = p / MANIFEST_NAME
+        if not mpath.is_file():
+            raise ValidationError(
+                f"{p} is not a SyntheticData folder: {MANIFEST_NAME} not found."
+            )
+        try:
+            man = json.loads(mpath.read_text())
+        except json.JSONDecodeError as err:
+            raise ValidationError(f"{mpath} is not valid JSON: {err}") from err
+        if man.get("format") != "bayes-risk SyntheticData":
+            raise ValidationError(f"{mpath} is not a bayes-risk SyntheticData manifest.")
+        datasets = []
+        for fname in man["files"]:
+            f = p / fname
+            if not f.is_file():
+                raise ValidationError(f"{p}: dataset file {fname} listed in the manifest is missing.")
+            datasets.append(_restore_categoricals(pd.read_parquet(f), man.get("categorical_dtypes")))
+        flags = None
+        if man.get("synthesized_records") is not None:
+            flags = np.zeros(int(man["n_records"]), dtype=bool)
+            flags[np.asarray(man["synthesized_records"], dtype=np.int64)] = True
+        return cls(
+            datasets=datasets,
+            method=man.get("method", "unknown"),
+            settings=man.get("settings") or {},
+            random_seed=man.get("random_seed"),
+            draw_index=man.get("draw_index"),
+            schema=None if man.get("schema") is None else Schema.from_dict(man["schema"]),
+            synthesized_records=flags,
+            extra=man.get("extra") or {},
+        )
+
+    def equals(self, other: SyntheticData) -> bool:
+        """True when datasets, provenance and schema are identical."""
+        if not isinstance(other, SyntheticData) or self.m != other.m:
+            return False
+        same_data = all(a.equals(b) for a, b in zip(self.datasets, other.datasets))
+        return same_data and self.manifest() == other.manifest()
+
+    @classmethod
+    def from_mapping(cls, datasets: Mapping[str, pd.DataFrame], **kw: Any) -> SyntheticData:
+        """Build from ``{name: DataFrame}`` (names kept in ``extra['names']``)."""
+        names = list(datasets)
+        extra = dict(kw.pop("extra", {}) or {})
+        extra["names"] = names
+        return cls([datasets[k] for k in names], extra=extra, **kw)

@@ -1,0 +1,302 @@
+"""Validation, level harmonisation and integer encoding of original and synthetic tables.
+
+SPEC §0.2.6 (levels are the union over the original and all synthetic datasets, mapped to codes
+``0..d_j-1``), §0.2.7 (missing values are rejected by risk routines) and §1.2 (every synthetic
+dataset has the original's shape, columns and unsynthesized values: ``US_COLUMNS_DIFFER``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.data.schema import (
+    CATEGORICAL_TYPES,
+    Schema,
+    _level_to_json,
+    _sort_levels,
+    did_you_mean,
+)
+from bayes_risk.exceptions import SchemaError, ValidationError
+
+__all__ = [
+    "validate_table",
+    "validate_synthetic",
+    "harmonise_levels",
+    "encode",
+    "decode",
+    "check_m",
+]
+
+
+def _as_frame(df: Any, name: str) -> pd.DataFrame:
+    if not isinstance(df, pd.DataFrame):
+        raise ValidationError(f"{name} must be a pandas DataFrame. Got {type(df).__name__}.")
+    return df
+
+
+def _normalise_value(v: Any) -> Any:
+    """Compare levels across CSV/Parquet round-trips: 2.0 and 2 are the same level."""
+    v = _level_to_json(v)
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v
+
+
+def validate_table(
+    df: pd.DataFrame,
+    schema: Schema,
+    *,
+    name: str = "original",
+    allow_nan: bool | Iterable[str] = False,
+    check_levels: bool = True,
+    extra_columns: bool = False,
+) -> None:
+    """Check that a table fits ``schema``.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Table to check.
+    schema : Schema
+        Expected columns, types and levels.
+    name : str
+        How the table is called in error messages (``"original"``, ``"synthetic dataset 3"``).
+    allow_nan : bool or iterable of str
+        Columns in which missing values are allowed (``True``: all). Risk routines reject them
+        (SPEC §0.2.7); DPMPM imputes them.
+    check_levels : bool
+        Whether categorical values must be among the schema's levels.
+    extra_columns : bool
+        Whether columns outside the schema are tolerated.
+
+    Raises
+    ------
+    SchemaError
+        Naming the column and value at fault and what was expected.
+    """
+    df = _as_frame(df, name)
+    cols = [str(c) for c in df.columns]
+    missing = [c for c in schema.names if c not in cols]
+    if missing:
+        raise SchemaError(
+            f"{name} is missing column(s) {missing}; expected columns {schema.names}."
+            + (did_you_mean(missing[0], cols) if len(missing) == 1 else ""),
+            code="MISSING_COLUMN",
+        )
+    extra = [c for c in cols if c not in schema.names]
+    if extra and not extra_columns:
+        raise SchemaError(
+            f"{name} has unexpected column(s) {extra}; expected columns {schema.names}.",
+            code="EXTRA_COLUMN",
+        )
+    nan_ok: set[str]
+    if allow_nan is True:
+        nan_ok = set(schema.names)
+    elif allow_nan is False:
+        nan_ok = set()
+    else:
+        nan_ok = set(allow_nan)
+    for spec in schema:
+        s = df[spec.name]
+        n_na = int(s.isna().sum())
+        if n_na and spec.name not in nan_ok:
+            first = int(np.flatnonzero(s.isna().to_numpy())[0])
+            raise SchemaError(
+                f"{name}: column {spec.name!r} has {n_na} missing value(s) (first at row {first}); "
+                "missing values are not allowed here.",
+                code="MISSING_VALUES",
+            )
+        if spec.type in CATEGORICAL_TYPES:
+            if check_levels and spec.levels is not None:
+                allowed = {_normalise_value(v) for v in spec.levels}
+                vals = pd.unique(s.dropna())
+                bad = [v for v in vals if _normalise_value(v) not in allowed]
+                if bad:
+                    raise SchemaError(
+                        f"{name}: column {spec.name!r} has value {_level_to_json(bad[0])!r} that is "
+                        f"not among its levels {list(spec.levels)}.",
+                        code="UNKNOWN_LEVEL",
+                    )
+        else:
+            if not pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype):
+                raise SchemaError(
+                    f"{name}: column {spec.name!r} is {spec.type} but has dtype {s.dtype}; "
+                    "expected a numeric column.",
+                    code="WRONG_DTYPE",
+                )
+            if spec.type == "count":
+                v = s.dropna().to_numpy(dtype=np.float64)
+                bad_mask = (v < 0) | (v % 1 != 0)
+                if bad_mask.any():
+                    raise SchemaError(
+                        f"{name}: column {spec.name!r} is a count but holds {v[bad_mask][0]!r}; "
+                        "expected integers >= 0.",
+                        code="WRONG_DTYPE",
+                    )
+            else:
+                v = s.dropna().to_numpy(dtype=np.float64)
+                if not np.all(np.isfinite(v)):
+                    raise SchemaError(
+                        f"{name}: column {spec.name!r} holds an infinite value.",
+                        code="WRONG_DTYPE",
+                    )
+
+
+def check_m(m: Any, argument: str = "m") -> int:
+    """Validate a number of synthetic datasets (an integer >= 1)."""
+    if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or int(m) < 1:
+        raise ValidationError(f"{argument} must be an integer >= 1. Got {m!r}.")
+    return int(m)
+
+
+def harmonise_levels(
+    original: pd.DataFrame, synthetic: Sequence[pd.DataFrame], schema: Schema
+) -> Schema:
+    """Return ``schema`` with each categorical column's levels extended to the union over tables.
+
+    Existing levels keep their order (and hence their codes); levels seen only in synthetic
+    datasets are appended in sorted order (SPEC §0.2.6). Models fitted on the original give such
+    levels probability 0.
+    """
+    new_levels: dict[str, tuple[Any, ...]] = {}
+    for spec in schema:
+        if spec.type not in CATEGORICAL_TYPES:
+            continue
+        base = list(spec.levels or ())
+        seen = {_normalise_value(v) for v in base}
+        extra = []
+        for df in [original, *synthetic]:
+            if spec.name not in df.columns:
+                continue
+            for v in pd.unique(df[spec.name].dropna()):
+                nv = _normalise_value(v)
+                if nv not in seen:
+                    seen.add(nv)
+                    extra.append(nv)
+        if extra or spec.levels is None:
+            new_levels[spec.name] = tuple(base) + _sort_levels(extra)
+    return schema.with_levels(new_levels) if new_levels else schema
+
+
+def validate_synthetic(
+    original: pd.DataFrame,
+    synthetic: Sequence[pd.DataFrame],
+    schema: Schema,
+    *,
+    check_unsynthesized: bool = True,
+    same_rows: bool = True,
+    allow_nan: bool | Iterable[str] = False,
+) -> None:
+    """Check m synthetic tables against the original and the schema (SPEC §1.2).
+
+    Raises
+    ------
+    ValidationError
+        If ``m < 1``.
+    SchemaError
+        For missing/extra columns, NaN, wrong dtype, unknown levels, a row count that differs from
+        the original's (``ROW_COUNT_MISMATCH``), or unsynthesized columns that differ from the
+        original (``US_COLUMNS_DIFFER``, naming the dataset, column and first differing row).
+    """
+    if isinstance(synthetic, pd.DataFrame):
+        synthetic = [synthetic]
+    check_m(len(synthetic), "number of synthetic datasets (m)")
+    validate_table(original, schema, name="original", allow_nan=allow_nan)
+    n = len(original)
+    for l, z in enumerate(synthetic, start=1):
+        label = f"synthetic dataset {l}"
+        validate_table(z, schema, name=label, allow_nan=allow_nan, check_levels=True)
+        if same_rows and len(z) != n:
+            raise SchemaError(
+                f"{label} has {len(z)} rows but the original has {n}; partially synthetic "
+                "datasets must keep the original's records in the same order.",
+                code="ROW_COUNT_MISMATCH",
+            )
+        if check_unsynthesized and same_rows:
+            for c in schema.unsynthesized:
+                a = original[c].to_numpy()
+                b = z[c].to_numpy()
+                if schema[c].type in CATEGORICAL_TYPES:
+                    eq = np.array(
+                        [_normalise_value(x) == _normalise_value(y) for x, y in zip(a, b)]
+                    )
+                else:
+                    af = a.astype(np.float64)
+                    bf = b.astype(np.float64)
+                    eq = (af == bf) | (np.isnan(af) & np.isnan(bf))
+                if not eq.all():
+                    i = int(np.flatnonzero(~eq)[0])
+                    raise SchemaError(
+                        f"{label}: unsynthesized column {c!r} differs from the original "
+                        f"({int((~eq).sum())} rows; first at row {i}: {a[i]!r} vs {b[i]!r}). "
+                        "Unsynthesized columns must be released unchanged; declare the column "
+                        "as synthesized if the synthesizer replaced it.",
+                        code="US_COLUMNS_DIFFER",
+                    )
+
+
+def encode(df: pd.DataFrame, schema: Schema, columns: Iterable[str] | None = None) -> np.ndarray:
+    """Map categorical columns to integer codes ``0..d_j-1`` (``-1`` for a missing value).
+
+    Parameters
+    ----------
+    df : DataFrame
+    schema : Schema
+        Supplies each column's levels.
+    columns : iterable of str, optional
+        Categorical columns to encode (default: all categorical columns of the schema).
+
+    Returns
+    -------
+    ndarray of int64, shape (n, len(columns))
+
+    Raises
+    ------
+    SchemaError
+        If a value is not among the column's levels (harmonise first).
+    """
+    cols = list(columns) if columns is not None else schema.categorical
+    out = np.empty((len(df), len(cols)), dtype=np.int64)
+    for j, c in enumerate(cols):
+        spec = schema[c]
+        if spec.levels is None:
+            raise SchemaError(f"column {c!r} is {spec.type}; only categorical columns are encoded.")
+        lookup = {_normalise_value(v): k for k, v in enumerate(spec.levels)}
+        s = df[c]
+        na = s.isna().to_numpy()
+        vals = s.to_numpy(dtype=object)
+        codes = np.full(len(df), -1, dtype=np.int64)
+        for i in np.flatnonzero(~na):
+            k = lookup.get(_normalise_value(vals[i]))
+            if k is None:
+                raise SchemaError(
+                    f"column {c!r} has value {_level_to_json(vals[i])!r} that is not among its "
+                    f"levels {list(spec.levels)}.",
+                    code="UNKNOWN_LEVEL",
+                )
+            codes[i] = k
+        out[:, j] = codes
+    return out
+
+
+def decode(codes: np.ndarray, schema: Schema, columns: Iterable[str]) -> pd.DataFrame:
+    """Inverse of :func:`encode`: integer codes back to level values (``-1`` → missing)."""
+    cols = list(columns)
+    codes = np.asarray(codes)
+    data = {}
+    for j, c in enumerate(cols):
+        lv = np.asarray(list(schema[c].levels or ()), dtype=object)
+        col = codes[:, j]
+        vals = np.where(col >= 0, lv[np.clip(col, 0, max(len(lv) - 1, 0))], None)
+        data[c] = pd.Series(vals, dtype=object)
+        # keep the dtype of the levels when possible (ints stay ints)
+        try:
+            if all(isinstance(v, (int, np.integer)) for v in lv) and (col >= 0).all():
+                data[c] = pd.Series(vals.astype(np.int64))
+        except (TypeError, ValueError):
+            pass
+    return pd.DataFrame(data)

@@ -1,0 +1,63 @@
+"""Exception and warning classes of bayes-risk.
+
+Every error a user can provoke with bad input is a :class:`BayesRiskError`; the message names the
+column, value or argument and says what was expected. Machine-readable codes (SPEC §0.2.8, e.g.
+``"US_COLUMNS_DIFFER"``) are carried in ``.code``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BayesRiskError",
+    "SchemaError",
+    "ValidationError",
+    "NotFittedError",
+    "BayesRiskWarning",
+    "ImportanceSamplingWarning",
+    "ConvergenceWarning",
+    "DataWarning",
+]
+
+
+class BayesRiskError(Exception):
+    """Base class of all bayes-risk errors.
+
+    Parameters
+    ----------
+    message : str
+        What went wrong, naming the column/value/argument and what was expected.
+    code : str, optional
+        Machine-readable code (SPEC §0.2.8), e.g. ``"US_COLUMNS_DIFFER"``.
+    """
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class SchemaError(BayesRiskError, ValueError):
+    """A table does not fit its schema: missing/extra column, NaN, wrong dtype, unknown level."""
+
+
+class ValidationError(BayesRiskError, ValueError):
+    """An argument has an invalid value (wrong option, out of range, inconsistent settings)."""
+
+
+class NotFittedError(BayesRiskError, ValueError, AttributeError):
+    """A model or synthesizer was used before ``fit``."""
+
+
+class BayesRiskWarning(UserWarning):
+    """Base class of bayes-risk warnings."""
+
+
+class ImportanceSamplingWarning(BayesRiskWarning):
+    """Importance-sampling estimate is unreliable (low ESS, high Pareto k-hat, dominated sum)."""
+
+
+class ConvergenceWarning(BayesRiskWarning):
+    """MCMC or an iterative fit (IRLS, IPF) did not converge."""
+
+
+class DataWarning(BayesRiskWarning):
+    """Something in the data deserves attention (renormalised prior, empty level, ...)."""

@@ -1,0 +1,56 @@
+"""The likelihood protocol that synthesis models offer to the attribute-risk engine (SPEC §3.1).
+
+The engine depends on this protocol only, never on a concrete model or on PyMC. Shapes follow
+SPEC §0.2.5: ``H`` posterior draws, ``n`` records, ``m`` synthetic datasets, ``G`` candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["SupportsRecordLoglik"]
+
+
+@runtime_checkable
+class SupportsRecordLoglik(Protocol):
+    """What a Bayesian synthesis model provides for attribute-risk estimation.
+
+    Attributes
+    ----------
+    model_class : {"P", "O"}
+        Class P: given Θ, a synthetic dataset does not depend on the confidential synthesized
+        values; class O: it does (own-record dependence, SPEC §2.5).
+    ratio_form : {"joint", "conditional"}
+        Whether importance ratios use ``p(y_i | Θ)`` or ``p(y_i^s | y_i^us, Θ)`` (SPEC §2.6).
+    schema_ : Schema
+        Column types, levels and roles the model was fitted with.
+    n_draws : int
+        Number of posterior draws ``H``.
+    """
+
+    model_class: Literal["P", "O"]
+    ratio_form: Literal["joint", "conditional"]
+    schema_: Any
+
+    @property
+    def n_draws(self) -> int: ...
+
+    def record_loglik(
+        self, records: pd.DataFrame, *, draws: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``[H, n_records]`` array of ``log p(y_i | Θ_h)`` (joint or conditional form)."""
+        ...
+
+    def dataset_loglik(
+        self, datasets: Sequence[pd.DataFrame], *, draws: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``[H, m]`` array of ``log p(Z_(l) | Θ_h)``."""
+        ...
+
+    def fit_augmented(self, data: pd.DataFrame, synthetic: pd.DataFrame, **kwargs: Any) -> Any:
+        """A new fitted model whose draws come from ``p(Θ | y, Z_(l))`` (SPEC §2.6.1)."""
+        ...

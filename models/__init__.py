@@ -1,0 +1,52 @@
+"""Synthesis models, installed as ``bayes_risk.models``.
+
+Each synthesizer follows the estimator convention: settings in ``__init__``, ``fit`` returns
+``self``, ``synthesize(m, random_seed)`` returns :class:`bayes_risk.data.SyntheticData`.
+Classes are imported lazily (PyMC is loaded only by the modules that need it);
+:func:`get_synthesizer` looks a class up by its command-line name.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from bayes_risk.models.base import BaseSynthesizer, check_is_fitted, load_model
+
+# CLI name -> (module, class). Modules are imported on first use.
+_REGISTRY: dict[str, tuple[str, str]] = {
+    "cart": ("bayes_risk.models.cart", "CARTSynthesizer"),
+    "rf": ("bayes_risk.models.random_forest", "RandomForestSynthesizer"),
+    "pmm": ("bayes_risk.models.pmm", "SmallCellPMMSynthesizer"),
+    "dpmpm": ("bayes_risk.models.dpmpm", "DPMPM"),
+    "poisson-mixture": ("bayes_risk.models.poisson_mixture", "PoissonMixture"),
+    "regression": ("bayes_risk.models.seqreg", "SequentialRegression"),
+}
+
+_LAZY = {cls: mod for mod, cls in _REGISTRY.values()}
+
+__all__ = ["BaseSynthesizer", "check_is_fitted", "get_synthesizer", "load_model", *_LAZY]
+
+
+def get_synthesizer(name: str) -> type:
+    """Return the synthesizer class registered under a command-line name.
+
+    Raises
+    ------
+    ValidationError
+        For an unknown name (listing the valid ones).
+    """
+    from bayes_risk.exceptions import ValidationError
+
+    if name not in _REGISTRY:
+        raise ValidationError(
+            f"synthesizer method must be one of {sorted(_REGISTRY)}. Got {name!r}."
+        )
+    mod, cls = _REGISTRY[name]
+    return getattr(importlib.import_module(mod), cls)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'bayes_risk.models' has no attribute {name!r}")

@@ -1,0 +1,36 @@
+"""Test configuration: hypothesis profiles and a guard against use of numpy's global RNG."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+# tests/ helpers (e.g. tests/_shared.py) importable under --import-mode=importlib
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+settings.register_profile(
+    "fast", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "deep", max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fast"))
+
+# Numba threads in the parent process make forked PyMC chains abort unless the workqueue layer
+# is used (platform fact recorded in issue 4).
+os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
+
+
+@pytest.fixture(autouse=True)
+def _check_global_rng_untouched():
+    """Fail any test that draws from numpy's global RNG (statsmodels' guard, STYLE.md R7)."""
+    state = np.random.get_state()[1].copy()
+    yield
+    assert np.array_equal(state, np.random.get_state()[1]), (
+        "test changed numpy's global random state; pass random_seed/rng explicitly"
+    )

@@ -1,0 +1,131 @@
+"""Package layout, RNG conventions, numerics helpers, atomic IO and demo data."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bayes_risk
+from bayes_risk._io import atomic_dir, to_jsonable, write_json
+from bayes_risk._numeric import log_ties, logsumexp, normalise_log, ties
+from bayes_risk._rng import as_generator, spawn
+from bayes_risk.data import ACS_COLUMNS, ACS_LEVEL_COUNTS, make_acs_like, make_ce_like
+from bayes_risk.exceptions import ValidationError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_import_does_not_import_pymc():
+    code = (
+        "import sys, bayes_risk, bayes_risk.data;"
+        "assert 'pymc' not in sys.modules, 'pymc imported';"
+        "assert 'bayes_risk.models' not in sys.modules;"
+        "import bayes_risk.models as m; print(m.__file__)"
+    )
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+                         cwd="/", check=True)
+    assert out.stdout.strip().endswith(os.path.join("models", "__init__.py"))
+
+
+def test_wheel_maps_models_into_bayes_risk(tmp_path):
+    """A normal (non-editable) build places models/ at bayes_risk/models (STYLE.md §4)."""
+    pytest.importorskip("setuptools")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path), str(ROOT)],
+        check=True, capture_output=True,
+    )
+    (whl,) = tmp_path.glob("bayes_risk-*.whl")
+    names = zipfile.ZipFile(whl).namelist()
+    assert "bayes_risk/models/__init__.py" in names
+    assert "bayes_risk/models/base.py" in names
+    assert not any(n.startswith("models/") for n in names)
+    pkgs = {n.split("/")[1] for n in names if n.startswith("bayes_risk/") and n.count("/") >= 2}
+    # every sub-package folder of the source tree is in the wheel (setuptools drops unlisted ones)
+    src = {p.name for p in (ROOT / "bayes_risk").iterdir() if (p / "__init__.py").exists()}
+    assert src | {"models"} <= pkgs
+
+
+def test_public_api_resolves():
+    for name in bayes_risk.__all__:
+        if name == "__version__":
+            continue
+        assert getattr(bayes_risk, name) is not None, name
+
+
+def test_rng_conventions():
+    a = as_generator(3).random(3)
+    b = as_generator(3).random(3)
+    np.testing.assert_array_equal(a, b)
+    g = np.random.default_rng(1)
+    assert as_generator(g) is g
+    with pytest.raises(ValidationError, match="RandomState"):
+        as_generator(np.random.RandomState(1))
+    with pytest.raises(ValidationError, match="Got 1.5"):
+        as_generator(1.5)
+    c1 = [r.random() for r in spawn(5, 4)]
+    c2 = [r.random() for r in spawn(5, 4)][:2]
+    assert c1[:2] == c2  # child k is the same stream whatever the number of children
+    assert len(set(c1)) == 4
+
+
+def test_log_space_normalisation():
+    # SPEC §2.1 example: naive exp underflows to 0/0
+    post = normalise_log(np.array([-1000.0, -1001.0, -1003.0]))
+    np.testing.assert_allclose(post, [0.705385, 0.259496, 0.035119], atol=1e-6)
+    assert np.all(np.isnan(normalise_log(np.full(3, -np.inf))))
+    assert logsumexp(np.full(2, -np.inf)) == -np.inf
+    assert ties(1 / 3 + 1 / 6, 1 / 2)
+    assert not ties(0.5, 0.5 + 1e-6)
+    assert log_ties(-np.inf, -np.inf) and log_ties(-2.0, -2.0 + 1e-10)
+
+
+def test_atomic_dir_and_json(tmp_path):
+    with pytest.raises(RuntimeError):
+        with atomic_dir(tmp_path / "out") as d:
+            (d / "a.txt").write_text("x")
+            raise RuntimeError("fail")
+    assert not (tmp_path / "out").exists()
+    write_json(tmp_path / "r.json", {"a": np.float64(np.nan), "b": np.arange(3), "c": np.inf})
+    assert json.loads((tmp_path / "r.json").read_text()) == {"a": None, "b": [0, 1, 2], "c": "inf"}
+    assert to_jsonable(np.int64(3)) == 3
+
+
+def test_demo_data_shapes_and_dependencies():
+    ce = make_ce_like()
+    assert ce.shape == (5571, 7)
+    assert list(ce.columns) == ["Age", "Urban", "Tenure", "Educ", "Expenditure", "Marital", "Income"]
+    assert ce.Age.between(16, 88).all() and set(ce.Urban) == {1, 2}
+    assert set(ce.Tenure) <= {1, 2, 4, 5, 6} and set(ce.Marital) <= {1, 2, 3, 4, 5}
+    assert (ce.Income == 0).sum() > 0 and 0 < (ce.Income < 0).sum() < 0.02 * len(ce)
+    assert (ce.Expenditure == 0).sum() > 0
+    # household-survey dependencies: income rises with education; widowhood with age
+    pos = ce.Income > 0
+    assert np.corrcoef(ce.Educ[pos], np.log(ce.Income[pos]))[0, 1] > 0.1
+    assert ce.Age[ce.Marital == 2].mean() > ce.Age[ce.Marital == 5].mean() + 15
+    assert np.corrcoef(np.log1p(ce.Income.clip(0)), np.log1p(ce.Expenditure))[0, 1] > 0.2
+    # fixed seed: identical on every call
+    assert make_ce_like(100).equals(make_ce_like(100))
+
+
+def test_acs_like_levels_and_latent_structure():
+    acs, truth = make_acs_like(3000, return_truth=True)
+    assert list(acs.columns) == list(ACS_COLUMNS)
+    for c, d in zip(ACS_COLUMNS, ACS_LEVEL_COUNTS):
+        assert list(acs[c].cat.categories) == list(range(1, d + 1))
+    # variables are dependent (latent classes): chi-square of a two-way table is large
+    from scipy.stats import chi2_contingency
+
+    tab = np.histogram2d(acs["RACE"].cat.codes, acs["BPL"].cat.codes, bins=(6, 7))[0]
+    tab = tab[tab.sum(1) > 0][:, tab.sum(0) > 0]
+    assert chi2_contingency(tab)[1] < 1e-6
+    assert truth["pi"].shape == (10,) and len(truth["phi"]) == 14
+    with pytest.raises(ValidationError, match="n must be an integer >= 10"):
+        make_acs_like(5)
