@@ -148,3 +148,14 @@ def test_encode_decode_round_trip(values):
     assert codes.min() >= 0 and codes.max() < s["x"].n_levels
     back = decode(codes, s, ["x"])
     assert back["x"].tolist() == values
+
+
+def test_unsynthesized_comparison_types():
+    from bayes_risk.data.validate import _equal_levels
+
+    a = pd.Series([1, 2, 2])
+    np.testing.assert_array_equal(_equal_levels(a, pd.Series([1.0, 2.0, 1.0])), [True, True, False])
+    s = pd.Series(["x", "y", None])
+    np.testing.assert_array_equal(_equal_levels(s, pd.Series(["x", "z", None])), [True, False, True])
+    c = pd.Series(pd.Categorical(["a", "b"]))
+    np.testing.assert_array_equal(_equal_levels(c, pd.Series(["a", "a"])), [True, False])

@@ -221,9 +221,7 @@ def validate_synthetic(
                 a = original[c].to_numpy()
                 b = z[c].to_numpy()
                 if schema[c].type in CATEGORICAL_TYPES:
-                    eq = np.array(
-                        [_normalise_value(x) == _normalise_value(y) for x, y in zip(a, b)]
-                    )
+                    eq = _equal_levels(original[c], z[c])
                 else:
                     af = a.astype(np.float64)
                     bf = b.astype(np.float64)
@@ -237,6 +235,28 @@ def validate_synthetic(
                         "as synthesized if the synthesizer replaced it.",
                         code="US_COLUMNS_DIFFER",
                     )
+
+
+def _equal_levels(a: pd.Series, b: pd.Series) -> np.ndarray:
+    """Element-wise equality of two categorical columns, vectorised.
+
+    Numeric codes compare as numbers (so 2 equals 2.0 after a CSV round trip); anything else
+    compares by value, falling back to the level normalisation of :func:`_normalise_value`.
+    """
+    av = a.to_numpy(dtype=object) if isinstance(a.dtype, pd.CategoricalDtype) else a.to_numpy()
+    bv = b.to_numpy(dtype=object) if isinstance(b.dtype, pd.CategoricalDtype) else b.to_numpy()
+    try:
+        af = np.asarray(av, dtype=np.float64)
+        bf = np.asarray(bv, dtype=np.float64)
+        return (af == bf) | (np.isnan(af) & np.isnan(bf))
+    except (TypeError, ValueError):
+        pass
+    eq = np.asarray(pd.Series(av, dtype=object).to_numpy() == pd.Series(bv, dtype=object).to_numpy())
+    for i in np.flatnonzero(~eq):  # only the rare mismatches get the slow normalised comparison
+        eq[i] = _normalise_value(av[i]) == _normalise_value(bv[i]) or (
+            pd.isna(av[i]) and pd.isna(bv[i])
+        )
+    return eq
 
 
 def encode(df: pd.DataFrame, schema: Schema, columns: Iterable[str] | None = None) -> np.ndarray:
@@ -270,15 +290,28 @@ def encode(df: pd.DataFrame, schema: Schema, columns: Iterable[str] | None = Non
         na = s.isna().to_numpy()
         vals = s.to_numpy(dtype=object)
         codes = np.full(len(df), -1, dtype=np.int64)
+        # look each distinct value up once (tables have few distinct values, many rows)
+        uniq, inverse = np.unique(vals[~na].astype(str), return_inverse=True) if (~na).any() else (
+            np.array([], dtype=str), np.array([], dtype=np.int64))
+        firsts = {}
         for i in np.flatnonzero(~na):
-            k = lookup.get(_normalise_value(vals[i]))
+            key = str(vals[i])
+            if key not in firsts:
+                firsts[key] = vals[i]
+            if len(firsts) == len(uniq):
+                break
+        ucodes = np.empty(len(uniq), dtype=np.int64)
+        for u_idx, key in enumerate(uniq):
+            v = firsts[key]
+            k = lookup.get(_normalise_value(v))
             if k is None:
                 raise SchemaError(
-                    f"column {c!r} has value {_level_to_json(vals[i])!r} that is not among its "
+                    f"column {c!r} has value {_level_to_json(v)!r} that is not among its "
                     f"levels {list(spec.levels)}.",
                     code="UNKNOWN_LEVEL",
                 )
-            codes[i] = k
+            ucodes[u_idx] = k
+        codes[~na] = ucodes[inverse]
         out[:, j] = codes
     return out
 

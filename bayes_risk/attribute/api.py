@@ -1,0 +1,1203 @@
+"""User-facing attribute-risk analysis: :func:`attribute_risk` and :func:`prior_sensitivity`.
+
+For each confidential record ``i`` the intruder's posterior over candidate values ``y*`` of its
+synthesized attributes is (SPEC §2.1)
+
+    p(Y_i = y* | Z, y_{-i}) ∝ p(Z | Y_i = y*, y_{-i}) · P0_i(y*),
+
+with ``p(Z | ·)`` estimated from the synthesis model's posterior draws — no refit per candidate —
+by the stabilised estimator (SPEC §2.6.1, default for class P models) or the published
+importance-sampling estimator (SPEC §2.6). The engine depends only on the model protocol
+(:class:`bayes_risk.protocols.SupportsRecordLoglik`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._progress import progress
+from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
+from bayes_risk.attribute.candidates import (
+    CandidateSet,
+    CandidateSpec,
+    build_candidates,
+    candidates_from_frame,
+    decode_values,
+    one_variable_codes,
+    parse_candidates,
+    product_codes,
+)
+from bayes_risk.attribute.diagnostics import khat_threshold, low_ess_threshold, pareto_khat
+from bayes_risk.attribute.estimator import (
+    RatioStats,
+    bootstrap_counts,
+    bootstrap_is,
+    bootstrap_stabilised,
+    is_estimate,
+    log_ratios,
+    mean_log_ratio,
+    stabilised_estimate,
+)
+from bayes_risk.attribute.priors import (
+    Prior,
+    PriorInputs,
+    evaluate_prior,
+    evaluate_prior_groups,
+    parse_prior,
+)
+from bayes_risk.attribute.summaries import hrw_summary, log_posterior, rank_summary
+from bayes_risk.data.validate import encode, harmonise_levels, validate_synthetic
+from bayes_risk.exceptions import ImportanceSamplingWarning, ValidationError
+
+__all__ = ["attribute_risk", "prior_sensitivity", "AttributeRiskResult"]
+
+#: record flags that make a record "flagged" (reported separately, never averaged in silently)
+RECORD_FLAGS = (
+    "LOW_ESS_Q",
+    "KHAT_HIGH",
+    "DOMINATED_SUM",
+    "DRAW_DROPPED",
+    "TRUTH_OUTSIDE_SUPPORT",
+    "ALL_CANDIDATES_IMPOSSIBLE",
+)
+
+_PAIVA_POINTER = (
+    "Weaker-than-worst-case intruder knowledge needs the other records' unknown values to be "
+    "imputed inside the likelihood; this is out of scope (SPEC §2.2). See Paiva, Chakraborty, "
+    "Reiter & Gelfand (2014), 'Imputation of confidential data sets with spatial locations using "
+    "disease mapping models', Statistics in Medicine 33, for an approach."
+)
+
+
+# ------------------------------------------------------------------------------------------
+# result
+# ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AttributeRiskResult:
+    """Result of :func:`attribute_risk` (frozen; ``with_prior`` returns a new one).
+
+    Attributes
+    ----------
+    records : DataFrame
+        One row per evaluated record: ``record`` (0-based row position), ``G``, ``p_true``,
+        ``rank_min``, ``n_tie``, ``rank_avg``, ``is_top``, ``top_share``, ``baseline`` (1/G),
+        ``ess_q_min``, ``khat_max``, ``ess_omega_min``, ``max_omega_max``, ``n_dropped``,
+        bootstrap quantiles of the truth's rank and probability (``boot_rank_q05/q50/q95``,
+        ``boot_p_true_q05/q50/q95``), ``marg_<column>`` (product sets) and ``flags``.
+    columns : tuple of str
+        The varying (unknown) columns.
+    candidates : list of CandidateSet
+    loglik : list of arrays (G,)
+        Per-candidate log-likelihoods (kept so that a new prior only renormalises).
+    logprior : list of arrays (G,)
+    log_post : list of arrays (G,)
+    diagnostics : list of dict
+        Per record: ``ess_q (G)``, ``khat (G)``, and when available ``ess_omega (m, G)``,
+        ``max_omega (m, G)``, ``khat_aug (m, G)``, ``ess_aug (m, G)``.
+    warnings : list of str
+        Machine-readable codes (SPEC §0.2.8).
+    settings : dict
+        Estimator, prior, candidates, scenario, H, m, seed.
+    """
+
+    records: pd.DataFrame
+    columns: tuple[str, ...]
+    candidates: list[CandidateSet]
+    loglik: list[np.ndarray]
+    logprior: list[np.ndarray]
+    log_post: list[np.ndarray]
+    diagnostics: list[dict[str, np.ndarray]]
+    warnings: list[str]
+    settings: dict[str, Any]
+    schema: Any = field(repr=False)
+    prior: Prior = field(repr=False)
+    _prior_inputs: PriorInputs = field(repr=False)
+    _boot_loglik: list[np.ndarray] | None = field(repr=False, default=None)
+    _degenerate: dict[str, Any] = field(repr=False, default_factory=dict)
+    _cache: dict[str, Any] = field(repr=False, default_factory=dict, compare=False)
+
+    # ----- access -------------------------------------------------------------------------
+    @property
+    def flagged(self) -> pd.DataFrame:
+        """Records carrying any of the record flags (:data:`RECORD_FLAGS`)."""
+        return self.records[self.records["flags"] != ""].copy()
+
+    def _position(self, record: int) -> int:
+        hit = np.flatnonzero(self.records["record"].to_numpy() == int(record))
+        if hit.size == 0:
+            raise ValidationError(
+                f"record {record!r} was not evaluated; evaluated records are "
+                f"{self.records['record'].tolist()[:10]}{'...' if len(self.records) > 10 else ''}."
+            )
+        return int(hit[0])
+
+    def candidate_posteriors(self, record: int) -> pd.DataFrame:
+        """Candidates of ``record`` (decoded values) with ``loglik``, ``prior``, ``posterior``,
+        ``is_truth``, sorted as built (truth at ``g0``)."""
+        k = self._position(record)
+        cs = self.candidates[k]
+        df = decode_values(cs.values, cs.columns, self.schema)
+        df["loglik"] = self.loglik[k]
+        df["prior"] = np.exp(self.logprior[k])
+        df["posterior"] = np.exp(self.log_post[k])
+        df["is_truth"] = np.arange(cs.size) == cs.g0
+        return df
+
+    # ----- priors ---------------------------------------------------------------------------
+    def with_prior(
+        self, prior: str | Prior | Any, *, bootstrap: bool = True
+    ) -> AttributeRiskResult:
+        """A new result under another prior: only the final normalisation is redone.
+
+        Parameters
+        ----------
+        prior : str, Prior, weights or callable
+            See :func:`bayes_risk.attribute.priors.parse_prior`.
+        bootstrap : bool
+            Recompute the bootstrap rank quantiles under the new prior from the kept bootstrap
+            log-likelihoods (set False for fast sweeps; those columns then become ``nan``).
+        """
+        if self.settings.get("compat"):
+            raise ValidationError(
+                "with_prior is not available in compat='AttributeRiskCalculation' mode (the R "
+                "package's prior is folded into the log-likelihood); rerun attribute_risk with "
+                "the new prior."
+            )
+        p = parse_prior(prior)
+        inp = self._prior_inputs
+        lp_groups, codes = evaluate_prior_groups(p, inp)
+        logprior = _ungroup(lp_groups, inp.groups, len(self.loglik))
+        log_post, rec = _point_summaries(
+            self.loglik, logprior, self._g0(), groups=(inp.groups, self._ll_groups(), lp_groups)
+        )
+        df = self.records.copy()
+        _set_point_columns(df, rec)
+        boot = self._boot_loglik if bootstrap else None
+        bq = _bootstrap_summaries(boot, logprior, self._g0(), len(df))
+        for k, v in bq.items():
+            df[k] = v
+        settings = dict(self.settings, prior=p.label())
+        warns = [w for w in self.warnings if w not in ("PRIOR_RENORMALISED", "HARMONIC_WEIGHTS")]
+        warns += [c for c in codes if c not in warns]
+        return AttributeRiskResult(
+            records=df,
+            columns=self.columns,
+            candidates=self.candidates,
+            loglik=self.loglik,
+            logprior=logprior,
+            log_post=log_post,
+            diagnostics=self.diagnostics,
+            warnings=warns,
+            settings=settings,
+            schema=self.schema,
+            prior=p,
+            _prior_inputs=self._prior_inputs,
+            _boot_loglik=self._boot_loglik,
+            _degenerate=self._degenerate,
+        )
+
+    def _g0(self) -> np.ndarray:
+        if "g0" not in self._cache:
+            self._cache["g0"] = np.array([c.g0 for c in self.candidates], dtype=np.int64)
+        return self._cache["g0"]
+
+    def _ll_groups(self) -> list[np.ndarray]:
+        if "ll_groups" not in self._cache:
+            self._cache["ll_groups"] = [
+                np.stack([self.loglik[i] for i in idx]) for idx in self._prior_inputs.groups
+            ]
+        return self._cache["ll_groups"]
+
+    # ----- summaries ------------------------------------------------------------------------
+    def summary(self, *, thresholds: Sequence[float] = (0.5,)) -> dict[str, Any]:
+        """File-level summary (SPEC §2.9.1), unflagged and flagged records reported separately.
+
+        Returns
+        -------
+        dict
+            ``n_records``, ``n_flagged``, ``flag_counts``, ``unflagged`` and ``flagged``
+            (Hu–Reiter–Wang summaries of each group), ``all`` (all records, for comparison
+            with published tables), ``random_guess_baseline`` (mean 1/G), ``published_estimator``
+            (how degenerate the SPEC §2.6 estimator was, when computed), ``settings``,
+            ``warnings``.
+        """
+        df = self.records
+        fl = df["flags"] != ""
+        counts: dict[str, int] = {}
+        for f in df["flags"]:
+            for c in filter(None, f.split(";")):
+                counts[c] = counts.get(c, 0) + 1
+
+        def hrw(d: pd.DataFrame) -> dict[str, Any]:
+            return hrw_summary(
+                d["p_true"].to_numpy(),
+                d["rank_min"].to_numpy(),
+                d["is_top"].to_numpy(),
+                d["top_share"].to_numpy(),
+                thresholds=thresholds,
+            )
+
+        return {
+            "n_records": int(len(df)),
+            "n_flagged": int(fl.sum()),
+            "flag_counts": counts,
+            "unflagged": hrw(df[~fl]),
+            "flagged": hrw(df[fl]),
+            "all": hrw(df),
+            "random_guess_baseline": float(np.mean(df["baseline"])) if len(df) else float("nan"),
+            "published_estimator": dict(self._degenerate),
+            "settings": dict(self.settings),
+            "warnings": list(self.warnings),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict: settings, summary and the record table."""
+        return {
+            "settings": dict(self.settings),
+            "summary": self.summary(),
+            "records": self.records.to_dict(orient="list"),
+            "warnings": list(self.warnings),
+        }
+
+
+# ------------------------------------------------------------------------------------------
+# helpers
+# ------------------------------------------------------------------------------------------
+def _groups_by_size(sizes: np.ndarray) -> list[np.ndarray]:
+    return [np.flatnonzero(sizes == g) for g in np.unique(sizes)]
+
+
+def _ungroup(mats: list[np.ndarray], groups: list[np.ndarray], n: int) -> list[np.ndarray]:
+    out: list[np.ndarray] = [np.empty(0)] * n
+    for idx, mat in zip(groups, mats, strict=False):
+        for k, i in enumerate(idx):
+            out[i] = mat[k]
+    return out
+
+
+def _point_summaries(
+    loglik: list[np.ndarray],
+    logprior: list[np.ndarray],
+    g0: np.ndarray,
+    groups: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]] | None = None,
+) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
+    n = len(loglik)
+    log_post: list[np.ndarray] = [np.empty(0)] * n
+    keys = ("p_true", "rank_min", "n_tie", "rank_avg", "is_top", "top_share")
+    out = {k: np.full(n, np.nan) for k in keys}
+    if groups is None:
+        sizes = np.array([a.size for a in loglik], dtype=np.int64)
+        idxs = _groups_by_size(sizes)
+        lls = [np.stack([loglik[i] for i in idx]) for idx in idxs]
+        lps = [np.stack([logprior[i] for i in idx]) for idx in idxs]
+    else:
+        idxs, lls, lps = groups
+    for idx, ll, lp in zip(idxs, lls, lps, strict=False):
+        post = log_posterior(ll, lp)
+        rs = rank_summary(post, g0[idx])
+        for k in keys:
+            out[k][idx] = rs[k]
+        for j, i in enumerate(idx):
+            log_post[i] = post[j]
+    return log_post, out
+
+
+def _set_point_columns(df: pd.DataFrame, rec: dict[str, np.ndarray]) -> None:
+    for k, v in rec.items():
+        df[k] = v
+    # is_top is boolean; a skipped record (nan) makes it a nullable boolean
+    top = df["is_top"]
+    df["is_top"] = top.astype("boolean") if top.isna().any() else top.astype(bool)
+
+
+def _bootstrap_summaries(
+    boot: list[np.ndarray] | None, logprior: list[np.ndarray], g0: np.ndarray, n: int
+) -> dict[str, np.ndarray]:
+    keys = (
+        "boot_rank_q05",
+        "boot_rank_q50",
+        "boot_rank_q95",
+        "boot_p_true_q05",
+        "boot_p_true_q50",
+        "boot_p_true_q95",
+    )
+    out = {k: np.full(n, np.nan) for k in keys}
+    if boot is None:
+        return out
+    sizes = np.array([b.shape[1] for b in boot], dtype=np.int64)
+    for idx in _groups_by_size(sizes):
+        bl = np.stack([boot[i] for i in idx])  # [R, B, G]
+        r, b, g = bl.shape
+        lp = np.stack([logprior[i] for i in idx])[:, None, :]
+        post = log_posterior(bl + lp).reshape(r * b, g)
+        rs = rank_summary(post, np.repeat(g0[idx], b))
+        rank = rs["rank_min"].reshape(r, b)
+        pt = rs["p_true"].reshape(r, b)
+        qfun = np.nanquantile if (np.isnan(rank).any() or np.isnan(pt).any()) else np.quantile
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            for q, name in ((0.05, "q05"), (0.5, "q50"), (0.95, "q95")):
+                out[f"boot_rank_{name}"][idx] = qfun(rank, q, axis=1)
+                out[f"boot_p_true_{name}"][idx] = qfun(pt, q, axis=1)
+    return out
+
+
+def _as_datasets(synthetic: Any) -> list[pd.DataFrame]:
+    from bayes_risk.data.synthetic import SyntheticData
+
+    if isinstance(synthetic, SyntheticData):
+        return [d for d in synthetic]
+    if isinstance(synthetic, pd.DataFrame):
+        return [synthetic]
+    if isinstance(synthetic, (list, tuple)) and all(isinstance(d, pd.DataFrame) for d in synthetic):
+        return list(synthetic)
+    raise ValidationError(
+        "synthetic must be a SyntheticData, a DataFrame or a list of DataFrames. "
+        f"Got {type(synthetic).__name__}."
+    )
+
+
+def _check_model(model: Any) -> None:
+    needed = (
+        ("plugin_loglik", "schema_", "model_class")
+        if hasattr(model, "plugin_loglik")
+        else ("record_loglik", "schema_", "model_class", "ratio_form")
+    )
+    missing = [a for a in needed if not hasattr(model, a)]
+    if missing:
+        raise ValidationError(
+            f"model {type(model).__name__} does not implement the attribute-risk protocol "
+            f"(bayes_risk.protocols.SupportsRecordLoglik): missing {missing}. Fit a Bayesian "
+            "synthesis model (DPMPM, PoissonMixture, SequentialRegression) or wrap posterior "
+            "draws in bayes_risk.attribute.ArrayModel."
+        )
+    if model.model_class not in ("P", "O"):
+        raise ValidationError(f"model.model_class must be 'P' or 'O'. Got {model.model_class!r}.")
+
+
+def _resolve_records(records: Any, n: int) -> np.ndarray:
+    if records is None:
+        return np.arange(n, dtype=np.int64)
+    if isinstance(records, (int, np.integer)):
+        records = [int(records)]
+    try:
+        arr = np.asarray(list(records), dtype=np.int64)
+    except (TypeError, ValueError) as err:
+        raise ValidationError(
+            f"records must be row positions (integers). Got {records!r}."
+        ) from err
+    if arr.size == 0:
+        raise ValidationError("records is empty; give at least one row position.")
+    bad = arr[(arr < 0) | (arr >= n)]
+    if bad.size:
+        raise ValidationError(
+            f"records: row position {int(bad[0])} is out of range; the original has {n} rows "
+            "(positions 0..n-1)."
+        )
+    if np.unique(arr).size != arr.size:
+        raise ValidationError("records contains duplicate row positions.")
+    return arr
+
+
+def _candidate_rows(
+    orig: pd.DataFrame, pos: np.ndarray, vals: np.ndarray, columns: Sequence[str], schema: Any
+) -> pd.DataFrame:
+    """Full records ``[R*G]``: each record's row with the varying columns set to candidates."""
+    r, g, q = vals.shape
+    rows = orig.iloc[np.repeat(pos, g)].reset_index(drop=True)
+    flat = vals.reshape(r * g, q)
+    for j, c in enumerate(columns):
+        spec = schema[c]
+        dtype = orig[c].dtype
+        if spec.is_categorical:
+            lv = np.asarray(list(spec.levels), dtype=object)
+            v = lv[flat[:, j].astype(np.int64)]
+            if isinstance(dtype, pd.CategoricalDtype):
+                rows[c] = pd.Categorical(v, dtype=dtype)
+            else:
+                try:
+                    rows[c] = pd.Series(v, dtype=dtype)
+                except (TypeError, ValueError):
+                    rows[c] = pd.Series(v)
+        else:
+            v = flat[:, j]
+            if pd.api.types.is_integer_dtype(dtype) and np.all(v == np.round(v)):
+                rows[c] = v.astype(dtype)
+            else:
+                rows[c] = v
+    return rows
+
+
+def _neighbourhood_index(
+    vary: Sequence[str], syn_cols: Sequence[str], d: dict[str, int]
+) -> np.ndarray | None:
+    """Positions of the one-variable candidates over ``vary`` inside the model's neighbourhood
+    over its synthesized columns (both in SPEC §2.3.2 order); None if vary ⊄ syn_cols."""
+    if any(c not in syn_cols for c in vary):
+        return None
+    idx = [0]
+    pos = 1
+    for c in syn_cols:
+        w = d[c] - 1
+        if c in vary:
+            idx.extend(range(pos, pos + w))
+        pos += w
+    return np.asarray(idx, dtype=np.int64)
+
+
+# ------------------------------------------------------------------------------------------
+# main entry point
+# ------------------------------------------------------------------------------------------
+def attribute_risk(
+    model: Any,
+    original: pd.DataFrame,
+    synthetic: Any,
+    records: Sequence[int] | np.ndarray | None = None,
+    *,
+    candidates: str | CandidateSpec | Callable[..., pd.DataFrame] = "one-variable",
+    prior: str | Prior | Any = "uniform",
+    scenario: Literal["worst_case", "partially_known"] = "worst_case",
+    known: Sequence[str] | None = None,
+    estimator: Literal["auto", "stabilised", "is"] = "auto",
+    augmented: Sequence[Any] | None = None,
+    draws: Sequence[int] | np.ndarray | None = None,
+    psis: bool = False,
+    khat: Literal["all", "base", "none"] = "all",
+    is_diagnostics: bool = True,
+    compat: Literal["AttributeRiskCalculation"] | None = None,
+    chunk_size: int = 128,
+    bootstrap: int = 200,
+    random_seed: RandomSeed = None,
+    progressbar: bool = True,
+) -> AttributeRiskResult:
+    """Attribute disclosure risk of every (or selected) confidential record (SPEC §2).
+
+    Parameters
+    ----------
+    model : SupportsRecordLoglik
+        A fitted Bayesian synthesis model (DPMPM, PoissonMixture, SequentialRegression), an
+        :class:`~bayes_risk.attribute.ArrayModel`, or a plug-in model without posterior draws
+        (:class:`~bayes_risk.attribute.CARTPlugin`, SPEC §2.10; anything with
+        ``plugin_loglik(record, candidates, datasets) -> [m, G]``). Its ``schema_`` defines the
+        columns, levels and which columns were synthesized.
+    original : DataFrame
+        The confidential data ``y`` (the rows the model was fitted to, same order).
+    synthetic : SyntheticData, DataFrame or list of DataFrames
+        The released datasets ``Z_(1..m)`` (same row order as ``original``).
+    records : sequence of int, optional
+        0-based row positions to evaluate (default: all).
+    candidates : {"one-variable", "full"}, str, CandidateSpec or callable
+        Candidate sets (SPEC §2.3; see :func:`~bayes_risk.attribute.candidates.parse_candidates`).
+        A callable ``f(record_row: Series, columns: list) -> DataFrame`` returns a record's
+        candidates (decoded values); the truth is added when absent.
+    prior : str, Prior, weights or callable
+        Intruder prior (SPEC §2.4): ``"uniform"`` (default), ``"truth-weighted:K"``,
+        ``"empirical:ALPHA"``, ``"model-predictive"``, ...
+    scenario : {"worst_case", "partially_known"}
+        Worst case: the intruder knows every other record (``A = y_{-i}``) and guesses all of
+        record ``i``'s synthesized values. Partially known: also knows ``known`` of record
+        ``i``'s own synthesized values (fixed at the truth). Others raise NotImplementedError.
+    known : sequence of str, optional
+        Synthesized columns the intruder knows (``partially_known`` only).
+    estimator : {"auto", "stabilised", "is"}
+        ``auto``: stabilised for class P models, IS for class O (SPEC §2.6.1), the closed-form
+        plug-in likelihood for plug-in models. ``is`` is the
+        published estimator (SPEC §2.6), needed to reproduce published numbers.
+    augmented : sequence of models, optional
+        For the stabilised estimator: one model per synthetic dataset with draws of
+        ``p(Θ | y, Z_(l))`` (default: ``model.fit_augmented(original, Z_(l), random_seed=...)``).
+    draws : sequence of int, optional
+        Subset of the model's posterior draws to use (default all ``H``).
+    psis : bool
+        Pareto-smooth the stabilised estimator's means (SPEC §2.6.1).
+    khat : {"all", "base", "none"}
+        Posteriors under which the Pareto k̂ of the ratios is computed (SPEC §2.7 item 3, §2.6.1):
+        all ``m + 1`` (default), only ``p(Θ | y)``, or none. k̂ is the costliest diagnostic
+        (a generalized-Pareto fit per record, candidate and posterior); records are flagged
+        ``KHAT_HIGH`` only from the k̂ values computed.
+    is_diagnostics : bool
+        With the stabilised estimator, also compute the SPEC §2.7 item 2 diagnostics of the
+        published estimator (needs ``dataset_loglik``) to show how degenerate it would be.
+    compat : {"AttributeRiskCalculation"}, optional
+        IS estimator only: copy the R package's prior handling (prior probability added to the
+        log-likelihood once per dataset) — SPEC §7 item 8. Not a default: it is not Bayes' rule.
+    chunk_size : int
+        Records processed together (bounds memory ``~ chunk × H × G × 8`` bytes per array).
+    bootstrap : int
+        Draw-bootstrap replicates for the stability of the truth's rank (0 disables).
+    random_seed : int, Generator or None
+        Seeds the bootstrap and the augmented fits. Results do not depend on ``chunk_size`` or on
+        the order of ``records``.
+    progressbar : bool
+        Show progress (rich).
+
+    Returns
+    -------
+    AttributeRiskResult
+
+    Raises
+    ------
+    ValidationError
+        For inconsistent inputs (naming the argument).
+    NotImplementedError
+        For scenarios other than worst case / partially known (SPEC §2.2), and for class O models
+        that do not supply the own-record term.
+
+    References
+    ----------
+    Hu, J. (2019). Bayesian estimation of attribute and identification disclosure risks in
+    synthetic data. Transactions on Data Privacy 12, 61–89.
+    Reiter, J. P., Wang, Q. & Zhang, B. (2014). Bayesian estimation of disclosure risks for
+    multiply imputed, synthetic data. Journal of Privacy and Confidentiality 6(1).
+    """
+    _check_model(model)
+    pr = parse_prior(prior)  # validate before any expensive work
+    if scenario not in ("worst_case", "partially_known"):
+        raise NotImplementedError(
+            f"scenario {scenario!r} is not supported; use 'worst_case' or 'partially_known'. "
+            + _PAIVA_POINTER
+        )
+    if estimator not in ("auto", "stabilised", "is"):
+        raise ValidationError(f"estimator must be 'auto', 'stabilised' or 'is'. Got {estimator!r}.")
+    if khat not in ("all", "base", "none"):
+        raise ValidationError(f"khat must be 'all', 'base' or 'none'. Got {khat!r}.")
+    if compat not in (None, "AttributeRiskCalculation"):
+        raise ValidationError(f"compat must be None or 'AttributeRiskCalculation'. Got {compat!r}.")
+    if (
+        isinstance(chunk_size, bool)
+        or not isinstance(chunk_size, (int, np.integer))
+        or chunk_size < 1
+    ):
+        raise ValidationError(f"chunk_size must be an integer >= 1. Got {chunk_size!r}.")
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
+        raise ValidationError(f"bootstrap must be an integer >= 0. Got {bootstrap!r}.")
+    if not isinstance(original, pd.DataFrame):
+        raise ValidationError(
+            f"original must be a pandas DataFrame. Got {type(original).__name__}."
+        )
+
+    schema0 = model.schema_
+    cols = schema0.names
+    missing = [c for c in cols if c not in original.columns]
+    if missing:
+        raise ValidationError(f"original is missing the model's column(s) {missing}.")
+    orig = original[cols].reset_index(drop=True)
+    datasets = [
+        z[cols].reset_index(drop=True) if all(c in z.columns for c in cols) else z
+        for z in _as_datasets(synthetic)
+    ]
+    schema = harmonise_levels(orig, datasets, schema0)
+    validate_synthetic(orig, datasets, schema)
+    m = len(datasets)
+    n = len(orig)
+
+    synthesized = schema.synthesized
+    if not synthesized:
+        raise ValidationError("the model's schema has no synthesized columns: nothing to guess.")
+    known_l = list(known or [])
+    if scenario == "worst_case" and known_l:
+        raise ValidationError("known is only used with scenario='partially_known'.")
+    if scenario == "partially_known":
+        if not known_l:
+            raise ValidationError("scenario='partially_known' needs known=[synthesized columns].")
+        schema.check_columns(known_l, "known")
+        notsyn = [c for c in known_l if c not in synthesized]
+        if notsyn:
+            raise ValidationError(
+                f"known column(s) {notsyn} are not synthesized; unsynthesized columns are always "
+                "known to the intruder."
+            )
+    vary = [c for c in synthesized if c not in known_l]
+    if not vary:
+        raise ValidationError("every synthesized column is known: nothing left to guess.")
+    pos_all = _resolve_records(records, n)
+
+    # varying columns: codes (categorical) or values (numeric), [n, q]
+    is_cat = np.array([schema[c].is_categorical for c in vary])
+    V = np.empty((n, len(vary)))
+    for j, c in enumerate(vary):
+        V[:, j] = encode(orig, schema, [c])[:, 0] if is_cat[j] else orig[c].to_numpy(np.float64)
+    d_model = {c: (len(schema0[c].levels) if schema0[c].is_categorical else 0) for c in vary}
+    d_harm = {c: (schema[c].n_levels if schema[c].is_categorical else 0) for c in vary}
+
+    # candidate rule
+    cand_callable = callable(candidates) and not isinstance(candidates, (str, CandidateSpec))
+    spec = None if cand_callable else parse_candidates(candidates)  # type: ignore[arg-type]
+
+    # draws / estimator
+    is_plugin = hasattr(model, "plugin_loglik")
+    if is_plugin:
+        # plug-in likelihood of a non-parametric synthesizer (SPEC §2.10): no posterior draws
+        if estimator not in ("auto",):
+            raise ValidationError(
+                f"{type(model).__name__} has a plug-in likelihood (SPEC §2.10); it has no "
+                "posterior draws, so estimator must be 'auto'."
+            )
+        if compat is not None or augmented is not None or draws is not None:
+            raise ValidationError("compat, augmented and draws do not apply to plug-in models.")
+    draw_idx = None if draws is None else np.asarray(draws, dtype=np.int64)
+    if is_plugin:
+        H = 0
+    else:
+        H = int(model.n_draws) if draw_idx is None else int(draw_idx.size)
+    if draw_idx is not None and (draw_idx.min() < 0 or draw_idx.max() >= model.n_draws):
+        raise ValidationError(f"draws must be indices in 0..{model.n_draws - 1}.")
+    est = estimator
+    if is_plugin:
+        est = "plugin"
+    elif est == "auto":
+        est = "stabilised" if model.model_class == "P" else "is"
+    if est == "stabilised" and model.model_class == "O":
+        raise ValidationError(
+            "the stabilised estimator is derived for class P models only (SPEC §2.6.1); class O "
+            "models use estimator='is' with the own-record term."
+        )
+    if compat is not None and est != "is":
+        raise ValidationError("compat='AttributeRiskCalculation' applies to estimator='is' only.")
+    if model.model_class == "O" and not is_plugin and not hasattr(model, "own_record_delta"):
+        raise NotImplementedError(
+            f"{type(model).__name__} is a class O model (its synthetic values depend on the "
+            "record's own confidential values given Θ) but provides no own_record_delta(record, "
+            "candidates, datasets, draws=None) -> [H, m, G]; the likelihood of SPEC §2.5 cannot be "
+            "evaluated without it."
+        )
+    warn_codes: list[str] = []
+    if H < 20 and not is_plugin:
+        warn_codes.append("H_TOO_SMALL")
+        warnings.warn(
+            f"only H = {H} posterior draws: the importance-sampling estimates are unreliable "
+            "(H_TOO_SMALL).",
+            ImportanceSamplingWarning,
+            stacklevel=2,
+        )
+
+    # AttributeRiskCalculation normalises q_h with all posterior rows but sums over the first H
+    # (SPEC §7 item 8): in compat mode `draws` must be the leading draws 0..H-1.
+    logp_idx = draw_idx
+    n_sum = None
+    if compat is not None and draw_idx is not None:
+        if not np.array_equal(draw_idx, np.arange(draw_idx.size)):
+            raise ValidationError(
+                "compat='AttributeRiskCalculation' uses the first H draws: pass draws=range(H)."
+            )
+        logp_idx = None
+        n_sum = int(draw_idx.size)
+    if compat is not None and bootstrap:
+        bootstrap = 0  # the R package has no bootstrap; its q normalisation is not resampled
+
+    rng = as_generator(random_seed)
+    children = rng.spawn(2 + m)
+    need_L = est == "is" or (is_diagnostics and not is_plugin and hasattr(model, "dataset_loglik"))
+    L = (
+        np.asarray(model.dataset_loglik(datasets, draws=logp_idx), dtype=np.float64)
+        if need_L
+        else None
+    )
+    h_L = H if logp_idx is draw_idx else int(model.n_draws)
+    if L is not None and L.shape != (h_L, m):
+        raise ValidationError(
+            f"model.dataset_loglik returned shape {L.shape}; expected ({h_L}, {m})."
+        )
+
+    aug_models: list[Any] = []
+    if est == "stabilised":
+        if augmented is not None:
+            aug_models = list(augmented)
+            if len(aug_models) != m:
+                raise ValidationError(
+                    f"augmented must hold one model per synthetic dataset ({m}); "
+                    f"got {len(aug_models)}."
+                )
+        else:
+            if not hasattr(model, "fit_augmented"):
+                raise ValidationError(
+                    "the stabilised estimator needs draws of p(Θ | y, Z_(l)): the model has no "
+                    "fit_augmented; pass augmented=[...] or use estimator='is'."
+                )
+            for li in progress(range(m), description="augmented fits", enabled=progressbar):
+                aug_models.append(
+                    model.fit_augmented(orig, datasets[li], random_seed=children[2 + li])
+                )
+        for a in aug_models:
+            if not hasattr(a, "record_loglik"):
+                raise ValidationError("every augmented model must implement record_loglik.")
+    h_aug = [int(a.n_draws) for a in aug_models]
+
+    B = 0 if is_plugin else int(bootstrap)
+    boot_rng = children[0]
+    C0 = bootstrap_counts(boot_rng, B, H) if B else None
+    C_aug = [bootstrap_counts(boot_rng, B, h) for h in h_aug] if B else []
+
+    # fast path eligibility
+    use_fast = (
+        not cand_callable
+        and spec is not None
+        and spec.rule == "one_variable"
+        and spec.spatial is None
+        and bool(is_cat.all())
+        and all(d_model[c] == d_harm[c] for c in vary)
+    )
+    nb_index = None
+    if use_fast:
+        syn0 = schema0.synthesized
+        dd = {c: len(schema0[c].levels) for c in syn0 if schema0[c].is_categorical}
+        if len(dd) == len(syn0):
+            nb_index = _neighbourhood_index(vary, syn0, dd)
+
+    timing = {"model_likelihood_s": 0.0}
+
+    def model_logp(
+        mdl: Any,
+        pos: np.ndarray,
+        vals: np.ndarray,
+        g0: np.ndarray,
+        unknown: np.ndarray,
+        didx: np.ndarray | None,
+        fast_ok: bool,
+    ) -> np.ndarray:
+        """``[R, H, G]`` log p(candidate | Θ_h) for one model (time spent is recorded)."""
+        t = time.perf_counter()
+        try:
+            return _model_logp(mdl, pos, vals, g0, unknown, didx, fast_ok)
+        finally:
+            timing["model_likelihood_s"] += time.perf_counter() - t
+
+    def _model_logp(
+        mdl: Any,
+        pos: np.ndarray,
+        vals: np.ndarray,
+        g0: np.ndarray,
+        unknown: np.ndarray,
+        didx: np.ndarray | None,
+        fast_ok: bool,
+    ) -> np.ndarray:
+        r, g, _ = vals.shape
+        arr = None
+        if fast_ok and nb_index is not None and hasattr(mdl, "neighbourhood_loglik"):
+            try:
+                arr = np.asarray(
+                    mdl.neighbourhood_loglik(orig.iloc[pos], draws=didx), dtype=np.float64
+                )
+            except NotImplementedError:
+                arr = None
+        if arr is not None:
+            if arr.ndim != 3 or arr.shape[1] != r or arr.shape[2] < nb_index.max() + 1:
+                raise ValidationError(
+                    f"model.neighbourhood_loglik returned shape {arr.shape}; expected (H, {r}, G)."
+                )
+            return np.moveaxis(arr[:, :, nb_index], 0, 1)
+        safe = vals.copy()
+        if unknown.any():
+            truth = vals[np.arange(r), g0]  # [R, q]
+            safe = np.where(unknown[:, :, None], truth[:, None, :], vals)
+        if hasattr(mdl, "candidate_loglik"):
+            outs = []
+            for k in range(r):
+                cdf = decode_values(safe[k], vary, schema)
+                kw = {} if didx is None else {"draws": didx}
+                outs.append(
+                    np.asarray(
+                        mdl.candidate_loglik(orig.iloc[int(pos[k])], cdf, **kw), dtype=np.float64
+                    )
+                )
+            out = np.stack(outs)
+        else:
+            rows = _candidate_rows(orig, pos, safe, vary, schema)
+            ll = np.asarray(mdl.record_loglik(rows, draws=didx), dtype=np.float64)
+            hh = ll.shape[0]
+            out = ll.reshape(hh, r, g).transpose(1, 0, 2)
+        if unknown.any():
+            out = np.where(unknown[:, None, :], -np.inf, out)
+        return out
+
+    # ------------------------------------------------------------------ loop over records
+    t_loop = time.perf_counter()
+    order = np.sort(pos_all)  # process in sorted order: results independent of record order
+    cand_list: dict[int, CandidateSet] = {}
+    loglik_d: dict[int, np.ndarray] = {}
+    lmr_d: dict[int, np.ndarray] = {}
+    diag_d: dict[int, dict[str, np.ndarray]] = {}
+    boot_d: dict[int, np.ndarray] = {}
+    flags_d: dict[int, list[str]] = {}
+    ndrop_d: dict[int, int] = {}
+    any_unknown = False
+    thr_k = khat_threshold(H)
+    thr_e = low_ess_threshold(H)
+    deg_count = 0
+    deg_total = 0
+
+    chunks = [order[a : a + chunk_size] for a in range(0, order.size, chunk_size)]
+    for chunk in progress(chunks, description="attribute risk", enabled=progressbar):
+        # --- candidate sets
+        csets: list[CandidateSet] = []
+        if cand_callable:
+            for i in chunk:
+                frame = candidates(orig.iloc[int(i)], list(vary))  # type: ignore[operator]
+                csets.append(candidates_from_frame(frame, V[i], vary, schema))
+        elif (
+            spec.spatial is None and bool(is_cat.all()) and spec.rule in ("one_variable", "product")
+        ):
+            d_list = [d_harm[c] for c in vary]
+            truth = V[chunk].astype(np.int64)
+            if spec.rule == "one_variable":
+                vals_all = one_variable_codes(truth, d_list).astype(np.float64)
+                csets = [CandidateSet(tuple(vary), vals_all[k], 0) for k in range(len(chunk))]
+            else:
+                gfull = math.prod(d_list)
+                if gfull > spec.max_candidates:
+                    raise ValidationError(
+                        f"the full candidate set has G = {gfull:,} candidates, more than "
+                        f"max_candidates = {spec.max_candidates:,}. Use candidates='one-variable' "
+                        "or raise max_candidates.",
+                        code="TOO_MANY_CANDIDATES",
+                    )
+                pc = product_codes(d_list).astype(np.float64)
+                g0s = np.ravel_multi_index(truth.T, d_list)
+                csets = [CandidateSet(tuple(vary), pc, int(g)) for g in g0s]
+        else:
+            for i in chunk:
+                csets.append(
+                    build_candidates(dict(zip(vary, V[i], strict=False)), vary, schema, spec)
+                )
+                if csets[-1].columns != tuple(vary):  # spatial pair reorders columns
+                    perm = [csets[-1].columns.index(c) for c in vary]
+                    csets[-1] = CandidateSet(tuple(vary), csets[-1].values[:, perm], csets[-1].g0)
+        sizes = np.array([c.size for c in csets])
+        for gi in _groups_by_size(sizes):
+            pos = chunk[gi]
+            vals = np.stack([csets[k].values for k in gi])
+            g0 = np.array([csets[k].g0 for k in gi], dtype=np.int64)
+            r, g, _ = vals.shape
+            unknown = np.zeros((r, g), dtype=bool)
+            for j, c in enumerate(vary):
+                if is_cat[j]:
+                    unknown |= vals[:, :, j] >= d_model[c]
+            any_unknown = any_unknown or bool(unknown.any())
+            skip = unknown[np.arange(r), g0]
+            for k, i in enumerate(pos):
+                cand_list[int(i)] = csets[gi[k]]
+                flags_d[int(i)] = ["TRUTH_OUTSIDE_SUPPORT"] if skip[k] else []
+            ok = ~skip
+            if not ok.any():
+                for i in pos:
+                    loglik_d[int(i)] = np.full(g, np.nan)
+                    lmr_d[int(i)] = np.full(g, np.nan)
+                    diag_d[int(i)] = {}
+                    ndrop_d[int(i)] = 0
+                continue
+            pos_ok, vals_ok, g0_ok, unk_ok = pos[ok], vals[ok], g0[ok], unknown[ok]
+            if is_plugin:
+                t_m = time.perf_counter()
+                for k, i in enumerate(pos_ok):
+                    i = int(i)
+                    safe = np.where(unk_ok[k][:, None], vals_ok[k][g0_ok[k]][None, :], vals_ok[k])
+                    pl = np.asarray(
+                        model.plugin_loglik(i, decode_values(safe, vary, schema), datasets),
+                        dtype=np.float64,
+                    )
+                    if pl.shape != (m, g):
+                        raise ValidationError(
+                            f"model.plugin_loglik returned shape {pl.shape}; expected ({m}, {g})."
+                        )
+                    llk = np.where(unk_ok[k], -np.inf, pl.sum(axis=0))
+                    loglik_d[i] = llk
+                    lmr_d[i] = np.full(g, np.nan)
+                    diag_d[i] = {}
+                    ndrop_d[i] = 0
+                    if not np.any(np.isfinite(llk)):
+                        flags_d[i].append("ALL_CANDIDATES_IMPOSSIBLE")
+                timing["model_likelihood_s"] += time.perf_counter() - t_m
+                for i in pos[~ok]:
+                    i = int(i)
+                    loglik_d[i] = np.full(g, np.nan)
+                    lmr_d[i] = np.full(g, np.nan)
+                    diag_d[i] = {}
+                    ndrop_d[i] = 0
+                continue
+            logp = model_logp(model, pos_ok, vals_ok, g0_ok, unk_ok, logp_idx, True)
+            logr, ndrop = log_ratios(logp, g0_ok)
+            del logp
+            st0 = RatioStats(logr)
+            diag: dict[str, np.ndarray] = {}
+            boot = None
+            if est == "is" or L is not None:
+                delta = None
+                if model.model_class == "O":
+                    delta = np.stack(
+                        [
+                            np.asarray(
+                                model.own_record_delta(
+                                    orig.iloc[int(i)],
+                                    decode_values(vals_ok[k], vary, schema),
+                                    datasets,
+                                    draws=logp_idx,
+                                ),
+                                dtype=np.float64,
+                            )
+                            for k, i in enumerate(pos_ok)
+                        ]
+                    )
+                    delta = np.where(unk_ok[:, None, None, :], -np.inf, delta)
+                isr = is_estimate(
+                    logr, L, delta=delta, compat_r=n_sum is not None, n_sum=n_sum, stats=st0
+                )
+                diag["ess_q"] = isr["ess_q"]
+                diag["ess_omega"] = isr["ess_omega"]
+                diag["max_omega"] = isr["max_omega"]
+                nt = np.ones(isr["ess_omega"].shape, dtype=bool)
+                nt[np.arange(len(pos_ok)), :, g0_ok] = True
+                finite = np.isfinite(isr["ess_omega"])
+                deg = (isr["ess_omega"] < 1.5) & (isr["max_omega"] > 0.9) & finite
+                deg_count += int(deg.sum())
+                deg_total += int(finite.sum())
+            if est == "is":
+                ll = isr["loglik"]
+                lmr = mean_log_ratio(st0)
+                diag["khat"] = (
+                    pareto_khat(np.moveaxis(logr, 1, -1))
+                    if khat != "none"
+                    else np.full(st0.mx.shape, np.nan)
+                )
+                if B:
+                    boot = bootstrap_is(st0, L, C0, delta=delta)
+            else:
+                logr_aug = []
+                for a, _hh in zip(aug_models, h_aug, strict=False):
+                    lp_a = model_logp(a, pos_ok, vals_ok, g0_ok, unk_ok, None, True)
+                    lr_a, nd_a = log_ratios(lp_a, g0_ok)
+                    del lp_a
+                    ndrop = ndrop + nd_a
+                    logr_aug.append(RatioStats(lr_a))
+                st = stabilised_estimate(st0, logr_aug, psis=psis, khat=khat)
+                ll = st["loglik"]
+                lmr = st["log_mean_r"]
+                diag["khat"] = st["khat0"]
+                diag["khat_aug"] = st["khat_aug"]
+                diag["ess_r"] = st["ess_r0"]
+                diag["ess_aug"] = st["ess_aug"]
+                if "ess_q" not in diag:
+                    diag["ess_q"] = st["ess_r0"]
+                if B:
+                    boot = bootstrap_stabilised(st0, logr_aug, C0, C_aug)
+            for k, i in enumerate(pos_ok):
+                i = int(i)
+                loglik_d[i] = ll[k]
+                lmr_d[i] = lmr[k]
+                diag_d[i] = {key: v[k] for key, v in diag.items()}
+                ndrop_d[i] = int(ndrop[k])
+                if boot is not None:
+                    boot_d[i] = boot[k]
+                fl = flags_d[i]
+                nt_mask = np.ones(g, dtype=bool)
+                nt_mask[g0_ok[k]] = False
+                ess_pool = [diag["ess_q"][k][nt_mask]]
+                k_pool = [diag["khat"][k][nt_mask]]
+                if est == "stabilised":
+                    ess_pool.append(diag["ess_aug"][k][:, nt_mask].ravel())
+                    k_pool.append(diag["khat_aug"][k][:, nt_mask].ravel())
+                ess_all = np.concatenate(ess_pool)
+                k_all = np.concatenate(k_pool)
+                if np.any(ess_all[np.isfinite(ess_all)] < thr_e):
+                    fl.append("LOW_ESS_Q")
+                if np.any(k_all[~np.isnan(k_all)] > thr_k):
+                    fl.append("KHAT_HIGH")
+                if est == "is" and np.any(np.nan_to_num(diag["max_omega"][k], nan=0.0) > 0.9):
+                    fl.append("DOMINATED_SUM")
+                if ndrop[k] > 0:
+                    fl.append("DRAW_DROPPED")
+                if not np.any(np.isfinite(ll[k])):
+                    fl.append("ALL_CANDIDATES_IMPOSSIBLE")
+            for i in pos[~ok]:
+                i = int(i)
+                loglik_d[i] = np.full(g, np.nan)
+                lmr_d[i] = np.full(g, np.nan)
+                diag_d[i] = {}
+                ndrop_d[i] = 0
+
+    timing["records_loop_s"] = time.perf_counter() - t_loop
+    timing["engine_s"] = timing["records_loop_s"] - timing["model_likelihood_s"]
+    if any_unknown:
+        warn_codes.append("UNKNOWN_CATEGORY_IN_CANDIDATES")
+        warnings.warn(
+            "some candidates hold categories the model was never fitted with; they get "
+            "probability 0 (UNKNOWN_CATEGORY_IN_CANDIDATES).",
+            ImportanceSamplingWarning,
+            stacklevel=2,
+        )
+    if any("TRUTH_OUTSIDE_SUPPORT" in f for f in flags_d.values()):
+        warn_codes.append("TRUTH_OUTSIDE_SUPPORT")
+    if any(v > 0 for v in ndrop_d.values()):
+        warn_codes.append("DRAW_DROPPED")
+
+    # ------------------------------------------------------------------ assemble (input order)
+    recs = [int(i) for i in pos_all]
+    cands = [cand_list[i] for i in recs]
+    loglik = [loglik_d[i] for i in recs]
+    g0_arr = np.array([c.g0 for c in cands], dtype=np.int64)
+    pinp = PriorInputs(
+        records=np.asarray(recs, dtype=np.int64),
+        values=[c.values for c in cands],
+        g0=g0_arr,
+        columns=tuple(vary),
+        categorical=is_cat,
+        others=V,
+        log_mean_r=None if is_plugin else [lmr_d[i] for i in recs],
+    )
+    logprior, pcodes = evaluate_prior(pr, pinp)
+    warn_codes += [c for c in pcodes if c not in warn_codes]
+    # compat mode (SPEC §7 item 8): the R package adds the prior *probability* to the
+    # log-likelihood once per dataset; emulate by folding it into the kept log-likelihoods.
+    if compat == "AttributeRiskCalculation":
+        loglik = [ll + m * np.exp(lp) for ll, lp in zip(loglik, logprior, strict=False)]
+        logprior = [np.zeros_like(lp) for lp in logprior]
+    log_post, rec = _point_summaries(loglik, logprior, g0_arr)
+    df = pd.DataFrame({"record": recs, "G": [c.size for c in cands]})
+    _set_point_columns(df, rec)
+    df["baseline"] = 1.0 / df["G"]
+
+    def agg(key: str, fn: Callable[[np.ndarray], float], nontrue: bool = True) -> list[float]:
+        out = []
+        for i, c in zip(recs, cands, strict=False):
+            a = diag_d[i].get(key)
+            if a is None:
+                out.append(float("nan"))
+                continue
+            a = np.asarray(a, dtype=np.float64)
+            if nontrue:
+                a = np.delete(a, c.g0, axis=-1)
+            a = a[np.isfinite(a)] if key != "khat" else a[~np.isnan(a)]
+            out.append(float(fn(a)) if a.size else float("nan"))
+        return out
+
+    df["ess_q_min"] = agg("ess_q", np.min)
+    df["khat_max"] = agg("khat", np.max)
+    if est == "stabilised":
+        df["khat_aug_max"] = agg("khat_aug", np.max)
+        df["ess_aug_min"] = agg("ess_aug", np.min)
+    df["ess_omega_min"] = agg("ess_omega", np.min, nontrue=False)
+    df["max_omega_max"] = agg("max_omega", np.max, nontrue=False)
+    df["n_dropped"] = [ndrop_d[i] for i in recs]
+    boot_list = [boot_d[i] for i in recs] if B and all(i in boot_d for i in recs) else None
+    if boot_list is None and B and any(i in boot_d for i in recs):
+        gs = [c.size for c in cands]
+        boot_list = [boot_d.get(i, np.full((B, g), np.nan)) for i, g in zip(recs, gs, strict=False)]
+    for k, v in _bootstrap_summaries(boot_list, logprior, g0_arr, len(recs)).items():
+        df[k] = v
+    if spec is not None and spec.rule == "product":
+        for j, c in enumerate(vary):
+            df[f"marg_{c}"] = [
+                float(np.nansum(np.exp(lp)[cs.values[:, j] == cs.values[cs.g0, j]]))
+                for lp, cs in zip(log_post, cands, strict=False)
+            ]
+    df["flags"] = [";".join(flags_d[i]) for i in recs]
+
+    degenerate: dict[str, Any] = {}
+    if deg_total:
+        degenerate = {
+            "share_degenerate_triples": deg_count / deg_total,
+            "n_triples": deg_total,
+            "definition": "share of (record, candidate, dataset) triples of the SPEC §2.6 "
+            "estimator with ESS_omega < 1.5 and max omega > 0.9",
+        }
+    settings = {
+        "estimator": est,
+        "model_class": model.model_class,
+        "ratio_form": getattr(model, "ratio_form", None),
+        "scenario": scenario,
+        "known": known_l,
+        "columns": list(vary),
+        "candidates": "callable" if spec is None else spec.to_dict(),
+        "prior": pr.label(),
+        "H": H,
+        "H_augmented": h_aug,
+        "m": m,
+        "psis": bool(psis),
+        "khat": khat,
+        "bootstrap": B,
+        "compat": compat,
+        "random_seed": seed_to_json(random_seed),
+        "khat_threshold": thr_k,
+        "low_ess_threshold": thr_e,
+        "timing": timing,
+    }
+    n_flag = int((df["flags"] != "").sum())
+    if n_flag:
+        warnings.warn(
+            f"{n_flag} of {len(df)} records are flagged (unreliable estimates; see "
+            "result.flagged).",
+            ImportanceSamplingWarning,
+            stacklevel=2,
+        )
+    return AttributeRiskResult(
+        records=df,
+        columns=tuple(vary),
+        candidates=cands,
+        loglik=loglik,
+        logprior=logprior,
+        log_post=log_post,
+        diagnostics=[diag_d[i] for i in recs],
+        warnings=warn_codes,
+        settings=settings,
+        schema=schema,
+        prior=pr,
+        _prior_inputs=pinp,
+        _boot_loglik=boot_list,
+        _degenerate=degenerate,
+    )
+
+
+def prior_sensitivity(
+    result: AttributeRiskResult, priors: Sequence[Any], *, bootstrap: bool = False
+) -> pd.DataFrame:
+    """Re-normalise a result under several priors (SPEC §2.4): likelihoods are reused.
+
+    Parameters
+    ----------
+    result : AttributeRiskResult
+    priors : sequence
+        Prior specifications (see :func:`~bayes_risk.attribute.priors.parse_prior`).
+    bootstrap : bool
+        Also recompute the bootstrap rank quantiles (slower).
+
+    Returns
+    -------
+    DataFrame
+        Long format: ``prior``, ``record``, ``p_true``, ``rank_min``, ``rank_avg``, ``is_top``,
+        ``n_tie``, ``top_share`` (and bootstrap columns when requested).
+    """
+    if result.settings.get("compat"):
+        raise ValidationError("prior_sensitivity is not available in compat mode; rerun per prior.")
+    inp = result._prior_inputs
+    g0 = result._g0()
+    recs = result.records["record"].to_numpy()
+    keep = ["p_true", "rank_min", "rank_avg", "is_top", "n_tie", "top_share"]
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in ["prior", "record", *keep]}
+    for spec in priors:
+        p = parse_prior(spec)
+        lp_groups, _ = evaluate_prior_groups(p, inp)
+        _, rec = _point_summaries(
+            result.loglik, [], g0, groups=(inp.groups, result._ll_groups(), lp_groups)
+        )
+        cols["prior"].append(np.full(recs.size, p.label(), dtype=object))
+        cols["record"].append(recs)
+        for k in keep:
+            cols[k].append(rec[k])
+        if bootstrap:
+            lp = _ungroup(lp_groups, inp.groups, recs.size)
+            for k, v in _bootstrap_summaries(result._boot_loglik, lp, g0, recs.size).items():
+                cols.setdefault(k, []).append(v)
+    out = pd.DataFrame({k: np.concatenate(v) for k, v in cols.items()})
+    out["is_top"] = (
+        out["is_top"].astype("boolean")
+        if out["is_top"].isna().any()
+        else out["is_top"].astype(bool)
+    )
+    return out

@@ -1,0 +1,645 @@
+"""Candidate sets ``C_i`` for the intruder's unknown values of record ``i`` (SPEC §2.3).
+
+A candidate set is built from *blocks*: one block per varying categorical column (its levels),
+per varying numeric column (a grid around the truth, §2.3.3) and per spatial pair of columns
+(a 2-D grid or disk around the true location, §2.3.4). Blocks are combined by
+
+* ``"one_variable"`` — the truth plus every vector that differs from it in exactly one block
+  (SPEC §2.3.2; ``G = 1 + Σ (G_b − 1)``; truth first, then block by block in column order,
+  values ascending, skipping the true value),
+* ``"product"`` — the Cartesian product (SPEC §2.3.1, §2.3.5; ``G = Π G_b``, last block varying
+  fastest), refused above ``max_candidates``,
+* ``"k_different"`` — the truth plus every vector differing in at most ``k`` blocks.
+
+Values are carried as a float array ``[G, q]`` holding integer **codes** (``0..d_j−1`` of the
+harmonised levels, SPEC §0.2.6) for categorical columns and raw values for numeric ones. The truth
+is always included exactly once, at index ``g0``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.data.schema import Schema
+from bayes_risk.exceptions import ValidationError
+
+__all__ = [
+    "GridSpec",
+    "SpatialGridSpec",
+    "CandidateSpec",
+    "CandidateSet",
+    "parse_candidates",
+    "grid_points",
+    "spatial_points",
+    "build_candidates",
+    "one_variable_codes",
+    "product_codes",
+    "neighbourhood_size",
+    "full_size",
+]
+
+DEFAULT_MAX_CANDIDATES = 1_000_000
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    """Grid of candidate values for one numeric column (SPEC §2.3.3).
+
+    Parameters
+    ----------
+    kind : {"percent", "additive", "fixed", "explicit"}
+        ``percent``: ``[x − a|x|, x + b|x|]``; ``additive``: ``[x − a, x + b]``; ``fixed``: the
+        user interval ``bounds`` (must contain the truth); ``explicit``: the user ``values``.
+    lower, upper : float
+        ``a`` and ``b`` (fractions for ``percent``, widths for ``additive``). Default 0.1.
+    n_points : int
+        Number of equally spaced points ``G_j`` (default 11).
+    bounds : (float, float), optional
+        Interval for ``fixed``.
+    values : sequence of float, optional
+        Points for ``explicit``.
+    zero_fallback : (str, float), optional
+        For ``percent`` with a true value of 0 (a degenerate interval): ``("additive", width)``
+        uses an additive grid of that half-width instead of raising ``ZERO_VALUE_PERCENT_GRID``.
+
+    Notes
+    -----
+    The truth is always a grid point: when it is not (even ``n_points``, floating error, explicit
+    grids), the point nearest to it is replaced by it (SPEC §2.3.3; the R package replaces the
+    median point, which coincides for odd symmetric grids). The ``percent`` grid uses ``|x|`` so
+    that ``lo < hi`` also for negative values (the R package's ``x(1 ± a)`` reverses the interval).
+    For ``count`` columns grid points are rounded to integers and duplicates removed.
+    """
+
+    kind: Literal["percent", "additive", "fixed", "explicit"] = "percent"
+    lower: float = 0.1
+    upper: float = 0.1
+    n_points: int = 11
+    bounds: tuple[float, float] | None = None
+    values: tuple[float, ...] | None = None
+    zero_fallback: tuple[str, float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("percent", "additive", "fixed", "explicit"):
+            raise ValidationError(
+                "grid kind must be 'percent', 'additive', 'fixed' or 'explicit'. "
+                f"Got {self.kind!r}."
+            )
+        if self.kind in ("percent", "additive", "fixed"):
+            if (
+                isinstance(self.n_points, bool)
+                or int(self.n_points) != self.n_points
+                or self.n_points < 2
+            ):
+                raise ValidationError(
+                    f"grid n_points must be an integer >= 2. Got {self.n_points!r}."
+                )
+        if self.kind in ("percent", "additive") and (self.lower < 0 or self.upper < 0):
+            raise ValidationError(
+                f"{self.kind} grid bounds must be >= 0. Got ({self.lower}, {self.upper})."
+            )
+        if self.kind == "fixed":
+            if self.bounds is None or len(self.bounds) != 2 or not self.bounds[0] < self.bounds[1]:
+                raise ValidationError(
+                    f"fixed grid needs bounds=(lo, hi) with lo < hi. Got {self.bounds!r}."
+                )
+        if self.kind == "explicit":
+            if self.values is None or len(self.values) < 1:
+                raise ValidationError("explicit grid needs a non-empty 'values' sequence.")
+            object.__setattr__(self, "values", tuple(float(v) for v in self.values))
+        if self.zero_fallback is not None:
+            if (
+                len(self.zero_fallback) != 2
+                or self.zero_fallback[0] != "additive"
+                or not float(self.zero_fallback[1]) > 0
+            ):
+                raise ValidationError(
+                    f"zero_fallback must be ('additive', width > 0). Got {self.zero_fallback!r}."
+                )
+
+
+@dataclass(frozen=True)
+class SpatialGridSpec:
+    """Regular grid (or disk) of candidate locations around the true one (SPEC §2.3.4).
+
+    Parameters
+    ----------
+    columns : (str, str)
+        The two coordinate columns (e.g. longitude, latitude), both numeric.
+    spacing : float
+        Grid spacing ``Δ``.
+    half_width : float
+        Half-width ``w`` of the square centred at the truth.
+    disk : bool
+        Keep only points within distance ``w`` of the truth.
+
+    Notes
+    -----
+    The grid is centred on the truth, so a uniform prior over it encodes an intruder who already
+    knows the location to within ``w`` — strong knowledge; interpret the risk accordingly.
+    """
+
+    columns: tuple[str, str]
+    spacing: float
+    half_width: float
+    disk: bool = False
+
+    def __post_init__(self) -> None:
+        if len(self.columns) != 2:
+            raise ValidationError(f"spatial grid needs exactly two columns. Got {self.columns!r}.")
+        object.__setattr__(self, "columns", tuple(self.columns))
+        if not self.spacing > 0 or not self.half_width >= 0:
+            raise ValidationError(
+                "spatial grid needs spacing > 0 and half_width >= 0. "
+                f"Got {self.spacing}, {self.half_width}."
+            )
+
+
+@dataclass(frozen=True)
+class CandidateSpec:
+    """How to build every record's candidate set (SPEC §2.3).
+
+    Parameters
+    ----------
+    rule : {"one_variable", "product", "k_different"}
+        How blocks are combined (see module docstring).
+    k : int
+        Maximum number of differing blocks for ``"k_different"``.
+    grids : mapping of str to GridSpec
+        Grid per numeric column; others use ``default_grid``.
+    default_grid : GridSpec
+        Grid for numeric columns not in ``grids`` (default: percent ±10 %, 11 points).
+    spatial : SpatialGridSpec, optional
+        A pair of coordinate columns varied jointly.
+    max_candidates : int
+        Refuse (``TOO_MANY_CANDIDATES``) larger sets (default 10^6).
+    """
+
+    rule: Literal["one_variable", "product", "k_different"] = "one_variable"
+    k: int = 1
+    grids: Mapping[str, GridSpec] = field(default_factory=dict)
+    default_grid: GridSpec = field(default_factory=GridSpec)
+    spatial: SpatialGridSpec | None = None
+    max_candidates: int = DEFAULT_MAX_CANDIDATES
+
+    def __post_init__(self) -> None:
+        if self.rule not in ("one_variable", "product", "k_different"):
+            raise ValidationError(
+                "candidate rule must be 'one_variable', 'product' or 'k_different'. "
+                f"Got {self.rule!r}."
+            )
+        if isinstance(self.k, bool) or int(self.k) != self.k or self.k < 1:
+            raise ValidationError(f"k must be an integer >= 1. Got {self.k!r}.")
+        object.__setattr__(self, "grids", dict(self.grids))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description."""
+
+        def g(s: GridSpec) -> dict[str, Any]:
+            return {
+                "kind": s.kind,
+                "lower": s.lower,
+                "upper": s.upper,
+                "n_points": s.n_points,
+                "bounds": s.bounds,
+                "values": s.values,
+                "zero_fallback": s.zero_fallback,
+            }
+
+        return {
+            "rule": self.rule,
+            "k": self.k,
+            "grids": {c: g(s) for c, s in self.grids.items()},
+            "default_grid": g(self.default_grid),
+            "spatial": None
+            if self.spatial is None
+            else {
+                "columns": list(self.spatial.columns),
+                "spacing": self.spatial.spacing,
+                "half_width": self.spatial.half_width,
+                "disk": self.spatial.disk,
+            },
+            "max_candidates": self.max_candidates,
+        }
+
+
+def parse_candidates(text: str | CandidateSpec) -> CandidateSpec:
+    """Parse a candidate-set description (also used by the CLI).
+
+    Accepted forms (comma-separated parts may be combined, e.g.
+    ``"one-variable,grid:additive:2.5:11"``):
+
+    * ``one-variable`` (or ``reduced``), ``full`` (or ``product``), ``k-different:K``;
+    * ``grid:percent:A[:G]``, ``grid:percent:A:B:G``, ``grid:additive:W[:G]``,
+      ``grid:additive:A:B:G``, ``grid:fixed:LO:HI[:G]`` — the grid for all numeric columns.
+      A grid on its own implies the product rule (the R package's behaviour).
+
+    Raises
+    ------
+    ValidationError
+        For an unknown form, naming the accepted ones.
+    """
+    if isinstance(text, CandidateSpec):
+        return text
+    if not isinstance(text, str) or not text.strip():
+        raise ValidationError(f"candidates must be a string or CandidateSpec. Got {text!r}.")
+    rule: str | None = None
+    k = 1
+    grid: GridSpec | None = None
+    for part in (p.strip() for p in text.split(",")):
+        low = part.lower().replace("_", "-")
+        if low in ("one-variable", "reduced", "one-variable-different"):
+            rule = "one_variable"
+        elif low in ("full", "product"):
+            rule = "product"
+        elif low.startswith("k-different"):
+            bits = low.split(":")
+            try:
+                k = int(bits[1])
+            except (IndexError, ValueError) as err:
+                raise ValidationError(
+                    f"candidates {part!r}: expected 'k-different:K' with integer K."
+                ) from err
+            rule = "k_different"
+        elif low.startswith("grid:"):
+            bits = low.split(":")[1:]
+            kind = bits[0] if bits else ""
+            try:
+                nums = [float(b) for b in bits[1:]]
+            except ValueError as err:
+                raise ValidationError(
+                    f"candidates {part!r}: grid parameters must be numbers."
+                ) from err
+            if kind in ("percent", "additive"):
+                if len(nums) == 1:
+                    grid = GridSpec(kind, nums[0], nums[0])
+                elif len(nums) == 2:
+                    grid = GridSpec(kind, nums[0], nums[0], int(nums[1]))
+                elif len(nums) == 3:
+                    grid = GridSpec(kind, nums[0], nums[1], int(nums[2]))
+                else:
+                    raise ValidationError(
+                        f"candidates {part!r}: expected grid:{kind}:A[:G] or grid:{kind}:A:B:G."
+                    )
+            elif kind == "fixed":
+                if len(nums) not in (2, 3):
+                    raise ValidationError(f"candidates {part!r}: expected grid:fixed:LO:HI[:G].")
+                grid = GridSpec(
+                    "fixed",
+                    n_points=int(nums[2]) if len(nums) == 3 else 11,
+                    bounds=(nums[0], nums[1]),
+                )
+            else:
+                raise ValidationError(
+                    f"candidates {part!r}: grid kind must be percent, additive or fixed."
+                )
+        else:
+            raise ValidationError(
+                f"candidates {part!r} not understood; expected 'one-variable', 'full', "
+                "'k-different:K' or 'grid:percent|additive|fixed:...'."
+            )
+    if rule is None:
+        rule = "product"
+    return CandidateSpec(rule=rule, k=k, default_grid=grid or GridSpec())  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------------------
+# per-column points
+# ------------------------------------------------------------------------------------------
+def _insert_truth(points: np.ndarray, x: float) -> np.ndarray:
+    if not np.any(points == x):
+        j = int(np.argmin(np.abs(points - x)))
+        points = points.copy()
+        points[j] = x
+    return points
+
+
+def grid_points(
+    x: float, spec: GridSpec, *, column: str = "?", integer: bool = False
+) -> tuple[np.ndarray, int]:
+    """Candidate values for one numeric column with true value ``x`` (SPEC §2.3.3).
+
+    Returns
+    -------
+    points : ndarray of float
+        Sorted ascending, truth included exactly once.
+    g0 : int
+        Index of the truth.
+
+    Raises
+    ------
+    ValidationError
+        ``ZERO_VALUE_PERCENT_GRID`` for ``x == 0`` with a percent grid and no ``zero_fallback``;
+        ``TRUTH_OUTSIDE_FIXED_GRID`` when the truth lies outside fixed bounds.
+
+    Examples
+    --------
+    >>> pts, g0 = grid_points(11.6, GridSpec("additive", 2.5, 2.5, 11))
+    >>> float(round(pts[0], 6)), float(round(pts[-1], 6)), g0
+    (9.1, 14.1, 5)
+    """
+    x = float(x)
+    if spec.kind == "percent":
+        if x == 0.0:
+            if spec.zero_fallback is None:
+                raise ValidationError(
+                    f"column {column!r}: the true value is 0, so the percent grid "
+                    "[x - a|x|, x + b|x|] is degenerate. Pass zero_fallback=('additive', width) "
+                    "or use an additive/fixed grid.",
+                    code="ZERO_VALUE_PERCENT_GRID",
+                )
+            w = float(spec.zero_fallback[1])
+            pts = np.linspace(x - w, x + w, int(spec.n_points))
+        else:
+            pts = np.linspace(x - spec.lower * abs(x), x + spec.upper * abs(x), int(spec.n_points))
+    elif spec.kind == "additive":
+        pts = np.linspace(x - spec.lower, x + spec.upper, int(spec.n_points))
+    elif spec.kind == "fixed":
+        lo, hi = spec.bounds  # type: ignore[misc]
+        if not lo <= x <= hi:
+            raise ValidationError(
+                f"column {column!r}: the true value {x} lies outside the fixed grid bounds "
+                f"[{lo}, {hi}].",
+                code="TRUTH_OUTSIDE_FIXED_GRID",
+            )
+        pts = np.linspace(lo, hi, int(spec.n_points))
+    else:
+        pts = np.unique(np.asarray(spec.values, dtype=np.float64))
+        if not np.any(pts == x):
+            pts = np.sort(np.append(pts, x))  # explicit grids get the truth added, not swapped
+    if integer:
+        pts = np.unique(np.round(pts))
+        pts = pts[pts >= 0]
+        if not np.any(pts == x):
+            pts = np.sort(np.append(pts, x))
+    else:
+        pts = np.sort(_insert_truth(pts, x))
+    g0 = int(np.flatnonzero(pts == x)[0])
+    return pts, g0
+
+
+def spatial_points(truth: Sequence[float], spec: SpatialGridSpec) -> tuple[np.ndarray, int]:
+    """Candidate locations ``[G, 2]`` around ``truth`` and the truth's index (SPEC §2.3.4).
+
+    Examples
+    --------
+    >>> spatial_points((50, 50), SpatialGridSpec(("x", "y"), 1, 2))[0].shape
+    (25, 2)
+    >>> spatial_points((50, 50), SpatialGridSpec(("x", "y"), 1, 2, disk=True))[0].shape
+    (13, 2)
+    """
+    kmax = int(math.floor(spec.half_width / spec.spacing + 1e-9))
+    k = np.arange(-kmax, kmax + 1)
+    kx, ky = np.meshgrid(k, k, indexing="ij")
+    off = np.stack([kx.ravel(), ky.ravel()], axis=1) * float(spec.spacing)
+    if spec.disk:
+        keep = np.hypot(off[:, 0], off[:, 1]) <= spec.half_width * (1 + 1e-12)
+        off = off[keep]
+    pts = np.asarray(truth, dtype=np.float64)[None, :] + off
+    g0 = int(np.flatnonzero((off[:, 0] == 0) & (off[:, 1] == 0))[0])
+    pts[g0] = np.asarray(truth, dtype=np.float64)  # exact truth, no rounding
+    return pts, g0
+
+
+# ------------------------------------------------------------------------------------------
+# candidate sets
+# ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CandidateSet:
+    """One record's candidate set.
+
+    Attributes
+    ----------
+    columns : tuple of str
+        The varying columns.
+    values : ndarray, shape (G, len(columns))
+        Codes (categorical columns) or values (numeric columns).
+    g0 : int
+        Index of the truth.
+    """
+
+    columns: tuple[str, ...]
+    values: np.ndarray
+    g0: int
+
+    @property
+    def size(self) -> int:
+        """``G``."""
+        return int(self.values.shape[0])
+
+    def frame(self, schema: Schema) -> pd.DataFrame:
+        """Candidates as a DataFrame of level values (categorical) and numbers."""
+        return decode_values(self.values, self.columns, schema)
+
+
+def decode_values(values: np.ndarray, columns: Sequence[str], schema: Schema) -> pd.DataFrame:
+    """Codes/values ``[G, q]`` → DataFrame with level values for categorical columns."""
+    data = {}
+    for j, c in enumerate(columns):
+        spec = schema[c]
+        if spec.is_categorical:
+            lv = np.asarray(list(spec.levels), dtype=object)
+            data[c] = lv[values[:, j].astype(np.int64)]
+        else:
+            data[c] = values[:, j].astype(np.float64)
+    return pd.DataFrame(data)
+
+
+def neighbourhood_size(levels: Sequence[int]) -> int:
+    """One-variable-different set size ``1 + Σ (d_j − 1)`` (SPEC §2.3.2; ACS: 35)."""
+    return 1 + int(sum(int(d) - 1 for d in levels))
+
+
+def full_size(levels: Sequence[int]) -> int:
+    """Full product size ``Π d_j`` (SPEC §2.3.1; ACS: 8,709,120)."""
+    return int(math.prod(int(d) for d in levels))
+
+
+def one_variable_codes(truth: np.ndarray, n_levels: Sequence[int]) -> np.ndarray:
+    """Vectorised one-variable-different sets for many records of categorical codes.
+
+    Parameters
+    ----------
+    truth : int array, shape (R, q)
+    n_levels : sequence of int, length q
+
+    Returns
+    -------
+    int64 array, shape (R, G, q)
+        ``G = 1 + Σ (d_j − 1)``; candidate 0 is the truth, then column by column, levels
+        ascending, skipping the true level (SPEC §2.3.2).
+    """
+    truth = np.asarray(truth, dtype=np.int64)
+    r, q = truth.shape
+    g = neighbourhood_size(n_levels)
+    out = np.repeat(truth[:, None, :], g, axis=1)
+    pos = 1
+    for j, d in enumerate(n_levels):
+        d = int(d)
+        if d < 2:
+            continue
+        c = np.arange(d - 1)[None, :]
+        lv = c + (c >= truth[:, j : j + 1])  # skip the true level
+        out[:, pos : pos + d - 1, j] = lv
+        pos += d - 1
+    return out
+
+
+def product_codes(n_levels: Sequence[int]) -> np.ndarray:
+    """All ``Π d_j`` code vectors, last column varying fastest: int64 ``[G, q]``."""
+    idx = np.indices([int(d) for d in n_levels]).reshape(len(n_levels), -1).T
+    return idx.astype(np.int64)
+
+
+def _blocks_for_record(
+    truth: Mapping[str, Any],
+    vary: Sequence[str],
+    schema: Schema,
+    spec: CandidateSpec,
+) -> list[tuple[tuple[str, ...], np.ndarray, int]]:
+    """Per-block candidate values: ``(columns, values [n_b, |cols|], truth index)``."""
+    blocks: list[tuple[tuple[str, ...], np.ndarray, int]] = []
+    spatial_cols = tuple(spec.spatial.columns) if spec.spatial is not None else ()
+    done_spatial = False
+    for c in vary:
+        if c in spatial_cols:
+            if done_spatial:
+                continue
+            done_spatial = True
+            pts, t = spatial_points([float(truth[sc]) for sc in spatial_cols], spec.spatial)  # type: ignore[arg-type]
+            blocks.append((spatial_cols, pts, t))
+            continue
+        cs = schema[c]
+        if cs.is_categorical:
+            d = cs.n_levels
+            blocks.append(((c,), np.arange(d, dtype=np.float64)[:, None], int(truth[c])))
+        else:
+            g = spec.grids.get(c, spec.default_grid)
+            pts, t = grid_points(float(truth[c]), g, column=c, integer=cs.type == "count")
+            blocks.append(((c,), pts[:, None], t))
+    return blocks
+
+
+def _combine(blocks, spec: CandidateSpec) -> tuple[np.ndarray, int, tuple[str, ...]]:
+    cols = tuple(c for b in blocks for c in b[0])
+    sizes = [b[1].shape[0] for b in blocks]
+    truth_vec = np.concatenate([b[1][b[2]] for b in blocks])
+    widths = [len(b[0]) for b in blocks]
+    starts = np.cumsum([0, *widths])
+    if spec.rule == "product":
+        g = math.prod(sizes)
+        if g > spec.max_candidates:
+            raise ValidationError(
+                f"the full candidate set has G = {g:,} candidates, more than max_candidates = "
+                f"{spec.max_candidates:,}. Use candidates='one-variable' or raise max_candidates.",
+                code="TOO_MANY_CANDIDATES",
+            )
+        idx = np.indices(sizes).reshape(len(sizes), -1).T
+        vals = np.empty((g, len(cols)))
+        for b, (_bc, bv, _) in enumerate(blocks):
+            vals[:, starts[b] : starts[b + 1]] = bv[idx[:, b]]
+        g0 = int(np.ravel_multi_index([b[2] for b in blocks], sizes))
+        return vals, g0, cols
+    kmax = 1 if spec.rule == "one_variable" else min(int(spec.k), len(blocks))
+    rows = [truth_vec]
+    for kk in range(1, kmax + 1):
+        for combo in itertools.combinations(range(len(blocks)), kk):
+            choices = [[v for v in range(sizes[b]) if v != blocks[b][2]] for b in combo]
+            for pick in itertools.product(*choices):
+                row = truth_vec.copy()
+                for b, v in zip(combo, pick, strict=False):
+                    row[starts[b] : starts[b + 1]] = blocks[b][1][v]
+                rows.append(row)
+                if len(rows) > spec.max_candidates:
+                    raise ValidationError(
+                        f"the candidate set exceeds max_candidates = {spec.max_candidates:,}.",
+                        code="TOO_MANY_CANDIDATES",
+                    )
+    return np.asarray(rows, dtype=np.float64).reshape(len(rows), len(cols)), 0, cols
+
+
+def build_candidates(
+    truth: Mapping[str, Any] | pd.Series,
+    vary: Sequence[str],
+    schema: Schema,
+    spec: CandidateSpec | str = "one-variable",
+) -> CandidateSet:
+    """Candidate set of one record (SPEC §2.3).
+
+    Parameters
+    ----------
+    truth : mapping or Series
+        The record's true values of the varying columns, as **codes** for categorical columns
+        and numbers for numeric ones.
+    vary : sequence of str
+        Varying columns (the intruder's unknowns).
+    schema : Schema
+        Harmonised schema (levels define the codes).
+    spec : CandidateSpec or str
+        See :class:`CandidateSpec` and :func:`parse_candidates`.
+
+    Returns
+    -------
+    CandidateSet
+        Columns are ordered as the blocks (a spatial pair stays together at its first column).
+    """
+    spec = parse_candidates(spec)
+    if spec.spatial is not None:
+        missing = [c for c in spec.spatial.columns if c not in vary]
+        if missing:
+            raise ValidationError(
+                f"spatial grid columns {missing} are not among the varying columns {list(vary)}."
+            )
+        for c in spec.spatial.columns:
+            if schema[c].is_categorical:
+                raise ValidationError(f"spatial grid column {c!r} must be numeric.")
+    blocks = _blocks_for_record(truth, vary, schema, spec)
+    vals, g0, cols = _combine(blocks, spec)
+    return CandidateSet(columns=cols, values=vals, g0=g0)
+
+
+def candidates_from_frame(
+    frame: pd.DataFrame, truth_codes: np.ndarray, columns: Sequence[str], schema: Schema
+) -> CandidateSet:
+    """A user-supplied candidate frame (callable option) → CandidateSet with the truth exactly once.
+
+    The truth is prepended when absent; duplicate rows raise ``DUPLICATE_CANDIDATES``.
+    """
+    cols = list(columns)
+    missing = [c for c in cols if c not in frame.columns]
+    if missing:
+        raise ValidationError(f"candidate callable returned a frame without column(s) {missing}.")
+    vals = np.empty((len(frame), len(cols)))
+    for j, c in enumerate(cols):
+        cs = schema[c]
+        if cs.is_categorical:
+            lookup = {v: k for k, v in enumerate(cs.levels)}
+            try:
+                vals[:, j] = [lookup[v] for v in frame[c].tolist()]
+            except KeyError as err:
+                raise ValidationError(
+                    f"candidate callable returned value {err.args[0]!r} for column {c!r}, "
+                    "not among "
+                    f"its levels {list(cs.levels)}."
+                ) from err
+        else:
+            vals[:, j] = frame[c].to_numpy(dtype=np.float64)
+    if len(np.unique(vals, axis=0)) != len(vals):
+        raise ValidationError(
+            "candidate callable returned duplicate candidates.", code="DUPLICATE_CANDIDATES"
+        )
+    t = np.asarray(truth_codes, dtype=np.float64)
+    hit = np.flatnonzero(np.all(vals == t[None, :], axis=1))
+    if hit.size == 0:
+        vals = np.vstack([t[None, :], vals])
+        g0 = 0
+    else:
+        g0 = int(hit[0])
+    return CandidateSet(columns=tuple(cols), values=vals, g0=g0)

@@ -1,0 +1,416 @@
+"""Intruder priors ``P0_i`` over a record's candidate set (SPEC §2.4).
+
+A prior turns a :class:`PriorInputs` bundle (candidate sets, truth positions, the other records'
+true values, cached model quantities) into one ``logprior`` vector per record, normalised over the
+record's candidates. Because the attribute-risk engine keeps every per-candidate log-likelihood, a
+new prior only renormalises (``result.with_prior(...)``).
+
+Priors: :class:`Uniform`, :class:`TruthWeighted`, :class:`UserWeights`, :class:`Empirical`,
+:class:`ModelPredictive`, :class:`GridUniform`; :func:`parse_prior` reads the CLI forms
+``uniform``, ``truth-weighted:K``, ``empirical[:ALPHA]``, ``model-predictive``, ``grid-uniform``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bayes_risk.attribute.diagnostics import logsumexp
+from bayes_risk.exceptions import DataWarning, ValidationError
+
+__all__ = [
+    "Prior",
+    "Uniform",
+    "TruthWeighted",
+    "UserWeights",
+    "Empirical",
+    "ModelPredictive",
+    "GridUniform",
+    "PriorInputs",
+    "parse_prior",
+    "evaluate_prior",
+    "evaluate_prior_groups",
+    "silverman_bandwidth",
+]
+
+
+@dataclass
+class PriorInputs:
+    """What a prior may use, for ``R`` evaluated records.
+
+    Attributes
+    ----------
+    records : int array (R,)
+        Row positions of the records.
+    values : list of float arrays (G_r, q)
+        Candidate codes/values (see :mod:`bayes_risk.attribute.candidates`).
+    g0 : int array (R,)
+        Index of the truth in each candidate set.
+    columns : tuple of str
+        Varying columns.
+    categorical : bool array (q,)
+        Which varying columns are categorical.
+    others : float array (n, q)
+        Every record's true codes/values of the varying columns (``A = y_{-i}`` knowledge).
+    log_mean_r : list of float arrays (G_r,), optional
+        ``log Ê_{Θ|y}[r(y*)]`` per candidate (for :class:`ModelPredictive`).
+    cache : dict
+        Memo of quantities shared between priors of a sweep (e.g. empirical counts).
+    """
+
+    records: np.ndarray
+    values: list[np.ndarray]
+    g0: np.ndarray
+    columns: tuple[str, ...]
+    categorical: np.ndarray
+    others: np.ndarray
+    log_mean_r: list[np.ndarray] | None = None
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """``G`` of every record."""
+        if "sizes" not in self.cache:
+            self.cache["sizes"] = np.array([v.shape[0] for v in self.values], dtype=np.int64)
+        return self.cache["sizes"]
+
+    @property
+    def groups(self) -> list[np.ndarray]:
+        """Indices of records sharing a candidate-set size (for vectorised evaluation)."""
+        if "groups" not in self.cache:
+            sz = self.sizes
+            self.cache["groups"] = [np.flatnonzero(sz == g) for g in np.unique(sz)]
+        return self.cache["groups"]
+
+
+def _from_groups(
+    inp: PriorInputs, make: Callable[[np.ndarray, int], np.ndarray]
+) -> list[np.ndarray]:
+    """Assemble per-record arrays from per-group matrices ``make(idx, G) -> [len(idx), G]``."""
+    out: list[np.ndarray] = [np.empty(0)] * len(inp.values)
+    for idx in inp.groups:
+        g = int(inp.sizes[idx[0]])
+        mat = make(idx, g)
+        for k, i in enumerate(idx):
+            out[i] = mat[k]
+    return out
+
+
+class Prior:
+    """Base class: subclasses implement :meth:`log_weights` (unnormalised, per record)."""
+
+    name = "prior"
+
+    def log_weights(self, inp: PriorInputs) -> list[np.ndarray]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def label(self) -> str:
+        """Short description (used as a column/key in sensitivity tables)."""
+        return self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description."""
+        return {"prior": self.label()}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.label()!r})"
+
+
+class Uniform(Prior):
+    """``log(1/G)``; cancels in the posterior (SPEC §2.4 item 1)."""
+
+    name = "uniform"
+
+    def log_weights(self, inp: PriorInputs) -> list[np.ndarray]:
+        return _from_groups(inp, lambda idx, g: np.full((idx.size, g), -math.log(g)))
+
+
+class GridUniform(Uniform):
+    """Uniform over spatial grid points (SPEC §2.4 item 6); identical to :class:`Uniform`."""
+
+    name = "grid-uniform"
+
+
+@dataclass(repr=False)
+class TruthWeighted(Prior):
+    """Mass ``κ/(G+κ−1)`` on the truth, ``1/(G+κ−1)`` elsewhere (SPEC §2.4 item 2).
+
+    ``κ > 1``: an intruder leaning towards the truth; ``κ < 1``: leaning away.
+
+    Examples
+    --------
+    With ``G = 2``, ``κ = 2`` the prior is ``(1/3, 2/3)`` for (other, truth).
+    """
+
+    kappa: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not (
+            isinstance(self.kappa, (int, float)) and self.kappa > 0 and math.isfinite(self.kappa)
+        ):
+            raise ValidationError(f"truth-weighted prior needs kappa > 0. Got {self.kappa!r}.")
+
+    def label(self) -> str:
+        return f"truth-weighted:{self.kappa:g}"
+
+    def log_weights(self, inp: PriorInputs) -> list[np.ndarray]:
+        def make(idx: np.ndarray, g: int) -> np.ndarray:
+            lw = np.full((idx.size, g), -math.log(g + self.kappa - 1))
+            lw[np.arange(idx.size), inp.g0[idx]] = math.log(self.kappa) - math.log(
+                g + self.kappa - 1
+            )
+            return lw
+
+        return _from_groups(inp, make)
+
+
+@dataclass(repr=False)
+class UserWeights(Prior):
+    """Arbitrary non-negative weights, renormalised (SPEC §2.4 item 3).
+
+    Parameters
+    ----------
+    weights : array of float, or callable
+        An array (same length as every record's candidate set) or a callable
+        ``f(record, candidates: ndarray[G, q], g0) -> weights[G]``.
+    """
+
+    weights: Any = None
+
+    def label(self) -> str:
+        return "user"
+
+    def log_weights(self, inp: PriorInputs) -> list[np.ndarray]:
+        out = []
+        for r, v, g0 in zip(inp.records, inp.values, inp.g0, strict=False):
+            w = self.weights(int(r), v, int(g0)) if callable(self.weights) else self.weights
+            w = np.asarray(w, dtype=np.float64)
+            if w.shape != (v.shape[0],):
+                raise ValidationError(
+                    f"user prior weights for record {int(r)} have shape {w.shape}; expected "
+                    f"({v.shape[0]},), one weight per candidate."
+                )
+            if np.any(~np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
+                raise ValidationError(
+                    f"user prior weights for record {int(r)} must be finite, >= 0 and not all 0."
+                )
+            with np.errstate(divide="ignore"):
+                out.append(np.log(w))
+        return out
+
+
+def silverman_bandwidth(x: np.ndarray) -> float:
+    """Silverman's rule ``0.9 min(sd, IQR/1.34) n^(−1/5)`` (falls back to sd or 1 if 0)."""
+    x = np.asarray(x, dtype=np.float64)
+    n = x.size
+    sd = float(np.std(x, ddof=1)) if n > 1 else 0.0
+    q75, q25 = np.percentile(x, [75, 25]) if n else (0.0, 0.0)
+    spread = min(sd, (q75 - q25) / 1.34) if (q75 - q25) > 0 else sd
+    if spread <= 0:
+        spread = sd if sd > 0 else 1.0
+    return float(0.9 * spread * max(n, 1) ** (-0.2))
+
+
+@dataclass(repr=False)
+class Empirical(Prior):
+    """Prior from the other records' true values (SPEC §2.4 item 4) [P for continuous columns].
+
+    Categorical part: ``#{i' ≠ i : y_{i'} = y*} + α`` (joint match over the varying categorical
+    columns). Continuous part (when numeric columns vary): a product Gaussian kernel density of
+    the other records' values at the candidate, Silverman bandwidth per column, multiplied in.
+
+    Examples
+    --------
+    Candidates ``(A, B, C)`` with the other records holding ``A`` three times and ``B`` once:
+    ``empirical(1)`` gives ``(4, 2, 1)/7``.
+    """
+
+    alpha: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.alpha, (int, float)) and self.alpha >= 0):
+            raise ValidationError(f"empirical prior needs alpha >= 0. Got {self.alpha!r}.")
+
+    def label(self) -> str:
+        return f"empirical:{self.alpha:g}"
+
+    @staticmethod
+    def _counts(inp: PriorInputs) -> list[np.ndarray]:
+        if "empirical_counts" in inp.cache:
+            return inp.cache["empirical_counts"]
+        cat = np.asarray(inp.categorical, dtype=bool)
+        others = inp.others
+        counts: list[np.ndarray] = []
+        if cat.any():
+            oc = others[:, cat].astype(np.int64)
+            uniq, cnt = np.unique(oc, axis=0, return_counts=True)
+            table = {
+                tuple(row): int(c) for row, c in zip(uniq.tolist(), cnt.tolist(), strict=False)
+            }
+        for r, v, _g0 in zip(inp.records, inp.values, inp.g0, strict=False):
+            if cat.any():
+                vc = v[:, cat].astype(np.int64)
+                c = np.array([table.get(tuple(row), 0) for row in vc.tolist()], dtype=np.float64)
+                own = tuple(others[int(r), cat].astype(np.int64).tolist())
+                same = np.all(vc == np.asarray(own)[None, :], axis=1)
+                c[same] -= 1.0  # exclude record i itself
+            else:
+                c = np.zeros(v.shape[0])
+            counts.append(c)
+        inp.cache["empirical_counts"] = counts
+        return counts
+
+    @staticmethod
+    def _kde(inp: PriorInputs) -> list[np.ndarray] | None:
+        cat = np.asarray(inp.categorical, dtype=bool)
+        if cat.all():
+            return None
+        if "empirical_kde" in inp.cache:
+            return inp.cache["empirical_kde"]
+        num = ~cat
+        others = inp.others[:, num]
+        bw = np.array([silverman_bandwidth(others[:, j]) for j in range(others.shape[1])])
+        out = []
+        for r, v in zip(inp.records, inp.values, strict=False):
+            mask = np.ones(others.shape[0], dtype=bool)
+            mask[int(r)] = False
+            o = others[mask]
+            z = (v[:, num][:, None, :] - o[None, :, :]) / bw[None, None, :]
+            lk = (
+                -0.5 * np.sum(z * z, axis=2)
+                - np.sum(np.log(bw))
+                - 0.5 * num.sum() * math.log(2 * math.pi)
+            )
+
+            out.append(logsumexp(lk, axis=1) - math.log(max(o.shape[0], 1)))
+        inp.cache["empirical_kde"] = out
+        return out
+
+    def log_weights(self, inp: PriorInputs) -> list[np.ndarray]:
+        counts = self._counts(inp)
+        kde = self._kde(inp)
+        out = []
+        for i, c in enumerate(counts):
+            with np.errstate(divide="ignore"):
+                lw = (
+                    np.log(c + self.alpha)
+                    if np.asarray(inp.categorical).any()
+                    else np.zeros_like(c)
+                )
+            if kde is not None:
+                lw = lw + kde[i]
+            out.append(lw)
+        return out
+
+
+class ModelPredictive(Prior):
+    """Model-predictive prior ``P0(y*) ∝ p(y* | y_{-i})`` (SPEC §2.4 item 5).
+
+    ``p(y* | y_{-i}) ≈ Σ_h w_h p(y* | Θ_h)`` with ``w_h ∝ 1/p(y_i | Θ_h)``.
+
+    With ``r_h(y*) = p(y* | Θ_h)/p(y_i | Θ_h)`` this is proportional to ``mean_h r_h(y*)``,
+    which the engine already computes, so the prior is free. The harmonic-mean type weights can
+    be unstable (flag ``HARMONIC_WEIGHTS``; check ``khat_max``).
+    """
+
+    name = "model-predictive"
+
+    def log_weights(self, inp: PriorInputs) -> list[np.ndarray]:
+        if inp.log_mean_r is None:
+            raise ValidationError(
+                "the model-predictive prior needs the per-candidate mean importance ratios, "
+                "which this result does not hold (plug-in models have no posterior draws)."
+            )
+        return [np.asarray(a, dtype=np.float64).copy() for a in inp.log_mean_r]
+
+
+def parse_prior(prior: str | Prior | Sequence[float] | Callable[..., Any]) -> Prior:
+    """Turn a prior specification into a :class:`Prior`.
+
+    Accepted: a :class:`Prior`; ``"uniform"``; ``"truth-weighted:K"``; ``"empirical"`` or
+    ``"empirical:ALPHA"``; ``"model-predictive"``; ``"grid-uniform"``; an array of weights or a
+    callable (→ :class:`UserWeights`).
+
+    Raises
+    ------
+    ValidationError
+        For an unknown string, naming the accepted forms.
+    """
+    if isinstance(prior, Prior):
+        return prior
+    if isinstance(prior, str):
+        s = prior.strip().lower().replace("_", "-")
+        name, _, arg = s.partition(":")
+        try:
+            if name == "uniform":
+                return Uniform()
+            if name == "grid-uniform":
+                return GridUniform()
+            if name == "truth-weighted":
+                return TruthWeighted(float(arg) if arg else 1.0)
+            if name == "empirical":
+                return Empirical(float(arg) if arg else 1.0)
+            if name == "model-predictive":
+                return ModelPredictive()
+        except ValueError as err:
+            if isinstance(err, ValidationError):
+                raise
+            raise ValidationError(f"prior {prior!r}: parameter {arg!r} is not a number.") from err
+        raise ValidationError(
+            f"prior {prior!r} not understood; expected 'uniform', 'truth-weighted:K', "
+            "'empirical[:ALPHA]', 'model-predictive', 'grid-uniform', weights or a callable."
+        )
+    if callable(prior) or isinstance(prior, (list, tuple, np.ndarray)):
+        return UserWeights(prior)
+    raise ValidationError(
+        f"prior must be a string, Prior, weights or callable. Got {type(prior).__name__}."
+    )
+
+
+def evaluate_prior(prior: Prior, inp: PriorInputs) -> tuple[list[np.ndarray], list[str]]:
+    """Normalised ``logprior`` per record plus warning codes (see :func:`evaluate_prior_groups`)."""
+    mats, codes = evaluate_prior_groups(prior, inp)
+    out: list[np.ndarray] = [np.empty(0)] * len(inp.values)
+    for idx, mat in zip(inp.groups, mats, strict=False):
+        for k, i in enumerate(idx):
+            out[i] = mat[k]
+    return out, codes
+
+
+def evaluate_prior_groups(prior: Prior, inp: PriorInputs) -> tuple[list[np.ndarray], list[str]]:
+    """Normalised ``logprior`` per record plus warning codes.
+
+    ``PRIOR_RENORMALISED`` is reported (and a :class:`DataWarning` issued) when user weights do
+    not sum to 1 (SPEC §2.1 edge case iii); ``HARMONIC_WEIGHTS`` for the model-predictive prior.
+    """
+
+    lws = prior.log_weights(inp)
+    codes: list[str] = []
+    out: list[np.ndarray] = []
+    renorm = False
+    for idx in inp.groups:
+        mat = np.stack([lws[i] for i in idx])
+        tot = logsumexp(mat, axis=1)
+        if not np.all(np.isfinite(tot)):
+            bad = int(inp.records[idx[np.flatnonzero(~np.isfinite(tot))[0]]])
+            raise ValidationError(
+                f"prior {prior.label()!r} gives zero weight to every candidate of record {bad}."
+            )
+        if isinstance(prior, UserWeights) and np.any(np.abs(tot) > 1e-9):
+            renorm = True
+        out.append(mat - tot[:, None])
+    if renorm:
+        codes.append("PRIOR_RENORMALISED")
+        warnings.warn(
+            "user prior weights did not sum to 1 and were renormalised (PRIOR_RENORMALISED).",
+            DataWarning,
+            stacklevel=3,
+        )
+    if isinstance(prior, ModelPredictive):
+        codes.append("HARMONIC_WEIGHTS")
+    return out, codes

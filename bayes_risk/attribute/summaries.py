@@ -1,0 +1,359 @@
+"""Record- and file-level summaries of attribute-risk posteriors (SPEC §2.1, §2.8, §2.9).
+
+* :func:`posterior` — Bayes rule over a candidate set in log space (SPEC §2.1).
+* :func:`rank_summary` — ``p_true``, ``rank_min`` (ties per SPEC §0.2.3 never push the truth down),
+  ``n_tie``, ``rank_avg``, ``is_top``, ``top_share``, vectorised over records (SPEC §2.8).
+* :func:`record_summary` — the full SPEC §2.8 list for one record (MAP set, marginals, errors).
+* :func:`hrw_summary` — Hu, Reiter & Wang (2014) file-level summary (SPEC §2.9.1).
+* :func:`wang_reiter` — R1/R2 geography measures, exact and Monte Carlo (SPEC §2.9.2), and
+  :func:`low_risk_posterior` (``APPROX_LOW_RISK``).
+* :func:`paiva_measures` — Paiva et al. (2014) measures (SPEC §2.9.3, provisional [U]).
+* :func:`largest_value` — Wei & Reiter (2016) largest-value summary (SPEC §2.9.4, provisional [U]).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from bayes_risk._numeric import LOG_TIE_ATOL
+from bayes_risk._rng import RandomSeed, as_generator
+from bayes_risk.attribute.diagnostics import logsumexp
+from bayes_risk.exceptions import ValidationError
+
+__all__ = [
+    "posterior",
+    "log_posterior",
+    "rank_summary",
+    "record_summary",
+    "hrw_summary",
+    "wang_reiter",
+    "low_risk_posterior",
+    "paiva_measures",
+    "largest_value",
+    "QUANTILES",
+]
+
+QUANTILES = (0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0)
+
+
+def log_posterior(loglik: np.ndarray, logprior: np.ndarray | None = None) -> np.ndarray:
+    """``log post = a − logsumexp(a)``, ``a = loglik + logprior`` over the last axis (SPEC §2.1).
+
+    Rows whose every ``a`` is ``-inf`` give ``nan`` (``ALL_CANDIDATES_IMPOSSIBLE``).
+    """
+    a = np.asarray(loglik, dtype=np.float64)
+    if logprior is not None:
+        a = a + np.asarray(logprior, dtype=np.float64)
+    lse = logsumexp(a, axis=-1)[..., None]
+    with np.errstate(invalid="ignore"):
+        out = a - lse
+    return np.where(np.isfinite(lse), out, np.nan)
+
+
+def posterior(loglik: np.ndarray, logprior: np.ndarray | None = None) -> np.ndarray:
+    """Normalised posterior over candidates (SPEC §2.1).
+
+    Examples
+    --------
+    >>> posterior(np.array([-1000.0, -1001.0, -1003.0])).round(6)
+    array([0.705385, 0.259496, 0.035119])
+    """
+    return np.exp(log_posterior(loglik, logprior))
+
+
+def rank_summary(lpost: np.ndarray, g0: np.ndarray) -> dict[str, np.ndarray]:
+    """Rank of the truth among candidates, vectorised over records (SPEC §2.8 items 1–3).
+
+    Parameters
+    ----------
+    lpost : ndarray (R, G)
+        Log posteriors (``-inf`` allowed; rows of ``nan`` give ``nan`` summaries).
+    g0 : int array (R,)
+
+    Returns
+    -------
+    dict of arrays (R,): ``p_true``, ``rank_min``, ``n_tie``, ``rank_avg``, ``is_top``,
+    ``top_share``.
+    """
+    lpost = np.asarray(lpost, dtype=np.float64)
+    g0 = np.asarray(g0, dtype=np.int64)
+    r = lpost.shape[0]
+    lt = lpost[np.arange(r), g0][:, None]
+    both_ninf = np.isneginf(lpost) & np.isneginf(lt)
+    with np.errstate(invalid="ignore"):
+        tie = both_ninf | (np.abs(lpost - lt) <= LOG_TIE_ATOL)
+        above = (lpost > lt) & ~tie
+    bad = np.isnan(lpost).any(axis=1) | np.isnan(lt[:, 0])
+    rank_min = 1 + above.sum(axis=1)
+    n_tie = tie.sum(axis=1)
+    rank_avg = rank_min + (n_tie - 1) / 2.0
+    is_top = rank_min == 1
+    out = {
+        "p_true": np.exp(lt[:, 0]),
+        "rank_min": rank_min.astype(np.float64),
+        "n_tie": n_tie.astype(np.float64),
+        "rank_avg": rank_avg,
+        "is_top": is_top.astype(np.float64),
+        "top_share": np.where(is_top, 1.0 / np.maximum(n_tie, 1), 0.0),
+    }
+    for k in out:
+        out[k] = np.where(bad, np.nan, out[k])
+    return out
+
+
+def record_summary(
+    post: np.ndarray,
+    g0: int,
+    candidates: np.ndarray | None = None,
+    *,
+    numeric: Sequence[bool] | None = None,
+) -> dict[str, Any]:
+    """All SPEC §2.8 summaries of one record's posterior.
+
+    Parameters
+    ----------
+    post : array (G,)
+        Normalised posterior.
+    g0 : int
+        Truth index.
+    candidates : array (G, q), optional
+        Candidate values (codes for categorical columns) for marginals and distances.
+    numeric : sequence of bool (q,), optional
+        Which columns are numeric (for ``abs_err`` and ``E_dist``; default all).
+
+    Returns
+    -------
+    dict
+        ``p_true, rank_min, n_tie, rank_avg, is_top, top_share, map_set, map_value, baseline``
+        and, with candidates, ``marginals`` (list, per column, probability of the true value),
+        ``abs_err`` (per numeric column: ``|truth − argmax marginal|``) and ``E_dist``.
+
+    Examples
+    --------
+    >>> s = record_summary(np.array([0.30, 0.30, 0.25, 0.15]), 1)
+    >>> s["rank_min"], s["n_tie"], s["rank_avg"], s["top_share"]
+    (1, 2, 1.5, 0.5)
+    """
+    post = np.asarray(post, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        lp = np.log(post)
+    rs = rank_summary(lp[None, :], np.array([g0]))
+    mx = np.nanmax(lp)
+    map_set = np.flatnonzero(
+        (np.abs(lp - mx) <= LOG_TIE_ATOL) | (np.isneginf(lp) & np.isneginf(mx))
+    )
+    out: dict[str, Any] = {
+        "p_true": float(rs["p_true"][0]),
+        "rank_min": int(rs["rank_min"][0]),
+        "n_tie": int(rs["n_tie"][0]),
+        "rank_avg": float(rs["rank_avg"][0]),
+        "is_top": bool(rs["is_top"][0]),
+        "top_share": float(rs["top_share"][0]),
+        "map_set": map_set.tolist(),
+        "map_value": int(map_set[0]),
+        "baseline": 1.0 / post.size,
+    }
+    if candidates is not None:
+        c = np.asarray(candidates, dtype=np.float64)
+        if c.ndim == 1:
+            c = c[:, None]
+        q = c.shape[1]
+        num = [True] * q if numeric is None else list(numeric)
+        truth = c[g0]
+        out["marginals"] = [float(post[c[:, j] == truth[j]].sum()) for j in range(q)]
+        errs = []
+        for j in range(q):
+            if not num[j]:
+                continue
+            vals, inv = np.unique(c[:, j], return_inverse=True)
+            marg = np.bincount(inv, weights=post, minlength=vals.size)
+            errs.append(float(abs(truth[j] - vals[int(np.argmax(marg))])))
+        out["abs_err"] = errs
+        if any(num):
+            nc = np.asarray(num, dtype=bool)
+            d = np.sqrt(np.sum((c[:, nc] - truth[nc][None, :]) ** 2, axis=1))
+            out["E_dist"] = float(np.sum(post * d))
+    return out
+
+
+def hrw_summary(
+    p_true: np.ndarray,
+    rank_min: np.ndarray,
+    is_top: np.ndarray,
+    top_share: np.ndarray,
+    *,
+    thresholds: Sequence[float] = (0.5,),
+) -> dict[str, Any]:
+    """File-level summary in the style of Hu, Reiter & Wang (2014) (SPEC §2.9.1).
+
+    Records with ``nan`` values (skipped records) are excluded and counted.
+    """
+    p = np.asarray(p_true, dtype=np.float64)
+    ok = ~np.isnan(p)
+    rk = np.asarray(rank_min, dtype=np.float64)[ok]
+    p = p[ok]
+    out: dict[str, Any] = {"n_records": int(ok.sum()), "n_excluded_nan": int((~ok).sum())}
+    if ok.sum() == 0:
+        return out
+    out["rank_min_quantiles"] = {f"{int(q * 100)}%": float(np.quantile(rk, q)) for q in QUANTILES}
+    out["p_true_quantiles"] = {f"{int(q * 100)}%": float(np.quantile(p, q)) for q in QUANTILES}
+    out["prop_top"] = float(np.mean(np.asarray(is_top, dtype=np.float64)[ok]))
+    out["prop_top_shared"] = float(np.mean(np.asarray(top_share, dtype=np.float64)[ok]))
+    out["mean_p_true"] = float(np.mean(p))
+    out["n_p_true_above"] = {f"{t:g}": int(np.sum(p > t)) for t in thresholds}
+    return out
+
+
+def wang_reiter(
+    post: np.ndarray,
+    cand_locations: np.ndarray,
+    true_location: np.ndarray,
+    other_locations: np.ndarray,
+    *,
+    n_mc: int | None = None,
+    random_seed: RandomSeed = None,
+) -> dict[str, float]:
+    """Wang & Reiter (2012) R1 and R2 for one record (SPEC §2.9.2).
+
+    Parameters
+    ----------
+    post : array (G,)
+        Posterior over candidate locations.
+    cand_locations : array (G, 2)
+    true_location : array (2,)
+    other_locations : array (n_other, 2)
+        Actual locations of the **other** records (the target is excluded, SPEC §7 item 13).
+    n_mc : int, optional
+        If given, R1 is the Monte Carlo mean over ``n_mc`` posterior draws (W&R's definition)
+        instead of the exact expectation.
+
+    Returns
+    -------
+    dict with ``R1`` and ``R2``.
+
+    Examples
+    --------
+    >>> wang_reiter(np.ones(3) / 3, np.array([[3, 4], [0, 5], [6, 8]]), np.zeros(2),
+    ...             np.array([[1, 1], [6, 0], [7, 0], [5, 5]]))["R2"]
+    2
+    """
+    post = np.asarray(post, dtype=np.float64)
+    cl = np.asarray(cand_locations, dtype=np.float64)
+    t = np.asarray(true_location, dtype=np.float64)
+    d = np.hypot(cl[:, 0] - t[0], cl[:, 1] - t[1])
+    if n_mc is None:
+        r1 = float(np.sum(post * d))
+    else:
+        rng = as_generator(random_seed)
+        idx = rng.choice(post.size, size=int(n_mc), p=post / post.sum())
+        r1 = float(np.mean(d[idx]))
+    o = np.asarray(other_locations, dtype=np.float64).reshape(-1, 2)
+    dist_o = np.hypot(o[:, 0] - t[0], o[:, 1] - t[1])
+    return {"R1": r1, "R2": int(np.sum(dist_o <= r1 + 1e-12 * max(1.0, r1)))}
+
+
+def wang_reiter_file(r1: np.ndarray, r2: np.ndarray) -> dict[str, dict[str, float]]:
+    """File-level W&R layout: min, first quartile and median of R1 and R2 (SPEC §2.9.2)."""
+    out = {}
+    for name, v in (("R1", r1), ("R2", r2)):
+        v = np.asarray(v, dtype=np.float64)
+        out[name] = {
+            "min": float(np.min(v)),
+            "q1": float(np.quantile(v, 0.25)),
+            "median": float(np.median(v)),
+        }
+    return out
+
+
+def low_risk_posterior(synthetic_locations: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """W&R "empty knowledge" stand-in: uniform over a record's ``m`` synthetic locations.
+
+    Returns the candidate locations ``[m, 2]``, the uniform posterior and the flag
+    ``["APPROX_LOW_RISK"]`` (SPEC §2.9.2; not an estimate of the IS posterior).
+    """
+    loc = np.asarray(synthetic_locations, dtype=np.float64).reshape(-1, 2)
+    return loc, np.full(loc.shape[0], 1.0 / loc.shape[0]), ["APPROX_LOW_RISK"]
+
+
+def paiva_measures(
+    posts: Sequence[np.ndarray],
+    g0: Sequence[int],
+    cand_locations: Sequence[np.ndarray],
+    unique: Sequence[bool],
+) -> dict[str, Any]:
+    """Paiva et al. (2014) measures for areal locations (SPEC §2.9.3; provisional [U]).
+
+    Parameters
+    ----------
+    posts : sequence of arrays (G_r,)
+    g0 : sequence of int
+    cand_locations : sequence of arrays (G_r, 2)
+        Candidate centroids of each record.
+    unique : sequence of bool
+        Whether the record's pattern (default: unsynthesized columns) is unique in ``y``.
+
+    Returns
+    -------
+    dict with ``pct_true_is_map`` (i), ``pct_true_is_map_shared`` (credit shared among ties),
+    ``pct_true_is_map_unique`` (ii; ``nan`` without unique records), ``dist_map`` (iii, per
+    record), ``dist_map_mean``, ``dist_map_median``.
+    """
+    is_top, share, dist = [], [], []
+    for p, t, cl in zip(posts, g0, cand_locations, strict=False):
+        s = record_summary(np.asarray(p), int(t))
+        is_top.append(s["is_top"])
+        share.append(s["top_share"])
+        cl = np.asarray(cl, dtype=np.float64)
+        ms = np.asarray(s["map_set"])
+        dist.append(float(np.mean(np.hypot(cl[ms, 0] - cl[t, 0], cl[ms, 1] - cl[t, 1]))))
+    is_top_a = np.asarray(is_top, dtype=np.float64)
+    u = np.asarray(unique, dtype=bool)
+    return {
+        "pct_true_is_map": 100.0 * float(np.mean(is_top_a)),
+        "pct_true_is_map_shared": 100.0 * float(np.mean(share)),
+        "pct_true_is_map_unique": 100.0 * float(np.mean(is_top_a[u])) if u.any() else float("nan"),
+        "dist_map": dist,
+        "dist_map_mean": float(np.mean(dist)),
+        "dist_map_median": float(np.median(dist)),
+    }
+
+
+def largest_value(
+    post: np.ndarray,
+    candidates: np.ndarray,
+    truth: float,
+    *,
+    delta: float = 0.05,
+    interval: tuple[float, float] | None = None,
+) -> dict[str, float]:
+    """Wei & Reiter (2016) largest-value summary (SPEC §2.9.4; provisional [U]).
+
+    Returns ``P_interval`` (posterior mass in ``I``, default ``[y(1−δ), y(1+δ)]``), the posterior
+    ``mode`` (first of tied maxima) and its ``relative_error`` ``|mode − y|/y``.
+
+    Examples
+    --------
+    >>> out = largest_value(np.array([.1, .2, .4, .2, .1]), np.arange(100, 105), 102, delta=0.01)
+    >>> out["P_interval"]
+    0.8
+    """
+    post = np.asarray(post, dtype=np.float64)
+    c = np.asarray(candidates, dtype=np.float64)
+    if truth == 0:
+        raise ValidationError(
+            "largest_value: the true largest value is 0; relative error undefined."
+        )
+    lo, hi = interval if interval is not None else (truth * (1 - delta), truth * (1 + delta))
+    lo, hi = min(lo, hi), max(lo, hi)
+    mask = (c >= lo) & (c <= hi)
+    mode = float(c[int(np.argmax(post))])
+    return {
+        "P_interval": float(np.round(post[mask].sum(), 15)),
+        "interval_lo": float(lo),
+        "interval_hi": float(hi),
+        "mode": mode,
+        "relative_error": abs(mode - truth) / abs(truth),
+    }

@@ -1,0 +1,147 @@
+"""``bayes-risk fit``: fit a Bayesian synthesis model and save it (posterior NetCDF + model.json).
+
+    bayes-risk fit DATA.csv --model dpmpm|poisson-mixture|regression [--columns ...]
+        [--categorical ...] [--synthesize COLS ...] [--components 30] [--tune 500]
+        [--draws 1000] [--chains 1] [--random-seed 1] [--quiet] --out MODEL_DIR
+
+Model-specific options are declared once, by each model class, in its ``cli_options()``
+classmethod (a tuple of :class:`bayes_risk.models.bayesian.CliOption`); this module registers the
+union of them and passes the given ones to the chosen model's settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import warnings
+from typing import Any
+
+from bayes_risk.cli._common import (
+    add_out_argument,
+    add_quiet_argument,
+    add_seed_argument,
+    add_type_arguments,
+)
+
+__all__ = ["add_parser", "run", "BAYESIAN_MODELS"]
+
+#: registry names of the models ``fit`` accepts (the Bayesian ones)
+BAYESIAN_MODELS: tuple[str, ...] = ("dpmpm", "poisson-mixture", "regression")
+
+
+def _model_options() -> dict[str, Any]:
+    """``{registry name: tuple of CliOption}`` for the models whose module can be imported."""
+    from bayes_risk.models import _REGISTRY
+
+    out: dict[str, Any] = {}
+    for name in BAYESIAN_MODELS:
+        mod, cls = _REGISTRY[name]
+        try:
+            klass = getattr(importlib.import_module(mod), cls)
+        except (ImportError, AttributeError):  # model module not available in this install
+            continue
+        opts = getattr(klass, "cli_options", None)
+        out[name] = tuple(opts()) if callable(opts) else ()
+    return out
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``bayes-risk fit``."""
+    p = subparsers.add_parser(
+        "fit",
+        help="fit a Bayesian synthesis model (DPMPM, Poisson mixture, regressions)",
+        description=(
+            "Fit a Bayesian synthesis model to a confidential table and save it as a folder "
+            "(posterior.nc: posterior draws as NetCDF; model.json: settings and schema; for "
+            "partial synthesis also the confidential data). The folder is confidential. "
+            "Then run 'bayes-risk synthesize --model-dir DIR -m 5 --out SYN_DIR'."
+        ),
+    )
+    p.add_argument("data", metavar="DATA", help="confidential table (.csv or .parquet)")
+    p.add_argument("--model", required=True, choices=list(BAYESIAN_MODELS),
+                   help="synthesis model")
+    p.add_argument("--columns", nargs="+", default=None, metavar="COL",
+                   help="columns to model (default: all)")
+    p.add_argument("--synthesize", nargs="+", default=None, metavar="COL",
+                   help="columns to synthesize (default: all modelled columns = full synthesis)")
+    add_type_arguments(p)
+    g = p.add_argument_group("MCMC")
+    g.add_argument("--tune", type=int, default=500, help="burn-in iterations per chain (500)")
+    g.add_argument("--draws", type=int, default=1000, help="kept iterations per chain (1000)")
+    g.add_argument("--chains", type=int, default=1, help="number of chains (1)")
+    g.add_argument("--cores", type=int, default=1,
+                   help="processes running chains in parallel (1)")
+    add_seed_argument(p, default=None)
+    add_quiet_argument(p)
+    add_out_argument(p, "model folder: posterior.nc + model.json")
+    # model-specific options: the union of what each model declares, registered once per flag
+    mg = p.add_argument_group("model-specific options")
+    helps: dict[str, list[str]] = {}
+    opts_by_flag: dict[str, Any] = {}
+    kwargs_by_flag: dict[str, dict[str, Any]] = {}
+    for opts in _model_options().values():
+        for opt in opts:
+            key = opt.flags[0]
+            if opt.help not in helps.setdefault(key, []):
+                helps[key].append(opt.help)
+            opts_by_flag.setdefault(key, opt)
+            kw = kwargs_by_flag.setdefault(key, dict(opt.kwargs))
+            if "choices" in kw and "choices" in opt.kwargs:  # shared flag: union of choices
+                kw["choices"] = list(dict.fromkeys([*kw["choices"], *opt.kwargs["choices"]]))
+    for key, opt in opts_by_flag.items():
+        mg.add_argument(*opt.flags, dest=f"model_opt_{opt.dest}", default=argparse.SUPPRESS,
+                        help="; ".join(helps[key]), **kwargs_by_flag[key])
+    p.set_defaults(handler=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Fit the model and save it."""
+    from bayes_risk.cli._common import schema_from_args
+    from bayes_risk.data.io import read_table
+    from bayes_risk.exceptions import BayesRiskWarning, ValidationError
+    from bayes_risk.models import get_synthesizer
+
+    cls = get_synthesizer(args.model)
+    df = read_table(args.data)
+    if args.columns:
+        from bayes_risk.data.schema import did_you_mean
+
+        for c in args.columns:
+            if c not in df.columns:
+                raise ValidationError(
+                    f"--columns: column {c!r} is not in {args.data} (columns: {list(df.columns)})."
+                    + did_you_mean(c, df.columns)
+                )
+        df = df[list(args.columns)]
+    schema = schema_from_args(df, args, synthesized=args.synthesize or None)
+    settings: dict[str, Any] = {
+        "tune": args.tune,
+        "draws": args.draws,
+        "chains": args.chains,
+        "cores": args.cores,
+        "random_seed": args.random_seed,
+        "progressbar": not args.quiet,
+    }
+    own = {opt.dest: opt for opt in (cls.cli_options() if hasattr(cls, "cli_options") else ())}
+    for key, value in vars(args).items():
+        if not key.startswith("model_opt_"):
+            continue
+        dest = key[len("model_opt_"):]
+        if dest not in own:
+            flag = "--" + dest.replace("_", "-")
+            raise ValidationError(f"{flag} is not an option of --model {args.model}.")
+        opt = own[dest]
+        settings[opt.setting] = tuple(value) if isinstance(value, list) else value
+    model = cls(**settings)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", BayesRiskWarning)
+        model.fit(df, schema=schema, random_seed=args.random_seed)
+    for w in caught:  # one line per warning, without Python's source-line echo
+        if issubclass(w.category, BayesRiskWarning):
+            print(f"bayes-risk fit: {w.category.__name__}: {w.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    model.save(args.out)
+    return 0

@@ -1,0 +1,967 @@
+"""Per-replicate match sets and match probabilities (SPEC §4.1–§4.6).
+
+No ``O(N_T · n)`` scan. In every replicate the records are grouped by their exact-match key (a
+mixed-radix code of the categorical columns) and, inside each group, sorted by every radius
+column. A target's window on a column is then a contiguous slice of its group found by binary
+search; the column with the smallest slice is scanned and the other columns (and the ellipse
+test) filter its candidates. The compiled path (numba, ``cache=True``) counting-sorts the
+records by group and searches inside the group; the pure-numpy path (used when numba is not
+importable, or with ``USE_NUMBA = False``) searches an integer composite ``group · (L+1) + rank``
+with ``numpy.searchsorted`` and filters candidates in chunks. Both are tested against each other
+and against a brute-force scan. Work is chunked over targets so memory stays bounded; pooled
+probabilities are stored as a ``scipy.sparse`` CSR matrix ``[N_T, n]``; replicates run on two
+threads (the kernels release the GIL; results do not depend on the number of threads).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from bayes_risk._numeric import ties
+from bayes_risk._progress import progress
+from bayes_risk.identification.matching import MatchRule, target_radii, window_bounds
+
+__all__ = [
+    "Prepared",
+    "TargetBounds",
+    "ReplicateIndex",
+    "PerDatasetOutput",
+    "PooledOutput",
+    "run_per_dataset",
+    "run_pooled",
+    "USE_NUMBA",
+]
+
+USE_NUMBA = True
+_CHUNK_CANDIDATES = 1 << 22  # candidate pairs examined (or buffered) at once
+_CHUNK_TARGETS = 200_000
+
+
+# ----------------------------------------------------------------------------------------------
+# optional numba kernels (compiled once, cached on disk)
+# ----------------------------------------------------------------------------------------------
+try:  # pragma: no cover - exercised when numba is importable
+    import numba as _nb
+
+    @_nb.njit(cache=True, nogil=True)
+    def _nb_build(rec_g, G, vals, orders):
+        """Counting sort by group, then by each radius column inside the group.
+
+        Returns ``gstart [G+1]``, ``perms [max(q,1), n]`` (record index at each sorted position
+        for each primary column) and ``sv [max(q,1), q, n]`` (every column's value in the order
+        of each primary column, so that candidate scans read contiguous memory).
+        """
+        n = rec_g.shape[0]
+        q = vals.shape[0]
+        gstart = np.zeros(G + 1, dtype=np.int64)
+        for k in range(n):
+            gstart[rec_g[k] + 1] += 1
+        for g in range(G):
+            gstart[g + 1] += gstart[g]
+        qq = max(q, 1)
+        perms = np.empty((qq, n), dtype=np.int64)
+        sv = np.empty((qq, q, n), dtype=np.float64)
+        fill = np.empty(G, dtype=np.int64)
+        if q == 0:
+            for g in range(G):
+                fill[g] = gstart[g]
+            for k in range(n):
+                g = rec_g[k]
+                perms[0, fill[g]] = k
+                fill[g] += 1
+            return gstart, perms, sv
+        for j in range(q):
+            o = orders[j]
+            for g in range(G):
+                fill[g] = gstart[g]
+            for t in range(n):
+                k = o[t]
+                g = rec_g[k]
+                perms[j, fill[g]] = k
+                fill[g] += 1
+            for pos in range(n):
+                k = perms[j, pos]
+                for jj in range(q):
+                    sv[j, jj, pos] = vals[jj, k]
+        return gstart, perms, sv
+
+    @_nb.njit(cache=True, nogil=True)
+    def _nb_ranges(gstart, sv, tgt_g, lo, hi):
+        """For each target: the radius column with the smallest window slice in its key group
+        (``prim``), the slice start ``bs`` and length ``blen`` (branchless binary searches)."""
+        N = tgt_g.shape[0]
+        q = sv.shape[1]
+        prim = np.zeros(N, dtype=np.int64)
+        bstart = np.zeros(N, dtype=np.int64)
+        blen_out = np.zeros(N, dtype=np.int64)
+        for i in range(N):
+            g = tgt_g[i]
+            if g < 0:
+                continue
+            s0 = gstart[g]
+            e0 = gstart[g + 1]
+            if q == 0:
+                bstart[i] = s0
+                blen_out[i] = e0 - s0
+                continue
+            bj = 0
+            bs = 0
+            blen = -1
+            for j in range(q):
+                x = lo[i, j]
+                base = s0
+                m = e0 - s0
+                while m > 1:
+                    half = m >> 1
+                    base = base + half if sv[j, j, base + half - 1] < x else base
+                    m -= half
+                if m == 1 and sv[j, j, base] < x:
+                    base += 1
+                s = base
+                x = hi[i, j]
+                m = e0 - s
+                while m > 1:
+                    half = m >> 1
+                    base = base + half if sv[j, j, base + half - 1] <= x else base
+                    m -= half
+                if m == 1 and sv[j, j, base] <= x:
+                    base += 1
+                ln = base - s
+                if blen < 0 or ln < blen:
+                    blen = ln
+                    bj = j
+                    bs = s
+                if ln <= 0:
+                    break
+            prim[i] = bj
+            bstart[i] = bs
+            blen_out[i] = max(blen, 0)
+        return prim, bstart, blen_out
+
+    @_nb.njit(cache=True, nogil=True)
+    def _nb_ranges_sweep(gstart, sv, tgt_g, lo, hi, olo, ohi):
+        """Same as :func:`_nb_ranges`, by a merge sweep: targets visited in (key, bound) order
+        (``olo``/``ohi``, fixed across replicates) advance one pointer per group and column, so
+        each replicate costs O(n + N_T) per column instead of O(N_T log n)."""
+        N = tgt_g.shape[0]
+        q = sv.shape[1]
+        S = np.zeros((N, q), dtype=np.int64)
+        E = np.zeros((N, q), dtype=np.int64)
+        for j in range(q):
+            gprev = -2
+            p = 0
+            pend = 0
+            for t in range(N):
+                i = olo[j, t]
+                g = tgt_g[i]
+                if g < 0:
+                    continue
+                if g != gprev:
+                    p = gstart[g]
+                    pend = gstart[g + 1]
+                    gprev = g
+                x = lo[i, j]
+                while p < pend and sv[j, j, p] < x:
+                    p += 1
+                S[i, j] = p
+            gprev = -2
+            for t in range(N):
+                i = ohi[j, t]
+                g = tgt_g[i]
+                if g < 0:
+                    continue
+                if g != gprev:
+                    p = gstart[g]
+                    pend = gstart[g + 1]
+                    gprev = g
+                x = hi[i, j]
+                while p < pend and sv[j, j, p] <= x:
+                    p += 1
+                E[i, j] = p
+        prim = np.zeros(N, dtype=np.int64)
+        bstart = np.zeros(N, dtype=np.int64)
+        blen = np.zeros(N, dtype=np.int64)
+        for i in range(N):
+            if tgt_g[i] < 0:
+                continue
+            best = -1
+            for j in range(q):
+                ln = E[i, j] - S[i, j]
+                if ln < 0:
+                    ln = 0
+                if best < 0 or ln < best:
+                    best = ln
+                    prim[i] = j
+                    bstart[i] = S[i, j]
+            blen[i] = best
+        return prim, bstart, blen
+
+    @_nb.njit(cache=True, nogil=True)
+    def _nb_scan(perms, sv, prim, bstart, blen, lo, hi, ell, centre, scale, strict, offsets,
+                 out, write):
+        """Scan each target's slice, testing every radius column (and the ellipse); counts per
+        target, and with ``write`` the matched records at ``out[offsets[i]:]``."""
+        N = prim.shape[0]
+        q = sv.shape[1]
+        counts = np.zeros(N, dtype=np.int64)
+        for i in range(N):
+            ln = blen[i]
+            if ln <= 0:
+                continue
+            bj = prim[i]
+            bs = bstart[i]
+            c = 0
+            if q == 0:
+                if write:
+                    for pos in range(bs, bs + ln):
+                        out[offsets[i] + pos - bs] = perms[0, pos]
+                counts[i] = ln
+                continue
+            if not write and not ell:
+                for pos in range(bs, bs + ln):
+                    ok = 1
+                    for jj in range(q):
+                        v = sv[bj, jj, pos]
+                        ok &= (v >= lo[i, jj]) & (v <= hi[i, jj])
+                    c += ok
+                counts[i] = c
+                continue
+            o = offsets[i]
+            for pos in range(bs, bs + ln):
+                ok = True
+                for jj in range(q):
+                    if jj == bj:
+                        continue
+                    v = sv[bj, jj, pos]
+                    if v < lo[i, jj] or v > hi[i, jj]:
+                        ok = False
+                        break
+                if ok and ell:
+                    acc = 0.0
+                    for jj in range(q):
+                        sc = scale[i, jj]
+                        if sc > 0.0:
+                            d = (sv[bj, jj, pos] - centre[i, jj]) / sc
+                            acc += d * d
+                    if strict:
+                        ok = acc < 1.0
+                    else:
+                        ok = acc <= 1.0
+                if ok:
+                    if write:
+                        out[o + c] = perms[bj, pos]
+                    c += 1
+            counts[i] = c
+        return counts
+
+    @_nb.njit(cache=True, nogil=True)
+    def _nb_compact(buf, offsets, counts):
+        out = np.empty(counts.sum(), dtype=np.int64)
+        p = 0
+        for i in range(counts.shape[0]):
+            o = offsets[i]
+            for t in range(counts[i]):
+                out[p] = buf[o + t]
+                p += 1
+        return out
+
+    _HAVE_NUMBA = True
+except Exception:  # pragma: no cover
+    _HAVE_NUMBA = False
+
+
+def _numpy_filter(orders, prim, s, e, vals, lo, hi, ell, centre, scale, strict, want_list):
+    """Pure-numpy twin of the numba kernel (chunked candidate expansion)."""
+    n_t = len(s)
+    cnt = np.maximum(e - s, 0)
+    counts = np.zeros(n_t, dtype=np.int64)
+    lists: list[np.ndarray] = []
+    csum = np.cumsum(cnt)
+    start = 0
+    while start < n_t:
+        base = csum[start - 1] if start > 0 else 0
+        stop = int(np.searchsorted(csum, base + _CHUNK_CANDIDATES, side="right"))
+        stop = max(stop, start + 1)
+        idx = np.arange(start, stop)
+        c = cnt[idx]
+        tot = int(c.sum())
+        if tot:
+            rep = np.repeat(np.arange(len(idx)), c)
+            offs = np.cumsum(c) - c
+            pos = np.arange(tot) - offs[rep] + s[idx][rep]
+            ti = idx[rep]
+            k = orders[prim[ti], pos]
+            ok = np.ones(tot, dtype=bool)
+            for j in range(vals.shape[0]):
+                v = vals[j, k]
+                ok &= (v >= lo[ti, j]) & (v <= hi[ti, j])
+            if ell:
+                acc = np.zeros(tot)
+                for j in range(vals.shape[0]):
+                    sc = scale[ti, j]
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        d = np.where(sc > 0, (vals[j, k] - centre[ti, j]) / sc, 0.0)
+                    acc += d * d
+                ok &= (acc < 1.0) if strict else (acc <= 1.0)
+            counts[idx] = np.bincount(rep[ok], minlength=len(idx))
+            if want_list:
+                lists.append(k[ok])
+        start = stop
+    if want_list:
+        return counts, (np.concatenate(lists) if lists else np.zeros(0, dtype=np.int64))
+    return counts, None
+
+
+def _filter(orders, prim, s, e, vals, lo, hi, ell, centre, scale, strict, want_list):
+    return _numpy_filter(orders, prim, s, e, vals, lo, hi, ell, centre, scale, strict, want_list)
+
+
+# ----------------------------------------------------------------------------------------------
+# data structures
+# ----------------------------------------------------------------------------------------------
+def mixed_radix(codes: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
+    """Combine integer codes ``[N, e]`` into one int64 key per row (``-1`` if any code < 0)."""
+    N = codes.shape[0]
+    key = np.zeros(N, dtype=np.int64)
+    if codes.shape[1] == 0:
+        return key
+    if float(np.prod([max(int(d), 1) for d in sizes], dtype=np.float64)) > 2.0**62:
+        from bayes_risk.exceptions import ValidationError
+
+        raise ValidationError(
+            "the exact-match columns have more than 2**62 combinations of levels; match fewer "
+            "categorical columns exactly (or give high-cardinality numeric ones a radius)."
+        )
+    stride = 1
+    for j, d in enumerate(sizes):
+        key += codes[:, j].astype(np.int64) * stride
+        stride *= max(int(d), 1)
+    key[(codes < 0).any(axis=1)] = -1
+    return key
+
+
+@dataclass
+class Prepared:
+    """Encoded records, replicates and targets (built by :mod:`bayes_risk.identification.api`).
+
+    Exact columns are integer codes (``-1`` = a value absent from every released table), radius
+    columns float64. Unsynthesized columns of the records come from the original; synthesized
+    known columns from each replicate ``r``.
+    """
+
+    n: int
+    R: int
+    rule: MatchRule
+    exact_sizes: dict[str, int]
+    rec_exact_us: np.ndarray  # [n, e_us]
+    rec_radius_us: np.ndarray  # [q_us, n]
+    rep_exact_s: list[np.ndarray]  # R x [n, e_s]
+    rep_radius_s: list[np.ndarray]  # R x [q_s, n]
+    tgt_exact: np.ndarray  # [N_T, e_us + e_s]
+    tgt_radius: np.ndarray  # [N_T, q_us + q_s]
+    confidential_radius: dict[str, np.ndarray]
+    in_sample: np.ndarray  # bool [N_T]
+    rec: np.ndarray  # int64 [N_T], -1 out of sample
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def n_targets(self) -> int:
+        return self.tgt_exact.shape[0]
+
+
+@dataclass
+class TargetBounds:
+    """Per-target windows for one rule: bounds ``[lo, hi]`` and ellipse centre/scale."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    centre: np.ndarray
+    scale: np.ndarray
+    ellipse: bool
+    strict: bool
+
+    def cols(self, idx: np.ndarray | slice) -> TargetBounds:
+        return TargetBounds(
+            self.lo[:, idx], self.hi[:, idx], self.centre[:, idx], self.scale[:, idx],
+            self.ellipse, self.strict,
+        )
+
+    def rows(self, idx: np.ndarray | slice) -> TargetBounds:
+        return TargetBounds(
+            self.lo[idx], self.hi[idx], self.centre[idx], self.scale[idx], self.ellipse,
+            self.strict,
+        )
+
+
+def target_bounds(prep: Prepared, rule: MatchRule) -> TargetBounds:
+    """Windows of every target on every radius column (SPEC §4.3)."""
+    cols = rule.radius_cols
+    N = prep.n_targets
+    tv = {c: prep.tgt_radius[:, j] for j, c in enumerate(cols)}
+    R = target_radii(rule, tv, prep.confidential_radius)
+    q = len(cols)
+    lo = np.empty((N, q))
+    hi = np.empty((N, q))
+    centre = np.empty((N, q))
+    scale = np.empty((N, q))
+    for j, c in enumerate(cols):
+        exact_zero = (R[c] == 0) if rule.radius_type == "quantile_sd" else None
+        lo[:, j], hi[:, j] = window_bounds(rule, tv[c], R[c], exact_zero=exact_zero)
+        centre[:, j] = tv[c]
+        scale[:, j] = R[c]
+    ell = rule.shape == "ellipse"
+    return TargetBounds(lo, hi, centre, scale, ell, ell and rule.window == "open")
+
+
+class ReplicateIndex:
+    """Records of one replicate grouped by exact key and sorted by each radius column."""
+
+    def __init__(self, rec_key: np.ndarray, vals: np.ndarray) -> None:
+        self.uk, g = np.unique(rec_key, return_inverse=True)
+        g = g.astype(np.int64).ravel()
+        self.key = rec_key
+        self.vals = np.ascontiguousarray(vals, dtype=np.float64)
+        q = self.vals.shape[0]
+        n = len(rec_key)
+        if q == 0:
+            order = np.argsort(g, kind="stable")
+            self.orders = order[None, :].astype(np.int64)
+            gs = g[order]
+            self.gstart = np.searchsorted(gs, np.arange(len(self.uk)), side="left")
+            self.gend = np.searchsorted(gs, np.arange(len(self.uk)), side="right")
+            self.u = []
+            self.comp = []
+            return
+        self.orders = np.empty((q, n), dtype=np.int64)
+        self.u = []
+        self.comp = []
+        for j in range(q):
+            u = np.unique(self.vals[j])
+            rank = np.searchsorted(u, self.vals[j])
+            comp = g * (len(u) + 1) + rank
+            order = np.argsort(comp, kind="stable")
+            self.orders[j] = order
+            self.u.append(u)
+            self.comp.append(comp[order])
+
+    def group_of(self, tgt_key: np.ndarray) -> np.ndarray:
+        """Dense group id of each target key (``-1``: no record has this key)."""
+        if len(self.uk) == 0:
+            return np.full(len(tgt_key), -1, dtype=np.int64)
+        pos = np.searchsorted(self.uk, tgt_key)
+        posc = np.minimum(pos, len(self.uk) - 1)
+        ok = (tgt_key >= 0) & (self.uk[posc] == tgt_key)
+        return np.where(ok, posc, -1).astype(np.int64)
+
+    def ranges(self, tgt_key: np.ndarray, lo: np.ndarray, hi: np.ndarray):
+        """Slices ``[s, e)`` of every target in each column's sort order, ``[N, max(q, 1)]``."""
+        g = self.group_of(tgt_key)
+        bad = g < 0
+        gc = np.where(bad, 0, g)
+        q = self.vals.shape[0]
+        N = len(tgt_key)
+        if q == 0:
+            if len(self.uk) == 0:
+                z = np.zeros((N, 1), dtype=np.int64)
+                return z, z.copy()
+            s = np.where(bad, 0, self.gstart[gc])[:, None]
+            e = np.where(bad, 0, self.gend[gc])[:, None]
+            return s.astype(np.int64), e.astype(np.int64)
+        s = np.empty((N, q), dtype=np.int64)
+        e = np.empty((N, q), dtype=np.int64)
+        for j in range(q):
+            u = self.u[j]
+            L = len(u) + 1
+            qlo = np.searchsorted(u, lo[:, j], side="left")
+            qhi = np.searchsorted(u, hi[:, j], side="right")
+            base = gc * L
+            sj = np.searchsorted(self.comp[j], base + qlo, side="left")
+            ej = np.searchsorted(self.comp[j], base + qhi, side="left")
+            ej = np.maximum(ej, sj)
+            sj[bad] = 0
+            ej[bad] = 0
+            s[:, j] = sj
+            e[:, j] = ej
+        return s, e
+
+    def match(self, tgt_key: np.ndarray, b: TargetBounds, want_list: bool, torder=None):
+        """Match counts ``[N]`` and, if asked, the matched record indices (target-major order).
+
+        ``torder`` (used by the compiled path only) are the targets' (key, bound) orders."""
+        s, e = self.ranges(tgt_key, b.lo, b.hi)
+        q = self.vals.shape[0]
+        if q <= 1 and not b.ellipse:
+            s0, e0 = s[:, 0], e[:, 0]
+            counts = np.maximum(e0 - s0, 0)
+            if not want_list:
+                return counts, None
+            tot = int(counts.sum())
+            rep = np.repeat(np.arange(len(s0)), counts)
+            offs = np.cumsum(counts) - counts
+            pos = np.arange(tot) - offs[rep] + s0[rep]
+            return counts, self.orders[0, pos]
+        cnt = np.maximum(e - s, 0)
+        prim = np.argmin(cnt, axis=1)
+        ar = np.arange(len(prim))
+        sp_, ep_ = s[ar, prim], e[ar, prim]
+        return _filter(
+            self.orders, prim, sp_, ep_, self.vals, b.lo, b.hi, b.ellipse, b.centre, b.scale,
+            b.strict, want_list,
+        )
+
+    def own(self, tgt_key: np.ndarray, b: TargetBounds, rec: np.ndarray) -> np.ndarray:
+        """Whether each target's own record (``rec >= 0``) is in its match set."""
+        ok = rec >= 0
+        k = np.where(ok, rec, 0)
+        m = ok & (tgt_key >= 0) & (self.key[k] == tgt_key)
+        q = self.vals.shape[0]
+        for j in range(q):
+            v = self.vals[j, k]
+            m &= (v >= b.lo[:, j]) & (v <= b.hi[:, j])
+        if b.ellipse and q:
+            acc = np.zeros(len(k))
+            for j in range(q):
+                sc = b.scale[:, j]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    d = np.where(sc > 0, (self.vals[j, k] - b.centre[:, j]) / sc, 0.0)
+                acc += d * d
+            m &= (acc < 1.0) if b.strict else (acc <= 1.0)
+        return m
+
+
+class NumbaIndex:
+    """Compiled twin of :class:`ReplicateIndex` (same answers; tested against it)."""
+
+    def __init__(self, rec_key: np.ndarray, vals: np.ndarray, n_cells: int,
+                 orders: np.ndarray | None = None) -> None:
+        self.key = rec_key
+        self.vals = np.ascontiguousarray(vals, dtype=np.float64)
+        n = len(rec_key)
+        if n_cells <= max(4 * n, 1 << 16):
+            self.uk = None
+            G = int(n_cells)
+            rec_g = rec_key.astype(np.int64)
+        else:
+            self.uk, rec_g = np.unique(rec_key, return_inverse=True)
+            G = len(self.uk)
+            rec_g = rec_g.astype(np.int64).ravel()
+        if orders is None:
+            orders = np.empty((self.vals.shape[0], n), dtype=np.int64)
+            for j in range(self.vals.shape[0]):
+                orders[j] = np.argsort(self.vals[j])
+        self.gstart, self.perms, self.sv = _nb_build(rec_g, G, self.vals, orders)
+
+    def group_of(self, tgt_key: np.ndarray) -> np.ndarray:
+        if self.uk is None:
+            return tgt_key.astype(np.int64)
+        return ReplicateIndex.group_of(self, tgt_key)
+
+    def match(self, tgt_key: np.ndarray, b: TargetBounds, want_list: bool, torder=None):
+        tg = self.group_of(tgt_key)
+        lo = np.ascontiguousarray(b.lo)
+        hi = np.ascontiguousarray(b.hi)
+        cen = np.ascontiguousarray(b.centre)
+        sc = np.ascontiguousarray(b.scale)
+        if torder is not None and self.vals.shape[0] > 0:
+            prim, bs, blen = _nb_ranges_sweep(self.gstart, self.sv, tg, lo, hi, torder[0],
+                                              torder[1])
+        else:
+            prim, bs, blen = _nb_ranges(self.gstart, self.sv, tg, lo, hi)
+        if not want_list:
+            dummy = np.zeros(1, dtype=np.int64)
+            counts = _nb_scan(self.perms, self.sv, prim, bs, blen, lo, hi, bool(b.ellipse), cen,
+                              sc, bool(b.strict), dummy, dummy, False)
+            return counts, None
+        # one scan: write into slots sized by the slice lengths, then compact; sub-blocks of
+        # targets keep the slot buffer below _CHUNK_CANDIDATES entries
+        csum = np.cumsum(blen)
+        counts = np.zeros(len(tg), dtype=np.int64)
+        pieces = []
+        start = 0
+        while start < len(tg):
+            base = csum[start - 1] if start else 0
+            stop = int(np.searchsorted(csum, base + _CHUNK_CANDIDATES, side="right"))
+            stop = max(stop, start + 1)
+            bl = blen[start:stop]
+            offsets = np.cumsum(bl) - bl
+            buf = np.empty(int(bl.sum()), dtype=np.int64)
+            cnt = _nb_scan(self.perms, self.sv, prim[start:stop], bs[start:stop], bl,
+                           lo[start:stop], hi[start:stop], bool(b.ellipse), cen[start:stop],
+                           sc[start:stop], bool(b.strict), offsets, buf, True)
+            counts[start:stop] = cnt
+            pieces.append(_nb_compact(buf, offsets, cnt))
+            start = stop
+        return counts, (np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64))
+
+    def candidates(self, tgt_key: np.ndarray, b: TargetBounds) -> np.ndarray:
+        """Length of the scanned slice per target (bounds the matches; sizes chunks)."""
+        tg = self.group_of(tgt_key)
+        return _nb_ranges(self.gstart, self.sv, tg, np.ascontiguousarray(b.lo),
+                          np.ascontiguousarray(b.hi))[2]
+
+    own = ReplicateIndex.own
+
+
+def _make_index(rec_key: np.ndarray, vals: np.ndarray, n_cells: int,
+                orders: np.ndarray | None = None):
+    if USE_NUMBA and _HAVE_NUMBA:
+        return NumbaIndex(rec_key, vals, n_cells, orders)
+    return ReplicateIndex(rec_key, vals)
+
+
+# ----------------------------------------------------------------------------------------------
+# keys and indexes
+# ----------------------------------------------------------------------------------------------
+def _sizes(prep: Prepared, cols: Sequence[str]) -> list[int]:
+    return [prep.exact_sizes[c] for c in cols]
+
+
+def target_orders(tkey: np.ndarray, b: TargetBounds):
+    """Targets sorted by (key, lower bound) and (key, upper bound) for every radius column;
+    computed once and reused by every replicate (compiled path)."""
+    if not (USE_NUMBA and _HAVE_NUMBA) or b.lo.shape[1] == 0:
+        return None
+    q = b.lo.shape[1]
+    olo = np.empty((q, len(tkey)), dtype=np.int64)
+    ohi = np.empty((q, len(tkey)), dtype=np.int64)
+    for j in range(q):
+        olo[j] = np.lexsort((b.lo[:, j], tkey))
+        ohi[j] = np.lexsort((b.hi[:, j], tkey))
+    return olo, ohi
+
+
+def _n_cells(prep: Prepared, cols: Sequence[str]) -> int:
+    if not cols:
+        return 1
+    return int(np.prod([max(prep.exact_sizes[c], 1) for c in cols], dtype=np.float64))
+
+
+def _replicate_index(prep: Prepared, rule: MatchRule, r: int) -> ReplicateIndex:
+    key = ("rep", r, rule.exact_cols, rule.radius_cols)
+    idx = prep._cache.get(key)
+    if idx is None:
+        codes = np.concatenate([prep.rec_exact_us, prep.rep_exact_s[r]], axis=1)
+        rk = mixed_radix(codes, _sizes(prep, rule.exact_cols))
+        vals = np.concatenate([prep.rec_radius_us, prep.rep_radius_s[r]], axis=0)
+        orders = None
+        if USE_NUMBA and _HAVE_NUMBA:
+            # the sort order of an unsynthesized column is the same in every replicate
+            okey = ("us_order", rule.radius_us)
+            us_ord = prep._cache.get(okey)
+            if us_ord is None:
+                us_ord = np.empty((len(rule.radius_us), prep.n), dtype=np.int64)
+                for j in range(len(rule.radius_us)):
+                    us_ord[j] = np.argsort(prep.rec_radius_us[j])
+                prep._cache[okey] = us_ord
+            orders = np.empty((vals.shape[0], prep.n), dtype=np.int64)
+            orders[: len(rule.radius_us)] = us_ord
+            for j in range(len(rule.radius_us), vals.shape[0]):
+                orders[j] = np.argsort(vals[j])
+        idx = _make_index(rk, vals, _n_cells(prep, rule.exact_cols), orders)
+        prep._cache[key] = idx
+    return idx
+
+
+def _us_index(prep: Prepared, rule: MatchRule) -> ReplicateIndex:
+    key = ("us", rule.exact_us, rule.radius_us)
+    idx = prep._cache.get(key)
+    if idx is None:
+        rk = mixed_radix(prep.rec_exact_us, _sizes(prep, rule.exact_us))
+        idx = _make_index(rk, prep.rec_radius_us, _n_cells(prep, rule.exact_us))
+        prep._cache[key] = idx
+    return idx
+
+
+def _target_keys(prep: Prepared, rule: MatchRule) -> tuple[np.ndarray, np.ndarray]:
+    e_us = len(rule.exact_us)
+    full = mixed_radix(prep.tgt_exact, _sizes(prep, rule.exact_cols))
+    us = mixed_radix(prep.tgt_exact[:, :e_us], _sizes(prep, rule.exact_us))
+    return full, us
+
+
+# ----------------------------------------------------------------------------------------------
+# probabilities and strategies
+# ----------------------------------------------------------------------------------------------
+def _record_prob(n_match: np.ndarray, inv_f: np.ndarray | None):
+    """Per-record probability and Pr(J = n+1) of one replicate (SPEC §4.4)."""
+    n = n_match.astype(np.float64)
+    with np.errstate(divide="ignore"):
+        unif = np.where(n > 0, 1.0 / np.maximum(n, 1.0), 0.0)
+    if inv_f is None:
+        return unif, np.zeros_like(n)
+    p = np.where(n > 0, np.minimum(inv_f, unif), 0.0)
+    p_out = np.where(n > 0, np.maximum(0.0, 1.0 - n * p), 1.0)
+    p_out = np.where(inv_f >= unif, np.where(n > 0, 0.0, 1.0), p_out)
+    return p, p_out
+
+
+def declare(p_max: np.ndarray, p_out: np.ndarray, strategy) -> np.ndarray:
+    """Declared-match rule of SPEC §4.6 (ties by the §0.2 tolerance)."""
+    has = p_max > 0
+    if strategy == "always":
+        return has
+    if strategy == "not_if_max":
+        return has & ~((p_out > p_max) & ~ties(p_out, p_max))
+    kind, gamma = strategy
+    return has & (p_out < gamma) & ~ties(p_out, gamma)
+
+
+# ----------------------------------------------------------------------------------------------
+# per-dataset aggregation (Hornby & Hu)
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class PerDatasetOutput:
+    c: np.ndarray
+    T: np.ndarray
+    declared: np.ndarray
+    p_match: np.ndarray
+    p_out: np.ndarray
+    n_match: np.ndarray
+    no_match_any: np.ndarray
+
+
+N_THREADS = max(1, min(2, os.cpu_count() or 1))
+
+
+def _parallel(fn, items, *, progressbar: bool, description: str) -> list:
+    """Run ``fn`` over items; with the compiled kernels (which release the GIL) on threads.
+
+    Results never depend on the number of threads (no randomness, each item writes its own
+    slice)."""
+    items = list(items)
+    if N_THREADS > 1 and USE_NUMBA and _HAVE_NUMBA and len(items) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(N_THREADS) as ex:
+            futs = [ex.submit(fn, it) for it in items]
+            out = []
+            for f in progress(futs, total=len(futs), description=description,
+                              enabled=progressbar):
+                out.append(f.result())
+            return out
+    return [fn(it) for it in progress(items, total=len(items), description=description,
+                                      enabled=progressbar)]
+
+
+def _chunks(N: int, size: int):
+    return [(a, min(a + size, N)) for a in range(0, N, size)] or [(0, 0)]
+
+
+def run_per_dataset(
+    prep: Prepared,
+    rule: MatchRule,
+    *,
+    inv_f: np.ndarray | None,
+    strategy,
+    fallback: str,
+    progressbar: bool = False,
+) -> PerDatasetOutput:
+    """Counts and own-record flags within each replicate (SPEC §4.7, per-dataset variant).
+
+    ``inv_f``: ``None`` (known membership) or ``1/F`` (or ``E[1/F]``) as ``[N_T, R]``.
+    """
+    N, R = prep.n_targets, prep.R
+    b = target_bounds(prep, rule)
+    tkey, tkey_us = _target_keys(prep, rule)
+    q_us = len(rule.radius_us)
+    n_match = np.zeros((N, R), dtype=np.int64)
+    own = np.zeros((N, R), dtype=bool)
+    us_counts = us_own = None
+
+    chunks = _chunks(N, _CHUNK_TARGETS)
+    tords = {(a, z): target_orders(tkey[a:z], b.rows(slice(a, z))) for a, z in chunks}
+
+    def one(r: int) -> None:
+        idx = _replicate_index(prep, rule, r)
+        for a, z in chunks:
+            bb = b.rows(slice(a, z))
+            cnt, _ = idx.match(tkey[a:z], bb, False, tords[(a, z)])
+            n_match[a:z, r] = cnt
+            own[a:z, r] = idx.own(tkey[a:z], bb, prep.rec[a:z])
+
+    _parallel(one, range(R), progressbar=progressbar, description="identification")
+    no_match_any = np.zeros(N, dtype=bool)
+    if fallback == "unsynthesized":
+        empty = n_match == 0
+        if empty.any():
+            rows = np.flatnonzero(empty.any(axis=1))
+            uidx = _us_index(prep, rule)
+            bu = b.rows(rows).cols(slice(0, q_us))
+            us_counts, _ = uidx.match(tkey_us[rows], bu, False)
+            us_own = uidx.own(tkey_us[rows], bu, prep.rec[rows])
+            sub = empty[rows]
+            nm = n_match[rows]
+            ow = own[rows]
+            nm[sub] = np.broadcast_to(us_counts[:, None], sub.shape)[sub]
+            ow[sub] = np.broadcast_to(us_own[:, None], sub.shape)[sub]
+            n_match[rows] = nm
+            own[rows] = ow
+    no_match_any = (n_match == 0).all(axis=1)
+    p, p_out = _record_prob(n_match, inv_f)
+    dec = declare(p, p_out, strategy)
+    c = np.where(dec, n_match, 0)
+    T = dec & own & prep.in_sample[:, None]
+    return PerDatasetOutput(c=c, T=T, declared=dec, p_match=p, p_out=p_out, n_match=n_match,
+                            no_match_any=no_match_any)
+
+
+# ----------------------------------------------------------------------------------------------
+# pooled aggregation (Reiter & Mitra)
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class PooledOutput:
+    prob: sp.csr_matrix
+    p_out: np.ndarray
+    p_unassigned: np.ndarray
+    p_max: np.ndarray
+    c: np.ndarray
+    T: np.ndarray
+    declared: np.ndarray
+    no_match_any: np.ndarray
+
+
+MAX_NNZ = 100_000_000  # ~1.2 GB of pooled probabilities (12 bytes each); beyond it: an error
+
+
+def run_pooled(
+    prep: Prepared,
+    rule: MatchRule,
+    *,
+    inv_f: np.ndarray | None,
+    strategy,
+    fallback: str,
+    progressbar: bool = False,
+    chunk_pairs: int = 4_000_000,
+) -> PooledOutput:
+    """Pooled probabilities ``π_τ(k) = (1/R) Σ_r p_r(k)`` and the declared top sets (§4.5–§4.7).
+
+    Targets are processed in chunks holding about ``chunk_pairs`` (target, record) pairs, so
+    temporary memory stays bounded; ``π`` is assembled as CSR with int32 column indices.
+    """
+    from bayes_risk.exceptions import ValidationError
+
+    N, R, n = prep.n_targets, prep.R, prep.n
+    b = target_bounds(prep, rule)
+    tkey, tkey_us = _target_keys(prep, rule)
+    q_us = len(rule.radius_us)
+    idx_dtype = np.int32 if n < 2**31 - 1 else np.int64
+    p_out = np.zeros(N)
+    p_un = np.zeros(N)
+    p_max = np.zeros(N)
+    c = np.zeros(N, dtype=np.int64)
+    T = np.zeros(N, dtype=bool)
+    ever = np.zeros(N, dtype=bool)
+    row_nnz = np.zeros(N, dtype=np.int64)
+    ind_blocks: list[np.ndarray] = []
+    dat_blocks: list[np.ndarray] = []
+    total = 0
+    # build every replicate's index once (in parallel) before the chunk loop
+    _parallel(lambda r: _replicate_index(prep, rule, r), range(R), progressbar=progressbar,
+              description="indexing replicates")
+    a = 0
+    csize = 4096
+    steps = min(100, N)
+    bounds = np.linspace(0, N, steps + 1).round().astype(np.int64)
+    for step in progress(range(steps), total=steps, description="identification",
+                         enabled=progressbar):
+        stop_at = int(bounds[step + 1])
+        while a < stop_at:
+            z = min(stop_at, a + csize)
+            m = z - a
+            bb = b.rows(slice(a, z))
+            tord = target_orders(tkey[a:z], bb) if R > 1 else None
+
+            def one(r: int, a=a, z=z, m=m, bb=bb, tord=tord):
+                idx = _replicate_index(prep, rule, r)
+                cnt, lst = idx.match(tkey[a:z], bb, True, tord)
+                if fallback == "unsynthesized" and (cnt == 0).any():
+                    emp = np.flatnonzero(cnt == 0)
+                    uidx = _us_index(prep, rule)
+                    ucnt, ulst = uidx.match(tkey_us[a:z][emp], bb.rows(emp).cols(slice(0, q_us)),
+                                            True)
+                    tr = np.concatenate([np.repeat(np.arange(m), cnt), np.repeat(emp, ucnt)])
+                    kk = np.concatenate([lst, ulst])
+                    cnt = cnt.copy()
+                    cnt[emp] = ucnt
+                else:
+                    tr = np.repeat(np.arange(m), cnt)
+                    kk = lst
+                invf = None if inv_f is None else inv_f[a:z, r]
+                p, po = _record_prob(cnt, invf)
+                return cnt, tr, kk, p[tr] / R, po
+
+            outs = _parallel(one, range(R), progressbar=False, description="")
+            rows = np.concatenate([o[1] for o in outs])
+            cols = np.concatenate([o[2] for o in outs])
+            data = np.concatenate([o[3] for o in outs])
+            for cnt, _, _, _, po in outs:
+                ever[a:z] |= cnt > 0
+                p_out[a:z] += po / R
+                if inv_f is None:
+                    p_un[a:z] += (cnt == 0) / R
+            # CSR of the chunk: sort by (row, col), sum duplicates over replicates
+            key = rows.astype(np.int64) * n + cols
+            order = np.argsort(key, kind="stable")
+            key = key[order]
+            data = data[order]
+            if key.size:
+                first = np.empty(key.size, dtype=bool)
+                first[0] = True
+                np.not_equal(key[1:], key[:-1], out=first[1:])
+                starts = np.flatnonzero(first)
+                data = np.add.reduceat(data, starts)
+                key = key[starts]
+            r_of = key // n if key.size else np.zeros(0, dtype=np.int64)
+            k_of = (key - r_of * n).astype(idx_dtype)
+            nnz_row = np.bincount(r_of, minlength=m)
+            total += key.size
+            if total > MAX_NNZ:
+                raise ValidationError(
+                    f"the pooled match probabilities would hold more than {MAX_NNZ:,} non-zero "
+                    "entries (targets match very many records"
+                    + (", often through the fallback to the unsynthesized key" if
+                       fallback == "unsynthesized" else "")
+                    + "). Use aggregation='per_dataset', fallback='none', a smaller radius or more "
+                    "known columns."
+                )
+            # top set with the §0.2 tie tolerance
+            pm = np.zeros(m)
+            has = nnz_row > 0
+            if key.size:
+                indptr = np.concatenate([[0], np.cumsum(nnz_row)])
+                pm[has] = np.maximum.reduceat(data, indptr[:-1][has])
+                tied = ties(data, pm[r_of]) & (data > 0)
+                c_blk = np.bincount(r_of[tied], minlength=m)
+                rec = prep.rec[a:z]
+                own_tied = tied & (k_of.astype(np.int64) == rec[r_of])
+                T_blk = np.bincount(r_of[own_tied], minlength=m) > 0
+            else:
+                c_blk = np.zeros(m, dtype=np.int64)
+                T_blk = np.zeros(m, dtype=bool)
+            p_max[a:z] = pm
+            dec = declare(pm, p_out[a:z], strategy)
+            c[a:z] = np.where(dec, c_blk, 0)
+            T[a:z] = dec & T_blk & prep.in_sample[a:z]
+            row_nnz[a:z] = nnz_row
+            ind_blocks.append(k_of)
+            dat_blocks.append(data)
+            per_target = max(key.size / max(m, 1), 1.0)
+            a = z
+            csize = int(min(max(chunk_pairs / per_target, 256), 200_000))
+    indptr = np.zeros(N + 1, dtype=np.int64)
+    np.cumsum(row_nnz, out=indptr[1:])
+    indices = np.concatenate(ind_blocks) if ind_blocks else np.zeros(0, dtype=idx_dtype)
+    ind_blocks.clear()
+    data = np.concatenate(dat_blocks) if dat_blocks else np.zeros(0)
+    dat_blocks.clear()
+    if indptr[-1] < 2**31 - 1:
+        indptr = indptr.astype(np.int32)
+    prob = sp.csr_matrix((data, indices, indptr), shape=(N, n))
+    declared = declare(p_max, p_out, strategy)
+    return PooledOutput(prob=prob, p_out=p_out, p_unassigned=p_un, p_max=p_max, c=c, T=T,
+                        declared=declared, no_match_any=~ever)

@@ -1,0 +1,380 @@
+"""Match rules for identification risk (SPEC §4.3).
+
+A released record matches a target's key when **every** known column matches:
+
+* categorical / ordinal columns, and count columns without a radius, by equality of codes;
+* continuous columns, and count columns given a radius, inside a window ``t_j ± R_j`` whose
+  radius ``R_j`` is ``absolute`` (``r_j``), ``percentage`` (``r_j·|t_j|``, optionally floored at
+  ``r_min_j``; ``legacy_signed`` uses ``r_j·t_j`` as the R package does) or ``quantile_sd``
+  (standard deviation of the quantile group of the confidential values holding ``t_j``,
+  Drechsler & Reiter 2009);
+* several radius columns combine as a ``rectangle`` (each column separately), an ``ellipse``
+  (``Σ ((x_j − t_j)/R_j)² ≤ 1``) or the package's ``legacy_hh_euclid`` rule.
+
+Every window is turned into a closed float interval ``[lo, hi]``: an open window ``(t−R, t+R)``
+becomes ``[nextafter(t−R, +inf), nextafter(t+R, −inf)]``, which is exactly equivalent for
+float64 values and lets one binary search serve both window types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bayes_risk.exceptions import ValidationError
+
+__all__ = [
+    "MatchRule",
+    "RADIUS_TYPES",
+    "WINDOWS",
+    "SHAPES",
+    "quantile_sd_radius",
+    "target_radii",
+    "window_bounds",
+]
+
+RADIUS_TYPES = ("percentage", "absolute", "quantile_sd")
+WINDOWS = ("closed", "open")
+SHAPES = ("rectangle", "ellipse", "legacy_hh_euclid")
+
+
+@dataclass(frozen=True)
+class MatchRule:
+    """How the known columns are matched (SPEC §4.3).
+
+    Attributes
+    ----------
+    exact_us, exact_s : tuple of str
+        Known unsynthesized / synthesized columns matched by equality.
+    radius_us, radius_s : tuple of str
+        Known unsynthesized / synthesized columns matched inside a window.
+    radius : dict
+        ``r_j`` for every radius column (for ``quantile_sd``: unused, may be 1).
+    radius_type : {"percentage", "absolute", "quantile_sd"}
+    r_min : dict
+        Optional floor of the percentage radius per column.
+    window : {"closed", "open"}
+    shape : {"rectangle", "ellipse", "legacy_hh_euclid"}
+    legacy_signed : bool
+        Percentage radius ``r·t`` (negative for negative ``t``: nothing matches), as the
+        IdentificationRiskCalculation package.
+    quantile_groups : int
+        ``Q`` for ``quantile_sd`` (default 20).
+    """
+
+    exact_us: tuple[str, ...] = ()
+    exact_s: tuple[str, ...] = ()
+    radius_us: tuple[str, ...] = ()
+    radius_s: tuple[str, ...] = ()
+    radius: dict[str, float] = field(default_factory=dict)
+    radius_type: str = "percentage"
+    r_min: dict[str, float] = field(default_factory=dict)
+    window: str = "closed"
+    shape: str = "rectangle"
+    legacy_signed: bool = False
+    quantile_groups: int = 20
+
+    def __post_init__(self) -> None:
+        if self.radius_type not in RADIUS_TYPES:
+            raise ValidationError(
+                f"radius_type must be one of {list(RADIUS_TYPES)}. Got {self.radius_type!r}."
+            )
+        if self.window not in WINDOWS:
+            raise ValidationError(f"window must be one of {list(WINDOWS)}. Got {self.window!r}.")
+        if self.shape not in SHAPES:
+            raise ValidationError(f"shape must be one of {list(SHAPES)}. Got {self.shape!r}.")
+        if isinstance(self.quantile_groups, bool) or int(self.quantile_groups) < 1:
+            raise ValidationError(
+                f"quantile_groups must be an integer >= 1. Got {self.quantile_groups!r}."
+            )
+        for c in self.radius_cols:
+            r = self.radius.get(c)
+            if r is None or not np.isfinite(r) or r < 0:
+                raise ValidationError(
+                    f"radius for column {c!r} must be a finite number >= 0. Got {r!r}."
+                )
+        for c, v in self.r_min.items():
+            if c not in self.radius_cols:
+                raise ValidationError(
+                    f"r_min given for column {c!r}, which is not matched with a radius "
+                    f"(radius columns: {list(self.radius_cols)})."
+                )
+            if not np.isfinite(v) or v < 0:
+                raise ValidationError(f"r_min for column {c!r} must be >= 0. Got {v!r}.")
+
+    @property
+    def radius_cols(self) -> tuple[str, ...]:
+        """Radius columns, unsynthesized first."""
+        return self.radius_us + self.radius_s
+
+    @property
+    def exact_cols(self) -> tuple[str, ...]:
+        """Exact-match columns, unsynthesized first."""
+        return self.exact_us + self.exact_s
+
+    def unsynthesized_only(self) -> MatchRule:
+        """The rule restricted to the known unsynthesized columns (fallback, SPEC §4.3(5))."""
+        shape = self.shape
+        return MatchRule(
+            exact_us=self.exact_us,
+            radius_us=self.radius_us,
+            radius={c: self.radius[c] for c in self.radius_us},
+            radius_type=self.radius_type,
+            r_min={c: v for c, v in self.r_min.items() if c in self.radius_us},
+            window=self.window,
+            shape=shape,
+            legacy_signed=self.legacy_signed,
+            quantile_groups=self.quantile_groups,
+        )
+
+    def with_radius(self, radius: Mapping[str, float]) -> MatchRule:
+        """Copy with some radii replaced (radius sweep)."""
+        new = dict(self.radius)
+        new.update({k: float(v) for k, v in radius.items()})
+        return MatchRule(
+            exact_us=self.exact_us,
+            exact_s=self.exact_s,
+            radius_us=self.radius_us,
+            radius_s=self.radius_s,
+            radius=new,
+            radius_type=self.radius_type,
+            r_min=dict(self.r_min),
+            window=self.window,
+            shape=self.shape,
+            legacy_signed=self.legacy_signed,
+            quantile_groups=self.quantile_groups,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description of the rule."""
+        return {
+            "exact_unsynthesized": list(self.exact_us),
+            "exact_synthesized": list(self.exact_s),
+            "radius_unsynthesized": list(self.radius_us),
+            "radius_synthesized": list(self.radius_s),
+            "radius": dict(self.radius),
+            "radius_type": self.radius_type,
+            "r_min": dict(self.r_min),
+            "window": self.window,
+            "shape": self.shape,
+            "legacy_signed": self.legacy_signed,
+            "quantile_groups": self.quantile_groups,
+        }
+
+
+def quantile_sd_radius(
+    confidential: np.ndarray, targets: np.ndarray, q: int = 20
+) -> np.ndarray:
+    """Quantile-group standard deviation radius (Drechsler & Reiter 2009; SPEC §4.3(2)).
+
+    The confidential values are split at the ``k/Q`` quantiles (linear interpolation); group ``k``
+    is ``(c_{k-1}, c_k]`` and the lowest group is closed on both ends. Each target receives the
+    sample standard deviation (divisor ``count − 1``) of the group that holds its value; a group
+    with a single distinct value (or a single record) gives radius 0, i.e. exact matching.
+    Targets outside the range of the confidential values take the nearest end group.
+
+    Examples
+    --------
+    >>> x = np.array([1, 2, 3, 4, 10, 20, 30, 40.0])
+    >>> np.round(quantile_sd_radius(x, np.array([3.0, 20.0]), q=2), 6)
+    array([ 1.290994, 12.909944])
+    """
+    x = np.asarray(confidential, dtype=np.float64)
+    t = np.asarray(targets, dtype=np.float64)
+    cuts = np.quantile(x, np.linspace(0.0, 1.0, q + 1))
+    inner = cuts[1:q]
+    gx = np.searchsorted(inner, x, side="left")
+    gt = np.searchsorted(inner, t, side="left")
+    sd = np.zeros(q, dtype=np.float64)
+    for g in range(q):
+        v = x[gx == g]
+        if v.size >= 2:
+            sd[g] = float(np.std(v, ddof=1))
+    return sd[gt]
+
+
+def target_radii(
+    rule: MatchRule,
+    target_values: Mapping[str, np.ndarray],
+    confidential: Mapping[str, np.ndarray] | None = None,
+) -> dict[str, np.ndarray]:
+    """Radius ``R_j`` of every radius column for every target (before the shape transform).
+
+    Parameters
+    ----------
+    rule : MatchRule
+    target_values : mapping column -> float array [N_T]
+        The targets' true values ``t_j``.
+    confidential : mapping column -> float array [n], optional
+        The original file's values (needed by ``quantile_sd``).
+    """
+    out: dict[str, np.ndarray] = {}
+    for c in rule.radius_cols:
+        t = np.asarray(target_values[c], dtype=np.float64)
+        r = float(rule.radius[c])
+        if rule.radius_type == "absolute":
+            R = np.full(t.shape, r)
+        elif rule.radius_type == "percentage":
+            R = r * t if rule.legacy_signed else r * np.abs(t)
+            if c in rule.r_min:
+                R = np.maximum(R, float(rule.r_min[c]))
+        else:
+            if confidential is None:
+                raise ValidationError("quantile_sd radius needs the confidential values.")
+            R = quantile_sd_radius(confidential[c], t, rule.quantile_groups)
+            if r != 1.0:
+                R = r * R
+        out[c] = R
+    if rule.shape == "legacy_hh_euclid" and out:
+        # The package's euclideanDist rule (SPEC §4.3(3)): known (unsynthesized) continuous
+        # columns are each checked against R_known = sqrt(sum R_j^2); synthesized ones against
+        # R_syn = sqrt(R_known + sum_syn R_j^2) (non-squared R_known, as the package does).
+        n_t = len(next(iter(out.values())))
+        sq_known = np.zeros(n_t)
+        for c in rule.radius_us:
+            sq_known = sq_known + out[c] * out[c]
+        r_known = np.sqrt(sq_known)
+        acc = r_known.copy()
+        for c in rule.radius_s:
+            acc = acc + out[c] * out[c]
+        r_syn = np.sqrt(acc)
+        for c in rule.radius_us:
+            out[c] = r_known
+        for c in rule.radius_s:
+            out[c] = r_syn
+    return out
+
+
+def window_bounds(
+    rule: MatchRule, t: np.ndarray, R: np.ndarray, *, exact_zero: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Closed float bounds ``[lo, hi]`` equivalent to the rule's window around ``t``.
+
+    ``lo > hi`` means the window is empty (open window with ``R = 0``; negative signed radius).
+    For ``shape="ellipse"`` these are the bounding box of the ellipse (columns with ``R = 0``
+    match exactly); the ellipse test itself is applied to the candidates afterwards.
+    """
+    t = np.asarray(t, dtype=np.float64)
+    R = np.asarray(R, dtype=np.float64)
+    lo = t - R
+    hi = t + R
+    if rule.shape == "ellipse":
+        # bounding box, closed; R = 0 columns exactly t
+        return lo, hi
+    if rule.window == "open":
+        lo_o = np.nextafter(lo, np.inf)
+        hi_o = np.nextafter(hi, -np.inf)
+        if exact_zero is not None:
+            lo_o = np.where(exact_zero, t, lo_o)
+            hi_o = np.where(exact_zero, t, hi_o)
+        return lo_o, hi_o
+    return lo, hi
+
+
+def parse_radius(
+    radius: float | Mapping[str, float] | Sequence[float] | None,
+    *,
+    known_us: Sequence[str],
+    known_s: Sequence[str],
+    column_order: Sequence[str],
+    categorical: set[str],
+    continuous: set[str],
+    count: set[str],
+    radius_type: str,
+    compat: bool,
+) -> dict[str, float]:
+    """Resolve the ``radius`` argument to ``{column: r}`` for the radius columns.
+
+    * scalar: every **continuous** known column (compat mode: every non-categorical known column,
+      as the R package does);
+    * mapping ``{column: r}``: exactly those columns (count columns may be named; categorical ones
+      may not); continuous known columns left out are an error;
+    * sequence (compat mode only): assigned to the non-categorical known columns in the column
+      order of the original data frame (the package's rule, SPEC §4.3(4)).
+    """
+    known = list(known_us) + list(known_s)
+    numeric_known = [c for c in column_order if c in known and c not in categorical]
+    cont_known = [c for c in numeric_known if c in continuous]
+    if radius is None:
+        if radius_type == "quantile_sd":
+            return {c: 1.0 for c in (numeric_known if compat else cont_known)}
+        if cont_known:
+            raise ValidationError(
+                f"known continuous column(s) {cont_known} need a radius; pass radius=r (all "
+                "continuous known columns) or radius={column: r} (0 for exact matching)."
+            )
+        if compat and numeric_known:
+            raise ValidationError(
+                f"compat='hornby-hu': known numeric column(s) {numeric_known} need a radius "
+                "(the package treats every non-factor column as continuous)."
+            )
+        return {}
+    if isinstance(radius, Mapping):
+        out = {}
+        for c, r in radius.items():
+            if c not in known:
+                raise ValidationError(
+                    f"radius given for column {c!r}, which is not a known column "
+                    f"(known: {known})."
+                )
+            if c in categorical:
+                raise ValidationError(
+                    f"radius given for categorical column {c!r}; categorical columns are "
+                    "matched exactly (remove it from radius, or declare the column numeric)."
+                )
+            out[c] = _as_radius(r, c)
+        missing = [c for c in (numeric_known if compat else cont_known) if c not in out]
+        if missing:
+            raise ValidationError(
+                f"known continuous column(s) {missing} have no radius in radius={dict(radius)}; "
+                "give each one a radius (0 for exact matching)."
+            )
+        out_ordered = {c: out[c] for c in column_order if c in out}
+        if not out_ordered:
+            raise ValidationError(
+                f"radius_type={radius_type!r} but no known column is matched with a radius."
+            )
+        return out_ordered
+    if isinstance(radius, (list, tuple, np.ndarray)):
+        vals = [_as_radius(r, "radius") for r in np.asarray(radius, dtype=np.float64).ravel()]
+        if len(vals) == 1:
+            radius = vals[0]
+        else:
+            if not compat:
+                raise ValidationError(
+                    "a radius vector is only accepted with compat='hornby-hu' (where it is "
+                    "assigned in data-frame column order); pass radius={column: r} instead."
+                )
+            if len(vals) != len(numeric_known):
+                raise ValidationError(
+                    f"radius vector has {len(vals)} values but there are {len(numeric_known)} "
+                    f"known numeric columns {numeric_known} (data-frame order)."
+                )
+            return dict(zip(numeric_known, vals))
+    r = _as_radius(radius, "radius")
+    targets = numeric_known if compat else cont_known
+    if not targets:
+        raise ValidationError(
+            f"radius={r!r} ({radius_type}) given but no known column is continuous"
+            + (
+                f" (known numeric count columns {numeric_known} are matched exactly unless "
+                "named in radius={column: r})"
+                if numeric_known
+                else ""
+            )
+            + "; declare a continuous column or drop the radius."
+        )
+    return {c: r for c in targets}
+
+
+def _as_radius(r: Any, name: str) -> float:
+    try:
+        v = float(r)
+    except (TypeError, ValueError) as err:
+        raise ValidationError(f"radius for {name!r} must be a number. Got {r!r}.") from err
+    if not np.isfinite(v) or v < 0:
+        raise ValidationError(f"radius for {name!r} must be a finite number >= 0. Got {r!r}.")
+    return v

@@ -1,0 +1,295 @@
+"""Maximising-radius search (SPEC §4.8; Hornby & Hu 2021 §4.1).
+
+For a grid of radii the file-level expected match risk is computed for every synthetic dataset;
+the radius whose summary over datasets (mean by default, or median) is largest is reported as the
+conservative choice, with the full risk curve. With several radius columns either one common
+``r`` is used for all of them, or a Cartesian grid of per-column radii (capped by ``max_grid``).
+Ties at the maximum (SPEC §0.2 tolerance) are all reported; ``r_star`` is the smallest.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._io import to_jsonable
+from bayes_risk._numeric import ties
+from bayes_risk._progress import progress
+from bayes_risk.exceptions import ValidationError
+
+__all__ = ["RadiusSweepResult", "radius_sweep"]
+
+
+@dataclass(frozen=True)
+class RadiusSweepResult:
+    """Risk curve over a grid of radii.
+
+    Attributes
+    ----------
+    columns : tuple of str
+        The radius columns that were varied.
+    radii : ndarray, shape (B,) for a common radius or (B, q) for a per-column grid
+    risk : ndarray, shape (B, m)
+        Expected match risk (``Σ IR``) per grid point and dataset (``m = 1`` for pooled).
+    statistic : {"mean", "median"}
+    risk_summary : ndarray (B,)
+        ``statistic`` of ``risk`` over datasets.
+    r_star : float or ndarray (q,)
+        The smallest radius attaining the maximum.
+    risk_star : float
+    argmax : tuple of int
+        Every grid index attaining the maximum (within the SPEC §0.2 tolerance).
+    settings : dict
+    """
+
+    columns: tuple[str, ...]
+    radii: np.ndarray
+    risk: np.ndarray
+    statistic: str
+    risk_summary: np.ndarray
+    r_star: Any
+    risk_star: float
+    argmax: tuple[int, ...]
+    settings: dict[str, Any]
+
+    @property
+    def common(self) -> bool:
+        """Whether one common radius was used for every column."""
+        return self.radii.ndim == 1
+
+    def labels(self) -> list[str]:
+        """Text label of every grid point."""
+        if self.common:
+            return [f"{r:g}" for r in self.radii]
+        return [", ".join(f"{c}={r:g}" for c, r in zip(self.columns, row)) for row in self.radii]
+
+    def to_frame(self) -> pd.DataFrame:
+        """Long table: one row per grid point and dataset (``radius`` or one column per radius
+        column, ``dataset``, ``expected_match_risk``)."""
+        B, m = self.risk.shape
+        d: dict[str, Any] = {}
+        if self.common:
+            d["radius"] = np.repeat(self.radii, m)
+        else:
+            for j, c in enumerate(self.columns):
+                d[f"radius_{c}"] = np.repeat(self.radii[:, j], m)
+        d["dataset"] = np.tile(np.arange(1, m + 1), B)
+        d["expected_match_risk"] = self.risk.ravel()
+        return pd.DataFrame(d)
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """Alias of :meth:`to_frame`."""
+        return self.to_frame()
+
+    def summary(self) -> dict[str, Any]:
+        """Maximising radius, its risk and the summary curve."""
+        return to_jsonable({"columns": list(self.columns), "statistic": self.statistic,
+                            "r_star": self.r_star, "risk_star": self.risk_star,
+                            "radii": self.radii, "risk_summary": self.risk_summary})
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe summary."""
+        return to_jsonable({
+            "columns": list(self.columns),
+            "radii": self.radii,
+            "risk": self.risk,
+            "statistic": self.statistic,
+            "risk_summary": self.risk_summary,
+            "r_star": self.r_star,
+            "risk_star": self.risk_star,
+            "argmax": list(self.argmax),
+            "settings": self.settings,
+        })
+
+    def plot(self, ax: Any = None):
+        """Box plot of the expected match risk over datasets at each radius (as S002 Fig. 6).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        import matplotlib
+
+        if ax is None:
+            matplotlib.use("Agg", force=False)
+            import matplotlib.pyplot as plt
+
+            fig, ax = plt.subplots(figsize=(max(5.0, 0.8 * len(self.risk) + 2), 4.0))
+        else:
+            fig = ax.figure
+        pos = np.arange(1, len(self.risk) + 1)
+        ax.boxplot(list(self.risk), positions=pos, widths=0.6)
+        ax.plot(pos, self.risk_summary, "o-", color="C1", lw=1, ms=4, label=self.statistic)
+        for i in self.argmax:
+            ax.axvline(pos[i], color="C3", ls=":", lw=1)
+        ax.set_xticks(pos)
+        ax.set_xticklabels(self.labels(), rotation=0 if self.common else 45, ha="center"
+                           if self.common else "right")
+        ax.set_xlabel("radius" + (" (" + self.settings.get("radius_type", "") + ")"))
+        ax.set_ylabel("expected match risk (sum of IR)")
+        best = self.labels()[self.argmax[0]] if self.argmax else ""
+        ax.set_title(f"Identification risk by radius; maximum at {best}")
+        ax.legend(loc="best")
+        fig.tight_layout()
+        return fig
+
+
+def radius_sweep(
+    original: pd.DataFrame,
+    synthetic: Any,
+    known_unsynthesized: Sequence[str] = (),
+    known_synthesized: Sequence[str] = (),
+    radii: Sequence[float] | Mapping[str, Sequence[float]] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3),
+    *,
+    columns: Sequence[str] | None = None,
+    max_grid: int = 1000,
+    statistic: str = "mean",
+    aggregation: str | None = "per_dataset",
+    progressbar: bool = True,
+    **kwargs: Any,
+) -> RadiusSweepResult:
+    """Expected match risk over a grid of radii and the maximising radius (SPEC §4.8).
+
+    Parameters
+    ----------
+    original, synthetic, known_unsynthesized, known_synthesized
+        As in :func:`~bayes_risk.identification.api.identification_risk`.
+    radii : sequence of float or dict {column: sequence of float}
+        A sequence: one common radius for every varied column (S002 uses
+        ``{1, 2.5, 5, 10, 20, 30}%``). A dict: Cartesian grid of per-column radii.
+    columns : sequence of str, optional
+        Radius columns to vary with a common radius (default: every column matched with a
+        radius). Columns not varied keep the radius given in ``radius=``.
+    max_grid : int
+        Largest number of grid points allowed (default 1,000).
+    statistic : {"mean", "median"}
+        Summary over datasets that is maximised.
+    aggregation : {"per_dataset", "pooled"}
+        ``"per_dataset"`` (default) gives one risk per dataset; ``"pooled"`` one per grid point.
+    **kwargs
+        Further arguments of ``identification_risk`` (``radius_type``, ``window``, ``compat``,
+        ``categorical``, ...). ``radius`` sets the radii of columns that are not varied (and, when
+        omitted, the first grid value is used to decide which columns get a radius).
+
+    Returns
+    -------
+    RadiusSweepResult
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> y = pd.DataFrame({"x": [100.0, 110.0, 200.0, 400.0]})
+    >>> z = pd.DataFrame({"x": [104.0, 100.0, 230.0, 390.0]})
+    >>> res = radius_sweep(y, [z], [], ["x"], [0.05, 0.1, 0.2, 0.3, 1.0], progressbar=False)
+    >>> res.r_star, res.risk_star
+    (0.2, 3.0)
+    """
+    from bayes_risk.identification import api
+
+    if statistic not in ("mean", "median"):
+        raise ValidationError(f"statistic must be 'mean' or 'median'. Got {statistic!r}.")
+    if kwargs.get("radius_type") == "quantile_sd":
+        raise ValidationError("a radius sweep needs radius_type 'percentage' or 'absolute'.")
+    cartesian = isinstance(radii, Mapping)
+    if cartesian:
+        grid_cols = [str(c) for c in radii]
+        axes = []
+        for c in grid_cols:
+            v = np.asarray(list(radii[c]), dtype=np.float64).ravel()
+            if v.size == 0:
+                raise ValidationError(f"radii for column {c!r} are empty.")
+            axes.append(np.sort(v))
+        B = int(np.prod([len(a) for a in axes]))
+        if B > max_grid:
+            raise ValidationError(
+                f"the Cartesian radius grid has {B} points (> max_grid={max_grid}); use fewer "
+                "values per column or raise max_grid."
+            )
+        grid = np.array(list(itertools.product(*axes)), dtype=np.float64)
+        base = dict(kwargs.pop("radius", None) or {})
+        for c, a in zip(grid_cols, axes):
+            base[c] = float(a[0])
+    else:
+        grid = np.sort(np.asarray(list(radii), dtype=np.float64).ravel())
+        if grid.size == 0:
+            raise ValidationError("radii is empty.")
+        if grid.size > max_grid:
+            raise ValidationError(f"{grid.size} radii given (> max_grid={max_grid}).")
+        base = kwargs.pop("radius", None)
+        if base is None:
+            base = float(grid[0])
+        B = grid.size
+    if np.any(~np.isfinite(grid)) or np.any(grid < 0):
+        raise ValidationError("radii must be finite numbers >= 0.")
+    setup = api._prepare(
+        original, synthetic, known_unsynthesized, known_synthesized,
+        categorical=kwargs.pop("categorical", None), schema=kwargs.pop("schema", None),
+        radius=base, radius_type=kwargs.pop("radius_type", "percentage"),
+        r_min=kwargs.pop("r_min", None), quantile_groups=kwargs.pop("quantile_groups", 20),
+        window=kwargs.pop("window", None), shape=kwargs.pop("shape", None),
+        aggregation=aggregation, membership=kwargs.pop("membership", None),
+        population_counts=kwargs.pop("population_counts", None),
+        population_estimate_kind=kwargs.pop("population_estimate", "default"),
+        sampling_fraction=kwargs.pop("sampling_fraction", None), N_pop=kwargs.pop("N_pop", None),
+        strategy=kwargs.pop("strategy", "always"), fallback=kwargs.pop("fallback", None),
+        targets=kwargs.pop("targets", None), target_id=kwargs.pop("target_id", None),
+        original_id=kwargs.pop("original_id", None), replicates=kwargs.pop("replicates", None),
+        compat=kwargs.pop("compat", None),
+    )
+    if kwargs:
+        raise ValidationError(f"unknown argument(s) for radius_sweep: {sorted(kwargs)}.")
+    rule = setup.rule
+    if not rule.radius_cols:
+        raise ValidationError("no known column is matched with a radius; nothing to sweep.")
+    if cartesian:
+        for c in grid_cols:
+            if c not in rule.radius_cols:
+                raise ValidationError(
+                    f"radii given for column {c!r}, which is not matched with a radius "
+                    f"(radius columns: {list(rule.radius_cols)})."
+                )
+        cols = tuple(grid_cols)
+    else:
+        cols = tuple(columns) if columns is not None else rule.radius_cols
+        for c in cols:
+            if c not in rule.radius_cols:
+                raise ValidationError(
+                    f"columns: {c!r} is not matched with a radius "
+                    f"(radius columns: {list(rule.radius_cols)})."
+                )
+    rows = []
+    import warnings as _w
+
+    for b in progress(range(B), total=B, description="radius sweep", enabled=progressbar):
+        if cartesian:
+            rad = dict(zip(cols, grid[b]))
+        else:
+            rad = {c: float(grid[b]) for c in cols}
+        with _w.catch_warnings():
+            _w.simplefilter("ignore")
+            res = api._run(setup, rule.with_radius(rad), False)
+        if res.per_dataset is not None:
+            rows.append(np.asarray(res.per_dataset["expected_match_risk"], dtype=np.float64))
+        else:
+            rows.append(np.array([res.file["expected_match_risk"]], dtype=np.float64))
+    risk = np.vstack(rows)
+    summ = risk.mean(axis=1) if statistic == "mean" else np.median(risk, axis=1)
+    best = float(np.max(summ))
+    arg = tuple(int(i) for i in np.flatnonzero(ties(summ, best)))
+    if cartesian:
+        order = sorted(arg, key=lambda i: tuple(grid[i]))
+        r_star: Any = grid[order[0]].copy()
+    else:
+        r_star = float(grid[min(arg, key=lambda i: grid[i])])
+    settings = dict(setup.settings)
+    settings["radius_type"] = rule.radius_type
+    settings["grid"] = "cartesian" if cartesian else "common"
+    return RadiusSweepResult(
+        columns=cols, radii=grid, risk=risk, statistic=statistic, risk_summary=summ,
+        r_star=r_star, risk_star=best, argmax=arg, settings=settings,
+    )

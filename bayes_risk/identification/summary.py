@@ -1,0 +1,79 @@
+"""Record-level and file-level identification-risk measures (SPEC §4.7).
+
+Record level (per target ``τ``): ``c`` (size of the declared top set), ``T`` (true record in it),
+``K = 1(c = 1 ∧ T = 1)``, ``W = 1(c = 1 ∧ T = 0)``, ``IR = T / c`` (0 when ``c = 0``).
+File level (names as in SPEC §4.7):
+
+=========================  ======================  =====================================
+name                       formula                 source
+=========================  ======================  =====================================
+expected_match_risk        Σ IR                    S000, S002 eq. 2, S003 eq. 21
+expected_match_rate        Σ IR / N_T              Wang & Reiter 2012
+true_match_risk            Σ K                     S000
+n_unique                   U = Σ 1(c = 1)          S000, S003 ``s``, S004 ``g``
+true_match_rate_targets    Σ K / N_T               S003 eq. 22, S004
+true_match_rate_unique     Σ K / U                 S000 Tables 3–6
+false_match_rate           Σ W / U                 S003 eq. 23, S004
+=========================  ======================  =====================================
+
+``U = 0`` gives ``nan`` rates and the warning code ``ZERO_UNIQUE``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["MEASURES", "record_measures", "file_measures"]
+
+MEASURES = (
+    "expected_match_risk",
+    "expected_match_rate",
+    "true_match_risk",
+    "n_unique",
+    "true_match_rate_targets",
+    "true_match_rate_unique",
+    "false_match_rate",
+)
+
+
+def record_measures(c: np.ndarray, T: np.ndarray) -> dict[str, np.ndarray]:
+    """``K``, ``W`` and ``IR`` from ``c`` and ``T`` (any shape; ``T`` is 0 where ``c = 0``)."""
+    c = np.asarray(c, dtype=np.int64)
+    T = np.asarray(T).astype(bool) & (c > 0)
+    K = (c == 1) & T
+    W = (c == 1) & ~T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        IR = np.where(c > 0, T / np.maximum(c, 1), 0.0)
+    return {"c": c, "T": T.astype(np.int64), "K": K.astype(np.int64), "W": W.astype(np.int64),
+            "IR": IR}
+
+
+def file_measures(
+    c: np.ndarray, T: np.ndarray, rm: dict[str, np.ndarray] | None = None
+) -> dict[str, np.ndarray]:
+    """File-level measures over targets (axis 0); vectors when ``c`` is ``[N_T, m]``.
+
+    Examples
+    --------
+    >>> out = file_measures(np.array([1, 1, 2, 2, 2]), np.array([1, 0, 1, 1, 1]))
+    >>> float(out["expected_match_risk"]), int(out["n_unique"]), float(out["false_match_rate"])
+    (2.5, 2, 0.5)
+    """
+    if rm is None:
+        rm = record_measures(c, T)
+    N = rm["c"].shape[0]
+    ir = rm["IR"].sum(axis=0)
+    K = rm["K"].sum(axis=0)
+    W = rm["W"].sum(axis=0)
+    U = (rm["c"] == 1).sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = {
+            "expected_match_risk": ir,
+            "expected_match_rate": ir / N if N else np.full(np.shape(ir), np.nan),
+            "true_match_risk": K,
+            "n_unique": U,
+            "true_match_rate_targets": K / N if N else np.full(np.shape(K), np.nan),
+            "true_match_rate_unique": np.where(U > 0, K / np.maximum(U, 1), np.nan),
+            "false_match_rate": np.where(U > 0, W / np.maximum(U, 1), np.nan),
+        }
+    return out

@@ -1,0 +1,37 @@
+"""Utility measures of synthetic data (SPEC §5).
+
+* :func:`combine_scalar`, :func:`combine_multivariate` — Reiter's (2003) combining rules for
+  partially synthetic data;
+* :func:`pmse` — propensity-score mean squared error with its null (theory, permutation, pairs);
+* :func:`ci_overlap`, :func:`std_coef_diff` — interval overlap and standardised differences;
+* :func:`compare_estimates` — a statsmodels formula on the original vs. combined synthetic fits;
+* :func:`utility_summary` — everything ``bayes-risk utility`` writes.
+"""
+
+from bayes_risk.utility.combining import (
+    CombinedMultivariate,
+    CombinedScalar,
+    combine_multivariate,
+    combine_scalar,
+)
+from bayes_risk.utility.compare import compare_estimates
+from bayes_risk.utility.overlap import CoefDiffResult, OverlapResult, ci_overlap, std_coef_diff
+from bayes_risk.utility.pmse import PMSEResult, pmse, pmse_null_moments
+from bayes_risk.utility.summary import UtilitySummary, utility_summary
+
+__all__ = [
+    "combine_scalar",
+    "combine_multivariate",
+    "CombinedScalar",
+    "CombinedMultivariate",
+    "pmse",
+    "pmse_null_moments",
+    "PMSEResult",
+    "ci_overlap",
+    "std_coef_diff",
+    "OverlapResult",
+    "CoefDiffResult",
+    "compare_estimates",
+    "utility_summary",
+    "UtilitySummary",
+]

@@ -1,0 +1,121 @@
+"""Shared input handling of the utility measures: tables, synthetic releases, schema, roles."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, infer_schema
+from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.validate import _normalise_value, harmonise_levels, validate_synthetic
+from bayes_risk.exceptions import ValidationError
+
+__all__ = ["as_dataset_list", "resolve_schema", "infer_synthesized", "check_choice"]
+
+
+def as_dataset_list(synthetic: Any) -> tuple[list[pd.DataFrame], Schema | None]:
+    """Turn a DataFrame, a sequence of DataFrames or a :class:`SyntheticData` into a list.
+
+    Returns the list and the schema carried by a ``SyntheticData`` (``None`` otherwise).
+    """
+    if isinstance(synthetic, SyntheticData):
+        return list(synthetic.datasets), synthetic.schema
+    if isinstance(synthetic, pd.DataFrame):
+        return [synthetic], None
+    if isinstance(synthetic, (list, tuple)):
+        out = list(synthetic)
+        if not out:
+            raise ValidationError(
+                "synthetic is empty; expected at least one synthetic dataset (m >= 1)."
+            )
+        for l, z in enumerate(out, start=1):
+            if not isinstance(z, pd.DataFrame):
+                raise ValidationError(
+                    f"synthetic dataset {l} must be a pandas DataFrame. Got {type(z).__name__}."
+                )
+        return out, None
+    raise ValidationError(
+        "synthetic must be a DataFrame, a list of DataFrames or a SyntheticData. "
+        f"Got {type(synthetic).__name__}."
+    )
+
+
+def resolve_schema(
+    original: pd.DataFrame,
+    datasets: Sequence[pd.DataFrame],
+    *,
+    schema: Schema | None,
+    carried: Schema | None,
+    categorical: Iterable[str] | None,
+    synthesized: Iterable[str] | None,
+    same_rows: bool,
+) -> Schema:
+    """Build (or take) the schema, apply overrides, harmonise levels and validate the tables.
+
+    ``categorical`` columns are forced to be categorical even when a schema is given; the
+    ``synthesized`` columns, when given, define the roles.
+    """
+    if not isinstance(original, pd.DataFrame):
+        raise ValidationError(
+            f"original must be a pandas DataFrame. Got {type(original).__name__}."
+        )
+    cat = list(categorical or [])
+    if schema is None:
+        schema = carried
+    if schema is None:
+        schema = infer_schema(original, categorical=cat or None)
+    else:
+        if not isinstance(schema, Schema):
+            raise ValidationError(
+                f"schema must be a bayes_risk Schema. Got {type(schema).__name__}."
+            )
+        schema.check_columns(cat, "categorical")
+        change = {c: "categorical" for c in cat if schema[c].type not in CATEGORICAL_TYPES}
+        if change:
+            schema = schema.with_types(**change)
+            fresh = infer_schema(original[list(change)], categorical=list(change))
+            schema = schema.with_levels({c: fresh[c].levels for c in change})
+    if synthesized is not None:
+        syn = list(synthesized)
+        schema = schema.with_roles(syn)
+    schema = harmonise_levels(original, datasets, schema)
+    validate_synthetic(original, datasets, schema, same_rows=same_rows,
+                       check_unsynthesized=same_rows and bool(schema.synthesized))
+    return schema
+
+
+def infer_synthesized(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
+                      schema: Schema) -> list[str]:
+    """Columns whose values differ from the original's in at least one synthetic dataset.
+
+    Only meaningful when every dataset has the original's rows in the same order; otherwise
+    every column is reported as synthesized.
+    """
+    if any(len(z) != len(original) for z in datasets):
+        return list(schema.names)
+    out = []
+    for c in schema.names:
+        a = original[c].to_numpy()
+        for z in datasets:
+            b = z[c].to_numpy()
+            if schema[c].type in CATEGORICAL_TYPES:
+                differ = any(_normalise_value(x) != _normalise_value(y) for x, y in zip(a, b))
+            else:
+                af = np.asarray(a, dtype=np.float64)
+                bf = np.asarray(b, dtype=np.float64)
+                differ = bool(np.any((af != bf) & ~(np.isnan(af) & np.isnan(bf))))
+            if differ:
+                out.append(c)
+                break
+    return out
+
+
+def check_choice(value: Any, name: str, options: Sequence[str]) -> str:
+    """Validate a string option."""
+    if value not in options:
+        raise ValidationError(f"{name} must be one of {list(options)}. Got {value!r}.")
+    return str(value)
+

@@ -1,0 +1,922 @@
+"""Propensity-score mean squared error (pMSE) and its null distribution (SPEC §5.2).
+
+The original table (label 0) and one synthetic dataset (label 1) are stacked, a classifier
+predicts the label, and ``pMSE = (1/N) Σ (p̂_i − c)²`` with ``c = n_syn / N`` measures how well
+the two can be told apart (0: indistinguishable). Two propensity models are offered:
+
+* ``"logit"`` — logistic regression with intercept, main effects (categorical columns as
+  indicator variables, numeric columns linear) and all interactions up to order
+  ``max_order + 1``, fitted by unpenalised maximum likelihood (IRLS with step-halving). This is
+  synthpop's ``utility.gen(method = "logit")`` design (``t ~ .`` for ``max_order = 0``,
+  ``t ~ .^2`` for ``max_order = 1``); pMSE values agree with synthpop to about 1e-8 relative.
+* ``"cart"`` — a classification tree (scikit-learn), mimicking synthpop's ``rpart`` defaults.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+from bayes_risk._io import to_jsonable
+from bayes_risk._progress import progress
+from bayes_risk._rng import RandomSeed, seed_to_json, spawn
+from bayes_risk.data.schema import Schema
+from bayes_risk.data.validate import encode
+from bayes_risk.exceptions import ConvergenceWarning, DataWarning, ValidationError
+from bayes_risk.utility._inputs import (
+    as_dataset_list,
+    check_choice,
+    resolve_schema,
+)
+
+__all__ = ["PMSEResult", "pmse", "pmse_null_moments", "propensity_design", "fit_logit"]
+
+RANK_TOL = 1e-7  # relative tolerance of the rank-revealing step (SPEC §5.2)
+SEPARATION_EPS = 1e-8  # fitted probabilities this close to 0 or 1 flag separation
+
+
+# ---------------------------------------------------------------------------------------------
+# result
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PMSEResult:
+    """Result of :func:`pmse` (one entry per synthetic dataset unless stated).
+
+    Attributes
+    ----------
+    pmse : ndarray of float, shape (m,)
+        ``(1/N) Σ (p̂_i − c)²`` per synthetic dataset.
+    e0 : ndarray of float, shape (m,)
+        Null expectation of the pMSE: theory ``(k* − 1)(1 − c)² c / N``; ``perm``: mean of the
+        halved permutation pMSEs; ``pairs``: half the mean pMSE over pairs of synthetic datasets.
+    sd0 : ndarray of float, shape (m,)
+        Null standard deviation (theory ``sqrt(2 (k* − 1)) (1 − c)² c / N``; resampling: standard
+        deviation, divisor ``B − 1``, of the same halved values).
+    ratio : ndarray of float, shape (m,)
+        ``pMSE / e0`` (synthpop's ``S_pMSE``; about 1 under the null; ``pairs``:
+        ``2 pMSE / mean(pairs)``).
+    std : ndarray of float, shape (m,)
+        ``(pMSE − e0) / sd0``.
+    k : ndarray of int, shape (m,)
+        Number of estimable coefficients of the logistic model including the intercept
+        (``-1`` for CART).
+    df : ndarray of int, shape (m,)
+        ``k − 1`` (complete synthesis) or ``k* − 1`` (incomplete: estimable non-intercept columns
+        involving a synthesized variable) used by the theory null (``-1`` for CART).
+    c : ndarray of float, shape (m,)
+        ``n_syn / N``.
+    n_original : int
+        Rows of the original table.
+    n_synthetic : ndarray of int, shape (m,)
+        Rows of each synthetic dataset.
+    converged : ndarray of bool, shape (m,)
+        Whether each logistic fit converged (always True for CART).
+    null_pmse : ndarray of float
+        Resampled null pMSEs: shape ``(m, n_perm)`` for ``perm`` (already halved), shape
+        ``(m (m − 1) / 2,)`` for ``pairs`` (not halved), empty for ``theory``.
+    nnosplits : tuple of int or None
+        ``(number of resampled fits with pMSE < 1e-8, number of resampled fits)``.
+    method : str
+        ``"logit"`` or ``"cart"``.
+    max_order : int
+        Highest interaction order is ``max_order + 1`` (logit only).
+    null : str
+        Null actually used: ``"theory"``, ``"perm"`` or ``"pairs"``.
+    incomplete : bool
+        Whether the theory null counted only coefficients involving synthesized variables.
+    synthesized : list of str
+        Synthesized columns (used for ``incomplete``).
+    columns : list of str
+        Columns entering the propensity model.
+    settings : dict
+        Further settings (CART parameters, tolerances, seed).
+    warnings : list of str
+        Machine-readable codes: ``"SEPARATION"``, ``"NOT_CONVERGED"``, ``"LARGE_MODEL"``,
+        ``"EMPTY_LEVELS_DROPPED"``, ``"CONSTANT_COLUMN_DROPPED"``, ``"FEW_PAIRS"``,
+        ``"NO_SPLITS"``, ``"ZERO_DF"``.
+    """
+
+    pmse: np.ndarray
+    e0: np.ndarray
+    sd0: np.ndarray
+    ratio: np.ndarray
+    std: np.ndarray
+    k: np.ndarray
+    df: np.ndarray
+    c: np.ndarray
+    n_original: int
+    n_synthetic: np.ndarray
+    converged: np.ndarray
+    null_pmse: np.ndarray
+    nnosplits: tuple[int, int] | None
+    method: str
+    max_order: int
+    null: str
+    incomplete: bool
+    synthesized: list[str]
+    columns: list[str]
+    settings: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def m(self) -> int:
+        """Number of synthetic datasets."""
+        return int(self.pmse.size)
+
+    @property
+    def s_pmse(self) -> np.ndarray:
+        """Alias of :attr:`ratio` (synthpop's name)."""
+        return self.ratio
+
+    @property
+    def mean_pmse(self) -> float:
+        """Mean pMSE over the synthetic datasets."""
+        return float(np.mean(self.pmse))
+
+    @property
+    def mean_ratio(self) -> float:
+        """Mean pMSE ratio over the synthetic datasets."""
+        return float(np.mean(self.ratio))
+
+    @property
+    def mean_std(self) -> float:
+        """Mean standardised pMSE over the synthetic datasets."""
+        return float(np.mean(self.std))
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per synthetic dataset: pmse, e0, sd0, ratio, std, k, df, c, converged."""
+        return pd.DataFrame({
+            "dataset": np.arange(1, self.m + 1),
+            "pmse": self.pmse, "e0": self.e0, "sd0": self.sd0, "ratio": self.ratio,
+            "std": self.std, "k": self.k, "df": self.df, "c": self.c,
+            "converged": self.converged,
+        })
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dictionary (arrays as lists, ``nan`` → ``None``), with the means."""
+        d = asdict(self)
+        d["m"] = self.m
+        d["mean"] = {"pmse": self.mean_pmse, "ratio": self.mean_ratio, "std": self.mean_std}
+        return to_jsonable(d)
+
+
+# ---------------------------------------------------------------------------------------------
+# null moments (theory)
+# ---------------------------------------------------------------------------------------------
+def pmse_null_moments(df: int | np.ndarray, n_original: Any, n_synthetic: Any
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Theoretical null mean and sd of the pMSE of a logistic model (SPEC §5.2, Snoke eqs. 1–2).
+
+    ``pMSE · N / ((1 − c)² c) ~ χ²_df`` with ``df = k − 1`` (or ``k* − 1``), hence
+    ``E0 = df (1 − c)² c / N`` and ``SD0 = sqrt(2 df) (1 − c)² c / N``.
+
+    Parameters
+    ----------
+    df : int or array of int
+        Degrees of freedom ``k − 1`` (complete) or ``k* − 1`` (incomplete synthesis).
+    n_original, n_synthetic : int or array of int
+        Rows of the original and synthetic tables.
+
+    Returns
+    -------
+    e0, sd0 : ndarray
+
+    Examples
+    --------
+    >>> e0, sd0 = pmse_null_moments(55, 5000, 5000)
+    >>> round(float(e0), 10), round(float(sd0), 9)
+    (0.0006875, 0.000131101)
+    """
+    d = np.asarray(df, dtype=np.float64)
+    n1 = np.asarray(n_original, dtype=np.float64)
+    n2 = np.asarray(n_synthetic, dtype=np.float64)
+    if np.any(d < 0) or np.any(n1 <= 0) or np.any(n2 <= 0):
+        raise ValidationError("df must be >= 0 and the row counts > 0.")
+    N = n1 + n2
+    c = n2 / N
+    scale = (1 - c) ** 2 * c / N
+    return d * scale, np.sqrt(2 * d) * scale
+
+
+# ---------------------------------------------------------------------------------------------
+# design matrix (synthpop's t ~ . / t ~ .^(maxorder+1))
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Block:
+    name: str
+    columns: np.ndarray  # (N, q)
+    labels: list[str]
+
+
+Prepared = dict[str, np.ndarray]
+
+
+def prepare_table(df: pd.DataFrame | Prepared, schema: Schema, columns: Sequence[str]
+                  ) -> Prepared:
+    """Arrays per column: integer level codes (categorical) or float64 values (numeric)."""
+    if isinstance(df, dict):
+        return df
+    out: Prepared = {}
+    for c in columns:
+        if schema[c].is_categorical:
+            out[c] = _codes(df[c], schema, c)
+        else:
+            out[c] = df[c].to_numpy(dtype=np.float64)
+    return out
+
+
+def _codes(s: pd.Series, schema: Schema, c: str) -> np.ndarray:
+    """Level codes of one column: each distinct value is looked up once (fast for large n)."""
+    inv, uniques = pd.factorize(s, use_na_sentinel=True)
+    if (inv < 0).any():
+        return encode(s.to_frame(c), schema, [c])[:, 0]  # raises the missing-value error
+    lookup = encode(pd.DataFrame({c: pd.Series(uniques, dtype=object)}), schema, [c])[:, 0]
+    return lookup[inv]
+
+
+def _variable_blocks(
+    frames: Sequence[pd.DataFrame | Prepared], schema: Schema, columns: Sequence[str]
+) -> tuple[list[_Block], list[str]]:
+    """Main-effect columns of each variable over the stacked tables.
+
+    Categorical: indicators of every observed level except the first observed one (treatment
+    contrasts; levels absent from both tables are dropped, as synthpop does). Numeric: the
+    column centred and scaled by its standard deviation (this leaves the fitted probabilities of a
+    hierarchical model unchanged and keeps products of large numbers well conditioned).
+    Variables that take one value only are dropped. Returns the blocks and warning codes.
+    """
+    blocks: list[_Block] = []
+    codes: list[str] = []
+    frames = [prepare_table(f, schema, columns) for f in frames]
+    for c in columns:
+        spec = schema[c]
+        if spec.is_categorical:
+            k = np.concatenate([f[c] for f in frames])
+            observed = np.unique(k)
+            if len(observed) < spec.n_levels:
+                codes.append("EMPTY_LEVELS_DROPPED")
+            if len(observed) < 2:
+                codes.append("CONSTANT_COLUMN_DROPPED")
+                continue
+            cols = (k[:, None] == observed[None, 1:]).astype(np.float64)
+            labels = [f"{c}[{spec.levels[j]}]" for j in observed[1:]]
+            blocks.append(_Block(c, cols, labels))
+        else:
+            x = np.concatenate([f[c] for f in frames])
+            sd = float(np.std(x))
+            if not sd > 0:
+                codes.append("CONSTANT_COLUMN_DROPPED")
+                continue
+            blocks.append(_Block(c, ((x - x.mean()) / sd)[:, None], [c]))
+    return blocks, codes
+
+
+def propensity_design(
+    frames: Sequence[pd.DataFrame | Prepared],
+    schema: Schema,
+    columns: Sequence[str],
+    max_order: int,
+) -> tuple[np.ndarray, list[str], list[frozenset[str]], list[str]]:
+    """Design matrix of the logistic propensity model over stacked tables.
+
+    Intercept, main effects and every interaction of up to ``max_order + 1`` distinct variables
+    (R's ``.^(max_order + 1)``; products of the main-effect columns of the variables involved).
+
+    Returns
+    -------
+    X : ndarray, shape (N, p)
+    names : list of str
+        Column labels (``"(Intercept)"``, ``"Age"``, ``"Urban[2]"``, ``"Age:Urban[2]"``…).
+    involves : list of frozenset of str
+        Variables each column involves (empty for the intercept).
+    codes : list of str
+        Warning codes from building the design (dropped empty levels / constant columns).
+    """
+    frames = [prepare_table(f, schema, columns) for f in frames]
+    blocks, codes = _variable_blocks(frames, schema, columns)
+    N = sum(len(f[columns[0]]) for f in frames)
+    mats = [np.ones((N, 1))]
+    names = ["(Intercept)"]
+    involves: list[frozenset[str]] = [frozenset()]
+    top = min(max_order + 1, len(blocks))
+    for order in range(1, top + 1):
+        for combo in itertools.combinations(blocks, order):
+            cols = combo[0].columns
+            labels = combo[0].labels
+            for b in combo[1:]:
+                cols = (cols[:, :, None] * b.columns[:, None, :]).reshape(N, -1)
+                labels = [f"{a}:{z}" for a in labels for z in b.labels]
+            mats.append(cols)
+            names.extend(labels)
+            involves.extend([frozenset(b.name for b in combo)] * len(labels))
+    return np.hstack(mats), names, involves, codes
+
+
+def _estimable_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
+    """Indices of the columns kept by a rank-revealing pass in model order.
+
+    Like R's ``dqrdc2`` (used by ``glm``), a column is aliased when the norm of its residual after
+    projection on the columns before it is below ``tol`` times its own norm, so earlier terms
+    are kept in preference to later ones (main effects before interactions). Implemented with
+    Householder QR of the unit-norm columns (no pivoting): columns whose ``|R_jj|`` falls below
+    ``tol`` are removed; the kept set is then re-checked (Cholesky of its Gram matrix, which
+    gives the same residual norms; a full QR again if that check is not clean) until every kept
+    column passes.
+    """
+    from scipy.linalg import LinAlgError, cholesky, qr
+
+    norms = np.linalg.norm(X, axis=0)
+    keep = np.flatnonzero(norms > 0)
+    first = True
+    while True:
+        Xn = X[:, keep] / norms[keep]
+        if not first:
+            try:
+                L = cholesky(Xn.T @ Xn, lower=True, check_finite=False)
+                if np.all(np.diag(L) >= 10 * tol):
+                    return keep.astype(np.int64)
+            except LinAlgError:
+                pass
+        first = False
+        R = qr(Xn, mode="r", check_finite=False)[0]
+        ok = np.abs(np.diag(R)) >= tol
+        if ok.all():
+            return keep.astype(np.int64)
+        keep = keep[ok]
+
+
+# ---------------------------------------------------------------------------------------------
+# IRLS
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _LogitFit:
+    prob: np.ndarray
+    beta: np.ndarray
+    keep: np.ndarray
+    converged: bool
+    n_iter: int
+    deviance: float
+
+
+def _deviance(eta: np.ndarray, y: np.ndarray) -> float:
+    return float(2.0 * np.sum(np.logaddexp(0.0, eta) - y * eta))
+
+
+def _wls(Xs: np.ndarray, w: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Solve the IRLS normal equations ``(Xᵀ W X) β = Xᵀ rhs``.
+
+    Cholesky; least squares if the matrix is numerically singular.
+
+    ``rhs = W z = W η + (y − μ)`` is formed without dividing by the weights, so records with
+    fitted probabilities at 0 or 1 (weight 0) cause no overflow.
+    """
+    from scipy.linalg import LinAlgError, cho_factor, cho_solve
+
+    from scipy.linalg.blas import dsyrk
+
+    # upper triangle of Xᵀ W X by a symmetric rank-k update (half the flops of a product)
+    H = dsyrk(1.0, np.asfortranarray(Xs * np.sqrt(w)[:, None]), trans=1, lower=0)
+    g = Xs.T @ rhs
+    try:
+        out = cho_solve(cho_factor(H, lower=False, check_finite=False), g, check_finite=False)
+        if np.all(np.isfinite(out)):
+            return out
+    except (LinAlgError, ValueError):
+        pass
+    H = np.triu(H) + np.triu(H, 1).T
+    return np.linalg.lstsq(H, g, rcond=None)[0]
+
+
+def fit_logit(X: np.ndarray, y: np.ndarray, *, max_iter: int = 100, tol: float = 1e-8,
+              rank_tol: float = RANK_TOL) -> _LogitFit:
+    """Unpenalised logistic regression by IRLS with step-halving (SPEC §5.2).
+
+    Aliased columns are dropped first (:func:`_estimable_columns`). The iteration is R's
+    ``glm.fit`` for the binomial family (the propensity model of synthpop's ``utility.gen``):
+    start at ``μ = (y + 1/2)/2``, solve the weighted least-squares problem for the working
+    response ``z = η + (y − μ)/(μ(1 − μ))``, stop when
+    ``|dev − dev_old| / (|dev| + 0.1) < tol`` (R's default ``epsilon = 1e-8``). A step that gives
+    a non-finite or larger deviance is halved towards the previous coefficients (up to 30
+    times). Under (quasi-)separation the maximum-likelihood estimate does not exist and the
+    fitted values depend on where the iteration stops; following ``glm.fit`` step by step is
+    what makes the pMSE equal synthpop's in that case too. Fitted probabilities are
+    ``expit(Xβ)``.
+
+    Parameters
+    ----------
+    X : ndarray, shape (N, p)
+        Design matrix whose first column is the intercept.
+    y : ndarray, shape (N,)
+        0/1 labels.
+    max_iter : int
+        Maximum number of IRLS iterations.
+    tol : float
+        Relative deviance change at which the iteration stops.
+    rank_tol : float
+        Relative tolerance of the rank-revealing pass.
+
+    Returns
+    -------
+    _LogitFit
+        ``prob`` (fitted probabilities), ``beta`` (coefficients of the kept columns),
+        ``keep`` (kept column indices), ``converged``, ``n_iter``, ``deviance``.
+    """
+    keep = _estimable_columns(X, rank_tol)
+    Xk = X[:, keep]
+    # scale columns to unit RMS: the fit is invariant, conditioning is better
+    scale = np.sqrt(np.mean(Xk**2, axis=0))
+    scale[scale == 0] = 1.0
+    Xs = Xk / scale
+    mu = (y + 0.5) / 2.0
+    eta = np.log(mu / (1 - mu))
+    dev = _deviance(eta, y)
+    beta: np.ndarray | None = None
+    converged = False
+    it = 0
+    for it in range(1, max_iter + 1):
+        w = mu * (1 - mu)
+        new_beta = _wls(Xs, w, w * eta + (y - mu))
+        new_eta = Xs @ new_beta
+        new_dev = _deviance(new_eta, y)
+        halvings = 0
+        while (beta is not None and halvings < 30
+               and (not np.isfinite(new_dev) or new_dev > dev * (1 + 1e-10))):
+            new_beta = (new_beta + beta) / 2
+            new_eta = Xs @ new_beta
+            new_dev = _deviance(new_eta, y)
+            halvings += 1
+        old_dev = dev
+        beta, eta, dev = new_beta, new_eta, new_dev
+        mu = expit(eta)
+        if abs(dev - old_dev) / (abs(dev) + 0.1) < tol:
+            converged = True
+            break
+    assert beta is not None
+    return _LogitFit(prob=mu, beta=beta / scale, keep=keep, converged=converged,
+                     n_iter=it, deviance=dev)
+
+
+# ---------------------------------------------------------------------------------------------
+# one pMSE computation
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _OneFit:
+    pmse: float
+    k: int
+    df: int
+    converged: bool
+    separation: bool
+    codes: list[str]
+
+
+def _pmse_value(prob: np.ndarray, c: float) -> float:
+    return float(np.mean((prob - c) ** 2))
+
+
+def _cart_prob(X: np.ndarray, y: np.ndarray, *, cp: float, min_leaf: int, min_split: int,
+               max_depth: int, seed: int) -> np.ndarray:
+    """Fitted propensities of a classification tree grown and pruned like ``rpart``.
+
+    The tree is grown by scikit-learn with rpart's growth rules (Gini splits, ``minsplit``,
+    ``minbucket``, ``maxdepth``) and then pruned as rpart prunes at ``cp``: the subtree that
+    minimises ``R(T) + α |leaves(T)|`` with ``R`` the misclassification risk (number of records
+    of the minority label in each leaf) and ``α = cp · R(root)`` (Breiman et al.'s cost-complexity
+    pruning, computed bottom-up). Each record gets the label-1 share of its terminal node.
+    """
+    from sklearn.tree import DecisionTreeClassifier
+
+    tree = DecisionTreeClassifier(
+        criterion="gini",
+        min_samples_leaf=min_leaf,
+        min_samples_split=min_split,
+        max_depth=max_depth,
+        random_state=seed,
+    )
+    tree.fit(X, y)
+    if len(tree.classes_) == 1:  # cannot happen with both tables non-empty
+        return np.full(len(y), float(tree.classes_[0]))
+    t = tree.tree_
+    left, right = t.children_left, t.children_right
+    val = t.value[:, 0, :]
+    share1 = val[:, list(tree.classes_).index(1)] / val.sum(axis=1)
+    n_node = t.weighted_n_node_samples
+    risk = n_node * np.minimum(share1, 1.0 - share1)
+    alpha = cp * risk[0]
+    n = t.node_count
+    best = np.empty(n)
+    terminal = np.zeros(n, dtype=bool)
+    for node in range(n - 1, -1, -1):  # children have larger ids than their parent
+        own = risk[node] + alpha
+        if left[node] == -1:
+            best[node] = own
+            terminal[node] = True
+        else:
+            sub = best[left[node]] + best[right[node]]
+            if own <= sub:
+                best[node] = own
+                terminal[node] = True
+            else:
+                best[node] = sub
+    # the terminal node of a record is the first terminal node on its root-to-leaf path
+    path = tree.decision_path(X).tocsr()
+    ids = path.indices.astype(np.int64)
+    key = np.where(terminal[ids], ids, n)
+    order_ok = np.diff(path.indptr) > 0
+    if not order_ok.all():  # pragma: no cover - every record reaches the root
+        raise RuntimeError("decision path without nodes")
+    first = np.minimum.reduceat(key, path.indptr[:-1])
+    return share1[first]
+
+
+def _cart_features(frames: Sequence[pd.DataFrame | Prepared], schema: Schema,
+                   columns: Sequence[str]) -> np.ndarray:
+    """Features for the tree: numeric columns as given, categorical columns one-hot."""
+    frames = [prepare_table(f, schema, columns) for f in frames]
+    cols = []
+    for c in columns:
+        spec = schema[c]
+        if spec.is_categorical:
+            k = np.concatenate([f[c] for f in frames])
+            observed = np.unique(k)
+            if len(observed) < 2:
+                continue
+            cols.append((k[:, None] == observed[None, :]).astype(np.float64))
+        else:
+            x = np.concatenate([f[c] for f in frames])
+            if np.all(x == x[0]):
+                continue
+            cols.append(x[:, None])
+    if not cols:
+        raise ValidationError("every column is constant over the stacked tables; pMSE is 0.")
+    return np.hstack(cols)
+
+
+class _Engine:
+    """Fits the propensity model to one stacked pair of tables (label 1 = first table)."""
+
+    def __init__(self, schema: Schema, columns: Sequence[str], method: str, max_order: int,
+                 synthesized: Sequence[str], incomplete: bool, cart: dict[str, Any],
+                 max_iter: int) -> None:
+        self.schema = schema
+        self.columns = list(columns)
+        self.method = method
+        self.max_order = max_order
+        self.synthesized = set(synthesized)
+        self.incomplete = incomplete
+        self.cart = cart
+        self.max_iter = max_iter
+
+    def features(self, syn: Prepared, orig: Prepared):
+        """Design (logit) or feature matrix (CART) and labels; synthetic rows first (synthpop)."""
+        frames = [syn, orig]
+        n_s, n_o = len(syn[self.columns[0]]), len(orig[self.columns[0]])
+        y = np.concatenate([np.ones(n_s), np.zeros(n_o)])
+        if self.method == "logit":
+            X, names, involves, codes = propensity_design(frames, self.schema, self.columns,
+                                                          self.max_order)
+            return X, y, (names, involves, codes)
+        return _cart_features(frames, self.schema, self.columns), y, None
+
+    def fit(self, X: np.ndarray, y: np.ndarray, meta: Any, seed: int) -> _OneFit:
+        c = float(np.mean(y))
+        N = len(y)
+        if self.method == "cart":
+            prob = _cart_prob(X, y, seed=seed, **self.cart)
+            return _OneFit(_pmse_value(prob, c), -1, -1, True, False, [])
+        names, involves, codes = meta
+        fit = fit_logit(X, y, max_iter=self.max_iter)
+        k = int(fit.keep.size)
+        if self.incomplete:
+            df = int(sum(1 for j in fit.keep if involves[j] & self.synthesized))
+        else:
+            df = k - 1
+        p = fit.prob
+        sep = bool(np.any(np.minimum(p, 1 - p) < SEPARATION_EPS))
+        codes = list(codes)
+        if sep:
+            codes.append("SEPARATION")
+        if not fit.converged:
+            codes.append("NOT_CONVERGED")
+        if k > N / 5:
+            codes.append("LARGE_MODEL")
+        return _OneFit(_pmse_value(p, c), k, df, fit.converged, sep, codes)
+
+
+# ---------------------------------------------------------------------------------------------
+# public function
+# ---------------------------------------------------------------------------------------------
+def pmse(
+    original: pd.DataFrame,
+    synthetic: Any,
+    method: Literal["logit", "cart"] = "logit",
+    max_order: int = 1,
+    incomplete: bool | None = None,
+    null: Literal["theory", "perm", "pairs", "auto"] = "auto",
+    n_perm: int = 100,
+    random_seed: RandomSeed = None,
+    schema: Schema | None = None,
+    categorical: Iterable[str] | None = None,
+    *,
+    synthesized: Iterable[str] | None = None,
+    columns: Iterable[str] | None = None,
+    cp: float = 1e-3,
+    min_leaf: int = 5,
+    min_split: int = 20,
+    max_depth: int = 30,
+    max_iter: int = 100,
+    progressbar: bool = False,
+) -> PMSEResult:
+    """Propensity-score mean squared error of each synthetic dataset (SPEC §5.2).
+
+    For each synthetic dataset ``Z_l`` the original (``n_1`` rows, label 0) and ``Z_l``
+    (``n_2`` rows, label 1) are stacked (``N = n_1 + n_2``, ``c = n_2 / N``), a propensity model
+    for the label is fitted and ``pMSE = (1/N) Σ (p̂_i − c)²``.
+
+    Parameters
+    ----------
+    original : DataFrame
+        The confidential table.
+    synthetic : DataFrame, list of DataFrame or SyntheticData
+        The ``m`` synthetic datasets (same columns as ``original``).
+    method : {"logit", "cart"}
+        Propensity model. ``"logit"``: unpenalised logistic regression with intercept, main
+        effects (categorical columns as indicators of all levels but the first, numeric columns
+        linear) and all interactions of up to ``max_order + 1`` variables, fitted by IRLS with
+        step-halving (at most ``max_iter`` iterations); aliased columns are dropped by a
+        rank-revealing pass (relative tolerance 1e-7). ``"cart"``: a scikit-learn
+        ``DecisionTreeClassifier`` (Gini) with ``min_samples_leaf = min_leaf`` (rpart's
+        ``minbucket``, synthpop default 5), ``min_samples_split = min_split`` (rpart's
+        ``minsplit``, 20) and ``max_depth`` (rpart's ``maxdepth``, 30), then pruned as rpart
+        prunes at ``cp`` (synthpop default 1e-3): the misclassification-risk cost-complexity
+        subtree with ``α = cp × root risk``. Categorical columns enter one-hot (rpart would use
+        subset splits), so trees and values are close to, not identical with, synthpop's.
+    max_order : int
+        Interactions up to order ``max_order + 1`` (0: main effects, synthpop's ``t ~ .``; 1, the
+        default as in synthpop: plus all two-way interactions, ``t ~ .^2``). Logit only.
+    incomplete : bool, optional
+        Incomplete (by columns) synthesis: the theory null uses ``k* − 1`` = estimable
+        non-intercept columns involving a synthesized variable. Default: True when some but not
+        all modelled columns are synthesized (``synthesized`` or the schema's roles).
+    null : {"auto", "theory", "perm", "pairs"}
+        Null distribution for ``e0``/``sd0``/``ratio``/``std``. ``"theory"`` (logit only):
+        ``χ²_{k−1}`` moments. ``"perm"``: refit ``n_perm`` times with permuted labels and halve
+        each pMSE (synthpop; valid for complete synthesis only). ``"pairs"``: pMSE between every
+        pair of synthetic datasets (needs ``m >= 2``); ratio ``2 pMSE / mean(pairs)``.
+        ``"auto"``: theory for logit; for CART perm (complete) or pairs (incomplete).
+    n_perm : int
+        Number of permutations for ``null="perm"`` (default 100; synthpop uses 50).
+    random_seed : int, Generator or None
+        Seed for permutations and tree tie-breaking (one child stream per synthetic dataset).
+    schema : Schema, optional
+        Column types (and roles); inferred from ``original`` when omitted.
+    categorical : iterable of str, optional
+        Columns to treat as categorical (e.g. integer-coded factors such as ``Urban``).
+    synthesized : iterable of str, optional
+        Synthesized columns (overrides the schema's roles).
+    columns : iterable of str, optional
+        Columns entering the propensity model (default: all; synthpop's ``vars``).
+    cp, min_leaf, min_split, max_depth : CART settings (see ``method``).
+    max_iter : int
+        Maximum IRLS iterations (default 100).
+    progressbar : bool
+        Show a progress bar over datasets.
+
+    Returns
+    -------
+    PMSEResult
+        ``pmse``, ``e0``, ``sd0``, ``ratio`` (``s_pmse``), ``std``, ``k``, ``df``, ``c``,
+        ``n_original``, ``n_synthetic``, ``converged``, ``null_pmse``, ``nnosplits``,
+        ``method``, ``max_order``, ``null``, ``incomplete``, ``synthesized``, ``columns``,
+        ``settings``, ``warnings``; ``mean_pmse``, ``mean_ratio``, ``to_frame()``,
+        ``to_dict()``.
+
+    Raises
+    ------
+    ValidationError
+        For an unknown ``method``/``null``, ``null="theory"`` with CART, ``"perm"`` with
+        incomplete synthesis, ``"pairs"`` with ``m = 1``, ``incomplete=True`` without synthesized
+        columns, a negative ``max_order`` or ``n_perm < 2``.
+    SchemaError
+        For missing/extra columns, missing values, unknown columns in ``categorical``/
+        ``synthesized``/``columns``.
+
+    Warns
+    -----
+    DataWarning
+        Perfect separation (``"SEPARATION"``: the chi-square null is invalid), a large model
+        (``"LARGE_MODEL"``: ``k > N/5``), few pairs (``"FEW_PAIRS"``: ``m(m−1)/2 < 6``),
+        ``k* − 1 = 0`` (``"ZERO_DF"``).
+    ConvergenceWarning
+        IRLS did not converge in ``max_iter`` iterations (``"NOT_CONVERGED"``).
+
+    Notes
+    -----
+    The pMSE values of ``method="logit"`` equal synthpop's ``utility.gen`` (``t ~ .`` /
+    ``t ~ .^2`` with factor columns; numeric columns linear). synthpop's incomplete-synthesis
+    ``km1`` counts coefficient *names* containing a synthesized variable's name, including
+    aliased (``NA``) ones; here only estimable columns count (SPEC §5.2).
+
+    References
+    ----------
+    Snoke, J., Raab, G. M., Nowok, B., Dibben, C. and Slavković, A. (2018). General and specific
+    utility measures for synthetic data. *JRSS A* 181, 663–688.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> r = pmse(pd.DataFrame({"x": [0, 0, 1, 1]}), pd.DataFrame({"x": [0, 1, 1, 1]}),
+    ...          max_order=0, categorical=["x"])
+    >>> round(float(r.pmse[0]), 7), int(r.k[0]), round(float(r.ratio[0]), 6)
+    (0.0166667, 2, 1.066667)
+    """
+    method = check_choice(method, "method", ("logit", "cart"))
+    null = check_choice(null, "null", ("auto", "theory", "perm", "pairs"))
+    if isinstance(max_order, bool) or not isinstance(max_order, (int, np.integer)) or max_order < 0:
+        raise ValidationError(f"max_order must be an integer >= 0. Got {max_order!r}.")
+    if isinstance(n_perm, bool) or not isinstance(n_perm, (int, np.integer)) or n_perm < 2:
+        raise ValidationError(f"n_perm must be an integer >= 2. Got {n_perm!r}.")
+    if not (isinstance(cp, (int, float)) and cp >= 0):
+        raise ValidationError(f"cp must be a number >= 0. Got {cp!r}.")
+    for nm, v in (("min_leaf", min_leaf), ("min_split", min_split), ("max_depth", max_depth),
+                  ("max_iter", max_iter)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValidationError(f"{nm} must be an integer >= 1. Got {v!r}.")
+
+    datasets, carried = as_dataset_list(synthetic)
+    m = len(datasets)
+    schema = resolve_schema(original, datasets, schema=schema, carried=carried,
+                            categorical=categorical, synthesized=synthesized, same_rows=False)
+    cols = schema.check_columns(columns, "columns") if columns is not None else schema.names
+    if not cols:
+        raise ValidationError("columns is empty; the propensity model needs at least one column.")
+    syn_cols = [c for c in schema.synthesized if c in cols]
+    if incomplete is None:
+        incomplete = 0 < len(syn_cols) < len(cols)
+    elif incomplete and not syn_cols:
+        raise ValidationError(
+            "incomplete=True needs the synthesized columns: pass synthesized=[...] or a schema "
+            "with synthesized roles."
+        )
+    incomplete = bool(incomplete)
+    if not incomplete:
+        syn_cols = list(cols) if not syn_cols else syn_cols
+
+    if null == "auto":
+        null = "theory" if method == "logit" else ("pairs" if incomplete else "perm")
+        if null == "pairs" and m < 2:
+            raise ValidationError(
+                "method='cart' with incomplete synthesis (synthesized columns "
+                f"{syn_cols}) needs the 'pairs' null, which needs m >= 2 synthetic datasets; "
+                "got m = 1. Use method='logit' (theory null) or release more datasets."
+            )
+    if null == "theory" and method == "cart":
+        raise ValidationError(
+            "null='theory' needs a parametric (logit) propensity model; use null='perm' or "
+            "'pairs' with method='cart'."
+        )
+    if null == "perm" and incomplete:
+        raise ValidationError(
+            "null='perm' is valid for complete synthesis only (Snoke et al. 2018, Table 7); "
+            "use null='pairs' (or 'theory' with method='logit') for incomplete synthesis."
+        )
+    if null == "pairs" and m < 2:
+        raise ValidationError(
+            "null='pairs' compares synthetic datasets with each other and needs m >= 2. Got m = 1."
+        )
+
+    cart = {"cp": float(cp), "min_leaf": int(min_leaf), "min_split": int(min_split),
+            "max_depth": int(max_depth)}
+    with _single_threaded_blas():
+        return _pmse_impl(original, datasets, schema, cols, syn_cols, incomplete, method,
+                          int(max_order), null, int(n_perm), random_seed, cart, int(max_iter),
+                          progressbar)
+
+
+def _single_threaded_blas():
+    """BLAS limited to one thread: the matrices are small (N × k with k ≲ a few hundred) and a
+    multithreaded BLAS is several times slower on a shared, loaded machine."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        import contextlib
+
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def _pmse_impl(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: Schema,
+               cols: list[str], syn_cols: list[str], incomplete: bool, method: str,
+               max_order: int, null: str, n_perm: int, random_seed: RandomSeed,
+               cart: dict[str, Any], max_iter: int, progressbar: bool) -> PMSEResult:
+    m = len(datasets)
+    engine = _Engine(schema, cols, method, int(max_order), syn_cols, incomplete, cart,
+                     int(max_iter))
+    n1 = len(original)
+    orig = prepare_table(original, schema, cols)
+    prepared = [prepare_table(z, schema, cols) for z in datasets]
+    rngs = spawn(random_seed, m + 1)
+    codes: list[str] = []
+
+    values = np.empty(m)
+    ks = np.full(m, -1, dtype=np.int64)
+    dfs = np.full(m, -1, dtype=np.int64)
+    conv = np.ones(m, dtype=bool)
+    n2 = np.array([len(z) for z in datasets], dtype=np.int64)
+    null_vals: np.ndarray = np.empty(0)
+    perm = np.empty((m, n_perm)) if null == "perm" else None
+    for l in progress(range(m), total=m, description="pMSE", enabled=progressbar):
+        X, y, meta = engine.features(prepared[l], orig)
+        seed_l = int(rngs[l].integers(2**31 - 1))
+        one = engine.fit(X, y, meta, seed_l)
+        values[l], ks[l], dfs[l], conv[l] = one.pmse, one.k, one.df, one.converged
+        codes.extend(one.codes)
+        if perm is not None:
+            for b in range(n_perm):
+                yb = rngs[l].permutation(y)
+                fb = engine.fit(X, yb, meta, int(rngs[l].integers(2**31 - 1)))
+                perm[l, b] = fb.pmse / 2.0  # synthpop/Snoke App. A.3: halve permutation pMSEs
+
+    c = n2 / (n1 + n2)
+    nnosplits = None
+    if null == "theory":
+        e0, sd0 = pmse_null_moments(np.maximum(dfs, 0), n1, n2)
+        if np.any(dfs == 0):
+            codes.append("ZERO_DF")
+    elif null == "perm":
+        assert perm is not None
+        null_vals = perm
+        e0 = perm.mean(axis=1)
+        sd0 = perm.std(axis=1, ddof=1)
+        nnosplits = (int(np.sum(perm < 1e-8)), int(perm.size))
+    else:  # pairs
+        pairs = list(itertools.combinations(range(m), 2))
+        if len(pairs) < 6:
+            codes.append("FEW_PAIRS")
+        pv = np.empty(len(pairs))
+        for i, (a, b) in enumerate(progress(pairs, total=len(pairs), description="pMSE pairs",
+                                            enabled=progressbar)):
+            X, y, meta = engine.features(prepared[a], prepared[b])
+            pv[i] = engine.fit(X, y, meta, int(rngs[m].integers(2**31 - 1))).pmse
+        null_vals = pv
+        half = pv / 2.0
+        e0 = np.full(m, half.mean())
+        sd0 = np.full(m, half.std(ddof=1) if half.size > 1 else math.nan)
+        nnosplits = (int(np.sum(pv < 1e-8)), int(pv.size))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(e0 > 0, values / np.where(e0 > 0, e0, 1.0), math.nan)
+        std = np.where(sd0 > 0, (values - e0) / np.where(sd0 > 0, sd0, 1.0), math.nan)
+    if method == "cart" and nnosplits is not None and nnosplits[0] > 0:
+        codes.append("NO_SPLITS")
+
+    codes = list(dict.fromkeys(codes))
+    _emit_warnings(codes, nnosplits)
+    settings = {
+        "max_iter": int(max_iter), "rank_tol": RANK_TOL, "n_perm": int(n_perm),
+        "random_seed": seed_to_json(random_seed),
+    }
+    if method == "cart":
+        settings.update(cart)
+    return PMSEResult(
+        pmse=values, e0=np.asarray(e0, dtype=np.float64), sd0=np.asarray(sd0, dtype=np.float64),
+        ratio=ratio, std=std, k=ks, df=dfs, c=c, n_original=n1, n_synthetic=n2,
+        converged=conv, null_pmse=null_vals, nnosplits=nnosplits, method=method,
+        max_order=int(max_order), null=null, incomplete=incomplete, synthesized=list(syn_cols),
+        columns=list(cols), settings=settings, warnings=codes,
+    )
+
+
+_MESSAGES = {
+    "SEPARATION": (DataWarning, "perfect or quasi-perfect separation: some fitted propensities "
+                   "are 0 or 1, so the chi-square null (theory) is not valid (SEPARATION)."),
+    "NOT_CONVERGED": (ConvergenceWarning, "the logistic propensity model did not converge "
+                      "(NOT_CONVERGED); increase max_iter or reduce max_order."),
+    "LARGE_MODEL": (DataWarning, "large propensity model: more than N/5 coefficients "
+                    "(LARGE_MODEL); consider max_order=0 or fewer columns."),
+    "FEW_PAIRS": (DataWarning, "fewer than 6 pairs of synthetic datasets for the 'pairs' null "
+                  "(FEW_PAIRS); m >= 4 is advisable."),
+    "ZERO_DF": (DataWarning, "no estimable coefficient involves a synthesized variable "
+                "(ZERO_DF); the theory null is undefined and the ratio is nan."),
+}
+
+
+def _emit_warnings(codes: list[str], nnosplits: tuple[int, int] | None) -> None:
+    for code in codes:
+        if code in _MESSAGES:
+            cls, msg = _MESSAGES[code]
+            warnings.warn(msg, cls, stacklevel=4)
+    if "NO_SPLITS" in codes and nnosplits is not None:
+        warnings.warn(
+            f"{nnosplits[0]} of {nnosplits[1]} resampled fits produced no split (pMSE < 1e-8) "
+            "(NO_SPLITS); the resampling null may be unreliable.",
+            DataWarning,
+            stacklevel=4,
+        )
+

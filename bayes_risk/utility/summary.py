@@ -1,0 +1,317 @@
+"""One-call utility summary of a synthetic release: pMSE and interval overlap (SPEC §5).
+
+This is what ``bayes-risk utility`` writes to ``summary.json``; every figure is computed by the
+measure's one definition (:func:`~bayes_risk.utility.pmse.pmse`,
+:func:`~bayes_risk.utility.combining.combine_scalar`,
+:func:`~bayes_risk.utility.overlap.ci_overlap`,
+:func:`~bayes_risk.utility.compare.compare_estimates`).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._io import to_jsonable
+from bayes_risk._rng import RandomSeed
+from bayes_risk.data.schema import Schema
+from bayes_risk.data.validate import validate_synthetic
+from bayes_risk.exceptions import DataWarning, ValidationError
+from bayes_risk.utility._inputs import as_dataset_list, infer_synthesized, resolve_schema
+from bayes_risk.utility.compare import Estimate, _compare, estimand_row
+from bayes_risk.utility.pmse import PMSEResult, pmse
+
+__all__ = ["UtilitySummary", "utility_summary", "default_estimands"]
+
+
+@dataclass(frozen=True)
+class UtilitySummary:
+    """Result of :func:`utility_summary`.
+
+    Attributes
+    ----------
+    pmse : PMSEResult
+        pMSE, ratio (``S_pMSE``), standardised pMSE, ``k`` per synthetic dataset.
+    overlap : DataFrame
+        One row per estimand: original estimate/SE/interval, combined synthetic estimate,
+        ``T_p``, ``ν_p`` and interval, ``overlap`` (Karr's ``J`` of the combined interval),
+        ``signed_overlap``, ``std_coef_diff`` and ``overlap_syn1 … overlap_synm`` (each
+        dataset's own interval against the original's).
+    comparison : DataFrame or None
+        The formula comparison tables (one block of rows per formula) when formulas were given.
+    estimand_kind : str
+        ``"formulas"`` or ``"means_and_proportions"`` (the default estimands).
+    synthesized : list of str
+        Synthesized columns used (given, from the schema, or inferred).
+    synthesized_inferred : bool
+        Whether ``synthesized`` was inferred as the columns that differ from the original.
+    settings : dict
+        Settings used (method, max_order, null, alpha, seed, family, formulas).
+    warnings : list of str
+        Machine-readable codes (from pMSE and the overlap computations).
+    """
+
+    pmse: PMSEResult
+    overlap: pd.DataFrame
+    comparison: pd.DataFrame | None
+    estimand_kind: str
+    synthesized: list[str]
+    synthesized_inferred: bool
+    settings: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def m(self) -> int:
+        """Number of synthetic datasets."""
+        return self.pmse.m
+
+    @property
+    def overlap_per_dataset(self) -> np.ndarray:
+        """Mean interval overlap over estimands for each synthetic dataset (own intervals)."""
+        cols = [f"overlap_syn{l}" for l in range(1, self.m + 1)]
+        vals = self.overlap[cols].to_numpy(dtype=np.float64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmean(vals, axis=0) if vals.size else np.full(self.m, math.nan)
+
+    @property
+    def mean_overlap(self) -> float:
+        """Mean over estimands of the overlap of the original and combined intervals."""
+        v = self.overlap["overlap"].to_numpy(dtype=np.float64)
+        return float(np.nanmean(v)) if np.any(~np.isnan(v)) else math.nan
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON layout written by ``bayes-risk utility`` as ``summary.json``."""
+        p = self.pmse
+        est_cols = [c for c in self.overlap.columns if not c.startswith("overlap_syn")]
+        estimands = []
+        for _, row in self.overlap.iterrows():
+            d = {c: row[c] for c in est_cols}
+            d["overlap_per_dataset"] = [row[f"overlap_syn{l}"] for l in range(1, self.m + 1)]
+            estimands.append(d)
+        out = {
+            "m": self.m,
+            "n_original": p.n_original,
+            "n_synthetic": p.n_synthetic,
+            "columns": p.columns,
+            "synthesized": self.synthesized,
+            "synthesized_inferred": self.synthesized_inferred,
+            "pmse": {"per_dataset": p.pmse, "mean": p.mean_pmse},
+            "s_pmse": {"per_dataset": p.ratio, "mean": p.mean_ratio},
+            "pmse_std": {"per_dataset": p.std, "mean": p.mean_std},
+            "pmse_e0": p.e0,
+            "pmse_sd0": p.sd0,
+            "k": p.k,
+            "df": p.df,
+            "null": p.null,
+            "incomplete": p.incomplete,
+            "nnosplits": p.nnosplits,
+            "interval_overlap": {
+                "kind": self.estimand_kind,
+                "per_dataset": self.overlap_per_dataset,
+                "mean": self.mean_overlap,
+                "estimands": estimands,
+            },
+            "settings": self.settings,
+            "warnings": self.warnings,
+        }
+        return to_jsonable(out)
+
+
+def default_estimands(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], schema: Schema,
+                      columns: Sequence[str]
+                      ) -> list[tuple[str, Estimate, list[Estimate]]]:
+    """Means of numeric columns and level proportions of categorical columns.
+
+    Mean: ``x̄ ± t_{n−1} s/√n``. Proportion of a level: ``p̂ ± z sqrt(p̂(1 − p̂)/n)`` (Wald).
+    """
+    from bayes_risk.utility.pmse import prepare_table
+
+    def mean_est(x: np.ndarray) -> Estimate:
+        n = x.size
+        return Estimate(float(x.mean()), float(x.std(ddof=1) / math.sqrt(n)) if n > 1 else
+                        math.nan, float(n - 1))
+
+    def prop_est(codes: np.ndarray, k: int) -> Estimate:
+        n = codes.size
+        p = float(np.mean(codes == k))
+        return Estimate(p, math.sqrt(p * (1 - p) / n))
+
+    po = prepare_table(original, schema, columns)
+    ps = [prepare_table(z, schema, columns) for z in datasets]
+    out: list[tuple[str, Estimate, list[Estimate]]] = []
+    for c in columns:
+        spec = schema[c]
+        if spec.is_categorical:
+            for k, lev in enumerate(spec.levels or ()):
+                out.append((f"P({c} = {lev})", prop_est(po[c], k), [prop_est(z[c], k) for z in ps]))
+        else:
+            out.append((f"mean({c})", mean_est(po[c]), [mean_est(z[c]) for z in ps]))
+    return out
+
+
+def utility_summary(
+    original: pd.DataFrame,
+    synthetic: Any,
+    schema: Schema | None = None,
+    pmse_method: Literal["logit", "cart"] = "logit",
+    max_order: int = 1,
+    estimands: Iterable[str] | None = None,
+    *,
+    null: Literal["auto", "theory", "perm", "pairs"] = "auto",
+    family: Literal["ols", "logit", "poisson"] = "ols",
+    categorical: Iterable[str] | None = None,
+    synthesized: Iterable[str] | None = None,
+    alpha: float = 0.05,
+    n_perm: int = 100,
+    random_seed: RandomSeed = None,
+    progressbar: bool = False,
+) -> UtilitySummary:
+    """pMSE and interval overlap of a synthetic release in one call (SPEC §5).
+
+    Parameters
+    ----------
+    original : DataFrame
+        The confidential table.
+    synthetic : DataFrame, list of DataFrame or SyntheticData
+        The ``m`` synthetic datasets.
+    schema : Schema, optional
+        Column types and roles; inferred from ``original`` (with ``categorical``) when omitted.
+    pmse_method : {"logit", "cart"}
+        Propensity model of :func:`~bayes_risk.utility.pmse.pmse`.
+    max_order : int
+        Interaction order of the logistic propensity model (1: all two-way interactions).
+    estimands : iterable of str, optional
+        statsmodels formulas (e.g. ``"Income ~ Age + C(Marital)"``) whose coefficients are the
+        estimands of the interval-overlap figures. Default: the mean of each numeric column and
+        the proportion of each level of each categorical column, over the synthesized columns
+        (over all columns when none are known) — unsynthesized columns would only add overlaps
+        of 1.
+    null : {"auto", "theory", "perm", "pairs"}
+        pMSE null (see :func:`~bayes_risk.utility.pmse.pmse`).
+    family : {"ols", "logit", "poisson"}
+        Model family of the formulas.
+    categorical : iterable of str, optional
+        Integer-coded columns to treat as categorical.
+    synthesized : iterable of str, optional
+        Synthesized columns. Default: the schema's roles; if it has none and every dataset has
+        the original's rows, the columns whose values differ from the original in some dataset
+        (``synthesized_inferred`` is then True); otherwise complete synthesis.
+    alpha : float
+        ``1 −`` confidence level of the intervals.
+    n_perm : int
+        Permutations for a ``perm`` null.
+    random_seed : int, Generator or None
+        Seed of the pMSE resampling null / CART tie-breaking.
+    progressbar : bool
+        Progress bars.
+
+    Returns
+    -------
+    UtilitySummary
+        ``pmse``, ``overlap``, ``comparison``, ``estimand_kind``, ``synthesized``,
+        ``synthesized_inferred``, ``settings``, ``warnings``; ``overlap_per_dataset``,
+        ``mean_overlap``, ``to_dict()``.
+
+    Raises
+    ------
+    ValidationError, SchemaError
+        As :func:`~bayes_risk.utility.pmse.pmse` and
+        :func:`~bayes_risk.utility.compare.compare_estimates`; ``US_COLUMNS_DIFFER`` when
+        declared (or recorded) unsynthesized columns differ from the original.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayes_risk.data import make_ce_like
+    >>> d = make_ce_like(n=400, random_seed=3)
+    >>> rng = np.random.default_rng(1)
+    >>> syn = [d.assign(Income=d["Income"] + rng.normal(0, 100, len(d))) for _ in range(3)]
+    >>> s = utility_summary(d, syn, max_order=0, categorical=["Urban", "Marital", "Tenure"])
+    >>> s.synthesized, list(s.overlap["estimand"]), s.pmse.null
+    (['Income'], ['mean(Income)'], 'theory')
+    """
+    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+        raise ValidationError(f"alpha must be in (0, 1). Got {alpha!r}.")
+    datasets, carried = as_dataset_list(synthetic)
+    m = len(datasets)
+    schema = resolve_schema(original, datasets, schema=schema, carried=carried,
+                            categorical=categorical, synthesized=synthesized, same_rows=False)
+    codes: list[str] = []
+    inferred = False
+    if synthesized is not None:
+        syn_cols = list(schema.synthesized)
+    elif schema.synthesized:
+        syn_cols = list(schema.synthesized)
+    elif all(len(z) == len(original) for z in datasets):
+        syn_cols = infer_synthesized(original, datasets, schema)
+        inferred = True
+        if not syn_cols:
+            codes.append("NO_DIFFERENCES")
+            warnings.warn(
+                "every synthetic dataset equals the original; pMSE is 0 and the overlaps are 1 "
+                "(NO_DIFFERENCES).", DataWarning, stacklevel=2)
+    else:
+        syn_cols = list(schema.names)
+        inferred = True
+    if syn_cols:
+        schema = schema.with_roles(syn_cols)
+        if not inferred and all(len(z) == len(original) for z in datasets):
+            # declared roles must be true: unsynthesized columns are released unchanged
+            validate_synthetic(original, datasets, schema, same_rows=True,
+                               check_unsynthesized=True)
+
+    pm = pmse(original, datasets, method=pmse_method, max_order=max_order, null=null,
+              n_perm=n_perm, random_seed=random_seed, schema=schema,
+              synthesized=syn_cols or None, progressbar=progressbar)
+    codes.extend(pm.warnings)
+
+    formulas = list(estimands) if estimands is not None else []
+    if isinstance(estimands, str):
+        formulas = [estimands]
+    comparison = None
+    if formulas:
+        tables, pers = [], []
+        for f in formulas:
+            if not isinstance(f, str):
+                raise ValidationError(f"estimands must be formula strings. Got {f!r}.")
+            t, per, c = _compare(original, datasets, schema, f, family, float(alpha))
+            tables.append(t)
+            pers.append(per)
+            codes.extend(c)
+        comparison = pd.concat(tables, ignore_index=True)
+        per_all = np.vstack(pers)
+        overlap = comparison.rename(columns={"term": "estimand"}).copy()
+        overlap["estimand"] = [f"{f}: {t}" for f, t in zip(comparison["formula"],
+                                                           comparison["term"])]
+        overlap = overlap.drop(columns=["formula"])
+        kind = "formulas"
+    else:
+        cols = syn_cols or list(schema.names)
+        rows, per_rows = [], []
+        for name, o, s in default_estimands(original, datasets, schema, cols):
+            row, per, c = estimand_row(name, o, s, float(alpha))
+            rows.append(row)
+            per_rows.append(per)
+            codes.extend(c)
+        overlap = pd.DataFrame(rows)
+        per_all = np.vstack(per_rows) if per_rows else np.empty((0, m))
+        kind = "means_and_proportions"
+    for l in range(m):
+        overlap[f"overlap_syn{l + 1}"] = per_all[:, l] if per_all.size else []
+    settings = {
+        "pmse_method": pmse_method, "max_order": int(max_order), "null": pm.null,
+        "alpha": float(alpha), "family": family, "formulas": formulas,
+        "n_perm": int(n_perm), **{f"pmse_{k}": v for k, v in pm.settings.items()},
+    }
+    return UtilitySummary(
+        pmse=pm, overlap=overlap, comparison=comparison, estimand_kind=kind,
+        synthesized=list(syn_cols), synthesized_inferred=inferred, settings=settings,
+        warnings=list(dict.fromkeys(codes)),
+    )

@@ -1,0 +1,28 @@
+"""Shared helpers of the example scripts: scale and data location."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+#: 1.0 reproduces the paper-sized analysis; the test suite runs the examples at a small scale.
+SCALE = float(os.environ.get("BAYES_RISK_EXAMPLE_SCALE", "1.0"))
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
+
+
+def scaled(n: int, minimum: int = 1) -> int:
+    """``n`` times the example scale, at least ``minimum``."""
+    return max(minimum, int(round(n * SCALE)))
+
+
+def ce_data() -> tuple[pd.DataFrame, str]:
+    """The real CE sample of Hornby & Hu (``../shared/data/CEdata.csv``) when present, else the
+    CE-like demo table."""
+    from bayes_risk.data import make_ce_like, read_table
+
+    path = SHARED / "data" / "CEdata.csv"
+    if path.is_file():
+        return read_table(path), "CEdata (U.S. Consumer Expenditure sample, 5,571 households)"
+    return make_ce_like(), "CE-like demo table (bayes_risk.data.make_ce_like)"

@@ -1,0 +1,319 @@
+"""Numba kernels of the DPMPM (SPEC §3.2): Gibbs class step, counts, record and neighbourhood
+log-likelihoods.
+
+Layout conventions (all float64 / int64):
+
+* ``codes[n, p]``: level codes ``0..d_j-1``; ``-1`` = missing (marginalised out).
+* ``offsets[p]``: start row of column ``j`` in the stacked level axis of length ``L = Σ d_j``.
+* ``logphi[L, K]`` (one draw) or ``[H, L, K]``: ``log φ_kj[c]`` at row ``offsets[j] + c``; the
+  component axis is last (contiguous), so a record's per-class sum adds ``p`` contiguous rows.
+* ``log_pi[K]`` or ``[H, K]``.
+
+Random numbers are drawn by the caller from its ``numpy.random.Generator`` and passed in as
+uniforms, so the kernels are deterministic functions of their inputs (same seed, same numbers).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+# Numba's OpenMP/TBB layers abort in PyMC chains forked after a parallel region ran in the parent
+# (platform fact, issue 4); the workqueue layer does not. A user's explicit choice is respected.
+os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
+
+from numba import config as _numba_config  # noqa: E402
+from numba import njit, prange  # noqa: E402
+
+if "NUMBA_THREADING_LAYER" in os.environ:
+    _numba_config.THREADING_LAYER = os.environ["NUMBA_THREADING_LAYER"]
+
+__all__ = [
+    "class_step",
+    "counts",
+    "lse_two",
+    "lse_two_sum",
+    "neighbourhood",
+]
+
+_BLOCK = 256  # records per parallel work item of class_step
+
+
+@njit(cache=True, parallel=True, fastmath={"reassoc", "contract", "arcp", "nsz"})
+def class_step(  # pragma: no cover - numba
+    codes, offsets, logphi, phi, log_pi, u_z, miss_i, miss_j, u_y, y, z
+):
+    """One Gibbs update of the classes and missing values given Θ (SPEC §3.2 step 1).
+
+    ``z_i ~ p(k | y_i,obs, Θ)`` (missing entries marginalised), then each missing ``y_ij`` is
+    drawn from ``φ_{z_i j}``: a blocked draw of ``(z, y_mis)`` from their joint conditional.
+    Writes ``z`` and the imputed entries of ``y``; returns the observed-data log-likelihood
+    ``Σ_i log p(y_i,obs | Θ)``.
+
+    The class weights ``π_k Π_j φ_kj[y_ij]`` are multiplied in probability space (no ``exp``
+    per class); a record whose weights underflow (sum below 1e-280) is redone in log space.
+    Records are processed in parallel blocks; every record uses its own pre-drawn uniform and
+    the log-likelihood is summed serially, so results do not depend on the number of threads.
+    """
+    n, p = codes.shape
+    K = log_pi.shape[0]
+    pi = np.empty(K)
+    for k in range(K):
+        pi[k] = math.exp(log_pi[k])
+    ll = np.empty(n)
+    nblocks = (n + _BLOCK - 1) // _BLOCK
+    for blk in prange(nblocks):
+        w = np.empty(K)
+        for i in range(blk * _BLOCK, min(n, (blk + 1) * _BLOCK)):
+            for k in range(K):
+                w[k] = pi[k]
+            for j in range(p):
+                c = codes[i, j]
+                if c >= 0:
+                    row = offsets[j] + c
+                    for k in range(K):
+                        w[k] *= phi[row, k]
+            s = 0.0
+            for k in range(K):
+                s += w[k]
+            if s > 1e-280 and s < 1e280:
+                ll[i] = math.log(s)
+            else:  # underflow: log space
+                for k in range(K):
+                    w[k] = log_pi[k]
+                for j in range(p):
+                    c = codes[i, j]
+                    if c >= 0:
+                        row = offsets[j] + c
+                        for k in range(K):
+                            w[k] += logphi[row, k]
+                mx = -np.inf
+                for k in range(K):
+                    if w[k] > mx:
+                        mx = w[k]
+                s = 0.0
+                for k in range(K):
+                    w[k] = math.exp(w[k] - mx)
+                    s += w[k]
+                ll[i] = mx + math.log(s)
+            t = u_z[i] * s
+            acc = 0.0
+            zi = K - 1
+            for k in range(K):
+                acc += w[k]
+                if acc >= t and w[k] > 0.0:
+                    zi = k
+                    break
+            z[i] = zi
+    total = 0.0
+    for i in range(n):
+        total += ll[i]
+    for r in range(miss_i.shape[0]):
+        i = miss_i[r]
+        j = miss_j[r]
+        base = offsets[j]
+        d = (offsets[j + 1] if j + 1 < offsets.shape[0] else phi.shape[0]) - base
+        k = z[i]
+        t = u_y[r]
+        acc = 0.0
+        c_new = d - 1
+        for c in range(d):
+            acc += phi[base + c, k]
+            if acc >= t:
+                c_new = c
+                break
+        y[i, j] = c_new
+    return total
+
+
+@njit(cache=True)
+def counts(y, z, offsets, L, K):  # pragma: no cover - numba
+    """Class sizes ``n_k`` and level counts ``c[offsets[j]+c, k] = #{i: z_i=k, y_ij=c}``."""
+    n, p = y.shape
+    nk = np.zeros(K, dtype=np.int64)
+    c = np.zeros((L, K), dtype=np.float64)
+    for i in range(n):
+        k = z[i]
+        nk[k] += 1
+        for j in range(p):
+            c[offsets[j] + y[i, j], k] += 1.0
+    return nk, c
+
+
+@njit(cache=True)
+def _lse_row(a_codes, a_use, b_codes, b_use, offsets, logphi_h, log_pi_h, i, w):  # pragma: no cover
+    K = log_pi_h.shape[0]
+    p = a_codes.shape[1]
+    for k in range(K):
+        w[k] = log_pi_h[k]
+    for j in range(p):
+        if a_use[j]:
+            c = a_codes[i, j]
+            if c >= 0:
+                row = offsets[j] + c
+                for k in range(K):
+                    w[k] += logphi_h[row, k]
+        if b_use[j]:
+            c = b_codes[i, j]
+            if c >= 0:
+                row = offsets[j] + c
+                for k in range(K):
+                    w[k] += logphi_h[row, k]
+    mx = -np.inf
+    for k in range(K):
+        if w[k] > mx:
+            mx = w[k]
+    if mx == -np.inf:
+        return -np.inf
+    s = 0.0
+    for k in range(K):
+        s += math.exp(w[k] - mx)
+    return mx + math.log(s)
+
+
+@njit(cache=True)
+def lse_two(a_codes, a_use, b_codes, b_use, offsets, logphi, log_pi):  # pragma: no cover - numba
+    """``out[h, i] = logsumexp_k(log π_hk + Σ_{j∈A} log φ_hkj[a_ij]
+    + Σ_{j∈B} log φ_hkj[b_ij])``.
+
+    ``a_use``/``b_use`` are boolean column masks; code ``-1`` skips an entry (marginalised).
+    """
+    H = log_pi.shape[0]
+    n = a_codes.shape[0]
+    K = log_pi.shape[1]
+    out = np.empty((H, n))
+    w = np.empty(K)
+    for h in range(H):
+        for i in range(n):
+            out[h, i] = _lse_row(
+                a_codes, a_use, b_codes, b_use, offsets, logphi[h], log_pi[h], i, w
+            )
+    return out
+
+
+@njit(cache=True)
+def lse_two_sum(a_codes, a_use, b_codes, b_use, offsets, logphi, log_pi, rows):  # pragma: no cover
+    """``Σ_{i ∈ rows}`` of :func:`lse_two` for every draw (``[H]``), no ``[H, n]`` array."""
+    H = log_pi.shape[0]
+    K = log_pi.shape[1]
+    out = np.zeros(H)
+    w = np.empty(K)
+    for h in range(H):
+        acc = 0.0
+        for r in range(rows.shape[0]):
+            acc += _lse_row(
+                a_codes, a_use, b_codes, b_use, offsets, logphi[h], log_pi[h], rows[r], w
+            )
+        out[h] = acc
+    return out
+
+
+@njit(cache=True, parallel=True, fastmath={"reassoc", "contract", "arcp", "nsz"})
+def neighbourhood(codes, syn_cols, d, offsets, logphi, phi, log_pi, G):  # pragma: no cover
+    """``out[h, i, g] = log p(y*_g | Θ_h)`` over the one-variable-different set (SPEC §2.3.2).
+
+    Candidates: truth first, then for each column in ``syn_cols`` (ascending) its levels
+    ascending, skipping the true level. Probability-space incremental update: per (record,
+    draw) the per-class terms ``e_k = π_k Π_j φ_kj[y_ij]`` are formed once (products of
+    probabilities: equivalent to shifting the log terms and exponentiating the ``K`` numbers
+    once); a candidate that changes column ``j`` from level ``a`` to ``c`` then has probability
+    ``Σ_k (e_k / φ_kj[a]) φ_kj[c]``, a ``K``-term multiply-add. When some ``e_k`` is so small
+    that it may have lost precision (below 1e-290, e.g. a class made nearly impossible by the
+    truth's level ``a`` but not by the candidate's), or ``φ_kj[a] = 0``, the (record, draw)
+    pair is computed exactly in log space instead.
+    """
+    H = log_pi.shape[0]
+    K = log_pi.shape[1]
+    n, p = codes.shape
+    ns = syn_cols.shape[0]
+    out = np.empty((H, n, G))
+    L = phi.shape[1]
+    for h in prange(H):  # draws are independent: parallel over draws, one buffer set each
+        t = np.empty(K)
+        e = np.empty(K)
+        r = np.empty(K)
+        pi = np.empty(K)
+        iph = np.empty((L, K))
+        lp = logphi[h]
+        ph = phi[h]
+        for k in range(K):
+            pi[k] = math.exp(log_pi[h, k])
+        for row in range(L):
+            for k in range(K):
+                iph[row, k] = 1.0 / ph[row, k] if ph[row, k] > 0.0 else np.inf
+        for i in range(n):
+            for k in range(K):
+                e[k] = pi[k]
+            for j in range(p):
+                row = offsets[j] + codes[i, j]
+                for k in range(K):
+                    e[k] *= ph[row, k]
+            s = 0.0
+            emin = np.inf
+            for k in range(K):
+                s += e[k]
+                if e[k] < emin:
+                    emin = e[k]
+            if emin > 1e-290 and s < 1e290:
+                out[h, i, 0] = math.log(s)
+                g = 1
+                for jj in range(ns):
+                    j = syn_cols[jj]
+                    a_row = offsets[j] + codes[i, j]
+                    for k in range(K):
+                        r[k] = e[k] * iph[a_row, k]
+                    for c in range(d[j]):
+                        if c == codes[i, j]:
+                            continue
+                        c_row = offsets[j] + c
+                        acc = 0.0
+                        for k in range(K):
+                            acc += r[k] * ph[c_row, k]
+                        out[h, i, g] = math.log(acc) if acc > 0.0 else -np.inf
+                        g += 1
+                continue
+            # exact log-space evaluation of every candidate
+            for k in range(K):
+                t[k] = log_pi[h, k]
+            for j in range(p):
+                row = offsets[j] + codes[i, j]
+                for k in range(K):
+                    t[k] += lp[row, k]
+            out[h, i, 0] = _lse_vec(t)
+            g = 1
+            for jj in range(ns):
+                j = syn_cols[jj]
+                a_row = offsets[j] + codes[i, j]
+                for c in range(d[j]):
+                    if c == codes[i, j]:
+                        continue
+                    c_row = offsets[j] + c
+                    for k in range(K):
+                        if lp[a_row, k] == -np.inf:
+                            # recompute the class term without column j
+                            tk = log_pi[h, k]
+                            for j2 in range(p):
+                                if j2 != j:
+                                    tk += lp[offsets[j2] + codes[i, j2], k]
+                            r[k] = tk + lp[c_row, k]
+                        else:
+                            r[k] = t[k] - lp[a_row, k] + lp[c_row, k]
+                    out[h, i, g] = _lse_vec(r)
+                    g += 1
+    return out
+
+
+@njit(cache=True)
+def _lse_vec(a):  # pragma: no cover - numba
+    mx = -np.inf
+    for k in range(a.shape[0]):
+        if a[k] > mx:
+            mx = a[k]
+    if mx == -np.inf:
+        return -np.inf
+    s = 0.0
+    for k in range(a.shape[0]):
+        s += math.exp(a[k] - mx)
+    return mx + math.log(s)

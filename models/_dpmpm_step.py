@@ -1,0 +1,111 @@
+"""The DPMPM blocked-Gibbs sampler as a PyMC step method (SPEC §3.2).
+
+Kept in its own module (imported only by :meth:`DPMPM.fit`) so that importing
+``bayes_risk.models.dpmpm`` does not import PyMC.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pymc.step_methods.compound import BlockedStep, Competence
+from pymc.util import get_random_generator
+
+from bayes_risk.models import _dpmpm_kernels as kern
+from bayes_risk.models._stick import sample_alpha, sample_sticks, stick_breaking_log
+from bayes_risk.models.dpmpm import _PHI_FLOOR
+
+__all__ = ["DPMPMGibbs"]
+
+
+class DPMPMGibbs(BlockedStep):
+    """Blocked Gibbs sweep of the DPMPM (SPEC §3.2) as a PyMC step method.
+
+    Per-chain state: latent classes ``z`` and the completed data (missing entries imputed).
+    Each call draws Θ_new = (V, φ, α) given the current ``z`` and completed data
+    (steps 2–4), then ``(z, y_mis)`` given Θ_new (step 1; missing entries marginalised in
+    the class probabilities, then imputed from ``φ_{z_i j}``). The returned point is Θ_new;
+    stats: ``loglik`` = observed-data log-likelihood at Θ_new, ``k_occupied`` = occupied
+    classes of the ``z`` used to draw Θ_new. Initialisation (SPEC §3.2): α = 1, z uniform,
+    missing values uniform, then step 3 first.
+    """
+
+    name = "dpmpm_gibbs"
+    stats_dtypes_shapes = {
+        "loglik": (np.float64, []),
+        "k_occupied": (np.int64, []),
+    }
+
+    def __init__(self, vars, *, codes, d, n_components, alpha_prior, dirichlet_prior,
+                 model=None, blocked=True, rng=None):
+        self.vars = vars
+        self.rng = get_random_generator(rng)
+        self.codes = np.ascontiguousarray(codes, dtype=np.int64)
+        self.d = np.asarray(d, dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(self.d)[:-1]]).astype(np.int64)
+        self.L = int(self.d.sum())
+        self.K = int(n_components)
+        self.a_alpha, self.b_alpha = alpha_prior
+        self.prior = float(dirichlet_prior)
+        mi, mj = np.nonzero(self.codes < 0)
+        self.miss_i = mi.astype(np.int64)
+        self.miss_j = mj.astype(np.int64)
+        self._y = None
+        self._z = None
+
+    def setup_chain(self, rng, tune, draws):
+        super().setup_chain(rng, tune, draws)
+        self._y = None
+        self._z = None
+
+    def step(self, point):
+        from bayes_risk.models import _dpmpm_kernels as kern
+
+        rng = self.rng
+        n = self.codes.shape[0]
+        K, L = self.K, self.L
+        if self._z is None:
+            y = self.codes.copy()
+            if self.miss_i.size:
+                y[self.miss_i, self.miss_j] = np.floor(
+                    rng.random(self.miss_i.size) * self.d[self.miss_j]
+                ).astype(np.int64)
+            self._y = y
+            self._z = rng.integers(0, K, size=n).astype(np.int64)
+            alpha = 1.0
+        else:
+            alpha = float(point["alpha"])
+        nk, c = kern.counts(self._y, self._z, self.offsets, L, K)
+        new = dict(point)
+        # step 2: sticks
+        if K > 1:
+            V = sample_sticks(nk, alpha, rng)
+            log_pi = stick_breaking_log(V)
+            new["V"] = V
+        else:
+            V = np.zeros(0)
+            log_pi = np.zeros(1)
+        # step 3: category probabilities (normalised Gamma variates)
+        g = rng.standard_gamma(self.prior + c)  # [L, K]
+        phi = np.empty_like(g)
+        for j in range(len(self.d)):
+            a, b = self.offsets[j], self.offsets[j] + self.d[j]
+            blk = g[a:b]
+            tot = blk.sum(axis=0)
+            phi[a:b] = np.maximum(blk / np.where(tot > 0, tot, 1.0), _PHI_FLOOR)
+            new[f"phi_{j}"] = np.ascontiguousarray(phi[a:b].T)
+        # step 4: concentration (shape, rate)
+        new["alpha"] = np.asarray(sample_alpha(V, self.a_alpha, self.b_alpha, rng))
+        # step 1 for the next sweep, at the new parameters
+        logphi = np.log(phi)
+        u_z = rng.random(n)
+        u_y = rng.random(self.miss_i.size)
+        ll = kern.class_step(
+            self.codes, self.offsets, logphi, phi, log_pi, u_z,
+            self.miss_i, self.miss_j, u_y, self._y, self._z,
+        )
+        stats = {"loglik": float(ll), "k_occupied": int(np.count_nonzero(nk))}
+        return new, [stats]
+
+    @staticmethod
+    def competence(var, has_grad):
+        return Competence.INCOMPATIBLE

@@ -1,0 +1,482 @@
+"""Random-forest synthesizer for categorical variables (Caiola & Reiter 2010; SPEC §3.5).
+
+For each categorical column to replace, a classification forest is grown on the genuine data of
+the records whose value will be replaced; each such record is dropped down every tree (or only its
+out-of-bag trees) and a synthetic value is drawn from the resulting multinomial distribution.
+Several columns are synthesized in one sequential pass (procedure A, S004 steps 3.1–3.3, or
+procedure B, steps 3.1a–3.3a).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._progress import progress
+from bayes_risk._rng import RandomSeed, as_generator, seed_to_json, spawn
+from bayes_risk.data.schema import Schema
+from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.validate import check_m
+from bayes_risk.exceptions import ValidationError
+from bayes_risk.models._trees import column_codes
+from bayes_risk.models.base import BaseSynthesizer, check_is_fitted
+from bayes_risk.models.cart import prepare_schema, records_mask
+
+__all__ = ["RandomForestSynthesizer", "leaf_probabilities", "synthesis_probabilities"]
+
+_CHUNK = 512  # records per block when averaging leaf tables (bounds memory: chunk × trees × d)
+
+
+def leaf_probabilities(
+    leaf_counts: np.ndarray, probabilities: str = "vote", alpha: float = 1.0
+) -> np.ndarray:
+    """Per-leaf class probabilities from leaf class counts (SPEC §3.5.2).
+
+    Parameters
+    ----------
+    leaf_counts : array, shape (..., d)
+        Class counts ``n_{b,c}`` of the training (bootstrap) records in each leaf.
+    probabilities : {"vote", "leaf_dirichlet"}
+        ``"vote"``: the leaf votes for its majority class (ties split equally; a pure leaf votes
+        for its single class). ``"leaf_dirichlet"``: ``(n_{b,c} + α)/(n_b + d α)``.
+    alpha : float
+        Dirichlet prior count per class (``leaf_dirichlet`` only; ``>= 0``).
+
+    Returns
+    -------
+    ndarray, same shape as ``leaf_counts``
+        Each row sums to 1 (rows of an empty leaf with ``α = 0`` are all-NaN).
+    """
+    c = np.asarray(leaf_counts, dtype=np.float64)
+    d = c.shape[-1]
+    if probabilities == "vote":
+        top = c.max(axis=-1, keepdims=True)
+        win = (c == top) & (top > 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return win / win.sum(axis=-1, keepdims=True)
+    if probabilities == "leaf_dirichlet":
+        if not (np.isfinite(alpha) and alpha >= 0):
+            raise ValidationError(f"alpha must be a number >= 0. Got {alpha!r}.")
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (c + alpha) / (c.sum(axis=-1, keepdims=True) + d * alpha)
+    raise ValidationError(
+        f"probabilities must be 'vote' or 'leaf_dirichlet'. Got {probabilities!r}."
+    )
+
+
+def synthesis_probabilities(
+    leaf_counts: np.ndarray, probabilities: str = "vote", alpha: float = 1.0
+) -> np.ndarray:
+    """Synthesis distribution of one record from the leaves it reaches in the trees ``B_i``.
+
+    ``p_i(c) = mean_{b ∈ B_i} q_b(c)`` with ``q_b`` from :func:`leaf_probabilities`
+    (SPEC §3.5.2): with ``"vote"`` this is the share of trees voting for ``c``.
+
+    Parameters
+    ----------
+    leaf_counts : array, shape (n_trees, d)
+        Class counts of the leaf reached in each tree.
+    probabilities, alpha
+        See :func:`leaf_probabilities`.
+
+    Returns
+    -------
+    ndarray, shape (d,)
+
+    Examples
+    --------
+    >>> counts = np.array([[2, 0, 0], [0, 1, 0], [1, 1, 0], [3, 0, 0]])
+    >>> synthesis_probabilities(counts, "leaf_dirichlet", alpha=0.0).tolist()
+    [0.625, 0.375, 0.0]
+    """
+    q = leaf_probabilities(leaf_counts, probabilities, alpha)
+    return q.mean(axis=0)
+
+
+class RandomForestSynthesizer(BaseSynthesizer):
+    """Random-forest synthesizer for categorical columns (Caiola & Reiter 2010; SPEC §3.5).
+
+    For each categorical column ``Y_j`` to replace, a classification forest (Gini, bootstrap
+    samples of the training records, ``mtry = floor(sqrt(#predictors))`` candidate predictors at
+    every split, leaves grown until pure) is fitted on the **genuine** data of the records whose
+    ``Y_j`` will be replaced. Columns are visited by decreasing number of replaced records (ties:
+    fewer categories first, or a seeded random order), or in a user order. Procedure ``"A"``
+    (S004 3.1–3.3): each forest uses all other columns; when dropping records down the trees
+    for ``Y_(k)`` their synthetic ``Y_(1..k-1)`` and genuine values of everything else are used.
+    Procedure ``"B"`` (3.1a–3.3a): the forest for ``Y_(k)`` uses only the never-replaced columns
+    and ``Y_(1..k-1)``; valid only when all replaced columns share the same replaced records.
+
+    Unordered categorical predictors enter the forests as integer level codes (so ``mtry``
+    counts predictors as R ``randomForest`` does; fully grown trees can isolate any level with
+    two splits). Numeric predictors enter as they are.
+
+    Parameters
+    ----------
+    n_trees : int, default 500
+        Trees per forest.
+    probabilities : {"vote", "leaf_dirichlet"}
+        How a record's synthesis distribution is formed from its leaves (SPEC §3.5.2; S004's
+        default is ``"vote"``).
+    alpha : float, default 1.0
+        Dirichlet prior count per class for ``"leaf_dirichlet"``.
+    oob_only : bool, default False
+        Use only trees for which the record is out of bag; more trees are grown (in batches of
+        100) until every replaced record has ``min_oob_trees`` of them.
+    min_oob_trees : int, default 100
+    procedure : {"A", "B"}
+    visit_sequence : sequence of str, optional
+        User order of the synthesized columns (default: by decreasing amount of synthesis).
+    tie_order : {"fewer_categories", "random"}
+        Ordering of columns with the same number of replaced records.
+    max_features : "sqrt" or int
+        Candidate predictors per split (default ``floor(sqrt(p))``).
+    min_samples_leaf : int, default 1
+        Leaf size (1 = grow until pure, as S004).
+    n_jobs : int, default 1
+        Threads used by scikit-learn to grow and apply the forests (results do not depend on it:
+        each forest is seeded with an integer drawn from its own child stream).
+    progressbar : bool, default False
+
+    Attributes
+    ----------
+    schema_, visit_sequence_, predictors_ (dict), forests_ (dict of fitted
+    ``RandomForestClassifier``), records_ (dict of boolean masks per column),
+    n_trees_ (dict: trees per forest after out-of-bag extension).
+
+    References
+    ----------
+    Caiola, G. & Reiter, J. P. (2010). Random forests for generating partially synthetic,
+    categorical data. Transactions on Data Privacy 3, 27–42.
+    """
+
+    method_name = "rf"
+
+    def __init__(
+        self,
+        n_trees: int = 500,
+        probabilities: str = "vote",
+        alpha: float = 1.0,
+        oob_only: bool = False,
+        min_oob_trees: int = 100,
+        procedure: str = "A",
+        visit_sequence: Sequence[str] | None = None,
+        tie_order: str = "fewer_categories",
+        max_features: str | int = "sqrt",
+        min_samples_leaf: int = 1,
+        n_jobs: int = 1,
+        progressbar: bool = False,
+    ) -> None:
+        self.n_trees = n_trees
+        self.probabilities = probabilities
+        self.alpha = alpha
+        self.oob_only = oob_only
+        self.min_oob_trees = min_oob_trees
+        self.procedure = procedure
+        self.visit_sequence = visit_sequence
+        self.tie_order = tie_order
+        self.max_features = max_features
+        self.min_samples_leaf = min_samples_leaf
+        self.n_jobs = n_jobs
+        self.progressbar = progressbar
+
+    def _check_settings(self) -> None:
+        for name in ("n_trees", "min_oob_trees", "min_samples_leaf", "n_jobs"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValidationError(f"{name} must be an integer >= 1. Got {v!r}.")
+        if self.probabilities not in ("vote", "leaf_dirichlet"):
+            raise ValidationError(
+                f"probabilities must be 'vote' or 'leaf_dirichlet'. Got {self.probabilities!r}."
+            )
+        a = self.alpha
+        if not (isinstance(a, (int, float)) and np.isfinite(a) and a >= 0):
+            raise ValidationError(f"alpha must be a number >= 0. Got {self.alpha!r}.")
+        if self.procedure not in ("A", "B"):
+            raise ValidationError(f"procedure must be 'A' or 'B'. Got {self.procedure!r}.")
+        if self.tie_order not in ("fewer_categories", "random"):
+            raise ValidationError(
+                f"tie_order must be 'fewer_categories' or 'random'. Got {self.tie_order!r}."
+            )
+        mf = self.max_features
+        if not (mf == "sqrt" or (isinstance(mf, (int, np.integer)) and not isinstance(mf, bool)
+                                 and mf >= 1)):
+            raise ValidationError(f"max_features must be 'sqrt' or an integer >= 1. Got {mf!r}.")
+
+    # ----- fit ----------------------------------------------------------------------------
+    def fit(
+        self,
+        data: pd.DataFrame,
+        schema: Schema | None = None,
+        synthesize: Sequence[str] | None = None,
+        *,
+        records: Any = None,
+        random_seed: RandomSeed = None,
+    ) -> RandomForestSynthesizer:
+        """Grow one forest per synthesized column on the genuine data of its replaced records.
+
+        Parameters
+        ----------
+        data : DataFrame
+        schema : Schema, optional
+        synthesize : sequence of str, optional
+            Categorical columns to replace.
+        records : mask, positions or dict, optional
+            Records whose values are replaced: one selection for all columns, or a mapping
+            ``{column: selection}`` (δ_ij of S004). Default: all records.
+        random_seed : RandomSeed
+            Seeds the forests (and the random tie order).
+
+        Returns
+        -------
+        RandomForestSynthesizer
+
+        Raises
+        ------
+        ValidationError
+            For a non-categorical synthesized column, procedure B with differing record sets,
+            an unknown column in ``visit_sequence``, or fewer than 2 replaced records.
+        """
+        from sklearn.ensemble import RandomForestClassifier
+
+        self._check_settings()
+        schema, cols = prepare_schema(data, schema, synthesize)
+        for c in cols:
+            if not schema[c].is_categorical:
+                raise ValidationError(
+                    f"column {c!r} is {schema[c].type}; the random-forest synthesizer replaces "
+                    "categorical/ordinal columns only (declare integer-coded factors categorical, "
+                    "or use method 'cart' for numeric columns)."
+                )
+        n = len(data)
+        if isinstance(records, Mapping):
+            unknown = [c for c in records if c not in cols]
+            if unknown:
+                raise ValidationError(
+                    f"records: column {unknown[0]!r} is not synthesized (synthesized: {cols})."
+                )
+            masks = {c: records_mask(records.get(c), n, f"records[{c!r}]") for c in cols}
+        else:
+            mk = records_mask(records, n)
+            masks = {c: mk for c in cols}
+        rng = as_generator(random_seed)
+        order = self._order(cols, schema, masks, rng)
+        if self.procedure == "B":
+            first = masks[order[0]]
+            for c in order[1:]:
+                if not np.array_equal(masks[c], first):
+                    raise ValidationError(
+                        f"procedure 'B' requires all replaced columns to share the same replaced "
+                        f"records; {c!r} and {order[0]!r} differ. Use procedure 'A'."
+                    )
+        unsyn = [c for c in schema.names if c not in cols]
+        values: dict[str, np.ndarray] = {}
+        for c in schema.names:
+            values[c] = (
+                column_codes(data, schema, c).astype(np.float64)
+                if schema[c].is_categorical
+                else data[c].to_numpy(dtype=np.float64)
+            )
+        forest_seeds = spawn(rng, len(order))
+        forests, predictors, tables, inbag, ntrees = {}, {}, {}, {}, {}
+        for k, col in enumerate(order):
+            if self.procedure == "A":
+                preds = [c for c in schema.names if c != col]
+            else:
+                preds = unsyn + order[:k]
+            if not preds:
+                raise ValidationError(f"the forest for {col!r} has no predictor.")
+            predictors[col] = preds
+            train = np.flatnonzero(masks[col])
+            if train.size < 2:
+                raise ValidationError(
+                    f"column {col!r}: at least 2 replaced records are needed to grow a forest. "
+                    f"Got {train.size}."
+                )
+            X = np.column_stack([values[p][train] for p in preds])
+            y = values[col][train].astype(np.int64)
+            mtry = (
+                max(1, int(np.floor(np.sqrt(len(preds)))))
+                if self.max_features == "sqrt"
+                else min(int(self.max_features), len(preds))
+            )
+            rf = RandomForestClassifier(
+                n_estimators=int(self.n_trees), criterion="gini", max_features=mtry,
+                bootstrap=True, min_samples_leaf=int(self.min_samples_leaf),
+                random_state=int(forest_seeds[k].integers(2**31 - 1)),
+                n_jobs=int(self.n_jobs), warm_start=True,
+            )
+            rf.fit(X, y)
+            if self.oob_only:
+                cap = 20 * int(self.n_trees)
+                while True:
+                    ib = self._inbag(rf, train.size)
+                    if (~ib).sum(axis=0).min() >= self.min_oob_trees:
+                        break
+                    if rf.n_estimators >= cap:
+                        raise ValidationError(
+                            f"column {col!r}: could not reach min_oob_trees={self.min_oob_trees} "
+                            f"out-of-bag trees for every record with {cap} trees."
+                        )
+                    rf.n_estimators += 100
+                    rf.fit(X, y)
+                inbag[col] = ib
+            forests[col] = rf
+            ntrees[col] = int(rf.n_estimators)
+            tables[col] = self._leaf_tables(rf, X, y, schema[col].n_levels)
+        self.schema_ = schema
+        self.visit_sequence_ = order
+        self.predictors_ = predictors
+        self.forests_ = forests
+        self.records_ = masks
+        self.n_trees_ = ntrees
+        self._tables = tables
+        self._inbag_ = inbag
+        self._values = values
+        self._index = data.index
+        self._data = data.reset_index(drop=True)
+        return self
+
+    def _order(self, cols, schema, masks, rng) -> list[str]:
+        if self.visit_sequence is not None:
+            vs = list(self.visit_sequence)
+            if sorted(vs) != sorted(cols):
+                raise ValidationError(
+                    f"visit_sequence must list exactly the synthesized columns {cols}. Got {vs}."
+                )
+            return vs
+        amount = {c: int(masks[c].sum()) for c in cols}
+        if self.tie_order == "fewer_categories":
+            tie = {c: schema[c].n_levels for c in cols}
+        else:
+            perm = rng.permutation(len(cols))
+            tie = {c: int(perm[i]) for i, c in enumerate(cols)}
+        return sorted(cols, key=lambda c: (-amount[c], tie[c], cols.index(c)))
+
+    @staticmethod
+    def _inbag(rf, n_train: int) -> np.ndarray:
+        """In-bag indicator, shape (n_trees, n_train)."""
+        out = np.zeros((len(rf.estimators_), n_train), dtype=bool)
+        for b, s in enumerate(rf.estimators_samples_):
+            out[b, s] = True
+        return out
+
+    def _leaf_tables(self, rf, X, y, d) -> tuple[np.ndarray, np.ndarray]:
+        """Per-tree leaf probability tables stacked: (sum of node counts, d) and tree offsets.
+
+        Leaf class counts are recomputed from the bootstrap sample of each tree (with
+        multiplicities), because scikit-learn stores class fractions, not counts.
+        """
+        parts, offs = [], [0]
+        for est, s in zip(rf.estimators_, rf.estimators_samples_):
+            nn = est.tree_.node_count
+            leaves = est.apply(X[s].astype(np.float32))
+            cnt = np.bincount(leaves * d + y[s], minlength=nn * d).reshape(nn, d)
+            # float32 halves the memory of the stacked tables (~n_trees × 2 n_train rows × d);
+            # probabilities are renormalised when drawn
+            parts.append(
+                leaf_probabilities(cnt, self.probabilities, float(self.alpha)).astype(np.float32)
+            )
+            offs.append(offs[-1] + nn)
+        return np.vstack(parts), np.asarray(offs[:-1], dtype=np.int64)
+
+    # ----- synthesize ---------------------------------------------------------------------
+    def predict_proba(self, column: str, X: np.ndarray, train_index: np.ndarray) -> np.ndarray:
+        """Synthesis probabilities ``p_i`` for rows ``X`` of the forest for ``column``.
+
+        ``train_index`` gives each row's position among the forest's training records (used for
+        out-of-bag selection).
+        """
+        rf = self.forests_[column]
+        table, offs = self._tables[column]
+        leaves = rf.apply(X)  # (n, B)
+        d = table.shape[1]
+        out = np.empty((X.shape[0], d))
+        ib = self._inbag_.get(column)
+        for a in range(0, X.shape[0], _CHUNK):
+            sl = slice(a, a + _CHUNK)
+            q = table[leaves[sl] + offs[None, :]]  # (chunk, B, d)
+            if ib is not None:
+                w = ~ib[:, train_index[sl]].T  # (chunk, B) out-of-bag trees
+                num = (q * w[..., None]).sum(axis=1, dtype=np.float64)
+                out[sl] = num / w.sum(axis=1, keepdims=True)
+            else:
+                out[sl] = q.mean(axis=1, dtype=np.float64)
+        return out
+
+    def synthesize(self, m: int = 1, random_seed: RandomSeed = None) -> SyntheticData:
+        """Draw ``m`` synthetic datasets (one child stream of ``random_seed`` per dataset).
+
+        Returns
+        -------
+        SyntheticData
+            ``method="rf"``; ``extra`` holds the visit order, procedure, trees per forest and the
+            per-column replaced-record counts.
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
+        """
+        check_is_fitted(self, "forests_")
+        m = check_m(m)
+        gens = spawn(random_seed, m)
+        cache: dict[str, np.ndarray] = {}
+        datasets = []
+        for l in progress(range(m), total=m, description="RF synthesis", enabled=self.progressbar):
+            datasets.append(self._synthesize_one(gens[l], cache))
+        union = np.zeros(len(self._data), dtype=bool)
+        for mk in self.records_.values():
+            union |= mk
+        return SyntheticData(
+            datasets=datasets,
+            method=self.method_name,
+            settings=self.get_params(),
+            random_seed=seed_to_json(random_seed),
+            schema=self.schema_,
+            synthesized_records=union,
+            extra={
+                "visit_sequence": list(self.visit_sequence_),
+                "procedure": self.procedure,
+                "predictors": {k: list(v) for k, v in self.predictors_.items()},
+                "n_trees": dict(self.n_trees_),
+                "n_replaced": {c: int(mk.sum()) for c, mk in self.records_.items()},
+            },
+        )
+
+    def _synthesize_one(self, rng: np.random.Generator, cache: dict) -> pd.DataFrame:
+        cur = {c: v.copy() for c, v in self._values.items()}
+        src: dict[str, np.ndarray] = {}
+        done: list[str] = []
+        for col in self.visit_sequence_:
+            sel = np.flatnonzero(self.records_[col])
+            preds = self.predictors_[col]
+            depends = any(p in done for p in preds)
+            if not depends and col in cache:
+                P = cache[col]
+            else:
+                X = np.column_stack([cur[p][sel] for p in preds]).astype(np.float32)
+                P = self.predict_proba(col, X, np.arange(sel.size))
+                if not depends:
+                    cache[col] = P
+            # one categorical draw per record by inverse CDF
+            cdf = np.cumsum(P, axis=1)
+            u = rng.random(sel.size) * cdf[:, -1]
+            code = np.minimum((u[:, None] >= cdf).sum(axis=1), P.shape[1] - 1)
+            cur[col][sel] = code
+            src[col] = code
+            done.append(col)
+        out = self._data.copy()
+        for col in self.visit_sequence_:
+            sel = np.flatnonzero(self.records_[col])
+            lv = np.asarray(list(self.schema_[col].levels), dtype=object)
+            new = lv[src[col]]
+            s = out[col].copy()
+            if isinstance(s.dtype, np.dtype) and s.dtype != object:
+                new = new.astype(s.dtype)
+            s.iloc[sel] = new
+            out[col] = s
+        out.index = self._index
+        return out

@@ -1,0 +1,309 @@
+"""Unit tests of the attribute-risk building blocks against the SPEC §2 worked examples."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayes_risk.attribute.candidates import (
+    CandidateSpec,
+    GridSpec,
+    SpatialGridSpec,
+    build_candidates,
+    full_size,
+    grid_points,
+    neighbourhood_size,
+    one_variable_codes,
+    parse_candidates,
+    product_codes,
+    spatial_points,
+)
+from bayes_risk.attribute.diagnostics import (
+    gpdfit,
+    khat_threshold,
+    kish_ess,
+    pareto_khat,
+    psis_log_mean,
+)
+from bayes_risk.attribute.priors import (
+    Empirical,
+    PriorInputs,
+    TruthWeighted,
+    Uniform,
+    UserWeights,
+    evaluate_prior,
+    parse_prior,
+)
+from bayes_risk.attribute.summaries import (
+    largest_value,
+    low_risk_posterior,
+    paiva_measures,
+    posterior,
+    rank_summary,
+    record_summary,
+    wang_reiter,
+)
+from bayes_risk.data import infer_schema
+from bayes_risk.exceptions import DataWarning, ValidationError
+
+RTOL, ATOL = 1e-6, 1e-9
+
+ACS_LEVELS = (2, 4, 6, 4, 5, 2, 7, 3, 3, 2, 2, 3, 3, 2)
+
+
+# ----------------------------------------------------------------------------- §2.1
+def test_posterior_log_space_example():
+    ll = np.array([-1000.0, -1001.0, -1003.0])
+    with np.errstate(all="ignore"):
+        naive = np.exp(ll) / np.exp(ll).sum()
+    assert np.all(np.isnan(naive))  # the naive computation underflows to 0/0
+    np.testing.assert_allclose(posterior(ll), [0.705385, 0.259496, 0.035119], rtol=RTOL, atol=1e-6)
+    lp = np.log([0.5, 0.25, 0.25])
+    np.testing.assert_allclose(posterior(ll, lp), [0.827244, 0.152163, 0.020593], atol=1e-6)
+
+
+def test_posterior_all_impossible_gives_nan():
+    assert np.all(np.isnan(posterior(np.full(3, -np.inf))))
+
+
+# ----------------------------------------------------------------------------- §2.3
+def test_acs14_neighbourhood_sizes():
+    assert neighbourhood_size(ACS_LEVELS) == 35
+    assert full_size(ACS_LEVELS) == 8_709_120
+    truth = np.zeros((1, 14), dtype=np.int64)
+    assert one_variable_codes(truth, ACS_LEVELS).shape == (1, 35, 14)
+
+
+def test_one_variable_order_and_truth_once():
+    truth = np.array([[1, 0], [0, 2]])
+    c = one_variable_codes(truth, (3, 3))
+    # truth first, then column 0 levels ascending skipping truth, then column 1
+    np.testing.assert_array_equal(c[0], [[1, 0], [0, 0], [2, 0], [1, 1], [1, 2]])
+    for r in range(2):
+        assert np.sum(np.all(c[r] == truth[r], axis=1)) == 1
+        assert len(np.unique(c[r], axis=0)) == c.shape[1]
+
+
+def test_product_codes_and_cap():
+    pc = product_codes((2, 3))
+    assert pc.shape == (6, 2) and len(np.unique(pc, axis=0)) == 6
+    df = pd.DataFrame({"a": pd.Categorical(list("xyz")), "b": pd.Categorical(list("uvw"))})
+    schema = infer_schema(df, synthesized=["a", "b"])
+    cs = build_candidates({"a": 2, "b": 1}, ["a", "b"], schema, "full")
+    assert cs.size == 9 and tuple(cs.values[cs.g0]) == (2.0, 1.0)
+    with pytest.raises(ValidationError, match="max_candidates"):
+        build_candidates(
+            {"a": 0, "b": 0}, ["a", "b"], schema, CandidateSpec("product", max_candidates=5)
+        )
+
+
+def test_additive_grid_example():
+    pts, g0 = grid_points(11.6, GridSpec("additive", 2.5, 2.5, 11))
+    np.testing.assert_allclose(pts, np.linspace(9.1, 14.1, 11), rtol=RTOL, atol=ATOL)
+    assert g0 == 5 and pts[g0] == 11.6
+
+
+def test_percent_grid_negative_and_truth_insertion():
+    pts, g0 = grid_points(-10.0, GridSpec("percent", 0.1, 0.1, 11))
+    assert pts[0] == pytest.approx(-11.0) and pts[-1] == pytest.approx(-9.0)
+    assert pts[g0] == -10.0 and np.sum(pts == -10.0) == 1
+    pts, g0 = grid_points(5.0, GridSpec("percent", 0.1, 0.1, 10))  # even: truth not a grid point
+    assert pts.size == 10 and pts[g0] == 5.0 and np.sum(pts == 5.0) == 1
+
+
+def test_zero_value_percent_grid():
+    with pytest.raises(ValidationError, match="ZERO_VALUE_PERCENT_GRID|degenerate") as e:
+        grid_points(0.0, GridSpec("percent"), column="Income")
+    assert e.value.code == "ZERO_VALUE_PERCENT_GRID"
+    pts, g0 = grid_points(0.0, GridSpec("percent", zero_fallback=("additive", 1.0)))
+    assert pts[0] == -1.0 and pts[-1] == 1.0 and pts[g0] == 0.0
+
+
+def test_fixed_and_explicit_grids():
+    with pytest.raises(ValidationError, match="outside the fixed grid"):
+        grid_points(20.0, GridSpec("fixed", bounds=(0.0, 10.0)))
+    pts, g0 = grid_points(3.3, GridSpec("explicit", values=(1.0, 2.0, 4.0)))
+    np.testing.assert_allclose(pts, [1.0, 2.0, 3.3, 4.0])
+    assert g0 == 2
+    pts, g0 = grid_points(7, GridSpec("additive", 2.2, 2.2, 5), integer=True)
+    assert np.all(pts == np.round(pts)) and pts[g0] == 7
+
+
+def test_spatial_sizes():
+    pts, g0 = spatial_points((50, 50), SpatialGridSpec(("x", "y"), 1.0, 2.0))
+    assert pts.shape == (25, 2) and tuple(pts[g0]) == (50.0, 50.0)
+    pts, g0 = spatial_points((50, 50), SpatialGridSpec(("x", "y"), 1.0, 2.0, disk=True))
+    assert pts.shape == (13, 2) and tuple(pts[g0]) == (50.0, 50.0)
+
+
+def test_mixed_candidate_sets():
+    df = pd.DataFrame({"c": pd.Categorical(list("ab")), "x": [1.0, 2.0]})
+    schema = infer_schema(df, synthesized=["c", "x"])
+    spec = CandidateSpec("product", default_grid=GridSpec("additive", 1, 1, 3))
+    cs = build_candidates({"c": 0, "x": 2.0}, ["c", "x"], schema, spec)
+    assert cs.size == 6 and tuple(cs.values[cs.g0]) == (0.0, 2.0)
+    spec1 = CandidateSpec("one_variable", default_grid=GridSpec("additive", 1, 1, 3))
+    cs1 = build_candidates({"c": 0, "x": 2.0}, ["c", "x"], schema, spec1)
+    assert cs1.size == 1 + 1 + 2 and cs1.g0 == 0
+
+
+def test_parse_candidates():
+    assert parse_candidates("one-variable").rule == "one_variable"
+    assert parse_candidates("full").rule == "product"
+    s = parse_candidates("grid:percent:0.1:11")
+    assert s.rule == "product" and s.default_grid.n_points == 11 and s.default_grid.lower == 0.1
+    assert parse_candidates("k-different:2").k == 2
+    with pytest.raises(ValidationError, match="not understood"):
+        parse_candidates("neighbours")
+
+
+# ----------------------------------------------------------------------------- §2.4
+def _inputs(values, g0, others, cat=(True,)):
+    return PriorInputs(
+        records=np.array([0]),
+        values=[np.asarray(values, float)],
+        g0=np.array([g0]),
+        columns=("v",),
+        categorical=np.array(cat),
+        others=np.asarray(others, float),
+    )
+
+
+def test_truth_weighted_example():
+    inp = _inputs([[0], [1]], 1, [[1], [0]])
+    lp, _ = evaluate_prior(TruthWeighted(2), inp)
+    np.testing.assert_allclose(np.exp(lp[0]), [1 / 3, 2 / 3], rtol=RTOL)
+
+
+def test_empirical_example():
+    # candidates (A, B, C) = codes (0, 1, 2); record 0 holds A, others hold A x3 and B x1
+    others = [[0], [0], [0], [0], [1]]
+    inp = _inputs([[0], [1], [2]], 0, others)
+    lp, _ = evaluate_prior(Empirical(1), inp)
+    np.testing.assert_allclose(np.exp(lp[0]), [4 / 7, 2 / 7, 1 / 7], rtol=RTOL, atol=ATOL)
+
+
+def test_empirical_continuous_kde_and_uniform_and_user():
+    inp = _inputs([[1.0], [2.0], [10.0]], 1, [[2.0], [1.9], [2.1], [2.05]], cat=(False,))
+    p = np.exp(evaluate_prior(Empirical(), inp)[0][0])
+    assert p.sum() == pytest.approx(1.0) and p[1] > p[0] > p[2]
+    u = np.exp(evaluate_prior(Uniform(), inp)[0][0])
+    np.testing.assert_allclose(u, 1 / 3)
+    with pytest.warns(DataWarning, match="renormalised"):
+        lp, codes = evaluate_prior(UserWeights([1.0, 1.0, 2.0]), inp)
+    assert "PRIOR_RENORMALISED" in codes
+    np.testing.assert_allclose(np.exp(lp[0]), [0.25, 0.25, 0.5])
+    with pytest.raises(ValidationError, match="shape"):
+        evaluate_prior(UserWeights([1.0, 1.0]), inp)
+
+
+def test_parse_prior():
+    assert isinstance(parse_prior("uniform"), Uniform)
+    assert parse_prior("truth-weighted:2").kappa == 2
+    assert parse_prior("empirical:0.5").alpha == 0.5
+    with pytest.raises(ValidationError, match="not understood"):
+        parse_prior("flat")
+    with pytest.raises(ValidationError, match="kappa"):
+        parse_prior("truth-weighted:-1")
+
+
+# ----------------------------------------------------------------------------- §2.7
+def test_gpdfit_reference_values():
+    assert gpdfit([5, 3, 2, 4, 1])[0] == pytest.approx(0.1265339, abs=1e-7)
+    assert gpdfit([5, 3, 2, 4, 1], wip=False)[0] == pytest.approx(-0.6203983, abs=1e-7)
+
+
+def test_pareto_khat_fixtures_vectorised():
+    u = (np.arange(1, 101) - 0.5) / 100
+    lr = np.stack([np.log(u**-0.5), np.log(1 / u), np.zeros(100)])
+    k = pareto_khat(lr)
+    assert k[0] == pytest.approx(0.491960, abs=1e-6)
+    assert k[1] == pytest.approx(0.777800, abs=1e-6)
+    assert k[2] == np.inf
+    assert pareto_khat(np.zeros(10)) == np.inf  # M < 5
+    assert khat_threshold(100) == pytest.approx(0.5)
+    assert khat_threshold(10_000) == pytest.approx(0.7)
+
+
+def test_psis_log_mean_close_to_plain_for_light_tails():
+    rng = np.random.default_rng(0)
+    lr = rng.normal(0, 0.3, size=(3, 2000))
+    lm, k = psis_log_mean(lr)
+    plain = np.log(np.mean(np.exp(lr), axis=1))
+    np.testing.assert_allclose(lm, plain, atol=5e-3)
+    assert np.all(k < 0.5)
+
+
+def test_kish_ess():
+    q = np.log(np.array([0.620253, 0.265823, 0.113924]))
+    assert kish_ess(q) == pytest.approx(2.135135, rel=1e-5)
+    assert kish_ess(np.zeros(7)) == pytest.approx(7.0)
+
+
+# ----------------------------------------------------------------------------- §2.8 / §2.9
+def test_record_summary_example():
+    s = record_summary(np.array([0.30, 0.30, 0.25, 0.15]), 1)
+    assert s["p_true"] == pytest.approx(0.30)
+    assert (s["rank_min"], s["n_tie"], s["rank_avg"], s["is_top"], s["top_share"]) == (
+        1,
+        2,
+        1.5,
+        True,
+        0.5,
+    )
+    assert s["map_set"] == [0, 1] and s["map_value"] == 0 and s["baseline"] == 0.25
+
+
+def test_rank_summary_ties_within_tolerance():
+    lp = np.log(np.array([[1 / 3 + 1 / 6, 0.5 * (1 + 1e-12), 0.0 + 1e-300]]))
+    rs = rank_summary(lp, np.array([0]))
+    assert rs["rank_min"][0] == 1 and rs["n_tie"][0] == 2
+
+
+def test_record_summary_marginals_and_errors():
+    cands = np.array([[10.0], [11.0], [12.0]])
+    s = record_summary(np.array([0.2, 0.5, 0.3]), 0, cands)
+    assert s["marginals"] == [pytest.approx(0.2)]
+    assert s["abs_err"] == [pytest.approx(1.0)]
+    assert s["E_dist"] == pytest.approx(0.5 * 1 + 0.3 * 2)
+
+
+def test_paiva4():
+    posts = [
+        np.array(p) for p in ((0.5, 0.3, 0.2), (0.2, 0.5, 0.3), (0.4, 0.4, 0.2), (0.1, 0.1, 0.8))
+    ]
+    locs = [np.array([[0, 0], [1, 0], [0, 2]], float)] * 4
+    out = paiva_measures(posts, [0, 0, 1, 2], locs, [True, False, True, True])
+    assert out["pct_true_is_map"] == pytest.approx(75.0)
+    assert out["pct_true_is_map_shared"] == pytest.approx(62.5)
+    assert out["pct_true_is_map_unique"] == pytest.approx(100.0)
+    np.testing.assert_allclose(out["dist_map"], [0, 1, 0.5, 0])
+
+
+def test_wang_reiter_example():
+    cl = np.array([[3, 4], [0, 5], [6, 8]], float)
+    others = np.array([[1, 1], [6, 0], [7, 0], [5, 5]], float)
+    out = wang_reiter(np.ones(3) / 3, cl, np.zeros(2), others)
+    assert out["R1"] == pytest.approx(6.666667, rel=1e-6)
+    assert out["R2"] == 2
+    mc = wang_reiter(np.ones(3) / 3, cl, np.zeros(2), others, n_mc=20_000, random_seed=1)
+    # MC mean of distances in {5, 5, 10}: sd 2.36 / sqrt(20000) = 0.017; 4 SE = 0.07
+    assert mc["R1"] == pytest.approx(6.666667, abs=0.07)
+    loc, post, flags = low_risk_posterior(np.array([[0, 0], [1, 1]]))
+    assert flags == ["APPROX_LOW_RISK"] and post.tolist() == [0.5, 0.5]
+
+
+def test_largest_value_example():
+    out = largest_value(np.array([0.1, 0.2, 0.4, 0.2, 0.1]), np.arange(100, 105), 102, delta=0.01)
+    assert out["interval_lo"] == pytest.approx(100.98) and out["interval_hi"] == pytest.approx(
+        103.02
+    )
+    assert out["P_interval"] == pytest.approx(0.8)
+    assert out["mode"] == 102 and out["relative_error"] == 0
+
+
+def test_khat_threshold_small():
+    assert math.isinf(khat_threshold(1))

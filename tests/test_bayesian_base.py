@@ -1,0 +1,221 @@
+"""The shared machinery of Bayesian synthesizers (models/bayesian.py): draw bookkeeping,
+synthesis from spread-out draws, persistence (NetCDF + JSON), from_posterior, convergence."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayes_risk.data import infer_schema
+from bayes_risk.exceptions import ConvergenceWarning, NotFittedError, ValidationError
+from bayes_risk.models import load_model
+from bayes_risk.models.bayesian import BayesianSynthesizer
+from bayes_risk.models.dpmpm import DPMPM
+
+
+class BetaBernoulli(BayesianSynthesizer):
+    """Toy model: one binary column, y_i ~ Bernoulli(θ); draws of θ given from outside."""
+
+    method_name = "toy-bernoulli"
+
+    def __init__(self, *, tune=500, draws=1000, chains=1, cores=1, random_seed=None,
+                 progressbar=True):
+        super().__init__(tune=tune, draws=draws, chains=chains, cores=cores,
+                         random_seed=random_seed, progressbar=progressbar)
+
+    def _event_ndims(self):
+        return {"theta": 0}
+
+    def _validate_posterior(self, posterior, schema):
+        th = np.asarray(posterior["posterior"]["theta"].values)
+        if np.any((th < 0) | (th > 1)):
+            raise ValidationError("theta must lie in [0, 1].")
+
+    def _convergence_quantities(self):
+        return {"theta": np.asarray(self.posterior_["posterior"]["theta"].values)}
+
+    def _synthesize_one(self, draw, rng, data):
+        th = self._stacked("theta")[draw]
+        return pd.DataFrame({"y": (rng.random(self.n_records) < th).astype(np.int64)})
+
+    def record_loglik(self, records, *, draws=None):
+        th = self._stacked("theta", self._draw_indices(draws))[:, None]
+        y = records["y"].to_numpy()[None, :]
+        return np.where(y == 1, np.log(th), np.log1p(-th))
+
+    def dataset_loglik(self, datasets, *, draws=None):
+        return np.stack([self.record_loglik(z, draws=draws).sum(1) for z in datasets], axis=1)
+
+    def neighbourhood_loglik(self, records, *, draws=None):
+        ll1 = self.record_loglik(records, draws=draws)
+        ll0 = self.record_loglik(records.assign(y=1 - records["y"]), draws=draws)
+        return np.stack([ll1, ll0], axis=-1)
+
+    def fit_augmented(self, data, synthetic, *, random_seed=None):
+        raise NotImplementedError
+
+
+SCHEMA = infer_schema(pd.DataFrame({"y": [0, 1]}), categorical=["y"], synthesized=["y"])
+
+
+def toy(H=6, chains=None):
+    th = np.linspace(0.2, 0.7, H)
+    post = {"theta": th if chains is None else th.reshape(chains, -1)}
+    return BetaBernoulli.from_posterior(post, SCHEMA, n_records=50)
+
+
+def test_n_draws_and_chain_major_flattening():
+    m = toy(6, chains=2)
+    assert m.n_draws == 6
+    # chain-major: h = chain * draws + draw
+    np.testing.assert_allclose(m._stacked("theta"), np.linspace(0.2, 0.7, 6))
+    np.testing.assert_array_equal(m._draw_indices(None), np.arange(6))
+    np.testing.assert_array_equal(m._draw_indices([5, 0, 5]), [5, 0, 5])
+    np.testing.assert_array_equal(m._draw_indices(np.arange(6) % 2 == 0), [0, 2, 4])
+    with pytest.raises(ValidationError, match="outside 0..5"):
+        m._draw_indices([6])
+    with pytest.raises(ValidationError, match="boolean mask"):
+        m._draw_indices(np.ones(3, bool))
+    with pytest.raises(ValidationError, match="integer draw indices"):
+        m._draw_indices([0.5])
+
+
+def test_spread_draws_evenly_spaced_and_last_draw():
+    assert BayesianSynthesizer._spread_draws(1000, 5).tolist() == [199, 399, 599, 799, 999]
+    assert BayesianSynthesizer._spread_draws(10, 1).tolist() == [9]
+    assert BayesianSynthesizer._spread_draws(3, 3).tolist() == [0, 1, 2]
+
+
+def test_synthesize_records_draw_index_and_reproducibility():
+    m = toy(6)
+    syn = m.synthesize(3, random_seed=1)
+    assert syn.draw_index == [1, 3, 5]
+    assert syn.method == "toy-bernoulli"
+    assert syn.extra["model_class"] == "P"
+    again = m.synthesize(3, random_seed=1)
+    assert all(a.equals(b) for a, b in zip(syn, again))
+    other = m.synthesize(3, random_seed=2)
+    assert not all(a.equals(b) for a, b in zip(syn, other))
+    with pytest.raises(ValidationError, match="only H = 6"):
+        m.synthesize(7)
+    with pytest.raises(ValidationError, match="m must be"):
+        m.synthesize(0)
+
+
+def test_not_fitted_errors():
+    m = BetaBernoulli()
+    with pytest.raises(NotFittedError, match="not fitted"):
+        m.synthesize(1)
+    with pytest.raises(NotFittedError):
+        _ = m.n_draws
+    with pytest.raises(NotFittedError):
+        m.save("/tmp/never-written")
+
+
+def test_from_posterior_shapes_and_errors():
+    assert toy(6, chains=3).posterior_["posterior"].sizes["chain"] == 3
+    with pytest.raises(ValidationError, match="not a parameter"):
+        BetaBernoulli.from_posterior({"beta": np.ones(3)}, SCHEMA, n_records=2)
+    with pytest.raises(ValidationError, match="shape"):
+        BetaBernoulli.from_posterior({"theta": np.ones((2, 2, 2))}, SCHEMA, n_records=2)
+    with pytest.raises(ValidationError, match="theta must lie"):
+        BetaBernoulli.from_posterior({"theta": np.array([1.5])}, SCHEMA, n_records=2)
+    with pytest.raises(ValidationError, match="n_records or data"):
+        BetaBernoulli.from_posterior({"theta": np.array([0.5])}, SCHEMA)
+
+
+def test_save_load_roundtrip_toy(tmp_path):
+    m = toy(6, chains=2)
+    m.save(tmp_path / "toy")
+    meta = json.loads((tmp_path / "toy" / "model.json").read_text())
+    assert meta["method"] == "toy-bernoulli" and meta["format_version"] == 1
+    assert meta["schema"] == SCHEMA.to_dict() and meta["n_records"] == 50
+    assert (tmp_path / "toy" / "posterior.nc").is_file()
+    back = BetaBernoulli.load(tmp_path / "toy")
+    assert back.n_draws == 6
+    np.testing.assert_array_equal(back._stacked("theta"), m._stacked("theta"))
+    a, b = m.synthesize(2, random_seed=3), back.synthesize(2, random_seed=3)
+    assert all(x.equals(y) for x, y in zip(a, b))
+    with pytest.raises(ValidationError, match="not 'dpmpm'"):
+        DPMPM.load(tmp_path / "toy")
+
+
+def test_convergence_report_flags_disagreeing_chains():
+    rng = np.random.default_rng(0)
+    th = np.stack([rng.beta(20, 80, 200), rng.beta(80, 20, 200)])  # two chains, two modes
+    m = BetaBernoulli.from_posterior({"theta": th}, SCHEMA, n_records=5)
+    rep = m.convergence_report()
+    assert "RHAT_HIGH" in rep.loc["theta", "flag"]
+    with pytest.warns(ConvergenceWarning, match="theta: R-hat"):
+        m.convergence_report(warn=True)
+    good = BetaBernoulli.from_posterior({"theta": rng.beta(5, 5, (2, 500))}, SCHEMA, n_records=5)
+    rep = good.convergence_report()
+    assert rep.loc["theta", "flag"] == ""
+    assert rep.loc["theta", "rhat"] < 1.01 and rep.loc["theta", "ess_bulk"] > 400
+
+
+def test_one_chain_split_rhat_detects_drift():
+    x = np.linspace(0.1, 0.9, 400)  # a trending chain: its two halves disagree
+    m = BetaBernoulli.from_posterior({"theta": x}, SCHEMA, n_records=5)
+    rep = m.convergence_report()
+    assert rep.loc["theta", "rhat"] > 1.1
+
+
+# ---------------------------------------------------------------------------- DPMPM persistence
+@pytest.fixture(scope="module")
+def fitted_dpmpm():
+    from bayes_risk.data import make_acs_like
+
+    df = make_acs_like(400, random_seed=3)[["SEX", "AGE", "MAR", "MIG"]]
+    m = DPMPM(n_components=5, tune=30, draws=40, progressbar=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m.fit(df, random_seed=4)
+    return m, df
+
+
+def test_dpmpm_save_load_identical(tmp_path, fitted_dpmpm):
+    m, df = fitted_dpmpm
+    m.save(tmp_path / "model")
+    back = load_model(tmp_path / "model")
+    assert isinstance(back, DPMPM) and back.get_params() == m.get_params()
+    a, b = m.synthesize(3, random_seed=8), back.synthesize(3, random_seed=8)
+    assert all(x.equals(y) for x, y in zip(a, b))
+    assert a.draw_index == b.draw_index
+    np.testing.assert_array_equal(m.record_loglik(df.head(20)), back.record_loglik(df.head(20)))
+    np.testing.assert_array_equal(m.dataset_loglik(a), back.dataset_loglik(a))
+    # full synthesis needs no confidential data in the folder
+    assert not (tmp_path / "model" / "data.parquet").exists()
+
+
+def test_dpmpm_partial_synthesis_saves_data(tmp_path):
+    df = pd.DataFrame({"a": list("xyxyxyxy"), "b": list("ppqqppqq")})
+    m = DPMPM(n_components=2, tune=5, draws=10, progressbar=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m.fit(df, synthesized=["b"], random_seed=1)
+    m.save(tmp_path / "p")
+    meta = json.loads((tmp_path / "p" / "model.json").read_text())
+    assert meta["confidential"] is True and meta["data_file"] == "data.parquet"
+    back = load_model(tmp_path / "p")
+    a, b = m.synthesize(2, random_seed=1), back.synthesize(2, random_seed=1)
+    assert all(x.equals(y) for x, y in zip(a, b))
+    assert all(z["a"].equals(df["a"]) for z in b)
+
+
+def test_dpmpm_from_posterior_equals_fit(fitted_dpmpm):
+    m, df = fitted_dpmpm
+    post = {name: m.posterior_["posterior"][name].values for name in
+            ["alpha", "V"] + [f"phi_{j}" for j in range(4)]}
+    rebuilt = DPMPM.from_posterior(post, m.schema_, n_records=len(df))
+    np.testing.assert_allclose(rebuilt._stacked("pi"), m._stacked("pi"), rtol=1e-12)
+    np.testing.assert_allclose(
+        rebuilt.record_loglik(df.head(10)), m.record_loglik(df.head(10)), rtol=1e-12
+    )
+    # a DataTree works too
+    again = DPMPM.from_posterior(m.posterior_, m.schema_, n_records=len(df))
+    assert again.n_draws == m.n_draws

@@ -1,0 +1,335 @@
+"""pMSE (SPEC §5.2): worked examples, synthpop reference values, nulls, warnings, properties."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from _shared import shared_path
+from bayes_risk.data import infer_schema
+from bayes_risk.exceptions import ConvergenceWarning, DataWarning, SchemaError, ValidationError
+from bayes_risk.utility.pmse import fit_logit, pmse, pmse_null_moments, propensity_design
+
+RTOL, ATOL = 1e-6, 1e-9
+CE_CATEGORICAL = ["Urban", "Marital", "Tenure"]
+
+
+# --------------------------------------------------------------------------- worked examples
+@pytest.mark.parametrize("as_categorical", [True, False])
+def test_example_i_saturated_binary(as_categorical):
+    orig = pd.DataFrame({"x": [0, 0, 1, 1]})
+    syn = pd.DataFrame({"x": [0, 1, 1, 1]})
+    with pytest.warns(DataWarning, match="LARGE_MODEL"):  # k = 2 > N/5 = 1.6
+        r = pmse(orig, syn, max_order=0, categorical=["x"] if as_categorical else None)
+    np.testing.assert_allclose(r.pmse, [0.0166667], rtol=1e-5)
+    np.testing.assert_allclose(r.pmse, [1 / 60], rtol=RTOL, atol=ATOL)
+    assert r.k.tolist() == [2] and r.df.tolist() == [1]
+    np.testing.assert_allclose(r.e0, [0.015625], rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(r.sd0, [0.0220971], rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(r.ratio, [1.066667], rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(r.std, [0.0471405], rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(r.c, [0.5])
+    assert r.null == "theory" and r.incomplete is False
+    assert "LARGE_MODEL" in r.warnings
+    json.dumps(r.to_dict(), allow_nan=False)
+
+
+def test_example_i_fitted_probabilities():
+    X = np.array([[1, 0], [1, 0], [1, 1], [1, 1], [1, 0], [1, 1], [1, 1], [1, 1]], float)
+    y = np.array([0, 0, 0, 0, 1, 1, 1, 1], float)
+    f = fit_logit(X, y)
+    np.testing.assert_allclose(f.prob, [1 / 3] * 2 + [3 / 5] * 2 + [1 / 3] + [3 / 5] * 3,
+                               rtol=1e-9)
+    assert f.converged
+
+
+def test_example_ii_snoke_null_moments():
+    e0, sd0 = pmse_null_moments(55, 5000, 5000)
+    np.testing.assert_allclose([e0, sd0], [0.0006875, 0.000131101], rtol=1e-6)
+    e0, sd0 = pmse_null_moments(19, 5000, 5000)
+    np.testing.assert_allclose([e0, sd0], [0.0002375, 7.70552e-5], rtol=1e-6)
+
+
+# --------------------------------------------------------------------------- design
+def test_design_matches_r_dot_squared():
+    df = pd.DataFrame({"a": ["p", "q", "r", "p"], "x": [1.0, 2.0, 3.0, 5.0], "b": [1, 2, 1, 2]})
+    schema = infer_schema(df, categorical=["a", "b"])
+    X, names, involves, codes = propensity_design([df, df], schema, ["a", "x", "b"], 1)
+    assert names == ["(Intercept)", "a[q]", "a[r]", "x", "b[2]", "a[q]:x", "a[r]:x",
+                     "a[q]:b[2]", "a[r]:b[2]", "x:b[2]"]
+    assert involves[5] == frozenset({"a", "x"})
+    assert X.shape == (8, 10) and codes == []
+    X0, names0, _, _ = propensity_design([df, df], schema, ["a", "x", "b"], 0)
+    assert names0 == names[:5]
+
+
+def test_aliased_columns_are_dropped():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=200)
+    orig = pd.DataFrame({"x": x[:100], "y": 2 * x[:100] + 1})
+    syn = pd.DataFrame({"x": x[100:], "y": 2 * x[100:] + 1})
+    r = pmse(orig, syn, max_order=0)
+    assert r.k.tolist() == [2]  # intercept + x; y is aliased
+
+
+def test_fit_logit_matches_statsmodels():
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(1)
+    X = np.column_stack([np.ones(300), rng.normal(size=(300, 3))])
+    y = (rng.random(300) < 1 / (1 + np.exp(-(X @ [0.2, 1.0, -0.5, 0.3])))).astype(float)
+    f = fit_logit(X, y)
+    ref = sm.GLM(y, X, family=sm.families.Binomial()).fit(tol=1e-12)
+    np.testing.assert_allclose(f.prob, ref.fittedvalues, rtol=1e-7)
+    np.testing.assert_allclose(f.beta, ref.params, rtol=1e-6)
+
+
+# --------------------------------------------------------------------------- synthpop reference
+def _scenario1():
+    orig = pd.read_csv(shared_path("data", "CEdata.csv"))
+    folder = shared_path("reference", "identification", "synthetic")
+    syn = [pd.read_csv(folder / f"scenario1_syn{l}.csv") for l in range(1, 21)]
+    return orig, syn
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("max_order", [0, 1])
+def test_reference_synthpop_pmse(max_order):
+    orig, syn = _scenario1()
+    ref = pd.read_csv(shared_path("reference", "utility",
+                                  f"utility_gen_logit_maxorder{max_order}_scenario1.csv"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)  # max_order 1: quasi-separation
+        r = pmse(orig, syn, method="logit", max_order=max_order, categorical=CE_CATEGORICAL,
+                 synthesized=["Income"])
+    np.testing.assert_allclose(r.pmse, ref["pMSE"].to_numpy(), rtol=1e-8)
+    assert r.incomplete and r.null == "theory"
+    # k*-1 = estimable columns involving Income: main effect (+ its 12 two-way products)
+    assert set(r.df.tolist()) == ({1} if max_order == 0 else {13})
+    assert set(r.k.tolist()) == ({14} if max_order == 0 else {77})  # 3 aliased Tenure:Marital
+    if max_order == 1:
+        assert "SEPARATION" in r.warnings
+    none = pd.read_csv(shared_path("reference", "utility",
+                                   "utility_gen_logit_maxorder0_none_scenario1.csv"))
+    if max_order == 0:  # resamp.method = 'none' reports the same pMSE and S_pMSE = NA
+        np.testing.assert_allclose(r.pmse, none["pMSE"].to_numpy(), rtol=1e-8)
+        assert none["S_pMSE"].isna().all()
+
+
+def _pairs_check(max_order):
+    orig, syn = _scenario1()
+    ref = pd.read_csv(shared_path("reference", "utility",
+                                  f"utility_gen_logit_maxorder{max_order}_scenario1.csv"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        r = pmse(orig, syn, method="logit", max_order=max_order, categorical=CE_CATEGORICAL,
+                 synthesized=["Income"], null="pairs")
+    np.testing.assert_allclose(r.pmse, ref["pMSE"].to_numpy(), rtol=1e-8)
+    np.testing.assert_allclose(r.ratio, ref["S_pMSE"].to_numpy(), rtol=1e-8)
+    assert r.null_pmse.shape == (190,)
+    np.testing.assert_allclose(r.e0, np.mean(r.null_pmse) / 2)
+
+
+@pytest.mark.reference
+def test_reference_synthpop_s_pmse_pairs_main_effects():
+    _pairs_check(0)
+
+
+@pytest.mark.reference
+@pytest.mark.slow
+def test_reference_synthpop_s_pmse_pairs_two_way():
+    _pairs_check(1)
+
+
+# --------------------------------------------------------------------------- behaviour
+def _mixed(n, rng, shift=0.0):
+    a = rng.choice(["u", "v", "w"], size=n, p=[0.5, 0.3, 0.2])
+    x = rng.normal(size=n) + shift + (a == "v") * 0.5
+    b = rng.integers(1, 3, size=n)
+    return pd.DataFrame({"a": a, "x": x, "b": b})
+
+
+def test_identical_data_give_zero_pmse_both_methods():
+    d = _mixed(200, np.random.default_rng(3))
+    r = pmse(d, [d, d], categorical=["b"])
+    np.testing.assert_allclose(r.pmse, 0, atol=1e-20)
+    c = pmse(d, [d, d], method="cart", categorical=["b"], n_perm=5, random_seed=1)
+    np.testing.assert_allclose(c.pmse, 0, atol=1e-20)
+
+
+def test_incomplete_counts_only_synthesized_terms():
+    rng = np.random.default_rng(4)
+    o = pd.DataFrame({"s": rng.normal(size=300), "u": rng.normal(size=300)})
+    z = o.assign(s=rng.normal(size=300))
+    r = pmse(o, z, max_order=1, synthesized=["s"])
+    assert r.incomplete and r.k.tolist() == [4] and r.df.tolist() == [2]  # s, s:u
+    r2 = pmse(o, z, max_order=1, synthesized=["s"], incomplete=False)
+    assert r2.df.tolist() == [3]
+    np.testing.assert_allclose(r.e0 * 3 / 2, r2.e0)
+
+
+def test_pmse_shifted_data_detected():
+    rng = np.random.default_rng(5)
+    o = _mixed(400, rng)
+    z = _mixed(400, rng, shift=1.0)
+    r = pmse(o, z, max_order=0)
+    assert r.ratio[0] > 20 and r.std[0] > 10
+
+
+def test_perm_null_reproducible_and_halved():
+    rng = np.random.default_rng(6)
+    o = _mixed(150, rng)
+    zs = [_mixed(150, rng) for _ in range(2)]
+    r1 = pmse(o, zs, method="cart", null="perm", n_perm=8, random_seed=11, categorical=["b"])
+    r2 = pmse(o, zs, method="cart", null="perm", n_perm=8, random_seed=11, categorical=["b"])
+    np.testing.assert_array_equal(r1.pmse, r2.pmse)
+    np.testing.assert_array_equal(r1.null_pmse, r2.null_pmse)
+    assert r1.null_pmse.shape == (2, 8) and r1.null == "perm"
+    np.testing.assert_allclose(r1.e0, r1.null_pmse.mean(axis=1))
+    np.testing.assert_allclose(r1.ratio, r1.pmse / r1.e0)
+    assert r1.nnosplits is not None and r1.nnosplits[1] == 16
+    assert r1.k.tolist() == [-1, -1]
+    # a permutation null is also available for the logistic model (synthpop allows it)
+    lg = pmse(o, zs, method="logit", null="perm", n_perm=8, random_seed=2, max_order=0)
+    assert lg.null == "perm" and np.all(lg.e0 > 0) and lg.null_pmse.shape == (2, 8)
+
+
+def test_auto_null_for_cart_incomplete_is_pairs():
+    rng = np.random.default_rng(7)
+    o = _mixed(120, rng)
+    zs = [o.assign(x=rng.normal(size=120)) for _ in range(4)]
+    r = pmse(o, zs, method="cart", synthesized=["x"], random_seed=3)
+    assert r.null == "pairs" and r.null_pmse.shape == (6,)
+    np.testing.assert_allclose(r.ratio, 2 * r.pmse / r.null_pmse.mean())
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"method": "forest"}, "method must be one of"),
+        ({"null": "bootstrap"}, "null must be one of"),
+        ({"method": "cart", "null": "theory"}, "needs a parametric"),
+        ({"null": "perm", "synthesized": ["x"]}, "complete synthesis only"),
+        ({"null": "pairs"}, "needs m >= 2"),
+        ({"max_order": -1}, "max_order must be"),
+        ({"n_perm": 1}, "n_perm must be"),
+        ({"incomplete": True}, "needs the synthesized columns"),
+        ({"method": "cart", "synthesized": ["x"]}, "needs the 'pairs' null"),
+    ],
+)
+def test_argument_errors(kwargs, match):
+    d = _mixed(50, np.random.default_rng(8))
+    with pytest.raises(ValidationError, match=match):
+        pmse(d, d, **kwargs)
+
+
+def test_schema_errors():
+    d = _mixed(50, np.random.default_rng(9))
+    with pytest.raises(SchemaError, match="'Marital'"):
+        pmse(d, d, categorical=["Marital"])
+    with pytest.raises(SchemaError, match=r"missing column\(s\) \['x'\]"):
+        pmse(d, d.drop(columns="x"))
+    with pytest.raises(SchemaError, match="missing value"):
+        pmse(d, d.assign(x=np.where(np.arange(50) == 3, np.nan, d["x"])))
+
+
+def test_separation_and_nonconvergence_warnings():
+    o = pd.DataFrame({"x": np.r_[np.zeros(30), np.ones(30)], "z": np.arange(60.0)})
+    z = pd.DataFrame({"x": np.r_[np.ones(30) * 2, np.ones(30) * 3], "z": np.arange(60.0)})
+    with pytest.warns(DataWarning, match="SEPARATION"):
+        r = pmse(o, z, max_order=0, categorical=["x"])
+    assert "SEPARATION" in r.warnings
+    with pytest.warns(ConvergenceWarning, match="NOT_CONVERGED"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DataWarning)
+            r = pmse(o, z, max_order=0, max_iter=1)
+    assert "NOT_CONVERGED" in r.warnings and not r.converged.all()
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 2), st.integers(0, 1)), min_size=6, max_size=30),
+    st.lists(st.tuples(st.integers(0, 2), st.integers(0, 1)), min_size=6, max_size=30),
+    st.sampled_from(["logit", "cart"]),
+)
+def test_pmse_bounds(orig, syn, method):
+    o = pd.DataFrame(orig, columns=["a", "b"])
+    z = pd.DataFrame(syn, columns=["a", "b"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pmse(o, z, method=method, max_order=1, categorical=["a", "b"], n_perm=2,
+                 random_seed=0)
+    c = r.c[0]
+    # p̂ ∈ [0, 1] with mean c (intercept / leaf means) ⇒ 0 ≤ pMSE = var(p̂) ≤ c(1 − c)
+    assert 0 <= r.pmse[0] <= c * (1 - c) + 1e-12
+
+
+def test_ratio_is_one_on_average_under_the_null():
+    """Correct synthesis (data drawn from the model fitted to the original): E[ratio] = 1.
+
+    The chi-square null of Snoke et al. holds when the synthetic data are drawn from the
+    original's *fitted* model (here: level proportions of ``a`` and normal ``x | a`` with the
+    original's group means and sds). (Two independent samples from the population would give
+    about twice the null value, Snoke App. A.3 — that is why permutation pMSEs are halved.)
+    max_order 1 on (a: 3 levels, x numeric): k − 1 = 2 + 1 + 2 = 5, so one ratio has sd
+    sqrt(2/5) ≈ 0.63; given the original the 60 ratios are independent, their mean has sd
+    0.082, and the tolerance is 4 × 0.082 ≈ 0.33 (std: sd 1/sqrt(60), tolerance 4/sqrt(60)).
+    """
+    rng = np.random.default_rng(2024)
+    n = 400
+    a = rng.choice(["u", "v", "w"], size=n, p=[0.5, 0.3, 0.2])
+    o = pd.DataFrame({"a": a, "x": rng.normal(size=n) + (a == "v")})
+    levels, counts = np.unique(o["a"], return_counts=True)
+    mu = o.groupby("a")["x"].mean()
+    sd = o.groupby("a")["x"].std()
+
+    def synthesize():
+        az = rng.choice(levels, size=n, p=counts / n)
+        return pd.DataFrame({"a": az, "x": rng.normal(mu[az].to_numpy(), sd[az].to_numpy())})
+
+    r = pmse(o, [synthesize() for _ in range(60)], max_order=1)
+    assert set(r.df.tolist()) == {5}
+    assert abs(r.mean_ratio - 1) < 0.33
+    assert abs(r.mean_std) < 4 / np.sqrt(60)
+
+
+def test_synthetic_data_input_columns_and_empty_levels():
+    from bayes_risk.data import SyntheticData
+
+    rng = np.random.default_rng(12)
+    o = _mixed(200, rng)
+    z1 = o.assign(x=rng.normal(size=200))
+    z2 = z1.assign(a=np.where(np.arange(200) < 5, "new", z1["a"]))  # a level unseen elsewhere
+    schema = infer_schema(o, categorical=["b"], synthesized=["x", "a"])
+    sd = SyntheticData([z1, z2], method="test", schema=schema)
+    r = pmse(o, sd, max_order=0)
+    assert r.incomplete and sorted(r.synthesized) == ["a", "x"]
+    assert "EMPTY_LEVELS_DROPPED" in r.warnings  # dataset 1 + original lack level "new"
+    assert r.k.tolist() == [5, 6]  # 1 + a(2) + x + b(1), plus a[new] in dataset 2
+    only_x = pmse(o, sd, max_order=0, columns=["x"])
+    assert only_x.columns == ["x"] and only_x.k.tolist() == [2, 2]
+    assert not only_x.incomplete  # every modelled column is synthesized
+
+
+def test_cart_rpart_style_pruning():
+    from bayes_risk.utility.pmse import _cart_prob
+
+    rng = np.random.default_rng(13)
+    x = rng.normal(size=400)
+    y = (x > 0).astype(float)
+    kw = {"min_leaf": 5, "min_split": 20, "max_depth": 30, "seed": 1}
+    # one split separates the labels: kept at the synthpop default cp, p̂ ∈ {0, 1}
+    p = _cart_prob(x[:, None], y, cp=1e-3, **kw)
+    np.testing.assert_array_equal(p, y)
+    # cp = 1 (α = root risk) collapses the tree to the root: p̂ = c everywhere
+    np.testing.assert_allclose(_cart_prob(x[:, None], y, cp=1.0, **kw), y.mean())
+    # pure noise: splits that do not reduce the misclassification risk by cp are pruned
+    noise = rng.normal(size=(400, 2))
+    yn = rng.permutation(np.r_[np.zeros(200), np.ones(200)])
+    pn = _cart_prob(noise, yn, cp=0.05, **kw)
+    assert len(np.unique(pn)) <= 3
