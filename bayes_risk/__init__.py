@@ -38,6 +38,8 @@ _API: dict[str, str] = {
     # attribute risk
     "attribute_risk": "bayes_risk.attribute.api",
     "prior_sensitivity": "bayes_risk.attribute.api",
+    "ArrayModel": "bayes_risk.attribute.estimator",
+    "CARTPlugin": "bayes_risk.attribute.plugin",
     # exceptions
     "BayesRiskError": "bayes_risk.exceptions",
     "SchemaError": "bayes_risk.exceptions",

@@ -127,9 +127,11 @@ def main() -> None:
             f"{platform.processor() or platform.machine()}, {__import__('os').cpu_count()} cores",
         )
     )
-    max(len(r[0]) for r in rows)
-    for _k, _v in rows:
-        pass
+    w = max(len(r[0]) for r in rows)
+    print(f"{'step'.ljust(w)} | value")  # noqa: T201 - benchmark scripts print a table
+    print("-" * w + "-|------")  # noqa: T201
+    for k, v in rows:
+        print(f"{k.ljust(w)} | {v}")  # noqa: T201
 
 
 def _array_setup(df, a):

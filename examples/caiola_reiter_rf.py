@@ -26,7 +26,7 @@ def main():
     n = scaled(10_000, minimum=300)
     acs = make_acs_like(n, random_seed=2010)
     rf = RandomForestSynthesizer(n_trees=scaled(500, minimum=20))
-    rf.fit(acs, synthesize=["MAR", "RACE", "SEX"], random_seed=4)
+    rf.fit(acs, synthesized=["MAR", "RACE", "SEX"], random_seed=4)
     release = rf.synthesize(5, random_seed=5)
     res = identification_risk(
         acs, release, known_unsynthesized=["AGE"], known_synthesized=["SEX", "RACE", "MAR"],

@@ -54,7 +54,7 @@ def main() -> pd.DataFrame:
     rows = []
     for k, syn_cols in SCENARIOS.items():
         synth = CARTSynthesizer(donor="uniform", unroutable="random_descent")
-        synth.fit(data, schema, synthesize=syn_cols, random_seed=[2021, k])
+        synth.fit(data, schema, synthesized=syn_cols, random_seed=[2021, k])
         release = synth.synthesize(m, random_seed=[2022, k])
         sweep = radius_sweep(
             data, release, ["Age", "Urban", "Marital"], syn_cols, radii=GRID,

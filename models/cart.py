@@ -184,7 +184,7 @@ def records_mask(records: Any, n: int, argument: str = "records") -> np.ndarray:
 
 
 def prepare_schema(
-    data: pd.DataFrame, schema: Schema | None, synthesize: Sequence[str] | None
+    data: pd.DataFrame, schema: Schema | None, synthesized: Sequence[str] | None
 ) -> tuple[Schema, list[str]]:
     """Schema with roles set and the ordered list of synthesized columns."""
     if not isinstance(data, pd.DataFrame):
@@ -193,14 +193,14 @@ def prepare_schema(
         schema = infer_schema(data)
     elif not isinstance(schema, Schema):
         raise ValidationError(f"schema must be a bayes_risk Schema. Got {type(schema).__name__}.")
-    if synthesize is None:
+    if synthesized is None:
         order = schema.synthesized
     else:
-        if isinstance(synthesize, str):
-            synthesize = [synthesize]
-        order = schema.check_columns(list(synthesize), "synthesize")
+        if isinstance(synthesized, str):
+            synthesized = [synthesized]
+        order = schema.check_columns(list(synthesized), "synthesized")
         if len(set(order)) != len(order):
-            raise ValidationError(f"synthesize lists a column twice: {list(order)}.")
+            raise ValidationError(f"synthesized lists a column twice: {list(order)}.")
     if not order:
         raise ValidationError(
             "no column to synthesize: pass synthesize=[...] or a schema with synthesized roles."
@@ -246,7 +246,7 @@ def silverman(v: np.ndarray) -> float:
 class CARTSynthesizer(BaseSynthesizer):
     """Sequential CART synthesizer with a per-leaf Bayesian bootstrap (SPEC §3.4).
 
-    For the visit order ``v_1 → … → v_S`` (the order of ``synthesize``), the tree for
+    For the visit order ``v_1 → … → v_S`` (the order of ``synthesized``), the tree for
     ``v_k`` is fitted on the confidential data with predictors = all unsynthesized columns and
     ``v_1..v_{k-1}`` (SPEC §3.4.2): a regression tree (squared error) for count/continuous
     columns, a classification tree (Gini) for categorical/ordinal ones. To synthesize, each
@@ -314,7 +314,7 @@ class CARTSynthesizer(BaseSynthesizer):
     >>> from bayes_risk.data import make_ce_like, infer_schema
     >>> df = make_ce_like(300, random_seed=1)
     >>> schema = infer_schema(df, categorical=["Urban", "Marital", "Tenure"])
-    >>> syn = CARTSynthesizer().fit(df, schema, synthesize=["Tenure", "Income"], random_seed=1)
+    >>> syn = CARTSynthesizer().fit(df, schema, synthesized=["Tenure", "Income"], random_seed=1)
     >>> z = syn.synthesize(2, random_seed=2)
     >>> z.m, z.method
     (2, 'cart')
@@ -403,7 +403,7 @@ class CARTSynthesizer(BaseSynthesizer):
         self,
         data: pd.DataFrame,
         schema: Schema | None = None,
-        synthesize: Sequence[str] | None = None,
+        synthesized: Sequence[str] | None = None,
         *,
         records: Any = None,
         random_seed: RandomSeed = None,
@@ -416,7 +416,7 @@ class CARTSynthesizer(BaseSynthesizer):
             Confidential table (no missing values).
         schema : Schema, optional
             Column types (default: inferred; integer-coded factors must be declared categorical).
-        synthesize : sequence of str, optional
+        synthesized : sequence of str, optional
             Columns to synthesize, in visit order (default: the schema's synthesized columns).
         records : boolean mask or integer positions, optional
             Records whose synthesized columns are replaced (default: all). Trees are fitted on all
@@ -437,7 +437,7 @@ class CARTSynthesizer(BaseSynthesizer):
         from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
         self._check_settings()
-        schema, order = prepare_schema(data, schema, synthesize)
+        schema, order = prepare_schema(data, schema, synthesized)
         smoothed = self._smoothed_columns(schema, order)
         n = len(data)
         if n < 2:

@@ -225,7 +225,7 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
         self,
         data: pd.DataFrame,
         schema: Schema | None = None,
-        synthesize: Sequence[str] | None = None,
+        synthesized: Sequence[str] | None = None,
         *,
         random_seed: RandomSeed = None,
     ) -> SmallCellPMMSynthesizer:
@@ -235,7 +235,7 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
         ----------
         data : DataFrame
         schema : Schema, optional
-        synthesize : sequence of str, optional
+        synthesized : sequence of str, optional
             IVs to synthesize, in order (default: all identifying variables).
         random_seed : RandomSeed
             Unused (fitting is deterministic); accepted for a uniform interface.
@@ -264,11 +264,11 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
             raise ValidationError(f"spline_df must be an integer >= 3. Got {sdf!r}.")
         schema = infer_schema(data) if schema is None else schema
         ivs = schema.check_columns(list(self.identifying), "identifying")
-        syn = ivs if synthesize is None else schema.check_columns(list(synthesize), "synthesize")
+        syn = ivs if synthesized is None else schema.check_columns(list(synthesized), "synthesized")
         for c in syn:
             if c not in ivs:
                 raise ValidationError(
-                    f"synthesize: column {c!r} is not an identifying variable ({ivs}); "
+                    f"synthesized: column {c!r} is not an identifying variable ({ivs}); "
                     "non-identifying variables are never synthesized by this method."
                 )
         schema = schema.with_roles(syn, known=schema.known)

@@ -210,7 +210,7 @@ class RandomForestSynthesizer(BaseSynthesizer):
         self,
         data: pd.DataFrame,
         schema: Schema | None = None,
-        synthesize: Sequence[str] | None = None,
+        synthesized: Sequence[str] | None = None,
         *,
         records: Any = None,
         random_seed: RandomSeed = None,
@@ -221,7 +221,7 @@ class RandomForestSynthesizer(BaseSynthesizer):
         ----------
         data : DataFrame
         schema : Schema, optional
-        synthesize : sequence of str, optional
+        synthesized : sequence of str, optional
             Categorical columns to replace.
         records : mask, positions or dict, optional
             Records whose values are replaced: one selection for all columns, or a mapping
@@ -242,7 +242,7 @@ class RandomForestSynthesizer(BaseSynthesizer):
         from sklearn.ensemble import RandomForestClassifier
 
         self._check_settings()
-        schema, cols = prepare_schema(data, schema, synthesize)
+        schema, cols = prepare_schema(data, schema, synthesized)
         for c in cols:
             if not schema[c].is_categorical:
                 raise ValidationError(

@@ -66,7 +66,7 @@ def test_incremental_equals_brute_force(donor):
     ce = make_ce_like(120, random_seed=3)
     sc = infer_schema(ce, categorical=["Urban", "Marital", "Tenure"])
     cart = cart_mod.CARTSynthesizer(min_leaf=5, donor=donor).fit(
-        ce, sc, synthesize=["Tenure", "Marital"], random_seed=1
+        ce, sc, synthesized=["Tenure", "Marital"], random_seed=1
     )
     syn = cart.synthesize(1, random_seed=2)
     plugin = CARTPlugin(cart, ce)
@@ -95,11 +95,11 @@ def test_plugin_refuses_unsupported_settings():
     ce = make_ce_like(60, random_seed=3)
     sc = infer_schema(ce, categorical=["Urban", "Marital", "Tenure"])
     cart = cart_mod.CARTSynthesizer(smoothing=True).fit(
-        ce, sc, synthesize=["Income"], random_seed=1
+        ce, sc, synthesized=["Income"], random_seed=1
     )
     with pytest.raises(ValidationError, match="smoothed"):
         CARTPlugin(cart, ce)
-    cart2 = cart_mod.CARTSynthesizer().fit(ce, sc, synthesize=["Tenure"], random_seed=1)
+    cart2 = cart_mod.CARTSynthesizer().fit(ce, sc, synthesized=["Tenure"], random_seed=1)
     with pytest.raises(ValidationError, match="estimator must be 'auto'"):
         attribute_risk(
             CARTPlugin(cart2, ce),

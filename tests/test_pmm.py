@@ -137,7 +137,7 @@ def test_constraints_are_honoured(hawala):
         identifying=IV, constraints={"PRO": [no_old_managers, young_only_worker]}, tie="first")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        z = m.fit(df, schema, synthesize=["PRO", "EDU"]).synthesize(1, random_seed=1)
+        z = m.fit(df, schema, synthesized=["PRO", "EDU"]).synthesize(1, random_seed=1)
     d = z[0]
     rec = m.recipients_
     assert not ((d.loc[rec, "AGE"] == 4) & (d.loc[rec, "PRO"] != 1)).any()
@@ -154,7 +154,7 @@ def test_nominal_and_continuous_models():
     m = SmallCellPMMSynthesizer(identifying=ivs, threshold=2, tie="first")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m.fit(df, schema, synthesize=["Marital", "Educ"])
+        m.fit(df, schema, synthesized=["Marital", "Educ"])
         pred_nom = m._predict(df, "Marital")
         pred_num = m._predict(df, "Educ")
         z = m.synthesize(1, random_seed=0)
@@ -184,10 +184,10 @@ def test_errors(hawala):
     with pytest.raises(ValidationError, match="threshold must be an integer >= 1"):
         SmallCellPMMSynthesizer(identifying=IV, threshold=0).fit(df, schema)
     with pytest.raises(ValidationError, match="not an identifying variable"):
-        SmallCellPMMSynthesizer(identifying=["AGE", "EDU"]).fit(df, schema, synthesize=["PRO"])
+        SmallCellPMMSynthesizer(identifying=["AGE", "EDU"]).fit(df, schema, synthesized=["PRO"])
     with pytest.raises(ValidationError, match="constraints: column 'PRO' is not synthesized"):
         SmallCellPMMSynthesizer(identifying=IV, constraints={"PRO": lambda r, v: True}).fit(
-            df, schema, synthesize=["AGE"])
+            df, schema, synthesized=["AGE"])
     with pytest.raises(ValidationError, match="tie must be"):
         SmallCellPMMSynthesizer(identifying=IV, tie="last").fit(df, schema)
 
@@ -224,7 +224,7 @@ def test_no_allowed_donor_keeps_values_and_warns(hawala):
     from bayes_risk.exceptions import DataWarning
 
     m = SmallCellPMMSynthesizer(identifying=IV, constraints=[lambda row, v: False]).fit(
-        df, schema, synthesize=["PRO"])
+        df, schema, synthesized=["PRO"])
     with pytest.warns(DataWarning, match="still has only 1 record"):
         z = m.synthesize(1, random_seed=0)
     pd.testing.assert_frame_equal(z[0], df)

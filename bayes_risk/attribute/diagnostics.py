@@ -23,19 +23,7 @@ import math
 
 import numpy as np
 
-
-def logsumexp(a: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Fast ``log Σ exp(a)`` along one axis (all ``-inf`` → ``-inf``; ``nan`` propagates).
-
-    Same result as :func:`bayes_risk._numeric.logsumexp` without scipy's array-API overhead,
-    which dominates for the millions of short vectors handled here.
-    """
-    a = np.asarray(a, dtype=np.float64)
-    m = np.max(a, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        out = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
-    return np.squeeze(out, axis=axis)
+from bayes_risk._numeric import logsumexp  # re-exported for the engine's modules
 
 
 __all__ = [

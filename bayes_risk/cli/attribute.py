@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -254,11 +255,12 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         n_fl = summary["n_flagged"]
         un = summary["unflagged"]
-        (
+        msg = (
             f"attribute risk for {summary['n_records']} records ({n_fl} flagged): "
             f"prop_top = {un.get('prop_top', float('nan')):.3f}, "
             f"mean p_true = {un.get('mean_p_true', float('nan')):.3f} (unflagged); "
             f"written to {args.out}"
         )
+        print(msg, file=sys.stderr)  # noqa: T201 - one-line CLI report on stderr
 
     return 0

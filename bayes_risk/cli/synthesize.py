@@ -214,12 +214,12 @@ def run(args: argparse.Namespace) -> int:
                     "--records cannot be used with --method pmm: recipients are the records in "
                     "sensitive cells."
                 )
-            model.fit(df, schema, synthesize=args.synthesize, random_seed=[seed, 1])
+            model.fit(df, schema, synthesized=args.synthesize, random_seed=[seed, 1])
         else:
             records = None if args.records is None else _read_records(args.records, len(df))
             # fitting (tree tie-breaks, forest bootstraps) uses the stream [seed, 1], distinct
             # from the synthesis streams spawned from seed
-            model.fit(df, schema, synthesize=args.synthesize, records=records,
+            model.fit(df, schema, synthesized=args.synthesize, records=records,
                       random_seed=[seed, 1])
         syn = model.synthesize(m, random_seed=seed)
     out = syn.save(args.out, csv=args.csv)
