@@ -38,6 +38,7 @@ _API: dict[str, str] = {
     # attribute risk
     "attribute_risk": "bayes_risk.attribute.api",
     "prior_sensitivity": "bayes_risk.attribute.api",
+    "file_summary": "bayes_risk.attribute.file_summary",
     "ArrayModel": "bayes_risk.attribute.estimator",
     "CARTPlugin": "bayes_risk.attribute.plugin",
     # exceptions

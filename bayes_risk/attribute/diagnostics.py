@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from bayes_risk._numeric import logsumexp  # re-exported for the engine's modules
+from bayes_risk.exceptions import ValidationError
 
 
 __all__ = [
@@ -123,8 +124,57 @@ def gpdfit(x: np.ndarray, *, wip: bool = True) -> tuple[float, float]:
     return float(k), float(s)
 
 
-def pareto_khat(log_ratios: np.ndarray, *, chunk: int = 256) -> np.ndarray:
+def pareto_khat(
+    log_ratios: np.ndarray, *, chunk: int = 256, backend: str = "numba"
+) -> np.ndarray:
     """Pareto k̂ of importance ratios given as logs, over the last axis (SPEC Appendix A.2).
+
+    Parameters
+    ----------
+    log_ratios : array, shape (..., S)
+        ``log r_h`` for each weight vector; ``-inf`` entries are allowed (zero weights).
+    chunk : int
+        Number of vectors fitted at once by the numpy backend (``chunk × Mg × M`` temporaries;
+        small chunks stay in cache, which is faster than large ones). Ignored by numba.
+    backend : {"numba", "numpy"}
+        ``"numba"`` (default) runs the parallel compiled kernel of
+        :mod:`bayes_risk.attribute._kernels`; ``"numpy"`` the vectorised reference
+        implementation. Both agree to rounding error.
+
+    Returns
+    -------
+    ndarray, shape (...)
+        ``k̂``; ``+inf`` when the tail is too short (``M < 5``) or constant, ``nan`` when every
+        ratio is ``-inf``.
+
+    Raises
+    ------
+    ValidationError
+        If ``backend`` is not one of the two names above.
+
+    References
+    ----------
+    Vehtari, A., Simpson, D., Gelman, A., Yao, Y. & Gabry, J. (2024). Pareto smoothed importance
+    sampling. JMLR 25(72).
+    """
+    if backend == "numpy":
+        return _pareto_khat_numpy(log_ratios, chunk=chunk)
+    if backend != "numba":
+        raise ValidationError(f"pareto_khat: backend must be 'numba' or 'numpy', got {backend!r}")
+    lr = np.asarray(log_ratios, dtype=np.float64)
+    shape = lr.shape[:-1]
+    s = lr.shape[-1]
+    m = tail_size(s)
+    if m < 5 or s < m + 1 or lr.size == 0:
+        return _pareto_khat_numpy(lr, chunk=chunk)
+    from bayes_risk.attribute._kernels import pareto_khat_rows
+
+    flat = np.ascontiguousarray(lr.reshape(-1, s))
+    return pareto_khat_rows(flat, m).reshape(shape)
+
+
+def _pareto_khat_numpy(log_ratios: np.ndarray, *, chunk: int = 256) -> np.ndarray:
+    """Numpy reference implementation of :func:`pareto_khat` (SPEC Appendix A.2).
 
     Parameters
     ----------

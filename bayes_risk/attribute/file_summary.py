@@ -1,0 +1,249 @@
+"""File-level summaries of an attribute-risk result (SPEC §2.9): one entry point, four kinds.
+
+:func:`file_summary` only gathers each record's posterior, candidates and truth from an
+:class:`~bayes_risk.attribute.api.AttributeRiskResult` and hands them to the measures defined in
+:mod:`bayes_risk.attribute.summaries` (Hu–Reiter–Wang, Wang–Reiter R1/R2, Paiva et al.,
+Wei–Reiter). Records flagged as unstable by the importance-sampling diagnostics are reported
+separately: file-level figures are given for the unflagged records and for all records, never
+with the flagged ones silently averaged in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._rng import RandomSeed, spawn
+from bayes_risk.attribute.candidates import decode_values
+from bayes_risk.attribute.summaries import (
+    largest_value,
+    paiva_measures,
+    wang_reiter,
+    wang_reiter_file,
+)
+from bayes_risk.exceptions import ValidationError
+
+__all__ = ["file_summary"]
+
+KINDS = ("hrw", "wang_reiter", "paiva", "largest_value")
+
+
+def _flagged(result: Any) -> np.ndarray:
+    flags = result.records["flags"].fillna("").astype(str).to_numpy()
+    return flags != ""
+
+
+def _xy(
+    values: pd.DataFrame,
+    location_columns: Sequence[str],
+    locations: Mapping[Any, Sequence[float]] | None,
+) -> np.ndarray:
+    """Coordinates ``[n, 2]`` of decoded values: two numeric columns, or one areal column mapped to
+    centroids by ``locations``."""
+    if len(location_columns) == 2 and locations is None:
+        return values[list(location_columns)].to_numpy(dtype=np.float64)
+    if len(location_columns) == 1 and locations is not None:
+        col = location_columns[0]
+        out = np.empty((len(values), 2))
+        for i, v in enumerate(values[col].tolist()):
+            key = v if v in locations else (str(v) if str(v) in locations else None)
+            if key is None:
+                raise ValidationError(
+                    f"locations has no centroid for level {v!r} of column {col!r}; give one "
+                    "(x, y) pair for every level."
+                )
+            xy = np.asarray(locations[key], dtype=np.float64)
+            if xy.shape != (2,):
+                raise ValidationError(
+                    f"locations[{key!r}] must be an (x, y) pair. Got {locations[key]!r}."
+                )
+            out[i] = xy
+        return out
+    raise ValidationError(
+        "location_columns must be two numeric columns (coordinates), or one areal column "
+        f"together with locations={{level: (x, y)}}. Got location_columns={list(location_columns)!r}"
+        f" and locations={'given' if locations is not None else None}."
+    )
+
+
+def _check_location_columns(result: Any, location_columns: Sequence[str] | None) -> list[str]:
+    if not location_columns:
+        raise ValidationError(f"kind needs location_columns (candidate columns {list(result.columns)}).")
+    cols = list(location_columns)
+    bad = [c for c in cols if c not in result.columns]
+    if bad:
+        raise ValidationError(
+            f"location_columns {bad} are not among the columns the intruder guesses "
+            f"({list(result.columns)})."
+        )
+    return cols
+
+
+def _per_record(result: Any):
+    """Yield ``(position, record id, decoded candidates, posterior, g0)`` per evaluated record."""
+    recs = result.records["record"].to_numpy()
+    for k, cs in enumerate(result.candidates):
+        post = np.exp(np.asarray(result.log_post[k], dtype=np.float64))
+        yield k, int(recs[k]), decode_values(cs.values, cs.columns, result.schema), post, int(cs.g0)
+
+
+def file_summary(
+    result: Any,
+    kind: Literal["hrw", "wang_reiter", "paiva", "largest_value"] = "hrw",
+    *,
+    original: pd.DataFrame | None = None,
+    location_columns: Sequence[str] | None = None,
+    locations: Mapping[Any, Sequence[float]] | None = None,
+    pattern_vars: Sequence[str] | None = None,
+    n_mc: int | None = None,
+    delta: float = 0.05,
+    interval: tuple[float, float] | None = None,
+    thresholds: Sequence[float] = (0.5,),
+    random_seed: RandomSeed = None,
+) -> dict[str, Any]:
+    """File-level attribute-risk summary of one kind (SPEC §2.9).
+
+    Parameters
+    ----------
+    result : AttributeRiskResult
+        Output of :func:`bayes_risk.attribute_risk`.
+    kind : {"hrw", "wang_reiter", "paiva", "largest_value"}
+        * ``"hrw"`` — Hu, Reiter & Wang (2014): quantiles of the truth's rank and renormalised
+          probability, share of records whose truth is the top candidate (§2.9.1); the same as
+          ``result.summary()``.
+        * ``"wang_reiter"`` — Wang & Reiter (2012) R1 (expected distance of the guess from the
+          true location) and R2 (number of *other* records within R1 of the target), per record
+          and as min / first quartile / median (§2.9.2). Larger means lower risk.
+        * ``"paiva"`` — Paiva et al. (2014): percentage of records whose true area is the MAP,
+          the same among records with a unique pattern of ``pattern_vars``, and the distance of
+          the MAP from the truth (§2.9.3; provisional).
+        * ``"largest_value"`` — Wei & Reiter (2016): posterior mass within ``delta`` of the truth,
+          posterior mode and its relative error, per record; ``"largest"`` reports the record
+          holding the largest true value (§2.9.4; provisional).
+    original : DataFrame
+        The confidential data (needed for R2: the other records' true locations; and for the
+        unique patterns of ``"paiva"``).
+    location_columns : sequence of str
+        Two numeric coordinate columns, or one areal column with ``locations``.
+    locations : mapping, optional
+        Centroid ``(x, y)`` of every level of an areal ``location_columns`` column.
+    pattern_vars : sequence of str, optional
+        Columns defining a record's pattern for ``"paiva"`` (default: the unsynthesized columns).
+    n_mc : int, optional
+        Monte Carlo R1 with this many posterior draws (W&R's definition) instead of the exact mean.
+    delta, interval
+        Interval of ``"largest_value"``: ``[y(1−δ), y(1+δ)]`` or an explicit ``(lo, hi)``.
+    thresholds : sequence of float
+        ``"hrw"``: count records whose ``p_true`` exceeds each threshold.
+    random_seed : RandomSeed
+        Seed of the Monte Carlo R1 (one independent stream per record).
+
+    Returns
+    -------
+    dict
+        ``kind``, ``n_records``, ``n_flagged``, ``flagged_records`` and, by kind, ``per_record``
+        (a DataFrame) and file-level figures for ``"unflagged"`` and ``"all"`` records.
+
+    Raises
+    ------
+    ValidationError
+        For an unknown kind, missing or unknown location columns, a level without a centroid,
+        or a missing ``original`` where it is needed.
+
+    References
+    ----------
+    Hu, J., Reiter, J. P. & Wang, Q. (2014). Disclosure risk evaluation for fully synthetic
+    categorical data. PSD 2014, 185–199. doi:10.1007/978-3-319-11257-2_15.
+    Wang, H. & Reiter, J. P. (2012). Multiple imputation for sharing precise geographies in
+    public use data. Annals of Applied Statistics 6, 229–252. doi:10.1214/11-AOAS506.
+    """
+    if kind not in KINDS:
+        raise ValidationError(f"kind of file_summary must be one of {list(KINDS)}. Got {kind!r}.")
+    flagged = _flagged(result)
+    recs = result.records["record"].to_numpy()
+    base: dict[str, Any] = {
+        "kind": kind,
+        "n_records": int(len(recs)),
+        "n_flagged": int(flagged.sum()),
+        "flagged_records": [int(r) for r in recs[flagged]],
+    }
+    if kind == "hrw":
+        return {**base, **result.summary(thresholds=thresholds)}
+
+    if kind in ("wang_reiter", "paiva"):
+        cols = _check_location_columns(result, location_columns)
+    if kind == "wang_reiter":
+        if original is None:
+            raise ValidationError("kind='wang_reiter' needs original= (R2 counts other records).")
+        all_xy = _xy(original, cols, locations)
+        gens = spawn(random_seed, len(recs)) if n_mc is not None else [None] * len(recs)
+        rows = []
+        for k, rec, cand, post, g0 in _per_record(result):
+            cxy = _xy(cand, cols, locations)
+            others = np.delete(all_xy, rec, axis=0)
+            r = wang_reiter(post, cxy, cxy[g0], others, n_mc=n_mc, random_seed=gens[k])
+            rows.append({"record": rec, "R1": r["R1"], "R2": r["R2"], "flagged": bool(flagged[k])})
+        per = pd.DataFrame(rows)
+        ok = ~per["flagged"].to_numpy()
+        out = {**base, "per_record": per, "all": wang_reiter_file(per["R1"], per["R2"])}
+        out["unflagged"] = (
+            wang_reiter_file(per["R1"][ok], per["R2"][ok]) if ok.any() else None
+        )
+        return out
+
+    if kind == "paiva":
+        if pattern_vars is None:
+            pattern_vars = list(result.schema.unsynthesized)
+            if not pattern_vars:
+                raise ValidationError(
+                    "kind='paiva': every column is synthesized, so the default pattern (the "
+                    "unsynthesized columns) is empty; give pattern_vars=[...]."
+                )
+        if original is None:
+            raise ValidationError("kind='paiva' needs original= (unique patterns of pattern_vars).")
+        missing = [c for c in pattern_vars if c not in original.columns]
+        if missing:
+            raise ValidationError(f"pattern_vars {missing} are not columns of original.")
+        counts = original.groupby(list(pattern_vars), observed=True, dropna=False)[
+            list(pattern_vars)[0]
+        ].transform("size")
+        unique_all = counts.to_numpy() == 1
+        posts, g0s, cls, uniq = [], [], [], []
+        for _, rec, cand, post, g0 in _per_record(result):
+            posts.append(post)
+            g0s.append(g0)
+            cls.append(_xy(cand, cols, locations))
+            uniq.append(bool(unique_all[rec]))
+        uniq_a = np.asarray(uniq)
+        full = paiva_measures(posts, g0s, cls, uniq_a)
+        per = pd.DataFrame(
+            {"record": recs, "dist_map": full.pop("dist_map"), "unique_pattern": uniq_a,
+             "flagged": flagged}
+        )
+        ok = ~flagged
+        unfl = None
+        if ok.any():
+            sel = np.flatnonzero(ok)
+            unfl = paiva_measures([posts[i] for i in sel], [g0s[i] for i in sel],
+                                  [cls[i] for i in sel], uniq_a[sel])
+            unfl.pop("dist_map")
+        return {**base, "per_record": per, "all": full, "unflagged": unfl}
+
+    # largest_value
+    if len(result.columns) != 1 or result.schema[result.columns[0]].is_categorical:
+        raise ValidationError(
+            "kind='largest_value' needs a result for one numeric column (the magnitude variable); "
+            f"this result guesses {list(result.columns)}."
+        )
+    col = result.columns[0]
+    rows = []
+    for k, rec, cand, post, g0 in _per_record(result):
+        values = cand[col].to_numpy(dtype=np.float64)
+        lv = largest_value(post, values, float(values[g0]), delta=delta, interval=interval)
+        rows.append({"record": rec, "truth": float(values[g0]), **lv, "flagged": bool(flagged[k])})
+    per = pd.DataFrame(rows)
+    top = per.loc[per["truth"].idxmax()].to_dict()
+    return {**base, "per_record": per, "largest": top}
