@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._io import atomic_dir, to_jsonable
+from bayes_risk._io import atomic_dir, to_jsonable, write_json
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json, spawn
 from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData
@@ -605,9 +605,7 @@ class BayesianSynthesizer(BaseSynthesizer):
             self.posterior_.to_netcdf(tmp / POSTERIOR_FILE, engine="h5netcdf")
             if self.data_ is not None:
                 self.data_.to_parquet(tmp / DATA_FILE, index=False)
-            with open(tmp / SETTINGS_FILE, "w") as fh:
-                json.dump(to_jsonable(meta), fh, indent=2, allow_nan=False)
-                fh.write("\n")
+            write_json(tmp / SETTINGS_FILE, meta)
         return Path(path)
 
     @classmethod

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._io import atomic_dir, to_jsonable
+from bayes_risk._io import atomic_dir, to_jsonable, write_json
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import check_m
 from bayes_risk.exceptions import SchemaError, ValidationError
@@ -185,9 +185,7 @@ class SyntheticData:
                 z.to_parquet(tmp / fname, index=False)
                 if csv:
                     z.to_csv(tmp / fname.replace(".parquet", ".csv"), index=False)
-            with open(tmp / MANIFEST_NAME, "w") as fh:
-                json.dump(man, fh, indent=2, allow_nan=False)
-                fh.write("\n")
+            write_json(tmp / MANIFEST_NAME, man)
         return Path(path)
 
     @classmethod
