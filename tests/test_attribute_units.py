@@ -228,6 +228,81 @@ def test_pareto_khat_fixtures_vectorised():
     assert khat_threshold(10_000) == pytest.approx(0.7)
 
 
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_pareto_khat_fixtures_both_backends(backend):
+    u = (np.arange(1, 101) - 0.5) / 100
+    lr = np.stack([np.log(u**-0.5), np.log(1 / u), np.zeros(100), np.full(100, -np.inf)])
+    k = pareto_khat(lr, backend=backend)
+    assert k[0] == pytest.approx(0.491960, abs=1e-6)
+    assert k[1] == pytest.approx(0.777800, abs=1e-6)
+    assert k[2] == np.inf
+    assert np.isnan(k[3])
+    assert pareto_khat(np.zeros(10), backend=backend) == np.inf  # M < 5
+    assert np.isnan(pareto_khat(np.full(10, -np.inf), backend=backend))
+
+
+def _khat_cases(rng, n_rows, s):
+    """Random log-ratio rows with -inf entries, constant tails, heavy tails, ties and nan/inf."""
+    x = rng.standard_normal((n_rows, s)) * rng.uniform(0.05, 6.0, (n_rows, 1))
+    x[::7, : s // 2] = -np.inf  # half the ratios zero
+    x[1::11, rng.random(s) < 0.9] = -np.inf  # mostly zero: tail reaches -inf
+    x[2::11] = -np.inf  # all zero -> nan
+    x[3::13] = 0.0  # all equal -> +inf
+    x[4::13, -(s // 3) :] = 1.5  # constant tail -> +inf
+    x[5::17] = np.log(rng.pareto(0.5, s) + 1e-300)  # very heavy tail
+    x[6::17] = -np.log(rng.random(s))  # exponential-tailed ratios
+    x[7::19, 3] = np.nan
+    x[8::19, 5] = np.inf
+    x[9::23] = np.round(rng.standard_normal(s), 1)  # many ties
+    x[10::23] = -800.0  # exceedances underflow to 0 -> +inf
+    x[10::23, 0] = 0.0
+    return x
+
+
+@pytest.mark.parametrize("s", [30, 100, 1000, 3000])
+def test_pareto_khat_numba_matches_numpy_reference(s):
+    rng = np.random.default_rng(s)
+    x = _khat_cases(rng, 600, s)
+    a = pareto_khat(x)
+    b = pareto_khat(x, backend="numpy")
+    assert np.array_equal(np.isnan(a), np.isnan(b))
+    assert np.array_equal(np.isposinf(a), np.isposinf(b))
+    fin = np.isfinite(b)
+    assert fin.sum() > 300
+    np.testing.assert_allclose(a[fin], b[fin], rtol=1e-10, atol=0)
+    # shape handling and chunk/thread-split invariance
+    x3 = x[:600].reshape(20, 30, s)
+    np.testing.assert_array_equal(pareto_khat(x3), a.reshape(20, 30))
+    # strided [R, G, H] view of an [R, H, G] array, as the engine passes it
+    logr = np.ascontiguousarray(np.moveaxis(x3, 2, 1))
+    np.testing.assert_array_equal(pareto_khat(np.moveaxis(logr, 1, -1)), a.reshape(20, 30))
+    np.testing.assert_array_equal(pareto_khat(x3[None, :, :4]), a.reshape(20, 30)[None, :, :4])
+    np.testing.assert_array_equal(pareto_khat(x, chunk=7), a)
+
+
+def test_khat_tails_selects_largest_sorted():
+    from bayes_risk.attribute._kernels import khat_tails
+
+    rng = np.random.default_rng(5)
+    for s, m in [(100, 20), (1000, 95), (37, 36)]:
+        x = _khat_cases(rng, 200, s)
+        top, bad = khat_tails(x[None], m)
+        top_t, bad_t = khat_tails(np.moveaxis(x.reshape(20, 10, s), 1, 0), m)  # strided view
+        top_ref = top.reshape(20, 10, m + 1).transpose(1, 0, 2).reshape(200, m + 1)
+        np.testing.assert_array_equal(top_t, top_ref)
+        np.testing.assert_array_equal(bad_t, bad.reshape(20, 10).T.ravel())
+        mx = x.max(axis=1)
+        exp_bad = ~np.isfinite(mx)
+        np.testing.assert_array_equal(bad, exp_bad)
+        ref = np.sort(x[~exp_bad] - mx[~exp_bad, None], axis=1)[:, s - m - 1 :]
+        np.testing.assert_array_equal(top[~exp_bad], ref)
+
+
+def test_pareto_khat_rejects_unknown_backend():
+    with pytest.raises(ValidationError, match="backend"):
+        pareto_khat(np.zeros(100), backend="cuda")
+
+
 def test_psis_log_mean_close_to_plain_for_light_tails():
     rng = np.random.default_rng(0)
     lr = rng.normal(0, 0.3, size=(3, 2000))

@@ -751,6 +751,8 @@ def attribute_risk(
         dd = {c: len(schema0[c].levels) for c in syn0 if schema0[c].is_categorical}
         if len(dd) == len(syn0):
             nb_index = _neighbourhood_index(vary, syn0, dd)
+    # the candidates are the model's whole neighbourhood in its order (all synthesized vary)
+    nb_all = nb_index is not None and np.array_equal(nb_index, np.arange(nb_index.size))
 
     timing = {"model_likelihood_s": 0.0}
 
@@ -793,7 +795,9 @@ def attribute_risk(
                 raise ValidationError(
                     f"model.neighbourhood_loglik returned shape {arr.shape}; expected (H, {r}, G)."
                 )
-            return np.moveaxis(arr[:, :, nb_index], 0, 1)
+            if not (nb_all and arr.shape[2] == nb_index.size):
+                arr = arr[:, :, nb_index]  # (the full neighbourhood in order needs no copy)
+            return np.moveaxis(arr, 0, 1)
         safe = vals.copy()
         if unknown.any():
             truth = vals[np.arange(r), g0]  # [R, q]

@@ -295,9 +295,16 @@ class RatioStats:
         mx = np.max(logr, axis=1)  # [R, G]
         self.finite = np.isfinite(mx)
         self.mx = np.where(self.finite, mx, 0.0)
+        # E is stored draws-major ([H, R, G] memory, exposed as an [R, H, G] view) so that the
+        # bootstrap's [H, R·G] matrix product needs no transposed copy; computed in place (one
+        # big array instead of three temporaries); nan / +inf (exp overflow) become 0
+        R, H, G = logr.shape
+        E = np.empty((H, R, G)).transpose(1, 0, 2)
         with np.errstate(invalid="ignore", over="ignore"):
-            E = np.exp(logr - self.mx[:, None, :])
-        self.E = np.nan_to_num(E, nan=0.0, posinf=0.0)
+            np.subtract(logr, self.mx[:, None, :], out=E)
+            np.exp(E, out=E)
+        np.copyto(E, 0.0, where=~(E < np.inf))
+        self.E = E
         self.s1 = self.E.sum(axis=1)
         self.s2 = np.einsum("rhg,rhg->rg", self.E, self.E)
         # draws kept for each record (a dropped draw is -inf for every candidate)
@@ -515,7 +522,8 @@ def _log_weighted_sum(
     # [B, H] @ [H, R*G] in one BLAS call
     s = (cw @ np.moveaxis(st.E, 1, 0).reshape(H, R * G)).reshape(cw.shape[0], R, G)
     with np.errstate(divide="ignore"):
-        return np.moveaxis(np.log(s), 0, 1) + st.mx[:, None, :]
+        np.log(s, out=s)
+    return np.moveaxis(s, 0, 1) + st.mx[:, None, :]
 
 
 def bootstrap_stabilised(
