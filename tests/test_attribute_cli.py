@@ -76,28 +76,25 @@ def saved_dpmpm(tmp_path_factory):
 def test_cli_end_to_end(saved_dpmpm, tmp_path):
     root = saved_dpmpm
     out = tmp_path / "att"
-    rc = run_cli(
-        [
-            "attribute",
-            "--model",
-            str(root / "model"),
-            "--original",
-            str(root / "orig.csv"),
-            "--synthetic",
-            str(root / "syn"),
-            "--records",
-            "1-5",
-            "--prior",
-            "truth-weighted:2",
-            "--bootstrap",
-            "50",
-            "--random-seed",
-            "3",
-            "--quiet",
-            "--out",
-            str(out),
-        ]
-    )
+    argv = [
+        "attribute",
+        "--model",
+        str(root / "model"),
+        "--original",
+        str(root / "orig.csv"),
+        "--synthetic",
+        str(root / "syn"),
+        "--records",
+        "1-5",
+        "--prior",
+        "truth-weighted:2",
+        "--bootstrap",
+        "50",
+        "--random-seed",
+        "3",
+        "--quiet",
+    ]
+    rc = run_cli([*argv, "--out", str(out)])
     assert rc == 0
     for f in ("records.csv", "summary.json", "p_true_hist.png", "rank_hist.png", "khat.png"):
         assert (out / f).is_file(), f
@@ -108,28 +105,7 @@ def test_cli_end_to_end(saved_dpmpm, tmp_path):
     assert summ["settings"]["estimator"] == "stabilised"
     # same seed, same numbers
     out2 = tmp_path / "att2"
-    run_cli(
-        [
-            "attribute",
-            "--model",
-            str(root / "model"),
-            "--original",
-            str(root / "orig.csv"),
-            "--synthetic",
-            str(root / "syn"),
-            "--records",
-            "1-5",
-            "--prior",
-            "truth-weighted:2",
-            "--bootstrap",
-            "50",
-            "--random-seed",
-            "3",
-            "--quiet",
-            "--out",
-            str(out2),
-        ]
-    )
+    run_cli([*argv, "--out", str(out2)])
     pd.testing.assert_frame_equal(rec, pd.read_csv(out2 / "records.csv"))
     # the IS estimator through the CLI too
     rc = run_cli(
