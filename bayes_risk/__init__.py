@@ -41,6 +41,7 @@ _API: dict[str, str] = {
     "file_summary": "bayes_risk.attribute.file_summary",
     "ArrayModel": "bayes_risk.attribute.estimator",
     "CARTPlugin": "bayes_risk.attribute.plugin",
+    "RFPlugin": "bayes_risk.attribute.plugin_rf",
     # exceptions
     "BayesRiskError": "bayes_risk.exceptions",
     "SchemaError": "bayes_risk.exceptions",

@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp as _scipy_logsumexp
 
-__all__ = ["logsumexp", "normalise_log", "ties", "log_ties", "TIE_RTOL", "TIE_ATOL"]
+__all__ = [
+    "logsumexp",
+    "normalise_log",
+    "ties",
+    "log_ties",
+    "threaded_map",
+    "threaded_ufunc",
+    "TIE_RTOL",
+    "TIE_ATOL",
+]
 
 TIE_RTOL = 1e-9
 TIE_ATOL = 1e-15
@@ -61,3 +70,64 @@ def log_ties(la: np.ndarray | float, lb: np.ndarray | float, atol: float = LOG_T
     with np.errstate(invalid="ignore"):
         close = np.abs(la - lb) <= atol
     return both_ninf | close
+
+
+_POOL: dict[int, object] = {}
+
+
+def _pool(n: int):
+    """A persistent thread pool of ``n`` workers (numpy releases the GIL inside its loops)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if n not in _POOL:
+        _POOL[n] = ThreadPoolExecutor(n, thread_name_prefix="bayes-risk")
+    return _POOL[n]
+
+
+def n_threads() -> int:
+    """Threads the compiled kernels use (numba's setting, e.g. ``NUMBA_NUM_THREADS``)."""
+    try:
+        from numba import get_num_threads
+
+        return int(get_num_threads())
+    except ImportError:  # pragma: no cover - numba is a dependency
+        return 1
+
+
+def threaded_map(fn, items: list) -> list:
+    """``[fn(x) for x in items]`` on the shared pool when there are several threads.
+
+    For functions that spend their time in GIL-releasing numpy loops. Results are returned in
+    order and each item is computed independently, so they do not depend on the thread count.
+    """
+    n = min(n_threads(), len(items))
+    if n <= 1:
+        return [fn(x) for x in items]
+    return list(_pool(n).map(fn, items))
+
+
+def threaded_ufunc(
+    ufunc: np.ufunc, a: np.ndarray, out: np.ndarray | None = None, **errstate: str
+) -> np.ndarray:
+    """Elementwise ``ufunc(a, out=out)`` split over threads along the first axis.
+
+    numpy's SIMD ``exp``/``log`` run on one core; large arrays (the ``[H, R, G]`` blocks of the
+    attribute engine) are split into contiguous slabs, one per thread. Elementwise, so the
+    values are identical to a single call. ``errstate`` (e.g. ``divide="ignore"``) is applied
+    in every worker (numpy's error state is per thread).
+    """
+    if out is None:
+        out = np.empty_like(a)
+
+    def run(lo: int, hi: int) -> None:
+        with np.errstate(**errstate):
+            ufunc(a[lo:hi], out=out[lo:hi])
+
+    n = n_threads()
+    if n <= 1 or a.size < 1_000_000 or a.ndim == 0 or a.shape[0] < n:
+        with np.errstate(**errstate):
+            ufunc(a, out=out)
+        return out
+    cuts = np.linspace(0, a.shape[0], n + 1).astype(int)
+    threaded_map(lambda k: run(cuts[k], cuts[k + 1]), list(range(n)))
+    return out

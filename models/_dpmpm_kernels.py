@@ -41,6 +41,18 @@ __all__ = [
 _BLOCK = 256  # records per parallel work item of class_step
 
 
+@njit(cache=True, inline="always")
+def _times_levels(w, codes, i, use, offsets, phi_h):  # pragma: no cover - numba
+    """``w[k] *= Π_{j ∈ use, observed} φ_kj[codes[i, j]]`` (probability space, one draw)."""
+    for j in range(codes.shape[1]):
+        if use[j]:
+            c = codes[i, j]
+            if c >= 0:
+                row = offsets[j] + c
+                for k in range(w.shape[0]):
+                    w[k] *= phi_h[row, k]
+
+
 @njit(cache=True, parallel=True, fastmath={"reassoc", "contract", "arcp", "nsz"})
 def class_step(  # pragma: no cover - numba
     codes, offsets, logphi, phi, log_pi, u_z, miss_i, miss_j, u_y, y, z
@@ -64,17 +76,13 @@ def class_step(  # pragma: no cover - numba
         pi[k] = math.exp(log_pi[k])
     ll = np.empty(n)
     nblocks = (n + _BLOCK - 1) // _BLOCK
+    every = np.ones(p, dtype=np.bool_)
     for blk in prange(nblocks):
         w = np.empty(K)
         for i in range(blk * _BLOCK, min(n, (blk + 1) * _BLOCK)):
             for k in range(K):
                 w[k] = pi[k]
-            for j in range(p):
-                c = codes[i, j]
-                if c >= 0:
-                    row = offsets[j] + c
-                    for k in range(K):
-                        w[k] *= phi[row, k]
+            _times_levels(w, codes, i, every, offsets, phi)
             s = 0.0
             for k in range(K):
                 s += w[k]
@@ -193,25 +201,46 @@ def lse_two(a_codes, a_use, b_codes, b_use, offsets, logphi, log_pi):  # pragma:
     return out
 
 
-@njit(cache=True)
-def lse_two_sum(a_codes, a_use, b_codes, b_use, offsets, logphi, log_pi, rows):  # pragma: no cover
-    """``Σ_{i ∈ rows}`` of :func:`lse_two` for every draw (``[H]``), no ``[H, n]`` array."""
+@njit(cache=True, parallel=True, fastmath={"reassoc", "contract", "arcp", "nsz"})
+def lse_two_sum(
+    a_codes, a_use, b_codes, b_use, offsets, logphi, log_pi, rows, phi
+):  # pragma: no cover - numba
+    """``Σ_{i ∈ rows}`` of :func:`lse_two` for every draw (``[H]``), no ``[H, n]`` array.
+
+    Parallel over draws; each draw's sum runs over ``rows`` in order (thread-independent
+    values). The per-class terms are multiplied in probability space (``phi = exp(logphi)``,
+    no ``exp`` per class); a record whose sum leaves ``(1e-280, 1e280)`` is redone in log
+    space by :func:`_lse_row`.
+    """
     H = log_pi.shape[0]
     K = log_pi.shape[1]
     out = np.zeros(H)
-    w = np.empty(K)
-    for h in range(H):
+    for h in prange(H):
+        w = np.empty(K)
+        pi = np.empty(K)
+        ph = phi[h]
+        for k in range(K):
+            pi[k] = math.exp(log_pi[h, k])
         acc = 0.0
         for r in range(rows.shape[0]):
-            acc += _lse_row(
-                a_codes, a_use, b_codes, b_use, offsets, logphi[h], log_pi[h], rows[r], w
-            )
+            i = rows[r]
+            for k in range(K):
+                w[k] = pi[k]
+            _times_levels(w, a_codes, i, a_use, offsets, ph)
+            _times_levels(w, b_codes, i, b_use, offsets, ph)
+            s = 0.0
+            for k in range(K):
+                s += w[k]
+            if s > 1e-280 and s < 1e280:
+                acc += math.log(s)
+            else:  # underflow (or a zero probability): exact log space
+                acc += _lse_row(a_codes, a_use, b_codes, b_use, offsets, logphi[h], log_pi[h], i, w)
         out[h] = acc
     return out
 
 
 @njit(cache=True, parallel=True, fastmath={"reassoc", "contract", "arcp", "nsz"})
-def neighbourhood(codes, syn_cols, d, offsets, logphi, phi, log_pi, G):  # pragma: no cover
+def neighbourhood(codes, syn_cols, d, offsets, logphi, phi, log_pi, out):  # pragma: no cover
     """``out[h, i, g] = log p(y*_g | Θ_h)`` over the one-variable-different set (SPEC §2.3.2).
 
     Candidates: truth first, then for each column in ``syn_cols`` (ascending) its levels
@@ -223,12 +252,17 @@ def neighbourhood(codes, syn_cols, d, offsets, logphi, phi, log_pi, G):  # pragm
     that it may have lost precision (below 1e-290, e.g. a class made nearly impossible by the
     truth's level ``a`` but not by the candidate's), or ``φ_kj[a] = 0``, the (record, draw)
     pair is computed exactly in log space instead.
+
+    Writes ``out[H, n, G]`` (any strides) and returns ``logged[H, n]``: ``out[h, i, :]`` holds
+    **probabilities** where ``logged[h, i]`` is false (the caller takes their logarithm with
+    numpy's vectorised ``log``, several times faster than the scalar call made here) and
+    log-probabilities where it is true.
     """
     H = log_pi.shape[0]
     K = log_pi.shape[1]
     n, p = codes.shape
     ns = syn_cols.shape[0]
-    out = np.empty((H, n, G))
+    logged = np.zeros((H, n), dtype=np.bool_)
     L = phi.shape[1]
     for h in prange(H):  # draws are independent: parallel over draws, one buffer set each
         t = np.empty(K)
@@ -257,7 +291,7 @@ def neighbourhood(codes, syn_cols, d, offsets, logphi, phi, log_pi, G):  # pragm
                 if e[k] < emin:
                     emin = e[k]
             if emin > 1e-290 and s < 1e290:
-                out[h, i, 0] = math.log(s)
+                out[h, i, 0] = s
                 g = 1
                 for jj in range(ns):
                     j = syn_cols[jj]
@@ -271,10 +305,11 @@ def neighbourhood(codes, syn_cols, d, offsets, logphi, phi, log_pi, G):  # pragm
                         acc = 0.0
                         for k in range(K):
                             acc += r[k] * ph[c_row, k]
-                        out[h, i, g] = math.log(acc) if acc > 0.0 else -np.inf
+                        out[h, i, g] = acc
                         g += 1
                 continue
             # exact log-space evaluation of every candidate
+            logged[h, i] = True
             for k in range(K):
                 t[k] = log_pi[h, k]
             for j in range(p):
@@ -302,7 +337,7 @@ def neighbourhood(codes, syn_cols, d, offsets, logphi, phi, log_pi, G):  # pragm
                             r[k] = t[k] - lp[a_row, k] + lp[c_row, k]
                     out[h, i, g] = _lse_vec(r)
                     g += 1
-    return out
+    return logged
 
 
 @njit(cache=True)

@@ -6,8 +6,9 @@ record copies the value of a donor drawn from its leaf with Dirichlet(1, …, 1)
 2005; Drechsler & Reiter 2008; Wang & Reiter 2012). Options cover synthpop's variant (uniform
 donor, random descent for unroutable records) and per-leaf truncated Gaussian kernel smoothing.
 
-Also defines the closed-form leaf likelihoods used by the attribute-risk engine for tree
-synthesizers (SPEC §2.10): :func:`polya_logprob` and :func:`truncated_kde_logpdf`.
+Also defines the leaf likelihoods used by the attribute-risk engine for tree synthesizers
+(SPEC §2.10): :func:`polya_logprob`, :func:`truncated_kde_logpdf` and its per-centre terms
+:func:`kernel_log_terms` (densities, or probabilities of rounded output values).
 """
 
 from __future__ import annotations
@@ -29,7 +30,13 @@ from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._trees import Design, SeqTree, column_codes, segment_choice
 from bayes_risk.models.base import BaseSynthesizer, check_is_fitted
 
-__all__ = ["CARTSynthesizer", "polya_logprob", "truncated_kde_logpdf", "records_mask"]
+__all__ = [
+    "CARTSynthesizer",
+    "polya_logprob",
+    "truncated_kde_logpdf",
+    "kernel_log_terms",
+    "records_mask",
+]
 
 
 # --------------------------------------------------------------------------------------------
@@ -98,13 +105,128 @@ def _log_ndtr_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return lb + np.log1p(-np.exp(la - lb))
 
 
+def _rounding_interval(
+    z: np.ndarray, lo: float, hi: float, decimals: int, integer_output: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Interval ``[a, b]`` of kernel draws ``x ∈ [lo, hi]`` that are released as ``z``.
+
+    The synthesizer outputs ``F(clip(round(x, decimals), lo, hi))`` with ``F`` a final rounding to
+    integer for integer-dtype columns (:meth:`CARTSynthesizer._synthesize_one`). A value on the
+    ``10**-decimals`` grid inside ``[lo, hi]`` comes from its rounding cell; when ``lo`` (``hi``)
+    is off the grid (a candidate value, say), the cell that rounds below ``lo`` (above ``hi``) is
+    clipped to ``lo`` (``hi``). Empty intervals have ``a >= b``.
+    """
+    step = 10.0 ** (-decimals)
+    tol = 1e-6 * step
+    half = 0.5 * step
+    k = np.round(z / step)
+    on_grid = np.abs(z - k * step) <= tol
+    interior = on_grid & (z >= lo - tol) & (z <= hi + tol)
+    a = np.where(interior, np.maximum(z - half, lo), np.inf)
+    b = np.where(interior, np.minimum(z + half, hi), -np.inf)
+    kl = np.round(lo / step)
+    if kl * step < lo - tol:  # draws in [lo, (kl + 1/2) step) round below lo and are clipped up
+        z_lo = float(np.round(lo)) if integer_output else lo
+        hit = np.abs(z - z_lo) <= tol
+        a = np.where(hit, np.minimum(a, lo), a)
+        b = np.where(hit, np.maximum(b, min((kl + 0.5) * step, hi)), b)
+    kh = np.round(hi / step)
+    if kh * step > hi + tol:
+        z_hi = float(np.round(hi)) if integer_output else hi
+        hit = np.abs(z - z_hi) <= tol
+        a = np.where(hit, np.minimum(a, max((kh - 0.5) * step, lo)), a)
+        b = np.where(hit, np.maximum(b, hi), b)
+    return a, b
+
+
+def kernel_log_terms(
+    z: np.ndarray,
+    centres: np.ndarray,
+    h: float,
+    lo: float,
+    hi: float,
+    *,
+    decimals: int | None = None,
+    integer_output: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-centre terms of the truncated kernel mixture of SPEC §3.4.5 (the one implementation).
+
+    The mixture with centre weights ``c_k`` is
+    ``p(z) = Σ_k c_k K_k(z) / Σ_k c_k M_k``: ``K_k`` is the Gaussian kernel density
+    ``φ((z − b_k)/h)/h`` on ``[lo, hi]`` (``0`` outside) or, when the synthesizer rounds its
+    output (``decimals`` given), the kernel's mass over the interval of draws that are output as
+    ``z`` (:func:`_rounding_interval`); ``M_k = Φ((hi − b_k)/h) − Φ((lo − b_k)/h)`` is the kernel's
+    mass on the support (truncation of the whole mixture). When no smoothing is possible
+    (``lo == hi`` or ``h <= 0``) the synthesizer outputs the centres themselves (rounded and
+    clipped): ``K_k`` is then the indicator that ``z`` equals that output and ``M_k = 1``.
+
+    Parameters
+    ----------
+    z : array, shape (n_z,)
+        Synthetic values.
+    centres : array, shape (n,)
+        Kernel centres (bootstrap values or donor values).
+    h : float
+        Bandwidth.
+    lo, hi : float
+        Support.
+    decimals : int, optional
+        Output rounded to this many decimals (0 for integers); ``None``: not rounded (densities).
+    integer_output : bool
+        The column's dtype is integer: the clipped value is rounded once more to an integer.
+
+    Returns
+    -------
+    log_k : ndarray, shape (n_z, n)
+        ``log K_k(z)`` (``-inf`` where ``z`` cannot come from kernel ``k``).
+    log_m : ndarray, shape (n,)
+        ``log M_k``.
+    """
+    z = np.asarray(z, dtype=np.float64).ravel()
+    b = np.asarray(centres, dtype=np.float64).ravel()
+    if lo >= hi or not h > 0:
+        if decimals is not None:
+            out = np.clip(np.round(b, decimals), lo, hi)
+            out = np.round(out) if integer_output else out
+            tol = 1e-6 * 10.0 ** (-decimals)
+        else:
+            out = b
+            tol = 1e-9 * np.maximum(1.0, np.abs(z))[:, None]
+        hit = np.abs(z[:, None] - out[None, :]) <= tol
+        return np.where(hit, 0.0, -np.inf), np.zeros(b.size)
+    log_m = _log_ndtr_diff((lo - b) / h, (hi - b) / h)
+    if decimals is None:
+        zk = (z[:, None] - b[None, :]) / h
+        log_k = -0.5 * zk**2 - 0.5 * np.log(2 * np.pi) - np.log(h)
+        inside = (z >= lo) & (z <= hi)
+        return np.where(inside[:, None], log_k, -np.inf), log_m
+    a, top = _rounding_interval(z, lo, hi, decimals, integer_output)
+    empty = ~(a < top)
+    a = np.where(empty, lo, a)
+    top = np.where(empty, hi, top)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_k = _log_ndtr_diff((a[:, None] - b[None, :]) / h, (top[:, None] - b[None, :]) / h)
+    return np.where(empty[:, None], -np.inf, log_k), log_m
+
+
 def truncated_kde_logpdf(
-    x: np.ndarray | float, b: Sequence[float], h: float, lo: float, hi: float
+    x: np.ndarray | float,
+    b: Sequence[float],
+    h: float,
+    lo: float,
+    hi: float,
+    *,
+    weights: Sequence[float] | None = None,
+    decimals: int | None = None,
+    integer_output: bool = False,
 ) -> np.ndarray:
     """Log-density of the truncated Gaussian kernel mixture of SPEC §3.4.5.
 
     ``f(z) = Σ_k φ((z − b_k)/h)/h / Σ_k [Φ((hi − b_k)/h) − Φ((lo − b_k)/h)]``
-    on ``[lo, hi]`` (truncation of the whole mixture, renormalised once), ``0`` outside.
+    on ``[lo, hi]`` (truncation of the whole mixture, renormalised once), ``0`` outside. With
+    ``decimals`` the synthesizer's rounded output is modelled instead and the function returns the
+    log-*probability* of each value (the mixture mass of its rounding interval within
+    ``[lo, hi]``). The terms come from :func:`kernel_log_terms`.
 
     Parameters
     ----------
@@ -117,6 +239,12 @@ def truncated_kde_logpdf(
     lo, hi : float
         Support (``lo <= hi``). When ``lo == hi`` no smoothing is possible: the distribution is
         a point mass and the function returns ``0`` (log of probability 1) at ``lo``.
+    weights : sequence of float, optional
+        Non-negative centre weights (multiplicities); default all 1.
+    decimals : int, optional
+        The output is rounded to this many decimals: return log-probabilities.
+    integer_output : bool
+        With ``decimals``: the clipped value is rounded once more to an integer (integer dtype).
 
     Returns
     -------
@@ -141,13 +269,18 @@ def truncated_kde_logpdf(
         raise ValidationError(f"bandwidth h must be a positive number. Got {h!r}.")
     if not lo <= hi:
         raise ValidationError(f"support must satisfy lo <= hi. Got lo={lo!r}, hi={hi!r}.")
-    inside = (x >= lo) & (x <= hi)
-    if lo == hi:
-        return np.where(inside, 0.0, -np.inf)
-    zk = (x[..., None] - b) / h
-    log_num = logsumexp(-0.5 * zk**2 - 0.5 * np.log(2 * np.pi), axis=-1) - np.log(h)
-    log_den = logsumexp(_log_ndtr_diff((lo - b) / h, (hi - b) / h))
-    return np.where(inside, log_num - log_den, -np.inf)
+    w = np.ones(b.size) if weights is None else np.asarray(weights, dtype=np.float64).ravel()
+    if w.shape != b.shape or np.any(w < 0) or not np.any(w > 0):
+        raise ValidationError(
+            f"weights must be {b.size} non-negative numbers, not all 0. Got {weights!r}."
+        )
+    log_k, log_m = kernel_log_terms(
+        x.ravel(), b, h, lo, hi, decimals=decimals, integer_output=integer_output
+    )
+    with np.errstate(divide="ignore"):
+        lw = np.log(w)
+    out = logsumexp(log_k + lw, axis=-1) - logsumexp(log_m + lw)
+    return out.reshape(x.shape)
 
 
 # --------------------------------------------------------------------------------------------
@@ -581,6 +714,28 @@ class CARTSynthesizer(BaseSynthesizer):
         if not 0 <= int(node) < tree.n_nodes:
             raise ValidationError(f"node must be in 0..{tree.n_nodes - 1}. Got {node!r}.")
         return tree.donor_rows[tree.node_start[node] : tree.node_stop[node]].copy()
+
+    def output_rounding(self, column: str) -> tuple[int | None, bool]:
+        """How smoothed values of ``column`` are rounded on output (SPEC §3.4.5).
+
+        Returns
+        -------
+        decimals : int or None
+            Kernel draws are rounded to this many decimals (0 for count/integer columns);
+            ``None`` when they are released unrounded.
+        integer_output : bool
+            The released column has an integer dtype (the clipped value is rounded to an integer
+            once more).
+        """
+        check_is_fitted(self, "trees_")
+        if column not in self.smoothed_:
+            raise ValidationError(
+                f"column {column!r} is not kernel-smoothed (smoothed: {list(self.smoothed_)})."
+            )
+        integer = bool(self._integer.get(column))
+        decimals = 0 if integer else self._decimals.get(column)
+        final = integer and pd.api.types.is_integer_dtype(self._data[column].dtype)
+        return decimals, bool(final)
 
     # ----- synthesize ---------------------------------------------------------------------
     def synthesize(self, m: int = 1, random_seed: RandomSeed = None) -> SyntheticData:

@@ -439,7 +439,7 @@ class DPMPM(BayesianSynthesizer):
         p = codes.shape[1]
         ll = kern.lse_two_sum(
             codes, np.ones(p, bool), codes, np.zeros(p, bool), self._offsets,
-            self._logphi, self._log_pi, np.arange(codes.shape[0], dtype=np.int64),
+            self._logphi, self._log_pi, np.arange(codes.shape[0], dtype=np.int64), self._phi,
         )
         post = self.posterior_["posterior"]
         shape = (post.sizes["chain"], post.sizes["draw"])
@@ -598,6 +598,8 @@ class DPMPM(BayesianSynthesizer):
         return s, ~s
 
     def _sub(self, draws: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if draws is None:  # all draws: the stored arrays themselves (read only), no copy
+            return self._logphi, self._log_pi, self._phi
         idx = self._draw_indices(draws)
         return self._logphi[idx], self._log_pi[idx], self._phi[idx]
 
@@ -644,7 +646,7 @@ class DPMPM(BayesianSynthesizer):
         if isinstance(datasets, pd.DataFrame):
             datasets = [datasets]
         datasets = list(datasets)
-        lp, lpi, _ = self._sub(draws)
+        lp, lpi, ph = self._sub(draws)
         s_mask, us_mask = self._masks()
         p = len(s_mask)
         none = np.zeros(p, bool)
@@ -672,14 +674,14 @@ class DPMPM(BayesianSynthesizer):
                 continue
             zc = np.where(zc == _UNKNOWN, -1, zc)
             if mode == "marginal":
-                out[:, l] = kern.lse_two_sum(zc, s_mask, zc, none, self._offsets, lp, lpi, rows)
+                out[:, l] = kern.lse_two_sum(zc, s_mask, zc, none, self._offsets, lp, lpi, rows, ph)
             elif mode == "conditional_us":
-                num = kern.lse_two_sum(zc, allc, zc, none, self._offsets, lp, lpi, rows)
-                den = kern.lse_two_sum(zc, us_mask, zc, none, self._offsets, lp, lpi, rows)
+                num = kern.lse_two_sum(zc, allc, zc, none, self._offsets, lp, lpi, rows, ph)
+                den = kern.lse_two_sum(zc, us_mask, zc, none, self._offsets, lp, lpi, rows, ph)
                 out[:, l] = num - den
             else:
-                num = kern.lse_two_sum(ycodes, allc, zc, s_mask, self._offsets, lp, lpi, rows)
-                den = kern.lse_two_sum(ycodes, allc, zc, none, self._offsets, lp, lpi, rows)
+                num = kern.lse_two_sum(ycodes, allc, zc, s_mask, self._offsets, lp, lpi, rows, ph)
+                den = kern.lse_two_sum(ycodes, allc, zc, none, self._offsets, lp, lpi, rows, ph)
                 out[:, l] = num - den
         return out
 
@@ -768,7 +770,12 @@ class DPMPM(BayesianSynthesizer):
         return int(1 + np.sum(self._d[s_mask] - 1))
 
     def neighbourhood_loglik(
-        self, records: pd.DataFrame, *, draws: Any = None, chunk_size: int | None = None
+        self,
+        records: pd.DataFrame,
+        *,
+        draws: Any = None,
+        chunk_size: int | None = None,
+        out: np.ndarray | None = None,
     ) -> np.ndarray:
         """``[H, n, G]`` joint log-likelihoods of the one-variable-different candidates.
 
@@ -776,7 +783,8 @@ class DPMPM(BayesianSynthesizer):
         by column in column order, levels ascending, skipping the true level;
         ``G = 1 + Σ_{j∈S}(d_j − 1)`` (:meth:`neighbourhood_size`). Uses the probability-space
         incremental update (see :func:`bayes_risk.models._dpmpm_kernels.neighbourhood`), chunked
-        over records.
+        over records. ``out`` (float64 ``[H, n, G]``) receives the result when given: callers
+        that evaluate many chunks reuse one buffer instead of allocating a large array each time.
 
         Raises
         ------
@@ -784,6 +792,7 @@ class DPMPM(BayesianSynthesizer):
             If a record has a missing value or a level the model was not fitted with
             (``TRUTH_OUTSIDE_SUPPORT``).
         """
+        from bayes_risk._numeric import threaded_ufunc
         from bayes_risk.models import _dpmpm_kernels as kern
 
         self._check_fitted()
@@ -807,14 +816,27 @@ class DPMPM(BayesianSynthesizer):
         syn_cols = np.flatnonzero(s_mask).astype(np.int64)
         G = self.neighbourhood_size()
         H, n = lp.shape[0], codes.shape[0]
-        out = np.empty((H, n, G))
         if chunk_size is None:
             chunk_size = max(1, int(2e7 // max(1, H * G)))
+        if out is None:
+            out = np.empty((H, n, G))
+        elif out.shape != (H, n, G) or out.dtype != np.float64:
+            raise ValidationError(
+                f"out must be a float64 array of shape {(H, n, G)}; got {out.dtype} {out.shape}."
+            )
         for a in range(0, n, chunk_size):
             b = min(n, a + chunk_size)
-            out[:, a:b, :] = kern.neighbourhood(
-                np.ascontiguousarray(codes[a:b]), syn_cols, self._d, self._offsets, lp, ph, lpi, G
+            dest = out[:, a:b, :]
+            logged = kern.neighbourhood(
+                np.ascontiguousarray(codes[a:b]), syn_cols, self._d, self._offsets, lp, ph, lpi,
+                dest,
             )
+            # the kernel leaves probabilities (logged = False) for numpy's vectorised log
+            keep = dest[logged] if logged.any() else None
+            # (log-space rows give nan here; they are restored just below)
+            threaded_ufunc(np.log, dest, out=dest, divide="ignore", invalid="ignore")
+            if keep is not None:
+                dest[logged] = keep
         return out
 
     def class_probabilities(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:

@@ -382,3 +382,59 @@ def test_largest_value_example():
 
 def test_khat_threshold_small():
     assert math.isinf(khat_threshold(1))
+
+
+def test_top_sorted_adversarial_orders_use_exact_fallback():
+    """The sampled threshold of ``_top_sorted`` can miss (sorted chains, long ties): the result
+    must still be the exact ``k`` largest values, ascending."""
+    from bayes_risk.attribute._kernels import _top_sorted
+
+    rng = np.random.default_rng(11)
+    s, k = 1000, 96
+    cases = [
+        np.arange(s, dtype=float),  # increasing: the strided sample is exact
+        np.arange(s, dtype=float)[::-1].copy(),
+        np.r_[np.zeros(s - 10), np.arange(10.0)],  # long tie below the tail
+        np.r_[np.full(900, -np.inf), rng.normal(size=100)],  # mostly dropped draws
+        np.repeat(rng.normal(size=10), 100),  # heavy ties everywhere
+        rng.standard_cauchy(s),
+    ]
+    for v in cases:
+        out = np.empty(k)
+        small = np.empty(4 * k)
+        _top_sorted(v.copy(), s, k, out, small)
+        np.testing.assert_array_equal(out, np.sort(v)[-k:])
+
+
+def test_ratio_stats_from_logp_matches_reference_path():
+    """``RatioStats.from_logp`` (one compiled pass) equals ``RatioStats(log_ratios(...))`` and
+    the separate k̂ / published-estimator computations, including dropped draws, impossible
+    candidates and ``nan`` ratios."""
+    from bayes_risk.attribute.diagnostics import khat_from_tails, tail_size
+    from bayes_risk.attribute.estimator import RatioStats, is_estimate, log_ratios
+
+    rng = np.random.default_rng(3)
+    H, R, G, m = 400, 7, 5, 3
+    logp = rng.normal(scale=3.0, size=(H, R, G))
+    g0 = rng.integers(0, G, R)
+    logp[:10, 1, g0[1]] = -np.inf  # 10 dropped draws for record 1
+    logp[:, 2, (g0[2] + 1) % G] = -np.inf  # an impossible candidate
+    logp[5, 3, (g0[3] + 2) % G] = np.nan
+    L = rng.normal(scale=20.0, size=(H, m))
+    logr, ndrop = log_ratios(np.moveaxis(logp, 0, 1), g0)
+    ref = RatioStats(logr)
+    M = tail_size(H)
+    st = RatioStats.from_logp(logp, g0, tail=M, L=L)
+    np.testing.assert_array_equal(st.finite, ref.finite)
+    np.testing.assert_array_equal(st.n_ok, ref.n_ok)
+    np.testing.assert_array_equal(st.n_dropped, ndrop)
+    for a in ("mx", "s1", "s2"):
+        np.testing.assert_allclose(getattr(st, a), getattr(ref, a), rtol=1e-12)
+    np.testing.assert_allclose(st.E, ref.E, rtol=1e-13, atol=0)
+    np.testing.assert_array_equal(st.logr, logr)  # formed lazily on request
+    k_ref = pareto_khat(np.moveaxis(logr, 1, -1))
+    np.testing.assert_array_equal(khat_from_tails(*st.tails).reshape(R, G), k_ref)
+    fast = is_estimate(None, L, stats=st)
+    slow = is_estimate(logr, L, stats=ref)
+    for key in ("loglik", "logphat", "ess_omega", "max_omega", "ess_q"):
+        np.testing.assert_allclose(fast[key], slow[key], rtol=1e-10, equal_nan=True)

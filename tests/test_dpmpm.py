@@ -467,3 +467,38 @@ def test_gibbs_same_seed_same_draws_whatever_the_thread_count():
     finally:
         numba.set_num_threads(old)
     np.testing.assert_array_equal(draws[0], draws[1])
+
+
+# ---------------------------------------------------------------------------- fast paths (speed)
+def test_dataset_loglik_underflow_fallback_and_zero_probability():
+    # draw 0: record (1, 1) has probability 1e-400, which underflows in probability space and is
+    # redone in log space; draw 1: that record has probability exactly 0
+    tiny = [[1e-200, 1 - 1e-200], [1e-200, 1 - 1e-200]]
+    post = {
+        "pi": np.array([[0.3, 0.7], [0.5, 0.5]]),
+        "phi_0": np.array([tiny, [[0.5, 0.5], [0.5, 0.5]]]),
+        "phi_1": np.array([tiny, [[0.0, 1.0], [0.0, 1.0]]]),
+    }
+    m = DPMPM.from_posterior(post, dpmpm2_schema(), n_records=2)
+    z = pd.DataFrame({"a": [1, 2], "b": [1, 2]})
+    L = m.dataset_loglik([z])[:, 0]
+    ref = m.record_loglik(z).sum(axis=1)  # exact log-space kernel
+    np.testing.assert_allclose(L[0], ref[0], rtol=1e-12)
+    np.testing.assert_allclose(L[0], 2 * np.log(1e-200) + np.log1p(-1e-200) * 2, rtol=1e-12)
+    assert L[1] == ref[1] == -np.inf
+
+
+def test_neighbourhood_out_buffer_and_chunking(lca_fit):
+    model, df, _, _ = lca_fit
+    rows = df.iloc[:37]
+    draws = np.array([0, 5, 199, 5])
+    ref = model.neighbourhood_loglik(rows, draws=draws)
+    buf = np.full_like(ref, np.nan)
+    out = model.neighbourhood_loglik(rows, draws=draws, chunk_size=10, out=buf)
+    assert out is buf
+    np.testing.assert_array_equal(out, ref)
+    # the kernel leaves probabilities for numpy's log: compare with the exact log-space path
+    full = model.record_loglik(rows.iloc[[3]], draws=draws)[:, 0]
+    np.testing.assert_allclose(ref[:, 3, 0], full, rtol=1e-12)
+    with pytest.raises(ValidationError, match="out must be"):
+        model.neighbourhood_loglik(rows, draws=draws, out=np.empty((4, 37, 2)))

@@ -25,7 +25,7 @@ from numba import get_num_threads, njit, prange  # noqa: E402
 if "NUMBA_THREADING_LAYER" in os.environ:
     _numba_config.THREADING_LAYER = os.environ["NUMBA_THREADING_LAYER"]
 
-__all__ = ["get_num_threads", "khat_tails"]
+__all__ = ["get_num_threads", "khat_tails", "ratio_pass", "ratio_sums"]
 
 
 @njit(cache=True)
@@ -70,6 +70,38 @@ def _select(a, k):  # pragma: no cover - compiled
             return
 
 
+@njit(cache=True)
+def _top_sorted(v, n, k, out, small):  # pragma: no cover - compiled
+    """Write the ``k`` largest of ``v[:n]`` (no ``nan``), ascending, into ``out[:k]``.
+
+    A strided sample of ``v`` gives a threshold expected to keep about ``2k`` values; those are
+    gathered into ``small`` and selected there (``O(n)`` compares instead of a full selection).
+    If fewer than ``k`` survive, ``v`` itself is selected (``v`` is then reordered). The result
+    is the same multiset either way, so ``k̂`` does not depend on the path taken.
+    """
+    ns = min(n, 128)
+    step = n // ns
+    for a in range(ns):
+        small[a] = v[a * step]
+    # the sample's value with about 2k/n of the sample above it
+    above = min(ns - 1, 2 * k * ns // n + 1)
+    _select(small[:ns], ns - 1 - above)
+    thr = small[ns - 1 - above]
+    c = 0
+    cap = small.shape[0]
+    for a in range(n):
+        if v[a] >= thr:
+            if c < cap:
+                small[c] = v[a]
+            c += 1
+    if k <= c <= cap:
+        _select(small[:c], c - k)
+        out[:k] = np.sort(small[c - k : c])
+    else:
+        _select(v[:n], n - k)
+        out[:k] = np.sort(v[n - k : n])
+
+
 @njit(cache=True, parallel=True)
 def khat_tails(lr3, m):  # pragma: no cover - compiled
     """Largest ``M + 1`` shifted log ratios of every vector (SPEC A.2 steps 1 and 3).
@@ -101,6 +133,7 @@ def khat_tails(lr3, m):  # pragma: no cover - compiled
         lo = blk * block
         hi = min(lo + block, nrow)
         buf = np.empty(s)
+        small = np.empty(max(4 * (m + 1), 256))
         for r in range(lo, hi):
             ia = r // nb
             ib = r - ia * nb
@@ -118,6 +151,127 @@ def khat_tails(lr3, m):  # pragma: no cover - compiled
                 continue
             for i in range(s):
                 buf[i] = buf[i] - mx
-            _select(buf, s - m - 1)
-            top[r, :] = np.sort(buf[s - m - 1 :])
+            _top_sorted(buf, s, m + 1, top[r], small)
     return top, bad
+
+
+#: ``exp`` overflows above this: such shifted log ratios are written as ``-inf`` (ratio 0), the
+#: convention of :class:`~bayes_risk.attribute.estimator.RatioStats` for non-finite ``E``
+_EXP_MAX = 709.782712893384
+
+
+@njit(cache=True, parallel=True)
+def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
+    """First pass over the candidate log-likelihoods of a chunk of records (SPEC §2.6–§2.7).
+
+    Fuses, per record ``r`` and candidate ``g``, what :func:`log_ratios`, the maxima of
+    :class:`RatioStats` and :func:`khat_tails` would otherwise compute in separate passes over
+    ``[H, R, G]`` arrays. The exponentials are left to numpy (its SIMD ``exp`` is several times
+    faster than the scalar call a compiled loop makes), then :func:`ratio_sums` forms the sums.
+
+    Parameters
+    ----------
+    logp : float64[H, R, G]
+        ``log p(y*_g | Θ_h)`` of record ``r``'s candidates (any strides; read only).
+    g0 : int64[R]
+        Position of the truth in each candidate set.
+    X : float64[H, R, G]
+        Output: ``log r − shift`` with ``log r = logp − logp[..., g0]`` and ``shift`` the maximum
+        over draws (``0`` where that is not finite); ``-inf`` where the ratio is ``nan``, the
+        draw is dropped, or ``exp`` would overflow. May not alias ``logp``.
+    m_tail : int
+        Pareto tail size ``M`` (``0``: no tails).
+
+    Returns
+    -------
+    mx : float64[R, G]
+        ``max_h log r`` (``nan`` if some ratio is ``nan``; ``-inf`` if all are 0).
+    n_ok : int64[R]
+        Draws under which the truth is possible (the others are dropped: ``-inf`` ratios).
+    top : float64[R·G, M + 1]
+        As :func:`khat_tails`: the cutoff and the tail of ``log r − max``, ascending.
+    bad : bool[R·G]
+        Tail unusable (``k̂ = nan``): a ``nan`` ratio or a non-finite maximum.
+    """
+    H, R, G = logp.shape
+    mx_out = np.empty((R, G))
+    n_ok = np.zeros(R, dtype=np.int64)
+    top = np.zeros((R * G if m_tail > 0 else 0, m_tail + 1))
+    bad = np.zeros(R * G if m_tail > 0 else 0, dtype=np.bool_)
+    for r in prange(R):
+        buf = np.empty((G, H))
+        mx = np.full(G, -math.inf)
+        hasnan = np.zeros(G, dtype=np.bool_)
+        gt = g0[r]
+        ok = 0
+        for h in range(H):
+            t = logp[h, r, gt]
+            if math.isfinite(t):
+                ok += 1
+                for g in range(G):
+                    v = logp[h, r, g] - t
+                    buf[g, h] = v
+                    if math.isnan(v):
+                        hasnan[g] = True
+                    elif v > mx[g]:
+                        mx[g] = v
+            else:  # the truth is impossible under this draw: the draw is dropped
+                for g in range(G):
+                    buf[g, h] = -math.inf
+        n_ok[r] = ok
+        shift = np.empty(G)
+        for g in range(G):
+            mx_out[r, g] = math.nan if hasnan[g] else mx[g]
+            shift[g] = mx[g] if (math.isfinite(mx[g]) and not hasnan[g]) else 0.0
+        for h in range(H):
+            for g in range(G):
+                x = buf[g, h] - shift[g]
+                X[h, r, g] = x if x < _EXP_MAX else -math.inf  # (nan fails the test too)
+        if m_tail > 0:
+            tmp = np.empty(H)
+            small = np.empty(max(4 * (m_tail + 1), 256))
+            for g in range(G):
+                row = r * G + g
+                if hasnan[g] or not math.isfinite(mx[g]):
+                    bad[row] = True
+                    continue
+                for h in range(H):
+                    tmp[h] = buf[g, h] - mx[g]
+                _top_sorted(tmp, H, m_tail + 1, top[row], small)
+    return mx_out, n_ok, top, bad
+
+
+@njit(cache=True, parallel=True)
+def ratio_sums(E, W):  # pragma: no cover - compiled
+    """Sums over draws of ``E[H, R, G]``: ``Σ E``, ``Σ E²`` and, per column of ``W[H, m]``,
+    ``Σ E W``, ``Σ (E W)²``, ``max E W`` (the published estimator's fast path, SPEC §2.6).
+
+    Draws are summed in order for every ``(r, g)``, so the values do not depend on threads.
+    """
+    H, R, G = E.shape
+    m = W.shape[1]
+    s1 = np.zeros((R, G))
+    s2 = np.zeros((R, G))
+    num = np.zeros((R, m, G))
+    sq = np.zeros((R, m, G))
+    mxw = np.zeros((R, m, G))
+    for r in prange(R):
+        a1 = s1[r]
+        a2 = s2[r]
+        for h in range(H):
+            e = E[h, r]
+            for g in range(G):
+                a1[g] += e[g]
+                a2[g] += e[g] * e[g]
+            for li in range(m):
+                w = W[h, li]
+                nu = num[r, li]
+                sqr = sq[r, li]
+                mw = mxw[r, li]
+                for g in range(G):
+                    ew = e[g] * w
+                    nu[g] += ew
+                    sqr[g] += ew * ew
+                    if ew > mw[g]:
+                        mw[g] = ew
+    return s1, s2, num, sq, mxw

@@ -13,6 +13,7 @@ importance-sampling estimator (SPEC §2.6). The engine depends only on the model
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 import warnings
@@ -35,14 +36,20 @@ from bayes_risk.attribute.candidates import (
     parse_candidates,
     product_codes,
 )
-from bayes_risk.attribute.diagnostics import khat_threshold, low_ess_threshold, pareto_khat
+from bayes_risk.attribute.diagnostics import (
+    khat_from_tails,
+    khat_threshold,
+    low_ess_threshold,
+    pareto_khat,
+    tail_size,
+)
 from bayes_risk.attribute.estimator import (
+    _FAST_L_RANGE,
     RatioStats,
     bootstrap_counts,
     bootstrap_is,
     bootstrap_stabilised,
     is_estimate,
-    log_ratios,
     mean_log_ratio,
     stabilised_estimate,
 )
@@ -58,6 +65,20 @@ from bayes_risk.data.validate import encode, harmonise_levels, validate_syntheti
 from bayes_risk.exceptions import ImportanceSamplingWarning, ValidationError
 
 __all__ = ["attribute_risk", "prior_sensitivity", "AttributeRiskResult"]
+
+
+def _takes_out(method: Any) -> bool:
+    """Whether a model method accepts an ``out=`` buffer (an optional protocol extension)."""
+    try:
+        return "out" in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _khat_tail(n_draws: int) -> int:
+    """Pareto tail size to select in the ratio pass (0 where k̂ takes the short-tail path)."""
+    m = tail_size(n_draws)
+    return m if (m >= 5 and n_draws > m) else 0
 
 #: record flags that make a record "flagged" (reported separately, never averaged in silently)
 RECORD_FLAGS = (
@@ -333,7 +354,11 @@ def _bootstrap_summaries(
     if boot is None:
         return out
     sizes = np.array([b.shape[1] for b in boot], dtype=np.int64)
-    for idx in _groups_by_size(sizes):
+    # blocks of records bound the [R, B, G] temporaries (B = 200, G = 35: 56 kB per record)
+    blocks = [
+        grp[a : a + 512] for grp in _groups_by_size(sizes) for a in range(0, grp.size, 512)
+    ]
+    for idx in blocks:
         bl = np.stack([boot[i] for i in idx])  # [R, B, G]
         r, b, g = bl.shape
         lp = np.stack([logprior[i] for i in idx])[:, None, :]
@@ -785,8 +810,15 @@ def attribute_risk(
         arr = None
         if fast_ok and nb_index is not None and hasattr(mdl, "neighbourhood_loglik"):
             try:
+                kw: dict[str, Any] = {"draws": didx}
+                if _takes_out(mdl.neighbourhood_loglik) and hasattr(mdl, "neighbourhood_size"):
+                    # one output buffer per model, reused for every chunk
+                    hm = int(mdl.n_draws) if didx is None else int(np.size(didx))
+                    kw["out"] = _buffer(
+                        ("logp", id(mdl)), (hm, r, int(mdl.neighbourhood_size()))
+                    )
                 arr = np.asarray(
-                    mdl.neighbourhood_loglik(orig.iloc[pos], draws=didx), dtype=np.float64
+                    mdl.neighbourhood_loglik(orig.iloc[pos], **kw), dtype=np.float64
                 )
             except NotImplementedError:
                 arr = None
@@ -839,6 +871,23 @@ def attribute_risk(
     deg_total = 0
 
     chunks = [order[a : a + chunk_size] for a in range(0, order.size, chunk_size)]
+    # the published estimator's sums can be formed in the ratio pass (class P, no compat mode)
+    L_fast = (
+        L is not None
+        and model.model_class == "P"
+        and n_sum is None
+        and bool(np.all(np.ptp(L, axis=0) <= _FAST_L_RANGE))
+    )
+    # E buffers reused across chunks, one per posterior (large arrays are not re-allocated and
+    # page-faulted for every chunk)
+    buffers: dict[Any, np.ndarray] = {}
+
+    def _buffer(key: Any, shape: tuple[int, int, int]) -> np.ndarray:
+        b = buffers.get(key)
+        if b is None or b.shape != shape:
+            b = buffers[key] = np.empty(shape)
+        return b
+
     for chunk in progress(chunks, description="attribute risk", enabled=progressbar):
         # --- candidate sets
         csets: list[CandidateSet] = []
@@ -900,6 +949,12 @@ def attribute_risk(
             pos_ok, vals_ok, g0_ok, unk_ok = pos[ok], vals[ok], g0[ok], unknown[ok]
             if is_plugin:
                 t_m = time.perf_counter()
+                # the plug-in's method labels (RFPlugin: APPROXIMATE_NONPARAMETRIC, SPEC §3.5.4)
+                # hold for every record alike, so they are result warnings: a record flag would
+                # mark every estimate unstable and leave the unflagged summary empty
+                warn_codes += [
+                    c for c in getattr(model, "result_warnings", ()) if c not in warn_codes
+                ]
                 for k, i in enumerate(pos_ok):
                     i = int(i)
                     safe = np.where(unk_ok[k][:, None], vals_ok[k][g0_ok[k]][None, :], vals_ok[k])
@@ -927,9 +982,18 @@ def attribute_risk(
                     ndrop_d[i] = 0
                 continue
             logp = model_logp(model, pos_ok, vals_ok, g0_ok, unk_ok, logp_idx, True)
-            logr, ndrop = log_ratios(logp, g0_ok)
+            # one compiled pass: ratios to the truth, their exponentials and sums, the Pareto
+            # tails and the published estimator's per-dataset sums (see RatioStats.from_logp)
+            hh0 = logp.shape[1]
+            st0 = RatioStats.from_logp(
+                np.moveaxis(logp, 1, 0),
+                g0_ok,
+                tail=_khat_tail(hh0) if (khat != "none" and not psis) else 0,
+                L=L if (L_fast and L.shape[0] == hh0) else None,
+                out=_buffer(0, (hh0, len(pos_ok), g)),
+            )
             del logp
-            st0 = RatioStats(logr)
+            ndrop = st0.n_dropped
             diag: dict[str, np.ndarray] = {}
             boot = None
             if est == "is" or L is not None:
@@ -951,7 +1015,7 @@ def attribute_risk(
                     )
                     delta = np.where(unk_ok[:, None, None, :], -np.inf, delta)
                 isr = is_estimate(
-                    logr, L, delta=delta, compat_r=n_sum is not None, n_sum=n_sum, stats=st0
+                    None, L, delta=delta, compat_r=n_sum is not None, n_sum=n_sum, stats=st0
                 )
                 diag["ess_q"] = isr["ess_q"]
                 diag["ess_omega"] = isr["ess_omega"]
@@ -965,21 +1029,28 @@ def attribute_risk(
             if est == "is":
                 ll = isr["loglik"]
                 lmr = mean_log_ratio(st0)
-                diag["khat"] = (
-                    pareto_khat(np.moveaxis(logr, 1, -1))
-                    if khat != "none"
-                    else np.full(st0.mx.shape, np.nan)
-                )
+                if khat == "none":
+                    diag["khat"] = np.full(st0.mx.shape, np.nan)
+                elif st0.tails is not None:
+                    diag["khat"] = khat_from_tails(*st0.tails).reshape(st0.mx.shape)
+                else:
+                    diag["khat"] = pareto_khat(np.moveaxis(st0.logr, 1, -1))
                 if B:
                     boot = bootstrap_is(st0, L, C0, delta=delta)
             else:
                 logr_aug = []
-                for a, _hh in zip(aug_models, h_aug, strict=False):
+                for ai, a in enumerate(aug_models):
                     lp_a = model_logp(a, pos_ok, vals_ok, g0_ok, unk_ok, None, True)
-                    lr_a, nd_a = log_ratios(lp_a, g0_ok)
+                    hh_a = lp_a.shape[1]
+                    st_a = RatioStats.from_logp(
+                        np.moveaxis(lp_a, 1, 0),
+                        g0_ok,
+                        tail=_khat_tail(hh_a) if (khat == "all" and not psis) else 0,
+                        out=_buffer(1 + ai, (hh_a, len(pos_ok), g)),
+                    )
                     del lp_a
-                    ndrop = ndrop + nd_a
-                    logr_aug.append(RatioStats(lr_a))
+                    ndrop = ndrop + st_a.n_dropped
+                    logr_aug.append(st_a)
                 st = stabilised_estimate(st0, logr_aug, psis=psis, khat=khat)
                 ll = st["loglik"]
                 lmr = st["log_mean_r"]

@@ -25,7 +25,15 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk.attribute.diagnostics import kish_ess, logsumexp, pareto_khat, psis_log_mean
+from bayes_risk.attribute.diagnostics import (
+    khat_from_tails,
+    kish_ess,
+    logsumexp,
+    pareto_khat,
+    psis_log_mean,
+    tail_size,
+)
+from bayes_risk._numeric import threaded_ufunc
 from bayes_risk.exceptions import ValidationError
 
 __all__ = [
@@ -287,11 +295,24 @@ class RatioStats:
     ``E = exp(logr − mx)`` with ``mx`` the per-(record, candidate) maximum over draws, and the
     sums ``s1 = Σ_h E``, ``s2 = Σ_h E²``: ``log Ê[r] = log s1 + mx − log H_ok``, Kish
     ``ESS = s1²/s2``, and bootstrap replicates are matrix products ``counts @ E``.
+
+    :meth:`from_logp` builds the same object from the candidates' log-likelihoods in one compiled
+    pass (with the Pareto tails and the published estimator's sums when asked), without
+    materialising ``logr``; ``logr`` is then formed only if some slow path asks for it.
     """
+
+    _logr: np.ndarray | None
+    _logp: np.ndarray | None
+    _g0: np.ndarray | None
+    #: Pareto k̂ tails ``(top, bad)`` of :func:`khat_tails`, when computed by :meth:`from_logp`
+    tails: tuple[np.ndarray, np.ndarray] | None = None
+    #: ``(W_max_L, num, sq, mxw)`` of the published estimator, when computed by :meth:`from_logp`
+    is_sums: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def __init__(self, logr: np.ndarray) -> None:
         logr = np.asarray(logr, dtype=np.float64)
-        self.logr = logr
+        self._logr = logr
+        self._logp = self._g0 = None
         mx = np.max(logr, axis=1)  # [R, G]
         self.finite = np.isfinite(mx)
         self.mx = np.where(self.finite, mx, 0.0)
@@ -309,6 +330,77 @@ class RatioStats:
         self.s2 = np.einsum("rhg,rhg->rg", self.E, self.E)
         # draws kept for each record (a dropped draw is -inf for every candidate)
         self.n_ok = np.sum(np.any(np.isfinite(logr), axis=2), axis=1)
+
+    @classmethod
+    def from_logp(
+        cls,
+        logp_hrg: np.ndarray,
+        g0: np.ndarray,
+        *,
+        tail: int = 0,
+        L: np.ndarray | None = None,
+        out: np.ndarray | None = None,
+    ) -> RatioStats:
+        """Statistics of ``logr = logp − logp[truth]`` from ``logp[H, R, G]`` in one pass.
+
+        Parameters
+        ----------
+        logp_hrg : ndarray (H, R, G)
+            Candidate log-likelihoods, draws first (the layout models return).
+        g0 : int array (R,)
+            Truth positions.
+        tail : int
+            Pareto tail size ``M`` to select for k̂ (0: none).
+        L : ndarray (H, m), optional
+            ``log p(Z_(l) | Θ_h)``: also form the sums of the published estimator's fast path
+            (used by :func:`is_estimate` when ``stats`` is this object).
+        out : ndarray (H, R, G), optional
+            Buffer for ``E`` (reused across chunks to avoid re-allocating large arrays).
+
+        Notes
+        -----
+        Draws under which the truth is impossible are dropped (``n_dropped``), as in
+        :func:`log_ratios`. ``logr`` is available as an attribute (computed on first access).
+        """
+        from bayes_risk.attribute._kernels import ratio_pass, ratio_sums
+
+        logp_hrg = np.asarray(logp_hrg, dtype=np.float64)
+        g0 = np.ascontiguousarray(g0, dtype=np.int64)
+        H, R, G = logp_hrg.shape
+        if out is None or out.shape != (H, R, G):
+            out = np.empty((H, R, G))
+        if L is not None:
+            L = np.asarray(L, dtype=np.float64)
+            Lmax = np.max(L, axis=0)
+            W = np.ascontiguousarray(np.exp(L - Lmax[None, :]))
+        else:
+            W = np.zeros((H, 0))
+        mx, n_ok, top, bad = ratio_pass(logp_hrg, g0, out, int(tail))
+        threaded_ufunc(np.exp, out, out=out)
+        s1, s2, num, sq, mxw = ratio_sums(out, W)
+        self = cls.__new__(cls)
+        self._logr = None
+        self._logp = logp_hrg
+        self._g0 = g0
+        self.finite = np.isfinite(mx)
+        self.mx = np.where(self.finite, mx, 0.0)
+        self.E = out.transpose(1, 0, 2)
+        self.s1 = s1
+        self.s2 = s2
+        self.n_ok = n_ok
+        self.n_dropped = H - n_ok
+        if tail:
+            self.tails = (top, bad)
+        if L is not None:
+            self.is_sums = (Lmax, num, sq, mxw)
+        return self
+
+    @property
+    def logr(self) -> np.ndarray:
+        """``[R, H, G]`` log ratios (formed on first access when built by :meth:`from_logp`)."""
+        if self._logr is None:
+            self._logr = log_ratios(np.moveaxis(self._logp, 0, 1), self._g0)[0]
+        return self._logr
 
     def log_mean(self) -> np.ndarray:
         """``log mean_h r_h`` ``[R, G]`` (``-inf`` for candidates impossible under every draw)."""
@@ -336,7 +428,15 @@ def _is_fast(st: RatioStats, L: np.ndarray) -> dict[str, np.ndarray]:
     logphat = np.empty((R, m, G))
     ess_w = np.empty((R, m, G))
     max_w = np.empty((R, m, G))
-    E2 = st.E * st.E
+    if st.is_sums is not None and np.array_equal(st.is_sums[0], np.max(L, axis=0)):
+        Lmax, num_a, sq_a, mxw_a = st.is_sums
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logphat[:] = np.log(num_a) - np.log(st.s1)[:, None, :] + Lmax[None, :, None]
+            ess_w[:] = num_a * num_a / sq_a
+            max_w[:] = mxw_a / num_a
+        m = 0  # done
+    else:
+        E2 = st.E * st.E
     with np.errstate(divide="ignore", invalid="ignore"):
         for li in range(m):
             Lm = np.max(L[:, li])
@@ -362,7 +462,7 @@ def _is_fast(st: RatioStats, L: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def is_estimate(
-    logr: np.ndarray,
+    logr: np.ndarray | None,
     L: np.ndarray,
     *,
     delta: np.ndarray | None = None,
@@ -374,8 +474,9 @@ def is_estimate(
 
     Parameters
     ----------
-    logr : ndarray (R, H, G)
-        Log importance ratios (truth column 0 for non-dropped draws).
+    logr : ndarray (R, H, G) or None
+        Log importance ratios (truth column 0 for non-dropped draws); ``None`` takes them from
+        ``stats``.
     L : ndarray (H, m)
         ``log p(Z_(l) | Θ_h)``.
     delta : ndarray (R, H, m, G), optional
@@ -385,6 +486,8 @@ def is_estimate(
         but sum over only the first ``n_sum``.
     n_sum : int, optional
         Number of leading draws summed over in compatibility mode.
+    stats : RatioStats, optional
+        The exponentiated ratios, if already formed (required when ``logr`` is ``None``).
 
     Returns
     -------
@@ -398,10 +501,10 @@ def is_estimate(
     exponentiation; exact in double precision because no relevant term can underflow); otherwise
     every step is done in log space as written in SPEC §2.6.
     """
-    logr = np.asarray(logr, dtype=np.float64)
     L = np.asarray(L, dtype=np.float64)
     if delta is None and not compat_r and np.all(np.ptp(L, axis=0) <= _FAST_L_RANGE):
         return _is_fast(stats if stats is not None else RatioStats(logr), L)
+    logr = np.asarray(stats.logr if logr is None else logr, dtype=np.float64)
     lse_r = logsumexp(logr, axis=1)  # [R, G]
     finite = np.isfinite(lse_r)
     with np.errstate(invalid="ignore"):
@@ -474,11 +577,15 @@ def stabilised_estimate(
 
     def mean_khat_ess(lr: np.ndarray | RatioStats, want_k: bool):
         st = lr if isinstance(lr, RatioStats) else RatioStats(lr)
-        x = np.moveaxis(st.logr, 1, -1)  # [R, G, H]
         if psis:
-            lm, k = psis_log_mean(x)
+            lm, k = psis_log_mean(np.moveaxis(st.logr, 1, -1))  # [R, G, H]
             return lm, k, st.ess()
-        k = pareto_khat(x) if want_k else np.full(st.mx.shape, np.nan)
+        if not want_k:
+            k = np.full(st.mx.shape, np.nan)
+        elif st.tails is not None and st.tails[0].shape[1] == tail_size(st.E.shape[1]) + 1:
+            k = khat_from_tails(*st.tails).reshape(st.mx.shape)
+        else:
+            k = pareto_khat(np.moveaxis(st.logr, 1, -1))
         return st.log_mean(), k, st.ess()
 
     lm0, k0, ess0 = mean_khat_ess(logr0, khat != "none")

@@ -1,22 +1,31 @@
-"""Plug-in likelihood of a fitted CART synthesizer for attribute risk (SPEC §2.10, §3.4.4, §3.4.6).
+"""Plug-in likelihood of a fitted CART synthesizer for attribute risk (SPEC §2.10, §3.4.4–3.4.6).
 
 Importance sampling over Θ is not available for tree synthesizers: their synthetic values are
 resampled confidential values. With the fitted tree structure treated as known (``S_meta``: the
-split rules, not the leaf values — Wang & Reiter's "high-risk" assumption), the synthetic values
-routed to a leaf are a Pólya-urn sequence given the leaf's donor values (per-leaf Bayesian
-bootstrap), so
+split rules and bandwidths, not the leaf values — Wang & Reiter's "high-risk" assumption), the
+synthetic values routed to a node depend only on the node's donor values, so
 
-    log p(Z_(l) | y*, y_{-i}) = Σ_v Σ_nodes log Pólya(donors of node | synthetic values in node)
+    log p(Z_(l) | y*, y_{-i}) = Σ_v Σ_nodes log p(synthetic values of node | donors of node).
 
-in closed form. A candidate ``y*`` changes (a) record ``i``'s own donor value in every node that
-contains it, for the varying columns, and (b) the node record ``i`` belongs to in each later tree
-that uses a varying column as predictor (its confidential predictor vector is re-routed through
-the fixed splits). Only nodes containing record ``i`` before or after the change are recomputed.
+* Un-smoothed columns: the node's values are a Pólya-urn sequence given its donors (per-node
+  Bayesian bootstrap, SPEC §3.4.4), in closed form (multinomial for ``donor="uniform"``).
+* Kernel-smoothed numeric columns (SPEC §3.4.5): the node's values are i.i.d. draws from the
+  truncated Gaussian kernel mixture centred at ``n_L`` bootstrap values of the donors, so
+  ``p = E_b[Π_s f_b(z_s)]`` is estimated by Monte Carlo over ``n_bootstrap`` bootstrap count
+  vectors, drawn once per node (and dataset) and shared by all candidates (common random
+  numbers), in log space. When the synthesizer rounds its output, ``f_b(z)`` is the mixture mass
+  of the set of draws released as ``z`` (the rounding cell within ``[lo, hi]``), not a density.
 
-Supported: ``donor="bayes_bootstrap"`` (Pólya) and ``donor="uniform"`` (multinomial with the donor
-frequencies), ``unroutable="climb"``, columns **without** kernel smoothing. Not supported (a clear
-error is raised): smoothed columns (SPEC §3.4.5 needs Monte Carlo over bootstrap weights) and
-``unroutable="random_descent"`` (random routing would have to be marginalised).
+A candidate ``y*`` changes (a) record ``i``'s own donor value in every node that contains it,
+for the varying columns, and with it the support ``[lo, hi]`` of smoothed nodes, and (b) the node
+record ``i`` belongs to in each later tree that uses a varying column as predictor (its
+confidential predictor vector is re-routed through the fixed splits). Only nodes containing record
+``i`` before or after the change are recomputed. A record that the synthesizer did not replace
+is released as it is, so a candidate that differs from its released values is impossible.
+
+Supported: ``donor="bayes_bootstrap"`` and ``"uniform"``, ``unroutable="climb"``, with or without
+smoothing. ``unroutable="random_descent"`` is refused (random routing would have to be
+marginalised).
 """
 
 from __future__ import annotations
@@ -29,9 +38,14 @@ import numpy as np
 import pandas as pd
 from scipy.special import gammaln
 
+from bayes_risk._numeric import logsumexp
+from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["CARTPlugin"]
+
+_MC_BLOCK = 1 << 21  # entries per (bootstrap replicate × synthetic value) block: bounds memory
+_CACHE_BYTES = 256 << 20  # common-random-number count matrices kept per release
 
 
 def _polya(donors: Counter, syn: Counter, uniform: bool) -> float:
@@ -51,16 +65,269 @@ def _polya(donors: Counter, syn: Counter, uniform: bool) -> float:
     return float(out)
 
 
-class CARTPlugin:
+# ------------------------------------------------------------------------------------------
+# Monte Carlo likelihood of the smoothed values of one node (SPEC §3.4.5)
+# ------------------------------------------------------------------------------------------
+def _z_blocks(n_z: int, width: int) -> list[slice]:
+    step = max(1, _MC_BLOCK // max(width, 1))
+    return [slice(a, a + step) for a in range(0, n_z, step)]
+
+
+def mc_node_loglik(
+    counts: np.ndarray, log_k: np.ndarray, log_m: np.ndarray, z_weights: np.ndarray
+) -> float:
+    """``log (1/R) Σ_r Π_s p_r(z_s)`` for a node's synthetic values (SPEC §3.4.5).
+
+    ``p_r(z) = Σ_k C_rk K_k(z) / Σ_k C_rk M_k`` is the kernel mixture of replicate ``r``, whose
+    centres are the donors with bootstrap multiplicities ``C_rk``.
+
+    Parameters
+    ----------
+    counts : array, shape (R, n)
+        Bootstrap multiplicities of the ``n`` donors in each of ``R`` replicates.
+    log_k, log_m : arrays, shapes (n_z, n) and (n,)
+        Kernel terms from :func:`bayes_risk.models.cart.kernel_log_terms`.
+    z_weights : array, shape (n_z,)
+        How many synthetic records of the node carry each distinct value.
+
+    Returns
+    -------
+    float
+    """
+    R = counts.shape[0]
+    with np.errstate(divide="ignore"):
+        lf = -float(z_weights.sum()) * np.log(counts @ np.exp(log_m))
+        for sl in _z_blocks(log_k.shape[0], max(R, counts.shape[1])):
+            lk = log_k[sl]
+            mx = lk.max(axis=1)
+            if not np.all(np.isfinite(mx)):
+                return float("-inf")  # a value no donor can produce
+            num = counts @ np.exp(lk - mx[:, None]).T  # (R, block)
+            lf = lf + (np.log(num) + mx) @ z_weights[sl]
+    return float(logsumexp(lf) - np.log(R))
+
+
+def mc_node_loglik_extra(
+    counts: np.ndarray,
+    log_k: np.ndarray,
+    log_m: np.ndarray,
+    log_k_extra: np.ndarray,
+    log_m_extra: np.ndarray,
+    z_weights: np.ndarray,
+) -> np.ndarray:
+    """:func:`mc_node_loglik` for donors ``D`` plus one extra donor, for several extra values.
+
+    The last column of ``counts`` belongs to the extra donor (record ``i`` with a candidate value);
+    the support must be the same for every extra value (they lie within ``[min D, max D]``), so
+    the donors' part of each replicate's mixture is computed once (rank-one update).
+
+    Parameters
+    ----------
+    counts : array, shape (R, n_D + 1)
+    log_k, log_m : arrays, shapes (n_z, n_D) and (n_D,)
+        Terms of the donors ``D``.
+    log_k_extra, log_m_extra : arrays, shapes (n_x, n_z) and (n_x,)
+        Terms of each extra value.
+    z_weights : array, shape (n_z,)
+
+    Returns
+    -------
+    ndarray, shape (n_x,)
+    """
+    R = counts.shape[0]
+    c_d, c_x = counts[:, :-1], counts[:, -1]
+    n_x = log_k_extra.shape[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        den = (c_d @ np.exp(log_m))[None, :] + c_x[None, :] * np.exp(log_m_extra)[:, None]
+        lf = -float(z_weights.sum()) * np.log(den)  # (n_x, R)
+        for sl in _z_blocks(log_k.shape[0], max(R, c_d.shape[1])):
+            lk = log_k[sl]
+            mx_d = lk.max(axis=1)
+            safe_d = np.where(np.isfinite(mx_d), mx_d, 0.0)
+            s_d = c_d @ np.exp(lk - safe_d[:, None]).T  # (R, block), scaled by exp(safe_d)
+            mx = np.maximum(mx_d[None, :], log_k_extra[:, sl])  # (n_x, block)
+            for x in range(n_x):
+                if not np.all(np.isfinite(mx[x])):
+                    lf[x] = -np.inf
+                    continue
+                num = s_d * np.exp(safe_d - mx[x])[None, :] + c_x[:, None] * np.exp(
+                    log_k_extra[x, sl] - mx[x]
+                )[None, :]
+                lf[x] = lf[x] + (np.log(num) + mx[x]) @ z_weights[sl]
+    return logsumexp(lf, axis=1) - np.log(R)
+
+
+def _atom_hit(z: np.ndarray, values: np.ndarray) -> bool:
+    """Some synthetic value equals a donor value (to 1e-9 relative)."""
+    if z.size == 0 or values.size == 0:
+        return False
+    v = np.unique(values)
+    k = np.clip(np.searchsorted(v, z), 1, v.size - 1) if v.size > 1 else np.zeros(z.size, int)
+    near = np.minimum(np.abs(z - v[k]), np.abs(z - v[np.maximum(k - 1, 0)]))
+    return bool(np.any(near <= 1e-9 * np.maximum(1.0, np.abs(z))))
+
+
+# ------------------------------------------------------------------------------------------
+# shared plumbing of the plug-in adapters
+# ------------------------------------------------------------------------------------------
+class _PluginBase:
+    """Value encoding, candidate rows and the per-release cache shared by the plug-ins."""
+
+    model_class = "O"
+    ratio_form = "joint"
+    plugin = True
+    #: method-level labels reported in ``AttributeRiskResult.warnings`` (SPEC §0.2.8)
+    result_warnings: tuple[str, ...] = ()
+
+    schema_: Any
+    synthesizer: Any
+    original: pd.DataFrame
+
+    def _bind(self, synthesizer: Any, original: pd.DataFrame, expected: type) -> None:
+        from bayes_risk.models.base import check_is_fitted
+
+        if not isinstance(synthesizer, expected):
+            raise ValidationError(
+                f"synthesizer must be a fitted bayes_risk.models.{expected.__name__}. "
+                f"Got {type(synthesizer).__name__}."
+            )
+        check_is_fitted(synthesizer, "schema_")
+        if not isinstance(original, pd.DataFrame):
+            raise ValidationError(
+                f"original must be a pandas DataFrame. Got {type(original).__name__}."
+            )
+        n_fit = len(synthesizer._data)
+        if len(original) != n_fit:
+            raise ValidationError(
+                f"original has {len(original)} rows; the synthesizer was fitted to {n_fit}."
+            )
+        missing = [c for c in synthesizer.schema_.names if c not in original.columns]
+        if missing:
+            raise ValidationError(f"original is missing the synthesizer's column(s) {missing}.")
+        self.synthesizer = synthesizer
+        self.schema_ = synthesizer.schema_
+        self.original = original[self.schema_.names].reset_index(drop=True)
+        self._vals = self._values(self.original)
+        for c in self.schema_.names:  # the trees' donors are the fitted rows: check the match
+            a, b = self._vals[c], np.asarray(synthesizer._values[c], dtype=np.float64)
+            if not np.allclose(a, b, rtol=1e-12, atol=0.0):
+                r = int(np.flatnonzero(~np.isclose(a, b, rtol=1e-12, atol=0.0))[0])
+                raise ValidationError(
+                    f"original differs from the data the synthesizer was fitted to (column "
+                    f"{c!r}, row {r}); pass the same table in the same row order."
+                )
+        self._cache: dict[Any, Any] = {}
+        self._cache_owner: Any = None
+
+    def _values(self, df: pd.DataFrame) -> dict[str, np.ndarray]:
+        from bayes_risk.models._trees import column_codes
+
+        out = {}
+        for c in self.schema_.names:
+            if self.schema_[c].is_categorical:
+                out[c] = column_codes(df, self.schema_, c).astype(np.float64)
+            else:
+                out[c] = df[c].to_numpy(dtype=np.float64)
+        return out
+
+    def _release(self, datasets: Sequence[pd.DataFrame]) -> None:
+        """Per-dataset state is cached for one release (the engine passes the same list)."""
+        if datasets is not self._cache_owner:
+            self._cache = {}
+            self._cache_owner = datasets
+
+    def _candidate_rows(self, i: int, candidates: pd.DataFrame) -> pd.DataFrame:
+        rows = self.original.iloc[[i] * len(candidates)].reset_index(drop=True)
+        for c in candidates.columns:
+            if c not in self.schema_.synthesized:
+                raise ValidationError(
+                    f"candidates vary column {c!r}, which the synthesizer did not synthesize "
+                    f"(synthesized: {self.schema_.synthesized})."
+                )
+            v = candidates[c].to_numpy()
+            if isinstance(rows[c].dtype, pd.CategoricalDtype):
+                rows[c] = pd.Categorical(v, dtype=rows[c].dtype)
+            else:
+                try:
+                    rows[c] = pd.Series(v, dtype=rows[c].dtype)
+                except (TypeError, ValueError):
+                    rows[c] = pd.Series(v)
+        return rows
+
+    def plugin_loglik(
+        self, record: int, candidates: pd.DataFrame, datasets: Sequence[pd.DataFrame]
+    ) -> np.ndarray:
+        """``[m, G]`` log-likelihood of each dataset under each candidate (up to a constant
+        common to all candidates).
+
+        Parameters
+        ----------
+        record : int
+            Row position of the target record.
+        candidates : DataFrame
+            ``G`` rows over some synthesized columns (decoded values); the record's other
+            values stay at the truth.
+        datasets : sequence of DataFrame
+            The released datasets (per-dataset state is cached while the same list is passed).
+
+        Returns
+        -------
+        ndarray, shape (m, G)
+        """
+        self._release(datasets)
+        i = int(record)
+        cand = self._values(self._candidate_rows(i, candidates))
+        return self._loglik(i, cand, list(candidates.columns), datasets)
+
+    def _loglik(
+        self,
+        i: int,
+        cand: dict[str, np.ndarray],
+        varying: list[str],
+        datasets: Sequence[pd.DataFrame],
+    ) -> np.ndarray:
+        raise NotImplementedError
+
+    @staticmethod
+    def _released_as_is(
+        released: dict[str, np.ndarray], cand: dict[str, np.ndarray], columns: Sequence[str]
+    ) -> np.ndarray:
+        """Log-likelihood ``0``/``-inf`` of values released unaltered (``[G]``)."""
+        ok = np.ones(len(cand[columns[0]]) if columns else 0, dtype=bool)
+        for c in columns:
+            r, v = released[c], cand[c]
+            ok &= np.abs(v - r) <= 1e-9 * max(1.0, abs(r))
+        return np.where(ok, 0.0, -np.inf)
+
+
+# ------------------------------------------------------------------------------------------
+# CART
+# ------------------------------------------------------------------------------------------
+class CARTPlugin(_PluginBase):
     """Adapter giving a fitted :class:`~bayes_risk.models.cart.CARTSynthesizer` the plug-in
     likelihood ``plugin_loglik`` used by :func:`bayes_risk.attribute_risk` (SPEC §2.10).
+
+    Un-smoothed columns get the closed-form Pólya likelihood (SPEC §3.4.4). Kernel-smoothed
+    columns (SPEC §3.4.5) get a Monte Carlo estimate over ``n_bootstrap`` bootstrap replicates
+    per node, drawn once and shared by all candidates (common random numbers), so differences
+    between candidates have a small Monte Carlo error; the fitted per-node bandwidths are part of
+    the known structure ``S_meta`` (SPEC §3.4.6) and stay fixed when a candidate changes a node's
+    donors (with Silverman's default they were computed from the true donors), while the
+    support ``[lo, hi]`` (the donors' range) follows the candidate.
 
     Parameters
     ----------
     synthesizer : CARTSynthesizer
-        Fitted on ``original`` (same rows, same order).
+        Fitted on ``original`` (same rows, same order); ``unroutable="climb"``.
     original : DataFrame
         The confidential data the synthesizer was fitted to.
+    n_bootstrap : int, default 500
+        Bootstrap replicates ``R_bb`` per node for smoothed columns. The Monte Carlo standard
+        error of a node's log-likelihood shrinks like ``1/sqrt(n_bootstrap)``.
+    random_seed : RandomSeed
+        Seeds the replicates; the same seed gives the same log-likelihoods (whatever the order
+        in which records are evaluated: node ``u`` of dataset ``l`` always uses the same
+        stream).
 
     Attributes
     ----------
@@ -72,71 +339,74 @@ class CARTPlugin:
     Raises
     ------
     ValidationError
-        For smoothed columns, random-descent routing or an unfitted synthesizer.
+        For another synthesizer type, random-descent routing, a bad ``n_bootstrap`` or an
+        ``original`` that is not the fitted table.
+    NotFittedError
+        For an unfitted synthesizer.
+
+    Notes
+    -----
+    The smoothed-column likelihood is taken with respect to Lebesgue measure plus point masses
+    at the donor values: a node whose donors are all equal releases that value exactly (no
+    smoothing is possible), which a non-degenerate mixture does with probability 0. This matters
+    only for unrounded columns; rounded ones have probabilities throughout.
 
     Examples
     --------
-    >>> res = attribute_risk(CARTPlugin(cart, df), df, syn)  # doctest: +SKIP
+    >>> res = attribute_risk(CARTPlugin(cart, df, random_seed=1), df, syn)  # doctest: +SKIP
     """
 
-    model_class = "O"
-    ratio_form = "joint"
-    plugin = True
+    def __init__(
+        self,
+        synthesizer: Any,
+        original: pd.DataFrame,
+        *,
+        n_bootstrap: int = 500,
+        random_seed: RandomSeed = None,
+    ) -> None:
+        from bayes_risk.models.cart import CARTSynthesizer
 
-    def __init__(self, synthesizer: Any, original: pd.DataFrame) -> None:
-        from bayes_risk.models.base import check_is_fitted
-
-        check_is_fitted(synthesizer, "trees_")
-        if getattr(synthesizer, "smoothed_", None):
-            raise ValidationError(
-                f"columns {sorted(synthesizer.smoothed_)} are kernel-smoothed: their plug-in "
-                "likelihood needs Monte Carlo over the bootstrap weights (SPEC §3.4.5), which "
-                "is not implemented; refit without smoothing for attribute risk."
-            )
+        self._bind(synthesizer, original, CARTSynthesizer)
         if synthesizer.unroutable != "climb":
             raise ValidationError(
                 "unroutable='random_descent' routes records at random; the plug-in likelihood is "
                 "implemented for unroutable='climb' only."
             )
-        if len(original) != synthesizer.n_records_:
-            raise ValidationError(
-                f"original has {len(original)} rows; the synthesizer was fitted to "
-                f"{synthesizer.n_records_}."
-            )
-        self.synthesizer = synthesizer
-        self.schema_ = synthesizer.schema_
-        self.original = original.reset_index(drop=True)
+        if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, (int, np.integer)) or (
+            n_bootstrap < 1
+        ):
+            raise ValidationError(f"n_bootstrap must be an integer >= 1. Got {n_bootstrap!r}.")
+        self.n_bootstrap = int(n_bootstrap)
+        self.random_seed = random_seed
+        # one integer of entropy; node streams are keyed by (dataset, column, node, n_donors)
+        self._entropy = int(as_generator(random_seed).integers(2**63 - 1))
         self._uniform = synthesizer.donor == "uniform"
-        self._vals = self._values(self.original)
-        # parent of every node, per tree (root has -1)
+        self._smoothed = set(getattr(synthesizer, "smoothed_", []) or [])
+        self._rounding = {c: synthesizer.output_rounding(c) for c in self._smoothed}
+        n = len(self.original)
         self._parent: dict[str, np.ndarray] = {}
+        self._pos: dict[str, np.ndarray] = {}  # record -> position in the tree's donor order
         for col, tree in synthesizer.trees_.items():
             par = np.full(tree.n_nodes, -1, dtype=np.int64)
-            for k in range(tree.n_nodes):
-                if tree.left[k] != -1:
-                    par[tree.left[k]] = k
-                    par[tree.right[k]] = k
+            internal = np.flatnonzero(tree.left != -1)
+            par[tree.left[internal]] = internal
+            par[tree.right[internal]] = internal
             self._parent[col] = par
-        self._cache: dict[int, Any] = {}
-        self._cache_owner: Any = None
+            pos = np.empty(n, dtype=np.int64)
+            pos[tree.donor_rows] = np.arange(tree.donor_rows.size)
+            self._pos[col] = pos
+        self._crn: dict[tuple[int, int, int, int], np.ndarray] = {}
+        self._crn_bytes = 0
 
     # ------------------------------------------------------------------ helpers
-    def _values(self, df: pd.DataFrame) -> dict[str, np.ndarray]:
-        from bayes_risk.models._trees import column_codes
-
-        out = {}
-        for c in self.schema_.names:
-            if self.schema_[c].is_categorical:
-                out[c] = column_codes(df, self.schema_, c)
-            else:
-                out[c] = df[c].to_numpy(dtype=np.float64)
-        return out
-
     def _design(self, col: str, values: dict[str, np.ndarray], rows: np.ndarray):
         tree = self.synthesizer.trees_[col]
         preds = self.synthesizer.predictors_[col]
         if preds:
-            return tree.design.matrix([values[p][rows] for p in preds])
+            return tree.design.matrix(
+                [values[p][rows].astype(np.int64) if self.schema_[p].is_categorical
+                 else values[p][rows] for p in preds]
+            )
         return np.zeros((rows.size, 1), dtype=np.float32), np.zeros((rows.size, 0), dtype=np.int64)
 
     def _path(self, col: str, node: int) -> list[int]:
@@ -148,17 +418,26 @@ class CARTPlugin:
         return out
 
     def _dataset_state(self, li: int, z: pd.DataFrame) -> dict[str, Any]:
-        """Per tree: synthetic value counts per used node, donor counts, base log-likelihood."""
+        """Per tree: synthetic values per used node, donor counts, base Pólya log-likelihood."""
         if li in self._cache:
             return self._cache[li]
         syn = self.synthesizer
         sel = np.flatnonzero(syn.records_)
         zv = self._values(z.reset_index(drop=True))
-        state: dict[str, Any] = {}
+        state: dict[str, Any] = {"__values__": zv}
         for col in syn.visit_sequence_:
             tree = syn.trees_[col]
             X, codes = self._design(col, zv, sel)
             node, _ = tree.route(X, codes, "climb", None)
+            if col in self._smoothed:
+                state[col] = {
+                    int(u): tuple(
+                        a.astype(np.float64)
+                        for a in np.unique(zv[col][sel[node == u]], return_counts=True)
+                    )
+                    for u in np.unique(node)
+                }
+                continue
             syn_counts: dict[int, Counter] = {}
             for u in np.unique(node):
                 syn_counts[int(u)] = Counter(zv[col][sel[node == u]].tolist())
@@ -171,47 +450,164 @@ class CARTPlugin:
         self._cache[li] = state
         return state
 
-    # ------------------------------------------------------------------ protocol
-    def plugin_loglik(
-        self, record: int, candidates: pd.DataFrame, datasets: Sequence[pd.DataFrame]
-    ) -> np.ndarray:
-        """``[m, G]`` log-likelihood of each dataset under each candidate (up to a constant).
+    def _counts(self, key: tuple[int, int, int, int]) -> np.ndarray:
+        """Bootstrap multiplicities ``[R, n]`` of a node's ``n`` donors (common random numbers).
 
-        Parameters
-        ----------
-        record : int
-            Row position of the target record.
-        candidates : DataFrame
-            ``G`` rows over some synthesized columns (decoded values).
-        datasets : sequence of DataFrame
+        Replicate ``r`` is the synthesizer's draw of ``n`` bootstrap values (SPEC §3.4.4–3.4.5):
+        Dirichlet(1, …, 1) weights then ``n`` categorical draws (``donor="bayes_bootstrap"``), or
+        ``n`` uniform draws (``"uniform"``). The stream is keyed by (dataset, column, node, n).
         """
+        c = self._crn.get(key)
+        if c is not None:
+            return c
+        n = key[-1]
+        R = self.n_bootstrap
+        rng = np.random.Generator(
+            np.random.PCG64(np.random.SeedSequence(self._entropy, spawn_key=key))
+        )
+        if n == 1:
+            c = np.ones((R, 1))
+        elif self._uniform:
+            c = rng.multinomial(n, np.full(n, 1.0 / n), size=R).astype(np.float64)
+        else:
+            w = rng.standard_exponential((R, n))
+            c = rng.multinomial(n, w / w.sum(axis=1, keepdims=True)).astype(np.float64)
+        if self._crn_bytes + c.nbytes > _CACHE_BYTES:
+            self._crn.clear()
+            self._crn_bytes = 0
+        self._crn[key] = c
+        self._crn_bytes += c.nbytes
+        return c
+
+    def _node_loglik(
+        self,
+        key: tuple[int, int, int],
+        col: str,
+        donors: np.ndarray,
+        extras: np.ndarray | None,
+        zu: np.ndarray,
+        zw: np.ndarray,
+    ) -> np.ndarray:
+        """Smoothed node log-likelihood with donors ``D`` (``extras=None``) or ``D ∪ {x}``.
+
+        Returns one value (``extras=None``) or one per extra value ``x`` (record ``i``'s
+        candidate values; its donor takes the last bootstrap position).
+        """
+        from bayes_risk.models.cart import kernel_log_terms
+
+        decimals, int_out = self._rounding[col]
+        h = float(self.synthesizer.bandwidth_[col][key[2]])
+
+        def terms(centres: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+            return kernel_log_terms(zu, centres, h, lo, hi, decimals=decimals,
+                                    integer_output=int_out)
+
+        def atom(lo: float, hi: float, values: np.ndarray) -> bool:
+            # unrounded output: a smoothed node releases a donor value with probability 0, so
+            # such a value can only come from a node without smoothing (class docstring)
+            return decimals is None and lo < hi and h > 0 and _atom_hit(zu, values)
+
+        def full(values: np.ndarray, counts: np.ndarray) -> float:
+            lo, hi = float(values.min()), float(values.max())
+            if atom(lo, hi, values):
+                return float("-inf")
+            return mc_node_loglik(counts, *terms(values, lo, hi), zw)
+
+        n_d = donors.size
+        if extras is None:
+            if n_d == 0:
+                return np.array([-np.inf])  # synthetic records routed to a node without donors
+            return np.array([full(donors, self._counts((*key, n_d)))])
+        counts = self._counts((*key, n_d + 1))
+        out = np.empty(extras.size)
+        if n_d == 0:
+            for k, x in enumerate(extras):
+                out[k] = full(np.array([x]), counts)
+            return out
+        lo, hi = float(donors.min()), float(donors.max())
+        inner = (extras >= lo) & (extras <= hi)
+        if inner.any():
+            # the support stays [min D, max D]: the donors' part is shared (rank-one update)
+            lk_x, lm_x = terms(extras[inner], lo, hi)
+            vals = mc_node_loglik_extra(counts, *terms(donors, lo, hi), lk_x.T, lm_x, zw)
+            bad = [atom(lo, hi, np.append(donors, x)) for x in extras[inner]]
+            out[inner] = np.where(bad, -np.inf, vals)
+        for k in np.flatnonzero(~inner):
+            out[k] = full(np.append(donors, extras[k]), counts)
+        return out
+
+    def _smoothed_loglik(
+        self,
+        li: int,
+        ci: int,
+        col: str,
+        pos: int,
+        old: set[int],
+        paths: list[set[int]],
+        ystar: np.ndarray,
+        zstate: dict[int, tuple[np.ndarray, np.ndarray]],
+    ) -> np.ndarray:
+        """``[G]`` log-likelihood of the smoothed column's touched nodes under each candidate."""
+        tree = self.synthesizer.trees_[col]
+        G = ystar.size
+        ell = np.zeros(G)
+        touched = old.union(*paths) & zstate.keys()
+        for u in sorted(touched):
+            inside = np.array([u in p for p in paths])
+            if not inside.any() or (inside.all() and np.all(ystar == ystar[0])):
+                continue  # the same donors under every candidate: a common constant
+            d = tree.y_sorted[tree.node_start[u] : tree.node_stop[u]].astype(np.float64)
+            if u in old:
+                d = np.delete(d, pos - tree.node_start[u])
+            zu, zw = zstate[u]
+            key = (li, ci, u)
+            if (~inside).any():
+                ell[~inside] += self._node_loglik(key, col, d, None, zu, zw)[0]
+            if inside.any():
+                ex, inv = np.unique(ystar[inside], return_inverse=True)
+                ell[inside] += self._node_loglik(key, col, d, ex, zu, zw)[inv]
+        return ell
+
+    # ------------------------------------------------------------------ protocol
+    def _loglik(
+        self,
+        i: int,
+        cand_vals: dict[str, np.ndarray],
+        columns: list[str],
+        datasets: Sequence[pd.DataFrame],
+    ) -> np.ndarray:
         syn = self.synthesizer
-        if datasets is not self._cache_owner:  # per-dataset routing is cached for one release
-            self._cache = {}
-            self._cache_owner = datasets
-        i = int(record)
-        cand_vals = self._values(self._candidate_rows(i, candidates))
-        G = len(candidates)
+        G = len(cand_vals[columns[0]])
         out = np.zeros((len(datasets), G))
-        varying = set(candidates.columns)
+        varying = set(columns)
+        # record i's donor path and its path under each candidate, per tree (dataset-free)
+        where: dict[str, tuple[int, list[int], list[list[int]] | None]] = {}
+        for col in syn.visit_sequence_:
+            tree = syn.trees_[col]
+            pos = int(self._pos[col][i])
+            old_nodes = np.flatnonzero((tree.node_start <= pos) & (pos < tree.node_stop)).tolist()
+            new_paths = None
+            if any(p in varying for p in syn.predictors_[col]):
+                X, codes = self._design(col, cand_vals, np.arange(G))
+                new_leaf, _ = tree.route(X, codes, "climb", None)
+                new_paths = [self._path(col, int(u)) for u in new_leaf]
+            where[col] = (pos, old_nodes, new_paths)
         for li, z in enumerate(datasets):
             state = self._dataset_state(li, z)
-            for col in syn.visit_sequence_:
-                tree = syn.trees_[col]
+            for ci, col in enumerate(syn.visit_sequence_):
+                pos, old_nodes, new_paths = where[col]
+                if col in self._smoothed:
+                    old = set(old_nodes)
+                    paths = [set(p) for p in new_paths] if new_paths is not None else [old] * G
+                    out[li] += self._smoothed_loglik(
+                        li, ci, col, pos, old, paths, cand_vals[col], state[col]
+                    )
+                    continue
                 syn_counts, donors, base = state[col]
-                pos = int(np.flatnonzero(tree.donor_rows == i)[0])
-                old_nodes = [
-                    u for u in range(tree.n_nodes) if tree.node_start[u] <= pos < tree.node_stop[u]
-                ]
-                preds = syn.predictors_[col]
-                reroute = any(p in varying for p in preds)
-                if reroute:
-                    X, codes = self._design(col, cand_vals, np.arange(G))
-                    new_leaf, _ = tree.route(X, codes, "climb", None)
                 old_v = self._vals[col][i]
                 for g in range(G):
                     new_v = cand_vals[col][g]
-                    new_nodes = self._path(col, int(new_leaf[g])) if reroute else old_nodes
+                    new_nodes = new_paths[g] if new_paths is not None else old_nodes
                     if new_v == old_v and set(new_nodes) == set(old_nodes):
                         continue
                     delta = 0.0
@@ -226,17 +622,7 @@ class CARTPlugin:
                         d = Counter({k: v for k, v in d.items() if v > 0})
                         delta += _polya(d, syn_counts[u], self._uniform) - base[u]
                     out[li, g] += delta
+            if not syn.records_[i]:  # a record that was not replaced is released as it is
+                zi = {c: v[i] for c, v in state["__values__"].items()}
+                out[li] += self._released_as_is(zi, cand_vals, columns)
         return out
-
-    def _candidate_rows(self, i: int, candidates: pd.DataFrame) -> pd.DataFrame:
-        rows = self.original.iloc[[i] * len(candidates)].reset_index(drop=True)
-        for c in candidates.columns:
-            v = candidates[c].to_numpy()
-            if isinstance(rows[c].dtype, pd.CategoricalDtype):
-                rows[c] = pd.Categorical(v, dtype=rows[c].dtype)
-            else:
-                try:
-                    rows[c] = pd.Series(v, dtype=rows[c].dtype)
-                except (TypeError, ValueError):
-                    rows[c] = pd.Series(v)
-        return rows
