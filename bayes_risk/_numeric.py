@@ -62,7 +62,9 @@ def ties(
     return np.abs(a - b) <= rtol * np.maximum(np.abs(a), np.abs(b)) + atol
 
 
-def log_ties(la: np.ndarray | float, lb: np.ndarray | float, atol: float = LOG_TIE_ATOL) -> np.ndarray:
+def log_ties(
+    la: np.ndarray | float, lb: np.ndarray | float, atol: float = LOG_TIE_ATOL
+) -> np.ndarray:
     """``a`` ties ``b`` on the log scale: ``|log a - log b| <= 1e-9`` (``-inf`` ties ``-inf``)."""
     la = np.asarray(la, dtype=np.float64)
     lb = np.asarray(lb, dtype=np.float64)

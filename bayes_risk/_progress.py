@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TypeVar
-
-T = TypeVar("T")
 
 __all__ = ["progress"]
 
 
-def progress(
+def progress[T](
     iterable: Iterable[T],
     *,
     total: int | None = None,

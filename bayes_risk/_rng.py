@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeAlias
 
 import numpy as np
 
@@ -11,7 +10,7 @@ from bayes_risk.exceptions import ValidationError
 
 __all__ = ["RandomSeed", "as_generator", "spawn", "seed_to_json"]
 
-RandomSeed: TypeAlias = None | int | Sequence[int] | np.random.SeedSequence | np.random.Generator
+type RandomSeed = None | int | Sequence[int] | np.random.SeedSequence | np.random.Generator
 
 
 def as_generator(random_seed: RandomSeed = None) -> np.random.Generator:

@@ -83,7 +83,9 @@ class Report:
         """Add a table."""
         self.blocks.append(markdown_table(df, digits=digits, index=index))
 
-    def figure(self, path: str | os.PathLike[str], caption: str, relative_to: Path | None = None) -> None:
+    def figure(
+        self, path: str | os.PathLike[str], caption: str, relative_to: Path | None = None
+    ) -> None:
         """Add an image link (path relative to the report's folder)."""
         p = Path(path)
         if relative_to is not None:
@@ -104,10 +106,10 @@ class Report:
         return Path(path)
 
 
-
 # --------------------------------------------------------------------------------------------
 # The demo audit report: reads the files written by the sub-commands and presents them.
 # --------------------------------------------------------------------------------------------
+
 
 def _read_json(path: Path) -> dict[str, Any] | None:
     import json
@@ -147,7 +149,11 @@ def _utility_section(rep: Report, d: dict[str, Any], folder: Path) -> list[str]:
     verdict = "good" if s_mean < 3 else ("acceptable" if s_mean < 10 else "poor")
     findings.append(
         f"utility is {verdict}: mean S_pMSE {format_number(s_mean, 3)}"
-        + (f", mean interval overlap {format_number(ov['mean'], 3)}" if ov.get("mean") is not None else "")
+        + (
+            f", mean interval overlap {format_number(ov['mean'], 3)}"
+            if ov.get("mean") is not None
+            else ""
+        )
         + f" ({folder.as_posix()})."
     )
     return findings
@@ -203,16 +209,23 @@ def _identification_section(rep: Report, d: dict[str, Any], folder: Path, root: 
     sweep = d.get("radius_sweep")
     if sweep:
         png = folder / "radius_sweep.png"
-        tab = pd.DataFrame({"radius": sweep["radii"], sweep.get("statistic", "mean") +
-                            " expected match risk": sweep["risk_summary"]})
+        tab = pd.DataFrame(
+            {
+                "radius": sweep["radii"],
+                sweep.get("statistic", "mean") + " expected match risk": sweep["risk_summary"],
+            }
+        )
         rep.paragraph(
             "Radius sweep (SPEC §4.8; Hornby & Hu 2021): the expected match risk over a grid of "
             "percentage radii. The maximising radius is the conservative value to report."
         )
         rep.table(tab)
         if png.is_file():
-            rep.figure(png, "Expected match risk by radius, one box per radius over the datasets",
-                       relative_to=root)
+            rep.figure(
+                png,
+                "Expected match risk by radius, one box per radius over the datasets",
+                relative_to=root,
+            )
         r_star = sweep.get("r_star")
         findings.append(
             f"the identification risk is largest at radius {r_star} "
@@ -242,9 +255,11 @@ def _attribute_section(rep: Report, d: dict[str, Any], folder: Path, root: Path)
     )
     rep.table(tab)
     rep.paragraph(f"Random-guess baseline probability: {format_number(base, 4)}.")
-    for name, cap in (("p_true_hist.png", "Renormalised probability of the truth"),
-                      ("rank_hist.png", "Rank of the truth"),
-                      ("khat.png", "Pareto k-hat per record")):
+    for name, cap in (
+        ("p_true_hist.png", "Renormalised probability of the truth"),
+        ("rank_hist.png", "Rank of the truth"),
+        ("khat.png", "Pareto k-hat per record"),
+    ):
         if (folder / name).is_file():
             rep.figure(folder / name, cap, relative_to=root)
     recs_path = folder / "records.csv"
@@ -257,8 +272,11 @@ def _attribute_section(rep: Report, d: dict[str, Any], folder: Path, root: Path)
             "Records most at risk among those whose estimate is stable (highest probability of "
             "the truth):"
         )
-        cols = [c for c in ("record", "p_true", "rank_min", "is_top", "ess_q_min", "khat_max")
-                if c in recs]
+        cols = [
+            c
+            for c in ("record", "p_true", "rank_min", "is_top", "ess_q_min", "khat_max")
+            if c in recs
+        ]
         rep.table(at_risk[cols])
         n_top = int(stable["is_top"].sum()) if "is_top" in stable else 0
         findings.append(
@@ -350,7 +368,9 @@ def write_audit_report(
         i = _read_json(ce / "identification" / "summary.json")
         if i:
             rep.heading("Identification risk", 3)
-            findings += ["CE: " + f for f in _identification_section(rep, i, ce / "identification", root)]
+            findings += [
+                "CE: " + f for f in _identification_section(rep, i, ce / "identification", root)
+            ]
     if acs.is_dir():
         rep.heading("Part 2 — ACS-like table, DPMPM synthesis")
         rep.paragraph(
@@ -366,7 +386,9 @@ def write_audit_report(
         i = _read_json(acs / "identification" / "summary.json")
         if i:
             rep.heading("Identification risk", 3)
-            findings += ["ACS: " + f for f in _identification_section(rep, i, acs / "identification", root)]
+            findings += [
+                "ACS: " + f for f in _identification_section(rep, i, acs / "identification", root)
+            ]
         u = _read_json(acs / "utility" / "summary.json")
         if u:
             rep.heading("Utility", 3)
@@ -375,5 +397,7 @@ def write_audit_report(
     rep.bullets(findings)
     if timings:
         rep.heading("Timings", 3)
-        rep.table(pd.DataFrame({"step": list(timings), "seconds": list(timings.values())}), digits=3)
+        rep.table(
+            pd.DataFrame({"step": list(timings), "seconds": list(timings.values())}), digits=3
+        )
     return rep.write(root / "report.md")

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import time
 import warnings
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -57,6 +58,7 @@ def _timeit(fn, repeat=7):
 def _scenario4_synthetic(ce: pd.DataFrame, m: int = 20, seed: int = 2021):
     try:
         from bayes_risk.models.cart import CARTSynthesizer
+
         from bayes_risk.data.schema import infer_schema
 
         schema = infer_schema(ce, categorical=CATS)
@@ -102,7 +104,7 @@ def bench_ce() -> list[dict]:
             t0 = time.perf_counter()
             identification_risk(ce, syn, kus, ks, **kw)  # first call (numba cache load)
             first = time.perf_counter() - t0
-            best, med, cpu, res = _timeit(lambda: identification_risk(ce, syn, kus, ks, **kw))
+            best, med, cpu, res = _timeit(partial(identification_risk, ce, syn, kus, ks, **kw))
         rows.append({
             "case": label, "first_s": first, "best_s": best, "median_s": med, "cpu_s": cpu,
             "R_s": r_time, "speedup_vs_R": (r_time / best) if r_time else None,

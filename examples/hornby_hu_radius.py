@@ -28,10 +28,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ce_data, scaled  # noqa: E402
+from bayes_risk.models import CARTSynthesizer  # noqa: E402
 
 from bayes_risk import radius_sweep  # noqa: E402
 from bayes_risk.data import infer_schema  # noqa: E402
-from bayes_risk.models import CARTSynthesizer  # noqa: E402
 
 SCENARIOS = {
     1: ["Income"],
@@ -64,7 +64,7 @@ def main() -> pd.DataFrame:
             schema=schema, radius_type="percentage",
             aggregation="per_dataset", progressbar=False,
         )
-        for r, risk in zip(sweep.radii, sweep.risk_summary):
+        for r, risk in zip(sweep.radii, sweep.risk_summary, strict=False):
             rows.append({"scenario": k, "synthesized": "+".join(syn_cols), "radius": r,
                          "mean_expected_match_risk": risk, "is_max": r == sweep.r_star})
         print(f"scenario {k} ({' + '.join(syn_cols)}): maximising radius {sweep.r_star:g}, "

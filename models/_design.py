@@ -153,7 +153,7 @@ class DesignSpec:
         out = np.zeros(shape + (self.n_coef,), dtype=np.float64)
         out[..., 0] = 1.0
         col = 1
-        for c, kind, d in zip(self.predictors, self.kinds, self.n_levels):
+        for c, kind, d in zip(self.predictors, self.kinds, self.n_levels, strict=False):
             v = np.asarray(values[c])
             if kind == "numeric":
                 out[..., col] = v

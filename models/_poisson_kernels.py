@@ -13,8 +13,6 @@ import math
 
 import numba as nb
 import numpy as np
-from scipy.special import gammaln
-
 from bayes_risk.models._stick import (  # noqa: F401  (re-exported)
     alpha_conditional,
     sample_alpha,
@@ -22,6 +20,7 @@ from bayes_risk.models._stick import (  # noqa: F401  (re-exported)
     stick_breaking_log,
     stick_conditional,
 )
+from scipy.special import gammaln
 
 __all__ = [
     "stick_breaking_log_weights",
@@ -319,7 +318,7 @@ def redistribute_totals(
     bounds = np.flatnonzero(np.diff(gs)) + 1
     starts = np.concatenate([[0], bounds])
     ends = np.concatenate([bounds, [gs.size]])
-    for s, e in zip(starts, ends):
+    for s, e in zip(starts, ends, strict=False):
         g = gs[s]
         size = e - s
         tot = int(round(float(totals[g])))

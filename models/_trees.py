@@ -74,7 +74,7 @@ class Design:
         nom_idx = np.full(len(self.predictors), -1, dtype=np.int64)
         offs = [0]
         slot = 0
-        for j, (k, d) in enumerate(zip(self.kinds, self.n_levels)):
+        for j, (k, d) in enumerate(zip(self.kinds, self.n_levels, strict=False)):
             if k == "nominal":
                 fp.extend([j] * d)
                 nom_idx[j] = slot
@@ -125,7 +125,7 @@ class Design:
         X = np.zeros((n, self.n_features), dtype=np.float32)
         codes = np.zeros((n, self.n_nominal), dtype=np.int64)
         col = 0
-        for j, (k, d) in enumerate(zip(self.kinds, self.n_levels)):
+        for j, (k, d) in enumerate(zip(self.kinds, self.n_levels, strict=False)):
             v = values[j]
             if k == "nominal":
                 c = np.asarray(v, dtype=np.int64)

@@ -96,7 +96,9 @@ def load_model(path: str | os.PathLike[str]) -> Any:
     p = Path(path)
     f = p / SETTINGS_FILE
     if not f.is_file():
-        raise ValidationError(f"{str(p)!r} is not a saved bayes-risk model: {SETTINGS_FILE} not found.")
+        raise ValidationError(
+            f"{str(p)!r} is not a saved bayes-risk model: {SETTINGS_FILE} not found."
+        )
     try:
         meta = json.loads(f.read_text())
     except json.JSONDecodeError as err:

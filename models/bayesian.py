@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
+from bayes_risk.models.base import SETTINGS_FILE, BaseSynthesizer
 
 from bayes_risk._io import atomic_dir, to_jsonable, write_json
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json, spawn
@@ -65,7 +66,6 @@ from bayes_risk.exceptions import (
     SchemaError,
     ValidationError,
 )
-from bayes_risk.models.base import SETTINGS_FILE, BaseSynthesizer
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -428,7 +428,10 @@ class BayesianSynthesizer(BaseSynthesizer):
             )
         idx = self._spread_draws(H, m)
         rngs = spawn(random_seed, m)
-        datasets = [self._synthesize_one(int(h), rng, self.data_) for h, rng in zip(idx, rngs)]
+        datasets = [
+            self._synthesize_one(int(h), rng, self.data_)
+            for h, rng in zip(idx, rngs, strict=True)
+        ]
         return SyntheticData(
             datasets=datasets,
             method=self.method_name,
@@ -720,8 +723,10 @@ class BayesianSynthesizer(BaseSynthesizer):
             data, _ = obj._prepare_data(data, schema=schema, allow_nan=True)
         if n_records is None:
             if data is None:
-                raise ValidationError("from_posterior needs n_records or data (the number of "
-                                      "records per synthetic dataset).")
+                raise ValidationError(
+                    "from_posterior needs n_records or data (the number of "
+                    "records per synthetic dataset)."
+                )
             n_records = len(data)
         n_records = _check_int(n_records, "n_records", 1)
         if synthesized_records is not None:
@@ -735,9 +740,7 @@ class BayesianSynthesizer(BaseSynthesizer):
             raise ValidationError(
                 "this model's synthesis mode needs the confidential data: pass data=..."
             )
-        obj._set_fitted(
-            dt, schema, n_records, data=data, synthesized_records=synthesized_records
-        )
+        obj._set_fitted(dt, schema, n_records, data=data, synthesized_records=synthesized_records)
         obj.data_ = data if obj._needs_data_for_synthesis() else None
         return obj
 

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from bayes_risk.models._trees import Design, SeqTree, column_codes, segment_choice
+from bayes_risk.models.base import BaseSynthesizer, check_is_fitted
 from scipy.special import gammaln, log_ndtr
 
 from bayes_risk._numeric import logsumexp
@@ -27,8 +29,6 @@ from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import check_m, validate_table
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models._trees import Design, SeqTree, column_codes, segment_choice
-from bayes_risk.models.base import BaseSynthesizer, check_is_fitted
 
 __all__ = [
     "CARTSynthesizer",

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from bayes_risk.models._trees import column_codes
+from bayes_risk.models.base import BaseSynthesizer, check_is_fitted
 
 from bayes_risk._numeric import ties
 from bayes_risk._progress import progress
@@ -22,8 +24,6 @@ from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import check_m, validate_table
 from bayes_risk.exceptions import ConvergenceWarning, DataWarning, ValidationError
-from bayes_risk.models._trees import column_codes
-from bayes_risk.models.base import BaseSynthesizer, check_is_fitted
 
 __all__ = [
     "SmallCellPMMSynthesizer",
@@ -378,7 +378,6 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
                 return np.ones(len(df)) if spec.type == "ordinal" else np.ones((len(df), 1))
             y = np.searchsorted(present, codes)
             if spec.type == "ordinal":
-                from statsmodels.miscmodels.ordinal_model import OrderedModel
 
                 Xo = X[:, _independent_columns(X)]
                 p, conv = _ordered_logit_proba(Xo, y)

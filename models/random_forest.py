@@ -14,6 +14,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from bayes_risk.models._trees import column_codes
+from bayes_risk.models.base import BaseSynthesizer, check_is_fitted
+from bayes_risk.models.cart import prepare_schema, records_mask
 
 from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json, spawn
@@ -21,9 +24,6 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import check_m
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models._trees import column_codes
-from bayes_risk.models.base import BaseSynthesizer, check_is_fitted
-from bayes_risk.models.cart import prepare_schema, records_mask
 
 __all__ = ["RandomForestSynthesizer", "leaf_probabilities", "synthesis_probabilities"]
 
@@ -370,7 +370,7 @@ class RandomForestSynthesizer(BaseSynthesizer):
         multiplicities), because scikit-learn stores class fractions, not counts.
         """
         parts, offs = [], [0]
-        for est, s in zip(rf.estimators_, rf.estimators_samples_):
+        for est, s in zip(rf.estimators_, rf.estimators_samples_, strict=False):
             nn = est.tree_.node_count
             leaves = est.apply(X[s].astype(np.float32))
             cnt = np.bincount(leaves * d + y[s], minlength=nn * d).reshape(nn, d)

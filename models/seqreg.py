@@ -19,18 +19,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit, logsumexp
-
-from bayes_risk._rng import RandomSeed, spawn
-from bayes_risk.data.schema import Schema
-from bayes_risk.data.synthetic import SyntheticData
-from bayes_risk.data.validate import decode, validate_table
-from bayes_risk.exceptions import ConvergenceWarning, ValidationError
 from bayes_risk.models._design import (
     FAMILIES,
-    NeighbourhoodUnavailable,
-    row_frame,
     DesignSpec,
+    NeighbourhoodUnavailable,
     apply_dtypes,
     column_values,
     family_loglik,
@@ -38,8 +30,16 @@ from bayes_risk.models._design import (
     normal_exact_posterior,
     parse_formula,
     record_dtypes,
+    row_frame,
 )
 from bayes_risk.models.bayesian import BayesianSynthesizer, CliOption
+from scipy.special import expit, logsumexp
+
+from bayes_risk._rng import RandomSeed, spawn
+from bayes_risk.data.schema import Schema
+from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.validate import decode, validate_table
+from bayes_risk.exceptions import ConvergenceWarning, ValidationError
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -332,7 +332,7 @@ class SequentialRegression(BayesianSynthesizer):
         n = len(data)
         ds = xr.Dataset(coords={"chain": np.arange(C), "draw": np.arange(D)})
         methods: dict[str, str] = {}
-        for c, rng in zip(self.order_, rngs):
+        for c, rng in zip(self.order_, rngs, strict=False):
             fam = self.families_[c]
             method = self._method_of(c)
             methods[c] = method
@@ -769,7 +769,7 @@ class SequentialRegression(BayesianSynthesizer):
             vals = {c: v[a:b] for c, v in vals_all.items()}
             big = {c: np.repeat(v[:, None], G, axis=1) for c, v in vals.items()}
             g = 1
-            for c, k in zip(syn, d):
+            for c, k in zip(syn, d, strict=False):
                 truth = vals[c].astype(np.int64)
                 for lv in range(1, k):
                     # levels ascending skipping the truth: the lv-th level not equal to the truth

@@ -9,12 +9,12 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-
-from bayes_risk.data import infer_schema
-from bayes_risk.exceptions import ConvergenceWarning, NotFittedError, ValidationError
 from bayes_risk.models import load_model
 from bayes_risk.models.bayesian import BayesianSynthesizer
 from bayes_risk.models.dpmpm import DPMPM
+
+from bayes_risk.data import infer_schema
+from bayes_risk.exceptions import ConvergenceWarning, NotFittedError, ValidationError
 
 
 class BetaBernoulli(BayesianSynthesizer):
@@ -97,9 +97,9 @@ def test_synthesize_records_draw_index_and_reproducibility():
     assert syn.method == "toy-bernoulli"
     assert syn.extra["model_class"] == "P"
     again = m.synthesize(3, random_seed=1)
-    assert all(a.equals(b) for a, b in zip(syn, again))
+    assert all(a.equals(b) for a, b in zip(syn, again, strict=False))
     other = m.synthesize(3, random_seed=2)
-    assert not all(a.equals(b) for a, b in zip(syn, other))
+    assert not all(a.equals(b) for a, b in zip(syn, other, strict=False))
     with pytest.raises(ValidationError, match="only H = 6"):
         m.synthesize(7)
     with pytest.raises(ValidationError, match="m must be"):
@@ -139,7 +139,7 @@ def test_save_load_roundtrip_toy(tmp_path):
     assert back.n_draws == 6
     np.testing.assert_array_equal(back._stacked("theta"), m._stacked("theta"))
     a, b = m.synthesize(2, random_seed=3), back.synthesize(2, random_seed=3)
-    assert all(x.equals(y) for x, y in zip(a, b))
+    assert all(x.equals(y) for x, y in zip(a, b, strict=False))
     with pytest.raises(ValidationError, match="not 'dpmpm'"):
         DPMPM.load(tmp_path / "toy")
 
@@ -184,7 +184,7 @@ def test_dpmpm_save_load_identical(tmp_path, fitted_dpmpm):
     back = load_model(tmp_path / "model")
     assert isinstance(back, DPMPM) and back.get_params() == m.get_params()
     a, b = m.synthesize(3, random_seed=8), back.synthesize(3, random_seed=8)
-    assert all(x.equals(y) for x, y in zip(a, b))
+    assert all(x.equals(y) for x, y in zip(a, b, strict=False))
     assert a.draw_index == b.draw_index
     np.testing.assert_array_equal(m.record_loglik(df.head(20)), back.record_loglik(df.head(20)))
     np.testing.assert_array_equal(m.dataset_loglik(a), back.dataset_loglik(a))
@@ -203,7 +203,7 @@ def test_dpmpm_partial_synthesis_saves_data(tmp_path):
     assert meta["confidential"] is True and meta["data_file"] == "data.parquet"
     back = load_model(tmp_path / "p")
     a, b = m.synthesize(2, random_seed=1), back.synthesize(2, random_seed=1)
-    assert all(x.equals(y) for x, y in zip(a, b))
+    assert all(x.equals(y) for x, y in zip(a, b, strict=False))
     assert all(z["a"].equals(df["a"]) for z in b)
 
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from bayes_risk.models import get_synthesizer
+from bayes_risk.models._trees import segment_choice
+from bayes_risk.models.cart import CARTSynthesizer, polya_logprob, truncated_kde_logpdf
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy import integrate
 
 from bayes_risk.data import infer_schema, make_ce_like
 from bayes_risk.exceptions import NotFittedError, SchemaError, ValidationError
-from bayes_risk.models import get_synthesizer
-from bayes_risk.models._trees import segment_choice
-from bayes_risk.models.cart import CARTSynthesizer, polya_logprob, truncated_kde_logpdf
 
 RTOL, ATOL = 1e-6, 1e-9
 SYN = ["Tenure", "Expenditure", "Income"]
@@ -38,7 +38,9 @@ def test_polya_fixture():
     assert np.exp(polya_logprob(donors, ["c1", "c1"])) == pytest.approx(0.6, rel=RTOL, abs=ATOL)
     assert np.exp(polya_logprob(donors, ["c1", "c2"])) == pytest.approx(0.15, rel=RTOL, abs=ATOL)
     # numeric donors (10, 12, 12, 20) → counts (1, 2, 1); synthetic pair (12, 20)
-    assert np.exp(polya_logprob([10, 12, 12, 20], [12, 20])) == pytest.approx(0.1, rel=RTOL, abs=ATOL)
+    assert np.exp(polya_logprob([10, 12, 12, 20], [12, 20])) == pytest.approx(
+        0.1, rel=RTOL, abs=ATOL
+    )
     assert polya_logprob([10, 12], [11]) == -np.inf
     assert polya_logprob([10, 12], []) == 0.0
     with pytest.raises(ValidationError, match="donor_values"):
@@ -78,7 +80,9 @@ def test_kde_far_tail_is_finite():
     # centres far outside the support: the A.1 mirrored log-difference keeps the mass positive
     v = truncated_kde_logpdf(np.array([100.0, 100.5]), [0.0], 1.0, 100.0, 101.0)
     assert np.all(np.isfinite(v))
-    total, _ = integrate.quad(lambda x: np.exp(truncated_kde_logpdf(x, [0.0], 1.0, 100, 101)), 100, 101)
+    total, _ = integrate.quad(
+        lambda x: np.exp(truncated_kde_logpdf(x, [0.0], 1.0, 100, 101)), 100, 101
+    )
     assert total == pytest.approx(1.0, rel=1e-6)
 
 
@@ -93,8 +97,10 @@ def test_segment_choice_stays_in_segment_and_is_flat_dirichlet():
         assert p.min() >= start[g] and p.max() < start[g] + size[g]
     # one donor routed per draw, weights redrawn each call: P(first donor of segment 0) = 1/3
     # over many independent calls (Dirichlet(1,1,1) mean); 4000 calls → SE ≈ 0.0075
-    hits = [segment_choice(start[:1], size[:1], np.array([0]), np.random.default_rng(s))[0] == 0
-            for s in range(4000)]
+    hits = [
+        segment_choice(start[:1], size[:1], np.array([0]), np.random.default_rng(s))[0] == 0
+        for s in range(4000)
+    ]
     assert np.mean(hits) == pytest.approx(1 / 3, abs=4 * np.sqrt(2 / 9 / 4000))
 
 
@@ -126,8 +132,12 @@ def _routing_oracle(model, col, X, codes, unroutable_flag):
     # training design rebuilt from the confidential data
     from bayes_risk.models._trees import column_codes
 
-    vals = [column_codes(data, model.schema_, p) if model.schema_[p].is_categorical
-            else data[p].to_numpy(float) for p in preds]
+    vals = [
+        column_codes(data, model.schema_, p)
+        if model.schema_[p].is_categorical
+        else data[p].to_numpy(float)
+        for p in preds
+    ]
     Xtr, ctr = design.matrix(vals)
     # membership of every node via the same split rules, walked record by record
     member = [set() for _ in range(tree.n_nodes)]
@@ -155,8 +165,9 @@ def _routing_oracle(model, col, X, codes, unroutable_flag):
 
 def test_route_climbs_to_deepest_reachable_node(ce_small):
     df, schema = ce_small
-    model = CARTSynthesizer(min_leaf=5).fit(df, schema, synthesized=["Tenure", "Income"],
-                                             random_seed=0)
+    model = CARTSynthesizer(min_leaf=5).fit(
+        df, schema, synthesized=["Tenure", "Income"], random_seed=0
+    )
     col = "Income"
     tree = model.trees_[col]
     rng = np.random.default_rng(3)
@@ -177,7 +188,7 @@ def test_route_climbs_to_deepest_reachable_node(ce_small):
     assert np.all(tree.is_leaf[node[~flag]])
     # donors of a node are exactly its training records
     for k in np.unique(node):
-        d = set(tree.donor_rows[tree.node_start[k]:tree.node_stop[k]].tolist())
+        d = set(tree.donor_rows[tree.node_start[k] : tree.node_stop[k]].tolist())
         assert d == member[k]
     # random descent always ends in a leaf
     node2, flag2 = tree.route(X, codes, "random_descent", rng=np.random.default_rng(1))
@@ -192,13 +203,16 @@ def test_growth_controls(ce_small):
     assert t.node_size[t.leaves()].min() >= 5
     shallow = CARTSynthesizer(max_depth=2).fit(df, schema, synthesized=["Income"], random_seed=0)
     assert len(shallow.trees_["Income"].leaves()) <= 4
-    mindev = CARTSynthesizer(min_deviance=0.01).fit(df, schema, synthesized=["Income"], random_seed=0)
+    mindev = CARTSynthesizer(min_deviance=0.01).fit(
+        df, schema, synthesized=["Income"], random_seed=0
+    )
     assert len(mindev.trees_["Income"].leaves()) < len(t.leaves())
     div = CARTSynthesizer(min_leaf=5, prune_to_diversity=4).fit(
-        df, schema, synthesized=["Tenure"], random_seed=0)
+        df, schema, synthesized=["Tenure"], random_seed=0
+    )
     td = div.trees_["Tenure"]
     for k in td.leaves():
-        vals = td.y_sorted[td.node_start[k]:td.node_stop[k]]
+        vals = td.y_sorted[td.node_start[k] : td.node_stop[k]]
         assert np.unique(vals).size >= 4 or k == 0
 
 
@@ -206,7 +220,11 @@ def test_growth_controls(ce_small):
 def test_registry_and_result_provenance(ce_small):
     df, schema = ce_small
     assert get_synthesizer("cart") is CARTSynthesizer
-    z = CARTSynthesizer().fit(df, schema, synthesized=SYN, random_seed=1).synthesize(3, random_seed=5)
+    z = (
+        CARTSynthesizer()
+        .fit(df, schema, synthesized=SYN, random_seed=1)
+        .synthesize(3, random_seed=5)
+    )
     assert z.m == 3 and z.method == "cart"
     assert z.settings == CARTSynthesizer().get_params()
     assert z.random_seed == 5
@@ -228,7 +246,7 @@ def test_same_seed_same_output_and_n_jobs_invariance(ce_small):
     a = CARTSynthesizer(smoothing=True).fit(df, schema, synthesized=SYN, random_seed=1)
     b = CARTSynthesizer(smoothing=True, n_jobs=2).fit(df, schema, synthesized=SYN, random_seed=1)
     za, zb = a.synthesize(3, random_seed=9), b.synthesize(3, random_seed=9)
-    for x, y in zip(za, zb):
+    for x, y in zip(za, zb, strict=False):
         pd.testing.assert_frame_equal(x, y)
     zc = a.synthesize(3, random_seed=10)
     assert not za[0].equals(zc[0])
@@ -248,9 +266,12 @@ def test_partial_synthesis_leaves_unflagged_records_untouched(ce_small):
         assert d.loc[mask, SYN].ne(df.loc[mask, SYN]).any().any()
     # integer positions are accepted too
     idx = np.flatnonzero(mask)
-    z2 = CARTSynthesizer().fit(df, schema, synthesized=SYN, records=idx, random_seed=2).synthesize(
-        4, random_seed=3)
-    for x, y in zip(z, z2):
+    z2 = (
+        CARTSynthesizer()
+        .fit(df, schema, synthesized=SYN, records=idx, random_seed=2)
+        .synthesize(4, random_seed=3)
+    )
+    for x, y in zip(z, z2, strict=False):
         pd.testing.assert_frame_equal(x, y)
 
 
@@ -259,7 +280,8 @@ def test_smoothing_respects_leaf_support_and_rounding(ce_small):
     df = df.assign(Age2=df["Age"])
     schema2 = infer_schema(df, categorical=["Urban", "Marital", "Tenure"])
     model = CARTSynthesizer(smoothing=True, min_leaf=10).fit(
-        df, schema2, synthesized=["Age2", "Expenditure"], random_seed=0)
+        df, schema2, synthesized=["Age2", "Expenditure"], random_seed=0
+    )
     z = model.synthesize(2, random_seed=1)
     for d in z:
         assert d["Age2"].dtype == df["Age2"].dtype  # count column stays integer
@@ -286,14 +308,20 @@ def test_fixed_bandwidth_kernel_draws_match_truncated_kde():
     lo, hi = 10.0371, 20.0371  # 4 recorded decimals: rounding to 1e-4 is invisible to the KS test
     df = pd.DataFrame({"x": [0.0, 1.0], "y": [lo, hi]})
     model = CARTSynthesizer(min_leaf=n, smoothing=True, bandwidth=3.0).fit(
-        df, synthesized=["y"], random_seed=0)
+        df, synthesized=["y"], random_seed=0
+    )
     z = model.synthesize(1500, random_seed=4)
     vals = np.concatenate([d["y"].to_numpy() for d in z])
     # centre multisets for n_L = 2 under BB: (lo,lo), (lo,hi), (hi,hi) with probabilities 1/3
     # each (BB weight w ~ U(0,1); P(both lo) = E[w^2] = 1/3)
     grid = np.linspace(lo, hi, 2001)
-    dens = np.mean([np.exp(truncated_kde_logpdf(grid, b, 3.0, lo, hi))
-                    for b in ([lo, lo], [lo, hi], [hi, hi])], axis=0)
+    dens = np.mean(
+        [
+            np.exp(truncated_kde_logpdf(grid, b, 3.0, lo, hi))
+            for b in ([lo, lo], [lo, hi], [hi, hi])
+        ],
+        axis=0,
+    )
     cdf = np.concatenate([[0], np.cumsum((dens[1:] + dens[:-1]) / 2 * np.diff(grid))])
     cdf /= cdf[-1]
     # the two records of a dataset share centres; use one value per dataset for independence
@@ -305,8 +333,11 @@ def test_fixed_bandwidth_kernel_draws_match_truncated_kde():
 
 def test_uniform_donor_and_random_descent_options(ce_small):
     df, schema = ce_small
-    z = CARTSynthesizer(donor="uniform", unroutable="random_descent").fit(
-        df, schema, synthesized=SYN, random_seed=0).synthesize(2, random_seed=1)
+    z = (
+        CARTSynthesizer(donor="uniform", unroutable="random_descent")
+        .fit(df, schema, synthesized=SYN, random_seed=0)
+        .synthesize(2, random_seed=1)
+    )
     assert z.extra["unroutable_rule"] == "random_descent"
     assert z.settings["donor"] == "uniform"
     for d in z:
@@ -345,14 +376,19 @@ def test_not_fitted_and_bad_inputs(ce_small):
 
 @given(st.integers(min_value=0, max_value=10_000))
 def test_property_partial_synthesis_any_seed(seed):
-    df = pd.DataFrame({
-        "g": ["a", "b", "c", "a", "b", "c", "a", "b"] * 3,
-        "x": np.arange(24, dtype=float),
-        "y": np.arange(24, dtype=float) ** 2,
-    })
+    df = pd.DataFrame(
+        {
+            "g": ["a", "b", "c", "a", "b", "c", "a", "b"] * 3,
+            "x": np.arange(24, dtype=float),
+            "y": np.arange(24, dtype=float) ** 2,
+        }
+    )
     mask = np.arange(24) % 3 == 0
-    z = CARTSynthesizer(min_leaf=2).fit(df, synthesized=["g", "y"], records=mask,
-                                        random_seed=seed).synthesize(2, random_seed=seed)
+    z = (
+        CARTSynthesizer(min_leaf=2)
+        .fit(df, synthesized=["g", "y"], records=mask, random_seed=seed)
+        .synthesize(2, random_seed=seed)
+    )
     for d in z:
         pd.testing.assert_frame_equal(d[~mask], df[~mask])
         assert d["g"].isin(["a", "b", "c"]).all() and d["y"].isin(df["y"]).all()
@@ -360,15 +396,17 @@ def test_property_partial_synthesis_any_seed(seed):
 
 # ----- statistical agreement with the original (demo data) -------------------------------------
 def _ols(d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """OLS of log1p(Expenditure) on log1p(max(Income, 0)), Age and rural; estimates and variances."""
+    """OLS of log1p(Expenditure) on log1p(max(Income, 0)), Age, rural: estimates, variances."""
     y = np.log1p(d["Expenditure"].to_numpy(float))
-    X = np.column_stack([
-        np.ones(len(d)),
-        np.log1p(np.maximum(d["Income"].to_numpy(float), 0)),
-        d["Age"].to_numpy(float),
-        (d["Urban"].to_numpy() == 2).astype(float),
-        (d["Tenure"].to_numpy() == 1).astype(float),
-    ])
+    X = np.column_stack(
+        [
+            np.ones(len(d)),
+            np.log1p(np.maximum(d["Income"].to_numpy(float), 0)),
+            d["Age"].to_numpy(float),
+            (d["Urban"].to_numpy() == 2).astype(float),
+            (d["Tenure"].to_numpy() == 1).astype(float),
+        ]
+    )
     beta, *_ = np.linalg.lstsq(X, y, rcond=None)
     resid = y - X @ beta
     s2 = resid @ resid / (len(y) - X.shape[1])
@@ -387,8 +425,11 @@ def test_marginals_and_regression_agree_with_original(ce):
     """
     df, schema = ce
     m, n = 5, len(df)
-    z = CARTSynthesizer().fit(df, schema, synthesized=SYN, random_seed=2018).synthesize(
-        m, random_seed=2019)
+    z = (
+        CARTSynthesizer()
+        .fit(df, schema, synthesized=SYN, random_seed=2018)
+        .synthesize(m, random_seed=2019)
+    )
     for lev in [1, 2, 4]:
         p = (df["Tenure"] == lev).mean()
         pbar = np.mean([(d["Tenure"] == lev).mean() for d in z])
@@ -401,7 +442,7 @@ def test_marginals_and_regression_agree_with_original(ce):
         pm = np.mean([(d[c] <= med).mean() for d in z])
         assert abs(pm - 0.5) <= 4 * np.sqrt(2 * 0.25 / (n * m)), c
     q_obs, _ = _ols(df)
-    qs, us = zip(*[_ols(d) for d in z])
+    qs, us = zip(*[_ols(d) for d in z], strict=False)
     qs, us = np.array(qs), np.array(us)
     qbar, b, ubar = qs.mean(0), qs.var(0, ddof=1), us.mean(0)
     T = b / m + ubar
@@ -426,8 +467,11 @@ def test_route_and_donors_public_access(ce_small):
 def test_custom_index_is_kept(ce_small):
     df, schema = ce_small
     df2 = df.set_index(pd.Index(np.arange(len(df)) * 10 + 7, name="id"))
-    z = CARTSynthesizer().fit(df2, schema, synthesized=["Income"], random_seed=0).synthesize(
-        1, random_seed=0)
+    z = (
+        CARTSynthesizer()
+        .fit(df2, schema, synthesized=["Income"], random_seed=0)
+        .synthesize(1, random_seed=0)
+    )
     assert z[0].index.equals(df2.index)
     pd.testing.assert_frame_equal(z[0].drop(columns="Income"), df2.drop(columns="Income"))
 

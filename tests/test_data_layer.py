@@ -41,7 +41,9 @@ def test_infer_pandas_categorical_and_strings():
     df = pd.DataFrame(
         {
             "sex": ["M", "F", "F"],
-            "edu": pd.Categorical(["lo", "hi", "mid"], categories=["lo", "mid", "hi"], ordered=True),
+            "edu": pd.Categorical(
+                ["lo", "hi", "mid"], categories=["lo", "mid", "hi"], ordered=True
+            ),
             "neg": [-1, 2, 3],
             "flag": [True, False, True],
         }
@@ -87,13 +89,17 @@ def test_validate_table_errors(ce):
         validate_table(ce.assign(extra=1), s)
     bad = ce.copy()
     bad.loc[7, "Income"] = np.nan
-    with pytest.raises(SchemaError, match=r"'Income' has 1 missing value\(s\) \(first at row 7\)") as e:
+    with pytest.raises(
+        SchemaError, match=r"'Income' has 1 missing value\(s\) \(first at row 7\)"
+    ) as e:
         validate_table(bad, s)
     assert e.value.code == "MISSING_VALUES"
     validate_table(bad, s, allow_nan=["Income"])
     bad = ce.copy()
     bad["Urban"] = bad["Urban"].replace({2: 9})
-    with pytest.raises(SchemaError, match=r"'Urban' has value 9 that is not among its levels \[1, 2\]"):
+    with pytest.raises(
+        SchemaError, match=r"'Urban' has value 9 that is not among its levels \[1, 2\]"
+    ):
         validate_table(bad, s)
     bad = ce.copy()
     bad["Expenditure"] = bad["Expenditure"].astype(str)
@@ -110,10 +116,14 @@ def test_validate_synthetic(ce):
         validate_synthetic(ce, [], s)
     z2 = z.copy()
     z2.loc[3, "Age"] += 1
-    with pytest.raises(SchemaError, match=r"synthetic dataset 2: unsynthesized column 'Age' differs") as e:
+    with pytest.raises(
+        SchemaError, match=r"synthetic dataset 2: unsynthesized column 'Age' differs"
+    ) as e:
         validate_synthetic(ce, [z, z2], s)
     assert e.value.code == "US_COLUMNS_DIFFER"
-    with pytest.raises(SchemaError, match=r"synthetic dataset 1 has 299 rows but the original has 300"):
+    with pytest.raises(
+        SchemaError, match=r"synthetic dataset 1 has 299 rows but the original has 300"
+    ):
         validate_synthetic(ce, [z.iloc[:-1]], s)
 
 
@@ -156,6 +166,8 @@ def test_unsynthesized_comparison_types():
     a = pd.Series([1, 2, 2])
     np.testing.assert_array_equal(_equal_levels(a, pd.Series([1.0, 2.0, 1.0])), [True, True, False])
     s = pd.Series(["x", "y", None])
-    np.testing.assert_array_equal(_equal_levels(s, pd.Series(["x", "z", None])), [True, False, True])
+    np.testing.assert_array_equal(
+        _equal_levels(s, pd.Series(["x", "z", None])), [True, False, True]
+    )
     c = pd.Series(pd.Categorical(["a", "b"]))
     np.testing.assert_array_equal(_equal_levels(c, pd.Series(["a", "a"])), [True, False])

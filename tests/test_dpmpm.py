@@ -8,22 +8,22 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from _shared import shared_path
+from bayes_risk.models.dpmpm import (
+    DPMPM,
+    alpha_conditional,
+    stick_breaking_log,
+    stick_conditional,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
-from _shared import shared_path
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import (
     ConvergenceWarning,
     NotFittedError,
     SchemaError,
     ValidationError,
-)
-from bayes_risk.models.dpmpm import (
-    DPMPM,
-    alpha_conditional,
-    stick_breaking_log,
-    stick_conditional,
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.ConvergenceWarning")
@@ -214,7 +214,7 @@ def test_k1_is_product_of_dirichlet_multinomials():
     })
     model = DPMPM(n_components=1, tune=5, draws=800, progressbar=False).fit(df, random_seed=2)
     H = model.n_draws
-    for j, (col, d) in enumerate((("u", 3), ("v", 2))):
+    for j, (col, _d) in enumerate((("u", 3), ("v", 2))):
         counts = df[col].value_counts().sort_index().to_numpy()
         a = 1.0 + counts
         mean = a / a.sum()
@@ -288,7 +288,7 @@ def test_synthesize_draws_evenly_spaced(lca_fit):
     assert syn.method == "dpmpm"
     a = model.synthesize(2, random_seed=7)
     b = model.synthesize(2, random_seed=7)
-    assert all(x.equals(y) for x, y in zip(a, b))
+    assert all(x.equals(y) for x, y in zip(a, b, strict=False))
 
 
 def test_convergence_report_label_invariant(lca_fit):
@@ -436,7 +436,7 @@ def test_property_probabilities_sum_to_one_and_neighbourhood_consistent(K, d, se
     H = 3
     cols = [f"c{j}" for j in range(len(d))]
     df = pd.DataFrame({c: pd.Categorical([1], categories=list(range(1, dj + 1)))
-                       for c, dj in zip(cols, d)})
+                       for c, dj in zip(cols, d, strict=False)})
     schema = infer_schema(df, synthesized=cols)
     post = {"pi": rng.dirichlet(np.full(K, conc), size=H)}
     for j, dj in enumerate(d):

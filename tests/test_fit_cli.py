@@ -7,10 +7,10 @@ import json
 
 import numpy as np
 import pytest
+from bayes_risk.models import load_model
 
 import bayes_risk.cli as cli
 from bayes_risk.data import make_acs_like
-from bayes_risk.models import load_model
 
 pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.ConvergenceWarning")
 
@@ -91,7 +91,7 @@ def test_fit_then_synthesize_round_trip(tmp_path, csv):
     syn = SyntheticData.load(sdir)
     assert syn.m == 3 and syn.method == "dpmpm" and syn.draw_index == [9, 19, 29]
     direct = load_model(mdir).synthesize(3, random_seed=2)
-    for a, b in zip(syn, direct):
+    for a, b in zip(syn, direct, strict=False):
         np.testing.assert_array_equal(a.to_numpy(), b.to_numpy())
     assert list(syn[0].columns) == list(df.columns)
 

@@ -164,7 +164,7 @@ def test_toy5_out_of_sample_target(toy5):
 def test_population_counts_forms_agree(toy5):
     y, z = toy5
     table = pd.DataFrame([(a, b, f) for (a, b), f in F_TOY.items()], columns=["sex", "race", "F"])
-    per_target = [F_TOY[(a, b)] for a, b in zip(y.sex, y.race)]
+    per_target = [F_TOY[(a, b)] for a, b in zip(y.sex, y.race, strict=False)]
     r1 = ir(y, z, ["sex"], ["race"], membership="unknown", population_counts=F_TOY)
     r2 = ir(y, z, ["sex"], ["race"], membership="unknown", population_counts=table)
     r3 = ir(y, z, ["sex"], ["race"], membership="unknown", population_counts=per_target)

@@ -8,7 +8,6 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
 from _shared import shared_path
 
 
@@ -77,8 +76,8 @@ def test_cli_pooled_with_sweep(files, tmp_path):
     sw = pd.read_csv(out / "radius_sweep.csv")
     assert len(sw) == 6 * 3 and list(sw.columns) == ["radius", "dataset", "expected_match_risk"]
     assert (out / "radius_sweep.png").stat().st_size > 1000
-    from bayes_risk.identification.api import identification_risk
     from bayes_risk.data.io import read_synthetic
+    from bayes_risk.identification.api import identification_risk
 
     direct = identification_risk(y, read_synthetic(paths[1:]), ["Age", "Urban", "Marital"],
                                  ["Income"], categorical=["Urban", "Marital"],

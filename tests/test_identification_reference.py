@@ -14,8 +14,8 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-
 from _shared import shared_path
+
 from bayes_risk.identification.api import identification_risk
 
 pytestmark = pytest.mark.reference

@@ -5,18 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
-
-from bayes_risk.data import infer_schema, make_acs_like, make_ce_like
-from bayes_risk.exceptions import NotFittedError, SchemaError, ValidationError
 from bayes_risk.models import get_synthesizer
 from bayes_risk.models.random_forest import (
     RandomForestSynthesizer,
     leaf_probabilities,
     synthesis_probabilities,
 )
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from bayes_risk.data import infer_schema, make_acs_like, make_ce_like
+from bayes_risk.exceptions import NotFittedError, SchemaError, ValidationError
 
 RTOL, ATOL = 1e-6, 1e-9
 CAT = ["Urban", "Marital", "Tenure"]
@@ -97,24 +97,33 @@ def test_ordering_and_procedure_b(ce):
     df, schema = ce
     masks = {"Tenure": np.asarray(df["Age"] > 30), "Marital": np.asarray(df["Age"] > 50),
              "Urban": np.asarray(df["Age"] > 50)}
-    m = RandomForestSynthesizer(n_trees=5).fit(df, schema, synthesized=["Marital", "Urban", "Tenure"],
-                                               records=masks, random_seed=0)
+    m = RandomForestSynthesizer(n_trees=5).fit(
+        df, schema, synthesized=["Marital", "Urban", "Tenure"], records=masks, random_seed=0
+    )
     # decreasing amount of synthesis; tie Marital/Urban → fewer categories (Urban: 2) first
     assert m.visit_sequence_ == ["Tenure", "Urban", "Marital"]
     user = RandomForestSynthesizer(n_trees=5, visit_sequence=["Urban", "Marital", "Tenure"]).fit(
-        df, schema, synthesized=["Marital", "Urban", "Tenure"], records=masks, random_seed=0)
+        df, schema, synthesized=["Marital", "Urban", "Tenure"], records=masks, random_seed=0
+    )
     assert user.visit_sequence_ == ["Urban", "Marital", "Tenure"]
     r1 = RandomForestSynthesizer(n_trees=5, tie_order="random").fit(
-        df, schema, synthesized=["Marital", "Urban"], random_seed=4)
+        df, schema, synthesized=["Marital", "Urban"], random_seed=4
+    )
     r2 = RandomForestSynthesizer(n_trees=5, tie_order="random").fit(
-        df, schema, synthesized=["Marital", "Urban"], random_seed=4)
+        df, schema, synthesized=["Marital", "Urban"], random_seed=4
+    )
     assert r1.visit_sequence_ == r2.visit_sequence_
     with pytest.raises(ValidationError, match="procedure 'B' requires"):
         RandomForestSynthesizer(n_trees=5, procedure="B").fit(
-            df, schema, synthesized=["Marital", "Tenure"],
-            records={"Marital": masks["Marital"], "Tenure": masks["Tenure"]}, random_seed=0)
+            df,
+            schema,
+            synthesized=["Marital", "Tenure"],
+            records={"Marital": masks["Marital"], "Tenure": masks["Tenure"]},
+            random_seed=0,
+        )
     b = RandomForestSynthesizer(n_trees=5, procedure="B").fit(
-        df, schema, synthesized=["Marital", "Urban", "Tenure"], random_seed=0)
+        df, schema, synthesized=["Marital", "Urban", "Tenure"], random_seed=0
+    )
     first, second, third = b.visit_sequence_
     unsyn = ["Age", "Educ", "Expenditure", "Income"]
     assert b.predictors_[first] == unsyn
@@ -125,7 +134,8 @@ def test_ordering_and_procedure_b(ce):
 def test_oob_only_grows_enough_trees(ce):
     df, schema = ce
     model = RandomForestSynthesizer(n_trees=50, oob_only=True, min_oob_trees=40).fit(
-        df, schema, synthesized=["Tenure"], random_seed=2)
+        df, schema, synthesized=["Tenure"], random_seed=2
+    )
     ib = model._inbag_["Tenure"]
     assert (~ib).sum(axis=0).min() >= 40
     assert model.n_trees_["Tenure"] > 50 and model.n_trees_["Tenure"] % 50 == 0
@@ -135,7 +145,7 @@ def test_oob_only_grows_enough_trees(ce):
     rf = model.forests_["Tenure"]
     y = model._values["Tenure"].astype(int)
     votes = []
-    for b, (est, s) in enumerate(zip(rf.estimators_, rf.estimators_samples_)):
+    for b, (est, s) in enumerate(zip(rf.estimators_, rf.estimators_samples_, strict=False)):
         if ib[b, 0]:
             continue
         leaf = est.apply(X[:1])[0]
@@ -144,8 +154,11 @@ def test_oob_only_grows_enough_trees(ce):
     np.testing.assert_allclose(p0, np.mean(votes, axis=0))
     # out-of-bag synthesis reproduces the original value less often than all-tree synthesis
     z_oob = model.synthesize(2, random_seed=1)
-    z_all = RandomForestSynthesizer(n_trees=50).fit(df, schema, synthesized=["Tenure"],
-                                                    random_seed=2).synthesize(2, random_seed=1)
+    z_all = (
+        RandomForestSynthesizer(n_trees=50)
+        .fit(df, schema, synthesized=["Tenure"], random_seed=2)
+        .synthesize(2, random_seed=1)
+    )
     same_oob = np.mean([(d["Tenure"] == df["Tenure"]).mean() for d in z_oob])
     same_all = np.mean([(d["Tenure"] == df["Tenure"]).mean() for d in z_all])
     assert same_oob < same_all
@@ -156,12 +169,14 @@ def test_partial_synthesis_reproducibility_and_provenance(ce):
     df, schema = ce
     assert get_synthesizer("rf") is RandomForestSynthesizer
     mask = np.asarray(df["Income"] > df["Income"].median())
-    a = RandomForestSynthesizer(n_trees=30, n_jobs=1).fit(df, schema, synthesized=["Tenure", "Marital"],
-                                                          records=mask, random_seed=8)
-    b = RandomForestSynthesizer(n_trees=30, n_jobs=2).fit(df, schema, synthesized=["Tenure", "Marital"],
-                                                          records=mask, random_seed=8)
+    a = RandomForestSynthesizer(n_trees=30, n_jobs=1).fit(
+        df, schema, synthesized=["Tenure", "Marital"], records=mask, random_seed=8
+    )
+    b = RandomForestSynthesizer(n_trees=30, n_jobs=2).fit(
+        df, schema, synthesized=["Tenure", "Marital"], records=mask, random_seed=8
+    )
     za, zb = a.synthesize(3, random_seed=5), b.synthesize(3, random_seed=5)
-    for x, y in zip(za, zb):
+    for x, y in zip(za, zb, strict=False):
         pd.testing.assert_frame_equal(x, y)
     assert not za[0].equals(a.synthesize(3, random_seed=6)[0])
     assert za.method == "rf" and za.random_seed == 5
@@ -175,8 +190,11 @@ def test_partial_synthesis_reproducibility_and_provenance(ce):
 
 def test_pandas_categorical_columns_keep_dtype():
     a = make_acs_like(400, random_seed=3)
-    z = RandomForestSynthesizer(n_trees=10).fit(a, synthesized=["SEX", "RACE"],
-                                                random_seed=0).synthesize(1, random_seed=0)
+    z = (
+        RandomForestSynthesizer(n_trees=10)
+        .fit(a, synthesized=["SEX", "RACE"], random_seed=0)
+        .synthesize(1, random_seed=0)
+    )
     assert z[0]["RACE"].dtype == a["RACE"].dtype
     assert list(z[0].columns) == list(a.columns)
 
@@ -195,10 +213,12 @@ def test_errors(ce):
         RandomForestSynthesizer(procedure="C").fit(df, schema, synthesized=["Tenure"])
     with pytest.raises(ValidationError, match="visit_sequence must list exactly"):
         RandomForestSynthesizer(n_trees=5, visit_sequence=["Tenure"]).fit(
-            df, schema, synthesized=["Tenure", "Urban"])
+            df, schema, synthesized=["Tenure", "Urban"]
+        )
     with pytest.raises(ValidationError, match=r"records: column 'Urban' is not synthesized"):
-        RandomForestSynthesizer(n_trees=5).fit(df, schema, synthesized=["Tenure"],
-                                               records={"Urban": np.ones(len(df), bool)})
+        RandomForestSynthesizer(n_trees=5).fit(
+            df, schema, synthesized=["Tenure"], records={"Urban": np.ones(len(df), bool)}
+        )
 
 
 def test_marginals_and_regression_agree_with_original():
@@ -213,8 +233,11 @@ def test_marginals_and_regression_agree_with_original():
     df = make_ce_like(3000, random_seed=11)
     schema = infer_schema(df, categorical=CAT)
     m, n = 5, len(df)
-    z = RandomForestSynthesizer(n_trees=100).fit(df, schema, synthesized=["Tenure", "Marital"],
-                                                 random_seed=1).synthesize(m, random_seed=2)
+    z = (
+        RandomForestSynthesizer(n_trees=100)
+        .fit(df, schema, synthesized=["Tenure", "Marital"], random_seed=1)
+        .synthesize(m, random_seed=2)
+    )
     for col, levels in [("Tenure", [1, 2, 4]), ("Marital", [1, 2, 3, 5])]:
         for lev in levels:
             p = (df[col] == lev).mean()
@@ -223,23 +246,29 @@ def test_marginals_and_regression_agree_with_original():
 
     def ols(d):
         y = (d["Tenure"].to_numpy() == 1).astype(float)
-        X = np.column_stack([np.ones(len(d)), d["Age"].to_numpy(float) / 10,
-                             (d["Marital"].to_numpy() == 1).astype(float),
-                             (d["Urban"].to_numpy() == 2).astype(float),
-                             np.log1p(np.maximum(d["Income"].to_numpy(float), 0))])
+        X = np.column_stack(
+            [
+                np.ones(len(d)),
+                d["Age"].to_numpy(float) / 10,
+                (d["Marital"].to_numpy() == 1).astype(float),
+                (d["Urban"].to_numpy() == 2).astype(float),
+                np.log1p(np.maximum(d["Income"].to_numpy(float), 0)),
+            ]
+        )
         beta, *_ = np.linalg.lstsq(X, y, rcond=None)
         r = y - X @ beta
         return beta, np.diag(r @ r / (len(y) - X.shape[1]) * np.linalg.inv(X.T @ X))
 
     q_obs, _ = ols(df)
-    qs, us = map(np.array, zip(*[ols(d) for d in z]))
+    qs, us = map(np.array, zip(*[ols(d) for d in z], strict=False))
     T = qs.var(0, ddof=1) / m + us.mean(0)
     assert np.all(np.abs(qs.mean(0) - q_obs) <= 3 * np.sqrt(T)), (qs.mean(0), q_obs, np.sqrt(T))
 
 
 @given(
-    arrays(np.int64, st.tuples(st.integers(1, 6), st.integers(2, 5)),
-           elements=st.integers(0, 4)).filter(lambda a: (a.sum(axis=1) > 0).all()),
+    arrays(
+        np.int64, st.tuples(st.integers(1, 6), st.integers(2, 5)), elements=st.integers(0, 4)
+    ).filter(lambda a: (a.sum(axis=1) > 0).all()),
     st.sampled_from(["vote", "leaf_dirichlet"]),
     st.floats(0, 3),
 )

@@ -7,19 +7,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from scipy import stats
-from scipy.special import logsumexp
-
 from _shared import shared_path
-from bayes_risk.data import infer_schema
-from bayes_risk.exceptions import (
-    ConvergenceWarning,
-    NotFittedError,
-    SchemaError,
-    ValidationError,
-)
 from bayes_risk.models._design import (
     DesignSpec,
     family_loglik,
@@ -27,6 +15,18 @@ from bayes_risk.models._design import (
     parse_formula,
 )
 from bayes_risk.models.seqreg import SequentialRegression
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+from scipy.special import logsumexp
+
+from bayes_risk.data import infer_schema
+from bayes_risk.exceptions import (
+    ConvergenceWarning,
+    NotFittedError,
+    SchemaError,
+    ValidationError,
+)
 
 RTOL, ATOL = 1e-6, 1e-9
 
@@ -325,7 +325,7 @@ def test_save_load_round_trip(chain, tmp_path):
     assert isinstance(loaded, SequentialRegression)
     a = model.synthesize(2, random_seed=4)
     b = loaded.synthesize(2, random_seed=4)
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         pd.testing.assert_frame_equal(x, y)
     np.testing.assert_array_equal(model.record_loglik(df.head(9)), loaded.record_loglik(df.head(9)))
     np.testing.assert_array_equal(model.dataset_loglik(a), loaded.dataset_loglik(a))
@@ -448,8 +448,9 @@ def test_errors():
 # command line
 # ------------------------------------------------------------------------------------------
 def test_cli_fit_regression(tmp_path, capsys):
-    from bayes_risk.cli import main
     from bayes_risk.models import load_model
+
+    from bayes_risk.cli import main
 
     df = _mixed_data(80)
     csv = tmp_path / "d.csv"

@@ -7,12 +7,12 @@ import json
 import sys
 import types
 
+import bayes_risk.models as models
 import numpy as np
 import pandas as pd
 import pytest
 
 import bayes_risk.cli as cli
-import bayes_risk.models as models
 from bayes_risk.data import SyntheticData, make_ce_like
 
 
@@ -72,7 +72,7 @@ def test_cart_end_to_end(ce_csv, tmp_path, capsys):
     # same seed → identical release; the folder is replaced atomically
     assert cli.main(argv + ["--quiet"]) == 0
     z2 = SyntheticData.load(out)
-    for a, b in zip(z, z2):
+    for a, b in zip(z, z2, strict=False):
         pd.testing.assert_frame_equal(a, b)
     assert _leftovers(tmp_path) == []
 
@@ -160,7 +160,7 @@ def test_model_dir_form(fake_model, tmp_path):
     z = SyntheticData.load(out)
     assert z.m == 4 and z.method == "fake" and z.draw_index == [0, 1, 2, 3]
     ref = _FakeModel(2.0).synthesize(4, random_seed=2)
-    for a, b in zip(z, ref):
+    for a, b in zip(z, ref, strict=False):
         pd.testing.assert_frame_equal(a, b)
 
 

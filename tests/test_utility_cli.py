@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
 from _shared import shared_path
+
 from bayes_risk import cli
 from bayes_risk.data import SyntheticData, infer_schema, make_ce_like
 

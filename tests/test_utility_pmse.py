@@ -8,10 +8,10 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from _shared import shared_path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from _shared import shared_path
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ConvergenceWarning, DataWarning, SchemaError, ValidationError
 from bayes_risk.utility.pmse import fit_logit, pmse, pmse_null_moments, propensity_design

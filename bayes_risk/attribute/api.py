@@ -583,6 +583,141 @@ def attribute_risk(
     Reiter, J. P., Wang, Q. & Zhang, B. (2014). Bayesian estimation of disclosure risks for
     multiply imputed, synthetic data. Journal of Privacy and Confidentiality 6(1).
     """
+    analysis = _prepare_analysis(
+        model,
+        original,
+        synthetic,
+        records,
+        candidates=candidates,
+        prior=prior,
+        scenario=scenario,
+        known=known,
+        estimator=estimator,
+        augmented=augmented,
+        draws=draws,
+        psis=psis,
+        khat=khat,
+        is_diagnostics=is_diagnostics,
+        compat=compat,
+        chunk_size=chunk_size,
+        bootstrap=bootstrap,
+        random_seed=random_seed,
+        progressbar=progressbar,
+    )
+    part = _evaluate_records(analysis, analysis.positions, progressbar=progressbar)
+    return _assemble(analysis, part)
+
+
+# ------------------------------------------------------------------------------------------
+# the three stages of attribute_risk; the Dask path (bayes_risk.distributed) runs the same
+# stages: prepare once on the client, evaluate partitions of the records on the workers,
+# assemble once on the client
+# ------------------------------------------------------------------------------------------
+@dataclass
+class _Analysis:
+    """Everything of one analysis that does not depend on which records are evaluated.
+
+    Built once by :func:`_prepare_analysis` (validation, harmonised data, the m augmented fits,
+    ``L = dataset_loglik``, the bootstrap counts) and shared by every call of
+    :func:`_evaluate_records`; picklable, so the Dask path ships it to each worker once.
+    """
+
+    model: Any
+    orig: pd.DataFrame
+    datasets: list[pd.DataFrame]
+    schema: Any
+    m: int
+    vary: list[str]
+    is_cat: np.ndarray
+    V: np.ndarray
+    d_model: dict[str, int]
+    d_harm: dict[str, int]
+    candidates: Any
+    cand_callable: bool
+    spec: CandidateSpec | None
+    is_plugin: bool
+    est: str
+    H: int
+    h_aug: list[int]
+    logp_idx: np.ndarray | None
+    n_sum: int | None
+    L: np.ndarray | None
+    aug_models: list[Any]
+    B: int
+    C0: np.ndarray | None
+    C_aug: list[np.ndarray]
+    nb_index: np.ndarray | None
+    nb_all: bool
+    khat: str
+    psis: bool
+    compat: str | None
+    thr_k: float
+    thr_e: float
+    prior: Prior
+    scenario: str
+    known: list[str]
+    random_seed_json: Any
+    positions: np.ndarray
+    chunk_size: int
+    warn_codes: list[str]
+
+
+@dataclass
+class _Partial:
+    """Per-record outputs of :func:`_evaluate_records` (dicts keyed by row position)."""
+
+    cand_list: dict[int, CandidateSet]
+    loglik: dict[int, np.ndarray]
+    log_mean_r: dict[int, np.ndarray]
+    diag: dict[int, dict[str, np.ndarray]]
+    boot: dict[int, np.ndarray]
+    flags: dict[int, list[str]]
+    n_dropped: dict[int, int]
+    any_unknown: bool
+    deg_count: int
+    deg_total: int
+    warn_codes: list[str]
+    timing: dict[str, float]
+
+
+def _merge_partials(parts: Sequence[_Partial]) -> _Partial:
+    """One :class:`_Partial` from partials of disjoint record sets (counts and times add)."""
+    out = _Partial({}, {}, {}, {}, {}, {}, {}, False, 0, 0, [], {})
+    for p in parts:
+        for name in ("cand_list", "loglik", "log_mean_r", "diag", "boot", "flags", "n_dropped"):
+            getattr(out, name).update(getattr(p, name))
+        out.any_unknown = out.any_unknown or p.any_unknown
+        out.deg_count += p.deg_count
+        out.deg_total += p.deg_total
+        out.warn_codes += [c for c in p.warn_codes if c not in out.warn_codes]
+        for k, v in p.timing.items():
+            out.timing[k] = out.timing.get(k, 0.0) + v
+    return out
+
+
+def _prepare_analysis(
+    model: Any,
+    original: pd.DataFrame,
+    synthetic: Any,
+    records: Sequence[int] | np.ndarray | None,
+    *,
+    candidates: Any,
+    prior: Any,
+    scenario: str,
+    known: Sequence[str] | None,
+    estimator: str,
+    augmented: Sequence[Any] | None,
+    draws: Sequence[int] | np.ndarray | None,
+    psis: bool,
+    khat: str,
+    is_diagnostics: bool,
+    compat: str | None,
+    chunk_size: int,
+    bootstrap: int,
+    random_seed: RandomSeed,
+    progressbar: bool,
+) -> _Analysis:
+    """Validate the inputs and compute what every record shares (see :class:`_Analysis`)."""
     _check_model(model)
     pr = parse_prior(prior)  # validate before any expensive work
     if scenario not in ("worst_case", "partially_known"):
@@ -701,7 +836,7 @@ def attribute_risk(
             f"only H = {H} posterior draws: the importance-sampling estimates are unreliable "
             "(H_TOO_SMALL).",
             ImportanceSamplingWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
 
     # AttributeRiskCalculation normalises q_h with all posterior rows but sums over the first H
@@ -778,6 +913,40 @@ def attribute_risk(
             nb_index = _neighbourhood_index(vary, syn0, dd)
     # the candidates are the model's whole neighbourhood in its order (all synthesized vary)
     nb_all = nb_index is not None and np.array_equal(nb_index, np.arange(nb_index.size))
+
+    thr_k = khat_threshold(H)
+    thr_e = low_ess_threshold(H)
+    return _Analysis(
+        model=model, orig=orig, datasets=datasets, schema=schema, m=m,
+        vary=vary, is_cat=is_cat, V=V, d_model=d_model, d_harm=d_harm, candidates=candidates,
+        cand_callable=cand_callable, spec=spec, is_plugin=is_plugin, est=est, H=H, h_aug=h_aug,
+        logp_idx=logp_idx, n_sum=n_sum, L=L, aug_models=aug_models, B=B, C0=C0, C_aug=C_aug,
+        nb_index=nb_index, nb_all=nb_all, khat=khat, psis=psis, compat=compat, thr_k=thr_k,
+        thr_e=thr_e, prior=pr, scenario=scenario, known=known_l,
+        random_seed_json=seed_to_json(random_seed), positions=pos_all, chunk_size=chunk_size,
+        warn_codes=warn_codes,
+    )
+
+
+def _evaluate_records(a: _Analysis, positions: np.ndarray, *, progressbar: bool) -> _Partial:
+    """The record loop: candidate sets, likelihoods, diagnostics and flags of ``positions``.
+
+    A record's outputs depend only on the record and on ``a``, not on the records evaluated
+    with it, so any partition of the records (chunks, Dask partitions) gives the same numbers.
+    """
+    model, orig, datasets, schema, m = a.model, a.orig, a.datasets, a.schema, a.m
+    vary, is_cat, V, d_model, d_harm = a.vary, a.is_cat, a.V, a.d_model, a.d_harm
+    candidates, cand_callable, spec, is_plugin, est = (
+        a.candidates, a.cand_callable, a.spec, a.is_plugin, a.est
+    )
+    logp_idx, n_sum, L, aug_models, B, C0, C_aug = (
+        a.logp_idx, a.n_sum, a.L, a.aug_models, a.B, a.C0, a.C_aug
+    )
+    nb_index, nb_all, khat, psis, thr_k, thr_e = (
+        a.nb_index, a.nb_all, a.khat, a.psis, a.thr_k, a.thr_e
+    )
+    chunk_size = a.chunk_size
+    warn_codes: list[str] = []  # method labels of plug-in models (merged into the result's)
 
     timing = {"model_likelihood_s": 0.0}
 
@@ -856,7 +1025,7 @@ def attribute_risk(
 
     # ------------------------------------------------------------------ loop over records
     t_loop = time.perf_counter()
-    order = np.sort(pos_all)  # process in sorted order: results independent of record order
+    order = np.sort(np.asarray(positions, dtype=np.int64))  # sorted: independent of order
     cand_list: dict[int, CandidateSet] = {}
     loglik_d: dict[int, np.ndarray] = {}
     lmr_d: dict[int, np.ndarray] = {}
@@ -865,8 +1034,6 @@ def attribute_risk(
     flags_d: dict[int, list[str]] = {}
     ndrop_d: dict[int, int] = {}
     any_unknown = False
-    thr_k = khat_threshold(H)
-    thr_e = low_ess_threshold(H)
     deg_count = 0
     deg_total = 0
 
@@ -1099,13 +1266,32 @@ def attribute_risk(
 
     timing["records_loop_s"] = time.perf_counter() - t_loop
     timing["engine_s"] = timing["records_loop_s"] - timing["model_likelihood_s"]
+    return _Partial(
+        cand_list=cand_list, loglik=loglik_d, log_mean_r=lmr_d, diag=diag_d, boot=boot_d,
+        flags=flags_d, n_dropped=ndrop_d, any_unknown=any_unknown, deg_count=deg_count,
+        deg_total=deg_total, warn_codes=warn_codes, timing=timing,
+    )
+
+
+def _assemble(a: _Analysis, part: _Partial) -> AttributeRiskResult:
+    """Record table, priors, summaries and warnings of the evaluated records (input order)."""
+    model, schema, m, vary, is_cat, V = a.model, a.schema, a.m, a.vary, a.is_cat, a.V
+    spec, is_plugin, est, H, h_aug, B = a.spec, a.is_plugin, a.est, a.H, a.h_aug, a.B
+    khat, psis, compat, thr_k, thr_e = a.khat, a.psis, a.compat, a.thr_k, a.thr_e
+    pr, scenario, known_l, pos_all = a.prior, a.scenario, a.known, a.positions
+    cand_list, loglik_d, lmr_d, diag_d = part.cand_list, part.loglik, part.log_mean_r, part.diag
+    boot_d, flags_d, ndrop_d = part.boot, part.flags, part.n_dropped
+    any_unknown, deg_count, deg_total = part.any_unknown, part.deg_count, part.deg_total
+    timing = dict(part.timing)
+    warn_codes = list(a.warn_codes)
+    warn_codes += [c for c in part.warn_codes if c not in warn_codes]
     if any_unknown:
         warn_codes.append("UNKNOWN_CATEGORY_IN_CANDIDATES")
         warnings.warn(
             "some candidates hold categories the model was never fitted with; they get "
             "probability 0 (UNKNOWN_CATEGORY_IN_CANDIDATES).",
             ImportanceSamplingWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     if any("TRUTH_OUTSIDE_SUPPORT" in f for f in flags_d.values()):
         warn_codes.append("TRUTH_OUTSIDE_SUPPORT")
@@ -1198,7 +1384,7 @@ def attribute_risk(
         "khat": khat,
         "bootstrap": B,
         "compat": compat,
-        "random_seed": seed_to_json(random_seed),
+        "random_seed": a.random_seed_json,
         "khat_threshold": thr_k,
         "low_ess_threshold": thr_e,
         "timing": timing,
@@ -1209,7 +1395,7 @@ def attribute_risk(
             f"{n_flag} of {len(df)} records are flagged (unreliable estimates; see "
             "result.flagged).",
             ImportanceSamplingWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     return AttributeRiskResult(
         records=df,

@@ -20,12 +20,14 @@ fixtures (``gpdfit((5,3,2,4,1))`` → 0.1265339; the ``u^(-1/2)`` / ``u^(-1)`` f
 from __future__ import annotations
 
 import math
+
 import numpy as np
 
-from bayes_risk._numeric import logsumexp  # re-exported for the engine's modules
-from bayes_risk._numeric import threaded_map
+from bayes_risk._numeric import (
+    logsumexp,  # re-exported for the engine's modules
+    threaded_map,
+)
 from bayes_risk.exceptions import ValidationError
-
 
 __all__ = [
     "logsumexp",

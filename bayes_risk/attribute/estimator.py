@@ -25,6 +25,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._numeric import threaded_ufunc
 from bayes_risk.attribute.diagnostics import (
     khat_from_tails,
     kish_ess,
@@ -33,7 +34,6 @@ from bayes_risk.attribute.diagnostics import (
     psis_log_mean,
     tail_size,
 )
-from bayes_risk._numeric import threaded_ufunc
 from bayes_risk.exceptions import ValidationError
 
 __all__ = [

@@ -64,14 +64,17 @@ def _xy(
         return out
     raise ValidationError(
         "location_columns must be two numeric columns (coordinates), or one areal column "
-        f"together with locations={{level: (x, y)}}. Got location_columns={list(location_columns)!r}"
+        "together with locations={level: (x, y)}. "
+        f"Got location_columns={list(location_columns)!r}"
         f" and locations={'given' if locations is not None else None}."
     )
 
 
 def _check_location_columns(result: Any, location_columns: Sequence[str] | None) -> list[str]:
     if not location_columns:
-        raise ValidationError(f"kind needs location_columns (candidate columns {list(result.columns)}).")
+        raise ValidationError(
+            f"kind needs location_columns (candidate columns {list(result.columns)})."
+        )
     cols = list(location_columns)
     bad = [c for c in cols if c not in result.columns]
     if bad:
@@ -189,9 +192,7 @@ def file_summary(
         per = pd.DataFrame(rows)
         ok = ~per["flagged"].to_numpy()
         out = {**base, "per_record": per, "all": wang_reiter_file(per["R1"], per["R2"])}
-        out["unflagged"] = (
-            wang_reiter_file(per["R1"][ok], per["R2"][ok]) if ok.any() else None
-        )
+        out["unflagged"] = wang_reiter_file(per["R1"][ok], per["R2"][ok]) if ok.any() else None
         return out
 
     if kind == "paiva":
@@ -220,15 +221,20 @@ def file_summary(
         uniq_a = np.asarray(uniq)
         full = paiva_measures(posts, g0s, cls, uniq_a)
         per = pd.DataFrame(
-            {"record": recs, "dist_map": full.pop("dist_map"), "unique_pattern": uniq_a,
-             "flagged": flagged}
+            {
+                "record": recs,
+                "dist_map": full.pop("dist_map"),
+                "unique_pattern": uniq_a,
+                "flagged": flagged,
+            }
         )
         ok = ~flagged
         unfl = None
         if ok.any():
             sel = np.flatnonzero(ok)
-            unfl = paiva_measures([posts[i] for i in sel], [g0s[i] for i in sel],
-                                  [cls[i] for i in sel], uniq_a[sel])
+            unfl = paiva_measures(
+                [posts[i] for i in sel], [g0s[i] for i in sel], [cls[i] for i in sel], uniq_a[sel]
+            )
             unfl.pop("dist_map")
         return {**base, "per_record": per, "all": full, "unflagged": unfl}
 

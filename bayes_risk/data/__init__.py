@@ -1,6 +1,12 @@
 """Data layer: schema, validation and harmonisation, SyntheticData, readers, demo data."""
 
-from bayes_risk.data.demo import ACS_COLUMNS, ACS_LEVEL_COUNTS, load_demo, make_acs_like, make_ce_like
+from bayes_risk.data.demo import (
+    ACS_COLUMNS,
+    ACS_LEVEL_COUNTS,
+    load_demo,
+    make_acs_like,
+    make_ce_like,
+)
 from bayes_risk.data.io import read_synthetic, read_table, write_table
 from bayes_risk.data.schema import ColumnSpec, Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData

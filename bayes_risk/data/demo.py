@@ -175,7 +175,7 @@ def make_acs_like(
     phi = [rng.dirichlet(np.full(d, concentration), size=n_classes) for d in ACS_LEVEL_COUNTS]
     z = rng.choice(n_classes, size=n, p=pi)
     data = {}
-    for name, d, ph in zip(ACS_COLUMNS, ACS_LEVEL_COUNTS, phi):
+    for name, d, ph in zip(ACS_COLUMNS, ACS_LEVEL_COUNTS, phi, strict=False):
         u = rng.random(n)
         cdf = np.cumsum(ph[z], axis=1)
         codes = np.minimum((u[:, None] > cdf).sum(axis=1), d - 1)
@@ -186,7 +186,9 @@ def make_acs_like(
     return df
 
 
-def load_demo(name: str, n: int | None = None, random_seed: RandomSeed | None = None) -> pd.DataFrame:
+def load_demo(
+    name: str, n: int | None = None, random_seed: RandomSeed | None = None
+) -> pd.DataFrame:
     """Return a demo table by name: ``"ce"`` or ``"acs"`` (default sizes and seeds)."""
     if name == "ce":
         kw = {} if random_seed is None else {"random_seed": random_seed}

@@ -71,7 +71,9 @@ def write_table(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
         raise ValidationError(f"output file {str(p)!r}: expected a .csv or .parquet extension.")
 
 
-def read_synthetic(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str]) -> SyntheticData:
+def read_synthetic(
+    paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+) -> SyntheticData:
     """Read a synthetic release: a :class:`SyntheticData` folder, or one file per dataset.
 
     Parameters

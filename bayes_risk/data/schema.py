@@ -102,7 +102,8 @@ class ColumnSpec:
             object.__setattr__(self, "levels", tuple(self.levels))
         if self.type in NUMERIC_TYPES and self.levels is not None:
             raise ValidationError(
-                f"column {self.name!r} is {self.type}; only categorical/ordinal columns have levels."
+                f"column {self.name!r} is {self.type}; only categorical/ordinal columns have "
+                "levels."
             )
 
     @property
@@ -383,7 +384,8 @@ def infer_schema(
             if len(vals) and ((vals < 0).any() or (np.asarray(vals) % 1 != 0).any()):
                 raise SchemaError(
                     f"column {c!r} was declared count but holds negative or non-integer values "
-                    f"(e.g. {vals[(vals < 0) | (vals % 1 != 0)].iloc[0]!r}); expected integers >= 0.",
+                    f"(e.g. {vals[(vals < 0) | (vals % 1 != 0)].iloc[0]!r}); expected integers "
+                    ">= 0.",
                     code="WRONG_DTYPE",
                 )
         elif typ == "continuous" and not pd.api.types.is_numeric_dtype(s.dtype):

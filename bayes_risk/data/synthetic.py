@@ -181,7 +181,7 @@ class SyntheticData:
         """
         man = self.manifest()
         with atomic_dir(path) as tmp:
-            for fname, z in zip(man["files"], self.datasets):
+            for fname, z in zip(man["files"], self.datasets, strict=False):
                 z.to_parquet(tmp / fname, index=False)
                 if csv:
                     z.to_csv(tmp / fname.replace(".parquet", ".csv"), index=False)
@@ -213,8 +213,12 @@ class SyntheticData:
         for fname in man["files"]:
             f = p / fname
             if not f.is_file():
-                raise ValidationError(f"{p}: dataset file {fname} listed in the manifest is missing.")
-            datasets.append(_restore_categoricals(pd.read_parquet(f), man.get("categorical_dtypes")))
+                raise ValidationError(
+                    f"{p}: dataset file {fname} listed in the manifest is missing."
+                )
+            datasets.append(
+                _restore_categoricals(pd.read_parquet(f), man.get("categorical_dtypes"))
+            )
         flags = None
         if man.get("synthesized_records") is not None:
             flags = np.zeros(int(man["n_records"]), dtype=bool)
@@ -234,7 +238,7 @@ class SyntheticData:
         """True when datasets, provenance and schema are identical."""
         if not isinstance(other, SyntheticData) or self.m != other.m:
             return False
-        same_data = all(a.equals(b) for a, b in zip(self.datasets, other.datasets))
+        same_data = all(a.equals(b) for a, b in zip(self.datasets, other.datasets, strict=False))
         return same_data and self.manifest() == other.manifest()
 
     @classmethod

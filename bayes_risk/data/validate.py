@@ -117,8 +117,8 @@ def validate_table(
                 bad = [v for v in vals if _normalise_value(v) not in allowed]
                 if bad:
                     raise SchemaError(
-                        f"{name}: column {spec.name!r} has value {_level_to_json(bad[0])!r} that is "
-                        f"not among its levels {list(spec.levels)}.",
+                        f"{name}: column {spec.name!r} has value {_level_to_json(bad[0])!r} "
+                        f"that is not among its levels {list(spec.levels)}.",
                         code="UNKNOWN_LEVEL",
                     )
         else:
@@ -251,7 +251,9 @@ def _equal_levels(a: pd.Series, b: pd.Series) -> np.ndarray:
         return (af == bf) | (np.isnan(af) & np.isnan(bf))
     except (TypeError, ValueError):
         pass
-    eq = np.asarray(pd.Series(av, dtype=object).to_numpy() == pd.Series(bv, dtype=object).to_numpy())
+    eq = np.asarray(
+        pd.Series(av, dtype=object).to_numpy() == pd.Series(bv, dtype=object).to_numpy()
+    )
     for i in np.flatnonzero(~eq):  # only the rare mismatches get the slow normalised comparison
         eq[i] = _normalise_value(av[i]) == _normalise_value(bv[i]) or (
             pd.isna(av[i]) and pd.isna(bv[i])
@@ -291,8 +293,11 @@ def encode(df: pd.DataFrame, schema: Schema, columns: Iterable[str] | None = Non
         vals = s.to_numpy(dtype=object)
         codes = np.full(len(df), -1, dtype=np.int64)
         # look each distinct value up once (tables have few distinct values, many rows)
-        uniq, inverse = np.unique(vals[~na].astype(str), return_inverse=True) if (~na).any() else (
-            np.array([], dtype=str), np.array([], dtype=np.int64))
+        uniq, inverse = (
+            np.unique(vals[~na].astype(str), return_inverse=True)
+            if (~na).any()
+            else (np.array([], dtype=str), np.array([], dtype=np.int64))
+        )
         firsts = {}
         for i in np.flatnonzero(~na):
             key = str(vals[i])

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +30,7 @@ from bayes_risk.identification.loglinear import (
     population_estimate,
 )
 from bayes_risk.identification.matching import MatchRule, parse_radius
-from bayes_risk.identification.summary import MEASURES, file_measures, record_measures
+from bayes_risk.identification.summary import file_measures, record_measures
 
 __all__ = ["IdentificationResult", "identification_risk", "radius_sweep", "COMPAT_MODES"]
 
@@ -371,7 +373,7 @@ def _prepare(
                 )
             colmaps.append(cmap)
         rep_all = []
-        for l, (z, cmap) in enumerate(zip(datasets, colmaps), start=1):
+        for l, (z, cmap) in enumerate(zip(datasets, colmaps, strict=True), start=1):
             d = {}
             for c in known:
                 col = z[cmap[c]]
@@ -554,7 +556,7 @@ def _prepare(
     )
     if rule.legacy_signed:
         nonpos = np.zeros(N_T, dtype=bool)
-        for j, c in enumerate(rule.radius_cols):
+        for j in range(len(rule.radius_cols)):
             nonpos |= tgt_radius[:, j] <= 0
         if rule.shape == "rectangle" and nonpos.any():
             warn["LEGACY_NONPOSITIVE_NO_MATCH"] = (
@@ -870,18 +872,51 @@ def _user_counts(pc, tdf, known, rule, codes_tgt, prep) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------
 # running
 # ----------------------------------------------------------------------------------------------
+EngineOutput = _engine.PerDatasetOutput | _engine.PooledOutput
+EngineRunner = Callable[[_Setup, MatchRule, bool], EngineOutput]
+
+
+def _run_engine(setup: _Setup, rule: MatchRule, progressbar: bool) -> EngineOutput:
+    """Per-target match quantities of every target, in process."""
+    return _run_targets(setup.prep, rule, setup.inv_f, setup.settings, progressbar)
+
+
+def _run_targets(
+    prep: _engine.Prepared,
+    rule: MatchRule,
+    inv_f: np.ndarray | None,
+    settings: Mapping[str, Any],
+    progressbar: bool,
+) -> EngineOutput:
+    """The engine on the targets held by ``prep`` (all of them, or one partition)."""
+    st = settings
+    strategy = _parse_strategy(st["strategy"] if isinstance(st["strategy"], str)
+                               else tuple(st["strategy"]))
+    run = _engine.run_per_dataset if st["aggregation"] == "per_dataset" else _engine.run_pooled
+    return run(prep, rule, inv_f=inv_f, strategy=strategy, fallback=st["fallback"],
+               progressbar=progressbar)
+
+
+#: how ``_run`` obtains the per-target engine output: in process by default; the Dask path
+#: (:mod:`bayes_risk.distributed`) sets a runner that evaluates partitions of the targets on
+#: workers, for the duration of one call (so ``radius_sweep`` is distributed too)
+_ENGINE_RUNNER: ContextVar[EngineRunner | None] = ContextVar("_ENGINE_RUNNER", default=None)
+
+
 def _run(setup: _Setup, rule: MatchRule, progressbar: bool) -> IdentificationResult:
+    runner = _ENGINE_RUNNER.get() or _run_engine
+    return _finish(setup, rule, runner(setup, rule, progressbar))
+
+
+def _finish(setup: _Setup, rule: MatchRule, out: EngineOutput) -> IdentificationResult:
+    """Record-level and file-level measures (SPEC §4.7) from the per-target engine output."""
     prep = setup.prep
     st = setup.settings
     warn = dict(setup.warn)
-    strategy = _parse_strategy(st["strategy"] if isinstance(st["strategy"], str)
-                               else tuple(st["strategy"]))
     legacy_T = st["legacy_T_when_c0"]
     N_T, R = prep.n_targets, prep.R
     tid = setup.target_ids
     if st["aggregation"] == "per_dataset":
-        out = _engine.run_per_dataset(prep, rule, inv_f=setup.inv_f, strategy=strategy,
-                                      fallback=st["fallback"], progressbar=progressbar)
         rm = record_measures(out.c, out.T)
         fm = file_measures(out.c, out.T, rm)
         T_rep = rm["T"].copy()
@@ -913,8 +948,6 @@ def _run(setup: _Setup, rule: MatchRule, progressbar: bool) -> IdentificationRes
         res_c, res_T, res_K, res_W, res_IR = rm["c"], T_rep, rm["K"], rm["W"], rm["IR"]
         declared, prob, p_out, p_un = out.declared, None, out.p_out, None
     else:
-        out = _engine.run_pooled(prep, rule, inv_f=setup.inv_f, strategy=strategy,
-                                 fallback=st["fallback"], progressbar=progressbar)
         rm = record_measures(out.c, out.T)
         fm = file_measures(out.c, out.T, rm)
         T_rep = rm["T"].copy()
@@ -956,6 +989,33 @@ def _run(setup: _Setup, rule: MatchRule, progressbar: bool) -> IdentificationRes
         warnings=tuple(warn), warning_details=warn, settings=settings, target_ids=tid,
         population_counts=setup.F,
     )
+
+
+def _prepare_call(
+    original: Any,
+    synthetic: Any,
+    known_unsynthesized: Sequence[str] = (),
+    known_synthesized: Sequence[str] = (),
+    **kwargs: Any,
+) -> tuple[_Setup, bool]:
+    """:func:`_prepare` from :func:`identification_risk`'s arguments and defaults.
+
+    Returns the setup and ``progressbar``. Used by the Dask path, so that both paths read the
+    arguments through one signature.
+    """
+    try:
+        bound = inspect.signature(identification_risk).bind(
+            original, synthetic, known_unsynthesized, known_synthesized, **kwargs
+        )
+    except TypeError as err:
+        raise ValidationError(f"invalid arguments for identification_risk: {err}.") from err
+    bound.apply_defaults()
+    a = dict(bound.arguments)
+    progressbar = bool(a.pop("progressbar"))
+    a["population_estimate_kind"] = a.pop("population_estimate")
+    args = [a.pop(k) for k in ("original", "synthetic", "known_unsynthesized",
+                               "known_synthesized")]
+    return _prepare(*args, **a), progressbar
 
 
 def identification_risk(

@@ -353,7 +353,7 @@ def parse_radius(
                     f"radius vector has {len(vals)} values but there are {len(numeric_known)} "
                     f"known numeric columns {numeric_known} (data-frame order)."
                 )
-            return dict(zip(numeric_known, vals))
+            return dict(zip(numeric_known, vals, strict=False))
     r = _as_radius(radius, "radius")
     targets = numeric_known if compat else cont_known
     if not targets:

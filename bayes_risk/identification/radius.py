@@ -66,7 +66,10 @@ class RadiusSweepResult:
         """Text label of every grid point."""
         if self.common:
             return [f"{r:g}" for r in self.radii]
-        return [", ".join(f"{c}={r:g}" for c, r in zip(self.columns, row)) for row in self.radii]
+        return [
+            ", ".join(f"{c}={r:g}" for c, r in zip(self.columns, row, strict=False))
+            for row in self.radii
+        ]
 
     def to_frame(self) -> pd.DataFrame:
         """Long table: one row per grid point and dataset (``radius`` or one column per radius
@@ -88,23 +91,32 @@ class RadiusSweepResult:
 
     def summary(self) -> dict[str, Any]:
         """Maximising radius, its risk and the summary curve."""
-        return to_jsonable({"columns": list(self.columns), "statistic": self.statistic,
-                            "r_star": self.r_star, "risk_star": self.risk_star,
-                            "radii": self.radii, "risk_summary": self.risk_summary})
+        return to_jsonable(
+            {
+                "columns": list(self.columns),
+                "statistic": self.statistic,
+                "r_star": self.r_star,
+                "risk_star": self.risk_star,
+                "radii": self.radii,
+                "risk_summary": self.risk_summary,
+            }
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe summary."""
-        return to_jsonable({
-            "columns": list(self.columns),
-            "radii": self.radii,
-            "risk": self.risk,
-            "statistic": self.statistic,
-            "risk_summary": self.risk_summary,
-            "r_star": self.r_star,
-            "risk_star": self.risk_star,
-            "argmax": list(self.argmax),
-            "settings": self.settings,
-        })
+        return to_jsonable(
+            {
+                "columns": list(self.columns),
+                "radii": self.radii,
+                "risk": self.risk,
+                "statistic": self.statistic,
+                "risk_summary": self.risk_summary,
+                "r_star": self.r_star,
+                "risk_star": self.risk_star,
+                "argmax": list(self.argmax),
+                "settings": self.settings,
+            }
+        )
 
     def plot(self, ax: Any = None):
         """Box plot of the expected match risk over datasets at each radius (as S002 Fig. 6).
@@ -128,8 +140,11 @@ class RadiusSweepResult:
         for i in self.argmax:
             ax.axvline(pos[i], color="C3", ls=":", lw=1)
         ax.set_xticks(pos)
-        ax.set_xticklabels(self.labels(), rotation=0 if self.common else 45, ha="center"
-                           if self.common else "right")
+        ax.set_xticklabels(
+            self.labels(),
+            rotation=0 if self.common else 45,
+            ha="center" if self.common else "right",
+        )
         ax.set_xlabel("radius" + (" (" + self.settings.get("radius_type", "") + ")"))
         ax.set_ylabel("expected match risk (sum of IR)")
         best = self.labels()[self.argmax[0]] if self.argmax else ""
@@ -212,7 +227,7 @@ def radius_sweep(
             )
         grid = np.array(list(itertools.product(*axes)), dtype=np.float64)
         base = dict(kwargs.pop("radius", None) or {})
-        for c, a in zip(grid_cols, axes):
+        for c, a in zip(grid_cols, axes, strict=False):
             base[c] = float(a[0])
     else:
         grid = np.sort(np.asarray(list(radii), dtype=np.float64).ravel())
@@ -227,18 +242,30 @@ def radius_sweep(
     if np.any(~np.isfinite(grid)) or np.any(grid < 0):
         raise ValidationError("radii must be finite numbers >= 0.")
     setup = api._prepare(
-        original, synthetic, known_unsynthesized, known_synthesized,
-        categorical=kwargs.pop("categorical", None), schema=kwargs.pop("schema", None),
-        radius=base, radius_type=kwargs.pop("radius_type", "percentage"),
-        r_min=kwargs.pop("r_min", None), quantile_groups=kwargs.pop("quantile_groups", 20),
-        window=kwargs.pop("window", None), shape=kwargs.pop("shape", None),
-        aggregation=aggregation, membership=kwargs.pop("membership", None),
+        original,
+        synthetic,
+        known_unsynthesized,
+        known_synthesized,
+        categorical=kwargs.pop("categorical", None),
+        schema=kwargs.pop("schema", None),
+        radius=base,
+        radius_type=kwargs.pop("radius_type", "percentage"),
+        r_min=kwargs.pop("r_min", None),
+        quantile_groups=kwargs.pop("quantile_groups", 20),
+        window=kwargs.pop("window", None),
+        shape=kwargs.pop("shape", None),
+        aggregation=aggregation,
+        membership=kwargs.pop("membership", None),
         population_counts=kwargs.pop("population_counts", None),
         population_estimate_kind=kwargs.pop("population_estimate", "default"),
-        sampling_fraction=kwargs.pop("sampling_fraction", None), N_pop=kwargs.pop("N_pop", None),
-        strategy=kwargs.pop("strategy", "always"), fallback=kwargs.pop("fallback", None),
-        targets=kwargs.pop("targets", None), target_id=kwargs.pop("target_id", None),
-        original_id=kwargs.pop("original_id", None), replicates=kwargs.pop("replicates", None),
+        sampling_fraction=kwargs.pop("sampling_fraction", None),
+        N_pop=kwargs.pop("N_pop", None),
+        strategy=kwargs.pop("strategy", "always"),
+        fallback=kwargs.pop("fallback", None),
+        targets=kwargs.pop("targets", None),
+        target_id=kwargs.pop("target_id", None),
+        original_id=kwargs.pop("original_id", None),
+        replicates=kwargs.pop("replicates", None),
         compat=kwargs.pop("compat", None),
     )
     if kwargs:
@@ -267,7 +294,7 @@ def radius_sweep(
 
     for b in progress(range(B), total=B, description="radius sweep", enabled=progressbar):
         if cartesian:
-            rad = dict(zip(cols, grid[b]))
+            rad = dict(zip(cols, grid[b], strict=False))
         else:
             rad = {c: float(grid[b]) for c in cols}
         with _w.catch_warnings():
@@ -290,6 +317,13 @@ def radius_sweep(
     settings["radius_type"] = rule.radius_type
     settings["grid"] = "cartesian" if cartesian else "common"
     return RadiusSweepResult(
-        columns=cols, radii=grid, risk=risk, statistic=statistic, risk_summary=summ,
-        r_star=r_star, risk_star=best, argmax=arg, settings=settings,
+        columns=cols,
+        radii=grid,
+        risk=risk,
+        statistic=statistic,
+        risk_summary=summ,
+        r_star=r_star,
+        risk_star=best,
+        argmax=arg,
+        settings=settings,
     )

@@ -102,7 +102,9 @@ def infer_synthesized(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
         for z in datasets:
             b = z[c].to_numpy()
             if schema[c].type in CATEGORICAL_TYPES:
-                differ = any(_normalise_value(x) != _normalise_value(y) for x, y in zip(a, b))
+                differ = any(
+                    _normalise_value(x) != _normalise_value(y) for x, y in zip(a, b, strict=False)
+                )
             else:
                 af = np.asarray(a, dtype=np.float64)
                 bf = np.asarray(b, dtype=np.float64)
@@ -118,4 +120,3 @@ def check_choice(value: Any, name: str, options: Sequence[str]) -> str:
     if value not in options:
         raise ValidationError(f"{name} must be one of {list(options)}. Got {value!r}.")
     return str(value)
-

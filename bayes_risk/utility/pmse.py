@@ -379,7 +379,6 @@ def _wls(Xs: np.ndarray, w: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     fitted probabilities at 0 or 1 (weight 0) cause no overflow.
     """
     from scipy.linalg import LinAlgError, cho_factor, cho_solve
-
     from scipy.linalg.blas import dsyrk
 
     # upper triangle of Xᵀ W X by a symmetric rank-k update (half the flops of a product)
@@ -441,7 +440,7 @@ def fit_logit(X: np.ndarray, y: np.ndarray, *, max_iter: int = 100, tol: float =
     beta: np.ndarray | None = None
     converged = False
     it = 0
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 (reported as n_iter after the loop)
         w = mu * (1 - mu)
         new_beta = _wls(Xs, w, w * eta + (y - mu))
         new_eta = Xs @ new_beta

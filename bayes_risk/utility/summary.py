@@ -289,7 +289,7 @@ def utility_summary(
         per_all = np.vstack(pers)
         overlap = comparison.rename(columns={"term": "estimand"}).copy()
         overlap["estimand"] = [f"{f}: {t}" for f, t in zip(comparison["formula"],
-                                                           comparison["term"])]
+                                                           comparison["term"], strict=False)]
         overlap = overlap.drop(columns=["formula"])
         kind = "formulas"
     else:
