@@ -8,7 +8,7 @@ import numpy as np
 
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["RandomSeed", "as_generator", "spawn", "seed_to_json"]
+__all__ = ["RandomSeed", "as_generator", "spawn", "seed_to_json", "replayable_seed"]
 
 type RandomSeed = None | int | Sequence[int] | np.random.SeedSequence | np.random.Generator
 
@@ -67,3 +67,24 @@ def seed_to_json(random_seed: RandomSeed) -> int | list[int] | str | None:
     if isinstance(random_seed, np.random.Generator):
         return "<numpy.random.Generator>"
     return [int(s) for s in random_seed]
+
+
+def replayable_seed(random_seed: RandomSeed) -> int | list[int] | None:
+    """The seed as JSON if passing it again reproduces the same stream, else ``None``.
+
+    Integers and sequences of integers replay; ``None`` (fresh entropy), a ``Generator`` (its
+    state has moved on) and a spawned ``SeedSequence`` do not.
+    """
+    if random_seed is None or isinstance(random_seed, np.random.Generator):
+        return None
+    if isinstance(random_seed, (int, np.integer)):
+        return int(random_seed)
+    if isinstance(random_seed, np.random.SeedSequence):
+        ent = random_seed.entropy
+        if random_seed.spawn_key or not isinstance(ent, (int, np.integer)):
+            return None
+        return int(ent)
+    try:
+        return [int(s) for s in random_seed]
+    except (TypeError, ValueError):
+        return None

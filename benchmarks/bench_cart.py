@@ -18,9 +18,8 @@ import argparse
 import time
 from pathlib import Path
 
-from bayes_risk.models.cart import CARTSynthesizer
-
 from bayes_risk.data import infer_schema, make_ce_like, read_table
+from bayes_risk.models.cart import CARTSynthesizer
 
 SYN = ["Tenure", "Expenditure", "Income"]
 CAT = ["Urban", "Marital", "Tenure"]

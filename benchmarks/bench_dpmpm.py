@@ -64,9 +64,9 @@ def bench_fit(runs: int = 2) -> list[tuple[str, float]]:
 
 def bench_neighbourhood() -> list[tuple[str, float]]:
     import numpy as np
-    from bayes_risk.models.dpmpm import DPMPM
 
     from bayes_risk.data import make_acs_like
+    from bayes_risk.models.dpmpm import DPMPM
 
     df = make_acs_like(10_000, random_seed=2012)
     t0 = time.perf_counter()

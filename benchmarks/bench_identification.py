@@ -57,9 +57,8 @@ def _timeit(fn, repeat=7):
 
 def _scenario4_synthetic(ce: pd.DataFrame, m: int = 20, seed: int = 2021):
     try:
-        from bayes_risk.models.cart import CARTSynthesizer
-
         from bayes_risk.data.schema import infer_schema
+        from bayes_risk.models.cart import CARTSynthesizer
 
         schema = infer_schema(ce, categorical=CATS)
         model = CARTSynthesizer().fit(ce, schema, synthesized=["Tenure", "Expenditure", "Income"],

@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import scaled  # noqa: E402
-from bayes_risk.models import RandomForestSynthesizer  # noqa: E402
 
 from bayes_risk import RFPlugin, attribute_risk, identification_risk, make_acs_like  # noqa: E402
+from bayes_risk.models import RandomForestSynthesizer  # noqa: E402
 
 
 def main():

@@ -28,10 +28,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ce_data, scaled  # noqa: E402
-from bayes_risk.models import CARTSynthesizer  # noqa: E402
 
 from bayes_risk import radius_sweep  # noqa: E402
 from bayes_risk.data import infer_schema  # noqa: E402
+from bayes_risk.models import CARTSynthesizer  # noqa: E402
 
 SCENARIOS = {
     1: ["Income"],

@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import scaled  # noqa: E402
-from bayes_risk.models import DPMPM  # noqa: E402
 
 from bayes_risk import attribute_risk, make_acs_like, prior_sensitivity  # noqa: E402
+from bayes_risk.models import DPMPM  # noqa: E402
 
 
 def main():

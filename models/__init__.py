@@ -11,7 +11,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from bayes_risk.models.base import BaseSynthesizer, check_is_fitted, load_model
+from bayes_risk.models.base import (
+    BaseSynthesizer,
+    check_is_fitted,
+    load_model,
+    rebuild_synthesizer,
+)
 
 # CLI name -> (module, class). Modules are imported on first use.
 _REGISTRY: dict[str, tuple[str, str]] = {
@@ -25,7 +30,14 @@ _REGISTRY: dict[str, tuple[str, str]] = {
 
 _LAZY = {cls: mod for mod, cls in _REGISTRY.values()}
 
-__all__ = ["BaseSynthesizer", "check_is_fitted", "get_synthesizer", "load_model", *_LAZY]
+__all__ = [
+    "BaseSynthesizer",
+    "check_is_fitted",
+    "get_synthesizer",
+    "load_model",
+    "rebuild_synthesizer",
+    *_LAZY,
+]
 
 
 def get_synthesizer(name: str) -> type:

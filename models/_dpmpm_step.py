@@ -7,11 +7,12 @@ Kept in its own module (imported only by :meth:`DPMPM.fit`) so that importing
 from __future__ import annotations
 
 import numpy as np
+from pymc.step_methods.compound import BlockedStep, Competence
+from pymc.util import get_random_generator
+
 from bayes_risk.models import _dpmpm_kernels as kern
 from bayes_risk.models._stick import sample_alpha, sample_sticks, stick_breaking_log
 from bayes_risk.models.dpmpm import _PHI_FLOOR
-from pymc.step_methods.compound import BlockedStep, Competence
-from pymc.util import get_random_generator
 
 __all__ = ["DPMPMGibbs"]
 

@@ -13,6 +13,8 @@ import math
 
 import numba as nb
 import numpy as np
+from scipy.special import gammaln
+
 from bayes_risk.models._stick import (  # noqa: F401  (re-exported)
     alpha_conditional,
     sample_alpha,
@@ -20,7 +22,6 @@ from bayes_risk.models._stick import (  # noqa: F401  (re-exported)
     stick_breaking_log,
     stick_conditional,
 )
-from scipy.special import gammaln
 
 __all__ = [
     "stick_breaking_log_weights",

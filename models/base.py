@@ -20,7 +20,13 @@ from typing import Any
 
 from bayes_risk.exceptions import NotFittedError, ValidationError
 
-__all__ = ["BaseSynthesizer", "check_is_fitted", "load_model", "SETTINGS_FILE"]
+__all__ = [
+    "BaseSynthesizer",
+    "check_is_fitted",
+    "load_model",
+    "rebuild_synthesizer",
+    "SETTINGS_FILE",
+]
 
 SETTINGS_FILE = "model.json"
 
@@ -108,3 +114,104 @@ def load_model(path: str | os.PathLike[str]) -> Any:
     if not hasattr(cls, "load"):
         raise ValidationError(f"models of type {method!r} cannot be loaded from disk.")
     return cls.load(p)
+
+
+def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -> Any:
+    """Refit the tree synthesizer that produced a release, from its manifest and the original.
+
+    CART and random-forest synthesizers are not saved to disk (their fitted state is the
+    confidential data itself); instead a release records how it was made — the method, its
+    settings, the synthesized columns in the order given to ``fit``, the replaced records and
+    the seeds — so the same synthesizer can be fitted again from the confidential table. This is
+    what :class:`~bayes_risk.attribute.CARTPlugin` / :class:`~bayes_risk.attribute.RFPlugin`
+    need for attribute risk when only the release is at hand (``bayes-risk attribute`` without
+    ``--model``).
+
+    Parameters
+    ----------
+    original : DataFrame
+        The confidential table the release was made from (same rows, same order).
+    synthetic : SyntheticData
+        The release (e.g. ``read_synthetic(folder)``), made by ``CARTSynthesizer`` or
+        ``RandomForestSynthesizer`` fitted with a replayable ``random_seed`` (an integer or a
+        sequence of integers; the ``bayes-risk synthesize`` command always records one).
+    verify : bool, default True
+        Synthesize again with the release's seed and require every dataset to be reproduced
+        exactly, which proves that the rebuilt synthesizer is the one that made the release.
+
+    Returns
+    -------
+    CARTSynthesizer or RandomForestSynthesizer
+        Fitted.
+
+    Raises
+    ------
+    ValidationError
+        If the release was not made by a tree synthesizer, does not record a replayable seed,
+        or (``verify=True``) is not reproduced — e.g. ``original`` is not the table it was made
+        from, or the release was edited after synthesis.
+    """
+    import numpy as np
+    import pandas as pd
+
+    from bayes_risk.data.synthetic import SyntheticData
+    from bayes_risk.models import get_synthesizer
+
+    if not isinstance(synthetic, SyntheticData):
+        raise ValidationError(
+            f"synthetic must be a SyntheticData release (read_synthetic(folder)); got "
+            f"{type(synthetic).__name__}."
+        )
+    if synthetic.method not in ("cart", "rf"):
+        raise ValidationError(
+            f"the release was made by {synthetic.method!r}; only CART ('cart') and random-forest "
+            "('rf') releases can be rebuilt for their plug-in likelihoods (SPEC §2.10). Bayesian "
+            "models are saved with 'bayes-risk fit' and passed as --model."
+        )
+    call = (synthetic.extra or {}).get("fit_call")
+    if not call or call.get("random_seed") is None:
+        raise ValidationError(
+            "the release does not record a replayable seed for fitting the synthesizer (fit "
+            "with an integer random_seed, as 'bayes-risk synthesize' does), so the synthesizer "
+            "cannot be rebuilt; pass the fitted synthesizer to CARTPlugin/RFPlugin instead."
+        )
+    n = len(synthetic.datasets[0])
+    if not isinstance(original, pd.DataFrame) or len(original) != n:
+        raise ValidationError(
+            f"original must be the confidential DataFrame of {n} records the "
+            f"release was made from; got {type(original).__name__} with "
+            f"{len(original) if hasattr(original, '__len__') else '?'} rows."
+        )
+    cls = get_synthesizer(synthetic.method)
+    settings = {k: v for k, v in (synthetic.settings or {}).items() if k in cls._param_names()}
+    settings["progressbar"] = False
+    model = cls(**settings)
+    records: Any = call.get("records")
+    if records is None and synthetic.synthesized_records is not None:
+        records = np.asarray(synthetic.synthesized_records, dtype=bool)
+    model.fit(
+        original,
+        synthetic.schema,
+        synthesized=list(call["synthesized"]),
+        records=records,
+        random_seed=call["random_seed"],
+    )
+    if verify:
+        again = model.synthesize(synthetic.m, random_seed=synthetic.random_seed)
+        for li, (a, b) in enumerate(zip(again, synthetic, strict=True)):
+            a = a.reset_index(drop=True)
+            b = b.reset_index(drop=True)
+            same = list(a.columns) == list(b.columns) and all(
+                np.array_equal(
+                    a[c].astype(object).to_numpy(), b[c].astype(object).to_numpy()
+                )
+                for c in a.columns
+            )
+            if not same:
+                raise ValidationError(
+                    f"the synthesizer rebuilt from the release's manifest does not reproduce "
+                    f"synthetic dataset {li + 1}: original is not the table the release was "
+                    "made from, or the release was modified after synthesis.",
+                    code="RELEASE_NOT_REPRODUCED",
+                )
+    return model

@@ -53,7 +53,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
-from bayes_risk.models.base import SETTINGS_FILE, BaseSynthesizer
 
 from bayes_risk._io import atomic_dir, to_jsonable, write_json
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json, spawn
@@ -66,6 +65,7 @@ from bayes_risk.exceptions import (
     SchemaError,
     ValidationError,
 )
+from bayes_risk.models.base import SETTINGS_FILE, BaseSynthesizer
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr

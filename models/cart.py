@@ -18,17 +18,17 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from bayes_risk.models._trees import Design, SeqTree, column_codes, segment_choice
-from bayes_risk.models.base import BaseSynthesizer, check_is_fitted
 from scipy.special import gammaln, log_ndtr
 
 from bayes_risk._numeric import logsumexp
 from bayes_risk._progress import progress
-from bayes_risk._rng import RandomSeed, as_generator, seed_to_json, spawn
+from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, seed_to_json, spawn
 from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import check_m, validate_table
 from bayes_risk.exceptions import ValidationError
+from bayes_risk.models._trees import Design, SeqTree, column_codes, segment_choice
+from bayes_risk.models.base import BaseSynthesizer, check_is_fitted
 
 __all__ = [
     "CARTSynthesizer",
@@ -626,6 +626,9 @@ class CARTSynthesizer(BaseSynthesizer):
         self.predictors_ = predictors
         self.trees_ = trees
         self.records_ = mask
+        # provenance: what a release needs to rebuild this synthesizer from the confidential data
+        # (bayes_risk.models.rebuild_synthesizer; None seed = not replayable)
+        self.fit_call_ = {"synthesized": list(order), "random_seed": replayable_seed(random_seed)}
         self.smoothed_ = smoothed
         self.bandwidth_ = node_h
         self.n_records_ = n
@@ -789,6 +792,7 @@ class CARTSynthesizer(BaseSynthesizer):
                 "predictors": {k: list(v) for k, v in self.predictors_.items()},
                 "unroutable": [o[1] for o in out],
                 "unroutable_rule": self.unroutable,
+                "fit_call": self.fit_call_,
             },
         )
 

@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
+
+from bayes_risk._rng import RandomSeed
+from bayes_risk.data.schema import Schema, _level_to_json
+from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.exceptions import ConvergenceWarning, SchemaError, ValidationError
 from bayes_risk.models._stick import (  # noqa: F401  (re-exported)
     alpha_conditional,
     stick_breaking_log,
     stick_conditional,
 )
 from bayes_risk.models.bayesian import BayesianSynthesizer, CliOption
-
-from bayes_risk._rng import RandomSeed
-from bayes_risk.data.schema import Schema, _level_to_json
-from bayes_risk.data.synthetic import SyntheticData
-from bayes_risk.exceptions import ConvergenceWarning, SchemaError, ValidationError
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -433,6 +433,7 @@ class DPMPM(BayesianSynthesizer):
 
     def _add_loglik_stat(self, codes: np.ndarray) -> None:
         import xarray as xr
+
         from bayes_risk.models import _dpmpm_kernels as kern
 
         p = codes.shape[1]
@@ -791,9 +792,8 @@ class DPMPM(BayesianSynthesizer):
             If a record has a missing value or a level the model was not fitted with
             (``TRUTH_OUTSIDE_SUPPORT``).
         """
-        from bayes_risk.models import _dpmpm_kernels as kern
-
         from bayes_risk._numeric import threaded_ufunc
+        from bayes_risk.models import _dpmpm_kernels as kern
 
         self._check_fitted()
         codes = self._encode(records)

@@ -14,8 +14,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from bayes_risk.models._trees import column_codes
-from bayes_risk.models.base import BaseSynthesizer, check_is_fitted
 
 from bayes_risk._numeric import ties
 from bayes_risk._progress import progress
@@ -24,6 +22,8 @@ from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import check_m, validate_table
 from bayes_risk.exceptions import ConvergenceWarning, DataWarning, ValidationError
+from bayes_risk.models._trees import column_codes
+from bayes_risk.models.base import BaseSynthesizer, check_is_fitted
 
 __all__ = [
     "SmallCellPMMSynthesizer",

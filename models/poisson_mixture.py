@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
-from bayes_risk.models import _poisson_kernels as pk
-from bayes_risk.models._design import NeighbourhoodUnavailable, apply_dtypes, record_dtypes
-from bayes_risk.models.bayesian import BayesianSynthesizer, CliOption
 
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import validate_table
 from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.models import _poisson_kernels as pk
+from bayes_risk.models._design import NeighbourhoodUnavailable, apply_dtypes, record_dtypes
+from bayes_risk.models.bayesian import BayesianSynthesizer, CliOption
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr

@@ -14,16 +14,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from bayes_risk.models._trees import column_codes
-from bayes_risk.models.base import BaseSynthesizer, check_is_fitted
-from bayes_risk.models.cart import prepare_schema, records_mask
 
 from bayes_risk._progress import progress
-from bayes_risk._rng import RandomSeed, as_generator, seed_to_json, spawn
+from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, seed_to_json, spawn
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import check_m
 from bayes_risk.exceptions import ValidationError
+from bayes_risk.models._trees import column_codes
+from bayes_risk.models.base import BaseSynthesizer, check_is_fitted
+from bayes_risk.models.cart import prepare_schema, records_mask
 
 __all__ = ["RandomForestSynthesizer", "leaf_probabilities", "synthesis_probabilities"]
 
@@ -331,6 +331,18 @@ class RandomForestSynthesizer(BaseSynthesizer):
         self.predictors_ = predictors
         self.forests_ = forests
         self.records_ = masks
+        # provenance: what a release needs to rebuild this synthesizer from the confidential data
+        # (bayes_risk.models.rebuild_synthesizer; None seed = not replayable). The order of
+        # `synthesized` matters (random tie order); per-column record sets only when they differ
+        union = np.logical_or.reduce([masks[c] for c in cols])
+        same = all(np.array_equal(masks[c], union) for c in cols)
+        self.fit_call_ = {
+            "synthesized": list(cols),
+            "random_seed": replayable_seed(random_seed),
+            "records": None
+            if same
+            else {c: [int(i) for i in np.flatnonzero(masks[c])] for c in cols},
+        }
         self.n_trees_ = ntrees
         self._tables = tables
         self._inbag_ = inbag
@@ -443,6 +455,7 @@ class RandomForestSynthesizer(BaseSynthesizer):
                 "predictors": {k: list(v) for k, v in self.predictors_.items()},
                 "n_trees": dict(self.n_trees_),
                 "n_replaced": {c: int(mk.sum()) for c, mk in self.records_.items()},
+                "fit_call": self.fit_call_,
             },
         )
 

@@ -19,6 +19,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit, logsumexp
+
+from bayes_risk._rng import RandomSeed, spawn
+from bayes_risk.data.schema import Schema
+from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.validate import decode, validate_table
+from bayes_risk.exceptions import ConvergenceWarning, ValidationError
 from bayes_risk.models._design import (
     FAMILIES,
     DesignSpec,
@@ -33,13 +40,6 @@ from bayes_risk.models._design import (
     row_frame,
 )
 from bayes_risk.models.bayesian import BayesianSynthesizer, CliOption
-from scipy.special import expit, logsumexp
-
-from bayes_risk._rng import RandomSeed, spawn
-from bayes_risk.data.schema import Schema
-from bayes_risk.data.synthetic import SyntheticData
-from bayes_risk.data.validate import decode, validate_table
-from bayes_risk.exceptions import ConvergenceWarning, ValidationError
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr

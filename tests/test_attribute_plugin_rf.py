@@ -10,12 +10,12 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from bayes_risk.models._trees import column_codes
-from bayes_risk.models.random_forest import RandomForestSynthesizer, leaf_probabilities
 
 from bayes_risk.attribute import RFPlugin, attribute_risk
 from bayes_risk.data import make_acs_like
 from bayes_risk.exceptions import NotFittedError, ValidationError
+from bayes_risk.models._trees import column_codes
+from bayes_risk.models.random_forest import RandomForestSynthesizer, leaf_probabilities
 
 
 def _codes(df, schema, c):

@@ -9,12 +9,12 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from bayes_risk.models import load_model
-from bayes_risk.models.bayesian import BayesianSynthesizer
-from bayes_risk.models.dpmpm import DPMPM
 
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ConvergenceWarning, NotFittedError, ValidationError
+from bayes_risk.models import load_model
+from bayes_risk.models.bayesian import BayesianSynthesizer
+from bayes_risk.models.dpmpm import DPMPM
 
 
 class BetaBernoulli(BayesianSynthesizer):

@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from bayes_risk.models import get_synthesizer
-from bayes_risk.models._trees import segment_choice
-from bayes_risk.models.cart import CARTSynthesizer, polya_logprob, truncated_kde_logpdf
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy import integrate
 
 from bayes_risk.data import infer_schema, make_ce_like
 from bayes_risk.exceptions import NotFittedError, SchemaError, ValidationError
+from bayes_risk.models import get_synthesizer
+from bayes_risk.models._trees import segment_choice
+from bayes_risk.models.cart import CARTSynthesizer, polya_logprob, truncated_kde_logpdf
 
 RTOL, ATOL = 1e-6, 1e-9
 SYN = ["Tenure", "Expenditure", "Income"]

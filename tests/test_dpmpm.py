@@ -9,12 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from _shared import shared_path
-from bayes_risk.models.dpmpm import (
-    DPMPM,
-    alpha_conditional,
-    stick_breaking_log,
-    stick_conditional,
-)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -24,6 +18,12 @@ from bayes_risk.exceptions import (
     NotFittedError,
     SchemaError,
     ValidationError,
+)
+from bayes_risk.models.dpmpm import (
+    DPMPM,
+    alpha_conditional,
+    stick_breaking_log,
+    stick_conditional,
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.ConvergenceWarning")

@@ -7,10 +7,10 @@ import json
 
 import numpy as np
 import pytest
-from bayes_risk.models import load_model
 
 import bayes_risk.cli as cli
 from bayes_risk.data import make_acs_like
+from bayes_risk.models import load_model
 
 pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.ConvergenceWarning")
 

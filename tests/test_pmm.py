@@ -7,6 +7,9 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+
+from bayes_risk.data import infer_schema, make_ce_like
+from bayes_risk.exceptions import NotFittedError, SchemaError, ValidationError
 from bayes_risk.models import get_synthesizer
 from bayes_risk.models.pmm import (
     SmallCellPMMSynthesizer,
@@ -15,9 +18,6 @@ from bayes_risk.models.pmm import (
     min_cell_count,
     sensitive_cells,
 )
-
-from bayes_risk.data import infer_schema, make_ce_like
-from bayes_risk.exceptions import NotFittedError, SchemaError, ValidationError
 
 RTOL, ATOL = 1e-6, 1e-9
 IV = ["AGE", "EDU", "PRO"]
@@ -202,8 +202,9 @@ def test_no_sensitive_cells_returns_original(hawala):
 
 def test_aggregated_ordered_logit_equals_statsmodels_full_fit():
     # the frequency-weighted fit on distinct patterns must reproduce OrderedModel on all records
-    from bayes_risk.models.pmm import _ordered_logit_proba
     from statsmodels.miscmodels.ordinal_model import OrderedModel
+
+    from bayes_risk.models.pmm import _ordered_logit_proba
 
     rng = np.random.default_rng(0)
     n = 400

@@ -7,8 +7,6 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from bayes_risk.models import _poisson_kernels as pk
-from bayes_risk.models.poisson_mixture import PoissonMixture
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
@@ -21,6 +19,8 @@ from bayes_risk.exceptions import (
     SchemaError,
     ValidationError,
 )
+from bayes_risk.models import _poisson_kernels as pk
+from bayes_risk.models.poisson_mixture import PoissonMixture
 
 RTOL, ATOL = 1e-6, 1e-9
 

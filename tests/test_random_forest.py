@@ -5,18 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from bayes_risk.models import get_synthesizer
-from bayes_risk.models.random_forest import (
-    RandomForestSynthesizer,
-    leaf_probabilities,
-    synthesis_probabilities,
-)
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from bayes_risk.data import infer_schema, make_acs_like, make_ce_like
 from bayes_risk.exceptions import NotFittedError, SchemaError, ValidationError
+from bayes_risk.models import get_synthesizer
+from bayes_risk.models.random_forest import (
+    RandomForestSynthesizer,
+    leaf_probabilities,
+    synthesis_probabilities,
+)
 
 RTOL, ATOL = 1e-6, 1e-9
 CAT = ["Urban", "Marital", "Tenure"]

@@ -8,13 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from _shared import shared_path
-from bayes_risk.models._design import (
-    DesignSpec,
-    family_loglik,
-    normal_exact_posterior,
-    parse_formula,
-)
-from bayes_risk.models.seqreg import SequentialRegression
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
@@ -27,6 +20,13 @@ from bayes_risk.exceptions import (
     SchemaError,
     ValidationError,
 )
+from bayes_risk.models._design import (
+    DesignSpec,
+    family_loglik,
+    normal_exact_posterior,
+    parse_formula,
+)
+from bayes_risk.models.seqreg import SequentialRegression
 
 RTOL, ATOL = 1e-6, 1e-9
 
@@ -448,9 +448,8 @@ def test_errors():
 # command line
 # ------------------------------------------------------------------------------------------
 def test_cli_fit_regression(tmp_path, capsys):
-    from bayes_risk.models import load_model
-
     from bayes_risk.cli import main
+    from bayes_risk.models import load_model
 
     df = _mixed_data(80)
     csv = tmp_path / "d.csv"

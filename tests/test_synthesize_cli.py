@@ -7,12 +7,12 @@ import json
 import sys
 import types
 
-import bayes_risk.models as models
 import numpy as np
 import pandas as pd
 import pytest
 
 import bayes_risk.cli as cli
+import bayes_risk.models as models
 from bayes_risk.data import SyntheticData, make_ce_like
 
 
