@@ -130,3 +130,30 @@ def test_convergence_warnings_printed_one_line(tmp_path, csv, capsys):
     # 30 draws cannot give ESS >= 100: the user is told, in one line per warning
     assert "bayes-risk fit: ConvergenceWarning: DPMPM: MCMC may not have converged" in err
     assert "model.fit(" not in err
+
+
+def test_fit_records_selects_the_synthesized_records(tmp_path, csv, capsys):
+    path, df = csv
+    recs = tmp_path / "recs.txt"
+    chosen = [0, 5, 7, 120, 299]
+    recs.write_text("\n".join(map(str, chosen)) + "\n")
+    out = tmp_path / "m"
+    argv = ["fit", str(path), *BASE, "--synthesize", "MAR", "--records", str(recs),
+            "--out", str(out)]
+    assert cli.main(argv) == 0
+    model = load_model(out)
+    np.testing.assert_array_equal(np.flatnonzero(model.synthesized_records_), chosen)
+    z = model.synthesize(2, random_seed=3)
+    keep = np.setdiff1d(np.arange(len(df)), chosen)
+    for d in z:
+        np.testing.assert_array_equal(d["MAR"].to_numpy()[keep], df["MAR"].to_numpy()[keep])
+    # a model without partial synthesis of selected records refuses the option
+    bad = ["fit", str(path), "--model", "poisson-mixture", "--columns", "AGE", "--tune", "5",
+           "--draws", "5", "--quiet", "--records", str(recs), "--out", str(tmp_path / "p")]
+    assert cli.main(bad) != 0
+    assert "--records is not supported by --model poisson-mixture" in capsys.readouterr().err
+    assert not (tmp_path / "p").exists()
+    recs.write_text("1\nx\n")
+    assert cli.main(["fit", str(path), *BASE, "--records", str(recs), "--out",
+                     str(tmp_path / "q")]) != 0
+    assert "--records" in capsys.readouterr().err

@@ -1,7 +1,7 @@
 """``bayes-risk fit``: fit a Bayesian synthesis model and save it (posterior NetCDF + model.json).
 
     bayes-risk fit DATA.csv --model dpmpm|poisson-mixture|regression [--columns ...]
-        [--categorical ...] [--synthesize COLS ...] [--components 30] [--tune 500]
+        [--categorical ...] [--synthesize COLS ...] [--records FILE] [--components 30] [--tune 500]
         [--draws 1000] [--chains 1] [--random-seed 1] [--quiet] --out MODEL_DIR
 
 Model-specific options are declared once, by each model class, in its ``cli_options()``
@@ -65,6 +65,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="columns to model (default: all)")
     p.add_argument("--synthesize", nargs="+", default=None, metavar="COL",
                    help="columns to synthesize (default: all modelled columns = full synthesis)")
+    p.add_argument("--records", default=None, metavar="FILE",
+                   help="partial synthesis of selected records: a text file of record positions "
+                        "(0-based, one per line) whose --synthesize columns are replaced; the "
+                        "others are released unchanged (dpmpm only)")
     add_type_arguments(p)
     g = p.add_argument_group("MCMC")
     g.add_argument("--tune", type=int, default=500, help="burn-in iterations per chain (500)")
@@ -135,9 +139,21 @@ def run(args: argparse.Namespace) -> int:
         opt = own[dest]
         settings[opt.setting] = tuple(value) if isinstance(value, list) else value
     model = cls(**settings)
+    fit_kw: dict[str, Any] = {}
+    if args.records is not None:
+        import inspect
+
+        from bayes_risk.cli.synthesize import _read_records
+
+        if "synthesized_records" not in inspect.signature(model.fit).parameters:
+            raise ValidationError(
+                f"--records is not supported by --model {args.model}: partial synthesis of "
+                "selected records is implemented for dpmpm only."
+            )
+        fit_kw["synthesized_records"] = _read_records(args.records, len(df))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", BayesRiskWarning)
-        model.fit(df, schema=schema, random_seed=args.random_seed)
+        model.fit(df, schema=schema, random_seed=args.random_seed, **fit_kw)
     for w in caught:  # one line per warning, without Python's source-line echo
         if issubclass(w.category, BayesRiskWarning):
             print(f"bayes-risk fit: {w.category.__name__}: {w.message}", file=sys.stderr)
