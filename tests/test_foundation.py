@@ -34,6 +34,19 @@ def test_import_does_not_import_pymc():
     assert out.stdout.strip().endswith(os.path.join("models", "__init__.py"))
 
 
+def test_import_does_not_import_dask():
+    """Dask is an optional extra: only bayes_risk.distributed imports it, when it is used."""
+    code = (
+        "import sys, bayes_risk, bayes_risk.data, bayes_risk.distributed;"
+        "bayes_risk.identification_risk; bayes_risk.attribute_risk;"
+        "import bayes_risk.cli; bayes_risk.cli.build_parser();"
+        "bad = [m for m in ('dask', 'distributed') if m in sys.modules];"
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, cwd="/",
+                   check=True)
+
+
 def test_wheel_maps_models_into_bayes_risk(tmp_path):
     """A normal (non-editable) build places models/ at bayes_risk/models (STYLE.md §4)."""
     pytest.importorskip("setuptools")
@@ -101,7 +114,8 @@ def test_atomic_dir_and_json(tmp_path):
 def test_demo_data_shapes_and_dependencies():
     ce = make_ce_like()
     assert ce.shape == (5571, 7)
-    assert list(ce.columns) == ["Age", "Urban", "Tenure", "Educ", "Expenditure", "Marital", "Income"]
+    cols = ["Age", "Urban", "Tenure", "Educ", "Expenditure", "Marital", "Income"]
+    assert list(ce.columns) == cols
     assert ce.Age.between(16, 88).all() and set(ce.Urban) == {1, 2}
     assert set(ce.Tenure) <= {1, 2, 4, 5, 6} and set(ce.Marital) <= {1, 2, 3, 4, 5}
     assert (ce.Income == 0).sum() > 0 and 0 < (ce.Income < 0).sum() < 0.02 * len(ce)
@@ -118,7 +132,7 @@ def test_demo_data_shapes_and_dependencies():
 def test_acs_like_levels_and_latent_structure():
     acs, truth = make_acs_like(3000, return_truth=True)
     assert list(acs.columns) == list(ACS_COLUMNS)
-    for c, d in zip(ACS_COLUMNS, ACS_LEVEL_COUNTS):
+    for c, d in zip(ACS_COLUMNS, ACS_LEVEL_COUNTS, strict=True):
         assert list(acs[c].cat.categories) == list(range(1, d + 1))
     # variables are dependent (latent classes): chi-square of a two-way table is large
     from scipy.stats import chi2_contingency

@@ -559,8 +559,9 @@ def attribute_risk(
     bootstrap : int
         Draw-bootstrap replicates for the stability of the truth's rank (0 disables).
     random_seed : int, Generator or None
-        Seeds the bootstrap and the augmented fits. Results do not depend on ``chunk_size`` or on
-        the order of ``records``.
+        Seeds the bootstrap and the augmented fits. Results do not depend on ``chunk_size``, on
+        the order of ``records`` or on the partitions of the Dask path
+        (:func:`bayes_risk.distributed.attribute_risk`, same arguments plus ``client=``).
     progressbar : bool
         Show progress (rich).
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pandas as pd
@@ -17,6 +18,9 @@ __all__ = [
     "add_out_argument",
     "schema_from_args",
     "parse_key_value",
+    "add_dask_arguments",
+    "dask_client",
+    "dask_kwargs",
 ]
 
 
@@ -64,7 +68,9 @@ def schema_from_args(df: pd.DataFrame, args: argparse.Namespace, **kw: Any):
     )
 
 
-def parse_key_value(items: Sequence[str], argument: str, value_type: type = float) -> dict[str, Any]:
+def parse_key_value(
+    items: Sequence[str], argument: str, value_type: type = float
+) -> dict[str, Any]:
     """Parse ``["Age=0.1", "Income=0.2"]`` into ``{"Age": 0.1, "Income": 0.2}``."""
     out: dict[str, Any] = {}
     for it in items:
@@ -78,3 +84,43 @@ def parse_key_value(items: Sequence[str], argument: str, value_type: type = floa
                 f"{argument} {it!r}: value {v!r} is not a valid {value_type.__name__}."
             ) from err
     return out
+
+
+def add_dask_arguments(p: argparse.ArgumentParser, unit: str) -> None:
+    """``--scheduler ADDRESS`` | ``--workers N`` (mutually exclusive) and ``--partition-size``."""
+    g = p.add_argument_group(
+        "scale-out with Dask (optional; needs bayes-risk[dask]; default: in process)"
+    )
+    x = g.add_mutually_exclusive_group()
+    x.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="address of a running Dask scheduler, e.g. tcp://host:8786")
+    x.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="start a local Dask cluster with N worker processes")
+    g.add_argument("--partition-size", type=int, default=None, metavar="N",
+                   help=f"{unit} per Dask task (default: the library's)")
+
+
+@contextlib.contextmanager
+def dask_client(args: argparse.Namespace) -> Iterator[Any]:
+    """The Dask client asked for by ``--scheduler`` / ``--workers``, or ``None`` (in process)."""
+    scheduler = getattr(args, "scheduler", None)
+    workers = getattr(args, "workers", None)
+    if scheduler is None and workers is None:
+        if getattr(args, "partition_size", None) is not None:
+            raise ValidationError("--partition-size applies only with --scheduler or --workers.")
+        yield None
+        return
+    from bayes_risk.distributed import connect
+
+    with connect(scheduler=scheduler, n_workers=workers) as client:
+        yield client
+
+
+def dask_kwargs(args: argparse.Namespace, client: Any) -> dict[str, Any]:
+    """Keyword arguments for the ``bayes_risk.distributed`` functions (empty in process)."""
+    if client is None:
+        return {}
+    kw: dict[str, Any] = {"client": client}
+    if args.partition_size is not None:
+        kw["partition_size"] = args.partition_size
+    return kw

@@ -3,7 +3,8 @@
     bayes-risk attribute --model FITTED_MODEL_DIR --original ORIG --synthetic SYN_DIR
         [--records 1-200|FILE] [--candidates one-variable|full|grid:percent:0.1:11]
         [--prior uniform|truth-weighted:2|empirical:1] [--estimator auto|stabilised|is]
-        [--bootstrap 200] [--random-seed N] [--quiet] --out DIR
+        [--bootstrap 200] [--random-seed N] [--scheduler ADDRESS | --workers N]
+        [--partition-size N] [--quiet] --out DIR
 
 Writes (atomically) ``records.csv`` (one row per record), ``summary.json`` (file-level summary,
 flagged records counted separately, settings) and three diagnostic plots: ``p_true_hist.png``,
@@ -18,7 +19,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bayes_risk.cli._common import add_out_argument, add_quiet_argument, add_seed_argument
+from bayes_risk.cli._common import (
+    add_dask_arguments,
+    add_out_argument,
+    add_quiet_argument,
+    add_seed_argument,
+    dask_client,
+    dask_kwargs,
+)
 
 __all__ = ["add_parser", "run", "parse_records"]
 
@@ -114,6 +122,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="records processed together (memory bound; default 128)",
     )
     add_seed_argument(p, default=None)
+    add_dask_arguments(p, "records")
     add_quiet_argument(p)
     add_out_argument(p, "records.csv, summary.json and diagnostic plots")
     p.set_defaults(handler=run)
@@ -222,23 +231,29 @@ def run(args: argparse.Namespace) -> int:
     synthetic = read_synthetic(syn_arg)
     records = parse_records(args.records, len(original))
     scenario = "partially_known" if args.known else "worst_case"
-    result = attribute_risk(
-        model,
-        original,
-        synthetic,
-        records,
-        candidates=args.candidates,
-        prior=args.prior,
-        scenario=scenario,
-        known=args.known,
-        estimator=args.estimator,
-        psis=args.psis,
-        khat=args.khat,
-        bootstrap=args.bootstrap,
-        chunk_size=args.chunk_size,
-        random_seed=args.random_seed,
-        progressbar=not args.quiet,
-    )
+    with dask_client(args) as client:
+        if client is None:
+            risk = attribute_risk
+        else:
+            from bayes_risk.distributed import attribute_risk as risk
+        result = risk(
+            model,
+            original,
+            synthetic,
+            records,
+            candidates=args.candidates,
+            prior=args.prior,
+            scenario=scenario,
+            known=args.known,
+            estimator=args.estimator,
+            psis=args.psis,
+            khat=args.khat,
+            bootstrap=args.bootstrap,
+            chunk_size=args.chunk_size,
+            random_seed=args.random_seed,
+            progressbar=not args.quiet,
+            **dask_kwargs(args, client),
+        )
     summary = result.summary()
     summary["inputs"] = {
         "model": str(args.model),

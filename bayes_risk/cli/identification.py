@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from bayes_risk.cli._common import (
+    add_dask_arguments,
     add_out_argument,
     add_quiet_argument,
     add_type_arguments,
@@ -90,6 +91,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--radius-sweep", default=None, metavar="R1,R2,...",
                    help="also compute the risk over these common radii (per dataset) and the "
                         "maximising radius (SPEC §4.8)")
+    add_dask_arguments(p, "targets")
     add_quiet_argument(p)
     add_out_argument(p, "records.csv, summary.json, radius_sweep.csv/.png")
     p.set_defaults(handler=run)
@@ -136,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from bayes_risk._io import atomic_dir, to_jsonable
-    from bayes_risk.cli._common import schema_from_args
+    from bayes_risk.cli._common import dask_client, dask_kwargs, schema_from_args
     from bayes_risk.data.io import read_synthetic, read_table
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.identification.api import identification_risk
@@ -180,11 +182,7 @@ def run(args: argparse.Namespace) -> int:
         compat=args.compat,
     )
     aggregation = args.aggregation.replace("-", "_") if args.aggregation else None
-    res = identification_risk(
-        original, syn, args.known_unsynthesized, args.known_synthesized,
-        aggregation=aggregation, progressbar=not args.quiet, **kw,
-    )
-    sweep = None
+    grid = None
     if args.radius_sweep:
         try:
             grid = [float(x) for x in args.radius_sweep.split(",") if x.strip()]
@@ -192,11 +190,24 @@ def run(args: argparse.Namespace) -> int:
             raise ValidationError(
                 f"--radius-sweep expects comma-separated numbers. Got {args.radius_sweep!r}."
             ) from err
-        # the sweep evaluates every dataset separately (one box per radius, as S002 Fig. 6)
-        sweep = radius_sweep(
-            original, syn, args.known_unsynthesized, args.known_synthesized, grid,
-            aggregation="per_dataset", progressbar=not args.quiet, **kw,
+    sweep = None
+    with dask_client(args) as client:
+        risk, sweep_fn = identification_risk, radius_sweep
+        if client is not None:
+            from bayes_risk import distributed
+
+            risk, sweep_fn = distributed.identification_risk, distributed.radius_sweep
+        dkw = dask_kwargs(args, client)
+        res = risk(
+            original, syn, args.known_unsynthesized, args.known_synthesized,
+            aggregation=aggregation, progressbar=not args.quiet, **kw, **dkw,
         )
+        if grid is not None:
+            # the sweep evaluates every dataset separately (one box per radius, as S002 Fig. 6)
+            sweep = sweep_fn(
+                original, syn, args.known_unsynthesized, args.known_synthesized, grid,
+                aggregation="per_dataset", progressbar=not args.quiet, **kw, **dkw,
+            )
     out = res.to_dict()
     if sweep is not None:
         out["radius_sweep"] = sweep.to_dict()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -895,6 +896,35 @@ def _run_targets(
     run = _engine.run_per_dataset if st["aggregation"] == "per_dataset" else _engine.run_pooled
     return run(prep, rule, inv_f=inv_f, strategy=strategy, fallback=st["fallback"],
                progressbar=progressbar)
+
+
+def _concat_outputs(outs: Sequence[EngineOutput], n: int) -> EngineOutput:
+    """One engine output from the outputs of consecutive partitions of the targets.
+
+    Every per-target quantity is computed from the target and the record pool only, so the
+    concatenation equals the output of one run over all targets (the pooled CSR matrix is
+    rebuilt exactly as :func:`~bayes_risk.identification.engine.run_pooled` builds it).
+    """
+    if isinstance(outs[0], _engine.PerDatasetOutput):
+        return _engine.PerDatasetOutput(**{
+            f.name: np.concatenate([getattr(o, f.name) for o in outs], axis=0)
+            for f in dataclasses.fields(_engine.PerDatasetOutput)
+        })
+    fields = {
+        f.name: np.concatenate([getattr(o, f.name) for o in outs], axis=0)
+        for f in dataclasses.fields(_engine.PooledOutput) if f.name != "prob"
+    }
+    N = sum(o.prob.shape[0] for o in outs)
+    indptr = np.zeros(N + 1, dtype=np.int64)
+    np.cumsum(np.concatenate([np.diff(o.prob.indptr) for o in outs]), out=indptr[1:])
+    if indptr[-1] < 2**31 - 1:
+        indptr = indptr.astype(np.int32)
+    prob = sp.csr_matrix(
+        (np.concatenate([o.prob.data for o in outs]),
+         np.concatenate([o.prob.indices for o in outs]), indptr),
+        shape=(N, n),
+    )
+    return _engine.PooledOutput(prob=prob, **fields)
 
 
 #: how ``_run`` obtains the per-target engine output: in process by default; the Dask path

@@ -1,0 +1,448 @@
+"""Scale-out with Dask: the risk engines on a ``dask.distributed`` cluster.
+
+The functions here return exactly what the in-process functions return (same seed, same
+numbers, whatever the partition size or the number of workers). They do not re-implement any
+measure: each runs the same stages as its in-process twin and only moves the per-record stage
+onto the workers.
+
+* :func:`attribute_risk`: the analysis is prepared once on the client
+  (:func:`bayes_risk.attribute.api._prepare_analysis`: validation, harmonised data, the ``m``
+  augmented fits of the stabilised estimator with the seeds the in-process path spawns,
+  ``L = dataset_loglik``, the draw-bootstrap counts), shipped to every worker once
+  (``client.scatter(..., broadcast=True)``), the records are split into partitions that run the
+  record loop (:func:`~bayes_risk.attribute.api._evaluate_records`) on the workers, and the
+  partial outputs are merged and assembled once on the client (priors, summaries, warnings).
+* :func:`identification_risk` and :func:`radius_sweep`: the records, replicates, population
+  counts and match rule are prepared once on the client; the record pool (encoded known columns
+  of the original and of every replicate) is shipped to every worker once; partitions of the
+  targets run the matching engine on the workers; the per-target outputs are concatenated and
+  the record- and file-level measures computed once on the client.
+
+``import bayes_risk`` never imports Dask; this module imports it when a function is called.
+Install with ``pip install "bayes-risk[dask]"``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._progress import progress
+from bayes_risk.exceptions import BayesRiskError, ValidationError
+
+__all__ = [
+    "attribute_risk",
+    "identification_risk",
+    "radius_sweep",
+    "connect",
+    "DaskNotInstalledError",
+]
+
+_INSTALL_HINT = 'install bayes-risk[dask] (pip install "bayes-risk[dask]")'
+
+
+class DaskNotInstalledError(BayesRiskError, ImportError):
+    """``dask.distributed`` is needed but not installed (an optional extra of bayes-risk)."""
+
+
+def _distributed() -> Any:
+    """The ``distributed`` module, imported lazily (``import bayes_risk`` must not import it)."""
+    try:
+        import distributed
+    except ImportError as err:
+        raise DaskNotInstalledError(
+            f"the Dask path needs dask.distributed, which is not installed; {_INSTALL_HINT}.",
+            code="DASK_NOT_INSTALLED",
+        ) from err
+    return distributed
+
+
+def _resolve_client(client: Any) -> Any:
+    distributed = _distributed()
+    if client is None:
+        try:
+            return distributed.get_client()
+        except ValueError as err:
+            raise ValidationError(
+                "client: no Dask client is running; pass client=distributed.Client(...) (a "
+                "scheduler address or a LocalCluster) or use bayes_risk.distributed.connect()."
+            ) from err
+    if not isinstance(client, distributed.Client):
+        raise ValidationError(
+            f"client must be a distributed.Client or None. Got {type(client).__name__}."
+        )
+    return client
+
+
+def _check_partition_size(partition_size: Any) -> int:
+    if (
+        isinstance(partition_size, bool)
+        or not isinstance(partition_size, (int, np.integer))
+        or partition_size < 1
+    ):
+        raise ValidationError(
+            f"partition_size must be an integer >= 1 (records per task). Got {partition_size!r}."
+        )
+    return int(partition_size)
+
+
+@contextlib.contextmanager
+def connect(scheduler: str | None = None, n_workers: int | None = None) -> Iterator[Any]:
+    """A Dask client for the duration of a ``with`` block (used by the CLI).
+
+    Parameters
+    ----------
+    scheduler : str, optional
+        Address of a running scheduler, e.g. ``"tcp://host:8786"``.
+    n_workers : int, optional
+        Start a ``LocalCluster`` with this many worker processes (one thread each) instead.
+
+    Yields
+    ------
+    distributed.Client
+
+    Raises
+    ------
+    DaskNotInstalledError
+        When ``dask.distributed`` is not installed.
+    ValidationError
+        When both or neither of ``scheduler`` and ``n_workers`` are given, or ``n_workers < 1``.
+    """
+    if (scheduler is None) == (n_workers is None):
+        raise ValidationError("connect needs exactly one of scheduler= and n_workers=.")
+    distributed = _distributed()
+    if scheduler is not None:
+        with distributed.Client(scheduler) as client:
+            yield client
+        return
+    if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)) \
+            or n_workers < 1:
+        raise ValidationError(f"n_workers must be an integer >= 1. Got {n_workers!r}.")
+    # one thread per worker process: the engines' own threads and numpy's stay per process
+    with distributed.LocalCluster(
+        n_workers=int(n_workers), threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def _gather_results(client: Any, futures: list[Any], *, progressbar: bool, what: str) -> list:
+    """Results of ``futures`` in submission order (a worker's error is raised here)."""
+    distributed = _distributed()
+    index = {f.key: i for i, f in enumerate(futures)}
+    out: list[Any] = [None] * len(futures)
+    for fut in progress(
+        distributed.as_completed(futures), total=len(futures), description=what,
+        enabled=progressbar,
+    ):
+        out[index[fut.key]] = fut.result()
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# attribute risk
+# ----------------------------------------------------------------------------------------------
+def attribute_risk(
+    model: Any,
+    original: pd.DataFrame,
+    synthetic: Any,
+    records: Sequence[int] | np.ndarray | None = None,
+    *,
+    client: Any = None,
+    partition_size: int = 256,
+    progressbar: bool = True,
+    **kwargs: Any,
+) -> Any:
+    """:func:`bayes_risk.attribute_risk` with the records spread over a Dask cluster.
+
+    Parameters
+    ----------
+    model, original, synthetic, records
+        As in :func:`bayes_risk.attribute_risk`.
+    client : distributed.Client, optional
+        The cluster to use (default: the current client, ``distributed.get_client()``).
+    partition_size : int
+        Records per task (default 256). Each task holds about
+        ``chunk_size × H × G × 8`` bytes per posterior of temporaries, as in process.
+    progressbar : bool
+        Progress of the augmented fits and of the partitions (on the client).
+    **kwargs
+        Every other argument of :func:`bayes_risk.attribute_risk` (``candidates``, ``prior``,
+        ``estimator``, ``augmented``, ``bootstrap``, ``random_seed``, ...).
+
+    Returns
+    -------
+    AttributeRiskResult
+        Identical to ``bayes_risk.attribute_risk(model, original, synthetic, records,
+        **kwargs)``: record table, candidate posteriors, kept log-likelihoods (``with_prior``
+        and ``prior_sensitivity`` work), warnings, summary and settings; ``settings["timing"]``
+        holds the workers' times summed over partitions.
+
+    Raises
+    ------
+    ValidationError
+        Bad ``partition_size`` or ``client``, or any invalid argument of ``attribute_risk``.
+    DaskNotInstalledError
+        When ``dask.distributed`` is not installed.
+
+    Notes
+    -----
+    Computed once on the client: validation, the ``m`` augmented fits (stabilised estimator;
+    seeded exactly as in process), ``L = dataset_loglik`` and the draw-bootstrap counts. Shipped
+    to each worker once: the model, the augmented models, the original and the synthetic data.
+    Per partition on a worker: candidate sets, likelihoods, diagnostics and flags of its
+    records. Once on the client: priors, rank summaries, bootstrap quantiles and the record
+    table.
+    """
+    from bayes_risk.attribute import api
+
+    ps = _check_partition_size(partition_size)
+    client = _resolve_client(client)
+    try:
+        bound = inspect.signature(api.attribute_risk).bind(
+            model, original, synthetic, records, progressbar=progressbar, **kwargs
+        )
+    except TypeError as err:
+        raise ValidationError(f"invalid arguments for attribute_risk: {err}.") from err
+    bound.apply_defaults()
+    analysis = api._prepare_analysis(**bound.arguments)
+    order = np.sort(analysis.positions)
+    parts = [order[a : a + ps] for a in range(0, order.size, ps)]
+    shared = client.scatter(analysis, broadcast=True, hash=False)
+    futures = [
+        client.submit(api._evaluate_records, shared, part, progressbar=False, pure=False)
+        for part in parts
+    ]
+    try:
+        partials = _gather_results(
+            client, futures, progressbar=progressbar, what="attribute risk (partitions)"
+        )
+    finally:
+        client.cancel([*futures, shared])
+    return api._assemble(analysis, api._merge_partials(partials))
+
+
+# ----------------------------------------------------------------------------------------------
+# identification risk
+# ----------------------------------------------------------------------------------------------
+def _is_dask_frame(obj: Any) -> bool:
+    return type(obj).__module__.split(".")[0] == "dask" and hasattr(obj, "npartitions")
+
+
+def _collect(frame: Any, columns: Sequence[str]) -> Any:
+    """A dask DataFrame reduced to ``columns`` (in its own column order) and computed."""
+    if not _is_dask_frame(frame):
+        return frame
+    keep = [c for c in frame.columns if str(c) in set(columns)]
+    return frame[keep].compute()
+
+
+def _collect_inputs(
+    original: Any, synthetic: Any, kus: Sequence[str], ks: Sequence[str], kwargs: dict[str, Any]
+) -> tuple[Any, Any]:
+    """Dask DataFrames among the inputs, reduced to the columns the engine reads."""
+    kus = [kus] if isinstance(kus, str) else list(kus)
+    ks = [ks] if isinstance(ks, str) else list(ks)
+    ids = [c for c in (kwargs.get("original_id"), kwargs.get("target_id")) if c is not None]
+    need = [*kus, *ks, *ids]
+    original = _collect(original, need)
+    if kwargs.get("targets") is not None:
+        kwargs["targets"] = _collect(kwargs["targets"], need)
+    if isinstance(synthetic, (list, tuple)):
+        synthetic = [_collect(z, need) for z in synthetic]
+    else:
+        synthetic = _collect(synthetic, need)
+    return original, synthetic
+
+
+@dataclasses.dataclass
+class _TargetRows:
+    """The rows of one partition of the targets (what a task ships besides the pool)."""
+
+    tgt_exact: np.ndarray
+    tgt_radius: np.ndarray
+    in_sample: np.ndarray
+    rec: np.ndarray
+    inv_f: np.ndarray | None
+
+
+def _run_partition(
+    pool: Any, rows: _TargetRows, rule: Any, settings: Mapping[str, Any]
+) -> Any:
+    """Engine output of one partition of the targets (runs on a worker)."""
+    from bayes_risk.identification import api
+
+    # the pool's cache (replicate indices) lives on the worker and is reused by its tasks
+    prep = dataclasses.replace(
+        pool, tgt_exact=rows.tgt_exact, tgt_radius=rows.tgt_radius, in_sample=rows.in_sample,
+        rec=rows.rec, _cache=pool._cache,
+    )
+    return api._run_targets(prep, rule, rows.inv_f, settings, False)
+
+
+class _PartitionedEngine:
+    """Engine runner for ``identification.api._run`` that spreads the targets over workers."""
+
+    def __init__(self, client: Any, partition_size: int, progressbar: bool) -> None:
+        self.client = client
+        self.partition_size = partition_size
+        self.progressbar = progressbar
+        self._pool: tuple[int, Any] | None = None  # (id of the Prepared, scattered pool)
+
+    def _shared_pool(self, prep: Any) -> Any:
+        if self._pool is None or self._pool[0] != id(prep):
+            empty = prep.tgt_exact[:0]
+            pool = dataclasses.replace(
+                prep, tgt_exact=empty, tgt_radius=prep.tgt_radius[:0],
+                in_sample=prep.in_sample[:0], rec=prep.rec[:0], _cache={},
+            )
+            self._pool = (id(prep), self.client.scatter(pool, broadcast=True, hash=False))
+        return self._pool[1]
+
+    def __call__(self, setup: Any, rule: Any, progressbar: bool) -> Any:
+        from bayes_risk.identification import api
+
+        prep = setup.prep
+        pool = self._shared_pool(prep)
+        N, ps = prep.n_targets, self.partition_size
+        futures = []
+        for a in range(0, max(N, 1), ps):
+            z = min(N, a + ps)
+            rows = _TargetRows(
+                tgt_exact=prep.tgt_exact[a:z], tgt_radius=prep.tgt_radius[a:z],
+                in_sample=prep.in_sample[a:z], rec=prep.rec[a:z],
+                inv_f=None if setup.inv_f is None else setup.inv_f[a:z],
+            )
+            futures.append(self.client.submit(
+                _run_partition, pool, rows, rule, setup.settings, pure=False
+            ))
+        try:
+            outs = _gather_results(
+                self.client, futures, progressbar=progressbar and self.progressbar,
+                what="identification (partitions)",
+            )
+        finally:
+            self.client.cancel(futures)
+        return api._concat_outputs(outs, prep.n)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self.client.cancel([self._pool[1]])
+            self._pool = None
+
+
+@contextlib.contextmanager
+def _partitioned(client: Any, partition_size: int, progressbar: bool) -> Iterator[None]:
+    from bayes_risk.identification import api
+
+    runner = _PartitionedEngine(client, partition_size, progressbar)
+    token = api._ENGINE_RUNNER.set(runner)
+    try:
+        yield
+    finally:
+        api._ENGINE_RUNNER.reset(token)
+        runner.close()
+
+
+def identification_risk(
+    original: Any,
+    synthetic: Any,
+    known_unsynthesized: Sequence[str] = (),
+    known_synthesized: Sequence[str] = (),
+    *,
+    client: Any = None,
+    partition_size: int = 100_000,
+    progressbar: bool = True,
+    **kwargs: Any,
+) -> Any:
+    """:func:`bayes_risk.identification_risk` with the targets spread over a Dask cluster.
+
+    Parameters
+    ----------
+    original : DataFrame or dask DataFrame
+        The confidential data. A dask DataFrame is reduced to the known columns (and
+        ``original_id`` / ``target_id``) on the cluster before they are gathered on the client.
+    synthetic : list of DataFrame (pandas or dask) or SyntheticData
+        The released datasets (dask DataFrames are reduced to the known columns likewise).
+    known_unsynthesized, known_synthesized
+        As in :func:`bayes_risk.identification_risk`.
+    client : distributed.Client, optional
+        The cluster to use (default: the current client).
+    partition_size : int
+        Targets per task (default 100,000).
+    progressbar : bool
+        Progress of the partitions (on the client).
+    **kwargs
+        Every other argument of :func:`bayes_risk.identification_risk`; ``targets`` may also be
+        a dask DataFrame (reduced to the known columns and ``target_id``).
+
+    Returns
+    -------
+    IdentificationResult
+        Identical to the in-process result (record table, ``prob``, file-level measures,
+        warnings, settings), for every aggregation, membership, strategy and compat mode.
+
+    Raises
+    ------
+    ValidationError
+        Bad ``partition_size`` or ``client``, or any invalid argument of
+        ``identification_risk``.
+    DaskNotInstalledError
+        When ``dask.distributed`` is not installed.
+
+    Notes
+    -----
+    Computed once on the client: validation, level harmonisation, encoding, population counts
+    (log-linear fits) and the match rule. Shipped to each worker once: the record pool (the
+    encoded known columns of the original and of every replicate, ``n × (R + 1)`` values per
+    known column). Per partition on a worker: the windows and matches of its targets (pooled
+    probabilities, or per-dataset counts). Once on the client: record- and file-level
+    measures, warnings.
+    """
+    from bayes_risk.identification import api
+
+    ps = _check_partition_size(partition_size)
+    client = _resolve_client(client)
+    original, synthetic = _collect_inputs(
+        original, synthetic, known_unsynthesized, known_synthesized, kwargs
+    )
+    setup, progressbar = api._prepare_call(
+        original, synthetic, known_unsynthesized, known_synthesized, progressbar=progressbar,
+        **kwargs,
+    )
+    with _partitioned(client, ps, progressbar):
+        return api._run(setup, setup.rule, progressbar)
+
+
+def radius_sweep(
+    original: Any,
+    synthetic: Any,
+    known_unsynthesized: Sequence[str] = (),
+    known_synthesized: Sequence[str] = (),
+    radii: Sequence[float] | Mapping[str, Sequence[float]] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3),
+    *,
+    client: Any = None,
+    partition_size: int = 100_000,
+    **kwargs: Any,
+) -> Any:
+    """:func:`bayes_risk.radius_sweep` with the targets of every radius spread over a cluster.
+
+    The record pool is shipped to the workers once for the whole sweep. Arguments as
+    :func:`bayes_risk.radius_sweep` and :func:`identification_risk`; the result is identical to
+    the in-process sweep.
+    """
+    from bayes_risk.identification.radius import radius_sweep as _sweep
+
+    ps = _check_partition_size(partition_size)
+    client = _resolve_client(client)
+    original, synthetic = _collect_inputs(
+        original, synthetic, known_unsynthesized, known_synthesized, kwargs
+    )
+    with _partitioned(client, ps, False):
+        return _sweep(original, synthetic, known_unsynthesized, known_synthesized, radii,
+                      **kwargs)

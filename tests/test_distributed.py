@@ -1,0 +1,301 @@
+"""The Dask path (``bayes_risk.distributed``): exactly the in-process numbers, whatever the
+partition size or the number of workers, through the library and the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+import bayes_risk as br  # noqa: E402
+from bayes_risk import distributed as bd  # noqa: E402
+from bayes_risk.exceptions import ValidationError  # noqa: E402
+
+KNOWN_US = ["Age", "Urban", "Marital"]
+KNOWN_S = ["Income", "Tenure"]
+CE_KW = {
+    "categorical": ["Urban", "Marital", "Tenure"],
+    "radius": {"Age": 0.1, "Income": 0.1},
+    "progressbar": False,
+}
+
+
+@pytest.fixture(scope="module")
+def client():
+    """Two worker processes (one thread each) for the whole module."""
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def client1():
+    """One worker process: results must not depend on the number of workers."""
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster, distributed.Client(cluster, set_as_default=False) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def ce():
+    """CE-like table with m = 3 perturbed releases of Income, Expenditure and Tenure."""
+    n, m = 400, 3
+    y = br.make_ce_like(n, random_seed=0)
+    rng = np.random.default_rng(1)
+    syn = []
+    for _ in range(m):
+        z = y.copy()
+        z["Income"] = np.round(y["Income"] * np.exp(rng.normal(0, 0.08, n)))
+        z["Expenditure"] = np.round(y["Expenditure"] * np.exp(rng.normal(0, 0.08, n)))
+        z["Tenure"] = rng.permutation(y["Tenure"].to_numpy())
+        syn.append(z)
+    return y, syn
+
+
+@pytest.fixture(scope="module")
+def acs():
+    """Small DPMPM on six ACS-like columns with m = 3 full syntheses."""
+    dpmpm = pytest.importorskip("bayes_risk.models.dpmpm")
+    df = br.make_acs_like(300, random_seed=1).iloc[:, :6]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = dpmpm.DPMPM(n_components=5, tune=50, draws=60, progressbar=False)
+        model.fit(df, random_seed=1)
+    return model, df, model.synthesize(3, random_seed=2)
+
+
+def _quiet(fn, *args, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kw)
+
+
+def _assert_same_identification(res, ref):
+    pd.testing.assert_frame_equal(res.records, ref.records)
+    np.testing.assert_equal(res.summary(), ref.summary())
+    np.testing.assert_equal(res.file, ref.file)
+    np.testing.assert_equal(res.per_dataset, ref.per_dataset)
+    assert res.settings == ref.settings
+    assert res.warnings == ref.warnings and res.warning_details == ref.warning_details
+    for name in ("c", "T", "K", "W", "IR", "declared", "record_IR", "p_out"):
+        np.testing.assert_array_equal(getattr(res, name), getattr(ref, name))
+    if ref.prob is None:
+        assert res.prob is None
+    else:
+        for part in ("data", "indices", "indptr"):
+            a, b = getattr(res.prob, part), getattr(ref.prob, part)
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
+
+
+# ----------------------------------------------------------------------------------------------
+# identification risk
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},
+        {"aggregation": "per_dataset"},
+        {"aggregation": "per_dataset", "compat": "hornby-hu", "radius": [0.1, 0.1]},
+        {"radius_type": "quantile_sd", "radius": {"Age": 1.0, "Income": 1.0}},
+    ],
+    ids=["pooled", "per-dataset", "compat", "quantile-sd"],
+)
+def test_identification_equals_in_process(client, client1, ce, extra):
+    y, syn = ce
+    kw = {**CE_KW, **extra}
+    ref = _quiet(br.identification_risk, y, syn, KNOWN_US, KNOWN_S, **kw)
+    assert ref.file["expected_match_risk"] > 0
+    for c, ps in ((client, 7), (client, 50), (client1, 1000)):
+        res = _quiet(bd.identification_risk, y, syn, KNOWN_US, KNOWN_S, client=c,
+                     partition_size=ps, **kw)
+        _assert_same_identification(res, ref)
+
+
+@pytest.mark.parametrize("aggregation", ["pooled", "per_dataset"])
+def test_identification_unknown_membership_loglinear(client, ce, aggregation):
+    """Population counts are estimated once on the client; the partitions share them."""
+    y, syn = ce
+    kw = {**CE_KW, "radius": None, "membership": "unknown", "aggregation": aggregation,
+          "population_counts": "loglinear_synthetic", "sampling_fraction": 0.9,
+          "strategy": "not_if_max"}
+    ref = _quiet(br.identification_risk, y, syn, ["Urban", "Marital"], ["Tenure"], **kw)
+    res = _quiet(bd.identification_risk, y, syn, ["Urban", "Marital"], ["Tenure"],
+                 client=client, partition_size=37, **kw)
+    _assert_same_identification(res, ref)
+
+
+def test_identification_dask_dataframe_and_external_targets(client, ce):
+    dd = pytest.importorskip("dask.dataframe")
+    y, syn = ce
+    ref = _quiet(br.identification_risk, y, syn, KNOWN_US, KNOWN_S, **CE_KW)
+    res = _quiet(bd.identification_risk, dd.from_pandas(y, npartitions=3), syn, KNOWN_US,
+                 KNOWN_S, client=client, partition_size=64, **CE_KW)
+    _assert_same_identification(res, ref)
+    # external targets as a dask DataFrame: half in the sample, half not
+    yi = y.assign(pid=np.arange(len(y)))
+    tg = yi.iloc[::2][[*KNOWN_US, *KNOWN_S, "pid"]].copy()
+    tg.loc[tg.index[::3], "pid"] += 10_000
+    kw = {**CE_KW, "target_id": "pid", "original_id": "pid"}
+    ref = _quiet(br.identification_risk, yi, syn, KNOWN_US, KNOWN_S, targets=tg, **kw)
+    res = _quiet(bd.identification_risk, yi, syn, KNOWN_US, KNOWN_S, client=client,
+                 partition_size=30, targets=dd.from_pandas(tg, npartitions=2), **kw)
+    _assert_same_identification(res, ref)
+
+
+def test_radius_sweep_equals_in_process(client, ce):
+    y, syn = ce
+    grid = [0.025, 0.05, 0.1, 0.2]
+    ref = _quiet(br.radius_sweep, y, syn, KNOWN_US, ["Income"], grid, **CE_KW)
+    res = _quiet(bd.radius_sweep, y, syn, KNOWN_US, ["Income"], grid, client=client,
+                 partition_size=90, **CE_KW)
+    np.testing.assert_array_equal(res.risk, ref.risk)
+    assert res.r_star == ref.r_star and res.settings == ref.settings
+
+
+# ----------------------------------------------------------------------------------------------
+# attribute risk
+# ----------------------------------------------------------------------------------------------
+def test_attribute_equals_in_process(client, client1, acs):
+    model, df, syn = acs
+    kw = {"random_seed": 3, "bootstrap": 50, "progressbar": False}
+    ref = _quiet(br.attribute_risk, model, df, syn, **kw)
+    settings_ref = {k: v for k, v in ref.settings.items() if k != "timing"}
+    for c, ps in ((client, 7), (client, 50), (client1, 300)):
+        res = _quiet(bd.attribute_risk, model, df, syn, client=c, partition_size=ps, **kw)
+        pd.testing.assert_frame_equal(res.records, ref.records)
+        assert {k: v for k, v in res.settings.items() if k != "timing"} == settings_ref
+        assert set(res.settings["timing"]) == set(ref.settings["timing"])
+        assert res.warnings == ref.warnings
+        np.testing.assert_equal(
+            {k: v for k, v in res.summary().items() if k != "settings"},
+            {k: v for k, v in ref.summary().items() if k != "settings"},
+        )
+        for a, b in zip(res.loglik, ref.loglik, strict=True):
+            np.testing.assert_array_equal(a, b)
+        pd.testing.assert_frame_equal(res.candidate_posteriors(5), ref.candidate_posteriors(5))
+    # the kept log-likelihoods make prior sweeps work on the merged result
+    priors = ["uniform", "truth-weighted:2", "empirical:1"]
+    pd.testing.assert_frame_equal(
+        br.prior_sensitivity(res, priors), br.prior_sensitivity(ref, priors)
+    )
+    pd.testing.assert_frame_equal(
+        res.with_prior("truth-weighted:2").records, ref.with_prior("truth-weighted:2").records
+    )
+
+
+def test_attribute_selected_records_and_is_estimator(client, acs):
+    """Record order is kept; the published estimator (L = dataset_loglik once) too."""
+    model, df, syn = acs
+    recs = [250, 3, 77, 4, 199, 120]
+    kw = {"random_seed": 4, "bootstrap": 20, "progressbar": False, "estimator": "is",
+          "candidates": "full"}
+    ref = _quiet(br.attribute_risk, model, df, syn, recs, **kw)
+    res = _quiet(bd.attribute_risk, model, df, syn, recs, client=client, partition_size=4, **kw)
+    pd.testing.assert_frame_equal(res.records, ref.records)
+    assert res.records["record"].tolist() == recs
+    assert res.summary()["published_estimator"] == ref.summary()["published_estimator"]
+
+
+# ----------------------------------------------------------------------------------------------
+# errors
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True, "10"])
+def test_bad_partition_size(client, ce, acs, bad):
+    y, syn = ce
+    with pytest.raises(ValidationError, match="partition_size must be an integer >= 1"):
+        bd.identification_risk(y, syn, KNOWN_US, KNOWN_S, client=client, partition_size=bad,
+                               **CE_KW)
+    model, df, asyn = acs
+    with pytest.raises(ValidationError, match="partition_size"):
+        bd.attribute_risk(model, df, asyn, client=client, partition_size=bad)
+
+
+def test_bad_arguments(client, ce):
+    y, syn = ce
+    with pytest.raises(ValidationError, match="client must be a distributed.Client"):
+        bd.identification_risk(y, syn, KNOWN_US, KNOWN_S, client="tcp://x:1", **CE_KW)
+    with pytest.raises(ValidationError, match="invalid arguments for identification_risk"):
+        bd.identification_risk(y, syn, KNOWN_US, KNOWN_S, client=client, radiuss=0.1)
+    with pytest.raises(ValidationError, match="exactly one of scheduler= and n_workers="):
+        with bd.connect(scheduler="tcp://127.0.0.1:1", n_workers=2):
+            pass
+
+
+# ----------------------------------------------------------------------------------------------
+# command line
+# ----------------------------------------------------------------------------------------------
+def _cli(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bayes_risk", *argv], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_cli_workers_identification_and_attribute(tmp_path, ce, acs):
+    y, syn = ce
+    y.to_csv(tmp_path / "orig.csv", index=False)
+    files = []
+    for l, z in enumerate(syn, start=1):
+        z.to_csv(tmp_path / f"syn{l}.csv", index=False)
+        files.append(str(tmp_path / f"syn{l}.csv"))
+    base = ["identification", str(tmp_path / "orig.csv"), *files,
+            "--known-unsynthesized", *KNOWN_US, "--known-synthesized", *KNOWN_S,
+            "--categorical", "Urban", "Marital", "Tenure", "--radius", "Age=0.1",
+            "--radius", "Income=0.1", "--radius-sweep", "0.05,0.1", "--quiet"]
+    a = _cli(*base, "--out", str(tmp_path / "in"))
+    b = _cli(*base, "--workers", "2", "--partition-size", "64", "--out", str(tmp_path / "dk"))
+    assert a.returncode == 0 and b.returncode == 0, (a.stderr, b.stderr)
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "in" / "records.csv"),
+                                  pd.read_csv(tmp_path / "dk" / "records.csv"))
+    assert json.loads((tmp_path / "in" / "summary.json").read_text()) == json.loads(
+        (tmp_path / "dk" / "summary.json").read_text())
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "in" / "radius_sweep.csv"),
+                                  pd.read_csv(tmp_path / "dk" / "radius_sweep.csv"))
+
+    model, df, asyn = acs
+    model.save(tmp_path / "model")
+    asyn.save(tmp_path / "asyn")
+    df.to_csv(tmp_path / "acs.csv", index=False)
+    abase = ["attribute", "--model", str(tmp_path / "model"), "--original",
+             str(tmp_path / "acs.csv"), "--synthetic", str(tmp_path / "asyn"), "--records",
+             "1-40", "--bootstrap", "20", "--random-seed", "3", "--quiet"]
+    a = _cli(*abase, "--out", str(tmp_path / "ain"))
+    b = _cli(*abase, "--workers", "2", "--partition-size", "9", "--out", str(tmp_path / "adk"))
+    assert a.returncode == 0 and b.returncode == 0, (a.stderr, b.stderr)
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "ain" / "records.csv"),
+                                  pd.read_csv(tmp_path / "adk" / "records.csv"))
+
+
+def test_cli_errors(tmp_path):
+    r = _cli("identification", "o.csv", "s.csv", "--known-synthesized", "x", "--workers", "2",
+             "--scheduler", "tcp://127.0.0.1:8786", "--out", str(tmp_path / "x"))
+    assert r.returncode == 2 and "not allowed with argument" in r.stderr
+    r = _cli("attribute", "--model", "m", "--original", "o.csv", "--synthetic", "s",
+             "--workers", "2", "--scheduler", "tcp://127.0.0.1:8786", "--out", str(tmp_path))
+    assert r.returncode == 2 and "not allowed with argument" in r.stderr
+
+
+def test_cli_without_dask_says_how_to_install(tmp_path, ce):
+    """With dask hidden, --workers fails with one line naming the extra."""
+    y, syn = ce
+    y.to_csv(tmp_path / "orig.csv", index=False)
+    syn[0].to_csv(tmp_path / "s1.csv", index=False)
+    code = (
+        "import sys; sys.modules['distributed'] = None;"
+        "from bayes_risk.cli import main;"
+        f"sys.exit(main(['identification', {str(tmp_path / 'orig.csv')!r}, "
+        f"{str(tmp_path / 's1.csv')!r}, '--known-unsynthesized', 'Urban', '--workers', '2', "
+        f"'--quiet', '--out', {str(tmp_path / 'o')!r}]))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2
+    assert "install bayes-risk[dask]" in r.stderr and "Traceback" not in r.stderr
