@@ -1,6 +1,6 @@
 """``bayes-risk attribute``: attribute disclosure risk of every (or selected) confidential record.
 
-    bayes-risk attribute --model FITTED_MODEL_DIR --original ORIG --synthetic SYN_DIR
+    bayes-risk attribute [--model FITTED_MODEL_DIR] --original ORIG --synthetic SYN_DIR
         [--records 1-200|FILE] [--candidates one-variable|full|grid:percent:0.1:11]
         [--prior uniform|truth-weighted:2|empirical:1] [--estimator auto|stabilised|is]
         [--bootstrap 200] [--random-seed N] [--scheduler ADDRESS | --workers N]
@@ -46,9 +46,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--model",
-        required=True,
+        default=None,
         metavar="MODEL_DIR",
-        help="fitted model folder written by 'bayes-risk fit'",
+        help="fitted model folder written by 'bayes-risk fit'; omit for a CART or random-forest "
+        "release, whose synthesizer is refitted from the release's manifest and ORIG and "
+        "checked to reproduce the release exactly (plug-in likelihood, SPEC §2.10)",
     )
     p.add_argument(
         "--original",
@@ -218,17 +220,40 @@ def _plots(df, out: Path, khat_threshold: float) -> None:
     plt.close(fig)
 
 
+def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
+    """The saved Bayesian model, or the plug-in of the tree synthesizer that made the release."""
+    from bayes_risk.exceptions import ValidationError
+    from bayes_risk.models import load_model, rebuild_synthesizer
+
+    if args.model is not None:
+        return load_model(args.model)
+    if synthetic.method not in ("cart", "rf"):
+        raise ValidationError(
+            "--model is required unless --synthetic is a CART or random-forest release written "
+            f"by 'bayes-risk synthesize --method cart|rf' (this release: {synthetic.method!r})."
+        )
+    if args.estimator != "auto" or args.psis:
+        raise ValidationError(
+            "--estimator and --psis apply to Bayesian models; a CART or random-forest release "
+            "uses the plug-in likelihood (SPEC §2.10)."
+        )
+    from bayes_risk.attribute import CARTPlugin, RFPlugin
+
+    synth = rebuild_synthesizer(original, synthetic)
+    if synthetic.method == "cart":
+        return CARTPlugin(synth, original, random_seed=args.random_seed)
+    return RFPlugin(synth, original)
+
+
 def run(args: argparse.Namespace) -> int:
     """Handler of ``bayes-risk attribute``."""
     from bayes_risk._io import atomic_dir, write_json
     from bayes_risk.attribute.api import attribute_risk
     from bayes_risk.data.io import read_synthetic, read_table
-    from bayes_risk.models import load_model
-
-    model = load_model(args.model)
     original = read_table(args.original)
     syn_arg = args.synthetic[0] if len(args.synthetic) == 1 else args.synthetic
     synthetic = read_synthetic(syn_arg)
+    model = _model(args, original, synthetic)
     records = parse_records(args.records, len(original))
     scenario = "partially_known" if args.known else "worst_case"
     with dask_client(args) as client:
@@ -256,7 +281,9 @@ def run(args: argparse.Namespace) -> int:
         )
     summary = result.summary()
     summary["inputs"] = {
-        "model": str(args.model),
+        "model": str(args.model)
+        if args.model is not None
+        else f"{synthetic.method} synthesizer rebuilt from the release manifest",
         "original": str(args.original),
         "synthetic": [str(s) for s in args.synthetic],
         "records": args.records,
