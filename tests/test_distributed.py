@@ -235,8 +235,11 @@ def test_bad_arguments(client, ce):
 # command line
 # ----------------------------------------------------------------------------------------------
 def _cli(*argv: str) -> subprocess.CompletedProcess:
+    # cwd="/": `python -m` puts the working directory first on sys.path, and from the repository
+    # root the source tree would shadow the installed package (models/ maps to bayes_risk.models
+    # only when installed)
     return subprocess.run([sys.executable, "-m", "bayes_risk", *argv], capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300, cwd="/")
 
 
 def test_cli_workers_identification_and_attribute(tmp_path, ce, acs):
@@ -296,6 +299,6 @@ def test_cli_without_dask_says_how_to_install(tmp_path, ce):
         f"'--quiet', '--out', {str(tmp_path / 'o')!r}]))"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       timeout=120)
+                       timeout=120, cwd="/")
     assert r.returncode == 2
     assert "install bayes-risk[dask]" in r.stderr and "Traceback" not in r.stderr
