@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["atomic_dir", "atomic_file", "write_json", "to_jsonable"]
+__all__ = ["atomic_dir", "atomic_file", "write_json", "read_json", "to_jsonable"]
 
 
 @contextlib.contextmanager
@@ -94,3 +94,29 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> None:
     with atomic_file(path) as fh:
         json.dump(to_jsonable(obj), fh, indent=2, allow_nan=False)
         fh.write("\n")
+
+
+def read_json(path: str | os.PathLike[str], missing: str) -> dict[str, Any]:
+    """Read a JSON object written by :func:`write_json` (manifests, model settings).
+
+    Parameters
+    ----------
+    path : path-like
+        The file.
+    missing : str
+        The error message when the file does not exist (it says what the folder should be).
+
+    Raises
+    ------
+    ValidationError
+        If the file is missing or is not valid JSON.
+    """
+    from bayes_risk.exceptions import ValidationError
+
+    f = Path(path)
+    if not f.is_file():
+        raise ValidationError(missing)
+    try:
+        return json.loads(f.read_text())
+    except json.JSONDecodeError as err:
+        raise ValidationError(f"{f} is not valid JSON: {err}") from err

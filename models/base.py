@@ -13,7 +13,6 @@ engine, and ``save``/``load`` (NetCDF posterior + JSON settings; no pickle).
 from __future__ import annotations
 
 import inspect
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -86,6 +85,16 @@ def check_is_fitted(model: Any, attribute: str | None = None) -> None:
         )
 
 
+def read_model_meta(path: str | os.PathLike[str]) -> tuple[Path, dict[str, Any]]:
+    """The folder and the parsed ``model.json`` of a saved model (clear error if it is not one)."""
+    from bayes_risk._io import read_json
+
+    p = Path(path)
+    return p, read_json(
+        p / SETTINGS_FILE, f"{str(p)!r} is not a saved bayes-risk model: {SETTINGS_FILE} not found."
+    )
+
+
 def load_model(path: str | os.PathLike[str]) -> Any:
     """Load a fitted model saved with its ``save(path)`` method.
 
@@ -99,16 +108,7 @@ def load_model(path: str | os.PathLike[str]) -> Any:
     """
     from bayes_risk.models import get_synthesizer
 
-    p = Path(path)
-    f = p / SETTINGS_FILE
-    if not f.is_file():
-        raise ValidationError(
-            f"{str(p)!r} is not a saved bayes-risk model: {SETTINGS_FILE} not found."
-        )
-    try:
-        meta = json.loads(f.read_text())
-    except json.JSONDecodeError as err:
-        raise ValidationError(f"{f} is not valid JSON: {err}") from err
+    p, meta = read_model_meta(path)
     method = meta.get("method")
     cls = get_synthesizer(method)
     if not hasattr(cls, "load"):

@@ -42,7 +42,6 @@ recorded in :class:`~bayes_risk.data.SyntheticData` uses this order.
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from abc import abstractmethod
@@ -65,7 +64,7 @@ from bayes_risk.exceptions import (
     SchemaError,
     ValidationError,
 )
-from bayes_risk.models.base import SETTINGS_FILE, BaseSynthesizer
+from bayes_risk.models.base import SETTINGS_FILE, BaseSynthesizer, read_model_meta
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -622,16 +621,7 @@ class BayesianSynthesizer(BaseSynthesizer):
         """
         import xarray as xr
 
-        p = Path(path)
-        f = p / SETTINGS_FILE
-        if not f.is_file():
-            raise ValidationError(
-                f"{str(p)!r} is not a saved bayes-risk model: {SETTINGS_FILE} not found."
-            )
-        try:
-            meta = json.loads(f.read_text())
-        except json.JSONDecodeError as err:
-            raise ValidationError(f"{f} is not valid JSON: {err}") from err
+        p, meta = read_model_meta(path)
         if meta.get("method") != cls.method_name:
             raise ValidationError(
                 f"{p} holds a {meta.get('method')!r} model, not {cls.method_name!r}; use "

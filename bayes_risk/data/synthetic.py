@@ -7,7 +7,6 @@ atomically: the folder appears complete or not at all.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._io import atomic_dir, to_jsonable, write_json
+from bayes_risk._io import atomic_dir, read_json, to_jsonable, write_json
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import check_m
 from bayes_risk.exceptions import SchemaError, ValidationError
@@ -198,17 +197,13 @@ class SyntheticData:
             If the folder or its manifest is missing or malformed.
         """
         p = Path(path)
-        mpath = p / MANIFEST_NAME
-        if not mpath.is_file():
-            raise ValidationError(
-                f"{p} is not a SyntheticData folder: {MANIFEST_NAME} not found."
-            )
-        try:
-            man = json.loads(mpath.read_text())
-        except json.JSONDecodeError as err:
-            raise ValidationError(f"{mpath} is not valid JSON: {err}") from err
+        man = read_json(
+            p / MANIFEST_NAME, f"{p} is not a SyntheticData folder: {MANIFEST_NAME} not found."
+        )
         if man.get("format") != "bayes-risk SyntheticData":
-            raise ValidationError(f"{mpath} is not a bayes-risk SyntheticData manifest.")
+            raise ValidationError(
+                f"{p / MANIFEST_NAME} is not a bayes-risk SyntheticData manifest."
+            )
         datasets = []
         for fname in man["files"]:
             f = p / fname
