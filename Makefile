@@ -18,11 +18,12 @@ find_python = $(shell for c in python3.14 python3.13 python3.12 \
 	  if command -v $$c >/dev/null 2>&1 && $$c -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1; then \
 	    command -v $$c; break; fi; done)
 
-.PHONY: help venv install install-test test demo bench clean
+.PHONY: help venv install install-test test lint demo bench clean
 
 help:
 	@echo "make demo   - create .venv, install, run the end-to-end audit on the demo data"
 	@echo "make test   - create .venv, install with test extras, run the test suite"
+	@echo "make lint   - ruff check of the whole tree (settings in pyproject.toml)"
 	@echo "make bench  - run the benchmarks (prints tables)"
 
 $(PY):
@@ -47,6 +48,9 @@ install: $(VENV)/.deps-stamp
 # source tree off sys.path, so the tests import the installed package.
 test: install
 	$(VENV)/bin/pytest
+
+lint: $(VENV)/.deps-stamp
+	$(VENV)/bin/ruff check .
 
 demo: install
 	$(VENV)/bin/bayes-risk demo --out $(DEMO_OUT)
