@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from scipy.special import logsumexp as _scipy_logsumexp
 
@@ -75,6 +77,9 @@ def log_ties(
 
 
 _POOL: dict[int, object] = {}
+# a forked child (e.g. a PyMC chain process) inherits the pool object but not its threads:
+# forget it there, so that the child creates its own instead of waiting on dead workers
+os.register_at_fork(after_in_child=_POOL.clear)
 
 
 def _pool(n: int):
