@@ -64,7 +64,8 @@ def _brute(plugin: CARTPlugin, i: int, cand: dict, z: pd.DataFrame) -> float:
                 zu, zw = (a.astype(float) for a in np.unique(zv[col][sel[snode == u]],
                                                             return_counts=True))
                 extra = np.array([vals[col][i]]) if i in members else None
-                total += plugin._node_loglik((0, ci, u), col, vals[col][others], extra, zu, zw)[0]
+                vals_u, _ = plugin._node_loglik((0, ci, u), col, vals[col][others], extra, zu, zw)
+                total += vals_u[0]
             else:
                 donors = Counter(vals[col][r] for r in members)
                 s = Counter(zv[col][sel[snode == u]].tolist())
@@ -387,3 +388,79 @@ def test_smoothed_posterior_is_calibrated():
     d = r[:, 0] - r[:, 1]
     assert abs(d.mean()) < 4 * d.std(ddof=1) / np.sqrt(d.size)
     assert r[:, 0].mean() > 0.4
+
+
+# ----- Monte Carlo error of the smoothed-CART plug-in -------------------------------------------
+def test_mc_log_var_delta_method():
+    from bayes_risk.attribute.plugin import mc_log_var
+
+    rng = np.random.default_rng(0)
+    R, reps = 400, 3000
+    lf = rng.normal(scale=0.6, size=(reps, R))  # replicate log-likelihoods
+    est = np.log(np.exp(lf).mean(axis=1))
+    mean_var = np.mean([mc_log_var(x) for x in lf[:300]])
+    # delta method vs the actual spread of log p-hat (1,000s of repetitions): within 15 %
+    assert mean_var == pytest.approx(np.var(est), rel=0.15)
+    # paired estimates from the same replicates: the common noise cancels
+    shift = lf + rng.normal(scale=0.05, size=lf.shape)
+    d = np.log(np.exp(shift).mean(axis=1)) - est
+    paired = np.mean([mc_log_var(a, b) for a, b in zip(shift[:300], lf[:300], strict=True)])
+    assert paired == pytest.approx(np.var(d), rel=0.2)
+    assert paired < 0.05 * mean_var
+    unpaired = mc_log_var(shift[0], lf[0], paired=False)
+    assert unpaired == pytest.approx(mc_log_var(shift[0]) + mc_log_var(lf[0]))
+    assert mc_log_var(lf[0], lf[0]) == 0.0
+    assert mc_log_var(np.full(R, -np.inf), lf[0]) == 0.0  # impossible: no Monte Carlo error
+
+
+def test_smoothed_plugin_standard_errors_match_seed_to_seed_spread():
+    """The reported Monte Carlo standard error of each record's log-likelihood differences
+    agrees with their spread over independent seeds (common random numbers within a seed)."""
+    from bayes_risk.data import make_ce_like
+
+    ce = make_ce_like(600, random_seed=1)
+    sc = infer_schema(ce, categorical=["Urban", "Marital", "Tenure"])
+    cart = cart_mod.CARTSynthesizer(smoothing=["Income"]).fit(
+        ce, sc, synthesized=["Tenure", "Income"], random_seed=1
+    )
+    syn = list(cart.synthesize(3, random_seed=2))
+    recs = list(range(8))
+    kw = dict(records=recs, candidates="one-variable,grid:additive:2000:7", progressbar=False)
+    lls, ses = [], []
+    for seed in range(10):
+        res = attribute_risk(CARTPlugin(cart, ce, random_seed=seed, n_bootstrap=100), ce, syn,
+                             **kw)
+        lls.append([res.candidate_posteriors(i)["loglik"].to_numpy() for i in recs])
+        ses.append(res.records["mc_se_max"].to_numpy())
+    ll = np.array(lls)  # [seed, record, G]
+    g0 = [int(np.flatnonzero(res.candidate_posteriors(i)["is_truth"])[0]) for i in recs]
+    diff = ll - np.stack([ll[:, k, g0[k]] for k in range(len(recs))], axis=1)[:, :, None]
+    with np.errstate(invalid="ignore"):
+        emp = np.nanmax(np.nanstd(np.where(np.isfinite(diff), diff, np.nan), axis=0, ddof=1), 1)
+    rep = np.nanmean(np.array(ses), axis=0)
+    noisy = emp > 0.02
+    assert noisy.sum() >= 2
+    ratio = rep[noisy] / emp[noisy]
+    assert 0.6 < np.median(ratio) < 1.6, (rep, emp)
+    # deterministic differences are reported as such
+    assert np.all(rep[emp < 1e-9] < 1e-6)
+    assert "mc_se_max" in res.records and set(res.records["flags"]) <= {"", "MC_ERROR_HIGH"}
+
+
+def test_mc_error_flag_and_exact_plugins_report_zero():
+    from bayes_risk.data import make_ce_like
+
+    ce = make_ce_like(300, random_seed=2)
+    sc = infer_schema(ce, categorical=["Urban", "Marital", "Tenure"])
+    smooth = cart_mod.CARTSynthesizer(smoothing=["Income"]).fit(
+        ce, sc, synthesized=["Income"], random_seed=1
+    )
+    syn = list(smooth.synthesize(2, random_seed=2))
+    kw = dict(records=range(15), candidates="grid:additive:3000:9", progressbar=False)
+    few = attribute_risk(CARTPlugin(smooth, ce, random_seed=1, n_bootstrap=4), ce, syn, **kw)
+    assert (few.records["flags"] == "MC_ERROR_HIGH").any()
+    assert "MC_ERROR_HIGH" in few.summary()["flag_counts"]
+    exact = cart_mod.CARTSynthesizer().fit(ce, sc, synthesized=["Tenure"], random_seed=1)
+    zs = list(exact.synthesize(2, random_seed=2))
+    res = attribute_risk(CARTPlugin(exact, ce), ce, zs, records=range(10), progressbar=False)
+    assert np.nanmax(res.records["mc_se_max"]) == 0.0 and not res.flagged.size

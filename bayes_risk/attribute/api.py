@@ -67,10 +67,11 @@ from bayes_risk.exceptions import ImportanceSamplingWarning, ValidationError
 __all__ = ["attribute_risk", "prior_sensitivity", "AttributeRiskResult"]
 
 
-def _takes_out(method: Any) -> bool:
-    """Whether a model method accepts an ``out=`` buffer (an optional protocol extension)."""
+def _takes(method: Any, name: str) -> bool:
+    """Whether a model method accepts the keyword ``name`` (optional protocol extensions:
+    ``neighbourhood_loglik(out=)``, ``plugin_loglik(return_se=)``)."""
     try:
-        return "out" in inspect.signature(method).parameters
+        return name in inspect.signature(method).parameters
     except (TypeError, ValueError):
         return False
 
@@ -88,7 +89,15 @@ RECORD_FLAGS = (
     "DRAW_DROPPED",
     "TRUTH_OUTSIDE_SUPPORT",
     "ALL_CANDIDATES_IMPOSSIBLE",
+    "MC_ERROR_HIGH",
 )
+
+#: ``MC_ERROR_HIGH`` (plug-in likelihoods estimated by Monte Carlo, e.g. kernel-smoothed CART):
+#: a candidate whose log-likelihood is within ``MC_SE_WINDOW`` of the record's largest has a
+#: standard error of its difference from the truth above ``MC_SE_THRESHOLD`` (posterior odds
+#: uncertain by more than about ±10 %); candidates further down carry no weight either way
+MC_SE_THRESHOLD = 0.1
+MC_SE_WINDOW = 10.0
 
 _PAIVA_POINTER = (
     "Weaker-than-worst-case intruder knowledge needs the other records' unknown values to be "
@@ -981,7 +990,7 @@ def _evaluate_records(a: _Analysis, positions: np.ndarray, *, progressbar: bool)
         if fast_ok and nb_index is not None and hasattr(mdl, "neighbourhood_loglik"):
             try:
                 kw: dict[str, Any] = {"draws": didx}
-                if _takes_out(mdl.neighbourhood_loglik) and hasattr(mdl, "neighbourhood_size"):
+                if _takes(mdl.neighbourhood_loglik, "out") and hasattr(mdl, "neighbourhood_size"):
                     # one output buffer per model, reused for every chunk
                     hm = int(mdl.n_draws) if didx is None else int(np.size(didx))
                     kw["out"] = _buffer(
@@ -1123,14 +1132,19 @@ def _evaluate_records(a: _Analysis, positions: np.ndarray, *, progressbar: bool)
                 warn_codes += [
                     c for c in getattr(model, "result_warnings", ()) if c not in warn_codes
                 ]
+                with_se = _takes(model.plugin_loglik, "return_se")
                 for k, i in enumerate(pos_ok):
                     i = int(i)
                     safe = np.where(unk_ok[k][:, None], vals_ok[k][g0_ok[k]][None, :], vals_ok[k])
-                    pl = np.asarray(
-                        model.plugin_loglik(i, decode_values(safe, vary, schema), datasets),
-                        dtype=np.float64,
-                    )
-                    if pl.shape != (m, g):
+                    cdf = decode_values(safe, vary, schema)
+                    se = None
+                    if with_se:
+                        pl, se = model.plugin_loglik(i, cdf, datasets, return_se=True)
+                        se = np.asarray(se, dtype=np.float64)
+                    else:
+                        pl = model.plugin_loglik(i, cdf, datasets)
+                    pl = np.asarray(pl, dtype=np.float64)
+                    if pl.shape != (m, g) or (se is not None and se.shape != (m, g)):
                         raise ValidationError(
                             f"model.plugin_loglik returned shape {pl.shape}; expected ({m}, {g})."
                         )
@@ -1141,6 +1155,16 @@ def _evaluate_records(a: _Analysis, positions: np.ndarray, *, progressbar: bool)
                     ndrop_d[i] = 0
                     if not np.any(np.isfinite(llk)):
                         flags_d[i].append("ALL_CANDIDATES_IMPOSSIBLE")
+                    elif se is not None:
+                        # datasets use independent Monte Carlo replicates: variances add
+                        mc = np.sqrt(np.sum(se * se, axis=0))
+                        # an impossible candidate stays impossible: no Monte Carlo error to report
+                        mc = np.where(unk_ok[k] | ~np.isfinite(llk), np.nan, mc)
+                        diag_d[i] = {"mc_se": mc}
+                        near = np.isfinite(llk) & (llk >= np.max(llk) - MC_SE_WINDOW)
+                        near[g0_ok[k]] = False
+                        if np.any(mc[near] > MC_SE_THRESHOLD):
+                            flags_d[i].append("MC_ERROR_HIGH")
                 timing["model_likelihood_s"] += time.perf_counter() - t_m
                 for i in pos[~ok]:
                     i = int(i)
@@ -1344,6 +1368,8 @@ def _assemble(a: _Analysis, part: _Partial) -> AttributeRiskResult:
     if est == "stabilised":
         df["khat_aug_max"] = agg("khat_aug", np.max)
         df["ess_aug_min"] = agg("ess_aug", np.min)
+    if is_plugin:
+        df["mc_se_max"] = agg("mc_se", np.max)
     df["ess_omega_min"] = agg("ess_omega", np.min, nontrue=False)
     df["max_omega_max"] = agg("max_omega", np.max, nontrue=False)
     df["n_dropped"] = [ndrop_d[i] for i in recs]

@@ -74,8 +74,13 @@ def _z_blocks(n_z: int, width: int) -> list[slice]:
 
 
 def mc_node_loglik(
-    counts: np.ndarray, log_k: np.ndarray, log_m: np.ndarray, z_weights: np.ndarray
-) -> float:
+    counts: np.ndarray,
+    log_k: np.ndarray,
+    log_m: np.ndarray,
+    z_weights: np.ndarray,
+    *,
+    return_terms: bool = False,
+) -> float | tuple[float, np.ndarray]:
     """``log (1/R) Σ_r Π_s p_r(z_s)`` for a node's synthetic values (SPEC §3.4.5).
 
     ``p_r(z) = Σ_k C_rk K_k(z) / Σ_k C_rk M_k`` is the kernel mixture of replicate ``r``, whose
@@ -89,10 +94,13 @@ def mc_node_loglik(
         Kernel terms from :func:`bayes_risk.models.cart.kernel_log_terms`.
     z_weights : array, shape (n_z,)
         How many synthetic records of the node carry each distinct value.
+    return_terms : bool
+        Also return the replicates' log-likelihoods ``lf[r] = log Π_s p_r(z_s)`` (``[R]``), from
+        which the Monte Carlo error is estimated (:func:`mc_log_var`).
 
     Returns
     -------
-    float
+    float, or (float, ndarray of shape (R,))
     """
     R = counts.shape[0]
     with np.errstate(divide="ignore"):
@@ -100,11 +108,12 @@ def mc_node_loglik(
         for sl in _z_blocks(log_k.shape[0], max(R, counts.shape[1])):
             lk = log_k[sl]
             mx = lk.max(axis=1)
-            if not np.all(np.isfinite(mx)):
-                return float("-inf")  # a value no donor can produce
+            if not np.all(np.isfinite(mx)):  # a value no donor can produce
+                return (float("-inf"), np.full(R, -np.inf)) if return_terms else float("-inf")
             num = counts @ np.exp(lk - mx[:, None]).T  # (R, block)
             lf = lf + (np.log(num) + mx) @ z_weights[sl]
-    return float(logsumexp(lf) - np.log(R))
+    val = float(logsumexp(lf) - np.log(R))
+    return (val, lf) if return_terms else val
 
 
 def mc_node_loglik_extra(
@@ -114,7 +123,9 @@ def mc_node_loglik_extra(
     log_k_extra: np.ndarray,
     log_m_extra: np.ndarray,
     z_weights: np.ndarray,
-) -> np.ndarray:
+    *,
+    return_terms: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """:func:`mc_node_loglik` for donors ``D`` plus one extra donor, for several extra values.
 
     The last column of ``counts`` belongs to the extra donor (record ``i`` with a candidate value);
@@ -129,10 +140,12 @@ def mc_node_loglik_extra(
     log_k_extra, log_m_extra : arrays, shapes (n_x, n_z) and (n_x,)
         Terms of each extra value.
     z_weights : array, shape (n_z,)
+    return_terms : bool
+        Also return the replicates' log-likelihoods ``[n_x, R]``.
 
     Returns
     -------
-    ndarray, shape (n_x,)
+    ndarray, shape (n_x,), or (that, ndarray of shape (n_x, R))
     """
     R = counts.shape[0]
     c_d, c_x = counts[:, :-1], counts[:, -1]
@@ -154,7 +167,37 @@ def mc_node_loglik_extra(
                     log_k_extra[x, sl] - mx[x]
                 )[None, :]
                 lf[x] = lf[x] + (np.log(num) + mx[x]) @ z_weights[sl]
-    return logsumexp(lf, axis=1) - np.log(R)
+    vals = logsumexp(lf, axis=1) - np.log(R)
+    return (vals, lf) if return_terms else vals
+
+
+def mc_log_var(lf_a: np.ndarray, lf_b: np.ndarray | None = None, *, paired: bool = True) -> float:
+    """Delta-method variance of ``log p̂_a − log p̂_b`` for Monte Carlo means of likelihoods.
+
+    ``p̂ = (1/R) Σ_r exp(lf[r])``; with ``u_r = exp(lf[r]) / p̂`` (mean 1),
+    ``Var(log p̂) ≈ Var_r(u) / R``. Two estimates computed from the **same** replicates (common
+    random numbers, ``paired=True``) have ``Var(log p̂_a − log p̂_b) ≈ Var_r(u_a − u_b) / R``;
+    from independent replicates the two variances add. ``lf_b=None`` gives ``Var(log p̂_a)``.
+    Impossible values (all ``-inf``) carry no Monte Carlo error (``0``).
+    """
+
+    def u(lf: np.ndarray) -> np.ndarray | None:
+        if not np.isfinite(lf).any():
+            return None
+        with np.errstate(under="ignore"):
+            w = np.exp(lf - np.max(lf))
+        return w / w.mean()
+
+    ua = u(lf_a)
+    R = lf_a.size
+    if lf_b is None:
+        return 0.0 if ua is None else float(np.var(ua) / R)
+    ub = u(lf_b)
+    if ua is None or ub is None:
+        return 0.0
+    if paired:
+        return float(np.var(ua - ub) / R)
+    return float((np.var(ua) + np.var(ub)) / R)
 
 
 def _atom_hit(z: np.ndarray, values: np.ndarray) -> bool:
@@ -255,8 +298,13 @@ class _PluginBase:
         return rows
 
     def plugin_loglik(
-        self, record: int, candidates: pd.DataFrame, datasets: Sequence[pd.DataFrame]
-    ) -> np.ndarray:
+        self,
+        record: int,
+        candidates: pd.DataFrame,
+        datasets: Sequence[pd.DataFrame],
+        *,
+        return_se: bool = False,
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """``[m, G]`` log-likelihood of each dataset under each candidate (up to a constant
         common to all candidates).
 
@@ -269,15 +317,21 @@ class _PluginBase:
             values stay at the truth.
         datasets : sequence of DataFrame
             The released datasets (per-dataset state is cached while the same list is passed).
+        return_se : bool
+            Also return the ``[m, G]`` Monte Carlo standard errors of each candidate's
+            log-likelihood difference from the truth (kernel-smoothed CART columns, SPEC §3.4.5;
+            ``0`` where the likelihood is exact).
 
         Returns
         -------
-        ndarray, shape (m, G)
+        ndarray, shape (m, G), or (that, standard errors of the same shape)
         """
         self._release(datasets)
         i = int(record)
         cand = self._values(self._candidate_rows(i, candidates))
-        return self._loglik(i, cand, list(candidates.columns), datasets)
+        res = self._loglik(i, cand, list(candidates.columns), datasets)
+        ll, var = res if isinstance(res, tuple) else (res, np.zeros_like(res))
+        return (ll, np.sqrt(var)) if return_se else ll
 
     def _loglik(
         self,
@@ -491,7 +545,8 @@ class CARTPlugin(_PluginBase):
         """Smoothed node log-likelihood with donors ``D`` (``extras=None``) or ``D ∪ {x}``.
 
         Returns one value (``extras=None``) or one per extra value ``x`` (record ``i``'s
-        candidate values; its donor takes the last bootstrap position).
+        candidate values; its donor takes the last bootstrap position), and the replicates'
+        log-likelihoods ``[n_out, R]`` (for the Monte Carlo error).
         """
         from bayes_risk.models.cart import kernel_log_terms
 
@@ -507,34 +562,42 @@ class CARTPlugin(_PluginBase):
             # such a value can only come from a node without smoothing (class docstring)
             return decimals is None and lo < hi and h > 0 and _atom_hit(zu, values)
 
-        def full(values: np.ndarray, counts: np.ndarray) -> float:
+        R = self.n_bootstrap
+
+        def full(values: np.ndarray, counts: np.ndarray) -> tuple[float, np.ndarray]:
             lo, hi = float(values.min()), float(values.max())
             if atom(lo, hi, values):
-                return float("-inf")
-            return mc_node_loglik(counts, *terms(values, lo, hi), zw)
+                return float("-inf"), np.full(R, -np.inf)
+            return mc_node_loglik(counts, *terms(values, lo, hi), zw, return_terms=True)
 
         n_d = donors.size
         if extras is None:
-            if n_d == 0:
-                return np.array([-np.inf])  # synthetic records routed to a node without donors
-            return np.array([full(donors, self._counts((*key, n_d)))])
+            if n_d == 0:  # synthetic records routed to a node without donors
+                return np.array([-np.inf]), np.full((1, R), -np.inf)
+            v, lf = full(donors, self._counts((*key, n_d)))
+            return np.array([v]), lf[None, :]
         counts = self._counts((*key, n_d + 1))
         out = np.empty(extras.size)
+        lfs = np.empty((extras.size, R))
         if n_d == 0:
             for k, x in enumerate(extras):
-                out[k] = full(np.array([x]), counts)
-            return out
+                out[k], lfs[k] = full(np.array([x]), counts)
+            return out, lfs
         lo, hi = float(donors.min()), float(donors.max())
         inner = (extras >= lo) & (extras <= hi)
         if inner.any():
             # the support stays [min D, max D]: the donors' part is shared (rank-one update)
             lk_x, lm_x = terms(extras[inner], lo, hi)
-            vals = mc_node_loglik_extra(counts, *terms(donors, lo, hi), lk_x.T, lm_x, zw)
-            bad = [atom(lo, hi, np.append(donors, x)) for x in extras[inner]]
+            vals, lf_x = mc_node_loglik_extra(
+                counts, *terms(donors, lo, hi), lk_x.T, lm_x, zw, return_terms=True
+            )
+            bad = np.array([atom(lo, hi, np.append(donors, x)) for x in extras[inner]])
             out[inner] = np.where(bad, -np.inf, vals)
+            lf_x[bad] = -np.inf
+            lfs[inner] = lf_x
         for k in np.flatnonzero(~inner):
-            out[k] = full(np.append(donors, extras[k]), counts)
-        return out
+            out[k], lfs[k] = full(np.append(donors, extras[k]), counts)
+        return out, lfs
 
     def _smoothed_loglik(
         self,
@@ -546,11 +609,15 @@ class CARTPlugin(_PluginBase):
         paths: list[set[int]],
         ystar: np.ndarray,
         zstate: dict[int, tuple[np.ndarray, np.ndarray]],
-    ) -> np.ndarray:
-        """``[G]`` log-likelihood of the smoothed column's touched nodes under each candidate."""
+        g0: int,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``[G]`` log-likelihood of the smoothed column's touched nodes under each candidate,
+        and ``[G]`` Monte Carlo variance of each candidate's difference from candidate ``g0``
+        (the truth): nodes use independent replicates, so their variances add."""
         tree = self.synthesizer.trees_[col]
         G = ystar.size
         ell = np.zeros(G)
+        var = np.zeros(G)
         touched = old.union(*paths) & zstate.keys()
         for u in sorted(touched):
             inside = np.array([u in p for p in paths])
@@ -561,12 +628,21 @@ class CARTPlugin(_PluginBase):
                 d = np.delete(d, pos - tree.node_start[u])
             zu, zw = zstate[u]
             key = (li, ci, u)
+            lf = np.empty((G, self.n_bootstrap))
             if (~inside).any():
-                ell[~inside] += self._node_loglik(key, col, d, None, zu, zw)[0]
+                v, lf0 = self._node_loglik(key, col, d, None, zu, zw)
+                ell[~inside] += v[0]
+                lf[~inside] = lf0[0]
             if inside.any():
                 ex, inv = np.unique(ystar[inside], return_inverse=True)
-                ell[inside] += self._node_loglik(key, col, d, ex, zu, zw)[inv]
-        return ell
+                v, lf1 = self._node_loglik(key, col, d, ex, zu, zw)
+                ell[inside] += v[inv]
+                lf[inside] = lf1[inv]
+            # candidates on the same side as the truth share its replicates (paired)
+            for g in range(G):
+                if g != g0:
+                    var[g] += mc_log_var(lf[g], lf[g0], paired=bool(inside[g] == inside[g0]))
+        return ell, var
 
     # ------------------------------------------------------------------ protocol
     def _loglik(
@@ -579,7 +655,13 @@ class CARTPlugin(_PluginBase):
         syn = self.synthesizer
         G = len(cand_vals[columns[0]])
         out = np.zeros((len(datasets), G))
+        var = np.zeros((len(datasets), G))
         varying = set(columns)
+        # the truth among the candidates: the Monte Carlo error is that of differences from it
+        is_truth = np.ones(G, dtype=bool)
+        for c in columns:
+            is_truth &= cand_vals[c] == self._vals[c][i]
+        g0 = int(np.argmax(is_truth)) if is_truth.any() else 0
         # record i's donor path and its path under each candidate, per tree (dataset-free)
         where: dict[str, tuple[int, list[int], list[list[int]] | None]] = {}
         for col in syn.visit_sequence_:
@@ -599,9 +681,11 @@ class CARTPlugin(_PluginBase):
                 if col in self._smoothed:
                     old = set(old_nodes)
                     paths = [set(p) for p in new_paths] if new_paths is not None else [old] * G
-                    out[li] += self._smoothed_loglik(
-                        li, ci, col, pos, old, paths, cand_vals[col], state[col]
+                    ell, v = self._smoothed_loglik(
+                        li, ci, col, pos, old, paths, cand_vals[col], state[col], g0
                     )
+                    out[li] += ell
+                    var[li] += v
                     continue
                 syn_counts, donors, base = state[col]
                 old_v = self._vals[col][i]
@@ -625,4 +709,4 @@ class CARTPlugin(_PluginBase):
             if not syn.records_[i]:  # a record that was not replaced is released as it is
                 zi = {c: v[i] for c, v in state["__values__"].items()}
                 out[li] += self._released_as_is(zi, cand_vals, columns)
-        return out
+        return out, var
