@@ -196,6 +196,63 @@ class BayesianSynthesizer(BaseSynthesizer):
         if not isinstance(self.progressbar, (bool, np.bool_)):
             raise ValidationError(f"progressbar must be True or False. Got {self.progressbar!r}.")
 
+    @staticmethod
+    def _check_synthesized_records(records: Any, n: int) -> np.ndarray | None:
+        """Validate a ``synthesized_records=`` argument of ``fit``: ``None`` (every record), a
+        boolean mask of length ``n`` or integer record positions in ``0..n-1``.
+
+        Returns the flags as a boolean array ``[n]`` (a copy), or ``None``.
+        """
+        if records is None:
+            return None
+        arr = np.asarray(records)
+        if arr.dtype == bool:
+            if arr.shape != (n,):
+                raise ValidationError(
+                    f"synthesized_records as a boolean mask needs one flag per record ({n}). "
+                    f"Got shape {arr.shape}."
+                )
+            return arr.copy()
+        if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+            raise ValidationError(
+                "synthesized_records must be a boolean mask or integer record indices. "
+                f"Got {records!r}."
+            )
+        if arr.size and (arr.min() < 0 or arr.max() >= n):
+            bad = int(arr[(arr < 0) | (arr >= n)][0])
+            raise ValidationError(
+                f"synthesized_records: index {bad} is outside 0..{n - 1}; indices must lie in "
+                f"0..{n - 1} (the data has {n} records)."
+            )
+        flags = np.zeros(n, dtype=bool)
+        flags[arr] = True
+        return flags
+
+    def _synthesized_rows(self) -> np.ndarray:
+        """Positions of the records whose synthesized columns are replaced (all by default)."""
+        if self.synthesized_records_ is None:
+            return np.arange(self.n_records, dtype=np.int64)
+        return np.flatnonzero(self.synthesized_records_).astype(np.int64)
+
+    def _synthesized_part(self, z: pd.DataFrame, name: str = "synthetic") -> pd.DataFrame:
+        """The synthesized records' rows of a released dataset (all rows under full synthesis).
+
+        Under partial synthesis of selected records the other rows are copies of the
+        confidential data: they carry no likelihood (``dataset_loglik``) and must not be appended
+        to the data a second time (``fit_augmented``, SPEC §2.6.1).
+        """
+        if self.synthesized_records_ is None:
+            return z
+        if not isinstance(z, pd.DataFrame):
+            raise ValidationError(f"{name} must be a pandas DataFrame. Got {type(z).__name__}.")
+        if len(z) != self.n_records:
+            raise SchemaError(
+                f"{name} has {len(z)} rows; the model synthesizes selected records of a table of "
+                f"{self.n_records} rows, so a released dataset must have {self.n_records}.",
+                code="ROW_COUNT_MISMATCH",
+            )
+        return z.iloc[self._synthesized_rows()].reset_index(drop=True)
+
     def _check_fitted(self) -> None:
         if self.posterior_ is None or self.schema_ is None:
             raise NotFittedError(
@@ -724,6 +781,12 @@ class BayesianSynthesizer(BaseSynthesizer):
             if synthesized_records.shape != (n_records,):
                 raise ValidationError(
                     f"synthesized_records must have one flag per record ({n_records})."
+                )
+            if data is None:
+                # the records that are not synthesized are released unchanged: copied from data
+                raise ValidationError(
+                    "synthesized_records (partial synthesis of selected records) needs the "
+                    "confidential data: pass data=..."
                 )
         obj._validate_posterior(dt, schema)
         if obj._needs_data_for_synthesis_given(schema) and data is None:

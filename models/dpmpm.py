@@ -399,7 +399,7 @@ class DPMPM(BayesianSynthesizer):
             data, schema=schema, synthesized=synthesized, categorical=categorical, allow_nan=True
         )
         self._check_categorical(schema)
-        flags = _record_flags(synthesized_records, len(data))
+        flags = self._check_synthesized_records(synthesized_records, len(data))
         self.dtypes_ = _dtypes_of(data)
         codes = self._encode(data, schema, name="data")
         d = [len(c.levels) for c in schema]
@@ -926,7 +926,9 @@ class DPMPM(BayesianSynthesizer):
         """A new DPMPM fitted to the confidential records and one synthetic dataset together.
 
         Its draws come from ``p(Θ | y, Z_(l))`` (SPEC §2.6.1): same settings, schema and roles as
-        this model; the records of ``synthetic`` are appended to ``data``.
+        this model; the records of ``synthetic`` are appended to ``data`` — under partial
+        synthesis of selected records only the selected rows, the ones :meth:`dataset_loglik`
+        counts (the others are copies of ``data``).
 
         Raises
         ------
@@ -939,6 +941,7 @@ class DPMPM(BayesianSynthesizer):
                 f"synthetic must be a pandas DataFrame. Got {type(synthetic).__name__}."
             )
         names = self.schema_.names
+        synthetic = self._synthesized_part(synthetic)
         for name, df in (("data", data), ("synthetic", synthetic)):
             if not isinstance(df, pd.DataFrame):
                 raise ValidationError(
@@ -981,29 +984,6 @@ def _draw_categorical(logw: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     cum = np.cumsum(w, axis=1)
     u = rng.random(logw.shape[0]) * cum[:, -1]
     return np.minimum((cum < u[:, None]).sum(axis=1), logw.shape[1] - 1)
-
-
-def _record_flags(records: Any, n: int) -> np.ndarray | None:
-    if records is None:
-        return None
-    arr = np.asarray(records)
-    if arr.dtype == bool:
-        if arr.shape != (n,):
-            raise ValidationError(
-                f"synthesized_records as a boolean mask needs one flag per record ({n}). Got "
-                f"shape {arr.shape}."
-            )
-        return arr.copy()
-    if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
-        raise ValidationError(
-            "synthesized_records must be a boolean mask or integer record indices. "
-            f"Got {records!r}."
-        )
-    if arr.size and (arr.min() < 0 or arr.max() >= n):
-        raise ValidationError(f"synthesized_records: indices must lie in 0..{n - 1}.")
-    flags = np.zeros(n, dtype=bool)
-    flags[arr] = True
-    return flags
 
 
 def _dtypes_of(df: pd.DataFrame) -> dict[str, str]:

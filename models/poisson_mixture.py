@@ -5,7 +5,8 @@ mixture of products of Poissons (**MP**) fitted to the confidential counts; **MM
 memberships of a posterior draw and redistributes each component's column totals multinomially
 over its members (every marginal total is reproduced exactly); **TCMM** additionally pools each
 column's upper tail (values above the empirical ``q``-quantile) into one group before
-redistribution (provisional, SPEC [U]).
+redistribution (provisional, SPEC [U]). Every variant also supports partial synthesis of
+selected records (``fit(..., synthesized_records=...)``; see :class:`PoissonMixture`).
 
 The PyMC model (:meth:`PoissonMixture.build_pymc_model`) is the single source of truth for the
 density; the default sampler is a blocked Gibbs step (a PyMC ``BlockedStep`` with Numba kernels,
@@ -179,6 +180,9 @@ class LargestValueLikelihood:
     memberships : str
         How memberships were obtained (``"generating"``, ``"map"``, ``"stored"`` or ``"user"``).
     warnings : list of str
+        ``"TRUTH_ZERO_LIKELIHOOD"``; ``"TARGET_NOT_SYNTHESIZED"`` when the target record is
+        not among the synthesized records (its value is released unchanged: the pieces measure
+        what the synthesized records reveal about it).
     """
 
     column: str
@@ -287,9 +291,35 @@ class PoissonMixture(BayesianSynthesizer):
     schema_ : Schema
     data_ : DataFrame or None
         Confidential records, kept for MM/TCMM and ``posterior_class`` (needed to synthesize).
+    synthesized_records_ : ndarray of bool or None
+        Records whose count columns are replaced (``None``: all records).
     model_class : {"P", "O"}
         ``"P"`` for MP in marginal mode, ``"O"`` otherwise (SPEC §2.5).
     ratio_form : "joint"
+
+    Notes
+    -----
+    **Partial synthesis of selected records** (``fit(..., synthesized_records=...)``). The
+    mixture is fitted to every record (it describes the whole table); in every synthetic dataset
+    the records that are not selected keep all their original values, and only the selected
+    records ``S`` get synthetic counts:
+
+    * MP, ``marginal``: each selected record is drawn from the posterior predictive ``p(· | Θ)``;
+      ``posterior_class``: from ``Poisson(λ_{z_i})`` with its own membership ``z_i``.
+    * MM: within each component ``k``, the total of the *selected* members,
+      ``T_kj^S = Σ_{i∈I_k∩S} y_ij``, is redistributed over the selected members,
+      ``Multinomial(T_kj^S; 1/n_k^S, …)``. The non-selected records keep their values, so every
+      component total and every column total is still reproduced exactly.
+    * TCMM: as MM, with the tail taken among the selected records: ``τ_j`` is the empirical
+      ``q``-quantile of the selected records' values of column ``j``, and the selected records
+      above it form the pooled tail group.
+
+    Synthesis thus involves only the selected records' confidential counts (and the
+    memberships), so the likelihoods follow: :meth:`dataset_loglik` is the product over the
+    selected records (MP) or the multinomial over the selected members of each group (MM,
+    TCMM), and :meth:`own_record_delta` is 0 for a record that is not selected (its value does
+    not enter the synthesis given Θ and the memberships). :meth:`fit_augmented` appends only
+    the selected rows of ``Z_(l)``.
 
     Examples
     --------
@@ -449,10 +479,13 @@ class PoissonMixture(BayesianSynthesizer):
         return 1.0 / np.maximum(1.0, y.mean(axis=0))
 
     def _needs_data_for_synthesis(self) -> bool:
-        # class O needs the confidential counts; columns outside the mixture are copied
+        # class O needs the confidential counts; columns outside the mixture, and records that
+        # are not synthesized, are copied
         schema = self.schema_
         extra = schema is not None and len(self._count_columns(schema)) < len(schema)
-        return self.model_class == "O" or bool(extra)
+        return (
+            self.model_class == "O" or bool(extra) or self.synthesized_records_ is not None
+        )
 
     # ------------------------------------------------------------------ PyMC model
     def build_pymc_model(
@@ -543,6 +576,7 @@ class PoissonMixture(BayesianSynthesizer):
         *,
         schema: Schema | None = None,
         synthesized: Sequence[str] | None = None,
+        synthesized_records: Any = None,
         random_seed: RandomSeed = None,
     ) -> PoissonMixture:
         """Fit the MP model to the count columns by MCMC.
@@ -557,6 +591,9 @@ class PoissonMixture(BayesianSynthesizer):
             The count columns to model and synthesize (default: the schema's synthesized
             columns, or every column). Other columns are released unchanged and the mixture
             does not condition on them.
+        synthesized_records : array of bool or int indices, optional
+            Records whose count columns are replaced (default all); the others are released
+            unchanged (see the class Notes for MM/TCMM). The mixture is fitted to every record.
         random_seed : RandomSeed
             Seed of the sampler (default: the ``random_seed`` setting).
 
@@ -573,12 +610,13 @@ class PoissonMixture(BayesianSynthesizer):
         """
         self._check_settings()
         data, schema = self._prepare_data(data, schema=schema, synthesized=synthesized)
+        flags = self._check_synthesized_records(synthesized_records, len(data))
         cols = self._count_columns(schema)
         y = data[cols].to_numpy(dtype=np.float64)
         seed = self._seed_for_fit(random_seed)
         posterior = self._sample(y, cols, seed)
         self.dtypes_ = record_dtypes(data)
-        self._set_fitted(posterior, schema, len(data), data=data)
+        self._set_fitted(posterior, schema, len(data), data=data, synthesized_records=flags)
         return self
 
     def _sample(self, y: np.ndarray, cols: Sequence[str], seed: RandomSeed) -> xr.DataTree:
@@ -612,10 +650,14 @@ class PoissonMixture(BayesianSynthesizer):
     ) -> PoissonMixture:
         """Refit with the same settings to the confidential records and ``Z_(l)`` together.
 
-        Returns a new model whose draws come from ``p(Θ | y, Z_(l))`` (SPEC §2.6.1).
+        Returns a new model whose draws come from ``p(Θ | y, Z_(l))`` (SPEC §2.6.1). Under
+        partial synthesis of selected records only the selected rows of ``synthetic`` are
+        appended: they are the rows :meth:`dataset_loglik` counts (the others are copies of
+        ``data``).
         """
         self._check_fitted()
         cols = self.columns_
+        synthetic = self._synthesized_part(synthetic)
         both = pd.concat([data[self.schema_.names], synthetic[self.schema_.names]],
                          ignore_index=True)
         new = type(self)(**self.get_params())
@@ -751,8 +793,9 @@ class PoissonMixture(BayesianSynthesizer):
                     "this model has unsynthesized columns but no confidential data to copy them "
                     "from; refit, or build it with from_posterior(..., data=...)."
                 )
+        rows = self._synthesized_rows()  # every record unless synthesized_records was given
         if self.model_class == "P":
-            k = rng.choice(K, size=n, p=np.exp(log_pi) / np.exp(log_pi).sum())
+            k = rng.choice(K, size=rows.size, p=np.exp(log_pi) / np.exp(log_pi).sum())
             vals = rng.poisson(lam[k]).astype(np.int64)
         else:
             y = data[cols].to_numpy(dtype=np.float64)
@@ -760,25 +803,46 @@ class PoissonMixture(BayesianSynthesizer):
             if z is None or z.shape[0] != n:
                 z = pk.sample_memberships(y, log_pi, lam, rng)
             if self.variant == "mp":  # posterior_class
-                vals = rng.poisson(lam[z]).astype(np.int64)
+                vals = rng.poisson(lam[z[rows]]).astype(np.int64)
             else:
-                vals = np.empty((n, len(cols)), dtype=np.int64)
+                vals = np.empty((rows.size, len(cols)), dtype=np.int64)
                 for j in range(len(cols)):
                     groups, ng = self._groups(y[:, j], z, K)
-                    totals = np.bincount(groups, weights=y[:, j], minlength=ng)
-                    vals[:, j] = pk.redistribute_totals(groups, totals, rng)
+                    totals = _group_totals(y[:, j], groups, ng)
+                    if rows.size:
+                        vals[:, j] = pk.redistribute_totals(groups[rows], totals, rng)
         for j, c in enumerate(cols):
-            out[c] = vals[:, j]
+            if rows.size == n:
+                out[c] = vals[:, j]
+            else:  # the records that are not selected keep their values
+                col = out[c].to_numpy(dtype=np.int64, copy=True)
+                col[rows] = vals[:, j]
+                out[c] = col
         out = out[self.schema_.names].reset_index(drop=True)
         return apply_dtypes(out, {k: v for k, v in self.dtypes_.items() if k not in cols},
                             self.schema_)
 
     def _groups(self, ycol: np.ndarray, z: np.ndarray, K: int) -> tuple[np.ndarray, int]:
-        """Redistribution groups of one column: components (MM) or components + tail (TCMM)."""
-        if self.variant == "tcmm":
-            g, _ = pk.tcmm_groups(ycol, z, K, float(self.q))
-            return g, K + 1
-        return np.asarray(z, dtype=np.int64), K
+        """Redistribution groups of one column: components (MM) or components + tail (TCMM).
+
+        Under partial synthesis only the selected records are grouped (the others get ``-1``:
+        they are released unchanged) and the TCMM tail threshold is the ``q``-quantile of the
+        selected records' values, so that synthesis involves the selected records only.
+        """
+        ng = K + 1 if self.variant == "tcmm" else K
+        sel = self.synthesized_records_
+        if sel is None:
+            if self.variant == "tcmm":
+                return pk.tcmm_groups(ycol, z, K, float(self.q))[0], ng
+            return np.asarray(z, dtype=np.int64), ng
+        g = np.full(np.shape(ycol)[0], -1, dtype=np.int64)
+        if sel.any():
+            if self.variant == "tcmm":
+                g[sel] = pk.tcmm_groups(np.asarray(ycol)[sel], np.asarray(z)[sel], K,
+                                        float(self.q))[0]
+            else:
+                g[sel] = np.asarray(z, dtype=np.int64)[sel]
+        return g, ng
 
     # ------------------------------------------------------------------ likelihoods
     def record_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
@@ -869,8 +933,8 @@ class PoissonMixture(BayesianSynthesizer):
     def _sums_match(self, zvals: np.ndarray, y: np.ndarray, memb: np.ndarray, K: int) -> bool:
         for j in range(y.shape[1]):
             groups, ng = self._groups(y[:, j], memb, K)
-            a = np.bincount(groups, weights=zvals[:, j], minlength=ng)
-            b = np.bincount(groups, weights=y[:, j], minlength=ng)
+            a = _group_totals(zvals[:, j], groups, ng)
+            b = _group_totals(y[:, j], groups, ng)
             if np.any(np.abs(a - b) > 1e-9):
                 return False
         return True
@@ -932,7 +996,7 @@ class PoissonMixture(BayesianSynthesizer):
         tot = 0.0
         for j in range(y.shape[1]):
             groups, ng = self._groups(y[:, j], memb, K)
-            totals = np.bincount(groups, weights=y[:, j], minlength=ng)
+            totals = _group_totals(y[:, j], groups, ng)
             tot += pk.groups_loglik(zvals[:, j], groups, totals)
             if tot == -np.inf:
                 return tot
@@ -951,6 +1015,10 @@ class PoissonMixture(BayesianSynthesizer):
           corresponds to confidential record ``i``, so it shares its membership.
         * MP, ``posterior_class`` (class O): ``Σ_i log Poisson(z_i | λ_{k_i})`` given memberships.
 
+        Under partial synthesis of selected records the sums run over the selected records
+        only, and the MM/TCMM groups hold the selected records only (see the class Notes): a
+        record released unchanged contributes nothing.
+
         Parameters
         ----------
         memberships : {"generating", "map", "stored"}, int array [n] or [H, n], or None
@@ -960,9 +1028,10 @@ class PoissonMixture(BayesianSynthesizer):
             * ``"generating"`` (default when the Gibbs sampler recorded memberships): for each
               dataset, the memberships that generated it — from ``SyntheticData.draw_index``
               when given, else the stored draw whose memberships reproduce the dataset's group
-              sums. The agency-side worst case of SPEC §2.2 (the intruder knows the synthesis
-              groups); the same for every ``Θ_h``, since the MM likelihood given memberships does
-              not depend on ``Θ``.
+              sums (the first one found: when few records are synthesized several draws may
+              reproduce them, so pass the ``SyntheticData``). The agency-side worst case of
+              SPEC §2.2 (the intruder knows the synthesis groups); the same for every ``Θ_h``,
+              since the MM likelihood given memberships does not depend on ``Θ``.
             * ``"map"`` (default otherwise): MAP component of each confidential record under
               ``Θ_h`` (SPEC option (b)). With exact totals a MAP grouping rarely reproduces the
               synthetic group sums, so ``L`` is mostly ``-inf``.
@@ -978,8 +1047,11 @@ class PoissonMixture(BayesianSynthesizer):
         frames = self._as_frames(datasets)
         zs = [self._counts(f, name=f"synthetic dataset {l + 1}") for l, f in enumerate(frames)]
         log_pi, lam = self._params(idx)
+        rows = self._synthesized_rows()
         if self.model_class == "P":
-            return np.stack([pk.record_loglik(z, log_pi, lam).sum(axis=1) for z in zs], axis=1)
+            return np.stack(
+                [pk.record_loglik(z[rows], log_pi, lam).sum(axis=1) for z in zs], axis=1
+            )
         y = self._confidential_counts()
         K = lam.shape[1]
         memberships = self._membership_mode(memberships)
@@ -989,7 +1061,7 @@ class PoissonMixture(BayesianSynthesizer):
         if isinstance(memberships, str) and memberships == "marginalised":
             for r in range(idx.size):
                 for l, z in enumerate(zs):
-                    out[r, l] = self._pc_terms(z, y, log_pi[r], lam[r]).sum()
+                    out[r, l] = self._pc_terms(z[rows], y[rows], log_pi[r], lam[r]).sum()
             return out
         if gen is not None and self.variant != "mp":
             # given the memberships the MM/TCMM likelihood does not involve Θ_h
@@ -1001,10 +1073,7 @@ class PoissonMixture(BayesianSynthesizer):
                 memberships, int(h), y, log_pi[r], lam[r])
             for l, z in enumerate(zs):
                 memb = gen[l] if gen is not None else memb_h
-                if self.variant == "mp":
-                    out[r, l] = self._posterior_class_loglik(z, memb, lam[r])
-                else:
-                    out[r, l] = self._class_o_loglik(z, y, memb, K)
+                out[r, l] = self._o_loglik(z, y, memb, K, lam[r])
         return out
 
     @staticmethod
@@ -1021,11 +1090,12 @@ class PoissonMixture(BayesianSynthesizer):
         pz = pk.class_log_weights(z, np.zeros(lam.shape[0]), lam)
         return lse(log_post + pz, axis=1)
 
-    @staticmethod
-    def _posterior_class_loglik(z: np.ndarray, memb: np.ndarray, lam: np.ndarray) -> float:
+    def _posterior_class_loglik(self, z: np.ndarray, memb: np.ndarray, lam: np.ndarray) -> float:
+        """``Σ_{i∈S} log Poisson(z_i | λ_{memb_i})`` over the synthesized records ``S``."""
         from scipy.stats import poisson
 
-        return float(poisson.logpmf(z, lam[memb]).sum())
+        rows = self._synthesized_rows()
+        return float(poisson.logpmf(z[rows], lam[memb[rows]]).sum())
 
     def _confidential_counts(self, data: pd.DataFrame | None = None) -> np.ndarray:
         if data is not None:
@@ -1084,11 +1154,16 @@ class PoissonMixture(BayesianSynthesizer):
         y = self._confidential_counts()
         record = self._record_position(record, y)
         cand = self._candidate_array(candidates, y[record])
+        if self.synthesized_records_ is not None and not self.synthesized_records_[record]:
+            # released unchanged: its value enters neither the synthesis nor the likelihood
+            L = self.dataset_loglik(datasets, draws=draws, memberships=memberships)
+            return np.repeat(L[:, :, None], cand.shape[0], axis=2)
         frames = self._as_frames(datasets)
         zs = [self._counts(f, name=f"synthetic dataset {l + 1}") for l, f in enumerate(frames)]
         idx = self._draw_indices(draws)
         log_pi, lam = self._params(idx)
         K = lam.shape[1]
+        rows = self._synthesized_rows()
         memberships = self._membership_mode(memberships)
         gen = (self._generating_memberships(datasets, zs, y)
                if isinstance(memberships, str) and memberships == "generating" else None)
@@ -1099,7 +1174,7 @@ class PoissonMixture(BayesianSynthesizer):
                     t = self._pc_terms(z, y, log_pi[r], lam[r])
                     zi = np.repeat(z[[record]], cand.shape[0], axis=0)
                     own = self._pc_terms(zi, cand, log_pi[r], lam[r])
-                    out[r, l, :] = t.sum() - t[record] + own
+                    out[r, l, :] = t[rows].sum() - t[record] + own
             return out
         if gen is not None and self.variant != "mp":
             # given the memberships the MM/TCMM likelihood does not involve Θ_h
@@ -1138,8 +1213,17 @@ class PoissonMixture(BayesianSynthesizer):
         where the truth has zero likelihood under a draw (``L_{hl} = −inf``, e.g. MAP memberships
         that do not reproduce the synthetic group sums): ``0`` if the candidate's is ``−inf``
         too, ``+inf`` otherwise — so ``L + delta`` is ``nan`` there; engines that can should use
-        :meth:`candidate_dataset_loglik` directly.
+        :meth:`candidate_dataset_loglik` directly. A record that is not synthesized (partial
+        synthesis of selected records) has no own-record term: 0.
         """
+        self._check_fitted()
+        if self.synthesized_records_ is not None and self.model_class == "O":
+            y = self._confidential_counts()
+            pos = self._record_position(record, y)
+            if not self.synthesized_records_[pos]:
+                G = self._candidate_array(candidates, y[pos]).shape[0]
+                m = len(self._as_frames(datasets))
+                return np.zeros((self._draw_indices(draws).size, m, G))
         full = self.candidate_dataset_loglik(
             record, candidates, datasets, draws=draws, memberships=memberships
         )
@@ -1357,6 +1441,9 @@ class PoissonMixture(BayesianSynthesizer):
             delta[np.isneginf(truth)[:, :, None] & np.isfinite(cand_ll)] = np.inf
             if np.any(np.isneginf(truth)):
                 warns.append("TRUTH_ZERO_LIKELIHOOD")
+        if self.synthesized_records_ is not None and not self.synthesized_records_[rec]:
+            # the likelihood covers the synthesized records only; the value itself is released
+            warns.append("TARGET_NOT_SYNTHESIZED")
         return LargestValueLikelihood(
             column=column, record=rec, second_largest=y2, candidates=grid, g0=g0,
             model_class=self.model_class, logp_rec=logp_rec, L=L, delta=delta,
@@ -1365,3 +1452,11 @@ class PoissonMixture(BayesianSynthesizer):
                          if isinstance(memberships, (str, type(None))) else "user"),
             warnings=warns,
         )
+
+
+def _group_totals(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """Sum of ``values`` per group ``0..n_groups-1``; records of group ``-1`` (not synthesized)
+    are left out."""
+    keep = np.asarray(groups) >= 0
+    return np.bincount(np.asarray(groups)[keep], weights=np.asarray(values)[keep],
+                       minlength=n_groups).astype(np.float64)

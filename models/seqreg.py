@@ -9,6 +9,10 @@ AttributeRiskCalculation and used by SIPP Synthetic Beta.
 
 Because the priors of the ``Θ_v`` are independent, the posterior factorises over ``v`` and each
 regression is fitted on its own.
+
+Partial synthesis of selected records (``fit(..., synthesized_records=...)``): the regressions
+are fitted to every record, but only the selected records get synthetic values; the others are
+released unchanged, and the dataset likelihood is the product over the selected records only.
 """
 
 from __future__ import annotations
@@ -108,8 +112,21 @@ class SequentialRegression(BayesianSynthesizer):
     order_ : list of str
     families_ : dict
     designs_ : dict of DesignSpec
+    synthesized_records_ : ndarray of bool or None
+        Records whose synthesized columns are replaced (``None``: all records).
     model_class : "P"
     ratio_form : "conditional"
+
+    Notes
+    -----
+    **Partial synthesis of selected records.** With ``fit(..., synthesized_records=...)`` the
+    chain is still fitted to all records (it describes the whole table), but in every synthetic
+    dataset only the selected records get synthetic values: for a selected record, column ``v``
+    is drawn given the record's unsynthesized values and its *synthetic* values of the columns
+    before ``v`` (as in full synthesis); every other record keeps all its original values.
+    :meth:`dataset_loglik` then sums over the selected records only (a record released
+    unchanged has no synthesis likelihood), and :meth:`fit_augmented` appends only the selected
+    records of ``Z_(l)``, so that its draws come from ``p(Θ | y, Z_(l))`` for that likelihood.
 
     Examples
     --------
@@ -276,7 +293,10 @@ class SequentialRegression(BayesianSynthesizer):
         return m
 
     def _needs_data_for_synthesis(self) -> bool:
-        return bool(self.schema_ is not None and self.schema_.unsynthesized)
+        # unsynthesized columns, and the records that are not synthesized, are copied from data
+        return bool(self.schema_ is not None and self.schema_.unsynthesized) or (
+            self.synthesized_records_ is not None
+        )
 
     # ------------------------------------------------------------------ fit
     def fit(
@@ -285,6 +305,7 @@ class SequentialRegression(BayesianSynthesizer):
         *,
         schema: Schema | None = None,
         synthesized: Sequence[str] | None = None,
+        synthesized_records: Any = None,
         random_seed: RandomSeed = None,
     ) -> SequentialRegression:
         """Draw from the posterior of every regression of the chain.
@@ -297,6 +318,9 @@ class SequentialRegression(BayesianSynthesizer):
             Column types, levels and roles (default inferred).
         synthesized : sequence of str, optional
             Columns to synthesize (default: the schema's synthesized columns, else all).
+        synthesized_records : array of bool or int indices, optional
+            Records whose synthesized columns are replaced (default all); the others are
+            released unchanged. The regressions are fitted to every record either way.
         random_seed : RandomSeed
             Seed (default: the ``random_seed`` setting); each column gets its own child stream.
 
@@ -314,11 +338,12 @@ class SequentialRegression(BayesianSynthesizer):
             the data.
         """
         data, schema = self._prepare_data(data, schema=schema, synthesized=synthesized)
+        flags = self._check_synthesized_records(synthesized_records, len(data))
         self._resolve_structure(schema)
         seed = self._seed_for_fit(random_seed)
         posterior = self._draw_posterior(data, schema, seed)
         self.dtypes_ = record_dtypes(data)
-        self._set_fitted(posterior, schema, len(data), data=data)
+        self._set_fitted(posterior, schema, len(data), data=data, synthesized_records=flags)
         return self
 
     def _draw_posterior(self, data: pd.DataFrame, schema: Schema, seed: RandomSeed) -> xr.DataTree:
@@ -422,10 +447,13 @@ class SequentialRegression(BayesianSynthesizer):
         """Refit every regression to the confidential records and ``Z_(l)`` stacked together.
 
         Returns a new model with draws from ``p(Θ | y, Z_(l))`` (SPEC §2.6.1): exact for the
-        normal/categorical families, NUTS or Laplace for the GLMs as set.
+        normal/categorical families, NUTS or Laplace for the GLMs as set. Under partial
+        synthesis of selected records only the selected rows of ``synthetic`` are appended:
+        they are the rows :meth:`dataset_loglik` counts (the others are copies of ``data``).
         """
         self._check_fitted()
         names = self.schema_.names
+        synthetic = self._synthesized_part(synthetic)
         both = pd.concat([data[names], synthetic[names]], ignore_index=True)
         new = type(self)(**self.get_params())
         return new.fit(both, schema=self.schema_,
@@ -678,7 +706,11 @@ class SequentialRegression(BayesianSynthesizer):
         self, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draws: Any = None
     ) -> np.ndarray:
         """``[H, m]`` ``log p(Z_(l) | Θ_h) = Σ_i Σ_v log f_v(z_iv | x_v(z_i), Θ_{h,v})``
-        (class P)."""
+        (class P).
+
+        The sum runs over the synthesized records (all records unless the model was fitted with
+        ``synthesized_records``; a record released unchanged contributes nothing).
+        """
         self._check_fitted()
         if isinstance(datasets, SyntheticData):
             frames = list(datasets.datasets)
@@ -689,6 +721,7 @@ class SequentialRegression(BayesianSynthesizer):
         idx = self._draw_indices(draws)
         cols = []
         for l, z in enumerate(frames):
+            z = self._synthesized_part(z, name=f"synthetic dataset {l + 1}")
             vals = self._values(z, f"synthetic dataset {l + 1}")
             cols.append(self._loglik_from_values(vals, len(z), idx).sum(axis=1))
         return np.stack(cols, axis=1)

@@ -332,6 +332,14 @@ def test_fit_augmented_uses_both_datasets():
     assert isinstance(aug, DPMPM) and aug is not model
     assert aug.n_records == 400 and aug.n_draws == model.n_draws
     assert aug.schema_.names == model.schema_.names
+    # partial synthesis of selected records: only the synthesized rows are new information
+    part = DPMPM(n_components=3, tune=20, draws=30, progressbar=False).fit(
+        df, synthesized_records=np.arange(0, 200, 4), random_seed=1
+    )
+    z = part.synthesize(1, random_seed=2)[0]
+    assert part.fit_augmented(df, z, random_seed=3).n_records == 250
+    with pytest.raises(SchemaError, match="must have 200"):
+        part.fit_augmented(df, z.iloc[:150], random_seed=3)
 
 
 # ---------------------------------------------------------------------------- missing values

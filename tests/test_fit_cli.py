@@ -147,12 +147,16 @@ def test_fit_records_selects_the_synthesized_records(tmp_path, csv, capsys):
     keep = np.setdiff1d(np.arange(len(df)), chosen)
     for d in z:
         np.testing.assert_array_equal(d["MAR"].to_numpy()[keep], df["MAR"].to_numpy()[keep])
-    # a model without partial synthesis of selected records refuses the option
-    bad = ["fit", str(path), "--model", "poisson-mixture", "--columns", "AGE", "--tune", "5",
-           "--draws", "5", "--quiet", "--records", str(recs), "--out", str(tmp_path / "p")]
-    assert cli.main(bad) != 0
-    assert "--records is not supported by --model poisson-mixture" in capsys.readouterr().err
-    assert not (tmp_path / "p").exists()
+    # the Poisson mixture (and the regression chain) accept it too
+    pm = ["fit", str(path), "--model", "poisson-mixture", "--variant", "mm", "--columns", "AGE",
+          "--components", "3", "--tune", "5", "--draws", "5", "--quiet", "--random-seed", "1",
+          "--records", str(recs), "--out", str(tmp_path / "p")]
+    assert cli.main(pm) == 0
+    pmodel = load_model(tmp_path / "p")
+    np.testing.assert_array_equal(np.flatnonzero(pmodel.synthesized_records_), chosen)
+    for d in pmodel.synthesize(2, random_seed=3):
+        np.testing.assert_array_equal(d["AGE"].to_numpy()[keep], df["AGE"].to_numpy()[keep])
+        assert d["AGE"].sum() == df["AGE"].sum()
     recs.write_text("1\nx\n")
     assert cli.main(["fit", str(path), *BASE, "--records", str(recs), "--out",
                      str(tmp_path / "q")]) != 0

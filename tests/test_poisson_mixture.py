@@ -473,6 +473,195 @@ def test_nuts_sampler_and_unsynthesized_columns(data):
 
 
 # ------------------------------------------------------------------------------------------
+# partial synthesis of selected records
+# ------------------------------------------------------------------------------------------
+PARTIAL_N = 200
+
+
+def _partial_flags() -> np.ndarray:
+    flags = np.zeros(PARTIAL_N, bool)
+    flags[::3] = True
+    return flags
+
+
+def _fit_partial(variant: str, data: pd.DataFrame, **kw) -> PoissonMixture:
+    settings = dict(n_components=6, tune=40, draws=60, progressbar=False)
+    settings.update(kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return PoissonMixture(variant, **settings).fit(
+            data.head(PARTIAL_N), synthesized_records=_partial_flags(), random_seed=3
+        )
+
+
+def _check_unselected_kept(syn, df: pd.DataFrame, flags: np.ndarray) -> None:
+    np.testing.assert_array_equal(syn.synthesized_records, flags)
+    for z in syn:
+        pd.testing.assert_frame_equal(z[~flags], df[~flags])
+        assert (z[flags].to_numpy() != df[flags].to_numpy()).any(axis=1).mean() > 0.5
+
+
+def test_partial_synthesis_mp_marginal(data):
+    df, flags = data.head(PARTIAL_N), _partial_flags()
+    m = _fit_partial("mp", data)
+    assert m.model_class == "P" and m.data_ is not None  # the unselected records are copied
+    # the posterior is fitted on all records: the same draws as for full synthesis
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        full = PoissonMixture(n_components=6, tune=40, draws=60, progressbar=False).fit(
+            df, random_seed=3)
+    np.testing.assert_array_equal(m._stacked("lam"), full._stacked("lam"))
+    syn = m.synthesize(2, random_seed=4)
+    _check_unselected_kept(syn, df, flags)
+    L = m.dataset_loglik(syn, draws=[0, 9])
+    want = np.stack([m.record_loglik(z[flags], draws=[0, 9]).sum(1) for z in syn], axis=1)
+    np.testing.assert_allclose(L, want, rtol=1e-12)
+    # p(Θ | y, Z_(l)) for that likelihood: only the selected rows of Z_(l) are appended
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        aug = m.fit_augmented(df, syn[0], random_seed=2)
+    assert aug.n_records == PARTIAL_N + int(flags.sum()) and aug.synthesized_records_ is None
+
+
+def test_partial_synthesis_mp_posterior_class(data):
+    df, flags = data.head(PARTIAL_N), _partial_flags()
+    m = _fit_partial("mp", data, synthesis_mode="posterior_class")
+    syn = m.synthesize(1, random_seed=4)
+    _check_unselected_kept(syn, df, flags)
+    h = syn.draw_index[0]
+    memb = m._memberships_of(h)
+    lam = m._stacked("lam", np.array([h]))[0]
+    w = m._stacked("w", np.array([h]))[0]
+    y, z = df.to_numpy(), syn[0].to_numpy()
+    want = stats.poisson.logpmf(z[flags], lam[memb[flags]]).sum()
+    np.testing.assert_allclose(m.dataset_loglik(syn, draws=[h], memberships="stored")[0, 0], want)
+    joint = w[None, :] * stats.poisson.pmf(y[:, None, :], lam[None]).prod(-1)
+    post = joint / joint.sum(1, keepdims=True)
+    pz = stats.poisson.pmf(z[:, None, :], lam[None]).prod(-1)
+    want_m = np.log((post * pz).sum(1))[flags].sum()
+    np.testing.assert_allclose(m.dataset_loglik(syn, draws=[h])[0, 0], want_m, rtol=1e-10)
+    # own-record term: by hand for a selected record, 0 for a record released unchanged
+    sel, non = int(np.flatnonzero(flags)[0]), int(np.flatnonzero(~flags)[0])
+    for i in (sel, non):
+        cands = np.array([y[i], y[i] + [3, 0], y[i] + [0, 5]])
+        d = m.own_record_delta(i, cands, syn, draws=[h])
+        if i == non:
+            np.testing.assert_array_equal(d, 0.0)
+            cl = m.candidate_dataset_loglik(i, cands, syn, draws=[h])
+            np.testing.assert_allclose(cl[0, 0], want_m)
+            continue
+        for g, c in enumerate(cands):
+            jc = w * stats.poisson.pmf(c[None, :], lam).prod(-1)
+            own = np.log(((jc / jc.sum()) * pz[i]).sum())
+            np.testing.assert_allclose(d[0, 0, g], own - np.log((post[i] * pz[i]).sum()),
+                                       atol=1e-10)
+
+
+@pytest.mark.parametrize("variant", ["mm", "tcmm"])
+def test_partial_synthesis_mm_tcmm(data, variant):
+    """Within each component the selected records' total is redistributed over them."""
+    df, flags = data.head(PARTIAL_N), _partial_flags()
+    m = _fit_partial(variant, data, q=0.7)
+    syn = m.synthesize(2, random_seed=4)
+    _check_unselected_kept(syn, df, flags)
+    K = m.n_components
+
+    def groups_of(c: str, h: int) -> np.ndarray:
+        # groups of the selected records: components; the TCMM tail is the selected records
+        # above the q-quantile of the selected records' values
+        memb = m._memberships_of(h)[flags]
+        if variant == "mm":
+            return memb
+        y = df[c].to_numpy()[flags]
+        tail = y > pk.tail_threshold(y, 0.7)
+        assert tail.any()
+        return np.where(tail, K, memb)
+
+    for l, z in enumerate(syn):
+        # every column total is preserved, and so is each group's total of selected records
+        np.testing.assert_array_equal(z.sum().to_numpy(), df.sum().to_numpy())
+        for c in df.columns:
+            g = groups_of(c, syn.draw_index[l])
+            np.testing.assert_array_equal(
+                np.bincount(g, weights=z[c].to_numpy()[flags], minlength=K + 1),
+                np.bincount(g, weights=df[c].to_numpy()[flags], minlength=K + 1),
+            )
+    # dataset likelihood by hand: multinomials over the selected members of each group
+    h = syn.draw_index[0]
+    want = 0.0
+    for c in df.columns:
+        y = df[c].to_numpy()[flags]
+        vals_all = syn[0][c].to_numpy()[flags]
+        groups = groups_of(c, h)
+        for g in np.unique(groups):
+            vals = vals_all[groups == g]
+            tot = y[groups == g].sum()
+            want += gammaln(tot + 1) - gammaln(vals + 1).sum() - tot * np.log(vals.size)
+    L = m.dataset_loglik(syn, draws=[h, 0], memberships="stored")
+    np.testing.assert_allclose(L[0, 0], want, rtol=1e-10)
+    # default memberships: the generating ones (from draw_index), the same for every draw
+    np.testing.assert_allclose(m.dataset_loglik(syn, draws=[0, 7])[:, 0], want, rtol=1e-10)
+    # own-record term: the MM collapse for a selected record, 0 for one released unchanged
+    y_all = df.to_numpy()
+    sel = int(np.flatnonzero(flags & (y_all > 0).all(1))[0])
+    non = int(np.flatnonzero(~flags)[0])
+    for i in (sel, non):
+        cands = np.array([y_all[i], y_all[i] + [1, 0], y_all[i] + [0, 2]])
+        d = m.own_record_delta(i, cands, syn, draws=[0, 5])
+        assert d.shape == (2, 2, 3)
+        if i == sel:
+            assert np.all(d[..., 0] == 0.0) and np.all(d[..., 1:] == -np.inf)
+        else:
+            np.testing.assert_array_equal(d, 0.0)
+
+
+def test_partial_synthesis_attribute_risk(data):
+    """Engine on a partial release: a selected record of MM collapses on its truth (seed 003);
+    a record released unchanged is read off the release (every other candidate is impossible,
+    the factor 1{z_i = y*} of the likelihood). MP (class P) gives a proper posterior for the
+    selected record."""
+    from bayes_risk.attribute.api import attribute_risk
+
+    df, flags = data.head(PARTIAL_N), _partial_flags()
+    sel, non = int(np.flatnonzero(flags)[1]), int(np.flatnonzero(~flags)[1])
+    for variant in ("mm", "mp"):
+        m = _fit_partial(variant, data)
+        syn = m.synthesize(2, random_seed=4)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = attribute_risk(m, df, syn, records=[sel, non],
+                                 candidates="grid:additive:2:5", draws=np.arange(0, 60, 3),
+                                 progressbar=False, random_seed=1)
+        p = res.records["p_true"].to_numpy()
+        assert p[1] == 1.0 and res.records["synthesized"].tolist() == [True, False]
+        if variant == "mm":
+            assert p[0] == pytest.approx(1.0)
+        else:
+            assert 0 < p[0] < 1
+            for lp in res.log_post:
+                np.testing.assert_allclose(np.exp(lp).sum(), 1.0)
+
+
+def test_partial_synthesis_save_load_round_trip(data, tmp_path):
+    m = _fit_partial("tcmm", data, q=0.8)
+    m.save(tmp_path / "model")
+    loaded = PoissonMixture.load(tmp_path / "model")
+    np.testing.assert_array_equal(loaded.synthesized_records_, _partial_flags())
+    a = m.synthesize(2, random_seed=21)
+    b = loaded.synthesize(2, random_seed=21)
+    for x, y in zip(a, b, strict=True):
+        pd.testing.assert_frame_equal(x, y)
+    np.testing.assert_array_equal(m.dataset_loglik(a, draws=[0, 1], memberships="stored"),
+                                  loaded.dataset_loglik(a, draws=[0, 1], memberships="stored"))
+    # the largest value belongs to a record released unchanged: flagged
+    res = loaded.largest_value_loglik("wages", a, upper=1000, draws=[0],
+                                      memberships="stored")
+    assert ("TARGET_NOT_SYNTHESIZED" in res.warnings) == (not _partial_flags()[res.record])
+    with pytest.raises(ValidationError, match="index 200 is outside 0..199"):
+        PoissonMixture(n_components=2).fit(data.head(PARTIAL_N), synthesized_records=[200])
+
+
+# ------------------------------------------------------------------------------------------
 # errors
 # ------------------------------------------------------------------------------------------
 def test_errors(data, mp):

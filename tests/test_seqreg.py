@@ -417,6 +417,156 @@ def test_nuts_poisson_regression_recovers_coefficients():
 
 
 # ------------------------------------------------------------------------------------------
+# partial synthesis of selected records
+# ------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def partial_chain():
+    df = _mixed_data(200, seed=1)
+    flags = np.zeros(len(df), bool)
+    flags[:80] = True
+    model = SequentialRegression(
+        posterior_method={"b": "laplace", "c": "laplace"}, draws=100, progressbar=False,
+    )
+    # positions are accepted as well as a mask
+    _quiet(model.fit, df, synthesized=["b", "y", "c"], synthesized_records=np.arange(80),
+           random_seed=5)
+    return df, flags, model
+
+
+def test_partial_synthesis_keeps_unselected_records(partial_chain):
+    df, flags, model = partial_chain
+    np.testing.assert_array_equal(model.synthesized_records_, flags)
+    syn = model.synthesize(2, random_seed=3)
+    np.testing.assert_array_equal(syn.synthesized_records, flags)
+    for z in syn:
+        assert list(z.dtypes) == list(df.dtypes)
+        pd.testing.assert_frame_equal(z[~flags], df[~flags])
+        pd.testing.assert_series_equal(z["x"], df["x"])  # unsynthesized column
+        assert (z.loc[flags, "y"] != df.loc[flags, "y"]).all()
+        assert (z.loc[flags, "b"] != df.loc[flags, "b"]).any()
+    # the posterior is fitted on all records: the same as for full synthesis
+    full = _quiet(
+        SequentialRegression(posterior_method={"b": "laplace", "c": "laplace"}, draws=100,
+                             progressbar=False).fit,
+        df, synthesized=["b", "y", "c"], random_seed=5,
+    )
+    for v in ("b__beta", "y__beta", "y__sigma", "c__beta"):
+        np.testing.assert_array_equal(model._stacked(v), full._stacked(v))
+
+
+def test_partial_synthesis_dataset_loglik_sums_selected_records(partial_chain):
+    df, flags, model = partial_chain
+    syn = model.synthesize(2, random_seed=3)
+    L = model.dataset_loglik(syn, draws=[0, 7])
+    want = np.stack([model.record_loglik(z[flags], draws=[0, 7]).sum(1) for z in syn], axis=1)
+    np.testing.assert_allclose(L, want, rtol=1e-12)
+    with pytest.raises(SchemaError, match="has 10 rows"):
+        model.dataset_loglik([syn[0].head(10)])
+
+
+def test_partial_synthesis_save_load_and_fit_augmented(partial_chain, tmp_path):
+    df, flags, model = partial_chain
+    model.save(tmp_path / "m")
+    from bayes_risk.models import load_model
+
+    loaded = load_model(tmp_path / "m")
+    np.testing.assert_array_equal(loaded.synthesized_records_, flags)
+    a = model.synthesize(2, random_seed=4)
+    b = loaded.synthesize(2, random_seed=4)
+    for x, y in zip(a, b, strict=True):
+        pd.testing.assert_frame_equal(x, y)
+    np.testing.assert_array_equal(model.dataset_loglik(a), loaded.dataset_loglik(a))
+    # p(Θ | y, Z_(l)) for the likelihood above: only the selected rows of Z_(l) are appended
+    aug = _quiet(model.fit_augmented, df, a[0], random_seed=4)
+    assert aug.n_records == len(df) + int(flags.sum())
+    assert aug.synthesized_records_ is None
+
+
+def test_partial_synthesis_uses_synthetic_earlier_columns_as_predictors():
+    """Selected records: y is drawn given their synthetic b; other records are untouched."""
+    rng = np.random.default_rng(8)
+    n = 60
+    x = rng.normal(size=n)
+    df = pd.DataFrame({"x": x, "b": pd.Categorical((x > 0).astype(int)),
+                       "y": 1.0 + 2.0 * x + rng.normal(0, 0.5, n)})
+    schema = infer_schema(df, synthesized=["b", "y"])
+    H = 4
+    draws_b = np.tile([0.0, 0.0], (H, 1))  # P(b = 1) = 1/2 whatever x
+    draws_y = pd.DataFrame({"(Intercept)": [1.0] * H, "x": [2.0] * H, "b[T.1]": [5.0] * H,
+                            "sigma": [1e-6] * H})
+    flags = np.arange(n) % 2 == 0
+    model = _quiet(SequentialRegression.from_posterior, {"b": draws_b, "y": draws_y}, schema,
+                   data=df, synthesized_records=flags)
+    syn = model.synthesize(2, random_seed=1)
+    for z in syn:
+        pd.testing.assert_frame_equal(z[~flags], df[~flags])
+        zb = z["b"].astype(int).to_numpy()
+        np.testing.assert_allclose(z["y"].to_numpy()[flags], (1 + 2 * x + 5 * zb)[flags],
+                                   atol=1e-4)
+        assert (zb[flags] != df["b"].astype(int).to_numpy()[flags]).any()
+    # partial synthesis copies the records that are not selected: the data are needed
+    with pytest.raises(ValidationError, match="needs the confidential data"):
+        SequentialRegression.from_posterior({"b": draws_b, "y": draws_y}, schema, n_records=n,
+                                            synthesized_records=flags)
+
+
+def test_partial_synthesis_attribute_risk():
+    """The engine on a partially synthesized release agrees with the model's likelihoods.
+
+    For a selected record the engine's log-likelihoods are the IS estimator's on the model's
+    own likelihoods. A non-selected record is released as it is: every other candidate is
+    impossible (the factor 1{z_i = y*} of p(Z | y*, y_-i)), so its truth has probability 1.
+    """
+    from bayes_risk.attribute.api import attribute_risk
+    from bayes_risk.attribute.estimator import is_estimate
+
+    rng = np.random.default_rng(2)
+    n = 200
+    a = rng.integers(0, 3, n)
+    b = (rng.random(n) < np.where(a == 2, 0.8, 0.3)).astype(int)
+    df = pd.DataFrame({"a": pd.Categorical(a), "b": pd.Categorical(b)})
+    flags = np.arange(n) < 100
+    model = SequentialRegression(
+        families={"a": "categorical"}, posterior_method={"b": "laplace"}, draws=60,
+        progressbar=False,
+    )
+    _quiet(model.fit, df, synthesized_records=flags, random_seed=1)
+    syn = model.synthesize(2, random_seed=2)
+    recs = [0, 150]  # selected, not selected
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = attribute_risk(model, df, syn, records=recs, estimator="is", progressbar=False,
+                             random_seed=1)
+        st_ = attribute_risk(model, df, syn, records=recs, progressbar=False, random_seed=1)
+    L = model.dataset_loglik(syn)
+    k = 0  # the selected record
+    cands = res.candidates[k].frame(model.schema_)
+    lp = model.candidate_loglik(df.iloc[[recs[k]]], cands)
+    logr = lp - lp[:, [res.candidates[k].g0]]
+    want = is_estimate(logr[None], L)["loglik"][0]
+    got = res.loglik[k]
+    np.testing.assert_allclose(got - got[0], want - want[0], rtol=1e-8, atol=1e-8)
+    for r in (res, st_):
+        p = r.records["p_true"].to_numpy()
+        assert 0 < p[0] < 1 and p[1] == 1.0
+        assert r.records["synthesized"].tolist() == [True, False]
+        assert "RECORDS_RELEASED_UNCHANGED" in r.warnings
+        ll = r.loglik[1]
+        assert ll[r.candidates[1].g0] == 0 and np.isneginf(np.delete(ll, r.candidates[1].g0)).all()
+
+
+def test_partial_synthesis_record_errors():
+    df = _mixed_data(30)
+    model = SequentialRegression(draws=10, progressbar=False)
+    with pytest.raises(ValidationError, match="one flag per record \\(30\\)"):
+        model.fit(df, synthesized=["y"], synthesized_records=np.ones(5, bool))
+    with pytest.raises(ValidationError, match="index 30 is outside 0..29"):
+        model.fit(df, synthesized=["y"], synthesized_records=[0, 30])
+    with pytest.raises(ValidationError, match="boolean mask or integer record indices"):
+        model.fit(df, synthesized=["y"], synthesized_records=["a"])
+
+
+# ------------------------------------------------------------------------------------------
 # errors
 # ------------------------------------------------------------------------------------------
 def test_errors():

@@ -1325,6 +1325,26 @@ def _assemble(a: _Analysis, part: _Partial) -> AttributeRiskResult:
 
     # ------------------------------------------------------------------ assemble (input order)
     recs = [int(i) for i in pos_all]
+    # Partial synthesis of selected records: a record the model did not synthesize is released
+    # as it is, so p(Z | Y_i = y*, y_-i) holds the factor 1{z_i = y*} — zero for every other
+    # candidate. The models' dataset likelihoods leave the unchanged rows out (constant for the
+    # fit), so the indicator is applied here, as the tree plug-ins do (SPEC §1.2, §2.5).
+    syn_flags = None if is_plugin else getattr(model, "synthesized_records_", None)
+    unchanged = set()
+    if syn_flags is not None:
+        syn_flags = np.asarray(syn_flags, dtype=bool)
+        for i in recs:
+            if syn_flags[i] or "TRUTH_OUTSIDE_SUPPORT" in flags_d[i]:
+                continue
+            ll = np.full(cand_list[i].size, -np.inf)
+            ll[cand_list[i].g0] = 0.0
+            loglik_d[i] = ll
+            if i in boot_d:
+                boot_d[i] = np.broadcast_to(ll, np.shape(boot_d[i])).copy()
+            flags_d[i] = []  # the estimate is exact: no Monte Carlo diagnostics apply
+            unchanged.add(i)
+        if unchanged:
+            warn_codes.append("RECORDS_RELEASED_UNCHANGED")
     cands = [cand_list[i] for i in recs]
     loglik = [loglik_d[i] for i in recs]
     g0_arr = np.array([c.g0 for c in cands], dtype=np.int64)
@@ -1346,6 +1366,8 @@ def _assemble(a: _Analysis, part: _Partial) -> AttributeRiskResult:
         logprior = [np.zeros_like(lp) for lp in logprior]
     log_post, rec = _point_summaries(loglik, logprior, g0_arr)
     df = pd.DataFrame({"record": recs, "G": [c.size for c in cands]})
+    if syn_flags is not None:
+        df["synthesized"] = [i not in unchanged for i in recs]
     _set_point_columns(df, rec)
     df["baseline"] = 1.0 / df["G"]
 

@@ -68,7 +68,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--records", default=None, metavar="FILE",
                    help="partial synthesis of selected records: a text file of record positions "
                         "(0-based, one per line) whose --synthesize columns are replaced; the "
-                        "others are released unchanged (dpmpm only)")
+                        "others are released unchanged (the model is still fitted to every "
+                        "record)")
     add_type_arguments(p)
     g = p.add_argument_group("MCMC")
     g.add_argument("--tune", type=int, default=500, help="burn-in iterations per chain (500)")
@@ -145,10 +146,11 @@ def run(args: argparse.Namespace) -> int:
 
         from bayes_risk.cli.synthesize import _read_records
 
+        # every model of BAYESIAN_MODELS takes synthesized_records; checked for models added later
         if "synthesized_records" not in inspect.signature(model.fit).parameters:
             raise ValidationError(
-                f"--records is not supported by --model {args.model}: partial synthesis of "
-                "selected records is implemented for dpmpm only."
+                f"--records is not supported by --model {args.model}: its fit has no "
+                "synthesized_records (partial synthesis of selected records)."
             )
         fit_kw["synthesized_records"] = _read_records(args.records, len(df))
     with warnings.catch_warnings(record=True) as caught:
