@@ -14,7 +14,9 @@ from hypothesis import HealthCheck, settings
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 settings.register_profile(
-    "fast", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    # derandomized: `make test` (CI) gives the same examples on every run; "deep" explores
+    "fast", max_examples=25, deadline=None, derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile(
     "deep", max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow]

@@ -235,7 +235,9 @@ def combine_scalar(q: Sequence[float], u: Sequence[float], alpha: float = 0.05) 
             r, df = math.inf, float(m - 1)
         else:
             r = (b / m) / ubar
-            df = (m - 1) * (1 + m * ubar / b) ** 2
+            x = m * ubar / b
+            # b negligible next to ubar (e.g. a subnormal b): the reference is normal
+            df = (m - 1) * (1 + x) ** 2 if x < 1e150 else math.inf
     se = math.sqrt(tp)
     half = _t_quantile(df, alpha) * se
     return CombinedScalar(
