@@ -8,9 +8,44 @@ does, when a Bayesian model is used).
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
+import sys
+from pathlib import Path
 from typing import Any
 
 __version__ = "0.1.0"
+
+
+class _SourceTreeModels(importlib.abc.MetaPathFinder):
+    """Resolve ``bayes_risk.models`` to the checkout's top-level ``models/`` folder.
+
+    An install maps ``models/`` to ``bayes_risk/models`` (``package-dir`` in pyproject.toml).
+    A script run from the repository root imports the source tree instead, which has no
+    ``bayes_risk/models``; this finder gives it the same name, so both layouts import alike.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def find_spec(self, fullname, path=None, target=None):  # noqa: D102 - importlib protocol
+        if fullname != "bayes_risk.models":
+            return None
+        return importlib.util.spec_from_file_location(
+            fullname, self.folder / "__init__.py", submodule_search_locations=[str(self.folder)]
+        )
+
+
+def _install_source_tree_finder() -> None:
+    here = Path(__file__).resolve().parent
+    models = here.parent / "models"
+    if (here / "models").is_dir() or not (models / "__init__.py").is_file():
+        return  # installed layout, or not a checkout
+    if not any(isinstance(f, _SourceTreeModels) for f in sys.meta_path):
+        sys.meta_path.insert(0, _SourceTreeModels(models))
+
+
+_install_source_tree_finder()
 
 # name -> module that defines it
 _API: dict[str, str] = {

@@ -34,6 +34,30 @@ def test_import_does_not_import_pymc():
     assert out.stdout.strip().endswith(os.path.join("models", "__init__.py"))
 
 
+def test_source_tree_imports_models():
+    """A script run from the repository root imports the checkout, whose models/ sits beside
+    bayes_risk/: ``bayes_risk.models`` must still resolve (to the checkout's models/), and the
+    installed layout must be untouched by the finder that makes this work."""
+    code = (
+        "import sys, bayes_risk;"
+        "assert 'bayes_risk.models' not in sys.modules;"
+        "import bayes_risk.models as m, bayes_risk.models.dpmpm as d;"
+        "from bayes_risk.models import DPMPM;"
+        "print(bayes_risk.__file__); print(m.__file__); print(d.__file__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, check=True)
+    pkg, models, dpmpm = out.stdout.split()
+    assert Path(pkg).resolve() == ROOT / "bayes_risk" / "__init__.py"
+    assert Path(models).resolve() == ROOT / "models" / "__init__.py"
+    assert Path(dpmpm).resolve() == ROOT / "models" / "dpmpm.py"
+    # installed layout (cwd outside the checkout): the wheel's own bayes_risk/models is used
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+                         cwd="/", check=True)
+    pkg, models, _ = out.stdout.split()
+    assert Path(models).parent == Path(pkg).parent / "models"
+
+
 def test_import_does_not_import_dask():
     """Dask is an optional extra: only bayes_risk.distributed imports it, when it is used."""
     code = (
