@@ -595,7 +595,7 @@ def disclosure_measures(
     ...                   "inc": [1, 3, 3, 4, 5]})
     >>> r = disclosure_measures(d, [s], ["sex", "age"], "inc", categorical=["sex"])
     >>> float(r.ident["UiO"][0]), float(r.attrib["DiSCO"][0]), float(r.allCAPs["TCAP"][0])
-    (20.0, 40.0, 40.0)
+    (20.0, 60.0, 60.0)
     """
     keys, target = _check_names(keys, target)
     ngroups = _check_options(ngroups_target, denom_lim, compat)
