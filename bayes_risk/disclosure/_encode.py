@@ -202,10 +202,19 @@ def combine_keys(keys: Sequence[EncodedVar]) -> tuple[np.ndarray, list[np.ndarra
     """
     m = len(keys[0].syn)
     lens = [len(keys[0].orig)] + [len(s) for s in keys[0].syn]
-    stacked = np.column_stack(
-        [np.concatenate([k.orig, *k.syn]) for k in keys]
-    ) if keys else np.empty((0, 0), dtype=np.int64)
-    uniq, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    cols = [np.concatenate([k.orig, *k.syn]) for k in keys]
+    sizes = [k.n_codes for k in keys]
+    if float(np.prod(np.asarray(sizes, dtype=np.float64))) < 2.0**62:
+        # mixed-radix code of the combination: a 1-d unique is much faster than rows
+        strides = np.cumprod([1, *sizes[::-1]])[:-1][::-1]
+        flat = np.zeros(len(cols[0]), dtype=np.int64)
+        for c, st in zip(cols, strides, strict=True):
+            flat += c * np.int64(st)
+        uflat, inverse = np.unique(flat, return_inverse=True)
+        uniq = np.column_stack([(uflat // np.int64(st)) % n
+                                for st, n in zip(strides, sizes, strict=True)])
+    else:
+        uniq, inverse = np.unique(np.column_stack(cols), axis=0, return_inverse=True)
     inverse = inverse.ravel()
     na = np.column_stack([uniq[:, j] == k.na_code for j, k in enumerate(keys)])
     bounds = np.cumsum([0, *lens])

@@ -81,14 +81,13 @@ def r_format(values: np.ndarray) -> list[str | None]:
     e = 2 if (mxl > 100 or mnl <= -99) else 1
     d = mxns - 1
     w_sci = neg + (d > 0) + d + 4 + e
-    out: list[str | None] = []
+    # format each distinct value once
+    uv, inv = np.unique(v, return_inverse=True)
     if w_fixed <= w_sci:
-        for x in v:
-            out.append(None if math.isnan(x) else f"{x:>{w_fixed}.{rgt}f}")
+        txt = [None if math.isnan(x) else f"{x:>{w_fixed}.{rgt}f}" for x in uv]
     else:
-        for x in v:
-            out.append(None if math.isnan(x) else f"{x:>{w_sci}.{d}e}")
-    return out
+        txt = [None if math.isnan(x) else f"{x:>{w_sci}.{d}e}" for x in uv]
+    return [txt[i] for i in inv.ravel()]
 
 
 def c_sort(labels: Iterable[str]) -> list[str]:

@@ -440,33 +440,42 @@ def _synthpop_key_text(tables: list[pd.DataFrame], keys: list[str], schema: Sche
     """The pasted key strings of synthpop's ``replicated.uniques()`` for every table: factor
     labels, and numeric keys ``format()``-padded per dataset when some key is a factor (as
     ``as.matrix`` of a data frame does), else R's ``as.character``."""
+    from bayes_risk.data.validate import _normalise_value
+
     any_factor = any(schema[k].is_categorical for k in keys)
     texts = []
     for t in tables:
-        parts = []
+        joined: pd.Series | None = None
         for k in keys:
             s = t[k]
             if schema[k].is_categorical:
-                from bayes_risk.data.validate import _normalise_value
-
-                parts.append(["NA" if pd.isna(v) else str(_normalise_value(v)) for v in s])
+                codes, uniq = pd.factorize(s, use_na_sentinel=True)
+                lab = np.asarray([str(_normalise_value(v)) for v in uniq] + ["NA"], dtype=object)
+                part = lab[codes]  # the sentinel -1 picks "NA"
             else:
                 v = s.to_numpy(dtype=np.float64)
                 if any_factor:
-                    parts.append(["NA" if x is None else x for x in r_format(v)])
+                    part = np.asarray(["NA" if x is None else x for x in r_format(v)],
+                                      dtype=object)
                 else:
-                    parts.append([r_as_character(x) for x in v])
-        texts.append(np.asarray(["|".join(p) for p in zip(*parts, strict=True)], dtype=object))
+                    uv, inv = np.unique(v, return_inverse=True)
+                    lab = np.asarray([r_as_character(x) for x in uv], dtype=object)
+                    part = lab[inv.ravel()]
+            col = pd.Series(part, dtype=object)
+            joined = col if joined is None else joined + "|" + col
+        texts.append(joined.to_numpy(dtype=object))
     return np.concatenate(texts) if texts else np.empty(0, dtype=object)
 
 
 def _replicated(original: pd.DataFrame, datasets: list[pd.DataFrame], keys: list[str],
-                schema: Schema, compat: bool) -> ReplicatedUniques:
+                schema: Schema, compat: bool,
+                encoded: dict[str, EncodedVar] | None = None) -> ReplicatedUniques:
     if compat:
         text = _synthpop_key_text([original, *datasets], keys, schema)
         codes = pd.factorize(text)[0].astype(np.int64)
     else:
-        enc = [encode_var(k, original, datasets, schema) for k in keys]
+        encoded = encoded or {}
+        enc = [encoded.get(k) or encode_var(k, original, datasets, schema) for k in keys]
         o, s, _ = combine_keys(enc)
         codes = np.concatenate([o, *s])
     bounds = np.cumsum([0, len(original), *[len(z) for z in datasets]])
@@ -671,7 +680,11 @@ def disclosure_measures(
             f"{caps.loc[caps['TCAP'].isna(), 'syn'].tolist()}: no original record has keys "
             "found in the synthetic data (TCAP_UNDEFINED).", DataWarning, stacklevel=2)
 
-    repu = _replicated(original, datasets, [*keys, target], sub, is_compat)
+    # replicated uniques compare values: reuse the codes unless grouped / merged as R text
+    reuse = {} if is_compat else {v.name: v for v in enc_keys}
+    if not is_compat and tvar.kind != "grouped":
+        reuse[target] = tvar
+    repu = _replicated(original, datasets, [*keys, target], sub, is_compat, reuse)
     baseline = key_anonymity(kd, k_anonymity)
     settings = {
         "ngroups_target": ngroups,
