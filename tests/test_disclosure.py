@@ -149,6 +149,27 @@ def test_grouped_target_by_hand():
     assert len(res3.settings["target_breaks"]) == 5  # quantiles suffice
 
 
+def test_grouped_keys_equal_pre_binned_keys():
+    rng = np.random.default_rng(4)
+    o = pd.DataFrame({"c": rng.integers(0, 2, 60), "x": rng.normal(size=60),
+                      "y": rng.integers(0, 3, 60)})
+    s = pd.DataFrame({"c": rng.integers(0, 2, 50), "x": rng.normal(size=50),
+                      "y": rng.integers(0, 3, 50)})
+    res = disclosure_measures(o, s, ["c", "x"], "y", categorical=["c", "y"], ngroups_keys=4)
+    br = np.asarray(res.settings["key_breaks"]["x"])
+    assert len(br) == 5 and res.settings["ngroups_keys"] == {"x": 4}
+
+    def binned(df):
+        g = np.clip(np.searchsorted(br, df["x"].to_numpy(), side="right") - 1, 0, len(br) - 2)
+        return df.assign(x=g)
+
+    pre = disclosure_measures(binned(o), binned(s), ["c", "x"], "y", categorical=["c", "x", "y"])
+    np.testing.assert_equal(_measures(res), _measures(pre))
+    per_key = disclosure_measures(o, s, ["c", "x"], "y", categorical=["c", "y"],
+                                  ngroups_keys=[0, 4])
+    np.testing.assert_equal(_measures(res), _measures(per_key))
+
+
 def test_compat_misaligned_rows_by_hand():
     # target values: original {2, 10}, synthetic {10} only. synthpop keeps the original's table
     # in numeric order (2, 10) but re-sorts the extended synthetic table as text ("10", "2"),
@@ -249,6 +270,9 @@ def test_tcap_undefined_and_mostly_unique_warnings():
     ({"compat": "sdcMicro"}, "compat must be None or 'synthpop'"),
     ({"not_targetlev": [77]}, "not levels of target 'inc'"),
     ({"use_keys_na": [True]}, "one per key"),
+    ({"ngroups_keys": 1}, "ngroups_keys must be an integer >= 2"),
+    ({"ngroups_keys": [3]}, "one number or one per key"),
+    ({"ngroups_keys": [3, 0], "categorical": ["sex"]}, "column 'sex' is categorical"),
     ({"k_anonymity": [1]}, "k_anonymity"),
 ])
 def test_bad_arguments(kwargs, match):
@@ -262,7 +286,7 @@ def test_bad_data():
         disclosure_measures(ORIG, [SYN, SYN.drop(columns="inc")], KEYS, "inc")
     with pytest.raises(ValidationError, match="synthetic dataset 1 has no rows"):
         disclosure_measures(ORIG, [SYN.iloc[:0]], KEYS, "inc")
-    with pytest.raises(ValidationError, match="only a numeric target can be grouped"):
+    with pytest.raises(ValidationError, match="only a numeric column can be grouped"):
         disclosure_measures(ORIG, [SYN], ["age"], "sex", categorical=["sex"], ngroups_target=3)
     with pytest.raises(ValidationError, match="single distinct value"):
         disclosure_measures(ORIG.assign(inc=1.0), [SYN.assign(inc=1.0)], KEYS, "inc",

@@ -39,7 +39,7 @@ def test_end_to_end(files, tmp_path, capsys):
     out = tmp_path / "disc"
     argv = ["disclosure", str(files["orig"]), *map(str, files["syn"]), "--keys", *KEYS,
             "--target", "Income", "--categorical", *CAT, "--ngroups-target", "5",
-            "--denom-lim", "3", "--out", str(out)]
+            "--ngroups-keys", "4", "--denom-lim", "3", "--out", str(out)]
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out
     assert "repU" in printed and "sample uniques" in printed
@@ -58,11 +58,12 @@ def test_end_to_end(files, tmp_path, capsys):
     s = json.loads((out / "summary.json").read_text())
     assert s["m"] == 3 and s["keys"] == KEYS and s["target"] == "Income"
     assert s["settings"]["ngroups_target"] == 5 and s["settings"]["denom_lim"] == 3
+    assert s["settings"]["ngroups_keys"] == {"Age": 4}
     assert set(s["key_baseline"]["k_anonymity"]) == {"2", "3", "5"}
     assert s["inputs"]["original"] == str(files["orig"])
     # the files hold what the library computes
     res = disclosure_measures(files["data"], files["datasets"], KEYS, "Income", categorical=CAT,
-                              ngroups_target=5, denom_lim=3)
+                              ngroups_target=5, ngroups_keys=4, denom_lim=3)
     np.testing.assert_allclose(caps["TCAP"], res.allCAPs["TCAP"], rtol=1e-12)
     np.testing.assert_allclose(attrib["DiSCO"], res.attrib["DiSCO"], rtol=1e-12)
     assert s["attrib"]["DiSCO"] == pytest.approx(list(res.attrib["DiSCO"]), rel=1e-12)
@@ -86,7 +87,7 @@ def test_compat_and_exclusion_options(files, tmp_path, capsys):
     (["--keys", "Age", "--target", "Age"], "also among the keys"),
     (["--keys", "Age", "--target", "Income", "--ngroups-target", "1"], "ngroups_target"),
     (["--keys", "Age", "--target", "Income", "--denom-lim", "0"], "denom_lim"),
-    (["--keys", "Age", "--target", "Urban", "--ngroups-target", "3"], "only a numeric target"),
+    (["--keys", "Age", "--target", "Urban", "--ngroups-target", "3"], "only a numeric column"),
 ])
 def test_user_errors(files, tmp_path, capsys, extra, match):
     out = tmp_path / "bad"

@@ -72,6 +72,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     g.add_argument("--ngroups-target", type=int, default=None, metavar="N",
                    help="group a numeric target into about N groups (quantiles of the pooled "
                    "original and synthetic values); default: every distinct value is a level")
+    g.add_argument("--ngroups-keys", nargs="+", type=int, default=None, metavar="N",
+                   help="group numeric keys likewise: one N for every numeric key, or one per "
+                   "key (0: not grouped)")
     g.add_argument("--denom-lim", type=int, default=5, metavar="N",
                    help="key-target cells with more than N original records are counted "
                    "(n_over_denom_lim) and, with --exclude-ov-denom-lim, excluded (default 5)")
@@ -130,6 +133,8 @@ def run(args: argparse.Namespace) -> int:
         args.target,
         schema=schema,
         ngroups_target=args.ngroups_target,
+        ngroups_keys=(args.ngroups_keys[0] if args.ngroups_keys and len(args.ngroups_keys) == 1
+                      else args.ngroups_keys),
         denom_lim=args.denom_lim,
         exclude_ov_denom_lim=args.exclude_ov_denom_lim,
         not_targetlev=args.not_targetlev,

@@ -2,7 +2,8 @@
 
 Every key and the target become integer codes shared by the original and all synthetic datasets
 (a missing value is a level of its own, ``"Missing"``, as in synthpop). Numeric columns are
-treated as factors with one level per distinct value unless grouped (``ngroups_target``).
+treated as factors with one level per distinct value unless grouped (``ngroups_target``,
+``ngroups_keys``).
 """
 
 from __future__ import annotations
@@ -153,6 +154,7 @@ def encode_var(
     *,
     ngroups: int | None = None,
     compat: bool = False,
+    argument: str = "ngroups_target",
 ) -> EncodedVar:
     """Codes of one column over the original and every synthetic dataset."""
     spec = schema[name]
@@ -160,8 +162,8 @@ def encode_var(
     if spec.type in CATEGORICAL_TYPES:
         if ngroups:
             raise ValidationError(
-                f"ngroups_target = {ngroups}: target {name!r} is {spec.type}; only a numeric "
-                "target can be grouped."
+                f"{argument} = {ngroups}: column {name!r} is {spec.type}; only a numeric "
+                "column can be grouped."
             )
         levels = list(spec.levels or ())
         na = len(levels)
@@ -176,7 +178,7 @@ def encode_var(
         pooled = np.concatenate([a[~np.isnan(a)] for a in arrays])
         if pooled.size == 0 or pooled.min() == pooled.max():
             raise ValidationError(
-                f"ngroups_target = {ngroups}: target {name!r} has a single distinct value; "
+                f"{argument} = {ngroups}: column {name!r} has a single distinct value; "
                 "there is nothing to group."
             )
         br = _group_breaks(pooled, int(ngroups))

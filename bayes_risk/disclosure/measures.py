@@ -287,6 +287,32 @@ def _check_options(ngroups_target: Any, denom_lim: Any, compat: Any) -> int | No
     return int(ngroups_target)
 
 
+def _key_groups(ngroups_keys: Any, keys: list[str], schema: Schema) -> list[int | None]:
+    """Number of groups of every key (``None``: not grouped)."""
+    if ngroups_keys is None:
+        return [None] * len(keys)
+
+    def one(g: Any, what: str) -> int | None:
+        if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or int(g) < 0 \
+                or int(g) == 1:
+            raise ValidationError(
+                f"{what} must be an integer >= 2 (or 0: no grouping). Got {g!r}."
+            )
+        return int(g) or None
+
+    if isinstance(ngroups_keys, (int, np.integer)) and not isinstance(ngroups_keys, bool):
+        g = one(ngroups_keys, "ngroups_keys")
+        # one number applies to the numeric keys only, as in synthpop
+        return [None if schema[k].is_categorical else g for k in keys]
+    vals = list(ngroups_keys)
+    if len(vals) != len(keys):
+        raise ValidationError(
+            f"ngroups_keys must be one number or one per key ({len(keys)}). Got {len(vals)} "
+            "values."
+        )
+    return [one(g, f"ngroups_keys for key {k!r}") for k, g in zip(keys, vals, strict=True)]
+
+
 # ----------------------------------------------------------------------------------------------
 # the tables of one synthetic dataset
 # ----------------------------------------------------------------------------------------------
@@ -523,6 +549,7 @@ def disclosure_measures(
     schema: Schema | None = None,
     categorical: Iterable[str] | None = None,
     ngroups_target: int | None = None,
+    ngroups_keys: int | Sequence[int] | None = None,
     denom_lim: int = 5,
     exclude_ov_denom_lim: bool = False,
     not_targetlev: Iterable[Any] | None = None,
@@ -552,6 +579,9 @@ def disclosure_measures(
         Group a numeric target into about this many groups (quantile breaks of the original
         and all synthetic values pooled; equal-width breaks when quantiles give fewer than 3
         groups), as synthpop's ``ngroups_target``. Default: every distinct value is a level.
+    ngroups_keys : int or sequence of int, optional
+        The same for numeric keys: one number for every numeric key (categorical keys are left
+        as they are), or one per key (0: not grouped), as synthpop's ``ngroups_keys``.
     denom_lim : int
         Key-target cells with more original records than this are counted in
         ``diagnostics["n_over_denom_lim"]`` and, with ``exclude_ov_denom_lim``, excluded.
@@ -624,7 +654,10 @@ def disclosure_measures(
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
             raise ValidationError(f"k_anonymity values must be integers >= 2. Got {k!r}.")
 
-    enc_keys = [encode_var(k, original, datasets, sub, compat=is_compat) for k in keys]
+    key_groups = _key_groups(ngroups_keys, keys, sub)
+    enc_keys = [encode_var(k, original, datasets, sub, ngroups=g, compat=is_compat,
+                           argument=f"ngroups_keys for key {k!r}")
+                for k, g in zip(keys, key_groups, strict=True)]
     kd, ks_list, key_na = combine_keys(enc_keys)
     K = int(key_na.shape[0])
     tvar = encode_var(target, original, datasets, sub, ngroups=ngroups, compat=is_compat)
@@ -681,13 +714,15 @@ def disclosure_measures(
             "found in the synthetic data (TCAP_UNDEFINED).", DataWarning, stacklevel=2)
 
     # replicated uniques compare values: reuse the codes unless grouped / merged as R text
-    reuse = {} if is_compat else {v.name: v for v in enc_keys}
+    reuse = {} if is_compat else {v.name: v for v in enc_keys if v.kind != "grouped"}
     if not is_compat and tvar.kind != "grouped":
         reuse[target] = tvar
     repu = _replicated(original, datasets, [*keys, target], sub, is_compat, reuse)
     baseline = key_anonymity(kd, k_anonymity)
     settings = {
         "ngroups_target": ngroups,
+        "ngroups_keys": {k: g for k, g in zip(keys, key_groups, strict=True) if g},
+        "key_breaks": {v.name: v.breaks.tolist() for v in enc_keys if v.breaks is not None},
         "target_breaks": None if tvar.breaks is None else tvar.breaks.tolist(),
         "denom_lim": int(denom_lim),
         "exclude_ov_denom_lim": bool(exclude_ov_denom_lim),
