@@ -82,6 +82,19 @@ def test_exclude_over_denom_lim_by_hand():
     assert plain["n_over_denom_lim"] == 2 and plain["n_excluded_original"] == 0
 
 
+def test_exclude_combinations_and_target_levels_by_hand():
+    # excluding (age 40, inc 3) removes the (2,40)/3 cells, as exclude_ov_denom_lim did above
+    a = _measures(_run(ORIG, [SYN], exclude_combinations=[("age", 40, 3)]))
+    b = _measures(_run(ORIG, [SYN], denom_lim=1, exclude_ov_denom_lim=True))
+    np.testing.assert_equal(a, b)
+    # not_targetlev drops a target level everywhere: inc 3 is exactly those cells here
+    c = _measures(_run(ORIG, [SYN], not_targetlev=[3]))
+    np.testing.assert_equal(a, c)
+    res = _run(ORIG, [SYN], not_targetlev=["3"], exclude_combinations=[("sex", 1, 2)])
+    assert res.settings["not_targetlev"] == ["3"]
+    assert res.settings["exclude_combinations"] == [["sex", "1", "2"]]
+
+
 def test_replicated_uniques_and_key_baseline_by_hand():
     res = _run(ORIG, [SYN])
     t = res.replicated_uniques.table.iloc[0]
@@ -268,7 +281,10 @@ def test_tcap_undefined_and_mostly_unique_warnings():
     ({"ngroups_target": 1}, "ngroups_target must be an integer >= 2"),
     ({"denom_lim": 0}, "denom_lim must be an integer >= 1"),
     ({"compat": "sdcMicro"}, "compat must be None or 'synthpop'"),
-    ({"not_targetlev": [77]}, "not levels of target 'inc'"),
+    ({"not_targetlev": [77]}, "not levels of 'inc'"),
+    ({"exclude_combinations": [("age", 30)]}, "triples"),
+    ({"exclude_combinations": [("inc", 30, 1)]}, "not one of the keys"),
+    ({"exclude_combinations": [("age", 31, 1)]}, "not levels of 'age'"),
     ({"use_keys_na": [True]}, "one per key"),
     ({"ngroups_keys": 1}, "ngroups_keys must be an integer >= 2"),
     ({"ngroups_keys": [3]}, "one number or one per key"),

@@ -73,12 +73,14 @@ def test_compat_and_exclusion_options(files, tmp_path, capsys):
     out = tmp_path / "disc_compat"
     argv = ["disclosure", str(files["orig"]), str(files["syn"][0]), "--keys", "Age", "Urban",
             "--target", "Marital", "--categorical", *CAT, "--exclude-ov-denom-lim",
-            "--not-targetlev", "1", "--compat", "synthpop", "-q", "--out", str(out)]
+            "--not-targetlev", "1", "--exclude-combination", "Urban", "1", "2",
+            "--compat", "synthpop", "-q", "--out", str(out)]
     assert cli.main(argv) == 0
     assert capsys.readouterr().out == ""
     s = json.loads((out / "summary.json").read_text())
     assert s["settings"]["compat"] == "synthpop" and s["settings"]["not_targetlev"] == ["1"]
     assert s["settings"]["exclude_ov_denom_lim"] is True
+    assert s["settings"]["exclude_combinations"] == [["Urban", "1", "2"]]
     assert s["diagnostics"]["n_excluded_original"][0] > 0
 
 

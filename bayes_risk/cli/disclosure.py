@@ -82,6 +82,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="exclude key-target cells over --denom-lim from every measure")
     g.add_argument("--not-targetlev", nargs="+", default=None, metavar="LEVEL",
                    help="target levels excluded from the measures")
+    g.add_argument("--exclude-combination", nargs=3, action="append", default=None,
+                   metavar=("KEY", "KEYLEVEL", "TARGETLEVEL"),
+                   help="exclude the records with this key level and target level (repeat for "
+                   "more combinations)")
     g.add_argument("--no-target-na", action="store_true",
                    help="records with a missing target do not count (default: 'Missing' is a "
                    "level)")
@@ -138,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
         denom_lim=args.denom_lim,
         exclude_ov_denom_lim=args.exclude_ov_denom_lim,
         not_targetlev=args.not_targetlev,
+        exclude_combinations=[tuple(c) for c in args.exclude_combination or ()],
         use_target_na=not args.no_target_na,
         use_keys_na=not args.no_keys_na,
         k_anonymity=args.k_anonymity,

@@ -20,7 +20,8 @@ from bayes_risk.data.validate import encode, harmonise_levels, validate_table
 from bayes_risk.disclosure._rcompat import r_as_character
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["EncodedVar", "resolve_inputs", "encode_var", "MISSING_LABEL"]
+__all__ = ["EncodedVar", "resolve_inputs", "encode_var", "combine_keys", "level_labels",
+           "MISSING_LABEL"]
 
 MISSING_LABEL = "Missing"
 
@@ -106,6 +107,32 @@ def resolve_inputs(
         validate_table(t, sub, name="original" if l == 0 else f"synthetic dataset {l}",
                        allow_nan=True)
     return sub
+
+
+def level_labels(values: Iterable[Any], var: EncodedVar, argument: str) -> set[str]:
+    """Labels of levels given by label or by value; an unknown level is an error."""
+    from bayes_risk.data.validate import _normalise_value
+
+    out: set[str] = set()
+    for v in values:
+        if isinstance(v, str) and var.kind == "numeric" and v not in var.labels:
+            try:  # a number typed on the command line: "100000" is the level "1e+05"
+                out.add(r_as_character(float(v)))
+            except ValueError:
+                out.add(v)
+        elif isinstance(v, str):
+            out.add(v)
+        elif var.kind == "numeric" and isinstance(v, (int, float, np.number)):
+            out.add(r_as_character(float(v)))
+        else:
+            out.add(str(_normalise_value(v)))
+    unknown = sorted(out - set(var.labels))
+    if unknown:
+        raise ValidationError(
+            f"{argument}: {unknown} are not levels of {var.name!r} "
+            f"(levels: {var.labels[:10]}{' ...' if len(var.labels) > 10 else ''})."
+        )
+    return out
 
 
 def _numeric_codes(arrays: list[np.ndarray], compat: bool) -> tuple[list[np.ndarray], list[str]]:
@@ -196,11 +223,13 @@ def encode_var(
     return EncodedVar(name, "numeric", labels, len(labels) - 1, codes[0], codes[1:])
 
 
-def combine_keys(keys: Sequence[EncodedVar]) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+def combine_keys(
+    keys: Sequence[EncodedVar],
+) -> tuple[np.ndarray, list[np.ndarray], np.ndarray, np.ndarray]:
     """One code per key combination, shared by all tables.
 
-    Returns the original's codes, each synthetic dataset's codes and, per combination, a boolean
-    row telling which key is missing in it.
+    Returns the original's codes, each synthetic dataset's codes, per combination a boolean
+    row telling which key is missing in it, and per combination the code of every key.
     """
     m = len(keys[0].syn)
     lens = [len(keys[0].orig)] + [len(s) for s in keys[0].syn]
@@ -222,4 +251,4 @@ def combine_keys(keys: Sequence[EncodedVar]) -> tuple[np.ndarray, list[np.ndarra
     bounds = np.cumsum([0, *lens])
     orig = inverse[: bounds[1]]
     syn = [inverse[bounds[l + 1]: bounds[l + 2]] for l in range(m)]
-    return orig, syn, na
+    return orig, syn, na, uniq

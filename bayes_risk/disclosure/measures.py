@@ -47,6 +47,7 @@ from bayes_risk.disclosure._encode import (
     EncodedVar,
     combine_keys,
     encode_var,
+    level_labels,
     resolve_inputs,
 )
 from bayes_risk.disclosure._rcompat import c_sort, r_as_character, r_format
@@ -363,6 +364,7 @@ def _one_dataset(
     kd: np.ndarray, ks: np.ndarray, td: np.ndarray, ts: np.ndarray, K: int, key_na: np.ndarray,
     var: EncodedVar, *, compat: bool, denom_lim: int, exclude_ov_denom_lim: bool,
     not_targetlev: set[str], use_target_na: bool, use_keys_na: list[bool],
+    exclude_cells: list[tuple[np.ndarray, str]],
 ) -> dict[str, float]:
     Nd, Ns = float(len(kd)), float(len(ks))
     posd, poss, lab_d, lab_s = _positions(td, ts, var, compat)
@@ -400,6 +402,8 @@ def _one_dataset(
         for i, use in enumerate(use_keys_na):
             if not use:
                 k &= ~key_na[kc, i]
+        for key_mask, tlab in exclude_cells:
+            k &= ~(key_mask[kc] & (lab == tlab))
         if exclude_ov_denom_lim:
             k &= vals <= denom_lim
         return k
@@ -502,7 +506,7 @@ def _replicated(original: pd.DataFrame, datasets: list[pd.DataFrame], keys: list
     else:
         encoded = encoded or {}
         enc = [encoded.get(k) or encode_var(k, original, datasets, schema) for k in keys]
-        o, s, _ = combine_keys(enc)
+        o, s, _, _ = combine_keys(enc)
         codes = np.concatenate([o, *s])
     bounds = np.cumsum([0, len(original), *[len(z) for z in datasets]])
     orig = codes[: bounds[1]]
@@ -553,6 +557,7 @@ def disclosure_measures(
     denom_lim: int = 5,
     exclude_ov_denom_lim: bool = False,
     not_targetlev: Iterable[Any] | None = None,
+    exclude_combinations: Iterable[tuple[str, Any, Any]] | None = None,
     use_target_na: bool = True,
     use_keys_na: bool | Sequence[bool] = True,
     k_anonymity: Sequence[int] = (2, 3, 5),
@@ -589,6 +594,10 @@ def disclosure_measures(
         Exclude cells over ``denom_lim`` from every table (synthpop's option of that name).
     not_targetlev : iterable, optional
         Target levels (labels as in ``target_levels``, or values) excluded from the measures.
+    exclude_combinations : iterable of (key, key level, target level), optional
+        Key-target combinations excluded from the measures (synthpop's ``exclude.keys``,
+        ``exclude.keylevs``, ``exclude.targetlevs``): typically a target level that follows
+        from one key's level for everybody, which no synthesis can hide.
     use_target_na, use_keys_na : bool
         Whether records with a missing target / key (per key, or one value for all) count.
     k_anonymity : sequence of int
@@ -658,32 +667,35 @@ def disclosure_measures(
     enc_keys = [encode_var(k, original, datasets, sub, ngroups=g, compat=is_compat,
                            argument=f"ngroups_keys for key {k!r}")
                 for k, g in zip(keys, key_groups, strict=True)]
-    kd, ks_list, key_na = combine_keys(enc_keys)
+    kd, ks_list, key_na, key_codes = combine_keys(enc_keys)
     K = int(key_na.shape[0])
     tvar = encode_var(target, original, datasets, sub, ngroups=ngroups, compat=is_compat)
-    excluded: set[str] = set()
-    for v in not_targetlev or ():
-        if isinstance(v, str):
-            excluded.add(v)
-        elif tvar.kind == "numeric" and isinstance(v, (int, float, np.number)):
-            excluded.add(r_as_character(float(v)))
-        else:
-            from bayes_risk.data.validate import _normalise_value
-
-            excluded.add(str(_normalise_value(v)))
-    unknown = sorted(excluded - set(tvar.labels))
-    if unknown:
-        raise ValidationError(
-            f"not_targetlev: {unknown} are not levels of target {target!r} "
-            f"(levels: {tvar.labels[:10]}{' ...' if len(tvar.labels) > 10 else ''})."
-        )
+    excluded = level_labels(not_targetlev or (), tvar, "not_targetlev")
+    cells: list[tuple[np.ndarray, str]] = []
+    for item in exclude_combinations or ():
+        if not (isinstance(item, (tuple, list)) and len(item) == 3):
+            raise ValidationError(
+                "exclude_combinations must hold (key, key level, target level) triples. "
+                f"Got {item!r}."
+            )
+        kname, klev, tlev = item
+        if kname not in keys:
+            raise ValidationError(
+                f"exclude_combinations: {kname!r} is not one of the keys {keys}."
+            )
+        j = keys.index(kname)
+        kv = enc_keys[j]
+        (klab,) = level_labels([klev], kv, f"exclude_combinations (key {kname!r})")
+        (tlab,) = level_labels([tlev], tvar, "exclude_combinations (target)")
+        lev_codes = [c for c, lab in enumerate(kv.labels) if lab == klab]
+        cells.append((np.isin(key_codes[:, j], lev_codes), tlab))
 
     rows = []
     for l, (ks, ts) in enumerate(zip(ks_list, tvar.syn, strict=True), start=1):
         r = _one_dataset(
             kd, ks, tvar.orig, ts, K, key_na, tvar, compat=is_compat, denom_lim=int(denom_lim),
             exclude_ov_denom_lim=bool(exclude_ov_denom_lim), not_targetlev=excluded,
-            use_target_na=bool(use_target_na), use_keys_na=use_keys,
+            use_target_na=bool(use_target_na), use_keys_na=use_keys, exclude_cells=cells,
         )
         r["syn"] = l
         r["n_synthetic"] = len(ks)
@@ -727,6 +739,8 @@ def disclosure_measures(
         "denom_lim": int(denom_lim),
         "exclude_ov_denom_lim": bool(exclude_ov_denom_lim),
         "not_targetlev": sorted(excluded),
+        "exclude_combinations": [[str(a), str(b), str(c)] for a, b, c in
+                                 (exclude_combinations or ())],
         "use_target_na": bool(use_target_na),
         "use_keys_na": use_keys,
         "k_anonymity": [int(k) for k in k_anonymity],
