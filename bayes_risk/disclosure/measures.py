@@ -611,8 +611,9 @@ def disclosure_measures(
         that differ; and ``replicated.uniques()`` compares keys as text padded to each
         dataset's widest number, so a dataset whose numbers have a different width shares no
         key with the original. Numbers are R's text forms (15 significant digits), text is
-        ordered as in the C locale. The default pairs every level with itself and compares
-        values.
+        ordered as in the C locale; a categorical column has the same factor levels in every
+        dataset (as synthpop's own synthetic data have). The default pairs every level with
+        itself and compares values.
 
     Returns
     -------
