@@ -77,6 +77,9 @@ _API: dict[str, str] = {
     "ArrayModel": "bayes_risk.attribute.estimator",
     "CARTPlugin": "bayes_risk.attribute.plugin",
     "RFPlugin": "bayes_risk.attribute.plugin_rf",
+    # empirical disclosure measures (synthpop)
+    "disclosure_measures": "bayes_risk.disclosure.measures",
+    "replicated_uniques": "bayes_risk.disclosure.measures",
     # exceptions
     "BayesRiskError": "bayes_risk.exceptions",
     "SchemaError": "bayes_risk.exceptions",

@@ -1,0 +1,34 @@
+"""Empirical disclosure measures of synthetic data, reproducing synthpop 1.9-2.
+
+* :func:`disclosure_measures` — identity (``UiO``, ``UiS``, ``UiOiS``, ``repU``), attribute
+  (``Dorig``, ``Dsyn``, ``iS``, ``DiS``, ``DiSCO``, ``DiSDiO``, ``max_denom``, ``mean_denom``)
+  and correct-attribution-probability measures (``baseCAPd``, ``CAPd``, ``CAPs``, ``DCAP``,
+  ``TCAP``) of synthpop's ``disclosure()``, with replicated uniques and the original's sample
+  uniques and k-anonymity counts on the keys;
+* :func:`replicated_uniques` — synthpop's ``replicated.uniques()``;
+* :func:`key_anonymity` — sample uniques and k-anonymity violations (sdcMicro's counts).
+"""
+
+from bayes_risk.disclosure.measures import (
+    ATTRIB_MEASURES,
+    CAP_MEASURES,
+    IDENT_MEASURES,
+    REPU_MEASURES,
+    DisclosureMeasures,
+    ReplicatedUniques,
+    disclosure_measures,
+    key_anonymity,
+    replicated_uniques,
+)
+
+__all__ = [
+    "disclosure_measures",
+    "replicated_uniques",
+    "key_anonymity",
+    "DisclosureMeasures",
+    "ReplicatedUniques",
+    "IDENT_MEASURES",
+    "ATTRIB_MEASURES",
+    "CAP_MEASURES",
+    "REPU_MEASURES",
+]

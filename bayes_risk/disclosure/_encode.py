@@ -1,0 +1,254 @@
+"""Input handling of the empirical disclosure measures: schema, validation, level codes.
+
+Every key and the target become integer codes shared by the original and all synthetic datasets
+(a missing value is a level of its own, ``"Missing"``, as in synthpop). Numeric columns are
+treated as factors with one level per distinct value unless grouped (``ngroups_target``,
+``ngroups_keys``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, infer_schema
+from bayes_risk.data.validate import encode, harmonise_levels, validate_table
+from bayes_risk.disclosure._rcompat import r_as_character
+from bayes_risk.exceptions import ValidationError
+
+__all__ = ["EncodedVar", "resolve_inputs", "encode_var", "combine_keys", "level_labels",
+           "MISSING_LABEL"]
+
+MISSING_LABEL = "Missing"
+
+
+@dataclass(frozen=True)
+class EncodedVar:
+    """One column as codes ``0..L-1`` over the original and every synthetic dataset.
+
+    Attributes
+    ----------
+    name : str
+    kind : {"categorical", "numeric", "grouped"}
+    labels : list of str
+        Label of every code (the missing-value code is labelled ``"Missing"``).
+    na_code : int
+        Code of a missing value (``L - 1``; it may occur in no table).
+    orig : ndarray of int64
+    syn : list of ndarray of int64
+    breaks : ndarray or None
+        Group boundaries of a grouped numeric column.
+    """
+
+    name: str
+    kind: str
+    labels: list[str]
+    na_code: int
+    orig: np.ndarray
+    syn: list[np.ndarray]
+    breaks: np.ndarray | None = None
+
+    @property
+    def n_codes(self) -> int:
+        return len(self.labels)
+
+
+def resolve_inputs(
+    original: Any,
+    datasets: Sequence[pd.DataFrame],
+    carried: Schema | None,
+    schema: Schema | None,
+    categorical: Iterable[str] | None,
+    columns: Sequence[str],
+) -> Schema:
+    """Schema of ``columns`` (given, carried by a SyntheticData, or inferred), harmonised over
+    the tables, with every table checked (missing values allowed: they are a level)."""
+    if not isinstance(original, pd.DataFrame):
+        raise ValidationError(
+            f"original must be a pandas DataFrame. Got {type(original).__name__}."
+        )
+    cat = list(categorical or [])
+    if schema is None:
+        schema = carried
+    if schema is not None and not isinstance(schema, Schema):
+        raise ValidationError(f"schema must be a bayes_risk Schema. Got {type(schema).__name__}.")
+    if schema is None:
+        schema = infer_schema(original, categorical=cat or None)
+    else:
+        schema.check_columns(cat, "categorical")
+        change = {c: "categorical" for c in cat if schema[c].type not in CATEGORICAL_TYPES}
+        if change:
+            schema = schema.with_types(**change)
+            fresh = infer_schema(original[list(change)], categorical=list(change))
+            schema = schema.with_levels({c: fresh[c].levels for c in change})
+    schema.check_columns(columns, "keys/target")
+    sub = schema.select(columns)
+    tables = [original[list(columns)]]
+    for l, z in enumerate(datasets, start=1):
+        missing = [c for c in columns if c not in z.columns]
+        if missing:
+            raise ValidationError(
+                f"synthetic dataset {l} has no column(s) {missing}; keys and target must be "
+                "columns of the original and of every synthetic dataset."
+            )
+        tables.append(z[list(columns)])
+    for l, t in enumerate(tables):
+        if len(t) == 0:
+            raise ValidationError(
+                f"{'original' if l == 0 else f'synthetic dataset {l}'} has no rows; the "
+                "measures are percentages of records."
+            )
+    sub = harmonise_levels(tables[0], tables[1:], sub)
+    for l, t in enumerate(tables):
+        validate_table(t, sub, name="original" if l == 0 else f"synthetic dataset {l}",
+                       allow_nan=True)
+    return sub
+
+
+def level_labels(values: Iterable[Any], var: EncodedVar, argument: str) -> set[str]:
+    """Labels of levels given by label or by value; an unknown level is an error."""
+    from bayes_risk.data.validate import _normalise_value
+
+    out: set[str] = set()
+    for v in values:
+        if isinstance(v, str) and var.kind == "numeric" and v not in var.labels:
+            try:  # a number typed on the command line: "100000" is the level "1e+05"
+                out.add(r_as_character(float(v)))
+            except ValueError:
+                out.add(v)
+        elif isinstance(v, str):
+            out.add(v)
+        elif var.kind == "numeric" and isinstance(v, (int, float, np.number)):
+            out.add(r_as_character(float(v)))
+        else:
+            out.add(str(_normalise_value(v)))
+    unknown = sorted(out - set(var.labels))
+    if unknown:
+        raise ValidationError(
+            f"{argument}: {unknown} are not levels of {var.name!r} "
+            f"(levels: {var.labels[:10]}{' ...' if len(var.labels) > 10 else ''})."
+        )
+    return out
+
+
+def _numeric_codes(arrays: list[np.ndarray], compat: bool) -> tuple[list[np.ndarray], list[str]]:
+    """Codes of distinct values (numeric order); in compat mode values are merged by their R
+    text form (15 significant digits), as ``factor()`` does."""
+    finite = [a[~np.isnan(a)] for a in arrays]
+    uv = np.unique(np.concatenate(finite)) if finite else np.empty(0)
+    labels_u = [r_as_character(u) for u in uv]
+    if compat and len(uv):
+        new = np.ones(len(uv), dtype=bool)
+        new[1:] = np.asarray(labels_u[1:]) != np.asarray(labels_u[:-1])
+        ucode = np.cumsum(new) - 1
+        labels = [lab for lab, keep in zip(labels_u, new, strict=True) if keep]
+    else:
+        ucode = np.arange(len(uv))
+        labels = labels_u
+    na = len(labels)
+    out = []
+    for a in arrays:
+        c = np.full(len(a), na, dtype=np.int64)
+        ok = ~np.isnan(a)
+        c[ok] = ucode[np.searchsorted(uv, a[ok])]
+        out.append(c)
+    return out, [*labels, MISSING_LABEL]
+
+
+def _group_breaks(values: np.ndarray, n: int) -> np.ndarray:
+    """synthpop's grouping: quantile breaks of the pooled values (type 7), unique; equal-width
+    breaks when that leaves fewer than 3 groups."""
+    br = np.unique(np.quantile(values, np.linspace(0.0, 1.0, n + 1)))
+    if len(br) - 1 < 3:
+        br = np.unique(np.linspace(values.min(), values.max(), n + 1))
+    return br
+
+
+def _interval_labels(br: np.ndarray) -> list[str]:
+    f = [f"{b:.8g}" for b in br]
+    return [f"[{f[i]},{f[i + 1]}" + ("]" if i == len(br) - 2 else ")") for i in range(len(br) - 1)]
+
+
+def encode_var(
+    name: str,
+    original: pd.DataFrame,
+    datasets: Sequence[pd.DataFrame],
+    schema: Schema,
+    *,
+    ngroups: int | None = None,
+    compat: bool = False,
+    argument: str = "ngroups_target",
+) -> EncodedVar:
+    """Codes of one column over the original and every synthetic dataset."""
+    spec = schema[name]
+    tables = [original, *datasets]
+    if spec.type in CATEGORICAL_TYPES:
+        if ngroups:
+            raise ValidationError(
+                f"{argument} = {ngroups}: column {name!r} is {spec.type}; only a numeric "
+                "column can be grouped."
+            )
+        levels = list(spec.levels or ())
+        na = len(levels)
+        codes = []
+        for t in tables:
+            c = encode(t, schema, [name])[:, 0]
+            codes.append(np.where(c < 0, na, c))
+        labels = [str(v) for v in levels] + [MISSING_LABEL]
+        return EncodedVar(name, "categorical", labels, na, codes[0], codes[1:])
+    arrays = [t[name].to_numpy(dtype=np.float64) for t in tables]
+    if ngroups:
+        pooled = np.concatenate([a[~np.isnan(a)] for a in arrays])
+        if pooled.size == 0 or pooled.min() == pooled.max():
+            raise ValidationError(
+                f"{argument} = {ngroups}: column {name!r} has a single distinct value; "
+                "there is nothing to group."
+            )
+        br = _group_breaks(pooled, int(ngroups))
+        na = len(br) - 1
+        codes = []
+        for a in arrays:
+            c = np.full(len(a), na, dtype=np.int64)
+            ok = ~np.isnan(a)
+            # [b_i, b_{i+1}) with the last group closed (cut(right = FALSE, include.lowest))
+            c[ok] = np.clip(np.searchsorted(br, a[ok], side="right") - 1, 0, na - 1)
+            codes.append(c)
+        labels = [*_interval_labels(br), MISSING_LABEL]
+        return EncodedVar(name, "grouped", labels, na, codes[0], codes[1:], breaks=br)
+    codes, labels = _numeric_codes(arrays, compat)
+    return EncodedVar(name, "numeric", labels, len(labels) - 1, codes[0], codes[1:])
+
+
+def combine_keys(
+    keys: Sequence[EncodedVar],
+) -> tuple[np.ndarray, list[np.ndarray], np.ndarray, np.ndarray]:
+    """One code per key combination, shared by all tables.
+
+    Returns the original's codes, each synthetic dataset's codes, per combination a boolean
+    row telling which key is missing in it, and per combination the code of every key.
+    """
+    m = len(keys[0].syn)
+    lens = [len(keys[0].orig)] + [len(s) for s in keys[0].syn]
+    cols = [np.concatenate([k.orig, *k.syn]) for k in keys]
+    sizes = [k.n_codes for k in keys]
+    if float(np.prod(np.asarray(sizes, dtype=np.float64))) < 2.0**62:
+        # mixed-radix code of the combination: a 1-d unique is much faster than rows
+        strides = np.cumprod([1, *sizes[::-1]])[:-1][::-1]
+        flat = np.zeros(len(cols[0]), dtype=np.int64)
+        for c, st in zip(cols, strides, strict=True):
+            flat += c * np.int64(st)
+        uflat, inverse = np.unique(flat, return_inverse=True)
+        uniq = np.column_stack([(uflat // np.int64(st)) % n
+                                for st, n in zip(strides, sizes, strict=True)])
+    else:
+        uniq, inverse = np.unique(np.column_stack(cols), axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    na = np.column_stack([uniq[:, j] == k.na_code for j, k in enumerate(keys)])
+    bounds = np.cumsum([0, *lens])
+    orig = inverse[: bounds[1]]
+    syn = [inverse[bounds[l + 1]: bounds[l + 2]] for l in range(m)]
+    return orig, syn, na, uniq

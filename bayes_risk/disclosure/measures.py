@@ -1,0 +1,811 @@
+"""Empirical disclosure measures of synthetic data, as synthpop 1.9-2 computes them.
+
+Raab, Nowok & Dibben, "Practical privacy metrics for synthetic data" (synthpop's disclosure
+vignette; arXiv:2406.16826) define, for a set of keys (quasi-identifiers) ``q`` and a target
+``t``, from the two-way tables of target by key combination in the original data (counts
+``d_tq``, key totals ``d_.q``, ``N_d`` records) and in a synthetic dataset (``s_tq``, ``s_.q``,
+``N_s``), all as percentages:
+
+identity disclosure
+    ``UiO`` records unique on the keys in the original; ``UiS`` the same in the synthetic data
+    (of ``N_s``); ``UiOiS`` original uniques whose keys occur in the synthetic data; ``repU``
+    original uniques that are also unique in the synthetic data (replicated uniques).
+attribute disclosure
+    ``Dorig`` records whose key combination has one target value in the original
+    (``d_tq = d_.q``); ``Dsyn`` the same in the synthetic data (of ``N_s``); ``iS`` records
+    whose keys occur in the synthetic data; ``DiS`` records whose keys have one target value in
+    the synthetic data; ``DiSCO`` records for which that synthetic target value is their own
+    (disclosive in synthetic, correct in original: ``s_tq = s_.q > 0`` and ``d_tq > 0``);
+    ``DiSDiO`` the DiSCO records that are also disclosive in the original; ``max_denom`` and
+    ``mean_denom`` the largest and mean number of original records in a DiSCO cell.
+correct attribution probabilities (CAP)
+    ``baseCAPd = Σ_t (d_t./N_d)²``; ``CAPd = Σ_q d_.q Σ_t (d_tq/d_.q)² / N_d``;
+    ``CAPs`` the same in the synthetic data; ``DCAP = Σ_tq d_tq s_tq/s_.q / N_d``;
+    ``TCAP = Σ DiSCO / Σ_{q: s_.q > 0} d_.q`` (DiSCO among records whose keys are in the
+    synthetic data).
+
+A numeric target is a factor with one level per distinct value unless ``ngroups_target``
+groups it (quantile breaks of the pooled original and synthetic values); a missing value is a
+level of its own (``"Missing"``), which ``use_target_na`` / ``use_keys_na`` can exclude.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._io import to_jsonable
+from bayes_risk.data.schema import Schema
+from bayes_risk.disclosure._encode import (
+    MISSING_LABEL,
+    EncodedVar,
+    combine_keys,
+    encode_var,
+    level_labels,
+    resolve_inputs,
+)
+from bayes_risk.disclosure._rcompat import c_sort, r_as_character, r_format
+from bayes_risk.exceptions import DataWarning, ValidationError
+from bayes_risk.utility._inputs import as_dataset_list
+
+__all__ = [
+    "DisclosureMeasures",
+    "ReplicatedUniques",
+    "disclosure_measures",
+    "replicated_uniques",
+    "key_anonymity",
+    "IDENT_MEASURES",
+    "ATTRIB_MEASURES",
+    "CAP_MEASURES",
+    "REPU_MEASURES",
+]
+
+IDENT_MEASURES = ("UiO", "UiS", "UiOiS", "repU")
+ATTRIB_MEASURES = ("Dorig", "Dsyn", "iS", "DiS", "DiSCO", "DiSDiO", "max_denom", "mean_denom")
+CAP_MEASURES = ("baseCAPd", "CAPd", "CAPs", "DCAP", "TCAP")
+REPU_MEASURES = ("Original", "Synthetic", "Synthetic uniques in original", "Replicated uniques")
+_COMPAT = (None, "synthpop")
+
+
+# ----------------------------------------------------------------------------------------------
+# results
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ReplicatedUniques:
+    """Unique records of synthetic datasets that replicate unique original records.
+
+    Attributes
+    ----------
+    keys : list of str
+        Columns that define a record (synthpop's ``keys`` of ``replicated.uniques()``).
+    table : DataFrame
+        One row per synthetic dataset (``syn`` = 1..m): the numbers of unique key combinations
+        in the original (``Original``) and in the synthetic dataset (``Synthetic``), of
+        synthetic uniques whose keys occur in the original (``Synthetic uniques in original``)
+        and of synthetic uniques that are unique in the original too (``Replicated uniques``),
+        each with its percentage (``... %``: of the original's records for ``Original``, of the
+        synthetic dataset's records otherwise), and ``n_original``, ``n_synthetic``.
+    compat : str or None
+        ``"synthpop"`` when synthpop's text comparison was reproduced.
+    """
+
+    keys: list[str]
+    table: pd.DataFrame
+    compat: str | None = None
+
+    def to_long(self) -> pd.DataFrame:
+        """synthpop's layout: one row per dataset and measure (``syn, measure, number,
+        from_total, pct``); ``pct`` rounded to 2 decimals as synthpop prints it."""
+        rows = []
+        for _, r in self.table.iterrows():
+            for name in REPU_MEASURES:
+                tot = r["n_original"] if name == "Original" else r["n_synthetic"]
+                rows.append({"syn": int(r["syn"]), "measure": name, "number": int(r[name]),
+                             "from_total": int(tot), "pct": round(100.0 * r[name] / tot, 2)})
+        return pd.DataFrame(rows)
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """The per-dataset table (a copy)."""
+        return self.table.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dictionary."""
+        return to_jsonable({"keys": self.keys, "compat": self.compat,
+                            "per_dataset": self.table.to_dict(orient="list")})
+
+
+@dataclass(frozen=True)
+class DisclosureMeasures:
+    """Result of :func:`disclosure_measures`.
+
+    Attributes
+    ----------
+    keys : list of str
+    target : str
+    ident : DataFrame
+        One row per synthetic dataset (``syn`` = 1..m): ``UiO, UiS, UiOiS, repU`` (%).
+    attrib : DataFrame
+        ``Dorig, Dsyn, iS, DiS, DiSCO, DiSDiO`` (%), ``max_denom``, ``mean_denom`` (records;
+        ``mean_denom`` is NaN when there is no DiSCO record).
+    allCAPs : DataFrame
+        ``baseCAPd, CAPd, CAPs, DCAP, TCAP`` (%; ``TCAP`` is NaN when no original record has
+        keys found in the synthetic data).
+    replicated_uniques : ReplicatedUniques
+        synthpop's ``replicated.uniques()`` on the keys and the target.
+    key_baseline : dict
+        The original-data figures an sdcMicro user expects on the keys: ``n_records``,
+        ``n_key_combinations``, ``n_sample_uniques`` (records with frequency ``f_k = 1``),
+        ``pct_sample_uniques`` and ``k_anonymity`` (records violating k-anonymity, ``f_k < k``,
+        for each ``k``).
+    diagnostics : DataFrame
+        Per dataset: ``n_synthetic``, ``n_over_denom_lim`` (DiSCO records in key-target cells
+        holding more than ``denom_lim`` original records, often disclosure a user could
+        expect from the relation alone), ``n_excluded_original``, ``n_excluded_synthetic``.
+    target_levels : list of str
+        Labels of the target's levels (intervals when grouped).
+    settings : dict
+    warnings : list of str
+        Machine-readable codes.
+    """
+
+    keys: list[str]
+    target: str
+    ident: pd.DataFrame
+    attrib: pd.DataFrame
+    allCAPs: pd.DataFrame
+    replicated_uniques: ReplicatedUniques
+    key_baseline: dict[str, Any]
+    diagnostics: pd.DataFrame
+    target_levels: list[str]
+    settings: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def m(self) -> int:
+        """Number of synthetic datasets."""
+        return len(self.ident)
+
+    def means(self) -> dict[str, float]:
+        """Mean of every measure over the synthetic datasets (NaN values skipped)."""
+        out: dict[str, float] = {}
+        for df in (self.ident, self.attrib, self.allCAPs):
+            for c in df.columns:
+                if c == "syn":
+                    continue
+                v = df[c].to_numpy(dtype=np.float64)
+                out[c] = float(np.nanmean(v)) if np.any(~np.isnan(v)) else math.nan
+        return out
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per synthetic dataset with every measure as a column."""
+        rep = self.replicated_uniques.table.drop(columns=["syn"])
+        return pd.concat(
+            [self.ident, self.attrib.drop(columns=["syn"]), self.allCAPs.drop(columns=["syn"]),
+             rep, self.diagnostics.drop(columns=["syn", "n_synthetic"])], axis=1)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dictionary (the layout of ``summary.json``)."""
+        def cols(df: pd.DataFrame) -> dict[str, list]:
+            return {c: df[c].tolist() for c in df.columns if c != "syn"}
+
+        return to_jsonable({
+            "m": self.m,
+            "keys": self.keys,
+            "target": self.target,
+            "n_original": self.key_baseline["n_records"],
+            "n_synthetic": self.diagnostics["n_synthetic"].tolist(),
+            "n_target_levels": len(self.target_levels),
+            "ident": cols(self.ident),
+            "attrib": cols(self.attrib),
+            "allCAPs": cols(self.allCAPs),
+            "means": self.means(),
+            "replicated_uniques": self.replicated_uniques.to_dict(),
+            "key_baseline": self.key_baseline,
+            "diagnostics": cols(self.diagnostics),
+            "settings": self.settings,
+            "warnings": self.warnings,
+        })
+
+    def summary(self) -> str:
+        """A short text report: original baseline, per-dataset repU and DiSCO, means."""
+        b = self.key_baseline
+        mm = self.means()
+        lines = [
+            f"Disclosure measures for {b['n_records']} original records and m = {self.m} "
+            f"synthetic dataset(s)",
+            f"  keys: {', '.join(self.keys)}; target: {self.target} "
+            f"({len(self.target_levels) - 1} levels"
+            + (f", grouped into {self.settings['ngroups_target']}"
+               if self.settings.get("ngroups_target") else "") + ")",
+            f"  original: {b['n_sample_uniques']} sample uniques on the keys "
+            f"({b['pct_sample_uniques']:.2f}%), "
+            + ", ".join(f"{v['n_violating']} records violate {k}-anonymity"
+                        for k, v in b["k_anonymity"].items()),
+            "",
+            f"  {'':>10} {'UiO/repU':>10} {'Dorig/DiSCO':>12} {'TCAP':>8} {'repl. uniq.':>12}",
+            f"  {'original':>10} {self.ident['UiO'].iloc[0]:>10.2f} "
+            f"{self.attrib['Dorig'].iloc[0]:>12.2f}",
+        ]
+        rt = self.replicated_uniques.table
+        for l in range(self.m):
+            lines.append(
+                f"  {'syn ' + str(l + 1):>10} {self.ident['repU'].iloc[l]:>10.2f} "
+                f"{self.attrib['DiSCO'].iloc[l]:>12.2f} {self.allCAPs['TCAP'].iloc[l]:>8.2f} "
+                f"{int(rt['Replicated uniques'].iloc[l]):>12d}"
+            )
+        lines.append("")
+        lines.append("  means over datasets (%): " + ", ".join(
+            f"{k} {v:.3g}" for k, v in mm.items() if k not in ("max_denom", "mean_denom")))
+        if self.warnings:
+            lines.append(f"  warnings: {', '.join(self.warnings)}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+# ----------------------------------------------------------------------------------------------
+# arguments
+# ----------------------------------------------------------------------------------------------
+def _check_names(keys: Any, target: Any) -> tuple[list[str], str]:
+    if isinstance(keys, str):
+        keys = [keys]
+    if not isinstance(keys, (list, tuple)) or not keys:
+        raise ValidationError(f"keys must be a non-empty list of column names. Got {keys!r}.")
+    keys = [str(k) for k in keys]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise ValidationError(f"keys contain duplicated column(s) {dup}.")
+    if not isinstance(target, str):
+        raise ValidationError(f"target must be one column name. Got {target!r}.")
+    if target in keys:
+        raise ValidationError(f"target {target!r} is also among the keys; it cannot be both.")
+    return keys, target
+
+
+def _check_options(ngroups_target: Any, denom_lim: Any, compat: Any) -> int | None:
+    if compat not in _COMPAT:
+        raise ValidationError(f"compat must be None or 'synthpop'. Got {compat!r}.")
+    if isinstance(denom_lim, bool) or not isinstance(denom_lim, (int, np.integer)) \
+            or int(denom_lim) < 1:
+        raise ValidationError(f"denom_lim must be an integer >= 1. Got {denom_lim!r}.")
+    if ngroups_target is None or (not isinstance(ngroups_target, bool)
+                                  and isinstance(ngroups_target, (int, np.integer))
+                                  and int(ngroups_target) == 0):
+        return None
+    if isinstance(ngroups_target, bool) or not isinstance(ngroups_target, (int, np.integer)) \
+            or int(ngroups_target) < 2:
+        raise ValidationError(
+            f"ngroups_target must be an integer >= 2 (or None / 0: no grouping). "
+            f"Got {ngroups_target!r}."
+        )
+    return int(ngroups_target)
+
+
+def _key_groups(ngroups_keys: Any, keys: list[str], schema: Schema) -> list[int | None]:
+    """Number of groups of every key (``None``: not grouped)."""
+    if ngroups_keys is None:
+        return [None] * len(keys)
+
+    def one(g: Any, what: str) -> int | None:
+        if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or int(g) < 0 \
+                or int(g) == 1:
+            raise ValidationError(
+                f"{what} must be an integer >= 2 (or 0: no grouping). Got {g!r}."
+            )
+        return int(g) or None
+
+    if isinstance(ngroups_keys, (int, np.integer)) and not isinstance(ngroups_keys, bool):
+        g = one(ngroups_keys, "ngroups_keys")
+        # one number applies to the numeric keys only, as in synthpop
+        return [None if schema[k].is_categorical else g for k in keys]
+    vals = list(ngroups_keys)
+    if len(vals) != len(keys):
+        raise ValidationError(
+            f"ngroups_keys must be one number or one per key ({len(keys)}). Got {len(vals)} "
+            "values."
+        )
+    return [one(g, f"ngroups_keys for key {k!r}") for k, g in zip(keys, vals, strict=True)]
+
+
+# ----------------------------------------------------------------------------------------------
+# the tables of one synthetic dataset
+# ----------------------------------------------------------------------------------------------
+def _r_rows(present: np.ndarray, var: EncodedVar) -> list[int]:
+    """Rows of R's ``table(target, keys)`` (codes, in R's order) for one table."""
+    if var.na_code in present:  # tomissing(): factor(as.character(x)) -> used levels, text order
+        return c_sort_codes([int(c) for c in present], var.labels)
+    if var.kind in ("categorical", "grouped"):  # factor with fixed levels: all of them
+        return list(range(var.na_code))
+    return [int(c) for c in present]  # factor(numeric): numeric order (codes are ordered)
+
+
+def c_sort_codes(codes: list[int], labels: list[str]) -> list[int]:
+    order = c_sort([labels[c] for c in codes])
+    by_label = {labels[c]: c for c in codes}
+    return [by_label[s] for s in order]
+
+
+def _positions(td: np.ndarray, ts: np.ndarray, var: EncodedVar, compat: bool
+               ) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+    """Row position of every target code in the original's and the synthetic table.
+
+    By default both tables share one row per level. In compat mode the rows are where synthpop
+    puts them: each table in its factor's level order, and a table that lacks some of the other
+    table's levels is extended and re-sorted as text, so the two tables can be multiplied
+    element-wise with their rows out of step (synthpop 1.9-2 does not realign them).
+    """
+    n = var.n_codes
+    if not compat:
+        pos = np.arange(n)
+        return pos, pos, var.labels, var.labels
+    rows_d = _r_rows(np.unique(td), var)
+    rows_s = _r_rows(np.unique(ts), var)
+    sd, ss = set(rows_d), set(rows_s)
+    union = sorted(sd | ss)
+    if sd - ss:
+        rows_s = c_sort_codes(union, var.labels)
+    if ss - sd:
+        rows_d = c_sort_codes(union, var.labels)
+    posd = np.full(n, -1, dtype=np.int64)
+    poss = np.full(n, -1, dtype=np.int64)
+    posd[rows_d] = np.arange(len(rows_d))
+    poss[rows_s] = np.arange(len(rows_s))
+    return posd, poss, [var.labels[c] for c in rows_d], [var.labels[c] for c in rows_s]
+
+
+def _one_dataset(
+    kd: np.ndarray, ks: np.ndarray, td: np.ndarray, ts: np.ndarray, K: int, key_na: np.ndarray,
+    var: EncodedVar, *, compat: bool, denom_lim: int, exclude_ov_denom_lim: bool,
+    not_targetlev: set[str], use_target_na: bool, use_keys_na: list[bool],
+    exclude_cells: list[tuple[np.ndarray, str]],
+) -> dict[str, float]:
+    Nd, Ns = float(len(kd)), float(len(ks))
+    posd, poss, lab_d, lab_s = _positions(td, ts, var, compat)
+    P = max(len(lab_d), len(lab_s))
+    ud, nd = np.unique(posd[td] * K + kd, return_counts=True)
+    us, ns = np.unique(poss[ts] * K + ks, return_counts=True)
+    nd = nd.astype(np.float64)
+    ns = ns.astype(np.float64)
+    kcd, rcd = ud % K, ud // K
+    kcs, rcs = us % K, us // K
+    kd0 = np.bincount(kcd, weights=nd, minlength=K)
+    ks0 = np.bincount(kcs, weights=ns, minlength=K)
+    td0 = np.bincount(rcd, weights=nd, minlength=P)
+    # the synthetic cell at the same (row position, key) as each original cell
+    idx = np.minimum(np.searchsorted(us, ud), max(len(us) - 1, 0))
+    match = (us[idx] == ud) if len(us) else np.zeros(len(ud), dtype=bool)
+
+    # cells that enter each measure, from the tables before exclusions (as synthpop)
+    did = nd == kd0[kcd]
+    dis = ns == ks0[kcs]
+    in_s = ks0[kcd] > 0
+    anydis = np.bincount(kcs[dis], minlength=K) > 0
+    tab_dis = anydis[kcd]
+    disco = in_s & match & dis[idx]
+    disdio = disco & did
+
+    # exclusions: target levels, missing target / keys, cells over denom_lim
+    def keep(rows: np.ndarray, kc: np.ndarray, vals: np.ndarray, labels: list[str]) -> np.ndarray:
+        k = np.ones(len(rows), dtype=bool)
+        lab = np.asarray(labels, dtype=object)[rows] if len(rows) else np.empty(0, dtype=object)
+        if not_targetlev:
+            k &= ~np.isin(lab, list(not_targetlev))
+        if not use_target_na and bool(np.any(td == var.na_code)):
+            k &= lab != MISSING_LABEL
+        for i, use in enumerate(use_keys_na):
+            if not use:
+                k &= ~key_na[kc, i]
+        for key_mask, tlab in exclude_cells:
+            k &= ~(key_mask[kc] & (lab == tlab))
+        if exclude_ov_denom_lim:
+            k &= vals <= denom_lim
+        return k
+
+    nd_x = np.where(keep(rcd, kcd, nd, lab_d), nd, 0.0)
+    ns_x = np.where(keep(rcs, kcs, ns, lab_s), ns, 0.0)
+    kd = np.bincount(kcd, weights=nd_x, minlength=K)
+    ks = np.bincount(kcs, weights=ns_x, minlength=K)
+
+    out: dict[str, float] = {
+        "UiO": np.sum(kd == 1) / Nd * 100,
+        "UiS": np.sum(ks == 1) / Ns * 100,
+        "UiOiS": np.sum((kd == 1) & (ks0 > 0)) / Nd * 100,
+        "repU": np.sum((kd == 1) & (ks == 1)) / Nd * 100,
+        "Dorig": nd_x[did].sum() / Nd * 100,
+        "Dsyn": ns_x[dis].sum() / Ns * 100,
+        "iS": nd_x[in_s].sum() / Nd * 100,
+        "DiS": nd_x[tab_dis].sum() / Nd * 100,
+        "DiSCO": nd_x[disco].sum() / Nd * 100,
+        "DiSDiO": nd_x[disdio].sum() / Nd * 100,
+    }
+    dv = nd_x[disco]
+    out["max_denom"] = float(dv.max()) if dv.size else 0.0
+    out["mean_denom"] = float(dv[dv > 0].mean()) if np.any(dv > 0) else math.nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_d = np.where(kd[kcd] > 0, nd_x / kd[kcd], 0.0)
+        p_s = np.where(ks[kcs] > 0, ns_x / ks[kcs], 0.0)
+    out["baseCAPd"] = float(np.sum((td0 / Nd) ** 2) * 100)
+    out["CAPd"] = float(np.sum(p_d * nd_x) / Nd * 100)
+    out["CAPs"] = float(np.sum(p_s * ns_x) / Ns * 100)
+    out["DCAP"] = float(np.sum(np.where(match, p_s[idx], 0.0) * nd_x) / Nd * 100)
+    tcap_den = kd[ks > 0].sum()
+    out["TCAP"] = float(dv.sum() / tcap_den * 100) if tcap_den > 0 else math.nan
+    out["n_over_denom_lim"] = float(nd[disco & (nd > denom_lim)].sum())
+    out["n_excluded_original"] = float(nd.sum() - nd_x.sum())
+    out["n_excluded_synthetic"] = float(ns.sum() - ns_x.sum())
+    return {k: float(v) for k, v in out.items()}
+
+
+# ----------------------------------------------------------------------------------------------
+# replicated uniques and the sdcMicro baseline
+# ----------------------------------------------------------------------------------------------
+def _repu_table(orig: np.ndarray, syn: list[np.ndarray]) -> pd.DataFrame:
+    n_codes = int(max([orig.max(initial=-1), *[s.max(initial=-1) for s in syn]])) + 1
+    cnt_o = np.bincount(orig, minlength=n_codes)
+    rows = []
+    for l, s in enumerate(syn, start=1):
+        cnt_s = np.bincount(s, minlength=n_codes)
+        u_s = cnt_s == 1
+        row = {"syn": l, "Original": int(np.sum(cnt_o == 1)), "Synthetic": int(u_s.sum()),
+               "Synthetic uniques in original": int(np.sum(u_s & (cnt_o > 0))),
+               "Replicated uniques": int(np.sum(u_s & (cnt_o == 1))),
+               "n_original": len(orig), "n_synthetic": len(s)}
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    for name in REPU_MEASURES:
+        tot = df["n_original"] if name == "Original" else df["n_synthetic"]
+        df[f"{name} %"] = 100.0 * df[name] / tot
+    return df
+
+
+def _synthpop_key_text(tables: list[pd.DataFrame], keys: list[str], schema: Schema
+                       ) -> np.ndarray:
+    """The pasted key strings of synthpop's ``replicated.uniques()`` for every table: factor
+    labels, and numeric keys ``format()``-padded per dataset when some key is a factor (as
+    ``as.matrix`` of a data frame does), else R's ``as.character``."""
+    from bayes_risk.data.validate import _normalise_value
+
+    any_factor = any(schema[k].is_categorical for k in keys)
+    texts = []
+    for t in tables:
+        joined: pd.Series | None = None
+        for k in keys:
+            s = t[k]
+            if schema[k].is_categorical:
+                codes, uniq = pd.factorize(s, use_na_sentinel=True)
+                lab = np.asarray([str(_normalise_value(v)) for v in uniq] + ["NA"], dtype=object)
+                part = lab[codes]  # the sentinel -1 picks "NA"
+            else:
+                v = s.to_numpy(dtype=np.float64)
+                if any_factor:
+                    part = np.asarray(["NA" if x is None else x for x in r_format(v)],
+                                      dtype=object)
+                else:
+                    uv, inv = np.unique(v, return_inverse=True)
+                    lab = np.asarray([r_as_character(x) for x in uv], dtype=object)
+                    part = lab[inv.ravel()]
+            col = pd.Series(part, dtype=object)
+            joined = col if joined is None else joined + "|" + col
+        texts.append(joined.to_numpy(dtype=object))
+    return np.concatenate(texts) if texts else np.empty(0, dtype=object)
+
+
+def _replicated(original: pd.DataFrame, datasets: list[pd.DataFrame], keys: list[str],
+                schema: Schema, compat: bool,
+                encoded: dict[str, EncodedVar] | None = None) -> ReplicatedUniques:
+    if compat:
+        text = _synthpop_key_text([original, *datasets], keys, schema)
+        codes = pd.factorize(text)[0].astype(np.int64)
+    else:
+        encoded = encoded or {}
+        enc = [encoded.get(k) or encode_var(k, original, datasets, schema) for k in keys]
+        o, s, _, _ = combine_keys(enc)
+        codes = np.concatenate([o, *s])
+    bounds = np.cumsum([0, len(original), *[len(z) for z in datasets]])
+    orig = codes[: bounds[1]]
+    syn = [codes[bounds[l]: bounds[l + 1]] for l in range(1, len(bounds) - 1)]
+    return ReplicatedUniques(keys=list(keys), table=_repu_table(orig, syn),
+                             compat="synthpop" if compat else None)
+
+
+def key_anonymity(key_codes: np.ndarray, k_values: Sequence[int] = (2, 3, 5)) -> dict[str, Any]:
+    """Sample uniques and k-anonymity violations of records given their key-combination codes.
+
+    ``f_k`` is the number of records sharing a record's key combination; a record is a sample
+    unique when ``f_k = 1`` and violates k-anonymity when ``f_k < k`` (sdcMicro's
+    ``freqCalc`` / ``print(sdc, "kAnon")`` counts, with a missing key value as a level of its
+    own rather than sdcMicro's wildcard).
+    """
+    codes = np.asarray(key_codes, dtype=np.int64)
+    n = int(codes.size)
+    cnt = np.bincount(codes) if n else np.zeros(0, dtype=np.int64)
+    fk = cnt[codes] if n else np.zeros(0, dtype=np.int64)
+    su = int(np.sum(fk == 1))
+    return {
+        "n_records": n,
+        "n_key_combinations": int(np.sum(cnt > 0)),
+        "n_sample_uniques": su,
+        "pct_sample_uniques": 100.0 * su / n if n else math.nan,
+        "k_anonymity": {
+            str(int(k)): {"n_violating": int(np.sum(fk < k)),
+                          "pct_violating": 100.0 * float(np.sum(fk < k)) / n if n else math.nan}
+            for k in k_values
+        },
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# public functions
+# ----------------------------------------------------------------------------------------------
+def disclosure_measures(
+    original: pd.DataFrame,
+    synthetic: Any,
+    keys: Sequence[str],
+    target: str,
+    *,
+    schema: Schema | None = None,
+    categorical: Iterable[str] | None = None,
+    ngroups_target: int | None = None,
+    ngroups_keys: int | Sequence[int] | None = None,
+    denom_lim: int = 5,
+    exclude_ov_denom_lim: bool = False,
+    not_targetlev: Iterable[Any] | None = None,
+    exclude_combinations: Iterable[tuple[str, Any, Any]] | None = None,
+    use_target_na: bool = True,
+    use_keys_na: bool | Sequence[bool] = True,
+    k_anonymity: Sequence[int] = (2, 3, 5),
+    compat: Literal["synthpop"] | None = None,
+) -> DisclosureMeasures:
+    """Identity, attribute and CAP disclosure measures of synthpop's ``disclosure()``.
+
+    Parameters
+    ----------
+    original : DataFrame
+        The confidential table.
+    synthetic : DataFrame, list of DataFrame or SyntheticData
+        The ``m`` synthetic datasets (any number of rows; they need the keys and the target).
+    keys : sequence of str
+        Quasi-identifiers, combined into one key.
+    target : str
+        The attribute an intruder wants to learn.
+    schema : Schema, optional
+        Column types (default: the one a SyntheticData carries, else inferred from
+        ``original``).
+    categorical : iterable of str, optional
+        Integer-coded columns to treat as categorical.
+    ngroups_target : int, optional
+        Group a numeric target into about this many groups (quantile breaks of the original
+        and all synthetic values pooled; equal-width breaks when quantiles give fewer than 3
+        groups), as synthpop's ``ngroups_target``. Default: every distinct value is a level.
+    ngroups_keys : int or sequence of int, optional
+        The same for numeric keys: one number for every numeric key (categorical keys are left
+        as they are), or one per key (0: not grouped), as synthpop's ``ngroups_keys``.
+    denom_lim : int
+        Key-target cells with more original records than this are counted in
+        ``diagnostics["n_over_denom_lim"]`` and, with ``exclude_ov_denom_lim``, excluded.
+    exclude_ov_denom_lim : bool
+        Exclude cells over ``denom_lim`` from every table (synthpop's option of that name).
+    not_targetlev : iterable, optional
+        Target levels (labels as in ``target_levels``, or values) excluded from the measures.
+    exclude_combinations : iterable of (key, key level, target level), optional
+        Key-target combinations excluded from the measures (synthpop's ``exclude.keys``,
+        ``exclude.keylevs``, ``exclude.targetlevs``): typically a target level that follows
+        from one key's level for everybody, which no synthesis can hide.
+    use_target_na, use_keys_na : bool
+        Whether records with a missing target / key (per key, or one value for all) count.
+    k_anonymity : sequence of int
+        The ``k`` of the k-anonymity counts of ``key_baseline``.
+    compat : {None, "synthpop"}
+        ``"synthpop"`` reproduces synthpop 1.9-2 exactly, including two behaviours the default
+        does not copy: when the original and a synthetic dataset have different sets of values
+        of an ungrouped numeric target, synthpop sorts the rows of one table as text and keeps
+        the other in numeric order, and multiplies them element-wise anyway, so ``DiSCO``,
+        ``DiSDiO``, ``max_denom``, ``mean_denom``, ``DCAP`` and ``TCAP`` pair target values
+        that differ; and ``replicated.uniques()`` compares keys as text padded to each
+        dataset's widest number, so a dataset whose numbers have a different width shares no
+        key with the original. Numbers are R's text forms (15 significant digits), text is
+        ordered as in the C locale; a categorical column has the same factor levels in every
+        dataset (as synthpop's own synthetic data have). The default pairs every level with
+        itself and compares values.
+
+    Returns
+    -------
+    DisclosureMeasures
+        ``ident``, ``attrib``, ``allCAPs`` (one row per dataset, synthpop's column names),
+        ``replicated_uniques``, ``key_baseline``, ``diagnostics``, ``target_levels``,
+        ``settings``, ``warnings``; ``means()``, ``to_dataframe()``, ``to_dict()``,
+        ``summary()``.
+
+    Raises
+    ------
+    ValidationError, SchemaError
+        Unknown or duplicated columns, target among the keys, a synthetic dataset without a key
+        or the target, values outside a categorical column's levels, bad options.
+
+    References
+    ----------
+    Raab, G. M., Nowok, B. and Dibben, C. (2024). Practical privacy metrics for synthetic
+    data. arXiv:2406.16826. Nowok, B., Raab, G. M. and Dibben, C. (2016). synthpop: Bespoke
+    creation of synthetic data in R. J. Stat. Softw. 74(11), doi:10.18637/jss.v074.i11.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> d = pd.DataFrame({"sex": [1, 1, 2, 2, 2], "age": [30, 30, 40, 40, 50],
+    ...                   "inc": [1, 2, 3, 3, 4]})
+    >>> s = pd.DataFrame({"sex": [1, 2, 2, 2, 2], "age": [30, 40, 40, 50, 50],
+    ...                   "inc": [1, 3, 3, 4, 5]})
+    >>> r = disclosure_measures(d, [s], ["sex", "age"], "inc", categorical=["sex"])
+    >>> float(r.ident["UiO"][0]), float(r.attrib["DiSCO"][0]), float(r.allCAPs["TCAP"][0])
+    (20.0, 60.0, 60.0)
+    """
+    keys, target = _check_names(keys, target)
+    ngroups = _check_options(ngroups_target, denom_lim, compat)
+    is_compat = compat == "synthpop"
+    datasets, carried = as_dataset_list(synthetic)
+    sub = resolve_inputs(original, datasets, carried, schema, categorical, [*keys, target])
+    if isinstance(use_keys_na, (bool, np.bool_)):
+        use_keys = [bool(use_keys_na)] * len(keys)
+    else:
+        use_keys = [bool(u) for u in use_keys_na]
+        if len(use_keys) != len(keys):
+            raise ValidationError(
+                f"use_keys_na must be one logical value or one per key ({len(keys)}). "
+                f"Got {len(use_keys)} values."
+            )
+    for k in k_anonymity:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
+            raise ValidationError(f"k_anonymity values must be integers >= 2. Got {k!r}.")
+
+    key_groups = _key_groups(ngroups_keys, keys, sub)
+    enc_keys = [encode_var(k, original, datasets, sub, ngroups=g, compat=is_compat,
+                           argument=f"ngroups_keys for key {k!r}")
+                for k, g in zip(keys, key_groups, strict=True)]
+    kd, ks_list, key_na, key_codes = combine_keys(enc_keys)
+    K = int(key_na.shape[0])
+    tvar = encode_var(target, original, datasets, sub, ngroups=ngroups, compat=is_compat)
+    excluded = level_labels(not_targetlev or (), tvar, "not_targetlev")
+    cells: list[tuple[np.ndarray, str]] = []
+    for item in exclude_combinations or ():
+        if not (isinstance(item, (tuple, list)) and len(item) == 3):
+            raise ValidationError(
+                "exclude_combinations must hold (key, key level, target level) triples. "
+                f"Got {item!r}."
+            )
+        kname, klev, tlev = item
+        if kname not in keys:
+            raise ValidationError(
+                f"exclude_combinations: {kname!r} is not one of the keys {keys}."
+            )
+        j = keys.index(kname)
+        kv = enc_keys[j]
+        (klab,) = level_labels([klev], kv, f"exclude_combinations (key {kname!r})")
+        (tlab,) = level_labels([tlev], tvar, "exclude_combinations (target)")
+        lev_codes = [c for c, lab in enumerate(kv.labels) if lab == klab]
+        cells.append((np.isin(key_codes[:, j], lev_codes), tlab))
+
+    rows = []
+    for l, (ks, ts) in enumerate(zip(ks_list, tvar.syn, strict=True), start=1):
+        r = _one_dataset(
+            kd, ks, tvar.orig, ts, K, key_na, tvar, compat=is_compat, denom_lim=int(denom_lim),
+            exclude_ov_denom_lim=bool(exclude_ov_denom_lim), not_targetlev=excluded,
+            use_target_na=bool(use_target_na), use_keys_na=use_keys, exclude_cells=cells,
+        )
+        r["syn"] = l
+        r["n_synthetic"] = len(ks)
+        rows.append(r)
+    res = pd.DataFrame(rows)
+    ident = res[["syn", *IDENT_MEASURES]].reset_index(drop=True)
+    attrib = res[["syn", *ATTRIB_MEASURES]].reset_index(drop=True)
+    caps = res[["syn", *CAP_MEASURES]].reset_index(drop=True)
+    diag = res[["syn", "n_synthetic", "n_over_denom_lim", "n_excluded_original",
+                "n_excluded_synthetic"]].astype({"n_synthetic": int}).reset_index(drop=True)
+    for c in ("n_over_denom_lim", "n_excluded_original", "n_excluded_synthetic"):
+        diag[c] = diag[c].astype(np.int64)
+
+    codes: list[str] = []
+    n_levels = int(len(np.unique(tvar.orig)))
+    if tvar.kind == "numeric" and n_levels > 0.5 * len(tvar.orig) and n_levels > 20:
+        codes.append("TARGET_MOSTLY_UNIQUE")
+        warnings.warn(
+            f"target {target!r} is numeric with {n_levels} distinct values among "
+            f"{len(tvar.orig)} original records; each value is a level, so the attribute "
+            "measures count exact-value disclosure. Consider ngroups_target "
+            "(TARGET_MOSTLY_UNIQUE).", DataWarning, stacklevel=2)
+    if caps["TCAP"].isna().any():
+        codes.append("TCAP_UNDEFINED")
+        warnings.warn(
+            "TCAP is undefined (NaN) for dataset(s) "
+            f"{caps.loc[caps['TCAP'].isna(), 'syn'].tolist()}: no original record has keys "
+            "found in the synthetic data (TCAP_UNDEFINED).", DataWarning, stacklevel=2)
+
+    # replicated uniques compare values: reuse the codes unless grouped / merged as R text
+    reuse = {} if is_compat else {v.name: v for v in enc_keys if v.kind != "grouped"}
+    if not is_compat and tvar.kind != "grouped":
+        reuse[target] = tvar
+    repu = _replicated(original, datasets, [*keys, target], sub, is_compat, reuse)
+    baseline = key_anonymity(kd, k_anonymity)
+    settings = {
+        "ngroups_target": ngroups,
+        "ngroups_keys": {k: g for k, g in zip(keys, key_groups, strict=True) if g},
+        "key_breaks": {v.name: v.breaks.tolist() for v in enc_keys if v.breaks is not None},
+        "target_breaks": None if tvar.breaks is None else tvar.breaks.tolist(),
+        "denom_lim": int(denom_lim),
+        "exclude_ov_denom_lim": bool(exclude_ov_denom_lim),
+        "not_targetlev": sorted(excluded),
+        "exclude_combinations": [[str(a), str(b), str(c)] for a, b, c in
+                                 (exclude_combinations or ())],
+        "use_target_na": bool(use_target_na),
+        "use_keys_na": use_keys,
+        "k_anonymity": [int(k) for k in k_anonymity],
+        "compat": compat,
+        "column_types": {c: sub[c].type for c in [*keys, target]},
+        "replicated_uniques_keys": [*keys, target],
+    }
+    return DisclosureMeasures(
+        keys=keys, target=target, ident=ident, attrib=attrib, allCAPs=caps,
+        replicated_uniques=repu, key_baseline=baseline, diagnostics=diag,
+        target_levels=list(tvar.labels), settings=settings, warnings=codes,
+    )
+
+
+def replicated_uniques(
+    original: pd.DataFrame,
+    synthetic: Any,
+    keys: Sequence[str] | None = None,
+    *,
+    schema: Schema | None = None,
+    categorical: Iterable[str] | None = None,
+    compat: Literal["synthpop"] | None = None,
+) -> ReplicatedUniques:
+    """synthpop's ``replicated.uniques()``: synthetic records unique on ``keys`` that replicate
+    a unique original record.
+
+    Parameters
+    ----------
+    original : DataFrame
+    synthetic : DataFrame, list of DataFrame or SyntheticData
+    keys : sequence of str, optional
+        Columns that define a record (default: every column of ``original``).
+    schema, categorical
+        As in :func:`disclosure_measures`.
+    compat : {None, "synthpop"}
+        ``"synthpop"`` compares the keys as synthpop 1.9-2 does, as text with numbers padded to
+        each dataset's widest value (see :func:`disclosure_measures`); the default compares
+        values. A missing value is a value of its own in both.
+
+    Returns
+    -------
+    ReplicatedUniques
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> d = pd.DataFrame({"a": [1, 2, 2, 3], "b": [1, 1, 1, 2]})
+    >>> s = pd.DataFrame({"a": [1, 2, 3, 3], "b": [1, 1, 2, 5]})
+    >>> replicated_uniques(d, s).table[["Original", "Synthetic", "Replicated uniques"]]
+       Original  Synthetic  Replicated uniques
+    0         2          4                   2
+    """
+    if compat not in _COMPAT:
+        raise ValidationError(f"compat must be None or 'synthpop'. Got {compat!r}.")
+    if not isinstance(original, pd.DataFrame):
+        raise ValidationError(
+            f"original must be a pandas DataFrame. Got {type(original).__name__}."
+        )
+    keys = list(original.columns) if keys is None else list(keys)
+    if not keys:
+        raise ValidationError("keys must name at least one column.")
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise ValidationError(f"keys contain duplicated column(s) {dup}.")
+    datasets, carried = as_dataset_list(synthetic)
+    sub = resolve_inputs(original, datasets, carried, schema, categorical, keys)
+    return _replicated(original, datasets, keys, sub, compat == "synthpop")
