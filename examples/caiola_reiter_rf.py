@@ -50,7 +50,7 @@ def main():
           f"{', '.join(attr.warnings)}): mean probability of the truth "
           f"{a['unflagged']['mean_p_true']:.3f} vs random guess {a['random_guess_baseline']:.3f}, "
           f"truth ranked first for {a['unflagged']['prop_top']:.0%} of records")
-    return res
+    return {"data": acs, "release": release, "identification": res, "attribute": attr}
 
 
 if __name__ == "__main__":
