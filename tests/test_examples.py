@@ -123,7 +123,7 @@ def _printed_tables(out: str) -> dict[tuple[str, str], dict[str, list[float]]]:
 
 def test_drechsler_reiter_cps(monkeypatch, capsys):
     shared_path("data", "NYexample_X.csv")
-    res, out = run_example("drechsler_reiter_cps.py", 0.3, monkeypatch, capsys)
+    res, out = run_example("drechsler_reiter_cps.py", 0.25, monkeypatch, capsys)
     d = res["design"]
     sample, counts = d["sample"], d["counts"]
     qi = ["SEX", "AGE", "MARST", "RACESING"]
@@ -299,7 +299,7 @@ def test_caiola_reiter_rf(monkeypatch, capsys):
 
 
 def test_hu_reiter_wang_attribute(monkeypatch, capsys):
-    res, out = run_example("hu_reiter_wang_attribute.py", 0.04, monkeypatch, capsys)
+    res, out = run_example("hu_reiter_wang_attribute.py", 0.02, monkeypatch, capsys)
     acs, attr, sweep = res["data"], res["attribute"], res["sweep"]
     rec = attr.records
     # one-variable neighbourhood: the truth plus every other level of each variable
