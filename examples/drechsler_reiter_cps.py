@@ -58,7 +58,8 @@ QI = ["SEX", "AGE", "MARST", "RACESING"]
 #: the paper's sampling fraction (n = 10,000 of N = 51,016) and intruder's share of the population
 FRACTION = 10_000 / 51_016
 SYNTHESES = {"A": ["MARST", "RACESING"], "B": ["AGE", "MARST", "RACESING"]}
-LABELS = {"A": "marital status and race synthesized", "B": "age, marital status and race synthesized"}
+LABELS = {"A": "marital status and race synthesized",
+          "B": "age, marital status and race synthesized"}
 STRATEGIES = {"always": "always", "threshold": ("threshold", 0.5), "not_if_max": "not_if_max"}
 ROWS = [
     ("Expected match risk", "expected_match_risk", "{:.1f}"),
@@ -75,7 +76,8 @@ def population() -> tuple[pd.DataFrame, str]:
     pop = read_table(path).dropna().astype(str).reset_index(drop=True)
     label = f"NYexample_X complete cases ({len(pop):,} persons)"
     if SCALE < 1.0:
-        pop = pop.sample(frac=SCALE, random_state=np.random.default_rng(1999)).reset_index(drop=True)
+        pop = pop.sample(frac=SCALE, random_state=np.random.default_rng(1999))
+        pop = pop.reset_index(drop=True)
         label += f", subsampled to {len(pop):,}"
     pop.insert(0, "pid", np.arange(len(pop)))
     return pop, label

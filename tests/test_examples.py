@@ -108,7 +108,8 @@ def pooled_reference(sample, releases, targets, known_us, known_s, *, id_col=Non
 def _printed_tables(out: str) -> dict[tuple[str, str], dict[str, list[float]]]:
     tables, current = {}, None
     for line in out.splitlines():
-        m = re.match(r"Synthesis (\w) .*the intruder (matches regardless|matches only|does not)", line)
+        m = re.match(r"Synthesis (\w) .*the intruder (matches regardless|matches only|does not)",
+                     line)
         if m:
             kind = {"matches regardless": "always", "matches only": "threshold",
                     "does not": "not_if_max"}[m.group(2)]
@@ -248,7 +249,7 @@ def test_hornby_hu_radius(monkeypatch, capsys):
     res, out = run_example("hornby_hu_radius.py", 0.06, monkeypatch, capsys)
     table, data, releases = res["table"], res["data"], res["releases"]
     # brute-force per-dataset expected match risk (closed percentage windows, Hornby & Hu eq. 2)
-    age, inc = data["Age"].to_numpy(float), data["Income"].to_numpy(float)
+    age = data["Age"].to_numpy(float)
     key = _keys(data, ["Urban", "Marital"])
     same = key[:, None] == key[None, :]
     in_age = np.abs(age[None, :] - age[:, None]) <= 0.1 * np.abs(age)[:, None]

@@ -21,6 +21,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "utility",
     "identification",
     "attribute",
+    "orders",
     "demo",
 )
 
