@@ -288,6 +288,17 @@ def test_caiola_reiter_rf(monkeypatch, capsys):
     assert f"unique matches {ref['n_unique']}" in out
     rate = ref["true_match_risk"] / len(acs)
     assert f"true match rate (targets) {rate:.3f}" in out
+    # the visit-order table: every order's expected match risk recomputed by brute force
+    cmp = res["orders"]
+    for i, order in enumerate(cmp.orders):
+        rel = cmp.releases[order]
+        r = pooled_reference(acs, rel.datasets, acs, ["AGE"], list(order))
+        assert cmp.table.loc[i, "expected_match_risk"] == pytest.approx(
+            r["expected_match_risk"], rel=1e-9)
+        assert cmp.table.loc[i, "n_unique"] == r["n_unique"]
+        line = next(x for x in out.splitlines() if x.strip().startswith(" → ".join(order)))
+        assert f"{r['expected_match_risk']:.3f}" in line and f" {r['n_unique']} " in f"{line} "
+    assert list(cmp.table["order"]) == ["MAR → RACE → SEX", "SEX → RACE → MAR"]
     # attribute risk: the printed mean probability of the truth and the random-guess baseline
     rec = res["attribute"].records
     unflagged = rec[rec["flags"].astype(str) == ""]
