@@ -67,6 +67,7 @@ _API: dict[str, str] = {
     "ci_overlap": "bayes_risk.utility.overlap",
     "compare_estimates": "bayes_risk.utility.compare",
     "utility_summary": "bayes_risk.utility.summary",
+    "compare_visit_orders": "bayes_risk.visit_orders",
     # identification risk
     "identification_risk": "bayes_risk.identification.api",
     "radius_sweep": "bayes_risk.identification.api",

@@ -42,7 +42,7 @@ SCENARIOS = {
 GRID = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3)
 
 
-def main() -> pd.DataFrame:
+def main() -> dict:
     data, label = ce_data()
     n = scaled(len(data), minimum=300)
     data = data.iloc[:n].reset_index(drop=True)
@@ -51,11 +51,12 @@ def main() -> pd.DataFrame:
     # CEdata stores Income and Age as whole numbers: declare the radius-matched columns continuous
     schema = infer_schema(data, categorical=["Urban", "Marital", "Tenure"],
                           continuous=["Age", "Expenditure", "Income"])
-    rows = []
+    rows, releases = [], {}
     for k, syn_cols in SCENARIOS.items():
         synth = CARTSynthesizer(donor="uniform", unroutable="random_descent")
         synth.fit(data, schema, synthesized=syn_cols, random_seed=[2021, k])
         release = synth.synthesize(m, random_seed=[2022, k])
+        releases[k] = release.datasets
         sweep = radius_sweep(
             data, release, ["Age", "Urban", "Marital"], syn_cols, radii=GRID,
             # Age keeps its 10 % radius; the grid applies to the synthesized continuous columns
@@ -71,7 +72,7 @@ def main() -> pd.DataFrame:
               f"mean expected match risk {sweep.risk_star:.2f}")
     table = pd.DataFrame(rows)
     print(table.pivot(index="radius", columns="scenario", values="mean_expected_match_risk"))
-    return table
+    return {"table": table, "data": data, "releases": releases}
 
 
 if __name__ == "__main__":

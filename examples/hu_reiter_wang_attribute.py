@@ -44,7 +44,7 @@ def main():
     print(sweep.groupby("prior")[["p_true", "is_top"]].mean())
     flagged = res.records[res.records["flags"].astype(str) != ""]
     print("first flagged records:", flagged["record"].head(10).tolist())
-    return res
+    return {"data": acs, "release": release, "attribute": res, "sweep": sweep}
 
 
 if __name__ == "__main__":

@@ -135,6 +135,17 @@ class RandomForestSynthesizer(BaseSynthesizer):
         Candidate predictors per split (default ``floor(sqrt(p))``).
     min_samples_leaf : int, default 1
         Leaf size (1 = grow until pure, as S004).
+    group_by : str or mapping, optional
+        Synthesize within groups (Caiola & Reiter 2010 §5): separate forests for each level of a
+        categorical grouping column. A column name applies to every synthesized column except
+        the grouping column itself; a mapping ``{column: grouping column}`` chooses per column.
+        The forest of level ``g`` is grown on the replaced records whose genuine grouping value is
+        ``g``; when synthesizing, a record is dropped down the forest of its *current* grouping
+        value (its synthetic value when the grouping column was synthesized earlier in the visit
+        order). The grouping column must therefore be unsynthesized or visited earlier.
+    min_group_size : int, default 10
+        Levels with fewer replaced records than this (and levels without any) use one forest
+        grown on all replaced records of the column instead (listed in ``group_fallback_``).
     n_jobs : int, default 1
         Threads used by scikit-learn to grow and apply the forests (results do not depend on it:
         each forest is seeded with an integer drawn from its own child stream).
@@ -143,8 +154,11 @@ class RandomForestSynthesizer(BaseSynthesizer):
     Attributes
     ----------
     schema_, visit_sequence_, predictors_ (dict), forests_ (dict of fitted
-    ``RandomForestClassifier``), records_ (dict of boolean masks per column),
-    n_trees_ (dict: trees per forest after out-of-bag extension).
+    ``RandomForestClassifier``; for a grouped column the forest of all its replaced records),
+    records_ (dict of boolean masks per column), n_trees_ (dict: trees per forest after
+    out-of-bag extension), groups_ (dict column -> grouping column), group_forests_ (dict column
+    -> {level: forest}), group_sizes_ (dict column -> {level: replaced records}),
+    group_fallback_ (dict column -> levels synthesized by the pooled forest).
 
     References
     ----------
@@ -166,6 +180,8 @@ class RandomForestSynthesizer(BaseSynthesizer):
         tie_order: str = "fewer_categories",
         max_features: str | int = "sqrt",
         min_samples_leaf: int = 1,
+        group_by: str | Mapping[str, str] | None = None,
+        min_group_size: int = 10,
         n_jobs: int = 1,
         progressbar: bool = False,
     ) -> None:
@@ -179,11 +195,13 @@ class RandomForestSynthesizer(BaseSynthesizer):
         self.tie_order = tie_order
         self.max_features = max_features
         self.min_samples_leaf = min_samples_leaf
+        self.group_by = group_by
+        self.min_group_size = min_group_size
         self.n_jobs = n_jobs
         self.progressbar = progressbar
 
     def _check_settings(self) -> None:
-        for name in ("n_trees", "min_oob_trees", "min_samples_leaf", "n_jobs"):
+        for name in ("n_trees", "min_oob_trees", "min_samples_leaf", "min_group_size", "n_jobs"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValidationError(f"{name} must be an integer >= 1. Got {v!r}.")
@@ -271,6 +289,7 @@ class RandomForestSynthesizer(BaseSynthesizer):
                         f"procedure 'B' requires all replaced columns to share the same replaced "
                         f"records; {c!r} and {order[0]!r} differ. Use procedure 'A'."
                     )
+        groups = self._groups(cols, order, schema)
         unsyn = [c for c in schema.names if c not in cols]
         values: dict[str, np.ndarray] = {}
         for c in schema.names:
@@ -281,6 +300,11 @@ class RandomForestSynthesizer(BaseSynthesizer):
             )
         forest_seeds = spawn(rng, len(order))
         forests, predictors, tables, inbag, ntrees = {}, {}, {}, {}, {}
+        group_forests = {c: {} for c in groups}
+        group_tables: dict[str, dict] = {c: {} for c in groups}
+        group_inbag: dict[str, dict] = {c: {} for c in groups}
+        group_tpos: dict[str, dict] = {c: {} for c in groups}
+        group_sizes, group_fallback = {}, {}
         for k, col in enumerate(order):
             if self.procedure == "A":
                 preds = [c for c in schema.names if c != col]
@@ -297,35 +321,40 @@ class RandomForestSynthesizer(BaseSynthesizer):
                 )
             X = np.column_stack([values[p][train] for p in preds])
             y = values[col][train].astype(np.int64)
-            mtry = (
-                max(1, int(np.floor(np.sqrt(len(preds)))))
-                if self.max_features == "sqrt"
-                else min(int(self.max_features), len(preds))
-            )
-            rf = RandomForestClassifier(
-                n_estimators=int(self.n_trees), criterion="gini", max_features=mtry,
-                bootstrap=True, min_samples_leaf=int(self.min_samples_leaf),
-                random_state=int(forest_seeds[k].integers(2**31 - 1)),
-                n_jobs=int(self.n_jobs), warm_start=True,
-            )
-            rf.fit(X, y)
-            if self.oob_only:
-                cap = 20 * int(self.n_trees)
-                while True:
-                    ib = self._inbag(rf, train.size)
-                    if (~ib).sum(axis=0).min() >= self.min_oob_trees:
-                        break
-                    if rf.n_estimators >= cap:
-                        raise ValidationError(
-                            f"column {col!r}: could not reach min_oob_trees={self.min_oob_trees} "
-                            f"out-of-bag trees for every record with {cap} trees."
-                        )
-                    rf.n_estimators += 100
-                    rf.fit(X, y)
+            rf, ib = self._grow(RandomForestClassifier, X, y, len(preds), forest_seeds[k], col)
+            if ib is not None:
                 inbag[col] = ib
             forests[col] = rf
             ntrees[col] = int(rf.n_estimators)
             tables[col] = self._leaf_tables(rf, X, y, schema[col].n_levels)
+            if col in groups:
+                g = groups[col]
+                gcodes = values[g][train].astype(np.int64)
+                levels = list(schema[g].levels)
+                # group forests: child streams of the column's stream (the pooled forest, drawn
+                # first, is the same as without grouping)
+                g_seeds = spawn(forest_seeds[k], len(levels))
+                sizes, fallback = {}, []
+                for code, lab in enumerate(levels):
+                    lab = lab.item() if isinstance(lab, np.generic) else lab  # JSON-safe label
+                    rows = np.flatnonzero(gcodes == code)
+                    sizes[lab] = int(rows.size)
+                    if rows.size < self.min_group_size:
+                        fallback.append(lab)
+                        continue
+                    grf, gib = self._grow(RandomForestClassifier, X[rows], y[rows], len(preds),
+                                          g_seeds[code], f"{col} (group {g} = {lab!r})")
+                    group_forests[col][code] = grf
+                    group_tables[col][code] = self._leaf_tables(grf, X[rows], y[rows],
+                                                                schema[col].n_levels)
+                    # position of each replaced record among its group forest's records
+                    tpos = np.full(train.size, -1, dtype=np.int64)
+                    tpos[rows] = np.arange(rows.size)
+                    group_tpos[col][code] = tpos
+                    if gib is not None:
+                        group_inbag[col][code] = gib
+                group_sizes[col] = sizes
+                group_fallback[col] = fallback
         self.schema_ = schema
         self.visit_sequence_ = order
         self.predictors_ = predictors
@@ -344,12 +373,92 @@ class RandomForestSynthesizer(BaseSynthesizer):
             else {c: [int(i) for i in np.flatnonzero(masks[c])] for c in cols},
         }
         self.n_trees_ = ntrees
+        self.groups_ = groups
+        self.group_forests_ = group_forests
+        self.group_sizes_ = group_sizes
+        self.group_fallback_ = group_fallback
+        self._group_tables = group_tables
+        self._group_inbag = group_inbag
+        self._group_tpos = group_tpos
         self._tables = tables
         self._inbag_ = inbag
         self._values = values
         self._index = data.index
         self._data = data.reset_index(drop=True)
         return self
+
+    def _grow(self, forest_cls, X, y, n_preds, rng, label):
+        """One forest (and its in-bag matrix with ``oob_only``) on ``X``, ``y``."""
+        mtry = (
+            max(1, int(np.floor(np.sqrt(n_preds))))
+            if self.max_features == "sqrt"
+            else min(int(self.max_features), n_preds)
+        )
+        rf = forest_cls(
+            n_estimators=int(self.n_trees), criterion="gini", max_features=mtry,
+            bootstrap=True, min_samples_leaf=int(self.min_samples_leaf),
+            random_state=int(rng.integers(2**31 - 1)),
+            n_jobs=int(self.n_jobs), warm_start=True,
+        )
+        rf.fit(X, y)
+        if not self.oob_only:
+            return rf, None
+        cap = 20 * int(self.n_trees)
+        while True:
+            ib = self._inbag(rf, len(y))
+            if (~ib).sum(axis=0).min() >= self.min_oob_trees:
+                return rf, ib
+            if rf.n_estimators >= cap:
+                raise ValidationError(
+                    f"column {label!r}: could not reach min_oob_trees={self.min_oob_trees} "
+                    f"out-of-bag trees for every record with {cap} trees."
+                )
+            rf.n_estimators += 100
+            rf.fit(X, y)
+
+    def _groups(self, cols, order, schema) -> dict[str, str]:
+        """``{column: grouping column}`` from ``group_by``, checked against the visit order."""
+        gb = self.group_by
+        if gb is None:
+            return {}
+        if isinstance(gb, str):
+            schema.check_columns([gb], "group_by")
+            groups = {c: gb for c in cols if c != gb}
+        elif isinstance(gb, Mapping):
+            groups = {}
+            for c, g in gb.items():
+                if c not in cols:
+                    raise ValidationError(
+                        f"group_by: column {c!r} is not synthesized (synthesized: {cols})."
+                    )
+                if not isinstance(g, str):
+                    raise ValidationError(
+                        f"group_by[{c!r}] must be a column name. Got {g!r}."
+                    )
+                schema.check_columns([g], f"group_by[{c!r}]")
+                if g == c:
+                    raise ValidationError(
+                        f"group_by[{c!r}]: a column cannot be synthesized within groups of itself."
+                    )
+                groups[c] = g
+        else:
+            raise ValidationError(
+                f"group_by must be a column name or a mapping {{column: grouping column}}. "
+                f"Got {type(gb).__name__}."
+            )
+        for c, g in groups.items():
+            if not schema[g].is_categorical:
+                raise ValidationError(
+                    f"group_by: grouping column {g!r} is {schema[g].type}; groups are the levels "
+                    "of a categorical column (bin a numeric column first)."
+                )
+            if g in cols and order.index(g) > order.index(c):
+                raise ValidationError(
+                    f"group_by: {c!r} is grouped by {g!r}, which is synthesized later in the visit "
+                    f"order {order}; its genuine values would steer the synthesis of {c!r}. Visit "
+                    f"{g!r} first (visit_sequence) or group by an unsynthesized column."
+                )
+        return groups
 
     def _order(self, cols, schema, masks, rng) -> list[str]:
         if self.visit_sequence is not None:
@@ -395,23 +504,33 @@ class RandomForestSynthesizer(BaseSynthesizer):
         return np.vstack(parts), np.asarray(offs[:-1], dtype=np.int64)
 
     # ----- synthesize ---------------------------------------------------------------------
-    def predict_proba(self, column: str, X: np.ndarray, train_index: np.ndarray) -> np.ndarray:
+    def predict_proba(self, column: str, X: np.ndarray, train_index: np.ndarray,
+                      group: int | None = None) -> np.ndarray:
         """Synthesis probabilities ``p_i`` for rows ``X`` of the forest for ``column``.
 
         ``train_index`` gives each row's position among the forest's training records (used for
-        out-of-bag selection).
+        out-of-bag selection; ``-1``: not a training record of this forest, all trees are
+        used). ``group``: level code of the grouping column whose forest is used (grouped
+        columns; ``None`` or a level without its own forest: the pooled forest).
         """
-        rf = self.forests_[column]
-        table, offs = self._tables[column]
+        if group is not None and group in self.group_forests_.get(column, {}):
+            rf = self.group_forests_[column][group]
+            table, offs = self._group_tables[column][group]
+            ib = self._group_inbag[column].get(group)
+        else:
+            rf = self.forests_[column]
+            table, offs = self._tables[column]
+            ib = self._inbag_.get(column)
         leaves = rf.apply(X)  # (n, B)
         d = table.shape[1]
         out = np.empty((X.shape[0], d))
-        ib = self._inbag_.get(column)
         for a in range(0, X.shape[0], _CHUNK):
             sl = slice(a, a + _CHUNK)
             q = table[leaves[sl] + offs[None, :]]  # (chunk, B, d)
             if ib is not None:
-                w = ~ib[:, train_index[sl]].T  # (chunk, B) out-of-bag trees
+                ti = np.asarray(train_index[sl])
+                w = ~ib[:, np.maximum(ti, 0)].T  # (chunk, B) out-of-bag trees
+                w[ti < 0] = True
                 num = (q * w[..., None]).sum(axis=1, dtype=np.float64)
                 out[sl] = num / w.sum(axis=1, keepdims=True)
             else:
@@ -455,6 +574,9 @@ class RandomForestSynthesizer(BaseSynthesizer):
                 "predictors": {k: list(v) for k, v in self.predictors_.items()},
                 "n_trees": dict(self.n_trees_),
                 "n_replaced": {c: int(mk.sum()) for c, mk in self.records_.items()},
+                "groups": dict(self.groups_),
+                "group_sizes": {c: dict(v) for c, v in self.group_sizes_.items()},
+                "group_fallback": {c: list(v) for c, v in self.group_fallback_.items()},
                 "fit_call": self.fit_call_,
             },
         )
@@ -471,7 +593,17 @@ class RandomForestSynthesizer(BaseSynthesizer):
                 P = cache[col]
             else:
                 X = np.column_stack([cur[p][sel] for p in preds]).astype(np.float32)
-                P = self.predict_proba(col, X, np.arange(sel.size))
+                if col in self.groups_:
+                    # each record goes down the forest of its current grouping value
+                    gcur = cur[self.groups_[col]][sel].astype(np.int64)
+                    P = np.empty((sel.size, self.schema_[col].n_levels))
+                    for code in np.unique(gcur):
+                        rows = np.flatnonzero(gcur == code)
+                        tpos = self._group_tpos[col].get(int(code))
+                        ti = tpos[rows] if tpos is not None else rows
+                        P[rows] = self.predict_proba(col, X[rows], ti, group=int(code))
+                else:
+                    P = self.predict_proba(col, X, np.arange(sel.size))
                 if not depends:
                     cache[col] = P
             # one categorical draw per record by inverse CDF

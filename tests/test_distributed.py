@@ -107,8 +107,9 @@ def _assert_same_identification(res, ref):
         {"aggregation": "per_dataset"},
         {"aggregation": "per_dataset", "compat": "hornby-hu", "radius": [0.1, 0.1]},
         {"radius_type": "quantile_sd", "radius": {"Age": 1.0, "Income": 1.0}},
+        {"shape": "mahalanobis", "radius": {"Age": 1.0, "Income": 1.0}},
     ],
-    ids=["pooled", "per-dataset", "compat", "quantile-sd"],
+    ids=["pooled", "per-dataset", "compat", "quantile-sd", "mahalanobis"],
 )
 def test_identification_equals_in_process(client, client1, ce, extra):
     y, syn = ce

@@ -185,6 +185,12 @@ class RFPlugin(_PluginBase):
         from bayes_risk.models.random_forest import RandomForestSynthesizer
 
         self._bind(synthesizer, original, RandomForestSynthesizer)
+        if getattr(synthesizer, "groups_", None):
+            raise ValidationError(
+                "RFPlugin: the synthesizer grows separate forests within groups (group_by="
+                f"{synthesizer.group_by!r}); the fixed-forest plug-in models one forest per "
+                "column and would mis-state the risk. Use a synthesizer without group_by."
+            )
         syn = synthesizer
         n = len(self.original)
         self._forests: dict[str, _Forest] = {}

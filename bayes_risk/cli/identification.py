@@ -58,8 +58,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="number of quantile groups for --radius-type quantile-sd (default 20)")
     m.add_argument("--window", choices=["closed", "open"], default=None,
                    help="|x-t| <= R (closed, default) or < R (open; the R package)")
-    m.add_argument("--shape", choices=["rectangle", "ellipse", "legacy-hh-euclid"], default=None,
-                   help="how several radius columns combine (default rectangle)")
+    m.add_argument("--shape", choices=["rectangle", "ellipse", "mahalanobis", "legacy-hh-euclid"],
+                   default=None,
+                   help="how several radius columns combine (default rectangle); mahalanobis: "
+                        "one --radius R, a Mahalanobis distance with the covariance of the "
+                        "original's radius columns")
     a = p.add_argument_group("probabilities and intruder (SPEC §4.4–§4.6)")
     a.add_argument("--aggregation", choices=["pooled", "per-dataset"], default=None,
                    help="pooled over datasets (Reiter-Mitra, default) or per dataset (Hornby-Hu)")

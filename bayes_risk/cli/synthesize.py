@@ -95,6 +95,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     g.add_argument("--min-oob-trees", type=int, default=100, metavar="N")
     g.add_argument("--procedure", choices=["A", "B"], default="A",
                    help="Caiola-Reiter procedure A (3.1-3.3) or B (3.1a-3.3a)")
+    g.add_argument("--visit-sequence", nargs="+", default=None, metavar="COL",
+                   help="order in which the forests visit the --synthesize columns (default: "
+                        "by decreasing number of replaced records)")
+    g.add_argument("--group-by", nargs="+", default=None, metavar="COL|COL=GROUP",
+                   help="separate forests per level of a categorical column: one name for every "
+                        "synthesized column, or COL=GROUP pairs")
+    g.add_argument("--min-group-size", type=int, default=10, metavar="N",
+                   help="levels with fewer replaced records use the pooled forest (default 10)")
     g = p.add_argument_group("small-cell PMM (--method pmm)")
     g.add_argument("--identifying", nargs="+", metavar="COL", default=None,
                    help="identifying variables defining the cells")
@@ -135,10 +143,36 @@ def _synthesizer(args: argparse.Namespace):
         return cls(
             n_trees=args.n_trees, probabilities=args.probabilities.replace("-", "_"),
             alpha=args.alpha, oob_only=args.oob_only, min_oob_trees=args.min_oob_trees,
-            procedure=args.procedure, n_jobs=args.n_jobs, progressbar=not args.quiet,
+            procedure=args.procedure, visit_sequence=args.visit_sequence,
+            group_by=_group_by(args.group_by),
+            min_group_size=args.min_group_size, n_jobs=args.n_jobs, progressbar=not args.quiet,
         )
     return cls(identifying=args.identifying, threshold=args.threshold, tie=args.tie,
                progressbar=not args.quiet)
+
+
+def _group_by(items):
+    """``--group-by``: one bare column name, or ``COL=GROUP`` pairs."""
+    from bayes_risk.exceptions import ValidationError
+
+    if not items:
+        return None
+    pairs = [i for i in items if "=" in i]
+    if not pairs:
+        if len(items) != 1:
+            raise ValidationError(
+                f"--group-by: give one grouping column or COL=GROUP pairs. Got {items}."
+            )
+        return items[0]
+    if len(pairs) != len(items):
+        raise ValidationError(f"--group-by: mix of bare names and COL=GROUP pairs: {items}.")
+    out = {}
+    for i in items:
+        c, g = i.split("=", 1)
+        if not c or not g or c in out:
+            raise ValidationError(f"--group-by: {i!r} is not a new COL=GROUP pair.")
+        out[c] = g
+    return out
 
 
 def _read_records(path: str, n: int):

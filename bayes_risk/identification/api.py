@@ -30,7 +30,7 @@ from bayes_risk.identification.loglinear import (
     fit_all_two_way,
     population_estimate,
 )
-from bayes_risk.identification.matching import MatchRule, parse_radius
+from bayes_risk.identification.matching import MatchRule, mahalanobis_inputs, parse_radius
 from bayes_risk.identification.summary import file_measures, record_measures
 
 __all__ = ["IdentificationResult", "identification_risk", "radius_sweep", "COMPAT_MODES"]
@@ -318,6 +318,16 @@ def _prepare(
         strategy = "always"
     window = window or "closed"
     shape = shape or "rectangle"
+    if shape == "mahalanobis":
+        # the radius is a Mahalanobis distance: one absolute radius on whitened values
+        if radius_type not in ("percentage", "absolute"):
+            raise ValidationError(
+                "shape='mahalanobis' takes radius as a Mahalanobis distance; radius_type "
+                f"{radius_type!r} does not apply (leave it at its default or use 'absolute')."
+            )
+        if r_min:
+            raise ValidationError("r_min does not apply to shape='mahalanobis'.")
+        radius_type = "absolute"
     aggregation = (aggregation or "pooled").replace("-", "_")
     membership = membership or "known"
     if aggregation not in ("pooled", "per_dataset"):
@@ -549,6 +559,16 @@ def _prepare(
     tgt_radius = np.stack([_numeric(tdf[c], c, "targets") for c in rule.radius_cols], axis=1) \
         if rule.radius_cols else np.zeros((N_T, 0))
     conf = {c: _numeric(original[c], c, "original") for c in rule.radius_cols}
+    maha_cov = None
+    if rule.shape == "mahalanobis":
+        if not rule.radius_cols:
+            raise ValidationError(
+                "shape='mahalanobis' needs at least one known column matched with a radius "
+                "(continuous columns, or count columns named in radius={column: r})."
+            )
+        rec_radius_us, rep_radius_s, tgt_radius, maha_cov = mahalanobis_inputs(
+            rule, conf, rec_radius_us, rep_radius_s, tgt_radius
+        )
     prep = _engine.Prepared(
         n=n, R=R, rule=rule, exact_sizes=exact_sizes, rec_exact_us=rec_exact_us,
         rec_radius_us=rec_radius_us, rep_exact_s=rep_exact_s, rep_radius_s=rep_radius_s,
@@ -628,6 +648,8 @@ def _prepare(
         "replicates": "released datasets" if replicates is None else "user replicates",
         "targets": "original records" if targets is None else "external table",
     }
+    if maha_cov is not None:
+        settings["mahalanobis_covariance"] = maha_cov.tolist()
     return _Setup(
         prep=prep, rule=rule, schema=sk, known_us=known_us, known_s=known_s, settings=settings,
         target_ids=target_ids, record_ids=np.asarray(ids_orig), rec_labels=np.asarray(ids_orig),
@@ -1115,9 +1137,12 @@ def identification_risk(
         ``Q`` for ``quantile_sd`` (default 20).
     window : {"closed", "open"}, optional
         ``|x − t| ≤ R`` (default, as S002's text) or ``< R`` (the R package).
-    shape : {"rectangle", "ellipse", "legacy_hh_euclid"}, optional
-        How several radius columns combine (SPEC §4.3(3)); ``legacy_hh_euclid`` reproduces the
-        package's ``euclideanDist=TRUE`` and is meant for compatibility only.
+    shape : {"rectangle", "ellipse", "mahalanobis", "legacy_hh_euclid"}, optional
+        How several radius columns combine (SPEC §4.3(3)); ``mahalanobis`` matches when
+        ``(x − t)ᵀ S⁻¹ (x − t) ≤ r²`` with ``S`` the covariance of the original's values of the
+        radius columns and ``r`` the one ``radius`` (a Mahalanobis distance; Hu 2019 §4.2.2);
+        ``legacy_hh_euclid`` reproduces the package's ``euclideanDist=TRUE`` and is meant for
+        compatibility only.
     aggregation : {"pooled", "per_dataset"}, optional
         Default ``"pooled"`` (compat: ``"per_dataset"``).
     membership : {"known", "unknown"}, optional

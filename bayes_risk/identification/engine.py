@@ -414,7 +414,7 @@ def target_bounds(prep: Prepared, rule: MatchRule) -> TargetBounds:
         lo[:, j], hi[:, j] = window_bounds(rule, tv[c], R[c], exact_zero=exact_zero)
         centre[:, j] = tv[c]
         scale[:, j] = R[c]
-    ell = rule.shape == "ellipse"
+    ell = rule.shape in ("ellipse", "mahalanobis")  # mahalanobis: values already whitened
     return TargetBounds(lo, hi, centre, scale, ell, ell and rule.window == "open")
 
 

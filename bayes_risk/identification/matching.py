@@ -9,7 +9,14 @@ A released record matches a target's key when **every** known column matches:
   (standard deviation of the quantile group of the confidential values holding ``t_j``,
   Drechsler & Reiter 2009);
 * several radius columns combine as a ``rectangle`` (each column separately), an ``ellipse``
-  (``Σ ((x_j − t_j)/R_j)² ≤ 1``) or the package's ``legacy_hh_euclid`` rule.
+  (``Σ ((x_j − t_j)/R_j)² ≤ 1``), a ``mahalanobis`` ball (``(x − t)ᵀ S⁻¹ (x − t) ≤ r²`` with ``S``
+  the covariance of the original's values of those columns; Hu 2019 §4.2.2) or the package's
+  ``legacy_hh_euclid`` rule.
+
+The Mahalanobis ball is evaluated as a Euclidean ball of radius ``r`` after whitening every value
+with the Cholesky factor of ``S`` (:func:`mahalanobis_whitening`); the unsynthesized columns come
+first, so their whitened coordinates depend on unsynthesized values only and stay the same in
+every replicate.
 
 Every window is turned into a closed float interval ``[lo, hi]``: an open window ``(t−R, t+R)``
 becomes ``[nextafter(t−R, +inf), nextafter(t+R, −inf)]``, which is exactly equivalent for
@@ -34,11 +41,16 @@ __all__ = [
     "quantile_sd_radius",
     "target_radii",
     "window_bounds",
+    "mahalanobis_whitening",
+    "mahalanobis_inputs",
+    "ELLIPTIC_SHAPES",
 ]
 
 RADIUS_TYPES = ("percentage", "absolute", "quantile_sd")
 WINDOWS = ("closed", "open")
-SHAPES = ("rectangle", "ellipse", "legacy_hh_euclid")
+SHAPES = ("rectangle", "ellipse", "mahalanobis", "legacy_hh_euclid")
+#: shapes whose windows are the bounding box of a quadratic form tested afterwards
+ELLIPTIC_SHAPES = ("ellipse", "mahalanobis")
 
 
 @dataclass(frozen=True)
@@ -57,7 +69,9 @@ class MatchRule:
     r_min : dict
         Optional floor of the percentage radius per column.
     window : {"closed", "open"}
-    shape : {"rectangle", "ellipse", "legacy_hh_euclid"}
+    shape : {"rectangle", "ellipse", "mahalanobis", "legacy_hh_euclid"}
+        ``"mahalanobis"`` expects whitened values (:func:`mahalanobis_whitening`) and an absolute
+        radius, the same for every radius column.
     legacy_signed : bool
         Percentage radius ``r·t`` (negative for negative ``t``: nothing matches), as the
         IdentificationRiskCalculation package.
@@ -86,6 +100,17 @@ class MatchRule:
             raise ValidationError(f"window must be one of {list(WINDOWS)}. Got {self.window!r}.")
         if self.shape not in SHAPES:
             raise ValidationError(f"shape must be one of {list(SHAPES)}. Got {self.shape!r}.")
+        if self.shape == "mahalanobis":
+            if self.radius_type != "absolute":
+                raise ValidationError(
+                    "shape='mahalanobis' takes the radius as a Mahalanobis distance; "
+                    f"radius_type must be 'absolute'. Got {self.radius_type!r}."
+                )
+            if len({float(self.radius[c]) for c in self.radius_cols if c in self.radius}) > 1:
+                raise ValidationError(
+                    "shape='mahalanobis' uses one radius (a Mahalanobis distance) for all radius "
+                    f"columns together. Got {dict(self.radius)}."
+                )
         if isinstance(self.quantile_groups, bool) or int(self.quantile_groups) < 1:
             raise ValidationError(
                 f"quantile_groups must be an integer >= 1. Got {self.quantile_groups!r}."
@@ -261,7 +286,7 @@ def window_bounds(
     R = np.asarray(R, dtype=np.float64)
     lo = t - R
     hi = t + R
-    if rule.shape == "ellipse":
+    if rule.shape in ELLIPTIC_SHAPES:
         # bounding box, closed; R = 0 columns exactly t
         return lo, hi
     if rule.window == "open":
@@ -272,6 +297,114 @@ def window_bounds(
             hi_o = np.where(exact_zero, t, hi_o)
         return lo_o, hi_o
     return lo, hi
+
+
+def mahalanobis_whitening(
+    confidential: np.ndarray, columns: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Whitening for Mahalanobis-distance matching (Hu 2019 §4.2.2).
+
+    With ``S = L Lᵀ`` the Cholesky factorisation of the sample covariance (divisor ``n − 1``) of
+    the confidential values, ``y = L⁻¹ x`` turns the Mahalanobis distance into the Euclidean
+    one: ``(x − t)ᵀ S⁻¹ (x − t) = ‖L⁻¹x − L⁻¹t‖²``. ``L⁻¹`` is lower triangular, so the first
+    ``k`` whitened coordinates depend on the first ``k`` columns only (the caller puts the
+    unsynthesized columns first).
+
+    Parameters
+    ----------
+    confidential : ndarray [n, q]
+        The original file's values of the ``q`` radius columns (float64, no NaN).
+    columns : sequence of str
+        Their names (for error messages).
+
+    Returns
+    -------
+    cov : ndarray [q, q]
+        The covariance ``S``.
+    inv_chol : ndarray [q, q]
+        ``L⁻¹`` (lower triangular): whitened values are ``x @ inv_chol.T``.
+
+    Raises
+    ------
+    ValidationError
+        Fewer than ``q + 1`` records, or a covariance that is not positive definite (a constant
+        column, or columns that are exact linear combinations of each other).
+
+    Examples
+    --------
+    >>> x = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0], [2.0, 2.0], [1.0, 1.0]])
+    >>> cov, w = mahalanobis_whitening(x, ["a", "b"])
+    >>> cov
+    array([[1., 0.],
+           [0., 1.]])
+    """
+    x = np.asarray(confidential, dtype=np.float64)
+    q = x.shape[1]
+    if x.shape[0] <= q:
+        raise ValidationError(
+            f"shape='mahalanobis' needs more original records ({x.shape[0]}) than radius "
+            f"columns ({q}: {list(columns)}) to estimate their covariance."
+        )
+    cov = np.atleast_2d(np.cov(x, rowvar=False, ddof=1))
+    sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    const = [c for c, s in zip(columns, sd, strict=True) if not s > 0]
+    if const:
+        raise ValidationError(
+            f"shape='mahalanobis': column(s) {const} are constant in the original data; their "
+            "variance is 0, so the Mahalanobis distance is undefined (match them exactly instead)."
+        )
+    # condition on the correlation scale, so units do not matter
+    corr = cov / np.outer(sd, sd)
+    ev = np.linalg.eigvalsh(corr)
+    if ev[0] <= 1e-10 * ev[-1]:
+        raise ValidationError(
+            f"shape='mahalanobis': the covariance of {list(columns)} in the original data is "
+            f"singular (smallest correlation-matrix eigenvalue {ev[0]:.3g}); a column is a linear "
+            "combination of the others. Drop one of them from the radius columns."
+        )
+    L = np.linalg.cholesky(cov)
+    inv_chol = np.linalg.solve(L, np.eye(q))
+    # exact zeros above the diagonal keep the unsynthesized coordinates free of synthetic values
+    return cov, np.tril(inv_chol)
+
+
+def mahalanobis_inputs(
+    rule: MatchRule,
+    confidential: Mapping[str, np.ndarray],
+    rec_radius_us: np.ndarray,
+    rep_radius_s: Sequence[np.ndarray],
+    tgt_radius: np.ndarray,
+) -> tuple[np.ndarray, list[np.ndarray], np.ndarray, np.ndarray]:
+    """Whitened radius values of records, replicates and targets for ``shape="mahalanobis"``.
+
+    Parameters
+    ----------
+    rule : MatchRule
+        Its ``radius_cols`` (unsynthesized first) fix the column order.
+    confidential : mapping column -> float array [n]
+        The original's values of the radius columns (the covariance is estimated from them).
+    rec_radius_us : ndarray [q_u, n]
+        The records' unsynthesized radius values.
+    rep_radius_s : list of ndarray [q_s, n]
+        Every replicate's synthesized radius values.
+    tgt_radius : ndarray [N_T, q]
+        The targets' values, columns in ``rule.radius_cols`` order.
+
+    Returns
+    -------
+    rec_us, rep_s, tgt : the same arrays in whitened coordinates
+    cov : ndarray [q, q]
+        The covariance used.
+    """
+    cols = rule.radius_cols
+    qu = len(rule.radius_us)
+    x = np.stack([np.asarray(confidential[c], dtype=np.float64) for c in cols], axis=1)
+    cov, w = mahalanobis_whitening(x, cols)
+    rec_us = w[:qu, :qu] @ rec_radius_us
+    base = w[qu:, :qu] @ rec_radius_us
+    rep_s = [base + w[qu:, qu:] @ np.asarray(v, dtype=np.float64) for v in rep_radius_s]
+    tgt = np.asarray(tgt_radius, dtype=np.float64) @ w.T
+    return rec_us, rep_s, tgt, cov
 
 
 def parse_radius(

@@ -289,6 +289,11 @@ def radius_sweep(
                     f"columns: {c!r} is not matched with a radius "
                     f"(radius columns: {list(rule.radius_cols)})."
                 )
+    if rule.shape == "mahalanobis" and (cartesian or set(cols) != set(rule.radius_cols)):
+        raise ValidationError(
+            "shape='mahalanobis' has one radius (a Mahalanobis distance) for all radius columns "
+            f"{list(rule.radius_cols)}; sweep a common grid over all of them (columns=None)."
+        )
     rows = []
     import warnings as _w
 
