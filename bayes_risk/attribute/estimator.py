@@ -706,7 +706,7 @@ def stabilised_bounds(
     # estimate exactly (no rounding from the re-summation)
     flagged = bad0 | bad_aug.any(axis=1)
     lo = np.where(flagged, np.minimum(lo, ll), ll)
-    hi = np.where(flagged, np.maximum(np.nan_to_num(hi, nan=np.inf), ll), ll)
+    hi = np.where(flagged, np.maximum(np.where(np.isnan(hi), np.inf, hi), ll), ll)
     impossible = np.isneginf(ll)
     return np.where(impossible, -np.inf, lo), np.where(impossible, -np.inf, hi)
 
