@@ -1,9 +1,10 @@
 """KHAT_HIGH under the "material" rule: bounds of p_true where Pareto k̂ is high (issue 10 item 4).
 
 Ground truth: a categorical synthesizer with exact Dirichlet posterior draws. For
-``θ ~ Dir(α)`` and ``r(c, θ) = θ_c / θ_t``, ``E[r] = α_c / (α_t − 1)`` (``α_t > 1``), and ``r`` has a
-Pareto tail with shape ``k = 1/α_t`` (``P(θ_t < ε) ∝ ε^{α_t}``). So the stabilised estimator's target
-``loglik(c) = log E_{y,Z}[r] − log E_y[r]`` is known exactly, and ``α_t`` sets how heavy the tail is.
+``θ ~ Dir(α)`` and ``r(c, θ) = θ_c / θ_t``, ``E[r] = α_c / (α_t − 1)`` (``α_t > 1``), and ``r``
+has a Pareto tail with shape ``k = 1/α_t`` (``P(θ_t < ε) ∝ ε^{α_t}``). So the stabilised
+estimator's target ``loglik(c) = log E_{y,Z}[r] − log E_y[r]`` is known exactly, and ``α_t``
+sets how heavy the tail is.
 """
 
 from __future__ import annotations

@@ -129,7 +129,10 @@ class AttributeRiskResult:
         ``rank_min``, ``n_tie``, ``rank_avg``, ``is_top``, ``top_share``, ``baseline`` (1/G),
         ``ess_q_min``, ``khat_max``, ``ess_omega_min``, ``max_omega_max``, ``n_dropped``,
         bootstrap quantiles of the truth's rank and probability (``boot_rank_q05/q50/q95``,
-        ``boot_p_true_q05/q50/q95``), ``marg_<column>`` (product sets) and ``flags``.
+        ``boot_p_true_q05/q50/q95``), ``marg_<column>`` (product sets) and ``flags``; with the
+        stabilised estimator also ``khat_aug_max``, ``ess_aug_min``, ``n_khat_high`` (candidates
+        with a mean whose k̂ is above the threshold) and ``p_true_lower`` / ``p_true_upper`` (the
+        range of ``p_true`` those means allow, see ``khat_rule`` of :func:`attribute_risk`).
     columns : tuple of str
         The varying (unknown) columns.
     candidates : list of CandidateSet
@@ -139,7 +142,9 @@ class AttributeRiskResult:
     log_post : list of arrays (G,)
     diagnostics : list of dict
         Per record: ``ess_q (G)``, ``khat (G)``, and when available ``ess_omega (m, G)``,
-        ``max_omega (m, G)``, ``khat_aug (m, G)``, ``ess_aug (m, G)``.
+        ``max_omega (m, G)``, ``khat_aug (m, G)``, ``ess_aug (m, G)``, ``loglik_lo (G)``,
+        ``loglik_hi (G)`` and ``khat_high (G)`` (stabilised estimator: the interval of each
+        candidate's log-likelihood allowed by its high-k̂ means, and which candidates have one).
     warnings : list of str
         Machine-readable codes (SPEC §0.2.8).
     settings : dict
@@ -665,9 +670,11 @@ def attribute_risk(
         is trusted only as far as the draws below its Pareto tail go (its true value may be
         anywhere above their truncated mean), and the record is flagged when, in the worst case
         this allows, the truth's probability could be more than ``khat_tolerance`` above
-        ``p_true`` (absolute, on the probability scale), or the truth could be the most probable candidate when it is not.
+        ``p_true`` (absolute, on the probability scale), or the truth could be the most
+        probable candidate when it is not.
         ``p_true_lower``, ``p_true_upper`` and ``n_khat_high`` (candidates with a mean above
-        the threshold) are reported for every record either way.
+        the threshold) are reported for every record either way (``khat="none"``: no k̂, no
+        bounds, no ``KHAT_HIGH``).
     khat_tolerance : float
         Tolerance of ``khat_rule="material"`` on the probability scale (default 0.01: one
         percentage point).
