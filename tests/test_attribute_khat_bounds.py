@@ -14,6 +14,8 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st_h
 
 from bayes_risk.attribute import ArrayModel, attribute_risk
 from bayes_risk.attribute.api import _khat_material
@@ -299,3 +301,34 @@ def test_dpmpm_truncated_bound_below_long_run_mean():
     assert bad.sum() >= 5  # the check is not empty
     lo = truncated_log_mean(st)
     assert np.all(lo[bad] <= ref[bad])
+
+
+# ------------------------------------------------------------------ invariants
+@given(
+    st_h.lists(st_h.floats(-20, 20), min_size=2, max_size=8),
+    st_h.data(),
+)
+@settings(max_examples=200, deadline=None)
+def test_bounds_bracket_p_true_and_flags_are_monotone(ll_list, data):
+    """p_true_lower ≤ p_true ≤ p_true_upper for any intervals around the estimates, and a
+    looser tolerance never flags more."""
+    ll = np.array(ll_list)
+    g = ll.size
+    t = data.draw(st_h.integers(0, g - 1))
+    ll[t] = 0.0
+    down = np.array(
+        data.draw(st_h.lists(st_h.sampled_from([0.0, 0.5, 3.0, np.inf]), min_size=g, max_size=g))
+    )
+    up = np.array(
+        data.draw(st_h.lists(st_h.sampled_from([0.0, 0.5, 3.0, np.inf]), min_size=g, max_size=g))
+    )
+    down[t] = up[t] = 0.0
+    d = {"loglik_lo": ll - down, "loglik_hi": ll + up}
+    lp = np.full(g, -np.log(g))
+    p = float(np.exp(ll[t] - np.logaddexp.reduce(ll)))
+    p_lo, p_up, m1 = _khat_material([ll], [d], [lp], np.array([t]), 0.01)
+    assert p_lo[0] <= p * (1 + 1e-12) and p <= p_up[0] * (1 + 1e-12)
+    _, _, m2 = _khat_material([ll], [d], [lp], np.array([t]), 0.2)
+    assert m1[0] or not m2[0]
+    if not (np.any(np.isinf(down)) or np.any(down > 0)):
+        assert not m1[0]  # nothing can raise p_true: never flagged
