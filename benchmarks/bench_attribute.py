@@ -115,6 +115,21 @@ def main() -> None:
     rows.append(("peak resident memory", f"{_peak_mb():.0f} MB"))
     s = res.summary()
     rows.append(("records flagged", f"{s['n_flagged']} of {s['n_records']}"))
+    rows.append(("  flag counts", ", ".join(f"{k} {v}" for k, v in s["flag_counts"].items())))
+    pk = s.get("pareto_khat") or {}
+    if pk:
+        rows.append(
+            (
+                "records with a high k-hat (all flagged by khat_rule='any')",
+                f"{pk['records_with_high_khat']}",
+            )
+        )
+        rows.append(
+            (
+                f"  of which immaterial (khat_rule='{pk['rule']}', tolerance {pk['tolerance']})",
+                f"{pk['records_high_khat_immaterial']}",
+            )
+        )
     deg = s["published_estimator"].get("share_degenerate_triples")
     if deg is not None:
         rows.append(

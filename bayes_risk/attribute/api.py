@@ -24,6 +24,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._numeric import LOG_TIE_ATOL
 from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
 from bayes_risk.attribute.candidates import (
@@ -39,6 +40,7 @@ from bayes_risk.attribute.candidates import (
 from bayes_risk.attribute.diagnostics import (
     khat_from_tails,
     khat_threshold,
+    logsumexp,
     low_ess_threshold,
     pareto_khat,
     tail_size,
@@ -51,7 +53,9 @@ from bayes_risk.attribute.estimator import (
     bootstrap_stabilised,
     is_estimate,
     mean_log_ratio,
+    stabilised_bounds,
     stabilised_estimate,
+    truncated_log_mean,
 )
 from bayes_risk.attribute.priors import (
     Prior,
@@ -99,6 +103,10 @@ RECORD_FLAGS = (
 MC_SE_THRESHOLD = 0.1
 MC_SE_WINDOW = 10.0
 
+#: ``KHAT_HIGH`` under ``khat_rule="material"`` (stabilised estimator): by how much, on the
+#: probability scale, the truth's probability may at most be understated (one percentage point)
+KHAT_TOLERANCE = 0.01
+
 _PAIVA_POINTER = (
     "Weaker-than-worst-case intruder knowledge needs the other records' unknown values to be "
     "imputed inside the likelihood; this is out of scope (SPEC §2.2). See Paiva, Chakraborty, "
@@ -121,7 +129,10 @@ class AttributeRiskResult:
         ``rank_min``, ``n_tie``, ``rank_avg``, ``is_top``, ``top_share``, ``baseline`` (1/G),
         ``ess_q_min``, ``khat_max``, ``ess_omega_min``, ``max_omega_max``, ``n_dropped``,
         bootstrap quantiles of the truth's rank and probability (``boot_rank_q05/q50/q95``,
-        ``boot_p_true_q05/q50/q95``), ``marg_<column>`` (product sets) and ``flags``.
+        ``boot_p_true_q05/q50/q95``), ``marg_<column>`` (product sets) and ``flags``; with the
+        stabilised estimator also ``khat_aug_max``, ``ess_aug_min``, ``n_khat_high`` (candidates
+        with a mean whose k̂ is above the threshold) and ``p_true_lower`` / ``p_true_upper`` (the
+        range of ``p_true`` those means allow, see ``khat_rule`` of :func:`attribute_risk`).
     columns : tuple of str
         The varying (unknown) columns.
     candidates : list of CandidateSet
@@ -131,7 +142,9 @@ class AttributeRiskResult:
     log_post : list of arrays (G,)
     diagnostics : list of dict
         Per record: ``ess_q (G)``, ``khat (G)``, and when available ``ess_omega (m, G)``,
-        ``max_omega (m, G)``, ``khat_aug (m, G)``, ``ess_aug (m, G)``.
+        ``max_omega (m, G)``, ``khat_aug (m, G)``, ``ess_aug (m, G)``, ``loglik_lo (G)``,
+        ``loglik_hi (G)`` and ``khat_high (G)`` (stabilised estimator: the interval of each
+        candidate's log-likelihood allowed by its high-k̂ means, and which candidates have one).
     warnings : list of str
         Machine-readable codes (SPEC §0.2.8).
     settings : dict
@@ -210,6 +223,20 @@ class AttributeRiskResult:
         )
         df = self.records.copy()
         _set_point_columns(df, rec)
+        if "p_true_upper" in df.columns:
+            # the worst case allowed by the Pareto diagnostics depends on the prior
+            p_lo, p_up, mat = _khat_material(
+                self.loglik, self.diagnostics, logprior, self._g0(),
+                float(self.settings.get("khat_tolerance", KHAT_TOLERANCE)),
+            )
+            df["p_true_lower"] = p_lo
+            df["p_true_upper"] = p_up
+            if self.settings.get("khat_rule") == "material":
+                new = []
+                for f, mk in zip(df["flags"], mat, strict=False):
+                    fl = [c for c in f.split(";") if c and c != "KHAT_HIGH"]
+                    new.append(";".join(_order_flags(fl + ["KHAT_HIGH"] if mk else fl)))
+                df["flags"] = new
         boot = self._boot_loglik if bootstrap else None
         bq = _bootstrap_summaries(boot, logprior, self._g0(), len(df))
         for k, v in bq.items():
@@ -275,6 +302,19 @@ class AttributeRiskResult:
                 thresholds=thresholds,
             )
 
+        khat_note: dict[str, Any] = {}
+        if "n_khat_high" in df.columns:
+            hi = df["n_khat_high"].to_numpy() > 0
+            kf = df["flags"].str.contains("KHAT_HIGH", regex=False).to_numpy()
+            with np.errstate(invalid="ignore"):
+                over = (df["p_true_lower"] < df["p_true"] * (1 - 1e-9)).to_numpy()
+            khat_note = {
+                "rule": self.settings.get("khat_rule"),
+                "tolerance": self.settings.get("khat_tolerance"),
+                "records_with_high_khat": int(hi.sum()),
+                "records_high_khat_immaterial": int((hi & ~kf).sum()),
+                "records_p_true_may_overstate": int((over & ~kf).sum()),
+            }
         return {
             "n_records": int(len(df)),
             "n_flagged": int(fl.sum()),
@@ -284,6 +324,7 @@ class AttributeRiskResult:
             "all": hrw(df),
             "random_guess_baseline": float(np.mean(df["baseline"])) if len(df) else float("nan"),
             "published_estimator": dict(self._degenerate),
+            "pareto_khat": khat_note,
             "settings": dict(self.settings),
             "warnings": list(self.warnings),
         }
@@ -338,6 +379,69 @@ def _point_summaries(
         for j, i in enumerate(idx):
             log_post[i] = post[j]
     return log_post, out
+
+
+def _khat_material(
+    loglik: Sequence[np.ndarray],
+    diagnostics: Sequence[dict[str, np.ndarray]],
+    logprior: Sequence[np.ndarray],
+    g0: np.ndarray,
+    tolerance: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bounds of ``p_true`` allowed by the Pareto diagnostics, and whether they are material.
+
+    A candidate whose stabilised log-likelihood rests on a mean with a high k̂ gets the
+    interval ``[loglik_lo, loglik_hi]`` of :func:`~bayes_risk.attribute.estimator.
+    stabilised_bounds`. Setting every such candidate at its lower end gives the largest
+    probability the truth could have (``p_true_upper``); at its upper end, the smallest
+    (``p_true_lower``, often 0: a mean with a heavy tail has no finite upper bound).
+
+    The record is flagged ``KHAT_HIGH`` when its risk could be **understated** materially:
+    ``p_true_upper > p_true + tolerance``, or the truth is not the most probable candidate
+    but could be. The other direction (``p_true_lower < p_true``) means the reported
+    ``p_true`` may overstate the risk: it is then an upper bound, still safe for a release
+    decision, and reported in ``p_true_lower``.
+
+    Returns
+    -------
+    p_lower, p_upper : ndarray (R,)
+        ``nan`` where the record has no bounds (other estimators, skipped records).
+    material : bool ndarray (R,)
+    """
+    n = len(loglik)
+    p_lo = np.full(n, np.nan)
+    p_up = np.full(n, np.nan)
+    material = np.zeros(n, dtype=bool)
+    for k in range(n):
+        d = diagnostics[k]
+        if "loglik_lo" not in d:
+            continue
+        ll = np.asarray(loglik[k], dtype=np.float64)
+        lp = np.asarray(logprior[k], dtype=np.float64)
+        t = int(g0[k])
+        a = ll + lp
+        if not np.isfinite(a[t]):
+            continue
+        with np.errstate(invalid="ignore"):
+            a_up = np.asarray(d["loglik_lo"], dtype=np.float64) + lp  # others low: truth high
+            a_lo = np.asarray(d["loglik_hi"], dtype=np.float64) + lp
+        a_up[t] = a_lo[t] = a[t]
+        p = math.exp(a[t] - float(logsumexp(a)))
+        p_up[k] = math.exp(a[t] - float(logsumexp(a_up)))
+        lse_lo = float(logsumexp(a_lo))
+        p_lo[k] = 0.0 if lse_lo == math.inf else math.exp(a[t] - lse_lo)
+        others = np.delete(a, t)
+        others_up = np.delete(a_up, t)
+        top = not np.any(others > a[t] + LOG_TIE_ATOL)
+        could_top = not np.any(others_up > a[t] + LOG_TIE_ATOL)
+        material[k] = bool(p_up[k] > p + tolerance) or (could_top and not top)
+    return p_lo, p_up, material
+
+
+def _order_flags(flags: Sequence[str]) -> list[str]:
+    """Flags in :data:`RECORD_FLAGS` order (others last, as given)."""
+    known = [f for f in RECORD_FLAGS if f in flags]
+    return known + [f for f in flags if f not in RECORD_FLAGS]
 
 
 def _set_point_columns(df: pd.DataFrame, rec: dict[str, np.ndarray]) -> None:
@@ -505,6 +609,8 @@ def attribute_risk(
     draws: Sequence[int] | np.ndarray | None = None,
     psis: bool = False,
     khat: Literal["all", "base", "none"] = "all",
+    khat_rule: Literal["material", "any"] = "material",
+    khat_tolerance: float = KHAT_TOLERANCE,
     is_diagnostics: bool = True,
     compat: Literal["AttributeRiskCalculation"] | None = None,
     chunk_size: int = 128,
@@ -557,6 +663,21 @@ def attribute_risk(
         all ``m + 1`` (default), only ``p(Θ | y)``, or none. k̂ is the costliest diagnostic
         (a generalized-Pareto fit per record, candidate and posterior); records are flagged
         ``KHAT_HIGH`` only from the k̂ values computed.
+    khat_rule : {"material", "any"}
+        When a high k̂ flags a record ``KHAT_HIGH``. ``"any"``: some candidate's k̂ exceeds the
+        threshold under some posterior (the published estimator always uses this rule).
+        ``"material"`` (default, stabilised estimator): a mean whose k̂ exceeds the threshold
+        is trusted only as far as the draws below its Pareto tail go (its true value may be
+        anywhere above their truncated mean), and the record is flagged when, in the worst case
+        this allows, the truth's probability could be more than ``khat_tolerance`` above
+        ``p_true`` (absolute, on the probability scale), or the truth could be the most
+        probable candidate when it is not.
+        ``p_true_lower``, ``p_true_upper`` and ``n_khat_high`` (candidates with a mean above
+        the threshold) are reported for every record either way (``khat="none"``: no k̂, no
+        bounds, no ``KHAT_HIGH``).
+    khat_tolerance : float
+        Tolerance of ``khat_rule="material"`` on the probability scale (default 0.01: one
+        percentage point).
     is_diagnostics : bool
         With the stabilised estimator, also compute the SPEC §2.7 item 2 diagnostics of the
         published estimator (needs ``dataset_loglik``) to show how degenerate it would be.
@@ -607,6 +728,8 @@ def attribute_risk(
         draws=draws,
         psis=psis,
         khat=khat,
+        khat_rule=khat_rule,
+        khat_tolerance=khat_tolerance,
         is_diagnostics=is_diagnostics,
         compat=compat,
         chunk_size=chunk_size,
@@ -670,6 +793,9 @@ class _Analysis:
     positions: np.ndarray
     chunk_size: int
     warn_codes: list[str]
+    khat_rule: str = "material"
+    khat_tolerance: float = KHAT_TOLERANCE
+    thr_aug: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -726,9 +852,21 @@ def _prepare_analysis(
     bootstrap: int,
     random_seed: RandomSeed,
     progressbar: bool,
+    khat_rule: str = "material",
+    khat_tolerance: float = KHAT_TOLERANCE,
 ) -> _Analysis:
     """Validate the inputs and compute what every record shares (see :class:`_Analysis`)."""
     _check_model(model)
+    if khat_rule not in ("material", "any"):
+        raise ValidationError(f"khat_rule must be 'material' or 'any'. Got {khat_rule!r}.")
+    if (
+        isinstance(khat_tolerance, bool)
+        or not isinstance(khat_tolerance, (int, float, np.integer, np.floating))
+        or not (math.isfinite(float(khat_tolerance)) and khat_tolerance >= 0)
+    ):
+        raise ValidationError(
+            f"khat_tolerance must be a finite number >= 0. Got {khat_tolerance!r}."
+        )
     pr = parse_prior(prior)  # validate before any expensive work
     if scenario not in ("worst_case", "partially_known"):
         raise NotImplementedError(
@@ -934,7 +1072,8 @@ def _prepare_analysis(
         nb_index=nb_index, nb_all=nb_all, khat=khat, psis=psis, compat=compat, thr_k=thr_k,
         thr_e=thr_e, prior=pr, scenario=scenario, known=known_l,
         random_seed_json=seed_to_json(random_seed), positions=pos_all, chunk_size=chunk_size,
-        warn_codes=warn_codes,
+        warn_codes=warn_codes, khat_rule=khat_rule, khat_tolerance=float(khat_tolerance),
+        thr_aug=[khat_threshold(h) for h in h_aug],
     )
 
 
@@ -956,6 +1095,9 @@ def _evaluate_records(a: _Analysis, positions: np.ndarray, *, progressbar: bool)
         a.nb_index, a.nb_all, a.khat, a.psis, a.thr_k, a.thr_e
     )
     chunk_size = a.chunk_size
+    # (the loop below reuses the name ``a`` for augmented models)
+    material = est == "stabilised" and a.khat_rule == "material" and khat != "none"
+    thr_aug = list(a.thr_aug)
     warn_codes: list[str] = []  # method labels of plug-in models (merged into the result's)
 
     timing = {"model_likelihood_s": 0.0}
@@ -1250,6 +1392,29 @@ def _evaluate_records(a: _Analysis, positions: np.ndarray, *, progressbar: bool)
                 diag["khat_aug"] = st["khat_aug"]
                 diag["ess_r"] = st["ess_r0"]
                 diag["ess_aug"] = st["ess_aug"]
+                if khat != "none":
+                    # interval of each candidate's log-likelihood where a mean has a high k̂
+                    rr = np.arange(len(pos_ok))
+                    thr_a = np.asarray(thr_aug if len(thr_aug) == m else [thr_k] * m)
+                    with np.errstate(invalid="ignore"):
+                        bad0 = st["khat0"] > thr_k
+                        bad_a = st["khat_aug"] > thr_a[None, :, None]
+                    bad0[rr, g0_ok] = False
+                    bad_a[rr, :, g0_ok] = False
+                    lo0 = truncated_log_mean(st0) if bad0.any() else st["log_mean_r"]
+                    lo_a = np.stack(
+                        [
+                            truncated_log_mean(s_a)
+                            if bad_a[:, li].any()
+                            else st["log_mean_aug"][:, li]
+                            for li, s_a in enumerate(logr_aug)
+                        ],
+                        axis=1,
+                    )
+                    diag["loglik_lo"], diag["loglik_hi"] = stabilised_bounds(
+                        st, lo0, lo_a, bad0, bad_a
+                    )
+                    diag["khat_high"] = bad0 | bad_a.any(axis=1)
                 if "ess_q" not in diag:
                     diag["ess_q"] = st["ess_r0"]
                 if B:
@@ -1274,7 +1439,9 @@ def _evaluate_records(a: _Analysis, positions: np.ndarray, *, progressbar: bool)
                 k_all = np.concatenate(k_pool)
                 if np.any(ess_all[np.isfinite(ess_all)] < thr_e):
                     fl.append("LOW_ESS_Q")
-                if np.any(k_all[~np.isnan(k_all)] > thr_k):
+                # under the "material" rule the stabilised estimator's KHAT_HIGH is decided in
+                # _assemble, once the prior is known: whether the high-k̂ means can move p_true
+                if np.any(k_all[~np.isnan(k_all)] > thr_k) and not material:
                     fl.append("KHAT_HIGH")
                 if est == "is" and np.any(np.nan_to_num(diag["max_omega"][k], nan=0.0) > 0.9):
                     fl.append("DOMINATED_SUM")
@@ -1342,6 +1509,8 @@ def _assemble(a: _Analysis, part: _Partial) -> AttributeRiskResult:
             if i in boot_d:
                 boot_d[i] = np.broadcast_to(ll, np.shape(boot_d[i])).copy()
             flags_d[i] = []  # the estimate is exact: no Monte Carlo diagnostics apply
+            for key in ("loglik_lo", "loglik_hi", "khat_high"):
+                diag_d[i].pop(key, None)
             unchanged.add(i)
         if unchanged:
             warn_codes.append("RECORDS_RELEASED_UNCHANGED")
@@ -1365,6 +1534,13 @@ def _assemble(a: _Analysis, part: _Partial) -> AttributeRiskResult:
         loglik = [ll + m * np.exp(lp) for ll, lp in zip(loglik, logprior, strict=False)]
         logprior = [np.zeros_like(lp) for lp in logprior]
     log_post, rec = _point_summaries(loglik, logprior, g0_arr)
+    diags = [diag_d[i] for i in recs]
+    if est == "stabilised" and khat != "none":
+        p_lo, p_up, mat = _khat_material(loglik, diags, logprior, g0_arr, a.khat_tolerance)
+        if a.khat_rule == "material":
+            for k, i in enumerate(recs):
+                if mat[k] and i not in unchanged:
+                    flags_d[i] = _order_flags([*flags_d[i], "KHAT_HIGH"])
     df = pd.DataFrame({"record": recs, "G": [c.size for c in cands]})
     if syn_flags is not None:
         df["synthesized"] = [i not in unchanged for i in recs]
@@ -1390,6 +1566,13 @@ def _assemble(a: _Analysis, part: _Partial) -> AttributeRiskResult:
     if est == "stabilised":
         df["khat_aug_max"] = agg("khat_aug", np.max)
         df["ess_aug_min"] = agg("ess_aug", np.min)
+        if khat != "none":
+            df["n_khat_high"] = [
+                int(np.sum(diag_d[i]["khat_high"])) if "khat_high" in diag_d[i] else 0
+                for i in recs
+            ]
+            df["p_true_lower"] = p_lo
+            df["p_true_upper"] = p_up
     if is_plugin:
         df["mc_se_max"] = agg("mc_se", np.max)
     df["ess_omega_min"] = agg("ess_omega", np.min, nontrue=False)
@@ -1431,6 +1614,8 @@ def _assemble(a: _Analysis, part: _Partial) -> AttributeRiskResult:
         "m": m,
         "psis": bool(psis),
         "khat": khat,
+        "khat_rule": a.khat_rule if est == "stabilised" else "any",
+        "khat_tolerance": a.khat_tolerance,
         "bootstrap": B,
         "compat": compat,
         "random_seed": a.random_seed_json,
@@ -1453,7 +1638,7 @@ def _assemble(a: _Analysis, part: _Partial) -> AttributeRiskResult:
         loglik=loglik,
         logprior=logprior,
         log_post=log_post,
-        diagnostics=[diag_d[i] for i in recs],
+        diagnostics=diags,
         warnings=warn_codes,
         settings=settings,
         schema=schema,

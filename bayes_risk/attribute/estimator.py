@@ -46,6 +46,8 @@ __all__ = [
     "bootstrap_stabilised",
     "RatioStats",
     "mean_log_ratio",
+    "truncated_log_mean",
+    "stabilised_bounds",
 ]
 
 
@@ -609,6 +611,104 @@ def stabilised_estimate(
         "ess_r0": ess0,
         "ess_aug": np.stack(esss, axis=1),
     }
+
+
+def truncated_log_mean(st: RatioStats) -> np.ndarray:
+    """``log mean_h min(r_h, u)`` ``[R, G]``, ``u`` the largest ratio below the Pareto tail.
+
+    ``E[r] ≥ E[min(r, u)]`` for any ``u``, and ``min(r, u)`` is bounded, so its mean is
+    estimated without the heavy-tail problem the Pareto k̂ warns about: this is the lower end of
+    the interval :func:`stabilised_bounds` gives to a mean whose k̂ is above the threshold. The
+    tail is the ``M = ceil(min(0.2 H, 3 sqrt(H)))`` largest ratios of SPEC Appendix A.2
+    (the ones k̂ is fitted to); the cutoff ``u`` is the next one. Two standard errors of the
+    truncated mean (draws treated as independent) are subtracted, so that the bound does not
+    rest on Monte Carlo luck either.
+
+    Parameters
+    ----------
+    st : RatioStats
+        Exponentiated ratios of one posterior (with the Pareto tails when :meth:`RatioStats.
+        from_logp` selected them; otherwise they are selected here from ``st.logr``).
+
+    Returns
+    -------
+    ndarray (R, G)
+        ``-inf`` where no draw is kept or the cutoff is ``-inf``.
+    """
+    R, H, G = st.E.shape
+    m = tail_size(H)
+    if H < m + 1:
+        return np.full((R, G), -np.inf)
+    if st.tails is not None and st.tails[0].shape[1] == m + 1:
+        top = st.tails[0].reshape(R, G, m + 1)
+    else:
+        lw = np.moveaxis(st.logr, 1, -1) - st.mx[:, :, None]  # [R, G, H]
+        top = np.sort(np.partition(lw, H - m - 1, axis=-1)[..., H - m - 1 :], axis=-1)
+    n = np.maximum(st.n_ok, 1)[:, None].astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        cut = np.exp(top[..., 0])
+        et = np.exp(top[..., 1:])
+        s1 = np.maximum(st.s1 - et.sum(axis=-1), 0.0) + m * cut
+        s2 = np.maximum(st.s2 - (et * et).sum(axis=-1), 0.0) + m * cut * cut
+        mean = s1 / n
+        # minus two standard errors of the (bounded) truncated draws: the bound must not rest
+        # on Monte Carlo luck either
+        se = np.sqrt(np.maximum(s2 / n - mean * mean, 0.0) / n)
+        out = np.log(np.maximum(mean - 2.0 * se, 0.0)) + st.mx
+    return np.where(st.finite & np.isfinite(out), out, -np.inf)
+
+
+def stabilised_bounds(
+    est: Mapping[str, np.ndarray],
+    lo0: np.ndarray,
+    lo_aug: np.ndarray,
+    bad0: np.ndarray,
+    bad_aug: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Interval of the stabilised log-likelihood when some means have a high Pareto k̂.
+
+    ``loglik(y*) = Σ_l a_l − m b`` with ``a_l = log Ê_{y,Z_(l)}[r]`` and ``b = log Ê_y[r]``
+    (SPEC §2.6.1). A mean whose k̂ is above the threshold is not trusted beyond what the draws
+    below its Pareto tail show: its true value lies in ``[lo, +inf)`` with ``lo`` the truncated
+    mean of :func:`truncated_log_mean` (no tail model, so no assumption about how heavy the tail
+    is). Means with an acceptable k̂ are kept at their estimate (their Monte Carlo error is
+    what the draw bootstrap reports). Hence
+
+        loglik_lo = Σ_l (lo_l if bad_l else a_l) − m (+inf if bad_0 else b)
+        loglik_hi = Σ_l (+inf if bad_l else a_l) − m (lo_0 if bad_0 else b)
+
+    Parameters
+    ----------
+    est : mapping
+        Output of :func:`stabilised_estimate` (``loglik``, ``log_mean_r``, ``log_mean_aug``).
+    lo0 : ndarray (R, G)
+        Truncated log means under ``p(Θ | y)``.
+    lo_aug : ndarray (R, m, G)
+        Truncated log means under each ``p(Θ | y, Z_(l))``.
+    bad0, bad_aug : bool ndarray (R, G), (R, m, G)
+        Means whose k̂ exceeds the threshold.
+
+    Returns
+    -------
+    loglik_lo, loglik_hi : ndarray (R, G)
+        Equal to ``loglik`` where no mean of the candidate is flagged.
+    """
+    ll = est["loglik"]
+    b = est["log_mean_r"]
+    a = est["log_mean_aug"]
+    m = a.shape[1]
+    with np.errstate(invalid="ignore"):
+        a_lo = np.where(bad_aug, lo_aug, a).sum(axis=1)
+        a_hi = np.where(bad_aug.any(axis=1), np.inf, a.sum(axis=1))
+        lo = np.where(bad0, -np.inf, a_lo - m * b)
+        hi = np.where(bad0, a_hi - m * lo0, a_hi - m * b)
+    # a candidate impossible under every draw stays impossible; unflagged candidates keep the
+    # estimate exactly (no rounding from the re-summation)
+    flagged = bad0 | bad_aug.any(axis=1)
+    lo = np.where(flagged, np.minimum(lo, ll), ll)
+    hi = np.where(flagged, np.maximum(np.where(np.isnan(hi), np.inf, hi), ll), ll)
+    impossible = np.isneginf(ll)
+    return np.where(impossible, -np.inf, lo), np.where(impossible, -np.inf, hi)
 
 
 # ------------------------------------------------------------------------------------------
