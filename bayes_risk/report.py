@@ -216,7 +216,7 @@ def _identification_section(rep: Report, d: dict[str, Any], folder: Path, root: 
             }
         )
         rep.paragraph(
-            "Radius sweep (SPEC §4.8; Hornby & Hu 2021): the expected match risk over a grid of "
+            "Radius sweep (Hornby & Hu 2021, §4.1): the expected match risk over a grid of "
             "percentage radii. The maximising radius is the conservative value to report."
         )
         rep.table(tab)
@@ -299,17 +299,19 @@ def _attribute_section(rep: Report, d: dict[str, Any], folder: Path, root: Path)
             )
             findings.append(
                 f"{len(flagged)} of {len(recs)} attribute-risk estimates are flagged unstable "
-                f"({', '.join(f'{k} × {v}' for k, v in counts.items())}); do not publish them "
-                "without more posterior draws or PSIS."
+                f"({', '.join(f'{k} × {v}' for k, v in counts.items())}): their risk may be "
+                "understated; read them against `p_true_upper` in `attribute/records.csv`, "
+                "the largest value the diagnostics allow."
             )
     pub = d.get("published_estimator")
     if pub:
         rep.paragraph(
-            "Degeneracy of the published importance-sampling estimator (SPEC §2.6) on the same "
+            "Degeneracy of the published importance-sampling estimator "
+            "(Hu 2019, §3.2.5) on the same "
             f"data: {format_number(100 * float(pub['share_degenerate_triples']), 3)} % of "
             f"{pub['n_triples']:,} (record, candidate, dataset) triples are dominated by a single "
             "posterior draw (" + pub.get("definition", "") + "), which is why the stabilised "
-            "estimator (SPEC §2.6.1) is the default."
+            "estimator (README, attribute risk) is the default."
         )
     return findings
 
