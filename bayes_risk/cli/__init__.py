@@ -45,7 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 success, 2 user error)."""
+    """Run the command line; returns the exit status (0 success, 2 user error, 130 interrupted).
+
+    Every sub-command runs inside :func:`bayes_risk.cli._run.command_run` (``--out`` policy,
+    SIGINT/SIGTERM, warning capture): see that module.
+    """
+    from bayes_risk.cli._run import command_run
     from bayes_risk.exceptions import BayesRiskError
 
     parser = build_parser()
@@ -53,15 +58,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "handler", None) is None:
         parser.print_help(sys.stderr)
         return 2
+    run = None
     try:
-        return int(args.handler(args) or 0)
-    except BayesRiskError as err:
-        code = f" [{err.code}]" if getattr(err, "code", None) else ""
-        print(f"bayes-risk {args.command}: error{code}: {err}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as err:
-        print(f"bayes-risk {args.command}: error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # pragma: no cover
+        with command_run(args) as run:
+            status = int(args.handler(args) or 0)
+            if run.interrupted and not run.completed:  # a library swallowed the interrupt
+                raise KeyboardInterrupt
+            return status
+    except Exception as err:
+        if run is not None and run.interrupted:
+            # the interrupt surfaced as another exception (e.g. SystemError from a numba kernel)
+            print("interrupted", file=sys.stderr)
+            return 130
+        if isinstance(err, BayesRiskError):
+            code = f" [{err.code}]" if getattr(err, "code", None) else ""
+            print(f"bayes-risk {args.command}: error{code}: {_one_line(err)}", file=sys.stderr)
+            return 2
+        if isinstance(err, (FileNotFoundError, NotADirectoryError, IsADirectoryError,
+                            PermissionError)):
+            print(f"bayes-risk {args.command}: error: {_one_line(err)}", file=sys.stderr)
+            return 2
+        if isinstance(err, MemoryError):
+            print(
+                f"bayes-risk {args.command}: error: out of memory; reduce the sizes given "
+                "(records, --draws, --components, --chunk-size, -m).",
+                file=sys.stderr,
+            )
+            return 2
+        raise
+    except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _one_line(err: BaseException) -> str:
+    """The message on one line, numpy scalar reprs (``np.int64(63)``) shown as plain numbers."""
+    import re
+
+    text = " ".join(str(err).split())
+    return re.sub(r"np\.(?:int|uint|float|str_|bool_)\w*\(([^()]*)\)", r"\1", text)

@@ -123,9 +123,13 @@ def validate_table(
                     )
         else:
             if not pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype):
+                from bayes_risk.data.schema import _describe_cells, _not_numbers
+
+                bad, _ = _not_numbers(s)
+                cells = f" ({_describe_cells(s, bad)}; records numbered from 0)" if len(bad) else ""
                 raise SchemaError(
-                    f"{name}: column {spec.name!r} is {spec.type} but has dtype {s.dtype}; "
-                    "expected a numeric column.",
+                    f"{name}: column {spec.name!r} is {spec.type} but holds text{cells}; "
+                    "expected numbers.",
                     code="WRONG_DTYPE",
                 )
             if spec.type == "count":
@@ -133,7 +137,7 @@ def validate_table(
                 bad_mask = (v < 0) | (v % 1 != 0)
                 if bad_mask.any():
                     raise SchemaError(
-                        f"{name}: column {spec.name!r} is a count but holds {v[bad_mask][0]!r}; "
+                        f"{name}: column {spec.name!r} is a count but holds {v[bad_mask][0].item()!r}; "
                         "expected integers >= 0.",
                         code="WRONG_DTYPE",
                     )
