@@ -62,7 +62,7 @@ from bayes_risk.attribute.priors import (
 )
 from bayes_risk.attribute.summaries import hrw_summary, log_posterior, rank_summary
 from bayes_risk.data.validate import encode, harmonise_levels, validate_synthetic
-from bayes_risk.exceptions import ImportanceSamplingWarning, ValidationError
+from bayes_risk.exceptions import ImportanceSamplingWarning, SchemaError, ValidationError
 
 __all__ = ["attribute_risk", "prior_sensitivity", "AttributeRiskResult"]
 
@@ -764,6 +764,7 @@ def _prepare_analysis(
         z[cols].reset_index(drop=True) if all(c in z.columns for c in cols) else z
         for z in _as_datasets(synthetic)
     ]
+    _refuse_synthetic_only_levels(datasets, schema0)
     schema = harmonise_levels(orig, datasets, schema0)
     validate_synthetic(orig, datasets, schema)
     m = len(datasets)
@@ -936,6 +937,31 @@ def _prepare_analysis(
         random_seed_json=seed_to_json(random_seed), positions=pos_all, chunk_size=chunk_size,
         warn_codes=warn_codes,
     )
+
+
+def _refuse_synthetic_only_levels(datasets: list[pd.DataFrame], schema: Any) -> None:
+    """A synthetic value the model was never fitted with has probability 0 under every draw:
+    the released datasets' likelihood, hence the attribute risk, is undefined."""
+    from bayes_risk.data.schema import _level_to_json
+    from bayes_risk.data.validate import _normalise_value
+
+    for spec in schema:
+        if not spec.is_categorical or spec.levels is None:
+            continue
+        allowed = {_normalise_value(v) for v in spec.levels}
+        for l, z in enumerate(datasets, start=1):
+            if spec.name not in z.columns:
+                continue
+            bad = [v for v in pd.unique(z[spec.name].dropna()) if _normalise_value(v) not in allowed]
+            if bad:
+                raise SchemaError(
+                    f"synthetic dataset {l}: column {spec.name!r} holds "
+                    f"{_level_to_json(bad[0])!r}, a level absent from the data the model was "
+                    "fitted to (SYNTHETIC_ONLY_LEVEL); it has probability 0 under the model, so "
+                    "the attribute risk is undefined. Check that the release comes from this "
+                    "model.",
+                    code="SYNTHETIC_ONLY_LEVEL",
+                )
 
 
 def _evaluate_records(a: _Analysis, positions: np.ndarray, *, progressbar: bool) -> _Partial:

@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-__all__ = ["build_parser", "main", "SUBCOMMANDS"]
+__all__ = ["build_parser", "main", "console_main", "SUBCOMMANDS"]
 
 # Order in which sub-commands appear in --help (the data flow).
 SUBCOMMANDS: tuple[str, ...] = (
@@ -74,8 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = f" [{err.code}]" if getattr(err, "code", None) else ""
             print(f"bayes-risk {args.command}: error{code}: {_one_line(err)}", file=sys.stderr)
             return 2
-        if isinstance(err, (FileNotFoundError, NotADirectoryError, IsADirectoryError,
-                            PermissionError)):
+        if isinstance(err, OSError):  # missing file, permission, disk full: said in one line
             print(f"bayes-risk {args.command}: error: {_one_line(err)}", file=sys.stderr)
             return 2
         if isinstance(err, MemoryError):
@@ -89,6 +88,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def console_main() -> int:
+    """Entry point of the ``bayes-risk`` program: :func:`main`, then the process exits.
+
+    A signal arriving once the run has finished (its output complete) is ignored rather than
+    turned into a traceback at interpreter exit.
+    """
+    from bayes_risk.cli import _run
+
+    _run.CONSOLE = True
+    return main()
 
 
 def _one_line(err: BaseException) -> str:

@@ -47,6 +47,11 @@ INPUT_ARGS: dict[str, tuple[str, ...]] = {
     "demo": (),
 }
 
+#: set by the ``bayes-risk`` program (:func:`bayes_risk.cli.console_main`): the process ends
+#: with the run, so late signals are ignored instead of restoring Python's handlers
+CONSOLE = False
+_depth = 0
+
 _CODE_RE = re.compile(r"\b([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b")
 
 
@@ -196,6 +201,11 @@ def output_dir(args: argparse.Namespace) -> Iterator[Path]:
     run: CommandRun | None = getattr(args, "_run", None)
     target = Path(os.path.abspath(args.out)) if run is None or run.out is None else run.out
     created = _new_dirs(target)
+    if run is not None and run.command != "demo":
+        # from here on a signal only marks the run interrupted: the writing is never cut
+        # half-way (no stray temporary folder); the finished temporary folder is then dropped.
+        # The demo runs whole sub-commands inside, each with its own handler.
+        run.critical = True
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
@@ -205,6 +215,8 @@ def output_dir(args: argparse.Namespace) -> Iterator[Path]:
                 raise KeyboardInterrupt
             _merge_summary(tmp / "summary.json", run.summary_fields())
             run.critical = True
+            if run.interrupted:
+                raise KeyboardInterrupt
         _swap(tmp, target)
         if run is not None:
             # a signal arriving from the rename on is too late to stop anything: the output
@@ -217,6 +229,9 @@ def output_dir(args: argparse.Namespace) -> Iterator[Path]:
             with contextlib.suppress(OSError):
                 d.rmdir()
         raise
+    finally:
+        if run is not None and not run.completed:
+            run.critical = False
 
 
 def _swap(tmp: Path, target: Path) -> None:
@@ -261,7 +276,9 @@ def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
             overwrite=bool(getattr(args, "overwrite", False)),
             inputs=_input_paths(run.inputs),
         )
+    global _depth
     handlers: dict[int, Any] = {}
+    _depth += 1
     if threading.current_thread() is threading.main_thread():
 
         def on_signal(signum: int, frame: Any) -> None:
@@ -288,6 +305,8 @@ def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
             warnings.showwarning = show
             yield run
     finally:
+        _depth -= 1
         warnings.showwarning = showwarning
         for sig, h in handlers.items():
-            signal.signal(sig, h)
+            # the program ends with its outermost run: a late signal changes nothing
+            signal.signal(sig, signal.SIG_IGN if (CONSOLE and _depth == 0) else h)

@@ -68,6 +68,8 @@ def _call(argv: list[str], quiet: bool) -> None:
     if quiet:
         argv = [*argv, "--quiet"]
     status = main(argv)
+    if status == 130:  # the step was interrupted: so is the demo
+        raise KeyboardInterrupt
     if status != 0:
         raise BayesRiskError(f"demo step `bayes-risk {' '.join(argv)}` failed (status {status}).")
 
@@ -81,10 +83,8 @@ def _say(msg: str, quiet: bool) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo (see module docstring)."""
-    from bayes_risk.data import make_acs_like, make_ce_like
-    from bayes_risk.data.validate import check_m
-
     from bayes_risk.cli._run import output_dir
+    from bayes_risk.data.validate import check_m
 
     m = check_m(args.m, "-m")
     with output_dir(args) as tmp:
@@ -96,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_parts(args: argparse.Namespace, m: int, out: Path) -> None:
     """Run the steps into ``out`` (the temporary folder that becomes ``--out``)."""
+    from bayes_risk.data import make_acs_like, make_ce_like
+
     seed = args.random_seed
     q = args.quiet
     timings: dict[str, float] = {}

@@ -187,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
             )
         if args.method == "pmm" and not args.identifying:
             raise ValidationError("--identifying COL [COL ...] is required with --method pmm.")
-        from bayes_risk.cli._common import read_records_table, schema_from_args
+        from bayes_risk.cli._common import parse_records, read_records_table, schema_from_args
 
         df = read_records_table(args.original, "ORIGINAL")
         schema = schema_from_args(df, args)

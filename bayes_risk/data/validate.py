@@ -7,6 +7,7 @@ dataset has the original's shape, columns and unsynthesized values: ``US_COLUMNS
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ from bayes_risk.data.schema import (
     _sort_levels,
     did_you_mean,
 )
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError
 
 __all__ = [
     "validate_table",
@@ -167,13 +168,14 @@ def harmonise_levels(
     levels probability 0.
     """
     new_levels: dict[str, tuple[Any, ...]] = {}
+    syn_only: dict[str, list[tuple[int, Any]]] = {}
     for spec in schema:
         if spec.type not in CATEGORICAL_TYPES:
             continue
         base = list(spec.levels or ())
         seen = {_normalise_value(v) for v in base}
         extra = []
-        for df in [original, *synthetic]:
+        for l, df in enumerate([original, *synthetic]):
             if spec.name not in df.columns:
                 continue
             for v in pd.unique(df[spec.name].dropna()):
@@ -181,8 +183,24 @@ def harmonise_levels(
                 if nv not in seen:
                     seen.add(nv)
                     extra.append(nv)
+                    if l > 0:
+                        syn_only.setdefault(spec.name, []).append((l, nv))
         if extra or spec.levels is None:
             new_levels[spec.name] = tuple(base) + _sort_levels(extra)
+    if syn_only:
+        from bayes_risk.data.schema import _level_to_json
+
+        desc = "; ".join(
+            f"{c!r}: " + ", ".join(f"{_level_to_json(v)!r} (dataset {l})" for l, v in lv[:5])
+            for c, lv in syn_only.items()
+        )
+        warnings.warn(
+            f"level(s) present only in the synthetic data (SYNTHETIC_ONLY_LEVEL): {desc}. They "
+            "are kept as levels of their own: models fitted to the original give them "
+            "probability 0 and the utility measures count them.",
+            DataWarning,
+            stacklevel=2,
+        )
     return schema.with_levels(new_levels) if new_levels else schema
 
 

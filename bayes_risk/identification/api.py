@@ -395,9 +395,14 @@ def _prepare(
                     not pd.api.types.is_numeric_dtype(col.dtype)
                     or pd.api.types.is_bool_dtype(col.dtype)
                 ):
+                    from bayes_risk.data.schema import _describe_cells, _not_numbers
+
+                    bad = _not_numbers(col)[0]
                     raise SchemaError(
-                        f"synthetic dataset {l}: column {c!r} is {sk[c].type} but has dtype "
-                        f"{col.dtype}; expected a numeric column.",
+                        f"synthetic dataset {l}: column {c!r} is {sk[c].type} but holds text"
+                        + (f" ({_describe_cells(col, bad)}; records numbered from 0)"
+                           if len(bad) else "")
+                        + "; expected numbers.",
                         code="WRONG_DTYPE",
                     )
                 d[c] = col
