@@ -187,21 +187,29 @@ def harmonise_levels(
                         syn_only.setdefault(spec.name, []).append((l, nv))
         if extra or spec.levels is None:
             new_levels[spec.name] = tuple(base) + _sort_levels(extra)
-    if syn_only:
-        from bayes_risk.data.schema import _level_to_json
-
-        desc = "; ".join(
-            f"{c!r}: " + ", ".join(f"{_level_to_json(v)!r} (dataset {l})" for l, v in lv[:5])
-            for c, lv in syn_only.items()
-        )
-        warnings.warn(
-            f"level(s) present only in the synthetic data (SYNTHETIC_ONLY_LEVEL): {desc}. They "
-            "are kept as levels of their own: models fitted to the original give them "
-            "probability 0 and the utility measures count them.",
-            DataWarning,
-            stacklevel=2,
-        )
+    warn_synthetic_only_levels(syn_only)
     return schema.with_levels(new_levels) if new_levels else schema
+
+
+def warn_synthetic_only_levels(syn_only: dict[str, list[tuple[int, Any]]]) -> None:
+    """The one policy for levels present only in synthetic data (utility, identification):
+    they are kept as levels of their own, with the coded warning ``SYNTHETIC_ONLY_LEVEL``.
+
+    ``syn_only`` maps a column to ``(dataset number from 1, level)`` pairs.
+    """
+    if not syn_only:
+        return
+    desc = "; ".join(
+        f"{c!r}: " + ", ".join(f"{_level_to_json(v)!r} (dataset {l})" for l, v in lv[:5])
+        for c, lv in syn_only.items()
+    )
+    warnings.warn(
+        f"level(s) present only in the synthetic data (SYNTHETIC_ONLY_LEVEL): {desc}. They are "
+        "kept as levels of their own: models fitted to the original give them probability 0 "
+        "and the utility measures count them.",
+        DataWarning,
+        stacklevel=3,
+    )
 
 
 def validate_synthetic(

@@ -684,9 +684,10 @@ def _harmonise(sk: Schema, frames: Sequence[Mapping[str, pd.Series]]) -> Schema:
     columns, as :func:`bayes_risk.data.validate.harmonise_levels` (existing levels keep their
     codes; new ones are appended sorted; SPEC §0.2.6), one ``pd.unique`` per column."""
     from bayes_risk.data.schema import _sort_levels
-    from bayes_risk.data.validate import _normalise_value
+    from bayes_risk.data.validate import _normalise_value, warn_synthetic_only_levels
 
     new = {}
+    syn_only: dict[str, list] = {}
     for c in sk.categorical:
         base = list(sk[c].levels or ())
         seen = {_normalise_value(v) for v in base}
@@ -709,6 +710,13 @@ def _harmonise(sk: Schema, frames: Sequence[Mapping[str, pd.Series]]) -> Schema:
                 extra.append(nv)
         if extra:
             new[c] = tuple(base) + _sort_levels(extra)
+            syn_only[c] = [
+                (next(l for l, d in enumerate(frames, start=1)
+                      if (np.asarray([_normalise_value(x) for x in d[c]], dtype=object)
+                          == v).any()), v)
+                for v in extra
+            ]
+    warn_synthetic_only_levels(syn_only)
     return sk.with_levels(new) if new else sk
 
 
