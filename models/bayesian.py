@@ -59,6 +59,7 @@ from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import check_m, validate_table
 from bayes_risk.exceptions import (
+    CALLER,
     ConvergenceWarning,
     NotFittedError,
     SchemaError,
@@ -650,7 +651,7 @@ class BayesianSynthesizer(BaseSynthesizer):
                     f"{type(self).__name__}: MCMC may not have converged ({desc}). Run longer "
                     "chains (more tune/draws) or more chains; see convergence_report().",
                     ConvergenceWarning,
-                    stacklevel=3,
+                    skip_file_prefixes=CALLER,
                 )
         return df
 

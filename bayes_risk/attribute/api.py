@@ -62,7 +62,7 @@ from bayes_risk.attribute.priors import (
 )
 from bayes_risk.attribute.summaries import hrw_summary, log_posterior, rank_summary
 from bayes_risk.data.validate import encode, harmonise_levels, validate_synthetic
-from bayes_risk.exceptions import ImportanceSamplingWarning, SchemaError, ValidationError
+from bayes_risk.exceptions import CALLER, ImportanceSamplingWarning, SchemaError, ValidationError
 
 __all__ = ["attribute_risk", "prior_sensitivity", "AttributeRiskResult"]
 
@@ -847,7 +847,7 @@ def _prepare_analysis(
             f"only H = {H} posterior draws: the importance-sampling estimates are unreliable "
             "(H_TOO_SMALL).",
             ImportanceSamplingWarning,
-            stacklevel=3,
+            skip_file_prefixes=CALLER,
         )
 
     # AttributeRiskCalculation normalises q_h with all posterior rows but sums over the first H
@@ -952,7 +952,8 @@ def _refuse_synthetic_only_levels(datasets: list[pd.DataFrame], schema: Any) -> 
         for l, z in enumerate(datasets, start=1):
             if spec.name not in z.columns:
                 continue
-            bad = [v for v in pd.unique(z[spec.name].dropna()) if _normalise_value(v) not in allowed]
+            vals = pd.unique(z[spec.name].dropna())
+            bad = [v for v in vals if _normalise_value(v) not in allowed]
             if bad:
                 raise SchemaError(
                     f"synthetic dataset {l}: column {spec.name!r} holds "
@@ -1342,7 +1343,7 @@ def _assemble(a: _Analysis, part: _Partial) -> AttributeRiskResult:
             "some candidates hold categories the model was never fitted with; they get "
             "probability 0 (UNKNOWN_CATEGORY_IN_CANDIDATES).",
             ImportanceSamplingWarning,
-            stacklevel=3,
+            skip_file_prefixes=CALLER,
         )
     if any("TRUTH_OUTSIDE_SUPPORT" in f for f in flags_d.values()):
         warn_codes.append("TRUTH_OUTSIDE_SUPPORT")
@@ -1470,7 +1471,7 @@ def _assemble(a: _Analysis, part: _Partial) -> AttributeRiskResult:
             f"{n_flag} of {len(df)} records are flagged (unreliable estimates; see "
             "result.flagged).",
             ImportanceSamplingWarning,
-            stacklevel=3,
+            skip_file_prefixes=CALLER,
         )
     return AttributeRiskResult(
         records=df,

@@ -14,7 +14,6 @@ flagged records counted separately, settings) and three diagnostic plots: ``p_tr
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from bayes_risk.cli._common import (
     dask_client,
     dask_kwargs,
 )
+from bayes_risk.exceptions import CALLER
 
 __all__ = ["add_parser", "run", "parse_records"]
 
@@ -242,7 +242,7 @@ def _check_fingerprint(args: argparse.Namespace, model: Any, original: Any) -> N
         f"--original {args.original!r} is not the table the model was fitted to ({problem}) "
         "(ORIGINAL_DIFFERS); the risks are those of this table under that model.",
         DataWarning,
-        stacklevel=2,
+        skip_file_prefixes=CALLER,
     )
 
 

@@ -64,10 +64,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="columns to model (default: all)")
     p.add_argument("--synthesize", nargs="+", default=None, metavar="COL",
                    help="columns to synthesize (default: all modelled columns = full synthesis)")
-    p.add_argument("--records", default=None, metavar="FILE",
-                   help="partial synthesis of selected records: record numbers such as '0-199' or a "
-                        "text file of them, whose --synthesize columns are replaced; the others "
-                        "are released unchanged (the model is still fitted to every record); "
+    p.add_argument("--records", default=None, metavar="RANGE|FILE",
+                   help="partial synthesis of selected records: record numbers such as "
+                        "'0-199' or a text file of them, whose --synthesize columns are "
+                        "replaced; the others are released unchanged (the model is still "
+                        "fitted to every record); "
                         f"{RECORDS_NOTE}")
     add_type_arguments(p)
     g = p.add_argument_group("MCMC")

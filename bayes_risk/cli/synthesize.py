@@ -66,7 +66,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="number of synthetic datasets (default: 20 for cart/rf, 1 for pmm, "
                    "5 with --model-dir)")
     add_seed_argument(p)
-    p.add_argument("--records", metavar="FILE", default=None,
+    p.add_argument("--records", metavar="RANGE|FILE", default=None,
                    help="partial synthesis of selected records: record numbers such as "
                    "'0-199' or a text file of them; other records keep all original values; "
                    f"{RECORDS_NOTE}")

@@ -432,8 +432,8 @@ def infer_schema(
             if len(vals) and ((vals < 0).any() or (np.asarray(vals) % 1 != 0).any()):
                 raise SchemaError(
                     f"column {c!r} was declared count but holds negative or non-integer values "
-                    f"(e.g. {vals[(vals < 0) | (vals % 1 != 0)].iloc[0].item()!r}); expected integers "
-                    ">= 0.",
+                    f"(e.g. {vals[(vals < 0) | (vals % 1 != 0)].iloc[0].item()!r}); expected "
+                    "integers >= 0.",
                     code="WRONG_DTYPE",
                 )
         elif typ == "continuous" and not pd.api.types.is_numeric_dtype(s.dtype):

@@ -21,7 +21,7 @@ from bayes_risk.data.schema import (
     _sort_levels,
     did_you_mean,
 )
-from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError
+from bayes_risk.exceptions import CALLER, DataWarning, SchemaError, ValidationError
 
 __all__ = [
     "validate_table",
@@ -138,8 +138,8 @@ def validate_table(
                 bad_mask = (v < 0) | (v % 1 != 0)
                 if bad_mask.any():
                     raise SchemaError(
-                        f"{name}: column {spec.name!r} is a count but holds {v[bad_mask][0].item()!r}; "
-                        "expected integers >= 0.",
+                        f"{name}: column {spec.name!r} is a count but holds "
+                        f"{v[bad_mask][0].item()!r}; expected integers >= 0.",
                         code="WRONG_DTYPE",
                     )
             else:
@@ -208,7 +208,7 @@ def warn_synthetic_only_levels(syn_only: dict[str, list[tuple[int, Any]]]) -> No
         "kept as levels of their own: models fitted to the original give them probability 0 "
         "and the utility measures count them.",
         DataWarning,
-        stacklevel=3,
+        skip_file_prefixes=CALLER,
     )
 
 

@@ -19,6 +19,7 @@ from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, _level_to_json, in
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import harmonise_levels, validate_table
 from bayes_risk.exceptions import (
+    CALLER,
     ConvergenceWarning,
     DataWarning,
     SchemaError,
@@ -202,7 +203,7 @@ def _check_names(cols: Any, argument: str) -> list[str]:
 
 def _warn(codes: dict[str, str], code: str, msg: str, cls=DataWarning) -> None:
     codes[code] = msg
-    warnings.warn(f"{code}: {msg}", cls, stacklevel=4)
+    warnings.warn(f"{code}: {msg}", cls, skip_file_prefixes=CALLER)
 
 
 @dataclass

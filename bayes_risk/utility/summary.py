@@ -22,7 +22,7 @@ from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import validate_synthetic
-from bayes_risk.exceptions import DataWarning, ValidationError
+from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
 from bayes_risk.utility._inputs import (
     as_dataset_list,
     differing_share,
@@ -269,12 +269,12 @@ def utility_summary(
                 + " are inferred as synthesized although some datasets leave them (almost) "
                 "unchanged (ROLE_INFERENCE_DOUBTFUL); if they were released unchanged the "
                 "synthetic files were altered. State the roles with synthesized= "
-                "(--synthesized).", DataWarning, stacklevel=2)
+                "(--synthesized).", DataWarning, skip_file_prefixes=CALLER)
         if not syn_cols:
             codes.append("NO_DIFFERENCES")
             warnings.warn(
                 "every synthetic dataset equals the original; pMSE is 0 and the overlaps are 1 "
-                "(NO_DIFFERENCES).", DataWarning, stacklevel=2)
+                "(NO_DIFFERENCES).", DataWarning, skip_file_prefixes=CALLER)
     else:
         syn_cols = list(schema.names)
         inferred = True
@@ -287,7 +287,7 @@ def utility_summary(
             "for different sizes, but records cannot be compared"
             + ("; every column is treated as synthesized (give synthesized= / --synthesized)"
                if inferred else "; the unsynthesized columns could not be checked"),
-            DataWarning, stacklevel=2)
+            DataWarning, skip_file_prefixes=CALLER)
     if syn_cols:
         schema = schema.with_roles(syn_cols)
         if not inferred and all(len(z) == len(original) for z in datasets):
