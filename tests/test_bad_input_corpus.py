@@ -135,6 +135,7 @@ class Case:
     culprit: str = ""  # substring the error line must contain (status 2)
     prepare: object = None  # callable(workdir, base) -> dict of _cmd keyword overrides
     kw: dict = field(default_factory=dict)
+    needs_non_root: bool = False  # permissions do not bind root
 
 
 def _csv(work: Path, name: str, text: str, newline: str = "\n") -> str:
@@ -320,6 +321,9 @@ def _out_cases() -> list[Case]:
                  prepare=lambda w, b: (_keep(w / "out"), {})[1]),
             Case("out-dot", sub, 2, "current folder", kw={"out": "."}),
             Case("out-parent", sub, 2, "current folder", kw={"out": ".."}),
+            Case("out-read-only", sub, 2, "cannot be written", needs_non_root=True,
+                 prepare=lambda w, b: ((w / "ro").mkdir(), (w / "ro").chmod(0o555),
+                                       {"out": "ro/out"})[2]),
             Case("out-under-a-file", sub, 2, "not a folder",
                  prepare=lambda w, b: ((w / "afile").write_text("x"), {"out": "afile/out"})[1]),
         ]
@@ -391,6 +395,8 @@ def _argv(case: Case, base: Path, over: dict) -> list[str]:
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.sub}:{c.id}" for c in CASES])
 def test_bad_input_case(case: Case, base: Path, tmp_path: Path, capsys, monkeypatch):
+    if case.needs_non_root and hasattr(os, "geteuid") and os.geteuid() == 0:
+        pytest.skip("file permissions do not bind root")
     work = tmp_path / "work"
     shutil.copytree(base, work)
     monkeypatch.chdir(work)

@@ -96,10 +96,14 @@ def console_main() -> int:
     A signal arriving once the run has finished (its output complete) is ignored rather than
     turned into a traceback at interpreter exit.
     """
-    from bayes_risk.cli import _run
+    try:
+        from bayes_risk.cli import _run
 
-    _run.CONSOLE = True
-    return main()
+        _run.CONSOLE = True
+        return main()
+    except KeyboardInterrupt:  # while importing or parsing, before the run's handlers exist
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 def _one_line(err: BaseException) -> str:

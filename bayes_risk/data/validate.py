@@ -127,10 +127,13 @@ def validate_table(
                 from bayes_risk.data.schema import _describe_cells, _not_numbers
 
                 bad, _ = _not_numbers(s)
-                cells = f" ({_describe_cells(s, bad)}; records numbered from 0)" if len(bad) else ""
+                what = (
+                    f"holds text ({_describe_cells(s, bad)}; records numbered from 0)"
+                    if len(bad)
+                    else f"has dtype {s.dtype} (numbers stored as text)"
+                )
                 raise SchemaError(
-                    f"{name}: column {spec.name!r} is {spec.type} but holds text{cells}; "
-                    "expected numbers.",
+                    f"{name}: column {spec.name!r} is {spec.type} but {what}; expected numbers.",
                     code="WRONG_DTYPE",
                 )
             if spec.type == "count":
