@@ -298,6 +298,9 @@ def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
             warnings.simplefilter("ignore", DeprecationWarning)
             warnings.simplefilter("ignore", PendingDeprecationWarning)
             warnings.simplefilter("ignore", FutureWarning)
+            # nor are the Dask cluster's housekeeping messages (ports, sockets) about the run
+            warnings.simplefilter("ignore", ResourceWarning)
+            warnings.filterwarnings("ignore", module=r"(distributed|tornado|bokeh)(\.|$)")
 
             def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
                 run.record_warning(message, category)
