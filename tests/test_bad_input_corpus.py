@@ -426,6 +426,8 @@ def test_bad_input_case(case: Case, base: Path, tmp_path: Path, capsys, monkeypa
         assert case.culprit in lines[0], f"{case.culprit!r} not named in: {lines[0]}"
         assert "np.int64" not in lines[0] and "np.float64" not in lines[0]
     else:
+        # -q: nothing on stderr but the one-line warnings (no progress display)
+        assert not lines, f"stderr with -q holds more than warnings:\n{err}"
         summary = out / "summary.json"
         assert summary.is_file(), sorted(p.name for p in out.iterdir())
         d = json.loads(summary.read_text())
@@ -509,6 +511,35 @@ def test_model_json_has_fingerprint_not_data(base):
     assert isinstance(fp, str) and len(fp) == 64
     text = (base / "acs.csv").read_text().splitlines()[1]
     assert text not in json.dumps(meta)
+
+
+def test_library_warnings_point_at_the_caller():
+    """Whatever the call depth inside the package, a warning is attributed to the user's line."""
+    import warnings
+
+    from bayes_risk.utility.combining import combine_scalar
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        combine_scalar(np.array([1.0]), np.array([0.1]))
+    assert caught and all(Path(w.filename).resolve() == Path(__file__).resolve() for w in caught)
+
+
+def test_stray_text_message_names_column_records_values():
+    from bayes_risk.data import infer_schema
+    from bayes_risk.exceptions import SchemaError
+
+    age = ["63", "81", "40", "55"] * 10
+    age[2] = "sixty"
+    df = pd.DataFrame({"Age": age, "x": ["a", "b"] * 20})
+    with pytest.raises(SchemaError, match=r"'Age'.*record 2: 'sixty'.*--categorical Age"):
+        infer_schema(df)
+    assert infer_schema(df, categorical=["Age"])["Age"].type == "categorical"
+    assert infer_schema(df.assign(Age=pd.to_numeric(df["Age"], errors="coerce")))[
+        "Age"].type == "continuous"  # a missing value is not a stray text
+    # a column of labels stays categorical: many values are not numbers
+    labels = df.assign(Age=["63", "x", "y", "z"] * 10)
+    assert infer_schema(labels)["Age"].type == "categorical"
 
 
 # ----------------------------------------------------------------------------- interrupts
