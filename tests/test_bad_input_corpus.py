@@ -611,6 +611,28 @@ def test_sigterm_is_an_interrupt(base, tmp_path):
     assert not (work / "fit").exists()
 
 
+@pytest.mark.parametrize("sub", ["utility", "identification"])
+def test_sigint_during_writing_is_honoured_after_it(base, tmp_path, capsys, monkeypatch, sub):
+    """A real SIGINT delivered while the output files are being written (deterministic: sent by
+    the writer itself): the writing is not cut half-way, the finished temporary folder is
+    dropped, the old --out stays, exit 130."""
+    work = tmp_path / "w"
+    shutil.copytree(base, work)
+    monkeypatch.chdir(work)
+    _keep(work / "out")
+    real = pd.DataFrame.to_csv
+
+    def to_csv(self, *a, **k):
+        os.kill(os.getpid(), signal.SIGINT)
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", to_csv)
+    rc, err = _run(_cmd(sub, base, extra=("--overwrite",)), capsys)
+    assert rc == 130 and err.strip().splitlines()[-1] == "interrupted", err
+    assert sorted(p.name for p in (work / "out").iterdir()) == ["precious.txt"]
+    assert not [p for p in work.iterdir() if p.name.startswith(".")]
+
+
 @pytest.mark.parametrize("delay", [0.0, 0.5, 1.0])
 def test_sigint_while_writing_keeps_old_output(base, tmp_path, delay):
     """SIGINT at spread moments of a run whose last part is writing many files: either the run
