@@ -7,6 +7,12 @@ column, value or argument and says what was expected. Machine-readable codes (SP
 
 from __future__ import annotations
 
+import os
+
+#: ``warnings.warn(..., skip_file_prefixes=CALLER)`` attributes a warning to the first frame
+#: outside bayes-risk (the user's line), whatever the call depth inside the package
+CALLER: tuple[str, ...] = (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
+
 __all__ = [
     "BayesRiskError",
     "SchemaError",
@@ -16,6 +22,7 @@ __all__ = [
     "ImportanceSamplingWarning",
     "ConvergenceWarning",
     "DataWarning",
+    "CALLER",
 ]
 
 

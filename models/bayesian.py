@@ -59,6 +59,7 @@ from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import check_m, validate_table
 from bayes_risk.exceptions import (
+    CALLER,
     ConvergenceWarning,
     NotFittedError,
     SchemaError,
@@ -122,6 +123,39 @@ def _check_int(value: Any, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < minimum:
         raise ValidationError(f"{name} must be an integer >= {minimum}. Got {value!r}.")
     return int(value)
+
+
+def _check_complete(dt: Any, chains: int, draws: int) -> None:
+    """PyMC returns the draws made so far when interrupted: a partial posterior is refused."""
+    post = dt["posterior"] if "posterior" in dt.children else None
+    got = (int(post.sizes.get("chain", 0)), int(post.sizes.get("draw", 0))) if post else (0, 0)
+    if got != (chains, draws):
+        raise KeyboardInterrupt(
+            f"sampling interrupted: {got[0]} chain(s) x {got[1]} draws of the requested "
+            f"{chains} x {draws}"
+        )
+
+
+def table_fingerprint(data: pd.DataFrame, schema: Schema) -> str:
+    """SHA-256 of a table encoded by ``schema`` (categories as level codes, numbers as float64).
+
+    Identifies the fitted table without storing it: the same records in the same order give
+    the same fingerprint whatever the file format or dtypes they were read with.
+    """
+    import hashlib
+
+    from bayes_risk.data.validate import encode
+
+    h = hashlib.sha256()
+    h.update(f"{len(data)}|{'|'.join(schema.names)}".encode())
+    for spec in schema:
+        if spec.is_categorical:
+            col = encode(data, schema, [spec.name])[:, 0]
+        else:
+            col = pd.to_numeric(data[spec.name], errors="coerce").to_numpy(dtype=np.float64)
+            col = np.where(np.isnan(col), np.nan, col + 0.0)  # one NaN pattern, no -0.0
+        h.update(np.ascontiguousarray(col).tobytes())
+    return h.hexdigest()
 
 
 class BayesianSynthesizer(BaseSynthesizer):
@@ -404,7 +438,12 @@ class BayesianSynthesizer(BaseSynthesizer):
         with warnings.catch_warnings():
             # PyMC's own short-chain message; convergence is reported by convergence_report().
             warnings.filterwarnings("ignore", message=".*samples per chain.*")
-            dt = pm.sample(**kwargs)
+            try:
+                dt = pm.sample(**kwargs)
+            except KeyError as err:
+                # PyMC interrupted during tuning fails while assembling the empty trace
+                raise KeyboardInterrupt(f"sampling interrupted during tuning ({err})") from err
+        _check_complete(dt, int(self.chains), int(self.draws))
         if "warmup_posterior" in dt.children:
             del dt["warmup_posterior"]
         if "observed_data" in dt.children:
@@ -425,6 +464,8 @@ class BayesianSynthesizer(BaseSynthesizer):
         self.posterior_ = posterior
         self.schema_ = schema
         self._n_records = int(n_records)
+        if data is not None:
+            self.data_fingerprint_ = table_fingerprint(data, schema)
         self.synthesized_records_ = synthesized_records
         self.data_ = data if (data is not None and self._needs_data_for_synthesis()) else None
         self._after_posterior()
@@ -610,7 +651,7 @@ class BayesianSynthesizer(BaseSynthesizer):
                     f"{type(self).__name__}: MCMC may not have converged ({desc}). Run longer "
                     "chains (more tune/draws) or more chains; see convergence_report().",
                     ConvergenceWarning,
-                    stacklevel=3,
+                    skip_file_prefixes=CALLER,
                 )
         return df
 
@@ -659,6 +700,8 @@ class BayesianSynthesizer(BaseSynthesizer):
             "data_file": DATA_FILE if self.data_ is not None else None,
             "confidential": self.data_ is not None,
             "state": to_jsonable(self._state_to_json()),
+            # a hash of the encoded fitted table (never the data): checks the original later
+            "data_fingerprint": getattr(self, "data_fingerprint_", None),
         }
         with atomic_dir(path) as tmp:
             self.posterior_.to_netcdf(tmp / POSTERIOR_FILE, engine="h5netcdf")
@@ -692,8 +735,16 @@ class BayesianSynthesizer(BaseSynthesizer):
         post_file = p / POSTERIOR_FILE
         if not post_file.is_file():
             raise ValidationError(f"{p}: {POSTERIOR_FILE} is missing.")
-        with xr.open_datatree(post_file, engine="h5netcdf") as dt:
-            posterior = dt.load().copy()
+        try:
+            with xr.open_datatree(post_file, engine="h5netcdf") as dt:
+                posterior = dt.load().copy()
+        except (OSError, ValueError, KeyError, TypeError, RuntimeError) as err:
+            raise ValidationError(
+                f"the model folder {str(p)!r} is damaged: {POSTERIOR_FILE} cannot be read "
+                f"({type(err).__name__}: {' '.join(str(err).split())[:200]}); fit the model "
+                "again.",
+                code="MODEL_DAMAGED",
+            ) from err
         # JSON has no tuples: sequence settings come back as tuples (as the defaults are)
         settings = {
             k: tuple(v) if isinstance(v, list) else v for k, v in meta.get("settings", {}).items()
@@ -723,7 +774,30 @@ class BayesianSynthesizer(BaseSynthesizer):
             check_convergence=False,
         )
         obj.data_ = data
+        obj.data_fingerprint_ = meta.get("data_fingerprint")
         return obj
+
+    def check_fingerprint(self, data: pd.DataFrame) -> str | None:
+        """Whether ``data`` is the table this model was fitted to.
+
+        Compares :func:`table_fingerprint` of ``data`` (its schema columns) with the one stored
+        at fit time. Returns ``None`` when they agree (or no fingerprint was stored: a model
+        saved by an older version), otherwise a short description of the difference.
+        """
+        self._check_fitted()
+        stored = getattr(self, "data_fingerprint_", None)
+        if stored is None:
+            return None
+        missing = [c for c in self.schema_.names if c not in data.columns]
+        if missing:
+            return f"it lacks column(s) {missing}"
+        if len(data) != self._n_records:
+            return f"it has {len(data)} records, the fitted table {self._n_records}"
+        try:
+            fp = table_fingerprint(data[self.schema_.names].reset_index(drop=True), self.schema_)
+        except (ValueError, TypeError) as err:  # SchemaError: a level the model never saw
+            return " ".join(str(err).split())
+        return None if fp == stored else "same size, different values"
 
     @classmethod
     def from_posterior(

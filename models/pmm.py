@@ -21,7 +21,7 @@ from bayes_risk._rng import RandomSeed, seed_to_json, spawn
 from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import check_m, validate_table
-from bayes_risk.exceptions import ConvergenceWarning, DataWarning, ValidationError
+from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
 from bayes_risk.models._trees import column_codes
 from bayes_risk.models.base import BaseSynthesizer, check_is_fitted
 
@@ -398,7 +398,7 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
                 "cells); its predictions are still used only to rank donors, but check the "
                 "matches or condense categories.",
                 ConvergenceWarning,
-                stacklevel=4,
+                skip_file_prefixes=CALLER,
             )
 
     # ----- synthesize ---------------------------------------------------------------------
@@ -442,7 +442,7 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
                     "constraints did not allow all recipients to leave the sensitive cells. "
                     "Consider condensing categories or relaxing constraints.",
                     DataWarning,
-                    stacklevel=2,
+                    skip_file_prefixes=CALLER,
                 )
             if un:
                 w.append("NO_ALLOWED_DONOR")

@@ -29,7 +29,7 @@ from bayes_risk._rng import RandomSeed, spawn
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import decode, validate_table
-from bayes_risk.exceptions import ConvergenceWarning, ValidationError
+from bayes_risk.exceptions import CALLER, ConvergenceWarning, ValidationError
 from bayes_risk.models._design import (
     FAMILIES,
     DesignSpec,
@@ -437,7 +437,7 @@ class SequentialRegression(BayesianSynthesizer):
                 warnings.warn(
                     f"NUTS for {col!r}: {nd} divergent transitions; the posterior draws may be "
                     "biased (increase tune, or check the predictors' scaling).",
-                    ConvergenceWarning, stacklevel=4,
+                    ConvergenceWarning, skip_file_prefixes=CALLER,
                 )
         return out
 
@@ -942,7 +942,7 @@ def _laplace_draws(fam, X, y, schema, col, H, rng) -> dict[str, np.ndarray]:
         warnings.warn(
             f"Laplace approximation for {col!r}: Newton's method did not converge in 100 "
             "iterations (separation?); the draws may be poor.",
-            ConvergenceWarning, stacklevel=4,
+            ConvergenceWarning, skip_file_prefixes=CALLER,
         )
     _, Hm = grad_hess(b)
     L = np.linalg.cholesky(np.linalg.inv(Hm))

@@ -41,14 +41,15 @@ def run_cli(argv: list[str]) -> int:
 def test_parse_records(tmp_path):
     from bayes_risk.cli.attribute import parse_records
 
-    assert parse_records("1-3,7", 10) == [0, 1, 2, 6]
+    # records are numbered from 0 everywhere (as pandas' iloc and the Python API)
+    assert parse_records("0-2,6", 10) == [0, 1, 2, 6]
     assert parse_records(None, 10) is None
     f = tmp_path / "rows.txt"
-    f.write_text("2\n4\n")
+    f.write_text("1\n3\n")
     assert parse_records(str(f), 10) == [1, 3]
-    with pytest.raises(ValidationError, match="outside 1..10"):
-        parse_records("0-3", 10)
-    with pytest.raises(ValidationError, match="not a row number"):
+    with pytest.raises(ValidationError, match=r"outside 0\.\.9"):
+        parse_records("7-10", 10)
+    with pytest.raises(ValidationError, match="neither a file nor record numbers"):
         parse_records("a-b", 10)
 
 
@@ -81,7 +82,7 @@ def test_cli_end_to_end(saved_dpmpm, tmp_path):
         "--synthetic",
         str(root / "syn"),
         "--records",
-        "1-5",
+        "0-4",
         "--prior",
         "truth-weighted:2",
         "--bootstrap",
@@ -168,7 +169,7 @@ def test_cli_tree_release_without_model(method, tmp_path, capsys):
                     "--random-seed", "9", *extra, "-q", "--out", str(syn_dir)]) == 0
     out = tmp_path / "att"
     assert run_cli(["attribute", "--original", str(orig), "--synthetic", str(syn_dir),
-                    "--records", "1-15", "--random-seed", "4", "-q", "--out", str(out)]) == 0
+                    "--records", "0-14", "--random-seed", "4", "-q", "--out", str(out)]) == 0
     rec = pd.read_csv(out / "records.csv")
     summary = json.loads((out / "summary.json").read_text())
     assert len(rec) == 15 and summary["inputs"]["model"].startswith(method)

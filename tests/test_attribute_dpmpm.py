@@ -88,7 +88,7 @@ def test_k1_closed_form_through_cli(k1_setup, tmp_path):
             "--synthetic",
             str(tmp_path / "syn"),
             "--records",
-            "1-3",
+            "0-2",
             "--random-seed",
             "1",
             "--quiet",
@@ -98,7 +98,7 @@ def test_k1_closed_form_through_cli(k1_setup, tmp_path):
     )
     assert rc == 0
     rec = pd.read_csv(tmp_path / "out" / "records.csv")
-    assert rec["row_number"].tolist() == [1, 2, 3]
+    assert rec["record"].tolist() == [0, 1, 2]  # 0-based, as --records
     for k, i in enumerate(RECORDS):
         ll, _ = exact_loglik(df, model.schema_, syn, i)
         p_exact = _softmax(ll)[0]  # truth is candidate 0

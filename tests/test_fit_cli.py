@@ -128,7 +128,7 @@ def test_convergence_warnings_printed_one_line(tmp_path, csv, capsys):
     assert cli.main(["fit", str(path), *BASE, "--out", str(tmp_path / "m")]) == 0
     err = capsys.readouterr().err
     # 30 draws cannot give ESS >= 100: the user is told, in one line per warning
-    assert "bayes-risk fit: ConvergenceWarning: DPMPM: MCMC may not have converged" in err
+    assert "warning [ConvergenceWarning]: DPMPM: MCMC may not have converged" in err
     assert "model.fit(" not in err
 
 

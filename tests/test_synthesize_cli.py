@@ -63,14 +63,15 @@ def test_cart_end_to_end(ce_csv, tmp_path, capsys):
     assert z.schema.synthesized == ["Tenure", "Expenditure", "Income"]
     assert z.schema["Tenure"].type == "categorical"
     assert sorted(p.name for p in out.iterdir()) == [
-        "manifest.json", "syn_001.csv", "syn_001.parquet", "syn_002.csv", "syn_002.parquet",
-        "syn_003.csv", "syn_003.parquet"]
+        "manifest.json", "summary.json", "syn_001.csv", "syn_001.parquet", "syn_002.csv",
+        "syn_002.parquet", "syn_003.csv", "syn_003.parquet"]
     for d in z:
         for c in ["Age", "Urban", "Educ", "Marital"]:
             np.testing.assert_array_equal(d[c].to_numpy(), df[c].to_numpy())
     pd.testing.assert_frame_equal(pd.read_csv(out / "syn_002.csv"), z[1], check_dtype=False)
-    # same seed → identical release; the folder is replaced atomically
-    assert cli.main(argv + ["--quiet"]) == 0
+    # same seed → identical release; the folder is refused, then replaced with --overwrite
+    assert cli.main(argv + ["--quiet"]) == 2
+    assert cli.main(argv + ["--quiet", "--overwrite"]) == 0
     z2 = SyntheticData.load(out)
     for a, b in zip(z, z2, strict=False):
         pd.testing.assert_frame_equal(a, b)
@@ -176,7 +177,8 @@ def test_failure_inside_save_leaves_no_folder(fake_model, tmp_path):
     out.mkdir()
     (out / "keep.txt").write_text("old")
     with pytest.raises(Exception):  # noqa: B017
-        cli.main(["synthesize", "--model-dir", str(mdir), "-m", "2", "--quiet", "--out", str(out)])
+        cli.main(["synthesize", "--model-dir", str(mdir), "-m", "2", "--quiet", "--overwrite",
+                  "--out", str(out)])
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
     assert _leftovers(tmp_path) == []
 

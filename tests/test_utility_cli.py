@@ -96,8 +96,10 @@ def test_folder_parquet_formula_and_cart(files, tmp_path, capsys):
     s = json.loads((out / "summary.json").read_text())
     assert s["synthesized_inferred"] is False and s["null"] == "pairs"
     assert s["interval_overlap"]["kind"] == "formulas"
-    # same seed, same numbers; rerun into the same folder replaces it
+    # same seed, same numbers; rerun into the same folder is refused unless --overwrite
     code, _, _ = _run(argv, capsys)
+    assert code == 2
+    code, _, _ = _run(argv + ["--overwrite"], capsys)
     assert code == 0
     s2 = json.loads((out / "summary.json").read_text())
     assert s2["pmse"] == s["pmse"]
@@ -143,7 +145,7 @@ def test_refuses_to_replace_foreign_folder(files, tmp_path, capsys):
     (out / "notes.txt").write_text("keep me")
     code, _, err = _run(["utility", str(files["orig"]), str(files["syn"][0]), "--quiet",
                          "--out", str(out)], capsys)
-    assert code == 2 and "other files" in err
+    assert code == 2 and "not empty" in err and "--overwrite" in err
     assert (out / "notes.txt").read_text() == "keep me"
 
 
@@ -158,8 +160,8 @@ def test_failure_during_write_leaves_previous_output(files, tmp_path, capsys, mo
         raise OSError("disk full")
 
     monkeypatch.setattr(pd.DataFrame, "to_csv", boom)
-    with pytest.raises(OSError, match="disk full"):
-        cli.main(argv[:-1] + [str(out)])
+    assert cli.main(argv[:-2] + ["--overwrite", "--out", str(out)]) == 2
+    assert "disk full" in capsys.readouterr().err
     assert (out / "summary.json").read_text() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["util"]
 

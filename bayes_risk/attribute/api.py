@@ -66,7 +66,7 @@ from bayes_risk.attribute.priors import (
 )
 from bayes_risk.attribute.summaries import hrw_summary, log_posterior, rank_summary
 from bayes_risk.data.validate import encode, harmonise_levels, validate_synthetic
-from bayes_risk.exceptions import ImportanceSamplingWarning, ValidationError
+from bayes_risk.exceptions import CALLER, ImportanceSamplingWarning, SchemaError, ValidationError
 
 __all__ = ["attribute_risk", "prior_sensitivity", "AttributeRiskResult"]
 
@@ -902,6 +902,7 @@ def _prepare_analysis(
         z[cols].reset_index(drop=True) if all(c in z.columns for c in cols) else z
         for z in _as_datasets(synthetic)
     ]
+    _refuse_synthetic_only_levels(datasets, schema0)
     schema = harmonise_levels(orig, datasets, schema0)
     validate_synthetic(orig, datasets, schema)
     m = len(datasets)
@@ -984,7 +985,7 @@ def _prepare_analysis(
             f"only H = {H} posterior draws: the importance-sampling estimates are unreliable "
             "(H_TOO_SMALL).",
             ImportanceSamplingWarning,
-            stacklevel=3,
+            skip_file_prefixes=CALLER,
         )
 
     # AttributeRiskCalculation normalises q_h with all posterior rows but sums over the first H
@@ -1075,6 +1076,32 @@ def _prepare_analysis(
         warn_codes=warn_codes, khat_rule=khat_rule, khat_tolerance=float(khat_tolerance),
         thr_aug=[khat_threshold(h) for h in h_aug],
     )
+
+
+def _refuse_synthetic_only_levels(datasets: list[pd.DataFrame], schema: Any) -> None:
+    """A synthetic value the model was never fitted with has probability 0 under every draw:
+    the released datasets' likelihood, hence the attribute risk, is undefined."""
+    from bayes_risk.data.schema import _level_to_json
+    from bayes_risk.data.validate import _normalise_value
+
+    for spec in schema:
+        if not spec.is_categorical or spec.levels is None:
+            continue
+        allowed = {_normalise_value(v) for v in spec.levels}
+        for l, z in enumerate(datasets, start=1):
+            if spec.name not in z.columns:
+                continue
+            vals = pd.unique(z[spec.name].dropna())
+            bad = [v for v in vals if _normalise_value(v) not in allowed]
+            if bad:
+                raise SchemaError(
+                    f"synthetic dataset {l}: column {spec.name!r} holds "
+                    f"{_level_to_json(bad[0])!r}, a level absent from the data the model was "
+                    "fitted to (SYNTHETIC_ONLY_LEVEL); it has probability 0 under the model, so "
+                    "the attribute risk is undefined. Check that the release comes from this "
+                    "model.",
+                    code="SYNTHETIC_ONLY_LEVEL",
+                )
 
 
 def _evaluate_records(a: _Analysis, positions: np.ndarray, *, progressbar: bool) -> _Partial:
@@ -1483,7 +1510,7 @@ def _assemble(a: _Analysis, part: _Partial) -> AttributeRiskResult:
             "some candidates hold categories the model was never fitted with; they get "
             "probability 0 (UNKNOWN_CATEGORY_IN_CANDIDATES).",
             ImportanceSamplingWarning,
-            stacklevel=3,
+            skip_file_prefixes=CALLER,
         )
     if any("TRUTH_OUTSIDE_SUPPORT" in f for f in flags_d.values()):
         warn_codes.append("TRUTH_OUTSIDE_SUPPORT")
@@ -1629,7 +1656,7 @@ def _assemble(a: _Analysis, part: _Partial) -> AttributeRiskResult:
             f"{n_flag} of {len(df)} records are flagged (unreliable estimates; see "
             "result.flagged).",
             ImportanceSamplingWarning,
-            stacklevel=3,
+            skip_file_prefixes=CALLER,
         )
     return AttributeRiskResult(
         records=df,

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from bayes_risk.attribute.diagnostics import logsumexp
-from bayes_risk.exceptions import DataWarning, ValidationError
+from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
 
 __all__ = [
     "Prior",
@@ -409,7 +409,7 @@ def evaluate_prior_groups(prior: Prior, inp: PriorInputs) -> tuple[list[np.ndarr
         warnings.warn(
             "user prior weights did not sum to 1 and were renormalised (PRIOR_RENORMALISED).",
             DataWarning,
-            stacklevel=3,
+            skip_file_prefixes=CALLER,
         )
     if isinstance(prior, ModelPredictive):
         codes.append("HARMONIC_WEIGHTS")

@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-__all__ = ["build_parser", "main", "SUBCOMMANDS"]
+__all__ = ["build_parser", "main", "console_main", "SUBCOMMANDS"]
 
 # Order in which sub-commands appear in --help (the data flow).
 SUBCOMMANDS: tuple[str, ...] = (
@@ -47,7 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 success, 2 user error)."""
+    """Run the command line; returns the exit status (0 success, 2 user error, 130 interrupted).
+
+    Every sub-command runs inside :func:`bayes_risk.cli._run.command_run` (``--out`` policy,
+    SIGINT/SIGTERM, warning capture): see that module.
+    """
+    from bayes_risk.cli._run import command_run
     from bayes_risk.exceptions import BayesRiskError
 
     parser = build_parser()
@@ -55,15 +60,57 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "handler", None) is None:
         parser.print_help(sys.stderr)
         return 2
+    run = None
     try:
-        return int(args.handler(args) or 0)
-    except BayesRiskError as err:
-        code = f" [{err.code}]" if getattr(err, "code", None) else ""
-        print(f"bayes-risk {args.command}: error{code}: {err}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as err:
-        print(f"bayes-risk {args.command}: error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # pragma: no cover
+        with command_run(args) as run:
+            status = int(args.handler(args) or 0)
+            if run.interrupted and not run.completed:  # a library swallowed the interrupt
+                raise KeyboardInterrupt
+            return status
+    except Exception as err:
+        if run is not None and run.interrupted:
+            # the interrupt surfaced as another exception (e.g. SystemError from a numba kernel)
+            print("interrupted", file=sys.stderr)
+            return 130
+        if isinstance(err, BayesRiskError):
+            code = f" [{err.code}]" if getattr(err, "code", None) else ""
+            print(f"bayes-risk {args.command}: error{code}: {_one_line(err)}", file=sys.stderr)
+            return 2
+        if isinstance(err, OSError):  # missing file, permission, disk full: said in one line
+            print(f"bayes-risk {args.command}: error: {_one_line(err)}", file=sys.stderr)
+            return 2
+        if isinstance(err, MemoryError):
+            print(
+                f"bayes-risk {args.command}: error: out of memory; reduce the sizes given "
+                "(records, --draws, --components, --chunk-size, -m).",
+                file=sys.stderr,
+            )
+            return 2
+        raise
+    except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def console_main() -> int:
+    """Entry point of the ``bayes-risk`` program: :func:`main`, then the process exits.
+
+    A signal arriving once the run has finished (its output complete) is ignored rather than
+    turned into a traceback at interpreter exit.
+    """
+    try:
+        from bayes_risk.cli import _run
+
+        _run.CONSOLE = True
+        return main()
+    except KeyboardInterrupt:  # while importing or parsing, before the run's handlers exist
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _one_line(err: BaseException) -> str:
+    """The message on one line, numpy scalar reprs (``np.int64(63)``) shown as plain numbers."""
+    import re
+
+    text = " ".join(str(err).split())
+    return re.sub(r"np\.(?:int|uint|float|str_|bool_)\w*\(([^()]*)\)", r"\1", text)

@@ -16,6 +16,9 @@ __all__ = [
     "add_seed_argument",
     "add_quiet_argument",
     "add_out_argument",
+    "RECORDS_NOTE",
+    "read_records_table",
+    "parse_records",
     "schema_from_args",
     "parse_key_value",
     "add_dask_arguments",
@@ -49,9 +52,90 @@ def add_quiet_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
 
 
-def add_out_argument(p: argparse.ArgumentParser, what: str) -> None:
-    """``--out DIR`` (required)."""
-    p.add_argument("--out", required=True, metavar="DIR", help=f"output folder ({what})")
+def add_out_argument(
+    p: argparse.ArgumentParser, what: str, *, required: bool = True, default: str | None = None
+) -> None:
+    """``--out DIR`` and ``--overwrite`` (the policy is applied by :mod:`bayes_risk.cli._run`)."""
+    p.add_argument(
+        "--out", required=required, default=default, metavar="DIR",
+        help=f"output folder ({what}); must not exist or be empty unless --overwrite is given"
+        + (f" (default {default})" if default else ""),
+    )
+    p.add_argument(
+        "--overwrite", action="store_true",
+        help="replace an existing --out (file or folder); the old one is replaced only once "
+        "the new output is complete",
+    )
+
+
+#: the record-numbering convention of every sub-command (as the Python API and pandas' iloc)
+RECORDS_NOTE = "records are numbered from 0 (the first data row after the header is record 0)"
+
+
+def read_records_table(path: str, argument: str) -> pd.DataFrame:
+    """Read an input table that must hold at least one record (checked before any work)."""
+    from bayes_risk.data.io import read_table
+
+    df = read_table(path)
+    if len(df.columns) == 0:
+        raise ValidationError(f"{argument} {str(path)!r} has no columns.")
+    if len(df) == 0:
+        raise ValidationError(
+            f"{argument} {str(path)!r} has a header but no records; expected at least one record."
+        )
+    return df
+
+
+def parse_records(text: str | None, n: int, argument: str = "--records") -> list[int] | None:
+    """Record numbers (0-based, as ``DataFrame.iloc``): ``"0-199"``, ``"0,5,10-20"`` or a file.
+
+    A file holds numbers or ranges separated by white space, commas or semicolons. Repeats are
+    dropped, keeping the first occurrence's order.
+
+    Raises
+    ------
+    ValidationError
+        For malformed ranges or numbers outside ``0..n-1``.
+    """
+    import re
+    from pathlib import Path
+
+    if text is None:
+        return None
+    p = Path(text)
+    if p.is_file():
+        spec = p.read_text(encoding="utf-8-sig")
+    elif re.search(r"[^\d\s,;-]", text):
+        raise ValidationError(
+            f"{argument}: {text!r} is neither a file nor record numbers like '0-199' "
+            f"({RECORDS_NOTE})."
+        )
+    else:
+        spec = text
+    tokens = [t for t in re.split(r"[\s,;]+", spec.strip()) if t]
+    out: list[int] = []
+    for t in tokens:
+        m = re.fullmatch(r"(\d+)-(\d+)", t)
+        if m:
+            a, b = int(m.group(1)), int(m.group(2))
+            if a > b:
+                raise ValidationError(f"{argument}: range {t!r} is empty (start > end).")
+            out.extend(range(a, b + 1))
+        elif re.fullmatch(r"\d+", t):
+            out.append(int(t))
+        else:
+            raise ValidationError(
+                f"{argument}: {t!r} is not a record number or range like '0-199' ({RECORDS_NOTE})."
+            )
+    bad = [r for r in out if r >= n]
+    if bad:
+        raise ValidationError(
+            f"{argument}: record {bad[0]} is outside 0..{n - 1} ({RECORDS_NOTE}; the data has "
+            f"{n} records)."
+        )
+    if not out:
+        raise ValidationError(f"{argument} selects no record.")
+    return list(dict.fromkeys(out))
 
 
 def schema_from_args(df: pd.DataFrame, args: argparse.Namespace, **kw: Any):

@@ -1,7 +1,7 @@
 """``bayes-risk attribute``: attribute disclosure risk of every (or selected) confidential record.
 
     bayes-risk attribute [--model FITTED_MODEL_DIR] --original ORIG --synthetic SYN_DIR
-        [--records 1-200|FILE] [--candidates one-variable|full|grid:percent:0.1:11]
+        [--records 0-199|FILE] [--candidates one-variable|full|grid:percent:0.1:11]
         [--prior uniform|truth-weighted:2|empirical:1] [--estimator auto|stabilised|is]
         [--bootstrap 200] [--random-seed N] [--scheduler ADDRESS | --workers N]
         [--partition-size N] [--quiet] --out DIR
@@ -14,7 +14,6 @@ flagged records counted separately, settings) and three diagnostic plots: ``p_tr
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,8 +26,11 @@ from bayes_risk.cli._common import (
     dask_client,
     dask_kwargs,
 )
+from bayes_risk.exceptions import CALLER
 
 __all__ = ["add_parser", "run", "parse_records"]
+
+from bayes_risk.cli._common import RECORDS_NOTE, parse_records  # noqa: E402
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -70,8 +72,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--records",
         default=None,
         metavar="RANGE|FILE",
-        help="1-based row numbers to evaluate, e.g. '1-200' or '1,5,10-20', or a file "
-        "of row numbers (default: all records)",
+        help="records to evaluate, e.g. '0-199' or '0,5,10-20', or a file of record numbers "
+        f"(default: all records); {RECORDS_NOTE}",
     )
     p.add_argument(
         "--candidates",
@@ -123,50 +125,18 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="N",
         help="records processed together (memory bound; default 128)",
     )
+    p.add_argument(
+        "--allow-different-original",
+        action="store_true",
+        help="accept an ORIG that is not the table the --model was fitted to (its fingerprint "
+        "differs); recorded as a warning in summary.json",
+    )
     add_seed_argument(p, default=None)
     add_dask_arguments(p, "records")
     add_quiet_argument(p)
     add_out_argument(p, "records.csv, summary.json and diagnostic plots")
     p.set_defaults(handler=run)
     return p
-
-
-def parse_records(text: str | None, n: int) -> list[int] | None:
-    """1-based row numbers (``"1-200"``, ``"1,5,10-20"`` or a file of numbers) → 0-based positions.
-
-    Raises
-    ------
-    ValidationError
-        For malformed ranges or numbers outside ``1..n``.
-    """
-    from bayes_risk.exceptions import ValidationError
-
-    if text is None:
-        return None
-    p = Path(text)
-    spec = p.read_text() if p.is_file() else text
-    tokens = [t for t in re.split(r"[\s,;]+", spec.strip()) if t]
-    out: list[int] = []
-    for t in tokens:
-        m = re.fullmatch(r"(\d+)-(\d+)", t)
-        try:
-            if m:
-                a, b = int(m.group(1)), int(m.group(2))
-                if a > b:
-                    raise ValidationError(f"--records: range {t!r} is empty (start > end).")
-                out.extend(range(a, b + 1))
-            else:
-                out.append(int(t))
-        except ValueError as err:
-            raise ValidationError(
-                f"--records: {t!r} is not a row number or range like '1-200'."
-            ) from err
-    bad = [r for r in out if r < 1 or r > n]
-    if bad:
-        raise ValidationError(f"--records: row number {bad[0]} is outside 1..{n} (1-based).")
-    if not out:
-        raise ValidationError("--records selects no record.")
-    return [r - 1 for r in dict.fromkeys(out)]
 
 
 def _plots(df, out: Path, khat_threshold: float) -> None:
@@ -210,9 +180,9 @@ def _plots(df, out: Path, khat_threshold: float) -> None:
     fig, ax = plt.subplots(figsize=(6, 4))
     k = df["khat_max"].to_numpy(dtype=float)
     k = np.where(np.isinf(k), np.nan, k)
-    ax.plot(df["record"].to_numpy() + 1, k, ".", ms=3)
+    ax.plot(df["record"].to_numpy(), k, ".", ms=3)
     ax.axhline(khat_threshold, color="r", ls="--", label=f"threshold {khat_threshold:.2f}")
-    ax.set_xlabel("record (1-based row number)")
+    ax.set_xlabel("record (0-based, as in records.csv)")
     ax.set_ylabel("max Pareto k-hat over candidates")
     ax.legend()
     fig.tight_layout()
@@ -226,7 +196,11 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
     from bayes_risk.models import load_model, rebuild_synthesizer
 
     if args.model is not None:
-        return load_model(args.model)
+        model = load_model(args.model)
+        _check_fingerprint(args, model, original)
+        if args.quiet and hasattr(model, "progressbar"):
+            model.progressbar = False  # the augmented refits' progress bars
+        return model
     if synthetic.method not in ("cart", "rf"):
         raise ValidationError(
             "--model is required unless --synthetic is a CART or random-forest release written "
@@ -245,12 +219,42 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
     return RFPlugin(synth, original)
 
 
+def _check_fingerprint(args: argparse.Namespace, model: Any, original: Any) -> None:
+    """ORIG must be the table the model was fitted to (its fingerprint in model.json)."""
+    import warnings
+
+    from bayes_risk.exceptions import DataWarning, ValidationError
+
+    check = getattr(model, "check_fingerprint", None)
+    if check is None:
+        return
+    problem = check(original)
+    if problem is None:
+        return
+    if not args.allow_different_original:
+        raise ValidationError(
+            f"--original {args.original!r} is not the table the model in {args.model!r} was "
+            f"fitted to ({problem}); give the original it was fitted to, or "
+            "--allow-different-original to go on anyway.",
+            code="ORIGINAL_DIFFERS",
+        )
+    warnings.warn(
+        f"--original {args.original!r} is not the table the model was fitted to ({problem}) "
+        "(ORIGINAL_DIFFERS); the risks are those of this table under that model.",
+        DataWarning,
+        skip_file_prefixes=CALLER,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     """Handler of ``bayes-risk attribute``."""
-    from bayes_risk._io import atomic_dir, write_json
+    from bayes_risk._io import write_json
     from bayes_risk.attribute.api import attribute_risk
-    from bayes_risk.data.io import read_synthetic, read_table
-    original = read_table(args.original)
+    from bayes_risk.cli._common import read_records_table
+    from bayes_risk.cli._run import output_dir
+    from bayes_risk.data.io import read_synthetic
+
+    original = read_records_table(args.original, "--original")
     syn_arg = args.synthetic[0] if len(args.synthetic) == 1 else args.synthetic
     synthetic = read_synthetic(syn_arg)
     model = _model(args, original, synthetic)
@@ -280,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
             **dask_kwargs(args, client),
         )
     summary = result.summary()
-    summary["inputs"] = {
+    summary["inputs"] = {  # in the order given
         "model": str(args.model)
         if args.model is not None
         else f"{synthetic.method} synthesizer rebuilt from the release manifest",
@@ -288,10 +292,8 @@ def run(args: argparse.Namespace) -> int:
         "synthetic": [str(s) for s in args.synthetic],
         "records": args.records,
     }
-    with atomic_dir(args.out) as tmp:
-        df = result.records.copy()
-        df.insert(1, "row_number", df["record"] + 1)
-        df.to_csv(tmp / "records.csv", index=False)
+    with output_dir(args) as tmp:
+        result.records.to_csv(tmp / "records.csv", index=False)
         write_json(tmp / "summary.json", summary)
         _plots(result.records, tmp, float(result.settings["khat_threshold"]))
     if not args.quiet:

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bayes_risk.cli._common import add_quiet_argument, add_seed_argument
+from bayes_risk.cli._common import add_out_argument, add_quiet_argument, add_seed_argument
 
 __all__ = ["add_parser", "run"]
 
@@ -42,8 +42,8 @@ def add_parser(sub: Any) -> None:
             "risk and utility. Writes every sub-command's outputs and report.md under --out."
         ),
     )
-    p.add_argument("--out", default="demo-output", metavar="DIR",
-                   help="output folder (default demo-output)")
+    add_out_argument(p, "every step's outputs and report.md", required=False,
+                     default="demo-output")
     p.add_argument("-m", type=int, default=5, help="number of synthetic datasets (default 5)")
     p.add_argument("--n-ce", type=int, default=5571, metavar="N",
                    help="records in the CE-like table (default 5571, the size of the CE sample)")
@@ -68,6 +68,8 @@ def _call(argv: list[str], quiet: bool) -> None:
     if quiet:
         argv = [*argv, "--quiet"]
     status = main(argv)
+    if status == 130:  # the step was interrupted: so is the demo
+        raise KeyboardInterrupt
     if status != 0:
         raise BayesRiskError(f"demo step `bayes-risk {' '.join(argv)}` failed (status {status}).")
 
@@ -81,12 +83,21 @@ def _say(msg: str, quiet: bool) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo (see module docstring)."""
-    from bayes_risk.data import make_acs_like, make_ce_like
+    from bayes_risk.cli._run import output_dir
     from bayes_risk.data.validate import check_m
 
     m = check_m(args.m, "-m")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    with output_dir(args) as tmp:
+        _run_parts(args, m, tmp)
+    _say(f"[demo] report written to {Path(args.out) / 'report.md'}", args.quiet)
+    print((Path(args.out) / "report.md").read_text())
+    return 0
+
+
+def _run_parts(args: argparse.Namespace, m: int, out: Path) -> None:
+    """Run the steps into ``out`` (the temporary folder that becomes ``--out``)."""
+    from bayes_risk.data import make_acs_like, make_ce_like
+
     seed = args.random_seed
     q = args.quiet
     timings: dict[str, float] = {}
@@ -158,7 +169,5 @@ def run(args: argparse.Namespace) -> int:
 
     from bayes_risk.report import write_audit_report
 
-    path = write_audit_report(out, timings=timings, settings=vars(args))
-    _say(f"[demo] report written to {path}", q)
-    print((Path(path)).read_text())
-    return 0
+    settings = {k: v for k, v in vars(args).items() if not k.startswith("_")}
+    write_audit_report(out, timings=timings, settings=settings)

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import sys
-import warnings
 from typing import Any
 
 from bayes_risk.cli._common import (
+    RECORDS_NOTE,
     add_out_argument,
     add_quiet_argument,
     add_seed_argument,
@@ -65,11 +64,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="columns to model (default: all)")
     p.add_argument("--synthesize", nargs="+", default=None, metavar="COL",
                    help="columns to synthesize (default: all modelled columns = full synthesis)")
-    p.add_argument("--records", default=None, metavar="FILE",
-                   help="partial synthesis of selected records: a text file of record positions "
-                        "(0-based, one per line) whose --synthesize columns are replaced; the "
-                        "others are released unchanged (the model is still fitted to every "
-                        "record)")
+    p.add_argument("--records", default=None, metavar="RANGE|FILE",
+                   help="partial synthesis of selected records: record numbers such as "
+                        "'0-199' or a text file of them, whose --synthesize columns are "
+                        "replaced; the others are released unchanged (the model is still "
+                        "fitted to every record); "
+                        f"{RECORDS_NOTE}")
     add_type_arguments(p)
     g = p.add_argument_group("MCMC")
     g.add_argument("--tune", type=int, default=500, help="burn-in iterations per chain (500)")
@@ -103,13 +103,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Fit the model and save it."""
-    from bayes_risk.cli._common import schema_from_args
-    from bayes_risk.data.io import read_table
-    from bayes_risk.exceptions import BayesRiskWarning, ValidationError
+    import numpy as np
+
+    from bayes_risk.cli._common import read_records_table, schema_from_args
+    from bayes_risk.cli._run import output_dir
+    from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer
 
     cls = get_synthesizer(args.model)
-    df = read_table(args.data)
+    df = read_records_table(args.data, "DATA")
     if args.columns:
         from bayes_risk.data.schema import did_you_mean
 
@@ -144,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     if args.records is not None:
         import inspect
 
-        from bayes_risk.cli.synthesize import _read_records
+        from bayes_risk.cli._common import parse_records
 
         # every model of BAYESIAN_MODELS takes synthesized_records; checked for models added later
         if "synthesized_records" not in inspect.signature(model.fit).parameters:
@@ -152,14 +154,32 @@ def run(args: argparse.Namespace) -> int:
                 f"--records is not supported by --model {args.model}: its fit has no "
                 "synthesized_records (partial synthesis of selected records)."
             )
-        fit_kw["synthesized_records"] = _read_records(args.records, len(df))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", BayesRiskWarning)
-        model.fit(df, schema=schema, random_seed=args.random_seed, **fit_kw)
-    for w in caught:  # one line per warning, without Python's source-line echo
-        if issubclass(w.category, BayesRiskWarning):
-            print(f"bayes-risk fit: {w.category.__name__}: {w.message}", file=sys.stderr)
-        else:
-            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
-    model.save(args.out)
+        fit_kw["synthesized_records"] = np.asarray(
+            parse_records(args.records, len(df)), dtype=np.int64
+        )
+    _check_memory(args, df, schema, model)
+    # warnings are printed as one line each and recorded in summary.json (cli._run)
+    model.fit(df, schema=schema, random_seed=args.random_seed, **fit_kw)
+    with output_dir(args) as tmp:
+        model.save(tmp)
     return 0
+
+
+def _check_memory(args: argparse.Namespace, df: Any, schema: Any, model: Any) -> None:
+    """Refuse sizes whose posterior and per-sweep arrays cannot fit in the available memory.
+
+    The estimate counts the stored draws (components x parameters per draw) and the per-sweep
+    record x component arrays; invalid sizes are left to the model's own validation.
+    """
+    from bayes_risk._memory import check_memory
+
+    try:
+        K = max(int(getattr(model, "n_components", 1) or 1), 1)
+    except (TypeError, ValueError):
+        return
+    width = sum(
+        (spec.n_levels if spec.is_categorical else 2) for spec in schema
+    )  # parameters per component
+    n_draws = max(int(args.draws), 0) * max(int(args.chains), 1)
+    need = 8 * (n_draws * K * (width + 1) + 3 * len(df) * K + K * width)
+    check_memory(need, "--components" if K > 1 else "--draws", what="the posterior draws")

@@ -140,14 +140,20 @@ def _parse_strategy(s: str):
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from bayes_risk._io import atomic_dir, to_jsonable
-    from bayes_risk.cli._common import dask_client, dask_kwargs, schema_from_args
+    from bayes_risk._io import to_jsonable
+    from bayes_risk.cli._common import (
+        dask_client,
+        dask_kwargs,
+        read_records_table,
+        schema_from_args,
+    )
+    from bayes_risk.cli._run import output_dir
     from bayes_risk.data.io import read_synthetic, read_table
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.identification.api import identification_risk
     from bayes_risk.identification.radius import radius_sweep
 
-    original = read_table(args.original)
+    original = read_records_table(args.original, "ORIGINAL")
     syn = read_synthetic(args.synthetic)
     schema = schema_from_args(original, args)
     pc = args.population_counts
@@ -161,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
                 "--population-counts must be true:FILE, loglinear-original or "
                 f"loglinear-synthetic. Got {pc!r}."
             )
-    targets = read_table(args.targets) if args.targets else None
+    targets = read_records_table(args.targets, "--targets") if args.targets else None
     if targets is not None and not args.target_id:
         raise ValidationError("--targets needs --target-id COL (the id linking to the original).")
     kw = dict(
@@ -214,7 +220,10 @@ def run(args: argparse.Namespace) -> int:
     out = res.to_dict()
     if sweep is not None:
         out["radius_sweep"] = sweep.to_dict()
-    with atomic_dir(args.out) as tmp:
+    out["inputs"] = {"original": str(args.original), "synthetic": [str(s) for s in args.synthetic]}
+    if args.targets:
+        out["inputs"]["targets"] = str(args.targets)
+    with output_dir(args) as tmp:
         res.records.to_csv(tmp / "records.csv", index=False)
         with open(tmp / "summary.json", "w") as fh:
             json.dump(to_jsonable(out), fh, indent=2, allow_nan=False)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 
 from bayes_risk.cli._common import (
+    RECORDS_NOTE,
     add_out_argument,
     add_quiet_argument,
     add_seed_argument,
@@ -65,9 +66,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="number of synthetic datasets (default: 20 for cart/rf, 1 for pmm, "
                    "5 with --model-dir)")
     add_seed_argument(p)
-    p.add_argument("--records", metavar="FILE", default=None,
-                   help="partial synthesis of selected records: a text file of 0-based record "
-                   "positions (one per line); other records keep all original values")
+    p.add_argument("--records", metavar="RANGE|FILE", default=None,
+                   help="partial synthesis of selected records: record numbers such as "
+                   "'0-199' or a text file of them; other records keep all original values; "
+                   f"{RECORDS_NOTE}")
     g = p.add_argument_group("CART (--method cart)")
     g.add_argument("--min-leaf", type=int, default=5, metavar="N",
                    help="minimum records per leaf (default 5)")
@@ -175,26 +177,12 @@ def _group_by(items):
     return out
 
 
-def _read_records(path: str, n: int):
-    import numpy as np
-
-    from bayes_risk.exceptions import ValidationError
-
-    try:
-        with open(path) as fh:
-            idx = [int(line) for line in fh.read().split()]
-    except FileNotFoundError as err:
-        raise ValidationError(f"--records: file {path!r} does not exist.") from err
-    except ValueError as err:
-        raise ValidationError(
-            f"--records: {path!r} must hold integer record positions, one per line ({err})."
-        ) from err
-    return np.asarray(idx, dtype=np.int64)
-
-
 def run(args: argparse.Namespace) -> int:
     """Run ``bayes-risk synthesize``; returns the exit status."""
-    from bayes_risk.data import SyntheticData, check_m, read_table
+    import numpy as np
+
+    from bayes_risk.cli._run import output_dir
+    from bayes_risk.data import SyntheticData, check_m
     from bayes_risk.exceptions import ValidationError
 
     if (args.original is None) == (args.model_dir is None):
@@ -233,9 +221,9 @@ def run(args: argparse.Namespace) -> int:
             )
         if args.method == "pmm" and not args.identifying:
             raise ValidationError("--identifying COL [COL ...] is required with --method pmm.")
-        from bayes_risk.cli._common import schema_from_args
+        from bayes_risk.cli._common import parse_records, read_records_table, schema_from_args
 
-        df = read_table(args.original)
+        df = read_records_table(args.original, "ORIGINAL")
         schema = schema_from_args(df, args)
         if args.synthesize:
             schema.check_columns(args.synthesize, "--synthesize")
@@ -250,13 +238,16 @@ def run(args: argparse.Namespace) -> int:
                 )
             model.fit(df, schema, synthesized=args.synthesize, random_seed=[seed, 1])
         else:
-            records = None if args.records is None else _read_records(args.records, len(df))
+            records = None if args.records is None else np.asarray(
+                parse_records(args.records, len(df)), dtype=np.int64
+            )
             # fitting (tree tie-breaks, forest bootstraps) uses the stream [seed, 1], distinct
             # from the synthesis streams spawned from seed
             model.fit(df, schema, synthesized=args.synthesize, records=records,
                       random_seed=[seed, 1])
         syn = model.synthesize(m, random_seed=seed)
-    out = syn.save(args.out, csv=args.csv)
+    with output_dir(args) as tmp:
+        syn.save(tmp, csv=args.csv)
     if not args.quiet:
-        print(f"wrote {syn.m} synthetic dataset(s) ({syn.method}) to {out}")
+        print(f"wrote {syn.m} synthetic dataset(s) ({syn.method}) to {args.out}")
     return 0

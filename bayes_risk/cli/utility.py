@@ -43,9 +43,6 @@ outputs (in --out, written atomically):
   comparison.csv   (with --formula) the coefficient comparison table
 """
 
-_OUTPUT_FILES = ("summary.json", "overlap.csv", "comparison.csv")
-
-
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register the ``utility`` sub-command."""
     p = subparsers.add_parser(
@@ -95,30 +92,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return p
 
 
-def _check_out(out: Path) -> None:
-    from bayes_risk.exceptions import ValidationError
-
-    if out.exists() and not out.is_dir():
-        raise ValidationError(f"--out {str(out)!r} is a file; expected a folder.")
-    if out.is_dir():
-        entries = {e.name for e in out.iterdir()}
-        if entries and not entries <= set(_OUTPUT_FILES):
-            raise ValidationError(
-                f"--out {str(out)!r} is a folder holding other files ({sorted(entries)[:3]} ...); "
-                "it would be replaced. Give a new folder or one written by 'bayes-risk utility'."
-            )
-
-
 def run(args: argparse.Namespace) -> int:
     """Compute the utility summary and write the output folder."""
-    from bayes_risk._io import atomic_dir, write_json
-    from bayes_risk.cli._common import schema_from_args
-    from bayes_risk.data.io import read_synthetic, read_table
+    from bayes_risk._io import write_json
+    from bayes_risk.cli._common import read_records_table, schema_from_args
+    from bayes_risk.cli._run import output_dir
+    from bayes_risk.data.io import read_synthetic
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.utility.summary import utility_summary
 
     out = Path(args.out)
-    _check_out(out)
     if args.max_order < 0:
         raise ValidationError(f"--max-order must be >= 0. Got {args.max_order}.")
     seed = args.random_seed
@@ -127,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
 
         # recorded in summary.json, so a CART / permutation run can be repeated exactly
         seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
-    original = read_table(args.original)
+    original = read_records_table(args.original, "ORIGINAL")
     syn = read_synthetic(args.synthetic)
     typed = any(getattr(args, a) for a in ("categorical", "ordinal", "count", "continuous"))
     schema = schema_from_args(original, args) if (typed or syn.schema is None) else None
@@ -151,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     )
     d = summary.to_dict()
     d["inputs"] = {"original": str(args.original), "synthetic": [str(s) for s in args.synthetic]}
-    with atomic_dir(out) as tmp:
+    with output_dir(args) as tmp:
         write_json(tmp / "summary.json", d)
         summary.overlap.to_csv(tmp / "overlap.csv", index=False)
         if summary.comparison is not None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from bayes_risk.data.synthetic import MANIFEST_NAME, SyntheticData
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import SchemaError, ValidationError
 
 __all__ = ["read_table", "write_table", "read_synthetic"]
 
@@ -99,8 +99,28 @@ def read_synthetic(
             raise ValidationError(
                 f"{str(p)!r} is a folder; give either one SyntheticData folder or data files."
             )
+    tables = [read_table(p) for p in paths]
+    cols0 = list(tables[0].columns)
+    for p, z in zip(paths, tables, strict=True):
+        if len(z) == 0:
+            raise ValidationError(
+                f"synthetic file {str(p)!r} has no records; expected one dataset per file."
+            )
+        if set(z.columns) != set(cols0):
+            lacks = [c for c in cols0 if c not in z.columns]
+            extra = [c for c in z.columns if c not in cols0]
+            raise SchemaError(
+                f"synthetic file {str(p)!r} "
+                + (f"lacks column(s) {lacks}" if lacks else "")
+                + (" and " if lacks and extra else "")
+                + (f"has extra column(s) {extra}" if extra else "")
+                + f" compared with {str(paths[0])!r} (columns {cols0}).",
+                code="COLUMNS_DIFFER",
+            )
+    # columns are matched by name: a file written with another column order is reordered
+    tables = [z if list(z.columns) == cols0 else z[cols0] for z in tables]
     return SyntheticData(
-        [read_table(p) for p in paths],
+        tables,
         method="external",
         extra={"files": [str(p) for p in paths]},
     )

@@ -300,6 +300,53 @@ def _infer_type(s: pd.Series) -> str:
     return "categorical"
 
 
+def _not_numbers(s: pd.Series) -> tuple[np.ndarray, int]:
+    """Positions of the non-missing cells of ``s`` that do not parse as numbers, and how many
+    cells do."""
+    vals = s.dropna()
+    parsed = pd.to_numeric(vals.astype(str).str.strip(), errors="coerce")
+    bad = np.flatnonzero(s.notna().to_numpy())[parsed.isna().to_numpy()]
+    return bad, int(parsed.notna().sum())
+
+
+def _describe_cells(s: pd.Series, rows: np.ndarray, limit: int = 5) -> str:
+    shown = ", ".join(f"record {int(r)}: {str(s.iloc[int(r)])!r}" for r in rows[:limit])
+    more = f" and {len(rows) - limit} more" if len(rows) > limit else ""
+    return f"{shown}{more}"
+
+
+def _check_numeric_text(c: str, s: pd.Series, declared: str | None) -> None:
+    """A text column that is numbers except for a few cells is an error, not a factor.
+
+    Inference must not turn a numeric column categorical because of stray strings (a typo, a
+    missing-value marker such as ``"."``); the user fixes the cells or declares the type.
+    """
+    if pd.api.types.is_numeric_dtype(s.dtype) or isinstance(s.dtype, pd.CategoricalDtype):
+        return
+    if pd.api.types.is_bool_dtype(s.dtype):
+        return
+    bad, n_num = _not_numbers(s)
+    if declared in ("continuous", "count"):
+        if len(bad):
+            raise SchemaError(
+                f"column {c!r} was declared {declared} but {len(bad)} value(s) are not numbers "
+                f"({_describe_cells(s, bad)}; records are numbered from 0); fix them or leave "
+                "them empty (missing).",
+                code="NOT_A_NUMBER",
+            )
+        return
+    if declared is not None or not len(bad):
+        return
+    if n_num >= 0.5 * (n_num + len(bad)) and len(bad) <= max(1, 0.05 * (n_num + len(bad))):
+        raise SchemaError(
+            f"column {c!r} holds numbers except {len(bad)} value(s) ({_describe_cells(s, bad)}; "
+            "records are numbered from 0): fix the value(s) (or leave them empty for missing), "
+            f"or declare the column's type, e.g. --categorical {c} (categorical=[{c!r}] in "
+            "Python) if it really holds labels.",
+            code="STRAY_TEXT_IN_NUMERIC",
+        )
+
+
 def _levels_of(s: pd.Series) -> tuple[Any, ...]:
     if isinstance(s.dtype, pd.CategoricalDtype):
         return tuple(_level_to_json(v) for v in s.dtype.categories)
@@ -370,6 +417,7 @@ def infer_schema(
     specs = []
     for c in names:
         s = df[c]
+        _check_numeric_text(c, s, forced.get(c))
         typ = forced.get(c) or _infer_type(s)
         lv: tuple[Any, ...] | None = None
         if typ in CATEGORICAL_TYPES:
@@ -384,8 +432,8 @@ def infer_schema(
             if len(vals) and ((vals < 0).any() or (np.asarray(vals) % 1 != 0).any()):
                 raise SchemaError(
                     f"column {c!r} was declared count but holds negative or non-integer values "
-                    f"(e.g. {vals[(vals < 0) | (vals % 1 != 0)].iloc[0]!r}); expected integers "
-                    ">= 0.",
+                    f"(e.g. {vals[(vals < 0) | (vals % 1 != 0)].iloc[0].item()!r}); expected "
+                    "integers >= 0.",
                     code="WRONG_DTYPE",
                 )
         elif typ == "continuous" and not pd.api.types.is_numeric_dtype(s.dtype):

@@ -7,6 +7,7 @@ dataset has the original's shape, columns and unsynthesized values: ``US_COLUMNS
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ from bayes_risk.data.schema import (
     _sort_levels,
     did_you_mean,
 )
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import CALLER, DataWarning, SchemaError, ValidationError
 
 __all__ = [
     "validate_table",
@@ -123,9 +124,16 @@ def validate_table(
                     )
         else:
             if not pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype):
+                from bayes_risk.data.schema import _describe_cells, _not_numbers
+
+                bad, _ = _not_numbers(s)
+                what = (
+                    f"holds text ({_describe_cells(s, bad)}; records numbered from 0)"
+                    if len(bad)
+                    else f"has dtype {s.dtype} (numbers stored as text)"
+                )
                 raise SchemaError(
-                    f"{name}: column {spec.name!r} is {spec.type} but has dtype {s.dtype}; "
-                    "expected a numeric column.",
+                    f"{name}: column {spec.name!r} is {spec.type} but {what}; expected numbers.",
                     code="WRONG_DTYPE",
                 )
             if spec.type == "count":
@@ -133,8 +141,8 @@ def validate_table(
                 bad_mask = (v < 0) | (v % 1 != 0)
                 if bad_mask.any():
                     raise SchemaError(
-                        f"{name}: column {spec.name!r} is a count but holds {v[bad_mask][0]!r}; "
-                        "expected integers >= 0.",
+                        f"{name}: column {spec.name!r} is a count but holds "
+                        f"{v[bad_mask][0].item()!r}; expected integers >= 0.",
                         code="WRONG_DTYPE",
                     )
             else:
@@ -163,13 +171,14 @@ def harmonise_levels(
     levels probability 0.
     """
     new_levels: dict[str, tuple[Any, ...]] = {}
+    syn_only: dict[str, list[tuple[int, Any]]] = {}
     for spec in schema:
         if spec.type not in CATEGORICAL_TYPES:
             continue
         base = list(spec.levels or ())
         seen = {_normalise_value(v) for v in base}
         extra = []
-        for df in [original, *synthetic]:
+        for l, df in enumerate([original, *synthetic]):
             if spec.name not in df.columns:
                 continue
             for v in pd.unique(df[spec.name].dropna()):
@@ -177,9 +186,33 @@ def harmonise_levels(
                 if nv not in seen:
                     seen.add(nv)
                     extra.append(nv)
+                    if l > 0:
+                        syn_only.setdefault(spec.name, []).append((l, nv))
         if extra or spec.levels is None:
             new_levels[spec.name] = tuple(base) + _sort_levels(extra)
+    warn_synthetic_only_levels(syn_only)
     return schema.with_levels(new_levels) if new_levels else schema
+
+
+def warn_synthetic_only_levels(syn_only: dict[str, list[tuple[int, Any]]]) -> None:
+    """The one policy for levels present only in synthetic data (utility, identification):
+    they are kept as levels of their own, with the coded warning ``SYNTHETIC_ONLY_LEVEL``.
+
+    ``syn_only`` maps a column to ``(dataset number from 1, level)`` pairs.
+    """
+    if not syn_only:
+        return
+    desc = "; ".join(
+        f"{c!r}: " + ", ".join(f"{_level_to_json(v)!r} (dataset {l})" for l, v in lv[:5])
+        for c, lv in syn_only.items()
+    )
+    warnings.warn(
+        f"level(s) present only in the synthetic data (SYNTHETIC_ONLY_LEVEL): {desc}. They are "
+        "kept as levels of their own: models fitted to the original give them probability 0 "
+        "and the utility measures count them.",
+        DataWarning,
+        skip_file_prefixes=CALLER,
+    )
 
 
 def validate_synthetic(

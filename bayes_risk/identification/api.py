@@ -19,6 +19,7 @@ from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, _level_to_json, in
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import harmonise_levels, validate_table
 from bayes_risk.exceptions import (
+    CALLER,
     ConvergenceWarning,
     DataWarning,
     SchemaError,
@@ -202,7 +203,7 @@ def _check_names(cols: Any, argument: str) -> list[str]:
 
 def _warn(codes: dict[str, str], code: str, msg: str, cls=DataWarning) -> None:
     codes[code] = msg
-    warnings.warn(f"{code}: {msg}", cls, stacklevel=4)
+    warnings.warn(f"{code}: {msg}", cls, skip_file_prefixes=CALLER)
 
 
 @dataclass
@@ -405,9 +406,14 @@ def _prepare(
                     not pd.api.types.is_numeric_dtype(col.dtype)
                     or pd.api.types.is_bool_dtype(col.dtype)
                 ):
+                    from bayes_risk.data.schema import _describe_cells, _not_numbers
+
+                    bad = _not_numbers(col)[0]
                     raise SchemaError(
-                        f"synthetic dataset {l}: column {c!r} is {sk[c].type} but has dtype "
-                        f"{col.dtype}; expected a numeric column.",
+                        f"synthetic dataset {l}: column {c!r} is {sk[c].type} but holds text"
+                        + (f" ({_describe_cells(col, bad)}; records numbered from 0)"
+                           if len(bad) else "")
+                        + "; expected numbers.",
                         code="WRONG_DTYPE",
                     )
                 d[c] = col
@@ -701,9 +707,10 @@ def _harmonise(sk: Schema, frames: Sequence[Mapping[str, pd.Series]]) -> Schema:
     columns, as :func:`bayes_risk.data.validate.harmonise_levels` (existing levels keep their
     codes; new ones are appended sorted; SPEC §0.2.6), one ``pd.unique`` per column."""
     from bayes_risk.data.schema import _sort_levels
-    from bayes_risk.data.validate import _normalise_value
+    from bayes_risk.data.validate import _normalise_value, warn_synthetic_only_levels
 
     new = {}
+    syn_only: dict[str, list] = {}
     for c in sk.categorical:
         base = list(sk[c].levels or ())
         seen = {_normalise_value(v) for v in base}
@@ -726,6 +733,13 @@ def _harmonise(sk: Schema, frames: Sequence[Mapping[str, pd.Series]]) -> Schema:
                 extra.append(nv)
         if extra:
             new[c] = tuple(base) + _sort_levels(extra)
+            syn_only[c] = [
+                (next(l for l, d in enumerate(frames, start=1)
+                      if (np.asarray([_normalise_value(x) for x in d[c]], dtype=object)
+                          == v).any()), v)
+                for v in extra
+            ]
+    warn_synthetic_only_levels(syn_only)
     return sk.with_levels(new) if new else sk
 
 

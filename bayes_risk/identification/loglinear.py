@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from bayes_risk.exceptions import ConvergenceWarning, ValidationError
+from bayes_risk.exceptions import CALLER, ConvergenceWarning, ValidationError
 
 __all__ = ["IPFResult", "fit_all_two_way", "population_estimate", "expected_inverse"]
 
@@ -96,7 +96,7 @@ def fit_all_two_way(
             f"IPF_NOT_CONVERGED: the all-two-way log-linear fit did not converge in {max_cycles} "
             f"cycles (last max change {change:.3g}).",
             ConvergenceWarning,
-            stacklevel=2,
+            skip_file_prefixes=CALLER,
         )
     return IPFResult(mu=mu, converged=False, n_cycles=cycles, max_change=change)
 

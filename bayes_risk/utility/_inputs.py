@@ -13,7 +13,9 @@ from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import _normalise_value, harmonise_levels, validate_synthetic
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["as_dataset_list", "resolve_schema", "infer_synthesized", "check_choice"]
+__all__ = [
+    "as_dataset_list", "resolve_schema", "infer_synthesized", "differing_share", "check_choice",
+]
 
 
 def as_dataset_list(synthetic: Any) -> tuple[list[pd.DataFrame], Schema | None]:
@@ -94,24 +96,32 @@ def infer_synthesized(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
     Only meaningful when every dataset has the original's rows in the same order; otherwise
     every column is reported as synthesized.
     """
+    return list(differing_share(original, datasets, schema))
+
+
+def differing_share(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
+                    schema: Schema) -> dict[str, list[float]]:
+    """``{column: [share of records differing from the original, per dataset]}`` for the
+    columns that differ in some dataset (every column, shares 1, if row counts differ)."""
     if any(len(z) != len(original) for z in datasets):
-        return list(schema.names)
-    out = []
+        return {c: [1.0] * len(datasets) for c in schema.names}
+    out: dict[str, list[float]] = {}
     for c in schema.names:
         a = original[c].to_numpy()
+        shares = []
         for z in datasets:
             b = z[c].to_numpy()
             if schema[c].type in CATEGORICAL_TYPES:
-                differ = any(
-                    _normalise_value(x) != _normalise_value(y) for x, y in zip(a, b, strict=False)
-                )
+                diff = np.fromiter(
+                    (_normalise_value(x) != _normalise_value(y)
+                     for x, y in zip(a, b, strict=False)), dtype=bool, count=len(a))
             else:
                 af = np.asarray(a, dtype=np.float64)
                 bf = np.asarray(b, dtype=np.float64)
-                differ = bool(np.any((af != bf) & ~(np.isnan(af) & np.isnan(bf))))
-            if differ:
-                out.append(c)
-                break
+                diff = (af != bf) & ~(np.isnan(af) & np.isnan(bf))
+            shares.append(float(diff.mean()) if len(diff) else 0.0)
+        if max(shares) > 0:
+            out[c] = shares
     return out
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from scipy import stats
 
 from bayes_risk._io import to_jsonable
-from bayes_risk.exceptions import DataWarning, ValidationError
+from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
 
 __all__ = ["CombinedScalar", "CombinedMultivariate", "combine_scalar", "combine_multivariate"]
 
@@ -219,7 +219,7 @@ def combine_scalar(q: Sequence[float], u: Sequence[float], alpha: float = 0.05) 
             "combine_scalar with m = 1: the between-dataset variance is undefined, so the "
             "variance is the single dataset's u and the reference is normal (M_EQUALS_ONE).",
             DataWarning,
-            stacklevel=2,
+            skip_file_prefixes=CALLER,
         )
         codes.append("M_EQUALS_ONE")
         qbar, ubar = float(qa[0]), float(ua[0])
@@ -341,7 +341,7 @@ def combine_multivariate(
             f"combine_multivariate: t = k(m − 1) = {t} <= 4; the degrees-of-freedom formula is "
             "intended for t > 4 and nu_p = 4 is used (SMALL_T).",
             DataWarning,
-            stacklevel=2,
+            skip_file_prefixes=CALLER,
         )
         codes.append("SMALL_T")
         nu = 4.0

@@ -30,7 +30,7 @@ from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import encode
-from bayes_risk.exceptions import ConvergenceWarning, DataWarning, ValidationError
+from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
 from bayes_risk.utility._inputs import (
     as_dataset_list,
     check_choice,
@@ -910,12 +910,12 @@ def _emit_warnings(codes: list[str], nnosplits: tuple[int, int] | None) -> None:
     for code in codes:
         if code in _MESSAGES:
             cls, msg = _MESSAGES[code]
-            warnings.warn(msg, cls, stacklevel=4)
+            warnings.warn(msg, cls, skip_file_prefixes=CALLER)
     if "NO_SPLITS" in codes and nnosplits is not None:
         warnings.warn(
             f"{nnosplits[0]} of {nnosplits[1]} resampled fits produced no split (pMSE < 1e-8) "
             "(NO_SPLITS); the resampling null may be unreliable.",
             DataWarning,
-            stacklevel=4,
+            skip_file_prefixes=CALLER,
         )
 

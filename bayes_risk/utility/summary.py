@@ -22,8 +22,12 @@ from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import validate_synthetic
-from bayes_risk.exceptions import DataWarning, ValidationError
-from bayes_risk.utility._inputs import as_dataset_list, infer_synthesized, resolve_schema
+from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
+from bayes_risk.utility._inputs import (
+    as_dataset_list,
+    differing_share,
+    resolve_schema,
+)
 from bayes_risk.utility.compare import Estimate, _compare, estimand_row
 from bayes_risk.utility.pmse import PMSEResult, pmse
 
@@ -250,16 +254,40 @@ def utility_summary(
     elif schema.synthesized:
         syn_cols = list(schema.synthesized)
     elif all(len(z) == len(original) for z in datasets):
-        syn_cols = infer_synthesized(original, datasets, schema)
+        shares = differing_share(original, datasets, schema)
+        syn_cols = list(shares)
         inferred = True
+        # a synthesized column differs in most records of every dataset; one unchanged in
+        # some dataset, or changed in only a few records, contradicts the inferred role
+        odd = {c: v for c, v in shares.items() if min(v) == 0 or max(v) < 0.05}
+        if odd:
+            codes.append("ROLE_INFERENCE_DOUBTFUL")
+            warnings.warn(
+                "column(s) "
+                + ", ".join(f"{c!r} (differing records per dataset: "
+                            + ", ".join(f"{x:.1%}" for x in v) + ")" for c, v in odd.items())
+                + " are inferred as synthesized although some datasets leave them (almost) "
+                "unchanged (ROLE_INFERENCE_DOUBTFUL); if they were released unchanged the "
+                "synthetic files were altered. State the roles with synthesized= "
+                "(--synthesized).", DataWarning, skip_file_prefixes=CALLER)
         if not syn_cols:
             codes.append("NO_DIFFERENCES")
             warnings.warn(
                 "every synthetic dataset equals the original; pMSE is 0 and the overlaps are 1 "
-                "(NO_DIFFERENCES).", DataWarning, stacklevel=2)
+                "(NO_DIFFERENCES).", DataWarning, skip_file_prefixes=CALLER)
     else:
         syn_cols = list(schema.names)
         inferred = True
+    sizes = sorted({len(z) for z in datasets if len(z) != len(original)})
+    if sizes:
+        codes.append("ROW_COUNT_DIFFERS")
+        warnings.warn(
+            f"synthetic datasets with {', '.join(map(str, sizes))} rows against the original's "
+            f"{len(original)} (ROW_COUNT_DIFFERS): pMSE and the interval overlap are defined "
+            "for different sizes, but records cannot be compared"
+            + ("; every column is treated as synthesized (give synthesized= / --synthesized)"
+               if inferred else "; the unsynthesized columns could not be checked"),
+            DataWarning, skip_file_prefixes=CALLER)
     if syn_cols:
         schema = schema.with_roles(syn_cols)
         if not inferred and all(len(z) == len(original) for z in datasets):

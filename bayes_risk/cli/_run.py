@@ -1,0 +1,315 @@
+"""What every sub-command shares when it runs: the ``--out`` policy, interrupts and warnings.
+
+:func:`bayes_risk.cli.main` wraps each handler in :func:`command_run`, and handlers write their
+output only through :func:`output_dir`. Hence, for every sub-command:
+
+* ``--out`` — an existing file or non-empty folder is refused (exit 2) unless ``--overwrite`` is
+  given; the current folder (``--out .``), one of its parents, and a folder holding an input file
+  are always refused; the place is checked writable before any work starts. The output is built
+  in a hidden sibling folder and takes the place of ``--out`` in one rename once it is complete,
+  so an old ``--out`` is replaced only by a complete new one.
+* SIGINT (Ctrl-C) and SIGTERM stop the run with exit status 130 and the single line
+  ``interrupted``; nothing is written, even where a library (PyMC) swallows the interrupt and
+  returns a partial result.
+* Every warning raised during the run is printed as one line ``warning [CODE]: message`` and
+  recorded, with its code, in the run's ``summary.json`` (``run_warnings``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bayes_risk.exceptions import ValidationError
+
+__all__ = ["CommandRun", "command_run", "output_dir", "check_out", "warning_code", "INPUT_ARGS"]
+
+#: arguments naming input files or folders, per sub-command, in the order they are recorded
+INPUT_ARGS: dict[str, tuple[str, ...]] = {
+    "fit": ("data", "records"),
+    "synthesize": ("original", "model_dir", "records"),
+    "utility": ("original", "synthetic"),
+    "identification": ("original", "synthetic", "targets", "population_counts"),
+    "attribute": ("model", "original", "synthetic", "records"),
+    "demo": (),
+}
+
+#: set by the ``bayes-risk`` program (:func:`bayes_risk.cli.console_main`): the process ends
+#: with the run, so late signals are ignored instead of restoring Python's handlers
+CONSOLE = False
+_depth = 0
+
+_CODE_RE = re.compile(r"\b([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b")
+
+
+def warning_code(message: Warning | str, category: type[Warning]) -> str:
+    """The machine-readable code of a warning.
+
+    A ``code`` attribute of the warning object wins; otherwise the first upper-case
+    ``SNAKE_CASE`` word of the message (the package's convention, e.g. ``(H_TOO_SMALL)``);
+    otherwise the class name (``ConvergenceWarning``).
+    """
+    code = getattr(message, "code", None)
+    if code:
+        return str(code)
+    m = _CODE_RE.search(str(message))
+    return m.group(1) if m else category.__name__
+
+
+@dataclass
+class CommandRun:
+    """State of one sub-command run (attached to ``args`` as ``args._run``)."""
+
+    command: str
+    out: Path | None = None
+    inputs: dict[str, Any] = field(default_factory=dict)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    interrupted: bool = False
+    critical: bool = False  # inside the final rename: a signal is deferred
+    completed: bool = False  # the output is in place: a later signal changes nothing
+
+    def record_warning(self, message: Warning | str, category: type[Warning]) -> None:
+        """Record one warning (repeats of the same code and text are counted) and print it."""
+        code = warning_code(message, category)
+        text = " ".join(str(message).split())
+        for w in self.warnings:
+            if w["code"] == code and w["message"] == text:
+                w["count"] += 1
+                return
+        self.warnings.append(
+            {"code": code, "category": category.__name__, "message": text, "count": 1}
+        )
+        print(f"warning [{code}]: {text}", file=sys.stderr, flush=True)
+
+    def summary_fields(self) -> dict[str, Any]:
+        """What :func:`output_dir` adds to ``summary.json``."""
+        return {
+            "command": self.command,
+            "inputs": self.inputs,
+            "run_warnings": [dict(w) for w in self.warnings],
+        }
+
+
+def _inputs(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in INPUT_ARGS.get(args.command, ()):
+        val = getattr(args, name, None)
+        if val is None:
+            continue
+        if name == "records" and not Path(str(val)).is_file():
+            continue  # a range such as 0-199, not a file
+        if name == "population_counts":
+            if not str(val).startswith("true:"):
+                continue
+            val = str(val).split(":", 1)[1]
+        out[name] = [str(v) for v in val] if isinstance(val, (list, tuple)) else str(val)
+    return out
+
+
+def _input_paths(inputs: dict[str, Any]) -> list[Path]:
+    paths: list[Path] = []
+    for v in inputs.values():
+        for p in v if isinstance(v, list) else [v]:
+            paths.append(Path(p).resolve())
+    return paths
+
+
+def check_out(out: str, *, overwrite: bool, inputs: list[Path] | None = None) -> Path:
+    """Apply the ``--out`` policy before any work; return the absolute output path.
+
+    Raises
+    ------
+    ValidationError
+        If ``--out`` is empty, the current folder or one of its parents, holds an input, is an
+        existing file or non-empty folder (without ``overwrite``), or cannot be written.
+    """
+    if not str(out).strip():
+        raise ValidationError("--out is empty; give the name of a new folder, e.g. --out results.")
+    target = Path(os.path.abspath(out))
+    cwd = Path.cwd().resolve()
+    real = target.resolve()
+    if real == cwd or real in cwd.parents:
+        raise ValidationError(
+            f"--out {out!r} is the current folder or one holding it; it would be replaced. "
+            "Give a new folder, e.g. --out results."
+        )
+    for p in inputs or ():
+        if p == real or real in p.parents:
+            raise ValidationError(
+                f"--out {out!r} holds the input {str(p)!r}; it would be replaced. Give another "
+                "folder."
+            )
+    if target.is_symlink() or target.exists():
+        if not target.is_dir() or target.is_symlink():
+            if not overwrite:
+                raise ValidationError(
+                    f"--out {out!r} is an existing file; give a new folder, or --overwrite to "
+                    "replace it."
+                )
+        elif any(target.iterdir()) and not overwrite:
+            raise ValidationError(
+                f"--out {out!r} is a folder that is not empty; give a new folder, or "
+                "--overwrite to replace it (it is replaced only once the new output is complete)."
+            )
+    # writability: probe with a temporary folder in the nearest existing ancestor
+    anc = target.parent
+    while not anc.exists():
+        anc = anc.parent
+    if not anc.is_dir():
+        raise ValidationError(f"--out {out!r}: {str(anc)!r} is a file, not a folder.")
+    try:
+        probe = tempfile.mkdtemp(prefix=".bayes-risk-probe-", dir=anc)
+        os.rmdir(probe)
+    except OSError as err:
+        raise ValidationError(
+            f"--out {out!r} cannot be written ({str(anc)!r}: {err.strerror or err})."
+        ) from err
+    return target
+
+
+def _new_dirs(path: Path) -> list[Path]:
+    """Ancestors of ``path`` that do not exist yet (outermost first)."""
+    missing = []
+    p = path.parent
+    while not p.exists():
+        missing.append(p)
+        p = p.parent
+    return missing[::-1]
+
+
+@contextlib.contextmanager
+def output_dir(args: argparse.Namespace) -> Iterator[Path]:
+    """Yield an empty temporary folder; on success it takes the place of ``--out``.
+
+    The run's ``command``, ``inputs`` and recorded warnings are merged into ``summary.json``
+    (created if the handler wrote none). Nothing is swapped in if the run was interrupted, and
+    on any error the temporary folder (and any parent folder created for it) is removed.
+    """
+    run: CommandRun | None = getattr(args, "_run", None)
+    target = Path(os.path.abspath(args.out)) if run is None or run.out is None else run.out
+    created = _new_dirs(target)
+    if run is not None and run.command != "demo":
+        # from here on a signal only marks the run interrupted: the writing is never cut
+        # half-way (no stray temporary folder); the finished temporary folder is then dropped.
+        # The demo runs whole sub-commands inside, each with its own handler.
+        run.critical = True
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        yield tmp
+        if run is not None:
+            if run.interrupted:
+                raise KeyboardInterrupt
+            _merge_summary(tmp / "summary.json", run.summary_fields())
+            run.critical = True
+            if run.interrupted:
+                raise KeyboardInterrupt
+        _swap(tmp, target)
+        if run is not None:
+            # a signal arriving from the rename on is too late to stop anything: the output
+            # is complete and in place, so the run ends normally
+            run.completed = True
+            run.interrupted = False
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        for d in reversed(created):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
+    finally:
+        if run is not None and not run.completed:
+            run.critical = False
+
+
+def _swap(tmp: Path, target: Path) -> None:
+    if target.is_symlink() or target.exists():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        os.replace(target, old)
+        os.replace(tmp, target)
+        if old.is_dir() and not old.is_symlink():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.unlink(missing_ok=True)
+    else:
+        os.replace(tmp, target)
+
+
+def _merge_summary(path: Path, extra: dict[str, Any]) -> None:
+    from bayes_risk._io import write_json
+
+    d: dict[str, Any] = {}
+    if path.is_file():
+        d = json.loads(path.read_text())
+    d.setdefault("command", extra["command"])
+    if "inputs" not in d or not d["inputs"]:
+        d["inputs"] = extra["inputs"]
+    d["run_warnings"] = extra["run_warnings"]
+    codes = [w["code"] for w in extra["run_warnings"]]
+    if isinstance(d.get("warnings"), list):
+        d["warnings"] = list(dict.fromkeys([*d["warnings"], *codes]))
+    else:
+        d["warnings"] = codes
+    write_json(path, d)
+
+
+@contextlib.contextmanager
+def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
+    """Run context of one sub-command: ``--out`` checks, signal handlers, warning capture."""
+    run = CommandRun(command=args.command, inputs=_inputs(args))
+    args._run = run
+    if getattr(args, "out", None) is not None:
+        run.out = check_out(
+            args.out,
+            overwrite=bool(getattr(args, "overwrite", False)),
+            inputs=_input_paths(run.inputs),
+        )
+    global _depth
+    handlers: dict[int, Any] = {}
+    _depth += 1
+    if threading.current_thread() is threading.main_thread():
+
+        def on_signal(signum: int, frame: Any) -> None:
+            if run.completed:
+                return
+            run.interrupted = True
+            if not run.critical:
+                raise KeyboardInterrupt
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            handlers[sig] = signal.signal(sig, on_signal)
+    showwarning = warnings.showwarning
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", Warning)
+            # pandas/numpy deprecation chatter is not a statement about the user's data
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", PendingDeprecationWarning)
+            warnings.simplefilter("ignore", FutureWarning)
+            # nor are the Dask cluster's housekeeping messages (ports, sockets) about the run
+            warnings.simplefilter("ignore", ResourceWarning)
+            warnings.filterwarnings("ignore", module=r"(distributed|tornado|bokeh)(\.|$)")
+
+            def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
+                run.record_warning(message, category)
+
+            warnings.showwarning = show
+            yield run
+    finally:
+        _depth -= 1
+        warnings.showwarning = showwarning
+        for sig, h in handlers.items():
+            # the program ends with its outermost run: a late signal changes nothing
+            signal.signal(sig, signal.SIG_IGN if (CONSOLE and _depth == 0) else h)

@@ -1,0 +1,655 @@
+"""Bad-input corpus of the command line: (input defect x sub-command) cases.
+
+Every case runs ``bayes_risk.cli.main([...])`` in process, in a fresh working folder holding
+copies of small inputs, and asserts:
+
+* the exit status (2 for bad input, 0 where the input is valid);
+* for status 2, exactly one error line on stderr (besides ``warning [CODE]: ...`` lines) that
+  names the culprit, and no traceback;
+* every input file and an existing ``--out`` unchanged (SHA-256 of every file);
+* no stray file or folder left in the working folder (no ``.OUT.tmp-xxxx``).
+
+The interrupt tests send a real SIGINT to a ``bayes-risk`` subprocess at several moments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+CE_CAT = ["Urban", "Marital", "Tenure"]
+ACS_COLS = ["SEX", "RACE", "MAR", "EDU", "HICOV"]
+
+
+# ----------------------------------------------------------------------------- inputs
+@pytest.fixture(scope="module")
+def base(tmp_path_factory) -> Path:
+    """Small valid inputs, built once: a CE-like table and its CART release; an ACS-like table,
+    a DPMPM model fitted to it and its release."""
+    from bayes_risk.cli import main
+    from bayes_risk.data import make_acs_like, make_ce_like
+
+    root = tmp_path_factory.mktemp("corpus_base")
+    ce = make_ce_like(120, random_seed=3)
+    ce.to_csv(root / "ce.csv", index=False)
+    acs = make_acs_like(120, random_seed=4)
+    cols = [c for c in ACS_COLS if c in acs.columns] or list(acs.columns[:5])
+    acs[cols].to_csv(root / "acs.csv", index=False)
+    (root / "acs_cols.txt").write_text(" ".join(cols))
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        assert main(["synthesize", "ce.csv", "--method", "cart", "--synthesize", "Income",
+                     "Expenditure", "--categorical", *CE_CAT, "-m", "2", "--random-seed", "1",
+                     "-q", "--out", "cesyn"]) == 0
+        assert main(["fit", "acs.csv", "--model", "dpmpm", "--categorical", *cols,
+                     "--components", "4", "--tune", "30", "--draws", "40",
+                     "--random-seed", "1", "-q", "--out", "model"]) == 0
+        assert main(["synthesize", "--model-dir", "model", "-m", "2", "--random-seed", "2",
+                     "-q", "--out", "acssyn"]) == 0
+    finally:
+        os.chdir(cwd)
+    # synthetic datasets as plain CSV files too (for defects injected into one dataset)
+    for i, f in enumerate(sorted((root / "cesyn").glob("syn_*.parquet")), start=1):
+        pd.read_parquet(f).to_csv(root / f"cesyn{i}.csv", index=False)
+    return root
+
+
+def _acs_cols(base: Path) -> list[str]:
+    return (base / "acs_cols.txt").read_text().split()
+
+
+# ----------------------------------------------------------------------------- commands
+def _cmd(sub: str, base: Path, orig: str | None = None, syn: list[str] | None = None,
+         model: str = "model", extra: tuple[str, ...] = (), cols: list[str] | None = None,
+         out: str = "out") -> list[str]:
+    """The valid command line of ``sub`` (inputs relative to the working folder)."""
+    if sub == "fit":
+        c = cols or _acs_cols(base)
+        return ["fit", orig or "acs.csv", "--model", "dpmpm", "--categorical", *c,
+                "--components", "3", "--tune", "10", "--draws", "10", "--random-seed", "1",
+                "-q", *extra, "--out", out]
+    if sub == "synthesize":
+        return ["synthesize", orig or "ce.csv", "--method", "cart", "--synthesize", "Income",
+                "--categorical", *CE_CAT, "-m", "2", "--random-seed", "1", "-q", *extra,
+                "--out", out]
+    if sub == "utility":
+        return ["utility", orig or "ce.csv", *(syn or ["cesyn"]), "--categorical", *CE_CAT,
+                "--max-order", "0", "--random-seed", "1", "-q", *extra, "--out", out]
+    if sub == "identification":
+        return ["identification", orig or "ce.csv", *(syn or ["cesyn"]),
+                "--known-unsynthesized", "Age", "Urban", "--known-synthesized", "Income",
+                "--categorical", *CE_CAT, "--radius", "Income=0.1", "-q", *extra, "--out", out]
+    if sub == "attribute":
+        return ["attribute", "--model", model, "--original", orig or "acs.csv",
+                "--synthetic", *(syn or ["acssyn"]), "--records", "0-3", "--bootstrap", "0",
+                "--khat", "none", "--random-seed", "1", "-q", *extra, "--out", out]
+    if sub == "demo":
+        return ["demo", "--part", "ce", "--n-ce", "60", "-m", "1", "-q", *extra, "--out", out]
+    raise AssertionError(sub)
+
+
+def _tree_digest(path: Path) -> dict[str, str]:
+    """SHA-256 of every file under ``path`` (or of ``path`` itself)."""
+    if path.is_file():
+        return {".": hashlib.sha256(path.read_bytes()).hexdigest()}
+    return {
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(path.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _run(argv: list[str], capsys) -> tuple[int, str]:
+    from bayes_risk.cli import main
+
+    capsys.readouterr()
+    try:
+        rc = main(argv)
+    except SystemExit as err:  # argparse usage errors
+        rc = int(err.code or 0)
+    return rc, capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- the table
+@dataclass
+class Case:
+    """One defect applied to one sub-command."""
+
+    id: str
+    sub: str
+    rc: int
+    culprit: str = ""  # substring the error line must contain (status 2)
+    prepare: object = None  # callable(workdir, base) -> dict of _cmd keyword overrides
+    kw: dict = field(default_factory=dict)
+    needs_non_root: bool = False  # permissions do not bind root
+
+
+def _csv(work: Path, name: str, text: str, newline: str = "\n") -> str:
+    (work / name).write_bytes(text.replace("\n", newline).encode("utf-8"))
+    return name
+
+
+def _edit(src: str, name: str, fn):
+    """A prepare function writing ``fn(DataFrame)`` of input ``src`` as ``name``."""
+
+    def prep(work: Path, base: Path) -> dict:
+        df = pd.read_csv(work / src)
+        fn(df).to_csv(work / name, index=False)
+        return {}
+
+    return prep
+
+
+def _set(col: str, row: int, value):
+    def fn(df):
+        df = df.astype({col: object}) if isinstance(value, str) else df.copy()
+        df.loc[row, col] = value
+        return df
+
+    return fn
+
+
+ORIG_ARG = {"fit": "acs.csv", "synthesize": "ce.csv", "utility": "ce.csv",
+            "identification": "ce.csv", "attribute": "acs.csv"}
+TABLE_SUBS = ("fit", "synthesize", "utility", "identification", "attribute")
+ALL_SUBS = (*TABLE_SUBS, "demo")
+
+
+def _orig_cases() -> list[Case]:
+    """Defects of the original / confidential table, for every sub-command reading one."""
+    cases: list[Case] = []
+    for sub in TABLE_SUBS:
+        src = ORIG_ARG[sub]
+        num = "Income" if src == "ce.csv" else None
+        cases += [
+            Case("missing-file", sub, 2, "nope.csv", kw={"orig": "nope.csv"}),
+            Case("empty-file", sub, 2, "empty.csv",
+                 prepare=lambda w, b: {"orig": _csv(w, "empty.csv", "")}),
+            Case("header-only", sub, 2, "no records",
+                 prepare=lambda w, b, src=src: {
+                     "orig": _csv(w, "hdr.csv", (w / src).read_text().splitlines()[0] + "\n")}),
+            Case("unknown-column", sub, 2, "Nope",
+                 kw={"cols": ["Nope"]} if sub == "fit"
+                 else {"extra": ("--known", "Nope")} if sub == "attribute"
+                 else {"extra": ("--categorical", "Nope")}),
+            Case("bad-extension", sub, 2, ".xlsx",
+                 prepare=lambda w, b, src=src: (shutil.copy(w / src, w / "t.xlsx"),
+                                                {"orig": "t.xlsx"})[1]),
+            Case("windows-line-endings", sub, 0,
+                 prepare=lambda w, b, src=src: {
+                     "orig": _csv(w, "crlf.csv", (w / src).read_text(), newline="\r\n")}),
+        ]
+        if num:
+            cases += [
+                Case("string-in-numeric", sub, 2, "'abc'",
+                     prepare=lambda w, b, src=src: (
+                         _edit(src, "bad.csv", _set("Income", 7, "abc"))(w, b),
+                         {"orig": "bad.csv"})[1]),
+                Case("string-in-numeric-declared-continuous", sub, 2, "record 7",
+                     prepare=lambda w, b, src=src: (
+                         _edit(src, "bad.csv", _set("Income", 7, "sixty"))(w, b),
+                         {"orig": "bad.csv", "extra": ("--continuous", "Income")})[1]),
+                Case("nan-in-known-column", sub, 2, "Age",
+                     prepare=lambda w, b, src=src: (
+                         _edit(src, "nan.csv", _set("Age", 3, np.nan))(w, b),
+                         {"orig": "nan.csv"})[1]),
+            ]
+    return cases
+
+
+def _syn_cases() -> list[Case]:
+    """Defects of the synthetic datasets (utility, identification, attribute)."""
+
+    def one(fn, name="bad1.csv"):
+        def prep(w, b):
+            df = pd.read_csv(w / "cesyn1.csv")
+            fn(df).to_csv(w / name, index=False)
+            return {"syn": [name, "cesyn2.csv"]}
+
+        return prep
+
+    cases = []
+    for sub in ("utility", "identification"):
+        cases += [
+            Case("syn-missing-file", sub, 2, "nope.csv", kw={"syn": ["nope.csv"]}),
+            Case("syn-header-only", sub, 2, "bad1.csv",
+                 prepare=one(lambda d: d.iloc[:0])),
+            Case("syn-missing-column", sub, 2, "Tenure", prepare=one(lambda d: d.drop(
+                columns="Tenure"))),
+            Case("syn-extra-column", sub, 2, "Extra",
+                 prepare=one(lambda d: d.assign(Extra=1))),
+            Case("syn-reordered-columns", sub, 0, prepare=one(lambda d: d[d.columns[::-1]])),
+            Case("syn-string-in-numeric", sub, 2, "'abc'",
+                 prepare=one(_set("Income", 5, "abc"))),
+            Case("syn-nan", sub, 2, "Income", prepare=one(_set("Income", 5, np.nan))),
+            Case("syn-only-level", sub, 0,
+                 prepare=one(_set("Marital", 0, 99))),
+            Case("syn-differing-unsynthesized", sub, 2 if sub == "identification" else 0,
+                 "Age", prepare=one(lambda d: d.assign(Age=d["Age"] + 1))),
+            Case("syn-fewer-rows", sub, 2 if sub == "identification" else 0, "rows",
+                 prepare=one(lambda d: d.iloc[:-10])),
+            Case("syn-as-plain-files", sub, 0, kw={"syn": ["cesyn1.csv", "cesyn2.csv"]}),
+        ]
+    def acs_odd(w, b):
+        z = pd.read_parquet(w / "acssyn" / "syn_001.parquet")
+        c = z.columns[0]
+        z[c] = z[c].astype(object)
+        z.loc[0, c] = "Alien"
+        z.to_csv(w / "odd1.csv", index=False)
+        pd.read_parquet(w / "acssyn" / "syn_002.parquet").to_csv(w / "odd2.csv", index=False)
+        return {"syn": ["odd1.csv", "odd2.csv"]}
+
+    cases += [
+        Case("syn-only-level", "attribute", 2, "SYNTHETIC_ONLY_LEVEL", prepare=acs_odd),
+        Case("syn-missing-folder", "attribute", 2, "nope", kw={"syn": ["nope"]}),
+        Case("non-model-dir", "attribute", 2, "not a saved bayes-risk model",
+             prepare=lambda w, b: (Path(w / "notmodel").mkdir(), {"model": "notmodel"})[1]),
+        Case("truncated-netcdf", "attribute", 2, "damaged",
+             prepare=lambda w, b: _damage(w, "posterior.nc", truncate=True)),
+        Case("corrupt-model-json", "attribute", 2, "model.json",
+             prepare=lambda w, b: _damage(w, "model.json", truncate=True)),
+        Case("different-original", "attribute", 2, "--allow-different-original",
+             prepare=lambda w, b: (_edit("acs.csv", "flip.csv", _flip)(w, b),
+                                   {"orig": "flip.csv"})[1]),
+        Case("different-original-allowed", "attribute", 0,
+             prepare=lambda w, b: (_edit("acs.csv", "flip.csv", _flip)(w, b),
+                                   {"orig": "flip.csv",
+                                    "extra": ("--allow-different-original",)})[1]),
+        Case("records-out-of-range", "attribute", 2, "outside 0..",
+             prepare=lambda w, b: {"extra": ("--records", "0-100000")}),
+    ]
+    return cases
+
+
+def _flip(df: pd.DataFrame) -> pd.DataFrame:
+    c = df.columns[0]
+    levels = sorted(df[c].unique())
+    swap = {a: b for a, b in zip(levels, levels[1:] + levels[:1], strict=True)}
+    return df.assign(**{c: df[c].map(swap)})
+
+
+def _damage(w: Path, fname: str, *, truncate: bool) -> dict:
+    shutil.copytree(w / "model", w / "badmodel")
+    f = w / "badmodel" / fname
+    data = f.read_bytes()
+    f.write_bytes(data[: len(data) // 3])
+    return {"model": "badmodel"}
+
+
+def _option_cases() -> list[Case]:
+    """Bad values of numeric options."""
+    cases = []
+    for val, rc in (("-1", 2), ("nan", 2), ("inf", 2), ("0", 0)):
+        cases.append(Case(f"radius={val}", "identification", rc, "Income",
+                          kw={"extra": ("--radius", f"Income={val}")}))
+    cases += [
+        Case("m=0", "synthesize", 2, "-m", kw={"extra": ("-m", "0")}),
+        Case("m=0", "demo", 2, "-m", kw={"extra": ("-m", "0")}),
+        Case("model-dir-not-a-model", "synthesize", 2, "not a saved bayes-risk model",
+             prepare=lambda w, b: (Path(w / "notmodel").mkdir(), {})[1]),
+        Case("draws=0", "fit", 2, "draws", kw={"extra": ("--draws", "0")}),
+        Case("components-too-large", "fit", 2, "--components",
+             kw={"extra": ("--components", "1000000000")}),
+        Case("records-not-numbers", "fit", 2, "--records",
+             kw={"extra": ("--records", "x1")}),
+    ]
+    return cases
+
+
+def _out_cases() -> list[Case]:
+    """The --out policy, for every sub-command (demo included)."""
+    cases = []
+    for sub in ALL_SUBS:
+        cases += [
+            Case("out-is-file", sub, 2, "existing file",
+                 prepare=lambda w, b: ((w / "out").write_text("keep me"), {})[1]),
+            Case("out-non-empty-folder", sub, 2, "not empty",
+                 prepare=lambda w, b: (_keep(w / "out"), {})[1]),
+            Case("out-dot", sub, 2, "current folder", kw={"out": "."}),
+            Case("out-parent", sub, 2, "current folder", kw={"out": ".."}),
+            Case("out-read-only", sub, 2, "cannot be written", needs_non_root=True,
+                 prepare=lambda w, b: ((w / "ro").mkdir(), (w / "ro").chmod(0o555),
+                                       {"out": "ro/out"})[2]),
+            Case("out-under-a-file", sub, 2, "not a folder",
+                 prepare=lambda w, b: ((w / "afile").write_text("x"), {"out": "afile/out"})[1]),
+        ]
+        if sub != "demo":  # the demo reads no input
+            cases.append(Case("out-holds-an-input", sub, 2, "holds the input",
+                              prepare=lambda w, b, sub=sub: _out_holds_input(w, sub)))
+    for sub in ("synthesize", "utility", "identification"):
+        cases += [
+            Case("out-empty-folder", sub, 0, prepare=lambda w, b: ((w / "out").mkdir(), {})[1]),
+            Case("out-new-nested", sub, 0, kw={"out": "a/b/out"}),
+            Case("out-file-overwrite", sub, 0, kw={"extra": ("--overwrite",)},
+                 prepare=lambda w, b: ((w / "out").write_text("old"), {})[1]),
+            Case("out-folder-overwrite", sub, 0, kw={"extra": ("--overwrite",)},
+                 prepare=lambda w, b: (_keep(w / "out"), {})[1]),
+        ]
+    return cases
+
+
+def _keep(d: Path) -> None:
+    d.mkdir()
+    (d / "precious.txt").write_text("do not delete")
+
+
+def _out_holds_input(w: Path, sub: str) -> dict:
+    (w / "inp").mkdir()
+    src = ORIG_ARG.get(sub, "ce.csv")
+    shutil.copy(w / src, w / "inp" / src)
+    return {"orig": f"inp/{src}", "out": "inp", "extra": ("--overwrite",)}
+
+
+def _unicode_cases() -> list[Case]:
+    """Unicode and spaces in column names and levels (valid input)."""
+
+    def prep(w: Path, b: Path) -> dict:
+        ren = {"Urban": "Zone urbaine é", "Marital": "État civil"}
+        d = pd.read_csv(w / "ce.csv").rename(columns=ren)
+        d["État civil"] = d["État civil"].map(lambda v: f"niveau {v} – ü")
+        d.to_csv(w / "uni.csv", index=False)
+        for i in (1, 2):
+            s = pd.read_csv(w / f"cesyn{i}.csv").rename(columns=ren)
+            s["État civil"] = s["État civil"].map(lambda v: f"niveau {v} – ü")
+            s.to_csv(w / f"unisyn{i}.csv", index=False)
+        return {"orig": "uni.csv", "syn": ["unisyn1.csv", "unisyn2.csv"]}
+
+    cat = ["--categorical", "Zone urbaine é", "État civil", "Tenure"]
+    return [
+        Case("unicode-names-levels", "utility", 0, prepare=prep,
+             kw={"extra": (*cat, "--synthesized", "Income", "Expenditure")}),
+        Case("unicode-names-levels", "synthesize", 0, prepare=prep, kw={"extra": tuple(cat)}),
+    ]
+
+
+CASES = [*_orig_cases(), *_syn_cases(), *_option_cases(), *_out_cases(), *_unicode_cases()]
+
+
+def _argv(case: Case, base: Path, over: dict) -> list[str]:
+    kw = {**case.kw, **over}
+    argv = _cmd(case.sub, base, **kw)
+    if case.sub in ("synthesize",) and case.id == "model-dir-not-a-model":
+        argv = ["synthesize", "--model-dir", "notmodel", "-q", "--out", "out"]
+    if case.id.startswith("unicode") and case.sub == "synthesize":
+        i = argv.index("--categorical")
+        del argv[i: i + 4]
+    if case.id.startswith("unicode") and case.sub == "utility":
+        i = argv.index("--categorical")
+        del argv[i: i + 4]
+    return argv
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.sub}:{c.id}" for c in CASES])
+def test_bad_input_case(case: Case, base: Path, tmp_path: Path, capsys, monkeypatch):
+    if case.needs_non_root and hasattr(os, "geteuid") and os.geteuid() == 0:
+        pytest.skip("file permissions do not bind root")
+    work = tmp_path / "work"
+    shutil.copytree(base, work)
+    monkeypatch.chdir(work)
+    over = case.prepare(work, base) if case.prepare else {}
+    argv = _argv(case, base, over or {})
+    before = _tree_digest(work)
+    listing = sorted(p.name for p in work.iterdir())
+    rc, err = _run(argv, capsys)
+    lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("warning [")]
+    assert "Traceback" not in err, err
+    assert rc == case.rc, f"exit {rc} (expected {case.rc}) for {argv}:\n{err}"
+    after = _tree_digest(work)
+    out = work / (over.get("out") or case.kw.get("out") or "out")
+    rel = str(out.relative_to(work)) if out != work and work in out.parents else None
+    new_out = {k for k in after if rel and (k == rel or k.startswith(rel + "/"))} if rc == 0 \
+        else set()
+    # every input and any pre-existing --out unchanged (the output itself may appear on success)
+    changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)} - new_out
+    if rc == 0 and "--overwrite" in argv:  # the old --out is replaced as a whole
+        changed = {k for k in changed if not (rel and (k == rel or k.startswith(rel + "/")))}
+    assert not changed, f"files changed: {sorted(changed)[:5]}"
+    top = rel.split("/")[0] if (rel and rc == 0) else None
+    stray = sorted(p.name for p in work.iterdir() if p.name not in listing and p.name != top)
+    assert not stray, f"stray files in the working folder: {stray}"
+    if rc == 2:
+        assert len(lines) == 1, f"expected one error line, got:\n{err}"
+        assert case.culprit in lines[0], f"{case.culprit!r} not named in: {lines[0]}"
+        assert "np.int64" not in lines[0] and "np.float64" not in lines[0]
+    else:
+        # -q: nothing on stderr but the one-line warnings (no progress display)
+        assert not lines, f"stderr with -q holds more than warnings:\n{err}"
+        summary = out / "summary.json"
+        assert summary.is_file(), sorted(p.name for p in out.iterdir())
+        d = json.loads(summary.read_text())
+        assert d["command"] == case.sub and "inputs" in d and "run_warnings" in d
+        for w in d["run_warnings"]:
+            assert w["code"] and w["message"]
+
+
+# ----------------------------------------------------------------------------- policies
+def test_overwrite_replaces_only_a_complete_output(base, tmp_path, capsys, monkeypatch):
+    """A failing run with --overwrite leaves the old --out untouched."""
+    work = tmp_path / "w"
+    shutil.copytree(base, work)
+    monkeypatch.chdir(work)
+    _keep(work / "out")
+    rc, err = _run(_cmd("synthesize", base, extra=("--overwrite", "--min-leaf", "-3")), capsys)
+    assert rc == 2
+    assert (work / "out" / "precious.txt").read_text() == "do not delete"
+    rc, _ = _run(_cmd("synthesize", base, extra=("--overwrite",)), capsys)
+    assert rc == 0 and not (work / "out" / "precious.txt").exists()
+    assert (work / "out" / "manifest.json").is_file()
+    assert not [p for p in work.iterdir() if p.name.startswith(".")]
+
+
+def test_synthetic_only_level_is_recorded(base, tmp_path, capsys, monkeypatch):
+    """Levels present only in synthetic data: accepted by utility and identification with the
+    coded warning SYNTHETIC_ONLY_LEVEL in summary.json (attribute refuses them: see the table)."""
+    work = tmp_path / "w"
+    shutil.copytree(base, work)
+    monkeypatch.chdir(work)
+    d = pd.read_csv("cesyn1.csv")
+    d.loc[0, "Marital"] = 99
+    d.to_csv("odd.csv", index=False)
+    cols = _acs_cols(base)
+    z = pd.read_parquet(work / "acssyn" / "syn_001.parquet")
+    z.loc[0, cols[0]] = 99  # an integer-coded level the original does not have
+    z.to_csv("aodd.csv", index=False)
+    pd.read_parquet(work / "acssyn" / "syn_002.parquet").to_csv("a2.csv", index=False)
+    runs = {
+        "utility": _cmd("utility", base, syn=["odd.csv", "cesyn2.csv"], out="utility"),
+        "identification": ["identification", "acs.csv", "aodd.csv", "a2.csv",
+                           "--known-synthesized", *cols[:2], "--categorical", *cols, "-q",
+                           "--out", "identification"],
+    }
+    for sub, argv in runs.items():
+        rc, err = _run(argv, capsys)
+        assert rc == 0, err
+        codes = [w["code"] for w in json.loads((work / sub / "summary.json").read_text())[
+            "run_warnings"]]
+        assert "SYNTHETIC_ONLY_LEVEL" in codes, (sub, codes)
+        assert "warning [SYNTHETIC_ONLY_LEVEL]" in err
+
+
+def test_summary_records_inputs_in_order(base, tmp_path, capsys, monkeypatch):
+    work = tmp_path / "w"
+    shutil.copytree(base, work)
+    monkeypatch.chdir(work)
+    rc, _ = _run(_cmd("identification", base, syn=["cesyn2.csv", "cesyn1.csv"]), capsys)
+    assert rc == 0
+    d = json.loads((work / "out" / "summary.json").read_text())
+    assert d["inputs"]["synthetic"] == ["cesyn2.csv", "cesyn1.csv"]
+    assert d["inputs"]["original"] == "ce.csv"
+
+
+def test_fewer_synthetic_rows_warns_in_utility(base, tmp_path, capsys, monkeypatch):
+    """pMSE is defined for different row counts; the inferred roles are then stated as a
+    warning recorded in summary.json."""
+    work = tmp_path / "w"
+    shutil.copytree(base, work)
+    monkeypatch.chdir(work)
+    pd.read_csv("cesyn1.csv").iloc[:-10].to_csv("short.csv", index=False)
+    rc, err = _run(_cmd("utility", base, syn=["short.csv", "cesyn2.csv"]), capsys)
+    assert rc == 0, err
+    d = json.loads((work / "out" / "summary.json").read_text())
+    assert "ROW_COUNT_DIFFERS" in [w["code"] for w in d["run_warnings"]]
+
+
+def test_model_json_has_fingerprint_not_data(base):
+    meta = json.loads((base / "model" / "model.json").read_text())
+    fp = meta["data_fingerprint"]
+    assert isinstance(fp, str) and len(fp) == 64
+    text = (base / "acs.csv").read_text().splitlines()[1]
+    assert text not in json.dumps(meta)
+
+
+def test_library_warnings_point_at_the_caller():
+    """Whatever the call depth inside the package, a warning is attributed to the user's line."""
+    import warnings
+
+    from bayes_risk.utility.combining import combine_scalar
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        combine_scalar(np.array([1.0]), np.array([0.1]))
+    assert caught and all(Path(w.filename).resolve() == Path(__file__).resolve() for w in caught)
+
+
+def test_stray_text_message_names_column_records_values():
+    from bayes_risk.data import infer_schema
+    from bayes_risk.exceptions import SchemaError
+
+    age = ["63", "81", "40", "55"] * 10
+    age[2] = "sixty"
+    df = pd.DataFrame({"Age": age, "x": ["a", "b"] * 20})
+    with pytest.raises(SchemaError, match=r"'Age'.*record 2: 'sixty'.*--categorical Age"):
+        infer_schema(df)
+    assert infer_schema(df, categorical=["Age"])["Age"].type == "categorical"
+    assert infer_schema(df.assign(Age=pd.to_numeric(df["Age"], errors="coerce")))[
+        "Age"].type == "continuous"  # a missing value is not a stray text
+    # a column of labels stays categorical: many values are not numbers
+    labels = df.assign(Age=["63", "x", "y", "z"] * 10)
+    assert infer_schema(labels)["Age"].type == "categorical"
+
+
+# ----------------------------------------------------------------------------- interrupts
+def _bayes_risk() -> list[str]:
+    exe = Path(sys.executable).with_name("bayes-risk")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "bayes_risk"]
+
+
+def _interrupt(argv: list[str], cwd: Path, *, marker: str | None, delay: float,
+               sig: int = signal.SIGINT) -> tuple[int, str]:
+    """Start ``bayes-risk argv``; once ``marker`` appears on stderr (or at once), wait
+    ``delay`` seconds and send ``sig``."""
+    env = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue", "PYTHONUNBUFFERED": "1"}
+    p = subprocess.Popen(_bayes_risk() + argv, cwd=cwd, stderr=subprocess.PIPE,
+                         stdout=subprocess.DEVNULL, text=True, env=env)
+    seen = threading.Event()
+    chunks: list[str] = []
+
+    def reader():
+        for line in p.stderr:
+            chunks.append(line)
+            if marker is None or marker in line:
+                seen.set()
+        seen.set()
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    if marker is None:
+        seen.set()
+    seen.wait(timeout=120)
+    time.sleep(delay)
+    if p.poll() is None:
+        p.send_signal(sig)
+    try:
+        rc = p.wait(timeout=120)
+    finally:
+        if p.poll() is None:  # pragma: no cover
+            p.kill()
+    t.join(timeout=10)
+    return rc, "".join(chunks)
+
+
+@pytest.mark.parametrize(
+    "moment, tune, draws",
+    [("burn-in", 200_000, 10), ("sampling", 5, 200_000)],
+)
+def test_sigint_during_fit_writes_nothing(base, tmp_path, moment, tune, draws):
+    work = tmp_path / "w"
+    shutil.copytree(base, work)
+    cols = _acs_cols(base)
+    argv = ["fit", "acs.csv", "--model", "dpmpm", "--categorical", *cols, "--components", "3",
+            "--tune", str(tune), "--draws", str(draws), "--random-seed", "1", "--out", "fit"]
+    before = sorted(p.name for p in work.iterdir())
+    rc, err = _interrupt(argv, work, marker="Sequential sampling", delay=1.5)
+    assert rc == 130, err
+    lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
+    assert lines[-1] == "interrupted" and "Traceback" not in err, err
+    assert sorted(p.name for p in work.iterdir()) == before
+
+
+def test_sigterm_is_an_interrupt(base, tmp_path):
+    work = tmp_path / "w"
+    shutil.copytree(base, work)
+    argv = ["fit", "acs.csv", "--model", "dpmpm", "--categorical", *_acs_cols(base),
+            "--components", "3", "--tune", "5", "--draws", "200000", "--out", "fit"]
+    rc, err = _interrupt(argv, work, marker="Sequential sampling", delay=1.0,
+                         sig=signal.SIGTERM)
+    assert rc == 130 and err.strip().splitlines()[-1] == "interrupted", err
+    assert not (work / "fit").exists()
+
+
+@pytest.mark.parametrize("sub", ["utility", "identification"])
+def test_sigint_during_writing_is_honoured_after_it(base, tmp_path, capsys, monkeypatch, sub):
+    """A real SIGINT delivered while the output files are being written (deterministic: sent by
+    the writer itself): the writing is not cut half-way, the finished temporary folder is
+    dropped, the old --out stays, exit 130."""
+    work = tmp_path / "w"
+    shutil.copytree(base, work)
+    monkeypatch.chdir(work)
+    _keep(work / "out")
+    real = pd.DataFrame.to_csv
+
+    def to_csv(self, *a, **k):
+        os.kill(os.getpid(), signal.SIGINT)
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", to_csv)
+    rc, err = _run(_cmd(sub, base, extra=("--overwrite",)), capsys)
+    assert rc == 130 and err.strip().splitlines()[-1] == "interrupted", err
+    assert sorted(p.name for p in (work / "out").iterdir()) == ["precious.txt"]
+    assert not [p for p in work.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.5, 1.0])
+def test_sigint_while_writing_keeps_old_output(base, tmp_path, delay):
+    """SIGINT at spread moments of a run whose last part is writing many files: either the run
+    completes (exit 0, complete new output) or exit 130 and the old --out is untouched;
+    never a mixture, never a temporary folder left."""
+    work = tmp_path / "w"
+    shutil.copytree(base, work)
+    _keep(work / "out")
+    argv = ["synthesize", "ce.csv", "--method", "cart", "--synthesize", "Income",
+            "--categorical", *CE_CAT, "-m", "60", "--csv", "--random-seed", "1",
+            "--overwrite", "--out", "out"]
+    rc, err = _interrupt(argv, work, marker="CART synthesis", delay=delay)
+    assert rc in (0, 130), err
+    assert "Traceback" not in err
+    if rc == 130:
+        assert (work / "out" / "precious.txt").is_file()
+        assert sorted(p.name for p in (work / "out").iterdir()) == ["precious.txt"]
+    else:
+        assert len(list((work / "out").glob("syn_*.parquet"))) == 60
+    assert not [p for p in work.iterdir() if p.name.startswith(".")]
