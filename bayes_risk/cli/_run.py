@@ -44,6 +44,8 @@ INPUT_ARGS: dict[str, tuple[str, ...]] = {
     "utility": ("original", "synthetic"),
     "identification": ("original", "synthetic", "targets", "population_counts"),
     "attribute": ("model", "original", "synthetic", "records"),
+    "disclosure": ("original", "synthetic"),
+    "orders": ("original",),
     "demo": (),
 }
 

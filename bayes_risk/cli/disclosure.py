@@ -102,31 +102,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return p
 
 
-def _check_out(out: Path) -> None:
-    from bayes_risk.exceptions import ValidationError
-
-    if out.exists() and not out.is_dir():
-        raise ValidationError(f"--out {str(out)!r} is a file; expected a folder.")
-    if out.is_dir():
-        entries = {e.name for e in out.iterdir()}
-        if entries and not entries <= set(_OUTPUT_FILES):
-            raise ValidationError(
-                f"--out {str(out)!r} is a folder holding other files ({sorted(entries)[:3]} ...); "
-                "it would be replaced. Give a new folder or one written by 'bayes-risk "
-                "disclosure'."
-            )
-
-
 def run(args: argparse.Namespace) -> int:
     """Compute the measures and write the output folder."""
-    from bayes_risk._io import atomic_dir, write_json
-    from bayes_risk.cli._common import schema_from_args
-    from bayes_risk.data.io import read_synthetic, read_table
+    from bayes_risk._io import write_json
+    from bayes_risk.cli._common import read_records_table, schema_from_args
+    from bayes_risk.cli._run import output_dir
+    from bayes_risk.data.io import read_synthetic
     from bayes_risk.disclosure import disclosure_measures
 
     out = Path(args.out)
-    _check_out(out)
-    original = read_table(args.original)
+    original = read_records_table(args.original, "ORIGINAL")
     syn = read_synthetic(args.synthetic)
     typed = any(getattr(args, a) for a in ("categorical", "ordinal", "count", "continuous"))
     schema = schema_from_args(original, args) if (typed or syn.schema is None) else None
@@ -150,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     )
     d = res.to_dict()
     d["inputs"] = {"original": str(args.original), "synthetic": [str(s) for s in args.synthetic]}
-    with atomic_dir(out) as tmp:
+    with output_dir(args) as tmp:
         write_json(tmp / "summary.json", d)
         res.ident.to_csv(tmp / "ident.csv", index=False)
         res.attrib.to_csv(tmp / "attrib.csv", index=False)

@@ -79,15 +79,16 @@ def run(args: argparse.Namespace) -> int:
     """Run ``bayes-risk orders``; returns the exit status."""
     import json
 
-    from bayes_risk._io import atomic_dir, to_jsonable
-    from bayes_risk.cli._common import schema_from_args
+    from bayes_risk._io import to_jsonable
+    from bayes_risk.cli._common import read_records_table, schema_from_args
+    from bayes_risk.cli._run import output_dir
     from bayes_risk.cli.synthesize import _group_by
-    from bayes_risk.data import check_m, read_table
+    from bayes_risk.data import check_m
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import CARTSynthesizer, RandomForestSynthesizer
     from bayes_risk.visit_orders import compare_visit_orders
 
-    df = read_table(args.original)
+    df = read_records_table(args.original, "ORIGINAL")
     schema = schema_from_args(df, args)
     orders = [[c.strip() for c in o.split(",") if c.strip()] for o in args.order]
     for o in orders:
@@ -116,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     )
     out = res.to_dict()
     out["settings"]["random_seed"] = args.random_seed
-    with atomic_dir(args.out) as tmp:
+    with output_dir(args) as tmp:
         res.table.to_csv(tmp / "orders.csv", index=False)
         with open(tmp / "summary.json", "w") as fh:
             json.dump(to_jsonable(out), fh, indent=2, allow_nan=False)
