@@ -71,14 +71,6 @@ numpydoc_xref_param_type = False
 numpydoc_validation_checks: set[str] = set()
 
 # --- nitpicky references ------------------------------------------------------------------------
-# The build machines have no network, so there is no intersphinx: names of other libraries
-# (numpy, pandas, xarray, PyMC, scipy, scikit-learn, statsmodels, Dask, the standard library) that
-# autodoc writes into base-class lists cannot be resolved and are not checked. Every reference
-# into bayes_risk itself is checked.
-nitpick_ignore_regex = [
-    (r"py:.*", r"(numpy|np|pandas|pd|xarray|scipy|sklearn|statsmodels|pymc|pm|arviz|dask|distributed|matplotlib)(\..*)?"),
-    (r"py:.*", r"(typing|collections|abc|os|pathlib|dataclasses|enum|builtins)\..*"),
-]
 # Private names that public docstrings mention (not part of the documented API):
 nitpick_ignore = [
     ("py:class", "bayes_risk.attribute.plugin._PluginBase"),  # base class of the tree plug-ins
@@ -100,10 +92,15 @@ html_static_path: list[str] = []
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
-    "header_links_before_dropdown": 7,
+    "header_links_before_dropdown": 5,
     "secondary_sidebar_items": ["page-toc"],
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version", "theme-version"],
 }
-html_sidebars = {"index": [], "changelog": [], "benchmarks": []}
+html_sidebars = {
+    p: []
+    for p in ["index", "cli", "changelog", "benchmarks", "examples", "limitations", "development"]
+}
+# Option names such as --out must stay as typed: no "smart" dashes or quotes.
+smartquotes = False
 html_show_sourcelink = False

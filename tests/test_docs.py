@@ -28,7 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 
 # what `pip install ".[docs]"` provides (module names)
-DOCS_MODULES = ("sphinx", "myst_nb", "numpydoc", "pydata_sphinx_theme", "sphinx_design", "ipykernel")
+DOCS_MODULES = (
+    "sphinx", "myst_nb", "numpydoc", "pydata_sphinx_theme", "sphinx_design", "ipykernel",
+)
 
 # fenced blocks allowed in the Markdown pages: executed cells and directives
 ALLOWED_FENCES = {
@@ -59,8 +61,6 @@ def test_docs_code_blocks_are_executed():
             kind = m.group(2).split()[0]
             if kind not in ALLOWED_FENCES:
                 offenders.append(f"{page.relative_to(ROOT)}:{lineno}: {kind}")
-            if kind == "{eval-rst}":
-                pass
     assert not offenders, (
         "code blocks that the docs build does not execute (use a {code-cell}):\n"
         + "\n".join(offenders)
@@ -89,8 +89,9 @@ def test_docstring_examples():
     finder = doctest.DocTestFinder(exclude_empty=True)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     n_examples = 0
+    have_dask = importlib.util.find_spec("distributed") is not None
     for info in pkgutil.walk_packages(bayes_risk.__path__, prefix="bayes_risk."):
-        if info.name.startswith("bayes_risk.distributed") and importlib.util.find_spec("distributed") is None:
+        if info.name.startswith("bayes_risk.distributed") and not have_dask:
             continue
         module = importlib.import_module(info.name)
         for test in finder.find(module, module.__name__):
@@ -99,7 +100,9 @@ def test_docstring_examples():
                 runner.run(test, out=lambda s: None)
     result = runner.summarize(verbose=False)
     assert n_examples > 50, "the docstring examples were not found (is the package installed?)"
-    assert result.failed == 0, f"{result.failed} docstring example(s) failed; run pytest --doctest-modules"
+    assert result.failed == 0, (
+        f"{result.failed} docstring example(s) failed; see pytest --doctest-modules"
+    )
 
 
 @pytest.mark.slow

@@ -23,11 +23,16 @@ import re
 from typing import Any
 
 from docutils import nodes
-from docutils.parsers.rst import Directive, directives
-from sphinx.addnodes import pending_xref
+from docutils.parsers.rst import Directive
 from sphinx.util.nodes import make_refnode
 
 # --------------------------------------------------------------------------- CLI reference
+
+
+def _literal(text: str) -> nodes.literal_block:
+    block = nodes.literal_block(text=text)
+    block["language"] = "none"  # shell text: no Python highlighting
+    return block
 
 
 def _paragraphs(text: str) -> list[nodes.Node]:
@@ -40,7 +45,7 @@ def _paragraphs(text: str) -> list[nodes.Node]:
         indented = [ln for ln in lines[1:] if ln.startswith((" ", "\t"))]
         if lines[0].rstrip().endswith(":") and indented:
             out.append(nodes.paragraph(text=lines[0].strip()))
-            out.append(nodes.literal_block(text=inspect.cleandoc("\n".join(lines[1:]))))
+            out.append(_literal(inspect.cleandoc("\n".join(lines[1:]))))
         else:
             out.append(nodes.paragraph(text=" ".join(ln.strip() for ln in lines)))
     return out
@@ -68,7 +73,7 @@ def _option_text(action: argparse.Action) -> str:
     return text.strip()
 
 
-def _actions_section(title: str, actions: list[argparse.Action], ids: str) -> nodes.Node:
+def _actions_section(title: str, actions: list[argparse.Action]) -> list[nodes.Node]:
     sec = nodes.rubric(text=title)
     dl = nodes.definition_list()
     for action in actions:
@@ -81,14 +86,14 @@ def _actions_section(title: str, actions: list[argparse.Action], ids: str) -> no
     return [sec, dl] if len(dl) else []
 
 
-def _parser_nodes(parser: argparse.ArgumentParser, prog: str) -> list[nodes.Node]:
-    out: list[nodes.Node] = [nodes.literal_block(text=parser.format_usage().strip())]
+def _parser_nodes(parser: argparse.ArgumentParser) -> list[nodes.Node]:
+    out: list[nodes.Node] = [_literal(parser.format_usage().strip())]
     out += _paragraphs(parser.description or "")
     for group in parser._action_groups:
         title = group.title or "options"
         if title in ("positional arguments", "options", "optional arguments"):
             title = "arguments" if title.startswith("positional") else "options"
-        out += _actions_section(title, list(group._group_actions), prog)
+        out += _actions_section(title, list(group._group_actions))
     if parser.epilog:
         out += _paragraphs(parser.epilog)
     return out
@@ -98,13 +103,12 @@ class CliReference(Directive):
     """Render ``bayes_risk.cli.build_parser()``: the program and one section per sub-command."""
 
     has_content = False
-    option_spec = {"prog": directives.unchanged}
 
     def run(self) -> list[nodes.Node]:
         from bayes_risk.cli import build_parser
 
         parser = build_parser()
-        result: list[nodes.Node] = _parser_nodes(parser, "bayes-risk")
+        result: list[nodes.Node] = _parser_nodes(parser)
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         helps = {c.dest: c.help for c in sub._choices_actions}
         for name, subparser in sub.choices.items():
@@ -112,7 +116,7 @@ class CliReference(Directive):
             section += nodes.title(text=f"bayes-risk {name}")
             if helps.get(name):
                 section += nodes.paragraph("", "", nodes.emphasis(text=helps[name]))
-            section += _parser_nodes(subparser, f"bayes-risk {name}")
+            section += _parser_nodes(subparser)
             self.state.document.note_implicit_target(section)
             result.append(section)
         return result
