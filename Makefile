@@ -18,13 +18,14 @@ find_python = $(shell for c in python3.14 python3.13 python3.12 \
 	  if command -v $$c >/dev/null 2>&1 && $$c -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1; then \
 	    command -v $$c; break; fi; done)
 
-.PHONY: help venv install install-test test lint demo bench clean
+.PHONY: help venv install install-test test lint demo bench docs clean
 
 help:
 	@echo "make demo   - create .venv, install, run the end-to-end audit on the demo data"
 	@echo "make test   - create .venv, install with test extras, run the test suite"
 	@echo "make lint   - ruff check of the whole tree (settings in pyproject.toml)"
 	@echo "make bench  - run the benchmarks (prints tables)"
+	@echo "make docs   - build the documentation into docs/_build/html (warnings are errors)"
 
 $(PY):
 	@PYBIN="$(find_python)"; \
@@ -58,5 +59,11 @@ demo: install
 bench: install
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
+# -W: warnings (broken examples, unresolved references with -n) are errors. The example pages
+# are executed at every build (docs/conf.py).
+docs: install
+	$(VENV)/bin/sphinx-build -W --keep-going -n -j 2 -b html docs docs/_build/html
+	@echo "open docs/_build/html/index.html"
+
 clean:
-	rm -rf $(VENV) build *.egg-info $(DEMO_OUT)
+	rm -rf $(VENV) build *.egg-info $(DEMO_OUT) docs/_build docs/api/generated docs/jupyter_execute

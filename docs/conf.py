@@ -1,0 +1,106 @@
+"""Sphinx configuration of the bayes-risk documentation.
+
+Built by ``make docs`` (``sphinx-build -W -n``: every warning, and every unresolved
+cross-reference, is an error). Example pages are MyST-NB text notebooks executed at build time.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import bayes_risk
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))
+
+# The executed notebooks inherit the environment of the build. Figures must reach the pages:
+# the inline backend (the Makefile exports MPLBACKEND=Agg for the tests, which would hide them).
+os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+# numba's workqueue layer (the OpenMP/TBB layers abort in forked PyMC chains).
+os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
+# The examples call the installed `bayes-risk` command: the build environment's scripts come first.
+os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
+# The real CE sample sits in the project's shared/ folder next to a checkout; the examples fall
+# back to the embedded demo generator when it is absent (a user's clone does not have it).
+os.environ.setdefault(
+    "BAYES_RISK_SHARED_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data")
+)
+
+project = "bayes-risk"
+author = "bayes-risk developers"
+copyright = "2026, bayes-risk developers"  # noqa: A001 - Sphinx's name
+version = release = bayes_risk.__version__
+
+extensions = [
+    "myst_nb",  # MyST Markdown + executed text notebooks (includes myst_parser)
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "numpydoc",
+    "bayes_risk_docs",  # docs/_ext: generated CLI reference, alias references, docstring markup
+    "sphinx_design",  # cards on the front page
+]
+
+# .rst first: autosummary writes its generated stubs with the first suffix, and they are reST.
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
+exclude_patterns = ["_build", "jupyter_execute", "**.ipynb_checkpoints"]
+templates_path = ["_templates"]
+
+# --- MyST / MyST-NB -----------------------------------------------------------------------------
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist", "substitution"]
+myst_heading_anchors = 3
+# Every notebook runs at every build: a broken example must fail the build, never show stale
+# output from a cache.
+nb_execution_mode = "force"
+nb_execution_raise_on_error = True
+nb_execution_show_tb = True
+nb_execution_timeout = 600
+nb_merge_streams = True
+nb_execution_in_temp = True  # examples write their output folders into a temporary directory
+
+# --- API pages ----------------------------------------------------------------------------------
+autosummary_generate = True
+autosummary_imported_members = False
+autodoc_typehints = "none"  # types are given (and read) in the numpydoc "Parameters" sections
+autodoc_member_order = "groupwise"
+autodoc_default_options = {"members": True, "inherited-members": False, "show-inheritance": True}
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_xref_param_type = False
+numpydoc_validation_checks: set[str] = set()
+
+# --- nitpicky references ------------------------------------------------------------------------
+# Private names that public docstrings mention (not part of the documented API):
+nitpick_ignore = [
+    ("py:class", "bayes_risk.attribute.plugin._PluginBase"),  # base class of the tree plug-ins
+    ("py:class", "bayes_risk.models._trees.SeqTree"),  # CARTSynthesizer.trees_ items
+    ("py:func", "bayes_risk.models._dpmpm_kernels.neighbourhood"),  # DPMPM.neighbourhood_loglik
+    ("py:attr", "CliOption.setting"),  # BayesianSynthesizer.cli_options
+    # Members that docstrings name but that are not link targets: dataclass fields listed in an
+    # "Attributes" section, and methods without a docstring of their own in the base class.
+    ("py:attr", "records"),  # IdentificationResult.to_dataframe
+    ("py:attr", "ratio"),  # PMSEResult.s_pmse
+    ("py:meth", "fit"),  # BayesianSynthesizer
+    ("py:meth", "log_weights"),  # Prior
+]
+
+# --- HTML ---------------------------------------------------------------------------------------
+html_theme = "pydata_sphinx_theme"
+html_title = f"bayes-risk {release}"
+html_static_path: list[str] = []
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "header_links_before_dropdown": 5,
+    "secondary_sidebar_items": ["page-toc"],
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version", "theme-version"],
+}
+html_sidebars = {
+    p: []
+    for p in ["index", "cli", "changelog", "benchmarks", "examples", "limitations", "development"]
+}
+# Option names such as --out must stay as typed: no "smart" dashes or quotes.
+smartquotes = False
+html_show_sourcelink = False
