@@ -97,7 +97,8 @@ def test_cli_per_dataset_unknown_threshold(files, tmp_path):
     argv = ["identification", *map(str, paths), "--known-unsynthesized", "Age", "Urban",
             "Marital", "--categorical", "Urban", "Marital", "--aggregation", "per-dataset",
             "--membership", "unknown", "--population-counts", f"true:{cfile}",
-            "--strategy", "threshold:0.5", "--quiet", "--out", str(out)]
+            "--strategy", "threshold:0.5", "--records-output", "per-dataset", "--quiet",
+            "--out", str(out)]
     assert _main(argv) == 0
     rec = pd.read_csv(out / "records.csv")
     assert len(rec) == len(y) * 3
@@ -135,7 +136,8 @@ def test_cli_compat_reproduces_reference(tmp_path):
     rc = _main(["identification", str(shared_path("data", "CEdata.csv")), *map(str, syn),
                 "--known-unsynthesized", "Age", "Urban", "Marital", "--known-synthesized",
                 "Income", "--categorical", "Urban", "Marital", "Tenure", "--radius", "0.1",
-                "--radius", "0.1", "--compat", "hornby-hu", "--quiet", "--out", str(out)])
+                "--radius", "0.1", "--compat", "hornby-hu", "--records-output", "per-dataset",
+                "--quiet", "--out", str(out)])
     assert rc == 0
     rec = pd.read_csv(out / "records.csv")
     ref_c = pd.read_csv(base / "scenario1_r0p1" / "scenario1_r0p1_c.csv")
