@@ -757,7 +757,10 @@ def run_pooled(
             z = min(stop_at, a + csize)
             m = z - a
             bb = b.rows(slice(a, z))
-            tord = target_orders(tkey[a:z], bb, compiled) if R > 1 else None
+            # merge sweep (O(n) per column) for large chunks, binary searches for small ones:
+            # the same slices either way
+            sweep = R > 1 and m * max(np.log2(max(n, 2)), 1.0) >= n
+            tord = target_orders(tkey[a:z], bb, compiled) if sweep else None
             # fallback-set sizes of the chunk's targets (the same in every replicate)
             ucnt_all = None
             if cells:
@@ -815,12 +818,10 @@ def run_pooled(
                 # fallback contributions of the records inside its set
                 has_fb = np.zeros(m, dtype=bool)
                 has_fb[ft_u] = True
-                pair = np.unique(key)
+                pair = np.unique(key[has_fb[rows]])  # direct matches of those targets
                 p_row = pair // n
                 p_col = pair - p_row * n
-                sel = has_fb[p_row]
-                inside = np.zeros(pair.size, dtype=bool)
-                inside[sel] = fsets.contains(p_row[sel] + a, p_col[sel])
+                inside = fsets.contains(p_row + a, p_col)
                 ins_row = p_row[inside]
                 n_extra[ft_u] = ucnt_all[ft_u] - np.bincount(ins_row, minlength=m)[ft_u]
                 # each inside pair takes its target's fallback contributions
@@ -836,7 +837,10 @@ def run_pooled(
                     reps = np.concatenate([reps, f_r[src]])
             # CSR of the chunk: sort by (row, col, replicate) and sum over replicates in
             # replicate order
-            order = np.lexsort((reps, key))
+            if (m * n + 1) * R < 2**62:
+                order = np.argsort(key * R + reps)  # unique sort keys
+            else:  # pragma: no cover - beyond 2**62 (target, record, replicate) triples
+                order = np.lexsort((reps, key))
             key, data = _segment_sums(key[order], data[order])
             del order, reps
             r_of = key // n if key.size else np.zeros(0, dtype=np.int64)
