@@ -231,7 +231,7 @@ def test_identification_path_imports(tmp_path):
     y.to_csv(tmp_path / "y.csv", index=False)
     for l in (1, 2):
         y.assign(x=y.x * rng.lognormal(0, 0.1, n)).to_csv(tmp_path / f"z{l}.csv", index=False)
-    code = f"""
+    code = """
 import argparse, sys, warnings
 warnings.simplefilter("ignore")
 from bayes_risk.cli import identification

@@ -1242,6 +1242,7 @@ def identification_risk(
         N_pop=N_pop, strategy=strategy, fallback=fallback, targets=targets, target_id=target_id,
         original_id=original_id, replicates=replicates, compat=compat,
     )
+    setup.prep._cache[_engine.SINGLE_RUN] = True
     return _run(setup, setup.rule, progressbar)
 
 

@@ -4,13 +4,16 @@ No ``O(N_T · n)`` scan. In every replicate the records are grouped by their exa
 mixed-radix code of the categorical columns) and, inside each group, sorted by every radius
 column. A target's window on a column is then a contiguous slice of its group found by binary
 search; the column with the smallest slice is scanned and the other columns (and the ellipse
-test) filter its candidates. The compiled path (numba, ``cache=True``) counting-sorts the
-records by group and searches inside the group; the pure-numpy path (used when numba is not
-importable, or with ``USE_NUMBA = False``) searches an integer composite ``group · (L+1) + rank``
+test) filter its candidates. The compiled path (numba kernels in ``_kernels``, ``cache=True``)
+counting-sorts the records by group and searches inside the group; the pure-numpy path (small
+problems, where importing numba and loading its caches would cost more than it saves; numba
+not importable; or ``USE_NUMBA = False``) searches an integer composite ``group · (L+1) + rank``
 with ``numpy.searchsorted`` and filters candidates in chunks. Both are tested against each other
 and against a brute-force scan. Work is chunked over targets so memory stays bounded; pooled
-probabilities are stored as a ``scipy.sparse`` CSR matrix ``[N_T, n]``; replicates run on two
-threads (the kernels release the GIL; results do not depend on the number of threads).
+probabilities are stored as a ``scipy.sparse`` CSR matrix ``[N_T, n]`` of the directly matched
+records plus, per target, its fallback set (unsynthesized key and windows) and the one
+probability its records share; replicates run on two threads on the compiled path (the kernels
+release the GIL; results do not depend on the number of threads).
 """
 
 from __future__ import annotations
@@ -77,9 +80,17 @@ def _compiled(prep: Prepared) -> bool:
     return (prep.n + prep.n_targets) * max(prep.R, 1) >= COMPILED_MIN_WORK
 
 
-def _numpy_filter(orders, prim, s, e, vals, lo, hi, ell, centre, scale, strict, want_list):
-    """Pure-numpy twin of the numba kernel (chunked candidate expansion)."""
+def _numpy_filter(orders, sv, prim, s, e, lo, hi, ell, centre, scale, strict, want_list):
+    """Pure-numpy twin of the numba kernel (chunked candidate expansion).
+
+    ``sv[p, j]`` holds column ``j``'s values in the sort order of column ``p`` (as the compiled
+    index), so a target's candidates read consecutive memory; per-target bounds are repeated
+    over its candidates rather than gathered.
+    """
     n_t = len(s)
+    q, n = sv.shape[1], sv.shape[2]
+    flat = sv.reshape(-1)
+    oflat = orders.reshape(-1)
     cnt = np.maximum(e - s, 0)
     counts = np.zeros(n_t, dtype=np.int64)
     lists: list[np.ndarray] = []
@@ -89,38 +100,40 @@ def _numpy_filter(orders, prim, s, e, vals, lo, hi, ell, centre, scale, strict, 
         base = csum[start - 1] if start > 0 else 0
         stop = int(np.searchsorted(csum, base + _CHUNK_CANDIDATES, side="right"))
         stop = max(stop, start + 1)
-        idx = np.arange(start, stop)
-        c = cnt[idx]
+        c = cnt[start:stop]
         tot = int(c.sum())
         if tot:
-            rep = np.repeat(np.arange(len(idx)), c)
             offs = np.cumsum(c) - c
-            pos = np.arange(tot) - offs[rep] + s[idx][rep]
-            ti = idx[rep]
-            k = orders[prim[ti], pos]
+            # position in the primary column's order, and its offset in sv / orders
+            pos = np.arange(tot) + np.repeat(s[start:stop] - offs, c)
+            p_rep = np.repeat(prim[start:stop], c)
+            at = p_rep * (q * n) + pos
             ok = np.ones(tot, dtype=bool)
-            for j in range(vals.shape[0]):
-                v = vals[j, k]
-                ok &= (v >= lo[ti, j]) & (v <= hi[ti, j])
+            for j in range(q):
+                v = flat[at + j * n]
+                ok &= v >= np.repeat(lo[start:stop, j], c)
+                ok &= v <= np.repeat(hi[start:stop, j], c)
             if ell:
                 acc = np.zeros(tot)
-                for j in range(vals.shape[0]):
-                    sc = scale[ti, j]
+                for j in range(q):
+                    sc = np.repeat(scale[start:stop, j], c)
+                    v = flat[at + j * n]
                     with np.errstate(divide="ignore", invalid="ignore"):
-                        d = np.where(sc > 0, (vals[j, k] - centre[ti, j]) / sc, 0.0)
+                        d = np.where(sc > 0, (v - np.repeat(centre[start:stop, j], c)) / sc, 0.0)
                     acc += d * d
                 ok &= (acc < 1.0) if strict else (acc <= 1.0)
-            counts[idx] = np.bincount(rep[ok], minlength=len(idx))
+            rep = np.repeat(np.arange(stop - start), c)
+            counts[start:stop] = np.bincount(rep[ok], minlength=stop - start)
             if want_list:
-                lists.append(k[ok])
+                lists.append(oflat[(p_rep * n + pos)[ok]])
         start = stop
     if want_list:
         return counts, (np.concatenate(lists) if lists else np.zeros(0, dtype=np.int64))
     return counts, None
 
 
-def _filter(orders, prim, s, e, vals, lo, hi, ell, centre, scale, strict, want_list):
-    return _numpy_filter(orders, prim, s, e, vals, lo, hi, ell, centre, scale, strict, want_list)
+def _filter(orders, sv, prim, s, e, lo, hi, ell, centre, scale, strict, want_list):
+    return _numpy_filter(orders, sv, prim, s, e, lo, hi, ell, centre, scale, strict, want_list)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -250,6 +263,8 @@ class ReplicateIndex:
             self.orders[j] = order
             self.u.append(u)
             self.comp.append(comp[order])
+        # sv[p, j]: column j in the order of column p (contiguous candidate scans)
+        self.sv = np.ascontiguousarray(self.vals[:, self.orders].transpose(1, 0, 2))
 
     def group_of(self, tgt_key: np.ndarray) -> np.ndarray:
         """Dense group id of each target key (``-1``: no record has this key)."""
@@ -312,7 +327,7 @@ class ReplicateIndex:
         ar = np.arange(len(prim))
         sp_, ep_ = s[ar, prim], e[ar, prim]
         return _filter(
-            self.orders, prim, sp_, ep_, self.vals, b.lo, b.hi, b.ellipse, b.centre, b.scale,
+            self.orders, self.sv, prim, sp_, ep_, b.lo, b.hi, b.ellipse, b.centre, b.scale,
             b.strict, want_list,
         )
 
@@ -443,7 +458,13 @@ def _n_cells(prep: Prepared, cols: Sequence[str]) -> int:
     return int(np.prod([max(prep.exact_sizes[c], 1) for c in cols], dtype=np.float64))
 
 
-def _replicate_index(prep: Prepared, rule: MatchRule, r: int) -> ReplicateIndex:
+#: ``Prepared._cache`` flag: the preparation serves one run only (``identification_risk``), so
+#: indices used once (per-dataset aggregation) are not kept (a radius sweep keeps them)
+SINGLE_RUN = "single_run"
+
+
+def _replicate_index(prep: Prepared, rule: MatchRule, r: int, keep: bool = True
+                     ) -> ReplicateIndex:
     compiled = _compiled(prep)
     key = ("rep", r, rule.exact_cols, rule.radius_cols, compiled)
     idx = prep._cache.get(key)
@@ -466,7 +487,8 @@ def _replicate_index(prep: Prepared, rule: MatchRule, r: int) -> ReplicateIndex:
             for j in range(len(rule.radius_us), vals.shape[0]):
                 orders[j] = np.argsort(vals[j])
         idx = _make_index(rk, vals, _n_cells(prep, rule.exact_cols), compiled, orders)
-        prep._cache[key] = idx
+        if keep:
+            prep._cache[key] = idx
     return idx
 
 
@@ -583,7 +605,7 @@ def run_per_dataset(
     tords = {(a, z): target_orders(tkey[a:z], b.rows(slice(a, z)), compiled) for a, z in chunks}
 
     def one(r: int) -> None:
-        idx = _replicate_index(prep, rule, r)
+        idx = _replicate_index(prep, rule, r, keep=not prep._cache.get(SINGLE_RUN))
         for a, z in chunks:
             bb = b.rows(slice(a, z))
             cnt, _ = idx.match(tkey[a:z], bb, False, tords[(a, z)])
