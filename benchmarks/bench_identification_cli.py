@@ -14,9 +14,10 @@ Tenure, Expenditure, Income; percentage radius 0.1; compat mode; synthetic data 
    synthesized ones, pooled **with the default fallback** (library call in a fresh process; data
    generation not timed but in the peak memory).
 
-Every case runs in its own child process; wall time, CPU time (user + system, all threads) and
-peak RSS come from ``os.wait4`` for that child. Cases alternate over ``--rounds`` rounds (default
-3) and the load average is printed, since the machine is shared: compare CPU seconds.
+Every case runs in its own process (forked by a small launcher); wall time, CPU time (user +
+system, all threads) and peak RSS come from ``os.wait4`` for that process. Cases alternate over
+``--rounds`` rounds (default 3) and the load average is printed, since the machine is shared:
+compare CPU seconds.
 
 The R figures are those of issue 15 (IdentificationRiskCalculation, whole ``Rscript`` calls on
 the project machine, CPU seconds).
@@ -34,7 +35,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,19 +72,47 @@ print(json.dumps({{"call_s": el, "fallback": res.settings["fallback"],
 """
 
 
+# Runs one command and reports its own wall, CPU and peak RSS: a small launcher forks it (a
+# child forked from this process, which holds pandas, would start with this process's RSS).
+_LAUNCHER = r"""
+import json, os, sys, time
+cmd, cwd = json.loads(sys.argv[1]), sys.argv[2]
+r, w = os.pipe()
+t = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.chdir(cwd)
+    os.dup2(w, 1)
+    os.close(r)
+    os.execvp(cmd[0], cmd)
+os.close(w)
+chunks = []
+while True:
+    b = os.read(r, 1 << 16)
+    if not b:
+        break
+    chunks.append(b)
+_, status, ru = os.wait4(pid, 0)
+print(json.dumps({"wall": time.perf_counter() - t, "cpu": ru.ru_utime + ru.ru_stime,
+                  "rss": ru.ru_maxrss / 1024.0, "rc": os.waitstatus_to_exitcode(status),
+                  "stdout": b"".join(chunks).decode()}))
+"""
+
+
 def run(cmd: list[str], cwd: Path | None = None) -> dict:
-    """Run ``cmd`` as a child process; its wall, CPU (user + sys) and peak RSS (MiB)."""
-    t = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out = proc.stdout.read()
-    err = proc.stderr.read()
-    _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{cmd[:3]}... failed ({proc.returncode}): {err.decode()[-2000:]}")
-    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss": ru.ru_maxrss / 1024.0,
-            "stdout": out.decode()}
+    """Run ``cmd`` in a fresh process: wall and CPU seconds (user + system, all threads) and
+    peak RSS (MiB) of that process alone (``os.wait4``)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _LAUNCHER, json.dumps(cmd), str(cwd or Path.cwd())],
+        capture_output=True, text=True,
+    )
+    try:
+        res = json.loads(out.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError) as err:
+        raise RuntimeError(f"launcher failed: {out.stderr[-2000:]}") from err
+    if res["rc"] != 0:
+        raise RuntimeError(f"{cmd[:3]}... failed ({res['rc']}): {out.stderr[-2000:]}")
+    return res
 
 
 def _write_scenario4(folder: Path, m: int) -> list[Path]:

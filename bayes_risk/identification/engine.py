@@ -251,6 +251,7 @@ class ReplicateIndex:
             self.gend = np.searchsorted(gs, np.arange(len(self.uk)), side="right")
             self.u = []
             self.comp = []
+            self.sv = np.zeros((1, 0, n))
             return
         self.orders = np.empty((q, n), dtype=np.int64)
         self.u = []
