@@ -17,10 +17,11 @@ __all__ = ["add_parser", "run"]
 _DESCRIPTION = """\
 Estimate how likely an intruder who knows the true quasi-identifiers of the original records (or
 of an external target table) is to find them among the released partially synthetic records
-(SPEC §4). Writes DIR/records.csv (one row per target; with --aggregation per-dataset and
---records-output per-dataset one row per target and dataset; none with --records-output none),
-DIR/summary.json (file-level measures per dataset and averaged, the settings and warning codes)
-and, with --radius-sweep, DIR/radius_sweep.csv and DIR/radius_sweep.png.
+(Reiter & Mitra 2009; Hornby & Hu 2021). Writes DIR/records.csv (one row per target; with
+--aggregation per-dataset and --records-output per-dataset one row per target and dataset; none
+with --records-output none), DIR/summary.json (file-level measures per dataset and averaged, the
+settings and warning codes) and, with --radius-sweep, DIR/radius_sweep.csv and
+DIR/radius_sweep.png.
 
 example:
   bayes-risk identification CEdata.csv syn1.csv syn2.csv \\

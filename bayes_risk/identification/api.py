@@ -68,8 +68,9 @@ class IdentificationResult:
         that exceeds 100 million entries — read :attr:`pooled` row by row then).
     pooled : PooledProbabilities or None
         The same probabilities in compact form: the directly matched records explicitly, each
-        target's fallback set (records matching its unsynthesized known columns, SPEC §4.3(5))
-        as the set and one probability (``.row(i)``, ``.tocsr()``, ``.nnz``).
+        target's fallback set (the records matching its unsynthesized known columns, used in
+        replicates without a match; Reiter & Mitra 2009) as the set and one probability
+        (``.row(i)``, ``.tocsr()``, ``.nnz``).
     p_out, p_unassigned : ndarray
         ``π_τ(n+1)`` and the mass of replicates without any match (known membership).
     per_dataset : dict or None
