@@ -84,7 +84,6 @@ class IdentificationResult:
         Every setting used (JSON-safe).
     """
 
-    records: pd.DataFrame
     c: np.ndarray
     T: np.ndarray
     K: np.ndarray
@@ -102,6 +101,26 @@ class IdentificationResult:
     settings: dict[str, Any]
     target_ids: np.ndarray = field(repr=False)
     population_counts: np.ndarray | None = field(default=None, repr=False)
+    #: the record table; ``None``: built from the arrays on first access (per-dataset runs,
+    #: where it has N_T x m rows and is often not needed)
+    _records: pd.DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def records(self) -> pd.DataFrame:
+        """The record-level table (see the class docstring)."""
+        recs = self._records
+        if recs is None:
+            N_T, R = self.c.shape
+            recs = pd.DataFrame({
+                "target": np.repeat(self.target_ids, R),
+                "dataset": np.tile(np.arange(1, R + 1), N_T),
+                "c": self.c.ravel(), "T": self.T.ravel(), "K": self.K.ravel(),
+                "W": self.W.ravel(), "IR": self.IR.ravel(), "declared": self.declared.ravel(),
+            })
+            if self.settings.get("membership") == "unknown":
+                recs["p_out"] = self.p_out.ravel()
+            object.__setattr__(self, "_records", recs)
+        return recs
 
     @property
     def prob(self) -> sp.csr_matrix | None:
@@ -993,7 +1012,7 @@ def _finish(setup: _Setup, rule: MatchRule, out: EngineOutput) -> Identification
     st = setup.settings
     warn = dict(setup.warn)
     legacy_T = st["legacy_T_when_c0"]
-    N_T, R = prep.n_targets, prep.R
+    N_T = prep.n_targets
     tid = setup.target_ids
     if st["aggregation"] == "per_dataset":
         rm = record_measures(out.c, out.T)
@@ -1007,14 +1026,7 @@ def _finish(setup: _Setup, rule: MatchRule, out: EngineOutput) -> Identification
             file = {k: float(np.nanmean(v)) if np.isfinite(v).any() else float("nan")
                     for k, v in per.items()}
         rec_ir = rm["IR"].mean(axis=1)
-        recs = pd.DataFrame({
-            "target": np.repeat(tid, R),
-            "dataset": np.tile(np.arange(1, R + 1), N_T),
-            "c": rm["c"].ravel(), "T": T_rep.ravel(), "K": rm["K"].ravel(),
-            "W": rm["W"].ravel(), "IR": rm["IR"].ravel(), "declared": out.declared.ravel(),
-        })
-        if st["membership"] == "unknown":
-            recs["p_out"] = out.p_out.ravel()
+        recs = None  # built from the arrays when asked for (IdentificationResult.records)
         zero_u = np.flatnonzero(per["n_unique"] == 0)
         if zero_u.size:
             _warn(warn, "ZERO_UNIQUE",
@@ -1065,7 +1077,7 @@ def _finish(setup: _Setup, rule: MatchRule, out: EngineOutput) -> Identification
     settings = dict(st)
     settings["match_rule"] = rule.to_dict()
     return IdentificationResult(
-        records=recs, c=res_c, T=res_T, K=res_K, W=res_W, IR=res_IR, declared=declared,
+        _records=recs, c=res_c, T=res_T, K=res_K, W=res_W, IR=res_IR, declared=declared,
         record_IR=rec_ir, pooled=prob, p_out=p_out, p_unassigned=p_un, file=file,
         per_dataset=per if st["aggregation"] == "per_dataset" else None,
         warnings=tuple(warn), warning_details=warn, settings=settings, target_ids=tid,
