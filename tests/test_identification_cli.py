@@ -249,3 +249,29 @@ print(heavy)
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                          text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_write_csv_round_trip_and_mixed_fallback(tmp_path):
+    """pyarrow's writer: floats read back bit for bit, booleans and missing values survive;
+    a mixed-type object column (pyarrow cannot convert it) is written by pandas."""
+    from bayes_risk.data.io import write_csv
+
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({
+        "x": np.concatenate([rng.random(50), [1 / 3, 0.1 + 0.2, 1e-300, 2.0, np.nan]]),
+        "b": np.arange(55) % 2 == 0,
+        "i": np.arange(55, dtype=np.int64),
+        "s": pd.array([f"id,{k}" if k % 7 else None for k in range(55)], dtype=object),
+    })
+    write_csv(df, tmp_path / "a.csv")
+    back = pd.read_csv(tmp_path / "a.csv")
+    a, b = back["x"].to_numpy(), df["x"].to_numpy()
+    assert np.array_equal(a, b, equal_nan=True)
+    assert back["b"].tolist() == df["b"].tolist()
+    assert back["i"].tolist() == df["i"].tolist()
+    assert back["s"].isna().tolist() == df["s"].isna().tolist()
+    assert back["s"].dropna().tolist() == df["s"].dropna().tolist()
+    mixed = pd.DataFrame({"target": pd.array([1, "a", 2.5], dtype=object), "v": [1.0, 2.0, 3.0]})
+    write_csv(mixed, tmp_path / "m.csv")
+    assert (tmp_path / "m.csv").read_text().splitlines() == ["target,v", "1,1.0", "a,2.0",
+                                                              "2.5,3.0"]
