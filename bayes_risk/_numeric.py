@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from scipy.special import logsumexp as _scipy_logsumexp
 
 __all__ = [
     "logsumexp",
@@ -32,6 +31,8 @@ def logsumexp(a: np.ndarray, axis: int | tuple[int, ...] | None = None) -> np.nd
     """
     a = np.asarray(a, dtype=np.float64)
     if a.size == 0:
+        from scipy.special import logsumexp as _scipy_logsumexp  # rare: not imported eagerly
+
         return _scipy_logsumexp(a, axis=axis)
     m = np.max(a, axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)

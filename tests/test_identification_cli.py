@@ -97,7 +97,8 @@ def test_cli_per_dataset_unknown_threshold(files, tmp_path):
     argv = ["identification", *map(str, paths), "--known-unsynthesized", "Age", "Urban",
             "Marital", "--categorical", "Urban", "Marital", "--aggregation", "per-dataset",
             "--membership", "unknown", "--population-counts", f"true:{cfile}",
-            "--strategy", "threshold:0.5", "--quiet", "--out", str(out)]
+            "--strategy", "threshold:0.5", "--records-output", "per-dataset", "--quiet",
+            "--out", str(out)]
     assert _main(argv) == 0
     rec = pd.read_csv(out / "records.csv")
     assert len(rec) == len(y) * 3
@@ -135,7 +136,8 @@ def test_cli_compat_reproduces_reference(tmp_path):
     rc = _main(["identification", str(shared_path("data", "CEdata.csv")), *map(str, syn),
                 "--known-unsynthesized", "Age", "Urban", "Marital", "--known-synthesized",
                 "Income", "--categorical", "Urban", "Marital", "Tenure", "--radius", "0.1",
-                "--radius", "0.1", "--compat", "hornby-hu", "--quiet", "--out", str(out)])
+                "--radius", "0.1", "--compat", "hornby-hu", "--records-output", "per-dataset",
+                "--quiet", "--out", str(out)])
     assert rc == 0
     rec = pd.read_csv(out / "records.csv")
     ref_c = pd.read_csv(base / "scenario1_r0p1" / "scenario1_r0p1_c.csv")
@@ -144,3 +146,132 @@ def test_cli_compat_reproduces_reference(tmp_path):
         sub = rec[rec.dataset == l]
         np.testing.assert_array_equal(sub["c"].to_numpy(), ref_c[f"syn{l}"].to_numpy())
         np.testing.assert_array_equal(sub["T"].to_numpy(), ref_T[f"syn{l}"].to_numpy())
+
+
+@pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.DataWarning")
+def test_cli_records_output_modes(files, tmp_path):
+    """--records-output: one row per target (default), per target and dataset, or no file."""
+    from bayes_risk.data.io import read_synthetic, read_table
+    from bayes_risk.identification.api import identification_risk
+
+    y, paths = files
+    argv = ["identification", *map(str, paths), *BASE, "--aggregation", "per-dataset"]
+    direct = identification_risk(read_table(paths[0]), read_synthetic(paths[1:]),
+                                 ["Age", "Urban", "Marital"], ["Income"],
+                                 categorical=["Urban", "Marital"], aggregation="per_dataset",
+                                 radius={"Age": 0.1, "Income": 0.1}, progressbar=False)
+    # default: per target
+    out = tmp_path / "pt"
+    assert _main([*argv, "--out", str(out)]) == 0
+    rec = pd.read_csv(out / "records.csv")
+    assert list(rec.columns) == ["target", "IR", "c_mean", "T_datasets", "K_datasets",
+                                 "W_datasets", "declared_datasets"]
+    assert len(rec) == len(y)
+    np.testing.assert_array_equal(rec["target"], np.arange(len(y)))
+    np.testing.assert_allclose(rec["IR"], direct.record_IR, rtol=1e-15)
+    np.testing.assert_allclose(rec["c_mean"], direct.c.mean(axis=1), rtol=1e-15)
+    np.testing.assert_array_equal(rec["K_datasets"], direct.K.sum(axis=1))
+    np.testing.assert_array_equal(rec["W_datasets"], direct.W.sum(axis=1))
+    np.testing.assert_array_equal(rec["declared_datasets"], direct.declared.sum(axis=1))
+    assert rec["IR"].sum() == pytest.approx(
+        json.loads((out / "summary.json").read_text())["summary"]["expected_match_risk"])
+    # per target and dataset: the long table, as the library's records
+    out = tmp_path / "pd"
+    assert _main([*argv, "--records-output", "per-dataset", "--out", str(out)]) == 0
+    rec = pd.read_csv(out / "records.csv")
+    assert len(rec) == len(y) * 3
+    pd.testing.assert_frame_equal(rec[["target", "dataset", "c", "T", "K", "W"]],
+                                  direct.records[["target", "dataset", "c", "T", "K", "W"]])
+    np.testing.assert_allclose(rec["IR"], direct.records["IR"], rtol=1e-15)
+    assert rec["declared"].tolist() == direct.records["declared"].tolist()
+    # none: summary only, which records the choice
+    out = tmp_path / "none"
+    assert _main([*argv, "--records-output", "none", "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["summary.json"]
+    summ = json.loads((out / "summary.json").read_text())
+    assert summ["settings"]["records_output"] == "none"
+    # pooled probabilities have no per-dataset table: an error, nothing written
+    out = tmp_path / "bad"
+    rc = _main(["identification", *map(str, paths), *BASE, "--records-output", "per-dataset",
+                "--out", str(out)])
+    assert rc == 2 and not out.exists()
+
+
+@pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.DataWarning")
+def test_cli_pooled_records_are_the_library_records(files, tmp_path):
+    """Pooled: records.csv (pyarrow's writer) reads back as the library's record table."""
+    from bayes_risk.data.io import read_synthetic, read_table
+    from bayes_risk.identification.api import identification_risk
+
+    y, paths = files
+    out = tmp_path / "pooled"
+    assert _main(["identification", *map(str, paths), *BASE, "--out", str(out)]) == 0
+    rec = pd.read_csv(out / "records.csv")
+    direct = identification_risk(read_table(paths[0]), read_synthetic(paths[1:]),
+                                 ["Age", "Urban", "Marital"], ["Income"],
+                                 categorical=["Urban", "Marital"],
+                                 radius={"Age": 0.1, "Income": 0.1}, progressbar=False).records
+    assert list(rec.columns) == list(direct.columns)
+    for col in direct.columns:
+        a, b = rec[col].to_numpy(), direct[col].to_numpy()
+        if col == "record":
+            b = b.astype(np.int64)
+        np.testing.assert_array_equal(a, b)  # floats round-trip exactly
+
+
+def test_identification_path_imports(tmp_path):
+    """A small `identification` run imports neither PyMC, ArviZ, scipy.stats, the Bayesian
+    models nor numba (numba only for problems large enough to repay loading it)."""
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(1)
+    n = 50
+    y = pd.DataFrame({"a": rng.integers(0, 3, n), "x": rng.lognormal(3, 0.5, n)})
+    y.to_csv(tmp_path / "y.csv", index=False)
+    for l in (1, 2):
+        y.assign(x=y.x * rng.lognormal(0, 0.1, n)).to_csv(tmp_path / f"z{l}.csv", index=False)
+    code = """
+import argparse, sys, warnings
+warnings.simplefilter("ignore")
+from bayes_risk.cli import identification
+p = argparse.ArgumentParser()
+identification.add_parser(p.add_subparsers(dest="command"))
+for agg in ("pooled", "per-dataset"):
+    args = p.parse_args(["identification", "y.csv", "z1.csv", "z2.csv", "--known-unsynthesized",
+                         "a", "--known-synthesized", "x", "--categorical", "a", "--radius",
+                         "0.1", "--aggregation", agg, "--quiet", "--out", "out-" + agg])
+    assert args.handler(args) == 0
+heavy = [m for m in ("pymc", "arviz", "scipy.stats", "bayes_risk.models", "numba",
+                     "matplotlib") if m in sys.modules]
+print(heavy)
+"""
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_write_csv_round_trip_and_mixed_fallback(tmp_path):
+    """pyarrow's writer: floats read back bit for bit, booleans and missing values survive;
+    a mixed-type object column (pyarrow cannot convert it) is written by pandas."""
+    from bayes_risk.data.io import write_csv
+
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({
+        "x": np.concatenate([rng.random(50), [1 / 3, 0.1 + 0.2, 1e-300, 2.0, np.nan]]),
+        "b": np.arange(55) % 2 == 0,
+        "i": np.arange(55, dtype=np.int64),
+        "s": pd.array([f"id,{k}" if k % 7 else None for k in range(55)], dtype=object),
+    })
+    write_csv(df, tmp_path / "a.csv")
+    back = pd.read_csv(tmp_path / "a.csv")
+    a, b = back["x"].to_numpy(), df["x"].to_numpy()
+    assert np.array_equal(a, b, equal_nan=True)
+    assert back["b"].tolist() == df["b"].tolist()
+    assert back["i"].tolist() == df["i"].tolist()
+    assert back["s"].isna().tolist() == df["s"].isna().tolist()
+    assert back["s"].dropna().tolist() == df["s"].dropna().tolist()
+    mixed = pd.DataFrame({"target": pd.array([1, "a", 2.5], dtype=object), "v": [1.0, 2.0, 3.0]})
+    write_csv(mixed, tmp_path / "m.csv")
+    assert (tmp_path / "m.csv").read_text().splitlines() == ["target,v", "1,1.0", "a,2.0",
+                                                              "2.5,3.0"]

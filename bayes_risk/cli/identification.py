@@ -17,8 +17,9 @@ __all__ = ["add_parser", "run"]
 _DESCRIPTION = """\
 Estimate how likely an intruder who knows the true quasi-identifiers of the original records (or
 of an external target table) is to find them among the released partially synthetic records
-(SPEC §4). Writes DIR/records.csv (one row per target, or per target and dataset with
---aggregation per-dataset), DIR/summary.json (file-level measures per dataset and averaged, the
+(Reiter & Mitra 2009; Hornby & Hu 2021). Writes DIR/records.csv (one row per target; with
+--aggregation per-dataset and --records-output per-dataset one row per target and dataset; none
+with --records-output none), DIR/summary.json (file-level measures per dataset and averaged, the
 settings and warning codes) and, with --radius-sweep, DIR/radius_sweep.csv and
 DIR/radius_sweep.png.
 
@@ -94,6 +95,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--radius-sweep", default=None, metavar="R1,R2,...",
                    help="also compute the risk over these common radii (per dataset) and the "
                         "maximising radius (SPEC §4.8)")
+    p.add_argument("--records-output", choices=["per-target", "per-dataset", "none"],
+                   default="per-target",
+                   help="records.csv with one row per target (default; per-dataset aggregation: "
+                        "the record-level IR and counts over datasets), one row per target and "
+                        "dataset (--aggregation per-dataset only), or no records.csv")
     add_dask_arguments(p, "targets")
     add_quiet_argument(p)
     add_out_argument(p, "records.csv, summary.json, radius_sweep.csv/.png")
@@ -148,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         schema_from_args,
     )
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.data.io import read_synthetic, read_table
+    from bayes_risk.data.io import read_synthetic, read_table, write_csv
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.identification.api import identification_risk
     from bayes_risk.identification.radius import radius_sweep
@@ -191,6 +197,12 @@ def run(args: argparse.Namespace) -> int:
         compat=args.compat,
     )
     aggregation = args.aggregation.replace("-", "_") if args.aggregation else None
+    per_dataset = aggregation == "per_dataset" or (aggregation is None and args.compat)
+    if args.records_output == "per-dataset" and not per_dataset:
+        raise ValidationError(
+            "--records-output per-dataset needs --aggregation per-dataset (or --compat): pooled "
+            "probabilities give one row per target."
+        )
     grid = None
     if args.radius_sweep:
         try:
@@ -218,13 +230,16 @@ def run(args: argparse.Namespace) -> int:
                 aggregation="per_dataset", progressbar=not args.quiet, **kw, **dkw,
             )
     out = res.to_dict()
+    out["settings"]["records_output"] = args.records_output
     if sweep is not None:
         out["radius_sweep"] = sweep.to_dict()
     out["inputs"] = {"original": str(args.original), "synthetic": [str(s) for s in args.synthetic]}
     if args.targets:
         out["inputs"]["targets"] = str(args.targets)
     with output_dir(args) as tmp:
-        res.records.to_csv(tmp / "records.csv", index=False)
+        if args.records_output != "none":
+            table = res.records if args.records_output == "per-dataset" else res.target_table()
+            write_csv(table, tmp / "records.csv")
         with open(tmp / "summary.json", "w") as fh:
             json.dump(to_jsonable(out), fh, indent=2, allow_nan=False)
             fh.write("\n")

@@ -8,11 +8,10 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
 from bayes_risk._io import to_jsonable
 from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, _level_to_json, infer_schema
@@ -33,6 +32,9 @@ from bayes_risk.identification.loglinear import (
 )
 from bayes_risk.identification.matching import MatchRule, mahalanobis_inputs, parse_radius
 from bayes_risk.identification.summary import file_measures, record_measures
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = ["IdentificationResult", "identification_risk", "radius_sweep", "COMPAT_MODES"]
 
@@ -63,6 +65,13 @@ class IdentificationResult:
         ``IR_τ`` (per dataset: ``mean_l IR_τ^(l)``).
     prob : scipy.sparse.csr_matrix [N_T, n] or None
         Pooled ``π_τ(k)`` (columns = original records in row order); ``None`` per dataset.
+        Built from :attr:`pooled` on first access (every fallback set enumerated; an error if
+        that exceeds 100 million entries — read :attr:`pooled` row by row then).
+    pooled : PooledProbabilities or None
+        The same probabilities in compact form: the directly matched records explicitly, each
+        target's fallback set (the records matching its unsynthesized known columns, used in
+        replicates without a match; Reiter & Mitra 2009) as the set and one probability
+        (``.row(i)``, ``.tocsr()``, ``.nnz``).
     p_out, p_unassigned : ndarray
         ``π_τ(n+1)`` and the mass of replicates without any match (known membership).
     per_dataset : dict or None
@@ -76,7 +85,6 @@ class IdentificationResult:
         Every setting used (JSON-safe).
     """
 
-    records: pd.DataFrame
     c: np.ndarray
     T: np.ndarray
     K: np.ndarray
@@ -84,7 +92,7 @@ class IdentificationResult:
     IR: np.ndarray
     declared: np.ndarray
     record_IR: np.ndarray
-    prob: sp.csr_matrix | None
+    pooled: _engine.PooledProbabilities | None
     p_out: np.ndarray
     p_unassigned: np.ndarray | None
     file: dict[str, Any]
@@ -94,6 +102,37 @@ class IdentificationResult:
     settings: dict[str, Any]
     target_ids: np.ndarray = field(repr=False)
     population_counts: np.ndarray | None = field(default=None, repr=False)
+    #: the record table; ``None``: built from the arrays on first access (per-dataset runs,
+    #: where it has N_T x m rows and is often not needed)
+    _records: pd.DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def records(self) -> pd.DataFrame:
+        """The record-level table (see the class docstring)."""
+        recs = self._records
+        if recs is None:
+            N_T, R = self.c.shape
+            recs = pd.DataFrame({
+                "target": np.repeat(self.target_ids, R),
+                "dataset": np.tile(np.arange(1, R + 1), N_T),
+                "c": self.c.ravel(), "T": self.T.ravel(), "K": self.K.ravel(),
+                "W": self.W.ravel(), "IR": self.IR.ravel(), "declared": self.declared.ravel(),
+            })
+            if self.settings.get("membership") == "unknown":
+                recs["p_out"] = self.p_out.ravel()
+            object.__setattr__(self, "_records", recs)
+        return recs
+
+    @property
+    def prob(self) -> sp.csr_matrix | None:
+        """Pooled ``π_τ(k)`` as a CSR matrix ``[N_T, n]`` (``None`` per dataset)."""
+        if self.pooled is None:
+            return None
+        cached = self.__dict__.get("_prob")
+        if cached is None:
+            cached = self.pooled.tocsr()
+            object.__setattr__(self, "_prob", cached)
+        return cached
 
     def summary(self) -> dict[str, Any]:
         """File-level figures by SPEC §4.7 name (averaged over datasets for per-dataset
@@ -108,6 +147,33 @@ class IdentificationResult:
     def to_dataframe(self) -> pd.DataFrame:
         """The record-level table (a copy of :attr:`records`)."""
         return self.records.copy()
+
+    def target_table(self) -> pd.DataFrame:
+        """One row per target.
+
+        Pooled aggregation: :attr:`records` itself. Per-dataset aggregation (where
+        :attr:`records` has one row per target and dataset): ``target``, ``IR`` (the record-level
+        risk ``mean_l IR^(l)``, Hornby & Hu), ``c_mean`` (mean number of declared matches),
+        ``T_datasets``, ``K_datasets``, ``W_datasets``, ``declared_datasets`` (in how many
+        datasets the true record is among the declared matches — as reported, so with
+        ``compat="hornby-hu"`` a dataset without a match counts —, the target is a unique true
+        match, a unique false match, a match is declared) and, when membership is unknown,
+        ``p_out_mean`` (mean ``Pr(J = n+1)``).
+        """
+        if self.per_dataset is None:
+            return self.records
+        cols: dict[str, Any] = {
+            "target": self.target_ids,
+            "IR": self.record_IR,
+            "c_mean": self.c.mean(axis=1),
+            "T_datasets": self.T.sum(axis=1),
+            "K_datasets": self.K.sum(axis=1),
+            "W_datasets": self.W.sum(axis=1),
+            "declared_datasets": self.declared.sum(axis=1),
+        }
+        if self.settings.get("membership") == "unknown":
+            cols["p_out_mean"] = self.p_out.mean(axis=1)
+        return pd.DataFrame(cols)
 
     def to_dict(self, records: bool = False) -> dict[str, Any]:
         """JSON-safe dictionary: summary, settings, warnings (and the record table if asked)."""
@@ -950,6 +1016,8 @@ def _concat_outputs(outs: Sequence[EngineOutput], n: int) -> EngineOutput:
         f.name: np.concatenate([getattr(o, f.name) for o in outs], axis=0)
         for f in dataclasses.fields(_engine.PooledOutput) if f.name != "prob"
     }
+    import scipy.sparse as sp
+
     N = sum(o.prob.shape[0] for o in outs)
     indptr = np.zeros(N + 1, dtype=np.int64)
     np.cumsum(np.concatenate([np.diff(o.prob.indptr) for o in outs]), out=indptr[1:])
@@ -980,7 +1048,7 @@ def _finish(setup: _Setup, rule: MatchRule, out: EngineOutput) -> Identification
     st = setup.settings
     warn = dict(setup.warn)
     legacy_T = st["legacy_T_when_c0"]
-    N_T, R = prep.n_targets, prep.R
+    N_T = prep.n_targets
     tid = setup.target_ids
     if st["aggregation"] == "per_dataset":
         rm = record_measures(out.c, out.T)
@@ -994,14 +1062,7 @@ def _finish(setup: _Setup, rule: MatchRule, out: EngineOutput) -> Identification
             file = {k: float(np.nanmean(v)) if np.isfinite(v).any() else float("nan")
                     for k, v in per.items()}
         rec_ir = rm["IR"].mean(axis=1)
-        recs = pd.DataFrame({
-            "target": np.repeat(tid, R),
-            "dataset": np.tile(np.arange(1, R + 1), N_T),
-            "c": rm["c"].ravel(), "T": T_rep.ravel(), "K": rm["K"].ravel(),
-            "W": rm["W"].ravel(), "IR": rm["IR"].ravel(), "declared": out.declared.ravel(),
-        })
-        if st["membership"] == "unknown":
-            recs["p_out"] = out.p_out.ravel()
+        recs = None  # built from the arrays when asked for (IdentificationResult.records)
         zero_u = np.flatnonzero(per["n_unique"] == 0)
         if zero_u.size:
             _warn(warn, "ZERO_UNIQUE",
@@ -1041,7 +1102,10 @@ def _finish(setup: _Setup, rule: MatchRule, out: EngineOutput) -> Identification
         file["n_declared"] = int(out.declared.sum())
         file["n_no_match"] = n_nomatch
         res_c, res_T, res_K, res_W, res_IR = rm["c"], T_rep, rm["K"], rm["W"], rm["IR"]
-        declared, prob, p_out, p_un = out.declared, out.prob, out.p_out, out.p_unassigned
+        fsets = _engine.fallback_sets(prep, rule) if out.fallback_extra.any() else None
+        prob = _engine.PooledProbabilities(out.prob, out.fallback_value, out.fallback_extra,
+                                           fsets)
+        declared, p_out, p_un = out.declared, out.p_out, out.p_unassigned
     if n_nomatch:
         _warn(warn, "NO_MATCH",
               f"{n_nomatch} of {N_T} target(s) match no released record in any replicate "
@@ -1049,8 +1113,8 @@ def _finish(setup: _Setup, rule: MatchRule, out: EngineOutput) -> Identification
     settings = dict(st)
     settings["match_rule"] = rule.to_dict()
     return IdentificationResult(
-        records=recs, c=res_c, T=res_T, K=res_K, W=res_W, IR=res_IR, declared=declared,
-        record_IR=rec_ir, prob=prob, p_out=p_out, p_unassigned=p_un, file=file,
+        _records=recs, c=res_c, T=res_T, K=res_K, W=res_W, IR=res_IR, declared=declared,
+        record_IR=rec_ir, pooled=prob, p_out=p_out, p_unassigned=p_un, file=file,
         per_dataset=per if st["aggregation"] == "per_dataset" else None,
         warnings=tuple(warn), warning_details=warn, settings=settings, target_ids=tid,
         population_counts=setup.F,
@@ -1230,6 +1294,7 @@ def identification_risk(
         N_pop=N_pop, strategy=strategy, fallback=fallback, targets=targets, target_id=target_id,
         original_id=original_id, replicates=replicates, compat=compat,
     )
+    setup.prep._cache[_engine.SINGLE_RUN] = True
     return _run(setup, setup.rule, progressbar)
 
 

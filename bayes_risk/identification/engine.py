@@ -4,27 +4,34 @@ No ``O(N_T · n)`` scan. In every replicate the records are grouped by their exa
 mixed-radix code of the categorical columns) and, inside each group, sorted by every radius
 column. A target's window on a column is then a contiguous slice of its group found by binary
 search; the column with the smallest slice is scanned and the other columns (and the ellipse
-test) filter its candidates. The compiled path (numba, ``cache=True``) counting-sorts the
-records by group and searches inside the group; the pure-numpy path (used when numba is not
-importable, or with ``USE_NUMBA = False``) searches an integer composite ``group · (L+1) + rank``
+test) filter its candidates. The compiled path (numba kernels in ``_kernels``, ``cache=True``)
+counting-sorts the records by group and searches inside the group; the pure-numpy path (small
+problems, where importing numba and loading its caches would cost more than it saves; numba
+not importable; or ``USE_NUMBA = False``) searches an integer composite ``group · (L+1) + rank``
 with ``numpy.searchsorted`` and filters candidates in chunks. Both are tested against each other
 and against a brute-force scan. Work is chunked over targets so memory stays bounded; pooled
-probabilities are stored as a ``scipy.sparse`` CSR matrix ``[N_T, n]``; replicates run on two
-threads (the kernels release the GIL; results do not depend on the number of threads).
+probabilities are stored as a ``scipy.sparse`` CSR matrix ``[N_T, n]`` of the directly matched
+records plus, per target, its fallback set (unsynthesized key and windows) and the one
+probability its records share; replicates run on two threads on the compiled path (the kernels
+release the GIL; results do not depend on the number of threads).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from bayes_risk._numeric import ties
 from bayes_risk._progress import progress
 from bayes_risk.identification.matching import MatchRule, target_radii, window_bounds
+
+if TYPE_CHECKING:  # scipy.sparse is imported where the pooled matrix is built
+    import scipy.sparse as sp
 
 __all__ = [
     "Prepared",
@@ -34,250 +41,56 @@ __all__ = [
     "PooledOutput",
     "run_per_dataset",
     "run_pooled",
+    "FallbackSets",
+    "fallback_sets",
+    "PooledProbabilities",
     "USE_NUMBA",
 ]
 
-USE_NUMBA = True
+#: compiled (numba) kernels: ``True`` always (when numba is importable), ``False`` never (the
+#: pure-numpy twin), ``None`` (default) when the problem is large enough to repay importing numba
+#: and loading the cached kernels (≈ 0.4 s of CPU; see :func:`_compiled`)
+USE_NUMBA: bool | None = None
+#: automatic choice: the compiled path from this many (record + target) x replicate pairs on
+COMPILED_MIN_WORK = 300_000
 _CHUNK_CANDIDATES = 1 << 22  # candidate pairs examined (or buffered) at once
 _CHUNK_TARGETS = 200_000
 
 
 # ----------------------------------------------------------------------------------------------
-# optional numba kernels (compiled once, cached on disk)
+# optional numba kernels (bayes_risk.identification._kernels; compiled once, cached on disk)
 # ----------------------------------------------------------------------------------------------
-try:  # pragma: no cover - exercised when numba is importable
-    import numba as _nb
-
-    @_nb.njit(cache=True, nogil=True)
-    def _nb_build(rec_g, G, vals, orders):
-        """Counting sort by group, then by each radius column inside the group.
-
-        Returns ``gstart [G+1]``, ``perms [max(q,1), n]`` (record index at each sorted position
-        for each primary column) and ``sv [max(q,1), q, n]`` (every column's value in the order
-        of each primary column, so that candidate scans read contiguous memory).
-        """
-        n = rec_g.shape[0]
-        q = vals.shape[0]
-        gstart = np.zeros(G + 1, dtype=np.int64)
-        for k in range(n):
-            gstart[rec_g[k] + 1] += 1
-        for g in range(G):
-            gstart[g + 1] += gstart[g]
-        qq = max(q, 1)
-        perms = np.empty((qq, n), dtype=np.int64)
-        sv = np.empty((qq, q, n), dtype=np.float64)
-        fill = np.empty(G, dtype=np.int64)
-        if q == 0:
-            for g in range(G):
-                fill[g] = gstart[g]
-            for k in range(n):
-                g = rec_g[k]
-                perms[0, fill[g]] = k
-                fill[g] += 1
-            return gstart, perms, sv
-        for j in range(q):
-            o = orders[j]
-            for g in range(G):
-                fill[g] = gstart[g]
-            for t in range(n):
-                k = o[t]
-                g = rec_g[k]
-                perms[j, fill[g]] = k
-                fill[g] += 1
-            for pos in range(n):
-                k = perms[j, pos]
-                for jj in range(q):
-                    sv[j, jj, pos] = vals[jj, k]
-        return gstart, perms, sv
-
-    @_nb.njit(cache=True, nogil=True)
-    def _nb_ranges(gstart, sv, tgt_g, lo, hi):
-        """For each target: the radius column with the smallest window slice in its key group
-        (``prim``), the slice start ``bs`` and length ``blen`` (branchless binary searches)."""
-        N = tgt_g.shape[0]
-        q = sv.shape[1]
-        prim = np.zeros(N, dtype=np.int64)
-        bstart = np.zeros(N, dtype=np.int64)
-        blen_out = np.zeros(N, dtype=np.int64)
-        for i in range(N):
-            g = tgt_g[i]
-            if g < 0:
-                continue
-            s0 = gstart[g]
-            e0 = gstart[g + 1]
-            if q == 0:
-                bstart[i] = s0
-                blen_out[i] = e0 - s0
-                continue
-            bj = 0
-            bs = 0
-            blen = -1
-            for j in range(q):
-                x = lo[i, j]
-                base = s0
-                m = e0 - s0
-                while m > 1:
-                    half = m >> 1
-                    base = base + half if sv[j, j, base + half - 1] < x else base
-                    m -= half
-                if m == 1 and sv[j, j, base] < x:
-                    base += 1
-                s = base
-                x = hi[i, j]
-                m = e0 - s
-                while m > 1:
-                    half = m >> 1
-                    base = base + half if sv[j, j, base + half - 1] <= x else base
-                    m -= half
-                if m == 1 and sv[j, j, base] <= x:
-                    base += 1
-                ln = base - s
-                if blen < 0 or ln < blen:
-                    blen = ln
-                    bj = j
-                    bs = s
-                if ln <= 0:
-                    break
-            prim[i] = bj
-            bstart[i] = bs
-            blen_out[i] = max(blen, 0)
-        return prim, bstart, blen_out
-
-    @_nb.njit(cache=True, nogil=True)
-    def _nb_ranges_sweep(gstart, sv, tgt_g, lo, hi, olo, ohi):
-        """Same as :func:`_nb_ranges`, by a merge sweep: targets visited in (key, bound) order
-        (``olo``/``ohi``, fixed across replicates) advance one pointer per group and column, so
-        each replicate costs O(n + N_T) per column instead of O(N_T log n)."""
-        N = tgt_g.shape[0]
-        q = sv.shape[1]
-        S = np.zeros((N, q), dtype=np.int64)
-        E = np.zeros((N, q), dtype=np.int64)
-        for j in range(q):
-            gprev = -2
-            p = 0
-            pend = 0
-            for t in range(N):
-                i = olo[j, t]
-                g = tgt_g[i]
-                if g < 0:
-                    continue
-                if g != gprev:
-                    p = gstart[g]
-                    pend = gstart[g + 1]
-                    gprev = g
-                x = lo[i, j]
-                while p < pend and sv[j, j, p] < x:
-                    p += 1
-                S[i, j] = p
-            gprev = -2
-            for t in range(N):
-                i = ohi[j, t]
-                g = tgt_g[i]
-                if g < 0:
-                    continue
-                if g != gprev:
-                    p = gstart[g]
-                    pend = gstart[g + 1]
-                    gprev = g
-                x = hi[i, j]
-                while p < pend and sv[j, j, p] <= x:
-                    p += 1
-                E[i, j] = p
-        prim = np.zeros(N, dtype=np.int64)
-        bstart = np.zeros(N, dtype=np.int64)
-        blen = np.zeros(N, dtype=np.int64)
-        for i in range(N):
-            if tgt_g[i] < 0:
-                continue
-            best = -1
-            for j in range(q):
-                ln = E[i, j] - S[i, j]
-                if ln < 0:
-                    ln = 0
-                if best < 0 or ln < best:
-                    best = ln
-                    prim[i] = j
-                    bstart[i] = S[i, j]
-            blen[i] = best
-        return prim, bstart, blen
-
-    @_nb.njit(cache=True, nogil=True)
-    def _nb_scan(perms, sv, prim, bstart, blen, lo, hi, ell, centre, scale, strict, offsets,
-                 out, write):
-        """Scan each target's slice, testing every radius column (and the ellipse); counts per
-        target, and with ``write`` the matched records at ``out[offsets[i]:]``."""
-        N = prim.shape[0]
-        q = sv.shape[1]
-        counts = np.zeros(N, dtype=np.int64)
-        for i in range(N):
-            ln = blen[i]
-            if ln <= 0:
-                continue
-            bj = prim[i]
-            bs = bstart[i]
-            c = 0
-            if q == 0:
-                if write:
-                    for pos in range(bs, bs + ln):
-                        out[offsets[i] + pos - bs] = perms[0, pos]
-                counts[i] = ln
-                continue
-            if not write and not ell:
-                for pos in range(bs, bs + ln):
-                    ok = 1
-                    for jj in range(q):
-                        v = sv[bj, jj, pos]
-                        ok &= (v >= lo[i, jj]) & (v <= hi[i, jj])
-                    c += ok
-                counts[i] = c
-                continue
-            o = offsets[i]
-            for pos in range(bs, bs + ln):
-                ok = True
-                for jj in range(q):
-                    if jj == bj:
-                        continue
-                    v = sv[bj, jj, pos]
-                    if v < lo[i, jj] or v > hi[i, jj]:
-                        ok = False
-                        break
-                if ok and ell:
-                    acc = 0.0
-                    for jj in range(q):
-                        sc = scale[i, jj]
-                        if sc > 0.0:
-                            d = (sv[bj, jj, pos] - centre[i, jj]) / sc
-                            acc += d * d
-                    if strict:
-                        ok = acc < 1.0
-                    else:
-                        ok = acc <= 1.0
-                if ok:
-                    if write:
-                        out[o + c] = perms[bj, pos]
-                    c += 1
-            counts[i] = c
-        return counts
-
-    @_nb.njit(cache=True, nogil=True)
-    def _nb_compact(buf, offsets, counts):
-        out = np.empty(counts.sum(), dtype=np.int64)
-        p = 0
-        for i in range(counts.shape[0]):
-            o = offsets[i]
-            for t in range(counts[i]):
-                out[p] = buf[o + t]
-                p += 1
-        return out
-
-    _HAVE_NUMBA = True
-except Exception:  # pragma: no cover
-    _HAVE_NUMBA = False
+_HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
 
-def _numpy_filter(orders, prim, s, e, vals, lo, hi, ell, centre, scale, strict, want_list):
-    """Pure-numpy twin of the numba kernel (chunked candidate expansion)."""
+def _nb():
+    """The compiled kernels (imports numba on first use)."""
+    from bayes_risk.identification import _kernels
+
+    return _kernels
+
+
+def _compiled(prep: Prepared) -> bool:
+    """Whether this problem runs on the compiled kernels (same results either way: both paths are
+    tested against each other and against a brute-force scan)."""
+    if not _HAVE_NUMBA or USE_NUMBA is False:
+        return False
+    if USE_NUMBA:
+        return True
+    return (prep.n + prep.n_targets) * max(prep.R, 1) >= COMPILED_MIN_WORK
+
+
+def _numpy_filter(orders, sv, prim, s, e, lo, hi, ell, centre, scale, strict, want_list):
+    """Pure-numpy twin of the numba kernel (chunked candidate expansion).
+
+    ``sv[p, j]`` holds column ``j``'s values in the sort order of column ``p`` (as the compiled
+    index), so a target's candidates read consecutive memory; per-target bounds are repeated
+    over its candidates rather than gathered.
+    """
     n_t = len(s)
+    q, n = sv.shape[1], sv.shape[2]
+    flat = sv.reshape(-1)
+    oflat = orders.reshape(-1)
     cnt = np.maximum(e - s, 0)
     counts = np.zeros(n_t, dtype=np.int64)
     lists: list[np.ndarray] = []
@@ -287,38 +100,40 @@ def _numpy_filter(orders, prim, s, e, vals, lo, hi, ell, centre, scale, strict, 
         base = csum[start - 1] if start > 0 else 0
         stop = int(np.searchsorted(csum, base + _CHUNK_CANDIDATES, side="right"))
         stop = max(stop, start + 1)
-        idx = np.arange(start, stop)
-        c = cnt[idx]
+        c = cnt[start:stop]
         tot = int(c.sum())
         if tot:
-            rep = np.repeat(np.arange(len(idx)), c)
             offs = np.cumsum(c) - c
-            pos = np.arange(tot) - offs[rep] + s[idx][rep]
-            ti = idx[rep]
-            k = orders[prim[ti], pos]
+            # position in the primary column's order, and its offset in sv / orders
+            pos = np.arange(tot) + np.repeat(s[start:stop] - offs, c)
+            p_rep = np.repeat(prim[start:stop], c)
+            at = p_rep * (q * n) + pos
             ok = np.ones(tot, dtype=bool)
-            for j in range(vals.shape[0]):
-                v = vals[j, k]
-                ok &= (v >= lo[ti, j]) & (v <= hi[ti, j])
+            for j in range(q):
+                v = flat[at + j * n]
+                ok &= v >= np.repeat(lo[start:stop, j], c)
+                ok &= v <= np.repeat(hi[start:stop, j], c)
             if ell:
                 acc = np.zeros(tot)
-                for j in range(vals.shape[0]):
-                    sc = scale[ti, j]
+                for j in range(q):
+                    sc = np.repeat(scale[start:stop, j], c)
+                    v = flat[at + j * n]
                     with np.errstate(divide="ignore", invalid="ignore"):
-                        d = np.where(sc > 0, (vals[j, k] - centre[ti, j]) / sc, 0.0)
+                        d = np.where(sc > 0, (v - np.repeat(centre[start:stop, j], c)) / sc, 0.0)
                     acc += d * d
                 ok &= (acc < 1.0) if strict else (acc <= 1.0)
-            counts[idx] = np.bincount(rep[ok], minlength=len(idx))
+            rep = np.repeat(np.arange(stop - start), c)
+            counts[start:stop] = np.bincount(rep[ok], minlength=stop - start)
             if want_list:
-                lists.append(k[ok])
+                lists.append(oflat[(p_rep * n + pos)[ok]])
         start = stop
     if want_list:
         return counts, (np.concatenate(lists) if lists else np.zeros(0, dtype=np.int64))
     return counts, None
 
 
-def _filter(orders, prim, s, e, vals, lo, hi, ell, centre, scale, strict, want_list):
-    return _numpy_filter(orders, prim, s, e, vals, lo, hi, ell, centre, scale, strict, want_list)
+def _filter(orders, sv, prim, s, e, lo, hi, ell, centre, scale, strict, want_list):
+    return _numpy_filter(orders, sv, prim, s, e, lo, hi, ell, centre, scale, strict, want_list)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -436,6 +251,7 @@ class ReplicateIndex:
             self.gend = np.searchsorted(gs, np.arange(len(self.uk)), side="right")
             self.u = []
             self.comp = []
+            self.sv = np.zeros((1, 0, n))
             return
         self.orders = np.empty((q, n), dtype=np.int64)
         self.u = []
@@ -448,6 +264,8 @@ class ReplicateIndex:
             self.orders[j] = order
             self.u.append(u)
             self.comp.append(comp[order])
+        # sv[p, j]: column j in the order of column p (contiguous candidate scans)
+        self.sv = np.ascontiguousarray(self.vals[:, self.orders].transpose(1, 0, 2))
 
     def group_of(self, tgt_key: np.ndarray) -> np.ndarray:
         """Dense group id of each target key (``-1``: no record has this key)."""
@@ -510,7 +328,7 @@ class ReplicateIndex:
         ar = np.arange(len(prim))
         sp_, ep_ = s[ar, prim], e[ar, prim]
         return _filter(
-            self.orders, prim, sp_, ep_, self.vals, b.lo, b.hi, b.ellipse, b.centre, b.scale,
+            self.orders, self.sv, prim, sp_, ep_, b.lo, b.hi, b.ellipse, b.centre, b.scale,
             b.strict, want_list,
         )
 
@@ -554,7 +372,7 @@ class NumbaIndex:
             orders = np.empty((self.vals.shape[0], n), dtype=np.int64)
             for j in range(self.vals.shape[0]):
                 orders[j] = np.argsort(self.vals[j])
-        self.gstart, self.perms, self.sv = _nb_build(rec_g, G, self.vals, orders)
+        self.gstart, self.perms, self.sv = _nb().build(rec_g, G, self.vals, orders)
 
     def group_of(self, tgt_key: np.ndarray) -> np.ndarray:
         if self.uk is None:
@@ -568,14 +386,14 @@ class NumbaIndex:
         cen = np.ascontiguousarray(b.centre)
         sc = np.ascontiguousarray(b.scale)
         if torder is not None and self.vals.shape[0] > 0:
-            prim, bs, blen = _nb_ranges_sweep(self.gstart, self.sv, tg, lo, hi, torder[0],
+            prim, bs, blen = _nb().ranges_sweep(self.gstart, self.sv, tg, lo, hi, torder[0],
                                               torder[1])
         else:
-            prim, bs, blen = _nb_ranges(self.gstart, self.sv, tg, lo, hi)
+            prim, bs, blen = _nb().ranges(self.gstart, self.sv, tg, lo, hi)
         if not want_list:
             dummy = np.zeros(1, dtype=np.int64)
-            counts = _nb_scan(self.perms, self.sv, prim, bs, blen, lo, hi, bool(b.ellipse), cen,
-                              sc, bool(b.strict), dummy, dummy, False)
+            counts = _nb().scan(self.perms, self.sv, prim, bs, blen, lo, hi, bool(b.ellipse),
+                                cen, sc, bool(b.strict), dummy, dummy, False)
             return counts, None
         # one scan: write into slots sized by the slice lengths, then compact; sub-blocks of
         # targets keep the slot buffer below _CHUNK_CANDIDATES entries
@@ -590,26 +408,26 @@ class NumbaIndex:
             bl = blen[start:stop]
             offsets = np.cumsum(bl) - bl
             buf = np.empty(int(bl.sum()), dtype=np.int64)
-            cnt = _nb_scan(self.perms, self.sv, prim[start:stop], bs[start:stop], bl,
+            cnt = _nb().scan(self.perms, self.sv, prim[start:stop], bs[start:stop], bl,
                            lo[start:stop], hi[start:stop], bool(b.ellipse), cen[start:stop],
                            sc[start:stop], bool(b.strict), offsets, buf, True)
             counts[start:stop] = cnt
-            pieces.append(_nb_compact(buf, offsets, cnt))
+            pieces.append(_nb().compact(buf, offsets, cnt))
             start = stop
         return counts, (np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64))
 
     def candidates(self, tgt_key: np.ndarray, b: TargetBounds) -> np.ndarray:
         """Length of the scanned slice per target (bounds the matches; sizes chunks)."""
         tg = self.group_of(tgt_key)
-        return _nb_ranges(self.gstart, self.sv, tg, np.ascontiguousarray(b.lo),
+        return _nb().ranges(self.gstart, self.sv, tg, np.ascontiguousarray(b.lo),
                           np.ascontiguousarray(b.hi))[2]
 
     own = ReplicateIndex.own
 
 
-def _make_index(rec_key: np.ndarray, vals: np.ndarray, n_cells: int,
+def _make_index(rec_key: np.ndarray, vals: np.ndarray, n_cells: int, compiled: bool,
                 orders: np.ndarray | None = None):
-    if USE_NUMBA and _HAVE_NUMBA:
+    if compiled:
         return NumbaIndex(rec_key, vals, n_cells, orders)
     return ReplicateIndex(rec_key, vals)
 
@@ -621,10 +439,10 @@ def _sizes(prep: Prepared, cols: Sequence[str]) -> list[int]:
     return [prep.exact_sizes[c] for c in cols]
 
 
-def target_orders(tkey: np.ndarray, b: TargetBounds):
+def target_orders(tkey: np.ndarray, b: TargetBounds, compiled: bool):
     """Targets sorted by (key, lower bound) and (key, upper bound) for every radius column;
     computed once and reused by every replicate (compiled path)."""
-    if not (USE_NUMBA and _HAVE_NUMBA) or b.lo.shape[1] == 0:
+    if not compiled or b.lo.shape[1] == 0:
         return None
     q = b.lo.shape[1]
     olo = np.empty((q, len(tkey)), dtype=np.int64)
@@ -641,15 +459,22 @@ def _n_cells(prep: Prepared, cols: Sequence[str]) -> int:
     return int(np.prod([max(prep.exact_sizes[c], 1) for c in cols], dtype=np.float64))
 
 
-def _replicate_index(prep: Prepared, rule: MatchRule, r: int) -> ReplicateIndex:
-    key = ("rep", r, rule.exact_cols, rule.radius_cols)
+#: ``Prepared._cache`` flag: the preparation serves one run only (``identification_risk``), so
+#: indices used once (per-dataset aggregation) are not kept (a radius sweep keeps them)
+SINGLE_RUN = "single_run"
+
+
+def _replicate_index(prep: Prepared, rule: MatchRule, r: int, keep: bool = True
+                     ) -> ReplicateIndex:
+    compiled = _compiled(prep)
+    key = ("rep", r, rule.exact_cols, rule.radius_cols, compiled)
     idx = prep._cache.get(key)
     if idx is None:
         codes = np.concatenate([prep.rec_exact_us, prep.rep_exact_s[r]], axis=1)
         rk = mixed_radix(codes, _sizes(prep, rule.exact_cols))
         vals = np.concatenate([prep.rec_radius_us, prep.rep_radius_s[r]], axis=0)
         orders = None
-        if USE_NUMBA and _HAVE_NUMBA:
+        if compiled:
             # the sort order of an unsynthesized column is the same in every replicate
             okey = ("us_order", rule.radius_us)
             us_ord = prep._cache.get(okey)
@@ -662,17 +487,19 @@ def _replicate_index(prep: Prepared, rule: MatchRule, r: int) -> ReplicateIndex:
             orders[: len(rule.radius_us)] = us_ord
             for j in range(len(rule.radius_us), vals.shape[0]):
                 orders[j] = np.argsort(vals[j])
-        idx = _make_index(rk, vals, _n_cells(prep, rule.exact_cols), orders)
-        prep._cache[key] = idx
+        idx = _make_index(rk, vals, _n_cells(prep, rule.exact_cols), compiled, orders)
+        if keep:
+            prep._cache[key] = idx
     return idx
 
 
 def _us_index(prep: Prepared, rule: MatchRule) -> ReplicateIndex:
-    key = ("us", rule.exact_us, rule.radius_us)
+    compiled = _compiled(prep)
+    key = ("us", rule.exact_us, rule.radius_us, compiled)
     idx = prep._cache.get(key)
     if idx is None:
         rk = mixed_radix(prep.rec_exact_us, _sizes(prep, rule.exact_us))
-        idx = _make_index(rk, prep.rec_radius_us, _n_cells(prep, rule.exact_us))
+        idx = _make_index(rk, prep.rec_radius_us, _n_cells(prep, rule.exact_us), compiled)
         prep._cache[key] = idx
     return idx
 
@@ -728,13 +555,14 @@ class PerDatasetOutput:
 N_THREADS = max(1, min(2, os.cpu_count() or 1))
 
 
-def _parallel(fn, items, *, progressbar: bool, description: str) -> list:
-    """Run ``fn`` over items; with the compiled kernels (which release the GIL) on threads.
+def _parallel(fn, items, *, progressbar: bool, description: str, threads: bool) -> list:
+    """Run ``fn`` over items; with the compiled kernels (``threads``: they release the GIL) on
+    threads.
 
     Results never depend on the number of threads (no randomness, each item writes its own
     slice)."""
     items = list(items)
-    if N_THREADS > 1 and USE_NUMBA and _HAVE_NUMBA and len(items) > 1:
+    if N_THREADS > 1 and threads and len(items) > 1:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(N_THREADS) as ex:
@@ -774,17 +602,19 @@ def run_per_dataset(
     us_counts = us_own = None
 
     chunks = _chunks(N, _CHUNK_TARGETS)
-    tords = {(a, z): target_orders(tkey[a:z], b.rows(slice(a, z))) for a, z in chunks}
+    compiled = _compiled(prep)
+    tords = {(a, z): target_orders(tkey[a:z], b.rows(slice(a, z)), compiled) for a, z in chunks}
 
     def one(r: int) -> None:
-        idx = _replicate_index(prep, rule, r)
+        idx = _replicate_index(prep, rule, r, keep=not prep._cache.get(SINGLE_RUN))
         for a, z in chunks:
             bb = b.rows(slice(a, z))
             cnt, _ = idx.match(tkey[a:z], bb, False, tords[(a, z)])
             n_match[a:z, r] = cnt
             own[a:z, r] = idx.own(tkey[a:z], bb, prep.rec[a:z])
 
-    _parallel(one, range(R), progressbar=progressbar, description="identification")
+    _parallel(one, range(R), progressbar=progressbar, description="identification",
+              threads=compiled)
     no_match_any = np.zeros(N, dtype=bool)
     if fallback == "unsynthesized":
         empty = n_match == 0
@@ -815,6 +645,16 @@ def run_per_dataset(
 # ----------------------------------------------------------------------------------------------
 @dataclass
 class PooledOutput:
+    """Per-target output of :func:`run_pooled`.
+
+    ``prob`` holds the explicit entries of ``π``: every record matched directly (on all known
+    columns) in some replicate, with its whole pooled probability (fallback mass included).
+    The records of a target's fallback set that are matched directly in no replicate all share
+    ``fallback_value`` (``fallback_extra`` of them); they are not stored (SPEC §4.3(5): the
+    fallback probability is uniform over the set). With ``FALLBACK_AS_CELLS = False`` they are
+    stored in ``prob`` and ``fallback_extra`` is 0.
+    """
+
     prob: sp.csr_matrix
     p_out: np.ndarray
     p_unassigned: np.ndarray
@@ -823,9 +663,60 @@ class PooledOutput:
     T: np.ndarray
     declared: np.ndarray
     no_match_any: np.ndarray
+    fallback_value: np.ndarray
+    fallback_extra: np.ndarray
 
 
 MAX_NNZ = 100_000_000  # ~1.2 GB of pooled probabilities (12 bytes each); beyond it: an error
+#: ``True``: a target's fallback set is represented by the set (its unsynthesized key and
+#: windows) and one probability; ``False``: materialised record by record (the reference the
+#: compact form is tested against; memory grows with the sum of the fallback-set sizes)
+FALLBACK_AS_CELLS = True
+
+
+@dataclass
+class FallbackSets:
+    """The records matching each target on the known unsynthesized columns only (§4.3(5)).
+
+    Represented by the index of the records' unsynthesized known columns, the targets'
+    unsynthesized keys and their windows on the unsynthesized radius columns: the members of a
+    set are enumerated on demand, never stored.
+    """
+
+    index: ReplicateIndex
+    tkey: np.ndarray  # [N_T]
+    bounds: TargetBounds  # [N_T, q_us]
+
+    def members(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Sizes ``[len(rows)]`` and members (target-major, ascending within a target)."""
+        cnt, lst = self.index.match(self.tkey[rows], self.bounds.rows(rows), True)
+        return cnt, lst
+
+    def contains(self, rows: np.ndarray, records: np.ndarray) -> np.ndarray:
+        """Whether ``records[i]`` belongs to the set of target ``rows[i]``."""
+        return self.index.own(self.tkey[rows], self.bounds.rows(rows), records)
+
+
+def fallback_sets(prep: Prepared, rule: MatchRule) -> FallbackSets:
+    """:class:`FallbackSets` of every target of ``prep``."""
+    q_us = len(rule.radius_us)
+    return FallbackSets(
+        index=_us_index(prep, rule),
+        tkey=_target_keys(prep, rule)[1],
+        bounds=target_bounds(prep, rule).cols(slice(0, q_us)),
+    )
+
+
+def _segment_sums(keys: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sum ``data`` over runs of equal ``keys`` (``keys`` sorted): the one summation used for
+    pooled probabilities, so that a value summed here is bitwise the same wherever it occurs."""
+    if not keys.size:
+        return keys, data
+    first = np.empty(keys.size, dtype=bool)
+    first[0] = True
+    np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    return keys[starts], np.add.reduceat(data, starts)
 
 
 def run_pooled(
@@ -842,6 +733,15 @@ def run_pooled(
 
     Targets are processed in chunks holding about ``chunk_pairs`` (target, record) pairs, so
     temporary memory stays bounded; ``π`` is assembled as CSR with int32 column indices.
+
+    Fallback (``fallback="unsynthesized"``): in a replicate where nothing matches, target ``τ``
+    spreads its mass uniformly over its fallback set ``U_τ``, which is the same in every
+    replicate. So every record of ``U_τ`` that is matched directly in no replicate has the same
+    ``π``: the sum, in replicate order, of the fallback contributions. That value and the number
+    of such records are kept per target (:class:`PooledOutput`); only directly matched records
+    are stored. Every stored value is the same sum in the same order as when ``U_τ`` is
+    materialised record by record (``FALLBACK_AS_CELLS = False``), so ``π``, the top sets and
+    every measure are bitwise identical.
     """
     from bayes_risk.exceptions import ValidationError
 
@@ -849,6 +749,8 @@ def run_pooled(
     b = target_bounds(prep, rule)
     tkey, tkey_us = _target_keys(prep, rule)
     q_us = len(rule.radius_us)
+    use_fb = fallback == "unsynthesized"
+    cells = use_fb and FALLBACK_AS_CELLS
     idx_dtype = np.int32 if n < 2**31 - 1 else np.int64
     p_out = np.zeros(N)
     p_un = np.zeros(N)
@@ -856,13 +758,17 @@ def run_pooled(
     c = np.zeros(N, dtype=np.int64)
     T = np.zeros(N, dtype=bool)
     ever = np.zeros(N, dtype=bool)
+    fb_value = np.zeros(N)
+    fb_extra = np.zeros(N, dtype=np.int64)
     row_nnz = np.zeros(N, dtype=np.int64)
     ind_blocks: list[np.ndarray] = []
     dat_blocks: list[np.ndarray] = []
     total = 0
     # build every replicate's index once (in parallel) before the chunk loop
+    compiled = _compiled(prep)
     _parallel(lambda r: _replicate_index(prep, rule, r), range(R), progressbar=progressbar,
-              description="indexing replicates")
+              description="indexing replicates", threads=compiled)
+    fsets = fallback_sets(prep, rule) if cells else None
     a = 0
     csize = 4096
     steps = min(100, N)
@@ -874,48 +780,92 @@ def run_pooled(
             z = min(stop_at, a + csize)
             m = z - a
             bb = b.rows(slice(a, z))
-            tord = target_orders(tkey[a:z], bb) if R > 1 else None
+            # merge sweep (O(n) per column) for large chunks, binary searches for small ones:
+            # the same slices either way
+            sweep = R > 1 and m * max(np.log2(max(n, 2)), 1.0) >= n
+            tord = target_orders(tkey[a:z], bb, compiled) if sweep else None
+            # fallback-set sizes of the chunk's targets (the same in every replicate)
+            ucnt_all = None
+            if cells:
+                ucnt_all, _ = fsets.index.match(tkey_us[a:z], bb.cols(slice(0, q_us)), False)
 
-            def one(r: int, a=a, z=z, m=m, bb=bb, tord=tord):
+            def one(r: int, a=a, z=z, m=m, bb=bb, tord=tord, ucnt_all=ucnt_all):
                 idx = _replicate_index(prep, rule, r)
                 cnt, lst = idx.match(tkey[a:z], bb, True, tord)
-                if fallback == "unsynthesized" and (cnt == 0).any():
+                fb = None
+                tr = np.repeat(np.arange(m), cnt)
+                kk = lst
+                if use_fb and (cnt == 0).any():
                     emp = np.flatnonzero(cnt == 0)
-                    uidx = _us_index(prep, rule)
-                    ucnt, ulst = uidx.match(tkey_us[a:z][emp], bb.rows(emp).cols(slice(0, q_us)),
-                                            True)
-                    tr = np.concatenate([np.repeat(np.arange(m), cnt), np.repeat(emp, ucnt)])
-                    kk = np.concatenate([lst, ulst])
                     cnt = cnt.copy()
-                    cnt[emp] = ucnt
-                else:
-                    tr = np.repeat(np.arange(m), cnt)
-                    kk = lst
+                    if cells:
+                        fb = emp[ucnt_all[emp] > 0]
+                        cnt[emp] = ucnt_all[emp]
+                    else:
+                        uidx = _us_index(prep, rule)
+                        ucnt, ulst = uidx.match(tkey_us[a:z][emp],
+                                                bb.rows(emp).cols(slice(0, q_us)), True)
+                        tr = np.concatenate([tr, np.repeat(emp, ucnt)])
+                        kk = np.concatenate([lst, ulst])
+                        cnt[emp] = ucnt
                 invf = None if inv_f is None else inv_f[a:z, r]
                 p, po = _record_prob(cnt, invf)
-                return cnt, tr, kk, p[tr] / R, po
+                fbv = None if fb is None else p[fb] / R
+                return cnt, tr, kk, p[tr] / R, po, fb, fbv
 
-            outs = _parallel(one, range(R), progressbar=False, description="")
-            rows = np.concatenate([o[1] for o in outs])
-            cols = np.concatenate([o[2] for o in outs])
-            data = np.concatenate([o[3] for o in outs])
-            for cnt, _, _, _, po in outs:
+            outs = _parallel(one, range(R), progressbar=False, description="", threads=compiled)
+            for cnt, _, _, _, po, _, _ in outs:
                 ever[a:z] |= cnt > 0
                 p_out[a:z] += po / R
                 if inv_f is None:
                     p_un[a:z] += (cnt == 0) / R
-            # CSR of the chunk: sort by (row, col), sum duplicates over replicates
+            # every (target, record, replicate) contribution, keyed by (target, record)
+            rows = np.concatenate([o[1] for o in outs])
+            cols = np.concatenate([o[2] for o in outs])
+            data = np.concatenate([o[3] for o in outs])
+            reps = np.repeat(np.arange(R), [len(o[1]) for o in outs])
             key = rows.astype(np.int64) * n + cols
-            order = np.argsort(key, kind="stable")
-            key = key[order]
-            data = data[order]
-            if key.size:
-                first = np.empty(key.size, dtype=bool)
-                first[0] = True
-                np.not_equal(key[1:], key[:-1], out=first[1:])
-                starts = np.flatnonzero(first)
-                data = np.add.reduceat(data, starts)
-                key = key[starts]
+            v_fb = np.zeros(m)
+            n_extra = np.zeros(m, dtype=np.int64)
+            if cells and any(o[5] is not None and o[5].size for o in outs):
+                # fallback contributions (target, replicate, value), in replicate order
+                f_t = np.concatenate([o[5] for o in outs if o[5] is not None])
+                f_v = np.concatenate([o[6] for o in outs if o[5] is not None])
+                f_r = np.repeat(np.arange(R), [0 if o[5] is None else len(o[5]) for o in outs])
+                o_f = np.argsort(f_t, kind="stable")
+                f_t, f_v, f_r = f_t[o_f], f_v[o_f], f_r[o_f]
+                # the value of the records matched only through the fallback
+                ft_u, fv_u = _segment_sums(f_t, f_v)
+                v_fb[ft_u] = fv_u
+                # directly matched records of a target with fallback replicates: add the
+                # fallback contributions of the records inside its set
+                has_fb = np.zeros(m, dtype=bool)
+                has_fb[ft_u] = True
+                pair = np.unique(key[has_fb[rows]])  # direct matches of those targets
+                p_row = pair // n
+                p_col = pair - p_row * n
+                inside = fsets.contains(p_row + a, p_col)
+                ins_row = p_row[inside]
+                n_extra[ft_u] = ucnt_all[ft_u] - np.bincount(ins_row, minlength=m)[ft_u]
+                # each inside pair takes its target's fallback contributions
+                f_start = np.searchsorted(f_t, ins_row, side="left")
+                f_len = np.searchsorted(f_t, ins_row, side="right") - f_start
+                tot = int(f_len.sum())
+                if tot:
+                    rep_pair = np.repeat(np.arange(ins_row.size), f_len)
+                    off = np.arange(tot) - np.repeat(np.cumsum(f_len) - f_len, f_len)
+                    src = f_start[rep_pair] + off
+                    key = np.concatenate([key, pair[inside][rep_pair]])
+                    data = np.concatenate([data, f_v[src]])
+                    reps = np.concatenate([reps, f_r[src]])
+            # CSR of the chunk: sort by (row, col, replicate) and sum over replicates in
+            # replicate order
+            if (m * n + 1) * R < 2**62:
+                order = np.argsort(key * R + reps)  # unique sort keys
+            else:  # pragma: no cover - beyond 2**62 (target, record, replicate) triples
+                order = np.lexsort((reps, key))
+            key, data = _segment_sums(key[order], data[order])
+            del order, reps
             r_of = key // n if key.size else np.zeros(0, dtype=np.int64)
             k_of = (key - r_of * n).astype(idx_dtype)
             nnz_row = np.bincount(r_of, minlength=m)
@@ -925,24 +875,39 @@ def run_pooled(
                     f"the pooled match probabilities would hold more than {MAX_NNZ:,} non-zero "
                     "entries (targets match very many records"
                     + (", often through the fallback to the unsynthesized key" if
-                       fallback == "unsynthesized" else "")
+                       use_fb and not cells else "")
                     + "). Use aggregation='per_dataset', fallback='none', a smaller radius or more "
                     "known columns."
                 )
             # top set with the §0.2 tie tolerance
             pm = np.zeros(m)
             has = nnz_row > 0
+            rec = prep.rec[a:z]
             if key.size:
                 indptr = np.concatenate([[0], np.cumsum(nnz_row)])
                 pm[has] = np.maximum.reduceat(data, indptr[:-1][has])
+            cell = n_extra > 0
+            pm = np.where(cell, np.maximum(pm, v_fb), pm)
+            if key.size:
                 tied = ties(data, pm[r_of]) & (data > 0)
                 c_blk = np.bincount(r_of[tied], minlength=m)
-                rec = prep.rec[a:z]
                 own_tied = tied & (k_of.astype(np.int64) == rec[r_of])
                 T_blk = np.bincount(r_of[own_tied], minlength=m) > 0
+                own_stored = np.bincount(r_of[k_of.astype(np.int64) == rec[r_of]],
+                                         minlength=m) > 0
             else:
                 c_blk = np.zeros(m, dtype=np.int64)
                 T_blk = np.zeros(m, dtype=bool)
+                own_stored = np.zeros(m, dtype=bool)
+            if cell.any():
+                cell_tied = cell & ties(v_fb, pm) & (v_fb > 0)
+                c_blk = c_blk + np.where(cell_tied, n_extra, 0)
+                # own record among the fallback-only records of a tied set
+                chk = np.flatnonzero(cell_tied & ~own_stored & (rec >= 0))
+                if chk.size:
+                    T_blk[chk] |= fsets.contains(chk + a, rec[chk])
+                fb_value[a:z] = np.where(cell, v_fb, 0.0)
+                fb_extra[a:z] = n_extra
             p_max[a:z] = pm
             dec = declare(pm, p_out[a:z], strategy)
             c[a:z] = np.where(dec, c_blk, 0)
@@ -950,9 +915,11 @@ def run_pooled(
             row_nnz[a:z] = nnz_row
             ind_blocks.append(k_of)
             dat_blocks.append(data)
-            per_target = max(key.size / max(m, 1), 1.0)
+            per_target = max(key.size / max(m, 1), 1.0)  # stored pairs only
             a = z
             csize = int(min(max(chunk_pairs / per_target, 256), 200_000))
+    import scipy.sparse as sp
+
     indptr = np.zeros(N + 1, dtype=np.int64)
     np.cumsum(row_nnz, out=indptr[1:])
     indices = np.concatenate(ind_blocks) if ind_blocks else np.zeros(0, dtype=idx_dtype)
@@ -964,4 +931,105 @@ def run_pooled(
     prob = sp.csr_matrix((data, indices, indptr), shape=(N, n))
     declared = declare(p_max, p_out, strategy)
     return PooledOutput(prob=prob, p_out=p_out, p_unassigned=p_un, p_max=p_max, c=c, T=T,
-                        declared=declared, no_match_any=~ever)
+                        declared=declared, no_match_any=~ever, fallback_value=fb_value,
+                        fallback_extra=fb_extra)
+
+
+@dataclass(frozen=True)
+class PooledProbabilities:
+    """Pooled match probabilities ``π_τ(k)`` [N_T, n] in compact form.
+
+    ``explicit`` holds every record matched directly in some replicate; each target's fallback
+    set (SPEC §4.3(5)) contributes ``fallback_value[τ]`` to each of its ``fallback_extra[τ]``
+    other records, which are enumerated from ``fallback_sets`` only when asked for
+    (:meth:`row`, :meth:`tocsr`).
+    """
+
+    explicit: sp.csr_matrix
+    fallback_value: np.ndarray
+    fallback_extra: np.ndarray
+    fallback_sets: FallbackSets | None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.explicit.shape
+
+    @property
+    def nnz(self) -> int:
+        """Number of records with ``π_τ(k) > 0`` over all targets."""
+        return int(self.explicit.nnz + self.fallback_extra.sum())
+
+    def _rows(self, rows: np.ndarray):
+        """(indptr, indices, data) of the full rows ``rows`` (ascending columns)."""
+        ex = self.explicit
+        ip = ex.indptr.astype(np.int64)
+        e_len = ip[rows + 1] - ip[rows]
+        e_tr = np.repeat(np.arange(rows.size), e_len)
+        e_pos = np.arange(int(e_len.sum())) - np.repeat(np.cumsum(e_len) - e_len, e_len) \
+            + np.repeat(ip[rows], e_len)
+        e_col = ex.indices[e_pos].astype(np.int64)
+        e_dat = ex.data[e_pos]
+        has = self.fallback_extra[rows] > 0
+        if self.fallback_sets is None or not has.any():
+            t, col, dat = e_tr, e_col, e_dat
+        else:
+            sub = np.flatnonzero(has)
+            cnt, mem = self.fallback_sets.members(rows[sub])
+            f_tr = np.repeat(sub, cnt)
+            # members matched directly are already explicit (with their own value)
+            n = self.shape[1]
+            f_key = f_tr * n + mem
+            e_key = e_tr * n + e_col
+            keep = ~np.isin(f_key, e_key)
+            f_tr, mem = f_tr[keep], mem[keep]
+            t = np.concatenate([e_tr, f_tr])
+            col = np.concatenate([e_col, mem])
+            dat = np.concatenate([e_dat, self.fallback_value[rows][f_tr]])
+            o = np.lexsort((col, t))
+            t, col, dat = t[o], col[o], dat[o]
+        indptr = np.zeros(rows.size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(t, minlength=rows.size), out=indptr[1:])
+        return indptr, col, dat
+
+    def row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Records ``k`` with ``π_i(k) > 0`` (ascending) and their probabilities."""
+        _, col, dat = self._rows(np.array([int(i)], dtype=np.int64))
+        return col, dat
+
+    def tocsr(self, max_nnz: int | None = None) -> sp.csr_matrix:
+        """The full matrix as ``scipy.sparse.csr_matrix`` (every fallback set enumerated).
+
+        Raises
+        ------
+        ValidationError
+            If it would hold more than ``max_nnz`` (default ``MAX_NNZ``) non-zero entries.
+        """
+        import scipy.sparse as sp
+
+        from bayes_risk.exceptions import ValidationError
+
+        limit = MAX_NNZ if max_nnz is None else max_nnz
+        N, n = self.shape
+        if self.fallback_sets is None or not (self.fallback_extra > 0).any():
+            return self.explicit
+        if self.nnz > limit:
+            raise ValidationError(
+                f"the pooled match probabilities hold {self.nnz:,} non-zero entries (more than "
+                f"{limit:,}), most of them from the fallback sets; read them row by row "
+                "(result.pooled.row(i)) or use fallback='none'."
+            )
+        indptrs, cols, dats = [], [], []
+        step = 65_536
+        for a in range(0, N, step):
+            ip, col, dat = self._rows(np.arange(a, min(N, a + step), dtype=np.int64))
+            indptrs.append(np.diff(ip))
+            cols.append(col)
+            dats.append(dat)
+        indptr = np.zeros(N + 1, dtype=np.int64)
+        np.cumsum(np.concatenate(indptrs) if indptrs else np.zeros(0, np.int64), out=indptr[1:])
+        idx_dtype = self.explicit.indices.dtype
+        return sp.csr_matrix(
+            (np.concatenate(dats), np.concatenate(cols).astype(idx_dtype),
+             indptr.astype(np.int32) if indptr[-1] < 2**31 - 1 else indptr),
+            shape=(N, n),
+        )

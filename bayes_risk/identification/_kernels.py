@@ -1,0 +1,235 @@
+"""Compiled kernels of the identification engine (numba, ``cache=True``).
+
+Imported by :mod:`bayes_risk.identification.engine` only when the compiled path is used, so that
+small problems (and ``bayes-risk identification`` on files of a few thousand records) do not pay
+for importing numba and loading its caches.
+"""
+
+from __future__ import annotations
+
+import numba as _nb
+import numpy as np
+
+
+@_nb.njit(cache=True, nogil=True)
+def build(rec_g, G, vals, orders):
+    """Counting sort by group, then by each radius column inside the group.
+
+    Returns ``gstart [G+1]``, ``perms [max(q,1), n]`` (record index at each sorted position
+    for each primary column) and ``sv [max(q,1), q, n]`` (every column's value in the order
+    of each primary column, so that candidate scans read contiguous memory).
+    """
+    n = rec_g.shape[0]
+    q = vals.shape[0]
+    gstart = np.zeros(G + 1, dtype=np.int64)
+    for k in range(n):
+        gstart[rec_g[k] + 1] += 1
+    for g in range(G):
+        gstart[g + 1] += gstart[g]
+    qq = max(q, 1)
+    perms = np.empty((qq, n), dtype=np.int64)
+    sv = np.empty((qq, q, n), dtype=np.float64)
+    fill = np.empty(G, dtype=np.int64)
+    if q == 0:
+        for g in range(G):
+            fill[g] = gstart[g]
+        for k in range(n):
+            g = rec_g[k]
+            perms[0, fill[g]] = k
+            fill[g] += 1
+        return gstart, perms, sv
+    for j in range(q):
+        o = orders[j]
+        for g in range(G):
+            fill[g] = gstart[g]
+        for t in range(n):
+            k = o[t]
+            g = rec_g[k]
+            perms[j, fill[g]] = k
+            fill[g] += 1
+        for pos in range(n):
+            k = perms[j, pos]
+            for jj in range(q):
+                sv[j, jj, pos] = vals[jj, k]
+    return gstart, perms, sv
+
+@_nb.njit(cache=True, nogil=True)
+def ranges(gstart, sv, tgt_g, lo, hi):
+    """For each target: the radius column with the smallest window slice in its key group
+    (``prim``), the slice start ``bs`` and length ``blen`` (branchless binary searches)."""
+    N = tgt_g.shape[0]
+    q = sv.shape[1]
+    prim = np.zeros(N, dtype=np.int64)
+    bstart = np.zeros(N, dtype=np.int64)
+    blen_out = np.zeros(N, dtype=np.int64)
+    for i in range(N):
+        g = tgt_g[i]
+        if g < 0:
+            continue
+        s0 = gstart[g]
+        e0 = gstart[g + 1]
+        if q == 0:
+            bstart[i] = s0
+            blen_out[i] = e0 - s0
+            continue
+        bj = 0
+        bs = 0
+        blen = -1
+        for j in range(q):
+            x = lo[i, j]
+            base = s0
+            m = e0 - s0
+            while m > 1:
+                half = m >> 1
+                base = base + half if sv[j, j, base + half - 1] < x else base
+                m -= half
+            if m == 1 and sv[j, j, base] < x:
+                base += 1
+            s = base
+            x = hi[i, j]
+            m = e0 - s
+            while m > 1:
+                half = m >> 1
+                base = base + half if sv[j, j, base + half - 1] <= x else base
+                m -= half
+            if m == 1 and sv[j, j, base] <= x:
+                base += 1
+            ln = base - s
+            if blen < 0 or ln < blen:
+                blen = ln
+                bj = j
+                bs = s
+            if ln <= 0:
+                break
+        prim[i] = bj
+        bstart[i] = bs
+        blen_out[i] = max(blen, 0)
+    return prim, bstart, blen_out
+
+@_nb.njit(cache=True, nogil=True)
+def ranges_sweep(gstart, sv, tgt_g, lo, hi, olo, ohi):
+    """Same as :func:`ranges`, by a merge sweep: targets visited in (key, bound) order
+    (``olo``/``ohi``, fixed across replicates) advance one pointer per group and column, so
+    each replicate costs O(n + N_T) per column instead of O(N_T log n)."""
+    N = tgt_g.shape[0]
+    q = sv.shape[1]
+    S = np.zeros((N, q), dtype=np.int64)
+    E = np.zeros((N, q), dtype=np.int64)
+    for j in range(q):
+        gprev = -2
+        p = 0
+        pend = 0
+        for t in range(N):
+            i = olo[j, t]
+            g = tgt_g[i]
+            if g < 0:
+                continue
+            if g != gprev:
+                p = gstart[g]
+                pend = gstart[g + 1]
+                gprev = g
+            x = lo[i, j]
+            while p < pend and sv[j, j, p] < x:
+                p += 1
+            S[i, j] = p
+        gprev = -2
+        for t in range(N):
+            i = ohi[j, t]
+            g = tgt_g[i]
+            if g < 0:
+                continue
+            if g != gprev:
+                p = gstart[g]
+                pend = gstart[g + 1]
+                gprev = g
+            x = hi[i, j]
+            while p < pend and sv[j, j, p] <= x:
+                p += 1
+            E[i, j] = p
+    prim = np.zeros(N, dtype=np.int64)
+    bstart = np.zeros(N, dtype=np.int64)
+    blen = np.zeros(N, dtype=np.int64)
+    for i in range(N):
+        if tgt_g[i] < 0:
+            continue
+        best = -1
+        for j in range(q):
+            ln = E[i, j] - S[i, j]
+            if ln < 0:
+                ln = 0
+            if best < 0 or ln < best:
+                best = ln
+                prim[i] = j
+                bstart[i] = S[i, j]
+        blen[i] = best
+    return prim, bstart, blen
+
+@_nb.njit(cache=True, nogil=True)
+def scan(perms, sv, prim, bstart, blen, lo, hi, ell, centre, scale, strict, offsets,
+             out, write):
+    """Scan each target's slice, testing every radius column (and the ellipse); counts per
+    target, and with ``write`` the matched records at ``out[offsets[i]:]``."""
+    N = prim.shape[0]
+    q = sv.shape[1]
+    counts = np.zeros(N, dtype=np.int64)
+    for i in range(N):
+        ln = blen[i]
+        if ln <= 0:
+            continue
+        bj = prim[i]
+        bs = bstart[i]
+        c = 0
+        if q == 0:
+            if write:
+                for pos in range(bs, bs + ln):
+                    out[offsets[i] + pos - bs] = perms[0, pos]
+            counts[i] = ln
+            continue
+        if not write and not ell:
+            for pos in range(bs, bs + ln):
+                ok = 1
+                for jj in range(q):
+                    v = sv[bj, jj, pos]
+                    ok &= (v >= lo[i, jj]) & (v <= hi[i, jj])
+                c += ok
+            counts[i] = c
+            continue
+        o = offsets[i]
+        for pos in range(bs, bs + ln):
+            ok = True
+            for jj in range(q):
+                if jj == bj:
+                    continue
+                v = sv[bj, jj, pos]
+                if v < lo[i, jj] or v > hi[i, jj]:
+                    ok = False
+                    break
+            if ok and ell:
+                acc = 0.0
+                for jj in range(q):
+                    sc = scale[i, jj]
+                    if sc > 0.0:
+                        d = (sv[bj, jj, pos] - centre[i, jj]) / sc
+                        acc += d * d
+                if strict:
+                    ok = acc < 1.0
+                else:
+                    ok = acc <= 1.0
+            if ok:
+                if write:
+                    out[o + c] = perms[bj, pos]
+                c += 1
+        counts[i] = c
+    return counts
+
+@_nb.njit(cache=True, nogil=True)
+def compact(buf, offsets, counts):
+    out = np.empty(counts.sum(), dtype=np.int64)
+    p = 0
+    for i in range(counts.shape[0]):
+        o = offsets[i]
+        for t in range(counts[i]):
+            out[p] = buf[o + t]
+            p += 1
+    return out
+

@@ -1,0 +1,201 @@
+"""Pooled identification risk with the fallback to the unsynthesized key (SPEC §4.3(5), §4.5).
+
+The fallback set of a target is represented by the set and one probability
+(``engine.FALLBACK_AS_CELLS = True``, the default); these tests check that every probability,
+top set and measure is bitwise the same as when each set is materialised record by record.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bayes_risk.exceptions import DataWarning, ValidationError
+from bayes_risk.identification import engine
+from bayes_risk.identification.api import identification_risk
+
+
+def ir(*args, **kw):
+    kw.setdefault("progressbar", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        return identification_risk(*args, **kw)
+
+
+def _both(monkeypatch, *args, **kw):
+    """The result with fallback sets as cells and materialised."""
+    out = []
+    for cells in (True, False):
+        monkeypatch.setattr(engine, "FALLBACK_AS_CELLS", cells)
+        out.append(ir(*args, **kw))
+    monkeypatch.setattr(engine, "FALLBACK_AS_CELLS", True)
+    return out
+
+
+def _bitwise(a: np.ndarray, b: np.ndarray) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind == "f":
+        return a.shape == b.shape and np.array_equal(a.view(np.int64), b.view(np.int64))
+    return np.array_equal(a, b)
+
+
+def _assert_identical(cell, mat):
+    pc, pm = cell.prob, mat.prob
+    assert pc.shape == pm.shape
+    assert _bitwise(pc.indptr, pm.indptr)
+    assert _bitwise(pc.indices, pm.indices)
+    assert _bitwise(pc.data, pm.data)
+    assert cell.pooled.nnz == pm.nnz
+    assert (mat.pooled.fallback_extra == 0).all()
+    assert cell.pooled.explicit.nnz <= pm.nnz
+    for name in ("c", "T", "K", "W", "IR", "declared", "p_out", "p_unassigned"):
+        assert _bitwise(getattr(cell, name), getattr(mat, name)), name
+    pd.testing.assert_frame_equal(cell.records, mat.records)
+    assert cell.summary() == mat.summary() or all(
+        (a == b) or (a != a and b != b) for a, b in
+        zip(cell.summary().values(), mat.summary().values(), strict=True)
+    )
+
+
+def test_toy5_fallback_set_is_one_value(toy5_local):
+    """SPEC §4.7 worked example: replicate 2 has no (M, B) record, so target 3 spreads its mass
+    over the three males; record 1 (the first male) is matched directly in no replicate."""
+    y, z = toy5_local
+    res = ir(y, z, ["sex"], ["race"])
+    pooled = res.pooled
+    assert pooled.fallback_extra[2] == 1 and pooled.fallback_value[2] == pytest.approx(1 / 6)
+    k, p = pooled.row(2)
+    np.testing.assert_array_equal(k, [0, 1, 2])
+    np.testing.assert_allclose(p, [1 / 6, 5 / 12, 5 / 12])
+    assert pooled.explicit[2, 0] == 0  # not stored: represented by the set
+    np.testing.assert_array_equal(res.c, [1, 1, 2, 2, 2])
+    np.testing.assert_array_equal(res.T, [1, 0, 1, 1, 1])
+
+
+@pytest.fixture
+def toy5_local():
+    y = pd.DataFrame({"sex": ["M", "M", "M", "F", "F"], "race": ["W", "W", "B", "W", "B"]})
+    z1 = y.assign(race=["W", "B", "B", "W", "W"])
+    z2 = y.assign(race=["W", "W", "W", "B", "B"])
+    return y, [z1, z2]
+
+
+def _coarse_problem(seed: int, n: int, m: int, levels: int = 3):
+    """Synthesized categorical column with many levels: most replicates leave a target without
+    a match, so the fallback to the (coarse) unsynthesized key is used often."""
+    rng = np.random.default_rng(seed)
+    y = pd.DataFrame({
+        "g": rng.integers(0, levels, n), "a": rng.integers(20, 30, n),
+        "s": rng.integers(0, 12, n), "x": rng.lognormal(3, 0.4, n),
+    })
+    zs = [y.assign(s=rng.integers(0, 12, n), x=y.x * rng.lognormal(0, 0.2, n))
+          for _ in range(m)]
+    return y, zs
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("m", [1, 3, 12, 20])
+def test_cells_equal_materialised(monkeypatch, compiled, m):
+    """Up to 20 replicates: fallback contributions of 8 or more replicates are summed by numpy's
+    blocked (pairwise) summation, which the compact form must reproduce bit for bit."""
+    if compiled and not engine._HAVE_NUMBA:
+        pytest.skip("numba not importable")
+    monkeypatch.setattr(engine, "USE_NUMBA", compiled)
+    y, zs = _coarse_problem(m, n=400, m=m)
+    cell, mat = _both(monkeypatch, y, zs, ["g"], ["s", "x"], categorical=["g", "s"],
+                      radius={"x": 0.1})
+    assert cell.settings["fallback"] == "unsynthesized"
+    assert (cell.pooled.fallback_extra > 0).sum() > 50  # the fallback is exercised
+    _assert_identical(cell, mat)
+
+
+@pytest.mark.parametrize("shape", ["rectangle", "ellipse"])
+@pytest.mark.parametrize("window", ["closed", "open"])
+def test_cells_with_unsynthesized_radius_column(monkeypatch, shape, window):
+    """A radius on a known unsynthesized column: the fallback set is a window, not a cell."""
+    y, zs = _coarse_problem(7, n=300, m=6)
+    cell, mat = _both(monkeypatch, y, zs, ["g", "a"], ["s", "x"], categorical=["g", "s"],
+                      radius={"a": 0.1, "x": 0.15}, shape=shape, window=window)
+    assert (cell.pooled.fallback_extra > 0).any()
+    _assert_identical(cell, mat)
+
+
+@pytest.mark.parametrize("strategy", ["always", ("threshold", 0.5), "not_if_max"])
+def test_cells_unknown_membership_and_targets(monkeypatch, strategy):
+    """Per-replicate probabilities min(1/F, 1/n) (membership unknown) and external targets
+    (some out of the sample) go through the compact form unchanged."""
+    y, zs = _coarse_problem(3, n=250, m=5)
+    y = y.assign(pid=np.arange(len(y)) + 100)
+    rng = np.random.default_rng(0)
+    tg = y.iloc[rng.choice(len(y), 60, replace=False)].copy()
+    tg.loc[tg.index[:10], "pid"] = -np.arange(1, 11)  # not in the sample
+    F = rng.integers(1, 40, len(tg)).astype(float)
+    cell, mat = _both(monkeypatch, y, zs, ["g", "a"], ["s"], categorical=["g", "s"],
+                      membership="unknown", population_counts=F, fallback="unsynthesized",
+                      strategy=strategy, targets=tg, target_id="pid")
+    assert (cell.pooled.fallback_extra > 0).any()
+    _assert_identical(cell, mat)
+
+
+def test_cells_avoid_the_materialised_size(monkeypatch):
+    """Coarse unsynthesized key: the materialised matrix would exceed the limit; the compact
+    form runs, rows are read from it, and only asking for the full matrix is refused."""
+    y, zs = _coarse_problem(11, n=3000, m=3, levels=2)
+    small = ir(y, zs, ["g"], ["s", "x"], categorical=["g", "s"], radius={"x": 0.01})
+    full = small.prob
+    assert small.pooled.explicit.nnz < full.nnz / 20  # the sets dominate the full matrix
+    monkeypatch.setattr(engine, "MAX_NNZ", small.pooled.explicit.nnz + 10)
+    res = ir(y, zs, ["g"], ["s", "x"], categorical=["g", "s"], radius={"x": 0.01})
+    np.testing.assert_array_equal(res.c, small.c)
+    k, p = res.pooled.row(5)
+    np.testing.assert_array_equal(k, full.indices[full.indptr[5]:full.indptr[6]])
+    assert _bitwise(p, full.data[full.indptr[5]:full.indptr[6]])
+    with pytest.raises(ValidationError, match="row by row"):
+        res.prob  # noqa: B018
+    monkeypatch.setattr(engine, "FALLBACK_AS_CELLS", False)
+    with pytest.raises(ValidationError, match="per_dataset"):
+        ir(y, zs, ["g"], ["s", "x"], categorical=["g", "s"], radius={"x": 0.01})
+
+
+@st.composite
+def fallback_problems(draw):
+    n = draw(st.integers(2, 40))
+    m = draw(st.integers(1, 10))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    g_levels = draw(st.integers(1, 3))
+    s_levels = draw(st.integers(1, 6))
+    y = pd.DataFrame({
+        "g": rng.integers(0, g_levels, n), "a": rng.integers(1, 5, n) * 10,
+        "s": rng.integers(0, s_levels, n), "x": rng.integers(1, 6, n) * 10.0,
+    })
+    zs = [y.assign(s=rng.integers(0, s_levels, n), x=y.x + rng.integers(-2, 3, n) * 5.0)
+          for _ in range(m)]
+    ra = draw(st.sampled_from([None, 0.0, 0.3]))
+    rx = draw(st.sampled_from([0.0, 0.1, 0.5]))
+    shape = draw(st.sampled_from(["rectangle", "ellipse"]))
+    return y, zs, ra, rx, shape
+
+
+@settings(deadline=None)
+@given(fallback_problems())
+def test_property_cells_equal_materialised(prob):
+    """Bitwise equality on random small problems (duplicated keys, ties, zero radii, fallback
+    sets with and without directly matched records)."""
+    y, zs, ra, rx, shape = prob
+    radius = {"x": rx} if ra is None else {"x": rx, "a": ra}
+    kw = dict(categorical=["g", "s"], radius=radius, shape=shape)
+    with pytest.MonkeyPatch.context() as mp:
+        cell, mat = _both(mp, y, zs, ["g", "a"], ["s", "x"], **kw)
+    _assert_identical(cell, mat)
+    # invariants of the compact form: each row sums to the replicates with a match
+    full = cell.prob.toarray()
+    np.testing.assert_allclose(full.sum(axis=1) + cell.p_unassigned, 1.0, rtol=1e-12)
+    assert np.all(cell.pooled.fallback_extra >= 0)
+    has = cell.pooled.fallback_extra > 0
+    assert np.all(cell.pooled.fallback_value[has] > 0)
