@@ -627,6 +627,15 @@ def test_sigint_during_writing_is_honoured_after_it(base, tmp_path, capsys, monk
         return real(self, *a, **k)
 
     monkeypatch.setattr(pd.DataFrame, "to_csv", to_csv)
+    import bayes_risk.data.io as dio
+
+    real_write_csv = dio.write_csv  # identification writes records.csv with pyarrow
+
+    def write_csv(*a, **k):
+        os.kill(os.getpid(), signal.SIGINT)
+        return real_write_csv(*a, **k)
+
+    monkeypatch.setattr(dio, "write_csv", write_csv)
     rc, err = _run(_cmd(sub, base, extra=("--overwrite",)), capsys)
     assert rc == 130 and err.strip().splitlines()[-1] == "interrupted", err
     assert sorted(p.name for p in (work / "out").iterdir()) == ["precious.txt"]
