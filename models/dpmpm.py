@@ -452,21 +452,30 @@ class DPMPM(BayesianSynthesizer):
         self.posterior_["sample_stats"] = xr.DataTree(ds)
 
     def _check_truncation(self) -> None:
+        """``TRUNCATION_TOO_SMALL`` when a **kept** draw occupies ``K − 1`` or more classes.
+
+        Warm-up draws are not read: they include the starting state, which says nothing about
+        whether the truncation is large enough for the posterior.
+        """
         K = int(self.n_components)
         if K < 3:
             return
         kmax = 0
-        for grp in ("sample_stats", "warmup_sample_stats"):
-            if grp in self.posterior_.children and "k_occupied" in self.posterior_[grp].data_vars:
-                vals = np.asarray(self.posterior_[grp]["k_occupied"].values)
-                if vals.size:
-                    kmax = max(kmax, int(vals.max()))
+        if "sample_stats" in self.posterior_.children and (
+            "k_occupied" in self.posterior_["sample_stats"].data_vars
+        ):
+            vals = np.asarray(self.posterior_["sample_stats"]["k_occupied"].values)
+            if vals.size:
+                kmax = int(vals.max())
         if kmax >= K - 1:
             self.warnings_.append("TRUNCATION_TOO_SMALL")
             warnings.warn(
-                f"DPMPM: the number of occupied classes reached {kmax} of K = {K} "
-                "(TRUNCATION_TOO_SMALL); increase n_components.",
-                ConvergenceWarning,
+                ConvergenceWarning(
+                    f"DPMPM: kept posterior draws occupy up to {kmax} of the K = {K} classes "
+                    "(TRUNCATION_TOO_SMALL): the truncation may cut off posterior mass; "
+                    "increase n_components.",
+                    code="TRUNCATION_TOO_SMALL",
+                ),
                 stacklevel=3,
             )
 
