@@ -13,6 +13,7 @@ from pymc.util import get_random_generator
 from bayes_risk.models import _dpmpm_kernels as kern
 from bayes_risk.models._stick import (
     initial_memberships,
+    label_switch_moves,
     sample_alpha,
     sample_sticks,
     stick_breaking_log_parts,
@@ -58,11 +59,13 @@ class DPMPMGibbs(BlockedStep):
         self.miss_j = mj.astype(np.int64)
         self._y = None
         self._z = None
+        self._sticks = None  # (log V, log(1 - V)) of the last sweep, for the label moves
 
     def setup_chain(self, rng, tune, draws):
         super().setup_chain(rng, tune, draws)
         self._y = None
         self._z = None
+        self._sticks = None  # (log V, log(1 - V)) of the last sweep, for the label moves
 
     def step(self, point):
 
@@ -79,6 +82,9 @@ class DPMPMGibbs(BlockedStep):
             self._z, alpha = initial_memberships(n, K, self.a_alpha, self.b_alpha, rng)
         else:
             alpha = float(point["alpha"])
+            if K > 1 and self._sticks is not None:
+                nk0 = np.bincount(self._z, minlength=K)
+                self._z = label_switch_moves(nk0, *self._sticks, rng)[self._z]
         nk, c = kern.counts(self._y, self._z, self.offsets, L, K)
         new = dict(point)
         # step 2: sticks
@@ -87,6 +93,7 @@ class DPMPMGibbs(BlockedStep):
             log_pi = stick_breaking_log_parts(log_v, log_1mv)
             # stored V may round to 1 when 1 - V < 1e-16; the sampler uses the exact logs
             new["V"] = np.exp(log_v)
+            self._sticks = (log_v, log_1mv)
         else:
             log_1mv = np.zeros(0)
             log_pi = np.zeros(1)

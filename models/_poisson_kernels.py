@@ -18,6 +18,7 @@ from scipy.special import gammaln
 from bayes_risk.models._stick import (  # noqa: F401  (re-exported)
     alpha_conditional,
     initial_memberships,
+    label_switch_moves,
     sample_alpha,
     sample_sticks,
     stick_breaking_log,

@@ -75,7 +75,10 @@ class DPMPM(BayesianSynthesizer):
         multimodality make it far slower per effective draw); no missing-value imputation is
         needed there because missing entries are marginalised in the likelihood.
     tune, draws, chains, cores, random_seed, progressbar
-        MCMC settings (see :class:`~bayes_risk.models.bayesian.BayesianSynthesizer`).
+        MCMC settings (see :class:`~bayes_risk.models.bayesian.BayesianSynthesizer`). Defaults:
+        2 chains (run in parallel; ``cores=None`` is PyMC's choice, at most the number of CPUs)
+        of 1,000 warm-up and 500 kept sweeps, so ``H = 1000`` draws and R-hat can see a chain
+        that is stuck in another mode.
 
     Attributes
     ----------
@@ -120,10 +123,10 @@ class DPMPM(BayesianSynthesizer):
         dirichlet_prior: float = 1.0,
         synthesis_mode: str | None = None,
         sampler: str = "gibbs",
-        tune: int = 500,
-        draws: int = 1000,
-        chains: int = 1,
-        cores: int | None = 1,
+        tune: int = 1000,
+        draws: int = 500,
+        chains: int = 2,
+        cores: int | None = None,
         random_seed: RandomSeed = None,
         progressbar: bool = True,
     ) -> None:

@@ -98,6 +98,7 @@ def _gibbs_step_class() -> type:
             self.stats_dtypes = [{"n_occupied": np.int64, "loglik": np.float64}]
             self.z_trace: list[list[np.ndarray]] = []
             self._z: np.ndarray | None = None
+            self._sticks = None
             self._tune = 0
             self._it = 0
 
@@ -108,6 +109,7 @@ def _gibbs_step_class() -> type:
         def setup_chain(self, rng, tune, draws):
             super().setup_chain(rng, tune, draws)
             self._z = None
+            self._sticks = None
             self._tune = int(tune)
             self._it = 0
             self.z_trace.append([])
@@ -120,6 +122,9 @@ def _gibbs_step_class() -> type:
                 self._z, alpha = pk.initial_memberships(n, K, self.a_alpha, self.b_alpha, rng)
             else:
                 alpha = float(np.exp(point[self.names["alpha"]])) if "alpha" in self.names else 1.0
+                if K > 1 and self._sticks is not None:  # label moves (see _stick.py)
+                    nk0 = np.bincount(self._z, minlength=K)
+                    self._z = pk.label_switch_moves(nk0, *self._sticks, rng)[self._z]
             n_k, s_kj = pk.component_stats(y, self._z, K)
             shape, rate = pk.lambda_params(n_k, s_kj, self.a_lam, self.b_lam)
             lam = rng.gamma(shape, 1.0 / rate)
@@ -130,6 +135,7 @@ def _gibbs_step_class() -> type:
                 log_v, log_1mv = pk.sample_sticks(n_k, alpha, rng)
                 alpha = pk.sample_alpha(log_1mv, self.a_alpha, self.b_alpha, rng)
                 log_pi = pk.stick_breaking_log_parts(log_v, log_1mv)
+                self._sticks = (log_v, log_1mv)
                 new[self.names["v"]] = np.asarray(log_v - log_1mv)  # logit V
                 new[self.names["alpha"]] = np.asarray(np.log(alpha))
             else:
