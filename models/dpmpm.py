@@ -419,6 +419,8 @@ class DPMPM(BayesianSynthesizer):
                     n_components=int(self.n_components),
                     alpha_prior=tuple(float(x) for x in self.alpha_prior),
                     dirichlet_prior=float(self.dirichlet_prior),
+                    conditional_rows=getattr(self, "_conditional_rows", None),
+                    us_columns=getattr(self, "_us_columns", None),
                     model=model,
                 )
             dt = self._run_sampler(model, step=[step], random_seed=seed)
@@ -940,7 +942,9 @@ class DPMPM(BayesianSynthesizer):
         Its draws come from ``p(Θ | y, Z_(l))`` (SPEC §2.6.1): same settings, schema and roles as
         this model; the records of ``synthetic`` are appended to ``data`` — under partial
         synthesis of selected records only the selected rows, the ones :meth:`dataset_loglik`
-        counts (the others are copies of ``data``).
+        counts (the others are copies of ``data``). In ``conditional_us`` mode the appended
+        rows contribute ``p(z^S | z^US, Θ)`` as :meth:`dataset_loglik` does, not the full-record
+        likelihood (Metropolis-corrected Gibbs sweeps; no label moves).
 
         Raises
         ------
@@ -967,6 +971,17 @@ class DPMPM(BayesianSynthesizer):
             [data[names].astype(object), synthetic[names].astype(object)], ignore_index=True
         )
         new = type(self)(**self.get_params())
+        _, us_mask = self._masks()
+        if self.synthesis_mode_ == "conditional_us" and us_mask.any():
+            # the synthetic rows enter through p(z^S | z^US, Θ), not as full records: the
+            # sampler corrects the full-row conditionals by Metropolis steps (_dpmpm_step)
+            if self.sampler != "gibbs":
+                raise ValidationError(
+                    "the conditional_us augmented fit needs sampler='gibbs' (NUTS would need "
+                    "the conditional likelihood in the PyMC model)."
+                )
+            new._conditional_rows = np.arange(len(data), len(combined), dtype=np.int64)
+            new._us_columns = np.flatnonzero(us_mask).astype(np.int64)
         new.fit(combined, schema=self.schema_, random_seed=random_seed)
         return new
 

@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 #: log α grid of the quadrature (trapezoid in t = log α; the integrand decays like α^a_α at 0)
-_LOG_ALPHA = np.linspace(-250.0, 9.0, 6001)
+_LOG_ALPHA = np.linspace(-250.0, 9.0, 1201)
 
 
 def cells_of(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -141,41 +141,57 @@ class DPMixtureExact:
     _pi_given_state: np.ndarray  # E[π | state] [T, K]
 
 
-def _dp_exact(stats, log_mult, nk, log_lik_state, a_alpha, b_alpha) -> DPMixtureExact:
+def _dp_exact(stats, log_mult, nk, log_lik_state, a_alpha, b_alpha, chunk=2000) -> DPMixtureExact:
     t = _LOG_ALPHA
     alpha = np.exp(t)
-    # prior of α in t = log α: Gamma density × α (Jacobian)
+    # prior of α in t = log α: Gamma density × α (Jacobian); trapezoid weights
     log_prior = a_alpha * np.log(b_alpha) - gammaln(a_alpha) + a_alpha * t - b_alpha * alpha
-    lpz = _log_p_z_given_alpha(nk.astype(float), t)  # [T, A]
-    logj = (log_mult + log_lik_state)[:, None] + lpz + log_prior[None, :]  # [T, A]
     dt = t[1] - t[0]
     wq = np.full(t.size, dt)
     wq[[0, -1]] = dt / 2
-    logj_w = logj + np.log(wq)[None, :]
-    log_ev = float(logsumexp(logj_w))
-    post_ta = np.exp(logj_w - log_ev)  # [T, A], sums to 1
-    state_post = post_ta.sum(axis=1)
-    alpha_mean = float((post_ta * alpha[None, :]).sum())
-    with np.errstate(invalid="ignore", divide="ignore"):
-        alpha_given = (post_ta * alpha[None, :]).sum(axis=1) / state_post
-    # E[π_k | z, α] = E[V_k] Π_{h<k} E[1 − V_h], V_k ~ Beta(1 + n_k, α + tail_{k+1})
-    K = nk.shape[1]
-    tail = np.cumsum(nk[:, ::-1], axis=1)[:, ::-1].astype(float)
-    epi = np.zeros((nk.shape[0], t.size, K))
-    run = np.ones((nk.shape[0], t.size))
-    for k in range(K - 1):
-        a = 1.0 + nk[:, k : k + 1]
-        b = alpha[None, :] + tail[:, k + 1 : k + 2]
-        epi[:, :, k] = run * a / (a + b)
-        run = run * b / (a + b)
-    epi[:, :, K - 1] = run
-    pi_mean = np.einsum("ta,tak->k", post_ta, epi)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        pi_given = np.einsum("ta,tak->tk", post_ta, epi) / state_post[:, None]
+    base = log_prior + np.log(wq)
+    T, K = nk.shape
+    nkf = nk.astype(float)
+
+    # p(z | α) depends on the state only through the class counts: few distinct rows
+    nk_u, nk_inv = np.unique(nk, axis=0, return_inverse=True)
+    lpz_u = _log_p_z_given_alpha(nk_u.astype(float), t) + base[None, :]
+    nk_inv = nk_inv.ravel()
+
+    def joint(sl):  # [t, A] log of (allocations × likelihood × p(z | α) × prior × weight)
+        return (log_mult[sl] + log_lik_state[sl])[:, None] + lpz_u[nk_inv[sl]]
+
+    chunks = [slice(a, min(T, a + chunk)) for a in range(0, T, chunk)]
+    log_ev = float(logsumexp([logsumexp(joint(sl)) for sl in chunks]))
+    state_post = np.empty(T)
+    alpha_given = np.empty(T)
+    pi_given = np.empty((T, K))
+    alpha_mean = 0.0
+    pi_mean = np.zeros(K)
+    tail_all = np.cumsum(nkf[:, ::-1], axis=1)[:, ::-1]
+    for sl in chunks:
+        post_ta = np.exp(joint(sl) - log_ev)
+        sp = post_ta.sum(axis=1)
+        state_post[sl] = sp
+        am = post_ta @ alpha
+        alpha_mean += am.sum()
+        # E[π_k | z, α] = E[V_k] Π_{h<k} E[1 − V_h], V_k ~ Beta(1 + n_k, α + tail_{k+1})
+        run = np.ones(post_ta.shape)
+        pik = np.zeros((post_ta.shape[0], K))
+        for k in range(K - 1):
+            a = 1.0 + nkf[sl, k : k + 1]
+            b = alpha[None, :] + tail_all[sl, k + 1 : k + 2]
+            pik[:, k] = (post_ta * run * a / (a + b)).sum(axis=1)
+            run = run * b / (a + b)
+        pik[:, K - 1] = (post_ta * run).sum(axis=1)
+        pi_mean += pik.sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            alpha_given[sl] = am / sp
+            pi_given[sl] = pik / sp[:, None]
     occ = (nk > 0).sum(axis=1)
     return DPMixtureExact(
         log_evidence=log_ev,
-        alpha_mean=alpha_mean,
+        alpha_mean=float(alpha_mean),
         pi_mean=pi_mean,
         p_empty=float(state_post[occ < K].sum()),
         k_occupied_mean=float((state_post * occ).sum()),
