@@ -341,3 +341,19 @@ def normal_regression_evidence(
         -n / 2 * np.log(2 * np.pi) + 0.5 * (ld0 - ldn) + a0 * np.log(b0) - an * np.log(bn)
         + gammaln(an) - gammaln(a0)
     )
+
+
+def poisson_predictive(
+    ex: DPMixtureExact, v: np.ndarray, *, a_lambda: float, b_lambda: np.ndarray
+) -> float:
+    """Posterior predictive ``p(y_new = v | y)`` of the Poisson mixture (label invariant):
+    per class a product of negative binomials (Gamma–Poisson with ``a + S_kj``, ``b_j + n_k``)."""
+    v = np.asarray(v, dtype=float)
+    b = np.broadcast_to(np.asarray(b_lambda, dtype=float), v.shape)
+    n = ex.nk.astype(float)[:, :, None]
+    s = ex.stats[:, :, 1:].astype(float)
+    a1 = a_lambda + s
+    b1 = b[None, None, :] + n
+    lp = (gammaln(a1 + v) - gammaln(a1) - gammaln(v + 1.0) + a1 * np.log(b1 / (b1 + 1.0))
+          - v * np.log(b1 + 1.0)).sum(axis=2)
+    return float(np.einsum("t,tk,tk->", ex.state_post, ex._pi_given_state, np.exp(lp)))

@@ -111,7 +111,6 @@ def test_dpmpm_k2_posterior_matches_exact():
         terms = [lpi[..., k] + sum(lphi[j][..., k, row[j]] for j in range(3)) for k in range(2)]
         checks[f"pred{row}"] = (np.exp(np.logaddexp(*terms)), ex.predictive(np.array(row)))
     zs = {k: _z(x, e) for k, (x, e) in checks.items()}
-    print(zs)
     assert max(abs(v) for v in zs.values()) <= Z_MAX, zs
 
 
@@ -166,6 +165,7 @@ def test_dpmpm_p_true_end_to_end_matches_exact_evidence_ratios():
         est.append(res.records["p_true"].to_numpy())
     est = np.array(est)
     z = (est.mean(axis=0) - truth) / (est.std(axis=0, ddof=1) / np.sqrt(len(est)))
+    print("p_true truth", truth, "mean", est.mean(axis=0), "z", z)
     assert np.all(np.abs(z) <= 3.0), (truth, est.mean(axis=0), z)
     assert np.all(np.abs(est.mean(axis=0) - truth) < 0.01)
 
@@ -196,3 +196,35 @@ def test_conditional_us_augmented_fit_uses_the_conditional_likelihood():
     assert abs(_z(pa, exact_a)) <= Z_MAX and abs(_z(pb, exact_b)) <= Z_MAX
     wrong_a = (a + 32) / (2 * a + 2 * n)  # full-record augmentation
     assert abs(pa.mean() - wrong_a) > 5 * pa.std() / np.sqrt(arviz_stats.ess(pa, method="mean"))
+
+
+# ------------------------------------------------------------------------------ Poisson mixture
+@pytest.mark.slow
+def test_poisson_mixture_k2_posterior_matches_exact():
+    """MP model, K = 2, one count column of 12 records: α, P(a class empty) and the posterior
+    predictive of three values vs the exact posterior (log-space sticks are shared with DPMPM)."""
+    from _exact import poisson_predictive
+
+    y = np.array([0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 7, 9])[:, None]  # P(a class empty) ≈ 0.29
+    b = 1.0 / max(1.0, y.mean())
+    ex = poisson_mixture_exact(y, 2, a_lambda=1.0, b_lambda=np.array([b]))
+    df = pd.DataFrame({"y": y[:, 0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = PoissonMixture("mp", n_components=2, tune=1000, draws=10000, chains=2, cores=1,
+                           progressbar=False).fit(df, random_seed=3)
+    post = m.posterior_["posterior"]
+    w = post["w"].transpose("chain", "draw", "component").values
+    lam = post["lam"].transpose("chain", "draw", "component", "column").values[..., 0]
+    from scipy.stats import poisson
+
+    checks = {
+        "alpha": (post["alpha"].values, ex.alpha_mean),
+        "P(empty)": ((m.posterior_["sample_stats"]["n_occupied"].values < 2) * 1.0, ex.p_empty),
+    }
+    for v in (1, 4, 9):
+        pred = (w * poisson.pmf(v, lam)).sum(axis=-1)
+        checks[f"pred({v})"] = (pred, poisson_predictive(ex, np.array([v]), a_lambda=1.0,
+                                                         b_lambda=np.array([b])))
+    zs = {k: _z(x, e) for k, (x, e) in checks.items()}
+    assert max(abs(v) for v in zs.values()) <= Z_MAX, zs
