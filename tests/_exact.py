@@ -13,7 +13,7 @@ number of allocations ``Π_c N_c! / Π_k T_ck!`` as weight. Given the per-class 
 * α ~ Gamma(a_α, b_α) is integrated by the trapezoid rule on ``t = log α`` over a wide grid.
 
 :func:`brute_force_allocations` checks the dynamic programme against a plain sum over all
-``K^N`` allocations. Conjugate normal regression has a closed form (:func:`normal_regression_evidence`).
+``K^N`` allocations.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ __all__ = [
     "DPMixtureExact",
     "dpmpm_exact",
     "poisson_mixture_exact",
-    "normal_regression_evidence",
+    "poisson_predictive",
     "cells_of",
 ]
 
@@ -278,7 +278,7 @@ def poisson_mixture_exact(
     b_lambda: np.ndarray,
     alpha_prior: tuple[float, float] = (0.25, 0.25),
 ) -> DPMixtureExact:
-    """Exact posterior (and evidence, with the ``1/y!`` terms) of the Poisson mixture (SPEC §3.3)."""
+    """Exact posterior (and evidence, ``1/y!`` terms included) of the Poisson mixture."""
     y = np.asarray(y, dtype=np.int64)
     b = np.broadcast_to(np.asarray(b_lambda, dtype=float), (y.shape[1],))
     vals, counts = cells_of(y)
@@ -318,29 +318,6 @@ def brute_force_allocations(
         ll = sum(log_lik_class(np.flatnonzero(z == k)) for k in range(K))
         terms.append(ll + _log_p_z_given_alpha(nk.astype(float), t)[0] + log_prior + np.log(wq))
     return float(logsumexp(np.stack(terms)))
-
-
-def normal_regression_evidence(
-    y: np.ndarray, X: np.ndarray, *, beta_mean: np.ndarray, beta_prec: np.ndarray,
-    a0: float, b0: float,
-) -> float:
-    """``log p(y | X)`` of ``y = Xβ + ε``, ``ε ~ N(0, σ²)``, ``β | σ² ~ N(m₀, σ² Λ₀⁻¹)``,
-    ``σ² ~ InvGamma(a₀, b₀)`` (normal–inverse-gamma, closed form)."""
-    y = np.asarray(y, float)
-    X = np.asarray(X, float)
-    n = len(y)
-    L0 = np.asarray(beta_prec, float)
-    m0 = np.asarray(beta_mean, float)
-    Ln = X.T @ X + L0
-    mn = np.linalg.solve(Ln, X.T @ y + L0 @ m0)
-    an = a0 + n / 2
-    bn = b0 + 0.5 * (y @ y + m0 @ L0 @ m0 - mn @ Ln @ mn)
-    _, ld0 = np.linalg.slogdet(L0)
-    _, ldn = np.linalg.slogdet(Ln)
-    return float(
-        -n / 2 * np.log(2 * np.pi) + 0.5 * (ld0 - ldn) + a0 * np.log(b0) - an * np.log(bn)
-        + gammaln(an) - gammaln(a0)
-    )
 
 
 def poisson_predictive(

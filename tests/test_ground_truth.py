@@ -165,7 +165,6 @@ def test_dpmpm_p_true_end_to_end_matches_exact_evidence_ratios():
         est.append(res.records["p_true"].to_numpy())
     est = np.array(est)
     z = (est.mean(axis=0) - truth) / (est.std(axis=0, ddof=1) / np.sqrt(len(est)))
-    print("p_true truth", truth, "mean", est.mean(axis=0), "z", z)
     assert np.all(np.abs(z) <= 3.0), (truth, est.mean(axis=0), z)
     assert np.all(np.abs(est.mean(axis=0) - truth) < 0.01)
 
