@@ -34,7 +34,9 @@ class DPMPMGibbs(BlockedStep):
     classes of the ``z`` used to draw Θ_new. Initialisation: α and ``z`` drawn from the prior's
     stick breaking (:func:`~bayes_risk.models._stick.initial_memberships`, a few occupied
     classes rather than all K), missing values uniform, then steps 2–4 first. Sticks are drawn
-    in log space (never clipped).
+    in log space (never clipped). Each later sweep starts with the Metropolis label-switching
+    moves of :func:`~bayes_risk.models._stick.label_switch_moves` (not used when some rows are
+    conditional, see :meth:`_correct`).
     """
 
     name = "dpmpm_gibbs"
