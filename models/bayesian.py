@@ -613,7 +613,7 @@ class BayesianSynthesizer(BaseSynthesizer):
         out = []
         for code, what in (("RHAT_HIGH", f"R-hat > {RHAT_MAX}"),
                            ("LOW_ESS", f"bulk or tail ESS < {ESS_MIN:.0f}")):
-            bad = df[df["flag"].str.contains(code)]
+            bad = df[[code in str(f).split(",") for f in df["flag"]]] if len(df) else df
             if not len(bad):
                 continue
             desc = "; ".join(
