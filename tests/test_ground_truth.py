@@ -227,3 +227,21 @@ def test_poisson_mixture_k2_posterior_matches_exact():
                                                          b_lambda=np.array([b])))
     zs = {k: _z(x, e) for k, (x, e) in checks.items()}
     assert max(abs(v) for v in zs.values()) <= Z_MAX, zs
+
+
+def test_poisson_mixture_augmented_fit_keeps_the_base_prior_rate():
+    """K = 1: λ | y, Z ~ Gamma(a + Σy + ΣZ, b + 2n) with the base fit's default
+    b = 1 / max(1, mean y) — not b recomputed on y ∪ Z (issue 17)."""
+    y = pd.DataFrame({"y": [1, 2, 3, 4, 5]})
+    z = pd.DataFrame({"y": [10, 10, 10, 10, 10]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = PoissonMixture("mp", n_components=1, tune=100, draws=2000, chains=2, cores=1,
+                           progressbar=False).fit(y, random_seed=1)
+        aug = m.fit_augmented(y, z, random_seed=2)
+    lam = aug.posterior_["posterior"]["lam"].values[..., 0, 0]
+    shape = 1.0 + 15 + 50
+    exact = shape / (1.0 / 3.0 + 10)
+    wrong = shape / (1.0 / 6.5 + 10)  # prior rate from the mean of y ∪ Z
+    assert abs(_z(lam, exact)) <= Z_MAX
+    assert abs(_z(lam, wrong)) > 5
