@@ -35,8 +35,7 @@ class DPMPMGibbs(BlockedStep):
     stick breaking (:func:`~bayes_risk.models._stick.initial_memberships`, a few occupied
     classes rather than all K), missing values uniform, then steps 2–4 first. Sticks are drawn
     in log space (never clipped). Each later sweep starts with the Metropolis label-switching
-    moves of :func:`~bayes_risk.models._stick.label_switch_moves` (not used when some rows are
-    conditional, see :meth:`_correct`).
+    moves of :func:`~bayes_risk.models._stick.label_switch_moves`.
     """
 
     name = "dpmpm_gibbs"
@@ -46,7 +45,7 @@ class DPMPMGibbs(BlockedStep):
     }
 
     def __init__(self, vars, *, codes, d, n_components, alpha_prior, dirichlet_prior,
-                 conditional_rows=None, us_columns=None, model=None, blocked=True, rng=None):
+                 model=None, blocked=True, rng=None):
         self.vars = vars
         self.rng = get_random_generator(rng)
         self.codes = np.ascontiguousarray(codes, dtype=np.int64)
@@ -62,73 +61,12 @@ class DPMPMGibbs(BlockedStep):
         self._y = None
         self._z = None
         self._sticks = None  # (log V, log(1 - V)) of the last sweep, for the label moves
-        # rows whose likelihood is p(y^S | y^US, Θ) (synthetic rows of a conditional_us
-        # augmented fit): Metropolis correction of the full-row conditionals (see _correct)
-        rows = np.zeros(0, np.int64) if conditional_rows is None else conditional_rows
-        self.cond_rows = np.asarray(rows, dtype=np.int64)
-        self.us_cols = np.zeros(0, np.int64) if us_columns is None else np.asarray(
-            us_columns, dtype=np.int64)
-        if not self.us_cols.size:
-            self.cond_rows = np.zeros(0, np.int64)  # no US columns: nothing to condition on
-        self._theta = None
 
     def setup_chain(self, rng, tune, draws):
         super().setup_chain(rng, tune, draws)
         self._y = None
         self._z = None
         self._sticks = None  # (log V, log(1 - V)) of the last sweep, for the label moves
-        self._theta = None
-
-    def _us_term(self, logphi: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:
-        """``[n_c, K']`` of ``Σ_{j∈US, observed} log φ_kj[y_rj]`` for the conditional rows."""
-        codes = self.codes[self.cond_rows]
-        lp = logphi if cols is None else logphi[:, cols]
-        out = np.zeros((codes.shape[0], lp.shape[1]))
-        for j in self.us_cols:
-            c = codes[:, j]
-            ok = c >= 0
-            out[ok] += lp[self.offsets[j] + c[ok], :]
-        return out
-
-    def _correct(self, nk, log_v, log_1mv, logphi, rng):
-        """Metropolis correction for the conditional rows (exact augmented posterior).
-
-        The target has an extra factor ``Π_r 1 / p(y_r^US | Θ)`` over the full-row model whose
-        conditionals were just drawn (the rows' classes are augmented as usual:
-        ``p(c_r | ·) ∝ π_c φ_c(y_r)``). The full-row conditional draws serve as independence
-        proposals, block by block (sticks; ``φ_US`` of each occupied class; ``φ_US`` of the
-        empty classes), accepted with ``Π_r p(y_r^US | Θ_cur) / p(y_r^US | Θ_prop)``; ``φ`` of
-        the synthesized columns is not in the factor and is always kept.
-        """
-        from bayes_risk._numeric import logsumexp
-
-        K = self.K
-        if self._theta is None:  # first sweep: start at the proposal
-            return log_v, log_1mv, logphi
-        lv_c, l1_c, lphi_c = self._theta
-        lpi_c = stick_breaking_log_parts(lv_c, l1_c) if K > 1 else np.zeros(1)
-        B = self._us_term(lphi_c)
-        lse = logsumexp(lpi_c[None, :] + B, axis=1)
-        if K > 1:
-            lpi_p = stick_breaking_log_parts(log_v, log_1mv)
-            lse_p = logsumexp(lpi_p[None, :] + B, axis=1)
-            if np.log(1.0 - rng.random()) < float(np.sum(lse - lse_p)):
-                lv_c, l1_c, lpi_c, lse = log_v, log_1mv, lpi_p, lse_p
-        us_rows = np.concatenate(
-            [np.arange(self.offsets[j], self.offsets[j] + self.d[j]) for j in self.us_cols]
-        )
-        occ = np.flatnonzero(nk > 0)
-        empty = np.flatnonzero(nk == 0)
-        out = logphi.copy()
-        out[us_rows] = lphi_c[us_rows]
-        for blk in [np.array([k]) for k in occ] + ([empty] if empty.size else []):
-            B_p = B.copy()
-            B_p[:, blk] = self._us_term(logphi, blk)
-            lse_p = logsumexp(lpi_c[None, :] + B_p, axis=1)
-            if np.log(1.0 - rng.random()) < float(np.sum(lse - lse_p)):
-                out[np.ix_(us_rows, blk)] = logphi[np.ix_(us_rows, blk)]
-                B, lse = B_p, lse_p
-        return lv_c, l1_c, out
 
     def step(self, point):
 
@@ -145,8 +83,7 @@ class DPMPMGibbs(BlockedStep):
             self._z, alpha = initial_memberships(n, K, self.a_alpha, self.b_alpha, rng)
         else:
             alpha = float(point["alpha"])
-            # (label moves change p(y^US | Θ): not used with conditional rows)
-            if K > 1 and self._sticks is not None and not self.cond_rows.size:
+            if K > 1 and self._sticks is not None:
                 nk0 = np.bincount(self._z, minlength=K)
                 self._z = label_switch_moves(nk0, *self._sticks, rng)[self._z]
         nk, c = kern.counts(self._y, self._z, self.offsets, L, K)
@@ -154,8 +91,13 @@ class DPMPMGibbs(BlockedStep):
         # step 2: sticks
         if K > 1:
             log_v, log_1mv = sample_sticks(nk, alpha, rng)
+            log_pi = stick_breaking_log_parts(log_v, log_1mv)
+            # stored V may round to 1 when 1 - V < 1e-16; the sampler uses the exact logs
+            new["V"] = np.exp(log_v)
+            self._sticks = (log_v, log_1mv)
         else:
-            log_v = log_1mv = np.zeros(0)
+            log_1mv = np.zeros(0)
+            log_pi = np.zeros(1)
         # step 3: category probabilities (normalised Gamma variates)
         g = rng.standard_gamma(self.prior + c)  # [L, K]
         phi = np.empty_like(g)
@@ -164,24 +106,11 @@ class DPMPMGibbs(BlockedStep):
             blk = g[a:b]
             tot = blk.sum(axis=0)
             phi[a:b] = np.maximum(blk / np.where(tot > 0, tot, 1.0), _PHI_FLOOR)
-        logphi = np.log(phi)
-        if self.cond_rows.size:
-            log_v, log_1mv, logphi = self._correct(nk, log_v, log_1mv, logphi, rng)
-            phi = np.exp(logphi)
-            self._theta = (log_v, log_1mv, logphi)
-        for j in range(len(self.d)):
-            a, b = self.offsets[j], self.offsets[j] + self.d[j]
             new[f"phi_{j}"] = np.ascontiguousarray(phi[a:b].T)
-        if K > 1:
-            log_pi = stick_breaking_log_parts(log_v, log_1mv)
-            # stored V may round to 1 when 1 - V < 1e-16; the sampler uses the exact logs
-            new["V"] = np.exp(log_v)
-            self._sticks = (log_v, log_1mv)
-        else:
-            log_pi = np.zeros(1)
         # step 4: concentration (shape, rate)
         new["alpha"] = np.asarray(sample_alpha(log_1mv, self.a_alpha, self.b_alpha, rng))
         # step 1 for the next sweep, at the new parameters
+        logphi = np.log(phi)
         u_z = rng.random(n)
         u_y = rng.random(self.miss_i.size)
         ll = kern.class_step(

@@ -169,34 +169,6 @@ def test_dpmpm_p_true_end_to_end_matches_exact_evidence_ratios():
     assert np.all(np.abs(est.mean(axis=0) - truth) < 0.01)
 
 
-# ------------------------------------------------------------------------------ partial synthesis
-def test_conditional_us_augmented_fit_uses_the_conditional_likelihood():
-    """K = 1, S = {b}, US = {a}: p(Z | Θ) = Π_r φ_b[z_rb] carries no information on φ_a, so the
-    exact augmented posterior is φ_a ~ Dir(a + c_a(y)), φ_b ~ Dir(a + c_b(y) + c_b(Z)).
-    Appending the synthetic rows as full records would give Dir(a + 2 c_a(y)) for φ_a."""
-    rng = np.random.default_rng(7)
-    n, a = 20, 5.0
-    y = pd.DataFrame({"a": np.where(np.arange(n) < 16, "x", "y"),
-                      "b": rng.choice(["u", "v"], n)})
-    z = y.copy()
-    z["b"] = rng.choice(["u", "v"], n, p=[0.8, 0.2])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        m = DPMPM(n_components=1, dirichlet_prior=a, tune=200, draws=2000, chains=2, cores=1,
-                  progressbar=False).fit(y, synthesized=["b"], random_seed=1)
-        assert m.synthesis_mode_ == "conditional_us"
-        aug = m.fit_augmented(y, z, random_seed=2)
-    post = aug.posterior_["posterior"]
-    pa = post["phi_0"].values[..., 0, 0]  # P(a = "x")
-    pb = post["phi_1"].values[..., 0, 0]  # P(b = "u")
-    exact_a = (a + 16) / (2 * a + n)
-    cb = (y["b"] == "u").sum() + (z["b"] == "u").sum()
-    exact_b = (a + cb) / (2 * a + 2 * n)
-    assert abs(_z(pa, exact_a)) <= Z_MAX and abs(_z(pb, exact_b)) <= Z_MAX
-    wrong_a = (a + 32) / (2 * a + 2 * n)  # full-record augmentation
-    assert abs(pa.mean() - wrong_a) > 5 * pa.std() / np.sqrt(arviz_stats.ess(pa, method="mean"))
-
-
 # ------------------------------------------------------------------------------ Poisson mixture
 @pytest.mark.slow
 def test_poisson_mixture_k2_posterior_matches_exact():
