@@ -55,7 +55,19 @@ class NotFittedError(BayesRiskError, ValueError, AttributeError):
 
 
 class BayesRiskWarning(UserWarning):
-    """Base class of bayes-risk warnings."""
+    """Base class of bayes-risk warnings.
+
+    Parameters
+    ----------
+    message : str
+        What deserves attention and what to do about it.
+    code : str, optional
+        Machine-readable code (SPEC §0.2.8), e.g. ``"RHAT_HIGH"``; recorded in output files.
+    """
+
+    def __init__(self, message: str = "", code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class ImportanceSamplingWarning(BayesRiskWarning):

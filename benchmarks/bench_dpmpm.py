@@ -2,7 +2,8 @@
 
 1. ``bayes-risk fit`` on ``../shared/data/NYexample_X.csv`` (20,000 × 10, 10 % missing per
    column, imputed in the sampler), K = 80, 500 tuning + 500 kept sweeps, one chain, timed as a
-   subprocess, twice (the first run may compile/cache the numba kernels). Reference: the C++ Gibbs
+   subprocess, twice (the first run may compile/cache the numba kernels), then once with the
+   default MCMC settings (2 chains in parallel, 1000 + 500 sweeps). Reference: the C++ Gibbs
    sampler of the R package NPBayesImputeCat takes 10.7 s; target <= 2x (21.4 s).
 2. The neighbourhood kernel (one-variable-different candidates, SPEC §2.3.2) for n = 10,000
    ACS-like records (``make_acs_like``), p = 14, K = 30, H = 1,000 posterior draws (from a short
@@ -59,6 +60,16 @@ def bench_fit(runs: int = 2) -> list[tuple[str, float]]:
                            stderr=subprocess.DEVNULL)
             rows.append((f"bayes-risk fit NYexample (20000x10, K=80, 1000 sweeps), run {r + 1}",
                          time.perf_counter() - t0))
+        # the defaults (issue 10): 2 chains in parallel, 1000 warm-up + 500 kept sweeps each
+        cmd = cmd0 + [
+            "fit", str(NY), "--model", "dpmpm", "--categorical", *NY_COLUMNS,
+            "--components", "80", "--random-seed", "1", "--quiet", "--out", str(Path(tmp) / "d"),
+        ]
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, env={**os.environ, "PYTHONWARNINGS": "ignore"},
+                       stderr=subprocess.DEVNULL)
+        rows.append(("bayes-risk fit NYexample, K=80, defaults (2 parallel chains x 1500 sweeps)",
+                     time.perf_counter() - t0))
     return rows
 
 

@@ -11,7 +11,13 @@ from pymc.step_methods.compound import BlockedStep, Competence
 from pymc.util import get_random_generator
 
 from bayes_risk.models import _dpmpm_kernels as kern
-from bayes_risk.models._stick import sample_alpha, sample_sticks, stick_breaking_log
+from bayes_risk.models._stick import (
+    initial_memberships,
+    label_switch_moves,
+    sample_alpha,
+    sample_sticks,
+    stick_breaking_log_parts,
+)
 from bayes_risk.models.dpmpm import _PHI_FLOOR
 
 __all__ = ["DPMPMGibbs"]
@@ -25,8 +31,11 @@ class DPMPMGibbs(BlockedStep):
     (steps 2–4), then ``(z, y_mis)`` given Θ_new (step 1; missing entries marginalised in
     the class probabilities, then imputed from ``φ_{z_i j}``). The returned point is Θ_new;
     stats: ``loglik`` = observed-data log-likelihood at Θ_new, ``k_occupied`` = occupied
-    classes of the ``z`` used to draw Θ_new. Initialisation (SPEC §3.2): α = 1, z uniform,
-    missing values uniform, then step 3 first.
+    classes of the ``z`` used to draw Θ_new. Initialisation: α and ``z`` drawn from the prior's
+    stick breaking (:func:`~bayes_risk.models._stick.initial_memberships`, a few occupied
+    classes rather than all K), missing values uniform, then steps 2–4 first. Sticks are drawn
+    in log space (never clipped). Each later sweep starts with the Metropolis label-switching
+    moves of :func:`~bayes_risk.models._stick.label_switch_moves`.
     """
 
     name = "dpmpm_gibbs"
@@ -51,11 +60,13 @@ class DPMPMGibbs(BlockedStep):
         self.miss_j = mj.astype(np.int64)
         self._y = None
         self._z = None
+        self._sticks = None  # (log V, log(1 - V)) of the last sweep, for the label moves
 
     def setup_chain(self, rng, tune, draws):
         super().setup_chain(rng, tune, draws)
         self._y = None
         self._z = None
+        self._sticks = None  # (log V, log(1 - V)) of the last sweep, for the label moves
 
     def step(self, point):
 
@@ -69,19 +80,23 @@ class DPMPMGibbs(BlockedStep):
                     rng.random(self.miss_i.size) * self.d[self.miss_j]
                 ).astype(np.int64)
             self._y = y
-            self._z = rng.integers(0, K, size=n).astype(np.int64)
-            alpha = 1.0
+            self._z, alpha = initial_memberships(n, K, self.a_alpha, self.b_alpha, rng)
         else:
             alpha = float(point["alpha"])
+            if K > 1 and self._sticks is not None:
+                nk0 = np.bincount(self._z, minlength=K)
+                self._z = label_switch_moves(nk0, *self._sticks, rng)[self._z]
         nk, c = kern.counts(self._y, self._z, self.offsets, L, K)
         new = dict(point)
         # step 2: sticks
         if K > 1:
-            V = sample_sticks(nk, alpha, rng)
-            log_pi = stick_breaking_log(V)
-            new["V"] = V
+            log_v, log_1mv = sample_sticks(nk, alpha, rng)
+            log_pi = stick_breaking_log_parts(log_v, log_1mv)
+            # stored V may round to 1 when 1 - V < 1e-16; the sampler uses the exact logs
+            new["V"] = np.exp(log_v)
+            self._sticks = (log_v, log_1mv)
         else:
-            V = np.zeros(0)
+            log_1mv = np.zeros(0)
             log_pi = np.zeros(1)
         # step 3: category probabilities (normalised Gamma variates)
         g = rng.standard_gamma(self.prior + c)  # [L, K]
@@ -93,7 +108,7 @@ class DPMPMGibbs(BlockedStep):
             phi[a:b] = np.maximum(blk / np.where(tot > 0, tot, 1.0), _PHI_FLOOR)
             new[f"phi_{j}"] = np.ascontiguousarray(phi[a:b].T)
         # step 4: concentration (shape, rate)
-        new["alpha"] = np.asarray(sample_alpha(V, self.a_alpha, self.b_alpha, rng))
+        new["alpha"] = np.asarray(sample_alpha(log_1mv, self.a_alpha, self.b_alpha, rng))
         # step 1 for the next sweep, at the new parameters
         logphi = np.log(phi)
         u_z = rng.random(n)

@@ -17,9 +17,12 @@ from scipy.special import gammaln
 
 from bayes_risk.models._stick import (  # noqa: F401  (re-exported)
     alpha_conditional,
+    initial_memberships,
+    label_switch_moves,
     sample_alpha,
     sample_sticks,
     stick_breaking_log,
+    stick_breaking_log_parts,
     stick_conditional,
 )
 

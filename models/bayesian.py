@@ -74,6 +74,7 @@ __all__ = [
     "BayesianSynthesizer",
     "CliOption",
     "POSTERIOR_FILE",
+    "CONVERGENCE_FILE",
     "DATA_FILE",
     "FORMAT_VERSION",
     "RHAT_MAX",
@@ -81,6 +82,8 @@ __all__ = [
 ]
 
 POSTERIOR_FILE = "posterior.nc"
+#: convergence record of a saved model (R-hat / ESS of the diagnosed quantities, warnings)
+CONVERGENCE_FILE = "convergence.json"
 DATA_FILE = "data.parquet"
 FORMAT_VERSION = 1
 #: R-hat above this flags non-convergence (Vehtari et al. 2021 recommend 1.01).
@@ -641,19 +644,82 @@ class BayesianSynthesizer(BaseSynthesizer):
             flags.append(",".join(f))
         df["flag"] = flags
         if warn:
-            bad = df[df["flag"] != ""]
-            if len(bad):
-                desc = "; ".join(
-                    f"{q}: R-hat {r.rhat:.3f}, ESS bulk {r.ess_bulk:.0f}, tail {r.ess_tail:.0f}"
-                    for q, r in bad.iterrows()
-                )
-                warnings.warn(
-                    f"{type(self).__name__}: MCMC may not have converged ({desc}). Run longer "
-                    "chains (more tune/draws) or more chains; see convergence_report().",
-                    ConvergenceWarning,
-                    skip_file_prefixes=CALLER,
-                )
+            for w in self._convergence_warnings(df):
+                warnings.warn(ConvergenceWarning(w["message"], code=w["code"]),
+                              skip_file_prefixes=CALLER)
         return df
+
+    def _convergence_warnings(self, df: pd.DataFrame) -> list[dict[str, Any]]:
+        """One structured warning per failed check of a convergence table (code, quantities,
+        message)."""
+        out = []
+        for code, what in (("RHAT_HIGH", f"R-hat > {RHAT_MAX}"),
+                           ("LOW_ESS", f"bulk or tail ESS < {ESS_MIN:.0f}")):
+            bad = df[[code in str(f).split(",") for f in df["flag"]]] if len(df) else df
+            if not len(bad):
+                continue
+            desc = "; ".join(
+                f"{q}: R-hat {r.rhat:.3f}, ESS bulk {r.ess_bulk:.0f}, tail {r.ess_tail:.0f}"
+                for q, r in bad.iterrows()
+            )
+            out.append({
+                "code": code,
+                "quantities": [str(q) for q in bad.index],
+                "message": (
+                    f"{type(self).__name__}: MCMC may not have converged ({what}: {desc}) "
+                    f"({code}). Run longer chains (more tune/draws) or more chains; see "
+                    "convergence_report()."
+                ),
+            })
+        return out
+
+    def mcmc_warnings(self) -> list[dict[str, Any]]:
+        """Structured MCMC warnings of this fit: failed convergence checks and model codes.
+
+        Returns
+        -------
+        list of dict
+            Each with ``code`` (``"RHAT_HIGH"``, ``"LOW_ESS"``, or a model code such as
+            ``"TRUNCATION_TOO_SMALL"``), ``quantities`` (the diagnosed quantities concerned)
+            and ``message``.
+        """
+        self._check_fitted()
+        if self.convergence_ is None:
+            self.convergence_ = self.convergence_report(warn=False)
+        out = self._convergence_warnings(self.convergence_)
+        for code in getattr(self, "warnings_", None) or []:
+            if code not in {w["code"] for w in out}:
+                out.append({"code": str(code), "quantities": [],
+                            "message": f"{type(self).__name__}: {code}"})
+        return out
+
+    def convergence_summary(self) -> dict[str, Any]:
+        """JSON-ready convergence record of the fit (written to ``convergence.json`` by
+        :meth:`save`; included in the outputs of every run that uses the model).
+
+        Returns
+        -------
+        dict
+            ``chains``, ``draws`` (per chain), ``tune``, ``thresholds`` (R-hat, ESS),
+            ``quantities`` (per diagnosed quantity: ``mean``, ``sd``, ``ess_bulk``,
+            ``ess_tail``, ``rhat``, ``flag``), ``warnings`` (:meth:`mcmc_warnings`) and
+            ``passed`` (no failed check).
+        """
+        warns = self.mcmc_warnings()
+        post = self.posterior_["posterior"]
+        return to_jsonable({
+            "model": type(self).__name__,
+            "chains": int(post.sizes["chain"]),
+            "draws": int(post.sizes["draw"]),
+            "tune": int(self.tune),
+            "thresholds": {"rhat_max": RHAT_MAX, "ess_min": ESS_MIN},
+            "quantities": {
+                str(q): {k: (float(v) if k != "flag" else v) for k, v in r.items()}
+                for q, r in self.convergence_.iterrows()
+            },
+            "warnings": warns,
+            "passed": not warns,
+        })
 
     # ------------------------------------------------------------------ persistence
     def _json_settings(self) -> dict[str, Any]:
@@ -708,6 +774,7 @@ class BayesianSynthesizer(BaseSynthesizer):
             if self.data_ is not None:
                 self.data_.to_parquet(tmp / DATA_FILE, index=False)
             write_json(tmp / SETTINGS_FILE, meta)
+            write_json(tmp / CONVERGENCE_FILE, self.convergence_summary())
         return Path(path)
 
     @classmethod

@@ -98,6 +98,7 @@ def _gibbs_step_class() -> type:
             self.stats_dtypes = [{"n_occupied": np.int64, "loglik": np.float64}]
             self.z_trace: list[list[np.ndarray]] = []
             self._z: np.ndarray | None = None
+            self._sticks = None
             self._tune = 0
             self._it = 0
 
@@ -108,6 +109,7 @@ def _gibbs_step_class() -> type:
         def setup_chain(self, rng, tune, draws):
             super().setup_chain(rng, tune, draws)
             self._z = None
+            self._sticks = None
             self._tune = int(tune)
             self._it = 0
             self.z_trace.append([])
@@ -116,21 +118,25 @@ def _gibbs_step_class() -> type:
             rng = self.rng
             y, K = self.y, self.K
             n = y.shape[0]
-            if self._z is None:  # SPEC §3.2 initialisation: z uniform, alpha = 1
-                self._z = rng.integers(0, K, size=n)
-                alpha = 1.0
+            if self._z is None:  # a few occupied classes, from the prior's sticks (SPEC §3.2)
+                self._z, alpha = pk.initial_memberships(n, K, self.a_alpha, self.b_alpha, rng)
             else:
                 alpha = float(np.exp(point[self.names["alpha"]])) if "alpha" in self.names else 1.0
+                if K > 1 and self._sticks is not None:  # label moves (see _stick.py)
+                    nk0 = np.bincount(self._z, minlength=K)
+                    self._z = pk.label_switch_moves(nk0, *self._sticks, rng)[self._z]
             n_k, s_kj = pk.component_stats(y, self._z, K)
             shape, rate = pk.lambda_params(n_k, s_kj, self.a_lam, self.b_lam)
             lam = rng.gamma(shape, 1.0 / rate)
             lam = np.maximum(lam, 1e-300)
             new = dict(point)
             if K > 1:
-                v = pk.sample_sticks(n_k, alpha, rng)
-                alpha = pk.sample_alpha(v, self.a_alpha, self.b_alpha, rng)
-                log_pi = pk.stick_breaking_log_weights(v)
-                new[self.names["v"]] = np.asarray(np.log(v) - np.log1p(-v))
+                # log-space sticks, never clipped (SPEC §3.2 step 2)
+                log_v, log_1mv = pk.sample_sticks(n_k, alpha, rng)
+                alpha = pk.sample_alpha(log_1mv, self.a_alpha, self.b_alpha, rng)
+                log_pi = pk.stick_breaking_log_parts(log_v, log_1mv)
+                self._sticks = (log_v, log_1mv)
+                new[self.names["v"]] = np.asarray(log_v - log_1mv)  # logit V
                 new[self.names["alpha"]] = np.asarray(np.log(alpha))
             else:
                 log_pi = np.zeros(1)
@@ -476,6 +482,9 @@ class PoissonMixture(BayesianSynthesizer):
     def _b_lambda_vector(self, y: np.ndarray) -> np.ndarray:
         if self.b_lambda is not None:
             return np.full(y.shape[1], float(self.b_lambda))
+        fixed = getattr(self, "_prior_rate_fixed", None)
+        if fixed is not None:  # an augmented fit keeps the base fit's prior (fit_augmented)
+            return np.asarray(fixed, dtype=np.float64)
         return 1.0 / np.maximum(1.0, y.mean(axis=0))
 
     def _needs_data_for_synthesis(self) -> bool:
@@ -661,6 +670,11 @@ class PoissonMixture(BayesianSynthesizer):
         both = pd.concat([data[self.schema_.names], synthetic[self.schema_.names]],
                          ignore_index=True)
         new = type(self)(**self.get_params())
+        # same prior as the base fit: the default b_λ = 1 / max(1, mean y) is computed on the
+        # confidential data y, not on y ∪ Z_(l), or p(Θ | y, Z_(l)) would use another prior
+        new._prior_rate_fixed = self._b_lambda_vector(
+            data[cols].to_numpy(dtype=np.float64)
+        )
         return new.fit(both, schema=self.schema_, synthesized=cols,
                        random_seed=self.random_seed if random_seed is None else random_seed)
 

@@ -100,6 +100,11 @@ def test_cli_end_to_end(saved_dpmpm, tmp_path):
     summ = json.loads((out / "summary.json").read_text())
     assert summ["n_records"] == 5 and summ["settings"]["prior"] == "truth-weighted:2"
     assert summ["settings"]["estimator"] == "stabilised"
+    # convergence of the model's fit and of both augmented fits reaches summary.json
+    assert set(summ["mcmc"]["fits"]) == {"model", "augmented_1", "augmented_2"}
+    assert "alpha" in summ["mcmc"]["fits"]["augmented_2"]["quantities"]
+    for w in summ["mcmc"]["warnings"]:
+        assert w["code"] in summ["warnings"] and w["fit"] in summ["mcmc"]["fits"]
     # same seed, same numbers
     out2 = tmp_path / "att2"
     run_cli([*argv, "--out", str(out2)])

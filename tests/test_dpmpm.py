@@ -82,7 +82,7 @@ def lca_fit():
     rng = np.random.default_rng(20240501)
     d = (2, 3, 4, 2, 3)
     df, pi, phis = simulate_lca(2000, d, 3, rng)
-    model = DPMPM(n_components=10, tune=150, draws=200, progressbar=False)
+    model = DPMPM(n_components=10, tune=150, draws=200, chains=1, progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(df, random_seed=11)
@@ -411,7 +411,7 @@ def test_nuts_option_small_problem():
     df, _, _ = simulate_lca(150, (2, 2), 2, rng)
     model = DPMPM(n_components=2, sampler="nuts", tune=100, draws=100, progressbar=False)
     model.fit(df, random_seed=1)
-    assert model.n_draws == 100
+    assert model.n_draws == 2 * 100  # two chains by default
     assert np.all(np.isfinite(model.posterior_["sample_stats"]["loglik"].values))
     est = _cells(model, 0).mean(0)
     obs = df["x0"].value_counts(normalize=True).sort_index().to_numpy()

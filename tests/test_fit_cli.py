@@ -47,8 +47,10 @@ def test_fit_writes_model_dir(tmp_path, csv, capsys):
     assert meta["settings"]["random_seed"] == 1
     assert [c["role"] for c in meta["schema"]["columns"]] == ["synthesized"] * 4
     assert (out / "posterior.nc").is_file()
+    conv = json.loads((out / "convergence.json").read_text())
+    assert conv["chains"] == 2 and {"alpha", "loglik", "k_occupied"} <= set(conv["quantities"])
     model = load_model(out)
-    assert model.n_draws == 30 and model.n_records == len(df)
+    assert model.n_draws == 2 * 30 and model.n_records == len(df)  # DPMPM: 2 chains by default
     err = capsys.readouterr().err
     assert "Sampling" not in err  # --quiet silences PyMC
 
@@ -89,7 +91,7 @@ def test_fit_then_synthesize_round_trip(tmp_path, csv):
                    "--out", str(sdir)])
     assert rc == 0
     syn = SyntheticData.load(sdir)
-    assert syn.m == 3 and syn.method == "dpmpm" and syn.draw_index == [9, 19, 29]
+    assert syn.m == 3 and syn.method == "dpmpm" and syn.draw_index == [19, 39, 59]
     direct = load_model(mdir).synthesize(3, random_seed=2)
     for a, b in zip(syn, direct, strict=False):
         np.testing.assert_array_equal(a.to_numpy(), b.to_numpy())

@@ -146,9 +146,15 @@ class AttributeRiskResult:
         ``loglik_hi (G)`` and ``khat_high (G)`` (stabilised estimator: the interval of each
         candidate's log-likelihood allowed by its high-k̂ means, and which candidates have one).
     warnings : list of str
-        Machine-readable codes (SPEC §0.2.8).
+        Machine-readable codes (SPEC §0.2.8); MCMC problems of the model's fit or of an
+        augmented fit add their codes (``RHAT_HIGH``, ``LOW_ESS``, ``TRUNCATION_TOO_SMALL``).
     settings : dict
         Estimator, prior, candidates, scenario, H, m, seed.
+    mcmc : dict
+        Convergence of every MCMC fit the estimate uses: ``fits`` (``"model"`` and
+        ``"augmented_<l>"`` → the fit's ``convergence_summary()``: R-hat and ESS of the
+        diagnosed quantities) and ``warnings`` (structured: ``code``, ``fit``, ``quantities``,
+        ``message``). Empty for models without MCMC draws.
     """
 
     records: pd.DataFrame
@@ -166,6 +172,7 @@ class AttributeRiskResult:
     _boot_loglik: list[np.ndarray] | None = field(repr=False, default=None)
     _degenerate: dict[str, Any] = field(repr=False, default_factory=dict)
     _cache: dict[str, Any] = field(repr=False, default_factory=dict, compare=False)
+    mcmc: dict[str, Any] = field(default_factory=dict)
 
     # ----- access -------------------------------------------------------------------------
     @property
@@ -259,6 +266,7 @@ class AttributeRiskResult:
             _prior_inputs=self._prior_inputs,
             _boot_loglik=self._boot_loglik,
             _degenerate=self._degenerate,
+            mcmc=self.mcmc,
         )
 
     def _g0(self) -> np.ndarray:
@@ -327,6 +335,7 @@ class AttributeRiskResult:
             "pareto_khat": khat_note,
             "settings": dict(self.settings),
             "warnings": list(self.warnings),
+            "mcmc": dict(self.mcmc),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -1504,6 +1513,9 @@ def _assemble(a: _Analysis, part: _Partial) -> AttributeRiskResult:
     timing = dict(part.timing)
     warn_codes = list(a.warn_codes)
     warn_codes += [c for c in part.warn_codes if c not in warn_codes]
+    mcmc = _mcmc_record(model, a.aug_models)
+    warn_codes += [c for c in dict.fromkeys(w["code"] for w in mcmc.get("warnings", []))
+                   if c not in warn_codes]
     if any_unknown:
         warn_codes.append("UNKNOWN_CATEGORY_IN_CANDIDATES")
         warnings.warn(
@@ -1673,7 +1685,23 @@ def _assemble(a: _Analysis, part: _Partial) -> AttributeRiskResult:
         _prior_inputs=pinp,
         _boot_loglik=boot_list,
         _degenerate=degenerate,
+        mcmc=mcmc,
     )
+
+
+def _mcmc_record(model: Any, aug_models: Sequence[Any]) -> dict[str, Any]:
+    """Convergence summaries and structured MCMC warnings of the model's fit and of the
+    augmented fits (issue: MCMC problems must reach the risk result, not only stderr)."""
+    fits: dict[str, Any] = {}
+    warns: list[dict[str, Any]] = []
+    named = [("model", model)] + [(f"augmented_{l + 1}", a) for l, a in enumerate(aug_models)]
+    for name, mdl in named:
+        if not hasattr(mdl, "convergence_summary"):
+            continue
+        summ = mdl.convergence_summary()
+        fits[name] = summ
+        warns += [dict(w, fit=name) for w in summ["warnings"]]
+    return {"fits": fits, "warnings": warns} if fits else {}
 
 
 def prior_sensitivity(

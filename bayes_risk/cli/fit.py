@@ -1,8 +1,8 @@
 """``bayes-risk fit``: fit a Bayesian synthesis model and save it (posterior NetCDF + model.json).
 
     bayes-risk fit DATA.csv --model dpmpm|poisson-mixture|regression [--columns ...]
-        [--categorical ...] [--synthesize COLS ...] [--records FILE] [--components 30] [--tune 500]
-        [--draws 1000] [--chains 1] [--random-seed 1] [--quiet] --out MODEL_DIR
+        [--categorical ...] [--synthesize COLS ...] [--records FILE] [--components 30] [--tune N]
+        [--draws N] [--chains N] [--random-seed 1] [--quiet] --out MODEL_DIR
 
 Model-specific options are declared once, by each model class, in its ``cli_options()``
 classmethod (a tuple of :class:`bayes_risk.models.bayesian.CliOption`); this module registers the
@@ -72,11 +72,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         f"{RECORDS_NOTE}")
     add_type_arguments(p)
     g = p.add_argument_group("MCMC")
-    g.add_argument("--tune", type=int, default=500, help="burn-in iterations per chain (500)")
-    g.add_argument("--draws", type=int, default=1000, help="kept iterations per chain (1000)")
-    g.add_argument("--chains", type=int, default=1, help="number of chains (1)")
-    g.add_argument("--cores", type=int, default=1,
-                   help="processes running chains in parallel (1)")
+    # default None: the model's own defaults (DPMPM: 2 parallel chains, 1000 + 500 sweeps)
+    g.add_argument("--tune", type=int, default=None,
+                   help="burn-in iterations per chain (model default; dpmpm 1000, others 500)")
+    g.add_argument("--draws", type=int, default=None,
+                   help="kept iterations per chain (model default; dpmpm 500, others 1000)")
+    g.add_argument("--chains", type=int, default=None,
+                   help="number of chains (model default; dpmpm 2, others 1)")
+    g.add_argument("--cores", type=int, default=None,
+                   help="processes running chains in parallel (model default; dpmpm: one per "
+                        "chain up to the CPUs, others 1)")
     add_seed_argument(p, default=None)
     add_quiet_argument(p)
     add_out_argument(p, "model folder: posterior.nc + model.json")
@@ -131,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
         "random_seed": args.random_seed,
         "progressbar": not args.quiet,
     }
+    settings = {k: v for k, v in settings.items() if v is not None or k == "random_seed"}
     own = {opt.dest: opt for opt in (cls.cli_options() if hasattr(cls, "cli_options") else ())}
     for key, value in vars(args).items():
         if not key.startswith("model_opt_"):

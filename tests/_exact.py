@@ -1,0 +1,336 @@
+"""Brute-force ground truth for the mixture models on tiny tables (shared by the test modules).
+
+Exact posterior summaries and marginal likelihoods (evidences) of the truncated-DP mixtures of
+the package — DPMPM (products of multinomials) and the Poisson mixture — by **dynamic programming
+over class counts**: records with identical values form a cell; allocating the ``N_c`` records of
+cell ``c`` to ``K`` classes only matters through the per-class sufficient statistics, so the
+distribution of those statistics is accumulated cell by cell (merging identical states) with the
+number of allocations ``Π_c N_c! / Π_k T_ck!`` as weight. Given the per-class statistics:
+
+* the class parameters (φ or λ) integrate out conjugately (Dirichlet–multinomial,
+  Gamma–Poisson);
+* the truncated sticks integrate out: ``p(z | α) = Π_{k<K} α B(1 + n_k, α + Σ_{h>k} n_h)``;
+* α ~ Gamma(a_α, b_α) is integrated by the trapezoid rule on ``t = log α`` over a wide grid.
+
+:func:`brute_force_allocations` checks the dynamic programme against a plain sum over all
+``K^N`` allocations.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import betaln, gammaln, logsumexp
+
+__all__ = [
+    "allocation_states",
+    "brute_force_allocations",
+    "DPMixtureExact",
+    "dpmpm_exact",
+    "poisson_mixture_exact",
+    "poisson_predictive",
+    "cells_of",
+]
+
+#: log α grid of the quadrature (trapezoid in t = log α; the integrand decays like α^a_α at 0)
+_LOG_ALPHA = np.linspace(-250.0, 9.0, 1201)
+
+
+def cells_of(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of an integer table and their counts."""
+    vals, counts = np.unique(np.asarray(rows, dtype=np.int64), axis=0, return_counts=True)
+    return vals, counts
+
+
+def _compositions(n: int, K: int) -> np.ndarray:
+    """All ``K``-part compositions of ``n`` (rows sum to ``n``)."""
+    if K == 1:
+        return np.array([[n]], dtype=np.int64)
+    out = []
+    for first in range(n + 1):
+        for rest in _compositions(n - first, K - 1):
+            out.append([first, *rest])
+    return np.array(out, dtype=np.int64)
+
+
+def allocation_states(
+    cell_stats: np.ndarray, cell_counts: np.ndarray, K: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Distribution of per-class sufficient statistics over all allocations to ``K`` classes.
+
+    Parameters
+    ----------
+    cell_stats : int array [C, S]
+        Sufficient-statistic contribution of one record of each cell (e.g. one-hot levels).
+    cell_counts : int array [C]
+        Records per cell.
+    K : int
+        Number of classes.
+
+    Returns
+    -------
+    stats : int array [T, K, S]
+        Per-class summed statistics of each distinct state.
+    log_mult : array [T]
+        Log number of allocations of the records (labelled records) giving that state.
+    """
+    cell_stats = np.asarray(cell_stats, dtype=np.int64)
+    S = cell_stats.shape[1]
+    states = np.zeros((1, K, S), dtype=np.int64)
+    logw = np.zeros(1)
+    for s_c, N in zip(cell_stats, np.asarray(cell_counts, dtype=np.int64), strict=True):
+        comp = _compositions(int(N), K)  # [P, K]
+        lm = gammaln(N + 1) - gammaln(comp + 1).sum(axis=1)  # multinomial coefficients
+        new = states[:, None, :, :] + comp[None, :, :, None] * s_c[None, None, None, :]
+        new = new.reshape(-1, K, S)
+        nw = (logw[:, None] + lm[None, :]).ravel()
+        keys, inv = np.unique(new.reshape(len(new), -1), axis=0, return_inverse=True)
+        inv = inv.ravel()
+        mx = np.full(len(keys), -np.inf)
+        np.maximum.at(mx, inv, nw)
+        acc = np.zeros(len(keys))
+        np.add.at(acc, inv, np.exp(nw - mx[inv]))
+        states = keys.reshape(-1, K, S)
+        logw = mx + np.log(acc)
+    return states, logw
+
+
+def _log_p_z_given_alpha(nk: np.ndarray, log_alpha: np.ndarray) -> np.ndarray:
+    """``[T, A]`` log p(z | α) of the truncated stick breaking for class counts ``nk [T, K]``."""
+    K = nk.shape[1]
+    alpha = np.exp(log_alpha)[None, :]
+    tail = np.cumsum(nk[:, ::-1], axis=1)[:, ::-1]  # Σ_{h>=k}
+    out = np.zeros((nk.shape[0], log_alpha.size))
+    for k in range(K - 1):
+        out += log_alpha[None, :] + betaln(1.0 + nk[:, k : k + 1], alpha + tail[:, k + 1 : k + 2])
+    return out
+
+
+@dataclass
+class DPMixtureExact:
+    """Exact posterior of a truncated-DP mixture on a tiny table (see module docstring).
+
+    Attributes
+    ----------
+    log_evidence : float
+        ``log p(y)`` (α integrated).
+    alpha_mean : float
+        ``E[α | y]``.
+    pi_mean : array [K]
+        ``E[π_k | y]`` (labelled classes of the stick-breaking order).
+    p_empty : float
+        Posterior probability that at least one of the K classes is empty.
+    k_occupied_mean : float
+        ``E[#occupied classes | y]``.
+    state_post : array [T]
+        Posterior probability of each sufficient-statistic state.
+    stats : int array [T, K, S]
+    """
+
+    log_evidence: float
+    alpha_mean: float
+    pi_mean: np.ndarray
+    p_empty: float
+    k_occupied_mean: float
+    state_post: np.ndarray
+    stats: np.ndarray
+    nk: np.ndarray
+    _alpha_given_state: np.ndarray  # E[α | state] [T]
+    _pi_given_state: np.ndarray  # E[π | state] [T, K]
+
+
+def _dp_exact(stats, log_mult, nk, log_lik_state, a_alpha, b_alpha, chunk=2000) -> DPMixtureExact:
+    t = _LOG_ALPHA
+    alpha = np.exp(t)
+    # prior of α in t = log α: Gamma density × α (Jacobian); trapezoid weights
+    log_prior = a_alpha * np.log(b_alpha) - gammaln(a_alpha) + a_alpha * t - b_alpha * alpha
+    dt = t[1] - t[0]
+    wq = np.full(t.size, dt)
+    wq[[0, -1]] = dt / 2
+    base = log_prior + np.log(wq)
+    T, K = nk.shape
+    nkf = nk.astype(float)
+
+    # p(z | α) depends on the state only through the class counts: few distinct rows
+    nk_u, nk_inv = np.unique(nk, axis=0, return_inverse=True)
+    lpz_u = _log_p_z_given_alpha(nk_u.astype(float), t) + base[None, :]
+    nk_inv = nk_inv.ravel()
+
+    def joint(sl):  # [t, A] log of (allocations × likelihood × p(z | α) × prior × weight)
+        return (log_mult[sl] + log_lik_state[sl])[:, None] + lpz_u[nk_inv[sl]]
+
+    chunks = [slice(a, min(T, a + chunk)) for a in range(0, T, chunk)]
+    log_ev = float(logsumexp([logsumexp(joint(sl)) for sl in chunks]))
+    state_post = np.empty(T)
+    alpha_given = np.empty(T)
+    pi_given = np.empty((T, K))
+    alpha_mean = 0.0
+    pi_mean = np.zeros(K)
+    tail_all = np.cumsum(nkf[:, ::-1], axis=1)[:, ::-1]
+    for sl in chunks:
+        post_ta = np.exp(joint(sl) - log_ev)
+        sp = post_ta.sum(axis=1)
+        state_post[sl] = sp
+        am = post_ta @ alpha
+        alpha_mean += am.sum()
+        # E[π_k | z, α] = E[V_k] Π_{h<k} E[1 − V_h], V_k ~ Beta(1 + n_k, α + tail_{k+1})
+        run = np.ones(post_ta.shape)
+        pik = np.zeros((post_ta.shape[0], K))
+        for k in range(K - 1):
+            a = 1.0 + nkf[sl, k : k + 1]
+            b = alpha[None, :] + tail_all[sl, k + 1 : k + 2]
+            pik[:, k] = (post_ta * run * a / (a + b)).sum(axis=1)
+            run = run * b / (a + b)
+        pik[:, K - 1] = (post_ta * run).sum(axis=1)
+        pi_mean += pik.sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            alpha_given[sl] = am / sp
+            pi_given[sl] = pik / sp[:, None]
+    occ = (nk > 0).sum(axis=1)
+    return DPMixtureExact(
+        log_evidence=log_ev,
+        alpha_mean=float(alpha_mean),
+        pi_mean=pi_mean,
+        p_empty=float(state_post[occ < K].sum()),
+        k_occupied_mean=float((state_post * occ).sum()),
+        state_post=state_post,
+        stats=stats,
+        nk=nk,
+        _alpha_given_state=alpha_given,
+        _pi_given_state=pi_given,
+    )
+
+
+class DPMPMExact(DPMixtureExact):
+    """:class:`DPMixtureExact` of a DPMPM, with the category-probability summaries."""
+
+    d: np.ndarray
+    a_dir: float
+
+    def phi_mean(self) -> np.ndarray:
+        """``E[φ_kjl | y]`` as ``[K, L]`` (levels of all columns stacked, column order)."""
+        n = self.nk.astype(float)
+        out = np.zeros(self.stats.shape[1:])
+        off = np.concatenate([[0], np.cumsum(self.d)])
+        for j, dj in enumerate(self.d):
+            c = self.stats[:, :, off[j] : off[j + 1]].astype(float)
+            e = (self.a_dir + c) / (dj * self.a_dir + n[:, :, None])
+            out[:, off[j] : off[j + 1]] = np.einsum("t,tkl->kl", self.state_post, e)
+        return out
+
+    def predictive(self, row: np.ndarray) -> float:
+        """Posterior predictive probability ``p(y_new = row | y)`` (label invariant)."""
+        n = self.nk.astype(float)
+        off = np.concatenate([[0], np.cumsum(self.d)])
+        prod = np.ones(n.shape)
+        for j, dj in enumerate(self.d):
+            c = self.stats[:, :, off[j] + int(row[j])].astype(float)
+            prod *= (self.a_dir + c) / (dj * self.a_dir + n)
+        return float(np.einsum("t,tk,tk->", self.state_post, self._pi_given_state, prod))
+
+
+def dpmpm_exact(
+    codes: np.ndarray,
+    d: np.ndarray,
+    K: int,
+    *,
+    alpha_prior: tuple[float, float] = (0.25, 0.25),
+    dirichlet_prior: float = 1.0,
+) -> DPMPMExact:
+    """Exact posterior of the package's DPMPM (complete integer-coded records ``codes [n, p]``).
+
+    Examples
+    --------
+    >>> ex = dpmpm_exact(np.array([[0, 1], [1, 1], [0, 0]]), np.array([2, 2]), 2)
+    >>> round(float(ex.pi_mean.sum()), 12)
+    1.0
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    d = np.asarray(d, dtype=np.int64)
+    off = np.concatenate([[0], np.cumsum(d)])
+    vals, counts = cells_of(codes)
+    S = int(d.sum())
+    onehot = np.zeros((len(vals), S), dtype=np.int64)
+    for j in range(len(d)):
+        onehot[np.arange(len(vals)), off[j] + vals[:, j]] = 1
+    stats, log_mult = allocation_states(onehot, counts, K)
+    nk = stats[:, :, off[0] : off[1]].sum(axis=2)
+    a = float(dirichlet_prior)
+    ll = np.zeros(len(stats))
+    for j, dj in enumerate(d):
+        c = stats[:, :, off[j] : off[j + 1]].astype(float)
+        ll += (gammaln(dj * a) - gammaln(dj * a + nk)).sum(axis=1)
+        ll += (gammaln(a + c) - gammaln(a)).sum(axis=(1, 2))
+    base = _dp_exact(stats, log_mult, nk, ll, *alpha_prior)
+    out = DPMPMExact(**base.__dict__)
+    out.d = d
+    out.a_dir = a
+    return out
+
+
+def poisson_mixture_exact(
+    y: np.ndarray,
+    K: int,
+    *,
+    a_lambda: float,
+    b_lambda: np.ndarray,
+    alpha_prior: tuple[float, float] = (0.25, 0.25),
+) -> DPMixtureExact:
+    """Exact posterior (and evidence, ``1/y!`` terms included) of the Poisson mixture."""
+    y = np.asarray(y, dtype=np.int64)
+    b = np.broadcast_to(np.asarray(b_lambda, dtype=float), (y.shape[1],))
+    vals, counts = cells_of(y)
+    cell = np.concatenate([np.ones((len(vals), 1), dtype=np.int64), vals], axis=1)
+    stats, log_mult = allocation_states(cell, counts, K)
+    nk = stats[:, :, 0]
+    s = stats[:, :, 1:].astype(float)  # [T, K, p]
+    a = float(a_lambda)
+    ll = (
+        a * np.log(b)[None, None, :]
+        - gammaln(a)
+        + gammaln(a + s)
+        - (a + s) * np.log(b[None, None, :] + nk[:, :, None])
+    ).sum(axis=(1, 2))
+    ll -= float((gammaln(y + 1.0)).sum())
+    return _dp_exact(stats, log_mult, nk, ll, *alpha_prior)
+
+
+def brute_force_allocations(
+    log_lik_class, n: int, K: int, alpha_prior: tuple[float, float] = (0.25, 0.25)
+) -> float:
+    """``log p(y)`` by a plain sum over all ``K^n`` labelled allocations (tiny ``n`` only).
+
+    ``log_lik_class(members)`` returns the integrated log-likelihood of the records ``members``
+    (index array) forming one class.
+    """
+    t = _LOG_ALPHA
+    a_a, b_a = alpha_prior
+    log_prior = a_a * np.log(b_a) - gammaln(a_a) + a_a * t - b_a * np.exp(t)
+    dt = t[1] - t[0]
+    wq = np.full(t.size, dt)
+    wq[[0, -1]] = dt / 2
+    terms = []
+    for z in itertools.product(range(K), repeat=n):
+        z = np.array(z)
+        nk = np.bincount(z, minlength=K)[None, :]
+        ll = sum(log_lik_class(np.flatnonzero(z == k)) for k in range(K))
+        terms.append(ll + _log_p_z_given_alpha(nk.astype(float), t)[0] + log_prior + np.log(wq))
+    return float(logsumexp(np.stack(terms)))
+
+
+def poisson_predictive(
+    ex: DPMixtureExact, v: np.ndarray, *, a_lambda: float, b_lambda: np.ndarray
+) -> float:
+    """Posterior predictive ``p(y_new = v | y)`` of the Poisson mixture (label invariant):
+    per class a product of negative binomials (Gamma–Poisson with ``a + S_kj``, ``b_j + n_k``)."""
+    v = np.asarray(v, dtype=float)
+    b = np.broadcast_to(np.asarray(b_lambda, dtype=float), v.shape)
+    n = ex.nk.astype(float)[:, :, None]
+    s = ex.stats[:, :, 1:].astype(float)
+    a1 = a_lambda + s
+    b1 = b[None, None, :] + n
+    lp = (gammaln(a1 + v) - gammaln(a1) - gammaln(v + 1.0) + a1 * np.log(b1 / (b1 + 1.0))
+          - v * np.log(b1 + 1.0)).sum(axis=2)
+    return float(np.einsum("t,tk,tk->", ex.state_post, ex._pi_given_state, np.exp(lp)))
