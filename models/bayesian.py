@@ -847,8 +847,8 @@ class BayesianSynthesizer(BaseSynthesizer):
     def check_fingerprint(self, data: pd.DataFrame) -> str | None:
         """Whether ``data`` is the table this model was fitted to.
 
-        Compares :func:`table_fingerprint` of ``data`` (its schema columns) with the one stored
-        at fit time. Returns ``None`` when they agree (or no fingerprint was stored: a model
+        Compares the SHA-256 fingerprint (``table_fingerprint``) of ``data`` (its schema
+        columns) with the one stored at fit time. Returns ``None`` when they agree (or no fingerprint was stored: a model
         saved by an older version), otherwise a short description of the difference.
         """
         self._check_fitted()

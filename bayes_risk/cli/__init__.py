@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 success, 2 user error, 130 interrupted).
 
-    Every sub-command runs inside :func:`bayes_risk.cli._run.command_run` (``--out`` policy,
+    Every sub-command runs inside ``bayes_risk.cli._run.command_run`` (``--out`` policy,
     SIGINT/SIGTERM, warning capture): see that module.
     """
     from bayes_risk.cli._run import command_run
