@@ -848,8 +848,9 @@ class BayesianSynthesizer(BaseSynthesizer):
         """Whether ``data`` is the table this model was fitted to.
 
         Compares the SHA-256 fingerprint (``table_fingerprint``) of ``data`` (its schema
-        columns) with the one stored at fit time. Returns ``None`` when they agree (or no fingerprint was stored: a model
-        saved by an older version), otherwise a short description of the difference.
+        columns) with the one stored at fit time. Returns ``None`` when they agree (or no
+        fingerprint was stored: a model saved by an older version), otherwise a short
+        description of the difference.
         """
         self._check_fitted()
         stored = getattr(self, "data_fingerprint_", None)
