@@ -333,3 +333,21 @@ def test_cart_rpart_style_pruning():
     yn = rng.permutation(np.r_[np.zeros(200), np.ones(200)])
     pn = _cart_prob(noise, yn, cp=0.05, **kw)
     assert len(np.unique(pn)) <= 3
+
+
+def test_design_too_large_for_memory_is_refused_before_allocating(monkeypatch):
+    """Interactions of many-level factors grow the design multiplicatively: the size is
+    estimated first and refused with the argument to change, instead of an out-of-memory kill."""
+    import bayes_risk._memory as mem
+
+    i = np.arange(200)
+    df = pd.DataFrame({"a": (i % 40).astype(str), "b": ((i * 7 + i // 40) % 40).astype(str)})
+    schema = infer_schema(df, categorical=["a", "b"])
+    # 400 rows x (1 + 39 + 39 + 39*39) columns x 32 bytes is about 20.5 MB
+    monkeypatch.setattr(mem, "available_memory", lambda: 10_000_000)
+    with pytest.raises(ValidationError, match=r"1,600 columns.*reduce max_order \(--max-order\)") as e:
+        propensity_design([df, df], schema, ["a", "b"], 1)
+    assert e.value.code == "MEMORY_TOO_LARGE"
+    monkeypatch.setattr(mem, "available_memory", lambda: 30_000_000)
+    X, names, _, _ = propensity_design([df, df], schema, ["a", "b"], 1)
+    assert X.shape == (400, 1600)

@@ -26,6 +26,7 @@ import pandas as pd
 from scipy.special import expit
 
 from bayes_risk._io import to_jsonable
+from bayes_risk._memory import check_memory
 from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
 from bayes_risk.data.schema import Schema
@@ -303,10 +304,19 @@ def propensity_design(
     frames = [prepare_table(f, schema, columns) for f in frames]
     blocks, codes = _variable_blocks(frames, schema, columns)
     N = sum(len(f[columns[0]]) for f in frames)
+    top = min(max_order + 1, len(blocks))
+    # refuse before allocating: interactions of many-level factors grow the design
+    # multiplicatively (the design, its rank check and the IRLS working copies: about 4 copies)
+    p = 1 + sum(
+        math.prod(b.columns.shape[1] for b in combo)
+        for order in range(1, top + 1)
+        for combo in itertools.combinations(blocks, order)
+    )
+    check_memory(32.0 * N * p, "max_order (--max-order) or the levels of the compared columns",
+                 what=f"the pMSE logistic design ({N:,} rows x {p:,} columns)")
     mats = [np.ones((N, 1))]
     names = ["(Intercept)"]
     involves: list[frozenset[str]] = [frozenset()]
-    top = min(max_order + 1, len(blocks))
     for order in range(1, top + 1):
         for combo in itertools.combinations(blocks, order):
             cols = combo[0].columns
