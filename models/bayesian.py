@@ -161,6 +161,61 @@ def table_fingerprint(data: pd.DataFrame, schema: Schema) -> str:
     return h.hexdigest()
 
 
+class _InterruptGuard:
+    """Make Ctrl-C (and a handled SIGTERM) stop every chain of ``pm.sample``, not only one.
+
+    PyMC's sequential sampler catches ``KeyboardInterrupt`` per chain, keeps the draws so far
+    and starts the next chain, so one Ctrl-C would cost the whole of the remaining chains. The
+    guard records the signal (and passes it on to the handler in place) and its draw callback
+    stops each later chain at once; the caller then raises ``KeyboardInterrupt`` instead of
+    returning a truncated posterior. SIGTERM is watched only where a Python handler is
+    installed (the command line's); otherwise its default action, ending the process, stands.
+    """
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _InterruptGuard:
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous = signal.getsignal(sig)
+            if sig != signal.SIGINT and not callable(previous):
+                continue
+
+            def handler(signum: int, frame: Any, previous: Any = previous) -> None:
+                self.interrupted = True
+                if callable(previous):
+                    previous(signum, frame)
+                else:
+                    raise KeyboardInterrupt
+
+            self._previous[sig] = previous
+            signal.signal(sig, handler)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import signal
+
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+
+    def callback(self, user: Any = None) -> Any:
+        """A ``pm.sample`` draw callback that stops sampling once interrupted."""
+
+        def cb(*args: Any, **kwargs: Any) -> None:
+            if self.interrupted:
+                raise KeyboardInterrupt
+            if user is not None:
+                user(*args, **kwargs)
+
+        return cb
+
+
 class BayesianSynthesizer(BaseSynthesizer):
     """Base class of the PyMC-based synthesizers (not used directly).
 
@@ -438,14 +493,17 @@ class BayesianSynthesizer(BaseSynthesizer):
         if step is not None:
             kwargs["step"] = step
         kwargs.update(sample_kwargs)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _InterruptGuard() as guard:
             # PyMC's own short-chain message; convergence is reported by convergence_report().
             warnings.filterwarnings("ignore", message=".*samples per chain.*")
+            kwargs["callback"] = guard.callback(kwargs.get("callback"))
             try:
                 dt = pm.sample(**kwargs)
             except KeyError as err:
                 # PyMC interrupted during tuning fails while assembling the empty trace
                 raise KeyboardInterrupt(f"sampling interrupted during tuning ({err})") from err
+        if guard.interrupted:
+            raise KeyboardInterrupt("sampling interrupted")
         _check_complete(dt, int(self.chains), int(self.draws))
         if "warmup_posterior" in dt.children:
             del dt["warmup_posterior"]

@@ -571,10 +571,12 @@ def _interrupt(argv: list[str], cwd: Path, *, marker: str | None, delay: float,
         seen.set()
     seen.wait(timeout=120)
     time.sleep(delay)
+    sent = time.monotonic()
     if p.poll() is None:
         p.send_signal(sig)
     try:
         rc = p.wait(timeout=120)
+        _interrupt.exit_after = time.monotonic() - sent  # seconds from the signal to the exit
     finally:
         if p.poll() is None:  # pragma: no cover
             p.kill()
@@ -598,6 +600,9 @@ def test_sigint_during_fit_writes_nothing(base, tmp_path, moment, tune, draws):
     lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
     assert lines[-1] == "interrupted" and "Traceback" not in err, err
     assert sorted(p.name for p in work.iterdir()) == before
+    # Ctrl-C stops every chain, not only the running one (PyMC's sequential sampler would go on
+    # with the next chain): far less than the minute the remaining 200,000 sweeps would take
+    assert _interrupt.exit_after < 20, _interrupt.exit_after
 
 
 def test_sigterm_is_an_interrupt(base, tmp_path):
@@ -609,6 +614,7 @@ def test_sigterm_is_an_interrupt(base, tmp_path):
                          sig=signal.SIGTERM)
     assert rc == 130 and err.strip().splitlines()[-1] == "interrupted", err
     assert not (work / "fit").exists()
+    assert _interrupt.exit_after < 20, _interrupt.exit_after  # every chain stops
 
 
 @pytest.mark.parametrize("sub", ["utility", "identification"])

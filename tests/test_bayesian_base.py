@@ -219,3 +219,32 @@ def test_dpmpm_from_posterior_equals_fit(fitted_dpmpm):
     # a DataTree works too
     again = DPMPM.from_posterior(m.posterior_, m.schema_, n_records=len(df))
     assert again.n_draws == m.n_draws
+
+
+def test_ctrl_c_stops_every_chain_and_returns_no_partial_posterior(monkeypatch):
+    """PyMC's sequential sampler catches KeyboardInterrupt per chain and goes on with the next
+    one; a fit must instead stop at once and raise, never return a truncated posterior."""
+    import os
+    import signal
+
+    from bayes_risk.models import DPMPM
+    from bayes_risk.models._dpmpm_step import DPMPMGibbs
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.choice(["x", "y"], 60), "b": rng.choice(["u", "v", "w"], 60)})
+    calls = {"n": 0}
+    real_step = DPMPMGibbs.step
+
+    def step(self, point):
+        calls["n"] += 1
+        if calls["n"] == 50:  # during the first chain's warm-up
+            os.kill(os.getpid(), signal.SIGINT)
+        return real_step(self, point)
+
+    monkeypatch.setattr(DPMPMGibbs, "step", step)
+    model = DPMPM(n_components=3, tune=200, draws=2000, chains=2, cores=1, progressbar=False)
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(df, categorical=["a", "b"], random_seed=1)
+    assert calls["n"] < 60, calls  # the second chain did not run its 2,200 sweeps
+    assert getattr(model, "posterior_", None) is None
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
