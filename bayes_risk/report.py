@@ -329,6 +329,31 @@ def _attr_row(d: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def collect_step_warnings(root: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Every warning recorded by the sub-commands whose outputs lie under ``root``.
+
+    Reads each ``summary.json`` below ``root`` (a sub-command's ``run_warnings``: code and
+    message) and returns one entry per distinct (step, code, message), steps in folder order.
+
+    Returns
+    -------
+    list of dict
+        ``step`` (folder relative to ``root``), ``code`` and ``message``.
+    """
+    root = Path(root)
+    out: list[dict[str, Any]] = []
+    for path in sorted(root.glob("*/**/summary.json")):
+        d = _read_json(path) or {}
+        step = path.parent.relative_to(root).as_posix()
+        seen: set[tuple[str, str]] = set()
+        for w in d.get("run_warnings") or []:
+            key = (str(w.get("code", "")), str(w.get("message", "")))
+            if key not in seen:
+                seen.add(key)
+                out.append({"step": step, "code": key[0], "message": key[1]})
+    return out
+
+
 def write_audit_report(
     out: str | os.PathLike[str],
     *,
@@ -397,6 +422,18 @@ def write_audit_report(
             findings += ["ACS: " + f for f in _utility_section(rep, u, Path("acs/utility"))]
     rep.heading("Summary")
     rep.bullets(findings)
+    warns = collect_step_warnings(root)
+    rep.heading("Warnings of every step", 3)
+    if warns:
+        rep.paragraph(
+            "Every warning raised by a step, as recorded in that step's `summary.json` "
+            "(`run_warnings`). Convergence codes (`RHAT_HIGH`, `LOW_ESS`, "
+            "`TRUNCATION_TOO_SMALL`) concern the posterior draws that the attribute-risk "
+            "estimates reweight."
+        )
+        rep.bullets([f"`{w['step']}` — `{w['code']}`: {w['message']}" for w in warns])
+    else:
+        rep.paragraph("No step raised a warning.")
     if timings:
         rep.heading("Timings", 3)
         rep.table(

@@ -52,6 +52,15 @@ def test_demo_end_to_end(tmp_path, capsys):
     )
     for section in ("Part 1", "Part 2", "Identification risk", "Attribute risk", "Summary"):
         assert section in report
+    # every warning of every step reaches the report and the demo's own summary.json; with 120
+    # draws the DPMPM's convergence checks fail, so there is at least that one
+    top = json.loads((out / "summary.json").read_text())
+    a_codes = {w["code"] for w in a["run_warnings"]}
+    assert {"LOW_ESS"} <= a_codes
+    assert a_codes <= set(top["warnings"])
+    assert "Warnings of every step" in report
+    for w in top["step_warnings"]:
+        assert f"`{w['step']}` — `{w['code']}`" in report
 
 
 def test_demo_rejects_bad_m(tmp_path, capsys):

@@ -171,3 +171,14 @@ def _run_parts(args: argparse.Namespace, m: int, out: Path) -> None:
 
     settings = {k: v for k, v in vars(args).items() if not k.startswith("_")}
     write_audit_report(out, timings=timings, settings=settings)
+    # the steps' warnings, gathered where a reader of the demo's own summary.json looks
+    from bayes_risk._io import write_json
+    from bayes_risk.report import collect_step_warnings
+
+    steps = collect_step_warnings(out)
+    write_json(out / "summary.json", {
+        "command": "demo",
+        "steps_with_warnings": sorted({w["step"] for w in steps}),
+        "step_warnings": steps,
+        "warnings": list(dict.fromkeys(w["code"] for w in steps)),
+    })
