@@ -668,3 +668,35 @@ def test_sigint_while_writing_keeps_old_output(base, tmp_path, delay):
     else:
         assert len(list((work / "out").glob("syn_*.parquet"))) == 60
     assert not [p for p in work.iterdir() if p.name.startswith(".")]
+
+
+def test_stray_word_in_integer_coded_synthetic_column(tmp_path, capsys):
+    """One stray word in a synthetic CSV makes the whole column text: ``"1"`` must still be the
+    original's level ``1`` (only the word is a synthetic-only level), in identification and
+    utility alike; before, identification failed with a pandas traceback and utility counted
+    every level as new (pMSE at its maximum)."""
+    from bayes_risk.cli import main
+
+    rng = np.random.default_rng(3)
+    n = 120
+    orig = pd.DataFrame({"Age": rng.integers(20, 70, n), "Urban": rng.integers(1, 3, n),
+                         "Marital": rng.integers(1, 6, n)})
+    syn = orig.copy()
+    syn["Marital"] = rng.permutation(syn["Marital"].to_numpy()).astype(object)
+    syn.loc[5, "Marital"] = "Alien"
+    orig.to_csv(tmp_path / "o.csv", index=False)
+    syn.to_csv(tmp_path / "s.csv", index=False)
+    out = tmp_path / "id"
+    assert main(["identification", str(tmp_path / "o.csv"), str(tmp_path / "s.csv"),
+                 "--known-unsynthesized", "Age", "Urban", "--known-synthesized", "Marital",
+                 "--categorical", "Urban", "Marital", "--out", str(out), "-q"]) == 0
+    err = capsys.readouterr().err
+    assert "'Alien' (dataset 1)" in err and "'1' (dataset 1)" not in err, err
+    d = json.loads((out / "summary.json").read_text())
+    assert "SYNTHETIC_ONLY_LEVEL" in d["warnings"]
+    u = tmp_path / "u"
+    assert main(["utility", str(tmp_path / "o.csv"), str(tmp_path / "s.csv"), "--categorical",
+                 "Urban", "Marital", "--synthesized", "Marital", "--max-order", "0",
+                 "--out", str(u), "-q"]) == 0
+    s = json.loads((u / "summary.json").read_text())
+    assert s["s_pmse"]["mean"] < 3  # a permutation of the same levels, not 5 new levels

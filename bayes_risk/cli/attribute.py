@@ -256,7 +256,7 @@ def run(args: argparse.Namespace) -> int:
 
     original = read_records_table(args.original, "--original")
     syn_arg = args.synthetic[0] if len(args.synthetic) == 1 else args.synthetic
-    synthetic = read_synthetic(syn_arg)
+    synthetic = read_synthetic(syn_arg, like=original)
     model = _model(args, original, synthetic)
     records = parse_records(args.records, len(original))
     scenario = "partially_known" if args.known else "worst_case"

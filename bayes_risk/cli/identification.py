@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.identification.radius import radius_sweep
 
     original = read_records_table(args.original, "ORIGINAL")
-    syn = read_synthetic(args.synthetic)
+    syn = read_synthetic(args.synthetic, like=original)
     schema = schema_from_args(original, args)
     pc = args.population_counts
     if pc is not None:

@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         # recorded in summary.json, so a CART / permutation run can be repeated exactly
         seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
     original = read_records_table(args.original, "ORIGINAL")
-    syn = read_synthetic(args.synthetic)
+    syn = read_synthetic(args.synthetic, like=original)
     typed = any(getattr(args, a) for a in ("categorical", "ordinal", "count", "continuous"))
     schema = schema_from_args(original, args) if (typed or syn.schema is None) else None
     synthesized = args.synthesized

@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from bayes_risk.data.synthetic import MANIFEST_NAME, SyntheticData
@@ -89,8 +90,43 @@ def write_csv(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
         df.to_csv(path, index=False)
 
 
+def align_text_numbers(table: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
+    """Read numbers stored as text back as numbers where ``like`` has a numeric column.
+
+    A CSV column is typed per file: one stray word (``Alien`` in an integer-coded column) makes
+    the whole column text, so ``"1"`` would no longer equal the original's level ``1`` and
+    every value would look new. Cells that parse as numbers become numbers again (integers where
+    ``like``'s column is integer and the value is whole); other cells stay as they are, so the
+    stray word is still seen, and reported, by the checks that follow.
+    """
+    out = table
+    for c in table.columns:
+        if c not in like.columns:
+            continue
+        s, ref = table[c], like[c]
+        if not (s.dtype == object or pd.api.types.is_string_dtype(s.dtype)):
+            continue
+        if not pd.api.types.is_numeric_dtype(ref.dtype) or pd.api.types.is_bool_dtype(ref.dtype):
+            continue
+        num = pd.to_numeric(s, errors="coerce")
+        ok = num.notna() & s.notna()
+        if not ok.any():
+            continue
+        vals = num[ok]
+        if pd.api.types.is_integer_dtype(ref.dtype) and (vals % 1 == 0).all():
+            vals = vals.astype(np.int64)
+        col = s.astype(object).copy()
+        col[ok] = vals.astype(object)
+        if out is table:
+            out = table.copy()
+        out[c] = col if not ok.all() else vals.reindex(s.index)
+    return out
+
+
 def read_synthetic(
     paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+    *,
+    like: pd.DataFrame | None = None,
 ) -> SyntheticData:
     """Read a synthetic release: a :class:`SyntheticData` folder, or one file per dataset.
 
@@ -99,6 +135,9 @@ def read_synthetic(
     paths : path or sequence of paths
         Either a single folder written by :meth:`SyntheticData.save`, or CSV/Parquet files (one
         per synthetic dataset, in release order).
+    like : DataFrame, optional
+        The original table: numbers that a file stores as text in a column that is numeric in
+        ``like`` are read as numbers (:func:`align_text_numbers`).
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -137,6 +176,8 @@ def read_synthetic(
             )
     # columns are matched by name: a file written with another column order is reordered
     tables = [z if list(z.columns) == cols0 else z[cols0] for z in tables]
+    if like is not None:
+        tables = [align_text_numbers(z, like) for z in tables]
     return SyntheticData(
         tables,
         method="external",
