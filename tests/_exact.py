@@ -29,6 +29,7 @@ __all__ = [
     "brute_force_allocations",
     "DPMixtureExact",
     "dpmpm_exact",
+    "dpmpm_p_true_exact",
     "poisson_mixture_exact",
     "poisson_predictive",
     "cells_of",
@@ -56,7 +57,7 @@ def _compositions(n: int, K: int) -> np.ndarray:
 
 
 def allocation_states(
-    cell_stats: np.ndarray, cell_counts: np.ndarray, K: int
+    cell_stats: np.ndarray, cell_counts: np.ndarray, K: int, *, row_merge: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """Distribution of per-class sufficient statistics over all allocations to ``K`` classes.
 
@@ -68,6 +69,8 @@ def allocation_states(
         Records per cell.
     K : int
         Number of classes.
+    row_merge : bool
+        Merge identical states by comparing whole rows (slow) even when integer keys fit.
 
     Returns
     -------
@@ -77,22 +80,49 @@ def allocation_states(
         Log number of allocations of the records (labelled records) giving that state.
     """
     cell_stats = np.asarray(cell_stats, dtype=np.int64)
+    cell_counts = np.asarray(cell_counts, dtype=np.int64)
     S = cell_stats.shape[1]
+    # states are merged by an integer key: mixed radix over the statistics of classes 1..K-1
+    # (class K holds the rest, so it adds nothing); linear in the statistics, so a key moves
+    # by a fixed amount when records are added. Fallback to row-wise unique if it overflows.
+    radix = (cell_counts[:, None] * cell_stats).sum(axis=0) + 1  # [S]
+    dims = np.tile(radix, max(K - 1, 0)).astype(float)
+    use_keys = K > 1 and not row_merge and float(np.prod(dims)) < 2.0**62
+    if use_keys:
+        mult = np.concatenate([[1], np.cumprod(np.tile(radix, K - 1))[:-1]]).reshape(K - 1, S)
     states = np.zeros((1, K, S), dtype=np.int64)
+    keys = np.zeros(1, dtype=np.int64)
     logw = np.zeros(1)
-    for s_c, N in zip(cell_stats, np.asarray(cell_counts, dtype=np.int64), strict=True):
+    for s_c, N in zip(cell_stats, cell_counts, strict=True):
         comp = _compositions(int(N), K)  # [P, K]
         lm = gammaln(N + 1) - gammaln(comp + 1).sum(axis=1)  # multinomial coefficients
+        nw = (logw[:, None] + lm[None, :]).ravel()
+        if use_keys:
+            ckey = comp[:, : K - 1] @ (mult @ s_c)  # [P]
+            nkeys = (keys[:, None] + ckey[None, :]).ravel()
+            order = np.argsort(nkeys)
+            sk = nkeys[order]
+            starts = np.flatnonzero(np.concatenate([[True], sk[1:] != sk[:-1]]))
+            first = order[starts]
+            sw = nw[order]
+            mx = np.maximum.reduceat(sw, starts)
+            grp = np.repeat(np.arange(starts.size), np.diff(np.append(starts, sk.size)))
+            acc = np.add.reduceat(np.exp(sw - mx[grp]), starts)
+            P = comp.shape[0]
+            states = (states[first // P]
+                      + comp[first % P][:, :, None] * s_c[None, None, :])
+            keys = sk[starts]
+            logw = mx + np.log(acc)
+            continue
         new = states[:, None, :, :] + comp[None, :, :, None] * s_c[None, None, None, :]
         new = new.reshape(-1, K, S)
-        nw = (logw[:, None] + lm[None, :]).ravel()
-        keys, inv = np.unique(new.reshape(len(new), -1), axis=0, return_inverse=True)
+        ukeys, inv = np.unique(new.reshape(len(new), -1), axis=0, return_inverse=True)
         inv = inv.ravel()
-        mx = np.full(len(keys), -np.inf)
+        mx = np.full(len(ukeys), -np.inf)
         np.maximum.at(mx, inv, nw)
-        acc = np.zeros(len(keys))
+        acc = np.zeros(len(ukeys))
         np.add.at(acc, inv, np.exp(nw - mx[inv]))
-        states = keys.reshape(-1, K, S)
+        states = ukeys.reshape(-1, K, S)
         logw = mx + np.log(acc)
     return states, logw
 
@@ -141,7 +171,7 @@ class DPMixtureExact:
     _pi_given_state: np.ndarray  # E[π | state] [T, K]
 
 
-def _dp_exact(stats, log_mult, nk, log_lik_state, a_alpha, b_alpha, chunk=2000) -> DPMixtureExact:
+def _dp_exact(stats, log_mult, nk, log_lik_state, a_alpha, b_alpha) -> DPMixtureExact:
     t = _LOG_ALPHA
     alpha = np.exp(t)
     # prior of α in t = log α: Gamma density × α (Jacobian); trapezoid weights
@@ -151,43 +181,44 @@ def _dp_exact(stats, log_mult, nk, log_lik_state, a_alpha, b_alpha, chunk=2000) 
     wq[[0, -1]] = dt / 2
     base = log_prior + np.log(wq)
     T, K = nk.shape
-    nkf = nk.astype(float)
-
-    # p(z | α) depends on the state only through the class counts: few distinct rows
-    nk_u, nk_inv = np.unique(nk, axis=0, return_inverse=True)
-    lpz_u = _log_p_z_given_alpha(nk_u.astype(float), t) + base[None, :]
+    # p(z | α) and so the α integral depend on a state only through its class counts: the
+    # states are summed within each distinct count vector first (U × A work, not T × A)
+    radix = int(nk.max()) + 1
+    nk_key = nk @ (radix ** np.arange(K, dtype=np.int64))  # 1-D keys: sorting rows is slow
+    _, first, nk_inv = np.unique(nk_key, return_index=True, return_inverse=True)
+    nk_u = nk[first]
     nk_inv = nk_inv.ravel()
-
-    def joint(sl):  # [t, A] log of (allocations × likelihood × p(z | α) × prior × weight)
-        return (log_mult[sl] + log_lik_state[sl])[:, None] + lpz_u[nk_inv[sl]]
-
-    chunks = [slice(a, min(T, a + chunk)) for a in range(0, T, chunk)]
-    log_ev = float(logsumexp([logsumexp(joint(sl)) for sl in chunks]))
-    state_post = np.empty(T)
-    alpha_given = np.empty(T)
-    pi_given = np.empty((T, K))
-    alpha_mean = 0.0
-    pi_mean = np.zeros(K)
+    U = nk_u.shape[0]
+    a_state = log_mult + log_lik_state  # [T]
+    g_max = np.full(U, -np.inf)
+    np.maximum.at(g_max, nk_inv, a_state)
+    g_acc = np.zeros(U)
+    np.add.at(g_acc, nk_inv, np.exp(a_state - g_max[nk_inv]))
+    g = g_max + np.log(g_acc)  # [U] log Σ_{states with these counts}
+    joint = g[:, None] + _log_p_z_given_alpha(nk_u.astype(float), t) + base[None, :]  # [U, A]
+    log_ev = float(logsumexp(joint))
+    post_ua = np.exp(joint - log_ev)
+    post_u = post_ua.sum(axis=1)
+    am = post_ua @ alpha
+    # E[π_k | z, α] = E[V_k] Π_{h<k} E[1 − V_h], V_k ~ Beta(1 + n_k, α + tail_{k+1})
+    nkf = nk_u.astype(float)
     tail_all = np.cumsum(nkf[:, ::-1], axis=1)[:, ::-1]
-    for sl in chunks:
-        post_ta = np.exp(joint(sl) - log_ev)
-        sp = post_ta.sum(axis=1)
-        state_post[sl] = sp
-        am = post_ta @ alpha
-        alpha_mean += am.sum()
-        # E[π_k | z, α] = E[V_k] Π_{h<k} E[1 − V_h], V_k ~ Beta(1 + n_k, α + tail_{k+1})
-        run = np.ones(post_ta.shape)
-        pik = np.zeros((post_ta.shape[0], K))
-        for k in range(K - 1):
-            a = 1.0 + nkf[sl, k : k + 1]
-            b = alpha[None, :] + tail_all[sl, k + 1 : k + 2]
-            pik[:, k] = (post_ta * run * a / (a + b)).sum(axis=1)
-            run = run * b / (a + b)
-        pik[:, K - 1] = (post_ta * run).sum(axis=1)
-        pi_mean += pik.sum(axis=0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            alpha_given[sl] = am / sp
-            pi_given[sl] = pik / sp[:, None]
+    run = np.ones(post_ua.shape)
+    pik = np.zeros((U, K))
+    for k in range(K - 1):
+        a = 1.0 + nkf[:, k : k + 1]
+        b = alpha[None, :] + tail_all[:, k + 1 : k + 2]
+        pik[:, k] = (post_ua * run * a / (a + b)).sum(axis=1)
+        run = run * b / (a + b)
+    pik[:, K - 1] = (post_ua * run).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        alpha_u = am / post_u
+        pi_u = pik / post_u[:, None]
+        state_post = np.exp(a_state - g[nk_inv]) * post_u[nk_inv]
+    alpha_mean = float(am.sum())
+    pi_mean = pik.sum(axis=0)
+    alpha_given = alpha_u[nk_inv]
+    pi_given = pi_u[nk_inv]
     occ = (nk > 0).sum(axis=1)
     return DPMixtureExact(
         log_evidence=log_ev,
@@ -334,3 +365,52 @@ def poisson_predictive(
     lp = (gammaln(a1 + v) - gammaln(a1) - gammaln(v + 1.0) + a1 * np.log(b1 / (b1 + 1.0))
           - v * np.log(b1 + 1.0)).sum(axis=2)
     return float(np.einsum("t,tk,tk->", ex.state_post, ex._pi_given_state, np.exp(lp)))
+
+
+def dpmpm_p_true_exact(
+    y: np.ndarray,
+    datasets: list[np.ndarray],
+    i: int,
+    d: np.ndarray,
+    K: int,
+    *,
+    vary: list[int] | None = None,
+    rows: np.ndarray | None = None,
+    alpha_prior: tuple[float, float] = (0.25, 0.25),
+    dirichlet_prior: float = 1.0,
+) -> float:
+    """Exact ``p_true`` of record ``i`` of a DPMPM synthesis: ``P(Y_i = y_i | Z, y_{-i})`` over
+    the one-variable-different candidates of the columns ``vary`` (default all), uniform prior.
+
+    The ``m`` released datasets are independent given ``y`` (SPEC §2.5), and each is generated
+    from the posterior predictive of the fit to ``(y*, y_{-i})``, so
+
+    ``p(Z_(l) | y*, y_{-i}) = ev(y*, y_{-i}, Z_(l)) / ev(y*, y_{-i})
+    = p(Z_(l) | y_{-i}) · p(y* | y_{-i}, Z_(l)) / p(y* | y_{-i})``
+
+    (``ev``: exact DPMPM evidence; the first factor does not depend on ``y*``). Only the rows
+    ``rows`` of each ``Z_(l)`` are synthesized (partial synthesis of selected records; default
+    all) and enter as full records — in ``conditional_us`` mode this is the target of the
+    package's augmented fit, not of the conditional likelihood (see ``DPMPM.fit_augmented``).
+    Two exact posteriors per dataset (``y_{-i}`` and ``y_{-i} ∪ Z_(l)``) serve every candidate.
+    """
+    y = np.asarray(y, dtype=np.int64)
+    d = np.asarray(d, dtype=np.int64)
+    vary = list(range(len(d))) if vary is None else list(vary)
+    kw = {"alpha_prior": alpha_prior, "dirichlet_prior": dirichlet_prior}
+    rest = np.delete(y, i, axis=0)
+    cands = [y[i].copy()]
+    for j in vary:
+        for lev in range(d[j]):
+            if lev != y[i, j]:
+                c = y[i].copy()
+                c[j] = lev
+                cands.append(c)
+    base = dpmpm_exact(rest, d, K, **kw)
+    ll = -len(datasets) * np.log([base.predictive(c) for c in cands])
+    for Z in datasets:
+        Z = np.asarray(Z, dtype=np.int64)
+        zr = Z if rows is None else Z[rows]
+        aug = dpmpm_exact(np.vstack([rest, zr]), d, K, **kw)
+        ll += np.log([aug.predictive(c) for c in cands])
+    return float(1.0 / np.exp(ll - ll[0]).sum())
