@@ -1,4 +1,4 @@
-"""Log-space helpers and the tolerance rule for ties (SPEC §0.2, Appendix A.1)."""
+"""Log-space helpers and the tolerance rule for ties (log-sum-exp with a max shift)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ LOG_TIE_ATOL = 1e-9
 def logsumexp(a: np.ndarray, axis: int | tuple[int, ...] | None = None) -> np.ndarray:
     """``log(sum(exp(a)))`` computed stably; all ``-inf`` gives ``-inf`` (never ``nan``).
 
-    A plain-numpy implementation (max shift, SPEC Appendix A.1): it gives scipy's result without
+    A plain-numpy implementation (max shift): it gives scipy's result without
     scipy's per-call array-API overhead, which dominates for the millions of short vectors of the
     risk engines. ``nan`` propagates; ``+inf`` gives ``+inf``.
     """

@@ -1,7 +1,7 @@
 """Exception and warning classes of bayes-risk.
 
 Every error a user can provoke with bad input is a :class:`BayesRiskError`; the message names the
-column, value or argument and says what was expected. Machine-readable codes (SPEC §0.2.8, e.g.
+column, value or argument and says what was expected. Machine-readable codes (e.g.
 ``"US_COLUMNS_DIFFER"``) are carried in ``.code``.
 """
 
@@ -34,7 +34,7 @@ class BayesRiskError(Exception):
     message : str
         What went wrong, naming the column/value/argument and what was expected.
     code : str, optional
-        Machine-readable code (SPEC §0.2.8), e.g. ``"US_COLUMNS_DIFFER"``.
+        Machine-readable code, e.g. ``"US_COLUMNS_DIFFER"``.
     """
 
     def __init__(self, message: str, code: str | None = None) -> None:
@@ -62,7 +62,7 @@ class BayesRiskWarning(UserWarning):
     message : str
         What deserves attention and what to do about it.
     code : str, optional
-        Machine-readable code (SPEC §0.2.8), e.g. ``"RHAT_HIGH"``; recorded in output files.
+        Machine-readable code, e.g. ``"RHAT_HIGH"``; recorded in output files.
     """
 
     def __init__(self, message: str = "", code: str | None = None) -> None:

@@ -1,7 +1,7 @@
-"""The likelihood protocol that synthesis models offer to the attribute-risk engine (SPEC §3.1).
+"""The likelihood protocol that synthesis models offer to the attribute-risk engine.
 
 The engine depends on this protocol only, never on a concrete model or on PyMC. Shapes follow
-SPEC §0.2.5: ``H`` posterior draws, ``n`` records, ``m`` synthetic datasets, ``G`` candidates.
+methods, Notation: ``H`` posterior draws, ``n`` records, ``m`` synthetic datasets, ``G`` candidates.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ class SupportsRecordLoglik(Protocol):
     ----------
     model_class : {"P", "O"}
         Class P: given Θ, a synthetic dataset does not depend on the confidential synthesized
-        values; class O: it does (own-record dependence, SPEC §2.5).
+        values; class O: it does (own-record dependence, methods, Two classes of synthesis model).
     ratio_form : {"joint", "conditional"}
-        Whether importance ratios use ``p(y_i | Θ)`` or ``p(y_i^s | y_i^us, Θ)`` (SPEC §2.6).
+        Whether importance ratios use ``p(y_i | Θ)`` or ``p(y_i^s | y_i^us, Θ)`` (Hu 2019 §3.2.5).
     schema_ : Schema
         Column types, levels and roles the model was fitted with.
     n_draws : int
@@ -52,5 +52,5 @@ class SupportsRecordLoglik(Protocol):
         ...
 
     def fit_augmented(self, data: pd.DataFrame, synthetic: pd.DataFrame, **kwargs: Any) -> Any:
-        """A new fitted model whose draws come from ``p(Θ | y, Z_(l))`` (SPEC §2.6.1)."""
+        """A new fitted model whose draws come from ``p(Θ | y, Z_(l))`` (stabilised estimator)."""
         ...

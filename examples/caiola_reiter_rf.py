@@ -12,8 +12,9 @@ gave similar utility and a higher true match rate (4 % against 3 %). The script 
 orders with ``compare_visit_orders`` (same seeds for both; pMSE ratio and identification risk).
 
 Beyond the paper (which has no attribute-risk analysis): the worst-case attribute risk of a
-sample of records under the fixed-forest plug-in likelihood (SPEC §3.5.4, ``RFPlugin``; an
-approximation, labelled ``APPROXIMATE_NONPARAMETRIC``), with one-variable-different candidates.
+sample of records under the fixed-forest plug-in likelihood (``RFPlugin``; an approximation,
+labelled ``APPROXIMATE_NONPARAMETRIC``; see the docs' methods page "Attribute disclosure risk",
+section "Tree synthesizers: plug-in likelihoods"), with one-variable-different candidates.
 
 Run: ``python examples/caiola_reiter_rf.py`` (``BAYES_RISK_EXAMPLE_SCALE=0.1`` for a quick run).
 """
@@ -64,7 +65,7 @@ def main():
     print(cmp.table[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
 
     # attribute risk of a sample of records: the forests fixed, each candidate recounts the
-    # leaves the record trains (SPEC §3.5.4)
+    # leaves the record trains (Caiola & Reiter 2010)
     k = scaled(100, minimum=20)
     attr = attribute_risk(RFPlugin(rf, acs), acs, release, records=range(k), progressbar=False)
     a = attr.summary()

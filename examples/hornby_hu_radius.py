@@ -13,7 +13,7 @@ The paper finds 2.5 % for scenarios (1)-(2), 10 % for (3)-(4), and the ordering 
 variable from its marginal distribution and uses only earlier-visited variables as predictors
 (scenario 1's Income was sampled from its marginal: a record receives its own income 0.8 % of the
 time in the reference releases). Here every tree uses all unsynthesized columns as predictors
-(Reiter 2005; SPEC §3.4.2), a far more faithful synthesizer whose identification risk is
+(Reiter 2005), a far more faithful synthesizer whose identification risk is
 correspondingly higher.
 
 Run: ``python examples/hornby_hu_radius.py`` (``BAYES_RISK_EXAMPLE_SCALE=0.1`` for a quick run).

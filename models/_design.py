@@ -1,4 +1,4 @@
-"""Explicit design matrices and GLM log-densities for sequential regressions (SPEC §3.6).
+"""Explicit design matrices and GLM log-densities for sequential regressions.
 
 Formula-free on purpose: a design is *intercept + numeric predictors as given + treatment (dummy)
 coding of categorical predictors with the first level as baseline*, the convention of R's
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 class NeighbourhoodUnavailable(ValidationError, NotImplementedError):
-    """The one-variable-different neighbourhood (SPEC §2.3.2) does not exist for this model's
+    """The one-variable-different neighbourhood does not exist for this model's
     columns. A :class:`ValidationError` for users, and a ``NotImplementedError`` so that the
     attribute engine falls back to evaluating candidate records."""
 
@@ -46,7 +46,7 @@ def row_frame(record_row: pd.DataFrame | pd.Series) -> pd.DataFrame:
     raise ValidationError("record_row must be a one-row DataFrame or a Series (one record).")
 
 
-#: families of SPEC §3.6 and the column types each accepts as outcome
+#: families of the sequential regressions and the column types each accepts as outcome
 FAMILIES: dict[str, tuple[str, ...]] = {
     "normal": ("continuous", "count"),
     "bernoulli_logit": ("categorical", "ordinal"),
@@ -197,7 +197,7 @@ def family_loglik(
     X: np.ndarray | None,
     params: Mapping[str, np.ndarray],
 ) -> np.ndarray:
-    """``[H, n]`` array of ``log f_v(y_i | x_i, Θ_h)`` for one outcome (SPEC §3.6).
+    """``[H, n]`` array of ``log f_v(y_i | x_i, Θ_h)`` for one outcome.
 
     Parameters
     ----------
@@ -274,7 +274,7 @@ def family_sample(
 
 
 # ----------------------------------------------------------------------------------------------
-# exact normal-regression posterior (SPEC §3.6 (b))
+# exact normal-regression posterior (methods, Sequential Bayesian regressions)
 # ----------------------------------------------------------------------------------------------
 def normal_exact_posterior(
     X: np.ndarray, y: np.ndarray, n_draws: int, rng: np.random.Generator,
@@ -282,7 +282,8 @@ def normal_exact_posterior(
 ) -> dict[str, Any]:
     """Independent draws from ``p(β, σ² | y)`` under ``p(β, σ²) ∝ σ^{-2}``.
 
-    ``σ² = (n − q) s² / χ²_{n−q}``, ``β | σ² ~ N(β̂, σ² (XᵀX)^{-1})`` (SPEC §3.6 (b)).
+    ``σ² = (n − q) s² / χ²_{n−q}``, ``β | σ² ~ N(β̂, σ² (XᵀX)^{-1})`` (methods, Sequential Bayesian
+    regressions).
 
     Returns
     -------

@@ -1,4 +1,4 @@
-"""Numba kernels of the DPMPM (SPEC §3.2): Gibbs class step, counts, record and neighbourhood
+"""Numba kernels of the DPMPM (Hu & Savitsky 2018): class step, counts, record and neighbourhood
 log-likelihoods.
 
 Layout conventions (all float64 / int64):
@@ -57,7 +57,7 @@ def _times_levels(w, codes, i, use, offsets, phi_h):  # pragma: no cover - numba
 def class_step(  # pragma: no cover - numba
     codes, offsets, logphi, phi, log_pi, u_z, miss_i, miss_j, u_y, y, z
 ):
-    """One Gibbs update of the classes and missing values given Θ (SPEC §3.2 step 1).
+    """One Gibbs update of the classes and missing values given Θ (the DPMPM class step).
 
     ``z_i ~ p(k | y_i,obs, Θ)`` (missing entries marginalised), then each missing ``y_ij`` is
     drawn from ``φ_{z_i j}``: a blocked draw of ``(z, y_mis)`` from their joint conditional.
@@ -241,7 +241,7 @@ def lse_two_sum(
 
 @njit(cache=True, parallel=True, fastmath={"reassoc", "contract", "arcp", "nsz"})
 def neighbourhood(codes, syn_cols, d, offsets, logphi, phi, log_pi, out):  # pragma: no cover
-    """``out[h, i, g] = log p(y*_g | Θ_h)`` over the one-variable-different set (SPEC §2.3.2).
+    """``out[h, i, g] = log p(y*_g | Θ_h)`` over the one-variable-different set.
 
     Candidates: truth first, then for each column in ``syn_cols`` (ascending) its levels
     ascending, skipping the true level. Probability-space incremental update: per (record,

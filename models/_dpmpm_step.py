@@ -1,4 +1,4 @@
-"""The DPMPM blocked-Gibbs sampler as a PyMC step method (SPEC §3.2).
+"""The DPMPM blocked-Gibbs sampler as a PyMC step method (Hu & Savitsky 2018).
 
 Kept in its own module (imported only by :meth:`DPMPM.fit`) so that importing
 ``bayes_risk.models.dpmpm`` does not import PyMC.
@@ -24,7 +24,7 @@ __all__ = ["DPMPMGibbs"]
 
 
 class DPMPMGibbs(BlockedStep):
-    """Blocked Gibbs sweep of the DPMPM (SPEC §3.2) as a PyMC step method.
+    """Blocked Gibbs sweep of the DPMPM (Hu & Savitsky 2018) as a PyMC step method.
 
     Per-chain state: latent classes ``z`` and the completed data (missing entries imputed).
     Each call draws Θ_new = (V, φ, α) given the current ``z`` and completed data

@@ -1,4 +1,4 @@
-"""Numerical kernels of the Poisson-mixture synthesizers (SPEC §3.3, stick breaking §3.2).
+"""Numerical kernels of the Poisson-mixture synthesizers (Hu 2019 §3.3.3, stick breaking §3.2).
 
 Pure NumPy/Numba, no PyMC: the PyMC model in :mod:`bayes_risk.models.poisson_mixture` is the single
 source of truth for the density and the tests check every kernel here against its log-density.
@@ -45,7 +45,7 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------------------------------
-# stick breaking (SPEC §3.2; shared in substance with DPMPM)
+# stick breaking (Hu & Savitsky 2018; shared in substance with DPMPM)
 # ----------------------------------------------------------------------------------------------
 # One implementation for every truncated stick-breaking mixture (models/_stick.py); the names
 # below are those this module has always exported.
@@ -72,7 +72,7 @@ def _class_log_weights(y, log_pi, lam, log_lam, lgy):  # pragma: no cover - comp
 
 
 def class_log_weights(y: np.ndarray, log_pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
-    """``[n, K]`` array of ``log π_k + Σ_j log Poisson(y_ij | λ_kj)`` (SPEC §3.3)."""
+    """``[n, K]`` array of ``log π_k + Σ_j log Poisson(y_ij | λ_kj)`` (Hu 2019 §3.3.3)."""
     y = np.ascontiguousarray(y, dtype=np.float64)
     lam = np.ascontiguousarray(lam, dtype=np.float64)
     with np.errstate(divide="ignore"):
@@ -150,7 +150,7 @@ def _component_stats(y, z, K):  # pragma: no cover - compiled
 def lambda_params(
     n_k: np.ndarray, s_kj: np.ndarray, a_lam: float, b_lam: np.ndarray | float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Shape and rate of the full conditional ``λ_kj ~ Gamma(a_λ + T_kj, b_λj + n_k)`` (SPEC §3.3).
+    """Shape and rate of the full conditional ``λ_kj ~ Gamma(a_λ + T_kj, b_λj + n_k)``.
 
     Examples
     --------
@@ -200,7 +200,7 @@ def _record_loglik(y, lgy, log_pi, lam, log_lam):  # pragma: no cover - compiled
 
 
 def record_loglik(y: np.ndarray, log_pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
-    """MP record log-likelihood ``[H, n]`` (SPEC §3.3).
+    """MP record log-likelihood ``[H, n]`` (Hu 2019 §3.3.3).
 
     ``log p(y_i | Θ_h) = logsumexp_k(log π_hk + Σ_j [y_ij log λ_hkj − λ_hkj − lgamma(y_ij + 1)])``.
 
@@ -230,7 +230,7 @@ def multinomial_group_loglik(values: np.ndarray, total: float) -> float:
     """``log Multinomial(values; total, 1/g, …, 1/g)``, ``g = len(values)``; ``-inf`` if the sum
     differs.
 
-    SPEC §3.3: ``log [T! / Π z_i!] − T log g``.
+    Hu 2019 §3.3.3: ``log [T! / Π z_i!] − T log g``.
 
     Examples
     --------
@@ -273,7 +273,7 @@ def groups_loglik(z_values: np.ndarray, groups: np.ndarray, totals: np.ndarray) 
 # ----------------------------------------------------------------------------------------------
 def tail_threshold(x: np.ndarray, q: float) -> float:
     """Inverse-CDF empirical ``q``-quantile: smallest observed ``v`` with ``#{x ≤ v}/n ≥ q``
-    (SPEC §3.3).
+    (Hu 2019 §3.3.3).
 
     Examples
     --------
@@ -302,7 +302,7 @@ def tcmm_groups(y_col: np.ndarray, z: np.ndarray, K: int, q: float) -> tuple[np.
 def redistribute_totals(
     groups: np.ndarray, totals: np.ndarray, rng: np.random.Generator
 ) -> np.ndarray:
-    """Draw each group's values ``~ Multinomial(T_g; 1/n_g, …, 1/n_g)`` (SPEC §3.3, MM step).
+    """Draw each group's values ``~ Multinomial(T_g; 1/n_g, …, 1/n_g)`` (Hu 2019 §3.3.3, MM step).
 
     Parameters
     ----------

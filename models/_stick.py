@@ -1,4 +1,4 @@
-"""Truncated stick breaking and the concentration parameter (SPEC §3.2 steps 2 and 4).
+"""Truncated stick breaking and the concentration parameter (stick breaking and the α step).
 
 Shared by every mixture model with a truncated Dirichlet-process prior (DPMPM, Poisson mixtures).
 
@@ -52,7 +52,7 @@ def log_gamma_variates(shape: np.ndarray, rng: np.random.Generator) -> np.ndarra
 
 
 def stick_breaking_log(V: np.ndarray) -> np.ndarray:
-    """``log π`` from stick fractions ``V[..., K-1]`` (``V_K = 1``), SPEC §3.2 step 2.
+    """``log π`` from stick fractions ``V[..., K-1]`` (``V_K = 1``), stick breaking.
 
     ``log π_k = log V_k + Σ_{h<k} log1p(−V_h)``; the last class gets ``Σ_{h<K} log1p(−V_h)``.
     For draws of the sampler use :func:`stick_breaking_log_parts` on the log-space sticks
@@ -87,7 +87,7 @@ def stick_breaking_log_parts(log_v: np.ndarray, log_1mv: np.ndarray) -> np.ndarr
 
 
 def stick_conditional(nk: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """Beta parameters of the full conditionals of ``V_1..V_{K-1}`` (SPEC §3.2 step 2).
+    """Beta parameters of the full conditionals of ``V_1..V_{K-1}`` (stick breaking).
 
     ``V_k | · ~ Beta(1 + n_k, α + Σ_{h>k} n_h)``.
 
@@ -103,7 +103,7 @@ def stick_conditional(nk: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndar
 
 
 def alpha_conditional(V: np.ndarray, a_alpha: float, b_alpha: float) -> tuple[float, float]:
-    """Shape and rate of the full conditional of α (SPEC §3.2 step 4).
+    """Shape and rate of the full conditional of α (the α step of Escobar & West 1995).
 
     ``α | V ~ Gamma(a_α + K − 1, b_α − Σ_{k<K} log1p(−V_k))`` with ``K − 1 = len(V)``.
 
@@ -128,7 +128,7 @@ def alpha_conditional_log(
 def sample_sticks(
     nk: np.ndarray, alpha: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Draw ``(log V_k, log(1 − V_k))``, ``k < K``, from the full conditional (SPEC §3.2 step 2).
+    """Draw ``(log V_k, log(1 − V_k))``, ``k < K``, from the full conditional (stick breaking).
 
     ``V_k = g₁ / (g₁ + g₂)`` with ``g₁ ~ Gamma(1 + n_k)``, ``g₂ ~ Gamma(α + Σ_{h>k} n_h)``,
     both as log-Gamma variates (:func:`log_gamma_variates`), so ``1 − V_k`` far below machine

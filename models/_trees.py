@@ -7,10 +7,10 @@
   that routing can tell whether a record's level was seen in a node's training data.
 * :class:`SeqTree` — a fitted scikit-learn tree rewritten into flat arrays with, for every node,
   the contiguous slice of its training records ("donors"), the set of levels of each unordered
-  categorical predictor seen in the node (SPEC §3.4.3), and optional collapsing of nodes
-  (``min_deviance`` stopping rule, ``prune_to_diversity``).
+  categorical predictor seen in the node (methods, CART with a Bayesian bootstrap), and optional
+  collapsing of nodes (``min_deviance`` stopping rule, ``prune_to_diversity``).
 * :func:`segment_choice` — vectorised "one categorical draw per routed record inside its node"
-  used by the per-leaf Bayesian bootstrap (SPEC §3.4.4, Appendix A.5).
+  used by the per-leaf Bayesian bootstrap (Reiter 2005; Rubin 1981).
 
 scikit-learn's depth-first builder numbers nodes in pre-order (a node, then its whole left
 subtree, then its right subtree), so the training records of any node are a contiguous block once
@@ -233,7 +233,7 @@ class SeqTree:
     def prune_to_diversity(self, k_min: int) -> None:
         """Collapse leaves into their parents until every leaf holds ≥ ``k_min`` distinct values.
 
-        SPEC §3.4.1 (Reiter 2005's leaf-diversity criterion) [P]. A root that is not diverse
+        Reiter 2005's leaf-diversity criterion. A root that is not diverse
         enough stays (the tree then has a single leaf).
         """
         if k_min is None or k_min <= 1:
@@ -282,10 +282,10 @@ class SeqTree:
         """Drop records down the tree.
 
         A record reaching a node that splits on an unordered categorical predictor whose level
-        was not seen among the node's training records cannot be routed (SPEC §3.4.3):
-        ``"climb"`` stops there and uses the node as the record's leaf (Reiter; Drechsler & Reiter),
-        ``"random_descent"`` continues into a child chosen with probability proportional to the
-        children's training sizes (synthpop's rule).
+        was not seen among the node's training records cannot be routed (methods, CART with a
+        Bayesian bootstrap): ``"climb"`` stops there and uses the node as the record's leaf (Reiter;
+        Drechsler & Reiter), ``"random_descent"`` continues into a child chosen with probability
+        proportional to the children's training sizes (synthpop's rule).
 
         Returns
         -------
@@ -347,7 +347,7 @@ def segment_choice(
     Segments ``g = 0..G-1`` are blocks ``[seg_start[g], seg_start[g] + seg_size[g])`` of a
     concatenated array. Request ``r`` draws one position from segment ``which[r]`` with
     probability proportional to the segment's ``weights`` (given), or to fresh Dirichlet(1, …, 1)
-    weights drawn once per segment (``bayes_bootstrap=True``; SPEC Appendix A.5: normalised
+    weights drawn once per segment (``bayes_bootstrap=True``; Rubin 1981: normalised
     Exp(1) variates), or uniformly.
 
     Returns

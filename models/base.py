@@ -165,7 +165,8 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
     if synthetic.method not in ("cart", "rf"):
         raise ValidationError(
             f"the release was made by {synthetic.method!r}; only CART ('cart') and random-forest "
-            "('rf') releases can be rebuilt for their plug-in likelihoods (SPEC §2.10). Bayesian "
+            "('rf') releases can be rebuilt for their plug-in likelihoods (methods page, section "
+            "'Tree synthesizers: plug-in likelihoods'). Bayesian "
             "models are saved with 'bayes-risk fit' and passed as --model."
         )
     call = (synthetic.extra or {}).get("fit_call")

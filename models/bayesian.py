@@ -3,7 +3,7 @@
 :class:`BayesianSynthesizer` holds what every Bayesian synthesizer of the package has in common:
 MCMC settings, the posterior draws (an ArviZ ``xarray.DataTree``, as returned by ``pm.sample``),
 the flattening of ``chain × draw`` into ``H`` draws, synthesis from ``m`` draws far apart in the
-chain (SPEC §1.3), saving/loading (NetCDF + JSON, never pickle), construction from draws made
+chain (Hu 2019 §3.2.5), saving/loading (NetCDF + JSON, never pickle), construction from draws made
 elsewhere (:meth:`BayesianSynthesizer.from_posterior`) and convergence diagnostics on
 label-invariant scalars (ArviZ rank-normalised ESS and R-hat).
 
@@ -11,10 +11,11 @@ Contract for subclasses
 -----------------------
 A subclass (e.g. :class:`bayes_risk.models.dpmpm.DPMPM`) must
 
-* define ``method_name`` (its registry name), ``model_class`` ("P"/"O", SPEC §2.5) and
-  ``ratio_form`` ("joint"/"conditional", SPEC §2.6), and an ``__init__`` that lists **all** its
-  settings (model settings plus the MCMC settings of this class: ``tune``, ``draws``, ``chains``,
-  ``cores``, ``random_seed``, ``progressbar``) and passes the MCMC ones to ``super().__init__``;
+* define ``method_name`` (its registry name), ``model_class`` ("P"/"O", methods, Two classes of
+  synthesis model) and ``ratio_form`` ("joint"/"conditional", Hu 2019 §3.2.5), and an ``__init__``
+  that lists **all** its settings (model settings plus the MCMC settings of this class: ``tune``,
+  ``draws``, ``chains``, ``cores``, ``random_seed``, ``progressbar``) and passes the MCMC ones to
+  ``super().__init__``;
 * implement ``fit(data, *, schema=None, synthesized=None, random_seed=None, ...)``: validate with
   :meth:`_prepare_data`, build the PyMC model, sample with :meth:`_run_sampler` and finish with
   :meth:`_set_fitted`;
@@ -22,7 +23,8 @@ A subclass (e.g. :class:`bayes_risk.models.dpmpm.DPMPM`) must
   ``draw``), ``record_loglik``, ``dataset_loglik``, ``neighbourhood_loglik`` and
   ``fit_augmented`` (the likelihood protocol of :mod:`bayes_risk.protocols`); a model that can
   be in class O also provides ``own_record_delta(record, candidates, datasets, *, draws=None)``
-  → ``[H, m, G]`` (SPEC §2.5), which the attribute-risk engine requires for class O;
+  → ``[H, m, G]`` (methods, Two classes of synthesis model), which the attribute-risk engine
+  requires for class O;
 * implement ``_validate_posterior(posterior, schema)`` (check variables/shapes of a posterior
   given to :meth:`from_posterior` or loaded from disk; may add derived variables),
   ``_event_ndims()`` (number of parameter dimensions of each variable, so that
@@ -251,9 +253,10 @@ class BayesianSynthesizer(BaseSynthesizer):
     """
 
     method_name: ClassVar[str] = "bayesian"
-    #: SPEC §2.5 model class of the default synthesis mode (subclasses may set it per instance).
+    #: Model class (methods, Two classes of synthesis model) of the default synthesis mode
+    #: (subclasses may set it per instance).
     model_class: Literal["P", "O"] = "P"
-    #: SPEC §2.6 form of the importance ratios.
+    #: Hu 2019 §3.2.5 form of the importance ratios.
     ratio_form: Literal["joint", "conditional"] = "joint"
 
     def __init__(
@@ -331,7 +334,7 @@ class BayesianSynthesizer(BaseSynthesizer):
 
         Under partial synthesis of selected records the other rows are copies of the
         confidential data: they carry no likelihood (``dataset_loglik``) and must not be appended
-        to the data a second time (``fit_augmented``, SPEC §2.6.1).
+        to the data a second time (``fit_augmented``, methods, The stabilised estimator).
         """
         if self.synthesized_records_ is None:
             return z
@@ -545,15 +548,15 @@ class BayesianSynthesizer(BaseSynthesizer):
     @staticmethod
     def _spread_draws(H: int, m: int) -> np.ndarray:
         """``m`` flattened draw indices evenly spaced over ``0..H-1``, ending at the last draw:
-        ``h_l = floor(l H / m) - 1``, ``l = 1..m`` (spacing ``H/m``; SPEC §1.3)."""
+        ``h_l = floor(l H / m) - 1``, ``l = 1..m`` (spacing ``H/m``; Hu 2019 §3.2.5)."""
         return ((np.arange(1, m + 1, dtype=np.int64) * H) // m - 1).astype(np.int64)
 
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
         """Generate ``m`` synthetic datasets, each from its own posterior draw.
 
         The draws are evenly spaced over the (chain-major) flattened draws, ``floor(l H / m) - 1``
-        for ``l = 1..m``, so that they are far apart in the chain (SPEC §1.3); each dataset gets
-        an independent child random stream of ``random_seed``.
+        for ``l = 1..m``, so that they are far apart in the chain (Hu 2019 §3.2.5); each dataset
+        gets an independent child random stream of ``random_seed``.
 
         Parameters
         ----------
@@ -626,14 +629,14 @@ class BayesianSynthesizer(BaseSynthesizer):
     @abstractmethod
     def neighbourhood_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
         """``[H, n, G]`` record log-likelihoods of the one-variable-different candidates
-        (SPEC §2.3.2) over the synthesized columns: truth first, then column by column in
-        column order, levels ascending skipping the true level."""
+        (methods, Candidate sets) over the synthesized columns: truth first, then column by column
+        in column order, levels ascending skipping the true level."""
 
     @abstractmethod
     def fit_augmented(
         self, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
     ) -> BayesianSynthesizer:
-        """A new fitted model whose draws come from ``p(Θ | y, Z_(l))`` (SPEC §2.6.1)."""
+        """A new fitted model whose draws come from ``p(Θ | y, Z_(l))`` (stabilised estimator)."""
 
     # ------------------------------------------------------------------ convergence
     @abstractmethod

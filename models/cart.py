@@ -1,4 +1,4 @@
-"""Sequential CART synthesizer with a per-leaf Bayesian bootstrap (SPEC §3.4).
+"""Sequential CART synthesizer with a per-leaf Bayesian bootstrap (Reiter 2005).
 
 One tree per synthesized column, fitted on the confidential data; records are routed with their
 unsynthesized values and the synthetic values of the columns synthesized before, and each routed
@@ -7,8 +7,9 @@ record copies the value of a donor drawn from its leaf with Dirichlet(1, …, 1)
 donor, random descent for unroutable records) and per-leaf truncated Gaussian kernel smoothing.
 
 Also defines the leaf likelihoods used by the attribute-risk engine for tree synthesizers
-(SPEC §2.10): :func:`polya_logprob`, :func:`truncated_kde_logpdf` and its per-centre terms
-:func:`kernel_log_terms` (densities, or probabilities of rounded output values).
+(methods, Tree synthesizers: plug-in likelihoods): :func:`polya_logprob`,
+:func:`truncated_kde_logpdf` and its per-centre terms :func:`kernel_log_terms` (densities, or
+probabilities of rounded output values).
 """
 
 from __future__ import annotations
@@ -40,14 +41,14 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------------------------
-# closed-form leaf likelihoods (SPEC §3.4.4, §3.4.5, Appendix A.4)
+# closed-form leaf likelihoods (Reiter 2005; Wang & Reiter 2012)
 # --------------------------------------------------------------------------------------------
 def polya_logprob(donor_values: Sequence[Any], synthetic_values: Sequence[Any]) -> float:
     """Log-probability of an ordered sequence of synthetic values drawn from one leaf.
 
-    Under the per-leaf Bayesian bootstrap (SPEC §3.4.4) the synthetic values routed to a leaf are
-    a Pólya-urn (Dirichlet–multinomial) sequence:
-    ``P = Γ(n_L)/Γ(n_L + u_L) · Π_c Γ(n_c + s_c)/Γ(n_c)`` (SPEC Appendix A.4).
+    Under the per-leaf Bayesian bootstrap (Reiter 2005; Wang & Reiter 2012) the synthetic values
+    routed to a leaf are a Pólya-urn (Dirichlet–multinomial) sequence:
+    ``P = Γ(n_L)/Γ(n_L + u_L) · Π_c Γ(n_c + s_c)/Γ(n_c)`` (Pólya urn probability).
 
     Parameters
     ----------
@@ -93,7 +94,7 @@ def polya_logprob(donor_values: Sequence[Any], synthetic_values: Sequence[Any]) 
 
 
 def _log_ndtr_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``log(Φ(b) − Φ(a))`` for ``a < b`` (SPEC Appendix A.1; mirrored when ``a > 0``)."""
+    """``log(Φ(b) − Φ(a))`` for ``a < b`` (computed stably; mirrored when ``a > 0``)."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     flip = a > 0
@@ -149,7 +150,7 @@ def kernel_log_terms(
     decimals: int | None = None,
     integer_output: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per-centre terms of the truncated kernel mixture of SPEC §3.4.5 (the one implementation).
+    """Per-centre terms of the truncated kernel mixture of Wang & Reiter 2012.
 
     The mixture with centre weights ``c_k`` is
     ``p(z) = Σ_k c_k K_k(z) / Σ_k c_k M_k``: ``K_k`` is the Gaussian kernel density
@@ -220,7 +221,7 @@ def truncated_kde_logpdf(
     decimals: int | None = None,
     integer_output: bool = False,
 ) -> np.ndarray:
-    """Log-density of the truncated Gaussian kernel mixture of SPEC §3.4.5.
+    """Log-density of the truncated Gaussian kernel mixture of Wang & Reiter 2012.
 
     ``f(z) = Σ_k φ((z − b_k)/h)/h / Σ_k [Φ((hi − b_k)/h) − Φ((lo − b_k)/h)]``
     on ``[lo, hi]`` (truncation of the whole mixture, renormalised once), ``0`` outside. With
@@ -377,27 +378,27 @@ def silverman(v: np.ndarray) -> float:
 # the synthesizer
 # --------------------------------------------------------------------------------------------
 class CARTSynthesizer(BaseSynthesizer):
-    """Sequential CART synthesizer with a per-leaf Bayesian bootstrap (SPEC §3.4).
+    """Sequential CART synthesizer with a per-leaf Bayesian bootstrap (Reiter 2005).
 
     For the visit order ``v_1 → … → v_S`` (the order of ``synthesized``), the tree for
     ``v_k`` is fitted on the confidential data with predictors = all unsynthesized columns and
-    ``v_1..v_{k-1}`` (SPEC §3.4.2): a regression tree (squared error) for count/continuous
+    ``v_1..v_{k-1}`` (Reiter 2005): a regression tree (squared error) for count/continuous
     columns, a classification tree (Gini) for categorical/ordinal ones. To synthesize, each
     selected record is routed with its unsynthesized values and its synthetic ``v_1..v_{k-1}``,
     and copies the value of a donor of its leaf drawn with Dirichlet(1, …, 1) leaf weights drawn
-    afresh for each dataset (SPEC §3.4.4).
+    afresh for each dataset (Reiter 2005; Wang & Reiter 2012).
 
     Categorical predictors: unordered categorical columns enter the trees as one-hot indicators
     (each split is "one level versus the rest"; scikit-learn has no subset splits), ordinal
     columns as their level codes. For every node the set of levels of each unordered predictor
     present among its training records is recorded, so a record whose level was not seen in a
-    node that splits on that predictor is detected as unroutable (SPEC §3.4.3) and handled by
-    ``unroutable``.
+    node that splits on that predictor is detected as unroutable (methods, CART with a Bayesian
+    bootstrap) and handled by ``unroutable``.
 
     Parameters
     ----------
     min_leaf : int, default 5
-        Minimum number of training records per leaf (S000).
+        Minimum number of training records per leaf (Drechsler & Reiter 2008).
     min_deviance : float, default 0.0
         A node is not split when its deviance is below ``min_deviance`` × the root's deviance
         (R ``tree``'s ``mindev``; W&R 2012 use 1e-4). 0 switches the rule off.
@@ -405,18 +406,18 @@ class CARTSynthesizer(BaseSynthesizer):
         Maximum depth of each tree.
     prune_to_diversity : int, optional
         Collapse leaves into their parent until every leaf holds at least this many distinct
-        confidential values (SPEC §3.4.1, Reiter 2005's diversity criterion [P]).
+        confidential values (Reiter 2005's diversity criterion).
     donor : {"bayes_bootstrap", "uniform"}
         ``"bayes_bootstrap"`` (default; Reiter): donors drawn with Dirichlet(1..1) weights per leaf
         and dataset. ``"uniform"``: each donor equally likely (synthpop with ``proper=FALSE``).
     unroutable : {"climb", "random_descent"}
         What to do at a node whose split cannot be evaluated for a record (an unordered level not
-        seen in the node): stop and use the node's records as donors (``"climb"``, S000/W&R,
-        default) or continue to a child chosen with probability proportional to its training size
-        (``"random_descent"``, synthpop's rule).
+        seen in the node): stop and use the node's records as donors (``"climb"``, Drechsler &
+        Reiter 2008/W&R, default) or continue to a child chosen with probability proportional to its
+        training size (``"random_descent"``, synthpop's rule).
     smoothing : bool or sequence of str, default False
-        Per-leaf truncated Gaussian kernel smoothing of numeric synthesized columns (SPEC §3.4.5):
-        ``True`` for all numeric synthesized columns, or a list of them.
+        Per-leaf truncated Gaussian kernel smoothing of numeric synthesized columns (Wang & Reiter
+        2012): ``True`` for all numeric synthesized columns, or a list of them.
     bandwidth : float or dict, optional
         Kernel bandwidth (one value, or per column). Default: Silverman's rule on each leaf's
         donor values, floored at the column's data resolution (smallest gap between distinct
@@ -645,7 +646,7 @@ class CARTSynthesizer(BaseSynthesizer):
         return self
 
     def _node_bandwidths(self, tree: SeqTree, col: str, y: np.ndarray) -> np.ndarray:
-        """Per-node bandwidth: user value or Silverman on the node's donors, floored (§3.4.5)."""
+        """Per-node bandwidth: user value or Silverman on the node's donors, floored."""
         bw = self.bandwidth
         if isinstance(bw, dict):
             bw = bw.get(col)
@@ -662,15 +663,17 @@ class CARTSynthesizer(BaseSynthesizer):
             h[k] = max(silverman(v), res)
         return h
 
-    # ----- structure access (plug-in likelihoods, SPEC §2.10) --------------------------------
+    # ----- structure access (plug-in likelihoods, methods, Tree synthesizers: plug-in likelihoods)
+    # --------------------------------
     def route(
         self, records: pd.DataFrame, column: str, random_seed: RandomSeed = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """Node reached by each row of ``records`` in the fixed tree of ``column``.
 
         The rows' values of the tree's predictors (``predictors_[column]``) are routed through
-        the fitted splits with the ``unroutable`` rule (SPEC §3.4.3); used by the attribute-risk
-        engine to relocate a record with a candidate value ``y*`` in later trees (SPEC §2.10).
+        the fitted splits with the ``unroutable`` rule (methods, CART with a Bayesian bootstrap);
+        used by the attribute-risk engine to relocate a record with a candidate value ``y*`` in
+        later trees (methods, Tree synthesizers: plug-in likelihoods).
 
         Parameters
         ----------
@@ -710,7 +713,7 @@ class CARTSynthesizer(BaseSynthesizer):
     def donors(self, column: str, node: int) -> np.ndarray:
         """Row positions (in the fitted data) of the donors of ``node`` in the tree of ``column``.
 
-        Their values of ``column`` are the leaf's donor multiset of SPEC §3.4.4.
+        Their values of ``column`` are the leaf's donor multiset (Reiter 2005).
         """
         check_is_fitted(self, "trees_")
         tree = self.trees_[column]
@@ -719,7 +722,7 @@ class CARTSynthesizer(BaseSynthesizer):
         return tree.donor_rows[tree.node_start[node] : tree.node_stop[node]].copy()
 
     def output_rounding(self, column: str) -> tuple[int | None, bool]:
-        """How smoothed values of ``column`` are rounded on output (SPEC §3.4.5).
+        """How smoothed values of ``column`` are rounded on output (Wang & Reiter 2012).
 
         Returns
         -------
@@ -756,7 +759,8 @@ class CARTSynthesizer(BaseSynthesizer):
         SyntheticData
             ``method="cart"``, ``settings`` = :meth:`get_params`, the schema with roles and the
             record flags; ``extra["unroutable"]`` gives, per dataset and column, how many records
-            met an unevaluable split (SPEC §3.4.3) and ``extra["unroutable_rule"]`` the rule used.
+            met an unevaluable split (methods, CART with a Bayesian bootstrap) and
+            ``extra["unroutable_rule"]`` the rule used.
 
         Raises
         ------
@@ -844,7 +848,7 @@ class CARTSynthesizer(BaseSynthesizer):
         return out, unrout
 
     def _kernel_draw(self, col, tree, used, inv, seg_start, sizes, pos_map, rng):
-        """Per-leaf truncated Gaussian kernel draws (SPEC §3.4.5, Appendix A.6), vectorised."""
+        """Per-leaf truncated Gaussian kernel draws (Wang & Reiter 2012), vectorised."""
         from scipy.stats import truncnorm
 
         yv = tree.y_sorted.astype(np.float64)

@@ -1,4 +1,4 @@
-"""DPMPM: truncated Dirichlet-process mixture of products of multinomials (SPEC §3.2).
+"""DPMPM: truncated Dirichlet-process mixture of products of multinomials (Hu & Savitsky 2018).
 
 The latent-class model of Dunson & Xing (2009) used for categorical synthesis by Hu, Reiter &
 Wang (2014) and in the R package NPBayesImputeCat. The PyMC model (classes marginalised out) is
@@ -33,7 +33,7 @@ __all__ = ["DPMPM", "MODES", "SAMPLERS"]
 
 MODES: tuple[str, ...] = ("marginal", "conditional_us", "posterior_class")
 SAMPLERS: tuple[str, ...] = ("gibbs", "nuts")
-_PHI_FLOOR = 1e-300  # SPEC §3.2 step 3: floor before logs
+_PHI_FLOOR = 1e-300  # the DPMPM φ step: floor before logs
 _UNKNOWN = -2  # code of a level the model was not fitted with (log-probability -inf)
 
 
@@ -44,11 +44,11 @@ def _normalise_value(v: Any) -> Any:
     return v
 
 
-# stick breaking and α conditionals are shared with the Poisson mixtures (SPEC §3.2)
+# stick breaking and α conditionals are shared with the Poisson mixtures (Hu & Savitsky 2018)
 
 
 class DPMPM(BayesianSynthesizer):
-    """Truncated DP mixture of products of multinomials for categorical data (SPEC §3.2).
+    """Truncated DP mixture of products of multinomials for categorical data (Hu & Savitsky 2018).
 
     Model: ``y_ij | z_i = k ~ Cat(φ_kj)``, ``z_i ~ Cat(π)``, ``π`` by truncated stick breaking
     with ``V_k ~ Beta(1, α)`` (``V_K = 1``), ``α ~ Gamma(a_α, b_α)`` (shape, rate),
@@ -65,13 +65,13 @@ class DPMPM(BayesianSynthesizer):
     dirichlet_prior : float
         Dirichlet parameter ``a_jc`` of every category probability (1: uniform).
     synthesis_mode : {"marginal", "conditional_us", "posterior_class"}, optional
-        Synthesis mode (SPEC §3.2). Default: ``marginal`` for full synthesis (no unsynthesized
-        columns), ``conditional_us`` for partial synthesis — both class P. ``posterior_class``
-        (NPBayesImputeCat's ``DPMPM_nozeros_syn``) draws each record's class from
-        ``p(k | y_i, Θ)`` and is class O.
+        Synthesis mode (Hu & Savitsky 2018). Default: ``marginal`` for full synthesis (no
+        unsynthesized columns), ``conditional_us`` for partial synthesis — both class P.
+        ``posterior_class`` (NPBayesImputeCat's ``DPMPM_nozeros_syn``) draws each record's class
+        from ``p(k | y_i, Θ)`` and is class O.
     sampler : {"gibbs", "nuts"}
-        ``gibbs`` (default): blocked Gibbs (SPEC §3.2) with numba kernels. ``nuts``: PyMC NUTS on
-        the class-marginalised model — only for small problems (label switching and
+        ``gibbs`` (default): blocked Gibbs (Hu & Savitsky 2018) with numba kernels. ``nuts``: PyMC
+        NUTS on the class-marginalised model — only for small problems (label switching and
         multimodality make it far slower per effective draw); no missing-value imputation is
         needed there because missing entries are marginalised in the likelihood.
     tune, draws, chains, cores, random_seed, progressbar
@@ -208,7 +208,7 @@ class DPMPM(BayesianSynthesizer):
 
     @property
     def model_class(self) -> Literal["P", "O"]:  # type: ignore[override]
-        """``"O"`` in ``posterior_class`` mode, else ``"P"`` (SPEC §3.2 table)."""
+        """``"O"`` in ``posterior_class`` mode, else ``"P"`` (see the methods page, DPMPM)."""
         return "O" if self.synthesis_mode_ == "posterior_class" else "P"
 
     def _needs_data_for_synthesis(self) -> bool:
@@ -616,7 +616,7 @@ class DPMPM(BayesianSynthesizer):
         return self._logphi[idx], self._log_pi[idx], self._phi[idx]
 
     def record_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
-        """``[H, n]`` joint record log-likelihoods ``log p(y_i | Θ_h)`` (SPEC §3.2).
+        """``[H, n]`` joint record log-likelihoods ``log p(y_i | Θ_h)`` (Hu & Savitsky 2018).
 
         ``logsumexp_k(log π_k + Σ_j log φ_kj[y_ij])``; a missing value is marginalised (its
         column is left out of the sum); a level the model was not fitted with gives ``-inf``.
@@ -643,7 +643,7 @@ class DPMPM(BayesianSynthesizer):
     def dataset_loglik(
         self, datasets: Sequence[pd.DataFrame] | SyntheticData | pd.DataFrame, *, draws: Any = None
     ) -> np.ndarray:
-        """``[H, m]`` log-likelihoods ``log p(Z_(l) | Θ_h)`` under the synthesis mode (SPEC §3.2).
+        """``[H, m]`` log-likelihoods ``log p(Z_(l) | Θ_h)`` under the synthesis mode.
 
         Sum over the synthesized records of: ``marginal`` —
         ``logsumexp_k(log π_k + Σ_{j∈S} log φ_kj[z_ij])``; ``conditional_us`` —
@@ -705,7 +705,7 @@ class DPMPM(BayesianSynthesizer):
         *,
         draws: Any = None,
     ) -> np.ndarray:
-        """``[H, m, G]`` own-record term ``ℓ_{hli}(y*_g) − ℓ_{hli}(y_i)`` (SPEC §2.5, §3.2).
+        """``[H, m, G]`` own-record term ``ℓ_{hli}(y*_g) − ℓ_{hli}(y_i)`` (class O).
 
         In ``posterior_class`` mode (class O) synthetic record ``i`` of dataset ``l`` has
         likelihood
@@ -776,7 +776,7 @@ class DPMPM(BayesianSynthesizer):
         return out
 
     def neighbourhood_size(self) -> int:
-        """``G = 1 + Σ_{j∈S} (d_j − 1)`` of the one-variable-different set (SPEC §2.3.2)."""
+        """``G = 1 + Σ_{j∈S} (d_j − 1)`` of the one-variable-different set."""
         self._check_fitted()
         s_mask, _ = self._masks()
         return int(1 + np.sum(self._d[s_mask] - 1))
@@ -791,8 +791,8 @@ class DPMPM(BayesianSynthesizer):
     ) -> np.ndarray:
         """``[H, n, G]`` joint log-likelihoods of the one-variable-different candidates.
 
-        Candidates (SPEC §2.3.2) vary the synthesized columns: index 0 is the truth, then column
-        by column in column order, levels ascending, skipping the true level;
+        Candidates (methods, Candidate sets) vary the synthesized columns: index 0 is the truth,
+        then column by column in column order, levels ascending, skipping the true level;
         ``G = 1 + Σ_{j∈S}(d_j − 1)`` (:meth:`neighbourhood_size`). Uses the probability-space
         incremental update (see :func:`bayes_risk.models._dpmpm_kernels.neighbourhood`), chunked
         over records. ``out`` (float64 ``[H, n, G]``) receives the result when given: callers
@@ -937,10 +937,10 @@ class DPMPM(BayesianSynthesizer):
     ) -> DPMPM:
         """A new DPMPM fitted to the confidential records and one synthetic dataset together.
 
-        Its draws come from ``p(Θ | y, Z_(l))`` (SPEC §2.6.1): same settings, schema and roles as
-        this model; the records of ``synthetic`` are appended to ``data`` — under partial
-        synthesis of selected records only the selected rows, the ones :meth:`dataset_loglik`
-        counts (the others are copies of ``data``).
+        Its draws come from ``p(Θ | y, Z_(l))`` (methods, The stabilised estimator): same settings,
+        schema and roles as this model; the records of ``synthetic`` are appended to ``data`` —
+        under partial synthesis of selected records only the selected rows, the ones
+        :meth:`dataset_loglik` counts (the others are copies of ``data``).
 
         In ``conditional_us`` mode this is an approximation: the appended rows enter as full
         records, so the draws come from ``p(Θ | y, Z_(l)) × Π_r p(z_r^US | Θ)`` rather than from

@@ -1,4 +1,4 @@
-"""Small-cell selection and predictive mean matching (Hawala 2008; SPEC §3.7).
+"""Small-cell selection and predictive mean matching (Hawala 2008; Hawala 2008).
 
 Records in sensitive cells of the identifying variables' cross-classification (count ≤
 ``threshold``, non-empty) are recipients; their identifying values are replaced by observed values
@@ -57,7 +57,7 @@ def min_cell_count(data: pd.DataFrame, identifying: Sequence[str]) -> int:
 
 
 def expected_score(probabilities: np.ndarray, scores: Sequence[float] | None = None) -> np.ndarray:
-    """Expected score ``Σ_c c · p̂_c`` of ordinal probabilities (SPEC §3.7 step 4; scores 1..K).
+    """Expected score ``Σ_c c · p̂_c`` of ordinal probabilities (Hawala 2008 step 4; scores 1..K).
 
     Examples
     --------
@@ -77,10 +77,10 @@ def match_donor(
     tie: str = "random",
     rng: np.random.Generator | None = None,
 ) -> tuple[int, np.ndarray]:
-    """Index of the donor whose prediction is closest to the recipient's (SPEC §3.7 step 5).
+    """Index of the donor whose prediction is closest to the recipient's (Hawala 2008 step 5).
 
     Distance is the absolute difference for scalar predictions and the Euclidean distance for
-    probability vectors (rows of ``donor_predictions``). Distances within the SPEC §0.2.3 tie
+    probability vectors (rows of ``donor_predictions``). Distances within the package's tie
     tolerance are ties, broken uniformly at random (``tie="random"``) or by taking the first donor
     (``tie="first"``).
 
@@ -128,7 +128,7 @@ def match_donor(
 class SmallCellPMMSynthesizer(BaseSynthesizer):
     """Hawala (2008) small-cell partial synthesis by model prediction + predictive mean matching.
 
-    Algorithm (SPEC §3.7): cross-classify the identifying variables (IVs); records in non-empty
+    Algorithm (Hawala 2008): cross-classify the identifying variables (IVs); records in non-empty
     cells with count ≤ ``threshold`` are recipients, all others donors. For each IV ``v`` to
     synthesize (in order): recipients' values of ``v`` are deleted and temporarily filled with a
     random draw (with replacement) from the donors' values; a prediction model of ``v`` on all
@@ -140,15 +140,16 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
 
     Models and predicted values:
     * ordinal ``v``: proportional-odds logit (statsmodels ``OrderedModel``); predicted value =
-      expected score ``Σ_c c p̂_c`` with scores 1..K [P: S001 is ambiguous, SPEC §7.16];
+      expected score ``Σ_c c p̂_c`` with scores 1..K [Hawala 2008 leaves the score open;
+      provisional];
     * unordered categorical ``v``: baseline-category logit (statsmodels ``MNLogit``); predicted
       value = the probability vector, compared by Euclidean distance [P];
     * count/continuous ``v``: additive regression splines fitted by least squares — each numeric
       predictor enters through a cubic B-spline basis (patsy ``bs``, 4 degrees of freedom, linear
       when it has fewer than 6 distinct values), categorical predictors as indicators. This is
-      the additive model ``α + Σ g_i(X_i)`` of S001 with regression (unpenalised) splines instead
-      of backfitted smoothers: the fit is exact in one least-squares step and needs no smoothing
-      parameter, which keeps the matching deterministic given the fills.
+      the additive model ``α + Σ g_i(X_i)`` of Hawala 2008 with regression (unpenalised) splines
+      instead of backfitted smoothers: the fit is exact in one least-squares step and needs no
+      smoothing parameter, which keeps the matching deterministic given the fills.
 
     Predictors are coded as indicators for categorical/ordinal columns (first level dropped) and
     as values for numeric columns.
@@ -403,7 +404,7 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
 
     # ----- synthesize ---------------------------------------------------------------------
     def synthesize(self, m: int = 1, random_seed: RandomSeed = None) -> SyntheticData:
-        """Produce ``m`` implicates (S001 releases one; ``m > 1`` uses independent streams).
+        """Produce ``m`` implicates (Hawala 2008 releases one; ``m > 1`` uses independent streams).
 
         Returns
         -------

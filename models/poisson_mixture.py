@@ -1,12 +1,13 @@
-"""Poisson-mixture synthesizers for count (magnitude) data: MP, MM and TCMM (SPEC §3.3).
+"""Poisson-mixture synthesizers for count (magnitude) data: MP, MM and TCMM (Hu 2019 §3.3.3).
 
-Wei & Reiter (2016), as summarised in Hu (2019, seed 003 §3.3.3): a truncated stick-breaking
+Wei & Reiter (2016), as summarised in Hu (2019, §3.3.3): a truncated stick-breaking
 mixture of products of Poissons (**MP**) fitted to the confidential counts; **MM** keeps the MP
 memberships of a posterior draw and redistributes each component's column totals multinomially
 over its members (every marginal total is reproduced exactly); **TCMM** additionally pools each
 column's upper tail (values above the empirical ``q``-quantile) into one group before
-redistribution (provisional, SPEC [U]). Every variant also supports partial synthesis of
-selected records (``fit(..., synthesized_records=...)``; see :class:`PoissonMixture`).
+redistribution (provisional: Wei & Reiter give no full algorithm). Every variant also supports
+partial synthesis of selected records (``fit(..., synthesized_records=...)``; see
+:class:`PoissonMixture`).
 
 The PyMC model (:meth:`PoissonMixture.build_pymc_model`) is the single source of truth for the
 density; the default sampler is a blocked Gibbs step (a PyMC ``BlockedStep`` with Numba kernels,
@@ -71,7 +72,7 @@ def _gibbs_step_class() -> type:
     from pymc.step_methods.compound import BlockedStep, Competence
 
     class PoissonMixtureGibbs(BlockedStep):
-        """One blocked Gibbs sweep of the MP model (SPEC §3.3, §3.2 steps 2 and 4).
+        """One blocked Gibbs sweep of the MP model (Hu 2019 §3.3.3; stick breaking, α step).
 
         Order within a sweep: ``λ | z``, ``V | z``, ``α | V``, then ``z | π, λ``, so that the
         recorded memberships are a draw from ``p(z | Θ, y)`` for the recorded ``Θ``.
@@ -118,7 +119,7 @@ def _gibbs_step_class() -> type:
             rng = self.rng
             y, K = self.y, self.K
             n = y.shape[0]
-            if self._z is None:  # a few occupied classes, from the prior's sticks (SPEC §3.2)
+            if self._z is None:  # a few occupied classes, from the prior's sticks
                 self._z, alpha = pk.initial_memberships(n, K, self.a_alpha, self.b_alpha, rng)
             else:
                 alpha = float(np.exp(point[self.names["alpha"]])) if "alpha" in self.names else 1.0
@@ -131,7 +132,7 @@ def _gibbs_step_class() -> type:
             lam = np.maximum(lam, 1e-300)
             new = dict(point)
             if K > 1:
-                # log-space sticks, never clipped (SPEC §3.2 step 2)
+                # log-space sticks, never clipped (stick breaking)
                 log_v, log_1mv = pk.sample_sticks(n_k, alpha, rng)
                 alpha = pk.sample_alpha(log_1mv, self.a_alpha, self.b_alpha, rng)
                 log_pi = pk.stick_breaking_log_parts(log_v, log_1mv)
@@ -156,7 +157,7 @@ def _gibbs_step_class() -> type:
 # ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class LargestValueLikelihood:
-    """Likelihood pieces of the Wei–Reiter largest-value scenario (SPEC §2.9.4), per candidate.
+    """Likelihood pieces of the Wei–Reiter largest-value scenario, per candidate.
 
     Attributes
     ----------
@@ -172,15 +173,15 @@ class LargestValueLikelihood:
     model_class : {"P", "O"}
     logp_rec : ndarray [H, G]
         ``log p(y_(1) with column j set to y*_g | Θ_h)`` — the joint MP record likelihood whose
-        differences are the importance ratios ``log r_h`` of SPEC §2.6.
+        differences are the importance ratios ``log r_h`` of Hu 2019 §3.2.5.
     L : ndarray [H, m] or None
         ``log p(Z_(l) | Θ_h)`` under the model's synthesis mode (class P: MP likelihood; class
         O: component-total likelihood for the truth).
     delta : ndarray [H, m, G] or None
         Class O only: ``ℓ_{hl}(y*_g) − ℓ_{hl}(y_(1)j)``, the change of the component-total
-        log-likelihood of ``Z_(l)`` when the target's value is ``y*_g`` (SPEC §2.5); ``+inf``
-        where the truth has zero likelihood under draw ``h`` but the candidate has not (then
-        use ``loglik_candidates``).
+        log-likelihood of ``Z_(l)`` when the target's value is ``y*_g`` (methods, Two classes of
+        synthesis model); ``+inf`` where the truth has zero likelihood under draw ``h`` but the
+        candidate has not (then use ``loglik_candidates``).
     loglik_candidates : ndarray [H, m, G] or None
         Class O only: ``log p(Z_(l) | Θ_h, y*_g, y_{-i})`` (= ``L + delta`` where defined).
     memberships : str
@@ -205,7 +206,7 @@ class LargestValueLikelihood:
     warnings: list[str] = field(default_factory=list)
 
     def posterior(self, prior: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior of ``Y_(1)j`` over the candidates with the estimator of SPEC §2.6.
+        """Posterior of ``Y_(1)j`` over the candidates with the estimator of Hu 2019 §3.2.5.
 
         ``log p̂(Z | y*) = Σ_l log Σ_h q_h(y*) p(Z_(l) | Θ_h, y*)`` with ``q_h`` the
         self-normalised record ratios (computed by
@@ -249,7 +250,7 @@ class LargestValueLikelihood:
 # the model
 # ----------------------------------------------------------------------------------------------
 class PoissonMixture(BayesianSynthesizer):
-    """Truncated Dirichlet-process mixture of products of Poissons for count data (SPEC §3.3).
+    """Truncated Dirichlet-process mixture of products of Poissons for count data (Hu 2019 §3.3.3).
 
     Model: ``y_ij | z_i = k ~ Poisson(λ_kj)``, ``λ_kj ~ Gamma(a_λ, b_λj)`` (shape, rate),
     ``z_i ~ Cat(π)`` with truncated stick breaking ``π_k = V_k Π_{h<k}(1 − V_h)``,
@@ -261,8 +262,9 @@ class PoissonMixture(BayesianSynthesizer):
         ``"mp"``: synthetic records are drawn from the MP posterior predictive (class P in
         ``synthesis_mode="marginal"``). ``"mm"``: each component's column totals are
         redistributed multinomially over its members (all marginal totals reproduced exactly;
-        class O). ``"tcmm"``: tail-collapsed MM with threshold ``q`` — **provisional** (SPEC §3.3
-        [U]: reconstructed from the description in seed 003, the original rule was not verified).
+        class O). ``"tcmm"``: tail-collapsed MM with threshold ``q`` — **provisional** (Hu 2019
+        §3.3.3 [U]: reconstructed from the description in Hu (2019), the original rule was not
+        verified).
     q : float
         TCMM only: quantile in ``(0, 1]`` defining each column's tail ``{y_ij > τ_j}``, ``τ_j`` the
         inverse-CDF empirical ``q``-quantile. Smaller ``q`` collapses more (lower risk).
@@ -272,7 +274,7 @@ class PoissonMixture(BayesianSynthesizer):
         Gamma shape ``a_λ`` of the rates (default 1).
     b_lambda : float or None
         Gamma rate ``b_λ``; ``None`` (default) uses ``1 / max(1, mean(y_·j))`` per column, so the
-        prior mean of each rate equals the column mean (SPEC §3.3 package default).
+        prior mean of each rate equals the column mean (Hu 2019 §3.3.3 package default).
     a_alpha, b_alpha : float
         Gamma(shape, rate) prior of the concentration ``α`` (default 0.25, 0.25).
     synthesis_mode : {"marginal", "posterior_class"}
@@ -300,7 +302,8 @@ class PoissonMixture(BayesianSynthesizer):
     synthesized_records_ : ndarray of bool or None
         Records whose count columns are replaced (``None``: all records).
     model_class : {"P", "O"}
-        ``"P"`` for MP in marginal mode, ``"O"`` otherwise (SPEC §2.5).
+        ``"P"`` for MP in marginal mode, ``"O"`` otherwise (methods, Two classes of synthesis
+        model).
     ratio_form : "joint"
 
     Notes
@@ -342,7 +345,7 @@ class PoissonMixture(BayesianSynthesizer):
     Wei, L. and Reiter, J. P. (2016). Releasing synthetic magnitude microdata constrained to fixed
     marginal totals. Statistical Journal of the IAOS 32, 93–108.
     Hu, J. (2019). Bayesian estimation of attribute and identification disclosure risks in
-    synthetic data. Transactions on Data Privacy 12, 61–89 (seed 003, §3.3.3).
+    synthetic data. Transactions on Data Privacy 12, 61–89 (§3.3.3).
     """
 
     method_name = "poisson-mixture"
@@ -500,7 +503,7 @@ class PoissonMixture(BayesianSynthesizer):
     def build_pymc_model(
         self, y: np.ndarray, columns: Sequence[str], b_lambda: np.ndarray | None = None
     ):
-        """The PyMC model of SPEC §3.3 (class-marginalised; the single source of truth).
+        """The PyMC model of Hu 2019 §3.3.3 (class-marginalised; the single source of truth).
 
         Parameters
         ----------
@@ -659,10 +662,10 @@ class PoissonMixture(BayesianSynthesizer):
     ) -> PoissonMixture:
         """Refit with the same settings to the confidential records and ``Z_(l)`` together.
 
-        Returns a new model whose draws come from ``p(Θ | y, Z_(l))`` (SPEC §2.6.1). Under
-        partial synthesis of selected records only the selected rows of ``synthetic`` are
-        appended: they are the rows :meth:`dataset_loglik` counts (the others are copies of
-        ``data``).
+        Returns a new model whose draws come from ``p(Θ | y, Z_(l))`` (methods, The stabilised
+        estimator). Under partial synthesis of selected records only the selected rows of
+        ``synthetic`` are appended: they are the rows :meth:`dataset_loglik` counts (the others are
+        copies of ``data``).
         """
         self._check_fitted()
         cols = self.columns_
@@ -860,10 +863,10 @@ class PoissonMixture(BayesianSynthesizer):
 
     # ------------------------------------------------------------------ likelihoods
     def record_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
-        """``[H, n]`` MP record log-likelihood ``log p(y_i | Θ_h)`` (SPEC §3.3).
+        """``[H, n]`` MP record log-likelihood ``log p(y_i | Θ_h)`` (Hu 2019 §3.3.3).
 
         This joint record likelihood gives the importance ratios of every variant (the
-        posterior of Θ was fitted to the full records, SPEC §2.6). Records with a negative or
+        posterior of Θ was fitted to the full records, Hu 2019 §3.2.5). Records with a negative or
         non-integer count (e.g. from a percentage candidate grid) get ``-inf``.
         """
         self._check_fitted()
@@ -876,19 +879,20 @@ class PoissonMixture(BayesianSynthesizer):
         return out
 
     def neighbourhood_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
-        """Not defined for count data: counts have no finite level set (SPEC §2.3.2 is categorical).
+        """Not defined for count data: counts have no finite level set.
 
         Raises
         ------
         NeighbourhoodUnavailable
             Always (a ``ValidationError`` and ``NotImplementedError``, so the attribute engine
-            falls back to candidate records); evaluate a candidate grid (SPEC §2.3.3) with
-            :meth:`record_loglik`, or use :meth:`largest_value_loglik`.
+            falls back to candidate records); evaluate a candidate grid (methods, Candidate sets)
+            with :meth:`record_loglik`, or use :meth:`largest_value_loglik`.
         """
         raise NeighbourhoodUnavailable(
             "PoissonMixture models count columns, which have no one-variable-different "
-            "neighbourhood (SPEC §2.3.2 is for categorical columns); build a candidate grid "
-            "(SPEC §2.3.3) and call record_loglik on the candidate records instead."
+            "neighbourhood (it is for categorical columns); build a candidate grid "
+            "(docs: methods, Candidate sets) and call record_loglik on the candidate records "
+            "instead."
         )
 
     def _as_frames(self, datasets: Any) -> list[pd.DataFrame]:
@@ -1006,7 +1010,7 @@ class PoissonMixture(BayesianSynthesizer):
         return out
 
     def _class_o_loglik(self, zvals: np.ndarray, y: np.ndarray, memb: np.ndarray, K: int) -> float:
-        """Component-total log-likelihood of one synthetic dataset (SPEC §3.3, MM/TCMM)."""
+        """Component-total log-likelihood of one synthetic dataset (Hu 2019 §3.3.3, MM/TCMM)."""
         tot = 0.0
         for j in range(y.shape[1]):
             groups, ng = self._groups(y[:, j], memb, K)
@@ -1025,7 +1029,7 @@ class PoissonMixture(BayesianSynthesizer):
         * MP, ``marginal`` (class P): ``Σ_i log p(z_i | Θ_h)`` (sum of record likelihoods).
         * MM / TCMM (class O): the multinomial likelihood of each group's synthetic values given
           its confidential total, ``Σ_k Σ_j log[T_kj! / Π_{i∈I_k} z_ij!] − T_kj log n_k``, ``-inf``
-          when a group's synthetic sum differs from its total (SPEC §3.3). Synthetic row ``i``
+          when a group's synthetic sum differs from its total (Hu 2019 §3.3.3). Synthetic row ``i``
           corresponds to confidential record ``i``, so it shares its membership.
         * MP, ``posterior_class`` (class O): ``Σ_i log Poisson(z_i | λ_{k_i})`` given memberships.
 
@@ -1036,25 +1040,27 @@ class PoissonMixture(BayesianSynthesizer):
         Parameters
         ----------
         memberships : {"generating", "map", "stored"}, int array [n] or [H, n], or None
-            Class O only — the (unreleased) memberships (SPEC §3.3; the intruder must approximate
-            them, the agency knows them):
+            Class O only — the (unreleased) memberships (Hu 2019 §3.3.3; the intruder must
+            approximate them, the agency knows them):
 
             * ``"generating"`` (default when the Gibbs sampler recorded memberships): for each
               dataset, the memberships that generated it — from ``SyntheticData.draw_index``
               when given, else the stored draw whose memberships reproduce the dataset's group
               sums (the first one found: when few records are synthesized several draws may
               reproduce them, so pass the ``SyntheticData``). The agency-side worst case of
-              SPEC §2.2 (the intruder knows the synthesis groups); the same for every ``Θ_h``,
-              since the MM likelihood given memberships does not depend on ``Θ``.
+              the worst-case intruder of Hu 2019 §3 (who knows the synthesis groups); the same for
+              every ``Θ_h``, since the MM likelihood given memberships does not depend on ``Θ``.
             * ``"map"`` (default otherwise): MAP component of each confidential record under
-              ``Θ_h`` (SPEC option (b)). With exact totals a MAP grouping rarely reproduces the
-              synthetic group sums, so ``L`` is mostly ``-inf``.
+              ``Θ_h`` (an approximation of the intruder's). With exact totals a MAP grouping rarely
+              reproduces the synthetic group sums, so ``L`` is mostly ``-inf``.
             * ``"stored"``: the memberships recorded with draw ``h`` (finite only for the draw
               that generated ``Z_(l)``).
-            * an integer array: user-supplied (SPEC option (a)), ``[n]`` or per draw ``[H, n]``.
+            * an integer array: user-supplied (the intruder's own guess), ``[n]`` or per draw
+              ``[H, n]``.
             * ``"marginalised"`` (default for MP in ``posterior_class`` mode): each record's
-              class is summed out with weights ``p(k | y_i, Θ_h)`` (SPEC §3.2 table), so no
-              approximation is needed; the other options condition on given memberships.
+              class is summed out with weights ``p(k | y_i, Θ_h)`` (as DPMPM's ``posterior_class``
+              mode), so no approximation is needed; the other options condition on given
+              memberships.
         """
         self._check_fitted()
         idx = self._draw_indices(draws)
@@ -1094,7 +1100,7 @@ class PoissonMixture(BayesianSynthesizer):
     def _pc_terms(z: np.ndarray, y: np.ndarray, log_pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
         """Per-record ``log Σ_k p(k | y_i, Θ) Π_j Poisson(z_ij | λ_kj)`` (posterior_class, [n]).
 
-        The class-O likelihood of SPEC §3.2's ``posterior_class`` row with the record's class
+        The class-O likelihood of DPMPM's ``posterior_class`` mode with the record's class
         summed out; record ``i``'s own term is the only one that involves ``y_i``.
         """
         from scipy.special import logsumexp as lse
@@ -1136,9 +1142,9 @@ class PoissonMixture(BayesianSynthesizer):
         counts of ``record`` replaced by candidate ``g``: the totals of the record's group change
         and, with ``memberships="map"``, so may its own membership (MAP of ``y*`` under ``Θ_h``;
         the other records keep the MAP of their true values). This equals ``L_{hl} + delta`` of
-        SPEC §2.5/§2.6 and stays well defined when ``L_{hl} = −inf``; with exact totals it is
-        ``-inf`` for every candidate that does not reproduce the synthetic group sums — the
-        collapse behind the high MM risk reported in seed 003.
+        the class-O estimator (Hu 2019 §3.2.5) and stays well defined when ``L_{hl} = −inf``; with
+        exact totals it is ``-inf`` for every candidate that does not reproduce the synthetic group
+        sums — the collapse behind the high MM risk reported in Hu (2019).
 
         Parameters
         ----------
@@ -1221,7 +1227,7 @@ class PoissonMixture(BayesianSynthesizer):
         draws: Any = None,
         memberships: Any = None,
     ) -> np.ndarray:
-        """``[H, m, G]`` class-O own-record term ``ℓ_{hl}(y*_g) − ℓ_{hl}(y_i)`` (SPEC §2.5).
+        """``[H, m, G]`` class-O own-record term ``ℓ_{hl}(y*_g) − ℓ_{hl}(y_i)`` (class O).
 
         Equal to :meth:`candidate_dataset_loglik` minus its value at the truth. Conventions
         where the truth has zero likelihood under a draw (``L_{hl} = −inf``, e.g. MAP memberships
@@ -1309,7 +1315,7 @@ class PoissonMixture(BayesianSynthesizer):
     def largest_value_candidates(
         self, column: str, upper: float, *, step: float = 1.0, data: pd.DataFrame | None = None
     ) -> tuple[np.ndarray, int, int]:
-        """Candidate grid for the largest value of ``column`` (SPEC §2.9.4).
+        """Candidate grid for the largest value of ``column`` (Wei & Reiter 2016).
 
         Integers (or multiples of ``step``) from ``y_(2)j`` to ``upper``, with the truth
         ``y_(1)j`` inserted if it is not on the grid.
@@ -1365,19 +1371,19 @@ class PoissonMixture(BayesianSynthesizer):
         memberships: Any = None,
         data: pd.DataFrame | None = None,
     ) -> LargestValueLikelihood:
-        """Per-candidate likelihood pieces for the Wei–Reiter largest-value scenario (SPEC §2.9.4).
+        """Per-candidate likelihood pieces for the Wei–Reiter largest-value scenario.
 
         The target is the record holding ``y_(1)j``; candidates ``y*`` vary only its value of
         ``column`` (its other counts are kept at their true values, i.e. the worst-case knowledge
-        ``A = y_{-i}`` of SPEC §2.2 plus the target's other columns). The attribute engine turns
-        the pieces into ``log p(Z | y*)`` with the estimator of SPEC §2.6:
+        ``A = y_{-i}`` of the worst-case intruder plus the target's other columns). The attribute
+        engine turns the pieces into ``log p(Z | y*)`` with the estimator of Hu 2019 §3.2.5:
 
         * **MP** (class P): importance sampling over Θ with ``logp_rec`` (``[H, G]``; ratios
           ``logp_rec − logp_rec[:, g0]``) and ``L = dataset_loglik(Z)`` (``[H, m]``).
         * **MM / TCMM** (class O): the component-total likelihood — ``L`` (``[H, m]``) plus
-          ``delta`` (``[H, m, G]``, :meth:`own_record_delta`), in SPEC §2.6's class-O formula.
+          ``delta`` (``[H, m, G]``, :meth:`own_record_delta`), in Hu 2019 §3.2.5's class-O formula.
 
-        This is provisional (SPEC §2.9.4 [U]): Wei & Reiter's exact membership approximation was
+        This is provisional (Wei & Reiter 2016): Wei & Reiter's exact membership approximation was
         not available; ``memberships`` selects the approximation (see :meth:`dataset_loglik`).
         **Knowledge assumed:** the worst case ``A = y_{-i}`` — the intruder knows every other
         record's values (so the component and tail totals pin ``y*`` down exactly for MM *and*

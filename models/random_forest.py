@@ -1,10 +1,10 @@
-"""Random-forest synthesizer for categorical variables (Caiola & Reiter 2010; SPEC §3.5).
+"""Random-forest synthesizer for categorical variables (Caiola & Reiter 2010).
 
 For each categorical column to replace, a classification forest is grown on the genuine data of
 the records whose value will be replaced; each such record is dropped down every tree (or only its
 out-of-bag trees) and a synthetic value is drawn from the resulting multinomial distribution.
-Several columns are synthesized in one sequential pass (procedure A, S004 steps 3.1–3.3, or
-procedure B, steps 3.1a–3.3a).
+Several columns are synthesized in one sequential pass (procedure A, Caiola & Reiter 2010 steps
+3.1–3.3, or procedure B, steps 3.1a–3.3a).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ _CHUNK = 512  # records per block when averaging leaf tables (bounds memory: chu
 def leaf_probabilities(
     leaf_counts: np.ndarray, probabilities: str = "vote", alpha: float = 1.0
 ) -> np.ndarray:
-    """Per-leaf class probabilities from leaf class counts (SPEC §3.5.2).
+    """Per-leaf class probabilities from leaf class counts (Caiola & Reiter 2010).
 
     Parameters
     ----------
@@ -73,7 +73,7 @@ def synthesis_probabilities(
     """Synthesis distribution of one record from the leaves it reaches in the trees ``B_i``.
 
     ``p_i(c) = mean_{b ∈ B_i} q_b(c)`` with ``q_b`` from :func:`leaf_probabilities`
-    (SPEC §3.5.2): with ``"vote"`` this is the share of trees voting for ``c``.
+    (Caiola & Reiter 2010): with ``"vote"`` this is the share of trees voting for ``c``.
 
     Parameters
     ----------
@@ -97,17 +97,18 @@ def synthesis_probabilities(
 
 
 class RandomForestSynthesizer(BaseSynthesizer):
-    """Random-forest synthesizer for categorical columns (Caiola & Reiter 2010; SPEC §3.5).
+    """Random-forest synthesizer for categorical columns (Caiola & Reiter 2010).
 
     For each categorical column ``Y_j`` to replace, a classification forest (Gini, bootstrap
     samples of the training records, ``mtry = floor(sqrt(#predictors))`` candidate predictors at
     every split, leaves grown until pure) is fitted on the **genuine** data of the records whose
     ``Y_j`` will be replaced. Columns are visited by decreasing number of replaced records (ties:
     fewer categories first, or a seeded random order), or in a user order. Procedure ``"A"``
-    (S004 3.1–3.3): each forest uses all other columns; when dropping records down the trees
-    for ``Y_(k)`` their synthetic ``Y_(1..k-1)`` and genuine values of everything else are used.
-    Procedure ``"B"`` (3.1a–3.3a): the forest for ``Y_(k)`` uses only the never-replaced columns
-    and ``Y_(1..k-1)``; valid only when all replaced columns share the same replaced records.
+    (Caiola & Reiter 2010 3.1–3.3): each forest uses all other columns; when dropping records down
+    the trees for ``Y_(k)`` their synthetic ``Y_(1..k-1)`` and genuine values of everything else are
+    used. Procedure ``"B"`` (3.1a–3.3a): the forest for ``Y_(k)`` uses only the never-replaced
+    columns and ``Y_(1..k-1)``; valid only when all replaced columns share the same replaced
+    records.
 
     Unordered categorical predictors enter the forests as integer level codes (so ``mtry``
     counts predictors as R ``randomForest`` does; fully grown trees can isolate any level with
@@ -118,7 +119,7 @@ class RandomForestSynthesizer(BaseSynthesizer):
     n_trees : int, default 500
         Trees per forest.
     probabilities : {"vote", "leaf_dirichlet"}
-        How a record's synthesis distribution is formed from its leaves (SPEC §3.5.2; S004's
+        How a record's synthesis distribution is formed from its leaves (Caiola & Reiter 2010;
         default is ``"vote"``).
     alpha : float, default 1.0
         Dirichlet prior count per class for ``"leaf_dirichlet"``.
@@ -134,7 +135,7 @@ class RandomForestSynthesizer(BaseSynthesizer):
     max_features : "sqrt" or int
         Candidate predictors per split (default ``floor(sqrt(p))``).
     min_samples_leaf : int, default 1
-        Leaf size (1 = grow until pure, as S004).
+        Leaf size (1 = grow until pure, as Caiola & Reiter 2010).
     group_by : str or mapping, optional
         Synthesize within groups (Caiola & Reiter 2010 §5): separate forests for each level of a
         categorical grouping column. A column name applies to every synthesized column except
@@ -243,7 +244,7 @@ class RandomForestSynthesizer(BaseSynthesizer):
             Categorical columns to replace.
         records : mask, positions or dict, optional
             Records whose values are replaced: one selection for all columns, or a mapping
-            ``{column: selection}`` (δ_ij of S004). Default: all records.
+            ``{column: selection}`` (δ_ij of Caiola & Reiter 2010). Default: all records.
         random_seed : RandomSeed
             Seeds the forests (and the random tie order).
 

@@ -1,4 +1,4 @@
-"""Sequential Bayesian regression synthesizers (parametric chains, SPEC §3.6).
+"""Sequential Bayesian regression synthesizers (parametric chains).
 
 Synthesized columns are visited in an order ``v_1..v_S``; each gets a generalised linear model
 ``f_v(y_v | x_v, Θ_v)`` whose design row ``x_v`` is built from the unsynthesized columns and the
@@ -69,7 +69,7 @@ def _var(col: str, what: str) -> str:
 
 
 class SequentialRegression(BayesianSynthesizer):
-    """Chain of Bayesian GLMs synthesizing columns one after another (SPEC §3.6).
+    """Chain of Bayesian GLMs synthesizing columns one after another.
 
     Parameters
     ----------
@@ -90,7 +90,7 @@ class SequentialRegression(BayesianSynthesizer):
 
         * ``"exact"`` — ``normal``: independent draws from the flat-prior posterior
           ``p(β, σ²) ∝ σ^{-2}``: ``σ² = (n−q) s²/χ²_{n−q}``, ``β | σ² ~ N(β̂, σ²(XᵀX)^{-1})``
-          (SPEC §3.6 (b)); ``categorical``: ``Dirichlet(1 + counts)``.
+          (methods, Sequential Bayesian regressions); ``categorical``: ``Dirichlet(1 + counts)``.
         * ``"nuts"`` — PyMC NUTS with weakly-informative priors: intercept ``N(0, 10²)``; each
           other coefficient ``N(0, (2.5 / sd(x_j))²)`` (rstanarm-style autoscaling; sd = 1 if a
           design column is constant); ``normal`` adds ``σ ~ Exponential(1 / sd(y))``.
@@ -446,9 +446,9 @@ class SequentialRegression(BayesianSynthesizer):
     ) -> SequentialRegression:
         """Refit every regression to the confidential records and ``Z_(l)`` stacked together.
 
-        Returns a new model with draws from ``p(Θ | y, Z_(l))`` (SPEC §2.6.1): exact for the
-        normal/categorical families, NUTS or Laplace for the GLMs as set. Under partial
-        synthesis of selected records only the selected rows of ``synthetic`` are appended:
+        Returns a new model with draws from ``p(Θ | y, Z_(l))`` (methods, The stabilised estimator):
+        exact for the normal/categorical families, NUTS or Laplace for the GLMs as set. Under
+        partial synthesis of selected records only the selected rows of ``synthetic`` are appended:
         they are the rows :meth:`dataset_loglik` counts (the others are copies of ``data``).
         """
         self._check_fitted()
@@ -693,7 +693,7 @@ class SequentialRegression(BayesianSynthesizer):
 
     # ------------------------------------------------------------------ likelihood protocol
     def record_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
-        """``[H, n]`` conditional record log-likelihood (SPEC §3.6).
+        """``[H, n]`` conditional record log-likelihood (methods, Sequential Bayesian regressions).
 
         ``Σ_v log f_v(y_iv | x_v(y_i^us, y_{i,<v}), Θ_{h,v})``: each synthesized column given
         the record's own unsynthesized and earlier synthesized values.
@@ -729,7 +729,7 @@ class SequentialRegression(BayesianSynthesizer):
     def candidate_loglik(
         self, record_row: pd.DataFrame | pd.Series, candidates: pd.DataFrame, *, draws: Any = None
     ) -> np.ndarray:
-        """``[H, G]`` record log-likelihood of each candidate (SPEC §3.6 ``log r_h`` terms).
+        """``[H, G]`` record log-likelihood of each candidate (``log r_h`` terms).
 
         Candidate ``g`` replaces the record's values of the columns in ``candidates`` (a subset
         of the synthesized columns); every regression is evaluated with earlier synthesized
@@ -769,7 +769,7 @@ class SequentialRegression(BayesianSynthesizer):
         return self.record_loglik(rows, draws=draws)
 
     def neighbourhood_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
-        """``[H, n, G]`` log-likelihoods of the one-variable-different candidates (SPEC §2.3.2).
+        """``[H, n, G]`` log-likelihoods of the one-variable-different candidates.
 
         Defined when every synthesized column is categorical: truth first, then column by column
         in column order, levels ascending skipping the true level.
@@ -787,7 +787,7 @@ class SequentialRegression(BayesianSynthesizer):
             raise NeighbourhoodUnavailable(
                 f"synthesized column {num[0]!r} is {self.schema_[num[0]].type}: a one-variable-"
                 "different neighbourhood exists only for categorical columns; use "
-                "candidate_loglik with a grid (SPEC §2.3.3)."
+                "candidate_loglik with a grid (docs: methods, Candidate sets)."
             )
         idx = self._draw_indices(draws)
         vals_all = self._values(records, "records")

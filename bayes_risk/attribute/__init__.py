@@ -1,8 +1,9 @@
-"""Attribute disclosure risk (SPEC §2): candidates, priors, estimators, diagnostics, summaries.
+"""Attribute disclosure risk (Hu 2019): candidates, priors, estimators, diagnostics, summaries.
 
 Main entry points: :func:`attribute_risk`, :func:`prior_sensitivity` and :class:`ArrayModel`
 (posterior draws from any software wrapped in the model protocol); :class:`CARTPlugin` and
-:class:`RFPlugin` give the tree synthesizers plug-in likelihoods (SPEC §2.10).
+:class:`RFPlugin` give the tree synthesizers plug-in likelihoods (methods, Tree synthesizers:
+plug-in likelihoods).
 """
 
 from bayes_risk.attribute.api import AttributeRiskResult, attribute_risk, prior_sensitivity

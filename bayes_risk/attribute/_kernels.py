@@ -1,4 +1,4 @@
-"""Numba kernels of the attribute-risk engine: tail selection for Pareto k̂ (SPEC Appendix A.2).
+"""Numba kernels of the attribute-risk engine: tail selection for Pareto k̂ (Vehtari et al. 2024).
 
 :func:`khat_tails` replaces the per-block ``np.partition`` + sort of the numpy reference
 (:func:`bayes_risk.attribute.diagnostics._pareto_khat_numpy`) by a parallel in-place selection.
@@ -104,7 +104,7 @@ def _top_sorted(v, n, k, out, small):  # pragma: no cover - compiled
 
 @njit(cache=True, parallel=True)
 def khat_tails(lr3, m):  # pragma: no cover - compiled
-    """Largest ``M + 1`` shifted log ratios of every vector (SPEC A.2 steps 1 and 3).
+    """Largest ``M + 1`` shifted log ratios of every vector (the loo algorithm, steps 1 and 3).
 
     Parameters
     ----------
@@ -162,7 +162,7 @@ _EXP_MAX = 709.782712893384
 
 @njit(cache=True, parallel=True)
 def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
-    """First pass over the candidate log-likelihoods of a chunk of records (SPEC §2.6–§2.7).
+    """First pass over the candidate log-likelihoods of a chunk of records (Hu 2019 §3.2.5).
 
     Fuses, per record ``r`` and candidate ``g``, what :func:`log_ratios`, the maxima of
     :class:`RatioStats` and :func:`khat_tails` would otherwise compute in separate passes over
@@ -244,7 +244,7 @@ def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
 @njit(cache=True, parallel=True)
 def ratio_sums(E, W):  # pragma: no cover - compiled
     """Sums over draws of ``E[H, R, G]``: ``Σ E``, ``Σ E²`` and, per column of ``W[H, m]``,
-    ``Σ E W``, ``Σ (E W)²``, ``max E W`` (the published estimator's fast path, SPEC §2.6).
+    ``Σ E W``, ``Σ (E W)²``, ``max E W`` (the published estimator's fast path, Hu 2019 §3.2.5).
 
     Draws are summed in order for every ``(r, g)``, so the values do not depend on threads.
     """

@@ -1,14 +1,14 @@
 """User-facing attribute-risk analysis: :func:`attribute_risk` and :func:`prior_sensitivity`.
 
 For each confidential record ``i`` the intruder's posterior over candidate values ``y*`` of its
-synthesized attributes is (SPEC §2.1)
+synthesized attributes is (Hu 2019 eq. 1)
 
     p(Y_i = y* | Z, y_{-i}) ∝ p(Z | Y_i = y*, y_{-i}) · P0_i(y*),
 
 with ``p(Z | ·)`` estimated from the synthesis model's posterior draws — no refit per candidate —
-by the stabilised estimator (SPEC §2.6.1, default for class P models) or the published
-importance-sampling estimator (SPEC §2.6). The engine depends only on the model protocol
-(:class:`bayes_risk.protocols.SupportsRecordLoglik`).
+by the stabilised estimator (methods, The stabilised estimator, default for class P models) or the
+published importance-sampling estimator (Hu 2019 §3.2.5). The engine depends only on the model
+protocol (:class:`bayes_risk.protocols.SupportsRecordLoglik`).
 """
 
 from __future__ import annotations
@@ -109,7 +109,8 @@ KHAT_TOLERANCE = 0.01
 
 _PAIVA_POINTER = (
     "Weaker-than-worst-case intruder knowledge needs the other records' unknown values to be "
-    "imputed inside the likelihood; this is out of scope (SPEC §2.2). See Paiva, Chakraborty, "
+    "imputed inside the likelihood; this is out of scope (see the methods page 'Attribute "
+    "disclosure risk'). See Paiva, Chakraborty, "
     "Reiter & Gelfand (2014), 'Imputation of confidential data sets with spatial locations using "
     "disease mapping models', Statistics in Medicine 33, for an approach."
 )
@@ -146,7 +147,7 @@ class AttributeRiskResult:
         ``loglik_hi (G)`` and ``khat_high (G)`` (stabilised estimator: the interval of each
         candidate's log-likelihood allowed by its high-k̂ means, and which candidates have one).
     warnings : list of str
-        Machine-readable codes (SPEC §0.2.8); MCMC problems of the model's fit or of an
+        Machine-readable codes; MCMC problems of the model's fit or of an
         augmented fit add their codes (``RHAT_HIGH``, ``LOW_ESS``, ``TRUNCATION_TOO_SMALL``).
     settings : dict
         Estimator, prior, candidates, scenario, H, m, seed.
@@ -283,7 +284,7 @@ class AttributeRiskResult:
 
     # ----- summaries ------------------------------------------------------------------------
     def summary(self, *, thresholds: Sequence[float] = (0.5,)) -> dict[str, Any]:
-        """File-level summary (SPEC §2.9.1), unflagged and flagged records reported separately.
+        """File-level summary (Hu, Reiter & Wang 2014), unflagged and flagged records separately.
 
         Returns
         -------
@@ -291,7 +292,7 @@ class AttributeRiskResult:
             ``n_records``, ``n_flagged``, ``flag_counts``, ``unflagged`` and ``flagged``
             (Hu–Reiter–Wang summaries of each group), ``all`` (all records, for comparison
             with published tables), ``random_guess_baseline`` (mean 1/G), ``published_estimator``
-            (how degenerate the SPEC §2.6 estimator was, when computed), ``settings``,
+            (how degenerate the Hu 2019 §3.2.5 estimator was, when computed), ``settings``,
             ``warnings``.
         """
         df = self.records
@@ -587,7 +588,8 @@ def _neighbourhood_index(
     vary: Sequence[str], syn_cols: Sequence[str], d: dict[str, int]
 ) -> np.ndarray | None:
     """Positions of the one-variable candidates over ``vary`` inside the model's neighbourhood
-    over its synthesized columns (both in SPEC §2.3.2 order); None if vary ⊄ syn_cols."""
+    over its synthesized columns (both in candidate-set order); None if vary ⊄
+    syn_cols."""
     if any(c not in syn_cols for c in vary):
         return None
     idx = [0]
@@ -627,16 +629,16 @@ def attribute_risk(
     random_seed: RandomSeed = None,
     progressbar: bool = True,
 ) -> AttributeRiskResult:
-    """Attribute disclosure risk of every (or selected) confidential record (SPEC §2).
+    """Attribute disclosure risk of every (or selected) confidential record (Hu 2019).
 
     Parameters
     ----------
     model : SupportsRecordLoglik
         A fitted Bayesian synthesis model (DPMPM, PoissonMixture, SequentialRegression), an
         :class:`~bayes_risk.attribute.ArrayModel`, or a plug-in model without posterior draws
-        (:class:`~bayes_risk.attribute.CARTPlugin`, SPEC §2.10; anything with
-        ``plugin_loglik(record, candidates, datasets) -> [m, G]``). Its ``schema_`` defines the
-        columns, levels and which columns were synthesized.
+        (:class:`~bayes_risk.attribute.CARTPlugin`, methods, Tree synthesizers: plug-in likelihoods;
+        anything with ``plugin_loglik(record, candidates, datasets) -> [m, G]``). Its ``schema_``
+        defines the columns, levels and which columns were synthesized.
     original : DataFrame
         The confidential data ``y`` (the rows the model was fitted to, same order).
     synthetic : SyntheticData, DataFrame or list of DataFrames
@@ -644,11 +646,12 @@ def attribute_risk(
     records : sequence of int, optional
         0-based row positions to evaluate (default: all).
     candidates : {"one-variable", "full"}, str, CandidateSpec or callable
-        Candidate sets (SPEC §2.3; see :func:`~bayes_risk.attribute.candidates.parse_candidates`).
-        A callable ``f(record_row: Series, columns: list) -> DataFrame`` returns a record's
-        candidates (decoded values); the truth is added when absent.
+        Candidate sets (methods, Candidate sets; see
+        :func:`~bayes_risk.attribute.candidates.parse_candidates`). A callable
+        ``f(record_row: Series, columns: list) -> DataFrame`` returns a record's candidates (decoded
+        values); the truth is added when absent.
     prior : str, Prior, weights or callable
-        Intruder prior (SPEC §2.4): ``"uniform"`` (default), ``"truth-weighted:K"``,
+        Intruder prior (methods, Priors): ``"uniform"`` (default), ``"truth-weighted:K"``,
         ``"empirical:ALPHA"``, ``"model-predictive"``, ...
     scenario : {"worst_case", "partially_known"}
         Worst case: the intruder knows every other record (``A = y_{-i}``) and guesses all of
@@ -657,21 +660,21 @@ def attribute_risk(
     known : sequence of str, optional
         Synthesized columns the intruder knows (``partially_known`` only).
     estimator : {"auto", "stabilised", "is"}
-        ``auto``: stabilised for class P models, IS for class O (SPEC §2.6.1), the closed-form
-        plug-in likelihood for plug-in models. ``is`` is the
-        published estimator (SPEC §2.6), needed to reproduce published numbers.
+        ``auto``: stabilised for class P models, IS for class O (methods, The stabilised estimator),
+        the closed-form plug-in likelihood for plug-in models. ``is`` is the
+        published estimator (Hu 2019 §3.2.5), needed to reproduce published numbers.
     augmented : sequence of models, optional
         For the stabilised estimator: one model per synthetic dataset with draws of
         ``p(Θ | y, Z_(l))`` (default: ``model.fit_augmented(original, Z_(l), random_seed=...)``).
     draws : sequence of int, optional
         Subset of the model's posterior draws to use (default all ``H``).
     psis : bool
-        Pareto-smooth the stabilised estimator's means (SPEC §2.6.1).
+        Pareto-smooth the stabilised estimator's means (methods, The stabilised estimator).
     khat : {"all", "base", "none"}
-        Posteriors under which the Pareto k̂ of the ratios is computed (SPEC §2.7 item 3, §2.6.1):
-        all ``m + 1`` (default), only ``p(Θ | y)``, or none. k̂ is the costliest diagnostic
-        (a generalized-Pareto fit per record, candidate and posterior); records are flagged
-        ``KHAT_HIGH`` only from the k̂ values computed.
+        Posteriors under which the Pareto k̂ of the ratios is computed (methods, Diagnostics, The
+        stabilised estimator): all ``m + 1`` (default), only ``p(Θ | y)``, or none. k̂ is the
+        costliest diagnostic (a generalized-Pareto fit per record, candidate and posterior); records
+        are flagged ``KHAT_HIGH`` only from the k̂ values computed.
     khat_rule : {"material", "any"}
         When a high k̂ flags a record ``KHAT_HIGH``. ``"any"``: some candidate's k̂ exceeds the
         threshold under some posterior (the published estimator always uses this rule).
@@ -688,11 +691,12 @@ def attribute_risk(
         Tolerance of ``khat_rule="material"`` on the probability scale (default 0.01: one
         percentage point).
     is_diagnostics : bool
-        With the stabilised estimator, also compute the SPEC §2.7 item 2 diagnostics of the
+        With the stabilised estimator, also compute the ratio diagnostics of the
         published estimator (needs ``dataset_loglik``) to show how degenerate it would be.
     compat : {"AttributeRiskCalculation"}, optional
         IS estimator only: copy the R package's prior handling (prior probability added to the
-        log-likelihood once per dataset) — SPEC §7 item 8. Not a default: it is not Bayes' rule.
+        log-likelihood once per dataset) — AttributeRiskCalculation compatibility. Not a default: it
+        is not Bayes' rule.
     chunk_size : int
         Records processed together (bounds memory ``~ chunk × H × G × 8`` bytes per array).
     bootstrap : int
@@ -713,8 +717,8 @@ def attribute_risk(
     ValidationError
         For inconsistent inputs (naming the argument).
     NotImplementedError
-        For scenarios other than worst case / partially known (SPEC §2.2), and for class O models
-        that do not supply the own-record term.
+        For scenarios other than worst case / partially known (methods, The intruder's posterior),
+        and for class O models that do not supply the own-record term.
 
     References
     ----------
@@ -953,10 +957,12 @@ def _prepare_analysis(
     # draws / estimator
     is_plugin = hasattr(model, "plugin_loglik")
     if is_plugin:
-        # plug-in likelihood of a non-parametric synthesizer (SPEC §2.10): no posterior draws
+        # plug-in likelihood of a non-parametric synthesizer (methods, Tree synthesizers: plug-in
+        # likelihoods): no posterior draws
         if estimator not in ("auto",):
             raise ValidationError(
-                f"{type(model).__name__} has a plug-in likelihood (SPEC §2.10); it has no "
+                f"{type(model).__name__} has a plug-in likelihood (methods page 'Attribute "
+                "disclosure risk', section 'Tree synthesizers: plug-in likelihoods'); it has no "
                 "posterior draws, so estimator must be 'auto'."
             )
         if compat is not None or augmented is not None or draws is not None:
@@ -975,7 +981,8 @@ def _prepare_analysis(
         est = "stabilised" if model.model_class == "P" else "is"
     if est == "stabilised" and model.model_class == "O":
         raise ValidationError(
-            "the stabilised estimator is derived for class P models only (SPEC §2.6.1); class O "
+            "the stabilised estimator is derived for class P models only (methods page 'Attribute "
+            "disclosure risk', section 'The stabilised estimator'); class O "
             "models use estimator='is' with the own-record term."
         )
     if compat is not None and est != "is":
@@ -984,7 +991,8 @@ def _prepare_analysis(
         raise NotImplementedError(
             f"{type(model).__name__} is a class O model (its synthetic values depend on the "
             "record's own confidential values given Θ) but provides no own_record_delta(record, "
-            "candidates, datasets, draws=None) -> [H, m, G]; the likelihood of SPEC §2.5 cannot be "
+            "candidates, datasets, draws=None) -> [H, m, G]; the likelihood of class O "
+            "models (methods page 'Attribute disclosure risk') cannot be "
             "evaluated without it."
         )
     warn_codes: list[str] = []
@@ -998,7 +1006,8 @@ def _prepare_analysis(
         )
 
     # AttributeRiskCalculation normalises q_h with all posterior rows but sums over the first H
-    # (SPEC §7 item 8): in compat mode `draws` must be the leading draws 0..H-1.
+    # (AttributeRiskCalculation compatibility): in compat mode `draws` must be the leading draws
+    # 0..H-1.
     logp_idx = draw_idx
     n_sum = None
     if compat is not None and draw_idx is not None:
@@ -1304,9 +1313,10 @@ def _evaluate_records(a: _Analysis, positions: np.ndarray, *, progressbar: bool)
             pos_ok, vals_ok, g0_ok, unk_ok = pos[ok], vals[ok], g0[ok], unknown[ok]
             if is_plugin:
                 t_m = time.perf_counter()
-                # the plug-in's method labels (RFPlugin: APPROXIMATE_NONPARAMETRIC, SPEC §3.5.4)
-                # hold for every record alike, so they are result warnings: a record flag would
-                # mark every estimate unstable and leave the unflagged summary empty
+                # the plug-in's method labels (RFPlugin: APPROXIMATE_NONPARAMETRIC, methods, Tree
+                # synthesizers: plug-in likelihoods) hold for every record alike, so they are result
+                # warnings: a record flag would mark every estimate unstable and leave the unflagged
+                # summary empty
                 warn_codes += [
                     c for c in getattr(model, "result_warnings", ()) if c not in warn_codes
                 ]
@@ -1534,7 +1544,7 @@ def _assemble(a: _Analysis, part: _Partial) -> AttributeRiskResult:
     # Partial synthesis of selected records: a record the model did not synthesize is released
     # as it is, so p(Z | Y_i = y*, y_-i) holds the factor 1{z_i = y*} — zero for every other
     # candidate. The models' dataset likelihoods leave the unchanged rows out (constant for the
-    # fit), so the indicator is applied here, as the tree plug-ins do (SPEC §1.2, §2.5).
+    # fit), so the indicator is applied here, as the tree plug-ins do (methods, Notation).
     syn_flags = None if is_plugin else getattr(model, "synthesized_records_", None)
     unchanged = set()
     if syn_flags is not None:
@@ -1567,8 +1577,9 @@ def _assemble(a: _Analysis, part: _Partial) -> AttributeRiskResult:
     )
     logprior, pcodes = evaluate_prior(pr, pinp)
     warn_codes += [c for c in pcodes if c not in warn_codes]
-    # compat mode (SPEC §7 item 8): the R package adds the prior *probability* to the
-    # log-likelihood once per dataset; emulate by folding it into the kept log-likelihoods.
+    # compat mode (AttributeRiskCalculation compatibility): the R package adds the prior
+    # *probability* to the log-likelihood once per dataset; emulate by folding it into the kept
+    # log-likelihoods.
     if compat == "AttributeRiskCalculation":
         loglik = [ll + m * np.exp(lp) for ll, lp in zip(loglik, logprior, strict=False)]
         logprior = [np.zeros_like(lp) for lp in logprior]
@@ -1636,8 +1647,8 @@ def _assemble(a: _Analysis, part: _Partial) -> AttributeRiskResult:
         degenerate = {
             "share_degenerate_triples": deg_count / deg_total,
             "n_triples": deg_total,
-            "definition": "share of (record, candidate, dataset) triples of the SPEC §2.6 "
-            "estimator with ESS_omega < 1.5 and max omega > 0.9",
+            "definition": "share of (record, candidate, dataset) triples of the published "
+            "estimator (Hu 2019 §3.2.5) with ESS_omega < 1.5 and max omega > 0.9",
         }
     settings = {
         "estimator": est,
@@ -1707,7 +1718,7 @@ def _mcmc_record(model: Any, aug_models: Sequence[Any]) -> dict[str, Any]:
 def prior_sensitivity(
     result: AttributeRiskResult, priors: Sequence[Any], *, bootstrap: bool = False
 ) -> pd.DataFrame:
-    """Re-normalise a result under several priors (SPEC §2.4): likelihoods are reused.
+    """Re-normalise a result under several priors (methods, Priors): likelihoods are reused.
 
     Parameters
     ----------

@@ -1,19 +1,21 @@
-"""Candidate sets ``C_i`` for the intruder's unknown values of record ``i`` (SPEC §2.3).
+"""Candidate sets ``C_i`` for the intruder's unknown values of record ``i``.
+
+See the methods page, section Candidate sets.
 
 A candidate set is built from *blocks*: one block per varying categorical column (its levels),
-per varying numeric column (a grid around the truth, §2.3.3) and per spatial pair of columns
-(a 2-D grid or disk around the true location, §2.3.4). Blocks are combined by
+per varying numeric column (a grid around the truth) and per spatial pair of columns
+(a 2-D grid or disk around the true location). Blocks are combined by
 
 * ``"one_variable"`` — the truth plus every vector that differs from it in exactly one block
-  (SPEC §2.3.2; ``G = 1 + Σ (G_b − 1)``; truth first, then block by block in column order,
-  values ascending, skipping the true value),
-* ``"product"`` — the Cartesian product (SPEC §2.3.1, §2.3.5; ``G = Π G_b``, last block varying
+  (methods, Candidate sets; ``G = 1 + Σ (G_b − 1)``; truth first, then block by block in column
+  order, values ascending, skipping the true value),
+* ``"product"`` — the Cartesian product (methods, Candidate sets; ``G = Π G_b``, last block varying
   fastest), refused above ``max_candidates``,
 * ``"k_different"`` — the truth plus every vector differing in at most ``k`` blocks.
 
 Values are carried as a float array ``[G, q]`` holding integer **codes** (``0..d_j−1`` of the
-harmonised levels, SPEC §0.2.6) for categorical columns and raw values for numeric ones. The truth
-is always included exactly once, at index ``g0``.
+harmonised levels, user guide, Levels are harmonised) for categorical columns and raw values for
+numeric ones. The truth is always included exactly once, at index ``g0``.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ DEFAULT_MAX_CANDIDATES = 1_000_000
 
 @dataclass(frozen=True)
 class GridSpec:
-    """Grid of candidate values for one numeric column (SPEC §2.3.3).
+    """Grid of candidate values for one numeric column (methods, Candidate sets).
 
     Parameters
     ----------
@@ -72,10 +74,10 @@ class GridSpec:
     Notes
     -----
     The truth is always a grid point: when it is not (even ``n_points``, floating error, explicit
-    grids), the point nearest to it is replaced by it (SPEC §2.3.3; the R package replaces the
-    median point, which coincides for odd symmetric grids). The ``percent`` grid uses ``|x|`` so
-    that ``lo < hi`` also for negative values (the R package's ``x(1 ± a)`` reverses the interval).
-    For ``count`` columns grid points are rounded to integers and duplicates removed.
+    grids), the point nearest to it is replaced by it (methods, Candidate sets; the R package
+    replaces the median point, which coincides for odd symmetric grids). The ``percent`` grid uses
+    ``|x|`` so that ``lo < hi`` also for negative values (the R package's ``x(1 ± a)`` reverses the
+    interval). For ``count`` columns grid points are rounded to integers and duplicates removed.
     """
 
     kind: Literal["percent", "additive", "fixed", "explicit"] = "percent"
@@ -127,7 +129,7 @@ class GridSpec:
 
 @dataclass(frozen=True)
 class SpatialGridSpec:
-    """Regular grid (or disk) of candidate locations around the true one (SPEC §2.3.4).
+    """Regular grid (or disk) of candidate locations around the true one (methods, Candidate sets).
 
     Parameters
     ----------
@@ -164,7 +166,7 @@ class SpatialGridSpec:
 
 @dataclass(frozen=True)
 class CandidateSpec:
-    """How to build every record's candidate set (SPEC §2.3).
+    """How to build every record's candidate set (methods, Candidate sets).
 
     Parameters
     ----------
@@ -324,7 +326,7 @@ def _insert_truth(points: np.ndarray, x: float) -> np.ndarray:
 def grid_points(
     x: float, spec: GridSpec, *, column: str = "?", integer: bool = False
 ) -> tuple[np.ndarray, int]:
-    """Candidate values for one numeric column with true value ``x`` (SPEC §2.3.3).
+    """Candidate values for one numeric column with true value ``x`` (methods, Candidate sets).
 
     Returns
     -------
@@ -386,7 +388,7 @@ def grid_points(
 
 
 def spatial_points(truth: Sequence[float], spec: SpatialGridSpec) -> tuple[np.ndarray, int]:
-    """Candidate locations ``[G, 2]`` around ``truth`` and the truth's index (SPEC §2.3.4).
+    """Candidate locations ``[G, 2]`` around ``truth`` and the truth's index.
 
     Examples
     --------
@@ -453,12 +455,12 @@ def decode_values(values: np.ndarray, columns: Sequence[str], schema: Schema) ->
 
 
 def neighbourhood_size(levels: Sequence[int]) -> int:
-    """One-variable-different set size ``1 + Σ (d_j − 1)`` (SPEC §2.3.2; ACS: 35)."""
+    """One-variable-different set size ``1 + Σ (d_j − 1)`` (methods, Candidate sets; ACS: 35)."""
     return 1 + int(sum(int(d) - 1 for d in levels))
 
 
 def full_size(levels: Sequence[int]) -> int:
-    """Full product size ``Π d_j`` (SPEC §2.3.1; ACS: 8,709,120)."""
+    """Full product size ``Π d_j`` (methods, Candidate sets; ACS: 8,709,120)."""
     return int(math.prod(int(d) for d in levels))
 
 
@@ -474,7 +476,7 @@ def one_variable_codes(truth: np.ndarray, n_levels: Sequence[int]) -> np.ndarray
     -------
     int64 array, shape (R, G, q)
         ``G = 1 + Σ (d_j − 1)``; candidate 0 is the truth, then column by column, levels
-        ascending, skipping the true level (SPEC §2.3.2).
+        ascending, skipping the true level (methods, Candidate sets).
     """
     truth = np.asarray(truth, dtype=np.int64)
     r, q = truth.shape
@@ -571,7 +573,7 @@ def build_candidates(
     schema: Schema,
     spec: CandidateSpec | str = "one-variable",
 ) -> CandidateSet:
-    """Candidate set of one record (SPEC §2.3).
+    """Candidate set of one record (methods, Candidate sets).
 
     Parameters
     ----------

@@ -1,4 +1,6 @@
-"""Importance-sampling diagnostics for the attribute-risk estimators (SPEC §2.7, Appendix A.2).
+"""Importance-sampling diagnostics for the attribute-risk estimators.
+
+See the methods page, section Diagnostics, and Vehtari et al. (2024).
 
 Everything is vectorised over many weight vectors: the draws axis is always the **last** axis of
 the input, so ``[records, candidates, H]`` arrays are diagnosed in one call.
@@ -6,15 +8,16 @@ the input, so ``[records, candidates, H]`` arrays are diagnosed in one call.
 * :func:`kish_ess` — Kish effective sample size ``1 / Σ w²`` of normalised weights given as logs.
 * :func:`gpdfit` — the Zhang & Stephens (2009) generalized-Pareto fit used by PSIS
   (``loo::gpdfit``).
-* :func:`pareto_khat` — Pareto k̂ of log importance ratios (SPEC Appendix A.2), vectorised.
-* :func:`psis_log_mean` — Pareto-smoothed ``log mean(r)`` (option ``psis=True`` of SPEC §2.6.1).
-* :func:`khat_threshold`, :func:`low_ess_threshold` — the flag thresholds of SPEC §2.7.
+* :func:`pareto_khat` — Pareto k̂ of log importance ratios (Vehtari et al. 2024), vectorised.
+* :func:`psis_log_mean` — Pareto-smoothed ``log mean(r)`` (option ``psis=True`` of the
+  stabilised estimator).
+* :func:`khat_threshold`, :func:`low_ess_threshold` — the flag thresholds (methods, Diagnostics).
 
 arviz-stats exposes ``array_stats.pareto_khat`` but (i) it evaluates one slice at a time through a
 generic ufunc wrapper (too slow for millions of ratio vectors), (ii) it estimates the tail size
-from an ESS estimate instead of the fixed relative efficiency 1 of SPEC A.2, and (iii) by default
-fits both tails. The A.2 algorithm is therefore implemented here and tested against the SPEC
-fixtures (``gpdfit((5,3,2,4,1))`` → 0.1265339; the ``u^(-1/2)`` / ``u^(-1)`` fixtures).
+from an ESS estimate instead of the fixed relative efficiency 1 of the R package loo, and (iii)
+by default fits both tails. The loo algorithm is therefore implemented here and tested against
+worked fixtures (``gpdfit((5,3,2,4,1))`` → 0.1265339; the ``u^(-1/2)`` / ``u^(-1)`` fixtures).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ def kish_ess(logw: np.ndarray, axis: int = -1) -> np.ndarray:
     """Kish effective sample size ``(Σ w)² / Σ w²`` of weights given on the log scale.
 
     Works for unnormalised weights (it is scale invariant). All ``-inf`` weights give ``nan``.
-    With self-normalised weights ``q`` this is ``1 / Σ q²`` of SPEC §2.7 item 1.
+    With self-normalised weights ``q`` this is ``1 / Σ q²``.
     """
     logw = np.asarray(logw, dtype=np.float64)
     a = logsumexp(logw, axis=axis)
@@ -57,19 +60,19 @@ def kish_ess(logw: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 def khat_threshold(n_draws: int) -> float:
-    """``min(1 − 1/log10(S), 0.7)`` (SPEC §2.7 item 3, Vehtari et al. 2024)."""
+    """``min(1 − 1/log10(S), 0.7)`` (methods, Diagnostics, Vehtari et al. 2024)."""
     if n_draws <= 1:
         return -math.inf
     return float(min(1.0 - 1.0 / math.log10(n_draws), 0.7))
 
 
 def low_ess_threshold(n_draws: int) -> float:
-    """``max(20, 0.01 H)``: below this ESS_q a candidate is flagged ``LOW_ESS_Q`` (SPEC §2.7)."""
+    """``max(20, 0.01 H)``: below this ESS_q a candidate is flagged ``LOW_ESS_Q``."""
     return float(max(20.0, 0.01 * n_draws))
 
 
 def tail_size(n_draws: int) -> int:
-    """Tail length ``M = ceil(min(0.2 S, 3 sqrt(S)))`` (relative efficiency 1, SPEC A.2)."""
+    """Tail length ``M = ceil(min(0.2 S, 3 sqrt(S)))`` (relative efficiency 1, as loo)."""
     return int(math.ceil(min(0.2 * n_draws, 3.0 * math.sqrt(n_draws))))
 
 
@@ -135,7 +138,7 @@ def gpdfit(x: np.ndarray, *, wip: bool = True) -> tuple[float, float]:
 def pareto_khat(
     log_ratios: np.ndarray, *, chunk: int | None = None, backend: str = "numba"
 ) -> np.ndarray:
-    """Pareto k̂ of importance ratios given as logs, over the last axis (SPEC Appendix A.2).
+    """Pareto k̂ of importance ratios given as logs, over the last axis (Vehtari et al. 2024).
 
     Parameters
     ----------
@@ -193,7 +196,7 @@ def pareto_khat(
 
 
 def khat_from_tails(top: np.ndarray, bad: np.ndarray, *, chunk: int | None = None) -> np.ndarray:
-    """Pareto k̂ from selected tails (SPEC Appendix A.2 steps 3–5).
+    """Pareto k̂ from selected tails (Vehtari et al. 2024 steps 3–5).
 
     Parameters
     ----------
@@ -246,7 +249,7 @@ def _fit_rows(x: np.ndarray, rows: np.ndarray, step: int, out: np.ndarray) -> No
 
 
 def _pareto_khat_numpy(log_ratios: np.ndarray, *, chunk: int = 256) -> np.ndarray:
-    """Numpy reference implementation of :func:`pareto_khat` (SPEC Appendix A.2).
+    """Numpy reference implementation of :func:`pareto_khat` (Vehtari et al. 2024).
 
     Parameters
     ----------
@@ -300,7 +303,7 @@ def _pareto_khat_numpy(log_ratios: np.ndarray, *, chunk: int = 256) -> np.ndarra
 
 
 def psis_log_mean(log_ratios: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pareto-smoothed ``log mean(r)`` over the last axis, with its k̂ (SPEC §2.6.1 ``psis=True``).
+    """Pareto-smoothed ``log mean(r)`` over the last axis, with its k̂ (``psis=True``).
 
     The largest ``M`` ratios are replaced by the expected order statistics of the fitted
     generalized Pareto distribution (truncated at the largest raw ratio), as in PSIS. Vectors

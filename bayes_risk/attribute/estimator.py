@@ -1,17 +1,20 @@
-"""The two attribute-risk estimators, in log space and vectorised (SPEC §2.5–§2.6.1).
+"""The two attribute-risk estimators, in log space and vectorised.
+
+Hu (2019, §3.2.5) and the methods page, section The stabilised estimator.
 
 Both take the log importance ratios ``logr[R, H, G] = log p(y*_g | Θ_h) − log p(y_i | Θ_h)``
 of ``R`` records (one candidate set of size ``G`` each, truth at ``g0``) and return
 ``loglik[R, G]`` (up to a per-record constant) plus diagnostics:
 
-* :func:`is_estimate` — the published importance-sampling estimator (SPEC §2.6, steps 1–5), with
-  ``L[h, l] = log p(Z_(l) | Θ_h)`` computed once per analysis and, for class O models, the
+* :func:`is_estimate` — the published importance-sampling estimator (Hu 2019 §3.2.5, steps 1–5),
+  with ``L[h, l] = log p(Z_(l) | Θ_h)`` computed once per analysis and, for class O models, the
   own-record term ``delta[R, H, m, G]``.
-* :func:`stabilised_estimate` — SPEC §2.6.1: ``Σ_l [log Ê_{y,Z_(l)}[r] − log Ê_y[r]]`` with draws of
-  ``p(Θ | y)`` and of ``p(Θ | y, Z_(l))``; optional Pareto smoothing.
+* :func:`stabilised_estimate` — the stabilised estimator (methods page):
+  ``Σ_l [log Ê_{y,Z_(l)}[r] − log Ê_y[r]]`` with draws of ``p(Θ | y)`` and of ``p(Θ | y, Z_(l))``;
+  optional Pareto smoothing.
 * :func:`bootstrap_counts`, :func:`bootstrap_is`, :func:`bootstrap_stabilised` — draw-bootstrap
-  replicates of both (SPEC §2.7 item 4) with **common** resampling counts for all records, so that
-  results do not depend on record chunking or order.
+  replicates of both (methods, Diagnostics) with **common** resampling counts for all records, so
+  that results do not depend on record chunking or order.
 
 :class:`ArrayModel` adapts per-draw record log-likelihood functions to the model protocol
 (:class:`bayes_risk.protocols.SupportsRecordLoglik`), for draws obtained elsewhere and for tests.
@@ -92,9 +95,10 @@ class ArrayModel:
     schema : Schema
         Column types, levels and roles (the synthesized columns are those the intruder guesses).
     model_class : {"P", "O"}
-        SPEC §2.5. Class O needs ``own_record_delta_fn``.
+        Methods page, section Two classes of synthesis model. Class O needs
+        ``own_record_delta_fn``.
     ratio_form : {"joint", "conditional"}
-        SPEC §2.6.
+        Hu 2019 §3.2.5.
     dataset_loglik_fn : callable, optional
         ``f(dataset: DataFrame, draws) -> ndarray[H]`` = ``log p(Z_(l) | Θ_h)``. Default: the sum
         over the dataset's rows of ``loglik_fn`` (correct for class P models whose synthetic
@@ -107,11 +111,11 @@ class ArrayModel:
         ``ℓ_{hli}(y*_g) − ℓ_{hli}(y_i)``.
     neighbourhood_fn : callable, optional
         Fast path ``f(records_df, draws) -> ndarray[H, n, G]`` of one-variable-different
-        candidate log-likelihoods (SPEC §2.3.2 order).
+        candidate log-likelihoods (candidate-set order).
 
     Examples
     --------
-    A Bernoulli synthesizer with three draws of θ (SPEC §2.6 fixture ``bern3``):
+    A Bernoulli synthesizer with three draws of θ (Hu 2019 §3.2.5 fixture ``bern3``):
 
     >>> import numpy as np, pandas as pd
     >>> from bayes_risk.data import infer_schema
@@ -150,7 +154,7 @@ class ArrayModel:
         if model_class == "O" and own_record_delta_fn is None:
             raise ValidationError(
                 "a class O ArrayModel needs own_record_delta_fn(record_row, candidates, datasets, "
-                "draws) -> [H, m, G] (the own-record term of SPEC §2.5)."
+                "draws) -> [H, m, G] (the own-record term of a class O model)."
             )
         self.loglik_fn = loglik_fn
         self.draws = draws
@@ -171,7 +175,7 @@ class ArrayModel:
         return self._h
 
     def with_draws(self, draws: Any) -> ArrayModel:
-        """The same model with other draws (e.g. of ``p(Θ | y, Z_(l))`` for §2.6.1)."""
+        """The same model with other draws (e.g. of ``p(Θ | y, Z_(l))`` for the stabilised one)."""
         return ArrayModel(
             self.loglik_fn,
             draws,
@@ -220,7 +224,7 @@ class ArrayModel:
     def fit_augmented(
         self, data: pd.DataFrame, synthetic: pd.DataFrame, **kwargs: Any
     ) -> ArrayModel:
-        """Model with draws of ``p(Θ | y, Z_(l))`` from ``augment_fn`` (SPEC §2.6.1)."""
+        """Model with draws of ``p(Θ | y, Z_(l))`` from ``augment_fn``."""
         if self.augment_fn is None:
             raise ValidationError(
                 "this ArrayModel has no augment_fn, so it cannot draw from p(Θ | y, Z_(l)); pass "
@@ -237,7 +241,7 @@ class ArrayModel:
         *,
         draws: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Class O: ``[H, m, G]`` own-record terms (SPEC §2.5)."""
+        """Class O: ``[H, m, G]`` own-record terms (methods, Two classes of synthesis model)."""
         if self.own_record_delta_fn is None:
             raise ValidationError("this ArrayModel has no own_record_delta_fn.")
         d = _take_draws(self.draws, draws)
@@ -270,7 +274,7 @@ def log_ratios(logp: np.ndarray, g0: np.ndarray) -> tuple[np.ndarray, np.ndarray
     Returns
     -------
     logr : ndarray (R, H, G)
-        Dropped draws hold ``-inf`` for every candidate (SPEC §2.6 edge case ``DRAW_DROPPED``).
+        Dropped draws hold ``-inf`` for every candidate (Hu 2019 §3.2.5 edge case ``DRAW_DROPPED``).
     n_dropped : int array (R,)
     """
     logp = np.asarray(logp, dtype=np.float64)
@@ -423,7 +427,7 @@ _FAST_L_RANGE = 600.0
 
 
 def _is_fast(st: RatioStats, L: np.ndarray) -> dict[str, np.ndarray]:
-    """SPEC §2.6 steps 1–5 without per-dataset exponentiation (see :func:`is_estimate`)."""
+    """Hu 2019 §3.2.5 steps 1–5 without per-dataset exponentiation (see :func:`is_estimate`)."""
     R, H, G = st.E.shape
     m = L.shape[1]
     finite = st.finite & (st.s1 > 0)
@@ -472,7 +476,7 @@ def is_estimate(
     n_sum: int | None = None,
     stats: RatioStats | None = None,
 ) -> dict[str, np.ndarray]:
-    """The importance-sampling estimator of SPEC §2.6 (steps 1–5), vectorised over records.
+    """The importance-sampling estimator of Hu 2019 §3.2.5 (steps 1–5), vectorised over records.
 
     Parameters
     ----------
@@ -484,7 +488,7 @@ def is_estimate(
     delta : ndarray (R, H, m, G), optional
         Class O own-record term ``ℓ(y*) − ℓ(y_i)``.
     compat_r : bool
-        AttributeRiskCalculation compatibility (SPEC §7 item 8): normalise ``q`` with all draws
+        AttributeRiskCalculation compatibility: normalise ``q`` with all draws
         but sum over only the first ``n_sum``.
     n_sum : int, optional
         Number of leading draws summed over in compatibility mode.
@@ -501,7 +505,7 @@ def is_estimate(
     For class P (no ``delta``) and ``max_h L − min_h L ≤ 600`` per dataset, the sums are formed
     as ``Σ_h E_h w_h`` with ``E = exp(log r − max)`` and ``w = exp(L − max L)`` (no per-dataset
     exponentiation; exact in double precision because no relevant term can underflow); otherwise
-    every step is done in log space as written in SPEC §2.6.
+    every step is done in log space as written in Hu 2019 §3.2.5.
     """
     L = np.asarray(L, dtype=np.float64)
     if delta is None and not compat_r and np.all(np.ptp(L, axis=0) <= _FAST_L_RANGE):
@@ -553,7 +557,7 @@ def stabilised_estimate(
     psis: bool = False,
     khat: str = "all",
 ) -> dict[str, np.ndarray]:
-    """The stabilised estimator of SPEC §2.6.1, vectorised over records.
+    """The stabilised estimator (see the methods page), vectorised over records.
 
     ``loglik(y*) = Σ_l [log Ê_{y,Z_(l)}[r(y*)] − log Ê_y[r(y*)]]``.
 
@@ -619,7 +623,7 @@ def truncated_log_mean(st: RatioStats) -> np.ndarray:
     ``E[r] ≥ E[min(r, u)]`` for any ``u``, and ``min(r, u)`` is bounded, so its mean is
     estimated without the heavy-tail problem the Pareto k̂ warns about: this is the lower end of
     the interval :func:`stabilised_bounds` gives to a mean whose k̂ is above the threshold. The
-    tail is the ``M = ceil(min(0.2 H, 3 sqrt(H)))`` largest ratios of SPEC Appendix A.2
+    tail is the ``M = ceil(min(0.2 H, 3 sqrt(H)))`` largest ratios of Vehtari et al. 2024
     (the ones k̂ is fitted to); the cutoff ``u`` is the next one. Two standard errors of the
     truncated mean (draws treated as independent) are subtracted, so that the bound does not
     rest on Monte Carlo luck either.
@@ -668,11 +672,11 @@ def stabilised_bounds(
     """Interval of the stabilised log-likelihood when some means have a high Pareto k̂.
 
     ``loglik(y*) = Σ_l a_l − m b`` with ``a_l = log Ê_{y,Z_(l)}[r]`` and ``b = log Ê_y[r]``
-    (SPEC §2.6.1). A mean whose k̂ is above the threshold is not trusted beyond what the draws
-    below its Pareto tail show: its true value lies in ``[lo, +inf)`` with ``lo`` the truncated
-    mean of :func:`truncated_log_mean` (no tail model, so no assumption about how heavy the tail
-    is). Means with an acceptable k̂ are kept at their estimate (their Monte Carlo error is
-    what the draw bootstrap reports). Hence
+    (methods, The stabilised estimator). A mean whose k̂ is above the threshold is not trusted
+    beyond what the draws below its Pareto tail show: its true value lies in ``[lo, +inf)`` with
+    ``lo`` the truncated mean of :func:`truncated_log_mean` (no tail model, so no assumption about
+    how heavy the tail is). Means with an acceptable k̂ are kept at their estimate (their Monte
+    Carlo error is what the draw bootstrap reports). Hence
 
         loglik_lo = Σ_l (lo_l if bad_l else a_l) − m (+inf if bad_0 else b)
         loglik_hi = Σ_l (+inf if bad_l else a_l) − m (lo_0 if bad_0 else b)
@@ -712,7 +716,7 @@ def stabilised_bounds(
 
 
 # ------------------------------------------------------------------------------------------
-# draw bootstrap (SPEC §2.7 item 4)
+# draw bootstrap (methods, Diagnostics)
 # ------------------------------------------------------------------------------------------
 def bootstrap_counts(rng: np.random.Generator, n_boot: int, n_draws: int) -> np.ndarray:
     """Multinomial resampling counts ``[B, H]`` (resampling draws with replacement)."""
@@ -757,7 +761,7 @@ def bootstrap_is(
     *,
     delta: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Bootstrap replicates ``[R, B, G]`` of the SPEC §2.6 log-likelihood."""
+    """Bootstrap replicates ``[R, B, G]`` of the Hu 2019 §3.2.5 log-likelihood."""
     st = logr if isinstance(logr, RatioStats) else RatioStats(logr)
     den = _log_weighted_sum(counts, st)  # [R, B, G]
     tot = np.zeros_like(den)

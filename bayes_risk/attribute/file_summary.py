@@ -1,4 +1,4 @@
-"""File-level summaries of an attribute-risk result (SPEC §2.9): one entry point, four kinds.
+"""File-level summaries of an attribute-risk result: one entry point, four kinds.
 
 :func:`file_summary` only gathers each record's posterior, candidates and truth from an
 :class:`~bayes_risk.attribute.api.AttributeRiskResult` and hands them to the measures defined in
@@ -107,7 +107,7 @@ def file_summary(
     thresholds: Sequence[float] = (0.5,),
     random_seed: RandomSeed = None,
 ) -> dict[str, Any]:
-    """File-level attribute-risk summary of one kind (SPEC §2.9).
+    """File-level attribute-risk summary of one kind (methods, File-level summaries).
 
     Parameters
     ----------
@@ -115,17 +115,17 @@ def file_summary(
         Output of :func:`bayes_risk.attribute_risk`.
     kind : {"hrw", "wang_reiter", "paiva", "largest_value"}
         * ``"hrw"`` — Hu, Reiter & Wang (2014): quantiles of the truth's rank and renormalised
-          probability, share of records whose truth is the top candidate (§2.9.1); the same as
-          ``result.summary()``.
+          probability, share of records whose truth is the top candidate (Hu, Reiter & Wang 2014);
+          the same as ``result.summary()``.
         * ``"wang_reiter"`` — Wang & Reiter (2012) R1 (expected distance of the guess from the
           true location) and R2 (number of *other* records within R1 of the target), per record
-          and as min / first quartile / median (§2.9.2). Larger means lower risk.
+          and as min / first quartile / median (Wang & Reiter 2012). Larger means lower risk.
         * ``"paiva"`` — Paiva et al. (2014): percentage of records whose true area is the MAP,
           the same among records with a unique pattern of ``pattern_vars``, and the distance of
-          the MAP from the truth (§2.9.3; provisional).
+          the MAP from the truth (Paiva et al. 2014; provisional).
         * ``"largest_value"`` — Wei & Reiter (2016): posterior mass within ``delta`` of the truth,
           posterior mode and its relative error, per record; ``"largest"`` reports the record
-          holding the largest true value (§2.9.4; provisional).
+          holding the largest true value (Wei & Reiter 2016; provisional).
     original : DataFrame
         The confidential data (needed for R2: the other records' true locations; and for the
         unique patterns of ``"paiva"``).

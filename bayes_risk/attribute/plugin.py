@@ -1,4 +1,6 @@
-"""Plug-in likelihood of a fitted CART synthesizer for attribute risk (SPEC §2.10, §3.4.4–3.4.6).
+"""Plug-in likelihood of a fitted CART synthesizer for attribute risk.
+
+See the methods page, section Tree synthesizers: plug-in likelihoods.
 
 Importance sampling over Θ is not available for tree synthesizers: their synthetic values are
 resampled confidential values. With the fitted tree structure treated as known (``S_meta``: the
@@ -8,8 +10,9 @@ synthetic values routed to a node depend only on the node's donor values, so
     log p(Z_(l) | y*, y_{-i}) = Σ_v Σ_nodes log p(synthetic values of node | donors of node).
 
 * Un-smoothed columns: the node's values are a Pólya-urn sequence given its donors (per-node
-  Bayesian bootstrap, SPEC §3.4.4), in closed form (multinomial for ``donor="uniform"``).
-* Kernel-smoothed numeric columns (SPEC §3.4.5): the node's values are i.i.d. draws from the
+  Bayesian bootstrap, Reiter 2005; Wang & Reiter 2012), in closed form (multinomial for
+  ``donor="uniform"``).
+* Kernel-smoothed numeric columns (Wang & Reiter 2012): the node's values are i.i.d. draws from the
   truncated Gaussian kernel mixture centred at ``n_L`` bootstrap values of the donors, so
   ``p = E_b[Π_s f_b(z_s)]`` is estimated by Monte Carlo over ``n_bootstrap`` bootstrap count
   vectors, drawn once per node (and dataset) and shared by all candidates (common random
@@ -66,7 +69,7 @@ def _polya(donors: Counter, syn: Counter, uniform: bool) -> float:
 
 
 # ------------------------------------------------------------------------------------------
-# Monte Carlo likelihood of the smoothed values of one node (SPEC §3.4.5)
+# Monte Carlo likelihood of the smoothed values of one node (Wang & Reiter 2012)
 # ------------------------------------------------------------------------------------------
 def _z_blocks(n_z: int, width: int) -> list[slice]:
     step = max(1, _MC_BLOCK // max(width, 1))
@@ -81,7 +84,7 @@ def mc_node_loglik(
     *,
     return_terms: bool = False,
 ) -> float | tuple[float, np.ndarray]:
-    """``log (1/R) Σ_r Π_s p_r(z_s)`` for a node's synthetic values (SPEC §3.4.5).
+    """``log (1/R) Σ_r Π_s p_r(z_s)`` for a node's synthetic values (Wang & Reiter 2012).
 
     ``p_r(z) = Σ_k C_rk K_k(z) / Σ_k C_rk M_k`` is the kernel mixture of replicate ``r``, whose
     centres are the donors with bootstrap multiplicities ``C_rk``.
@@ -219,7 +222,7 @@ class _PluginBase:
     model_class = "O"
     ratio_form = "joint"
     plugin = True
-    #: method-level labels reported in ``AttributeRiskResult.warnings`` (SPEC §0.2.8)
+    #: method-level labels reported in ``AttributeRiskResult.warnings``
     result_warnings: tuple[str, ...] = ()
 
     schema_: Any
@@ -319,8 +322,8 @@ class _PluginBase:
             The released datasets (per-dataset state is cached while the same list is passed).
         return_se : bool
             Also return the ``[m, G]`` Monte Carlo standard errors of each candidate's
-            log-likelihood difference from the truth (kernel-smoothed CART columns, SPEC §3.4.5;
-            ``0`` where the likelihood is exact).
+            log-likelihood difference from the truth (kernel-smoothed CART columns, Wang & Reiter
+            2012; ``0`` where the likelihood is exact).
 
         Returns
         -------
@@ -359,14 +362,15 @@ class _PluginBase:
 # ------------------------------------------------------------------------------------------
 class CARTPlugin(_PluginBase):
     """Adapter giving a fitted :class:`~bayes_risk.models.cart.CARTSynthesizer` the plug-in
-    likelihood ``plugin_loglik`` used by :func:`bayes_risk.attribute_risk` (SPEC §2.10).
+    likelihood ``plugin_loglik`` used by :func:`bayes_risk.attribute_risk` (methods, Tree
+    synthesizers: plug-in likelihoods).
 
-    Un-smoothed columns get the closed-form Pólya likelihood (SPEC §3.4.4). Kernel-smoothed
-    columns (SPEC §3.4.5) get a Monte Carlo estimate over ``n_bootstrap`` bootstrap replicates
-    per node, drawn once and shared by all candidates (common random numbers), so differences
-    between candidates have a small Monte Carlo error; the fitted per-node bandwidths are part of
-    the known structure ``S_meta`` (SPEC §3.4.6) and stay fixed when a candidate changes a node's
-    donors (with Silverman's default they were computed from the true donors), while the
+    Un-smoothed columns get the closed-form Pólya likelihood (Reiter 2005; Wang & Reiter 2012).
+    Kernel-smoothed columns (Wang & Reiter 2012) get a Monte Carlo estimate over ``n_bootstrap``
+    bootstrap replicates per node, drawn once and shared by all candidates (common random numbers),
+    so differences between candidates have a small Monte Carlo error; the fitted per-node bandwidths
+    are part of the known structure ``S_meta`` (Reiter 2005) and stay fixed when a candidate changes
+    a node's donors (with Silverman's default they were computed from the true donors), while the
     support ``[lo, hi]`` (the donors' range) follows the candidate.
 
     Parameters
@@ -507,9 +511,10 @@ class CARTPlugin(_PluginBase):
     def _counts(self, key: tuple[int, int, int, int]) -> np.ndarray:
         """Bootstrap multiplicities ``[R, n]`` of a node's ``n`` donors (common random numbers).
 
-        Replicate ``r`` is the synthesizer's draw of ``n`` bootstrap values (SPEC §3.4.4–3.4.5):
-        Dirichlet(1, …, 1) weights then ``n`` categorical draws (``donor="bayes_bootstrap"``), or
-        ``n`` uniform draws (``"uniform"``). The stream is keyed by (dataset, column, node, n).
+        Replicate ``r`` is the synthesizer's draw of ``n`` bootstrap values (Reiter 2005; Wang &
+        Reiter 2012): Dirichlet(1, …, 1) weights then ``n`` categorical draws
+        (``donor="bayes_bootstrap"``), or ``n`` uniform draws (``"uniform"``). The stream is keyed
+        by (dataset, column, node, n).
         """
         c = self._crn.get(key)
         if c is not None:

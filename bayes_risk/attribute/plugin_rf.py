@@ -1,11 +1,13 @@
-"""Plug-in likelihood of a fitted random-forest synthesizer for attribute risk (SPEC §3.5.4).
+"""Plug-in likelihood of a fitted random-forest synthesizer for attribute risk.
+
+See the methods page, section Tree synthesizers: plug-in likelihoods.
 
 With the forests fixed (split rules and each tree's bootstrap sample, with multiplicities, as
 fitted), the synthetic value of every replaced record ``r`` is a draw from
 ``p_r(c) = mean_{b ∈ B_r} q_b(leaf_b(x_r), c)``, where ``q_b`` is the leaf's vote or
 Dirichlet-smoothed class share computed from the class counts of the tree's bootstrap sample
-(SPEC §3.5.2), and ``x_r`` is the record's synthesis predictor vector (synthetic values of the
-columns visited before, genuine values of everything else). Hence
+(Caiola & Reiter 2010), and ``x_r`` is the record's synthesis predictor vector (synthetic values of
+the columns visited before, genuine values of everything else). Hence
 
     log p(Z_(l) | y*, y_{-i}) = Σ_columns Σ_{replaced r} log p_r(z_{r,(l)}),
 
@@ -127,7 +129,8 @@ class _Forest:
 
 class RFPlugin(_PluginBase):
     """Adapter giving a fitted :class:`~bayes_risk.models.random_forest.RandomForestSynthesizer`
-    the fixed-forest plug-in likelihood ``plugin_loglik`` (SPEC §3.5.4, §2.10).
+    the fixed-forest plug-in likelihood ``plugin_loglik`` (methods, Tree synthesizers: plug-in
+    likelihoods).
 
     The forests (split rules and every tree's bootstrap sample with its multiplicities) are
     treated as known; a candidate ``y*`` for record ``i`` recounts the leaf classes of the trees
@@ -282,7 +285,7 @@ class RFPlugin(_PluginBase):
     def _changes(
         self, col: str, i: int, cand: dict[str, np.ndarray], varying: set[str]
     ) -> dict[str, np.ndarray] | None:
-        """Leaves whose class counts change under each candidate (SPEC §3.5.4 (a)).
+        """Leaves whose class counts change under each candidate.
 
         Returns arrays over changed (candidate, tree, leaf) entries: ``g``, ``b``, ``node``,
         ``qb``/``qn`` (leaf class shares before/after, ``[E, d]``); ``None`` when record ``i``
@@ -340,7 +343,7 @@ class RFPlugin(_PluginBase):
         zvs: list[dict[str, np.ndarray]],
         ch: dict[str, np.ndarray],
     ) -> np.ndarray:
-        """``[m, G]`` log p_i(z_i) of record ``i``'s own synthetic value (SPEC §3.5.4 (b))."""
+        """``[m, G]`` log p_i(z_i) of record ``i``'s own synthetic value."""
         F = self._forests[col]
         t = int(self._tpos[col][i])
         G, m = len(cand[col]), len(zvs)

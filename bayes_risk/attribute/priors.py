@@ -1,4 +1,4 @@
-"""Intruder priors ``P0_i`` over a record's candidate set (SPEC §2.4).
+"""Intruder priors ``P0_i`` over a record's candidate set (methods, Priors).
 
 A prior turns a :class:`PriorInputs` bundle (candidate sets, truth positions, the other records'
 true values, cached model quantities) into one ``logprior`` vector per record, normalised over the
@@ -122,7 +122,7 @@ class Prior:
 
 
 class Uniform(Prior):
-    """``log(1/G)``; cancels in the posterior (SPEC §2.4 item 1)."""
+    """``log(1/G)``; cancels in the posterior (methods, Priors)."""
 
     name = "uniform"
 
@@ -131,14 +131,14 @@ class Uniform(Prior):
 
 
 class GridUniform(Uniform):
-    """Uniform over spatial grid points (SPEC §2.4 item 6); identical to :class:`Uniform`."""
+    """Uniform over spatial grid points (methods, Priors); identical to :class:`Uniform`."""
 
     name = "grid-uniform"
 
 
 @dataclass(repr=False)
 class TruthWeighted(Prior):
-    """Mass ``κ/(G+κ−1)`` on the truth, ``1/(G+κ−1)`` elsewhere (SPEC §2.4 item 2).
+    """Mass ``κ/(G+κ−1)`` on the truth, ``1/(G+κ−1)`` elsewhere (methods, Priors).
 
     ``κ > 1``: an intruder leaning towards the truth; ``κ < 1``: leaning away.
 
@@ -171,7 +171,7 @@ class TruthWeighted(Prior):
 
 @dataclass(repr=False)
 class UserWeights(Prior):
-    """Arbitrary non-negative weights, renormalised (SPEC §2.4 item 3).
+    """Arbitrary non-negative weights, renormalised (methods, Priors).
 
     Parameters
     ----------
@@ -218,7 +218,7 @@ def silverman_bandwidth(x: np.ndarray) -> float:
 
 @dataclass(repr=False)
 class Empirical(Prior):
-    """Prior from the other records' true values (SPEC §2.4 item 4) [P for continuous columns].
+    """Prior from the other records' true values (methods, Priors) [P for continuous columns].
 
     Categorical part: ``#{i' ≠ i : y_{i'} = y*} + α`` (joint match over the varying categorical
     columns). Continuous part (when numeric columns vary): a product Gaussian kernel density of
@@ -309,7 +309,7 @@ class Empirical(Prior):
 
 
 class ModelPredictive(Prior):
-    """Model-predictive prior ``P0(y*) ∝ p(y* | y_{-i})`` (SPEC §2.4 item 5).
+    """Model-predictive prior ``P0(y*) ∝ p(y* | y_{-i})`` (methods, Priors).
 
     ``p(y* | y_{-i}) ≈ Σ_h w_h p(y* | Θ_h)`` with ``w_h ∝ 1/p(y_i | Θ_h)``.
 
@@ -386,7 +386,7 @@ def evaluate_prior_groups(prior: Prior, inp: PriorInputs) -> tuple[list[np.ndarr
     """Normalised ``logprior`` per record plus warning codes.
 
     ``PRIOR_RENORMALISED`` is reported (and a :class:`DataWarning` issued) when user weights do
-    not sum to 1 (SPEC §2.1 edge case iii); ``HARMONIC_WEIGHTS`` for the model-predictive prior.
+    not sum to 1 (Hu 2019 eq. 1 edge case iii); ``HARMONIC_WEIGHTS`` for the model-predictive prior.
     """
 
     lws = prior.log_weights(inp)

@@ -1,14 +1,17 @@
-"""Record- and file-level summaries of attribute-risk posteriors (SPEC §2.1, §2.8, §2.9).
+"""Record- and file-level summaries of attribute-risk posteriors.
 
-* :func:`posterior` — Bayes rule over a candidate set in log space (SPEC §2.1).
-* :func:`rank_summary` — ``p_true``, ``rank_min`` (ties per SPEC §0.2.3 never push the truth down),
-  ``n_tie``, ``rank_avg``, ``is_top``, ``top_share``, vectorised over records (SPEC §2.8).
-* :func:`record_summary` — the full SPEC §2.8 list for one record (MAP set, marginals, errors).
-* :func:`hrw_summary` — Hu, Reiter & Wang (2014) file-level summary (SPEC §2.9.1).
-* :func:`wang_reiter` — R1/R2 geography measures, exact and Monte Carlo (SPEC §2.9.2), and
+Hu (2019, eq. 1); the methods page, sections Record-level and File-level summaries.
+
+* :func:`posterior` — Bayes rule over a candidate set in log space (Hu 2019 eq. 1).
+* :func:`rank_summary` — ``p_true``, ``rank_min`` (ties per the tie tolerance never push the truth
+  down), ``n_tie``, ``rank_avg``, ``is_top``, ``top_share``, vectorised over records (methods,
+  Record-level summaries).
+* :func:`record_summary` — every record-level summary of one record (MAP set, marginals, errors).
+* :func:`hrw_summary` — Hu, Reiter & Wang (2014) file-level summary.
+* :func:`wang_reiter` — R1/R2 geography measures, exact and Monte Carlo (Wang & Reiter 2012), and
   :func:`low_risk_posterior` (``APPROX_LOW_RISK``).
-* :func:`paiva_measures` — Paiva et al. (2014) measures (SPEC §2.9.3, provisional [U]).
-* :func:`largest_value` — Wei & Reiter (2016) largest-value summary (SPEC §2.9.4, provisional [U]).
+* :func:`paiva_measures` — Paiva et al. (2014) measures (provisional).
+* :func:`largest_value` — Wei & Reiter (2016) largest-value summary (provisional).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ QUANTILES = (0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0)
 
 
 def log_posterior(loglik: np.ndarray, logprior: np.ndarray | None = None) -> np.ndarray:
-    """``log post = a − logsumexp(a)``, ``a = loglik + logprior`` over the last axis (SPEC §2.1).
+    """``log post = a − logsumexp(a)``, ``a = loglik + logprior`` (Hu 2019 eq. 1).
 
     Rows whose every ``a`` is ``-inf`` give ``nan`` (``ALL_CANDIDATES_IMPOSSIBLE``).
     """
@@ -54,7 +57,7 @@ def log_posterior(loglik: np.ndarray, logprior: np.ndarray | None = None) -> np.
 
 
 def posterior(loglik: np.ndarray, logprior: np.ndarray | None = None) -> np.ndarray:
-    """Normalised posterior over candidates (SPEC §2.1).
+    """Normalised posterior over candidates (Hu 2019 eq. 1).
 
     Examples
     --------
@@ -65,7 +68,7 @@ def posterior(loglik: np.ndarray, logprior: np.ndarray | None = None) -> np.ndar
 
 
 def rank_summary(lpost: np.ndarray, g0: np.ndarray) -> dict[str, np.ndarray]:
-    """Rank of the truth among candidates, vectorised over records (SPEC §2.8 items 1–3).
+    """Rank of the truth among candidates, vectorised over records.
 
     Parameters
     ----------
@@ -111,7 +114,7 @@ def record_summary(
     *,
     numeric: Sequence[bool] | None = None,
 ) -> dict[str, Any]:
-    """All SPEC §2.8 summaries of one record's posterior.
+    """All record-level summaries of one record's posterior.
 
     Parameters
     ----------
@@ -187,7 +190,7 @@ def hrw_summary(
     *,
     thresholds: Sequence[float] = (0.5,),
 ) -> dict[str, Any]:
-    """File-level summary in the style of Hu, Reiter & Wang (2014) (SPEC §2.9.1).
+    """File-level summary in the style of Hu, Reiter & Wang (2014).
 
     Records with ``nan`` values (skipped records) are excluded and counted.
     """
@@ -216,7 +219,7 @@ def wang_reiter(
     n_mc: int | None = None,
     random_seed: RandomSeed = None,
 ) -> dict[str, float]:
-    """Wang & Reiter (2012) R1 and R2 for one record (SPEC §2.9.2).
+    """Wang & Reiter (2012) R1 and R2 for one record.
 
     Parameters
     ----------
@@ -225,7 +228,8 @@ def wang_reiter(
     cand_locations : array (G, 2)
     true_location : array (2,)
     other_locations : array (n_other, 2)
-        Actual locations of the **other** records (the target is excluded, SPEC §7 item 13).
+        Actual locations of the **other** records (the target is excluded, as in Wang & Reiter
+        2012).
     n_mc : int, optional
         If given, R1 is the Monte Carlo mean over ``n_mc`` posterior draws (W&R's definition)
         instead of the exact expectation.
@@ -256,7 +260,7 @@ def wang_reiter(
 
 
 def wang_reiter_file(r1: np.ndarray, r2: np.ndarray) -> dict[str, dict[str, float]]:
-    """File-level W&R layout: min, first quartile and median of R1 and R2 (SPEC §2.9.2)."""
+    """File-level W&R layout: min, first quartile and median of R1 and R2 (Wang & Reiter 2012)."""
     out = {}
     for name, v in (("R1", r1), ("R2", r2)):
         v = np.asarray(v, dtype=np.float64)
@@ -272,7 +276,7 @@ def low_risk_posterior(synthetic_locations: np.ndarray) -> tuple[np.ndarray, np.
     """W&R "empty knowledge" stand-in: uniform over a record's ``m`` synthetic locations.
 
     Returns the candidate locations ``[m, 2]``, the uniform posterior and the flag
-    ``["APPROX_LOW_RISK"]`` (SPEC §2.9.2; not an estimate of the IS posterior).
+    ``["APPROX_LOW_RISK"]`` (Wang & Reiter 2012; not an estimate of the IS posterior).
     """
     loc = np.asarray(synthetic_locations, dtype=np.float64).reshape(-1, 2)
     return loc, np.full(loc.shape[0], 1.0 / loc.shape[0]), ["APPROX_LOW_RISK"]
@@ -284,7 +288,7 @@ def paiva_measures(
     cand_locations: Sequence[np.ndarray],
     unique: Sequence[bool],
 ) -> dict[str, Any]:
-    """Paiva et al. (2014) measures for areal locations (SPEC §2.9.3; provisional [U]).
+    """Paiva et al. (2014) measures for areal locations (provisional).
 
     Parameters
     ----------
@@ -329,7 +333,7 @@ def largest_value(
     delta: float = 0.05,
     interval: tuple[float, float] | None = None,
 ) -> dict[str, float]:
-    """Wei & Reiter (2016) largest-value summary (SPEC §2.9.4; provisional [U]).
+    """Wei & Reiter (2016) largest-value summary (provisional).
 
     Returns ``P_interval`` (posterior mass in ``I``, default ``[y(1−δ), y(1+δ)]``), the posterior
     ``mode`` (first of tied maxima) and its ``relative_error`` ``|mode − y|/y``.

@@ -40,7 +40,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="attribute disclosure risk (intruder's posterior over each record's values)",
         description=(
             "Estimate, for each confidential record, the intruder's posterior probability of the "
-            "record's true synthesized values among candidate values (SPEC §2), from a fitted "
+            "record's true synthesized values among candidate values (Hu 2019), from a fitted "
             "Bayesian synthesis model and the released synthetic datasets. Default: worst-case "
             "intruder, one-variable-different candidates, uniform prior, stabilised estimator for "
             "class P models."
@@ -52,7 +52,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="MODEL_DIR",
         help="fitted model folder written by 'bayes-risk fit'; omit for a CART or random-forest "
         "release, whose synthesizer is refitted from the release's manifest and ORIG and "
-        "checked to reproduce the release exactly (plug-in likelihood, SPEC §2.10)",
+        "checked to reproduce the release exactly (plug-in likelihood; see the "
+        "methods page, section Tree synthesizers: plug-in likelihoods)",
     )
     p.add_argument(
         "--original",
@@ -78,7 +79,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--candidates",
         default="one-variable",
-        metavar="SPEC",
+        metavar="RULE",
         help="candidate sets: one-variable (default), full, k-different:K, "
         "grid:percent:A[:G], grid:additive:W[:G], grid:fixed:LO:HI[:G]",
     )
@@ -209,7 +210,7 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
     if args.estimator != "auto" or args.psis:
         raise ValidationError(
             "--estimator and --psis apply to Bayesian models; a CART or random-forest release "
-            "uses the plug-in likelihood (SPEC §2.10)."
+            "uses the plug-in likelihood (docs: methods page 'Attribute disclosure risk')."
         )
     from bayes_risk.attribute import CARTPlugin, RFPlugin
 

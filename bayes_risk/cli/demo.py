@@ -5,7 +5,7 @@ The demo is an orchestrator over the other sub-commands (``synthesize``, ``utili
 then a report (``report.md``) built from the files they wrote. It defines no measure of its own.
 
 Part 1 — CE-like household table, sequential CART with Bayesian bootstrap (Tenure, Expenditure,
-Income synthesized, as in seed 002's scenario 4), m releases: utility (pMSE, interval overlap),
+Income synthesized, as in Hornby & Hu's scenario 4), m releases: utility (pMSE, interval overlap),
 identification risk of an intruder who knows Age, Urban and Marital plus the synthesized values
 (percentage radius), with a radius sweep.
 

@@ -46,7 +46,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--known-synthesized", nargs="+", default=[], metavar="COL",
                    help="known columns that were synthesized")
     add_type_arguments(p)
-    m = p.add_argument_group("matching (SPEC §4.3)")
+    m = p.add_argument_group("matching (methods, Matching rules)")
     m.add_argument("--radius", action="append", default=[], metavar="COL=R",
                    help="radius of a numeric column (repeat per column); a bare number applies "
                         "to every continuous known column (with --compat: a vector in "
@@ -64,7 +64,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="how several radius columns combine (default rectangle); mahalanobis: "
                         "one --radius R, a Mahalanobis distance with the covariance of the "
                         "original's radius columns")
-    a = p.add_argument_group("probabilities and intruder (SPEC §4.4–§4.6)")
+    a = p.add_argument_group("probabilities and intruder (Drechsler & Reiter 2008 §4)")
     a.add_argument("--aggregation", choices=["pooled", "per-dataset"], default=None,
                    help="pooled over datasets (Reiter-Mitra, default) or per dataset (Hornby-Hu)")
     a.add_argument("--membership", choices=["known", "unknown"], default=None,
@@ -73,7 +73,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="true:FILE (known columns + count column F), loglinear-original or "
                         "loglinear-synthetic (membership unknown)")
     a.add_argument("--population-estimate", choices=["default", "scaled", "expected-inverse"],
-                   default="default", help="log-linear estimate of F (SPEC §4.9)")
+                   default="default", help="log-linear estimate of F (Hu 2019 §4.2.3)")
     a.add_argument("--sampling-fraction", type=float, default=None, metavar="A",
                    help="sampling fraction a = n / N_pop (log-linear counts)")
     a.add_argument("--n-pop", type=int, default=None, metavar="N",
@@ -94,7 +94,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="id column of the original (default: the --target-id column)")
     p.add_argument("--radius-sweep", default=None, metavar="R1,R2,...",
                    help="also compute the risk over these common radii (per dataset) and the "
-                        "maximising radius (SPEC §4.8)")
+                        "maximising radius (Hornby & Hu 2021 §4.1)")
     p.add_argument("--records-output", choices=["per-target", "per-dataset", "none"],
                    default="per-target",
                    help="records.csv with one row per target (default; per-dataset aggregation: "
@@ -224,7 +224,8 @@ def run(args: argparse.Namespace) -> int:
             aggregation=aggregation, progressbar=not args.quiet, **kw, **dkw,
         )
         if grid is not None:
-            # the sweep evaluates every dataset separately (one box per radius, as S002 Fig. 6)
+            # the sweep evaluates every dataset separately (one box per radius, as Hornby & Hu 2021
+            # Fig. 6)
             sweep = sweep_fn(
                 original, syn, args.known_unsynthesized, args.known_synthesized, grid,
                 aggregation="per_dataset", progressbar=not args.quiet, **kw, **dkw,

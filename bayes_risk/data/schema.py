@@ -1,10 +1,11 @@
-"""Column schema: type and role of every column (SPEC §1.1), inferred from a DataFrame.
+"""Column schema: type and role of every column (methods, Notation), inferred from a DataFrame.
 
 A :class:`Schema` is an ordered tuple of :class:`ColumnSpec`. Types are ``categorical``,
 ``ordinal`` (categorical with order), ``count`` (non-negative integer) and ``continuous`` (real).
 Roles are ``synthesized`` and ``unsynthesized``; ``known`` marks columns the intruder knows.
 Categorical and ordinal columns carry their ``levels`` (original values, in order), which define
-the integer codes ``0..d_j-1`` used by every model and risk engine (SPEC §0.2.6).
+the integer codes ``0..d_j-1`` used by every model and risk engine (user guide, Levels are
+harmonised).
 """
 
 from __future__ import annotations

@@ -72,7 +72,7 @@ class SyntheticData:
     schema : Schema, optional
         Column types and roles (synthesized / unsynthesized).
     synthesized_records : ndarray of bool, optional
-        Record-level flags ``δ_i`` (partial synthesis of selected records; SPEC §1.1).
+        Record-level flags ``δ_i`` (partial synthesis of selected records; methods, Notation).
     extra : dict
         Further JSON-serialisable information (warnings, diagnostics).
 

@@ -1,8 +1,9 @@
 """Validation, level harmonisation and integer encoding of original and synthetic tables.
 
-SPEC §0.2.6 (levels are the union over the original and all synthetic datasets, mapped to codes
-``0..d_j-1``), §0.2.7 (missing values are rejected by risk routines) and §1.2 (every synthetic
-dataset has the original's shape, columns and unsynthesized values: ``US_COLUMNS_DIFFER``).
+user guide, Levels are harmonised (levels are the union over the original and all synthetic
+datasets, mapped to codes ``0..d_j-1``), missing values (rejected by risk routines) and the
+synthetic datasets (every synthetic dataset has the original's shape, columns and unsynthesized
+values: ``US_COLUMNS_DIFFER``).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def validate_table(
         How the table is called in error messages (``"original"``, ``"synthetic dataset 3"``).
     allow_nan : bool or iterable of str
         Columns in which missing values are allowed (``True``: all). Risk routines reject them
-        (SPEC §0.2.7); DPMPM imputes them.
+        (user guide, Validation); DPMPM imputes them.
     check_levels : bool
         Whether categorical values must be among the schema's levels.
     extra_columns : bool
@@ -167,8 +168,8 @@ def harmonise_levels(
     """Return ``schema`` with each categorical column's levels extended to the union over tables.
 
     Existing levels keep their order (and hence their codes); levels seen only in synthetic
-    datasets are appended in sorted order (SPEC §0.2.6). Models fitted on the original give such
-    levels probability 0.
+    datasets are appended in sorted order (user guide, Levels are harmonised). Models fitted on the
+    original give such levels probability 0.
     """
     new_levels: dict[str, tuple[Any, ...]] = {}
     syn_only: dict[str, list[tuple[int, Any]]] = {}
@@ -224,7 +225,7 @@ def validate_synthetic(
     same_rows: bool = True,
     allow_nan: bool | Iterable[str] = False,
 ) -> None:
-    """Check m synthetic tables against the original and the schema (SPEC §1.2).
+    """Check m synthetic tables against the original and the schema (methods, Notation).
 
     Raises
     ------

@@ -1,12 +1,13 @@
-"""Identification disclosure risk of partially synthetic data (SPEC §4).
+"""Identification disclosure risk of partially synthetic data (Hu 2019 §4).
 
 * :func:`identification_risk` — match probabilities, declared matches, record- and file-level
   measures (pooled or per dataset; intruder knows membership or not).
-* :func:`radius_sweep` — risk over a grid of radii and the maximising radius (SPEC §4.8).
+* :func:`radius_sweep` — risk over a grid of radii and the maximising radius (Hornby & Hu 2021
+  §4.1).
 
-Modules: ``matching`` (match rules, §4.3), ``loglinear`` (population counts by IPF, §4.9),
-``engine`` (hashed/sorted matching, pooled sparse probabilities, §4.4–§4.6), ``summary``
-(measures, §4.7), ``radius`` (sweep and plot), ``api`` (the public functions).
+Modules: ``matching`` (match rules), ``loglinear`` (population counts by IPF),
+``engine`` (hashed/sorted matching, pooled sparse probabilities), ``summary``
+(measures), ``radius`` (sweep and plot), ``api`` (the public functions).
 """
 
 from bayes_risk.identification.api import IdentificationResult, identification_risk, radius_sweep

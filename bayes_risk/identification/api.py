@@ -1,4 +1,4 @@
-"""Public entry points: :func:`identification_risk` and :func:`radius_sweep` (SPEC §4)."""
+"""Public entry points: :func:`identification_risk` and :func:`radius_sweep` (Hu 2019 §4)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ _MAX_CELLS = 50_000_000
 # ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class IdentificationResult:
-    """Identification risk of a release (SPEC §4).
+    """Identification risk of a release (Hu 2019 §4).
 
     Attributes
     ----------
@@ -135,7 +135,7 @@ class IdentificationResult:
         return cached
 
     def summary(self) -> dict[str, Any]:
-        """File-level figures by SPEC §4.7 name (averaged over datasets for per-dataset
+        """File-level figures by name (averaged over datasets for per-dataset
         aggregation, with the vectors under ``"per_dataset"``), plus counts and warnings."""
         out: dict[str, Any] = {"aggregation": self.settings["aggregation"]}
         out.update(self.file)
@@ -404,8 +404,8 @@ def _prepare(
     if membership not in ("known", "unknown"):
         raise ValidationError(f"membership must be 'known' or 'unknown'. Got {membership!r}.")
     if fallback is None:
-        # SPEC §4.3(5) default; with no known unsynthesized column the fallback set would be
-        # the whole file (uniform mass over n records), so the default is then "none" [P]
+        # default of Drechsler & Reiter 2009; with no known unsynthesized column the fallback set
+        # would be the whole file (uniform mass over n records), so the default is then "none" [P]
         pooled_known = aggregation == "pooled" and membership == "known" and bool(known_us)
         fallback = "unsynthesized" if pooled_known else "none"
     if fallback not in ("none", "unsynthesized"):
@@ -771,7 +771,8 @@ def _original_ids(original: pd.DataFrame, original_id, target_id, external: bool
 def _harmonise(sk: Schema, frames: Sequence[Mapping[str, pd.Series]]) -> Schema:
     """Union of categorical levels over the original (already in ``sk``) and the synthetic
     columns, as :func:`bayes_risk.data.validate.harmonise_levels` (existing levels keep their
-    codes; new ones are appended sorted; SPEC §0.2.6), one ``pd.unique`` per column."""
+    codes; new ones are appended sorted; user guide, Levels are harmonised), one ``pd.unique`` per
+    column."""
     from bayes_risk.data.schema import _sort_levels
     from bayes_risk.data.validate import _normalise_value, warn_synthetic_only_levels
 
@@ -910,7 +911,8 @@ def _loglinear_counts(prep, rule, orig_exact, on_synthetic, a, kind, warn):
         inv[:, cols_r] = ivv[:, None] if r is None else ivv
     if below:
         _warn(warn, "F_BELOW_ONE",
-              f"{below} estimated population count(s) F̂ < 1 were raised to 1 (SPEC §4.4).")
+              f"{below} estimated population count(s) F̂ < 1 were raised to 1 "
+              "(Drechsler & Reiter 2008 eqs. 6–7).")
     return F, inv
 
 
@@ -1043,7 +1045,7 @@ def _run(setup: _Setup, rule: MatchRule, progressbar: bool) -> IdentificationRes
 
 
 def _finish(setup: _Setup, rule: MatchRule, out: EngineOutput) -> IdentificationResult:
-    """Record-level and file-level measures (SPEC §4.7) from the per-target engine output."""
+    """Record-level and file-level measures from the per-target engine output."""
     prep = setup.prep
     st = setup.settings
     warn = dict(setup.warn)
@@ -1177,13 +1179,13 @@ def identification_risk(
     compat: str | None = None,
     progressbar: bool = True,
 ) -> IdentificationResult:
-    """Identification disclosure risk of partially synthetic data (SPEC §4).
+    """Identification disclosure risk of partially synthetic data (Hu 2019 §4).
 
     An intruder holds the true values of the known columns (``known_unsynthesized`` ∪
     ``known_synthesized``) for every target and looks for the target among the released
     records. In each replicate of the synthesized known columns (by default the ``m`` released
-    datasets, SPEC §4.2) the matching records get probability ``1/n_t`` (known membership) or
-    ``min(1/F_t, 1/n_t)`` (unknown membership, ``Pr(J = n+1) = max(0, 1 − n_t/F_t)``,
+    datasets, Drechsler & Reiter 2008 §3) the matching records get probability ``1/n_t`` (known
+    membership) or ``min(1/F_t, 1/n_t)`` (unknown membership, ``Pr(J = n+1) = max(0, 1 − n_t/F_t)``,
     Drechsler & Reiter 2008). ``aggregation="pooled"`` averages these over replicates and
     declares the records tied at the top (Reiter & Mitra 2009); ``"per_dataset"`` evaluates
     every dataset separately and averages the measures (Hornby & Hu 2021).
@@ -1207,16 +1209,16 @@ def identification_risk(
         mode only — a vector assigned in data-frame column order. Count columns not named are
         matched exactly (in compat mode a scalar applies to every non-categorical column).
     radius_type : {"percentage", "absolute", "quantile_sd"}
-        ``R = r·|t|`` (S002), ``R = r``, or the quantile-group standard deviation (D&R 2009;
-        ``radius`` then multiplies it, default 1).
+        ``R = r·|t|`` (Hornby & Hu 2021), ``R = r``, or the quantile-group standard deviation (D&R
+        2009; ``radius`` then multiplies it, default 1).
     r_min : float or dict, optional
         Floor of the percentage radius (``R = max(r|t|, r_min)``) [P].
     quantile_groups : int
         ``Q`` for ``quantile_sd`` (default 20).
     window : {"closed", "open"}, optional
-        ``|x − t| ≤ R`` (default, as S002's text) or ``< R`` (the R package).
+        ``|x − t| ≤ R`` (default, as Hornby & Hu's text) or ``< R`` (the R package).
     shape : {"rectangle", "ellipse", "mahalanobis", "legacy_hh_euclid"}, optional
-        How several radius columns combine (SPEC §4.3(3)); ``mahalanobis`` matches when
+        How several radius columns combine (methods, Matching rules); ``mahalanobis`` matches when
         ``(x − t)ᵀ S⁻¹ (x − t) ≤ r²`` with ``S`` the covariance of the original's values of the
         radius columns and ``r`` the one ``radius`` (a Mahalanobis distance; Hu 2019 §4.2.2);
         ``legacy_hh_euclid`` reproduces the package's ``euclideanDist=TRUE`` and is meant for
@@ -1230,19 +1232,19 @@ def identification_risk(
         known values (order: unsynthesized then synthesized known columns) or a table of the
         known columns plus a count column ``F``, or one count per target; or estimates from the
         all-two-way log-linear model fitted on the original (agency's view) or on each replicate
-        (intruder's view), SPEC §4.9. User counts must be ``>= 1`` (``ValidationError``);
+        (intruder's view; Hu 2019 §4.2.3). User counts must be ``>= 1`` (``ValidationError``);
         estimates below 1 are raised to 1 with warning ``F_BELOW_ONE``.
     population_estimate : {"default", "scaled", "expected_inverse"}
-        ``F̂ = f + (1−a)μ̂/a``, ``μ̂/a``, or ``1/F`` replaced by ``E[1/F | f]`` (provisional, SPEC
-        §4.9 [U]).
+        ``F̂ = f + (1−a)μ̂/a``, ``μ̂/a``, or ``1/F`` replaced by ``E[1/F | f]`` (provisional:
+        Drechsler & Reiter 2008 do not state the conversion).
     sampling_fraction, N_pop : float, int
         ``a = n / N_pop`` for the log-linear estimates.
     strategy : "always", ("threshold", γ) or "not_if_max"
-        When the intruder declares a match (SPEC §4.6).
+        When the intruder declares a match (Drechsler & Reiter 2008 §4.3).
     fallback : {None, "none", "unsynthesized"}
         Records matching on the unsynthesized known columns when nothing matches in a replicate.
         ``None``: ``"unsynthesized"`` for pooled known-membership runs with at least one known
-        unsynthesized column (S000), else ``"none"``.
+        unsynthesized column (Drechsler & Reiter 2008), else ``"none"``.
     targets : DataFrame, optional
         External targets (population units) holding the known columns and ``target_id``; ids
         found among the original's ids (``original_id`` column, the same-named column, or the
@@ -1254,7 +1256,7 @@ def identification_risk(
     compat : {None, "hornby-hu"}
         Reproduce IdentificationRiskCalculation exactly: open windows, signed percentage radius,
         ``T = 1`` when ``c = 0``, per-dataset aggregation, no fallback, radius vector in
-        data-frame column order (SPEC §4.3, §7).
+        data-frame column order (methods, Compatibility with the R packages).
     progressbar : bool
         Show progress over replicates / target chunks.
 

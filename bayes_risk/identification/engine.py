@@ -1,4 +1,4 @@
-"""Per-replicate match sets and match probabilities (SPEC §4.1–§4.6).
+"""Per-replicate match sets and match probabilities (Drechsler & Reiter 2008 §3–§4.6).
 
 No ``O(N_T · n)`` scan. In every replicate the records are grouped by their exact-match key (a
 mixed-radix code of the categorical columns) and, inside each group, sorted by every radius
@@ -214,7 +214,7 @@ class TargetBounds:
 
 
 def target_bounds(prep: Prepared, rule: MatchRule) -> TargetBounds:
-    """Windows of every target on every radius column (SPEC §4.3)."""
+    """Windows of every target on every radius column (methods, Matching rules)."""
     cols = rule.radius_cols
     N = prep.n_targets
     tv = {c: prep.tgt_radius[:, j] for j, c in enumerate(cols)}
@@ -515,7 +515,7 @@ def _target_keys(prep: Prepared, rule: MatchRule) -> tuple[np.ndarray, np.ndarra
 # probabilities and strategies
 # ----------------------------------------------------------------------------------------------
 def _record_prob(n_match: np.ndarray, inv_f: np.ndarray | None):
-    """Per-record probability and Pr(J = n+1) of one replicate (SPEC §4.4)."""
+    """Per-record probability and Pr(J = n+1) of one replicate (D&R 2008 eqs. 6–7)."""
     n = n_match.astype(np.float64)
     with np.errstate(divide="ignore"):
         unif = np.where(n > 0, 1.0 / np.maximum(n, 1.0), 0.0)
@@ -528,7 +528,7 @@ def _record_prob(n_match: np.ndarray, inv_f: np.ndarray | None):
 
 
 def declare(p_max: np.ndarray, p_out: np.ndarray, strategy) -> np.ndarray:
-    """Declared-match rule of SPEC §4.6 (ties by the §0.2 tolerance)."""
+    """Declared-match rule of Drechsler & Reiter 2008 §4.3 (ties within the tolerance)."""
     has = p_max > 0
     if strategy == "always":
         return has
@@ -589,7 +589,7 @@ def run_per_dataset(
     fallback: str,
     progressbar: bool = False,
 ) -> PerDatasetOutput:
-    """Counts and own-record flags within each replicate (SPEC §4.7, per-dataset variant).
+    """Counts and own-record flags within each replicate (per-dataset variant).
 
     ``inv_f``: ``None`` (known membership) or ``1/F`` (or ``E[1/F]``) as ``[N_T, R]``.
     """
@@ -650,8 +650,8 @@ class PooledOutput:
     ``prob`` holds the explicit entries of ``π``: every record matched directly (on all known
     columns) in some replicate, with its whole pooled probability (fallback mass included).
     The records of a target's fallback set that are matched directly in no replicate all share
-    ``fallback_value`` (``fallback_extra`` of them); they are not stored (SPEC §4.3(5): the
-    fallback probability is uniform over the set). With ``FALLBACK_AS_CELLS = False`` they are
+    ``fallback_value`` (``fallback_extra`` of them); they are not stored (methods, Matching rules:
+    the fallback probability is uniform over the set). With ``FALLBACK_AS_CELLS = False`` they are
     stored in ``prob`` and ``fallback_extra`` is 0.
     """
 
@@ -676,7 +676,7 @@ FALLBACK_AS_CELLS = True
 
 @dataclass
 class FallbackSets:
-    """The records matching each target on the known unsynthesized columns only (§4.3(5)).
+    """The records matching each target on the known unsynthesized columns only (fallback rule).
 
     Represented by the index of the records' unsynthesized known columns, the targets'
     unsynthesized keys and their windows on the unsynthesized radius columns: the members of a
@@ -729,7 +729,7 @@ def run_pooled(
     progressbar: bool = False,
     chunk_pairs: int = 4_000_000,
 ) -> PooledOutput:
-    """Pooled probabilities ``π_τ(k) = (1/R) Σ_r p_r(k)`` and the declared top sets (§4.5–§4.7).
+    """Pooled probabilities ``π_τ(k) = (1/R) Σ_r p_r(k)`` and the declared top sets.
 
     Targets are processed in chunks holding about ``chunk_pairs`` (target, record) pairs, so
     temporary memory stays bounded; ``π`` is assembled as CSR with int32 column indices.
@@ -879,7 +879,7 @@ def run_pooled(
                     + "). Use aggregation='per_dataset', fallback='none', a smaller radius or more "
                     "known columns."
                 )
-            # top set with the §0.2 tie tolerance
+            # top set with the package's tie tolerance
             pm = np.zeros(m)
             has = nnz_row > 0
             rec = prep.rec[a:z]
@@ -940,9 +940,9 @@ class PooledProbabilities:
     """Pooled match probabilities ``π_τ(k)`` [N_T, n] in compact form.
 
     ``explicit`` holds every record matched directly in some replicate; each target's fallback
-    set (SPEC §4.3(5)) contributes ``fallback_value[τ]`` to each of its ``fallback_extra[τ]``
-    other records, which are enumerated from ``fallback_sets`` only when asked for
-    (:meth:`row`, :meth:`tocsr`).
+    set (methods, Matching rules) contributes ``fallback_value[τ]`` to each of its
+    ``fallback_extra[τ]`` other records, which are enumerated from ``fallback_sets`` only when asked
+    for (:meth:`row`, :meth:`tocsr`).
     """
 
     explicit: sp.csr_matrix

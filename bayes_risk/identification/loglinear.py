@@ -1,10 +1,10 @@
-"""Population counts from an all-two-way log-linear model fitted by IPF (SPEC §4.9, App. A.3).
+"""Population counts from an all-two-way log-linear model fitted by IPF (Hu 2019 §4.2.3).
 
 The known quasi-identifiers are cross-classified; sample cell counts ``f_t`` are modelled as
 Poisson with ``log μ_t`` = all main effects + all two-way interactions, fitted by iterative
 proportional fitting. With Bernoulli sampling at rate ``a = n / N_pop`` the population count is
 ``F_t = f_t + Poisson((1 − a) λ_t)``, ``λ_t = μ_t / a`` (Elamir & Skinner 2006 as used by
-Drechsler & Reiter 2008; the conversion from ``μ̂`` to ``F̂`` is provisional, SPEC §7.16).
+Drechsler & Reiter 2008; the conversion from ``μ̂`` to ``F̂`` is provisional).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class IPFResult:
 def fit_all_two_way(
     table: np.ndarray, *, tol: float = 1e-10, max_cycles: int = 1000, warn: bool = True
 ) -> IPFResult:
-    """Fit the all-two-way log-linear model to a contingency table by IPF (SPEC App. A.3).
+    """Fit the all-two-way log-linear model to a contingency table by IPF.
 
     Start from ``μ ≡ 1`` and cycle over the ``V(V−1)/2`` two-way margins, rescaling ``μ`` so each
     fitted margin equals the observed one (cells of a zero observed margin become 0). Stop when the
@@ -112,7 +112,7 @@ def _check_a(a: float) -> float:
 def population_estimate(
     f: np.ndarray, mu: np.ndarray, a: float, kind: str = "default"
 ) -> np.ndarray:
-    """``F̂_t`` from sample counts and fitted means (SPEC §4.9).
+    """``F̂_t`` from sample counts and fitted means (Drechsler & Reiter 2008 §3; Hu 2019 §4.2.3).
 
     ``kind="default"``: ``F̂ = f + (1 − a) μ̂ / a``; ``"scaled"``: ``F̂ = μ̂ / a``.
     (``"expected_inverse"`` is :func:`expected_inverse`, which returns ``E[1/F | f]``.)
@@ -133,7 +133,7 @@ def population_estimate(
 
 
 def expected_inverse(f: np.ndarray, nu: np.ndarray, *, tail: float = 1e-15) -> np.ndarray:
-    """``E[1/F_t | f_t] = Σ_{x≥0} Pois(x; ν) / (f_t + x)`` (SPEC §4.4, §4.9).
+    """``E[1/F_t | f_t] = Σ_{x≥0} Pois(x; ν) / (f_t + x)`` (Drechsler & Reiter 2008 eqs. 6–7).
 
     Summed until the Poisson tail is below ``tail``. For ``f_t = 0`` (a target whose key has no
     sample record) the target itself guarantees ``F_t ≥ 1``, so the conditional expectation

@@ -1,4 +1,4 @@
-"""Match rules for identification risk (SPEC §4.3).
+"""Match rules for identification risk (methods, Matching rules).
 
 A released record matches a target's key when **every** known column matches:
 
@@ -55,7 +55,7 @@ ELLIPTIC_SHAPES = ("ellipse", "mahalanobis")
 
 @dataclass(frozen=True)
 class MatchRule:
-    """How the known columns are matched (SPEC §4.3).
+    """How the known columns are matched (methods, Matching rules).
 
     Attributes
     ----------
@@ -141,7 +141,7 @@ class MatchRule:
         return self.exact_us + self.exact_s
 
     def unsynthesized_only(self) -> MatchRule:
-        """The rule restricted to the known unsynthesized columns (fallback, SPEC §4.3(5))."""
+        """The rule restricted to the known unsynthesized columns (the fallback)."""
         shape = self.shape
         return MatchRule(
             exact_us=self.exact_us,
@@ -193,7 +193,7 @@ class MatchRule:
 def quantile_sd_radius(
     confidential: np.ndarray, targets: np.ndarray, q: int = 20
 ) -> np.ndarray:
-    """Quantile-group standard deviation radius (Drechsler & Reiter 2009; SPEC §4.3(2)).
+    """Quantile-group standard deviation radius (Drechsler & Reiter 2009; methods, Matching rules).
 
     The confidential values are split at the ``k/Q`` quantiles (linear interpolation); group ``k``
     is ``(c_{k-1}, c_k]`` and the lowest group is closed on both ends. Each target receives the
@@ -254,9 +254,9 @@ def target_radii(
                 R = r * R
         out[c] = R
     if rule.shape == "legacy_hh_euclid" and out:
-        # The package's euclideanDist rule (SPEC §4.3(3)): known (unsynthesized) continuous
-        # columns are each checked against R_known = sqrt(sum R_j^2); synthesized ones against
-        # R_syn = sqrt(R_known + sum_syn R_j^2) (non-squared R_known, as the package does).
+        # The package's euclideanDist rule (methods, Matching rules): known (unsynthesized)
+        # continuous columns are each checked against R_known = sqrt(sum R_j^2); synthesized ones
+        # against R_syn = sqrt(R_known + sum_syn R_j^2) (non-squared R_known, as the package does).
         n_t = len(next(iter(out.values())))
         sq_known = np.zeros(n_t)
         for c in rule.radius_us:
@@ -426,7 +426,7 @@ def parse_radius(
     * mapping ``{column: r}``: exactly those columns (count columns may be named; categorical ones
       may not); continuous known columns left out are an error;
     * sequence (compat mode only): assigned to the non-categorical known columns in the column
-      order of the original data frame (the package's rule, SPEC §4.3(4)).
+      order of the original data frame (the package's rule, methods, Matching rules).
     """
     known = list(known_us) + list(known_s)
     numeric_known = [c for c in column_order if c in known and c not in categorical]

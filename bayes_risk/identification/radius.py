@@ -1,10 +1,10 @@
-"""Maximising-radius search (SPEC §4.8; Hornby & Hu 2021 §4.1).
+"""Maximising-radius search (Hornby & Hu 2021 §4.1; Hornby & Hu 2021 §4.1).
 
 For a grid of radii the file-level expected match risk is computed for every synthetic dataset;
 the radius whose summary over datasets (mean by default, or median) is largest is reported as the
 conservative choice, with the full risk curve. With several radius columns either one common
 ``r`` is used for all of them, or a Cartesian grid of per-column radii (capped by ``max_grid``).
-Ties at the maximum (SPEC §0.2 tolerance) are all reported; ``r_star`` is the smallest.
+Ties at the maximum (the package's tie tolerance) are all reported; ``r_star`` is the smallest.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class RadiusSweepResult:
         The smallest radius attaining the maximum.
     risk_star : float
     argmax : tuple of int
-        Every grid index attaining the maximum (within the SPEC §0.2 tolerance).
+        Every grid index attaining the maximum (within the package's tie tolerance).
     settings : dict
     """
 
@@ -119,7 +119,7 @@ class RadiusSweepResult:
         )
 
     def plot(self, ax: Any = None):
-        """Box plot of the expected match risk over datasets at each radius (as S002 Fig. 6).
+        """Box plot of the expected match risk over datasets (Hornby & Hu 2021 Fig. 6).
 
         Returns
         -------
@@ -168,14 +168,14 @@ def radius_sweep(
     progressbar: bool = True,
     **kwargs: Any,
 ) -> RadiusSweepResult:
-    """Expected match risk over a grid of radii and the maximising radius (SPEC §4.8).
+    """Expected match risk over a grid of radii and the maximising radius (Hornby & Hu 2021 §4.1).
 
     Parameters
     ----------
     original, synthetic, known_unsynthesized, known_synthesized
         As in :func:`~bayes_risk.identification.api.identification_risk`.
     radii : sequence of float or dict {column: sequence of float}
-        A sequence: one common radius for every varied column (S002 uses
+        A sequence: one common radius for every varied column (Hornby & Hu 2021 uses
         ``{1, 2.5, 5, 10, 20, 30}%``). A dict: Cartesian grid of per-column radii.
     columns : sequence of str, optional
         Radius columns to vary with a common radius (default: every column matched with a

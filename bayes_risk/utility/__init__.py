@@ -1,4 +1,4 @@
-"""Utility measures of synthetic data (SPEC §5).
+"""Utility measures of synthetic data (methods, Utility measures).
 
 * :func:`combine_scalar`, :func:`combine_multivariate` — Reiter's (2003) combining rules for
   partially synthetic data;

@@ -1,4 +1,4 @@
-"""Combining rules for partially synthetic data (Reiter 2003; SPEC §5.1).
+"""Combining rules for partially synthetic data (Reiter 2003; Reiter 2003).
 
 Point estimates ``q_l`` and variance estimates ``u_l`` computed on each of the ``m`` synthetic
 datasets, as if each were the real data, are combined into one estimate with variance
@@ -149,7 +149,7 @@ def _t_quantile(df: float, alpha: float) -> float:
 def combine_scalar(q: Sequence[float], u: Sequence[float], alpha: float = 0.05) -> CombinedScalar:
     """Combine per-dataset estimates of a scalar with Reiter's (2003) partially-synthetic rules.
 
-    SPEC §5.1::
+    Reiter 2003::
 
         q̄ = Σ q_l / m,  b = Σ (q_l − q̄)² / (m − 1),  ū = Σ u_l / m
         T_p = ū + b/m,  r = (b/m)/ū,  ν_p = (m − 1)(1 + 1/r)²
@@ -183,7 +183,7 @@ def combine_scalar(q: Sequence[float], u: Sequence[float], alpha: float = 0.05) 
 
     Notes
     -----
-    Edge cases (SPEC §5.1): ``b_m = 0`` gives ``ν_p = inf`` (normal quantile);
+    Edge cases (Reiter 2003): ``b_m = 0`` gives ``ν_p = inf`` (normal quantile);
     ``ū_m = 0 < b_m`` gives ``ν_p = m − 1``.
 
     References
@@ -261,7 +261,7 @@ def combine_multivariate(
 ) -> CombinedMultivariate:
     """Wald test of ``H0: Q = Q0`` for a ``k``-vector from partially synthetic data.
 
-    SPEC §5.1 (Drechsler 2011, §7.1.2)::
+    Reiter 2003 (Drechsler 2011, §7.1.2)::
 
         r_p = tr(B_m Ū_m^{-1}) / (m k)
         S_p = (q̄ − Q0)ᵀ Ū_m^{-1} (q̄ − Q0) / (k (1 + r_p))   ~  F_{k, ν_p}

@@ -1,4 +1,7 @@
-"""Original vs synthetic comparison of user-chosen estimates (SPEC §5.1, §5.3–§5.4).
+"""Original vs synthetic comparison of user-chosen estimates.
+
+Combining rules of Reiter (2003), interval overlap of Karr et al. (2006), standardised
+differences of Snoke et al. (2018).
 
 A statsmodels formula is fitted on the original table and on every synthetic dataset; the
 synthetic estimates are combined with Reiter's rules (:func:`combine_scalar`) and each term's
@@ -205,7 +208,7 @@ def compare_estimates(
     schema: Schema | None = None,
     alpha: float = 0.05,
 ) -> pd.DataFrame:
-    """Fit a formula on the original and on each synthetic dataset and compare (SPEC §5.1, §5.3).
+    """Fit a formula on the original and on each synthetic dataset and compare.
 
     The synthetic estimates ``q_l`` and variances ``u_l = se_l²`` of each term are combined with
     :func:`~bayes_risk.utility.combining.combine_scalar` (Reiter 2003: ``T_p = ū + b/m``, t with

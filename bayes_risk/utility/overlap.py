@@ -1,4 +1,6 @@
-"""Confidence-interval overlap and standardised coefficient differences (SPEC §5.3, §5.4).
+"""Confidence-interval overlap and standardised coefficient differences.
+
+Karr et al. (2006); Snoke et al. (2018), §5.
 
 For an estimand with original interval ``(L_o, U_o)`` and synthetic interval ``(L_s, U_s)``
 (combined over the ``m`` datasets with :func:`~bayes_risk.utility.combining.combine_scalar`):
@@ -102,7 +104,7 @@ def _check_interval(lo: np.ndarray, hi: np.ndarray, which: str) -> None:
         i = int(np.flatnonzero(hi == lo)[0])
         raise ValidationError(
             f"{which} interval {i} has zero length ({lo[i]}, {hi[i]}); the overlap is undefined "
-            "(SPEC §5.3). Remove the estimand or give a non-degenerate interval."
+            "(Karr et al. 2006). Remove the estimand or give a non-degenerate interval."
         )
 
 
@@ -128,7 +130,7 @@ def ci_overlap(
     df_o: Any = None,
     df_s: Any = None,
 ) -> OverlapResult:
-    """Overlap of original and synthetic confidence intervals (SPEC §5.3).
+    """Overlap of original and synthetic confidence intervals (Karr et al. 2006).
 
     With ``L_ov = max(L_o, L_s)`` and ``U_ov = min(U_o, U_s)``:
 
@@ -220,7 +222,7 @@ def ci_overlap(
 
 
 def std_coef_diff(beta_orig: Any, beta_syn: Any, se_orig: Any) -> CoefDiffResult:
-    """Standardised coefficient difference ``|β̂_orig − β̂_syn| / se(β̂_orig)`` (SPEC §5.4).
+    """Standardised coefficient difference ``|β̂_orig − β̂_syn| / se(β̂_orig)`` (Snoke et al. 2018 §5).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Propensity-score mean squared error (pMSE) and its null distribution (SPEC §5.2).
+"""Propensity-score mean squared error (pMSE) and its null distribution (Snoke et al. 2018).
 
 The original table (label 0) and one synthetic dataset (label 1) are stacked, a classifier
 predicts the label, and ``pMSE = (1/N) Σ (p̂_i − c)²`` with ``c = n_syn / N`` measures how well
@@ -40,7 +40,7 @@ from bayes_risk.utility._inputs import (
 
 __all__ = ["PMSEResult", "pmse", "pmse_null_moments", "propensity_design", "fit_logit"]
 
-RANK_TOL = 1e-7  # relative tolerance of the rank-revealing step (SPEC §5.2)
+RANK_TOL = 1e-7  # relative tolerance of the rank-revealing step (Snoke et al. 2018)
 SEPARATION_EPS = 1e-8  # fitted probabilities this close to 0 or 1 flag separation
 
 
@@ -174,7 +174,7 @@ class PMSEResult:
 # ---------------------------------------------------------------------------------------------
 def pmse_null_moments(df: int | np.ndarray, n_original: Any, n_synthetic: Any
                       ) -> tuple[np.ndarray, np.ndarray]:
-    """Theoretical null mean and sd of the pMSE of a logistic model (SPEC §5.2, Snoke eqs. 1–2).
+    """Theoretical null mean and sd of the pMSE of a logistic model (Snoke et al. 2018, eqs. 1–2).
 
     ``pMSE · N / ((1 − c)² c) ~ χ²_df`` with ``df = k − 1`` (or ``k* − 1``), hence
     ``E0 = df (1 − c)² c / N`` and ``SD0 = sqrt(2 df) (1 − c)² c / N``.
@@ -406,7 +406,7 @@ def _wls(Xs: np.ndarray, w: np.ndarray, rhs: np.ndarray) -> np.ndarray:
 
 def fit_logit(X: np.ndarray, y: np.ndarray, *, max_iter: int = 100, tol: float = 1e-8,
               rank_tol: float = RANK_TOL) -> _LogitFit:
-    """Unpenalised logistic regression by IRLS with step-halving (SPEC §5.2).
+    """Unpenalised logistic regression by IRLS with step-halving (Snoke et al. 2018).
 
     Aliased columns are dropped first (:func:`_estimable_columns`). The iteration is R's
     ``glm.fit`` for the binomial family (the propensity model of synthpop's ``utility.gen``):
@@ -643,7 +643,7 @@ def pmse(
     max_iter: int = 100,
     progressbar: bool = False,
 ) -> PMSEResult:
-    """Propensity-score mean squared error of each synthetic dataset (SPEC §5.2).
+    """Propensity-score mean squared error of each synthetic dataset (Snoke et al. 2018).
 
     For each synthetic dataset ``Z_l`` the original (``n_1`` rows, label 0) and ``Z_l``
     (``n_2`` rows, label 1) are stacked (``N = n_1 + n_2``, ``c = n_2 / N``), a propensity model
@@ -731,7 +731,7 @@ def pmse(
     The pMSE values of ``method="logit"`` equal synthpop's ``utility.gen`` (``t ~ .`` /
     ``t ~ .^2`` with factor columns; numeric columns linear). synthpop's incomplete-synthesis
     ``km1`` counts coefficient *names* containing a synthesized variable's name, including
-    aliased (``NA``) ones; here only estimable columns count (SPEC §5.2).
+    aliased (``NA``) ones; here only estimable columns count (Snoke et al. 2018).
 
     References
     ----------
@@ -851,7 +851,7 @@ def _pmse_impl(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: Sch
             for b in range(n_perm):
                 yb = rngs[l].permutation(y)
                 fb = engine.fit(X, yb, meta, int(rngs[l].integers(2**31 - 1)))
-                perm[l, b] = fb.pmse / 2.0  # synthpop/Snoke App. A.3: halve permutation pMSEs
+                perm[l, b] = fb.pmse / 2.0  # synthpop/Snoke: halve permutation pMSEs
 
     c = n2 / (n1 + n2)
     nnosplits = None

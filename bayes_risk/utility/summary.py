@@ -1,4 +1,4 @@
-"""One-call utility summary of a synthetic release: pMSE and interval overlap (SPEC §5).
+"""One-call utility summary of a synthetic release: pMSE and interval overlap.
 
 This is what ``bayes-risk utility`` writes to ``summary.json``; every figure is computed by the
 measure's one definition (:func:`~bayes_risk.utility.pmse.pmse`,
@@ -177,7 +177,7 @@ def utility_summary(
     random_seed: RandomSeed = None,
     progressbar: bool = False,
 ) -> UtilitySummary:
-    """pMSE and interval overlap of a synthetic release in one call (SPEC §5).
+    """pMSE and interval overlap of a synthetic release in one call (methods, Utility measures).
 
     Parameters
     ----------
