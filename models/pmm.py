@@ -143,7 +143,7 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
       expected score ``Σ_c c p̂_c`` with scores 1..K [Hawala 2008 leaves the score open;
       provisional];
     * unordered categorical ``v``: baseline-category logit (statsmodels ``MNLogit``); predicted
-      value = the probability vector, compared by Euclidean distance [P];
+      value = the probability vector, compared by Euclidean distance (a choice of this package);
     * count/continuous ``v``: additive regression splines fitted by least squares — each numeric
       predictor enters through a cubic B-spline basis (patsy ``bs``, 4 degrees of freedom, linear
       when it has fewer than 6 distinct values), categorical predictors as indicators. This is

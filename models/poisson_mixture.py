@@ -263,7 +263,7 @@ class PoissonMixture(BayesianSynthesizer):
         ``synthesis_mode="marginal"``). ``"mm"``: each component's column totals are
         redistributed multinomially over its members (all marginal totals reproduced exactly;
         class O). ``"tcmm"``: tail-collapsed MM with threshold ``q`` — **provisional** (Hu 2019
-        §3.3.3 [U]: reconstructed from the description in Hu (2019), the original rule was not
+        §3.3.3: reconstructed from the description in Hu (2019), the original rule was not
         verified).
     q : float
         TCMM only: quantile in ``(0, 1]`` defining each column's tail ``{y_ij > τ_j}``, ``τ_j`` the

@@ -405,7 +405,7 @@ def _prepare(
         raise ValidationError(f"membership must be 'known' or 'unknown'. Got {membership!r}.")
     if fallback is None:
         # default of Drechsler & Reiter 2009; with no known unsynthesized column the fallback set
-        # would be the whole file (uniform mass over n records), so the default is then "none" [P]
+        # would be the whole file (uniform mass over n records), so the default is then "none"
         pooled_known = aggregation == "pooled" and membership == "known" and bool(known_us)
         fallback = "unsynthesized" if pooled_known else "none"
     if fallback not in ("none", "unsynthesized"):
@@ -1212,7 +1212,7 @@ def identification_risk(
         ``R = r·|t|`` (Hornby & Hu 2021), ``R = r``, or the quantile-group standard deviation (D&R
         2009; ``radius`` then multiplies it, default 1).
     r_min : float or dict, optional
-        Floor of the percentage radius (``R = max(r|t|, r_min)``) [P].
+        Floor of the percentage radius (``R = max(r|t|, r_min)``) (a choice of this package).
     quantile_groups : int
         ``Q`` for ``quantile_sd`` (default 20).
     window : {"closed", "open"}, optional

@@ -137,7 +137,7 @@ def expected_inverse(f: np.ndarray, nu: np.ndarray, *, tail: float = 1e-15) -> n
 
     Summed until the Poisson tail is below ``tail``. For ``f_t = 0`` (a target whose key has no
     sample record) the target itself guarantees ``F_t ≥ 1``, so the conditional expectation
-    ``E[1/X | X ≥ 1]`` is returned (1 when ``ν = 0``) [P].
+    ``E[1/X | X ≥ 1]`` is returned (1 when ``ν = 0``; a choice of this package).
 
     Examples
     --------
