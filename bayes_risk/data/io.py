@@ -137,7 +137,7 @@ def read_synthetic(
         per synthetic dataset, in release order).
     like : DataFrame, optional
         The original table: numbers that a file stores as text in a column that is numeric in
-        ``like`` are read as numbers (:func:`align_text_numbers`).
+        ``like`` are read as numbers (``bayes_risk.data.io.align_text_numbers``).
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
