@@ -15,10 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, infer_schema
+from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema
 from bayes_risk.data.validate import encode, harmonise_levels, validate_table
 from bayes_risk.disclosure._rcompat import r_as_character
 from bayes_risk.exceptions import ValidationError
+from bayes_risk.utility._inputs import base_schema
 
 __all__ = ["EncodedVar", "resolve_inputs", "encode_var", "combine_keys", "level_labels",
            "MISSING_LABEL"]
@@ -67,24 +68,7 @@ def resolve_inputs(
 ) -> Schema:
     """Schema of ``columns`` (given, carried by a SyntheticData, or inferred), harmonised over
     the tables, with every table checked (missing values allowed: they are a level)."""
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError(
-            f"original must be a pandas DataFrame. Got {type(original).__name__}."
-        )
-    cat = list(categorical or [])
-    if schema is None:
-        schema = carried
-    if schema is not None and not isinstance(schema, Schema):
-        raise ValidationError(f"schema must be a bayes_risk Schema. Got {type(schema).__name__}.")
-    if schema is None:
-        schema = infer_schema(original, categorical=cat or None)
-    else:
-        schema.check_columns(cat, "categorical")
-        change = {c: "categorical" for c in cat if schema[c].type not in CATEGORICAL_TYPES}
-        if change:
-            schema = schema.with_types(**change)
-            fresh = infer_schema(original[list(change)], categorical=list(change))
-            schema = schema.with_levels({c: fresh[c].levels for c in change})
+    schema = base_schema(original, schema=schema, carried=carried, categorical=categorical)
     schema.check_columns(columns, "keys/target")
     sub = schema.select(columns)
     tables = [original[list(columns)]]

@@ -14,7 +14,8 @@ from bayes_risk.data.validate import _normalise_value, harmonise_levels, validat
 from bayes_risk.exceptions import ValidationError
 
 __all__ = [
-    "as_dataset_list", "resolve_schema", "infer_synthesized", "differing_share", "check_choice",
+    "as_dataset_list", "base_schema", "resolve_schema", "infer_synthesized", "differing_share",
+    "check_choice",
 ]
 
 
@@ -45,6 +46,36 @@ def as_dataset_list(synthetic: Any) -> tuple[list[pd.DataFrame], Schema | None]:
     )
 
 
+def base_schema(
+    original: Any,
+    *,
+    schema: Schema | None,
+    carried: Schema | None,
+    categorical: Iterable[str] | None,
+) -> Schema:
+    """The schema a measure starts from: ``schema``, else the one a ``SyntheticData`` carries,
+    else inferred from ``original``; ``categorical`` columns are made categorical in any case
+    (with the original's levels)."""
+    if not isinstance(original, pd.DataFrame):
+        raise ValidationError(
+            f"original must be a pandas DataFrame. Got {type(original).__name__}."
+        )
+    cat = list(categorical or [])
+    if schema is None:
+        schema = carried
+    if schema is None:
+        return infer_schema(original, categorical=cat or None)
+    if not isinstance(schema, Schema):
+        raise ValidationError(f"schema must be a bayes_risk Schema. Got {type(schema).__name__}.")
+    schema.check_columns(cat, "categorical")
+    change = {c: "categorical" for c in cat if schema[c].type not in CATEGORICAL_TYPES}
+    if change:
+        schema = schema.with_types(**change)
+        fresh = infer_schema(original[list(change)], categorical=list(change))
+        schema = schema.with_levels({c: fresh[c].levels for c in change})
+    return schema
+
+
 def resolve_schema(
     original: pd.DataFrame,
     datasets: Sequence[pd.DataFrame],
@@ -60,26 +91,7 @@ def resolve_schema(
     ``categorical`` columns are forced to be categorical even when a schema is given; the
     ``synthesized`` columns, when given, define the roles.
     """
-    if not isinstance(original, pd.DataFrame):
-        raise ValidationError(
-            f"original must be a pandas DataFrame. Got {type(original).__name__}."
-        )
-    cat = list(categorical or [])
-    if schema is None:
-        schema = carried
-    if schema is None:
-        schema = infer_schema(original, categorical=cat or None)
-    else:
-        if not isinstance(schema, Schema):
-            raise ValidationError(
-                f"schema must be a bayes_risk Schema. Got {type(schema).__name__}."
-            )
-        schema.check_columns(cat, "categorical")
-        change = {c: "categorical" for c in cat if schema[c].type not in CATEGORICAL_TYPES}
-        if change:
-            schema = schema.with_types(**change)
-            fresh = infer_schema(original[list(change)], categorical=list(change))
-            schema = schema.with_levels({c: fresh[c].levels for c in change})
+    schema = base_schema(original, schema=schema, carried=carried, categorical=categorical)
     if synthesized is not None:
         syn = list(synthesized)
         schema = schema.with_roles(syn)
