@@ -83,6 +83,9 @@ nitpick_ignore = [
     ("py:class", "bayes_risk.models._poisson_largest._LargestValue"),
     ("py:class", "bayes_risk.models._seqreg_posterior._SeqRegPosterior"),
     ("py:class", "bayes_risk.models._seqreg_loglik._SeqRegLikelihoods"),
+    ("py:class", "bayes_risk.models._dpmpm_fit._DPMPMFitting"),
+    ("py:class", "bayes_risk.models._dpmpm_loglik._DPMPMLikelihoods"),
+    ("py:class", "bayes_risk.models._dpmpm_coding._DPMPMCoding"),
     # Members that docstrings name but that are not link targets: dataclass fields listed in an
     # "Attributes" section, and methods without a docstring of their own in the base class.
     ("py:attr", "records"),  # IdentificationResult.to_dataframe
