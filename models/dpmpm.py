@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.schema import Schema
@@ -125,6 +126,7 @@ class DPMPM(BayesianSynthesizer):
         dirichlet_prior: float = 1.0,
         synthesis_mode: str | None = None,
         sampler: str = "gibbs",
+        structural_zeros: Any = None,
         tune: int = 1000,
         draws: int = 500,
         chains: int = 2,
@@ -145,6 +147,8 @@ class DPMPM(BayesianSynthesizer):
         self.dirichlet_prior = dirichlet_prior
         self.synthesis_mode = synthesis_mode
         self.sampler = sampler
+        self.structural_zeros = structural_zeros
+        self._zeros = None  # StructuralZeros of the fitted schema (models._dpmpm_zeros)
         self.warnings_: list[str] = []
         self.dtypes_: dict[str, str] = {}
 
@@ -177,6 +181,10 @@ class DPMPM(BayesianSynthesizer):
             )
         if self.sampler not in SAMPLERS:
             raise ValidationError(f"sampler must be one of {list(SAMPLERS)}. Got {self.sampler!r}.")
+        if self.structural_zeros is not None:
+            from bayes_risk.models._dpmpm_zeros import read_structural_zeros
+
+            read_structural_zeros(self.structural_zeros)
 
     @property
     def synthesis_mode_(self) -> str:
@@ -314,6 +322,11 @@ class DPMPM(BayesianSynthesizer):
                     signature=sig,
                     dtype="int64",
                 )
+                if self._zeros is not None:  # truncated to the allowed cells
+                    from bayes_risk.models._dpmpm_zeros import pymc_log_allowed
+
+                    pm.Potential("structural_zeros", -len(codes) * pymc_log_allowed(
+                        self._zeros, log_pi, log_phis))
         return model
 
     def pymc_model(self, records: pd.DataFrame | None = None, *, transforms: bool = False):
@@ -387,6 +400,9 @@ class DPMPM(BayesianSynthesizer):
         flags = self._check_synthesized_records(records, len(data))
         self.dtypes_ = _dtypes_of(data)
         codes = self._encode(data, schema, name="data")
+        self._zeros = self._structural_zeros_for(schema)
+        if self._zeros is not None:
+            self._zeros.check_observed(codes)
         d = [len(c.levels) for c in schema]
         seed = self._seed_for_fit(random_seed)
         if self.sampler == "gibbs":
@@ -401,6 +417,7 @@ class DPMPM(BayesianSynthesizer):
                     n_components=int(self.n_components),
                     alpha_prior=tuple(float(x) for x in self.alpha_prior),
                     dirichlet_prior=float(self.dirichlet_prior),
+                    zeros=self._zeros,
                     model=model,
                 )
             dt = self._run_sampler(model, step=[step], random_seed=seed)
@@ -549,9 +566,28 @@ class DPMPM(BayesianSynthesizer):
         with np.errstate(divide="ignore"):
             self._logphi = np.ascontiguousarray(np.log(phi))
         self.n_components = int(pi.shape[-1])
+        self._zeros = self._structural_zeros_for(schema)
 
     def _state_to_json(self) -> dict[str, Any]:
         return {"warnings": list(self.warnings_), "dtypes": dict(self.dtypes_)}
+
+    def _structural_zeros_for(self, schema: Schema) -> Any:
+        from bayes_risk.models._dpmpm_zeros import for_schema
+
+        return for_schema(self.structural_zeros, schema, self.synthesis_mode or (
+            "conditional_us" if schema.unsynthesized else "marginal"))
+
+    def _json_settings(self) -> dict[str, Any]:
+        out = super()._json_settings()
+        if self.structural_zeros is not None:  # the table itself, never a path or a frame
+            from bayes_risk.models._dpmpm_zeros import read_structural_zeros
+
+            out["structural_zeros"] = to_jsonable([
+                {c: (None if pd.isna(v) else v) for c, v in row.items()}
+                for row in read_structural_zeros(self.structural_zeros)
+                .astype(object).to_dict("records")
+            ])
+        return out
 
     def _state_from_json(self, state: dict[str, Any]) -> None:
         self.warnings_ = list(state.get("warnings", []))
@@ -614,7 +650,11 @@ class DPMPM(BayesianSynthesizer):
 
         self._check_fitted()
         codes = self._encode(records)
-        lp, lpi, _ = self._sub(draws)
+        lp, lpi, ph = self._sub(draws)
+        if self._zeros is not None:
+            from bayes_risk.models import _dpmpm_zeros_loglik as zl
+
+            return zl.record_loglik(self, codes, lp, lpi, ph)
         p = codes.shape[1]
         unknown = (codes == _UNKNOWN).any(axis=1)
         c = np.where(codes == _UNKNOWN, -1, codes)
@@ -641,6 +681,10 @@ class DPMPM(BayesianSynthesizer):
             datasets = [datasets]
         datasets = list(datasets)
         lp, lpi, ph = self._sub(draws)
+        if self._zeros is not None:
+            from bayes_risk.models import _dpmpm_zeros_loglik as zl
+
+            return zl.dataset_loglik(self, datasets, lp, lpi, ph)
         s_mask, us_mask = self._masks()
         p = len(s_mask)
         none = np.zeros(p, bool)
@@ -745,6 +789,11 @@ class DPMPM(BayesianSynthesizer):
         for l, z in enumerate(datasets):
             zc = self._encode(z.iloc[[pos]], name=f"synthetic dataset {l + 1}")[0]
             B = np.zeros((len(idx), lpi.shape[1]))
+            if self._zeros is not None:  # the synthesized part's normaliser given the class
+                from bayes_risk.models import _dpmpm_zeros_loglik as zl
+
+                B, inside = zl.own_record_terms(self, codes, zc, lp, lpi, self._phi[idx])
+                den[:, inside] = -np.inf
             for j in np.flatnonzero(s_mask):
                 if zc[j] == _UNKNOWN:
                     B[:] = -np.inf
@@ -831,6 +880,10 @@ class DPMPM(BayesianSynthesizer):
             threaded_ufunc(np.log, dest, out=dest, divide="ignore", invalid="ignore")
             if keep is not None:
                 dest[logged] = keep
+        if self._zeros is not None:  # zero on S, normalised over the allowed cells
+            from bayes_risk.models import _dpmpm_zeros_loglik as zl
+
+            zl.neighbourhood(self, codes, syn_cols, out, lpi, ph)
         return out
 
     def class_probabilities(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
@@ -876,6 +929,10 @@ class DPMPM(BayesianSynthesizer):
             codes = self._encode(data.iloc[rows], name="data")
             use = us_mask if mode == "conditional_us" else np.ones(len(s_mask), bool)
             logw = self._class_logw(codes, lp, lpi, use)[0]
+        if self._zeros is not None and mode == "posterior_class":
+            from bayes_risk.models import _dpmpm_zeros_loglik as zl
+
+            logw = zl.posterior_class_weights(self, draw, codes, logw)
         z = _draw_categorical(logw, rng)
         cols = {}
         phi = self._phi[draw]  # [L, K]
@@ -884,7 +941,15 @@ class DPMPM(BayesianSynthesizer):
             cum = np.cumsum(phi[base : base + dj, :], axis=0).T[z]  # [n_rows, d_j]
             u = rng.random(len(rows)) * cum[:, -1]
             cj = np.minimum((cum < u[:, None]).sum(axis=1), dj - 1)
-            cols[schema.names[j]] = cj
+            cols[j] = cj
+        if self._zeros is not None:  # never an impossible record: rejection
+            from bayes_risk.models import _dpmpm_zeros_loglik as zl
+
+            before = (np.full((len(rows), len(s_mask)), -1, dtype=np.int64) if data is None
+                      else self._encode(data.iloc[rows], name="data"))
+            zl.fix_synthesis(self, draw, rng, before, np.broadcast_to(logw, (len(rows),
+                             logw.shape[1])), z, cols, keep_class=mode == "posterior_class")
+        cols = {schema.names[j]: v for j, v in cols.items()}
         if data is None:
             return pd.DataFrame(
                 {c: self._decode_column(cols[c], j) for j, c in enumerate(schema.names)}
