@@ -116,9 +116,8 @@ class StructuralZeros:
             boxes.extend(self._minus(box, boxes))
         self.boxes = np.array(boxes, dtype=bool).reshape(-1, self.L)  # disjoint, [B, L]
         # wild[b, j]: box b allows every level of column j (factor 1, left out exactly)
-        self.wild = np.stack(
-            [self.boxes[:, a : a + dj].all(axis=1) for a, dj in zip(self.offsets, self.d)], axis=1
-        )
+        blocks = zip(self.offsets, self.d, strict=True)
+        self.wild = np.stack([self.boxes[:, a : a + dj].all(axis=1) for a, dj in blocks], axis=1)
 
     # ------------------------------------------------------------------ sets
     def _minus(self, box: np.ndarray, others: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -127,7 +126,7 @@ class StructuralZeros:
         for t in others:
             out = []
             for s in pieces:
-                blocks = [(a, a + dj) for a, dj in zip(self.offsets, self.d)]
+                blocks = [(a, a + dj) for a, dj in zip(self.offsets, self.d, strict=True)]
                 if any(not np.any(s[a:b] & t[a:b]) for a, b in blocks):
                     out.append(s)  # disjoint from t
                     continue
@@ -163,7 +162,7 @@ class StructuralZeros:
         miss = codes < 0
         rows = np.maximum(codes, 0) + self.offsets
         out = np.zeros(codes.shape[:-1], dtype=bool)
-        for box, wild in zip(self.boxes, self.wild):
+        for box, wild in zip(self.boxes, self.wild, strict=True):
             out |= np.where(miss, wild, box[rows]).all(axis=-1)
         return out
 
@@ -175,7 +174,7 @@ class StructuralZeros:
         bad = np.flatnonzero(complete & self.contains(codes))
         for i in np.flatnonzero(~complete):
             rec = np.zeros(self.L, dtype=bool)
-            for j, (a, dj) in enumerate(zip(self.offsets, self.d)):
+            for j, (a, dj) in enumerate(zip(self.offsets, self.d, strict=True)):
                 if codes[i, j] >= 0:
                     rec[a + codes[i, j]] = True
                 else:
@@ -196,7 +195,7 @@ class StructuralZeros:
         """``[H, B, p, K]`` ``log Σ_{c ∈ A_bj} φ_kj[c]`` (0 where the box leaves ``j`` free)."""
         H, _, K = phi.shape
         out = np.zeros((H, len(self.boxes), len(self.d), K))
-        for j, (a, dj) in enumerate(zip(self.offsets, self.d)):
+        for j, (a, dj) in enumerate(zip(self.offsets, self.d, strict=True)):
             m = self.boxes[:, a : a + dj].astype(np.float64)  # [B, dj]
             s = np.einsum("bc,hck->hbk", m, phi[:, a : a + dj, :])
             with np.errstate(divide="ignore"):
@@ -262,7 +261,7 @@ class StructuralZeros:
                           w.size - 1)
         box, z = np.divmod(pick, phi.shape[1])
         y = np.empty((count, p), dtype=np.int64)
-        for j, (a, dj) in enumerate(zip(self.offsets, self.d)):
+        for j, (a, dj) in enumerate(zip(self.offsets, self.d, strict=True)):
             wj = phi[a : a + dj, :].T[z] * self.boxes[box, a : a + dj]  # [count, dj]
             y[:, j] = _inverse_cdf(wj, rng)
         return y, z
@@ -338,7 +337,7 @@ class Augmentation:
             w = np.exp(logw - logw.max(axis=1, keepdims=True))
             zb = _inverse_cdf(w, rng)
             z[bad] = zb
-            for j, (a, dj) in enumerate(zip(zs.offsets, zs.d)):
+            for j, (a, dj) in enumerate(zip(zs.offsets, zs.d, strict=True)):
                 miss = cb[:, j] < 0
                 if miss.any():
                     y[bad[miss], j] = _inverse_cdf(phi[a : a + dj, :].T[zb[miss]], rng)
@@ -418,7 +417,7 @@ def pymc_log_allowed(zeros: StructuralZeros, log_pi: Any, log_phis: Sequence[Any
     import pytensor.tensor as pt
 
     terms = log_pi[:, None]  # [K, 1] + [K, B]
-    for j, (a, dj) in enumerate(zip(zeros.offsets, zeros.d)):
+    for j, (a, dj) in enumerate(zip(zeros.offsets, zeros.d, strict=True)):
         free = zeros.wild[:, j]
         if free.all():
             continue

@@ -70,6 +70,12 @@ class DPMPM(BayesianSynthesizer):
         NUTS on the class-marginalised model — only for small problems (label switching and
         multimodality make it far slower per effective draw); no missing-value imputation is
         needed there because missing entries are marginalised in the likelihood.
+    structural_zeros : DataFrame, path or list of mappings, optional
+        Impossible combinations (structural zeros) in NPBayesImputeCat's ``MCZ`` format: the
+        model's columns, one pattern per row, a missing value meaning any level (a CSV file:
+        an empty field). They get probability zero in the model (truncated-multinomial data
+        augmentation of Manrique-Vallier & Reiter 2014), in synthesis and in every likelihood
+        (normalised over the allowed cells). Saved with the model (``model.json``).
     tune, draws, chains, cores, random_seed, progressbar
         MCMC settings (see :class:`~bayes_risk.models.bayesian.BayesianSynthesizer`). Defaults:
         2 chains (run in parallel; ``cores=None`` is PyMC's choice, at most the number of CPUs)
@@ -109,6 +115,10 @@ class DPMPM(BayesianSynthesizer):
     ----------
     Dunson, D. B., Xing, C. (2009). Nonparametric Bayes modeling of multivariate categorical data.
     JASA 104(487), 1042–1051. https://doi.org/10.1198/jasa.2009.tm08439
+
+    Manrique-Vallier, D., Reiter, J. P. (2014). Bayesian estimation of discrete multivariate
+    latent structure models with structural zeros. JCGS 23(4), 1061–1079.
+    https://doi.org/10.1080/10618600.2013.844700
 
     Hu, J., Reiter, J. P., Wang, Q. (2014). Disclosure risk evaluation for fully synthetic
     categorical data. Privacy in Statistical Databases, LNCS 8744, 185–199.

@@ -39,7 +39,7 @@ def in_zeros(a, b, c):
 
 def schema(synthesized=NAMES):
     df = pd.DataFrame({n: pd.Categorical([1, 2], categories=list(range(1, d + 1)))
-                       for n, d in zip(NAMES, D)})
+                       for n, d in zip(NAMES, D, strict=True)})
     return infer_schema(df, synthesized=list(synthesized))
 
 
@@ -164,7 +164,7 @@ def test_dataset_loglik_in_each_mode():
                              synthesis_mode="posterior_class")
     pi, phis = post["pi"][0], [post[f"phi_{j}"][0] for j in range(3)]
     want = 0.0
-    for t, r in zip(y.itertuples(index=False), released.itertuples(index=False)):
+    for t, r in zip(y.itertuples(index=False), released.itertuples(index=False), strict=True):
         pk = pi * phis[0][:, :, t.a - 1] * phis[1][:, :, t.b - 1] * phis[2][:, :, t.c - 1]
         pk /= pk.sum(axis=1, keepdims=True)
         norm = sum(phis[2][:, :, c - 1] for c in (1, 2) if not in_zeros(r.a, r.b, c))
@@ -191,7 +191,7 @@ def test_own_record_delta_posterior_class():
         return np.log((pk * phis[1][:, :, 2] * phis[2][:, :, 1] / norm).sum(axis=1))
 
     assert np.all(got[:, 0] == -np.inf)
-    for g, (b, c) in enumerate(zip(cands.b, cands.c)):
+    for g, (b, c) in enumerate(zip(cands.b, cands.c, strict=True)):
         if g:
             np.testing.assert_allclose(got[:, g], ell(b, c) - ell(2, 1), rtol=1e-9)
 
@@ -341,3 +341,29 @@ def test_save_load_round_trip(tmp_path, ss16):
     assert impossible_share(back, mcz, syn) == 0.0
     for a, b in zip(syn, m.synthesize(2, random_seed=3), strict=True):
         pd.testing.assert_frame_equal(a, b)
+
+
+def test_attribute_risk_gives_impossible_candidates_probability_zero(ss16):
+    from bayes_risk.attribute import attribute_risk
+
+    data, mcz = ss16
+    data = data.iloc[:300].reset_index(drop=True)
+    m = DPMPM(n_components=5, tune=50, draws=100, chains=1, progressbar=False,
+              structural_zeros=mcz).fit(data, random_seed=1)
+    syn = m.synthesize(2, random_seed=2)
+    recs = [int(i) for i in np.flatnonzero(data["SCHL"].eq("Bachelor's degree"))[:2]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = attribute_risk(m, data, syn, recs, random_seed=3, progressbar=False, bootstrap=20)
+    for k, i in enumerate(recs):
+        post = res.candidate_posteriors(i)
+        full = post.copy()
+        for c in data.columns:
+            if c not in full.columns:
+                full[c] = data.loc[i, c]
+        inside = m._zeros.contains(m._encode(full[list(data.columns)]))
+        assert inside.any()  # AGEP = 16 or 17 with a Bachelor's degree
+        assert np.all(res.loglik[k][inside] == -np.inf)
+        assert np.all(post["posterior"].to_numpy()[inside] == 0.0)
+        assert np.isfinite(res.loglik[k][~inside]).all()
+        assert post["posterior"].sum() == pytest.approx(1.0)
