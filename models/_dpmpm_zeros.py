@@ -31,6 +31,7 @@ from bayes_risk.exceptions import SchemaError, ValidationError
 __all__ = ["StructuralZeros", "read_structural_zeros"]
 
 _MAX_REJECTION_ROUNDS = 10_000  # redraw rounds before a conditional is declared (near) empty
+_MAX_TABLE_CELLS = 1 << 25  # up to this many cells, membership is one lookup in a bool table
 
 
 def read_structural_zeros(obj: Any) -> pd.DataFrame:
@@ -118,6 +119,17 @@ class StructuralZeros:
         # wild[b, j]: box b allows every level of column j (factor 1, left out exactly)
         blocks = zip(self.offsets, self.d, strict=True)
         self.wild = np.stack([self.boxes[:, a : a + dj].all(axis=1) for a, dj in blocks], axis=1)
+        # sizes[b, j] = |A_bj|: the boxes are disjoint, so volumes add up
+        self.sizes = np.stack(
+            [self.boxes[:, a : a + dj].sum(axis=1) for a, dj in zip(self.offsets, self.d,
+                                                                   strict=True)], axis=1)
+        self._table = None
+        if float(np.prod(self.d.astype(np.float64))) <= _MAX_TABLE_CELLS:
+            table = np.zeros(tuple(int(x) for x in self.d), dtype=bool)
+            for box in self.boxes:
+                table[np.ix_(*[np.flatnonzero(box[a : a + dj])
+                               for a, dj in zip(self.offsets, self.d, strict=True)])] = True
+            self._table = table.ravel()
 
     # ------------------------------------------------------------------ sets
     def _minus(self, box: np.ndarray, others: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -160,6 +172,8 @@ class StructuralZeros:
         """
         codes = np.asarray(codes, dtype=np.int64)
         miss = codes < 0
+        if self._table is not None and not miss.any():
+            return self._table[np.ravel_multi_index(np.moveaxis(codes, -1, 0), self.d)]
         rows = np.maximum(codes, 0) + self.offsets
         out = np.zeros(codes.shape[:-1], dtype=bool)
         for box, wild in zip(self.boxes, self.wild, strict=True):
@@ -170,17 +184,17 @@ class StructuralZeros:
         """Raise if a record is impossible: complete and in ``S``, or every completion of its
         missing values in ``S``."""
         codes = np.asarray(codes, dtype=np.int64)
-        complete = (codes >= 0).all(axis=1)
-        bad = np.flatnonzero(complete & self.contains(codes))
-        for i in np.flatnonzero(~complete):
-            rec = np.zeros(self.L, dtype=bool)
-            for j, (a, dj) in enumerate(zip(self.offsets, self.d, strict=True)):
-                if codes[i, j] >= 0:
-                    rec[a + codes[i, j]] = True
-                else:
-                    rec[a : a + dj] = True
-            if not self._minus(rec, list(self.boxes)):
-                bad = np.append(bad, i)
+        miss = codes < 0
+        rows = np.maximum(codes, 0) + self.offsets
+        # the completions of record i form a box C_i; the boxes of S are disjoint, so C_i lies
+        # in S exactly when the volumes |C_i ∩ b| add up to |C_i|
+        total = np.prod(np.where(miss, self.d, 1).astype(np.float64), axis=1)
+        covered = np.zeros(len(codes))
+        for b, box in enumerate(self.boxes):
+            meets = np.where(miss, True, box[rows]).all(axis=1)
+            covered += meets * np.prod(np.where(miss, self.sizes[b], 1).astype(np.float64),
+                                       axis=1)
+        bad = np.flatnonzero(covered >= total)
         if bad.size:
             i = int(np.min(bad))
             raise SchemaError(
