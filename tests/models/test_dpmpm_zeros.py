@@ -367,3 +367,29 @@ def test_attribute_risk_gives_impossible_candidates_probability_zero(ss16):
         assert np.all(post["posterior"].to_numpy()[inside] == 0.0)
         assert np.isfinite(res.loglik[k][~inside]).all()
         assert post["posterior"].sum() == pytest.approx(1.0)
+
+
+def test_cli_fit_with_structural_zeros_then_synthesize(tmp_path, ss16, capsys):
+    import bayes_risk.cli as cli
+    from bayes_risk.data import SyntheticData
+
+    data, mcz = ss16
+    path = tmp_path / "data.csv"
+    data.iloc[:300].to_csv(path, index=False)
+    base = ["fit", str(path), "--method", "dpmpm", "--components", "4", "--tune", "20",
+            "--draws", "20", "--chains", "1", "--quiet", "--random-seed", "1"]
+    mdir, sdir = tmp_path / "model", tmp_path / "syn"
+    assert cli.main([*base, "--structural-zeros", str(mcz), "--out", str(mdir)]) == 0
+    meta = json.loads((mdir / "model.json").read_text())
+    assert len(meta["settings"]["structural_zeros"]) == 8
+    assert cli.main(["synthesize", "--model", str(mdir), "-m", "3", "--random-seed", "2",
+                     "--out", str(sdir)]) == 0
+    syn = SyntheticData.load(sdir)
+    assert impossible_share(load_model(mdir), mcz, syn) == 0.0
+    # a table that does not match the data: a clear error, no model folder
+    bad = tmp_path / "bad.csv"
+    pd.DataFrame({"AGE": ["16"]}).to_csv(bad, index=False)
+    capsys.readouterr()
+    rc = cli.main([*base, "--structural-zeros", str(bad), "--out", str(tmp_path / "m2")])
+    assert rc == 2 and "['AGE'] are not columns" in capsys.readouterr().err
+    assert not (tmp_path / "m2").exists()
