@@ -102,6 +102,10 @@ class _DPMPMCoding:
             codes = self._encode(data.iloc[rows], name="data")
             use = us_mask if mode == "conditional_us" else np.ones(len(s_mask), bool)
             logw = self._class_logw(codes, lp, lpi, use)[0]
+        if self._zeros is not None and mode == "posterior_class":
+            from bayes_risk.models import _dpmpm_zeros_loglik as zl
+
+            logw = zl.posterior_class_weights(self, draw, codes, logw)
         z = _draw_categorical(logw, rng)
         cols = {}
         phi = self._phi[draw]  # [L, K]
@@ -110,7 +114,15 @@ class _DPMPMCoding:
             cum = np.cumsum(phi[base : base + dj, :], axis=0).T[z]  # [n_rows, d_j]
             u = rng.random(len(rows)) * cum[:, -1]
             cj = np.minimum((cum < u[:, None]).sum(axis=1), dj - 1)
-            cols[schema.names[j]] = cj
+            cols[j] = cj
+        if self._zeros is not None:  # never an impossible record: rejection
+            from bayes_risk.models import _dpmpm_zeros_loglik as zl
+
+            before = (np.full((len(rows), len(s_mask)), -1, dtype=np.int64) if data is None
+                      else self._encode(data.iloc[rows], name="data"))
+            zl.fix_synthesis(self, draw, rng, before, np.broadcast_to(logw, (len(rows),
+                             logw.shape[1])), z, cols, keep_class=mode == "posterior_class")
+        cols = {schema.names[j]: v for j, v in cols.items()}
         if data is None:
             return pd.DataFrame(
                 {c: self._decode_column(cols[c], j) for j, c in enumerate(schema.names)}

@@ -81,6 +81,11 @@ class _DPMPMFitting:
                     signature=sig,
                     dtype="int64",
                 )
+                if self._zeros is not None:  # truncated to the allowed cells
+                    from bayes_risk.models._dpmpm_zeros import pymc_log_allowed
+
+                    pm.Potential("structural_zeros", -len(codes) * pymc_log_allowed(
+                        self._zeros, log_pi, log_phis))
         return model
 
     def pymc_model(self, records: pd.DataFrame | None = None, *, transforms: bool = False):
@@ -238,6 +243,7 @@ class _DPMPMFitting:
         with np.errstate(divide="ignore"):
             self._logphi = np.ascontiguousarray(np.log(phi))
         self.n_components = int(pi.shape[-1])
+        self._zeros = self._structural_zeros_for(schema)
 
     # ------------------------------------------------------------------ convergence
     def _convergence_quantities(self) -> dict[str, np.ndarray]:

@@ -49,7 +49,11 @@ class _DPMPMLikelihoods:
 
         self._check_fitted()
         codes = self._encode(records)
-        lp, lpi, _ = self._sub(draws)
+        lp, lpi, ph = self._sub(draws)
+        if self._zeros is not None:
+            from bayes_risk.models import _dpmpm_zeros_loglik as zl
+
+            return zl.record_loglik(self, codes, lp, lpi, ph)
         p = codes.shape[1]
         unknown = (codes == _UNKNOWN).any(axis=1)
         c = np.where(codes == _UNKNOWN, -1, codes)
@@ -76,6 +80,10 @@ class _DPMPMLikelihoods:
             datasets = [datasets]
         datasets = list(datasets)
         lp, lpi, ph = self._sub(draws)
+        if self._zeros is not None:
+            from bayes_risk.models import _dpmpm_zeros_loglik as zl
+
+            return zl.dataset_loglik(self, datasets, lp, lpi, ph)
         s_mask, us_mask = self._masks()
         p = len(s_mask)
         none = np.zeros(p, bool)
@@ -180,6 +188,11 @@ class _DPMPMLikelihoods:
         for l, z in enumerate(datasets):
             zc = self._encode(z.iloc[[pos]], name=f"synthetic dataset {l + 1}")[0]
             B = np.zeros((len(idx), lpi.shape[1]))
+            if self._zeros is not None:  # the synthesized part's normaliser given the class
+                from bayes_risk.models import _dpmpm_zeros_loglik as zl
+
+                B, inside = zl.own_record_terms(self, codes, zc, lp, lpi, self._phi[idx])
+                den[:, inside] = -np.inf
             for j in np.flatnonzero(s_mask):
                 if zc[j] == _UNKNOWN:
                     B[:] = -np.inf
@@ -266,6 +279,10 @@ class _DPMPMLikelihoods:
             threaded_ufunc(np.log, dest, out=dest, divide="ignore", invalid="ignore")
             if keep is not None:
                 dest[logged] = keep
+        if self._zeros is not None:  # zero on S, normalised over the allowed cells
+            from bayes_risk.models import _dpmpm_zeros_loglik as zl
+
+            zl.neighbourhood(self, codes, syn_cols, out, lpi, ph)
         return out
 
     def class_probabilities(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:

@@ -11,6 +11,7 @@ from pymc.step_methods.compound import BlockedStep, Competence
 from pymc.util import get_random_generator
 
 from bayes_risk.models import _dpmpm_kernels as kern
+from bayes_risk.models._dpmpm_zeros import Augmentation
 from bayes_risk.models._stick import (
     initial_memberships,
     label_switch_moves,
@@ -45,7 +46,7 @@ class DPMPMGibbs(BlockedStep):
     }
 
     def __init__(self, vars, *, codes, d, n_components, alpha_prior, dirichlet_prior,
-                 model=None, blocked=True, rng=None):
+                 zeros=None, model=None, blocked=True, rng=None):
         self.vars = vars
         self.rng = get_random_generator(rng)
         self.codes = np.ascontiguousarray(codes, dtype=np.int64)
@@ -61,6 +62,8 @@ class DPMPMGibbs(BlockedStep):
         self._y = None
         self._z = None
         self._sticks = None  # (log V, log(1 - V)) of the last sweep, for the label moves
+        self.zeros = zeros  # structural zeros (models._dpmpm_zeros) or None
+        self._aug = None
 
     def setup_chain(self, rng, tune, draws):
         super().setup_chain(rng, tune, draws)
@@ -81,12 +84,22 @@ class DPMPMGibbs(BlockedStep):
                 ).astype(np.int64)
             self._y = y
             self._z, alpha = initial_memberships(n, K, self.a_alpha, self.b_alpha, rng)
+            self._aug = None if self.zeros is None else Augmentation(self.zeros, self.codes)
+            if self._aug is not None:
+                self._aug.init_imputations(self._y, rng)
         else:
             alpha = float(point["alpha"])
             if K > 1 and self._sticks is not None:
                 nk0 = np.bincount(self._z, minlength=K)
-                self._z = label_switch_moves(nk0, *self._sticks, rng)[self._z]
+                if self._aug is not None:
+                    nk0 = nk0 + self._aug.class_sizes(K)
+                new_label = label_switch_moves(nk0, *self._sticks, rng)
+                self._z = new_label[self._z]
+                if self._aug is not None:
+                    self._aug.relabel(new_label)
         nk, c = kern.counts(self._y, self._z, self.offsets, L, K)
+        if self._aug is not None:  # the records the unrestricted model put in S
+            self._aug.add_counts(nk, c, self.offsets)
         new = dict(point)
         # step 2: sticks
         if K > 1:
@@ -117,6 +130,8 @@ class DPMPMGibbs(BlockedStep):
             self.codes, self.offsets, logphi, phi, log_pi, u_z,
             self.miss_i, self.miss_j, u_y, self._y, self._z,
         )
+        if self._aug is not None:  # truncation: fix imputations, draw augmented records
+            ll -= n * self._aug.step(self._y, self._z, phi, log_pi, rng)
         stats = {"loglik": float(ll), "k_occupied": int(np.count_nonzero(nk))}
         return new, [stats]
 

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import SchemaError, ValidationError
@@ -69,6 +70,12 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         NUTS on the class-marginalised model — only for small problems (label switching and
         multimodality make it far slower per effective draw); no missing-value imputation is
         needed there because missing entries are marginalised in the likelihood.
+    structural_zeros : DataFrame, path or list of mappings, optional
+        Impossible combinations (structural zeros) in NPBayesImputeCat's ``MCZ`` format: the
+        model's columns, one pattern per row, a missing value meaning any level (a CSV file:
+        an empty field). They get probability zero in the model (truncated-multinomial data
+        augmentation of Manrique-Vallier & Reiter 2014), in synthesis and in every likelihood
+        (normalised over the allowed cells). Saved with the model (``model.json``).
     tune, draws, chains, cores, random_seed, progressbar
         MCMC settings (see :class:`~bayes_risk.models.bayesian.BayesianSynthesizer`). Defaults:
         2 chains (run in parallel; ``cores=None`` is PyMC's choice, at most the number of CPUs)
@@ -109,6 +116,10 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
     Dunson, D. B., Xing, C. (2009). Nonparametric Bayes modeling of multivariate categorical data.
     JASA 104(487), 1042–1051. https://doi.org/10.1198/jasa.2009.tm08439
 
+    Manrique-Vallier, D., Reiter, J. P. (2014). Bayesian estimation of discrete multivariate
+    latent structure models with structural zeros. JCGS 23(4), 1061–1079.
+    https://doi.org/10.1080/10618600.2013.844700
+
     Hu, J., Reiter, J. P., Wang, Q. (2014). Disclosure risk evaluation for fully synthetic
     categorical data. Privacy in Statistical Databases, LNCS 8744, 185–199.
     https://doi.org/10.1007/978-3-319-11257-2_15
@@ -125,6 +136,7 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         dirichlet_prior: float = 1.0,
         synthesis_mode: str | None = None,
         sampler: str = "gibbs",
+        structural_zeros: Any = None,
         tune: int = 1000,
         draws: int = 500,
         chains: int = 2,
@@ -145,6 +157,8 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         self.dirichlet_prior = dirichlet_prior
         self.synthesis_mode = synthesis_mode
         self.sampler = sampler
+        self.structural_zeros = structural_zeros
+        self._zeros = None  # StructuralZeros of the fitted schema (models._dpmpm_zeros)
         self.warnings_: list[str] = []
         self.dtypes_: dict[str, str] = {}
 
@@ -177,6 +191,10 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
             )
         if self.sampler not in SAMPLERS:
             raise ValidationError(f"sampler must be one of {list(SAMPLERS)}. Got {self.sampler!r}.")
+        if self.structural_zeros is not None:
+            from bayes_risk.models._dpmpm_zeros import read_structural_zeros
+
+            read_structural_zeros(self.structural_zeros)
 
     @property
     def synthesis_mode_(self) -> str:
@@ -249,6 +267,9 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         flags = self._check_synthesized_records(records, len(data))
         self.dtypes_ = _dtypes_of(data)
         codes = self._encode(data, schema, name="data")
+        self._zeros = self._structural_zeros_for(schema)
+        if self._zeros is not None:
+            self._zeros.check_observed(codes)
         d = [len(c.levels) for c in schema]
         seed = self._seed_for_fit(random_seed)
         if self.sampler == "gibbs":
@@ -263,6 +284,7 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
                     n_components=int(self.n_components),
                     alpha_prior=tuple(float(x) for x in self.alpha_prior),
                     dirichlet_prior=float(self.dirichlet_prior),
+                    zeros=self._zeros,
                     model=model,
                 )
             dt = self._run_sampler(model, step=[step], random_seed=seed)
@@ -280,6 +302,24 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
 
     def _state_to_json(self) -> dict[str, Any]:
         return {"warnings": list(self.warnings_), "dtypes": dict(self.dtypes_)}
+
+    def _structural_zeros_for(self, schema: Schema) -> Any:
+        from bayes_risk.models._dpmpm_zeros import for_schema
+
+        return for_schema(self.structural_zeros, schema, self.synthesis_mode or (
+            "conditional_us" if schema.unsynthesized else "marginal"))
+
+    def _json_settings(self) -> dict[str, Any]:
+        out = super()._json_settings()
+        if self.structural_zeros is not None:  # the table itself, never a path or a frame
+            from bayes_risk.models._dpmpm_zeros import read_structural_zeros
+
+            out["structural_zeros"] = to_jsonable([
+                {c: (None if pd.isna(v) else v) for c, v in row.items()}
+                for row in read_structural_zeros(self.structural_zeros)
+                .astype(object).to_dict("records")
+            ])
+        return out
 
     def _state_from_json(self, state: dict[str, Any]) -> None:
         self.warnings_ = list(state.get("warnings", []))

@@ -76,6 +76,12 @@ MODEL_OPTIONS: tuple[ModelOption, ...] = (
     ModelOption("--dirichlet-prior", "dirichlet_prior", ("dpmpm",),
                 "dpmpm: Dirichlet parameter of the category probabilities (default 1)",
                 {"type": float, "metavar": "A"}),
+    ModelOption("--structural-zeros", "structural_zeros", ("dpmpm",),
+                "dpmpm: CSV of impossible combinations (structural zeros; NPBayesImputeCat's "
+                "MCZ format: one pattern per row, an empty field = any level). They get "
+                "probability zero in the model, the synthetic data and the risk likelihoods; "
+                "the table is saved in the model folder",
+                {"metavar": "FILE"}),
     ModelOption("--variant", "variant", ("poisson-mixture",),
                 "poisson-mixture: mp (mixture of Poissons), mm (totals preserved) or tcmm "
                 "(tail-collapsed MM, provisional)", {"choices": ["mp", "mm", "tcmm"]}),
