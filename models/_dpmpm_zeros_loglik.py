@@ -139,7 +139,7 @@ def _log_allowed_given(model: DPMPM, codes, lp, ph, us_mask) -> np.ndarray:
 
 def dataset_loglik(model: DPMPM, datasets, lp, lpi, ph) -> np.ndarray:
     """``[H, m]`` ``log p(Z_(l) | Θ)`` of the truncated model, in the model's synthesis mode."""
-    from bayes_risk.models.dpmpm import _UNKNOWN
+    from bayes_risk.models._dpmpm_coding import _UNKNOWN
 
     s_mask, us_mask = model._masks()
     p = len(s_mask)
