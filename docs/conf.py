@@ -86,6 +86,10 @@ nitpick_ignore = [
     ("py:class", "bayes_risk.models._dpmpm_fit._DPMPMFitting"),
     ("py:class", "bayes_risk.models._dpmpm_loglik._DPMPMLikelihoods"),
     ("py:class", "bayes_risk.models._dpmpm_coding._DPMPMCoding"),
+    ("py:class", "bayes_risk.models._cart_synthesis._CARTSynthesis"),
+    ("py:class", "bayes_risk.models._bayesian_synthesis._BayesianSynthesis"),
+    ("py:class", "bayes_risk.models._bayesian_convergence._BayesianConvergence"),
+    ("py:class", "bayes_risk.models._bayesian_io._BayesianPersistence"),
     # Members that docstrings name but that are not link targets: dataclass fields listed in an
     # "Attributes" section, and methods without a docstring of their own in the base class.
     ("py:attr", "records"),  # IdentificationResult.to_dataframe

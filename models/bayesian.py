@@ -41,36 +41,47 @@ Posterior draws are flattened **chain-major**: flattened index ``h = c * n_draws
 for chain ``c`` and draw ``d`` (as ``posterior.stack(sample=("chain", "draw"))`` does). Every
 ``[H, ...]`` array returned by a model, every ``draws=`` argument and every ``draw_index``
 recorded in :class:`~bayes_risk.data.SyntheticData` uses this order.
+
+Layout
+------
+The class is assembled from mixins, one module each: synthesis from the draws
+(``_bayesian_synthesis``), convergence diagnostics (``_bayesian_convergence``) and persistence
+(``_bayesian_io``: save/load, fingerprint, ``from_posterior``); the file names and thresholds
+they define are re-exported here.
 """
 
 from __future__ import annotations
 
-import os
 import warnings
 from abc import ABCMeta, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk._io import atomic_dir, to_jsonable, write_json
-from bayes_risk._rng import RandomSeed, as_generator, seed_to_json, spawn
+from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData
-from bayes_risk.data.validate import check_m, validate_table
+from bayes_risk.data.validate import validate_table
 from bayes_risk.exceptions import (
-    CALLER,
-    ConvergenceWarning,
     NotFittedError,
     SchemaError,
     ValidationError,
 )
+from bayes_risk.models._bayesian_convergence import ESS_MIN, RHAT_MAX, _BayesianConvergence
+from bayes_risk.models._bayesian_io import (
+    CONVERGENCE_FILE,
+    DATA_FILE,
+    FORMAT_VERSION,
+    POSTERIOR_FILE,
+    _BayesianPersistence,
+    _check_int,
+    table_fingerprint,
+)
+from bayes_risk.models._bayesian_synthesis import _BayesianSynthesis
 from bayes_risk.models.base import (
-    SETTINGS_FILE,
     BaseSynthesizer,
-    read_model_meta,
     synthesized_columns,
 )
 
@@ -87,22 +98,6 @@ __all__ = [
     "ESS_MIN",
 ]
 
-POSTERIOR_FILE = "posterior.nc"
-#: convergence record of a saved model (R-hat / ESS of the diagnosed quantities, warnings)
-CONVERGENCE_FILE = "convergence.json"
-DATA_FILE = "data.parquet"
-FORMAT_VERSION = 1
-#: R-hat above this flags non-convergence (Vehtari et al. 2021 recommend 1.01).
-RHAT_MAX = 1.01
-#: bulk/tail ESS below this flags too few effective draws (Vehtari et al. 2021: 100).
-ESS_MIN = 100.0
-
-
-def _check_int(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < minimum:
-        raise ValidationError(f"{name} must be an integer >= {minimum}. Got {value!r}.")
-    return int(value)
-
 
 def _check_complete(dt: Any, chains: int, draws: int) -> None:
     """PyMC returns the draws made so far when interrupted: a partial posterior is refused."""
@@ -113,28 +108,6 @@ def _check_complete(dt: Any, chains: int, draws: int) -> None:
             f"sampling interrupted: {got[0]} chain(s) x {got[1]} draws of the requested "
             f"{chains} x {draws}"
         )
-
-
-def table_fingerprint(data: pd.DataFrame, schema: Schema) -> str:
-    """SHA-256 of a table encoded by ``schema`` (categories as level codes, numbers as float64).
-
-    Identifies the fitted table without storing it: the same records in the same order give
-    the same fingerprint whatever the file format or dtypes they were read with.
-    """
-    import hashlib
-
-    from bayes_risk.data.validate import encode
-
-    h = hashlib.sha256()
-    h.update(f"{len(data)}|{'|'.join(schema.names)}".encode())
-    for spec in schema:
-        if spec.is_categorical:
-            col = encode(data, schema, [spec.name])[:, 0]
-        else:
-            col = pd.to_numeric(data[spec.name], errors="coerce").to_numpy(dtype=np.float64)
-            col = np.where(np.isnan(col), np.nan, col + 0.0)  # one NaN pattern, no -0.0
-        h.update(np.ascontiguousarray(col).tobytes())
-    return h.hexdigest()
 
 
 class _InterruptGuard:
@@ -192,7 +165,10 @@ class _InterruptGuard:
         return cb
 
 
-class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
+class BayesianSynthesizer(
+    _BayesianSynthesis, _BayesianConvergence, _BayesianPersistence, BaseSynthesizer,
+    metaclass=ABCMeta,
+):
     """Abstract base class of the PyMC-based synthesizers (not instantiated directly).
 
     Parameters
@@ -530,116 +506,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         """Whether :meth:`synthesize` needs the confidential records (saved with the model)."""
         return False
 
-    # ------------------------------------------------------------------ synthesis
-    @staticmethod
-    def _spread_draws(H: int, m: int) -> np.ndarray:
-        """``m`` flattened draw indices evenly spaced over ``0..H-1``, ending at the last draw:
-        ``h_l = floor(l H / m) - 1``, ``l = 1..m`` (spacing ``H/m``; Hu 2019 §3.2.5)."""
-        return ((np.arange(1, m + 1, dtype=np.int64) * H) // m - 1).astype(np.int64)
-
-    def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
-        """Generate ``m`` synthetic datasets, each from its own posterior draw.
-
-        The draws are evenly spaced over the (chain-major) flattened draws, ``floor(l H / m) - 1``
-        for ``l = 1..m``, so that they are far apart in the chain (Hu 2019 §3.2.5); each dataset
-        gets an independent child random stream of ``random_seed``.
-
-        Parameters
-        ----------
-        m : int
-            Number of synthetic datasets, ``1 <= m <= H``.
-        random_seed : RandomSeed
-            Seed of the synthesis draws (same seed, same datasets); default: the
-            ``random_seed`` setting.
-
-        Returns
-        -------
-        SyntheticData
-            ``datasets`` (same columns and row order as the original), ``draw_index`` (the
-            flattened posterior draw behind each dataset), ``schema``, ``settings`` and
-            ``synthesized_records``.
-
-        Raises
-        ------
-        NotFittedError
-            Before ``fit``.
-        ValidationError
-            If ``m`` is not an integer in ``1..H``.
-        """
-        self._check_fitted("synthesize")
-        m = check_m(m)
-        random_seed = self._seed(random_seed)
-        H = self.n_draws
-        if m > H:
-            raise ValidationError(
-                f"m = {m} synthetic datasets need m distinct posterior draws, but the model has "
-                f"only H = {H}; sample more draws."
-            )
-        idx = self._spread_draws(H, m)
-        rngs = spawn(random_seed, m)
-        datasets = [
-            self._synthesize_one(int(h), rng, self.data_)
-            for h, rng in zip(idx, rngs, strict=True)
-        ]
-        return SyntheticData(
-            datasets=datasets,
-            method=self.method_name,
-            settings=to_jsonable(self._json_settings()),
-            random_seed=seed_to_json(random_seed),
-            draw_index=[int(h) for h in idx],
-            schema=self.schema_,
-            synthesized_records=self.synthesized_records_,
-            extra={"model_class": self.model_class, "ratio_form": self.ratio_form},
-        )
-
-    def posterior_replicates(
-        self,
-        n: int | None,
-        *,
-        columns: Sequence[str] | None = None,
-        chunk_size: int = 50,
-        random_seed: RandomSeed = None,
-        start: int = 0,
-    ) -> Iterator[list[pd.DataFrame]]:
-        """Draw posterior-predictive replicates of synthesized columns, in chunks.
-
-        Replicate ``r`` takes a posterior draw ``θ_h`` uniformly at random among the ``H`` stored
-        draws and then synthesizes exactly as :meth:`synthesize` does with that draw (given the
-        unsynthesized columns; under partial synthesis only the selected records change), so
-        the released datasets are such replicates too (Drechsler & Reiter 2008, eq. 5). Each
-        replicate uses its own child stream ``r`` of ``random_seed``: the replicates do not depend
-        on ``chunk_size``, and ``start`` continues a run.
-
-        Parameters
-        ----------
-        n : int or None
-            Number of replicates (``None``: chunks until the caller stops).
-        columns : sequence of str, optional
-            Synthesized columns to return (default: all synthesized columns).
-        chunk_size : int
-            Replicates per yielded list (memory; the values do not depend on it).
-        random_seed : RandomSeed
-            Seed of the replicates.
-        start : int
-            Index of the first replicate.
-
-        Yields
-        ------
-        list of DataFrame
-            Up to ``chunk_size`` tables ``[n_records, len(columns)]`` in record order.
-        """
-        from bayes_risk.models._replicates import check_replicate_columns, iter_replicates
-
-        self._check_fitted()
-        cols = check_replicate_columns(columns, self.schema_.synthesized, type(self).__name__)
-        H = self.n_draws
-
-        def draw_one(rng: np.random.Generator) -> pd.DataFrame:
-            return self._synthesize_one(int(rng.integers(H)), rng, self.data_)
-
-        return iter_replicates(draw_one, n, columns=cols, chunk_size=chunk_size,
-                               random_seed=random_seed, start=start)
-
     @abstractmethod
     def _synthesize_one(
         self, draw: int, rng: np.random.Generator, data: pd.DataFrame | None
@@ -650,6 +516,18 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         ``None``). Must return the original's columns in order, ``n_records`` rows, unsynthesized
         columns unchanged, and draw only from ``rng``.
         """
+
+    # Public methods written in the _bayesian_* modules, bound here so that the API page (which
+    # lists a class's own members) documents them with the class (classmethods as such).
+    synthesize = _BayesianSynthesis.synthesize
+    posterior_replicates = _BayesianSynthesis.posterior_replicates
+    convergence_report = _BayesianConvergence.convergence_report
+    mcmc_warnings = _BayesianConvergence.mcmc_warnings
+    convergence_summary = _BayesianConvergence.convergence_summary
+    save = _BayesianPersistence.save
+    load = _BayesianPersistence.__dict__["load"]
+    check_fingerprint = _BayesianPersistence.check_fingerprint
+    from_posterior = _BayesianPersistence.__dict__["from_posterior"]
 
     # ------------------------------------------------------------------ protocol (abstract)
     @abstractmethod
@@ -678,424 +556,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     @abstractmethod
     def _convergence_quantities(self) -> dict[str, np.ndarray]:
         """Label-invariant scalars to diagnose, each an array ``[chain, draw]``."""
-
-    def convergence_report(self, *, warn: bool = False) -> pd.DataFrame:
-        """Rank-normalised bulk/tail ESS and R-hat of label-invariant scalars.
-
-        Mixture labels switch freely, so component-wise parameters are not diagnosed; the model
-        supplies quantities that do not depend on labels (log-likelihood, cell probabilities,
-        concentration, number of occupied components). With one chain, R-hat is computed on the
-        chain split in two halves (split-R-hat). Computed with ``arviz_stats.ess`` /
-        ``arviz_stats.rhat``.
-
-        Parameters
-        ----------
-        warn : bool
-            Issue a :class:`ConvergenceWarning` naming the quantities with R-hat > 1.01 or
-            bulk/tail ESS < 100 (Vehtari et al. 2021).
-
-        Returns
-        -------
-        DataFrame
-            Index: quantity; columns ``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``rhat``,
-            ``flag`` (``""``, ``"RHAT_HIGH"``, ``"LOW_ESS"`` or both joined by ``","``).
-
-        References
-        ----------
-        Vehtari, A., Gelman, A., Simpson, D., Carpenter, B., Bürkner, P.-C. (2021). Rank-
-        normalization, folding, and localization: an improved R-hat for assessing convergence of
-        MCMC. Bayesian Analysis 16(2), 667–718. https://doi.org/10.1214/20-BA1221
-        """
-        import arviz_stats
-
-        self._check_fitted()
-        rows = []
-        for name, x in self._convergence_quantities().items():
-            x = np.asarray(x, dtype=np.float64)
-            if x.ndim == 1:
-                x = x[None, :]
-            finite = np.all(np.isfinite(x))
-            if x.shape[1] < 4 or not finite:
-                rows.append((name, np.nanmean(x), np.nanstd(x), np.nan, np.nan, np.nan))
-                continue
-            xr_ = x if x.shape[0] > 1 else x[:, : 2 * (x.shape[1] // 2)].reshape(2, -1)
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore")
-                eb = float(arviz_stats.ess(x, method="bulk"))
-                et = float(arviz_stats.ess(x, method="tail", prob=(0.05, 0.95)))
-                rh = float(arviz_stats.rhat(xr_))
-            if np.ptp(x) == 0:  # a constant (e.g. K = 1): nothing to diagnose
-                eb, et, rh = float(x.size), float(x.size), 1.0
-            rows.append((name, float(x.mean()), float(x.std()), eb, et, rh))
-        df = pd.DataFrame(rows, columns=["quantity", "mean", "sd", "ess_bulk", "ess_tail", "rhat"])
-        df = df.set_index("quantity")
-        flags = []
-        for _, r in df.iterrows():
-            f = []
-            if np.isfinite(r.rhat) and r.rhat > RHAT_MAX:
-                f.append("RHAT_HIGH")
-            if (np.isfinite(r.ess_bulk) and r.ess_bulk < ESS_MIN) or (
-                np.isfinite(r.ess_tail) and r.ess_tail < ESS_MIN
-            ):
-                f.append("LOW_ESS")
-            flags.append(",".join(f))
-        df["flag"] = flags
-        if warn:
-            for w in self._convergence_warnings(df):
-                warnings.warn(ConvergenceWarning(w["message"], code=w["code"]),
-                              skip_file_prefixes=CALLER)
-        return df
-
-    def _convergence_warnings(self, df: pd.DataFrame) -> list[dict[str, Any]]:
-        """One structured warning per failed check of a convergence table (code, quantities,
-        message)."""
-        out = []
-        for code, what in (("RHAT_HIGH", f"R-hat > {RHAT_MAX}"),
-                           ("LOW_ESS", f"bulk or tail ESS < {ESS_MIN:.0f}")):
-            bad = df[[code in str(f).split(",") for f in df["flag"]]] if len(df) else df
-            if not len(bad):
-                continue
-            desc = "; ".join(
-                f"{q}: R-hat {r.rhat:.3f}, ESS bulk {r.ess_bulk:.0f}, tail {r.ess_tail:.0f}"
-                for q, r in bad.iterrows()
-            )
-            out.append({
-                "code": code,
-                "quantities": [str(q) for q in bad.index],
-                "message": (
-                    f"{type(self).__name__}: MCMC may not have converged ({what}: {desc}) "
-                    f"({code}). Run longer chains (more tune/draws) or more chains; see "
-                    "convergence_report()."
-                ),
-            })
-        return out
-
-    def mcmc_warnings(self) -> list[dict[str, Any]]:
-        """Structured MCMC warnings of this fit: failed convergence checks and model codes.
-
-        Returns
-        -------
-        list of dict
-            Each with ``code`` (``"RHAT_HIGH"``, ``"LOW_ESS"``, or a model code such as
-            ``"TRUNCATION_TOO_SMALL"``), ``quantities`` (the diagnosed quantities concerned)
-            and ``message``.
-        """
-        self._check_fitted()
-        if self.convergence_ is None:
-            self.convergence_ = self.convergence_report(warn=False)
-        out = self._convergence_warnings(self.convergence_)
-        for code in getattr(self, "warnings_", None) or []:
-            if code not in {w["code"] for w in out}:
-                out.append({"code": str(code), "quantities": [],
-                            "message": f"{type(self).__name__}: {code}"})
-        return out
-
-    def convergence_summary(self) -> dict[str, Any]:
-        """JSON-ready convergence record of the fit (written to ``convergence.json`` by
-        :meth:`save`; included in the outputs of every run that uses the model).
-
-        Returns
-        -------
-        dict
-            ``chains``, ``draws`` (per chain), ``tune``, ``thresholds`` (R-hat, ESS),
-            ``quantities`` (per diagnosed quantity: ``mean``, ``sd``, ``ess_bulk``,
-            ``ess_tail``, ``rhat``, ``flag``), ``warnings`` (:meth:`mcmc_warnings`) and
-            ``passed`` (no failed check).
-        """
-        warns = self.mcmc_warnings()
-        post = self.posterior_["posterior"]
-        return to_jsonable({
-            "model": type(self).__name__,
-            "chains": int(post.sizes["chain"]),
-            "draws": int(post.sizes["draw"]),
-            "tune": int(self.tune),
-            "thresholds": {"rhat_max": RHAT_MAX, "ess_min": ESS_MIN},
-            "quantities": {
-                str(q): {k: (float(v) if k != "flag" else v) for k, v in r.items()}
-                for q, r in self.convergence_.iterrows()
-            },
-            "warnings": warns,
-            "passed": not warns,
-        })
-
-    # ------------------------------------------------------------------ persistence
-    def _json_settings(self) -> dict[str, Any]:
-        params = self.get_params()
-        params["random_seed"] = seed_to_json(params.get("random_seed"))
-        return to_jsonable(params)
-
-    def _state_to_json(self) -> dict[str, Any]:
-        """Extra fitted state written to ``model.json`` (JSON-serialisable)."""
-        return {}
-
-    def _state_from_json(self, state: Mapping[str, Any]) -> None:
-        """Restore what :meth:`_state_to_json` wrote."""
-
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Save the fitted model as a folder, atomically.
-
-        The folder holds ``posterior.nc`` (the posterior DataTree as NetCDF, h5netcdf engine),
-        ``model.json`` (``method``, ``settings``, ``schema``, ``format_version``, number of
-        records, synthesized-record flags, model state) and, when synthesis needs them (partial
-        synthesis, class-O modes), the confidential records as ``data.parquet``. **The folder is
-        then as confidential as the data**: release only the synthetic datasets, never the model
-        folder.
-
-        Returns
-        -------
-        Path
-            The folder written.
-        """
-        self._check_fitted()
-        meta = {
-            "format": "bayes-risk model",
-            "format_version": FORMAT_VERSION,
-            "method": self.method_name,
-            "class": type(self).__name__,
-            "settings": self._json_settings(),
-            "schema": self.schema_.to_dict(),
-            "n_records": int(self._n_records),
-            "n_draws": self.n_draws,
-            "draw_order": "chain-major: h = chain * draws_per_chain + draw",
-            "synthesized_records": None
-            if self.synthesized_records_ is None
-            else [int(i) for i in np.flatnonzero(self.synthesized_records_)],
-            "data_file": DATA_FILE if self.data_ is not None else None,
-            "confidential": self.data_ is not None,
-            "state": to_jsonable(self._state_to_json()),
-            # a hash of the encoded fitted table (never the data): checks the original later
-            "data_fingerprint": getattr(self, "data_fingerprint_", None),
-        }
-        with atomic_dir(path) as tmp:
-            self.posterior_.to_netcdf(tmp / POSTERIOR_FILE, engine="h5netcdf")
-            if self.data_ is not None:
-                self.data_.to_parquet(tmp / DATA_FILE, index=False)
-            write_json(tmp / SETTINGS_FILE, meta)
-            write_json(tmp / CONVERGENCE_FILE, self.convergence_summary())
-        return Path(path)
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> BayesianSynthesizer:
-        """Load a model saved with :meth:`save` (no pickle: NetCDF + JSON + Parquet).
-
-        Raises
-        ------
-        ValidationError
-            If the folder is not a saved model of this class or a file is missing.
-        """
-        import xarray as xr
-
-        p, meta = read_model_meta(path)
-        if meta.get("method") != cls.method_name:
-            raise ValidationError(
-                f"{p} holds a {meta.get('method')!r} model, not {cls.method_name!r}; use "
-                "bayes_risk.models.load_model(path)."
-            )
-        if int(meta.get("format_version", 0)) > FORMAT_VERSION:
-            raise ValidationError(
-                f"{p} was written by a newer bayes-risk (format version "
-                f"{meta.get('format_version')}); upgrade bayes-risk to read it."
-            )
-        post_file = p / POSTERIOR_FILE
-        if not post_file.is_file():
-            raise ValidationError(f"{p}: {POSTERIOR_FILE} is missing.")
-        try:
-            with xr.open_datatree(post_file, engine="h5netcdf") as dt:
-                posterior = dt.load().copy()
-        except (OSError, ValueError, KeyError, TypeError, RuntimeError) as err:
-            raise ValidationError(
-                f"the model folder {str(p)!r} is damaged: {POSTERIOR_FILE} cannot be read "
-                f"({type(err).__name__}: {' '.join(str(err).split())[:200]}); fit the model "
-                "again.",
-                code="MODEL_DAMAGED",
-            ) from err
-        # JSON has no tuples: sequence settings come back as tuples (as the defaults are)
-        settings = {
-            k: tuple(v) if isinstance(v, list) else v for k, v in meta.get("settings", {}).items()
-        }
-        obj = cls(**settings)
-        data = None
-        if meta.get("data_file"):
-            dfile = p / meta["data_file"]
-            if not dfile.is_file():
-                raise ValidationError(
-                    f"{p}: {meta['data_file']} (the confidential data) is missing."
-                )
-            data = pd.read_parquet(dfile)
-        flags = None
-        if meta.get("synthesized_records") is not None:
-            flags = np.zeros(int(meta["n_records"]), dtype=bool)
-            flags[np.asarray(meta["synthesized_records"], dtype=np.int64)] = True
-        schema = Schema.from_dict(meta["schema"])
-        obj._state_from_json(meta.get("state") or {})
-        obj._validate_posterior(posterior, schema)
-        obj._set_fitted(
-            posterior,
-            schema,
-            int(meta["n_records"]),
-            data=data,
-            synthesized_records=flags,
-            check_convergence=False,
-        )
-        obj.data_ = data
-        obj.data_fingerprint_ = meta.get("data_fingerprint")
-        return obj
-
-    def check_fingerprint(self, data: pd.DataFrame) -> str | None:
-        """Whether ``data`` is the table this model was fitted to.
-
-        Compares the SHA-256 fingerprint (``table_fingerprint``) of ``data`` (its schema
-        columns) with the one stored at fit time. Returns ``None`` when they agree (or no
-        fingerprint was stored: a model saved by an older version), otherwise a short
-        description of the difference.
-        """
-        self._check_fitted()
-        stored = getattr(self, "data_fingerprint_", None)
-        if stored is None:
-            return None
-        missing = [c for c in self.schema_.names if c not in data.columns]
-        if missing:
-            return f"it lacks column(s) {missing}"
-        if len(data) != self._n_records:
-            return f"it has {len(data)} records, the fitted table {self._n_records}"
-        try:
-            fp = table_fingerprint(data[self.schema_.names].reset_index(drop=True), self.schema_)
-        except (ValueError, TypeError) as err:  # SchemaError: a level the model never saw
-            return " ".join(str(err).split())
-        return None if fp == stored else "same size, different values"
-
-    @classmethod
-    def from_posterior(
-        cls,
-        posterior: xr.DataTree | Mapping[str, Any],
-        schema: Schema,
-        *,
-        n_records: int | None = None,
-        data: pd.DataFrame | None = None,
-        synthesized_records: np.ndarray | None = None,
-        **settings: Any,
-    ) -> BayesianSynthesizer:
-        """Build a fitted model from posterior draws made elsewhere (Stan, brms, another chain).
-
-        Parameters
-        ----------
-        posterior : DataTree or mapping of name → array
-            A DataTree with a ``posterior`` group, or arrays whose leading dimensions are
-            ``(chain, draw)``, or only ``(draw,)`` for one chain. Variable names and shapes are
-            model specific (see the subclass's ``_validate_posterior``).
-        schema : Schema
-            Columns, types, levels and roles of the data the draws were fitted to.
-        n_records : int, optional
-            Number of records to synthesize per dataset (default: ``len(data)``).
-        data : DataFrame, optional
-            The confidential data, needed for partial synthesis and class-O modes.
-        synthesized_records : array of bool, optional
-            Records to synthesize (default all).
-        **settings
-            Model settings (``__init__`` arguments).
-
-        Returns
-        -------
-        BayesianSynthesizer
-            A fitted model; convergence is reported on the given draws.
-        """
-        obj = cls(**settings)
-        if not isinstance(schema, Schema):
-            raise ValidationError(f"schema must be a Schema. Got {type(schema).__name__}.")
-        if not schema.synthesized:  # no roles given: full synthesis, as in fit
-            schema = schema.with_roles(schema.names)
-        dt = obj._as_datatree(posterior)
-        if data is not None:
-            data, _ = obj._prepare_data(data, schema=schema, allow_nan=True)
-        if n_records is None:
-            if data is None:
-                raise ValidationError(
-                    "from_posterior needs n_records or data (the number of "
-                    "records per synthetic dataset)."
-                )
-            n_records = len(data)
-        n_records = _check_int(n_records, "n_records", 1)
-        if synthesized_records is not None:
-            synthesized_records = np.asarray(synthesized_records, dtype=bool)
-            if synthesized_records.shape != (n_records,):
-                raise ValidationError(
-                    f"synthesized_records must have one flag per record ({n_records})."
-                )
-            if data is None:
-                # the records that are not synthesized are released unchanged: copied from data
-                raise ValidationError(
-                    "synthesized_records (partial synthesis of selected records) needs the "
-                    "confidential data: pass data=..."
-                )
-        obj._validate_posterior(dt, schema)
-        if obj._needs_data_for_synthesis_given(schema) and data is None:
-            raise ValidationError(
-                "this model's synthesis mode needs the confidential data: pass data=..."
-            )
-        obj._set_fitted(dt, schema, n_records, data=data, synthesized_records=synthesized_records)
-        obj.data_ = data if obj._needs_data_for_synthesis() else None
-        return obj
-
-    def _needs_data_for_synthesis_given(self, schema: Schema) -> bool:
-        """Like :meth:`_needs_data_for_synthesis` before ``schema_`` is set."""
-        old = self.schema_
-        self.schema_ = schema
-        try:
-            return self._needs_data_for_synthesis()
-        finally:
-            self.schema_ = old
-
-    def _event_ndims(self) -> dict[str, int]:
-        """Number of non-sample dimensions of each posterior variable (for dict input)."""
-        return {}
-
-    def _as_datatree(self, posterior: Any) -> xr.DataTree:
-        import xarray as xr
-
-        if isinstance(posterior, xr.DataTree):
-            if "posterior" not in posterior.children:
-                raise ValidationError("the posterior DataTree has no 'posterior' group.")
-            post = posterior["posterior"]
-            for d in ("chain", "draw"):
-                if d not in post.dims:
-                    raise ValidationError(f"the posterior group has no {d!r} dimension.")
-            return posterior.copy()
-        if not isinstance(posterior, Mapping):
-            raise ValidationError(
-                "posterior must be an xarray.DataTree or a mapping of variable name to array. "
-                f"Got {type(posterior).__name__}."
-            )
-        ev = self._event_ndims()
-        arrays: dict[str, np.ndarray] = {}
-        for name, val in posterior.items():
-            a = np.asarray(val, dtype=np.float64)
-            if name not in ev:
-                raise ValidationError(
-                    f"posterior variable {name!r} is not a parameter of {type(self).__name__}; "
-                    f"expected some of {sorted(ev)}."
-                )
-            if a.ndim == ev[name] + 1:
-                a = a[None, ...]
-            elif a.ndim != ev[name] + 2:
-                raise ValidationError(
-                    f"posterior variable {name!r} must have shape (chain, draw, ...) or "
-                    "(draw, ...) "
-                    f"with {ev[name]} parameter dimension(s). Got shape {a.shape}."
-                )
-            arrays[name] = a
-        shapes = {a.shape[:2] for a in arrays.values()}
-        if len(shapes) != 1:
-            raise ValidationError(
-                f"posterior variables disagree on (chain, draw): {sorted(shapes)}."
-            )
-        ds = xr.Dataset(
-            {
-                k: (["chain", "draw", *[f"{k}_dim_{i}" for i in range(v.ndim - 2)]], v)
-                for k, v in arrays.items()
-            }
-        )
-        ds = ds.assign_coords(chain=np.arange(ds.sizes["chain"]), draw=np.arange(ds.sizes["draw"]))
-        return xr.DataTree.from_dict({"posterior": ds})
 
     @abstractmethod
     def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:

@@ -6,29 +6,33 @@ record copies the value of a donor drawn from its leaf with Dirichlet(1, …, 1)
 2005; Drechsler & Reiter 2008; Wang & Reiter 2012). Options cover synthpop's variant (uniform
 donor, random descent for unroutable records) and per-leaf truncated Gaussian kernel smoothing.
 
-Also defines the leaf likelihoods used by the attribute-risk engine for tree synthesizers
+Also exports the leaf likelihoods used by the attribute-risk engine for tree synthesizers
 (methods, Tree synthesizers: plug-in likelihoods): :func:`polya_logprob`,
 :func:`truncated_kde_logpdf` and its per-centre terms :func:`kernel_log_terms` (densities, or
 probabilities of rounded output values).
+
+The module is split in three: the class with its fit (here, with the helpers the other tree
+synthesizers share), the leaf likelihoods (``_cart_leaf``) and routing and synthesis from the
+fitted trees (``_cart_synthesis``, a mixin of the class).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.special import gammaln, log_ndtr
 
-from bayes_risk._numeric import logsumexp
 from bayes_risk._progress import progress
-from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, seed_to_json, spawn
+from bayes_risk._rng import RandomSeed, replayable_seed, seed_to_json, spawn
 from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import check_m, validate_table
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models._trees import Design, SeqTree, column_codes, segment_choice
+from bayes_risk.models._cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
+from bayes_risk.models._cart_synthesis import _CARTSynthesis
+from bayes_risk.models._trees import Design, SeqTree, column_codes
 from bayes_risk.models.base import (
     BaseSynthesizer,
     check_is_fitted,
@@ -43,250 +47,6 @@ __all__ = [
     "kernel_log_terms",
     "records_mask",
 ]
-
-
-# --------------------------------------------------------------------------------------------
-# closed-form leaf likelihoods (Reiter 2005; Wang & Reiter 2012)
-# --------------------------------------------------------------------------------------------
-def polya_logprob(donor_values: Sequence[Any], synthetic_values: Sequence[Any]) -> float:
-    """Log-probability of an ordered sequence of synthetic values drawn from one leaf.
-
-    Under the per-leaf Bayesian bootstrap (Reiter 2005; Wang & Reiter 2012) the synthetic values
-    routed to a leaf are a Pólya-urn (Dirichlet–multinomial) sequence:
-    ``P = Γ(n_L)/Γ(n_L + u_L) · Π_c Γ(n_c + s_c)/Γ(n_c)`` (Pólya urn probability).
-
-    Parameters
-    ----------
-    donor_values : sequence
-        Confidential values of the leaf's training records (``n_L`` of them; categorical labels
-        or numbers, compared exactly).
-    synthetic_values : sequence
-        Synthetic values of the ``u_L`` records routed to the leaf, as an ordered sequence.
-
-    Returns
-    -------
-    float
-        ``log P``; ``-inf`` when a synthetic value is not among the donors.
-
-    Raises
-    ------
-    ValidationError
-        If there are no donors.
-
-    Examples
-    --------
-    >>> round(float(np.exp(polya_logprob(["a", "a", "a", "b"], ["a", "b"]))), 6)
-    0.15
-    """
-    donors = np.asarray(donor_values, dtype=object).ravel()
-    syn = np.asarray(synthetic_values, dtype=object).ravel()
-    if donors.size == 0:
-        raise ValidationError("donor_values must hold at least one donor value.")
-    if syn.size == 0:
-        return 0.0
-    levels, n_c = np.unique(np.asarray(donors.tolist()), return_counts=True)
-    lookup = {v: k for k, v in enumerate(levels.tolist())}
-    s_c = np.zeros(levels.size, dtype=np.int64)
-    for v in np.asarray(syn.tolist()).tolist():
-        k = lookup.get(v)
-        if k is None:
-            return float("-inf")
-        s_c[k] += 1
-    n_l, u_l = donors.size, syn.size
-    return float(
-        gammaln(n_l) - gammaln(n_l + u_l) + np.sum(gammaln(n_c + s_c) - gammaln(n_c))
-    )
-
-
-def _log_ndtr_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``log(Φ(b) − Φ(a))`` for ``a < b`` (computed stably; mirrored when ``a > 0``)."""
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    flip = a > 0
-    lo = np.where(flip, -b, a)
-    hi = np.where(flip, -a, b)
-    lb = log_ndtr(hi)
-    la = log_ndtr(lo)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return lb + np.log1p(-np.exp(la - lb))
-
-
-def _rounding_interval(
-    z: np.ndarray, lo: float, hi: float, decimals: int, integer_output: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """Interval ``[a, b]`` of kernel draws ``x ∈ [lo, hi]`` that are released as ``z``.
-
-    The synthesizer outputs ``F(clip(round(x, decimals), lo, hi))`` with ``F`` a final rounding to
-    integer for integer-dtype columns (:meth:`CARTSynthesizer._synthesize_one`). A value on the
-    ``10**-decimals`` grid inside ``[lo, hi]`` comes from its rounding cell; when ``lo`` (``hi``)
-    is off the grid (a candidate value, say), the cell that rounds below ``lo`` (above ``hi``) is
-    clipped to ``lo`` (``hi``). Empty intervals have ``a >= b``.
-    """
-    step = 10.0 ** (-decimals)
-    tol = 1e-6 * step
-    half = 0.5 * step
-    k = np.round(z / step)
-    on_grid = np.abs(z - k * step) <= tol
-    interior = on_grid & (z >= lo - tol) & (z <= hi + tol)
-    a = np.where(interior, np.maximum(z - half, lo), np.inf)
-    b = np.where(interior, np.minimum(z + half, hi), -np.inf)
-    kl = np.round(lo / step)
-    if kl * step < lo - tol:  # draws in [lo, (kl + 1/2) step) round below lo and are clipped up
-        z_lo = float(np.round(lo)) if integer_output else lo
-        hit = np.abs(z - z_lo) <= tol
-        a = np.where(hit, np.minimum(a, lo), a)
-        b = np.where(hit, np.maximum(b, min((kl + 0.5) * step, hi)), b)
-    kh = np.round(hi / step)
-    if kh * step > hi + tol:
-        z_hi = float(np.round(hi)) if integer_output else hi
-        hit = np.abs(z - z_hi) <= tol
-        a = np.where(hit, np.minimum(a, max((kh - 0.5) * step, lo)), a)
-        b = np.where(hit, np.maximum(b, hi), b)
-    return a, b
-
-
-def kernel_log_terms(
-    z: np.ndarray,
-    centres: np.ndarray,
-    h: float,
-    lo: float,
-    hi: float,
-    *,
-    decimals: int | None = None,
-    integer_output: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-centre terms of the truncated kernel mixture of Wang & Reiter 2012.
-
-    The mixture with centre weights ``c_k`` is
-    ``p(z) = Σ_k c_k K_k(z) / Σ_k c_k M_k``: ``K_k`` is the Gaussian kernel density
-    ``φ((z − b_k)/h)/h`` on ``[lo, hi]`` (``0`` outside) or, when the synthesizer rounds its
-    output (``decimals`` given), the kernel's mass over the interval of draws that are output as
-    ``z`` (:func:`_rounding_interval`); ``M_k = Φ((hi − b_k)/h) − Φ((lo − b_k)/h)`` is the kernel's
-    mass on the support (truncation of the whole mixture). When no smoothing is possible
-    (``lo == hi`` or ``h <= 0``) the synthesizer outputs the centres themselves (rounded and
-    clipped): ``K_k`` is then the indicator that ``z`` equals that output and ``M_k = 1``.
-
-    Parameters
-    ----------
-    z : array, shape (n_z,)
-        Synthetic values.
-    centres : array, shape (n,)
-        Kernel centres (bootstrap values or donor values).
-    h : float
-        Bandwidth.
-    lo, hi : float
-        Support.
-    decimals : int, optional
-        Output rounded to this many decimals (0 for integers); ``None``: not rounded (densities).
-    integer_output : bool
-        The column's dtype is integer: the clipped value is rounded once more to an integer.
-
-    Returns
-    -------
-    log_k : ndarray, shape (n_z, n)
-        ``log K_k(z)`` (``-inf`` where ``z`` cannot come from kernel ``k``).
-    log_m : ndarray, shape (n,)
-        ``log M_k``.
-    """
-    z = np.asarray(z, dtype=np.float64).ravel()
-    b = np.asarray(centres, dtype=np.float64).ravel()
-    if lo >= hi or not h > 0:
-        if decimals is not None:
-            out = np.clip(np.round(b, decimals), lo, hi)
-            out = np.round(out) if integer_output else out
-            tol = 1e-6 * 10.0 ** (-decimals)
-        else:
-            out = b
-            tol = 1e-9 * np.maximum(1.0, np.abs(z))[:, None]
-        hit = np.abs(z[:, None] - out[None, :]) <= tol
-        return np.where(hit, 0.0, -np.inf), np.zeros(b.size)
-    log_m = _log_ndtr_diff((lo - b) / h, (hi - b) / h)
-    if decimals is None:
-        zk = (z[:, None] - b[None, :]) / h
-        log_k = -0.5 * zk**2 - 0.5 * np.log(2 * np.pi) - np.log(h)
-        inside = (z >= lo) & (z <= hi)
-        return np.where(inside[:, None], log_k, -np.inf), log_m
-    a, top = _rounding_interval(z, lo, hi, decimals, integer_output)
-    empty = ~(a < top)
-    a = np.where(empty, lo, a)
-    top = np.where(empty, hi, top)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log_k = _log_ndtr_diff((a[:, None] - b[None, :]) / h, (top[:, None] - b[None, :]) / h)
-    return np.where(empty[:, None], -np.inf, log_k), log_m
-
-
-def truncated_kde_logpdf(
-    x: np.ndarray | float,
-    b: Sequence[float],
-    h: float,
-    lo: float,
-    hi: float,
-    *,
-    weights: Sequence[float] | None = None,
-    decimals: int | None = None,
-    integer_output: bool = False,
-) -> np.ndarray:
-    """Log-density of the truncated Gaussian kernel mixture of Wang & Reiter 2012.
-
-    ``f(z) = Σ_k φ((z − b_k)/h)/h / Σ_k [Φ((hi − b_k)/h) − Φ((lo − b_k)/h)]``
-    on ``[lo, hi]`` (truncation of the whole mixture, renormalised once), ``0`` outside. With
-    ``decimals`` the synthesizer's rounded output is modelled instead and the function returns the
-    log-*probability* of each value (the mixture mass of its rounding interval within
-    ``[lo, hi]``). The terms come from :func:`kernel_log_terms`.
-
-    Parameters
-    ----------
-    x : float or array
-        Points at which to evaluate.
-    b : sequence of float
-        Kernel centres (the leaf's bootstrap values).
-    h : float
-        Bandwidth (> 0).
-    lo, hi : float
-        Support (``lo <= hi``). When ``lo == hi`` no smoothing is possible: the distribution is
-        a point mass and the function returns ``0`` (log of probability 1) at ``lo``.
-    weights : sequence of float, optional
-        Non-negative centre weights (multiplicities); default all 1.
-    decimals : int, optional
-        The output is rounded to this many decimals: return log-probabilities.
-    integer_output : bool
-        With ``decimals``: the clipped value is rounded once more to an integer (integer dtype).
-
-    Returns
-    -------
-    ndarray
-        ``log f(x)``; ``-inf`` outside ``[lo, hi]``.
-
-    Raises
-    ------
-    ValidationError
-        For ``h <= 0``, ``lo > hi`` or no centres.
-
-    Examples
-    --------
-    >>> round(float(np.exp(truncated_kde_logpdf(11.0, [10, 10, 20], 2.0, 10, 20))), 6)
-    0.234716
-    """
-    b = np.asarray(b, dtype=np.float64).ravel()
-    x = np.asarray(x, dtype=np.float64)
-    if b.size == 0:
-        raise ValidationError("b (kernel centres) must hold at least one value.")
-    if not (np.isfinite(h) and h > 0):
-        raise ValidationError(f"bandwidth h must be a positive number. Got {h!r}.")
-    if not lo <= hi:
-        raise ValidationError(f"support must satisfy lo <= hi. Got lo={lo!r}, hi={hi!r}.")
-    w = np.ones(b.size) if weights is None else np.asarray(weights, dtype=np.float64).ravel()
-    if w.shape != b.shape or np.any(w < 0) or not np.any(w > 0):
-        raise ValidationError(
-            f"weights must be {b.size} non-negative numbers, not all 0. Got {weights!r}."
-        )
-    log_k, log_m = kernel_log_terms(
-        x.ravel(), b, h, lo, hi, decimals=decimals, integer_output=integer_output
-    )
-    with np.errstate(divide="ignore"):
-        lw = np.log(w)
-    out = logsumexp(log_k + lw, axis=-1) - logsumexp(log_m + lw)
-    return out.reshape(x.shape)
 
 
 # --------------------------------------------------------------------------------------------
@@ -377,7 +137,7 @@ def silverman(v: np.ndarray) -> float:
 # --------------------------------------------------------------------------------------------
 # the synthesizer
 # --------------------------------------------------------------------------------------------
-class CARTSynthesizer(BaseSynthesizer):
+class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
     """Sequential CART synthesizer with a per-leaf Bayesian bootstrap (Reiter 2005).
 
     For the visit order ``v_1 → … → v_S`` (the order of ``synthesized``), the tree for
@@ -672,87 +432,6 @@ class CARTSynthesizer(BaseSynthesizer):
             v = tree.y_sorted[tree.node_start[k] : tree.node_stop[k]]
             h[k] = max(silverman(v), res)
         return h
-
-    # ----- structure access (plug-in likelihoods, methods, Tree synthesizers: plug-in likelihoods)
-    # --------------------------------
-    def route(
-        self, records: pd.DataFrame, column: str, random_seed: RandomSeed = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Node reached by each row of ``records`` in the fixed tree of ``column``.
-
-        The rows' values of the tree's predictors (``predictors_[column]``) are routed through
-        the fitted splits with the ``unroutable`` rule (methods, CART with a Bayesian bootstrap);
-        used by the attribute-risk engine to relocate a record with a candidate value ``y*`` in
-        later trees (methods, Tree synthesizers: plug-in likelihoods).
-
-        Parameters
-        ----------
-        records : DataFrame
-            Must hold the predictor columns (categorical values among the schema's levels).
-        column : str
-            A synthesized column.
-        random_seed : RandomSeed
-            Only used by ``unroutable="random_descent"``.
-
-        Returns
-        -------
-        node : ndarray of int
-            Node id per row (a leaf, or an internal node for records that climbed).
-        unroutable : ndarray of bool
-            Rows that met an unevaluable split.
-        """
-        check_is_fitted(self, "trees_")
-        if column not in self.trees_:
-            raise ValidationError(
-                f"column {column!r} is not synthesized (synthesized: {self.visit_sequence_})."
-            )
-        tree = self.trees_[column]
-        preds = self.predictors_[column]
-        if not preds:
-            return np.zeros(len(records), dtype=np.int64), np.zeros(len(records), dtype=bool)
-        vals = [
-            column_codes(records, self.schema_, p)
-            if self.schema_[p].is_categorical
-            else records[p].to_numpy(dtype=np.float64)
-            for p in preds
-        ]
-        X, codes = tree.design.matrix(vals)
-        rng = as_generator(random_seed) if self.unroutable == "random_descent" else None
-        return tree.route(X, codes, self.unroutable, rng)
-
-    def donors(self, column: str, node: int) -> np.ndarray:
-        """Row positions (in the fitted data) of the donors of ``node`` in the tree of ``column``.
-
-        Their values of ``column`` are the leaf's donor multiset (Reiter 2005).
-        """
-        check_is_fitted(self, "trees_")
-        tree = self.trees_[column]
-        if not 0 <= int(node) < tree.n_nodes:
-            raise ValidationError(f"node must be in 0..{tree.n_nodes - 1}. Got {node!r}.")
-        return tree.donor_rows[tree.node_start[node] : tree.node_stop[node]].copy()
-
-    def output_rounding(self, column: str) -> tuple[int | None, bool]:
-        """How smoothed values of ``column`` are rounded on output (Wang & Reiter 2012).
-
-        Returns
-        -------
-        decimals : int or None
-            Kernel draws are rounded to this many decimals (0 for count/integer columns);
-            ``None`` when they are released unrounded.
-        integer_output : bool
-            The released column has an integer dtype (the clipped value is rounded to an integer
-            once more).
-        """
-        check_is_fitted(self, "trees_")
-        if column not in self.smoothed_:
-            raise ValidationError(
-                f"column {column!r} is not kernel-smoothed (smoothed: {list(self.smoothed_)})."
-            )
-        integer = bool(self._integer.get(column))
-        decimals = 0 if integer else self._decimals.get(column)
-        final = integer and pd.api.types.is_integer_dtype(self._data[column].dtype)
-        return decimals, bool(final)
-
     # ----- synthesize ---------------------------------------------------------------------
     @legacy_call_forms(positional=("random_seed",))
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
@@ -813,141 +492,9 @@ class CARTSynthesizer(BaseSynthesizer):
             },
         )
 
-    def posterior_replicates(
-        self,
-        n: int | None,
-        *,
-        columns: Sequence[str] | None = None,
-        chunk_size: int = 50,
-        random_seed: RandomSeed = None,
-        start: int = 0,
-    ) -> Iterator[list[pd.DataFrame]]:
-        """Draw replicates of synthesized columns from the Bayesian-bootstrap predictive, in chunks.
-
-        Each replicate is a fresh synthesis: new Dirichlet(1, …, 1) weights in every leaf (the
-        posterior of the leaf distribution under the Bayesian bootstrap, Reiter 2005), then a
-        donor per routed record, exactly as :meth:`synthesize`. Replicate ``r`` uses child stream
-        ``r`` of ``random_seed`` (independent of ``chunk_size``; ``start`` continues a run).
-
-        Parameters
-        ----------
-        n : int or None
-            Number of replicates (``None``: chunks until the caller stops).
-        columns : sequence of str, optional
-            Synthesized columns to return (default: all, in visit order).
-        chunk_size : int
-            Replicates per yielded list.
-        random_seed : RandomSeed
-            Seed of the replicates.
-        start : int
-            Index of the first replicate.
-
-        Yields
-        ------
-        list of DataFrame
-            Up to ``chunk_size`` tables ``[n_records, len(columns)]`` in record order.
-
-        Raises
-        ------
-        ValidationError
-            With ``donor="uniform"``: donors drawn with equal weights are not draws from a
-            posterior predictive (no Bayesian bootstrap).
-        """
-        from bayes_risk.models._replicates import check_replicate_columns, iter_replicates
-
-        check_is_fitted(self, "trees_")
-        if self.donor != "bayes_bootstrap":
-            raise ValidationError(
-                f"posterior replicates need donor='bayes_bootstrap' (got donor={self.donor!r}): "
-                "with equal donor weights the synthesizer has no posterior over the leaf "
-                "distributions, so its syntheses are not posterior-predictive draws."
-            )
-        cols = check_replicate_columns(columns, self.visit_sequence_, type(self).__name__)
-        return iter_replicates(lambda rng: self._synthesize_one(rng)[0], n, columns=cols,
-                               chunk_size=chunk_size, random_seed=random_seed, start=start)
-
-    def _synthesize_one(self, rng: np.random.Generator) -> tuple[pd.DataFrame, dict[str, int]]:
-        sel = np.flatnonzero(self.records_)
-        cur: dict[str, np.ndarray] = {}  # current values of selected records, per column
-        src: dict[str, np.ndarray] = {}  # donor row of each selected record (non-smoothed)
-        unrout: dict[str, int] = {}
-        for col in self.visit_sequence_:
-            tree = self.trees_[col]
-            preds = self.predictors_[col]
-            if preds:
-                X, codes = tree.design.matrix(
-                    [cur[p] if p in cur else self._values[p][sel] for p in preds]
-                )
-            else:
-                X = np.zeros((sel.size, 1), dtype=np.float32)
-                codes = np.zeros((sel.size, 0), dtype=np.int64)
-            node, flag = tree.route(X, codes, self.unroutable, rng)
-            unrout[col] = int(flag.sum())
-            used, inv = np.unique(node, return_inverse=True)
-            starts = tree.node_start[used]
-            sizes = tree.node_size[used]
-            # concatenated donor blocks of the used nodes (internal nodes overlap their leaves)
-            seg_start = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-            pos_map = np.repeat(starts - seg_start, sizes) + np.arange(int(sizes.sum()))
-            if col in self.smoothed_:
-                vals = self._kernel_draw(col, tree, used, inv, seg_start, sizes, pos_map, rng)
-                cur[col] = vals
-                src.pop(col, None)
-            else:
-                j = segment_choice(seg_start, sizes, inv, rng,
-                                   bayes_bootstrap=self.donor == "bayes_bootstrap")
-                rows = tree.donor_rows[pos_map[j]]
-                src[col] = rows
-                cur[col] = self._values[col][rows]
-        out = self._data.copy()
-        for col in self.visit_sequence_:
-            if col in src:
-                new = self._data[col].take(src[col]).to_numpy()
-            else:
-                new = cur[col]
-                if self._integer.get(col) and pd.api.types.is_integer_dtype(self._data[col].dtype):
-                    new = np.round(new).astype(self._data[col].dtype)
-            s = out[col].copy()
-            s.iloc[sel] = new
-            out[col] = s
-        out.index = self._index
-        return out, unrout
-
-    def _kernel_draw(self, col, tree, used, inv, seg_start, sizes, pos_map, rng):
-        """Per-leaf truncated Gaussian kernel draws (Wang & Reiter 2012), vectorised."""
-        from scipy.stats import truncnorm
-
-        yv = tree.y_sorted.astype(np.float64)
-        G = used.size
-        # 1. n_L bootstrap values per used node (Bayesian bootstrap or uniform donor)
-        which_b = np.repeat(np.arange(G), sizes)
-        jb = segment_choice(seg_start, sizes, which_b, rng,
-                            bayes_bootstrap=self.donor == "bayes_bootstrap")
-        b = yv[pos_map[jb]]
-        h_node = self.bandwidth_[col][used]
-        lo_node = np.minimum.reduceat(yv[pos_map], seg_start) if G else np.array([])
-        hi_node = np.maximum.reduceat(yv[pos_map], seg_start) if G else np.array([])
-        hb, lob, hib = h_node[which_b], lo_node[which_b], hi_node[which_b]
-        degenerate = (hib <= lob) | (hb <= 0)
-        safe_h = np.where(degenerate, 1.0, hb)
-        mass = np.where(
-            degenerate, 1.0,
-            np.exp(_log_ndtr_diff((lob - b) / safe_h, (hib - b) / safe_h)),
-        )
-        # 2. each routed record picks a component with probability ∝ its truncated mass
-        k = segment_choice(seg_start, sizes, inv, rng, weights=mass)
-        centre, h, lo, hi = b[k], safe_h[k], lob[k], hib[k]
-        deg = degenerate[k]
-        u = rng.random(k.size)
-        a_std, b_std = (lo - centre) / h, (hi - centre) / h
-        z = np.zeros(k.size)
-        nd = ~deg
-        if nd.any():
-            z[nd] = truncnorm.ppf(u[nd], a_std[nd], b_std[nd])
-        vals = np.where(deg, centre, np.clip(centre + h * z, lo, hi))
-        d = self._decimals.get(col)
-        if self._integer.get(col):
-            vals = np.round(vals)
-        elif d is not None:
-            vals = np.round(vals, d)
-        return np.clip(vals, lo, hi)
+    # Public methods written in _cart_synthesis, bound here so that the API page (which lists a
+    # class's own members) documents them with the class.
+    route = _CARTSynthesis.route
+    donors = _CARTSynthesis.donors
+    output_rounding = _CARTSynthesis.output_rounding
+    posterior_replicates = _CARTSynthesis.posterior_replicates

@@ -372,3 +372,13 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         new = type(self)(**self.get_params())
         new.fit(combined, schema=self.schema_, random_seed=random_seed)
         return new
+
+    # Public methods written in the _dpmpm_* modules, bound here so that the API page (which
+    # lists a class's own members) documents them with the class.
+    pymc_model = _DPMPMFitting.pymc_model
+    record_loglik = _DPMPMLikelihoods.record_loglik
+    dataset_loglik = _DPMPMLikelihoods.dataset_loglik
+    own_record_delta = _DPMPMLikelihoods.own_record_delta
+    neighbourhood_size = _DPMPMLikelihoods.neighbourhood_size
+    neighbourhood_loglik = _DPMPMLikelihoods.neighbourhood_loglik
+    class_probabilities = _DPMPMLikelihoods.class_probabilities

@@ -1,0 +1,243 @@
+"""Synthesis of :class:`~bayes_risk.models.cart.CARTSynthesizer` from its fitted trees.
+
+Routing of records through the fixed trees and the donors of a node (also what the tree plug-in
+likelihoods read), one synthesis with Bayesian-bootstrap donors or per-leaf truncated Gaussian
+kernel draws (Reiter 2005; Wang & Reiter 2012), and posterior-predictive replicates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._rng import RandomSeed, as_generator
+from bayes_risk.exceptions import ValidationError
+from bayes_risk.models._cart_leaf import _log_ndtr_diff
+from bayes_risk.models._trees import column_codes, segment_choice
+from bayes_risk.models.base import check_is_fitted
+
+
+class _CARTSynthesis:
+    """Mixin of :class:`~bayes_risk.models.cart.CARTSynthesizer`: routing and synthesis."""
+
+    # ----- structure access (plug-in likelihoods, methods, Tree synthesizers: plug-in likelihoods)
+    # --------------------------------
+    def route(
+        self, records: pd.DataFrame, column: str, random_seed: RandomSeed = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Node reached by each row of ``records`` in the fixed tree of ``column``.
+
+        The rows' values of the tree's predictors (``predictors_[column]``) are routed through
+        the fitted splits with the ``unroutable`` rule (methods, CART with a Bayesian bootstrap);
+        used by the attribute-risk engine to relocate a record with a candidate value ``y*`` in
+        later trees (methods, Tree synthesizers: plug-in likelihoods).
+
+        Parameters
+        ----------
+        records : DataFrame
+            Must hold the predictor columns (categorical values among the schema's levels).
+        column : str
+            A synthesized column.
+        random_seed : RandomSeed
+            Only used by ``unroutable="random_descent"``.
+
+        Returns
+        -------
+        node : ndarray of int
+            Node id per row (a leaf, or an internal node for records that climbed).
+        unroutable : ndarray of bool
+            Rows that met an unevaluable split.
+        """
+        check_is_fitted(self, "trees_")
+        if column not in self.trees_:
+            raise ValidationError(
+                f"column {column!r} is not synthesized (synthesized: {self.visit_sequence_})."
+            )
+        tree = self.trees_[column]
+        preds = self.predictors_[column]
+        if not preds:
+            return np.zeros(len(records), dtype=np.int64), np.zeros(len(records), dtype=bool)
+        vals = [
+            column_codes(records, self.schema_, p)
+            if self.schema_[p].is_categorical
+            else records[p].to_numpy(dtype=np.float64)
+            for p in preds
+        ]
+        X, codes = tree.design.matrix(vals)
+        rng = as_generator(random_seed) if self.unroutable == "random_descent" else None
+        return tree.route(X, codes, self.unroutable, rng)
+
+    def donors(self, column: str, node: int) -> np.ndarray:
+        """Row positions (in the fitted data) of the donors of ``node`` in the tree of ``column``.
+
+        Their values of ``column`` are the leaf's donor multiset (Reiter 2005).
+        """
+        check_is_fitted(self, "trees_")
+        tree = self.trees_[column]
+        if not 0 <= int(node) < tree.n_nodes:
+            raise ValidationError(f"node must be in 0..{tree.n_nodes - 1}. Got {node!r}.")
+        return tree.donor_rows[tree.node_start[node] : tree.node_stop[node]].copy()
+
+    def output_rounding(self, column: str) -> tuple[int | None, bool]:
+        """How smoothed values of ``column`` are rounded on output (Wang & Reiter 2012).
+
+        Returns
+        -------
+        decimals : int or None
+            Kernel draws are rounded to this many decimals (0 for count/integer columns);
+            ``None`` when they are released unrounded.
+        integer_output : bool
+            The released column has an integer dtype (the clipped value is rounded to an integer
+            once more).
+        """
+        check_is_fitted(self, "trees_")
+        if column not in self.smoothed_:
+            raise ValidationError(
+                f"column {column!r} is not kernel-smoothed (smoothed: {list(self.smoothed_)})."
+            )
+        integer = bool(self._integer.get(column))
+        decimals = 0 if integer else self._decimals.get(column)
+        final = integer and pd.api.types.is_integer_dtype(self._data[column].dtype)
+        return decimals, bool(final)
+
+    # ----- synthesis from the fitted trees ------------------------------------------------
+    def posterior_replicates(
+        self,
+        n: int | None,
+        *,
+        columns: Sequence[str] | None = None,
+        chunk_size: int = 50,
+        random_seed: RandomSeed = None,
+        start: int = 0,
+    ) -> Iterator[list[pd.DataFrame]]:
+        """Draw replicates of synthesized columns from the Bayesian-bootstrap predictive, in chunks.
+
+        Each replicate is a fresh synthesis: new Dirichlet(1, …, 1) weights in every leaf (the
+        posterior of the leaf distribution under the Bayesian bootstrap, Reiter 2005), then a
+        donor per routed record, exactly as :meth:`synthesize`. Replicate ``r`` uses child stream
+        ``r`` of ``random_seed`` (independent of ``chunk_size``; ``start`` continues a run).
+
+        Parameters
+        ----------
+        n : int or None
+            Number of replicates (``None``: chunks until the caller stops).
+        columns : sequence of str, optional
+            Synthesized columns to return (default: all, in visit order).
+        chunk_size : int
+            Replicates per yielded list.
+        random_seed : RandomSeed
+            Seed of the replicates.
+        start : int
+            Index of the first replicate.
+
+        Yields
+        ------
+        list of DataFrame
+            Up to ``chunk_size`` tables ``[n_records, len(columns)]`` in record order.
+
+        Raises
+        ------
+        ValidationError
+            With ``donor="uniform"``: donors drawn with equal weights are not draws from a
+            posterior predictive (no Bayesian bootstrap).
+        """
+        from bayes_risk.models._replicates import check_replicate_columns, iter_replicates
+
+        check_is_fitted(self, "trees_")
+        if self.donor != "bayes_bootstrap":
+            raise ValidationError(
+                f"posterior replicates need donor='bayes_bootstrap' (got donor={self.donor!r}): "
+                "with equal donor weights the synthesizer has no posterior over the leaf "
+                "distributions, so its syntheses are not posterior-predictive draws."
+            )
+        cols = check_replicate_columns(columns, self.visit_sequence_, type(self).__name__)
+        return iter_replicates(lambda rng: self._synthesize_one(rng)[0], n, columns=cols,
+                               chunk_size=chunk_size, random_seed=random_seed, start=start)
+
+    def _synthesize_one(self, rng: np.random.Generator) -> tuple[pd.DataFrame, dict[str, int]]:
+        sel = np.flatnonzero(self.records_)
+        cur: dict[str, np.ndarray] = {}  # current values of selected records, per column
+        src: dict[str, np.ndarray] = {}  # donor row of each selected record (non-smoothed)
+        unrout: dict[str, int] = {}
+        for col in self.visit_sequence_:
+            tree = self.trees_[col]
+            preds = self.predictors_[col]
+            if preds:
+                X, codes = tree.design.matrix(
+                    [cur[p] if p in cur else self._values[p][sel] for p in preds]
+                )
+            else:
+                X = np.zeros((sel.size, 1), dtype=np.float32)
+                codes = np.zeros((sel.size, 0), dtype=np.int64)
+            node, flag = tree.route(X, codes, self.unroutable, rng)
+            unrout[col] = int(flag.sum())
+            used, inv = np.unique(node, return_inverse=True)
+            starts = tree.node_start[used]
+            sizes = tree.node_size[used]
+            # concatenated donor blocks of the used nodes (internal nodes overlap their leaves)
+            seg_start = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+            pos_map = np.repeat(starts - seg_start, sizes) + np.arange(int(sizes.sum()))
+            if col in self.smoothed_:
+                vals = self._kernel_draw(col, tree, used, inv, seg_start, sizes, pos_map, rng)
+                cur[col] = vals
+                src.pop(col, None)
+            else:
+                j = segment_choice(seg_start, sizes, inv, rng,
+                                   bayes_bootstrap=self.donor == "bayes_bootstrap")
+                rows = tree.donor_rows[pos_map[j]]
+                src[col] = rows
+                cur[col] = self._values[col][rows]
+        out = self._data.copy()
+        for col in self.visit_sequence_:
+            if col in src:
+                new = self._data[col].take(src[col]).to_numpy()
+            else:
+                new = cur[col]
+                if self._integer.get(col) and pd.api.types.is_integer_dtype(self._data[col].dtype):
+                    new = np.round(new).astype(self._data[col].dtype)
+            s = out[col].copy()
+            s.iloc[sel] = new
+            out[col] = s
+        out.index = self._index
+        return out, unrout
+
+    def _kernel_draw(self, col, tree, used, inv, seg_start, sizes, pos_map, rng):
+        """Per-leaf truncated Gaussian kernel draws (Wang & Reiter 2012), vectorised."""
+        from scipy.stats import truncnorm
+
+        yv = tree.y_sorted.astype(np.float64)
+        G = used.size
+        # 1. n_L bootstrap values per used node (Bayesian bootstrap or uniform donor)
+        which_b = np.repeat(np.arange(G), sizes)
+        jb = segment_choice(seg_start, sizes, which_b, rng,
+                            bayes_bootstrap=self.donor == "bayes_bootstrap")
+        b = yv[pos_map[jb]]
+        h_node = self.bandwidth_[col][used]
+        lo_node = np.minimum.reduceat(yv[pos_map], seg_start) if G else np.array([])
+        hi_node = np.maximum.reduceat(yv[pos_map], seg_start) if G else np.array([])
+        hb, lob, hib = h_node[which_b], lo_node[which_b], hi_node[which_b]
+        degenerate = (hib <= lob) | (hb <= 0)
+        safe_h = np.where(degenerate, 1.0, hb)
+        mass = np.where(
+            degenerate, 1.0,
+            np.exp(_log_ndtr_diff((lob - b) / safe_h, (hib - b) / safe_h)),
+        )
+        # 2. each routed record picks a component with probability ∝ its truncated mass
+        k = segment_choice(seg_start, sizes, inv, rng, weights=mass)
+        centre, h, lo, hi = b[k], safe_h[k], lob[k], hib[k]
+        deg = degenerate[k]
+        u = rng.random(k.size)
+        a_std, b_std = (lo - centre) / h, (hi - centre) / h
+        z = np.zeros(k.size)
+        nd = ~deg
+        if nd.any():
+            z[nd] = truncnorm.ppf(u[nd], a_std[nd], b_std[nd])
+        vals = np.where(deg, centre, np.clip(centre + h * z, lo, hi))
+        d = self._decimals.get(col)
+        if self._integer.get(col):
+            vals = np.round(vals)
+        elif d is not None:
+            vals = np.round(vals, d)
+        return np.clip(vals, lo, hi)
