@@ -14,7 +14,8 @@ synthetic values routed to a node depend only on the node's donor values, so
 
 * Un-smoothed columns: the node's values are a Pólya-urn sequence given its donors (per-node
   Bayesian bootstrap, Reiter 2005; Wang & Reiter 2012), in closed form (multinomial for
-  ``donor="uniform"``).
+  ``donor="uniform"``); the changes a candidate makes are evaluated for all nodes, candidates and
+  datasets at once in ``_cart_polya``.
 * Kernel-smoothed numeric columns (Wang & Reiter 2012): the node's values are i.i.d. draws from the
   truncated Gaussian kernel mixture centred at ``n_L`` bootstrap values of the donors, so
   ``p = E_b[Π_s f_b(z_s)]`` is estimated by Monte Carlo over ``n_bootstrap`` bootstrap count
@@ -33,7 +34,7 @@ Supported: ``donor="bayes_bootstrap"`` and ``"uniform"``, ``unroutable="climb"``
 smoothing. ``unroutable="random_descent"`` is refused (random routing would have to be
 marginalised).
 
-(About 700 lines, one module on purpose: the shared plug-in base of the tree synthesizers and the
+(About 770 lines, one module on purpose: the shared plug-in base of the tree synthesizers and the
 CART node bookkeeping, Pólya-urn and kernel Monte Carlo terms work on the same private state.)
 """
 
@@ -50,6 +51,7 @@ from scipy.special import gammaln
 from bayes_risk._numeric import logsumexp
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.exceptions import ValidationError
+from bayes_risk.models._cart_polya import PolyaTables
 
 __all__ = ["CARTPlugin"]
 
@@ -58,6 +60,12 @@ _CACHE_BYTES = 256 << 20  # common-random-number count matrices kept per release
 
 
 def _polya(donors: Counter, syn: Counter, uniform: bool) -> float:
+    """One node's Pólya-urn (multinomial for ``uniform``) log-likelihood, in full.
+
+    The plug-in evaluates its changes with ``_cart_polya.PolyaTables``
+    (differences in closed form, all datasets at once); this is the direct formula they are
+    tested against.
+    """
     n_l = sum(donors.values())
     u_l = sum(syn.values())
     if u_l == 0:
@@ -270,12 +278,15 @@ class PluginBase:
                 )
         self._cache: dict[Any, Any] = {}
         self._cache_owner: Any = None
+        self._level_codes: dict[str, dict[Any, float]] = {}
 
-    def _values(self, df: pd.DataFrame) -> dict[str, np.ndarray]:
+    def _values(
+        self, df: pd.DataFrame, columns: Sequence[str] | None = None
+    ) -> dict[str, np.ndarray]:
         from bayes_risk.models._trees import column_codes
 
         out = {}
-        for c in self.schema_.names:
+        for c in self.schema_.names if columns is None else columns:
             if self.schema_[c].is_categorical:
                 out[c] = column_codes(df, self.schema_, c).astype(np.float64)
             else:
@@ -288,14 +299,18 @@ class PluginBase:
             self._cache = {}
             self._cache_owner = datasets
 
-    def _candidate_rows(self, i: int, candidates: pd.DataFrame) -> pd.DataFrame:
-        rows = self.original.iloc[[i] * len(candidates)].reset_index(drop=True)
+    def _check_varying(self, candidates: pd.DataFrame) -> None:
         for c in candidates.columns:
             if c not in self.schema_.synthesized:
                 raise ValidationError(
                     f"candidates vary column {c!r}, which the synthesizer did not synthesize "
                     f"(synthesized: {self.schema_.synthesized})."
                 )
+
+    def _candidate_rows(self, i: int, candidates: pd.DataFrame) -> pd.DataFrame:
+        self._check_varying(candidates)
+        rows = self.original.iloc[[i] * len(candidates)].reset_index(drop=True)
+        for c in candidates.columns:
             v = candidates[c].to_numpy()
             if isinstance(rows[c].dtype, pd.CategoricalDtype):
                 rows[c] = pd.Categorical(v, dtype=rows[c].dtype)
@@ -305,6 +320,42 @@ class PluginBase:
                 except (TypeError, ValueError):
                     rows[c] = pd.Series(v)
         return rows
+
+    def _candidate_values(self, i: int, candidates: pd.DataFrame) -> dict[str, np.ndarray]:
+        """Encoded values of the candidate rows (record ``i`` with the candidates' values), as
+        ``_values(_candidate_rows(i, candidates))`` gives them, without building data frames
+        for the common cases (level labels of the schema, plain numeric values)."""
+        self._check_varying(candidates)
+        G = len(candidates)
+        out = {c: np.full(G, self._vals[c][i]) for c in self.schema_.names}
+        slow = []
+        for c in candidates.columns:
+            v = self._fast_values(c, candidates[c].to_numpy())
+            if v is None:
+                slow.append(c)
+            else:
+                out[c] = v
+        if slow:
+            rows = self._candidate_rows(i, candidates[slow])
+            out.update(self._values(rows, slow))
+        return out
+
+    def _fast_values(self, c: str, v: np.ndarray) -> np.ndarray | None:
+        """``v`` encoded without pandas, or ``None`` where the careful path is needed."""
+        dtype = self.original[c].dtype
+        if self.schema_[c].is_categorical:
+            lut = self._level_codes.get(c)
+            if lut is None:
+                lut = self._level_codes[c] = {
+                    lev: float(k) for k, lev in enumerate(self.schema_[c].levels or ())
+                }
+            try:
+                return np.array([lut[x] for x in v], dtype=np.float64)
+            except (KeyError, TypeError):  # unseen or unhashable: the careful path decides
+                return None
+        if isinstance(dtype, np.dtype) and dtype.kind in "iuf" and v.dtype.kind in "iuf":
+            return v.astype(np.float64)
+        return None
 
     def plugin_loglik(
         self,
@@ -337,7 +388,7 @@ class PluginBase:
         """
         self._release(datasets)
         i = int(record)
-        cand = self._values(self._candidate_rows(i, candidates))
+        cand = self._candidate_values(i, candidates)
         res = self._loglik(i, cand, list(candidates.columns), datasets)
         ll, var = res if isinstance(res, tuple) else (res, np.zeros_like(res))
         return (ll, np.sqrt(var)) if return_se else ll
@@ -482,7 +533,8 @@ class CARTPlugin(PluginBase):
         return out
 
     def _dataset_state(self, li: int, z: pd.DataFrame) -> dict[str, Any]:
-        """Per tree: synthetic values per used node, donor counts, base Pólya log-likelihood."""
+        """Per tree: the synthetic values per used node (smoothed columns) or the node each
+        synthesized record is routed to (Pólya columns)."""
         if li in self._cache:
             return self._cache[li]
         syn = self.synthesizer
@@ -502,17 +554,26 @@ class CARTPlugin(PluginBase):
                     for u in np.unique(node)
                 }
                 continue
-            syn_counts: dict[int, Counter] = {}
-            for u in np.unique(node):
-                syn_counts[int(u)] = Counter(zv[col][sel[node == u]].tolist())
-            donors = {
-                u: Counter(tree.y_sorted[tree.node_start[u] : tree.node_stop[u]].tolist())
-                for u in syn_counts
-            }
-            base = {u: _polya(donors[u], syn_counts[u], self._uniform) for u in syn_counts}
-            state[col] = (syn_counts, donors, base)
+            state[col] = node  # Pólya columns: counted for all datasets by _polya_tables
         self._cache[li] = state
         return state
+
+    def _polya_tables(self, datasets: Sequence[pd.DataFrame]) -> dict[str, PolyaTables]:
+        """Donor and synthetic counts of the un-smoothed columns' trees, for the release."""
+        tables = self._cache.get("__polya__")
+        if tables is None:
+            syn = self.synthesizer
+            sel = np.flatnonzero(syn.records_)
+            states = [self._dataset_state(li, z) for li, z in enumerate(datasets)]
+            tables = {
+                col: PolyaTables(
+                    syn.trees_[col], self._parent[col], [st[col] for st in states],
+                    [st["__values__"][col][sel] for st in states], self._uniform,
+                )
+                for col in syn.visit_sequence_ if col not in self._smoothed
+            }
+            self._cache["__polya__"] = tables
+        return tables
 
     def _counts(self, key: tuple[int, int, int, int]) -> np.ndarray:
         """Bootstrap multiplicities ``[R, n]`` of a node's ``n`` donors (common random numbers).
@@ -673,50 +734,42 @@ class CARTPlugin(PluginBase):
         for c in columns:
             is_truth &= cand_vals[c] == self._vals[c][i]
         g0 = int(np.argmax(is_truth)) if is_truth.any() else 0
-        # record i's donor path and its path under each candidate, per tree (dataset-free)
-        where: dict[str, tuple[int, list[int], list[list[int]] | None]] = {}
+        # record i's donor path and the node it reaches under each candidate, per tree
+        where: dict[str, tuple[int, list[int], np.ndarray | None]] = {}
         for col in syn.visit_sequence_:
             tree = syn.trees_[col]
             pos = int(self._pos[col][i])
             old_nodes = np.flatnonzero((tree.node_start <= pos) & (pos < tree.node_stop)).tolist()
-            new_paths = None
+            new_leaf = None
             if any(p in varying for p in syn.predictors_[col]):
                 X, codes = self._design(col, cand_vals, np.arange(G))
                 new_leaf, _ = tree.route(X, codes, "climb", None)
-                new_paths = [self._path(col, int(u)) for u in new_leaf]
-            where[col] = (pos, old_nodes, new_paths)
+            where[col] = (pos, old_nodes, new_leaf)
+        # un-smoothed columns: all datasets at once (vectorised Pólya-urn differences)
+        tables = self._polya_tables(datasets)
+        for col, tab in tables.items():
+            pos, _, new_leaf = where[col]
+            if col in varying or new_leaf is not None:
+                out += tab.delta(pos, self._vals[col][i], cand_vals[col], new_leaf)
+        paths: dict[str, tuple[set[int], list[set[int]]]] = {}
+        for col in self._smoothed:
+            _, old_nodes, new_leaf = where[col]
+            old = set(old_nodes)
+            paths[col] = old, (
+                [set(self._path(col, int(u))) for u in new_leaf] if new_leaf is not None
+                else [old] * G
+            )
         for li, z in enumerate(datasets):
             state = self._dataset_state(li, z)
             for ci, col in enumerate(syn.visit_sequence_):
-                pos, old_nodes, new_paths = where[col]
-                if col in self._smoothed:
-                    old = set(old_nodes)
-                    paths = [set(p) for p in new_paths] if new_paths is not None else [old] * G
-                    ell, v = self._smoothed_loglik(
-                        li, ci, col, pos, old, paths, cand_vals[col], state[col], g0
-                    )
-                    out[li] += ell
-                    var[li] += v
+                if col not in self._smoothed:
                     continue
-                syn_counts, donors, base = state[col]
-                old_v = self._vals[col][i]
-                for g in range(G):
-                    new_v = cand_vals[col][g]
-                    new_nodes = new_paths[g] if new_paths is not None else old_nodes
-                    if new_v == old_v and set(new_nodes) == set(old_nodes):
-                        continue
-                    delta = 0.0
-                    for u in set(old_nodes) | set(new_nodes):
-                        if u not in syn_counts:
-                            continue  # no synthetic record routed there: factor 1 either way
-                        d = Counter(donors[u])
-                        if u in old_nodes:
-                            d[old_v] -= 1
-                        if u in new_nodes:
-                            d[new_v] += 1
-                        d = Counter({k: v for k, v in d.items() if v > 0})
-                        delta += _polya(d, syn_counts[u], self._uniform) - base[u]
-                    out[li, g] += delta
+                old, new_paths = paths[col]
+                ell, v = self._smoothed_loglik(
+                    li, ci, col, where[col][0], old, new_paths, cand_vals[col], state[col], g0
+                )
+                out[li] += ell
+                var[li] += v
             if not syn.records_[i]:  # a record that was not replaced is released as it is
                 zi = {c: v[i] for c, v in state["__values__"].items()}
                 out[li] += self._released_as_is(zi, cand_vals, columns)
