@@ -589,14 +589,8 @@ class DPMPM(BayesianSynthesizer):
 
     def _json_settings(self) -> dict[str, Any]:
         out = super()._json_settings()
-        if self.structural_zeros is not None:  # the table itself, never a path or a frame
-            from bayes_risk.models._dpmpm_zeros import read_structural_zeros
-
-            out["structural_zeros"] = to_jsonable([
-                {c: (None if pd.isna(v) else v) for c, v in row.items()}
-                for row in read_structural_zeros(self.structural_zeros)
-                .astype(object).to_dict("records")
-            ])
+        if self._zeros is not None:  # the table itself, never a path or a frame
+            out["structural_zeros"] = to_jsonable(self._zeros.to_records())
         return out
 
     def _state_from_json(self, state: dict[str, Any]) -> None:
@@ -661,14 +655,14 @@ class DPMPM(BayesianSynthesizer):
         self._check_fitted()
         codes = self._encode(records)
         lp, lpi, ph = self._sub(draws)
-        if self._zeros is not None:
-            from bayes_risk.models import _dpmpm_zeros_loglik as zl
-
-            return zl.record_loglik(self, codes, lp, lpi, ph)
         p = codes.shape[1]
         unknown = (codes == _UNKNOWN).any(axis=1)
         c = np.where(codes == _UNKNOWN, -1, codes)
         out = kern.lse_two(c, np.ones(p, bool), c, np.zeros(p, bool), self._offsets, lp, lpi)
+        if self._zeros is not None:  # zero on S, normalised over the allowed cells
+            from bayes_risk.models import _dpmpm_zeros_loglik as zl
+
+            zl.record_loglik(self, c, out, lp, lpi, ph)
         out[:, unknown] = -np.inf
         return out
 
