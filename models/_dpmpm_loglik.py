@@ -50,14 +50,14 @@ class _DPMPMLikelihoods:
         self._check_fitted()
         codes = self._encode(records)
         lp, lpi, ph = self._sub(draws)
-        if self._zeros is not None:
-            from bayes_risk.models import _dpmpm_zeros_loglik as zl
-
-            return zl.record_loglik(self, codes, lp, lpi, ph)
         p = codes.shape[1]
         unknown = (codes == _UNKNOWN).any(axis=1)
         c = np.where(codes == _UNKNOWN, -1, codes)
         out = kern.lse_two(c, np.ones(p, bool), c, np.zeros(p, bool), self._offsets, lp, lpi)
+        if self._zeros is not None:  # zero on S, normalised over the allowed cells
+            from bayes_risk.models import _dpmpm_zeros_loglik as zl
+
+            zl.record_loglik(self, c, out, lp, lpi, ph)
         out[:, unknown] = -np.inf
         return out
 

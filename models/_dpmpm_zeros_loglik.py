@@ -73,14 +73,16 @@ def allowed_joint(model: DPMPM, codes, cond, lp, lpi, ph, *, per_class: bool = F
     return out
 
 
-def record_loglik(model: DPMPM, codes, lp, lpi, ph) -> np.ndarray:
-    """``[H, n]`` ``log p(y_i,obs | Θ)`` of the truncated model."""
-    p = codes.shape[1]
-    c = np.where(codes < 0, -1, codes)
-    out = allowed_joint(model, c, np.ones(p, bool), lp, lpi, ph)
+def record_loglik(model: DPMPM, codes, out, lp, lpi, ph) -> None:
+    """Turn ``out[H, n]`` (unrestricted ``log p(y_i,obs | Θ)``, missing entries ``-1``
+    marginalised) into the truncated model's, in place."""
+    incomplete = (codes < 0).any(axis=1)
+    out[:, model._zeros.contains(codes) & ~incomplete] = -np.inf
+    rows = np.flatnonzero(incomplete)
+    if rows.size:  # sum over the allowed completions only
+        out[:, rows] = allowed_joint(model, codes[rows], np.ones(codes.shape[1], bool), lp,
+                                     lpi, ph)
     out -= model._zeros.log_allowed(ph, lpi)[:, None]
-    out[:, (codes == -2).any(axis=1)] = -np.inf
-    return out
 
 
 def candidate_codes(codes: np.ndarray, syn_cols: np.ndarray, d: np.ndarray) -> np.ndarray:

@@ -311,14 +311,8 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
 
     def _json_settings(self) -> dict[str, Any]:
         out = super()._json_settings()
-        if self.structural_zeros is not None:  # the table itself, never a path or a frame
-            from bayes_risk.models._dpmpm_zeros import read_structural_zeros
-
-            out["structural_zeros"] = to_jsonable([
-                {c: (None if pd.isna(v) else v) for c, v in row.items()}
-                for row in read_structural_zeros(self.structural_zeros)
-                .astype(object).to_dict("records")
-            ])
+        if self._zeros is not None:  # the table itself, never a path or a frame
+            out["structural_zeros"] = to_jsonable(self._zeros.to_records())
         return out
 
     def _state_from_json(self, state: dict[str, Any]) -> None:
