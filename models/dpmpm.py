@@ -390,20 +390,9 @@ class DPMPM(BayesianSynthesizer):
         d = [len(c.levels) for c in schema]
         seed = self._seed_for_fit(random_seed)
         if self.sampler == "gibbs":
-            model = self._build_model(codes, d, transforms=False)
-            with model:
-                from bayes_risk.models._dpmpm_step import DPMPMGibbs
+            from bayes_risk.models._dpmpm_run import gibbs_posterior
 
-                step = DPMPMGibbs(
-                    [model.rvs_to_values[v] for v in model.free_RVs],
-                    codes=codes,
-                    d=np.asarray(d, dtype=np.int64),
-                    n_components=int(self.n_components),
-                    alpha_prior=tuple(float(x) for x in self.alpha_prior),
-                    dirichlet_prior=float(self.dirichlet_prior),
-                    model=model,
-                )
-            dt = self._run_sampler(model, step=[step], random_seed=seed)
+            dt = gibbs_posterior(self, codes, d, seed)
         else:
             model = self._build_model(codes, d, transforms=True)
             dt = self._run_sampler(model, random_seed=seed)
