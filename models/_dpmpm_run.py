@@ -1,7 +1,7 @@
-"""Running the DPMPM's blocked Gibbs sampler (:meth:`DPMPM.fit`, ``sampler="gibbs"``).
+"""Running the DPMPM's blocked Gibbs sampler (``DPMPM.fit`` with ``sampler="gibbs"``).
 
-The sweep (:class:`~bayes_risk.models._dpmpm_step.DPMPMGibbs`) updates every parameter, so the
-fit runs it in a plain loop (:func:`bayes_risk.models._gibbs_run.sample_gibbs`) instead of
+The sweep (``DPMPMGibbs``) updates every parameter, so the
+fit runs it in a plain loop (``bayes_risk.models._gibbs_run.sample_gibbs``) instead of
 ``pm.sample``: the class-marginalised PyMC model is not built and nothing is compiled. The
 posterior DataTree is the one ``pm.sample`` gives (``via_pymc=True`` still runs that path; the
 tests compare the two).

@@ -3,18 +3,18 @@
 A model whose every parameter is updated by one PyMC step method that draws from full
 conditionals (the DPMPM's blocked Gibbs sweep) needs nothing of ``pm.sample`` but the loop: no
 gradients, no tuning, no initial-point or trace functions. Building the class-marginalised PyMC
-model, compiling those functions and converting PyMC's trace objects cost more than a second of
-CPU and about 200 MiB on NYexample (issue 15); this module calls the step itself and returns the
-same ArviZ ``DataTree`` as :meth:`BayesianSynthesizer._run_sampler` (groups ``posterior``,
+model, compiling those functions and converting PyMC's trace objects cost about a second of CPU
+and 15–95 MiB on NYexample (issue 15; benchmarks/README.md); this module calls the step itself and returns the
+same ArviZ ``DataTree`` as ``BayesianSynthesizer._run_sampler`` (groups ``posterior``,
 ``warmup_sample_stats``, ``sample_stats``; the same variables, dims, coordinates and
 attributes), so everything downstream (convergence, save/load, synthesis) is unchanged.
 
-Random streams are those of ``pm.sample`` with the step as its only (compound) step: chain
-``c`` draws from ``default_rng(seeds).spawn(chains)[c]`` (after the one integer ``pm.sample``
-takes from it), so the same seed gives the same draws as the ``pm.sample`` path, sequential or
-parallel. Chains run in forked processes when
-``cores > 1`` (each with ``cpu_count // workers`` threads for the compiled kernels, whose results
-do not depend on the number of threads).
+Random streams are those of ``pm.sample`` with the step as its only step: chain ``c`` draws from
+``default_rng(seeds).spawn(chains)[c]`` (after the one integer ``pm.sample`` takes from it), so
+the same seed gives the same draws as the ``pm.sample`` path, sequential or parallel. Chains run
+in forked processes when ``cores > 1`` on Linux, each with ``cpu_count // workers`` threads for
+the compiled kernels (whose results do not depend on the number of threads); elsewhere they run
+in turn (macOS does not allow ``fork`` once its system frameworks are in use).
 """
 
 from __future__ import annotations
@@ -226,7 +226,8 @@ def sample_gibbs(
         if prog is not None:
             prog.start()
         workers = min(int(cores), chains)
-        if workers > 1 and sys.platform != "win32":
+        # fork only where it is safe and PyMC forks too (Linux); elsewhere chains run in turn
+        if workers > 1 and sys.platform.startswith("linux"):
             results = _run_parallel(step, layout, rngs, tune, draws, workers, bar, stop)
         else:
             results = []
@@ -256,7 +257,7 @@ def _to_datatree(
     sampling_time: float,
 ) -> xr.DataTree:
     """The groups ``pm.sample(discard_tuned_samples=False)`` returns, without the warm-up
-    draws of the parameters (which :meth:`BayesianSynthesizer._run_sampler` deletes)."""
+    draws of the parameters (which ``BayesianSynthesizer._run_sampler`` deletes)."""
     import importlib.metadata
 
     import xarray as xr

@@ -505,7 +505,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return [int(s) for s in rng.integers(0, 2**31 - 1, size=int(self.chains))]
 
     def _run_gibbs(self, step: Any, layout: Any, *, random_seed: RandomSeed = None) -> xr.DataTree:
-        """:meth:`_run_sampler` for a model sampled by one Gibbs step alone: the step runs in a
+        """``_run_sampler`` for a model sampled by one Gibbs step alone: the step runs in a
         plain loop (``bayes_risk.models._gibbs_run``), same seeds, same DataTree."""
         from bayes_risk.models._gibbs_run import sample_gibbs
 
