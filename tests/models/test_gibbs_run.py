@@ -112,10 +112,12 @@ def test_fit_uses_the_fast_path_and_everything_downstream_works(tmp_path):
         pd.testing.assert_frame_equal(a, b)
 
 
-def test_progressbar_run_gives_the_same_draws(capsys):
+@pytest.mark.parametrize("cores", [1, 2])
+def test_progressbar_run_gives_the_same_draws(capsys, cores):
     df = _table(200, seed=1)
-    quiet = _posterior(DPMPM(n_components=3, tune=2, draws=12, progressbar=False), df, 6, False)
-    shown = _posterior(DPMPM(n_components=3, tune=2, draws=12, progressbar=True), df, 6, False)
+    kw = dict(n_components=3, tune=2, draws=12, chains=2, cores=cores)
+    quiet = _posterior(DPMPM(**kw, progressbar=False), df, 6, False)
+    shown = _posterior(DPMPM(**kw, progressbar=True), df, 6, False)
     np.testing.assert_array_equal(quiet["posterior"]["phi_0"].values,
                                   shown["posterior"]["phi_0"].values)
     assert "Gibbs sweeps" in capsys.readouterr().err
