@@ -2,8 +2,9 @@
 
 The latent-class model of Dunson & Xing (2009) used for categorical synthesis by Hu, Reiter &
 Wang (2014) and in the R package NPBayesImputeCat. The PyMC model (classes marginalised out) is
-the single source of truth for the density; the default sampler is a blocked Gibbs step with
-numba kernels that runs inside ``pm.sample`` and returns a normal ArviZ DataTree.
+the single source of truth for the density; the default sampler is a blocked Gibbs step (a PyMC
+step method) with numba kernels, run in a plain loop (``models/_dpmpm_run.py``) that returns the
+ArviZ DataTree ``pm.sample`` would.
 """
 
 from __future__ import annotations
