@@ -1,24 +1,30 @@
-"""DPMPM benchmarks (issue 4).
+"""DPMPM benchmarks (issues 4 and 15).
 
 1. ``bayes-risk fit`` on ``../shared/data/NYexample_X.csv`` (20,000 × 10, 10 % missing per
-   column, imputed in the sampler), K = 80, 500 tuning + 500 kept sweeps, one chain, timed as a
-   subprocess, twice (the first run may compile/cache the numba kernels), then once with the
-   default MCMC settings (2 chains in parallel, 1000 + 500 sweeps). Reference: the C++ Gibbs
-   sampler of the R package NPBayesImputeCat takes 10.7 s; target <= 2x (21.4 s).
-2. The neighbourhood kernel (one-variable-different candidates, SPEC §2.3.2) for n = 10,000
-   ACS-like records (``make_acs_like``), p = 14, K = 30, H = 1,000 posterior draws (from a short
-   Gibbs fit), computed in record chunks. Target < 60 s.
+   column, imputed in the sampler), K = 80, 500 tuning + 500 kept sweeps, one chain, and with the
+   default MCMC settings (2 chains in parallel, 1000 + 500 sweeps). Each run is a fresh process
+   (wall, CPU of all its threads and processes, peak RSS from ``os.wait4``), run from a directory
+   outside the repository; "via pm.sample" runs the same command with the step driven by
+   ``pm.sample`` on the PyMC model (the path before issue 15), "direct loop" the default
+   (``bayes_risk.models._gibbs_run``); cases alternate over ``--runs`` rounds after a warm-up
+   run. Reference: NPBayesImputeCat's single-threaded call takes 7.5–7.8 s wall and 136–170 MiB
+   (issue 15); target: at most half its time (3.8 s wall on an idle machine), at most 200 MiB
+   beyond the interpreter.
+2. The neighbourhood kernel (one-variable-different candidates) for n = 10,000 ACS-like records
+   (``make_acs_like``), p = 14, K = 30, H = 1,000 posterior draws (from a short Gibbs fit),
+   computed in record chunks. Target < 60 s.
 
-Run: ``.venv/bin/python benchmarks/bench_dpmpm.py [--skip-fit] [--skip-neighbourhood]``.
-Prints a table; never asserts timings.
+Run: ``.venv/bin/python benchmarks/bench_dpmpm.py [--skip-fit] [--skip-neighbourhood]
+[--runs 3] [--skip-defaults]``. Prints tables; never asserts timings.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
-import subprocess
+import shutil
 import sys
 import tempfile
 import time
@@ -28,49 +34,70 @@ ROOT = Path(__file__).resolve().parent.parent
 NY = ROOT.parent / "shared" / "data" / "NYexample_X.csv"
 NY_COLUMNS = ["OWNERSHP", "MORTGAGE", "AGE", "SEX", "MARST", "RACESING", "EDUC", "EMPSTAT",
               "DISABWRK", "VETSTAT"]
+NPBAYES = "7.5–7.8 s wall, 136–170 MiB"
+
+# the same command with the Gibbs step driven by pm.sample (the path before issue 15)
+_VIA_PYMC = (
+    "import functools, sys; import bayes_risk.models._dpmpm_run as r; "
+    "r.gibbs_posterior = functools.partial(r.gibbs_posterior, via_pymc=True); "
+    "from bayes_risk.cli import console_main; sys.exit(console_main())"
+)
 
 
-def bench_fit(runs: int = 2) -> list[tuple[str, float]]:
-    rows = []
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    k = len(xs)
+    return xs[k // 2] if k % 2 else 0.5 * (xs[k // 2 - 1] + xs[k // 2])
+
+
+def bench_fit(runs: int = 3, defaults: bool = True) -> None:
     if not NY.is_file():
         print(f"skipping the fit benchmark: {NY} not found", file=sys.stderr)
-        return rows
-    import importlib.util
+        return
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_identification_cli import run  # fresh process: wall, CPU, peak RSS (os.wait4)
 
-    import bayes_risk.cli as cli
-
-    if all(importlib.util.find_spec(f"bayes_risk.cli.{n}") for n in cli.SUBCOMMANDS):
-        cmd0 = [sys.executable, "-m", "bayes_risk"]
-    else:  # some sub-commands are not written yet: run main() with the ones present
-        shim = (
-            "import sys, importlib.util, bayes_risk.cli as c; "
-            "c.SUBCOMMANDS = tuple(n for n in c.SUBCOMMANDS "
-            "if importlib.util.find_spec('bayes_risk.cli.' + n)); sys.exit(c.main(sys.argv[1:]))"
-        )
-        cmd0 = [sys.executable, "-c", shim]
-    with tempfile.TemporaryDirectory() as tmp:
-        for r in range(runs):
-            cmd = cmd0 + [
-                "fit", str(NY), "--method", "dpmpm", "--categorical", *NY_COLUMNS,
-                "--components", "80", "--tune", "500", "--draws", "500", "--chains", "1",
-                "--random-seed", "1", "--quiet", "--out", str(Path(tmp) / f"m{r}"),
-            ]
-            t0 = time.perf_counter()
-            subprocess.run(cmd, check=True, env={**os.environ, "PYTHONWARNINGS": "ignore"},
-                           stderr=subprocess.DEVNULL)
-            rows.append((f"bayes-risk fit NYexample (20000x10, K=80, 1000 sweeps), run {r + 1}",
-                         time.perf_counter() - t0))
-        # the defaults (issue 10): 2 chains in parallel, 1000 warm-up + 500 kept sweeps each
-        cmd = cmd0 + [
-            "fit", str(NY), "--method", "dpmpm", "--categorical", *NY_COLUMNS,
-            "--components", "80", "--random-seed", "1", "--quiet", "--out", str(Path(tmp) / "d"),
-        ]
-        t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, env={**os.environ, "PYTHONWARNINGS": "ignore"},
-                       stderr=subprocess.DEVNULL)
-        rows.append(("bayes-risk fit NYexample, K=80, defaults (2 parallel chains x 1500 sweeps)",
-                     time.perf_counter() - t0))
-    return rows
+    py = sys.executable
+    exe = shutil.which("bayes-risk", path=str(Path(py).parent)) or "bayes-risk"
+    work = Path(tempfile.mkdtemp(prefix="bench-dpmpm-"))
+    args = ["fit", str(NY), "--method", "dpmpm", "--categorical", *NY_COLUMNS,
+            "--components", "80", "--random-seed", "1", "--quiet", "--overwrite"]
+    one = ["--tune", "500", "--draws", "500", "--chains", "1"]
+    cases = {
+        "one chain, 500 + 500 sweeps, via pm.sample": [py, "-c", _VIA_PYMC, *args, *one],
+        "one chain, 500 + 500 sweeps, direct loop": [exe, *args, *one],
+    }
+    if defaults:
+        cases["defaults (2 chains x 1500 sweeps, parallel), via pm.sample"] = [
+            py, "-c", _VIA_PYMC, *args]
+        cases["defaults (2 chains x 1500 sweeps, parallel), direct loop"] = [exe, *args]
+    try:
+        print(f"load average at start: {os.getloadavg()}")
+        res: dict[str, list[dict]] = {k: [] for k in cases}
+        base = []
+        out = {k: str(work / f"out{i}") for i, k in enumerate(cases)}
+        for k, cmd in cases.items():  # warm-up: numba caches, page cache
+            run([*cmd, "--out", out[k]], cwd=work)
+        for _ in range(runs):
+            base.append(run([py, "-c", "pass"]))
+            for k, cmd in cases.items():
+                res[k].append(run([*cmd, "--out", out[k]], cwd=work))
+        base_rss = min(r["rss"] for r in base)
+        print(f"load average at the end: {os.getloadavg()}")
+        print(f"\n1. bayes-risk fit NYexample (20,000 x 10, K = 80); {runs} rounds, min / median; "
+              f"NPBayesImputeCat: {NPBAYES}")
+        print(f"{'case':<62} {'wall s':>13} {'CPU s':>13} {'peak RSS MiB':>13} "
+              f"{'beyond interp.':>15} {'mean alpha':>11} {'mean k*':>8}")
+        for k in cases:
+            w = [r["wall"] for r in res[k]]
+            c = [r["cpu"] for r in res[k]]
+            rss = max(r["rss"] for r in res[k])
+            conv = json.loads((Path(out[k]) / "convergence.json").read_text())["quantities"]
+            print(f"{k:<62} {min(w):6.2f} / {_median(w):5.2f} {min(c):6.2f} / {_median(c):5.2f} "
+                  f"{rss:13.0f} {rss - base_rss:15.0f} {conv['alpha']['mean']:11.3f} "
+                  f"{conv['k_occupied']['mean']:8.2f}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def bench_neighbourhood() -> list[tuple[str, float]]:
@@ -107,20 +134,20 @@ def bench_neighbourhood() -> list[tuple[str, float]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--skip-fit", action="store_true")
+    ap.add_argument("--skip-defaults", action="store_true")
     ap.add_argument("--skip-neighbourhood", action="store_true")
-    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
-    rows = []
-    if not args.skip_fit:
-        rows += bench_fit(args.runs)
-    if not args.skip_neighbourhood:
-        rows += bench_neighbourhood()
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}")
-    width = max(len(r[0]) for r in rows) if rows else 10
-    print(f"{'benchmark':<{width}}  seconds")
-    for name, sec in rows:
-        print(f"{name:<{width}}  {sec:8.2f}")
+    if not args.skip_fit:
+        bench_fit(args.runs, defaults=not args.skip_defaults)
+    if not args.skip_neighbourhood:
+        rows = bench_neighbourhood()
+        width = max(len(r[0]) for r in rows)
+        print(f"\n2. {'benchmark':<{width}}  seconds")
+        for name, sec in rows:
+            print(f"   {name:<{width}}  {sec:8.2f}")
 
 
 if __name__ == "__main__":

@@ -440,9 +440,7 @@ class BayesianSynthesizer(
         """
         import pymc as pm
 
-        self._check_mcmc_settings()
-        rng = as_generator(random_seed)
-        seeds = [int(s) for s in rng.integers(0, 2**31 - 1, size=int(self.chains))]
+        seeds = self._chain_seeds(random_seed)
         kwargs: dict[str, Any] = dict(
             draws=int(self.draws),
             tune=int(self.tune),
@@ -474,6 +472,25 @@ class BayesianSynthesizer(
             del dt["warmup_posterior"]
         if "observed_data" in dt.children:
             del dt["observed_data"]
+        return dt
+
+    def _chain_seeds(self, random_seed: RandomSeed) -> list[int]:
+        """Check the MCMC settings; one integer seed per chain drawn from ``random_seed``."""
+        self._check_mcmc_settings()
+        rng = as_generator(random_seed)
+        return [int(s) for s in rng.integers(0, 2**31 - 1, size=int(self.chains))]
+
+    def _run_gibbs(self, step: Any, layout: Any, *, random_seed: RandomSeed = None) -> xr.DataTree:
+        """``_run_sampler`` for a model sampled by one Gibbs step alone: the step runs in a
+        plain loop (``bayes_risk.models._gibbs_run``), same seeds, same DataTree."""
+        from bayes_risk.models._gibbs_run import sample_gibbs
+
+        seeds = self._chain_seeds(random_seed)
+        with _InterruptGuard() as guard:
+            dt = sample_gibbs(step, layout, seeds=seeds, tune=self.tune, draws=self.draws,
+                              chains=self.chains, cores=self.cores,
+                              progressbar=bool(self.progressbar), stop=lambda: guard.interrupted)
+        _check_complete(dt, int(self.chains), int(self.draws))
         return dt
 
     def _set_fitted(

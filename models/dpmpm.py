@@ -2,8 +2,9 @@
 
 The latent-class model of Dunson & Xing (2009) used for categorical synthesis by Hu, Reiter &
 Wang (2014) and in the R package NPBayesImputeCat. The PyMC model (classes marginalised out) is
-the single source of truth for the density; the default sampler is a blocked Gibbs step with
-numba kernels that runs inside ``pm.sample`` and returns a normal ArviZ DataTree.
+the single source of truth for the density; the default sampler is a blocked Gibbs step (a PyMC
+step method) with numba kernels, run in a plain loop (``models/_dpmpm_run.py``) that returns the
+ArviZ DataTree ``pm.sample`` would.
 
 The class is assembled from mixins, one module each: the PyMC model and the fitted posterior
 (``_dpmpm_fit``), the likelihoods of the risk engines (``_dpmpm_loglik``) and level coding and
@@ -273,21 +274,9 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         d = [len(c.levels) for c in schema]
         seed = self._seed_for_fit(random_seed)
         if self.sampler == "gibbs":
-            model = self._build_model(codes, d, transforms=False)
-            with model:
-                from bayes_risk.models._dpmpm_step import DPMPMGibbs
+            from bayes_risk.models._dpmpm_run import gibbs_posterior
 
-                step = DPMPMGibbs(
-                    [model.rvs_to_values[v] for v in model.free_RVs],
-                    codes=codes,
-                    d=np.asarray(d, dtype=np.int64),
-                    n_components=int(self.n_components),
-                    alpha_prior=tuple(float(x) for x in self.alpha_prior),
-                    dirichlet_prior=float(self.dirichlet_prior),
-                    zeros=self._zeros,
-                    model=model,
-                )
-            dt = self._run_sampler(model, step=[step], random_seed=seed)
+            dt = gibbs_posterior(self, codes, d, seed)
         else:
             model = self._build_model(codes, d, transforms=True)
             dt = self._run_sampler(model, random_seed=seed)

@@ -1,0 +1,141 @@
+"""Gibbs-only runs without ``pm.sample`` (issue 15): the DPMPM's fast path returns the DataTree
+``pm.sample`` returns (same groups, variables, dims, coordinates, attributes and, for the same
+seed, the same draws), chains in parallel processes give the draws of sequential chains, and
+everything downstream (convergence, save/load, synthesis) works on it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayes_risk.models._dpmpm_run import gibbs_posterior
+from bayes_risk.models.dpmpm import DPMPM
+
+pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.ConvergenceWarning")
+
+
+def _table(n: int = 300, seed: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({
+        "a": rng.choice(["x", "y", "z"], n),
+        "b": rng.choice(["u", "v"], n),
+        "c": rng.choice(["p", "q", "r", "s"], n),
+    })
+    df.loc[rng.random(n) < 0.1, "c"] = None  # missing values: imputed in the sweep
+    return df
+
+
+def _posterior(model: DPMPM, df: pd.DataFrame, seed: int, via_pymc: bool):
+    data, schema = model._prepare_data(df, allow_nan=True)
+    codes = model._encode(data, schema, name="data")
+    d = [len(c.levels) for c in schema]
+    return gibbs_posterior(model, codes, d, seed, via_pymc=via_pymc)
+
+
+def _assert_same_tree(a, b, *, pi_rtol: float = 1e-12) -> None:
+    assert list(a.children) == list(b.children)
+    for g in a.children:
+        A, B = a[g].to_dataset(), b[g].to_dataset()
+        # PyMC's order of sampler statistics varies between runs: compare as sets there
+        if g == "posterior":
+            assert list(A.data_vars) == list(B.data_vars)
+        else:
+            assert set(A.data_vars) == set(B.data_vars)
+        assert list(A.coords) == list(B.coords)
+        for c in A.coords:
+            np.testing.assert_array_equal(A[c].values, B[c].values)
+            assert A[c].dtype == B[c].dtype
+        for v in A.data_vars:
+            assert A[v].dims == B[v].dims, v
+            assert A[v].dtype == B[v].dtype, v
+            if v == "pi":  # a deterministic: PyTensor's and numpy's logs may differ in the last bit
+                np.testing.assert_allclose(A[v].values, B[v].values, rtol=pi_rtol, atol=1e-300)
+            else:
+                np.testing.assert_array_equal(A[v].values, B[v].values, err_msg=f"{g}/{v}")
+        assert set(A.attrs) == set(B.attrs)
+        for k in ("inference_library", "inference_library_version", "sample_dims",
+                  "tuning_steps", "creation_library"):
+            assert A.attrs[k] == B.attrs[k], k
+
+
+@pytest.mark.parametrize(
+    ("K", "tune", "chains"), [(4, 3, 2), (1, 2, 1), (5, 0, 1)]
+)
+def test_fast_path_tree_is_the_pm_sample_tree(K, tune, chains):
+    df = _table()
+    model = DPMPM(n_components=K, tune=tune, draws=6, chains=chains, cores=1, progressbar=False)
+    slow = _posterior(model, df, 11, via_pymc=True)
+    fast = _posterior(model, df, 11, via_pymc=False)
+    _assert_same_tree(slow, fast)
+    assert ("warmup_sample_stats" in fast.children) == (tune > 0)
+
+
+def test_parallel_chains_give_the_sequential_draws():
+    df = _table(400, seed=5)
+    seq = _posterior(DPMPM(n_components=6, tune=5, draws=8, chains=3, cores=1,
+                           progressbar=False), df, 2, via_pymc=False)
+    par = _posterior(DPMPM(n_components=6, tune=5, draws=8, chains=3, cores=2,
+                           progressbar=False), df, 2, via_pymc=False)
+    _assert_same_tree(seq, par, pi_rtol=0.0)
+    # and the draws of PyMC's own parallel sampler
+    pm_par = _posterior(DPMPM(n_components=6, tune=5, draws=8, chains=3, cores=2,
+                              progressbar=False), df, 2, via_pymc=True)
+    _assert_same_tree(pm_par, par)
+
+
+def test_fit_uses_the_fast_path_and_everything_downstream_works(tmp_path):
+    df = _table(500, seed=8)
+    m = DPMPM(n_components=5, tune=20, draws=40, chains=2, cores=1, progressbar=False)
+    m.fit(df, random_seed=4)
+    ref = _posterior(DPMPM(n_components=5, tune=20, draws=40, chains=2, cores=1,
+                           progressbar=False), df, 4, via_pymc=True)
+    _assert_same_tree(ref, m.posterior_)
+    rep = m.convergence_report()
+    assert {"loglik", "alpha", "k_occupied"} <= set(rep.index)
+    assert np.isfinite(rep.loc["alpha", "rhat"])
+    summary = m.convergence_summary()
+    assert summary["chains"] == 2 and summary["draws"] == 40
+    syn = m.synthesize(3, random_seed=9)
+    m.save(tmp_path / "model")
+    back = DPMPM.load(tmp_path / "model")
+    np.testing.assert_array_equal(back._stacked("phi_2"), m._stacked("phi_2"))
+    np.testing.assert_allclose(back.record_loglik(df.dropna().head(5)),
+                               m.record_loglik(df.dropna().head(5)), rtol=1e-12)
+    again = back.synthesize(3, random_seed=9)
+    for a, b in zip(syn.datasets, again.datasets, strict=True):
+        pd.testing.assert_frame_equal(a, b)
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+def test_progressbar_run_gives_the_same_draws(capsys, cores):
+    df = _table(200, seed=1)
+    kw = dict(n_components=3, tune=2, draws=12, chains=2, cores=cores)
+    quiet = _posterior(DPMPM(**kw, progressbar=False), df, 6, False)
+    shown = _posterior(DPMPM(**kw, progressbar=True), df, 6, False)
+    np.testing.assert_array_equal(quiet["posterior"]["phi_0"].values,
+                                  shown["posterior"]["phi_0"].values)
+    assert "Gibbs sweeps" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.name != "posix", reason="forked workers and SIGINT")
+def test_ctrl_c_stops_parallel_chains():
+    df = _table(2000, seed=2)
+    model = DPMPM(n_components=20, tune=100_000, draws=10, chains=2, cores=2,
+                  progressbar=False)
+    timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT))
+    t0 = time.perf_counter()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            model.fit(df, random_seed=1)
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - t0 < 60  # stopped, not run to the end
+    assert getattr(model, "posterior_", None) is None
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
