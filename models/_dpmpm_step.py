@@ -23,6 +23,7 @@ from bayes_risk.models.dpmpm import _PHI_FLOOR
 
 __all__ = ["DPMPMGibbs"]
 
+
 class DPMPMGibbs(BlockedStep):
     """Blocked Gibbs sweep of the DPMPM (Hu & Savitsky 2018) as a PyMC step method.
 

@@ -390,10 +390,7 @@ class DPMPM(BayesianSynthesizer):
         d = [len(c.levels) for c in schema]
         seed = self._seed_for_fit(random_seed)
         if self.sampler == "gibbs":
-            # the Gibbs step never evaluates the model's density: the likelihood term (a
-            # CustomDist over every record) is left out, which spares building its graph and
-            # the observed_data copy in the trace; pm.sample still returns the usual DataTree
-            model = self._build_model(codes, d, transforms=False, observed=False)
+            model = self._build_model(codes, d, transforms=False)
             with model:
                 from bayes_risk.models._dpmpm_step import DPMPMGibbs
 
