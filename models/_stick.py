@@ -22,6 +22,8 @@ __all__ = [
     "alpha_conditional_log",
     "sample_sticks",
     "sample_alpha",
+    "alpha_log_marginal",
+    "slice_alpha",
     "initial_memberships",
     "label_switch_moves",
 ]
@@ -147,6 +149,62 @@ def sample_alpha(
     """Draw ``α ~ Gamma(a_α + K − 1, b_α − Σ log(1 − V_k))`` (shape, rate) from log-space sticks."""
     shape, rate = alpha_conditional_log(log_1mv, a_alpha, b_alpha)
     return float(rng.gamma(shape, 1.0 / rate))
+
+
+def alpha_log_marginal(nk: np.ndarray, alpha: float, a_alpha: float, b_alpha: float) -> float:
+    """``log p(α) + log p(z | α)`` up to a constant, the sticks integrated out.
+
+    ``p(z | α) = Π_{k<K} B(1 + n_k, α + m_k) / B(1, α)`` with ``m_k = Σ_{h>k} n_h``
+    (truncated stick breaking, ``V_K = 1``); the prior is ``Gamma(a_α, b_α)`` (shape, rate).
+
+    Examples
+    --------
+    >>> from scipy.special import beta
+    >>> from scipy.stats import gamma
+    >>> nk = np.array([3, 0, 2, 0])
+    >>> def direct(al):  # B(4, α+2) B(1, α+2) B(3, α) / B(1, α)^3 × prior
+    ...     return float(np.log(beta(4, al + 2) * beta(1, al + 2) * beta(3, al) * al**3)
+    ...                  + gamma(0.25, scale=4).logpdf(al))
+    >>> ours = alpha_log_marginal(nk, 1.5, 0.25, 0.25) - alpha_log_marginal(nk, 0.7, 0.25, 0.25)
+    >>> bool(np.isclose(ours, direct(1.5) - direct(0.7)))
+    True
+    """
+    from bayes_risk.models._stick_kernels import log_prior_counts
+
+    if not alpha > 0:
+        return -np.inf
+    nk = np.asarray(nk, dtype=np.float64)
+    return float((a_alpha - 1.0) * np.log(alpha) - b_alpha * alpha + log_prior_counts(nk, alpha))
+
+
+def slice_alpha(
+    nk: np.ndarray,
+    alpha: float,
+    a_alpha: float,
+    b_alpha: float,
+    rng: np.random.Generator,
+    width: float = 1.0,
+) -> float:
+    """One slice-sampling update of α from ``p(α | z)`` with the sticks integrated out.
+
+    Univariate slice sampling (Neal 2003; stepping out and shrinkage) on ``log α`` of
+    :func:`alpha_log_marginal` (compiled; every uniform from ``rng``). Drawing α given the sticks
+    (:func:`sample_alpha`) couples it with the sticks of the empty classes, which are prior draws
+    given α: the pair moves as a random walk of about ``α / sqrt(K)`` per sweep, and a chain that
+    reaches a large α stays there for thousands of sweeps (α ≈ 78 with 38 of K = 80 classes
+    occupied for 1,300 sweeps on the ACS extract). Given ``z`` alone, α moves across its whole
+    conditional in one update; the caller then draws the sticks given ``z`` and the new α.
+
+    References
+    ----------
+    Neal, R. M. (2003). Slice sampling. The Annals of Statistics 31(3), 705–767.
+    https://doi.org/10.1214/aos/1056562461
+    """
+    from bayes_risk.models._stick_kernels import slice_log_alpha
+
+    nk = np.ascontiguousarray(nk, dtype=np.float64)
+    return float(slice_log_alpha(nk, float(alpha), float(a_alpha), float(b_alpha),
+                                  float(width), rng))
 
 
 def initial_memberships(

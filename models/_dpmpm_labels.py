@@ -1,0 +1,105 @@
+"""Label swaps for the DPMPM allocations on the collapsed target ``p(z | α, y)``.
+
+Target: ``p(z | α, y)`` with the stick fractions ``V`` and the category probabilities ``φ``
+integrated out (the completed data ``y`` — missing entries at their current imputations — are
+held fixed):
+
+``log p(z | α) = Σ_{k<K} [log B(1 + n_k, α + m_k) − log B(1, α)]``, ``m_k = Σ_{h>k} n_h``
+(truncated stick breaking, ``V_K = 1``), and
+
+``log p(y | z) = Σ_k Σ_j [log Γ(d_j a) − log Γ(d_j a + n_k) + Σ_c (log Γ(a + n_kjc) − log Γ(a))]``.
+
+``p(y | z)`` does not depend on the labels but ``p(z | α)`` does: empty labels before occupied
+ones make a large α likely, and a chain started with every class occupied then keeps α large
+and many classes (α ≈ 80 with 38 of K = 80 classes occupied for 1,300 sweeps on the ACS
+extract). :func:`relabel` makes Metropolis swaps of two uniformly chosen labels, accepted with
+the prior ratio; the caller redraws ``V`` and ``φ`` given the new labels, so the sweep leaves
+the joint posterior invariant.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from bayes_risk.models._stick_kernels import log_prior_counts
+
+__all__ = ["log_collapsed_posterior", "relabel"]
+
+
+@njit(cache=True)
+def _log_marg(c, nk, k, d, offsets, a):  # pragma: no cover - numba
+    """Dirichlet–multinomial log marginal likelihood of class ``k`` (terms constant in the
+    counts are left out: they cancel between the states compared)."""
+    out = 0.0
+    lga = math.lgamma(a)
+    for j in range(d.shape[0]):
+        out -= math.lgamma(d[j] * a + nk[k]) - math.lgamma(d[j] * a)
+        base = offsets[j]
+        for cc in range(d[j]):
+            x = c[base + cc, k]
+            if x > 0:
+                out += math.lgamma(a + x) - lga
+    return out
+
+
+@njit(cache=True)
+def log_collapsed_posterior(y, z, d, offsets, K, alpha, a):  # pragma: no cover - numba
+    """``log p(z | α) + log p(y | z)`` up to a constant (the label swaps' target; tests)."""
+    L = offsets[-1] + d[-1]
+    c = np.zeros((L, K))
+    nk = np.zeros(K, dtype=np.int64)
+    for r in range(y.shape[0]):
+        nk[z[r]] += 1
+        for j in range(y.shape[1]):
+            c[offsets[j] + y[r, j], z[r]] += 1.0
+    out = log_prior_counts(nk, alpha)
+    for k in range(K):
+        out += _log_marg(c, nk, k, d, offsets, a)
+    return out
+
+
+@njit(cache=True)
+def relabel(z, c, nk, alpha, n_props, rng):  # pragma: no cover - numba
+    """``n_props`` Metropolis swaps of two uniformly chosen labels (occupied or empty) on the
+    collapsed target: ``p(y | z)`` does not depend on the labels, ``p(z | α)`` does (empty labels
+    before occupied ones make a large α likely), so a swap is accepted with the prior ratio.
+    Returns the permutation applied (``new_label[old] = new``), for other holders of labels."""
+    K = nk.shape[0]
+    new_label = np.arange(K)
+    inv = np.arange(K)  # inv[label now] = original label
+    lp = log_prior_counts(nk, alpha)
+    for _ in range(n_props):
+        k = int(rng.random() * K)
+        l = int(rng.random() * (K - 1))
+        if l >= k:
+            l += 1
+        u = rng.random()
+        if nk[k] == nk[l]:
+            continue
+        tmp = nk[k]
+        nk[k] = nk[l]
+        nk[l] = tmp
+        lp_new = log_prior_counts(nk, alpha)
+        if math.log(1.0 - u) < lp_new - lp:
+            lp = lp_new
+            tmp = inv[k]
+            inv[k] = inv[l]
+            inv[l] = tmp
+        else:
+            tmp = nk[k]
+            nk[k] = nk[l]
+            nk[l] = tmp
+    for k in range(K):
+        new_label[inv[k]] = k
+    moved = False
+    for k in range(K):
+        if inv[k] != k:
+            moved = True
+    if moved:
+        c[:, :] = c[:, inv].copy()
+        for r in range(z.shape[0]):
+            z[r] = new_label[z[r]]
+    return new_label
