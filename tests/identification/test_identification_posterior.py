@@ -451,7 +451,7 @@ def test_result_reports_the_uncertainty_in_summary_dict_and_plot():
         base.plot("running_estimate")
 
 
-def test_posterior_replicates_refuse_an_executor_and_compat():
+def test_posterior_replicates_refuse_a_bad_executor_and_compat():
     y = make_data(60)
     syn = perturb(y, 2, 5)
     pr = PosteriorReplicates(Released(syn), n=4, random_seed=0)
