@@ -204,6 +204,11 @@ def _refit(model: Any, released: pd.DataFrame, seed: np.random.SeedSequence) -> 
 # ----------------------------------------------------------------------------------------------
 # the run
 # ----------------------------------------------------------------------------------------------
+#: evaluate the jackknife and the running estimate on the pairs that can reach a top set only
+#: (the same measures; ``False``: every stored pair, the reference the tests compare with)
+PRUNE = True
+
+
 def _checkpoints(max_batches: int) -> set[int]:
     """Batch counts at which the running estimate is evaluated (about 25 % apart)."""
     pts, b = {1}, 2.0
@@ -252,19 +257,30 @@ class _Run:
         return self._evaluate(t.keys, t.vals, t.in_u, t.fb, t.p_out, t.R)
 
     def jackknife(self) -> tuple[dict[str, float], np.ndarray]:
-        """Delete-a-group jackknife standard errors: file-level dict and record ``IR`` [N_T]."""
+        """Delete-a-group jackknife standard errors: file-level dict and record ``IR`` [N_T].
+
+        Only the pairs that can reach a target's top set once a group is deleted are evaluated
+        (``candidate_pairs``: a pair's sum without the group is at most its full sum, and the
+        target's largest sum without the group is at least its largest full sum less the
+        group's ``p_rec``); the measures are those of all pairs (``PRUNE = False``).
+        """
         t = self.total
         groups = [g for g in self.groups if g.R > 0]
         if len(groups) < 2:
             return {k: float("nan") for k in MEASURES}, np.full(self.N, np.nan)
+        top = _unc.row_max(t.keys, t.vals, n=self.n, n_targets=self.N)
         thetas, irs = [], []
         for g in groups:
-            vals = t.vals - g.on(t.keys, t.in_u)
+            R = t.R - g.R
+            keep = (_unc.candidate_pairs(t.keys, t.vals / R, (top - g.p_rec) / R, n=self.n)
+                    if PRUNE else slice(None))
+            keys, tv, in_u = t.keys[keep], t.vals[keep], t.in_u[keep]
+            vals = tv - g.on(keys, in_u)
             # exact zeros where only this group matched (no residue of the subtraction)
-            vals[vals <= 1e-9 * t.vals] = 0.0
+            vals[vals <= 1e-9 * tv] = 0.0
             fb = t.fb - g.fb
             fb[fb <= 1e-9 * t.fb] = 0.0
-            res = self._evaluate(t.keys, vals, t.in_u, fb, t.p_out - g.p_out, t.R - g.R)
+            res = self._evaluate(keys, vals, in_u, fb, t.p_out - g.p_out, R)
             fm, ir = _unc.pooled_measures(res)
             thetas.append([fm[k] for k in MEASURES])
             irs.append(ir)
@@ -273,7 +289,13 @@ class _Run:
             _unc.jackknife_se(np.array(irs))
 
     def checkpoint(self) -> tuple[float, float]:
-        fm, _ = _unc.pooled_measures(self.pooled())
+        """Pooled expected match risk and its jackknife MCSE now (appended to the trace)."""
+        t = self.total
+        top = _unc.row_max(t.keys, t.vals, n=self.n, n_targets=self.N)
+        keep = (_unc.candidate_pairs(t.keys, t.vals / t.R, top / t.R, n=self.n) if PRUNE
+                else slice(None))
+        fm, _ = _unc.pooled_measures(self._evaluate(t.keys[keep], t.vals[keep], t.in_u[keep],
+                                                    t.fb, t.p_out, t.R))
         se, _ = self.jackknife()
         est, s = fm["expected_match_risk"], se["expected_match_risk"]
         self.trace["n_replicates"].append(self.total.R)
