@@ -263,6 +263,12 @@ def identification_risk(
     known column). Per partition on a worker: the windows and matches of its targets (pooled
     probabilities, or per-dataset counts). Once on the client: record- and file-level
     measures, warnings.
+
+    With ``replicates=PosteriorReplicates(...)`` the unit of work is a batch of replicates
+    instead: the first batch is drawn and prepared on the client, the model(s) and the plan are
+    shipped to each worker once, each task draws, matches and reduces one batch
+    (``partition_size`` is not used), and the batches are pooled on the client in batch order
+    (same numbers, and the same stopping point of ``n="auto"``, as in process).
     """
     from bayes_risk.identification import api
 

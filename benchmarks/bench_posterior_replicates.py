@@ -9,7 +9,11 @@
 Each case runs in a fresh subprocess so that its peak RSS (``resource.getrusage``) is its own;
 comparing R = 200 and R = 1,000 on CEdata shows whether memory is flat in R.
 
-Usage: ``python benchmarks/bench_posterior_replicates.py [--quick]`` (``--quick``: R / 5).
+Times are wall and CPU seconds of the process (the machine may be shared: CPU seconds are the
+figure to compare; the header prints the load average).
+
+Usage: ``python benchmarks/bench_posterior_replicates.py [--quick] [--case-list ce:200,large:50]``
+(``--quick``: R / 5).
 """
 
 from __future__ import annotations
@@ -43,21 +47,22 @@ def case(kind: str, R: int) -> dict:
     model = CARTSynthesizer(progressbar=False).fit(data, schema=schema, synthesized=KNOWN_S,
                                                    random_seed=1)
     release = model.synthesize(5, random_seed=2)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     for _ in model.posterior_replicates(R, columns=KNOWN_S, random_seed=3):
         pass
-    gen = time.perf_counter() - t
+    gen, gen_cpu = time.perf_counter() - t, time.process_time() - c
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         res = identification_risk(
             data, release, KNOWN_US, KNOWN_S, categorical=CATS, radius=0.1, progressbar=False,
             replicates=PosteriorReplicates(model, n=R, random_seed=3))
-        total = time.perf_counter() - t
+        total, total_cpu = time.perf_counter() - t, time.process_time() - c
     f = res.file
     return {
         "case": f"{'CEdata' if kind == 'ce' else 'CE-like'} n={len(data):,} R={R}",
         "generate_s": gen, "total_s": total, "match_pool_s": total - gen,
+        "generate_cpu_s": gen_cpu, "total_cpu_s": total_cpu,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "expected_match_risk": f["expected_match_risk"],
         "mc_se": f["mc_se"]["expected_match_risk"],
@@ -72,9 +77,13 @@ def main() -> None:
     quick = "--quick" in sys.argv
     div = 5 if quick else 1
     runs = [("ce", 200 // div), ("ce", 1000 // div), ("large", 200 // div)]
+    if "--case-list" in sys.argv:  # e.g. --case-list ce:200,large:50
+        spec = sys.argv[sys.argv.index("--case-list") + 1]
+        runs = [(k, int(r)) for k, r in (x.split(":") for x in spec.split(","))]
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
           f"{platform.python_version()}; load average {os.getloadavg()[0]:.1f}")
-    head = ("case", "generate_s", "match_pool_s", "total_s", "peak_rss_mb",
+    head = ("case", "generate_s", "match_pool_s", "total_s", "generate_cpu_s", "total_cpu_s",
+            "peak_rss_mb",
             "expected_match_risk", "mc_se", "replicate_median")
     print(" | ".join(head), flush=True)
     for kind, R in runs:

@@ -153,10 +153,12 @@ class _CARTSynthesis:
                 "distributions, so its syntheses are not posterior-predictive draws."
             )
         cols = check_replicate_columns(columns, self.visit_sequence_, type(self).__name__)
-        return iter_replicates(lambda rng: self._synthesize_one(rng)[0], n, columns=cols,
+        return iter_replicates(lambda rng: self._synthesize_one(rng, cols)[0], n, columns=cols,
                                chunk_size=chunk_size, random_seed=random_seed, start=start)
 
-    def _synthesize_one(self, rng: np.random.Generator) -> tuple[pd.DataFrame, dict[str, int]]:
+    def _synthesize_one(self, rng: np.random.Generator, columns: Sequence[str] | None = None
+                        ) -> tuple[pd.DataFrame, dict[str, int]]:
+        # columns: return only these synthesized columns (replicates; the same draws)
         sel = np.flatnonzero(self.records_)
         cur: dict[str, np.ndarray] = {}  # current values of selected records, per column
         src: dict[str, np.ndarray] = {}  # donor row of each selected record (non-smoothed)
@@ -189,8 +191,8 @@ class _CARTSynthesis:
                 rows = tree.donor_rows[pos_map[j]]
                 src[col] = rows
                 cur[col] = self._values[col][rows]
-        out = self._data.copy()
-        for col in self.visit_sequence_:
+        out = self._data.copy() if columns is None else self._data[list(columns)].copy()
+        for col in self.visit_sequence_ if columns is None else columns:
             if col in src:
                 new = self._data[col].take(src[col]).to_numpy()
             else:

@@ -31,6 +31,10 @@ from bayes_risk.exceptions import ValidationError
 
 __all__ = ["Design", "SeqTree", "segment_choice", "column_codes"]
 
+#: route ``"climb"`` records with the compiled per-record walk (``_tree_route``); ``False``: the
+#: vectorised level-by-level loop (the same nodes; kept as the reference the tests compare with)
+COMPILED_ROUTE = True
+
 
 def column_codes(df: pd.DataFrame, schema: Schema, col: str) -> np.ndarray:
     """Integer codes ``0..d-1`` of a categorical column (vectorised through pandas)."""
@@ -294,11 +298,17 @@ class SeqTree:
         unroutable : ndarray of bool
             Whether the record met an unevaluable split.
         """
+        design = self.design
+        if unroutable == "climb" and X.shape[0] > 0 and COMPILED_ROUTE:  # no random draws
+            from bayes_risk.models._tree_route import route_climb
+
+            return route_climb(X, nominal_codes, self.is_leaf, self.feature, self.threshold,
+                               self.left, self.right, design.feature_pred, design.nominal_index,
+                               design.nominal_offset, self.seen)
         n = X.shape[0]
         node = np.zeros(n, dtype=np.int64)
         flag = np.zeros(n, dtype=bool)
         active = np.arange(n)
-        design = self.design
         while active.size:
             nd = node[active]
             internal = ~self.is_leaf[nd]

@@ -188,6 +188,78 @@ def test_executor_argument_and_one_scatter_per_sweep(client, ce, monkeypatch):
     assert scattered == ["Prepared"]
 
 
+@pytest.fixture(scope="module")
+def cart_release(ce):
+    """CART (Bayesian bootstrap) of Income and Tenure on the CE-like table, m = 2 released."""
+    from bayes_risk.data import infer_schema
+    from bayes_risk.models.cart import CARTSynthesizer
+
+    y, _ = ce
+    schema = infer_schema(y, categorical=["Urban", "Marital", "Tenure"])
+    model = CARTSynthesizer(progressbar=False).fit(y, schema=schema,
+                                                   synthesized=["Income", "Tenure"],
+                                                   random_seed=1)
+    return y, model, model.synthesize(2, random_seed=2)
+
+
+@pytest.mark.parametrize("pr_kw", [
+    {"n": 45, "batch_size": 10},
+    {"n": "auto", "mcse_tol": 0.05, "batch_size": 5, "min_replicates": 20,
+     "max_replicates": 120},
+    {"n": 24, "batch_size": 6, "view": "intruder", "released": "each"},
+], ids=["fixed", "auto", "intruder-each"])
+def test_posterior_replicates_equal_in_process(client, client1, cart_release, pr_kw):
+    """Posterior replicates on the cluster: each task draws and matches a batch; same seed, same
+    numbers (and the same stopping point of n="auto") whatever the workers and the chunking."""
+    y, model, syn = cart_release
+    kn = ["Income", "Tenure"]
+
+    def run(chunk_size, **kw):
+        pr = br.PosteriorReplicates(model, random_seed=7, chunk_size=chunk_size, **pr_kw)
+        return _quiet(br.identification_risk, y, syn, KNOWN_US, kn, **CE_KW, replicates=pr,
+                      **kw)
+
+    ref = run(50)
+    assert ref.file["n_replicates"] >= 20 and np.isfinite(ref.file["mc_se"]["expected_match_risk"])
+    for res in (run(3, executor=client), run(50, executor=client1),
+                _quiet(bd.identification_risk, y, syn, KNOWN_US, kn, client=client, **CE_KW,
+                       replicates=br.PosteriorReplicates(model, random_seed=7, chunk_size=4,
+                                                         **pr_kw))):
+        pd.testing.assert_frame_equal(res.records, ref.records)
+        np.testing.assert_equal(res.file, ref.file)
+        np.testing.assert_equal(res.to_dict(), ref.to_dict())
+        assert res.settings == ref.settings and res.warnings == ref.warnings
+    if pr_kw["n"] == "auto":
+        s = ref.settings["posterior_replicates"]
+        assert s["stopped_by_tolerance"] and ref.file["n_replicates"] < 120
+
+
+def test_cli_workers_posterior_replicates(tmp_path, ce):
+    """``identification --model release --replicates R --workers 2`` writes what the in-process
+    run writes (the CLI's ``main`` in this process: the installed package)."""
+    from bayes_risk.cli import main
+
+    y, _ = ce
+    y.to_csv(tmp_path / "orig.csv", index=False)
+    assert main(["synthesize", str(tmp_path / "orig.csv"), "--method", "cart", "--synthesize",
+                 "Tenure", "Income", "--categorical", "Urban", "Marital", "Tenure", "-m", "2",
+                 "--random-seed", "9", "-q", "--out", str(tmp_path / "syn")]) == 0
+    base = ["identification", str(tmp_path / "orig.csv"), str(tmp_path / "syn"),
+            "--known-unsynthesized", *KNOWN_US, "--known-synthesized", "Tenure", "Income",
+            "--categorical", "Urban", "Marital", "Tenure", "--radius", "Age=0.1",
+            "--radius", "Income=0.1", "--model", "release", "--replicates", "40",
+            "--random-seed", "4", "--quiet"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main([*base, "--out", str(tmp_path / "in")]) == 0
+        assert main([*base, "--workers", "2", "--out", str(tmp_path / "dk")]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "in" / "records.csv"),
+                                  pd.read_csv(tmp_path / "dk" / "records.csv"))
+    sa = json.loads((tmp_path / "in" / "summary.json").read_text())
+    assert sa["uncertainty"]["n_replicates"] == 40
+    assert sa == json.loads((tmp_path / "dk" / "summary.json").read_text())
+
+
 # ----------------------------------------------------------------------------------------------
 # attribute risk
 # ----------------------------------------------------------------------------------------------

@@ -150,7 +150,11 @@ def file_summary(
     -------
     dict
         ``kind``, ``n_records``, ``n_flagged``, ``flagged_records`` and, by kind, ``per_record``
-        (a DataFrame) and file-level figures for ``"unflagged"`` and ``"all"`` records.
+        (a DataFrame) and file-level figures for ``"unflagged"`` and ``"all"`` records. With
+        ``"wang_reiter"`` and a result that kept the draw bootstrap, ``mc_uncertainty``: the
+        Monte Carlo standard errors and 90 % intervals of the unflagged records' R1 / R2 figures
+        (``bayes_risk.attribute.uncertainty.wang_reiter_uncertainty``; they cover the
+        posterior-draw Monte Carlo error only, and use the exact R1 even with ``n_mc``).
 
     Raises
     ------
@@ -195,6 +199,11 @@ def file_summary(
         ok = ~per["flagged"].to_numpy()
         out = {**base, "per_record": per, "all": wang_reiter_file(per["R1"], per["R2"])}
         out["unflagged"] = wang_reiter_file(per["R1"][ok], per["R2"][ok]) if ok.any() else None
+        if getattr(result, "_boot_loglik", None):
+            from bayes_risk.attribute.uncertainty import wang_reiter_uncertainty
+
+            out["mc_uncertainty"] = wang_reiter_uncertainty(
+                result, original=original, location_columns=cols, locations=locations)
         return out
 
     if kind == "paiva":

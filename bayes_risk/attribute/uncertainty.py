@@ -12,6 +12,8 @@ datasets (hence the ``mc_`` prefix).
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,10 +21,14 @@ import numpy as np
 from bayes_risk.attribute.summaries import log_posterior, rank_summary
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["file_uncertainty", "FILE_FIGURES"]
+__all__ = ["file_uncertainty", "wang_reiter_uncertainty", "mc_table", "FILE_FIGURES",
+           "WANG_REITER_FIGURES"]
 
 #: file-level figures over the unflagged records
-FILE_FIGURES = ("mean_p_true", "share_ranked_first", "p_true_q25", "p_true_q50", "p_true_q75")
+FILE_FIGURES = ("mean_p_true", "share_ranked_first", "p_true_q25", "p_true_q50", "p_true_q75",
+                "rank_q50", "rank_q75")
+#: Wang & Reiter (2012) file-level figures: min, first quartile and median of R1 and R2
+WANG_REITER_FIGURES = ("R1_min", "R1_q1", "R1_median", "R2_min", "R2_q1", "R2_median")
 
 
 def _figures(p_true: np.ndarray, rank_min: np.ndarray) -> np.ndarray:
@@ -31,13 +37,62 @@ def _figures(p_true: np.ndarray, rank_min: np.ndarray) -> np.ndarray:
         return np.full((*p_true.shape[:-1], len(FILE_FIGURES)), np.nan)
     with np.errstate(invalid="ignore"):
         top = np.where(np.isnan(rank_min), np.nan, rank_min == 1)
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-nan slices (no record left)
         q = np.nanquantile(p_true, [0.25, 0.5, 0.75], axis=-1)
+        rq = np.nanquantile(rank_min, [0.5, 0.75], axis=-1)
         mean, share = np.nanmean(p_true, axis=-1), np.nanmean(top, axis=-1)
-        return np.stack([mean, share, q[0], q[1], q[2]], axis=-1)
+        return np.stack([mean, share, q[0], q[1], q[2], rq[0], rq[1]], axis=-1)
+
+
+def _check(result: Any, level: Any) -> list[np.ndarray]:
+    """The result's kept draw bootstrap (clear errors for a bad ``level`` or none kept)."""
+    if not isinstance(level, (int, float)) or isinstance(level, bool) or not 0 < level < 1:
+        raise ValidationError(f"level must be a number in (0, 1). Got {level!r}.")
+    boot = getattr(result, "_boot_loglik", None)
+    if not boot:
+        raise ValidationError(
+            "the result has no draw bootstrap (attribute_risk was run with bootstrap=0, with a "
+            "tree plug-in or in compat mode); rerun attribute_risk with bootstrap > 0 (e.g. 200)."
+        )
+    return boot
+
+
+def _flagged(result: Any) -> np.ndarray:
+    return result.records["flags"].fillna("").astype(str).to_numpy() != ""
+
+
+def _boot_posteriors(result: Any, keep: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """``(positions in keep, log posteriors [r, B, G])`` of the records ``keep``, in blocks of
+    records of one candidate-set size (bounds the ``[r, B, G]`` temporaries)."""
+    boot = result._boot_loglik
+    sizes = np.array([boot[i].shape[1] for i in keep], dtype=np.int64)
+    for G in np.unique(sizes):
+        pos = np.flatnonzero(sizes == G)
+        for a in range(0, pos.size, 512):
+            blk = pos[a : a + 512]
+            idx = keep[blk]
+            ll = np.stack([boot[i] for i in idx])  # [r, B, G]
+            lp = np.stack([result.logprior[i] for i in idx])[:, None, :]
+            yield blk, log_posterior(ll + lp)
+
+
+def _intervals(point: np.ndarray, figs: np.ndarray, names: Sequence[str], level: float,
+               base: dict[str, Any]) -> dict[str, Any]:
+    """``value``, ``mc_se`` (bootstrap sd) and ``mc_interval_<level>`` (percentile) of figures
+    ``[B, F]``."""
+    alpha = (1 - level) / 2
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a figure nan in every replicate
+        lo, hi = np.nanquantile(figs, [alpha, 1 - alpha], axis=0)
+        se = np.nanstd(figs, axis=0, ddof=1)
+    name = f"mc_interval_{round(level * 100):d}"
+    return {
+        **base,
+        "value": dict(zip(names, map(float, point), strict=True)),
+        "mc_se": dict(zip(names, map(float, se), strict=True)),
+        name: {f: [float(a), float(b)] for f, a, b in zip(names, lo, hi, strict=True)},
+    }
 
 
 def file_uncertainty(result: Any, *, level: float = 0.9) -> dict[str, Any]:
@@ -64,46 +119,127 @@ def file_uncertainty(result: Any, *, level: float = 0.9) -> dict[str, Any]:
         If the result kept no draw bootstrap (``bootstrap=0``, plug-in models, compat mode) or
         ``level`` is not in (0, 1).
     """
-    if not isinstance(level, (int, float)) or isinstance(level, bool) or not 0 < level < 1:
-        raise ValidationError(f"level must be a number in (0, 1). Got {level!r}.")
-    boot = getattr(result, "_boot_loglik", None)
-    if not boot:
-        raise ValidationError(
-            "the result has no draw bootstrap (attribute_risk was run with bootstrap=0, with a "
-            "tree plug-in or in compat mode); rerun attribute_risk with bootstrap > 0 (e.g. 200)."
-        )
+    boot = _check(result, level)
     recs = result.records
-    flagged = recs["flags"].fillna("").astype(str).to_numpy() != ""
+    flagged = _flagged(result)
     keep = np.flatnonzero(~flagged)
     B = boot[0].shape[0]
     g0 = np.array([c.g0 for c in result.candidates], dtype=np.int64)
     p_b = np.full((B, keep.size), np.nan)
     r_b = np.full((B, keep.size), np.nan)
-    sizes = np.array([boot[i].shape[1] for i in keep], dtype=np.int64)
-    for G in np.unique(sizes):
-        pos = np.flatnonzero(sizes == G)
-        for a in range(0, pos.size, 512):  # bounds the [records, B, G] temporaries
-            blk = pos[a : a + 512]
-            idx = keep[blk]
-            ll = np.stack([boot[i] for i in idx])  # [r, B, G]
-            lp = np.stack([result.logprior[i] for i in idx])[:, None, :]
-            post = log_posterior(ll + lp).reshape(-1, G)
-            rs = rank_summary(post, np.repeat(g0[idx], B))
-            p_b[:, blk] = rs["p_true"].reshape(idx.size, B).T
-            r_b[:, blk] = rs["rank_min"].reshape(idx.size, B).T
+    for blk, post in _boot_posteriors(result, keep):
+        r, _, G = post.shape
+        rs = rank_summary(post.reshape(-1, G), np.repeat(g0[keep[blk]], B))
+        p_b[:, blk] = rs["p_true"].reshape(r, B).T
+        r_b[:, blk] = rs["rank_min"].reshape(r, B).T
     point = _figures(recs["p_true"].to_numpy(dtype=float)[keep],
                      recs["rank_min"].to_numpy(dtype=float)[keep])
-    figs = _figures(p_b, r_b)  # [B, F]
-    alpha = (1 - level) / 2
-    with np.errstate(invalid="ignore"):
-        lo, hi = np.nanquantile(figs, [alpha, 1 - alpha], axis=0)
-        se = np.nanstd(figs, axis=0, ddof=1)
-    name = f"mc_interval_{round(level * 100):d}"
-    return {
-        "n_records": int(len(recs)),
-        "n_flagged_excluded": int(flagged.sum()),
-        "bootstrap": int(B),
-        "value": dict(zip(FILE_FIGURES, map(float, point), strict=True)),
-        "mc_se": dict(zip(FILE_FIGURES, map(float, se), strict=True)),
-        name: {f: [float(a), float(b)] for f, a, b in zip(FILE_FIGURES, lo, hi, strict=True)},
-    }
+    base = {"n_records": int(len(recs)), "n_flagged_excluded": int(flagged.sum()),
+            "bootstrap": int(B)}
+    return _intervals(point, _figures(p_b, r_b), FILE_FIGURES, level, base)
+
+
+def wang_reiter_uncertainty(
+    result: Any,
+    *,
+    original: Any,
+    location_columns: Sequence[str],
+    locations: Mapping[Any, Sequence[float]] | None = None,
+    level: float = 0.9,
+) -> dict[str, Any]:
+    """Monte Carlo standard errors and intervals of Wang & Reiter's (2012) file-level R1 / R2.
+
+    In bootstrap replicate ``b`` every unflagged record's posterior is recomputed from the same
+    resampled draws, its R1 (expected distance of the guess from the true location, exact
+    expectation) and R2 (other records within R1 of the target) recomputed, and the file-level
+    min, first quartile and median taken over the records: the intervals cover the Monte Carlo
+    error of using ``H`` posterior draws (``mc_`` names), nothing else.
+
+    Parameters
+    ----------
+    result : AttributeRiskResult
+        Output of :func:`bayes_risk.attribute_risk` computed with ``bootstrap > 0``.
+    original : DataFrame
+        The confidential data (the other records' true locations, for R2).
+    location_columns, locations
+        As in ``file_summary(kind="wang_reiter")``.
+    level : float
+        Coverage of the percentile intervals (default 0.9).
+
+    Returns
+    -------
+    dict
+        ``n_records``, ``n_flagged_excluded``, ``bootstrap``, ``value`` (the figures of
+        ``WANG_REITER_FIGURES`` on the unflagged records, exact R1), ``mc_se`` and
+        ``mc_interval_<level>``.
+
+    Raises
+    ------
+    ValidationError
+        No draw bootstrap kept, a bad ``level``, or bad location columns.
+    """
+    from bayes_risk.attribute.file_summary import _check_location_columns, _per_record, _xy
+
+    boot = _check(result, level)
+    cols = _check_location_columns(result, location_columns)
+    flagged = _flagged(result)
+    keep = np.flatnonzero(~flagged)
+    B = boot[0].shape[0]
+    all_xy = _xy(original, cols, locations)
+    dist: dict[int, np.ndarray] = {}  # candidates' distances from the truth
+    others: dict[int, np.ndarray] = {}  # other records' distances from the truth, sorted
+    r1 = np.full(keep.size, np.nan)
+    kept = set(keep.tolist())
+    for k, rec, cand, post, g0 in _per_record(result):
+        if k not in kept:
+            continue
+        cxy = _xy(cand, cols, locations)
+        t = cxy[g0]
+        dist[k] = np.hypot(cxy[:, 0] - t[0], cxy[:, 1] - t[1])
+        o = np.delete(all_xy, rec, axis=0)
+        others[k] = np.sort(np.hypot(o[:, 0] - t[0], o[:, 1] - t[1]))
+        r1[np.searchsorted(keep, k)] = float(np.sum(post * dist[k]))
+    r1_b = np.full((B, keep.size), np.nan)
+    for blk, post in _boot_posteriors(result, keep):
+        d = np.stack([dist[int(i)] for i in keep[blk]])  # [r, G]
+        r1_b[:, blk] = np.einsum("rbg,rg->br", np.exp(post), d)
+    r2, r2_b = np.zeros(keep.size), np.zeros((B, keep.size))
+    for j, k in enumerate(keep):
+        # the tolerance of wang_reiter (a distance equal to R1 counts)
+        r2[j] = np.searchsorted(others[k], r1[j] + 1e-12 * max(1.0, r1[j]), side="right")
+        thr = r1_b[:, j] + 1e-12 * np.maximum(1.0, r1_b[:, j])
+        r2_b[:, j] = np.searchsorted(others[k], thr, side="right")
+    base = {"n_records": int(len(result.records)), "n_flagged_excluded": int(flagged.sum()),
+            "bootstrap": int(B)}
+    return _intervals(_wr_figures(r1, r2), _wr_figures(r1_b, r2_b), WANG_REITER_FIGURES, level,
+                      base)
+
+
+def _wr_figures(r1: np.ndarray, r2: np.ndarray) -> np.ndarray:
+    """``WANG_REITER_FIGURES`` along the last axis (records)."""
+    if r1.shape[-1] == 0:
+        return np.full((*r1.shape[:-1], len(WANG_REITER_FIGURES)), np.nan)
+    out = []
+    for v in (r1, r2):
+        q = np.quantile(v, [0.25, 0.5], axis=-1)
+        out += [np.min(v, axis=-1), q[0], q[1]]
+    return np.stack(out, axis=-1)
+
+
+def mc_table(mc: Mapping[str, Any]) -> Any:
+    """The figures of a ``file_uncertainty`` / ``wang_reiter_uncertainty`` dict as a table
+    (``figure``, ``value``, ``MCSE``, ``MC interval <level> %``; ``None`` values are ``nan``)."""
+    import pandas as pd
+
+    name = next(k for k in mc if k.startswith("mc_interval_"))
+    label = f"MC interval {name.rsplit('_', 1)[1]} %"
+
+    def num(x: Any) -> float:
+        return float("nan") if x is None else float(x)
+
+    rows = []
+    for f, v in mc["value"].items():
+        lo, hi = mc[name][f]
+        rows.append({"figure": f, "value": num(v), "MCSE": num(mc["mc_se"][f]),
+                     label: f"[{num(lo):.4g}, {num(hi):.4g}]"})
+    return pd.DataFrame(rows)

@@ -301,6 +301,14 @@ def _attribute(result: Any, links: _Links) -> Section:
     sec.blocks.append(Block("table", columns=["records", "n", "mean p_true", "median p_true",
                                               "95 % p_true", "share ranked first"], rows=rows,
                             csv=links.href(src), file="summary.json"))
+    mc = sm.get("mc_uncertainty")
+    if mc:
+        from bayes_risk.attribute.uncertainty import mc_table
+
+        sec.blocks.append(_table(mc_table(mc), links, src, (
+            f"Monte Carlo error of the stable estimates' figures (draw bootstrap, "
+            f"{mc['bootstrap']} resamples of the posterior draws; {mc['n_flagged_excluded']} "
+            "flagged record(s) left out)")))
     from bayes_risk.auditing.plots import ATTRIBUTE_FIGURES
 
     for kind, name, cap in ATTRIBUTE_FIGURES:

@@ -147,9 +147,6 @@ def run(args: argparse.Namespace) -> int:
     rkw = {} if replicates is None else {"replicates": replicates}
     sweep = None
     with dask_client(args) as client:
-        if client is not None and replicates is not None:
-            raise ValidationError("--model (posterior replicates) runs in process; drop the "
-                                  "Dask options.")
         risk, sweep_fn = identification_risk, radius_sweep
         if client is not None:
             from bayes_risk import distributed

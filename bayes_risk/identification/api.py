@@ -15,7 +15,6 @@ import pandas as pd
 
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
-from bayes_risk.exceptions import ValidationError
 from bayes_risk.executors import InProcessExecutor, as_executor
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.assemble import assemble
@@ -139,8 +138,8 @@ def identification_risk(
         original scale (category values, not codes), instead of the released datasets; or a
         :class:`~bayes_risk.identification.PosteriorReplicates` that draws ``R`` of them from a
         fitted synthesis model and adds Monte Carlo standard errors (``mc_se``) and the spread
-        over replicates (``replicate_quantiles``) to the result (in process only: not with
-        ``executor``).
+        over replicates (``replicate_quantiles``) to the result; with ``executor`` each task
+        draws and matches one batch of replicates (same numbers as in process).
     compat : {None, "IdentificationRiskCalculation"}
         Reproduce the R package IdentificationRiskCalculation exactly: open windows, signed
         percentage radius, ``T = 1`` when ``c = 0``, per-dataset aggregation, no fallback, radius
@@ -151,7 +150,8 @@ def identification_risk(
     executor : None, distributed.Client or Executor, optional
         Where the matching engine runs: ``None`` in process; a ``distributed.Client`` (or a
         :class:`~bayes_risk.executors.DaskExecutor`) spreads partitions of the targets over a
-        Dask cluster (user guide, Scaling out with Dask). The result is identical.
+        Dask cluster (user guide, Scaling out with Dask); with ``PosteriorReplicates``, batches
+        of replicates (drawn on the workers). The result is identical.
 
     Returns
     -------
@@ -189,13 +189,8 @@ def identification_risk(
         original_id=original_id, compat=compat,
     )
     if isinstance(replicates, PosteriorReplicates):
-        if executor is not None:
-            raise ValidationError(
-                "posterior replicates run in process; executor= is not available with "
-                "PosteriorReplicates (leave it at None)."
-            )
         return replicates.run(original, synthetic, known_unsynthesized, known_synthesized,
-                              options, progressbar=progressbar)
+                              options, progressbar=progressbar, executor=as_executor(executor))
     plan = prepare(original, synthetic, known_unsynthesized, known_synthesized,
                    replicates=replicates, **options)
     ex = as_executor(executor)

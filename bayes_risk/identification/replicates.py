@@ -22,21 +22,25 @@ import pandas as pd
 
 from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, child_sequence, seed_sequence
-from bayes_risk.data.levels import level_codes
 from bayes_risk.data.normalise import as_synthetic_list
-from bayes_risk.data.schema import CATEGORICAL_TYPES
-from bayes_risk.exceptions import SchemaError, ValidationError
-from bayes_risk.executors import InProcessExecutor
+from bayes_risk.exceptions import ValidationError
+from bayes_risk.executors import InProcessExecutor, shared_once
 from bayes_risk.identification import engine
 from bayes_risk.identification import uncertainty as _unc
+from bayes_risk.identification._replicate_batches import (
+    Batch,
+    BatchJob,
+    BatchSums,
+    MatchContext,
+    Recoder,
+    run_batch,
+)
 from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import record_pool, run_engine
-from bayes_risk.identification.index import target_bounds
-from bayes_risk.identification.inputs import numeric
 from bayes_risk.identification.plan import IdentificationPlan, ReplicateSource, record_warning
 from bayes_risk.identification.population import per_replicate_counts
 from bayes_risk.identification.prepare import prepare
-from bayes_risk.identification.summary import MEASURES, file_measures, record_measures
+from bayes_risk.identification.summary import MEASURES
 
 __all__ = ["PosteriorReplicates", "run_posterior"]
 
@@ -156,32 +160,17 @@ class PosteriorReplicates:
             )
         return [_refit(self.model, datasets[l], child_sequence(seq, 2**31 + l)) for l in idx]
 
-    def _stream(self, models: list, columns: list[str], seq: np.random.SeedSequence,
-                n: int | None) -> Iterator[pd.DataFrame]:
-        """Replicates one by one (replicate ``r`` from model ``r mod len(models)``)."""
-        if len(models) == 1:
-            for chunk in models[0].posterior_replicates(
-                n, columns=columns, chunk_size=int(self.chunk_size), random_seed=seq
-            ):
-                yield from chunk
-            return
-        r = 0
-        while True:
-            m = models[r % len(models)]
-            yield next(iter(m.posterior_replicates(1, columns=columns, chunk_size=1,
-                                                   random_seed=seq, start=r)))[0]
-            r += 1
-
     def run(self, original: pd.DataFrame, synthetic: Any, known_unsynthesized: Sequence[str],
             known_synthesized: Sequence[str], options: dict[str, Any], *,
-            progressbar: bool = True) -> Any:
+            progressbar: bool = True, executor: Any = None) -> Any:
         """``identification_risk`` with these replicates (called by it).
 
-        ``options`` are ``identification_risk``'s keyword arguments passed on to ``prepare``.
+        ``options`` are ``identification_risk``'s keyword arguments passed on to ``prepare``;
+        ``executor`` (an ``Executor``, default in process) runs the batches.
         Returns an ``IdentificationResult``.
         """
         return run_posterior(self, original, synthetic, known_unsynthesized, known_synthesized,
-                             options, progressbar=progressbar)
+                             options, progressbar=progressbar, executor=executor)
 
     def describe(self) -> dict[str, Any]:
         """JSON-safe settings (recorded in the result's settings)."""
@@ -215,6 +204,11 @@ def _refit(model: Any, released: pd.DataFrame, seed: np.random.SeedSequence) -> 
 # ----------------------------------------------------------------------------------------------
 # the run
 # ----------------------------------------------------------------------------------------------
+#: evaluate the jackknife and the running estimate on the pairs that can reach a top set only
+#: (the same measures; ``False``: every stored pair, the reference the tests compare with)
+PRUNE = True
+
+
 def _checkpoints(max_batches: int) -> set[int]:
     """Batch counts at which the running estimate is evaluated (about 25 % apart)."""
     pts, b = {1}, 2.0
@@ -224,99 +218,15 @@ def _checkpoints(max_batches: int) -> set[int]:
     return pts
 
 
-_PENDING = 4_000_000  # (target, record) contributions buffered before they are summed
-
-
-class _Batch:
-    """One batch matched replicate by replicate: pooled sums and per-replicate ``c``, ``T``.
-
-    Same rules as the engine's pooled and per-dataset aggregations (Drechsler & Reiter 2008
-    eqs. 6–7, fallback, declared matches), but the match lists of all targets of a replicate are
-    taken at once and summed over the batch, so that the cost does not grow with ``R`` times the
-    number of target chunks. Tested against both engine aggregations.
-    """
-
-    def __init__(self, run: _Run, plan: IdentificationPlan) -> None:
-        prep, rule = plan.prep, plan.rule
-        N, n, R = prep.n_targets, prep.n, prep.R
-        b = target_bounds(prep, rule)
-        tkey, tkey_us = engine.target_keys(prep, rule)
-        compiled = engine.use_compiled(prep)
-        tord = engine.target_orders(tkey, b, compiled) if R else None
-        use_fb = run.contains is not None
-        inv_f_all = plan.counts.inv_f
-        if use_fb:
-            q_us = len(rule.radius_us)
-            uidx = engine.us_index(prep, rule)
-            u_own = uidx.own(tkey_us, b.cols(slice(0, q_us)), prep.rec)
-        self.fb = np.zeros(N)
-        self.p_out = np.zeros(N)
-        self.p_un = np.zeros(N)
-        self.ever = np.zeros(N, dtype=bool)
-        self.c = np.zeros((N, R), dtype=np.int64)
-        self.T = np.zeros((N, R), dtype=bool)
-        keys, vals, pend = [], [], 0
-        acc_k, acc_v = np.zeros(0, dtype=np.int64), np.zeros(0)
-        for r in range(R):
-            idx = engine.replicate_index(prep, rule, r, keep=False)
-            cnt, lst = idx.match(tkey, b, True, tord)
-            own = idx.own(tkey, b, prep.rec)
-            tr = np.repeat(np.arange(N, dtype=np.int64), cnt)
-            if use_fb:
-                emp = cnt == 0
-                cnt = np.where(emp, run.u_size, cnt)
-                own = np.where(emp, u_own, own)
-            inv = None if inv_f_all is None else inv_f_all[:, r]
-            p, po = engine.record_prob(cnt, inv)
-            if use_fb:
-                self.fb += np.where(emp, p, 0.0)
-            keys.append(tr * n + lst)
-            vals.append(p[tr])
-            pend += tr.size
-            self.p_out += po
-            if inv is None:
-                self.p_un += cnt == 0
-            self.ever |= cnt > 0
-            dec = engine.declare(p, po, run.strategy)
-            self.c[:, r] = np.where(dec, cnt, 0)
-            self.T[:, r] = dec & own & prep.in_sample
-            if pend > _PENDING or r == R - 1:
-                acc_k, acc_v = _sum_pairs(np.concatenate([acc_k, *keys]),
-                                          np.concatenate([acc_v, *vals]))
-                keys, vals, pend = [], [], 0
-        self.keys, self.R = acc_k, R
-        self.in_u = np.zeros(acc_k.size, dtype=bool)
-        if use_fb and acc_k.size:
-            rows = acc_k // n
-            self.in_u = run.contains(rows, acc_k - rows * n)
-            acc_v = acc_v + np.where(self.in_u, self.fb[rows], 0.0)
-        self.vals = acc_v
-
-
-def _sum_pairs(keys: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Unique sorted keys and the sums of their values."""
-    if not keys.size:
-        return keys, vals
-    order = np.argsort(keys, kind="stable")
-    k = keys[order]
-    first = np.concatenate([[True], k[1:] != k[:-1]])
-    starts = np.flatnonzero(first)
-    return k[starts], np.add.reduceat(vals[order], starts)
-
-
 class _Run:
     """Accumulators of one posterior run (pooled sums overall and per group, per replicate)."""
 
     def __init__(self, plan: IdentificationPlan, n_groups: int) -> None:
         prep = plan.prep
         self.plan, self.N, self.n = plan, prep.n_targets, prep.n
-        self.strategy = plan.settings.strategy
-        self.contains = None
-        self.u_size = np.zeros(self.N, dtype=np.int64)
-        if plan.settings.fallback == "unsynthesized":
-            fs = engine.fallback_sets(prep, plan.rule)
-            self.contains = fs.contains
-            self.u_size = fs.index.match(fs.tkey, fs.bounds, False)[0]
+        self.ctx = MatchContext.of(plan)
+        self.strategy, self.contains, self.u_size = \
+            self.ctx.strategy, self.ctx.contains, self.ctx.u_size
         self.total = _unc.PooledSums(self.N, self.n)
         self.groups = [_unc.PooledSums(self.N, self.n) for _ in range(n_groups)]
         self.per: dict[str, list[np.ndarray]] = {k: [] for k in MEASURES}
@@ -326,14 +236,14 @@ class _Run:
                                        "mc_se": []}
         self.n_batches = 0
 
-    def add(self, batch: _Batch) -> None:
+    def add(self, batch: BatchSums) -> None:
+        """Add the next batch (batches are added in batch order)."""
         self.total.add(batch)
         self.groups[self.n_batches % len(self.groups)].add(batch)
-        rm = record_measures(batch.c, batch.T)
-        for k, v in file_measures(batch.c, batch.T, rm).items():
-            self.per[k].append(np.asarray(v, dtype=np.float64))
-        self.ir_sum += rm["IR"].sum(axis=1)
-        self.ir_sq += (rm["IR"] ** 2).sum(axis=1)
+        for k, v in batch.per.items():
+            self.per[k].append(v)
+        self.ir_sum += batch.ir_sum
+        self.ir_sq += batch.ir_sq
         self.n_batches += 1
 
     def _evaluate(self, keys, vals, in_u, fb, p_out, R) -> dict[str, np.ndarray]:
@@ -347,19 +257,30 @@ class _Run:
         return self._evaluate(t.keys, t.vals, t.in_u, t.fb, t.p_out, t.R)
 
     def jackknife(self) -> tuple[dict[str, float], np.ndarray]:
-        """Delete-a-group jackknife standard errors: file-level dict and record ``IR`` [N_T]."""
+        """Delete-a-group jackknife standard errors: file-level dict and record ``IR`` [N_T].
+
+        Only the pairs that can reach a target's top set once a group is deleted are evaluated
+        (``candidate_pairs``: a pair's sum without the group is at most its full sum, and the
+        target's largest sum without the group is at least its largest full sum less the
+        group's ``p_rec``); the measures are those of all pairs (``PRUNE = False``).
+        """
         t = self.total
         groups = [g for g in self.groups if g.R > 0]
         if len(groups) < 2:
             return {k: float("nan") for k in MEASURES}, np.full(self.N, np.nan)
+        top = _unc.row_max(t.keys, t.vals, n=self.n, n_targets=self.N)
         thetas, irs = [], []
         for g in groups:
-            vals = t.vals - g.on(t.keys, t.in_u)
+            R = t.R - g.R
+            keep = (_unc.candidate_pairs(t.keys, t.vals / R, (top - g.p_rec) / R, n=self.n)
+                    if PRUNE else slice(None))
+            keys, tv, in_u = t.keys[keep], t.vals[keep], t.in_u[keep]
+            vals = tv - g.on(keys, in_u)
             # exact zeros where only this group matched (no residue of the subtraction)
-            vals[vals <= 1e-9 * t.vals] = 0.0
+            vals[vals <= 1e-9 * tv] = 0.0
             fb = t.fb - g.fb
             fb[fb <= 1e-9 * t.fb] = 0.0
-            res = self._evaluate(t.keys, vals, t.in_u, fb, t.p_out - g.p_out, t.R - g.R)
+            res = self._evaluate(keys, vals, in_u, fb, t.p_out - g.p_out, R)
             fm, ir = _unc.pooled_measures(res)
             thetas.append([fm[k] for k in MEASURES])
             irs.append(ir)
@@ -368,7 +289,13 @@ class _Run:
             _unc.jackknife_se(np.array(irs))
 
     def checkpoint(self) -> tuple[float, float]:
-        fm, _ = _unc.pooled_measures(self.pooled())
+        """Pooled expected match risk and its jackknife MCSE now (appended to the trace)."""
+        t = self.total
+        top = _unc.row_max(t.keys, t.vals, n=self.n, n_targets=self.N)
+        keep = (_unc.candidate_pairs(t.keys, t.vals / t.R, top / t.R, n=self.n) if PRUNE
+                else slice(None))
+        fm, _ = _unc.pooled_measures(self._evaluate(t.keys[keep], t.vals[keep], t.in_u[keep],
+                                                    t.fb, t.p_out, t.R))
         se, _ = self.jackknife()
         est, s = fm["expected_match_risk"], se["expected_match_risk"]
         self.trace["n_replicates"].append(self.total.R)
@@ -376,82 +303,6 @@ class _Run:
         self.trace["mc_se"].append(s)
         return est, s
 
-
-class _Recoder:
-    """Encodes a batch of replicates into the first batch's plan (no repeated validation).
-
-    Categorical exact-match columns get the level codes of the first batch's harmonised schema
-    (a level it does not hold: ``-1``, which no target holds either), numeric exact-match
-    columns the codes of the targets holding the same value (a value no target holds can match
-    no target: ``-1``); radius columns are plain numbers. Not used when preparing depends on the
-    replicates themselves (log-linear counts refitted on each replicate, Mahalanobis whitening):
-    every batch is then prepared in full.
-    """
-
-    def __init__(self, plan: IdentificationPlan, targets: pd.DataFrame) -> None:
-        self.plan = plan
-        rule, sk = plan.rule, plan.data.schema
-        e_us = len(rule.exact_us)
-        self.maps: dict[str, tuple[pd.Index, np.ndarray]] = {}
-        for j, c in enumerate(rule.exact_s):
-            if sk[c].type in CATEGORICAL_TYPES:
-                continue
-            codes = plan.prep.tgt_exact[:, e_us + j]
-            idx = pd.Index(numeric(targets[c], c, "targets"))
-            keep = ~idx.duplicated()
-            self.maps[c] = (idx[keep], codes[keep])
-
-    @classmethod
-    def make(cls, plan: IdentificationPlan, targets: Any,
-             original: pd.DataFrame) -> _Recoder | None:
-        if per_replicate_counts(plan.counts.source) or plan.rule.shape == "mahalanobis":
-            return None
-        tdf = original if targets is None else targets
-        return cls(plan, tdf.rename(columns=str))
-
-    def _codes(self, c: str, col: pd.Series) -> np.ndarray:
-        sk = self.plan.data.schema
-        if sk[c].type in CATEGORICAL_TYPES:
-            return level_codes(col, sk[c].levels or (), unknown="missing")
-        idx, codes = self.maps[c]
-        pos = idx.get_indexer(numeric(col, c, "posterior replicates"))
-        return np.where(pos >= 0, codes[np.maximum(pos, 0)], -1)
-
-    def __call__(self, batch: list[pd.DataFrame]) -> IdentificationPlan:
-        p0, rule = self.plan, self.plan.rule
-        R, n = len(batch), p0.prep.n
-        for r, z in enumerate(batch, start=1):
-            if len(z) != n:
-                raise SchemaError(f"posterior replicate {r} of a batch has {len(z)} rows; "
-                                  f"expected {n}.", code="ROW_COUNT_MISMATCH")
-        codes_of = {}
-        for c in rule.exact_s:
-            col = pd.concat([z[c] for z in batch], ignore_index=True)
-            if col.isna().any():
-                raise SchemaError(f"posterior replicates: column {c!r} has missing values.",
-                                  code="MISSING_VALUES")
-            codes_of[c] = self._codes(c, col).astype(np.int64).reshape(R, n)
-        rep_exact = [
-            np.stack([codes_of[c][r] for c in rule.exact_s], axis=1) if rule.exact_s
-            else np.zeros((n, 0), dtype=np.int64)
-            for r in range(R)
-        ]
-        rep_radius = [
-            np.stack([numeric(z[c], c, "posterior replicates") for c in rule.radius_s])
-            if rule.radius_s else np.zeros((0, n))
-            for z in batch
-        ]
-        if any(np.isnan(v).any() for v in rep_radius):
-            raise SchemaError("posterior replicates have missing values in a radius column.",
-                              code="MISSING_VALUES")
-        prep = dataclasses.replace(p0.prep, R=R, rep_exact_s=rep_exact, rep_radius_s=rep_radius,
-                                   _cache={})
-        counts = p0.counts
-        if counts.inv_f is not None:  # fixed over replicates (user or agency's counts)
-            counts = dataclasses.replace(counts, F=np.repeat(counts.F[:, :1], R, axis=1),
-                                         inv_f=np.repeat(counts.inv_f[:, :1], R, axis=1))
-        return dataclasses.replace(p0, data=dataclasses.replace(p0.data, prep=prep),
-                                   counts=counts, replicates=ReplicateSource(R=R, user=True))
 
 
 def _check_mode(options: dict[str, Any], known_synthesized: Any) -> list[str]:
@@ -483,45 +334,71 @@ def run_posterior(
     options: dict[str, Any],
     *,
     progressbar: bool = True,
+    executor: Any = None,
 ) -> Any:
-    """``identification_risk`` with posterior replicates (:meth:`PosteriorReplicates.run`)."""
+    """``identification_risk`` with posterior replicates (:meth:`PosteriorReplicates.run`).
+
+    The first batch is drawn and prepared here (validation, encoding, the plan every later batch
+    is encoded into); the later batches run through ``executor`` (in process, or as Dask tasks:
+    each task draws, matches and reduces one batch) and are added in batch order, so the
+    numbers, and where ``n="auto"`` stops, do not depend on the executor or its workers.
+    """
     ks = _check_mode(options, known_synthesized)
+    ex = InProcessExecutor() if executor is None else executor
     seq = seed_sequence(pr.random_seed)
     empty = isinstance(synthetic, (list, tuple)) and not synthetic
     datasets = [] if empty else as_synthetic_list(synthetic, allow_none=True).datasets
     auto = pr.n == "auto"
-    stream = pr._stream(pr._models(datasets, seq), ks, seq, None if auto else int(pr.n))
     R_max = int(pr.max_replicates) if auto else int(pr.n)
+    job = BatchJob(models=pr._models(datasets, seq), columns=ks, seq=seq,
+                   chunk_size=int(pr.chunk_size), batch_size=int(pr.batch_size), n_total=R_max)
     n_batches = -(-R_max // int(pr.batch_size))
     points = _checkpoints(n_batches)
-    run = first = recode = None
+    plan = prepare(original, synthetic, known_unsynthesized, ks, replicates=job.replicates(0),
+                   **options)
+    run = _Run(plan, int(pr.n_groups))
+    job.ctx = run.ctx
+    job.recode = Recoder.make(plan, options.get("targets"), original)
+    if job.recode is None:
+        job.inputs = (original, synthetic, known_unsynthesized, options)
+    # one batch holds every replicate: the engine's own pooled output (bitwise the result of
+    # passing the replicates as a list)
+    first = (plan, run_engine(plan, plan.rule, InProcessExecutor(),
+                              record_pool(plan, shipped=False), progressbar=False)
+             if n_batches == 1 else None)
     stopped = False
-    for b in progress(range(n_batches), total=n_batches, description="posterior replicates",
-                      enabled=progressbar):
-        size = min(int(pr.batch_size), R_max - b * int(pr.batch_size))
-        batch = [next(stream) for _ in range(size)]
-        if recode is None:
-            plan = prepare(original, synthetic, known_unsynthesized, ks, replicates=batch,
-                           **options)
-            if run is None:
-                recode = _Recoder.make(plan, options.get("targets"), original)
-        else:
-            plan = recode(batch)
-        if run is None:
-            run = _Run(plan, int(pr.n_groups))
-            # one batch holds every replicate: the engine's own pooled output (bitwise the
-            # result of passing the replicates as a list)
-            first = (plan, run_engine(plan, plan.rule, InProcessExecutor(),
-                                      record_pool(plan, shipped=False), progressbar=False)
-                     if n_batches == 1 else None)
-        run.add(_Batch(run, plan))
-        if (b + 1) in points or b + 1 == n_batches:
-            est, se = run.checkpoint()
-            if auto and run.total.R >= pr.min_replicates and (
-                    se <= pr.mcse_tol * abs(est) or (est == 0 and se == 0)):
-                stopped = True
-                break
+    with shared_once(ex, job) as shared:
+        sums = _batch_sums(ex, shared, BatchSums.of(Batch(run.ctx, plan)), n_batches, points)
+        for b, batch in progress(enumerate(sums, start=1), total=n_batches,
+                                 description="posterior replicates", enabled=progressbar):
+            run.add(batch)
+            if b in points or b == n_batches:
+                est, se = run.checkpoint()
+                if auto and run.total.R >= pr.min_replicates and (
+                        se <= pr.mcse_tol * abs(est) or (est == 0 and se == 0)):
+                    stopped = True
+                    break
     return _assemble(pr, run, first, stopped)
+
+
+def _batch_sums(ex: Any, shared: Any, first: BatchSums, n_batches: int,
+                points: set[int]) -> Iterator[BatchSums]:
+    """The batches' sums in batch order, computed wave by wave on ``ex``.
+
+    A wave never runs past the next checkpoint, so a run that stops there has computed no batch
+    it does not use; in process a wave is one batch (memory of one batch at a time), on a cluster
+    two batches per worker thread.
+    """
+    yield first
+    client = getattr(ex, "client", None)
+    width = 1 if client is None else max(1, 2 * sum(client.nthreads().values()))
+    b = 1
+    while b < n_batches:
+        nxt = min([p for p in points if p > b] + [n_batches])
+        parts = list(range(b, min(nxt, b + width)))
+        yield from ex.map(run_batch, shared, parts, progressbar=False,
+                          description="posterior replicates")
+        b = parts[-1] + 1
 
 
 def _pooled_output(run: _Run) -> engine.PooledOutput:

@@ -29,6 +29,8 @@ from bayes_risk.identification.summary import MEASURES, file_measures, record_me
 __all__ = [
     "REPLICATE_QUANTILES",
     "PooledSums",
+    "candidate_pairs",
+    "row_max",
     "top_sets",
     "jackknife_se",
     "replicate_summary",
@@ -57,11 +59,14 @@ class PooledSums:
         self.p_out = np.zeros(self.N)
         self.p_un = np.zeros(self.N)
         self.ever = np.zeros(self.N, dtype=bool)
+        # Σ_r p_r(τ), the probability of each matched record of target τ in replicate r: no
+        # pair's sum exceeds it (bounds what deleting these replicates can take off a pair)
+        self.p_rec = np.zeros(self.N)
         self.R = 0
 
     def add(self, batch: Any) -> None:
         """Add a batch's sums (``keys``, ``vals``, ``in_u``, ``fb``, ``p_out``, ``p_un``,
-        ``ever``, ``R``; stored pairs include their fallback mass, as here)."""
+        ``ever``, ``p_rec``, ``R``; stored pairs include their fallback mass, as here)."""
         ek, ev, efb = batch.keys, batch.vals, batch.fb
         allk = _sorted_union(self.keys, ek)
         p_old = np.searchsorted(allk, self.keys)
@@ -85,12 +90,16 @@ class PooledSums:
         self.p_out = self.p_out + batch.p_out
         self.p_un = self.p_un + batch.p_un
         self.ever |= batch.ever
+        self.p_rec = self.p_rec + batch.p_rec
         self.R += int(batch.R)
 
     def on(self, keys: np.ndarray, in_u: np.ndarray) -> np.ndarray:
-        """These sums at the pairs ``keys`` (a superset of the stored pairs)."""
+        """These sums at the pairs ``keys`` (sorted, unique; stored or not)."""
         out = np.where(in_u, self.fb[keys // self.n], 0.0)
-        out[np.searchsorted(keys, self.keys)] = self.vals
+        if self.keys.size and keys.size:
+            pos = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
+            hit = self.keys[pos] == keys
+            out[hit] = self.vals[pos[hit]]
         return out
 
 
@@ -149,6 +158,33 @@ def top_sets(
         "c": np.where(dec, c, 0), "T": dec & T & in_sample, "declared": dec, "p_max": pm,
         "fallback_value": np.where(cell, fb, 0.0), "fallback_extra": np.where(cell, n_extra, 0),
     }
+
+
+def candidate_pairs(keys: np.ndarray, vals: np.ndarray, bound: np.ndarray, *, n: int
+                    ) -> np.ndarray:
+    """Mask of the stored pairs that can reach a target's top set.
+
+    ``vals`` are upper bounds of the pairs' values and ``bound`` a lower bound of each target's
+    largest value (same scale). A pair below ``bound`` by more than the tie tolerance can tie no
+    maximum, so :func:`top_sets` gives the same ``c``, ``T`` and declared matches without it
+    (the fallback-set value of a target is below each of its stored pairs', so it cannot tie
+    either). Targets with ``bound <= 0`` keep every pair.
+    """
+    from bayes_risk._numeric import TIE_ATOL, TIE_RTOL
+
+    rows = keys // n
+    thr = np.where(bound > 0, bound * (1 - 2 * TIE_RTOL) - 2 * TIE_ATOL, -np.inf)
+    return vals >= thr[rows]
+
+
+def row_max(keys: np.ndarray, vals: np.ndarray, *, n: int, n_targets: int) -> np.ndarray:
+    """Largest stored value of each target (0 where none is stored)."""
+    out = np.zeros(n_targets)
+    if keys.size:
+        rows = keys // n
+        starts = np.flatnonzero(np.concatenate([[True], rows[1:] != rows[:-1]]))
+        out[rows[starts]] = np.maximum.reduceat(vals, starts)
+    return out
 
 
 def jackknife_se(theta: np.ndarray) -> np.ndarray:

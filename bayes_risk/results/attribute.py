@@ -223,7 +223,11 @@ class AttributeRiskResult(RiskResult):
             (Hu–Reiter–Wang summaries of each group), ``all`` (all records, for comparison
             with published tables), ``random_guess_baseline`` (mean 1/G), ``published_estimator``
             (how degenerate the Hu 2019 §3.2.5 estimator was, when computed), ``pareto_khat``,
-            ``settings``, ``warnings``, ``mcmc``.
+            ``settings``, ``warnings``, ``mcmc``; with the draw bootstrap kept,
+            ``mc_uncertainty``: Monte Carlo standard errors and 90 % intervals of the unflagged
+            records' file-level figures (``bayes_risk.attribute.uncertainty.file_uncertainty``;
+            they cover the Monte Carlo error of the posterior draws, not a spread over synthetic
+            datasets) and the number of flagged records left out.
         """
         from bayes_risk.attribute.summaries import hrw_summary
 
@@ -266,9 +270,22 @@ class AttributeRiskResult(RiskResult):
             "warnings": list(self.warnings),
             "mcmc": dict(self.mcmc),
         }
+        mc = self._mc_uncertainty()
+        if mc is not None:
+            out["mc_uncertainty"] = mc
         if records:
             out["records"] = df.to_dict(orient="list")
         return to_jsonable(out)
+
+    def _mc_uncertainty(self) -> dict[str, Any] | None:
+        """``file_uncertainty(self)`` (computed once), or ``None`` without a draw bootstrap."""
+        if not self._boot_loglik:
+            return None
+        if "mc_uncertainty" not in self._cache:
+            from bayes_risk.attribute.uncertainty import file_uncertainty
+
+            self._cache["mc_uncertainty"] = file_uncertainty(self)
+        return self._cache["mc_uncertainty"]
 
     def _flag_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -351,10 +368,22 @@ class AttributeRiskResult(RiskResult):
             notes.append(
                 "Flags: " + ", ".join(f"{k} × {v}" for k, v in d["flag_counts"].items()) + "."
             )
+        tables = {"File-level summary": pd.DataFrame(rows)}
+        mc = d.get("mc_uncertainty")
+        if mc is not None:
+            from bayes_risk.attribute.uncertainty import mc_table
+
+            tables["Monte Carlo error (draw bootstrap)"] = mc_table(mc)
+            notes.append(
+                f"Monte Carlo error: MCSE and 90 % interval over {mc['bootstrap']} bootstrap "
+                "resamples of the posterior draws (every record the same resample); they cover "
+                "the Monte Carlo error of the posterior draws only. Unflagged records; "
+                f"{mc['n_flagged_excluded']} flagged record(s) left out."
+            )
         return Summary(
             "Attribute disclosure risk",
             header=header,
-            tables={"File-level summary": pd.DataFrame(rows)},
+            tables=tables,
             notes=notes,
             warnings=self.structured_warnings,
         )

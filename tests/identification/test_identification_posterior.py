@@ -451,7 +451,7 @@ def test_result_reports_the_uncertainty_in_summary_dict_and_plot():
         base.plot("running_estimate")
 
 
-def test_posterior_replicates_refuse_an_executor_and_compat():
+def test_posterior_replicates_refuse_a_bad_executor_and_compat():
     y = make_data(60)
     syn = perturb(y, 2, 5)
     pr = PosteriorReplicates(Released(syn), n=4, random_seed=0)
@@ -462,3 +462,36 @@ def test_posterior_replicates_refuse_an_executor_and_compat():
         identification_risk(y, syn, ["sex", "region"], ["race", "income"], categorical=["region"],
                             radius={"income": 0.05}, progressbar=False, replicates=pr,
                             compat="IdentificationRiskCalculation")
+
+
+@pytest.mark.parametrize("extra", SETTINGS)
+def test_pruned_jackknife_equals_the_full_evaluation(extra, monkeypatch):
+    """The jackknife and the running estimate evaluated on the candidate pairs only give the
+    numbers of the evaluation over every stored pair (fallback, unknown membership, threshold
+    strategy)."""
+    from bayes_risk.identification import replicates as rep
+
+    y = make_data(200, seed=3)
+    syn = perturb(y, 3, 4)
+    model = Released(perturb(y, 30, 8))
+    dropped = []
+    real = rep._unc.candidate_pairs
+
+    def counting(*args, **kw):
+        keep = real(*args, **kw)
+        dropped.append(int((~keep).sum()))
+        return keep
+
+    monkeypatch.setattr(rep._unc, "candidate_pairs", counting)
+    runs = []
+    for prune in (True, False):
+        monkeypatch.setattr(rep, "PRUNE", prune)
+        runs.append(identification_risk(
+            y, syn, ["sex", "region"], ["race", "income"], **_kw(extra, y),
+            replicates=PosteriorReplicates(model, n=60, batch_size=6, n_groups=10,
+                                           random_seed=2)))
+    a, b = runs
+    assert np.isfinite(a.file["mc_se"]["expected_match_risk"])
+    assert sum(dropped) > 0  # pairs were left out
+    np.testing.assert_equal(a.file, b.file)  # mc_se, the trace (nan before two groups), …
+    pd.testing.assert_frame_equal(a.records, b.records)

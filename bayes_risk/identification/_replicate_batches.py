@@ -1,0 +1,288 @@
+"""Drawing and matching one batch of posterior replicates (the unit of work of a posterior run).
+
+A run over ``R`` posterior replicates (:mod:`bayes_risk.identification.replicates`) is a sequence
+of batches of ``batch_size`` replicates. Batch ``b`` holds replicates ``b·B … b·B + B − 1``;
+replicate ``r`` depends only on the seed and ``r`` (protocol ``SupportsPosteriorReplicates``), so
+a batch is the same whether it is drawn in this process or on a Dask worker, and whatever the
+chunk size. :func:`run_batch` draws a batch, matches it and reduces it to :class:`BatchSums` (the
+pooled sums and per-replicate measures the run accumulates, in batch order, on the client).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.data.levels import level_codes
+from bayes_risk.data.schema import CATEGORICAL_TYPES
+from bayes_risk.exceptions import SchemaError
+from bayes_risk.identification import engine
+from bayes_risk.identification.index import target_bounds
+from bayes_risk.identification.inputs import numeric
+from bayes_risk.identification.plan import IdentificationPlan, ReplicateSource
+from bayes_risk.identification.population import per_replicate_counts
+from bayes_risk.identification.prepare import prepare
+from bayes_risk.identification.summary import file_measures, record_measures
+
+__all__ = ["MatchContext", "Batch", "BatchSums", "BatchJob", "Recoder", "run_batch"]
+
+
+@dataclass
+class MatchContext:
+    """What matching a batch needs besides its plan: the strategy and the fallback sets."""
+
+    strategy: Any
+    contains: Callable | None
+    u_size: np.ndarray
+
+    @classmethod
+    def of(cls, plan: IdentificationPlan) -> MatchContext:
+        prep = plan.prep
+        contains, u_size = None, np.zeros(prep.n_targets, dtype=np.int64)
+        if plan.settings.fallback == "unsynthesized":
+            fs = engine.fallback_sets(prep, plan.rule)
+            contains = fs.contains
+            u_size = fs.index.match(fs.tkey, fs.bounds, False)[0]
+        return cls(strategy=plan.settings.strategy, contains=contains, u_size=u_size)
+
+
+_PENDING = 4_000_000  # (target, record) contributions buffered before they are summed
+
+
+class Batch:
+    """One batch matched replicate by replicate: pooled sums and per-replicate ``c``, ``T``.
+
+    Same rules as the engine's pooled and per-dataset aggregations (Drechsler & Reiter 2008
+    eqs. 6–7, fallback, declared matches), but the match lists of all targets of a replicate are
+    taken at once and summed over the batch, so that the cost does not grow with ``R`` times the
+    number of target chunks. Tested against both engine aggregations.
+    """
+
+    def __init__(self, ctx: MatchContext, plan: IdentificationPlan) -> None:
+        prep, rule = plan.prep, plan.rule
+        N, n, R = prep.n_targets, prep.n, prep.R
+        b = target_bounds(prep, rule)
+        tkey, tkey_us = engine.target_keys(prep, rule)
+        compiled = engine.use_compiled(prep)
+        tord = engine.target_orders(tkey, b, compiled) if R else None
+        use_fb = ctx.contains is not None
+        inv_f_all = plan.counts.inv_f
+        if use_fb:
+            q_us = len(rule.radius_us)
+            uidx = engine.us_index(prep, rule)
+            u_own = uidx.own(tkey_us, b.cols(slice(0, q_us)), prep.rec)
+        self.fb = np.zeros(N)
+        self.p_out = np.zeros(N)
+        self.p_un = np.zeros(N)
+        self.ever = np.zeros(N, dtype=bool)
+        self.p_rec = np.zeros(N)  # Σ_r of a matched record's probability (bounds any pair's sum)
+        self.c = np.zeros((N, R), dtype=np.int64)
+        self.T = np.zeros((N, R), dtype=bool)
+        keys, vals, pend = [], [], 0
+        acc_k, acc_v = np.zeros(0, dtype=np.int64), np.zeros(0)
+        for r in range(R):
+            idx = engine.replicate_index(prep, rule, r, keep=False)
+            cnt, lst = idx.match(tkey, b, True, tord)
+            own = idx.own(tkey, b, prep.rec)
+            tr = np.repeat(np.arange(N, dtype=np.int64), cnt)
+            if use_fb:
+                emp = cnt == 0
+                cnt = np.where(emp, ctx.u_size, cnt)
+                own = np.where(emp, u_own, own)
+            inv = None if inv_f_all is None else inv_f_all[:, r]
+            p, po = engine.record_prob(cnt, inv)
+            if use_fb:
+                self.fb += np.where(emp, p, 0.0)
+            keys.append(tr * n + lst)
+            vals.append(p[tr])
+            pend += tr.size
+            self.p_out += po
+            self.p_rec += p
+            if inv is None:
+                self.p_un += cnt == 0
+            self.ever |= cnt > 0
+            dec = engine.declare(p, po, ctx.strategy)
+            self.c[:, r] = np.where(dec, cnt, 0)
+            self.T[:, r] = dec & own & prep.in_sample
+            if pend > _PENDING or r == R - 1:
+                acc_k, acc_v = _sum_pairs(np.concatenate([acc_k, *keys]),
+                                          np.concatenate([acc_v, *vals]))
+                keys, vals, pend = [], [], 0
+        self.keys, self.R = acc_k, R
+        self.in_u = np.zeros(acc_k.size, dtype=bool)
+        if use_fb and acc_k.size:
+            rows = acc_k // n
+            self.in_u = ctx.contains(rows, acc_k - rows * n)
+            acc_v = acc_v + np.where(self.in_u, self.fb[rows], 0.0)
+        self.vals = acc_v
+
+
+def _sum_pairs(keys: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unique sorted keys and the sums of their values."""
+    if not keys.size:
+        return keys, vals
+    order = np.argsort(keys, kind="stable")
+    k = keys[order]
+    first = np.concatenate([[True], k[1:] != k[:-1]])
+    starts = np.flatnonzero(first)
+    return k[starts], np.add.reduceat(vals[order], starts)
+
+
+class Recoder:
+    """Encodes a batch of replicates into the first batch's plan (no repeated validation).
+
+    Categorical exact-match columns get the level codes of the first batch's harmonised schema
+    (a level it does not hold: ``-1``, which no target holds either), numeric exact-match
+    columns the codes of the targets holding the same value (a value no target holds can match
+    no target: ``-1``); radius columns are plain numbers. Not used when preparing depends on the
+    replicates themselves (log-linear counts refitted on each replicate, Mahalanobis whitening):
+    every batch is then prepared in full.
+    """
+
+    def __init__(self, plan: IdentificationPlan, targets: pd.DataFrame) -> None:
+        self.plan = plan
+        rule, sk = plan.rule, plan.data.schema
+        e_us = len(rule.exact_us)
+        self.maps: dict[str, tuple[pd.Index, np.ndarray]] = {}
+        for j, c in enumerate(rule.exact_s):
+            if sk[c].type in CATEGORICAL_TYPES:
+                continue
+            codes = plan.prep.tgt_exact[:, e_us + j]
+            idx = pd.Index(numeric(targets[c], c, "targets"))
+            keep = ~idx.duplicated()
+            self.maps[c] = (idx[keep], codes[keep])
+
+    @classmethod
+    def make(cls, plan: IdentificationPlan, targets: Any,
+             original: pd.DataFrame) -> Recoder | None:
+        if per_replicate_counts(plan.counts.source) or plan.rule.shape == "mahalanobis":
+            return None
+        tdf = original if targets is None else targets
+        return cls(plan, tdf.rename(columns=str))
+
+    def _codes(self, c: str, col: pd.Series) -> np.ndarray:
+        sk = self.plan.data.schema
+        if sk[c].type in CATEGORICAL_TYPES:
+            return level_codes(col, sk[c].levels or (), unknown="missing")
+        idx, codes = self.maps[c]
+        pos = idx.get_indexer(numeric(col, c, "posterior replicates"))
+        return np.where(pos >= 0, codes[np.maximum(pos, 0)], -1)
+
+    def __call__(self, batch: list[pd.DataFrame]) -> IdentificationPlan:
+        p0, rule = self.plan, self.plan.rule
+        R, n = len(batch), p0.prep.n
+        for r, z in enumerate(batch, start=1):
+            if len(z) != n:
+                raise SchemaError(f"posterior replicate {r} of a batch has {len(z)} rows; "
+                                  f"expected {n}.", code="ROW_COUNT_MISMATCH")
+        codes_of = {}
+        for c in rule.exact_s:
+            col = pd.concat([z[c] for z in batch], ignore_index=True)
+            if col.isna().any():
+                raise SchemaError(f"posterior replicates: column {c!r} has missing values.",
+                                  code="MISSING_VALUES")
+            codes_of[c] = self._codes(c, col).astype(np.int64).reshape(R, n)
+        rep_exact = [
+            np.stack([codes_of[c][r] for c in rule.exact_s], axis=1) if rule.exact_s
+            else np.zeros((n, 0), dtype=np.int64)
+            for r in range(R)
+        ]
+        rep_radius = [
+            np.stack([numeric(z[c], c, "posterior replicates") for c in rule.radius_s])
+            if rule.radius_s else np.zeros((0, n))
+            for z in batch
+        ]
+        if any(np.isnan(v).any() for v in rep_radius):
+            raise SchemaError("posterior replicates have missing values in a radius column.",
+                              code="MISSING_VALUES")
+        prep = dataclasses.replace(p0.prep, R=R, rep_exact_s=rep_exact, rep_radius_s=rep_radius,
+                                   _cache={})
+        counts = p0.counts
+        if counts.inv_f is not None:  # fixed over replicates (user or agency's counts)
+            counts = dataclasses.replace(counts, F=np.repeat(counts.F[:, :1], R, axis=1),
+                                         inv_f=np.repeat(counts.inv_f[:, :1], R, axis=1))
+        return dataclasses.replace(p0, data=dataclasses.replace(p0.data, prep=prep),
+                                   counts=counts, replicates=ReplicateSource(R=R, user=True))
+
+
+@dataclass
+class BatchSums:
+    """A matched batch reduced to what the run accumulates (no ``[N_T, B]`` arrays).
+
+    ``keys``/``vals``/``in_u``/``fb``/``p_out``/``p_un``/``ever``/``p_rec``/``R``: the batch's
+    pooled sums (as ``PooledSums.add`` takes them); ``per``: per-replicate file-level measures
+    ``[B]``; ``ir_sum``/``ir_sq``: per-target sums of the per-replicate ``IR`` and of its square.
+    """
+
+    keys: np.ndarray
+    vals: np.ndarray
+    in_u: np.ndarray
+    fb: np.ndarray
+    p_out: np.ndarray
+    p_un: np.ndarray
+    ever: np.ndarray
+    p_rec: np.ndarray
+    R: int
+    per: dict[str, np.ndarray]
+    ir_sum: np.ndarray
+    ir_sq: np.ndarray
+
+    @classmethod
+    def of(cls, batch: Batch) -> BatchSums:
+        rm = record_measures(batch.c, batch.T)
+        per = {k: np.asarray(v, dtype=np.float64)
+               for k, v in file_measures(batch.c, batch.T, rm).items()}
+        return cls(keys=batch.keys, vals=batch.vals, in_u=batch.in_u, fb=batch.fb,
+                   p_out=batch.p_out, p_un=batch.p_un, ever=batch.ever, p_rec=batch.p_rec,
+                   R=batch.R, per=per,
+                   ir_sum=rm["IR"].sum(axis=1), ir_sq=(rm["IR"] ** 2).sum(axis=1))
+
+
+@dataclass
+class BatchJob:
+    """Everything needed to draw and match any batch of a run (sent to each worker once).
+
+    ``models``: replicate ``r`` comes from ``models[r % len(models)]`` (one model, or the
+    intruder's refit of each released dataset); ``recode`` encodes a batch into the first batch's
+    plan, or, when preparing depends on the replicates (``recode is None``), ``inputs`` =
+    ``(original, synthetic, known_unsynthesized, options)`` prepare each batch in full.
+    """
+
+    models: list
+    columns: list[str]
+    seq: np.random.SeedSequence
+    chunk_size: int
+    batch_size: int
+    n_total: int
+    ctx: MatchContext | None = None
+    recode: Recoder | None = None
+    inputs: tuple | None = None
+
+    def replicates(self, b: int) -> list[pd.DataFrame]:
+        """The replicates of batch ``b`` (``b·B`` onwards; the last batch may be shorter)."""
+        r0 = b * self.batch_size
+        size = min(self.batch_size, self.n_total - r0)
+        if len(self.models) == 1:
+            return [z for chunk in self.models[0].posterior_replicates(
+                size, columns=self.columns, chunk_size=self.chunk_size, random_seed=self.seq,
+                start=r0) for z in chunk]
+        return [next(iter(self.models[r % len(self.models)].posterior_replicates(
+                    1, columns=self.columns, chunk_size=1, random_seed=self.seq, start=r)))[0]
+                for r in range(r0, r0 + size)]
+
+    def plan(self, batch: list[pd.DataFrame]) -> IdentificationPlan:
+        """The identification plan of a batch of replicates."""
+        if self.recode is not None:
+            return self.recode(batch)
+        original, synthetic, kus, options = self.inputs
+        return prepare(original, synthetic, kus, self.columns, replicates=batch, **options)
+
+
+def run_batch(job: BatchJob, b: int) -> BatchSums:
+    """Draw, match and reduce batch ``b`` (the task an executor runs)."""
+    return BatchSums.of(Batch(job.ctx, job.plan(job.replicates(b))))
