@@ -115,3 +115,22 @@ def test_utility_summary_accepts_missing_values():
     assert "P(a missing)" in names and "P(v missing)" in names
     row = out.overlap.set_index("estimand").loc["mean(v)"]
     assert row["estimate_orig"] == pytest.approx(orig["v"].mean())  # observed values
+
+
+def test_disclosure_grouped_target_keeps_codes_as_groups():
+    from bayes_risk.disclosure._encode import encode_var
+
+    orig = pd.DataFrame({"k": ["a", "b", "a", "b", "a", "b"],
+                         "t": [1.0, 2.0, 3.0, 4.0, -8.0, np.nan]})
+    syn = orig.assign(t=[4.0, 3.0, 2.0, 1.0, np.nan, -8.0])
+    s = br.infer_schema(orig, missing_codes={"t": [-8]})
+    var = encode_var("t", orig, [syn], s, ngroups=2)
+    # -8 is a group of its own (left out of the breaks 1..4) and NA is "Missing"
+    assert var.labels[-2:] == ["-8", "Missing"]
+    assert var.breaks.min() == 1.0
+    assert var.orig.tolist()[-2:] == [var.na_code - 1, var.na_code]
+    # undeclared, -8 is a value: it sits in the lowest interval
+    plain = encode_var("t", orig, [syn], br.infer_schema(orig), ngroups=2)
+    assert plain.breaks.min() == -8.0
+    m = br.disclosure_measures(orig, [syn], ["k"], "t", schema=s, ngroups_target=2)
+    assert m is not None
