@@ -24,6 +24,7 @@ from bayes_risk.attribute.candidates import (
     product_codes,
 )
 from bayes_risk.attribute.likelihoods import CandidateGroup, Workspace
+from bayes_risk.attribute.missing import vary_missing
 from bayes_risk.attribute.plan import AttributePlan, PartitionOutput, RecordPartition
 from bayes_risk.attribute.record_table import groups_by_size
 from bayes_risk.exceptions import ValidationError
@@ -80,6 +81,8 @@ def _evaluate_group(
         if data.is_cat[j]:
             unknown |= vals[:, :, j] >= data.levels_model[c]
     out.any_unknown = out.any_unknown or bool(unknown.any())
+    # a value missing in the record is integrated out, not guessed (attribute.missing)
+    unknown |= vary_missing(vals, g0, data.is_cat)
     skip = unknown[np.arange(r), g0]
     for k, i in enumerate(pos):
         out.candidates[int(i)] = csets[k]
