@@ -18,7 +18,7 @@ import numpy as np
 
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["missing_truth", "check_missing_truth", "vary_missing"]
+__all__ = ["missing_truth", "check_missing_truth", "vary_missing", "n_guessable"]
 
 
 def integrates_missing(model: Any) -> bool:
@@ -65,3 +65,10 @@ def vary_missing(vals: np.ndarray, g0: np.ndarray, is_cat: np.ndarray) -> np.nda
         return np.zeros(vals.shape[:2], dtype=bool)
     filled = ~missing_truth(vals.reshape(-1, vals.shape[2]), is_cat).reshape(vals.shape)
     return (miss[:, None, :] & filled).any(axis=2)
+
+
+def n_guessable(values: np.ndarray, g0: int, is_cat: np.ndarray) -> int:
+    """Candidates of one record that do not fill a missing value (its ``G``; all when the
+    record is complete)."""
+    v = np.asarray(values, dtype=np.float64)
+    return int(v.shape[0] - vary_missing(v[None], np.array([g0]), is_cat).sum())
