@@ -13,8 +13,8 @@ import warnings
 
 import pandas as pd
 import pytest
-
 from _shared import shared_path
+
 from bayes_risk.cli import main
 
 
