@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.attribute.missing import n_guessable
 from bayes_risk.attribute.plan import AttributePlan, PartitionOutput
 from bayes_risk.attribute.priors import PriorInputs, evaluate_prior
 from bayes_risk.attribute.record_table import (
@@ -75,7 +76,9 @@ def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
             for k, i in enumerate(recs):
                 if bounds[2][k] and i not in unchanged:
                     part.flags[i] = order_flags([*part.flags[i], "KHAT_HIGH"])
-    df = pd.DataFrame({"record": recs, "G": [c.size for c in cands]})
+    # G: the candidates that cover observed values (attribute.missing)
+    df = pd.DataFrame({"record": recs,
+                       "G": [n_guessable(c.values, c.g0, data.is_cat) for c in cands]})
     if syn_flags is not None:
         df["synthesized"] = [i not in unchanged for i in recs]
     set_point_columns(df, rec)

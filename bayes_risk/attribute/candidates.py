@@ -451,7 +451,8 @@ def decode_values(values: np.ndarray, columns: Sequence[str], schema: Schema) ->
         spec = schema[c]
         if spec.is_categorical:
             lv = np.asarray(list(spec.levels), dtype=object)
-            data[c] = lv[values[:, j].astype(np.int64)]
+            k = values[:, j].astype(np.int64)
+            data[c] = np.where(k >= 0, lv[np.maximum(k, 0)], None)  # code -1: missing
         else:
             data[c] = values[:, j].astype(np.float64)
     return pd.DataFrame(data)

@@ -24,6 +24,7 @@ from bayes_risk.attribute.candidates import (
     product_codes,
 )
 from bayes_risk.attribute.likelihoods import CandidateGroup, Workspace
+from bayes_risk.attribute.missing import missing_truth, vary_missing
 from bayes_risk.attribute.plan import AttributePlan, PartitionOutput, RecordPartition
 from bayes_risk.attribute.record_table import groups_by_size
 from bayes_risk.exceptions import ValidationError
@@ -80,16 +81,20 @@ def _evaluate_group(
         if data.is_cat[j]:
             unknown |= vals[:, :, j] >= data.levels_model[c]
     out.any_unknown = out.any_unknown or bool(unknown.any())
+    # a value missing in the record is integrated out, not guessed (attribute.missing)
+    unknown |= vary_missing(vals, g0, data.is_cat)
     skip = unknown[np.arange(r), g0]
     for k, i in enumerate(pos):
         out.candidates[int(i)] = csets[k]
         out.flags[int(i)] = ["TRUTH_OUTSIDE_SUPPORT"] if skip[k] else []
     for i in pos[skip]:
         out.skip(int(i), g)
-    ok = ~skip
-    if ok.any():
-        group = CandidateGroup(pos=pos[ok], vals=vals[ok], g0=g0[ok], unknown=unknown[ok])
-        plan.estimator.estimate(plan, group, ws, out)
+    # records with missing values go apart: only they need the slower, marginalising route
+    miss = missing_truth(vals[np.arange(r), g0], data.is_cat).any(axis=1)
+    for ok in (~skip & ~miss, ~skip & miss):
+        if ok.any():
+            group = CandidateGroup(pos=pos[ok], vals=vals[ok], g0=g0[ok], unknown=unknown[ok])
+            plan.estimator.estimate(plan, group, ws, out)
 
 
 def candidate_sets(plan: AttributePlan, chunk: np.ndarray) -> list[CandidateSet]:

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.attribute.candidates import decode_values
+from bayes_risk.attribute.missing import missing_truth
 from bayes_risk.attribute.plan import AnalysisData, CandidateRule, ModelAccess
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.protocols import (
@@ -126,6 +127,8 @@ def _neighbourhood_logp(
     """The fast route, or ``None`` when it does not apply or the model declines it."""
     if rule.nb_index is None or not access.neighbourhood:
         return None
+    if missing_truth(group.vals[np.arange(group.size), group.g0], data.is_cat).any():
+        return None  # the record likelihood marginalises the missing values (attribute.missing)
     mdl, r, pos = access.model, group.size, group.pos
     try:
         kw: dict[str, Any] = {"draws": draws}
@@ -189,7 +192,8 @@ def candidate_rows(
         dtype = orig[c].dtype
         if spec.is_categorical:
             lv = np.asarray(list(spec.levels), dtype=object)
-            v = lv[flat[:, j].astype(np.int64)]
+            k = flat[:, j].astype(np.int64)
+            v = np.where(k >= 0, lv[np.maximum(k, 0)], None)  # code -1: missing
             if isinstance(dtype, pd.CategoricalDtype):
                 rows[c] = pd.Categorical(v, dtype=dtype)
             else:

@@ -23,6 +23,7 @@ from bayes_risk.attribute.candidates import CandidateSpec, parse_candidates
 from bayes_risk.attribute.diagnostics import khat_threshold, low_ess_threshold
 from bayes_risk.attribute.estimator import bootstrap_counts
 from bayes_risk.attribute.likelihoods import model_access, neighbourhood_index
+from bayes_risk.attribute.missing import check_missing_truth
 from bayes_risk.attribute.plan import (
     AnalysisData,
     AttributePlan,
@@ -33,6 +34,7 @@ from bayes_risk.attribute.plan import (
 )
 from bayes_risk.attribute.priors import parse_prior
 from bayes_risk.attribute.strategies import strategy_for
+from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.data.normalise import as_synthetic_list, record_positions
 from bayes_risk.data.validate import encode, harmonise_levels, validate_synthetic
 from bayes_risk.exceptions import CALLER, ImportanceSamplingWarning, SchemaError, ValidationError
@@ -289,8 +291,11 @@ def _prepare_data(
         for z in as_datasets(synthetic)
     ]
     _refuse_synthetic_only_levels(datasets, schema0)
+    # declared missing-value codes are missing values (attribute.missing)
+    orig = mask_missing_codes(orig, schema0.missing_codes)
+    datasets = [mask_missing_codes(z, schema0.missing_codes) for z in datasets]
     schema = harmonise_levels(orig, datasets, schema0)
-    validate_synthetic(orig, datasets, schema)
+    validate_synthetic(orig, datasets, schema, allow_nan=True)
     vary, known_l = _varying_columns(schema, scenario, known)
     positions = resolve_records(records, len(orig))
     # varying columns: codes (categorical) or values (numeric), [n, q]
@@ -300,6 +305,7 @@ def _prepare_data(
         values[:, j] = (
             encode(orig, schema, [c])[:, 0] if is_cat[j] else orig[c].to_numpy(np.float64)
         )
+    check_missing_truth(model, vary, values, is_cat, positions)
     return AnalysisData(
         orig=orig, datasets=datasets, schema=schema, vary=vary, is_cat=is_cat, values=values,
         levels_model={

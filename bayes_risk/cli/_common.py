@@ -36,7 +36,8 @@ __all__ = [
 
 
 def add_type_arguments(p: argparse.ArgumentParser) -> None:
-    """``--categorical/--ordinal/--count/--continuous`` column-type overrides."""
+    """``--categorical/--ordinal/--count/--continuous`` column-type overrides and
+    ``--missing-code`` (declared missing-value codes)."""
     g = p.add_argument_group("column types (overrides of the types inferred from the data)")
     g.add_argument("--categorical", nargs="+", default=[], metavar="COL",
                    help="columns to treat as unordered categorical (e.g. integer-coded factors)")
@@ -46,6 +47,11 @@ def add_type_arguments(p: argparse.ArgumentParser) -> None:
                    help="columns to treat as non-negative integer counts")
     g.add_argument("--continuous", nargs="+", default=[], metavar="COL",
                    help="columns to treat as continuous")
+    g.add_argument("--missing-code", nargs="+", action="extend", default=[],
+                   metavar="COL=VALUE",
+                   help="a value of a count or continuous column that stands for a missing "
+                        "value (synthpop's cont.na), e.g. --missing-code nociga=-8 income=-8; "
+                        "repeat a column for several codes")
 
 
 def add_seed_argument(p: argparse.ArgumentParser, default: int | None = None) -> None:
@@ -153,6 +159,7 @@ def parse_records(text: str | None, n: int, argument: str = "--records") -> list
 def schema_from_args(df: pd.DataFrame, args: argparse.Namespace, **kw: Any):
     """Infer the schema of ``df`` with the type overrides given on the command line."""
     from bayes_risk.data import infer_schema
+    from bayes_risk.data.missing import parse_missing_codes
 
     return infer_schema(
         df,
@@ -160,6 +167,7 @@ def schema_from_args(df: pd.DataFrame, args: argparse.Namespace, **kw: Any):
         ordinal=getattr(args, "ordinal", None) or None,
         count=getattr(args, "count", None) or None,
         continuous=getattr(args, "continuous", None) or None,
+        missing_codes=parse_missing_codes(getattr(args, "missing_code", None)) or None,
         **kw,
     )
 

@@ -75,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
 
     original = read_records_table(args.original, "ORIGINAL")
     syn = read_synthetic(args.synthetic, like=original)
-    typed = any(getattr(args, a) for a in ("categorical", "ordinal", "count", "continuous"))
+    typed = any(getattr(args, a) for a in ("categorical", "ordinal", "count", "continuous",
+                                             "missing_code"))
     schema = schema_from_args(original, args) if (typed or syn.schema is None) else None
     records = parse_records(args.records, len(original))
     kw = dict(

@@ -28,7 +28,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     original = read_records_table(args.original, "ORIGINAL")
     syn = read_synthetic(args.synthetic, like=original)
-    typed = any(getattr(args, a) for a in ("categorical", "ordinal", "count", "continuous"))
+    typed = any(getattr(args, a) for a in ("categorical", "ordinal", "count", "continuous",
+                                             "missing_code"))
     schema = schema_from_args(original, args) if (typed or syn.schema is None) else None
     res = disclosure_measures(
         original,

@@ -86,6 +86,7 @@ def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
         target_id=args.target_id,
         original_id=args.original_id,
         compat=args.compat,
+        missing_known=args.missing_known,
     )
 
 

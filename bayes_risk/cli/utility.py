@@ -39,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
         seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
     original = read_records_table(args.original, "ORIGINAL")
     syn = read_synthetic(args.synthetic, like=original)
-    typed = any(getattr(args, a) for a in ("categorical", "ordinal", "count", "continuous"))
+    typed = any(getattr(args, a) for a in ("categorical", "ordinal", "count", "continuous",
+                                             "missing_code"))
     schema = schema_from_args(original, args) if (typed or syn.schema is None) else None
     synthesized = args.synthesized
     if synthesized is None and syn.schema is not None and syn.schema.synthesized:

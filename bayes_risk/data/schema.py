@@ -78,6 +78,9 @@ class ColumnSpec:
         Ordered levels for categorical/ordinal columns (the code of a value is its position).
     known : bool
         Whether the intruder knows the column (identification risk).
+    missing_codes : tuple of float
+        Values of a count or continuous column that stand for a missing value (synthpop's
+        ``cont.na``, e.g. ``-8``; user guide, Missing values).
     """
 
     name: str
@@ -85,6 +88,7 @@ class ColumnSpec:
     role: ColumnRole = "unsynthesized"
     levels: tuple[Any, ...] | None = None
     known: bool = False
+    missing_codes: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if self.type not in COLUMN_TYPES:
@@ -106,6 +110,15 @@ class ColumnSpec:
                 f"column {self.name!r} is {self.type}; only categorical/ordinal columns have "
                 "levels."
             )
+        object.__setattr__(self, "missing_codes", tuple(float(v) for v in self.missing_codes))
+        if self.missing_codes and self.type not in NUMERIC_TYPES:
+            raise SchemaError(
+                f"column {self.name!r} is {self.type} but has missing-value codes "
+                f"{list(self.missing_codes)}; codes are declared for count and continuous "
+                "columns (in a categorical column an empty cell is the missing value and any "
+                "other value is a level).",
+                code="MISSING_CODES_TYPE",
+            )
 
     @property
     def is_categorical(self) -> bool:
@@ -121,13 +134,16 @@ class ColumnSpec:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description."""
-        return {
+        out = {
             "name": self.name,
             "type": self.type,
             "role": self.role,
             "levels": None if self.levels is None else [_level_to_json(v) for v in self.levels],
             "known": self.known,
         }
+        if self.missing_codes:
+            out["missing_codes"] = list(self.missing_codes)
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ColumnSpec:
@@ -139,6 +155,7 @@ class ColumnSpec:
             role=d.get("role", "unsynthesized"),
             levels=None if levels is None else tuple(levels),
             known=bool(d.get("known", False)),
+            missing_codes=tuple(d.get("missing_codes") or ()),
         )
 
 
@@ -228,6 +245,23 @@ class Schema:
         """Names of columns known to the intruder."""
         return [c.name for c in self.columns if c.known]
 
+    @property
+    def missing_codes(self) -> dict[str, tuple[float, ...]]:
+        """``{column: codes}`` of the columns with missing-value codes."""
+        return {c.name: c.missing_codes for c in self.columns if c.missing_codes}
+
+    def with_missing_codes(self, codes: Mapping[str, Any]) -> Schema:
+        """Return a copy with the missing-value codes of some columns set (replaced).
+
+        ``codes`` maps a count or continuous column to a code or a list of codes.
+        """
+        from bayes_risk.data.missing import check_missing_codes
+
+        new = check_missing_codes(codes, self.names)
+        return Schema(tuple(
+            replace(c, missing_codes=new[c.name]) if c.name in new else c for c in self.columns
+        ))
+
     # ----- derivation ----------------------------------------------------------------------
     def with_roles(
         self,
@@ -255,7 +289,8 @@ class Schema:
             if c.name in types:
                 t = types[c.name]
                 lv = c.levels if t in CATEGORICAL_TYPES else None
-                cols.append(replace(c, type=t, levels=lv))  # type: ignore[arg-type]
+                mc = c.missing_codes if t in NUMERIC_TYPES else ()
+                cols.append(replace(c, type=t, levels=lv, missing_codes=mc))  # type: ignore[arg-type]
             else:
                 cols.append(c)
         return Schema(tuple(cols))
@@ -364,6 +399,7 @@ def infer_schema(
     synthesized: Iterable[str] | None = None,
     known: Iterable[str] | None = None,
     levels: Mapping[str, Sequence[Any]] | None = None,
+    missing_codes: Mapping[str, Any] | None = None,
 ) -> Schema:
     """Infer a :class:`Schema` from a DataFrame, with explicit overrides.
 
@@ -385,6 +421,10 @@ def infer_schema(
     levels : mapping, optional
         Explicit level order for categorical/ordinal columns (default: pandas category order or
         sorted distinct values).
+    missing_codes : mapping, optional
+        ``{column: code or [codes]}``: values of count or continuous columns that stand for a
+        missing value (synthpop's ``cont.na``, e.g. ``{"nociga": [-8]}``). Types are inferred
+        without them (user guide, Missing values).
 
     Returns
     -------
@@ -398,6 +438,9 @@ def infer_schema(
     if not isinstance(df, pd.DataFrame):
         raise ValidationError(f"infer_schema expects a pandas DataFrame. Got {type(df).__name__}.")
     names = [str(c) for c in df.columns]
+    from bayes_risk.data.missing import check_missing_codes, code_mask
+
+    codes = check_missing_codes(missing_codes, names)
     forced: dict[str, str] = {}
     for typ, cols in (
         ("categorical", categorical),
@@ -418,6 +461,11 @@ def infer_schema(
     specs = []
     for c in names:
         s = df[c]
+        if c in codes and pd.api.types.is_numeric_dtype(s.dtype):
+            hit = code_mask(s, codes[c])
+            if hit.any():  # infer the type from the values that are not codes
+                s = s.astype("Int64" if pd.api.types.is_integer_dtype(s.dtype) else np.float64)
+                s = s.mask(pd.Series(hit, index=s.index))
         _check_numeric_text(c, s, forced.get(c))
         typ = forced.get(c) or _infer_type(s)
         lv: tuple[Any, ...] | None = None
@@ -442,7 +490,15 @@ def infer_schema(
                 f"column {c!r} was declared continuous but has non-numeric dtype {s.dtype}.",
                 code="WRONG_DTYPE",
             )
-        specs.append(ColumnSpec(name=c, type=typ, levels=lv))  # type: ignore[arg-type]
+        if c in codes and typ not in NUMERIC_TYPES:
+            raise SchemaError(
+                f"missing_codes: column {c!r} is {typ}; codes are declared for count and "
+                "continuous columns (declare its type, e.g. --continuous, or leave the cells "
+                "empty).",
+                code="MISSING_CODES_TYPE",
+            )
+        specs.append(ColumnSpec(name=c, type=typ, levels=lv,  # type: ignore[arg-type]
+                                missing_codes=codes.get(c, ())))
     schema = Schema(tuple(specs))
     if synthesized is not None or known is not None:
         schema = schema.with_roles(synthesized, known=known)

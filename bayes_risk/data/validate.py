@@ -1,7 +1,7 @@
 """Validation, level harmonisation and integer encoding of original and synthetic tables.
 
 user guide, Levels are harmonised (levels are the union over the original and all synthetic
-datasets, mapped to codes ``0..d_j-1``), missing values (rejected by risk routines) and the
+datasets, mapped to codes ``0..d_j-1``), Missing values (each measure's policy) and the
 synthetic datasets (every synthetic dataset has the original's shape, columns and unsynthesized
 values: ``US_COLUMNS_DIFFER``).
 """
@@ -65,8 +65,8 @@ def validate_table(
     name : str
         How the table is called in error messages (``"original"``, ``"synthetic dataset 3"``).
     allow_nan : bool or iterable of str
-        Columns in which missing values are allowed (``True``: all). Risk routines reject them
-        (user guide, Validation); DPMPM imputes them.
+        Columns in which missing values are allowed (``True``: all). Each measure has its
+        policy for them (user guide, Missing values); DPMPM imputes them.
     check_levels : bool
         Whether categorical values must be among the schema's levels.
     extra_columns : bool
@@ -136,6 +136,8 @@ def validate_table(
                 )
             if spec.type == "count":
                 v = s.dropna().to_numpy(dtype=np.float64)
+                if spec.missing_codes:  # declared missing-value codes (e.g. -8) are not counts
+                    v = v[~np.isin(v, np.asarray(spec.missing_codes))]
                 bad_mask = (v < 0) | (v % 1 != 0)
                 if bad_mask.any():
                     raise SchemaError(

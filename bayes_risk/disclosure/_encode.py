@@ -3,7 +3,7 @@
 Every key and the target become integer codes shared by the original and all synthetic datasets
 (a missing value is a level of its own, ``"Missing"``, as in synthpop). Numeric columns are
 treated as factors with one level per distinct value unless grouped (``ngroups_target``,
-``ngroups_keys``).
+``ngroups_keys``); a grouped column's declared missing-value codes are groups of their own.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.data.levels import normalise_level
+from bayes_risk.data.missing import missing_kinds
 from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema
 from bayes_risk.data.validate import encode, harmonise_levels, validate_table
 from bayes_risk.disclosure._rcompat import r_as_character
@@ -185,25 +186,38 @@ def encode_var(
         return EncodedVar(name, "categorical", labels, na, codes[0], codes[1:])
     arrays = [t[name].to_numpy(dtype=np.float64) for t in tables]
     if ngroups:
-        pooled = np.concatenate([a[~np.isnan(a)] for a in arrays])
-        if pooled.size == 0 or pooled.min() == pooled.max():
-            raise ValidationError(
-                f"{argument} = {ngroups}: column {name!r} has a single distinct value; "
-                "there is nothing to group."
-            )
-        br = _group_breaks(pooled, int(ngroups))
-        na = len(br) - 1
-        codes = []
-        for a in arrays:
-            c = np.full(len(a), na, dtype=np.int64)
-            ok = ~np.isnan(a)
-            # [b_i, b_{i+1}) with the last group closed (cut(right = FALSE, include.lowest))
-            c[ok] = np.clip(np.searchsorted(br, a[ok], side="right") - 1, 0, na - 1)
-            codes.append(c)
-        labels = [*_interval_labels(br), MISSING_LABEL]
-        return EncodedVar(name, "grouped", labels, na, codes[0], codes[1:], breaks=br)
+        return _grouped(name, arrays, spec.missing_codes, int(ngroups), argument)
     codes, labels = _numeric_codes(arrays, compat)
     return EncodedVar(name, "numeric", labels, len(labels) - 1, codes[0], codes[1:])
+
+
+def _grouped(name: str, arrays: list[np.ndarray], missing_codes: Sequence[float], ngroups: int,
+             argument: str) -> EncodedVar:
+    """A numeric column grouped into intervals; each declared missing-value code (synthpop's
+    ``cont.na``) is a group of its own, left out of the breaks, and a missing value is
+    ``"Missing"``."""
+    kinds = [missing_kinds(a, missing_codes) for a in arrays]
+    pooled = np.concatenate([a[k == 0] for a, k in zip(arrays, kinds, strict=True)])
+    if pooled.size == 0 or pooled.min() == pooled.max():
+        raise ValidationError(
+            f"{argument} = {ngroups}: column {name!r} has a single distinct value (besides "
+            "missing values); there is nothing to group."
+        )
+    br = _group_breaks(pooled, ngroups)
+    ng = len(br) - 1
+    na = ng + len(missing_codes)
+    codes = []
+    for a, kd in zip(arrays, kinds, strict=True):
+        c = np.full(len(a), na, dtype=np.int64)
+        ok = kd == 0
+        # [b_i, b_{i+1}) with the last group closed (cut(right = FALSE, include.lowest))
+        c[ok] = np.clip(np.searchsorted(br, a[ok], side="right") - 1, 0, ng - 1)
+        for k in range(len(missing_codes)):
+            c[kd == 2 + k] = ng + k
+        codes.append(c)
+    labels = [*_interval_labels(br), *(r_as_character(v) for v in missing_codes),
+              MISSING_LABEL]
+    return EncodedVar(name, "grouped", labels, na, codes[0], codes[1:], breaks=br)
 
 
 def combine_keys(

@@ -59,6 +59,7 @@ def identification_risk(
     original_id: str | None = None,
     replicates: Sequence[Any] | PosteriorReplicates | None = None,
     compat: Literal["IdentificationRiskCalculation"] | None = None,
+    missing_known: Literal["any", "level"] = "any",
     progressbar: bool = True,
     executor: Any = None,
 ) -> IdentificationResult:
@@ -145,6 +146,13 @@ def identification_risk(
         percentage radius, ``T = 1`` when ``c = 0``, per-dataset aggregation, no fallback, radius
         vector in data-frame column order (methods, Compatibility with the R packages). The
         former name ``"hornby-hu"`` is accepted with a ``FutureWarning``.
+    missing_known : {"any", "level"}
+        A target's missing known value (an empty cell or a declared missing-value code): the
+        intruder does not know it, so it matches any released value (``"any"``, default); or
+        missing is a value the intruder knows, matching only released missing values
+        (``"level"``). A released missing value never matches an observed target value
+        (user guide, Missing values). Needs ``membership="known"`` and, for radius columns with
+        missing values, ``shape="rectangle"`` (or ``"ellipse"`` with ``"any"``).
     progressbar : bool
         Show progress over replicates / target chunks.
     executor : None, distributed.Client or Executor, optional
@@ -161,7 +169,7 @@ def identification_risk(
     Raises
     ------
     SchemaError
-        Unknown or missing columns, NaN in known columns, unsynthesized columns that differ.
+        Unknown or missing columns, unsynthesized columns that differ.
     ValidationError
         Invalid options (radius for a categorical column, radius given with no continuous column,
         counts < 1, inconsistent compat settings, ...).
@@ -186,7 +194,7 @@ def identification_risk(
         aggregation=aggregation, membership=membership, population_counts=population_counts,
         population_estimate=population_estimate, sampling_fraction=sampling_fraction,
         N_pop=N_pop, strategy=strategy, fallback=fallback, targets=targets, target_id=target_id,
-        original_id=original_id, compat=compat,
+        original_id=original_id, compat=compat, missing_known=missing_known,
     )
     if isinstance(replicates, PosteriorReplicates):
         return replicates.run(original, synthetic, known_unsynthesized, known_synthesized,

@@ -1,8 +1,8 @@
 """Encoding the known columns for the matching engine (the last step of ``prepare``).
 
 Categorical exact-match columns become level codes (``-1``: a value absent from every released
-table), numeric exact-match columns codes of their distinct values, radius columns float64
-(whitened for ``shape="mahalanobis"``).
+table; a missing value: a level of its own), numeric exact-match columns codes of their distinct
+values, radius columns float64 (whitened for ``shape="mahalanobis"``; a missing value ``+inf``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.data.levels import level_codes
+from bayes_risk.data.missing import missing_mask
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.identification.engine import Prepared
@@ -46,36 +47,93 @@ def _exact_codes(
     for c in rule.exact_cols:
         if c in cat:
             lv = sk[c].levels or ()
-            exact_sizes[c] = len(lv)
-            codes_orig[c] = level_codes(original[c], lv, unknown="missing")
-            codes_tgt[c] = level_codes(tdf[c], lv, unknown="missing")
-            if c in known_s:
-                codes_rep[c] = [level_codes(z[c], lv, unknown="missing") for z in rep_s]
+            na = len(lv)  # a missing value is a level of its own, after the column's levels
+
+            def enc(v, lv=lv, na=na):
+                k = level_codes(v, lv, unknown="missing")
+                return np.where(missing_mask(v), na, k)
         else:  # count or continuous column without radius: exact numeric equality
             vo = numeric(original[c], c, "original")
             vr = [numeric(z[c], c, "replicate") for z in rep_s] if c in known_s else []
             lv = np.unique(np.concatenate([vo, *vr]))
-            exact_sizes[c] = len(lv)
+            lv = lv[~np.isnan(lv)]
+            na = len(lv)
 
-            def enc(v, lv=lv):
+            def enc(v, lv=lv, na=na, c=c):
+                v = numeric(v, c, "targets")
+                if not len(lv):
+                    return np.where(np.isnan(v), na, -1).astype(np.int64)
                 p = np.minimum(np.searchsorted(lv, v), len(lv) - 1)
-                return np.where(lv[p] == v, p, -1).astype(np.int64)
+                return np.where(np.isnan(v), na, np.where(lv[p] == v, p, -1)).astype(np.int64)
 
-            codes_orig[c] = enc(vo)
-            codes_tgt[c] = enc(numeric(tdf[c], c, "targets"))
-            if c in known_s:
-                codes_rep[c] = [enc(v) for v in vr]
+        exact_sizes[c] = na + 1
+        codes_orig[c] = enc(original[c])
+        codes_tgt[c] = enc(tdf[c])
+        if c in known_s:
+            codes_rep[c] = [enc(z[c]) for z in rep_s]
 
     return exact_sizes, codes_orig, codes_rep, codes_tgt
+
+
+def _radius_values(v: pd.Series | np.ndarray, c: str, what: str) -> np.ndarray:
+    """A radius column as float64; a missing value becomes ``+inf``, outside every finite
+    window (a target's missing value gets the window ``[inf, inf]`` or no window at all)."""
+    x = numeric(v, c, what)
+    return np.where(np.isnan(x), np.inf, x)
+
+
+def _target_drops(rule: MatchRule, tdf: pd.DataFrame, missing_known: str,
+                  has_missing: dict[str, bool]) -> np.ndarray | None:
+    """``[N_T, e + q]``: the known columns (exact, then radius) each target is not matched on —
+    its missing values, which match any released value (``missing_known="any"``)."""
+    cols = rule.exact_cols + rule.radius_cols
+    if missing_known != "any" or not any(has_missing.get(c) for c in cols):
+        return None
+    drop = np.stack([missing_mask(tdf[c]) for c in cols], axis=1)
+    return drop if drop.any() else None
+
+
+def _check_missing_radius(rule: MatchRule, has_missing: dict[str, bool], missing_known: str
+                          ) -> None:
+    """Missing values in radius columns need a rule that treats columns one by one."""
+    bad = [c for c in rule.radius_cols if has_missing.get(c)]
+    if not bad:
+        return
+    why = None
+    if rule.shape in ("mahalanobis", "legacy_hh_euclid"):
+        why = f"shape={rule.shape!r} combines the radius columns"
+    elif rule.shape == "ellipse" and missing_known == "level":
+        why = "shape='ellipse' with missing_known='level' has no distance to a missing value"
+    elif rule.radius_type == "quantile_sd":
+        why = "radius_type='quantile_sd' needs the quantile groups of observed values"
+    if why:
+        raise ValidationError(
+            f"known column {bad[0]!r} has missing values and {why}; use shape='rectangle' "
+            "(or 'ellipse' with missing_known='any') and a percentage or absolute radius, or "
+            "drop the records with missing values."
+        )
 
 
 def encode_problem(
     rule: MatchRule, sk: Schema, cat: set[str], known_s: Sequence[str],
     original: pd.DataFrame, tdf: pd.DataFrame, rep_s: Sequence[Replicate],
     in_sample: np.ndarray, rec: np.ndarray, warn: dict[str, str],
+    missing_known: str = "any",
 ) -> Encoded:
-    """Encode records, replicates and targets (``engine.Prepared``)."""
+    """Encode records, replicates and targets (``engine.Prepared``).
+
+    Missing known values (user guide, Missing values): in an exact-match column a missing value
+    is a level of its own; in a radius column it is ``+inf`` (outside every finite window). With
+    ``missing_known="any"`` a target is not matched on the columns where its value is missing
+    (``Prepared.tgt_drop``); with ``"level"`` its missing value matches missing values only.
+    """
     n, R, N_T = len(original), len(rep_s), len(tdf)
+    has_missing = {
+        c: bool(missing_mask(original[c]).any() or missing_mask(tdf[c]).any()
+                or (c in known_s and any(missing_mask(z[c]).any() for z in rep_s)))
+        for c in rule.exact_cols + rule.radius_cols
+    }
+    _check_missing_radius(rule, has_missing, missing_known)
     exact_sizes, codes_orig, codes_rep, codes_tgt = _exact_codes(
         rule, cat, known_s, sk, original, tdf, rep_s
     )
@@ -86,18 +144,22 @@ def encode_problem(
         else np.zeros((n, 0), dtype=np.int64)
         for r in range(R)
     ]
-    rec_radius_us = np.stack([numeric(original[c], c, "original") for c in rule.radius_us]) \
+    rec_radius_us = np.stack([_radius_values(original[c], c, "original")
+                              for c in rule.radius_us]) \
         if rule.radius_us else np.zeros((0, n))
     rep_radius_s = [
-        np.stack([numeric(z[c], c, "replicate") for c in rule.radius_s]) if rule.radius_s
+        np.stack([_radius_values(z[c], c, "replicate") for c in rule.radius_s])
+        if rule.radius_s
         else np.zeros((0, n))
         for z in rep_s
     ]
     tgt_exact = np.stack([codes_tgt[c] for c in rule.exact_cols], axis=1) if rule.exact_cols \
         else np.zeros((N_T, 0), dtype=np.int64)
-    tgt_radius = np.stack([numeric(tdf[c], c, "targets") for c in rule.radius_cols], axis=1) \
+    tgt_radius = np.stack([_radius_values(tdf[c], c, "targets") for c in rule.radius_cols],
+                          axis=1) \
         if rule.radius_cols else np.zeros((N_T, 0))
     conf = {c: numeric(original[c], c, "original") for c in rule.radius_cols}
+    tgt_drop = _target_drops(rule, tdf, missing_known, has_missing)
     maha_cov = None
     if rule.shape == "mahalanobis":
         if not rule.radius_cols:
@@ -112,7 +174,7 @@ def encode_problem(
         n=n, R=R, rule=rule, exact_sizes=exact_sizes, rec_exact_us=rec_exact_us,
         rec_radius_us=rec_radius_us, rep_exact_s=rep_exact_s, rep_radius_s=rep_radius_s,
         tgt_exact=tgt_exact, tgt_radius=tgt_radius, confidential_radius=conf,
-        in_sample=in_sample, rec=rec,
+        in_sample=in_sample, rec=rec, tgt_drop=tgt_drop,
     )
     if rule.legacy_signed:
         nonpos = np.zeros(N_T, dtype=bool)

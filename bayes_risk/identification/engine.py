@@ -98,6 +98,9 @@ class Prepared:
     confidential_radius: dict[str, np.ndarray]
     in_sample: np.ndarray  # bool [N_T]
     rec: np.ndarray  # int64 [N_T], -1 out of sample
+    #: bool [N_T, e + q] (exact then radius columns): a target's missing known values, on which
+    #: it is not matched (``missing_known="any"``); ``None`` when there are none
+    tgt_drop: np.ndarray | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from bayes_risk.exceptions import ValidationError
 from bayes_risk.executors import Executor, InProcessExecutor
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.matching import MatchRule
@@ -45,6 +46,9 @@ class TargetPartition:
     strategy: Strategy
     fallback: str
     progressbar: bool = False
+    #: known columns the partition's targets are not matched on (their missing values,
+    #: ``missing_known="any"``); every target of a partition has the same ones
+    drop: tuple[str, ...] = ()
 
 
 def record_pool(plan: IdentificationPlan, *, shipped: bool) -> _engine.Prepared:
@@ -59,38 +63,105 @@ def record_pool(plan: IdentificationPlan, *, shipped: bool) -> _engine.Prepared:
         return prep
     return dataclasses.replace(
         prep, tgt_exact=prep.tgt_exact[:0], tgt_radius=prep.tgt_radius[:0],
-        in_sample=prep.in_sample[:0], rec=prep.rec[:0], _cache={},
+        in_sample=prep.in_sample[:0], rec=prep.rec[:0], tgt_drop=None, _cache={},
     )
 
 
 def partitions(plan: IdentificationPlan, rule: MatchRule, size: int | None, *,
-               progressbar: bool = False) -> list[TargetPartition]:
-    """The targets in consecutive partitions of ``size`` (``None``: one partition)."""
+               progressbar: bool = False) -> tuple[list[TargetPartition], np.ndarray | None]:
+    """The targets in consecutive partitions of ``size`` (``None``: one partition).
+
+    Targets with missing known values (``Prepared.tgt_drop``) are grouped by the columns they
+    miss, one group after the other; the second value is then the targets' order (``None``: the
+    targets' own order).
+    """
     prep, st = plan.prep, plan.settings
     N = prep.n_targets
     size = max(N, 1) if size is None else size
-    return [
-        TargetPartition(
-            tgt_exact=prep.tgt_exact[a:z], tgt_radius=prep.tgt_radius[a:z],
-            in_sample=prep.in_sample[a:z], rec=prep.rec[a:z], inv_f=plan.counts.rows(a, z),
-            rule=rule, aggregation=st.aggregation, strategy=st.strategy, fallback=st.fallback,
-            progressbar=progressbar,
+    common = dict(rule=rule, aggregation=st.aggregation, strategy=st.strategy,
+                  fallback=st.fallback, progressbar=progressbar)
+    if prep.tgt_drop is None:
+        return [
+            TargetPartition(
+                tgt_exact=prep.tgt_exact[a:z], tgt_radius=prep.tgt_radius[a:z],
+                in_sample=prep.in_sample[a:z], rec=prep.rec[a:z], inv_f=plan.counts.rows(a, z),
+                **common,
+            )
+            for a in range(0, max(N, 1), size)
+            for z in (min(N, a + size),)
+        ], None
+    if plan.counts.rows(0, N) is not None:  # refused in prepare; kept as a guard
+        raise ValidationError("missing known values need membership='known'.")
+    cols = rule.exact_cols + rule.radius_cols
+    patterns, pid = np.unique(prep.tgt_drop, axis=0, return_inverse=True)
+    order = np.argsort(pid.ravel(), kind="stable")
+    parts = []
+    bounds = np.searchsorted(pid.ravel()[order], np.arange(len(patterns) + 1))
+    for p, pattern in enumerate(patterns):
+        drop = tuple(c for c, d in zip(cols, pattern, strict=True) if d)
+        for a in range(bounds[p], bounds[p + 1], size):
+            idx = order[a:min(a + size, bounds[p + 1])]
+            parts.append(TargetPartition(
+                tgt_exact=prep.tgt_exact[idx], tgt_radius=prep.tgt_radius[idx],
+                in_sample=prep.in_sample[idx], rec=prep.rec[idx], inv_f=None, drop=drop,
+                **common,
+            ))
+    return parts, order
+
+
+def _without(rule: MatchRule, drop: Sequence[str]) -> MatchRule:
+    """``rule`` without the columns in ``drop``."""
+    keep = lambda cols: tuple(c for c in cols if c not in drop)  # noqa: E731
+    return dataclasses.replace(
+        rule, exact_us=keep(rule.exact_us), exact_s=keep(rule.exact_s),
+        radius_us=keep(rule.radius_us), radius_s=keep(rule.radius_s),
+        r_min={c: v for c, v in rule.r_min.items() if c not in drop},
+    )
+
+
+def _restricted(pool: _engine.Prepared, rule: MatchRule, sub: MatchRule
+                ) -> _engine.Prepared:
+    """The record pool on the columns of ``sub`` (cached on the pool: every partition of a
+    pattern reuses it)."""
+    key = ("columns", sub.exact_us, sub.exact_s, sub.radius_us, sub.radius_s)
+    arrays = pool._cache.get(key)
+    if arrays is None:
+        def pos(cols, keep):
+            return [cols.index(c) for c in keep]
+
+        e_us, e_s = pos(rule.exact_us, sub.exact_us), pos(rule.exact_s, sub.exact_s)
+        r_us, r_s = pos(rule.radius_us, sub.radius_us), pos(rule.radius_s, sub.radius_s)
+        arrays = dict(
+            rec_exact_us=pool.rec_exact_us[:, e_us],
+            rep_exact_s=[a[:, e_s] for a in pool.rep_exact_s],
+            rec_radius_us=pool.rec_radius_us[r_us],
+            rep_radius_s=[a[r_s] for a in pool.rep_radius_s],
         )
-        for a in range(0, max(N, 1), size)
-        for z in (min(N, a + size),)
-    ]
+        pool._cache[key] = arrays
+    return dataclasses.replace(pool, **arrays, _cache=pool._cache)
 
 
 def evaluate(pool: _engine.Prepared, part: TargetPartition) -> EngineOutput:
     """Engine output of one partition of the targets (runs in process or on a worker)."""
+    rule, tgt_exact, tgt_radius = part.rule, part.tgt_exact, part.tgt_radius
+    if part.drop:  # matched on the known columns where the targets' values are not missing
+        rule = _without(part.rule, part.drop)
+        cols = list(part.rule.exact_cols)
+        tgt_exact = tgt_exact[:, [cols.index(c) for c in rule.exact_cols]]
+        cols = list(part.rule.radius_cols)
+        tgt_radius = tgt_radius[:, [cols.index(c) for c in rule.radius_cols]]
+        pool = _restricted(pool, part.rule, rule)
     # the pool's cache (replicate indexes) is shared by every partition evaluated here
     prep = dataclasses.replace(
-        pool, tgt_exact=part.tgt_exact, tgt_radius=part.tgt_radius, in_sample=part.in_sample,
-        rec=part.rec, _cache=pool._cache,
+        pool, tgt_exact=tgt_exact, tgt_radius=tgt_radius, in_sample=part.in_sample,
+        rec=part.rec, tgt_drop=None, _cache=pool._cache,
     )
-    run = _engine.run_per_dataset if part.aggregation == "per_dataset" else _engine.run_pooled
-    return run(prep, part.rule, inv_f=part.inv_f, strategy=part.strategy,
-               fallback=part.fallback, progressbar=part.progressbar)
+    if part.aggregation == "per_dataset":
+        return _engine.run_per_dataset(prep, rule, inv_f=part.inv_f, strategy=part.strategy,
+                                       fallback=part.fallback, progressbar=part.progressbar)
+    return _engine.run_pooled(prep, rule, inv_f=part.inv_f, strategy=part.strategy,
+                              fallback=part.fallback, progressbar=part.progressbar,
+                              fallback_cells=False if part.drop else None)
 
 
 def concat_outputs(outs: Sequence[EngineOutput], n: int) -> EngineOutput:
@@ -134,7 +205,14 @@ def run_engine(plan: IdentificationPlan, rule: MatchRule, executor: Executor, po
     size = executor.partition_size
     if size is None and not in_process:
         size = DASK_PARTITION_SIZE
-    parts = partitions(plan, rule, size, progressbar=progressbar and in_process)
+    parts, order = partitions(plan, rule, size, progressbar=progressbar and in_process)
     outs = executor.map(evaluate, pool, parts, progressbar=progressbar,
                         description="identification (partitions)")
-    return concat_outputs(outs, plan.prep.n)
+    out = concat_outputs(outs, plan.prep.n)
+    return out if order is None else _rows(out, np.argsort(order))
+
+
+def _rows(out: EngineOutput, idx: np.ndarray) -> EngineOutput:
+    """The engine output of the targets ``idx`` (in that order)."""
+    cls = type(out)
+    return cls(**{f.name: getattr(out, f.name)[idx] for f in dataclasses.fields(cls)})

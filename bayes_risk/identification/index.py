@@ -141,6 +141,10 @@ def target_bounds(prep: Prepared, rule: MatchRule) -> TargetBounds:
     cols = rule.radius_cols
     N = prep.n_targets
     tv = {c: prep.tgt_radius[:, j] for j, c in enumerate(cols)}
+    # a missing target value (+inf) matches missing values only: the window [inf, inf]
+    miss = {c: np.isinf(v) for c, v in tv.items()}
+    if any(m.any() for m in miss.values()):
+        tv = {c: np.where(miss[c], 0.0, v) for c, v in tv.items()}
     R = target_radii(rule, tv, prep.confidential_radius)
     q = len(cols)
     lo = np.empty((N, q))
@@ -152,6 +156,8 @@ def target_bounds(prep: Prepared, rule: MatchRule) -> TargetBounds:
         lo[:, j], hi[:, j] = window_bounds(rule, tv[c], R[c], exact_zero=exact_zero)
         centre[:, j] = tv[c]
         scale[:, j] = R[c]
+        if miss[c].any():
+            lo[miss[c], j] = hi[miss[c], j] = centre[miss[c], j] = np.inf
     ell = rule.shape in ("ellipse", "mahalanobis")  # mahalanobis: values already whitened
     return TargetBounds(lo, hi, centre, scale, ell, ell and rule.window == "open")
 

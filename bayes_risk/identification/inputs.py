@@ -1,7 +1,7 @@
 """Reading the replicates of the known columns: the released datasets or user replicates.
 
-Released datasets must hold every known column, keep the original's rows in order, have no
-missing value in a known column and leave the unsynthesized known columns unchanged; their
+Released datasets must hold every known column, keep the original's rows in order and leave the
+unsynthesized known columns unchanged (missing values included: user guide, Missing values); their
 categorical levels are harmonised with the original's (user guide, Levels are harmonised).
 User replicates (e.g. posterior-predictive draws) hold the synthesized known columns only.
 """
@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.data.levels import level_codes, normalise_level
+from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.data.schema import (
     CATEGORICAL_TYPES,
     Schema,
@@ -76,20 +77,9 @@ def released_replicates(
     for l, (z, cmap) in enumerate(zip(datasets, colmaps, strict=True), start=1):
         d = {}
         for c in known:
-            col = z[cmap[c]]
-            if sk[c].type in CATEGORICAL_TYPES:
-                has_na = bool(col.isna().any())
-            else:
-                try:
-                    has_na = bool(np.isnan(col.to_numpy(dtype=np.float64)).any())
-                except (TypeError, ValueError):
-                    has_na = bool(col.isna().any())
-            if has_na:
-                raise SchemaError(
-                    f"synthetic dataset {l}: column {c!r} has {int(col.isna().sum())} missing "
-                    "value(s); missing values are not allowed in known columns.",
-                    code="MISSING_VALUES",
-                )
+            col = z[cmap[c]]  # missing values are allowed (user guide, Missing values)
+            if sk[c].missing_codes:
+                col = mask_missing_codes(pd.DataFrame({c: col}), sk.missing_codes)[c]
             if sk[c].type not in CATEGORICAL_TYPES and (
                 not pd.api.types.is_numeric_dtype(col.dtype)
                 or pd.api.types.is_bool_dtype(col.dtype)
@@ -142,9 +132,7 @@ def user_replicates(
         for c in known_s:
             if sk[c].type not in CATEGORICAL_TYPES:
                 df[c] = numeric(df[c], c, f"replicate {r}")
-        if df.isna().any().any():
-            raise SchemaError(f"replicate {r} has missing values.", code="MISSING_VALUES")
-        rep_s.append(df)
+        rep_s.append(df)  # missing values: as in released datasets (user guide, Missing values)
     sk = harmonise_levels(original, rep_s, sk)
     return rep_s, sk
 
@@ -199,7 +187,7 @@ def check_unsynthesized_equal(original, frames, known_us, sk) -> None:
             if a is None:
                 a = _comparable(original[c], sk, c)
             b = _comparable(z[c], sk, c)
-            neq = a != b
+            neq = (a != b) & ~(np.isnan(a) & np.isnan(b)) if a.dtype.kind == "f" else a != b
             if neq.any():
                 i = int(np.flatnonzero(neq)[0])
                 raise SchemaError(

@@ -159,6 +159,7 @@ def run_pooled(
     fallback: str,
     progressbar: bool = False,
     chunk_pairs: int = 4_000_000,
+    fallback_cells: bool | None = None,
 ) -> PooledOutput:
     """Pooled probabilities ``π_τ(k) = (1/R) Σ_r p_r(k)`` and the declared top sets.
 
@@ -172,11 +173,13 @@ def run_pooled(
     of such records are kept per target (:class:`PooledOutput`); only directly matched records
     are stored. Every stored value is the same sum in the same order as when ``U_τ`` is
     materialised record by record (``FALLBACK_AS_CELLS = False``), so ``π``, the top sets and
-    every measure are bitwise identical.
+    every measure are bitwise identical. ``fallback_cells=False`` materialises them whatever
+    the switch (targets matched on part of the known columns: their fallback set is not the
+    plan's).
     """
     N, R, n = prep.n_targets, prep.R, prep.n
     use_fb = fallback == "unsynthesized"
-    cells = use_fb and _engine.FALLBACK_AS_CELLS
+    cells = use_fb and _engine.FALLBACK_AS_CELLS and fallback_cells is not False
     tkey, tkey_us = _engine.target_keys(prep, rule)
     compiled = _engine.use_compiled(prep)
     # build every replicate's index once (in parallel) before the chunk loop

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, infer_schema
 from bayes_risk.data.validate import validate_table
@@ -31,9 +32,11 @@ from bayes_risk.identification.plan import (
     RunSettings,
 )
 
-__all__ = ["prepare", "COMPAT_MODES", "parse_strategy"]
+__all__ = ["prepare", "COMPAT_MODES", "MISSING_KNOWN", "parse_strategy"]
 
 COMPAT_MODES = ("IdentificationRiskCalculation",)
+#: a target's missing known value matches any released value, or only a missing one
+MISSING_KNOWN = ("any", "level")
 #: former names of the compat modes (accepted with a FutureWarning)
 _COMPAT_ALIASES = {"hornby-hu": "IdentificationRiskCalculation"}
 
@@ -156,6 +159,11 @@ def _resolve_options(o: dict[str, Any], known_us: list[str], *, targets, replica
             f"fallback must be None, 'none' or 'unsynthesized'. Got {o['fallback']!r}."
         )
     o["strategy"] = parse_strategy(o["strategy"])
+    o["missing_known"] = o.get("missing_known") or "any"
+    if o["missing_known"] not in MISSING_KNOWN:
+        raise ValidationError(
+            f"missing_known must be one of {list(MISSING_KNOWN)}. Got {o['missing_known']!r}."
+        )
     return o
 
 
@@ -197,7 +205,7 @@ def _known_schema(original: pd.DataFrame, schema: Any, categorical: Any, known_u
             raise SchemaError(f"known column {c!r} is not in the original data.",
                               code="UNKNOWN_COLUMN")
     sk = schema.select([c for c in schema.names if c in known])
-    validate_table(original, sk, name="original", extra_columns=True)
+    validate_table(original, sk, name="original", extra_columns=True, allow_nan=True)
     return sk
 
 
@@ -276,13 +284,27 @@ def _targets(original: pd.DataFrame, targets: Any, target_id: Any, ids_orig: np.
             code="MISSING_COLUMN",
         )
     validate_table(tdf, sk.select(known), name="targets", extra_columns=True,
-                   check_levels=False)
+                   check_levels=False, allow_nan=True)
     tid = tdf[target_id].to_numpy()
     if pd.Index(tid).has_duplicates:
         raise ValidationError(f"targets: id column {target_id!r} has duplicated ids.")
     pos = pd.Index(ids_orig).get_indexer(tid)
     in_sample = pos >= 0
     return tdf, in_sample, np.where(in_sample, pos, -1).astype(np.int64), tid
+
+
+def _check_missing_membership(o: Mapping[str, Any], prep: Any, original: pd.DataFrame,
+                              known: list[str]) -> None:
+    """The population counts of unknown membership are for complete keys only."""
+    if o["membership"] != "unknown":
+        return
+    for c in known:
+        if original[c].isna().any() or prep.tgt_drop is not None:
+            raise ValidationError(
+                f"known column {c!r} has missing values; membership='unknown' needs population "
+                "counts of complete keys. Use membership='known' or drop the records with "
+                "missing known values."
+            )
 
 
 def prepare(
@@ -323,6 +345,9 @@ def prepare(
     o = _resolve_options(dict(options), known_us, targets=targets, replicates=replicates,
                          population_counts=population_counts)
     sk = _known_schema(original, schema, categorical, known_us, known_s)
+    original = mask_missing_codes(original, sk.missing_codes)  # declared codes are missing
+    if targets is not None and isinstance(targets, pd.DataFrame):
+        targets = mask_missing_codes(targets, sk.missing_codes)
     if replicates is None:
         rep_s, sk = released_replicates(original, datasets, known_us, known, sk)
     else:
@@ -332,13 +357,18 @@ def prepare(
     tdf, in_sample, rec, target_ids = _targets(original, targets, target_id, ids_orig, known, sk)
     warn: dict[str, str] = {}
     enc = encode_problem(rule, sk, {c for c in known if sk[c].type in CATEGORICAL_TYPES},
-                         known_s, original, tdf, rep_s, in_sample, rec, warn)
+                         known_s, original, tdf, rep_s, in_sample, rec, warn,
+                         missing_known=o["missing_known"])
+    _check_missing_membership(o, enc.prep, original, known)
     counts = _population.population_counts(
         population_counts, membership=o["membership"], kind=population_estimate,
         sampling_fraction=sampling_fraction, N_pop=N_pop, prep=enc.prep, rule=rule, targets=tdf,
         known=known, codes_orig=enc.codes_orig, warn=warn,
     )
     extra = {} if enc.maha_cov is None else {"mahalanobis_covariance": enc.maha_cov.tolist()}
+    n_miss = int(sum(tdf[c].isna().sum() for c in known))
+    if n_miss:
+        extra.update(missing_known=o["missing_known"], n_missing_known_values=n_miss)
     settings = RunSettings(
         known_unsynthesized=known_us, known_synthesized=known_s, aggregation=o["aggregation"],
         membership=o["membership"], fallback=o["fallback"], strategy=o["strategy"],

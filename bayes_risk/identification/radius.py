@@ -135,7 +135,7 @@ _SWEEP_DEFAULTS: dict[str, Any] = {
     "quantile_groups": 20, "window": None, "shape": None, "membership": None,
     "population_counts": None, "population_estimate": "default", "sampling_fraction": None,
     "N_pop": None, "strategy": "always", "fallback": None, "targets": None, "target_id": None,
-    "original_id": None, "replicates": None, "compat": None,
+    "original_id": None, "replicates": None, "compat": None, "missing_known": "any",
 }
 
 

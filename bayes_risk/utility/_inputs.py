@@ -72,8 +72,11 @@ def resolve_schema(
         syn = list(synthesized)
         schema = schema.with_roles(syn)
     schema = harmonise_levels(original, datasets, schema)
+    # missing values are allowed: the measures treat them as synthpop does (user guide,
+    # Missing values)
     validate_synthetic(original, datasets, schema, same_rows=same_rows,
-                       check_unsynthesized=same_rows and bool(schema.synthesized))
+                       check_unsynthesized=same_rows and bool(schema.synthesized),
+                       allow_nan=True)
     return schema
 
 
@@ -101,7 +104,7 @@ def differing_share(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
             b = z[c].to_numpy()
             if schema[c].type in CATEGORICAL_TYPES:
                 diff = np.fromiter(
-                    (normalise_level(x) != normalise_level(y)
+                    (normalise_level(x) != normalise_level(y) and not (pd.isna(x) and pd.isna(y))
                      for x, y in zip(a, b, strict=False)), dtype=bool, count=len(a))
             else:
                 af = np.asarray(a, dtype=np.float64)

@@ -18,6 +18,7 @@ from scipy.special import expit
 
 from bayes_risk._memory import check_memory
 from bayes_risk.data.levels import level_codes
+from bayes_risk.data.missing import missing_kinds
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
 
@@ -37,17 +38,50 @@ class _Block:
 Prepared = dict[str, np.ndarray]
 
 
+#: key suffix of a numeric column's missingness kinds in a ``Prepared`` table
+_KIND = "\x00missing"
+
+
 def prepare_table(df: pd.DataFrame | Prepared, schema: Schema, columns: Sequence[str]
                   ) -> Prepared:
-    """Arrays per column: integer level codes (categorical) or float64 values (numeric)."""
+    """Arrays per column: integer level codes (categorical) or float64 values (numeric).
+
+    Missing values follow synthpop's ``utility.gen``: in a categorical column they are a level of
+    their own (code ``d_j``, after the column's levels); a numeric column with missing values
+    (empty cells or declared missing-value codes) also gets their kinds (0 observed, 1 empty,
+    ``2 + k`` the ``k``-th code; ``missing_kinds``), from which the design adds indicators.
+    """
     if isinstance(df, dict):
         return df
     out: Prepared = {}
     for c in columns:
-        if schema[c].is_categorical:
-            out[c] = level_codes(df[c], schema[c].levels, column=c)
+        spec = schema[c]
+        if spec.is_categorical:
+            k = level_codes(df[c], spec.levels, column=c)
+            out[c] = np.where(k < 0, spec.n_levels, k)
         else:
-            out[c] = df[c].to_numpy(dtype=np.float64)
+            kinds = missing_kinds(df[c], spec.missing_codes)
+            x = df[c].to_numpy(dtype=np.float64)
+            if kinds.any():
+                x = np.where(kinds > 0, np.nan, x)
+                out[c + _KIND] = kinds
+            out[c] = x
+    return out
+
+
+def _missing_blocks(c: str, spec, frames: Sequence[Prepared], x: np.ndarray) -> list[_Block]:
+    """0/1 indicators of each kind of missing value of a numeric column present in the stacked
+    tables (synthpop's ``<col>_NA``; one per declared code), named after the column (they
+    involve it)."""
+    if not any(c + _KIND in f for f in frames):
+        return []
+    kinds = np.concatenate([f.get(c + _KIND, np.zeros(len(f[c]), dtype=np.int64))
+                            for f in frames])
+    x[kinds > 0] = 0.0  # synthpop sets the missing values to 0 beside the indicators
+    out = []
+    for k in np.unique(kinds[kinds > 0]):
+        label = f"{c}_NA" if k == 1 else f"{c}_NA[{spec.missing_codes[k - 2]:g}]"
+        out.append(_Block(c, (kinds == k).astype(np.float64)[:, None], [label]))
     return out
 
 
@@ -76,15 +110,18 @@ def _variable_blocks(
                 codes.append("CONSTANT_COLUMN_DROPPED")
                 continue
             cols = (k[:, None] == observed[None, 1:]).astype(np.float64)
-            labels = [f"{c}[{spec.levels[j]}]" for j in observed[1:]]
+            labels = [f"{c}[{spec.levels[j] if j < spec.n_levels else 'NA'}]"
+                      for j in observed[1:]]
             blocks.append(_Block(c, cols, labels))
         else:
             x = np.concatenate([f[c] for f in frames])
+            extra = _missing_blocks(c, spec, frames, x)
             sd = float(np.std(x))
             if not sd > 0:
                 codes.append("CONSTANT_COLUMN_DROPPED")
-                continue
-            blocks.append(_Block(c, ((x - x.mean()) / sd)[:, None], [c]))
+            else:
+                blocks.append(_Block(c, ((x - x.mean()) / sd)[:, None], [c]))
+            blocks.extend(extra)
     return blocks, codes
 
 
@@ -353,6 +390,8 @@ def _cart_features(frames: Sequence[pd.DataFrame | Prepared], schema: Schema,
             cols.append((k[:, None] == observed[None, :]).astype(np.float64))
         else:
             x = np.concatenate([f[c] for f in frames])
+            extra = _missing_blocks(c, spec, frames, x)
+            cols.extend(b.columns for b in extra)
             if np.all(x == x[0]):
                 continue
             cols.append(x[:, None])

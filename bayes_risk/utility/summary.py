@@ -38,11 +38,14 @@ def default_estimands(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], 
                       ) -> list[tuple[str, Estimate, list[Estimate]]]:
     """Means of numeric columns and level proportions of categorical columns.
 
-    Mean: ``x̄ ± t_{n−1} s/√n``. Proportion of a level: ``p̂ ± z sqrt(p̂(1 − p̂)/n)`` (Wald).
+    Mean: ``x̄ ± t_{n−1} s/√n`` over the observed values. Proportion of a level:
+    ``p̂ ± z sqrt(p̂(1 − p̂)/n)`` (Wald) over all records; a column with missing values also
+    gets the proportion of missing values (``P(c missing)``; user guide, Missing values).
     """
     from bayes_risk.utility.pmse import prepare_table
 
     def mean_est(x: np.ndarray) -> Estimate:
+        x = x[~np.isnan(x)]
         n = x.size
         return Estimate(float(x.mean()), float(x.std(ddof=1) / math.sqrt(n)) if n > 1 else
                         math.nan, float(n - 1))
@@ -62,6 +65,11 @@ def default_estimands(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], 
                 out.append((f"P({c} = {lev})", prop_est(po[c], k), [prop_est(z[c], k) for z in ps]))
         else:
             out.append((f"mean({c})", mean_est(po[c]), [mean_est(z[c]) for z in ps]))
+        miss = [np.isnan(t[c]) if not spec.is_categorical else t[c] == spec.n_levels
+                for t in (po, *ps)]
+        if any(m.any() for m in miss):
+            out.append((f"P({c} missing)", prop_est(miss[0], True),
+                        [prop_est(m, True) for m in miss[1:]]))
     return out
 
 
@@ -199,7 +207,7 @@ def utility_summary(
         if not inferred and all(len(z) == len(original) for z in datasets):
             # declared roles must be true: unsynthesized columns are released unchanged
             validate_synthetic(original, datasets, schema, same_rows=True,
-                               check_unsynthesized=True)
+                               check_unsynthesized=True, allow_nan=True)
 
     pm = pmse(original, datasets, method=pmse_method, max_order=max_order, null=null,
               n_perm=n_perm, random_seed=random_seed, schema=schema,

@@ -89,6 +89,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     a.add_argument("--fallback", choices=["none", "unsynthesized"], default=None,
                    help="when nothing matches in a dataset (default: unsynthesized for pooled "
                         "known-membership runs, else none)")
+    a.add_argument("--missing-known", choices=["any", "level"], default="any",
+                   help="a target's missing known value (empty or a --missing-code): matches "
+                        "any released value (default; the intruder does not know it) or only "
+                        "a released missing value")
     a.add_argument("--compat", choices=["IdentificationRiskCalculation", "hornby-hu"],
                    default=None,
                    help="reproduce the IdentificationRiskCalculation R package exactly")

@@ -1,0 +1,74 @@
+"""Records whose synthesized values are missing in the original (user guide, Missing values).
+
+Such a record's missing values are integrated out with the model's own imputation: the intruder
+guesses only the record's observed synthesized values (candidates that would fill a missing value
+get probability 0: the candidate set covers observed values only), and every candidate's
+likelihood ``p(y*_obs | Θ_h)`` marginalises the missing columns. Models do so when their record
+likelihood marginalises a missing value (DPMPM: ``record_loglik`` leaves a missing column out of
+the product within each latent class, the imputation its sampler draws from); for any other
+model such records are refused with an error naming the column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from bayes_risk.exceptions import ValidationError
+
+__all__ = ["missing_truth", "check_missing_truth", "vary_missing", "n_guessable"]
+
+
+def integrates_missing(model: Any) -> bool:
+    """Whether ``model``'s record likelihood marginalises missing values (DPMPM)."""
+    from bayes_risk.models.dpmpm import DPMPM
+
+    return isinstance(model, DPMPM)
+
+
+def missing_truth(values: np.ndarray, is_cat: np.ndarray) -> np.ndarray:
+    """``[n, q]``: which varying values of the records are missing (code ``-1`` or ``NaN``)."""
+    v = np.asarray(values, dtype=np.float64)
+    return np.isnan(v) | (np.asarray(is_cat, dtype=bool)[None, :] & (v < 0))
+
+
+def check_missing_truth(model: Any, vary: Sequence[str], values: np.ndarray,
+                        is_cat: np.ndarray, positions: np.ndarray) -> None:
+    """Refuse records with missing synthesized values when the model cannot integrate them out.
+
+    Raises
+    ------
+    ValidationError
+        Naming the first column with a missing value among the evaluated records.
+    """
+    miss = missing_truth(values[positions], is_cat)
+    if not miss.any() or integrates_missing(model):
+        return
+    j = int(np.flatnonzero(miss.any(axis=0))[0])
+    n_rec = int(miss.any(axis=1).sum())
+    first = int(positions[np.flatnonzero(miss[:, j])[0]])
+    raise ValidationError(
+        f"column {vary[j]!r} is missing in {n_rec} evaluated record(s) (first: record {first}); "
+        f"{type(model).__name__} cannot integrate out a record's missing synthesized values "
+        "(DPMPM can: its likelihood marginalises them). Leave those records out with records=, "
+        "or fit a DPMPM.",
+    )
+
+
+def vary_missing(vals: np.ndarray, g0: np.ndarray, is_cat: np.ndarray) -> np.ndarray:
+    """``[R, G]``: candidates that fill a value missing in the record's truth (probability 0)."""
+    r = vals.shape[0]
+    miss = missing_truth(vals[np.arange(r), g0], is_cat)  # [R, q]
+    if not miss.any():
+        return np.zeros(vals.shape[:2], dtype=bool)
+    filled = ~missing_truth(vals.reshape(-1, vals.shape[2]), is_cat).reshape(vals.shape)
+    return (miss[:, None, :] & filled).any(axis=2)
+
+
+def n_guessable(values: np.ndarray, g0: int, is_cat: np.ndarray) -> int:
+    """Candidates of one record that do not fill a missing value (its ``G``; all when the
+    record is complete)."""
+    v = np.asarray(values, dtype=np.float64)
+    return int(v.shape[0] - vary_missing(v[None], np.array([g0]), is_cat).sum())

@@ -1,0 +1,158 @@
+"""Missing values: declared missing-value codes and the missingness of a column.
+
+A missing value is an empty cell (``NaN`` / ``None`` / ``pd.NA``) or, in a numeric column, a value
+declared as a **missing-value code** of the column — synthpop's ``cont.na``, e.g. ``-8`` ("not
+applicable") in several SD2011 columns. Codes are part of the :class:`~bayes_risk.data.Schema`
+(``infer_schema(df, missing_codes={"nociga": [-8]})``; ``--missing-code nociga=-8`` on the
+command line), so they travel with a ``SyntheticData`` release. Each measure then applies its
+documented policy (user guide, Missing values):
+
+* pMSE: a categorical column's missing value is a level of its own; a numeric column gets one
+  0/1 indicator per kind of missing value (empty, each code) and its missing values are set to 0
+  (synthpop's ``utility.gen``);
+* disclosure measures: a missing value is a level (``"Missing"``); each code is a level of its own;
+* identification: a target's missing known value matches any released value (default) or only a
+  missing one (``missing_known="level"``);
+* attribute risk: a record's missing synthesized values are integrated out by the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.exceptions import SchemaError, ValidationError
+
+__all__ = [
+    "MissingCodes",
+    "check_missing_codes",
+    "code_mask",
+    "missing_kinds",
+    "missing_mask",
+    "mask_missing_codes",
+    "parse_missing_codes",
+]
+
+#: ``{column: (code, ...)}``: values of a numeric column that stand for a missing value
+MissingCodes = Mapping[str, Sequence[float]]
+
+
+def check_missing_codes(missing_codes: Any, columns: Sequence[str]) -> dict[str, tuple[float, ...]]:
+    """Validate ``missing_codes`` (``{column: code or [codes]}``) against the table's columns.
+
+    Returns
+    -------
+    dict
+        ``{column: (float, ...)}``, codes as finite float64 numbers without repeats.
+
+    Raises
+    ------
+    ValidationError
+        Not a mapping, an unknown column, or a code that is not a finite number.
+    """
+    if missing_codes is None:
+        return {}
+    if not isinstance(missing_codes, Mapping):
+        raise ValidationError(
+            "missing_codes must be a mapping {column: [codes]}, e.g. {'nociga': [-8]}. "
+            f"Got {type(missing_codes).__name__}."
+        )
+    out: dict[str, tuple[float, ...]] = {}
+    for c, codes in missing_codes.items():
+        if c not in columns:
+            raise SchemaError(
+                f"missing_codes: column {c!r} is not in the data (columns: {list(columns)}).",
+                code="UNKNOWN_COLUMN",
+            )
+        vals = [codes] if np.isscalar(codes) else list(codes)
+        fl = []
+        for v in vals:
+            try:
+                f = float(v)
+            except (TypeError, ValueError):
+                f = float("nan")
+            if isinstance(v, bool) or not np.isfinite(f):
+                raise ValidationError(
+                    f"missing_codes: code {v!r} of column {c!r} is not a finite number; codes "
+                    "are declared for count and continuous columns (an empty cell is missing "
+                    "without a code)."
+                )
+            fl.append(f)
+        if fl:
+            out[str(c)] = tuple(dict.fromkeys(fl))
+    return out
+
+
+def parse_missing_codes(items: Sequence[str] | None, argument: str = "--missing-code"
+                        ) -> dict[str, list[float]]:
+    """``["nociga=-8", "income=-8"]`` (command line) as ``{"nociga": [-8.0], ...}``.
+
+    A column may be given several times (several codes).
+    """
+    out: dict[str, list[float]] = {}
+    for it in items or ():
+        if "=" not in it:
+            raise ValidationError(f"{argument} expects COLUMN=VALUE, e.g. nociga=-8. Got {it!r}.")
+        k, v = it.rsplit("=", 1)
+        try:
+            f = float(v)
+        except ValueError as err:
+            raise ValidationError(
+                f"{argument} {it!r}: code {v!r} is not a number (codes are declared for count "
+                "and continuous columns)."
+            ) from err
+        out.setdefault(k, []).append(f)
+    return out
+
+
+def _as_float(s: pd.Series | np.ndarray) -> np.ndarray | None:
+    try:
+        return np.asarray(pd.to_numeric(pd.Series(s), errors="coerce"), dtype=np.float64) \
+            if isinstance(s, pd.Series) and not pd.api.types.is_numeric_dtype(s.dtype) \
+            else np.asarray(s, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+
+
+def code_mask(s: pd.Series | np.ndarray, codes: Sequence[float]) -> np.ndarray:
+    """Boolean mask of the cells holding one of ``codes``."""
+    n = len(s)
+    if not codes:
+        return np.zeros(n, dtype=bool)
+    v = _as_float(s)
+    if v is None:
+        return np.zeros(n, dtype=bool)
+    return np.isin(v, np.asarray(codes, dtype=np.float64))
+
+
+def missing_mask(s: pd.Series | np.ndarray, codes: Sequence[float] = ()) -> np.ndarray:
+    """Boolean mask of the missing cells: empty, or one of the column's ``codes``."""
+    return np.asarray(pd.isna(s), dtype=bool) | code_mask(s, codes)
+
+
+def missing_kinds(s: pd.Series | np.ndarray, codes: Sequence[float] = ()) -> np.ndarray:
+    """Kind of missingness of every cell: 0 observed, 1 empty, ``2 + k`` the ``k``-th code."""
+    out = np.where(np.asarray(pd.isna(s), dtype=bool), 1, 0).astype(np.int64)
+    if codes:
+        v = _as_float(s)
+        if v is not None:
+            for k, code in enumerate(codes):
+                out[v == code] = 2 + k
+    return out
+
+
+def mask_missing_codes(df: pd.DataFrame, codes: Mapping[str, Sequence[float]]) -> pd.DataFrame:
+    """``df`` with every declared missing-value code replaced by ``NaN`` (a copy when any is)."""
+    hit = {c: code_mask(df[c], cs) for c, cs in codes.items() if c in df.columns and cs}
+    hit = {c: m for c, m in hit.items() if m.any()}
+    if not hit:
+        return df
+    out = df.copy()
+    for c, m in hit.items():
+        col = pd.to_numeric(out[c], errors="coerce").astype(np.float64)
+        col[m] = np.nan
+        out[c] = col
+    return out
