@@ -287,7 +287,7 @@ class _LargestValue:
             warns.append("THETA_GIVEN_OTHER_RECORDS")
             if total_known:
                 y2 = int(y[rec2, j])
-                total = (float(y[:, j].sum()), float(y2), y.shape[0] - 2, 0, y2, False)
+                total = (float(y[:, j].sum()), float(y2), y.shape[0] - 2, 0, y2)
                 constraint = pw.constraint_loglik(log_pi, lam[:, :, j], [total], grid)
         return LargestValueLikelihood(
             **common, L=L, delta=delta, loglik_candidates=cand_ll,

@@ -19,9 +19,10 @@ Pieces used by :meth:`~bayes_risk.models.PoissonMixture.largest_value_loglik` fo
 * ``scenario="two_largest_sum"`` — everything but the two largest values is known, and so is
   their sum ``T_2j = y_(1)j + y_(2)j``: the candidates are the splits ``(y*, T_2j − y*)``.
 
-The sums of independent truncated predictive values are computed by exact convolution (direct
-for small supports; FFT beyond, with probabilities below ``FFT_FLOOR`` of the largest set to 0
-because FFT rounding leaves noise of that order).
+The sums of independent truncated predictive values are computed by exact convolution of an
+exponentially tilted pmf (direct for small supports; FFT beyond, with probabilities below
+``FFT_FLOOR`` of the largest set to 0 because FFT rounding leaves noise of that order — the tilt
+puts the wanted totals in the bulk, far above that floor).
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ __all__ = [
     "predictive_logpmf", "sum_logpmf", "group_constraints", "constraint_loglik", "FFT_FLOOR",
 ]
 
-#: ``(σ, c, r, lo, hi, by_component)`` of one group-sum constraint (see ``group_constraints``)
-Constraint = tuple[float, float, int, int, int, bool]
+#: ``(σ, c, r, lo, hi)`` of one group-sum constraint (see ``group_constraints``)
+Constraint = tuple[float, float, int, int, int]
 
 #: relative floor of FFT convolutions (their rounding noise is ~1e-16 of the largest term)
 FFT_FLOOR = 1e-12
@@ -105,6 +106,13 @@ def _power(p: np.ndarray, r: int) -> np.ndarray:
 def sum_logpmf(member_logpmf: np.ndarray, lo: int, r: int, s: np.ndarray) -> np.ndarray:
     """``log P(S_r = s)`` for the sum of ``r`` independent values with the given pmf, per draw.
 
+    The convolution power is taken of the exponentially tilted pmf
+    ``f_θ(y) = f(y) e^{θy} / M(θ)``, with ``θ`` chosen so that the tilted sum has its mean in the
+    middle of the wanted totals, and ``P(S_r = s) = e^{−θs} M(θ)^r P_θ(S_r = s)``: the wanted
+    totals then lie in the bulk of the distribution that is convolved, so a total far in the tail
+    of ``S_r`` (a candidate the release makes implausible) keeps its relative accuracy instead of
+    being lost under rounding.
+
     Parameters
     ----------
     member_logpmf : array [H, w]
@@ -125,18 +133,51 @@ def sum_logpmf(member_logpmf: np.ndarray, lo: int, r: int, s: np.ndarray) -> np.
     if r == 0:
         out[:, s == 0] = 0.0
         return out
-    off = r * lo
-    idx = s - off
+    idx = s - r * lo
     ok = (idx >= 0) & (idx <= r * (w - 1)) & (idx % 1 == 0)
+    if not ok.any():
+        return out
+    y = np.arange(w, dtype=np.float64)
+    target = float(np.median(idx[ok])) / r  # tilted mean of one value (offset by lo)
     for h in range(H):
         lp = member_logpmf[h]
         if not np.isfinite(lp).any():
             continue
-        mx = lp.max()
-        pw = _power(np.exp(lp - mx), r)
+        theta = _tilt(lp, y, target)
+        lt = lp + theta * y
+        log_m = logsumexp(lt)
+        pw = _power(np.exp(lt - lt.max()), r)
         with np.errstate(divide="ignore"):
-            out[h, ok] = np.log(pw[idx[ok].astype(np.int64)])
+            out[h, ok] = (np.log(pw[idx[ok].astype(np.int64)]) - theta * idx[ok]
+                          + r * log_m)
     return out
+
+
+def _tilt(lp: np.ndarray, y: np.ndarray, target: float) -> float:
+    """``θ`` with ``E_θ[Y] = target`` under ``f_θ ∝ exp(lp + θy)`` (bisection; ``E_θ`` increases
+    with ``θ``); 0 when the target is the untilted mean or outside the support's range."""
+    fin = np.isfinite(lp)
+    ymin, ymax = y[fin].min(), y[fin].max()
+    if not ymin < target < ymax:
+        return 0.0
+
+    def mean(theta: float) -> float:
+        a = lp + theta * y
+        p = np.exp(a - a.max())
+        return float(p @ y / p.sum())
+
+    lo_t, hi_t = -1.0, 1.0
+    while mean(lo_t) > target and lo_t > -1e6:
+        lo_t *= 2
+    while mean(hi_t) < target and hi_t < 1e6:
+        hi_t *= 2
+    for _ in range(80):
+        mid = 0.5 * (lo_t + hi_t)
+        if mean(mid) < target:
+            lo_t = mid
+        else:
+            hi_t = mid
+    return 0.5 * (lo_t + hi_t)
 
 
 def group_constraints(
@@ -154,9 +195,7 @@ def group_constraints(
 
     Returns
     -------
-    list of ``(σ, c, r, lo, hi, by_component)``
-        ``by_component``: the members share one component (MM), so their values are drawn
-        from one Poisson whose component is weighted by how well it explains the group's sum.
+    list of ``(σ, c, r, lo, hi)``
     """
     K = int(model.n_components)
     y1col = y[:, j]
@@ -185,8 +224,7 @@ def group_constraints(
                     "were not produced by this model with these memberships."
                 )
             continue
-        # MM groups are components: their members share the target's (unknown) component
-        seen[key] = (sigma, c, r, int(lo), int(hi), not in_tail)
+        seen[key] = (sigma, c, r, int(lo), int(hi))
     return list(seen.values())
 
 
@@ -195,34 +233,17 @@ def constraint_loglik(
 ) -> np.ndarray:
     """``[H, C, G]`` array of ``log P_h(S_r = σ − y*_g − c)`` for each constraint.
 
-    ``by_component`` constraints (an MM component: its members share one component ``k``) mix
-    over ``k`` with weights ``w_hk ∝ π_hk Poisson(σ | n_G λ_hkj)`` — how well component ``k``
-    explains the group's released sum ``σ`` over its ``n_G`` members, which is what the intruder
-    can see; the others (TCMM tail, the column total) draw each unknown value from the mixture
-    predictive.
+    Each unknown value is a draw from the model's predictive under ``Θ_h`` (the mixture over
+    components: the intruder does not know the record's component, nor its value), truncated to
+    the constraint's range.
     """
-    H = log_pi.shape[0]
-    out = np.empty((H, len(constraints), candidates.size))
-    for k, (sigma, c, r, lo, hi, by_comp) in enumerate(constraints):
+    out = np.empty((log_pi.shape[0], len(constraints), candidates.size))
+    for k, (sigma, c, r, lo, hi) in enumerate(constraints):
         s = sigma - candidates - c
         if hi < lo:  # no room for an unknown member: only an empty group is possible
             out[:, k, :] = np.where((r == 0) & (s == 0), 0.0, -np.inf)[None, :]
             continue
-        if not by_comp or r == 0:
-            out[:, k, :] = sum_logpmf(predictive_logpmf(log_pi, lam_j, lo, hi), lo, r, s)
-            continue
-        n_g = r + 1 + (c > 0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            mu = n_g * lam_j
-            lw = log_pi + sigma * np.log(mu) - mu - gammaln(sigma + 1.0)
-        lw = np.where(np.isnan(lw), -np.inf, lw)
-        lw = lw - logsumexp(lw, axis=1, keepdims=True)
-        acc = np.full((H, candidates.size), -np.inf)
-        for h in range(H):
-            for kk in np.flatnonzero(lw[h] > np.log(1e-12)):
-                one = predictive_logpmf(np.zeros((1, 1)), lam_j[h : h + 1, kk : kk + 1], lo, hi)
-                acc[h] = np.logaddexp(acc[h], lw[h, kk] + sum_logpmf(one, lo, r, s)[0])
-        out[:, k, :] = acc
+        out[:, k, :] = sum_logpmf(predictive_logpmf(log_pi, lam_j, lo, hi), lo, r, s)
     return out
 
 
