@@ -66,6 +66,11 @@ class LargestValueLikelihood:
         constraint ``c`` (the target's synthesis group for MM/TCMM; the column total ``T_j``
         for MP when ``total_known``), added to the log-likelihood once per constraint with the
         importance weights ``q_h(y*)``.
+    constraints : list of tuple or None
+        ``second_largest``: each constraint as ``(σ, c, r, lo, hi, by_component)`` — the released
+        sum, the known part (``y_(2)j`` when that record is in the group), the number of unknown
+        records in the group, the range of their values and whether they share one component
+        (an MM group).
     second_record : int or None
         The record holding ``y_(2)j``.
     pair_total : float or None
@@ -93,6 +98,7 @@ class LargestValueLikelihood:
     warnings: list[str] = field(default_factory=list)
     scenario: str = "worst_case"
     constraint_loglik: np.ndarray | None = None
+    constraints: list[tuple[float, float, int, int, int, bool]] | None = None
     second_record: int | None = None
     pair_total: float | None = None
     total_known: bool = False
@@ -282,18 +288,19 @@ class _LargestValue:
         if self.synthesized_records_ is not None and not self.synthesized_records_[rec]:
             # the likelihood covers the synthesized records only; the value itself is released
             warns.append("TARGET_NOT_SYNTHESIZED")
-        constraint = None
+        constraint = cons = None
         if scenario == "second_largest":
             warns.append("THETA_GIVEN_OTHER_RECORDS")
             if total_known:
                 y2 = int(y[rec2, j])
-                total = (float(y[:, j].sum()), float(y2), y.shape[0] - 2, 0, y2)
+                total = (float(y[:, j].sum()), float(y2), y.shape[0] - 2, 0, y2, False)
                 constraint = pw.constraint_loglik(log_pi, lam[:, :, j], [total], grid)
+                cons = [total]
         return LargestValueLikelihood(
             **common, L=L, delta=delta, loglik_candidates=cand_ll,
             memberships=(self._membership_mode(memberships)
                          if isinstance(memberships, (str, type(None))) else "user"),
-            warnings=warns, constraint_loglik=constraint,
+            warnings=warns, constraint_loglik=constraint, constraints=cons,
         )
 
     def _largest_grid(
@@ -359,6 +366,7 @@ class _LargestValue:
             memberships=label, warnings=[],
             constraint_loglik=pw.constraint_loglik(log_pi, lam[:, :, j], cons,
                                                    common["candidates"]),
+            constraints=cons,
         )
 
     def _two_largest_pieces(

@@ -38,8 +38,8 @@ __all__ = [
     "predictive_logpmf", "sum_logpmf", "group_constraints", "constraint_loglik", "FFT_FLOOR",
 ]
 
-#: ``(σ, c, r, lo, hi)`` of one group-sum constraint (see ``group_constraints``)
-Constraint = tuple[float, float, int, int, int]
+#: ``(σ, c, r, lo, hi, by_component)`` of one group-sum constraint (see ``group_constraints``)
+Constraint = tuple[float, float, int, int, int, bool]
 
 #: relative floor of FFT convolutions (their rounding noise is ~1e-16 of the largest term)
 FFT_FLOOR = 1e-12
@@ -195,7 +195,9 @@ def group_constraints(
 
     Returns
     -------
-    list of ``(σ, c, r, lo, hi)``
+    list of ``(σ, c, r, lo, hi, by_component)``
+        ``by_component``: the members share one component (MM), so their values are drawn
+        from one Poisson whose component is weighted by how well it explains the group's sum.
     """
     K = int(model.n_components)
     y1col = y[:, j]
@@ -224,7 +226,8 @@ def group_constraints(
                     "were not produced by this model with these memberships."
                 )
             continue
-        seen[key] = (sigma, c, r, int(lo), int(hi))
+        # an MM group is a component: its members share one (unknown) component
+        seen[key] = (sigma, c, r, int(lo), int(hi), not in_tail)
     return list(seen.values())
 
 
@@ -233,17 +236,35 @@ def constraint_loglik(
 ) -> np.ndarray:
     """``[H, C, G]`` array of ``log P_h(S_r = σ − y*_g − c)`` for each constraint.
 
-    Each unknown value is a draw from the model's predictive under ``Θ_h`` (the mixture over
-    components: the intruder does not know the record's component, nor its value), truncated to
-    the constraint's range.
+    Unknown values are draws from the model under ``Θ_h``, truncated to the constraint's range.
+    The members of a ``by_component`` group (an MM group is one component) share one
+    component ``k``, weighted by ``w_hk ∝ π_hk Poisson(σ | n_G λ_hkj)`` — how well it explains
+    the group's released sum ``σ`` over its ``n_G`` members, which is what the intruder sees; in
+    the other groups (the TCMM tail, the column total) every unknown value is a draw from the
+    mixture predictive (its component is unknown).
     """
-    out = np.empty((log_pi.shape[0], len(constraints), candidates.size))
-    for k, (sigma, c, r, lo, hi) in enumerate(constraints):
+    H = log_pi.shape[0]
+    out = np.empty((H, len(constraints), candidates.size))
+    for k, (sigma, c, r, lo, hi, by_comp) in enumerate(constraints):
         s = sigma - candidates - c
         if hi < lo:  # no room for an unknown member: only an empty group is possible
             out[:, k, :] = np.where((r == 0) & (s == 0), 0.0, -np.inf)[None, :]
             continue
-        out[:, k, :] = sum_logpmf(predictive_logpmf(log_pi, lam_j, lo, hi), lo, r, s)
+        if not by_comp or r == 0:
+            out[:, k, :] = sum_logpmf(predictive_logpmf(log_pi, lam_j, lo, hi), lo, r, s)
+            continue
+        n_g = r + 1 + (c > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mu = n_g * lam_j
+            lw = log_pi + sigma * np.log(mu) - mu - gammaln(sigma + 1.0)
+        lw = np.where(np.isnan(lw), -np.inf, lw)
+        lw = lw - logsumexp(lw, axis=1, keepdims=True)
+        acc = np.full((H, candidates.size), -np.inf)
+        for h in range(H):
+            for kk in np.flatnonzero(lw[h] > np.log(1e-12)):
+                one = predictive_logpmf(np.zeros((1, 1)), lam_j[h : h + 1, kk : kk + 1], lo, hi)
+                acc[h] = np.logaddexp(acc[h], lw[h, kk] + sum_logpmf(one, lo, r, s)[0])
+        out[:, k, :] = acc
     return out
 
 

@@ -5,9 +5,9 @@ table, so that every posterior can be written out and checked against brute-forc
 the unknown records' values:
 
 * MM, ``second_largest``: the target's component ``{0, 2, 3}`` releases the sum 14; the two
-  unknown members are predictive draws in ``0..7`` (below ``y_(2) = 7``): posterior on
-  ``y* = 7..12`` = ``(0.130568, 0.158284, 0.177583, 0.184922, 0.181736, 0.166907)`` — the
-  truth 9 is not even the mode.
+  unknown members lie in ``0..7`` (below ``y_(2) = 7``) and share one component, weighted by
+  ``π_k Poisson(14 | 3 λ_k)``: posterior on ``y* = 7..12`` =
+  ``(0.310222, 0.271444, 0.203585, 0.127245, 0.063631, 0.023874)``.
 * TCMM (``q = 0.5``, tail ``{9, 7, 3}`` above ``τ = 2``): the tail releases 19; with ``y_(2) = 7``
   known one unknown tail value in ``3..7`` remains: posterior ``(0.254269, 0.336179, 0.409552,
   0, 0, 0)``.
@@ -63,11 +63,19 @@ def test_mm_second_largest_worked_numbers():
     post = _posterior(p)
     np.testing.assert_array_equal(p.candidates, np.arange(7, 13))
     np.testing.assert_allclose(
-        post, [0.130568, 0.158284, 0.177583, 0.184922, 0.181736, 0.166907], atol=1e-6)
-    # brute force: both unknown members enumerated
-    f = (PI[:, None] * poisson.pmf(np.arange(8)[None, :], LAM[:, None])).sum(0)
-    want = [sum(f[a] * f[b] for a, b in itertools.product(range(8), repeat=2) if a + b == 14 - ys)
-            for ys in range(7, 13)]
+        post, [0.310222, 0.271444, 0.203585, 0.127245, 0.063631, 0.023874], atol=1e-6)
+    # brute force: both unknown members enumerated, component weights by hand
+    w = PI * poisson.pmf(14, 3 * LAM)
+    w /= w.sum()
+    want = []
+    for ys in range(7, 13):
+        p_s = 0.0
+        for wk, lam in zip(w, LAM, strict=True):
+            f = poisson.pmf(np.arange(8), lam)
+            f /= f.sum()
+            p_s += wk * sum(f[a] * f[b] for a, b in itertools.product(range(8), repeat=2)
+                            if a + b == 14 - ys)
+        want.append(p_s)
     np.testing.assert_allclose(post, np.array(want) / sum(want), rtol=1e-10)
     # the worst-case intruder (everyone else known) is certain
     wc = m.largest_value_loglik("wages", [z], upper=12, memberships=MEMB)
