@@ -277,6 +277,18 @@ class _LargestValue:
                       scenario=scenario, second_record=rec2, total_known=bool(total_known))
         if scenario == "second_largest" and self.variant != "mp":
             return self._group_sum_pieces(common, datasets, y, j, idx, memberships)
+        return self._ratio_pieces(common, cand, datasets, y, j, idx, memberships)
+
+    def _ratio_pieces(
+        self, common: dict[str, Any], cand: np.ndarray, datasets: Any, y: np.ndarray, j: int,
+        idx: np.ndarray, memberships: Any,
+    ) -> LargestValueLikelihood:
+        """The pieces of Hu 2019 §3.2.5 (worst case; MP under ``second_largest``, with the
+        column-total term when ``total_known``)."""
+        rec, rec2 = common["record"], common["second_record"]
+        grid, g0 = common["candidates"], common["g0"]
+        scenario, total_known = common["scenario"], common["total_known"]
+        log_pi, lam = self._params(idx)
         L = self.dataset_loglik(datasets, draws=idx, memberships=memberships)
         delta = cand_ll = None
         warns: list[str] = []
