@@ -266,6 +266,10 @@ class LargestValuePieces(Protocol):
         ``log p(Z_(l) | Θ_h)``.
     loglik_candidates : ndarray (H, m, G) or None
         Class O: ``log p(Z_(l) | Θ_h, y*_g, y_{-i})``.
+
+    Pieces of a weaker intruder may also carry ``constraint_loglik`` (H, C, G): the log-probability
+    under draw ``h`` of each piece of what the intruder knows given the candidate (optional; see
+    ``bayes_risk.attribute.largest_value.constraint_term``).
     """
 
     candidates: np.ndarray

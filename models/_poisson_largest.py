@@ -16,6 +16,10 @@ import pandas as pd
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models import _poisson_kernels as pk
+from bayes_risk.models import _poisson_weak as pw
+
+#: What the intruder of the largest-value scenario knows (see ``largest_value_loglik``).
+LARGEST_VALUE_SCENARIOS = ("worst_case", "second_largest", "two_largest_sum")
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,26 @@ class LargestValueLikelihood:
     warnings : list of str
         ``"TRUTH_ZERO_LIKELIHOOD"``; ``"TARGET_NOT_SYNTHESIZED"`` when the target record is
         not among the synthesized records (its value is released unchanged: the pieces measure
-        what the synthesized records reveal about it).
+        what the synthesized records reveal about it); ``"THETA_GIVEN_OTHER_RECORDS"`` for MP
+        under ``second_largest`` (the release's likelihood through Θ holds the other records at
+        their true values: an upper bound for this intruder).
+    scenario : {"worst_case", "second_largest", "two_largest_sum"}
+        What the intruder knows (see :meth:`PoissonMixture.largest_value_loglik`).
+    constraint_loglik : ndarray [H, C, G] or None
+        ``second_largest``: ``log P_h(S_r = σ_c − y*_g − c_c)`` for each distinct group-sum
+        constraint ``c`` (the target's synthesis group for MM/TCMM; the column total ``T_j``
+        for MP when ``total_known``), added to the log-likelihood once per constraint with the
+        importance weights ``q_h(y*)``.
+    constraints : list of tuple or None
+        ``second_largest``: each constraint as ``(σ, c, r, lo, hi, by_component)`` — the released
+        sum, the known part (``y_(2)j`` when that record is in the group), the number of unknown
+        records in the group, the range of their values and whether they share one component
+        (an MM group).
+    second_record : int or None
+        The record holding ``y_(2)j``.
+    pair_total : float or None
+        ``two_largest_sum``: ``T_2j = y_(1)j + y_(2)j``; candidate ``y*`` stands for the pair
+        ``(y*, T_2j − y*)``.
 
     Notes
     -----
@@ -73,6 +96,12 @@ class LargestValueLikelihood:
     loglik_candidates: np.ndarray | None
     memberships: str
     warnings: list[str] = field(default_factory=list)
+    scenario: str = "worst_case"
+    constraint_loglik: np.ndarray | None = None
+    constraints: list[tuple[float, float, int, int, int, bool]] | None = None
+    second_record: int | None = None
+    pair_total: float | None = None
+    total_known: bool = False
 
 
 class _LargestValue:
@@ -131,6 +160,8 @@ class _LargestValue:
         column: str,
         datasets: Sequence[pd.DataFrame] | SyntheticData,
         *,
+        scenario: str = "worst_case",
+        total_known: bool = False,
         candidates: np.ndarray | None = None,
         upper: float | None = None,
         step: float = 1.0,
@@ -138,25 +169,42 @@ class _LargestValue:
         memberships: Any = None,
         data: pd.DataFrame | None = None,
     ) -> LargestValueLikelihood:
-        """Per-candidate likelihood pieces for the Wei–Reiter largest-value scenario.
+        """Per-candidate likelihood pieces for the Wei–Reiter largest-value scenarios.
 
         The target is the record holding ``y_(1)j``; candidates ``y*`` vary only its value of
-        ``column`` (its other counts are kept at their true values, i.e. the worst-case knowledge
-        ``A = y_{-i}`` of the worst-case intruder plus the target's other columns). The attribute
-        engine turns the pieces into ``log p(Z | y*)`` with the estimator of Hu 2019 §3.2.5:
+        ``column`` (its other counts stay at their true values). The attribute engine turns the
+        pieces into the intruder's posterior
+        (:func:`bayes_risk.attribute.largest_value.largest_value_posterior`) with the estimator
+        of Hu 2019 §3.2.5. What the intruder knows (``scenario``; Wei & Reiter 2016 as
+        summarised in Hu 2019 §3.3.3):
 
-        * **MP** (class P): importance sampling over Θ with ``logp_rec`` (``[H, G]``; ratios
-          ``logp_rec − logp_rec[:, g0]``) and ``L = dataset_loglik(Z)`` (``[H, m]``).
-        * **MM / TCMM** (class O): the component-total likelihood — ``L`` (``[H, m]``) plus
-          ``delta`` (``[H, m, G]``, :meth:`own_record_delta`), in Hu 2019 §3.2.5's class-O formula.
+        * ``"worst_case"`` (default): every other record (``A = y_{-i}``). MP (class P):
+          importance sampling over Θ with ``logp_rec`` (``[H, G]``) and
+          ``L = dataset_loglik(Z)``. MM / TCMM (class O): the component-total likelihood, ``L``
+          plus ``delta`` (:meth:`own_record_delta`) — the component and tail totals then pin
+          ``y*`` down exactly and the posterior collapses on the truth for MM *and* TCMM.
+        * ``"second_largest"``: only the record holding ``y_(2)j`` (and that
+          ``Y_(1)j ≥ y_(2)j``), plus the column total ``T_j`` when ``total_known``. The other
+          records' values are integrated out under the model's posterior predictive truncated
+          to ``0..y_(2)j`` (TCMM tail members: above the tail threshold). MM / TCMM: the release
+          reveals the sum of the target's synthesis group (component, or the pooled tail for
+          TCMM); the likelihood is that of the group's unknown members summing to what is
+          left (``constraint_loglik``; ``T_j`` adds nothing: both reproduce it). TCMM pools the
+          tail across components, so more unknown values share the sum and the risk falls as
+          ``q`` falls. MP: the worst-case pieces (the other records' influence on Θ is held at
+          their true values — an upper bound for this intruder, warning
+          ``THETA_GIVEN_OTHER_RECORDS``) plus, with ``total_known``, the term of the other
+          ``n − 2`` records summing to ``T_j − y* − y_(2)j``.
+        * ``"two_largest_sum"``: every record but the two largest, and their sum
+          ``T_2j = y_(1)j + y_(2)j``; candidate ``y*`` stands for the pair ``(y*, T_2j − y*)``
+          on ``ceil(T_2j / 2) .. T_2j − y_(3)j``. MM keeps the pair's sum when both records share
+          a component, TCMM when both are in the tail: the posterior is then flat.
 
-        This is provisional (Wei & Reiter 2016): Wei & Reiter's exact membership approximation was
-        not available; ``memberships`` selects the approximation (see :meth:`dataset_loglik`).
-        **Knowledge assumed:** the worst case ``A = y_{-i}`` — the intruder knows every other
-        record's values (so the component and tail totals pin ``y*`` down exactly for MM *and*
-        TCMM, whose posterior then collapses on the truth). Wei & Reiter's weaker scenario (only
-        ``y_(2)`` and possibly ``T_j`` known, other values integrated out), under which TCMM
-        lowers the risk, is not implemented.
+        Provisional: Wei & Reiter's exact membership approximation was not available.
+        ``memberships`` selects the synthesis groups (see :meth:`dataset_loglik`); for
+        ``second_largest`` with MM/TCMM: ``"generating"`` (default; the groups that made each
+        dataset — the most an intruder can learn about them from ``Z``) or an integer array
+        ``[n]`` or ``[m, n]`` (per dataset). The TCMM tail threshold is taken as known.
 
         Parameters
         ----------
@@ -164,9 +212,14 @@ class _LargestValue:
             The magnitude variable.
         datasets : sequence of DataFrame or SyntheticData
             The released datasets ``Z``.
+        scenario : {"worst_case", "second_largest", "two_largest_sum"}
+            What the intruder knows (above).
+        total_known : bool
+            ``second_largest`` only: the intruder also knows the column total ``T_j``.
         candidates : array [G], optional
             Candidate values (must contain ``y_(1)j``); default the grid of
-            :meth:`largest_value_candidates` on ``[y_(2)j, upper]``.
+            :meth:`largest_value_candidates` on ``[y_(2)j, upper]`` (``two_largest_sum``: every
+            admissible split).
         upper, step : float
             Grid upper bound ``U_j`` and spacing (used when ``candidates`` is ``None``).
         draws, memberships
@@ -178,64 +231,211 @@ class _LargestValue:
         Returns
         -------
         LargestValueLikelihood
+
+        Raises
+        ------
+        ValidationError
+            For an unknown scenario, ``total_known`` outside ``second_largest``, candidates
+            without the truth or outside the admissible range.
+        NotImplementedError
+            For the weaker scenarios under partial synthesis of selected records.
         """
         self._check_fitted()
+        if scenario not in LARGEST_VALUE_SCENARIOS:
+            raise ValidationError(
+                f"scenario must be one of {list(LARGEST_VALUE_SCENARIOS)}. Got {scenario!r}."
+            )
+        if total_known and scenario != "second_largest":
+            raise ValidationError("total_known applies to scenario='second_largest' only.")
+        if scenario != "worst_case" and self.synthesized_records_ is not None:
+            raise NotImplementedError(
+                f"scenario={scenario!r} with partial synthesis of selected records: the records "
+                "released unchanged are known to the intruder, which these scenarios do not "
+                "model; use scenario='worst_case'."
+            )
         if data is not None and self.data_ is not None and self.model_class == "O":
             raise ValidationError(
                 "a class-O model uses the confidential data it was fitted to; omit data=."
             )
         y = self._confidential_counts(data)
         j = self._column_index(column)
-        col = y[:, j]
-        order = np.argsort(-col, kind="stable")
-        rec = int(order[0])
-        y1 = float(col[rec])
-        y2 = float(col[order[1]]) if col.size > 1 else 0.0
-        if candidates is None:
-            if upper is None:
-                raise ValidationError(
-                    "give candidates=... or upper=... (the bound U_j of the grid)."
-                )
-            grid, g0, rec = self.largest_value_candidates(column, upper, step=step, data=data)
-        else:
-            grid = np.asarray(candidates, dtype=np.float64).ravel()
-            hit = np.flatnonzero(grid == y1)
-            if hit.size != 1:
-                raise ValidationError(
-                    f"candidates must contain the largest confidential value of {column!r} exactly "
-                    "once."
-                )
-            if np.any(grid < 0) or np.any(grid % 1 != 0):
-                raise ValidationError("candidates must be non-negative integers (counts).")
-            g0 = int(hit[0])
+        order = np.argsort(-y[:, j], kind="stable")
+        if order.size < 2:
+            raise ValidationError("the largest-value scenarios need at least two records.")
+        rec, rec2 = int(order[0]), int(order[1])
+        if scenario == "two_largest_sum":
+            return self._two_largest_pieces(column, datasets, y, j, order, candidates, draws,
+                                            memberships)
+        grid, g0 = self._largest_grid(column, y[:, j], rec, candidates, upper, step, data)
         cand = np.repeat(y[rec][None, :], grid.size, axis=0)
         cand[:, j] = grid
         idx = self._draw_indices(draws)
         log_pi, lam = self._params(idx)
         logp_rec = pk.record_loglik(cand, log_pi, lam)
+        common = dict(column=column, record=rec, second_largest=float(y[rec2, j]),
+                      candidates=grid, g0=g0, model_class=self.model_class, logp_rec=logp_rec,
+                      scenario=scenario, second_record=rec2, total_known=bool(total_known))
+        if scenario == "second_largest" and self.variant != "mp":
+            return self._group_sum_pieces(common, datasets, y, j, idx, memberships)
+        return self._ratio_pieces(common, cand, datasets, y, j, idx, memberships)
+
+    def _ratio_pieces(
+        self, common: dict[str, Any], cand: np.ndarray, datasets: Any, y: np.ndarray, j: int,
+        idx: np.ndarray, memberships: Any,
+    ) -> LargestValueLikelihood:
+        """The pieces of Hu 2019 §3.2.5 (worst case; MP under ``second_largest``, with the
+        column-total term when ``total_known``)."""
+        rec, rec2 = common["record"], common["second_record"]
+        grid, g0 = common["candidates"], common["g0"]
+        scenario, total_known = common["scenario"], common["total_known"]
+        log_pi, lam = self._params(idx)
         L = self.dataset_loglik(datasets, draws=idx, memberships=memberships)
-        delta = None
-        cand_ll = None
+        delta = cand_ll = None
         warns: list[str] = []
         if self.model_class == "O":
             cand_ll = self.candidate_dataset_loglik(
                 rec, cand, datasets, draws=idx, memberships=memberships
             )
-            truth = cand_ll[:, :, g0]
-            with np.errstate(invalid="ignore"):
-                delta = cand_ll - truth[:, :, None]
-            delta[np.isneginf(cand_ll) & np.isneginf(truth)[:, :, None]] = 0.0
-            delta[np.isneginf(truth)[:, :, None] & np.isfinite(cand_ll)] = np.inf
-            if np.any(np.isneginf(truth)):
-                warns.append("TRUTH_ZERO_LIKELIHOOD")
+            delta = _delta(cand_ll, g0, warns)
         if self.synthesized_records_ is not None and not self.synthesized_records_[rec]:
             # the likelihood covers the synthesized records only; the value itself is released
             warns.append("TARGET_NOT_SYNTHESIZED")
+        constraint = cons = None
+        if scenario == "second_largest":
+            warns.append("THETA_GIVEN_OTHER_RECORDS")
+            if total_known:
+                y2 = int(y[rec2, j])
+                total = (float(y[:, j].sum()), float(y2), y.shape[0] - 2, 0, y2, False)
+                constraint = pw.constraint_loglik(log_pi, lam[:, :, j], [total], grid)
+                cons = [total]
         return LargestValueLikelihood(
-            column=column, record=rec, second_largest=y2, candidates=grid, g0=g0,
+            **common, L=L, delta=delta, loglik_candidates=cand_ll,
+            memberships=(self._membership_mode(memberships)
+                         if isinstance(memberships, (str, type(None))) else "user"),
+            warnings=warns, constraint_loglik=constraint, constraints=cons,
+        )
+
+    def _largest_grid(
+        self, column: str, col: np.ndarray, rec: int, candidates: Any, upper: Any, step: float,
+        data: Any,
+    ) -> tuple[np.ndarray, int]:
+        """The candidate values of ``Y_(1)j`` and the truth's index."""
+        y1 = float(col[rec])
+        if candidates is None:
+            if upper is None:
+                raise ValidationError(
+                    "give candidates=... or upper=... (the bound U_j of the grid)."
+                )
+            grid, g0, _ = self.largest_value_candidates(column, upper, step=step, data=data)
+            return grid, g0
+        grid = np.asarray(candidates, dtype=np.float64).ravel()
+        hit = np.flatnonzero(grid == y1)
+        if hit.size != 1:
+            raise ValidationError(
+                f"candidates must contain the largest confidential value of {column!r} exactly "
+                "once."
+            )
+        if np.any(grid < 0) or np.any(grid % 1 != 0):
+            raise ValidationError("candidates must be non-negative integers (counts).")
+        return grid, int(hit[0])
+
+    def _group_sum_pieces(
+        self, common: dict[str, Any], datasets: Any, y: np.ndarray, j: int, idx: np.ndarray,
+        memberships: Any,
+    ) -> LargestValueLikelihood:
+        """MM / TCMM under ``second_largest``: the group-sum constraints (module
+        ``_poisson_weak``); the importance ratios only weight the draws."""
+        frames = self._as_frames(datasets)
+        zs = [self._counts(f, name=f"synthetic dataset {l + 1}") for l, f in enumerate(frames)]
+        mode = self._membership_mode(memberships)
+        if isinstance(mode, str):
+            if mode != "generating":
+                raise ValidationError(
+                    "scenario='second_largest' with MM/TCMM needs the synthesis groups of each "
+                    "dataset: memberships='generating' (default) or an integer array [n] or "
+                    f"[m, n]. Got {memberships!r}."
+                )
+            gen = self._generating_memberships(datasets, zs, y)
+            label = "generating"
+        else:
+            z = np.asarray(memberships)
+            z = np.broadcast_to(z, (len(zs), y.shape[0])) if z.ndim == 1 else z
+            if (z.shape != (len(zs), y.shape[0]) or not np.issubdtype(z.dtype, np.integer)
+                    or z.min() < 0 or z.max() >= int(self.n_components)):
+                raise ValidationError(
+                    f"memberships given as an array must be integers in 0..{self.n_components - 1}"
+                    f" of shape ({y.shape[0]},) or ({len(zs)}, {y.shape[0]})."
+                )
+            gen = [np.asarray(r, dtype=np.int64) for r in z]
+            label = "user"
+        cons = pw.group_constraints(self, common["record"], common["second_record"], j, zs, y,
+                                    gen)
+        log_pi, lam = self._params(idx)
+        H, G = idx.size, common["candidates"].size
+        zero = np.zeros((H, len(zs), G))
+        return LargestValueLikelihood(
+            **common, L=np.zeros((H, len(zs))), delta=zero, loglik_candidates=zero,
+            memberships=label, warnings=[],
+            constraint_loglik=pw.constraint_loglik(log_pi, lam[:, :, j], cons,
+                                                   common["candidates"]),
+            constraints=cons,
+        )
+
+    def _two_largest_pieces(
+        self, column: str, datasets: Any, y: np.ndarray, j: int, order: np.ndarray,
+        candidates: Any, draws: Any, memberships: Any,
+    ) -> LargestValueLikelihood:
+        """``two_largest_sum``: the splits ``(y*, T_2j − y*)`` of the two largest values."""
+        rec, rec2 = int(order[0]), int(order[1])
+        y1, y2 = float(y[rec, j]), float(y[rec2, j])
+        y3 = float(y[order[2], j]) if order.size > 2 else 0.0
+        t2 = y1 + y2
+        lo, hi = float(np.ceil(t2 / 2)), t2 - y3
+        if candidates is None:
+            grid = np.arange(lo, hi + 1)
+        else:
+            grid = np.asarray(candidates, dtype=np.float64).ravel()
+            if np.any(grid < lo) or np.any(grid > hi) or np.any(grid % 1 != 0):
+                raise ValidationError(
+                    f"two_largest_sum candidates must be integers in {lo:g}..{hi:g} (the larger "
+                    f"of two values summing to {t2:g}, the smaller at least y_(3) = {y3:g})."
+                )
+        hit = np.flatnonzero(grid == y1)
+        if hit.size != 1:
+            raise ValidationError(
+                f"candidates must contain the largest confidential value of {column!r} exactly "
+                "once."
+            )
+        c1 = np.repeat(y[rec][None, :], grid.size, axis=0)
+        c2 = np.repeat(y[rec2][None, :], grid.size, axis=0)
+        c1[:, j], c2[:, j] = grid, t2 - grid
+        idx = self._draw_indices(draws)
+        log_pi, lam = self._params(idx)
+        logp_rec = pk.record_loglik(c1, log_pi, lam) + pk.record_loglik(c2, log_pi, lam)
+        L = self.dataset_loglik(datasets, draws=idx, memberships=memberships)
+        delta = cand_ll = None
+        warns: list[str] = []
+        if self.model_class == "O":
+            cand_ll = pw.pair_dataset_loglik(self, (rec, rec2), (c1, c2), datasets, idx,
+                                             memberships)
+            delta = _delta(cand_ll, int(hit[0]), warns)
+        return LargestValueLikelihood(
+            column=column, record=rec, second_largest=y2, candidates=grid, g0=int(hit[0]),
             model_class=self.model_class, logp_rec=logp_rec, L=L, delta=delta,
             loglik_candidates=cand_ll,
             memberships=(self._membership_mode(memberships)
                          if isinstance(memberships, (str, type(None))) else "user"),
-            warnings=warns,
+            warnings=warns, scenario="two_largest_sum", second_record=rec2, pair_total=t2,
         )
+
+
+def _delta(cand_ll: np.ndarray, g0: int, warns: list[str]) -> np.ndarray:
+    """Class-O ``delta = ℓ(y*) − ℓ(truth)`` with the conventions of ``own_record_delta``."""
+    truth = cand_ll[:, :, g0]
+    with np.errstate(invalid="ignore"):
+        delta = cand_ll - truth[:, :, None]
+    delta[np.isneginf(cand_ll) & np.isneginf(truth)[:, :, None]] = 0.0
+    delta[np.isneginf(truth)[:, :, None] & np.isfinite(cand_ll)] = np.inf
+    if np.any(np.isneginf(truth)):
+        warns.append("TRUTH_ZERO_LIKELIHOOD")
+    return delta

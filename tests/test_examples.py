@@ -354,3 +354,93 @@ def test_posterior_replicates_ce(monkeypatch, capsys):
     agency = list(res["results"].values())[1]
     assert np.isfinite(agency.file["mc_se"]["expected_match_risk"])
     assert refs[1]["n_unique"] > refs[0]["n_unique"]
+
+
+# ----------------------------------------------------------------------------------------------
+# weaker intruders: Wang & Reiter (2012) low risk, Wei & Reiter (2016) largest value (seed 003)
+# ----------------------------------------------------------------------------------------------
+def _r1_r2(post, cand, truth, others):
+    r1 = float(np.sum(post * np.hypot(cand[:, 0] - truth[0], cand[:, 1] - truth[1])))
+    d = np.hypot(others[:, 0] - truth[0], others[:, 1] - truth[1])
+    return r1, int(np.sum(d <= r1 + 1e-12 * max(1.0, r1)))
+
+
+def test_weaker_intruders(monkeypatch, capsys):
+    shared_path("data", "CEdata_attribute.csv")
+    res, out = run_example("weaker_intruders.py", 0.3, monkeypatch, capsys)
+    lines = out.splitlines()
+    # --- Wang & Reiter: R1 / R2 recomputed by hand for every evaluated record
+    wr = res["wang_reiter"]
+    loc = wr["data"][["LogIncome", "LogExpenditure"]].to_numpy(float)
+    syn = np.stack([z[["LogIncome", "LogExpenditure"]].to_numpy(float) for z in wr["release"]])
+    figures = {}
+    for name in ("high risk", "low risk"):
+        r1s, r2s = [], []
+        for i in wr["records"]:
+            others = np.delete(loc, i, axis=0)
+            if name == "low risk":  # the record's m synthetic locations, equally weighted
+                cand, post = syn[:, i, :], np.full(syn.shape[0], 1 / syn.shape[0])
+            else:
+                cp = wr["high"].candidate_posteriors(int(i))
+                cand = cp[["LogIncome", "LogExpenditure"]].to_numpy(float)
+                post = cp["posterior"].to_numpy()
+            r1, r2 = _r1_r2(post, cand, loc[i], others)
+            r1s.append(r1)
+            r2s.append(r2)
+        want = [np.min(r1s), np.quantile(r1s, 0.25), np.median(r1s),
+                np.min(r2s), np.quantile(r2s, 0.25), np.median(r2s)]
+        row = next(line for line in lines if line.startswith(name))
+        got = numbers(row[len(name):])
+        np.testing.assert_allclose(got[:3], want[:3], atol=0.0006)
+        np.testing.assert_allclose(got[3:], want[3:], atol=0.051)
+        figures[name] = want
+    # W&R's finding: the low-risk intruder's guesses are much farther off (larger = safer)
+    assert figures["low risk"][2] > 2 * figures["high risk"][2]
+    assert figures["low risk"][5] > 2 * figures["high risk"][5]
+    # --- Wei & Reiter: the printed P(within 10 %) from the pieces, by an independent sum
+    wei = res["wei_reiter"]
+    top = wei["top"]
+    header = next(i for i, line in enumerate(lines) if line.startswith("synthesizer"))
+    printed = {}
+    for line in lines[header + 1 : header + 6]:
+        label = line[:14].strip()
+        printed[label] = [float("nan") if "only" in v else float(v)
+                          for v in re.findall(r"\(= y\(2\) only\)|\d+\.\d+", line[14:])]
+    scen = ["worst case", "y(2) known", "y(2), T known", "y(1)+y(2) known"]
+    for label, row in printed.items():
+        for k, name in enumerate(scen):
+            if np.isnan(row[k]):
+                assert label != "MP" and name == "y(2), T known"
+                continue
+            p, _ = wei["pieces"][(label, name)]
+            logr = p.logp_rec - p.logp_rec[:, [p.g0]]
+            logq = logr - np.logaddexp.reduce(logr, axis=0)
+            if p.model_class == "P":
+                ll = np.logaddexp.reduce(logq[:, None, :] + p.L[:, :, None], axis=0).sum(0)
+            else:
+                ll = np.logaddexp.reduce(logq[:, None, :] + p.loglik_candidates, axis=0).sum(0)
+            if p.constraint_loglik is not None:
+                ll = ll + np.logaddexp.reduce(logq[:, None, :] + p.constraint_loglik,
+                                              axis=0).sum(0)
+            post = np.exp(ll - np.logaddexp.reduce(ll))
+            inside = (p.candidates >= 0.9 * top) & (p.candidates <= 1.1 * top)
+            assert row[k] == pytest.approx(post[inside].sum(), abs=0.0006), (label, name)
+    # stated values: under the worst case MM and TCMM collapse on the truth (exactly 1); the MP
+    # risk is extremely high; under the Wei-Reiter intruder (y(2) known) MP and MM stay high
+    # and TCMM is much lower
+    for label in printed:
+        if label != "MP":
+            assert printed[label][0] == 1.0
+    assert printed["MP"][0] >= 0.9 and printed["MP"][1] >= 0.9
+    tcmm = [v[1] for k, v in printed.items() if k.startswith("TCMM")]
+    assert printed["MM"][1] >= 0.5 and max(tcmm) <= 0.45
+    assert printed["MM"][1] - max(tcmm) >= 0.25
+    # the group sizes printed are those of the pieces: TCMM's pooled tail holds far more
+    # unknown records than MM's component, and more as q falls
+    sizes = {k[0]: v[0].constraints for k, v in wei["pieces"].items() if k[1] == "y(2) known"
+             and v[0].constraints is not None and k[0] != "MP"}
+    line = next(line for line in lines if line.startswith("unknown records"))
+    for label, cons in sizes.items():
+        assert f"{label} {'/'.join(str(c[2]) for c in cons)}" in line
+    r = [sizes[k][0][2] for k in ("TCMM q=0.95", "TCMM q=0.90", "TCMM q=0.80")]
+    assert r[0] < r[1] < r[2] and sizes["MM"][0][2] < r[0]

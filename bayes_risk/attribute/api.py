@@ -28,6 +28,7 @@ from bayes_risk._rng import RandomSeed
 from bayes_risk.attribute import assemble as _assemble
 from bayes_risk.attribute.candidates import CandidateSpec
 from bayes_risk.attribute.evaluate import evaluate
+from bayes_risk.attribute.low_risk import low_risk_attribute_risk
 from bayes_risk.attribute.plan import RecordPartition, merge_outputs
 from bayes_risk.attribute.prepare import prepare
 from bayes_risk.attribute.priors import (
@@ -71,7 +72,7 @@ def attribute_risk(
     *,
     candidates: str | CandidateSpec | Callable[..., pd.DataFrame] = "one-variable",
     prior: str | Prior | Any = "uniform",
-    scenario: Literal["worst_case", "partially_known"] = "worst_case",
+    scenario: Literal["worst_case", "partially_known", "empty"] = "worst_case",
     known: Sequence[str] | None = None,
     estimator: Literal["auto", "stabilised", "is"] = "auto",
     augmented: Sequence[Any] | None = None,
@@ -112,10 +113,15 @@ def attribute_risk(
     prior : str, Prior, weights or callable
         Intruder prior (methods, Priors): ``"uniform"`` (default), ``"truth-weighted:K"``,
         ``"empirical:ALPHA"``, ``"model-predictive"``, ...
-    scenario : {"worst_case", "partially_known"}
+    scenario : {"worst_case", "partially_known", "empty"}
         Worst case: the intruder knows every other record (``A = y_{-i}``) and guesses all of
         record ``i``'s synthesized values. Partially known: also knows ``known`` of record
-        ``i``'s own synthesized values (fixed at the truth). Others raise NotImplementedError.
+        ``i``'s own synthesized values (fixed at the truth). Empty: Wang & Reiter's (2012)
+        low-risk intruder, who knows nothing of the other records (``A = ∅``); the record's
+        ``m`` synthetic values stand in for the intruder's posterior (candidates: the truth and
+        those values; uniform prior only; warning ``APPROX_LOW_RISK``; the estimator options
+        do not apply — see :func:`~bayes_risk.attribute.low_risk.low_risk_attribute_risk`).
+        Others raise NotImplementedError.
     known : sequence of str, optional
         Synthesized columns the intruder knows (``partially_known`` only).
     estimator : {"auto", "stabilised", "is"}
@@ -182,7 +188,8 @@ def attribute_risk(
     ValidationError
         For inconsistent inputs (naming the argument).
     NotImplementedError
-        For scenarios other than worst case / partially known (methods, The intruder's posterior),
+        For scenarios other than worst case / partially known / empty (methods, The intruder's
+        posterior),
         and for class O models that do not supply the own-record term.
 
     References
@@ -192,6 +199,9 @@ def attribute_risk(
     Reiter, J. P., Wang, Q. & Zhang, B. (2014). Bayesian estimation of disclosure risks for
     multiply imputed, synthetic data. Journal of Privacy and Confidentiality 6(1).
     """
+    if scenario == "empty":
+        _check_low_risk_options(candidates, known, estimator, augmented, draws, psis, compat)
+        return low_risk_attribute_risk(model, original, synthetic, records, prior=prior)
     plan = prepare(
         model,
         original,
@@ -224,6 +234,28 @@ def attribute_risk(
         description="attribute risk (partitions)",
     )
     return _assemble.assemble(plan, merge_outputs(outputs))
+
+
+def _check_low_risk_options(
+    candidates: Any, known: Any, estimator: str, augmented: Any, draws: Any, psis: bool,
+    compat: Any,
+) -> None:
+    """Options of the likelihood-based scenarios that ``scenario="empty"`` cannot honour."""
+    given = {
+        "candidates": not (isinstance(candidates, str) and candidates == "one-variable"),
+        "known": bool(known),
+        "estimator": estimator != "auto",
+        "augmented": augmented is not None,
+        "draws": draws is not None,
+        "psis": bool(psis),
+        "compat": compat is not None,
+    }
+    bad = [k for k, v in given.items() if v]
+    if bad:
+        raise ValidationError(
+            f"scenario='empty' (Wang & Reiter's low-risk intruder) uses the record's synthetic "
+            f"values as posterior draws: {bad} do not apply; leave them at their defaults."
+        )
 
 
 def _partitions(positions: np.ndarray, ex: Any, progressbar: bool) -> list[RecordPartition]:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayes_risk._numeric import normalise_log
+from bayes_risk._numeric import logsumexp, normalise_log
 from bayes_risk.attribute.estimator import is_estimate
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.protocols import LargestValuePieces, missing_members
 
-__all__ = ["largest_value_posterior"]
+__all__ = ["largest_value_posterior", "constraint_term"]
 
 
 def largest_value_posterior(
@@ -28,7 +28,9 @@ def largest_value_posterior(
     ``log p̂(Z | y*) = Σ_l log Σ_h q_h(y*) p(Z_(l) | Θ_h, y*)`` with ``q_h`` the self-normalised
     record ratios ``logp_rec − logp_rec[:, g0]`` (computed by
     ``bayes_risk.attribute.estimator.is_estimate``); class O uses ``loglik_candidates`` in
-    place of ``L + delta``.
+    place of ``L + delta``. Pieces of a weaker intruder (``constraint_loglik`` ``[H, C, G]``,
+    e.g. ``PoissonMixture.largest_value_loglik(..., scenario="second_largest")``) add, once per
+    constraint ``c``, ``log Σ_h q_h(y*) P_h(c | y*)`` (:func:`constraint_term`).
 
     Parameters
     ----------
@@ -61,6 +63,9 @@ def largest_value_posterior(
         # on top of L = 0
         zero = np.zeros_like(pieces.L)
         loglik = is_estimate(logr[None], zero, delta=pieces.loglik_candidates[None])["loglik"][0]
+    cons = getattr(pieces, "constraint_loglik", None)
+    if cons is not None:
+        loglik = loglik + constraint_term(logr, np.asarray(cons, dtype=np.float64))
     logprior = np.zeros(loglik.size)
     if prior is not None:
         w = np.asarray(prior, dtype=np.float64)
@@ -71,3 +76,32 @@ def largest_value_posterior(
         with np.errstate(divide="ignore"):
             logprior = np.log(w / w.sum())
     return normalise_log(loglik + logprior), loglik
+
+
+def constraint_term(logr: np.ndarray, constraint: np.ndarray) -> np.ndarray:
+    """``Σ_c log Σ_h q_h(y*) exp(constraint[h, c, y*])``, ``q_h`` self-normalised over draws.
+
+    Parameters
+    ----------
+    logr : array (H, G)
+        Log importance ratios of the candidates (``logp_rec − logp_rec[:, g0]``).
+    constraint : array (H, C, G)
+        Per draw, log-probability of each piece of knowledge given the candidate.
+
+    Returns
+    -------
+    array (G,)
+        ``-inf`` for a candidate no draw supports.
+
+    Examples
+    --------
+    Two equally weighted draws giving a constraint probability 0.2 and 0.6: log 0.4.
+
+    >>> float(np.exp(constraint_term(np.zeros((2, 1)), np.log([[[0.2]], [[0.6]]]))[0]))
+    0.4
+    """
+    logr = np.asarray(logr, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        logq = logr - logsumexp(logr, axis=0)[None, :]
+    logq = np.where(np.isnan(logq), -np.inf, logq)
+    return logsumexp(logq[:, None, :] + constraint, axis=0).sum(axis=0)

@@ -47,12 +47,17 @@ from bayes_risk.protocols import (
     missing_members,
 )
 
-__all__ = ["prepare", "as_datasets", "resolve_records"]
+__all__ = ["prepare", "as_datasets", "resolve_records", "SCENARIOS"]
+
+#: What the intruder knows (methods, The intruder's posterior): every other record
+#: (``worst_case``), also some of the target's own values (``partially_known``), or nothing about
+#: the other records (``empty``, Wang & Reiter's low-risk intruder).
+SCENARIOS = ("worst_case", "partially_known", "empty")
 
 _PAIVA_POINTER = (
-    "Weaker-than-worst-case intruder knowledge needs the other records' unknown values to be "
-    "imputed inside the likelihood; this is out of scope (see the methods page 'Attribute "
-    "disclosure risk'). See Paiva, Chakraborty, "
+    "Other intruder knowledge (e.g. only some other records known) needs the other records' "
+    "unknown values to be imputed inside the likelihood; this is out of scope (see the "
+    "methods page 'Attribute disclosure risk'). See Paiva, Chakraborty, "
     "Reiter & Gelfand (2014), 'Imputation of confidential data sets with spatial locations using "
     "disease mapping models', Statistics in Medicine 33, for an approach."
 )
@@ -195,9 +200,9 @@ def _check_settings(
             f"khat_tolerance must be a finite number >= 0. Got {khat_tolerance!r}."
         )
     pr = parse_prior(prior)
-    if scenario not in ("worst_case", "partially_known"):
+    if scenario not in SCENARIOS:
         raise NotImplementedError(
-            f"scenario {scenario!r} is not supported; use 'worst_case' or 'partially_known'. "
+            f"scenario {scenario!r} is not supported; use one of {list(SCENARIOS)}. "
             + _PAIVA_POINTER
         )
     if estimator not in ("auto", "stabilised", "is"):
@@ -325,7 +330,7 @@ def _varying_columns(
     if not synthesized:
         raise ValidationError("the model's schema has no synthesized columns: nothing to guess.")
     known_l = list(known or [])
-    if scenario == "worst_case" and known_l:
+    if scenario != "partially_known" and known_l:
         raise ValidationError("known is only used with scenario='partially_known'.")
     if scenario == "partially_known":
         if not known_l:

@@ -41,6 +41,9 @@ __all__ = [
 
 QUANTILES = (0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0)
 
+#: Warning code of the low-risk stand-in (Wang & Reiter's, not an importance-sampling estimate).
+LOW_RISK_FLAG = "APPROX_LOW_RISK"
+
 
 def log_posterior(loglik: np.ndarray, logprior: np.ndarray | None = None) -> np.ndarray:
     """``log post = a − logsumexp(a)``, ``a = loglik + logprior`` (Hu 2019 eq. 1).
@@ -272,14 +275,48 @@ def wang_reiter_file(r1: np.ndarray, r2: np.ndarray) -> dict[str, dict[str, floa
     return out
 
 
-def low_risk_posterior(synthetic_locations: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """W&R "empty knowledge" stand-in: uniform over a record's ``m`` synthetic locations.
+def low_risk_posterior(
+    synthetic_values: np.ndarray, truth: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Wang & Reiter's (2012) low-risk stand-in: the record's ``m`` synthetic values as draws.
 
-    Returns the candidate locations ``[m, 2]``, the uniform posterior and the flag
-    ``["APPROX_LOW_RISK"]`` (Wang & Reiter 2012; not an estimate of the IS posterior).
+    The intruder who knows nothing of the other records (``A = ∅``) has, approximately, the
+    synthesizer's predictive distribution of the record's values as posterior, and the record's
+    ``m`` released values are draws from it (Wang & Reiter 2012).
+
+    Parameters
+    ----------
+    synthetic_values : array (m, q)
+        The record's synthetic values (codes or numbers, one row per released dataset).
+    truth : array (q,)
+        The record's true values.
+
+    Returns
+    -------
+    (candidates [G, q], post [G], flags)
+        The truth first, then the distinct synthetic values; ``post`` is each value's share of
+        the ``m`` datasets (the truth gets 0 when no dataset reproduces it); ``flags`` is
+        ``["APPROX_LOW_RISK"]`` (not an importance-sampling estimate).
+
+    Examples
+    --------
+    >>> cand, post, _ = low_risk_posterior(np.array([[3, 4], [0, 5], [3, 4]]), np.array([0, 5]))
+    >>> cand.tolist(), post.round(3).tolist()
+    ([[0, 5], [3, 4]], [0.333, 0.667])
     """
-    loc = np.asarray(synthetic_locations, dtype=np.float64).reshape(-1, 2)
-    return loc, np.full(loc.shape[0], 1.0 / loc.shape[0]), ["APPROX_LOW_RISK"]
+    z = np.asarray(synthetic_values)
+    z = z.reshape(z.shape[0], -1)
+    t = np.asarray(truth).reshape(1, -1)
+    if z.shape[0] == 0 or z.shape[1] != t.shape[1]:
+        raise ValidationError(
+            f"synthetic_values must be (m >= 1, q = {t.shape[1]}) values of the record; got "
+            f"shape {np.shape(synthetic_values)}."
+        )
+    vals, counts = np.unique(z, axis=0, return_counts=True)
+    hit = np.all(vals == t, axis=1)
+    cand = np.vstack([t, vals[~hit]]).astype(z.dtype)
+    post = np.concatenate([[counts[hit].sum()], counts[~hit]]) / z.shape[0]
+    return cand, post.astype(np.float64), [LOW_RISK_FLAG]
 
 
 def paiva_measures(

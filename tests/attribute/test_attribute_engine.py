@@ -323,7 +323,7 @@ def test_partially_known_and_scenarios():
     )
     assert res.columns == ("a",) and res.records.loc[0, "G"] == 3
     with pytest.raises(NotImplementedError, match="Paiva"):
-        _run(model, orig, syn, scenario="empty")
+        _run(model, orig, syn, scenario="some_others_known")
     with pytest.raises(ValidationError, match="not synthesized"):
         _run(model, orig, syn, scenario="partially_known", known=["u"], augmented=aug)
     with pytest.raises(ValidationError, match="needs known"):

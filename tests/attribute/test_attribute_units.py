@@ -367,8 +367,11 @@ def test_wang_reiter_example():
     mc = wang_reiter(np.ones(3) / 3, cl, np.zeros(2), others, n_mc=20_000, random_seed=1)
     # MC mean of distances in {5, 5, 10}: sd 2.36 / sqrt(20000) = 0.017; 4 SE = 0.07
     assert mc["R1"] == pytest.approx(6.666667, abs=0.07)
-    loc, post, flags = low_risk_posterior(np.array([[0, 0], [1, 1]]))
+    loc, post, flags = low_risk_posterior(np.array([[0, 0], [1, 1]]), np.array([1, 1]))
     assert flags == ["APPROX_LOW_RISK"] and post.tolist() == [0.5, 0.5]
+    assert loc.tolist() == [[1, 1], [0, 0]]  # the truth first
+    loc, post, _ = low_risk_posterior(np.array([[2, 2], [3, 3], [2, 2]]), np.array([1, 1]))
+    assert loc.tolist() == [[1, 1], [2, 2], [3, 3]] and post.tolist() == [0.0, 2 / 3, 1 / 3]
 
 
 def test_largest_value_example():

@@ -14,7 +14,12 @@ from bayes_risk.cli._common import (
 )
 from bayes_risk.cli.parsers import Handler, add_deprecated_alias
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "SCENARIO_CHOICES", "LARGEST_VALUE_CHOICES"]
+
+#: ``--scenario`` values; the last three are the Wei & Reiter largest-value scenarios
+SCENARIO_CHOICES = ("worst-case", "partially-known", "empty", "largest-value", "second-largest",
+                    "two-largest-sum")
+LARGEST_VALUE_CHOICES = SCENARIO_CHOICES[3:]
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -78,6 +83,45 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="PRIOR",
         help="intruder prior: uniform (default), truth-weighted:K, empirical[:ALPHA], "
         "model-predictive",
+    )
+    p.add_argument(
+        "--scenario",
+        default=None,
+        choices=list(SCENARIO_CHOICES),
+        help="what the intruder knows: worst-case (default: every other record), "
+        "partially-known (also --known of the target's own values; implied by --known), "
+        "empty (Wang & Reiter's low-risk intruder: nothing about the other records; the "
+        "record's synthetic values stand in for the posterior); for the largest value of "
+        "--column (Wei & Reiter; Poisson-mixture models): largest-value (every other record "
+        "known), second-largest (only the second-largest record, plus the column total with "
+        "--total-known), two-largest-sum (every record but the two largest, and their sum)",
+    )
+    p.add_argument(
+        "--column",
+        default=None,
+        metavar="COL",
+        help="the magnitude column of the largest-value scenarios",
+    )
+    p.add_argument(
+        "--upper",
+        type=float,
+        default=None,
+        metavar="U",
+        help="upper end of the candidate grid [y(2), U] of the largest value (default 1.5 times "
+        "the largest value; not used by two-largest-sum)",
+    )
+    p.add_argument(
+        "--total-known",
+        action="store_true",
+        help="second-largest: the intruder also knows the column total",
+    )
+    p.add_argument(
+        "--delta",
+        type=float,
+        default=0.05,
+        metavar="D",
+        help="largest-value scenarios: report the posterior probability within D times the "
+        "largest value of it (default 0.05)",
     )
     p.add_argument(
         "--known",

@@ -1,0 +1,143 @@
+"""The Wang & Reiter (2012) low-risk intruder: nothing known about the other records (``A = ∅``).
+
+The worst-case intruder of :func:`~bayes_risk.attribute.attribute_risk` knows every other record's
+true values; Wang & Reiter's low-risk intruder knows none of them, only the released datasets and
+how they were made. Their posterior ``p(Y_i = y* | Z, y^us, A = ∅)`` is then, to a good
+approximation, the synthesizer's predictive distribution of record ``i``'s synthesized values given
+its released unsynthesized values — and the ``m`` synthetic values ``z_{i,(1..m)}`` of the record
+are ``m`` draws from it. Wang & Reiter (2012, §3.2) therefore use the record's ``m`` synthetic
+values as the intruder's posterior draws; this module does the same:
+
+    post_i(y*) = #{l : z_{i,(l)} = y*} / m,
+
+on the candidate set made of the truth and the record's distinct synthetic values (the truth gets
+0 when no dataset reproduces it). The result is an ordinary
+:class:`~bayes_risk.attribute.AttributeRiskResult`, so the record-level summaries (``p_true``, the
+truth's rank) and the file-level summaries (Hu–Reiter–Wang; Wang–Reiter ``R1`` = mean distance of
+the synthetic locations from the truth, ``R2``) apply unchanged. The result carries the warning
+code ``APPROX_LOW_RISK``: it is Wang & Reiter's Monte Carlo stand-in with ``m`` draws, not an
+importance-sampling estimate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.attribute.candidates import CandidateSet
+from bayes_risk.attribute.prepare import _check_model, _prepare_data
+from bayes_risk.attribute.priors import PriorInputs, evaluate_prior, parse_prior
+from bayes_risk.attribute.record_table import point_summaries, set_point_columns
+from bayes_risk.attribute.summaries import LOW_RISK_FLAG, low_risk_posterior
+from bayes_risk.data.validate import encode
+from bayes_risk.exceptions import ValidationError
+from bayes_risk.results.attribute import AttributeRiskResult
+
+__all__ = ["low_risk_attribute_risk"]
+
+
+
+def low_risk_attribute_risk(
+    model: Any,
+    original: pd.DataFrame,
+    synthetic: Any,
+    records: Sequence[int] | np.ndarray | None = None,
+    *,
+    prior: Any = "uniform",
+) -> AttributeRiskResult:
+    """Attribute risk for the Wang & Reiter (2012) low-risk intruder (``scenario="empty"``).
+
+    Called by :func:`~bayes_risk.attribute.attribute_risk` with ``scenario="empty"``; see the
+    module docstring for the estimator.
+
+    Parameters
+    ----------
+    model : fitted synthesis model
+        Supplies the schema (which columns were synthesized); no likelihood is evaluated, so
+        any model the attribute engine accepts will do, tree plug-ins included.
+    original, synthetic, records
+        As in :func:`~bayes_risk.attribute.attribute_risk`.
+    prior : "uniform"
+        Only the uniform prior: the record's synthetic values already are draws from the
+        intruder's posterior, so another prior would count the prior knowledge twice.
+
+    Returns
+    -------
+    AttributeRiskResult
+        ``settings["scenario"] == "empty"``, ``settings["estimator"] == "synthetic_values"``;
+        warning ``APPROX_LOW_RISK``.
+
+    Raises
+    ------
+    ValidationError
+        For a prior other than uniform, and the input errors of ``attribute_risk``.
+
+    """
+    _check_model(model)
+    pr = parse_prior(prior)
+    if pr.label() != "uniform":
+        raise ValidationError(
+            f"scenario='empty' takes the uniform prior only (got prior={pr.label()!r}): the "
+            "record's synthetic values are draws from the low-risk intruder's posterior (Wang & "
+            "Reiter 2012), which already contains the prior."
+        )
+    data = _prepare_data(model, original, synthetic, records, "empty", None)
+    syn_values = _synthetic_values(data)  # [m, n, q]
+    recs = [int(i) for i in data.positions]
+    cands, loglik = [], []
+    for i in recs:
+        values, post, _ = low_risk_posterior(syn_values[:, i, :], data.values[i])
+        with np.errstate(divide="ignore"):
+            ll = np.log(post)
+        cands.append(CandidateSet(columns=tuple(data.vary), values=values, g0=0))
+        loglik.append(ll)
+    g0 = np.zeros(len(recs), dtype=np.int64)
+    pinp = PriorInputs(
+        records=np.asarray(recs, dtype=np.int64), values=[c.values for c in cands], g0=g0,
+        columns=tuple(data.vary), categorical=data.is_cat, others=data.values,
+    )
+    logprior, _ = evaluate_prior(pr, pinp)
+    log_post, rec = point_summaries(loglik, logprior, g0)
+    df = pd.DataFrame({"record": recs, "G": [c.size for c in cands]})
+    set_point_columns(df, rec)
+    df["baseline"] = 1.0 / df["G"]
+    df["n_synthetic_distinct"] = [int(np.sum(np.isfinite(ll[1:]))) for ll in loglik]
+    df["khat_max"] = np.nan  # no importance sampling: no diagnostics
+    df["flags"] = ""
+    settings = {
+        "estimator": "synthetic_values",
+        "model_class": model.model_class,
+        "scenario": "empty",
+        "known": [],
+        "columns": list(data.vary),
+        "candidates": "truth and the record's synthetic values",
+        "prior": pr.label(),
+        "H": 0,
+        "m": data.m,
+        "bootstrap": 0,
+        "compat": None,
+        "source": "Wang & Reiter (2012), low-risk scenario: the record's m synthetic values "
+        "stand in for the intruder's posterior",
+    }
+    return AttributeRiskResult(
+        records=df, columns=tuple(data.vary), candidates=cands, loglik=loglik,
+        logprior=logprior, log_post=log_post, diagnostics=[{} for _ in recs],
+        warnings=[LOW_RISK_FLAG], settings=settings, schema=data.schema, prior=pr,
+        _prior_inputs=pinp,
+    )
+
+
+def _synthetic_values(data: Any) -> np.ndarray:
+    """``[m, n, q]`` codes (categorical) or values (numeric) of the varying columns in every
+    released dataset, on the same scale as ``data.values``."""
+    out = np.empty((data.m, len(data.orig), len(data.vary)))
+    for l, z in enumerate(data.datasets):
+        for j, c in enumerate(data.vary):
+            if data.is_cat[j]:
+                out[l, :, j] = encode(z, data.schema, [c])[:, 0]
+            else:
+                out[l, :, j] = z[c].to_numpy(np.float64)
+    return out
