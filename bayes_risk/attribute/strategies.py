@@ -133,6 +133,28 @@ def _khat_tail(n_draws: int) -> int:
     return m if (m >= 5 and n_draws > m) else 0
 
 
+def _ratio_pass(
+    logp: np.ndarray,
+    group: CandidateGroup,
+    ws: Workspace,
+    slot: int,
+    *,
+    tail: bool,
+    L: np.ndarray | None = None,
+) -> RatioStats:
+    """``RatioStats.from_logp`` of a model's ``[R, H, G]`` log-likelihoods in workspace
+    buffer ``slot``; ``tail``: select the Pareto tails for k̂; ``L`` is used when it has one row
+    per draw of ``logp``."""
+    hh = logp.shape[1]
+    return RatioStats.from_logp(
+        np.moveaxis(logp, 1, 0),
+        group.g0,
+        tail=_khat_tail(hh) if tail else 0,
+        L=L if (L is not None and L.shape[0] == hh) else None,
+        out=ws.buffer(slot, (hh, group.size, group.n_candidates)),
+    )
+
+
 class _DrawEstimator(EstimatorStrategy):
     """Shared steps of the estimators that use posterior draws: the ratio pass under
     ``p(Θ | y)``, the published estimator's sums and the record flags."""
@@ -144,18 +166,12 @@ class _DrawEstimator(EstimatorStrategy):
         logp = model_logp(plan.model, plan.data, plan.rule, group, dr.logp_idx, ws)
         # one compiled pass: ratios to the truth, their exponentials and sums, the Pareto tails
         # and the published estimator's per-dataset sums (see RatioStats.from_logp)
-        hh0 = logp.shape[1]
         L_fast = (
             dr.L is not None and plan.model.model.model_class == "P" and dr.n_sum is None
             and fast_path_exact(dr.L)
         )
-        st0 = RatioStats.from_logp(
-            np.moveaxis(logp, 1, 0),
-            group.g0,
-            tail=_khat_tail(hh0) if (dg.khat != "none" and not dg.psis) else 0,
-            L=dr.L if (L_fast and dr.L.shape[0] == hh0) else None,
-            out=ws.buffer(0, (hh0, group.size, group.n_candidates)),
-        )
+        st0 = _ratio_pass(logp, group, ws, 0, tail=dg.khat != "none" and not dg.psis,
+                          L=dr.L if L_fast else None)
         del logp
         diag: dict[str, np.ndarray] = {}
         published = self._published_sums(plan, group, st0, diag, out) if dr.L is not None else None
@@ -304,13 +320,7 @@ class Stabilised(_DrawEstimator):
         logr_aug = []
         for ai, a in enumerate(aug.models):
             lp_a = model_logp(a, plan.data, plan.rule, group, None, ws)
-            hh_a = lp_a.shape[1]
-            st_a = RatioStats.from_logp(
-                np.moveaxis(lp_a, 1, 0),
-                group.g0,
-                tail=_khat_tail(hh_a) if (dg.khat == "all" and not dg.psis) else 0,
-                out=ws.buffer(1 + ai, (hh_a, group.size, group.n_candidates)),
-            )
+            st_a = _ratio_pass(lp_a, group, ws, 1 + ai, tail=dg.khat == "all" and not dg.psis)
             del lp_a
             ndrop = ndrop + st_a.n_dropped
             logr_aug.append(st_a)

@@ -8,7 +8,9 @@ that forbids every fetch, so the report opens from disk with no network access.
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,6 +140,22 @@ def _table(df: pd.DataFrame, links: _Links, src: str | None = None, caption: str
 
 
 # ---- sections --------------------------------------------------------------------------------
+def _step_section(step: str, anchor: str, title: str) -> Callable[..., Callable[..., Section]]:
+    """A report section of one audit step: the decorated ``body(sec, s, result, links)`` fills
+    it only when the step ran (otherwise the section shows the step's status alone)."""
+
+    def wrap(body: Callable[[Section, Any, Any, _Links], None]) -> Callable[..., Section]:
+        @functools.wraps(body)
+        def build(result: Any, links: _Links) -> Section:
+            s = result.step(step)
+            sec = Section(anchor, title, s.status)
+            if s.status == "ran":
+                body(sec, s, result, links)
+            return sec
+
+        return build
+
+    return wrap
 
 
 def _verdicts(result: Any, links: _Links) -> list[dict[str, Any]]:
@@ -151,11 +169,8 @@ def _verdicts(result: Any, links: _Links) -> list[dict[str, Any]]:
     return out
 
 
-def _utility(result: Any, links: _Links) -> Section:
-    s = result.step("utility")
-    sec = Section("utility", "Utility", s.status)
-    if s.status != "ran":
-        return sec
+@_step_section("utility", "utility", "Utility")
+def _utility(sec: Section, s: Any, result: Any, links: _Links) -> None:
     r = s.result
     p = r.pmse
     src = f"{s.folder}/summary.json" if s.folder else None
@@ -178,16 +193,12 @@ def _utility(result: Any, links: _Links) -> Section:
     sec.blocks.append(_table(ov[cols], links, f"{s.folder}/overlap.csv" if s.folder else None,
                              f"Estimands with the smallest 95 % interval overlap (top {TOP_N}; "
                              "all in overlap.csv)"))
-    return sec
 
 
-def _comparisons(result: Any, links: _Links) -> Section:
+@_step_section("utility", "compare", "Original versus synthetic, variable by variable")
+def _comparisons(sec: Section, s: Any, result: Any, links: _Links) -> None:
     from bayes_risk.auditing.plots import marginal_figure
 
-    s = result.step("utility")
-    sec = Section("compare", "Original versus synthetic, variable by variable", s.status)
-    if s.status != "ran":
-        return sec
     marg = s.extra["marginals"]
     sec.p("Marginal distributions of the original and the pooled synthetic datasets (as "
           "synthpop's compare()): bars of the percentage of records per level, densities for "
@@ -205,7 +216,6 @@ def _comparisons(result: Any, links: _Links) -> Section:
                 columns={"level_1": a, "level_2": b}),
             links, f"{s.folder}/twoway.csv" if s.folder else None,
             f"Two-way table {a} × {b}: % of records, the 10 cells that differ most", digits=3))
-    return sec
 
 
 def _at_risk(df: pd.DataFrame, qi: pd.DataFrame | None, id_col: str) -> pd.DataFrame:
@@ -215,11 +225,8 @@ def _at_risk(df: pd.DataFrame, qi: pd.DataFrame | None, id_col: str) -> pd.DataF
     return pd.concat([df.reset_index(drop=True), vals], axis=1)
 
 
-def _identification(result: Any, links: _Links) -> Section:
-    s = result.step("identification")
-    sec = Section("identification", "Identification risk", s.status)
-    if s.status != "ran":
-        return sec
+@_step_section("identification", "identification", "Identification risk")
+def _identification(sec: Section, s: Any, result: Any, links: _Links) -> None:
     r, plan = s.result, result.plan
     sm = r.file
     src = f"{s.folder}/summary.json" if s.folder else None
@@ -251,15 +258,13 @@ def _identification(result: Any, links: _Links) -> Section:
                              f"{s.folder}/records.csv" if s.folder else None,
                              f"Targets most at risk (top {TOP_N} by IR; every target in "
                              "records.csv)"))
-    return sec
 
 
-def _posterior_identification(result: Any, links: _Links) -> Section:
-    s = result.step("posterior_identification")
-    sec = Section("posterior-identification", "Posterior Monte Carlo identification risk",
-                  s.status)
-    if s.status != "ran":
-        return sec
+@_step_section(
+    "posterior_identification", "posterior-identification",
+    "Posterior Monte Carlo identification risk",
+)
+def _posterior_identification(sec: Section, s: Any, result: Any, links: _Links) -> None:
     r = s.result
     pr = r.settings.get("posterior_replicates") or {}
     src = f"{s.folder}/summary.json" if s.folder else None
@@ -274,14 +279,10 @@ def _posterior_identification(result: Any, links: _Links) -> Section:
                              "error and spread over replicates"))
     sec.blocks.append(links.figure(r.plot("running_estimate"), "running_estimate.png",
                                    "Running pooled expected match risk with ±2 MCSE"))
-    return sec
 
 
-def _attribute(result: Any, links: _Links) -> Section:
-    s = result.step("attribute")
-    sec = Section("attribute", "Attribute risk", s.status)
-    if s.status != "ran":
-        return sec
+@_step_section("attribute", "attribute", "Attribute risk")
+def _attribute(sec: Section, s: Any, result: Any, links: _Links) -> None:
     sm, recs = s.extra["summary"], s.result.records
     src = f"{s.folder}/summary.json" if s.folder else None
     st = sm.get("settings", {})
@@ -326,14 +327,10 @@ def _attribute(result: Any, links: _Links) -> Section:
           ". Diagnostics, one sentence each:")
     sec.blocks.append(Block("dl", terms=[(k, v) for k, v in DIAGNOSTICS.items()
                                          if k in recs.columns]))
-    return sec
 
 
-def _disclosure(result: Any, links: _Links) -> Section:
-    s = result.step("disclosure")
-    sec = Section("disclosure", "Empirical disclosure measures (synthpop)", s.status)
-    if s.status != "ran":
-        return sec
+@_step_section("disclosure", "disclosure", "Empirical disclosure measures (synthpop)")
+def _disclosure(sec: Section, s: Any, result: Any, links: _Links) -> None:
     sec.p("The measures of synthpop's disclosure() and replicated.uniques() (Raab, Nowok & "
           "Dibben, 'Practical privacy metrics for synthetic data'), in percent of records, one "
           "row per synthetic dataset; with the original's sample uniques and k-anonymity on "
@@ -354,7 +351,6 @@ def _disclosure(result: Any, links: _Links) -> Section:
               *[x for i, (k, d) in enumerate(kb["k_anonymity"].items())
                 for x in (Span(("; " if i else "") + f"k = {k}: "),
                           links.num(d["n_violating"], ksrc))], ".")
-    return sec
 
 
 def _utility_risk(result: Any, links: _Links) -> Section | None:
