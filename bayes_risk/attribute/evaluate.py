@@ -24,7 +24,7 @@ from bayes_risk.attribute.candidates import (
     product_codes,
 )
 from bayes_risk.attribute.likelihoods import CandidateGroup, Workspace
-from bayes_risk.attribute.missing import missing_truth, vary_missing
+from bayes_risk.attribute.missing import vary_missing
 from bayes_risk.attribute.plan import AttributePlan, PartitionOutput, RecordPartition
 from bayes_risk.attribute.record_table import groups_by_size
 from bayes_risk.exceptions import ValidationError
@@ -90,7 +90,7 @@ def _evaluate_group(
     for i in pos[skip]:
         out.skip(int(i), g)
     # records with missing values go apart: only they need the slower, marginalising route
-    miss = missing_truth(vals[np.arange(r), g0], data.is_cat).any(axis=1)
+    miss = data.orig.iloc[pos].isna().to_numpy().any(axis=1)
     for ok in (~skip & ~miss, ~skip & miss):
         if ok.any():
             group = CandidateGroup(pos=pos[ok], vals=vals[ok], g0=g0[ok], unknown=unknown[ok])

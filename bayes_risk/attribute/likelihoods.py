@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.attribute.candidates import decode_values
-from bayes_risk.attribute.missing import missing_truth
 from bayes_risk.attribute.plan import AnalysisData, CandidateRule, ModelAccess
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.protocols import (
@@ -127,7 +126,7 @@ def _neighbourhood_logp(
     """The fast route, or ``None`` when it does not apply or the model declines it."""
     if rule.nb_index is None or not access.neighbourhood:
         return None
-    if missing_truth(group.vals[np.arange(group.size), group.g0], data.is_cat).any():
+    if data.orig.iloc[group.pos].isna().to_numpy().any():
         return None  # the record likelihood marginalises the missing values (attribute.missing)
     mdl, r, pos = access.model, group.size, group.pos
     try:

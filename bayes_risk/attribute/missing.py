@@ -6,7 +6,8 @@ get probability 0: the candidate set covers observed values only), and every can
 likelihood ``p(y*_obs | Θ_h)`` marginalises the missing columns. Models do so when their record
 likelihood marginalises a missing value (DPMPM: ``record_loglik`` leaves a missing column out of
 the product within each latent class, the imputation its sampler draws from); for any other
-model such records are refused with an error naming the column.
+model such records are refused with an error naming the column. A record's missing
+unsynthesized values are marginalised the same way (they are released missing).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from bayes_risk.exceptions import ValidationError
 
@@ -35,25 +37,36 @@ def missing_truth(values: np.ndarray, is_cat: np.ndarray) -> np.ndarray:
 
 
 def check_missing_truth(model: Any, vary: Sequence[str], values: np.ndarray,
-                        is_cat: np.ndarray, positions: np.ndarray) -> None:
-    """Refuse records with missing synthesized values when the model cannot integrate them out.
+                        is_cat: np.ndarray, positions: np.ndarray,
+                        orig: pd.DataFrame | None = None) -> None:
+    """Refuse records with missing values when the model cannot integrate them out.
+
+    ``values`` are the varying (synthesized) columns' codes / values; ``orig`` (optional) the
+    records' other model columns, checked too.
 
     Raises
     ------
     ValidationError
         Naming the first column with a missing value among the evaluated records.
     """
+    if integrates_missing(model):
+        return
+    cols = list(vary)
     miss = missing_truth(values[positions], is_cat)
-    if not miss.any() or integrates_missing(model):
+    if orig is not None:
+        other = [c for c in orig.columns if c not in cols]
+        cols += other
+        miss = np.concatenate([miss, orig.iloc[positions][other].isna().to_numpy()], axis=1)
+    if not miss.any():
         return
     j = int(np.flatnonzero(miss.any(axis=0))[0])
     n_rec = int(miss.any(axis=1).sum())
     first = int(positions[np.flatnonzero(miss[:, j])[0]])
     raise ValidationError(
-        f"column {vary[j]!r} is missing in {n_rec} evaluated record(s) (first: record {first}); "
-        f"{type(model).__name__} cannot integrate out a record's missing synthesized values "
-        "(DPMPM can: its likelihood marginalises them). Leave those records out with records=, "
-        "or fit a DPMPM.",
+        f"column {cols[j]!r} is missing in {n_rec} evaluated record(s) (first: record {first}); "
+        f"{type(model).__name__} cannot integrate out a record's missing values (DPMPM can: "
+        "its likelihood marginalises them). Leave those records out with records=, or fit a "
+        "DPMPM.",
     )
 
 

@@ -310,7 +310,7 @@ def _prepare_data(
         values[:, j] = (
             encode(orig, schema, [c])[:, 0] if is_cat[j] else orig[c].to_numpy(np.float64)
         )
-    check_missing_truth(model, vary, values, is_cat, positions)
+    check_missing_truth(model, vary, values, is_cat, positions, orig)
     return AnalysisData(
         orig=orig, datasets=datasets, schema=schema, vary=vary, is_cat=is_cat, values=values,
         levels_model={

@@ -202,7 +202,9 @@ def _estimable_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
                 pass
         first = False
         R = qr(Xn, mode="r", check_finite=False)[0]
-        ok = np.abs(np.diag(R)) >= tol
+        ok = np.zeros(keep.size, dtype=bool)  # more columns than rows: the last are aliased
+        d = np.abs(np.diag(R))
+        ok[: d.size] = d >= tol
         if ok.all():
             return keep.astype(np.int64)
         keep = keep[ok]

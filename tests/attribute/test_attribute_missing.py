@@ -94,3 +94,7 @@ def test_models_that_cannot_integrate_out_are_refused():
     with pytest.raises(ValidationError, match="'x'.*record 2"):
         check_missing_truth(object(), ["x", "y"], values, is_cat, np.array([2]))
     check_missing_truth(object(), ["x", "y"], values, is_cat, np.array([0]))  # complete
+    # a missing unsynthesized value of an evaluated record is named too
+    orig = pd.DataFrame({"x": [0, 1, 2], "y": [1.5, 0.0, 2.0], "u": [1.0, 2.0, np.nan]})
+    with pytest.raises(ValidationError, match="'u'.*record 2"):
+        check_missing_truth(object(), ["x", "y"], values[:, :] * 0, is_cat, np.array([2]), orig)

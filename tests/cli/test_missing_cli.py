@@ -63,7 +63,8 @@ def test_utility_identification_attribute_disclosure(ny_release):
     miss = df[["AGE", "SEX", "MARST", "MORTGAGE"]].isna().any(axis=1).to_numpy()
     assert miss.any()
     rec = pd.read_csv(d / "attr" / "records.csv")
-    # record 0 misses EMPSTAT: its candidates cover MORTGAGE only; record 2 is complete in both
+    # record 0 misses EMPSTAT: its candidates cover MORTGAGE only; record 2 has both (its
+    # missing unsynthesized SEX is marginalised)
     assert rec.loc[rec["record"] == 0, "G"].item() < rec.loc[rec["record"] == 2, "G"].item()
     assert rec["p_true"].between(0, 1).all()
     assert len(ra) == len(rl) == len(df)

@@ -8,6 +8,8 @@ one indicator per declared code) — the same propensity model, so the same fitt
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -134,3 +136,16 @@ def test_disclosure_grouped_target_keeps_codes_as_groups():
     assert plain.breaks.min() == -8.0
     m = br.disclosure_measures(orig, [syn], ["k"], "t", schema=s, ngroups_target=2)
     assert m is not None
+
+
+def test_pmse_design_wider_than_the_stacked_tables():
+    """More design columns than rows (many NA levels and interactions on a small file): the
+    rank-revealing step keeps at most N columns instead of failing."""
+    rng = np.random.default_rng(0)
+    n = 12
+    o = pd.DataFrame({c: rng.choice(["a", "b", "c", None], n) for c in "pqrst"})
+    z = pd.DataFrame({c: rng.choice(["a", "b", "c", None], n) for c in "pqrst"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = br.pmse(o, [z], max_order=1)
+    assert r.k[0] <= 2 * n and np.isfinite(r.pmse[0])
