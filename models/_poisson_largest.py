@@ -60,7 +60,7 @@ class LargestValueLikelihood:
         under ``second_largest`` (the release's likelihood through Θ holds the other records at
         their true values: an upper bound for this intruder).
     scenario : {"worst_case", "second_largest", "two_largest_sum"}
-        What the intruder knows (see :meth:`PoissonMixture.largest_value_loglik`).
+        What the intruder knows (see ``PoissonMixture.largest_value_loglik``).
     constraint_loglik : ndarray [H, C, G] or None
         ``second_largest``: ``log P_h(S_r = σ_c − y*_g − c_c)`` for each distinct group-sum
         constraint ``c`` (the target's synthesis group for MM/TCMM; the column total ``T_j``

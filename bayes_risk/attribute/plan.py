@@ -57,7 +57,7 @@ class AnalysisData:
     levels_model, levels_harmonised : dict of str to int
         Number of levels of each varying column in the model and after harmonisation (0 for
         numeric columns); candidates at codes the model never saw have probability 0.
-    scenario : {"worst_case", "partially_known"}
+    scenario : {"worst_case", "partially_known", "empty"}
     known : list of str
     positions : int ndarray
         The records to evaluate (row positions, in the order the user gave).
