@@ -353,7 +353,9 @@ class PluginBase:
                 return np.array([lut[x] for x in v], dtype=np.float64)
             except (KeyError, TypeError):  # unseen or unhashable: the careful path decides
                 return None
-        if isinstance(dtype, np.dtype) and dtype.kind in "iuf" and v.dtype.kind in "iuf":
+        # float64 / int64 columns: the coercion in _candidate_rows leaves numeric values as
+        # they are (narrower dtypes would round or overflow: the careful path)
+        if dtype in (np.float64, np.int64) and v.dtype.kind in "iuf":
             return v.astype(np.float64)
         return None
 
