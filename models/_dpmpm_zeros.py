@@ -258,72 +258,84 @@ class StructuralZeros:
         return out
 
     # ------------------------------------------------------------------ draws
-    def draw_in_zeros(
+    def counts_in_zeros(
         self, count: int, phi: np.ndarray, log_pi: np.ndarray, rng: np.random.Generator
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``count`` records of the unrestricted model conditioned on ``y ∈ S`` (one draw).
+        """Class sizes ``[K]`` and level counts ``[L, K]`` of ``count`` records of the
+        unrestricted model conditioned on ``y ∈ S`` (one draw: ``phi[L, K]``, ``log_pi[K]``).
 
-        ``phi[L, K]``, ``log_pi[K]``. Returns codes ``[count, p]`` and classes ``[count]``.
+        The Gibbs updates need only these counts: ``(box, class)`` pairs are multinomial with
+        weights ``π_k Π_j Σ_{c ∈ A_bj} φ_kj[c]``, then each column's levels within each pair are
+        multinomial with ``φ_kj`` restricted to ``A_bj`` — a cost that does not grow with the
+        number of augmented records (which can be many times ``n``).
         """
-        p = len(self.d)
-        if count == 0:
-            return np.zeros((0, p), dtype=np.int64), np.zeros(0, dtype=np.int64)
+        B, K = len(self.boxes), phi.shape[1]
+        nk = np.zeros(K, dtype=np.int64)
+        c = np.zeros((self.L, K))
+        if count == 0 or B == 0:
+            return nk, c
         q = self._box_column_logmass(phi[None])[0].sum(axis=1) + log_pi[None, :]  # [B, K]
         w = np.exp(q - q.max()).ravel()
-        cum = np.cumsum(w)
-        pick = np.minimum(np.searchsorted(cum, rng.random(count) * cum[-1], side="right"),
-                          w.size - 1)
-        box, z = np.divmod(pick, phi.shape[1])
-        y = np.empty((count, p), dtype=np.int64)
-        for j, (a, dj) in enumerate(zip(self.offsets, self.d, strict=True)):
-            wj = phi[a : a + dj, :].T[z] * self.boxes[box, a : a + dj]  # [count, dj]
-            y[:, j] = _inverse_cdf(wj, rng)
-        return y, z
+        n_bk = rng.multinomial(count, w / w.sum()).reshape(B, K)
+        nk += n_bk.sum(axis=0)
+        bb, kk = np.nonzero(n_bk)
+        m = n_bk[bb, kk]
+        for a, dj in zip(self.offsets, self.d, strict=True):
+            pv = phi[a : a + dj, :].T[kk] * self.boxes[bb, a : a + dj]  # [pairs, dj]
+            pv /= pv.sum(axis=1, keepdims=True)
+            lv = rng.multinomial(m, pv)  # [pairs, dj]
+            np.add.at(c[a : a + dj, :].T, kk, lv)
+        return nk, c
 
 
 # ---------------------------------------------------------------------- the Gibbs sampler
 class Augmentation:
     """Per-chain state of the truncated-multinomial data augmentation (Gibbs sampler).
 
-    Holds the imaginary records ``y0`` (codes) and their classes ``z0`` that the unrestricted
-    model generated inside ``S``; they enter the class sizes and level counts of the sticks and
-    ``φ`` updates (Manrique-Vallier & Reiter 2014, §3).
+    Holds the class sizes and level counts of the imaginary records the unrestricted model
+    generated inside ``S``; they enter the sticks and ``φ`` updates (Manrique-Vallier & Reiter
+    2014, §3). The records themselves are never needed.
     """
 
     def __init__(self, zeros: StructuralZeros, codes: np.ndarray):
         self.zeros = zeros
         self.codes = codes
         self.incomplete = np.flatnonzero((codes < 0).any(axis=1))
-        p = codes.shape[1]
-        self.y0 = np.zeros((0, p), dtype=np.int64)
-        self.z0 = np.zeros(0, dtype=np.int64)
+        self.nk0: np.ndarray | None = None
+        self.c0: np.ndarray | None = None
+        self.n0 = 0
 
     def class_sizes(self, K: int) -> np.ndarray:
         """Counts of the augmented records per class."""
-        return np.bincount(self.z0, minlength=K)
+        return np.zeros(K, dtype=np.int64) if self.nk0 is None else self.nk0
 
     def relabel(self, new_label: np.ndarray) -> None:
-        """Apply a label permutation (label-switching moves) to the augmented classes."""
-        self.z0 = new_label[self.z0]
+        """Apply a label permutation (label-switching moves): class ``k`` becomes
+        ``new_label[k]``."""
+        if self.nk0 is None:
+            return
+        nk0, c0 = np.empty_like(self.nk0), np.empty_like(self.c0)
+        nk0[new_label] = self.nk0
+        c0[:, new_label] = self.c0
+        self.nk0, self.c0 = nk0, c0
 
     def add_counts(self, nk: np.ndarray, c: np.ndarray, offsets: np.ndarray) -> None:
         """Add the augmented records to class sizes ``nk`` and level counts ``c[L, K]``."""
-        if self.z0.size == 0:
-            return
-        nk += np.bincount(self.z0, minlength=nk.size)
-        rows = self.y0 + offsets[None, :]
-        np.add.at(c, (rows.ravel(), np.repeat(self.z0, rows.shape[1])), 1.0)
+        if self.nk0 is not None:
+            nk += self.nk0
+            c += self.c0
 
     def init_imputations(self, y: np.ndarray, rng: np.random.Generator) -> None:
         """Redraw uniform starting imputations that fell in ``S``."""
         d = self.zeros.d
+        bad = self.incomplete[self.zeros.contains(y[self.incomplete])]
         for _ in range(_MAX_REJECTION_ROUNDS):
-            bad = self.incomplete[self.zeros.contains(y[self.incomplete])]
             if bad.size == 0:
                 return
             miss = self.codes[bad] < 0
             draw = np.floor(rng.random(miss.shape) * d[None, :]).astype(np.int64)
             y[bad] = np.where(miss, draw, self.codes[bad])
+            bad = bad[self.zeros.contains(y[bad])]
         raise ValidationError("structural_zeros: no allowed completion found for a record.")
 
     def step(
@@ -339,8 +351,8 @@ class Augmentation:
         """
         zs = self.zeros
         logphi = np.log(phi)
+        bad = self.incomplete[zs.contains(y[self.incomplete])]
         for _ in range(_MAX_REJECTION_ROUNDS):
-            bad = self.incomplete[zs.contains(y[self.incomplete])]
             if bad.size == 0:
                 break
             cb = self.codes[bad]
@@ -355,6 +367,7 @@ class Augmentation:
                 miss = cb[:, j] < 0
                 if miss.any():
                     y[bad[miss], j] = _inverse_cdf(phi[a : a + dj, :].T[zb[miss]], rng)
+            bad = bad[zs.contains(y[bad])]
         else:
             raise ValidationError(
                 "structural_zeros: the imputation of a record's missing values keeps falling in "
@@ -363,8 +376,8 @@ class Augmentation:
         log_ps = float(zs.log_mass(phi[None], log_pi[None])[0])
         p_allowed = -np.expm1(log_ps)
         n = self.codes.shape[0]
-        n0 = int(rng.negative_binomial(n, p_allowed)) if p_allowed < 1.0 else 0
-        self.y0, self.z0 = zs.draw_in_zeros(n0, phi, log_pi, rng)
+        self.n0 = int(rng.negative_binomial(n, max(p_allowed, 1e-12))) if p_allowed < 1 else 0
+        self.nk0, self.c0 = zs.counts_in_zeros(self.n0, phi, log_pi, rng)
         return float(np.log1p(-min(np.exp(log_ps), 1.0)))
 
 

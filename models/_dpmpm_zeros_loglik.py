@@ -211,8 +211,8 @@ def fix_synthesis(model: DPMPM, draw, rng, rows_codes, logw, z, cols, *, keep_cl
     cur = rows_codes.copy()
     for j, v in cols.items():
         cur[:, j] = v
+    bad = np.flatnonzero(zs.contains(cur))
     for _ in range(_MAX_REJECTION_ROUNDS):
-        bad = np.flatnonzero(zs.contains(cur))
         if bad.size == 0:
             return
         if not keep_class:
@@ -223,6 +223,7 @@ def fix_synthesis(model: DPMPM, draw, rng, rows_codes, logw, z, cols, *, keep_cl
             new = _inverse_cdf(phi[a : a + dj, :].T[z[bad]], rng)
             cols[j][bad] = new
             cur[bad, j] = new
+        bad = bad[zs.contains(cur[bad])]
     raise ValidationError(
         "structural_zeros: synthesis keeps drawing records in the structural zeros (the allowed "
         "cells have almost no probability under a posterior draw)."
