@@ -240,6 +240,10 @@ def test_augmentation_recovers_the_truncated_independence_model():
     cells = pd.DataFrame({"x": [1, 1, 2, 2], "y": [1, 2, 1, 2]})
     pp = np.exp(m.record_loglik(cells)).mean(axis=0)
     np.testing.assert_allclose(pp, [0.3, 0.3, 0.4, 0.0], atol=0.02)
+    # the convergence report's cells are the truncated model's (P(x = 1) = 0.6, not 1 - a)
+    conv = m.convergence_["mean"]
+    assert conv["P(x=1)"] == pytest.approx(0.6, abs=0.02)
+    assert conv["P(x=1,y=1)"] == pytest.approx(0.3, abs=0.02)
     # without the zero, the margin of x is the observed 0.4
     free = DPMPM(n_components=1, tune=100, draws=500, chains=1, progressbar=False)
     free.fit(df, categorical=["x", "y"], random_seed=7)
