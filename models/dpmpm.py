@@ -453,6 +453,8 @@ class DPMPM(BayesianSynthesizer):
             codes, np.ones(p, bool), codes, np.zeros(p, bool), self._offsets,
             self._logphi, self._log_pi, np.arange(codes.shape[0], dtype=np.int64), self._phi,
         )
+        if self._zeros is not None:  # the truncated model's (records in S are refused at fit)
+            ll = ll - codes.shape[0] * self._zeros.log_allowed(self._phi, self._log_pi)
         post = self.posterior_["posterior"]
         shape = (post.sizes["chain"], post.sizes["draw"])
         da = xr.DataArray(ll.reshape(shape), dims=("chain", "draw"),
