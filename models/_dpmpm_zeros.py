@@ -443,12 +443,12 @@ def pymc_log_allowed(zeros: StructuralZeros, log_pi: Any, log_phis: Sequence[Any
     """
     import pytensor.tensor as pt
 
-    terms = log_pi[:, None]  # [K, 1] + [K, B]
+    mass = pt.exp(log_pi)[:, None]  # [K, 1] * [K, B]
     for j, (a, dj) in enumerate(zip(zeros.offsets, zeros.d, strict=True)):
-        free = zeros.wild[:, j]
+        free = zeros.wild[:, j].astype(np.float64)  # [B]: 1 where box b leaves column j free
         if free.all():
             continue
         m = zeros.boxes[:, a : a + dj].T.astype(np.float64)  # [dj, B]
-        s = pt.dot(pt.exp(log_phis[j]), m)  # [K, B]
-        terms = terms + pt.switch(free[None, :], 0.0, pt.log(s))
-    return pt.log1p(-pt.exp(pt.logsumexp(terms)))
+        # a free column contributes exactly 1 (not Σ φ, which rounds)
+        mass = mass * (pt.dot(pt.exp(log_phis[j]), m) * (1.0 - free) + free)
+    return pt.log1p(-pt.sum(mass))
