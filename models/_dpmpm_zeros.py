@@ -31,6 +31,8 @@ from bayes_risk.exceptions import SchemaError, ValidationError
 __all__ = ["StructuralZeros", "read_structural_zeros"]
 
 _MAX_REJECTION_ROUNDS = 10_000  # redraw rounds before a conditional is declared (near) empty
+_FEW_ROUNDS = 20  # rejection rounds before the remaining records are drawn by enumeration
+_MAX_COMPLETIONS = 4096  # enumerate a record's completions up to this many
 _MAX_TABLE_CELLS = 1 << 25  # up to this many cells, membership is one lookup in a bool table
 
 
@@ -352,7 +354,9 @@ class Augmentation:
         zs = self.zeros
         logphi = np.log(phi)
         bad = self.incomplete[zs.contains(y[self.incomplete])]
-        for _ in range(_MAX_REJECTION_ROUNDS):
+        for r in range(_MAX_REJECTION_ROUNDS):
+            if r == _FEW_ROUNDS and bad.size:  # low acceptance: exact draws by enumeration
+                bad = self._enumerate(bad, y, z, logphi, log_pi, rng)
             if bad.size == 0:
                 break
             cb = self.codes[bad]
@@ -379,6 +383,33 @@ class Augmentation:
         self.n0 = int(rng.negative_binomial(n, max(p_allowed, 1e-12))) if p_allowed < 1 else 0
         self.nk0, self.c0 = zs.counts_in_zeros(self.n0, phi, log_pi, rng)
         return float(np.log1p(-min(np.exp(log_ps), 1.0)))
+
+
+    def _enumerate(self, rows, y, z, logphi, log_pi, rng) -> np.ndarray:
+        """Draw ``(z_i, y_i,mis)`` from the truncated conditional by listing the allowed
+        completions (records with at most ``_MAX_COMPLETIONS``); returns the rows left to the
+        rejection sampler."""
+        zs = self.zeros
+        left = []
+        for i in rows:
+            c = self.codes[i]
+            mis = np.flatnonzero(c < 0)
+            if np.prod(zs.d[mis].astype(np.float64)) > _MAX_COMPLETIONS:
+                left.append(i)
+                continue
+            grid = np.stack(np.meshgrid(*[np.arange(zs.d[j]) for j in mis], indexing="ij"),
+                            axis=-1).reshape(-1, mis.size)
+            full = np.repeat(c[None, :], len(grid), axis=0)
+            full[:, mis] = grid
+            ok = ~zs.contains(full)
+            full = full[ok]
+            lw = np.broadcast_to(log_pi, (len(full), log_pi.size)).copy()  # [C, K]
+            for j, a in enumerate(zs.offsets):
+                lw += logphi[a + full[:, j], :]
+            w = np.exp(lw - lw.max()).ravel()
+            pick = int(_inverse_cdf(w[None, :], rng)[0])
+            y[i], z[i] = full[pick // log_pi.size], pick % log_pi.size
+        return np.asarray(left, dtype=np.int64)
 
 
 # ---------------------------------------------------------------------- helpers
