@@ -625,8 +625,8 @@ class DPMPM(BayesianSynthesizer):
             cell = np.einsum("hk,hk,hk->h", pi, self._phi[:, r0, :], self._phi[:, r1, :])
             lv0, lv1 = self.schema_.columns[0].levels[0], self.schema_.columns[1].levels[0]
             out[f"P({names[0]}={lv0},{names[1]}={lv1})"] = cell.reshape(C, D)
-        if self._zeros is not None:  # cells of the truncated model (the mass on S is not
-            from bayes_risk.models import _dpmpm_zeros_loglik as zl  # identified)
+        if self._zeros is not None:  # the truncated model's cells (the mass on S is not identified)
+            from bayes_risk.models import _dpmpm_zeros_loglik as zl
 
             out.update(zl.convergence_cells(self, C, D))
         return out
