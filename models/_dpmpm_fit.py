@@ -120,6 +120,8 @@ class _DPMPMFitting:
             codes, np.ones(p, bool), codes, np.zeros(p, bool), self._offsets,
             self._logphi, self._log_pi, np.arange(codes.shape[0], dtype=np.int64), self._phi,
         )
+        if self._zeros is not None:  # the truncated model's (records in S are refused at fit)
+            ll = ll - codes.shape[0] * self._zeros.log_allowed(self._phi, self._log_pi)
         post = self.posterior_["posterior"]
         shape = (post.sizes["chain"], post.sizes["draw"])
         da = xr.DataArray(ll.reshape(shape), dims=("chain", "draw"),
@@ -271,6 +273,10 @@ class _DPMPMFitting:
             cell = np.einsum("hk,hk,hk->h", pi, self._phi[:, r0, :], self._phi[:, r1, :])
             lv0, lv1 = self.schema_.columns[0].levels[0], self.schema_.columns[1].levels[0]
             out[f"P({names[0]}={lv0},{names[1]}={lv1})"] = cell.reshape(C, D)
+        if self._zeros is not None:  # the truncated model's cells (the mass on S is not identified)
+            from bayes_risk.models import _dpmpm_zeros_loglik as zl
+
+            out.update(zl.convergence_cells(self, C, D))
         return out
 
 

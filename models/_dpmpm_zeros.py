@@ -31,6 +31,8 @@ from bayes_risk.exceptions import SchemaError, ValidationError
 __all__ = ["StructuralZeros", "read_structural_zeros"]
 
 _MAX_REJECTION_ROUNDS = 10_000  # redraw rounds before a conditional is declared (near) empty
+_FEW_ROUNDS = 20  # rejection rounds before the remaining records are drawn by enumeration
+_MAX_COMPLETIONS = 4096  # enumerate a record's completions up to this many
 _MAX_TABLE_CELLS = 1 << 25  # up to this many cells, membership is one lookup in a bool table
 
 
@@ -258,72 +260,84 @@ class StructuralZeros:
         return out
 
     # ------------------------------------------------------------------ draws
-    def draw_in_zeros(
+    def counts_in_zeros(
         self, count: int, phi: np.ndarray, log_pi: np.ndarray, rng: np.random.Generator
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``count`` records of the unrestricted model conditioned on ``y ∈ S`` (one draw).
+        """Class sizes ``[K]`` and level counts ``[L, K]`` of ``count`` records of the
+        unrestricted model conditioned on ``y ∈ S`` (one draw: ``phi[L, K]``, ``log_pi[K]``).
 
-        ``phi[L, K]``, ``log_pi[K]``. Returns codes ``[count, p]`` and classes ``[count]``.
+        The Gibbs updates need only these counts: ``(box, class)`` pairs are multinomial with
+        weights ``π_k Π_j Σ_{c ∈ A_bj} φ_kj[c]``, then each column's levels within each pair are
+        multinomial with ``φ_kj`` restricted to ``A_bj`` — a cost that does not grow with the
+        number of augmented records (which can be many times ``n``).
         """
-        p = len(self.d)
-        if count == 0:
-            return np.zeros((0, p), dtype=np.int64), np.zeros(0, dtype=np.int64)
+        B, K = len(self.boxes), phi.shape[1]
+        nk = np.zeros(K, dtype=np.int64)
+        c = np.zeros((self.L, K))
+        if count == 0 or B == 0:
+            return nk, c
         q = self._box_column_logmass(phi[None])[0].sum(axis=1) + log_pi[None, :]  # [B, K]
         w = np.exp(q - q.max()).ravel()
-        cum = np.cumsum(w)
-        pick = np.minimum(np.searchsorted(cum, rng.random(count) * cum[-1], side="right"),
-                          w.size - 1)
-        box, z = np.divmod(pick, phi.shape[1])
-        y = np.empty((count, p), dtype=np.int64)
-        for j, (a, dj) in enumerate(zip(self.offsets, self.d, strict=True)):
-            wj = phi[a : a + dj, :].T[z] * self.boxes[box, a : a + dj]  # [count, dj]
-            y[:, j] = _inverse_cdf(wj, rng)
-        return y, z
+        n_bk = rng.multinomial(count, w / w.sum()).reshape(B, K)
+        nk += n_bk.sum(axis=0)
+        bb, kk = np.nonzero(n_bk)
+        m = n_bk[bb, kk]
+        for a, dj in zip(self.offsets, self.d, strict=True):
+            pv = phi[a : a + dj, :].T[kk] * self.boxes[bb, a : a + dj]  # [pairs, dj]
+            pv /= pv.sum(axis=1, keepdims=True)
+            lv = rng.multinomial(m, pv)  # [pairs, dj]
+            np.add.at(c[a : a + dj, :].T, kk, lv)
+        return nk, c
 
 
 # ---------------------------------------------------------------------- the Gibbs sampler
 class Augmentation:
     """Per-chain state of the truncated-multinomial data augmentation (Gibbs sampler).
 
-    Holds the imaginary records ``y0`` (codes) and their classes ``z0`` that the unrestricted
-    model generated inside ``S``; they enter the class sizes and level counts of the sticks and
-    ``φ`` updates (Manrique-Vallier & Reiter 2014, §3).
+    Holds the class sizes and level counts of the imaginary records the unrestricted model
+    generated inside ``S``; they enter the sticks and ``φ`` updates (Manrique-Vallier & Reiter
+    2014, §3). The records themselves are never needed.
     """
 
     def __init__(self, zeros: StructuralZeros, codes: np.ndarray):
         self.zeros = zeros
         self.codes = codes
         self.incomplete = np.flatnonzero((codes < 0).any(axis=1))
-        p = codes.shape[1]
-        self.y0 = np.zeros((0, p), dtype=np.int64)
-        self.z0 = np.zeros(0, dtype=np.int64)
+        self.nk0: np.ndarray | None = None
+        self.c0: np.ndarray | None = None
+        self.n0 = 0
 
     def class_sizes(self, K: int) -> np.ndarray:
         """Counts of the augmented records per class."""
-        return np.bincount(self.z0, minlength=K)
+        return np.zeros(K, dtype=np.int64) if self.nk0 is None else self.nk0
 
     def relabel(self, new_label: np.ndarray) -> None:
-        """Apply a label permutation (label-switching moves) to the augmented classes."""
-        self.z0 = new_label[self.z0]
+        """Apply a label permutation (label-switching moves): class ``k`` becomes
+        ``new_label[k]``."""
+        if self.nk0 is None:
+            return
+        nk0, c0 = np.empty_like(self.nk0), np.empty_like(self.c0)
+        nk0[new_label] = self.nk0
+        c0[:, new_label] = self.c0
+        self.nk0, self.c0 = nk0, c0
 
     def add_counts(self, nk: np.ndarray, c: np.ndarray, offsets: np.ndarray) -> None:
         """Add the augmented records to class sizes ``nk`` and level counts ``c[L, K]``."""
-        if self.z0.size == 0:
-            return
-        nk += np.bincount(self.z0, minlength=nk.size)
-        rows = self.y0 + offsets[None, :]
-        np.add.at(c, (rows.ravel(), np.repeat(self.z0, rows.shape[1])), 1.0)
+        if self.nk0 is not None:
+            nk += self.nk0
+            c += self.c0
 
     def init_imputations(self, y: np.ndarray, rng: np.random.Generator) -> None:
         """Redraw uniform starting imputations that fell in ``S``."""
         d = self.zeros.d
+        bad = self.incomplete[self.zeros.contains(y[self.incomplete])]
         for _ in range(_MAX_REJECTION_ROUNDS):
-            bad = self.incomplete[self.zeros.contains(y[self.incomplete])]
             if bad.size == 0:
                 return
             miss = self.codes[bad] < 0
             draw = np.floor(rng.random(miss.shape) * d[None, :]).astype(np.int64)
             y[bad] = np.where(miss, draw, self.codes[bad])
+            bad = bad[self.zeros.contains(y[bad])]
         raise ValidationError("structural_zeros: no allowed completion found for a record.")
 
     def step(
@@ -339,8 +353,10 @@ class Augmentation:
         """
         zs = self.zeros
         logphi = np.log(phi)
-        for _ in range(_MAX_REJECTION_ROUNDS):
-            bad = self.incomplete[zs.contains(y[self.incomplete])]
+        bad = self.incomplete[zs.contains(y[self.incomplete])]
+        for r in range(_MAX_REJECTION_ROUNDS):
+            if r == _FEW_ROUNDS and bad.size:  # low acceptance: exact draws by enumeration
+                bad = self._enumerate(bad, y, z, logphi, log_pi, rng)
             if bad.size == 0:
                 break
             cb = self.codes[bad]
@@ -355,6 +371,7 @@ class Augmentation:
                 miss = cb[:, j] < 0
                 if miss.any():
                     y[bad[miss], j] = _inverse_cdf(phi[a : a + dj, :].T[zb[miss]], rng)
+            bad = bad[zs.contains(y[bad])]
         else:
             raise ValidationError(
                 "structural_zeros: the imputation of a record's missing values keeps falling in "
@@ -363,9 +380,36 @@ class Augmentation:
         log_ps = float(zs.log_mass(phi[None], log_pi[None])[0])
         p_allowed = -np.expm1(log_ps)
         n = self.codes.shape[0]
-        n0 = int(rng.negative_binomial(n, p_allowed)) if p_allowed < 1.0 else 0
-        self.y0, self.z0 = zs.draw_in_zeros(n0, phi, log_pi, rng)
+        self.n0 = int(rng.negative_binomial(n, max(p_allowed, 1e-12))) if p_allowed < 1 else 0
+        self.nk0, self.c0 = zs.counts_in_zeros(self.n0, phi, log_pi, rng)
         return float(np.log1p(-min(np.exp(log_ps), 1.0)))
+
+
+    def _enumerate(self, rows, y, z, logphi, log_pi, rng) -> np.ndarray:
+        """Draw ``(z_i, y_i,mis)`` from the truncated conditional by listing the allowed
+        completions (records with at most ``_MAX_COMPLETIONS``); returns the rows left to the
+        rejection sampler."""
+        zs = self.zeros
+        left = []
+        for i in rows:
+            c = self.codes[i]
+            mis = np.flatnonzero(c < 0)
+            if np.prod(zs.d[mis].astype(np.float64)) > _MAX_COMPLETIONS:
+                left.append(i)
+                continue
+            grid = np.stack(np.meshgrid(*[np.arange(zs.d[j]) for j in mis], indexing="ij"),
+                            axis=-1).reshape(-1, mis.size)
+            full = np.repeat(c[None, :], len(grid), axis=0)
+            full[:, mis] = grid
+            ok = ~zs.contains(full)
+            full = full[ok]
+            lw = np.broadcast_to(log_pi, (len(full), log_pi.size)).copy()  # [C, K]
+            for j, a in enumerate(zs.offsets):
+                lw += logphi[a + full[:, j], :]
+            w = np.exp(lw - lw.max()).ravel()
+            pick = int(_inverse_cdf(w[None, :], rng)[0])
+            y[i], z[i] = full[pick // log_pi.size], pick % log_pi.size
+        return np.asarray(left, dtype=np.int64)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -430,12 +474,12 @@ def pymc_log_allowed(zeros: StructuralZeros, log_pi: Any, log_phis: Sequence[Any
     """
     import pytensor.tensor as pt
 
-    terms = log_pi[:, None]  # [K, 1] + [K, B]
+    mass = pt.exp(log_pi)[:, None]  # [K, 1] * [K, B]
     for j, (a, dj) in enumerate(zip(zeros.offsets, zeros.d, strict=True)):
-        free = zeros.wild[:, j]
+        free = zeros.wild[:, j].astype(np.float64)  # [B]: 1 where box b leaves column j free
         if free.all():
             continue
         m = zeros.boxes[:, a : a + dj].T.astype(np.float64)  # [dj, B]
-        s = pt.dot(pt.exp(log_phis[j]), m)  # [K, B]
-        terms = terms + pt.switch(free[None, :], 0.0, pt.log(s))
-    return pt.log1p(-pt.exp(pt.logsumexp(terms)))
+        # a free column contributes exactly 1 (not Σ φ, which rounds)
+        mass = mass * (pt.dot(pt.exp(log_phis[j]), m) * (1.0 - free) + free)
+    return pt.log1p(-pt.sum(mass))

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from bayes_risk.models.dpmpm import DPMPM
 
 __all__ = [
+    "convergence_cells",
     "dataset_loglik",
     "fix_synthesis",
     "neighbourhood",
@@ -211,8 +212,8 @@ def fix_synthesis(model: DPMPM, draw, rng, rows_codes, logw, z, cols, *, keep_cl
     cur = rows_codes.copy()
     for j, v in cols.items():
         cur[:, j] = v
+    bad = np.flatnonzero(zs.contains(cur))
     for _ in range(_MAX_REJECTION_ROUNDS):
-        bad = np.flatnonzero(zs.contains(cur))
         if bad.size == 0:
             return
         if not keep_class:
@@ -223,6 +224,7 @@ def fix_synthesis(model: DPMPM, draw, rng, rows_codes, logw, z, cols, *, keep_cl
             new = _inverse_cdf(phi[a : a + dj, :].T[z[bad]], rng)
             cols[j][bad] = new
             cur[bad, j] = new
+        bad = bad[zs.contains(cur[bad])]
     raise ValidationError(
         "structural_zeros: synthesis keeps drawing records in the structural zeros (the allowed "
         "cells have almost no probability under a posterior draw)."
@@ -237,3 +239,21 @@ def posterior_class_weights(model: DPMPM, draw, codes, logw) -> np.ndarray:
     w = allowed_joint(model, codes, np.ones(codes.shape[1], bool), model._logphi[sl],
                       model._log_pi[sl], model._phi[sl], per_class=True)
     return w[0]
+
+
+def convergence_cells(model: DPMPM, C: int, D: int) -> dict[str, np.ndarray]:
+    """The cell probabilities of the convergence report under the truncated model (``[C, D]``
+    each): ``P(col_j = first level)`` for the first three columns, and the first two jointly."""
+    names = model.schema_.names
+    p = len(names)
+    picks = [[j] for j in range(min(3, p))] + ([[0, 1]] if p >= 2 else [])
+    codes = np.full((len(picks), p), -1, dtype=np.int64)
+    for r, cols in enumerate(picks):
+        codes[r, cols] = 0
+    ll = allowed_joint(model, codes, np.ones(p, bool), model._logphi, model._log_pi, model._phi)
+    ll -= model._zeros.log_allowed(model._phi, model._log_pi)[:, None]
+    out = {}
+    for r, cols in enumerate(picks):
+        key = ",".join(f"{names[j]}={model.schema_.columns[j].levels[0]}" for j in cols)
+        out[f"P({key})"] = np.exp(ll[:, r]).reshape(C, D)
+    return out

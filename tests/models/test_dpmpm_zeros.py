@@ -240,6 +240,10 @@ def test_augmentation_recovers_the_truncated_independence_model():
     cells = pd.DataFrame({"x": [1, 1, 2, 2], "y": [1, 2, 1, 2]})
     pp = np.exp(m.record_loglik(cells)).mean(axis=0)
     np.testing.assert_allclose(pp, [0.3, 0.3, 0.4, 0.0], atol=0.02)
+    # the convergence report's cells are the truncated model's (P(x = 1) = 0.6, not 1 - a)
+    conv = m.convergence_["mean"]
+    assert conv["P(x=1)"] == pytest.approx(0.6, abs=0.02)
+    assert conv["P(x=1,y=1)"] == pytest.approx(0.3, abs=0.02)
     # without the zero, the margin of x is the observed 0.4
     free = DPMPM(n_components=1, tune=100, draws=500, chains=1, progressbar=False)
     free.fit(df, categorical=["x", "y"], random_seed=7)
@@ -393,3 +397,20 @@ def test_cli_fit_with_structural_zeros_then_synthesize(tmp_path, ss16, capsys):
     rc = cli.main([*base, "--structural-zeros", str(bad), "--out", str(tmp_path / "m2")])
     assert rc == 2 and "['AGE'] are not columns" in capsys.readouterr().err
     assert not (tmp_path / "m2").exists()
+
+
+def test_enumerated_imputation_is_the_truncated_conditional():
+    """The exact fallback of the imputation step (records whose rejection rate is high)."""
+    from bayes_risk.models._dpmpm_zeros import Augmentation
+
+    zs = StructuralZeros(pd.DataFrame({"x": [2, 2], "y": [1, 2]}), ["x", "y"], [[1, 2], [1, 2, 3]])
+    codes = np.array([[1, -1]] * 4000)
+    aug = Augmentation(zs, codes)
+    phi = np.array([[0.3, 0.8], [0.7, 0.2], [0.5, 0.1], [0.4, 0.1], [0.1, 0.8]])  # [L=5, K=2]
+    log_pi = np.log([0.4, 0.6])
+    y, z = codes.copy(), np.zeros(4000, dtype=np.int64)
+    left = aug._enumerate(np.arange(4000), y, z, np.log(phi), log_pi, np.random.default_rng(1))
+    assert left.size == 0 and (y[:, 1] == 2).all()  # x = 2 allows only y = 3
+    w = np.exp(log_pi) * phi[1] * phi[4]
+    want = w[1] / w.sum()
+    assert z.mean() == pytest.approx(want, abs=4 * np.sqrt(want * (1 - want) / 4000))
