@@ -80,7 +80,6 @@ class Batch:
         self.p_out = np.zeros(N)
         self.p_un = np.zeros(N)
         self.ever = np.zeros(N, dtype=bool)
-        self.p_rec = np.zeros(N)  # Σ_r of a matched record's probability (bounds any pair's sum)
         self.c = np.zeros((N, R), dtype=np.int64)
         self.T = np.zeros((N, R), dtype=bool)
         keys, vals, pend = [], [], 0
@@ -102,7 +101,6 @@ class Batch:
             vals.append(p[tr])
             pend += tr.size
             self.p_out += po
-            self.p_rec += p
             if inv is None:
                 self.p_un += cnt == 0
             self.ever |= cnt > 0
@@ -214,7 +212,7 @@ class Recoder:
 class BatchSums:
     """A matched batch reduced to what the run accumulates (no ``[N_T, B]`` arrays).
 
-    ``keys``/``vals``/``in_u``/``fb``/``p_out``/``p_un``/``ever``/``p_rec``/``R``: the batch's
+    ``keys``/``vals``/``in_u``/``fb``/``p_out``/``p_un``/``ever``/``R``: the batch's
     pooled sums (as ``PooledSums.add`` takes them); ``per``: per-replicate file-level measures
     ``[B]``; ``ir_sum``/``ir_sq``: per-target sums of the per-replicate ``IR`` and of its square.
     """
@@ -226,7 +224,6 @@ class BatchSums:
     p_out: np.ndarray
     p_un: np.ndarray
     ever: np.ndarray
-    p_rec: np.ndarray
     R: int
     per: dict[str, np.ndarray]
     ir_sum: np.ndarray
@@ -238,8 +235,7 @@ class BatchSums:
         per = {k: np.asarray(v, dtype=np.float64)
                for k, v in file_measures(batch.c, batch.T, rm).items()}
         return cls(keys=batch.keys, vals=batch.vals, in_u=batch.in_u, fb=batch.fb,
-                   p_out=batch.p_out, p_un=batch.p_un, ever=batch.ever, p_rec=batch.p_rec,
-                   R=batch.R, per=per,
+                   p_out=batch.p_out, p_un=batch.p_un, ever=batch.ever, R=batch.R, per=per,
                    ir_sum=rm["IR"].sum(axis=1), ir_sq=(rm["IR"] ** 2).sum(axis=1))
 
 

@@ -261,19 +261,24 @@ class _Run:
 
         Only the pairs that can reach a target's top set once a group is deleted are evaluated
         (``candidate_pairs``: a pair's sum without the group is at most its full sum, and the
-        target's largest sum without the group is at least its largest full sum less the
-        group's ``p_rec``); the measures are those of all pairs (``PRUNE = False``).
+        target's largest sum without the group is at least that of the pair with the largest
+        full sum); the measures are those of all pairs (``PRUNE = False``).
         """
         t = self.total
         groups = [g for g in self.groups if g.R > 0]
         if len(groups) < 2:
             return {k: float("nan") for k in MEASURES}, np.full(self.N, np.nan)
-        top = _unc.row_max(t.keys, t.vals, n=self.n, n_targets=self.N)
+        star = _unc.row_argmax(t.keys, t.vals, n=self.n)
         thetas, irs = [], []
         for g in groups:
             R = t.R - g.R
-            keep = (_unc.candidate_pairs(t.keys, t.vals / R, (top - g.p_rec) / R, n=self.n)
-                    if PRUNE else slice(None))
+            if PRUNE:
+                bound = np.zeros(self.N)
+                bound[t.keys[star] // self.n] = (
+                    t.vals[star] - g.on(t.keys[star], t.in_u[star])) / R
+                keep = _unc.candidate_pairs(t.keys, t.vals / R, bound, n=self.n)
+            else:
+                keep = slice(None)
             keys, tv, in_u = t.keys[keep], t.vals[keep], t.in_u[keep]
             vals = tv - g.on(keys, in_u)
             # exact zeros where only this group matched (no residue of the subtraction)
@@ -291,9 +296,12 @@ class _Run:
     def checkpoint(self) -> tuple[float, float]:
         """Pooled expected match risk and its jackknife MCSE now (appended to the trace)."""
         t = self.total
-        top = _unc.row_max(t.keys, t.vals, n=self.n, n_targets=self.N)
-        keep = (_unc.candidate_pairs(t.keys, t.vals / t.R, top / t.R, n=self.n) if PRUNE
-                else slice(None))
+        keep = slice(None)
+        if PRUNE:
+            star = _unc.row_argmax(t.keys, t.vals, n=self.n)
+            top = np.zeros(self.N)
+            top[t.keys[star] // self.n] = t.vals[star] / t.R
+            keep = _unc.candidate_pairs(t.keys, t.vals / t.R, top, n=self.n)
         fm, _ = _unc.pooled_measures(self._evaluate(t.keys[keep], t.vals[keep], t.in_u[keep],
                                                     t.fb, t.p_out, t.R))
         se, _ = self.jackknife()

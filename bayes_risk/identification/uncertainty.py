@@ -30,7 +30,7 @@ __all__ = [
     "REPLICATE_QUANTILES",
     "PooledSums",
     "candidate_pairs",
-    "row_max",
+    "row_argmax",
     "top_sets",
     "jackknife_se",
     "replicate_summary",
@@ -59,14 +59,11 @@ class PooledSums:
         self.p_out = np.zeros(self.N)
         self.p_un = np.zeros(self.N)
         self.ever = np.zeros(self.N, dtype=bool)
-        # Σ_r p_r(τ), the probability of each matched record of target τ in replicate r: no
-        # pair's sum exceeds it (bounds what deleting these replicates can take off a pair)
-        self.p_rec = np.zeros(self.N)
         self.R = 0
 
     def add(self, batch: Any) -> None:
         """Add a batch's sums (``keys``, ``vals``, ``in_u``, ``fb``, ``p_out``, ``p_un``,
-        ``ever``, ``p_rec``, ``R``; stored pairs include their fallback mass, as here)."""
+        ``ever``, ``R``; stored pairs include their fallback mass, as here)."""
         ek, ev, efb = batch.keys, batch.vals, batch.fb
         allk = _sorted_union(self.keys, ek)
         p_old = np.searchsorted(allk, self.keys)
@@ -90,7 +87,6 @@ class PooledSums:
         self.p_out = self.p_out + batch.p_out
         self.p_un = self.p_un + batch.p_un
         self.ever |= batch.ever
-        self.p_rec = self.p_rec + batch.p_rec
         self.R += int(batch.R)
 
     def on(self, keys: np.ndarray, in_u: np.ndarray) -> np.ndarray:
@@ -177,14 +173,17 @@ def candidate_pairs(keys: np.ndarray, vals: np.ndarray, bound: np.ndarray, *, n:
     return vals >= thr[rows]
 
 
-def row_max(keys: np.ndarray, vals: np.ndarray, *, n: int, n_targets: int) -> np.ndarray:
-    """Largest stored value of each target (0 where none is stored)."""
-    out = np.zeros(n_targets)
-    if keys.size:
-        rows = keys // n
-        starts = np.flatnonzero(np.concatenate([[True], rows[1:] != rows[:-1]]))
-        out[rows[starts]] = np.maximum.reduceat(vals, starts)
-    return out
+def row_argmax(keys: np.ndarray, vals: np.ndarray, *, n: int) -> np.ndarray:
+    """Position (in ``keys``) of the first largest stored value of each target that has one."""
+    if not keys.size:
+        return np.zeros(0, dtype=np.int64)
+    rows = keys // n
+    starts = np.flatnonzero(np.concatenate([[True], rows[1:] != rows[:-1]]))
+    top = np.maximum.reduceat(vals, starts)
+    at_top = vals == np.repeat(top, np.diff(np.append(starts, keys.size)))
+    first = np.flatnonzero(at_top)
+    # the first position at the top in each target's run of pairs
+    return first[np.searchsorted(first, starts)]
 
 
 def jackknife_se(theta: np.ndarray) -> np.ndarray:
