@@ -84,45 +84,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="intruder prior: uniform (default), truth-weighted:K, empirical[:ALPHA], "
         "model-predictive",
     )
-    p.add_argument(
-        "--scenario",
-        default=None,
-        choices=list(SCENARIO_CHOICES),
-        help="what the intruder knows: worst-case (default: every other record), "
-        "partially-known (also --known of the target's own values; implied by --known), "
-        "empty (Wang & Reiter's low-risk intruder: nothing about the other records; the "
-        "record's synthetic values stand in for the posterior); for the largest value of "
-        "--column (Wei & Reiter; Poisson-mixture models): largest-value (every other record "
-        "known), second-largest (only the second-largest record, plus the column total with "
-        "--total-known), two-largest-sum (every record but the two largest, and their sum)",
-    )
-    p.add_argument(
-        "--column",
-        default=None,
-        metavar="COL",
-        help="the magnitude column of the largest-value scenarios",
-    )
-    p.add_argument(
-        "--upper",
-        type=float,
-        default=None,
-        metavar="U",
-        help="upper end of the candidate grid [y(2), U] of the largest value (default 1.5 times "
-        "the largest value; not used by two-largest-sum)",
-    )
-    p.add_argument(
-        "--total-known",
-        action="store_true",
-        help="second-largest: the intruder also knows the column total",
-    )
-    p.add_argument(
-        "--delta",
-        type=float,
-        default=0.05,
-        metavar="D",
-        help="largest-value scenarios: report the posterior probability within D times the "
-        "largest value of it (default 0.05)",
-    )
+    _add_scenario_arguments(p)
     p.add_argument(
         "--known",
         nargs="+",
@@ -171,3 +133,46 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     add_out_argument(p, "records.csv, summary.json and diagnostic plots")
     p.set_defaults(handler=Handler("bayes_risk.cli.attribute"))
     return p
+
+
+def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
+    """``--scenario`` and the options of the largest-value scenarios (Wei & Reiter)."""
+    p.add_argument(
+        "--scenario",
+        default=None,
+        choices=list(SCENARIO_CHOICES),
+        help="what the intruder knows: worst-case (default: every other record), "
+        "partially-known (also --known of the target's own values; implied by --known), "
+        "empty (Wang & Reiter's low-risk intruder: nothing about the other records; the "
+        "record's synthetic values stand in for the posterior); for the largest value of "
+        "--column (Wei & Reiter; Poisson-mixture models): largest-value (every other record "
+        "known), second-largest (only the second-largest record, plus the column total with "
+        "--total-known), two-largest-sum (every record but the two largest, and their sum)",
+    )
+    p.add_argument(
+        "--column",
+        default=None,
+        metavar="COL",
+        help="the magnitude column of the largest-value scenarios",
+    )
+    p.add_argument(
+        "--upper",
+        type=float,
+        default=None,
+        metavar="U",
+        help="upper end of the candidate grid [y(2), U] of the largest value (default 1.5 times "
+        "the largest value; not used by two-largest-sum)",
+    )
+    p.add_argument(
+        "--total-known",
+        action="store_true",
+        help="second-largest: the intruder also knows the column total",
+    )
+    p.add_argument(
+        "--delta",
+        type=float,
+        default=0.05,
+        metavar="D",
+        help="largest-value scenarios: report the posterior probability within D times the "
+        "largest value of it (default 0.05)",
+    )
