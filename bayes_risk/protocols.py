@@ -20,7 +20,8 @@ Identification risk (Drechsler & Reiter 2008, eq. 5)
     :class:`SupportsPosteriorReplicates` (posterior-predictive replicates of the synthesized
     columns, for posterior Monte Carlo identification risk).
 Either engine
-    :class:`SupportsConvergenceSummary` (MCMC diagnostics reported with a result).
+    :class:`SupportsConvergenceSummary` (MCMC diagnostics reported with a result),
+    :class:`SupportsMissingValues` (record likelihoods that marginalise missing values).
 
 ``runtime_checkable`` checks that the members exist, not their signatures: the keyword
 arguments documented here are part of the contract.
@@ -46,6 +47,7 @@ __all__ = [
     "SupportsPluginLoglik",
     "SupportsResultWarnings",
     "SupportsPartialSynthesis",
+    "SupportsMissingValues",
     "SupportsConvergenceSummary",
     "SupportsPosteriorReplicates",
     "LargestValuePieces",
@@ -238,6 +240,20 @@ class SupportsPartialSynthesis(Protocol):
     """
 
     synthesized_records_: np.ndarray | None
+
+
+@runtime_checkable
+class SupportsMissingValues(Protocol):
+    """A model whose ``record_loglik`` marginalises a record's missing values (a missing entry
+    is left out of the record's likelihood), so that attribute risk can integrate them out.
+
+    Attributes
+    ----------
+    marginalises_missing : bool
+        ``True``: declared by the model class (DPMPM).
+    """
+
+    marginalises_missing: bool
 
 
 @runtime_checkable

@@ -127,6 +127,8 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
     """
 
     method_name: ClassVar[str] = "dpmpm"
+    #: record_loglik marginalises missing values (protocols.SupportsMissingValues)
+    marginalises_missing: ClassVar[bool] = True
     ratio_form: Literal["joint", "conditional"] = "joint"
 
     def __init__(

@@ -25,9 +25,9 @@ __all__ = ["missing_truth", "check_missing_truth", "vary_missing", "n_guessable"
 
 def integrates_missing(model: Any) -> bool:
     """Whether ``model``'s record likelihood marginalises missing values (DPMPM)."""
-    from bayes_risk.models.dpmpm import DPMPM
+    from bayes_risk.protocols import SupportsMissingValues
 
-    return isinstance(model, DPMPM)
+    return isinstance(model, SupportsMissingValues) and bool(model.marginalises_missing)
 
 
 def missing_truth(values: np.ndarray, is_cat: np.ndarray) -> np.ndarray:
