@@ -18,6 +18,7 @@ __all__ = [
     "SchemaError",
     "ValidationError",
     "NotFittedError",
+    "NotSupportedError",
     "BayesRiskWarning",
     "ImportanceSamplingWarning",
     "ConvergenceWarning",
@@ -53,6 +54,11 @@ class ValidationError(BayesRiskError, ValueError):
 
 class NotFittedError(BayesRiskError, ValueError, AttributeError):
     """A model or synthesizer was used before ``fit``."""
+
+
+class NotSupportedError(BayesRiskError, NotImplementedError):
+    """A valid request the package does not support (yet) for this model or scenario; the
+    message names the alternative."""
 
 
 class BayesRiskWarning(UserWarning):

@@ -121,7 +121,7 @@ def attribute_risk(
         ``m`` synthetic values stand in for the intruder's posterior (candidates: the truth and
         those values; uniform prior only; warning ``APPROX_LOW_RISK``; the estimator options
         do not apply — see :func:`~bayes_risk.attribute.low_risk.low_risk_attribute_risk`).
-        Others raise NotImplementedError.
+        Others raise :class:`~bayes_risk.exceptions.NotSupportedError`.
     known : sequence of str, optional
         Synthesized columns the intruder knows (``partially_known`` only).
     estimator : {"auto", "stabilised", "is"}
@@ -187,10 +187,10 @@ def attribute_risk(
     ------
     ValidationError
         For inconsistent inputs (naming the argument).
-    NotImplementedError
-        For scenarios other than worst case / partially known / empty (methods, The intruder's
-        posterior),
-        and for class O models that do not supply the own-record term.
+    NotSupportedError
+        (a ``NotImplementedError``) For scenarios other than worst case / partially known /
+        empty (methods, The intruder's posterior), and for class O models that do not supply
+        the own-record term.
 
     References
     ----------

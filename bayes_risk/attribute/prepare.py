@@ -37,7 +37,13 @@ from bayes_risk.attribute.strategies import strategy_for
 from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.data.normalise import as_synthetic_list, record_positions
 from bayes_risk.data.validate import encode, harmonise_levels, validate_synthetic
-from bayes_risk.exceptions import CALLER, ImportanceSamplingWarning, SchemaError, ValidationError
+from bayes_risk.exceptions import (
+    CALLER,
+    ImportanceSamplingWarning,
+    NotSupportedError,
+    SchemaError,
+    ValidationError,
+)
 from bayes_risk.protocols import (
     SupportsAugmentedFit,
     SupportsDatasetLoglik,
@@ -95,7 +101,7 @@ def prepare(
 
     Raises
     ------
-    ValidationError, SchemaError, NotImplementedError
+    ValidationError, SchemaError, NotSupportedError (a ``NotImplementedError``)
         As documented by :func:`bayes_risk.attribute.attribute_risk`.
     """
     is_plugin = _check_model(model)
@@ -201,7 +207,7 @@ def _check_settings(
         )
     pr = parse_prior(prior)
     if scenario not in SCENARIOS:
-        raise NotImplementedError(
+        raise NotSupportedError(
             f"scenario {scenario!r} is not supported; use one of {list(SCENARIOS)}. "
             + _PAIVA_POINTER
         )
@@ -252,7 +258,7 @@ def _check_estimator(model: Any, is_plugin: bool, est: str, compat: str | None) 
     if compat is not None and est != "is":
         raise ValidationError("compat='AttributeRiskCalculation' applies to estimator='is' only.")
     if model.model_class == "O" and not is_plugin and not isinstance(model, SupportsOwnRecordTerm):
-        raise NotImplementedError(
+        raise NotSupportedError(
             f"{type(model).__name__} is a class O model (its synthetic values depend on the "
             "record's own confidential values given Θ) but provides no own_record_delta(record, "
             "candidates, datasets, draws=None) -> [H, m, G] (bayes_risk.protocols."
