@@ -20,6 +20,7 @@ in turn (macOS does not allow ``fork`` once its system frameworks are in use).
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -127,10 +128,12 @@ def _worker_chain(c: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]
 
 
 def _worker_init(threads: int) -> None:
-    # the parent keeps Ctrl-C; workers are terminated by it
+    # the parent keeps Ctrl-C; workers are terminated by it (SIGTERM), quietly: a handler the
+    # parent installed (the command line turns SIGTERM into an interrupt) is not inherited
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if "numba" in sys.modules:
         import numba
 
@@ -228,7 +231,13 @@ def sample_gibbs(
             prog.start()
         workers = min(int(cores), chains)
         # fork only where it is safe and PyMC forks too (Linux); elsewhere chains run in turn
-        if workers > 1 and sys.platform.startswith("linux"):
+        parallel = workers > 1 and sys.platform.startswith("linux")
+        # the lines pm.sample logs, so that users (and scripts watching stderr) see the same
+        _log = logging.getLogger("pymc")
+        _log.info(f"Multiprocess sampling ({chains} chains in {workers} jobs)" if parallel
+                  else f"Sequential sampling ({chains} chains in 1 job)")
+        _log.info(f"{type(step).__name__}: [{', '.join(layout.shapes)}]")
+        if parallel:
             results = _run_parallel(step, layout, rngs, tune, draws, workers, bar, stop)
         else:
             results = []

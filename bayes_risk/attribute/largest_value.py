@@ -97,7 +97,7 @@ def constraint_term(logr: np.ndarray, constraint: np.ndarray) -> np.ndarray:
     --------
     Two equally weighted draws giving a constraint probability 0.2 and 0.6: log 0.4.
 
-    >>> float(np.exp(constraint_term(np.zeros((2, 1)), np.log([[[0.2]], [[0.6]]]))[0]))
+    >>> round(float(np.exp(constraint_term(np.zeros((2, 1)), np.log([[[0.2]], [[0.6]]]))[0])), 12)
     0.4
     """
     logr = np.asarray(logr, dtype=np.float64)

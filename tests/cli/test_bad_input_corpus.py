@@ -597,7 +597,7 @@ def test_sigint_during_fit_writes_nothing(base, tmp_path, moment, tune, draws):
     argv = ["fit", "acs.csv", "--method", "dpmpm", "--categorical", *cols, "--components", "3",
             "--tune", str(tune), "--draws", str(draws), "--random-seed", "1", "--out", "fit"]
     before = sorted(p.name for p in work.iterdir())
-    rc, err = _interrupt(argv, work, marker="Sequential sampling", delay=1.5)
+    rc, err = _interrupt(argv, work, marker="sampling (", delay=1.5)
     assert rc == 130, err
     lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
     assert lines[-1] == "interrupted" and "Traceback" not in err, err
@@ -612,7 +612,7 @@ def test_sigterm_is_an_interrupt(base, tmp_path):
     shutil.copytree(base, work)
     argv = ["fit", "acs.csv", "--method", "dpmpm", "--categorical", *_acs_cols(base),
             "--components", "3", "--tune", "5", "--draws", "200000", "--out", "fit"]
-    rc, err = _interrupt(argv, work, marker="Sequential sampling", delay=1.0,
+    rc, err = _interrupt(argv, work, marker="sampling (", delay=1.0,
                          sig=signal.SIGTERM)
     assert rc == 130 and err.strip().splitlines()[-1] == "interrupted", err
     assert not (work / "fit").exists()
