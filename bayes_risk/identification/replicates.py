@@ -235,6 +235,7 @@ class _Run:
         self.trace: dict[str, list] = {"n_replicates": [], "expected_match_risk": [],
                                        "mc_se": []}
         self.n_batches = 0
+        self._jk: tuple | None = None  # (n_batches, jackknife()) of the last evaluation
 
     def add(self, batch: BatchSums) -> None:
         """Add the next batch (batches are added in batch order)."""
@@ -264,6 +265,12 @@ class _Run:
         target's largest sum without the group is at least that of the pair with the largest
         full sum); the measures are those of all pairs (``PRUNE = False``).
         """
+        if self._jk is not None and self._jk[0] == self.n_batches:  # last checkpoint's
+            return self._jk[1]
+        self._jk = (self.n_batches, self._jackknife())
+        return self._jk[1]
+
+    def _jackknife(self) -> tuple[dict[str, float], np.ndarray]:
         t = self.total
         groups = [g for g in self.groups if g.R > 0]
         if len(groups) < 2:

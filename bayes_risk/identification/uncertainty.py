@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from bayes_risk._numeric import ties
+from bayes_risk._numeric import TIE_ATOL, TIE_RTOL, ties
 from bayes_risk.identification.engine import declare
 from bayes_risk.identification.summary import MEASURES, file_measures, record_measures
 
@@ -144,7 +144,11 @@ def top_sets(
     n_extra = np.where(fb > 0, u_size - np.bincount(rows[in_u], minlength=N), 0)
     cell = n_extra > 0
     pm = np.where(cell, np.maximum(pm, fb), pm)
-    tied = ties(vals, pm[rows]) & (vals > 0)
+    # ties(vals, pm[rows]) without its pair-sized temporaries: vals <= pm[rows], both >= 0, so
+    # |a - b| = b - a and max(|a|, |b|) = b, bit for bit
+    tied = pm[rows]
+    tied -= vals
+    tied = (tied <= (TIE_RTOL * pm + TIE_ATOL)[rows]) & (vals > 0)
     own = cols == rec[rows]
     c = np.bincount(rows[tied], minlength=N)
     T = np.bincount(rows[tied & own], minlength=N) > 0
@@ -171,8 +175,6 @@ def candidate_pairs(keys: np.ndarray, vals: np.ndarray, bound: np.ndarray, *, n:
     (the fallback-set value of a target is below each of its stored pairs', so it cannot tie
     either). Targets with ``bound <= 0`` keep every pair.
     """
-    from bayes_risk._numeric import TIE_ATOL, TIE_RTOL
-
     rows = keys // n
     thr = np.where(bound > 0, bound * (1 - 2 * TIE_RTOL) - 2 * TIE_ATOL, -np.inf)
     return vals >= thr[rows]
