@@ -277,13 +277,18 @@ class _Run:
             return {k: float("nan") for k in MEASURES}, np.full(self.N, np.nan)
         star = _unc.row_argmax(t.keys, t.vals, n=self.n)
         thetas, irs = [], []
+        # the same for every group (groups of whole batches mostly share R - R_g)
+        rows = t.keys // self.n if PRUNE else None
+        scaled: dict[int, np.ndarray] = {}
         for g in groups:
             R = t.R - g.R
             if PRUNE:
                 bound = np.zeros(self.N)
                 bound[t.keys[star] // self.n] = (
                     t.vals[star] - g.on(t.keys[star], t.in_u[star])) / R
-                keep = _unc.candidate_pairs(t.keys, t.vals / R, bound, n=self.n)
+                if R not in scaled:
+                    scaled = {R: t.vals / R}  # one at a time (the last group may differ)
+                keep = _unc.candidate_pairs(t.keys, scaled[R], bound, n=self.n, rows=rows)
             else:
                 keep = slice(None)
             keys, tv, in_u = t.keys[keep], t.vals[keep], t.in_u[keep]

@@ -165,17 +165,19 @@ def top_sets(
     }
 
 
-def candidate_pairs(keys: np.ndarray, vals: np.ndarray, bound: np.ndarray, *, n: int
-                    ) -> np.ndarray:
+def candidate_pairs(keys: np.ndarray, vals: np.ndarray, bound: np.ndarray, *, n: int,
+                    rows: np.ndarray | None = None) -> np.ndarray:
     """Mask of the stored pairs that can reach a target's top set.
 
     ``vals`` are upper bounds of the pairs' values and ``bound`` a lower bound of each target's
     largest value (same scale). A pair below ``bound`` by more than the tie tolerance can tie no
     maximum, so :func:`top_sets` gives the same ``c``, ``T`` and declared matches without it
     (the fallback-set value of a target is below each of its stored pairs', so it cannot tie
-    either). Targets with ``bound <= 0`` keep every pair.
+    either). Targets with ``bound <= 0`` keep every pair. ``rows``: ``keys // n`` when the
+    caller has it already.
     """
-    rows = keys // n
+    if rows is None:
+        rows = keys // n
     thr = np.where(bound > 0, bound * (1 - 2 * TIE_RTOL) - 2 * TIE_ATOL, -np.inf)
     return vals >= thr[rows]
 
