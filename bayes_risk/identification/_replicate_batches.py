@@ -108,8 +108,8 @@ class Batch:
             self.c[:, r] = np.where(dec, cnt, 0)
             self.T[:, r] = dec & own & prep.in_sample
             if pend > _PENDING or r == R - 1:
-                acc_k, acc_v = _sum_pairs(np.concatenate([acc_k, *keys]),
-                                          np.concatenate([acc_v, *vals]))
+                acc_k, acc_v = _merge_pairs(acc_k, acc_v, np.concatenate(keys),
+                                            np.concatenate(vals))
                 keys, vals, pend = [], [], 0
         self.keys, self.R = acc_k, R
         self.in_u = np.zeros(acc_k.size, dtype=bool)
@@ -120,15 +120,42 @@ class Batch:
         self.vals = acc_v
 
 
-def _sum_pairs(keys: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Unique sorted keys and the sums of their values."""
+def _merge_pairs(acc_k: np.ndarray, acc_v: np.ndarray, keys: np.ndarray, vals: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Add pending contributions ``keys``/``vals`` to the sorted unique sums ``acc_k``/``acc_v``.
+
+    Only the pending contributions are sorted, and the accumulated pairs are merged in linear
+    time (re-sorting them at each flush made a batch quadratic in its pairs). The sums are
+    bitwise those of summing ``[acc_v, pending values in order]`` per key with
+    ``np.add.reduceat`` (which adds the first value to the pairwise sum of the others): a
+    stored pair gets its stored value plus the pairwise sum of its pending values, computed as
+    the reduction of ``[0.0, pending values]`` (adding ``0.0`` first changes no bit).
+    """
     if not keys.size:
-        return keys, vals
+        return acc_k, acc_v
     order = np.argsort(keys, kind="stable")
     k = keys[order]
-    first = np.concatenate([[True], k[1:] != k[:-1]])
-    starts = np.flatnonzero(first)
-    return k[starts], np.add.reduceat(vals[order], starts)
+    starts = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))
+    k = k[starts]
+    pos = np.searchsorted(acc_k, k)
+    stored = pos < acc_k.size
+    stored[stored] = acc_k[pos[stored]] == k[stored]
+    v = np.insert(vals[order], starts[stored], 0.0)
+    sums = np.add.reduceat(v, starts + np.cumsum(stored) - stored)
+    del v, order
+    # acc_v is this function's own output (or the empty start): updated in place
+    acc_v[pos[stored]] += sums[stored]
+    new = ~stored
+    if not new.any():
+        return acc_k, acc_v
+    at = pos[new] + np.arange(int(new.sum()))  # places of the new pairs in the merged arrays
+    out_k = np.empty(acc_k.size + at.size, dtype=acc_k.dtype)
+    out_v = np.empty(out_k.size)
+    old = np.ones(out_k.size, dtype=bool)
+    old[at] = False
+    out_k[at], out_v[at] = k[new], sums[new]
+    out_k[old], out_v[old] = acc_k, acc_v
+    return out_k, out_v
 
 
 class Recoder:

@@ -235,6 +235,7 @@ class _Run:
         self.trace: dict[str, list] = {"n_replicates": [], "expected_match_risk": [],
                                        "mc_se": []}
         self.n_batches = 0
+        self._jk: tuple | None = None  # (n_batches, jackknife()) of the last evaluation
 
     def add(self, batch: BatchSums) -> None:
         """Add the next batch (batches are added in batch order)."""
@@ -264,19 +265,30 @@ class _Run:
         target's largest sum without the group is at least that of the pair with the largest
         full sum); the measures are those of all pairs (``PRUNE = False``).
         """
+        if self._jk is not None and self._jk[0] == self.n_batches:  # last checkpoint's
+            return self._jk[1]
+        self._jk = (self.n_batches, self._jackknife())
+        return self._jk[1]
+
+    def _jackknife(self) -> tuple[dict[str, float], np.ndarray]:
         t = self.total
         groups = [g for g in self.groups if g.R > 0]
         if len(groups) < 2:
             return {k: float("nan") for k in MEASURES}, np.full(self.N, np.nan)
         star = _unc.row_argmax(t.keys, t.vals, n=self.n)
         thetas, irs = [], []
+        # the same for every group (groups of whole batches mostly share R - R_g)
+        rows = t.keys // self.n if PRUNE else None
+        scaled: dict[int, np.ndarray] = {}
         for g in groups:
             R = t.R - g.R
             if PRUNE:
                 bound = np.zeros(self.N)
                 bound[t.keys[star] // self.n] = (
                     t.vals[star] - g.on(t.keys[star], t.in_u[star])) / R
-                keep = _unc.candidate_pairs(t.keys, t.vals / R, bound, n=self.n)
+                if R not in scaled:
+                    scaled = {R: t.vals / R}  # one at a time (the last group may differ)
+                keep = _unc.candidate_pairs(t.keys, scaled[R], bound, n=self.n, rows=rows)
             else:
                 keep = slice(None)
             keys, tv, in_u = t.keys[keep], t.vals[keep], t.in_u[keep]

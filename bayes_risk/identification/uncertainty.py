@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from bayes_risk._numeric import ties
+from bayes_risk._numeric import TIE_ATOL, TIE_RTOL, ties
 from bayes_risk.identification.engine import declare
 from bayes_risk.identification.summary import MEASURES, file_measures, record_measures
 
@@ -65,25 +65,39 @@ class PooledSums:
         """Add a batch's sums (``keys``, ``vals``, ``in_u``, ``fb``, ``p_out``, ``p_un``,
         ``ever``, ``R``; stored pairs include their fallback mass, as here)."""
         ek, ev, efb = batch.keys, batch.vals, batch.fb
-        allk = _sorted_union(self.keys, ek)
-        p_old = np.searchsorted(allk, self.keys)
-        p_new = np.searchsorted(allk, ek)
-        in_old = np.zeros(allk.size, dtype=bool)
-        in_old[p_old] = True
-        in_new = np.zeros(allk.size, dtype=bool)
-        in_new[p_new] = True
-        in_u = np.zeros(allk.size, dtype=bool)
-        in_u[p_old] = self.in_u
-        in_u[p_new] = batch.in_u
-        r_all = allk // self.n
-        vals = np.zeros(allk.size)
-        vals[p_old] += self.vals
-        vals[p_new] += ev
+        A = self.keys.size
+        if not A and not self.fb.any():  # a new group: the batch's own arrays (never modified
+            # in place, so shared without a copy; their sums plus zero are themselves)
+            self.keys, self.vals, self.in_u = ek, ev, batch.in_u
+            self._add_totals(batch)
+            return
+        # where each batch pair goes among the merged pairs (no re-sort: both sides are sorted)
+        pos = np.searchsorted(self.keys, ek)
+        both = pos < A
+        both[both] = self.keys[pos[both]] == ek[both]
+        new = ~both
+        at = pos + np.cumsum(new) - new
+        del pos
+        U = A + int(new.sum())
+        keys, vals, in_u = np.empty(U, dtype=np.int64), np.empty(U), np.empty(U, dtype=bool)
+        stored = np.ones(U, dtype=bool)
+        stored[at[new]] = False
+        keys[stored], vals[stored], in_u[stored] = self.keys, self.vals, self.in_u
+        keys[at[new]], vals[at[new]] = ek[new], ev[new]
+        vals[at[both]] += ev[both]
+        in_u[at] = batch.in_u
         # fallback mass of records not stored on one side (the set is the same in every block)
-        vals += np.where(~in_new & in_u, efb[r_all], 0.0)
-        vals += np.where(~in_old & in_u, self.fb[r_all], 0.0)
-        self.keys, self.vals, self.in_u = allk, vals, in_u
-        self.fb = self.fb + efb
+        in_batch = np.zeros(U, dtype=bool)
+        in_batch[at] = True
+        fix = np.flatnonzero(~in_batch & in_u)
+        vals[fix] += efb[keys[fix] // self.n]
+        fix = at[new & batch.in_u]
+        vals[fix] += self.fb[keys[fix] // self.n]
+        self.keys, self.vals, self.in_u = keys, vals, in_u
+        self._add_totals(batch)
+
+    def _add_totals(self, batch: Any) -> None:
+        self.fb = self.fb + batch.fb
         self.p_out = self.p_out + batch.p_out
         self.p_un = self.p_un + batch.p_un
         self.ever |= batch.ever
@@ -97,15 +111,6 @@ class PooledSums:
             hit = self.keys[pos] == keys
             out[hit] = self.vals[pos[hit]]
         return out
-
-
-def _sorted_union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Sorted unique union of two sorted unique int64 arrays."""
-    u = np.concatenate([a, b])
-    u.sort(kind="stable")
-    if u.size:
-        u = u[np.concatenate([[True], u[1:] != u[:-1]])]
-    return u
 
 
 def top_sets(
@@ -139,7 +144,11 @@ def top_sets(
     n_extra = np.where(fb > 0, u_size - np.bincount(rows[in_u], minlength=N), 0)
     cell = n_extra > 0
     pm = np.where(cell, np.maximum(pm, fb), pm)
-    tied = ties(vals, pm[rows]) & (vals > 0)
+    # ties(vals, pm[rows]) without its pair-sized temporaries: vals <= pm[rows], both >= 0, so
+    # |a - b| = b - a and max(|a|, |b|) = b, bit for bit
+    tied = pm[rows]
+    tied -= vals
+    tied = (tied <= (TIE_RTOL * pm + TIE_ATOL)[rows]) & (vals > 0)
     own = cols == rec[rows]
     c = np.bincount(rows[tied], minlength=N)
     T = np.bincount(rows[tied & own], minlength=N) > 0
@@ -156,19 +165,19 @@ def top_sets(
     }
 
 
-def candidate_pairs(keys: np.ndarray, vals: np.ndarray, bound: np.ndarray, *, n: int
-                    ) -> np.ndarray:
+def candidate_pairs(keys: np.ndarray, vals: np.ndarray, bound: np.ndarray, *, n: int,
+                    rows: np.ndarray | None = None) -> np.ndarray:
     """Mask of the stored pairs that can reach a target's top set.
 
     ``vals`` are upper bounds of the pairs' values and ``bound`` a lower bound of each target's
     largest value (same scale). A pair below ``bound`` by more than the tie tolerance can tie no
     maximum, so :func:`top_sets` gives the same ``c``, ``T`` and declared matches without it
     (the fallback-set value of a target is below each of its stored pairs', so it cannot tie
-    either). Targets with ``bound <= 0`` keep every pair.
+    either). Targets with ``bound <= 0`` keep every pair. ``rows``: ``keys // n`` when the
+    caller has it already.
     """
-    from bayes_risk._numeric import TIE_ATOL, TIE_RTOL
-
-    rows = keys // n
+    if rows is None:
+        rows = keys // n
     thr = np.where(bound > 0, bound * (1 - 2 * TIE_RTOL) - 2 * TIE_ATOL, -np.inf)
     return vals >= thr[rows]
 

@@ -1,0 +1,82 @@
+"""Accumulation of pooled sums over replicates: the merges equal the direct sums bit for bit.
+
+The posterior run accumulates (target, record) sums by merging sorted arrays; the reference is
+the plain definition (sort everything, sum each key's values with ``np.add.reduceat`` in the
+order they were added). Bitwise equality keeps the released-dataset, chunking and Dask
+equalities of ``test_identification_posterior.py`` independent of how the merge is organised.
+"""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from bayes_risk.identification._replicate_batches import _merge_pairs
+from bayes_risk.identification.uncertainty import PooledSums
+
+
+def _direct_sums(keys, vals):
+    order = np.argsort(keys, kind="stable")
+    k = keys[order]
+    starts = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))
+    return k[starts], np.add.reduceat(vals[order], starts)
+
+
+def _bits(x):
+    return np.asarray(x, dtype=np.float64).view(np.int64)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_merge_pairs_equals_summing_everything_again(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        span = int(rng.integers(1, 2000))
+        ak, av = np.zeros(0, dtype=np.int64), np.zeros(0)
+        bk, bv = ak, av
+        for _flush in range(int(rng.integers(1, 6))):
+            m = int(rng.integers(0, 4000))  # keys repeat up to thousands of times (pairwise sums)
+            k = rng.integers(0, span, m)
+            v = rng.random(m) * rng.choice([1e-3, 1.0, 1e3], m)
+            ak, av = _direct_sums(np.concatenate([ak, k]), np.concatenate([av, v])) \
+                if (ak.size or m) else (ak, av)
+            bk, bv = _merge_pairs(bk, bv, k, v)
+            np.testing.assert_array_equal(ak, bk)
+            np.testing.assert_array_equal(_bits(av), _bits(bv))
+
+
+def _reference_add(acc, batch, n):
+    """The sums of ``acc`` (keys, vals, in_u, fb) and ``batch`` by their definition."""
+    keys, vals, in_u, fb = acc
+    allk = np.union1d(keys, batch.keys)
+    old, new = np.isin(allk, keys), np.isin(allk, batch.keys)
+    u = np.zeros(allk.size, dtype=bool)
+    u[old], u[new] = in_u, batch.in_u
+    out = np.zeros(allk.size)
+    out[old] += vals
+    out[new] += batch.vals
+    rows = allk // n
+    out += np.where(~new & u, batch.fb[rows], 0.0)  # fallback mass of the unstored side
+    out += np.where(~old & u, fb[rows], 0.0)
+    return allk, out, u, fb + batch.fb
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pooled_sums_add_equals_the_definition(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        N, n = int(rng.integers(1, 30)), int(rng.integers(1, 50))
+        in_fallback = rng.random(N * n) < 0.3
+        sums = PooledSums(N, n)
+        ref = (np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0, dtype=bool), np.zeros(N))
+        for _batch in range(int(rng.integers(1, 6))):
+            k = np.unique(rng.integers(0, N * n, int(rng.integers(0, N * n // 2 + 1))))
+            batch = SimpleNamespace(
+                keys=k, vals=rng.random(k.size) * 3, in_u=in_fallback[k],
+                fb=rng.random(N) * (rng.random(N) < 0.5), p_out=rng.random(N),
+                p_un=np.zeros(N), ever=rng.random(N) < 0.5, R=2)
+            sums.add(batch)
+            ref = _reference_add(ref, batch, n)
+            np.testing.assert_array_equal(sums.keys, ref[0])
+            np.testing.assert_array_equal(_bits(sums.vals), _bits(ref[1]))
+            np.testing.assert_array_equal(sums.in_u, ref[2])
+            np.testing.assert_array_equal(sums.fb, ref[3])
