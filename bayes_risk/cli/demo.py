@@ -31,6 +31,7 @@ ACS_TARGETS = ["EDUC", "DIS"]
 def _call(argv: list[str], quiet: bool) -> None:
     """Run one sub-command; a failure stops the demo with that command's error."""
     import contextlib
+    import os
     import sys
 
     from bayes_risk.cli import main
@@ -38,8 +39,9 @@ def _call(argv: list[str], quiet: bool) -> None:
 
     if quiet:
         argv = [*argv, "--quiet"]
-    # a step's summary is progress of the demo (stderr); the demo's own summary is its report
-    with contextlib.redirect_stdout(sys.stderr):
+    # a step's summary is progress of the demo (stderr, silenced by --quiet: it names the
+    # temporary folder that becomes --out); the demo's own summary is its reports' paths
+    with open(os.devnull, "w") as null, contextlib.redirect_stdout(null if quiet else sys.stderr):
         status = main(argv)
     if status == 130:  # the step was interrupted: so is the demo
         raise KeyboardInterrupt
@@ -65,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     for rel in reports:
         _say(f"[demo] report written to {out / rel}", args.quiet)
-    if not args.quiet:
-        print("\n".join(f"{out / rel}" for rel in reports))
+    # the summary (the reports' final paths) is printed also with --quiet, as in every command
+    print("\n".join(f"{out / rel}" for rel in reports), flush=True)
     return 0
 
 

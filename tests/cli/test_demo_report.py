@@ -25,6 +25,12 @@ def test_demo_end_to_end(tmp_path, capsys):
         "--components", "8", "--tune", "60", "--draws", "120", "--quiet",
     ])
     assert status == 0
+    # the summary on stdout (also with --quiet) is the reports' final paths, never the temporary
+    # folder that became --out
+    cap = capsys.readouterr()
+    reports = [str(out / "ce/audit/report.html"), str(out / "acs/audit/report.html")]
+    assert cap.out.split() == reports
+    assert ".tmp-" not in cap.out + cap.err
     # the demo makes the releases, then each is audited by `bayes-risk audit` (one report writer)
     for f in [
         "ce/synthetic/manifest.json", "ce/audit/report.html", "ce/audit/report.md",
