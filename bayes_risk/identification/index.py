@@ -87,8 +87,110 @@ def _numpy_filter(orders, sv, prim, s, e, lo, hi, ell, centre, scale, strict, wa
     return counts, None
 
 
+def _rect_filter(orders, sv, prim, s, e, lo, hi, want_list):
+    """:func:`_numpy_filter` for rectangular windows: candidates are taken by primary column,
+    whose bounds hold by construction of its slice, so only the other columns are tested.
+
+    Same counts and (target-major, then sort-position) lists; the caller ensures that no bound
+    is NaN (a NaN bound's slice would hold the NaN values that the test rejects)."""
+    n_t = len(s)
+    q = sv.shape[1]
+    cnt = np.maximum(e - s, 0)
+    counts = np.zeros(n_t, dtype=np.int64)
+    pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for p in range(q):
+        sel = np.flatnonzero((prim == p) & (cnt > 0))
+        others = [j for j in range(q) if j != p]
+        csum = np.cumsum(cnt[sel])
+        start = 0
+        while start < len(sel):
+            base = csum[start - 1] if start > 0 else 0
+            stop = int(np.searchsorted(csum, base + _CHUNK_CANDIDATES, side="right"))
+            stop = max(stop, start + 1)
+            t = sel[start:stop]
+            c = cnt[t]
+            ends = np.cumsum(c)
+            offs = ends - c
+            pos = np.repeat(s[t] - offs, c)
+            pos += np.arange(int(ends[-1]))
+            ok = None
+            for j in others:
+                v = sv[p, j].take(pos)
+                m = v >= np.repeat(lo[t, j], c)
+                m &= v <= np.repeat(hi[t, j], c)
+                ok = m if ok is None else ok & m
+            if ok is None:
+                hit = c
+            else:  # every slice is non-empty, so reduceat sums exactly each target's slice
+                hit = np.add.reduceat(ok.view(np.uint8), offs, dtype=np.int64)
+            counts[t] = hit
+            if want_list:
+                pieces.append((t, hit, orders[p].take(pos if ok is None else pos[ok])))
+            start = stop
+    if not want_list:
+        return counts, None
+    # scatter every piece's matches to its targets' slots (target-major order)
+    out = np.empty(int(counts.sum()), dtype=np.int64)
+    first = np.cumsum(counts) - counts
+    for t, hit, recs in pieces:
+        ends = np.cumsum(hit)
+        out[np.repeat(first[t] - (ends - hit), hit) + np.arange(len(recs))] = recs
+    return counts, out
+
+
 def _filter(orders, sv, prim, s, e, lo, hi, ell, centre, scale, strict, want_list):
+    if not ell and not (np.isnan(lo).any() or np.isnan(hi).any()):
+        return _rect_filter(orders, sv, prim, s, e, lo, hi, want_list)
     return _numpy_filter(orders, sv, prim, s, e, lo, hi, ell, centre, scale, strict, want_list)
+
+
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _order_keys(x: np.ndarray) -> np.ndarray:
+    """int64 keys ordered as numpy orders the float64 values ``x`` (``-0.0 == 0.0``, every NaN
+    equal and last): integer sorts and binary searches are several times faster than float ones
+    (NaN-aware comparisons), and their results are the same."""
+    x = np.asarray(x, dtype=np.float64) + 0.0  # -0.0 + 0.0 is +0.0
+    bits = x.view(np.int64)
+    keys = np.where(bits < 0, bits ^ _INT64_MAX, bits)  # negative floats: reverse their order
+    nan = np.isnan(x)
+    if nan.any():
+        keys[nan] = _INT64_MAX
+    return keys
+
+
+def _sorted_unique(keys: np.ndarray) -> np.ndarray:
+    """``np.unique`` of int64 keys through one sort (``np.unique`` is slower at these sizes)."""
+    k = np.sort(keys)
+    if len(k) > 1:
+        k = k[np.concatenate(([True], k[1:] != k[:-1]))]
+    return k
+
+
+def _stable_order(comp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``argsort(comp, kind="stable")`` and ``comp`` in that order, for non-negative int64
+    ``comp``: one plain sort of the distinct keys ``comp · n + index`` (numpy's stable sort of
+    64-bit integers is several times slower), a stable argsort if those keys would overflow."""
+    n = len(comp)
+    if n and int(comp.max()) < _INT64_MAX // n - 1:
+        key = comp * n + np.arange(n)
+        key.sort()
+        return key % n, key // n
+    order = np.argsort(comp, kind="stable")
+    return order, comp[order]
+
+
+def _groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, return_inverse=True)`` for int64 keys >= -1 (one count per key when the
+    keys are few compared with the records, as exact keys usually are)."""
+    n = len(key)
+    if n and int(key.min()) >= -1 and int(key.max()) < 4 * n:
+        present = np.bincount(key + 1) > 0
+        lookup = np.cumsum(present) - 1
+        return np.flatnonzero(present) - 1, lookup[key + 1]
+    uk, g = np.unique(key, return_inverse=True)
+    return uk, g.astype(np.int64).ravel()
 
 
 def mixed_radix(codes: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
@@ -166,16 +268,14 @@ class ReplicateIndex:
     """Records of one replicate grouped by exact key and sorted by each radius column."""
 
     def __init__(self, rec_key: np.ndarray, vals: np.ndarray) -> None:
-        self.uk, g = np.unique(rec_key, return_inverse=True)
-        g = g.astype(np.int64).ravel()
+        self.uk, g = _groups(rec_key)
         self.key = rec_key
         self.vals = np.ascontiguousarray(vals, dtype=np.float64)
         q = self.vals.shape[0]
         n = len(rec_key)
         if q == 0:
-            order = np.argsort(g, kind="stable")
-            self.orders = order[None, :].astype(np.int64)
-            gs = g[order]
+            order, gs = _stable_order(g)
+            self.orders = order[None, :]
             self.gstart = np.searchsorted(gs, np.arange(len(self.uk)), side="left")
             self.gend = np.searchsorted(gs, np.arange(len(self.uk)), side="right")
             self.u = []
@@ -183,18 +283,19 @@ class ReplicateIndex:
             self.sv = np.zeros((1, 0, n))
             return
         self.orders = np.empty((q, n), dtype=np.int64)
+        # u[j]: the distinct values of column j as order keys (``_order_keys``); comp[j]: the
+        # composite group · (len(u[j]) + 1) + rank in the column's sort order
         self.u = []
         self.comp = []
         for j in range(q):
-            u = np.unique(self.vals[j])
-            rank = np.searchsorted(u, self.vals[j])
-            comp = g * (len(u) + 1) + rank
-            order = np.argsort(comp, kind="stable")
-            self.orders[j] = order
+            vk = _order_keys(self.vals[j])
+            u = _sorted_unique(vk)
+            rank = np.searchsorted(u, vk)
+            self.orders[j], comp = _stable_order(g * (len(u) + 1) + rank)
             self.u.append(u)
-            self.comp.append(comp[order])
+            self.comp.append(comp)
         # sv[p, j]: column j in the order of column p (contiguous candidate scans)
-        self.sv = np.ascontiguousarray(self.vals[:, self.orders].transpose(1, 0, 2))
+        self.sv = np.ascontiguousarray(np.take(self.vals, self.orders, axis=1).transpose(1, 0, 2))
 
     def group_of(self, tgt_key: np.ndarray) -> np.ndarray:
         """Dense group id of each target key (``-1``: no record has this key)."""
@@ -224,8 +325,8 @@ class ReplicateIndex:
         for j in range(q):
             u = self.u[j]
             L = len(u) + 1
-            qlo = np.searchsorted(u, lo[:, j], side="left")
-            qhi = np.searchsorted(u, hi[:, j], side="right")
+            qlo = np.searchsorted(u, _order_keys(lo[:, j]), side="left")
+            qhi = np.searchsorted(u, _order_keys(hi[:, j]), side="right")
             base = gc * L
             sj = np.searchsorted(self.comp[j], base + qlo, side="left")
             ej = np.searchsorted(self.comp[j], base + qhi, side="left")

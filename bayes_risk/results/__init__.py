@@ -7,21 +7,49 @@ imported only then) and ``structured_warnings`` (:class:`ResultWarning`: code, m
 
 The classes are defined here and re-exported where their measures live
 (``bayes_risk.AttributeRiskResult``, ``bayes_risk.attribute.AttributeRiskResult``, …).
+Names are imported on first use (PEP 562), so that a measure's module loading its own result
+class does not import every other family's (the identification command, for one, never needs
+the attribute, disclosure or utility classes).
 """
 
-from bayes_risk.results._base import RiskResult
-from bayes_risk.results._summary import ResultWarning, Summary
-from bayes_risk.results.attribute import AttributeRiskResult
-from bayes_risk.results.combining import (
-    CoefDiffResult,
-    CombinedMultivariate,
-    CombinedScalar,
-    OverlapResult,
-)
-from bayes_risk.results.disclosure import DisclosureMeasures, ReplicatedUniques
-from bayes_risk.results.identification import IdentificationResult, RadiusSweepResult
-from bayes_risk.results.utility import PMSEResult, UtilitySummary
-from bayes_risk.results.visit_orders import VisitOrderComparison
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bayes_risk.results._base import RiskResult
+    from bayes_risk.results._summary import ResultWarning, Summary
+    from bayes_risk.results.attribute import AttributeRiskResult
+    from bayes_risk.results.combining import (
+        CoefDiffResult,
+        CombinedMultivariate,
+        CombinedScalar,
+        OverlapResult,
+    )
+    from bayes_risk.results.disclosure import DisclosureMeasures, ReplicatedUniques
+    from bayes_risk.results.identification import IdentificationResult, RadiusSweepResult
+    from bayes_risk.results.utility import PMSEResult, UtilitySummary
+    from bayes_risk.results.visit_orders import VisitOrderComparison
+
+# name -> module that defines it
+_CLASSES: dict[str, str] = {
+    "RiskResult": "bayes_risk.results._base",
+    "Summary": "bayes_risk.results._summary",
+    "ResultWarning": "bayes_risk.results._summary",
+    "AttributeRiskResult": "bayes_risk.results.attribute",
+    "IdentificationResult": "bayes_risk.results.identification",
+    "RadiusSweepResult": "bayes_risk.results.identification",
+    "PMSEResult": "bayes_risk.results.utility",
+    "UtilitySummary": "bayes_risk.results.utility",
+    "CombinedScalar": "bayes_risk.results.combining",
+    "CombinedMultivariate": "bayes_risk.results.combining",
+    "OverlapResult": "bayes_risk.results.combining",
+    "CoefDiffResult": "bayes_risk.results.combining",
+    "DisclosureMeasures": "bayes_risk.results.disclosure",
+    "ReplicatedUniques": "bayes_risk.results.disclosure",
+    "VisitOrderComparison": "bayes_risk.results.visit_orders",
+}
 
 __all__ = [
     "RiskResult",
@@ -40,3 +68,15 @@ __all__ = [
     "ReplicatedUniques",
     "VisitOrderComparison",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CLASSES:
+        value = getattr(importlib.import_module(_CLASSES[name]), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    raise AttributeError(f"module 'bayes_risk.results' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
