@@ -130,7 +130,15 @@ def code_mask(s: pd.Series | np.ndarray, codes: Sequence[float]) -> np.ndarray:
 
 def missing_mask(s: pd.Series | np.ndarray, codes: Sequence[float] = ()) -> np.ndarray:
     """Boolean mask of the missing cells: empty, or one of the column's ``codes``."""
-    return np.asarray(pd.isna(s), dtype=bool) | code_mask(s, codes)
+    dtype = getattr(s, "dtype", None)
+    if isinstance(dtype, np.dtype) and dtype.kind in "biuf":
+        # plain numpy numbers: NaN is the only empty value (``pd.isna`` costs a Series per call,
+        # which the identification command pays once per column and dataset)
+        v = np.asarray(s)
+        empty = np.isnan(v) if dtype.kind == "f" else np.zeros(len(v), dtype=bool)
+    else:
+        empty = np.asarray(pd.isna(s), dtype=bool)
+    return empty | code_mask(s, codes)
 
 
 def missing_kinds(s: pd.Series | np.ndarray, codes: Sequence[float] = ()) -> np.ndarray:

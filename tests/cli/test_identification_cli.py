@@ -250,6 +250,41 @@ print(heavy)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
+def test_identification_compat_path_imports_stay_lean(tmp_path):
+    """The command as the R package's users run it (per dataset, ``--compat``, CSV in, CSV and
+    JSON out) imports no SciPy at all and none of the other measures' packages or result
+    classes (``bayes_risk.results`` is lazy): its start-up is ``import pandas`` plus the
+    identification modules."""
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(2)
+    n = 40
+    y = pd.DataFrame({"a": rng.integers(0, 3, n), "x": rng.lognormal(3, 0.5, n)})
+    y.to_csv(tmp_path / "y.csv", index=False)
+    for l in (1, 2):
+        y.assign(x=y.x * rng.lognormal(0, 0.1, n)).to_csv(tmp_path / f"z{l}.csv", index=False)
+    code = """
+import contextlib, io, sys, warnings
+warnings.simplefilter("ignore")
+from bayes_risk.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    assert main(["identification", "y.csv", "z1.csv", "z2.csv", "--known-unsynthesized", "a",
+                 "--known-synthesized", "x", "--categorical", "a", "--radius", "0.1",
+                 "--compat", "IdentificationRiskCalculation", "--quiet", "--out", "out"]) == 0
+heavy = ("scipy", "sklearn", "dask", "numba", "matplotlib", "pymc", "arviz", "bayes_risk.models",
+         "bayes_risk.attribute", "bayes_risk.utility", "bayes_risk.disclosure",
+         "bayes_risk.auditing", "bayes_risk.results.attribute", "bayes_risk.results.utility",
+         "bayes_risk.results.disclosure", "bayes_risk.results.combining",
+         "bayes_risk.results.visit_orders")
+print(sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in heavy)))
+"""
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+    assert (tmp_path / "out" / "records.csv").is_file()
+
+
 def test_write_csv_round_trip_and_mixed_fallback(tmp_path):
     """pyarrow's writer: floats read back bit for bit, booleans and missing values survive;
     a mixed-type object column (pyarrow cannot convert it) is written by pandas."""

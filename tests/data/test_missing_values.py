@@ -149,3 +149,25 @@ def test_pmse_design_wider_than_the_stacked_tables():
         warnings.simplefilter("ignore")
         r = br.pmse(o, [z], max_order=1)
     assert r.k[0] <= 2 * n and np.isfinite(r.pmse[0])
+
+
+@pytest.mark.parametrize("values", [
+    np.array([1.5, np.nan, -0.0, np.inf]),
+    np.array([3, 1, 2], dtype=np.int64),
+    np.array([True, False]),
+    pd.Series([1.0, None, 2.0]),
+    pd.Series([1, None, 3], dtype="Int64"),
+    pd.Series(["a", None, "b"]),
+    pd.Series([1, 2], dtype=np.uint8),
+])
+def test_missing_mask_equals_isna_plus_codes(values):
+    """The numpy fast path of ``missing_mask`` agrees with ``pd.isna`` (and codes add to it)."""
+    from bayes_risk.data.missing import missing_mask
+
+    want = np.asarray(pd.isna(values), dtype=bool)
+    got = missing_mask(values)
+    assert got.dtype == bool
+    np.testing.assert_array_equal(got, want)
+    if isinstance(values.dtype, np.dtype) and values.dtype.kind in "biuf":
+        coded = missing_mask(values, [2.0])
+        np.testing.assert_array_equal(coded, want | (np.asarray(values, dtype=float) == 2.0))
