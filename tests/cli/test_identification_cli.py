@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -278,10 +279,13 @@ heavy = ("scipy", "sklearn", "dask", "numba", "matplotlib", "pymc", "arviz", "ba
          "bayes_risk.results.disclosure", "bayes_risk.results.combining",
          "bayes_risk.results.visit_orders")
 print(sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in heavy)))
+import os
+print(os.environ.get("OPENBLAS_NUM_THREADS"))  # numpy loaded single-threaded, nothing leaked
 """
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                         text=True, check=True)
-    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+                         text=True, check=True, env=env)
+    assert out.stdout.split("\n")[:2] == ["[]", "None"], out.stdout + out.stderr
     assert (tmp_path / "out" / "records.csv").is_file()
 
 
