@@ -26,6 +26,10 @@ __all__ = ["mixed_radix", "TargetBounds", "target_bounds", "ReplicateIndex", "Nu
            "make_index"]
 
 _CHUNK_CANDIDATES = 1 << 22  # candidate pairs examined (or buffered) at once
+#: targets from which ``_rect_filter`` is used (its loop over the scanned columns costs more
+#: numpy calls than it saves on the few candidates of small calls, e.g. the pooled engine's
+#: chunks of targets)
+_RECT_MIN_TARGETS = 1024
 
 
 def _nb():
@@ -139,8 +143,6 @@ def _rect_filter(orders, sv, prim, s, e, lo, hi, want_list):
 
 
 def _filter(orders, sv, prim, s, e, lo, hi, ell, centre, scale, strict, want_list):
-    if not ell and not (np.isnan(lo).any() or np.isnan(hi).any()):
-        return _rect_filter(orders, sv, prim, s, e, lo, hi, want_list)
     return _numpy_filter(orders, sv, prim, s, e, lo, hi, ell, centre, scale, strict, want_list)
 
 
@@ -322,11 +324,12 @@ class ReplicateIndex:
             return s.astype(np.int64), e.astype(np.int64)
         s = np.empty((N, q), dtype=np.int64)
         e = np.empty((N, q), dtype=np.int64)
+        klo, khi = _order_keys(lo), _order_keys(hi)
         for j in range(q):
             u = self.u[j]
             L = len(u) + 1
-            qlo = np.searchsorted(u, _order_keys(lo[:, j]), side="left")
-            qhi = np.searchsorted(u, _order_keys(hi[:, j]), side="right")
+            qlo = np.searchsorted(u, klo[:, j], side="left")
+            qhi = np.searchsorted(u, khi[:, j], side="right")
             base = gc * L
             sj = np.searchsorted(self.comp[j], base + qlo, side="left")
             ej = np.searchsorted(self.comp[j], base + qhi, side="left")
@@ -357,6 +360,9 @@ class ReplicateIndex:
         prim = np.argmin(cnt, axis=1)
         ar = np.arange(len(prim))
         sp_, ep_ = s[ar, prim], e[ar, prim]
+        if (len(prim) >= _RECT_MIN_TARGETS and not b.ellipse
+                and not (np.isnan(b.lo).any() or np.isnan(b.hi).any())):
+            return _rect_filter(self.orders, self.sv, prim, sp_, ep_, b.lo, b.hi, want_list)
         return _filter(
             self.orders, self.sv, prim, sp_, ep_, b.lo, b.hi, b.ellipse, b.centre, b.scale,
             b.strict, want_list,

@@ -79,7 +79,8 @@ def index_problems(draw):
     lo, hi = centre - half, centre + half
     lo[np.isinf(centre)] = hi[np.isinf(centre)] = np.inf  # a missing target value
     chunk = draw(st.sampled_from([1, 3, 1 << 22]))
-    return key, vals, tkey, lo, hi, centre, half, chunk
+    rect_min = draw(st.sampled_from([1, 1 << 20]))
+    return key, vals, tkey, lo, hi, centre, half, chunk, rect_min
 
 
 @settings(deadline=None, max_examples=200)
@@ -88,12 +89,13 @@ def test_replicate_index_matches_brute_force(prob):
     """Counts and match lists (target-major) equal a brute-force scan, whatever the chunking;
     record values may be NaN or infinite (bounds are never NaN: a missing target value has the
     window [inf, inf])."""
-    key, vals, tkey, lo, hi, centre, half, chunk = prob
+    key, vals, tkey, lo, hi, centre, half, chunk, rect_min = prob
     q = vals.shape[0]
     b = TargetBounds(lo, hi, centre, half, False, False)
     idx = ReplicateIndex(key, vals)
-    saved = index._CHUNK_CANDIDATES
+    saved = index._CHUNK_CANDIDATES, index._RECT_MIN_TARGETS
     index._CHUNK_CANDIDATES = chunk
+    index._RECT_MIN_TARGETS = rect_min  # 1: the rectangle filter; large: the general one
     try:
         counts, recs = idx.match(tkey, b, True)
         counts_only, _ = idx.match(tkey, b, False)
@@ -107,7 +109,7 @@ def test_replicate_index_matches_brute_force(prob):
             np.testing.assert_array_equal(got[0], want[0])
             np.testing.assert_array_equal(got[1], want[1])
     finally:
-        index._CHUNK_CANDIDATES = saved
+        index._CHUNK_CANDIDATES, index._RECT_MIN_TARGETS = saved
     np.testing.assert_array_equal(counts, counts_only)
     start = 0
     for i in range(len(tkey)):
