@@ -10,12 +10,14 @@
    run. Reference: NPBayesImputeCat's single-threaded call takes 7.5–7.8 s wall and 136–170 MiB
    (issue 15); target: at most half its time (3.8 s wall on an idle machine), at most 200 MiB
    beyond the interpreter.
+   ``--stages``: the one-chain command's steps in one fresh process, CPU seconds (all threads)
+   and peak RSS after each (``getrusage``), and which heavy modules it imported.
 2. The neighbourhood kernel (one-variable-different candidates) for n = 10,000 ACS-like records
    (``make_acs_like``), p = 14, K = 30, H = 1,000 posterior draws (from a short Gibbs fit),
    computed in record chunks. Target < 60 s.
 
 Run: ``.venv/bin/python benchmarks/bench_dpmpm.py [--skip-fit] [--skip-neighbourhood]
-[--runs 3] [--skip-defaults]``. Prints tables; never asserts timings.
+[--runs 3] [--skip-defaults] [--stages]``. Prints tables; never asserts timings.
 """
 
 from __future__ import annotations
@@ -42,6 +44,92 @@ _VIA_PYMC = (
     "r.gibbs_posterior = functools.partial(r.gibbs_posterior, via_pymc=True); "
     "from bayes_risk.cli import console_main; sys.exit(console_main())"
 )
+
+
+# the steps of `bayes-risk fit ... --chains 1 --tune 500 --draws 500` (cli/fit.py) one by one
+_STAGES = r"""
+import json, resource, sys, tempfile, time
+rows = []
+def mark(name):
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    rows.append((name, r.ru_utime + r.ru_stime, r.ru_maxrss / 1024, time.perf_counter()))
+mark("interpreter")
+import pandas
+mark("interpreter + import pandas")
+import argparse
+from bayes_risk.cli._common import read_records_table
+from bayes_risk.cli.fit import _schema
+from bayes_risk.models.dpmpm import DPMPM
+path, cols = sys.argv[1], sys.argv[2:]
+df = read_records_table(path, "ORIGINAL")
+args = argparse.Namespace(method="dpmpm", categorical=cols, ordinal=[], count=[], continuous=[],
+                          synthesize=None, columns=None)
+schema = _schema(df, args)
+mark("read the CSV, schema, import the DPMPM module")
+import bayes_risk.models._dpmpm_run, bayes_risk.models._dpmpm_step
+mark("import the step class (numba, kernels)")
+import numpy as np
+from bayes_risk.models import _dpmpm_kernels as kern
+kern.counts(np.zeros((2, 1), np.int64), np.zeros(2, np.int64), np.zeros(1, np.int64), 1, 1)
+mark("first call of a compiled kernel")
+model = DPMPM(n_components=80, tune=500, draws=500, chains=1, random_seed=1, progressbar=False)
+set_fitted, report = DPMPM._set_fitted, DPMPM.convergence_report
+def _set_fitted(self, *a, **k):
+    mark("1,000 sweeps and the DataTree")
+    set_fitted(self, *a, **k)
+    mark("_set_fitted (caches, fingerprint)")
+def _report(self, *a, **k):
+    out = report(self, *a, **k)
+    mark("convergence report (R-hat, ESS)")
+    return out
+DPMPM._set_fitted, DPMPM.convergence_report = _set_fitted, _report
+import warnings
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    model.fit(df, schema=schema, random_seed=1)
+with tempfile.TemporaryDirectory() as tmp:
+    model.save(tmp + "/m")
+mark("saving (NetCDF, JSON)")
+heavy = [m for m in ("pymc", "pytensor", "scipy.stats", "scipy.linalg", "arviz_stats")
+         if m in sys.modules]
+print(json.dumps({"rows": rows, "heavy": heavy,
+                  "alpha": float(model.posterior_["posterior"]["alpha"].mean()),
+                  "k": float(model.posterior_["sample_stats"]["k_occupied"].mean())}))
+"""
+
+
+def bench_stages(runs: int = 3) -> None:
+    """The one-chain command's stages in a fresh process (CPU s and peak RSS after each)."""
+    import subprocess
+
+    if not NY.is_file():
+        print(f"skipping the stage benchmark: {NY} not found", file=sys.stderr)
+        return
+    work = Path(tempfile.mkdtemp(prefix="bench-dpmpm-"))
+    try:
+        print(f"load average at start: {os.getloadavg()}")
+        res = []
+        for _ in range(runs + 1):  # the first run warms numba's cache and the page cache
+            out = subprocess.run([sys.executable, "-c", _STAGES, str(NY), *NY_COLUMNS],
+                                 capture_output=True, text=True, cwd=work, check=True)
+            res.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        res = res[1:]
+        print(f"load average at the end: {os.getloadavg()}")
+        print(f"\nstages of the one-chain fit ({runs} runs; CPU s of the stage min / median, "
+              "peak RSS MiB after it, max)")
+        names = [r[0] for r in res[0]["rows"]]
+        for i, name in enumerate(names):
+            cpu = [r["rows"][i][1] - (r["rows"][i - 1][1] if i else 0.0) for r in res]
+            rss = max(r["rows"][i][2] for r in res)
+            print(f"  {name:<48} {min(cpu):6.2f} / {_median(cpu):5.2f} {rss:8.0f}")
+        tot = [r["rows"][-1][1] for r in res]
+        wall = [r["rows"][-1][3] - r["rows"][0][3] for r in res]
+        print(f"  {'total CPU s (wall s after start-up)':<48} {min(tot):6.2f} / {_median(tot):5.2f}"
+              f"  ({min(wall):.2f} / {_median(wall):.2f})")
+        print(f"  heavy modules imported: {res[0]['heavy']}; mean alpha {res[0]['alpha']:.3f}, "
+              f"mean k* {res[0]['k']:.2f}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _median(xs: list[float]) -> float:
@@ -136,10 +224,14 @@ def main() -> None:
     ap.add_argument("--skip-fit", action="store_true")
     ap.add_argument("--skip-defaults", action="store_true")
     ap.add_argument("--skip-neighbourhood", action="store_true")
+    ap.add_argument("--stages", action="store_true",
+                    help="the one-chain command's stages (CPU, peak RSS) in one process")
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}")
+    if args.stages:
+        bench_stages(args.runs)
     if not args.skip_fit:
         bench_fit(args.runs, defaults=not args.skip_defaults)
     if not args.skip_neighbourhood:
