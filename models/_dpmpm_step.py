@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 
+import numba
 import numpy as np
 
 from bayes_risk.models import _dpmpm_kernels as kern
@@ -59,20 +60,38 @@ class DPMPMGibbs:
         # ``model`` and ``blocked`` are PyMC's step arguments (pymc_step); the sweep reads neither
         self.vars = vars
         self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-        self.codes = np.ascontiguousarray(codes, dtype=np.int64)
+        codes = np.ascontiguousarray(codes, dtype=np.int64)
         self.d = np.asarray(d, dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(self.d)[:-1]]).astype(np.int64)
         self.L = int(self.d.sum())
         self.K = int(n_components)
         self.a_alpha, self.b_alpha = alpha_prior
         self.prior = float(dirichlet_prior)
+        self.zeros = zeros  # structural zeros (models._dpmpm_zeros) or None
+        # The sweep holds the records (codes, y, z) in its own order, sorted by pattern so that
+        # the class step shares partial products (kern.class_step); the random numbers are
+        # drawn per record of the data as before and mapped (same seed, same draws). With
+        # structural zeros the data order is kept (the augmentation draws per record in it).
+        n = len(codes)
+        if zeros is None:
+            self.rec = kern.sorted_patterns(codes)[0]  # rec[r]: data position of record r
+            self.codes = np.ascontiguousarray(codes[self.rec])
+        else:
+            self.rec, self.codes = np.arange(n, dtype=np.int64), codes
+        self.lcp = kern.shared_prefix(self.codes)
         mi, mj = np.nonzero(self.codes < 0)
         self.miss_i = mi.astype(np.int64)
         self.miss_j = mj.astype(np.int64)
+        self.miss_ptr = np.searchsorted(self.miss_i, np.arange(n + 1))  # record r's entries
+        # missing entry m here is entry u_pos[m] in the data's row-major order of missing entries
+        pos = np.full(codes.shape, -1, dtype=np.int64)
+        pos[codes < 0] = np.arange(self.miss_i.size)
+        self.u_pos = pos[self.rec][self.miss_i, self.miss_j]
+        self._sorted = zeros is None
         self._y = None
         self._z = None
         self._sticks = None  # (log V, log(1 - V)) of the last sweep, for the label moves
-        self.zeros = zeros  # structural zeros (models._dpmpm_zeros) or None
+        self._counts = None  # (n_k, c[L, K]) of the current (z, y): class_step computes them
         self._aug = None
 
     def setup_chain(self, rng, tune, draws):
@@ -81,6 +100,11 @@ class DPMPMGibbs:
         self._y = None
         self._z = None
         self._sticks = None  # (log V, log(1 - V)) of the last sweep, for the label moves
+        self._counts = None
+
+    def _mapped(self, draws: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """Per-record draws made in the data's order, in the sweep's order of records."""
+        return draws[positions] if self._sorted else draws
 
     def stop_tuning(self):
         """End of the warm-up (as PyMC's ``BlockedStep.stop_tuning``)."""
@@ -95,7 +119,7 @@ class DPMPMGibbs:
             y = self.codes.copy()
             if self.miss_i.size:
                 y[self.miss_i, self.miss_j] = np.floor(
-                    rng.random(self.miss_i.size) * self.d[self.miss_j]
+                    self._mapped(rng.random(self.miss_i.size), self.u_pos) * self.d[self.miss_j]
                 ).astype(np.int64)
             self._y = y
             # over-dispersed start, every class occupied (as NPBayesImputeCat): with the label
@@ -103,21 +127,34 @@ class DPMPMGibbs:
             # a start with a few classes (a prior draw) left chains on NYexample at 8–15 classes
             # and a data log-likelihood ~4,000 below the ~30-class region after 1,500 sweeps
             alpha = float(np.clip(rng.gamma(self.a_alpha, 1.0 / self.b_alpha), 0.5, 5.0))
-            self._z = rng.integers(0, K, size=n).astype(np.int64)
+            self._z = self._mapped(rng.integers(0, K, size=n).astype(np.int64), self.rec)
             self._aug = None if self.zeros is None else Augmentation(self.zeros, self.codes)
             if self._aug is not None:
                 self._aug.init_imputations(self._y, rng)
         else:
             alpha = float(point["alpha"])
             if K > 1 and self._sticks is not None:
-                nk0 = np.bincount(self._z, minlength=K)
+                if self._counts is not None:
+                    nk0 = self._counts[0]
+                else:
+                    nk0 = np.bincount(self._z, minlength=K)
                 if self._aug is not None:
                     nk0 = nk0 + self._aug.class_sizes(K)
                 new_label = label_switch_moves(nk0, *self._sticks, rng)
                 self._z = new_label[self._z]
+                if self._counts is not None:  # the counts follow the labels (exact)
+                    nk, c = self._counts
+                    self._counts = (np.empty_like(nk), np.empty_like(c))
+                    self._counts[0][new_label] = nk
+                    self._counts[1][:, new_label] = c
                 if self._aug is not None:
                     self._aug.relabel(new_label)
-        nk, c = kern.counts(self._y, self._z, self.offsets, L, K)
+        # the counts of the current (z, y): from the last class step (a move that changes z or
+        # y must update them or set self._counts = None), else counted afresh
+        if self._counts is not None:
+            nk, c = self._counts
+        else:
+            nk, c = kern.counts(self._y, self._z, self.offsets, L, K)
         if self._aug is not None:  # the records the unrestricted model put in S
             self._aug.add_counts(nk, c, self.offsets)
         if K > 1 and self._sticks is not None:
@@ -151,14 +188,16 @@ class DPMPMGibbs:
             new[f"phi_{j}"] = np.ascontiguousarray(phi[a:b].T)
         # step 1 for the next sweep, at the new parameters
         logphi = np.log(phi)
-        u_z = rng.random(n)
-        u_y = rng.random(self.miss_i.size)
-        ll = kern.class_step(
-            self.codes, self.offsets, logphi, phi, log_pi, u_z,
-            self.miss_i, self.miss_j, u_y, self._y, self._z,
+        u_z = self._mapped(rng.random(n), self.rec)
+        u_y = self._mapped(rng.random(self.miss_i.size), self.u_pos)
+        ll, nk_new, c_new = kern.class_step(
+            self.codes, self.lcp, self.rec, self.offsets, logphi, phi, log_pi, u_z,
+            self.miss_ptr, self.miss_j, u_y, self._y, self._z, 4 * numba.get_num_threads(),
         )
+        self._counts = (nk_new, c_new)
         if self._aug is not None:  # truncation: fix imputations, draw augmented records
             ll -= n * self._aug.step(self._y, self._z, phi, log_pi, rng)
+            self._counts = None  # the step may redraw classes and imputations
         stats = {"loglik": float(ll), "k_occupied": int(np.count_nonzero(nk))}
         return new, [stats]
 
