@@ -17,7 +17,9 @@
    computed in record chunks. Target < 60 s.
 
 Run: ``.venv/bin/python benchmarks/bench_dpmpm.py [--skip-fit] [--skip-neighbourhood]
-[--runs 3] [--skip-defaults] [--stages]``. Prints tables; never asserts timings.
+[--runs 3] [--skip-defaults] [--skip-pymc] [--stages] [--baseline OTHER/.venv/bin/python]``
+(``--baseline``: the same cases in another installation, alternating with this one's).
+Prints tables; never asserts timings.
 """
 
 from __future__ import annotations
@@ -98,36 +100,42 @@ print(json.dumps({"rows": rows, "heavy": heavy,
 """
 
 
-def bench_stages(runs: int = 3) -> None:
-    """The one-chain command's stages in a fresh process (CPU s and peak RSS after each)."""
+def bench_stages(runs: int = 3, baseline: str | None = None) -> None:
+    """The one-chain command's stages in fresh processes (CPU s and peak RSS after each);
+    with ``baseline`` (another installation's Python) the two alternate run by run."""
     import subprocess
 
     if not NY.is_file():
         print(f"skipping the stage benchmark: {NY} not found", file=sys.stderr)
         return
+    pythons = {"this": sys.executable}
+    if baseline:
+        pythons["baseline"] = baseline
     work = Path(tempfile.mkdtemp(prefix="bench-dpmpm-"))
     try:
         print(f"load average at start: {os.getloadavg()}")
-        res = []
-        for _ in range(runs + 1):  # the first run warms numba's cache and the page cache
-            out = subprocess.run([sys.executable, "-c", _STAGES, str(NY), *NY_COLUMNS],
-                                 capture_output=True, text=True, cwd=work, check=True)
-            res.append(json.loads(out.stdout.strip().splitlines()[-1]))
-        res = res[1:]
+        res: dict[str, list[dict]] = {k: [] for k in pythons}
+        for rnd in range(runs + 1):  # the first round warms numba's cache and the page cache
+            for k, py in pythons.items():
+                out = subprocess.run([py, "-c", _STAGES, str(NY), *NY_COLUMNS],
+                                     capture_output=True, text=True, cwd=work, check=True)
+                if rnd:
+                    res[k].append(json.loads(out.stdout.strip().splitlines()[-1]))
         print(f"load average at the end: {os.getloadavg()}")
-        print(f"\nstages of the one-chain fit ({runs} runs; CPU s of the stage min / median, "
-              "peak RSS MiB after it, max)")
-        names = [r[0] for r in res[0]["rows"]]
-        for i, name in enumerate(names):
-            cpu = [r["rows"][i][1] - (r["rows"][i - 1][1] if i else 0.0) for r in res]
-            rss = max(r["rows"][i][2] for r in res)
-            print(f"  {name:<48} {min(cpu):6.2f} / {_median(cpu):5.2f} {rss:8.0f}")
-        tot = [r["rows"][-1][1] for r in res]
-        wall = [r["rows"][-1][3] - r["rows"][0][3] for r in res]
-        print(f"  {'total CPU s (wall s after start-up)':<48} {min(tot):6.2f} / {_median(tot):5.2f}"
-              f"  ({min(wall):.2f} / {_median(wall):.2f})")
-        print(f"  heavy modules imported: {res[0]['heavy']}; mean alpha {res[0]['alpha']:.3f}, "
-              f"mean k* {res[0]['k']:.2f}")
+        for k, rs in res.items():
+            print(f"\n{k} ({pythons[k]}): stages of the one-chain fit ({runs} runs; CPU s of "
+                  "the stage min / median, peak RSS MiB after it, max)")
+            names = [r[0] for r in rs[0]["rows"]]
+            for i, name in enumerate(names):
+                cpu = [r["rows"][i][1] - (r["rows"][i - 1][1] if i else 0.0) for r in rs]
+                rss = max(r["rows"][i][2] for r in rs)
+                print(f"  {name:<48} {min(cpu):6.2f} / {_median(cpu):5.2f} {rss:8.0f}")
+            tot = [r["rows"][-1][1] for r in rs]
+            wall = [r["rows"][-1][3] - r["rows"][0][3] for r in rs]
+            print(f"  {'total CPU s (wall s after start-up)':<48} {min(tot):6.2f} / "
+                  f"{_median(tot):5.2f}  ({min(wall):.2f} / {_median(wall):.2f})")
+            print(f"  heavy modules imported: {rs[0]['heavy']}; mean alpha {rs[0]['alpha']:.3f}, "
+                  f"mean k* {rs[0]['k']:.2f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -138,7 +146,8 @@ def _median(xs: list[float]) -> float:
     return xs[k // 2] if k % 2 else 0.5 * (xs[k // 2 - 1] + xs[k // 2])
 
 
-def bench_fit(runs: int = 3, defaults: bool = True) -> None:
+def bench_fit(runs: int = 3, defaults: bool = True, baseline: str | None = None,
+              via_pymc: bool = True) -> None:
     if not NY.is_file():
         print(f"skipping the fit benchmark: {NY} not found", file=sys.stderr)
         return
@@ -155,10 +164,17 @@ def bench_fit(runs: int = 3, defaults: bool = True) -> None:
         "one chain, 500 + 500 sweeps, via pm.sample": [py, "-c", _VIA_PYMC, *args, *one],
         "one chain, 500 + 500 sweeps, direct loop": [exe, *args, *one],
     }
+    if baseline:  # the same command in another installation (e.g. before a change)
+        bexe = shutil.which("bayes-risk", path=str(Path(baseline).parent)) or "bayes-risk"
+        cases["one chain, 500 + 500 sweeps, direct loop, baseline"] = [bexe, *args, *one]
     if defaults:
         cases["defaults (2 chains x 1500 sweeps, parallel), via pm.sample"] = [
             py, "-c", _VIA_PYMC, *args]
         cases["defaults (2 chains x 1500 sweeps, parallel), direct loop"] = [exe, *args]
+        if baseline:
+            cases["defaults, direct loop, baseline"] = [bexe, *args]
+    if not via_pymc:
+        cases = {k: v for k, v in cases.items() if "pm.sample" not in k}
     try:
         print(f"load average at start: {os.getloadavg()}")
         res: dict[str, list[dict]] = {k: [] for k in cases}
@@ -226,14 +242,20 @@ def main() -> None:
     ap.add_argument("--skip-neighbourhood", action="store_true")
     ap.add_argument("--stages", action="store_true",
                     help="the one-chain command's stages (CPU, peak RSS) in one process")
+    ap.add_argument("--baseline", metavar="PYTHON",
+                    help="another installation's Python (e.g. before a change): its runs "
+                         "alternate with this one's")
+    ap.add_argument("--skip-pymc", action="store_true",
+                    help="leave out the cases run through pm.sample")
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}")
     if args.stages:
-        bench_stages(args.runs)
+        bench_stages(args.runs, args.baseline)
     if not args.skip_fit:
-        bench_fit(args.runs, defaults=not args.skip_defaults)
+        bench_fit(args.runs, defaults=not args.skip_defaults, baseline=args.baseline,
+                  via_pymc=not args.skip_pymc)
     if not args.skip_neighbourhood:
         rows = bench_neighbourhood()
         width = max(len(r[0]) for r in rows)
