@@ -106,12 +106,18 @@ def class_step(  # pragma: no cover - numba
     pi = np.empty(K)
     for k in range(K):
         pi[k] = math.exp(log_pi[k])
+    phi_t = np.empty((K, L))  # φ by class: the imputations read one class's levels
+    for row in range(L):
+        for k in range(K):
+            phi_t[k, row] = phi[row, k]
     ll = np.empty(n)
     nks = np.zeros((nchunks, K), dtype=np.int64)
     cs = np.zeros((nchunks, L, K))
     size = (n + nchunks - 1) // nchunks
     for ch in prange(nchunks):
         w = np.empty(K)
+        cum = np.empty(K)  # cum[k] = w[0] + ... + w[k], summed in order, for k < upto
+        upto = 0
         pre = np.empty((p, K))  # pre[j + 1]: product over the observed columns <= j; pre[0] = π
         at = np.empty(p, dtype=np.int64)  # row of pre holding the product over columns < j
         for k in range(K):
@@ -123,6 +129,7 @@ def class_step(  # pragma: no cover - numba
         for r in range(ch * size, min(n, (ch + 1) * size)):
             depth = lcp[r] if r > ch * size else 0
             if depth < p:  # weights of a new pattern, from the shared prefix
+                upto = 0
                 at[0] = 0
                 for j in range(depth, p):
                     src = pre[at[j]]
@@ -167,14 +174,24 @@ def class_step(  # pragma: no cover - numba
                         s += w[k]
                     lli = mx + math.log(s)
             ll[rec[r]] = lli
+            # the first class whose cumulative weight reaches t: the running sums of a pattern
+            # are kept, so that records of the same pattern compare before adding further
             t = u_z[r] * s
-            acc = 0.0
-            zi = K - 1
-            for k in range(K):
-                acc += w[k]
-                if acc >= t and w[k] > 0.0:
+            zi = -1
+            for k in range(upto):
+                if cum[k] >= t and w[k] > 0.0:
                     zi = k
                     break
+            if zi < 0:
+                zi = K - 1
+                acc = cum[upto - 1] if upto > 0 else 0.0
+                for k in range(upto, K):
+                    acc += w[k]
+                    cum[k] = acc
+                    upto = k + 1
+                    if acc >= t and w[k] > 0.0:
+                        zi = k
+                        break
             z[r] = zi
             for m in range(miss_ptr[r], miss_ptr[r + 1]):  # missing entries given the class
                 j = miss_j[m]
@@ -184,7 +201,7 @@ def class_step(  # pragma: no cover - numba
                 acc = 0.0
                 c_new = d - 1
                 for c in range(d):
-                    acc += phi[base + c, zi]
+                    acc += phi_t[zi, base + c]
                     if acc >= tm:
                         c_new = c
                         break
