@@ -73,6 +73,58 @@ def shared_prefix(codes: np.ndarray) -> np.ndarray:
     return lcp
 
 
+@njit(cache=True, inline="always")
+def _prefix_products(codes, r, depth, offsets, phi, pre, at, w):  # pragma: no cover - numba
+    """Class weights ``w[k] = π_k Π_j φ_kj[codes[r, j]]`` (observed columns) of record ``r``,
+    from ``pre`` (partial products, ``pre[0] = π``; ``at[j]``: the row holding the product over
+    the columns before ``j``), valid up to column ``depth``; updates ``pre`` and ``at``."""
+    p = codes.shape[1]
+    K = w.shape[0]
+    at[0] = 0
+    for j in range(depth, p):
+        src = pre[at[j]]
+        c = codes[r, j]
+        if j < p - 1:
+            if c >= 0:
+                ph = phi[offsets[j] + c]
+                dst = pre[j + 1]
+                for k in range(K):
+                    dst[k] = src[k] * ph[k]
+                at[j + 1] = j + 1
+            else:
+                at[j + 1] = at[j]
+        else:
+            for k in range(K):
+                w[k] = src[k]
+            if c >= 0:
+                ph = phi[offsets[j] + c]
+                for k in range(K):
+                    w[k] *= ph[k]
+
+
+@njit(cache=True, inline="always")
+def _impute_and_count(r, zi, offsets, phi_t, miss_ptr, miss_j, u_y, y, nk, cnt):  # pragma: no cover
+    """Record ``r``'s missing entries drawn from ``φ_{zi j}`` (``phi_t[k, row]``), then its
+    class and levels added to the counts ``nk``, ``cnt[L, K]``."""
+    p = y.shape[1]
+    L = phi_t.shape[1]
+    for m in range(miss_ptr[r], miss_ptr[r + 1]):
+        j = miss_j[m]
+        base = offsets[j]
+        d = (offsets[j + 1] if j + 1 < p else L) - base
+        acc = 0.0
+        c_new = d - 1
+        for c in range(d):
+            acc += phi_t[zi, base + c]
+            if acc >= u_y[m]:
+                c_new = c
+                break
+        y[r, j] = c_new
+    nk[zi] += 1
+    for j in range(p):
+        cnt[offsets[j] + y[r, j], zi] += 1.0
+
+
 @njit(cache=True, parallel=True, fastmath={"reassoc", "contract", "arcp", "nsz"})
 def class_step(  # pragma: no cover - numba
     codes, lcp, rec, offsets, logphi, phi, log_pi, u_z, miss_ptr, miss_j, u_y, y, z, nchunks
@@ -130,26 +182,7 @@ def class_step(  # pragma: no cover - numba
             depth = lcp[r] if r > ch * size else 0
             if depth < p:  # weights of a new pattern, from the shared prefix
                 upto = 0
-                at[0] = 0
-                for j in range(depth, p):
-                    src = pre[at[j]]
-                    c = codes[r, j]
-                    if j < p - 1:
-                        if c >= 0:
-                            ph = phi[offsets[j] + c]
-                            dst = pre[j + 1]
-                            for k in range(K):
-                                dst[k] = src[k] * ph[k]
-                            at[j + 1] = j + 1
-                        else:
-                            at[j + 1] = at[j]
-                    else:
-                        for k in range(K):
-                            w[k] = src[k]
-                        if c >= 0:
-                            ph = phi[offsets[j] + c]
-                            for k in range(K):
-                                w[k] *= ph[k]
+                _prefix_products(codes, r, depth, offsets, phi, pre, at, w)
                 s = 0.0
                 for k in range(K):
                     s += w[k]
@@ -193,22 +226,7 @@ def class_step(  # pragma: no cover - numba
                         zi = k
                         break
             z[r] = zi
-            for m in range(miss_ptr[r], miss_ptr[r + 1]):  # missing entries given the class
-                j = miss_j[m]
-                base = offsets[j]
-                d = (offsets[j + 1] if j + 1 < p else L) - base
-                tm = u_y[m]
-                acc = 0.0
-                c_new = d - 1
-                for c in range(d):
-                    acc += phi_t[zi, base + c]
-                    if acc >= tm:
-                        c_new = c
-                        break
-                y[r, j] = c_new
-            nk[zi] += 1
-            for j in range(p):
-                cnt[offsets[j] + y[r, j], zi] += 1.0
+            _impute_and_count(r, zi, offsets, phi_t, miss_ptr, miss_j, u_y, y, nk, cnt)
     total = 0.0
     for i in range(n):
         total += ll[i]
