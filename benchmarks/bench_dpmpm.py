@@ -10,12 +10,16 @@
    run. Reference: NPBayesImputeCat's single-threaded call takes 7.5–7.8 s wall and 136–170 MiB
    (issue 15); target: at most half its time (3.8 s wall on an idle machine), at most 200 MiB
    beyond the interpreter.
+   ``--stages``: the one-chain command's steps in one fresh process, CPU seconds (all threads)
+   and peak RSS after each (``getrusage``), and which heavy modules it imported.
 2. The neighbourhood kernel (one-variable-different candidates) for n = 10,000 ACS-like records
    (``make_acs_like``), p = 14, K = 30, H = 1,000 posterior draws (from a short Gibbs fit),
    computed in record chunks. Target < 60 s.
 
 Run: ``.venv/bin/python benchmarks/bench_dpmpm.py [--skip-fit] [--skip-neighbourhood]
-[--runs 3] [--skip-defaults]``. Prints tables; never asserts timings.
+[--runs 3] [--skip-defaults] [--skip-pymc] [--stages] [--baseline OTHER/.venv/bin/python]``
+(``--baseline``: the same cases in another installation, alternating with this one's).
+Prints tables; never asserts timings.
 """
 
 from __future__ import annotations
@@ -44,13 +48,106 @@ _VIA_PYMC = (
 )
 
 
+# the steps of `bayes-risk fit ... --chains 1 --tune 500 --draws 500` (cli/fit.py) one by one
+_STAGES = r"""
+import json, resource, sys, tempfile, time
+rows = []
+def mark(name):
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    rows.append((name, r.ru_utime + r.ru_stime, r.ru_maxrss / 1024, time.perf_counter()))
+mark("interpreter")
+import pandas
+mark("interpreter + import pandas")
+import argparse
+from bayes_risk.cli._common import read_records_table
+from bayes_risk.cli.fit import _schema
+from bayes_risk.models.dpmpm import DPMPM
+path, cols = sys.argv[1], sys.argv[2:]
+df = read_records_table(path, "ORIGINAL")
+args = argparse.Namespace(method="dpmpm", categorical=cols, ordinal=[], count=[], continuous=[],
+                          synthesize=None, columns=None)
+schema = _schema(df, args)
+mark("read the CSV, schema, import the DPMPM module")
+import bayes_risk.models._dpmpm_run, bayes_risk.models._dpmpm_step
+mark("import the step class (numba, kernels)")
+import numpy as np
+from bayes_risk.models import _dpmpm_kernels as kern
+kern.counts(np.zeros((2, 1), np.int64), np.zeros(2, np.int64), np.zeros(1, np.int64), 1, 1)
+mark("first call of a compiled kernel")
+model = DPMPM(n_components=80, tune=500, draws=500, chains=1, random_seed=1, progressbar=False)
+set_fitted, report = DPMPM._set_fitted, DPMPM.convergence_report
+def _set_fitted(self, *a, **k):
+    mark("1,000 sweeps and the DataTree")
+    set_fitted(self, *a, **k)
+    mark("_set_fitted (caches, fingerprint)")
+def _report(self, *a, **k):
+    out = report(self, *a, **k)
+    mark("convergence report (R-hat, ESS)")
+    return out
+DPMPM._set_fitted, DPMPM.convergence_report = _set_fitted, _report
+import warnings
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    model.fit(df, schema=schema, random_seed=1)
+with tempfile.TemporaryDirectory() as tmp:
+    model.save(tmp + "/m")
+mark("saving (NetCDF, JSON)")
+heavy = [m for m in ("pymc", "pytensor", "scipy.stats", "scipy.linalg", "arviz_stats")
+         if m in sys.modules]
+print(json.dumps({"rows": rows, "heavy": heavy,
+                  "alpha": float(model.posterior_["posterior"]["alpha"].mean()),
+                  "k": float(model.posterior_["sample_stats"]["k_occupied"].mean())}))
+"""
+
+
+def bench_stages(runs: int = 3, baseline: str | None = None) -> None:
+    """The one-chain command's stages in fresh processes (CPU s and peak RSS after each);
+    with ``baseline`` (another installation's Python) the two alternate run by run."""
+    import subprocess
+
+    if not NY.is_file():
+        print(f"skipping the stage benchmark: {NY} not found", file=sys.stderr)
+        return
+    pythons = {"this": sys.executable}
+    if baseline:
+        pythons["baseline"] = baseline
+    work = Path(tempfile.mkdtemp(prefix="bench-dpmpm-"))
+    try:
+        print(f"load average at start: {os.getloadavg()}")
+        res: dict[str, list[dict]] = {k: [] for k in pythons}
+        for rnd in range(runs + 1):  # the first round warms numba's cache and the page cache
+            for k, py in pythons.items():
+                out = subprocess.run([py, "-c", _STAGES, str(NY), *NY_COLUMNS],
+                                     capture_output=True, text=True, cwd=work, check=True)
+                if rnd:
+                    res[k].append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(f"load average at the end: {os.getloadavg()}")
+        for k, rs in res.items():
+            print(f"\n{k} ({pythons[k]}): stages of the one-chain fit ({runs} runs; CPU s of "
+                  "the stage min / median, peak RSS MiB after it, max)")
+            names = [r[0] for r in rs[0]["rows"]]
+            for i, name in enumerate(names):
+                cpu = [r["rows"][i][1] - (r["rows"][i - 1][1] if i else 0.0) for r in rs]
+                rss = max(r["rows"][i][2] for r in rs)
+                print(f"  {name:<48} {min(cpu):6.2f} / {_median(cpu):5.2f} {rss:8.0f}")
+            tot = [r["rows"][-1][1] for r in rs]
+            wall = [r["rows"][-1][3] - r["rows"][0][3] for r in rs]
+            print(f"  {'total CPU s (wall s after start-up)':<48} {min(tot):6.2f} / "
+                  f"{_median(tot):5.2f}  ({min(wall):.2f} / {_median(wall):.2f})")
+            print(f"  heavy modules imported: {rs[0]['heavy']}; mean alpha {rs[0]['alpha']:.3f}, "
+                  f"mean k* {rs[0]['k']:.2f}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def _median(xs: list[float]) -> float:
     xs = sorted(xs)
     k = len(xs)
     return xs[k // 2] if k % 2 else 0.5 * (xs[k // 2 - 1] + xs[k // 2])
 
 
-def bench_fit(runs: int = 3, defaults: bool = True) -> None:
+def bench_fit(runs: int = 3, defaults: bool = True, baseline: str | None = None,
+              via_pymc: bool = True) -> None:
     if not NY.is_file():
         print(f"skipping the fit benchmark: {NY} not found", file=sys.stderr)
         return
@@ -67,10 +164,17 @@ def bench_fit(runs: int = 3, defaults: bool = True) -> None:
         "one chain, 500 + 500 sweeps, via pm.sample": [py, "-c", _VIA_PYMC, *args, *one],
         "one chain, 500 + 500 sweeps, direct loop": [exe, *args, *one],
     }
+    if baseline:  # the same command in another installation (e.g. before a change)
+        bexe = shutil.which("bayes-risk", path=str(Path(baseline).parent)) or "bayes-risk"
+        cases["one chain, 500 + 500 sweeps, direct loop, baseline"] = [bexe, *args, *one]
     if defaults:
         cases["defaults (2 chains x 1500 sweeps, parallel), via pm.sample"] = [
             py, "-c", _VIA_PYMC, *args]
         cases["defaults (2 chains x 1500 sweeps, parallel), direct loop"] = [exe, *args]
+        if baseline:
+            cases["defaults, direct loop, baseline"] = [bexe, *args]
+    if not via_pymc:
+        cases = {k: v for k, v in cases.items() if "pm.sample" not in k}
     try:
         print(f"load average at start: {os.getloadavg()}")
         res: dict[str, list[dict]] = {k: [] for k in cases}
@@ -136,12 +240,22 @@ def main() -> None:
     ap.add_argument("--skip-fit", action="store_true")
     ap.add_argument("--skip-defaults", action="store_true")
     ap.add_argument("--skip-neighbourhood", action="store_true")
+    ap.add_argument("--stages", action="store_true",
+                    help="the one-chain command's stages (CPU, peak RSS) in one process")
+    ap.add_argument("--baseline", metavar="PYTHON",
+                    help="another installation's Python (e.g. before a change): its runs "
+                         "alternate with this one's")
+    ap.add_argument("--skip-pymc", action="store_true",
+                    help="leave out the cases run through pm.sample")
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}")
+    if args.stages:
+        bench_stages(args.runs, args.baseline)
     if not args.skip_fit:
-        bench_fit(args.runs, defaults=not args.skip_defaults)
+        bench_fit(args.runs, defaults=not args.skip_defaults, baseline=args.baseline,
+                  via_pymc=not args.skip_pymc)
     if not args.skip_neighbourhood:
         rows = bench_neighbourhood()
         width = max(len(r[0]) for r in rows)

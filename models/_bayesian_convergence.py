@@ -1,8 +1,13 @@
 """Convergence diagnostics of :class:`~bayes_risk.models.bayesian.BayesianSynthesizer`.
 
-Rank-normalised bulk/tail ESS and R-hat (Vehtari et al. 2021, with ``arviz_stats``) of the
-label-invariant scalars each model supplies (``_convergence_quantities``), the structured
-warnings they raise and the JSON record written to ``convergence.json`` with a saved model.
+Rank-normalised bulk/tail ESS and R-hat (Vehtari et al. 2021) of the label-invariant scalars
+each model supplies (``_convergence_quantities``), the structured warnings they raise and the
+JSON record written to ``convergence.json`` with a saved model.
+
+The estimators are ``arviz_stats``' (``ess(method="bulk")``, ``ess(method="tail")``,
+``rhat(method="rank")``), computed here with numpy step for step as ``arviz_stats.base`` does
+them (the tests check agreement to 1e-12): importing ``arviz_stats`` imports ``scipy.stats``,
+half a second of every ``bayes-risk fit`` for a few thousand numbers (issue 15).
 """
 
 from __future__ import annotations
@@ -22,6 +27,119 @@ RHAT_MAX = 1.01
 ESS_MIN = 100.0
 
 
+# ---------------------------------------------------------------------- ESS and R-hat
+# Rank normalisation, splitting, autocovariance and Geyer's initial monotone sequence as in
+# arviz_stats.base.diagnostics / core (the same operations in the same order).
+def _z_scale(x: np.ndarray) -> np.ndarray:
+    """Normal scores of the average ranks (Blom's offset 3/8) of all values of ``x``."""
+    from scipy.special import ndtri  # what scipy.stats.norm.ppf evaluates
+
+    flat = x.ravel()
+    order = np.argsort(flat, kind="mergesort")
+    inv = np.empty(order.size, dtype=np.intp)
+    inv[order] = np.arange(order.size)
+    srt = flat[order]
+    first = np.r_[True, srt[1:] != srt[:-1]]
+    dense = np.cumsum(first)[inv]
+    count = np.r_[np.flatnonzero(first), first.size]
+    rank = 0.5 * (count[dense] + count[dense - 1] + 1)
+    return ndtri((rank - 3 / 8) / (rank.size - 2 * 3 / 8 + 1)).reshape(x.shape)
+
+
+def _split(x: np.ndarray) -> np.ndarray:
+    half = x.shape[1] // 2
+    return np.vstack((x[:, :half], x[:, -half:]))
+
+
+def _fast_len(n: int) -> int:
+    """Smallest 5-smooth number >= ``n`` (``scipy.fftpack.next_fast_len``)."""
+    best, p5 = 1 << max(n - 1, 0).bit_length(), 1
+    while p5 < best:
+        p35 = p5
+        while p35 < best:
+            q = -(-n // p35)  # smallest power of two with p35 * 2**j >= n
+            cand = p35 * (1 << max(q - 1, 0).bit_length())
+            best = min(best, cand)
+            p35 *= 3
+        p5 *= 5
+    return best
+
+
+def _rhat_plain(x: np.ndarray) -> float:
+    n = x.shape[1]
+    between = n * np.var(np.mean(x, axis=1), ddof=1)
+    within = np.mean(np.var(x, axis=1, ddof=1))
+    return float(np.sqrt((between / within + n - 1) / n))
+
+
+def rhat_rank(x: np.ndarray) -> float:
+    """Rank-normalised split R-hat (bulk and folded) of ``x[chain, draw]`` (NaN: fewer than 2
+    chains or 4 draws)."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.shape[0] < 2 or x.shape[1] < 4 or np.isnan(x).any():
+        return float("nan")
+    sp = _split(x)
+    folded = np.abs(sp - np.median(sp))
+    return max(_rhat_plain(_z_scale(sp)), _rhat_plain(_z_scale(folded)))
+
+
+def _ess(x: np.ndarray) -> float:
+    x = np.asarray(x, dtype=np.float64)
+    if np.max(x) - np.min(x) < np.finfo(float).resolution:
+        return float(x.size)
+    n_chain, n_draw = x.shape
+    m = _fast_len(2 * n_draw)
+    c = x - x.mean(axis=1, keepdims=True)
+    f = np.fft.rfft(c, n=m, axis=1)
+    f *= np.conjugate(f)
+    acov = np.fft.irfft(f, n=m, axis=1)[:, :n_draw]
+    acov /= n_draw
+    mean_var = np.mean(acov[:, 0]) * n_draw / (n_draw - 1.0)
+    var_plus = mean_var * (n_draw - 1.0) / n_draw
+    if n_chain > 1:
+        var_plus += np.var(x.mean(axis=1), axis=None, ddof=1)
+    rho = np.zeros(n_draw)
+    even = 1.0
+    rho[0] = even
+    odd = 1.0 - (mean_var - np.mean(acov[:, 1])) / var_plus
+    rho[1] = odd
+    t = 1  # Geyer's initial positive sequence
+    while t < n_draw - 3 and even + odd > 0.0:
+        even = 1.0 - (mean_var - np.mean(acov[:, t + 1])) / var_plus
+        odd = 1.0 - (mean_var - np.mean(acov[:, t + 2])) / var_plus
+        if even + odd >= 0:
+            rho[t + 1] = even
+            rho[t + 2] = odd
+        t += 2
+    max_t = t - 2
+    if even > 0:
+        rho[max_t + 1] = even
+    t = 1  # Geyer's initial monotone sequence
+    while t <= max_t - 2:
+        if rho[t + 1] + rho[t + 2] > rho[t - 1] + rho[t]:
+            rho[t + 1] = (rho[t - 1] + rho[t]) / 2.0
+            rho[t + 2] = rho[t + 1]
+        t += 2
+    size = n_chain * n_draw
+    tau = -1.0 + 2.0 * np.sum(rho[: max_t + 1]) + np.sum(rho[max_t + 1 : max_t + 2])
+    tau = max(tau, 1 / np.log10(size))
+    return float("nan") if np.isnan(rho).any() else float(size / tau)
+
+
+def ess_bulk(x: np.ndarray) -> float:
+    """Bulk ESS (rank-normalised split chains) of ``x[chain, draw]`` (at least 4 draws)."""
+    x = np.asarray(x, dtype=np.float64)
+    return float("nan") if np.isnan(x).any() else _ess(_z_scale(_split(x)))
+
+
+def ess_tail(x: np.ndarray, prob: tuple[float, float] = (0.05, 0.95)) -> float:
+    """Tail ESS: the smaller ESS of the indicators of the ``prob`` quantiles."""
+    x = np.asarray(x, dtype=np.float64)
+    if np.isnan(x).any():
+        return float("nan")
+    return min(_ess(_split(x <= np.quantile(x, q, axis=None))) for q in prob)
+
+
 class _BayesianConvergence:
     """Mixin of ``BayesianSynthesizer``: convergence report, warnings and summary."""
 
@@ -31,8 +149,8 @@ class _BayesianConvergence:
         Mixture labels switch freely, so component-wise parameters are not diagnosed; the model
         supplies quantities that do not depend on labels (log-likelihood, cell probabilities,
         concentration, number of occupied components). With one chain, R-hat is computed on the
-        chain split in two halves (split-R-hat). Computed with ``arviz_stats.ess`` /
-        ``arviz_stats.rhat``.
+        chain split in two halves (split-R-hat). The estimators of ``arviz_stats.ess``
+        (``method="bulk"``, ``"tail"``) and ``arviz_stats.rhat`` (``method="rank"``).
 
         Parameters
         ----------
@@ -52,8 +170,6 @@ class _BayesianConvergence:
         normalization, folding, and localization: an improved R-hat for assessing convergence of
         MCMC. Bayesian Analysis 16(2), 667–718. https://doi.org/10.1214/20-BA1221
         """
-        import arviz_stats
-
         self._check_fitted()
         rows = []
         for name, x in self._convergence_quantities().items():
@@ -67,9 +183,7 @@ class _BayesianConvergence:
             xr_ = x if x.shape[0] > 1 else x[:, : 2 * (x.shape[1] // 2)].reshape(2, -1)
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
-                eb = float(arviz_stats.ess(x, method="bulk"))
-                et = float(arviz_stats.ess(x, method="tail", prob=(0.05, 0.95)))
-                rh = float(arviz_stats.rhat(xr_))
+                eb, et, rh = ess_bulk(x), ess_tail(x), rhat_rank(xr_)
             if np.ptp(x) == 0:  # a constant (e.g. K = 1): nothing to diagnose
                 eb, et, rh = float(x.size), float(x.size), 1.0
             rows.append((name, float(x.mean()), float(x.std()), eb, et, rh))

@@ -239,13 +239,31 @@ class _DPMPMFitting:
         pi = self._stacked("pi")
         with np.errstate(divide="ignore"):
             self._log_pi = np.ascontiguousarray(np.log(pi))
-        phis = [self._stacked(f"phi_{j}") for j in range(len(schema))]  # [H, K, d_j]
-        phi = np.concatenate([np.transpose(x, (0, 2, 1)) for x in phis], axis=1)  # [H, L, K]
-        self._phi = np.ascontiguousarray(phi)
-        with np.errstate(divide="ignore"):
-            self._logphi = np.ascontiguousarray(np.log(phi))
+        # the [H, L, K] arrays of φ and log φ (32 MB on NYexample) are built on first use: a fit
+        # that is saved, as `bayes-risk fit` does, never reads them
+        self._phi_cache: np.ndarray | None = None
+        self._logphi_cache: np.ndarray | None = None
         self.n_components = int(pi.shape[-1])
         self._zeros = self._structural_zeros_for(schema)
+
+    @property
+    def _phi(self) -> np.ndarray:
+        """φ of every draw, stacked over the columns' levels: ``[H, L, K]`` (C order)."""
+        if getattr(self, "_phi_cache", None) is None:
+            out = np.empty((self.n_draws, int(self._d.sum()), int(self.n_components)))
+            for j, off in enumerate(self._offsets):  # [H, K, d_j] -> rows off..off+d_j
+                out[:, off : off + self._d[j], :] = np.transpose(
+                    self._stacked(f"phi_{j}"), (0, 2, 1))
+            self._phi_cache = out
+        return self._phi_cache
+
+    @property
+    def _logphi(self) -> np.ndarray:
+        """``log φ`` (``[H, L, K]``), built on first use."""
+        if getattr(self, "_logphi_cache", None) is None:
+            with np.errstate(divide="ignore"):
+                self._logphi_cache = np.log(self._phi)
+        return self._logphi_cache
 
     # ------------------------------------------------------------------ convergence
     def _convergence_quantities(self) -> dict[str, np.ndarray]:
@@ -264,13 +282,14 @@ class _DPMPMFitting:
             out["k_occupied"] = np.asarray(stats["k_occupied"].values, dtype=float)
         pi = np.exp(self._log_pi)  # [H, K]
         names = self.schema_.names
+        # φ_kj of each column's first level, [H, K], read from the posterior (not self._phi)
+        first = [np.ascontiguousarray(self._stacked(f"phi_{j}")[:, :, 0])
+                 for j in range(min(3, len(names)))]
         for j in range(min(3, len(names))):
-            row = self._offsets[j]
-            cell = np.einsum("hk,hk->h", pi, self._phi[:, row, :])
+            cell = np.einsum("hk,hk->h", pi, first[j])
             out[f"P({names[j]}={self.schema_.columns[j].levels[0]})"] = cell.reshape(C, D)
         if len(names) >= 2:
-            r0, r1 = self._offsets[0], self._offsets[1]
-            cell = np.einsum("hk,hk,hk->h", pi, self._phi[:, r0, :], self._phi[:, r1, :])
+            cell = np.einsum("hk,hk,hk->h", pi, first[0], first[1])
             lv0, lv1 = self.schema_.columns[0].levels[0], self.schema_.columns[1].levels[0]
             out[f"P({names[0]}={lv0},{names[1]}={lv1})"] = cell.reshape(C, D)
         if self._zeros is not None:  # the truncated model's cells (the mass on S is not identified)

@@ -2,9 +2,9 @@
 
 The sweep (``DPMPMGibbs``) updates every parameter, so the
 fit runs it in a plain loop (``bayes_risk.models._gibbs_run.sample_gibbs``) instead of
-``pm.sample``: the class-marginalised PyMC model is not built and nothing is compiled. The
-posterior DataTree is the one ``pm.sample`` gives (``via_pymc=True`` still runs that path; the
-tests compare the two).
+``pm.sample``: neither PyMC nor the class-marginalised PyMC model is loaded and nothing is
+compiled. The posterior DataTree is the one ``pm.sample`` gives (``via_pymc=True`` still runs
+that path with the sweep as a PyMC step; the tests compare the two).
 """
 
 from __future__ import annotations
@@ -65,9 +65,7 @@ def gibbs_posterior(
     ``via_pymc=True`` builds the PyMC model and runs the same step through ``pm.sample``
     (same seed, same draws; slower and larger).
     """
-    import pymc as pm
-
-    from bayes_risk.models._dpmpm_step import DPMPMGibbs
+    from bayes_risk.models._dpmpm_step import DPMPMGibbs, pymc_step
 
     settings = dict(
         codes=codes,
@@ -79,13 +77,11 @@ def gibbs_posterior(
     )
     if via_pymc:
         pm_model = model._build_model(codes, d, transforms=False)
-        with pm_model:
-            step = DPMPMGibbs([pm_model.rvs_to_values[v] for v in pm_model.free_RVs],
-                              model=pm_model, **settings)
+        step = pymc_step([pm_model.rvs_to_values[v] for v in pm_model.free_RVs],
+                         model=pm_model, **settings)
         return model._run_sampler(pm_model, step=[step], random_seed=random_seed)
     layout = gibbs_layout(model.n_components, d)
-    # the step updates every variable and reads none of the model's graph: an empty model
-    # context is all the step class needs
-    with pm.Model() as empty:
-        step = DPMPMGibbs(list(layout.shapes), model=empty, **settings)
+    # the step updates every variable and reads none of a model's graph: no PyMC model (nor
+    # PyMC) is needed
+    step = DPMPMGibbs(list(layout.shapes), **settings)
     return model._run_gibbs(step, layout, random_seed=random_seed)

@@ -174,6 +174,16 @@ def _run_parallel(
         _FORKED.clear()
 
 
+def _pymc_logger() -> logging.Logger:
+    """PyMC's logger, set up as importing PyMC sets it up (PyMC itself is not imported)."""
+    log = logging.getLogger("pymc")
+    if not logging.root.handlers and "pymc" not in sys.modules:
+        log.setLevel(logging.INFO)
+        if not log.handlers:
+            log.addHandler(logging.StreamHandler())
+    return log
+
+
 def _progress_bar(enabled: bool, total: int) -> tuple[Any, Callable[[int], None]]:
     if not enabled:
         return None, lambda n: None
@@ -202,10 +212,11 @@ def sample_gibbs(
 
     Parameters
     ----------
-    step : BlockedStep
-        The step method (``setup_chain(rng, tune, draws)``, ``step(point) -> (point, [stats])``
-        with scalar statistics ``stats_dtypes_shapes``); used as is in one process, copied into
-        each worker process.
+    step : object
+        A step method with the interface of PyMC's ``BlockedStep`` (``setup_chain(rng, tune,
+        draws)``, ``stop_tuning()``, ``step(point) -> (point, [stats])`` with scalar statistics
+        ``stats_dtypes_shapes``), which need not be one (PyMC is not imported); used as is in
+        one process, copied into each worker process.
     layout : GibbsLayout
         Variables, dims and coordinates of the posterior.
     seeds : list of int
@@ -233,7 +244,7 @@ def sample_gibbs(
         # fork only where it is safe and PyMC forks too (Linux); elsewhere chains run in turn
         parallel = workers > 1 and sys.platform.startswith("linux")
         # the lines pm.sample logs, so that users (and scripts watching stderr) see the same
-        _log = logging.getLogger("pymc")
+        _log = _pymc_logger()
         _log.info(f"Multiprocess sampling ({chains} chains in {workers} jobs)" if parallel
                   else f"Sequential sampling ({chains} chains in 1 job)")
         _log.info(f"{type(step).__name__}: [{', '.join(layout.shapes)}]")

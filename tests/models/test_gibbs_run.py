@@ -139,3 +139,19 @@ def test_ctrl_c_stops_parallel_chains():
     assert time.perf_counter() - t0 < 60  # stopped, not run to the end
     assert getattr(model, "posterior_", None) is None
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_phi_caches_are_built_on_first_use_and_match_the_posterior():
+    df = _table(200, seed=2)
+    m = DPMPM(n_components=4, tune=5, draws=10, chains=2, cores=1, progressbar=False)
+    m.fit(df, random_seed=3)
+    m.convergence_summary()
+    assert m._phi_cache is None and m._logphi_cache is None  # fit and report never need them
+    phi = m._phi  # [H, L, K]
+    off = m._offsets
+    for j in range(len(m.schema_)):
+        np.testing.assert_array_equal(
+            phi[:, off[j] : off[j] + m._d[j], :],
+            np.transpose(m._stacked(f"phi_{j}"), (0, 2, 1)))
+    assert phi.flags.c_contiguous and m._phi is phi
+    np.testing.assert_array_equal(m._logphi, np.log(phi))
