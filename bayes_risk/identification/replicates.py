@@ -236,6 +236,7 @@ class _Run:
                                        "mc_se": []}
         self.n_batches = 0
         self._jk: tuple | None = None  # (n_batches, jackknife()) of the last evaluation
+        self._pool: tuple | None = None  # (n_batches, pooled()) of the last evaluation
 
     def add(self, batch: BatchSums) -> None:
         """Add the next batch (batches are added in batch order)."""
@@ -247,15 +248,37 @@ class _Run:
         self.ir_sq += batch.ir_sq
         self.n_batches += 1
 
-    def _evaluate(self, keys, vals, in_u, fb, p_out, R) -> dict[str, np.ndarray]:
+    def _evaluate(self, keys, vals, in_u, fb, p_out, R, n_u=None) -> dict[str, np.ndarray]:
         prep = self.plan.prep
         return _unc.top_sets(keys, vals / R, in_u, fb / R, self.u_size, p_out / R, n=self.n,
                              rec=prep.rec, in_sample=prep.in_sample, strategy=self.strategy,
-                             contains=self.contains)
+                             contains=self.contains, n_u=n_u)
 
     def pooled(self) -> dict[str, np.ndarray]:
+        """Top sets of the pooled sums now (those of the last checkpoint when no batch came since).
+
+        Evaluated on the pairs that can reach a top set (``candidate_pairs`` against each
+        target's largest sum); the fallback-set records counted over every stored pair, so
+        that ``fallback_extra`` is that of the evaluation over every pair (``PRUNE = False``).
+        """
+        if self._pool is not None and self._pool[0] == self.n_batches:
+            return self._pool[1]
         t = self.total
-        return self._evaluate(t.keys, t.vals, t.in_u, t.fb, t.p_out, t.R)
+        keep, n_u = slice(None), None
+        if PRUNE:
+            star = _unc.row_argmax(t.keys, t.vals, n=self.n)
+            top = np.zeros(self.N)
+            top[t.keys[star] // self.n] = t.vals[star] / t.R
+            keep = _unc.candidate_pairs(t.keys, t.vals / t.R, top, n=self.n)
+            n_u = np.bincount(t.keys[t.in_u] // self.n, minlength=self.N)
+        res = self._evaluate(t.keys[keep], t.vals[keep], t.in_u[keep], t.fb, t.p_out, t.R, n_u)
+        self._pool = (self.n_batches, res)
+        return res
+
+    def release_groups(self) -> None:
+        """Free the groups' sums once the final jackknife is known (before the output is built)."""
+        self.jackknife()
+        self.groups = []
 
     def jackknife(self) -> tuple[dict[str, float], np.ndarray]:
         """Delete-a-group jackknife standard errors: file-level dict and record ``IR`` [N_T].
@@ -307,15 +330,7 @@ class _Run:
 
     def checkpoint(self) -> tuple[float, float]:
         """Pooled expected match risk and its jackknife MCSE now (appended to the trace)."""
-        t = self.total
-        keep = slice(None)
-        if PRUNE:
-            star = _unc.row_argmax(t.keys, t.vals, n=self.n)
-            top = np.zeros(self.N)
-            top[t.keys[star] // self.n] = t.vals[star] / t.R
-            keep = _unc.candidate_pairs(t.keys, t.vals / t.R, top, n=self.n)
-        fm, _ = _unc.pooled_measures(self._evaluate(t.keys[keep], t.vals[keep], t.in_u[keep],
-                                                    t.fb, t.p_out, t.R))
+        fm, _ = _unc.pooled_measures(self.pooled())
         se, _ = self.jackknife()
         est, s = fm["expected_match_risk"], se["expected_match_risk"]
         self.trace["n_replicates"].append(self.total.R)
@@ -398,6 +413,9 @@ def run_posterior(
                         se <= pr.mcse_tol * abs(est) or (est == 0 and se == 0)):
                     stopped = True
                     break
+        # the batches' arrays are the groups' (freed before the output is built)
+        sums.close()
+        batch = None  # noqa: F841
     return _assemble(pr, run, first, stopped)
 
 
@@ -421,17 +439,29 @@ def _batch_sums(ex: Any, shared: Any, first: BatchSums, n_batches: int,
         b = parts[-1] + 1
 
 
+_CHUNK = 1 << 22  # pairs converted at a time when building the probability matrix
+
+
 def _pooled_output(run: _Run) -> engine.PooledOutput:
-    """The engine's pooled output, built from the run's accumulated sums."""
+    """The engine's pooled output, built from the run's accumulated sums.
+
+    Consumes the pooled pair sums: their values become the matrix's data in place and the
+    record columns are taken chunk by chunk (no pair-sized temporaries at the run's peak).
+    """
     import scipy.sparse as sp
 
     t = run.total
     res = run.pooled()
-    rows = t.keys // t.n
-    indptr = np.zeros(run.N + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=run.N), out=indptr[1:])
-    prob = sp.csr_matrix(((t.vals / t.R), (t.keys - rows * t.n).astype(np.int32), indptr),
-                         shape=(run.N, t.n))
+    keys, data, n = t.keys, t.vals, t.n
+    t.keys, t.vals, t.in_u = (np.zeros(0, dtype=np.int64), np.zeros(0),
+                              np.zeros(0, dtype=bool))
+    indptr = np.searchsorted(keys, np.arange(run.N + 1, dtype=np.int64) * n)
+    cols = np.empty(keys.size, dtype=np.int32)
+    for s in range(0, keys.size, _CHUNK):
+        np.remainder(keys[s:s + _CHUNK], n, out=cols[s:s + _CHUNK], casting="unsafe")
+    del keys
+    np.divide(data, t.R, out=data)
+    prob = sp.csr_matrix((data, cols, indptr), shape=(run.N, n))
     return engine.PooledOutput(
         prob=prob, p_out=t.p_out / t.R, p_unassigned=t.p_un / t.R, p_max=res["p_max"],
         c=res["c"], T=res["T"], declared=res["declared"], no_match_any=~t.ever,
@@ -443,6 +473,8 @@ def _assemble(pr: PosteriorReplicates, run: _Run, first: tuple, stopped: bool) -
     """The ``IdentificationResult`` of the run, with Monte Carlo errors and replicate spread."""
     plan, pooled = first
     t = run.total
+    mc_se, ir_se = run.jackknife()
+    run.release_groups()
     out = pooled if pooled is not None else _pooled_output(run)
     warn = dict(plan.warnings)
     if pr.n == "auto" and not stopped:
@@ -455,7 +487,6 @@ def _assemble(pr: PosteriorReplicates, run: _Run, first: tuple, stopped: bool) -
     plan = dataclasses.replace(plan, warnings=warn,
                                replicates=ReplicateSource(R=R, user=True))
     result = assemble(plan, plan.rule, out)
-    mc_se, ir_se = run.jackknife()
     rep = _unc.replicate_summary({k: np.concatenate(v) for k, v in run.per.items()})
     ir_mean = run.ir_sum / R
     ir_var = np.maximum(run.ir_sq - R * ir_mean**2, 0.0) / max(R - 1, 1)

@@ -126,11 +126,14 @@ def top_sets(
     in_sample: np.ndarray,
     strategy: Any,
     contains: Callable | None,
+    n_u: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Declared top sets from pooled probabilities (as the engine's pooled aggregation).
 
     ``keys``/``vals``: stored pairs and their ``π``; ``fb``: the ``π`` shared by the other
-    records of each target's fallback set (``u_size`` records in all).
+    records of each target's fallback set (``u_size`` records in all). ``n_u``: per target, the
+    stored pairs in its fallback set when ``keys`` are only the candidate pairs (default: those
+    among ``keys``).
     """
     N = p_out.size
     rows = keys // n
@@ -141,7 +144,9 @@ def top_sets(
     if keys.size:
         starts = np.concatenate([[0], np.cumsum(nnz_row)[:-1]])
         pm[has] = np.maximum.reduceat(vals, starts[has])
-    n_extra = np.where(fb > 0, u_size - np.bincount(rows[in_u], minlength=N), 0)
+    if n_u is None:
+        n_u = np.bincount(rows[in_u], minlength=N)
+    n_extra = np.where(fb > 0, u_size - n_u, 0)
     cell = n_extra > 0
     pm = np.where(cell, np.maximum(pm, fb), pm)
     # ties(vals, pm[rows]) without its pair-sized temporaries: vals <= pm[rows], both >= 0, so

@@ -495,3 +495,8 @@ def test_pruned_jackknife_equals_the_full_evaluation(extra, monkeypatch):
     assert sum(dropped) > 0  # pairs were left out
     np.testing.assert_equal(a.file, b.file)  # mc_se, the trace (nan before two groups), …
     pd.testing.assert_frame_equal(a.records, b.records)
+    # the final pooled evaluation too: the output's probabilities and fallback counts
+    for part in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(a.prob, part), getattr(b.prob, part)), part
+    for part in ("fallback_value", "fallback_extra"):
+        assert np.array_equal(getattr(a.pooled, part), getattr(b.pooled, part)), part
