@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from bayes_risk._numeric import TIE_ATOL, TIE_RTOL, ties
+from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.engine import declare
 from bayes_risk.identification.summary import MEASURES, file_measures, record_measures
 
@@ -39,6 +40,16 @@ __all__ = [
 
 #: quantiles of the per-replicate measures reported as ``replicate_quantiles``
 REPLICATE_QUANTILES = (0.025, 0.25, 0.5, 0.75, 0.975)
+#: pairs from which merges of pair sums run on the compiled kernels (``engine.USE_NUMBA``:
+#: ``True`` always, ``False`` never; the same sums either way)
+PAIR_KERNELS_MIN = 200_000
+
+
+def use_pair_kernels(size: int) -> bool:
+    """Whether a merge of ``size`` pairs runs on the compiled kernels (``_pair_kernels``)."""
+    if not _engine._HAVE_NUMBA or _engine.USE_NUMBA is False:
+        return False
+    return bool(_engine.USE_NUMBA) or size >= PAIR_KERNELS_MIN
 
 
 class PooledSums:
@@ -69,6 +80,13 @@ class PooledSums:
         if not A and not self.fb.any():  # a new group: the batch's own arrays (never modified
             # in place, so shared without a copy; their sums plus zero are themselves)
             self.keys, self.vals, self.in_u = ek, ev, batch.in_u
+            self._add_totals(batch)
+            return
+        if use_pair_kernels(A + ek.size):  # one linear walk over both sides
+            from bayes_risk.identification import _pair_kernels
+
+            self.keys, self.vals, self.in_u = _pair_kernels.add_blocks(
+                self.keys, self.vals, self.in_u, self.fb, ek, ev, batch.in_u, efb, self.n)
             self._add_totals(batch)
             return
         # where each batch pair goes among the merged pairs (no re-sort: both sides are sorted)
