@@ -104,3 +104,24 @@ def add_blocks(sk, sv, su, sfb, ek, ev, eu, efb, n):
             i += 1
         o += 1
     return keys, vals, in_u
+
+
+@_nb.njit(cache=True, nogil=True)
+def sums_at(sk, sv, sfb, keys, in_u, n):
+    """Sums ``sk``/``sv`` (sorted) at the sorted ``keys``; a key not stored gets its target's
+    fallback mass ``sfb`` when it is in the fallback set (``in_u``), else 0
+    (``PooledSums.on``)."""
+    A = sk.size
+    out = np.empty(keys.size)
+    i = 0
+    for j in range(keys.size):
+        x = keys[j]
+        while i < A and sk[i] < x:
+            i += 1
+        if i < A and sk[i] == x:
+            out[j] = sv[i]
+        elif in_u[j]:
+            out[j] = sfb[x // n]
+        else:
+            out[j] = 0.0
+    return out

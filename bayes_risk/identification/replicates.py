@@ -284,7 +284,7 @@ class _Run:
         """Delete-a-group jackknife standard errors: file-level dict and record ``IR`` [N_T].
 
         Only the pairs that can reach a target's top set once a group is deleted are evaluated
-        (``candidate_pairs``: a pair's sum without the group is at most its full sum, and the
+        (``group_candidates``: a pair's sum without a group is at most its full sum, and the
         target's largest sum without the group is at least that of the pair with the largest
         full sum); the measures are those of all pairs (``PRUNE = False``).
         """
@@ -298,23 +298,14 @@ class _Run:
         groups = [g for g in self.groups if g.R > 0]
         if len(groups) < 2:
             return {k: float("nan") for k in MEASURES}, np.full(self.N, np.nan)
-        star = _unc.row_argmax(t.keys, t.vals, n=self.n)
+        keys, tv, in_u = t.keys, t.vals, t.in_u
+        if PRUNE:  # the pairs that can reach a top set whichever group is deleted
+            keep = _unc.group_candidates(keys, tv, in_u, groups, t.R, n=self.n, N=self.N)
+            keys, tv, in_u = keys[keep], tv[keep], in_u[keep]
+            del keep
         thetas, irs = [], []
-        # the same for every group (groups of whole batches mostly share R - R_g)
-        rows = t.keys // self.n if PRUNE else None
-        scaled: dict[int, np.ndarray] = {}
         for g in groups:
             R = t.R - g.R
-            if PRUNE:
-                bound = np.zeros(self.N)
-                bound[t.keys[star] // self.n] = (
-                    t.vals[star] - g.on(t.keys[star], t.in_u[star])) / R
-                if R not in scaled:
-                    scaled = {R: t.vals / R}  # one at a time (the last group may differ)
-                keep = _unc.candidate_pairs(t.keys, scaled[R], bound, n=self.n, rows=rows)
-            else:
-                keep = slice(None)
-            keys, tv, in_u = t.keys[keep], t.vals[keep], t.in_u[keep]
             vals = tv - g.on(keys, in_u)
             # exact zeros where only this group matched (no residue of the subtraction)
             vals[vals <= 1e-9 * tv] = 0.0

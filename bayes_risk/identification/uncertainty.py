@@ -31,6 +31,7 @@ __all__ = [
     "REPLICATE_QUANTILES",
     "PooledSums",
     "candidate_pairs",
+    "group_candidates",
     "row_argmax",
     "top_sets",
     "jackknife_se",
@@ -123,6 +124,10 @@ class PooledSums:
 
     def on(self, keys: np.ndarray, in_u: np.ndarray) -> np.ndarray:
         """These sums at the pairs ``keys`` (sorted, unique; stored or not)."""
+        if use_pair_kernels(self.keys.size + keys.size):
+            from bayes_risk.identification import _pair_kernels
+
+            return _pair_kernels.sums_at(self.keys, self.vals, self.fb, keys, in_u, self.n)
         out = np.where(in_u, self.fb[keys // self.n], 0.0)
         if self.keys.size and keys.size:
             pos = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
@@ -203,6 +208,29 @@ def candidate_pairs(keys: np.ndarray, vals: np.ndarray, bound: np.ndarray, *, n:
         rows = keys // n
     thr = np.where(bound > 0, bound * (1 - 2 * TIE_RTOL) - 2 * TIE_ATOL, -np.inf)
     return vals >= thr[rows]
+
+
+def group_candidates(keys: np.ndarray, vals: np.ndarray, in_u: np.ndarray, groups: Sequence,
+                     R: int, *, n: int, N: int) -> np.ndarray:
+    """Mask of the stored pairs that can reach a target's top set once any one group is deleted.
+
+    ``keys``/``vals``/``in_u``: the sums over all ``R`` replicates; ``groups``: the groups'
+    ``PooledSums``. Deleting group ``g`` lowers a pair's sum by ``S_g >= 0``, and the target's
+    largest sum without ``g`` is at least that of its largest pair ``j*`` (``S - S_g`` at
+    ``j*``): the mask is the union over the groups of :func:`candidate_pairs`' masks, taken
+    once on the sums' scale (with a relative margin of 1e-9 that only adds pairs), so that the
+    pairs are selected and gathered once for all groups.
+    """
+    star = row_argmax(keys, vals, n=n)
+    top, rows = keys[star], keys[star] // n
+    lim = np.full(N, np.inf)
+    for g in groups:
+        Rg = R - g.R
+        bound = (vals[star] - g.on(top, in_u[star])) / Rg
+        thr = np.where(bound > 0, bound * (1 - 2 * TIE_RTOL) - 2 * TIE_ATOL, -np.inf) * Rg
+        lim[rows] = np.minimum(lim[rows], thr)
+    lim = np.where(lim > 0, lim * (1 - 1e-9), lim)
+    return vals >= lim[keys // n]
 
 
 def row_argmax(keys: np.ndarray, vals: np.ndarray, *, n: int) -> np.ndarray:

@@ -474,15 +474,19 @@ def test_pruned_jackknife_equals_the_full_evaluation(extra, monkeypatch):
     y = make_data(200, seed=3)
     syn = perturb(y, 3, 4)
     model = Released(perturb(y, 30, 8))
-    dropped = []
-    real = rep._unc.candidate_pairs
+    dropped = {"candidate_pairs": [], "group_candidates": []}
 
-    def counting(*args, **kw):
-        keep = real(*args, **kw)
-        dropped.append(int((~keep).sum()))
-        return keep
+    def counting(name):
+        real = getattr(rep._unc, name)
 
-    monkeypatch.setattr(rep._unc, "candidate_pairs", counting)
+        def f(*args, **kw):
+            keep = real(*args, **kw)
+            dropped[name].append(int((~keep).sum()))
+            return keep
+        return f
+
+    for name in dropped:
+        monkeypatch.setattr(rep._unc, name, counting(name))
     runs = []
     for prune in (True, False):
         monkeypatch.setattr(rep, "PRUNE", prune)
@@ -492,7 +496,8 @@ def test_pruned_jackknife_equals_the_full_evaluation(extra, monkeypatch):
                                            random_seed=2)))
     a, b = runs
     assert np.isfinite(a.file["mc_se"]["expected_match_risk"])
-    assert sum(dropped) > 0  # pairs were left out
+    # pairs were left out of the running estimate and of the jackknife
+    assert all(sum(v) > 0 for v in dropped.values()), dropped
     np.testing.assert_equal(a.file, b.file)  # mc_se, the trace (nan before two groups), …
     pd.testing.assert_frame_equal(a.records, b.records)
     # the final pooled evaluation too: the output's probabilities and fallback counts

@@ -89,3 +89,9 @@ def test_pooled_sums_add_equals_the_definition(seed, kernels):
             np.testing.assert_array_equal(_bits(sums.vals), _bits(ref[1]))
             np.testing.assert_array_equal(sums.in_u, ref[2])
             np.testing.assert_array_equal(sums.fb, ref[3])
+            # the sums at any sorted pairs: stored value, else the fallback mass, else 0
+            q = np.unique(rng.integers(0, N * n, int(rng.integers(0, N * n + 1))))
+            exp = np.where(in_fallback[q], ref[3][q // n], 0.0)
+            hit = np.isin(q, ref[0])
+            exp[hit] = ref[1][np.searchsorted(ref[0], q[hit])]
+            np.testing.assert_array_equal(_bits(sums.on(q, in_fallback[q])), _bits(exp))
