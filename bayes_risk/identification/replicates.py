@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import shutil
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -228,7 +230,11 @@ class _Run:
         self.strategy, self.contains, self.u_size = \
             self.ctx.strategy, self.ctx.contains, self.ctx.u_size
         self.total = _unc.PooledSums(self.N, self.n)
-        self.groups = [_unc.PooledSums(self.N, self.n) for _ in range(n_groups)]
+        # the groups' pair sums wait in a temporary folder between checkpoints (one group in
+        # memory at a time: memory does not grow with the number of groups)
+        self.spill = tempfile.mkdtemp(prefix="bayes-risk-jackknife-")
+        self.groups = [_unc.PooledSums(self.N, self.n, spill=self.spill)
+                       for _ in range(n_groups)]
         self.per: dict[str, list[np.ndarray]] = {k: [] for k in MEASURES}
         self.ir_sum = np.zeros(self.N)
         self.ir_sq = np.zeros(self.N)
@@ -279,6 +285,11 @@ class _Run:
         """Free the groups' sums once the final jackknife is known (before the output is built)."""
         self.jackknife()
         self.groups = []
+        self.close()
+
+    def close(self) -> None:
+        """Remove the groups' spill folder."""
+        shutil.rmtree(self.spill, ignore_errors=True)
 
     def jackknife(self) -> tuple[dict[str, float], np.ndarray]:
         """Delete-a-group jackknife standard errors: file-level dict and record ``IR`` [N_T].
@@ -382,8 +393,6 @@ def run_posterior(
     points = _checkpoints(n_batches)
     plan = prepare(original, synthetic, known_unsynthesized, ks, replicates=job.replicates(0),
                    **options)
-    run = _Run(plan, int(pr.n_groups))
-    job.ctx = run.ctx
     job.recode = Recoder.make(plan, options.get("targets"), original)
     if job.recode is None:
         job.inputs = (original, synthetic, known_unsynthesized, options)
@@ -392,7 +401,18 @@ def run_posterior(
     first = (plan, run_engine(plan, plan.rule, InProcessExecutor(),
                               record_pool(plan, shipped=False), progressbar=False)
              if n_batches == 1 else None)
-    stopped = False
+    run = _Run(plan, int(pr.n_groups))
+    job.ctx = run.ctx
+    try:
+        return _run_batches(pr, run, job, first, ex, n_batches, points, progressbar)
+    finally:
+        run.close()
+
+
+def _run_batches(pr: PosteriorReplicates, run: _Run, job: BatchJob, first: tuple, ex: Any,
+                 n_batches: int, points: set[int], progressbar: bool) -> Any:
+    """The batches of a run added in order, checkpoints, stopping rule, and the result."""
+    plan, auto, stopped = first[0], pr.n == "auto", False
     with shared_once(ex, job) as shared:
         sums = _batch_sums(ex, shared, BatchSums.of(Batch(run.ctx, plan)), n_batches, points)
         for b, batch in progress(enumerate(sums, start=1), total=n_batches,

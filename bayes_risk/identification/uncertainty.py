@@ -17,6 +17,7 @@ say which is which:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -53,6 +54,10 @@ def use_pair_kernels(size: int) -> bool:
     return bool(_engine.USE_NUMBA) or size >= PAIR_KERNELS_MIN
 
 
+#: pairs from which a jackknife group's pair sums are kept in its spill folder between uses
+SPILL_MIN_PAIRS = 1_000_000
+
+
 class PooledSums:
     """Running sums ``Σ_r p_r(k)`` of pooled match probabilities over blocks of replicates.
 
@@ -60,10 +65,15 @@ class PooledSums:
     ``target · n + record``), whether each record is in the target's fallback set, and per target
     the sum of the fallback contributions shared by the fallback-set records that are not
     stored. Memory grows with the number of distinct matched pairs, not with ``R``.
+
+    ``spill``: a folder where the pair arrays are kept between uses once they hold
+    ``SPILL_MIN_PAIRS`` pairs (the jackknife groups: only the group in use is in memory); they
+    are read back exactly by :meth:`add` and :meth:`on`.
     """
 
-    def __init__(self, n_targets: int, n: int) -> None:
+    def __init__(self, n_targets: int, n: int, spill: str | None = None) -> None:
         self.N, self.n = int(n_targets), int(n)
+        self.spill, self._file = spill, None
         self.keys = np.zeros(0, dtype=np.int64)
         self.vals = np.zeros(0)
         self.in_u = np.zeros(0, dtype=bool)
@@ -76,19 +86,37 @@ class PooledSums:
     def add(self, batch: Any) -> None:
         """Add a batch's sums (``keys``, ``vals``, ``in_u``, ``fb``, ``p_out``, ``p_un``,
         ``ever``, ``R``; stored pairs include their fallback mass, as here)."""
+        if self._file is not None:
+            self.keys, self.vals, self.in_u = self._pairs("keys", "vals", "in_u")
+            os.remove(self._file)
+            self._file = None
+        self._add(batch)
+        self._add_totals(batch)
+        if self.spill is not None and self.keys.size >= SPILL_MIN_PAIRS:
+            self._file = os.path.join(self.spill, f"sums-{id(self)}.npz")
+            np.savez(self._file, keys=self.keys, vals=self.vals, in_u=self.in_u)
+            self.keys, self.vals, self.in_u = (np.zeros(0, dtype=np.int64), np.zeros(0),
+                                               np.zeros(0, dtype=bool))
+
+    def _pairs(self, *names: str) -> list[np.ndarray]:
+        """The pair arrays ``names`` (read back from the spill folder if they are there)."""
+        if self._file is None:
+            return [getattr(self, k) for k in names]
+        with np.load(self._file) as z:
+            return [z[k] for k in names]
+
+    def _add(self, batch: Any) -> None:
         ek, ev, efb = batch.keys, batch.vals, batch.fb
         A = self.keys.size
         if not A and not self.fb.any():  # a new group: the batch's own arrays (never modified
             # in place, so shared without a copy; their sums plus zero are themselves)
             self.keys, self.vals, self.in_u = ek, ev, batch.in_u
-            self._add_totals(batch)
             return
         if use_pair_kernels(A + ek.size):  # one linear walk over both sides
             from bayes_risk.identification import _pair_kernels
 
             self.keys, self.vals, self.in_u = _pair_kernels.add_blocks(
                 self.keys, self.vals, self.in_u, self.fb, ek, ev, batch.in_u, efb, self.n)
-            self._add_totals(batch)
             return
         # where each batch pair goes among the merged pairs (no re-sort: both sides are sorted)
         pos = np.searchsorted(self.keys, ek)
@@ -113,7 +141,6 @@ class PooledSums:
         fix = at[new & batch.in_u]
         vals[fix] += self.fb[keys[fix] // self.n]
         self.keys, self.vals, self.in_u = keys, vals, in_u
-        self._add_totals(batch)
 
     def _add_totals(self, batch: Any) -> None:
         self.fb = self.fb + batch.fb
@@ -124,15 +151,16 @@ class PooledSums:
 
     def on(self, keys: np.ndarray, in_u: np.ndarray) -> np.ndarray:
         """These sums at the pairs ``keys`` (sorted, unique; stored or not)."""
-        if use_pair_kernels(self.keys.size + keys.size):
+        sk, sv = self._pairs("keys", "vals")
+        if use_pair_kernels(sk.size + keys.size):
             from bayes_risk.identification import _pair_kernels
 
-            return _pair_kernels.sums_at(self.keys, self.vals, self.fb, keys, in_u, self.n)
+            return _pair_kernels.sums_at(sk, sv, self.fb, keys, in_u, self.n)
         out = np.where(in_u, self.fb[keys // self.n], 0.0)
-        if self.keys.size and keys.size:
-            pos = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
-            hit = self.keys[pos] == keys
-            out[hit] = self.vals[pos[hit]]
+        if sk.size and keys.size:
+            pos = np.minimum(np.searchsorted(sk, keys), sk.size - 1)
+            hit = sk[pos] == keys
+            out[hit] = sv[pos[hit]]
         return out
 
 
