@@ -4,8 +4,9 @@ The identification probability integrates over the intruder's uncertainty about 
 values of the synthesized known columns,
 ``Pr(J = j | t, D, M) = ∫ Pr(J = j | t, D, Y_rep, M) p(Y_rep | t, D, M) dY_rep``. By default the
 ``m`` released datasets stand in for ``m`` draws of ``Y_rep``; :class:`PosteriorReplicates` draws
-``R ≫ m`` of them from a fitted synthesis model instead, in batches (memory does not grow with
-``R``), pools them (Reiter & Mitra 2009) and reports the Monte Carlo error of every measure
+``R ≫ m`` of them from a fitted synthesis model instead, in batches (memory follows the distinct
+matched pairs, not ``R``: the jackknife groups' sums wait in a temporary folder), pools them
+(Reiter & Mitra 2009) and reports the Monte Carlo error of every measure
 (:mod:`bayes_risk.identification.uncertainty`).
 """
 
@@ -311,18 +312,24 @@ class _Run:
             return {k: float("nan") for k in MEASURES}, np.full(self.N, np.nan)
         keys, tv, in_u = t.keys, t.vals, t.in_u
         if PRUNE:  # the pairs that can reach a top set whichever group is deleted
-            keep = _unc.group_candidates(keys, tv, in_u, groups, t.R, n=self.n, N=self.N)
+            keep, bounds = _unc.group_candidates(keys, tv, in_u, groups, t.R, n=self.n,
+                                                 N=self.N)
             keys, tv, in_u = keys[keep], tv[keep], in_u[keep]
+            rows = keys // self.n
             del keep
         thetas, irs = [], []
-        for g in groups:
+        for i, g in enumerate(groups):
             R = t.R - g.R
-            vals = tv - g.on(keys, in_u)
+            kg, tg, ug = keys, tv, in_u
+            if PRUNE:  # this group's candidates (``candidate_pairs`` on the union's pairs)
+                sel = _unc.candidate_pairs(keys, tv / R, bounds[i], n=self.n, rows=rows)
+                kg, tg, ug = keys[sel], tv[sel], in_u[sel]
+            vals = tg - g.on(kg, ug)
             # exact zeros where only this group matched (no residue of the subtraction)
-            vals[vals <= 1e-9 * tv] = 0.0
+            vals[vals <= 1e-9 * tg] = 0.0
             fb = t.fb - g.fb
             fb[fb <= 1e-9 * t.fb] = 0.0
-            res = self._evaluate(keys, vals, in_u, fb, t.p_out - g.p_out, R)
+            res = self._evaluate(kg, vals, ug, fb, t.p_out - g.p_out, R)
             fm, ir = _unc.pooled_measures(res)
             thetas.append([fm[k] for k in MEASURES])
             irs.append(ir)

@@ -88,22 +88,25 @@ class PooledSums:
         ``ever``, ``R``; stored pairs include their fallback mass, as here)."""
         if self._file is not None:
             self.keys, self.vals, self.in_u = self._pairs("keys", "vals", "in_u")
-            os.remove(self._file)
+            for k in self._NAMES:
+                os.remove(f"{self._file}-{k}.npy")
             self._file = None
         self._add(batch)
         self._add_totals(batch)
         if self.spill is not None and self.keys.size >= SPILL_MIN_PAIRS:
-            self._file = os.path.join(self.spill, f"sums-{id(self)}.npz")
-            np.savez(self._file, keys=self.keys, vals=self.vals, in_u=self.in_u)
+            self._file = os.path.join(self.spill, f"sums-{id(self)}")
+            for k in self._NAMES:
+                np.save(f"{self._file}-{k}.npy", getattr(self, k))
             self.keys, self.vals, self.in_u = (np.zeros(0, dtype=np.int64), np.zeros(0),
                                                np.zeros(0, dtype=bool))
+
+    _NAMES = ("keys", "vals", "in_u")
 
     def _pairs(self, *names: str) -> list[np.ndarray]:
         """The pair arrays ``names`` (read back from the spill folder if they are there)."""
         if self._file is None:
             return [getattr(self, k) for k in names]
-        with np.load(self._file) as z:
-            return [z[k] for k in names]
+        return [np.load(f"{self._file}-{k}.npy") for k in names]
 
     def _add(self, batch: Any) -> None:
         ek, ev, efb = batch.keys, batch.vals, batch.fb
@@ -239,26 +242,30 @@ def candidate_pairs(keys: np.ndarray, vals: np.ndarray, bound: np.ndarray, *, n:
 
 
 def group_candidates(keys: np.ndarray, vals: np.ndarray, in_u: np.ndarray, groups: Sequence,
-                     R: int, *, n: int, N: int) -> np.ndarray:
-    """Mask of the stored pairs that can reach a target's top set once any one group is deleted.
+                     R: int, *, n: int, N: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Stored pairs that can reach a target's top set once any one group is deleted.
 
     ``keys``/``vals``/``in_u``: the sums over all ``R`` replicates; ``groups``: the groups'
     ``PooledSums``. Deleting group ``g`` lowers a pair's sum by ``S_g >= 0``, and the target's
     largest sum without ``g`` is at least that of its largest pair ``j*`` (``S - S_g`` at
-    ``j*``): the mask is the union over the groups of :func:`candidate_pairs`' masks, taken
-    once on the sums' scale (with a relative margin of 1e-9 that only adds pairs), so that the
-    pairs are selected and gathered once for all groups.
+    ``j*``). Returns each group's bound (for :func:`candidate_pairs` on the
+    ``(S - S_g) / (R - R_g)`` scale) and the mask of the union over the groups of
+    :func:`candidate_pairs`' masks, taken once on the sums' scale with a relative margin of 1e-9
+    (that only adds pairs), so that the pairs are selected and gathered once for all groups.
     """
     star = row_argmax(keys, vals, n=n)
     top, rows = keys[star], keys[star] // n
     lim = np.full(N, np.inf)
+    bounds = []
     for g in groups:
         Rg = R - g.R
-        bound = (vals[star] - g.on(top, in_u[star])) / Rg
+        bound = np.zeros(N)
+        bound[rows] = (vals[star] - g.on(top, in_u[star])) / Rg
+        bounds.append(bound)
         thr = np.where(bound > 0, bound * (1 - 2 * TIE_RTOL) - 2 * TIE_ATOL, -np.inf) * Rg
-        lim[rows] = np.minimum(lim[rows], thr)
+        lim[rows] = np.minimum(lim[rows], thr[rows])
     lim = np.where(lim > 0, lim * (1 - 1e-9), lim)
-    return vals >= lim[keys // n]
+    return vals >= lim[keys // n], bounds
 
 
 def row_argmax(keys: np.ndarray, vals: np.ndarray, *, n: int) -> np.ndarray:
