@@ -255,30 +255,30 @@ class _Run:
         self.ir_sq += batch.ir_sq
         self.n_batches += 1
 
-    def _evaluate(self, keys, vals, in_u, fb, p_out, R, n_u=None) -> dict[str, np.ndarray]:
+    def _evaluate(self, keys, vals, in_u, fb, p_out, R) -> dict[str, np.ndarray]:
         prep = self.plan.prep
         return _unc.top_sets(keys, vals / R, in_u, fb / R, self.u_size, p_out / R, n=self.n,
                              rec=prep.rec, in_sample=prep.in_sample, strategy=self.strategy,
-                             contains=self.contains, n_u=n_u)
+                             contains=self.contains)
 
     def pooled(self) -> dict[str, np.ndarray]:
         """Top sets of the pooled sums now (those of the last checkpoint when no batch came since).
 
         Evaluated on the pairs that can reach a top set (``candidate_pairs`` against each
-        target's largest sum); the fallback-set records counted over every stored pair, so
-        that ``fallback_extra`` is that of the evaluation over every pair (``PRUNE = False``).
+        target's largest sum): the same declared matches, ``c``, ``T`` and ``p_max`` as the
+        evaluation over every pair (``PRUNE = False``); the fallback-set counts, which need every
+        stored pair, are those of the candidates (``_pooled_output`` recounts them).
         """
         if self._pool is not None and self._pool[0] == self.n_batches:
             return self._pool[1]
         t = self.total
-        keep, n_u = slice(None), None
+        keep = slice(None)
         if PRUNE:
             star = _unc.row_argmax(t.keys, t.vals, n=self.n)
             top = np.zeros(self.N)
             top[t.keys[star] // self.n] = t.vals[star] / t.R
             keep = _unc.candidate_pairs(t.keys, t.vals / t.R, top, n=self.n)
-            n_u = np.bincount(t.keys[t.in_u] // self.n, minlength=self.N)
-        res = self._evaluate(t.keys[keep], t.vals[keep], t.in_u[keep], t.fb, t.p_out, t.R, n_u)
+        res = self._evaluate(t.keys[keep], t.vals[keep], t.in_u[keep], t.fb, t.p_out, t.R)
         self._pool = (self.n_batches, res)
         return res
 
@@ -471,6 +471,9 @@ def _pooled_output(run: _Run) -> engine.PooledOutput:
     t = run.total
     res = run.pooled()
     keys, data, n = t.keys, t.vals, t.n
+    if PRUNE:  # the fallback-set records not stored, counted over every stored pair
+        res = {**res, **_unc.fallback_cells(t.fb / t.R, run.u_size,
+                                            np.bincount(keys[t.in_u] // n, minlength=run.N))}
     t.keys, t.vals, t.in_u = (np.zeros(0, dtype=np.int64), np.zeros(0),
                               np.zeros(0, dtype=bool))
     indptr = np.searchsorted(keys, np.arange(run.N + 1, dtype=np.int64) * n)

@@ -33,6 +33,7 @@ __all__ = [
     "PooledSums",
     "candidate_pairs",
     "group_candidates",
+    "fallback_cells",
     "row_argmax",
     "top_sets",
     "jackknife_se",
@@ -180,14 +181,11 @@ def top_sets(
     in_sample: np.ndarray,
     strategy: Any,
     contains: Callable | None,
-    n_u: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Declared top sets from pooled probabilities (as the engine's pooled aggregation).
 
     ``keys``/``vals``: stored pairs and their ``π``; ``fb``: the ``π`` shared by the other
-    records of each target's fallback set (``u_size`` records in all). ``n_u``: per target, the
-    stored pairs in its fallback set when ``keys`` are only the candidate pairs (default: those
-    among ``keys``).
+    records of each target's fallback set (``u_size`` records in all).
     """
     N = p_out.size
     rows = keys // n
@@ -198,10 +196,8 @@ def top_sets(
     if keys.size:
         starts = np.concatenate([[0], np.cumsum(nnz_row)[:-1]])
         pm[has] = np.maximum.reduceat(vals, starts[has])
-    if n_u is None:
-        n_u = np.bincount(rows[in_u], minlength=N)
-    n_extra = np.where(fb > 0, u_size - n_u, 0)
-    cell = n_extra > 0
+    cells = fallback_cells(fb, u_size, np.bincount(rows[in_u], minlength=N))
+    n_extra, cell = cells["fallback_extra"], cells["fallback_extra"] > 0
     pm = np.where(cell, np.maximum(pm, fb), pm)
     # ties(vals, pm[rows]) without its pair-sized temporaries: vals <= pm[rows], both >= 0, so
     # |a - b| = b - a and max(|a|, |b|) = b, bit for bit
@@ -220,8 +216,19 @@ def top_sets(
     dec = declare(pm, p_out, strategy)
     return {
         "c": np.where(dec, c, 0), "T": dec & T & in_sample, "declared": dec, "p_max": pm,
-        "fallback_value": np.where(cell, fb, 0.0), "fallback_extra": np.where(cell, n_extra, 0),
+        **cells,
     }
+
+
+def fallback_cells(fb: np.ndarray, u_size: np.ndarray, n_u: np.ndarray) -> dict[str, np.ndarray]:
+    """Per target, the ``π`` shared by the fallback-set records that are not stored
+    (``fallback_value``) and how many they are (``fallback_extra``); 0 where there are none.
+
+    ``n_u``: the stored pairs in each target's fallback set (``u_size`` records in all).
+    """
+    n_extra = np.where(fb > 0, u_size - n_u, 0)
+    cell = n_extra > 0
+    return {"fallback_value": np.where(cell, fb, 0.0), "fallback_extra": np.where(cell, n_extra, 0)}
 
 
 def candidate_pairs(keys: np.ndarray, vals: np.ndarray, bound: np.ndarray, *, n: int,
