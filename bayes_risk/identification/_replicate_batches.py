@@ -28,6 +28,7 @@ from bayes_risk.identification.plan import IdentificationPlan, ReplicateSource
 from bayes_risk.identification.population import per_replicate_counts
 from bayes_risk.identification.prepare import prepare
 from bayes_risk.identification.summary import file_measures, record_measures
+from bayes_risk.identification.uncertainty import use_pair_kernels
 
 __all__ = ["MatchContext", "Batch", "BatchSums", "BatchJob", "Recoder", "run_batch"]
 
@@ -137,12 +138,21 @@ def _merge_pairs(acc_k: np.ndarray, acc_v: np.ndarray, keys: np.ndarray, vals: n
     k = keys[order]
     starts = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))
     k = k[starts]
-    pos = np.searchsorted(acc_k, k)
-    stored = pos < acc_k.size
-    stored[stored] = acc_k[pos[stored]] == k[stored]
+    compiled = use_pair_kernels(acc_k.size + k.size)
+    if compiled:  # linear walks instead of binary searches and masked scatters
+        from bayes_risk.identification import _pair_kernels
+
+        pos, stored = _pair_kernels.locate(acc_k, k)
+    else:
+        pos = np.searchsorted(acc_k, k)
+        stored = pos < acc_k.size
+        stored[stored] = acc_k[pos[stored]] == k[stored]
     v = np.insert(vals[order], starts[stored], 0.0)
     sums = np.add.reduceat(v, starts + np.cumsum(stored) - stored)
     del v, order
+    if compiled:
+        return _pair_kernels.merge_sums(acc_k, acc_v, k, sums, stored,
+                                        int(k.size - np.count_nonzero(stored)))
     # acc_v is this function's own output (or the empty start): updated in place
     acc_v[pos[stored]] += sums[stored]
     new = ~stored

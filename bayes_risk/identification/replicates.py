@@ -4,8 +4,9 @@ The identification probability integrates over the intruder's uncertainty about 
 values of the synthesized known columns,
 ``Pr(J = j | t, D, M) = ∫ Pr(J = j | t, D, Y_rep, M) p(Y_rep | t, D, M) dY_rep``. By default the
 ``m`` released datasets stand in for ``m`` draws of ``Y_rep``; :class:`PosteriorReplicates` draws
-``R ≫ m`` of them from a fitted synthesis model instead, in batches (memory does not grow with
-``R``), pools them (Reiter & Mitra 2009) and reports the Monte Carlo error of every measure
+``R ≫ m`` of them from a fitted synthesis model instead, in batches (memory follows the distinct
+matched pairs, not ``R``: the jackknife groups' sums wait in a temporary folder), pools them
+(Reiter & Mitra 2009) and reports the Monte Carlo error of every measure
 (:mod:`bayes_risk.identification.uncertainty`).
 """
 
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import shutil
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -228,7 +231,11 @@ class _Run:
         self.strategy, self.contains, self.u_size = \
             self.ctx.strategy, self.ctx.contains, self.ctx.u_size
         self.total = _unc.PooledSums(self.N, self.n)
-        self.groups = [_unc.PooledSums(self.N, self.n) for _ in range(n_groups)]
+        # the groups' pair sums wait in a temporary folder between checkpoints (one group in
+        # memory at a time: memory does not grow with the number of groups)
+        self.spill = tempfile.mkdtemp(prefix="bayes-risk-jackknife-")
+        self.groups = [_unc.PooledSums(self.N, self.n, spill=self.spill)
+                       for _ in range(n_groups)]
         self.per: dict[str, list[np.ndarray]] = {k: [] for k in MEASURES}
         self.ir_sum = np.zeros(self.N)
         self.ir_sq = np.zeros(self.N)
@@ -236,6 +243,7 @@ class _Run:
                                        "mc_se": []}
         self.n_batches = 0
         self._jk: tuple | None = None  # (n_batches, jackknife()) of the last evaluation
+        self._pool: tuple | None = None  # (n_batches, pooled()) of the last evaluation
 
     def add(self, batch: BatchSums) -> None:
         """Add the next batch (batches are added in batch order)."""
@@ -254,14 +262,41 @@ class _Run:
                              contains=self.contains)
 
     def pooled(self) -> dict[str, np.ndarray]:
+        """Top sets of the pooled sums now (those of the last checkpoint when no batch came since).
+
+        Evaluated on the pairs that can reach a top set (``candidate_pairs`` against each
+        target's largest sum): the same declared matches, ``c``, ``T`` and ``p_max`` as the
+        evaluation over every pair (``PRUNE = False``); the fallback-set counts, which need every
+        stored pair, are those of the candidates (``_pooled_output`` recounts them).
+        """
+        if self._pool is not None and self._pool[0] == self.n_batches:
+            return self._pool[1]
         t = self.total
-        return self._evaluate(t.keys, t.vals, t.in_u, t.fb, t.p_out, t.R)
+        keep = slice(None)
+        if PRUNE:
+            star = _unc.row_argmax(t.keys, t.vals, n=self.n)
+            top = np.zeros(self.N)
+            top[t.keys[star] // self.n] = t.vals[star] / t.R
+            keep = _unc.candidate_pairs(t.keys, t.vals / t.R, top, n=self.n)
+        res = self._evaluate(t.keys[keep], t.vals[keep], t.in_u[keep], t.fb, t.p_out, t.R)
+        self._pool = (self.n_batches, res)
+        return res
+
+    def release_groups(self) -> None:
+        """Free the groups' sums once the final jackknife is known (before the output is built)."""
+        self.jackknife()
+        self.groups = []
+        self.close()
+
+    def close(self) -> None:
+        """Remove the groups' spill folder."""
+        shutil.rmtree(self.spill, ignore_errors=True)
 
     def jackknife(self) -> tuple[dict[str, float], np.ndarray]:
         """Delete-a-group jackknife standard errors: file-level dict and record ``IR`` [N_T].
 
         Only the pairs that can reach a target's top set once a group is deleted are evaluated
-        (``candidate_pairs``: a pair's sum without the group is at most its full sum, and the
+        (``group_candidates``: a pair's sum without a group is at most its full sum, and the
         target's largest sum without the group is at least that of the pair with the largest
         full sum); the measures are those of all pairs (``PRUNE = False``).
         """
@@ -275,29 +310,26 @@ class _Run:
         groups = [g for g in self.groups if g.R > 0]
         if len(groups) < 2:
             return {k: float("nan") for k in MEASURES}, np.full(self.N, np.nan)
-        star = _unc.row_argmax(t.keys, t.vals, n=self.n)
+        keys, tv, in_u = t.keys, t.vals, t.in_u
+        if PRUNE:  # the pairs that can reach a top set whichever group is deleted
+            keep, bounds = _unc.group_candidates(keys, tv, in_u, groups, t.R, n=self.n,
+                                                 N=self.N)
+            keys, tv, in_u = keys[keep], tv[keep], in_u[keep]
+            rows = keys // self.n
+            del keep
         thetas, irs = [], []
-        # the same for every group (groups of whole batches mostly share R - R_g)
-        rows = t.keys // self.n if PRUNE else None
-        scaled: dict[int, np.ndarray] = {}
-        for g in groups:
+        for i, g in enumerate(groups):
             R = t.R - g.R
-            if PRUNE:
-                bound = np.zeros(self.N)
-                bound[t.keys[star] // self.n] = (
-                    t.vals[star] - g.on(t.keys[star], t.in_u[star])) / R
-                if R not in scaled:
-                    scaled = {R: t.vals / R}  # one at a time (the last group may differ)
-                keep = _unc.candidate_pairs(t.keys, scaled[R], bound, n=self.n, rows=rows)
-            else:
-                keep = slice(None)
-            keys, tv, in_u = t.keys[keep], t.vals[keep], t.in_u[keep]
-            vals = tv - g.on(keys, in_u)
+            kg, tg, ug = keys, tv, in_u
+            if PRUNE:  # this group's candidates (``candidate_pairs`` on the union's pairs)
+                sel = _unc.candidate_pairs(keys, tv / R, bounds[i], n=self.n, rows=rows)
+                kg, tg, ug = keys[sel], tv[sel], in_u[sel]
+            vals = tg - g.on(kg, ug)
             # exact zeros where only this group matched (no residue of the subtraction)
-            vals[vals <= 1e-9 * tv] = 0.0
+            vals[vals <= 1e-9 * tg] = 0.0
             fb = t.fb - g.fb
             fb[fb <= 1e-9 * t.fb] = 0.0
-            res = self._evaluate(keys, vals, in_u, fb, t.p_out - g.p_out, R)
+            res = self._evaluate(kg, vals, ug, fb, t.p_out - g.p_out, R)
             fm, ir = _unc.pooled_measures(res)
             thetas.append([fm[k] for k in MEASURES])
             irs.append(ir)
@@ -307,15 +339,7 @@ class _Run:
 
     def checkpoint(self) -> tuple[float, float]:
         """Pooled expected match risk and its jackknife MCSE now (appended to the trace)."""
-        t = self.total
-        keep = slice(None)
-        if PRUNE:
-            star = _unc.row_argmax(t.keys, t.vals, n=self.n)
-            top = np.zeros(self.N)
-            top[t.keys[star] // self.n] = t.vals[star] / t.R
-            keep = _unc.candidate_pairs(t.keys, t.vals / t.R, top, n=self.n)
-        fm, _ = _unc.pooled_measures(self._evaluate(t.keys[keep], t.vals[keep], t.in_u[keep],
-                                                    t.fb, t.p_out, t.R))
+        fm, _ = _unc.pooled_measures(self.pooled())
         se, _ = self.jackknife()
         est, s = fm["expected_match_risk"], se["expected_match_risk"]
         self.trace["n_replicates"].append(self.total.R)
@@ -376,8 +400,6 @@ def run_posterior(
     points = _checkpoints(n_batches)
     plan = prepare(original, synthetic, known_unsynthesized, ks, replicates=job.replicates(0),
                    **options)
-    run = _Run(plan, int(pr.n_groups))
-    job.ctx = run.ctx
     job.recode = Recoder.make(plan, options.get("targets"), original)
     if job.recode is None:
         job.inputs = (original, synthetic, known_unsynthesized, options)
@@ -386,7 +408,18 @@ def run_posterior(
     first = (plan, run_engine(plan, plan.rule, InProcessExecutor(),
                               record_pool(plan, shipped=False), progressbar=False)
              if n_batches == 1 else None)
-    stopped = False
+    run = _Run(plan, int(pr.n_groups))
+    job.ctx = run.ctx
+    try:
+        return _run_batches(pr, run, job, first, ex, n_batches, points, progressbar)
+    finally:
+        run.close()
+
+
+def _run_batches(pr: PosteriorReplicates, run: _Run, job: BatchJob, first: tuple, ex: Any,
+                 n_batches: int, points: set[int], progressbar: bool) -> Any:
+    """The batches of a run added in order, checkpoints, stopping rule, and the result."""
+    plan, auto, stopped = first[0], pr.n == "auto", False
     with shared_once(ex, job) as shared:
         sums = _batch_sums(ex, shared, BatchSums.of(Batch(run.ctx, plan)), n_batches, points)
         for b, batch in progress(enumerate(sums, start=1), total=n_batches,
@@ -398,6 +431,9 @@ def run_posterior(
                         se <= pr.mcse_tol * abs(est) or (est == 0 and se == 0)):
                     stopped = True
                     break
+        # the batches' arrays are the groups' (freed before the output is built)
+        sums.close()
+        batch = None  # noqa: F841
     return _assemble(pr, run, first, stopped)
 
 
@@ -421,17 +457,32 @@ def _batch_sums(ex: Any, shared: Any, first: BatchSums, n_batches: int,
         b = parts[-1] + 1
 
 
+_CHUNK = 1 << 22  # pairs converted at a time when building the probability matrix
+
+
 def _pooled_output(run: _Run) -> engine.PooledOutput:
-    """The engine's pooled output, built from the run's accumulated sums."""
+    """The engine's pooled output, built from the run's accumulated sums.
+
+    Consumes the pooled pair sums: their values become the matrix's data in place and the
+    record columns are taken chunk by chunk (no pair-sized temporaries at the run's peak).
+    """
     import scipy.sparse as sp
 
     t = run.total
     res = run.pooled()
-    rows = t.keys // t.n
-    indptr = np.zeros(run.N + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=run.N), out=indptr[1:])
-    prob = sp.csr_matrix(((t.vals / t.R), (t.keys - rows * t.n).astype(np.int32), indptr),
-                         shape=(run.N, t.n))
+    keys, data, n = t.keys, t.vals, t.n
+    if PRUNE:  # the fallback-set records not stored, counted over every stored pair
+        res = {**res, **_unc.fallback_cells(t.fb / t.R, run.u_size,
+                                            np.bincount(keys[t.in_u] // n, minlength=run.N))}
+    t.keys, t.vals, t.in_u = (np.zeros(0, dtype=np.int64), np.zeros(0),
+                              np.zeros(0, dtype=bool))
+    indptr = np.searchsorted(keys, np.arange(run.N + 1, dtype=np.int64) * n)
+    cols = np.empty(keys.size, dtype=np.int32)
+    for s in range(0, keys.size, _CHUNK):
+        np.remainder(keys[s:s + _CHUNK], n, out=cols[s:s + _CHUNK], casting="unsafe")
+    del keys
+    np.divide(data, t.R, out=data)
+    prob = sp.csr_matrix((data, cols, indptr), shape=(run.N, n))
     return engine.PooledOutput(
         prob=prob, p_out=t.p_out / t.R, p_unassigned=t.p_un / t.R, p_max=res["p_max"],
         c=res["c"], T=res["T"], declared=res["declared"], no_match_any=~t.ever,
@@ -443,6 +494,8 @@ def _assemble(pr: PosteriorReplicates, run: _Run, first: tuple, stopped: bool) -
     """The ``IdentificationResult`` of the run, with Monte Carlo errors and replicate spread."""
     plan, pooled = first
     t = run.total
+    mc_se, ir_se = run.jackknife()
+    run.release_groups()
     out = pooled if pooled is not None else _pooled_output(run)
     warn = dict(plan.warnings)
     if pr.n == "auto" and not stopped:
@@ -455,7 +508,6 @@ def _assemble(pr: PosteriorReplicates, run: _Run, first: tuple, stopped: bool) -
     plan = dataclasses.replace(plan, warnings=warn,
                                replicates=ReplicateSource(R=R, user=True))
     result = assemble(plan, plan.rule, out)
-    mc_se, ir_se = run.jackknife()
     rep = _unc.replicate_summary({k: np.concatenate(v) for k, v in run.per.items()})
     ir_mean = run.ir_sum / R
     ir_var = np.maximum(run.ir_sq - R * ir_mean**2, 0.0) / max(R - 1, 1)

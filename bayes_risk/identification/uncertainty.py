@@ -17,12 +17,14 @@ say which is which:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from bayes_risk._numeric import TIE_ATOL, TIE_RTOL, ties
+from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.engine import declare
 from bayes_risk.identification.summary import MEASURES, file_measures, record_measures
 
@@ -30,6 +32,8 @@ __all__ = [
     "REPLICATE_QUANTILES",
     "PooledSums",
     "candidate_pairs",
+    "group_candidates",
+    "fallback_cells",
     "row_argmax",
     "top_sets",
     "jackknife_se",
@@ -39,6 +43,20 @@ __all__ = [
 
 #: quantiles of the per-replicate measures reported as ``replicate_quantiles``
 REPLICATE_QUANTILES = (0.025, 0.25, 0.5, 0.75, 0.975)
+#: pairs from which merges of pair sums run on the compiled kernels (``engine.USE_NUMBA``:
+#: ``True`` always, ``False`` never; the same sums either way)
+PAIR_KERNELS_MIN = 200_000
+
+
+def use_pair_kernels(size: int) -> bool:
+    """Whether a merge of ``size`` pairs runs on the compiled kernels (``_pair_kernels``)."""
+    if not _engine._HAVE_NUMBA or _engine.USE_NUMBA is False:
+        return False
+    return bool(_engine.USE_NUMBA) or size >= PAIR_KERNELS_MIN
+
+
+#: pairs from which a jackknife group's pair sums are kept in its spill folder between uses
+SPILL_MIN_PAIRS = 1_000_000
 
 
 class PooledSums:
@@ -48,10 +66,15 @@ class PooledSums:
     ``target · n + record``), whether each record is in the target's fallback set, and per target
     the sum of the fallback contributions shared by the fallback-set records that are not
     stored. Memory grows with the number of distinct matched pairs, not with ``R``.
+
+    ``spill``: a folder where the pair arrays are kept between uses once they hold
+    ``SPILL_MIN_PAIRS`` pairs (the jackknife groups: only the group in use is in memory); they
+    are read back exactly by :meth:`add` and :meth:`on`.
     """
 
-    def __init__(self, n_targets: int, n: int) -> None:
+    def __init__(self, n_targets: int, n: int, spill: str | None = None) -> None:
         self.N, self.n = int(n_targets), int(n)
+        self.spill, self._file = spill, None
         self.keys = np.zeros(0, dtype=np.int64)
         self.vals = np.zeros(0)
         self.in_u = np.zeros(0, dtype=bool)
@@ -64,12 +87,40 @@ class PooledSums:
     def add(self, batch: Any) -> None:
         """Add a batch's sums (``keys``, ``vals``, ``in_u``, ``fb``, ``p_out``, ``p_un``,
         ``ever``, ``R``; stored pairs include their fallback mass, as here)."""
+        if self._file is not None:
+            self.keys, self.vals, self.in_u = self._pairs("keys", "vals", "in_u")
+            for k in self._NAMES:
+                os.remove(f"{self._file}-{k}.npy")
+            self._file = None
+        self._add(batch)
+        self._add_totals(batch)
+        if self.spill is not None and self.keys.size >= SPILL_MIN_PAIRS:
+            self._file = os.path.join(self.spill, f"sums-{id(self)}")
+            for k in self._NAMES:
+                np.save(f"{self._file}-{k}.npy", getattr(self, k))
+            self.keys, self.vals, self.in_u = (np.zeros(0, dtype=np.int64), np.zeros(0),
+                                               np.zeros(0, dtype=bool))
+
+    _NAMES = ("keys", "vals", "in_u")
+
+    def _pairs(self, *names: str) -> list[np.ndarray]:
+        """The pair arrays ``names`` (read back from the spill folder if they are there)."""
+        if self._file is None:
+            return [getattr(self, k) for k in names]
+        return [np.load(f"{self._file}-{k}.npy") for k in names]
+
+    def _add(self, batch: Any) -> None:
         ek, ev, efb = batch.keys, batch.vals, batch.fb
         A = self.keys.size
         if not A and not self.fb.any():  # a new group: the batch's own arrays (never modified
             # in place, so shared without a copy; their sums plus zero are themselves)
             self.keys, self.vals, self.in_u = ek, ev, batch.in_u
-            self._add_totals(batch)
+            return
+        if use_pair_kernels(A + ek.size):  # one linear walk over both sides
+            from bayes_risk.identification import _pair_kernels
+
+            self.keys, self.vals, self.in_u = _pair_kernels.add_blocks(
+                self.keys, self.vals, self.in_u, self.fb, ek, ev, batch.in_u, efb, self.n)
             return
         # where each batch pair goes among the merged pairs (no re-sort: both sides are sorted)
         pos = np.searchsorted(self.keys, ek)
@@ -94,7 +145,6 @@ class PooledSums:
         fix = at[new & batch.in_u]
         vals[fix] += self.fb[keys[fix] // self.n]
         self.keys, self.vals, self.in_u = keys, vals, in_u
-        self._add_totals(batch)
 
     def _add_totals(self, batch: Any) -> None:
         self.fb = self.fb + batch.fb
@@ -105,11 +155,16 @@ class PooledSums:
 
     def on(self, keys: np.ndarray, in_u: np.ndarray) -> np.ndarray:
         """These sums at the pairs ``keys`` (sorted, unique; stored or not)."""
+        sk, sv = self._pairs("keys", "vals")
+        if use_pair_kernels(sk.size + keys.size):
+            from bayes_risk.identification import _pair_kernels
+
+            return _pair_kernels.sums_at(sk, sv, self.fb, keys, in_u, self.n)
         out = np.where(in_u, self.fb[keys // self.n], 0.0)
-        if self.keys.size and keys.size:
-            pos = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
-            hit = self.keys[pos] == keys
-            out[hit] = self.vals[pos[hit]]
+        if sk.size and keys.size:
+            pos = np.minimum(np.searchsorted(sk, keys), sk.size - 1)
+            hit = sk[pos] == keys
+            out[hit] = sv[pos[hit]]
         return out
 
 
@@ -141,8 +196,8 @@ def top_sets(
     if keys.size:
         starts = np.concatenate([[0], np.cumsum(nnz_row)[:-1]])
         pm[has] = np.maximum.reduceat(vals, starts[has])
-    n_extra = np.where(fb > 0, u_size - np.bincount(rows[in_u], minlength=N), 0)
-    cell = n_extra > 0
+    cells = fallback_cells(fb, u_size, np.bincount(rows[in_u], minlength=N))
+    n_extra, cell = cells["fallback_extra"], cells["fallback_extra"] > 0
     pm = np.where(cell, np.maximum(pm, fb), pm)
     # ties(vals, pm[rows]) without its pair-sized temporaries: vals <= pm[rows], both >= 0, so
     # |a - b| = b - a and max(|a|, |b|) = b, bit for bit
@@ -161,8 +216,19 @@ def top_sets(
     dec = declare(pm, p_out, strategy)
     return {
         "c": np.where(dec, c, 0), "T": dec & T & in_sample, "declared": dec, "p_max": pm,
-        "fallback_value": np.where(cell, fb, 0.0), "fallback_extra": np.where(cell, n_extra, 0),
+        **cells,
     }
+
+
+def fallback_cells(fb: np.ndarray, u_size: np.ndarray, n_u: np.ndarray) -> dict[str, np.ndarray]:
+    """Per target, the ``π`` shared by the fallback-set records that are not stored
+    (``fallback_value``) and how many they are (``fallback_extra``); 0 where there are none.
+
+    ``n_u``: the stored pairs in each target's fallback set (``u_size`` records in all).
+    """
+    n_extra = np.where(fb > 0, u_size - n_u, 0)
+    cell = n_extra > 0
+    return {"fallback_value": np.where(cell, fb, 0.0), "fallback_extra": np.where(cell, n_extra, 0)}
 
 
 def candidate_pairs(keys: np.ndarray, vals: np.ndarray, bound: np.ndarray, *, n: int,
@@ -180,6 +246,33 @@ def candidate_pairs(keys: np.ndarray, vals: np.ndarray, bound: np.ndarray, *, n:
         rows = keys // n
     thr = np.where(bound > 0, bound * (1 - 2 * TIE_RTOL) - 2 * TIE_ATOL, -np.inf)
     return vals >= thr[rows]
+
+
+def group_candidates(keys: np.ndarray, vals: np.ndarray, in_u: np.ndarray, groups: Sequence,
+                     R: int, *, n: int, N: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Stored pairs that can reach a target's top set once any one group is deleted.
+
+    ``keys``/``vals``/``in_u``: the sums over all ``R`` replicates; ``groups``: the groups'
+    ``PooledSums``. Deleting group ``g`` lowers a pair's sum by ``S_g >= 0``, and the target's
+    largest sum without ``g`` is at least that of its largest pair ``j*`` (``S - S_g`` at
+    ``j*``). Returns each group's bound (for :func:`candidate_pairs` on the
+    ``(S - S_g) / (R - R_g)`` scale) and the mask of the union over the groups of
+    :func:`candidate_pairs`' masks, taken once on the sums' scale with a relative margin of 1e-9
+    (that only adds pairs), so that the pairs are selected and gathered once for all groups.
+    """
+    star = row_argmax(keys, vals, n=n)
+    top, rows = keys[star], keys[star] // n
+    lim = np.full(N, np.inf)
+    bounds = []
+    for g in groups:
+        Rg = R - g.R
+        bound = np.zeros(N)
+        bound[rows] = (vals[star] - g.on(top, in_u[star])) / Rg
+        bounds.append(bound)
+        thr = np.where(bound > 0, bound * (1 - 2 * TIE_RTOL) - 2 * TIE_ATOL, -np.inf) * Rg
+        lim[rows] = np.minimum(lim[rows], thr[rows])
+    lim = np.where(lim > 0, lim * (1 - 1e-9), lim)
+    return vals >= lim[keys // n], bounds
 
 
 def row_argmax(keys: np.ndarray, vals: np.ndarray, *, n: int) -> np.ndarray:

@@ -474,15 +474,20 @@ def test_pruned_jackknife_equals_the_full_evaluation(extra, monkeypatch):
     y = make_data(200, seed=3)
     syn = perturb(y, 3, 4)
     model = Released(perturb(y, 30, 8))
-    dropped = []
-    real = rep._unc.candidate_pairs
+    dropped = {"candidate_pairs": [], "group_candidates": []}
 
-    def counting(*args, **kw):
-        keep = real(*args, **kw)
-        dropped.append(int((~keep).sum()))
-        return keep
+    def counting(name):
+        real = getattr(rep._unc, name)
 
-    monkeypatch.setattr(rep._unc, "candidate_pairs", counting)
+        def f(*args, **kw):
+            out = real(*args, **kw)
+            keep = out[0] if isinstance(out, tuple) else out  # group_candidates: (mask, bounds)
+            dropped[name].append(int((~keep).sum()))
+            return out
+        return f
+
+    for name in dropped:
+        monkeypatch.setattr(rep._unc, name, counting(name))
     runs = []
     for prune in (True, False):
         monkeypatch.setattr(rep, "PRUNE", prune)
@@ -492,6 +497,48 @@ def test_pruned_jackknife_equals_the_full_evaluation(extra, monkeypatch):
                                            random_seed=2)))
     a, b = runs
     assert np.isfinite(a.file["mc_se"]["expected_match_risk"])
-    assert sum(dropped) > 0  # pairs were left out
+    # pairs were left out of the running estimate and of the jackknife
+    assert all(sum(v) > 0 for v in dropped.values()), dropped
     np.testing.assert_equal(a.file, b.file)  # mc_se, the trace (nan before two groups), …
     pd.testing.assert_frame_equal(a.records, b.records)
+    # the final pooled evaluation too: the output's probabilities and fallback counts
+    for part in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(a.prob, part), getattr(b.prob, part)), part
+    for part in ("fallback_value", "fallback_extra"):
+        assert np.array_equal(getattr(a.pooled, part), getattr(b.pooled, part)), part
+
+
+@pytest.mark.parametrize("extra", SETTINGS)
+def test_spilled_jackknife_groups_give_the_same_numbers(extra, monkeypatch, tmp_path):
+    """The groups' pair sums kept in the spill folder between uses (several batches per group,
+    so spilled groups are read back and merged) give the numbers of groups held in memory, and
+    the folder is removed after the run."""
+    from bayes_risk.identification import replicates as rep
+
+    y = make_data(200, seed=3)
+    syn = perturb(y, 3, 4)
+    model = Released(perturb(y, 30, 8))
+    folders = []
+
+    def mkdtemp(**kw):
+        folders.append(tmp_path / f"spill{len(folders)}")
+        folders[-1].mkdir()
+        return str(folders[-1])
+
+    monkeypatch.setattr(rep.tempfile, "mkdtemp", mkdtemp)
+    written = []
+    real_save = np.save
+    monkeypatch.setattr(rep._unc.np, "save", lambda f, a: (written.append(f), real_save(f, a)))
+    runs = []
+    for at in (0, 10**12):
+        monkeypatch.setattr(rep._unc, "SPILL_MIN_PAIRS", at)
+        runs.append(identification_risk(
+            y, syn, ["sex", "region"], ["race", "income"], **_kw(extra, y),
+            replicates=PosteriorReplicates(model, n=60, batch_size=6, n_groups=4,
+                                           random_seed=2)))
+    a, b = runs
+    assert written and all(f.startswith(str(folders[0])) for f in written)
+    assert not any(f.exists() for f in folders)  # removed after each run
+    np.testing.assert_equal(a.file, b.file)
+    pd.testing.assert_frame_equal(a.records, b.records)
+    assert np.isfinite(a.file["mc_se"]["expected_match_risk"])

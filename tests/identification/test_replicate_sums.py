@@ -26,8 +26,17 @@ def _bits(x):
     return np.asarray(x, dtype=np.float64).view(np.int64)
 
 
+@pytest.fixture(params=[False, True], ids=["numpy", "compiled"])
+def kernels(request, monkeypatch):
+    """Both paths of the merges: numpy, and the compiled kernels (whatever the size)."""
+    from bayes_risk.identification import engine
+
+    monkeypatch.setattr(engine, "USE_NUMBA", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("seed", range(4))
-def test_merge_pairs_equals_summing_everything_again(seed):
+def test_merge_pairs_equals_summing_everything_again(seed, kernels):
     rng = np.random.default_rng(seed)
     for _ in range(40):
         span = int(rng.integers(1, 2000))
@@ -61,7 +70,7 @@ def _reference_add(acc, batch, n):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_pooled_sums_add_equals_the_definition(seed):
+def test_pooled_sums_add_equals_the_definition(seed, kernels):
     rng = np.random.default_rng(seed)
     for _ in range(40):
         N, n = int(rng.integers(1, 30)), int(rng.integers(1, 50))
@@ -80,3 +89,9 @@ def test_pooled_sums_add_equals_the_definition(seed):
             np.testing.assert_array_equal(_bits(sums.vals), _bits(ref[1]))
             np.testing.assert_array_equal(sums.in_u, ref[2])
             np.testing.assert_array_equal(sums.fb, ref[3])
+            # the sums at any sorted pairs: stored value, else the fallback mass, else 0
+            q = np.unique(rng.integers(0, N * n, int(rng.integers(0, N * n + 1))))
+            exp = np.where(in_fallback[q], ref[3][q // n], 0.0)
+            hit = np.isin(q, ref[0])
+            exp[hit] = ref[1][np.searchsorted(ref[0], q[hit])]
+            np.testing.assert_array_equal(_bits(sums.on(q, in_fallback[q])), _bits(exp))
