@@ -16,6 +16,7 @@ import dataclasses
 import inspect
 import shutil
 import tempfile
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +27,7 @@ import pandas as pd
 from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, child_sequence, seed_sequence
 from bayes_risk.data.normalise import as_synthetic_list
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import BayesRiskWarning, ValidationError
 from bayes_risk.executors import InProcessExecutor, shared_once
 from bayes_risk.identification import engine
 from bayes_risk.identification import uncertainty as _unc
@@ -233,7 +234,14 @@ class _Run:
         self.total = _unc.PooledSums(self.N, self.n)
         # the groups' pair sums wait in a temporary folder between checkpoints (one group in
         # memory at a time: memory does not grow with the number of groups)
-        self.spill = tempfile.mkdtemp(prefix="bayes-risk-jackknife-")
+        try:
+            self.spill: str | None = tempfile.mkdtemp(prefix="bayes-risk-jackknife-")
+        except OSError as err:  # no writable temporary folder: the groups stay in memory
+            warnings.warn(
+                f"SPILL_UNAVAILABLE: no temporary folder for the jackknife group sums ({err}); "
+                "they are kept in memory (same numbers, more memory). Set TMPDIR to a "
+                "writable folder to bound the memory.", BayesRiskWarning, stacklevel=2)
+            self.spill = None
         self.groups = [_unc.PooledSums(self.N, self.n, spill=self.spill)
                        for _ in range(n_groups)]
         self.per: dict[str, list[np.ndarray]] = {k: [] for k in MEASURES}
@@ -290,7 +298,8 @@ class _Run:
 
     def close(self) -> None:
         """Remove the groups' spill folder."""
-        shutil.rmtree(self.spill, ignore_errors=True)
+        if self.spill is not None:
+            shutil.rmtree(self.spill, ignore_errors=True)
 
     def jackknife(self) -> tuple[dict[str, float], np.ndarray]:
         """Delete-a-group jackknife standard errors: file-level dict and record ``IR`` [N_T].

@@ -17,12 +17,15 @@ say which is which:
 
 from __future__ import annotations
 
+import contextlib
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from bayes_risk.exceptions import BayesRiskWarning
 from bayes_risk._numeric import TIE_ATOL, TIE_RTOL, ties
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.engine import declare
@@ -95,11 +98,28 @@ class PooledSums:
         self._add(batch)
         self._add_totals(batch)
         if self.spill is not None and self.keys.size >= SPILL_MIN_PAIRS:
-            self._file = os.path.join(self.spill, f"sums-{id(self)}")
+            self._spill_out()
+
+    def _spill_out(self) -> None:
+        """Move the pair arrays to the spill folder; kept in memory if it cannot be written."""
+        file = os.path.join(self.spill, f"sums-{id(self)}")
+        try:
             for k in self._NAMES:
-                np.save(f"{self._file}-{k}.npy", getattr(self, k))
-            self.keys, self.vals, self.in_u = (np.zeros(0, dtype=np.int64), np.zeros(0),
-                                               np.zeros(0, dtype=bool))
+                np.save(f"{file}-{k}.npy", getattr(self, k))
+        except OSError as err:  # full or unwritable disk: same numbers, more memory
+            for k in self._NAMES:
+                with contextlib.suppress(OSError):
+                    os.remove(f"{file}-{k}.npy")
+            warnings.warn(
+                f"SPILL_UNAVAILABLE: the jackknife group sums could not be written to "
+                f"{self.spill!r} ({err}); they are kept in memory (same numbers, more memory). "
+                "Set TMPDIR to a folder with free space to bound the memory.",
+                BayesRiskWarning, stacklevel=2)
+            self.spill = None
+            return
+        self._file = file
+        self.keys, self.vals, self.in_u = (np.zeros(0, dtype=np.int64), np.zeros(0),
+                                           np.zeros(0, dtype=bool))
 
     _NAMES = ("keys", "vals", "in_u")
 

@@ -542,3 +542,44 @@ def test_spilled_jackknife_groups_give_the_same_numbers(extra, monkeypatch, tmp_
     np.testing.assert_equal(a.file, b.file)
     pd.testing.assert_frame_equal(a.records, b.records)
     assert np.isfinite(a.file["mc_se"]["expected_match_risk"])
+
+
+def test_unwritable_spill_folder_keeps_the_groups_in_memory(monkeypatch, tmp_path):
+    """A temporary folder that cannot be created or written (full or read-only disk) does not
+    stop the run: the groups stay in memory, the numbers are the same and a coded warning
+    says why."""
+    from bayes_risk.exceptions import BayesRiskWarning
+    from bayes_risk.identification import replicates as rep
+
+    y = make_data(200, seed=3)
+    syn = perturb(y, 3, 4)
+    model = Released(perturb(y, 30, 8))
+
+    def run():
+        return identification_risk(
+            y, syn, ["sex", "region"], ["race", "income"], **KW,
+            replicates=PosteriorReplicates(model, n=30, batch_size=6, n_groups=4,
+                                           random_seed=2))
+
+    monkeypatch.setattr(rep._unc, "SPILL_MIN_PAIRS", 10**12)
+    ref = run()
+    monkeypatch.setattr(rep._unc, "SPILL_MIN_PAIRS", 0)
+
+    def full(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(rep._unc.np, "save", full)
+        sub = tmp_path / "spill"
+        sub.mkdir()
+        m.setattr(rep.tempfile, "mkdtemp", lambda **kw: str(sub))
+        with pytest.warns(BayesRiskWarning, match="SPILL_UNAVAILABLE"):
+            a = run()
+    assert not sub.exists()  # removed after the run, no partial file left behind
+    with monkeypatch.context() as m:
+        m.setattr(rep.tempfile, "mkdtemp", full)
+        with pytest.warns(BayesRiskWarning, match="SPILL_UNAVAILABLE"):
+            b = run()
+    for res in (a, b):
+        np.testing.assert_equal(res.file, ref.file)
+        pd.testing.assert_frame_equal(res.records, ref.records)
