@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from bayes_risk.exceptions import BayesRiskWarning
 from bayes_risk._numeric import TIE_ATOL, TIE_RTOL, ties
+from bayes_risk.exceptions import BayesRiskWarning
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.engine import declare
 from bayes_risk.identification.summary import MEASURES, file_measures, record_measures
