@@ -12,8 +12,10 @@ comparing R = 200 and R = 1,000 on CEdata shows whether memory is flat in R.
 Times are wall and CPU seconds of the process (the machine may be shared: CPU seconds are the
 figure to compare; the header prints the load average).
 
-Usage: ``python benchmarks/bench_posterior_replicates.py [--quick] [--case-list ce:200,large:50]``
-(``--quick``: R / 5).
+Usage: ``python benchmarks/bench_posterior_replicates.py [--quick] [--case-list ce:200,large:50]
+[--workers N]`` (``--quick``: R / 5; ``--workers N``: the batches on a local Dask cluster of N
+single-threaded worker processes, as ``bayes-risk identification --workers N`` runs them — the
+CPU seconds are then those of the client process only, and the peak RSS is the client's).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ KNOWN_S = ["Tenure", "Expenditure", "Income"]
 CATS = ["Urban", "Marital", "Tenure"]
 
 
-def case(kind: str, R: int) -> dict:
+def case(kind: str, R: int, workers: int = 0) -> dict:
     import pandas as pd
 
     from bayes_risk import PosteriorReplicates, identification_risk
@@ -51,16 +53,25 @@ def case(kind: str, R: int) -> dict:
     for _ in model.posterior_replicates(R, columns=KNOWN_S, random_seed=3):
         pass
     gen, gen_cpu = time.perf_counter() - t, time.process_time() - c
+    client = None
+    if workers:
+        from distributed import Client, LocalCluster
+
+        client = Client(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                     dashboard_address=None))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t, c = time.perf_counter(), time.process_time()
         res = identification_risk(
             data, release, KNOWN_US, KNOWN_S, categorical=CATS, radius=0.1, progressbar=False,
-            replicates=PosteriorReplicates(model, n=R, random_seed=3))
+            replicates=PosteriorReplicates(model, n=R, random_seed=3), executor=client)
         total, total_cpu = time.perf_counter() - t, time.process_time() - c
+    if client is not None:
+        client.close()
     f = res.file
     return {
-        "case": f"{'CEdata' if kind == 'ce' else 'CE-like'} n={len(data):,} R={R}",
+        "case": f"{'CEdata' if kind == 'ce' else 'CE-like'} n={len(data):,} R={R}"
+                + (f" workers={workers}" if workers else ""),
         "generate_s": gen, "total_s": total, "match_pool_s": total - gen,
         "generate_cpu_s": gen_cpu, "total_cpu_s": total_cpu,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -72,9 +83,10 @@ def case(kind: str, R: int) -> dict:
 
 def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "--case":
-        print(json.dumps(case(sys.argv[2], int(sys.argv[3]))))
+        print(json.dumps(case(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))))
         return
     quick = "--quick" in sys.argv
+    workers = int(sys.argv[sys.argv.index("--workers") + 1]) if "--workers" in sys.argv else 0
     div = 5 if quick else 1
     runs = [("ce", 200 // div), ("ce", 1000 // div), ("large", 200 // div)]
     if "--case-list" in sys.argv:  # e.g. --case-list ce:200,large:50
@@ -87,7 +99,7 @@ def main() -> None:
             "expected_match_risk", "mc_se", "replicate_median")
     print(" | ".join(head), flush=True)
     for kind, R in runs:
-        out = subprocess.run([sys.executable, __file__, "--case", kind, str(R)],
+        out = subprocess.run([sys.executable, __file__, "--case", kind, str(R), str(workers)],
                              capture_output=True, text=True, check=True,
                              env={**os.environ, "MPLBACKEND": "Agg"})
         r = json.loads(out.stdout.strip().splitlines()[-1])
