@@ -5,15 +5,16 @@ test_dpmpm_p_true_k3_matches_exact_both_estimators`` (n = 20, two binary columns
 dataset Z of 20 records). Two parts:
 
 1. ``--reps`` replicates at the ground-truth tests' settings (2 chains × (200 warm-up + 2,000)
-   sweeps): the base fit on ``y`` and its augmented fit on ``y ∪ Z`` (``DPMPM.fit_augmented``),
-   each replicate with its own seeds; mean α and mean number of occupied classes per fit against
-   the exact posterior means (``tests/_exact.py``): mean error (standard error over replicates).
+   sweeps; ``--tune`` changes the warm-up): the base fit on ``y`` and its augmented fit on
+   ``y ∪ Z`` (``DPMPM.fit_augmented``), each replicate with its own seeds; mean α and mean
+   number of occupied classes per fit against the exact posterior means (``tests/_exact.py``):
+   mean error (standard error over replicates).
 2. ``--trace-reps`` fits on ``y ∪ Z`` with no warm-up (2 chains × 2,200 sweeps): the mean of α
    and of the occupied classes by window of sweeps from the start, i.e. how the start (every
    class occupied) decays.
 
 Not a timing, not run by ``make bench``. Run from the repository root:
-``.venv/bin/python benchmarks/study_augmented_alpha.py [--reps N] [--trace-reps N]``.
+``.venv/bin/python benchmarks/study_augmented_alpha.py [--reps N] [--trace-reps N] [--tune N]``.
 """
 
 from __future__ import annotations
@@ -58,13 +59,14 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=100)
     ap.add_argument("--trace-reps", type=int, default=30)
     ap.add_argument("--seed", type=int, default=8000)
+    ap.add_argument("--tune", type=int, default=200, help="warm-up sweeps of part 1's fits")
     args = ap.parse_args()
     y, Z = _case()
     d = np.array([2, 2])
     ex_y, ex_yz = dpmpm_exact(y, d, 3), dpmpm_exact(np.vstack([y, Z]), d, 3)
     df = pd.DataFrame(y, columns=["a", "b"]).astype(str)
     zf = pd.DataFrame(Z, columns=["a", "b"]).astype(str)
-    kw = dict(n_components=3, tune=200, draws=2000, chains=2, cores=1, progressbar=False)
+    kw = dict(n_components=3, tune=args.tune, draws=2000, chains=2, cores=1, progressbar=False)
     base, aug = [], []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -73,7 +75,7 @@ def main() -> None:
             base.append(_summary(m))
             aug.append(_summary(m.fit_augmented(df, zf, random_seed=args.seed + 1000 * r + 2)))
     base, aug = np.array(base), np.array(aug)
-    print(f"{args.reps} replicates, 2 chains x (200 + 2,000) sweeps; mean per fit vs exact")
+    print(f"{args.reps} replicates, 2 chains x ({args.tune} + 2,000) sweeps; mean per fit vs exact")
     print(_line("base fit on y: alpha", base[:, 0], ex_y.alpha_mean))
     print(_line("base fit on y: occupied classes", base[:, 1], ex_y.k_occupied_mean))
     print(_line("augmented fit on y+Z: alpha", aug[:, 0], ex_yz.alpha_mean))
