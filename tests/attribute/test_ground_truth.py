@@ -10,7 +10,7 @@ End-to-end ``p_true`` (issue 17's table): replicate runs of the package (fit, au
 estimator) with their own seeds against exact values (``_exact.dpmpm_p_true_exact``);
 ``z = (replicate mean − exact) / (sd / √reps)`` per record, a Student-t statistic with
 ``reps − 1`` degrees of freedom compared with a bound that accounts for the number of records and
-estimators compared together (``_t_bound``). The figures quoted in the tests
+estimators compared together (``_exact.t_bound``). The figures quoted in the tests
 "with the clipped sticks" were measured by reintroducing ``V ∈ [1e-300, 1 − 1e-12]`` in
 ``models/_stick.py`` and running the same tests.
 """
@@ -27,11 +27,12 @@ from _exact import (
     allocation_states,
     brute_force_allocations,
     cells_of,
+    check_p_true,
     dpmpm_exact,
     dpmpm_p_true_exact,
     poisson_mixture_exact,
+    t_bound,
 )
-from scipy import stats
 from scipy.special import gammaln
 
 from bayes_risk.exceptions import ConvergenceWarning
@@ -228,33 +229,6 @@ def _replicate_p_true(
     return {e: np.array(v) for e, v in out.items()}
 
 
-def _z_over_replicates(est: np.ndarray, truth: np.ndarray) -> np.ndarray:
-    """(replicate mean − exact) / (sd / √reps), per record."""
-    return (est.mean(axis=0) - truth) / (est.std(axis=0, ddof=1) / np.sqrt(len(est)))
-
-
-def _t_bound(reps: int, comparisons: int, family_alpha: float) -> float:
-    """Bonferroni bound for ``comparisons`` statistics ``_z_over_replicates`` of one test.
-
-    Each is Student-t with ``reps − 1`` degrees of freedom when the estimator is unbiased, so
-    ``|t| ≤ t_{reps−1}(1 − family_alpha / (2 · comparisons))`` for all of them fails an
-    unbiased estimator with probability at most ``family_alpha``. For 10 replicates and 3
-    records the bound at a family-wise 5 % is 2.93 (the tests' default 3.0); for 16 replicates
-    and 6 comparisons at 1 %, 3.82."""
-    return float(stats.t.ppf(1.0 - family_alpha / (2.0 * comparisons), reps - 1))
-
-
-def _check_p_true(
-    est: np.ndarray, truth: np.ndarray, max_abs: float, *, z_max: float = 3.0
-) -> None:
-    """|t| ≤ ``z_max`` per record (see :func:`_t_bound`) and |mean − exact| ≤ ``max_abs``."""
-    z = _z_over_replicates(est, truth)
-    err = est.mean(axis=0) - truth
-    msg = f"exact {truth.round(5)}, mean {est.mean(axis=0).round(5)}, z {z.round(2)}"
-    assert np.all(np.abs(z) <= z_max), msg
-    assert np.all(np.abs(err) <= max_abs), msg
-
-
 def _structured_table(seed: int, n: int, p: int, tied: int) -> np.ndarray:
     """Binary table whose first ``tied`` rows repeat column 0 in column 1 (and the first
     ``tied // 2`` also in column 2 when there is one): enough association that one and two
@@ -277,7 +251,7 @@ def test_dpmpm_p_true_k2_three_columns_two_datasets_matches_exact():
     design gave z = (−3.3, −3.7, 2.9); after the fix (0.9, 0.8, −1.1).
     """
     truth, est = _case_k2_m2()
-    _check_p_true(est["stabilised"], truth, 0.01)
+    check_p_true(est["stabilised"], truth, 0.01)
 
 
 def _case_k2_m2() -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -297,7 +271,7 @@ def test_dpmpm_p_true_k3_matches_exact_both_estimators():
 
     16 replicate runs of H = 4,000 draws; |mean − exact| ≤ 0.01, and the six statistics t (three
     records, two estimators; Student-t with 15 degrees of freedom for an unbiased estimator) are
-    held to the Bonferroni bound at a family-wise 1 %, |t| ≤ 3.82 (``_t_bound``). A bound of 3
+    held to the Bonferroni bound at a family-wise 1 %, |t| ≤ 3.82 (``_exact.t_bound``). A bound of 3
     for each of six such statistics fails an unbiased estimator about 5 % of the time.
 
     Measured (label swaps, α given the classes): stabilised errors −0.0020, +0.0029, −0.0027,
@@ -314,12 +288,12 @@ def test_dpmpm_p_true_k3_matches_exact_both_estimators():
     ``p_true`` is beyond it too (checked below on these replicates).
     """
     truth, est = _case_k3()
-    bound = _t_bound(reps=16, comparisons=6, family_alpha=0.01)
+    bound = t_bound(reps=16, comparisons=6, family_alpha=0.01)
     for e in ("stabilised", "is"):
-        _check_p_true(est[e], truth, 0.01, z_max=bound)
+        check_p_true(est[e], truth, 0.01, z_max=bound)
     for shift in (0.005, -0.005):  # the design has the power to see a bias of 0.005
         with pytest.raises(AssertionError):
-            _check_p_true(est["stabilised"] + shift, truth, 0.01, z_max=bound)
+            check_p_true(est["stabilised"] + shift, truth, 0.01, z_max=bound)
 
 
 def _case_k3() -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -363,7 +337,7 @@ def test_dpmpm_p_true_partial_synthesis_of_records_matches_exact():
     truth, est = _case_partial_records()
     est = est["stabilised"]
     assert np.all(est[:, -1] == 1.0)
-    _check_p_true(est[:, :-1], truth, 0.01)
+    check_p_true(est[:, :-1], truth, 0.01)
 
 
 def _case_partial_records() -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -394,7 +368,7 @@ def test_dpmpm_p_true_conditional_us_matches_exact_augmented_target():
     sticks: z = (1.0, −2.8, 3.3); after the fix (−0.8, −1.0, 1.1).
     """
     truth, est = _case_conditional_us()
-    _check_p_true(est["stabilised"], truth, 0.01)
+    check_p_true(est["stabilised"], truth, 0.01)
 
 
 def _case_conditional_us() -> tuple[np.ndarray, dict[str, np.ndarray]]:
