@@ -12,6 +12,7 @@ from pymc.util import get_random_generator
 
 from bayes_risk.models import _dpmpm_kernels as kern
 from bayes_risk.models._dpmpm_labels import relabel
+from bayes_risk.models._dpmpm_splitmerge import split_merge
 from bayes_risk.models._dpmpm_zeros import Augmentation
 from bayes_risk.models._stick import (
     label_switch_moves,
@@ -23,6 +24,8 @@ from bayes_risk.models._stick import (
 from bayes_risk.models.dpmpm import _PHI_FLOOR
 
 __all__ = ["DPMPMGibbs"]
+
+_SPLIT_MERGE_MOVES = 20  # merge–split proposals per sweep (benchmarks/README.md, "Mixing")
 
 
 class DPMPMGibbs(BlockedStep):
@@ -68,6 +71,7 @@ class DPMPMGibbs(BlockedStep):
         self._sticks = None  # (log V, log(1 - V)) of the last sweep, for the label moves
         self.zeros = zeros  # structural zeros (models._dpmpm_zeros) or None
         self._aug = None
+        self.split_merge_moves = _SPLIT_MERGE_MOVES
 
     def setup_chain(self, rng, tune, draws):
         super().setup_chain(rng, tune, draws)
@@ -110,6 +114,10 @@ class DPMPMGibbs(BlockedStep):
         if self._aug is not None:  # the records the unrestricted model put in S
             self._aug.add_counts(nk, c, self.offsets)
         if K > 1 and self._sticks is not None:
+            # merge–split moves on p(z | α, y) (V, φ integrated out; redrawn below): whole
+            # classes split or merge at once, which blocked Gibbs does one record at a time
+            split_merge(self._y, self._z, c, nk, self.d, self.offsets, alpha, self.prior,
+                        self.split_merge_moves, rng)
             # 2K label swaps on p(z | α, y) (V, φ integrated out; redrawn below); the augmented
             # records' classes follow the same permutation
             new_label = relabel(self._z, c, nk, alpha, 2 * K, rng)
