@@ -25,7 +25,13 @@ from bayes_risk.models.dpmpm import _PHI_FLOOR
 
 __all__ = ["DPMPMGibbs"]
 
-_SPLIT_MERGE_MOVES = 20  # merge–split proposals per sweep (benchmarks/README.md, "Mixing")
+# merge–split proposals per sweep: each scans the n records once, so about 20,000 record visits
+# per sweep (20 moves at n = 1,000, one at n >= 20,000; benchmarks/README.md, "Mixing")
+_SPLIT_MERGE_VISITS = 20_000
+# during warm-up, five times as many: a chain that the start left in a poor mode (ACS extract:
+# ≈ 5.8 classes instead of ≈ 4.6) takes a median of ≈ 120 sweeps to leave it with 20 moves per
+# sweep, ≈ 55 with 50, and up to ~1,400 (benchmarks/README.md, "Mixing")
+_SPLIT_MERGE_WARMUP = 5
 
 
 class DPMPMGibbs(BlockedStep):
@@ -39,7 +45,9 @@ class DPMPMGibbs(BlockedStep):
     classes of the ``z`` used to draw Θ_new. Initialisation: every class occupied (``z``
     uniform on the K classes), α from its prior bounded to [0.5, 5], missing values uniform.
     Each later sweep runs the Metropolis label-switching moves of
-    :func:`~bayes_risk.models._stick.label_switch_moves`, then ``2K`` label swaps on
+    :func:`~bayes_risk.models._stick.label_switch_moves`, then merge–split moves on
+    ``p(z | α, y)`` (``bayes_risk.models._dpmpm_splitmerge``; about ``20,000 / n`` per sweep,
+    1 to 50, five times as many during warm-up), then ``2K`` label swaps on
     ``p(z | α, y)`` with the sticks and φ integrated out (``bayes_risk.models._dpmpm_labels``),
     then α given ``z`` (sticks integrated out, slice sampling:
     :func:`~bayes_risk.models._stick.slice_alpha`), the sticks given ``z`` and α (in log space,
@@ -71,7 +79,8 @@ class DPMPMGibbs(BlockedStep):
         self._sticks = None  # (log V, log(1 - V)) of the last sweep, for the label moves
         self.zeros = zeros  # structural zeros (models._dpmpm_zeros) or None
         self._aug = None
-        self.split_merge_moves = _SPLIT_MERGE_MOVES
+        self.split_merge_moves = int(np.clip(round(_SPLIT_MERGE_VISITS / max(len(codes), 1)),
+                                             1, 50))
 
     def setup_chain(self, rng, tune, draws):
         super().setup_chain(rng, tune, draws)
@@ -116,8 +125,10 @@ class DPMPMGibbs(BlockedStep):
         if K > 1 and self._sticks is not None:
             # merge–split moves on p(z | α, y) (V, φ integrated out; redrawn below): whole
             # classes split or merge at once, which blocked Gibbs does one record at a time
-            split_merge(self._y, self._z, c, nk, self.d, self.offsets, alpha, self.prior,
-                        self.split_merge_moves, rng)
+            warm = getattr(self, "tune", False)
+            moves = self.split_merge_moves * (_SPLIT_MERGE_WARMUP if warm else 1)
+            split_merge(self._y, self._z, c, nk, self.d, self.offsets, alpha, self.prior, moves,
+                        rng)
             # 2K label swaps on p(z | α, y) (V, φ integrated out; redrawn below); the augmented
             # records' classes follow the same permutation
             new_label = relabel(self._z, c, nk, alpha, 2 * K, rng)
