@@ -107,7 +107,8 @@ def test_default_sampler_agrees_across_seeds_on_acs_extract():
     ESS (ArviZ), ``z = difference / sqrt(MCSE_a² + MCSE_b²)``, 6 pairs + 4 seed-vs-long-run
     comparisons per quantity (20 in all) against the Bonferroni bound ``Φ⁻¹(1 − 0.01 / 40)``
     ≈ 3.48 (family-wise 1 %). So that the bound cannot pass through a useless MCSE, each
-    seed's MCSE must stay below a tenth of the posterior sd (bulk ESS above ~100).
+    seed's MCSE must stay below 0.15 posterior sd (ESS of the mean above ~45; a chain stuck in
+    the ≈ 5.8-class state gave ESS 4–13, MCSE 0.28–0.5 sd). CPU ≈ 45 s under load.
 
     Before the merge–split moves, seeds 1 and 4 kept one chain for 1,000+ sweeps in a state
     with ≈ 5.8 classes (data log-likelihood ≈ −5,734 instead of ≈ −5,752): k* ESS 9–13,
@@ -129,7 +130,7 @@ def test_default_sampler_agrees_across_seeds_on_acs_extract():
         for name, x in (("alpha", m.posterior_["posterior"]["alpha"].values),
                         ("k*", m.posterior_["sample_stats"]["k_occupied"].values * 1.0)):
             se = float(arviz_stats.mcse(x, method="mean"))
-            assert se < 0.1 * float(x.std()), (name, seed, se, float(x.std()))
+            assert se < 0.15 * float(x.std()), (name, seed, se, float(x.std()))
             est[name].append((float(x.mean()), se))
     bound = norm.ppf(1 - 0.01 / (2 * 2 * (6 + 4)))
     ref = {"alpha": _ACS_ALPHA, "k*": _ACS_KOCC}
