@@ -79,11 +79,15 @@ class DPMPMGibbs(BlockedStep):
         self._sticks = None  # (log V, log(1 - V)) of the last sweep, for the label moves
         self.zeros = zeros  # structural zeros (models._dpmpm_zeros) or None
         self._aug = None
+        self._warmup_left = 0  # warm-up sweeps still to run (setup_chain)
         self.split_merge_moves = int(np.clip(round(_SPLIT_MERGE_VISITS / max(len(codes), 1)),
                                              1, 50))
 
     def setup_chain(self, rng, tune, draws):
         super().setup_chain(rng, tune, draws)
+        # warm-up sweeps counted here: every driver (this package's loop, pm.sample sequential
+        # or parallel) calls setup_chain with the number of tuning sweeps
+        self._warmup_left = int(tune)
         self._y = None
         self._z = None
         self._sticks = None  # (log V, log(1 - V)) of the last sweep, for the label moves
@@ -125,7 +129,7 @@ class DPMPMGibbs(BlockedStep):
         if K > 1 and self._sticks is not None:
             # merge–split moves on p(z | α, y) (V, φ integrated out; redrawn below): whole
             # classes split or merge at once, which blocked Gibbs does one record at a time
-            warm = getattr(self, "tune", False)
+            warm = self._warmup_left > 0
             moves = self.split_merge_moves * (_SPLIT_MERGE_WARMUP if warm else 1)
             split_merge(self._y, self._z, c, nk, self.d, self.offsets, alpha, self.prior, moves,
                         rng)
@@ -167,6 +171,7 @@ class DPMPMGibbs(BlockedStep):
         )
         if self._aug is not None:  # truncation: fix imputations, draw augmented records
             ll -= n * self._aug.step(self._y, self._z, phi, log_pi, rng)
+        self._warmup_left -= 1
         stats = {"loglik": float(ll), "k_occupied": int(np.count_nonzero(nk))}
         return new, [stats]
 
