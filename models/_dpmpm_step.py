@@ -26,7 +26,8 @@ from bayes_risk.models.dpmpm import _PHI_FLOOR
 __all__ = ["DPMPMGibbs"]
 
 # merge–split proposals per sweep: each scans the n records once, so about 20,000 record visits
-# per sweep (20 moves at n = 1,000, one at n >= 20,000; benchmarks/README.md, "Mixing")
+# per sweep (20 moves at n = 1,000, one at n >= 20,000), at most one per 10 records and 20 in
+# all (on tiny tables the sweep itself is cheap; benchmarks/README.md, "Mixing")
 _SPLIT_MERGE_VISITS = 20_000
 # during warm-up, five times as many: a chain that the start left in a poor mode (ACS extract:
 # ≈ 5.8 classes instead of ≈ 4.6) takes a median of ≈ 120 sweeps to leave it with 20 moves per
@@ -47,7 +48,7 @@ class DPMPMGibbs(BlockedStep):
     Each later sweep runs the Metropolis label-switching moves of
     :func:`~bayes_risk.models._stick.label_switch_moves`, then merge–split moves on
     ``p(z | α, y)`` (``bayes_risk.models._dpmpm_splitmerge``; about ``20,000 / n`` per sweep,
-    1 to 50, five times as many during warm-up), then ``2K`` label swaps on
+    1 to 20 and at most ``n / 10``, five times as many during warm-up), then ``2K`` label swaps on
     ``p(z | α, y)`` with the sticks and φ integrated out (``bayes_risk.models._dpmpm_labels``),
     then α given ``z`` (sticks integrated out, slice sampling:
     :func:`~bayes_risk.models._stick.slice_alpha`), the sticks given ``z`` and α (in log space,
@@ -80,8 +81,8 @@ class DPMPMGibbs(BlockedStep):
         self.zeros = zeros  # structural zeros (models._dpmpm_zeros) or None
         self._aug = None
         self._warmup_left = 0  # warm-up sweeps still to run (setup_chain)
-        self.split_merge_moves = int(np.clip(round(_SPLIT_MERGE_VISITS / max(len(codes), 1)),
-                                             1, 50))
+        n = max(len(codes), 1)
+        self.split_merge_moves = int(np.clip(min(round(_SPLIT_MERGE_VISITS / n), n // 10), 1, 20))
 
     def setup_chain(self, rng, tune, draws):
         super().setup_chain(rng, tune, draws)
