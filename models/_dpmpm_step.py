@@ -18,6 +18,7 @@ import numpy as np
 
 from bayes_risk.models import _dpmpm_kernels as kern
 from bayes_risk.models._dpmpm_labels import relabel
+from bayes_risk.models._dpmpm_splitmerge import split_merge
 from bayes_risk.models._dpmpm_zeros import Augmentation
 from bayes_risk.models._stick import (
     label_switch_moves,
@@ -29,6 +30,15 @@ from bayes_risk.models._stick import (
 from bayes_risk.models.dpmpm import _PHI_FLOOR
 
 __all__ = ["DPMPMGibbs", "pymc_step"]
+
+# merge–split proposals per sweep: each scans the n records once, so about 20,000 record visits
+# per sweep (20 moves at n = 1,000, one at n >= 20,000), at most one per 10 records and 20 in
+# all (on tiny tables the sweep itself is cheap; benchmarks/README.md, "Mixing")
+_SPLIT_MERGE_VISITS = 20_000
+# during warm-up, five times as many: a chain that the start left in a poor mode (ACS extract:
+# ≈ 5.8 classes instead of ≈ 4.6) takes a median of ≈ 120 sweeps to leave it with 20 moves per
+# sweep, ≈ 55 with 50, and up to ~1,400 (benchmarks/README.md, "Mixing")
+_SPLIT_MERGE_WARMUP = 5
 
 
 class DPMPMGibbs:
@@ -42,7 +52,9 @@ class DPMPMGibbs:
     classes of the ``z`` used to draw Θ_new. Initialisation: every class occupied (``z``
     uniform on the K classes), α from its prior bounded to [0.5, 5], missing values uniform.
     Each later sweep runs the Metropolis label-switching moves of
-    :func:`~bayes_risk.models._stick.label_switch_moves`, then ``2K`` label swaps on
+    :func:`~bayes_risk.models._stick.label_switch_moves`, then merge–split moves on
+    ``p(z | α, y)`` (``bayes_risk.models._dpmpm_splitmerge``; about ``20,000 / n`` per sweep,
+    1 to 20 and at most ``n / 10``, five times as many during warm-up), then ``2K`` label swaps on
     ``p(z | α, y)`` with the sticks and φ integrated out (``bayes_risk.models._dpmpm_labels``),
     then α given ``z`` (sticks integrated out, slice sampling:
     :func:`~bayes_risk.models._stick.slice_alpha`), the sticks given ``z`` and α (in log space,
@@ -93,10 +105,16 @@ class DPMPMGibbs:
         self._sticks = None  # (log V, log(1 - V)) of the last sweep, for the label moves
         self._counts = None  # (n_k, c[L, K]) of the current (z, y): class_step computes them
         self._aug = None
+        self._warmup_left = 0  # warm-up sweeps still to run (setup_chain)
+        n = max(len(codes), 1)
+        self.split_merge_moves = int(np.clip(min(round(_SPLIT_MERGE_VISITS / n), n // 10), 1, 20))
 
     def setup_chain(self, rng, tune, draws):
         """Start a chain with generator ``rng`` (as PyMC's ``BlockedStep.setup_chain``)."""
         self.rng = rng
+        # warm-up sweeps counted here: every driver (this package's loop, pm.sample sequential
+        # or parallel) calls setup_chain with the number of tuning sweeps
+        self._warmup_left = int(tune)
         self._y = None
         self._z = None
         self._sticks = None  # (log V, log(1 - V)) of the last sweep, for the label moves
@@ -158,6 +176,12 @@ class DPMPMGibbs:
         if self._aug is not None:  # the records the unrestricted model put in S
             self._aug.add_counts(nk, c, self.offsets)
         if K > 1 and self._sticks is not None:
+            # merge–split moves on p(z | α, y) (V, φ integrated out; redrawn below): whole
+            # classes split or merge at once, which blocked Gibbs does one record at a time
+            warm = self._warmup_left > 0
+            moves = self.split_merge_moves * (_SPLIT_MERGE_WARMUP if warm else 1)
+            split_merge(self._y, self._z, c, nk, self.d, self.offsets, alpha, self.prior, moves,
+                        rng)
             # 2K label swaps on p(z | α, y) (V, φ integrated out; redrawn below); the augmented
             # records' classes follow the same permutation
             new_label = relabel(self._z, c, nk, alpha, 2 * K, rng)
@@ -198,6 +222,7 @@ class DPMPMGibbs:
         if self._aug is not None:  # truncation: fix imputations, draw augmented records
             ll -= n * self._aug.step(self._y, self._z, phi, log_pi, rng)
             self._counts = None  # the step may redraw classes and imputations
+        self._warmup_left -= 1
         stats = {"loglik": float(ll), "k_occupied": int(np.count_nonzero(nk))}
         return new, [stats]
 

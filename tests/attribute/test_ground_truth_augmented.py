@@ -96,8 +96,10 @@ def _sweeps_from_exact_start(codes, K, starts, sweeps, seed):
             point[f"phi_{j}"] = np.array([
                 rng.dirichlet(1.0 + np.bincount(codes[z == k, j], minlength=2)) for k in range(K)
             ])
-        # the sampler's per-chain state at the exact draw (what its previous sweep would hold)
-        step._y, step._z, step._sticks, step._aug = codes.copy(), z.copy(), (lv, l1), None
+        # the sampler's per-chain state at the exact draw (what its previous sweep would hold),
+        # its records in the sweep's own order (``step.rec``), counts to be formed afresh
+        step._y, step._z = codes[step.rec].copy(), z[step.rec].copy()
+        step._sticks, step._aug, step._counts = (lv, l1), None, None
         for t in range(sweeps):
             point, stats = step.step(point)
             A[s, t] = float(point["alpha"])
