@@ -158,6 +158,8 @@ def khat_tails(lr3, m):  # pragma: no cover - compiled
 #: ``exp`` overflows above this: such shifted log ratios are written as ``-inf`` (ratio 0), the
 #: convention of :class:`~bayes_risk.attribute.estimator.RatioStats` for non-finite ``E``
 _EXP_MAX = 709.782712893384
+#: draws per block of :func:`ratio_pass` (the transposed block ``[G, _HB]`` stays in L1)
+_HB = 64
 
 
 @njit(cache=True, parallel=True)
@@ -168,6 +170,10 @@ def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
     :class:`RatioStats` and :func:`khat_tails` would otherwise compute in separate passes over
     ``[H, R, G]`` arrays. The exponentials are left to numpy (its SIMD ``exp`` is several times
     faster than the scalar call a compiled loop makes), then :func:`ratio_sums` forms the sums.
+
+    Every pass reads and writes whole rows ``[h, r, :]`` (no transposed copy): the Pareto tails
+    are gathered row by row against per-candidate thresholds taken from the same strided
+    sample as :func:`_top_sorted`, so the selected tails are identical to its result.
 
     Parameters
     ----------
@@ -180,7 +186,7 @@ def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
         over draws (``0`` where that is not finite); ``-inf`` where the ratio is ``nan``, the
         draw is dropped, or ``exp`` would overflow. May not alias ``logp``.
     m_tail : int
-        Pareto tail size ``M`` (``0``: no tails).
+        Pareto tail size ``M`` (``0``: no tails; otherwise ``M + 1 <= H``).
 
     Returns
     -------
@@ -196,10 +202,15 @@ def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
     H, R, G = logp.shape
     mx_out = np.empty((R, G))
     n_ok = np.zeros(R, dtype=np.int64)
-    top = np.zeros((R * G if m_tail > 0 else 0, m_tail + 1))
+    k = m_tail + 1
+    top = np.zeros((R * G if m_tail > 0 else 0, k))
     bad = np.zeros(R * G if m_tail > 0 else 0, dtype=np.bool_)
+    # the sample and threshold rule of _top_sorted
+    ns = min(H, 128)
+    step = H // ns
+    above = min(ns - 1, 2 * k * ns // H + 1)
+    cap = max(4 * k, 256)
     for r in prange(R):
-        buf = np.empty((G, H))
         mx = np.full(G, -math.inf)
         hasnan = np.zeros(G, dtype=np.bool_)
         gt = g0[r]
@@ -210,34 +221,74 @@ def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
                 ok += 1
                 for g in range(G):
                     v = logp[h, r, g] - t
-                    buf[g, h] = v
+                    X[h, r, g] = v
                     if math.isnan(v):
                         hasnan[g] = True
                     elif v > mx[g]:
                         mx[g] = v
             else:  # the truth is impossible under this draw: the draw is dropped
                 for g in range(G):
-                    buf[g, h] = -math.inf
+                    X[h, r, g] = -math.inf
         n_ok[r] = ok
         shift = np.empty(G)
         for g in range(G):
             mx_out[r, g] = math.nan if hasnan[g] else mx[g]
             shift[g] = mx[g] if (math.isfinite(mx[g]) and not hasnan[g]) else 0.0
-        for h in range(H):
-            for g in range(G):
-                x = buf[g, h] - shift[g]
-                X[h, r, g] = x if x < _EXP_MAX else -math.inf  # (nan fails the test too)
+        # per-candidate thresholds from the strided sample (+inf: no tail for this candidate)
+        thr = np.full(G, math.inf)
         if m_tail > 0:
-            tmp = np.empty(H)
-            small = np.empty(max(4 * (m_tail + 1), 256))
+            samp = np.empty(ns)
+            for g in range(G):
+                if hasnan[g] or not math.isfinite(mx[g]):
+                    bad[r * G + g] = True
+                    continue
+                for a in range(ns):
+                    samp[a] = X[a * step, r, g] - mx[g]
+                _select(samp, ns - 1 - above)
+                thr[g] = samp[ns - 1 - above]
+        small = np.empty((G if m_tail > 0 else 0, cap + 1))
+        cnt = np.zeros(G, dtype=np.int64)
+        # rows in blocks of _HB draws; each block is also transposed into an L1-sized buffer so
+        # that the tails are gathered from contiguous values
+        tb = np.empty((G if m_tail > 0 else 0, _HB))
+        for h0 in range(0, H, _HB):
+            h1 = min(H, h0 + _HB)
+            for h in range(h0, h1):
+                for g in range(G):
+                    x = X[h, r, g] - shift[g]
+                    x = x if x < _EXP_MAX else -math.inf  # (nan fails the test too)
+                    X[h, r, g] = x
+                if m_tail > 0:
+                    for g in range(G):
+                        tb[g, h - h0] = X[h, r, g]
+            if m_tail > 0:
+                # where shift = max, X is exactly _top_sorted's input (log r − max <= 0)
+                for g in range(G):
+                    c = cnt[g]
+                    t = thr[g]
+                    sg = small[g]
+                    for hh in range(h1 - h0):
+                        x = tb[g, hh]
+                        sg[min(c, cap)] = x  # slot cap: overflow, never read
+                        c += 1 if x >= t else 0
+                    cnt[g] = c
+        if m_tail > 0:
+            tmp = np.empty(0)
             for g in range(G):
                 row = r * G + g
-                if hasnan[g] or not math.isfinite(mx[g]):
-                    bad[row] = True
+                if bad[row]:
                     continue
-                for h in range(H):
-                    tmp[h] = buf[g, h] - mx[g]
-                _top_sorted(tmp, H, m_tail + 1, top[row], small)
+                c = cnt[g]
+                if k <= c <= cap:
+                    _select(small[g, :c], c - k)
+                    top[row, :] = np.sort(small[g, c - k : c])
+                else:  # the threshold missed: select among all draws (_top_sorted's fallback)
+                    if tmp.shape[0] == 0:
+                        tmp = np.empty(H)
+                    for h in range(H):
+                        tmp[h] = X[h, r, g]
+                    _select(tmp, H - k)
+                    top[row, :] = np.sort(tmp[H - k :])
     return mx_out, n_ok, top, bad
 
 
