@@ -25,7 +25,7 @@ from numba import get_num_threads, njit, prange  # noqa: E402
 if "NUMBA_THREADING_LAYER" in os.environ:
     _numba_config.THREADING_LAYER = os.environ["NUMBA_THREADING_LAYER"]
 
-__all__ = ["get_num_threads", "khat_tails", "ratio_pass", "ratio_sums"]
+__all__ = ["get_num_threads", "khat_tails", "neg_outer", "ratio_pass", "ratio_sums"]
 
 
 @njit(cache=True)
@@ -326,3 +326,22 @@ def ratio_sums(E, W):  # pragma: no cover - compiled
                     if ew > mw[g]:
                         mw[g] = ew
     return s1, s2, num, sq, mxw
+
+
+@njit(cache=True, nogil=True)
+def neg_outer(theta, x):  # pragma: no cover - compiled
+    """``out[i, j, l] = (−θ[i, j]) · x[i, l]``: the generalized-Pareto fit's grid of products.
+
+    The same products as numpy's broadcast ``(-theta)[:, :, None] * x[:, None, :]`` (bitwise),
+    about four times faster for the fit's short rows (``M`` ≈ 100), where numpy's broadcast
+    loop spends most of its time per row. ``nogil``: the fits run on several Python threads.
+    """
+    n, mg = theta.shape
+    m = x.shape[1]
+    out = np.empty((n, mg, m))
+    for i in range(n):
+        for j in range(mg):
+            a = -theta[i, j]
+            for e in range(m):
+                out[i, j, e] = a * x[i, e]
+    return out

@@ -89,7 +89,12 @@ def _gpdfit_sorted(x: np.ndarray, wip: bool = True) -> tuple[np.ndarray, np.ndar
         )  # [..., Mg]
         # (-θ)·x then log1p in place: one contiguous temporary (negating the broadcast product
         # and np.mean made this line ~5x slower; the values are bitwise the same)
-        t = np.multiply((-theta)[..., :, None], x[..., None, :])  # [..., Mg, M]
+        if x.ndim == 2:  # the engine's blocks of tails: compiled products (same values)
+            from bayes_risk.attribute._kernels import neg_outer
+
+            t = neg_outer(np.ascontiguousarray(theta), np.ascontiguousarray(x))
+        else:
+            t = np.multiply((-theta)[..., :, None], x[..., None, :])  # [..., Mg, M]
         np.log1p(t, out=t)
         kk = t.sum(axis=-1) / n  # [..., Mg]
         del t
