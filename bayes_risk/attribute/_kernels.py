@@ -263,33 +263,49 @@ def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
                         tb[g, h - h0] = X[h, r, g]
             if m_tail > 0:
                 # where shift = max, X is exactly _top_sorted's input (log r − max <= 0)
-                for g in range(G):
-                    c = cnt[g]
-                    t = thr[g]
-                    sg = small[g]
-                    for hh in range(h1 - h0):
-                        x = tb[g, hh]
-                        sg[min(c, cap)] = x  # slot cap: overflow, never read
-                        c += 1 if x >= t else 0
-                    cnt[g] = c
+                _gather(tb, h1 - h0, thr, small, cnt)
         if m_tail > 0:
-            tmp = np.empty(0)
-            for g in range(G):
-                row = r * G + g
-                if bad[row]:
-                    continue
-                c = cnt[g]
-                if k <= c <= cap:
-                    _select(small[g, :c], c - k)
-                    top[row, :] = np.sort(small[g, c - k : c])
-                else:  # the threshold missed: select among all draws (_top_sorted's fallback)
-                    if tmp.shape[0] == 0:
-                        tmp = np.empty(H)
-                    for h in range(H):
-                        tmp[h] = X[h, r, g]
-                    _select(tmp, H - k)
-                    top[row, :] = np.sort(tmp[H - k :])
+            _finish_tails(X, r, k, small, cnt, bad[r * G : (r + 1) * G], top[r * G : (r + 1) * G])
     return mx_out, n_ok, top, bad
+
+
+@njit(cache=True, inline="always")
+def _gather(tb, nh, thr, small, cnt):  # pragma: no cover - compiled
+    """Append the values ``tb[g, :nh] >= thr[g]`` to ``small[g]`` (counted in ``cnt[g]``; past
+    ``small``'s last slot, values are only counted)."""
+    cap = small.shape[1] - 1
+    for g in range(tb.shape[0]):
+        c = cnt[g]
+        t = thr[g]
+        sg = small[g]
+        for hh in range(nh):
+            x = tb[g, hh]
+            sg[min(c, cap)] = x  # slot cap: overflow, never read
+            c += 1 if x >= t else 0
+        cnt[g] = c
+
+
+@njit(cache=True)
+def _finish_tails(X, r, k, small, cnt, bad, top):  # pragma: no cover - compiled
+    """The ``k`` largest of each candidate's gathered values, ascending, into ``top[g]``
+    (as :func:`_top_sorted`, with its exact fallback when the threshold missed)."""
+    H = X.shape[0]
+    cap = small.shape[1] - 1
+    tmp = np.empty(0)
+    for g in range(top.shape[0]):
+        if bad[g]:
+            continue
+        c = cnt[g]
+        if k <= c <= cap:
+            _select(small[g, :c], c - k)
+            top[g, :] = np.sort(small[g, c - k : c])
+        else:  # the threshold missed: select among all draws
+            if tmp.shape[0] == 0:
+                tmp = np.empty(H)
+            for h in range(H):
+                tmp[h] = X[h, r, g]
+            _select(tmp, H - k)
+            top[g, :] = np.sort(tmp[H - k :])
 
 
 @njit(cache=True, parallel=True)
