@@ -25,7 +25,7 @@ from numba import get_num_threads, njit, prange  # noqa: E402
 if "NUMBA_THREADING_LAYER" in os.environ:
     _numba_config.THREADING_LAYER = os.environ["NUMBA_THREADING_LAYER"]
 
-__all__ = ["get_num_threads", "khat_tails", "ratio_pass", "ratio_sums"]
+__all__ = ["get_num_threads", "khat_tails", "neg_outer", "ratio_pass", "ratio_sums"]
 
 
 @njit(cache=True)
@@ -158,6 +158,8 @@ def khat_tails(lr3, m):  # pragma: no cover - compiled
 #: ``exp`` overflows above this: such shifted log ratios are written as ``-inf`` (ratio 0), the
 #: convention of :class:`~bayes_risk.attribute.estimator.RatioStats` for non-finite ``E``
 _EXP_MAX = 709.782712893384
+#: draws per block of :func:`ratio_pass` (the transposed block ``[G, _HB]`` stays in L1)
+_HB = 64
 
 
 @njit(cache=True, parallel=True)
@@ -168,6 +170,10 @@ def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
     :class:`RatioStats` and :func:`khat_tails` would otherwise compute in separate passes over
     ``[H, R, G]`` arrays. The exponentials are left to numpy (its SIMD ``exp`` is several times
     faster than the scalar call a compiled loop makes), then :func:`ratio_sums` forms the sums.
+
+    Every pass reads and writes whole rows ``[h, r, :]`` (no transposed copy): the Pareto tails
+    are gathered row by row against per-candidate thresholds taken from the same strided
+    sample as :func:`_top_sorted`, so the selected tails are identical to its result.
 
     Parameters
     ----------
@@ -180,7 +186,7 @@ def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
         over draws (``0`` where that is not finite); ``-inf`` where the ratio is ``nan``, the
         draw is dropped, or ``exp`` would overflow. May not alias ``logp``.
     m_tail : int
-        Pareto tail size ``M`` (``0``: no tails).
+        Pareto tail size ``M`` (``0``: no tails; otherwise ``M + 1 <= H``).
 
     Returns
     -------
@@ -196,10 +202,15 @@ def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
     H, R, G = logp.shape
     mx_out = np.empty((R, G))
     n_ok = np.zeros(R, dtype=np.int64)
-    top = np.zeros((R * G if m_tail > 0 else 0, m_tail + 1))
+    k = m_tail + 1
+    top = np.zeros((R * G if m_tail > 0 else 0, k))
     bad = np.zeros(R * G if m_tail > 0 else 0, dtype=np.bool_)
+    # the sample and threshold rule of _top_sorted
+    ns = min(H, 128)
+    step = H // ns
+    above = min(ns - 1, 2 * k * ns // H + 1)
+    cap = max(4 * k, 256)
     for r in prange(R):
-        buf = np.empty((G, H))
         mx = np.full(G, -math.inf)
         hasnan = np.zeros(G, dtype=np.bool_)
         gt = g0[r]
@@ -210,35 +221,91 @@ def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
                 ok += 1
                 for g in range(G):
                     v = logp[h, r, g] - t
-                    buf[g, h] = v
+                    X[h, r, g] = v
                     if math.isnan(v):
                         hasnan[g] = True
                     elif v > mx[g]:
                         mx[g] = v
             else:  # the truth is impossible under this draw: the draw is dropped
                 for g in range(G):
-                    buf[g, h] = -math.inf
+                    X[h, r, g] = -math.inf
         n_ok[r] = ok
         shift = np.empty(G)
         for g in range(G):
             mx_out[r, g] = math.nan if hasnan[g] else mx[g]
             shift[g] = mx[g] if (math.isfinite(mx[g]) and not hasnan[g]) else 0.0
-        for h in range(H):
-            for g in range(G):
-                x = buf[g, h] - shift[g]
-                X[h, r, g] = x if x < _EXP_MAX else -math.inf  # (nan fails the test too)
+        # per-candidate thresholds from the strided sample (+inf: no tail for this candidate)
+        thr = np.full(G, math.inf)
         if m_tail > 0:
-            tmp = np.empty(H)
-            small = np.empty(max(4 * (m_tail + 1), 256))
+            samp = np.empty(ns)
             for g in range(G):
-                row = r * G + g
                 if hasnan[g] or not math.isfinite(mx[g]):
-                    bad[row] = True
+                    bad[r * G + g] = True
                     continue
-                for h in range(H):
-                    tmp[h] = buf[g, h] - mx[g]
-                _top_sorted(tmp, H, m_tail + 1, top[row], small)
+                for a in range(ns):
+                    samp[a] = X[a * step, r, g] - mx[g]
+                _select(samp, ns - 1 - above)
+                thr[g] = samp[ns - 1 - above]
+        small = np.empty((G if m_tail > 0 else 0, cap + 1))
+        cnt = np.zeros(G, dtype=np.int64)
+        # rows in blocks of _HB draws; each block is also transposed into an L1-sized buffer so
+        # that the tails are gathered from contiguous values
+        tb = np.empty((G if m_tail > 0 else 0, _HB))
+        for h0 in range(0, H, _HB):
+            h1 = min(H, h0 + _HB)
+            for h in range(h0, h1):
+                for g in range(G):
+                    x = X[h, r, g] - shift[g]
+                    x = x if x < _EXP_MAX else -math.inf  # (nan fails the test too)
+                    X[h, r, g] = x
+                if m_tail > 0:
+                    for g in range(G):
+                        tb[g, h - h0] = X[h, r, g]
+            if m_tail > 0:
+                # where shift = max, X is exactly _top_sorted's input (log r − max <= 0)
+                _gather(tb, h1 - h0, thr, small, cnt)
+        if m_tail > 0:
+            _finish_tails(X, r, k, small, cnt, bad[r * G : (r + 1) * G], top[r * G : (r + 1) * G])
     return mx_out, n_ok, top, bad
+
+
+@njit(cache=True, inline="always")
+def _gather(tb, nh, thr, small, cnt):  # pragma: no cover - compiled
+    """Append the values ``tb[g, :nh] >= thr[g]`` to ``small[g]`` (counted in ``cnt[g]``; past
+    ``small``'s last slot, values are only counted)."""
+    cap = small.shape[1] - 1
+    for g in range(tb.shape[0]):
+        c = cnt[g]
+        t = thr[g]
+        sg = small[g]
+        for hh in range(nh):
+            x = tb[g, hh]
+            sg[min(c, cap)] = x  # slot cap: overflow, never read
+            c += 1 if x >= t else 0
+        cnt[g] = c
+
+
+@njit(cache=True)
+def _finish_tails(X, r, k, small, cnt, bad, top):  # pragma: no cover - compiled
+    """The ``k`` largest of each candidate's gathered values, ascending, into ``top[g]``
+    (as :func:`_top_sorted`, with its exact fallback when the threshold missed)."""
+    H = X.shape[0]
+    cap = small.shape[1] - 1
+    tmp = np.empty(0)
+    for g in range(top.shape[0]):
+        if bad[g]:
+            continue
+        c = cnt[g]
+        if k <= c <= cap:
+            _select(small[g, :c], c - k)
+            top[g, :] = np.sort(small[g, c - k : c])
+        else:  # the threshold missed: select among all draws
+            if tmp.shape[0] == 0:
+                tmp = np.empty(H)
+            for h in range(H):
+                tmp[h] = X[h, r, g]
+            _select(tmp, H - k)
+            top[g, :] = np.sort(tmp[H - k :])
 
 
 @njit(cache=True, parallel=True)
@@ -275,3 +342,22 @@ def ratio_sums(E, W):  # pragma: no cover - compiled
                     if ew > mw[g]:
                         mw[g] = ew
     return s1, s2, num, sq, mxw
+
+
+@njit(cache=True, nogil=True)
+def neg_outer(theta, x):  # pragma: no cover - compiled
+    """``out[i, j, l] = (−θ[i, j]) · x[i, l]``: the generalized-Pareto fit's grid of products.
+
+    The same products as numpy's broadcast ``(-theta)[:, :, None] * x[:, None, :]`` (bitwise),
+    about four times faster for the fit's short rows (``M`` ≈ 100), where numpy's broadcast
+    loop spends most of its time per row. ``nogil``: the fits run on several Python threads.
+    """
+    n, mg = theta.shape
+    m = x.shape[1]
+    out = np.empty((n, mg, m))
+    for i in range(n):
+        for j in range(mg):
+            a = -theta[i, j]
+            for e in range(m):
+                out[i, j, e] = a * x[i, e]
+    return out

@@ -409,6 +409,50 @@ def test_top_sorted_adversarial_orders_use_exact_fallback():
         np.testing.assert_array_equal(out, np.sort(v)[-k:])
 
 
+def test_ratio_pass_tails_equal_khat_tails_on_adversarial_orders():
+    """The Pareto tails gathered inside ``ratio_pass`` (sampled thresholds on whole draw rows)
+    are exactly ``khat_tails``' on ratios whose thresholds miss (sorted chains, long ties,
+    mostly dropped draws), with a draw count that is not a multiple of the row block."""
+    from bayes_risk.attribute._kernels import khat_tails, ratio_pass
+
+    rng = np.random.default_rng(12)
+    H, m = 1003, 95
+    cols = [
+        np.arange(H, dtype=float),
+        np.arange(H, dtype=float)[::-1].copy(),
+        np.r_[np.zeros(H - 10), np.arange(10.0)],
+        np.repeat(rng.normal(size=17), 59),
+        rng.standard_cauchy(H),
+        rng.normal(size=H),
+    ]
+    G = len(cols) + 1
+    logp = np.empty((H, 3, G))
+    for r in range(3):
+        logp[:, r, 0] = 0.0  # the truth
+        for g, c in enumerate(cols, start=1):
+            logp[:, r, g] = rng.permutation(c) if r == 2 else c
+    logp[:900, 1, 0] = -np.inf  # record 1: most draws dropped
+    g0 = np.zeros(3, dtype=np.int64)
+    X = np.empty_like(logp)
+    mx, n_ok, top, bad = ratio_pass(logp, g0, X, m)
+    logr = logp - np.where(np.isfinite(logp[:, :, :1]), logp[:, :, :1], 0.0)
+    logr[~np.isfinite(logp[:, :, 0])] = -np.inf
+    top_ref, bad_ref = khat_tails(np.moveaxis(logr, 0, -1), m)
+    np.testing.assert_array_equal(bad, bad_ref)
+    np.testing.assert_array_equal(top, top_ref)
+    np.testing.assert_array_equal(n_ok, [H, H - 900, H])
+
+
+def test_neg_outer_equals_numpy_broadcast():
+    from bayes_risk.attribute._kernels import neg_outer
+
+    rng = np.random.default_rng(4)
+    theta, x = rng.normal(size=(9, 41)), rng.exponential(size=(9, 135))
+    np.testing.assert_array_equal(
+        neg_outer(theta, x), np.multiply((-theta)[:, :, None], x[:, None, :])
+    )
+
+
 def test_ratio_stats_from_logp_matches_reference_path():
     """``RatioStats.from_logp`` (one compiled pass) equals ``RatioStats(log_ratios(...))`` and
     the separate k̂ / published-estimator computations, including dropped draws, impossible
