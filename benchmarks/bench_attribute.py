@@ -64,11 +64,14 @@ def main() -> None:
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = DPMPM(n_components=a.k, tune=a.tune, draws=a.draws, progressbar=False)
+            # H = --draws posterior draws in all: the default two chains of H / 2 each (before
+            # 22 November 2026 the script passed draws=H per chain, so H was twice the stated)
+            model = DPMPM(n_components=a.k, tune=a.tune, draws=a.draws // 2, chains=2,
+                          progressbar=False)
             model.fit(df, random_seed=a.seed)
         rows.append(
             (
-                f"DPMPM fit (K={a.k}, tune={a.tune}, draws={a.draws})",
+                f"DPMPM fit (K={a.k}, tune={a.tune}, 2 chains, H={a.draws})",
                 f"{time.perf_counter() - t0:.1f} s",
             )
         )
