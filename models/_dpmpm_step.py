@@ -39,6 +39,10 @@ _SPLIT_MERGE_VISITS = 20_000
 # ≈ 5.8 classes instead of ≈ 4.6) takes a median of ≈ 120 sweeps to leave it with 20 moves per
 # sweep, ≈ 55 with 50, and up to ~1,400 (benchmarks/README.md, "Mixing")
 _SPLIT_MERGE_WARMUP = 5
+# record-columns × classes from which the class step runs on several threads: single-threaded
+# it takes ≈ 0.15 ms per million (NYexample, 20,000 × 10, K = 80: 2.9 ms serial, 2.4 ms on two
+# threads), so below ≈ 10 million the ≈ 0.9 ms of a parallel region is not recovered
+_PARALLEL_MIN_WORK = 10_000_000
 
 
 class DPMPMGibbs:
@@ -214,9 +218,14 @@ class DPMPMGibbs:
         logphi = np.log(phi)
         u_z = self._mapped(rng.random(n), self.rec)
         u_y = self._mapped(rng.random(self.miss_i.size), self.u_pos)
-        ll, nk_new, c_new = kern.class_step(
+        threads = numba.get_num_threads()
+        # threads pay off only on large tables (a parallel region costs ≈ 0.9 ms); the serial
+        # twin gives the same numbers (kern.class_step_serial)
+        kernel = (kern.class_step if threads > 1 and self.codes.size * K >= _PARALLEL_MIN_WORK
+                  else kern.class_step_serial)
+        ll, nk_new, c_new = kernel(
             self.codes, self.lcp, self.rec, self.offsets, logphi, phi, log_pi, u_z,
-            self.miss_ptr, self.miss_j, u_y, self._y, self._z, 4 * numba.get_num_threads(),
+            self.miss_ptr, self.miss_j, u_y, self._y, self._z, 4 * threads,
         )
         self._counts = (nk_new, c_new)
         if self._aug is not None:  # truncation: fix imputations, draw augmented records
