@@ -221,18 +221,23 @@ def test_cli_pooled_records_are_the_library_records(files, tmp_path):
         np.testing.assert_array_equal(a, b)  # floats round-trip exactly
 
 
+def _write_two_releases(tmp_path, *, seed: int, n: int) -> None:
+    """``y.csv`` (categorical ``a``, continuous ``x``) and two released files ``z1/z2.csv``
+    whose ``x`` is perturbed by ~10 %, for the import-footprint runs below."""
+    rng = np.random.default_rng(seed)
+    y = pd.DataFrame({"a": rng.integers(0, 3, n), "x": rng.lognormal(3, 0.5, n)})
+    y.to_csv(tmp_path / "y.csv", index=False)
+    for l in (1, 2):
+        y.assign(x=y.x * rng.lognormal(0, 0.1, n)).to_csv(tmp_path / f"z{l}.csv", index=False)
+
+
 def test_identification_path_imports(tmp_path):
     """A small `identification` run imports neither PyMC, ArviZ, scipy.stats, the Bayesian
     models nor numba (numba only for problems large enough to repay loading it)."""
     import subprocess
     import sys
 
-    rng = np.random.default_rng(1)
-    n = 50
-    y = pd.DataFrame({"a": rng.integers(0, 3, n), "x": rng.lognormal(3, 0.5, n)})
-    y.to_csv(tmp_path / "y.csv", index=False)
-    for l in (1, 2):
-        y.assign(x=y.x * rng.lognormal(0, 0.1, n)).to_csv(tmp_path / f"z{l}.csv", index=False)
+    _write_two_releases(tmp_path, seed=1, n=50)
     code = """
 import contextlib, io, sys, warnings
 warnings.simplefilter("ignore")
@@ -259,12 +264,7 @@ def test_identification_compat_path_imports_stay_lean(tmp_path):
     import subprocess
     import sys
 
-    rng = np.random.default_rng(2)
-    n = 40
-    y = pd.DataFrame({"a": rng.integers(0, 3, n), "x": rng.lognormal(3, 0.5, n)})
-    y.to_csv(tmp_path / "y.csv", index=False)
-    for l in (1, 2):
-        y.assign(x=y.x * rng.lognormal(0, 0.1, n)).to_csv(tmp_path / f"z{l}.csv", index=False)
+    _write_two_releases(tmp_path, seed=2, n=40)
     code = """
 import contextlib, io, sys, warnings
 warnings.simplefilter("ignore")
