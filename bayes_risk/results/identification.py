@@ -330,19 +330,28 @@ class IdentificationResult(RiskResult):
             )
         R = np.asarray(trace["n_replicates"], dtype=float)
         est = np.asarray(trace["expected_match_risk"], dtype=float)
-        se = np.asarray(trace["mc_se"], dtype=float)
-        ax.fill_between(R, est - 2 * se, est + 2 * se, alpha=0.3, label="± 2 MCSE (jackknife)")
-        ax.errorbar(R, est, yerr=2 * np.nan_to_num(se), fmt="o-", ms=3, capsize=2,
+        se = np.nan_to_num(np.asarray(trace["mc_se"], dtype=float))
+        # Σ IR lies in [0, number of targets]: a ± 2 MCSE band reaching past either end (few
+        # match events, large jackknife error) is cut there rather than drawn as negative risk.
+        n_targets = self.file.get("n_targets")
+        lo = np.clip(est - 2 * se, 0.0, None)
+        hi = est + 2 * se if n_targets is None else np.clip(est + 2 * se, None, float(n_targets))
+        ax.fill_between(R, lo, hi, alpha=0.3,
+                        label="± 2 MCSE (jackknife), cut at the possible range")
+        ax.errorbar(R, est, yerr=np.vstack([est - lo, hi - est]), fmt="o-", ms=3, capsize=2,
                     label="pooled estimate")
         pr = self.settings.get("posterior_replicates", {})
+        note = ""
         if pr.get("n") == "auto":
             tol = float(pr["mcse_tol"])
             for sign in (-1, 1):
                 ax.axhline(est[-1] * (1 + sign * 2 * tol), ls=":", color="grey", lw=1,
                            label="final ± 2 × tolerance" if sign < 0 else None)
+            if not pr.get("stopped_by_tolerance", True):
+                note = "; MCSE tolerance not reached"
         ax.set_xlabel("number of posterior replicates R")
         ax.set_ylabel("expected match risk")
-        ax.set_title(f"Running estimate ({pr.get('view', '')} view, R = {int(R[-1])})",
+        ax.set_title(f"Running estimate ({pr.get('view', '')} view, R = {int(R[-1])}{note})",
                      fontsize="medium")
         ax.legend(loc="best", fontsize="small")
         ax.figure.tight_layout()

@@ -7,6 +7,8 @@ Carlo standard error, the models' replicate methods and the refusals.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -262,6 +264,16 @@ def test_auto_stops_at_the_tolerance_and_warns_at_the_cap():
     assert "MCSE_NOT_REACHED" in capped.warnings and capped.file["n_replicates"] == 40
     ax = plot_running_estimate(res)
     assert ax.get_xlabel().startswith("number of posterior replicates")
+    assert "not reached" not in ax.get_title()
+    # few match events: the ± 2 MCSE band is cut at 0 (no negative risk drawn) and the title
+    # says that the tolerance was not reached
+    trace = {"n_replicates": [20, 30, 40], "expected_match_risk": [0.1, 0.5, 1.0],
+             "mc_se": [0.5, 0.9, 0.2]}
+    rare = dataclasses.replace(capped, file={**capped.file, "mc_trace": trace})
+    fig = rare.plot("running_estimate")
+    band = fig.axes[0].collections[0].get_paths()[0].vertices
+    assert band[:, 1].min() == 0.0 and band[:, 1].max() == pytest.approx(2.3)
+    assert "MCSE tolerance not reached" in fig.axes[0].get_title()
     import matplotlib.pyplot as plt
 
     plt.close("all")
