@@ -123,6 +123,37 @@ def align_text_numbers(table: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two numeric or boolean arrays hold the same dtype and bit patterns (``-0.0``
+    and ``0.0`` differ, a NaN equals the same NaN)."""
+    if a.dtype != b.dtype or a.shape != b.shape or a.dtype.kind not in "biuf":
+        return False
+    if a.dtype.kind == "f":
+        a, b = a.view(f"i{a.dtype.itemsize}"), b.view(f"i{b.dtype.itemsize}")
+    return bool(np.array_equal(a, b))
+
+
+def _share_unchanged_columns(table: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with every numeric column that is bit for bit ``like``'s taken from ``like``.
+
+    A partially synthetic release repeats the original's unsynthesized columns in each of its m
+    files; holding them once (pandas' copy-on-write keeps the tables independent: writing to one
+    copies) is four sevenths of the twenty CEdata files read by ``bayes-risk identification``.
+    The other columns are copied out of the file's blocks so that those can be freed. Values,
+    dtypes, column order and index are unchanged.
+    """
+    if len(table) != len(like) or not table.index.equals(like.index):
+        return table
+    shared = [c for c in table.columns if c in like.columns
+              and table[c].dtype == like[c].dtype
+              and _same_bits(table[c].to_numpy(), like[c].to_numpy())]
+    if not shared or table.columns.has_duplicates or like.columns.has_duplicates:
+        return table
+    return pd.DataFrame(
+        {c: like[c] if c in shared else table[c].copy() for c in table.columns}, copy=False
+    )
+
+
 def read_synthetic(
     paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     *,
@@ -137,7 +168,9 @@ def read_synthetic(
         per synthetic dataset, in release order).
     like : DataFrame, optional
         The original table: numbers that a file stores as text in a column that is numeric in
-        ``like`` are read as numbers (``bayes_risk.data.io.align_text_numbers``).
+        ``like`` are read as numbers (``bayes_risk.data.io.align_text_numbers``), and columns
+        equal to ``like``'s bit for bit (the unsynthesized ones) share its memory (pandas'
+        copy-on-write keeps the tables independent).
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -156,7 +189,9 @@ def read_synthetic(
             raise ValidationError(
                 f"{str(p)!r} is a folder; give either one SyntheticData folder or data files."
             )
-    tables = [read_table(p) for p in paths]
+    # each file's unsynthesized columns are shared with ``like`` as soon as it is read
+    tables = [read_table(p) if like is None else _share_unchanged_columns(
+        align_text_numbers(read_table(p), like), like) for p in paths]
     cols0 = list(tables[0].columns)
     for p, z in zip(paths, tables, strict=True):
         if len(z) == 0:
@@ -176,8 +211,6 @@ def read_synthetic(
             )
     # columns are matched by name: a file written with another column order is reordered
     tables = [z if list(z.columns) == cols0 else z[cols0] for z in tables]
-    if like is not None:
-        tables = [align_text_numbers(z, like) for z in tables]
     return SyntheticData(
         tables,
         method="external",

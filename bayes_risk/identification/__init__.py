@@ -15,10 +15,44 @@ counts by IPF), ``radius`` (sweep and plot), ``api`` (the public functions), ``r
 plan of ``prepare``), ``uncertainty`` (Monte Carlo error, replicate spread).
 """
 
-from bayes_risk.identification.api import IdentificationResult, identification_risk, radius_sweep
-from bayes_risk.identification.radius import RadiusSweepResult
-from bayes_risk.identification.replicates import PosteriorReplicates
-from bayes_risk.identification.uncertainty import plot_running_estimate
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bayes_risk.identification.api import (
+        IdentificationResult,
+        identification_risk,
+        radius_sweep,
+    )
+    from bayes_risk.identification.radius import RadiusSweepResult
+    from bayes_risk.identification.replicates import PosteriorReplicates
+    from bayes_risk.identification.uncertainty import plot_running_estimate
+
+# name -> module that defines it; imported on first use (PEP 562), so that a run without
+# posterior replicates (the identification command's) does not import ``replicates``,
+# ``uncertainty`` and the replicate batches
+_NAMES: dict[str, str] = {
+    "identification_risk": "bayes_risk.identification.api",
+    "radius_sweep": "bayes_risk.identification.api",
+    "IdentificationResult": "bayes_risk.identification.api",
+    "RadiusSweepResult": "bayes_risk.identification.radius",
+    "PosteriorReplicates": "bayes_risk.identification.replicates",
+    "plot_running_estimate": "bayes_risk.identification.uncertainty",
+}
 
 __all__ = ["identification_risk", "radius_sweep", "IdentificationResult", "RadiusSweepResult",
            "PosteriorReplicates", "plot_running_estimate"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _NAMES:
+        value = getattr(importlib.import_module(_NAMES[name]), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    raise AttributeError(f"module 'bayes_risk.identification' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

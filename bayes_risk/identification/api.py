@@ -8,6 +8,7 @@ partitions of the targets through an executor (in process, or on a Dask cluster)
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -20,13 +21,20 @@ from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import record_pool, run_engine
 from bayes_risk.identification.prepare import COMPAT_MODES, prepare
-from bayes_risk.identification.replicates import PosteriorReplicates
 from bayes_risk.results.identification import IdentificationResult
 
 if TYPE_CHECKING:
-    pass
+    from bayes_risk.identification.replicates import PosteriorReplicates
 
 __all__ = ["IdentificationResult", "identification_risk", "radius_sweep", "COMPAT_MODES"]
+
+
+def _is_posterior_replicates(obj: Any) -> bool:
+    """``isinstance(obj, PosteriorReplicates)`` without importing ``replicates`` (and its
+    batches and Monte Carlo error modules) in runs that do not use it: an instance exists only
+    once that module has been imported."""
+    mod = sys.modules.get("bayes_risk.identification.replicates")
+    return mod is not None and isinstance(obj, mod.PosteriorReplicates)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -196,7 +204,7 @@ def identification_risk(
         N_pop=N_pop, strategy=strategy, fallback=fallback, targets=targets, target_id=target_id,
         original_id=original_id, compat=compat, missing_known=missing_known,
     )
-    if isinstance(replicates, PosteriorReplicates):
+    if _is_posterior_replicates(replicates):
         return replicates.run(original, synthetic, known_unsynthesized, known_synthesized,
                               options, progressbar=progressbar, executor=as_executor(executor))
     plan = prepare(original, synthetic, known_unsynthesized, known_synthesized,
@@ -208,6 +216,8 @@ def identification_risk(
         plan.prep._cache[_engine.SINGLE_RUN] = True
     pool = record_pool(plan, shipped=not in_process)
     out = run_engine(plan, plan.rule, ex, pool, progressbar=progressbar)
+    if in_process:
+        plan.prep.release_replicates()
     return assemble(plan, plan.rule, out)
 
 

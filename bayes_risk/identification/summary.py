@@ -42,13 +42,15 @@ MEASURES = (
 def record_measures(c: np.ndarray, T: np.ndarray) -> dict[str, np.ndarray]:
     """``K``, ``W`` and ``IR`` from ``c`` and ``T`` (any shape; ``T`` is 0 where ``c = 0``)."""
     c = np.asarray(c, dtype=np.int64)
-    T = np.asarray(T).astype(bool) & (c > 0)
-    K = (c == 1) & T
-    W = (c == 1) & ~T
-    with np.errstate(divide="ignore", invalid="ignore"):
-        IR = np.where(c > 0, T / np.maximum(c, 1), 0.0)
-    return {"c": c, "T": T.astype(np.int64), "K": K.astype(np.int64), "W": W.astype(np.int64),
-            "IR": IR}
+    matched = c > 0
+    T = np.asarray(T).astype(bool) & matched
+    unique = c == 1
+    # T / c where c > 0, else 0 (the same division), without np.where's three [N_T, m]
+    # temporaries: this runs at the identification command's peak memory
+    IR = np.zeros(c.shape)
+    np.divide(T, c, out=IR, where=matched)
+    return {"c": c, "T": T.astype(np.int64), "K": (unique & T).astype(np.int64),
+            "W": (unique & ~T).astype(np.int64), "IR": IR}
 
 
 def file_measures(

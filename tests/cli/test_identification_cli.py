@@ -258,9 +258,10 @@ print(heavy)
 
 def test_identification_compat_path_imports_stay_lean(tmp_path):
     """The command as the R package's users run it (per dataset, ``--compat``, CSV in, CSV and
-    JSON out) imports no SciPy at all and none of the other measures' packages or result
-    classes (``bayes_risk.results`` is lazy): its start-up is ``import pandas`` plus the
-    identification modules."""
+    JSON out) imports no SciPy at all, none of the other measures' packages or result classes
+    (``bayes_risk.results`` is lazy) and not the posterior-replicate modules
+    (``bayes_risk.identification`` is lazy): its start-up is ``import pandas`` plus the
+    identification modules. pyarrow allocates with the C library's malloc in that process."""
     import subprocess
     import sys
 
@@ -277,15 +278,19 @@ heavy = ("scipy", "sklearn", "dask", "numba", "matplotlib", "pymc", "arviz", "ba
          "bayes_risk.attribute", "bayes_risk.utility", "bayes_risk.disclosure",
          "bayes_risk.auditing", "bayes_risk.results.attribute", "bayes_risk.results.utility",
          "bayes_risk.results.disclosure", "bayes_risk.results.combining",
-         "bayes_risk.results.visit_orders")
+         "bayes_risk.results.visit_orders", "bayes_risk.identification.replicates",
+         "bayes_risk.identification.uncertainty", "bayes_risk.identification._replicate_batches")
 print(sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in heavy)))
 import os
 print(os.environ.get("OPENBLAS_NUM_THREADS"))  # numpy loaded single-threaded, nothing leaked
+import pyarrow
+print(pyarrow.default_memory_pool().backend_name)  # the C library's allocator
 """
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENBLAS_NUM_THREADS", "ARROW_DEFAULT_MEMORY_POOL")}
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                          text=True, check=True, env=env)
-    assert out.stdout.split("\n")[:2] == ["[]", "None"], out.stdout + out.stderr
+    assert out.stdout.split("\n")[:3] == ["[]", "None", "system"], out.stdout + out.stderr
     assert (tmp_path / "out" / "records.csv").is_file()
 
 
@@ -313,3 +318,31 @@ def test_write_csv_round_trip_and_mixed_fallback(tmp_path):
     write_csv(mixed, tmp_path / "m.csv")
     assert (tmp_path / "m.csv").read_text().splitlines() == ["target,v", "1,1.0", "a,2.0",
                                                               "2.5,3.0"]
+
+
+def test_identification_quiet_silences_progress_only(tmp_path):
+    """``--quiet`` as in every sub-command (docs: command line): progress bars go, the summary
+    (stdout) and the run's warnings (stderr, one line each, also in ``summary.json``) stay."""
+    import subprocess
+    import sys
+
+    _write_two_releases(tmp_path, seed=3, n=60)
+    argv = [sys.executable, "-m", "bayes_risk", "identification", "y.csv", "z1.csv", "z2.csv",
+            "--known-unsynthesized", "a", "--known-synthesized", "x", "--categorical", "a",
+            "--radius", "0.001", "--fallback", "none"]  # x is perturbed by ~10 %: no match
+    runs = {}
+    for quiet in (False, True):
+        out = f"out-{quiet}"
+        runs[quiet] = subprocess.run([*argv, *(["--quiet"] if quiet else []), "--out", out],
+                                     cwd=tmp_path, capture_output=True, text=True, check=True)
+        summ = json.loads((tmp_path / out / "summary.json").read_text())
+        assert [w["code"] for w in summ["run_warnings"]] == ["NO_MATCH"]
+    loud, quiet = runs[False], runs[True]
+    assert quiet.stdout.replace("out-True", "out-False") == loud.stdout
+    lines = quiet.stdout.splitlines()
+    assert lines[0].startswith("identification risk (pooled) of 2 synthetic dataset(s)")
+    assert lines[-1].startswith("  wrote ") and len(lines) == 3
+    warned = [ln for ln in quiet.stderr.splitlines() if ln.strip()]
+    assert len(warned) == 1 and warned[0].startswith("warning [NO_MATCH]: "), quiet.stderr
+    assert warned[0] in loud.stderr.splitlines()
+    assert any(not ln.startswith("warning [") for ln in loud.stderr.splitlines() if ln.strip())

@@ -102,3 +102,48 @@ def test_errors():
         SyntheticData([y, y], draw_index=[1])
     with pytest.raises(ValidationError, match="not a SyntheticData folder"):
         SyntheticData.load("/nonexistent/folder")
+
+
+def test_read_synthetic_shares_unchanged_columns_with_like(tmp_path):
+    """Files read with ``like=`` hold the original's bit-identical columns once (copy-on-write
+    keeps every table independent); other columns, dtypes, values and order are as read."""
+    from bayes_risk.data.io import read_table
+
+    rng = np.random.default_rng(4)
+    n = 40
+    y = pd.DataFrame({
+        "a": rng.integers(0, 5, n), "x": rng.normal(size=n), "z": np.zeros(n),
+        "s": rng.choice(["u", "v"], n), "w": rng.integers(0, 9, n),
+    })
+    y.loc[3, "x"] = np.nan
+    y.to_csv(tmp_path / "y.csv", index=False)
+    zs = [
+        y.assign(w=rng.integers(0, 9, n)),  # synthesized w
+        y.assign(z=-y["z"], a=y["a"].astype(float)),  # -0.0 is not 0.0; float is not int
+    ]
+    paths = []
+    for l, z in enumerate(zs, start=1):
+        paths.append(tmp_path / f"z{l}.csv")
+        z.to_csv(paths[-1], index=False)
+    like = read_table(tmp_path / "y.csv")
+    syn = read_synthetic(paths, like=like)
+    for p, got in zip(paths, syn.datasets, strict=True):
+        want = read_table(p)
+        pd.testing.assert_frame_equal(got, want)
+        for c in want.columns:  # bit for bit, the sign of zero included
+            if want[c].dtype.kind == "f":
+                np.testing.assert_array_equal(got[c].to_numpy().view(np.int64),
+                                              want[c].to_numpy().view(np.int64))
+    shares = [{c: np.shares_memory(z[c].to_numpy(), like[c].to_numpy())
+               for c in ("a", "x", "z", "s", "w")} for z in syn.datasets]
+    assert shares[0] == {"a": True, "x": True, "z": True, "s": False, "w": False}
+    assert shares[1] == {"a": False, "x": True, "z": False, "s": False, "w": True}
+    # independent tables: writing to one leaves the original (and the others) alone
+    z1, z2 = syn.datasets
+    z1.loc[0, "x"] = 1e6
+    assert like.loc[0, "x"] != 1e6 and z2.loc[0, "x"] != 1e6
+    like.loc[1, "w"] = -1
+    assert z2.loc[1, "w"] != -1
+    # without like nothing is shared
+    plain = read_synthetic(paths)
+    assert not np.shares_memory(plain[0]["a"].to_numpy(), like["a"].to_numpy())

@@ -527,7 +527,8 @@ def test_numba_and_numpy_paths_agree(monkeypatch, shape, window):
     outs = []
     for use in (True, False):
         monkeypatch.setattr(engine, "USE_NUMBA", use)
-        monkeypatch.setattr(index, "_CHUNK_CANDIDATES", 997)  # exercise numpy chunking
+        monkeypatch.setattr(index, "_CHUNK_CANDIDATES", 997)  # exercise chunking: compiled
+        monkeypatch.setattr(index, "_NUMPY_CHUNK_CANDIDATES", 997)  # and numpy
         pooled = ir(y, zs, ["g", "a"], ["h", "x", "w"], **kw)
         per = ir(y, zs, ["g", "a"], ["h", "x", "w"], aggregation="per_dataset", **kw)
         outs.append((pooled, per))

@@ -93,8 +93,8 @@ def test_replicate_index_matches_brute_force(prob):
     q = vals.shape[0]
     b = TargetBounds(lo, hi, centre, half, False, False)
     idx = ReplicateIndex(key, vals)
-    saved = index._CHUNK_CANDIDATES, index._RECT_MIN_TARGETS
-    index._CHUNK_CANDIDATES = chunk
+    saved = index._NUMPY_CHUNK_CANDIDATES, index._RECT_MIN_TARGETS
+    index._NUMPY_CHUNK_CANDIDATES = chunk
     index._RECT_MIN_TARGETS = rect_min  # 1: the rectangle filter; large: the general one
     try:
         counts, recs = idx.match(tkey, b, True)
@@ -109,7 +109,7 @@ def test_replicate_index_matches_brute_force(prob):
             np.testing.assert_array_equal(got[0], want[0])
             np.testing.assert_array_equal(got[1], want[1])
     finally:
-        index._CHUNK_CANDIDATES, index._RECT_MIN_TARGETS = saved
+        index._NUMPY_CHUNK_CANDIDATES, index._RECT_MIN_TARGETS = saved
     np.testing.assert_array_equal(counts, counts_only)
     start = 0
     for i in range(len(tkey)):
