@@ -217,11 +217,10 @@ class DPMPMGibbs:
                 phi[a:b] = np.maximum(g[a:b] / np.where(tot > 0, tot, 1.0), _PHI_FLOOR)
         for j, (a, b) in enumerate(self._blocks):
             new[f"phi_{j}"] = phi[a:b].T  # a view: the driver copies what it keeps
-        # step 1 for the next sweep, at the new parameters; the kernel reads the uniforms in the
-        # order they are drawn (record r: u_z[rec[r]], missing entry m: u_y[u_pos[m]])
+        # step 1 for the next sweep, at the new parameters
         logphi = np.log(phi)
-        u_z = rng.random(n)
-        u_y = rng.random(self.miss_i.size)
+        u_z = self._mapped(rng.random(n), self.rec)
+        u_y = self._mapped(rng.random(self.miss_i.size), self.u_pos)
         threads = numba.get_num_threads()
         # threads pay off only on large tables (a parallel region costs ≈ 0.9 ms); the serial
         # twin gives the same numbers (kern.class_step_serial)
@@ -229,7 +228,7 @@ class DPMPMGibbs:
                   else kern.class_step_serial)
         ll, nk_new, c_new = kernel(
             self.codes, self.lcp, self.rec, self.offsets, logphi, phi, log_pi, u_z,
-            self.miss_ptr, self.miss_j, u_y, self.u_pos, self._y, self._z, 4 * threads,
+            self.miss_ptr, self.miss_j, u_y, self._y, self._z, 4 * threads,
         )
         self._counts = (nk_new, c_new)
         if self._aug is not None:  # truncation: fix imputations, draw augmented records

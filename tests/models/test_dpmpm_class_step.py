@@ -115,10 +115,9 @@ def _compare(codes, offsets, phi, log_pi, rng, order, nchunks, kernel=kern.class
     pos = np.full(codes.shape, -1)
     pos[codes < 0] = np.arange(mi.size)
     y, z = y0[order].copy(), np.zeros(n, dtype=np.int64)
-    # the uniforms as drawn (data order), read through the maps to the visiting order
     ll, nk, c = kernel(
-        cv, kern.shared_prefix(cv), order, offsets, logphi, phi, log_pi, u_z,
-        np.searchsorted(vi, np.arange(n + 1)), vj.astype(np.int64), u_y, pos[order][vi, vj],
+        cv, kern.shared_prefix(cv), order, offsets, logphi, phi, log_pi, u_z[order],
+        np.searchsorted(vi, np.arange(n + 1)), vj.astype(np.int64), u_y[pos[order][vi, vj]],
         y, z, nchunks,
     )
     assert ll == ll_ref  # bitwise
