@@ -103,7 +103,7 @@ class DPMPMGibbs:
         pos = np.full(codes.shape, -1, dtype=np.int64)
         pos[codes < 0] = np.arange(self.miss_i.size)
         self.u_pos = pos[self.rec][self.miss_i, self.miss_j]
-        self._blocks = [(int(a), int(a + dj)) for a, dj in zip(self.offsets, self.d)]
+        self._blocks = [(int(a), int(a + dj)) for a, dj in zip(self.offsets, self.d, strict=True)]
         self._sorted = zeros is None
         self._y = None
         self._z = None

@@ -176,7 +176,7 @@ def test_normalise_levels_is_the_numpy_phi_step(seed, d, K, prior):
     g = rng.standard_gamma(prior + counts)
     g[:, : K // 4] = 0.0  # sums of zero: left undivided, then floored
     ref = np.empty_like(g)
-    for a, dj in zip(offsets, d):
+    for a, dj in zip(offsets, d, strict=True):
         tot = g[a : a + dj].sum(axis=0)
         ref[a : a + dj] = np.maximum(g[a : a + dj] / np.where(tot > 0, tot, 1.0), 1e-300)
     out = kern.normalise_levels(g, offsets, 1e-300)
