@@ -288,7 +288,10 @@ def _to_datatree(
 
     post = {}
     for name in layout.shapes:
-        post[name] = np.stack([r[0].pop(name) for r in results])  # frees the per-chain copies
+        if len(results) == 1:  # one chain: its arrays as they are, no copy
+            post[name] = results[0][0].pop(name)[np.newaxis]
+        else:
+            post[name] = np.stack([r[0].pop(name) for r in results])  # frees the chains' copies
     if layout.deterministics is not None:
         post.update(layout.deterministics(post))
     # in the step's order (PyMC's own order of statistics varies from run to run)
