@@ -11,13 +11,16 @@
    (issue 15); target: at most half its time (3.8 s wall on an idle machine), at most 200 MiB
    beyond the interpreter.
    ``--stages``: the one-chain command's steps in one fresh process, CPU seconds (all threads)
-   and peak RSS after each (``getrusage``), and which heavy modules it imported.
+   and peak RSS after each (``getrusage``), and which heavy modules it imported. ``--floor``:
+   the dependency stack alone (numpy, pandas, numba and its target, xarray, arviz_base,
+   h5netcdf), stage by stage: the memory floor of the command before any data.
 2. The neighbourhood kernel (one-variable-different candidates) for n = 10,000 ACS-like records
    (``make_acs_like``), p = 14, K = 30, H = 1,000 posterior draws (from a short Gibbs fit),
    computed in record chunks. Target < 60 s.
 
 Run: ``.venv/bin/python benchmarks/bench_dpmpm.py [--skip-fit] [--skip-neighbourhood]
-[--runs 3] [--skip-defaults] [--skip-pymc] [--stages] [--baseline OTHER/.venv/bin/python]``
+[--runs 3] [--skip-defaults] [--skip-pymc] [--stages] [--floor]
+[--baseline OTHER/.venv/bin/python]``
 (``--baseline``: the same cases in another installation, alternating with this one's).
 Prints tables; never asserts timings.
 """
@@ -92,7 +95,7 @@ with warnings.catch_warnings():
 with tempfile.TemporaryDirectory() as tmp:
     model.save(tmp + "/m")
 mark("saving (NetCDF, JSON)")
-heavy = [m for m in ("pymc", "pytensor", "scipy.stats", "scipy.linalg", "arviz_stats")
+heavy = [m for m in ("pymc", "pytensor", "scipy.stats", "scipy.linalg", "arviz_stats", "dask")
          if m in sys.modules]
 print(json.dumps({"rows": rows, "heavy": heavy,
                   "alpha": float(model.posterior_["posterior"]["alpha"].mean()),
@@ -136,6 +139,63 @@ def bench_stages(runs: int = 3, baseline: str | None = None) -> None:
                   f"{_median(tot):5.2f}  ({min(wall):.2f} / {_median(wall):.2f})")
             print(f"  heavy modules imported: {rs[0]['heavy']}; mean alpha {rs[0]['alpha']:.3f}, "
                   f"mean k* {rs[0]['k']:.2f}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# the dependency stack of a DPMPM `bayes-risk fit`, imported stage by stage (cached kernels): the
+# memory floor before any data. "numba target" = the first call of a cached kernel (numba's CPU
+# target with its LLVM JIT and its BLAS check, which imports scipy.linalg).
+_FLOOR = r"""
+import json, resource, sys
+rows = []
+def mark(name):
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    rows.append((name, r.ru_utime + r.ru_stime, r.ru_maxrss / 1024))
+mark("interpreter")
+import numpy
+mark("numpy")
+import pandas
+mark("pandas (with pyarrow, which pandas imports when installed)")
+import numba
+mark("numba, llvmlite")
+from bayes_risk.models import _dpmpm_kernels as kern
+kern.counts(numpy.zeros((2, 1), numpy.int64), numpy.zeros(2, numpy.int64),
+            numpy.zeros(1, numpy.int64), 1, 1)
+mark("numba target (first cached kernel call, scipy.linalg)")
+import xarray
+mark("xarray")
+import arviz_base
+mark("arviz_base")
+import h5netcdf
+mark("h5netcdf, h5py")
+import bayes_risk.cli.fit, bayes_risk.models._dpmpm_step, bayes_risk.models._dpmpm_run
+mark("bayes_risk (CLI, DPMPM modules)")
+print(json.dumps({"rows": rows, "dask": "dask" in sys.modules}))
+"""
+
+
+def bench_floor(runs: int = 3) -> None:
+    """Peak RSS (and CPU) of the dependency stack a fit needs, stage by stage, fresh processes."""
+    import subprocess
+
+    work = Path(tempfile.mkdtemp(prefix="bench-dpmpm-"))
+    try:
+        res = []
+        for rnd in range(runs + 1):  # the first run warms numba's cache
+            out = subprocess.run([sys.executable, "-c", _FLOOR], capture_output=True, text=True,
+                                 cwd=work, check=True)
+            if rnd:
+                res.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(f"\nimport floor of the fit ({runs} runs; stage CPU s min / median, peak RSS MiB "
+              "after it, max; beyond the interpreter)")
+        names = [r[0] for r in res[0]["rows"]]
+        base = max(r["rows"][0][2] for r in res)
+        for i, name in enumerate(names):
+            cpu = [r["rows"][i][1] - (r["rows"][i - 1][1] if i else 0.0) for r in res]
+            rss = max(r["rows"][i][2] for r in res)
+            print(f"  {name:<56} {min(cpu):5.2f} / {_median(cpu):5.2f} {rss:7.1f} "
+                  f"{rss - base:7.1f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -242,6 +302,8 @@ def main() -> None:
     ap.add_argument("--skip-neighbourhood", action="store_true")
     ap.add_argument("--stages", action="store_true",
                     help="the one-chain command's stages (CPU, peak RSS) in one process")
+    ap.add_argument("--floor", action="store_true",
+                    help="peak RSS of the fit's dependency stack, stage by stage")
     ap.add_argument("--baseline", metavar="PYTHON",
                     help="another installation's Python (e.g. before a change): its runs "
                          "alternate with this one's")
@@ -251,6 +313,8 @@ def main() -> None:
     args = ap.parse_args()
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}")
+    if args.floor:
+        bench_floor(args.runs)
     if args.stages:
         bench_stages(args.runs, args.baseline)
     if not args.skip_fit:

@@ -38,6 +38,7 @@ __all__ = [
     "lse_two",
     "lse_two_sum",
     "neighbourhood",
+    "normalise_levels",
     "shared_prefix",
     "sorted_patterns",
 ]
@@ -260,6 +261,38 @@ def _serial_twin(kernel, name: str):
 #: than the whole step on tables of a few thousand records (1,000 × 5, K = 80: 0.95 ms in
 #: parallel, 0.08 ms serial) and pure cost in a chain worker with one thread.
 class_step_serial = _serial_twin(class_step, "class_step_serial")
+
+
+@njit(cache=True)
+def normalise_levels(g, offsets, floor):  # pragma: no cover - numba
+    """φ from the Gamma variates ``g[L, K]`` of the φ step: each column's rows divided by their
+    sum per class (a sum that is not positive is replaced by 1), then floored at ``floor``.
+
+    Bitwise numpy's ``maximum(g[a:b] / where(tot > 0, tot, 1.0), floor)`` with
+    ``tot = g[a:b].sum(axis=0)`` (rows added in order), without the per-column numpy calls (about
+    0.15 ms a sweep on NYexample); no fastmath, so the additions keep their order.
+    """
+    L, K = g.shape
+    p = offsets.shape[0]
+    phi = np.empty((L, K))
+    tot = np.empty(K)
+    for j in range(p):
+        a = offsets[j]
+        b = offsets[j + 1] if j + 1 < p else L
+        for k in range(K):
+            tot[k] = g[a, k]
+        for row in range(a + 1, b):
+            for k in range(K):
+                tot[k] += g[row, k]
+        for k in range(K):
+            if not tot[k] > 0.0:
+                tot[k] = 1.0
+        for row in range(a, b):
+            for k in range(K):
+                v = g[row, k] / tot[k]
+                phi[row, k] = floor if v < floor else v  # NaN stays NaN, as np.maximum
+    return phi
+
 
 @njit(cache=True)
 def counts(y, z, offsets, L, K):  # pragma: no cover - numba

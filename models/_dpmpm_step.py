@@ -103,6 +103,7 @@ class DPMPMGibbs:
         pos = np.full(codes.shape, -1, dtype=np.int64)
         pos[codes < 0] = np.arange(self.miss_i.size)
         self.u_pos = pos[self.rec][self.miss_i, self.miss_j]
+        self._blocks = [(int(a), int(a + dj)) for a, dj in zip(self.offsets, self.d, strict=True)]
         self._sorted = zeros is None
         self._y = None
         self._z = None
@@ -207,13 +208,15 @@ class DPMPMGibbs:
         new["alpha"] = np.asarray(alpha_new)
         # step 3: category probabilities (normalised Gamma variates)
         g = rng.standard_gamma(self.prior + c)  # [L, K]
-        phi = np.empty_like(g)
-        for j in range(len(self.d)):
-            a, b = self.offsets[j], self.offsets[j] + self.d[j]
-            blk = g[a:b]
-            tot = blk.sum(axis=0)
-            phi[a:b] = np.maximum(blk / np.where(tot > 0, tot, 1.0), _PHI_FLOOR)
-            new[f"phi_{j}"] = np.ascontiguousarray(phi[a:b].T)
+        if K > 1:  # the kernel sums each class's levels in order, as numpy's axis-0 sum does
+            phi = kern.normalise_levels(g, self.offsets, _PHI_FLOOR)
+        else:  # one class: numpy's sum of a contiguous column is pairwise; kept as it was
+            phi = np.empty_like(g)
+            for a, b in self._blocks:
+                tot = g[a:b].sum(axis=0)
+                phi[a:b] = np.maximum(g[a:b] / np.where(tot > 0, tot, 1.0), _PHI_FLOOR)
+        for j, (a, b) in enumerate(self._blocks):
+            new[f"phi_{j}"] = phi[a:b].T  # a view: the driver copies what it keeps
         # step 1 for the next sweep, at the new parameters
         logphi = np.log(phi)
         u_z = self._mapped(rng.random(n), self.rec)

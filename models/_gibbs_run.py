@@ -284,9 +284,14 @@ def _to_datatree(
     import xarray as xr
     from arviz_base import dict_to_dataset
 
+    from bayes_risk.models._bayesian_io import numpy_backed_xarray
+
     post = {}
     for name in layout.shapes:
-        post[name] = np.stack([r[0].pop(name) for r in results])  # frees the per-chain copies
+        if len(results) == 1:  # one chain: its arrays as they are, no copy
+            post[name] = results[0][0].pop(name)[np.newaxis]
+        else:
+            post[name] = np.stack([r[0].pop(name) for r in results])  # frees the chains' copies
     if layout.deterministics is not None:
         post.update(layout.deterministics(post))
     # in the step's order (PyMC's own order of statistics varies from run to run)
@@ -304,8 +309,10 @@ def _to_datatree(
                                dims={k: list(v) for k, v in dims.items()},
                                sample_dims=sample_dims)
 
-    groups = {"posterior": dataset(post, layout.dims)}
-    if tune:
-        groups["warmup_sample_stats"] = dataset({k: v[:, :tune] for k, v in stats.items()}, {})
-    groups["sample_stats"] = dataset({k: v[:, tune:] for k, v in stats.items()}, {})
-    return xr.DataTree.from_dict(groups)
+    with numpy_backed_xarray():  # the draws are numpy arrays: no dask.array import
+        groups = {"posterior": dataset(post, layout.dims)}
+        if tune:
+            groups["warmup_sample_stats"] = dataset({k: v[:, :tune] for k, v in stats.items()},
+                                                    {})
+        groups["sample_stats"] = dataset({k: v[:, tune:] for k, v in stats.items()}, {})
+        return xr.DataTree.from_dict(groups)

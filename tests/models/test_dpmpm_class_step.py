@@ -159,3 +159,25 @@ def test_sorted_patterns_and_shared_prefixes():
     np.testing.assert_array_equal(codes[order], [[0, -1, 0], [0, -1, 1], [1, 0, 2], [1, 0, 2],
                                                  [1, 1, 2]])
     np.testing.assert_array_equal(lcp, [0, 2, 0, 3, 1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31), d=st.lists(st.integers(1, 14), min_size=1, max_size=6),
+       K=st.integers(2, 90), prior=st.sampled_from([1e-3, 0.01, 1.0]))
+def test_normalise_levels_is_the_numpy_phi_step(seed, d, K, prior):
+    """The φ step's normalisation kernel gives bitwise what the blockwise numpy expression it
+    replaced gives, empty classes (tiny or zero Gamma variates) included. K >= 2: with one
+    class numpy sums a column's levels pairwise (a contiguous reduction), so the sweep keeps
+    the numpy expression there."""
+    rng = np.random.default_rng(seed)
+    d = np.asarray(d)
+    offsets = np.concatenate([[0], np.cumsum(d)[:-1]]).astype(np.int64)
+    counts = rng.integers(0, 40, size=(int(d.sum()), K)) * (rng.random(K) < 0.6)
+    g = rng.standard_gamma(prior + counts)
+    g[:, : K // 4] = 0.0  # sums of zero: left undivided, then floored
+    ref = np.empty_like(g)
+    for a, dj in zip(offsets, d, strict=True):
+        tot = g[a : a + dj].sum(axis=0)
+        ref[a : a + dj] = np.maximum(g[a : a + dj] / np.where(tot > 0, tot, 1.0), 1e-300)
+    out = kern.normalise_levels(g, offsets, 1e-300)
+    assert out.tobytes() == ref.tobytes()

@@ -155,3 +155,59 @@ def test_phi_caches_are_built_on_first_use_and_match_the_posterior():
             np.transpose(m._stacked(f"phi_{j}"), (0, 2, 1)))
     assert phi.flags.c_contiguous and m._phi is phi
     np.testing.assert_array_equal(m._logphi, np.log(phi))
+
+
+_NO_DASK_FIT = r"""
+import sys, warnings
+import numpy as np, pandas as pd
+from bayes_risk.models.dpmpm import DPMPM
+rng = np.random.default_rng(3)
+df = pd.DataFrame({"a": rng.choice(["x", "y", "z"], 200), "b": rng.choice(["u", "v"], 200)})
+m = DPMPM(n_components=4, tune=20, draws=20, chains=1, random_seed=1, progressbar=False)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    m.fit(df)
+m.convergence_report()
+m.save(sys.argv[1])
+print(sorted(k for k in sys.modules if k == "dask" or k.startswith("dask.")))
+"""
+
+
+def test_fit_and_save_import_no_dask(tmp_path):
+    """Building the posterior DataTree and writing it import no part of dask (xarray would import
+    dask.array, dask.base and dask.distributed for numpy-backed data: 0.7 s, 35 MiB)."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("dask")
+    out = subprocess.run([sys.executable, "-c", _NO_DASK_FIT, str(tmp_path / "m")],
+                         capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert (tmp_path / "m" / "posterior.nc").is_file()
+
+
+def test_numpy_backed_block_restores_xarray_and_dask_still_works(tmp_path):
+    """Leaving the block restores xarray's own dask lookups: a dask-backed Dataset built and
+    written afterwards is recognised, computed and saved as usual."""
+    import xarray as xr
+    from xarray.backends import locks, writers
+    from xarray.namedarray import pycompat
+    from xarray.namedarray import utils as xr_utils
+
+    from bayes_risk.models._bayesian_io import numpy_backed_xarray
+
+    before = (xr_utils.is_dask_collection, writers.get_dask_scheduler, locks.get_dask_scheduler,
+              dict(pycompat._cached_duck_array_modules))
+    with numpy_backed_xarray():
+        ds = xr.Dataset({"x": ("i", np.arange(4.0))})
+        ds.to_netcdf(tmp_path / "a.nc", engine="h5netcdf")
+    after = (xr_utils.is_dask_collection, writers.get_dask_scheduler, locks.get_dask_scheduler,
+             dict(pycompat._cached_duck_array_modules))
+    assert after[:3] == before[:3]
+    assert after[3].keys() == before[3].keys()
+    da = pytest.importorskip("dask.array")
+    lazy = xr.Dataset({"x": ("i", da.arange(4.0, chunks=2))})
+    assert lazy["x"].chunks == ((2, 2),)
+    lazy.to_netcdf(tmp_path / "b.nc", engine="h5netcdf")
+    with xr.open_dataset(tmp_path / "b.nc", engine="h5netcdf") as back:
+        np.testing.assert_array_equal(back["x"].values, np.arange(4.0))
