@@ -7,10 +7,8 @@ from posterior draws made elsewhere (``from_posterior``).
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,65 +31,6 @@ POSTERIOR_FILE = "posterior.nc"
 CONVERGENCE_FILE = "convergence.json"
 DATA_FILE = "data.parquet"
 FORMAT_VERSION = 1
-
-
-@contextlib.contextmanager
-def numpy_backed_xarray() -> Iterator[None]:
-    """Build and write numpy-backed xarray objects without importing dask.
-
-    When dask is installed, xarray imports ``dask.array`` (with ``scipy.sparse``) to ask whether
-    an array it wraps is a dask array, ``dask.base`` to ask whether it is a dask collection, and
-    ``dask.distributed`` to find the active scheduler before writing NetCDF: together about
-    0.7 s of CPU and 35 MiB of a ``bayes-risk fit`` (benchmarks/README.md). While dask has not
-    been imported none of these can hold (no object is a dask array or collection, no scheduler
-    is active), so inside this block xarray gets those answers without the imports; its own
-    lookups are restored on leaving (a later dask-backed computation sees dask as usual). Where
-    these xarray internals are missing (another xarray version) the block changes nothing.
-    """
-    import importlib
-
-    patches = []  # (module, attribute, original)
-    if "dask" not in sys.modules:
-        for mod, attr, stand_in in (
-            ("xarray.namedarray.utils", "is_dask_collection", _not_a_dask_collection),
-            ("xarray.backends.writers", "get_dask_scheduler", _no_dask_scheduler),
-            ("xarray.backends.locks", "get_dask_scheduler", _no_dask_scheduler),
-        ):
-            try:
-                module = importlib.import_module(mod)
-            except ImportError:  # pragma: no cover - another xarray layout
-                continue
-            if callable(getattr(module, attr, None)):
-                patches.append((module, attr, getattr(module, attr)))
-                setattr(module, attr, stand_in)
-    cache, absent = None, None
-    if "dask.array" not in sys.modules:
-        try:
-            from xarray.namedarray import pycompat
-        except ImportError:  # pragma: no cover - another xarray layout
-            pycompat = None
-        cache = getattr(pycompat, "_cached_duck_array_modules", None)
-        if (isinstance(cache, dict) and "dask" not in cache
-                and hasattr(pycompat, "DuckArrayModule")):
-            absent = object.__new__(pycompat.DuckArrayModule)
-            absent.module, absent.type, absent.available = None, (), False
-            absent.version = pycompat.Version("0.0.0")
-            cache["dask"] = absent
-    try:
-        yield
-    finally:
-        if absent is not None and cache.get("dask") is absent:
-            del cache["dask"]
-        for module, attr, original in patches:
-            setattr(module, attr, original)
-
-
-def _not_a_dask_collection(x: object) -> bool:
-    return False
-
-
-def _no_dask_scheduler(get: Any = None, collection: Any = None) -> None:
-    return None
 
 
 def _check_int(value: Any, name: str, minimum: int) -> int:
@@ -174,8 +113,7 @@ class _BayesianPersistence:
             "data_fingerprint": getattr(self, "data_fingerprint_", None),
         }
         with atomic_dir(path) as tmp:
-            with numpy_backed_xarray():
-                self.posterior_.to_netcdf(tmp / POSTERIOR_FILE, engine="h5netcdf")
+            self.posterior_.to_netcdf(tmp / POSTERIOR_FILE, engine="h5netcdf")
             if self.data_ is not None:
                 self.data_.to_parquet(tmp / DATA_FILE, index=False)
             write_json(tmp / SETTINGS_FILE, meta)

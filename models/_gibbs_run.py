@@ -284,7 +284,6 @@ def _to_datatree(
     import xarray as xr
     from arviz_base import dict_to_dataset
 
-    from bayes_risk.models._bayesian_io import numpy_backed_xarray
 
     post = {}
     for name in layout.shapes:
@@ -309,10 +308,9 @@ def _to_datatree(
                                dims={k: list(v) for k, v in dims.items()},
                                sample_dims=sample_dims)
 
-    with numpy_backed_xarray():  # the draws are numpy arrays: no dask.array import
-        groups = {"posterior": dataset(post, layout.dims)}
-        if tune:
-            groups["warmup_sample_stats"] = dataset({k: v[:, :tune] for k, v in stats.items()},
-                                                    {})
-        groups["sample_stats"] = dataset({k: v[:, tune:] for k, v in stats.items()}, {})
-        return xr.DataTree.from_dict(groups)
+    groups = {"posterior": dataset(post, layout.dims)}
+    if tune:
+        groups["warmup_sample_stats"] = dataset({k: v[:, :tune] for k, v in stats.items()},
+                                                {})
+    groups["sample_stats"] = dataset({k: v[:, tune:] for k, v in stats.items()}, {})
+    return xr.DataTree.from_dict(groups)
