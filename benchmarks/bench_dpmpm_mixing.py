@@ -7,9 +7,9 @@ sweeps + 500 draws kept every 5th sweep each) is fitted to the five categorical 
 report is printed: posterior mean, R-hat and bulk ESS of α, the data log-likelihood and the
 number of occupied classes ``k_occupied``, with the Monte Carlo standard error of the means of α
 and ``k_occupied`` (ArviZ ``mcse``), the wall and CPU seconds of the fit (CPU: this process and
-the chain workers) and the load average at its start. NPBayesImputeCat on the ACS extract (K = 80, 2,000 burn-in,
-four seeds) reports α ≈ 2.6–6.0; why this package's α is smaller: docs, methods,
-compatibility (NPBayesImputeCat).
+the chain workers) and the load average at its start. NPBayesImputeCat on the ACS extract
+(K = 80, 2,000 burn-in, four seeds) reports α ≈ 2.6–6.0; why this package's α is smaller: docs,
+methods, compatibility (NPBayesImputeCat).
 
 Run from the repository root:
 ``.venv/bin/python benchmarks/bench_dpmpm_mixing.py [--data acs|ny] [--seeds 1 2 3 4]

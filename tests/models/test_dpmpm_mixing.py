@@ -79,3 +79,24 @@ def test_fits_that_have_not_reached_the_posterior_record_rhat_high():
         assert "RHAT_HIGH" in rep.loc["k_occupied", "flag"], (tune, rep)
         assert "RHAT_HIGH" in {w["code"] for w in m.mcmc_warnings()}
         assert any(getattr(w.message, "code", None) == "RHAT_HIGH" for w in caught)
+
+
+def test_thinned_draws_are_the_same_through_pm_sample_and_in_parallel():
+    from bayes_risk.models._dpmpm_run import gibbs_posterior
+
+    df = make_acs_like(200, random_seed=2)[["SEX", "MAR", "MIG"]]
+    trees = []
+    for via_pymc, cores in ((False, 1), (True, 1), (False, 2)):
+        model = DPMPM(n_components=4, tune=5, draws=6, thin=3, chains=2, cores=cores,
+                      progressbar=False)
+        data, schema = model._prepare_data(df, allow_nan=True)
+        codes = model._encode(data, schema, name="data")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trees.append(gibbs_posterior(model, codes, [len(c.levels) for c in schema], 7,
+                                         via_pymc=via_pymc))
+    for other in trees[1:]:
+        for group, name in (("posterior", "alpha"), ("posterior", "phi_0"),
+                            ("sample_stats", "loglik"), ("sample_stats", "k_occupied")):
+            np.testing.assert_array_equal(trees[0][group][name].values,
+                                          other[group][name].values, err_msg=name)
