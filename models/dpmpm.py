@@ -94,6 +94,8 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         Gibbs sweeps per kept draw after the warm-up (the last of each ``thin`` sweeps is kept).
         Default: 5 when ``draws`` is not given and the sampler is ``gibbs``, else 1 (``draws``
         given: that many sweeps, each kept, as in PyMC). NUTS keeps every draw (``thin=1``).
+        Resolved when the model is created (``get_params`` gives the value used; a later
+        ``set_params(draws=...)`` keeps it).
 
     Attributes
     ----------
