@@ -74,6 +74,7 @@ def gibbs_posterior(
         alpha_prior=tuple(float(x) for x in model.alpha_prior),
         dirichlet_prior=float(model.dirichlet_prior),
         zeros=model._zeros,
+        thin=int(model.thin),
     )
     if via_pymc:
         pm_model = model._build_model(codes, d, transforms=False)

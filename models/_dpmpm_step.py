@@ -49,11 +49,12 @@ class DPMPMGibbs:
     """Blocked Gibbs sweep of the DPMPM (Hu & Savitsky 2018) with a PyMC step method's interface.
 
     Per-chain state: latent classes ``z`` and the completed data (missing entries imputed).
-    Each call draws Θ_new = (V, φ, α) given the current ``z`` and completed data
+    Each sweep draws Θ_new = (V, φ, α) given the current ``z`` and completed data
     (steps 2–4), then ``(z, y_mis)`` given Θ_new (step 1; missing entries marginalised in
     the class probabilities, then imputed from ``φ_{z_i j}``). The returned point is Θ_new;
     stats: ``loglik`` = observed-data log-likelihood at Θ_new, ``k_occupied`` = occupied
-    classes of the ``z`` used to draw Θ_new. Initialisation: every class occupied (``z``
+    classes of the ``z`` used to draw Θ_new. A call (one draw) makes one sweep during the
+    warm-up and ``thin`` sweeps after it. Initialisation: every class occupied (``z``
     uniform on the K classes), α from its prior bounded to [0.5, 5], missing values uniform.
     Each later sweep runs the Metropolis label-switching moves of
     :func:`~bayes_risk.models._stick.label_switch_moves`, then merge–split moves on
@@ -72,7 +73,7 @@ class DPMPMGibbs:
     }
 
     def __init__(self, vars, *, codes, d, n_components, alpha_prior, dirichlet_prior,
-                 zeros=None, model=None, blocked=True, rng=None):
+                 zeros=None, thin=1, model=None, blocked=True, rng=None):
         # ``model`` and ``blocked`` are PyMC's step arguments (pymc_step); the sweep reads neither
         self.vars = vars
         self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
@@ -84,6 +85,7 @@ class DPMPMGibbs:
         self.a_alpha, self.b_alpha = alpha_prior
         self.prior = float(dirichlet_prior)
         self.zeros = zeros  # structural zeros (models._dpmpm_zeros) or None
+        self.thin = int(thin)  # sweeps per kept draw after the warm-up (DPMPM.thin)
         # The sweep holds the records (codes, y, z) in its own order, sorted by pattern so that
         # the class step shares partial products (kern.class_step); the random numbers are
         # drawn per record of the data as before and mapped (same seed, same draws). With
@@ -134,6 +136,13 @@ class DPMPMGibbs:
         self.tune = False
 
     def step(self, point):
+        """One draw from ``point``: one sweep during the warm-up, ``thin`` sweeps after it (the
+        last one's point and ``[stats]`` are returned)."""
+        for _ in range(self.thin - 1 if self._warmup_left <= 0 else 0):
+            point = self._sweep(point)[0]
+        return self._sweep(point)
+
+    def _sweep(self, point):
         """One sweep from ``point``: returns the new point and ``[stats]``."""
         rng = self.rng
         n = self.codes.shape[0]

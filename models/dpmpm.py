@@ -39,6 +39,12 @@ __all__ = ["DPMPM", "MODES", "SAMPLERS"]
 MODES: tuple[str, ...] = ("marginal", "conditional_us", "posterior_class")
 SAMPLERS: tuple[str, ...] = ("gibbs", "nuts")
 _PHI_FLOOR = 1e-300  # the DPMPM φ step: floor before logs
+# default run: 500 kept draws per chain, each after 5 Gibbs sweeps. On the ACS extract (K = 80)
+# the number of occupied classes has an ESS of ≈ 0.16 per sweep: 500 unthinned draws per chain
+# gave ESS ≈ 160, too few for R-hat (4 split chains) to stay below 1.01 when the chains agree
+# (benchmarks/README.md, "Mixing"); 2,500 sweeps give ≈ 650–750, at the same H and storage
+_DEFAULT_DRAWS = 500
+_DEFAULT_THIN = 5
 
 
 # stick breaking and α conditionals are shared with the Poisson mixtures (Hu & Savitsky 2018)
@@ -78,10 +84,18 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         augmentation of Manrique-Vallier & Reiter 2014), in synthesis and in every likelihood
         (normalised over the allowed cells). Saved with the model (``model.json``).
     tune, draws, chains, cores, random_seed, progressbar
-        MCMC settings (see :class:`~bayes_risk.models.bayesian.BayesianSynthesizer`). Defaults:
-        2 chains (run in parallel; ``cores=None`` is PyMC's choice, at most the number of CPUs)
-        of 1,000 warm-up and 500 kept sweeps, so ``H = 1000`` draws and R-hat can see a chain
-        that is stuck in another mode.
+        MCMC settings (see :class:`~bayes_risk.models.bayesian.BayesianSynthesizer`; ``draws``
+        counts the kept draws per chain). Defaults: 2 chains (run in parallel; ``cores=None``
+        is PyMC's choice, at most the number of CPUs) of 1,000 warm-up sweeps and 500 kept draws
+        taken every 5th of 2,500 sweeps (``thin``), so ``H = 1000`` draws, R-hat can see a chain
+        that is stuck in another mode and has enough effective draws to stay below 1.01 when
+        the chains agree (user guide, DPMPM convergence).
+    thin : int, optional
+        Gibbs sweeps per kept draw after the warm-up (the last of each ``thin`` sweeps is kept).
+        Default: 5 when ``draws`` is not given and the sampler is ``gibbs``, else 1 (``draws``
+        given: that many sweeps, each kept, as in PyMC). NUTS keeps every draw (``thin=1``).
+        Resolved when the model is created (``get_params`` gives the value used; a later
+        ``set_params(draws=...)`` keeps it).
 
     Attributes
     ----------
@@ -141,15 +155,21 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         sampler: str = "gibbs",
         structural_zeros: Any = None,
         tune: int = 1000,
-        draws: int = 500,
+        draws: int | None = None,
+        thin: int | None = None,
         chains: int = 2,
         cores: int | None = None,
         random_seed: RandomSeed = None,
         progressbar: bool = True,
     ) -> None:
+        # the default run keeps every 5th of 2,500 sweeps: a run length asked for (draws) keeps
+        # every sweep unless thin is given too (both resolved here, so get_params, model.json
+        # and the augmented fits carry the values used)
+        if thin is None:
+            thin = _DEFAULT_THIN if draws is None and sampler == "gibbs" else 1
         super().__init__(
             tune=tune,
-            draws=draws,
+            draws=_DEFAULT_DRAWS if draws is None else draws,
             chains=chains,
             cores=cores,
             random_seed=random_seed,
@@ -160,6 +180,7 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         self.dirichlet_prior = dirichlet_prior
         self.synthesis_mode = synthesis_mode
         self.sampler = sampler
+        self.thin = thin
         self.structural_zeros = structural_zeros
         self._zeros = None  # StructuralZeros of the fitted schema (models._dpmpm_zeros)
         self.warnings_: list[str] = []
@@ -194,6 +215,16 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
             )
         if self.sampler not in SAMPLERS:
             raise ValidationError(f"sampler must be one of {list(SAMPLERS)}. Got {self.sampler!r}.")
+        t = self.thin
+        if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 1:
+            raise ValidationError(
+                f"thin (Gibbs sweeps per kept draw) must be an integer >= 1. Got {t!r}."
+            )
+        if self.sampler == "nuts" and t != 1:
+            raise ValidationError(
+                f"thin={t!r} applies to the Gibbs sampler; with sampler='nuts' every draw is "
+                "kept (thin=1): ask for more draws instead."
+            )
         if self.structural_zeros is not None:
             from bayes_risk.models._dpmpm_zeros import read_structural_zeros
 

@@ -136,7 +136,9 @@ def _summary_lines(args: argparse.Namespace, model: Any, df: Any, schema: Any) -
     synthesized = list(schema.synthesized or schema.names)
     lines = [
         f"fitted {args.method} to {len(df)} records x {len(df.columns)} columns "
-        f"({conv['chains']} chain(s) x {conv['draws']} draws after {conv['tune']} tuning)",
+        f"({conv['chains']} chain(s) x {conv['draws']} draws after {conv['tune']} tuning"
+        + (f", one kept per {thin} sweeps" if (thin := getattr(model, "thin", 1)) > 1 else "")
+        + ")",
         f"synthesized columns: {', '.join(map(str, synthesized))}",
     ]
     q = conv["quantities"]

@@ -100,7 +100,13 @@ _ACS_KOCC = (4.6345, 0.0116)
 
 @pytest.mark.slow
 def test_default_sampler_agrees_across_seeds_on_acs_extract():
-    """Issue 10.1: the defaults (2 chains × (1,000 + 500) sweeps) on ss16pusa_sample_zeros, K = 80.
+    """Issue 10.1: the defaults (2 chains × (1,000 warm-up sweeps + 500 draws kept every 5th
+    sweep)) on ss16pusa_sample_zeros, K = 80.
+
+    Every seed passes every convergence check (no ``RHAT_HIGH``, no ``LOW_ESS`` on any diagnosed
+    quantity): with 500 unthinned draws per chain seed 1 had recorded ``RHAT_HIGH`` (R-hat of
+    the log-likelihood 1.015, of k* 1.010 with bulk ESS 162) although it agreed with the other
+    seeds; ``test_dpmpm_mixing`` checks that fits short of the posterior still record it.
 
     Seeds 1–4 must agree on the posterior means of α and of the number of occupied classes k*,
     with each other and with a long run, within Monte Carlo error: MCSE of each mean from its
@@ -108,7 +114,7 @@ def test_default_sampler_agrees_across_seeds_on_acs_extract():
     comparisons per quantity (20 in all) against the Bonferroni bound ``Φ⁻¹(1 − 0.01 / 40)``
     ≈ 3.48 (family-wise 1 %). So that the bound cannot pass through a useless MCSE, each
     seed's MCSE must stay below 0.15 posterior sd (ESS of the mean above ~45; a chain stuck in
-    the ≈ 5.8-class state gave ESS 4–13, MCSE 0.28–0.5 sd). CPU ≈ 45 s under load.
+    the ≈ 5.8-class state gave ESS 4–13, MCSE 0.28–0.5 sd). CPU ≈ 55 s.
 
     Before the merge–split moves, seeds 1 and 4 kept one chain for 1,000+ sweeps in a state
     with ≈ 5.8 classes (data log-likelihood ≈ −5,734 instead of ≈ −5,752): k* ESS 9–13,
@@ -127,6 +133,7 @@ def test_default_sampler_agrees_across_seeds_on_acs_extract():
             warnings.simplefilter("ignore")
             m = DPMPM(n_components=80, progressbar=False).fit(df, random_seed=seed)
         assert "TRUNCATION_TOO_SMALL" not in m.warnings_
+        assert m.thin == 5 and not m.mcmc_warnings(), (seed, m.convergence_)
         for name, x in (("alpha", m.posterior_["posterior"]["alpha"].values),
                         ("k*", m.posterior_["sample_stats"]["k_occupied"].values * 1.0)):
             se = float(arviz_stats.mcse(x, method="mean"))

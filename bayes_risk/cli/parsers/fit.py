@@ -82,6 +82,9 @@ MODEL_OPTIONS: tuple[ModelOption, ...] = (
                 "probability zero in the model, the synthetic data and the risk likelihoods; "
                 "the table is saved in the model folder",
                 {"metavar": "FILE"}),
+    ModelOption("--thin", "thin", ("dpmpm",),
+                "dpmpm Gibbs sampler: sweeps per kept draw after the warm-up (default 5 when "
+                "--draws is not given, else 1)", {"type": int, "metavar": "T"}),
     ModelOption("--variant", "variant", ("poisson-mixture",),
                 "poisson-mixture: mp (mixture of Poissons), mm (totals preserved) or tcmm "
                 "(tail-collapsed MM, provisional)", {"choices": ["mp", "mm", "tcmm"]}),
@@ -132,11 +135,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         f"model is still fitted to every record); {RECORDS_HELP}")
     add_type_arguments(p)
     g = p.add_argument_group("MCMC")
-    # default None: the model's own defaults (DPMPM: 2 parallel chains, 1000 + 500 sweeps)
+    # default None: the model's own defaults (DPMPM: 2 parallel chains, 1000 warm-up sweeps
+    # + 500 draws kept every 5th sweep)
     g.add_argument("--tune", type=int, default=None,
                    help="burn-in iterations per chain (model default; dpmpm 1000, others 500)")
     g.add_argument("--draws", type=int, default=None,
-                   help="kept iterations per chain (model default; dpmpm 500, others 1000)")
+                   help="kept iterations per chain (model default; dpmpm 500, each the last "
+                        "of 5 sweeps, see --thin; others 1000)")
     g.add_argument("--chains", type=int, default=None,
                    help="number of chains (model default; dpmpm 2, others 1)")
     g.add_argument("--cores", type=int, default=None,
