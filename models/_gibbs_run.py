@@ -184,7 +184,7 @@ def _pymc_logger() -> logging.Logger:
     return log
 
 
-def _progress_bar(enabled: bool, total: int) -> tuple[Any, Callable[[int], None]]:
+def _progress_bar(enabled: bool, total: int, thin: int = 1) -> tuple[Any, Callable[[int], None]]:
     if not enabled:
         return None, lambda n: None
     from rich.console import Console
@@ -192,7 +192,9 @@ def _progress_bar(enabled: bool, total: int) -> tuple[Any, Callable[[int], None]
 
     prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), console=Console(stderr=True))
-    task = prog.add_task("Gibbs sweeps", total=total)
+    # the bar counts draws (one per warm-up sweep, one per ``thin`` sweeps after the warm-up)
+    label = "Gibbs draws" if thin == 1 else f"Gibbs draws (every {thin}th sweep kept)"
+    task = prog.add_task(label, total=total)
     return prog, lambda n: prog.update(task, completed=n)
 
 
@@ -227,7 +229,8 @@ def sample_gibbs(
         Worker processes for the chains (``None``: ``min(4, cpu_count)``, as PyMC); ``1``
         runs the chains one after the other in this process.
     progressbar : bool
-        Show a progress bar of the sweeps on stderr.
+        Show a progress bar of the draws on stderr (warm-up draws and kept draws; a step with a
+        ``thin`` attribute makes ``thin`` sweeps per kept draw, and the bar says so).
     stop : callable
         Polled between sweeps; ``True`` stops the run with ``KeyboardInterrupt``.
     """
@@ -235,7 +238,7 @@ def sample_gibbs(
     if cores is None:
         cores = min(4, os.cpu_count() or 1)
     rngs = chain_generators(seeds, chains)
-    prog, bar = _progress_bar(progressbar, chains * (tune + draws))
+    prog, bar = _progress_bar(progressbar, chains * (tune + draws), int(getattr(step, "thin", 1)))
     t0 = time.time()
     try:
         if prog is not None:

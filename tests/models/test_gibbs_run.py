@@ -155,3 +155,18 @@ def test_phi_caches_are_built_on_first_use_and_match_the_posterior():
             np.transpose(m._stacked(f"phi_{j}"), (0, 2, 1)))
     assert phi.flags.c_contiguous and m._phi is phi
     np.testing.assert_array_equal(m._logphi, np.log(phi))
+
+
+def test_progress_bar_counts_draws_and_names_the_thinning():
+    """The bar's total is warm-up + kept draws per chain; with thinning it says that each kept
+    draw is several sweeps (so that its count is not read as sweeps)."""
+    from bayes_risk.models._gibbs_run import _progress_bar
+
+    prog, bar = _progress_bar(True, 30, 5)
+    task = prog.tasks[0]
+    assert task.total == 30 and "every 5th sweep kept" in task.description
+    bar(7)
+    assert prog.tasks[0].completed == 7
+    prog1, _ = _progress_bar(True, 30)
+    assert prog1.tasks[0].description == "Gibbs draws"
+    assert _progress_bar(False, 30, 5)[0] is None
