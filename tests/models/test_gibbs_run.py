@@ -120,7 +120,7 @@ def test_progressbar_run_gives_the_same_draws(capsys, cores):
     shown = _posterior(DPMPM(**kw, progressbar=True), df, 6, False)
     np.testing.assert_array_equal(quiet["posterior"]["phi_0"].values,
                                   shown["posterior"]["phi_0"].values)
-    assert "Gibbs sweeps" in capsys.readouterr().err
+    assert "Gibbs draws" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(os.name != "posix", reason="forked workers and SIGINT")
