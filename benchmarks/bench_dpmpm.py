@@ -2,8 +2,8 @@
 
 1. ``bayes-risk fit`` on ``../shared/data/NYexample_X.csv`` (20,000 × 10, 10 % missing per
    column, imputed in the sampler), K = 80, 500 tuning + 500 kept sweeps, one chain, and with the
-   default MCMC settings (2 chains in parallel, 1,000 warm-up + 2,500 sweeps of which every 5th is kept). Each run is a fresh process
-   (wall, CPU of all its threads and processes, peak RSS from ``os.wait4``), run from a directory
+   default MCMC settings (2 chains in parallel, 1,000 warm-up + 2,500 sweeps, every 5th kept).
+   Each run is a fresh process (wall, CPU of all its threads and processes, peak RSS from ``os.wait4``), run from a directory
    outside the repository; "via pm.sample" runs the same command with the step driven by
    ``pm.sample`` on the PyMC model (the path before issue 15), "direct loop" the default
    (``bayes_risk.models._gibbs_run``); cases alternate over ``--runs`` rounds after a warm-up
@@ -228,9 +228,9 @@ def bench_fit(runs: int = 3, defaults: bool = True, baseline: str | None = None,
         bexe = shutil.which("bayes-risk", path=str(Path(baseline).parent)) or "bayes-risk"
         cases["one chain, 500 + 500 sweeps, direct loop, baseline"] = [bexe, *args, *one]
     if defaults:
-        cases["defaults (2 chains x (1000 + 2500 thinned by 5) sweeps, parallel), via pm.sample"] = [
+        cases["defaults (2 chains x (1000 + 2500/5), parallel), via pm.sample"] = [
             py, "-c", _VIA_PYMC, *args]
-        cases["defaults (2 chains x (1000 + 2500 thinned by 5) sweeps, parallel), direct loop"] = [exe, *args]
+        cases["defaults (2 chains x (1000 + 2500/5), parallel), direct loop"] = [exe, *args]
         if baseline:
             cases["defaults, direct loop, baseline"] = [bexe, *args]
     if not via_pymc:
