@@ -4,8 +4,8 @@
    column, imputed in the sampler), K = 80, 500 tuning + 500 kept sweeps, one chain, and with the
    default MCMC settings (2 chains in parallel, 1,000 warm-up + 2,500 sweeps, every 5th kept).
    Each run is a fresh process (wall, CPU of all its threads and processes, peak RSS from
-   ``os.wait4``), run from a directory outside the repository; "via pm.sample" runs the same command with the step driven by
-   ``pm.sample`` on the PyMC model (the path before issue 15), "direct loop" the default
+   ``os.wait4``), run from a directory outside the repository; "via pm.sample" runs the same
+   command with the step driven by ``pm.sample`` on the PyMC model (the path before issue 15), "direct loop" the default
    (``bayes_risk.models._gibbs_run``); cases alternate over ``--runs`` rounds after a warm-up
    run. Reference: NPBayesImputeCat's single-threaded call takes 7.5–7.8 s wall and 136–170 MiB
    (issue 15); target: at most half its time (3.8 s wall on an idle machine), at most 200 MiB
