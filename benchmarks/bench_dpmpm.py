@@ -5,11 +5,11 @@
    default MCMC settings (2 chains in parallel, 1,000 warm-up + 2,500 sweeps, every 5th kept).
    Each run is a fresh process (wall, CPU of all its threads and processes, peak RSS from
    ``os.wait4``), run from a directory outside the repository; "via pm.sample" runs the same
-   command with the step driven by ``pm.sample`` on the PyMC model (the path before issue 15), "direct loop" the default
-   (``bayes_risk.models._gibbs_run``); cases alternate over ``--runs`` rounds after a warm-up
-   run. Reference: NPBayesImputeCat's single-threaded call takes 7.5–7.8 s wall and 136–170 MiB
-   (issue 15); target: at most half its time (3.8 s wall on an idle machine), at most 200 MiB
-   beyond the interpreter.
+   command with the step driven by ``pm.sample`` on the PyMC model (the path before issue 15),
+   "direct loop" the default (``bayes_risk.models._gibbs_run``); cases alternate over ``--runs``
+   rounds after a warm-up run. Reference: NPBayesImputeCat's single-threaded call takes 7.5–7.8 s
+   wall and 136–170 MiB (issue 15); target: at most half its time (3.8 s wall on an idle
+   machine), at most 200 MiB beyond the interpreter.
    ``--stages``: the one-chain command's steps in one fresh process, CPU seconds (all threads)
    and peak RSS after each (``getrusage``), and which heavy modules it imported. ``--floor``:
    the dependency stack alone (numpy, pandas, numba and its target, xarray, arviz_base,
