@@ -37,6 +37,7 @@ from bayes_risk.identification._replicate_batches import (
     BatchSums,
     MatchContext,
     Recoder,
+    prefetched_batches,
     run_batch,
 )
 from bayes_risk.identification.assemble import assemble
@@ -430,7 +431,7 @@ def _run_batches(pr: PosteriorReplicates, run: _Run, job: BatchJob, first: tuple
     """The batches of a run added in order, checkpoints, stopping rule, and the result."""
     plan, auto, stopped = first[0], pr.n == "auto", False
     with shared_once(ex, job) as shared:
-        sums = _batch_sums(ex, shared, BatchSums.of(Batch(run.ctx, plan)), n_batches, points)
+        sums = _batch_sums(ex, shared, job, plan, n_batches, points)
         for b, batch in progress(enumerate(sums, start=1), total=n_batches,
                                  description="posterior replicates", enabled=progressbar):
             run.add(batch)
@@ -446,16 +447,26 @@ def _run_batches(pr: PosteriorReplicates, run: _Run, job: BatchJob, first: tuple
     return _assemble(pr, run, first, stopped)
 
 
-def _batch_sums(ex: Any, shared: Any, first: BatchSums, n_batches: int,
-                points: set[int]) -> Iterator[BatchSums]:
-    """The batches' sums in batch order, computed wave by wave on ``ex``.
+#: in process, draw the next batch in a thread while this one is matched (``False``: one
+#: after the other, the reference the tests compare with; the same numbers)
+PREFETCH = True
 
-    A wave never runs past the next checkpoint, so a run that stops there has computed no batch
-    it does not use; in process a wave is one batch (memory of one batch at a time), on a cluster
-    two batches per worker thread.
+
+def _batch_sums(ex: Any, shared: Any, job: BatchJob, first: IdentificationPlan, n_batches: int,
+                points: set[int]) -> Iterator[BatchSums]:
+    """The batches' sums in batch order (``first``: batch 0's plan, drawn by the caller;
+    ``shared``: ``job`` as ``ex`` passes it to its tasks).
+
+    In process the next batch is drawn while one is matched (``prefetched_batches``: one batch
+    ahead, memory of two batches). On a cluster the batches are computed wave by wave; a wave
+    never runs past the next checkpoint (a run that stops there has computed no batch it does
+    not use) and holds two batches per worker thread.
     """
-    yield first
     client = getattr(ex, "client", None)
+    if client is None and PREFETCH and isinstance(ex, InProcessExecutor):
+        yield from prefetched_batches(job, first, n_batches)
+        return
+    yield BatchSums.of(Batch(job.ctx, first))
     width = 1 if client is None else max(1, 2 * sum(client.nthreads().values()))
     b = 1
     while b < n_batches:
