@@ -167,3 +167,46 @@ def sums_at(sk, sv, sfb, keys, in_u, n):
         else:
             out[j] = 0.0
     return out
+
+
+@_nb.njit(cache=True, nogil=True)
+def row_argmax(keys, vals, n):
+    """Position of the first largest value of each target's run of the sorted ``keys``
+    (``uncertainty.row_argmax``; exact comparisons, no temporaries)."""
+    P = keys.size
+    m = 0
+    end = -1
+    for i in range(P):
+        if keys[i] >= end:
+            m += 1
+            end = (keys[i] // n + 1) * n
+    out = np.empty(m, dtype=np.int64)
+    o = -1
+    end = -1
+    best = 0.0
+    for i in range(P):
+        if keys[i] >= end:
+            o += 1
+            end = (keys[i] // n + 1) * n
+            out[o] = i
+            best = vals[i]
+        elif vals[i] > best:
+            out[o] = i
+            best = vals[i]
+    return out
+
+
+@_nb.njit(cache=True, nogil=True)
+def at_least(keys, vals, R, thr, n):
+    """``vals / R >= thr[keys // n]`` pair by pair over the sorted ``keys`` (one division per
+    target instead of per pair, no pair-sized temporaries; the same quotients)."""
+    out = np.empty(keys.size, dtype=np.bool_)
+    end = -1
+    t = 0.0
+    for i in range(keys.size):
+        if keys[i] >= end:
+            row = keys[i] // n
+            end = (row + 1) * n
+            t = thr[row]
+        out[i] = vals[i] / R >= t
+    return out

@@ -286,7 +286,7 @@ class _Run:
             star = _unc.row_argmax(t.keys, t.vals, n=self.n)
             top = np.zeros(self.N)
             top[t.keys[star] // self.n] = t.vals[star] / t.R
-            keep = _unc.candidate_pairs(t.keys, t.vals / t.R, top, n=self.n)
+            keep = _unc.candidate_pairs(t.keys, t.vals, top, n=self.n, R=t.R)
         res = self._evaluate(t.keys[keep], t.vals[keep], t.in_u[keep], t.fb, t.p_out, t.R)
         self._pool = (self.n_batches, res)
         return res
@@ -325,14 +325,14 @@ class _Run:
             keep, bounds = _unc.group_candidates(keys, tv, in_u, groups, t.R, n=self.n,
                                                  N=self.N)
             keys, tv, in_u = keys[keep], tv[keep], in_u[keep]
-            rows = keys // self.n
+            rows = None if _unc.use_pair_kernels(keys.size) else keys // self.n
             del keep
         thetas, irs = [], []
         for i, g in enumerate(groups):
             R = t.R - g.R
             kg, tg, ug = keys, tv, in_u
             if PRUNE:  # this group's candidates (``candidate_pairs`` on the union's pairs)
-                sel = _unc.candidate_pairs(keys, tv / R, bounds[i], n=self.n, rows=rows)
+                sel = _unc.candidate_pairs(keys, tv, bounds[i], n=self.n, rows=rows, R=R)
                 kg, tg, ug = keys[sel], tv[sel], in_u[sel]
             vals = tg - g.on(kg, ug)
             # exact zeros where only this group matched (no residue of the subtraction)

@@ -634,3 +634,26 @@ def test_next_batch_drawn_in_a_thread_gives_the_same_numbers(extra, monkeypatch)
     monkeypatch.setattr(rb, "draw_batch", failing)
     with pytest.raises(RuntimeError, match="replicate model failed"):
         run(n=60)
+
+
+@pytest.mark.parametrize("extra", SETTINGS[::3])
+def test_compiled_pair_kernels_give_the_numbers_of_the_numpy_code(extra, monkeypatch):
+    """The whole run on the compiled pair walks (flushes, merges, candidate selection) and on
+    the numpy code (used below ``PAIR_KERNELS_MIN`` pairs): the same numbers, bit for bit."""
+    from bayes_risk.identification import engine
+
+    y = make_data(200, seed=3)
+    syn = perturb(y, 3, 4)
+    model = Released(perturb(y, 30, 8))
+    runs = []
+    for compiled in (True, False):
+        monkeypatch.setattr(engine, "USE_NUMBA", compiled)
+        runs.append(identification_risk(
+            y, syn, ["sex", "region"], ["race", "income"], **_kw(extra, y),
+            replicates=PosteriorReplicates(model, n=60, batch_size=6, n_groups=4,
+                                           random_seed=2)))
+    a, b = runs
+    np.testing.assert_equal(a.file, b.file)
+    pd.testing.assert_frame_equal(a.records, b.records)
+    for part in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(a.prob, part), getattr(b.prob, part)), part

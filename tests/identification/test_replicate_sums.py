@@ -136,3 +136,44 @@ def test_compiled_flush_equals_the_numpy_flush(monkeypatch):
         (ka, va), (kb, vb) = run(seed, True), run(seed, False)
         np.testing.assert_array_equal(ka, kb)
         np.testing.assert_array_equal(_bits(va), _bits(vb))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_compiled_candidate_selection_equals_numpy(seed, monkeypatch):
+    """Each target's first largest pair and the candidate masks (``row_argmax``,
+    ``candidate_pairs`` with ``R``, ``group_candidates``) are the same on the compiled walks and
+    the numpy code, ties and targets without pairs included."""
+    from bayes_risk.identification import engine
+    from bayes_risk.identification import uncertainty as unc
+
+    rng = np.random.default_rng(seed)
+    N, n = 300, 97
+    keys = np.unique(rng.integers(0, N * n, 6000))
+    sums = np.round(rng.random(keys.size) * 8) / 4  # many ties
+    in_u = rng.random(keys.size) < 0.3
+    groups = []
+    for _ in range(3):
+        g = PooledSums(N, n)
+        sub = np.sort(rng.choice(keys.size, keys.size // 2, replace=False))
+        g.add(SimpleNamespace(keys=keys[sub], vals=sums[sub] * rng.random(sub.size),
+                              in_u=in_u[sub], fb=np.zeros(N), p_out=np.zeros(N),
+                              p_un=np.zeros(N), ever=np.zeros(N, dtype=bool), R=5))
+        groups.append(g)
+    bound = rng.random(N) * (rng.random(N) < 0.8)
+    out = []
+    for compiled in (True, False):
+        monkeypatch.setattr(engine, "USE_NUMBA", compiled)
+        gk, gb = unc.group_candidates(keys, sums, in_u, groups, 20, n=n, N=N)
+        out.append((unc.row_argmax(keys, sums, n=n),
+                    unc.candidate_pairs(keys, sums, bound, n=n, R=7),
+                    unc.candidate_pairs(keys, sums / 7, bound, n=n), gk, *gb))
+    for a, b in zip(*out, strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(out[0][1], out[0][2])  # sums and R, or the averages
+    assert 0 < out[0][1].sum() < keys.size and 0 < out[0][3].sum() < keys.size
+    star = out[0][0]  # the first of each target's largest values
+    rows = keys // n
+    assert np.array_equal(np.unique(rows[star]), np.unique(rows))
+    for s in star[:50]:
+        mine = rows == rows[s]
+        assert sums[s] == sums[mine].max() and np.flatnonzero(mine & (sums == sums[s]))[0] == s
