@@ -15,36 +15,69 @@ import numpy as np
 
 
 @_nb.njit(cache=True, nogil=True)
-def _pairwise(v, s, n):
-    """``v[s:s + n]`` summed in numpy's pairwise order (``pairwise_sum`` of numpy's add
-    reduction: 8 accumulators up to 128 values, halves at multiples of 8 above), bitwise."""
+def _pairwise_block(v, s, n):
+    """``v[s:s + n]``, ``n <= 128``, summed as numpy's ``pairwise_sum`` does: in order from
+    ``-0.0`` below 8 values, else 8 accumulators combined pairwise, then the rest in order."""
     if n < 8:
         res = -0.0
         for i in range(s, s + n):
             res += v[i]
         return res
+    r0, r1, r2, r3 = v[s], v[s + 1], v[s + 2], v[s + 3]
+    r4, r5, r6, r7 = v[s + 4], v[s + 5], v[s + 6], v[s + 7]
+    i = 8
+    while i < n - n % 8:
+        r0 += v[s + i]
+        r1 += v[s + i + 1]
+        r2 += v[s + i + 2]
+        r3 += v[s + i + 3]
+        r4 += v[s + i + 4]
+        r5 += v[s + i + 5]
+        r6 += v[s + i + 6]
+        r7 += v[s + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += v[s + i]
+        i += 1
+    return res
+
+
+@_nb.njit(cache=True, nogil=True)
+def _pairwise(v, s, n):
+    """``v[s:s + n]`` summed in numpy's pairwise order (the sum of an add reduction: blocks of
+    at most 128 values, halves at multiples of 8 above), bitwise. The halving recursion runs
+    on an explicit stack (numba's cache does not reload recursive functions reliably)."""
     if n <= 128:
-        r0, r1, r2, r3 = v[s], v[s + 1], v[s + 2], v[s + 3]
-        r4, r5, r6, r7 = v[s + 4], v[s + 5], v[s + 6], v[s + 7]
-        i = 8
-        while i < n - n % 8:
-            r0 += v[s + i]
-            r1 += v[s + i + 1]
-            r2 += v[s + i + 2]
-            r3 += v[s + i + 3]
-            r4 += v[s + i + 4]
-            r5 += v[s + i + 5]
-            r6 += v[s + i + 6]
-            r7 += v[s + i + 7]
-            i += 8
-        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-        while i < n:
-            res += v[s + i]
-            i += 1
-        return res
-    n2 = n // 2
-    n2 -= n2 % 8
-    return _pairwise(v, s, n2) + _pairwise(v, s + n2, n - n2)
+        return _pairwise_block(v, s, n)
+    fs = np.empty(64, dtype=np.int64)  # frames: start, length, stage, left half's sum
+    fn = np.empty(64, dtype=np.int64)
+    stage = np.zeros(64, dtype=np.int64)
+    left = np.empty(64)
+    top = 0
+    fs[0], fn[0] = s, n
+    ret = 0.0
+    while top >= 0:
+        cs, cn = fs[top], fn[top]
+        if cn <= 128:
+            ret = _pairwise_block(v, cs, cn)
+            top -= 1
+            continue
+        n2 = cn // 2
+        n2 -= n2 % 8
+        if stage[top] == 0:  # the left half first
+            stage[top] = 1
+            top += 1
+            fs[top], fn[top], stage[top] = cs, n2, 0
+        elif stage[top] == 1:  # then the right half
+            left[top] = ret
+            stage[top] = 2
+            top += 1
+            fs[top], fn[top], stage[top] = cs + n2, cn - n2, 0
+        else:
+            ret = left[top] + ret
+            top -= 1
+    return ret
 
 
 @_nb.njit(cache=True, nogil=True)
@@ -210,3 +243,106 @@ def at_least(keys, vals, R, thr, n):
             t = thr[row]
         out[i] = vals[i] / R >= t
     return out
+
+
+@_nb.njit(cache=True, nogil=True)
+def replicate_keys(cnt, lst, n):
+    """Pair keys ``target · n + record`` of one replicate's match lists (``cnt`` records per
+    target, in target order), each target's records sorted: the run is then increasing."""
+    out = np.empty(lst.size, dtype=np.int64)
+    o = 0
+    for t in range(cnt.size):
+        c = cnt[t]
+        base = t * n
+        if c > 32:
+            seg = np.sort(lst[o:o + c])
+            for j in range(c):
+                out[o + j] = base + seg[j]
+        else:  # insertion sort of a short list
+            for j in range(c):
+                x = base + lst[o + j]
+                q = o + j
+                while q > o and out[q - 1] > x:
+                    out[q] = out[q - 1]
+                    q -= 1
+                out[q] = x
+        o += c
+    return out
+
+
+@_nb.njit(cache=True, nogil=True)
+def runs_increasing(keys, bounds):
+    """Whether each run ``keys[bounds[r]:bounds[r + 1]]`` is strictly increasing."""
+    for r in range(bounds.size - 1):
+        for i in range(bounds[r] + 1, bounds[r + 1]):
+            if keys[i] <= keys[i - 1]:
+                return False
+    return True
+
+
+@_nb.njit(cache=True, nogil=True)
+def _runs_min(keys, cur, end):
+    x = np.iinfo(np.int64).max
+    for r in range(cur.size):
+        if cur[r] < end[r] and keys[cur[r]] < x:
+            x = keys[cur[r]]
+    return x
+
+
+@_nb.njit(cache=True, nogil=True)
+def flush_runs(acc_k, acc_v, keys, vals, bounds):
+    """:func:`flush_sums` of pending contributions given as strictly increasing runs (one per
+    replicate, in replicate order: ``keys[bounds[r]:bounds[r + 1]]``), merged in one k-way walk
+    instead of sorted: a key's contributions are taken run by run, the order a stable sort of
+    the concatenated runs gives them, and summed the same way."""
+    K = bounds.size - 1
+    A = acc_k.size
+    last = np.iinfo(np.int64).max
+    end = bounds[1:]
+    cur = bounds[:-1].copy()
+    n_new = 0
+    i = 0
+    while True:
+        x = _runs_min(keys, cur, end)
+        if x == last:
+            break
+        for r in range(K):
+            if cur[r] < end[r] and keys[cur[r]] == x:
+                cur[r] += 1
+        while i < A and acc_k[i] < x:
+            i += 1
+        if not (i < A and acc_k[i] == x):
+            n_new += 1
+    out_k = np.empty(A + n_new, dtype=np.int64)
+    out_v = np.empty(A + n_new)
+    buf = np.empty(max(K, 1))
+    cur = bounds[:-1].copy()
+    i = o = 0
+    while True:
+        x = _runs_min(keys, cur, end)
+        if x == last:
+            break
+        m = 0
+        for r in range(K):
+            if cur[r] < end[r] and keys[cur[r]] == x:
+                buf[m] = vals[cur[r]]
+                m += 1
+                cur[r] += 1
+        while i < A and acc_k[i] < x:
+            out_k[o] = acc_k[i]
+            out_v[o] = acc_v[i]
+            o += 1
+            i += 1
+        out_k[o] = x
+        if i < A and acc_k[i] == x:
+            out_v[o] = acc_v[i] + (0.0 + _pairwise(buf, 0, m))
+            i += 1
+        else:
+            out_v[o] = buf[0] + _pairwise(buf, 1, m - 1)
+        o += 1
+    while i < A:
+        out_k[o] = acc_k[i]
+        out_v[o] = acc_v[i]
+        o += 1
+        i += 1
+    return out_k, out_v
