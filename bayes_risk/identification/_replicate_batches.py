@@ -87,17 +87,11 @@ class Batch:
         self.T = np.zeros((N, R), dtype=bool)
         keys, vals, pend = [], [], 0
         acc_k, acc_v = np.zeros(0, dtype=np.int64), np.zeros(0)
-        runs = False
         for r in range(R):
             idx = engine.replicate_index(prep, rule, r, keep=False)
             cnt, lst = idx.match(tkey, b, True, tord)
-            if r == 0:  # pairs enough for the compiled walks: each replicate's keys as an
-                # increasing run, which the flushes merge without sorting
-                runs = use_pair_kernels(lst.size * R)
-                if runs:
-                    from bayes_risk.identification import _pair_kernels
             own = idx.own(tkey, b, prep.rec)
-            m_cnt = cnt
+            tr = np.repeat(np.arange(N, dtype=np.int64), cnt)
             if use_fb:
                 emp = cnt == 0
                 cnt = np.where(emp, ctx.u_size, cnt)
@@ -106,10 +100,9 @@ class Batch:
             p, po = engine.record_prob(cnt, inv)
             if use_fb:
                 self.fb += np.where(emp, p, 0.0)
-            keys.append(_pair_kernels.replicate_keys(m_cnt, lst, n) if runs
-                        else np.repeat(np.arange(N, dtype=np.int64), m_cnt) * n + lst)
-            vals.append(np.repeat(p, m_cnt))
-            pend += lst.size
+            keys.append(tr * n + lst)
+            vals.append(p[tr])
+            pend += tr.size
             self.p_out += po
             if inv is None:
                 self.p_un += cnt == 0
@@ -118,7 +111,8 @@ class Batch:
             self.c[:, r] = np.where(dec, cnt, 0)
             self.T[:, r] = dec & own & prep.in_sample
             if pend > _PENDING or r == R - 1:
-                acc_k, acc_v = _merge_runs(acc_k, acc_v, keys, vals)
+                acc_k, acc_v = _merge_pairs(acc_k, acc_v, np.concatenate(keys),
+                                            np.concatenate(vals))
                 keys, vals, pend = [], [], 0
         self.keys, self.R = acc_k, R
         self.in_u = np.zeros(acc_k.size, dtype=bool)
@@ -127,21 +121,6 @@ class Batch:
             self.in_u = ctx.contains(rows, acc_k - rows * n)
             acc_v = acc_v + np.where(self.in_u, self.fb[rows], 0.0)
         self.vals = acc_v
-
-
-def _merge_runs(acc_k: np.ndarray, acc_v: np.ndarray, keys: list[np.ndarray],
-                vals: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_merge_pairs` of the concatenated ``keys``/``vals`` (one run per replicate, in
-    replicate order). Strictly increasing runs are merged by the compiled k-way walk (the
-    order and sums of the stable sort, without sorting); anything else is sorted."""
-    k, v = np.concatenate(keys), np.concatenate(vals)
-    if k.size and use_pair_kernels(acc_k.size + k.size):
-        from bayes_risk.identification import _pair_kernels
-
-        bounds = np.cumsum([0] + [x.size for x in keys], dtype=np.int64)
-        if _pair_kernels.runs_increasing(k, bounds):
-            return _pair_kernels.flush_runs(acc_k, acc_v, k, v, bounds)
-    return _merge_pairs(acc_k, acc_v, k, v)
 
 
 def _merge_pairs(acc_k: np.ndarray, acc_v: np.ndarray, keys: np.ndarray, vals: np.ndarray

@@ -177,32 +177,3 @@ def test_compiled_candidate_selection_equals_numpy(seed, monkeypatch):
     for s in star[:50]:
         mine = rows == rows[s]
         assert sums[s] == sums[mine].max() and np.flatnonzero(mine & (sums == sums[s]))[0] == s
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_merging_increasing_runs_equals_sorting_them(seed, kernels):
-    """Flushes of one run of pairs per replicate: the compiled k-way walk over increasing runs
-    (and the sort it falls back to for runs that are not) give the keys and sums of
-    ``_merge_pairs`` on the concatenation, bit for bit; ``replicate_keys`` builds increasing
-    runs from match lists in any order."""
-    from bayes_risk.identification._pair_kernels import replicate_keys
-    from bayes_risk.identification._replicate_batches import _merge_runs
-
-    rng = np.random.default_rng(seed)
-    N, n = 60, 50
-    ak, av = np.zeros(0, dtype=np.int64), np.zeros(0)
-    bk, bv = ak, av
-    for _flush in range(5):
-        keys, vals = [], []
-        for rep in range(int(rng.integers(1, 20))):
-            cnt = rng.integers(0, 45, N) * (rng.random(N) < 0.7)
-            lst = np.concatenate([rng.permutation(n)[:c] for c in cnt]).astype(np.int64)
-            k = replicate_keys(cnt, lst, n)
-            tr = np.repeat(np.arange(N), cnt)
-            np.testing.assert_array_equal(k, np.sort(tr * n + lst))
-            keys.append(tr * n + lst if _flush == 2 and rep == 0 else k)  # a run unsorted
-            vals.append(np.repeat(rng.random(N) * 10.0 ** rng.integers(-5, 5, N), cnt))
-        ak, av = _merge_pairs(ak, av, np.concatenate(keys), np.concatenate(vals))
-        bk, bv = _merge_runs(bk, bv, keys, vals)
-        np.testing.assert_array_equal(ak, bk)
-        np.testing.assert_array_equal(_bits(av), _bits(bv))
