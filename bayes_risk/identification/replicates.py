@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -428,17 +429,38 @@ def run_posterior(
 
 def _run_batches(pr: PosteriorReplicates, run: _Run, job: BatchJob, first: tuple, ex: Any,
                  n_batches: int, points: set[int], progressbar: bool) -> Any:
-    """The batches of a run added in order, checkpoints, stopping rule, and the result."""
+    """The batches of a run added in order, checkpoints, stopping rule, and the result.
+
+    In process (``PREFETCH``), a checkpoint before the last is evaluated in a thread while
+    the next batch is matched, and the stopping rule is applied before that batch is added: a
+    run that stops there has matched one batch it does not use, and adds the same batches as
+    evaluating each checkpoint at once (the same numbers and stopping point).
+    """
     plan, auto, stopped = first[0], pr.n == "auto", False
-    with shared_once(ex, job) as shared:
+    overlap = PREFETCH and getattr(ex, "client", None) is None \
+        and isinstance(ex, InProcessExecutor)
+
+    def stop(est: float, se: float) -> bool:
+        return auto and run.total.R >= pr.min_replicates and (
+            se <= pr.mcse_tol * abs(est) or (est == 0 and se == 0))
+
+    with shared_once(ex, job) as shared, ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="bayes-risk-checkpoint") as pool:
+        pending = None  # the checkpoint evaluated while this batch was matched
         sums = _batch_sums(ex, shared, job, plan, n_batches, points)
         for b, batch in progress(enumerate(sums, start=1), total=n_batches,
                                  description="posterior replicates", enabled=progressbar):
+            if pending is not None:
+                at_stop = stop(*pending.result())
+                pending = None
+                if at_stop:
+                    stopped = True
+                    break
             run.add(batch)
             if b in points or b == n_batches:
-                est, se = run.checkpoint()
-                if auto and run.total.R >= pr.min_replicates and (
-                        se <= pr.mcse_tol * abs(est) or (est == 0 and se == 0)):
+                if overlap and b < n_batches:
+                    pending = pool.submit(run.checkpoint)
+                elif stop(*run.checkpoint()):
                     stopped = True
                     break
         # the batches' arrays are the groups' (freed before the output is built)
