@@ -587,8 +587,9 @@ def test_unwritable_spill_folder_keeps_the_groups_in_memory(monkeypatch, tmp_pat
 
 @pytest.mark.parametrize("extra", SETTINGS[:2])
 def test_next_batch_drawn_in_a_thread_gives_the_same_numbers(extra, monkeypatch):
-    """In process the next batch is drawn in a thread while one is matched, and a checkpoint
-    is evaluated in a thread while the next batch is matched: the numbers and the stopping
+    """In process the next batch is drawn in a thread while one is matched, a batch's flushes
+    are summed in a thread while its next replicates are matched, and a checkpoint is
+    evaluated in a thread while the next batch is matched: the numbers and the stopping
     point are those of doing everything in turn (``PREFETCH = False``), a run stopped by the
     tolerance draws at most two batches it does not use, and an error while drawing reaches
     the caller."""
@@ -598,6 +599,7 @@ def test_next_batch_drawn_in_a_thread_gives_the_same_numbers(extra, monkeypatch)
     y = make_data(200, seed=3)
     syn = perturb(y, 3, 4)
     model = Released(perturb(y, 30, 8))
+    monkeypatch.setattr(rb, "_PENDING", 300)  # several flushes per batch (in a thread)
     drawn = []
     real = rb.draw_batch
     monkeypatch.setattr(rb, "draw_batch", lambda job, b: (drawn.append(b), real(job, b))[1])
