@@ -469,8 +469,9 @@ def _run_batches(pr: PosteriorReplicates, run: _Run, job: BatchJob, first: tuple
     return _assemble(pr, run, first, stopped)
 
 
-#: in process, draw the next batch in a thread while this one is matched (``False``: one
-#: after the other, the reference the tests compare with; the same numbers)
+#: in process, use threads: the next batch drawn and a batch's flushes summed while it is
+#: matched, a checkpoint evaluated while the next batch is matched (``False``: everything in
+#: turn, the reference the tests compare with; the same numbers)
 PREFETCH = True
 
 
