@@ -7,6 +7,7 @@ kernel draws (Reiter 2005; Wang & Reiter 2012), and posterior-predictive replica
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -17,6 +18,10 @@ from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._cart_leaf import _log_ndtr_diff
 from bayes_risk.models._trees import column_codes, segment_choice
 from bayes_risk.models.base import check_is_fitted
+
+#: routed blocks of the trees whose predictors are never synthesized (unroutable="climb": no
+#: random draws), per fitted tree: every synthesis routes their records to the same nodes
+_FIXED_ROUTES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class _CARTSynthesis:
@@ -165,22 +170,17 @@ class _CARTSynthesis:
         unrout: dict[str, int] = {}
         for col in self.visit_sequence_:
             tree = self.trees_[col]
-            preds = self.predictors_[col]
-            if preds:
-                X, codes = tree.design.matrix(
-                    [cur[p] if p in cur else self._values[p][sel] for p in preds]
-                )
-            else:
-                X = np.zeros((sel.size, 1), dtype=np.float32)
-                codes = np.zeros((sel.size, 0), dtype=np.int64)
-            node, flag = tree.route(X, codes, self.unroutable, rng)
-            unrout[col] = int(flag.sum())
-            used, inv = np.unique(node, return_inverse=True)
-            starts = tree.node_start[used]
-            sizes = tree.node_size[used]
-            # concatenated donor blocks of the used nodes (internal nodes overlap their leaves)
-            seg_start = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-            pos_map = np.repeat(starts - seg_start, sizes) + np.arange(int(sizes.sum()))
+            # routing without random draws on fixed predictors: the same nodes every synthesis
+            fixed = self.unroutable == "climb" and not any(p in cur for p in self.predictors_[col])
+            routed = _FIXED_ROUTES.get(tree) if fixed else None
+            if routed is None:
+                routed = self._route_blocks(tree, col, cur, sel, rng)
+                if fixed:  # shared by every later synthesis: read-only
+                    for a in routed[1:]:
+                        a.flags.writeable = False
+                    _FIXED_ROUTES[tree] = routed
+            n_flag, used, inv, seg_start, sizes, pos_map = routed
+            unrout[col] = n_flag
             if col in self.smoothed_:
                 vals = self._kernel_draw(col, tree, used, inv, seg_start, sizes, pos_map, rng)
                 cur[col] = vals
@@ -204,6 +204,25 @@ class _CARTSynthesis:
             out[col] = s
         out.index = self._index
         return out, unrout
+
+    def _route_blocks(self, tree, col, cur, sel, rng):
+        """Route the selected records through ``tree``: the number of unroutable records, the
+        used nodes, each record's node among them and the nodes' concatenated donor blocks."""
+        preds = self.predictors_[col]
+        if preds:
+            X, codes = tree.design.matrix(
+                [cur[p] if p in cur else self._values[p][sel] for p in preds]
+            )
+        else:
+            X = np.zeros((sel.size, 1), dtype=np.float32)
+            codes = np.zeros((sel.size, 0), dtype=np.int64)
+        node, flag = tree.route(X, codes, self.unroutable, rng)
+        used, inv = np.unique(node, return_inverse=True)
+        sizes = tree.node_size[used]
+        # concatenated donor blocks of the used nodes (internal nodes overlap their leaves)
+        seg_start = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        pos_map = np.repeat(tree.node_start[used] - seg_start, sizes) + np.arange(int(sizes.sum()))
+        return int(flag.sum()), used, inv, seg_start, sizes, pos_map
 
     def _kernel_draw(self, col, tree, used, inv, seg_start, sizes, pos_map, rng):
         """Per-leaf truncated Gaussian kernel draws (Wang & Reiter 2012), vectorised."""

@@ -11,7 +11,8 @@ pooled sums and per-replicate measures the run accumulates, in batch order, on t
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,8 @@ from bayes_risk.identification.prepare import prepare
 from bayes_risk.identification.summary import file_measures, record_measures
 from bayes_risk.identification.uncertainty import use_pair_kernels
 
-__all__ = ["MatchContext", "Batch", "BatchSums", "BatchJob", "Recoder", "run_batch"]
+__all__ = ["MatchContext", "Batch", "BatchSums", "BatchJob", "Recoder", "draw_batch", "run_batch",
+           "prefetched_batches"]
 
 
 @dataclass
@@ -62,9 +64,13 @@ class Batch:
     eqs. 6–7, fallback, declared matches), but the match lists of all targets of a replicate are
     taken at once and summed over the batch, so that the cost does not grow with ``R`` times the
     number of target chunks. Tested against both engine aggregations.
+
+    ``threaded``: the buffered contributions are summed into the batch's pairs in a thread
+    while the next replicates are matched (one flush at a time, in order: the same sums).
     """
 
-    def __init__(self, ctx: MatchContext, plan: IdentificationPlan) -> None:
+    def __init__(self, ctx: MatchContext, plan: IdentificationPlan,
+                 threaded: bool = False) -> None:
         prep, rule = plan.prep, plan.rule
         N, n, R = prep.n_targets, prep.n, prep.R
         b = target_bounds(prep, rule)
@@ -84,7 +90,7 @@ class Batch:
         self.c = np.zeros((N, R), dtype=np.int64)
         self.T = np.zeros((N, R), dtype=bool)
         keys, vals, pend = [], [], 0
-        acc_k, acc_v = np.zeros(0, dtype=np.int64), np.zeros(0)
+        acc = _Flushes(threaded)
         for r in range(R):
             idx = engine.replicate_index(prep, rule, r, keep=False)
             cnt, lst = idx.match(tkey, b, True, tord)
@@ -109,9 +115,9 @@ class Batch:
             self.c[:, r] = np.where(dec, cnt, 0)
             self.T[:, r] = dec & own & prep.in_sample
             if pend > _PENDING or r == R - 1:
-                acc_k, acc_v = _merge_pairs(acc_k, acc_v, np.concatenate(keys),
-                                            np.concatenate(vals))
+                acc.flush(keys, vals)
                 keys, vals, pend = [], [], 0
+        acc_k, acc_v = acc.result()
         self.keys, self.R = acc_k, R
         self.in_u = np.zeros(acc_k.size, dtype=bool)
         if use_fb and acc_k.size:
@@ -119,6 +125,37 @@ class Batch:
             self.in_u = ctx.contains(rows, acc_k - rows * n)
             acc_v = acc_v + np.where(self.in_u, self.fb[rows], 0.0)
         self.vals = acc_v
+
+
+class _Flushes:
+    """The sorted pair sums of a batch, flush after flush (:func:`_merge_pairs`), optionally in
+    a thread: at most one flush runs while the next contributions are buffered."""
+
+    def __init__(self, threaded: bool) -> None:
+        self.k, self.v = np.zeros(0, dtype=np.int64), np.zeros(0)
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bayes-risk-flush") \
+            if threaded else None
+        self.running = None
+
+    def _merge(self, keys: list[np.ndarray], vals: list[np.ndarray]) -> None:
+        self.k, self.v = _merge_pairs(self.k, self.v, np.concatenate(keys), np.concatenate(vals))
+
+    def flush(self, keys: list[np.ndarray], vals: list[np.ndarray]) -> None:
+        if self.pool is None:
+            self._merge(keys, vals)
+            return
+        if self.running is not None:
+            self.running.result()
+        self.running = self.pool.submit(self._merge, keys, vals)
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.pool is not None:
+            try:
+                if self.running is not None:
+                    self.running.result()
+            finally:
+                self.pool.shutdown()
+        return self.k, self.v
 
 
 def _merge_pairs(acc_k: np.ndarray, acc_v: np.ndarray, keys: np.ndarray, vals: np.ndarray
@@ -135,24 +172,19 @@ def _merge_pairs(acc_k: np.ndarray, acc_v: np.ndarray, keys: np.ndarray, vals: n
     if not keys.size:
         return acc_k, acc_v
     order = np.argsort(keys, kind="stable")
+    if use_pair_kernels(acc_k.size + keys.size):  # one walk: sums and merge (same additions)
+        from bayes_risk.identification import _pair_kernels
+
+        return _pair_kernels.flush_sums(acc_k, acc_v, keys[order], vals[order])
     k = keys[order]
     starts = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))
     k = k[starts]
-    compiled = use_pair_kernels(acc_k.size + k.size)
-    if compiled:  # linear walks instead of binary searches and masked scatters
-        from bayes_risk.identification import _pair_kernels
-
-        pos, stored = _pair_kernels.locate(acc_k, k)
-    else:
-        pos = np.searchsorted(acc_k, k)
-        stored = pos < acc_k.size
-        stored[stored] = acc_k[pos[stored]] == k[stored]
+    pos = np.searchsorted(acc_k, k)
+    stored = pos < acc_k.size
+    stored[stored] = acc_k[pos[stored]] == k[stored]
     v = np.insert(vals[order], starts[stored], 0.0)
     sums = np.add.reduceat(v, starts + np.cumsum(stored) - stored)
     del v, order
-    if compiled:
-        return _pair_kernels.merge_sums(acc_k, acc_v, k, sums, stored,
-                                        int(k.size - np.count_nonzero(stored)))
     # acc_v is this function's own output (or the empty start): updated in place
     acc_v[pos[stored]] += sums[stored]
     new = ~stored
@@ -316,6 +348,39 @@ class BatchJob:
         return prepare(original, synthetic, kus, self.columns, replicates=batch, **options)
 
 
+def draw_batch(job: BatchJob, b: int) -> IdentificationPlan:
+    """Draw batch ``b`` and encode it (the plan :class:`Batch` matches)."""
+    return job.plan(job.replicates(b))
+
+
 def run_batch(job: BatchJob, b: int) -> BatchSums:
     """Draw, match and reduce batch ``b`` (the task an executor runs)."""
-    return BatchSums.of(Batch(job.ctx, job.plan(job.replicates(b))))
+    return BatchSums.of(Batch(job.ctx, draw_batch(job, b)))
+
+
+def prefetched_batches(job: BatchJob, first: IdentificationPlan, n_batches: int
+                       ) -> Iterator[BatchSums]:
+    """Batches ``0 … n_batches − 1`` matched in order, each next one drawn in a thread meanwhile.
+
+    In process, one core would otherwise draw and match in turn: a producer thread draws and
+    encodes batch ``b + 1`` (the models' compiled routing and numpy's random draws release the
+    GIL) while this thread matches batch ``b`` (its flushes summed in another thread,
+    ``Batch(threaded=True)``) and the caller pools it. At most one batch is
+    drawn ahead (memory does not grow with ``R``); ``first`` is batch 0's plan, already drawn.
+    Every batch is the one ``run_batch`` gives (replicate ``r`` depends only on the seed and
+    ``r``): the same numbers.
+    """
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bayes-risk-replicates") as pool:
+        nxt = pool.submit(draw_batch, job, 1) if n_batches > 1 else None
+        try:
+            plan = first
+            for b in range(n_batches):
+                if b:
+                    plan = nxt.result()
+                    nxt = pool.submit(draw_batch, job, b + 1) if b + 1 < n_batches else None
+                out = BatchSums.of(Batch(job.ctx, plan, threaded=True))
+                plan = None
+                yield out
+        finally:  # the caller stopped (tolerance reached) or failed: drop the batch ahead
+            if nxt is not None:
+                nxt.cancel()

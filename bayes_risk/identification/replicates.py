@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,7 @@ from bayes_risk.identification._replicate_batches import (
     BatchSums,
     MatchContext,
     Recoder,
+    prefetched_batches,
     run_batch,
 )
 from bayes_risk.identification.assemble import assemble
@@ -285,7 +287,7 @@ class _Run:
             star = _unc.row_argmax(t.keys, t.vals, n=self.n)
             top = np.zeros(self.N)
             top[t.keys[star] // self.n] = t.vals[star] / t.R
-            keep = _unc.candidate_pairs(t.keys, t.vals / t.R, top, n=self.n)
+            keep = _unc.candidate_pairs(t.keys, t.vals, top, n=self.n, R=t.R)
         res = self._evaluate(t.keys[keep], t.vals[keep], t.in_u[keep], t.fb, t.p_out, t.R)
         self._pool = (self.n_batches, res)
         return res
@@ -324,14 +326,14 @@ class _Run:
             keep, bounds = _unc.group_candidates(keys, tv, in_u, groups, t.R, n=self.n,
                                                  N=self.N)
             keys, tv, in_u = keys[keep], tv[keep], in_u[keep]
-            rows = keys // self.n
+            rows = None if _unc.use_pair_kernels(keys.size) else keys // self.n
             del keep
         thetas, irs = [], []
         for i, g in enumerate(groups):
             R = t.R - g.R
             kg, tg, ug = keys, tv, in_u
             if PRUNE:  # this group's candidates (``candidate_pairs`` on the union's pairs)
-                sel = _unc.candidate_pairs(keys, tv / R, bounds[i], n=self.n, rows=rows)
+                sel = _unc.candidate_pairs(keys, tv, bounds[i], n=self.n, rows=rows, R=R)
                 kg, tg, ug = keys[sel], tv[sel], in_u[sel]
             vals = tg - g.on(kg, ug)
             # exact zeros where only this group matched (no residue of the subtraction)
@@ -427,17 +429,38 @@ def run_posterior(
 
 def _run_batches(pr: PosteriorReplicates, run: _Run, job: BatchJob, first: tuple, ex: Any,
                  n_batches: int, points: set[int], progressbar: bool) -> Any:
-    """The batches of a run added in order, checkpoints, stopping rule, and the result."""
+    """The batches of a run added in order, checkpoints, stopping rule, and the result.
+
+    In process (``PREFETCH``), a checkpoint before the last is evaluated in a thread while
+    the next batch is matched, and the stopping rule is applied before that batch is added: a
+    run that stops there has matched one batch it does not use, and adds the same batches as
+    evaluating each checkpoint at once (the same numbers and stopping point).
+    """
     plan, auto, stopped = first[0], pr.n == "auto", False
-    with shared_once(ex, job) as shared:
-        sums = _batch_sums(ex, shared, BatchSums.of(Batch(run.ctx, plan)), n_batches, points)
+    overlap = PREFETCH and getattr(ex, "client", None) is None \
+        and isinstance(ex, InProcessExecutor)
+
+    def stop(est: float, se: float) -> bool:
+        return auto and run.total.R >= pr.min_replicates and (
+            se <= pr.mcse_tol * abs(est) or (est == 0 and se == 0))
+
+    with shared_once(ex, job) as shared, ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="bayes-risk-checkpoint") as pool:
+        pending = None  # the checkpoint evaluated while this batch was matched
+        sums = _batch_sums(ex, shared, job, plan, n_batches, points)
         for b, batch in progress(enumerate(sums, start=1), total=n_batches,
                                  description="posterior replicates", enabled=progressbar):
+            if pending is not None:
+                at_stop = stop(*pending.result())
+                pending = None
+                if at_stop:
+                    stopped = True
+                    break
             run.add(batch)
             if b in points or b == n_batches:
-                est, se = run.checkpoint()
-                if auto and run.total.R >= pr.min_replicates and (
-                        se <= pr.mcse_tol * abs(est) or (est == 0 and se == 0)):
+                if overlap and b < n_batches:
+                    pending = pool.submit(run.checkpoint)
+                elif stop(*run.checkpoint()):
                     stopped = True
                     break
         # the batches' arrays are the groups' (freed before the output is built)
@@ -446,16 +469,27 @@ def _run_batches(pr: PosteriorReplicates, run: _Run, job: BatchJob, first: tuple
     return _assemble(pr, run, first, stopped)
 
 
-def _batch_sums(ex: Any, shared: Any, first: BatchSums, n_batches: int,
-                points: set[int]) -> Iterator[BatchSums]:
-    """The batches' sums in batch order, computed wave by wave on ``ex``.
+#: in process, use threads: the next batch drawn and a batch's flushes summed while it is
+#: matched, a checkpoint evaluated while the next batch is matched (``False``: everything in
+#: turn, the reference the tests compare with; the same numbers)
+PREFETCH = True
 
-    A wave never runs past the next checkpoint, so a run that stops there has computed no batch
-    it does not use; in process a wave is one batch (memory of one batch at a time), on a cluster
-    two batches per worker thread.
+
+def _batch_sums(ex: Any, shared: Any, job: BatchJob, first: IdentificationPlan, n_batches: int,
+                points: set[int]) -> Iterator[BatchSums]:
+    """The batches' sums in batch order (``first``: batch 0's plan, drawn by the caller;
+    ``shared``: ``job`` as ``ex`` passes it to its tasks).
+
+    In process the next batch is drawn while one is matched (``prefetched_batches``: one batch
+    ahead, memory of two batches). On a cluster the batches are computed wave by wave; a wave
+    never runs past the next checkpoint (a run that stops there has computed no batch it does
+    not use) and holds two batches per worker thread.
     """
-    yield first
     client = getattr(ex, "client", None)
+    if client is None and PREFETCH and isinstance(ex, InProcessExecutor):
+        yield from prefetched_batches(job, first, n_batches)
+        return
+    yield BatchSums.of(Batch(job.ctx, first))
     width = 1 if client is None else max(1, 2 * sum(client.nthreads().values()))
     b = 1
     while b < n_batches:

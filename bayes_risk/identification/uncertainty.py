@@ -252,7 +252,7 @@ def fallback_cells(fb: np.ndarray, u_size: np.ndarray, n_u: np.ndarray) -> dict[
 
 
 def candidate_pairs(keys: np.ndarray, vals: np.ndarray, bound: np.ndarray, *, n: int,
-                    rows: np.ndarray | None = None) -> np.ndarray:
+                    rows: np.ndarray | None = None, R: int = 1) -> np.ndarray:
     """Mask of the stored pairs that can reach a target's top set.
 
     ``vals`` are upper bounds of the pairs' values and ``bound`` a lower bound of each target's
@@ -260,12 +260,23 @@ def candidate_pairs(keys: np.ndarray, vals: np.ndarray, bound: np.ndarray, *, n:
     maximum, so :func:`top_sets` gives the same ``c``, ``T`` and declared matches without it
     (the fallback-set value of a target is below each of its stored pairs', so it cannot tie
     either). Targets with ``bound <= 0`` keep every pair. ``rows``: ``keys // n`` when the
-    caller has it already.
+    caller has it already; ``R``: the values are ``vals / R`` (sums over ``R`` replicates,
+    divided pair by pair without a pair-sized temporary).
     """
+    thr = np.where(bound > 0, bound * (1 - 2 * TIE_RTOL) - 2 * TIE_ATOL, -np.inf)
+    return _at_least(keys, vals, R, thr, n, rows)
+
+
+def _at_least(keys: np.ndarray, vals: np.ndarray, R: float, thr: np.ndarray, n: int,
+              rows: np.ndarray | None = None) -> np.ndarray:
+    """``vals / R >= thr[keys // n]`` (sorted ``keys``; compiled when the pairs are many)."""
+    if use_pair_kernels(keys.size):
+        from bayes_risk.identification import _pair_kernels
+
+        return _pair_kernels.at_least(keys, vals, float(R), thr, n)
     if rows is None:
         rows = keys // n
-    thr = np.where(bound > 0, bound * (1 - 2 * TIE_RTOL) - 2 * TIE_ATOL, -np.inf)
-    return vals >= thr[rows]
+    return (vals if R == 1 else vals / R) >= thr[rows]
 
 
 def group_candidates(keys: np.ndarray, vals: np.ndarray, in_u: np.ndarray, groups: Sequence,
@@ -292,13 +303,17 @@ def group_candidates(keys: np.ndarray, vals: np.ndarray, in_u: np.ndarray, group
         thr = np.where(bound > 0, bound * (1 - 2 * TIE_RTOL) - 2 * TIE_ATOL, -np.inf) * Rg
         lim[rows] = np.minimum(lim[rows], thr[rows])
     lim = np.where(lim > 0, lim * (1 - 1e-9), lim)
-    return vals >= lim[keys // n], bounds
+    return _at_least(keys, vals, 1, lim, n), bounds
 
 
 def row_argmax(keys: np.ndarray, vals: np.ndarray, *, n: int) -> np.ndarray:
     """Position (in ``keys``) of the first largest stored value of each target that has one."""
     if not keys.size:
         return np.zeros(0, dtype=np.int64)
+    if use_pair_kernels(keys.size):  # one walk (sorted keys), the same positions
+        from bayes_risk.identification import _pair_kernels
+
+        return _pair_kernels.row_argmax(keys, vals, n)
     rows = keys // n
     starts = np.flatnonzero(np.concatenate([[True], rows[1:] != rows[:-1]]))
     top = np.maximum.reduceat(vals, starts)

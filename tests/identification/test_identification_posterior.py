@@ -595,3 +595,81 @@ def test_unwritable_spill_folder_keeps_the_groups_in_memory(monkeypatch, tmp_pat
     for res in (a, b):
         np.testing.assert_equal(res.file, ref.file)
         pd.testing.assert_frame_equal(res.records, ref.records)
+
+
+@pytest.mark.parametrize("extra", SETTINGS[:2])
+def test_next_batch_drawn_in_a_thread_gives_the_same_numbers(extra, monkeypatch):
+    """In process the next batch is drawn in a thread while one is matched, a batch's flushes
+    are summed in a thread while its next replicates are matched, and a checkpoint is
+    evaluated in a thread while the next batch is matched: the numbers and the stopping
+    point are those of doing everything in turn (``PREFETCH = False``), a run stopped by the
+    tolerance draws at most two batches it does not use, and an error while drawing reaches
+    the caller."""
+    from bayes_risk.identification import _replicate_batches as rb
+    from bayes_risk.identification import replicates as rep
+
+    y = make_data(200, seed=3)
+    syn = perturb(y, 3, 4)
+    model = Released(perturb(y, 30, 8))
+    monkeypatch.setattr(rb, "_PENDING", 300)  # several flushes per batch (in a thread)
+    drawn = []
+    real = rb.draw_batch
+    monkeypatch.setattr(rb, "draw_batch", lambda job, b: (drawn.append(b), real(job, b))[1])
+
+    def run(**pr):
+        return identification_risk(y, syn, ["sex", "region"], ["race", "income"],
+                                   **_kw(extra, y), replicates=PosteriorReplicates(
+                                       model, batch_size=6, n_groups=4, random_seed=2, **pr))
+
+    for pr in ({"n": 60}, {"n": "auto", "mcse_tol": 0.5, "min_replicates": 18,
+                           "max_replicates": 120}):
+        runs = []
+        for prefetch in (True, False):
+            monkeypatch.setattr(rep, "PREFETCH", prefetch)
+            drawn.clear()
+            runs.append(run(**pr))
+            used = runs[-1].file["n_replicates"] // 6
+            if prefetch:  # batches 1 … used − 1, and at most two more (one matched while
+                # the last checkpoint was evaluated, one drawn ahead of it)
+                assert sorted(drawn)[:used - 1] == list(range(1, used))
+                assert len(drawn) <= used + 1
+        a, b = runs
+        np.testing.assert_equal(a.file, b.file)
+        pd.testing.assert_frame_equal(a.records, b.records)
+        for part in ("indptr", "indices", "data"):
+            assert np.array_equal(getattr(a.prob, part), getattr(b.prob, part)), part
+    stopped = runs[0].file["n_replicates"]
+    assert runs[0].settings["posterior_replicates"]["stopped_by_tolerance"] and stopped < 120
+
+    def failing(job, b):
+        if b == 3:
+            raise RuntimeError("replicate model failed")
+        return real(job, b)
+
+    monkeypatch.setattr(rep, "PREFETCH", True)
+    monkeypatch.setattr(rb, "draw_batch", failing)
+    with pytest.raises(RuntimeError, match="replicate model failed"):
+        run(n=60)
+
+
+@pytest.mark.parametrize("extra", SETTINGS[::3])
+def test_compiled_pair_kernels_give_the_numbers_of_the_numpy_code(extra, monkeypatch):
+    """The whole run on the compiled pair walks (flushes, merges, candidate selection) and on
+    the numpy code (used below ``PAIR_KERNELS_MIN`` pairs): the same numbers, bit for bit."""
+    from bayes_risk.identification import engine
+
+    y = make_data(200, seed=3)
+    syn = perturb(y, 3, 4)
+    model = Released(perturb(y, 30, 8))
+    runs = []
+    for compiled in (True, False):
+        monkeypatch.setattr(engine, "USE_NUMBA", compiled)
+        runs.append(identification_risk(
+            y, syn, ["sex", "region"], ["race", "income"], **_kw(extra, y),
+            replicates=PosteriorReplicates(model, n=60, batch_size=6, n_groups=4,
+                                           random_seed=2)))
+    a, b = runs
+    np.testing.assert_equal(a.file, b.file)
+    pd.testing.assert_frame_equal(a.records, b.records)
+    for part in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(a.prob, part), getattr(b.prob, part)), part

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -493,3 +495,39 @@ def test_property_polya_sums_to_one_over_sequences(donors, u):
     vals = sorted(set(donors))
     total = sum(np.exp(polya_logprob(donors, seq)) for seq in itertools.product(vals, repeat=u))
     assert total == pytest.approx(1.0, rel=1e-9)
+
+
+@pytest.mark.parametrize("smoothing", [False, True])
+def test_fixed_routes_reused_give_the_same_syntheses(ce_small, monkeypatch, smoothing):
+    """The routing of a tree whose predictors are never synthesized is computed once and reused
+    (``unroutable="climb"`` draws no random numbers): the syntheses and posterior replicates
+    are those of routing every time, partial synthesis and ``random_descent`` included."""
+    from bayes_risk.models import _cart_synthesis
+
+    class NoCache:
+        def get(self, key):
+            return None
+
+        def __setitem__(self, key, value):  # nothing kept: every synthesis routes again
+            pass
+
+    df, schema = ce_small
+    flags = np.arange(len(df)) % 3 > 0
+    for kw, fit_kw in (({}, {}), ({}, {"records": flags}),
+                       ({"unroutable": "random_descent"}, {})):
+        model = CARTSynthesizer(smoothing=smoothing, **kw).fit(
+            df, schema=schema, synthesized=SYN, random_seed=1, **fit_kw)
+        outs = []
+        for cache in (weakref.WeakKeyDictionary(), NoCache()):
+            monkeypatch.setattr(_cart_synthesis, "_FIXED_ROUTES", cache)
+            syn = model.synthesize(2, random_seed=9)
+            reps = [z for c in model.posterior_replicates(3, columns=SYN[1:], chunk_size=2,
+                                                          random_seed=4) for z in c]
+            outs.append((syn, reps))
+            if isinstance(cache, weakref.WeakKeyDictionary):
+                assert len(cache) == (0 if kw else 1)  # the first tree (known predictors)
+        for x, y in zip(outs[0][0], outs[1][0], strict=True):
+            pd.testing.assert_frame_equal(x, y)
+            assert x.attrs == y.attrs
+        for x, y in zip(outs[0][1], outs[1][1], strict=True):
+            pd.testing.assert_frame_equal(x, y)
