@@ -517,6 +517,29 @@ def bootstrap_counts(rng: np.random.Generator, n_boot: int, n_draws: int) -> np.
     return rng.multinomial(n_draws, np.full(n_draws, 1.0 / n_draws), size=n_boot).astype(np.float64)
 
 
+#: OpenBLAS's kernels compute the columns of an incomplete last block of columns (fewer than
+#: the kernel's unroll, 8 for Haswell's) in another order than full blocks, which changes last
+#: bits; products are therefore formed over whole blocks of this many columns
+_COL_BLOCK = 16
+
+
+def _product_by_blocks(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` with every column of ``b`` multiplied inside a whole block of ``_COL_BLOCK``
+    columns, so that a column's values do not depend on how many columns ``b`` has (a record's
+    bootstrap replicates do not depend on the chunk it is evaluated in)."""
+    n = b.shape[1]
+    main = n - n % _COL_BLOCK
+    if main == n:
+        return a @ b
+    out = np.empty((a.shape[0], n))
+    if main:
+        out[:, :main] = a @ b[:, :main]
+    tail = np.zeros((b.shape[0], _COL_BLOCK))
+    tail[:, : n - main] = b[:, main:]
+    out[:, main:] = (a @ tail)[:, : n - main]
+    return out
+
+
 def _log_weighted_sum(
     counts: np.ndarray, logx: np.ndarray | RatioStats, w: np.ndarray | None = None
 ) -> np.ndarray:
@@ -525,7 +548,9 @@ def _log_weighted_sum(
     cw = counts if w is None else counts * w[None, :]
     R, H, G = st.E.shape
     # [B, H] @ [H, R*G] in one BLAS call
-    s = (cw @ np.moveaxis(st.E, 1, 0).reshape(H, R * G)).reshape(cw.shape[0], R, G)
+    s = _product_by_blocks(cw, np.moveaxis(st.E, 1, 0).reshape(H, R * G)).reshape(
+        cw.shape[0], R, G
+    )
     with np.errstate(divide="ignore"):
         np.log(s, out=s)
     return np.moveaxis(s, 0, 1) + st.mx[:, None, :]
