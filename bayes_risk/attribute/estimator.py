@@ -2,6 +2,10 @@
 
 Hu (2019, §3.2.5) and the methods page, section The stabilised estimator.
 
+One module on purpose: both estimators and their draw bootstraps read the same exponentiated
+ratios (:class:`RatioStats`) and must change together, so that the bootstrap replicates stay the
+replicates of the estimates reported.
+
 Both take the log importance ratios ``logr[R, H, G] = log p(y*_g | Θ_h) − log p(y_i | Θ_h)``
 of ``R`` records (one candidate set of size ``G`` each, truth at ``g0``) and return
 ``loglik[R, G]`` (up to a per-record constant) plus diagnostics:
