@@ -215,20 +215,19 @@ def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
         hasnan = np.zeros(G, dtype=np.bool_)
         gt = g0[r]
         ok = 0
+        # first pass: maxima only (the ratios are formed again, identically, when written)
+        tv = np.empty(H)
         for h in range(H):
             t = logp[h, r, gt]
+            tv[h] = t
             if math.isfinite(t):
                 ok += 1
                 for g in range(G):
                     v = logp[h, r, g] - t
-                    X[h, r, g] = v
                     if math.isnan(v):
                         hasnan[g] = True
                     elif v > mx[g]:
                         mx[g] = v
-            else:  # the truth is impossible under this draw: the draw is dropped
-                for g in range(G):
-                    X[h, r, g] = -math.inf
         n_ok[r] = ok
         shift = np.empty(G)
         for g in range(G):
@@ -243,7 +242,9 @@ def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
                     bad[r * G + g] = True
                     continue
                 for a in range(ns):
-                    samp[a] = X[a * step, r, g] - mx[g]
+                    t = tv[a * step]
+                    v = logp[a * step, r, g] - t if math.isfinite(t) else -math.inf
+                    samp[a] = v - mx[g]
                 _select(samp, ns - 1 - above)
                 thr[g] = samp[ns - 1 - above]
         small = np.empty((G if m_tail > 0 else 0, cap + 1))
@@ -254,10 +255,15 @@ def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
         for h0 in range(0, H, _HB):
             h1 = min(H, h0 + _HB)
             for h in range(h0, h1):
-                for g in range(G):
-                    x = X[h, r, g] - shift[g]
-                    x = x if x < _EXP_MAX else -math.inf  # (nan fails the test too)
-                    X[h, r, g] = x
+                t = tv[h]
+                if math.isfinite(t):
+                    for g in range(G):
+                        x = (logp[h, r, g] - t) - shift[g]
+                        x = x if x < _EXP_MAX else -math.inf  # (nan fails the test too)
+                        X[h, r, g] = x
+                else:  # the truth is impossible under this draw: the draw is dropped
+                    for g in range(G):
+                        X[h, r, g] = -math.inf
                 if m_tail > 0:
                     for g in range(G):
                         tb[g, h - h0] = X[h, r, g]

@@ -2,6 +2,10 @@
 
 Hu (2019, §3.2.5) and the methods page, section The stabilised estimator.
 
+One module on purpose: both estimators and their draw bootstraps read the same exponentiated
+ratios (:class:`RatioStats`) and must change together, so that the bootstrap replicates stay the
+replicates of the estimates reported.
+
 Both take the log importance ratios ``logr[R, H, G] = log p(y*_g | Θ_h) − log p(y_i | Θ_h)``
 of ``R`` records (one candidate set of size ``G`` each, truth at ``g0``) and return
 ``loglik[R, G]`` (up to a per-record constant) plus diagnostics:
@@ -26,7 +30,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from bayes_risk._numeric import threaded_ufunc
+from bayes_risk._numeric import threaded_map, threaded_ufunc
 from bayes_risk.attribute.array_model import ArrayModel as ArrayModel  # re-export (former home)
 from bayes_risk.attribute.diagnostics import (
     khat_from_tails,
@@ -517,6 +521,29 @@ def bootstrap_counts(rng: np.random.Generator, n_boot: int, n_draws: int) -> np.
     return rng.multinomial(n_draws, np.full(n_draws, 1.0 / n_draws), size=n_boot).astype(np.float64)
 
 
+#: OpenBLAS's kernels compute the columns of an incomplete last block of columns (fewer than
+#: the kernel's unroll, 8 for Haswell's) in another order than full blocks, which changes last
+#: bits; products are therefore formed over whole blocks of this many columns
+_COL_BLOCK = 16
+
+
+def _product_by_blocks(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` with every column of ``b`` multiplied inside a whole block of ``_COL_BLOCK``
+    columns, so that a column's values do not depend on how many columns ``b`` has (a record's
+    bootstrap replicates do not depend on the chunk it is evaluated in)."""
+    n = b.shape[1]
+    main = n - n % _COL_BLOCK
+    if main == n:
+        return a @ b
+    out = np.empty((a.shape[0], n))
+    if main:
+        out[:, :main] = a @ b[:, :main]
+    tail = np.zeros((b.shape[0], _COL_BLOCK))
+    tail[:, : n - main] = b[:, main:]
+    out[:, main:] = (a @ tail)[:, : n - main]
+    return out
+
+
 def _log_weighted_sum(
     counts: np.ndarray, logx: np.ndarray | RatioStats, w: np.ndarray | None = None
 ) -> np.ndarray:
@@ -525,7 +552,9 @@ def _log_weighted_sum(
     cw = counts if w is None else counts * w[None, :]
     R, H, G = st.E.shape
     # [B, H] @ [H, R*G] in one BLAS call
-    s = (cw @ np.moveaxis(st.E, 1, 0).reshape(H, R * G)).reshape(cw.shape[0], R, G)
+    s = _product_by_blocks(cw, np.moveaxis(st.E, 1, 0).reshape(H, R * G)).reshape(
+        cw.shape[0], R, G
+    )
     with np.errstate(divide="ignore"):
         np.log(s, out=s)
     return np.moveaxis(s, 0, 1) + st.mx[:, None, :]
@@ -537,15 +566,48 @@ def bootstrap_stabilised(
     counts0: np.ndarray,
     counts_aug: Sequence[np.ndarray],
 ) -> np.ndarray:
-    """Bootstrap replicates ``[R, B, G]`` of the stabilised log-likelihood (plain means)."""
-    h0 = counts0.sum(axis=1)[None, :, None]
-    lm0 = _log_weighted_sum(counts0, logr0) - np.log(h0)
-    tot = np.zeros_like(lm0)
-    for lr, c in zip(logr_aug, counts_aug, strict=False):
-        tot = tot + _log_weighted_sum(c, lr) - np.log(c.sum(axis=1)[None, :, None])
-    with np.errstate(invalid="ignore"):
-        out = tot - len(logr_aug) * lm0
-    return np.where(np.isnan(out), -np.inf, out)
+    """Bootstrap replicates ``[R, B, G]`` of the stabilised log-likelihood (plain means).
+
+    ``Σ_l [log Ê*_{y,Z_(l)}[r] − log Ê*_y[r]]`` per replicate, with ``log Ê* = log(counts @ E)
+    + max − log Σ counts``: one BLAS product per posterior, then the logarithms and sums in
+    slabs of replicates on the shared threads (elementwise, in the same order of operations for
+    every element, so the values do not depend on the slabs or threads).
+    """
+    sts = [x if isinstance(x, RatioStats) else RatioStats(x) for x in (logr0, *logr_aug)]
+    counts = [counts0, *counts_aug]
+    sums = []
+    for c, st in zip(counts, sts, strict=True):
+        R, H, G = st.E.shape
+        sums.append(
+            _product_by_blocks(c, np.moveaxis(st.E, 1, 0).reshape(H, R * G)).reshape(-1, R, G)
+        )
+    log_h = [np.log(c.sum(axis=1)) for c in counts]
+    m = len(sts) - 1
+    B, R, G = sums[0].shape
+    out = np.empty((B, R, G))
+
+    def slab(lo_hi: tuple[int, int]) -> None:
+        lo, hi = lo_hi
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # log Ê* under p(Θ | y): (log s + max) − log h, as _log_weighted_sum's terms
+            a0 = np.log(sums[0][lo:hi])
+            a0 += sts[0].mx
+            a0 -= log_h[0][lo:hi, None, None]
+            tot = out[lo:hi]
+            tot[:] = 0.0
+            for li in range(1, m + 1):
+                u = np.log(sums[li][lo:hi])
+                u += sts[li].mx
+                tot += u
+                tot -= log_h[li][lo:hi, None, None]
+            a0 *= m
+            tot -= a0
+            tot[np.isnan(tot)] = -np.inf
+
+    # slabs of about 1 MB (in cache), at least one per thread
+    step = max(1, min(-(-B // 2), (1 << 17) // max(1, R * G)))
+    threaded_map(slab, [(lo, min(B, lo + step)) for lo in range(0, B, step)])
+    return np.moveaxis(out, 0, 1)
 
 
 def bootstrap_is(

@@ -6,6 +6,8 @@ records, in process or on a Dask worker. Records are evaluated in chunks of
 candidates form one :class:`~bayes_risk.attribute.likelihoods.CandidateGroup`, which the plan's
 estimator strategy turns into likelihoods. Records are processed in sorted order and a record's
 outputs depend only on the record and on the plan, so any partition gives the same numbers.
+Where they depend only on the record's values (class P models, built-in candidate rules, an
+estimator with posterior draws), identical records are evaluated once and the outputs copied.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import math
 import time
 
 import numpy as np
+import pandas as pd
 
 from bayes_risk._progress import progress
 from bayes_risk.attribute.candidates import (
@@ -50,13 +53,20 @@ def evaluate(plan: AttributePlan, partition: RecordPartition) -> PartitionOutput
     ws = Workspace()
     out = PartitionOutput()
     order = np.sort(np.asarray(partition.positions, dtype=np.int64))
+    reps, copies = distinct_records(plan, order)
+    weight = np.ones(len(plan.data.orig), dtype=np.int64)
+    for i, dups in copies.items():
+        weight[i] += dups.size
     size = plan.chunk_size
-    chunks = [order[a : a + size] for a in range(0, order.size, size)]
+    chunks = [reps[a : a + size] for a in range(0, reps.size, size)]
     for chunk in progress(chunks, description="attribute risk", enabled=partition.progressbar):
         csets = candidate_sets(plan, chunk)
         sizes = np.array([c.size for c in csets])
         for gi in groups_by_size(sizes):
-            _evaluate_group(plan, chunk[gi], [csets[k] for k in gi], ws, out)
+            _evaluate_group(plan, chunk[gi], [csets[k] for k in gi], ws, out, weight)
+    for i, dups in copies.items():
+        for j in dups:
+            _copy_record(out, i, int(j))
     timing = ws.timing
     timing["records_loop_s"] = time.perf_counter() - t_loop
     timing["engine_s"] = timing["records_loop_s"] - timing["model_likelihood_s"]
@@ -70,8 +80,10 @@ def _evaluate_group(
     csets: list[CandidateSet],
     ws: Workspace,
     out: PartitionOutput,
+    weight: np.ndarray,
 ) -> None:
-    """Records of a chunk with the same number of candidates ``G``."""
+    """Records of a chunk with the same number of candidates ``G`` (``weight``: how many
+    records of the partition each position stands for)."""
     data = plan.data
     vals = np.stack([c.values for c in csets])
     g0 = np.array([c.g0 for c in csets], dtype=np.int64)
@@ -93,8 +105,73 @@ def _evaluate_group(
     miss = data.orig.iloc[pos].isna().to_numpy().any(axis=1)
     for ok in (~skip & ~miss, ~skip & miss):
         if ok.any():
-            group = CandidateGroup(pos=pos[ok], vals=vals[ok], g0=g0[ok], unknown=unknown[ok])
+            group = CandidateGroup(pos=pos[ok], vals=vals[ok], g0=g0[ok], unknown=unknown[ok],
+                                   weight=weight[pos[ok]])
             plan.estimator.estimate(plan, group, ws, out)
+
+
+def distinct_records(
+    plan: AttributePlan, order: np.ndarray
+) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """The records of ``order`` to evaluate, and the identical records that copy their outputs.
+
+    A class P model's likelihoods of a record's candidates depend only on the record's values
+    (not on which record it is), and so do the built-in candidate rules and the estimators with
+    posterior draws (the bootstrap counts are common to all records): identical records get
+    identical outputs, and each distinct record is evaluated once. Elsewhere (class O models,
+    plug-in likelihoods, candidate functions) every record is evaluated.
+
+    Returns
+    -------
+    reps : int ndarray
+        Sorted positions to evaluate (the first of each set of identical records).
+    copies : dict of int to int ndarray
+        For a position in ``reps``, the later positions of ``order`` identical to it.
+    """
+    from bayes_risk.attribute.strategies import PlugIn
+
+    model = plan.model.model
+    if (
+        order.size < 2 or plan.rule.spec is None or isinstance(plan.estimator, PlugIn)
+        or getattr(model, "model_class", "O") != "P"
+    ):
+        return order, {}
+    frame = plan.data.orig.iloc[order]
+    cols = []
+    for c in frame.columns:
+        x = frame[c]
+        if isinstance(x.dtype, pd.CategoricalDtype):
+            cols.append(x.cat.codes.to_numpy(np.int64))
+        elif x.dtype.kind in "iub":
+            cols.append(x.to_numpy(np.int64))
+        elif x.dtype.kind == "f":
+            # bit patterns: 0.0 and -0.0 stay apart, a nan matches the same nan
+            cols.append(np.ascontiguousarray(x.to_numpy(np.float64)).view(np.int64))
+        else:
+            cols.append(pd.factorize(x, use_na_sentinel=True)[0].astype(np.int64))
+    key = np.stack(cols, axis=1) if cols else np.zeros((order.size, 0), dtype=np.int64)
+    _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    inv = inv.ravel()
+    if first.size == order.size:
+        return order, {}
+    rep_of = first[inv]  # position in order of each record's representative
+    dup = np.flatnonzero(rep_of != np.arange(order.size))
+    dup = dup[np.argsort(rep_of[dup], kind="stable")]
+    cut = np.flatnonzero(np.diff(rep_of[dup])) + 1
+    copies = {int(order[rep_of[d[0]]]): order[d] for d in np.split(dup, cut)}
+    return np.sort(order[first]), copies
+
+
+def _copy_record(out: PartitionOutput, src: int, dst: int) -> None:
+    """Record ``dst`` gets the outputs of the identical record ``src`` (copies, not views)."""
+    out.candidates[dst] = out.candidates[src]
+    out.flags[dst] = list(out.flags[src])
+    out.loglik[dst] = out.loglik[src].copy()
+    out.log_mean_r[dst] = out.log_mean_r[src].copy()
+    out.diag[dst] = {k: np.copy(v) for k, v in out.diag[src].items()}
+    out.n_dropped[dst] = out.n_dropped[src]
+    if src in out.boot:
+        out.boot[dst] = out.boot[src].copy()
 
 
 def candidate_sets(plan: AttributePlan, chunk: np.ndarray) -> list[CandidateSet]:

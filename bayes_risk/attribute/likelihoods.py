@@ -78,12 +78,16 @@ class CandidateGroup:
         Index of the truth.
     unknown : bool ndarray (R, G)
         Candidates at a level the model was never fitted with (probability 0).
+    weight : int ndarray (R,), optional
+        How many records of the partition each record stands for (identical records are
+        evaluated once; counts over records use it). ``None``: one each.
     """
 
     pos: np.ndarray
     vals: np.ndarray
     g0: np.ndarray
     unknown: np.ndarray
+    weight: np.ndarray | None = None
 
     @property
     def size(self) -> int:

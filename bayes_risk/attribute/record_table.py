@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from bayes_risk._numeric import LOG_TIE_ATOL
+from bayes_risk._numeric import LOG_TIE_ATOL, threaded_map
 from bayes_risk.attribute.diagnostics import logsumexp
 from bayes_risk.attribute.summaries import log_posterior, rank_summary
 
@@ -185,11 +185,14 @@ def bootstrap_summaries(
     if boot is None:
         return out
     sizes = np.array([b.shape[1] for b in boot], dtype=np.int64)
-    # blocks of records bound the [R, B, G] temporaries (B = 200, G = 35: 56 kB per record)
+    # blocks of records bound the [R, B, G] temporaries (B = 200, G = 35: 56 kB per record);
+    # blocks are independent and write disjoint records, so they run on the shared threads
+    # (numpy releases the GIL in its loops) with the same values
     blocks = [
-        grp[a : a + 512] for grp in groups_by_size(sizes) for a in range(0, grp.size, 512)
+        grp[a : a + 256] for grp in groups_by_size(sizes) for a in range(0, grp.size, 256)
     ]
-    for idx in blocks:
+
+    def block(idx: np.ndarray) -> None:
         bl = np.stack([boot[i] for i in idx])  # [R, B, G]
         r, b, g = bl.shape
         lp = np.stack([logprior[i] for i in idx])[:, None, :]
@@ -198,10 +201,14 @@ def bootstrap_summaries(
         rank = rs["rank_min"].reshape(r, b)
         pt = rs["p_true"].reshape(r, b)
         qfun = np.nanquantile if (np.isnan(rank).any() or np.isnan(pt).any()) else np.quantile
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
+        with np.errstate(all="ignore"):
             for q, name in ((0.05, "q05"), (0.5, "q50"), (0.95, "q95")):
                 out[f"boot_rank_{name}"][idx] = qfun(rank, q, axis=1)
                 out[f"boot_p_true_{name}"][idx] = qfun(pt, q, axis=1)
+
+    with warnings.catch_warnings():
+        # (warnings filters are process-wide; numpy's error state is set per thread above)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        threaded_map(block, blocks)
     return out
 

@@ -225,8 +225,10 @@ class _DrawEstimator(EstimatorStrategy):
         diag["max_omega"] = isr["max_omega"]
         finite = np.isfinite(isr["ess_omega"])
         deg = (isr["ess_omega"] < 1.5) & (isr["max_omega"] > 0.9) & finite
-        out.deg_count += int(deg.sum())
-        out.deg_total += int(finite.sum())
+        # identical records evaluated once count once each (CandidateGroup.weight)
+        w = np.ones(group.size, dtype=np.int64) if group.weight is None else group.weight
+        out.deg_count += int(deg.sum(axis=(1, 2)) @ w)
+        out.deg_total += int(finite.sum(axis=(1, 2)) @ w)
         return PublishedSums(loglik=isr["loglik"], delta=delta)
 
     def _store(
