@@ -257,7 +257,8 @@ class _BayesianConvergence:
         Returns
         -------
         dict
-            ``chains``, ``draws`` (per chain), ``tune``, ``thresholds`` (R-hat, ESS),
+            ``chains``, ``draws`` (kept per chain), ``thin`` (sampler sweeps per kept draw
+            after the warm-up; 1 where every draw is kept), ``tune``, ``thresholds`` (R-hat, ESS),
             ``quantities`` (per diagnosed quantity: ``mean``, ``sd``, ``ess_bulk``,
             ``ess_tail``, ``rhat``, ``flag``), ``warnings`` (:meth:`mcmc_warnings`) and
             ``passed`` (no failed check).
@@ -268,6 +269,7 @@ class _BayesianConvergence:
             "model": type(self).__name__,
             "chains": int(post.sizes["chain"]),
             "draws": int(post.sizes["draw"]),
+            "thin": int(getattr(self, "thin", 1)),
             "tune": int(self.tune),
             "thresholds": {"rhat_max": RHAT_MAX, "ess_min": ESS_MIN},
             "quantities": {

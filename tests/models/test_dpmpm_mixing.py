@@ -36,6 +36,10 @@ def test_thin_keeps_the_last_of_every_thin_sweeps():
     every = _fit(df, tune=30, draws=40)
     thinned = _fit(df, tune=30, draws=10, thin=4)
     assert every.thin == 1 and thinned.thin == 4
+    # the outputs of every run that uses the model say how the kept draws were thinned
+    assert every.convergence_summary()["thin"] == 1
+    assert thinned.convergence_summary()["thin"] == 4
+    assert thinned.convergence_summary()["draws"] == 10
     for group, names in (("posterior", ["alpha", "V", "phi_1", "pi"]),
                          ("sample_stats", ["loglik", "k_occupied"])):
         for name in names:
