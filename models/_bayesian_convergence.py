@@ -23,7 +23,8 @@ from bayes_risk.exceptions import CALLER, ConvergenceWarning
 
 #: R-hat above this flags non-convergence (Vehtari et al. 2021 recommend 1.01).
 RHAT_MAX = 1.01
-#: bulk/tail ESS below this flags too few effective draws (Vehtari et al. 2021: 100).
+#: bulk/tail ESS below this many **per chain** flags too few effective draws (Vehtari et al.
+#: 2021 and Stan: about 100 per chain, i.e. 400 for four chains, 200 for two).
 ESS_MIN = 100.0
 
 
@@ -156,7 +157,7 @@ class _BayesianConvergence:
         ----------
         warn : bool
             Issue a :class:`ConvergenceWarning` naming the quantities with R-hat > 1.01 or
-            bulk/tail ESS < 100 (Vehtari et al. 2021).
+            bulk/tail ESS below 100 per chain (Vehtari et al. 2021).
 
         Returns
         -------
@@ -171,6 +172,7 @@ class _BayesianConvergence:
         MCMC. Bayesian Analysis 16(2), 667–718. https://doi.org/10.1214/20-BA1221
         """
         self._check_fitted()
+        ess_min = self._ess_min()
         rows = []
         for name, x in self._convergence_quantities().items():
             x = np.asarray(x, dtype=np.float64)
@@ -194,8 +196,8 @@ class _BayesianConvergence:
             f = []
             if np.isfinite(r.rhat) and r.rhat > RHAT_MAX:
                 f.append("RHAT_HIGH")
-            if (np.isfinite(r.ess_bulk) and r.ess_bulk < ESS_MIN) or (
-                np.isfinite(r.ess_tail) and r.ess_tail < ESS_MIN
+            if (np.isfinite(r.ess_bulk) and r.ess_bulk < ess_min) or (
+                np.isfinite(r.ess_tail) and r.ess_tail < ess_min
             ):
                 f.append("LOW_ESS")
             flags.append(",".join(f))
@@ -206,12 +208,18 @@ class _BayesianConvergence:
                               skip_file_prefixes=CALLER)
         return df
 
+    def _ess_min(self) -> float:
+        """The ESS threshold of this fit: ``ESS_MIN`` per chain (Vehtari et al. 2021)."""
+        return ESS_MIN * int(self.posterior_["posterior"].sizes["chain"])
+
     def _convergence_warnings(self, df: pd.DataFrame) -> list[dict[str, Any]]:
         """One structured warning per failed check of a convergence table (code, quantities,
         message)."""
         out = []
+        chains = int(self.posterior_["posterior"].sizes["chain"])
         for code, what in (("RHAT_HIGH", f"R-hat > {RHAT_MAX}"),
-                           ("LOW_ESS", f"bulk or tail ESS < {ESS_MIN:.0f}")):
+                           ("LOW_ESS", f"bulk or tail ESS < {self._ess_min():.0f}, i.e. "
+                                       f"{ESS_MIN:.0f} per chain for {chains} chain(s)")):
             bad = df[[code in str(f).split(",") for f in df["flag"]]] if len(df) else df
             if not len(bad):
                 continue
@@ -271,7 +279,8 @@ class _BayesianConvergence:
             "draws": int(post.sizes["draw"]),
             "thin": int(getattr(self, "thin", 1)),
             "tune": int(self.tune),
-            "thresholds": {"rhat_max": RHAT_MAX, "ess_min": ESS_MIN},
+            "thresholds": {"rhat_max": RHAT_MAX, "ess_min": self._ess_min(),
+                           "ess_min_per_chain": ESS_MIN},
             "quantities": {
                 str(q): {k: (float(v) if k != "flag" else v) for k, v in r.items()}
                 for q, r in self.convergence_.iterrows()

@@ -70,6 +70,12 @@ def test_convergence_recorded_in_model_folder_and_attribute_result(tmp_path):
     summ = m.convergence_summary()
     assert {"loglik", "alpha", "k_occupied"} <= set(summ["quantities"])
     assert not summ["passed"] and summ["chains"] == 2
+    # the ESS threshold is per chain (Vehtari et al. 2021): 200 for two chains
+    assert summ["thresholds"] == {"rhat_max": 1.01, "ess_min": 200.0, "ess_min_per_chain": 100.0}
+    for q in summ["quantities"].values():
+        if np.isfinite(q["ess_bulk"]):
+            low = min(q["ess_bulk"], q["ess_tail"]) < 200
+            assert ("LOW_ESS" in q["flag"].split(",")) == low
     assert {w["code"] for w in summ["warnings"]} == codes & {"RHAT_HIGH", "LOW_ESS"}
     m.save(tmp_path / "model")
     saved = json.loads((tmp_path / "model" / "convergence.json").read_text())
@@ -150,3 +156,16 @@ def test_default_sampler_agrees_across_seeds_on_acs_extract():
             zs[f"{name} {seeds[a]}-long run"] = (vals[a][0] - ref[name][0]) / np.hypot(
                 vals[a][1], ref[name][1])
     assert max(abs(v) for v in zs.values()) <= bound, (est, zs)
+
+
+def test_ess_threshold_is_per_chain(monkeypatch):
+    """LOW_ESS fires below 100 effective draws per chain (Vehtari et al. 2021), not 100 in all:
+    iid draws of 2 chains x 80 (ESS ≈ 160) are flagged, 2 x 150 (ESS ≈ 300) are not."""
+    m, _ = _fit(_three_clusters(60, seed=2), 3, tune=20, draws=30)
+    rng = np.random.default_rng(0)
+    for n, flagged in ((80, True), (150, False)):
+        x = rng.normal(size=(2, n))
+        monkeypatch.setattr(m, "_convergence_quantities", lambda x=x: {"q": x})
+        row = m.convergence_report().loc["q"]
+        assert 100 < row.ess_bulk < 400 and row.rhat < 1.05
+        assert ("LOW_ESS" in row.flag.split(",")) == flagged, (n, row.ess_bulk, row.ess_tail)
