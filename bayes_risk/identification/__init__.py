@@ -17,8 +17,9 @@ plan of ``prepare``), ``uncertainty`` (Monte Carlo error, replicate spread).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from bayes_risk._lazy import attach
 
 if TYPE_CHECKING:
     from bayes_risk.identification.api import (
@@ -46,13 +47,4 @@ __all__ = ["identification_risk", "radius_sweep", "IdentificationResult", "Radiu
            "PosteriorReplicates", "plot_running_estimate"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _NAMES:
-        value = getattr(importlib.import_module(_NAMES[name]), name)
-        globals()[name] = value  # later look-ups skip this function
-        return value
-    raise AttributeError(f"module 'bayes_risk.identification' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = attach(__name__, _NAMES, __all__)

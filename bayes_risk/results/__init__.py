@@ -14,8 +14,9 @@ the attribute, disclosure or utility classes).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from bayes_risk._lazy import attach
 
 if TYPE_CHECKING:
     from bayes_risk.results._base import RiskResult
@@ -70,13 +71,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _CLASSES:
-        value = getattr(importlib.import_module(_CLASSES[name]), name)
-        globals()[name] = value  # later look-ups skip this function
-        return value
-    raise AttributeError(f"module 'bayes_risk.results' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = attach(__name__, _CLASSES, __all__)
