@@ -30,9 +30,9 @@ from bayes_risk.models.dpmpm import _PHI_FLOOR
 
 __all__ = ["DPMPMGibbs", "pymc_step"]
 
-# merge–split proposals per sweep: each scans the n records once, so about 20,000 record visits
-# per sweep (20 moves at n = 1,000, one at n >= 20,000), at most one per 10 records and 20 in
-# all (on tiny tables the sweep itself is cheap; benchmarks/README.md, "Mixing")
+# merge–split proposals per sweep: about 20,000 / n (20 moves at n = 1,000, one at n >= 20,000),
+# at most one per 10 records and 20 in all (on tiny tables the sweep itself is cheap;
+# benchmarks/README.md, "Mixing"); a split or a merge not rejected at once visits the records
 _SPLIT_MERGE_VISITS = 20_000
 # during warm-up, five times as many: a chain that the start left in a poor mode (ACS extract:
 # ≈ 5.8 classes instead of ≈ 4.6) takes a median of ≈ 120 sweeps to leave it with 20 moves per

@@ -45,6 +45,10 @@ def log_gamma_variates(shape: np.ndarray, rng: np.random.Generator) -> np.ndarra
     """
     shape = np.asarray(shape, dtype=np.float64)
     small = shape < 1.0
+    if shape.ndim and not small.any():  # the sticks' shapes 1 + n_k, and most of the others
+        g = rng.standard_gamma(shape)
+        rng.random(shape.shape)  # the uniforms of the small shapes' branch: same streams
+        return np.log(g)
     g = rng.standard_gamma(np.where(small, shape + 1.0, shape))
     u = 1.0 - rng.random(shape.shape)  # in (0, 1]
     with np.errstate(divide="ignore"):
