@@ -216,8 +216,14 @@ def split_merge(y, z, c, nk, d, offsets, alpha, a, n_moves, rng):  # pragma: no 
     if n < 2 or K < 2:
         return accepted
     real = np.zeros(K, dtype=np.int64)  # records of y per class (the rest of nk is fixed)
-    for r in range(n):
-        real[z[r]] += 1
+    total = 0
+    for k in range(K):
+        total += nk[k]
+    if total == n:  # no fixed counts (they are never negative): real = nk, no pass over z
+        real[:] = nk
+    else:
+        for r in range(n):
+            real[z[r]] += 1
     members = np.empty(n, dtype=np.int64)
     u_shuffle = np.empty(n, dtype=np.float64)
     target_a = np.zeros(n, dtype=np.bool_)
