@@ -194,6 +194,63 @@ def _fixed_part(y, z, c, nk, real, k, offsets, out):  # pragma: no cover - numba
 
 
 @njit(cache=True)
+def _merge(y, z, c, nk, real, d, offsets, alpha, a, i, j, ki, kj, m, u, members, u_shuffle,
+           target_a, ca, cb, cm, rng):  # pragma: no cover - numba
+    """The merge of class ``kj`` into ``ki`` proposed by records ``i, j`` (``split_merge``), with
+    the ``m − 1`` shuffle uniforms and the acceptance uniform ``u`` drawn; updates the state
+    if accepted and returns 1, else 0."""
+    K = nk.shape[0]
+    L = c.shape[0]
+    if nk[kj] != real[kj]:
+        return 0  # fixed counts in kj: the label would not become empty
+    first_empty = K
+    for k in range(K):
+        if nk[k] == 0:
+            first_empty = k
+            break
+    if kj > first_empty:
+        return 0  # the reverse split would start its class at another label
+    # log r = base + log q (the same operations, in the same order, as one expression)
+    lm_old = (_log_marg_vec(c[:, ki], float(nk[ki]), d, offsets, a)
+              + _log_marg_vec(c[:, kj], float(nk[kj]), d, offsets, a))
+    for row in range(L):
+        cm[row] = c[row, ki] + c[row, kj]
+    nm = nk[ki] + nk[kj]
+    lm_new = _log_marg_vec(cm, float(nm), d, offsets, a)
+    lo, hi = min(ki, kj), max(ki, kj)
+    lp_old = _log_prior_span(nk, alpha, lo, hi)
+    nk_ki, nk_kj = nk[ki], nk[kj]
+    nk[ki] = nm
+    nk[kj] = 0
+    base = _log_prior_span(nk, alpha, lo, hi) - lp_old + lm_new - lm_old
+    nk[ki] = nk_ki
+    nk[kj] = nk_kj
+    log_u = math.log(1.0 - u)
+    if base < log_u:
+        return 0  # log q ≤ 0: rejected whatever the allocation gives
+    order = members[:_members(z, ki, kj, i, j, members)]
+    _shuffle(order, u_shuffle)
+    nfa = _fixed_part(y, z, c, nk, real, ki, offsets, ca)
+    cb[:] = 0.0
+    for t in range(m):
+        target_a[t] = z[order[t]] == ki
+    logq, na, nb, complete = _allocate(y, order, i, j, ca, cb, nfa, 0.0, d, offsets, a, False,
+                                       rng, target_a, base, log_u)
+    if not (complete and log_u < base + logq):
+        return 0
+    nk[ki] = nm
+    nk[kj] = 0
+    c[:, ki] = cm
+    c[:, kj] = 0.0
+    for r in range(z.shape[0]):
+        if z[r] == kj:
+            z[r] = ki
+    real[ki] += real[kj]
+    real[kj] = 0
+    return 1
+
+
+@njit(cache=True)
 def split_merge(y, z, c, nk, d, offsets, alpha, a, n_moves, rng):  # pragma: no cover - numba
     """``n_moves`` sequentially allocated merge–split moves on ``p(z | α, y)`` (module docstring).
 
@@ -279,50 +336,6 @@ def split_merge(y, z, c, nk, d, offsets, alpha, a, n_moves, rng):  # pragma: no 
                 nk[ki] = nk_ki
                 nk[e] = 0
         else:  # merge: every record of kj moves to ki
-            if nk[kj] != real[kj]:
-                continue  # fixed counts in kj: the label would not become empty
-            first_empty = K
-            for k in range(K):
-                if nk[k] == 0:
-                    first_empty = k
-                    break
-            if kj > first_empty:
-                continue  # the reverse split would start its class at another label
-            # log r = base + log q (the same operations, in the same order, as one expression)
-            lm_old = (_log_marg_vec(c[:, ki], float(nk[ki]), d, offsets, a)
-                      + _log_marg_vec(c[:, kj], float(nk[kj]), d, offsets, a))
-            for row in range(L):
-                cm[row] = c[row, ki] + c[row, kj]
-            nm = nk[ki] + nk[kj]
-            lm_new = _log_marg_vec(cm, float(nm), d, offsets, a)
-            lo, hi = min(ki, kj), max(ki, kj)
-            lp_old = _log_prior_span(nk, alpha, lo, hi)
-            nk_ki, nk_kj = nk[ki], nk[kj]
-            nk[ki] = nm
-            nk[kj] = 0
-            base = _log_prior_span(nk, alpha, lo, hi) - lp_old + lm_new - lm_old
-            nk[ki] = nk_ki
-            nk[kj] = nk_kj
-            log_u = math.log(1.0 - u)
-            if base < log_u:
-                continue  # log q ≤ 0: rejected whatever the allocation gives
-            order = members[:_members(z, ki, kj, i, j, members)]
-            _shuffle(order, u_shuffle)
-            nfa = _fixed_part(y, z, c, nk, real, ki, offsets, ca)
-            cb[:] = 0.0
-            for t in range(m):
-                target_a[t] = z[order[t]] == ki
-            logq, na, nb, complete = _allocate(y, order, i, j, ca, cb, nfa, 0.0, d, offsets, a,
-                                               False, rng, target_a, base, log_u)
-            if complete and log_u < base + logq:
-                accepted += 1
-                nk[ki] = nm
-                nk[kj] = 0
-                c[:, ki] = cm
-                c[:, kj] = 0.0
-                for r in range(n):
-                    if z[r] == kj:
-                        z[r] = ki
-                real[ki] += real[kj]
-                real[kj] = 0
+            accepted += _merge(y, z, c, nk, real, d, offsets, alpha, a, i, j, ki, kj, m, u,
+                               members, u_shuffle, target_a, ca, cb, cm, rng)
     return accepted

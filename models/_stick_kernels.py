@@ -59,6 +59,13 @@ def slice_log_alpha(nk, alpha, a_alpha, b_alpha, width, rng):  # pragma: no cove
     return alpha
 
 
+@njit(cache=True, inline="always")
+def _swap(x, a, b):  # pragma: no cover - numba
+    tmp = x[a]
+    x[a] = x[b]
+    x[b] = tmp
+
+
 @njit(cache=True)
 def label_switch_kernel(nk, log_v, log_1mv, j, l, log_u1, js, log_u):  # pragma: no cover
     """The label-switching moves of ``_stick.label_switch_moves`` given their random numbers:
@@ -93,12 +100,8 @@ def label_switch_kernel(nk, log_v, log_1mv, j, l, log_u1, js, log_u):  # pragma:
                 cum = l1[0] if h == 0 else cum + l1[h]
         logr = (n[l] - n[j]) * (lpj - lpl)
         if log_u1 < logr:
-            tmp = n[j]
-            n[j] = n[l]
-            n[l] = tmp
-            ti = inv[j]
-            inv[j] = inv[l]
-            inv[l] = ti
+            _swap(n, j, l)
+            _swap(inv, j, l)
     for t in range(js.shape[0]):
         a = js[t]
         b = a + 1
@@ -106,18 +109,10 @@ def label_switch_kernel(nk, log_v, log_1mv, j, l, log_u1, js, log_u):  # pragma:
             continue  # a swap of two empty classes changes nothing that is kept
         logr = n[a] * l1[b] - n[b] * l1[a]
         if log_u[t] < logr:
-            tmp = n[a]
-            n[a] = n[b]
-            n[b] = tmp
-            tmp = lv[a]
-            lv[a] = lv[b]
-            lv[b] = tmp
-            tmp = l1[a]
-            l1[a] = l1[b]
-            l1[b] = tmp
-            ti = inv[a]
-            inv[a] = inv[b]
-            inv[b] = ti
+            _swap(n, a, b)
+            _swap(lv, a, b)
+            _swap(l1, a, b)
+            _swap(inv, a, b)
     new_label = np.empty(K, dtype=np.int64)
     for k in range(K):
         new_label[inv[k]] = k
