@@ -169,7 +169,7 @@ def collapsed_moves(y, z, c, nk, d, offsets, alpha, a, n_moves, n_props, a_alpha
                     rng):  # pragma: no cover - numba
     """The sweep's moves on ``p(z | α, y)`` and the α update in one compiled call (each call
     that takes a numpy ``Generator`` costs ≈ 10–20 µs of dispatch): ``n_moves`` merge–split
-    moves (``split_merge``), ``n_props`` label swaps (:func:`relabel`), then one slice update
+    moves (``split_merge``), ``n_props`` label swaps (``relabel``), then one slice update
     of α given the new class sizes (``_stick.slice_alpha``, width 1). The same draws as the
     three calls one after the other. Returns ``(new_label, α)``."""
     split_merge(y, z, c, nk, d, offsets, alpha, a, n_moves, rng)
