@@ -19,9 +19,11 @@
    computed in record chunks. Target < 60 s.
 
 Run: ``.venv/bin/python benchmarks/bench_dpmpm.py [--skip-fit] [--skip-neighbourhood]
-[--runs 3] [--skip-defaults] [--skip-pymc] [--stages] [--floor]
+[--runs 3] [--skip-defaults] [--skip-pymc] [--stages] [--floor] [--one-thread]
 [--baseline OTHER/.venv/bin/python]``
-(``--baseline``: the same cases in another installation, alternating with this one's).
+(``--baseline``: the same cases in another installation, alternating with this one's;
+``--one-thread``: the one-chain command also with ``NUMBA_NUM_THREADS=1``, i.e. the class step's
+serial twin, against the threaded class step of the default).
 Prints tables; never asserts timings.
 """
 
@@ -207,7 +209,7 @@ def _median(xs: list[float]) -> float:
 
 
 def bench_fit(runs: int = 3, defaults: bool = True, baseline: str | None = None,
-              via_pymc: bool = True) -> None:
+              via_pymc: bool = True, one_thread: bool = False) -> None:
     if not NY.is_file():
         print(f"skipping the fit benchmark: {NY} not found", file=sys.stderr)
         return
@@ -224,9 +226,15 @@ def bench_fit(runs: int = 3, defaults: bool = True, baseline: str | None = None,
         "one chain, 500 + 500 sweeps, via pm.sample": [py, "-c", _VIA_PYMC, *args, *one],
         "one chain, 500 + 500 sweeps, direct loop": [exe, *args, *one],
     }
+    if one_thread:  # the class step's serial twin throughout (no parallel region)
+        cases["one chain, 500 + 500 sweeps, direct loop, 1 numba thread"] = [
+            "env", "NUMBA_NUM_THREADS=1", exe, *args, *one]
     if baseline:  # the same command in another installation (e.g. before a change)
         bexe = shutil.which("bayes-risk", path=str(Path(baseline).parent)) or "bayes-risk"
         cases["one chain, 500 + 500 sweeps, direct loop, baseline"] = [bexe, *args, *one]
+        if one_thread:
+            cases["one chain, direct loop, 1 numba thread, baseline"] = [
+                "env", "NUMBA_NUM_THREADS=1", bexe, *args, *one]
     if defaults:
         cases["defaults (2 chains x (1000 + 2500/5), parallel), via pm.sample"] = [
             py, "-c", _VIA_PYMC, *args]
@@ -309,6 +317,8 @@ def main() -> None:
                          "alternate with this one's")
     ap.add_argument("--skip-pymc", action="store_true",
                     help="leave out the cases run through pm.sample")
+    ap.add_argument("--one-thread", action="store_true",
+                    help="also the one-chain command with NUMBA_NUM_THREADS=1 (serial class step)")
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
@@ -319,7 +329,7 @@ def main() -> None:
         bench_stages(args.runs, args.baseline)
     if not args.skip_fit:
         bench_fit(args.runs, defaults=not args.skip_defaults, baseline=args.baseline,
-                  via_pymc=not args.skip_pymc)
+                  via_pymc=not args.skip_pymc, one_thread=args.one_thread)
     if not args.skip_neighbourhood:
         rows = bench_neighbourhood()
         width = max(len(r[0]) for r in rows)

@@ -17,8 +17,7 @@ import numba
 import numpy as np
 
 from bayes_risk.models import _dpmpm_kernels as kern
-from bayes_risk.models._dpmpm_labels import relabel
-from bayes_risk.models._dpmpm_splitmerge import split_merge
+from bayes_risk.models._dpmpm_labels import collapsed_moves
 from bayes_risk.models._dpmpm_zeros import Augmentation
 from bayes_risk.models._stick import (
     label_switch_moves,
@@ -31,9 +30,9 @@ from bayes_risk.models.dpmpm import _PHI_FLOOR
 
 __all__ = ["DPMPMGibbs", "pymc_step"]
 
-# merge–split proposals per sweep: each scans the n records once, so about 20,000 record visits
-# per sweep (20 moves at n = 1,000, one at n >= 20,000), at most one per 10 records and 20 in
-# all (on tiny tables the sweep itself is cheap; benchmarks/README.md, "Mixing")
+# merge–split proposals per sweep: about 20,000 / n (20 moves at n = 1,000, one at n >= 20,000),
+# at most one per 10 records and 20 in all (on tiny tables the sweep itself is cheap;
+# benchmarks/README.md, "Mixing"); a split or a merge not rejected at once visits the records
 _SPLIT_MERGE_VISITS = 20_000
 # during warm-up, five times as many: a chain that the start left in a poor mode (ACS extract:
 # ≈ 5.8 classes instead of ≈ 4.6) takes a median of ≈ 120 sweeps to leave it with 20 moves per
@@ -189,23 +188,25 @@ class DPMPMGibbs:
             nk, c = kern.counts(self._y, self._z, self.offsets, L, K)
         if self._aug is not None:  # the records the unrestricted model put in S
             self._aug.add_counts(nk, c, self.offsets)
+        alpha_new = None
         if K > 1 and self._sticks is not None:
             # merge–split moves on p(z | α, y) (V, φ integrated out; redrawn below): whole
-            # classes split or merge at once, which blocked Gibbs does one record at a time
+            # classes split or merge at once, which blocked Gibbs does one record at a time;
+            # then 2K label swaps on p(z | α, y) (the augmented records' classes follow the same
+            # permutation) and α given z (step 4, below), in one compiled call
             warm = self._warmup_left > 0
             moves = self.split_merge_moves * (_SPLIT_MERGE_WARMUP if warm else 1)
-            split_merge(self._y, self._z, c, nk, self.d, self.offsets, alpha, self.prior, moves,
-                        rng)
-            # 2K label swaps on p(z | α, y) (V, φ integrated out; redrawn below); the augmented
-            # records' classes follow the same permutation
-            new_label = relabel(self._z, c, nk, alpha, 2 * K, rng)
+            new_label, alpha_new = collapsed_moves(
+                self._y, self._z, c, nk, self.d, self.offsets, alpha, self.prior, moves, 2 * K,
+                float(self.a_alpha), float(self.b_alpha), rng)
             if self._aug is not None:
                 self._aug.relabel(new_label)
         new = dict(point)
         # step 4 (concentration) first, given z with the sticks integrated out, then step 2
         # (sticks) given z and the new α: a blocked draw of (α, V) | z
         if K > 1:
-            alpha_new = slice_alpha(nk, alpha, self.a_alpha, self.b_alpha, rng)
+            if alpha_new is None:  # the first sweep: no moves before it
+                alpha_new = slice_alpha(nk, alpha, self.a_alpha, self.b_alpha, rng)
             log_v, log_1mv = sample_sticks(nk, alpha_new, rng)
             log_pi = stick_breaking_log_parts(log_v, log_1mv)
             # stored V may round to 1 when 1 - V < 1e-16; the sampler uses the exact logs

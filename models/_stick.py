@@ -45,6 +45,10 @@ def log_gamma_variates(shape: np.ndarray, rng: np.random.Generator) -> np.ndarra
     """
     shape = np.asarray(shape, dtype=np.float64)
     small = shape < 1.0
+    if shape.ndim and not small.any():  # the sticks' shapes 1 + n_k, and most of the others
+        g = rng.standard_gamma(shape)
+        rng.random(shape.shape)  # the uniforms of the small shapes' branch: same streams
+        return np.log(g)
     g = rng.standard_gamma(np.where(small, shape + 1.0, shape))
     u = 1.0 - rng.random(shape.shape)  # in (0, 1]
     with np.errstate(divide="ignore"):
@@ -270,35 +274,25 @@ def label_switch_moves(
     models with unknown concentration parameter: mixing issues in large data implementations.
     Statistics and Computing 25, 1023–1037. https://doi.org/10.1007/s11222-014-9471-3
     """
-    K = int(np.asarray(nk).size)
-    inv = np.arange(K)  # inv[new] = old
+    from bayes_risk.models._stick_kernels import label_switch_kernel
+
+    nk = np.asarray(nk)
+    K = int(nk.size)
     if K < 2:
-        return inv
-    n = np.asarray(nk, dtype=np.float64).copy()
-    lv = np.asarray(log_v, dtype=np.float64).copy()
-    l1 = np.asarray(log_1mv, dtype=np.float64).copy()
-    # move 1: two occupied classes exchange labels
-    occ = np.flatnonzero(n > 0)
-    if occ.size >= 2:
-        j, l = rng.choice(occ, size=2, replace=False)
-        log_pi = stick_breaking_log_parts(lv, l1)
-        logr = (n[l] - n[j]) * (log_pi[j] - log_pi[l])
-        if np.log(1.0 - rng.random()) < logr:
-            n[[j, l]] = n[[l, j]]
-            inv[[j, l]] = inv[[l, j]]
-    # move 2: neighbouring classes exchange labels and sticks (both sticks free: j + 1 < K − 1)
-    if K >= 3:
+        return np.arange(K)
+    # the random numbers here (numpy's streams), the moves compiled (label_switch_kernel)
+    occ = np.flatnonzero(nk > 0)
+    j = l = -1
+    log_u1 = 0.0
+    if occ.size >= 2:  # move 1: two occupied classes exchange labels
+        j, l = (int(x) for x in rng.choice(occ, size=2, replace=False))
+        log_u1 = float(np.log(1.0 - rng.random()))
+    if K >= 3:  # move 2: neighbours exchange labels and sticks (both free: j + 1 < K − 1)
         js = rng.integers(0, K - 2, size=K - 2)
-        logu = np.log(1.0 - rng.random(K - 2))
-        for j, lu in zip(js, logu, strict=True):
-            if n[j] == 0 and n[j + 1] == 0:
-                continue  # a swap of two empty classes changes nothing that is kept
-            logr = n[j] * l1[j + 1] - n[j + 1] * l1[j]
-            if lu < logr:
-                n[[j, j + 1]] = n[[j + 1, j]]
-                lv[[j, j + 1]] = lv[[j + 1, j]]
-                l1[[j, j + 1]] = l1[[j + 1, j]]
-                inv[[j, j + 1]] = inv[[j + 1, j]]
-    new_label = np.empty(K, dtype=np.int64)
-    new_label[inv] = np.arange(K)
-    return new_label
+        log_u = np.log(1.0 - rng.random(K - 2))
+    else:
+        js, log_u = np.zeros(0, dtype=np.int64), np.zeros(0)
+    return label_switch_kernel(np.ascontiguousarray(nk, dtype=np.float64),
+                               np.ascontiguousarray(log_v, dtype=np.float64),
+                               np.ascontiguousarray(log_1mv, dtype=np.float64),
+                               j, l, log_u1, js, log_u)

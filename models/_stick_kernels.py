@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import njit
 
-__all__ = ["log_prior_counts", "slice_log_alpha"]
+__all__ = ["label_switch_kernel", "log_prior_counts", "slice_log_alpha"]
 
 
 @njit(cache=True)
@@ -56,3 +57,63 @@ def slice_log_alpha(nk, alpha, a_alpha, b_alpha, width, rng):  # pragma: no cove
         else:
             hi = t
     return alpha
+
+
+@njit(cache=True, inline="always")
+def _swap(x, a, b):  # pragma: no cover - numba
+    tmp = x[a]
+    x[a] = x[b]
+    x[b] = tmp
+
+
+@njit(cache=True)
+def label_switch_kernel(nk, log_v, log_1mv, j, l, log_u1, js, log_u):  # pragma: no cover
+    """The label-switching moves of ``_stick.label_switch_moves`` given their random numbers:
+    move 1 swaps occupied classes ``j, l`` (``j < 0``: no move 1) if ``log_u1`` is below its
+    log ratio, move 2 tries ``js[t], js[t] + 1`` against ``log_u[t]``. Every quantity is formed
+    with the operations of the numpy version (the cumulative sum of ``log(1 − V)`` from the
+    left, as ``np.cumsum``), so the decisions are the same. Returns ``new_label``."""
+    K = nk.shape[0]
+    n = np.empty(K)
+    for k in range(K):
+        n[k] = nk[k]
+    lv = log_v.copy()
+    l1 = log_1mv.copy()
+    inv = np.arange(K)  # inv[new] = old
+    if j >= 0:
+        # log π_j and log π_l as stick_breaking_log_parts forms them
+        lpj = 0.0
+        lpl = 0.0
+        cum = 0.0
+        for h in range(K):
+            if h == K - 1:
+                lp = cum
+            elif h == 0:
+                lp = lv[0] + 0.0
+            else:
+                lp = lv[h] + cum
+            if h == j:
+                lpj = lp
+            if h == l:
+                lpl = lp
+            if h < K - 1:
+                cum = l1[0] if h == 0 else cum + l1[h]
+        logr = (n[l] - n[j]) * (lpj - lpl)
+        if log_u1 < logr:
+            _swap(n, j, l)
+            _swap(inv, j, l)
+    for t in range(js.shape[0]):
+        a = js[t]
+        b = a + 1
+        if n[a] == 0 and n[b] == 0:
+            continue  # a swap of two empty classes changes nothing that is kept
+        logr = n[a] * l1[b] - n[b] * l1[a]
+        if log_u[t] < logr:
+            _swap(n, a, b)
+            _swap(lv, a, b)
+            _swap(l1, a, b)
+            _swap(inv, a, b)
+    new_label = np.empty(K, dtype=np.int64)
+    for k in range(K):
+        new_label[inv[k]] = k
+    return new_label

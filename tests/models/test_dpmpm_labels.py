@@ -10,6 +10,8 @@ binomial standard error of ``T̂``. Swaps accepted with the inverse prior ratio 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -88,3 +90,44 @@ def test_label_swaps_keep_counts_consistent():
     nk2, c2 = counts(y, z, offsets, 12, K)
     assert np.array_equal(nk, nk2) and np.array_equal(c, c2)
     assert np.flatnonzero(nk2).max() < 9  # occupied labels moved towards the front
+
+
+def _relabel_full(nk, alpha, n_props, rng):
+    """The label swaps with the prior evaluated in full for every proposal (reference)."""
+    from bayes_risk.models._stick_kernels import log_prior_counts
+
+    nk = nk.copy()
+    K = nk.size
+    inv = np.arange(K)
+    lp = log_prior_counts(nk, alpha)
+    for _ in range(n_props):
+        k = int(rng.random() * K)
+        l = int(rng.random() * (K - 1))
+        l += l >= k
+        u = rng.random()
+        if nk[k] == nk[l]:
+            continue
+        nk[[k, l]] = nk[[l, k]]
+        lp_new = log_prior_counts(nk, alpha)
+        if math.log(1.0 - u) < lp_new - lp:
+            lp = lp_new
+            inv[[k, l]] = inv[[l, k]]
+        else:
+            nk[[k, l]] = nk[[l, k]]
+    return nk, inv
+
+
+def test_label_swaps_make_the_decisions_of_the_full_prior():
+    """:func:`relabel` re-evaluates only the prior terms between the swapped labels: the same
+    values, hence the same decisions and permutation, as evaluating the prior in full."""
+    for seed in range(300):
+        g = np.random.default_rng(seed)
+        K = int(g.integers(2, 90))
+        z = np.minimum(g.geometric(float(g.choice([0.05, 0.3])), 400) - 1, K - 1).astype(np.int64)
+        nk = np.bincount(z, minlength=K).astype(np.int64)
+        c = g.random((3, K))
+        alpha = float(g.choice([0.05, 0.7, 4.0, 60.0]))
+        want_nk, inv = _relabel_full(nk, alpha, 2 * K, np.random.default_rng(seed))
+        got = relabel(z.copy(), c.copy(), nk, alpha, 2 * K, np.random.default_rng(seed))
+        assert np.array_equal(nk, want_nk), seed
+        assert np.array_equal(got[inv], np.arange(K)), seed
