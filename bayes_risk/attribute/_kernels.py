@@ -162,7 +162,7 @@ _EXP_MAX = 709.782712893384
 _HB = 64
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
     """First pass over the candidate log-likelihoods of a chunk of records (Hu 2019 §3.2.5).
 
@@ -314,7 +314,7 @@ def _finish_tails(X, r, k, small, cnt, bad, top):  # pragma: no cover - compiled
             top[g, :] = np.sort(tmp[H - k :])
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def ratio_sums(E, W):  # pragma: no cover - compiled
     """Sums over draws of ``E[H, R, G]``: ``Σ E``, ``Σ E²`` and, per column of ``W[H, m]``,
     ``Σ E W``, ``Σ (E W)²``, ``max E W`` (the published estimator's fast path, Hu 2019 §3.2.5).
