@@ -202,8 +202,8 @@ class RatioStats:
             self._khat_job = KhatJob(*self.tails).start()
 
     def tail_khat(self) -> np.ndarray:
-        """Pareto k̂ ``[R, G]`` from ``tails`` (:func:`~bayes_risk.attribute.diagnostics.
-        khat_from_tails`; the background fits of :meth:`start_khat` when started)."""
+        """Pareto k̂ ``[R, G]`` from ``tails`` (as ``diagnostics.khat_from_tails``; the
+        background fits of :meth:`start_khat` when they were started)."""
         job = self._khat_job if self._khat_job is not None else KhatJob(*self.tails).start()
         self._khat_job = None
         return job.result().reshape(self.mx.shape)
