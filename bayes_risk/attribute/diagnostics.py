@@ -232,7 +232,7 @@ class KhatJob:
     """The k̂ fits of :func:`khat_from_tails`, in one contiguous share of the rows per thread.
 
     Rows are independent, so the values do not depend on the split. :meth:`start` runs the
-    shares on a pool of their own (``_background_pool``), so that the engine can fit one
+    shares on a pool of their own, so that the engine can fit one
     posterior's tails while it computes the next posterior's likelihoods (the compiled kernels
     there release the GIL); :meth:`result` waits for them.
     """
@@ -269,7 +269,11 @@ class KhatJob:
 
     def start(self) -> KhatJob:
         """Run the shares on the background pool (returns ``self``)."""
-        pool = _background_pool(len(self.cuts) - 1)
+        from bayes_risk._numeric import _pool
+
+        # a pool apart from the shared one: a job waiting there would queue the main thread's
+        # threaded ufuncs behind it
+        pool = _pool(len(self.cuts) - 1, name="bayes-risk-khat")
         self._futures = [pool.submit(self.fit_part, k) for k in range(len(self.cuts) - 1)]
         return self
 
@@ -280,19 +284,6 @@ class KhatJob:
         self._futures = []
         self.out[self.bad] = np.nan
         return self.out
-
-
-_BACKGROUND: dict[int, object] = {}
-
-
-def _background_pool(n: int):
-    """A persistent pool of ``n`` threads apart from the shared one of ``bayes_risk._numeric``
-    (a job waiting there would queue the main thread's threaded ufuncs behind it)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    if n not in _BACKGROUND:
-        _BACKGROUND[n] = ThreadPoolExecutor(n, thread_name_prefix="bayes-risk-khat")
-    return _BACKGROUND[n]
 
 
 def _pareto_khat_numpy(log_ratios: np.ndarray, *, chunk: int = 256) -> np.ndarray:
