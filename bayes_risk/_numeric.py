@@ -77,19 +77,23 @@ def log_ties(
     return both_ninf | close
 
 
-_POOL: dict[int, object] = {}
-# a forked child (e.g. a PyMC chain process) inherits the pool object but not its threads:
-# forget it there, so that the child creates its own instead of waiting on dead workers
+_POOL: dict[tuple[str, int], object] = {}
+# a forked child (e.g. a PyMC chain process) inherits the pool objects but not their threads:
+# forget them there, so that the child creates its own instead of waiting on dead workers
 os.register_at_fork(after_in_child=_POOL.clear)
 
 
-def _pool(n: int):
-    """A persistent thread pool of ``n`` workers (numpy releases the GIL inside its loops)."""
+def _pool(n: int, name: str = "bayes-risk"):
+    """A persistent thread pool of ``n`` workers (numpy releases the GIL inside its loops).
+
+    ``name`` keeps pools apart: work that runs in the background while the shared pool is in
+    use (the attribute engine's k̂ fits) gets its own, so that neither queues behind the other.
+    """
     from concurrent.futures import ThreadPoolExecutor
 
-    if n not in _POOL:
-        _POOL[n] = ThreadPoolExecutor(n, thread_name_prefix="bayes-risk")
-    return _POOL[n]
+    if (name, n) not in _POOL:
+        _POOL[name, n] = ThreadPoolExecutor(n, thread_name_prefix=name)
+    return _POOL[name, n]
 
 
 def n_threads() -> int:

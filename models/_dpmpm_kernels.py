@@ -397,7 +397,8 @@ def lse_two_sum(
     return out
 
 
-@njit(cache=True, parallel=True, fastmath={"reassoc", "contract", "arcp", "nsz"})
+# nogil: the attribute engine fits k̂ on other threads meanwhile (attribute.strategies)
+@njit(cache=True, parallel=True, nogil=True, fastmath={"reassoc", "contract", "arcp", "nsz"})
 def neighbourhood(codes, syn_cols, d, offsets, logphi, phi, log_pi, out):  # pragma: no cover
     """``out[h, i, g] = log p(y*_g | Θ_h)`` over the one-variable-different set.
 

@@ -162,7 +162,7 @@ _EXP_MAX = 709.782712893384
 _HB = 64
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
     """First pass over the candidate log-likelihoods of a chunk of records (Hu 2019 §3.2.5).
 
@@ -314,12 +314,19 @@ def _finish_tails(X, r, k, small, cnt, bad, top):  # pragma: no cover - compiled
             top[g, :] = np.sort(tmp[H - k :])
 
 
-@njit(cache=True, parallel=True)
+#: records per block of :func:`ratio_sums` (their ``[G]`` rows of one draw are contiguous)
+_RB = 16
+
+
+@njit(cache=True, parallel=True, nogil=True)
 def ratio_sums(E, W):  # pragma: no cover - compiled
     """Sums over draws of ``E[H, R, G]``: ``Σ E``, ``Σ E²`` and, per column of ``W[H, m]``,
     ``Σ E W``, ``Σ (E W)²``, ``max E W`` (the published estimator's fast path, Hu 2019 §3.2.5).
 
     Draws are summed in order for every ``(r, g)``, so the values do not depend on threads.
+    Each thread takes blocks of ``_RB`` records and walks the draws once, reading the block's
+    contiguous ``[_RB, G]`` slab of each draw (per record, the draws' rows of ``G`` values lie
+    ``R·G`` apart: one record at a time made every row a separate cache miss).
     """
     H, R, G = E.shape
     m = W.shape[1]
@@ -328,25 +335,28 @@ def ratio_sums(E, W):  # pragma: no cover - compiled
     num = np.zeros((R, m, G))
     sq = np.zeros((R, m, G))
     mxw = np.zeros((R, m, G))
-    for r in prange(R):
-        a1 = s1[r]
-        a2 = s2[r]
+    for b in prange((R + _RB - 1) // _RB):
+        r0 = b * _RB
+        r1 = min(R, r0 + _RB)
         for h in range(H):
-            e = E[h, r]
-            for g in range(G):
-                a1[g] += e[g]
-                a2[g] += e[g] * e[g]
-            for li in range(m):
-                w = W[h, li]
-                nu = num[r, li]
-                sqr = sq[r, li]
-                mw = mxw[r, li]
+            for r in range(r0, r1):
+                e = E[h, r]
+                a1 = s1[r]
+                a2 = s2[r]
                 for g in range(G):
-                    ew = e[g] * w
-                    nu[g] += ew
-                    sqr[g] += ew * ew
-                    if ew > mw[g]:
-                        mw[g] = ew
+                    a1[g] += e[g]
+                    a2[g] += e[g] * e[g]
+                for li in range(m):
+                    w = W[h, li]
+                    nu = num[r, li]
+                    sqr = sq[r, li]
+                    mw = mxw[r, li]
+                    for g in range(G):
+                        ew = e[g] * w
+                        nu[g] += ew
+                        sqr[g] += ew * ew
+                        if ew > mw[g]:
+                            mw[g] = ew
     return s1, s2, num, sq, mxw
 
 

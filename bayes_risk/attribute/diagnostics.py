@@ -223,44 +223,67 @@ def khat_from_tails(top: np.ndarray, bad: np.ndarray, *, chunk: int | None = Non
     ndarray, shape (N,)
         ``k̂``; ``+inf`` for constant tails, ``nan`` where ``bad``.
     """
-    cutoff = top[:, :1]
-    tail = top[:, 1:]
-    with np.errstate(invalid="ignore", over="ignore"):
-        const = (tail[:, -1] - tail[:, 0]) < np.finfo(np.float64).eps / 100
-        x = np.exp(tail) - np.exp(cutoff)
-    ok = np.flatnonzero(~const & ~bad & np.all(x > 0, axis=1))
-    out = np.full(top.shape[0], np.inf)
-    if chunk is None:
-        # the fit's [rows, Mg, M] temporary is passed over several times: keep it in cache
-        # (128 rows at M = 135 made it 5.7 MB and the fits about 15 % slower)
-        m = tail.shape[1]
-        chunk = max(8, _FIT_BYTES // (8 * m * (30 + math.isqrt(m))))
-    step = max(int(chunk), 1)
-    # numpy's ufunc loops release the GIL: fit disjoint row blocks in threads (rows are
-    # independent, so the values do not depend on the split)
-    blocks = [ok[a : a + step] for a in range(0, ok.size, step)]
-    threaded_map(lambda rows: _fit_rows(x, rows, step, out), blocks)
-    out[bad] = np.nan
-    return out
+    job = KhatJob(top, bad, chunk=chunk)
+    threaded_map(job.fit_part, list(range(len(job.cuts) - 1)))
+    return job.result()
 
 
-def _fit_rows(x: np.ndarray, rows: np.ndarray, step: int, out: np.ndarray) -> None:
-    """Write the Zhang–Stephens ``k`` of exceedance rows ``x[rows]`` into ``out[rows]``.
+class KhatJob:
+    """The k̂ fits of :func:`khat_from_tails`, in one contiguous share of the rows per thread.
 
-    Parameters
-    ----------
-    x : ndarray, shape (R, M)
-        Sorted positive exceedances.
-    rows : ndarray of int
-        Rows to fit.
-    step : int
-        Rows fitted per vectorised call (cache-sized blocks).
-    out : ndarray, shape (R,)
-        Output, modified in place.
+    Rows are independent, so the values do not depend on the split. :meth:`start` runs the
+    shares on a pool of their own, so that the engine can fit one
+    posterior's tails while it computes the next posterior's likelihoods (the compiled kernels
+    there release the GIL); :meth:`result` waits for them.
     """
-    for a in range(0, rows.size, step):
-        idx = rows[a : a + step]
-        out[idx] = _gpdfit_sorted(x[idx])[0]
+
+    def __init__(self, top: np.ndarray, bad: np.ndarray, *, chunk: int | None = None) -> None:
+        from bayes_risk._numeric import n_threads
+
+        self.top, self.bad = top, bad
+        self.out = np.full(top.shape[0], np.inf)
+        m = top.shape[1] - 1
+        if chunk is None:
+            # the fit's [rows, Mg, M] temporary is passed over several times: keep it in cache
+            # (128 rows at M = 135 made it 5.7 MB and the fits about 15 % slower)
+            chunk = max(8, _FIT_BYTES // (8 * max(m, 1) * (30 + math.isqrt(max(m, 0)))))
+        self.step = max(int(chunk), 1)
+        n = max(1, min(n_threads(), top.shape[0]))
+        self.cuts = np.linspace(0, top.shape[0], n + 1).astype(np.int64)
+        self._futures: list = []
+
+    def fit_part(self, k: int) -> None:
+        """Fit the rows of share ``k`` into ``self.out``."""
+        lo, hi = int(self.cuts[k]), int(self.cuts[k + 1])
+        top = self.top[lo:hi]
+        cutoff = top[:, :1]
+        tail = top[:, 1:]
+        with np.errstate(invalid="ignore", over="ignore"):
+            const = (tail[:, -1] - tail[:, 0]) < np.finfo(np.float64).eps / 100
+            x = np.exp(tail) - np.exp(cutoff)
+        ok = np.flatnonzero(~const & ~self.bad[lo:hi] & np.all(x > 0, axis=1))
+        out = self.out[lo:hi]
+        for a in range(0, ok.size, self.step):
+            idx = ok[a : a + self.step]
+            out[idx] = _gpdfit_sorted(x[idx])[0]
+
+    def start(self) -> KhatJob:
+        """Run the shares on the background pool (returns ``self``)."""
+        from bayes_risk._numeric import _pool
+
+        # a pool apart from the shared one: a job waiting there would queue the main thread's
+        # threaded ufuncs behind it
+        pool = _pool(len(self.cuts) - 1, name="bayes-risk-khat")
+        self._futures = [pool.submit(self.fit_part, k) for k in range(len(self.cuts) - 1)]
+        return self
+
+    def result(self) -> np.ndarray:
+        """``k̂`` per row (waits for :meth:`start`'s shares)."""
+        for f in self._futures:
+            f.result()
+        self._futures = []
+        self.out[self.bad] = np.nan
+        return self.out
 
 
 def _pareto_khat_numpy(log_ratios: np.ndarray, *, chunk: int = 256) -> np.ndarray:

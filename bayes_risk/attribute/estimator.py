@@ -33,7 +33,7 @@ import numpy as np
 from bayes_risk._numeric import threaded_map, threaded_ufunc
 from bayes_risk.attribute.array_model import ArrayModel as ArrayModel  # re-export (former home)
 from bayes_risk.attribute.diagnostics import (
-    khat_from_tails,
+    KhatJob,
     kish_ess,
     logsumexp,
     pareto_khat,
@@ -106,6 +106,8 @@ class RatioStats:
     tails: tuple[np.ndarray, np.ndarray] | None = None
     #: ``(W_max_L, num, sq, mxw)`` of the published estimator, when computed by :meth:`from_logp`
     is_sums: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+    #: the k̂ fits of ``tails`` when started in the background (:meth:`start_khat`)
+    _khat_job: KhatJob | None = None
 
     def __init__(self, logr: np.ndarray) -> None:
         logr = np.asarray(logr, dtype=np.float64)
@@ -192,6 +194,19 @@ class RatioStats:
         if L is not None:
             self.is_sums = (Lmax, num, sq, mxw)
         return self
+
+    def start_khat(self) -> None:
+        """Start the k̂ fits of ``tails`` on background threads (:meth:`tail_khat` collects
+        them), so that they overlap with the engine's next compiled passes."""
+        if self.tails is not None and self._khat_job is None:
+            self._khat_job = KhatJob(*self.tails).start()
+
+    def tail_khat(self) -> np.ndarray:
+        """Pareto k̂ ``[R, G]`` from ``tails`` (as ``diagnostics.khat_from_tails``; the
+        background fits of :meth:`start_khat` when they were started)."""
+        job = self._khat_job if self._khat_job is not None else KhatJob(*self.tails).start()
+        self._khat_job = None
+        return job.result().reshape(self.mx.shape)
 
     @property
     def logr(self) -> np.ndarray:
@@ -387,7 +402,7 @@ def stabilised_estimate(
         if not want_k:
             k = np.full(st.mx.shape, np.nan)
         elif st.tails is not None and st.tails[0].shape[1] == tail_size(st.E.shape[1]) + 1:
-            k = khat_from_tails(*st.tails).reshape(st.mx.shape)
+            k = st.tail_khat()
         else:
             k = pareto_khat(np.moveaxis(st.logr, 1, -1))
         return st.log_mean(), k, st.ess()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 import numpy as np
 
 from bayes_risk.attribute.candidates import decode_values
-from bayes_risk.attribute.diagnostics import khat_from_tails, pareto_khat, tail_size
+from bayes_risk.attribute.diagnostics import pareto_khat, tail_size
 from bayes_risk.attribute.estimator import (
     RatioStats,
     bootstrap_is,
@@ -146,13 +146,17 @@ def _ratio_pass(
     buffer ``slot``; ``tail``: select the Pareto tails for k̂; ``L`` is used when it has one row
     per draw of ``logp``."""
     hh = logp.shape[1]
-    return RatioStats.from_logp(
+    st = RatioStats.from_logp(
         np.moveaxis(logp, 1, 0),
         group.g0,
         tail=_khat_tail(hh) if tail else 0,
         L=L if (L is not None and L.shape[0] == hh) else None,
         out=ws.buffer(slot, (hh, group.size, group.n_candidates)),
     )
+    # the k̂ fits (numpy, GIL released) run while the next posterior's likelihoods and ratio
+    # pass (compiled, GIL released) are computed; the estimator collects them
+    st.start_khat()
+    return st
 
 
 class _DrawEstimator(EstimatorStrategy):
@@ -296,7 +300,7 @@ class PublishedIS(_DrawEstimator):
         if khat == "none":
             diag["khat"] = np.full(st0.mx.shape, np.nan)
         elif st0.tails is not None:
-            diag["khat"] = khat_from_tails(*st0.tails).reshape(st0.mx.shape)
+            diag["khat"] = st0.tail_khat()
         else:
             diag["khat"] = pareto_khat(np.moveaxis(st0.logr, 1, -1))
         boot = bootstrap_is(st0, dr.L, dr.counts, delta=published.delta) if dr.n_boot else None

@@ -485,3 +485,31 @@ def test_ratio_stats_from_logp_matches_reference_path():
     slow = is_estimate(logr, L, stats=ref)
     for key in ("loglik", "logphat", "ess_omega", "max_omega", "ess_q"):
         np.testing.assert_allclose(fast[key], slow[key], rtol=1e-10, equal_nan=True)
+
+
+def test_khat_background_fits_equal_synchronous_fits_and_any_row_split():
+    """The k̂ fits started in the background after a ratio pass (``RatioStats.start_khat``) give
+    bitwise the k̂ of the synchronous fits, whatever the split of the rows over threads and
+    the block size (rows are fitted independently); constant and unusable tails keep
+    ``inf`` / ``nan``."""
+    from bayes_risk.attribute.diagnostics import KhatJob, khat_from_tails, tail_size
+    from bayes_risk.attribute.estimator import RatioStats
+
+    rng = np.random.default_rng(11)
+    H, R, G = 300, 9, 6
+    logp = rng.standard_t(3, size=(H, R, G)) * 2.0
+    g0 = rng.integers(0, G, R)
+    logp[:, 4, (g0[4] + 1) % G] = logp[:, 4, g0[4]]  # a candidate equal to the truth: constant
+    logp[7, 5, (g0[5] + 1) % G] = np.nan  # unusable tail
+    st = RatioStats.from_logp(logp, g0, tail=tail_size(H))
+    ref = khat_from_tails(*st.tails).reshape(R, G)
+    assert np.isinf(ref[4, (g0[4] + 1) % G]) and np.isnan(ref[5, (g0[5] + 1) % G])
+    st.start_khat()
+    np.testing.assert_array_equal(st.tail_khat(), ref)
+    np.testing.assert_array_equal(st.tail_khat(), ref)  # again, synchronously
+    for n_parts, chunk in ((1, 3), (4, 8), (R * G, 1)):
+        job = KhatJob(*st.tails, chunk=chunk)
+        job.cuts = np.linspace(0, R * G, n_parts + 1).astype(np.int64)
+        for k in range(n_parts):
+            job.fit_part(k)
+        np.testing.assert_array_equal(job.result().reshape(R, G), ref)
