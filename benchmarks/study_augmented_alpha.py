@@ -24,7 +24,7 @@ Not a timing, not run by ``make bench``. Run from the repository root:
 ``.venv/bin/python benchmarks/study_augmented_alpha.py [--reps N] [--trace-reps N] [--tune N]
 [--plain-reps N --plain-tune N --plain-draws N]``; ``--reps 0 --trace-reps 0 --plain-reps 200
 --plain-tune 1000 --plain-draws 10000`` is the powered run recorded in ``benchmarks/README.md``
-(about 25 CPU minutes).
+(about 15 CPU minutes).
 """
 
 from __future__ import annotations
