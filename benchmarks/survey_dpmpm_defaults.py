@@ -13,8 +13,7 @@ examples or tests fit a DPMPM to, for seeds 1–4:
   of ``NYexample_MCZ.csv``.
 
 (``SD2011.csv`` and the ``CEdata`` files are not fitted with a DPMPM anywhere in the docs,
-examples or tests — their examples use CART, PMM and regression models — so they are not
-surveyed.)
+examples or tests, so they are not surveyed.)
 
 For each fit it prints the model's own convergence record (``convergence_summary()``): R-hat and
 bulk ESS of α, of the number of occupied classes ``k_occupied`` and of the data log-likelihood;
