@@ -39,12 +39,12 @@ _SPLIT_MERGE_VISITS = 20_000
 # sweep, ≈ 55 with 50, and up to ~1,400 (benchmarks/README.md, "Mixing")
 _SPLIT_MERGE_WARMUP = 5
 # record-columns × classes from which the class step runs on several threads. A parallel region
-# (numba's workqueue layer) costs one to two milliseconds per sweep to start and join, which the split
-# class step does not recover below ≈ 30 million: one chain of 200 + 200 sweeps on the idle
-# 2-core machine, serial twin against two threads, wall s: NYexample (20,000 × 10, K = 80, 16
-# million) 2.35–2.51 against 2.69–2.83; the table stacked twice (32 million) 3.04–3.12 against
-# 2.90–3.01; four times (64 million) 4.28–4.32 against 3.81–3.84 (23 November 2026). Both
-# kernels give the same draws, so the choice changes only the time.
+# (numba's workqueue layer) costs one to two milliseconds per sweep to start and join, which the
+# split class step does not recover below ≈ 30 million: one chain of 200 + 200 sweeps on the
+# idle 2-core machine, serial twin against two threads, wall s: NYexample (20,000 × 10, K = 80,
+# 16 million) 2.35–2.51 against 2.69–2.83; the table stacked twice (32 million) 3.04–3.12
+# against 2.90–3.01; four times (64 million) 4.28–4.32 against 3.81–3.84 (23 November 2026).
+# Both kernels give the same draws, so the choice changes only the time.
 _PARALLEL_MIN_WORK = 30_000_000
 
 
