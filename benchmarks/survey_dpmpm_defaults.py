@@ -25,7 +25,7 @@ parallel, and the survey then uses one core of the shared machine.
 
 Not a timing, not run by ``make bench``. Run from the repository root:
 ``.venv/bin/python benchmarks/survey_dpmpm_defaults.py [--sets NAME ...] [--seeds 1 2 3 4]
-[--cores N] [--jsonl FILE]``. Prints a table; never asserts.
+[--cores N] [--alpha-warmup-sweeps W] [--jsonl FILE]``. Prints a table; never asserts.
 """
 
 from __future__ import annotations
@@ -52,8 +52,9 @@ SETS = {
 MAIN = ("alpha", "k_occupied", "loglik")
 
 
-def fit_one(name: str, seed: int, cores: int, K: int) -> dict:
-    """One default fit and its convergence record."""
+def fit_one(name: str, seed: int, cores: int, K: int, warmup_sweeps: int | None = None) -> dict:
+    """One default fit and its convergence record (``warmup_sweeps``: the model's
+    ``alpha_warmup_sweeps``, ``None`` for its default)."""
     from bayes_risk.data.io import read_table
     from bayes_risk.models import DPMPM
 
@@ -61,8 +62,9 @@ def fit_one(name: str, seed: int, cores: int, K: int) -> dict:
     df = read_table(DATA / data_file)
     load = os.getloadavg()[0]
     c0, t0 = os.times(), time.perf_counter()
+    extra = {} if warmup_sweeps is None else {"alpha_warmup_sweeps": warmup_sweeps}
     model = DPMPM(n_components=K, cores=cores, progressbar=False,
-                  structural_zeros=None if mcz is None else DATA / mcz)
+                  structural_zeros=None if mcz is None else DATA / mcz, **extra)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the warnings are read from the record below
         model.fit(df, categorical=list(df.columns), random_seed=seed)
@@ -106,6 +108,9 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=1, help="chain workers (draws do not depend "
                     "on it; 1 keeps the survey to one core)")
     ap.add_argument("--components", type=int, default=80)
+    ap.add_argument("--alpha-warmup-sweeps", type=int, default=None,
+                    help="warm-up sweeps with α bounded (default: the model's; 0: no bound, "
+                    "the sampler before the bound)")
     ap.add_argument("--jsonl", type=Path, default=None, help="also append each fit's record")
     args = ap.parse_args()
     print("| data set | seed | α: mean, R-hat, bulk ESS | k*: mean, R-hat, ESS | "
@@ -117,7 +122,7 @@ def main() -> None:
             print(f"skipping {name}: {DATA / SETS[name][0]} not found")
             continue
         for seed in args.seeds:
-            r = fit_one(name, seed, args.cores, args.components)
+            r = fit_one(name, seed, args.cores, args.components, args.alpha_warmup_sweeps)
             print(_row(r), flush=True)
             if args.jsonl is not None:
                 with args.jsonl.open("a") as fh:

@@ -166,15 +166,16 @@ def relabel(z, c, nk, alpha, n_props, rng):  # pragma: no cover - numba
 
 @njit(cache=True)
 def collapsed_moves(y, z, c, nk, d, offsets, alpha, a, n_moves, n_props, a_alpha, b_alpha,
-                    rng):  # pragma: no cover - numba
+                    log_alpha_max, rng):  # pragma: no cover - numba
     """The sweep's moves on ``p(z | α, y)`` and the α update in one compiled call (each call
     that takes a numpy ``Generator`` costs ≈ 10–20 µs of dispatch): ``n_moves`` merge–split
     moves (``split_merge``), ``n_props`` label swaps (``relabel``), then one slice update
-    of α given the new class sizes (``_stick.slice_alpha``, width 1). The same draws as the
-    three calls one after the other. Returns ``(new_label, α)``."""
+    of α given the new class sizes (``_stick.slice_alpha``, width 1; restricted to
+    ``log α <= log_alpha_max``, ``inf`` for none). The same draws as the three calls one after
+    the other. Returns ``(new_label, α)``."""
     split_merge(y, z, c, nk, d, offsets, alpha, a, n_moves, rng)
     new_label = relabel(z, c, nk, alpha, n_props, rng)
     nkf = np.empty(nk.shape[0])
     for k in range(nk.shape[0]):
         nkf[k] = nk[k]
-    return new_label, slice_log_alpha(nkf, alpha, a_alpha, b_alpha, 1.0, rng)
+    return new_label, slice_log_alpha(nkf, alpha, a_alpha, b_alpha, 1.0, log_alpha_max, rng)

@@ -76,6 +76,7 @@ def gibbs_posterior(
         zeros=model._zeros,
         thin=int(model.thin),
     )
+    settings["alpha_warmup_bound"], settings["alpha_warmup_sweeps"] = model._alpha_warmup()
     if via_pymc:
         pm_model = model._build_model(codes, d, transforms=False)
         step = pymc_step([pm_model.rvs_to_values[v] for v in pm_model.free_RVs],

@@ -12,6 +12,7 @@ draws).
 from __future__ import annotations
 
 import functools
+import math
 
 import numba
 import numpy as np
@@ -66,7 +67,11 @@ class DPMPMGibbs:
     ``p(z | α, y)`` with the sticks and φ integrated out (``bayes_risk.models._dpmpm_labels``),
     then α given ``z`` (sticks integrated out, slice sampling:
     :func:`~bayes_risk.models._stick.slice_alpha`), the sticks given ``z`` and α (in log space,
-    never clipped), φ, and the classes and missing values given the parameters.
+    never clipped), φ, and the classes and missing values given the parameters. In the first
+    ``alpha_warmup_sweeps`` warm-up sweeps of each chain (never after the warm-up) α is drawn
+    from its conditional restricted to ``α <= alpha_warmup_bound`` (and starts below it): from
+    the start with every class occupied, α's conditional lies at ≈ 100 and a chain can settle
+    in a state of many small classes that it never leaves (``DPMPM``, ``alpha_warmup_bound``).
     """
 
     name = "dpmpm_gibbs"
@@ -76,7 +81,8 @@ class DPMPMGibbs:
     }
 
     def __init__(self, vars, *, codes, d, n_components, alpha_prior, dirichlet_prior,
-                 zeros=None, thin=1, model=None, blocked=True, rng=None):
+                 zeros=None, thin=1, alpha_warmup_bound=math.inf, alpha_warmup_sweeps=0,
+                 model=None, blocked=True, rng=None):
         # ``model`` and ``blocked`` are PyMC's step arguments (pymc_step); the sweep reads neither
         self.vars = vars
         self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
@@ -89,6 +95,9 @@ class DPMPMGibbs:
         self.prior = float(dirichlet_prior)
         self.zeros = zeros  # structural zeros (models._dpmpm_zeros) or None
         self.thin = int(thin)  # sweeps per kept draw after the warm-up (DPMPM.thin)
+        # α <= bound in the first sweeps of the warm-up (DPMPM.alpha_warmup_bound)
+        self.alpha_warmup_bound = float(alpha_warmup_bound)
+        self.alpha_warmup_sweeps = int(alpha_warmup_sweeps)
         # The sweep holds the records (codes, y, z) in its own order, sorted by pattern so that
         # the class step shares partial products (kern.class_step); the random numbers are
         # drawn per record of the data as before and mapped (same seed, same draws). With
@@ -116,6 +125,7 @@ class DPMPMGibbs:
         self._counts = None  # (n_k, c[L, K]) of the current (z, y): class_step computes them
         self._aug = None
         self._warmup_left = 0  # warm-up sweeps still to run (setup_chain)
+        self._bounded_left = 0  # warm-up sweeps still to run with α bounded (setup_chain)
         n = max(len(codes), 1)
         self.split_merge_moves = int(np.clip(min(round(_SPLIT_MERGE_VISITS / n), n // 10), 1, 20))
 
@@ -125,6 +135,8 @@ class DPMPMGibbs:
         # warm-up sweeps counted here: every driver (this package's loop, pm.sample sequential
         # or parallel) calls setup_chain with the number of tuning sweeps
         self._warmup_left = int(tune)
+        # never beyond the warm-up: the kept sweeps' target is the posterior
+        self._bounded_left = min(self.alpha_warmup_sweeps, int(tune))
         self._y = None
         self._z = None
         self._sticks = None  # (log V, log(1 - V)) of the last sweep, for the label moves
@@ -162,6 +174,8 @@ class DPMPMGibbs:
             # a start with a few classes (a prior draw) left chains on NYexample at 8–15 classes
             # and a data log-likelihood ~4,000 below the ~30-class region after 1,500 sweeps
             alpha = float(np.clip(rng.gamma(self.a_alpha, 1.0 / self.b_alpha), 0.5, 5.0))
+            if self._bounded_left > 0:  # the restricted update starts inside its support
+                alpha = min(alpha, self.alpha_warmup_bound)
             self._z = self._mapped(rng.integers(0, K, size=n).astype(np.int64), self.rec)
             self._aug = None if self.zeros is None else Augmentation(self.zeros, self.codes)
             if self._aug is not None:
@@ -193,6 +207,8 @@ class DPMPMGibbs:
         if self._aug is not None:  # the records the unrestricted model put in S
             self._aug.add_counts(nk, c, self.offsets)
         alpha_new = None
+        # α's update restricted to α <= upper in the first warm-up sweeps (inf: none)
+        upper = self.alpha_warmup_bound if self._bounded_left > 0 else math.inf
         if K > 1 and self._sticks is not None:
             # merge–split moves on p(z | α, y) (V, φ integrated out; redrawn below): whole
             # classes split or merge at once, which blocked Gibbs does one record at a time;
@@ -202,7 +218,7 @@ class DPMPMGibbs:
             moves = self.split_merge_moves * (_SPLIT_MERGE_WARMUP if warm else 1)
             new_label, alpha_new = collapsed_moves(
                 self._y, self._z, c, nk, self.d, self.offsets, alpha, self.prior, moves, 2 * K,
-                float(self.a_alpha), float(self.b_alpha), rng)
+                float(self.a_alpha), float(self.b_alpha), math.log(upper), rng)
             if self._aug is not None:
                 self._aug.relabel(new_label)
         new = dict(point)
@@ -210,7 +226,8 @@ class DPMPMGibbs:
         # (sticks) given z and the new α: a blocked draw of (α, V) | z
         if K > 1:
             if alpha_new is None:  # the first sweep: no moves before it
-                alpha_new = slice_alpha(nk, alpha, self.a_alpha, self.b_alpha, rng)
+                alpha_new = slice_alpha(nk, alpha, self.a_alpha, self.b_alpha, rng,
+                                        upper=upper)
             log_v, log_1mv = sample_sticks(nk, alpha_new, rng)
             log_pi = stick_breaking_log_parts(log_v, log_1mv)
             # stored V may round to 1 when 1 - V < 1e-16; the sampler uses the exact logs
@@ -249,6 +266,7 @@ class DPMPMGibbs:
             ll -= n * self._aug.step(self._y, self._z, phi, log_pi, rng)
             self._counts = None  # the step may redraw classes and imputations
         self._warmup_left -= 1
+        self._bounded_left -= 1
         stats = {"loglik": float(ll), "k_occupied": int(np.count_nonzero(nk))}
         return new, [stats]
 

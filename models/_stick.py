@@ -188,6 +188,7 @@ def slice_alpha(
     b_alpha: float,
     rng: np.random.Generator,
     width: float = 1.0,
+    upper: float = np.inf,
 ) -> float:
     """One slice-sampling update of α from ``p(α | z)`` with the sticks integrated out.
 
@@ -199,6 +200,11 @@ def slice_alpha(
     occupied for 1,300 sweeps on the ACS extract). Given ``z`` alone, α moves across its whole
     conditional in one update; the caller then draws the sticks given ``z`` and the new α.
 
+    ``upper`` restricts the update to ``α <= upper``: slice sampling on the conditional times
+    ``1{α <= upper}`` (a point above it is outside the slice), so the draw follows the truncated
+    conditional (never a clipped draw); ``alpha`` must lie below it. The DPMPM sampler uses it
+    in the first warm-up sweeps only (``DPMPM(alpha_warmup_bound=...)``).
+
     References
     ----------
     Neal, R. M. (2003). Slice sampling. The Annals of Statistics 31(3), 705–767.
@@ -208,7 +214,7 @@ def slice_alpha(
 
     nk = np.ascontiguousarray(nk, dtype=np.float64)
     return float(slice_log_alpha(nk, float(alpha), float(a_alpha), float(b_alpha),
-                                  float(width), rng))
+                                  float(width), float(np.log(upper)), rng))
 
 
 def initial_memberships(

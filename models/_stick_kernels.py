@@ -35,22 +35,32 @@ def _log_target(t, nk, a_alpha, b_alpha):  # pragma: no cover - numba
 
 
 @njit(cache=True)
-def slice_log_alpha(nk, alpha, a_alpha, b_alpha, width, rng):  # pragma: no cover - numba
+def _log_target_below(t, t_max, nk, a_alpha, b_alpha):  # pragma: no cover - numba
+    # the target times 1{t <= t_max}: t_max = inf leaves every comparison as it was
+    if t > t_max:
+        return -math.inf
+    return _log_target(t, nk, a_alpha, b_alpha)
+
+
+@njit(cache=True)
+def slice_log_alpha(nk, alpha, a_alpha, b_alpha, width, t_max, rng):  # pragma: no cover - numba
+    """One slice update of ``t = log α`` (stepping out, shrinkage) on ``p(α | z)`` restricted
+    to ``t <= t_max`` (``inf``: unrestricted); ``log α`` must satisfy the restriction."""
     t0 = math.log(alpha)
-    level = _log_target(t0, nk, a_alpha, b_alpha) + math.log(1.0 - rng.random())
+    level = _log_target_below(t0, t_max, nk, a_alpha, b_alpha) + math.log(1.0 - rng.random())
     lo = t0 - width * rng.random()
     hi = lo + width
     for _ in range(50):  # stepping out
-        if _log_target(lo, nk, a_alpha, b_alpha) < level:
+        if _log_target_below(lo, t_max, nk, a_alpha, b_alpha) < level:
             break
         lo -= width
     for _ in range(50):
-        if _log_target(hi, nk, a_alpha, b_alpha) < level:
+        if _log_target_below(hi, t_max, nk, a_alpha, b_alpha) < level:
             break
         hi += width
     for _ in range(200):  # shrinkage
         t = lo + (hi - lo) * rng.random()
-        if _log_target(t, nk, a_alpha, b_alpha) >= level:
+        if _log_target_below(t, t_max, nk, a_alpha, b_alpha) >= level:
             return math.exp(t)
         if t < t0:
             lo = t

@@ -45,6 +45,13 @@ _PHI_FLOOR = 1e-300  # the DPMPM φ step: floor before logs
 # (benchmarks/README.md, "Mixing"); 2,500 sweeps give ≈ 650–750, at the same H and storage
 _DEFAULT_DRAWS = 500
 _DEFAULT_THIN = 5
+# α restricted to its prior's 95 % quantile (4.9 under Gamma(0.25, 0.25)) in the first 100
+# warm-up sweeps: from the start with every class occupied, 14 of 80 default chains on
+# ss16pusa_sample_nozeros (K = 80) had settled by sweep 100 at α ≈ 100–140 with 51–65 classes
+# and never left (posterior: α ≈ 0.55–0.6, 4.5–4.8 classes); none entered that state later
+# (benchmarks/README.md, "Survey of the defaults")
+_ALPHA_WARMUP_QUANTILE = 0.95
+_ALPHA_WARMUP_SWEEPS = 100
 
 
 # stick breaking and α conditionals are shared with the Poisson mixtures (Hu & Savitsky 2018)
@@ -96,6 +103,17 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         given: that many sweeps, each kept, as in PyMC). NUTS keeps every draw (``thin=1``).
         Resolved when the model is created (``get_params`` gives the value used; a later
         ``set_params(draws=...)`` keeps it).
+    alpha_warmup_bound : float, optional
+        Upper bound of α during the first ``alpha_warmup_sweeps`` warm-up sweeps of each chain
+        (Gibbs sampler, ``K > 1``). Default (``None``): the 95 % quantile of the α prior, 4.9
+        for the default Gamma(0.25, 0.25). In those sweeps α is drawn from its conditional
+        restricted to ``α <= bound`` (the chain starts below it); afterwards, and in every kept
+        sweep, from the unrestricted conditional, so the kept draws target the posterior
+        whatever the bound. Why: the chains start with every class occupied, where α's
+        conditional lies near 100; without the bound a chain can settle in a state of many
+        small classes and large α that it does not leave (user guide, DPMPM convergence).
+    alpha_warmup_sweeps : int
+        Warm-up sweeps with α bounded (default 100; at most ``tune``); 0: no bound.
 
     Attributes
     ----------
@@ -157,6 +175,8 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         tune: int = 1000,
         draws: int | None = None,
         thin: int | None = None,
+        alpha_warmup_bound: float | None = None,
+        alpha_warmup_sweeps: int = _ALPHA_WARMUP_SWEEPS,
         chains: int = 2,
         cores: int | None = None,
         random_seed: RandomSeed = None,
@@ -181,6 +201,8 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         self.synthesis_mode = synthesis_mode
         self.sampler = sampler
         self.thin = thin
+        self.alpha_warmup_bound = alpha_warmup_bound
+        self.alpha_warmup_sweeps = alpha_warmup_sweeps
         self.structural_zeros = structural_zeros
         self._zeros = None  # StructuralZeros of the fitted schema (models._dpmpm_zeros)
         self.warnings_: list[str] = []
@@ -225,10 +247,53 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
                 f"thin={t!r} applies to the Gibbs sampler; with sampler='nuts' every draw is "
                 "kept (thin=1): ask for more draws instead."
             )
+        w = self.alpha_warmup_sweeps
+        if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 0:
+            raise ValidationError(
+                f"alpha_warmup_sweeps (warm-up sweeps with α bounded) must be an integer >= 0. "
+                f"Got {w!r}."
+            )
+        ub = self.alpha_warmup_bound
+        if ub is not None and (
+            isinstance(ub, bool) or not isinstance(ub, (int, float, np.number)) or not ub > 0
+        ):
+            raise ValidationError(
+                f"alpha_warmup_bound (upper bound of α in the first warm-up sweeps) must be a "
+                f"positive number, inf or None (the 95 % quantile of the α prior). Got {ub!r}."
+            )
         if self.structural_zeros is not None:
             from bayes_risk.models._dpmpm_zeros import read_structural_zeros
 
             read_structural_zeros(self.structural_zeros)
+
+    def _alpha_warmup(self) -> tuple[float, int]:
+        """The bound of α and the number of warm-up sweeps it holds for (0: none) in a fit."""
+        sweeps = min(int(self.alpha_warmup_sweeps), int(self.tune))
+        if self.sampler != "gibbs" or self.n_components == 1:
+            sweeps = 0  # NUTS draws the model as it is; with one class α does nothing
+        if self.alpha_warmup_bound is None:
+            from scipy.special import gammaincinv
+
+            a, b = (float(x) for x in self.alpha_prior)
+            bound = float(gammaincinv(a, _ALPHA_WARMUP_QUANTILE)) / b
+        else:
+            bound = float(self.alpha_warmup_bound)
+        return bound, (sweeps if np.isfinite(bound) else 0)
+
+    def convergence_summary(self) -> dict[str, Any]:
+        """JSON-ready convergence record of the fit (``BayesianSynthesizer.convergence_summary``:
+        written to ``convergence.json`` by ``save``, included in the outputs of every run
+        that uses the model), with ``alpha_warmup``: the ``bound`` of α and the number of
+        warm-up ``sweeps`` per chain it held for (``sweeps`` 0 and ``bound`` None: no bound).
+
+        Returns
+        -------
+        dict
+        """
+        out = super().convergence_summary()
+        bound, sweeps = self._alpha_warmup()
+        out["alpha_warmup"] = {"bound": bound if sweeps else None, "sweeps": sweeps}
+        return out
 
     @property
     def synthesis_mode_(self) -> str:

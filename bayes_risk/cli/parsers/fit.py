@@ -85,6 +85,14 @@ MODEL_OPTIONS: tuple[ModelOption, ...] = (
     ModelOption("--thin", "thin", ("dpmpm",),
                 "dpmpm Gibbs sampler: sweeps per kept draw after the warm-up (default 5 when "
                 "--draws is not given, else 1)", {"type": int, "metavar": "T"}),
+    ModelOption("--alpha-warmup-bound", "alpha_warmup_bound", ("dpmpm",),
+                "dpmpm Gibbs sampler: upper bound of the concentration α in the first warm-up "
+                "sweeps of each chain (default: the 95 %% quantile of its prior, 4.9 for the "
+                "default prior); the kept draws are never bounded",
+                {"type": float, "metavar": "B"}),
+    ModelOption("--alpha-warmup-sweeps", "alpha_warmup_sweeps", ("dpmpm",),
+                "dpmpm Gibbs sampler: warm-up sweeps per chain with α bounded (default 100; "
+                "0: no bound)", {"type": int, "metavar": "W"}),
     ModelOption("--variant", "variant", ("poisson-mixture",),
                 "poisson-mixture: mp (mixture of Poissons), mm (totals preserved) or tcmm "
                 "(tail-collapsed MM, provisional)", {"choices": ["mp", "mm", "tcmm"]}),
