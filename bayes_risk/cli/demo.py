@@ -115,10 +115,13 @@ def _run_parts(args: argparse.Namespace, m: int, out: Path) -> list[str]:
         cats = list(acs.columns)
         model = acs_dir / "model"
         syn = acs_dir / "synthetic"
+        mcmc = [
+            a for opt, v in (("--components", args.components), ("--tune", args.tune),
+                             ("--draws", args.draws), ("--chains", args.chains))
+            if v is not None for a in (opt, str(v))
+        ]
         step("ACS: DPMPM fit", [
-            "fit", str(acs_csv), "--method", "dpmpm",
-            "--components", str(args.components), "--tune", str(args.tune),
-            "--draws", str(args.draws), "--chains", "1", "--random-seed", str(seed + 2),
+            "fit", str(acs_csv), "--method", "dpmpm", *mcmc, "--random-seed", str(seed + 2),
             "--out", str(model),
         ])
         step("ACS: DPMPM synthesis", [

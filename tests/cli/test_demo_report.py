@@ -22,7 +22,7 @@ def test_demo_end_to_end(tmp_path, capsys):
     out = tmp_path / "demo"
     status = main([
         "demo", "--out", str(out), "-m", "2", "--n-ce", "300", "--n-acs", "300",
-        "--components", "8", "--tune", "60", "--draws", "120", "--quiet",
+        "--components", "8", "--tune", "60", "--draws", "120", "--chains", "1", "--quiet",
     ])
     assert status == 0
     # the summary on stdout (also with --quiet) is the reports' final paths, never the temporary
@@ -65,3 +65,31 @@ def test_demo_end_to_end(tmp_path, capsys):
 def test_demo_rejects_bad_m(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path / "d"), "-m", "0", "--quiet"]) == 2
     assert "-m must be an integer >= 1" in capsys.readouterr().err
+
+
+def test_demo_fits_the_dpmpm_with_its_defaults_unless_asked(tmp_path, monkeypatch):
+    """The demo's DPMPM fit (and so the audit's augmented fits) uses the model's own defaults;
+    options given are passed on to ``bayes-risk fit``."""
+    import pathlib
+
+    import bayes_risk.cli.demo as demo
+
+    calls: list[list[str]] = []
+
+    def fake_call(argv, quiet):
+        calls.append(argv)
+        if argv[0] == "audit":
+            out = argv[argv.index("--out") + 1]
+            pathlib.Path(out).mkdir(parents=True, exist_ok=True)
+            (pathlib.Path(out) / "summary.json").write_text('{"step_warnings": []}')
+
+    monkeypatch.setattr(demo, "_call", fake_call)
+    base = ["demo", "--part", "acs", "--n-acs", "50", "-m", "1", "--quiet"]
+    assert main([*base, "--out", str(tmp_path / "a")]) == 0
+    fit = next(a for a in calls if a[0] == "fit")
+    assert not {"--components", "--tune", "--draws", "--chains"} & set(fit)
+    calls.clear()
+    assert main([*base, "--chains", "3", "--tune", "7", "--out", str(tmp_path / "b")]) == 0
+    fit = next(a for a in calls if a[0] == "fit")
+    assert fit[fit.index("--chains") + 1] == "3" and fit[fit.index("--tune") + 1] == "7"
+    assert "--components" not in fit and "--draws" not in fit

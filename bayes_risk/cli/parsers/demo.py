@@ -32,10 +32,18 @@ def add_parser(sub: Any) -> None:
                    help="records in the CE-like table (default 5571, the size of the CE sample)")
     p.add_argument("--n-acs", type=int, default=2000, metavar="N",
                    help="records in the ACS-like table (default 2000)")
-    p.add_argument("--components", type=int, default=20, metavar="K",
-                   help="DPMPM truncation level (default 20)")
-    p.add_argument("--tune", type=int, default=300, help="DPMPM burn-in sweeps (default 300)")
-    p.add_argument("--draws", type=int, default=500, help="DPMPM posterior draws (default 500)")
+    # default None: the DPMPM's own defaults (2 chains, 1,000 warm-up sweeps, every 5th of
+    # 2,500 kept, K = 50), so that the demo's fits and the audit's augmented fits are the ones
+    # a user's run would make, and the report's convergence checks speak of those
+    p.add_argument("--components", type=int, default=None, metavar="K",
+                   help="DPMPM truncation level (default: the model's, 50)")
+    p.add_argument("--tune", type=int, default=None,
+                   help="DPMPM warm-up sweeps per chain (default: the model's, 1000)")
+    p.add_argument("--draws", type=int, default=None,
+                   help="DPMPM kept draws per chain (default: the model's, 500 taken every 5th "
+                        "of 2,500 sweeps)")
+    p.add_argument("--chains", type=int, default=None,
+                   help="DPMPM chains (default: the model's, 2, run in parallel)")
     p.add_argument("--part", choices=["all", "ce", "acs"], default="all",
                    help="run only one part (default all)")
     add_seed_argument(p, default=2026)
