@@ -386,7 +386,12 @@ def _check_numeric_text(c: str, s: pd.Series, declared: str | None) -> None:
 def _levels_of(s: pd.Series) -> tuple[Any, ...]:
     if isinstance(s.dtype, pd.CategoricalDtype):
         return tuple(_level_to_json(v) for v in s.dtype.categories)
-    return _sort_levels(_level_to_json(v) for v in pd.unique(s.dropna()))
+    values = [_level_to_json(v) for v in pd.unique(s.dropna())]
+    # a CSV column of integer codes with missing values is read as float: its levels are the
+    # integers written in the file (1, not 1.0, in model.json and in the synthetic data)
+    if values and all(isinstance(v, float) and v.is_integer() for v in values):
+        values = [int(v) for v in values]
+    return _sort_levels(values)
 
 
 def infer_schema(

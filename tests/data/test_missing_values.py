@@ -171,3 +171,20 @@ def test_missing_mask_equals_isna_plus_codes(values):
     if isinstance(values.dtype, np.dtype) and values.dtype.kind in "biuf":
         coded = missing_mask(values, [2.0])
         np.testing.assert_array_equal(coded, want | (np.asarray(values, dtype=float) == 2.0))
+
+
+def test_integer_codes_read_as_float_keep_integer_levels(tmp_path):
+    """A CSV column of integer codes with empty fields is read as float; its levels are the
+    integers of the file (model.json and reports show 1, not 1.0), and values still encode."""
+    from bayes_risk.data import encode, infer_schema, read_table
+
+    p = tmp_path / "t.csv"
+    p.write_text('"A","B","C"\n"1","x",0.5\n,"y",1.5\n"3","x",\n"1",,2.0\n')
+    df = read_table(p)
+    assert df["A"].dtype == np.float64
+    schema = infer_schema(df, categorical=["A", "B", "C"])
+    assert schema["A"].levels == (1, 3)
+    assert all(type(v) is int for v in schema["A"].levels)
+    assert schema["C"].levels == (0.5, 1.5, 2.0)  # not all whole: kept as written
+    codes = encode(df, schema, ["A"])
+    assert codes[:, 0].tolist() == [0, -1, 1, 0]
