@@ -24,9 +24,13 @@ maximum over the records of the difference between the chains, and the same of t
 between the halves of one chain divided by √2 (about the difference two chains that sample the
 same distribution would show: the Monte Carlo noise).
 
+``--structural-zeros`` fits the ACS extract with its 8 structural-zero cells
+(``ss16pusa_ds_MCZ.csv``, as ``bayes-risk fit --structural-zeros``): the case whose chains can
+sit in a minor mode of ≈ 6 classes (benchmarks/README.md, "Mixing").
+
 Run from the repository root:
-``.venv/bin/python benchmarks/bench_dpmpm_mixing.py [--data acs|ny] [--seeds 1 2 3 4]
-[--draws N --thin T] [--tune W] [--trace B] [--records N]``.
+``.venv/bin/python benchmarks/bench_dpmpm_mixing.py [--data acs|ny] [--structural-zeros]
+[--seeds 1 2 3 4] [--draws N --thin T] [--tune W] [--trace B] [--records N]``.
 Prints a table; never asserts.
 """
 
@@ -47,6 +51,9 @@ DATA = {
            ["OWNERSHP", "MORTGAGE", "AGE", "SEX", "MARST", "RACESING", "EDUC", "EMPSTAT",
             "DISABWRK", "VETSTAT"]),
 }
+
+# structural zeros of the ACS extract (--structural-zeros)
+MCZ = ROOT.parent / "shared" / "data" / "ss16pusa_ds_MCZ.csv"
 
 # columns whose conditional probabilities --records compares between chains
 COMPARED = {"acs": ("AGEP", "MAR", "SCHL"), "ny": ("AGE", "EDUC", "MARST")}
@@ -151,6 +158,8 @@ def main() -> None:
                          "the previous default run)")
     ap.add_argument("--thin", type=int, default=None, help="sweeps per kept draw")
     ap.add_argument("--tune", type=int, default=None, help="warm-up sweeps per chain")
+    ap.add_argument("--structural-zeros", action="store_true",
+                    help="fit the ACS extract with its structural zeros (ss16pusa_ds_MCZ.csv)")
     ap.add_argument("--trace", type=int, default=0, metavar="B",
                     help="also print each chain's mean log-likelihood and k* per B sweeps")
     ap.add_argument("--records", type=int, default=0, metavar="N",
@@ -158,6 +167,10 @@ def main() -> None:
     args = ap.parse_args()
     settings = {k: v for k, v in (("draws", args.draws), ("thin", args.thin),
                                   ("tune", args.tune)) if v is not None}
+    if args.structural_zeros:
+        if args.data != "acs":
+            ap.error("--structural-zeros: only with --data acs")
+        settings["structural_zeros"] = MCZ
     path, cols = DATA[args.data]
     compared = COMPARED[args.data]
     df = pd.read_csv(path, dtype=str)[cols]  # NYexample's empty fields stay missing (NaN)
