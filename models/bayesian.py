@@ -325,7 +325,8 @@ class BayesianSynthesizer(
 
     def draw_chains(self) -> np.ndarray:
         """``[H]`` chain of each flattened draw (chain-major: ``h // draws``), for the
-        attribute engine's between-chain check (:class:`~bayes_risk.protocols.SupportsDrawChains`)."""
+        attribute engine's between-chain check
+        (:class:`~bayes_risk.protocols.SupportsDrawChains`)."""
         self._check_fitted()
         post = self.posterior_["posterior"]
         return np.repeat(np.arange(int(post.sizes["chain"])), int(post.sizes["draw"]))

@@ -64,7 +64,8 @@ def _chain_labels(chains: Any, h: int) -> np.ndarray:
                 "(equally long chains, chain-major)."
             )
         return np.repeat(np.arange(c, dtype=np.int64), h // c)
-    if arr.shape != (h,) or not np.issubdtype(arr.dtype, np.integer) or (arr.size and arr.min() < 0):
+    integer = np.issubdtype(arr.dtype, np.integer)
+    if arr.shape != (h,) or not integer or (arr.size and arr.min() < 0):
         raise ValidationError(
             f"chains must be a number of chains or {h} non-negative integer chain labels, one "
             f"per draw. Got {chains!r:.80}."
