@@ -7,6 +7,7 @@ bootstrap quantiles, the record table, settings and warnings.
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -194,7 +195,11 @@ def _chain_flags(
     """The between-chain check (``CHAINS_DISAGREE``, :mod:`bayes_risk.attribute.chains`)."""
     if plan.chains is None or not plan.chains.run:
         return None
+    t_c = time.perf_counter()
     chains = chain_agreement(diags, logprior, g0)
+    part.timing["chain_check_s"] = (
+        part.timing.get("chain_check_s", 0.0) + time.perf_counter() - t_c
+    )
     for k, i in enumerate(recs):
         if chains["flag"][k] and i not in unchanged:
             part.flags[i] = order_flags([*part.flags[i], "CHAINS_DISAGREE"])

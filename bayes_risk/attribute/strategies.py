@@ -334,8 +334,12 @@ class Stabilised(_DrawEstimator):
         st = stabilised_estimate(st0, logr_aug, psis=dg.psis, khat=dg.khat)
         if plan.chains is not None and plan.chains.run:
             # each chain's estimate from the same ratios (a regrouping of the sums over draws)
+            t_c = time.perf_counter()
             diag["chain_loglik"], diag["chain_dev"] = chain_estimates(
                 plan.chains, st0, logr_aug, group.g0
+            )
+            ws.timing["chain_check_s"] = (
+                ws.timing.get("chain_check_s", 0.0) + time.perf_counter() - t_c
             )
         diag["khat"] = st["khat0"]
         diag["khat_aug"] = st["khat_aug"]
