@@ -6,7 +6,8 @@ Attribute-risk diagnostics) is seen by R-hat at the level of the model, but noth
 ``C >= 2`` chains, the stabilised estimator (methods, The stabilised estimator) is therefore
 also computed from each chain's draws alone — draws of ``p(Θ | y)`` of chain ``c`` and draws of
 each ``p(Θ | y, Z_(l))`` of chain ``c`` — with the same candidates and ratios: a regrouping of
-the sums over draws the engine already forms, no further likelihood evaluation.
+the sums over draws the engine already forms, no further likelihood evaluation (plain means,
+also when ``psis=True`` smooths the reported ones).
 
 Criterion (decided once the prior is known, :func:`chain_agreement`). For each chain ``c`` the
 truth's probability ``p_c`` and its log-odds against the strongest other candidate (its margin:

@@ -302,7 +302,7 @@ class AttributeRiskResult(RiskResult):
         """``settings["chain_check"]`` with the number of records flagged ``CHAINS_DISAGREE``
         (``None`` when the check did not run)."""
         note = dict(self.settings.get("chain_check") or {"status": "not run",
-                                                        "reason": "not recorded"})
+                                                        "reason": "no posterior draws"})
         ran = note.get("status") == "run"
         note["records_flagged"] = (
             int(self.records["flags"].str.contains("CHAINS_DISAGREE", regex=False).sum())
