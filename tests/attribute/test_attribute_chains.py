@@ -101,7 +101,7 @@ def test_well_mixed_chains_flag_almost_nothing(rep):
     assert _flagged(res).sum() <= 1  # at the test's level 0.001 per record, before materiality
     z = res.records["chain_z"].to_numpy()
     # |N(0, 1)| has mean 0.80: the standard errors are of the right size
-    assert 0.5 < np.mean(z) < 1.2
+    assert 0.5 < np.mean(z) < 1.3  # independent-draw errors: 3.3 with rep = 10
 
 
 def test_one_chain_runs_no_check_and_says_so():
