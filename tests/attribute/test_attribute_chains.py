@@ -201,3 +201,25 @@ def test_chain_agreement_does_not_depend_on_the_order_of_the_chains(seed, perm):
     b = chain_agreement([{k: v[list(perm)] for k, v in d.items()} for d in diags], lp, g0)
     for k in a:
         np.testing.assert_allclose(a[k], b[k], rtol=1e-12)
+
+
+def test_dpmpm_chains_reach_the_check_and_agree():
+    # K = 1: the posterior is a product of Dirichlets, which the Gibbs sampler draws exactly,
+    # so the two chains sample the same posterior and the check must flag nothing
+    dpmpm = pytest.importorskip("bayes_risk.models.dpmpm")
+    from bayes_risk.data import make_acs_like
+
+    df = make_acs_like(150, random_seed=3)[["SEX", "AGE", "RACE", "EDUC"]]
+    model = dpmpm.DPMPM(n_components=1, tune=20, draws=300, chains=2, cores=1,
+                        progressbar=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(df, random_seed=5)
+        syn = model.synthesize(2, random_seed=6)
+        res = attribute_risk(model, df, syn, records=range(40), random_seed=7,
+                             progressbar=False)
+    np.testing.assert_array_equal(model.draw_chains(), np.repeat([0, 1], model.n_draws // 2))
+    assert res.settings["chain_check"]["status"] == "run"
+    assert res.settings["chain_check"]["chains"] == 2
+    assert not _flagged(res).any()
+    assert np.all(res.records["p_true_chain_max"] - res.records["p_true_chain_min"] < 0.02)
