@@ -223,3 +223,13 @@ def test_dpmpm_chains_reach_the_check_and_agree():
     assert res.settings["chain_check"]["chains"] == 2
     assert not _flagged(res).any()
     assert np.all(res.records["p_true_chain_max"] - res.records["p_true_chain_min"] < 0.02)
+
+
+def test_augmented_fit_with_other_chains_is_used_whole():
+    # the chains of the case differ only in the augmented draws: used whole (one chain given),
+    # they are common to both chains' estimates, which then agree
+    df, model, aug, _, _ = _case(1)
+    res = _run(df, model, [aug[0].with_draws(aug[0].draws)])
+    assert res.settings["chain_check"]["status"] == "run"
+    assert "used whole" in res.settings["chain_check"]["reason"]
+    assert not _flagged(res).any()
