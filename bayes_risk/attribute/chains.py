@@ -235,8 +235,9 @@ def chain_estimates(
     chain_loglik : ndarray (R, C, G)
         ``Σ_l log Ê_{y,Z_(l)}^c[r] − m log Ê_y^c[r]`` from chain ``c``'s draws.
     chain_dev : float32 ndarray (R, C, K, G)
-        Batch deviations of ``chain_loglik`` (first order): their mean square over batches
-        divided by ``K − 1`` is the batch-means variance of a linear function of it.
+        Batch deviations of ``chain_loglik`` (first order, summing to 0 over the batches): the
+        batch-means variance of a linear function ``a · chain_loglik[c]`` is
+        ``Σ_k (a · chain_dev[c, k])² / (K (K − 1))``.
     """
     m = len(st_aug)
     l0, d0 = _chain_means(st0, cp.base, g0, cp)
