@@ -21,6 +21,7 @@ Identification risk (Drechsler & Reiter 2008, eq. 5)
     columns, for posterior Monte Carlo identification risk).
 Either engine
     :class:`SupportsConvergenceSummary` (MCMC diagnostics reported with a result),
+    :class:`SupportsDrawChains` (which MCMC chain each posterior draw comes from),
     :class:`SupportsMissingValues` (record likelihoods that marginalise missing values).
 
 ``runtime_checkable`` checks that the members exist, not their signatures: the keyword
@@ -49,6 +50,7 @@ __all__ = [
     "SupportsPartialSynthesis",
     "SupportsMissingValues",
     "SupportsConvergenceSummary",
+    "SupportsDrawChains",
     "SupportsPosteriorReplicates",
     "LargestValuePieces",
     "SupportsLargestValue",
@@ -263,6 +265,17 @@ class SupportsConvergenceSummary(Protocol):
     def convergence_summary(self) -> dict[str, Any]:
         """R-hat and ESS of the diagnosed quantities and structured ``warnings`` (each a dict
         with ``code``, ``quantities`` and ``message``)."""
+        ...
+
+
+@runtime_checkable
+class SupportsDrawChains(Protocol):
+    """Posterior draws from several MCMC chains: the attribute-risk engine then compares each
+    record's estimate between chains (record flag ``CHAINS_DISAGREE``)."""
+
+    def draw_chains(self) -> np.ndarray:
+        """``[H]`` int array: the chain of each flattened posterior draw (chains labelled
+        ``0..C-1``; draws of one chain in sampling order)."""
         ...
 
 

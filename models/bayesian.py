@@ -323,6 +323,14 @@ class BayesianSynthesizer(
         post = self.posterior_["posterior"]
         return int(post.sizes["chain"] * post.sizes["draw"])
 
+    def draw_chains(self) -> np.ndarray:
+        """``[H]`` chain of each flattened draw (chain-major: ``h // draws``), for the
+        attribute engine's between-chain check
+        (:class:`~bayes_risk.protocols.SupportsDrawChains`)."""
+        self._check_fitted()
+        post = self.posterior_["posterior"]
+        return np.repeat(np.arange(int(post.sizes["chain"])), int(post.sizes["draw"]))
+
     @property
     def n_records(self) -> int:
         """Number of records of the data the model was fitted to (rows of each synthetic set)."""

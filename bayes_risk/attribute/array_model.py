@@ -51,6 +51,28 @@ def _n_draws(draws: Any) -> int:
     return int(np.shape(draws)[0])
 
 
+def _chain_labels(chains: Any, h: int) -> np.ndarray:
+    """``[H]`` chain labels from ``chains`` of :class:`ArrayModel` (a count or the labels)."""
+    if chains is None:
+        return np.zeros(h, dtype=np.int64)
+    arr = np.asarray(chains)
+    if arr.ndim == 0 and np.issubdtype(arr.dtype, np.integer):
+        c = int(arr)
+        if c < 1 or h % c:
+            raise ValidationError(
+                f"chains = {c} must be a positive divisor of the number of draws H = {h} "
+                "(equally long chains, chain-major)."
+            )
+        return np.repeat(np.arange(c, dtype=np.int64), h // c)
+    integer = np.issubdtype(arr.dtype, np.integer)
+    if arr.shape != (h,) or not integer or (arr.size and arr.min() < 0):
+        raise ValidationError(
+            f"chains must be a number of chains or {h} non-negative integer chain labels, one "
+            f"per draw. Got {chains!r:.80}."
+        )
+    return arr.astype(np.int64)
+
+
 class ArrayModel:
     """A Bayesian synthesis model given by posterior draws and a per-draw record log-likelihood.
 
@@ -86,6 +108,12 @@ class ArrayModel:
     neighbourhood_fn : callable, optional
         Fast path ``f(records_df, draws) -> ndarray[H, n, G]`` of one-variable-different
         candidate log-likelihoods (candidate-set order).
+    chains : int or array of int, optional
+        Which MCMC chain each draw comes from: a number ``C`` of equally long chains stored
+        chain-major (draw ``h`` in chain ``h // (H / C)``, the order of ArviZ's
+        ``stack(sample=("chain", "draw"))``), or ``H`` chain labels. With two or more chains the
+        engine compares each record's estimate between chains (flag ``CHAINS_DISAGREE``).
+        Default: one chain.
 
     Examples
     --------
@@ -116,6 +144,7 @@ class ArrayModel:
         augment_fn: Callable[..., Any] | None = None,
         own_record_delta_fn: Callable[..., np.ndarray] | None = None,
         neighbourhood_fn: Callable[[pd.DataFrame, Any], np.ndarray] | None = None,
+        chains: int | Sequence[int] | np.ndarray | None = None,
     ) -> None:
         if not callable(loglik_fn):
             raise ValidationError("loglik_fn must be callable: f(records, draws) -> [H, n].")
@@ -146,14 +175,20 @@ class ArrayModel:
         self._h = _n_draws(draws)
         if self._h < 1:
             raise ValidationError("draws must hold at least one posterior draw.")
+        self._chains = _chain_labels(chains, self._h)
 
     @property
     def n_draws(self) -> int:
         """Number of posterior draws ``H``."""
         return self._h
 
-    def with_draws(self, draws: Any) -> ArrayModel:
-        """The same model with other draws (e.g. of ``p(Θ | y, Z_(l))`` for the stabilised one)."""
+    def draw_chains(self) -> np.ndarray:
+        """``[H]`` chain of each draw (all 0 when ``chains`` was not given)."""
+        return self._chains.copy()
+
+    def with_draws(self, draws: Any, *, chains: Any = None) -> ArrayModel:
+        """The same model with other draws (e.g. of ``p(Θ | y, Z_(l))`` for the stabilised one)
+        and their ``chains`` (see the class)."""
         return ArrayModel(
             self.loglik_fn,
             draws,
@@ -164,6 +199,7 @@ class ArrayModel:
             augment_fn=self.augment_fn,
             own_record_delta_fn=self.own_record_delta_fn,
             neighbourhood_fn=self._neighbourhood_fn,
+            chains=chains,
         )
 
     def _check(self, out: Any, n: int, what: str, h: int) -> np.ndarray:

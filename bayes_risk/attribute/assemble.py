@@ -7,6 +7,7 @@ bootstrap quantiles, the record table, settings and warnings.
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.attribute.chains import ChainPlan, chain_agreement
 from bayes_risk.attribute.missing import n_guessable
 from bayes_risk.attribute.plan import AttributePlan, PartitionOutput
 from bayes_risk.attribute.priors import PriorInputs, evaluate_prior
@@ -76,6 +78,7 @@ def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
             for k, i in enumerate(recs):
                 if bounds[2][k] and i not in unchanged:
                     part.flags[i] = order_flags([*part.flags[i], "KHAT_HIGH"])
+    chains = _chain_flags(plan, part, recs, diags, logprior, g0_arr, unchanged)
     # G: the candidates that cover observed values (attribute.missing)
     df = pd.DataFrame({"record": recs,
                        "G": [n_guessable(c.values, c.g0, data.is_cat) for c in cands]})
@@ -84,6 +87,9 @@ def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
     set_point_columns(df, rec)
     df["baseline"] = 1.0 / df["G"]
     _diagnostic_columns(df, plan, part, recs, cands, bounds)
+    if chains is not None:
+        for key in ("p_true_chain_min", "p_true_chain_max", "chain_z"):
+            df[key] = chains[key]
     boot_list = _bootstrap_list(plan, part, recs, cands)
     for k, v in bootstrap_summaries(boot_list, logprior, g0_arr, len(recs)).items():
         df[k] = v
@@ -171,10 +177,33 @@ def _released_unchanged(
         if i in part.boot:
             part.boot[i] = np.broadcast_to(ll, np.shape(part.boot[i])).copy()
         part.flags[i] = []  # the estimate is exact: no Monte Carlo diagnostics apply
-        for key in ("loglik_lo", "loglik_hi", "khat_high"):
+        for key in ("loglik_lo", "loglik_hi", "khat_high", "chain_loglik", "chain_dev"):
             part.diag[i].pop(key, None)
         unchanged.add(i)
     return syn_flags, unchanged
+
+
+def _chain_flags(
+    plan: AttributePlan,
+    part: PartitionOutput,
+    recs: Sequence[int],
+    diags: Sequence[dict[str, np.ndarray]],
+    logprior: Sequence[np.ndarray],
+    g0: np.ndarray,
+    unchanged: set[int],
+) -> dict[str, np.ndarray] | None:
+    """The between-chain check (``CHAINS_DISAGREE``, :mod:`bayes_risk.attribute.chains`)."""
+    if plan.chains is None or not plan.chains.run:
+        return None
+    t_c = time.perf_counter()
+    chains = chain_agreement(diags, logprior, g0)
+    part.timing["chain_check_s"] = (
+        part.timing.get("chain_check_s", 0.0) + time.perf_counter() - t_c
+    )
+    for k, i in enumerate(recs):
+        if chains["flag"][k] and i not in unchanged:
+            part.flags[i] = order_flags([*part.flags[i], "CHAINS_DISAGREE"])
+    return chains
 
 
 def _diagnostic_columns(
@@ -270,6 +299,8 @@ def _settings(plan: AttributePlan, part: PartitionOutput) -> dict[str, Any]:
         "random_seed": plan.random_seed_json,
         "khat_threshold": dg.khat_threshold,
         "low_ess_threshold": dg.low_ess_threshold,
+        "chain_check": (plan.chains if plan.chains is not None
+                        else ChainPlan(False, "not prepared")).to_dict(),
         "timing": dict(part.timing),
     }
 

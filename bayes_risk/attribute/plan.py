@@ -221,6 +221,8 @@ class AttributePlan:
     chunk_size: int
     random_seed_json: Any
     warn_codes: list[str]
+    #: the between-chain check (``bayes_risk.attribute.chains.ChainPlan``; ``None``: not run)
+    chains: Any = None
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import pandas as pd
 from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
 from bayes_risk.attribute.candidates import CandidateSpec, parse_candidates
+from bayes_risk.attribute.chains import chain_plan
 from bayes_risk.attribute.diagnostics import khat_threshold, low_ess_threshold
 from bayes_risk.attribute.estimator import bootstrap_counts
 from bayes_risk.attribute.likelihoods import model_access, neighbourhood_index
@@ -156,6 +157,7 @@ def prepare(
         chunk_size=int(chunk_size),
         random_seed_json=seed_to_json(random_seed),
         warn_codes=warn_codes,
+        chains=chain_plan(model, draw_idx, [a.model for a in aug.models], est),
     )
 
 

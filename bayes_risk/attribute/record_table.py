@@ -46,6 +46,7 @@ RECORD_FLAGS = (
     "TRUTH_OUTSIDE_SUPPORT",
     "ALL_CANDIDATES_IMPOSSIBLE",
     "MC_ERROR_HIGH",
+    "CHAINS_DISAGREE",
 )
 
 #: ``MC_ERROR_HIGH`` (plug-in likelihoods estimated by Monte Carlo, e.g. kernel-smoothed CART):

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 import numpy as np
 
 from bayes_risk.attribute.candidates import decode_values
+from bayes_risk.attribute.chains import chain_estimates
 from bayes_risk.attribute.diagnostics import pareto_khat, tail_size
 from bayes_risk.attribute.estimator import (
     RatioStats,
@@ -331,6 +332,15 @@ class Stabilised(_DrawEstimator):
             ndrop = ndrop + st_a.n_dropped
             logr_aug.append(st_a)
         st = stabilised_estimate(st0, logr_aug, psis=dg.psis, khat=dg.khat)
+        if plan.chains is not None and plan.chains.run:
+            # each chain's estimate from the same ratios (a regrouping of the sums over draws)
+            t_c = time.perf_counter()
+            diag["chain_loglik"], diag["chain_dev"] = chain_estimates(
+                plan.chains, st0, logr_aug, group.g0
+            )
+            ws.timing["chain_check_s"] = (
+                ws.timing.get("chain_check_s", 0.0) + time.perf_counter() - t_c
+            )
         diag["khat"] = st["khat0"]
         diag["khat_aug"] = st["khat_aug"]
         diag["ess_r"] = st["ess_r0"]

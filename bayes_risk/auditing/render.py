@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.report import format_number
+from bayes_risk.results._warnings import message
 
 __all__ = ["write_report", "CSP"]
 
@@ -42,6 +43,8 @@ DIAGNOSTICS = {
     "n_dropped": "Draws dropped as numerically degenerate (zero likelihood).",
     "boot_rank_q05": "5 % quantile of the rank of the truth over the draw bootstrap: a rank "
     "that moves between bootstrap replicates is not a stable finding.",
+    "chain_z": "Largest difference of p_true between two MCMC chains, in Monte Carlo "
+    "standard errors (p_true_chain_min / p_true_chain_max: each chain's own estimate).",
     "flags": "Why a record's estimate is flagged unstable; flagged records are counted "
     "separately, never averaged in.",
 }
@@ -327,6 +330,15 @@ def _attribute(sec: Section, s: Any, result: Any, links: _Links) -> None:
           ". Diagnostics, one sentence each:")
     sec.blocks.append(Block("dl", terms=[(k, v) for k, v in DIAGNOSTICS.items()
                                          if k in recs.columns]))
+    if counts:
+        sec.p("Flags, one sentence each:")
+        sec.blocks.append(Block("dl", terms=[(k, message(k)) for k in counts]))
+    ch = sm.get("between_chain_check") or {}
+    if ch:
+        sec.p("Between-chain check of the record estimates: "
+              + (f"{ch.get('reason')}; {ch.get('records_flagged')} record(s) flagged "
+                 "CHAINS_DISAGREE." if ch.get("status") == "run"
+                 else f"not run ({ch.get('reason')})."))
 
 
 @_step_section("disclosure", "disclosure", "Empirical disclosure measures (synthpop)")

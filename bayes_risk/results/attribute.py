@@ -42,7 +42,10 @@ class AttributeRiskResult(RiskResult):
         stabilised estimator also ``khat_aug_max``, ``ess_aug_min``, ``n_khat_high`` (candidates
         with a mean whose k̂ is above the threshold) and ``p_true_lower`` / ``p_true_upper`` (the
         range of ``p_true`` those means allow, see ``khat_rule`` of
-        :func:`~bayes_risk.attribute_risk`).
+        :func:`~bayes_risk.attribute_risk`); when the draws come from two or more chains also
+        ``p_true_chain_min`` / ``p_true_chain_max`` (the truth's probability estimated from each
+        chain's draws alone) and ``chain_z`` (their largest difference in Monte Carlo standard
+        errors), behind the flag ``CHAINS_DISAGREE``.
     columns : tuple of str
         The varying (unknown) columns.
     candidates : list of CandidateSet
@@ -54,7 +57,9 @@ class AttributeRiskResult(RiskResult):
         Per record: ``ess_q (G)``, ``khat (G)``, and when available ``ess_omega (m, G)``,
         ``max_omega (m, G)``, ``khat_aug (m, G)``, ``ess_aug (m, G)``, ``loglik_lo (G)``,
         ``loglik_hi (G)`` and ``khat_high (G)`` (stabilised estimator: the interval of each
-        candidate's log-likelihood allowed by its high-k̂ means, and which candidates have one).
+        candidate's log-likelihood allowed by its high-k̂ means, and which candidates have one),
+        ``chain_loglik (C, G)`` and ``chain_dev (C, K, G)`` (each chain's log-likelihoods and
+        their batch deviations, for the between-chain check).
     warnings : list of str
         Machine-readable codes; MCMC problems of the model's fit or of an
         augmented fit add their codes (``RHAT_HIGH``, ``LOW_ESS``, ``TRUNCATION_TOO_SMALL``).
@@ -165,6 +170,18 @@ class AttributeRiskResult(RiskResult):
                     fl = [c for c in f.split(";") if c and c != "KHAT_HIGH"]
                     new.append(";".join(_order_flags(fl + ["KHAT_HIGH"] if mk else fl)))
                 df["flags"] = new
+        if "p_true_chain_min" in df.columns:
+            # whether the chains' estimates differ materially depends on the prior too
+            from bayes_risk.attribute.chains import chain_agreement
+
+            ch = chain_agreement(self.diagnostics, logprior, self._g0())
+            for key in ("p_true_chain_min", "p_true_chain_max", "chain_z"):
+                df[key] = ch[key]
+            new = []
+            for f, mk in zip(df["flags"], ch["flag"], strict=False):
+                fl = [c for c in f.split(";") if c and c != "CHAINS_DISAGREE"]
+                new.append(";".join(_order_flags(fl + ["CHAINS_DISAGREE"] if mk else fl)))
+            df["flags"] = new
         boot = self._boot_loglik if bootstrap else None
         bq = _bootstrap_summaries(boot, logprior, self._g0(), len(df))
         for k, v in bq.items():
@@ -223,6 +240,9 @@ class AttributeRiskResult(RiskResult):
             (Hu–Reiter–Wang summaries of each group), ``all`` (all records, for comparison
             with published tables), ``random_guess_baseline`` (mean 1/G), ``published_estimator``
             (how degenerate the Hu 2019 §3.2.5 estimator was, when computed), ``pareto_khat``,
+            ``between_chain_check`` (whether the record estimates were compared between MCMC
+            chains — ``status`` "run" or "not run" with the ``reason``, e.g. one chain — and
+            ``records_flagged``: how many records are flagged ``CHAINS_DISAGREE``),
             ``settings``, ``warnings``, ``mcmc``; with the draw bootstrap kept,
             ``mc_uncertainty``: Monte Carlo standard errors and 90 % intervals of the unflagged
             records' file-level figures (``bayes_risk.attribute.uncertainty.file_uncertainty``;
@@ -266,6 +286,7 @@ class AttributeRiskResult(RiskResult):
             "random_guess_baseline": float(np.mean(df["baseline"])) if len(df) else float("nan"),
             "published_estimator": dict(self._degenerate),
             "pareto_khat": khat_note,
+            "between_chain_check": self._chain_note(),
             "settings": dict(self.settings),
             "warnings": list(self.warnings),
             "mcmc": dict(self.mcmc),
@@ -276,6 +297,18 @@ class AttributeRiskResult(RiskResult):
         if records:
             out["records"] = df.to_dict(orient="list")
         return to_jsonable(out)
+
+    def _chain_note(self) -> dict[str, Any]:
+        """``settings["chain_check"]`` with the number of records flagged ``CHAINS_DISAGREE``
+        (``None`` when the check did not run)."""
+        note = dict(self.settings.get("chain_check") or {"status": "not run",
+                                                        "reason": "no posterior draws"})
+        ran = note.get("status") == "run"
+        note["records_flagged"] = (
+            int(self.records["flags"].str.contains("CHAINS_DISAGREE", regex=False).sum())
+            if ran else None
+        )
+        return note
 
     def _mc_uncertainty(self) -> dict[str, Any] | None:
         """``file_uncertainty(self)`` (computed once), or ``None`` without a draw bootstrap."""
@@ -368,6 +401,12 @@ class AttributeRiskResult(RiskResult):
             notes.append(
                 "Flags: " + ", ".join(f"{k} × {v}" for k, v in d["flag_counts"].items()) + "."
             )
+        ch = d["between_chain_check"]
+        if ch.get("status") == "run":
+            notes.append(f"Between-chain check ({ch.get('reason')}): {ch['records_flagged']} "
+                         "record(s) whose estimate depends on the chain (CHAINS_DISAGREE).")
+        else:
+            notes.append(f"Between-chain check: not run ({ch.get('reason')}).")
         tables = {"File-level summary": pd.DataFrame(rows)}
         mc = d.get("mc_uncertainty")
         if mc is not None:

@@ -115,6 +115,9 @@ def test_html_is_self_contained_and_links_resolve(audited, tmp_path):
     n_exc = sum(v.exceeds for v in res.verdicts)
     assert f"{n_exc} of {len(res.verdicts)}" in html
     assert "skipped</strong> — no known column is synthesized" in html
+    # the attribute section says whether the estimates were compared between MCMC chains
+    assert "Between-chain check of the record estimates: not run (the &#39;plugin&#39;" in html \
+        or "Between-chain check of the record estimates: not run (the 'plugin'" in html
     # the same content as Markdown, figures beside it
     md = res.to_markdown(out / "report.md").read_text()
     assert "## Verdict" in md and "| utility |" in md

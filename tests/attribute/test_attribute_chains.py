@@ -1,0 +1,235 @@
+"""The between-chain check of the record estimates (flag ``CHAINS_DISAGREE``).
+
+A categorical model ``p(y | x, θ) = θ[x, y]`` given by hand-made Dirichlet draws in two chains
+and one augmented fit: for the ``x`` levels in ``affected`` the chains' augmented draws sit in
+different states (chain 0 favours ``y = 0``, chain 1 ``y = 2``; both give ``y = 1`` the same
+probability), elsewhere both chains draw from the same distribution. So the flag must fire for
+exactly the records with ``x`` affected and ``y != 1``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bayes_risk.attribute import ArrayModel, attribute_risk
+from bayes_risk.attribute.chains import CHAIN_TOLERANCE, chain_agreement
+from bayes_risk.data import infer_schema
+from bayes_risk.exceptions import ValidationError
+
+N_LEVELS = 10
+
+
+def _ll(records, theta):
+    xi = records["x"].astype(int).to_numpy()
+    yi = records["y"].astype(int).to_numpy()
+    return np.log(np.asarray(theta)[:, xi, yi])
+
+
+def _case(seed, *, n=200, affected=(0, 1), H=500, conc=200.0, rep=1, chains=2):
+    """(data, model, augmented, x, y); ``rep`` repeats each draw (autocorrelated chains)."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, N_LEVELS, n)
+    y = rng.integers(0, 3, n)
+    df = pd.DataFrame({"x": pd.Categorical(x, categories=range(N_LEVELS)),
+                       "y": pd.Categorical(y, categories=[0, 1, 2])})
+    schema = infer_schema(df, synthesized=["y"])
+
+    def draws(mean):
+        out = []
+        for c in range(2):
+            th = np.empty((H, N_LEVELS, 3))
+            for lv in range(N_LEVELS):
+                th[:, lv] = np.repeat(rng.dirichlet(conc * mean(c, lv), size=H // rep), rep, 0)
+            out.append(th)
+        return np.concatenate(out)
+
+    def aug_mean(c, lv):
+        if lv in affected:
+            return np.array([0.6, 0.3, 0.1]) if c == 0 else np.array([0.1, 0.3, 0.6])
+        return np.array([0.5, 0.3, 0.2])
+
+    base = draws(lambda c, lv: np.full(3, 1 / 3))
+    aug = draws(aug_mean)
+    ch = 2 if chains == 2 else None
+    model = ArrayModel(_ll, base, schema, ratio_form="conditional", chains=ch)
+    return df, model, [model.with_draws(aug, chains=ch)], x, y
+
+
+def _run(df, model, aug, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return attribute_risk(model, df, [df], augmented=aug, random_seed=3, progressbar=False,
+                              **kw)
+
+
+def _flagged(res):
+    return res.records["flags"].str.contains("CHAINS_DISAGREE", regex=False).to_numpy()
+
+
+def test_chains_in_different_states_flag_exactly_the_affected_records():
+    df, model, aug, x, y = _case(1)
+    res = _run(df, model, aug)
+    expected = np.isin(x, [0, 1]) & (y != 1)
+    assert expected.sum() > 10
+    np.testing.assert_array_equal(_flagged(res), expected)
+    r = res.records
+    # the chains' own estimates bracket a difference of about 0.6 − 0.1 for flagged records
+    spread = (r["p_true_chain_max"] - r["p_true_chain_min"]).to_numpy()
+    assert np.all(spread[expected] > 0.4)
+    assert np.all(spread[~expected] < CHAIN_TOLERANCE)
+    note = res.to_dict()["between_chain_check"]
+    assert note["status"] == "run" and note["chains"] == 2
+    assert note["records_flagged"] == int(expected.sum())
+    assert res.to_dict()["flag_counts"]["CHAINS_DISAGREE"] == int(expected.sum())
+    assert any(w.code == "CHAINS_DISAGREE" for w in res.structured_warnings)
+    assert "Between-chain check (2 chains" in str(res.summary())
+
+
+@pytest.mark.parametrize("rep", [1, 10])
+def test_well_mixed_chains_flag_almost_nothing(rep):
+    # rep = 10: each draw repeated ten times (strongly autocorrelated chains); batch means of
+    # 25 draws still see it, where independent-draw standard errors would be ~3x too small
+    df, model, aug, _, _ = _case(2, n=400, affected=(), rep=rep)
+    res = _run(df, model, aug)
+    assert res.settings["chain_check"]["status"] == "run"
+    assert _flagged(res).sum() <= 1  # at the test's level 0.001 per record, before materiality
+    z = res.records["chain_z"].to_numpy()
+    # |N(0, 1)| has mean 0.80: the standard errors are of the right size
+    assert 0.5 < np.mean(z) < 1.3  # independent-draw errors: 3.3 with rep = 10
+
+
+def test_one_chain_runs_no_check_and_says_so():
+    df, model, aug, _, _ = _case(1, chains=1)
+    res = _run(df, model, aug)
+    assert not _flagged(res).any()
+    assert "p_true_chain_min" not in res.records.columns
+    note = res.to_dict()["between_chain_check"]
+    assert note["status"] == "not run" and note["reason"].startswith("1 chain")
+    assert note["records_flagged"] is None
+    assert "Between-chain check: not run (1 chain" in str(res.summary())
+
+
+def test_published_estimator_and_short_chains_are_not_checked():
+    df, model, aug, _, _ = _case(1)
+    res = _run(df, model, None, estimator="is")
+    assert res.settings["chain_check"]["status"] == "not run"
+    assert "'is' estimator" in res.settings["chain_check"]["reason"]
+    df, model, aug, _, _ = _case(1, H=40)
+    res = _run(df, model, aug)
+    assert res.settings["chain_check"]["reason"].startswith("chains too short")
+
+
+def test_the_check_changes_no_estimate_and_no_other_flag():
+    df, model, aug, _, _ = _case(1)
+    two = _run(df, model, aug)
+    one = _run(df, ArrayModel(_ll, model.draws, model.schema_, ratio_form="conditional"),
+               [ArrayModel(_ll, aug[0].draws, model.schema_, ratio_form="conditional")])
+    for a, b in zip(two.loglik, one.loglik, strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(two.records["p_true"], one.records["p_true"])
+    other = two.records["flags"].str.replace(r";?CHAINS_DISAGREE", "", regex=True)
+    assert other.tolist() == one.records["flags"].tolist()
+
+
+def test_each_chain_estimate_is_the_estimate_from_that_chain_alone():
+    df, model, aug, _, _ = _case(1)
+    res = _run(df, model, aug)
+    H = model.n_draws // 2
+    for c in range(2):
+        part = slice(c * H, (c + 1) * H)
+        alone = _run(df, ArrayModel(_ll, model.draws[part], model.schema_,
+                                    ratio_form="conditional"),
+                     [ArrayModel(_ll, aug[0].draws[part], model.schema_,
+                                 ratio_form="conditional")])
+        for d, ll in zip(res.diagnostics, alone.loglik, strict=True):
+            np.testing.assert_allclose(d["chain_loglik"][c], ll, rtol=0, atol=1e-12)
+
+
+def test_relabelling_the_chains_changes_no_flag():
+    df, model, aug, _, _ = _case(1)
+    res = _run(df, model, aug)
+    H = model.n_draws // 2
+    swap = np.r_[np.arange(H, 2 * H), np.arange(H)]
+    sw = _run(df, model.with_draws(model.draws[swap], chains=2),
+              [aug[0].with_draws(aug[0].draws[swap], chains=2)])
+    assert sw.records["flags"].tolist() == res.records["flags"].tolist()
+    for k in ("p_true_chain_min", "p_true_chain_max", "chain_z"):
+        np.testing.assert_allclose(sw.records[k], res.records[k], rtol=1e-9)
+
+
+def test_with_prior_recomputes_the_check():
+    df, model, aug, _, _ = _case(1)
+    res = _run(df, model, aug)
+    new = res.with_prior("truth-weighted:2")
+    fresh = _run(df, model, aug, prior="truth-weighted:2")
+    assert new.records["flags"].tolist() == fresh.records["flags"].tolist()
+    np.testing.assert_allclose(new.records["chain_z"], fresh.records["chain_z"], rtol=1e-9)
+
+
+def test_array_model_chains_are_validated():
+    df, model, _, _, _ = _case(1)
+    with pytest.raises(ValidationError, match="divisor"):
+        ArrayModel(_ll, model.draws, model.schema_, chains=3)
+    with pytest.raises(ValidationError, match="chain labels"):
+        ArrayModel(_ll, model.draws, model.schema_, chains=[0, 1])
+    labels = np.repeat([5, 2], model.n_draws // 2)
+    m = ArrayModel(_ll, model.draws, model.schema_, chains=labels)
+    np.testing.assert_array_equal(m.draw_chains(), labels)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), perm=st.permutations([0, 1, 2]))
+def test_chain_agreement_does_not_depend_on_the_order_of_the_chains(seed, perm):
+    rng = np.random.default_rng(seed)
+    n, C, K, G = 6, 3, 8, 4
+    diags = []
+    for _ in range(n):
+        ll = rng.normal(0, 1, (C, G)) + rng.normal(0, 2, G)
+        diags.append({"chain_loglik": ll,
+                      "chain_dev": rng.normal(0, 0.05, (C, K, G)).astype(np.float32)})
+    for d in diags:
+        d["chain_dev"] -= d["chain_dev"].mean(axis=1, keepdims=True)
+    lp = [np.full(G, -np.log(G))] * n
+    g0 = rng.integers(0, G, n)
+    a = chain_agreement(diags, lp, g0)
+    b = chain_agreement([{k: v[list(perm)] for k, v in d.items()} for d in diags], lp, g0)
+    for k in a:
+        np.testing.assert_allclose(a[k], b[k], rtol=1e-12)
+
+
+def test_dpmpm_chains_reach_the_check_and_agree():
+    # K = 1: the posterior is a product of Dirichlets, which the Gibbs sampler draws exactly,
+    # so the two chains sample the same posterior and the check must flag nothing
+    dpmpm = pytest.importorskip("bayes_risk.models.dpmpm")
+    from bayes_risk.data import make_acs_like
+
+    df = make_acs_like(150, random_seed=3)[["SEX", "AGE", "RACE", "EDUC"]]
+    model = dpmpm.DPMPM(n_components=1, tune=20, draws=300, chains=2, cores=1,
+                        progressbar=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(df, random_seed=5)
+        syn = model.synthesize(2, random_seed=6)
+        res = attribute_risk(model, df, syn, records=range(40), random_seed=7,
+                             progressbar=False)
+    np.testing.assert_array_equal(model.draw_chains(), np.repeat([0, 1], model.n_draws // 2))
+    assert res.settings["chain_check"]["status"] == "run"
+    assert res.settings["chain_check"]["chains"] == 2
+    assert not _flagged(res).any()
+    assert np.all(res.records["p_true_chain_max"] - res.records["p_true_chain_min"] < 0.02)
+
+
+def test_augmented_fit_with_other_chains_is_used_whole():
+    # the chains of the case differ only in the augmented draws: used whole (one chain given),
+    # they are common to both chains' estimates, which then agree
+    df, model, aug, _, _ = _case(1)
+    res = _run(df, model, [aug[0].with_draws(aug[0].draws)])
+    assert res.settings["chain_check"]["status"] == "run"
+    assert "used whole" in res.settings["chain_check"]["reason"]
+    assert not _flagged(res).any()
