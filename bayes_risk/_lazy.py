@@ -76,7 +76,7 @@ def overlap(*tasks: Callable[[], object]) -> Iterator[None]:
 
 
 class Background:
-    """Run ``tasks`` (and those added by :func:`overlap`) one after another in a daemon thread.
+    """Run ``tasks`` (and those added by ``overlap``) one after another in a daemon thread.
 
     Used as a context manager around work that releases the GIL. Meant for work ahead of use
     (imports): an exception in a task is kept in ``error`` and the remaining tasks are skipped,

@@ -63,11 +63,10 @@ def table_fingerprint(data: pd.DataFrame, schema: Schema) -> str:
 
 
 def warm_up_writer() -> None:
-    """Write a one-value DataTree to memory as :meth:`~_BayesianPersistence.save` writes a
-    posterior: imports h5netcdf and h5py and does once what xarray does on its first NetCDF write
-    (plugin discovery; with dask installed, importing ``dask.distributed`` to look for a
-    scheduler, ≈ 0.2 s). ``bayes-risk fit`` runs it while the sampler runs
-    (``bayes_risk._lazy.overlap``)."""
+    """Write a one-value DataTree to memory as ``save`` writes a posterior: imports h5netcdf and
+    h5py and does once what xarray does on its first NetCDF write (plugin discovery; with dask
+    installed, importing ``dask.distributed`` to look for a scheduler, ≈ 0.2 s). ``bayes-risk
+    fit`` runs it while the sampler runs (``bayes_risk._lazy.overlap``)."""
     import io
 
     import xarray as xr
