@@ -62,6 +62,19 @@ def table_fingerprint(data: pd.DataFrame, schema: Schema) -> str:
     return h.hexdigest()
 
 
+def warm_up_writer() -> None:
+    """Write a one-value DataTree to memory as ``save`` writes a posterior: imports h5netcdf and
+    h5py and does once what xarray does on its first NetCDF write (plugin discovery; with dask
+    installed, importing ``dask.distributed`` to look for a scheduler, ≈ 0.2 s). ``bayes-risk
+    fit`` runs it while the sampler runs (``bayes_risk._lazy.overlap``)."""
+    import io
+
+    import xarray as xr
+
+    tree = xr.DataTree.from_dict({"posterior": xr.Dataset({"x": ("draw", np.zeros(1))})})
+    tree.to_netcdf(io.BytesIO(), engine="h5netcdf")
+
+
 class _BayesianPersistence:
     """Mixin of ``BayesianSynthesizer``: save/load, fingerprint check, ``from_posterior``."""
 

@@ -253,7 +253,10 @@ def _serial_twin(kernel, name: str):
     f = kernel.py_func
     twin = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
     twin.__qualname__ = name
-    return njit(cache=True, fastmath=kernel.targetoptions.get("fastmath", False))(twin)
+    # nogil: while a one-chain fit runs it, ``bayes-risk fit`` imports its output stack on the
+    # other core (models._gibbs_run, bayes_risk._lazy.Background)
+    return njit(cache=True, nogil=True,
+                fastmath=kernel.targetoptions.get("fastmath", False))(twin)
 
 
 #: :func:`class_step` without threads. Each parallel region costs about 0.9 ms with numba's

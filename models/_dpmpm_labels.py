@@ -164,7 +164,7 @@ def relabel(z, c, nk, alpha, n_props, rng):  # pragma: no cover - numba
     return new_label
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # nogil: as kernels.class_step_serial
 def collapsed_moves(y, z, c, nk, d, offsets, alpha, a, n_moves, n_props, a_alpha, b_alpha,
                     log_alpha_max, rng):  # pragma: no cover - numba
     """The sweep's moves on ``p(z | α, y)`` and the α update in one compiled call (each call

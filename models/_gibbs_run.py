@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bayes_risk._lazy import Background
+
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 
@@ -264,13 +266,28 @@ def sample_gibbs(
                 if n_done[0] % 10 == 0:
                     bar(n_done[0])
 
-            for rng in rngs:
-                results.append(_run_chain(step, layout, rng, tune, draws, tick))
+            # the sweeps' kernels release the GIL: the DataTree's imports run meanwhile on the
+            # other core (bayes_risk._lazy.Background; not with forked workers: a fork while a
+            # thread imports could leave a child waiting on an import lock)
+            with Background(_warm_up_output):
+                for rng in rngs:
+                    results.append(_run_chain(step, layout, rng, tune, draws, tick))
         bar(chains * (tune + draws))
     finally:
         if prog is not None:
             prog.stop()
     return _to_datatree(results, layout, tune=tune, sampling_time=time.time() - t0)
+
+
+def _warm_up_output() -> None:
+    """What the first ``_to_datatree`` of a process pays for, on a one-value tree: importing
+    xarray and arviz_base, and what xarray imports when it first wraps an array (``dask.array``
+    when dask is installed); and the convergence record's ``scipy.special``."""
+    import scipy.special  # noqa: F401 - models._bayesian_convergence (normal scores)
+    import xarray as xr
+    from arviz_base import dict_to_dataset
+
+    xr.DataTree.from_dict({"posterior": dict_to_dataset({"x": np.zeros((1, 1))})})
 
 
 def _to_datatree(

@@ -22,10 +22,12 @@ def run(args: argparse.Namespace) -> int:
     """Fit the model, save it and print a summary."""
     import numpy as np
 
+    from bayes_risk._lazy import overlap
     from bayes_risk.cli._common import print_summary, read_records_table
     from bayes_risk.cli._run import output_dir
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer
+    from bayes_risk.models._bayesian_io import warm_up_writer
 
     if args.method is None:
         raise ValidationError(
@@ -62,8 +64,10 @@ def run(args: argparse.Namespace) -> int:
         # every synthesizer's fit takes records= (the common fit signature, models/base.py)
         fit_kw["records"] = np.asarray(parse_records(args.records, len(df)), dtype=np.int64)
     _check_memory(args, df, schema, model)
-    # warnings are printed as one line each and recorded in summary.json (cli._run)
-    model.fit(df, schema=schema, random_seed=args.random_seed, **fit_kw)
+    # warnings are printed as one line each and recorded in summary.json (cli._run); the
+    # NetCDF writer's imports run on the other core while the sampler's kernels run
+    with overlap(warm_up_writer):
+        model.fit(df, schema=schema, random_seed=args.random_seed, **fit_kw)
     with output_dir(args) as tmp:
         model.save(tmp)
     print_summary(_summary_lines(args, model, df, schema), args.out)

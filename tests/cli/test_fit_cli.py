@@ -211,3 +211,29 @@ def test_model_options_match_the_models():
             assert set(opt.kwargs["choices"]) == allowed[opt.setting], opt.flag
     family = next(o for o in MODEL_OPTIONS if o.flag == "--family")
     assert all(f in family.help for f in FAMILIES)
+
+
+def test_fit_output_is_the_same_without_the_background_imports(tmp_path, csv, monkeypatch):
+    """``bayes-risk fit`` imports the NetCDF writer on another thread while the sampler runs
+    (``bayes_risk._lazy.overlap``): the files it writes are those of a run without it."""
+    import contextlib
+
+    import xarray as xr
+
+    import bayes_risk._lazy as lazy
+    import bayes_risk.models._gibbs_run as gr
+
+    path, _ = csv
+    one = [*BASE, "--chains", "1"]  # one process: the chains run in turn, with the thread
+    assert cli.main(["fit", str(path), *one, "--out", str(tmp_path / "a")]) == 0
+    monkeypatch.setattr(lazy, "overlap", lambda *tasks: contextlib.nullcontext())
+    monkeypatch.setattr(gr, "Background", lambda *tasks: contextlib.nullcontext())
+    assert cli.main(["fit", str(path), *one, "--out", str(tmp_path / "b")]) == 0
+    for name in ("model.json", "convergence.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    with (xr.open_datatree(tmp_path / "a" / "posterior.nc", engine="h5netcdf") as a,
+          xr.open_datatree(tmp_path / "b" / "posterior.nc", engine="h5netcdf") as b):
+        for g in a.children:
+            assert list(a[g].data_vars) == list(b[g].data_vars)
+            for v in a[g].data_vars:
+                assert a[g][v].values.tobytes() == b[g][v].values.tobytes(), (g, v)

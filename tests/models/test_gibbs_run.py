@@ -170,3 +170,28 @@ def test_progress_bar_counts_draws_and_names_the_thinning():
     prog1, _ = _progress_bar(True, 30)
     assert prog1.tasks[0].description == "Gibbs draws"
     assert _progress_bar(False, 30, 5)[0] is None
+
+
+def test_output_imports_overlap_the_sweeps_without_changing_the_draws(monkeypatch):
+    """In one process the chains run while a background thread imports the output stack
+    (``_lazy.Background``): the same draws as without it, whatever its tasks do."""
+    import contextlib
+
+    import bayes_risk.models._gibbs_run as gr
+    from bayes_risk._lazy import overlap
+
+    df = _table(300, seed=4)
+    kw = dict(n_components=5, tune=4, draws=6, chains=2, cores=1, progressbar=False)
+    threads = []
+
+    def fails() -> None:
+        threads.append(threading.current_thread())
+        raise RuntimeError("a warm-up task that fails changes nothing")
+
+    with overlap(fails):
+        with_overlap = _posterior(DPMPM(**kw), df, 3, via_pymc=False)
+    assert len(threads) == 1 and threads[0] is not threading.main_thread()
+    assert not threads[0].is_alive()  # joined before the DataTree is built
+    monkeypatch.setattr(gr, "Background", lambda *tasks: contextlib.nullcontext())
+    without = _posterior(DPMPM(**kw), df, 3, via_pymc=False)
+    _assert_same_tree(with_overlap, without, pi_rtol=0.0)
