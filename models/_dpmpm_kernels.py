@@ -33,7 +33,10 @@ if "NUMBA_THREADING_LAYER" in os.environ:
 
 __all__ = [
     "class_step",
+    "class_step_finish",
+    "class_step_part",
     "class_step_serial",
+    "class_step_setup",
     "counts",
     "lse_two",
     "lse_two_sum",
@@ -128,6 +131,111 @@ def _impute_and_count(r, zi, offsets, phi_t, miss_ptr, miss_j, u_y, y, nk, cnt):
         cnt[offsets[j] + y[r, j], zi] += 1.0
 
 
+@njit(cache=True, inline="always")
+def _class_records(  # pragma: no cover - numba
+    codes, lcp, rec, offsets, logphi, phi, pi, phi_t, log_pi, u_z, miss_ptr, miss_j, u_y, y, z,
+    lo, hi, ll, nk, cnt
+):
+    """The class step (:func:`class_step`) of the records ``lo..hi-1`` of the visiting order:
+    writes their ``z``, imputations and ``ll[rec[r]]``, adds their class sizes to ``nk`` and
+    their level counts to ``cnt``. The first record starts from no shared prefix."""
+    p = codes.shape[1]
+    K = log_pi.shape[0]
+    w = np.empty(K)
+    cum = np.empty(K)  # cum[k] = w[0] + ... + w[k], summed in order, for k < upto
+    upto = 0
+    pre = np.empty((p, K))  # pre[j + 1]: product over the observed columns <= j; pre[0] = π
+    at = np.empty(p, dtype=np.int64)  # row of pre holding the product over columns < j
+    for k in range(K):
+        pre[0, k] = pi[k]
+    s = 0.0
+    lli = 0.0
+    for r in range(lo, hi):
+        depth = lcp[r] if r > lo else 0
+        if depth < p:  # weights of a new pattern, from the shared prefix
+            upto = 0
+            _prefix_products(codes, r, depth, offsets, phi, pre, at, w)
+            s = 0.0
+            for k in range(K):
+                s += w[k]
+            if s > 1e-280 and s < 1e280:
+                lli = math.log(s)
+            else:  # underflow: log space
+                for k in range(K):
+                    w[k] = log_pi[k]
+                for j in range(p):
+                    c = codes[r, j]
+                    if c >= 0:
+                        row = offsets[j] + c
+                        for k in range(K):
+                            w[k] += logphi[row, k]
+                mx = -np.inf
+                for k in range(K):
+                    if w[k] > mx:
+                        mx = w[k]
+                s = 0.0
+                for k in range(K):
+                    w[k] = math.exp(w[k] - mx)
+                    s += w[k]
+                lli = mx + math.log(s)
+        ll[rec[r]] = lli
+        # the first class whose cumulative weight reaches t: the running sums of a pattern
+        # are kept, so that records of the same pattern compare before adding further
+        t = u_z[r] * s
+        zi = -1
+        for k in range(upto):
+            if cum[k] >= t and w[k] > 0.0:
+                zi = k
+                break
+        if zi < 0:
+            zi = K - 1
+            acc = cum[upto - 1] if upto > 0 else 0.0
+            for k in range(upto, K):
+                acc += w[k]
+                cum[k] = acc
+                upto = k + 1
+                if acc >= t and w[k] > 0.0:
+                    zi = k
+                    break
+        z[r] = zi
+        _impute_and_count(r, zi, offsets, phi_t, miss_ptr, miss_j, u_y, y, nk, cnt)
+
+
+@njit(cache=True, inline="always")
+def _class_step_setup(phi, log_pi):  # pragma: no cover - numba
+    """``π`` and ``φ`` by class (``[K, L]``: the imputations read one class's levels)."""
+    K = log_pi.shape[0]
+    L = phi.shape[0]
+    pi = np.empty(K)
+    for k in range(K):
+        pi[k] = math.exp(log_pi[k])
+    phi_t = np.empty((K, L))
+    for row in range(L):
+        for k in range(K):
+            phi_t[k, row] = phi[row, k]
+    return pi, phi_t
+
+
+@njit(cache=True, inline="always")
+def _class_step_finish(ll, nks, cs):  # pragma: no cover - numba
+    """The log-likelihood summed in the data's order, and the parts' class sizes and level
+    counts added up (integer-valued: exact in any order)."""
+    n = ll.shape[0]
+    nparts, L, K = cs.shape
+    total = 0.0
+    for i in range(n):
+        total += ll[i]
+    nk_all = np.zeros(K, dtype=np.int64)
+    c_all = np.zeros((L, K))
+    for ch in range(nparts):
+        for k in range(K):
+            nk_all[k] += nks[ch, k]
+        for row in range(L):
+            for k in range(K):
+                c_all[row, k] += cs[ch, row, k]
+    return total, nk_all, c_all
+
+
 @njit(cache=True, parallel=True, fastmath={"reassoc", "contract", "arcp", "nsz"})
 def class_step(  # pragma: no cover - numba
     codes, lcp, rec, offsets, logphi, phi, log_pi, u_z, miss_ptr, miss_j, u_y, y, z, nchunks
@@ -155,93 +263,19 @@ def class_step(  # pragma: no cover - numba
     depend neither on the visiting order nor on ``nchunks`` (parallel work items) nor on the
     number of threads.
     """
-    n, p = codes.shape
+    n = codes.shape[0]
     K = log_pi.shape[0]
     L = phi.shape[0]
-    pi = np.empty(K)
-    for k in range(K):
-        pi[k] = math.exp(log_pi[k])
-    phi_t = np.empty((K, L))  # φ by class: the imputations read one class's levels
-    for row in range(L):
-        for k in range(K):
-            phi_t[k, row] = phi[row, k]
+    pi, phi_t = _class_step_setup(phi, log_pi)
     ll = np.empty(n)
     nks = np.zeros((nchunks, K), dtype=np.int64)
     cs = np.zeros((nchunks, L, K))
     size = (n + nchunks - 1) // nchunks
     for ch in prange(nchunks):
-        w = np.empty(K)
-        cum = np.empty(K)  # cum[k] = w[0] + ... + w[k], summed in order, for k < upto
-        upto = 0
-        pre = np.empty((p, K))  # pre[j + 1]: product over the observed columns <= j; pre[0] = π
-        at = np.empty(p, dtype=np.int64)  # row of pre holding the product over columns < j
-        for k in range(K):
-            pre[0, k] = pi[k]
-        s = 0.0
-        lli = 0.0
-        nk = nks[ch]
-        cnt = cs[ch]
-        for r in range(ch * size, min(n, (ch + 1) * size)):
-            depth = lcp[r] if r > ch * size else 0
-            if depth < p:  # weights of a new pattern, from the shared prefix
-                upto = 0
-                _prefix_products(codes, r, depth, offsets, phi, pre, at, w)
-                s = 0.0
-                for k in range(K):
-                    s += w[k]
-                if s > 1e-280 and s < 1e280:
-                    lli = math.log(s)
-                else:  # underflow: log space
-                    for k in range(K):
-                        w[k] = log_pi[k]
-                    for j in range(p):
-                        c = codes[r, j]
-                        if c >= 0:
-                            row = offsets[j] + c
-                            for k in range(K):
-                                w[k] += logphi[row, k]
-                    mx = -np.inf
-                    for k in range(K):
-                        if w[k] > mx:
-                            mx = w[k]
-                    s = 0.0
-                    for k in range(K):
-                        w[k] = math.exp(w[k] - mx)
-                        s += w[k]
-                    lli = mx + math.log(s)
-            ll[rec[r]] = lli
-            # the first class whose cumulative weight reaches t: the running sums of a pattern
-            # are kept, so that records of the same pattern compare before adding further
-            t = u_z[r] * s
-            zi = -1
-            for k in range(upto):
-                if cum[k] >= t and w[k] > 0.0:
-                    zi = k
-                    break
-            if zi < 0:
-                zi = K - 1
-                acc = cum[upto - 1] if upto > 0 else 0.0
-                for k in range(upto, K):
-                    acc += w[k]
-                    cum[k] = acc
-                    upto = k + 1
-                    if acc >= t and w[k] > 0.0:
-                        zi = k
-                        break
-            z[r] = zi
-            _impute_and_count(r, zi, offsets, phi_t, miss_ptr, miss_j, u_y, y, nk, cnt)
-    total = 0.0
-    for i in range(n):
-        total += ll[i]
-    nk_all = np.zeros(K, dtype=np.int64)
-    c_all = np.zeros((L, K))
-    for ch in range(nchunks):  # integer-valued: exact in any order
-        for k in range(K):
-            nk_all[k] += nks[ch, k]
-        for row in range(L):
-            for k in range(K):
-                c_all[row, k] += cs[ch, row, k]
-    return total, nk_all, c_all
+        _class_records(codes, lcp, rec, offsets, logphi, phi, pi, phi_t, log_pi, u_z, miss_ptr,
+                       miss_j, u_y, y, z, ch * size, min(n, (ch + 1) * size), ll, nks[ch],
+                       cs[ch])
+    return _class_step_finish(ll, nks, cs)
 
 
 
@@ -257,6 +291,36 @@ def _serial_twin(kernel, name: str):
     # other core (models._gibbs_run, bayes_risk._lazy.Background)
     return njit(cache=True, nogil=True,
                 fastmath=kernel.targetoptions.get("fastmath", False))(twin)
+
+
+# The class step split by the caller into parts run on its own threads (models._dpmpm_step):
+# the same inlined code compiled with the same flags as class_step, so that set-up, parts and
+# finish make the same floating-point operations in the same order as class_step (bitwise the
+# same draws, tests/models/test_dpmpm_class_step.py); nogil so that the parts run at once.
+_CLASS_FLAGS = {"reassoc", "contract", "arcp", "nsz"}
+
+
+@njit(cache=True, nogil=True, fastmath=_CLASS_FLAGS)
+def class_step_setup(phi, log_pi):  # pragma: no cover - numba
+    """``(π, φ by class)`` for :func:`class_step_part`."""
+    return _class_step_setup(phi, log_pi)
+
+
+@njit(cache=True, nogil=True, fastmath=_CLASS_FLAGS)
+def class_step_part(  # pragma: no cover - numba
+    codes, lcp, rec, offsets, logphi, phi, pi, phi_t, log_pi, u_z, miss_ptr, miss_j, u_y, y, z,
+    lo, hi, ll, nk, cnt
+):
+    """:func:`class_step` of the records ``lo..hi-1`` (visiting order) into ``ll``, ``nk`` and
+    ``cnt`` (one part's class sizes and level counts, zeros on entry)."""
+    _class_records(codes, lcp, rec, offsets, logphi, phi, pi, phi_t, log_pi, u_z, miss_ptr,
+                   miss_j, u_y, y, z, lo, hi, ll, nk, cnt)
+
+
+@njit(cache=True, nogil=True, fastmath=_CLASS_FLAGS)
+def class_step_finish(ll, nks, cs):  # pragma: no cover - numba
+    """``(log-likelihood, n_k, c)`` of :func:`class_step` from the parts' outputs."""
+    return _class_step_finish(ll, nks, cs)
 
 
 #: :func:`class_step` without threads. Each parallel region costs about 0.9 ms with numba's

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+from typing import Any
 
 import numba
 import numpy as np
@@ -47,6 +49,10 @@ _SPLIT_MERGE_WARMUP = 5
 # against 2.90–3.01; four times (64 million) 4.28–4.32 against 3.81–3.84 (23 November 2026).
 # Both kernels give the same draws, so the choice changes only the time.
 _PARALLEL_MIN_WORK = 30_000_000
+# from this size the class step is split in two halves run at once, one on a plain thread (no
+# parallel region: a hand-off costs tens of microseconds); on NYexample (16 million) the step
+# takes ≈ 1.7 ms serial
+_SPLIT_MIN_WORK = 2_000_000
 
 
 class DPMPMGibbs:
@@ -252,15 +258,7 @@ class DPMPMGibbs:
         logphi = np.log(phi)
         u_z = self._mapped(rng.random(n), self.rec)
         u_y = self._mapped(rng.random(self.miss_i.size), self.u_pos)
-        threads = numba.get_num_threads()
-        # threads pay off only on large tables (a parallel region costs ≈ 0.9 ms); the serial
-        # twin gives the same numbers (kern.class_step_serial)
-        kernel = (kern.class_step if threads > 1 and self.codes.size * K >= _PARALLEL_MIN_WORK
-                  else kern.class_step_serial)
-        ll, nk_new, c_new = kernel(
-            self.codes, self.lcp, self.rec, self.offsets, logphi, phi, log_pi, u_z,
-            self.miss_ptr, self.miss_j, u_y, self._y, self._z, 4 * threads,
-        )
+        ll, nk_new, c_new = self._class_step(logphi, phi, log_pi, u_z, u_y)
         self._counts = (nk_new, c_new)
         if self._aug is not None:  # truncation: fix imputations, draw augmented records
             ll -= n * self._aug.step(self._y, self._z, phi, log_pi, rng)
@@ -269,6 +267,61 @@ class DPMPMGibbs:
         self._bounded_left -= 1
         stats = {"loglik": float(ll), "k_occupied": int(np.count_nonzero(nk))}
         return new, [stats]
+
+
+    def _class_step(self, logphi, phi, log_pi, u_z, u_y):
+        """Step 1 (classes and imputations) with the kernel that is quickest for the table's
+        size; all three give the same numbers bit for bit (tests/models/test_dpmpm_class_step.py).
+
+        With two or more numba threads (one chain in the process): numba's threads from
+        ``_PARALLEL_MIN_WORK``; from ``_SPLIT_MIN_WORK``, the records split in two halves, one
+        run on a thread of this sweep's own (a hand-off costs tens of microseconds, against
+        ≈ 1 ms for a numba parallel region); below, the serial twin.
+        """
+        args = (self.codes, self.lcp, self.rec, self.offsets, logphi, phi)
+        rest = (u_z, self.miss_ptr, self.miss_j, u_y, self._y, self._z)
+        threads = numba.get_num_threads()
+        work = self.codes.size * log_pi.shape[0]
+        if threads > 1 and work >= _PARALLEL_MIN_WORK:
+            return kern.class_step(*args, log_pi, *rest, 4 * threads)
+        if threads < 2 or work < _SPLIT_MIN_WORK:
+            return kern.class_step_serial(*args, log_pi, *rest, 4 * threads)
+        n, (L, K) = len(self.codes), phi.shape
+        pi, phi_t = kern.class_step_setup(phi, log_pi)
+        ll = np.empty(n)
+        nks = np.zeros((2, K), dtype=np.int64)
+        cs = np.zeros((2, L, K))
+        mid = (n + 1) // 2
+        part = functools.partial(kern.class_step_part, *args, pi, phi_t, log_pi, *rest)
+        other = _helper_thread().submit(part, mid, n, ll, nks[1], cs[1])
+        part(0, mid, ll, nks[0], cs[0])
+        other.result()
+        return kern.class_step_finish(ll, nks, cs)
+
+
+_HELPER: Any = None
+
+
+def _helper_thread() -> Any:
+    """The process's worker thread for the split class step, started on first use."""
+    global _HELPER
+    if _HELPER is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _HELPER = ThreadPoolExecutor(1, thread_name_prefix="dpmpm-class-step")
+    return _HELPER
+
+
+def _stop_helper_thread() -> None:
+    """Join the worker thread (before a fork: chains in forked workers must not inherit a
+    process with threads, which can deadlock and which Python warns about)."""
+    global _HELPER
+    if _HELPER is not None:
+        _HELPER.shutdown(wait=True)
+        _HELPER = None
+
+
+os.register_at_fork(before=_stop_helper_thread)
 
 
 @functools.cache

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -128,16 +129,39 @@ def _compare(codes, offsets, phi, log_pi, rng, order, nchunks, kernel=kern.class
     return ll
 
 
+def class_step_in_parts(codes, lcp, rec, offsets, logphi, phi, log_pi, u_z, miss_ptr, miss_j,
+                        u_y, y, z, nparts):
+    """The class step as the sweep splits it over its own threads (set-up, parts, finish; the
+    parts here one after the other, last first, in unequal sizes)."""
+    n, (L, K) = len(codes), phi.shape
+    pi, phi_t = kern.class_step_setup(phi, log_pi)
+    ll = np.empty(n)
+    nks = np.zeros((nparts, K), dtype=np.int64)
+    cs = np.zeros((nparts, L, K))
+    cuts = np.unique(np.r_[0, np.sort(np.random.default_rng(nparts).integers(0, n + 1,
+                                                                             nparts - 1)), n])
+    for part in reversed(range(len(cuts) - 1)):
+        kern.class_step_part(codes, lcp, rec, offsets, logphi, phi, pi, phi_t, log_pi, u_z,
+                             miss_ptr, miss_j, u_y, y, z, cuts[part], cuts[part + 1], ll,
+                             nks[part], cs[part])
+    return kern.class_step_finish(ll, nks, cs)
+
+
+KERNELS = {"class_step": kern.class_step, "class_step_serial": kern.class_step_serial,
+           "in parts": class_step_in_parts}
+
+
 @pytest.mark.parametrize("tiny", [False, True])
 @pytest.mark.parametrize("nchunks", [1, 3, 16])
 @pytest.mark.parametrize("sort", [True, False])
-@pytest.mark.parametrize("kernel", ["class_step", "class_step_serial"])
+@pytest.mark.parametrize("kernel", list(KERNELS))
 def test_class_step_is_the_record_by_record_step(tiny, nchunks, sort, kernel):
-    """The threaded kernel and its serial twin (used on small tables and in one-thread chain
-    workers) are both the record-by-record step, bit for bit."""
+    """The threaded kernel, its serial twin (used on small tables and in one-thread chain
+    workers) and the step in parts (halves run on two threads of the sweep's own) are all the
+    record-by-record step, bit for bit."""
     codes, offsets, phi, log_pi, rng = _problem(1, 3000, [3, 4, 9, 2, 6, 5], 40, 0.1, tiny)
     order = kern.sorted_patterns(codes)[0] if sort else np.arange(len(codes), dtype=np.int64)
-    ll = _compare(codes, offsets, phi, log_pi, rng, order, nchunks, getattr(kern, kernel))
+    ll = _compare(codes, offsets, phi, log_pi, rng, order, nchunks, KERNELS[kernel])
     if tiny:  # 781 of the 3,000 records have p(y_i) < 1e-280 (log-space branch; by hand)
         assert ll < 3000 * math.log(1e-200)
 
@@ -149,8 +173,35 @@ def test_class_step_is_the_record_by_record_step(tiny, nchunks, sort, kernel):
 def test_class_step_any_order_any_chunks(seed, n, d, K, miss, nchunks):
     codes, offsets, phi, log_pi, rng = _problem(seed, n, d, K, miss, False)
     order = rng.permutation(n).astype(np.int64) if seed % 2 else kern.sorted_patterns(codes)[0]
-    kernel = kern.class_step_serial if seed % 3 == 0 else kern.class_step
+    kernel = list(KERNELS.values())[seed % 3]
     _compare(codes, offsets, phi, log_pi, rng, order, nchunks, kernel)
+
+
+@pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.ConvergenceWarning")
+def test_sweeps_with_the_class_step_split_over_two_threads_give_the_same_draws(monkeypatch):
+    """A fit whose class step runs in two halves at once (a thread of the sweep's own) gives
+    the draws of the serial step bit for bit; the worker thread is joined before a fork."""
+    import threading
+
+    import numba
+
+    from bayes_risk.models import DPMPM
+    from bayes_risk.models import _dpmpm_step as step
+
+    codes, _, _, _, _ = _problem(3, 400, [3, 4, 2, 5], 6, 0.1, False)
+    df = pd.DataFrame(codes).astype(float).where(codes >= 0).add_prefix("v")
+    monkeypatch.setattr(numba, "get_num_threads", lambda: 2)
+    fits = {}
+    for name, split_from in (("serial", 10**12), ("split", 0)):
+        monkeypatch.setattr(step, "_SPLIT_MIN_WORK", split_from)
+        model = DPMPM(n_components=6, tune=30, draws=40, chains=1, cores=1, progressbar=False,
+                      random_seed=5)
+        fits[name] = model.fit(df, categorical=list(df.columns)).posterior_["posterior"]
+    assert any(t.name.startswith("dpmpm-class-step") for t in threading.enumerate())
+    for v in fits["serial"].data_vars:
+        np.testing.assert_array_equal(fits["split"][v].values, fits["serial"][v].values, v)
+    step._stop_helper_thread()  # what os.fork() runs first
+    assert not any(t.name.startswith("dpmpm-class-step") for t in threading.enumerate())
 
 
 def test_sorted_patterns_and_shared_prefixes():
