@@ -54,7 +54,19 @@ class _DPMPMCoding:
         out = np.empty((len(df), len(schema)), dtype=np.int64)
         for j, spec in enumerate(schema):
             lookup = {normalise_level(v): k for k, v in enumerate(spec.levels or ())}
-            codes, uniques = pd.factorize(df[spec.name], use_na_sentinel=True)
+            col = df[spec.name]
+            if isinstance(col.dtype, pd.CategoricalDtype):
+                # map the dtype's categories once, not the values (the risk engines encode
+                # every chunk of records once per model: factorising was most of the time)
+                arr = col.array  # the Categorical itself (the accessors build new objects)
+                cats = np.array(
+                    [lookup.get(normalise_level(u), _UNKNOWN) for u in arr.categories],
+                    dtype=np.int64,
+                )
+                raw = arr.codes
+                out[:, j] = np.where(raw >= 0, cats[np.maximum(raw, 0)] if cats.size else -1, -1)
+                continue
+            codes, uniques = pd.factorize(col, use_na_sentinel=True)
             mapped = np.array(
                 [lookup.get(normalise_level(u), _UNKNOWN) for u in uniques], dtype=np.int64
             )

@@ -55,6 +55,7 @@ class Workspace:
 
     buffers: dict[Any, np.ndarray] = field(default_factory=dict)
     timing: dict[str, float] = field(default_factory=lambda: {"model_likelihood_s": 0.0})
+    _records: tuple[Any, ...] | None = field(default=None, repr=False)
 
     def buffer(self, key: Any, shape: tuple[int, int, int]) -> np.ndarray:
         """An uninitialised float64 array of ``shape``, the same one for the same key."""
@@ -62,6 +63,15 @@ class Workspace:
         if b is None or b.shape != shape:
             b = self.buffers[key] = np.empty(shape)
         return b
+
+    def records(self, data: AnalysisData, group: CandidateGroup) -> tuple[pd.DataFrame, bool]:
+        """The original rows of ``group`` and whether any value is missing: formed once per
+        chunk and shared by the ``m + 1`` models that evaluate it."""
+        last = self._records
+        if last is None or last[0] is not group or last[1] is not data:
+            rows = data.orig.iloc[group.pos]
+            last = self._records = (group, data, rows, bool(rows.isna().to_numpy().any()))
+        return last[2], last[3]
 
 
 @dataclass(frozen=True)
@@ -130,16 +140,17 @@ def _neighbourhood_logp(
     """The fast route, or ``None`` when it does not apply or the model declines it."""
     if rule.nb_index is None or not access.neighbourhood:
         return None
-    if data.orig.iloc[group.pos].isna().to_numpy().any():
+    rows, missing = ws.records(data, group)
+    if missing:
         return None  # the record likelihood marginalises the missing values (attribute.missing)
-    mdl, r, pos = access.model, group.size, group.pos
+    mdl, r = access.model, group.size
     try:
         kw: dict[str, Any] = {"draws": draws}
         if access.buffer:
             # one output buffer per model, reused for every chunk
             hm = int(mdl.n_draws) if draws is None else int(np.size(draws))
             kw["out"] = ws.buffer(("logp", id(mdl)), (hm, r, int(mdl.neighbourhood_size())))
-        arr = np.asarray(mdl.neighbourhood_loglik(data.orig.iloc[pos], **kw), dtype=np.float64)
+        arr = np.asarray(mdl.neighbourhood_loglik(rows, **kw), dtype=np.float64)
     except NotImplementedError:
         return None
     nb_index = rule.nb_index

@@ -510,3 +510,44 @@ def test_neighbourhood_out_buffer_and_chunking(lca_fit):
     np.testing.assert_allclose(ref[:, 3, 0], full, rtol=1e-12)
     with pytest.raises(ValidationError, match="out must be"):
         model.neighbourhood_loglik(rows, draws=draws, out=np.empty((4, 37, 2)))
+
+
+@pytest.mark.parametrize("K", [7, 8, 9, 30])
+def test_neighbourhood_class_padding_matches_log_space(K):
+    # the kernel pads the class axis to a multiple of 8 (terms of probability 0); every
+    # candidate must still equal the exact log-space record likelihood of the full row
+    rng = np.random.default_rng(K)
+    d = (2, 4, 3, 5)
+    cols = [f"c{j}" for j in range(len(d))]
+    df = pd.DataFrame({c: pd.Categorical([1], categories=list(range(1, dj + 1)))
+                       for c, dj in zip(cols, d, strict=True)})
+    post = {"pi": rng.dirichlet(np.full(K, 0.5), size=4)}
+    for j, dj in enumerate(d):
+        post[f"phi_{j}"] = rng.dirichlet(np.full(dj, 0.5), size=(4, K))
+    m = DPMPM.from_posterior(post, infer_schema(df, synthesized=cols), n_records=1)
+    grid = pd.MultiIndex.from_product([range(1, dj + 1) for dj in d], names=cols).to_frame(
+        index=False)
+    recs = grid.iloc[rng.choice(len(grid), 9, replace=False)].reset_index(drop=True)
+    nb = m.neighbourhood_loglik(recs)
+    for i in range(len(recs)):
+        cands = [recs.iloc[i].to_dict()]
+        for c, dj in zip(cols, d, strict=True):
+            cands += [{**recs.iloc[i].to_dict(), c: v} for v in range(1, dj + 1)
+                      if v != recs.iloc[i][c]]
+        ref = m.record_loglik(pd.DataFrame(cands))
+        np.testing.assert_allclose(nb[:, i, :], ref, rtol=1e-13, atol=1e-13)
+
+
+def test_encode_categorical_fast_path_equals_generic_path():
+    # categorical columns map their categories once: same codes as factorising the values,
+    # with -1 for a missing value and -2 for a level the model was not fitted with
+    m = DPMPM.from_posterior(DPMPM2, dpmpm2_schema(), n_records=1)
+    cat = pd.DataFrame({
+        "a": pd.Categorical([2, 1, None, 3, 2.0], categories=[3, 2.0, 1]),
+        "b": pd.Categorical([1, 1, 2, 2, 1], categories=[2, 1]),
+    })
+    obj = cat.astype(object)
+    want = np.array([[1, 0], [0, 0], [-1, 1], [-2, 1], [1, 0]])
+    np.testing.assert_array_equal(m._encode(cat), want)
+    np.testing.assert_array_equal(m._encode(obj), want)
+    np.testing.assert_array_equal(m._encode(cat.iloc[[4, 0]]), want[[4, 0]])
