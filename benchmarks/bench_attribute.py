@@ -118,6 +118,8 @@ def main() -> None:
     rows.append(
         ("  of which engine (estimators, diagnostics, bootstrap)", f"{tm['engine_s']:.1f} s")
     )
+    if "chain_check_s" in tm:  # the between-chain agreement check (CHAINS_DISAGREE)
+        rows.append(("    of which the between-chain check", f"{tm['chain_check_s']:.1f} s"))
     t3 = time.perf_counter()
     priors = [f"truth-weighted:{k:.3f}" for k in np.linspace(0.2, 10, 100)]
     prior_sensitivity(res, priors)
