@@ -235,10 +235,18 @@ def run(args: argparse.Namespace) -> int:
                            ("khat", "khat.png")):
             result.plot(kind).savefig(tmp / name, dpi=100)
     un = summary["unflagged"]
-    print_summary([
+    lines = [
         f"attribute risk of {summary['n_records']} records ({summary['n_flagged']} flagged, "
         "counted separately)",
         f"unflagged: prop_top = {un.get('prop_top', float('nan')):.3f}, "
         f"mean p_true = {un.get('mean_p_true', float('nan')):.3f}",
-    ], args.out)
+    ]
+    chains = summary.get("between_chain_check")
+    if chains:  # whether the records' estimates were compared across MCMC chains, and how
+        lines.append(
+            f"between-chain check: {chains['reason']}; "
+            f"{chains.get('records_flagged', 0)} record(s) flagged CHAINS_DISAGREE"
+            if chains.get("status") == "run" else f"between-chain check not run: {chains['reason']}"
+        )
+    print_summary(lines, args.out)
     return 0

@@ -70,7 +70,7 @@ def saved_dpmpm(tmp_path_factory):
     return root
 
 
-def test_cli_end_to_end(saved_dpmpm, tmp_path):
+def test_cli_end_to_end(saved_dpmpm, tmp_path, capsys):
     root = saved_dpmpm
     out = tmp_path / "att"
     argv = [
@@ -91,6 +91,13 @@ def test_cli_end_to_end(saved_dpmpm, tmp_path):
     ]
     rc = run_cli([*argv, "--out", str(out)])
     assert rc == 0
+    # the model's two chains: the records' estimates are compared across them, and the
+    # summary says so (and how many records disagree)
+    printed = capsys.readouterr().out
+    chains = json.loads((out / "summary.json").read_text())["between_chain_check"]
+    assert chains["status"] == "run" and chains["chains"] == 2
+    assert (f"between-chain check: 2 chains, 20 batches per chain; "
+            f"{chains['records_flagged']} record(s) flagged CHAINS_DISAGREE") in printed
     for f in ("records.csv", "summary.json", "p_true_hist.png", "rank_hist.png", "khat.png"):
         assert (out / f).is_file(), f
     rec = pd.read_csv(out / "records.csv")
