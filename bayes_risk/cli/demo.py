@@ -62,6 +62,16 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.data.validate import check_m
 
     m = check_m(args.m, "-m")
+    # the DPMPM options are checked here, before any step runs, so that an error names the
+    # demo's own option rather than a step's command line in a temporary folder
+    for opt, v in (("--components", args.components), ("--draws", args.draws),
+                   ("--chains", args.chains)):
+        if v is not None:
+            check_m(v, opt)
+    if args.tune is not None and args.tune < 0:
+        from bayes_risk.exceptions import ValidationError
+
+        raise ValidationError(f"--tune must be an integer >= 0. Got {args.tune!r}.")
     with output_dir(args) as tmp:
         reports = _run_parts(args, m, tmp)
     out = Path(args.out)

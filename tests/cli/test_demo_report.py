@@ -93,3 +93,16 @@ def test_demo_fits_the_dpmpm_with_its_defaults_unless_asked(tmp_path, monkeypatc
     fit = next(a for a in calls if a[0] == "fit")
     assert fit[fit.index("--chains") + 1] == "3" and fit[fit.index("--tune") + 1] == "7"
     assert "--components" not in fit and "--draws" not in fit
+
+
+@pytest.mark.parametrize("option,value", [("--chains", "0"), ("--draws", "-1"),
+                                          ("--components", "0"), ("--tune", "-5")])
+def test_demo_rejects_bad_mcmc_options_before_any_step(tmp_path, capsys, option, value):
+    """A bad DPMPM option is named in a one-line error (exit 2) before anything is written."""
+    out = tmp_path / "d"
+    assert main(["demo", "--part", "acs", "--n-acs", "50", "-m", "1", option, value,
+                 "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"{option} must be an integer >=" in err and f"Got {value}" in err
+    assert ".tmp-" not in err and "Traceback" not in err
+    assert not out.exists() and list(tmp_path.iterdir()) == []
