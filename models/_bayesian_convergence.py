@@ -164,6 +164,9 @@ class _BayesianConvergence:
         DataFrame
             Index: quantity; columns ``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``rhat``,
             ``flag`` (``""``, ``"RHAT_HIGH"``, ``"LOW_ESS"`` or both joined by ``","``).
+            ``attrs["mcmc_run"]``: the run the draws come from (as in
+            :meth:`convergence_summary`: ``tune``, ``thin``, ``draws``, ``rounds``,
+            ``sweeps_per_chain``, ``max_sweeps``).
 
         References
         ----------
@@ -202,11 +205,36 @@ class _BayesianConvergence:
                 f.append("LOW_ESS")
             flags.append(",".join(f))
         df["flag"] = flags
+        df.attrs["mcmc_run"] = self._mcmc_run()
         if warn:
             for w in self._convergence_warnings(df):
                 warnings.warn(ConvergenceWarning(w["message"], code=w["code"]),
                               skip_file_prefixes=CALLER)
         return df
+
+    def _mcmc_run(self) -> dict[str, int]:
+        """The run the kept draws come from: warm-up sweeps, final thinning, kept draws per
+        chain, rounds (more than 1: the run extended itself, ``max_sweeps``), sweeps per chain
+        and the bound of a self-extending run (0: none). Read from the posterior's attributes
+        (``bayes_risk.models._gibbs_run``), else from the settings."""
+        attrs = self.posterior_.attrs
+        tune = int(self.tune)
+        thin = int(attrs.get("thin", getattr(self, "thin", 1)))
+        draws = int(self.posterior_["posterior"].sizes["draw"])
+        return {"tune": tune, "thin": thin, "draws": draws,
+                "rounds": int(attrs.get("gibbs_rounds", 1)),
+                "sweeps_per_chain": tune + draws * thin,
+                "max_sweeps": int(attrs.get("max_sweeps", 0))}
+
+    def _checks_pass(self, posterior: Any, schema: Any) -> bool:
+        """Whether draws (a DataTree of this model's posterior for ``schema``) pass the
+        convergence checks of :meth:`convergence_report` (between the rounds of a
+        self-extending run; a new instance with the same settings is diagnosed, this one is
+        left as it is)."""
+        probe = type(self)(**self.get_params())
+        probe.posterior_, probe.schema_ = posterior, schema
+        probe._after_posterior()
+        return not any(probe.convergence_report(warn=False)["flag"])
 
     def _ess_min(self) -> float:
         """The ESS threshold of this fit: ``ESS_MIN`` per chain (Vehtari et al. 2021)."""
@@ -217,6 +245,15 @@ class _BayesianConvergence:
         message)."""
         out = []
         chains = int(self.posterior_["posterior"].sizes["chain"])
+        run = self._mcmc_run()
+        if run["max_sweeps"]:  # a self-extending run that stopped at its bound
+            advice = (f"The run extended itself to {run['sweeps_per_chain']:,} sweeps per chain "
+                      f"(every {run['thin']}th kept, {run['rounds']} rounds), the longest that "
+                      f"max_sweeps={run['max_sweeps']:,} allows: raise max_sweeps, or run longer "
+                      "chains (draws, thin) or more chains; see convergence_report().")
+        else:
+            advice = ("Run longer chains (more tune/draws) or more chains; see "
+                      "convergence_report().")
         for code, what in (("RHAT_HIGH", f"R-hat > {RHAT_MAX}"),
                            ("LOW_ESS", f"bulk or tail ESS < {self._ess_min():.0f}, i.e. "
                                        f"{ESS_MIN:.0f} per chain for {chains} chain(s)")):
@@ -232,8 +269,7 @@ class _BayesianConvergence:
                 "quantities": [str(q) for q in bad.index],
                 "message": (
                     f"{type(self).__name__}: MCMC may not have converged ({what}: {desc}) "
-                    f"({code}). Run longer chains (more tune/draws) or more chains; see "
-                    "convergence_report()."
+                    f"({code}). {advice}"
                 ),
             })
         return out
@@ -266,19 +302,27 @@ class _BayesianConvergence:
         -------
         dict
             ``chains``, ``draws`` (kept per chain), ``thin`` (sampler sweeps per kept draw
-            after the warm-up; 1 where every draw is kept), ``tune``, ``thresholds`` (R-hat, ESS),
+            after the warm-up; 1 where every draw is kept; the final one of a run that extended
+            itself), ``tune``, ``rounds`` (1, or the rounds of a run that extended itself until
+            its checks passed or its bound was reached), ``sweeps_per_chain`` (warm-up
+            included), ``max_sweeps_per_chain`` (the bound of a self-extending run; 0: the
+            run had the length asked for), ``thresholds`` (R-hat, ESS),
             ``quantities`` (per diagnosed quantity: ``mean``, ``sd``, ``ess_bulk``,
             ``ess_tail``, ``rhat``, ``flag``), ``warnings`` (:meth:`mcmc_warnings`) and
             ``passed`` (no failed check).
         """
         warns = self.mcmc_warnings()
         post = self.posterior_["posterior"]
+        run = self._mcmc_run()
         return to_jsonable({
             "model": type(self).__name__,
             "chains": int(post.sizes["chain"]),
             "draws": int(post.sizes["draw"]),
-            "thin": int(getattr(self, "thin", 1)),
+            "thin": run["thin"],
             "tune": int(self.tune),
+            "rounds": run["rounds"],
+            "sweeps_per_chain": run["sweeps_per_chain"],
+            "max_sweeps_per_chain": run["max_sweeps"],
             "thresholds": {"rhat_max": RHAT_MAX, "ess_min": self._ess_min(),
                            "ess_min_per_chain": ESS_MIN},
             "quantities": {

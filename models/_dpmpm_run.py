@@ -9,7 +9,7 @@ that path with the sweep as a PyMC step; the tests compare the two).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -59,11 +59,14 @@ def gibbs_posterior(
     random_seed: RandomSeed,
     *,
     via_pymc: bool = False,
+    check: Callable[[xr.DataTree], bool] | None = None,
 ) -> xr.DataTree:
     """Posterior draws of the DPMPM by blocked Gibbs (``model``'s MCMC settings).
 
     ``via_pymc=True`` builds the PyMC model and runs the same step through ``pm.sample``
-    (same seed, same draws; slower and larger).
+    (same seed, same draws; slower and larger; never extended). ``check(tree) -> bool``: the
+    convergence checks of the kept draws, with ``model.max_sweeps`` the bound of a
+    self-extending run (``DPMPM``, ``max_sweeps``).
     """
     from bayes_risk.models._dpmpm_step import DPMPMGibbs, pymc_step
 
@@ -86,4 +89,6 @@ def gibbs_posterior(
     # the step updates every variable and reads none of a model's graph: no PyMC model (nor
     # PyMC) is needed
     step = DPMPMGibbs(list(layout.shapes), **settings)
-    return model._run_gibbs(step, layout, random_seed=random_seed)
+    return model._run_gibbs(step, layout, random_seed=random_seed,
+                            max_sweeps=int(model.max_sweeps) if check is not None else 0,
+                            check=check)

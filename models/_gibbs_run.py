@@ -94,8 +94,9 @@ def _run_chain(
     tune: int,
     draws: int,
     tick: Callable[[], None],
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """One chain: ``tune + draws`` steps; kept draws of the step variables, all statistics."""
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, Any]]:
+    """One chain: ``tune + draws`` steps; kept draws of the step variables, all statistics and
+    the last point (from which an extension round continues)."""
     step.setup_chain(rng, tune, draws)
     step.tune = bool(tune)
     post = {name: np.empty((draws, *shape)) for name, shape in layout.shapes.items()}
@@ -112,6 +113,45 @@ def _run_chain(
             for name, arr in post.items():
                 arr[i - tune] = point[name]
         tick()
+    return post, stats, point
+
+
+def _continue_chain(
+    step: Any,
+    layout: GibbsLayout,
+    point: dict[str, Any],
+    calls: int,
+    first_thin: int,
+    thin: int,
+    tick: Callable[[], None],
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, Any]]:
+    """An extension round of a chain after its warm-up: ``calls`` kept draws from ``point``,
+    the first after ``first_thin`` sweeps, the others after ``thin`` (the step's ``thin``)."""
+    post = {name: np.empty((calls, *shape)) for name, shape in layout.shapes.items()}
+    stats = {name: np.empty(calls, dtype) for name, dtype in _scalar_stats(step).items()}
+    for i in range(calls):
+        step.thin = first_thin if i == 0 else thin
+        point, step_stats = step.step(point)
+        (st,) = step_stats
+        for name, arr in stats.items():
+            arr[i] = st[name]
+        for name, arr in post.items():
+            arr[i] = point[name]
+        tick()
+    step.thin = thin
+    return post, stats, point
+
+
+def _chain_task(chain: dict[str, Any], layout: GibbsLayout, task: tuple,
+                tick: Callable[[], None]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Run one round of a chain (``task``: ``("start", tune, draws)`` or ``("extend", calls,
+    first_thin, thin)``); the chain's state (``step``, ``rng``, ``point``) stays in ``chain``."""
+    if task[0] == "start":
+        post, stats, chain["point"] = _run_chain(chain["step"], layout, chain["rng"], *task[1:],
+                                                 tick)
+    else:
+        post, stats, chain["point"] = _continue_chain(chain["step"], layout, chain["point"],
+                                                      *task[1:], tick)
     return post, stats
 
 
@@ -119,14 +159,31 @@ def _run_chain(
 _FORKED: dict[str, Any] = {}
 
 
-def _worker_chain(c: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def _worker_main(c: int, conn: Any, threads: int) -> None:
+    """A chain's worker process: runs the rounds the parent sends (``None``: done) and sends
+    back each round's draws; the chain's state stays here between rounds."""
+    _worker_init(threads)
     s = _FORKED
     done = s["done"][c]
 
     def tick() -> None:
         done.value += 1
 
-    return _run_chain(s["step"], s["layout"], s["rngs"][c], s["tune"], s["draws"], tick)
+    chain = {"step": s["step"], "rng": s["rngs"][c], "point": None}
+    try:
+        while (task := conn.recv()) is not None:
+            conn.send(("ok", _chain_task(chain, s["layout"], task, tick)))
+    except EOFError:  # the parent is gone
+        pass
+    except BaseException as err:  # noqa: BLE001 - passed on to the parent, which raises it
+        import traceback
+
+        try:
+            conn.send(("error", err))
+        except Exception:  # an exception that cannot be pickled: its text
+            conn.send(("error", RuntimeError(traceback.format_exc())))
+    finally:
+        conn.close()
 
 
 def _worker_init(threads: int) -> None:
@@ -142,38 +199,106 @@ def _worker_init(threads: int) -> None:
         numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
 
 
-def _run_parallel(
-    step: Any, layout: GibbsLayout, rngs: list[np.random.Generator], tune: int, draws: int,
-    workers: int, bar: Callable[[int], None], stop: Callable[[], bool],
-) -> list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]:
-    import multiprocessing as mp
+class _ForkedChains:
+    """One forked process per chain, alive between rounds (so that an extension round continues
+    each chain from its state), at most ``workers`` of them sampling at a time."""
 
-    ctx = mp.get_context("fork")
-    done = [ctx.Value("q", 0, lock=False) for _ in rngs]
-    _FORKED.update(step=step, layout=layout, rngs=rngs, tune=tune, draws=draws, done=done)
-    threads = max(1, (os.cpu_count() or 1) // workers)
-    with warnings.catch_warnings():
-        # Python warns of fork() in a threaded process; as for PyMC's own parallel chains (which
-        # fork on Linux), the workers only run the step, and numba's workqueue threading layer
-        # (bayes_risk.models._dpmpm_kernels) starts its threads afresh in a forked child
-        warnings.filterwarnings("ignore", message=".*use of fork.*", category=DeprecationWarning)
-        pool = ctx.Pool(workers, initializer=_worker_init, initargs=(threads,))
-    try:
-        res = pool.map_async(_worker_chain, range(len(rngs)), chunksize=1)
-        while not res.ready():
-            res.wait(0.1)
-            bar(sum(int(v.value) for v in done))
+    def __init__(self, step: Any, layout: GibbsLayout, rngs: list[np.random.Generator],
+                 workers: int) -> None:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork")
+        self.done = [ctx.Value("q", 0, lock=False) for _ in rngs]
+        self.workers = workers
+        _FORKED.update(step=step, layout=layout, rngs=rngs, done=self.done)
+        threads = max(1, (os.cpu_count() or 1) // workers)
+        self.conns, self.procs = [], []
+        try:
+            with warnings.catch_warnings():
+                # Python warns of fork() in a threaded process; as for PyMC's own parallel chains
+                # (which fork on Linux), the workers only run the step, and numba's workqueue
+                # threading layer (bayes_risk.models._dpmpm_kernels) starts its threads afresh
+                # in a forked child
+                warnings.filterwarnings("ignore", message=".*use of fork.*",
+                                        category=DeprecationWarning)
+                for c in range(len(rngs)):
+                    parent, child = ctx.Pipe()
+                    proc = ctx.Process(target=_worker_main, args=(c, child, threads), daemon=True)
+                    proc.start()
+                    child.close()
+                    self.conns.append(parent)
+                    self.procs.append(proc)
+        except BaseException:
+            self.close(terminate=True)
+            raise
+        finally:
+            _FORKED.clear()
+
+    def run(self, tasks: list[tuple], bar: Callable[[int], None], stop: Callable[[], bool]
+            ) -> list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]:
+        """One round: ``tasks[c]`` for chain ``c``; its results in chain order."""
+        from multiprocessing.connection import wait
+
+        out: list[Any] = [None] * len(tasks)
+        pending, running = list(range(len(tasks))), {}
+        while pending or running:
+            while pending and len(running) < self.workers:
+                c = pending.pop(0)
+                self.conns[c].send(tasks[c])
+                running[self.conns[c]] = c
+            for conn in wait(list(running), timeout=0.1):
+                c = running.pop(conn)
+                try:
+                    status, value = conn.recv()
+                except EOFError:
+                    raise RuntimeError(f"the worker process of chain {c} ended unexpectedly "
+                                       f"(exit code {self.procs[c].exitcode})") from None
+                if status == "error":
+                    raise value
+                out[c] = value
+            bar(sum(int(v.value) for v in self.done))
             if stop():
                 raise KeyboardInterrupt
-        out = res.get()
-        pool.close()
         return out
-    except BaseException:
-        pool.terminate()
-        raise
-    finally:
-        pool.join()
-        _FORKED.clear()
+
+    def close(self, *, terminate: bool = False) -> None:
+        for conn, proc in zip(self.conns, self.procs, strict=True):
+            if terminate:
+                proc.terminate()
+            else:
+                try:
+                    conn.send(None)
+                except OSError:
+                    proc.terminate()
+            conn.close()
+        for proc in self.procs:
+            proc.join()
+
+
+class _InProcessChains:
+    """The chains run in turn in this process; with extension rounds each chain has its own
+    copy of the step (its state is the chain's), else they share the step as before."""
+
+    def __init__(self, step: Any, rngs: list[np.random.Generator], layout: GibbsLayout,
+                 own_steps: bool) -> None:
+        import copy
+
+        self.layout = layout
+        self.chains = [{"step": copy.copy(step) if own_steps else step, "rng": r, "point": None}
+                       for r in rngs]
+        self.n_done = 0
+
+    def run(self, tasks: list[tuple], bar: Callable[[int], None], stop: Callable[[], bool]
+            ) -> list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]:
+        def tick() -> None:
+            self.n_done += 1
+            if stop():
+                raise KeyboardInterrupt
+            if self.n_done % 10 == 0:
+                bar(self.n_done)
+
+        return [_chain_task(ch, self.layout, t, tick) for ch, t in zip(self.chains, tasks,
+                                                                       strict=True)]
 
 
 def _pymc_logger() -> logging.Logger:
@@ -211,6 +336,8 @@ def sample_gibbs(
     cores: int | None,
     progressbar: bool = False,
     stop: Callable[[], bool] = lambda: False,
+    max_sweeps: int = 0,
+    check: Callable[[xr.DataTree], bool] | None = None,
 ) -> xr.DataTree:
     """Run a Gibbs-only step for ``chains`` chains and return the ``pm.sample``-shaped DataTree.
 
@@ -220,13 +347,17 @@ def sample_gibbs(
         A step method with the interface of PyMC's ``BlockedStep`` (``setup_chain(rng, tune,
         draws)``, ``stop_tuning()``, ``step(point) -> (point, [stats])`` with scalar statistics
         ``stats_dtypes_shapes``), which need not be one (PyMC is not imported); used as is in
-        one process, copied into each worker process.
+        one process, copied into each worker process. With extension rounds it must have a
+        ``thin`` attribute (sweeps per ``step`` call after the warm-up) and keep all of a
+        chain's state in attributes that ``setup_chain`` sets afresh (each chain then runs on
+        its own shallow copy).
     layout : GibbsLayout
         Variables, dims and coordinates of the posterior.
     seeds : list of int
         One integer seed per chain (as given to ``pm.sample``).
     tune, draws, chains : int
-        Warm-up sweeps (statistics kept in ``warmup_sample_stats``), kept sweeps, chains.
+        Warm-up sweeps (statistics kept in ``warmup_sample_stats``), kept draws per chain,
+        chains.
     cores : int or None
         Worker processes for the chains (``None``: ``min(4, cpu_count)``, as PyMC); ``1``
         runs the chains one after the other in this process.
@@ -235,13 +366,32 @@ def sample_gibbs(
         ``thin`` attribute makes ``thin`` sweeps per kept draw, and the bar says so).
     stop : callable
         Polled between sweeps; ``True`` stops the run with ``KeyboardInterrupt``.
+    max_sweeps : int
+        Extension rounds (with ``check``): while ``check`` fails on the kept draws and a
+        round with twice the window fits in ``max_sweeps`` sweeps per chain (warm-up
+        included), every chain continues from its state for as many sweeps again as its
+        window after the warm-up, at twice the thinning; of the draws so far every second
+        one is kept (those at multiples of the new ``thin``), so that there are still ``draws``
+        per chain and they are exactly those of a run of ``tune`` warm-up sweeps and ``draws``
+        kept draws at the final ``thin``. 0: no extension.
+    check : callable, optional
+        ``check(datatree) -> bool``: whether the kept draws pass the convergence checks.
+
+    Returns
+    -------
+    xarray.DataTree
+        The groups of ``pm.sample``; the root's attributes record the run: ``thin`` (final
+        sweeps per kept draw), ``gibbs_rounds`` (1: no extension) and ``max_sweeps``.
     """
     tune, draws, chains = int(tune), int(draws), int(chains)
     if cores is None:
         cores = min(4, os.cpu_count() or 1)
     rngs = chain_generators(seeds, chains)
-    prog, bar = _progress_bar(progressbar, chains * (tune + draws), int(getattr(step, "thin", 1)))
+    thin = int(getattr(step, "thin", 1))
+    extend = check is not None and int(max_sweeps) > 0 and hasattr(step, "thin")
+    prog, bar = _progress_bar(progressbar, chains * (tune + draws), thin)
     t0 = time.time()
+    runner: Any = None
     try:
         if prog is not None:
             prog.start()
@@ -253,30 +403,81 @@ def sample_gibbs(
         _log.info(f"Multiprocess sampling ({chains} chains in {workers} jobs)" if parallel
                   else f"Sequential sampling ({chains} chains in 1 job)")
         _log.info(f"{type(step).__name__}: [{', '.join(layout.shapes)}]")
+        tasks = [("start", tune, draws)] * chains
         if parallel:
-            results = _run_parallel(step, layout, rngs, tune, draws, workers, bar, stop)
+            runner = _ForkedChains(step, layout, rngs, workers)
+            results = runner.run(tasks, bar, stop)
         else:
-            results = []
-            n_done = [0]
-
-            def tick() -> None:
-                n_done[0] += 1
-                if stop():
-                    raise KeyboardInterrupt
-                if n_done[0] % 10 == 0:
-                    bar(n_done[0])
-
+            runner = _InProcessChains(step, rngs, layout, own_steps=extend)
             # the sweeps' kernels release the GIL: the DataTree's imports run meanwhile on the
             # other core (bayes_risk._lazy.Background; not with forked workers: a fork while a
             # thread imports could leave a child waiting on an import lock)
             with Background(_warm_up_output):
-                for rng in rngs:
-                    results.append(_run_chain(step, layout, rng, tune, draws, tick))
-        bar(chains * (tune + draws))
+                results = runner.run(tasks, bar, stop)
+        total = chains * (tune + draws)
+        bar(total)
+        rounds = 1
+        while True:
+            dt = _to_datatree(results, layout, tune=tune, sampling_time=time.time() - t0)
+            if not extend or tune + 2 * draws * thin > max_sweeps or check(dt):
+                break
+            # every second kept draw stays (those at multiples of 2 * thin after the warm-up);
+            # the first new one follows the last of them after 2 * thin sweeps (thin when the
+            # number of draws is odd)
+            results = [_chain_arrays(dt, layout, c, tune) for c in range(chains)]
+            del dt
+            calls, first = draws - draws // 2, (thin if draws % 2 else 2 * thin)
+            thin, rounds = 2 * thin, rounds + 1
+            _log.info(f"Convergence checks failed: every chain continues to "
+                      f"{tune + draws * thin:,} sweeps, every {thin}th kept (round {rounds})")
+            total += chains * calls
+            _grow_bar(prog, total, thin)
+            new = runner.run([("extend", calls, first, thin)] * chains, bar, stop)
+            results = [_merge_rounds(o, n, tune) for o, n in zip(results, new, strict=True)]
+            bar(total)
+    except BaseException:
+        if isinstance(runner, _ForkedChains):
+            runner.close(terminate=True)
+        raise
     finally:
         if prog is not None:
             prog.stop()
-    return _to_datatree(results, layout, tune=tune, sampling_time=time.time() - t0)
+    if isinstance(runner, _ForkedChains):
+        runner.close()
+    dt.attrs.update({"thin": thin, "gibbs_rounds": rounds,
+                     "max_sweeps": int(max_sweeps) if extend else 0})
+    return dt
+
+
+def _grow_bar(prog: Any, total: int, thin: int) -> None:
+    """An extension round: the bar's total grows by its draws, and says the new thinning."""
+    if prog is not None:
+        task = prog.tasks[0].id
+        prog.update(task, total=total, description=f"Gibbs draws (every {thin}th sweep kept)")
+
+
+def _chain_arrays(dt: xr.DataTree, layout: GibbsLayout, c: int, tune: int
+                  ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Chain ``c``'s kept draws (views) and statistics (warm-up then kept) of a DataTree."""
+    post = {name: dt["posterior"][name].values[c] for name in layout.shapes}
+    kept = dt["sample_stats"]
+    stats = {}
+    for name in kept.data_vars:
+        parts = [kept[name].values[c]]
+        if tune:
+            parts.insert(0, dt["warmup_sample_stats"][name].values[c])
+        stats[name] = np.concatenate(parts)
+    return post, stats
+
+
+def _merge_rounds(old: tuple[dict[str, np.ndarray], dict[str, np.ndarray]],
+                  new: tuple[dict[str, np.ndarray], dict[str, np.ndarray]], tune: int
+                  ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Every second kept draw of the earlier rounds (and its statistics), then the new ones."""
+    keep = slice(1, None, 2)
+    post = {k: np.concatenate([v[keep], new[0][k]]) for k, v in old[0].items()}
+    stats = {k: np.concatenate([v[:tune], v[tune:][keep], new[1][k]]) for k, v in old[1].items()}
+    return post, stats
 
 
 def _warm_up_output() -> None:

@@ -488,16 +488,19 @@ class BayesianSynthesizer(
         rng = as_generator(random_seed)
         return [int(s) for s in rng.integers(0, 2**31 - 1, size=int(self.chains))]
 
-    def _run_gibbs(self, step: Any, layout: Any, *, random_seed: RandomSeed = None) -> xr.DataTree:
+    def _run_gibbs(self, step: Any, layout: Any, *, random_seed: RandomSeed = None,
+                   **extension: Any) -> xr.DataTree:
         """``_run_sampler`` for a model sampled by one Gibbs step alone: the step runs in a
-        plain loop (``bayes_risk.models._gibbs_run``), same seeds, same DataTree."""
+        plain loop (``bayes_risk.models._gibbs_run``), same seeds, same DataTree.
+        ``extension``: ``max_sweeps`` and ``check`` of ``sample_gibbs`` (extension rounds)."""
         from bayes_risk.models._gibbs_run import sample_gibbs
 
         seeds = self._chain_seeds(random_seed)
         with _InterruptGuard() as guard:
             dt = sample_gibbs(step, layout, seeds=seeds, tune=self.tune, draws=self.draws,
                               chains=self.chains, cores=self.cores,
-                              progressbar=bool(self.progressbar), stop=lambda: guard.interrupted)
+                              progressbar=bool(self.progressbar), stop=lambda: guard.interrupted,
+                              **extension)
         _check_complete(dt, int(self.chains), int(self.draws))
         return dt
 

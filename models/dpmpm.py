@@ -45,6 +45,12 @@ _PHI_FLOOR = 1e-300  # the DPMPM φ step: floor before logs
 # (benchmarks/README.md, "Mixing"); 2,500 sweeps give ≈ 650–750, at the same H and storage
 _DEFAULT_DRAWS = 500
 _DEFAULT_THIN = 5
+# the default run extends itself in rounds (each doubling the window after the warm-up and the
+# thinning) while its convergence checks fail, up to this many sweeps per chain, warm-up
+# included: 1,000 + 500 × 80 = 41,000 with the defaults (thin 5 → 80, four rounds), ≈ 16 s on
+# the README's ACS table and ≈ 2 min on NYexample (K = 80), chains in parallel
+# (benchmarks/README.md, "Self-extending default run")
+_DEFAULT_MAX_SWEEPS = 50_000
 # α restricted to its prior's 95 % quantile (4.9 under Gamma(0.25, 0.25)) in the first 100
 # warm-up sweeps: from the start with every class occupied, 14 of 80 default chains on
 # ss16pusa_sample_nozeros (K = 80) had settled by sweep 100 at α ≈ 100–140 with 51–65 classes
@@ -102,7 +108,26 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         Default: 5 when ``draws`` is not given and the sampler is ``gibbs``, else 1 (``draws``
         given: that many sweeps, each kept, as in PyMC). NUTS keeps every draw (``thin=1``).
         Resolved when the model is created (``get_params`` gives the value used; a later
-        ``set_params(draws=...)`` keeps it).
+        ``set_params(draws=...)`` keeps it). The thinning of the kept draws is this value
+        unless the run was extended (``max_sweeps``).
+    max_sweeps : int, optional
+        Upper bound of the sweeps per chain (warm-up included) of a run that extends itself
+        until its convergence checks pass, as ``autorun.jags`` in runjags does. Default:
+        50,000 when ``draws`` is not given and the sampler is ``gibbs``, else 0 (a run length
+        asked for is the run length run); 0 disables. After the first run (``tune`` warm-up
+        sweeps, ``draws`` kept draws every ``thin`` sweeps) the checks of
+        :meth:`convergence_report` (R-hat > 1.01, bulk or tail ESS < 100 per chain) run on
+        the kept draws; while they fail and a round with twice the window after the warm-up
+        stays within ``max_sweeps``, every chain continues from where it stopped (no
+        restart) for as many sweeps again, every second kept draw so far is dropped and the
+        new sweeps are kept at twice the thinning. The kept draws per chain stay ``draws``
+        (so ``H`` and memory do not change) and they are exactly the draws of one run of
+        ``tune`` warm-up sweeps and ``draws`` draws at the final thinning (the same seed and
+        ``DPMPM(draws=500, thin=<final thin>)`` reproduces them); the warm-up, and with it the
+        α bound, is unchanged. The diagnostics reported are those of these kept draws; the
+        run's rounds, sweeps and final thinning are in :meth:`convergence_summary`. With
+        the defaults the thinning can reach 80 (41,000 sweeps per chain). Resolved when the
+        model is created, like ``thin``.
     alpha_warmup_bound : float, optional
         Upper bound of α during the first ``alpha_warmup_sweeps`` warm-up sweeps of each chain
         (Gibbs sampler, ``K > 1``). Default (``None``): the 95 % quantile of the α prior, 4.9
@@ -175,6 +200,7 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         tune: int = 1000,
         draws: int | None = None,
         thin: int | None = None,
+        max_sweeps: int | None = None,
         alpha_warmup_bound: float | None = None,
         alpha_warmup_sweeps: int = _ALPHA_WARMUP_SWEEPS,
         chains: int = 2,
@@ -187,6 +213,9 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         # and the augmented fits carry the values used)
         if thin is None:
             thin = _DEFAULT_THIN if draws is None and sampler == "gibbs" else 1
+        # only the default run length extends itself (a run length asked for is run as asked)
+        if max_sweeps is None:
+            max_sweeps = _DEFAULT_MAX_SWEEPS if draws is None and sampler == "gibbs" else 0
         super().__init__(
             tune=tune,
             draws=_DEFAULT_DRAWS if draws is None else draws,
@@ -201,6 +230,7 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         self.synthesis_mode = synthesis_mode
         self.sampler = sampler
         self.thin = thin
+        self.max_sweeps = max_sweeps
         self.alpha_warmup_bound = alpha_warmup_bound
         self.alpha_warmup_sweeps = alpha_warmup_sweeps
         self.structural_zeros = structural_zeros
@@ -246,6 +276,17 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
             raise ValidationError(
                 f"thin={t!r} applies to the Gibbs sampler; with sampler='nuts' every draw is "
                 "kept (thin=1): ask for more draws instead."
+            )
+        ms = self.max_sweeps
+        if isinstance(ms, bool) or not isinstance(ms, (int, np.integer)) or ms < 0:
+            raise ValidationError(
+                f"max_sweeps (most sweeps per chain of a self-extending run; 0: none) must be an "
+                f"integer >= 0. Got {ms!r}."
+            )
+        if self.sampler == "nuts" and ms:
+            raise ValidationError(
+                f"max_sweeps={ms!r} applies to the Gibbs sampler; with sampler='nuts' the run "
+                "has the length asked for (max_sweeps=0): ask for more draws instead."
             )
         w = self.alpha_warmup_sweeps
         if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 0:
@@ -374,7 +415,8 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         if self.sampler == "gibbs":
             from bayes_risk.models._dpmpm_run import gibbs_posterior
 
-            dt = gibbs_posterior(self, codes, d, seed)
+            dt = gibbs_posterior(self, codes, d, seed,
+                                 check=lambda tree: self._checks_pass(tree, schema))
         else:
             model = self._build_model(codes, d, transforms=True)
             dt = self._run_sampler(model, random_seed=seed)
@@ -413,8 +455,10 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         """A new DPMPM fitted to the confidential records and one synthetic dataset together.
 
         Its draws come from ``p(Θ | y, Z_(l))`` (methods, The stabilised estimator): same settings,
-        schema and roles as this model; the records of ``synthetic`` are appended to ``data`` —
-        under partial synthesis of selected records only the selected rows, the ones
+        schema and roles as this model (a run that extended itself, ``max_sweeps``, starts at
+        the thinning this model's run ended with and may extend further; the kept draws per
+        chain, and so ``H``, are this model's); the records of ``synthetic`` are appended to
+        ``data`` — under partial synthesis of selected records only the selected rows, the ones
         :meth:`dataset_loglik` counts (the others are copies of ``data``).
 
         In ``conditional_us`` mode this is an approximation: the appended rows enter as full
@@ -450,7 +494,12 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         combined = pd.concat(
             [data[names].astype(object), synthetic[names].astype(object)], ignore_index=True
         )
-        new = type(self)(**self.get_params())
+        params = self.get_params()
+        if self.max_sweeps and self.sampler == "gibbs":
+            # a self-extending run starts at the thinning this model's run ended with (which
+            # made its own draws pass the checks) and may extend further, with the same bound
+            params["thin"] = max(int(params["thin"]), self._mcmc_run()["thin"])
+        new = type(self)(**params)
         new.fit(combined, schema=self.schema_, random_seed=random_seed)
         return new
 

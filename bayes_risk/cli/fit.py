@@ -141,7 +141,9 @@ def _summary_lines(args: argparse.Namespace, model: Any, df: Any, schema: Any) -
     lines = [
         f"fitted {args.method} to {len(df)} records x {len(df.columns)} columns "
         f"({conv['chains']} chain(s) x {conv['draws']} draws after {conv['tune']} tuning"
-        + (f", one kept per {thin} sweeps" if (thin := getattr(model, "thin", 1)) > 1 else "")
+        + (f", one kept per {conv['thin']} sweeps" if conv["thin"] > 1 else "")
+        + (f"; extended itself in {conv['rounds']} rounds to {conv['sweeps_per_chain']:,} "
+           "sweeps per chain" if conv.get("rounds", 1) > 1 else "")
         + ")",
         f"synthesized columns: {', '.join(map(str, synthesized))}",
     ]

@@ -85,6 +85,11 @@ MODEL_OPTIONS: tuple[ModelOption, ...] = (
     ModelOption("--thin", "thin", ("dpmpm",),
                 "dpmpm Gibbs sampler: sweeps per kept draw after the warm-up (default 5 when "
                 "--draws is not given, else 1)", {"type": int, "metavar": "T"}),
+    ModelOption("--max-sweeps", "max_sweeps", ("dpmpm",),
+                "dpmpm Gibbs sampler: most sweeps per chain (warm-up included) of a run that "
+                "extends itself, doubling its window and thinning, until its convergence "
+                "checks pass (default 50000 when --draws is not given, else 0; 0: none)",
+                {"type": int, "metavar": "N"}),
     ModelOption("--alpha-warmup-bound", "alpha_warmup_bound", ("dpmpm",),
                 "dpmpm Gibbs sampler: upper bound of the concentration α in the first warm-up "
                 "sweeps of each chain (default: the 95 %% quantile of its prior, 4.9 for the "
