@@ -1,0 +1,249 @@
+"""The DPMPM's self-extending default run (issue 10 item 1; ``max_sweeps``).
+
+A run whose length was not asked for continues, while its convergence checks fail and the bound
+allows, in rounds that double the window after the warm-up and the thinning: every chain goes on
+from its state, every second kept draw stays, so that the kept draws per chain do not change in
+number and are exactly those of one run at the final thinning (same seed). A run length asked
+for (``draws``) is run as asked, bit for bit as before. Most tests here give ``draws`` and
+``max_sweeps`` together (extension enabled on a short run, where the 100-per-chain ESS check
+always fails) to keep them fast; ``check`` is replaced where a test is about when a round runs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayes_risk.data import make_acs_like
+from bayes_risk.exceptions import BayesRiskWarning, ConvergenceWarning, ValidationError
+from bayes_risk.models import DPMPM
+from bayes_risk.models._dpmpm_run import gibbs_posterior
+
+GROUPS = ("posterior", "sample_stats", "warmup_sample_stats")
+
+
+def _table(n: int = 300, seed: int = 1) -> pd.DataFrame:
+    df = make_acs_like(n, random_seed=seed)[["SEX", "MAR", "MIG"]].astype(object)
+    df.loc[np.random.default_rng(seed).random(n) < 0.05, "MIG"] = None  # imputed in the sweep
+    return df
+
+
+def _fit(df, seed=3, **kw):
+    settings = dict(n_components=4, tune=10, chains=2, cores=1, progressbar=False)
+    settings.update(kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BayesRiskWarning)
+        return DPMPM(**settings).fit(df, random_seed=seed)
+
+
+def _same_draws(a, b) -> None:
+    for g in GROUPS:
+        A, B = a[g], b[g]
+        assert list(A.data_vars) == list(B.data_vars), g
+        for v in A.data_vars:
+            np.testing.assert_array_equal(A[v].values, B[v].values, err_msg=f"{g}/{v}")
+
+
+def _posterior(model, df, seed, check):
+    data, schema = model._prepare_data(df, allow_nan=True)
+    codes = model._encode(data, schema, name="data")
+    return gibbs_posterior(model, codes, [len(c.levels) for c in schema], seed, check=check)
+
+
+def test_settings_resolved_when_the_model_is_created():
+    assert DPMPM().max_sweeps == 50_000  # the default run length extends itself
+    assert DPMPM(thin=3).max_sweeps == 50_000
+    assert DPMPM(draws=500).max_sweeps == 0  # a run length asked for is run as asked
+    assert DPMPM(draws=500, max_sweeps=9_000).max_sweeps == 9_000
+    assert DPMPM(sampler="nuts").max_sweeps == 0
+    m = DPMPM(max_sweeps=0)
+    assert m.get_params()["max_sweeps"] == 0
+    assert DPMPM(**DPMPM().get_params()).get_params() == DPMPM().get_params()
+    df = _table(60)
+    for bad in (-1, 2.5, True, "many"):
+        with pytest.raises(ValidationError, match="max_sweeps"):
+            DPMPM(max_sweeps=bad, progressbar=False).fit(df)
+    with pytest.raises(ValidationError, match="max_sweeps=100 applies to the Gibbs sampler"):
+        DPMPM(sampler="nuts", max_sweeps=100, progressbar=False).fit(df)
+
+
+def test_extended_run_is_the_run_at_its_final_thinning():
+    """Three rounds (thin 1 → 4, window 40 → 160 sweeps): 40 kept draws per chain, the warm-up
+    untouched, and the draws, statistics and warm-up statistics of the explicit run at thin 4,
+    bit for bit."""
+    df = _table()
+    ext = _fit(df, draws=40, max_sweeps=10 + 40 * 4)  # room for thin 4, not for 8
+    run = ext.convergence_summary()
+    assert (run["rounds"], run["thin"], run["sweeps_per_chain"]) == (3, 4, 170)
+    assert run["max_sweeps_per_chain"] == 170 and run["draws"] == 40 and run["tune"] == 10
+    assert ext.posterior_["posterior"].sizes["draw"] == 40 and ext.n_draws == 80
+    assert ext.posterior_["warmup_sample_stats"].sizes["draw"] == 10
+    assert ext.thin == 1  # the setting; the thinning used is in the record
+    explicit = _fit(df, draws=40, thin=4)
+    assert explicit.max_sweeps == 0 and explicit.convergence_summary()["rounds"] == 1
+    _same_draws(ext.posterior_, explicit.posterior_)
+    assert ext.convergence_report().attrs["mcmc_run"] == {
+        "tune": 10, "thin": 4, "draws": 40, "rounds": 3, "sweeps_per_chain": 170,
+        "max_sweeps": 170}
+
+
+def test_odd_number_of_draws_keeps_the_multiples_of_the_new_thinning():
+    df = _table(200, seed=2)
+    ext = _fit(df, draws=41, thin=3, max_sweeps=10 + 41 * 12)
+    assert ext.convergence_summary()["thin"] == 12
+    _same_draws(ext.posterior_, _fit(df, draws=41, thin=12).posterior_)
+
+
+def test_a_round_runs_when_and_only_when_the_check_fails():
+    df = _table(200, seed=4)
+    model = DPMPM(n_components=4, tune=6, draws=20, chains=2, cores=1, progressbar=False,
+                  max_sweeps=10_000)
+    seen = []
+
+    def passes_second_time(tree):
+        seen.append(tree["posterior"].sizes["draw"])
+        return len(seen) == 2
+
+    dt = _posterior(model, df, 5, passes_second_time)
+    assert seen == [20, 20] and dt.attrs["gibbs_rounds"] == 2 and dt.attrs["thin"] == 2
+    dt = _posterior(model, df, 5, lambda tree: True)
+    assert dt.attrs["gibbs_rounds"] == 1 and dt.attrs["thin"] == 1
+    # the bound: 6 + 20 * 2**k <= 500 for k <= 4
+    model.set_params(max_sweeps=500)
+    dt = _posterior(model, df, 5, lambda tree: False)
+    assert dt.attrs["gibbs_rounds"] == 5 and dt.attrs["thin"] == 16
+    assert 6 + 20 * 16 <= 500 < 6 + 20 * 32
+    # a bound below the first run's length: the first run, whole, and no round
+    model.set_params(max_sweeps=10)
+    dt = _posterior(model, df, 5, lambda tree: False)
+    assert dt.attrs["gibbs_rounds"] == 1 and dt["posterior"].sizes["draw"] == 20
+    # no bound, or no check: never
+    model.set_params(max_sweeps=0)
+    assert _posterior(model, df, 5, lambda tree: False).attrs["gibbs_rounds"] == 1
+
+
+def test_explicit_run_length_is_run_as_asked():
+    """``draws`` given: no round even though the checks fail (20 draws: LOW_ESS), and the draws
+    of PyMC's own sampler with the same step (which never extends)."""
+    df = _table(200, seed=5)
+    m = _fit(df, draws=20, tune=5)
+    assert m.convergence_summary()["rounds"] == 1
+    assert "LOW_ESS" in {w["code"] for w in m.mcmc_warnings()}
+    data, schema = m._prepare_data(df, allow_nan=True)
+    codes = m._encode(data, schema, name="data")
+    seed = 3
+    pm_tree = gibbs_posterior(m, codes, [len(c.levels) for c in schema], seed, via_pymc=True)
+    for g in ("sample_stats", "warmup_sample_stats"):
+        for v in ("loglik", "k_occupied"):
+            np.testing.assert_array_equal(pm_tree[g][v].values, m.posterior_[g][v].values)
+    np.testing.assert_array_equal(pm_tree["posterior"]["phi_1"].values,
+                                  m.posterior_["posterior"]["phi_1"].values)
+
+
+@pytest.mark.skipif(not os.sys.platform.startswith("linux"), reason="forked chain workers")
+def test_parallel_chains_extend_to_the_sequential_draws():
+    """Workers stay alive between rounds; 3 chains in 2 workers and in turn: the same draws."""
+    df = _table(250, seed=6)
+    kw = dict(draws=30, chains=3, max_sweeps=10 + 30 * 4)
+    seq = _fit(df, cores=1, **kw)
+    par = _fit(df, cores=2, **kw)
+    assert seq.convergence_summary()["rounds"] == par.convergence_summary()["rounds"] == 3
+    _same_draws(seq.posterior_, par.posterior_)
+
+
+def test_record_survives_save_and_load_and_the_warning_names_the_bound(tmp_path):
+    df = _table(200, seed=7)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = DPMPM(n_components=4, tune=10, draws=20, chains=2, cores=1, progressbar=False,
+                  max_sweeps=90).fit(df, random_seed=1)
+    low = [str(w.message) for w in caught if getattr(w.message, "code", "") == "LOW_ESS"]
+    assert len(low) == 1 and "extended itself to 90 sweeps per chain (every 4th kept, 3 " \
+        "rounds), the longest that max_sweeps=90 allows: raise max_sweeps" in low[0]
+    m.save(tmp_path / "m")
+    back = DPMPM.load(tmp_path / "m")
+    assert back.max_sweeps == 90
+    for key in ("rounds", "thin", "sweeps_per_chain", "max_sweeps_per_chain"):
+        assert back.convergence_summary()[key] == m.convergence_summary()[key]
+    import json
+
+    conv = json.loads((tmp_path / "m" / "convergence.json").read_text())
+    assert (conv["rounds"], conv["thin"], conv["sweeps_per_chain"]) == (3, 4, 90)
+
+
+def test_augmented_fit_starts_at_the_final_thinning():
+    df = _table(150, seed=8)
+    m = _fit(df, draws=20, max_sweeps=10 + 20 * 4)
+    assert m.convergence_summary()["thin"] == 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BayesRiskWarning)
+        aug = m.fit_augmented(df, df.sample(40, random_state=1), random_seed=2)
+    assert aug.thin == 4 and aug.max_sweeps == m.max_sweeps
+    assert aug.n_draws == m.n_draws  # H of the main posterior
+    assert aug.convergence_summary()["thin"] == 4  # and no room to extend further
+
+
+def test_progress_bar_grows_with_a_round():
+    from bayes_risk.models._gibbs_run import _grow_bar, _progress_bar
+
+    prog, bar = _progress_bar(True, 30, 5)
+    bar(30)
+    _grow_bar(prog, 50, 10)
+    task = prog.tasks[0]
+    assert task.total == 50 and task.completed == 30
+    assert "every 10th sweep kept" in task.description
+    _grow_bar(None, 50, 10)  # no bar: nothing to do
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT")
+@pytest.mark.parametrize("cores", [1, 2])
+def test_ctrl_c_stops_an_extension_round(cores):
+    df = _table(2000, seed=2)
+    model = DPMPM(n_components=10, tune=5, draws=10, chains=2, cores=cores, progressbar=False,
+                  max_sweeps=10**9)
+    rounds = []
+
+    def fails(tree):
+        rounds.append(1)
+        return False
+
+    timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
+    t0 = time.perf_counter()
+    timer.start()
+    try:
+        # in one process the signal may arrive inside a numba kernel, which turns it into a
+        # SystemError (the command line reports either as "interrupted")
+        with pytest.raises(KeyboardInterrupt if cores > 1 else (KeyboardInterrupt, SystemError)):
+            _posterior(model, df, 1, fails)
+    finally:
+        timer.cancel()
+    assert rounds  # interrupted in a later round
+    assert time.perf_counter() - t0 < 60
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if cores > 1:
+        import multiprocessing as mp
+
+        assert not mp.active_children()  # the chain workers are gone
+
+
+@pytest.mark.slow
+def test_readme_example_fits_without_convergence_warnings():
+    """The README's example with the defaults (two seeds): the run extends itself until every
+    check passes (before: RHAT_HIGH and LOW_ESS on k_occupied at 2,500 sweeps)."""
+    import bayes_risk as br
+
+    acs = br.make_acs_like(1000, random_seed=1)[["SEX", "AGE", "RACE", "MAR"]]
+    for seed in (1, 2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            m = DPMPM(progressbar=False).fit(acs, random_seed=seed)
+        s = m.convergence_summary()
+        assert s["passed"] and s["draws"] == 500 and s["rounds"] > 1
+        assert s["sweeps_per_chain"] == 1000 + 500 * s["thin"] <= 50_000
