@@ -13,9 +13,15 @@ unchanged.
 Random streams are those of ``pm.sample`` with the step as its only step: chain ``c`` draws from
 ``default_rng(seeds).spawn(chains)[c]`` (after the one integer ``pm.sample`` takes from it), so
 the same seed gives the same draws as the ``pm.sample`` path, sequential or parallel. Chains run
-in forked processes when ``cores > 1`` on Linux, each with ``cpu_count // workers`` threads for
-the compiled kernels (whose results do not depend on the number of threads); elsewhere they run
-in turn (macOS does not allow ``fork`` once its system frameworks are in use).
+in forked processes when ``cores > 1`` on Linux (one per chain, at most ``cores`` sampling at a
+time), each with ``cpu_count // workers`` threads for the compiled kernels (whose results do not
+depend on the number of threads); elsewhere they run in turn (macOS does not allow ``fork`` once
+its system frameworks are in use).
+
+A run may extend itself (``max_sweeps``, ``check``: the DPMPM's default run length): the worker
+processes stay alive between rounds and hold their chain's state (in one process each chain has
+its own copy of the step), so a round continues every chain where it stopped, and the same seed
+gives the same draws whether the chains run in parallel or in turn.
 """
 
 from __future__ import annotations
@@ -347,10 +353,9 @@ def sample_gibbs(
         A step method with the interface of PyMC's ``BlockedStep`` (``setup_chain(rng, tune,
         draws)``, ``stop_tuning()``, ``step(point) -> (point, [stats])`` with scalar statistics
         ``stats_dtypes_shapes``), which need not be one (PyMC is not imported); used as is in
-        one process, copied into each worker process. With extension rounds it must have a
-        ``thin`` attribute (sweeps per ``step`` call after the warm-up) and keep all of a
-        chain's state in attributes that ``setup_chain`` sets afresh (each chain then runs on
-        its own shallow copy).
+        one process, copied into each worker process. Extension rounds need a ``thin``
+        attribute and a chain's state in attributes that ``setup_chain`` sets afresh (each
+        chain runs on a shallow copy).
     layout : GibbsLayout
         Variables, dims and coordinates of the posterior.
     seeds : list of int
@@ -367,13 +372,10 @@ def sample_gibbs(
     stop : callable
         Polled between sweeps; ``True`` stops the run with ``KeyboardInterrupt``.
     max_sweeps : int
-        Extension rounds (with ``check``): while ``check`` fails on the kept draws and a
-        round with twice the window fits in ``max_sweeps`` sweeps per chain (warm-up
-        included), every chain continues from its state for as many sweeps again as its
-        window after the warm-up, at twice the thinning; of the draws so far every second
-        one is kept (those at multiples of the new ``thin``), so that there are still ``draws``
-        per chain and they are exactly those of a run of ``tune`` warm-up sweeps and ``draws``
-        kept draws at the final ``thin``. 0: no extension.
+        With ``check``: while ``check`` fails and twice the window fits in ``max_sweeps``
+        sweeps per chain (warm-up included), every chain continues from its state for as many
+        sweeps again, at twice the thinning, and every second draw so far is kept (those at
+        multiples of the new ``thin``): the draws of one run at the final ``thin``. 0: none.
     check : callable, optional
         ``check(datatree) -> bool``: whether the kept draws pass the convergence checks.
 
