@@ -59,14 +59,14 @@ def gibbs_posterior(
     random_seed: RandomSeed,
     *,
     via_pymc: bool = False,
-    check: Callable[[xr.DataTree], bool] | None = None,
+    check: Callable[[xr.DataTree], str] | None = None,
 ) -> xr.DataTree:
     """Posterior draws of the DPMPM by blocked Gibbs (``model``'s MCMC settings).
 
     ``via_pymc=True`` builds the PyMC model and runs the same step through ``pm.sample``
-    (same seed, same draws; slower and larger; never extended). ``check(tree) -> bool``: the
-    convergence checks of the kept draws, with ``model.max_sweeps`` the bound of a
-    self-extending run (``DPMPM``, ``max_sweeps``).
+    (same seed, same draws; slower and larger; never extended). ``check(tree) -> str``: the
+    convergence checks of the kept draws (``sample_gibbs``), with ``model.max_sweeps`` the bound
+    of a self-extending run (``DPMPM``, ``max_sweeps``).
     """
     from bayes_risk.models._dpmpm_step import DPMPMGibbs, pymc_step
 

@@ -343,7 +343,7 @@ def sample_gibbs(
     progressbar: bool = False,
     stop: Callable[[], bool] = lambda: False,
     max_sweeps: int = 0,
-    check: Callable[[xr.DataTree], bool] | None = None,
+    check: Callable[[xr.DataTree], str] | None = None,
 ) -> xr.DataTree:
     """Run a Gibbs-only step for ``chains`` chains and return the ``pm.sample``-shaped DataTree.
 
@@ -377,13 +377,17 @@ def sample_gibbs(
         sweeps again, at twice the thinning, and every second draw so far is kept (those at
         multiples of the new ``thin``): the draws of one run at the final ``thin``. 0: none.
     check : callable, optional
-        ``check(datatree) -> bool``: whether the kept draws pass the convergence checks.
+        ``check(datatree) -> str``: ``"passed"`` (the kept draws pass the convergence checks),
+        ``"failed"`` (extend) or ``"stuck"`` (failed, and a longer run is not expected to help:
+        stop).
 
     Returns
     -------
     xarray.DataTree
         The groups of ``pm.sample``; the root's attributes record the run: ``thin`` (final
-        sweeps per kept draw), ``gibbs_rounds`` (1: no extension) and ``max_sweeps``.
+        sweeps per kept draw), ``gibbs_rounds`` (1: no extension), ``max_sweeps`` and
+        ``gibbs_stop`` (why the rounds ended: ``"passed"``, ``"stuck"``, ``"max_sweeps"``;
+        ``""`` without extension).
     """
     tune, draws, chains = int(tune), int(draws), int(chains)
     if cores is None:
@@ -418,10 +422,15 @@ def sample_gibbs(
                 results = runner.run(tasks, bar, stop)
         total = chains * (tune + draws)
         bar(total)
-        rounds = 1
+        rounds, stopped = 1, ""
         while True:
             dt = _to_datatree(results, layout, tune=tune, sampling_time=time.time() - t0)
-            if not extend or tune + 2 * draws * thin > max_sweeps or check(dt):
+            if not extend:
+                break
+            if tune + 2 * draws * thin > max_sweeps:
+                stopped = "max_sweeps"
+                break
+            if (stopped := check(dt)) != "failed":
                 break
             # every second kept draw stays (those at multiples of 2 * thin after the warm-up);
             # the first new one follows the last of them after 2 * thin sweeps (thin when the
@@ -431,7 +440,7 @@ def sample_gibbs(
             calls, first = draws - draws // 2, (thin if draws % 2 else 2 * thin)
             thin, rounds = 2 * thin, rounds + 1
             _log.info(f"Convergence checks failed: every chain continues to "
-                      f"{tune + draws * thin:,} sweeps, every {thin}th kept (round {rounds})")
+                      f"{tune + draws * thin:,} sweeps, one kept per {thin} (round {rounds})")
             total += chains * calls
             _grow_bar(prog, total, thin)
             new = runner.run([("extend", calls, first, thin)] * chains, bar, stop)
@@ -447,7 +456,7 @@ def sample_gibbs(
     if isinstance(runner, _ForkedChains):
         runner.close()
     dt.attrs.update({"thin": thin, "gibbs_rounds": rounds,
-                     "max_sweeps": int(max_sweeps) if extend else 0})
+                     "max_sweeps": int(max_sweeps) if extend else 0, "gibbs_stop": stopped})
     return dt
 
 
@@ -455,7 +464,7 @@ def _grow_bar(prog: Any, total: int, thin: int) -> None:
     """An extension round: the bar's total grows by its draws, and says the new thinning."""
     if prog is not None:
         task = prog.tasks[0].id
-        prog.update(task, total=total, description=f"Gibbs draws (every {thin}th sweep kept)")
+        prog.update(task, total=total, description=f"Gibbs draws (one kept per {thin} sweeps)")
 
 
 def _chain_arrays(dt: xr.DataTree, layout: GibbsLayout, c: int, tune: int

@@ -415,8 +415,9 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         if self.sampler == "gibbs":
             from bayes_risk.models._dpmpm_run import gibbs_posterior
 
+            history: list[float] = []  # the largest R-hat of each round (extension)
             dt = gibbs_posterior(self, codes, d, seed,
-                                 check=lambda tree: self._checks_pass(tree, schema))
+                                 check=lambda tree: self._round_verdict(tree, schema, history))
         else:
             model = self._build_model(codes, d, transforms=True)
             dt = self._run_sampler(model, random_seed=seed)

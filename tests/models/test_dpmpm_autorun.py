@@ -74,7 +74,16 @@ def test_settings_resolved_when_the_model_is_created():
         DPMPM(sampler="nuts", max_sweeps=100, progressbar=False).fit(df)
 
 
-def test_extended_run_is_the_run_at_its_final_thinning():
+@pytest.fixture
+def never_stuck(monkeypatch):
+    """Rounds until the bound: these tiny fits' R-hat stays high (the early stop of
+    ``extension_stuck`` is tested on its own)."""
+    import bayes_risk.models._bayesian_convergence as bc
+
+    monkeypatch.setattr(bc, "extension_stuck", lambda previous, current: False)
+
+
+def test_extended_run_is_the_run_at_its_final_thinning(never_stuck):
     """Three rounds (thin 1 → 4, window 40 → 160 sweeps): 40 kept draws per chain, the warm-up
     untouched, and the draws, statistics and warm-up statistics of the explicit run at thin 4,
     bit for bit."""
@@ -83,6 +92,7 @@ def test_extended_run_is_the_run_at_its_final_thinning():
     run = ext.convergence_summary()
     assert (run["rounds"], run["thin"], run["sweeps_per_chain"]) == (3, 4, 170)
     assert run["max_sweeps_per_chain"] == 170 and run["draws"] == 40 and run["tune"] == 10
+    assert run["stopped"] == "max_sweeps"
     assert ext.posterior_["posterior"].sizes["draw"] == 40 and ext.n_draws == 80
     assert ext.posterior_["warmup_sample_stats"].sizes["draw"] == 10
     assert ext.thin == 1  # the setting; the thinning used is in the record
@@ -91,10 +101,10 @@ def test_extended_run_is_the_run_at_its_final_thinning():
     _same_draws(ext.posterior_, explicit.posterior_)
     assert ext.convergence_report().attrs["mcmc_run"] == {
         "tune": 10, "thin": 4, "draws": 40, "rounds": 3, "sweeps_per_chain": 170,
-        "max_sweeps": 170}
+        "max_sweeps": 170, "stopped": "max_sweeps"}
 
 
-def test_odd_number_of_draws_keeps_the_multiples_of_the_new_thinning():
+def test_odd_number_of_draws_keeps_the_multiples_of_the_new_thinning(never_stuck):
     df = _table(200, seed=2)
     ext = _fit(df, draws=41, thin=3, max_sweeps=10 + 41 * 12)
     assert ext.convergence_summary()["thin"] == 12
@@ -109,24 +119,47 @@ def test_a_round_runs_when_and_only_when_the_check_fails():
 
     def passes_second_time(tree):
         seen.append(tree["posterior"].sizes["draw"])
-        return len(seen) == 2
+        return "passed" if len(seen) == 2 else "failed"
 
     dt = _posterior(model, df, 5, passes_second_time)
     assert seen == [20, 20] and dt.attrs["gibbs_rounds"] == 2 and dt.attrs["thin"] == 2
-    dt = _posterior(model, df, 5, lambda tree: True)
+    assert dt.attrs["gibbs_stop"] == "passed"
+    dt = _posterior(model, df, 5, lambda tree: "passed")
     assert dt.attrs["gibbs_rounds"] == 1 and dt.attrs["thin"] == 1
+    # stuck: failed, and a longer run is not expected to help
+    verdicts = iter(["failed", "failed", "stuck"])
+    dt = _posterior(model, df, 5, lambda tree: next(verdicts))
+    assert dt.attrs["gibbs_rounds"] == 3 and dt.attrs["gibbs_stop"] == "stuck"
     # the bound: 6 + 20 * 2**k <= 500 for k <= 4
     model.set_params(max_sweeps=500)
-    dt = _posterior(model, df, 5, lambda tree: False)
+    dt = _posterior(model, df, 5, lambda tree: "failed")
     assert dt.attrs["gibbs_rounds"] == 5 and dt.attrs["thin"] == 16
+    assert dt.attrs["gibbs_stop"] == "max_sweeps"
     assert 6 + 20 * 16 <= 500 < 6 + 20 * 32
     # a bound below the first run's length: the first run, whole, and no round
     model.set_params(max_sweeps=10)
-    dt = _posterior(model, df, 5, lambda tree: False)
+    dt = _posterior(model, df, 5, lambda tree: "failed")
     assert dt.attrs["gibbs_rounds"] == 1 and dt["posterior"].sizes["draw"] == 20
     # no bound, or no check: never
     model.set_params(max_sweeps=0)
-    assert _posterior(model, df, 5, lambda tree: False).attrs["gibbs_rounds"] == 1
+    dt = _posterior(model, df, 5, lambda tree: "failed")
+    assert dt.attrs["gibbs_rounds"] == 1 and dt.attrs["gibbs_stop"] == ""
+
+
+def test_a_run_stops_extending_when_a_round_leaves_the_chains_apart():
+    """R-hat − 1 roughly halves per doubling when the chains agree but have few effective
+    draws; chains in different states stay apart. The largest R-hat of each round on two
+    shared data sets (default fits): the rule goes on with the first, stops the second after
+    its second round."""
+    from bayes_risk.models._bayesian_convergence import extension_stuck
+
+    mixing = [1.258, 1.090, 1.029, 1.007]  # ss16pusa_sample_zeros_miss + MCZ, seed 1: passes
+    apart = [2.084, 1.954, 1.955, 1.929]  # NYexample, seed 1: k_occupied
+    assert not any(extension_stuck(a, b) for a, b in zip(mixing, mixing[1:], strict=False))
+    assert extension_stuck(apart[0], apart[1])
+    assert not extension_stuck(None, 2.0)  # the first round: nothing to compare with
+    assert not extension_stuck(1.02, 1.03)  # R-hat near 1: noise, more draws help
+    assert not extension_stuck(1.5, float("nan"))
 
 
 def test_explicit_run_length_is_run_as_asked():
@@ -148,7 +181,7 @@ def test_explicit_run_length_is_run_as_asked():
 
 
 @pytest.mark.skipif(not os.sys.platform.startswith("linux"), reason="forked chain workers")
-def test_parallel_chains_extend_to_the_sequential_draws():
+def test_parallel_chains_extend_to_the_sequential_draws(never_stuck):
     """Workers stay alive between rounds; 3 chains in 2 workers and in turn: the same draws."""
     df = _table(250, seed=6)
     kw = dict(draws=30, chains=3, max_sweeps=10 + 30 * 4)
@@ -158,14 +191,14 @@ def test_parallel_chains_extend_to_the_sequential_draws():
     _same_draws(seq.posterior_, par.posterior_)
 
 
-def test_record_survives_save_and_load_and_the_warning_names_the_bound(tmp_path):
+def test_record_survives_save_and_load_and_the_warning_names_the_bound(tmp_path, never_stuck):
     df = _table(200, seed=7)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         m = DPMPM(n_components=4, tune=10, draws=20, chains=2, cores=1, progressbar=False,
                   max_sweeps=90).fit(df, random_seed=1)
     low = [str(w.message) for w in caught if getattr(w.message, "code", "") == "LOW_ESS"]
-    assert len(low) == 1 and "extended itself to 90 sweeps per chain (every 4th kept, 3 " \
+    assert len(low) == 1 and "extended itself to 90 sweeps per chain (one kept per 4, 3 " \
         "rounds), the longest that max_sweeps=90 allows: raise max_sweeps" in low[0]
     m.save(tmp_path / "m")
     back = DPMPM.load(tmp_path / "m")
@@ -178,7 +211,7 @@ def test_record_survives_save_and_load_and_the_warning_names_the_bound(tmp_path)
     assert (conv["rounds"], conv["thin"], conv["sweeps_per_chain"]) == (3, 4, 90)
 
 
-def test_augmented_fit_starts_at_the_final_thinning():
+def test_augmented_fit_starts_at_the_final_thinning(never_stuck):
     df = _table(150, seed=8)
     m = _fit(df, draws=20, max_sweeps=10 + 20 * 4)
     assert m.convergence_summary()["thin"] == 4
@@ -198,7 +231,7 @@ def test_progress_bar_grows_with_a_round():
     _grow_bar(prog, 50, 10)
     task = prog.tasks[0]
     assert task.total == 50 and task.completed == 30
-    assert "every 10th sweep kept" in task.description
+    assert "one kept per 10 sweeps" in task.description
     _grow_bar(None, 50, 10)  # no bar: nothing to do
 
 
@@ -212,7 +245,7 @@ def test_ctrl_c_stops_an_extension_round(cores):
 
     def fails(tree):
         rounds.append(1)
-        return False
+        return "failed"
 
     timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
     t0 = time.perf_counter()
@@ -247,3 +280,14 @@ def test_readme_example_fits_without_convergence_warnings():
         s = m.convergence_summary()
         assert s["passed"] and s["draws"] == 500 and s["rounds"] > 1
         assert s["sweeps_per_chain"] == 1000 + 500 * s["thin"] <= 50_000
+
+
+def test_a_fit_whose_rounds_leave_the_chains_apart_says_so():
+    """40 draws of a small fit: R-hat stays above 1.1 through the second round, so the run stops
+    there (not at its bound) and its warning says why."""
+    m = _fit(_table(), draws=40, max_sweeps=10 + 40 * 4)
+    run = m.convergence_summary()
+    assert (run["rounds"], run["thin"], run["stopped"]) == (2, 2, "stuck")
+    assert max(m.convergence_report()["rhat"]) > 1.1
+    msg = " ".join(w["message"] for w in m.mcmc_warnings())
+    assert "stopped extending itself at 90 sweeps per chain (one kept per 2, 2 rounds)" in msg
