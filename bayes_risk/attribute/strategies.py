@@ -142,10 +142,12 @@ def _ratio_pass(
     *,
     tail: bool,
     L: np.ndarray | None = None,
+    groups: np.ndarray | None = None,
 ) -> RatioStats:
     """``RatioStats.from_logp`` of a model's ``[R, H, G]`` log-likelihoods in workspace
     buffer ``slot``; ``tail``: select the Pareto tails for k̂; ``L`` is used when it has one row
-    per draw of ``logp``."""
+    per draw of ``logp``; ``groups``: the draws' chains and batches of the between-chain check
+    (their sums are formed in the same pass)."""
     hh = logp.shape[1]
     st = RatioStats.from_logp(
         np.moveaxis(logp, 1, 0),
@@ -153,6 +155,7 @@ def _ratio_pass(
         tail=_khat_tail(hh) if tail else 0,
         L=L if (L is not None and L.shape[0] == hh) else None,
         out=ws.buffer(slot, (hh, group.size, group.n_candidates)),
+        groups=groups,
     )
     # the k̂ fits (numpy, GIL released) run while the next posterior's likelihoods and ratio
     # pass (compiled, GIL released) are computed; the estimator collects them
@@ -175,8 +178,9 @@ class _DrawEstimator(EstimatorStrategy):
             dr.L is not None and plan.model.model.model_class == "P" and dr.n_sum is None
             and fast_path_exact(dr.L)
         )
+        cp = plan.chains if (plan.chains is not None and plan.chains.run) else None
         st0 = _ratio_pass(logp, group, ws, 0, tail=dg.khat != "none" and not dg.psis,
-                          L=dr.L if L_fast else None)
+                          L=dr.L if L_fast else None, groups=None if cp is None else cp.base)
         del logp
         diag: dict[str, np.ndarray] = {}
         published = self._published_sums(plan, group, st0, diag, out) if dr.L is not None else None
@@ -323,24 +327,30 @@ class Stabilised(_DrawEstimator):
         diag: dict[str, np.ndarray],
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         dr, dg, aug = plan.draws, plan.diagnostics, plan.augmented
+        cp = plan.chains if (plan.chains is not None and plan.chains.run) else None
         ndrop = st0.n_dropped
         logr_aug = []
         for ai, a in enumerate(aug.models):
             lp_a = model_logp(a, plan.data, plan.rule, group, None, ws)
-            st_a = _ratio_pass(lp_a, group, ws, 1 + ai, tail=dg.khat == "all" and not dg.psis)
+            st_a = _ratio_pass(lp_a, group, ws, 1 + ai, tail=dg.khat == "all" and not dg.psis,
+                               groups=None if cp is None else cp.aug[ai])
             del lp_a
             ndrop = ndrop + st_a.n_dropped
             logr_aug.append(st_a)
-        st = stabilised_estimate(st0, logr_aug, psis=dg.psis, khat=dg.khat)
-        if plan.chains is not None and plan.chains.run:
-            # each chain's estimate from the same ratios (a regrouping of the sums over draws)
+        # what does not need k̂ first: the last posterior's k̂ fits run meanwhile (in the
+        # background, RatioStats.start_khat) instead of being waited for here
+        if cp is not None:
+            # each chain's estimate from the same ratios (a regrouping of the sums over draws,
+            # formed in the ratio passes)
             t_c = time.perf_counter()
             diag["chain_loglik"], diag["chain_dev"] = chain_estimates(
-                plan.chains, st0, logr_aug, group.g0
+                cp, st0, logr_aug, group.g0
             )
             ws.timing["chain_check_s"] = (
                 ws.timing.get("chain_check_s", 0.0) + time.perf_counter() - t_c
             )
+        boot = bootstrap_stabilised(st0, logr_aug, dr.counts, aug.counts) if dr.n_boot else None
+        st = stabilised_estimate(st0, logr_aug, psis=dg.psis, khat=dg.khat)
         diag["khat"] = st["khat0"]
         diag["khat_aug"] = st["khat_aug"]
         diag["ess_r"] = st["ess_r0"]
@@ -349,7 +359,6 @@ class Stabilised(_DrawEstimator):
             self._bounds(plan, group, st0, logr_aug, st, diag)
         if "ess_q" not in diag:
             diag["ess_q"] = st["ess_r0"]
-        boot = bootstrap_stabilised(st0, logr_aug, dr.counts, aug.counts) if dr.n_boot else None
         return st["loglik"], st["log_mean_r"], ndrop, boot
 
     @staticmethod
