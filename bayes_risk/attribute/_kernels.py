@@ -215,8 +215,10 @@ def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
         hasnan = np.zeros(G, dtype=np.bool_)
         gt = g0[r]
         ok = 0
-        # first pass: maxima only (the ratios are formed again, identically, when written)
+        # first pass: maxima only (the ratios are formed again, identically, when written),
+        # and the strided sample of the ratios for the tails' thresholds
         tv = np.empty(H)
+        samp = np.empty((G if m_tail > 0 else 0, ns))
         for h in range(H):
             t = logp[h, r, gt]
             tv[h] = t
@@ -228,25 +230,27 @@ def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
                         hasnan[g] = True
                     elif v > mx[g]:
                         mx[g] = v
+            if m_tail > 0 and h % step == 0 and h // step < ns:
+                a = h // step
+                for g in range(G):
+                    samp[g, a] = logp[h, r, g] - t if math.isfinite(t) else -math.inf
         n_ok[r] = ok
         shift = np.empty(G)
         for g in range(G):
             mx_out[r, g] = math.nan if hasnan[g] else mx[g]
             shift[g] = mx[g] if (math.isfinite(mx[g]) and not hasnan[g]) else 0.0
-        # per-candidate thresholds from the strided sample (+inf: no tail for this candidate)
+        # per-candidate thresholds from the strided sample (+inf: no tail for this candidate);
+        # subtracting the maximum after the selection picks the same value (x - mx is monotone),
+        # and whatever the threshold, the selected tails are the same (only the work differs)
         thr = np.full(G, math.inf)
         if m_tail > 0:
-            samp = np.empty(ns)
             for g in range(G):
                 if hasnan[g] or not math.isfinite(mx[g]):
                     bad[r * G + g] = True
                     continue
-                for a in range(ns):
-                    t = tv[a * step]
-                    v = logp[a * step, r, g] - t if math.isfinite(t) else -math.inf
-                    samp[a] = v - mx[g]
-                _select(samp, ns - 1 - above)
-                thr[g] = samp[ns - 1 - above]
+                sg = samp[g]
+                _select(sg, ns - 1 - above)
+                thr[g] = sg[ns - 1 - above] - mx[g]
         small = np.empty((G if m_tail > 0 else 0, cap + 1))
         cnt = np.zeros(G, dtype=np.int64)
         # rows in blocks of _HB draws; each block is also transposed into an L1-sized buffer so
