@@ -215,8 +215,10 @@ def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
         hasnan = np.zeros(G, dtype=np.bool_)
         gt = g0[r]
         ok = 0
-        # first pass: maxima only (the ratios are formed again, identically, when written)
+        # first pass: maxima only (the ratios are formed again, identically, when written),
+        # and the strided sample of the ratios for the tails' thresholds
         tv = np.empty(H)
+        samp = np.empty((G if m_tail > 0 else 0, ns))
         for h in range(H):
             t = logp[h, r, gt]
             tv[h] = t
@@ -228,25 +230,27 @@ def ratio_pass(logp, g0, X, m_tail):  # pragma: no cover - compiled
                         hasnan[g] = True
                     elif v > mx[g]:
                         mx[g] = v
+            if m_tail > 0 and h % step == 0 and h // step < ns:
+                a = h // step
+                for g in range(G):
+                    samp[g, a] = logp[h, r, g] - t if math.isfinite(t) else -math.inf
         n_ok[r] = ok
         shift = np.empty(G)
         for g in range(G):
             mx_out[r, g] = math.nan if hasnan[g] else mx[g]
             shift[g] = mx[g] if (math.isfinite(mx[g]) and not hasnan[g]) else 0.0
-        # per-candidate thresholds from the strided sample (+inf: no tail for this candidate)
+        # per-candidate thresholds from the strided sample (+inf: no tail for this candidate);
+        # subtracting the maximum after the selection picks the same value (x - mx is monotone),
+        # and whatever the threshold, the selected tails are the same (only the work differs)
         thr = np.full(G, math.inf)
         if m_tail > 0:
-            samp = np.empty(ns)
             for g in range(G):
                 if hasnan[g] or not math.isfinite(mx[g]):
                     bad[r * G + g] = True
                     continue
-                for a in range(ns):
-                    t = tv[a * step]
-                    v = logp[a * step, r, g] - t if math.isfinite(t) else -math.inf
-                    samp[a] = v - mx[g]
-                _select(samp, ns - 1 - above)
-                thr[g] = samp[ns - 1 - above]
+                sg = samp[g]
+                _select(sg, ns - 1 - above)
+                thr[g] = sg[ns - 1 - above] - mx[g]
         small = np.empty((G if m_tail > 0 else 0, cap + 1))
         cnt = np.zeros(G, dtype=np.int64)
         # rows in blocks of _HB draws; each block is also transposed into an L1-sized buffer so
@@ -291,6 +295,22 @@ def _gather(tb, nh, thr, small, cnt):  # pragma: no cover - compiled
         cnt[g] = c
 
 
+@njit(cache=True, inline="always")
+def _insertion_sort(a, out):  # pragma: no cover - compiled
+    """``out[:n] = sort(a)`` (``n = a.size``, no ``nan``): the tails' ``M + 1`` values after the
+    selection. For ~100 values a predictable insertion sort beats ``np.sort`` (its branchy
+    quicksort and a fresh array per call took about 40 % of the tail selection); any sort
+    gives the same values in the same order."""
+    n = a.shape[0]
+    for i in range(n):
+        v = a[i]
+        j = i - 1
+        while j >= 0 and out[j] > v:
+            out[j + 1] = out[j]
+            j -= 1
+        out[j + 1] = v
+
+
 @njit(cache=True)
 def _finish_tails(X, r, k, small, cnt, bad, top):  # pragma: no cover - compiled
     """The ``k`` largest of each candidate's gathered values, ascending, into ``top[g]``
@@ -304,7 +324,7 @@ def _finish_tails(X, r, k, small, cnt, bad, top):  # pragma: no cover - compiled
         c = cnt[g]
         if k <= c <= cap:
             _select(small[g, :c], c - k)
-            top[g, :] = np.sort(small[g, c - k : c])
+            _insertion_sort(small[g, c - k : c], top[g])
         else:  # the threshold missed: select among all draws
             if tmp.shape[0] == 0:
                 tmp = np.empty(H)
@@ -319,14 +339,17 @@ _RB = 16
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def ratio_sums(E, W):  # pragma: no cover - compiled
-    """Sums over draws of ``E[H, R, G]``: ``Σ E``, ``Σ E²`` and, per column of ``W[H, m]``,
-    ``Σ E W``, ``Σ (E W)²``, ``max E W`` (the published estimator's fast path, Hu 2019 §3.2.5).
+def ratio_sums(E, W, groups, n_groups):  # pragma: no cover - compiled
+    """Sums over draws of ``E[H, R, G]``: ``Σ E``, ``Σ E²``, per column of ``W[H, m]``
+    ``Σ E W``, ``Σ (E W)²``, ``max E W`` (the published estimator's fast path, Hu 2019 §3.2.5),
+    and per group of draws ``Σ_{h: groups[h] = c} E`` (the between-chain check's chain and
+    batch sums, :mod:`bayes_risk.attribute.chains`; ``n_groups = 0``: none).
 
-    Draws are summed in order for every ``(r, g)``, so the values do not depend on threads.
-    Each thread takes blocks of ``_RB`` records and walks the draws once, reading the block's
-    contiguous ``[_RB, G]`` slab of each draw (per record, the draws' rows of ``G`` values lie
-    ``R·G`` apart: one record at a time made every row a separate cache miss).
+    Draws are summed in order for every ``(r, g)`` (and every group), so the values do not
+    depend on threads. Each thread takes blocks of ``_RB`` records and walks the draws once,
+    reading the block's contiguous ``[_RB, G]`` slab of each draw (per record, the draws' rows
+    of ``G`` values lie ``R·G`` apart: one record at a time made every row a separate cache
+    miss); the group sums are formed in the same walk (a second pass over ``E`` cost as much).
     """
     H, R, G = E.shape
     m = W.shape[1]
@@ -335,6 +358,7 @@ def ratio_sums(E, W):  # pragma: no cover - compiled
     num = np.zeros((R, m, G))
     sq = np.zeros((R, m, G))
     mxw = np.zeros((R, m, G))
+    gsum = np.zeros((n_groups, R, G))
     for b in prange((R + _RB - 1) // _RB):
         r0 = b * _RB
         r1 = min(R, r0 + _RB)
@@ -346,6 +370,10 @@ def ratio_sums(E, W):  # pragma: no cover - compiled
                 for g in range(G):
                     a1[g] += e[g]
                     a2[g] += e[g] * e[g]
+                if n_groups > 0:
+                    a3 = gsum[groups[h], r]
+                    for g in range(G):
+                        a3[g] += e[g]
                 for li in range(m):
                     w = W[h, li]
                     nu = num[r, li]
@@ -357,7 +385,7 @@ def ratio_sums(E, W):  # pragma: no cover - compiled
                         sqr[g] += ew * ew
                         if ew > mw[g]:
                             mw[g] = ew
-    return s1, s2, num, sq, mxw
+    return s1, s2, num, sq, mxw, gsum
 
 
 @njit(cache=True, nogil=True)

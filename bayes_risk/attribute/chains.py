@@ -202,7 +202,11 @@ def _chain_means(st: Any, groups: np.ndarray | None, g0: np.ndarray, cp: ChainPl
     R, _, G = st.E.shape
     if groups is None:  # used whole by every chain: no difference between chains
         return (np.broadcast_to(st.log_mean(), (C, R, G)), np.zeros((C, K, R, G)))
-    S = _group_sums(st.E, groups, C * K).reshape(C, K, R, G)
+    gs = getattr(st, "group_sums", None)
+    if gs is not None and np.array_equal(gs[0], groups) and gs[1].shape[0] == C * K:
+        S = gs[1].reshape(C, K, R, G)  # formed in the ratio pass (RatioStats.from_logp)
+    else:
+        S = _group_sums(st.E, groups, C * K).reshape(C, K, R, G)
     # the truth's ratio is 1 (E = 1) for every kept draw and 0 for a dropped one: its sums
     # count the kept draws of each batch
     n = S[:, :, np.arange(R), g0]  # [C, K, R]

@@ -108,6 +108,9 @@ class RatioStats:
     is_sums: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
     #: the k̂ fits of ``tails`` when started in the background (:meth:`start_khat`)
     _khat_job: KhatJob | None = None
+    #: ``(groups [H], sums [n_groups, R, G])``: ``E`` summed per group of draws, when
+    #: :meth:`from_logp` was given ``groups``
+    group_sums: tuple[np.ndarray, np.ndarray] | None = None
 
     def __init__(self, logr: np.ndarray) -> None:
         logr = np.asarray(logr, dtype=np.float64)
@@ -140,6 +143,7 @@ class RatioStats:
         tail: int = 0,
         L: np.ndarray | None = None,
         out: np.ndarray | None = None,
+        groups: np.ndarray | None = None,
     ) -> RatioStats:
         """Statistics of ``logr = logp − logp[truth]`` from ``logp[H, R, G]`` in one pass.
 
@@ -156,6 +160,10 @@ class RatioStats:
             (used by :func:`is_estimate` when ``stats`` is this object).
         out : ndarray (H, R, G), optional
             Buffer for ``E`` (reused across chunks to avoid re-allocating large arrays).
+        groups : int ndarray (H,), optional
+            Group of each draw (chain and batch of the between-chain check,
+            :class:`~bayes_risk.attribute.chains.ChainPlan`): also form the sums of ``E`` per
+            group, ``group_sums [n_groups, R, G]``, in the same pass.
 
         Notes
         -----
@@ -175,9 +183,14 @@ class RatioStats:
             W = np.ascontiguousarray(np.exp(L - Lmax[None, :]))
         else:
             W = np.zeros((H, 0))
+        if groups is not None and np.size(groups) == H:
+            groups = np.ascontiguousarray(groups, dtype=np.int64)
+            n_groups = int(groups.max()) + 1 if H else 0
+        else:
+            groups, n_groups = np.zeros(0, dtype=np.int64), 0
         mx, n_ok, top, bad = ratio_pass(logp_hrg, g0, out, int(tail))
         threaded_ufunc(np.exp, out, out=out)
-        s1, s2, num, sq, mxw = ratio_sums(out, W)
+        s1, s2, num, sq, mxw, gsum = ratio_sums(out, W, groups, n_groups)
         self = cls.__new__(cls)
         self._logr = None
         self._logp = logp_hrg
@@ -193,6 +206,8 @@ class RatioStats:
             self.tails = (top, bad)
         if L is not None:
             self.is_sums = (Lmax, num, sq, mxw)
+        if n_groups:
+            self.group_sums = (groups, gsum)
         return self
 
     def start_khat(self) -> None:
