@@ -124,10 +124,13 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         (so ``H`` and memory do not change) and they are exactly the draws of one run of
         ``tune`` warm-up sweeps and ``draws`` draws at the final thinning (the same seed and
         ``DPMPM(draws=500, thin=<final thin>)`` reproduces them); the warm-up, and with it the
-        α bound, is unchanged. The diagnostics reported are those of these kept draws; the
-        run's rounds, sweeps and final thinning are in :meth:`convergence_summary`. With
-        the defaults the thinning can reach 80 (41,000 sweeps per chain). Resolved when the
-        model is created, like ``thin``.
+        α bound, is unchanged. The run also stops when a round leaves the largest R-hat above
+        1.1 and takes less than a tenth off R-hat − 1: chains that sit in different states,
+        which longer runs do not bring together (its warning says so). The diagnostics
+        reported are those of these kept draws; the run's rounds, sweeps, final thinning and
+        why it stopped are in :meth:`convergence_summary`. With the defaults the thinning can
+        reach 80 (41,000 sweeps per chain). Resolved when the model is created, like
+        ``thin``.
     alpha_warmup_bound : float, optional
         Upper bound of α during the first ``alpha_warmup_sweeps`` warm-up sweeps of each chain
         (Gibbs sampler, ``K > 1``). Default (``None``): the 95 % quantile of the α prior, 4.9

@@ -88,7 +88,8 @@ MODEL_OPTIONS: tuple[ModelOption, ...] = (
     ModelOption("--max-sweeps", "max_sweeps", ("dpmpm",),
                 "dpmpm Gibbs sampler: most sweeps per chain (warm-up included) of a run that "
                 "extends itself, doubling its window and thinning, until its convergence "
-                "checks pass (default 50000 when --draws is not given, else 0; 0: none)",
+                "checks pass or its chains stay apart (default 50000 when --draws is not "
+                "given, else 0; 0: none)",
                 {"type": int, "metavar": "N"}),
     ModelOption("--alpha-warmup-bound", "alpha_warmup_bound", ("dpmpm",),
                 "dpmpm Gibbs sampler: upper bound of the concentration α in the first warm-up "
