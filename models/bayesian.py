@@ -119,6 +119,8 @@ class _InterruptGuard:
     stops each later chain at once; the caller then raises ``KeyboardInterrupt`` instead of
     returning a truncated posterior. SIGTERM is watched only where a Python handler is
     installed (the command line's); otherwise its default action, ending the process, stands.
+    A signal the process ignores (SIGINT of a job a script started in the background) is left
+    ignored.
     """
 
     def __init__(self) -> None:
@@ -133,7 +135,8 @@ class _InterruptGuard:
             return self
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous = signal.getsignal(sig)
-            if sig != signal.SIGINT and not callable(previous):
+            # an ignored SIGINT (a background job of a script) stays ignored, as the shell meant
+            if previous is signal.SIG_IGN or (sig != signal.SIGINT and not callable(previous)):
                 continue
 
             def handler(signum: int, frame: Any, previous: Any = previous) -> None:

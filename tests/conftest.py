@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -26,6 +27,12 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fast"))
 # Numba threads in the parent process make forked PyMC chains abort unless the workqueue layer
 # is used (platform fact recorded in issue 4).
 os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
+
+# The interrupt tests need Ctrl-C to behave as in a terminal. A suite started as a background
+# job of a script inherits an ignored SIGINT, which bayes-risk rightly leaves ignored; restore
+# Python's own handler here (children started by the tests then get the default action).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)

@@ -292,7 +292,10 @@ def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
                 raise KeyboardInterrupt
 
         for sig in (signal.SIGINT, signal.SIGTERM):
-            handlers[sig] = signal.signal(sig, on_signal)
+            # a signal ignored by whoever started the program (SIGINT of a background job)
+            # stays ignored
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                handlers[sig] = signal.signal(sig, on_signal)
     showwarning = warnings.showwarning
     try:
         with warnings.catch_warnings():

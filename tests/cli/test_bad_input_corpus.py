@@ -650,6 +650,29 @@ def test_sigint_during_writing_is_honoured_after_it(base, tmp_path, capsys, monk
     assert not [p for p in work.iterdir() if p.name.startswith(".")]
 
 
+def test_an_ignored_sigint_stays_ignored(base, tmp_path, capsys, monkeypatch):
+    """Started with SIGINT ignored (a background job of a script), the command leaves it
+    ignored: a SIGINT while writing changes nothing and the run completes."""
+    work = tmp_path / "w"
+    shutil.copytree(base, work)
+    monkeypatch.chdir(work)
+    real = pd.DataFrame.to_csv
+
+    def to_csv(self, *a, **k):
+        os.kill(os.getpid(), signal.SIGINT)
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", to_csv)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        rc, err = _run(_cmd("utility", base), capsys)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert rc == 0, err
+    assert (work / "out" / "summary.json").exists()
+
+
 @pytest.mark.parametrize("delay", [0.0, 0.5, 1.0])
 def test_sigint_while_writing_keeps_old_output(base, tmp_path, delay):
     """SIGINT at spread moments of a run whose last part is writing many files: either the run

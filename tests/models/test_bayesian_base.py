@@ -259,3 +259,36 @@ def test_ctrl_c_stops_every_chain_and_returns_no_partial_posterior(monkeypatch):
     assert calls["n"] < 60, calls  # the second chain did not run its 2,200 sweeps
     assert getattr(model, "posterior_", None) is None
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+
+
+@pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.ConvergenceWarning")  # tiny run
+def test_an_ignored_sigint_stays_ignored(monkeypatch):
+    """A fit started with SIGINT ignored (a background job of a script) is not made
+    interruptible by it: the signal goes on being ignored and the fit completes."""
+    import os
+    import signal
+
+    from bayes_risk.models import DPMPM
+    from bayes_risk.models._dpmpm_step import DPMPMGibbs
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.choice(["x", "y"], 60), "b": rng.choice(["u", "v", "w"], 60)})
+    calls = {"n": 0}
+    real_step = DPMPMGibbs.step
+
+    def step(self, point):
+        calls["n"] += 1
+        if calls["n"] == 50:
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            os.kill(os.getpid(), signal.SIGINT)
+        return real_step(self, point)
+
+    monkeypatch.setattr(DPMPMGibbs, "step", step)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        model = DPMPM(n_components=3, tune=50, draws=50, chains=2, cores=1, progressbar=False)
+        model.fit(df, categorical=["a", "b"], random_seed=1)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert calls["n"] == 200 and model.posterior_ is not None
