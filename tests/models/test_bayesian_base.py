@@ -232,27 +232,38 @@ def test_dpmpm_from_posterior_equals_fit(fitted_dpmpm):
     assert again.n_draws == m.n_draws
 
 
-def test_ctrl_c_stops_every_chain_and_returns_no_partial_posterior(monkeypatch):
-    """PyMC's sequential sampler catches KeyboardInterrupt per chain and goes on with the next
-    one; a fit must instead stop at once and raise, never return a truncated posterior."""
+def _sigint_at_sweep(monkeypatch, at: int) -> tuple[pd.DataFrame, dict]:
+    """A small table and a DPMPM step that sends this process SIGINT at sweep ``at`` (counted
+    over all chains, in ``calls["n"]``; ``calls["handler"]`` is the SIGINT handler then)."""
     import os
     import signal
 
-    from bayes_risk.models import DPMPM
     from bayes_risk.models._dpmpm_step import DPMPMGibbs
 
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"a": rng.choice(["x", "y"], 60), "b": rng.choice(["u", "v", "w"], 60)})
-    calls = {"n": 0}
+    calls = {"n": 0, "handler": None}
     real_step = DPMPMGibbs.step
 
     def step(self, point):
         calls["n"] += 1
-        if calls["n"] == 50:  # during the first chain's warm-up
+        if calls["n"] == at:
+            calls["handler"] = signal.getsignal(signal.SIGINT)
             os.kill(os.getpid(), signal.SIGINT)
         return real_step(self, point)
 
     monkeypatch.setattr(DPMPMGibbs, "step", step)
+    return df, calls
+
+
+def test_ctrl_c_stops_every_chain_and_returns_no_partial_posterior(monkeypatch):
+    """PyMC's sequential sampler catches KeyboardInterrupt per chain and goes on with the next
+    one; a fit must instead stop at once and raise, never return a truncated posterior."""
+    import signal
+
+    from bayes_risk.models import DPMPM
+
+    df, calls = _sigint_at_sweep(monkeypatch, 50)  # during the first chain's warm-up
     model = DPMPM(n_components=3, tune=200, draws=2000, chains=2, cores=1, progressbar=False)
     with pytest.raises(KeyboardInterrupt):
         model.fit(df, categorical=["a", "b"], random_seed=1)
@@ -265,25 +276,11 @@ def test_ctrl_c_stops_every_chain_and_returns_no_partial_posterior(monkeypatch):
 def test_an_ignored_sigint_stays_ignored(monkeypatch):
     """A fit started with SIGINT ignored (a background job of a script) is not made
     interruptible by it: the signal goes on being ignored and the fit completes."""
-    import os
     import signal
 
     from bayes_risk.models import DPMPM
-    from bayes_risk.models._dpmpm_step import DPMPMGibbs
 
-    rng = np.random.default_rng(0)
-    df = pd.DataFrame({"a": rng.choice(["x", "y"], 60), "b": rng.choice(["u", "v", "w"], 60)})
-    calls = {"n": 0}
-    real_step = DPMPMGibbs.step
-
-    def step(self, point):
-        calls["n"] += 1
-        if calls["n"] == 50:
-            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-            os.kill(os.getpid(), signal.SIGINT)
-        return real_step(self, point)
-
-    monkeypatch.setattr(DPMPMGibbs, "step", step)
+    df, calls = _sigint_at_sweep(monkeypatch, 50)
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         model = DPMPM(n_components=3, tune=50, draws=50, chains=2, cores=1, progressbar=False)
@@ -291,4 +288,5 @@ def test_an_ignored_sigint_stays_ignored(monkeypatch):
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, previous)
+    assert calls["handler"] is signal.SIG_IGN  # ignored during the fit too
     assert calls["n"] == 200 and model.posterior_ is not None
