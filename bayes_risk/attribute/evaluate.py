@@ -64,7 +64,6 @@ def evaluate(plan: AttributePlan, partition: RecordPartition) -> PartitionOutput
         sizes = np.array([c.size for c in csets])
         for gi in groups_by_size(sizes):
             _evaluate_group(plan, chunk[gi], [csets[k] for k in gi], ws, out, weight)
-    ws.drain()  # the last estimates' finishing steps (Workspace.run)
     for i, dups in copies.items():
         for j in dups:
             _copy_record(out, i, int(j))

@@ -47,22 +47,15 @@ def model_access(model: Any) -> ModelAccess:
 
 @dataclass
 class Workspace:
-    """Per-partition scratch state: reused output buffers, the estimates' finishing steps
-    still running, and the time spent in the model.
+    """Per-partition scratch state: reused output buffers and the time spent in the model.
 
     Large ``[H, R, G]`` arrays are allocated once per posterior and reused for every chunk
-    (not re-allocated and page-faulted each time). An estimator may hand the steps that follow
-    its likelihood passes to a thread of their own (:meth:`run`), so that they overlap with
-    the next group's passes; the ratio buffers then alternate between two sets
-    (:meth:`begin`), and a set is reused only once the steps that read it are done.
+    (not re-allocated and page-faulted each time).
     """
 
     buffers: dict[Any, np.ndarray] = field(default_factory=dict)
     timing: dict[str, float] = field(default_factory=lambda: {"model_likelihood_s": 0.0})
-    #: which of the two sets of ratio buffers the current estimate writes
-    parity: int = 0
     _records: tuple[Any, ...] | None = field(default=None, repr=False)
-    _jobs: list[Any] = field(default_factory=list, repr=False)
 
     def buffer(self, key: Any, shape: tuple[int, int, int]) -> np.ndarray:
         """An uninitialised float64 array of ``shape``, the same one for the same key."""
@@ -70,28 +63,6 @@ class Workspace:
         if b is None or b.shape != shape:
             b = self.buffers[key] = np.empty(shape)
         return b
-
-    def begin(self) -> None:
-        """Start an estimate: switch to the other set of buffers once the finishing steps
-        that read it (those of the estimate before last) are done."""
-        while len(self._jobs) >= 2 or (self._jobs and self._jobs[0].done()):
-            self._jobs.pop(0).result()  # (re-raises an error of the finishing steps)
-        self.parity ^= 1
-
-    def run(self, fn: Any, *, background: bool) -> None:
-        """Run an estimate's finishing steps ``fn()``: here, or on the finishing thread (in
-        order, one estimate at a time) while the next estimate's passes are computed."""
-        if not background:
-            fn()
-            return
-        from bayes_risk._numeric import _pool
-
-        self._jobs.append(_pool(1, name="bayes-risk-finish").submit(fn))
-
-    def drain(self) -> None:
-        """Wait for every finishing step handed to :meth:`run`."""
-        while self._jobs:
-            self._jobs.pop(0).result()
 
     def records(self, data: AnalysisData, group: CandidateGroup) -> tuple[pd.DataFrame, bool]:
         """The original rows of ``group`` and whether any value is missing: formed once per

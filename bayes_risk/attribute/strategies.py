@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -121,11 +120,6 @@ class PlugIn(EstimatorStrategy):
 # ------------------------------------------------------------------------------------------
 # estimators with posterior draws
 # ------------------------------------------------------------------------------------------
-#: what an estimator's finishing steps return: ``(loglik [R, G], log_mean_r [R, G],
-#: n_dropped [R], bootstrap [R, B, G] or None)``
-EstimateParts = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]
-
-
 class PublishedSums(NamedTuple):
     """The published estimator's log-likelihoods ``[R, G]`` and, for class O models, the
     own-record term ``[R, H, m, G]`` it used."""
@@ -160,7 +154,7 @@ def _ratio_pass(
         group.g0,
         tail=_khat_tail(hh) if tail else 0,
         L=L if (L is not None and L.shape[0] == hh) else None,
-        out=ws.buffer((ws.parity, slot), (hh, group.size, group.n_candidates)),
+        out=ws.buffer(slot, (hh, group.size, group.n_candidates)),
         groups=groups,
     )
     # the k̂ fits (numpy, GIL released) run while the next posterior's likelihoods and ratio
@@ -177,7 +171,6 @@ class _DrawEstimator(EstimatorStrategy):
         self, plan: AttributePlan, group: CandidateGroup, ws: Workspace, out: PartitionOutput
     ) -> None:
         dr, dg = plan.draws, plan.diagnostics
-        ws.begin()
         logp = model_logp(plan.model, plan.data, plan.rule, group, dr.logp_idx, ws)
         # one compiled pass: ratios to the truth, their exponentials and sums, the Pareto tails
         # and the published estimator's per-dataset sums (see RatioStats.from_logp)
@@ -191,12 +184,8 @@ class _DrawEstimator(EstimatorStrategy):
         del logp
         diag: dict[str, np.ndarray] = {}
         published = self._published_sums(plan, group, st0, diag, out) if dr.L is not None else None
-        finish, background = self._estimate(plan, group, ws, st0, published, diag)
-
-        def finish_and_store() -> None:
-            self._store(plan, group, *finish(), diag, out)
-
-        ws.run(finish_and_store, background=background)
+        ll, lmr, ndrop, boot = self._estimate(plan, group, ws, st0, published, diag)
+        self._store(plan, group, ll, lmr, ndrop, boot, diag, out)
 
     @abstractmethod
     def _estimate(
@@ -207,13 +196,10 @@ class _DrawEstimator(EstimatorStrategy):
         st0: RatioStats,
         published: PublishedSums | None,
         diag: dict[str, np.ndarray],
-    ) -> tuple[Callable[[], EstimateParts], bool]:
-        """The likelihood passes of the other posteriors, if any, and the steps after them:
-        ``finish()`` returns ``(loglik [R, G], log_mean_r [R, G], n_dropped [R], bootstrap
-        [R, B, G] or None)`` and adds the estimator's diagnostics to ``diag``; ``background``:
-        whether ``finish`` may run on the finishing thread (:meth:`Workspace.run`; it must not
-        read the models' likelihood buffers, which the next group overwrites). ``published``
-        holds the published estimator's log-likelihoods when ``L`` was computed."""
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """``(loglik [R, G], log_mean_r [R, G], n_dropped [R], bootstrap [R, B, G] or None)``;
+        adds the estimator's diagnostics to ``diag``. ``published`` holds the published
+        estimator's log-likelihoods when ``L`` was computed."""
 
     def _published_sums(
         self,
@@ -314,22 +300,16 @@ class PublishedIS(_DrawEstimator):
         st0: RatioStats,
         published: PublishedSums | None,
         diag: dict[str, np.ndarray],
-    ) -> tuple[Callable[[], EstimateParts], bool]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         dr, khat = plan.draws, plan.diagnostics.khat
-
-        def finish() -> EstimateParts:
-            if khat == "none":
-                diag["khat"] = np.full(st0.mx.shape, np.nan)
-            elif st0.tails is not None:
-                diag["khat"] = st0.tail_khat()
-            else:
-                diag["khat"] = pareto_khat(np.moveaxis(st0.logr, 1, -1))
-            boot = (bootstrap_is(st0, dr.L, dr.counts, delta=published.delta) if dr.n_boot
-                    else None)
-            return published.loglik, mean_log_ratio(st0), st0.n_dropped, boot
-
-        # (its slow paths read the log ratios, i.e. the model's likelihood buffer)
-        return finish, False
+        if khat == "none":
+            diag["khat"] = np.full(st0.mx.shape, np.nan)
+        elif st0.tails is not None:
+            diag["khat"] = st0.tail_khat()
+        else:
+            diag["khat"] = pareto_khat(np.moveaxis(st0.logr, 1, -1))
+        boot = bootstrap_is(st0, dr.L, dr.counts, delta=published.delta) if dr.n_boot else None
+        return published.loglik, mean_log_ratio(st0), st0.n_dropped, boot
 
 
 class Stabilised(_DrawEstimator):
@@ -345,7 +325,7 @@ class Stabilised(_DrawEstimator):
         st0: RatioStats,
         published: PublishedSums | None,
         diag: dict[str, np.ndarray],
-    ) -> tuple[Callable[[], EstimateParts], bool]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         dr, dg, aug = plan.draws, plan.diagnostics, plan.augmented
         cp = plan.chains if (plan.chains is not None and plan.chains.run) else None
         ndrop = st0.n_dropped
@@ -357,39 +337,29 @@ class Stabilised(_DrawEstimator):
             del lp_a
             ndrop = ndrop + st_a.n_dropped
             logr_aug.append(st_a)
-
-        def finish() -> EstimateParts:
-            # what does not need k̂ first: the last posterior's k̂ fits run meanwhile (in the
-            # background, RatioStats.start_khat) instead of being waited for here
-            if cp is not None:
-                # each chain's estimate from the same ratios (a regrouping of the sums over
-                # draws, formed in the ratio passes)
-                t_c = time.perf_counter()
-                diag["chain_loglik"], diag["chain_dev"] = chain_estimates(
-                    cp, st0, logr_aug, group.g0
-                )
-                ws.timing["chain_check_s"] = (
-                    ws.timing.get("chain_check_s", 0.0) + time.perf_counter() - t_c
-                )
-            boot = (bootstrap_stabilised(st0, logr_aug, dr.counts, aug.counts) if dr.n_boot
-                    else None)
-            st = stabilised_estimate(st0, logr_aug, psis=dg.psis, khat=dg.khat)
-            diag["khat"] = st["khat0"]
-            diag["khat_aug"] = st["khat_aug"]
-            diag["ess_r"] = st["ess_r0"]
-            diag["ess_aug"] = st["ess_aug"]
-            if dg.khat != "none":
-                self._bounds(plan, group, st0, logr_aug, st, diag)
-            if "ess_q" not in diag:
-                diag["ess_q"] = st["ess_r0"]
-            return st["loglik"], st["log_mean_r"], ndrop, boot
-
-        # the finishing steps read E, the maxima, the Pareto tails and the chain sums (in the
-        # workspace's alternating buffers), and the log ratios (the models' likelihood buffers,
-        # overwritten by the next group) only for psis or where k̂ has no selected tails
-        wanted = [] if dg.khat == "none" else [st0] if dg.khat == "base" else [st0, *logr_aug]
-        background = not dg.psis and all(s.tails is not None for s in wanted)
-        return finish, background
+        # what does not need k̂ first: the last posterior's k̂ fits run meanwhile (in the
+        # background, RatioStats.start_khat) instead of being waited for here
+        if cp is not None:
+            # each chain's estimate from the same ratios (a regrouping of the sums over draws,
+            # formed in the ratio passes)
+            t_c = time.perf_counter()
+            diag["chain_loglik"], diag["chain_dev"] = chain_estimates(
+                cp, st0, logr_aug, group.g0
+            )
+            ws.timing["chain_check_s"] = (
+                ws.timing.get("chain_check_s", 0.0) + time.perf_counter() - t_c
+            )
+        boot = bootstrap_stabilised(st0, logr_aug, dr.counts, aug.counts) if dr.n_boot else None
+        st = stabilised_estimate(st0, logr_aug, psis=dg.psis, khat=dg.khat)
+        diag["khat"] = st["khat0"]
+        diag["khat_aug"] = st["khat_aug"]
+        diag["ess_r"] = st["ess_r0"]
+        diag["ess_aug"] = st["ess_aug"]
+        if dg.khat != "none":
+            self._bounds(plan, group, st0, logr_aug, st, diag)
+        if "ess_q" not in diag:
+            diag["ess_q"] = st["ess_r0"]
+        return st["loglik"], st["log_mean_r"], ndrop, boot
 
     @staticmethod
     def _bounds(

@@ -233,27 +233,3 @@ def test_augmented_fit_with_other_chains_is_used_whole():
     assert res.settings["chain_check"]["status"] == "run"
     assert "used whole" in res.settings["chain_check"]["reason"]
     assert not _flagged(res).any()
-
-
-@pytest.mark.parametrize("interleaved", [False, True])
-def test_chain_sums_of_the_ratio_pass_equal_the_separate_group_sums(interleaved):
-    """The chain and batch sums formed in the ratio pass (``ratio_sums``) are bitwise those of a
-    separate pass over ``E`` (``chains._group_sums``), also when the chains' draws interleave."""
-    from bayes_risk.attribute.chains import _group_sums
-    from bayes_risk.attribute.estimator import RatioStats
-
-    rng = np.random.default_rng(5)
-    H, R, G, C, K = 240, 7, 5, 2, 6
-    logp = rng.normal(size=(H, R, G)) * 3.0
-    logp[::17, 2, :] = -np.inf  # dropped draws of one record
-    lab = np.tile([0, 1], H // 2) if interleaved else np.repeat([0, 1], H // 2)
-    groups = np.empty(H, dtype=np.int64)
-    for c in range(C):
-        pos = np.flatnonzero(lab == c)
-        groups[pos] = c * K + (np.arange(pos.size) * K) // pos.size
-    g0 = rng.integers(0, G, R)
-    st = RatioStats.from_logp(logp, g0, groups=groups)
-    ref = _group_sums(st.E, groups, C * K)
-    assert st.group_sums is not None
-    np.testing.assert_array_equal(st.group_sums[1], ref)
-    assert RatioStats.from_logp(logp, g0).group_sums is None

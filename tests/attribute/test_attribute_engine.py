@@ -430,37 +430,3 @@ def test_is_fast_path_equals_log_space_path():
     np.testing.assert_allclose(
         bootstrap_is(logr, L, c), bootstrap_is(logr, L, c, delta=zero), rtol=1e-10, atol=1e-10
     )
-
-
-def test_finishing_steps_on_their_thread_give_the_numbers_run_in_line(monkeypatch):
-    """The stabilised estimator's steps after the likelihood passes run on a thread of their own
-    while the next chunk's passes are computed (``Workspace.run``), with the ratio buffers
-    alternating between two sets: bitwise the numbers of running them in line."""
-    from bayes_risk.attribute.likelihoods import Workspace
-
-    model, orig, syn, aug = _cat_model()
-    kw = dict(augmented=aug, chunk_size=3, bootstrap=30, random_seed=3)
-    r_bg = _run(model, orig, syn, **kw)
-    run = Workspace.run
-    monkeypatch.setattr(Workspace, "run", lambda self, fn, background: run(self, fn,
-                                                                            background=False))
-    r_in = _run(model, orig, syn, **kw)
-    pd.testing.assert_frame_equal(r_bg.records, r_in.records, check_exact=True)
-    for a, b in zip(r_bg._boot_loglik, r_in._boot_loglik, strict=True):
-        np.testing.assert_array_equal(a, b)
-    for a, b in zip(r_bg.diagnostics, r_in.diagnostics, strict=True):
-        assert a.keys() == b.keys()
-        for k in a:
-            np.testing.assert_array_equal(a[k], b[k])
-
-
-def test_an_error_in_the_finishing_steps_reaches_the_caller(monkeypatch):
-    import bayes_risk.attribute.strategies as strategies
-
-    def boom(*a, **k):
-        raise RuntimeError("finishing step failed")
-
-    model, orig, syn, aug = _cat_model()
-    monkeypatch.setattr(strategies, "bootstrap_stabilised", boom)
-    with pytest.raises(RuntimeError, match="finishing step failed"):
-        _run(model, orig, syn, augmented=aug, chunk_size=3, bootstrap=30, random_seed=3)
