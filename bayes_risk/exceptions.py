@@ -7,7 +7,9 @@ column, value or argument and says what was expected. Machine-readable codes (e.
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 
 #: ``warnings.warn(..., skip_file_prefixes=CALLER)`` attributes a warning to the first frame
 #: outside bayes-risk (the user's line), whatever the call depth inside the package
@@ -95,3 +97,38 @@ class BayesRiskFutureWarning(BayesRiskWarning, FutureWarning):
     The message gives the form to use instead. Also a :class:`FutureWarning`, so filters on
     either class apply.
     """
+
+
+def _caused_by_interrupt(err: BaseException) -> bool:
+    """Whether ``err`` was caused, directly or through a chain of causes, by Ctrl-C."""
+    seen: set[int] = set()
+    e: BaseException | None = err
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        # the chain Python's traceback shows: the cause, else the context unless suppressed
+        e = e.__cause__ or (None if e.__suppress_context__ else e.__context__)
+    return False
+
+
+def interruptible[**P, R](fn: Callable[P, R]) -> Callable[P, R]:
+    """Decorator for public functions that run compiled (numba) kernels: Ctrl-C reaches the
+    caller as :class:`KeyboardInterrupt`.
+
+    A SIGINT whose handler runs while a compiled kernel is being called leaves the interpreter's
+    error set when the kernel returns, and Python reports that as ``SystemError: ... returned a
+    result with an exception set``, with the ``KeyboardInterrupt`` as its cause. Such an error
+    is re-raised as ``KeyboardInterrupt``; any other ``SystemError`` is left alone.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except SystemError as err:
+            if _caused_by_interrupt(err):
+                raise KeyboardInterrupt("interrupted") from err
+            raise
+
+    return wrapper

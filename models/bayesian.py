@@ -68,6 +68,7 @@ from bayes_risk.exceptions import (
     NotFittedError,
     SchemaError,
     ValidationError,
+    _caused_by_interrupt,
 )
 from bayes_risk.models._bayesian_convergence import ESS_MIN, RHAT_MAX, _BayesianConvergence
 from bayes_risk.models._bayesian_io import (
@@ -476,6 +477,10 @@ class BayesianSynthesizer(
             except KeyError as err:
                 # PyMC interrupted during tuning fails while assembling the empty trace
                 raise KeyboardInterrupt(f"sampling interrupted during tuning ({err})") from err
+            except SystemError as err:  # Ctrl-C inside a compiled step (see _run_gibbs)
+                if guard.interrupted or _caused_by_interrupt(err):
+                    raise KeyboardInterrupt("sampling interrupted") from err
+                raise
         if guard.interrupted:
             raise KeyboardInterrupt("sampling interrupted")
         _check_complete(dt, int(self.chains), int(self.draws))
@@ -500,10 +505,17 @@ class BayesianSynthesizer(
 
         seeds = self._chain_seeds(random_seed)
         with _InterruptGuard() as guard:
-            dt = sample_gibbs(step, layout, seeds=seeds, tune=self.tune, draws=self.draws,
-                              chains=self.chains, cores=self.cores,
-                              progressbar=bool(self.progressbar), stop=lambda: guard.interrupted,
-                              **extension)
+            try:
+                dt = sample_gibbs(step, layout, seeds=seeds, tune=self.tune, draws=self.draws,
+                                  chains=self.chains, cores=self.cores,
+                                  progressbar=bool(self.progressbar),
+                                  stop=lambda: guard.interrupted, **extension)
+            except SystemError as err:
+                # Ctrl-C inside a compiled (numba) kernel leaves the interpreter's error set
+                # when the kernel returns, which Python reports as SystemError
+                if guard.interrupted or _caused_by_interrupt(err):
+                    raise KeyboardInterrupt("sampling interrupted") from err
+                raise
         _check_complete(dt, int(self.chains), int(self.draws))
         return dt
 

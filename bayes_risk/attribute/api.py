@@ -45,7 +45,7 @@ from bayes_risk.attribute.record_table import (
     point_summaries,
     ungroup,
 )
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor
 from bayes_risk.results.attribute import AttributeRiskResult
 
@@ -64,6 +64,7 @@ __all__ = [
 PARTITION_SIZE = 256
 
 
+@interruptible
 def attribute_risk(
     model: Any,
     original: pd.DataFrame,

@@ -16,6 +16,7 @@ import pandas as pd
 
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.exceptions import interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.assemble import assemble
@@ -40,6 +41,7 @@ def _is_posterior_replicates(obj: Any) -> bool:
 # ----------------------------------------------------------------------------------------------
 # result
 # ----------------------------------------------------------------------------------------------
+@interruptible
 def identification_risk(
     original: pd.DataFrame,
     synthetic: Sequence[pd.DataFrame] | SyntheticData | None,

@@ -19,7 +19,7 @@ import pandas as pd
 
 from bayes_risk._numeric import ties
 from bayes_risk._progress import progress
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor, shared_once
 from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import record_pool, run_engine
@@ -31,6 +31,7 @@ from bayes_risk.results.identification import RadiusSweepResult
 __all__ = ["RadiusSweepResult", "radius_sweep"]
 
 
+@interruptible
 def radius_sweep(
     original: pd.DataFrame,
     synthetic: Any,

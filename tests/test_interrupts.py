@@ -1,0 +1,65 @@
+"""Ctrl-C reaches a library caller as KeyboardInterrupt, also when it arrived inside a compiled
+(numba) kernel, which Python reports as ``SystemError: ... returned a result with an exception
+set`` caused by the KeyboardInterrupt."""
+
+from __future__ import annotations
+
+import pytest
+
+from bayes_risk.exceptions import _caused_by_interrupt, interruptible
+
+
+def _nested_system_error(depth: int) -> SystemError:
+    """The chain seen from ``attribute_risk``: SystemError > … > SystemError > KeyboardInterrupt."""
+    err: BaseException = KeyboardInterrupt()
+    for _ in range(depth):
+        try:
+            raise SystemError("CPUDispatcher(...) returned a result with an exception set") from err
+        except SystemError as e:
+            err = e
+    return err
+
+
+@pytest.mark.parametrize("depth", [1, 4, 6])
+def test_a_system_error_caused_by_ctrl_c_is_reraised_as_keyboard_interrupt(depth):
+    @interruptible
+    def kernel_call(x: int) -> int:
+        raise _nested_system_error(depth)
+
+    with pytest.raises(KeyboardInterrupt) as info:
+        kernel_call(1)
+    assert isinstance(info.value.__cause__, SystemError)  # the original stays attached
+
+
+def test_other_system_errors_and_return_values_are_left_alone():
+    @interruptible
+    def broken() -> None:
+        raise SystemError("a genuine interpreter error")
+
+    @interruptible
+    def fine(x: int, *, y: int = 2) -> int:
+        """Docstring kept."""
+        return x + y
+
+    with pytest.raises(SystemError, match="genuine"):
+        broken()
+    assert fine(1, y=3) == 4 and fine.__doc__ == "Docstring kept." and fine.__name__ == "fine"
+    # an implicit chain (an error while handling Ctrl-C) counts too; a cycle ends the walk
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise SystemError("during handling") from None
+    except SystemError as e:
+        assert not _caused_by_interrupt(e)  # "from None" cuts the chain: not an interrupt
+    a, b = SystemError("a"), SystemError("b")
+    a.__cause__, b.__cause__ = b, a
+    assert not _caused_by_interrupt(a)
+
+
+def test_the_long_running_entry_points_are_interruptible():
+    from bayes_risk.attribute import attribute_risk
+    from bayes_risk.identification import identification_risk, radius_sweep
+
+    for fn in (attribute_risk, identification_risk, radius_sweep):
+        assert getattr(fn, "__wrapped__", None) is not None, fn.__name__
