@@ -326,7 +326,7 @@ def _progress_bar(enabled: bool, total: int, thin: int = 1) -> tuple[Any, Callab
     prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), console=Console(stderr=True))
     # the bar counts draws (one per warm-up sweep, one per ``thin`` sweeps after the warm-up)
-    label = "Gibbs draws" if thin == 1 else f"Gibbs draws (every {thin}th sweep kept)"
+    label = "Gibbs draws" if thin == 1 else f"Gibbs draws (one kept per {thin} sweeps)"
     task = prog.add_task(label, total=total)
     return prog, lambda n: prog.update(task, completed=n)
 

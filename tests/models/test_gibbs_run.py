@@ -164,7 +164,7 @@ def test_progress_bar_counts_draws_and_names_the_thinning():
 
     prog, bar = _progress_bar(True, 30, 5)
     task = prog.tasks[0]
-    assert task.total == 30 and "every 5th sweep kept" in task.description
+    assert task.total == 30 and "one kept per 5 sweeps" in task.description
     bar(7)
     assert prog.tasks[0].completed == 7
     prog1, _ = _progress_bar(True, 30)
