@@ -44,7 +44,7 @@ def main() -> None:
     ap.add_argument("--m", type=int, default=5)
     ap.add_argument("--k", type=int, default=30)
     ap.add_argument("--bootstrap", type=int, default=200)
-    ap.add_argument("--chunk-size", type=int, default=128)
+    ap.add_argument("--chunk-size", type=int, default=256)
     ap.add_argument("--array-model", action="store_true")
     ap.add_argument("--khat", default="all", choices=["all", "base", "none"])
     ap.add_argument("--seed", type=int, default=2026)

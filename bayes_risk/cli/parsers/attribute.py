@@ -117,9 +117,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--chunk-size",
         type=int,
-        default=128,
+        default=256,
         metavar="N",
-        help="records processed together (memory bound; default 128)",
+        help="records processed together (memory bound; default 256; halve it to save memory)",
     )
     p.add_argument(
         "--allow-different-original",
