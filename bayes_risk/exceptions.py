@@ -7,9 +7,10 @@ column, value or argument and says what was expected. Machine-readable codes (e.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 #: ``warnings.warn(..., skip_file_prefixes=CALLER)`` attributes a warning to the first frame
 #: outside bayes-risk (the user's line), whatever the call depth inside the package
@@ -112,23 +113,31 @@ def _caused_by_interrupt(err: BaseException) -> bool:
     return False
 
 
-def interruptible[**P, R](fn: Callable[P, R]) -> Callable[P, R]:
-    """Decorator for public functions that run compiled (numba) kernels: Ctrl-C reaches the
-    caller as :class:`KeyboardInterrupt`.
+@contextlib.contextmanager
+def keyboard_interrupts(interrupted: Callable[[], bool] | None = None) -> Iterator[None]:
+    """Re-raise Ctrl-C that surfaced from a compiled (numba) kernel as ``KeyboardInterrupt``.
 
     A SIGINT whose handler runs while a compiled kernel is being called leaves the interpreter's
     error set when the kernel returns, and Python reports that as ``SystemError: ... returned a
     result with an exception set``, with the ``KeyboardInterrupt`` as its cause. Such an error
-    is re-raised as ``KeyboardInterrupt``; any other ``SystemError`` is left alone.
+    (or any ``SystemError`` while ``interrupted()`` says a signal was recorded) is re-raised as
+    ``KeyboardInterrupt`` from it; any other ``SystemError`` is left alone.
     """
+    try:
+        yield
+    except SystemError as err:
+        if (interrupted is not None and interrupted()) or _caused_by_interrupt(err):
+            raise KeyboardInterrupt("interrupted") from err
+        raise
+
+
+def interruptible[**P, R](fn: Callable[P, R]) -> Callable[P, R]:
+    """Decorator for public functions that run compiled kernels: Ctrl-C reaches the caller as
+    :class:`KeyboardInterrupt` (:func:`keyboard_interrupts`)."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
+        with keyboard_interrupts():
             return fn(*args, **kwargs)
-        except SystemError as err:
-            if _caused_by_interrupt(err):
-                raise KeyboardInterrupt("interrupted") from err
-            raise
 
     return wrapper

@@ -68,7 +68,7 @@ from bayes_risk.exceptions import (
     NotFittedError,
     SchemaError,
     ValidationError,
-    _caused_by_interrupt,
+    keyboard_interrupts,
 )
 from bayes_risk.models._bayesian_convergence import ESS_MIN, RHAT_MAX, _BayesianConvergence
 from bayes_risk.models._bayesian_io import (
@@ -473,14 +473,11 @@ class BayesianSynthesizer(
             warnings.filterwarnings("ignore", message=".*samples per chain.*")
             kwargs["callback"] = guard.callback(kwargs.get("callback"))
             try:
-                dt = pm.sample(**kwargs)
+                with keyboard_interrupts(lambda: guard.interrupted):  # in a compiled step
+                    dt = pm.sample(**kwargs)
             except KeyError as err:
                 # PyMC interrupted during tuning fails while assembling the empty trace
                 raise KeyboardInterrupt(f"sampling interrupted during tuning ({err})") from err
-            except SystemError as err:  # Ctrl-C inside a compiled step (see _run_gibbs)
-                if guard.interrupted or _caused_by_interrupt(err):
-                    raise KeyboardInterrupt("sampling interrupted") from err
-                raise
         if guard.interrupted:
             raise KeyboardInterrupt("sampling interrupted")
         _check_complete(dt, int(self.chains), int(self.draws))
@@ -504,18 +501,12 @@ class BayesianSynthesizer(
         from bayes_risk.models._gibbs_run import sample_gibbs
 
         seeds = self._chain_seeds(random_seed)
-        with _InterruptGuard() as guard:
-            try:
-                dt = sample_gibbs(step, layout, seeds=seeds, tune=self.tune, draws=self.draws,
-                                  chains=self.chains, cores=self.cores,
-                                  progressbar=bool(self.progressbar),
-                                  stop=lambda: guard.interrupted, **extension)
-            except SystemError as err:
-                # Ctrl-C inside a compiled (numba) kernel leaves the interpreter's error set
-                # when the kernel returns, which Python reports as SystemError
-                if guard.interrupted or _caused_by_interrupt(err):
-                    raise KeyboardInterrupt("sampling interrupted") from err
-                raise
+        # Ctrl-C inside a compiled kernel surfaces as SystemError (keyboard_interrupts)
+        with _InterruptGuard() as guard, keyboard_interrupts(lambda: guard.interrupted):
+            dt = sample_gibbs(step, layout, seeds=seeds, tune=self.tune, draws=self.draws,
+                              chains=self.chains, cores=self.cores,
+                              progressbar=bool(self.progressbar), stop=lambda: guard.interrupted,
+                              **extension)
         _check_complete(dt, int(self.chains), int(self.draws))
         return dt
 

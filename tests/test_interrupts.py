@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bayes_risk.exceptions import _caused_by_interrupt, interruptible
+from bayes_risk.exceptions import _caused_by_interrupt, interruptible, keyboard_interrupts
 
 
 def _nested_system_error(depth: int) -> SystemError:
@@ -55,6 +55,19 @@ def test_other_system_errors_and_return_values_are_left_alone():
     a, b = SystemError("a"), SystemError("b")
     a.__cause__, b.__cause__ = b, a
     assert not _caused_by_interrupt(a)
+
+
+def test_a_recorded_signal_turns_any_system_error_into_keyboard_interrupt():
+    """The fits pass their guard's flag: a SystemError while a SIGINT was recorded is the
+    interrupt, even when its cause chain was lost."""
+    with pytest.raises(KeyboardInterrupt):
+        with keyboard_interrupts(lambda: True):
+            raise SystemError("returned a result with an exception set")
+    with pytest.raises(SystemError):
+        with keyboard_interrupts(lambda: False):
+            raise SystemError("returned a result with an exception set")
+    with keyboard_interrupts(lambda: True):  # no error: nothing raised
+        pass
 
 
 def test_the_long_running_entry_points_are_interruptible():
