@@ -242,6 +242,9 @@ def print_summary(lines: Sequence[str], out: str | Path) -> None:
     names = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
     if len(names) > 6:  # m synthetic datasets: the first and last few
         names = [*names[:3], "...", *names[-2:]]
-    body = [lines[0], *(f"  {ln}" for ln in lines[1:])]
-    body.append(f"  wrote {folder}" + (f": {', '.join(names)}" if names else ""))
+    from bayes_risk.cli._run import shown
+
+    # (a demo's steps write into its temporary folder: their lines name the final one)
+    body = [shown(lines[0]), *(f"  {shown(ln)}" for ln in lines[1:])]
+    body.append(f"  wrote {shown(folder)}" + (f": {', '.join(names)}" if names else ""))
     print("\n".join(body), flush=True)

@@ -122,6 +122,31 @@ def _inputs(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+#: temporary folder -> the ``--out`` it becomes, while a run that holds whole sub-commands (the
+#: demo) writes into it: the paths its steps print and record in ``summary.json`` are the final
+#: ones, not a folder that is gone once the run ends
+_FINAL_NAMES: dict[str, str] = {}
+
+
+def shown(text: str | Path) -> str:
+    """``text`` (a path, or a line naming paths) as the user will find it: a demo's temporary
+    folder under its final name (:data:`_FINAL_NAMES`; the temporary names are unique, so a
+    plain replacement is exact); anything else unchanged."""
+    s = str(text)
+    for tmp, final in _FINAL_NAMES.items():
+        s = s.replace(tmp, final)
+    return s
+
+
+def _shown_value(v: Any) -> Any:
+    """:func:`shown` of a path or of each path in a list; other values unchanged."""
+    if isinstance(v, str):
+        return shown(v)
+    if isinstance(v, list):
+        return [shown(p) if isinstance(p, str) else p for p in v]
+    return v
+
+
 def _input_paths(inputs: dict[str, Any]) -> list[Path]:
     paths: list[Path] = []
     for v in inputs.values():
@@ -211,6 +236,9 @@ def output_dir(args: argparse.Namespace) -> Iterator[Path]:
         run.critical = True
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    holds_steps = run is not None and run.command == "demo"
+    if holds_steps:
+        _FINAL_NAMES[str(tmp)] = str(target)
     try:
         yield tmp
         if run is not None:
@@ -235,6 +263,8 @@ def output_dir(args: argparse.Namespace) -> Iterator[Path]:
     finally:
         if run is not None and not run.completed:
             run.critical = False
+        if holds_steps:
+            _FINAL_NAMES.pop(str(tmp), None)
 
 
 def _swap(tmp: Path, target: Path) -> None:
@@ -259,6 +289,8 @@ def _merge_summary(path: Path, extra: dict[str, Any]) -> None:
     d.setdefault("command", extra["command"])
     if "inputs" not in d or not d["inputs"]:
         d["inputs"] = extra["inputs"]
+    if isinstance(d["inputs"], dict):  # the files' final names (a demo's steps)
+        d["inputs"] = {k: _shown_value(v) for k, v in d["inputs"].items()}
     d["run_warnings"] = extra["run_warnings"]
     codes = [w["code"] for w in extra["run_warnings"]]
     if isinstance(d.get("warnings"), list):

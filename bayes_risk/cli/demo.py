@@ -86,6 +86,7 @@ def _run_parts(args: argparse.Namespace, m: int, out: Path) -> list[str]:
     """Run the steps into ``out`` (the temporary folder that becomes ``--out``)."""
     import json
 
+    from bayes_risk.cli._run import shown
     from bayes_risk.data import make_acs_like, make_ce_like
 
     seed = args.random_seed
@@ -94,7 +95,7 @@ def _run_parts(args: argparse.Namespace, m: int, out: Path) -> list[str]:
     reports: list[str] = []
 
     def step(name: str, argv: list[str]) -> None:
-        _say(f"[demo] {name}: bayes-risk {' '.join(argv)}", q)
+        _say(f"[demo] {name}: bayes-risk {shown(' '.join(argv))}", q)
         t0 = time.perf_counter()
         _call(argv, q)
         timings[name] = time.perf_counter() - t0

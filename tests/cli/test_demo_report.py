@@ -60,6 +60,40 @@ def test_demo_end_to_end(tmp_path, capsys):
     assert top["reports"] == ["ce/audit/report.html", "acs/audit/report.html"]
     for w in json.loads((out / "acs/audit/summary.json").read_text())["step_warnings"]:
         assert f"<code>{w['code']}</code>" in report
+    # the steps' recorded inputs name the files where they are now, not the temporary folder
+    recorded = sorted(out.rglob("summary.json")) + sorted(out.rglob("manifest.json"))
+    assert len(recorded) >= 8
+    for f in recorded:
+        assert ".tmp-" not in f.read_text(), f
+    assert json.loads((out / "acs/audit/summary.json").read_text())["inputs"]["model"] == str(
+        out / "acs/model"
+    )
+
+
+def test_demo_steps_print_the_final_folder(tmp_path, capsys):
+    """Without --quiet each step prints its command line and summary (on stderr): the paths
+    they name are those of the final --out, which exist once the demo ends."""
+    out = tmp_path / "demo"
+    status = main(["demo", "--out", str(out), "--part", "ce", "-m", "2", "--n-ce", "300"])
+    assert status == 0
+    err = capsys.readouterr().err
+    assert ".tmp-" not in err
+    audit_line = next(ln for ln in err.splitlines() if ln.startswith("[demo] CE: audit:"))
+    assert f"--out {out / 'ce/audit'}" in audit_line
+    assert f"report: {out / 'ce/audit/report.html'}" in err
+    assert (out / "ce/audit/report.html").is_file()
+
+
+def test_shown_maps_only_a_registered_temporary_folder(tmp_path, monkeypatch):
+    from bayes_risk.cli import _run
+
+    tmp, final = str(tmp_path / ".out.tmp-abc123"), str(tmp_path / "out")
+    monkeypatch.setattr(_run, "_FINAL_NAMES", {tmp: final})
+    assert _run.shown(f"{tmp}/ce/audit") == f"{final}/ce/audit"
+    assert _run.shown(f"wrote {tmp}/a and {tmp}/b") == f"wrote {final}/a and {final}/b"
+    assert _run.shown(str(tmp_path / "elsewhere")) == str(tmp_path / "elsewhere")
+    monkeypatch.setattr(_run, "_FINAL_NAMES", {})
+    assert _run.shown(f"{tmp}/ce") == f"{tmp}/ce"
 
 
 def test_demo_rejects_bad_m(tmp_path, capsys):
