@@ -185,12 +185,16 @@ def _utility(sec: Section, s: Any, result: Any, links: _Links) -> None:
           ". S_pMSE is pMSE over its null expectation: about 1 when the synthetic data are "
           "indistinguishable from the original; synthpop's guidance is below 10, better below 3.")
     tab = pd.DataFrame({
-        "dataset": [*range(1, r.m + 1), "mean"],
+        "dataset": [*range(1, r.m + 1), f"all {r.m}"],
         "pMSE": [*p.pmse, p.mean_pmse], "S_pMSE": [*p.ratio, p.mean_ratio],
         "standardised pMSE": [*p.std, p.mean_std],
         "mean CI overlap": [*r.overlap_per_dataset, r.mean_overlap],
     })
     sec.blocks.append(_table(tab, links, src, "pMSE and interval overlap per synthetic dataset"))
+    sec.p(f"Last row: the pMSE figures are means over the {r.m} datasets; the interval overlap "
+          f"is that of the intervals combined over the {r.m} datasets with the combining rules "
+          "for synthetic data, which the verdict uses. It is not the mean of the rows above: "
+          "the combined intervals are estimated from all the datasets together.")
     ov = r.overlap.sort_values("overlap").head(TOP_N)
     cols = [c for c in ("estimand", "estimate_orig", "estimate_syn", "overlap") if c in ov]
     sec.blocks.append(_table(ov[cols], links, f"{s.folder}/overlap.csv" if s.folder else None,

@@ -51,6 +51,8 @@ def test_demo_end_to_end(tmp_path, capsys):
     assert a["n_records"] == 300
     report = (out / "acs/audit/report.html").read_text()
     assert "Attribute risk" in report and "Warnings of every step" in report
+    # the utility table's last row says what it is (its overlap is the combined intervals')
+    assert "combined over the 2 datasets with the combining rules" in report
     # every warning of every step reaches the report and the demo's own summary.json; with 120
     # draws the DPMPM's convergence checks fail, so there is at least that one
     top = json.loads((out / "summary.json").read_text())
