@@ -27,7 +27,9 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     Raises
     ------
     ValidationError
-        If the file does not exist, has an unsupported extension or cannot be parsed.
+        If the file does not exist, has an unsupported extension or cannot be parsed, or if a
+        CSV file is separated by semicolons or tabs rather than commas (``NOT_COMMA_SEPARATED``:
+        read as commas, its rows would be one column).
     """
     p = Path(path)
     if not p.is_file():
@@ -35,6 +37,7 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     suffix = p.suffix.lower()
     try:
         if suffix in _CSV:
+            _check_comma_separated(p)
             df = pd.read_csv(p)
             first = str(df.columns[0]) if len(df.columns) else ""
             if first in ("", "Unnamed: 0") and len(df) and (
@@ -54,6 +57,28 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
         raise ValidationError(f"could not read {str(p)!r}: {err}") from err
     df.columns = [str(c) for c in df.columns]
     return df
+
+
+def _check_comma_separated(p: Path) -> None:
+    """Refuse a CSV file whose header holds semicolons or tabs but no comma.
+
+    Such a file (``write.csv2`` in R, a spreadsheet's export in many locales) would be read as
+    one column whose name is the whole header line; the models would then run on that column.
+    """
+    with open(p, encoding="utf-8-sig", errors="replace", newline="") as fh:
+        header = fh.readline().rstrip("\r\n")
+    if "," in header:
+        return
+    for sep, name in ((";", "semicolons"), ("\t", "tabs")):
+        if sep in header:
+            raise ValidationError(
+                f"input file {str(p)!r} is separated by {name} (header {header[:60]!r}); "
+                "expected a comma-separated file, as R's write.csv writes it. Convert it, e.g. "
+                f"pandas.read_csv(path, sep={sep!r}).to_csv(new_path, index=False)"
+                + (" (with decimal=',' if numbers use a decimal comma)" if sep == ";" else "")
+                + ".",
+                code="NOT_COMMA_SEPARATED",
+            )
 
 
 def write_table(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:

@@ -192,6 +192,11 @@ def _orig_cases() -> list[Case]:
             Case("windows-line-endings", sub, 0,
                  prepare=lambda w, b, src=src: {
                      "orig": _csv(w, "crlf.csv", (w / src).read_text(), newline="\r\n")}),
+            # read with commas, the whole header would be one column (fit would model it)
+            Case("semicolon-separated", sub, 2, "semicolons",
+                 prepare=lambda w, b, src=src: (
+                     pd.read_csv(w / src).to_csv(w / "semi.csv", sep=";", index=False),
+                     {"orig": "semi.csv"})[1]),
         ]
         if num:
             cases += [

@@ -172,3 +172,20 @@ def test_unsynthesized_comparison_types():
     )
     c = pd.Series(pd.Categorical(["a", "b"]))
     np.testing.assert_array_equal(_equal_levels(c, pd.Series(["a", "a"])), [True, False])
+
+
+@pytest.mark.parametrize("sep, name", [(";", "semicolons"), ("\t", "tabs")])
+def test_read_table_refuses_a_csv_not_separated_by_commas(tmp_path, sep, name):
+    """A file written with another separator would be read as one column named after the whole
+    header line; it is refused, naming the file and the separator."""
+    from bayes_risk.data import read_table
+    from bayes_risk.exceptions import ValidationError
+
+    f = tmp_path / "t.csv"
+    pd.DataFrame({"MAR": ["a", "b"], "SEX": ["M", "F"]}).to_csv(f, sep=sep, index=False)
+    with pytest.raises(ValidationError, match=f"'{f}' is separated by {name}") as err:
+        read_table(f)
+    assert err.value.code == "NOT_COMMA_SEPARATED"
+    one = tmp_path / "one.csv"  # a single column is still a comma-separated file
+    one.write_text("x\n1\n2\n")
+    assert read_table(one)["x"].tolist() == [1, 2]
