@@ -169,6 +169,13 @@ TABLE_SUBS = ("fit", "synthesize", "utility", "identification", "attribute")
 ALL_SUBS = (*TABLE_SUBS, "demo")
 
 
+def _dup_last_name(src: Path, dst: Path) -> None:
+    """``src`` with its last column renamed to its first column's name."""
+    df = pd.read_csv(src)
+    df.columns = [*df.columns[:-1], df.columns[0]]
+    df.to_csv(dst, index=False)
+
+
 def _orig_cases() -> list[Case]:
     """Defects of the original / confidential table, for every sub-command reading one."""
     cases: list[Case] = []
@@ -197,6 +204,10 @@ def _orig_cases() -> list[Case]:
                  prepare=lambda w, b, src=src: (
                      pd.read_csv(w / src).to_csv(w / "semi.csv", sep=";", index=False),
                      {"orig": "semi.csv"})[1]),
+            # pandas would read the second one as a new column NAME.1
+            Case("duplicated-column-name", sub, 2, "more than once",
+                 prepare=lambda w, b, src=src: (
+                     _dup_last_name(w / src, w / "dup.csv"), {"orig": "dup.csv"})[1]),
         ]
         if num:
             cases += [
