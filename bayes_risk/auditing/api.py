@@ -239,6 +239,13 @@ def _inputs(original: Any, synthetic: Any, schema: Any, categorical: Any) -> tup
     missing = [c for c in original.columns if c not in synthetic[0].columns]
     if missing:
         raise SchemaError(f"synthetic: the release lacks the original's columns {missing}.")
+    extra = [c for c in synthetic[0].columns if c not in original.columns]
+    if extra:
+        raise SchemaError(
+            f"original: the original lacks the release's columns {extra}; give the confidential "
+            "table the release was made from.",
+            code="MISSING_COLUMN",
+        )
     if schema is None:
         if synthetic.schema is not None and not categorical:
             schema = synthetic.schema
