@@ -181,3 +181,23 @@ def test_reference_scenario1_through_cli(tmp_path, capsys):
     np.testing.assert_allclose(s["pmse"]["per_dataset"], ref["pMSE"], rtol=1e-8)
     np.testing.assert_allclose(s["s_pmse"]["per_dataset"], ref["S_pMSE"], rtol=1e-8)
     assert s["synthesized"] == ["Income"]
+
+
+def test_separation_warning_carries_its_code(files, tmp_path, capsys):
+    """The pMSE warnings are printed and recorded under their codes (a one-word code such as
+    SEPARATION was printed and recorded as 'DataWarning')."""
+    d = files["data"]
+    z = d.copy()
+    z.loc[:149, "Tenure"] = 99  # a level only in the synthetic data: the propensities separate
+    syn = tmp_path / "sep.csv"
+    z.to_csv(syn, index=False)
+    out = tmp_path / "util"
+    code, _, err = _run(["utility", str(files["orig"]), str(syn), "--categorical", *CAT,
+                         "--max-order", "0", "--out", str(out), "-q"], capsys)
+    assert code == 0, err
+    assert "warning [SEPARATION]: perfect or quasi-perfect separation" in err
+    assert "[DataWarning]" not in err
+    s = json.loads((out / "summary.json").read_text())
+    codes = [w["code"] for w in s["run_warnings"]]
+    assert "SEPARATION" in codes and "DataWarning" not in codes
+    assert "DataWarning" not in s["warnings"]
