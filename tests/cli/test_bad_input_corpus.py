@@ -623,6 +623,20 @@ def test_sigint_during_fit_writes_nothing(base, tmp_path, moment, tune, draws):
     assert _interrupt.exit_after < 20, _interrupt.exit_after
 
 
+@pytest.mark.parametrize("marker", ["[demo] CE: CART synthesis", "[demo] CE: audit"])
+def test_sigint_during_the_demo_says_interrupted_once(tmp_path, marker):
+    """The demo runs sub-commands inside itself: the interrupted step passes the interrupt on,
+    and the line ``interrupted`` is printed once (it was printed by the step and the demo)."""
+    argv = ["demo", "--part", "ce", "--n-ce", "400", "-m", "2", "--random-seed", "1",
+            "--out", "demo"]
+    rc, err = _interrupt(argv, tmp_path, marker=marker, delay=0.3)
+    assert rc == 130, err
+    lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
+    assert lines.count("interrupted") == 1 and lines[-1] == "interrupted", err
+    assert "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
 def test_sigterm_is_an_interrupt(base, tmp_path):
     work = tmp_path / "w"
     shutil.copytree(base, work)
