@@ -325,6 +325,11 @@ def _option_cases() -> list[Case]:
         Case("records-not-numbers", "fit", 2, "--records",
              kw={"extra": ("--records", "x1")}),
     ]
+    # posterior replicates: the error names the option given (--max-replicates 0 was reported
+    # as "min_replicates must be a positive integer")
+    for opt, val in (("--replicates", "0"), ("--max-replicates", "0"), ("--mcse-tol", "0")):
+        cases.append(Case(f"{opt[2:]}={val}", "identification", 2, opt,
+                          kw={"extra": ("--model", "release", opt, val)}))
     return cases
 
 
