@@ -53,6 +53,8 @@ def test_help(capsys):
     out = capsys.readouterr().out
     for flag in ("--pmse", "--max-order", "--null", "--formula", "--synthesized", "--out"):
         assert flag in out
+    # any order >= 0 is accepted (interactions of up to N + 1 columns): the help said {0,1}
+    assert "--max-order N" in out and "{0,1}" not in out
 
 
 def test_end_to_end_csv(files, tmp_path, capsys):
