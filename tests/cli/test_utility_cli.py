@@ -92,6 +92,8 @@ def test_folder_parquet_formula_and_cart(files, tmp_path, capsys):
             "--out", str(out)]
     code, stdout, err = _run(argv, capsys)
     assert code == 0, err
+    # the roles come from the folder's manifest, not from --synthesized (it said "given")
+    assert "synthesized columns (recorded in the release's manifest): Income" in stdout
     assert (out / "comparison.csv").is_file()
     comp = pd.read_csv(out / "comparison.csv")
     assert "Marital[T.2]" in set(comp["term"])  # folder schema: Marital is categorical
