@@ -289,6 +289,9 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
     else:
         rad = {c: float(radius) for c in numeric_known}
         rad_src = "given"
+    for c, r in rad.items():  # as identification_risk checks them, before any step runs
+        if not (np.isfinite(r) and r >= 0):
+            raise ValidationError(f"radius for {c!r} must be a finite number >= 0. Got {r}.")
     if radius_type not in ("percentage", "absolute", "quantile_sd"):
         raise ValidationError(
             "radius_type must be 'percentage', 'absolute' or 'quantile_sd'. "

@@ -204,6 +204,10 @@ def test_bad_input_names_the_argument(release, tmp_path):
         br.audit(str(orig), str(syn), known=KNOWN, model=str(tmp_path), progressbar=False)
     with pytest.raises(ValidationError, match="sweep"):
         br.audit(str(orig), str(syn), known=KNOWN, sweep=[0.1, -1], progressbar=False)
+    # refused before any step runs (the identification step failed and the audit went on)
+    for radius in (-1.0, {"Age": float("nan")}):
+        with pytest.raises(ValidationError, match="radius for 'Age' must be a finite number"):
+            br.audit(str(orig), str(syn), known=KNOWN, radius=radius, progressbar=False)
     with pytest.raises(ValidationError, match="attribute_records"):
         br.audit(str(orig), str(syn), known=KNOWN, attribute_records=[10**6],
                  progressbar=False)
