@@ -242,8 +242,9 @@ class PoissonMixture(_PoissonFitting, _PoissonLikelihoods, _LargestValue, Bayesi
         if bad:
             raise SchemaError(
                 f"PoissonMixture models count columns only; column {bad[0]!r} is "
-                f"{schema[bad[0]].type}. Synthesize only count columns (synthesized=[...]) or "
-                "declare integer columns with count=[...] in infer_schema.",
+                f"{schema[bad[0]].type}. Synthesize only count columns (synthesized=[...]; "
+                "command line: --columns or --synthesize) or declare integer columns with "
+                "count=[...] in infer_schema (command line: --count COL ...).",
                 code="WRONG_DTYPE",
             )
         return cols

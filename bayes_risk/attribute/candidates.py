@@ -41,6 +41,7 @@ __all__ = [
     "CandidateSpec",
     "CandidateSet",
     "parse_candidates",
+    "with_zero_fallback",
     "grid_points",
     "spatial_points",
     "build_candidates",
@@ -313,6 +314,56 @@ def parse_candidates(text: str | CandidateSpec) -> CandidateSpec:
     if rule is None:
         rule = "product"
     return CandidateSpec(rule=rule, k=k, default_grid=grid or GridSpec())  # type: ignore[arg-type]
+
+
+def with_zero_fallback(
+    spec: CandidateSpec, data: pd.DataFrame, columns: Sequence[str]
+) -> CandidateSpec:
+    """``spec`` with a stated zero fallback for the percent grid of each of ``columns``.
+
+    A true value of 0 makes the percent grid ``[x - a|x|, x + b|x|]`` degenerate
+    (``ZERO_VALUE_PERCENT_GRID``). Each of ``columns`` (numeric columns the intruder guesses)
+    whose grid is a percent grid without ``zero_fallback`` gets, for such records, the additive
+    grid of half-width ``max(a, b)`` times the median of the column's non-zero absolute values in
+    ``data`` (1 when it has none); the other points of the grid are unchanged. The widths are
+    recorded with the candidates (``CandidateSpec.to_dict``). This is the rule of ``bayes-risk
+    attribute`` and of the audit's attribute step.
+
+    Parameters
+    ----------
+    spec : CandidateSpec
+        The candidate sets (e.g. from :func:`parse_candidates`).
+    data : DataFrame
+        The original table.
+    columns : sequence of str
+        The numeric columns whose grids get a fallback (columns of ``data``).
+
+    Returns
+    -------
+    CandidateSpec
+        ``spec`` itself when no grid needed a fallback, else a copy with per-column grids.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"income": [0.0, 20.0, 30.0, 40.0]})
+    >>> s = with_zero_fallback(CandidateSpec(), df, ["income"])
+    >>> s.grids["income"].zero_fallback
+    ('additive', 3.0)
+    """
+    import dataclasses
+
+    grids = dict(spec.grids)
+    for c in columns:
+        g = grids.get(c, spec.default_grid)
+        if g.kind != "percent" or g.zero_fallback is not None:
+            continue
+        x = np.abs(pd.to_numeric(data[c], errors="coerce").to_numpy(dtype=np.float64))
+        nz = x[np.isfinite(x) & (x != 0)]
+        width = max(g.lower, g.upper) * float(np.median(nz)) if nz.size else 1.0
+        grids[c] = dataclasses.replace(g, zero_fallback=("additive", width))
+    if grids == dict(spec.grids):
+        return spec
+    return dataclasses.replace(spec, grids=grids)
 
 
 # ------------------------------------------------------------------------------------------

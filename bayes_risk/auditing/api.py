@@ -239,6 +239,13 @@ def _inputs(original: Any, synthetic: Any, schema: Any, categorical: Any) -> tup
     missing = [c for c in original.columns if c not in synthetic[0].columns]
     if missing:
         raise SchemaError(f"synthetic: the release lacks the original's columns {missing}.")
+    extra = [c for c in synthetic[0].columns if c not in original.columns]
+    if extra:
+        raise SchemaError(
+            f"original: the original lacks the release's columns {extra}; give the confidential "
+            "table the release was made from.",
+            code="MISSING_COLUMN",
+        )
     if schema is None:
         if synthetic.schema is not None and not categorical:
             schema = synthetic.schema
@@ -282,6 +289,9 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
     else:
         rad = {c: float(radius) for c in numeric_known}
         rad_src = "given"
+    for c, r in rad.items():  # as identification_risk checks them, before any step runs
+        if not (np.isfinite(r) and r >= 0):
+            raise ValidationError(f"radius for {c!r} must be a finite number >= 0. Got {r}.")
     if radius_type not in ("percentage", "absolute", "quantile_sd"):
         raise ValidationError(
             "radius_type must be 'percentage', 'absolute' or 'quantile_sd'. "

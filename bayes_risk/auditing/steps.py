@@ -325,16 +325,11 @@ def _attribute_model(ctx: StepContext) -> Any:
 
 def _candidates(ctx: StepContext, columns: list[str]) -> Any:
     """One-variable-different candidates; ±10 % grids whose zero fallback is stated."""
-    from bayes_risk.attribute import CandidateSpec, GridSpec
+    from bayes_risk.attribute import CandidateSpec
+    from bayes_risk.attribute.candidates import with_zero_fallback
 
-    grids = {}
-    for c in columns:
-        if c in ctx.schema.numeric:
-            x = ctx.original[c].to_numpy(dtype=float)
-            nz = np.abs(x[np.isfinite(x) & (x != 0)])
-            width = 0.1 * float(np.median(nz)) if nz.size else 1.0
-            grids[c] = GridSpec(zero_fallback=("additive", width))
-    return CandidateSpec(grids=grids)
+    return with_zero_fallback(CandidateSpec(), ctx.original,
+                              [c for c in columns if c in ctx.schema.numeric])
 
 
 def attribute_step(ctx: StepContext) -> StepOutcome:

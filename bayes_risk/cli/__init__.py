@@ -81,8 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:
         if run is not None and run.interrupted:
             # the interrupt surfaced as another exception (e.g. SystemError from a numba kernel)
-            print("interrupted", file=sys.stderr)
-            return 130
+            return _interrupted()
         if isinstance(err, BayesRiskError):
             code = f" [{err.code}]" if getattr(err, "code", None) else ""
             print(f"bayes-risk {args.command}: error{code}: {_one_line(err)}", file=sys.stderr)
@@ -99,8 +98,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         raise
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        return _interrupted()
+
+
+def _interrupted() -> int:
+    """Exit status 130 and the line ``interrupted``, printed once: a sub-command run inside
+    another (a step of the demo) passes the interrupt on to the run that holds it."""
+    from bayes_risk.cli import _run
+
+    if _run._depth > 0:
+        raise KeyboardInterrupt
+    print("interrupted", file=sys.stderr)
+    return 130
 
 
 def console_main() -> int:

@@ -82,6 +82,20 @@ def _check_fingerprint(args: argparse.Namespace, model: Any, original: Any) -> N
     )
 
 
+def _candidates(text: str, model: Any, original: Any) -> Any:
+    """``--candidates`` with a stated zero fallback for the percent grids of the model's numeric
+    synthesized columns (``bayes_risk.attribute.candidates.with_zero_fallback``, as the audit):
+    a true value of 0, as in many incomes, would otherwise stop the run."""
+    from bayes_risk.attribute.candidates import parse_candidates, with_zero_fallback
+
+    spec = parse_candidates(text)
+    schema = getattr(model, "schema_", None)
+    if schema is None:
+        return spec
+    numeric = [c for c in schema.synthesized if c in schema.numeric and c in original.columns]
+    return with_zero_fallback(spec, original, numeric)
+
+
 def _scenario(args: argparse.Namespace) -> str:
     """``--scenario`` (``--known`` implies partially-known) as the API's name, checked against
     the options that go with it."""
@@ -195,6 +209,9 @@ def run(args: argparse.Namespace) -> int:
     if scenario in ("largest_value", "second_largest", "two_largest_sum"):
         return _run_largest_value(args, scenario, model, original, synthetic)
     records = parse_records(args.records, len(original))
+    # the low-risk intruder (scenario empty) has no candidate sets: --candidates as given
+    candidates = (args.candidates if scenario == "empty"
+                  else _candidates(args.candidates, model, original))
     with dask_client(args) as client:
         if client is None:
             risk = attribute_risk
@@ -205,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
             original,
             synthetic,
             records,
-            candidates=args.candidates,
+            candidates=candidates,
             prior=args.prior,
             scenario=scenario,
             known=args.known,

@@ -257,6 +257,22 @@ def _posterior_replicates(args: argparse.Namespace, original, syn):
             raise ValidationError(f"{', '.join(given)} need(s) --model (the fitted synthesis "
                                   "model the replicates are drawn from).")
         return None
+    # checked here, before the model is loaded or rebuilt, so that an error names the option
+    # given (--max-replicates 0 was reported as "min_replicates must be a positive integer")
+    n = args.replicates
+    if n != "auto":
+        try:
+            n = int(n)
+        except ValueError as err:
+            raise ValidationError(f"--replicates must be an integer or auto. Got {n!r}.") from err
+        if n < 1:
+            raise ValidationError(f"--replicates must be an integer >= 1 or auto. Got {n}.")
+    if args.max_replicates < 1:
+        raise ValidationError(
+            f"--max-replicates must be an integer >= 1. Got {args.max_replicates}."
+        )
+    if not 0 < args.mcse_tol < 1:
+        raise ValidationError(f"--mcse-tol must be a number in (0, 1). Got {args.mcse_tol}.")
     from bayes_risk.identification.replicates import PosteriorReplicates
     from bayes_risk.models import load_model, rebuild_synthesizer
 
@@ -266,12 +282,6 @@ def _posterior_replicates(args: argparse.Namespace, original, syn):
         model = load_model(args.model)
     if hasattr(model, "progressbar"):
         model.progressbar = False
-    n = args.replicates
-    if n != "auto":
-        try:
-            n = int(n)
-        except ValueError as err:
-            raise ValidationError(f"--replicates must be an integer or auto. Got {n!r}.") from err
     return PosteriorReplicates(model, n=n, view=args.view, mcse_tol=args.mcse_tol,
                                max_replicates=args.max_replicates,
                                min_replicates=min(500, args.max_replicates),

@@ -67,15 +67,18 @@ def run(args: argparse.Namespace) -> int:
         summary.overlap.to_csv(tmp / "overlap.csv", index=False)
         if summary.comparison is not None:
             summary.comparison.to_csv(tmp / "comparison.csv", index=False)
-    _print_summary(summary, out)
+    _print_summary(summary, out, given=args.synthesized is not None)
     return 0
 
 
-def _print_summary(s, out: Path) -> None:
+def _print_summary(s, out: Path, *, given: bool) -> None:
     from bayes_risk.cli._common import print_summary
 
     p = s.pmse
-    how = "inferred: columns differing from the original" if s.synthesized_inferred else "given"
+    if s.synthesized_inferred:
+        how = "inferred: columns differing from the original"
+    else:  # --synthesized, else the roles a SyntheticData folder records
+        how = "given" if given else "recorded in the release's manifest"
     lines = [
         f"utility of m = {s.m} synthetic dataset(s) vs the original (n = {p.n_original})",
         f"synthesized columns ({how}): {', '.join(s.synthesized) or 'none'}",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,7 +28,12 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     Raises
     ------
     ValidationError
-        If the file does not exist, has an unsupported extension or cannot be parsed.
+        If the file does not exist, has an unsupported extension or cannot be parsed, or if a
+        CSV file is separated by semicolons or tabs rather than commas (``NOT_COMMA_SEPARATED``:
+        read as commas, its rows would be one column).
+    SchemaError
+        If two columns have the same name (``DUPLICATE_COLUMN``; pandas would rename the second
+        ``NAME.1`` and it would be taken for another variable).
     """
     p = Path(path)
     if not p.is_file():
@@ -35,6 +41,9 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     suffix = p.suffix.lower()
     try:
         if suffix in _CSV:
+            header = _csv_header(p)
+            _check_comma_separated(p, header)
+            _check_unique_names(p, next(csv.reader([header]), []))
             df = pd.read_csv(p)
             first = str(df.columns[0]) if len(df.columns) else ""
             if first in ("", "Unnamed: 0") and len(df) and (
@@ -49,11 +58,50 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
                 f"input file {str(p)!r} has extension {suffix!r}; expected .csv or .parquet."
             )
     except (ValueError, OSError, pd.errors.ParserError) as err:
-        if isinstance(err, ValidationError):
+        if isinstance(err, (ValidationError, SchemaError)):
             raise
         raise ValidationError(f"could not read {str(p)!r}: {err}") from err
     df.columns = [str(c) for c in df.columns]
+    _check_unique_names(p, list(df.columns))
     return df
+
+
+def _csv_header(p: Path) -> str:
+    """The first line of a CSV file (without its byte-order mark and line ending)."""
+    with open(p, encoding="utf-8-sig", errors="replace", newline="") as fh:
+        return fh.readline().rstrip("\r\n")
+
+
+def _check_unique_names(p: Path, names: list[str]) -> None:
+    """Refuse a table in which two columns have the same name (``DUPLICATE_COLUMN``)."""
+    counts = pd.Series(names, dtype=object).value_counts(sort=False)
+    dup = [str(n) for n, k in counts.items() if k > 1]
+    if dup:
+        raise SchemaError(
+            f"input file {str(p)!r} has column name(s) {dup} more than "
+            "once; expected one column per name (rename or drop the repeated column).",
+            code="DUPLICATE_COLUMN",
+        )
+
+
+def _check_comma_separated(p: Path, header: str) -> None:
+    """Refuse a CSV file whose header holds semicolons or tabs but no comma.
+
+    Such a file (``write.csv2`` in R, a spreadsheet's export in many locales) would be read as
+    one column whose name is the whole header line; the models would then run on that column.
+    """
+    if "," in header:
+        return
+    for sep, name in ((";", "semicolons"), ("\t", "tabs")):
+        if sep in header:
+            raise ValidationError(
+                f"input file {str(p)!r} is separated by {name} (header {header[:60]!r}); "
+                "expected a comma-separated file, as R's write.csv writes it. Convert it, e.g. "
+                f"pandas.read_csv(path, sep={sep!r}).to_csv(new_path, index=False)"
+                + (" (with decimal=',' if numbers use a decimal comma)" if sep == ";" else "")
+                + ".",
+                code="NOT_COMMA_SEPARATED",
+            )
 
 
 def write_table(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:

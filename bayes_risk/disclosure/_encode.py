@@ -73,6 +73,14 @@ def resolve_inputs(
     schema = base_schema(original, schema=schema, carried=carried, categorical=categorical)
     schema.check_columns(columns, "keys/target")
     sub = schema.select(columns)
+    # the schema may be the release's (its manifest), so the original is checked on its own
+    missing = [c for c in columns if c not in original.columns]
+    if missing:
+        raise ValidationError(
+            f"the original has no column(s) {missing}; keys and target must be columns of the "
+            "original and of every synthetic dataset.",
+            code="MISSING_COLUMN",
+        )
     tables = [original[list(columns)]]
     for l, z in enumerate(datasets, start=1):
         missing = [c for c in columns if c not in z.columns]

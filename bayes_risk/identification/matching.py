@@ -437,7 +437,8 @@ def parse_radius(
         if cont_known:
             raise ValidationError(
                 f"known continuous column(s) {cont_known} need a radius; pass radius=r (all "
-                "continuous known columns) or radius={column: r} (0 for exact matching)."
+                "continuous known columns) or radius={column: r} (0 for exact matching), on the "
+                f"command line --radius {cont_known[0]}=R (repeat per column)."
             )
         if compat and numeric_known:
             raise ValidationError(

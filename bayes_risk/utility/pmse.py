@@ -463,15 +463,19 @@ _MESSAGES = {
 
 
 def _emit_warnings(codes: list[str], nnosplits: tuple[int, int] | None) -> None:
+    # each warning carries its code (``.code``): a one-word code such as SEPARATION is not
+    # found in the text by the command line's reader of codes
     for code in codes:
         if code in _MESSAGES:
             cls, msg = _MESSAGES[code]
-            warnings.warn(msg, cls, skip_file_prefixes=CALLER)
+            warnings.warn(cls(msg, code=code), skip_file_prefixes=CALLER)
     if "NO_SPLITS" in codes and nnosplits is not None:
         warnings.warn(
-            f"{nnosplits[0]} of {nnosplits[1]} resampled fits produced no split (pMSE < 1e-8) "
-            "(NO_SPLITS); the resampling null may be unreliable.",
-            DataWarning,
+            DataWarning(
+                f"{nnosplits[0]} of {nnosplits[1]} resampled fits produced no split "
+                "(pMSE < 1e-8) (NO_SPLITS); the resampling null may be unreliable.",
+                code="NO_SPLITS",
+            ),
             skip_file_prefixes=CALLER,
         )
 

@@ -20,6 +20,7 @@ from bayes_risk.attribute.candidates import (
     parse_candidates,
     product_codes,
     spatial_points,
+    with_zero_fallback,
 )
 from bayes_risk.attribute.diagnostics import (
     gpdfit,
@@ -120,6 +121,25 @@ def test_zero_value_percent_grid():
     assert e.value.code == "ZERO_VALUE_PERCENT_GRID"
     pts, g0 = grid_points(0.0, GridSpec("percent", zero_fallback=("additive", 1.0)))
     assert pts[0] == -1.0 and pts[-1] == 1.0 and pts[g0] == 0.0
+
+
+def test_with_zero_fallback_states_a_width_per_percent_grid():
+    """The rule of `bayes-risk attribute` and of the audit: the percent grid's fraction times the
+    column's median non-zero |value| (1 without one); other grids and given fallbacks kept."""
+    df = pd.DataFrame({"inc": [0.0, -20.0, 30.0, 40.0, np.nan], "exp": [0.0] * 5,
+                       "kids": [0, 1, 2, 3, 4]})
+    s = with_zero_fallback(parse_candidates("one-variable,grid:percent:0.2:5"), df,
+                           ["inc", "exp"])
+    assert s.grids["inc"] == GridSpec("percent", 0.2, 0.2, 5, zero_fallback=("additive", 6.0))
+    assert s.grids["exp"].zero_fallback == ("additive", 1.0)
+    assert "kids" not in s.grids and s.rule == "one_variable"
+    pts, g0 = grid_points(0.0, s.grids["inc"], column="inc")
+    assert pts[0] == -6.0 and pts[-1] == 6.0 and pts[g0] == 0.0
+    assert s.to_dict()["grids"]["inc"]["zero_fallback"] == ("additive", 6.0)
+    given = CandidateSpec(grids={"inc": GridSpec(zero_fallback=("additive", 2.0))})
+    assert with_zero_fallback(given, df, ["inc"]) is given
+    additive = parse_candidates("one-variable,grid:additive:5")
+    assert with_zero_fallback(additive, df, ["inc"]) is additive
 
 
 def test_fixed_and_explicit_grids():

@@ -204,6 +204,10 @@ def test_bad_input_names_the_argument(release, tmp_path):
         br.audit(str(orig), str(syn), known=KNOWN, model=str(tmp_path), progressbar=False)
     with pytest.raises(ValidationError, match="sweep"):
         br.audit(str(orig), str(syn), known=KNOWN, sweep=[0.1, -1], progressbar=False)
+    # refused before any step runs (the identification step failed and the audit went on)
+    for radius in (-1.0, {"Age": float("nan")}):
+        with pytest.raises(ValidationError, match="radius for 'Age' must be a finite number"):
+            br.audit(str(orig), str(syn), known=KNOWN, radius=radius, progressbar=False)
     with pytest.raises(ValidationError, match="attribute_records"):
         br.audit(str(orig), str(syn), known=KNOWN, attribute_records=[10**6],
                  progressbar=False)
@@ -211,6 +215,22 @@ def test_bad_input_names_the_argument(release, tmp_path):
     (tmp_path / "full" / "x").write_text("x")
     with pytest.raises(ValidationError, match="out"):
         br.audit(str(orig), str(syn), known=KNOWN, out=tmp_path / "full", progressbar=False)
+
+
+def test_original_without_a_column_of_the_release(release, tmp_path, capsys):
+    """An ORIGINAL lacking a (synthesized) column of the release is refused before any step runs
+    (it ran utility and identification, then ended in a KeyError traceback)."""
+    orig, syn = release
+    short = tmp_path / "short.csv"
+    pd.read_csv(orig).drop(columns="Income").to_csv(short, index=False)
+    with pytest.raises(SchemaError, match=r"the original lacks the release's columns \['Income'\]"):
+        br.audit(str(short), str(syn), known=KNOWN, progressbar=False)
+    capsys.readouterr()
+    rc = main(["audit", str(short), str(syn), "--known", *KNOWN, "--out", str(tmp_path / "a")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err and "[audit] step" not in err
+    assert err.strip().splitlines()[-1].startswith("bayes-risk audit: error [MISSING_COLUMN]: ")
+    assert not (tmp_path / "a").exists()
 
 
 def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:

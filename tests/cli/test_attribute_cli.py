@@ -203,6 +203,34 @@ def test_cli_tree_release_without_model(method, tmp_path, capsys):
     assert not (tmp_path / "att_bad").exists()
 
 
+def test_cli_true_value_zero_uses_the_stated_fallback(tmp_path, capsys):
+    """A CART release of incomes with zeros (as the CE data: 449 of 5,571 incomes are <= 0):
+    the default percent grid meets a true 0 with the additive fallback of the audit, recorded in
+    summary.json (the run stopped with ZERO_VALUE_PERCENT_GRID and a hint at a Python-only
+    argument)."""
+    from bayes_risk.data import make_ce_like
+
+    ce = make_ce_like(150, random_seed=3)
+    ce.loc[[0, 3], "Income"] = 0.0
+    orig = tmp_path / "ce.csv"
+    ce.to_csv(orig, index=False)
+    syn_dir = tmp_path / "syn"
+    assert run_cli(["synthesize", str(orig), "--method", "cart", "--synthesize", "Tenure",
+                    "Income", "--categorical", "Urban", "Marital", "Tenure", "-m", "2",
+                    "--random-seed", "9", "-q", "--out", str(syn_dir)]) == 0
+    out = tmp_path / "att"
+    rc = run_cli(["attribute", str(orig), str(syn_dir), "--records", "0-4",
+                  "--random-seed", "4", "-q", "--out", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    rec = pd.read_csv(out / "records.csv")
+    assert rec["p_true"].notna().all() and (rec["G"] > 1).all()
+    grids = json.loads((out / "summary.json").read_text())["settings"]["candidates"]["grids"]
+    inc = ce["Income"].abs()
+    assert grids["Income"]["zero_fallback"] == ["additive",
+                                                pytest.approx(0.1 * inc[inc > 0].median())]
+    assert "Tenure" not in grids  # categorical: its levels are the candidates
+
+
 def test_cli_bayesian_release_needs_model(saved_dpmpm, tmp_path, capsys):
     root = saved_dpmpm
     assert run_cli(["attribute", str(root / "orig.csv"), str(root / "syn"), "-q",

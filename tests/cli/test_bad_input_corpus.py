@@ -169,6 +169,13 @@ TABLE_SUBS = ("fit", "synthesize", "utility", "identification", "attribute")
 ALL_SUBS = (*TABLE_SUBS, "demo")
 
 
+def _dup_last_name(src: Path, dst: Path) -> None:
+    """``src`` with its last column renamed to its first column's name."""
+    df = pd.read_csv(src)
+    df.columns = [*df.columns[:-1], df.columns[0]]
+    df.to_csv(dst, index=False)
+
+
 def _orig_cases() -> list[Case]:
     """Defects of the original / confidential table, for every sub-command reading one."""
     cases: list[Case] = []
@@ -192,6 +199,15 @@ def _orig_cases() -> list[Case]:
             Case("windows-line-endings", sub, 0,
                  prepare=lambda w, b, src=src: {
                      "orig": _csv(w, "crlf.csv", (w / src).read_text(), newline="\r\n")}),
+            # read with commas, the whole header would be one column (fit would model it)
+            Case("semicolon-separated", sub, 2, "semicolons",
+                 prepare=lambda w, b, src=src: (
+                     pd.read_csv(w / src).to_csv(w / "semi.csv", sep=";", index=False),
+                     {"orig": "semi.csv"})[1]),
+            # pandas would read the second one as a new column NAME.1
+            Case("duplicated-column-name", sub, 2, "more than once",
+                 prepare=lambda w, b, src=src: (
+                     _dup_last_name(w / src, w / "dup.csv"), {"orig": "dup.csv"})[1]),
         ]
         if num:
             cases += [
@@ -309,6 +325,11 @@ def _option_cases() -> list[Case]:
         Case("records-not-numbers", "fit", 2, "--records",
              kw={"extra": ("--records", "x1")}),
     ]
+    # posterior replicates: the error names the option given (--max-replicates 0 was reported
+    # as "min_replicates must be a positive integer")
+    for opt, val in (("--replicates", "0"), ("--max-replicates", "0"), ("--mcse-tol", "0")):
+        cases.append(Case(f"{opt[2:]}={val}", "identification", 2, opt,
+                          kw={"extra": ("--model", "release", opt, val)}))
     return cases
 
 
@@ -605,6 +626,20 @@ def test_sigint_during_fit_writes_nothing(base, tmp_path, moment, tune, draws):
     # Ctrl-C stops every chain, not only the running one (PyMC's sequential sampler would go on
     # with the next chain): far less than the minute the remaining 200,000 sweeps would take
     assert _interrupt.exit_after < 20, _interrupt.exit_after
+
+
+@pytest.mark.parametrize("marker", ["[demo] CE: CART synthesis", "[demo] CE: audit"])
+def test_sigint_during_the_demo_says_interrupted_once(tmp_path, marker):
+    """The demo runs sub-commands inside itself: the interrupted step passes the interrupt on,
+    and the line ``interrupted`` is printed once (it was printed by the step and the demo)."""
+    argv = ["demo", "--part", "ce", "--n-ce", "400", "-m", "2", "--random-seed", "1",
+            "--out", "demo"]
+    rc, err = _interrupt(argv, tmp_path, marker=marker, delay=0.3)
+    assert rc == 130, err
+    lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
+    assert lines.count("interrupted") == 1 and lines[-1] == "interrupted", err
+    assert "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 def test_sigterm_is_an_interrupt(base, tmp_path):

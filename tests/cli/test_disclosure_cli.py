@@ -127,3 +127,25 @@ def test_subprocess_error_is_one_line(files, tmp_path):
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "'Nope'" in lines[0] and "Traceback" not in r.stderr
     assert not out.exists()
+
+
+def test_original_without_a_column_of_the_release(files, tmp_path, capsys):
+    """A SyntheticData folder whose manifest has the target, an ORIGINAL without it: a one-line
+    error naming the column (was a KeyError traceback)."""
+    rel = tmp_path / "rel"
+    assert cli.main(["synthesize", str(files["orig"]), "--method", "cart", "--synthesize",
+                     "Income", "--categorical", *CAT, "-m", "1", "--random-seed", "1", "-q",
+                     "--out", str(rel)]) == 0
+    orig = tmp_path / "no_income.csv"
+    files["data"].drop(columns="Income").to_csv(orig, index=False)
+    capsys.readouterr()
+    rc = cli.main(["disclosure", str(orig), str(rel), "--keys", *KEYS, "--target", "Income",
+                   "-q", "--out", str(tmp_path / "disc")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err
+    assert err.strip().splitlines() == [
+        "bayes-risk disclosure: error [MISSING_COLUMN]: the original has no column(s) "
+        "['Income']; keys and target must be columns of the original and of every synthetic "
+        "dataset."
+    ]
+    assert not (tmp_path / "disc").exists()

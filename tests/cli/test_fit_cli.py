@@ -6,6 +6,7 @@ import importlib.util
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import bayes_risk.cli as cli
@@ -133,6 +134,14 @@ def test_fit_errors(tmp_path, csv, capsys):
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
     rc = cli.main(["fit", str(tmp_path / "nope.csv"), *BASE, "--out", str(tmp_path / "w")])
     assert rc == 2
+    # a model that takes count columns only: the error gives the command-line options too
+    capsys.readouterr()
+    cont = tmp_path / "cont.csv"
+    pd.DataFrame({"n": [1, 2, 3, 4], "x": [0.5, 1.5, 2.25, 3.0]}).to_csv(cont, index=False)
+    rc = cli.main(["fit", str(cont), "--method", "poisson-mixture", "--quiet",
+                   "--out", str(tmp_path / "p")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "count columns only" in err and "--count COL" in err, err
 
 
 def test_option_of_another_model_is_refused(tmp_path, csv, capsys):

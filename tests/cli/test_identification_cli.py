@@ -346,3 +346,15 @@ def test_identification_quiet_silences_progress_only(tmp_path):
     assert len(warned) == 1 and warned[0].startswith("warning [NO_MATCH]: "), quiet.stderr
     assert warned[0] in loud.stderr.splitlines()
     assert any(not ln.startswith("warning [") for ln in loud.stderr.splitlines() if ln.strip())
+
+
+def test_cli_missing_radius_names_the_option(files, tmp_path, capsys):
+    """A continuous known column without a radius: the error gives the command-line form (it
+    gave only the Python argument radius={column: r})."""
+    _, paths = files
+    capsys.readouterr()
+    rc = _main(["identification", *map(str, paths), "--known-unsynthesized", "Age", "Urban",
+                "--known-synthesized", "Income", "--categorical", "Urban", "-q",
+                "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "need a radius" in err and "--radius Income=R" in err, err

@@ -53,6 +53,8 @@ def test_help(capsys):
     out = capsys.readouterr().out
     for flag in ("--pmse", "--max-order", "--null", "--formula", "--synthesized", "--out"):
         assert flag in out
+    # any order >= 0 is accepted (interactions of up to N + 1 columns): the help said {0,1}
+    assert "--max-order N" in out and "{0,1}" not in out
 
 
 def test_end_to_end_csv(files, tmp_path, capsys):
@@ -90,6 +92,8 @@ def test_folder_parquet_formula_and_cart(files, tmp_path, capsys):
             "--out", str(out)]
     code, stdout, err = _run(argv, capsys)
     assert code == 0, err
+    # the roles come from the folder's manifest, not from --synthesized (it said "given")
+    assert "synthesized columns (recorded in the release's manifest): Income" in stdout
     assert (out / "comparison.csv").is_file()
     comp = pd.read_csv(out / "comparison.csv")
     assert "Marital[T.2]" in set(comp["term"])  # folder schema: Marital is categorical
@@ -181,3 +185,23 @@ def test_reference_scenario1_through_cli(tmp_path, capsys):
     np.testing.assert_allclose(s["pmse"]["per_dataset"], ref["pMSE"], rtol=1e-8)
     np.testing.assert_allclose(s["s_pmse"]["per_dataset"], ref["S_pMSE"], rtol=1e-8)
     assert s["synthesized"] == ["Income"]
+
+
+def test_separation_warning_carries_its_code(files, tmp_path, capsys):
+    """The pMSE warnings are printed and recorded under their codes (a one-word code such as
+    SEPARATION was printed and recorded as 'DataWarning')."""
+    d = files["data"]
+    z = d.copy()
+    z.loc[:149, "Tenure"] = 99  # a level only in the synthetic data: the propensities separate
+    syn = tmp_path / "sep.csv"
+    z.to_csv(syn, index=False)
+    out = tmp_path / "util"
+    code, _, err = _run(["utility", str(files["orig"]), str(syn), "--categorical", *CAT,
+                         "--max-order", "0", "--out", str(out), "-q"], capsys)
+    assert code == 0, err
+    assert "warning [SEPARATION]: perfect or quasi-perfect separation" in err
+    assert "[DataWarning]" not in err
+    s = json.loads((out / "summary.json").read_text())
+    codes = [w["code"] for w in s["run_warnings"]]
+    assert "SEPARATION" in codes and "DataWarning" not in codes
+    assert "DataWarning" not in s["warnings"]

@@ -172,3 +172,37 @@ def test_unsynthesized_comparison_types():
     )
     c = pd.Series(pd.Categorical(["a", "b"]))
     np.testing.assert_array_equal(_equal_levels(c, pd.Series(["a", "a"])), [True, False])
+
+
+@pytest.mark.parametrize("sep, name", [(";", "semicolons"), ("\t", "tabs")])
+def test_read_table_refuses_a_csv_not_separated_by_commas(tmp_path, sep, name):
+    """A file written with another separator would be read as one column named after the whole
+    header line; it is refused, naming the file and the separator."""
+    from bayes_risk.data import read_table
+    from bayes_risk.exceptions import ValidationError
+
+    f = tmp_path / "t.csv"
+    pd.DataFrame({"MAR": ["a", "b"], "SEX": ["M", "F"]}).to_csv(f, sep=sep, index=False)
+    with pytest.raises(ValidationError, match=f"'{f}' is separated by {name}") as err:
+        read_table(f)
+    assert err.value.code == "NOT_COMMA_SEPARATED"
+    one = tmp_path / "one.csv"  # a single column is still a comma-separated file
+    one.write_text("x\n1\n2\n")
+    assert read_table(one)["x"].tolist() == [1, 2]
+
+
+def test_read_table_refuses_duplicated_column_names(tmp_path):
+    """pandas would rename the second 'Age' to 'Age.1', a new variable nobody asked for."""
+    from bayes_risk.data import read_table
+    from bayes_risk.exceptions import SchemaError
+
+    f = tmp_path / "dup.csv"
+    f.write_text("Age,Urban,Age\n63,1,2\n81,2,1\n")
+    with pytest.raises(SchemaError, match=r"dup.csv' has column name\(s\) \['Age'\] more than"
+                       ) as err:
+        read_table(f)
+    assert err.value.code == "DUPLICATE_COLUMN"
+    # quoted names are compared as names: "a,b" is one column, distinct from a and b
+    ok = tmp_path / "ok.csv"
+    ok.write_text('"a,b",a,b\n1,2,3\n')
+    assert list(read_table(ok).columns) == ["a,b", "a", "b"]

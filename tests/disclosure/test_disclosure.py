@@ -313,6 +313,14 @@ def test_bad_data():
         disclosure_measures(ORIG.to_numpy(), [SYN], KEYS, "inc")
 
 
+def test_original_without_a_column_of_the_release_schema():
+    """A release carrying its schema (a SyntheticData folder) names a target the original lacks:
+    an error naming the column, not pandas' KeyError."""
+    data = SyntheticData([SYN], method="test", schema=infer_schema(ORIG, categorical=["sex"]))
+    with pytest.raises(ValidationError, match=r"the original has no column\(s\) \['inc'\]"):
+        disclosure_measures(ORIG.drop(columns="inc"), data, KEYS, "inc")
+
+
 # ---------------------------------------------------------------------------- properties
 _tables = st.integers(1, 25).flatmap(lambda n: st.tuples(
     st.lists(st.integers(0, 2), min_size=n, max_size=n),

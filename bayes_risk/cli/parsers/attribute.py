@@ -75,7 +75,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default="one-variable",
         metavar="RULE",
         help="candidate sets: one-variable (default), full, k-different:K, "
-        "grid:percent:A[:G], grid:additive:W[:G], grid:fixed:LO:HI[:G]",
+        "grid:percent:A[:G], grid:additive:W[:G], grid:fixed:LO:HI[:G]; numeric columns use "
+        "a percent grid (default +/-10 %%, 11 points) and, where the true value is 0, an "
+        "additive grid of that fraction of the column's median non-zero |value| (recorded in "
+        "summary.json)",
     )
     p.add_argument(
         "--prior",

@@ -56,8 +56,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_type_arguments(p)
     p.add_argument("--pmse", choices=["logit", "cart"], default="logit",
                    help="propensity model (default logit: synthpop's utility.gen design)")
-    p.add_argument("--max-order", type=int, default=1, metavar="{0,1}",
-                   help="logit: 0 = main effects, 1 = plus all two-way interactions (default 1)")
+    p.add_argument("--max-order", type=int, default=1, metavar="N",
+                   help="logit: interactions of up to N + 1 columns: 0 = main effects, 1 = plus "
+                   "all two-way interactions (default 1, as synthpop's maxorder), 2 = plus "
+                   "three-way ...")
     p.add_argument("--null", choices=["auto", "theory", "perm", "pairs"], default="auto",
                    help="pMSE null: chi-square theory (logit), label permutations, or pairs of "
                    "synthetic datasets (default auto: theory for logit, perm/pairs for cart)")
