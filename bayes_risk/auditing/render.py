@@ -31,7 +31,10 @@ TOP_N = 20
 #: one sentence per diagnostic column of the attribute-risk records
 DIAGNOSTICS = {
     "khat_max": "Pareto k-hat (largest over the candidates): above the threshold the "
-    "importance weights have too heavy a tail for the estimate of p_true to be trusted.",
+    "importance weights have a heavy tail. Under the default rule ('material') the record is "
+    "flagged KHAT_HIGH only when the tail could raise its p_true by more than the tolerance "
+    "(p_true_upper) or make the truth the best guess; otherwise it stays with the stable "
+    "estimates, whose p_true may then overstate the risk (p_true_lower).",
     "ess_q_min": "Effective sample size of the importance weights (smallest over the "
     "candidates): how many equally weighted posterior draws the estimate is worth.",
     "mc_se_max": "Monte Carlo standard error of the log posterior ratio (largest over the "
@@ -225,6 +228,14 @@ def _comparisons(sec: Section, s: Any, result: Any, links: _Links) -> None:
             f"Two-way table {a} × {b}: % of records, the 10 cells that differ most", digits=3))
 
 
+def _computed(col: pd.Series) -> bool:
+    """Whether a diagnostic column holds a value for some record (the plug-in estimators
+    compute no importance-sampling diagnostics: their columns are empty)."""
+    if not pd.api.types.is_numeric_dtype(col):
+        return True
+    return bool(np.isfinite(col.to_numpy(dtype=float, na_value=np.nan)).any())
+
+
 def _at_risk(df: pd.DataFrame, qi: pd.DataFrame | None, id_col: str) -> pd.DataFrame:
     if qi is None:
         return df
@@ -333,7 +344,19 @@ def _attribute(sec: Section, s: Any, result: Any, links: _Links) -> None:
           (" (" + ", ".join(f"{k} × {v}" for k, v in counts.items()) + ")") if counts else "",
           ". Diagnostics, one sentence each:")
     sec.blocks.append(Block("dl", terms=[(k, v) for k, v in DIAGNOSTICS.items()
-                                         if k in recs.columns]))
+                                         if k in recs.columns and _computed(recs[k])]))
+    kh = sm.get("pareto_khat") or {}
+    if kh.get("records_with_high_khat"):
+        sec.p("Pareto k-hat above the threshold (",
+              format_number(st.get("khat_threshold"), 2), "): ",
+              links.num(kh["records_with_high_khat"], src), " record(s). Under the ",
+              f"'{kh.get('rule')}' rule (tolerance {format_number(kh.get('tolerance'))}), ",
+              links.num(kh.get("records_high_khat_immaterial"), src), " of them are not "
+              "flagged: the tail cannot raise their p_true by more than the tolerance. For ",
+              links.num(kh.get("records_p_true_may_overstate"), src), " unflagged record(s) "
+              "the reported p_true may overstate the risk (p_true_lower < p_true): an upper "
+              "bound, safe for accepting a release, not for claiming the risk is that high "
+              "(user guide, attribute risk).")
     if counts:
         sec.p("Flags, one sentence each:")
         sec.blocks.append(Block("dl", terms=[(k, message(k)) for k in counts]))

@@ -125,6 +125,42 @@ def test_html_is_self_contained_and_links_resolve(audited, tmp_path):
     assert figs and all((out / f).is_file() for f in figs)
 
 
+def test_attribute_section_states_what_was_computed(audited, tmp_path):
+    """The CART plug-in computes no importance-sampling diagnostics: the report does not
+    describe them as if they had been checked, and the k-hat figure says there is none."""
+    import copy
+
+    from matplotlib.figure import Figure
+
+    res, out = audited
+    a = res.step("attribute")
+    assert a.extra["summary"]["settings"]["estimator"] == "plugin"
+    assert a.result.records["khat_max"].isna().all()
+    html = res.to_html(tmp_path / "r.html").read_text()
+    sec = html[html.index('<section id="attribute">'):html.index('<section id="disclosure">')]
+    for col in ("khat_max", "ess_q_min", "ess_omega_min", "max_omega_max", "boot_rank_q05"):
+        assert f"<dt>{col}</dt>" not in sec, col
+    assert "<dt>flags</dt>" in sec
+    fig = a.result.plot("khat")
+    assert isinstance(fig, Figure)
+    assert any("no Pareto k-hat" in t.get_text() for t in fig.axes[0].texts)
+    # a stabilised estimate with heavy tails judged immaterial: the report says how many
+    # records are above the k-hat threshold yet unflagged, and that their p_true may overstate
+    res2 = copy.copy(res)
+    res2.steps = [copy.copy(s) for s in res.steps]
+    a2 = res2.step("attribute")
+    sm = copy.deepcopy(a.extra["summary"])
+    sm["settings"]["khat_threshold"] = 0.7
+    sm["pareto_khat"] = {"rule": "material", "tolerance": 0.01, "records_with_high_khat": 7,
+                         "records_high_khat_immaterial": 6, "records_p_true_may_overstate": 5}
+    a2.extra = {**a.extra, "summary": sm}
+    md = res2.to_markdown(tmp_path / "k.md").read_text()
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", md)
+    assert "Pareto k-hat above the threshold (0.7): 7 record(s)" in text
+    assert "6 of them are not flagged" in text
+    assert "For 5 unflagged record(s) the reported p_true may overstate the risk" in text
+
+
 def test_confidential_values_hidden_by_default(release, audited, tmp_path):
     res, out = audited
     html = res.to_html(tmp_path / "r.html").read_text()
