@@ -139,12 +139,15 @@ class AuditResult:
         if a.status == "ran":
             s = a.extra["summary"]
             un = s.get("unflagged") or {}
+            nf = int(s.get("n_flagged") or 0)
+            left_out = (f"; {nf} of {s.get('n_records')} record(s) flagged and left out "
+                        "(unassessed: treat them as at risk)" if nf else "")
             out.append(Verdict("attribute",
                                "share of records whose true values are the most probable",
                                float(un.get("prop_top", np.nan)), th.prop_top, "max",
                                self._src("attribute", "summary.json"),
                                f"random guess {s.get('random_guess_baseline', np.nan):.3g}; "
-                               "records with stable estimates"))
+                               f"records with stable estimates{left_out}"))
         d = self.step("disclosure")
         if d.status == "ran":
             for t, res in d.result.items():

@@ -125,6 +125,17 @@ def test_html_is_self_contained_and_links_resolve(audited, tmp_path):
     assert figs and all((out / f).is_file() for f in figs)
 
 
+def _with_step(res, name: str, **changes):
+    """A shallow copy of ``res`` whose step ``name`` has ``changes`` (the others shared)."""
+    import copy
+
+    out = copy.copy(res)
+    out.steps = [copy.copy(s) for s in res.steps]
+    for k, v in changes.items():
+        setattr(out.step(name), k, v)
+    return out
+
+
 def test_attribute_section_states_what_was_computed(audited, tmp_path):
     """The CART plug-in computes no importance-sampling diagnostics: the report does not
     describe them as if they had been checked, and the k-hat figure says there is none."""
@@ -146,19 +157,35 @@ def test_attribute_section_states_what_was_computed(audited, tmp_path):
     assert any("no Pareto k-hat" in t.get_text() for t in fig.axes[0].texts)
     # a stabilised estimate with heavy tails judged immaterial: the report says how many
     # records are above the k-hat threshold yet unflagged, and that their p_true may overstate
-    res2 = copy.copy(res)
-    res2.steps = [copy.copy(s) for s in res.steps]
-    a2 = res2.step("attribute")
     sm = copy.deepcopy(a.extra["summary"])
     sm["settings"]["khat_threshold"] = 0.7
     sm["pareto_khat"] = {"rule": "material", "tolerance": 0.01, "records_with_high_khat": 7,
                          "records_high_khat_immaterial": 6, "records_p_true_may_overstate": 5}
-    a2.extra = {**a.extra, "summary": sm}
+    res2 = _with_step(res, "attribute", extra={**a.extra, "summary": sm})
     md = res2.to_markdown(tmp_path / "k.md").read_text()
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", md)
     assert "Pareto k-hat above the threshold (0.7): 7 record(s)" in text
     assert "6 of them are not flagged" in text
     assert "For 5 unflagged record(s) the reported p_true may overstate the risk" in text
+
+
+def test_attribute_verdict_names_the_flagged_records_left_out(audited):
+    """The verdict's share ranked first is over the stable estimates; the flagged records left
+    out of it are counted on the line (a release board treats them as at risk)."""
+    import copy
+
+    res, _ = audited
+    a = res.step("attribute")
+    line = "share of records whose true values are the most probable"
+    sm = copy.deepcopy(a.extra["summary"])
+    sm["n_flagged"], sm["n_records"] = 0, 25
+    v = {x.measure: x for x in _with_step(res, "attribute",
+                                          extra={**a.extra, "summary": sm}).verdicts}[line]
+    assert v.detail.endswith("records with stable estimates")
+    sm["n_flagged"] = 3
+    v = {x.measure: x for x in _with_step(res, "attribute",
+                                          extra={**a.extra, "summary": sm}).verdicts}[line]
+    assert "3 of 25 record(s) flagged and left out" in v.detail
 
 
 def test_confidential_values_hidden_by_default(release, audited, tmp_path):
