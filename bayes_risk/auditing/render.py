@@ -259,7 +259,9 @@ def _identification(sec: Section, s: Any, result: Any, links: _Links) -> None:
     sec.blocks.append(Block("table", columns=["measure", "value"],
                             rows=[[Span(lab), links.num(sm[k], src)] for lab, k in rows],
                             csv=links.href(src), file="summary.json",
-                            caption=f"File-level measures over {sm['n_targets']:,} targets"))
+                            caption=f"File-level measures over {sm['n_targets']:,} targets, "
+                            + (", ".join(f"radius {c} = {r:g}" for c, r in plan.radius.items())
+                               or "exact matching")))
     sw = s.extra.get("sweep")
     if sw is not None:
         sec.blocks.append(links.figure(sw.plot(), "radius_sweep.png",
@@ -269,6 +271,14 @@ def _identification(sec: Section, s: Any, result: Any, links: _Links) -> None:
         sec.p("The risk is largest at radius ", links.num(sw.r_star, ssrc), " (mean expected "
               "match risk ", links.num(sw.risk_star, ssrc), "): the conservative value to "
               "report (Hornby & Hu 2021, §4.1).")
+        star = s.extra.get("at_r_star")
+        if star is not None:
+            f = star.file
+            sec.p("At that radius: true match rate ", links.num(f["true_match_rate_targets"], src),
+                  " (", links.num(f["true_match_risk"], src), " correct unique matches, ",
+                  links.num(f["n_unique"], src), " unique matches), false match rate ",
+                  links.num(f["false_match_rate"], src), "; every measure in summary.json "
+                  "(at_maximising_radius). The table above is at the step's radius.")
     if s.extra.get("note"):
         sec.p(s.extra["note"] + ".")
     tt = r.target_table().sort_values("IR", ascending=False, kind="stable").head(TOP_N)

@@ -132,9 +132,18 @@ class AuditResult:
                 out.append(Verdict("identification", "expected match rate",
                                    float(s["expected_match_rate"]), th.expected_match_rate,
                                    "max", self._src("identification", "summary.json")))
-            out.append(Verdict("identification", "true match rate (correct unique matches)",
-                               float(s["true_match_rate_targets"]), th.true_match_rate, "max",
-                               self._src("identification", "summary.json")))
+            star = i.extra.get("at_r_star")
+            if sw is not None and star is not None:  # at the same radius as the line above
+                out.append(Verdict("identification",
+                                   "true match rate (correct unique matches) at the maximising "
+                                   "radius", float(star.file["true_match_rate_targets"]),
+                                   th.true_match_rate, "max",
+                                   self._src("identification", "summary.json"),
+                                   f"radius {sw.r_star}"))
+            else:
+                out.append(Verdict("identification", "true match rate (correct unique matches)",
+                                   float(s["true_match_rate_targets"]), th.true_match_rate,
+                                   "max", self._src("identification", "summary.json")))
         a = self.step("attribute")
         if a.status == "ran":
             s = a.extra["summary"]

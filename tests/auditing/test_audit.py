@@ -242,6 +242,30 @@ def test_posterior_identification_on_a_cart_release(release, tmp_path):
     assert res.step("identification").result.settings["replicates"] == "released datasets"
 
 
+def test_identification_verdicts_at_one_radius(release, audited):
+    """Both identification verdict lines are read at the maximising radius of the sweep (the
+    conservative one), not the true match rate at the step's own radius."""
+    res, out = audited
+    ident = res.step("identification")
+    sw, star = ident.extra["sweep"], ident.extra["at_r_star"]
+    v = {x.measure: x for x in res.verdicts}
+    em = v["expected match rate at the maximising radius"]
+    tm = v["true match rate (correct unique matches) at the maximising radius"]
+    assert em.detail == tm.detail == f"radius {sw.r_star}"
+    orig, syn = release
+    sd = br.read_synthetic(str(syn))
+    ref = br.identification_risk(pd.read_csv(orig), sd, KNOWN, [], schema=sd.schema,
+                                 radius={"Age": sw.r_star}, aggregation="per_dataset",
+                                 progressbar=False)
+    assert tm.value == pytest.approx(ref.file["true_match_rate_targets"])
+    assert tm.value == pytest.approx(star.file["true_match_rate_targets"])
+    assert em.value == pytest.approx(star.file["expected_match_rate"])
+    d = json.loads((out / "identification/summary.json").read_text())
+    assert d["at_maximising_radius"]["radius"] == {"Age": sw.r_star}
+    assert d["at_maximising_radius"]["summary"]["true_match_rate_targets"] == pytest.approx(
+        tm.value)
+
+
 def test_thresholds_set_the_verdicts(audited):
     res, _ = audited
     v0 = {v.measure: v for v in res.verdicts}
