@@ -171,6 +171,7 @@ def _verdicts(result: Any, links: _Links) -> list[dict[str, Any]]:
             "step": v.step, "measure": v.measure, "value": links.num(v.value, v.source),
             "threshold": ("≤ " if v.direction == "max" else "≥ ") + format_number(v.threshold),
             "exceeds": v.exceeds, "detail": v.detail,
+            "warnings": [(c, message(c)) for c in v.warnings],
         })
     return out
 
@@ -450,6 +451,7 @@ def _context(result: Any, links: _Links) -> dict[str, Any]:
         "synthesized": ", ".join(plan.synthesized), "known": ", ".join(plan.known),
         "verdicts": _verdicts(result, links),
         "n_exceed": sum(v.exceeds for v in result.verdicts),
+        "n_caveat": sum(bool(v.warnings) for v in result.verdicts),
         "steps": steps,
         "sections": [s for s in sections if s.status == "ran"],
         "settings": settings.to_dict(orient="records"),

@@ -266,6 +266,32 @@ def test_identification_verdicts_at_one_radius(release, audited):
         tm.value)
 
 
+def test_verdict_lines_name_the_warnings_that_question_them(audited, tmp_path):
+    """S_pMSE under the theory null with SEPARATION (the package's own warning: the chi-square
+    null is not valid) is not shown as a plain pass: the line names the warning."""
+    import dataclasses
+
+    res, out = audited
+    u = res.step("utility").result
+    line = "mean S_pMSE (pMSE / null expectation)"
+    clean = dataclasses.replace(u, pmse=dataclasses.replace(u.pmse, warnings=[]))
+    v = {x.measure: x for x in _with_step(res, "utility", result=clean).verdicts}[line]
+    assert v.warnings == ()
+    sep = dataclasses.replace(u, pmse=dataclasses.replace(
+        u.pmse, warnings=["EMPTY_LEVELS_DROPPED", "SEPARATION"]))
+    r2 = _with_step(res, "utility", result=sep)
+    v = {x.measure: x for x in r2.verdicts}[line]
+    assert v.warnings == ("SEPARATION",)  # informational codes are not caveats
+    assert r2.verdict_frame().set_index("measure").loc[line, "warnings"] == ["SEPARATION"]
+    n = sum(bool(x.warnings) for x in r2.verdicts)
+    html = r2.to_html(out / "caveat.html").read_text()
+    assert f"<strong>{n}</strong> carr" in html
+    assert "<strong class=\"caveat\">SEPARATION</strong>: perfect or quasi-perfect separation" \
+        in html
+    md = r2.to_markdown(out / "caveat.md").read_text()
+    assert "within (warning) | theory null; **SEPARATION**: perfect or quasi" in md
+
+
 def test_thresholds_set_the_verdicts(audited):
     res, _ = audited
     v0 = {v.measure: v for v in res.verdicts}
