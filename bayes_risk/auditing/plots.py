@@ -42,8 +42,14 @@ def marginal_figure(marg: pd.DataFrame, variable: str) -> Any:
     (``utility/marginals.csv``): bars of the level percentages, or the two densities."""
     plt = _plt()
     d = marg[marg["variable"] == variable]
+    title = variable
+    miss = d[d["kind"] == "missing"]
+    if len(miss):  # a numeric column's missing values (empty or a code) are not plotted
+        title += (f" (missing: {miss['original'].iloc[0]:.3g} % original, "
+                  f"{miss['synthetic'].iloc[0]:.3g} % synthetic)")
+        d = d[d["kind"] != "missing"]
     fig, ax = plt.subplots(figsize=(4.2, 2.6))
-    if (d["kind"] == "level").all():
+    if len(d) and (d["kind"] == "level").all():
         x = np.arange(len(d))
         ax.bar(x - 0.2, d["original"], width=0.4, label="original", color="tab:gray")
         ax.bar(x + 0.2, d["synthetic"], width=0.4, label="synthetic", color="tab:blue")
@@ -57,7 +63,7 @@ def marginal_figure(marg: pd.DataFrame, variable: str) -> Any:
         ax.step(x, dd["synthetic"], where="mid", color="tab:blue", lw=1.5, label="synthetic")
         ax.set_ylabel("density", fontsize=8)
         ax.set_xlabel("central 99 % of values", fontsize=7)
-    ax.set_title(variable, fontsize=9)
+    ax.set_title(title, fontsize=9 if title == variable else 8)
     ax.tick_params(labelsize=7)
     ax.legend(fontsize=7)
     fig.tight_layout()

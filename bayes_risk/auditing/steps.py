@@ -131,8 +131,13 @@ def marginals(original: pd.DataFrame, synthetic: Any, schema: Any) -> pd.DataFra
 
     Categorical columns: one row per level (``kind`` "level") with the percentage of records in
     each; numeric columns: the deciles of each (``kind`` "quantile") and histogram densities over
-    the central 99 % of the pooled values (``kind`` "density", ``value`` the bin centre).
+    the central 99 % of the pooled values (``kind`` "density", ``value`` the bin centre), both of
+    the observed values: a missing value (empty, or a declared missing-value code such as
+    synthpop's ``cont.na`` -8) is not a number, and the percentage of records with one is a row
+    of its own (``kind`` "missing").
     """
+    from bayes_risk.data.missing import missing_mask
+
     rows = []
     pooled = pd.concat(list(synthetic), ignore_index=True)
     for c in schema.names:
@@ -147,9 +152,17 @@ def marginals(original: pd.DataFrame, synthetic: Any, schema: Any) -> pd.DataFra
                              "original": float(po.get(lev, 0.0)),
                              "synthetic": float(ps.get(lev, 0.0))})
         else:
-            a = original[c].to_numpy(dtype=float)
-            b = pooled[c].to_numpy(dtype=float)
+            codes = schema[c].missing_codes
+            ma, mb = missing_mask(original[c], codes), missing_mask(pooled[c], codes)
+            if ma.any() or mb.any():
+                rows.append({"variable": c, "kind": "missing", "value": "missing",
+                             "original": 100 * float(ma.mean()),
+                             "synthetic": 100 * float(mb.mean())})
+            a = original[c].to_numpy(dtype=float)[~ma]
+            b = pooled[c].to_numpy(dtype=float)[~mb]
             a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+            if not (a.size and b.size):
+                continue
             qs = np.linspace(0, 1, 11)
             for q, x, y in zip(qs, np.quantile(a, qs), np.quantile(b, qs), strict=True):
                 rows.append({"variable": c, "kind": "quantile", "value": f"{q:.1f}",

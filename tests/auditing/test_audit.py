@@ -292,6 +292,36 @@ def test_verdict_lines_name_the_warnings_that_question_them(audited, tmp_path):
     assert "within (warning) | theory null; **SEPARATION**: perfect or quasi" in md
 
 
+def test_marginals_leave_missing_value_codes_out_of_the_numbers():
+    """A declared missing-value code (synthpop's cont.na, e.g. SD2011's nociga = -8 for
+    non-smokers) is not a number: it is not in the deciles or densities of the compare()
+    plots; the share of missing values is a row and the figure's title of its own."""
+    from bayes_risk.auditing.plots import marginal_figure
+    from bayes_risk.auditing.steps import marginals
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(1, 40, 400).astype(float)
+    x[:300] = -8.0  # three quarters "not applicable"
+    x[300:310] = np.nan
+    orig = pd.DataFrame({"x": x, "g": rng.choice(["a", "b"], 400)})
+    syn = [orig.sample(frac=1.0, random_state=k).reset_index(drop=True) for k in range(2)]
+    schema = br.infer_schema(orig, missing_codes={"x": [-8]})
+    m = marginals(orig, syn, schema)
+    mx = m[m["variable"] == "x"]
+    num = mx[mx["kind"].isin(["quantile", "density"])]
+    assert (mx.loc[mx["kind"] == "quantile", ["original", "synthetic"]].to_numpy() >= 1).all()
+    assert (num.loc[num["kind"] == "density", "value"].astype(float) > 0).all()
+    miss = mx[mx["kind"] == "missing"]
+    assert miss[["original", "synthetic"]].to_numpy().tolist() == [[77.5, 77.5]]
+    fig = marginal_figure(m, "x")
+    assert "missing: 77.5 % original, 77.5 % synthetic" in fig.axes[0].get_title()
+    # without a declared code the column has no missing row (its NaN are still left out)
+    m2 = marginals(orig, syn, br.infer_schema(orig))
+    assert "missing" in set(m2.loc[m2["variable"] == "x", "kind"])  # the 10 empty cells
+    assert m2.loc[(m2["variable"] == "x") & (m2["kind"] == "missing"),
+                  "original"].item() == pytest.approx(2.5)
+
+
 def test_thresholds_set_the_verdicts(audited):
     res, _ = audited
     v0 = {v.measure: v for v in res.verdicts}
