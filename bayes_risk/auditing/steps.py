@@ -168,8 +168,16 @@ def marginals(original: pd.DataFrame, synthetic: Any, schema: Any) -> pd.DataFra
                 rows.append({"variable": c, "kind": "quantile", "value": f"{q:.1f}",
                              "original": float(x), "synthetic": float(y)})
             # densities over the central 99 % of the pooled values (outliers would flatten them)
-            lo, hi = np.quantile(np.concatenate([a, b]), [0.005, 0.995])
-            edges = np.linspace(lo, hi if hi > lo else lo + 1.0, 31)
+            ab = np.concatenate([a, b])
+            lo, hi = np.quantile(ab, [0.005, 0.995])
+            if np.all(ab == np.round(ab)):
+                # whole numbers (ages, counts, heights in cm): bins of whole widths centred on
+                # them; 30 equal bins would hold 2 or 3 values in turn, or none, and draw combs
+                lo, hi = np.floor(lo), np.ceil(hi)
+                w = max(1.0, np.ceil((hi - lo + 1) / 30))
+                edges = lo - 0.5 + w * np.arange(int(np.ceil((hi - lo + 1) / w)) + 1)
+            else:
+                edges = np.linspace(lo, hi if hi > lo else lo + 1.0, 31)
             da, _ = np.histogram(a, bins=edges, density=True)
             db, _ = np.histogram(b, bins=edges, density=True)
             mids = (edges[:-1] + edges[1:]) / 2

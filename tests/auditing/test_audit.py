@@ -322,6 +322,24 @@ def test_marginals_leave_missing_value_codes_out_of_the_numbers():
                   "original"].item() == pytest.approx(2.5)
 
 
+def test_marginal_densities_of_whole_numbers_have_no_combs():
+    """Ages, counts and heights in whole units get bins of whole widths: a flat distribution of
+    the integers 10..99 has a flat density (30 equal bins over the central 99 % of the values
+    hold 2 or 3 whole numbers each, which draws a comb)."""
+    from bayes_risk.auditing.steps import marginals
+
+    orig = pd.DataFrame({"age": np.repeat(np.arange(10, 100), 20),
+                         "w": np.linspace(0.0, 1.0, 1800)})
+    m = marginals(orig, [orig, orig], br.infer_schema(orig))
+    d = m[(m["variable"] == "age") & (m["kind"] == "density")]
+    centres = d["value"].astype(float).to_numpy()
+    assert np.allclose(centres - np.round(centres), 0)  # bins centred on whole numbers
+    assert d["original"].max() / d["original"].min() == pytest.approx(1.0)
+    assert np.sum(d["original"].to_numpy() * np.diff(centres).mean()) == pytest.approx(1.0)
+    # a continuous column keeps its 30 equal bins
+    assert (m[(m["variable"] == "w")]["kind"] == "density").sum() == 30
+
+
 def test_thresholds_set_the_verdicts(audited):
     res, _ = audited
     v0 = {v.measure: v for v in res.verdicts}
