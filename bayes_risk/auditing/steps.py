@@ -146,7 +146,13 @@ def marginals(original: pd.DataFrame, synthetic: Any, schema: Any) -> pd.DataFra
             s = pooled[c].astype("object").where(pooled[c].notna(), "Missing")
             po = o.value_counts(normalize=True) * 100
             ps = s.value_counts(normalize=True) * 100
-            levels = list(dict.fromkeys([*po.index, *ps.index]))
+            # the schema's level order (synthpop's compare() plots factor levels in order; an
+            # ordinal or integer-coded factor drawn by frequency reads as another distribution),
+            # then levels it does not list, then the missing values
+            seen = list(dict.fromkeys([*po.index, *ps.index]))
+            rank = {str(v): i for i, v in enumerate(schema[c].levels or ())}
+            levels = sorted(seen, key=lambda v: (str(v) == "Missing" and str(v) not in rank,
+                                                 rank.get(str(v), len(rank))))
             for lev in levels:
                 rows.append({"variable": c, "kind": "level", "value": str(lev),
                              "original": float(po.get(lev, 0.0)),

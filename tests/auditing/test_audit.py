@@ -340,6 +340,25 @@ def test_marginal_densities_of_whole_numbers_have_no_combs():
     assert (m[(m["variable"] == "w")]["kind"] == "density").sum() == 30
 
 
+def _bars_table():
+    age = np.repeat(["1", "2", "3", "4"], [10, 40, 30, 20]).astype(object)
+    age[:3] = None
+    place = np.resize(["URBAN 100,000-200,000", "URBAN 500,000 AND OVER", "RURAL AREAS",
+                       "URBAN BELOW 20,000 INHABITANTS AND MORE WORDS"], 100)
+    orig = pd.DataFrame({"age": age, "place": place, "sex": np.resize(["F", "M"], 100)})
+    return orig, br.infer_schema(orig, categorical=["age", "place", "sex"])
+
+
+def test_marginal_bars_in_level_order():
+    """compare() bars follow the schema's level order (an ordinal or integer-coded factor drawn
+    by frequency reads as another distribution), missing values last."""
+    from bayes_risk.auditing.steps import marginals
+
+    orig, schema = _bars_table()
+    m = marginals(orig, [orig], schema)
+    assert m.loc[m["variable"] == "age", "value"].tolist() == ["1", "2", "3", "4", "Missing"]
+
+
 def test_thresholds_set_the_verdicts(audited):
     res, _ = audited
     v0 = {v.measure: v for v in res.verdicts}
