@@ -48,14 +48,26 @@ def marginal_figure(marg: pd.DataFrame, variable: str) -> Any:
         title += (f" (missing: {miss['original'].iloc[0]:.3g} % original, "
                   f"{miss['synthetic'].iloc[0]:.3g} % synthetic)")
         d = d[d["kind"] != "missing"]
-    fig, ax = plt.subplots(figsize=(4.2, 2.6))
-    if len(d) and (d["kind"] == "level").all():
+    bars = bool(len(d)) and bool((d["kind"] == "level").all())
+    labels = [_short(v) for v in d["value"]] if bars else []
+    # level labels side by side take about 0.065 in per character at 7 pt; longer ones than the
+    # room a bar has (SD2011's "URBAN 100,000-200,000") are slanted, and the figure grows for them
+    slant = bars and max(map(len, labels)) * 0.065 > 3.4 / len(labels)
+    fig, ax = plt.subplots(figsize=(4.2, 2.6 + (0.05 * max(map(len, labels)) if slant else 0)))
+    if bars:
         x = np.arange(len(d))
         ax.bar(x - 0.2, d["original"], width=0.4, label="original", color="tab:gray")
         ax.bar(x + 0.2, d["synthetic"], width=0.4, label="synthetic", color="tab:blue")
         ax.set_xticks(x)
-        ax.set_xticklabels(d["value"], rotation=45 if len(d) > 6 else 0, fontsize=7)
+        if slant:
+            ax.set_xticklabels(labels, rotation=40, ha="right", rotation_mode="anchor",
+                               fontsize=7)
+        else:
+            ax.set_xticklabels(labels, fontsize=7)
         ax.set_ylabel("% of records", fontsize=8)
+        top = float(np.nanmax(d[["original", "synthetic"]].to_numpy(dtype=float)))
+        if np.isfinite(top) and top > 0:
+            ax.set_ylim(0, top * 1.3)  # room for the legend above the tallest bar
     else:
         dd = d[d["kind"] == "density"]
         x = dd["value"].astype(float)
@@ -68,6 +80,12 @@ def marginal_figure(marg: pd.DataFrame, variable: str) -> Any:
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def _short(label: Any, n: int = 22) -> str:
+    """A level label of at most ``n`` characters (longer ones cut, with an ellipsis)."""
+    t = str(label)
+    return t if len(t) <= n else t[: n - 1] + "…"
 
 
 def utility_risk_figure(points: pd.DataFrame) -> Any:

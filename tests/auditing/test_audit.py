@@ -359,6 +359,22 @@ def test_marginal_bars_in_level_order():
     assert m.loc[m["variable"] == "age", "value"].tolist() == ["1", "2", "3", "4", "Missing"]
 
 
+def test_marginal_bar_labels_readable():
+    """Long level labels (SD2011's "URBAN 100,000-200,000"), which side by side run into each
+    other, are slanted, anchored at their bar and cut; short ones stay level."""
+    from bayes_risk.auditing.plots import marginal_figure
+    from bayes_risk.auditing.steps import marginals
+
+    orig, schema = _bars_table()
+    m = marginals(orig, [orig], schema)
+    ticks = marginal_figure(m, "place").axes[0].get_xticklabels()
+    assert all(t.get_rotation() == 40 and t.get_ha() == "right" for t in ticks)
+    assert max(len(t.get_text()) for t in ticks) <= 22
+    assert "URBAN BELOW 20,000 IN…" in [t.get_text() for t in ticks]
+    assert all(t.get_rotation() == 0 for t in marginal_figure(m, "sex").axes[0]
+               .get_xticklabels())
+
+
 def test_thresholds_set_the_verdicts(audited):
     res, _ = audited
     v0 = {v.measure: v for v in res.verdicts}
