@@ -442,6 +442,7 @@ def _context(result: Any, links: _Links) -> dict[str, Any]:
               "folder_name": s.folder} for s in result.steps]
     settings = plan.settings_frame()
     from bayes_risk import __version__
+    from bayes_risk.auditing.result import VERDICT_STEPS
 
     return {
         "title": "bayes-risk audit",
@@ -452,6 +453,9 @@ def _context(result: Any, links: _Links) -> dict[str, Any]:
         "verdicts": _verdicts(result, links),
         "n_exceed": sum(v.exceeds for v in result.verdicts),
         "n_caveat": sum(bool(v.warnings) for v in result.verdicts),
+        # steps whose verdict lines are missing because they did not run
+        "not_assessed": [f"{s.title.lower()} ({s.status})" for s in result.steps
+                         if s.status != "ran" and s.name in VERDICT_STEPS],
         "steps": steps,
         "sections": [s for s in sections if s.status == "ran"],
         "settings": settings.to_dict(orient="records"),

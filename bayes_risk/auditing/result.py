@@ -51,6 +51,9 @@ class StepOutcome:
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
+#: the steps with verdict lines (a step that did not run has none: the report says so)
+VERDICT_STEPS: tuple[str, ...] = ("utility", "identification", "attribute", "disclosure")
+
 #: warning codes of a measure that question the value of a verdict line; the line names them
 CAVEATS: dict[str, tuple[str, ...]] = {
     "s_pmse": ("SEPARATION", "NOT_CONVERGED", "LARGE_MODEL", "ZERO_DF", "FEW_PAIRS",

@@ -375,6 +375,23 @@ def test_marginal_bar_labels_readable():
                .get_xticklabels())
 
 
+def test_verdict_says_which_steps_have_no_line(audited):
+    """A step that failed (SD2011: attribute risk refuses records with missing values) or was
+    skipped has no verdict line; the verdict's first sentence says so rather than counting
+    only the lines that exist."""
+    res, out = audited
+    assert "Not assessed" not in res.to_html(out / "all.html").read_text()
+    r2 = _with_step(res, "attribute", status="failed", result=None,
+                    reason="ValidationError: column 'income' is missing")
+    assert "attribute" not in {v.step for v in r2.verdicts}
+    html = r2.to_html(out / "failed.html").read_text()
+    assert "<strong>Not assessed</strong> (no verdict line): attribute risk (failed)" in html
+    md = r2.to_markdown(out / "failed.md").read_text()
+    assert "**not assessed** (no verdict line): attribute risk (failed)" in md
+    # posterior identification has no verdict line of its own: its skipping is not listed
+    assert "posterior monte carlo" not in html.split("Not assessed")[1].split("</p>")[0]
+
+
 def test_thresholds_set_the_verdicts(audited):
     res, _ = audited
     v0 = {v.measure: v for v in res.verdicts}
