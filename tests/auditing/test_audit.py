@@ -392,6 +392,23 @@ def test_verdict_says_which_steps_have_no_line(audited):
     assert "posterior monte carlo" not in html.split("Not assessed")[1].split("</p>")[0]
 
 
+def test_settings_say_where_the_seed_and_sweep_came_from(release, audited):
+    """The settings table states whether the seed was given or drawn, and that the radius
+    sweep did not run when no known column has a radius (it listed the default grid)."""
+    res, _ = audited
+    s = res.plan.settings_frame().set_index("setting")
+    assert s.loc["random seed", "source"] == "given"
+    assert s.loc["radius sweep", "value"] == "0.01, 0.025, 0.05, 0.1, 0.2, 0.3"
+    assert s.loc["radius sweep", "source"] == "default"
+    orig, syn = release
+    r2 = br.audit(str(orig), str(syn), known=["Urban", "Marital"], attribute_records=[0],
+                  sweep=(0.05, 0.1), progressbar=False)
+    s2 = r2.plan.settings_frame().set_index("setting")
+    assert s2.loc["random seed", "source"] == "drawn"
+    assert s2.loc["radius sweep", "value"] == "not run"
+    assert r2.step("identification").extra["sweep"] is None
+
+
 def test_thresholds_set_the_verdicts(audited):
     res, _ = audited
     v0 = {v.measure: v for v in res.verdicts}
