@@ -403,26 +403,40 @@ def _disclosure(sec: Section, s: Any, result: Any, links: _Links) -> None:
                           links.num(d["n_violating"], ksrc))], ".")
 
 
-def _utility_risk(result: Any, links: _Links) -> Section | None:
-    from bayes_risk.auditing.plots import utility_risk_figure
-
+def utility_risk_points(result: Any) -> pd.DataFrame | None:
+    """One row per synthetic dataset: S_pMSE and the risk measures of the "utility and risk"
+    figure (the expected match risk at the maximising radius, as the verdict reads it, or at
+    the step's radius without a sweep; repU and DiSCO of the first target)."""
     u, i, d = (result.step(n) for n in ("utility", "identification", "disclosure"))
     if u.status != "ran":
         return None
     pts = pd.DataFrame({"dataset": np.arange(1, result.plan.m + 1),
                         "S_pMSE": np.asarray(u.result.pmse.ratio, dtype=float)})
     if i.status == "ran" and i.result.per_dataset is not None:
-        per = i.result.to_dict()["summary"]["per_dataset"]
-        pts["expected match risk"] = per["expected_match_risk"]
+        sw = i.extra.get("sweep")
+        if sw is not None and sw.argmax:  # at the maximising radius, as the verdict reads it
+            pts[f"expected match risk (radius {sw.r_star})"] = sw.risk[sw.argmax[0]]
+        else:
+            per = i.result.to_dict()["summary"]["per_dataset"]
+            rad = ", ".join(f"{c} = {r:g}" for c, r in result.plan.radius.items())
+            pts["expected match risk" + (f" (radius {rad})" if rad else "")] = \
+                per["expected_match_risk"]
     if d.status == "ran":
         t, res = next(iter(d.result.items()))
         pts[f"repU % ({t})"] = res.ident["repU"].to_numpy()
         pts[f"DiSCO % ({t})"] = res.attrib["DiSCO"].to_numpy()
-    if pts.shape[1] <= 2:
+    return pts if pts.shape[1] > 2 else None
+
+
+def _utility_risk(result: Any, links: _Links) -> Section | None:
+    from bayes_risk.auditing.plots import utility_risk_figure
+
+    pts = utility_risk_points(result)
+    if pts is None:
         return None
     sec = Section("utility-risk", "Utility and risk together")
-    sec.p("Each point is one released synthetic dataset (Hu, seed 002, Figs 8-10): further "
-          "left is more useful, lower is less risky.")
+    sec.p("Each point is one released synthetic dataset (Hornby & Hu 2021, Figs 8 and 9): "
+          "further left is more useful, lower is less risky.")
     sec.blocks.append(links.figure(utility_risk_figure(pts), "utility_risk.png",
                                    "Utility (S_pMSE) against risk, one point per dataset"))
     return sec

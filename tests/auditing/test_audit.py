@@ -409,6 +409,25 @@ def test_settings_say_where_the_seed_and_sweep_came_from(release, audited):
     assert r2.step("identification").extra["sweep"] is None
 
 
+def test_utility_risk_figure_at_the_verdict_radius(audited):
+    """The utility-and-risk figure plots each dataset's expected match risk at the maximising
+    radius, the radius of the verdict line, and says which (it plotted the step's radius, 71
+    against the verdict's 463 on the CE data, unlabelled)."""
+    from bayes_risk.auditing.render import utility_risk_points
+
+    res, out = audited
+    sw = res.step("identification").extra["sweep"]
+    pts = utility_risk_points(res)
+    col = f"expected match risk (radius {sw.r_star})"
+    assert col in pts.columns
+    np.testing.assert_allclose(pts[col], sw.risk[sw.argmax[0]])
+    v = {x.measure: x for x in res.verdicts}["expected match rate at the maximising radius"]
+    assert pts[col].mean() / res.plan.n_records == pytest.approx(v.value)
+    html = res.to_html(out / "ur.html").read_text()
+    assert "Hu 2021, Figs 8 and 9" in html and "Hornby" in html
+    assert "seed 002" not in html
+
+
 def test_thresholds_set_the_verdicts(audited):
     res, _ = audited
     v0 = {v.measure: v for v in res.verdicts}
