@@ -490,7 +490,7 @@ def write_report(result: Any, path: str | os.PathLike[str], fmt: str = "html") -
     ctx = _context(result, links)
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("bayes_risk.auditing", "templates"),
-        autoescape=jinja2.select_autoescape(["html"], default_for_string=False),
+        autoescape=jinja2.select_autoescape(["html", "html.j2"], default_for_string=False),
         trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
     )
     env.filters["mdcell"] = lambda s: str(s).replace("|", "\\|").replace("\n", " ")

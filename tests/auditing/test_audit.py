@@ -428,6 +428,35 @@ def test_utility_risk_figure_at_the_verdict_radius(audited):
     assert "seed 002" not in html
 
 
+def test_html_escapes_the_data(audited):
+    """Levels, names and messages from the user's data are text: ACS's "Never married or
+    age<15", a level "<NA>" (pandas' spelling of a missing value) or "<b>" must not become
+    markup (the HTML template was not auto-escaped: its name ends in .j2)."""
+    from html.parser import HTMLParser
+
+    res, out = audited
+    u = res.step("utility")
+    tw = u.extra["twoway"].copy()
+    tw.loc[tw.index[:3], "level_1"] = ["<NA>", "<b>bold", "Never married or age<15"]
+    r2 = _with_step(res, "utility", extra={**u.extra, "twoway": tw})
+    html = r2.to_html(out / "escaped.html").read_text()
+    assert "&lt;NA&gt;" in html and "&lt;b&gt;bold" in html and "age&lt;15" in html
+
+    class Tags(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.tags = set()
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.add(tag)
+
+    p = Tags()
+    p.feed(html)
+    assert not p.tags & {"na", "b"}
+    # the Markdown report keeps the text as it is
+    assert "| <NA> |" in r2.to_markdown(out / "escaped.md").read_text()
+
+
 def test_thresholds_set_the_verdicts(audited):
     res, _ = audited
     v0 = {v.measure: v for v in res.verdicts}
