@@ -360,7 +360,9 @@ def _attribute(sec: Section, s: Any, result: Any, links: _Links) -> None:
     if kh.get("records_with_high_khat"):
         sec.p("Pareto k-hat above the threshold (",
               format_number(st.get("khat_threshold"), 2), "): ",
-              links.num(kh["records_with_high_khat"], src), " record(s). Under the ",
+              links.num(kh["records_with_high_khat"], src), " record(s), under the posterior "
+              "given the original or an augmented one (n_khat_high > 0; the figure shows the "
+              "former, khat_max). Under the ",
               f"'{kh.get('rule')}' rule (tolerance {format_number(kh.get('tolerance'))}), ",
               links.num(kh.get("records_high_khat_immaterial"), src), " of them are not "
               "flagged: the tail cannot raise their p_true by more than the tolerance. For ",

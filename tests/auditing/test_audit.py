@@ -164,7 +164,7 @@ def test_attribute_section_states_what_was_computed(audited, tmp_path):
     res2 = _with_step(res, "attribute", extra={**a.extra, "summary": sm})
     md = res2.to_markdown(tmp_path / "k.md").read_text()
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", md)
-    assert "Pareto k-hat above the threshold (0.7): 7 record(s)" in text
+    assert "Pareto k-hat above the threshold (0.7): 7 record(s), under the posterior" in text
     assert "6 of them are not flagged" in text
     assert "For 5 unflagged record(s) the reported p_true may overstate the risk" in text
 
