@@ -91,7 +91,8 @@ def _short(label: Any, n: int = 22) -> str:
 def utility_risk_figure(points: pd.DataFrame) -> Any:
     """One point per synthetic dataset: utility (S_pMSE) against each risk measure given.
 
-    ``points`` has a column ``S_pMSE`` and one column per risk measure (Hornby & Hu 2021, Figs 8 and 9).
+    ``points`` has a column ``S_pMSE`` and one column per risk measure (Hornby & Hu 2021,
+    Figs 8 and 9).
     """
     plt = _plt()
     risks = [c for c in points.columns if c not in ("dataset", "S_pMSE")]
