@@ -59,12 +59,17 @@ def check_missing_truth(model: Any, vary: Sequence[str], values: np.ndarray,
         miss = np.concatenate([miss, orig.iloc[positions][other].isna().to_numpy()], axis=1)
     if not miss.any():
         return
-    j = int(np.flatnonzero(miss.any(axis=0))[0])
+    hit = np.flatnonzero(miss.any(axis=0))
+    j = int(hit[0])
     n_rec = int(miss.any(axis=1).sum())
     first = int(positions[np.flatnonzero(miss[:, j])[0]])
+    # each column with its own count (the first column named with the records of all would
+    # misstate it)
+    also = ", ".join(f"{cols[k]!r} in {int(miss[:, k].sum())}" for k in hit[1:])
     raise ValidationError(
-        f"column {cols[j]!r} is missing in {n_rec} evaluated record(s) (first: record {first}); "
-        f"{type(model).__name__} cannot integrate out a record's missing values (DPMPM can: "
+        f"column {cols[j]!r} is missing in {int(miss[:, j].sum())} evaluated record(s) "
+        f"(first: record {first})" + (f"; also {also} ({n_rec} records in all)" if also else "")
+        + f"; {type(model).__name__} cannot integrate out a record's missing values (DPMPM can: "
         "its likelihood marginalises them). Leave those records out with records=, or fit a "
         "DPMPM.",
     )

@@ -125,13 +125,14 @@ def audit(
     from bayes_risk.auditing import steps as st
 
     data, syn, sch = _inputs(original, synthetic, schema, categorical)
+    seed_src = "given" if random_seed is not None else "drawn"
     if random_seed is None:
         random_seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
     plan = _make_plan(
         data, syn, sch, known=known, model=model, synthesized=synthesized, radius=radius,
         radius_type=radius_type, sweep=sweep, targets=targets, ngroups_target=ngroups_target,
         attribute_records=attribute_records, thresholds=Thresholds.parse(thresholds),
-        show=show_confidential_values, random_seed=random_seed,
+        show=show_confidential_values, random_seed=random_seed, seed_src=seed_src,
     )
     root = Path(out) if out is not None else None
     if root is not None and root.exists() and (not root.is_dir() or any(root.iterdir())):
@@ -256,7 +257,7 @@ def _inputs(original: Any, synthetic: Any, schema: Any, categorical: Any) -> tup
 
 def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type, sweep,
                targets, ngroups_target, attribute_records, thresholds, show,
-               random_seed) -> AuditPlan:
+               random_seed, seed_src="given") -> AuditPlan:
     """Resolve every setting (see :func:`audit`) and record where it came from."""
     from bayes_risk.utility._inputs import infer_synthesized
 
@@ -338,19 +339,21 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
         attribute_source=a_src, attribute_records=recs, thresholds=thresholds,
         show_confidential_values=bool(show), random_seed=int(random_seed),
     )
-    _record_settings(plan, src, rad_src, tg_src, ngroups_target)
+    _record_settings(plan, src, rad_src, tg_src, ngroups_target, seed_src)
     return plan
 
 
 def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
-                     ngroups: int | None) -> None:
+                     ngroups: int | None, seed_src: str = "given") -> None:
     a = plan.add
     a("release", "synthetic datasets (m)", plan.m, "release manifest")
     a("release", "synthesis method", plan.method or "unknown", "release manifest")
     a("release", "synthesized columns", ", ".join(plan.synthesized), syn_src,
       "inferred = the columns that differ from the original in some dataset"
       if syn_src == "inferred" else "")
-    a("all", "random seed", plan.random_seed, "given or drawn", "same seed, same numbers")
+    a("all", "random seed", plan.random_seed, seed_src,
+      "same seed, same numbers" + ("; drawn for this run (give it to repeat the run)"
+                                   if seed_src == "drawn" else ""))
     a("utility", "pMSE propensity model", "logit, main effects and two-way interactions",
       "default", "synthpop's utility.gen design")
     a("utility", "pMSE null", "auto", "default",
@@ -367,9 +370,14 @@ def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
       if plan.radius_type == "percentage" else "given")
     a("identification", "aggregation", "per dataset", "default",
       "Hornby & Hu (2021): every dataset evaluated separately, measures averaged")
-    a("identification", "radius sweep",
-      ", ".join(f"{r:g}" for r in plan.sweep) or "none", "default",
-      "Hornby & Hu (2021, §4.1); the maximising radius is the conservative one to report")
+    if plan.sweep and not plan.radius:
+        a("identification", "radius sweep", "not run", "default",
+          "no numeric known column has a radius (exact matching)")
+    else:
+        a("identification", "radius sweep",
+          ", ".join(f"{r:g}" for r in plan.sweep) or "none",
+          "default" if plan.sweep == DEFAULT_SWEEP else "given",
+          "Hornby & Hu (2021, §4.1); the maximising radius is the conservative one to report")
     a("attribute", "intruder posterior", plan.attribute_source or "none",
       "given" if plan.attribute_source == "model" else "release manifest")
     a("attribute", "scenario", "worst case", "default",

@@ -42,14 +42,32 @@ def marginal_figure(marg: pd.DataFrame, variable: str) -> Any:
     (``utility/marginals.csv``): bars of the level percentages, or the two densities."""
     plt = _plt()
     d = marg[marg["variable"] == variable]
-    fig, ax = plt.subplots(figsize=(4.2, 2.6))
-    if (d["kind"] == "level").all():
+    title = variable
+    miss = d[d["kind"] == "missing"]
+    if len(miss):  # a numeric column's missing values (empty or a code) are not plotted
+        title += (f" (missing: {miss['original'].iloc[0]:.3g} % original, "
+                  f"{miss['synthetic'].iloc[0]:.3g} % synthetic)")
+        d = d[d["kind"] != "missing"]
+    bars = bool(len(d)) and bool((d["kind"] == "level").all())
+    labels = [_short(v) for v in d["value"]] if bars else []
+    # level labels side by side take about 0.065 in per character at 7 pt; longer ones than the
+    # room a bar has (SD2011's "URBAN 100,000-200,000") are slanted, and the figure grows for them
+    slant = bars and max(map(len, labels)) * 0.065 > 3.4 / len(labels)
+    fig, ax = plt.subplots(figsize=(4.2, 2.6 + (0.05 * max(map(len, labels)) if slant else 0)))
+    if bars:
         x = np.arange(len(d))
         ax.bar(x - 0.2, d["original"], width=0.4, label="original", color="tab:gray")
         ax.bar(x + 0.2, d["synthetic"], width=0.4, label="synthetic", color="tab:blue")
         ax.set_xticks(x)
-        ax.set_xticklabels(d["value"], rotation=45 if len(d) > 6 else 0, fontsize=7)
+        if slant:
+            ax.set_xticklabels(labels, rotation=40, ha="right", rotation_mode="anchor",
+                               fontsize=7)
+        else:
+            ax.set_xticklabels(labels, fontsize=7)
         ax.set_ylabel("% of records", fontsize=8)
+        top = float(np.nanmax(d[["original", "synthetic"]].to_numpy(dtype=float)))
+        if np.isfinite(top) and top > 0:
+            ax.set_ylim(0, top * 1.3)  # room for the legend above the tallest bar
     else:
         dd = d[d["kind"] == "density"]
         x = dd["value"].astype(float)
@@ -57,17 +75,24 @@ def marginal_figure(marg: pd.DataFrame, variable: str) -> Any:
         ax.step(x, dd["synthetic"], where="mid", color="tab:blue", lw=1.5, label="synthetic")
         ax.set_ylabel("density", fontsize=8)
         ax.set_xlabel("central 99 % of values", fontsize=7)
-    ax.set_title(variable, fontsize=9)
+    ax.set_title(title, fontsize=9 if title == variable else 8)
     ax.tick_params(labelsize=7)
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
 
 
+def _short(label: Any, n: int = 22) -> str:
+    """A level label of at most ``n`` characters (longer ones cut, with an ellipsis)."""
+    t = str(label)
+    return t if len(t) <= n else t[: n - 1] + "…"
+
+
 def utility_risk_figure(points: pd.DataFrame) -> Any:
     """One point per synthetic dataset: utility (S_pMSE) against each risk measure given.
 
-    ``points`` has a column ``S_pMSE`` and one column per risk measure (Hu, seed 002 Figs 8-10).
+    ``points`` has a column ``S_pMSE`` and one column per risk measure (Hornby & Hu 2021,
+    Figs 8 and 9).
     """
     plt = _plt()
     risks = [c for c in points.columns if c not in ("dataset", "S_pMSE")]

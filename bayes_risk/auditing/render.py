@@ -31,7 +31,10 @@ TOP_N = 20
 #: one sentence per diagnostic column of the attribute-risk records
 DIAGNOSTICS = {
     "khat_max": "Pareto k-hat (largest over the candidates): above the threshold the "
-    "importance weights have too heavy a tail for the estimate of p_true to be trusted.",
+    "importance weights have a heavy tail. Under the default rule ('material') the record is "
+    "flagged KHAT_HIGH only when the tail could raise its p_true by more than the tolerance "
+    "(p_true_upper) or make the truth the best guess; otherwise it stays with the stable "
+    "estimates, whose p_true may then overstate the risk (p_true_lower).",
     "ess_q_min": "Effective sample size of the importance weights (smallest over the "
     "candidates): how many equally weighted posterior draws the estimate is worth.",
     "mc_se_max": "Monte Carlo standard error of the log posterior ratio (largest over the "
@@ -168,6 +171,7 @@ def _verdicts(result: Any, links: _Links) -> list[dict[str, Any]]:
             "step": v.step, "measure": v.measure, "value": links.num(v.value, v.source),
             "threshold": ("≤ " if v.direction == "max" else "≥ ") + format_number(v.threshold),
             "exceeds": v.exceeds, "detail": v.detail,
+            "warnings": [(c, message(c)) for c in v.warnings],
         })
     return out
 
@@ -225,6 +229,14 @@ def _comparisons(sec: Section, s: Any, result: Any, links: _Links) -> None:
             f"Two-way table {a} × {b}: % of records, the 10 cells that differ most", digits=3))
 
 
+def _computed(col: pd.Series) -> bool:
+    """Whether a diagnostic column holds a value for some record (the plug-in estimators
+    compute no importance-sampling diagnostics: their columns are empty)."""
+    if not pd.api.types.is_numeric_dtype(col):
+        return True
+    return bool(np.isfinite(col.to_numpy(dtype=float, na_value=np.nan)).any())
+
+
 def _at_risk(df: pd.DataFrame, qi: pd.DataFrame | None, id_col: str) -> pd.DataFrame:
     if qi is None:
         return df
@@ -248,7 +260,9 @@ def _identification(sec: Section, s: Any, result: Any, links: _Links) -> None:
     sec.blocks.append(Block("table", columns=["measure", "value"],
                             rows=[[Span(lab), links.num(sm[k], src)] for lab, k in rows],
                             csv=links.href(src), file="summary.json",
-                            caption=f"File-level measures over {sm['n_targets']:,} targets"))
+                            caption=f"File-level measures over {sm['n_targets']:,} targets, "
+                            + (", ".join(f"radius {c} = {r:g}" for c, r in plan.radius.items())
+                               or "exact matching")))
     sw = s.extra.get("sweep")
     if sw is not None:
         sec.blocks.append(links.figure(sw.plot(), "radius_sweep.png",
@@ -258,6 +272,14 @@ def _identification(sec: Section, s: Any, result: Any, links: _Links) -> None:
         sec.p("The risk is largest at radius ", links.num(sw.r_star, ssrc), " (mean expected "
               "match risk ", links.num(sw.risk_star, ssrc), "): the conservative value to "
               "report (Hornby & Hu 2021, §4.1).")
+        star = s.extra.get("at_r_star")
+        if star is not None:
+            f = star.file
+            sec.p("At that radius: true match rate ", links.num(f["true_match_rate_targets"], src),
+                  " (", links.num(f["true_match_risk"], src), " correct unique matches, ",
+                  links.num(f["n_unique"], src), " unique matches), false match rate ",
+                  links.num(f["false_match_rate"], src), "; every measure in summary.json "
+                  "(at_maximising_radius). The table above is at the step's radius.")
     if s.extra.get("note"):
         sec.p(s.extra["note"] + ".")
     tt = r.target_table().sort_values("IR", ascending=False, kind="stable").head(TOP_N)
@@ -333,7 +355,21 @@ def _attribute(sec: Section, s: Any, result: Any, links: _Links) -> None:
           (" (" + ", ".join(f"{k} × {v}" for k, v in counts.items()) + ")") if counts else "",
           ". Diagnostics, one sentence each:")
     sec.blocks.append(Block("dl", terms=[(k, v) for k, v in DIAGNOSTICS.items()
-                                         if k in recs.columns]))
+                                         if k in recs.columns and _computed(recs[k])]))
+    kh = sm.get("pareto_khat") or {}
+    if kh.get("records_with_high_khat"):
+        sec.p("Pareto k-hat above the threshold (",
+              format_number(st.get("khat_threshold"), 2), "): ",
+              links.num(kh["records_with_high_khat"], src), " record(s), under the posterior "
+              "given the original or an augmented one (n_khat_high > 0; the figure shows the "
+              "former, khat_max). Under the ",
+              f"'{kh.get('rule')}' rule (tolerance {format_number(kh.get('tolerance'))}), ",
+              links.num(kh.get("records_high_khat_immaterial"), src), " of them are not "
+              "flagged: the tail cannot raise their p_true by more than the tolerance. For ",
+              links.num(kh.get("records_p_true_may_overstate"), src), " unflagged record(s) "
+              "the reported p_true may overstate the risk (p_true_lower < p_true): an upper "
+              "bound, safe for accepting a release, not for claiming the risk is that high "
+              "(user guide, attribute risk).")
     if counts:
         sec.p("Flags, one sentence each:")
         sec.blocks.append(Block("dl", terms=[(k, message(k)) for k in counts]))
@@ -369,26 +405,40 @@ def _disclosure(sec: Section, s: Any, result: Any, links: _Links) -> None:
                           links.num(d["n_violating"], ksrc))], ".")
 
 
-def _utility_risk(result: Any, links: _Links) -> Section | None:
-    from bayes_risk.auditing.plots import utility_risk_figure
-
+def utility_risk_points(result: Any) -> pd.DataFrame | None:
+    """One row per synthetic dataset: S_pMSE and the risk measures of the "utility and risk"
+    figure (the expected match risk at the maximising radius, as the verdict reads it, or at
+    the step's radius without a sweep; repU and DiSCO of the first target)."""
     u, i, d = (result.step(n) for n in ("utility", "identification", "disclosure"))
     if u.status != "ran":
         return None
     pts = pd.DataFrame({"dataset": np.arange(1, result.plan.m + 1),
                         "S_pMSE": np.asarray(u.result.pmse.ratio, dtype=float)})
     if i.status == "ran" and i.result.per_dataset is not None:
-        per = i.result.to_dict()["summary"]["per_dataset"]
-        pts["expected match risk"] = per["expected_match_risk"]
+        sw = i.extra.get("sweep")
+        if sw is not None and sw.argmax:  # at the maximising radius, as the verdict reads it
+            pts[f"expected match risk (radius {sw.r_star})"] = sw.risk[sw.argmax[0]]
+        else:
+            per = i.result.to_dict()["summary"]["per_dataset"]
+            rad = ", ".join(f"{c} = {r:g}" for c, r in result.plan.radius.items())
+            pts["expected match risk" + (f" (radius {rad})" if rad else "")] = \
+                per["expected_match_risk"]
     if d.status == "ran":
         t, res = next(iter(d.result.items()))
         pts[f"repU % ({t})"] = res.ident["repU"].to_numpy()
         pts[f"DiSCO % ({t})"] = res.attrib["DiSCO"].to_numpy()
-    if pts.shape[1] <= 2:
+    return pts if pts.shape[1] > 2 else None
+
+
+def _utility_risk(result: Any, links: _Links) -> Section | None:
+    from bayes_risk.auditing.plots import utility_risk_figure
+
+    pts = utility_risk_points(result)
+    if pts is None:
         return None
     sec = Section("utility-risk", "Utility and risk together")
-    sec.p("Each point is one released synthetic dataset (Hu, seed 002, Figs 8-10): further "
-          "left is more useful, lower is less risky.")
+    sec.p("Each point is one released synthetic dataset (Hornby & Hu 2021, Figs 8 and 9): "
+          "further left is more useful, lower is less risky.")
     sec.blocks.append(links.figure(utility_risk_figure(pts), "utility_risk.png",
                                    "Utility (S_pMSE) against risk, one point per dataset"))
     return sec
@@ -408,6 +458,7 @@ def _context(result: Any, links: _Links) -> dict[str, Any]:
               "folder_name": s.folder} for s in result.steps]
     settings = plan.settings_frame()
     from bayes_risk import __version__
+    from bayes_risk.auditing.result import VERDICT_STEPS
 
     return {
         "title": "bayes-risk audit",
@@ -417,6 +468,10 @@ def _context(result: Any, links: _Links) -> dict[str, Any]:
         "synthesized": ", ".join(plan.synthesized), "known": ", ".join(plan.known),
         "verdicts": _verdicts(result, links),
         "n_exceed": sum(v.exceeds for v in result.verdicts),
+        "n_caveat": sum(bool(v.warnings) for v in result.verdicts),
+        # steps whose verdict lines are missing because they did not run
+        "not_assessed": [f"{s.title.lower()} ({s.status})" for s in result.steps
+                         if s.status != "ran" and s.name in VERDICT_STEPS],
         "steps": steps,
         "sections": [s for s in sections if s.status == "ran"],
         "settings": settings.to_dict(orient="records"),
@@ -437,7 +492,7 @@ def write_report(result: Any, path: str | os.PathLike[str], fmt: str = "html") -
     ctx = _context(result, links)
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("bayes_risk.auditing", "templates"),
-        autoescape=jinja2.select_autoescape(["html"], default_for_string=False),
+        autoescape=jinja2.select_autoescape(["html", "html.j2"], default_for_string=False),
         trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
     )
     env.filters["mdcell"] = lambda s: str(s).replace("|", "\\|").replace("\n", " ")

@@ -51,9 +51,34 @@ class StepOutcome:
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
+#: the steps with verdict lines (a step that did not run has none: the report says so)
+VERDICT_STEPS: tuple[str, ...] = ("utility", "identification", "attribute", "disclosure")
+
+#: warning codes of a measure that question the value of a verdict line; the line names them
+CAVEATS: dict[str, tuple[str, ...]] = {
+    "s_pmse": ("SEPARATION", "NOT_CONVERGED", "LARGE_MODEL", "ZERO_DF", "FEW_PAIRS",
+               "NO_SPLITS"),
+    "overlap": ("M_EQUALS_ONE", "SMALL_T", "DEGENERATE_INTERVAL"),
+    "identification": ("IPF_NOT_CONVERGED", "F_BELOW_ONE"),
+    "attribute": ("RHAT_HIGH", "LOW_ESS", "TRUNCATION_TOO_SMALL", "H_TOO_SMALL",
+                  "APPROXIMATE_NONPARAMETRIC"),
+    "DiSCO": ("TARGET_MOSTLY_UNIQUE",),
+}
+
+
+def _caveats(kind: str, codes: Any) -> tuple[str, ...]:
+    have = set(codes or ())
+    return tuple(c for c in CAVEATS[kind] if c in have)
+
+
 @dataclass(frozen=True)
 class Verdict:
-    """One line of the first screen: a measure against its threshold."""
+    """One line of the first screen: a measure against its threshold.
+
+    ``warnings`` are the codes of warnings of the measure that question this value (for
+    example ``SEPARATION``: the chi-square null of S_pMSE is not valid); the report names them
+    on the line.
+    """
 
     step: str
     measure: str
@@ -62,6 +87,7 @@ class Verdict:
     direction: str  # "max": the value should not exceed the threshold; "min": not fall below
     source: str | None  # file (relative to the audit folder) the value comes from
     detail: str = ""
+    warnings: tuple[str, ...] = ()
 
     @property
     def exceeds(self) -> bool:
@@ -113,13 +139,15 @@ class AuditResult:
             out.append(Verdict("utility", "mean S_pMSE (pMSE / null expectation)",
                                float(r.pmse.mean_ratio), th.s_pmse, "max",
                                self._src("utility", "summary.json"),
-                               f"{r.pmse.null} null"))
+                               f"{r.pmse.null} null", _caveats("s_pmse", r.pmse.warnings)))
             out.append(Verdict("utility", "mean confidence-interval overlap",
                                float(r.mean_overlap), th.overlap, "min",
-                               self._src("utility", "overlap.csv")))
+                               self._src("utility", "overlap.csv"),
+                               warnings=_caveats("overlap", r.warnings)))
         i = self.step("identification")
         if i.status == "ran":
             s = i.result.file
+            iw = _caveats("identification", i.result.warnings)
             n = float(s["n_targets"])
             sw = i.extra.get("sweep")
             if sw is not None:
@@ -127,24 +155,39 @@ class AuditResult:
                                    "expected match rate at the maximising radius",
                                    float(sw.risk_star) / n, th.expected_match_rate, "max",
                                    self._src("identification", "radius_sweep.csv"),
-                                   f"radius {sw.r_star}"))
+                                   f"radius {sw.r_star}", iw))
             else:
                 out.append(Verdict("identification", "expected match rate",
                                    float(s["expected_match_rate"]), th.expected_match_rate,
-                                   "max", self._src("identification", "summary.json")))
-            out.append(Verdict("identification", "true match rate (correct unique matches)",
-                               float(s["true_match_rate_targets"]), th.true_match_rate, "max",
-                               self._src("identification", "summary.json")))
+                                   "max", self._src("identification", "summary.json"),
+                                   warnings=iw))
+            star = i.extra.get("at_r_star")
+            if sw is not None and star is not None:  # at the same radius as the line above
+                out.append(Verdict("identification",
+                                   "true match rate (correct unique matches) at the maximising "
+                                   "radius", float(star.file["true_match_rate_targets"]),
+                                   th.true_match_rate, "max",
+                                   self._src("identification", "summary.json"),
+                                   f"radius {sw.r_star}", iw))
+            else:
+                out.append(Verdict("identification", "true match rate (correct unique matches)",
+                                   float(s["true_match_rate_targets"]), th.true_match_rate,
+                                   "max", self._src("identification", "summary.json"),
+                                   warnings=iw))
         a = self.step("attribute")
         if a.status == "ran":
             s = a.extra["summary"]
             un = s.get("unflagged") or {}
+            nf = int(s.get("n_flagged") or 0)
+            left_out = (f"; {nf} of {s.get('n_records')} record(s) flagged and left out "
+                        "(unassessed: treat them as at risk)" if nf else "")
             out.append(Verdict("attribute",
                                "share of records whose true values are the most probable",
                                float(un.get("prop_top", np.nan)), th.prop_top, "max",
                                self._src("attribute", "summary.json"),
                                f"random guess {s.get('random_guess_baseline', np.nan):.3g}; "
-                               "records with stable estimates"))
+                               f"records with stable estimates{left_out}",
+                               _caveats("attribute", a.result.warnings)))
         d = self.step("disclosure")
         if d.status == "ran":
             for t, res in d.result.items():
@@ -154,7 +197,8 @@ class AuditResult:
                                    th.repU, "max", self._src("disclosure", sub + "ident.csv")))
                 out.append(Verdict("disclosure", f"DiSCO (%), target {t}",
                                    float(means["DiSCO"]), th.DiSCO, "max",
-                                   self._src("disclosure", sub + "attrib.csv")))
+                                   self._src("disclosure", sub + "attrib.csv"),
+                                   warnings=_caveats("DiSCO", res.warnings)))
         return out
 
     @property
@@ -167,7 +211,8 @@ class AuditResult:
         return pd.DataFrame(
             [{"step": v.step, "measure": v.measure, "value": v.value,
               "threshold": v.threshold, "direction": v.direction, "exceeds": v.exceeds,
-              "source": v.source, "detail": v.detail} for v in self.verdicts]
+              "source": v.source, "detail": v.detail, "warnings": list(v.warnings)}
+             for v in self.verdicts]
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -97,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     for v in res.verdicts:
         sign = "<=" if v.direction == "max" else ">="
         lines.append(f"{'EXCEEDS' if v.exceeds else 'within '}  {v.measure}: "
-                     f"{v.value:.4g} (threshold {sign} {v.threshold:g})")
+                     f"{v.value:.4g} (threshold {sign} {v.threshold:g})"
+                     + (f" [warning: {', '.join(v.warnings)}]" if v.warnings else ""))
     lines += [f"{s.title}: {s.status} — {s.reason}" for s in res.steps if s.status != "ran"]
     lines.append(f"report: {Path(args.out) / 'report.html'} (and report.md)")
     print_summary(lines, args.out)

@@ -473,6 +473,16 @@ class AttributeRiskResult(RiskResult):
         df = self.records
         thr = float(self.settings.get("khat_threshold", np.nan))
         k = df["khat_max"].to_numpy(dtype=float) if "khat_max" in df else np.full(len(df), np.nan)
+        if np.isnan(k).all():  # the plug-in estimators: no importance weights, no k-hat
+            ax.text(0.5, 0.5, f"no Pareto k-hat: estimator "
+                    f"'{self.settings.get('estimator', '?')}'\nuses no importance weights",
+                    ha="center", va="center", transform=ax.transAxes)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_xlabel("record (0-based, as in records.csv)")
+            ax.set_ylabel("max Pareto k-hat over candidates")
+            ax.figure.tight_layout()
+            return ax.figure
         k = np.where(np.isinf(k), np.nan, k)
         ax.plot(df["record"].to_numpy(), k, ".", ms=3)
         if np.isfinite(thr):

@@ -483,7 +483,11 @@ class RadiusSweepResult(RiskResult):
             rotation=0 if self.common else 45,
             ha="center" if self.common else "right",
         )
-        ax.set_xlabel("radius" + (" (" + self.settings.get("radius_type", "") + ")"))
+        rt = self.settings.get("radius_type", "")
+        # a percentage radius is given as a fraction: 0.1 is ±10 % (a reader of "percentage"
+        # under ticks 0.01 … 0.3 takes them for hundredths of a per cent)
+        ax.set_xlabel("radius, fraction of the value (0.1 = ±10 %)" if rt == "percentage"
+                      else "radius" + (f" ({rt})" if rt else ""))
         ax.set_ylabel("expected match risk (sum of IR)")
         best = self.labels()[self.argmax[0]] if self.argmax else ""
         ax.set_title(f"Identification risk by radius; maximum at {best}")

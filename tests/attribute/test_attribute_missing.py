@@ -98,3 +98,9 @@ def test_models_that_cannot_integrate_out_are_refused():
     orig = pd.DataFrame({"x": [0, 1, 2], "y": [1.5, 0.0, 2.0], "u": [1.0, 2.0, np.nan]})
     with pytest.raises(ValidationError, match="'u'.*record 2"):
         check_missing_truth(object(), ["x", "y"], values[:, :] * 0, is_cat, np.array([2]), orig)
+    # each column with its own count (SD2011: income -8 in 562 records, nociga -8 in 3120, 3229
+    # with either; the message said income was missing in 3229)
+    with pytest.raises(ValidationError,
+                       match=r"'x' is missing in 1 evaluated record\(s\) \(first: record 2\); "
+                       r"also 'y' in 1 \(2 records in all\)"):
+        check_missing_truth(object(), ["x", "y"], values, is_cat, np.array([0, 1, 2]))

@@ -125,6 +125,69 @@ def test_html_is_self_contained_and_links_resolve(audited, tmp_path):
     assert figs and all((out / f).is_file() for f in figs)
 
 
+def _with_step(res, name: str, **changes):
+    """A shallow copy of ``res`` whose step ``name`` has ``changes`` (the others shared)."""
+    import copy
+
+    out = copy.copy(res)
+    out.steps = [copy.copy(s) for s in res.steps]
+    for k, v in changes.items():
+        setattr(out.step(name), k, v)
+    return out
+
+
+def test_attribute_section_states_what_was_computed(audited, tmp_path):
+    """The CART plug-in computes no importance-sampling diagnostics: the report does not
+    describe them as if they had been checked, and the k-hat figure says there is none."""
+    import copy
+
+    from matplotlib.figure import Figure
+
+    res, out = audited
+    a = res.step("attribute")
+    assert a.extra["summary"]["settings"]["estimator"] == "plugin"
+    assert a.result.records["khat_max"].isna().all()
+    html = res.to_html(tmp_path / "r.html").read_text()
+    sec = html[html.index('<section id="attribute">'):html.index('<section id="disclosure">')]
+    for col in ("khat_max", "ess_q_min", "ess_omega_min", "max_omega_max", "boot_rank_q05"):
+        assert f"<dt>{col}</dt>" not in sec, col
+    assert "<dt>flags</dt>" in sec
+    fig = a.result.plot("khat")
+    assert isinstance(fig, Figure)
+    assert any("no Pareto k-hat" in t.get_text() for t in fig.axes[0].texts)
+    # a stabilised estimate with heavy tails judged immaterial: the report says how many
+    # records are above the k-hat threshold yet unflagged, and that their p_true may overstate
+    sm = copy.deepcopy(a.extra["summary"])
+    sm["settings"]["khat_threshold"] = 0.7
+    sm["pareto_khat"] = {"rule": "material", "tolerance": 0.01, "records_with_high_khat": 7,
+                         "records_high_khat_immaterial": 6, "records_p_true_may_overstate": 5}
+    res2 = _with_step(res, "attribute", extra={**a.extra, "summary": sm})
+    md = res2.to_markdown(tmp_path / "k.md").read_text()
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", md)
+    assert "Pareto k-hat above the threshold (0.7): 7 record(s), under the posterior" in text
+    assert "6 of them are not flagged" in text
+    assert "For 5 unflagged record(s) the reported p_true may overstate the risk" in text
+
+
+def test_attribute_verdict_names_the_flagged_records_left_out(audited):
+    """The verdict's share ranked first is over the stable estimates; the flagged records left
+    out of it are counted on the line (a release board treats them as at risk)."""
+    import copy
+
+    res, _ = audited
+    a = res.step("attribute")
+    line = "share of records whose true values are the most probable"
+    sm = copy.deepcopy(a.extra["summary"])
+    sm["n_flagged"], sm["n_records"] = 0, 25
+    v = {x.measure: x for x in _with_step(res, "attribute",
+                                          extra={**a.extra, "summary": sm}).verdicts}[line]
+    assert v.detail.endswith("records with stable estimates")
+    sm["n_flagged"] = 3
+    v = {x.measure: x for x in _with_step(res, "attribute",
+                                          extra={**a.extra, "summary": sm}).verdicts}[line]
+    assert "3 of 25 record(s) flagged and left out" in v.detail
+
+
 def test_confidential_values_hidden_by_default(release, audited, tmp_path):
     res, out = audited
     html = res.to_html(tmp_path / "r.html").read_text()
@@ -177,6 +240,221 @@ def test_posterior_identification_on_a_cart_release(release, tmp_path):
     assert "Posterior Monte Carlo identification risk" in html and "MCSE" in html
     # the released datasets' run is unchanged by the posterior step
     assert res.step("identification").result.settings["replicates"] == "released datasets"
+
+
+def test_identification_verdicts_at_one_radius(release, audited):
+    """Both identification verdict lines are read at the maximising radius of the sweep (the
+    conservative one), not the true match rate at the step's own radius."""
+    res, out = audited
+    ident = res.step("identification")
+    sw, star = ident.extra["sweep"], ident.extra["at_r_star"]
+    v = {x.measure: x for x in res.verdicts}
+    em = v["expected match rate at the maximising radius"]
+    tm = v["true match rate (correct unique matches) at the maximising radius"]
+    assert em.detail == tm.detail == f"radius {sw.r_star}"
+    orig, syn = release
+    sd = br.read_synthetic(str(syn))
+    ref = br.identification_risk(pd.read_csv(orig), sd, KNOWN, [], schema=sd.schema,
+                                 radius={"Age": sw.r_star}, aggregation="per_dataset",
+                                 progressbar=False)
+    assert tm.value == pytest.approx(ref.file["true_match_rate_targets"])
+    assert tm.value == pytest.approx(star.file["true_match_rate_targets"])
+    assert em.value == pytest.approx(star.file["expected_match_rate"])
+    d = json.loads((out / "identification/summary.json").read_text())
+    assert d["at_maximising_radius"]["radius"] == {"Age": sw.r_star}
+    assert d["at_maximising_radius"]["summary"]["true_match_rate_targets"] == pytest.approx(
+        tm.value)
+
+
+def test_verdict_lines_name_the_warnings_that_question_them(audited, tmp_path):
+    """S_pMSE under the theory null with SEPARATION (the package's own warning: the chi-square
+    null is not valid) is not shown as a plain pass: the line names the warning."""
+    import dataclasses
+
+    res, out = audited
+    u = res.step("utility").result
+    line = "mean S_pMSE (pMSE / null expectation)"
+    clean = dataclasses.replace(u, pmse=dataclasses.replace(u.pmse, warnings=[]))
+    v = {x.measure: x for x in _with_step(res, "utility", result=clean).verdicts}[line]
+    assert v.warnings == ()
+    sep = dataclasses.replace(u, pmse=dataclasses.replace(
+        u.pmse, warnings=["EMPTY_LEVELS_DROPPED", "SEPARATION"]))
+    r2 = _with_step(res, "utility", result=sep)
+    v = {x.measure: x for x in r2.verdicts}[line]
+    assert v.warnings == ("SEPARATION",)  # informational codes are not caveats
+    assert r2.verdict_frame().set_index("measure").loc[line, "warnings"] == ["SEPARATION"]
+    n = sum(bool(x.warnings) for x in r2.verdicts)
+    html = r2.to_html(out / "caveat.html").read_text()
+    assert f"<strong>{n}</strong> carr" in html
+    assert "<strong class=\"caveat\">SEPARATION</strong>: perfect or quasi-perfect separation" \
+        in html
+    md = r2.to_markdown(out / "caveat.md").read_text()
+    assert "within (warning) | theory null; **SEPARATION**: perfect or quasi" in md
+
+
+def test_marginals_leave_missing_value_codes_out_of_the_numbers():
+    """A declared missing-value code (synthpop's cont.na, e.g. SD2011's nociga = -8 for
+    non-smokers) is not a number: it is not in the deciles or densities of the compare()
+    plots; the share of missing values is a row and the figure's title of its own."""
+    from bayes_risk.auditing.plots import marginal_figure
+    from bayes_risk.auditing.steps import marginals
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(1, 40, 400).astype(float)
+    x[:300] = -8.0  # three quarters "not applicable"
+    x[300:310] = np.nan
+    orig = pd.DataFrame({"x": x, "g": rng.choice(["a", "b"], 400)})
+    syn = [orig.sample(frac=1.0, random_state=k).reset_index(drop=True) for k in range(2)]
+    schema = br.infer_schema(orig, missing_codes={"x": [-8]})
+    m = marginals(orig, syn, schema)
+    mx = m[m["variable"] == "x"]
+    num = mx[mx["kind"].isin(["quantile", "density"])]
+    assert (mx.loc[mx["kind"] == "quantile", ["original", "synthetic"]].to_numpy() >= 1).all()
+    assert (num.loc[num["kind"] == "density", "value"].astype(float) > 0).all()
+    miss = mx[mx["kind"] == "missing"]
+    assert miss[["original", "synthetic"]].to_numpy().tolist() == [[77.5, 77.5]]
+    fig = marginal_figure(m, "x")
+    assert "missing: 77.5 % original, 77.5 % synthetic" in fig.axes[0].get_title()
+    # without a declared code the column has no missing row (its NaN are still left out)
+    m2 = marginals(orig, syn, br.infer_schema(orig))
+    assert "missing" in set(m2.loc[m2["variable"] == "x", "kind"])  # the 10 empty cells
+    assert m2.loc[(m2["variable"] == "x") & (m2["kind"] == "missing"),
+                  "original"].item() == pytest.approx(2.5)
+
+
+def test_marginal_densities_of_whole_numbers_have_no_combs():
+    """Ages, counts and heights in whole units get bins of whole widths: a flat distribution of
+    the integers 10..99 has a flat density (30 equal bins over the central 99 % of the values
+    hold 2 or 3 whole numbers each, which draws a comb)."""
+    from bayes_risk.auditing.steps import marginals
+
+    orig = pd.DataFrame({"age": np.repeat(np.arange(10, 100), 20),
+                         "w": np.linspace(0.0, 1.0, 1800)})
+    m = marginals(orig, [orig, orig], br.infer_schema(orig))
+    d = m[(m["variable"] == "age") & (m["kind"] == "density")]
+    centres = d["value"].astype(float).to_numpy()
+    assert np.allclose(centres - np.round(centres), 0)  # bins centred on whole numbers
+    assert d["original"].max() / d["original"].min() == pytest.approx(1.0)
+    assert np.sum(d["original"].to_numpy() * np.diff(centres).mean()) == pytest.approx(1.0)
+    # a continuous column keeps its 30 equal bins
+    assert (m[(m["variable"] == "w")]["kind"] == "density").sum() == 30
+
+
+def _bars_table():
+    age = np.repeat(["1", "2", "3", "4"], [10, 40, 30, 20]).astype(object)
+    age[:3] = None
+    place = np.resize(["URBAN 100,000-200,000", "URBAN 500,000 AND OVER", "RURAL AREAS",
+                       "URBAN BELOW 20,000 INHABITANTS AND MORE WORDS"], 100)
+    orig = pd.DataFrame({"age": age, "place": place, "sex": np.resize(["F", "M"], 100)})
+    return orig, br.infer_schema(orig, categorical=["age", "place", "sex"])
+
+
+def test_marginal_bars_in_level_order():
+    """compare() bars follow the schema's level order (an ordinal or integer-coded factor drawn
+    by frequency reads as another distribution), missing values last."""
+    from bayes_risk.auditing.steps import marginals
+
+    orig, schema = _bars_table()
+    m = marginals(orig, [orig], schema)
+    assert m.loc[m["variable"] == "age", "value"].tolist() == ["1", "2", "3", "4", "Missing"]
+
+
+def test_marginal_bar_labels_readable():
+    """Long level labels (SD2011's "URBAN 100,000-200,000"), which side by side run into each
+    other, are slanted, anchored at their bar and cut; short ones stay level."""
+    from bayes_risk.auditing.plots import marginal_figure
+    from bayes_risk.auditing.steps import marginals
+
+    orig, schema = _bars_table()
+    m = marginals(orig, [orig], schema)
+    ticks = marginal_figure(m, "place").axes[0].get_xticklabels()
+    assert all(t.get_rotation() == 40 and t.get_ha() == "right" for t in ticks)
+    assert max(len(t.get_text()) for t in ticks) <= 22
+    assert "URBAN BELOW 20,000 IN…" in [t.get_text() for t in ticks]
+    assert all(t.get_rotation() == 0 for t in marginal_figure(m, "sex").axes[0]
+               .get_xticklabels())
+
+
+def test_verdict_says_which_steps_have_no_line(audited):
+    """A step that failed (SD2011: attribute risk refuses records with missing values) or was
+    skipped has no verdict line; the verdict's first sentence says so rather than counting
+    only the lines that exist."""
+    res, out = audited
+    assert "Not assessed" not in res.to_html(out / "all.html").read_text()
+    r2 = _with_step(res, "attribute", status="failed", result=None,
+                    reason="ValidationError: column 'income' is missing")
+    assert "attribute" not in {v.step for v in r2.verdicts}
+    html = r2.to_html(out / "failed.html").read_text()
+    assert "<strong>Not assessed</strong> (no verdict line): attribute risk (failed)" in html
+    md = r2.to_markdown(out / "failed.md").read_text()
+    assert "**not assessed** (no verdict line): attribute risk (failed)" in md
+    # posterior identification has no verdict line of its own: its skipping is not listed
+    assert "posterior monte carlo" not in html.split("Not assessed")[1].split("</p>")[0]
+
+
+def test_settings_say_where_the_seed_and_sweep_came_from(release, audited):
+    """The settings table states whether the seed was given or drawn, and that the radius
+    sweep did not run when no known column has a radius (it listed the default grid)."""
+    res, _ = audited
+    s = res.plan.settings_frame().set_index("setting")
+    assert s.loc["random seed", "source"] == "given"
+    assert s.loc["radius sweep", "value"] == "0.01, 0.025, 0.05, 0.1, 0.2, 0.3"
+    assert s.loc["radius sweep", "source"] == "default"
+    orig, syn = release
+    r2 = br.audit(str(orig), str(syn), known=["Urban", "Marital"], attribute_records=[0],
+                  sweep=(0.05, 0.1), progressbar=False)
+    s2 = r2.plan.settings_frame().set_index("setting")
+    assert s2.loc["random seed", "source"] == "drawn"
+    assert s2.loc["radius sweep", "value"] == "not run"
+    assert r2.step("identification").extra["sweep"] is None
+
+
+def test_utility_risk_figure_at_the_verdict_radius(audited):
+    """The utility-and-risk figure plots each dataset's expected match risk at the maximising
+    radius, the radius of the verdict line, and says which (it plotted the step's radius, 71
+    against the verdict's 463 on the CE data, unlabelled)."""
+    from bayes_risk.auditing.render import utility_risk_points
+
+    res, out = audited
+    sw = res.step("identification").extra["sweep"]
+    pts = utility_risk_points(res)
+    col = f"expected match risk (radius {sw.r_star})"
+    assert col in pts.columns
+    np.testing.assert_allclose(pts[col], sw.risk[sw.argmax[0]])
+    v = {x.measure: x for x in res.verdicts}["expected match rate at the maximising radius"]
+    assert pts[col].mean() / res.plan.n_records == pytest.approx(v.value)
+    html = res.to_html(out / "ur.html").read_text()
+    assert "Hu 2021, Figs 8 and 9" in html and "Hornby" in html
+    assert "seed 002" not in html
+
+
+def test_html_escapes_the_data(audited):
+    """Levels, names and messages from the user's data are text: ACS's "Never married or
+    age<15", a level "<NA>" (pandas' spelling of a missing value) or "<b>" must not become
+    markup (the HTML template was not auto-escaped: its name ends in .j2)."""
+    from html.parser import HTMLParser
+
+    res, out = audited
+    u = res.step("utility")
+    tw = u.extra["twoway"].copy()
+    tw.loc[tw.index[:3], "level_1"] = ["<NA>", "<b>bold", "Never married or age<15"]
+    r2 = _with_step(res, "utility", extra={**u.extra, "twoway": tw})
+    html = r2.to_html(out / "escaped.html").read_text()
+    assert "&lt;NA&gt;" in html and "&lt;b&gt;bold" in html and "age&lt;15" in html
+
+    class Tags(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.tags = set()
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.add(tag)
+
+    p = Tags()
+    p.feed(html)
+    assert not p.tags & {"na", "b"}
+    # the Markdown report keeps the text as it is
+    assert "| <NA> |" in r2.to_markdown(out / "escaped.md").read_text()
 
 
 def test_thresholds_set_the_verdicts(audited):
