@@ -323,6 +323,13 @@ def test_hu_reiter_wang_attribute(monkeypatch, capsys):
     assert (w["truth-weighted:2"] >= w["uniform"] - 1e-12).all()
     assert (w["truth-weighted:5"] >= w["truth-weighted:2"] - 1e-12).all()
     assert np.allclose(w["uniform"].to_numpy(), rec.set_index("record")["p_true"].to_numpy())
+    # the printed averages leave out the records flagged under each prior
+    flags = sweep[sweep["prior"] == "uniform"].set_index("record")["flags"]
+    assert flags.equals(rec.set_index("record")["flags"])
+    printed = out.split("unflagged records by prior:\n")[1].splitlines()
+    for prior, grp in sweep[sweep["flags"] == ""].groupby("prior"):
+        line = next(x for x in printed if x.startswith(prior + " "))
+        assert numbers(line[len(prior):])[-1] == len(grp)
 
 
 # ----------------------------------------------------------------------------------------------

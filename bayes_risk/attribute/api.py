@@ -31,19 +31,12 @@ from bayes_risk.attribute.evaluate import evaluate
 from bayes_risk.attribute.low_risk import low_risk_attribute_risk
 from bayes_risk.attribute.plan import RecordPartition, merge_outputs
 from bayes_risk.attribute.prepare import prepare
-from bayes_risk.attribute.priors import (
-    Prior,
-    evaluate_prior_groups,
-    parse_prior,
-)
+from bayes_risk.attribute.priors import Prior
 from bayes_risk.attribute.record_table import (
     KHAT_TOLERANCE,
     MC_SE_THRESHOLD,
     MC_SE_WINDOW,
     RECORD_FLAGS,
-    bootstrap_summaries,
-    point_summaries,
-    ungroup,
 )
 from bayes_risk.exceptions import ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor
@@ -285,6 +278,14 @@ def prior_sensitivity(
 ) -> pd.DataFrame:
     """Re-normalise a result under several priors (methods, Priors): likelihoods are reused.
 
+    Each prior is applied by :meth:`AttributeRiskResult.with_prior
+    <bayes_risk.attribute.AttributeRiskResult.with_prior>`, so every column that depends on the
+    prior is recomputed as it would be by a run with that prior: the record summaries, the
+    range of ``p_true`` allowed by high-k̂ means and the record ``flags`` (``KHAT_HIGH`` under
+    ``khat_rule="material"`` and ``CHAINS_DISAGREE`` depend on the prior). Average over the
+    rows whose ``flags`` are empty, as the file-level summaries do: a flagged record's estimate
+    cannot be trusted under that prior.
+
     Parameters
     ----------
     result : AttributeRiskResult
@@ -296,31 +297,34 @@ def prior_sensitivity(
     Returns
     -------
     DataFrame
-        Long format: ``prior``, ``record``, ``p_true``, ``rank_min``, ``rank_avg``, ``is_top``,
-        ``n_tie``, ``top_share`` (and bootstrap columns when requested).
+        Long format, one row per prior and record: ``prior`` (the prior's label), ``record``,
+        ``p_true``, ``rank_min``, ``rank_avg``, ``is_top``, ``n_tie``, ``top_share``, with the
+        stabilised estimator ``p_true_lower`` and ``p_true_upper``, the bootstrap columns when
+        requested, and ``flags`` (the record's flags under that prior; ``""`` when none).
+
+    Raises
+    ------
+    ValidationError
+        A specification that is not understood; the result was computed in compatibility mode.
+
+    Examples
+    --------
+    >>> sweep = prior_sensitivity(res, ["uniform", "truth-weighted:2"])  # doctest: +SKIP
+    >>> sweep[sweep["flags"] == ""].groupby("prior")["p_true"].mean()  # doctest: +SKIP
     """
     if result.settings.get("compat"):
         raise ValidationError("prior_sensitivity is not available in compat mode; rerun per prior.")
-    inp = result._prior_inputs
-    g0 = result._g0()
-    recs = result.records["record"].to_numpy()
-    keep = ["p_true", "rank_min", "rank_avg", "is_top", "n_tie", "top_share"]
-    cols: dict[str, list[np.ndarray]] = {k: [] for k in ["prior", "record", *keep]}
+    keep = ["record", "p_true", "rank_min", "rank_avg", "is_top", "n_tie", "top_share"]
+    keep += [k for k in ("p_true_lower", "p_true_upper") if k in result.records.columns]
+    frames = []
     for spec in priors:
-        p = parse_prior(spec)
-        lp_groups, _ = evaluate_prior_groups(p, inp)
-        _, rec = point_summaries(
-            result.loglik, [], g0, groups=(inp.groups, result._ll_groups(), lp_groups)
-        )
-        cols["prior"].append(np.full(recs.size, p.label(), dtype=object))
-        cols["record"].append(recs)
-        for k in keep:
-            cols[k].append(rec[k])
-        if bootstrap:
-            lp = ungroup(lp_groups, inp.groups, recs.size)
-            for k, v in bootstrap_summaries(result._boot_loglik, lp, g0, recs.size).items():
-                cols.setdefault(k, []).append(v)
-    out = pd.DataFrame({k: np.concatenate(v) for k, v in cols.items()})
+        new = result.with_prior(spec, bootstrap=bootstrap)
+        cols = keep + ([k for k in new.records.columns if k.startswith("boot_")]
+                       if bootstrap else []) + ["flags"]
+        df = new.records[cols].reset_index(drop=True)
+        df.insert(0, "prior", np.full(len(df), new.settings["prior"], dtype=object))
+        frames.append(df)
+    out = pd.concat(frames, ignore_index=True)
     out["is_top"] = (
         out["is_top"].astype("boolean")
         if out["is_top"].isna().any()
