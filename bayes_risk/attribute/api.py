@@ -274,7 +274,7 @@ def _partitions(positions: np.ndarray, ex: Any, progressbar: bool) -> list[Recor
 
 
 def prior_sensitivity(
-    result: AttributeRiskResult, priors: Sequence[Any], *, bootstrap: bool = False
+    result: AttributeRiskResult, priors: Sequence[Any] | str | Prior, *, bootstrap: bool = False
 ) -> pd.DataFrame:
     """Re-normalise a result under several priors (methods, Priors): likelihoods are reused.
 
@@ -289,15 +289,18 @@ def prior_sensitivity(
     Parameters
     ----------
     result : AttributeRiskResult
-    priors : sequence
-        Prior specifications (see :func:`~bayes_risk.attribute.priors.parse_prior`).
+    priors : sequence, or one prior specification
+        Prior specifications (see :func:`~bayes_risk.attribute.priors.parse_prior`); a single
+        string or :class:`~bayes_risk.attribute.priors.Prior` is one prior.
     bootstrap : bool
         Also recompute the bootstrap rank quantiles (slower).
 
     Returns
     -------
     DataFrame
-        Long format, one row per prior and record: ``prior`` (the prior's label), ``record``,
+        Long format, one row per prior and record: ``prior`` (the prior's label; a label
+        that repeats one before it gets ``#2``, ``#3``, ..., e.g. two user priors ``user`` and
+        ``user#2``), ``record``,
         ``p_true``, ``rank_min``, ``rank_avg``, ``is_top``, ``n_tie``, ``top_share``, with the
         stabilised estimator ``p_true_lower`` and ``p_true_upper``, the bootstrap columns when
         requested, and ``flags`` (the record's flags under that prior; ``""`` when none).
@@ -305,7 +308,8 @@ def prior_sensitivity(
     Raises
     ------
     ValidationError
-        A specification that is not understood; the result was computed in compatibility mode.
+        ``priors`` is empty or holds a specification that is not understood; the result was
+        computed in compatibility mode.
 
     Examples
     --------
@@ -314,15 +318,30 @@ def prior_sensitivity(
     """
     if result.settings.get("compat"):
         raise ValidationError("prior_sensitivity is not available in compat mode; rerun per prior.")
+    try:
+        specs = [priors] if isinstance(priors, (str, Prior)) or callable(priors) else list(priors)
+    except TypeError as err:
+        raise ValidationError(
+            f"priors must be a sequence of prior specifications. Got {type(priors).__name__}."
+        ) from err
+    if not specs:
+        raise ValidationError(
+            "priors is empty; give at least one prior specification, e.g. "
+            "['uniform', 'truth-weighted:2']."
+        )
     keep = ["record", "p_true", "rank_min", "rank_avg", "is_top", "n_tie", "top_share"]
     keep += [k for k in ("p_true_lower", "p_true_upper") if k in result.records.columns]
-    frames = []
-    for spec in priors:
+    frames, seen = [], {}
+    for spec in specs:
         new = result.with_prior(spec, bootstrap=bootstrap)
+        label = new.settings["prior"]
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:  # e.g. two user priors: both are labelled "user"
+            label = f"{label}#{seen[label]}"
         cols = keep + ([k for k in new.records.columns if k.startswith("boot_")]
                        if bootstrap else []) + ["flags"]
         df = new.records[cols].reset_index(drop=True)
-        df.insert(0, "prior", np.full(len(df), new.settings["prior"], dtype=object))
+        df.insert(0, "prior", np.full(len(df), label, dtype=object))
         frames.append(df)
     out = pd.concat(frames, ignore_index=True)
     out["is_top"] = (

@@ -316,6 +316,27 @@ def test_product_candidates_marginals_and_prior_sensitivity():
     assert res.to_dict()["n_records"] == 2
 
 
+def test_prior_sensitivity_arguments():
+    # one specification is one prior; an empty sweep names the argument; two priors with the
+    # same label (every user prior is "user") stay apart
+    model, orig, syn, aug = _cat_model()
+    res = _run(model, orig, syn, records=[0, 1], augmented=aug, random_seed=0)
+    one = prior_sensitivity(res, "truth-weighted:2")
+    pd.testing.assert_frame_equal(one, prior_sensitivity(res, ["truth-weighted:2"]))
+    with pytest.raises(ValidationError, match="priors is empty"):
+        prior_sensitivity(res, [])
+    with pytest.raises(ValidationError, match="priors must be a sequence"):
+        prior_sensitivity(res, 3)
+    G = int(res.records["G"].iloc[0])
+    up = np.linspace(1, 2, G) / np.linspace(1, 2, G).sum()  # weights summing to 1
+    down = up[::-1].copy()
+    sweep = prior_sensitivity(res, [up, down])
+    assert list(dict.fromkeys(sweep["prior"])) == ["user", "user#2"]
+    for label, w in (("user", up), ("user#2", down)):
+        ref = res.with_prior(w, bootstrap=False).records
+        np.testing.assert_allclose(sweep.loc[sweep["prior"] == label, "p_true"], ref["p_true"])
+
+
 def test_partially_known_and_scenarios():
     model, orig, syn, aug = _cat_model()
     res = _run(
@@ -430,3 +451,4 @@ def test_is_fast_path_equals_log_space_path():
     np.testing.assert_allclose(
         bootstrap_is(logr, L, c), bootstrap_is(logr, L, c, delta=zero), rtol=1e-10, atol=1e-10
     )
+
