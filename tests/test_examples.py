@@ -447,6 +447,16 @@ def test_weaker_intruders(monkeypatch, capsys):
     tcmm = [v[1] for k, v in printed.items() if k.startswith("TCMM")]
     assert printed["MM"][1] >= 0.5 and max(tcmm) <= 0.45
     assert printed["MM"][1] - max(tcmm) >= 0.25
+    # the benchmark row: the uniform prior's mass within 10 % of y(1), per scenario; against the
+    # two-largest-sum intruder every synthesizer's posterior is that prior (the script says so)
+    row = next(line for line in lines[header + 6:] if line.startswith("prior only"))
+    prior = [float(v) for v in re.findall(r"\d+\.\d+", row[14:])]
+    for k, name in enumerate(scen):
+        cand = wei["pieces"][("MP", name)][0].candidates
+        inside = (cand >= 0.9 * top) & (cand <= 1.1 * top)
+        assert prior[k] == pytest.approx(inside.mean(), abs=0.0006)
+    for label in printed:
+        assert printed[label][3] == pytest.approx(prior[3], abs=0.0011)
     # the group sizes printed are those of the pieces: TCMM's pooled tail holds far more
     # unknown records than MM's component, and more as q falls
     sizes = {k[0]: v[0].constraints for k, v in wei["pieces"].items() if k[1] == "y(2) known"
