@@ -50,6 +50,10 @@ MESSAGES: dict[str, str] = {
     "F_BELOW_ONE": "some estimated population counts are below one and were raised to one.",
     "IPF_NOT_CONVERGED": "the log-linear model of the population counts (IPF) did not "
     "converge.",
+    "MCSE_NOT_REACHED": "n='auto' stopped at max_replicates before the relative Monte Carlo "
+    "standard error of the expected match risk reached mcse_tol.",
+    "MCSE_UNAVAILABLE": "the posterior replicates formed a single batch, so no Monte Carlo "
+    "standard error could be computed (mc_se is nan); use a batch_size below n.",
     "LEGACY_NONPOSITIVE_NO_MATCH": "compatibility mode: a target without a match is counted "
     "as the R package counts it.",
     # utility
