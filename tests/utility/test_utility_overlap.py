@@ -199,3 +199,13 @@ def test_utility_summary_proportions_and_formulas(ce_small):
                         estimands=["Income ~ Age", "Expenditure ~ Income"])
     assert f.estimand_kind == "formulas" and len(f.comparison) == 4
     assert math.isclose(f.mean_overlap, float(f.comparison["overlap"].mean()))
+
+
+def test_utility_summary_refuses_an_unknown_family(ce_small):
+    # as compare_estimates does: a misspelt family is an error, never a silent Poisson GLM
+    d, syn = ce_small
+    for estimands in (["Income ~ Age"], None):
+        with pytest.raises(ValidationError, match=r"family must be one of \['ols', 'logit', "
+                                                  r"'poisson'\]. Got 'logistic'"):
+            utility_summary(d, syn, max_order=0, categorical=CAT, estimands=estimands,
+                            family="logistic")
