@@ -72,6 +72,12 @@ def test_std_coef_diff_example():
                         "se_s": 1}, "se_o must be"),
         ((0, 1, 0, 1), {"kind": "area"}, "kind must be"),
         (([0, 0], [1, 1], [0, 0, 0], [1, 1, 1]), {}, "same length"),
+        (([0, 0], [1, 1], [0, 0], [1, 1]), {"kind": "probability", "est_o": [0.5] * 3,
+                                            "se_o": 1, "est_s": 0.5, "se_s": 1},
+         r"est_o must be a scalar or have one value per estimand \(2\); got 3 values"),
+        (([0, 0], [1, 1], [0, 0], [1, 1]), {"kind": "probability", "est_o": 0.5, "se_o": 1,
+                                            "est_s": 0.5, "se_s": 1, "df_s": [5, 5, 5]},
+         "df_s must be a scalar or have one value per estimand"),
         ((np.nan, 1, 0, 1), {}, "NaN"),
     ],
 )
