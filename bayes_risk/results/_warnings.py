@@ -32,6 +32,9 @@ MESSAGES: dict[str, str] = {
     "unstable; check khat_max.",
     "UNKNOWN_CATEGORY_IN_CANDIDATES": "some candidates hold categories the model was never "
     "fitted with; they get probability 0.",
+    "NO_ALTERNATIVE": "some records are offered no candidate value other than the truth in a "
+    "column (e.g. a percent grid that rounds to the truth on a small count): their risk in that "
+    "column is not assessed, and a record with G = 1 has p_true = 1 by construction.",
     "RECORDS_RELEASED_UNCHANGED": "some evaluated records were not synthesized and are "
     "released as they are; their true value is disclosed.",
     "APPROXIMATE_NONPARAMETRIC": "the random-forest plug-in likelihood is an approximation "

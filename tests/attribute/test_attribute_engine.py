@@ -22,7 +22,7 @@ from bayes_risk.attribute import (
 )
 from bayes_risk.attribute.estimator import is_estimate, log_ratios, stabilised_estimate
 from bayes_risk.data import infer_schema
-from bayes_risk.exceptions import ImportanceSamplingWarning, ValidationError
+from bayes_risk.exceptions import DataWarning, ImportanceSamplingWarning, ValidationError
 
 RTOL, ATOL = 1e-6, 1e-9
 
@@ -336,6 +336,30 @@ def test_prior_sensitivity_arguments():
         ref = res.with_prior(w, bootstrap=False).records
         np.testing.assert_allclose(sweep.loc[sweep["prior"] == label, "p_true"], ref["p_true"])
 
+
+
+def test_a_grid_that_rounds_to_the_truth_is_reported():
+    # a ±10 % grid on counts below 5 rounds to the truth alone: the record is offered no other
+    # value, its p_true is 1 by construction, and the result says so (NO_ALTERNATIVE)
+    from scipy.stats import poisson
+
+    rng = np.random.default_rng(2)
+    orig = pd.DataFrame({"kids": rng.poisson(2.0, 30) + 1})
+    schema = infer_schema(orig, synthesized=["kids"])
+    model = ArrayModel(lambda rec, d: poisson.logpmf(rec["kids"].to_numpy(), d[:, None]),
+                       rng.gamma(60.0, 1 / 20.0, size=200), schema)
+    syn = [orig.assign(kids=rng.poisson(3.0, 30) + 1) for _ in range(2)]
+    small = int(np.flatnonzero(orig["kids"] < 5)[0])
+    with pytest.warns(DataWarning, match=r"no candidate other than the truth in column\(s\) "
+                                         r"'kids' \(1 of 1 records\).*\(NO_ALTERNATIVE\)"):
+        res = _run(model, orig, syn, records=[small], estimator="is", bootstrap=0)
+    assert res.records["G"].iloc[0] == 1 and res.records["p_true"].iloc[0] == 1.0
+    assert "NO_ALTERNATIVE" in res.warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        wide = _run(model, orig, syn, records=[small], estimator="is", bootstrap=0,
+                    candidates="one-variable,grid:additive:2:5")
+    assert wide.records["G"].iloc[0] > 1 and "NO_ALTERNATIVE" not in wide.warnings
 
 def test_partially_known_and_scenarios():
     model, orig, syn, aug = _cat_model()
