@@ -49,6 +49,17 @@ def _post_by_value(res, record=0, col="y"):
     return dict(zip(cp[col].astype(int), cp["posterior"], strict=False))
 
 
+
+def test_array_model_draws_are_validated():
+    # draws that are not arrays of draws: a ValidationError naming draws (was an IndexError)
+    schema = infer_schema(_bern_frame([1, 0, 1]), synthesized=["y"])
+    for bad, match in ((0.5, "draws must be an array"), ("abc", "draws must be an array"),
+                       ({"p": 0.5}, r"draws\['p'\] is not an array of draws"),
+                       ({"p": np.ones(4), "q": np.ones(5)}, "same leading")):
+        with pytest.raises(ValidationError, match=match):
+            ArrayModel(_bern_ll, bad, schema)
+    assert ArrayModel(_bern_ll, {"p": np.ones(4)}, schema).n_draws == 4
+
 # ----------------------------------------------------------------------------- bern3
 def test_bern3_is_estimator_numbers(bern3):
     model, orig, z1, z2 = bern3
