@@ -44,8 +44,8 @@ MESSAGES: dict[str, str] = {
     # MCMC
     "RHAT_HIGH": "R-hat of a diagnosed quantity is above its threshold: the chains disagree.",
     "LOW_ESS": "the MCMC effective sample size of a diagnosed quantity is low.",
-    "TRUNCATION_TOO_SMALL": "the stick-breaking truncation of the mixture is too small: the "
-    "last component holds noticeable weight.",
+    "TRUNCATION_TOO_SMALL": "the kept posterior draws occupy K - 1 or more of the K classes of "
+    "the truncated mixture: the truncation may cut off posterior mass; increase n_components.",
     # identification risk
     "NO_MATCH": "some targets have no matching record in a synthetic dataset.",
     "ZERO_UNIQUE": "no target is a unique match, so the rates over unique matches are "
