@@ -1,15 +1,15 @@
 """Caiola & Reiter (2010): random-forest synthesis of categorical quasi-identifiers and the
 resulting identification risk.
 
-Seed 004 §4: the quasi-identifiers are age, race, marital status and sex; sex, race and marital
-status are synthesized for every record by random forests (500 trees), m = 5, and an intruder
-who knows who is in the sample matches on the four quasi-identifiers. The CPS extract of the paper
-is not public, so the ACS-like demo table stands in (SEX, AGE, RACE, MAR). The paper reports a true
-match rate of about 3 % over all records and a false match rate of about 91 %.
+Caiola & Reiter (2010), §4: the quasi-identifiers are age, race, marital status and sex; sex, race
+and marital status are synthesized for every record by random forests (500 trees), m = 5, and an
+intruder who knows who is in the sample matches on the four quasi-identifiers. The CPS extract of
+the paper is not public, so the ACS-like demo table stands in (SEX, AGE, RACE, MAR). The paper
+reports a true match rate of about 3 % over all records and a false match rate of about 91 %.
 
-Seed 004 §4 also compares visit orders: M → R → X (the paper's choice) against X → R → M, which
-gave similar utility and a higher true match rate (4 % against 3 %). The script tabulates both
-orders with ``compare_visit_orders`` (same seeds for both; pMSE ratio and identification risk).
+Caiola & Reiter (2010), §4, also compare visit orders: M → R → X (the paper's choice) against
+X → R → M, which gave similar utility and a higher true match rate (4 % against 3 %). The script
+tabulates both orders with ``compare_visit_orders`` (same seeds for both; pMSE ratio and identification risk).
 
 Beyond the paper (which has no attribute-risk analysis): the worst-case attribute risk of a
 sample of records under the fixed-forest plug-in likelihood (``RFPlugin``; an approximation,
@@ -52,7 +52,7 @@ def main():
           f"true match rate (targets) {s['true_match_rate_targets']:.3f}, "
           f"false match rate {s['false_match_rate']:.3f}, unique matches {s['n_unique']}")
 
-    # seed 004 §4: the order of synthesis (same seeds for both orders)
+    # Caiola & Reiter (2010), §4: the order of synthesis (same seeds for both orders)
     cmp = compare_visit_orders(
         RandomForestSynthesizer(n_trees=scaled(500, minimum=20)), acs,
         [["MAR", "RACE", "SEX"], ["SEX", "RACE", "MAR"]], known_unsynthesized=["AGE"], m=5,

@@ -1,15 +1,15 @@
 """Drechsler & Reiter (2008): identification risk of partially synthetic data when the intruder
 may not know who is in the sample.
 
-Reproduces the design of seed 000 §4 (Tables 3–6). A table of household heads is treated as the
-population; a simple random sample of it is the confidential survey ``D_obs``. Sex, age, race and
-marital status are the quasi-identifiers the intruder knows. Two partial syntheses by sequential
-CART with the per-leaf Bayesian bootstrap (minimum leaf size 5, m = 5):
+Reproduces the design of Drechsler & Reiter (2008), §4 (Tables 3–6). A table of household heads is
+treated as the population; a simple random sample of it is the confidential survey ``D_obs``. Sex,
+age, race and marital status are the quasi-identifiers the intruder knows. Two partial syntheses by
+sequential CART with the per-leaf Bayesian bootstrap (minimum leaf size 5, m = 5):
 
 * (A) marital status and race synthesized (visit order M → R), age and sex released unchanged;
 * (B) age, marital status and race synthesized (visit order G → M → R), sex unchanged.
 
-Four intruders (seed 000 §4.3):
+Four intruders (Drechsler & Reiter 2008, §4.3):
 
 * I — knows the quasi-identifiers of a random set of population units (10,000 of 51,016 in the
   paper; the same fraction here) but not who is in the sample;
@@ -22,7 +22,7 @@ target's key (true counts from the population, column ``F_t``) or its estimate f
 all-two-way log-linear model refitted on each synthetic dataset (column ``F^_t,i``). Three
 intruder strategies: match regardless of ``Pr(J = s+1)`` (Tables 3 and 5), match only when
 ``Pr(J = s+1) < γ = 0.5`` (Tables 4 and 6), and do not match when ``J = s+1`` is the most
-probable outcome (seed 000's text after Table 4).
+probable outcome (Drechsler & Reiter 2008, the text after Table 4).
 
 Data. The CPS extract of the paper (51,016 heads of household) is not public. The stand-in is
 ``../shared/data/NYexample_X.csv`` (NPBayesImputeCat's census-style New York extract), whose

@@ -1,6 +1,6 @@
 """Hawala (2008): partial synthesis of the records in small cells by predictive mean matching.
 
-Reproduces the procedure of seed 001 §4 and its Appendix Tables 1–3 on real survey data. The
+Reproduces the procedure of Hawala (2008), §4, and its Appendix Tables 1–3 on real survey data. The
 identifying variables (IVs) are cross-classified; a record in a non-empty cell with at most
 ``threshold`` = 5 records is at risk (a recipient). For each IV in turn the recipients' values are
 deleted and temporarily filled by a random draw from the other records, a prediction model of the

@@ -1,23 +1,24 @@
 """Drechsler & Reiter (2008, eq. 5): released-dataset replicates against posterior replicates.
 
-Seed 000 approximates the integral over the intruder's uncertainty about the synthesized values,
-``Pr(J = j | t, D, M) = ∫ Pr(J = j | t, D, Y_rep, M) p(Y_rep | t, D, M) dY_rep``, with the ``m``
-released datasets as draws of ``Y_rep`` (their eqs. 6–7), and notes that ideally ``R`` is large.
-This script makes that comparison on the CE sample of Hornby & Hu (``../shared/data/CEdata.csv``):
+Drechsler & Reiter (2008) approximate the integral over the intruder's uncertainty about the
+synthesized values, ``Pr(J = j | t, D, M) = ∫ Pr(J = j | t, D, Y_rep, M) p(Y_rep | t, D, M)
+dY_rep``, with the ``m`` released datasets as draws of ``Y_rep`` (their eqs. 6–7), and notes that
+ideally ``R`` is large. This script makes that comparison on the CE sample of Hornby & Hu
+(``../shared/data/CEdata.csv``):
 
-* design of seed 000's first scenario: marital status and a second categorical quasi-identifier
-  (housing tenure) synthesized by sequential CART with the per-leaf Bayesian bootstrap (minimum
-  leaf 5, visit order Marital → Tenure, m = 5); age and urban/rural released unchanged; the
-  intruder knows Age, Urban, Marital and Tenure of every sampled household and that they are in
-  the sample (seed 000's scenario IV), matches regardless of ``Pr(J = s+1)``;
+* design of Drechsler & Reiter's first scenario: marital status and a second categorical
+  quasi-identifier (housing tenure) synthesized by sequential CART with the per-leaf Bayesian
+  bootstrap (minimum leaf 5, visit order Marital → Tenure, m = 5); age and urban/rural released
+  unchanged; the intruder knows Age, Urban, Marital and Tenure of every sampled household and that
+  they are in the sample (Drechsler & Reiter's scenario IV), matches regardless of ``Pr(J = s+1)``;
 * three ways to draw ``Y_rep``: the m = 5 released datasets; ``R`` posterior replicates from the
   agency's fitted synthesizer (a fresh Bayesian bootstrap in every leaf per replicate); ``R``
   replicates from the same synthesizer refitted to the first released dataset (the intruder who
-  knows the method, seed 000's ``M``).
+  knows the method, Drechsler & Reiter's ``M``).
 
-Printed: seed 000's measures (expected match risk, true match risk, number of single matches,
-true match rate) for each, with the Monte Carlo standard error of the pooled values and the median
-over replicates of the per-replicate values.
+Printed: Drechsler & Reiter's measures (expected match risk, true match risk, number of single
+matches, true match rate) for each, with the Monte Carlo standard error of the pooled values and the
+median over replicates of the per-replicate values.
 
 Run: ``python examples/posterior_replicates_ce.py`` (``BAYES_RISK_EXAMPLE_SCALE=0.1`` for a quick
 run: a tenth of the households and of the replicates).

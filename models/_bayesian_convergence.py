@@ -321,10 +321,13 @@ class _BayesianConvergence:
         if self.convergence_ is None:
             self.convergence_ = self.convergence_report(warn=False)
         out = self._convergence_warnings(self.convergence_)
+        from bayes_risk.results._warnings import message
+
         for code in getattr(self, "warnings_", None) or []:
             if code not in {w["code"] for w in out}:
+                # the code's meaning and remedy, as the result's structured warnings give it
                 out.append({"code": str(code), "quantities": [],
-                            "message": f"{type(self).__name__}: {code}"})
+                            "message": f"{type(self).__name__}: {message(str(code))} ({code})"})
         return out
 
     def convergence_summary(self) -> dict[str, Any]:

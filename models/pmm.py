@@ -67,7 +67,7 @@ def expected_score(probabilities: np.ndarray, scores: Sequence[float] | None = N
 
     Examples
     --------
-    >>> round(float(expected_score(np.array([0.2, 0.5, 0.3]))), 12)
+    >>> round(float(expected_score(np.array([0.2, 0.5, 0.3]))), 12)  # 2.1 up to the last bit
     2.1
     """
     p = np.asarray(probabilities, dtype=np.float64)

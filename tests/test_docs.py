@@ -67,6 +67,17 @@ def test_docs_code_blocks_are_executed():
     )
 
 
+
+@needs_docs_tree
+@pytest.mark.skipif(not (ROOT / "examples").is_dir(),
+                    reason="examples/ is not part of this checkout")
+def test_every_example_script_is_on_the_examples_page():
+    # "Reproducing the papers" tabulates every script of examples/ (the test suite runs them all)
+    page = (DOCS / "examples.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^\| `([\w.]+\.py)` \|", page, re.M))
+    scripts = {p.name for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_")}
+    assert scripts <= listed, f"not on docs/examples.md: {sorted(scripts - listed)}"
+
 @needs_docs_tree
 def test_eval_rst_blocks_hold_only_reference_directives():
     # {eval-rst} is for autosummary tables of the API pages, never for code examples

@@ -31,19 +31,12 @@ from bayes_risk.attribute.evaluate import evaluate
 from bayes_risk.attribute.low_risk import low_risk_attribute_risk
 from bayes_risk.attribute.plan import RecordPartition, merge_outputs
 from bayes_risk.attribute.prepare import prepare
-from bayes_risk.attribute.priors import (
-    Prior,
-    evaluate_prior_groups,
-    parse_prior,
-)
+from bayes_risk.attribute.priors import Prior
 from bayes_risk.attribute.record_table import (
     KHAT_TOLERANCE,
     MC_SE_THRESHOLD,
     MC_SE_WINDOW,
     RECORD_FLAGS,
-    bootstrap_summaries,
-    point_summaries,
-    ungroup,
 )
 from bayes_risk.exceptions import ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor
@@ -281,46 +274,76 @@ def _partitions(positions: np.ndarray, ex: Any, progressbar: bool) -> list[Recor
 
 
 def prior_sensitivity(
-    result: AttributeRiskResult, priors: Sequence[Any], *, bootstrap: bool = False
+    result: AttributeRiskResult, priors: Sequence[Any] | str | Prior, *, bootstrap: bool = False
 ) -> pd.DataFrame:
     """Re-normalise a result under several priors (methods, Priors): likelihoods are reused.
+
+    Each prior is applied by :meth:`AttributeRiskResult.with_prior
+    <bayes_risk.attribute.AttributeRiskResult.with_prior>`, so every column that depends on the
+    prior is recomputed as it would be by a run with that prior: the record summaries, the
+    range of ``p_true`` allowed by high-k̂ means and the record ``flags`` (``KHAT_HIGH`` under
+    ``khat_rule="material"`` and ``CHAINS_DISAGREE`` depend on the prior). Average over the
+    rows whose ``flags`` are empty, as the file-level summaries do: a flagged record's estimate
+    cannot be trusted under that prior.
 
     Parameters
     ----------
     result : AttributeRiskResult
-    priors : sequence
-        Prior specifications (see :func:`~bayes_risk.attribute.priors.parse_prior`).
+    priors : sequence, or one prior specification
+        Prior specifications (see :func:`~bayes_risk.attribute.priors.parse_prior`); a single
+        string or :class:`~bayes_risk.attribute.priors.Prior` is one prior.
     bootstrap : bool
         Also recompute the bootstrap rank quantiles (slower).
 
     Returns
     -------
     DataFrame
-        Long format: ``prior``, ``record``, ``p_true``, ``rank_min``, ``rank_avg``, ``is_top``,
-        ``n_tie``, ``top_share`` (and bootstrap columns when requested).
+        Long format, one row per prior and record: ``prior`` (the prior's label; a label
+        that repeats one before it gets ``#2``, ``#3``, ..., e.g. two user priors ``user`` and
+        ``user#2``), ``record``,
+        ``p_true``, ``rank_min``, ``rank_avg``, ``is_top``, ``n_tie``, ``top_share``, with the
+        stabilised estimator ``p_true_lower`` and ``p_true_upper``, the bootstrap columns when
+        requested, and ``flags`` (the record's flags under that prior; ``""`` when none).
+
+    Raises
+    ------
+    ValidationError
+        ``priors`` is empty or holds a specification that is not understood; the result was
+        computed in compatibility mode.
+
+    Examples
+    --------
+    >>> sweep = prior_sensitivity(res, ["uniform", "truth-weighted:2"])  # doctest: +SKIP
+    >>> sweep[sweep["flags"] == ""].groupby("prior")["p_true"].mean()  # doctest: +SKIP
     """
     if result.settings.get("compat"):
         raise ValidationError("prior_sensitivity is not available in compat mode; rerun per prior.")
-    inp = result._prior_inputs
-    g0 = result._g0()
-    recs = result.records["record"].to_numpy()
-    keep = ["p_true", "rank_min", "rank_avg", "is_top", "n_tie", "top_share"]
-    cols: dict[str, list[np.ndarray]] = {k: [] for k in ["prior", "record", *keep]}
-    for spec in priors:
-        p = parse_prior(spec)
-        lp_groups, _ = evaluate_prior_groups(p, inp)
-        _, rec = point_summaries(
-            result.loglik, [], g0, groups=(inp.groups, result._ll_groups(), lp_groups)
+    try:
+        specs = [priors] if isinstance(priors, (str, Prior)) or callable(priors) else list(priors)
+    except TypeError as err:
+        raise ValidationError(
+            f"priors must be a sequence of prior specifications. Got {type(priors).__name__}."
+        ) from err
+    if not specs:
+        raise ValidationError(
+            "priors is empty; give at least one prior specification, e.g. "
+            "['uniform', 'truth-weighted:2']."
         )
-        cols["prior"].append(np.full(recs.size, p.label(), dtype=object))
-        cols["record"].append(recs)
-        for k in keep:
-            cols[k].append(rec[k])
-        if bootstrap:
-            lp = ungroup(lp_groups, inp.groups, recs.size)
-            for k, v in bootstrap_summaries(result._boot_loglik, lp, g0, recs.size).items():
-                cols.setdefault(k, []).append(v)
-    out = pd.DataFrame({k: np.concatenate(v) for k, v in cols.items()})
+    keep = ["record", "p_true", "rank_min", "rank_avg", "is_top", "n_tie", "top_share"]
+    keep += [k for k in ("p_true_lower", "p_true_upper") if k in result.records.columns]
+    frames, seen = [], {}
+    for spec in specs:
+        new = result.with_prior(spec, bootstrap=bootstrap)
+        label = new.settings["prior"]
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:  # e.g. two user priors: both are labelled "user"
+            label = f"{label}#{seen[label]}"
+        cols = keep + ([k for k in new.records.columns if k.startswith("boot_")]
+                       if bootstrap else []) + ["flags"]
+        df = new.records[cols].reset_index(drop=True)
+        df.insert(0, "prior", np.full(len(df), label, dtype=object))
+        frames.append(df)
+    out = pd.concat(frames, ignore_index=True)
     out["is_top"] = (
         out["is_top"].astype("boolean")
         if out["is_top"].isna().any()

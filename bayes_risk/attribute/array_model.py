@@ -41,6 +41,12 @@ def _array_neighbourhood(
 
 def _n_draws(draws: Any) -> int:
     if isinstance(draws, Mapping):
+        bad = [k for k, v in draws.items() if isinstance(v, str) or np.ndim(v) == 0]
+        if bad:
+            raise ValidationError(
+                f"draws[{bad[0]!r}] is not an array of draws (leading dimension H); got "
+                f"{type(draws[bad[0]]).__name__}."
+            )
         sizes = {int(np.shape(v)[0]) for v in draws.values()}
         if len(sizes) != 1:
             raise ValidationError(
@@ -48,6 +54,11 @@ def _n_draws(draws: Any) -> int:
                 f"got sizes {sorted(sizes)}."
             )
         return sizes.pop()
+    if isinstance(draws, str) or np.ndim(draws) == 0:
+        raise ValidationError(
+            "draws must be an array (leading dimension H, one row per posterior draw) or a "
+            f"mapping of parameter name to such arrays; got {type(draws).__name__}."
+        )
     return int(np.shape(draws)[0])
 
 

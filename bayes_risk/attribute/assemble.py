@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.attribute.candidates import columns_without_alternative
 from bayes_risk.attribute.chains import ChainPlan, chain_agreement
 from bayes_risk.attribute.missing import n_guessable
 from bayes_risk.attribute.plan import AttributePlan, PartitionOutput
@@ -26,7 +27,7 @@ from bayes_risk.attribute.record_table import (
     point_summaries,
     set_point_columns,
 )
-from bayes_risk.exceptions import CALLER, ImportanceSamplingWarning
+from bayes_risk.exceptions import CALLER, DataWarning, ImportanceSamplingWarning
 from bayes_risk.protocols import SupportsConvergenceSummary, SupportsPartialSynthesis
 from bayes_risk.results.attribute import AttributeRiskResult
 
@@ -50,6 +51,7 @@ def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
     if unchanged:
         warn_codes.append("RECORDS_RELEASED_UNCHANGED")
     cands = [part.candidates[i] for i in recs]
+    _warn_without_alternative(cands, warn_codes)
     loglik = [part.loglik[i] for i in recs]
     g0_arr = np.array([c.g0 for c in cands], dtype=np.int64)
     pinp = PriorInputs(
@@ -148,6 +150,27 @@ def _warning_codes(
     if any(v > 0 for v in part.n_dropped.values()):
         warn_codes.append("DRAW_DROPPED")
     return warn_codes
+
+
+def _warn_without_alternative(cands: Sequence[Any], warn_codes: list[str]) -> None:
+    """``NO_ALTERNATIVE``: columns for which some records are offered no value but the truth
+    (their risk in that column is not assessed; with no alternative at all, ``p_true = 1``)."""
+    collapsed = columns_without_alternative(cands)
+    if not collapsed:
+        return
+    n_single = sum(c.size == 1 for c in cands)
+    warn_codes.append("NO_ALTERNATIVE")
+    warnings.warn(
+        "some records have no candidate other than the truth in column(s) "
+        + ", ".join(f"{c!r} ({k} of {len(cands)} records)" for c, k in collapsed.items())
+        + (f"; {n_single} record(s) have the truth as their only candidate (G = 1, p_true = 1 "
+           "by construction)" if n_single else "")
+        + " (NO_ALTERNATIVE). A numeric grid collapses when its points round to the truth, "
+        "e.g. a ±10 % grid on a small count: give a grid that reaches other values, such as "
+        "candidates='one-variable,grid:additive:2:5' for counts.",
+        DataWarning,
+        skip_file_prefixes=CALLER,
+    )
 
 
 def _released_unchanged(

@@ -49,6 +49,7 @@ __all__ = [
     "product_codes",
     "neighbourhood_size",
     "full_size",
+    "columns_without_alternative",
 ]
 
 DEFAULT_MAX_CANDIDATES = 1_000_000
@@ -493,6 +494,29 @@ class CandidateSet:
     def frame(self, schema: Schema) -> pd.DataFrame:
         """Candidates as a DataFrame of level values (categorical) and numbers."""
         return decode_values(self.values, self.columns, schema)
+
+
+def columns_without_alternative(cands: Sequence[CandidateSet]) -> dict[str, int]:
+    """For each varying column, the number of records whose candidates all hold the truth's
+    value in it (the intruder is never offered another value of that column).
+
+    A numeric grid collapses to the truth when its points round to it: a ``percent`` grid of
+    ±10 % on a count below 5, for instance. Columns whose true value is missing are skipped.
+
+    Examples
+    --------
+    >>> cs = CandidateSet(("a", "b"), np.array([[1.0, 3.0], [2.0, 3.0]]), 0)
+    >>> columns_without_alternative([cs])
+    {'b': 1}
+    """
+    out: dict[str, int] = {}
+    for cs in cands:
+        v = np.asarray(cs.values, dtype=np.float64)
+        t = v[cs.g0]
+        same = np.all((v == t) | np.isnan(t), axis=0) & ~np.isnan(t)
+        for j in np.flatnonzero(same):
+            out[cs.columns[j]] = out.get(cs.columns[j], 0) + 1
+    return out
 
 
 def decode_values(values: np.ndarray, columns: Sequence[str], schema: Schema) -> pd.DataFrame:

@@ -29,15 +29,36 @@ import pandas as pd
 
 from bayes_risk.attribute.candidates import CandidateSet
 from bayes_risk.attribute.prepare import _check_model, _prepare_data
-from bayes_risk.attribute.priors import PriorInputs, evaluate_prior, parse_prior
+from bayes_risk.attribute.priors import Prior, PriorInputs, evaluate_prior, parse_prior
 from bayes_risk.attribute.record_table import point_summaries, set_point_columns
 from bayes_risk.attribute.summaries import LOW_RISK_FLAG, low_risk_posterior
 from bayes_risk.data.validate import encode
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results.attribute import AttributeRiskResult
 
-__all__ = ["low_risk_attribute_risk"]
+__all__ = ["low_risk_attribute_risk", "check_low_risk_prior"]
 
+
+
+def check_low_risk_prior(prior: Prior) -> Prior:
+    """``prior`` if the low-risk intruder (``scenario="empty"``) can take it: uniform only.
+
+    The one check for :func:`low_risk_attribute_risk` and for a new prior applied to its result
+    (:meth:`~bayes_risk.attribute.AttributeRiskResult.with_prior`,
+    :func:`~bayes_risk.attribute.prior_sensitivity`).
+
+    Raises
+    ------
+    ValidationError
+        For a prior other than uniform.
+    """
+    if prior.label() != "uniform":
+        raise ValidationError(
+            f"scenario='empty' takes the uniform prior only (got prior={prior.label()!r}): the "
+            "record's synthetic values are draws from the low-risk intruder's posterior (Wang & "
+            "Reiter 2012), which already contains the prior."
+        )
+    return prior
 
 
 def low_risk_attribute_risk(
@@ -77,13 +98,7 @@ def low_risk_attribute_risk(
 
     """
     _check_model(model)
-    pr = parse_prior(prior)
-    if pr.label() != "uniform":
-        raise ValidationError(
-            f"scenario='empty' takes the uniform prior only (got prior={pr.label()!r}): the "
-            "record's synthetic values are draws from the low-risk intruder's posterior (Wang & "
-            "Reiter 2012), which already contains the prior."
-        )
+    pr = check_low_risk_prior(parse_prior(prior))
     data = _prepare_data(model, original, synthetic, records, "empty", None)
     syn_values = _synthetic_values(data)  # [m, n, q]
     recs = [int(i) for i in data.positions]

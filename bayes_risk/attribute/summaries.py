@@ -236,6 +236,8 @@ def wang_reiter(
     n_mc : int, optional
         If given, R1 is the Monte Carlo mean over ``n_mc`` posterior draws (W&R's definition)
         instead of the exact expectation.
+    random_seed : int, Generator or None
+        Seed of those draws (``n_mc`` only).
 
     Returns
     -------

@@ -107,6 +107,17 @@ def _norm(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def _key_kind(values: pd.Series) -> str:
+    """``"numbers"``, ``"text"`` or pandas' inferred kind: numbers and text never match as key
+    values (pandas refuses to merge them); other combinations are left to the merge."""
+    kind = pd.api.types.infer_dtype(values, skipna=True)
+    if kind in ("integer", "floating", "mixed-integer-float", "decimal", "boolean"):
+        return "numbers"
+    if kind == "string":
+        return "text"
+    return kind
+
+
 def _sampling_fraction(sampling_fraction, N_pop, n) -> float:
     if sampling_fraction is not None and N_pop is not None:
         raise ValidationError("give sampling_fraction or N_pop, not both.")
@@ -218,6 +229,15 @@ def _user_counts(pc, tdf, known) -> np.ndarray:
         right = pd.DataFrame({c: _norm(np.asarray(pc[c])) for c in known})
         if right.duplicated().any():
             raise ValidationError("population_counts has duplicated keys.")
+        for c in known:
+            kr, kl = _key_kind(right[c]), _key_kind(left[c])
+            if {kr, kl} == {"numbers", "text"}:
+                ex_r, ex_l = _level_to_json(right[c].iloc[0]), _level_to_json(left[c].iloc[0])
+                raise ValidationError(
+                    f"population_counts: the key values of column {c!r} are {kr} (e.g. "
+                    f"{ex_r!r}) but the targets' are {kl} (e.g. {ex_l!r}); give the keys as the "
+                    "values of the data (e.g. 2, not '2')."
+                )
         right["__F__"] = np.asarray(pc[fcol], dtype=np.float64)
         merged = left.merge(right, on=known, how="left", sort=False)
         Ft = merged["__F__"].to_numpy(dtype=np.float64)

@@ -64,7 +64,11 @@ def radius_sweep(
     statistic : {"mean", "median"}
         Summary over datasets that is maximised.
     aggregation : {"per_dataset", "pooled"}
-        ``"per_dataset"`` (default) gives one risk per dataset; ``"pooled"`` one per grid point.
+        ``"per_dataset"`` (default, Hornby & Hu 2021) gives one risk per dataset and maximises
+        their summary; ``"pooled"`` one per grid point. Unlike
+        :func:`~bayes_risk.identification.api.identification_risk`, whose default is
+        ``"pooled"``: the two figures can be largest at different radii, so sweep the one you
+        report.
     progressbar : bool
         Show progress over the grid.
     executor : None, distributed.Client or Executor, optional

@@ -87,7 +87,9 @@ class PosteriorReplicates:
         Replicates generated at once (memory only: results do not depend on it).
     batch_size : int
         Replicates matched and pooled together; batches are assigned to ``n_groups`` groups for the
-        jackknife (results depend on it, as on any Monte Carlo setting).
+        jackknife (results depend on it, as on any Monte Carlo setting). The Monte Carlo standard
+        errors need at least two batches: with ``n <= batch_size`` they are ``nan`` (warning
+        ``MCSE_UNAVAILABLE``).
     n_groups : int
         Groups of the delete-a-group jackknife (``G``).
     mcse_tol, min_replicates, max_replicates : float, int, int
@@ -548,6 +550,13 @@ def _assemble(pr: PosteriorReplicates, run: _Run, first: tuple, stopped: bool) -
             f"above {pr.mcse_tol:g} after max_replicates={pr.max_replicates} replicates; "
             "the estimate is less precise than asked (raise max_replicates).")
     R = t.R
+    if run.n_batches < 2:
+        record_warning(
+            warn, "MCSE_UNAVAILABLE",
+            f"the {R} replicates form a single batch (batch_size={pr.batch_size}), so the "
+            "delete-a-group jackknife has nothing to delete: mc_se and IR_mc_se are nan. Give "
+            "a batch_size below n (at least two batches; 10 or more for a usable standard "
+            "error).")
     plan = dataclasses.replace(plan, warnings=warn,
                                replicates=ReplicateSource(R=R, user=True))
     result = assemble(plan, plan.rule, out)

@@ -32,6 +32,9 @@ MESSAGES: dict[str, str] = {
     "unstable; check khat_max.",
     "UNKNOWN_CATEGORY_IN_CANDIDATES": "some candidates hold categories the model was never "
     "fitted with; they get probability 0.",
+    "NO_ALTERNATIVE": "some records are offered no candidate value other than the truth in a "
+    "column (e.g. a percent grid that rounds to the truth on a small count): their risk in that "
+    "column is not assessed, and a record with G = 1 has p_true = 1 by construction.",
     "RECORDS_RELEASED_UNCHANGED": "some evaluated records were not synthesized and are "
     "released as they are; their true value is disclosed.",
     "APPROXIMATE_NONPARAMETRIC": "the random-forest plug-in likelihood is an approximation "
@@ -41,8 +44,8 @@ MESSAGES: dict[str, str] = {
     # MCMC
     "RHAT_HIGH": "R-hat of a diagnosed quantity is above its threshold: the chains disagree.",
     "LOW_ESS": "the MCMC effective sample size of a diagnosed quantity is low.",
-    "TRUNCATION_TOO_SMALL": "the stick-breaking truncation of the mixture is too small: the "
-    "last component holds noticeable weight.",
+    "TRUNCATION_TOO_SMALL": "the kept posterior draws occupy K - 1 or more of the K classes of "
+    "the truncated mixture: the truncation may cut off posterior mass; increase n_components.",
     # identification risk
     "NO_MATCH": "some targets have no matching record in a synthetic dataset.",
     "ZERO_UNIQUE": "no target is a unique match, so the rates over unique matches are "
@@ -50,6 +53,10 @@ MESSAGES: dict[str, str] = {
     "F_BELOW_ONE": "some estimated population counts are below one and were raised to one.",
     "IPF_NOT_CONVERGED": "the log-linear model of the population counts (IPF) did not "
     "converge.",
+    "MCSE_NOT_REACHED": "n='auto' stopped at max_replicates before the relative Monte Carlo "
+    "standard error of the expected match risk reached mcse_tol.",
+    "MCSE_UNAVAILABLE": "the posterior replicates formed a single batch, so no Monte Carlo "
+    "standard error could be computed (mc_se is nan); use a batch_size below n.",
     "LEGACY_NONPOSITIVE_NO_MATCH": "compatibility mode: a target without a match is counted "
     "as the R package counts it.",
     # utility

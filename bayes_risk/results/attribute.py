@@ -131,6 +131,13 @@ class AttributeRiskResult(RiskResult):
         bootstrap : bool
             Recompute the bootstrap rank quantiles under the new prior from the kept bootstrap
             log-likelihoods (set False for fast sweeps; those columns then become ``nan``).
+
+        Raises
+        ------
+        ValidationError
+            In compatibility mode; for a prior other than uniform on a result of
+            ``scenario="empty"`` (the low-risk intruder's posterior already contains the prior,
+            as :func:`~bayes_risk.attribute.attribute_risk` refuses it there).
         """
         from bayes_risk.attribute.priors import evaluate_prior_groups, parse_prior
         from bayes_risk.attribute.record_table import KHAT_TOLERANCE
@@ -148,6 +155,10 @@ class AttributeRiskResult(RiskResult):
                 "the new prior."
             )
         p = parse_prior(prior)
+        if self.settings.get("scenario") == "empty":
+            from bayes_risk.attribute.low_risk import check_low_risk_prior
+
+            check_low_risk_prior(p)
         inp = self._prior_inputs
         lp_groups, codes = evaluate_prior_groups(p, inp)
         logprior = _ungroup(lp_groups, inp.groups, len(self.loglik))

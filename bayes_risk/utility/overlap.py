@@ -39,6 +39,18 @@ def _vec(x: Any, name: str) -> np.ndarray:
     return a
 
 
+def _per_estimand(x: Any, name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """``x`` (a scalar or one value per estimand) broadcast to the intervals' ``shape``."""
+    a = _vec(x, name)
+    try:
+        return np.broadcast_to(a, shape)
+    except ValueError as err:
+        raise ValidationError(
+            f"{name} must be a scalar or have one value per estimand ({shape[0]}); got "
+            f"{a.size} values."
+        ) from err
+
+
 def _check_interval(lo: np.ndarray, hi: np.ndarray, which: str) -> None:
     bad = ~np.isfinite(lo) | ~np.isfinite(hi)
     if bad.any():
@@ -149,14 +161,14 @@ def ci_overlap(
                 "kind='probability' needs est_o, se_o, est_s and se_s (the estimates and "
                 "standard errors behind the intervals)."
             )
-        e_o, s_o, e_s, s_s = (np.broadcast_to(_vec(v, n), lo_o_a.shape) for v, n in
+        e_o, s_o, e_s, s_s = (_per_estimand(v, n, lo_o_a.shape) for v, n in
                               ((est_o, "est_o"), (se_o, "se_o"), (est_s, "est_s"),
                                (se_s, "se_s")))
         for s, n in ((s_o, "se_o"), (s_s, "se_s")):
             if np.any(~(s > 0)) or np.any(~np.isfinite(s)):
                 raise ValidationError(f"{n} must be finite and > 0. Got {s.tolist()}.")
-        d_o = None if df_o is None else np.broadcast_to(_vec(df_o, "df_o"), lo_o_a.shape)
-        d_s = None if df_s is None else np.broadcast_to(_vec(df_s, "df_s"), lo_o_a.shape)
+        d_o = None if df_o is None else _per_estimand(df_o, "df_o", lo_o_a.shape)
+        d_s = None if df_s is None else _per_estimand(df_s, "df_s", lo_o_a.shape)
         for d, n in ((d_o, "df_o"), (d_s, "df_s")):
             if d is not None and np.any(~(d > 0)):
                 raise ValidationError(f"{n} must be > 0 (or inf). Got {d.tolist()}.")

@@ -24,6 +24,7 @@ from bayes_risk.data.validate import validate_synthetic
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
 from bayes_risk.results.utility import UtilitySummary
 from bayes_risk.utility._inputs import (
+    check_choice,
     differing_share,
     resolve_schema,
 )
@@ -140,7 +141,8 @@ def utility_summary(
     ------
     ValidationError, SchemaError
         As :func:`~bayes_risk.utility.pmse.pmse` and
-        :func:`~bayes_risk.utility.compare.compare_estimates`; ``US_COLUMNS_DIFFER`` when
+        :func:`~bayes_risk.utility.compare.compare_estimates` (an unknown ``family`` among
+        them, checked before anything is fitted); ``US_COLUMNS_DIFFER`` when
         declared (or recorded) unsynthesized columns differ from the original.
 
     Examples
@@ -156,6 +158,7 @@ def utility_summary(
     """
     if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
         raise ValidationError(f"alpha must be in (0, 1). Got {alpha!r}.")
+    family = check_choice(family, "family", ("ols", "logit", "poisson"))
     datasets, source = as_synthetic_list(synthetic)
     carried = None if source is None else source.schema
     m = len(datasets)

@@ -22,7 +22,7 @@ from bayes_risk.attribute import (
 )
 from bayes_risk.attribute.estimator import is_estimate, log_ratios, stabilised_estimate
 from bayes_risk.data import infer_schema
-from bayes_risk.exceptions import ImportanceSamplingWarning, ValidationError
+from bayes_risk.exceptions import DataWarning, ImportanceSamplingWarning, ValidationError
 
 RTOL, ATOL = 1e-6, 1e-9
 
@@ -48,6 +48,17 @@ def _post_by_value(res, record=0, col="y"):
     cp = res.candidate_posteriors(record)
     return dict(zip(cp[col].astype(int), cp["posterior"], strict=False))
 
+
+
+def test_array_model_draws_are_validated():
+    # draws that are not arrays of draws: a ValidationError naming draws (was an IndexError)
+    schema = infer_schema(_bern_frame([1, 0, 1]), synthesized=["y"])
+    for bad, match in ((0.5, "draws must be an array"), ("abc", "draws must be an array"),
+                       ({"p": 0.5}, r"draws\['p'\] is not an array of draws"),
+                       ({"p": np.ones(4), "q": np.ones(5)}, "same leading")):
+        with pytest.raises(ValidationError, match=match):
+            ArrayModel(_bern_ll, bad, schema)
+    assert ArrayModel(_bern_ll, {"p": np.ones(4)}, schema).n_draws == 4
 
 # ----------------------------------------------------------------------------- bern3
 def test_bern3_is_estimator_numbers(bern3):
@@ -316,6 +327,51 @@ def test_product_candidates_marginals_and_prior_sensitivity():
     assert res.to_dict()["n_records"] == 2
 
 
+def test_prior_sensitivity_arguments():
+    # one specification is one prior; an empty sweep names the argument; two priors with the
+    # same label (every user prior is "user") stay apart
+    model, orig, syn, aug = _cat_model()
+    res = _run(model, orig, syn, records=[0, 1], augmented=aug, random_seed=0)
+    one = prior_sensitivity(res, "truth-weighted:2")
+    pd.testing.assert_frame_equal(one, prior_sensitivity(res, ["truth-weighted:2"]))
+    with pytest.raises(ValidationError, match="priors is empty"):
+        prior_sensitivity(res, [])
+    with pytest.raises(ValidationError, match="priors must be a sequence"):
+        prior_sensitivity(res, 3)
+    G = int(res.records["G"].iloc[0])
+    up = np.linspace(1, 2, G) / np.linspace(1, 2, G).sum()  # weights summing to 1
+    down = up[::-1].copy()
+    sweep = prior_sensitivity(res, [up, down])
+    assert list(dict.fromkeys(sweep["prior"])) == ["user", "user#2"]
+    for label, w in (("user", up), ("user#2", down)):
+        ref = res.with_prior(w, bootstrap=False).records
+        np.testing.assert_allclose(sweep.loc[sweep["prior"] == label, "p_true"], ref["p_true"])
+
+
+
+def test_a_grid_that_rounds_to_the_truth_is_reported():
+    # a ±10 % grid on counts below 5 rounds to the truth alone: the record is offered no other
+    # value, its p_true is 1 by construction, and the result says so (NO_ALTERNATIVE)
+    from scipy.stats import poisson
+
+    rng = np.random.default_rng(2)
+    orig = pd.DataFrame({"kids": rng.poisson(2.0, 30) + 1})
+    schema = infer_schema(orig, synthesized=["kids"])
+    model = ArrayModel(lambda rec, d: poisson.logpmf(rec["kids"].to_numpy(), d[:, None]),
+                       rng.gamma(60.0, 1 / 20.0, size=200), schema)
+    syn = [orig.assign(kids=rng.poisson(3.0, 30) + 1) for _ in range(2)]
+    small = int(np.flatnonzero(orig["kids"] < 5)[0])
+    with pytest.warns(DataWarning, match=r"no candidate other than the truth in column\(s\) "
+                                         r"'kids' \(1 of 1 records\).*\(NO_ALTERNATIVE\)"):
+        res = _run(model, orig, syn, records=[small], estimator="is", bootstrap=0)
+    assert res.records["G"].iloc[0] == 1 and res.records["p_true"].iloc[0] == 1.0
+    assert "NO_ALTERNATIVE" in res.warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        wide = _run(model, orig, syn, records=[small], estimator="is", bootstrap=0,
+                    candidates="one-variable,grid:additive:2:5")
+    assert wide.records["G"].iloc[0] > 1 and "NO_ALTERNATIVE" not in wide.warnings
+
 def test_partially_known_and_scenarios():
     model, orig, syn, aug = _cat_model()
     res = _run(
@@ -430,3 +486,4 @@ def test_is_fast_path_equals_log_space_path():
     np.testing.assert_allclose(
         bootstrap_is(logr, L, c), bootstrap_is(logr, L, c, delta=zero), rtol=1e-10, atol=1e-10
     )
+

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st_h
 
-from bayes_risk.attribute import ArrayModel, attribute_risk
+from bayes_risk.attribute import ArrayModel, attribute_risk, prior_sensitivity
 from bayes_risk.attribute.diagnostics import tail_size
 from bayes_risk.attribute.estimator import RatioStats, stabilised_bounds, truncated_log_mean
 from bayes_risk.attribute.record_table import khat_material as _khat_material
@@ -200,6 +200,24 @@ def test_with_prior_recomputes_bounds_and_flag():
     back = strong.with_prior("uniform", bootstrap=False)
     pd.testing.assert_series_equal(back.records["flags"], res.records["flags"])
     np.testing.assert_allclose(back.records["p_true_upper"], res.records["p_true_upper"])
+
+
+def test_prior_sensitivity_reports_each_priors_bounds_and_flags():
+    # the sweep is what with_prior gives for each prior: a record flagged under one prior and not
+    # under another says so in its row, so that averages can leave it out
+    a0 = np.array([1.25, 3, 5, 2, 8, 4])
+    a1 = a0 + np.array([0.0, 2, 2, 2, 1, 1])
+    model, orig, z, aug = _setup(a0, a1, H=1_000, seed=11)
+    res = _run(model, orig, [z], records=[0], augmented=[aug])
+    priors = ["uniform", "truth-weighted:100000"]
+    sweep = prior_sensitivity(res, priors)
+    assert list(sweep["prior"]) == priors
+    assert list(sweep.columns[-3:]) == ["p_true_lower", "p_true_upper", "flags"]
+    for p, (_, row) in zip(priors, sweep.iterrows(), strict=True):
+        ref = res.with_prior(p, bootstrap=False).records.iloc[0]
+        for key in ("p_true", "rank_min", "p_true_lower", "p_true_upper", "flags"):
+            assert row[key] == ref[key]
+    assert "KHAT_HIGH" in sweep["flags"].iloc[0] and "KHAT_HIGH" not in sweep["flags"].iloc[1]
 
 
 def test_khat_rule_arguments_are_validated():

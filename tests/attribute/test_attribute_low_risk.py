@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bayes_risk.attribute import ArrayModel, attribute_risk
+from bayes_risk.attribute import ArrayModel, attribute_risk, prior_sensitivity
 from bayes_risk.attribute.file_summary import file_summary
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ValidationError
@@ -93,6 +93,19 @@ def test_refuses_options_that_do_not_apply(toy5):
     with pytest.raises(NotImplementedError, match="'worst_case', 'partially_known', 'empty'"):
         attribute_risk(model, y, release, scenario="nosy_neighbour")
 
+
+
+def test_a_new_prior_is_refused_as_in_the_run(toy5):
+    # the low-risk posterior already contains the prior: with_prior and prior_sensitivity refuse
+    # what attribute_risk(scenario="empty", prior=...) refuses, and keep the uniform prior
+    model, y, release = toy5
+    res = attribute_risk(model, y, release, scenario="empty", progressbar=False)
+    with pytest.raises(ValidationError, match="uniform prior only"):
+        res.with_prior("truth-weighted:2")
+    with pytest.raises(ValidationError, match="uniform prior only"):
+        prior_sensitivity(res, ["uniform", "truth-weighted:2"])
+    same = prior_sensitivity(res, ["uniform"])
+    np.testing.assert_array_equal(same["p_true"], res.records["p_true"])
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.lists(st.sampled_from("WBA"), min_size=6, max_size=6), min_size=1,

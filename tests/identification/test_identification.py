@@ -468,6 +468,24 @@ def test_error_user_counts_below_one(toy5):
         ir(y, z, ["sex"], ["race"], membership="unknown")
 
 
+
+def test_error_user_counts_keyed_by_text_for_numeric_codes():
+    # integer-coded factors keyed by their text ('1' for 1, as read from a CSV of strings): a
+    # ValidationError naming the column, not pandas' merge error
+    y = pd.DataFrame({"urban": [1, 1, 2, 2, 1], "tenure": [1, 2, 1, 2, 2]})
+    z = [y.assign(tenure=[2, 2, 1, 1, 2])]
+    counts = y.groupby(["urban", "tenure"]).size().mul(10).rename("F").reset_index()
+    kw = dict(categorical=["urban", "tenure"], membership="unknown")
+    ref = ir(y, z, ["urban"], ["tenure"], population_counts=counts, **kw)
+    for text in (counts.astype({"urban": str}),
+                 {(str(a), str(b)): f for a, b, f in counts.itertuples(index=False)}):
+        with pytest.raises(ValidationError, match=r"column 'urban' are text \(e.g. '1'\) but the "
+                                                  r"targets' are numbers \(e.g. 1\)"):
+            ir(y, z, ["urban"], ["tenure"], population_counts=text, **kw)
+    # 2.0 and 2 are one key value
+    same = ir(y, z, ["urban"], ["tenure"], population_counts=counts.astype({"urban": float}), **kw)
+    np.testing.assert_allclose(same.p_out, ref.p_out)
+
 def test_nan_in_known_columns(toy5):
     # missing known values are handled (tests/identification/test_identification_missing.py);
     # an unsynthesized column must still be released unchanged, missing values included

@@ -87,9 +87,10 @@ def test_released_datasets_as_posterior_replicates_reproduce_today_bitwise(extra
     syn = perturb(y, 5, 1)
     kw = _kw(extra, y)
     base = identification_risk(y, syn, ["sex", "region"], ["race", "income"], **kw)
-    post = identification_risk(
-        y, syn, ["sex", "region"], ["race", "income"],
-        replicates=PosteriorReplicates(Released(syn), n=5, random_seed=0), **kw)
+    with pytest.warns(DataWarning, match="MCSE_UNAVAILABLE"):  # one batch: no jackknife
+        post = identification_risk(
+            y, syn, ["sex", "region"], ["race", "income"],
+            replicates=PosteriorReplicates(Released(syn), n=5, random_seed=0), **kw)
     for k in MEASURES:
         a, b = base.file[k], post.file[k]
         assert (np.isnan(a) and np.isnan(b)) or a == b, k
@@ -209,6 +210,23 @@ def test_same_seed_same_numbers_whatever_the_chunk_size():
             for cs in (3, 30))
     pd.testing.assert_frame_equal(a.records, b.records)
 
+
+
+def test_one_batch_has_no_monte_carlo_error_and_says_so():
+    # n <= batch_size: one batch, nothing for the jackknife to delete; the result says why its
+    # mc_se is nan (warning and code), and two batches give finite standard errors
+    y, schema = coded_data(80, seed=2)
+    with pytest.warns(DataWarning, match=r"MCSE_UNAVAILABLE: the 20 replicates form a single "
+                                         r"batch \(batch_size=50\)"):
+        one = _closed_form_run(y, schema, 20, 1)
+    assert "MCSE_UNAVAILABLE" in one.warnings
+    assert all(np.isnan(v) for v in one.file["mc_se"].values())
+    assert np.isnan(one.records["IR_mc_se"]).all()
+    assert any(w.code == "MCSE_UNAVAILABLE" and "single batch" in w.message
+               for w in one.structured_warnings)
+    two = _closed_form_run(y, schema, 20, 1, batch_size=10)
+    assert "MCSE_UNAVAILABLE" not in two.warnings
+    assert np.isfinite(two.file["mc_se"]["expected_match_risk"])
 
 def test_closed_form_converges_at_root_R():
     y, schema = coded_data(150, seed=6)

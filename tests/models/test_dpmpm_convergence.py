@@ -44,6 +44,10 @@ def test_truncation_warning_when_and_only_when_kept_draws_fill_the_classes():
     m3, w3 = _fit(df, 3)  # three well-separated clusters: every kept draw uses 3 = K classes
     assert "TRUNCATION_TOO_SMALL" in m3.warnings_
     assert any(getattr(w.message, "code", None) == "TRUNCATION_TOO_SMALL" for w in w3)
+    # the structured warning that reaches risk results says what it means and what to do
+    (rec,) = [w for w in m3.mcmc_warnings() if w["code"] == "TRUNCATION_TOO_SMALL"]
+    assert rec["message"].startswith("DPMPM: the kept posterior draws occupy K - 1 or more")
+    assert "increase n_components" in rec["message"]
     m20, w20 = _fit(df, 20)
     assert m20.posterior_["sample_stats"]["k_occupied"].values.max() < 19
     assert "TRUNCATION_TOO_SMALL" not in m20.warnings_

@@ -72,6 +72,12 @@ def test_std_coef_diff_example():
                         "se_s": 1}, "se_o must be"),
         ((0, 1, 0, 1), {"kind": "area"}, "kind must be"),
         (([0, 0], [1, 1], [0, 0, 0], [1, 1, 1]), {}, "same length"),
+        (([0, 0], [1, 1], [0, 0], [1, 1]), {"kind": "probability", "est_o": [0.5] * 3,
+                                            "se_o": 1, "est_s": 0.5, "se_s": 1},
+         r"est_o must be a scalar or have one value per estimand \(2\); got 3 values"),
+        (([0, 0], [1, 1], [0, 0], [1, 1]), {"kind": "probability", "est_o": 0.5, "se_o": 1,
+                                            "est_s": 0.5, "se_s": 1, "df_s": [5, 5, 5]},
+         "df_s must be a scalar or have one value per estimand"),
         ((np.nan, 1, 0, 1), {}, "NaN"),
     ],
 )
@@ -199,3 +205,13 @@ def test_utility_summary_proportions_and_formulas(ce_small):
                         estimands=["Income ~ Age", "Expenditure ~ Income"])
     assert f.estimand_kind == "formulas" and len(f.comparison) == 4
     assert math.isclose(f.mean_overlap, float(f.comparison["overlap"].mean()))
+
+
+def test_utility_summary_refuses_an_unknown_family(ce_small):
+    # as compare_estimates does: a misspelt family is an error, never a silent Poisson GLM
+    d, syn = ce_small
+    for estimands in (["Income ~ Age"], None):
+        with pytest.raises(ValidationError, match=r"family must be one of \['ols', 'logit', "
+                                                  r"'poisson'\]. Got 'logistic'"):
+            utility_summary(d, syn, max_order=0, categorical=CAT, estimands=estimands,
+                            family="logistic")
