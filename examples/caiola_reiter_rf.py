@@ -9,7 +9,8 @@ reports a true match rate of about 3 % over all records and a false match rate o
 
 Caiola & Reiter (2010), §4, also compare visit orders: M → R → X (the paper's choice) against
 X → R → M, which gave similar utility and a higher true match rate (4 % against 3 %). The script
-tabulates both orders with ``compare_visit_orders`` (same seeds for both; pMSE ratio and identification risk).
+tabulates both orders with ``compare_visit_orders`` (same seeds for both; pMSE ratio and
+identification risk).
 
 Beyond the paper (which has no attribute-risk analysis): the worst-case attribute risk of a
 sample of records under the fixed-forest plug-in likelihood (``RFPlugin``; an approximation,
