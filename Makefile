@@ -46,10 +46,14 @@ $(VENV)/.deps-stamp: pyproject.toml | $(PY)
 install: $(VENV)/.deps-stamp
 	$(PIP) install --quiet --no-deps --force-reinstall .
 
+# Two pytest-xdist workers (the machine's two cores; TEST_WORKERS=0 runs in one process).
+# --dist loadfile keeps each test file on one worker, so a module's fixtures are built once.
+TEST_WORKERS ?= 2
+
 # The pytest console script (not `python -m pytest`) with --import-mode=importlib keeps the
 # source tree off sys.path, so the tests import the installed package.
 test: install
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(VENV)/.deps-stamp
 	$(VENV)/bin/ruff check .
