@@ -159,8 +159,9 @@ def file_summary(
     Raises
     ------
     ValidationError
-        For an unknown kind, missing or unknown location columns, a level without a centroid,
-        or a missing ``original`` where it is needed.
+        For a ``result`` that is not an attribute-risk result, an unknown kind, missing or
+        unknown location columns, a level without a centroid, or a missing ``original`` where it
+        is needed.
 
     References
     ----------
@@ -171,6 +172,11 @@ def file_summary(
     """
     if kind not in KINDS:
         raise ValidationError(f"kind of file_summary must be one of {list(KINDS)}. Got {kind!r}.")
+    if not isinstance(getattr(result, "records", None), pd.DataFrame):
+        raise ValidationError(
+            "result of file_summary must be the output of attribute_risk (an "
+            f"AttributeRiskResult). Got {type(result).__name__}."
+        )
     flagged = _flagged(result)
     recs = result.records["record"].to_numpy()
     base: dict[str, Any] = {

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from bayes_risk.attribute.summaries import log_posterior, rank_summary
+from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["file_uncertainty", "wang_reiter_uncertainty", "mc_table", "FILE_FIGURES",
@@ -47,8 +48,7 @@ def _figures(p_true: np.ndarray, rank_min: np.ndarray) -> np.ndarray:
 
 def _check(result: Any, level: Any) -> list[np.ndarray]:
     """The result's kept draw bootstrap (clear errors for a bad ``level`` or none kept)."""
-    if not isinstance(level, (int, float)) or isinstance(level, bool) or not 0 < level < 1:
-        raise ValidationError(f"level must be a number in (0, 1). Got {level!r}.")
+    check_probability(level, "level")
     boot = getattr(result, "_boot_loglik", None)
     if not boot:
         raise ValidationError(

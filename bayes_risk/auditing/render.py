@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -481,6 +482,14 @@ def _context(result: Any, links: _Links) -> dict[str, Any]:
     }
 
 
+_MD_LT = re.compile(r"(?<!\\)<")
+
+
+def _md_text(s: Any) -> str:
+    """``s`` as Markdown text: every ``<`` not already escaped becomes ``\\<``."""
+    return _MD_LT.sub(r"\\<", str(s))
+
+
 def write_report(result: Any, path: str | os.PathLike[str], fmt: str = "html") -> Path:
     """Render the report of ``result`` to ``path`` (``fmt`` "html" or "md"), atomically."""
     import jinja2
@@ -495,7 +504,11 @@ def write_report(result: Any, path: str | os.PathLike[str], fmt: str = "html") -
         autoescape=jinja2.select_autoescape(["html", "html.j2"], default_for_string=False),
         trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
     )
-    env.filters["mdcell"] = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
+    # Markdown: text from the data ("<NA>", "age<15", "<b>") must not become raw HTML when the
+    # report is rendered; a backslash-escaped "<" renders as "<" (CommonMark). Idempotent, as a
+    # table cell may pass through both filters.
+    env.filters["mdtext"] = _md_text
+    env.filters["mdcell"] = lambda s: _md_text(s).replace("|", "\\|").replace("\n", " ")
     text = env.get_template("report.html.j2" if fmt == "html" else "report.md.j2").render(**ctx)
     if links.figures:
         fig_dir = path.parent / links.fig_dir

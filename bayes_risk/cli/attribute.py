@@ -18,6 +18,7 @@ summary, flagged records counted separately, settings, the scenario) and three d
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
 from bayes_risk.cli._common import dask_client, dask_kwargs, parse_records
@@ -115,6 +116,14 @@ def _scenario(args: argparse.Namespace) -> str:
         )
     if args.total_known and given != "second-largest":
         raise ValidationError("--total-known applies to --scenario second-largest.")
+    if args.delta is not None:
+        if not largest:
+            raise ValidationError(
+                "--delta applies to the largest-value scenarios (--scenario "
+                f"{'|'.join(LARGEST_VALUE_CHOICES)})."
+            )
+        if not (math.isfinite(args.delta) and args.delta > 0):
+            raise ValidationError(f"--delta must be a positive number. Got {args.delta!r}.")
     return given.replace("-", "_")
 
 
@@ -131,6 +140,7 @@ def _run_largest_value(
     from bayes_risk.attribute.summaries import largest_value
     from bayes_risk.cli._common import print_summary
     from bayes_risk.cli._run import output_dir
+    from bayes_risk.cli.parsers.attribute import DEFAULT_DELTA
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.protocols import SupportsLargestValue
 
@@ -155,7 +165,8 @@ def _run_largest_value(
     )
     post, loglik = largest_value_posterior(pieces)
     truth = float(pieces.candidates[pieces.g0])
-    summ = largest_value(post, pieces.candidates, truth, delta=args.delta)
+    delta = DEFAULT_DELTA if args.delta is None else args.delta
+    summ = largest_value(post, pieces.candidates, truth, delta=delta)
     table = pd.DataFrame({args.column: pieces.candidates, "loglik": loglik, "posterior": post,
                           "is_truth": np.arange(post.size) == pieces.g0})
     summary = {
@@ -167,7 +178,7 @@ def _run_largest_value(
         "second_largest": float(pieces.second_largest),
         "n_candidates": int(post.size),
         "p_true": float(post[pieces.g0]),
-        "delta": args.delta,
+        "delta": delta,
         **summ,
         "total_known": bool(args.total_known),
         "memberships": pieces.memberships,
@@ -181,7 +192,7 @@ def _run_largest_value(
         write_json(tmp / "summary.json", summary)
     print_summary([
         f"largest value of {args.column!r} ({args.scenario} intruder): P(within "
-        f"{args.delta:.0%}) = {summ['P_interval']:.3f}, p_true = {summary['p_true']:.3f}, "
+        f"{delta:.0%}) = {summ['P_interval']:.3f}, p_true = {summary['p_true']:.3f}, "
         f"mode = {summ['mode']:g} (truth {truth:g})",
     ], args.out)
     return 0

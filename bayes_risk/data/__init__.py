@@ -14,6 +14,7 @@ from bayes_risk.data.schema import ColumnSpec, Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import (
     check_m,
+    check_probability,
     decode,
     encode,
     harmonise_levels,
@@ -32,6 +33,7 @@ __all__ = [
     "encode",
     "decode",
     "check_m",
+    "check_probability",
     "as_synthetic_list",
     "SyntheticInput",
     "record_positions",

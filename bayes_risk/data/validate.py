@@ -8,6 +8,7 @@ values: ``US_COLUMNS_DIFFER``).
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -159,6 +160,17 @@ def check_m(m: Any, argument: str = "m") -> int:
     if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or int(m) < 1:
         raise ValidationError(f"{argument} must be an integer >= 1. Got {m!r}.")
     return int(m)
+
+
+def check_probability(x: Any, argument: str) -> float:
+    """Validate a level, tail probability or tolerance: a real number strictly in (0, 1).
+
+    Any real number is accepted (``np.float32`` included, which is not a ``float``); ``bool`` is
+    not. Returns it as a Python ``float``.
+    """
+    if isinstance(x, bool) or not isinstance(x, numbers.Real) or not 0 < float(x) < 1:
+        raise ValidationError(f"{argument} must be a number in (0, 1). Got {x!r}.")
+    return float(x)
 
 
 def harmonise_levels(

@@ -28,6 +28,7 @@ import pandas as pd
 from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, child_sequence, seed_sequence
 from bayes_risk.data.normalise import as_synthetic_list
+from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import BayesRiskWarning, ValidationError
 from bayes_risk.executors import InProcessExecutor, shared_once
 from bayes_risk.identification import engine
@@ -136,9 +137,7 @@ class PosteriorReplicates:
         if self.n != "auto" and (isinstance(self.n, bool)
                                  or not isinstance(self.n, (int, np.integer)) or self.n < 1):
             raise ValidationError(f"n must be a positive integer or 'auto'. Got {self.n!r}.")
-        tol = self.mcse_tol
-        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < 1:
-            raise ValidationError(f"mcse_tol must be a number in (0, 1). Got {tol!r}.")
+        check_probability(self.mcse_tol, "mcse_tol")
         if self.min_replicates > self.max_replicates:
             raise ValidationError(
                 f"min_replicates ({self.min_replicates}) exceeds max_replicates "

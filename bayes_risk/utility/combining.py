@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
 from bayes_risk.results.combining import CombinedMultivariate, CombinedScalar
 
@@ -111,9 +112,7 @@ def combine_scalar(q: Sequence[float], u: Sequence[float], alpha: float = 0.05) 
         raise ValidationError(
             f"u[{i}] = {float(ua[i])!r} is negative; variance estimates must be >= 0."
         )
-    if not (isinstance(alpha, (int, float)) and 0 < float(alpha) < 1):
-        raise ValidationError(f"alpha must be a number in (0, 1). Got {alpha!r}.")
-    alpha = float(alpha)
+    alpha = check_probability(alpha, "alpha")
     m = qa.size
     codes: list[str] = []
     if m == 1:

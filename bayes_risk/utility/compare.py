@@ -25,6 +25,7 @@ from scipy import stats
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import Schema
+from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import DataWarning, ValidationError
 from bayes_risk.utility._inputs import check_choice, resolve_schema
 from bayes_risk.utility.combining import combine_scalar
@@ -266,8 +267,7 @@ def compare_estimates(
     family = check_choice(family, "family", ("ols", "logit", "poisson"))
     if not isinstance(formula, str) or "~" not in formula:
         raise ValidationError(f"formula must be a string 'response ~ terms'. Got {formula!r}.")
-    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
-        raise ValidationError(f"alpha must be in (0, 1). Got {alpha!r}.")
+    alpha = check_probability(alpha, "alpha")
     datasets, source = as_synthetic_list(synthetic)
     carried = None if source is None else source.schema
     schema = resolve_schema(original, datasets, schema=schema, carried=carried,

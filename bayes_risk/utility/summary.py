@@ -20,7 +20,7 @@ import pandas as pd
 from bayes_risk._rng import RandomSeed
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.validate import validate_synthetic
+from bayes_risk.data.validate import check_probability, validate_synthetic
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
 from bayes_risk.results.utility import UtilitySummary
 from bayes_risk.utility._inputs import (
@@ -156,8 +156,7 @@ def utility_summary(
     >>> s.synthesized, list(s.overlap["estimand"]), s.pmse.null
     (['Income'], ['mean(Income)'], 'theory')
     """
-    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
-        raise ValidationError(f"alpha must be in (0, 1). Got {alpha!r}.")
+    alpha = check_probability(alpha, "alpha")
     family = check_choice(family, "family", ("ols", "logit", "poisson"))
     datasets, source = as_synthetic_list(synthetic)
     carried = None if source is None else source.schema

@@ -133,3 +133,6 @@ def test_errors(areal):
         file_summary(res, "wang_reiter", location_columns=["area"], locations=CENTROIDS)
     with pytest.raises(ValidationError, match="one numeric column"):
         file_summary(res, "largest_value")
+    for not_a_result in (None, df):
+        with pytest.raises(ValidationError, match="must be the output of attribute_risk"):
+            file_summary(not_a_result)

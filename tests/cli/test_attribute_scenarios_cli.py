@@ -70,7 +70,24 @@ def test_scenario_errors_cli(saved_dpmpm, tmp_path):
     r = _cli([*base, "--scenario", "empty", "--known", "AGE", "--out", str(tmp_path / "c")],
              tmp_path)
     assert r.returncode != 0 and "--known applies to --scenario partially-known" in r.stderr
-    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+    # --delta is read only by the largest-value scenarios: refused elsewhere, not ignored
+    r = _cli([*base, "--delta", "0.1", "--out", str(tmp_path / "d")], tmp_path)
+    assert r.returncode != 0 and "--delta applies to the largest-value scenarios" in r.stderr
+    r = _cli([*base, "--scenario", "second-largest", "--column", "AGE", "--delta", "-0.1",
+              "--out", str(tmp_path / "e")], tmp_path)
+    assert r.returncode != 0 and "--delta must be a positive number. Got -0.1" in r.stderr
+    for d in "abde":
+        assert not (tmp_path / d).exists()
+
+
+def test_delta_default_is_the_library_default():
+    """The parser's --delta default is largest_value's (the parser imports nothing heavy)."""
+    import inspect
+
+    from bayes_risk.attribute.summaries import largest_value
+    from bayes_risk.cli.parsers.attribute import DEFAULT_DELTA
+
+    assert inspect.signature(largest_value).parameters["delta"].default == DEFAULT_DELTA
 
 
 def test_second_largest_cli_matches_api(tmp_path):

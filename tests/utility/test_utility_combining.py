@@ -63,11 +63,22 @@ def test_zero_within_variance_gives_m_minus_one_df():
         ([1.0, np.nan], [0.1, 0.2], 0.05, r"q\[1\] is nan"),
         ([], [], 0.05, "q is empty"),
         ([1.0, 2.0], [0.1, 0.2], 1.5, "alpha must be"),
+        ([1.0, 2.0], [0.1, 0.2], True, "alpha must be"),
+        ([1.0, 2.0], [0.1, 0.2], "0.05", "alpha must be"),
     ],
 )
 def test_scalar_errors(q, u, alpha, match):
     with pytest.raises(ValidationError, match=match):
         combine_scalar(q, u, alpha=alpha)
+
+
+@pytest.mark.parametrize("alpha", [np.float32(0.1), np.float64(0.1), 0.1])
+def test_alpha_of_any_real_type(alpha):
+    """A numpy scalar alpha (np.float32 is not a float subclass) is a number like any other."""
+    r = combine_scalar([1.0, 1.4, 0.9], [0.2, 0.25, 0.2], alpha=alpha)
+    ref = combine_scalar([1.0, 1.4, 0.9], [0.2, 0.25, 0.2], alpha=0.1)
+    assert r.alpha == pytest.approx(0.1) and isinstance(r.alpha, float)
+    assert (r.ci_lower, r.ci_upper) == pytest.approx((ref.ci_lower, ref.ci_upper), rel=1e-6)
 
 
 def test_multivariate_example():

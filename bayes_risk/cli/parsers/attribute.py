@@ -20,6 +20,8 @@ __all__ = ["add_parser", "SCENARIO_CHOICES", "LARGEST_VALUE_CHOICES"]
 SCENARIO_CHOICES = ("worst-case", "partially-known", "empty", "largest-value", "second-largest",
                     "two-largest-sum")
 LARGEST_VALUE_CHOICES = SCENARIO_CHOICES[3:]
+# --delta of the largest-value scenarios: the default of attribute.summaries.largest_value
+DEFAULT_DELTA = 0.05
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -174,8 +176,8 @@ def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--delta",
         type=float,
-        default=0.05,
+        default=None,
         metavar="D",
         help="largest-value scenarios: report the posterior probability within D times the "
-        "largest value of it (default 0.05)",
+        f"largest value of it (default {DEFAULT_DELTA})",
     )
