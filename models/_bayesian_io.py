@@ -17,6 +17,7 @@ import pandas as pd
 
 from bayes_risk._io import atomic_dir, to_jsonable, write_json
 from bayes_risk._rng import seed_to_json
+from bayes_risk.data.fingerprint import fingerprint_problem
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import SETTINGS_FILE, read_model_meta
@@ -38,28 +39,6 @@ def _check_int(value: Any, name: str, minimum: int) -> int:
         raise ValidationError(f"{name} must be an integer >= {minimum}. Got {value!r}.")
     return int(value)
 
-
-
-def table_fingerprint(data: pd.DataFrame, schema: Schema) -> str:
-    """SHA-256 of a table encoded by ``schema`` (categories as level codes, numbers as float64).
-
-    Identifies the fitted table without storing it: the same records in the same order give
-    the same fingerprint whatever the file format or dtypes they were read with.
-    """
-    import hashlib
-
-    from bayes_risk.data.validate import encode
-
-    h = hashlib.sha256()
-    h.update(f"{len(data)}|{'|'.join(schema.names)}".encode())
-    for spec in schema:
-        if spec.is_categorical:
-            col = encode(data, schema, [spec.name])[:, 0]
-        else:
-            col = pd.to_numeric(data[spec.name], errors="coerce").to_numpy(dtype=np.float64)
-            col = np.where(np.isnan(col), np.nan, col + 0.0)  # one NaN pattern, no -0.0
-        h.update(np.ascontiguousarray(col).tobytes())
-    return h.hexdigest()
 
 
 def warm_up_writer() -> None:
@@ -124,6 +103,8 @@ class _BayesianPersistence:
             "state": to_jsonable(self._state_to_json()),
             # a hash of the encoded fitted table (never the data): checks the original later
             "data_fingerprint": getattr(self, "data_fingerprint_", None),
+            "data_column_fingerprints": (getattr(self, "original_fingerprint_", None)
+                                         or {}).get("columns"),
         }
         with atomic_dir(path) as tmp:
             self.posterior_.to_netcdf(tmp / POSTERIOR_FILE, engine="h5netcdf")
@@ -198,6 +179,8 @@ class _BayesianPersistence:
         )
         obj.data_ = data
         obj.data_fingerprint_ = meta.get("data_fingerprint")
+        obj.original_fingerprint_ = None if obj.data_fingerprint_ is None else {
+            "table": obj.data_fingerprint_, "columns": meta.get("data_column_fingerprints")}
         return obj
 
     def check_fingerprint(self, data: pd.DataFrame) -> str | None:
@@ -209,19 +192,9 @@ class _BayesianPersistence:
         description of the difference.
         """
         self._check_fitted()
-        stored = getattr(self, "data_fingerprint_", None)
-        if stored is None:
-            return None
-        missing = [c for c in self.schema_.names if c not in data.columns]
-        if missing:
-            return f"it lacks column(s) {missing}"
-        if len(data) != self._n_records:
-            return f"it has {len(data)} records, the fitted table {self._n_records}"
-        try:
-            fp = table_fingerprint(data[self.schema_.names].reset_index(drop=True), self.schema_)
-        except (ValueError, TypeError) as err:  # SchemaError: a level the model never saw
-            return " ".join(str(err).split())
-        return None if fp == stored else "same size, different values"
+        record = getattr(self, "original_fingerprint_", None) or {}
+        return fingerprint_problem(data, getattr(self, "data_fingerprint_", None), self.schema_,
+                                   self._n_records, record.get("columns"))
 
     @classmethod
     def from_posterior(

@@ -80,6 +80,7 @@ class _BayesianSynthesis:
             schema=self.schema_,
             synthesized_records=self.synthesized_records_,
             extra={"model_class": self.model_class, "ratio_form": self.ratio_form},
+            original_fingerprint=getattr(self, "original_fingerprint_", None),
         )
 
     def posterior_replicates(

@@ -61,6 +61,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator
+from bayes_risk.data.fingerprint import fingerprint_record
 from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import validate_table
@@ -78,7 +79,6 @@ from bayes_risk.models._bayesian_io import (
     POSTERIOR_FILE,
     _BayesianPersistence,
     _check_int,
-    table_fingerprint,
 )
 from bayes_risk.models._bayesian_synthesis import _BayesianSynthesis
 from bayes_risk.models.base import (
@@ -525,7 +525,8 @@ class BayesianSynthesizer(
         self.schema_ = schema
         self._n_records = int(n_records)
         if data is not None:
-            self.data_fingerprint_ = table_fingerprint(data, schema)
+            self.original_fingerprint_ = fingerprint_record(data, schema)
+            self.data_fingerprint_ = self.original_fingerprint_["table"]
         self.synthesized_records_ = synthesized_records
         self.data_ = data if (data is not None and self._needs_data_for_synthesis()) else None
         self._after_posterior()

@@ -26,6 +26,7 @@ import pandas as pd
 
 from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, replayable_seed, seed_to_json, spawn
+from bayes_risk.data.fingerprint import fingerprint_record
 from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import check_m, validate_table
@@ -393,6 +394,9 @@ class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
             if col in smoothed:
                 node_h[col] = self._node_bandwidths(tree, col, values[col])
         self.schema_ = schema
+        # a hash of the encoded fitted table (never the data): releases carry it in their
+        # manifest, and every measure checks the original it is given against it
+        self.original_fingerprint_ = fingerprint_record(data, schema)
         self.visit_sequence_ = order
         self.predictors_ = predictors
         self.trees_ = trees
@@ -490,6 +494,7 @@ class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
                 "unroutable_rule": self.unroutable,
                 "fit_call": self.fit_call_,
             },
+            original_fingerprint=getattr(self, "original_fingerprint_", None),
         )
 
     # Public methods written in _cart_synthesis, bound here so that the API page (which lists a

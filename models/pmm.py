@@ -18,6 +18,7 @@ import pandas as pd
 from bayes_risk._numeric import ties
 from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json, spawn
+from bayes_risk.data.fingerprint import fingerprint_record
 from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import check_m, validate_table
@@ -326,6 +327,9 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
                     "needs donors (records left out of the selection)."
                 )
         self.schema_ = schema
+        # a hash of the encoded fitted table (never the data): releases carry it in their
+        # manifest, and every measure checks the original it is given against it
+        self.original_fingerprint_ = fingerprint_record(data, schema)
         self.identifying_ = ivs
         self.synthesize_ = list(syn)
         self.predictors_ = preds
@@ -508,6 +512,7 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
                 "unmatched": unmatched,
                 "warnings": codes,
             },
+            original_fingerprint=getattr(self, "original_fingerprint_", None),
         )
 
     def _synthesize_one(self, rng: np.random.Generator) -> tuple[pd.DataFrame, list[int]]:

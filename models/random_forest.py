@@ -20,6 +20,7 @@ import pandas as pd
 
 from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, seed_to_json, spawn
+from bayes_risk.data.fingerprint import fingerprint_record
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import check_m
@@ -329,6 +330,9 @@ class RandomForestSynthesizer(BaseSynthesizer):
                     (group_forests[col], group_tables[col], group_tpos[col], group_inbag[col]),
                 )
         self.schema_ = schema
+        # a hash of the encoded fitted table (never the data): releases carry it in their
+        # manifest, and every measure checks the original it is given against it
+        self.original_fingerprint_ = fingerprint_record(data, schema)
         self.visit_sequence_ = order
         self.predictors_ = predictors
         self.forests_ = forests
@@ -624,6 +628,7 @@ class RandomForestSynthesizer(BaseSynthesizer):
                 "group_fallback": {c: list(v) for c, v in self.group_fallback_.items()},
                 "fit_call": self.fit_call_,
             },
+            original_fingerprint=getattr(self, "original_fingerprint_", None),
         )
 
     def _synthesize_one(self, rng: np.random.Generator, cache: dict) -> pd.DataFrame:

@@ -278,9 +278,10 @@ def _check_estimator(model: Any, is_plugin: bool, est: str, compat: str | None) 
 # ------------------------------------------------------------------------------------------
 # data, draws, augmented fits, candidate rule
 # ------------------------------------------------------------------------------------------
-def as_datasets(synthetic: Any) -> list[pd.DataFrame]:
-    """The released datasets as a list of DataFrames (the package's one normaliser)."""
-    return as_synthetic_list(synthetic).datasets
+def as_datasets(synthetic: Any, original: pd.DataFrame | None = None) -> list[pd.DataFrame]:
+    """The released datasets as a list of DataFrames (the package's one normaliser), checked
+    against the original's fingerprint when the release records one."""
+    return as_synthetic_list(synthetic, original=original).datasets
 
 
 def resolve_records(records: Any, n: int) -> np.ndarray:
@@ -301,7 +302,7 @@ def _prepare_data(
     orig = original[cols].reset_index(drop=True)
     datasets = [
         z[cols].reset_index(drop=True) if all(c in z.columns for c in cols) else z
-        for z in as_datasets(synthetic)
+        for z in as_datasets(synthetic, original)
     ]
     _refuse_synthetic_only_levels(datasets, schema0)
     # declared missing-value codes are missing values (attribute.missing)

@@ -22,10 +22,13 @@ __all__ = [
     "add_seed_argument",
     "add_quiet_argument",
     "add_out_argument",
+    "add_original_check_argument",
+    "check_model_original",
     "RECORDS_NOTE",
     "RECORDS_HELP",
     "print_summary",
     "read_records_table",
+    "missing_labels",
     "parse_records",
     "schema_from_args",
     "parse_key_value",
@@ -52,6 +55,44 @@ def add_type_arguments(p: argparse.ArgumentParser) -> None:
                    help="a value of a count or continuous column that stands for a missing "
                         "value (synthpop's cont.na), e.g. --missing-code nociga=-8 income=-8; "
                         "repeat a column for several codes")
+
+
+def add_original_check_argument(p: argparse.ArgumentParser, what: str = "SYN") -> None:
+    """``--allow-different-original``: measure a release (or model) against a table other than
+    the one it was made from (its fingerprint differs), with a warning instead of an error."""
+    p.add_argument(
+        "--allow-different-original",
+        action="store_true",
+        help=f"accept an ORIGINAL that is not the table {what} was made from (its fingerprint, "
+        "recorded by 'bayes-risk synthesize' and 'fit', differs: a shuffled, re-sorted or other "
+        "table); the run goes on and records warning ORIGINAL_DIFFERS in summary.json",
+    )
+
+
+def check_model_original(args: argparse.Namespace, model: Any, original: Any) -> None:
+    """ORIGINAL must be the table ``--model`` was fitted to (its fingerprint in model.json):
+    refused (``ORIGINAL_DIFFERS``) unless ``--allow-different-original``, then a warning."""
+    import warnings
+
+    from bayes_risk.exceptions import CALLER, DataWarning
+
+    check = getattr(model, "check_fingerprint", None)
+    problem = None if check is None else check(original)
+    if problem is None:
+        return
+    if not args.allow_different_original:
+        raise ValidationError(
+            f"ORIGINAL {args.original!r} is not the table the model in {args.model!r} was "
+            f"fitted to ({problem}); give the original it was fitted to, or "
+            "--allow-different-original to go on anyway.",
+            code="ORIGINAL_DIFFERS",
+        )
+    warnings.warn(
+        f"ORIGINAL {args.original!r} is not the table the model was fitted to ({problem}) "
+        "(ORIGINAL_DIFFERS); the risks are those of this table under that model.",
+        DataWarning,
+        skip_file_prefixes=CALLER,
+    )
 
 
 def add_seed_argument(p: argparse.ArgumentParser, default: int | None = None) -> None:
@@ -91,11 +132,20 @@ RECORDS_HELP = (
 )
 
 
-def read_records_table(path: str, argument: str) -> pd.DataFrame:
-    """Read an input table that must hold at least one record (checked before any work)."""
+def missing_labels(args: argparse.Namespace) -> dict[str, list[str]] | None:
+    """The text labels declared missing with ``--missing-code COL=LABEL`` (``None``: none)."""
+    from bayes_risk.data.missing import parse_missing_labels
+
+    return parse_missing_labels(getattr(args, "missing_code", None)) or None
+
+
+def read_records_table(path: str, argument: str,
+                       labels: dict[str, list[str]] | None = None) -> pd.DataFrame:
+    """Read an input table that must hold at least one record (checked before any work);
+    ``labels``: texts declared missing per column (:func:`missing_labels`)."""
     from bayes_risk.data.io import read_table
 
-    df = read_table(path)
+    df = read_table(path, missing_labels=labels)
     if len(df.columns) == 0:
         raise ValidationError(f"{argument} {str(path)!r} has no columns.")
     if len(df) == 0:

@@ -22,19 +22,19 @@ import math
 from typing import Any
 
 from bayes_risk.cli._common import dask_client, dask_kwargs, parse_records
-from bayes_risk.exceptions import CALLER
 
 __all__ = ["run", "parse_records"]
 
 
 def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
     """The saved Bayesian model, or the plug-in of the tree synthesizer that made the release."""
+    from bayes_risk.cli._common import check_model_original
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import load_model, rebuild_synthesizer
 
     if args.model is not None:
         model = load_model(args.model)
-        _check_fingerprint(args, model, original)
+        check_model_original(args, model, original)
         if args.quiet and hasattr(model, "progressbar"):
             model.progressbar = False  # the augmented refits' progress bars
         return model
@@ -54,33 +54,6 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
     if synthetic.method == "cart":
         return CARTPlugin(synth, original, random_seed=args.random_seed)
     return RFPlugin(synth, original)
-
-
-def _check_fingerprint(args: argparse.Namespace, model: Any, original: Any) -> None:
-    """ORIGINAL must be the table the model was fitted to (its fingerprint in model.json)."""
-    import warnings
-
-    from bayes_risk.exceptions import DataWarning, ValidationError
-
-    check = getattr(model, "check_fingerprint", None)
-    if check is None:
-        return
-    problem = check(original)
-    if problem is None:
-        return
-    if not args.allow_different_original:
-        raise ValidationError(
-            f"ORIGINAL {args.original!r} is not the table the model in {args.model!r} was "
-            f"fitted to ({problem}); give the original it was fitted to, or "
-            "--allow-different-original to go on anyway.",
-            code="ORIGINAL_DIFFERS",
-        )
-    warnings.warn(
-        f"ORIGINAL {args.original!r} is not the table the model was fitted to ({problem}) "
-        "(ORIGINAL_DIFFERS); the risks are those of this table under that model.",
-        DataWarning,
-        skip_file_prefixes=CALLER,
-    )
 
 
 def _candidates(text: str, model: Any, original: Any) -> Any:
@@ -202,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``bayes-risk attribute``."""
     from bayes_risk._io import write_json
     from bayes_risk.attribute.api import attribute_risk
-    from bayes_risk.cli._common import print_summary, read_records_table
+    from bayes_risk.cli._common import missing_labels, print_summary, read_records_table
     from bayes_risk.cli._run import output_dir
     from bayes_risk.data.io import read_synthetic
     from bayes_risk.exceptions import ValidationError
@@ -212,9 +185,11 @@ def run(args: argparse.Namespace) -> int:
             "give ORIGINAL (the confidential table) and the synthetic release SYN [SYN ...]: "
             "bayes-risk attribute ORIGINAL SYN ... [--model DIR] --out DIR."
         )
-    original = read_records_table(args.original, "ORIGINAL")
+    original = read_records_table(args.original, "ORIGINAL", missing_labels(args))
     syn_arg = args.synthetic[0] if len(args.synthetic) == 1 else args.synthetic
-    synthetic = read_synthetic(syn_arg, like=original)
+    synthetic = read_synthetic(syn_arg, like=original,
+                            allow_different_original=args.allow_different_original,
+                            missing_labels=missing_labels(args))
     scenario = _scenario(args)
     model = _model(args, original, synthetic)
     if scenario in ("largest_value", "second_largest", "two_largest_sum"):

@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the audit into the output folder and print the verdict lines."""
     from bayes_risk.auditing import audit
     from bayes_risk.cli._common import (
+        missing_labels,
         parse_records,
         print_summary,
         read_records_table,
@@ -73,8 +74,10 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.cli._run import output_dir
     from bayes_risk.data.io import read_synthetic
 
-    original = read_records_table(args.original, "ORIGINAL")
-    syn = read_synthetic(args.synthetic, like=original)
+    original = read_records_table(args.original, "ORIGINAL", missing_labels(args))
+    syn = read_synthetic(args.synthetic, like=original,
+                            allow_different_original=args.allow_different_original,
+                            missing_labels=missing_labels(args))
     typed = any(getattr(args, a) for a in ("categorical", "ordinal", "count", "continuous",
                                              "missing_code"))
     schema = schema_from_args(original, args) if (typed or syn.schema is None) else None

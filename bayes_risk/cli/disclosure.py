@@ -20,14 +20,21 @@ __all__ = ["run"]
 def run(args: argparse.Namespace) -> int:
     """Compute the measures and write the output folder."""
     from bayes_risk._io import write_json
-    from bayes_risk.cli._common import print_summary, read_records_table, schema_from_args
+    from bayes_risk.cli._common import (
+        missing_labels,
+        print_summary,
+        read_records_table,
+        schema_from_args,
+    )
     from bayes_risk.cli._run import output_dir
     from bayes_risk.data.io import read_synthetic
     from bayes_risk.disclosure import disclosure_measures
 
     out = Path(args.out)
-    original = read_records_table(args.original, "ORIGINAL")
-    syn = read_synthetic(args.synthetic, like=original)
+    original = read_records_table(args.original, "ORIGINAL", missing_labels(args))
+    syn = read_synthetic(args.synthetic, like=original,
+                            allow_different_original=args.allow_different_original,
+                            missing_labels=missing_labels(args))
     typed = any(getattr(args, a) for a in ("categorical", "ordinal", "count", "continuous",
                                              "missing_code"))
     schema = schema_from_args(original, args) if (typed or syn.schema is None) else None

@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from bayes_risk._lazy import overlap
-    from bayes_risk.cli._common import print_summary, read_records_table
+    from bayes_risk.cli._common import missing_labels, print_summary, read_records_table
     from bayes_risk.cli._run import output_dir
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
             f"--method is required: the synthesis model, one of {', '.join(BAYESIAN_MODELS)}."
         )
     cls = get_synthesizer(args.method)
-    df = read_records_table(args.original, "ORIGINAL")
+    df = read_records_table(args.original, "ORIGINAL", missing_labels(args))
     if args.columns:
         from bayes_risk.data.schema import did_you_mean
 

@@ -51,7 +51,7 @@ def _parse_strategy(s: str):
 
 def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
     """Keyword arguments of ``identification_risk`` / ``radius_sweep`` from the flags."""
-    from bayes_risk.cli._common import read_records_table
+    from bayes_risk.cli._common import missing_labels, read_records_table
     from bayes_risk.data.io import read_table
     from bayes_risk.exceptions import ValidationError
 
@@ -66,7 +66,8 @@ def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
                 "--population-counts must be true:FILE, loglinear-original or "
                 f"loglinear-synthetic. Got {pc!r}."
             )
-    targets = read_records_table(args.targets, "--targets") if args.targets else None
+    targets = (read_records_table(args.targets, "--targets", missing_labels(args))
+               if args.targets else None)
     if targets is not None and not args.target_id:
         raise ValidationError("--targets needs --target-id COL (the id linking to the original).")
     return dict(
@@ -168,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.cli._common import (
         dask_client,
         dask_kwargs,
+        missing_labels,
         print_summary,
         read_records_table,
         schema_from_args,
@@ -178,8 +180,10 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.identification.api import identification_risk
     from bayes_risk.identification.radius import radius_sweep
 
-    original = read_records_table(args.original, "ORIGINAL")
-    syn = read_synthetic(args.synthetic, like=original)
+    original = read_records_table(args.original, "ORIGINAL", missing_labels(args))
+    syn = read_synthetic(args.synthetic, like=original,
+                            allow_different_original=args.allow_different_original,
+                            missing_labels=missing_labels(args))
     schema = schema_from_args(original, args)
     kw = _engine_options(args, schema)
     aggregation = args.aggregation.replace("-", "_") if args.aggregation else None
@@ -273,6 +277,7 @@ def _posterior_replicates(args: argparse.Namespace, original, syn):
         )
     if not 0 < args.mcse_tol < 1:
         raise ValidationError(f"--mcse-tol must be a number in (0, 1). Got {args.mcse_tol}.")
+    from bayes_risk.cli._common import check_model_original
     from bayes_risk.identification.replicates import PosteriorReplicates
     from bayes_risk.models import load_model, rebuild_synthesizer
 
@@ -280,6 +285,7 @@ def _posterior_replicates(args: argparse.Namespace, original, syn):
         model = rebuild_synthesizer(original, syn)
     else:
         model = load_model(args.model)
+        check_model_original(args, model, original)
     if hasattr(model, "progressbar"):
         model.progressbar = False
     return PosteriorReplicates(model, n=n, view=args.view, mcse_tol=args.mcse_tol,

@@ -25,7 +25,12 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from bayes_risk._io import to_jsonable
-    from bayes_risk.cli._common import print_summary, read_records_table, schema_from_args
+    from bayes_risk.cli._common import (
+        missing_labels,
+        print_summary,
+        read_records_table,
+        schema_from_args,
+    )
     from bayes_risk.cli._run import output_dir
     from bayes_risk.cli.synthesize import _group_by
     from bayes_risk.data import check_m
@@ -33,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.models import CARTSynthesizer, RandomForestSynthesizer
     from bayes_risk.visit_orders import compare_visit_orders
 
-    df = read_records_table(args.original, "ORIGINAL")
+    df = read_records_table(args.original, "ORIGINAL", missing_labels(args))
     schema = schema_from_args(df, args)
     orders = [[c.strip() for c in o.split(",") if c.strip()] for o in args.order]
     for o in orders:

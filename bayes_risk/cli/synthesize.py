@@ -119,9 +119,14 @@ def run(args: argparse.Namespace) -> int:
             )
         if args.method == "pmm" and not args.identifying:
             raise ValidationError("--identifying COL [COL ...] is required with --method pmm.")
-        from bayes_risk.cli._common import parse_records, read_records_table, schema_from_args
+        from bayes_risk.cli._common import (
+            missing_labels,
+            parse_records,
+            read_records_table,
+            schema_from_args,
+        )
 
-        df = read_records_table(args.original, "ORIGINAL")
+        df = read_records_table(args.original, "ORIGINAL", missing_labels(args))
         schema = schema_from_args(df, args)
         if args.synthesize:
             schema.check_columns(args.synthesize, "--synthesize")

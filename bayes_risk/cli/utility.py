@@ -22,7 +22,7 @@ __all__ = ["run"]
 def run(args: argparse.Namespace) -> int:
     """Compute the utility summary and write the output folder."""
     from bayes_risk._io import write_json
-    from bayes_risk.cli._common import read_records_table, schema_from_args
+    from bayes_risk.cli._common import missing_labels, read_records_table, schema_from_args
     from bayes_risk.cli._run import output_dir
     from bayes_risk.data.io import read_synthetic
     from bayes_risk.exceptions import ValidationError
@@ -37,8 +37,10 @@ def run(args: argparse.Namespace) -> int:
 
         # recorded in summary.json, so a CART / permutation run can be repeated exactly
         seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
-    original = read_records_table(args.original, "ORIGINAL")
-    syn = read_synthetic(args.synthetic, like=original)
+    original = read_records_table(args.original, "ORIGINAL", missing_labels(args))
+    syn = read_synthetic(args.synthetic, like=original,
+                            allow_different_original=args.allow_different_original,
+                            missing_labels=missing_labels(args))
     typed = any(getattr(args, a) for a in ("categorical", "ordinal", "count", "continuous",
                                              "missing_code"))
     schema = schema_from_args(original, args) if (typed or syn.schema is None) else None

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import csv
 import os
-from collections.abc import Sequence
+import re
+import warnings
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from bayes_risk.data.synthetic import MANIFEST_NAME, SyntheticData
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError
 
 __all__ = ["read_table", "write_table", "write_csv", "read_synthetic"]
 
@@ -19,11 +21,47 @@ _CSV = {".csv", ".txt"}
 _PARQUET = {".parquet", ".pq"}
 
 
-def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read a CSV or Parquet file into a DataFrame.
+#: texts that pandas would read as missing by default; here they are labels unless declared
+NA_LIKE = ("NA", "N/A", "n/a", "NaN", "nan", "NULL", "null", "None", "none", "<NA>", "#N/A",
+           "-NaN", "-nan", "NA_character_")
+_THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$")
+_PLAIN_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+_LEADING_ZERO = re.compile(r"^[+-]?0\d")
+_LEADING_ZERO_FIELD = re.compile(rb'(?:^|,)"?[+-]?0\d', re.MULTILINE)
 
-    CSV files are read as R's ``write.csv`` writes them: a header row, empty fields for missing
-    values, an optional unnamed row-index first column (dropped when it is ``1..n``).
+
+def read_table(
+    path: str | os.PathLike[str],
+    *,
+    missing_labels: Mapping[str, Sequence[str]] | None = None,
+) -> pd.DataFrame:
+    """Read a CSV or Parquet file into a DataFrame, as the file holds it.
+
+    The reading rules (user guide, Data › Reading rules):
+
+    * **Missing values.** Only an empty field is missing (R's ``write.csv`` writes ``NA`` as an
+      empty field when asked, and the shared data sets are written so). Texts such as ``NA``,
+      ``None``, ``null`` or ``n/a`` are labels like any other — pandas would read them as
+      missing — with warning ``NA_LIKE_LABEL``; a label is declared missing per column through
+      ``missing_labels`` (``--missing-code COL=LABEL``).
+    * **Types.** A column is numeric when every non-empty field is a plain number. A column of
+      numbers written with thousands separators (``"1,234"``) is refused
+      (``THOUSANDS_SEPARATOR``): read as text, it would become a categorical column of hundreds
+      of levels. Integer codes with leading zeros (``015``) are kept as text labels, as written
+      (``LEADING_ZEROS``), not read as the number 15.
+    * **Row index.** An unnamed first column of distinct integers is a row index saved with the
+      table: ``1..n`` or ``0..n-1`` is dropped silently (R's and pandas' defaults), any other
+      with warning ``INDEX_COLUMN``. Any other column without a name is refused
+      (``UNNAMED_COLUMN``).
+    * **Damaged files.** A row with fewer or more fields than the header (a truncated last
+      line, a stray separator) is refused (``ROW_LENGTH``), naming the line.
+
+    Parameters
+    ----------
+    path : path-like
+        A ``.csv`` / ``.txt`` or ``.parquet`` / ``.pq`` file.
+    missing_labels : mapping of str to sequence of str, optional
+        ``{column: [label, ...]}``: texts that stand for a missing value in that column.
 
     Raises
     ------
@@ -33,7 +71,9 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
         read as commas, its rows would be one column).
     SchemaError
         If two columns have the same name (``DUPLICATE_COLUMN``; pandas would rename the second
-        ``NAME.1`` and it would be taken for another variable).
+        ``NAME.1`` and it would be taken for another variable), for ``THOUSANDS_SEPARATOR``,
+        ``UNNAMED_COLUMN``, ``ROW_LENGTH``, or a ``missing_labels`` column that is not in the file
+        (``UNKNOWN_COLUMN``).
     """
     p = Path(path)
     if not p.is_file():
@@ -41,16 +81,7 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     suffix = p.suffix.lower()
     try:
         if suffix in _CSV:
-            header = _csv_header(p)
-            _check_comma_separated(p, header)
-            _check_unique_names(p, next(csv.reader([header]), []))
-            df = pd.read_csv(p)
-            first = str(df.columns[0]) if len(df.columns) else ""
-            if first in ("", "Unnamed: 0") and len(df) and (
-                df.iloc[:, 0].tolist() == list(range(1, len(df) + 1))
-                or df.iloc[:, 0].tolist() == list(range(len(df)))
-            ):
-                df = df.iloc[:, 1:]
+            df = _read_csv(p)
         elif suffix in _PARQUET:
             df = pd.read_parquet(p)
         else:
@@ -63,7 +94,188 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
         raise ValidationError(f"could not read {str(p)!r}: {err}") from err
     df.columns = [str(c) for c in df.columns]
     _check_unique_names(p, list(df.columns))
+    df = _apply_missing_labels(p, df, missing_labels)
+    _warn_na_like(p, df, missing_labels)
     return df
+
+
+def _read_csv(p: Path) -> pd.DataFrame:
+    """A CSV file read by the rules of :func:`read_table`."""
+    header = _csv_header(p)
+    _check_comma_separated(p, header)
+    names = next(csv.reader([header]), [])
+    _check_unique_names(p, names)
+    _check_row_lengths(p, len(names))
+    # only an empty field is missing: "NA", "None", "null" ... are labels
+    df = pd.read_csv(p, keep_default_na=False, na_values=[""])
+    df = _drop_index_column(p, df)
+    text = [c for c in df.columns if _is_text(df[c])]
+    _check_thousands(p, df, text)
+    return _keep_leading_zeros(p, df)
+
+
+def _is_text(s: pd.Series) -> bool:
+    """Whether a column holds text (object or string dtype)."""
+    return s.dtype == object or pd.api.types.is_string_dtype(s.dtype)
+
+
+def _check_row_lengths(p: Path, width: int) -> None:
+    """Refuse a row with another number of fields than the header (``ROW_LENGTH``)."""
+    with open(p, encoding="utf-8-sig", errors="replace", newline="") as fh:
+        for k, row in enumerate(csv.reader(fh), start=1):
+            if len(row) == width or (not row and k > 1):
+                continue  # a blank line (at the end of many files) is no record
+            raise SchemaError(
+                f"input file {str(p)!r}: line {k} has {len(row)} field(s) but the header has "
+                f"{width}; a truncated or damaged file (a short last line, a missing or extra "
+                "comma, an unquoted comma inside a value). Repair the line; every row must "
+                "have one field per column (an empty field for a missing value).",
+                code="ROW_LENGTH",
+            )
+
+
+def _drop_index_column(p: Path, df: pd.DataFrame) -> pd.DataFrame:
+    """Drop a saved row index (unnamed first column of distinct integers); refuse any other
+    unnamed column (``UNNAMED_COLUMN``)."""
+    unnamed = [j for j, c in enumerate(df.columns) if str(c) == "" or
+               re.fullmatch(r"Unnamed: \d+", str(c))]
+    if unnamed and unnamed[0] == 0 and len(df):
+        col = df.iloc[:, 0]
+        ints = pd.api.types.is_integer_dtype(col.dtype) and col.is_unique
+        if ints:
+            vals = col.to_numpy()
+            if not (np.array_equal(vals, np.arange(1, len(df) + 1))
+                    or np.array_equal(vals, np.arange(len(df)))):
+                order = ("in increasing order" if bool(np.all(np.diff(vals) > 0))
+                         else "NOT in increasing order: the rows were reordered before saving")
+                warnings.warn(
+                    f"input file {str(p)!r}: the unnamed first column holds distinct integers "
+                    f"({vals[0]}, {vals[1] if len(vals) > 1 else ''}...) {order}; it is read "
+                    "as a row index saved with the table and dropped, not as a variable "
+                    "(INDEX_COLUMN). Save the table without its index (to_csv(index=False)).",
+                    DataWarning,
+                    stacklevel=3,
+                )
+            df = df.iloc[:, 1:]
+            unnamed = [j - 1 for j in unnamed[1:]]
+    if unnamed:
+        raise SchemaError(
+            f"input file {str(p)!r}: column {unnamed[0] + 1} has no name in the header; every "
+            "variable needs a name (name it, or drop the column; a saved row index must be the "
+            "first column and hold distinct integers).",
+            code="UNNAMED_COLUMN",
+        )
+    return df
+
+
+def _check_thousands(p: Path, df: pd.DataFrame, text: list[str]) -> None:
+    """Refuse a text column whose values are numbers written with thousands separators."""
+    for c in text:
+        vals = df[c].dropna().astype(str).str.strip()
+        vals = vals[vals != ""]
+        if not len(vals):
+            continue
+        sep = vals.str.match(_THOUSANDS)
+        if sep.any() and (sep | vals.str.match(_PLAIN_NUMBER)).all():
+            i = int(np.flatnonzero(sep.to_numpy())[0])
+            raise SchemaError(
+                f"input file {str(p)!r}: column {c!r} holds numbers written with thousands "
+                f"separators ({vals.iloc[i]!r}, {int(sep.sum())} value(s)); read as text they "
+                "would make a categorical column of every distinct amount. Write the numbers "
+                "without separators (e.g. pandas.read_csv(path, thousands=',').to_csv(new_path, "
+                "index=False)).",
+                code="THOUSANDS_SEPARATOR",
+            )
+
+
+def _keep_leading_zeros(p: Path, df: pd.DataFrame) -> pd.DataFrame:
+    """Integer columns whose text has leading zeros (``015``) are re-read as text labels."""
+    ints = [c for c in df.columns if pd.api.types.is_integer_dtype(df[c].dtype)
+            or (pd.api.types.is_float_dtype(df[c].dtype))]
+    # one pass over the bytes first: most files have no field starting with 0 and a digit
+    if not ints or not _LEADING_ZERO_FIELD.search(p.read_bytes()):
+        return df
+    raw = pd.read_csv(p, usecols=lambda c: c in set(ints), dtype=str, keep_default_na=False,
+                      na_values=[""])
+    raw.columns = [str(c) for c in raw.columns]
+    out = df
+    for c in ints:
+        if c not in raw.columns:
+            continue
+        txt = raw[c].dropna().str.strip()
+        lead = txt.str.match(_LEADING_ZERO) & ~txt.str.match(r"^[+-]?0\d*\.")
+        if not lead.any():
+            continue
+        if out is df:
+            out = df.copy()
+        out[c] = raw[c].reindex(df.index).to_numpy(dtype=object)
+        warnings.warn(
+            f"input file {str(p)!r}: column {c!r} has values with leading zeros "
+            f"({txt[lead].iloc[0]!r}, {int(lead.sum())} value(s)); it is read as text labels, "
+            "as written, so that codes such as 015 are released as 015, not 15 (LEADING_ZEROS). "
+            "If it holds amounts, write them without the zeros.",
+            DataWarning,
+            stacklevel=4,
+        )
+    return out
+
+
+def _apply_missing_labels(
+    p: Path, df: pd.DataFrame, labels: Mapping[str, Sequence[str]] | None
+) -> pd.DataFrame:
+    """Declared missing labels become missing values; a column left with numbers only becomes
+    numeric again."""
+    if not labels:
+        return df
+    out = df.copy()
+    for c, labs in labels.items():
+        if c not in out.columns:
+            raise SchemaError(
+                f"--missing-code {c}=...: column {c!r} is not in {str(p)!r} (columns: "
+                f"{list(out.columns)}).",
+                code="UNKNOWN_COLUMN",
+            )
+        s = out[c]
+        hit = s.astype(str).isin([str(v) for v in labs]) & s.notna()
+        if not hit.any():
+            continue
+        s = s.mask(hit)
+        num = pd.to_numeric(s, errors="coerce")
+        if _is_text(s) and (num.notna() | s.isna()).all():
+            # numbers kept as text only because of the label: numbers again
+            whole = not num.isna().any() and bool((num % 1 == 0).all())
+            s = num.astype(np.int64) if whole else num
+        out[c] = s
+    return out
+
+
+def _warn_na_like(
+    p: Path, df: pd.DataFrame, labels: Mapping[str, Sequence[str]] | None
+) -> None:
+    """Say where a text that pandas reads as missing is kept as a label (``NA_LIKE_LABEL``)."""
+    for c in df.columns:
+        s = df[c]
+        if not _is_text(s):
+            continue
+        hits = s[s.isin(NA_LIKE)]
+        if not len(hits):
+            continue
+        lab = str(hits.iloc[0])
+        warnings.warn(
+            f"input file {str(p)!r}: column {c!r} has the label {lab!r} in {len(hits)} row(s); "
+            "it is read as a label of its own, not as a missing value (only an empty field is "
+            f"missing) (NA_LIKE_LABEL). If it means missing, declare it: --missing-code "
+            f"{c}={lab} (missing_labels={{{c!r}: [{lab!r}]}} in Python).",
+            DataWarning,
+            stacklevel=3,
+        )
+
+
+def _csv_names(p: Path) -> list[str]:
+    """The column names of a CSV file's header (none for another format)."""
+    if p.suffix.lower() not in _CSV:
+        return []
+    return next(csv.reader([_csv_header(p)]), [])
 
 
 def _csv_header(p: Path) -> str:
@@ -206,6 +418,8 @@ def read_synthetic(
     paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     *,
     like: pd.DataFrame | None = None,
+    allow_different_original: bool = False,
+    missing_labels: Mapping[str, Sequence[str]] | None = None,
 ) -> SyntheticData:
     """Read a synthetic release: a :class:`SyntheticData` folder, or one file per dataset.
 
@@ -219,6 +433,13 @@ def read_synthetic(
         ``like`` are read as numbers (``bayes_risk.data.io.align_text_numbers``), and columns
         equal to ``like``'s bit for bit (the unsynthesized ones) share its memory (pandas'
         copy-on-write keeps the tables independent).
+    allow_different_original : bool
+        Let the measures use the release with an original whose fingerprint differs from the
+        one its manifest records, with a warning (``ORIGINAL_DIFFERS``) instead of an error
+        (:meth:`SyntheticData.allow_different_original`).
+    missing_labels : mapping of str to sequence of str, optional
+        Texts that stand for a missing value, per column, in data files
+        (:func:`read_table`).
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -227,7 +448,8 @@ def read_synthetic(
         raise ValidationError("no synthetic dataset given; expected at least one file or folder.")
     if len(paths) == 1 and paths[0].is_dir():
         if (paths[0] / MANIFEST_NAME).is_file():
-            return SyntheticData.load(paths[0])
+            release = SyntheticData.load(paths[0])
+            return release.allow_different_original() if allow_different_original else release
         raise ValidationError(
             f"{str(paths[0])!r} is a folder without {MANIFEST_NAME}; pass the synthetic files "
             "themselves or a folder written by `bayes-risk synthesize`."
@@ -238,8 +460,15 @@ def read_synthetic(
                 f"{str(p)!r} is a folder; give either one SyntheticData folder or data files."
             )
     # each file's unsynthesized columns are shared with ``like`` as soon as it is read
-    tables = [read_table(p) if like is None else _share_unchanged_columns(
-        align_text_numbers(read_table(p), like), like) for p in paths]
+    labels = {c: v for c, v in (missing_labels or {}).items()}
+
+    def one(p: Path) -> pd.DataFrame:
+        # a label declared for a column this file lacks is reported by the column checks below
+        z = read_table(p, missing_labels={c: v for c, v in labels.items()
+                                          if c in _csv_names(p)} or None)
+        return z if like is None else _share_unchanged_columns(align_text_numbers(z, like), like)
+
+    tables = [one(p) for p in paths]
     cols0 = list(tables[0].columns)
     for p, z in zip(paths, tables, strict=True):
         if len(z) == 0:

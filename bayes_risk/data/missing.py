@@ -34,6 +34,7 @@ __all__ = [
     "missing_mask",
     "mask_missing_codes",
     "parse_missing_codes",
+    "parse_missing_labels",
 ]
 
 #: ``{column: (code, ...)}``: values of a numeric column that stand for a missing value
@@ -88,23 +89,50 @@ def check_missing_codes(missing_codes: Any, columns: Sequence[str]) -> dict[str,
 
 def parse_missing_codes(items: Sequence[str] | None, argument: str = "--missing-code"
                         ) -> dict[str, list[float]]:
-    """``["nociga=-8", "income=-8"]`` (command line) as ``{"nociga": [-8.0], ...}``.
+    """The numeric codes of ``["nociga=-8", "income=-8", "Marital=NA"]`` (command line) as
+    ``{"nociga": [-8.0], "income": [-8.0]}``.
 
-    A column may be given several times (several codes).
+    A column may be given several times (several codes). A value that is not a number is a
+    missing *label* of a text column (:func:`parse_missing_labels`), applied when the file is
+    read.
     """
     out: dict[str, list[float]] = {}
-    for it in items or ():
-        if "=" not in it:
-            raise ValidationError(f"{argument} expects COLUMN=VALUE, e.g. nociga=-8. Got {it!r}.")
-        k, v = it.rsplit("=", 1)
+    for k, v in _missing_items(items, argument):
         try:
             f = float(v)
-        except ValueError as err:
-            raise ValidationError(
-                f"{argument} {it!r}: code {v!r} is not a number (codes are declared for count "
-                "and continuous columns)."
-            ) from err
+        except ValueError:
+            continue  # a label
+        if not np.isfinite(f):
+            continue  # "nan", "inf": labels, as written in the file
         out.setdefault(k, []).append(f)
+    return out
+
+
+def parse_missing_labels(items: Sequence[str] | None, argument: str = "--missing-code"
+                         ) -> dict[str, list[str]]:
+    """The text labels of ``--missing-code COL=VALUE`` items (values that are not finite
+    numbers, e.g. ``Marital=NA``), as ``{column: [label, ...]}`` for
+    :func:`bayes_risk.data.io.read_table`."""
+    out: dict[str, list[str]] = {}
+    for k, v in _missing_items(items, argument):
+        try:
+            if np.isfinite(float(v)):
+                continue
+        except ValueError:
+            pass
+        out.setdefault(k, []).append(v)
+    return out
+
+
+def _missing_items(items: Sequence[str] | None, argument: str) -> list[tuple[str, str]]:
+    out = []
+    for it in items or ():
+        if "=" not in it or not it.rsplit("=", 1)[0] or not it.rsplit("=", 1)[1]:
+            raise ValidationError(
+                f"{argument} expects COLUMN=VALUE, e.g. nociga=-8 or Marital=NA. Got {it!r}."
+            )
+        k, v = it.rsplit("=", 1)
+        out.append((k, v))
     return out
 
 

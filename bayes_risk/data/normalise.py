@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from bayes_risk.data.fingerprint import check_original
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import ValidationError
@@ -35,7 +36,11 @@ class SyntheticInput(NamedTuple):
 
 
 def as_synthetic_list(
-    synthetic: Any, *, argument: str = "synthetic", allow_none: bool = False
+    synthetic: Any,
+    *,
+    argument: str = "synthetic",
+    allow_none: bool = False,
+    original: pd.DataFrame | None = None,
 ) -> SyntheticInput:
     """The synthetic datasets as a list of DataFrames, and their ``SyntheticData``.
 
@@ -47,6 +52,10 @@ def as_synthetic_list(
         Name of the argument in error messages.
     allow_none : bool
         Accept ``None`` (an empty list), for functions that can work from other replicates.
+    original : DataFrame, optional
+        The original the release is measured against: a ``SyntheticData`` whose manifest
+        records the fingerprint of the table it was made from refuses another table
+        (:func:`bayes_risk.data.fingerprint.check_original`).
 
     Returns
     -------
@@ -57,10 +66,14 @@ def as_synthetic_list(
     ------
     ValidationError
         Any other type, an element that is not a DataFrame, or an empty list.
+    SchemaError
+        ``ORIGINAL_DIFFERS``: ``original`` is not the table the release was made from.
     """
     if synthetic is None and allow_none:
         return SyntheticInput([], None)
     if isinstance(synthetic, SyntheticData):
+        if original is not None:
+            check_original(original, synthetic)
         return SyntheticInput(list(synthetic.datasets), synthetic)
     if isinstance(synthetic, pd.DataFrame):
         return SyntheticInput([synthetic], None)

@@ -75,6 +75,12 @@ class SyntheticData:
         Record-level flags ``δ_i`` (partial synthesis of selected records; methods, Notation).
     extra : dict
         Further JSON-serialisable information (warnings, diagnostics).
+    original_fingerprint : dict, optional
+        Hashes of the original encoded by ``schema``, whole and per column (never the data:
+        :func:`bayes_risk.data.fingerprint.fingerprint_record`), set by the package's
+        synthesizers; every measure that takes the original beside this release refuses a table
+        with another fingerprint (``ORIGINAL_DIFFERS``) unless
+        :meth:`allow_different_original` was called.
 
     Examples
     --------
@@ -92,6 +98,9 @@ class SyntheticData:
     schema: Schema | None = None
     synthesized_records: np.ndarray | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    original_fingerprint: dict[str, Any] | None = None
+    #: ``"error"``: a different original is refused; ``"warn"``: it is used, with a warning
+    original_check: str = field(default="error", compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.datasets, pd.DataFrame):
@@ -124,6 +133,23 @@ class SyntheticData:
                     f"synthesized_records must have one flag per record "
                     f"({len(self.datasets[0])}). Got shape {self.synthesized_records.shape}."
                 )
+
+    def allow_different_original(self) -> SyntheticData:
+        """This release, to be measured against a table other than the one it was made from.
+
+        By default every measure refuses an original whose fingerprint differs from the one in
+        the manifest (``ORIGINAL_DIFFERS``: a shuffled or wrong original gives other, usually
+        lower, risks). The copy returned lets it through with a ``DataWarning`` of the same
+        code, for a deliberate comparison (a corrected original, a sub-sample). The datasets are
+        shared, not copied.
+
+        Returns
+        -------
+        SyntheticData
+        """
+        import dataclasses
+
+        return dataclasses.replace(self, original_check="warn")
 
     # ----- sequence protocol ---------------------------------------------------------------
     @property
@@ -161,6 +187,8 @@ class SyntheticData:
             if self.synthesized_records is None
             else [int(i) for i in np.flatnonzero(self.synthesized_records)],
             "extra": to_jsonable(self.extra),
+            # a hash of the encoded original (never the data): checks the original later
+            "original_fingerprint": self.original_fingerprint,
         }
 
     def save(self, path: str | os.PathLike[str], *, csv: bool = False) -> Path:
@@ -227,6 +255,7 @@ class SyntheticData:
             schema=None if man.get("schema") is None else Schema.from_dict(man["schema"]),
             synthesized_records=flags,
             extra=man.get("extra") or {},
+            original_fingerprint=man.get("original_fingerprint"),
         )
 
     def equals(self, other: SyntheticData) -> bool:

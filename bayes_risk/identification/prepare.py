@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.data.alignment import check_rows_aligned
 from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, infer_schema
@@ -339,7 +340,8 @@ def prepare(
     original.columns = [str(c) for c in original.columns]
     # no synthetic datasets is fine when replicates= are given
     empty = isinstance(synthetic, (list, tuple)) and not synthetic
-    datasets = [] if empty else as_synthetic_list(synthetic, allow_none=True).datasets
+    datasets, source = (([], None) if empty else
+                        as_synthetic_list(synthetic, allow_none=True, original=original))
     known_us, known_s = _known_columns(known_unsynthesized, known_synthesized)
     known = known_us + known_s
     o = _resolve_options(dict(options), known_us, targets=targets, replicates=replicates,
@@ -350,6 +352,7 @@ def prepare(
         targets = mask_missing_codes(targets, sk.missing_codes)
     if replicates is None:
         rep_s, sk = released_replicates(original, datasets, known_us, known, sk)
+        check_rows_aligned(original, datasets, source, synthesized=known_s)
     else:
         rep_s, sk = user_replicates(replicates, original, known_s, sk)
     rule = _match_rule(o, sk, original, known_us, known_s)

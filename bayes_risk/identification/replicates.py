@@ -403,7 +403,8 @@ def run_posterior(
     ex = InProcessExecutor() if executor is None else executor
     seq = seed_sequence(pr.random_seed)
     empty = isinstance(synthetic, (list, tuple)) and not synthetic
-    datasets = [] if empty else as_synthetic_list(synthetic, allow_none=True).datasets
+    datasets = ([] if empty else
+                as_synthetic_list(synthetic, allow_none=True, original=original).datasets)
     auto = pr.n == "auto"
     R_max = int(pr.max_replicates) if auto else int(pr.n)
     job = BatchJob(models=pr._models(datasets, seq), columns=ks, seq=seq,

@@ -268,7 +268,7 @@ def compare_estimates(
     if not isinstance(formula, str) or "~" not in formula:
         raise ValidationError(f"formula must be a string 'response ~ terms'. Got {formula!r}.")
     alpha = check_probability(alpha, "alpha")
-    datasets, source = as_synthetic_list(synthetic)
+    datasets, source = as_synthetic_list(synthetic, original=original)
     carried = None if source is None else source.schema
     schema = resolve_schema(original, datasets, schema=schema, carried=carried,
                             categorical=categorical, synthesized=None, same_rows=False)

@@ -304,7 +304,7 @@ def pmse(
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValidationError(f"{nm} must be an integer >= 1. Got {v!r}.")
 
-    datasets, source = as_synthetic_list(synthetic)
+    datasets, source = as_synthetic_list(synthetic, original=original)
     carried = None if source is None else source.schema
     m = len(datasets)
     schema = resolve_schema(original, datasets, schema=schema, carried=carried,

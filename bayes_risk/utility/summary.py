@@ -158,7 +158,7 @@ def utility_summary(
     """
     alpha = check_probability(alpha, "alpha")
     family = check_choice(family, "family", ("ols", "logit", "poisson"))
-    datasets, source = as_synthetic_list(synthetic)
+    datasets, source = as_synthetic_list(synthetic, original=original)
     carried = None if source is None else source.schema
     m = len(datasets)
     schema = resolve_schema(original, datasets, schema=schema, carried=carried,

@@ -8,6 +8,7 @@ from typing import Any
 from bayes_risk.cli._common import (
     RECORDS_HELP,
     add_dask_arguments,
+    add_original_check_argument,
     add_out_argument,
     add_quiet_argument,
     add_seed_argument,
@@ -126,12 +127,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="N",
         help="records processed together (memory bound; default 256; halve it to save memory)",
     )
-    p.add_argument(
-        "--allow-different-original",
-        action="store_true",
-        help="accept an ORIGINAL that is not the table the --model was fitted to (its fingerprint "
-        "differs); recorded as a warning in summary.json",
-    )
+    add_original_check_argument(p, "the release SYN or the --model")
     add_seed_argument(p, default=None)
     add_dask_arguments(p, "records")
     add_quiet_argument(p)

@@ -6,6 +6,7 @@ import argparse
 
 from bayes_risk.cli._common import (
     RECORDS_HELP,
+    add_original_check_argument,
     add_out_argument,
     add_quiet_argument,
     add_seed_argument,
@@ -90,6 +91,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "in the report (off by default: record numbers only)")
     add_seed_argument(p)
     add_quiet_argument(p)
+    add_original_check_argument(p, "the release SYN or the --model")
     add_out_argument(p, "report.html, report.md, summary.json and one folder per step")
     p.set_defaults(handler=Handler("bayes_risk.cli.audit"))
     return p

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from bayes_risk.cli._common import (
+    add_original_check_argument,
     add_out_argument,
     add_quiet_argument,
     add_type_arguments,
@@ -89,6 +90,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="reproduce synthpop 1.9-2 exactly, including its misaligned tables for "
                    "an ungrouped numeric target and its text comparison of replicated uniques")
     add_quiet_argument(p)
+    add_original_check_argument(p, "the release SYN")
     add_out_argument(p, "summary.json and one CSV per measure family")
     p.set_defaults(handler=Handler("bayes_risk.cli.disclosure"))
     return p

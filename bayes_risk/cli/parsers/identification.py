@@ -6,6 +6,7 @@ import argparse
 
 from bayes_risk.cli._common import (
     add_dask_arguments,
+    add_original_check_argument,
     add_out_argument,
     add_quiet_argument,
     add_seed_argument,
@@ -130,6 +131,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_seed_argument(p)
     add_dask_arguments(p, "targets")
     add_quiet_argument(p)
+    add_original_check_argument(p, "the release SYN or the --model")
     add_out_argument(p, "records.csv, summary.json, radius_sweep.csv/.png, "
                         "running_estimate.png")
     p.set_defaults(handler=Handler("bayes_risk.cli.identification"))

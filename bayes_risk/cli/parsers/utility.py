@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from bayes_risk.cli._common import (
+    add_original_check_argument,
     add_out_argument,
     add_quiet_argument,
     add_seed_argument,
@@ -79,6 +80,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="1 - confidence level of the intervals (default 0.05)")
     add_seed_argument(p)
     add_quiet_argument(p)
+    add_original_check_argument(p, "the release SYN")
     add_out_argument(p, "summary.json, overlap.csv and comparison.csv")
     p.set_defaults(handler=Handler("bayes_risk.cli.utility"))
     return p

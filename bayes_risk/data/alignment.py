@@ -1,0 +1,170 @@
+"""Row alignment of a release with the original: record i of every dataset is record i.
+
+Identification and attribute risk compare record i of the original with row i of each released
+dataset (the true match, the target's own synthetic values). A shuffled or re-sorted file, or
+another table of the same shape, breaks that correspondence silently: the true match rate falls
+to about 0 and the expected match risk to a fraction of its value, with every number plausible.
+Alignment is checked on every column that is released unchanged — the manifest's unsynthesized
+columns, or, for plain files, every shared column not declared synthesized — not only on the
+columns the intruder knows. The original's fingerprint
+(:func:`bayes_risk.data.fingerprint.check_original`) covers the releases with no unsynthesized
+column.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.exceptions import CALLER, DataWarning, SchemaError
+
+__all__ = ["check_rows_aligned", "comparable_values"]
+
+_MISSING = "\x00NA"
+
+
+def comparable_values(col: pd.Series) -> np.ndarray:
+    """A column's values in a form that compares across files: float64 when every value is a
+    number (so ``2`` equals ``2.0`` after a CSV round trip), else text, missing values as one
+    marker."""
+    s = col.astype(object) if isinstance(col.dtype, pd.CategoricalDtype) else col
+    if not pd.api.types.is_bool_dtype(s.dtype):
+        num = pd.to_numeric(s, errors="coerce")
+        if (num.notna() | s.isna()).all():
+            return num.to_numpy(dtype=np.float64)
+    return np.where(s.isna().to_numpy(), _MISSING, s.astype(str).to_numpy(dtype=object))
+
+
+def _equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind == "f" and b.dtype.kind == "f":
+        return (a == b) | (np.isnan(a) & np.isnan(b))
+    if a.dtype.kind == "f" or b.dtype.kind == "f":  # numbers against text: compare as text
+        a, b = _as_text(a), _as_text(b)
+    return np.asarray(a == b, dtype=bool)
+
+
+def _as_text(a: np.ndarray) -> np.ndarray:
+    if a.dtype.kind != "f":
+        return a
+    return np.array([_MISSING if np.isnan(v) else (str(int(v)) if v == int(v) else repr(v))
+                     for v in a], dtype=object)
+
+
+def _same_multiset(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether ``b`` holds exactly ``a``'s values, in some order."""
+    if a.dtype.kind == "f" and b.dtype.kind == "f":
+        return bool(np.array_equal(np.sort(a), np.sort(b), equal_nan=True))
+    a, b = _as_text(a), _as_text(b)
+    return bool(pd.Series(a).value_counts().sort_index()
+                 .equals(pd.Series(b).value_counts().sort_index()))
+
+
+def check_rows_aligned(
+    original: pd.DataFrame,
+    datasets: Sequence[pd.DataFrame],
+    source: Any = None,
+    *,
+    synthesized: Iterable[str] = (),
+) -> list[str]:
+    """Check that the released datasets keep the original's records in the original's order.
+
+    Parameters
+    ----------
+    original : DataFrame
+        The confidential table.
+    datasets : sequence of DataFrame
+        The released datasets (same number of rows as ``original``).
+    source : SyntheticData, optional
+        The release they came from: its schema's unsynthesized columns must equal the
+        original's row by row. Without one (plain files), every column shared by all tables and
+        not in ``synthesized`` is checked, and a column that differs counts as synthesized
+        unless it holds the original's values in another order.
+    synthesized : iterable of str
+        Columns declared synthesized (e.g. the known synthesized columns), for plain files.
+
+    Returns
+    -------
+    list of str
+        The columns found equal row by row in every dataset.
+
+    Raises
+    ------
+    SchemaError
+        ``US_COLUMNS_DIFFER``: an unsynthesized column of the manifest differs from the
+        original; ``ROWS_MISALIGNED``: a column holds the original's values in another row order
+        (a shuffled or re-sorted original or release).
+
+    Warns
+    -----
+    DataWarning
+        ``ROWS_NOT_VERIFIED``: plain files in which no column is released unchanged, so that the
+        row order cannot be checked from the data (a fully synthetic release: give it with its
+        manifest, which records the original's fingerprint).
+    """
+    if not datasets or any(len(z) != len(original) for z in datasets):
+        return []  # the row counts are refused by the callers' own checks
+    shared = [c for c in original.columns if all(c in z.columns for z in datasets)]
+    schema = getattr(source, "schema", None)
+    declared = schema is not None
+    skip = set(synthesized)
+    cols = ([c for c in schema.unsynthesized if c in shared] if declared
+            else [c for c in shared if c not in skip])
+    orig = {c: comparable_values(original[c]) for c in cols}
+    varies = {c: len(pd.unique(orig[c])) > 1 for c in cols}
+    equal = set(cols)
+    for l, z in enumerate(datasets, start=1):
+        eqs = {c: _equal(orig[c], comparable_values(z[c])) for c in cols}
+        differ = [c for c in cols if not eqs[c].all()]
+        equal -= set(differ)
+        if declared and differ:
+            c = differ[0]
+            code = ("ROWS_MISALIGNED" if _same_multiset(orig[c], comparable_values(z[c]))
+                    else "US_COLUMNS_DIFFER")
+            _refuse(c, l, eqs[c], code)
+        # plain files: a differing column may be an undeclared synthesized one; the files are
+        # misaligned when nothing that varies is equal row by row and a column holds the
+        # original's values in another order (a synthesized column matching the original's
+        # counts by chance is not enough: other columns then show the alignment)
+        aligned = any(varies[c] and eqs[c].all() for c in cols)
+        if not aligned:
+            for c in differ:
+                if varies[c] and _same_multiset(orig[c], comparable_values(z[c])):
+                    _refuse(c, l, eqs[c], "ROWS_MISALIGNED")
+    equal = [c for c in cols if c in equal]
+    if not declared and cols and not equal:
+        warnings.warn(
+            f"no column of the synthetic data equals the original's row by row ({cols} all "
+            "differ), so the row order of the files cannot be checked (ROWS_NOT_VERIFIED): "
+            "the measures assume that row i of every dataset is record i of the original. "
+            "Give a release written by 'bayes-risk synthesize' (its manifest records the "
+            "original's fingerprint) to have it checked.",
+            DataWarning,
+            skip_file_prefixes=CALLER,
+        )
+    return equal
+
+
+def _refuse(c: str, l: int, eq: np.ndarray, code: str) -> None:
+    i = int(np.flatnonzero(~eq)[0])
+    k = int((~eq).sum())
+    if code == "ROWS_MISALIGNED":
+        raise SchemaError(
+            f"synthetic dataset {l}: column {c!r} holds the original's values in another row "
+            f"order ({k} of {len(eq)} rows differ; first at row {i}): the original or the "
+            "release has been shuffled or re-sorted, or it is another table. Every measure "
+            "compares record i of the original with row i of each dataset; give both files in "
+            "the order of the release (a column the synthesizer permuted, as in data swapping, "
+            "is declared synthesized).",
+            code=code,
+        )
+    raise SchemaError(
+        f"synthetic dataset {l}: column {c!r}, unsynthesized in the release's manifest, differs "
+        f"from the original ({k} of {len(eq)} rows; first at row {i}): the original is not the "
+        "table the release was made from, or its rows are in another order. Give the original "
+        "the release was made from.",
+        code=code,
+    )

@@ -1,0 +1,192 @@
+"""Fingerprints of the original: which table a model was fitted to and a release was made from.
+
+A model folder (``model.json``) and a release manifest (``manifest.json``) store a SHA-256 hash of
+the confidential table encoded by its schema — never the data. Every command that takes an
+original beside a release or a model compares the table it is given with that hash, so that a
+shuffled, re-sorted or wrong original is refused instead of giving other risks (a shuffled
+original takes the true match rate of identification to 0 while every number looks plausible).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.data.schema import Schema
+from bayes_risk.exceptions import CALLER, DataWarning, SchemaError
+
+__all__ = [
+    "table_fingerprint", "column_fingerprints", "fingerprint_problem", "check_original",
+    "fingerprint_record",
+]
+
+#: how the user overrides the check, per entry point (in the error message)
+OVERRIDE_HINT = (
+    "--allow-different-original on the command line, or release.allow_different_original() "
+    "in Python"
+)
+
+
+def table_fingerprint(data: pd.DataFrame, schema: Schema) -> str:
+    """SHA-256 of a table encoded by ``schema`` (categories as level codes, numbers as float64).
+
+    Identifies the table without storing it: the same records in the same order give the same
+    fingerprint whatever the file format or dtypes they were read with (an integer column read
+    as float from CSV, a category read as text from Parquet); any change of a value or of the
+    row order changes it.
+
+    Parameters
+    ----------
+    data : DataFrame
+        The table (at least the schema's columns).
+    schema : Schema
+        Column types and levels; its column order is the order hashed.
+
+    Returns
+    -------
+    str
+        64 hexadecimal digits.
+
+    Raises
+    ------
+    SchemaError
+        If a categorical value is not among the schema's levels.
+    """
+    h = hashlib.sha256()
+    h.update(f"{len(data)}|{'|'.join(schema.names)}".encode())
+    for _, col in _encoded_columns(data, schema):
+        h.update(np.ascontiguousarray(col).tobytes())
+    return h.hexdigest()
+
+
+def _encoded_columns(data: pd.DataFrame, schema: Schema):  # noqa: ANN202
+    """``(name, values)`` per schema column: level codes, or float64 with one NaN and no -0."""
+    from bayes_risk.data.validate import encode
+
+    for spec in schema:
+        if spec.is_categorical:
+            col = encode(data, schema, [spec.name])[:, 0]
+        else:
+            col = pd.to_numeric(data[spec.name], errors="coerce").to_numpy(dtype=np.float64)
+            col = np.where(np.isnan(col), np.nan, col + 0.0)
+        yield spec.name, col
+
+
+def column_fingerprints(data: pd.DataFrame, schema: Schema) -> dict[str, list[str]]:
+    """Per column, a short hash of its values in row order and one of its sorted values.
+
+    Stored beside :func:`table_fingerprint` so that a refusal can say which column differs and
+    whether it holds the same values in another order (a shuffled table) or other values.
+    """
+    out = {}
+    for name, col in _encoded_columns(data, schema):
+        arr = np.ascontiguousarray(col)
+        out[name] = [hashlib.sha256(arr.tobytes()).hexdigest()[:16],
+                     hashlib.sha256(np.sort(arr).tobytes()).hexdigest()[:16]]
+    return out
+
+
+def fingerprint_problem(
+    data: pd.DataFrame,
+    stored: str | None,
+    schema: Schema,
+    n_records: int,
+    columns: dict[str, list[str]] | None = None,
+) -> str | None:
+    """How ``data`` differs from the table whose fingerprint is ``stored`` (``None``: it does not).
+
+    ``None`` also when nothing was stored (a folder written by an older version). Otherwise a
+    short description: missing columns, another number of records, a value outside the levels,
+    and, with the per-column fingerprints ``columns``, which columns hold the same values in
+    another row order and which hold other values.
+    """
+    if stored is None:
+        return None
+    if not isinstance(data, pd.DataFrame):
+        return f"it is a {type(data).__name__}, not a DataFrame"
+    missing = [c for c in schema.names if c not in data.columns]
+    if missing:
+        return f"it lacks column(s) {missing}"
+    if len(data) != n_records:
+        return f"it has {len(data)} records, the table it was made from {n_records}"
+    table = data[schema.names].reset_index(drop=True)
+    try:
+        fp = table_fingerprint(table, schema)
+    except (ValueError, TypeError) as err:  # SchemaError: a level the model never saw
+        return " ".join(str(err).split()).rstrip(".")
+    if fp == stored:
+        return None
+    if not columns:
+        return "same size, but other values or another row order"
+    now = column_fingerprints(table, schema)
+    moved = [c for c in schema.names if c in columns and now[c][0] != columns[c][0]
+             and now[c][1] == columns[c][1]]
+    other = [c for c in schema.names if c in columns and now[c][1] != columns[c][1]]
+    parts = []
+    if moved:
+        parts.append(f"column(s) {moved} hold the same values in another row order")
+    if other:
+        parts.append(f"column(s) {other} hold other values")
+    return "; ".join(parts) or "same size, but other values or another row order"
+
+
+def check_original(
+    original: pd.DataFrame, source: Any, *, what: str = "the release"
+) -> None:
+    """Refuse an original that is not the table ``source`` was made from.
+
+    Parameters
+    ----------
+    original : DataFrame
+        The table given as the original.
+    source : SyntheticData or None
+        The release (its manifest's ``original_fingerprint``); ``None`` or a release without a
+        fingerprint (plain files, a folder written by an older version) is not checked.
+    what : str
+        How the release is named in the message.
+
+    Raises
+    ------
+    SchemaError
+        ``ORIGINAL_DIFFERS`` when the fingerprints differ, unless the release was marked with
+        ``allow_different_original()``; then a ``DataWarning`` with the same code is issued.
+    """
+    record = getattr(source, "original_fingerprint", None)
+    schema = getattr(source, "schema", None)
+    if not record or schema is None or not isinstance(original, pd.DataFrame):
+        return  # nothing recorded, or an original the caller's own checks refuse
+    if isinstance(record, str):
+        record = {"table": record}
+    n = len(source.datasets[0]) if getattr(source, "datasets", None) else len(original)
+    problem = fingerprint_problem(original, record.get("table"), schema, n,
+                                  record.get("columns"))
+    if problem is None:
+        return
+    if getattr(source, "original_check", "error") == "warn":
+        warnings.warn(
+            f"the original is not the table {what} was made from ({problem}) "
+            "(ORIGINAL_DIFFERS); the risks are those of this table against that release, "
+            "as asked.",
+            DataWarning,
+            skip_file_prefixes=CALLER,
+        )
+        return
+    raise SchemaError(
+        f"the original is not the table {what} was made from ({problem}; compared by the "
+        "fingerprint recorded in its manifest). A shuffled, re-sorted or other table gives "
+        "other, usually lower, risks. Give the original the release was made from, or "
+        f"{OVERRIDE_HINT} to go on anyway.",
+        code="ORIGINAL_DIFFERS",
+    )
+
+
+def fingerprint_record(data: pd.DataFrame, schema: Schema) -> dict[str, Any]:
+    """What a release manifest stores of its original: ``{"table": table_fingerprint,
+    "columns": column_fingerprints}`` (hashes only, never a value)."""
+    table = data[schema.names].reset_index(drop=True)
+    return {"table": table_fingerprint(table, schema),
+            "columns": column_fingerprints(table, schema)}
