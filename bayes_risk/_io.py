@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -13,36 +15,231 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["atomic_dir", "atomic_file", "write_json", "read_json", "to_jsonable"]
+__all__ = [
+    "atomic_dir",
+    "atomic_file",
+    "write_json",
+    "read_json",
+    "to_jsonable",
+    "rename_noreplace",
+    "replace_checked",
+    "path_identity",
+    "remove_stale_siblings",
+    "temporary_sibling",
+]
+
+
+#: RENAME_NOREPLACE of Linux' renameat2(2): the rename fails (EEXIST) if the target exists
+_RENAME_NOREPLACE = 1
+_AT_FDCWD = -100
+
+
+def _renameat2_noreplace(src: Path, dst: Path) -> bool:
+    """Rename with ``RENAME_NOREPLACE`` (Linux); ``False`` where the call is unavailable (other
+    systems, old C libraries, file systems that do not support the flag)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if fn(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(dst))
+
+
+def rename_noreplace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """Rename ``src`` to ``dst`` in one step, failing if anything exists at ``dst`` by then.
+
+    ``os.replace`` silently replaces an existing file or empty folder, and two runs that
+    checked ``dst`` free at their start would replace each other's output. Linux'
+    ``renameat2(RENAME_NOREPLACE)`` makes the check and the rename one step; elsewhere ``dst``
+    is first claimed with ``mkdir`` (which fails if it exists) and the finished folder then
+    replaces that empty claim.
+
+    Raises
+    ------
+    FileExistsError
+        If ``dst`` exists (it is left as it is; ``src`` too).
+    """
+    src, dst = Path(src), Path(dst)
+    if _renameat2_noreplace(src, dst):
+        return
+    if src.is_dir() and not src.is_symlink():
+        os.mkdir(dst)  # FileExistsError if taken
+        try:
+            os.replace(src, dst)  # replaces only our own empty claim
+        except OSError as err:  # filled by another process in between: left to it
+            raise FileExistsError(errno.EEXIST, f"{dst} was created meanwhile", str(dst)) from err
+    else:
+        os.link(src, dst)  # FileExistsError if taken
+        os.unlink(src)
+
+
+def path_identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """``(device, inode)`` of ``path`` itself (a symbolic link is not followed), ``None`` if
+    nothing is there: what "the same file or folder" means for :func:`replace_checked`."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def replace_checked(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    expected: tuple[int, int] | None,
+) -> None:
+    """Put the finished ``src`` at ``dst``, replacing only what was there when the run began.
+
+    Parameters
+    ----------
+    src : path-like
+        The finished temporary file or folder (a sibling of ``dst``).
+    dst : path-like
+        Where it goes.
+    expected : tuple or None
+        :func:`path_identity` of ``dst`` when the run checked it: ``None`` (nothing was there)
+        means nothing may be replaced; otherwise only that same file or folder is replaced.
+
+    Raises
+    ------
+    FileExistsError
+        If ``dst`` is not what was there at the check (created or replaced by another process
+        meanwhile); it is left untouched and ``src`` is not moved.
+    """
+    src, dst = Path(src), Path(dst)
+    if expected is None:
+        rename_noreplace(src, dst)
+        return
+    old = dst.with_name(f".{dst.name}.old-{os.getpid()}")
+    try:
+        os.replace(dst, old)
+    except FileNotFoundError:  # removed meanwhile: nothing to replace, nothing may be
+        rename_noreplace(src, dst)
+        return
+    if path_identity(old) != expected:
+        # another process put something else there since the check: give it back untouched
+        with contextlib.suppress(OSError):
+            rename_noreplace(old, dst)
+        raise FileExistsError(
+            errno.EEXIST, f"{dst} was replaced by another process meanwhile", str(dst)
+        )
+    try:
+        rename_noreplace(src, dst)
+    except FileExistsError:
+        raise FileExistsError(
+            errno.EEXIST,
+            f"{dst} was created by another process meanwhile (the previous one is kept as "
+            f"{old.name})",
+            str(dst),
+        ) from None
+    if old.is_dir() and not old.is_symlink():
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        old.unlink(missing_ok=True)
+
+
+def temporary_sibling(target: Path) -> Path:
+    """A new hidden folder beside ``target`` named ``.NAME.tmp-PID-XXXXXXXX``: the process id
+    tells a later run whether its owner is still alive (:func:`remove_stale_siblings`)."""
+    return Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-{os.getpid()}-", dir=target.parent))
+
+
+_STALE_RE = re.compile(r"\.(?P<name>.+)\.(?:(?P<tmp>tmp)-(?P<tpid>\d+)-.*|old-(?P<opid>\d+))$")
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def remove_stale_siblings(target: str | os.PathLike[str]) -> tuple[list[str], list[str]]:
+    """Remove the temporary folders that killed runs left beside ``target``.
+
+    A run writes into ``.NAME.tmp-PID-*`` and, while replacing an old output, moves it to
+    ``.NAME.old-PID``. A run killed outright (SIGKILL, power loss) leaves them behind, with
+    confidential content. Those whose process is gone are removed; an ``.old`` folder is
+    removed only when ``target`` exists (otherwise it may be the only copy of the previous
+    output, and is kept).
+
+    Returns
+    -------
+    removed, kept : list of str
+        Names of the folders removed, and of stale ones kept (an ``.old`` without ``target``).
+    """
+    target = Path(target)
+    removed: list[str] = []
+    kept: list[str] = []
+    parent = target.parent
+    if not parent.is_dir():
+        return removed, kept
+    try:
+        entries = list(parent.iterdir())
+    except OSError:
+        return removed, kept
+    for entry in entries:
+        m = _STALE_RE.match(entry.name)
+        if m is None or m["name"] != target.name:
+            continue
+        if _alive(int(m["tpid"] or m["opid"])):
+            continue
+        if not m["tmp"] and not (target.exists() or target.is_symlink()):
+            kept.append(entry.name)
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                entry.unlink()
+        if not (entry.exists() or entry.is_symlink()):
+            removed.append(entry.name)
+    return removed, kept
 
 
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike[str], *, overwrite: bool = True) -> Iterator[Path]:
-    """Yield a temporary folder beside ``path``; on success it replaces ``path`` in one rename.
+    """Yield a temporary folder beside ``path``; on success it takes the place of ``path`` in
+    one rename.
 
-    On an exception the temporary folder is removed and ``path`` is left as it was.
+    With ``overwrite`` only what was at ``path`` when the block began is replaced; without it
+    nothing is (:func:`replace_checked`). On an exception the temporary folder is removed and
+    ``path`` is left as it was. Temporary folders left by killed runs are removed first
+    (:func:`remove_stale_siblings`).
+
+    Raises
+    ------
+    FileExistsError
+        If ``path`` exists (without ``overwrite``), or was created or replaced by another
+        process while the block ran.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    remove_stale_siblings(target)
+    expected = path_identity(target)
+    if expected is not None and not overwrite:
+        raise FileExistsError(errno.EEXIST, f"{target} exists", str(target))
+    tmp = temporary_sibling(target)
     try:
         yield tmp
+        replace_checked(tmp, target, expected=expected)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    if target.exists():
-        if not overwrite:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise FileExistsError(f"{target} exists")
-        old = target.with_name(f".{target.name}.old-{os.getpid()}")
-        os.replace(target, old)
-        os.replace(tmp, target)
-        if old.is_dir():
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            old.unlink(missing_ok=True)
-    else:
-        os.replace(tmp, target)
 
 
 @contextlib.contextmanager
@@ -50,7 +247,7 @@ def atomic_file(path: str | os.PathLike[str], mode: str = "w") -> Iterator[Any]:
     """Open a temporary file beside ``path`` for writing; rename over ``path`` on success."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmpname = tempfile.mkstemp(prefix=f".{target.name}.tmp-", dir=target.parent)
+    fd, tmpname = tempfile.mkstemp(prefix=f".{target.name}.tmp-{os.getpid()}-", dir=target.parent)
     os.close(fd)
     try:
         with open(tmpname, mode) as fh:

@@ -45,6 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
         importlib.import_module(f"bayes_risk.cli.parsers.{name}").add_parser(sub)
+    from bayes_risk.cli.parsers import INPUTS_ATTR, input_arguments
+
+    for subparser in sub.choices.values():
+        # the inputs of each sub-command, read off its declarations (never listed by hand)
+        subparser.set_defaults(**{INPUTS_ATTR: input_arguments(subparser)})
     return parser
 
 

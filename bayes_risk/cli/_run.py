@@ -33,27 +33,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.cli.parsers import INPUTS_ATTR, input_arguments
+from bayes_risk.exceptions import BayesRiskWarning, ValidationError
 
-__all__ = ["CommandRun", "command_run", "output_dir", "check_out", "warning_code", "INPUT_ARGS"]
-
-#: arguments naming input files or folders, per sub-command, in the order they are recorded
-INPUT_ARGS: dict[str, tuple[str, ...]] = {
-    "fit": ("original", "records"),
-    "synthesize": ("original", "model", "records"),
-    "utility": ("original", "synthetic"),
-    "identification": ("original", "synthetic", "targets", "population_counts"),
-    "attribute": ("model", "original", "synthetic", "records"),
-    "disclosure": ("original", "synthetic"),
-    "audit": ("original", "synthetic", "model"),
-    "orders": ("original",),
-    "demo": (),
-}
+__all__ = [
+    "CommandRun", "command_run", "output_dir", "check_out", "warning_code", "input_arguments",
+]
 
 #: set by the ``bayes-risk`` program (:func:`bayes_risk.cli.console_main`): the process ends
 #: with the run, so late signals are ignored instead of restoring Python's handlers
 CONSOLE = False
 _depth = 0
+
+#: signals that stop a run (exit 130): Ctrl-C, ``kill``, and a closed terminal or SSH session
+_STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
 
 _CODE_RE = re.compile(r"\b([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b")
 
@@ -81,6 +76,7 @@ class CommandRun:
     inputs: dict[str, Any] = field(default_factory=dict)
     warnings: list[dict[str, Any]] = field(default_factory=list)
     interrupted: bool = False
+    out_identity: tuple[int, int] | None = None  # what was at --out when it was checked
     critical: bool = False  # inside the final rename: a signal is deferred
     completed: bool = False  # the output is in place: a later signal changes nothing
 
@@ -108,18 +104,29 @@ class CommandRun:
 
 def _inputs(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for name in INPUT_ARGS.get(args.command, ()):
+    for name in getattr(args, INPUTS_ATTR, ()):
         val = getattr(args, name, None)
-        if val is None:
+        if val is None or val is argparse.SUPPRESS:
             continue
-        if name == "records" and not Path(str(val)).is_file():
-            continue  # a range such as 0-199, not a file
-        if name == "population_counts":
-            if not str(val).startswith("true:"):
-                continue
-            val = str(val).split(":", 1)[1]
-        out[name] = [str(v) for v in val] if isinstance(val, (list, tuple)) else str(val)
+        vals = [str(v) for v in val] if isinstance(val, (list, tuple)) else [str(val)]
+        kept = [p for p in (_input_path(v) for v in vals) if p is not None]
+        if kept:
+            out[name] = kept if isinstance(val, (list, tuple)) else kept[0]
     return out
+
+
+def _input_path(value: str) -> str | None:
+    """The existing file or folder named by an input argument's value: the value itself, or
+    ``PATH`` in a value ``KIND:PATH`` (``--population-counts true:FILE``); ``None`` for a value
+    that names none (``--records 0-199``, ``--population-counts loglinear-original``, or a
+    missing file, which the sub-command itself reports)."""
+    if Path(value).exists():
+        return value
+    if ":" in value:
+        rest = value.split(":", 1)[1]
+        if rest and Path(rest).exists():
+            return rest
+    return None
 
 
 #: temporary folder -> the ``--out`` it becomes, while a run that holds whole sub-commands (the
@@ -225,17 +232,48 @@ def output_dir(args: argparse.Namespace) -> Iterator[Path]:
     The run's ``command``, ``inputs`` and recorded warnings are merged into ``summary.json``
     (created if the handler wrote none). Nothing is swapped in if the run was interrupted, and
     on any error the temporary folder (and any parent folder created for it) is removed.
+    Temporary folders that killed runs left beside ``--out`` are removed first (warning
+    ``STALE_TEMPORARY_REMOVED``). The final rename replaces only what was at ``--out`` when the
+    run checked it (nothing, without ``--overwrite``): an output that another run put there
+    meanwhile is never deleted (error ``OUT_TAKEN``).
+
+    Only the final rename is a critical section: a signal during the work stops the run at
+    once (the temporary folder is removed, ``--out`` is untouched).
     """
+    from bayes_risk._io import (
+        path_identity,
+        remove_stale_siblings,
+        replace_checked,
+        temporary_sibling,
+    )
+
     run: CommandRun | None = getattr(args, "_run", None)
     target = Path(os.path.abspath(args.out)) if run is None or run.out is None else run.out
+    expected = run.out_identity if run is not None and run.out is not None else path_identity(
+        target
+    )
     created = _new_dirs(target)
-    if run is not None and run.command != "demo":
-        # from here on a signal only marks the run interrupted: the writing is never cut
-        # half-way (no stray temporary folder); the finished temporary folder is then dropped.
-        # The demo runs whole sub-commands inside, each with its own handler.
-        run.critical = True
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    removed, kept = remove_stale_siblings(target)
+    if removed:
+        warnings.warn(
+            BayesRiskWarning(
+                f"removed {len(removed)} temporary folder(s) left beside --out by a run that "
+                f"was killed ({', '.join(removed)}); they held that run's unfinished output.",
+                code="STALE_TEMPORARY_REMOVED",
+            ),
+            stacklevel=2,
+        )
+    if kept:
+        warnings.warn(
+            BayesRiskWarning(
+                f"{', '.join(kept)} beside --out is the previous output that a killed run was "
+                "replacing; it is kept (rename it back, or delete it).",
+                code="STALE_OUTPUT_KEPT",
+            ),
+            stacklevel=2,
+        )
+    tmp = temporary_sibling(target)
     holds_steps = run is not None and run.command == "demo"
     if holds_steps:
         _FINAL_NAMES[str(tmp)] = str(target)
@@ -245,10 +283,19 @@ def output_dir(args: argparse.Namespace) -> Iterator[Path]:
             if run.interrupted:
                 raise KeyboardInterrupt
             _merge_summary(tmp / "summary.json", run.summary_fields())
+            # from here on a signal only marks the run interrupted: the rename is never cut
             run.critical = True
             if run.interrupted:
                 raise KeyboardInterrupt
-        _swap(tmp, target)
+        try:
+            replace_checked(tmp, target, expected=expected)
+        except FileExistsError as err:
+            raise ValidationError(
+                f"--out {shown(target)!r} was {'replaced' if expected else 'created'} by "
+                "another process while this run worked; it is left as it is and this run's "
+                "output is discarded. Give another --out.",
+                code="OUT_TAKEN",
+            ) from err
         if run is not None:
             # a signal arriving from the rename on is too late to stop anything: the output
             # is complete and in place, so the run ends normally
@@ -265,19 +312,6 @@ def output_dir(args: argparse.Namespace) -> Iterator[Path]:
             run.critical = False
         if holds_steps:
             _FINAL_NAMES.pop(str(tmp), None)
-
-
-def _swap(tmp: Path, target: Path) -> None:
-    if target.is_symlink() or target.exists():
-        old = target.with_name(f".{target.name}.old-{os.getpid()}")
-        os.replace(target, old)
-        os.replace(tmp, target)
-        if old.is_dir() and not old.is_symlink():
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            old.unlink(missing_ok=True)
-    else:
-        os.replace(tmp, target)
 
 
 def _merge_summary(path: Path, extra: dict[str, Any]) -> None:
@@ -311,6 +345,9 @@ def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
             overwrite=bool(getattr(args, "overwrite", False)),
             inputs=_input_paths(run.inputs),
         )
+        from bayes_risk._io import path_identity
+
+        run.out_identity = path_identity(run.out)
     global _depth
     handlers: dict[int, Any] = {}
     _depth += 1
@@ -323,7 +360,7 @@ def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
             if not run.critical:
                 raise KeyboardInterrupt
 
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in _STOP_SIGNALS:
             # a signal ignored by whoever started the program (SIGINT of a background job)
             # stays ignored
             if signal.getsignal(sig) is not signal.SIG_IGN:

@@ -18,13 +18,55 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["Handler", "add_deprecated_alias", "apply_deprecated", "DEPRECATED_ATTR"]
+__all__ = [
+    "Handler",
+    "add_deprecated_alias",
+    "apply_deprecated",
+    "input_arguments",
+    "DEPRECATED_ATTR",
+    "INPUTS_ATTR",
+]
 
 #: attribute of the parsed namespace listing the deprecated spellings used (old, new)
 DEPRECATED_ATTR = "_deprecated_options"
+#: attribute of the parsed namespace naming the input arguments (set by
+#: :func:`bayes_risk.cli.build_parser` from :func:`input_arguments`)
+INPUTS_ATTR = "_input_arguments"
+
+#: an argument declared with one of these metavars names input files or folders: it is an input
+#: of its sub-command (recorded in ``summary.json``; ``--out`` may never hold or replace it).
+#: The set of inputs is derived from the parser declarations (:func:`input_arguments`), so an
+#: option added later is covered as soon as it is declared with such a metavar.
+_INPUT_METAVAR = re.compile(r"\b(ORIGINAL|SYN|RELEASE|FILE|DIR|SOURCE)\b")
+#: the output itself is declared ``--out DIR``
+_NOT_INPUTS = frozenset({"out"})
+
+
+def input_arguments(parser: argparse.ArgumentParser) -> tuple[str, ...]:
+    """Destinations of the arguments of ``parser`` that name input files or folders.
+
+    An argument is an input when its metavar names a path (``ORIGINAL``, ``SYN``, ``RELEASE``,
+    ``FILE``, ``DIR``, ``RANGE|FILE``, ``SOURCE``), ``--out`` excepted; hidden deprecated
+    spellings are covered by the option they stand for.
+    """
+    dests: list[str] = []
+    for action in parser._actions:
+        mv = action.metavar
+        text = " ".join(mv) if isinstance(mv, tuple) else str(mv or "")
+        if (
+            action.dest not in _NOT_INPUTS
+            and action.help is not argparse.SUPPRESS
+            and _INPUT_METAVAR.search(text)
+            and action.dest not in dests
+        ):
+            dests.append(action.dest)
+    return tuple(dests)
+
+
 
 
 class Handler:
