@@ -22,9 +22,12 @@ import pandas as pd
 
 from bayes_risk.exceptions import CALLER, DataWarning, SchemaError
 
-__all__ = ["check_rows_aligned", "comparable_values"]
+__all__ = ["check_rows_aligned", "comparable_values", "same_multiset"]
 
 _MISSING = "\x00NA"
+#: a column with at least this many distinct values holding exactly the original's values in
+#: another order is taken as evidence of shuffled rows on its own
+_MANY_LEVELS = 5
 
 
 def comparable_values(col: pd.Series) -> np.ndarray:
@@ -54,7 +57,7 @@ def _as_text(a: np.ndarray) -> np.ndarray:
                      for v in a], dtype=object)
 
 
-def _same_multiset(a: np.ndarray, b: np.ndarray) -> bool:
+def same_multiset(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether ``b`` holds exactly ``a``'s values, in some order."""
     if a.dtype.kind == "f" and b.dtype.kind == "f":
         return bool(np.array_equal(np.sort(a), np.sort(b), equal_nan=True))
@@ -122,18 +125,23 @@ def check_rows_aligned(
         equal -= set(differ)
         if declared and differ:
             c = differ[0]
-            code = ("ROWS_MISALIGNED" if _same_multiset(orig[c], comparable_values(z[c]))
+            code = ("ROWS_MISALIGNED" if same_multiset(orig[c], comparable_values(z[c]))
                     else "US_COLUMNS_DIFFER")
             _refuse(c, l, eqs[c], code)
-        # plain files: a differing column may be an undeclared synthesized one; the files are
-        # misaligned when nothing that varies is equal row by row and a column holds the
-        # original's values in another order (a synthesized column matching the original's
-        # counts by chance is not enough: other columns then show the alignment)
+        # plain files: a differing column may be an undeclared synthesized one. The files are
+        # misaligned when nothing that varies is equal row by row and the columns show the
+        # original's values in another order: one with many distinct values (which no
+        # synthesizer reproduces exactly by chance), or at least half of the differing ones
+        # (a fully synthetic column of few levels may match the original's counts by chance)
         aligned = any(varies[c] and eqs[c].all() for c in cols)
         if not aligned:
-            for c in differ:
-                if varies[c] and _same_multiset(orig[c], comparable_values(z[c])):
-                    _refuse(c, l, eqs[c], "ROWS_MISALIGNED")
+            varied = [c for c in differ if varies[c]]
+            permuted = [c for c in varied
+                        if same_multiset(orig[c], comparable_values(z[c]))]
+            many = [c for c in permuted if len(pd.unique(orig[c])) >= _MANY_LEVELS]
+            if many or (len(permuted) >= 2 and 2 * len(permuted) >= len(varied)):
+                c = (many or permuted)[0]
+                _refuse(c, l, eqs[c], "ROWS_MISALIGNED")
     equal = [c for c in cols if c in equal]
     if not declared and cols and not equal:
         warnings.warn(

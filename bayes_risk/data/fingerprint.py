@@ -20,7 +20,8 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import CALLER, DataWarning, SchemaError
 
 __all__ = [
-    "table_fingerprint", "column_fingerprints", "fingerprint_problem", "check_original",
+    "table_fingerprint", "rows_fingerprint", "column_fingerprints", "fingerprint_problem",
+    "check_original",
     "fingerprint_record",
 ]
 
@@ -74,6 +75,20 @@ def _encoded_columns(data: pd.DataFrame, schema: Schema):  # noqa: ANN202
             col = pd.to_numeric(data[spec.name], errors="coerce").to_numpy(dtype=np.float64)
             col = np.where(np.isnan(col), np.nan, col + 0.0)
         yield spec.name, col
+
+
+def rows_fingerprint(data: pd.DataFrame, schema: Schema) -> str:
+    """SHA-256 of a table's encoded records taken in sorted order: the same records in any row
+    order give the same hash (the table as a multiset of records, for measures that do not
+    pair records across files, such as synthpop's disclosure measures)."""
+    cols = [np.where(np.isnan(c), np.inf, c) if c.dtype.kind == "f" else c
+            for _, c in _encoded_columns(data, schema)]
+    order = np.lexsort(cols[::-1]) if cols else np.arange(len(data))
+    h = hashlib.sha256()
+    h.update(f"rows|{len(data)}|{'|'.join(schema.names)}".encode())
+    for c in cols:
+        h.update(np.ascontiguousarray(np.asarray(c)[order]).tobytes())
+    return h.hexdigest()
 
 
 def column_fingerprints(data: pd.DataFrame, schema: Schema) -> dict[str, list[str]]:
@@ -135,7 +150,7 @@ def fingerprint_problem(
 
 
 def check_original(
-    original: pd.DataFrame, source: Any, *, what: str = "the release"
+    original: pd.DataFrame, source: Any, *, what: str = "the release", row_order: bool = True
 ) -> None:
     """Refuse an original that is not the table ``source`` was made from.
 
@@ -149,6 +164,10 @@ def check_original(
         an original that lacks one of the release's columns.
     what : str
         How the release is named in the message.
+    row_order : bool, default True
+        Whether the measure pairs record i of the original with row i of each dataset. A
+        measure that does not (synthpop's disclosure measures) accepts the same records in
+        another order.
 
     Raises
     ------
@@ -172,6 +191,14 @@ def check_original(
                                   record.get("columns"))
     if problem is None:
         return
+    if not row_order and record.get("rows") and len(original) == n:
+        try:
+            same = rows_fingerprint(original[schema.names].reset_index(drop=True),
+                                    schema) == record["rows"]
+        except (ValueError, TypeError):
+            same = False
+        if same:
+            return  # the same records in another order: nothing this measure depends on
     if getattr(source, "original_check", "error") == "warn":
         warnings.warn(
             f"the original is not the table {what} was made from ({problem}) "
@@ -192,7 +219,9 @@ def check_original(
 
 def fingerprint_record(data: pd.DataFrame, schema: Schema) -> dict[str, Any]:
     """What a release manifest stores of its original: ``{"table": table_fingerprint,
-    "columns": column_fingerprints}`` (hashes only, never a value)."""
+    "rows": rows_fingerprint, "columns": column_fingerprints}`` (hashes only, never a
+    value)."""
     table = data[schema.names].reset_index(drop=True)
     return {"table": table_fingerprint(table, schema),
+            "rows": rows_fingerprint(table, schema),
             "columns": column_fingerprints(table, schema)}

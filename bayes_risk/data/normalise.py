@@ -20,7 +20,7 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["SyntheticInput", "as_synthetic_list", "record_positions"]
+__all__ = ["SyntheticInput", "as_synthetic_list", "check_columns", "record_positions"]
 
 
 class SyntheticInput(NamedTuple):
@@ -35,12 +35,41 @@ class SyntheticInput(NamedTuple):
         return None if self.source is None else self.source.schema
 
 
+def check_columns(df: Any, name: str = "the original") -> None:
+    """Refuse a table whose column labels cannot name variables: a ``MultiIndex`` (pandas
+    would return a sub-table for one name) or a name used twice (pandas would return two
+    columns for it). The command line refuses the same in files (``DUPLICATE_COLUMN``).
+
+    Raises
+    ------
+    ValidationError
+        ``MULTIINDEX_COLUMNS`` or ``DUPLICATE_COLUMN``, naming the table and the columns.
+    """
+    if not isinstance(df, pd.DataFrame):
+        return  # the callers' own type checks say what was expected
+    if isinstance(df.columns, pd.MultiIndex):
+        raise ValidationError(
+            f"{name} has {df.columns.nlevels}-level column labels (a MultiIndex, e.g. "
+            f"{df.columns[0]!r}); give one name per column (flatten them, e.g. "
+            "df.columns = ['_'.join(map(str, c)) for c in df.columns]).",
+            code="MULTIINDEX_COLUMNS",
+        )
+    dup = df.columns[df.columns.duplicated()].unique().tolist()
+    if dup:
+        raise ValidationError(
+            f"{name} has more than one column named {', '.join(map(repr, dup))}; every "
+            "column needs a name of its own (rename or drop the copies).",
+            code="DUPLICATE_COLUMN",
+        )
+
+
 def as_synthetic_list(
     synthetic: Any,
     *,
     argument: str = "synthetic",
     allow_none: bool = False,
     original: pd.DataFrame | None = None,
+    row_order: bool = True,
 ) -> SyntheticInput:
     """The synthetic datasets as a list of DataFrames, and their ``SyntheticData``.
 
@@ -56,6 +85,9 @@ def as_synthetic_list(
         The original the release is measured against: a ``SyntheticData`` whose manifest
         records the fingerprint of the table it was made from refuses another table
         (:func:`bayes_risk.data.fingerprint.check_original`).
+    row_order : bool, default True
+        Whether the caller pairs record i of ``original`` with row i of each dataset; if not,
+        the same records in another order are accepted.
 
     Returns
     -------
@@ -69,13 +101,16 @@ def as_synthetic_list(
     SchemaError
         ``ORIGINAL_DIFFERS``: ``original`` is not the table the release was made from.
     """
+    if original is not None:
+        check_columns(original)
     if synthetic is None and allow_none:
         return SyntheticInput([], None)
     if isinstance(synthetic, SyntheticData):
         if original is not None:
-            check_original(original, synthetic)
+            check_original(original, synthetic, row_order=row_order)
         return SyntheticInput(list(synthetic.datasets), synthetic)
     if isinstance(synthetic, pd.DataFrame):
+        check_columns(synthetic, "synthetic dataset 1")
         return SyntheticInput([synthetic], None)
     if isinstance(synthetic, (list, tuple)):
         out = list(synthetic)
@@ -88,6 +123,7 @@ def as_synthetic_list(
                 raise ValidationError(
                     f"synthetic dataset {l} must be a pandas DataFrame. Got {type(z).__name__}."
                 )
+            check_columns(z, f"synthetic dataset {l}")
         return SyntheticInput(out, None)
     raise ValidationError(
         f"{argument} must be a DataFrame, a list of DataFrames or a SyntheticData. "

@@ -439,9 +439,14 @@ def infer_schema(
     ------
     SchemaError
         If a named column is not in ``df`` or is forced to two types.
+    ValidationError
+        If ``df`` has a column ``MultiIndex`` or two columns of the same name.
     """
     if not isinstance(df, pd.DataFrame):
         raise ValidationError(f"infer_schema expects a pandas DataFrame. Got {type(df).__name__}.")
+    from bayes_risk.data.normalise import check_columns
+
+    check_columns(df, "the table")
     names = [str(c) for c in df.columns]
     from bayes_risk.data.missing import check_missing_codes, code_mask
 

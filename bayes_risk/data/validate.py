@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.data.alignment import comparable_values, same_multiset
 from bayes_risk.data.levels import level_codes, normalise_level
 from bayes_risk.data.schema import (
     CATEGORICAL_TYPES,
@@ -273,6 +274,15 @@ def validate_synthetic(
                     eq = (af == bf) | (np.isnan(af) & np.isnan(bf))
                 if not eq.all():
                     i = int(np.flatnonzero(~eq)[0])
+                    if same_multiset(comparable_values(original[c]), comparable_values(z[c])):
+                        raise SchemaError(
+                            f"{label}: unsynthesized column {c!r} holds the original's values "
+                            f"in another row order ({int((~eq).sum())} rows differ; first at "
+                            f"row {i}): the original or the synthetic file has been shuffled or "
+                            "re-sorted. Every dataset must keep the original's records in the "
+                            "original's order.",
+                            code="ROWS_MISALIGNED",
+                        )
                     raise SchemaError(
                         f"{label}: unsynthesized column {c!r} differs from the original "
                         f"({int((~eq).sum())} rows; first at row {i}: {a[i]!r} vs {b[i]!r}). "

@@ -475,7 +475,8 @@ def disclosure_measures(
     keys, target = _check_names(keys, target)
     ngroups = _check_options(ngroups_target, denom_lim, compat)
     is_compat = compat == "synthpop"
-    datasets, source = as_synthetic_list(synthetic, original=original)
+    # record i is never paired with row i: the same records in another order are the same
+    datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     carried = None if source is None else source.schema
     sub = resolve_inputs(original, datasets, carried, schema, categorical, [*keys, target])
     if isinstance(use_keys_na, (bool, np.bool_)):
@@ -633,7 +634,8 @@ def replicated_uniques(
     dup = sorted({k for k in keys if keys.count(k) > 1})
     if dup:
         raise ValidationError(f"keys contain duplicated column(s) {dup}.")
-    datasets, source = as_synthetic_list(synthetic, original=original)
+    # record i is never paired with row i: the same records in another order are the same
+    datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     carried = None if source is None else source.schema
     sub = resolve_inputs(original, datasets, carried, schema, categorical, keys)
     return _replicated(original, datasets, keys, sub, compat == "synthpop")

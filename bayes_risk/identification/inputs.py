@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.data.alignment import comparable_values, same_multiset
 from bayes_risk.data.levels import level_codes, normalise_level
 from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.data.schema import (
@@ -190,6 +191,15 @@ def check_unsynthesized_equal(original, frames, known_us, sk) -> None:
             neq = (a != b) & ~(np.isnan(a) & np.isnan(b)) if a.dtype.kind == "f" else a != b
             if neq.any():
                 i = int(np.flatnonzero(neq)[0])
+                if same_multiset(comparable_values(original[c]), comparable_values(z[c])):
+                    raise SchemaError(
+                        f"synthetic dataset {l}: known unsynthesized column {c!r} holds the "
+                        f"original's values in another row order ({int(neq.sum())} rows "
+                        f"differ; first at row {i}): the original or the synthetic file has "
+                        "been shuffled or re-sorted. Every dataset must keep the original's "
+                        "records in the original's order.",
+                        code="ROWS_MISALIGNED",
+                    )
                 raise SchemaError(
                     f"synthetic dataset {l}: known unsynthesized column {c!r} differs from the "
                     f"original ({int(neq.sum())} rows; first at row {i}). Unsynthesized columns "

@@ -18,10 +18,11 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed
+from bayes_risk.data.alignment import check_rows_aligned
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import check_probability, validate_synthetic
-from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
+from bayes_risk.exceptions import CALLER, DataWarning, SchemaError, ValidationError
 from bayes_risk.results.utility import UtilitySummary
 from bayes_risk.utility._inputs import (
     check_choice,
@@ -170,22 +171,39 @@ def utility_summary(
     elif schema.synthesized:
         syn_cols = list(schema.synthesized)
     elif all(len(z) == len(original) for z in datasets):
+        # the roles are read off the rows: shuffled files would make every column "synthesized"
+        check_rows_aligned(original, datasets, None)
         shares = differing_share(original, datasets, schema)
         syn_cols = list(shares)
         inferred = True
-        # a synthesized column differs in most records of every dataset; one unchanged in
-        # some dataset, or changed in only a few records, contradicts the inferred role
-        odd = {c: v for c, v in shares.items() if min(v) == 0 or max(v) < 0.05}
+        # a synthesized column differs in most records of every dataset. One released
+        # unchanged in some dataset and changed in another contradicts any role: the files
+        # were altered, or a column was synthesized in only some datasets. Refused; the
+        # roles are then stated.
+        contradicted = {c: v for c, v in shares.items() if min(v) == 0}
+        if contradicted:
+            raise SchemaError(
+                "column(s) "
+                + ", ".join(f"{c!r} (differing records per dataset: "
+                            + ", ".join(f"{x:.1%}" for x in v) + ")"
+                            for c, v in contradicted.items())
+                + " are unchanged in some synthetic datasets and changed in others, so their "
+                "role cannot be inferred (ROLE_CONTRADICTED): if they were released unchanged "
+                "the synthetic files were altered. State the synthesized columns with "
+                "synthesized= (--synthesized) or give the release folder with its manifest.",
+                code="ROLE_CONTRADICTED",
+            )
+        odd = {c: v for c, v in shares.items() if max(v) < 0.05}
         if odd:
             codes.append("ROLE_INFERENCE_DOUBTFUL")
             warnings.warn(
                 "column(s) "
                 + ", ".join(f"{c!r} (differing records per dataset: "
                             + ", ".join(f"{x:.1%}" for x in v) + ")" for c, v in odd.items())
-                + " are inferred as synthesized although some datasets leave them (almost) "
-                "unchanged (ROLE_INFERENCE_DOUBTFUL); if they were released unchanged the "
-                "synthetic files were altered. State the roles with synthesized= "
-                "(--synthesized).", DataWarning, skip_file_prefixes=CALLER)
+                + " are inferred as synthesized although they differ from the original in "
+                "under 5 % of the records of every dataset (ROLE_INFERENCE_DOUBTFUL): right "
+                "when only some records were synthesized; otherwise state the roles with "
+                "synthesized= (--synthesized).", DataWarning, skip_file_prefixes=CALLER)
         if not syn_cols:
             codes.append("NO_DIFFERENCES")
             warnings.warn(
