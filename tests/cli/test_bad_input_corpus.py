@@ -14,6 +14,7 @@ The interrupt tests send a real SIGINT to a ``bayes-risk`` subprocess at several
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -1047,3 +1048,117 @@ def test_stray_word_in_integer_coded_synthetic_column(tmp_path, capsys):
                  "--out", str(u), "-q"]) == 0
     s = json.loads((u / "summary.json").read_text())
     assert s["s_pmse"]["mean"] < 3  # a permutation of the same levels, not 5 new levels
+
+
+# ----------------------------------------------------------------------------- interrupt latency
+def test_sighup_is_an_interrupt(base, tmp_path):
+    """A closed terminal or SSH session (SIGHUP) stops a run as Ctrl-C does."""
+    work = tmp_path / "w"
+    shutil.copytree(base, work)
+    argv = ["fit", "acs.csv", "--method", "dpmpm", "--categorical", *_acs_cols(base),
+            "--components", "3", "--tune", "5", "--draws", "200000", "--out", "fit"]
+    rc, err = _interrupt(argv, work, marker="sampling (", delay=1.0, sig=signal.SIGHUP)
+    assert rc == 130 and err.strip().splitlines()[-1] == "interrupted", err
+    assert not (work / "fit").exists()
+    assert not [p.name for p in work.iterdir() if p.name.startswith(".fit.")]
+
+
+@pytest.fixture(scope="module")
+def audit_base(tmp_path_factory) -> Path:
+    """A 2,000-record CE-like table and its CART release: an audit of about 9 s."""
+    from bayes_risk.cli import main
+    from bayes_risk.data import make_ce_like
+
+    root = tmp_path_factory.mktemp("audit_base")
+    make_ce_like(2000, random_seed=3).to_csv(root / "ce.csv", index=False)
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        assert main(["synthesize", "ce.csv", "--method", "cart", "--synthesize", "Income",
+                     "Expenditure", "--categorical", *CE_CAT, "-m", "2", "--random-seed", "1",
+                     "-q", "--out", "cesyn"]) == 0
+    finally:
+        os.chdir(cwd)
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay", [0.5, 2.5, 4.5, 6.5])
+def test_audit_exits_within_5s_of_sigterm(audit_base, tmp_path, delay):
+    """The whole audit used to run inside the writer's critical section: a signal acted only
+    when it had finished. Only the final rename is critical now."""
+    work = tmp_path / "w"
+    shutil.copytree(audit_base, work)
+    argv = ["audit", "ce.csv", "cesyn", "--known", "Age", "Urban", "Income", "--categorical",
+            *CE_CAT, "-q", "--out", "aud"]
+    before = sorted(p.name for p in work.iterdir())
+    rc, err = _interrupt(argv, work, marker=None, delay=delay, sig=signal.SIGTERM)
+    assert rc == 130, err
+    assert err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err, err
+    assert _interrupt.exit_after < 5, _interrupt.exit_after
+    assert sorted(p.name for p in work.iterdir()) == before  # no output, no temporary folder
+
+
+# ----------------------------------------------------------------------------- races, left-overs
+def test_two_runs_into_one_out_never_replace_each_other(base, tmp_path):
+    """Two `synthesize --out two` started at once: one writes `two`, the other fails with
+    OUT_TAKEN (or finds it not empty); the output in place is complete."""
+    work = tmp_path / "w"
+    shutil.copytree(base, work)
+    argv = ["synthesize", "ce.csv", "--method", "cart", "--synthesize", "Income",
+            "--categorical", *CE_CAT, "-m", "2", "-q", "--out", "two"]
+    env = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}
+    procs = [subprocess.Popen(_bayes_risk() + [*argv, "--random-seed", str(s)], cwd=work,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env) for s in (1, 2)]
+    results = [(p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for p in procs]
+    codes = sorted(rc for rc, _, _ in results)
+    assert codes == [0, 2], results
+    loser = next(err for rc, _, err in results if rc == 2)
+    assert "OUT_TAKEN" in loser or "not empty" in loser, loser
+    winner_out = next(out for rc, out, _ in results if rc == 0)
+    assert "wrote two" in winner_out
+    manifest = json.loads((work / "two" / "manifest.json").read_text())
+    assert len(manifest["files"]) == 2
+    assert not [p.name for p in work.iterdir() if p.name.startswith(".two.")]
+
+
+def test_out_created_during_the_run_is_never_deleted(base, tmp_path, capsys, monkeypatch):
+    """--out is free at the start; another process creates it while the run works: without
+    --overwrite the run must fail and leave it, not delete it."""
+    import bayes_risk.cli._run as run_mod
+
+    work = tmp_path / "w"
+    shutil.copytree(base, work)
+    monkeypatch.chdir(work)
+    real = run_mod.output_dir
+
+    @contextlib.contextmanager
+    def racing(args):
+        with real(args) as tmp:
+            yield tmp
+            _keep(work / "out")  # the other process, just before the final rename
+
+    monkeypatch.setattr(run_mod, "output_dir", racing)  # synthesize imports it when it runs
+    rc, err = _run(_cmd("synthesize", base), capsys)
+    assert rc == 2 and "OUT_TAKEN" in err, err
+    assert (work / "out" / "precious.txt").read_text() == "do not delete"
+    assert not [p.name for p in work.iterdir() if p.name.startswith(".out.")]
+
+
+def test_killed_run_leftovers_are_removed_by_the_next_run(base, tmp_path, capsys, monkeypatch):
+    work = tmp_path / "w"
+    shutil.copytree(base, work)
+    monkeypatch.chdir(work)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    stale = work / f".out.tmp-{int(dead.stdout)}-k9x2"
+    stale.mkdir()
+    (stale / "syn_001.parquet").write_bytes(b"confidential")
+    rc, err = _run(_cmd("synthesize", base), capsys)
+    assert rc == 0, err
+    assert "warning [STALE_TEMPORARY_REMOVED]" in err and stale.name in err
+    assert not stale.exists()
+    codes = [w["code"] for w in json.loads((work / "out" / "summary.json").read_text())[
+        "run_warnings"]]
+    assert "STALE_TEMPORARY_REMOVED" in codes
