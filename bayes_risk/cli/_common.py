@@ -182,25 +182,30 @@ def parse_records(text: str | None, n: int, argument: str = "--records") -> list
         spec = text
     tokens = [t for t in re.split(r"[\s,;]+", spec.strip()) if t]
     out: list[int] = []
+
+    def outside(r: int) -> ValidationError:
+        return ValidationError(
+            f"{argument}: record {r} is outside 0..{n - 1} ({RECORDS_NOTE}; the data has "
+            f"{n} records)."
+        )
+
     for t in tokens:
         m = re.fullmatch(r"(\d+)-(\d+)", t)
         if m:
             a, b = int(m.group(1)), int(m.group(2))
             if a > b:
                 raise ValidationError(f"{argument}: range {t!r} is empty (start > end).")
+            if b >= n:  # checked before the range is expanded (0-2000000000 is no list)
+                raise outside(b if a < n else a)
             out.extend(range(a, b + 1))
         elif re.fullmatch(r"\d+", t):
+            if int(t) >= n:
+                raise outside(int(t))
             out.append(int(t))
         else:
             raise ValidationError(
                 f"{argument}: {t!r} is not a record number or range like '0-199' ({RECORDS_NOTE})."
             )
-    bad = [r for r in out if r >= n]
-    if bad:
-        raise ValidationError(
-            f"{argument}: record {bad[0]} is outside 0..{n - 1} ({RECORDS_NOTE}; the data has "
-            f"{n} records)."
-        )
     if not out:
         raise ValidationError(f"{argument} selects no record.")
     return list(dict.fromkeys(out))

@@ -355,7 +355,8 @@ def align_text_numbers(table: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
 
     A CSV column is typed per file: one stray word (``Alien`` in an integer-coded column) makes
     the whole column text, so ``"1"`` would no longer equal the original's level ``1`` and
-    every value would look new. Cells that parse as numbers become numbers again (integers where
+    every value would look new; a Parquet file may hold the codes as categories ``"1".."5"``.
+    Cells that parse as numbers become numbers again (integers where
     ``like``'s column is integer and the value is whole); other cells stay as they are, so the
     stray word is still seen, and reported, by the checks that follow.
     """
@@ -364,6 +365,8 @@ def align_text_numbers(table: pd.DataFrame, like: pd.DataFrame) -> pd.DataFrame:
         if c not in like.columns:
             continue
         s, ref = table[c], like[c]
+        if isinstance(s.dtype, pd.CategoricalDtype):  # Parquet categories "1".."5"
+            s = s.astype(object)
         if not (s.dtype == object or pd.api.types.is_string_dtype(s.dtype)):
             continue
         if not pd.api.types.is_numeric_dtype(ref.dtype) or pd.api.types.is_bool_dtype(ref.dtype):

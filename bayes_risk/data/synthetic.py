@@ -228,20 +228,23 @@ class SyntheticData:
         man = read_json(
             p / MANIFEST_NAME, f"{p} is not a SyntheticData folder: {MANIFEST_NAME} not found."
         )
-        if man.get("format") != "bayes-risk SyntheticData":
+        if not isinstance(man, dict) or man.get("format") != "bayes-risk SyntheticData":
             raise ValidationError(
                 f"{p / MANIFEST_NAME} is not a bayes-risk SyntheticData manifest."
             )
+        check_manifest(man, p)
         datasets = []
         for fname in man["files"]:
             f = p / fname
             if not f.is_file():
                 raise ValidationError(
-                    f"{p}: dataset file {fname} listed in the manifest is missing."
+                    f"{p}: dataset file {fname} listed in the manifest is missing.",
+                    code="MANIFEST_INVALID",
                 )
             datasets.append(
                 _restore_categoricals(pd.read_parquet(f), man.get("categorical_dtypes"))
             )
+        _check_datasets_match(man, p, datasets)
         flags = None
         if man.get("synthesized_records") is not None:
             flags = np.zeros(int(man["n_records"]), dtype=bool)
@@ -252,7 +255,7 @@ class SyntheticData:
             settings=man.get("settings") or {},
             random_seed=man.get("random_seed"),
             draw_index=man.get("draw_index"),
-            schema=None if man.get("schema") is None else Schema.from_dict(man["schema"]),
+            schema=_manifest_schema(man, p),
             synthesized_records=flags,
             extra=man.get("extra") or {},
             original_fingerprint=man.get("original_fingerprint"),
@@ -272,3 +275,115 @@ class SyntheticData:
         extra = dict(kw.pop("extra", {}) or {})
         extra["names"] = names
         return cls([datasets[k] for k in names], extra=extra, **kw)
+
+
+# ------------------------------------------------------------------------- manifest validation
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_str_list(x: Any) -> bool:
+    return isinstance(x, list) and all(isinstance(v, str) for v in x)
+
+
+#: the fields of ``manifest.json``: (test, what is expected, required). A field the manifest does
+#: not hold is ``None``; every check names the field and what was found.
+_MANIFEST_FIELDS: dict[str, tuple[Any, str, bool]] = {
+    "format_version": (_is_int, "an integer", False),
+    "method": (lambda x: isinstance(x, str), "a text", False),
+    "settings": (lambda x: isinstance(x, dict), "an object", False),
+    "random_seed": (lambda x: _is_int(x) or _is_str_list(x) or isinstance(x, list), "an integer",
+                    False),
+    "m": (lambda x: _is_int(x) and x >= 1, "an integer >= 1", False),
+    "n_records": (lambda x: _is_int(x) and x >= 0, "an integer >= 0", True),
+    "columns": (_is_str_list, "a list of column names", False),
+    "files": (lambda x: _is_str_list(x) and len(x) >= 1, "a non-empty list of file names", True),
+    "categorical_dtypes": (lambda x: isinstance(x, dict), "an object", False),
+    "draw_index": (lambda x: isinstance(x, list) and all(_is_int(v) for v in x),
+                   "a list of integers", False),
+    "schema": (lambda x: isinstance(x, dict), "an object", False),
+    "synthesized_records": (lambda x: isinstance(x, list) and all(_is_int(v) for v in x),
+                            "a list of record numbers", False),
+    "extra": (lambda x: isinstance(x, dict), "an object", False),
+    "original_fingerprint": (lambda x: isinstance(x, (str, dict)), "a fingerprint", False),
+}
+
+
+def _bad_manifest(p: Path, text: str) -> ValidationError:
+    return ValidationError(
+        f"{p / MANIFEST_NAME}: {text}. The manifest was altered or damaged; write the release "
+        "again with 'bayes-risk synthesize' (or SyntheticData.save).",
+        code="MANIFEST_INVALID",
+    )
+
+
+def check_manifest(man: dict[str, Any], folder: str | os.PathLike[str]) -> None:
+    """Validate a release manifest before anything is read by it.
+
+    Every field has its type (:data:`_MANIFEST_FIELDS`); the dataset files are distinct plain
+    names inside the folder (no ``..``, no absolute path, no sub-folder outside it), as many as
+    ``m``; the synthesized records are distinct record numbers below ``n_records``.
+
+    Raises
+    ------
+    ValidationError
+        ``MANIFEST_INVALID``, naming the field and what was found.
+    """
+    p = Path(folder)
+    for name, (test, expected, required) in _MANIFEST_FIELDS.items():
+        value = man.get(name)
+        if value is None:
+            if required:
+                raise _bad_manifest(p, f"field {name!r} is missing")
+            continue
+        if not test(value):
+            raise _bad_manifest(p, f"field {name!r} must be {expected}; found {value!r}"[:300])
+    files = man["files"]
+    dup = sorted({f for f in files if files.count(f) > 1})
+    if dup:
+        raise _bad_manifest(p, f"'files' lists {dup} more than once (each dataset is one file)")
+    root = p.resolve()
+    for f in files:
+        fp = Path(f)
+        if fp.is_absolute() or ".." in fp.parts or not f.strip():
+            raise _bad_manifest(p, f"dataset file {f!r} is not a file of the release folder")
+        if root not in (p / fp).resolve().parents:
+            raise _bad_manifest(p, f"dataset file {f!r} lies outside the release folder")
+        if fp.suffix.lower() != ".parquet":
+            raise _bad_manifest(p, f"dataset file {f!r} is not a Parquet file")
+    if man.get("m") is not None and man["m"] != len(files):
+        raise _bad_manifest(p, f"'m' is {man['m']} but 'files' lists {len(files)} dataset(s)")
+    rec = man.get("synthesized_records")
+    if rec is not None:
+        n = man["n_records"]
+        out = [r for r in rec if not 0 <= r < n]
+        if out:
+            raise _bad_manifest(
+                p, f"'synthesized_records' holds {out[0]}, outside 0..{n - 1} ('n_records' {n})"
+            )
+        if len(set(rec)) != len(rec):
+            raise _bad_manifest(p, "'synthesized_records' lists a record more than once")
+
+
+def _check_datasets_match(man: dict[str, Any], p: Path, datasets: list[pd.DataFrame]) -> None:
+    """Each dataset has the manifest's number of records and columns."""
+    n = man["n_records"]
+    cols = man.get("columns")
+    for f, z in zip(man["files"], datasets, strict=True):
+        if len(z) != n:
+            raise _bad_manifest(p, f"{f} has {len(z)} records but 'n_records' is {n}")
+        if cols is not None and [str(c) for c in z.columns] != cols:
+            raise _bad_manifest(
+                p, f"{f} has columns {[str(c) for c in z.columns]}, the manifest lists {cols}"
+            )
+
+
+def _manifest_schema(man: dict[str, Any], p: Path) -> Schema | None:
+    if man.get("schema") is None:
+        return None
+    try:
+        return Schema.from_dict(man["schema"])
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        if isinstance(err, ValidationError):
+            raise
+        raise _bad_manifest(p, f"field 'schema' is malformed ({err!r})") from err

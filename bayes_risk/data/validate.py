@@ -34,6 +34,8 @@ __all__ = [
     "encode",
     "decode",
     "check_m",
+    "check_no_infinity",
+    "check_real",
 ]
 
 
@@ -148,12 +150,29 @@ def validate_table(
                         code="WRONG_DTYPE",
                     )
             else:
-                v = s.dropna().to_numpy(dtype=np.float64)
-                if not np.all(np.isfinite(v)):
-                    raise SchemaError(
-                        f"{name}: column {spec.name!r} holds an infinite value.",
-                        code="WRONG_DTYPE",
-                    )
+                check_no_infinity(s.to_numpy(dtype=np.float64, na_value=np.nan), name,
+                                  spec.name)
+
+
+def check_no_infinity(values: np.ndarray, what: str, column: str) -> None:
+    """Refuse ``inf`` / ``-inf`` in a numeric column (missing values are ``NaN``, not ``inf``):
+    no measure is defined for them, and each entry point (utility, identification, attribute
+    risk) refuses them by this one check.
+
+    Raises
+    ------
+    SchemaError
+        ``INFINITE_VALUE``, naming the table, column, first record (numbered from 0) and count.
+    """
+    bad = np.isinf(np.asarray(values, dtype=np.float64))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise SchemaError(
+            f"{what}: column {column!r} holds an infinite value ({int(bad.sum())} record(s); "
+            f"first record {i}: {float(values[i])!r}); expected finite numbers (an empty cell "
+            "for a missing value).",
+            code="INFINITE_VALUE",
+        )
 
 
 def check_m(m: Any, argument: str = "m") -> int:
@@ -161,6 +180,22 @@ def check_m(m: Any, argument: str = "m") -> int:
     if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or int(m) < 1:
         raise ValidationError(f"{argument} must be an integer >= 1. Got {m!r}.")
     return int(m)
+
+
+def check_real(x: Any, argument: str, *, minimum: float | None = None) -> float:
+    """Validate a real number (a radius, a scale): finite, at least ``minimum`` if given.
+
+    Any real number is accepted (numpy scalars included); ``bool`` is not (``True`` would be
+    read as 1, a radius of 100 %), nor text, even text that reads as a number. Returns a Python
+    ``float``.
+    """
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        raise ValidationError(f"{argument} must be a number. Got {x!r}.")
+    v = float(x)
+    if not np.isfinite(v) or (minimum is not None and v < minimum):
+        bound = "" if minimum is None else f" >= {minimum:g}"
+        raise ValidationError(f"{argument} must be a finite number{bound}. Got {x!r}.")
+    return v
 
 
 def check_probability(x: Any, argument: str) -> float:
@@ -201,10 +236,29 @@ def harmonise_levels(
                     extra.append(nv)
                     if l > 0:
                         syn_only.setdefault(spec.name, []).append((l, nv))
+        _refuse_labels_of_two_types(spec.name, list(seen))
         if extra or spec.levels is None:
             new_levels[spec.name] = tuple(base) + _sort_levels(extra)
     warn_synthetic_only_levels(syn_only)
     return schema.with_levels(new_levels) if new_levels else schema
+
+
+def _refuse_labels_of_two_types(column: str, levels: list[Any]) -> None:
+    """Refuse a column holding the same label as a number and as text (``1`` and ``"1"``):
+    they would be two levels, every record of one table "synthetic-only"."""
+    numbers = {str(v): v for v in levels
+               if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)}
+    clash = [v for v in levels if isinstance(v, str) and v.strip() in numbers]
+    if clash:
+        v = clash[0]
+        raise SchemaError(
+            f"column {column!r} holds the label {v!r} as text in one table and "
+            f"{numbers[v.strip()]!r} as a number in another ({len(clash)} such label(s)); "
+            "they would be counted as different levels. Give the column the same type in "
+            "every table (e.g. df[col] = df[col].astype(int) or .astype(str)); files read "
+            "with bayes_risk.read_synthetic(..., like=original) are reconciled.",
+            code="LEVEL_TYPES_DIFFER",
+        )
 
 
 def warn_synthetic_only_levels(syn_only: dict[str, list[tuple[int, Any]]]) -> None:

@@ -25,6 +25,7 @@ from bayes_risk.data.schema import (
     _sort_levels,
 )
 from bayes_risk.data.validate import (
+    check_no_infinity,
     harmonise_levels,
     warn_synthetic_only_levels,
 )
@@ -37,15 +38,18 @@ Replicate = Mapping[str, Any]
 
 
 def numeric(s: pd.Series | np.ndarray, name: str, what: str) -> np.ndarray:
-    """A known numeric column as float64, or a ``SchemaError`` naming it."""
+    """A known numeric column as float64, or a ``SchemaError`` naming it (text:
+    ``WRONG_DTYPE``; ``inf``: ``INFINITE_VALUE``, the check every entry point shares)."""
     try:
-        return np.asarray(s, dtype=np.float64)
+        out = np.asarray(s, dtype=np.float64)
     except (TypeError, ValueError) as err:
         raise SchemaError(
             f"{what}: column {name!r} must be numeric (it is matched with a radius or exactly "
             "as a number).",
             code="WRONG_DTYPE",
         ) from err
+    check_no_infinity(out, what, name)
+    return out
 
 
 def released_replicates(
@@ -93,6 +97,9 @@ def released_replicates(
                     + "; expected numbers.",
                     code="WRONG_DTYPE",
                 )
+            if sk[c].type not in CATEGORICAL_TYPES:
+                check_no_infinity(col.to_numpy(dtype=np.float64, na_value=np.nan),
+                                  f"synthetic dataset {l}", c)
             d[c] = col
         rep_all.append(d)
     sk = harmonise(sk, rep_all)

@@ -474,7 +474,7 @@ def parse_radius(
             )
         return out_ordered
     if isinstance(radius, (list, tuple, np.ndarray)):
-        vals = [_as_radius(r, "radius") for r in np.asarray(radius, dtype=np.float64).ravel()]
+        vals = [_as_radius(r, "radius") for r in np.asarray(radius, dtype=object).ravel()]
         if len(vals) == 1:
             radius = vals[0]
         else:
@@ -507,10 +507,6 @@ def parse_radius(
 
 
 def _as_radius(r: Any, name: str) -> float:
-    try:
-        v = float(r)
-    except (TypeError, ValueError) as err:
-        raise ValidationError(f"radius for {name!r} must be a number. Got {r!r}.") from err
-    if not np.isfinite(v) or v < 0:
-        raise ValidationError(f"radius for {name!r} must be a finite number >= 0. Got {r!r}.")
-    return v
+    from bayes_risk.data.validate import check_real
+
+    return check_real(r, f"radius for {name!r}", minimum=0.0)

@@ -109,6 +109,9 @@ def _variable_blocks(
             if len(observed) < 2:
                 codes.append("CONSTANT_COLUMN_DROPPED")
                 continue
+            check_memory(8.0 * len(k) * (len(observed) - 1),
+                         f"the levels of {c!r} (group them) or the compared columns",
+                         what=f"the indicators of {c!r} ({len(observed):,} levels)")
             cols = (k[:, None] == observed[None, 1:]).astype(np.float64)
             labels = [f"{c}[{spec.levels[j] if j < spec.n_levels else 'NA'}]"
                       for j in observed[1:]]
@@ -116,7 +119,11 @@ def _variable_blocks(
         else:
             x = np.concatenate([f[c] for f in frames])
             extra = _missing_blocks(c, spec, frames, x)
-            sd = float(np.std(x))
+            # constant means all values equal, whatever their scale: np.std of values near
+            # 1e-300 underflows to 0 (and near 1e300 overflows), so the column is first
+            # scaled by a power of two (exact: other columns standardise bit for bit as before)
+            x = x / _power_of_two_scale(x[:, None])[0]
+            sd = float(np.std(x)) if np.ptp(x) > 0 else 0.0
             if not sd > 0:
                 codes.append("CONSTANT_COLUMN_DROPPED")
             else:
@@ -157,6 +164,21 @@ def propensity_design(
         for order in range(1, top + 1)
         for combo in itertools.combinations(blocks, order)
     )
+    if p > N:
+        # more coefficients than records: the propensity model is saturated (every record
+        # fitted exactly), the pMSE says nothing, and the fit would take hours
+        widest = max(blocks, key=lambda b: b.columns.shape[1])
+        raise ValidationError(
+            f"the pMSE logistic model would have {p:,} coefficients for {N:,} records "
+            f"(column {widest.name!r} alone has {widest.columns.shape[1]:,} indicator(s)"
+            + (f"; max_order={max_order} adds the interactions of every "
+               f"{max_order + 1} columns" if max_order > 0 else "")
+            + "): more coefficients than records, so the model fits every record and the "
+            "pMSE is meaningless. Use max_order=0 (--max-order 0), group the levels of "
+            f"{widest.name!r}, leave it out of the compared columns, or use the CART "
+            "propensity model (method='cart', --pmse cart).",
+            code="DESIGN_TOO_LARGE",
+        )
     check_memory(32.0 * N * p, "max_order (--max-order) or the levels of the compared columns",
                  what=f"the pMSE logistic design ({N:,} rows x {p:,} columns)")
     mats = [np.ones((N, 1))]
@@ -173,6 +195,15 @@ def propensity_design(
             names.extend(labels)
             involves.extend([frozenset(b.name for b in combo)] * len(labels))
     return np.hstack(mats), names, involves, codes
+
+
+def _power_of_two_scale(X: np.ndarray) -> np.ndarray:
+    """Per column, the power of two ``2**e`` with ``max|x| / 2**e`` in ``[1, 2)`` (1 for a
+    column of zeros or with a non-finite value)."""
+    with np.errstate(invalid="ignore"):
+        m = np.max(np.abs(X), axis=0) if X.size else np.zeros(X.shape[1])
+    _, ex = np.frexp(np.where(np.isfinite(m) & (m > 0), m, 1.0))
+    return np.ldexp(1.0, ex - 1)
 
 
 def _estimable_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
@@ -285,6 +316,12 @@ def fit_logit(X: np.ndarray, y: np.ndarray, *, max_iter: int = 100, tol: float =
         ``prob`` (fitted probabilities), ``beta`` (coefficients of the kept columns),
         ``keep`` (kept column indices), ``converged``, ``n_iter``, ``deviance``.
     """
+    # a column of tiny (1e-300) or huge values would underflow or overflow in the norms and
+    # the normal equations and be dropped as aliased without a word: each column is first
+    # scaled by a power of two that brings its largest value into [1, 2). That is exact in
+    # floating point, so every other fit is bit for bit what it was.
+    p2 = _power_of_two_scale(X)
+    X = X / p2
     keep = _estimable_columns(X, rank_tol)
     Xk = X[:, keep]
     # scale columns to unit RMS: the fit is invariant, conditioning is better
@@ -316,7 +353,7 @@ def fit_logit(X: np.ndarray, y: np.ndarray, *, max_iter: int = 100, tol: float =
             converged = True
             break
     assert beta is not None
-    return _LogitFit(prob=mu, beta=beta / scale, keep=keep, converged=converged,
+    return _LogitFit(prob=mu, beta=beta / scale / p2[keep], keep=keep, converged=converged,
                      n_iter=it, deviance=dev)
 
 

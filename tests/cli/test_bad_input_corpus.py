@@ -620,6 +620,102 @@ def _retype_cases() -> list[Case]:
     return cases
 
 
+def _value_cases() -> list[Case]:
+    """One validation layer: the same value is refused by every sub-command alike."""
+    def inf_syn(w, b):
+        d = pd.read_csv(w / "cesyn1.csv")
+        d.loc[4, "Income"] = np.inf
+        d.to_csv(w / "inf1.csv", index=False)
+        return {"syn": ["inf1.csv", "cesyn2.csv"]}
+
+    return [Case("inf-in-synthetic-known-column", sub, 2, "INFINITE_VALUE", prepare=inf_syn)
+            for sub in ("utility", "identification", "disclosure")]
+
+
+def _tamper(edit):
+    """A prepare function: a copy of the CE release whose manifest is changed by ``edit``."""
+
+    def prep(w: Path, b: Path) -> dict:
+        shutil.copytree(w / "cesyn", w / "tam")
+        f = w / "tam" / "manifest.json"
+        man = json.loads(f.read_text())
+        edit(man, w)
+        f.write_text(json.dumps(man))
+        return {"syn": ["tam"]}
+
+    return prep
+
+
+def _set_key(key, value):
+    return lambda man, w: man.__setitem__(key, value)
+
+
+def _manifest_cases() -> list[Case]:
+    """A manifest altered by hand: refused by name, never read as another release."""
+    one = lambda man, w: man.update(files=[man["files"][0]] * 3, m=3)  # noqa: E731
+    out_file = lambda man, w: man.update(files=["../ce.csv", man["files"][1]])  # noqa: E731
+    absolute = lambda man, w: man.update(  # noqa: E731
+        files=[str(w / "cesyn" / man["files"][0]), man["files"][1]])
+    cases = []
+    for sub in ("utility", "identification", "disclosure"):
+        cases += [
+            Case("manifest-one-file-three-times", sub, 2, "more than once", prepare=_tamper(one)),
+            Case("manifest-path-outside-folder", sub, 2, "../ce.csv", prepare=_tamper(out_file)),
+            Case("manifest-absolute-path", sub, 2, "not a file of the release folder",
+                 prepare=_tamper(absolute)),
+            Case("manifest-files-not-names", sub, 2, "'files' must be",
+                 prepare=_tamper(_set_key("files", [1, 2, 3]))),
+            Case("manifest-wrong-n-records", sub, 2, "'n_records' 119",
+                 prepare=_tamper(_set_key("n_records", 119))),
+            Case("manifest-n-records-text", sub, 2, "'n_records' must be",
+                 prepare=_tamper(_set_key("n_records", "120"))),
+            Case("manifest-m-differs", sub, 2, "'m' is 5", prepare=_tamper(_set_key("m", 5))),
+            Case("manifest-records-out-of-range", sub, 2, "outside 0..119",
+                 prepare=_tamper(_set_key("synthesized_records", [0, 500]))),
+            Case("manifest-schema-malformed", sub, 2, "'schema'",
+                 prepare=_tamper(_set_key("schema", {"columns": 7}))),
+        ]
+
+    def text_categories(w, b):
+        for i in (1, 2):
+            z = pd.read_parquet(w / "cesyn" / f"syn_00{i}.parquet")
+            z["Marital"] = z["Marital"].astype(str).astype("category")
+            z.to_parquet(w / f"cat{i}.parquet")
+        return {"syn": ["cat1.parquet", "cat2.parquet"]}
+
+    def no_syn_only(work, out, err):
+        assert "SYNTHETIC_ONLY_LEVEL" not in err, err
+
+    cases.append(Case("parquet-text-categories-vs-integer-codes", "utility", 0,
+                      prepare=text_categories, check=no_syn_only,
+                      kw={"extra": ("--synthesized", "Income", "Expenditure")}))
+    return cases
+
+
+def _size_cases() -> list[Case]:
+    """Sizes estimated from the inputs before anything is built: refused in a second, naming
+    the option, instead of running for minutes into the memory limit."""
+    def many_levels(w, b):
+        d = pd.read_csv(w / "ce.csv").assign(ID=[f"p{i}" for i in range(120)])
+        d.to_csv(w / "ids.csv", index=False)
+        for i in (1, 2):
+            z = pd.read_csv(w / f"cesyn{i}.csv").assign(ID=d["ID"])
+            z.to_csv(w / f"ids{i}.csv", index=False)
+        return {"orig": "ids.csv", "syn": ["ids1.csv", "ids2.csv"]}
+
+    huge = ("--records", "0-2000000000")
+    return [
+        Case("many-levels-with-interactions", "utility", 2, "--max-order 0",
+             prepare=many_levels,
+             kw={"extra": ("--categorical", "ID", "--synthesized", "Income", "Expenditure",
+                           "--max-order", "1")}),
+        Case("records-range-of-2e9", "fit", 2, "outside 0..119", kw={"extra": huge}),
+        Case("records-range-of-2e9", "synthesize", 2, "outside 0..119", kw={"extra": huge}),
+        Case("records-range-of-2e9", "attribute", 2, "outside 0..119", kw={"extra": huge}),
+        Case("records-range-of-2e9", "audit", 2, "outside 0..119", kw={"extra": huge}),
+    ]
+
+
 def _out_input_cases() -> list[Case]:
     """--out naming an input that is not the original: the input is never replaced."""
     recs = lambda w, b: ((w / "recs.txt").write_text("0-3\n"), {})[1]  # noqa: E731
@@ -679,7 +775,8 @@ def test_every_path_argument_is_an_input():
 
 
 CASES = [*_orig_cases(), *_syn_cases(), *_option_cases(), *_out_cases(), *_unicode_cases(),
-         *_alignment_cases(), *_lookalike_cases(), *_retype_cases(), *_out_input_cases()]
+         *_alignment_cases(), *_lookalike_cases(), *_retype_cases(), *_out_input_cases(),
+         *_value_cases(), *_manifest_cases(), *_size_cases()]
 
 
 def _argv(case: Case, base: Path, over: dict) -> list[str]:

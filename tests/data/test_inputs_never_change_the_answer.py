@@ -332,3 +332,91 @@ def test_stale_temporary_folders_removed_live_ones_kept(tmp_path):
     finally:
         live.kill()
         live.wait()
+
+
+# ----------------------------------------------------------------------------- one validation layer
+@pytest.mark.parametrize("factor", [1e-300, 1e-200, 1e200, 1e300])
+def test_pmse_does_not_depend_on_the_unit_of_a_column(factor):
+    """A column in tiny or huge units was dropped as constant (np.std underflowed) or aliased
+    without a word; the logit pMSE is invariant to the unit of a continuous column."""
+    ce = br.make_ce_like(300, random_seed=1)
+    rng = np.random.default_rng(0)
+    syn = [ce.assign(Income=ce["Income"] * rng.uniform(0.8, 1.2, len(ce))) for _ in range(2)]
+    cat = ["Urban", "Marital", "Tenure"]
+    a = br.pmse(ce, syn, max_order=0, categorical=cat)
+    b = br.pmse(ce.assign(Income=ce["Income"] * factor),
+                [z.assign(Income=z["Income"] * factor) for z in syn], max_order=0,
+                categorical=cat)
+    np.testing.assert_allclose(b.pmse, a.pmse, rtol=1e-6)
+    assert "CONSTANT_COLUMN_DROPPED" not in b.warnings
+
+
+@pytest.mark.parametrize("radius", [{"Income": True}, {"Income": np.True_}, True, [True],
+                                    {"Income": "0.1"}, {"Income": float("nan")},
+                                    {"Income": -0.1}])
+def test_radius_must_be_a_real_number(radius):
+    ce = br.make_ce_like(60, random_seed=1)
+    with pytest.raises(ValidationError, match="radius"):
+        br.identification_risk(ce, [ce], ["Age"], ["Income"], radius=radius,
+                               progressbar=False)
+
+
+@pytest.mark.parametrize("where", ["synthetic", "original"])
+def test_infinity_refused_by_utility_and_identification_alike(where):
+    ce = br.make_ce_like(100, random_seed=1)
+    z = ce.assign(Income=ce["Income"] * 1.1)
+    bad = (z if where == "synthetic" else ce).copy()
+    bad.loc[5, "Income"] = -np.inf
+    o, s = (ce, [bad]) if where == "synthetic" else (bad, [z])
+    for call in (
+        lambda: br.identification_risk(o, s, ["Age"], ["Income"], radius=0.1,
+                                       progressbar=False),
+        lambda: br.utility_summary(o, s, max_order=0),
+    ):
+        with pytest.raises(SchemaError, match="record 5") as err:
+            call()
+        assert err.value.code == "INFINITE_VALUE" and "'Income'" in str(err.value)
+
+
+def test_same_label_as_number_and_text_is_refused_by_name():
+    ce = br.make_ce_like(100, random_seed=1)
+    z = ce.assign(Income=ce["Income"] * 1.1)
+    z["Marital"] = z["Marital"].astype(str).astype("category")
+    with pytest.raises(SchemaError, match="'Marital'") as err:
+        br.utility_summary(ce, [z], max_order=0, categorical=["Urban", "Marital", "Tenure"],
+                           synthesized=["Income"])
+    assert err.value.code == "LEVEL_TYPES_DIFFER"
+
+
+def test_text_categories_read_against_integer_codes_are_reconciled(tmp_path):
+    ce = br.make_ce_like(100, random_seed=1)
+    z = ce.assign(Income=ce["Income"] * 1.1)
+    z["Marital"] = z["Marital"].astype(str).astype("category")
+    z.to_parquet(tmp_path / "z.parquet")
+    rel = br.read_synthetic([tmp_path / "z.parquet"], like=ce)
+    assert rel[0]["Marital"].tolist() == ce["Marital"].tolist()
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda m: m.update(files=[m["files"][0]] * 2, m=2), "more than once"),
+    (lambda m: m.update(files=["../elsewhere.parquet", m["files"][1]]), "not a file of"),
+    (lambda m: m.update(files="syn_001.parquet"), "'files' must be"),
+    (lambda m: m.update(n_records=[1]), "'n_records' must be"),
+    (lambda m: m.update(n_records=10, synthesized_records=None), "'n_records' is 10"),
+    (lambda m: m.update(m=7), "'m' is 7"),
+    (lambda m: m.update(synthesized_records=[-1]), "outside"),
+    (lambda m: m.update(schema=[1, 2, 3]), "'schema' must be"),
+    (lambda m: m.pop("files"), "'files' is missing"),
+])
+def test_tampered_manifest_refused(release, tmp_path, edit, match):
+    import json
+
+    _, rel = release
+    path = rel.save(tmp_path / "rel")
+    f = path / "manifest.json"
+    man = json.loads(f.read_text())
+    edit(man)
+    f.write_text(json.dumps(man))
+    with pytest.raises(ValidationError, match=match) as err:
+        br.SyntheticData.load(path)
+    assert err.value.code == "MANIFEST_INVALID"
