@@ -259,10 +259,22 @@ def _preflight(ctx: Any) -> None:
             check_rows_aligned(data, list(syn), manifest, synthesized=plan.synthesized)
         attribute = "attribute" not in plan.skip and plan.attribute_source is not None
         posterior = "posterior_identification" not in plan.skip and bool(plan.known_synthesized)
-        if (attribute or posterior) and ctx.model is not None:
-            st._loaded_model(ctx)
-        elif attribute or (posterior and syn.method == "cart"):
-            st.rebuilt_synthesizer(ctx)
+        users = [n for n, use in (("attribute", attribute), ("posterior_identification",
+                                                             posterior)) if use]
+        try:
+            if users and ctx.model is not None:
+                st._loaded_model(ctx)
+            elif attribute or (posterior and syn.method == "cart"):
+                st.rebuilt_synthesizer(ctx)
+        except (ValidationError, SchemaError) as err:
+            raise type(err)(
+                f"{' '.join(str(err).split())} (needed by the "
+                f"{' and '.join(u.replace('_', ' ') for u in users)} step"
+                f"{'s' if len(users) > 1 else ''}; to audit the release without "
+                f"{'them' if len(users) > 1 else 'it'}, pass skip={users!r} / --skip "
+                f"{' '.join(_cli_name(u) for u in users)}).",
+                code=getattr(err, "code", None),
+            ) from err
 
 
 def _dedupe(caught: list[warnings.WarningMessage]) -> list[dict[str, Any]]:
@@ -424,7 +436,8 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
         in_known = [t for t in tg if t in known]
         if in_known:
             raise ValidationError(
-                f"targets: {in_known} {'is' if len(in_known) == 1 else 'are'} also known to "
+                f"targets (--target): {in_known} {'is' if len(in_known) == 1 else 'are'} also "
+                "known to "
                 "the intruder (known / --known); a target of the empirical measures is a "
                 "column the intruder does not know and would disclose. Drop "
                 f"{'it' if len(in_known) == 1 else 'them'} from the targets or from the known "
