@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import traceback
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -20,9 +21,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.auditing.plan import DEFAULT_SWEEP, AuditPlan, Thresholds
+from bayes_risk.auditing.plan import DEFAULT_SWEEP, STEP_NAMES, AuditPlan, Thresholds
 from bayes_risk.auditing.result import AuditResult, StepOutcome
-from bayes_risk.exceptions import BayesRiskError, SchemaError, ValidationError
+from bayes_risk.exceptions import SchemaError, ValidationError, _caused_by_interrupt
 
 __all__ = ["audit"]
 
@@ -48,6 +49,7 @@ def audit(
     radius: float | Mapping[str, float] | None = None,
     radius_type: str = "percentage",
     sweep: Sequence[float] | None = DEFAULT_SWEEP,
+    sweep_unsynthesized: bool = False,
     targets: Sequence[str] | None = None,
     ngroups_target: int | None = 10,
     attribute_records: Sequence[int] | None = None,
@@ -56,6 +58,7 @@ def audit(
     out: str | os.PathLike[str] | None = None,
     random_seed: int | None = None,
     progressbar: bool = True,
+    skip: Sequence[str] | None = None,
 ) -> AuditResult:
     """Audit a synthetic release: utility, identification, attribute and empirical risk.
 
@@ -88,6 +91,11 @@ def audit(
         How ``radius`` is read (default ``"percentage"``).
     sweep : sequence of float or None
         Common radii of the radius sweep (default Hornby & Hu's 0.01 … 0.3); ``None`` skips it.
+        The sweep varies the radii of the synthesized known columns only: the release carries
+        an unsynthesized column unchanged, so widening its radius only adds matches the release
+        has no part in (the largest risk is then at the smallest radius by construction).
+    sweep_unsynthesized : bool
+        Vary the radii of the unsynthesized known columns in the sweep too (default False).
     targets : sequence of str, optional
         Targets of the empirical disclosure measures (one run each). Default: the synthesized
         columns the intruder does not know.
@@ -110,6 +118,9 @@ def audit(
         Seed of every random draw (drawn and recorded when ``None``).
     progressbar : bool
         Show progress (step lines and the measures' progress bars) on stderr.
+    skip : sequence of str, optional
+        Steps not to run (``"utility"``, ``"identification"``, ``"posterior_identification"``,
+        ``"attribute"``, ``"disclosure"``); they are reported as skipped, as asked.
 
     Returns
     -------
@@ -120,7 +131,15 @@ def audit(
     Raises
     ------
     ValidationError, SchemaError
-        For a bad argument (named in the message) before any measure is computed.
+        For a bad argument (named in the message), before any measure is computed; or when a
+        step fails on the input (the message names the step: pass ``skip=[step]`` to audit
+        without it). Nothing is written to ``out`` then.
+
+    Notes
+    -----
+    A step that fails for another reason (out of memory, an error of the measure) does not
+    stop the others: its outcome has status ``"failed"`` with the error, the result's
+    ``complete`` is ``False`` and its ``verdict_text`` opens with "The audit is incomplete".
     """
     from bayes_risk.auditing import steps as st
 
@@ -133,6 +152,7 @@ def audit(
         radius_type=radius_type, sweep=sweep, targets=targets, ngroups_target=ngroups_target,
         attribute_records=attribute_records, thresholds=Thresholds.parse(thresholds),
         show=show_confidential_values, random_seed=random_seed, seed_src=seed_src,
+        skip=skip, sweep_unsynthesized=sweep_unsynthesized,
     )
     root = Path(out) if out is not None else None
     if root is not None and root.exists() and (not root.is_dir() or any(root.iterdir())):
@@ -141,6 +161,7 @@ def audit(
         )
     ctx = st.StepContext(original=data, synthetic=syn, schema=sch.with_roles(plan.synthesized),
                          plan=plan, model=model, root=None, progressbar=progressbar)
+    _preflight(ctx)  # every input every step reads, checked before the first step runs
 
     def run_all() -> list[StepOutcome]:
         return [_run_step(i, len(_STEPS), name, title, getattr(st, f"{name}_step"), ctx)
@@ -164,7 +185,16 @@ def _say(ctx: Any, msg: str) -> None:
 
 
 def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepOutcome:
-    """Run one step; its warnings are recorded on the outcome and passed on to the caller."""
+    """Run one step; its warnings are recorded on the outcome and passed on to the caller.
+
+    A step the caller asked to skip is not run. A step that fails on the input (a
+    ``ValidationError`` or ``SchemaError``) fails the audit: the error is raised again, naming
+    the step. Any other error is recorded on the outcome (status ``"failed"``): the other
+    steps still run and the result is marked incomplete.
+    """
+    if name in ctx.plan.skip:
+        return StepOutcome(name=name, title=title, status="skipped",
+                           reason=f"skipped as asked (skip {name!r}, --skip {_cli_name(name)}).")
     _say(ctx, f"step {i}/{n}: {title.lower()}")
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -174,10 +204,22 @@ def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepO
             warnings.simplefilter("ignore", cat)
         try:
             outcome = fn(ctx)
-        except (BayesRiskError, MemoryError) as err:
-            # one measure that cannot be computed on this release does not hide the others
+        except (ValidationError, SchemaError) as err:
+            # bad input the checks before the first step did not catch: the audit fails on it
+            # (a verdict without this step would read as a complete one)
+            raise type(err)(
+                f"{title} step: {' '.join(str(err).split())} (to audit the release without "
+                f"this step, pass skip=[{name!r}] / --skip {_cli_name(name)}).",
+                code=getattr(err, "code", None),
+            ) from err
+        except Exception as err:
+            if _caused_by_interrupt(err):
+                raise
+            # one measure that cannot be computed on this release does not hide the others;
+            # the audit is marked incomplete and the verdict says so first
             outcome = StepOutcome(name=name, status="failed",
-                                  reason=f"{type(err).__name__}: {' '.join(str(err).split())}")
+                                  reason=f"{type(err).__name__}: {' '.join(str(err).split())}",
+                                  extra={"traceback": "".join(traceback.format_exception(err))})
     outcome.name, outcome.title = name, title
     outcome.seconds = time.perf_counter() - t0
     outcome.warnings = _dedupe(caught)
@@ -190,6 +232,49 @@ def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepO
     if outcome.status != "ran":
         _say(ctx, f"  {outcome.status}: {outcome.reason}")
     return outcome
+
+
+def _cli_name(step: str) -> str:
+    return step.replace("_", "-")
+
+
+def _preflight(ctx: Any) -> None:
+    """Check, before the first step runs, the inputs the steps read from the data: the
+    original against the release (fingerprint, row alignment), the fitted model against the
+    original, and the synthesizer rebuilt from a CART / random-forest manifest (built once here
+    and shared by the steps that need it). Errors are raised as the steps would raise them."""
+    from bayes_risk.auditing import steps as st
+
+    plan, data, syn = ctx.plan, ctx.original, ctx.synthetic
+    _say(ctx, "checking the inputs of every step")
+    with warnings.catch_warnings():
+        # only the errors matter here: the steps raise these warnings again, recorded
+        warnings.simplefilter("ignore")
+        from bayes_risk.data.alignment import check_rows_aligned
+        from bayes_risk.data.fingerprint import check_original
+
+        check_original(data, syn)
+        if all(len(z) == len(data) for z in syn):
+            manifest = syn if (syn.schema is not None and syn.schema.synthesized) else None
+            check_rows_aligned(data, list(syn), manifest, synthesized=plan.synthesized)
+        attribute = "attribute" not in plan.skip and plan.attribute_source is not None
+        posterior = "posterior_identification" not in plan.skip and bool(plan.known_synthesized)
+        users = [n for n, use in (("attribute", attribute), ("posterior_identification",
+                                                             posterior)) if use]
+        try:
+            if users and ctx.model is not None:
+                st._loaded_model(ctx)
+            elif attribute or (posterior and syn.method == "cart"):
+                st.rebuilt_synthesizer(ctx)
+        except (ValidationError, SchemaError) as err:
+            raise type(err)(
+                f"{' '.join(str(err).split())} (needed by the "
+                f"{' and '.join(u.replace('_', ' ') for u in users)} step"
+                f"{'s' if len(users) > 1 else ''}; to audit the release without "
+                f"{'them' if len(users) > 1 else 'it'}, pass skip={users!r} / --skip "
+                f"{' '.join(_cli_name(u) for u in users)}).",
+                code=getattr(err, "code", None),
+            ) from err
 
 
 def _dedupe(caught: list[warnings.WarningMessage]) -> list[dict[str, Any]]:
@@ -255,17 +340,43 @@ def _inputs(original: Any, synthetic: Any, schema: Any, categorical: Any) -> tup
     return original, synthetic, schema
 
 
+def _twice(cols: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(c for c in cols if list(cols).count(c) > 1))
+
+
 def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type, sweep,
                targets, ngroups_target, attribute_records, thresholds, show,
-               random_seed, seed_src="given") -> AuditPlan:
-    """Resolve every setting (see :func:`audit`) and record where it came from."""
+               random_seed, seed_src="given", skip=None, sweep_unsynthesized=False) -> AuditPlan:
+    """Resolve every setting (see :func:`audit`) and record where it came from.
+
+    Every argument every step reads is checked here, before any step runs."""
     from bayes_risk.utility._inputs import infer_synthesized
 
     if isinstance(known, str) or not known:
         raise ValidationError("known: give the columns the intruder knows (at least one).")
     known = sch.check_columns(list(known), "known")
+    if _twice(known):
+        raise ValidationError(
+            f"known: column(s) {_twice(known)} listed more than once (--known "
+            f"{' '.join(known)}); give each column the intruder knows once."
+        )
+    skip_given = [] if skip is None else ([skip] if isinstance(skip, str) else list(skip))
+    skip_steps = []
+    for s_ in skip_given:
+        name = str(s_).replace("-", "_")
+        if name not in STEP_NAMES:
+            raise ValidationError(
+                f"skip: unknown step {s_!r}; expected one of "
+                f"{', '.join(_cli_name(n) for n in STEP_NAMES)}."
+            )
+        skip_steps.append(name)
+    if len(set(skip_steps)) == len(STEP_NAMES):
+        raise ValidationError("skip: every step is skipped; nothing would be audited.")
     if synthesized is not None:
         syn_cols, src = sch.check_columns(list(synthesized), "synthesized"), "given"
+        if _twice(syn_cols):
+            raise ValidationError(f"synthesized: column(s) {_twice(syn_cols)} listed more than "
+                                  "once; give each synthesized column once.")
     elif syn.schema is not None and syn.schema.synthesized:
         syn_cols, src = list(syn.schema.synthesized), "release manifest"
     else:
@@ -299,13 +410,39 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
             f"Got {radius_type!r}."
         )
     grid = tuple(float(r) for r in sweep) if sweep else ()
-    if any(not r > 0 for r in grid):
-        raise ValidationError(f"sweep: radii must be > 0. Got {list(grid)}.")
+    if any(not (np.isfinite(r) and r > 0) for r in grid):
+        raise ValidationError(f"sweep: radii must be finite numbers > 0. Got {list(grid)}.")
+    if _twice(grid):
+        raise ValidationError(f"sweep: radius {_twice(grid)[0]:g} listed twice. Got "
+                              f"{list(grid)}.")
+    # the sweep varies the radii of the synthesized known columns only (unless asked): an
+    # unsynthesized column is released unchanged, so its radius adds matches the release has
+    # no part in, and the risk is largest at the smallest radius by construction
+    sweep_cols = [c for c in rad if sweep_unsynthesized or c in ks]
+    if grid and sweep_cols and radius_type == "quantile_sd":
+        raise ValidationError(
+            "sweep (--radius-sweep): a radius sweep needs radius_type 'percentage' or "
+            "'absolute'. Got 'quantile_sd'; give sweep=None (--radius-sweep none) or another "
+            "radius type."
+        )
     if targets is None:
         tg, tg_src = [c for c in syn_cols if c not in known], "default"
     else:
         tg, tg_src = sch.check_columns([targets] if isinstance(targets, str) else list(targets),
                                        "targets"), "given"
+        if _twice(tg):
+            raise ValidationError(f"targets: column(s) {_twice(tg)} listed more than once "
+                                  "(--target); give each target once.")
+        in_known = [t for t in tg if t in known]
+        if in_known:
+            raise ValidationError(
+                f"targets (--target): {in_known} {'is' if len(in_known) == 1 else 'are'} also "
+                "known to "
+                "the intruder (known / --known); a target of the empirical measures is a "
+                "column the intruder does not know and would disclose. Drop "
+                f"{'it' if len(in_known) == 1 else 'them'} from the targets or from the known "
+                "columns."
+            )
     keys = {t: [c for c in known if c != t] for t in tg}
     if ngroups_target is not None and (int(ngroups_target) != ngroups_target
                                        or ngroups_target < 2):
@@ -325,19 +462,19 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
         a_src = None
     recs = None
     if attribute_records is not None:
-        recs = [int(r) for r in attribute_records]
-        bad = [r for r in recs if not 0 <= r < len(data)]
-        if bad or not recs:
-            raise ValidationError(
-                f"attribute_records: record {bad[0] if bad else None} is outside 0..{len(data) - 1}"
-                " (records are numbered from 0)."
-            )
+        from bayes_risk.data.normalise import record_positions
+
+        recs = [int(r) for r in record_positions(
+            list(attribute_records) if not isinstance(attribute_records, np.ndarray)
+            else attribute_records, len(data), argument="attribute_records")]
     plan = AuditPlan(
         n_records=len(data), m=syn.m, method=syn.method, synthesized=syn_cols,
         known_unsynthesized=ku, known_synthesized=ks, radius=rad, radius_type=radius_type,
         sweep=grid, disclosure_targets=tg, disclosure_keys=keys, ngroups_target=ng,
         attribute_source=a_src, attribute_records=recs, thresholds=thresholds,
         show_confidential_values=bool(show), random_seed=int(random_seed),
+        skip=tuple(dict.fromkeys(skip_steps)), sweep_columns=sweep_cols,
+        sweep_unsynthesized=bool(sweep_unsynthesized),
     )
     _record_settings(plan, src, rad_src, tg_src, ngroups_target, seed_src)
     return plan

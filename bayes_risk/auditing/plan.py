@@ -16,7 +16,11 @@ import pandas as pd
 
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["AuditPlan", "Setting", "Thresholds", "DEFAULT_SWEEP"]
+__all__ = ["AuditPlan", "Setting", "Thresholds", "DEFAULT_SWEEP", "STEP_NAMES"]
+
+#: the audit's steps, in order (``skip=`` / ``--skip`` takes these names)
+STEP_NAMES: tuple[str, ...] = ("utility", "identification", "posterior_identification",
+                               "attribute", "disclosure")
 
 #: the radius grid of Hornby & Hu (2021, §4.1)
 DEFAULT_SWEEP: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3)
@@ -137,12 +141,28 @@ class AuditPlan:
     thresholds: Thresholds
     show_confidential_values: bool
     random_seed: int
+    #: steps the caller asked to skip (``skip=`` / ``--skip``)
+    skip: tuple[str, ...] = ()
+    #: radius columns the sweep varies: the synthesized ones unless ``sweep_unsynthesized``
+    sweep_columns: list[str] = field(default_factory=list)
+    sweep_unsynthesized: bool = False
     settings: list[Setting] = field(default_factory=list)
 
     @property
     def known(self) -> list[str]:
         """Every column the intruder knows (unsynthesized first)."""
         return [*self.known_unsynthesized, *self.known_synthesized]
+
+    @property
+    def identification_release_independent(self) -> bool:
+        """Whether the identification measures cannot depend on the release: the intruder
+        matches on unsynthesized columns only, which the release carries unchanged."""
+        return not self.known_synthesized
+
+    def release_independent_keys(self, target: str) -> bool:
+        """Whether the keys of the empirical measures of ``target`` are all unsynthesized (then
+        replicated uniques equal the original's sample uniques in every dataset)."""
+        return not set(self.disclosure_keys.get(target, ())) & set(self.synthesized)
 
     def add(self, step: str, name: str, value: Any, source: str, note: str = "") -> None:
         """Record one setting."""

@@ -252,7 +252,17 @@ def _identification(sec: Section, s: Any, result: Any, links: _Links) -> None:
     src = f"{s.folder}/summary.json" if s.folder else None
     sec.p(f"An intruder who knows {', '.join(plan.known)} for every target looks for it among "
           "the released records (Reiter & Mitra 2009; Hornby & Hu 2021), each synthetic "
-          "dataset evaluated separately and the measures averaged.")
+          f"dataset evaluated separately and the measures averaged: every figure below is the "
+          f"mean over the m = {plan.m} released datasets; a target that matches no record in "
+          "a dataset has no match there (no fallback).")
+    if plan.identification_release_independent:
+        sec.p(Span("Baseline of the original, not a risk of the release "
+                   "(RELEASE_INDEPENDENT). ", strong=True),
+              "No known column is synthesized: the intruder matches on columns the release "
+              "carries unchanged, so every synthetic dataset gives the same figures, whatever "
+              "was synthesized. To assess the release, give a synthesized column the intruder "
+              "may know (the intruder of Hornby & Hu 2021 also knows the true values of the "
+              "synthesized keys).")
     rows = [("expected match risk (sum of IR)", "expected_match_risk"),
             ("expected match rate", "expected_match_rate"),
             ("true match risk (correct unique matches)", "true_match_risk"),
@@ -298,17 +308,62 @@ def _posterior_identification(sec: Section, s: Any, result: Any, links: _Links) 
     r = s.result
     pr = r.settings.get("posterior_replicates") or {}
     src = f"{s.folder}/summary.json" if s.folder else None
-    sec.p("The synthesized known columns are replaced by R = ",
-          links.num(r.file["n_replicates"], src), f" draws from the posterior predictive of "
-          f"{pr.get('model', 'the synthesis model')} (agency's view; Drechsler & Reiter 2008, "
-          "eq. 5) instead of the m released datasets, pooled (Reiter & Mitra 2009). MCSE is the "
-          "Monte Carlo standard error of the pooled value; the replicate quantiles are the "
-          "spread of the measure over single replicates.")
-    tab = r.summary().tables["File-level measures"]
-    sec.blocks.append(_table(tab, links, src, "File-level measures with their Monte Carlo "
-                             "error and spread over replicates"))
+    R = int(r.file["n_replicates"])
+    m = result.plan.m
+    sec.p("The synthesized known columns are replaced by R = ", links.num(R, src),
+          f" draws from the posterior predictive of {pr.get('model', 'the synthesis model')} "
+          "(agency's view; Drechsler & Reiter 2008, eq. 5) instead of the m = "
+          f"{m} released datasets; same radius and no fallback, as in the identification "
+          "step. Two figures per measure, which estimate different things:")
+    sec.blocks.append(Block("ul", items=[
+        [Span("mean over single replicates", strong=True),
+         Span(f": each replicate evaluated alone, as each released dataset in the "
+              f"identification step, whose figure is the mean over its m = {m} datasets. "
+              "This is the figure to compare with the identification step; it does not "
+              "depend on R (its Monte Carlo error does).")],
+        [Span(f"pooled over R = {R} replicates", strong=True),
+         Span(" (Reiter & Mitra 2009): the match probabilities averaged over the replicates, "
+              "then the targets tied at the top declared. This figure grows with R (with few "
+              "replicates many records tie at the top; with many, more targets get a unique "
+              "best record) before it settles: it is not comparable with a per-dataset figure "
+              "nor with a pooled figure from another R. MCSE is its Monte Carlo standard error "
+              "at this R, which does not show the growth (user guide, posterior replicates).")],
+    ]))
+    unc = r.uncertainty()
+    ident = result.step("identification")
+    per_ds = ident.result.file if ident.status == "ran" else {}
+    labels = [("expected match risk (sum of IR)", "expected_match_risk"),
+              ("true match rate", "true_match_rate_targets"),
+              ("unique matches", "n_unique"), ("false match rate", "false_match_rate")]
+    rows = []
+    for lab, k in labels:
+        u = unc.get(k) or {}
+        q = u.get("replicate_quantiles") or {}
+        rows.append([Span(lab), links.num(per_ds.get(k), f"{ident.folder}/summary.json"
+                                          if ident.folder else None),
+                     links.num(u.get("replicate_mean"), src),
+                     links.num(u.get("replicate_mean_mc_se"), src),
+                     links.num(q.get("0.025"), src), links.num(q.get("0.975"), src),
+                     links.num(u.get("value"), src), links.num(u.get("mc_se"), src)])
+    sec.blocks.append(Block(
+        "table", columns=["measure", f"identification step: mean over m = {m} datasets",
+                          f"mean over R = {R} single replicates", "its MCSE",
+                          "replicate 2.5%", "replicate 97.5%",
+                          f"pooled over R = {R} (grows with R)", "pooled MCSE"],
+        rows=rows, csv=links.href(src), file="summary.json",
+        caption="File-level measures: the per-dataset figure of the identification step, the "
+                "same measure over single posterior replicates, and the pooled figure"))
+    trace = r.file.get("mc_trace") or {}
+    est = list(trace.get("expected_match_risk") or [])
+    rs = list(trace.get("n_replicates") or [])
+    if len(est) >= 2 and est[-1] > est[0]:
+        sec.p("The pooled expected match risk rose from ", links.num(est[0], src),
+              f" at R = {int(rs[0])} to ", links.num(est[-1], src), f" at R = {int(rs[-1])}: "
+              "it depends on R, as the pooled definition does; report it with R, and the "
+              "mean over single replicates beside it.")
     sec.blocks.append(links.figure(r.plot("running_estimate"), "running_estimate.png",
-                                   "Running pooled expected match risk with ±2 MCSE"))
+                                   "Running pooled expected match risk with ±2 MCSE (a curve "
+                                   "still rising means the pooled figure still depends on R)"))
 
 
 @_step_section("attribute", "attribute", "Attribute risk")
@@ -415,7 +470,11 @@ def utility_risk_points(result: Any) -> pd.DataFrame | None:
         return None
     pts = pd.DataFrame({"dataset": np.arange(1, result.plan.m + 1),
                         "S_pMSE": np.asarray(u.result.pmse.ratio, dtype=float)})
-    if i.status == "ran" and i.result.per_dataset is not None:
+    plan = result.plan
+    # a figure that cannot depend on the release (a baseline of the original) is the same for
+    # every dataset: it is not plotted as a risk of the release
+    if i.status == "ran" and i.result.per_dataset is not None and \
+            not plan.identification_release_independent:
         sw = i.extra.get("sweep")
         if sw is not None and sw.argmax:  # at the maximising radius, as the verdict reads it
             pts[f"expected match risk (radius {sw.r_star})"] = sw.risk[sw.argmax[0]]
@@ -426,8 +485,11 @@ def utility_risk_points(result: Any) -> pd.DataFrame | None:
                 per["expected_match_risk"]
     if d.status == "ran":
         t, res = next(iter(d.result.items()))
-        pts[f"repU % ({t})"] = res.ident["repU"].to_numpy()
-        pts[f"DiSCO % ({t})"] = res.attrib["DiSCO"].to_numpy()
+        fixed = plan.release_independent_keys(t)
+        if not fixed:
+            pts[f"repU % ({t})"] = res.ident["repU"].to_numpy()
+        if not (fixed and t not in plan.synthesized):
+            pts[f"DiSCO % ({t})"] = res.attrib["DiSCO"].to_numpy()
     return pts if pts.shape[1] > 2 else None
 
 
@@ -459,7 +521,6 @@ def _context(result: Any, links: _Links) -> dict[str, Any]:
               "folder_name": s.folder} for s in result.steps]
     settings = plan.settings_frame()
     from bayes_risk import __version__
-    from bayes_risk.auditing.result import VERDICT_STEPS
 
     return {
         "title": "bayes-risk audit",
@@ -468,11 +529,13 @@ def _context(result: Any, links: _Links) -> dict[str, Any]:
         "n": f"{plan.n_records:,}", "m": plan.m, "method": plan.method or "unknown",
         "synthesized": ", ".join(plan.synthesized), "known": ", ".join(plan.known),
         "verdicts": _verdicts(result, links),
-        "n_exceed": sum(v.exceeds for v in result.verdicts),
-        "n_caveat": sum(bool(v.warnings) for v in result.verdicts),
-        # steps whose verdict lines are missing because they did not run
-        "not_assessed": [f"{s.title.lower()} ({s.status})" for s in result.steps
-                         if s.status != "ran" and s.name in VERDICT_STEPS],
+        "complete": result.complete,
+        # the first sentence says the audit is incomplete when a step failed
+        "verdict_sentences": result.verdict_sentences(),
+        "baselines": [{"step": b.step, "measure": b.measure,
+                       "value": links.num(b.value, b.source),
+                       "threshold": format_number(b.threshold), "why": b.why, "code": b.code}
+                      for b in result.baselines],
         "steps": steps,
         "sections": [s for s in sections if s.status == "ran"],
         "settings": settings.to_dict(orient="records"),

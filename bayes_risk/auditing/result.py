@@ -12,7 +12,7 @@ import pandas as pd
 
 from bayes_risk.auditing.plan import AuditPlan
 
-__all__ = ["AuditResult", "StepOutcome", "Verdict"]
+__all__ = ["AuditResult", "Baseline", "StepOutcome", "Verdict"]
 
 
 @dataclass
@@ -24,8 +24,10 @@ class StepOutcome:
     name, title : str
         Step identifier (``"identification"``) and heading.
     status : {"ran", "skipped", "failed"}
-        ``skipped``: the step cannot run on this release (``reason`` says why); ``failed``: the
-        measure raised an error (``reason`` holds it).
+        ``skipped``: the step cannot run on this release, or the caller asked to skip it
+        (``reason`` says which); ``failed``: the measure raised an error that is not about the
+        input (``reason`` holds it; ``extra["traceback"]`` the traceback): the audit is then
+        incomplete (:attr:`AuditResult.complete`).
     result : object
         The measure's result object (``UtilitySummary``, ``IdentificationResult``,
         ``AttributeRiskResult``, dict of ``DisclosureMeasures`` by target), or ``None``.
@@ -99,6 +101,25 @@ class Verdict:
         )
 
 
+@dataclass(frozen=True)
+class Baseline:
+    """A figure that cannot depend on the release: a baseline of the original.
+
+    The intruder matches on columns the release carries unchanged (no synthesized column), so
+    every synthetic dataset gives the same value (warning ``RELEASE_INDEPENDENT``). It is
+    reported beside the verdict, never as a verdict line on the release; ``threshold`` is the
+    release-board threshold of the measure, for reference.
+    """
+
+    step: str
+    measure: str
+    value: float
+    threshold: float
+    source: str | None
+    why: str
+    code: str = "RELEASE_INDEPENDENT"
+
+
 @dataclass
 class AuditResult:
     """What :func:`bayes_risk.auditing.audit` returns.
@@ -130,9 +151,31 @@ class AuditResult:
 
     @property
     def verdicts(self) -> list[Verdict]:
-        """The verdict lines: each headline measure against its threshold."""
+        """The verdict lines: each headline measure of the release against its threshold.
+
+        A measure that cannot depend on the release is not among them: see :attr:`baselines`.
+        """
+        return [v for v in self._lines() if isinstance(v, Verdict)]
+
+    @property
+    def baselines(self) -> list[Baseline]:
+        """Headline figures that cannot depend on the release (warning ``RELEASE_INDEPENDENT``):
+        baselines of the original, reported apart from the verdict."""
+        return [v for v in self._lines() if isinstance(v, Baseline)]
+
+    @property
+    def complete(self) -> bool:
+        """Whether every step ran or was skipped for a stated reason (none failed)."""
+        return not self.failed_steps
+
+    @property
+    def failed_steps(self) -> list[StepOutcome]:
+        """The steps whose measure raised an error (the audit is incomplete)."""
+        return [s for s in self.steps if s.status == "failed"]
+
+    def _lines(self) -> list[Verdict | Baseline]:
         th = self.plan.thresholds
-        out: list[Verdict] = []
+        out: list[Verdict | Baseline] = []
         u = self.step("utility")
         if u.status == "ran":
             r = u.result
@@ -146,34 +189,7 @@ class AuditResult:
                                warnings=_caveats("overlap", r.warnings)))
         i = self.step("identification")
         if i.status == "ran":
-            s = i.result.file
-            iw = _caveats("identification", i.result.warnings)
-            n = float(s["n_targets"])
-            sw = i.extra.get("sweep")
-            if sw is not None:
-                out.append(Verdict("identification",
-                                   "expected match rate at the maximising radius",
-                                   float(sw.risk_star) / n, th.expected_match_rate, "max",
-                                   self._src("identification", "radius_sweep.csv"),
-                                   f"radius {sw.r_star}", iw))
-            else:
-                out.append(Verdict("identification", "expected match rate",
-                                   float(s["expected_match_rate"]), th.expected_match_rate,
-                                   "max", self._src("identification", "summary.json"),
-                                   warnings=iw))
-            star = i.extra.get("at_r_star")
-            if sw is not None and star is not None:  # at the same radius as the line above
-                out.append(Verdict("identification",
-                                   "true match rate (correct unique matches) at the maximising "
-                                   "radius", float(star.file["true_match_rate_targets"]),
-                                   th.true_match_rate, "max",
-                                   self._src("identification", "summary.json"),
-                                   f"radius {sw.r_star}", iw))
-            else:
-                out.append(Verdict("identification", "true match rate (correct unique matches)",
-                                   float(s["true_match_rate_targets"]), th.true_match_rate,
-                                   "max", self._src("identification", "summary.json"),
-                                   warnings=iw))
+            out += self._identification_lines(i)
         a = self.step("attribute")
         if a.status == "ran":
             s = a.extra["summary"]
@@ -193,13 +209,110 @@ class AuditResult:
             for t, res in d.result.items():
                 sub = f"{t}/" if len(d.result) > 1 else ""
                 means = res.means()
-                out.append(Verdict("disclosure", f"repU (%), target {t}", float(means["repU"]),
-                                   th.repU, "max", self._src("disclosure", sub + "ident.csv")))
-                out.append(Verdict("disclosure", f"DiSCO (%), target {t}",
-                                   float(means["DiSCO"]), th.DiSCO, "max",
-                                   self._src("disclosure", sub + "attrib.csv"),
-                                   warnings=_caveats("DiSCO", res.warnings)))
+                keys = ", ".join(res.keys)
+                fixed_keys = self.plan.release_independent_keys(t)
+                rep_src = self._src("disclosure", sub + "ident.csv")
+                if fixed_keys:
+                    out.append(Baseline(
+                        "disclosure", f"repU (%), target {t}", float(means["repU"]), th.repU,
+                        rep_src, f"the keys ({keys}) are not synthesized: repU equals UiO, "
+                        "the original's sample uniques on the keys, in every dataset"))
+                else:
+                    out.append(Verdict("disclosure", f"repU (%), target {t}",
+                                       float(means["repU"]), th.repU, "max", rep_src))
+                dsrc = self._src("disclosure", sub + "attrib.csv")
+                if fixed_keys and t not in self.plan.synthesized:
+                    out.append(Baseline(
+                        "disclosure", f"DiSCO (%), target {t}", float(means["DiSCO"]),
+                        th.DiSCO, dsrc, f"neither the keys ({keys}) nor the target are "
+                        "synthesized: the release shows the original's values"))
+                else:
+                    out.append(Verdict("disclosure", f"DiSCO (%), target {t}",
+                                       float(means["DiSCO"]), th.DiSCO, "max", dsrc,
+                                       warnings=_caveats("DiSCO", res.warnings)))
         return out
+
+    def _identification_lines(self, i: StepOutcome) -> list[Verdict | Baseline]:
+        th = self.plan.thresholds
+        s = i.result.file
+        iw = _caveats("identification", i.result.warnings)
+        n = float(s["n_targets"])
+        sw = i.extra.get("sweep")
+        star = i.extra.get("at_r_star")
+        lines: list[tuple[str, float, float, str | None, str]] = []
+        if sw is not None:
+            lines.append(("expected match rate at the maximising radius",
+                          float(sw.risk_star) / n, th.expected_match_rate,
+                          self._src("identification", "radius_sweep.csv"),
+                          f"radius {sw.r_star}"))
+        else:
+            lines.append(("expected match rate", float(s["expected_match_rate"]),
+                          th.expected_match_rate, self._src("identification", "summary.json"),
+                          ""))
+        if sw is not None and star is not None:  # at the same radius as the line above
+            lines.append(("true match rate (correct unique matches) at the maximising radius",
+                          float(star.file["true_match_rate_targets"]), th.true_match_rate,
+                          self._src("identification", "summary.json"), f"radius {sw.r_star}"))
+        else:
+            lines.append(("true match rate (correct unique matches)",
+                          float(s["true_match_rate_targets"]), th.true_match_rate,
+                          self._src("identification", "summary.json"), ""))
+        if self.plan.identification_release_independent:
+            why = (f"the intruder knows only unsynthesized columns "
+                   f"({', '.join(self.plan.known)}), which the release carries unchanged")
+            return [Baseline("identification", m, v, t, src,
+                             why + (f"; {d}" if d else "")) for m, v, t, src, d in lines]
+        return [Verdict("identification", m, v, t, "max", src, d, iw)
+                for m, v, t, src, d in lines]
+
+    @property
+    def not_assessed(self) -> list[str]:
+        """What has no verdict line, and why: steps that were skipped or failed, and the
+        identification risk of the release when the intruder knows no synthesized column."""
+        out = [f"{s.title.lower()} ({s.status})" for s in self.steps
+               if s.status != "ran" and s.name in VERDICT_STEPS]
+        if self.step("identification").status == "ran" and \
+                self.plan.identification_release_independent:
+            out.append("identification risk of the release (the intruder knows no synthesized "
+                       "column; its figures are a baseline of the original)")
+        return out
+
+    @property
+    def verdict_text(self) -> str:
+        """The verdict in words. When a step failed, the first sentence says the audit is
+        incomplete and which steps failed."""
+        return " ".join(self.verdict_sentences())
+
+    def verdict_sentences(self) -> list[str]:
+        """The sentences of :attr:`verdict_text`."""
+        parts = []
+        failed = self.failed_steps
+        if failed:
+            names = ", ".join(f"{s.title.lower()} ({s.reason})" for s in failed)
+            parts.append(
+                f"The audit is incomplete: {len(failed)} step{'s' if len(failed) > 1 else ''} "
+                f"failed: {names}; {'its' if len(failed) == 1 else 'their'} measures are not "
+                "assessed and this verdict does not cover them.")
+        v = self.verdicts
+        n = sum(x.exceeds for x in v)
+        parts.append(f"{n} of {len(v)} headline measures of the release are on the wrong side "
+                     "of their threshold.")
+        nc = sum(bool(x.warnings) for x in v)
+        if nc:
+            parts.append(f"{nc} {'carries a warning' if nc == 1 else 'carry a warning'} of "
+                         f"{'its' if nc == 1 else 'their'} measure that questions the value "
+                         f"(named on the line): read {'it' if nc == 1 else 'them'} with the "
+                         "warning, not as a pass or a fail alone.")
+        na = self.not_assessed
+        if na:
+            parts.append(f"Not assessed (no verdict line): {', '.join(na)}.")
+        nb = len(self.baselines)
+        if nb:
+            parts.append(f"{nb} figure{'s' if nb > 1 else ''} cannot depend on the release "
+                         "(RELEASE_INDEPENDENT) and "
+                         f"{'is' if nb == 1 else 'are'} reported as a baseline of the original, "
+                         "not as a verdict.")
+        return parts
 
     @property
     def warnings(self) -> list[dict[str, Any]]:
@@ -215,6 +328,15 @@ class AuditResult:
              for v in self.verdicts]
         )
 
+    def baseline_frame(self) -> pd.DataFrame:
+        """The figures that cannot depend on the release (baselines of the original)."""
+        return pd.DataFrame(
+            [{"step": b.step, "measure": b.measure, "value": b.value,
+              "threshold": b.threshold, "source": b.source, "why": b.why, "code": b.code}
+             for b in self.baselines],
+            columns=["step", "measure", "value", "threshold", "source", "why", "code"],
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary: verdicts, steps (status, reason, files, warnings), settings."""
         from bayes_risk._io import to_jsonable
@@ -223,10 +345,15 @@ class AuditResult:
             "command": "audit",
             "n_records": self.plan.n_records,
             "m": self.plan.m,
+            "complete": self.complete,
+            "failed_steps": [s.name for s in self.failed_steps],
+            "verdict_text": self.verdict_text,
             "verdicts": self.verdict_frame().to_dict(orient="records"),
+            "baseline": self.baseline_frame().to_dict(orient="records"),
             "steps": [
                 {"name": s.name, "status": s.status, "reason": s.reason, "folder": s.folder,
-                 "files": s.files, "seconds": s.seconds, "warnings": s.warnings}
+                 "files": s.files, "seconds": s.seconds, "warnings": s.warnings,
+                 **({"traceback": s.extra["traceback"]} if "traceback" in s.extra else {})}
                 for s in self.steps
             ],
             "settings": self.plan.settings_frame().to_dict(orient="records"),
@@ -260,5 +387,8 @@ class AuditResult:
     def __repr__(self) -> str:
         st = ", ".join(f"{s.name}: {s.status}" for s in self.steps)
         n = sum(v.exceeds for v in self.verdicts)
-        return (f"AuditResult(n={self.plan.n_records}, m={self.plan.m}, {st}; "
-                f"{n} of {len(self.verdicts)} verdicts exceed their thresholds)")
+        inc = "" if self.complete else "INCOMPLETE, "
+        nb = len(self.baselines)
+        return (f"AuditResult({inc}n={self.plan.n_records}, m={self.plan.m}, {st}; "
+                f"{n} of {len(self.verdicts)} verdicts exceed their thresholds"
+                + (f"; {nb} baseline figure(s) of the original" if nb else "") + ")")

@@ -26,6 +26,7 @@ __all__ = [
     "attribute_step",
     "disclosure_step",
     "add_run_warnings",
+    "rebuilt_synthesizer",
 ]
 
 
@@ -40,6 +41,30 @@ class StepContext:
     model: Any
     root: Path | None
     progressbar: bool
+    #: the synthesizer rebuilt from a CART / random-forest manifest (built once, by the checks
+    #: before the first step, and shared by the steps that need it)
+    rebuilt: Any = None
+
+
+def rebuilt_synthesizer(ctx: StepContext) -> Any:
+    """The synthesizer rebuilt from the release's manifest (built on first use, then kept)."""
+    if ctx.rebuilt is None:
+        from bayes_risk.models import rebuild_synthesizer
+
+        ctx.rebuilt = rebuild_synthesizer(ctx.original, ctx.synthetic)
+    return ctx.rebuilt
+
+
+def release_independent(what: str, why: str) -> None:
+    """Warn (``RELEASE_INDEPENDENT``) that a measure is a baseline of the original."""
+    import warnings
+
+    from bayes_risk.exceptions import CALLER, DataWarning
+
+    warnings.warn(DataWarning(
+        f"{what} cannot depend on the release: {why} It is a baseline of the original, "
+        "reported apart from the verdict, not a risk of the release (RELEASE_INDEPENDENT).",
+        code="RELEASE_INDEPENDENT"), skip_file_prefixes=CALLER)
 
 
 def _folder(ctx: StepContext, name: str) -> Path | None:
@@ -207,7 +232,13 @@ def _qi(ctx: StepContext) -> pd.DataFrame | None:
 def _id_kwargs(ctx: StepContext) -> dict[str, Any]:
     p = ctx.plan
     return dict(schema=ctx.schema, radius=dict(p.radius) or None, radius_type=p.radius_type,
-                aggregation="per_dataset", progressbar=ctx.progressbar)
+                aggregation="per_dataset", fallback=ID_FALLBACK, progressbar=ctx.progressbar)
+
+
+#: the fallback of both identification steps: a target that matches no record in a dataset (or
+#: replicate) has no match there (the per-dataset default; a pooled run would otherwise fall
+#: back to the records matching on the unsynthesized columns, a figure of its own)
+ID_FALLBACK = "none"
 
 
 def identification_step(ctx: StepContext) -> StepOutcome:
@@ -217,12 +248,18 @@ def identification_step(ctx: StepContext) -> StepOutcome:
 
     p = ctx.plan
     kw = _id_kwargs(ctx)
+    if p.identification_release_independent:
+        release_independent(
+            "identification risk", f"the intruder matches on {', '.join(p.known)} only, "
+            "which the release carries unchanged (no known column is synthesized), so every "
+            "synthetic dataset gives the same figures.")
     res = identification_risk(ctx.original, ctx.synthetic, p.known_unsynthesized,
                               p.known_synthesized, **kw)
     sweep = at_star = None
-    if p.sweep and p.radius:
+    if p.sweep and p.sweep_columns:
         sweep = radius_sweep(ctx.original, ctx.synthetic, p.known_unsynthesized,
-                             p.known_synthesized, list(p.sweep), **kw)
+                             p.known_synthesized, list(p.sweep), columns=list(p.sweep_columns),
+                             **kw)
         # every measure at the maximising radius, the conservative one to report (Hornby & Hu
         # 2021, §4.1): the verdict reads the true match rate there, beside the expected match
         # rate, not at the step's own radius
@@ -251,6 +288,11 @@ def identification_step(ctx: StepContext) -> StepOutcome:
     note = None
     if p.sweep and not p.radius:
         note = "radius sweep not run: no numeric known column has a radius (exact matching)"
+    elif p.sweep and not p.sweep_columns:
+        note = ("radius sweep not run: no synthesized known column has a radius; the radii of "
+                f"the unsynthesized columns ({', '.join(p.radius)}) stay fixed, since the "
+                "release carries those columns unchanged (sweep_unsynthesized=True, "
+                "--sweep-unsynthesized, varies them too)")
     return StepOutcome(name="identification", status="ran", result=res,
                        folder="identification" if folder else None, files=files,
                        extra={"sweep": sweep, "at_r_star": at_star, "note": note,
@@ -270,9 +312,7 @@ def _posterior_model(ctx: StepContext) -> tuple[Any, str | None]:
     if ctx.model is not None:
         model, src = _loaded_model(ctx), "the fitted model given"
     elif ctx.synthetic.method == "cart":
-        from bayes_risk.models import rebuild_synthesizer
-
-        model = rebuild_synthesizer(ctx.original, ctx.synthetic)
+        model = rebuilt_synthesizer(ctx)
         src = "the rebuilt CART synthesizer"
     else:
         return None, ("no fitted model with a posterior was given (--model) and the release was "
@@ -289,7 +329,9 @@ def _posterior_model(ctx: StepContext) -> tuple[Any, str | None]:
 
 def posterior_identification_step(ctx: StepContext) -> StepOutcome:
     """Identification risk over posterior-predictive replicates of the synthesized known columns
-    (Drechsler & Reiter 2008, eq. 5), pooled, with Monte Carlo errors."""
+    (Drechsler & Reiter 2008, eq. 5), pooled, with Monte Carlo errors; the mean over single
+    replicates (the figure comparable with the identification step's per-dataset mean) beside
+    it. Same radius and fallback as the identification step."""
     from bayes_risk.identification.api import identification_risk
     from bayes_risk.identification.replicates import PosteriorReplicates
 
@@ -308,7 +350,7 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
     res = identification_risk(ctx.original, ctx.synthetic, p.known_unsynthesized,
                               p.known_synthesized, schema=ctx.schema,
                               radius=dict(p.radius) or None, radius_type=p.radius_type,
-                              replicates=pr, progressbar=ctx.progressbar)
+                              replicates=pr, fallback=ID_FALLBACK, progressbar=ctx.progressbar)
     folder = _folder(ctx, name)
     files: list[str] = []
     if folder is not None:
@@ -351,9 +393,9 @@ def _attribute_model(ctx: StepContext) -> Any:
     """The fitted model (object or folder), or the tree synthesizer's plug-in likelihood."""
     if ctx.model is not None:
         return _loaded_model(ctx)
-    from bayes_risk.models import CARTPlugin, RFPlugin, rebuild_synthesizer
+    from bayes_risk.models import CARTPlugin, RFPlugin
 
-    synth = rebuild_synthesizer(ctx.original, ctx.synthetic)
+    synth = rebuilt_synthesizer(ctx)
     if ctx.synthetic.method == "cart":
         return CARTPlugin(synth, ctx.original, random_seed=ctx.plan.random_seed)
     return RFPlugin(synth, ctx.original)
@@ -424,6 +466,15 @@ def disclosure_step(ctx: StepContext) -> StepOutcome:
         keys = p.disclosure_keys[t]
         if not keys:
             continue
+        if p.release_independent_keys(t):
+            both = t not in p.synthesized
+            release_independent(
+                f"{'repU and DiSCO' if both else 'repU (replicated uniques)'} of target {t}",
+                f"the keys {', '.join(keys)}{' and the target' if both else ''} are released "
+                "unchanged (none is synthesized), so "
+                + ("every measure equals the original's." if both else
+                   "repU equals UiO, the original's sample uniques on the keys, in every "
+                   "dataset."))
         res = disclosure_measures(ctx.original, ctx.synthetic, keys, t, schema=ctx.schema,
                                   ngroups_target=p.ngroups_target[t])
         results[t] = res

@@ -8,6 +8,10 @@
 Writes ``DIR/report.html`` (self-contained), ``DIR/report.md`` (figures in
 ``DIR/report_figures/``), ``DIR/summary.json`` and one sub-folder per step holding the files its
 sub-command writes; the folder appears complete or not at all.
+
+Exit status: 0 when every step ran or was skipped for a stated reason; 2 for bad input (checked
+before the first step; or a step failed on the input, nothing written); 1 when a step failed
+for another reason (the report is written; its verdict opens with "The audit is incomplete").
 """
 
 from __future__ import annotations
@@ -85,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
     kw = dict(
         known=args.known, model=args.model, synthesized=args.synthesized, schema=schema,
         radius=_radius(args.radius), radius_type=args.radius_type.replace("-", "_"),
-        sweep=_grid(args.radius_sweep), targets=args.target,
+        sweep=_grid(args.radius_sweep), sweep_unsynthesized=args.sweep_unsynthesized,
+        targets=args.target, skip=args.skip,
         ngroups_target=_ngroups(args.ngroups_target), attribute_records=records,
         thresholds=args.threshold, show_confidential_values=args.show_confidential_values,
         random_seed=args.random_seed, progressbar=not args.quiet,
@@ -95,14 +100,19 @@ def run(args: argparse.Namespace) -> int:
         res.to_html(tmp / "report.html")
         res.to_markdown(tmp / "report.md")
     lines = [f"audit of {res.plan.n_records:,} records, m = {res.plan.m}: "
-             f"{sum(v.exceeds for v in res.verdicts)} of {len(res.verdicts)} measures exceed "
-             "their thresholds"]
+             + res.verdict_text]
     for v in res.verdicts:
         sign = "<=" if v.direction == "max" else ">="
         lines.append(f"{'EXCEEDS' if v.exceeds else 'within '}  {v.measure}: "
                      f"{v.value:.4g} (threshold {sign} {v.threshold:g})"
                      + (f" [warning: {', '.join(v.warnings)}]" if v.warnings else ""))
+    if res.baselines:
+        lines.append("baseline of the original (cannot depend on the release; not a verdict) "
+                     "[RELEASE_INDEPENDENT]:")
+        lines += [f"  baseline {b.measure}: {b.value:.4g} ({b.why})" for b in res.baselines]
     lines += [f"{s.title}: {s.status} — {s.reason}" for s in res.steps if s.status != "ran"]
     lines.append(f"report: {Path(args.out) / 'report.html'} (and report.md)")
     print_summary(lines, args.out)
-    return 0
+    # a step that failed (not on the input: that is an error, exit 2) leaves the audit
+    # incomplete: the report is written, and the exit status says so
+    return 0 if res.complete else 1

@@ -23,7 +23,9 @@ __all__ = ["run"]
 
 CE_CATEGORICAL = ["Urban", "Marital", "Tenure"]
 CE_SYNTHESIZED = ["Tenure", "Expenditure", "Income"]
-CE_KNOWN = ["Age", "Urban", "Marital"]
+#: Hornby & Hu's intruder: the unsynthesized keys and the true value of a synthesized one (an
+#: intruder who knows only unsynthesized columns finds the same records in every release)
+CE_KNOWN = ["Age", "Urban", "Marital", "Income"]
 ACS_ID_KEY = ["SEX", "AGE", "RACE", "MAR"]
 ACS_TARGETS = ["EDUC", "DIS"]
 
@@ -113,7 +115,8 @@ def _run_parts(args: argparse.Namespace, m: int, out: Path) -> list[str]:
         ])
         step("CE: audit", [
             "audit", str(ce_csv), str(syn), "--known", *CE_KNOWN,
-            "--target", "Income", "--random-seed", str(seed + 4), "--out", str(ce_dir / "audit"),
+            "--target", "Expenditure", "--random-seed", str(seed + 4),
+            "--out", str(ce_dir / "audit"),
         ])
         reports.append("ce/audit/report.html")
 

@@ -7,7 +7,7 @@ to about 0 and the expected match risk to a fraction of its value, with every nu
 Alignment is checked on every column that is released unchanged — the manifest's unsynthesized
 columns, or, for plain files, every shared column not declared synthesized — not only on the
 columns the intruder knows. The original's fingerprint
-(:func:`bayes_risk.data.fingerprint.check_original`) covers the releases with no unsynthesized
+(``bayes_risk.data.fingerprint.check_original``) covers the releases with no unsynthesized
 column.
 """
 

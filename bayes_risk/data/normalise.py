@@ -84,7 +84,7 @@ def as_synthetic_list(
     original : DataFrame, optional
         The original the release is measured against: a ``SyntheticData`` whose manifest
         records the fingerprint of the table it was made from refuses another table
-        (:func:`bayes_risk.data.fingerprint.check_original`).
+        (``bayes_risk.data.fingerprint.check_original``).
     row_order : bool, default True
         Whether the caller pairs record i of ``original`` with row i of each dataset; if not,
         the same records in another order are accepted.

@@ -77,7 +77,7 @@ class SyntheticData:
         Further JSON-serialisable information (warnings, diagnostics).
     original_fingerprint : dict, optional
         Hashes of the original encoded by ``schema``, whole and per column (never the data:
-        :func:`bayes_risk.data.fingerprint.fingerprint_record`), set by the package's
+        ``bayes_risk.data.fingerprint.fingerprint_record``), set by the package's
         synthesizers; every measure that takes the original beside this release refuses a table
         with another fingerprint (``ORIGINAL_DIFFERS``) unless
         :meth:`allow_different_original` was called.

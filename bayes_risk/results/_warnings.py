@@ -90,6 +90,8 @@ MESSAGES: dict[str, str] = {
     "measures count exact-value disclosure; consider ngroups_target.",
     "TCAP_UNDEFINED": "TCAP is undefined for some dataset: no original record has keys found "
     "in the synthetic data.",
+    "RELEASE_INDEPENDENT": "the measure cannot depend on the release (the intruder matches on "
+    "unsynthesized columns only): a baseline of the original, not a risk of the release.",
 }
 
 

@@ -45,8 +45,21 @@ def audited(release, tmp_path_factory):
     orig, syn = release
     out = tmp_path_factory.mktemp("audit") / "a"
     with pytest.warns(Warning):  # the steps' warnings reach the caller
+        # the intruder knows unsynthesized columns only: the identification figures are a
+        # baseline of the original; the sweep varies Age as asked (the reference numbers)
         res = br.audit(str(orig), str(syn), known=KNOWN, out=out, random_seed=2,
-                       attribute_records=range(25), progressbar=False)
+                       attribute_records=range(25), sweep_unsynthesized=True,
+                       progressbar=False)
+    return res, out
+
+
+@pytest.fixture(scope="module")
+def audited_hh(release, tmp_path_factory):
+    """Hornby & Hu's intruder, who also knows the true value of a synthesized key (Income)."""
+    orig, syn = release
+    out = tmp_path_factory.mktemp("audit_hh") / "a"
+    res = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], out=out, random_seed=2,
+                   skip=["posterior_identification", "attribute"], progressbar=False)
     return res, out
 
 
@@ -242,10 +255,10 @@ def test_posterior_identification_on_a_cart_release(release, tmp_path):
     assert res.step("identification").result.settings["replicates"] == "released datasets"
 
 
-def test_identification_verdicts_at_one_radius(release, audited):
+def test_identification_verdicts_at_one_radius(release, audited_hh):
     """Both identification verdict lines are read at the maximising radius of the sweep (the
     conservative one), not the true match rate at the step's own radius."""
-    res, out = audited
+    res, out = audited_hh
     ident = res.step("identification")
     sw, star = ident.extra["sweep"], ident.extra["at_r_star"]
     v = {x.measure: x for x in res.verdicts}
@@ -254,14 +267,15 @@ def test_identification_verdicts_at_one_radius(release, audited):
     assert em.detail == tm.detail == f"radius {sw.r_star}"
     orig, syn = release
     sd = br.read_synthetic(str(syn))
-    ref = br.identification_risk(pd.read_csv(orig), sd, KNOWN, [], schema=sd.schema,
-                                 radius={"Age": sw.r_star}, aggregation="per_dataset",
-                                 progressbar=False)
+    ref = br.identification_risk(pd.read_csv(orig), sd, KNOWN, ["Income"], schema=sd.schema,
+                                 radius={"Age": 0.1, "Income": sw.r_star},
+                                 aggregation="per_dataset", progressbar=False)
     assert tm.value == pytest.approx(ref.file["true_match_rate_targets"])
     assert tm.value == pytest.approx(star.file["true_match_rate_targets"])
     assert em.value == pytest.approx(star.file["expected_match_rate"])
     d = json.loads((out / "identification/summary.json").read_text())
-    assert d["at_maximising_radius"]["radius"] == {"Age": sw.r_star}
+    # only the synthesized key's radius is swept; Age keeps its radius
+    assert d["at_maximising_radius"]["radius"] == {"Age": 0.1, "Income": sw.r_star}
     assert d["at_maximising_radius"]["summary"]["true_match_rate_targets"] == pytest.approx(
         tm.value)
 
@@ -285,7 +299,7 @@ def test_verdict_lines_name_the_warnings_that_question_them(audited, tmp_path):
     assert r2.verdict_frame().set_index("measure").loc[line, "warnings"] == ["SEPARATION"]
     n = sum(bool(x.warnings) for x in r2.verdicts)
     html = r2.to_html(out / "caveat.html").read_text()
-    assert f"<strong>{n}</strong> carr" in html
+    assert f" {n} carries a warning of its measure" in html
     assert "<strong class=\"caveat\">SEPARATION</strong>: perfect or quasi-perfect separation" \
         in html
     md = r2.to_markdown(out / "caveat.md").read_text()
@@ -380,14 +394,14 @@ def test_verdict_says_which_steps_have_no_line(audited):
     skipped has no verdict line; the verdict's first sentence says so rather than counting
     only the lines that exist."""
     res, out = audited
-    assert "Not assessed" not in res.to_html(out / "all.html").read_text()
+    assert "(failed)" not in res.to_html(out / "all.html").read_text()
     r2 = _with_step(res, "attribute", status="failed", result=None,
-                    reason="ValidationError: column 'income' is missing")
+                    reason="MemoryError: out of memory")
     assert "attribute" not in {v.step for v in r2.verdicts}
     html = r2.to_html(out / "failed.html").read_text()
-    assert "<strong>Not assessed</strong> (no verdict line): attribute risk (failed)" in html
+    assert "Not assessed (no verdict line): attribute risk (failed)" in html
     md = r2.to_markdown(out / "failed.md").read_text()
-    assert "**not assessed** (no verdict line): attribute risk (failed)" in md
+    assert "Not assessed (no verdict line): attribute risk (failed)" in md
     # posterior identification has no verdict line of its own: its skipping is not listed
     assert "posterior monte carlo" not in html.split("Not assessed")[1].split("</p>")[0]
 
@@ -409,13 +423,13 @@ def test_settings_say_where_the_seed_and_sweep_came_from(release, audited):
     assert r2.step("identification").extra["sweep"] is None
 
 
-def test_utility_risk_figure_at_the_verdict_radius(audited):
+def test_utility_risk_figure_at_the_verdict_radius(audited_hh):
     """The utility-and-risk figure plots each dataset's expected match risk at the maximising
     radius, the radius of the verdict line, and says which (it plotted the step's radius, 71
     against the verdict's 463 on the CE data, unlabelled)."""
     from bayes_risk.auditing.render import utility_risk_points
 
-    res, out = audited
+    res, out = audited_hh
     sw = res.step("identification").extra["sweep"]
     pts = utility_risk_points(res)
     col = f"expected match risk (radius {sw.r_star})"
@@ -578,3 +592,198 @@ def test_report_in_a_real_browser(audited, tmp_path):
     keep = os.environ.get("BAYES_RISK_SCREENSHOTS")
     if keep:  # for looking at the page: BAYES_RISK_SCREENSHOTS=DIR
         shutil.copy(shot, Path(keep) / "audit_report.png")
+
+
+# ---- issue 30: bad input fails the audit; a failed step makes it incomplete ------------------
+
+
+def test_every_input_checked_before_the_first_step(release, tmp_path, capsys):
+    """Duplicated known columns, a target the intruder knows, repeated targets or records, an
+    unknown step to skip and a sweep that cannot run are refused before any step runs (the
+    audit printed a verdict with the identification and disclosure steps "failed")."""
+    orig, syn = release
+    cases = [
+        (dict(known=["Age", "Age", "Urban"]), r"known: column\(s\) \['Age'\] listed more than"),
+        (dict(known=KNOWN, targets=["Income", "Age"]),
+         r"targets \(--target\): \['Age'\] is also known"),
+        (dict(known=[*KNOWN, "Income"], targets=["Income"]),
+         r"targets \(--target\): \['Income'\] is also known"),
+        (dict(known=KNOWN, targets=["Income", "Income"]), r"targets: .*'Income'.* more than"),
+        (dict(known=KNOWN, attribute_records=[3, 3]), "attribute_records contains duplicate"),
+        (dict(known=KNOWN, skip=["utilty"]), "skip: unknown step 'utilty'"),
+        (dict(known=[*KNOWN, "Income"], radius_type="quantile_sd"),
+         "sweep .*radius_type 'percentage' or 'absolute'"),
+        (dict(known=KNOWN, sweep=[0.1, 0.1]), "sweep: radius 0.1 listed twice"),
+    ]
+    for kw, msg in cases:
+        with pytest.raises(ValidationError, match=msg):
+            br.audit(str(orig), str(syn), out=tmp_path / "a", progressbar=True, **kw)
+        assert "[audit] step" not in capsys.readouterr().err, kw
+        assert not (tmp_path / "a").exists()
+    # the original of another row order: refused before any step (three steps "failed" and
+    # the exit status was 0)
+    shuffled = tmp_path / "shuffled.csv"
+    pd.read_csv(orig).sample(frac=1, random_state=1).to_csv(shuffled, index=False)
+    with pytest.raises(SchemaError) as e:
+        br.audit(str(shuffled), str(syn), known=KNOWN, out=tmp_path / "a", progressbar=True)
+    assert e.value.code == "ORIGINAL_DIFFERS"
+    assert "[audit] step" not in capsys.readouterr().err
+    assert not (tmp_path / "a").exists()
+    # let through as asked: the synthesizer rebuilt from the manifest does not reproduce the
+    # release, which the attribute step needs; refused before any step, naming how to skip it
+    wrong = tmp_path / "wrong.csv"
+    d = pd.read_csv(orig)
+    d["Income"] = d["Income"].sample(frac=1, random_state=2).to_numpy()
+    d.to_csv(wrong, index=False)
+    lenient = br.read_synthetic(str(syn)).allow_different_original()
+    with pytest.raises(ValidationError, match="--skip attribute"):
+        br.audit(str(wrong), lenient, known=KNOWN, out=tmp_path / "a", progressbar=True)
+    assert "[audit] step" not in capsys.readouterr().err
+    # the command line: exit 2, one error line naming the culprit, nothing written
+    for args, culprit in ((["--known", "Age", "Age", "Urban"], "['Age']"),
+                          (["--known", *KNOWN, "--target", "Age"], "['Age']")):
+        rc = main(["audit", str(orig), str(syn), *args, "--quiet", "--out",
+                   str(tmp_path / "c")])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1 and culprit in err[0], err
+        assert err[0].startswith("bayes-risk audit: error")
+        assert not (tmp_path / "c").exists()
+
+
+def _boom(exc):
+    def step(ctx):
+        raise exc
+
+    return step
+
+
+def test_a_step_failing_on_the_input_fails_the_audit(release, tmp_path, monkeypatch, capsys):
+    """A step that raises ValidationError on the input (a case the checks before the first step
+    do not cover) fails the audit: the error names the step and how to skip it, nothing is
+    written; with skip=[step] the audit runs without it and says it was skipped as asked."""
+    from bayes_risk.auditing import steps
+
+    orig, syn = release
+    monkeypatch.setattr(steps, "disclosure_step",
+                        _boom(ValidationError("keys contain duplicated column(s) ['Age'].")))
+    kw = dict(known=KNOWN, sweep=None, attribute_records=[0], progressbar=False)
+    with pytest.raises(ValidationError, match=r"Empirical disclosure measures \(synthpop\) step:"
+                       r" keys contain .*--skip disclosure"):
+        br.audit(str(orig), str(syn), out=tmp_path / "a", **kw)
+    assert not (tmp_path / "a").exists()
+    rc = main(["audit", str(orig), str(syn), "--known", *KNOWN, "--radius-sweep", "none",
+               "--records", "0", "--quiet", "--out", str(tmp_path / "c")])
+    assert rc == 2 and not (tmp_path / "c").exists()
+    assert "--skip disclosure" in capsys.readouterr().err
+    res = br.audit(str(orig), str(syn), skip=["disclosure"], out=tmp_path / "b", **kw)
+    d = res.step("disclosure")
+    assert d.status == "skipped" and "skipped as asked" in d.reason and res.complete
+    assert "disclosure" not in {v.step for v in res.verdicts}
+    assert "empirical disclosure measures (synthpop) (skipped)" in res.verdict_text
+
+
+def test_a_step_failing_otherwise_leaves_the_audit_incomplete(release, tmp_path, monkeypatch,
+                                                              capsys):
+    """A step that fails for another reason (out of memory, an error of the measure) does not
+    stop the others, but the audit is incomplete: the verdict's first sentence says so and
+    names the step, summary.json records it, and the command exits 1 with the report written
+    (it exited 0 with "1 of 4 exceed")."""
+    from bayes_risk.auditing import steps
+
+    orig, syn = release
+    monkeypatch.setattr(steps, "identification_step", _boom(MemoryError("no memory left")))
+    res = br.audit(str(orig), str(syn), known=KNOWN, sweep=None, attribute_records=[0],
+                   progressbar=False, out=tmp_path / "a")
+    assert not res.complete and [s.name for s in res.failed_steps] == ["identification"]
+    assert res.verdict_text.startswith("The audit is incomplete: 1 step failed: "
+                                       "identification risk (MemoryError: no memory left)")
+    assert res.verdict_sentences()[0].startswith("The audit is incomplete")
+    assert "INCOMPLETE" in repr(res)
+    assert res.step("utility").status == res.step("disclosure").status == "ran"
+    top = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert top["complete"] is False and top["failed_steps"] == ["identification"]
+    assert top["verdict_text"].startswith("The audit is incomplete")
+    assert "MemoryError" in {s["name"]: s for s in top["steps"]}["identification"]["traceback"]
+    html = res.to_html(tmp_path / "r.html").read_text()
+    first = html.split('<section id="verdict">')[1].split("</p>")[0]
+    assert '<p class="incomplete"><strong>The audit is incomplete' in first
+    md = res.to_markdown(tmp_path / "r.md").read_text()
+    assert md.split("## Verdict")[1].lstrip().startswith("**The audit is incomplete")
+    capsys.readouterr()
+    rc = main(["audit", str(orig), str(syn), "--known", *KNOWN, "--radius-sweep", "none",
+               "--records", "0", "--quiet", "--out", str(tmp_path / "c")])
+    out = capsys.readouterr().out
+    assert rc == 1 and (tmp_path / "c" / "report.html").is_file()
+    assert out.splitlines()[0].startswith("audit of 240 records, m = 2: The audit is incomplete")
+
+
+# ---- issue 30: release-independent figures are a baseline, not a verdict ---------------------
+
+
+def test_release_independent_figures_are_a_baseline(audited):
+    """The intruder knows unsynthesized columns only: the identification figures are the same
+    in every dataset and repU equals UiO; they are listed as a baseline of the original
+    (RELEASE_INDEPENDENT), never as verdict lines on the release (they added "exceeds" lines)."""
+    res, out = audited
+    ident = res.step("identification").result
+    per = ident.to_dict()["summary"]["per_dataset"]["expected_match_risk"]
+    assert len(set(per)) == 1  # it cannot depend on the release
+    assert {v.step for v in res.verdicts} == {"utility", "attribute", "disclosure"}
+    assert not [v for v in res.verdicts if v.measure.startswith("repU")]
+    base = {b.measure: b for b in res.baselines}
+    assert base["expected match rate at the maximising radius"].step == "identification"
+    for t, r in res.step("disclosure").result.items():
+        b = base[f"repU (%), target {t}"]
+        np.testing.assert_allclose(r.ident["repU"], r.ident["UiO"])
+        assert b.value == pytest.approx(r.means()["repU"]) and b.code == "RELEASE_INDEPENDENT"
+    assert "RELEASE_INDEPENDENT" in {w["code"] for w in res.warnings}
+    assert "identification risk of the release" in res.verdict_text
+    top = json.loads((out / "summary.json").read_text())
+    assert {b["measure"] for b in top["baseline"]} == set(base)
+    assert "RELEASE_INDEPENDENT" in top["warnings"]
+    html = res.to_html(out / "baseline.html").read_text()
+    verdict_table = html.split('<table class="verdicts">')[1].split("</table>")[0]
+    assert "repU" not in verdict_table and "match rate" not in verdict_table
+    assert "Baseline of the original (does not depend on the release)" in html
+    md = res.to_markdown(out / "baseline.md").read_text()
+    assert "### Baseline of the original" in md and "`RELEASE_INDEPENDENT`" in md
+
+
+def test_sweep_varies_the_synthesized_radii_only(release, audited_hh):
+    """The radius sweep varies the radius of the synthesized known columns; Age, released
+    unchanged, keeps its radius (sweeping it made the smallest radius the maximum by
+    construction). sweep_unsynthesized=True varies it too; without a synthesized radius column
+    the sweep does not run, and the step says why."""
+    res, _ = audited_hh
+    sw = res.step("identification").extra["sweep"]
+    assert list(sw.columns) == ["Income"] and res.plan.sweep_columns == ["Income"]
+    assert "identification" in {v.step for v in res.verdicts} and not res.baselines[:0]
+    orig, syn = release
+    r2 = br.audit(str(orig), str(syn), known=KNOWN, sweep=(0.05, 0.1),
+                  skip=["attribute", "disclosure"], progressbar=False)
+    i2 = r2.step("identification")
+    assert i2.extra["sweep"] is None and "--sweep-unsynthesized" in i2.extra["note"]
+    r3 = br.audit(str(orig), str(syn), known=KNOWN, sweep=(0.05, 0.1), sweep_unsynthesized=True,
+                  skip=["attribute", "disclosure"], progressbar=False)
+    assert list(r3.step("identification").extra["sweep"].columns) == ["Age"]
+
+
+def test_posterior_step_comparable_with_the_identification_step(release, tmp_path):
+    """Both identification steps use one fallback ("none"); the report puts the identification
+    step's per-dataset figure beside the mean over single replicates (the same estimand) and
+    labels the pooled figure as growing with R (72.8 stood beside a pooled 469 that grows with
+    R, with another fallback)."""
+    orig, syn = release
+    res = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], random_seed=3, sweep=None,
+                   skip=["attribute", "disclosure"], progressbar=False, out=tmp_path / "a")
+    post, ident = res.step("posterior_identification"), res.step("identification")
+    assert post.result.settings["fallback"] == ident.result.settings["fallback"] == "none"
+    R = post.result.file["n_replicates"]
+    md = res.to_markdown(tmp_path / "r.md").read_text()
+    sec = md.split("## Posterior Monte Carlo identification risk")[1].split("\n## ")[0]
+    assert (f"| identification step: mean over m = 2 datasets | mean over R = {R} single "
+            "replicates |") in sec
+    assert f"pooled over R = {R} (grows with R)" in sec
+    assert "This figure grows with R" in sec
+    row = [ln for ln in sec.splitlines() if ln.startswith("| expected match risk")][0]
+    assert f"{ident.result.file['expected_match_risk']:.4g}" in row

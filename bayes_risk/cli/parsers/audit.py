@@ -18,10 +18,11 @@ __all__ = ["add_parser"]
 
 
 _EPILOG = """\
-example (the shared CE data, a CART release of 20 datasets):
+example (the shared CE data, a CART release of 20 datasets; the intruder of Hornby & Hu
+2021 knows Age, Urban and Marital, released unchanged, and the true Income, synthesized):
   bayes-risk synthesize CEdata.csv --method cart --synthesize Tenure Expenditure Income \\
       --categorical Urban Marital Tenure Educ -m 20 --random-seed 1 --out ce_cart
-  bayes-risk audit CEdata.csv ce_cart --known Age Urban Marital --out ce_audit
+  bayes-risk audit CEdata.csv ce_cart --known Age Urban Marital Income --out ce_audit
 
 steps (each writes the files of its sub-command into a sub-folder of --out):
   utility/         pMSE (null by partial or complete synthesis), interval overlap,
@@ -31,6 +32,12 @@ steps (each writes the files of its sub-command into a sub-folder of --out):
                    CART / random-forest release (skipped, with the reason, otherwise)
   disclosure/      synthpop's empirical measures, one run per --target
 a step that cannot run is reported as skipped with its reason; every warning is listed.
+a figure that cannot depend on the release (the intruder matches on unsynthesized columns
+only) is a baseline of the original, listed apart from the verdict (RELEASE_INDEPENDENT).
+
+exit status: 0 the audit ran; 2 bad input, checked before the first step (or a step failed
+on the input: nothing is written; --skip STEP audits without it); 1 a step failed for
+another reason: the report is written and its verdict opens with "The audit is incomplete".
 
 thresholds of the verdict lines (--threshold NAME=VALUE; defaults):
   s_pmse=10 overlap=0.5 expected_match_rate=0.01 true_match_rate=0.01 prop_top=0.1
@@ -75,7 +82,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     g.add_argument("--radius-type", choices=["percentage", "absolute", "quantile-sd"],
                    default="percentage", help="how --radius is read (default percentage)")
     g.add_argument("--radius-sweep", default="0.01,0.025,0.05,0.1,0.2,0.3", metavar="R1,R2,...",
-                   help="radii of the sweep (default Hornby & Hu's grid), or 'none'")
+                   help="radii of the sweep (default Hornby & Hu's grid), or 'none'; it varies "
+                   "the radii of the synthesized known columns only")
+    g.add_argument("--sweep-unsynthesized", action="store_true",
+                   help="vary the radii of the unsynthesized known columns in the sweep too "
+                   "(the release carries them unchanged: off by default)")
     g.add_argument("--target", nargs="+", default=None, metavar="COL",
                    help="targets of the empirical measures (default: the synthesized columns "
                    "the intruder does not know)")
@@ -86,6 +97,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help=f"records for attribute risk (default all): {RECORDS_HELP}")
     g.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
                    help="verdict threshold (repeat; names and defaults below)")
+    p.add_argument("--skip", nargs="+", default=None, metavar="STEP",
+                   choices=["utility", "identification", "posterior-identification",
+                            "attribute", "disclosure"],
+                   help="steps not to run (reported as skipped): utility, identification, "
+                   "posterior-identification, attribute, disclosure")
     p.add_argument("--show-confidential-values", action="store_true",
                    help="show the known (quasi-identifier) values of the records most at risk "
                    "in the report (off by default: record numbers only)")
