@@ -22,6 +22,9 @@ from bayes_risk.data.missing import missing_kinds
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
 
+#: a design with more coefficients than records is refused (DESIGN_TOO_LARGE) when its
+#: rank-revealing QR alone costs more than this many flops (about a minute on one core)
+SATURATED_FLOPS = 1e10
 RANK_TOL = 1e-7  # relative tolerance of the rank-revealing step (Snoke et al. 2018)
 
 
@@ -164,19 +167,20 @@ def propensity_design(
         for order in range(1, top + 1)
         for combo in itertools.combinations(blocks, order)
     )
-    if p > N:
-        # more coefficients than records: the propensity model is saturated (every record
-        # fitted exactly), the pMSE says nothing, and the fit would take hours
+    if p > N and float(N) * p * min(N, p) > SATURATED_FLOPS:
+        # more coefficients than records: the model fits every record (R's glm aliases the
+        # surplus, and small designs are fitted so, as synthpop does), and on a large design the
+        # rank-revealing pass alone takes minutes to hours
         widest = max(blocks, key=lambda b: b.columns.shape[1])
         raise ValidationError(
             f"the pMSE logistic model would have {p:,} coefficients for {N:,} records "
             f"(column {widest.name!r} alone has {widest.columns.shape[1]:,} indicator(s)"
             + (f"; max_order={max_order} adds the interactions of every "
                f"{max_order + 1} columns" if max_order > 0 else "")
-            + "): more coefficients than records, so the model fits every record and the "
-            "pMSE is meaningless. Use max_order=0 (--max-order 0), group the levels of "
-            f"{widest.name!r}, leave it out of the compared columns, or use the CART "
-            "propensity model (method='cart', --pmse cart).",
+            + "): more coefficients than records, so the model fits every record, the pMSE "
+            "says nothing and the fit would take very long. Use max_order=0 (--max-order 0), "
+            f"group the levels of {widest.name!r}, leave it out of the compared columns, or "
+            "use the CART propensity model (method='cart', --pmse cart).",
             code="DESIGN_TOO_LARGE",
         )
     check_memory(32.0 * N * p, "max_order (--max-order) or the levels of the compared columns",

@@ -731,11 +731,14 @@ def _size_cases() -> list[Case]:
     """Sizes estimated from the inputs before anything is built: refused in a second, naming
     the option, instead of running for minutes into the memory limit."""
     def many_levels(w, b):
-        d = pd.read_csv(w / "ce.csv").assign(ID=[f"p{i}" for i in range(120)])
+        # a 3,000-level identifier in 3,000 records: with two-way interactions about 25,000
+        # coefficients for 6,000 stacked rows (it ran for minutes into gigabytes)
+        from bayes_risk.data import make_ce_like
+
+        d = make_ce_like(3000, random_seed=5).assign(ID=[f"p{i}" for i in range(3000)])
         d.to_csv(w / "ids.csv", index=False)
         for i in (1, 2):
-            z = pd.read_csv(w / f"cesyn{i}.csv").assign(ID=d["ID"])
-            z.to_csv(w / f"ids{i}.csv", index=False)
+            d.assign(Income=d["Income"] * (1 + i / 20)).to_csv(w / f"ids{i}.csv", index=False)
         return {"orig": "ids.csv", "syn": ["ids1.csv", "ids2.csv"]}
 
     huge = ("--records", "0-2000000000")
