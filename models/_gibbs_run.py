@@ -200,8 +200,22 @@ def _worker_init(threads: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if "numba" in sys.modules:
+        import threading
+
         import numba
 
+        try:
+            from numba.np.ufunc import parallel
+        except ImportError:  # pragma: no cover - numba's layout changed
+            parallel = None
+        if parallel is not None and hasattr(parallel, "_backend_init_process_lock"):
+            # numba guards its thread launch with a lock shared by every process forked from
+            # this one (a multiprocessing semaphore) and a thread lock copied at fork. A worker
+            # terminated while holding the shared one (an interrupted fit) would leave every
+            # later fork of this process waiting on it for ever: each worker takes locks of its
+            # own (numba creates the process lock afresh when it is unset)
+            parallel._backend_init_process_lock = None
+            parallel._backend_init_thread_lock = threading.RLock()
         numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
 
 

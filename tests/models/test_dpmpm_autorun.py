@@ -299,3 +299,35 @@ def test_a_fit_whose_rounds_leave_the_chains_apart_says_so(monkeypatch):
     assert max(m.convergence_report()["rhat"]) > 1.1
     msg = " ".join(w["message"] for w in m.mcmc_warnings())
     assert "stopped extending itself at 90 sweeps per chain (one kept per 2, 2 rounds)" in msg
+
+
+def test_forked_chains_survive_a_lock_left_held_by_a_killed_worker():
+    """numba guards its thread launch with a semaphore shared by every process forked from the
+    fitting one. A chain worker terminated while holding it (an interrupted fit) left every later
+    parallel fit of that process waiting for ever (seen as a hung test suite). Here the parent
+    holds it, as the killed worker would: the workers take locks of their own and the fit
+    ends."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import bayes_risk as br
+        from bayes_risk.models import DPMPM
+        from numba.np.ufunc import parallel
+
+        if not parallel._backend_init_process_lock:
+            parallel._set_init_process_lock()
+        parallel._backend_init_process_lock.acquire()  # never released, as by a killed worker
+        acs = br.make_acs_like(200, random_seed=1)[["SEX", "RACE", "MAR"]]
+        DPMPM(n_components=3, tune=5, draws=5, chains=2, cores=2, progressbar=False,
+              max_sweeps=0).fit(acs, random_seed=1)
+        print("fitted")
+    """)
+    env = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}
+    try:
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           timeout=90, env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the forked chain workers waited for ever on numba's launch lock")
+    assert r.returncode == 0 and "fitted" in r.stdout, r.stderr[-2000:]
