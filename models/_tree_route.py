@@ -11,7 +11,7 @@ from __future__ import annotations
 import numba as _nb
 import numpy as np
 
-__all__ = ["route_climb"]
+__all__ = ["forest_apply", "route_climb"]
 
 
 @_nb.njit(cache=True, nogil=True)
@@ -39,3 +39,30 @@ def route_climb(X, codes, is_leaf, feature, threshold, left, right, feature_pred
                 k = right[k]
         node[i] = k
     return node, flag
+
+
+@_nb.njit(cache=True, nogil=True)
+def forest_apply(X, left, right, feature, threshold, missing_left, offsets):
+    """Leaf of every record in every tree of a stored forest, as scikit-learn's ``apply``.
+
+    ``X [n, features]`` (float32); node arrays concatenated over the trees, tree ``b``'s nodes
+    at ``offsets[b]..`` with child ids local to their tree. A value ``x <= threshold`` goes left
+    (float32 compared as float64, as scikit-learn does); a missing value follows
+    ``missing_left``. Returns local leaf ids, shape ``(n, n_trees)``.
+    """
+    n = X.shape[0]
+    B = offsets.shape[0]
+    out = np.zeros((n, B), dtype=np.int64)
+    for b in range(B):
+        o = offsets[b]
+        for i in range(n):
+            k = 0
+            while left[o + k] != -1:
+                x = X[i, feature[o + k]]
+                if x != x:
+                    go_left = missing_left[o + k]
+                else:
+                    go_left = x <= threshold[o + k]
+                k = left[o + k] if go_left else right[o + k]
+            out[i, b] = k
+    return out

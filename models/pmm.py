@@ -8,8 +8,10 @@ nominal, additive regression splines for numeric variables), honouring user logi
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -553,6 +555,94 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
             z[col] = s
         z.index = self._index
         return z, sorted(unmatched)
+
+    # ----- persistence --------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Save the fitted synthesizer as a folder, atomically (no pickle).
+
+        The folder holds ``model.json`` (format version, settings, schema, identifying and
+        synthesized variables, predictors, fingerprint of the fitted table, checksums),
+        ``arrays.npz`` (the recipient flags) and ``data.parquet`` (the fitted table: the
+        donors). **The folder is as confidential as the data**: release only the synthetic
+        datasets, never the folder. :meth:`load` (or :func:`bayes_risk.models.load_model`)
+        reads it back; the loaded synthesizer makes the same synthetic data as this one for the
+        same seed.
+
+        Parameters
+        ----------
+        path : path-like
+            The folder (replaced atomically if it exists).
+
+        Returns
+        -------
+        Path
+            The folder written.
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
+        ValidationError
+            ``CONSTRAINTS_NOT_SAVED`` when the synthesizer has ``constraints``: they are Python
+            callables, which the folder cannot hold without pickle.
+        """
+        from bayes_risk.models._synth_io import save_synthesizer
+
+        check_is_fitted(self, "recipients_", method="save")
+        if any(self._constraints_.values()):
+            raise ValidationError(
+                "constraints: a synthesizer with constraints cannot be saved (they are Python "
+                "callables, and a saved model holds no code); expected constraints=None. Keep "
+                "the fitted object, or synthesize in the session that defines the constraints.",
+                code="CONSTRAINTS_NOT_SAVED",
+            )
+        state = {
+            "identifying": list(self.identifying_),
+            "synthesized": list(self.synthesize_),
+            "predictors": {c: list(v) for c, v in self.predictors_.items()},
+        }
+        return save_synthesizer(self, path, state=state,
+                                arrays={"recipients": np.asarray(self.recipients_, dtype=bool)},
+                                data=self._data.set_axis(self._index))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> SmallCellPMMSynthesizer:
+        """Load a synthesizer saved with :meth:`save`.
+
+        Parameters
+        ----------
+        path : path-like
+            The folder.
+
+        Returns
+        -------
+        SmallCellPMMSynthesizer
+            Fitted; same seed, same synthetic data as the synthesizer that was saved.
+
+        Raises
+        ------
+        ValidationError
+            ``MODEL_FORMAT_VERSION`` for a folder of another format version, ``MODEL_DAMAGED``
+            for a missing, unreadable or changed file, or a folder of another model type.
+        """
+        from bayes_risk.models._synth_io import load_synthesizer, split_data
+
+        def restore(obj: SmallCellPMMSynthesizer, meta: dict[str, Any], arrays: Any,
+                    data: pd.DataFrame) -> None:
+            st = meta["state"]
+            obj._index, obj._data = split_data(data)
+            obj.identifying_ = list(st["identifying"])
+            obj.synthesize_ = list(st["synthesized"])
+            obj.predictors_ = {c: list(v) for c, v in st["predictors"].items()}
+            obj.recipients_ = np.asarray(arrays["recipients"], dtype=bool)
+            if obj.recipients_.shape != (len(obj._data),):
+                raise ValueError(f"{len(obj._data)} records, {obj.recipients_.shape} flags")
+            obj.sensitive_cells_ = sensitive_cells(obj._data, obj.identifying_,
+                                                   int(obj.threshold))
+            obj.min_cell_count_before_ = min_cell_count(obj._data, obj.identifying_)
+            obj._constraints_ = {v: [] for v in obj.synthesize_}
+
+        return load_synthesizer(cls, path, restore)
 
 
 def _fname(f: Any) -> str:

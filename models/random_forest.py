@@ -12,7 +12,9 @@ Several columns are synthesized in one sequential pass (procedure A, Caiola & Re
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -675,3 +677,145 @@ class RandomForestSynthesizer(BaseSynthesizer):
             out[col] = s
         out.index = self._index
         return out
+
+    # ----- persistence --------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Save the fitted synthesizer as a folder, atomically (no pickle).
+
+        The folder holds ``model.json`` (format version, settings, schema, visit order,
+        predictors, groups, fingerprint of the fitted table, checksums), ``arrays.npz`` (every
+        tree's children, split features and thresholds, the leaf class tables, the bootstrap
+        samples and in-bag flags, the replaced records) and ``data.parquet`` (the fitted
+        table). **The folder is as confidential as the data**: release only the synthetic
+        datasets, never the folder. :meth:`load` (or :func:`bayes_risk.models.load_model`)
+        reads it back; the loaded synthesizer makes the same synthetic data as this one for the
+        same seed, and serves :class:`~bayes_risk.models.RFPlugin` as the fitted one does.
+
+        Parameters
+        ----------
+        path : path-like
+            The folder (replaced atomically if it exists).
+
+        Returns
+        -------
+        Path
+            The folder written.
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
+        """
+        from bayes_risk.models._synth_io import StoredForest, save_synthesizer
+
+        check_is_fitted(self, "forests_", method="save")
+
+        def flat(f: Any) -> StoredForest:
+            return f if isinstance(f, StoredForest) else StoredForest.from_sklearn(f)
+
+        arrays: dict[str, np.ndarray] = {}
+        groups_state: dict[str, Any] = {}
+        for k, col in enumerate(self.visit_sequence_):
+            arrays[f"records{k}"] = np.asarray(self.records_[col], dtype=bool)
+            arrays.update(flat(self.forests_[col]).to_arrays(f"forest{k}"))
+            table, offs = self._tables[col]
+            arrays[f"table{k}"], arrays[f"table{k}.offsets"] = table, offs
+            if col in self._inbag_:
+                arrays[f"inbag{k}"] = self._inbag_[col]
+            if col in self.groups_:
+                codes = sorted(self.group_forests_[col])
+                groups_state[col] = {
+                    "codes": [int(c) for c in codes],
+                    "sizes": [[lab, int(v)] for lab, v in self.group_sizes_[col].items()],
+                    "fallback": list(self.group_fallback_[col]),
+                }
+                for code in codes:
+                    pre = f"group{k}_{int(code)}"
+                    arrays.update(flat(self.group_forests_[col][code]).to_arrays(pre))
+                    gt, go = self._group_tables[col][code]
+                    arrays[f"{pre}.table"], arrays[f"{pre}.table_offsets"] = gt, go
+                    arrays[f"{pre}.tpos"] = self._group_tpos[col][code]
+                    if code in self._group_inbag[col]:
+                        arrays[f"{pre}.inbag"] = self._group_inbag[col][code]
+        state = {
+            "visit_sequence": list(self.visit_sequence_),
+            "predictors": {c: list(v) for c, v in self.predictors_.items()},
+            "fit_call": self.fit_call_,
+            "n_trees": {c: int(v) for c, v in self.n_trees_.items()},
+            "groups": dict(self.groups_),
+            "group_state": groups_state,
+            "inbag": sorted(self._inbag_),
+        }
+        return save_synthesizer(self, path, state=state, arrays=arrays,
+                                data=self._data.set_axis(self._index))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> RandomForestSynthesizer:
+        """Load a synthesizer saved with :meth:`save`.
+
+        Parameters
+        ----------
+        path : path-like
+            The folder.
+
+        Returns
+        -------
+        RandomForestSynthesizer
+            Fitted (its forests are flat arrays routed as scikit-learn routes them); same seed,
+            same synthetic data as the synthesizer that was saved.
+
+        Raises
+        ------
+        ValidationError
+            ``MODEL_FORMAT_VERSION`` for a folder of another format version, ``MODEL_DAMAGED``
+            for a missing, unreadable or changed file, or a folder of another model type.
+        """
+        from bayes_risk.models._synth_io import StoredForest, load_synthesizer, split_data
+
+        def restore(obj: RandomForestSynthesizer, meta: dict[str, Any], arrays: Any,
+                    data: pd.DataFrame) -> None:
+            st = meta["state"]
+            schema = obj.schema_
+            obj._index, obj._data = split_data(data)
+            n = len(obj._data)
+            order = list(st["visit_sequence"])
+            obj.visit_sequence_ = order
+            obj.predictors_ = {c: list(v) for c, v in st["predictors"].items()}
+            obj.fit_call_ = st["fit_call"]
+            obj.n_trees_ = {c: int(v) for c, v in st["n_trees"].items()}
+            obj.groups_ = dict(st["groups"])
+            obj.records_, obj.forests_, obj._tables, obj._inbag_ = {}, {}, {}, {}
+            obj.group_forests_ = {c: {} for c in obj.groups_}
+            obj._group_tables = {c: {} for c in obj.groups_}
+            obj._group_inbag = {c: {} for c in obj.groups_}
+            obj._group_tpos = {c: {} for c in obj.groups_}
+            obj.group_sizes_, obj.group_fallback_ = {}, {}
+            for k, col in enumerate(order):
+                mk = np.asarray(arrays[f"records{k}"], dtype=bool)
+                if mk.shape != (n,):
+                    raise ValueError(f"{n} records in the data, {mk.shape} flags for {col!r}")
+                obj.records_[col] = mk
+                obj.forests_[col] = StoredForest.from_arrays(arrays, f"forest{k}")
+                obj._tables[col] = (arrays[f"table{k}"], arrays[f"table{k}.offsets"])
+                if col in st["inbag"]:
+                    obj._inbag_[col] = arrays[f"inbag{k}"]
+                if col in obj.groups_:
+                    g = st["group_state"][col]
+                    obj.group_sizes_[col] = {lab: int(v) for lab, v in g["sizes"]}
+                    obj.group_fallback_[col] = list(g["fallback"])
+                    for code in g["codes"]:
+                        pre = f"group{k}_{int(code)}"
+                        obj.group_forests_[col][code] = StoredForest.from_arrays(arrays, pre)
+                        obj._group_tables[col][code] = (arrays[f"{pre}.table"],
+                                                        arrays[f"{pre}.table_offsets"])
+                        obj._group_tpos[col][code] = arrays[f"{pre}.tpos"]
+                        if f"{pre}.inbag" in arrays:
+                            obj._group_inbag[col][code] = arrays[f"{pre}.inbag"]
+            obj._values = {
+                c: column_codes(obj._data, schema, c).astype(np.float64)
+                if schema[c].is_categorical
+                else obj._data[c].to_numpy(dtype=np.float64)
+                for c in schema.names
+            }
+
+        return load_synthesizer(cls, path, restore)
