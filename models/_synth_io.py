@@ -117,6 +117,8 @@ def save_synthesizer(
         "data_file": DATA_FILE,
         "arrays_file": ARRAYS_FILE,
         "state": to_jsonable(dict(state)),
+        # Parquet reads text columns back as pandas' string dtype: object columns are restored
+        "object_columns": [str(c) for c in data.columns if data[c].dtype == object],
         # hashes of the encoded fitted table (never the data): checks the original later
         "data_fingerprint": fp.get("table"),
         "original_fingerprint": to_jsonable(fp) if fp else None,
@@ -174,6 +176,8 @@ def load_synthesizer(
         with np.load(p / ARRAYS_FILE, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
         data = pd.read_parquet(p / DATA_FILE)
+        for c in meta.get("object_columns") or []:
+            data[c] = data[c].astype(object)
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as err:
         raise _damaged(p, f"a file cannot be read ({type(err).__name__}: "
                           f"{' '.join(str(err).split())[:200]})") from err
