@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk.cli.parsers.fit import BAYESIAN_MODELS, MODEL_OPTIONS
+from bayes_risk.cli.parsers.fit import BAYESIAN_MODELS, FIT_METHODS, MODEL_OPTIONS, TREE_MODELS
 
-__all__ = ["run", "BAYESIAN_MODELS"]
+__all__ = ["run", "BAYESIAN_MODELS", "FIT_METHODS"]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.method is None:
         raise ValidationError(
-            f"--method is required: the synthesis model, one of {', '.join(BAYESIAN_MODELS)}."
+            f"--method is required: the synthesis model, one of {', '.join(FIT_METHODS)}."
         )
     cls = get_synthesizer(args.method)
     df = read_records_table(args.original, "ORIGINAL", missing_labels(args))
@@ -46,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
                 )
         df = df[list(args.columns)]
     schema = _schema(df, args)
+    if args.method in TREE_MODELS:
+        return _fit_tree(args, cls, df, schema)
     settings: dict[str, Any] = {
         "tune": args.tune,
         "draws": args.draws,
@@ -71,6 +73,51 @@ def run(args: argparse.Namespace) -> int:
     with output_dir(args) as tmp:
         model.save(tmp)
     print_summary(_summary_lines(args, model, df, schema), args.out)
+    return 0
+
+
+def _fit_tree(args: argparse.Namespace, cls: type, df: Any, schema: Any) -> int:
+    """Fit a CART, random-forest or PMM synthesizer and save it (``arrays.npz``, ``model.json``,
+    ``data.parquet``); the MCMC options do not apply."""
+    import numpy as np
+
+    from bayes_risk.cli._common import print_summary
+    from bayes_risk.cli._run import output_dir
+    from bayes_risk.exceptions import ValidationError
+
+    mcmc = [f"--{k}" for k in ("tune", "draws", "chains", "cores") if getattr(args, k) is not None]
+    if mcmc:
+        raise ValidationError(
+            f"{', '.join(mcmc)}: MCMC options do not apply to --method {args.method} (it is "
+            f"not sampled); expected them only with --method {' or '.join(BAYESIAN_MODELS)}."
+        )
+    settings = _model_settings(args)
+    if args.method in ("cart", "rf") and not args.synthesize:
+        raise ValidationError(
+            f"--synthesize COL [COL ...] is required with --method {args.method}."
+        )
+    if args.method == "pmm":
+        if not settings.get("identifying"):
+            raise ValidationError("--identifying COL [COL ...] is required with --method pmm.")
+        settings["identifying"] = list(settings["identifying"])
+        schema.check_columns(settings["identifying"], "--identifying")
+    model = cls(**settings, progressbar=not args.quiet, random_seed=args.random_seed)
+    fit_kw: dict[str, Any] = {}
+    if args.records is not None:
+        from bayes_risk.cli._common import parse_records
+
+        fit_kw["records"] = np.asarray(parse_records(args.records, len(df)), dtype=np.int64)
+    model.fit(df, schema=schema, synthesized=args.synthesize or None,
+              random_seed=args.random_seed, **fit_kw)
+    with output_dir(args) as tmp:
+        model.save(tmp)
+    synthesized = list(model.schema_.synthesized)
+    lines = [
+        f"fitted {args.method} to {len(df)} records x {len(df.columns)} columns",
+        f"synthesized columns: {', '.join(map(str, synthesized))}",
+        "the model folder holds the confidential data: keep it as confidential as the data",
+    ]
+    print_summary(lines, args.out)
     return 0
 
 

@@ -201,7 +201,7 @@ def test_model_options_match_the_models():
     ``__init__`` settings of every model they are given to, with the models' own choices."""
     import inspect
 
-    from bayes_risk.cli.parsers.fit import BAYESIAN_MODELS, MODEL_OPTIONS
+    from bayes_risk.cli.parsers.fit import FIT_METHODS, MODEL_OPTIONS
     from bayes_risk.models import dpmpm, get_synthesizer, poisson_mixture, seqreg
     from bayes_risk.models._design import FAMILIES
 
@@ -212,7 +212,7 @@ def test_model_options_match_the_models():
         "posterior_method": set(seqreg._METHODS),
     }
     for opt in MODEL_OPTIONS:
-        assert opt.models and set(opt.models) <= set(BAYESIAN_MODELS), opt.flag
+        assert opt.models and set(opt.models) <= set(FIT_METHODS), opt.flag
         for name in opt.models:
             params = inspect.signature(get_synthesizer(name).__init__).parameters
             assert opt.setting in params, (opt.flag, name)

@@ -21,10 +21,15 @@ from bayes_risk.cli._common import (
 )
 from bayes_risk.cli.parsers import Handler, add_deprecated_alias
 
-__all__ = ["add_parser", "BAYESIAN_MODELS", "MODEL_OPTIONS", "ModelOption"]
+__all__ = ["add_parser", "BAYESIAN_MODELS", "FIT_METHODS", "MODEL_OPTIONS", "ModelOption",
+           "TREE_MODELS"]
 
 #: registry names of the models ``fit`` accepts (the Bayesian ones)
 BAYESIAN_MODELS: tuple[str, ...] = ("dpmpm", "poisson-mixture", "regression")
+#: registry names of the non-Bayesian synthesizers ``fit`` also saves (no MCMC options)
+TREE_MODELS: tuple[str, ...] = ("cart", "rf", "pmm")
+#: every ``--method`` of ``fit``
+FIT_METHODS: tuple[str, ...] = BAYESIAN_MODELS + TREE_MODELS
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,24 @@ MODEL_OPTIONS: tuple[ModelOption, ...] = (
     ModelOption("--formula", "formulas", ("regression",),
                 "regression: predictors of a column as 'y ~ a + b' (main effects only)",
                 {"nargs": "+", "metavar": "FORMULA"}),
+    ModelOption("--min-leaf", "min_leaf", ("cart",),
+                "cart: minimum records per leaf (default 5)", {"type": int, "metavar": "N"}),
+    ModelOption("--max-depth", "max_depth", ("cart",), "cart: maximum tree depth",
+                {"type": int, "metavar": "N"}),
+    ModelOption("--min-deviance", "min_deviance", ("cart",),
+                "cart: do not split nodes with deviance below F x root deviance (default 0)",
+                {"type": float, "metavar": "F"}),
+    ModelOption("--prune-to-diversity", "prune_to_diversity", ("cart",),
+                "cart: collapse leaves until each holds at least K distinct values",
+                {"type": int, "metavar": "K"}),
+    ModelOption("--n-trees", "n_trees", ("rf",), "rf: trees per forest (default 500)",
+                {"type": int, "metavar": "N"}),
+    ModelOption("--identifying", "identifying", ("pmm",),
+                "pmm: identifying variables defining the cells (required with --method pmm)",
+                {"nargs": "+", "metavar": "COL"}),
+    ModelOption("--threshold", "threshold", ("pmm",),
+                "pmm: cells with count <= N are sensitive (default 5)",
+                {"type": int, "metavar": "N"}),
     ModelOption("--posterior-method", "posterior_method", ("regression",),
                 "regression: auto (exact for normal, NUTS for GLMs), exact, nuts, laplace",
                 {"choices": ["auto", "exact", "nuts", "laplace"]}),
@@ -125,20 +148,25 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``bayes-risk fit``."""
     p = subparsers.add_parser(
         "fit",
-        help="fit a Bayesian synthesis model (DPMPM, Poisson mixture, regressions)",
+        help="fit a synthesis model (DPMPM, Poisson mixture, regressions, CART, random forest, "
+             "PMM) and save it",
         description=(
             "Fit a Bayesian synthesis model to a confidential table and save it as a folder "
             "(posterior.nc: posterior draws as NetCDF; model.json: settings and schema; for "
             "partial synthesis also the confidential data). The folder is confidential. "
             "Then run 'bayes-risk synthesize --model DIR -m 5 --out SYN_DIR'. With --method "
+            "cart, rf or pmm the folder holds the fitted trees (arrays.npz), model.json and the "
+            "confidential data (data.parquet). With --method "
             "dpmpm every modelled column is categorical (the only type DPMPM models), "
             "integer-coded ones included, so no --categorical list is needed."
         ),
     )
     p.add_argument("original", metavar="ORIGINAL", help="confidential table (.csv or .parquet)")
-    p.add_argument("--method", default=None, choices=list(BAYESIAN_MODELS),
-                   help="synthesis model (required)")
-    add_deprecated_alias(p, "--model", "--method", "method", choices=list(BAYESIAN_MODELS))
+    p.add_argument("--method", default=None, choices=list(FIT_METHODS),
+                   help="synthesis model (required): a Bayesian model, or the CART, random-forest "
+                        "or PMM synthesizer (saved without MCMC; --synthesize is required for "
+                        "cart and rf, --identifying for pmm)")
+    add_deprecated_alias(p, "--model", "--method", "method", choices=list(FIT_METHODS))
     p.add_argument("--columns", nargs="+", default=None, metavar="COL",
                    help="columns to model (default: all)")
     p.add_argument("--synthesize", nargs="+", default=None, metavar="COL",

@@ -1,0 +1,84 @@
+"""``bayes-risk fit --method cart|rf|pmm`` then ``synthesize --model``: saved tree synthesizers."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+import bayes_risk.cli as cli
+from bayes_risk.data import SyntheticData, infer_schema, make_ce_like
+from bayes_risk.models import get_synthesizer, load_model
+
+pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.DataWarning")
+
+
+@pytest.fixture
+def csv(tmp_path):
+    df = make_ce_like(300, random_seed=1)
+    path = tmp_path / "ce.csv"
+    df.to_csv(path, index=False)
+    return path, pd.read_csv(path)
+
+
+TYPES = ["--categorical", "Urban", "Marital", "Tenure", "Educ"]
+METHODS = {
+    "cart": ["--synthesize", "Tenure", "Income", "--min-leaf", "8"],
+    "rf": ["--synthesize", "Tenure", "Marital", "--n-trees", "20"],
+    "pmm": ["--identifying", "Urban", "Marital", "Tenure", "--threshold", "3"],
+}
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_fit_then_synthesize(tmp_path, csv, method):
+    path, df = csv
+    mdir, sdir = tmp_path / "model", tmp_path / "syn"
+    rc = cli.main(["fit", str(path), "--method", method, *METHODS[method], *TYPES,
+                   "--random-seed", "3", "--quiet", "--out", str(mdir)])
+    assert rc == 0
+    meta = json.loads((mdir / "model.json").read_text())
+    assert meta["method"] == method and meta["format_version"] == 1 and meta["confidential"]
+    rc = cli.main(["synthesize", "--model", str(mdir), "-m", "3", "--random-seed", "2",
+                   "--quiet", "--out", str(sdir)])
+    assert rc == 0
+    syn = SyntheticData.load(sdir)
+    assert syn.m == 3 and syn.method == method
+    # the same synthesizer fitted in the session with the same settings and seed
+    schema = infer_schema(df, categorical=TYPES[1:])
+    settings = {"cart": {"min_leaf": 8}, "rf": {"n_trees": 20},
+                "pmm": {"identifying": ["Urban", "Marital", "Tenure"], "threshold": 3}}[method]
+    synthesized = {"cart": ["Tenure", "Income"], "rf": ["Tenure", "Marital"], "pmm": None}
+    direct = get_synthesizer(method)(**settings, random_seed=3).fit(
+        df, schema=schema, synthesized=synthesized[method], random_seed=3
+    ).synthesize(3, random_seed=2)
+    for a, b in zip(syn, direct, strict=True):
+        pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True),
+                                      check_dtype=False, check_exact=True)
+    again = load_model(mdir).synthesize(3, random_seed=2)
+    for a, b in zip(again, direct, strict=True):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+def test_fit_tree_errors_and_out_policy(tmp_path, csv, capsys):
+    path, _ = csv
+    out = tmp_path / "m"
+    rc = cli.main(["fit", str(path), "--method", "cart", *TYPES, "--quiet", "--out", str(out)])
+    assert rc == 2 and "--synthesize COL" in capsys.readouterr().err
+    rc = cli.main(["fit", str(path), "--method", "pmm", *TYPES, "--quiet", "--out", str(out)])
+    assert rc == 2 and "--identifying COL" in capsys.readouterr().err
+    rc = cli.main(["fit", str(path), "--method", "rf", *METHODS["rf"], *TYPES, "--draws", "5",
+                   "--quiet", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--draws: MCMC options do not apply to --method rf" in err, err
+    rc = cli.main(["fit", str(path), "--method", "cart", *METHODS["cart"], "--n-trees", "5",
+                   *TYPES, "--quiet", "--out", str(out)])
+    assert rc == 2 and "--n-trees is not an option of --method cart" in capsys.readouterr().err
+    assert not out.exists()
+    # --out: an existing non-empty folder is refused unless --overwrite, as for every command
+    args = ["fit", str(path), "--method", "cart", *METHODS["cart"], *TYPES, "--quiet",
+            "--random-seed", "1", "--out", str(out)]
+    assert cli.main(args) == 0
+    capsys.readouterr()
+    assert cli.main(args) == 2 and "--overwrite" in capsys.readouterr().err
+    assert cli.main([*args, "--overwrite"]) == 0
