@@ -358,3 +358,12 @@ def seqtree_from_arrays(info: Mapping[str, Any], arrays: Mapping[str, np.ndarray
     if tree.design.n_features != 0 and np.any(tree.feature[internal] >= tree.design.n_features):
         raise ValueError(f"tree {prefix}: a split feature lies outside the design")
     return tree
+
+
+def fingerprint_check(model: Any, data: pd.DataFrame) -> str | None:
+    """How ``data`` differs from the table ``model`` was fitted to (``None``: it does not)."""
+    from bayes_risk.data.fingerprint import fingerprint_problem
+
+    record = getattr(model, "original_fingerprint_", None) or {}
+    return fingerprint_problem(data, record.get("table"), model.schema_, len(model._data),
+                               record.get("columns"))

@@ -14,7 +14,8 @@ contract is checked for every registered synthesizer by ``tests/models/test_cont
 
 Bayesian models (DPMPM, Poisson mixtures, sequential regressions) additionally implement the
 likelihood protocol :class:`bayes_risk.protocols.SupportsRecordLoglik` used by the attribute-risk
-engine, and ``save``/``load`` (NetCDF posterior + JSON settings; no pickle).
+engine, and ``save``/``load`` (NetCDF posterior + JSON settings; no pickle). CART, random-forest
+and PMM synthesizers have ``save``/``load`` too (NPZ tree arrays + Parquet data + JSON).
 """
 
 from __future__ import annotations
@@ -320,10 +321,10 @@ def load_model(path: str | os.PathLike[str]) -> Any:
 def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -> Any:
     """Refit the tree synthesizer that produced a release, from its manifest and the original.
 
-    CART and random-forest synthesizers are not saved to disk (their fitted state is the
-    confidential data itself); instead a release records how it was made — the method, its
-    settings, the synthesized columns in the order given to ``fit``, the replaced records and
-    the seeds — so the same synthesizer can be fitted again from the confidential table. This is
+    A CART or random-forest synthesizer can be saved with its ``save(path)`` (a confidential
+    folder); without one, a release records how it was made — the method, its settings, the
+    synthesized columns in the order given to ``fit``, the replaced records and the seeds — so
+    the same synthesizer can be fitted again from the confidential table. This is
     what :class:`~bayes_risk.models.CARTPlugin` / :class:`~bayes_risk.models.RFPlugin`
     need for attribute risk when only the release is at hand (``bayes-risk attribute`` without
     ``--model``).

@@ -506,6 +506,18 @@ class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
     output_rounding = _CARTSynthesis.output_rounding
     posterior_replicates = _CARTSynthesis.posterior_replicates
 
+    def check_fingerprint(self, data: pd.DataFrame) -> str | None:
+        """Whether ``data`` is the table this synthesizer was fitted to.
+
+        Compares the SHA-256 fingerprints stored at fit time (also in a saved folder) with those
+        of ``data``. Returns ``None`` when they agree, otherwise a short description of the
+        difference (missing columns, another number of records, other values or row order).
+        """
+        from bayes_risk.models._synth_io import fingerprint_check
+
+        check_is_fitted(self, "schema_", method="check_fingerprint")
+        return fingerprint_check(self, data)
+
     # ----- persistence --------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Save the fitted synthesizer as a folder, atomically (no pickle).

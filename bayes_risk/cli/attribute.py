@@ -35,6 +35,25 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
     if args.model is not None:
         model = load_model(args.model)
         check_model_original(args, model, original)
+        method = getattr(model, "method_name", None)
+        if method == "pmm":
+            raise ValidationError(
+                f"--model {args.model!r} holds a PMM synthesizer, which has no likelihood for "
+                "attribute risk; expected a Bayesian model, or a CART or random-forest "
+                "synthesizer (docs: methods page 'Attribute disclosure risk')."
+            )
+        if method in ("cart", "rf"):  # a saved tree synthesizer: its plug-in likelihood
+            if args.estimator != "auto" or args.psis:
+                raise ValidationError(
+                    "--estimator and --psis apply to Bayesian models; a CART or random-forest "
+                    "synthesizer uses the plug-in likelihood (docs: methods page 'Attribute "
+                    "disclosure risk')."
+                )
+            from bayes_risk.models import CARTPlugin, RFPlugin
+
+            if method == "cart":
+                return CARTPlugin(model, original, random_seed=args.random_seed)
+            return RFPlugin(model, original)
         if args.quiet and hasattr(model, "progressbar"):
             model.progressbar = False  # the augmented refits' progress bars
         return model
