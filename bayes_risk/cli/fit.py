@@ -1,4 +1,5 @@
-"""``bayes-risk fit``: fit a Bayesian synthesis model and save it (posterior NetCDF + model.json).
+"""``bayes-risk fit``: fit a synthesis model and save it (model.json + posterior NetCDF, or tree
+arrays + data for CART, random forests and PMM).
 
     bayes-risk fit ORIGINAL.csv --method dpmpm|poisson-mixture|regression [--columns ...]
         [--categorical ...] [--synthesize COLS ...] [--records RANGE|FILE] [--components 30]

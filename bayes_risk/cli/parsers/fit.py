@@ -191,7 +191,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "chain up to the CPUs, others 1)")
     add_seed_argument(p, default=None)
     add_quiet_argument(p)
-    add_out_argument(p, "model folder: posterior.nc + model.json")
+    add_out_argument(p, "model folder: model.json + posterior.nc (Bayesian) or arrays.npz + "
+                        "data.parquet (cart, rf, pmm)")
     mg = p.add_argument_group("model-specific options")
     for opt in MODEL_OPTIONS:
         mg.add_argument(opt.flag, dest=opt.dest, default=argparse.SUPPRESS,
