@@ -370,7 +370,7 @@ def compare_estimates(
         ``std_coef_diff`` (``|β̂_orig − q̄_m| / se_orig``). ``attrs`` holds
         ``"overlap_per_dataset"`` (array ``[terms, m]``: each dataset's own interval against
         the original's), ``"mean_overlap"``, ``"warnings"`` and ``"combining"`` (the rules
-        used and why: :meth:`CombiningChoice.to_settings`). ``se_syn`` is the square root of
+        used and why, as in ``utility_summary``'s settings). ``se_syn`` is the square root of
         the chosen rules' variance, ``df_syn`` their reference df.
 
     Raises
