@@ -5,7 +5,7 @@ Raghunathan, Reiter & Rubin 2003), interval overlap of Karr et al. (2006), stand
 differences of Snoke et al. (2018).
 
 A statsmodels formula is fitted on the original table and on every synthetic dataset; the
-synthetic estimates are combined (:func:`combine_scalar`, rules from :func:`choose_rules`) and
+synthetic estimates are combined (:func:`combine_scalar`, rules from ``choose_rules``) and
 each term's
 original and combined intervals are compared by interval overlap and standardised difference.
 The same per-estimand machinery (:func:`estimand_row`) serves the default estimands of
@@ -332,7 +332,7 @@ def compare_estimates(
 
     The synthetic estimates ``q_l`` and variances ``u_l = se_l²`` of each term are combined with
     :func:`~bayes_risk.utility.combining.combine_scalar` under the rules of the release's
-    generation scheme (:func:`choose_rules`: Reiter 2003 for partial synthesis, Raab, Nowok &
+    generation scheme (``choose_rules``: Reiter 2003 for partial synthesis, Raab, Nowok &
     Dibben 2016 for full synthesis of the same units, Raghunathan, Reiter & Rubin 2003 for
     samples from synthetic populations); the original interval uses the model's own reference
     distribution (t on the residual df for OLS, normal for GLMs).
