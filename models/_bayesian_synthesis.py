@@ -13,7 +13,7 @@ import pandas as pd
 
 from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
-from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m
 from bayes_risk.exceptions import ValidationError
 
@@ -81,6 +81,8 @@ class _BayesianSynthesis:
             synthesized_records=self.synthesized_records_,
             extra={"model_class": self.model_class, "ratio_form": self.ratio_form},
             original_fingerprint=getattr(self, "original_fingerprint_", None),
+            generation=generation_from_roles(self.schema_, self.synthesized_records_),
+            proper=True,
         )
 
     def posterior_replicates(

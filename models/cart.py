@@ -30,7 +30,7 @@ from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, replayable_seed, seed_to_json, spawn
 from bayes_risk.data.fingerprint import fingerprint_record
 from bayes_risk.data.schema import Schema, infer_schema
-from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m, validate_table
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
@@ -497,6 +497,9 @@ class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
                 "fit_call": self.fit_call_,
             },
             original_fingerprint=getattr(self, "original_fingerprint_", None),
+            generation=generation_from_roles(self.schema_, self.records_),
+            # the per-leaf Bayesian bootstrap draws each dataset's leaf distributions anew
+            proper=self.donor == "bayes_bootstrap",
         )
 
     # Public methods written in _cart_synthesis, bound here so that the API page (which lists a

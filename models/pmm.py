@@ -22,7 +22,7 @@ from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json, spawn
 from bayes_risk.data.fingerprint import fingerprint_record
 from bayes_risk.data.schema import Schema, infer_schema
-from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m, validate_table
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
 from bayes_risk.models._trees import column_codes
@@ -515,6 +515,8 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
                 "warnings": codes,
             },
             original_fingerprint=getattr(self, "original_fingerprint_", None),
+            generation=generation_from_roles(self.schema_, self.recipients_),
+            proper=False,
         )
 
     def _synthesize_one(self, rng: np.random.Generator) -> tuple[pd.DataFrame, list[int]]:

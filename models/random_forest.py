@@ -24,7 +24,7 @@ from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, seed_to_json, spawn
 from bayes_risk.data.fingerprint import fingerprint_record
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._trees import column_codes
@@ -631,6 +631,8 @@ class RandomForestSynthesizer(BaseSynthesizer):
                 "fit_call": self.fit_call_,
             },
             original_fingerprint=getattr(self, "original_fingerprint_", None),
+            generation=generation_from_roles(self.schema_, union),
+            proper=False,
         )
 
     def _synthesize_one(self, rng: np.random.Generator, cache: dict) -> pd.DataFrame:

@@ -59,6 +59,7 @@ def audit(
     random_seed: int | None = None,
     progressbar: bool = True,
     skip: Sequence[str] | None = None,
+    combining_rules: str = "auto",
 ) -> AuditResult:
     """Audit a synthetic release: utility, identification, attribute and empirical risk.
 
@@ -121,6 +122,10 @@ def audit(
     skip : sequence of str, optional
         Steps not to run (``"utility"``, ``"identification"``, ``"posterior_identification"``,
         ``"attribute"``, ``"disclosure"``); they are reported as skipped, as asked.
+    combining_rules : {"auto", "partial", "full-same-n", "full-population"}
+        Combining rules of the interval overlaps (see
+        :func:`~bayes_risk.utility.utility_summary`); ``"auto"`` (default): the release's
+        recorded generation scheme, else inferred from the synthesized columns.
 
     Returns
     -------
@@ -152,7 +157,7 @@ def audit(
         radius_type=radius_type, sweep=sweep, targets=targets, ngroups_target=ngroups_target,
         attribute_records=attribute_records, thresholds=Thresholds.parse(thresholds),
         show=show_confidential_values, random_seed=random_seed, seed_src=seed_src,
-        skip=skip, sweep_unsynthesized=sweep_unsynthesized,
+        skip=skip, sweep_unsynthesized=sweep_unsynthesized, combining_rules=combining_rules,
     )
     root = Path(out) if out is not None else None
     if root is not None and root.exists() and (not root.is_dir() or any(root.iterdir())):
@@ -346,12 +351,17 @@ def _twice(cols: Sequence[str]) -> list[str]:
 
 def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type, sweep,
                targets, ngroups_target, attribute_records, thresholds, show,
-               random_seed, seed_src="given", skip=None, sweep_unsynthesized=False) -> AuditPlan:
+               random_seed, seed_src="given", skip=None, sweep_unsynthesized=False,
+               combining_rules="auto") -> AuditPlan:
     """Resolve every setting (see :func:`audit`) and record where it came from.
 
     Every argument every step reads is checked here, before any step runs."""
     from bayes_risk.utility._inputs import infer_synthesized
 
+    if combining_rules != "auto":
+        from bayes_risk.utility.combining import check_rules
+
+        check_rules(combining_rules, "combining_rules")
     if isinstance(known, str) or not known:
         raise ValidationError("known: give the columns the intruder knows (at least one).")
     known = sch.check_columns(list(known), "known")
@@ -474,7 +484,7 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
         attribute_source=a_src, attribute_records=recs, thresholds=thresholds,
         show_confidential_values=bool(show), random_seed=int(random_seed),
         skip=tuple(dict.fromkeys(skip_steps)), sweep_columns=sweep_cols,
-        sweep_unsynthesized=bool(sweep_unsynthesized),
+        sweep_unsynthesized=bool(sweep_unsynthesized), combining_rules=combining_rules,
     )
     _record_settings(plan, src, rad_src, tg_src, ngroups_target, seed_src)
     return plan
@@ -497,7 +507,12 @@ def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
       "chi-square theory for logit; with partial synthesis the expectation uses only the "
       "synthesized columns")
     a("utility", "interval-overlap estimands", "means and proportions of the synthesized columns",
-      "default", "95 % intervals, combining rules for partially synthetic data")
+      "default", "95 % intervals, combining rules of the release's generation scheme")
+    a("utility", "combining rules", plan.combining_rules,
+      "default" if plan.combining_rules == "auto" else "given",
+      "auto: the generation recorded in the release's manifest, else inferred from the "
+      "synthesized columns (the utility section says which rules were used and why)"
+      if plan.combining_rules == "auto" else "")
     a("identification", "known columns", ", ".join(plan.known), "given")
     a("identification", "radius",
       ", ".join(f"{c} = {r:g}" for c, r in plan.radius.items()) or "exact matching", rad_src,

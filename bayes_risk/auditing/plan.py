@@ -146,6 +146,8 @@ class AuditPlan:
     #: radius columns the sweep varies: the synthesized ones unless ``sweep_unsynthesized``
     sweep_columns: list[str] = field(default_factory=list)
     sweep_unsynthesized: bool = False
+    #: combining rules of the utility step (``"auto"``: chosen from the release)
+    combining_rules: str = "auto"
     settings: list[Setting] = field(default_factory=list)
 
     @property

@@ -200,6 +200,10 @@ def _utility(sec: Section, s: Any, result: Any, links: _Links) -> None:
           f"is that of the intervals combined over the {r.m} datasets with the combining rules "
           "for synthetic data, which the verdict uses. It is not the mean of the rows above: "
           "the combined intervals are estimated from all the datasets together.")
+    st = r.settings or {}
+    if "combining_rules" in st:
+        sec.p(f"Combining rules: {st['combining_rules']} ({st['combining_rules_reference']}): "
+              f"{st['combining_rules_reason']}")
     ov = r.overlap.sort_values("overlap").head(TOP_N)
     cols = [c for c in ("estimand", "estimate_orig", "estimate_syn", "overlap") if c in ov]
     sec.blocks.append(_table(ov[cols], links, f"{s.folder}/overlap.csv" if s.folder else None,

@@ -5,6 +5,7 @@
     bayes-risk utility ORIGINAL.csv SYN1.csv [SYN2.csv ...] [--categorical Urban Marital Tenure] \\
         [--pmse logit|cart] [--max-order 0|1] [--null theory|perm|pairs|auto] \\
         [--formula "Income ~ Age + C(Marital)" ...] [--synthesized COL ...] \\
+        [--combining-rules auto|partial|full-same-n|full-population] \\
         [--random-seed N] [--quiet] --out DIR
 
 Writes ``DIR/summary.json``, ``DIR/overlap.csv`` and, with ``--formula``,
@@ -61,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
         n_perm=args.n_perm,
         random_seed=seed,
         progressbar=not args.quiet,
+        rules=args.combining_rules,
     )
     d = summary.to_dict()
     d["inputs"] = {"original": str(args.original), "synthetic": [str(s) for s in args.synthetic]}
@@ -97,6 +99,10 @@ def _print_summary(s, out: Path, *, given: bool) -> None:
         f"interval overlap ({s.estimand_kind.replace('_', ' ')}, {len(s.overlap)} estimands): "
         f"mean {s.mean_overlap:.4f}"
     )
+    st = s.settings
+    if "combining_rules" in st:
+        lines.append(f"combining rules: {st['combining_rules']} "
+                     f"({st['combining_rules_reference']}); {st['combining_rules_reason']}")
     if s.warnings:
         lines.append(f"warnings: {', '.join(s.warnings)}")
     print_summary(lines, out)

@@ -21,7 +21,25 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import check_m
 from bayes_risk.exceptions import SchemaError, ValidationError
 
-__all__ = ["SyntheticData", "MANIFEST_NAME", "FORMAT_VERSION"]
+__all__ = ["SyntheticData", "MANIFEST_NAME", "FORMAT_VERSION", "GENERATION_SCHEMES",
+           "generation_from_roles"]
+
+#: how a release was generated (methods, Combining rules): partial synthesis; full synthesis
+#: redrawing the same n units; samples from synthetic populations
+GENERATION_SCHEMES = ("partial", "full-same-n", "full-population")
+
+
+def generation_from_roles(schema: Schema | None,
+                          synthesized_records: np.ndarray | None) -> str | None:
+    """``"full-same-n"`` when every column of every record is synthesized, ``"partial"`` when
+    some column or record is released unchanged, ``None`` without a schema with roles."""
+    if schema is None or not schema.synthesized:
+        return None
+    if list(schema.unsynthesized):
+        return "partial"
+    if synthesized_records is not None and not bool(np.all(synthesized_records)):
+        return "partial"
+    return "full-same-n"
 
 MANIFEST_NAME = "manifest.json"
 FORMAT_VERSION = 1
@@ -75,6 +93,15 @@ class SyntheticData:
         Record-level flags ``δ_i`` (partial synthesis of selected records; methods, Notation).
     extra : dict
         Further JSON-serialisable information (warnings, diagnostics).
+    generation : {"partial", "full-same-n", "full-population"}, optional
+        How the release was generated: partial synthesis, full synthesis redrawing the same
+        ``n`` units, or samples from synthetic populations. It chooses the combining rules of
+        the utility measures (methods, Combining rules); ``None`` (releases written before it
+        was recorded, or built by hand): inferred from the schema's roles there.
+    proper : bool, optional
+        True when each dataset was drawn with its own draw of the synthesis model's parameters
+        (a proper synthesis: the Bayesian models, CART with the Bayesian bootstrap), False when
+        all were drawn from one fitted model; ``None`` when unknown (taken as proper).
     original_fingerprint : dict, optional
         Hashes of the original encoded by ``schema``, whole and per column (never the data:
         ``bayes_risk.data.fingerprint.fingerprint_record``), set by the package's
@@ -99,6 +126,8 @@ class SyntheticData:
     synthesized_records: np.ndarray | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     original_fingerprint: dict[str, Any] | None = None
+    generation: str | None = None
+    proper: bool | None = None
     #: ``"error"``: a different original is refused; ``"warn"``: it is used, with a warning
     original_check: str = field(default="error", compare=False, repr=False)
 
@@ -119,6 +148,16 @@ class SyntheticData:
                     f"synthetic dataset {l} has columns {list(z.columns)}; dataset 1 has {cols0}.",
                     code="COLUMNS_DIFFER",
                 )
+        if self.generation is not None and self.generation not in GENERATION_SCHEMES:
+            raise ValidationError(
+                f"generation must be one of {', '.join(map(repr, GENERATION_SCHEMES))} or None. "
+                f"Got {self.generation!r}.",
+                code="UNKNOWN_GENERATION",
+            )
+        if self.proper is not None and not isinstance(self.proper, (bool, np.bool_)):
+            raise ValidationError(f"proper must be True, False or None. Got {self.proper!r}.")
+        if self.proper is not None:
+            self.proper = bool(self.proper)
         if self.draw_index is not None:
             self.draw_index = [int(h) for h in self.draw_index]
             if len(self.draw_index) != len(self.datasets):
@@ -187,6 +226,8 @@ class SyntheticData:
             if self.synthesized_records is None
             else [int(i) for i in np.flatnonzero(self.synthesized_records)],
             "extra": to_jsonable(self.extra),
+            "generation": self.generation,
+            "proper": self.proper,
             # a hash of the encoded original (never the data): checks the original later
             "original_fingerprint": self.original_fingerprint,
         }
@@ -259,6 +300,8 @@ class SyntheticData:
             synthesized_records=flags,
             extra=man.get("extra") or {},
             original_fingerprint=man.get("original_fingerprint"),
+            generation=man.get("generation"),
+            proper=man.get("proper"),
         )
 
     def equals(self, other: SyntheticData) -> bool:
@@ -306,6 +349,9 @@ _MANIFEST_FIELDS: dict[str, tuple[Any, str, bool]] = {
                             "a list of record numbers", False),
     "extra": (lambda x: isinstance(x, dict), "an object", False),
     "original_fingerprint": (lambda x: isinstance(x, (str, dict)), "a fingerprint", False),
+    "generation": (lambda x: x in GENERATION_SCHEMES,
+                   "one of " + ", ".join(repr(g) for g in GENERATION_SCHEMES), False),
+    "proper": (lambda x: isinstance(x, bool), "true or false", False),
 }
 
 

@@ -1,5 +1,6 @@
-"""Results of the combining rules for partially synthetic data (Reiter 2003) and of the
-interval-overlap and coefficient-difference measures (Karr et al. 2006; Snoke et al. 2018)."""
+"""Results of the combining rules for synthetic data (Reiter 2003; Raab, Nowok & Dibben 2016;
+Raghunathan, Reiter & Rubin 2003) and of the interval-overlap and coefficient-difference measures
+(Karr et al. 2006; Snoke et al. 2018)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,18 @@ def _bar_plot(ax: Any, values: Any, mean: float, label: str) -> Any:
     return ax.figure
 
 
+_RULE_NOTES = {
+    "partial": "T_p = within_var + between_var / m; t reference with df degrees of freedom "
+               "(Reiter 2003).",
+    "full-same-n": "Full synthesis of the same units: total_var = within_var (k/n + (1 + k/n)/m) "
+                   "(proper) or within_var (k/n + 1/m); normal reference (Raab, Nowok & Dibben "
+                   "2016).",
+    "full-population": "Samples from synthetic populations: total_var = (1 + 1/m) between_var − "
+                       "within_var, t reference with df degrees of freedom (Raghunathan, Reiter "
+                       "& Rubin 2003); (k/n) within_var when that is not positive (Reiter 2002).",
+}
+
+
 @dataclass(frozen=True)
 class CombinedScalar(RiskResult):
     """Result of :func:`~bayes_risk.utility.combine_scalar`.
@@ -57,7 +70,11 @@ class CombinedScalar(RiskResult):
     m : int
         Number of synthetic datasets.
     warnings : list of str
-        Machine-readable codes: ``"M_EQUALS_ONE"``.
+        Machine-readable codes: ``"M_EQUALS_ONE"``, ``"NEGATIVE_VARIANCE"``.
+    rules : str
+        The combining rules applied: ``"partial"`` (Reiter 2003; ``total_var`` is ``T_p``),
+        ``"full-same-n"`` (Raab, Nowok & Dibben 2016) or ``"full-population"``
+        (Raghunathan, Reiter & Rubin 2003; Reiter 2002).
     """
 
     estimate: float
@@ -72,6 +89,7 @@ class CombinedScalar(RiskResult):
     alpha: float
     m: int
     warnings: list[str] = field(default_factory=list)
+    rules: str = "partial"
 
     @property
     def ci(self) -> tuple[float, float]:
@@ -95,8 +113,7 @@ class CombinedScalar(RiskResult):
             header=[("synthetic datasets m", self.m),
                     ("confidence level", 1 - self.alpha)],
             tables={"Combined estimate": self.to_dataframe().drop(columns=["m", "alpha"])},
-            notes=["T_p = within_var + between_var / m; t reference with df degrees of "
-                   "freedom (Reiter 2003)."],
+            notes=[_RULE_NOTES.get(self.rules, self.rules)],
             warnings=self.structured_warnings,
         )
 

@@ -1,7 +1,9 @@
 """Utility measures of synthetic data (methods, Utility measures).
 
-* :func:`combine_scalar`, :func:`combine_multivariate` — Reiter's (2003) combining rules for
-  partially synthetic data;
+* :func:`combine_scalar` — combining rules of the release's generation scheme (partial: Reiter
+  2003; full synthesis of the same units: Raab, Nowok & Dibben 2016; samples from synthetic
+  populations: Raghunathan, Reiter & Rubin 2003); :func:`combine_multivariate` — Reiter's (2003)
+  Wald test for partially synthetic data;
 * :func:`pmse` — propensity-score mean squared error with its null (theory, permutation, pairs);
 * :func:`ci_overlap`, :func:`std_coef_diff` — interval overlap and standardised differences;
 * :func:`compare_estimates` — a statsmodels formula on the original vs. combined synthetic fits;

@@ -1,9 +1,19 @@
-"""Combining rules for partially synthetic data (Reiter 2003; Reiter 2003).
+"""Combining rules for synthetic data, chosen by how the release was made.
 
 Point estimates ``q_l`` and variance estimates ``u_l`` computed on each of the ``m`` synthetic
-datasets, as if each were the real data, are combined into one estimate with variance
-``T_p = ū_m + b_m / m`` and a t reference distribution with ``ν_p`` degrees of freedom. Unlike
-Rubin's rules for missing data there is no ``(1 + 1/m) b_m`` term.
+datasets, as if each were the real data, are combined into one estimate ``q̄_m`` with a variance
+that depends on the generation scheme (methods, Combining rules):
+
+* ``"partial"`` — partially synthetic data (Reiter 2003): ``T_p = ū_m + b_m / m``, t reference
+  with ``ν_p`` degrees of freedom. Unlike Rubin's rules for missing data there is no
+  ``(1 + 1/m) b_m`` term.
+* ``"full-same-n"`` — every column synthesized, the same units redrawn (Raab, Nowok & Dibben
+  2016; synthpop's population inference for complete synthesis): ``T_s = ū_m (k/n + (1 + k/n)/m)``
+  for a proper synthesis (parameters drawn from their posterior), ``ū_m (k/n + 1/m)`` otherwise;
+  normal reference.
+* ``"full-population"`` — samples from synthetic populations (Raghunathan, Reiter & Rubin 2003):
+  ``T_f = (1 + 1/m) b_m − ū_m``, t reference with ``ν_f`` degrees of freedom; a ``T_f <= 0`` is
+  replaced by ``(k/n) ū_m`` (Reiter 2002) with a normal reference.
 """
 
 from __future__ import annotations
@@ -11,7 +21,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from scipy import stats
@@ -20,7 +30,28 @@ from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
 from bayes_risk.results.combining import CombinedMultivariate, CombinedScalar
 
-__all__ = ["CombinedScalar", "CombinedMultivariate", "combine_scalar", "combine_multivariate"]
+__all__ = ["CombinedScalar", "CombinedMultivariate", "combine_scalar", "combine_multivariate",
+           "COMBINING_RULES", "CombiningRules"]
+
+CombiningRules = Literal["partial", "full-same-n", "full-population"]
+
+#: the combining rules by generation scheme, with the paper each follows
+COMBINING_RULES: dict[str, str] = {
+    "partial": "Reiter (2003)",
+    "full-same-n": "Raab, Nowok & Dibben (2016)",
+    "full-population": "Raghunathan, Reiter & Rubin (2003), with Reiter (2002) for T_f <= 0",
+}
+
+
+def check_rules(rules: Any, name: str = "rules") -> str:
+    """``rules`` if it names a generation scheme's rules, else a ``ValidationError``."""
+    if not isinstance(rules, str) or rules not in COMBINING_RULES:
+        raise ValidationError(
+            f"{name} must be one of {', '.join(repr(r) for r in COMBINING_RULES)} (the "
+            f"generation scheme whose combining rules apply). Got {rules!r}.",
+            code="UNKNOWN_COMBINING_RULES",
+        )
+    return rules
 
 
 def _as_vector(x: Any, name: str) -> np.ndarray:
@@ -49,13 +80,28 @@ def _t_quantile(df: float, alpha: float) -> float:
     return float(stats.t.ppf(1 - alpha / 2, df))
 
 
-def combine_scalar(q: Sequence[float], u: Sequence[float], alpha: float = 0.05) -> CombinedScalar:
-    """Combine per-dataset estimates of a scalar with Reiter's (2003) partially-synthetic rules.
+def combine_scalar(
+    q: Sequence[float],
+    u: Sequence[float],
+    alpha: float = 0.05,
+    *,
+    rules: CombiningRules = "partial",
+    proper: bool = True,
+    size_ratio: float = 1.0,
+) -> CombinedScalar:
+    """Combine per-dataset estimates of a scalar with the rules of a generation scheme.
 
-    Reiter 2003::
+    With ``q̄ = Σ q_l / m``, ``b = Σ (q_l − q̄)² / (m − 1)``, ``ū = Σ u_l / m`` and
+    ``k/n = size_ratio`` (records per synthetic dataset over records of the original)::
 
-        q̄ = Σ q_l / m,  b = Σ (q_l − q̄)² / (m − 1),  ū = Σ u_l / m
-        T_p = ū + b/m,  r = (b/m)/ū,  ν_p = (m − 1)(1 + 1/r)²
+        "partial" (Reiter 2003):
+            T_p = ū + b/m,  r = (b/m)/ū,  ν_p = (m − 1)(1 + 1/r)²,  t reference
+        "full-same-n" (Raab, Nowok & Dibben 2016):
+            T_s = ū (k/n + (1 + k/n)/m)  (proper),   ū (k/n + 1/m)  (not proper),
+            normal reference (ν = inf)
+        "full-population" (Raghunathan, Reiter & Rubin 2003):
+            T_f = (1 + 1/m) b − ū,  ν_f = (m − 1)(1 − m ū / ((m + 1) b))²,  t reference;
+            if T_f <= 0: T_f* = (k/n) ū (Reiter 2002), normal reference
 
     Parameters
     ----------
@@ -65,24 +111,37 @@ def combine_scalar(q: Sequence[float], u: Sequence[float], alpha: float = 0.05) 
         Their estimated variances (squared standard errors), ``>= 0``.
     alpha : float
         ``1 −`` confidence level of the returned interval (default 0.05: 95% interval).
+    rules : {"partial", "full-same-n", "full-population"}
+        The generation scheme whose rules apply (default ``"partial"``).
+    proper : bool
+        ``"full-same-n"`` only: True when each dataset was drawn with its own parameter draw
+        from the posterior (a proper synthesis, as the package's Bayesian models and CART with
+        the Bayesian bootstrap do), False for a synthesis from the fitted model alone.
+    size_ratio : float
+        ``k/n``: records in each synthetic dataset over records in the original (``> 0``;
+        default 1). Used by the full-synthesis rules.
 
     Returns
     -------
     CombinedScalar
         ``estimate``, ``between_var``, ``within_var``, ``total_var``, ``se``, ``r``, ``df``,
-        ``ci_lower``, ``ci_upper``, ``alpha``, ``m``, ``warnings``.
+        ``ci_lower``, ``ci_upper``, ``alpha``, ``m``, ``warnings``, ``rules``.
 
     Raises
     ------
     ValidationError
         If ``q`` and ``u`` differ in length, contain non-finite values, ``u`` has a negative
-        entry, or ``alpha`` is not in (0, 1).
+        entry, ``alpha`` is not in (0, 1), ``rules`` is unknown (``UNKNOWN_COMBINING_RULES``),
+        ``size_ratio`` is not positive, or ``rules="full-population"`` with ``m = 1``
+        (``M_EQUALS_ONE``: the synthetic-population rules need ``b_m``).
 
     Warns
     -----
     DataWarning
-        When ``m = 1`` (code ``"M_EQUALS_ONE"``): ``b_m`` is undefined, so ``T_p = u_1`` and
-        ``ν = inf``; single-implicate releases need other variance formulas.
+        When ``m = 1`` with the partial rules (code ``"M_EQUALS_ONE"``): ``b_m`` is undefined,
+        so ``T_p = u_1`` and ``ν = inf``; single-implicate releases need other variance
+        formulas. With ``"full-population"``, when ``T_f <= 0`` (code
+        ``"NEGATIVE_VARIANCE"``): Reiter's (2002) ``(k/n) ū`` is used instead.
 
     Notes
     -----
@@ -93,13 +152,33 @@ def combine_scalar(q: Sequence[float], u: Sequence[float], alpha: float = 0.05) 
     ----------
     Reiter, J. P. (2003). Inference for partially synthetic, public use microdata sets.
     *Survey Methodology* 29, 181–188.
+    Raab, G. M., Nowok, B. & Dibben, C. (2016). Practical data synthesis for large samples.
+    *Journal of Privacy and Confidentiality* 7(3), 67–97.
+    Raghunathan, T. E., Reiter, J. P. & Rubin, D. B. (2003). Multiple imputation for
+    statistical disclosure limitation. *Journal of Official Statistics* 19, 1–16.
+    Reiter, J. P. (2002). Satisfying disclosure restrictions with synthetic data sets.
+    *Journal of Official Statistics* 18, 531–543.
 
     Examples
     --------
     >>> r = combine_scalar([10.2, 9.8, 10.5, 9.9, 10.1], [0.25, 0.24, 0.26, 0.25, 0.25])
     >>> round(r.total_var, 6), round(r.df, 3)
     (0.265, 1248.444)
+    >>> f = combine_scalar([10.2, 9.8, 10.5, 9.9, 10.1], [0.25, 0.24, 0.26, 0.25, 0.25],
+    ...                    rules="full-same-n")
+    >>> round(f.total_var, 6), f.df
+    (0.35, inf)
     """
+    rules = check_rules(rules)
+    if not isinstance(proper, (bool, np.bool_)):
+        raise ValidationError(f"proper must be True or False. Got {proper!r}.")
+    try:
+        size_ratio = float(size_ratio)
+    except (TypeError, ValueError) as err:
+        raise ValidationError(f"size_ratio must be a positive number. Got {size_ratio!r}.") \
+            from err
+    if not (math.isfinite(size_ratio) and size_ratio > 0):
+        raise ValidationError(f"size_ratio must be a positive number (k/n). Got {size_ratio!r}.")
     qa = _as_vector(q, "q")
     ua = _as_vector(u, "u")
     if qa.shape != ua.shape:
@@ -115,6 +194,8 @@ def combine_scalar(q: Sequence[float], u: Sequence[float], alpha: float = 0.05) 
     alpha = check_probability(alpha, "alpha")
     m = qa.size
     codes: list[str] = []
+    if rules != "partial":
+        return _combine_full(qa, ua, alpha, rules, bool(proper), size_ratio)
     if m == 1:
         warnings.warn(
             "combine_scalar with m = 1: the between-dataset variance is undefined, so the "
@@ -154,6 +235,66 @@ def combine_scalar(q: Sequence[float], u: Sequence[float], alpha: float = 0.05) 
         alpha=alpha,
         m=m,
         warnings=codes,
+        rules="partial",
+    )
+
+
+def _combine_full(qa: np.ndarray, ua: np.ndarray, alpha: float, rules: str, proper: bool,
+                  size_ratio: float) -> CombinedScalar:
+    """The full-synthesis rules of :func:`combine_scalar` (inputs already validated)."""
+    m = qa.size
+    codes: list[str] = []
+    qbar = float(np.mean(qa))
+    ubar = float(np.mean(ua))
+    b = float(np.sum((qa - qbar) ** 2) / (m - 1)) if m > 1 else math.nan
+    if rules == "full-same-n":
+        # Raab, Nowok & Dibben (2016); synthpop's summary.fit.synds, population inference
+        k_n = size_ratio
+        total = ubar * (k_n + (1 + k_n) / m) if proper else ubar * (k_n + 1 / m)
+        df = math.inf
+        r = (b / m) / ubar if m > 1 and ubar > 0 else math.nan
+    else:
+        if m == 1:
+            raise ValidationError(
+                "the synthetic-population combining rules (Raghunathan, Reiter & Rubin 2003) "
+                "need m >= 2 synthetic datasets (b_m is undefined); got m = 1. Use "
+                "rules='full-same-n' if the dataset was drawn for the same units.",
+                code="M_EQUALS_ONE",
+            )
+        tf = (1 + 1 / m) * b - ubar
+        r = (b / m) / ubar if ubar > 0 else math.inf
+        if tf > 0:
+            total = tf
+            df = (m - 1) * (1 - m * ubar / ((m + 1) * b)) ** 2
+            if df < 1e-300:  # pragma: no cover - tf > 0 implies df > 0
+                df = math.inf
+        else:
+            total = size_ratio * ubar
+            df = math.inf
+            codes.append("NEGATIVE_VARIANCE")
+            warnings.warn(
+                f"combine_scalar: the synthetic-population variance T_f = (1 + 1/m) b − ū = "
+                f"{tf:.4g} is not positive (NEGATIVE_VARIANCE); Reiter's (2002) (k/n) ū = "
+                f"{total:.4g} is used with a normal reference.",
+                DataWarning,
+                skip_file_prefixes=CALLER,
+            )
+    se = math.sqrt(total)
+    half = _t_quantile(df, alpha) * se
+    return CombinedScalar(
+        estimate=qbar,
+        between_var=b,
+        within_var=ubar,
+        total_var=total,
+        se=se,
+        r=r,
+        df=df,
+        ci_lower=qbar - half,
+        ci_upper=qbar + half,
+        alpha=alpha,
+        m=m,
+        warnings=codes,
+        rules=rules,
     )
 
 

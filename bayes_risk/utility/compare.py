@@ -1,10 +1,12 @@
 """Original vs synthetic comparison of user-chosen estimates.
 
-Combining rules of Reiter (2003), interval overlap of Karr et al. (2006), standardised
+Combining rules chosen by how the release was made (Reiter 2003; Raab, Nowok & Dibben 2016;
+Raghunathan, Reiter & Rubin 2003), interval overlap of Karr et al. (2006), standardised
 differences of Snoke et al. (2018).
 
 A statsmodels formula is fitted on the original table and on every synthetic dataset; the
-synthetic estimates are combined with Reiter's rules (:func:`combine_scalar`) and each term's
+synthetic estimates are combined (:func:`combine_scalar`, rules from ``choose_rules``) and
+each term's
 original and combined intervals are compared by interval overlap and standardised difference.
 The same per-estimand machinery (:func:`estimand_row`) serves the default estimands of
 :func:`~bayes_risk.utility.summary.utility_summary` (means and proportions).
@@ -28,11 +30,119 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import DataWarning, ValidationError
 from bayes_risk.utility._inputs import check_choice, resolve_schema
-from bayes_risk.utility.combining import combine_scalar
+from bayes_risk.utility.combining import COMBINING_RULES, check_rules, combine_scalar
 from bayes_risk.utility.overlap import ci_overlap
 
 __all__ = ["Estimate", "estimand_row", "compare_estimates", "with_categorical_dtypes",
-           "fit_formula"]
+           "fit_formula", "CombiningChoice", "choose_rules"]
+
+
+@dataclass(frozen=True)
+class CombiningChoice:
+    """The combining rules chosen for a release, and why.
+
+    Attributes
+    ----------
+    rules : {"partial", "full-same-n", "full-population"}
+        The generation scheme whose rules apply.
+    proper : bool
+        Proper synthesis (``"full-same-n"`` rules only).
+    size_ratio : float
+        ``k/n``: mean records per synthetic dataset over records in the original.
+    source : {"user", "manifest", "inferred"}
+        Where the choice came from.
+    reason : str
+        One sentence saying why, for the report.
+    """
+
+    rules: str
+    proper: bool
+    size_ratio: float
+    source: str
+    reason: str
+
+    def to_settings(self) -> dict[str, Any]:
+        """The ``combining_*`` entries of a summary's settings."""
+        return {
+            "combining_rules": self.rules,
+            "combining_rules_reference": COMBINING_RULES[self.rules],
+            "combining_rules_source": self.source,
+            "combining_rules_reason": self.reason,
+            "combining_proper": self.proper,
+            "combining_size_ratio": self.size_ratio,
+        }
+
+
+def choose_rules(rules: str, source: Any, original: pd.DataFrame,
+                 datasets: Sequence[pd.DataFrame], synthesized: Sequence[str] | None,
+                 columns: Sequence[str]) -> CombiningChoice:
+    """Pick the combining rules of a release (methods, Combining rules).
+
+    Parameters
+    ----------
+    rules : {"auto", "partial", "full-same-n", "full-population"}
+        ``"auto"``: the generation scheme recorded in the release's manifest; for a release
+        that does not record it, ``"full-same-n"`` when every column is synthesized (and every
+        record, where the release flags records), else ``"partial"``. Any other value is the
+        user's choice and is used as given.
+    source : SyntheticData or None
+        The release, when it carries a manifest.
+    original : DataFrame
+        The original (its number of records gives ``k/n``).
+    datasets : sequence of DataFrame
+        The synthetic datasets.
+    synthesized : sequence of str or None
+        The synthesized columns (``None``: unknown; the partial rules are then used, which
+        are also approximately right for a proper full synthesis of the same units).
+    columns : sequence of str
+        All columns of the release.
+
+    Returns
+    -------
+    CombiningChoice
+
+    Raises
+    ------
+    ValidationError
+        ``UNKNOWN_COMBINING_RULES`` for any other ``rules``.
+    """
+    if rules != "auto":
+        rules = check_rules(rules, "rules")
+    ratio = float(np.mean([len(z) for z in datasets])) / max(len(original), 1)
+    proper_known = getattr(source, "proper", None)
+    proper = True if proper_known is None else bool(proper_known)
+    recorded = getattr(source, "generation", None)
+    if rules != "auto":
+        why = f"given by the user (rules={rules!r}"
+        if recorded is not None and recorded != rules:
+            why += f"; the release records {recorded!r}"
+        return CombiningChoice(rules, proper, ratio, "user", why + ").")
+    if recorded is not None:
+        return CombiningChoice(recorded, proper, ratio, "manifest",
+                               f"the release's manifest records generation = {recorded!r}.")
+    if synthesized is None:
+        return CombiningChoice(
+            "partial", proper, ratio, "inferred",
+            "inferred: neither the release nor the schema says how the release was made or "
+            "which columns were synthesized; Reiter's partial-synthesis rules are used (give "
+            "rules= / --combining-rules otherwise).")
+    syn = list(synthesized)
+    kept = [c for c in columns if c not in syn]
+    flags = getattr(source, "synthesized_records", None)
+    some_records = flags is not None and not bool(np.all(flags))
+    if kept or some_records:
+        what = (f"column(s) {', '.join(map(repr, kept))} released unchanged" if kept
+                else "only some records synthesized")
+        return CombiningChoice(
+            "partial", proper, ratio, "inferred",
+            f"inferred: the release does not record how it was made, and {what}; partial "
+            "synthesis assumed (give rules= / --combining-rules otherwise).")
+    return CombiningChoice(
+        "full-same-n", proper, ratio, "inferred",
+        "inferred: the release does not record how it was made, and every column is "
+        "synthesized; full synthesis of the same units assumed"
+        + ("" if proper_known is not None else ", proper (parameters drawn per dataset)")
+        + " (give rules= / --combining-rules for samples from synthetic populations).")
 
 
 @dataclass(frozen=True)
@@ -60,21 +170,28 @@ def _length_overlap(lo_o: float, hi_o: float, lo_s: float, hi_s: float, kind: st
 
 
 def estimand_row(name: str, original: Estimate, synthetic: Sequence[Estimate],
-                 alpha: float = 0.05) -> tuple[dict[str, Any], np.ndarray, list[str]]:
+                 alpha: float = 0.05, choice: CombiningChoice | None = None
+                 ) -> tuple[dict[str, Any], np.ndarray, list[str]]:
     """Original vs combined-synthetic comparison of one estimand.
 
-    Returns the table row (original estimate/SE/interval; combined estimate, ``T_p``, ``ν_p``
-    and interval; length overlap ``J``, signed overlap, standardised difference), the
-    per-dataset length overlaps (each dataset's own interval against the original's) and
-    warning codes (``"DEGENERATE_INTERVAL"`` when an interval has zero length, e.g. a
-    proportion of 0 or 1; the overlap is then ``nan`` and left out of means).
+    Returns the table row (original estimate/SE/interval; combined estimate, its variance and
+    reference df under the chosen rules, and interval; length overlap ``J``, signed overlap,
+    standardised difference), the per-dataset length overlaps (each dataset's own interval
+    against the original's) and warning codes (``"DEGENERATE_INTERVAL"`` when an interval has
+    zero length, e.g. a proportion of 0 or 1; the overlap is then ``nan`` and left out of
+    means; ``"NEGATIVE_VARIANCE"`` when the synthetic-population variance was replaced).
+    ``choice`` (default: the partial rules) gives the combining rules.
     """
     codes: list[str] = []
     q = [s.est for s in synthetic]
     u = [s.se**2 for s in synthetic]
+    kw: dict[str, Any] = {}
+    if choice is not None:
+        kw = {"rules": choice.rules, "proper": choice.proper, "size_ratio": choice.size_ratio}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)  # m = 1 is reported by the caller
-        comb = combine_scalar(q, u, alpha=alpha)
+        comb = combine_scalar(q, u, alpha=alpha, **kw)
+    codes.extend(c for c in comb.warnings if c != "M_EQUALS_ONE")
     lo_o, hi_o = original.interval(alpha)
     j = _length_overlap(lo_o, hi_o, comb.ci_lower, comb.ci_upper, "length")
     js = _length_overlap(lo_o, hi_o, comb.ci_lower, comb.ci_upper, "signed")
@@ -175,7 +292,7 @@ def fit_formula(formula: str, data: pd.DataFrame, family: str, label: str) -> pd
 
 
 def _compare(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], schema: Schema,
-             formula: str, family: str, alpha: float
+             formula: str, family: str, alpha: float, choice: CombiningChoice | None = None
              ) -> tuple[pd.DataFrame, np.ndarray, list[str]]:
     o = fit_formula(formula, with_categorical_dtypes(original, schema), family, "original data")
     fits = [fit_formula(formula, with_categorical_dtypes(z, schema), family,
@@ -191,7 +308,7 @@ def _compare(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], schema: S
         orig = Estimate(float(o["est"].iloc[i]), float(o["se"].iloc[i]), float(o["df"].iloc[i]))
         syn = [Estimate(float(f["est"].iloc[i]), float(f["se"].iloc[i]), float(f["df"].iloc[i]))
                for f in fits]
-        row, p, c = estimand_row(term, orig, syn, alpha)
+        row, p, c = estimand_row(term, orig, syn, alpha, choice)
         row = {"formula": formula, "term": term, **{k: v for k, v in row.items()
                                                      if k != "estimand"}}
         rows.append(row)
@@ -209,13 +326,16 @@ def compare_estimates(
     *,
     schema: Schema | None = None,
     alpha: float = 0.05,
+    rules: Literal["auto", "partial", "full-same-n", "full-population"] = "auto",
 ) -> pd.DataFrame:
     """Fit a formula on the original and on each synthetic dataset and compare.
 
     The synthetic estimates ``q_l`` and variances ``u_l = se_l²`` of each term are combined with
-    :func:`~bayes_risk.utility.combining.combine_scalar` (Reiter 2003: ``T_p = ū + b/m``, t with
-    ``ν_p`` df); the original interval uses the model's own reference distribution (t on the
-    residual df for OLS, normal for GLMs).
+    :func:`~bayes_risk.utility.combining.combine_scalar` under the rules of the release's
+    generation scheme (``choose_rules``: Reiter 2003 for partial synthesis, Raab, Nowok &
+    Dibben 2016 for full synthesis of the same units, Raghunathan, Reiter & Rubin 2003 for
+    samples from synthetic populations); the original interval uses the model's own reference
+    distribution (t on the residual df for OLS, normal for GLMs).
 
     Parameters
     ----------
@@ -235,6 +355,10 @@ def compare_estimates(
         Column types; inferred from ``original`` when omitted.
     alpha : float
         ``1 −`` confidence level (default 0.05).
+    rules : {"auto", "partial", "full-same-n", "full-population"}
+        Combining rules. ``"auto"`` (default): the generation scheme recorded in the release's
+        manifest, else inferred from the schema's roles (all columns synthesized: full
+        synthesis of the same units; otherwise partial).
 
     Returns
     -------
@@ -245,13 +369,15 @@ def compare_estimates(
         ``ci_lower_syn``, ``ci_upper_syn``, ``overlap`` (Karr's ``J``), ``signed_overlap``,
         ``std_coef_diff`` (``|β̂_orig − q̄_m| / se_orig``). ``attrs`` holds
         ``"overlap_per_dataset"`` (array ``[terms, m]``: each dataset's own interval against
-        the original's), ``"mean_overlap"`` and ``"warnings"``.
+        the original's), ``"mean_overlap"``, ``"warnings"`` and ``"combining"`` (the rules
+        used and why, as in ``utility_summary``'s settings). ``se_syn`` is the square root of
+        the chosen rules' variance, ``df_syn`` their reference df.
 
     Raises
     ------
     ValidationError
-        Bad ``family``/``alpha``, a formula that cannot be evaluated, rank-deficient designs, or
-        failing fits.
+        Bad ``family``/``alpha``/``rules``, a formula that cannot be evaluated, rank-deficient
+        designs, or failing fits.
     SchemaError
         Column mismatches between the tables, unknown columns in ``categorical``.
 
@@ -272,7 +398,11 @@ def compare_estimates(
     carried = None if source is None else source.schema
     schema = resolve_schema(original, datasets, schema=schema, carried=carried,
                             categorical=categorical, synthesized=None, same_rows=False)
-    table, per, codes = _compare(original, datasets, schema, formula, family, float(alpha))
+    syn = list(schema.synthesized) if schema.synthesized else None
+    choice = choose_rules(rules, source, original, datasets, syn, list(schema.names))
+    table, per, codes = _compare(original, datasets, schema, formula, family, float(alpha),
+                                 choice)
+    table.attrs["combining"] = choice.to_settings()
     table.attrs["overlap_per_dataset"] = per
     ok = table["overlap"].notna()
     table.attrs["mean_overlap"] = float(table.loc[ok, "overlap"].mean()) if ok.any() else math.nan

@@ -29,7 +29,8 @@ from bayes_risk.utility._inputs import (
     differing_share,
     resolve_schema,
 )
-from bayes_risk.utility.compare import Estimate, _compare, estimand_row
+from bayes_risk.utility.combining import check_rules
+from bayes_risk.utility.compare import Estimate, _compare, choose_rules, estimand_row
 from bayes_risk.utility.pmse import pmse
 
 __all__ = ["UtilitySummary", "utility_summary", "default_estimands"]
@@ -91,6 +92,7 @@ def utility_summary(
     n_perm: int = 100,
     random_seed: RandomSeed = None,
     progressbar: bool = False,
+    rules: Literal["auto", "partial", "full-same-n", "full-population"] = "auto",
 ) -> UtilitySummary:
     """pMSE and interval overlap of a synthetic release in one call (methods, Utility measures).
 
@@ -130,6 +132,12 @@ def utility_summary(
         Seed of the pMSE resampling null / CART tie-breaking.
     progressbar : bool
         Progress bars.
+    rules : {"auto", "partial", "full-same-n", "full-population"}
+        Combining rules of the synthetic intervals (methods, Combining rules). ``"auto"``
+        (default): the generation scheme recorded in the release's manifest; otherwise
+        inferred from the synthesized columns (all columns: full synthesis of the same units,
+        Raab, Nowok & Dibben 2016; some: partial synthesis, Reiter 2003). The choice and its
+        reason are in ``settings`` (``combining_rules``, ``combining_rules_reason``).
 
     Returns
     -------
@@ -159,6 +167,8 @@ def utility_summary(
     """
     alpha = check_probability(alpha, "alpha")
     family = check_choice(family, "family", ("ols", "logit", "poisson"))
+    if rules != "auto":
+        check_rules(rules, "rules")
     datasets, source = as_synthetic_list(synthetic, original=original)
     carried = None if source is None else source.schema
     m = len(datasets)
@@ -229,6 +239,8 @@ def utility_summary(
             validate_synthetic(original, datasets, schema, same_rows=True,
                                check_unsynthesized=True, allow_nan=True)
 
+    choice = choose_rules(rules, source, original, datasets,
+                          syn_cols if syn_cols else None, list(schema.names))
     pm = pmse(original, datasets, method=pmse_method, max_order=max_order, null=null,
               n_perm=n_perm, random_seed=random_seed, schema=schema,
               synthesized=syn_cols or None, progressbar=progressbar)
@@ -243,7 +255,7 @@ def utility_summary(
         for f in formulas:
             if not isinstance(f, str):
                 raise ValidationError(f"estimands must be formula strings. Got {f!r}.")
-            t, per, c = _compare(original, datasets, schema, f, family, float(alpha))
+            t, per, c = _compare(original, datasets, schema, f, family, float(alpha), choice)
             tables.append(t)
             pers.append(per)
             codes.extend(c)
@@ -258,7 +270,7 @@ def utility_summary(
         cols = syn_cols or list(schema.names)
         rows, per_rows = [], []
         for name, o, s in default_estimands(original, datasets, schema, cols):
-            row, per, c = estimand_row(name, o, s, float(alpha))
+            row, per, c = estimand_row(name, o, s, float(alpha), choice)
             rows.append(row)
             per_rows.append(per)
             codes.extend(c)
@@ -271,6 +283,7 @@ def utility_summary(
         "pmse_method": pmse_method, "max_order": int(max_order), "null": pm.null,
         "alpha": float(alpha), "family": family, "formulas": formulas,
         "n_perm": int(n_perm), **{f"pmse_{k}": v for k, v in pm.settings.items()},
+        **choice.to_settings(),
     }
     return UtilitySummary(
         pmse=pm, overlap=overlap, comparison=comparison, estimand_kind=kind,

@@ -787,3 +787,30 @@ def test_posterior_step_comparable_with_the_identification_step(release, tmp_pat
     assert "This figure grows with R" in sec
     row = [ln for ln in sec.splitlines() if ln.startswith("| expected match risk")][0]
     assert f"{ident.result.file['expected_match_risk']:.4g}" in row
+
+
+def test_report_says_which_combining_rules_and_why(audited):
+    # the CART release records its generation scheme (partial: Tenure and Income synthesized)
+    res, out = audited
+    st = json.loads((out / "utility" / "summary.json").read_text())["settings"]
+    assert st["combining_rules"] == "partial" and st["combining_rules_source"] == "manifest"
+    md = res.to_markdown(out / "report_rules.md").read_text()
+    assert ("Combining rules: partial (Reiter (2003)): the release's manifest records "
+            "generation = 'partial'.") in md.replace("&#39;", "'")
+
+
+def test_combining_rules_override_and_bad_value(release, tmp_path):
+    orig, syn = release
+    with pytest.raises(ValidationError, match="combining_rules must be one of") as e:
+        br.audit(str(orig), str(syn), known=KNOWN, combining_rules="fully", progressbar=False)
+    assert e.value.code == "UNKNOWN_COMBINING_RULES"
+    res = br.audit(str(orig), str(syn), known=KNOWN, combining_rules="full-same-n",
+                   random_seed=1, progressbar=False, sweep=None,
+                   skip=["identification", "posterior_identification", "attribute",
+                         "disclosure"])
+    st = res.step("utility").result.settings
+    assert st["combining_rules"] == "full-same-n" and st["combining_rules_source"] == "user"
+    assert "records 'partial'" in st["combining_rules_reason"]
+    plan = res.plan.settings_frame()
+    row = plan[plan["setting"] == "combining rules"].iloc[0]
+    assert row["value"] == "full-same-n" and row["source"] == "given"

@@ -205,3 +205,29 @@ def test_separation_warning_carries_its_code(files, tmp_path, capsys):
     codes = [w["code"] for w in s["run_warnings"]]
     assert "SEPARATION" in codes and "DataWarning" not in codes
     assert "DataWarning" not in s["warnings"]
+
+
+def test_combining_rules_chosen_and_overridden(files, tmp_path, capsys):
+    # a partial release (Income synthesized): Reiter's rules, inferred from the roles
+    out = tmp_path / "util_rules"
+    argv = ["utility", str(files["orig"]), *map(str, files["syn"]), "--categorical", *CAT,
+            "--max-order", "0", "--quiet", "--out", str(out)]
+    code, stdout, err = _run(argv, capsys)
+    assert code == 0, err
+    st = json.loads((out / "summary.json").read_text())["settings"]
+    assert st["combining_rules"] == "partial" and st["combining_rules_source"] == "inferred"
+    assert "combining rules: partial (Reiter (2003))" in stdout
+    # --combining-rules overrides, and summary.json says so
+    out2 = tmp_path / "util_rules2"
+    code, stdout, err = _run([*argv[:-1], str(out2), "--combining-rules", "full-same-n"],
+                             capsys)
+    assert code == 0, err
+    s = json.loads((out2 / "summary.json").read_text())
+    assert s["settings"]["combining_rules"] == "full-same-n"
+    assert s["settings"]["combining_rules_source"] == "user"
+    assert "Raab, Nowok & Dibben (2016)" in stdout
+    row = pd.read_csv(out2 / "overlap.csv").iloc[0]
+    assert row["se_syn"] ** 2 == pytest.approx(row["within_var"] * (1 + 2 / 4), rel=1e-9)
+    with pytest.raises(SystemExit) as exc:
+        cli.main([*argv[:-1], str(tmp_path / "x"), "--combining-rules", "fully"])
+    assert exc.value.code == 2 and "--combining-rules" in capsys.readouterr().err

@@ -258,6 +258,25 @@ def check_partial_synthesis(name: str) -> None:
         pd.testing.assert_frame_equal(z[~selected], data[~selected])
         changed |= not z[selected].equals(data[selected])
     assert changed, "no selected record was synthesized"
+    assert syn.generation == "partial"  # the combining rules of partial synthesis apply
+
+
+#: whether each synthesizer draws every dataset with its own parameter draw (proper synthesis)
+PROPER = {"cart": True, "rf": False, "pmm": False, "dpmpm": True, "poisson-mixture": True,
+          "regression": True}
+
+
+def check_generation_recorded(name: str) -> None:
+    """The release records its generation scheme and properness (they pick the combining
+    rules of the utility measures), and the manifest keeps them."""
+    data = CASES[name].data()
+    syn = _fitted(name).synthesize(2, random_seed=1)
+    everything = set(syn.schema.synthesized) == set(data.columns) and (
+        syn.synthesized_records is None or bool(syn.synthesized_records.all()))
+    assert syn.generation == ("full-same-n" if everything else "partial")
+    assert syn.proper is PROPER[name]
+    man = syn.manifest()
+    assert man["generation"] == syn.generation and man["proper"] is PROPER[name]
 
 
 CHECKS: list[Callable[[str], None]] = [
@@ -272,6 +291,7 @@ CHECKS: list[Callable[[str], None]] = [
     check_bad_synthesized,
     check_bad_records,
     check_partial_synthesis,
+    check_generation_recorded,
 ]
 
 

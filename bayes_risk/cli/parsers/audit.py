@@ -102,6 +102,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                             "attribute", "disclosure"],
                    help="steps not to run (reported as skipped): utility, identification, "
                    "posterior-identification, attribute, disclosure")
+    p.add_argument("--combining-rules", dest="combining_rules",
+                   choices=["auto", "partial", "full-same-n", "full-population"],
+                   default="auto",
+                   help="combining rules of the utility step's intervals (default auto: the "
+                   "generation recorded in the release's manifest, else inferred from the "
+                   "synthesized columns; see bayes-risk utility --help)")
     p.add_argument("--show-confidential-values", action="store_true",
                    help="show the known (quasi-identifier) values of the records most at risk "
                    "in the report (off by default: record numbers only)")

@@ -28,7 +28,9 @@ examples:
 outputs (in --out, written atomically):
   summary.json     pMSE, S_pMSE (ratio to its null expectation), standardised pMSE and k per
                    synthetic dataset and averaged; interval-overlap figures per estimand and
-                   per dataset; the synthesized columns (inferred when not given) and settings
+                   per dataset; the synthesized columns (inferred when not given) and settings,
+                   among them the combining rules used and why (combining_rules,
+                   combining_rules_reason)
   overlap.csv      one row per estimand: original and combined synthetic intervals, overlap
   comparison.csv   (with --formula) the coefficient comparison table
 """
@@ -44,8 +46,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
             "score mean squared error (pMSE) with a logistic (synthpop-compatible) or CART "
             "propensity model, its ratio to the null expectation (S_pMSE) and standardised "
             "form, and the overlap of original and combined synthetic confidence intervals "
-            "(Reiter's combining rules) for means and proportions or for the coefficients of "
-            "user formulas."
+            "(combining rules chosen by how the release was made) for means and proportions "
+            "or for the coefficients of user formulas."
         ),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -76,6 +78,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="synthesized columns (default: the roles recorded in a SyntheticData "
                    "folder, otherwise the columns that differ from the original in some "
                    "dataset)")
+    p.add_argument("--combining-rules", dest="combining_rules",
+                   choices=["auto", "partial", "full-same-n", "full-population"],
+                   default="auto",
+                   help="combining rules of the synthetic intervals: partial (Reiter 2003), "
+                   "full-same-n (full synthesis of the same units; Raab, Nowok & Dibben 2016), "
+                   "full-population (samples from synthetic populations; Raghunathan, Reiter & "
+                   "Rubin 2003). Default auto: the generation recorded in the release's "
+                   "manifest, else inferred from the synthesized columns")
     p.add_argument("--alpha", type=float, default=0.05, metavar="A",
                    help="1 - confidence level of the intervals (default 0.05)")
     add_seed_argument(p)
