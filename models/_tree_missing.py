@@ -26,12 +26,20 @@ import pandas as pd
 from bayes_risk.data.missing import missing_kinds
 from bayes_risk.data.schema import Schema
 
-__all__ = ["FILL", "KIND_SUFFIX", "missing_layout", "design_inputs", "kind_codes"]
+__all__ = ["FILL", "KIND_SUFFIX", "missing_layout", "design_inputs", "kind_codes",
+           "refusal_hint"]
 
 #: value given to the missing cells of a numeric predictor (its kind input tells them apart)
 FILL = 0.0
 #: name of the missingness-kind input of a numeric predictor in a tree's design
 KIND_SUFFIX = ".missing"
+
+
+def refusal_hint(method: str) -> str:
+    """What the ``MISSING_VALUES`` error of a synthesizer without missing-value support adds."""
+    return (f"The {method} synthesizer does not accept missing values; DPMPM, CART and random "
+            "forests do (user guide, Synthesizers, Missing values). Leave the column or its "
+            "records out, or fill the cells first.")
 
 
 def missing_layout(data: pd.DataFrame, schema: Schema) -> dict[str, dict[str, Any]]:

@@ -12,26 +12,11 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from _shared import missing_table as _table
 
 from bayes_risk.data import infer_schema, make_ce_like
 from bayes_risk.exceptions import NotSupportedError, ValidationError
 from bayes_risk.models import CARTPlugin, CARTSynthesizer, load_model
-
-
-def _table(n: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """``a`` categorical (20 % empty), ``b`` continuous (about 15 % empty, 10 % code -8; its
-    missingness depends on ``c``), ``c`` categorical, ``d`` continuous complete."""
-    rng = np.random.default_rng(seed)
-    c = rng.choice(["p", "q"], n)
-    a = rng.choice(["x", "y", "z"], n).astype(object)
-    a[rng.random(n) < 0.2] = None
-    b = rng.normal(50, 10, n).round(1)
-    u = rng.random(n)
-    p_na = np.where(c == "p", 0.25, 0.05)
-    b[u < p_na] = np.nan
-    b[(u >= p_na) & (u < p_na + 0.10)] = -8.0
-    d = np.where(np.isnan(b), 1.0, 5.0) + rng.normal(0, 0.3, n)  # depends on b being empty
-    return pd.DataFrame({"a": a, "b": b, "c": c, "d": d})
 
 
 @pytest.fixture(scope="module")
