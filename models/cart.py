@@ -238,6 +238,12 @@ class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
         Records that are synthesized (δ_i).
     bandwidth_ : dict
         Per column, the bandwidth of every node (smoothed columns only).
+    missing_ : dict
+        Columns with missing values in the fitted data: ``{"type": "level"}`` (categorical) or
+        ``{"type": "two_step", "codes": [...]}`` (numeric); empty for complete data.
+    missing_trees_ : dict
+        Per two-step numeric column, the classification tree of its missingness kind
+        (``trees_`` holds its value tree, fitted on the observed records).
 
     Examples
     --------
@@ -348,7 +354,11 @@ class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
         Parameters
         ----------
         data : DataFrame
-            Confidential table (no missing values).
+            Confidential table. Empty cells and the schema's declared missing-value codes are
+            accepted (synthpop's treatment; user guide, Synthesizers, Missing values): a
+            categorical column's missing value is a level of its own; a numeric column is
+            synthesized in two steps (kind of missing value, then value among the observed);
+            a numeric predictor enters as its missingness kind and its value filled with 0.
         schema : Schema, optional
             Column types (default: inferred; integer-coded factors must be declared categorical).
         synthesized : sequence of str, optional
@@ -368,7 +378,8 @@ class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
         Raises
         ------
         ValidationError, SchemaError
-            For invalid settings, unknown columns, missing values or a bad record selection.
+            For invalid settings, unknown columns, a synthesized column with no observed value or a
+            bad record selection.
         """
         from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 

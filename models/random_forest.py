@@ -251,6 +251,10 @@ class RandomForestSynthesizer(BaseSynthesizer):
         Parameters
         ----------
         data : DataFrame
+            Confidential table. Empty cells are accepted (user guide, Synthesizers, Missing
+            values): a categorical column's missing value is a level of its own; a numeric
+            predictor with empty cells or declared missing-value codes enters the forests as its
+            value filled with 0 and its missingness kind.
         schema : Schema, optional
         synthesized : sequence of str, optional
             Categorical columns to replace.
