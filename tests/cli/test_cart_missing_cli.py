@@ -69,3 +69,24 @@ def test_sd2011_cart_fit_then_synthesize_from_the_saved_folder(sd):
                      "-q", "--out", str(d / "syn_model")]) == 0
     a = pd.read_parquet(d / "syn_model" / "syn_001.parquet")
     assert a["income"].isna().any() and (a["income"] == -8).any() and (a["nociga"] == -8).any()
+
+
+def test_sd2011_release_rebuilds_and_attribute_refuses_clearly(sd, capsys):
+    """The release is reproduced by the synthesizer rebuilt from its manifest (empty cells in
+    the same places count as equal), and attribute risk refuses the plug-in likelihood with
+    missing values, naming the code and what is supported."""
+    from bayes_risk.data import read_synthetic, read_table
+    from bayes_risk.models import rebuild_synthesizer
+
+    d, _ = sd
+    if not (d / "syn").exists():
+        test_sd2011_cart_synthesize_with_missing_codes(sd)
+    release = read_synthetic(d / "syn")
+    model = rebuild_synthesizer(read_table(d / "sd.csv"), release)
+    assert "income" in model.missing_
+    capsys.readouterr()
+    assert main(["attribute", str(d / "sd.csv"), str(d / "syn"), "--records", "0-4", "-q",
+                 "--out", str(d / "att")]) == 2
+    err = capsys.readouterr().err
+    assert "MISSING_VALUES_NOT_SUPPORTED" in err and "DPMPM" in err
+    assert not (d / "att").exists()
