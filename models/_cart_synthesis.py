@@ -204,8 +204,12 @@ class _CARTSynthesis:
                 new = self._data[col].take(src[col]).to_numpy()
             else:
                 new = cur[col]
-                if self._integer.get(col) and pd.api.types.is_integer_dtype(self._data[col].dtype):
-                    new = np.round(new).astype(self._data[col].dtype)
+                dt = self._data[col].dtype
+                if self._integer.get(col) and pd.api.types.is_integer_dtype(dt):
+                    if isinstance(dt, np.dtype):
+                        new = np.round(new).astype(dt)
+                    else:  # a nullable integer column: an empty cell is <NA>
+                        new = pd.array(np.round(new), dtype="Float64").astype(dt)
             s = out[col].copy()
             s.iloc[sel] = new
             out[col] = s

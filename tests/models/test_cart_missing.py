@@ -127,3 +127,20 @@ def test_plugin_likelihood_refuses_missing_values(fitted):
         CARTPlugin(syn, df)
     assert err.value.code == "MISSING_VALUES_NOT_SUPPORTED"
     assert "DPMPM" in str(err.value)
+
+
+def test_smoothing_of_a_nullable_integer_column_with_missing_values():
+    """An ``Int64`` column with ``<NA>`` and a code: kernel draws are rounded integers among the
+    observed range, empty cells stay ``<NA>`` and the dtype is kept."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"g": rng.choice(["a", "b"], 300),
+                       "x": pd.array(rng.integers(0, 50, 300), dtype="Int64")})
+    df.loc[::7, "x"] = pd.NA
+    df.loc[1::11, "x"] = -8
+    schema = infer_schema(df, missing_codes={"x": [-8]})
+    z = CARTSynthesizer(smoothing=["x"], random_seed=1).fit(
+        df, schema=schema, synthesized=["x"]).synthesize(1, random_seed=2)[0]
+    assert z["x"].dtype == df["x"].dtype
+    assert z["x"].isna().any() and (z["x"] == -8).any()
+    obs = z["x"][z["x"].notna() & (z["x"] != -8)]
+    assert obs.min() >= 0 and obs.max() <= 49
