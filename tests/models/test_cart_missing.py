@@ -50,7 +50,8 @@ def test_missing_rates_codes_and_observed_values(fitted):
 
 def test_missingness_depends_on_predictors_and_predicts(fitted):
     """The kind tree learns P(b missing | c) (0.35 for c = p, 0.15 for c = q, each code share
-    included); the missingness of ``b`` predicts ``d`` through its indicator: records whose
+    included); the missingness of ``b`` predicts ``d`` through its inputs (kind and filled
+    value): records whose
     synthetic ``b`` is empty keep ``d`` near 1 (tolerance 0.05 on shares of about 1000
     records; the mean of ``d`` within 0.3)."""
     df, _, syn = fitted

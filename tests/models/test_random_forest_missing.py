@@ -31,10 +31,11 @@ def fitted():
 def test_rf_missing_level_rate_and_missingness_predictor(fitted):
     """Share of empty ``a`` within 0.03 of the original's 0.21 (mean of 3 datasets of 2000
     records); P(c = p | b missing) within 0.06 of the original's (about 700 such records:
-    binomial sd 0.018, plus the forest's smoothing), which the forest can only learn through
-    the kind input of ``b``."""
+    binomial sd 0.018, plus the forest's smoothing), which the forest learns from the inputs of
+    ``b`` (its kind and its value filled with 0)."""
     df, _, syn = fitted
     assert syn.missing_ == {"a": {"type": "level"}, "b": {"type": "two_step", "codes": [-8.0]}}
+    assert syn.forests_["c"].n_features_in_ == 4  # a, b filled, b's kind, d
     z = syn.synthesize(3, random_seed=2)
     assert abs(np.mean([s["a"].isna().mean() for s in z]) - df["a"].isna().mean()) < 0.03
     miss_o = df["b"].isna() | (df["b"] == -8)
