@@ -16,6 +16,7 @@ import pandas as pd
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._cart_leaf import _log_ndtr_diff
+from bayes_risk.models._tree_missing import design_inputs, kind_codes
 from bayes_risk.models._trees import column_codes, segment_choice
 from bayes_risk.models.base import check_is_fitted
 
@@ -64,13 +65,14 @@ class _CARTSynthesis:
         preds = self.predictors_[column]
         if not preds:
             return np.zeros(len(records), dtype=np.int64), np.zeros(len(records), dtype=bool)
-        vals = [
-            column_codes(records, self.schema_, p)
-            if self.schema_[p].is_categorical
-            else records[p].to_numpy(dtype=np.float64)
-            for p in preds
-        ]
-        X, codes = tree.design.matrix(vals)
+        layout = getattr(self, "missing_", {})
+
+        def value_of(p: str) -> np.ndarray:
+            if self.schema_[p].is_categorical:
+                return column_codes(records, self.schema_, p)
+            return records[p].to_numpy(dtype=np.float64, na_value=np.nan)
+
+        X, codes = tree.design.matrix(design_inputs(self.schema_, preds, layout, value_of)[3])
         rng = as_generator(random_seed) if self.unroutable == "random_descent" else None
         return tree.route(X, codes, self.unroutable, rng)
 
@@ -168,8 +170,13 @@ class _CARTSynthesis:
         cur: dict[str, np.ndarray] = {}  # current values of selected records, per column
         src: dict[str, np.ndarray] = {}  # donor row of each selected record (non-smoothed)
         unrout: dict[str, int] = {}
+        layout = getattr(self, "missing_", {})
         for col in self.visit_sequence_:
             tree = self.trees_[col]
+            lay = layout.get(col)
+            if lay is not None and lay["type"] == "two_step":
+                self._two_step(col, lay, sel, cur, src, unrout, rng)
+                continue
             # routing without random draws on fixed predictors: the same nodes every synthesis
             fixed = self.unroutable == "climb" and not any(p in cur for p in self.predictors_[col])
             routed = _FIXED_ROUTES.get(tree) if fixed else None
@@ -197,25 +204,78 @@ class _CARTSynthesis:
                 new = self._data[col].take(src[col]).to_numpy()
             else:
                 new = cur[col]
-                if self._integer.get(col) and pd.api.types.is_integer_dtype(self._data[col].dtype):
-                    new = np.round(new).astype(self._data[col].dtype)
+                dt = self._data[col].dtype
+                if self._integer.get(col) and pd.api.types.is_integer_dtype(dt):
+                    if isinstance(dt, np.dtype):
+                        new = np.round(new).astype(dt)
+                    else:  # a nullable integer column: an empty cell is <NA>
+                        new = pd.array(np.round(new), dtype="Float64").astype(dt)
             s = out[col].copy()
             s.iloc[sel] = new
             out[col] = s
         out.index = self._index
         return out, unrout
 
-    def _route_blocks(self, tree, col, cur, sel, rng):
-        """Route the selected records through ``tree``: the number of unroutable records, the
-        used nodes, each record's node among them and the nodes' concatenated donor blocks."""
+    def _two_step(self, col, lay, sel, cur, src, unrout, rng) -> None:
+        """Synthesize a numeric column with missing values in two steps (synthpop's ``cont.na``):
+        the missingness kind from the kind tree's donors, then, for the records whose synthetic
+        kind is "observed", a value from the value tree (fitted on the observed records)."""
+        ktree = self.missing_trees_[col]
+        fixed = self.unroutable == "climb" and not any(p in cur for p in self.predictors_[col])
+        routed = _FIXED_ROUTES.get(ktree) if fixed else None
+        if routed is None:
+            routed = self._route_blocks(ktree, col, cur, sel, rng)
+            if fixed:
+                for a in routed[1:]:
+                    a.flags.writeable = False
+                _FIXED_ROUTES[ktree] = routed
+        n_flag, used, inv, seg_start, sizes, pos_map = routed
+        j = segment_choice(seg_start, sizes, inv, rng,
+                           bayes_bootstrap=self.donor == "bayes_bootstrap")
+        rows = ktree.donor_rows[pos_map[j]]  # donors of the kind: their value is that kind
+        obs = np.flatnonzero(kind_codes(self._values[col][rows], lay["codes"]) == 0)
+        vals = self._values[col][rows]
+        if obs.size:
+            tree = self.trees_[col]
+            n_f2, used, inv, seg_start, sizes, pos_map = self._route_blocks(
+                tree, col, cur, sel, rng, subset=obs)
+            n_flag += n_f2
+            if col in self.smoothed_:
+                vals = vals.copy()
+                vals[obs] = self._kernel_draw(col, tree, used, inv, seg_start, sizes, pos_map,
+                                              rng)
+            else:
+                j = segment_choice(seg_start, sizes, inv, rng,
+                                   bayes_bootstrap=self.donor == "bayes_bootstrap")
+                rows = rows.copy()
+                rows[obs] = tree.donor_rows[pos_map[j]]
+                vals = self._values[col][rows]
+        unrout[col] = n_flag
+        cur[col] = vals
+        if col in self.smoothed_:
+            src.pop(col, None)
+        else:
+            src[col] = rows
+
+    def _route_blocks(self, tree, col, cur, sel, rng, subset=None):
+        """Route the selected records (``subset``: only these of them) through ``tree``: the
+        number of unroutable records, the used nodes, each record's node among them and the
+        nodes' concatenated donor blocks."""
         preds = self.predictors_[col]
+        n_rec = sel.size if subset is None else subset.size
         if preds:
+            layout = getattr(self, "missing_", {})
+
+            def value_of(p: str) -> np.ndarray:
+                v = cur[p] if p in cur else self._values[p][sel]
+                return v if subset is None else v[subset]
+
             X, codes = tree.design.matrix(
-                [cur[p] if p in cur else self._values[p][sel] for p in preds]
+                design_inputs(self.schema_, preds, layout, value_of)[3]
             )
         else:
-            X = np.zeros((sel.size, 1), dtype=np.float32)
-            codes = np.zeros((sel.size, 0), dtype=np.int64)
+            X = np.zeros((n_rec, 1), dtype=np.float32)
+            codes = np.zeros((n_rec, 0), dtype=np.int64)
         node, flag = tree.route(X, codes, self.unroutable, rng)
         used, inv = np.unique(node, return_inverse=True)
         sizes = tree.node_size[used]

@@ -318,6 +318,16 @@ def load_model(path: str | os.PathLike[str]) -> Any:
     return cls.load(p)
 
 
+def _same_cells(a: Any, b: Any) -> bool:
+    """Equal values, with missing cells (empty in either column) in the same places."""
+    import numpy as np
+    import pandas as pd
+
+    x, y = a.astype(object).to_numpy(), b.astype(object).to_numpy()
+    mx, my = np.asarray(pd.isna(x), dtype=bool), np.asarray(pd.isna(y), dtype=bool)
+    return bool(np.array_equal(mx, my) and np.array_equal(x[~mx], y[~my]))
+
+
 def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -> Any:
     """Refit the tree synthesizer that produced a release, from its manifest and the original.
 
@@ -407,10 +417,7 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
             a = a.reset_index(drop=True)
             b = b.reset_index(drop=True)
             same = list(a.columns) == list(b.columns) and all(
-                np.array_equal(
-                    a[c].astype(object).to_numpy(), b[c].astype(object).to_numpy()
-                )
-                for c in a.columns
+                _same_cells(a[c], b[c]) for c in a.columns
             )
             if not same:
                 raise ValidationError(

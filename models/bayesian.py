@@ -81,6 +81,7 @@ from bayes_risk.models._bayesian_io import (
     _check_int,
 )
 from bayes_risk.models._bayesian_synthesis import _BayesianSynthesis
+from bayes_risk.models._tree_missing import refusal_hint
 from bayes_risk.models.base import (
     BaseSynthesizer,
     synthesized_columns,
@@ -429,7 +430,8 @@ class BayesianSynthesizer(
             schema = schema.with_roles(synthesized)
         if not schema.synthesized:
             schema = schema.with_roles(schema.names)
-        validate_table(data, schema, name="data", allow_nan=allow_nan)
+        validate_table(data, schema, name="data", allow_nan=allow_nan,
+                       missing_hint="" if allow_nan else refusal_hint(type(self).__name__))
         return data.reset_index(drop=True), schema
 
     # ------------------------------------------------------------------ sampling

@@ -35,6 +35,7 @@ from bayes_risk.data.validate import check_m, validate_table
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
 from bayes_risk.models._cart_synthesis import _CARTSynthesis
+from bayes_risk.models._tree_missing import design_inputs, kind_codes, missing_layout, n_kinds
 from bayes_risk.models._trees import Design, SeqTree, column_codes
 from bayes_risk.models.base import (
     BaseSynthesizer,
@@ -86,9 +87,13 @@ def records_mask(records: Any, n: int, argument: str = "records") -> np.ndarray:
 
 
 def prepare_schema(
-    data: pd.DataFrame, schema: Schema | None, synthesized: Sequence[str] | None
+    data: pd.DataFrame, schema: Schema | None, synthesized: Sequence[str] | None,
+    *, allow_missing: bool = False,
 ) -> tuple[Schema, list[str]]:
-    """Schema with roles set and the ordered list of synthesized columns."""
+    """Schema with roles set and the ordered list of synthesized columns.
+
+    ``allow_missing``: empty cells are accepted (CART); otherwise refused (``MISSING_VALUES``).
+    """
     if not isinstance(data, pd.DataFrame):
         raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
     if schema is None:
@@ -103,8 +108,33 @@ def prepare_schema(
             "no column to synthesize: pass synthesize=[...] or a schema with synthesized roles."
         )
     schema = schema.with_roles(order, known=schema.known)
-    validate_table(data, schema, name="data")
+    validate_table(data, schema, name="data", allow_nan=allow_missing)
     return schema, list(order)
+
+
+def encoded_values(data: pd.DataFrame, schema: Schema,
+                   layout: dict[str, dict[str, Any]]) -> dict[str, np.ndarray]:
+    """The trees' view of ``data``: level codes of categorical columns (a missing value is code
+    ``d``, a level of its own, in a column with missing values), floats of numeric ones (``NaN``
+    or the declared code for a missing value)."""
+    values: dict[str, np.ndarray] = {}
+    for c in schema.names:
+        if schema[c].is_categorical:
+            v = column_codes(data, schema, c)
+            if c in layout:
+                v = np.where(v < 0, schema[c].n_levels, v)
+            values[c] = v
+        else:
+            values[c] = data[c].to_numpy(dtype=np.float64, na_value=np.nan) if c in layout \
+                else data[c].to_numpy(dtype=np.float64)
+    return values
+
+
+def observed_values(values: np.ndarray, layout: dict[str, Any] | None) -> np.ndarray:
+    """The observed (not missing) values of a numeric column."""
+    if layout is None:
+        return values
+    return values[kind_codes(values, layout["codes"]) == 0]
 
 
 def data_resolution(values: np.ndarray) -> float:
@@ -208,6 +238,12 @@ class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
         Records that are synthesized (δ_i).
     bandwidth_ : dict
         Per column, the bandwidth of every node (smoothed columns only).
+    missing_ : dict
+        Columns with missing values in the fitted data: ``{"type": "level"}`` (categorical) or
+        ``{"type": "two_step", "codes": [...]}`` (numeric); empty for complete data.
+    missing_trees_ : dict
+        Per two-step numeric column, the classification tree of its missingness kind
+        (``trees_`` holds its value tree, fitted on the observed records).
 
     Examples
     --------
@@ -318,7 +354,11 @@ class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
         Parameters
         ----------
         data : DataFrame
-            Confidential table (no missing values).
+            Confidential table. Empty cells and the schema's declared missing-value codes are
+            accepted (synthpop's treatment; user guide, Synthesizers, Missing values): a
+            categorical column's missing value is a level of its own; a numeric column is
+            synthesized in two steps (kind of missing value, then value among the observed);
+            a numeric predictor enters as its missingness kind and its value filled with 0.
         schema : Schema, optional
             Column types (default: inferred; integer-coded factors must be declared categorical).
         synthesized : sequence of str, optional
@@ -338,63 +378,87 @@ class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
         Raises
         ------
         ValidationError, SchemaError
-            For invalid settings, unknown columns, missing values or a bad record selection.
+            For invalid settings, unknown columns, a synthesized column with no observed value or a
+            bad record selection.
         """
         from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
         self._check_settings()
         random_seed = self._seed(random_seed)
-        schema, order = prepare_schema(data, schema, synthesized)
+        schema, order = prepare_schema(data, schema, synthesized, allow_missing=True)
         smoothed = self._smoothed_columns(schema, order)
         n = len(data)
         if n < 2:
             raise ValidationError(f"data must have at least 2 records. Got {n}.")
         mask = records_mask(records, n)
         unsyn = [c for c in schema.names if c not in order]
+        # columns with missing values (empty, or a declared code): {} for complete data, which
+        # then take exactly the paths they always took
+        layout = missing_layout(data, schema)
+        for c in order:
+            if layout.get(c, {}).get("type") == "two_step" and \
+                    not (kind_codes(data[c].to_numpy(dtype=np.float64, na_value=np.nan),
+                                    layout[c]["codes"]) == 0).any():
+                raise ValidationError(
+                    f"column {c!r} has no observed value (every cell is empty or a missing-value "
+                    "code); expected at least one value to synthesize from."
+                )
         # encoded views of the confidential data (codes for categorical, floats for numeric)
-        values: dict[str, np.ndarray] = {}
-        for c in schema.names:
-            if schema[c].is_categorical:
-                values[c] = column_codes(data, schema, c)
-            else:
-                values[c] = data[c].to_numpy(dtype=np.float64)
+        values = encoded_values(data, schema, layout)
         seeds = spawn(random_seed, len(order))
         trees: dict[str, SeqTree] = {}
+        kind_trees: dict[str, SeqTree] = {}
         predictors: dict[str, list[str]] = {}
         node_h: dict[str, np.ndarray] = {}
         rows = np.arange(n)
         for k, col in enumerate(order):
             preds = unsyn + order[:k]
             predictors[col] = preds
-            design = Design.from_schema(schema, preds)
             if preds:
-                X, codes = design.matrix([values[p] for p in preds])
+                names, kinds, nlev, arrs = design_inputs(schema, preds, layout, values.__getitem__)
+                design = Design(names, kinds, nlev)
+                X, codes = design.matrix(arrs)
             else:  # nothing to split on: a single-leaf tree
                 X, codes = np.zeros((n, 1), dtype=np.float32), np.zeros((n, 0), dtype=np.int64)
                 design = Design(["__const__"], ["numeric"], [0])
             y = values[col]
             rs = int(seeds[k].integers(2**31 - 1))
+            lay = layout.get(col)
+            fit_rows = rows
             if schema[col].is_categorical:
                 est = DecisionTreeClassifier(
                     criterion="gini", min_samples_leaf=self.min_leaf, max_depth=self.max_depth,
                     random_state=rs,
                 )
             else:
+                if lay is not None:
+                    # step 1 (synthpop's cont.na): which kind of missing value, or observed
+                    yk = kind_codes(y, lay["codes"])
+                    kind_trees[col] = self._grow(
+                        DecisionTreeClassifier(
+                            criterion="gini", min_samples_leaf=self.min_leaf,
+                            max_depth=self.max_depth, random_state=rs,
+                        ),
+                        design, X, codes, rows, yk, True, n_kinds(lay),
+                    )
+                    # step 2: the value, among the records where it is observed
+                    fit_rows = np.flatnonzero(yk == 0)
                 est = DecisionTreeRegressor(
                     criterion="squared_error", min_samples_leaf=self.min_leaf,
                     max_depth=self.max_depth, random_state=rs,
                 )
-            est.fit(X, y)
-            tree = SeqTree(
-                est, design, X, codes, rows, y, schema[col].is_categorical,
-                n_classes=schema[col].n_levels if schema[col].is_categorical else 0,
-            )
-            tree.collapse_low_deviance(float(self.min_deviance))
-            if self.prune_to_diversity is not None:
-                tree.prune_to_diversity(int(self.prune_to_diversity))
+            n_classes = 0
+            if schema[col].is_categorical:
+                n_classes = schema[col].n_levels + (1 if lay is not None else 0)
+            if fit_rows is rows:
+                tree = self._grow(est, design, X, codes, rows, y,
+                                  schema[col].is_categorical, n_classes)
+            else:
+                tree = self._grow(est, design, X[fit_rows], codes[fit_rows], fit_rows,
+                                  y[fit_rows], False, 0)
             trees[col] = tree
             if col in smoothed:
-                node_h[col] = self._node_bandwidths(tree, col, values[col])
+                node_h[col] = self._node_bandwidths(tree, col, y[fit_rows])
         self.schema_ = schema
         # a hash of the encoded fitted table (never the data): releases carry it in their
         # manifest, and every measure checks the original it is given against it
@@ -402,6 +466,8 @@ class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
         self.visit_sequence_ = order
         self.predictors_ = predictors
         self.trees_ = trees
+        self.missing_ = layout
+        self.missing_trees_ = kind_trees
         self.records_ = mask
         # provenance: what a release needs to rebuild this synthesizer from the confidential data
         # (bayes_risk.models.rebuild_synthesizer; None seed = not replayable)
@@ -413,13 +479,23 @@ class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
         self._data = data.reset_index(drop=True)
         self._values = values
         self._decimals = {
-            c: decimals_of(values[c]) for c in smoothed
+            c: decimals_of(observed_values(values[c], layout.get(c))) for c in smoothed
         }
         self._integer = {
             c: schema[c].type == "count" or pd.api.types.is_integer_dtype(data[c].dtype)
             for c in smoothed
         }
         return self
+
+    def _grow(self, est: Any, design: Design, X: np.ndarray, codes: np.ndarray,
+              rows: np.ndarray, y: np.ndarray, categorical: bool, n_classes: int) -> SeqTree:
+        """Fit ``est`` and rewrite it as a :class:`SeqTree` with the stopping rules applied."""
+        est.fit(X, y)
+        tree = SeqTree(est, design, X, codes, rows, y, categorical, n_classes=n_classes)
+        tree.collapse_low_deviance(float(self.min_deviance))
+        if self.prune_to_diversity is not None:
+            tree.prune_to_diversity(int(self.prune_to_diversity))
+        return tree
 
     def _node_bandwidths(self, tree: SeqTree, col: str, y: np.ndarray) -> np.ndarray:
         """Per-node bandwidth: user value or Silverman on the node's donors, floored."""
@@ -432,7 +508,7 @@ class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
                     f"bandwidth for {col!r} must be a positive number. Got {bw!r}."
                 )
             return np.full(tree.n_nodes, float(bw))
-        res = data_resolution(y)
+        res = data_resolution(np.asarray(y, dtype=np.float64))
         h = np.zeros(tree.n_nodes)
         for k in range(tree.n_nodes):
             v = tree.y_sorted[tree.node_start[k] : tree.node_stop[k]]
@@ -559,6 +635,12 @@ class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
             arrays.update(arr)
             if col in self.bandwidth_:
                 arrays[f"bandwidth{k}"] = np.asarray(self.bandwidth_[col], dtype=np.float64)
+        kind_trees = {}
+        for k, col in enumerate(self.visit_sequence_):
+            if col in getattr(self, "missing_trees_", {}):
+                info, arr = seqtree_to_arrays(self.missing_trees_[col], f"kindtree{k}")
+                kind_trees[col] = info
+                arrays.update(arr)
         state = {
             "visit_sequence": list(self.visit_sequence_),
             "predictors": {c: list(v) for c, v in self.predictors_.items()},
@@ -568,6 +650,10 @@ class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
             "decimals": dict(self._decimals),
             "integer": {c: bool(v) for c, v in self._integer.items()},
             "n_records": int(self.n_records_),
+            # columns with missing values and the kind trees of two-step numeric columns
+            # (absent in folders of complete data: their files are unchanged)
+            **({"missing": self.missing_, "kind_trees": kind_trees}
+               if getattr(self, "missing_", {}) else {}),
         }
         return save_synthesizer(self, path, state=state, arrays=arrays,
                                 data=self._data.set_axis(self._index))
@@ -603,6 +689,19 @@ class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
             obj.trees_ = {c: seqtree_from_arrays(st["trees"][k], arrays, f"tree{k}")
                           for k, c in enumerate(obj.visit_sequence_)}
             obj.fit_call_ = st["fit_call"]
+            obj.missing_ = {c: dict(v) for c, v in st.get("missing", {}).items()}
+            for c, lay in obj.missing_.items():
+                if c not in schema.names or lay.get("type") not in ("level", "two_step") or \
+                        (lay["type"] == "two_step") == schema[c].is_categorical:
+                    raise ValueError(f"missing-value layout of column {c!r} does not fit")
+            kinds = st.get("kind_trees", {})
+            obj.missing_trees_ = {
+                c: seqtree_from_arrays(kinds[c], arrays, f"kindtree{k}")
+                for k, c in enumerate(obj.visit_sequence_) if c in kinds
+            }
+            if any(obj.missing_.get(c, {}).get("type") == "two_step"
+                   and c not in obj.missing_trees_ for c in obj.visit_sequence_):
+                raise ValueError("a kind tree of a column with missing values is missing")
             obj.smoothed_ = list(st["smoothed"])
             obj.bandwidth_ = {c: arrays[f"bandwidth{k}"]
                               for k, c in enumerate(obj.visit_sequence_) if c in obj.smoothed_}
@@ -614,10 +713,6 @@ class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
             obj.records_ = np.asarray(arrays["records"], dtype=bool)
             if obj.records_.shape != (n,) or obj.n_records_ != n:
                 raise ValueError(f"{n} records in the data, {obj.records_.shape} flags")
-            obj._values = {
-                c: column_codes(obj._data, schema, c) if schema[c].is_categorical
-                else obj._data[c].to_numpy(dtype=np.float64)
-                for c in schema.names
-            }
+            obj._values = encoded_values(obj._data, schema, obj.missing_)
 
         return load_synthesizer(cls, path, restore)

@@ -50,7 +50,7 @@ from scipy.special import gammaln
 
 from bayes_risk._numeric import logsumexp
 from bayes_risk._rng import RandomSeed, as_generator
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import NotSupportedError, ValidationError
 from bayes_risk.models._cart_polya import PolyaTables
 
 __all__ = ["CARTPlugin"]
@@ -252,6 +252,19 @@ class PluginBase:
                 f"Got {type(synthesizer).__name__}."
             )
         check_is_fitted(synthesizer, "schema_")
+        with_missing = sorted(getattr(synthesizer, "missing_", None) or {})
+        if with_missing:
+            # the leaf likelihoods and the relocation of a record with a candidate value are
+            # written for complete data; a missing value (a level, or the kind/value steps of a
+            # numeric column) is not yet part of them
+            raise NotSupportedError(
+                f"attribute risk with the plug-in likelihood of a {type(synthesizer).__name__} "
+                f"fitted to data with missing values (column(s) {with_missing}) is not supported "
+                "yet; supported: tree synthesizers fitted to complete data, and DPMPM, whose "
+                "attribute risk integrates a record's missing values out (user guide, Missing "
+                "values).",
+                code="MISSING_VALUES_NOT_SUPPORTED",
+            )
         if not isinstance(original, pd.DataFrame):
             raise ValidationError(
                 f"original must be a pandas DataFrame. Got {type(original).__name__}."

@@ -25,6 +25,7 @@ from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m, validate_table
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
+from bayes_risk.models._tree_missing import refusal_hint
 from bayes_risk.models._trees import column_codes
 from bayes_risk.models.base import (
     BaseSynthesizer,
@@ -301,7 +302,7 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
                     "non-identifying variables are never synthesized by this method."
                 )
         schema = schema.with_roles(syn, known=schema.known)
-        validate_table(data, schema, name="data")
+        validate_table(data, schema, name="data", missing_hint=refusal_hint("PMM"))
         cons = self._constraints(syn)
         preds = {}
         for c in syn:

@@ -27,9 +27,9 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models._trees import column_codes
+from bayes_risk.models._tree_missing import FILL, kind_codes, missing_layout
 from bayes_risk.models.base import BaseSynthesizer, check_is_fitted, legacy_call_forms
-from bayes_risk.models.cart import prepare_schema, records_mask
+from bayes_risk.models.cart import encoded_values, prepare_schema, records_mask
 
 __all__ = ["RandomForestSynthesizer", "leaf_probabilities", "synthesis_probabilities"]
 
@@ -251,6 +251,10 @@ class RandomForestSynthesizer(BaseSynthesizer):
         Parameters
         ----------
         data : DataFrame
+            Confidential table. Empty cells are accepted (user guide, Synthesizers, Missing
+            values): a categorical column's missing value is a level of its own; a numeric
+            predictor with empty cells or declared missing-value codes enters the forests as its
+            value filled with 0 and its missingness kind.
         schema : Schema, optional
         synthesized : sequence of str, optional
             Categorical columns to replace.
@@ -274,7 +278,7 @@ class RandomForestSynthesizer(BaseSynthesizer):
 
         self._check_settings()
         random_seed = self._seed(random_seed)
-        schema, cols = prepare_schema(data, schema, synthesized)
+        schema, cols = prepare_schema(data, schema, synthesized, allow_missing=True)
         for c in cols:
             if not schema[c].is_categorical:
                 raise ValidationError(
@@ -289,13 +293,11 @@ class RandomForestSynthesizer(BaseSynthesizer):
             self._check_same_records(order, masks)
         groups = self._groups(cols, order, schema)
         unsyn = [c for c in schema.names if c not in cols]
-        values: dict[str, np.ndarray] = {}
-        for c in schema.names:
-            values[c] = (
-                column_codes(data, schema, c).astype(np.float64)
-                if schema[c].is_categorical
-                else data[c].to_numpy(dtype=np.float64)
-            )
+        # columns with missing values ({} for complete data): a categorical column's missing
+        # value is a level of its own (code d), a numeric predictor enters as its missingness
+        # kind and a filled value (synthpop's treatment, as CART)
+        layout = missing_layout(data, schema)
+        values = {c: v.astype(np.float64) for c, v in encoded_values(data, schema, layout).items()}
         forest_seeds = spawn(rng, len(order))
         forests, predictors, tables, inbag, ntrees = {}, {}, {}, {}, {}
         group_forests = {c: {} for c in groups}
@@ -317,18 +319,18 @@ class RandomForestSynthesizer(BaseSynthesizer):
                     f"column {col!r}: at least 2 replaced records are needed to grow a forest. "
                     f"Got {train.size}."
                 )
-            X = np.column_stack([values[p][train] for p in preds])
+            X = self._matrix(preds, lambda p, t=train: values[p][t], layout)
             y = values[col][train].astype(np.int64)
-            rf, ib = self._grow(RandomForestClassifier, X, y, len(preds), forest_seeds[k], col)
+            rf, ib = self._grow(RandomForestClassifier, X, y, X.shape[1], forest_seeds[k], col)
             if ib is not None:
                 inbag[col] = ib
             forests[col] = rf
             ntrees[col] = int(rf.n_estimators)
-            tables[col] = self._leaf_tables(rf, X, y, schema[col].n_levels)
+            tables[col] = self._leaf_tables(rf, X, y, self._n_classes(col, schema, layout))
             if col in groups:
                 group_sizes[col], group_fallback[col] = self._grow_groups(
                     RandomForestClassifier, col, groups[col], values[groups[col]][train], X, y,
-                    schema, forest_seeds[k],
+                    schema, forest_seeds[k], layout,
                     (group_forests[col], group_tables[col], group_tpos[col], group_inbag[col]),
                 )
         self.schema_ = schema
@@ -337,6 +339,7 @@ class RandomForestSynthesizer(BaseSynthesizer):
         self.original_fingerprint_ = fingerprint_record(data, schema)
         self.visit_sequence_ = order
         self.predictors_ = predictors
+        self.missing_ = layout
         self.forests_ = forests
         self.records_ = masks
         self.fit_call_ = self._fit_call(cols, masks, random_seed)
@@ -396,7 +399,7 @@ class RandomForestSynthesizer(BaseSynthesizer):
             else {c: [int(i) for i in np.flatnonzero(masks[c])] for c in cols},
         }
 
-    def _grow_groups(self, forest_cls, col, g, gvalues, X, y, schema, seed, out):
+    def _grow_groups(self, forest_cls, col, g, gvalues, X, y, schema, seed, layout, out):
         """Group forests of ``col`` (one per level of ``g`` with enough replaced records).
 
         ``out`` holds the column's forests, leaf tables, record positions and in-bag matrices by
@@ -420,7 +423,8 @@ class RandomForestSynthesizer(BaseSynthesizer):
             grf, gib = self._grow(forest_cls, X[rows], y[rows], X.shape[1],
                                   g_seeds[code], f"{col} (group {g} = {lab!r})")
             g_forests[code] = grf
-            g_tables[code] = self._leaf_tables(grf, X[rows], y[rows], schema[col].n_levels)
+            g_tables[code] = self._leaf_tables(grf, X[rows], y[rows],
+                                               self._n_classes(col, schema, layout))
             # position of each replaced record among its group forest's records
             tpos = np.full(y.size, -1, dtype=np.int64)
             tpos[rows] = np.arange(rows.size)
@@ -428,6 +432,26 @@ class RandomForestSynthesizer(BaseSynthesizer):
             if gib is not None:
                 g_inbag[code] = gib
         return sizes, fallback
+
+    @staticmethod
+    def _n_classes(col: str, schema: Schema, layout: Mapping[str, Any]) -> int:
+        """Classes of the forest of ``col``: its levels, and missing if it has missing values."""
+        return schema[col].n_levels + (1 if col in layout else 0)
+
+    @staticmethod
+    def _matrix(preds: list[str], value_of: Any, layout: Mapping[str, Any]) -> np.ndarray:
+        """Forest inputs of ``preds``: one column each (level codes, numbers), and for a numeric
+        predictor with missing values its value filled with 0 and its missingness kind."""
+        cols = []
+        for p in preds:
+            v = value_of(p)
+            lay = layout.get(p)
+            if lay is not None and lay["type"] == "two_step":
+                kind = kind_codes(v, lay["codes"])
+                cols += [np.where(kind > 0, FILL, v), kind.astype(np.float64)]
+            else:
+                cols.append(v)
+        return np.column_stack(cols)
 
     def _grow(self, forest_cls, X, y, n_preds, rng, label):
         """One forest (and its in-bag matrix with ``oob_only``) on ``X``, ``y``."""
@@ -646,11 +670,12 @@ class RandomForestSynthesizer(BaseSynthesizer):
             if not depends and col in cache:
                 P = cache[col]
             else:
-                X = np.column_stack([cur[p][sel] for p in preds]).astype(np.float32)
+                X = self._matrix(preds, lambda p, r=sel: cur[p][r],
+                                 self.missing_).astype(np.float32)
                 if col in self.groups_:
                     # each record goes down the forest of its current grouping value
                     gcur = cur[self.groups_[col]][sel].astype(np.int64)
-                    P = np.empty((sel.size, self.schema_[col].n_levels))
+                    P = np.empty((sel.size, self._n_classes(col, self.schema_, self.missing_)))
                     for code in np.unique(gcur):
                         rows = np.flatnonzero(gcur == code)
                         tpos = self._group_tpos[col].get(int(code))
@@ -670,7 +695,9 @@ class RandomForestSynthesizer(BaseSynthesizer):
         out = self._data.copy()
         for col in self.visit_sequence_:
             sel = np.flatnonzero(self.records_[col])
-            lv = np.asarray(list(self.schema_[col].levels), dtype=object)
+            lv = np.asarray(list(self.schema_[col].levels)
+                            + ([np.nan] if col in getattr(self, "missing_", {}) else []),
+                            dtype=object)
             new = lv[src[col]]
             s = out[col].copy()
             if isinstance(s.dtype, np.dtype) and s.dtype != object:
@@ -759,6 +786,8 @@ class RandomForestSynthesizer(BaseSynthesizer):
             "groups": dict(self.groups_),
             "group_state": groups_state,
             "inbag": sorted(self._inbag_),
+            # columns with missing values (absent for complete data: those files are unchanged)
+            **({"missing": self.missing_} if getattr(self, "missing_", {}) else {}),
         }
         return save_synthesizer(self, path, state=state, arrays=arrays,
                                 data=self._data.set_axis(self._index))
@@ -825,11 +854,12 @@ class RandomForestSynthesizer(BaseSynthesizer):
                         obj._group_tpos[col][code] = arrays[f"{pre}.tpos"]
                         if f"{pre}.inbag" in arrays:
                             obj._group_inbag[col][code] = arrays[f"{pre}.inbag"]
-            obj._values = {
-                c: column_codes(obj._data, schema, c).astype(np.float64)
-                if schema[c].is_categorical
-                else obj._data[c].to_numpy(dtype=np.float64)
-                for c in schema.names
-            }
+            obj.missing_ = {c: dict(v) for c, v in st.get("missing", {}).items()}
+            for c, lay in obj.missing_.items():
+                if c not in schema.names or lay.get("type") not in ("level", "two_step") or \
+                        (lay["type"] == "two_step") == schema[c].is_categorical:
+                    raise ValueError(f"missing-value layout of column {c!r} does not fit")
+            obj._values = {c: v.astype(np.float64)
+                           for c, v in encoded_values(obj._data, schema, obj.missing_).items()}
 
         return load_synthesizer(cls, path, restore)

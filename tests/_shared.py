@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 _ROOT = Path(__file__).resolve().parent.parent
@@ -19,3 +21,19 @@ def shared_path(*parts: str) -> Path:
     if not p.exists():
         pytest.skip(f"../shared/{'/'.join(parts)} is not present")
     return p
+
+
+def missing_table(n: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """``a`` categorical (20 % empty), ``b`` continuous (about 15 % empty, 10 % code -8; its
+    missingness depends on ``c``), ``c`` categorical, ``d`` continuous complete."""
+    rng = np.random.default_rng(seed)
+    c = rng.choice(["p", "q"], n)
+    a = rng.choice(["x", "y", "z"], n).astype(object)
+    a[rng.random(n) < 0.2] = None
+    b = rng.normal(50, 10, n).round(1)
+    u = rng.random(n)
+    p_na = np.where(c == "p", 0.25, 0.05)
+    b[u < p_na] = np.nan
+    b[(u >= p_na) & (u < p_na + 0.10)] = -8.0
+    d = np.where(np.isnan(b), 1.0, 5.0) + rng.normal(0, 0.3, n)  # depends on b being empty
+    return pd.DataFrame({"a": a, "b": b, "c": c, "d": d})

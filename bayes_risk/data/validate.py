@@ -57,6 +57,7 @@ def validate_table(
     allow_nan: bool | Iterable[str] = False,
     check_levels: bool = True,
     extra_columns: bool = False,
+    missing_hint: str = "",
 ) -> None:
     """Check that a table fits ``schema``.
 
@@ -75,6 +76,8 @@ def validate_table(
         Whether categorical values must be among the schema's levels.
     extra_columns : bool
         Whether columns outside the schema are tolerated.
+    missing_hint : str
+        Sentence added to the ``MISSING_VALUES`` error (e.g. which synthesizers accept them).
 
     Raises
     ------
@@ -110,7 +113,8 @@ def validate_table(
             first = int(np.flatnonzero(s.isna().to_numpy())[0])
             raise SchemaError(
                 f"{name}: column {spec.name!r} has {n_na} missing value(s) (first at row {first}); "
-                "missing values are not allowed here.",
+                "missing values are not allowed here."
+                + (f" {missing_hint}" if missing_hint else ""),
                 code="MISSING_VALUES",
             )
         if spec.type in CATEGORICAL_TYPES:

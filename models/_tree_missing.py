@@ -1,0 +1,120 @@
+"""Missing values in the tree synthesizers (synthpop's treatment of ``NA`` and ``cont.na``).
+
+Only columns that hold a missing value in the fitted data get a *layout* (so complete data take
+exactly the code paths they always took):
+
+* a categorical (or ordinal) column's missing value is a level of its own, code ``d`` after the
+  ``d`` declared levels, both as an outcome (the classification tree has ``d + 1`` classes) and as
+  a predictor (one more one-hot indicator; for an ordinal predictor the code after the last level);
+* a numeric column is synthesized in two steps (Nowok, Raab & Dibben 2016, synthpop's ``syn()``
+  with ``cont.na``): first its *missingness kind* (0 observed, 1 empty, ``2 + k`` the ``k``-th
+  declared missing-value code) by a classification tree, then its value by a regression tree
+  fitted on the records where it is observed, for the records whose synthetic kind is 0;
+* a numeric predictor with missing values enters a tree as two inputs: the value with every
+  missing cell filled with :data:`FILL` and the missingness kind as an unordered categorical
+  input (one indicator per kind).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.data.missing import missing_kinds
+from bayes_risk.data.schema import Schema
+
+__all__ = ["FILL", "KIND_SUFFIX", "missing_layout", "design_inputs", "kind_codes",
+           "refusal_hint"]
+
+#: value given to the missing cells of a numeric predictor (its kind input tells them apart)
+FILL = 0.0
+#: name of the missingness-kind input of a numeric predictor in a tree's design
+KIND_SUFFIX = ".missing"
+
+
+def refusal_hint(method: str) -> str:
+    """What the ``MISSING_VALUES`` error of a synthesizer without missing-value support adds."""
+    return (f"The {method} synthesizer does not accept missing values; DPMPM, CART and random "
+            "forests do (user guide, Synthesizers, Missing values). Leave the column or its "
+            "records out, or fill the cells first.")
+
+
+def missing_layout(data: pd.DataFrame, schema: Schema) -> dict[str, dict[str, Any]]:
+    """Layout of every column with a missing value in ``data`` (empty for complete data).
+
+    Returns
+    -------
+    dict
+        ``{column: {"type": "level"}}`` for a categorical column, ``{column: {"type":
+        "two_step", "codes": [code, ...]}}`` for a numeric one (its declared missing-value codes).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for spec in schema:
+        s = data[spec.name]
+        if spec.is_categorical:
+            if bool(s.isna().any()):
+                out[spec.name] = {"type": "level"}
+        else:
+            codes = [float(c) for c in (spec.missing_codes or ())]
+            if (kind_codes(s.to_numpy(dtype=np.float64, na_value=np.nan), codes) > 0).any():
+                out[spec.name] = {"type": "two_step", "codes": codes}
+    return out
+
+
+def kind_codes(values: np.ndarray, codes: Sequence[float]) -> np.ndarray:
+    """Missingness kind of numeric values: 0 observed, 1 empty, ``2 + k`` the ``k``-th code."""
+    return missing_kinds(np.asarray(values, dtype=np.float64), tuple(codes))
+
+
+def n_kinds(layout: Mapping[str, Any]) -> int:
+    """Number of missingness kinds of a two-step column (observed, empty, each code)."""
+    return 2 + len(layout["codes"])
+
+
+def design_inputs(
+    schema: Schema,
+    predictors: Sequence[str],
+    layout: Mapping[str, Mapping[str, Any]],
+    value_of: Callable[[str], np.ndarray],
+) -> tuple[list[str], list[str], list[int], list[np.ndarray]]:
+    """Inputs of a tree's design for ``predictors`` (names, kinds, numbers of levels, arrays).
+
+    ``value_of(p)`` gives the predictor's values as the synthesizer holds them: level codes for a
+    categorical column (``-1`` or ``d`` for a missing value), float values (``NaN`` or a declared
+    code for a missing value) for a numeric one.
+    """
+    names: list[str] = []
+    kinds: list[str] = []
+    nlev: list[int] = []
+    arrays: list[np.ndarray] = []
+    for p in predictors:
+        spec = schema[p]
+        lay = layout.get(p)
+        v = value_of(p)
+        if spec.is_categorical:
+            d = int(spec.n_levels)
+            kind = "nominal" if spec.type == "categorical" else "ordinal"
+            if lay is not None:
+                c = np.asarray(v, dtype=np.int64)
+                v = np.where(c < 0, d, c)
+                d += 1
+            names.append(p)
+            kinds.append(kind)
+            nlev.append(d)
+            arrays.append(v)
+        elif lay is None:
+            names.append(p)
+            kinds.append("numeric")
+            nlev.append(0)
+            arrays.append(v)
+        else:
+            x = np.asarray(v, dtype=np.float64)
+            k = kind_codes(x, lay["codes"])
+            names += [p, p + KIND_SUFFIX]
+            kinds += ["numeric", "nominal"]
+            nlev += [0, n_kinds(lay)]
+            arrays += [np.where(k > 0, FILL, x), k]
+    return names, kinds, nlev, arrays
