@@ -367,3 +367,15 @@ def fingerprint_check(model: Any, data: pd.DataFrame) -> str | None:
     record = getattr(model, "original_fingerprint_", None) or {}
     return fingerprint_problem(data, record.get("table"), model.schema_, len(model._data),
                                record.get("columns"))
+
+
+def check_missing_layout(missing: dict[str, Any], schema: Any) -> dict[str, dict[str, Any]]:
+    """The saved missing-value layout of a tree synthesizer, checked against its schema: each
+    column is in the schema, categorical with ``"level"`` or numeric with ``"two_step"``.
+    A ``ValueError`` (reported by :func:`load_synthesizer` as a damaged folder) otherwise."""
+    out = {c: dict(v) for c, v in missing.items()}
+    for c, lay in out.items():
+        if c not in schema.names or lay.get("type") not in ("level", "two_step") or \
+                (lay["type"] == "two_step") == schema[c].is_categorical:
+            raise ValueError(f"missing-value layout of column {c!r} does not fit")
+    return out

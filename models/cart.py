@@ -678,7 +678,12 @@ class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
             ``MODEL_FORMAT_VERSION`` for a folder of another format version, ``MODEL_DAMAGED``
             for a missing, unreadable or changed file, or a folder of another model type.
         """
-        from bayes_risk.models._synth_io import load_synthesizer, seqtree_from_arrays, split_data
+        from bayes_risk.models._synth_io import (
+            check_missing_layout,
+            load_synthesizer,
+            seqtree_from_arrays,
+            split_data,
+        )
 
         def restore(obj: CARTSynthesizer, meta: dict[str, Any], arrays: Any,
                     data: pd.DataFrame) -> None:
@@ -689,11 +694,7 @@ class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
             obj.trees_ = {c: seqtree_from_arrays(st["trees"][k], arrays, f"tree{k}")
                           for k, c in enumerate(obj.visit_sequence_)}
             obj.fit_call_ = st["fit_call"]
-            obj.missing_ = {c: dict(v) for c, v in st.get("missing", {}).items()}
-            for c, lay in obj.missing_.items():
-                if c not in schema.names or lay.get("type") not in ("level", "two_step") or \
-                        (lay["type"] == "two_step") == schema[c].is_categorical:
-                    raise ValueError(f"missing-value layout of column {c!r} does not fit")
+            obj.missing_ = check_missing_layout(st.get("missing", {}), schema)
             kinds = st.get("kind_trees", {})
             obj.missing_trees_ = {
                 c: seqtree_from_arrays(kinds[c], arrays, f"kindtree{k}")

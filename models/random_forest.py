@@ -747,48 +747,11 @@ class RandomForestSynthesizer(BaseSynthesizer):
         NotFittedError
             Before :meth:`fit`.
         """
-        from bayes_risk.models._synth_io import StoredForest, save_synthesizer
+        from bayes_risk.models._rf_io import forest_state
+        from bayes_risk.models._synth_io import save_synthesizer
 
         check_is_fitted(self, "forests_", method="save")
-
-        def flat(f: Any) -> StoredForest:
-            return f if isinstance(f, StoredForest) else StoredForest.from_sklearn(f)
-
-        arrays: dict[str, np.ndarray] = {}
-        groups_state: dict[str, Any] = {}
-        for k, col in enumerate(self.visit_sequence_):
-            arrays[f"records{k}"] = np.asarray(self.records_[col], dtype=bool)
-            arrays.update(flat(self.forests_[col]).to_arrays(f"forest{k}"))
-            table, offs = self._tables[col]
-            arrays[f"table{k}"], arrays[f"table{k}.offsets"] = table, offs
-            if col in self._inbag_:
-                arrays[f"inbag{k}"] = self._inbag_[col]
-            if col in self.groups_:
-                codes = sorted(self.group_forests_[col])
-                groups_state[col] = {
-                    "codes": [int(c) for c in codes],
-                    "sizes": [[lab, int(v)] for lab, v in self.group_sizes_[col].items()],
-                    "fallback": list(self.group_fallback_[col]),
-                }
-                for code in codes:
-                    pre = f"group{k}_{int(code)}"
-                    arrays.update(flat(self.group_forests_[col][code]).to_arrays(pre))
-                    gt, go = self._group_tables[col][code]
-                    arrays[f"{pre}.table"], arrays[f"{pre}.table_offsets"] = gt, go
-                    arrays[f"{pre}.tpos"] = self._group_tpos[col][code]
-                    if code in self._group_inbag[col]:
-                        arrays[f"{pre}.inbag"] = self._group_inbag[col][code]
-        state = {
-            "visit_sequence": list(self.visit_sequence_),
-            "predictors": {c: list(v) for c, v in self.predictors_.items()},
-            "fit_call": self.fit_call_,
-            "n_trees": {c: int(v) for c, v in self.n_trees_.items()},
-            "groups": dict(self.groups_),
-            "group_state": groups_state,
-            "inbag": sorted(self._inbag_),
-            # columns with missing values (absent for complete data: those files are unchanged)
-            **({"missing": self.missing_} if getattr(self, "missing_", {}) else {}),
-        }
+        state, arrays = forest_state(self)
         return save_synthesizer(self, path, state=state, arrays=arrays,
                                 data=self._data.set_axis(self._index))
 
@@ -813,53 +776,7 @@ class RandomForestSynthesizer(BaseSynthesizer):
             ``MODEL_FORMAT_VERSION`` for a folder of another format version, ``MODEL_DAMAGED``
             for a missing, unreadable or changed file, or a folder of another model type.
         """
-        from bayes_risk.models._synth_io import StoredForest, load_synthesizer, split_data
+        from bayes_risk.models._rf_io import restore_forests
+        from bayes_risk.models._synth_io import load_synthesizer
 
-        def restore(obj: RandomForestSynthesizer, meta: dict[str, Any], arrays: Any,
-                    data: pd.DataFrame) -> None:
-            st = meta["state"]
-            schema = obj.schema_
-            obj._index, obj._data = split_data(data)
-            n = len(obj._data)
-            order = list(st["visit_sequence"])
-            obj.visit_sequence_ = order
-            obj.predictors_ = {c: list(v) for c, v in st["predictors"].items()}
-            obj.fit_call_ = st["fit_call"]
-            obj.n_trees_ = {c: int(v) for c, v in st["n_trees"].items()}
-            obj.groups_ = dict(st["groups"])
-            obj.records_, obj.forests_, obj._tables, obj._inbag_ = {}, {}, {}, {}
-            obj.group_forests_ = {c: {} for c in obj.groups_}
-            obj._group_tables = {c: {} for c in obj.groups_}
-            obj._group_inbag = {c: {} for c in obj.groups_}
-            obj._group_tpos = {c: {} for c in obj.groups_}
-            obj.group_sizes_, obj.group_fallback_ = {}, {}
-            for k, col in enumerate(order):
-                mk = np.asarray(arrays[f"records{k}"], dtype=bool)
-                if mk.shape != (n,):
-                    raise ValueError(f"{n} records in the data, {mk.shape} flags for {col!r}")
-                obj.records_[col] = mk
-                obj.forests_[col] = StoredForest.from_arrays(arrays, f"forest{k}")
-                obj._tables[col] = (arrays[f"table{k}"], arrays[f"table{k}.offsets"])
-                if col in st["inbag"]:
-                    obj._inbag_[col] = arrays[f"inbag{k}"]
-                if col in obj.groups_:
-                    g = st["group_state"][col]
-                    obj.group_sizes_[col] = {lab: int(v) for lab, v in g["sizes"]}
-                    obj.group_fallback_[col] = list(g["fallback"])
-                    for code in g["codes"]:
-                        pre = f"group{k}_{int(code)}"
-                        obj.group_forests_[col][code] = StoredForest.from_arrays(arrays, pre)
-                        obj._group_tables[col][code] = (arrays[f"{pre}.table"],
-                                                        arrays[f"{pre}.table_offsets"])
-                        obj._group_tpos[col][code] = arrays[f"{pre}.tpos"]
-                        if f"{pre}.inbag" in arrays:
-                            obj._group_inbag[col][code] = arrays[f"{pre}.inbag"]
-            obj.missing_ = {c: dict(v) for c, v in st.get("missing", {}).items()}
-            for c, lay in obj.missing_.items():
-                if c not in schema.names or lay.get("type") not in ("level", "two_step") or \
-                        (lay["type"] == "two_step") == schema[c].is_categorical:
-                    raise ValueError(f"missing-value layout of column {c!r} does not fit")
-            obj._values = {c: v.astype(np.float64)
-                           for c, v in encoded_values(obj._data, schema, obj.missing_).items()}
-
-        return load_synthesizer(cls, path, restore)
+        return load_synthesizer(cls, path, restore_forests)

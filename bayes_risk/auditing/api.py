@@ -370,18 +370,7 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
             f"known: column(s) {_twice(known)} listed more than once (--known "
             f"{' '.join(known)}); give each column the intruder knows once."
         )
-    skip_given = [] if skip is None else ([skip] if isinstance(skip, str) else list(skip))
-    skip_steps = []
-    for s_ in skip_given:
-        name = str(s_).replace("-", "_")
-        if name not in STEP_NAMES:
-            raise ValidationError(
-                f"skip: unknown step {s_!r}; expected one of "
-                f"{', '.join(_cli_name(n) for n in STEP_NAMES)}."
-            )
-        skip_steps.append(name)
-    if len(set(skip_steps)) == len(STEP_NAMES):
-        raise ValidationError("skip: every step is skipped; nothing would be audited.")
+    skip_steps = _skip_steps(skip)
     if synthesized is not None:
         syn_cols, src = sch.check_columns(list(synthesized), "synthesized"), "given"
         if _twice(syn_cols):
@@ -398,22 +387,7 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
         )
     ku = [c for c in known if c not in syn_cols]
     ks = [c for c in known if c in syn_cols]
-    numeric_known = [c for c in known if c in sch.numeric]
-    if radius is None:
-        rad = {c: 0.1 for c in numeric_known}
-        rad_src = "default"
-    elif isinstance(radius, Mapping):
-        rad = {str(k): float(v) for k, v in radius.items()}
-        for c in sch.check_columns(list(rad), "radius"):
-            if c not in numeric_known:
-                raise ValidationError(f"radius: {c!r} is not a numeric known column.")
-        rad_src = "given"
-    else:
-        rad = {c: float(radius) for c in numeric_known}
-        rad_src = "given"
-    for c, r in rad.items():  # as identification_risk checks them, before any step runs
-        if not (np.isfinite(r) and r >= 0):
-            raise ValidationError(f"radius for {c!r} must be a finite number >= 0. Got {r}.")
+    rad, rad_src = _plan_radius(radius, known, sch)
     if radius_type not in ("percentage", "absolute", "quantile_sd"):
         raise ValidationError(
             "radius_type must be 'percentage', 'absolute' or 'quantile_sd'. "
@@ -435,24 +409,7 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
             "'absolute'. Got 'quantile_sd'; give sweep=None (--radius-sweep none) or another "
             "radius type."
         )
-    if targets is None:
-        tg, tg_src = [c for c in syn_cols if c not in known], "default"
-    else:
-        tg, tg_src = sch.check_columns([targets] if isinstance(targets, str) else list(targets),
-                                       "targets"), "given"
-        if _twice(tg):
-            raise ValidationError(f"targets: column(s) {_twice(tg)} listed more than once "
-                                  "(--target); give each target once.")
-        in_known = [t for t in tg if t in known]
-        if in_known:
-            raise ValidationError(
-                f"targets (--target): {in_known} {'is' if len(in_known) == 1 else 'are'} also "
-                "known to "
-                "the intruder (known / --known); a target of the empirical measures is a "
-                "column the intruder does not know and would disclose. Drop "
-                f"{'it' if len(in_known) == 1 else 'them'} from the targets or from the known "
-                "columns."
-            )
+    tg, tg_src = _plan_targets(targets, syn_cols, known, sch)
     keys = {t: [c for c in known if c != t] for t in tg}
     if ngroups_target is not None and (int(ngroups_target) != ngroups_target
                                        or ngroups_target < 2):
@@ -549,3 +506,63 @@ def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
     a("disclosure", "denom_lim", 5, "default", "synthpop's default")
     for k, v in plan.thresholds.to_dict().items():
         a("thresholds", k, v, "default" if v == getattr(Thresholds(), k) else "given")
+
+
+def _skip_steps(skip: Any) -> list[str]:
+    """The steps the caller asked to skip, by their Python names; unknown names and skipping
+    every step are refused."""
+    given = [] if skip is None else ([skip] if isinstance(skip, str) else list(skip))
+    steps = []
+    for s_ in given:
+        name = str(s_).replace("-", "_")
+        if name not in STEP_NAMES:
+            raise ValidationError(
+                f"skip: unknown step {s_!r}; expected one of "
+                f"{', '.join(_cli_name(n) for n in STEP_NAMES)}."
+            )
+        steps.append(name)
+    if len(set(steps)) == len(STEP_NAMES):
+        raise ValidationError("skip: every step is skipped; nothing would be audited.")
+    return steps
+
+
+def _plan_radius(radius: Any, known: list[str], sch: Any) -> tuple[dict[str, float], str]:
+    """Radius of each numeric known column (default 0.1) and where it came from; every value is
+    checked as identification_risk checks it (one check: a finite real number >= 0)."""
+    from bayes_risk.data.validate import check_real
+
+    numeric_known = [c for c in known if c in sch.numeric]
+    if radius is None:
+        return {c: 0.1 for c in numeric_known}, "default"
+    if isinstance(radius, Mapping):
+        rad = {str(k): check_real(v, f"radius for {str(k)!r}", minimum=0.0)
+               for k, v in radius.items()}
+        for c in sch.check_columns(list(rad), "radius"):
+            if c not in numeric_known:
+                raise ValidationError(f"radius: {c!r} is not a numeric known column.")
+        return rad, "given"
+    r = check_real(radius, f"radius for {numeric_known[0]!r}" if numeric_known else "radius",
+                   minimum=0.0)
+    return {c: r for c in numeric_known}, "given"
+
+
+def _plan_targets(targets: Any, syn_cols: list[str], known: list[str], sch: Any
+                  ) -> tuple[list[str], str]:
+    """Targets of the empirical measures (default: the synthesized columns the intruder does
+    not know) and where they came from; a target the intruder knows is refused by name."""
+    if targets is None:
+        return [c for c in syn_cols if c not in known], "default"
+    tg = sch.check_columns([targets] if isinstance(targets, str) else list(targets), "targets")
+    if _twice(tg):
+        raise ValidationError(f"targets: column(s) {_twice(tg)} listed more than once "
+                              "(--target); give each target once.")
+    in_known = [t for t in tg if t in known]
+    if in_known:
+        one = len(in_known) == 1
+        raise ValidationError(
+            f"targets (--target): {in_known} {'is' if one else 'are'} also known to the "
+            "intruder (known / --known); a target of the empirical measures is a column the "
+            f"intruder does not know and would disclose. Drop {'it' if one else 'them'} from "
+            "the targets or from the known columns."
+        )
+    return tg, "given"

@@ -22,7 +22,7 @@ import pandas as pd
 
 from bayes_risk.exceptions import CALLER, DataWarning, SchemaError
 
-__all__ = ["check_rows_aligned", "comparable_values", "same_multiset"]
+__all__ = ["check_rows_aligned", "comparable_values", "same_multiset", "unchanged_column_error"]
 
 _MISSING = "\x00NA"
 #: a column with at least this many distinct values holding exactly the original's values in
@@ -175,4 +175,47 @@ def _refuse(c: str, l: int, eq: np.ndarray, code: str) -> None:
         "table the release was made from, or its rows are in another order. Give the original "
         "the release was made from.",
         code=code,
+    )
+
+
+def unchanged_column_error(
+    label: str, column: str, original: pd.Series, released: pd.Series, differ: np.ndarray,
+    *, what: str = "unsynthesized column", hint: str = "declare the column as synthesized"
+) -> SchemaError:
+    """The error for a column that should be released unchanged but differs from the original.
+
+    One message for every check of unchanged columns (validation of a release, identification's
+    known columns): ``ROWS_MISALIGNED`` when the column holds the original's values in another
+    row order (a shuffled or re-sorted file), else ``US_COLUMNS_DIFFER``.
+
+    Parameters
+    ----------
+    label : str
+        The dataset, e.g. ``"synthetic dataset 2"``.
+    column : str
+        The column.
+    original, released : Series
+        The column in the original and in the dataset.
+    differ : ndarray of bool
+        Where they differ (at least one ``True``).
+    what : str
+        How the column is named in the message.
+    hint : str
+        What to do if the synthesizer did replace it.
+    """
+    i = int(np.flatnonzero(differ)[0])
+    k = int(differ.sum())
+    if same_multiset(comparable_values(original), comparable_values(released)):
+        return SchemaError(
+            f"{label}: {what} {column!r} holds the original's values in another row order "
+            f"({k} rows differ; first at row {i}): the original or the synthetic file has been "
+            "shuffled or re-sorted. Every dataset must keep the original's records in the "
+            "original's order.",
+            code="ROWS_MISALIGNED",
+        )
+    return SchemaError(
+        f"{label}: {what} {column!r} differs from the original ({k} rows; first at row {i}: "
+        f"{original.iloc[i]!r} vs {released.iloc[i]!r}). Unsynthesized columns are released "
+        f"unchanged; {hint} if the synthesizer replaced it.",
+        code="US_COLUMNS_DIFFER",
     )

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.data.alignment import comparable_values, same_multiset
+from bayes_risk.data.alignment import unchanged_column_error
 from bayes_risk.data.levels import level_codes, normalise_level
 from bayes_risk.data.schema import (
     CATEGORICAL_TYPES,
@@ -331,23 +331,7 @@ def validate_synthetic(
                     bf = b.astype(np.float64)
                     eq = (af == bf) | (np.isnan(af) & np.isnan(bf))
                 if not eq.all():
-                    i = int(np.flatnonzero(~eq)[0])
-                    if same_multiset(comparable_values(original[c]), comparable_values(z[c])):
-                        raise SchemaError(
-                            f"{label}: unsynthesized column {c!r} holds the original's values "
-                            f"in another row order ({int((~eq).sum())} rows differ; first at "
-                            f"row {i}): the original or the synthetic file has been shuffled or "
-                            "re-sorted. Every dataset must keep the original's records in the "
-                            "original's order.",
-                            code="ROWS_MISALIGNED",
-                        )
-                    raise SchemaError(
-                        f"{label}: unsynthesized column {c!r} differs from the original "
-                        f"({int((~eq).sum())} rows; first at row {i}: {a[i]!r} vs {b[i]!r}). "
-                        "Unsynthesized columns must be released unchanged; declare the column "
-                        "as synthesized if the synthesizer replaced it.",
-                        code="US_COLUMNS_DIFFER",
-                    )
+                    raise unchanged_column_error(label, c, original[c], z[c], ~eq)
 
 
 def _equal_levels(a: pd.Series, b: pd.Series) -> np.ndarray:

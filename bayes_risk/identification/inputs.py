@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.data.alignment import comparable_values, same_multiset
+from bayes_risk.data.alignment import unchanged_column_error
 from bayes_risk.data.levels import level_codes, normalise_level
 from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.data.schema import (
@@ -197,22 +197,9 @@ def check_unsynthesized_equal(original, frames, known_us, sk) -> None:
             b = _comparable(z[c], sk, c)
             neq = (a != b) & ~(np.isnan(a) & np.isnan(b)) if a.dtype.kind == "f" else a != b
             if neq.any():
-                i = int(np.flatnonzero(neq)[0])
-                if same_multiset(comparable_values(original[c]), comparable_values(z[c])):
-                    raise SchemaError(
-                        f"synthetic dataset {l}: known unsynthesized column {c!r} holds the "
-                        f"original's values in another row order ({int(neq.sum())} rows "
-                        f"differ; first at row {i}): the original or the synthetic file has "
-                        "been shuffled or re-sorted. Every dataset must keep the original's "
-                        "records in the original's order.",
-                        code="ROWS_MISALIGNED",
-                    )
-                raise SchemaError(
-                    f"synthetic dataset {l}: known unsynthesized column {c!r} differs from the "
-                    f"original ({int(neq.sum())} rows; first at row {i}). Unsynthesized columns "
-                    "are released unchanged; list the column in known_synthesized if the "
-                    "synthesizer replaced it.",
-                    code="US_COLUMNS_DIFFER",
+                raise unchanged_column_error(
+                    f"synthetic dataset {l}", c, original[c], z[c], np.asarray(neq),
+                    what="known unsynthesized column", hint="list the column in known_synthesized",
                 )
 
 

@@ -174,54 +174,7 @@ def utility_summary(
     m = len(datasets)
     schema = resolve_schema(original, datasets, schema=schema, carried=carried,
                             categorical=categorical, synthesized=synthesized, same_rows=False)
-    codes: list[str] = []
-    inferred = False
-    if synthesized is not None:
-        syn_cols = list(schema.synthesized)
-    elif schema.synthesized:
-        syn_cols = list(schema.synthesized)
-    elif all(len(z) == len(original) for z in datasets):
-        # the roles are read off the rows: shuffled files would make every column "synthesized"
-        check_rows_aligned(original, datasets, None)
-        shares = differing_share(original, datasets, schema)
-        syn_cols = list(shares)
-        inferred = True
-        # a synthesized column differs in most records of every dataset. One released
-        # unchanged in some dataset and changed in another contradicts any role: the files
-        # were altered, or a column was synthesized in only some datasets. Refused; the
-        # roles are then stated.
-        contradicted = {c: v for c, v in shares.items() if min(v) == 0}
-        if contradicted:
-            raise SchemaError(
-                "column(s) "
-                + ", ".join(f"{c!r} (differing records per dataset: "
-                            + ", ".join(f"{x:.1%}" for x in v) + ")"
-                            for c, v in contradicted.items())
-                + " are unchanged in some synthetic datasets and changed in others, so their "
-                "role cannot be inferred (ROLE_CONTRADICTED): if they were released unchanged "
-                "the synthetic files were altered. State the synthesized columns with "
-                "synthesized= (--synthesized) or give the release folder with its manifest.",
-                code="ROLE_CONTRADICTED",
-            )
-        odd = {c: v for c, v in shares.items() if max(v) < 0.05}
-        if odd:
-            codes.append("ROLE_INFERENCE_DOUBTFUL")
-            warnings.warn(
-                "column(s) "
-                + ", ".join(f"{c!r} (differing records per dataset: "
-                            + ", ".join(f"{x:.1%}" for x in v) + ")" for c, v in odd.items())
-                + " are inferred as synthesized although they differ from the original in "
-                "under 5 % of the records of every dataset (ROLE_INFERENCE_DOUBTFUL): right "
-                "when only some records were synthesized; otherwise state the roles with "
-                "synthesized= (--synthesized).", DataWarning, skip_file_prefixes=CALLER)
-        if not syn_cols:
-            codes.append("NO_DIFFERENCES")
-            warnings.warn(
-                "every synthetic dataset equals the original; pMSE is 0 and the overlaps are 1 "
-                "(NO_DIFFERENCES).", DataWarning, skip_file_prefixes=CALLER)
-    else:
-        syn_cols = list(schema.names)
-        inferred = True
+    syn_cols, inferred, codes = _roles(original, datasets, schema, synthesized)
     sizes = sorted({len(z) for z in datasets if len(z) != len(original)})
     if sizes:
         codes.append("ROW_COUNT_DIFFERS")
@@ -290,3 +243,60 @@ def utility_summary(
         synthesized=list(syn_cols), synthesized_inferred=inferred, settings=settings,
         warnings=list(dict.fromkeys(codes)),
     )
+
+
+def _roles(
+    original: pd.DataFrame, datasets: list[pd.DataFrame], schema: Schema, synthesized: Any
+) -> tuple[list[str], bool, list[str]]:
+    """The synthesized columns: declared, recorded in the schema, or read off the rows (then
+    checked for alignment first, and refused when the data contradict any role:
+    ``ROLE_CONTRADICTED``). Returns ``(columns, inferred, warning codes)``."""
+    codes: list[str] = []
+    inferred = False
+    if synthesized is not None:
+        syn_cols = list(schema.synthesized)
+    elif schema.synthesized:
+        syn_cols = list(schema.synthesized)
+    elif all(len(z) == len(original) for z in datasets):
+        # the roles are read off the rows: shuffled files would make every column "synthesized"
+        check_rows_aligned(original, datasets, None)
+        shares = differing_share(original, datasets, schema)
+        syn_cols = list(shares)
+        inferred = True
+        # a synthesized column differs in most records of every dataset. One released
+        # unchanged in some dataset and changed in another contradicts any role: the files
+        # were altered, or a column was synthesized in only some datasets. Refused; the
+        # roles are then stated.
+        contradicted = {c: v for c, v in shares.items() if min(v) == 0}
+        if contradicted:
+            raise SchemaError(
+                "column(s) "
+                + ", ".join(f"{c!r} (differing records per dataset: "
+                            + ", ".join(f"{x:.1%}" for x in v) + ")"
+                            for c, v in contradicted.items())
+                + " are unchanged in some synthetic datasets and changed in others, so their "
+                "role cannot be inferred (ROLE_CONTRADICTED): if they were released unchanged "
+                "the synthetic files were altered. State the synthesized columns with "
+                "synthesized= (--synthesized) or give the release folder with its manifest.",
+                code="ROLE_CONTRADICTED",
+            )
+        odd = {c: v for c, v in shares.items() if max(v) < 0.05}
+        if odd:
+            codes.append("ROLE_INFERENCE_DOUBTFUL")
+            warnings.warn(
+                "column(s) "
+                + ", ".join(f"{c!r} (differing records per dataset: "
+                            + ", ".join(f"{x:.1%}" for x in v) + ")" for c, v in odd.items())
+                + " are inferred as synthesized although they differ from the original in "
+                "under 5 % of the records of every dataset (ROLE_INFERENCE_DOUBTFUL): right "
+                "when only some records were synthesized; otherwise state the roles with "
+                "synthesized= (--synthesized).", DataWarning, skip_file_prefixes=CALLER)
+        if not syn_cols:
+            codes.append("NO_DIFFERENCES")
+            warnings.warn(
+                "every synthetic dataset equals the original; pMSE is 0 and the overlaps are 1 "
+                "(NO_DIFFERENCES).", DataWarning, skip_file_prefixes=CALLER)
+    else:
+        syn_cols = list(schema.names)
+        inferred = True
+    return syn_cols, inferred, codes
