@@ -60,6 +60,8 @@ def audit(
     progressbar: bool = True,
     skip: Sequence[str] | None = None,
     combining_rules: str = "auto",
+    pmse_method: str = "logit",
+    max_order: int = 1,
 ) -> AuditResult:
     """Audit a synthetic release: utility, identification, attribute and empirical risk.
 
@@ -126,6 +128,13 @@ def audit(
         Combining rules of the interval overlaps (see
         :func:`~bayes_risk.utility.utility_summary`); ``"auto"`` (default): the release's
         recorded generation scheme, else inferred from the synthesized columns.
+    pmse_method : {"logit", "cart"}
+        Propensity model of the utility step's pMSE (default ``"logit"``, synthpop's
+        ``utility.gen``; ``"cart"`` for wide tables whose logit design would be too large).
+    max_order : int
+        Interactions of the logit propensity model: ``1`` (default) adds every two-way
+        interaction, ``0`` main effects only (a table with many columns or levels needs it:
+        the step refuses a design with more coefficients than records, ``DESIGN_TOO_LARGE``).
 
     Returns
     -------
@@ -158,6 +167,7 @@ def audit(
         attribute_records=attribute_records, thresholds=Thresholds.parse(thresholds),
         show=show_confidential_values, random_seed=random_seed, seed_src=seed_src,
         skip=skip, sweep_unsynthesized=sweep_unsynthesized, combining_rules=combining_rules,
+        pmse_method=pmse_method, max_order=max_order,
     )
     root = Path(out) if out is not None else None
     if root is not None and root.exists() and (not root.is_dir() or any(root.iterdir())):
@@ -352,7 +362,7 @@ def _twice(cols: Sequence[str]) -> list[str]:
 def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type, sweep,
                targets, ngroups_target, attribute_records, thresholds, show,
                random_seed, seed_src="given", skip=None, sweep_unsynthesized=False,
-               combining_rules="auto") -> AuditPlan:
+               combining_rules="auto", pmse_method="logit", max_order=1) -> AuditPlan:
     """Resolve every setting (see :func:`audit`) and record where it came from.
 
     Every argument every step reads is checked here, before any step runs."""
@@ -362,6 +372,11 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
         from bayes_risk.utility.combining import check_rules
 
         check_rules(combining_rules, "combining_rules")
+    if pmse_method not in ("logit", "cart"):
+        raise ValidationError(f"pmse_method must be 'logit' or 'cart'. Got {pmse_method!r}.")
+    if isinstance(max_order, bool) or not isinstance(max_order, (int, np.integer)) \
+            or max_order < 0:
+        raise ValidationError(f"max_order must be an integer >= 0. Got {max_order!r}.")
     if isinstance(known, str) or not known:
         raise ValidationError("known: give the columns the intruder knows (at least one).")
     known = sch.check_columns(list(known), "known")
@@ -442,6 +457,7 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
         show_confidential_values=bool(show), random_seed=int(random_seed),
         skip=tuple(dict.fromkeys(skip_steps)), sweep_columns=sweep_cols,
         sweep_unsynthesized=bool(sweep_unsynthesized), combining_rules=combining_rules,
+        pmse_method=pmse_method, max_order=int(max_order),
     )
     _record_settings(plan, src, rad_src, tg_src, ngroups_target, seed_src)
     return plan
@@ -458,8 +474,13 @@ def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
     a("all", "random seed", plan.random_seed, seed_src,
       "same seed, same numbers" + ("; drawn for this run (give it to repeat the run)"
                                    if seed_src == "drawn" else ""))
-    a("utility", "pMSE propensity model", "logit, main effects and two-way interactions",
-      "default", "synthpop's utility.gen design")
+    given = plan.pmse_method != "logit" or plan.max_order != 1
+    a("utility", "pMSE propensity model",
+      "CART" if plan.pmse_method == "cart" else
+      "logit, main effects and two-way interactions" if plan.max_order == 1 else
+      "logit, main effects only" if plan.max_order == 0 else
+      f"logit, interactions up to order {plan.max_order + 1}",
+      "given" if given else "default", "synthpop's utility.gen design")
     a("utility", "pMSE null", "auto", "default",
       "chi-square theory for logit; with partial synthesis the expectation uses only the "
       "synthesized columns")

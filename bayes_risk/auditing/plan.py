@@ -148,6 +148,9 @@ class AuditPlan:
     sweep_unsynthesized: bool = False
     #: combining rules of the utility step (``"auto"``: chosen from the release)
     combining_rules: str = "auto"
+    #: propensity model of the utility step's pMSE and its interaction order (logit)
+    pmse_method: str = "logit"
+    max_order: int = 1
     settings: list[Setting] = field(default_factory=list)
 
     @property

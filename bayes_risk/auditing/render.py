@@ -182,8 +182,12 @@ def _utility(sec: Section, s: Any, result: Any, links: _Links) -> None:
     r = s.result
     p = r.pmse
     src = f"{s.folder}/summary.json" if s.folder else None
-    sec.p("Propensity-score mean squared error (pMSE) of a logistic model with main effects "
-          "and two-way interactions telling original from synthetic records, on the "
+    model = ("a CART model" if p.method == "cart" else
+             "a logistic model with main effects" + (
+                 "" if p.max_order == 0 else " and two-way interactions" if p.max_order == 1
+                 else f" and interactions of up to {p.max_order + 1} columns"))
+    sec.p(f"Propensity-score mean squared error (pMSE) of {model} telling original from "
+          "synthetic records, on the "
           f"synthesized columns ({', '.join(r.synthesized)}); null: {p.null}",
           " (partial synthesis: the null expectation counts only the synthesized columns)"
           if p.incomplete else " (complete synthesis)",

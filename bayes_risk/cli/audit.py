@@ -91,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         radius=_radius(args.radius), radius_type=args.radius_type.replace("-", "_"),
         sweep=_grid(args.radius_sweep), sweep_unsynthesized=args.sweep_unsynthesized,
         targets=args.target, skip=args.skip, combining_rules=args.combining_rules,
+        pmse_method=args.pmse_method, max_order=args.max_order,
         ngroups_target=_ngroups(args.ngroups_target), attribute_records=records,
         thresholds=args.threshold, show_confidential_values=args.show_confidential_values,
         random_seed=args.random_seed, progressbar=not args.quiet,

@@ -814,3 +814,28 @@ def test_combining_rules_override_and_bad_value(release, tmp_path):
     plan = res.plan.settings_frame()
     row = plan[plan["setting"] == "combining rules"].iloc[0]
     assert row["value"] == "full-same-n" and row["source"] == "given"
+
+
+def test_pmse_model_options_reach_the_utility_step(release, tmp_path):
+    """pmse_method / max_order are the utility step's, recorded in the settings and described
+    as used in the report; bad values are refused by name before any step runs."""
+    orig, syn = release
+    only = dict(random_seed=1, progressbar=False, sweep=None,
+                skip=["identification", "posterior_identification", "attribute", "disclosure"])
+    for kw, msg in (({"max_order": -1}, "max_order must be an integer >= 0"),
+                    ({"max_order": True}, "max_order must be an integer >= 0"),
+                    ({"pmse_method": "forest"}, "pmse_method must be 'logit' or 'cart'")):
+        with pytest.raises(ValidationError, match=msg):
+            br.audit(str(orig), str(syn), known=KNOWN, **kw, **only)
+    main0 = br.audit(str(orig), str(syn), known=KNOWN, max_order=0, **only)
+    pm = main0.step("utility").result.pmse
+    ref = br.utility_summary(pd.read_csv(orig), br.SyntheticData.load(syn), max_order=0,
+                             categorical=CATS, random_seed=1).pmse
+    assert pm.max_order == 0 and np.allclose(pm.pmse, ref.pmse)
+    row = main0.plan.settings_frame().query("setting == 'pMSE propensity model'").iloc[0]
+    assert row["value"] == "logit, main effects only" and row["source"] == "given"
+    md = main0.to_markdown(tmp_path / "r.md").read_text()
+    assert "a logistic model with main effects telling original from synthetic" in md
+    cart = br.audit(str(orig), str(syn), known=KNOWN, pmse_method="cart", **only)
+    assert cart.step("utility").result.pmse.method == "cart"
+    assert "of a CART model telling" in cart.to_markdown(tmp_path / "c.md").read_text()

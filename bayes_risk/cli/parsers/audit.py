@@ -108,6 +108,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="combining rules of the utility step's intervals (default auto: the "
                    "generation recorded in the release's manifest, else inferred from the "
                    "synthesized columns; see bayes-risk utility --help)")
+    p.add_argument("--pmse", dest="pmse_method", choices=["logit", "cart"], default="logit",
+                   help="propensity model of the utility step's pMSE (default logit, as "
+                   "synthpop's utility.gen; see bayes-risk utility --help)")
+    p.add_argument("--max-order", type=int, default=1, metavar="N",
+                   help="logit pMSE: 1 (default) adds every two-way interaction, 0 main effects "
+                   "only (wide tables: a design with more coefficients than records is refused, "
+                   "DESIGN_TOO_LARGE)")
     p.add_argument("--show-confidential-values", action="store_true",
                    help="show the known (quasi-identifier) values of the records most at risk "
                    "in the report (off by default: record numbers only)")
