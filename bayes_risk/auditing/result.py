@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,8 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.auditing.plan import AuditPlan
+from bayes_risk.results._base import RiskResult
+from bayes_risk.results._summary import ResultWarning, Summary
 
 __all__ = ["AuditResult", "Baseline", "StepOutcome", "Verdict"]
 
@@ -120,9 +123,15 @@ class Baseline:
     code: str = "RELEASE_INDEPENDENT"
 
 
-@dataclass
-class AuditResult:
+@dataclass(repr=False)
+class AuditResult(RiskResult):
     """What :func:`bayes_risk.auditing.audit` returns.
+
+    Like every result of the package it has ``summary()`` (the verdict, the baselines and the
+    steps as a printable :class:`~bayes_risk.results.Summary`; a notebook shows it),
+    ``to_dataframe()`` (the verdict lines), ``to_dict()`` (what ``summary.json`` holds),
+    ``plot(kind="verdict")`` and ``structured_warnings``; ``to_html(path)`` and
+    ``to_markdown(path)`` write the full report.
 
     Attributes
     ----------
@@ -383,6 +392,96 @@ class AuditResult:
         from bayes_risk.auditing.render import write_report
 
         return write_report(self, path, fmt="md")
+
+    # ----- the result family's interface (summary, table, plot, warnings) -------------------
+    plot_kinds = ("verdict",)
+
+    def summary(self) -> Summary:
+        """Printable summary: the verdict in words, the verdict lines against their thresholds,
+        the baselines of the original, every step's status and the warnings of every step."""
+        p = self.plan
+        header = [("records", p.n_records), ("synthetic datasets (m)", p.m),
+                  ("synthesis method", p.method or "unknown"),
+                  ("synthesized columns", ", ".join(p.synthesized)),
+                  ("intruder knows (identification)", ", ".join(p.known)),
+                  ("complete", "yes" if self.complete else
+                   "no: " + ", ".join(s.name for s in self.failed_steps) + " failed")]
+        verdict = self.verdict_frame()
+        tables: dict[str, pd.DataFrame] = {}
+        if len(verdict):
+            v = verdict[["step", "measure", "value", "threshold", "direction", "exceeds"]].copy()
+            v["direction"] = v["direction"].map({"max": "at most", "min": "at least"})
+            v["questioned by"] = [", ".join(w) for w in verdict["warnings"]]
+            tables["Verdict lines (value against the release board's threshold)"] = v
+        base = self.baseline_frame()
+        if len(base):
+            tables["Baseline of the original (cannot depend on the release)"] = base[
+                ["step", "measure", "value", "threshold", "why"]]
+        tables["Steps"] = pd.DataFrame(
+            [{"step": s.name, "status": s.status, "reason": s.reason or "",
+              "seconds": round(s.seconds, 1)} for s in self.steps])
+        notes = [self.verdict_text]
+        if self.root is not None:
+            notes.append(f"Files of every step: {self.root}")
+        return Summary("Audit of a synthetic release", header=header, tables=tables,
+                       notes=notes, warnings=self.structured_warnings)
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """The verdict lines (:meth:`verdict_frame`)."""
+        return self.verdict_frame()
+
+    @property
+    def structured_warnings(self) -> list[ResultWarning]:
+        """The warnings of every step, each once per step, with the step as ``where``."""
+        seen: dict[tuple[str, str], ResultWarning] = {}
+        for w in self.warnings:
+            key = (w["step"], str(w.get("code")))
+            if key not in seen:
+                msg = str(w.get("message", ""))
+                code = str(w.get("code"))
+                if msg.startswith(f"{code}: "):
+                    msg = msg[len(code) + 2:]
+                seen[key] = ResultWarning(code, msg, f"{w['step']} step")
+        return list(seen.values())
+
+    def _figsize(self, kind: str) -> tuple[float, float]:
+        return (8.0, 1.2 + 0.5 * max(len(self.verdicts), 1))
+
+    def _plot_verdict(self, ax: Any) -> Any:
+        """Each verdict line's value over its threshold (1 = at the threshold): bars past the
+        line are on the wrong side (for an "at least" measure, the ratio is threshold over
+        value); hatched bars carry a warning that questions the value."""
+        vs = self.verdicts
+        if not vs:
+            ax.text(0.5, 0.5, "no verdict line (no step with one ran)", ha="center",
+                    va="center", transform=ax.transAxes)
+            ax.set_axis_off()
+            return ax.figure
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.array([v.value / v.threshold if v.direction == "max"
+                              else v.threshold / v.value for v in vs], dtype=np.float64)
+        shown = np.where(np.isfinite(ratio) & (ratio > 0), ratio, np.nan)
+        lo = min(0.5, float(np.nanmin(shown)) / 2) if np.isfinite(shown).any() else 0.5
+        pos = np.arange(len(vs))[::-1]
+        for y, v, r in zip(pos, vs, shown, strict=True):
+            if np.isnan(r):
+                ax.text(lo * 1.1, y, "not computed or 0", va="center", fontsize=8)
+                continue
+            ax.barh(y, r - lo, left=lo, color="#c0392b" if v.exceeds else "#2e86c1",
+                    hatch="//" if v.warnings else None, edgecolor="#333333", linewidth=0.5)
+        ax.set_xscale("log")
+        ax.axvline(1.0, color="black", lw=1)
+        labels = [textwrap.fill(f"{v.step}: {v.measure}", 38) for v in vs]
+        ax.set_yticks(pos, labels, fontsize=7)
+        ax.set_xlabel("value / threshold, log scale (right of 1: wrong side; hatched: "
+                      "questioned by a warning)", fontsize=8)
+        ax.set_title("Audit verdict lines")
+        ax.figure.tight_layout()
+        # the wrapped labels need about 2.9 inches whatever the renderer measured
+        left = 2.9 / ax.figure.get_size_inches()[0]
+        if ax.get_position().x0 < left:
+            ax.figure.subplots_adjust(left=left)
+        return ax.figure
 
     def __repr__(self) -> str:
         st = ", ".join(f"{s.name}: {s.status}" for s in self.steps)

@@ -839,3 +839,37 @@ def test_pmse_model_options_reach_the_utility_step(release, tmp_path):
     cart = br.audit(str(orig), str(syn), known=KNOWN, pmse_method="cart", **only)
     assert cart.step("utility").result.pmse.method == "cart"
     assert "of a CART model telling" in cart.to_markdown(tmp_path / "c.md").read_text()
+
+
+def test_audit_result_is_a_result_like_the_others(audited, tmp_path):
+    """summary() / _repr_html_ / str / to_dataframe / plot / structured_warnings, as every
+    result of the package (a notebook shows the verdict, not ``AuditResult(n=...)``)."""
+    from bayes_risk.results import RiskResult, Summary
+
+    res, out = audited
+    assert isinstance(res, RiskResult)
+    s = res.summary()
+    assert isinstance(s, Summary)
+    verdict = s.tables["Verdict lines (value against the release board's threshold)"]
+    assert len(verdict) == len(res.verdicts)
+    assert list(verdict["exceeds"]) == [v.exceeds for v in res.verdicts]
+    assert np.allclose(verdict["value"], [v.value for v in res.verdicts], equal_nan=True)
+    steps = s.tables["Steps"]
+    assert list(steps["step"]) == [x.name for x in res.steps]
+    assert list(steps["status"]) == [x.status for x in res.steps]
+    assert res.verdict_text in s.notes
+    html = res._repr_html_()
+    assert html.startswith('<div class="bayes-risk-summary">') and "Verdict lines" in html
+    assert str(res) == s.as_text() and "AuditResult(" in repr(res)
+    pd.testing.assert_frame_equal(res.to_dataframe(), res.verdict_frame())
+    codes = {(w["step"], w["code"]) for w in res.warnings}
+    got = {(w.where.removesuffix(" step"), w.code) for w in res.structured_warnings}
+    assert got == codes and len(res.structured_warnings) == len(got)
+    assert all(not w.message.startswith(f"{w.code}:") for w in res.structured_warnings)
+    fig = res.plot()
+    ax = fig.axes[0]
+    assert len(ax.patches) == sum(np.isfinite(v.value) and v.value > 0 for v in res.verdicts)
+    assert ax.get_xscale() == "log"
+    fig.savefig(tmp_path / "verdict.png")
+    with pytest.raises(ValidationError, match="must be one of"):
+        res.plot("radius")
