@@ -492,6 +492,8 @@ def disclosure_step(ctx: StepContext) -> StepOutcome:
     if not results:
         return StepOutcome(name="disclosure", status="skipped",
                            reason="the only known column is the target: no key is left.")
-    return StepOutcome(name="disclosure", status="ran", result=results,
+    from bayes_risk.results.disclosure import DisclosureByTarget
+
+    return StepOutcome(name="disclosure", status="ran", result=DisclosureByTarget(results),
                        folder="disclosure" if ctx.root is not None else None,
                        files=[f.removeprefix("disclosure/") for f in files])

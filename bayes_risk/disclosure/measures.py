@@ -55,10 +55,16 @@ from bayes_risk.disclosure._encode import (
 )
 from bayes_risk.disclosure._rcompat import c_sort, r_as_character, r_format
 from bayes_risk.exceptions import DataWarning, ValidationError
-from bayes_risk.results.disclosure import REPU_MEASURES, DisclosureMeasures, ReplicatedUniques
+from bayes_risk.results.disclosure import (
+    REPU_MEASURES,
+    DisclosureByTarget,
+    DisclosureMeasures,
+    ReplicatedUniques,
+)
 
 __all__ = [
     "DisclosureMeasures",
+    "DisclosureByTarget",
     "ReplicatedUniques",
     "disclosure_measures",
     "replicated_uniques",

@@ -28,7 +28,11 @@ if TYPE_CHECKING:
         CombinedScalar,
         OverlapResult,
     )
-    from bayes_risk.results.disclosure import DisclosureMeasures, ReplicatedUniques
+    from bayes_risk.results.disclosure import (
+        DisclosureByTarget,
+        DisclosureMeasures,
+        ReplicatedUniques,
+    )
     from bayes_risk.results.identification import IdentificationResult, RadiusSweepResult
     from bayes_risk.results.utility import PMSEResult, UtilitySummary
     from bayes_risk.results.visit_orders import VisitOrderComparison
@@ -48,6 +52,7 @@ _CLASSES: dict[str, str] = {
     "OverlapResult": "bayes_risk.results.combining",
     "CoefDiffResult": "bayes_risk.results.combining",
     "DisclosureMeasures": "bayes_risk.results.disclosure",
+    "DisclosureByTarget": "bayes_risk.results.disclosure",
     "ReplicatedUniques": "bayes_risk.results.disclosure",
     "VisitOrderComparison": "bayes_risk.results.visit_orders",
 }
@@ -66,6 +71,7 @@ __all__ = [
     "OverlapResult",
     "CoefDiffResult",
     "DisclosureMeasures",
+    "DisclosureByTarget",
     "ReplicatedUniques",
     "VisitOrderComparison",
 ]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,9 +13,9 @@ import pandas as pd
 
 from bayes_risk._io import to_jsonable
 from bayes_risk.results._base import RiskResult
-from bayes_risk.results._summary import Summary
+from bayes_risk.results._summary import ResultWarning, Summary
 
-__all__ = ["DisclosureMeasures", "ReplicatedUniques", "REPU_MEASURES"]
+__all__ = ["DisclosureByTarget", "DisclosureMeasures", "ReplicatedUniques", "REPU_MEASURES"]
 
 REPU_MEASURES = ("Original", "Synthetic", "Synthetic uniques in original", "Replicated uniques")
 
@@ -228,6 +229,87 @@ class DisclosureMeasures(RiskResult):
         ax.set_xticks(pos)
         ax.set_xlabel("synthetic dataset")
         ax.set_ylabel("%")
+        ax.legend(loc="best")
+        ax.figure.tight_layout()
+        return ax.figure
+
+
+@dataclass(frozen=True)
+class DisclosureByTarget(RiskResult, Mapping):
+    """synthpop's disclosure measures for several targets with the same release: a read-only
+    mapping of target to :class:`DisclosureMeasures` (what the audit's disclosure step
+    returns), with the result family's ``summary()``, ``to_dataframe()``, ``to_dict()`` and
+    ``plot()``.
+
+    Attributes
+    ----------
+    by_target : dict of str to DisclosureMeasures
+        One result per target, in the order they were computed (``result[target]``).
+    """
+
+    by_target: dict[str, DisclosureMeasures]
+
+    def __getitem__(self, target: str) -> DisclosureMeasures:
+        return self.by_target[target]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.by_target)
+
+    def __len__(self) -> int:
+        return len(self.by_target)
+
+    @property
+    def warnings(self) -> list[str]:
+        """The codes of every target's result, each once."""
+        return list(dict.fromkeys(c for r in self.by_target.values() for c in r.warnings))
+
+    @property
+    def structured_warnings(self) -> list[ResultWarning]:
+        return [ResultWarning(w.code, w.message, f"target {t}")
+                for t, r in self.by_target.items() for w in r.structured_warnings]
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """Mean of every measure over the synthetic datasets: one row per target."""
+        rows = []
+        for t, r in self.by_target.items():
+            rows.append({"target": t, "keys": ", ".join(r.keys), **r.means()})
+        return pd.DataFrame(rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe: ``{"targets": [...], "by_target": {target: its to_dict()}}``."""
+        return to_jsonable({"targets": list(self.by_target),
+                            "by_target": {t: r.to_dict() for t, r in self.by_target.items()}})
+
+    def summary(self) -> Summary:
+        """Printable summary: the means of repU, DiSCO, TCAP and the replicated uniques per
+        target (a measure of the keys alone, repU, is the same for every target with the same
+        keys)."""
+        df = self.to_dataframe()
+        cols = [c for c in ("target", "keys", "UiO", "repU", "Dorig", "DiSCO", "TCAP")
+                if c in df.columns]
+        first = next(iter(self.by_target.values()), None)
+        return Summary(
+            "Empirical disclosure measures by target",
+            header=[("targets", ", ".join(self.by_target)),
+                    ("synthetic datasets m", first.m if first is not None else 0)],
+            tables={"Means over datasets (%)": df[cols]},
+            notes=["Each target's full result: result[target].summary(). Raab, Nowok & "
+                   "Dibben, 'Practical privacy metrics for synthetic data' (synthpop's "
+                   "disclosure measures)."],
+            warnings=self.structured_warnings,
+        )
+
+    plot_kinds = ("targets",)
+
+    def _plot_targets(self, ax: Any) -> Any:
+        """Mean repU, DiSCO and TCAP of each target (percentages)."""
+        df = self.to_dataframe()
+        x = np.arange(len(df))
+        for k, name in enumerate(("repU", "DiSCO", "TCAP")):
+            ax.bar(x + (k - 1) * 0.27, df[name].to_numpy(dtype=float), width=0.27, label=name)
+        ax.set_xticks(x, df["target"].astype(str))
+        ax.set_xlabel("target")
+        ax.set_ylabel("mean over datasets (%)")
         ax.legend(loc="best")
         ax.figure.tight_layout()
         return ax.figure

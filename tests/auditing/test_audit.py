@@ -873,3 +873,22 @@ def test_audit_result_is_a_result_like_the_others(audited, tmp_path):
     fig.savefig(tmp_path / "verdict.png")
     with pytest.raises(ValidationError, match="must be one of"):
         res.plot("radius")
+
+
+def test_disclosure_step_result_is_a_result(audited):
+    """The disclosure step returns a DisclosureByTarget (was a plain dict): a mapping of target
+    to DisclosureMeasures with summary / to_dataframe / to_dict / plot."""
+    from bayes_risk.disclosure import DisclosureByTarget, DisclosureMeasures
+
+    res, _ = audited
+    d = res.step("disclosure").result
+    assert isinstance(d, DisclosureByTarget) and len(d) == len(res.plan.disclosure_targets)
+    t = next(iter(d))
+    assert isinstance(d[t], DisclosureMeasures) and dict(d.items())[t] is d[t]
+    df = d.to_dataframe()
+    assert list(df["target"]) == list(d) and df.loc[0, "repU"] == d[t].means()["repU"]
+    assert set(d.to_dict()["by_target"]) == set(d)
+    assert "Means over datasets" in d._repr_html_()
+    assert len(d.plot().axes[0].patches) == 3 * len(d)
+    with pytest.raises(TypeError):
+        d[t] = None  # read-only
