@@ -76,3 +76,20 @@ def test_the_long_running_entry_points_are_interruptible():
 
     for fn in (attribute_risk, identification_risk, radius_sweep):
         assert getattr(fn, "__wrapped__", None) is not None, fn.__name__
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_signal_before_the_run_installs_its_handlers_is_an_interrupt(signame):
+    """A SIGTERM/SIGHUP while the program still imports or parses (a loaded machine makes that
+    window long) stops it like Ctrl-C — status 130, "interrupted" — instead of killing it."""
+    import subprocess
+    import sys
+
+    code = ("import os, signal, sys, time\n"
+            "import bayes_risk.cli as c\n"
+            f"c.main = lambda: (os.kill(os.getpid(), signal.{signame}), time.sleep(30))\n"
+            "sys.exit(c.console_main())\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 130, (p.returncode, p.stderr)
+    assert p.stderr.strip().splitlines()[-1] == "interrupted"

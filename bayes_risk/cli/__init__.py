@@ -123,6 +123,16 @@ def console_main() -> int:
     A signal arriving once the run has finished (its output complete) is ignored rather than
     turned into a traceback at interpreter exit.
     """
+    import signal
+
+    def _early(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    # until the run installs its own handlers (after the imports and the parsing), SIGTERM and
+    # SIGHUP stop the program like Ctrl-C (status 130, "interrupted") instead of killing it
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _early)
     try:
         from bayes_risk.cli import _run
 

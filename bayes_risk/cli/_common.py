@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ __all__ = [
     "missing_labels",
     "parse_records",
     "schema_from_args",
+    "release_schema",
     "parse_key_value",
     "add_dask_arguments",
     "dask_client",
@@ -225,6 +227,61 @@ def schema_from_args(df: pd.DataFrame, args: argparse.Namespace, **kw: Any):
         missing_codes=parse_missing_codes(getattr(args, "missing_code", None)) or None,
         **kw,
     )
+
+
+def release_schema(original: pd.DataFrame, syn: Any, args: argparse.Namespace):
+    """The schema of a measure that reads a release: the manifest's, with the command line's
+    explicit type options applied on top (``None``: use the release's as it is).
+
+    A plain release (no manifest schema) gets :func:`schema_from_args`. With a manifest, a
+    column the options do not name keeps the manifest's type, levels, codes and role; a column
+    they name takes the type the option gives (and the codes of ``--missing-code``), and each
+    column whose type or codes change from the manifest's is named in one warning
+    ``SCHEMA_OVERRIDDEN`` — the release was made, and its other measures computed, with the
+    manifest's.
+    """
+    from bayes_risk.data.schema import Schema
+
+    typed_opts = ("categorical", "ordinal", "count", "continuous")
+    given = {c for a in typed_opts for c in (getattr(args, a, None) or ())}
+    codes = getattr(args, "missing_code", None) or []
+    if syn.schema is None:
+        return schema_from_args(original, args)
+    if not given and not codes:
+        return None
+    import warnings
+
+    from bayes_risk.data.missing import parse_missing_codes
+    from bayes_risk.exceptions import CALLER, DataWarning
+
+    inferred = schema_from_args(original, args)
+    coded = set(parse_missing_codes(codes) or {})
+    cols, changed = [], []
+    for c in syn.schema.columns:
+        if c.name not in given and c.name not in coded:
+            cols.append(c)
+            continue
+        new = inferred[c.name]
+        if new.type == c.type and c.is_categorical:
+            new = c  # same type: keep the manifest's levels (their order is the release's)
+        elif new.type == c.type:
+            new = replace(c, missing_codes=new.missing_codes if c.name in coded
+                          else c.missing_codes)
+        else:
+            new = replace(new, role=c.role, known=c.known)
+        if (new.type, new.missing_codes) != (c.type, c.missing_codes):
+            what = (f"{c.type} -> {new.type}" if new.type != c.type else
+                    f"missing-value codes {list(c.missing_codes)} -> {list(new.missing_codes)}")
+            changed.append(f"{c.name} ({what})")
+        cols.append(new)
+    if changed:
+        warnings.warn(DataWarning(
+            "the column types given on the command line replace the release manifest's for "
+            f"{', '.join(changed)}; the release was synthesized with the manifest's types, "
+            "so these figures are not comparable with those of another command or the audit "
+            "on the same release (leave the option out to use the manifest's) "
+            "(SCHEMA_OVERRIDDEN).", code="SCHEMA_OVERRIDDEN"), skip_file_prefixes=CALLER)
+    return Schema(tuple(cols))
 
 
 def parse_key_value(

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         parse_records,
         print_summary,
         read_records_table,
-        schema_from_args,
+        release_schema,
     )
     from bayes_risk.cli._run import output_dir
     from bayes_risk.data.io import read_synthetic
@@ -82,9 +82,7 @@ def run(args: argparse.Namespace) -> int:
     syn = read_synthetic(args.synthetic, like=original,
                             allow_different_original=args.allow_different_original,
                             missing_labels=missing_labels(args))
-    typed = any(getattr(args, a) for a in ("categorical", "ordinal", "count", "continuous",
-                                             "missing_code"))
-    schema = schema_from_args(original, args) if (typed or syn.schema is None) else None
+    schema = release_schema(original, syn, args)
     records = parse_records(args.records, len(original))
     kw = dict(
         known=args.known, model=args.model, synthesized=args.synthesized, schema=schema,

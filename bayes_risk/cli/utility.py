@@ -23,7 +23,7 @@ __all__ = ["run"]
 def run(args: argparse.Namespace) -> int:
     """Compute the utility summary and write the output folder."""
     from bayes_risk._io import write_json
-    from bayes_risk.cli._common import missing_labels, read_records_table, schema_from_args
+    from bayes_risk.cli._common import missing_labels, read_records_table, release_schema
     from bayes_risk.cli._run import output_dir
     from bayes_risk.data.io import read_synthetic
     from bayes_risk.exceptions import ValidationError
@@ -42,9 +42,7 @@ def run(args: argparse.Namespace) -> int:
     syn = read_synthetic(args.synthetic, like=original,
                             allow_different_original=args.allow_different_original,
                             missing_labels=missing_labels(args))
-    typed = any(getattr(args, a) for a in ("categorical", "ordinal", "count", "continuous",
-                                             "missing_code"))
-    schema = schema_from_args(original, args) if (typed or syn.schema is None) else None
+    schema = release_schema(original, syn, args)
     synthesized = args.synthesized
     if synthesized is None and syn.schema is not None and syn.schema.synthesized:
         synthesized = list(syn.schema.synthesized)  # roles recorded by `bayes-risk synthesize`

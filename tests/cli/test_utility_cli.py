@@ -231,3 +231,30 @@ def test_combining_rules_chosen_and_overridden(files, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main([*argv[:-1], str(tmp_path / "x"), "--combining-rules", "fully"])
     assert exc.value.code == 2 and "--combining-rules" in capsys.readouterr().err
+
+
+def test_type_options_apply_on_top_of_the_manifest(files, tmp_path, capsys):
+    """A release's manifest schema is not silently replaced: options naming the manifest's own
+    types change nothing (Educ keeps its manifest type; the figures are the ones without
+    options), and an option that changes a type is applied with SCHEMA_OVERRIDDEN naming the
+    column and both types."""
+    d = files["data"]
+    folder = SyntheticData(files["datasets"], method="test", schema=infer_schema(
+        d, categorical=[*CAT, "Educ"], synthesized=["Income"])).save(tmp_path / "rel")
+
+    def run(name, *opts):
+        out = tmp_path / name
+        code, _, err = _run(["utility", str(files["orig"]), str(folder), *opts, "--max-order",
+                             "0", "--random-seed", "1", "--quiet", "--out", str(out)], capsys)
+        assert code == 0, err
+        return json.loads((out / "summary.json").read_text()), err
+
+    plain, _ = run("plain")
+    same, err = run("same", "--categorical", *CAT)  # Educ left out: the manifest's categorical
+    codes = lambda s: {w["code"] for w in s["run_warnings"]}  # noqa: E731
+    assert "SCHEMA_OVERRIDDEN" not in err and "SCHEMA_OVERRIDDEN" not in codes(same)
+    assert same["pmse"] == plain["pmse"] and same["columns"] == plain["columns"]
+    changed, err = run("changed", "--count", "Educ")
+    assert "warning [SCHEMA_OVERRIDDEN]" in err and "Educ (categorical -> count)" in err
+    assert "SCHEMA_OVERRIDDEN" in codes(changed)
+    assert changed["pmse"] != plain["pmse"]  # Educ entered as a number
