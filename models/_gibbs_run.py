@@ -508,8 +508,9 @@ def _merge_rounds(old: tuple[dict[str, np.ndarray], dict[str, np.ndarray]],
 def _warm_up_output() -> None:
     """What the first ``_to_datatree`` of a process pays for, on a one-value tree: importing
     xarray and arviz_base, and what xarray imports when it first wraps an array (``dask.array``
-    when dask is installed); and the convergence record's ``scipy.special``."""
-    import scipy.special  # noqa: F401 - models._bayesian_convergence (normal scores)
+    when dask is installed); and the convergence checks' ``arviz_stats`` (with ``scipy.stats``,
+    about half a second)."""
+    import arviz_stats  # noqa: F401 - models._bayesian_convergence (ESS, R-hat)
     import xarray as xr
     from arviz_base import dict_to_dataset
 
