@@ -138,6 +138,33 @@ def check_text(check: dict[str, Any], *, with_quantity: bool = True) -> str:
             f"{check['threshold']:g}")
 
 
+def worst_checks(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The worst failed check of each fit and code (the highest R-hat; the ESS furthest below
+    its threshold), in the order of their first appearance."""
+    worst: dict[tuple[Any, str], dict[str, Any]] = {}
+    for c in checks:
+        key = (c.get("fit"), c["code"])
+        bad = c["value"] if c["statistic"] == "rhat" else -c["value"] / c["threshold"]
+        old = worst.get(key)
+        if old is None or bad > (old["value"] if old["statistic"] == "rhat"
+                                 else -old["value"] / old["threshold"]):
+            worst[key] = c
+    return list(worst.values())
+
+
+def checks_headline(checks: list[dict[str, Any]], *, where: str, limit: int = 4) -> str:
+    """The failed checks in one line for a command's headline: the worst of each fit and code
+    with its fit, quantity and value (``fit model: LOW_ESS tail ESS of loglik 199.9996 <
+    200``), at most ``limit`` of them, then how many there are in all and ``where`` (the file
+    that lists them)."""
+    worst = worst_checks(checks)
+    parts = [(f"fit {c['fit']}: " if c.get("fit") else "") + f"{c['code']} {check_text(c)}"
+             for c in worst[:limit]]
+    if len(worst) > limit:
+        parts.append(f"{len(worst) - limit} more fit(s)/code(s)")
+    return "; ".join(parts) + f" ({len(checks)} failed check(s) in all: {where})"
+
+
 class _BayesianConvergence:
     """Mixin of ``BayesianSynthesizer``: convergence report, warnings and summary."""
 
