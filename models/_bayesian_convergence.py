@@ -139,29 +139,31 @@ def check_text(check: dict[str, Any], *, with_quantity: bool = True) -> str:
 
 
 def worst_checks(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The worst failed check of each fit and code (the highest R-hat; the ESS furthest below
-    its threshold), in the order of their first appearance."""
-    worst: dict[tuple[Any, str], dict[str, Any]] = {}
+    """The worst failed check of each code (the highest R-hat; the ESS furthest below its
+    threshold, relative to it), in the order of the codes' first appearance."""
+
+    def badness(c: dict[str, Any]) -> float:
+        return c["value"] if c["statistic"] == "rhat" else -c["value"] / c["threshold"]
+
+    worst: dict[str, dict[str, Any]] = {}
     for c in checks:
-        key = (c.get("fit"), c["code"])
-        bad = c["value"] if c["statistic"] == "rhat" else -c["value"] / c["threshold"]
-        old = worst.get(key)
-        if old is None or bad > (old["value"] if old["statistic"] == "rhat"
-                                 else -old["value"] / old["threshold"]):
-            worst[key] = c
+        if c["code"] not in worst or badness(c) > badness(worst[c["code"]]):
+            worst[c["code"]] = c
     return list(worst.values())
 
 
-def checks_headline(checks: list[dict[str, Any]], *, where: str, limit: int = 4) -> str:
-    """The failed checks in one line for a command's headline: the worst of each fit and code
-    with its fit, quantity and value (``fit model: LOW_ESS tail ESS of loglik 199.9996 <
-    200``), at most ``limit`` of them, then how many there are in all and ``where`` (the file
-    that lists them)."""
-    worst = worst_checks(checks)
-    parts = [(f"fit {c['fit']}: " if c.get("fit") else "") + f"{c['code']} {check_text(c)}"
-             for c in worst[:limit]]
-    if len(worst) > limit:
-        parts.append(f"{len(worst) - limit} more fit(s)/code(s)")
+def checks_headline(checks: list[dict[str, Any]], *, where: str) -> str:
+    """The failed checks in one line for a command's headline: per code, the fits that failed
+    it (when the checks name fits) and its worst check with its fit, quantity and value
+    (``LOW_ESS (fits model, augmented_1; worst fit model): tail ESS of loglik 199.9996 <
+    200``), then how many checks failed in all and ``where`` (the file that lists them)."""
+    parts = []
+    for c in worst_checks(checks):
+        fits = list(dict.fromkeys(str(d["fit"]) for d in checks
+                                  if d["code"] == c["code"] and d.get("fit") is not None))
+        which = (f" (fit{'s' if len(fits) > 1 else ''} {', '.join(fits)}"
+                 + (f"; worst fit {c['fit']})" if len(fits) > 1 else ")")) if fits else ""
+        parts.append(f"{c['code']}{which}: {check_text(c)}")
     return "; ".join(parts) + f" ({len(checks)} failed check(s) in all: {where})"
 
 

@@ -185,7 +185,7 @@ def test_failed_check_named_in_headline_and_summary(tmp_path, csv, capsys):
     (line,) = [ln for ln in printed.splitlines() if "convergence FAILED for the dpmpm fit" in ln]
     low = min((c for c in checks if c["code"] == "LOW_ESS"), key=lambda c: c["value"])
     name = {"ess_bulk": "bulk ESS", "ess_tail": "tail ESS"}[low["statistic"]]
-    assert f"LOW_ESS {name} of {low['quantity']} {low['value']:.0f} < 200" in line
+    assert f"LOW_ESS: {name} of {low['quantity']} {low['value']:.0f} < 200" in line
     assert f"({len(checks)} failed check(s) in all: convergence.json)" in line
     assert {"LOW_ESS"} <= set(summ["warnings"])
 

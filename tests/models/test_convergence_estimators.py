@@ -208,3 +208,23 @@ def test_dpmpm_fit_does_not_import_pymc(tmp_path):
                          env={**os.environ, "PYTHONWARNINGS": "ignore"})
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
     assert "Sequential sampling (1 chains in 1 job)" in out.stderr  # pm.sample's line
+
+
+def test_headline_names_fits_quantity_and_value():
+    from bayes_risk.models._bayesian_convergence import checks_headline
+
+    checks = [
+        {"code": "LOW_ESS", "fit": "model", "quantity": "loglik", "statistic": "ess_tail",
+         "value": 199.9996, "threshold": 200.0},
+        {"code": "RHAT_HIGH", "fit": "augmented_1", "quantity": "alpha", "statistic": "rhat",
+         "value": 1.02, "threshold": 1.01},
+        {"code": "LOW_ESS", "fit": "augmented_1", "quantity": "alpha", "statistic": "ess_bulk",
+         "value": 150.0, "threshold": 200.0},
+    ]
+    assert checks_headline(checks, where="summary.json") == (
+        "LOW_ESS (fits model, augmented_1; worst fit augmented_1): bulk ESS of alpha 150 < 200; "
+        "RHAT_HIGH (fit augmented_1): R-hat of alpha 1.020 > 1.01 "
+        "(3 failed check(s) in all: summary.json)")
+    one = [{k: v for k, v in checks[0].items() if k != "fit"}]
+    assert checks_headline(one, where="convergence.json") == (
+        "LOW_ESS: tail ESS of loglik 199.9996 < 200 (1 failed check(s) in all: convergence.json)")
