@@ -176,8 +176,11 @@ class _BayesianConvergence:
         Mixture labels switch freely, so component-wise parameters are not diagnosed; the model
         supplies quantities that do not depend on labels (log-likelihood, cell probabilities,
         concentration, number of occupied components). With one chain, R-hat is computed on the
-        chain split in two halves (split-R-hat). The estimators of ``arviz_stats.ess``
-        (``method="bulk"``, ``"tail"``) and ``arviz_stats.rhat`` (``method="rank"``).
+        chain split in two halves (split-R-hat). The figures are ArviZ's, computed on the
+        stored draws: ``arviz_stats.ess(x, method="bulk")``, ``arviz_stats.ess(x,
+        method="tail", prob=(0.05, 0.95))`` (the tail ESS of Vehtari et al. 2021; ArviZ 1.x's
+        default ``prob``, ``rcParams["stats.ci_prob"]``, takes the 11 % and 89 % quantiles and
+        gives larger values) and ``arviz_stats.rhat(x, method="rank")``.
 
         Parameters
         ----------
