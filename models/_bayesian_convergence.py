@@ -29,8 +29,8 @@ RHAT_MAX = 1.01
 ESS_MIN = 100.0
 #: quantiles of the tail ESS (Vehtari et al. 2021; Stan and R ``posterior``): the smaller ESS of
 #: the indicators ``x <= q_0.05`` and ``x <= q_0.95``. Passed to ``arviz_stats.ess``, whose own
-#: default (ArviZ 1.x: ``rcParams["stats.ci_prob"]`` = 0.89, the 11 % and 89 % quantiles) would
-#: overstate the effective draws in the tails.
+#: default (ArviZ 1.x: ``rcParams["stats.ci_prob"]`` = 0.89, the 11 % and 89 % quantiles)
+#: measures less extreme quantiles, gives larger values and would move with a display setting.
 TAIL_PROB = (0.05, 0.95)
 #: a self-extending run stops early when a round leaves the largest R-hat above ``STUCK_RHAT``
 #: and takes less than a tenth off ``R-hat - 1``: for chains that agree but have too few
