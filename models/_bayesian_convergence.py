@@ -7,7 +7,7 @@ JSON record written to ``convergence.json`` with a saved model.
 The estimators are ``arviz_stats``' own, called on the stored draws of each quantity
 (``ess(method="bulk")``, ``ess(method="tail", prob=(0.05, 0.95))``, ``rhat(method="rank")``):
 the values equal ArviZ's on the saved posterior. Importing ``arviz_stats`` (and ``scipy.stats``)
-takes about half a second; a Gibbs run does it on the other core while its kernels run
+takes about half a second of CPU; a Gibbs run does it in a thread while its chains run
 (``bayes_risk.models._gibbs_run._warm_up_output``).
 """
 
