@@ -4,10 +4,11 @@ Rank-normalised bulk/tail ESS and R-hat (Vehtari et al. 2021) of the label-invar
 each model supplies (``_convergence_quantities``), the structured warnings they raise and the
 JSON record written to ``convergence.json`` with a saved model.
 
-The estimators are ``arviz_stats``' (``ess(method="bulk")``, ``ess(method="tail")``,
-``rhat(method="rank")``), computed here with numpy step for step as ``arviz_stats.base`` does
-them (the tests check agreement to 1e-12): importing ``arviz_stats`` imports ``scipy.stats``,
-half a second of every ``bayes-risk fit`` for a few thousand numbers (issue 15).
+The estimators are ``arviz_stats``' own, called on the stored draws of each quantity
+(``ess(method="bulk")``, ``ess(method="tail", prob=(0.05, 0.95))``, ``rhat(method="rank")``):
+the values equal ArviZ's on the saved posterior. Importing ``arviz_stats`` (and ``scipy.stats``)
+takes about half a second of CPU; a Gibbs run does it in a thread while its chains run
+(``bayes_risk.models._gibbs_run._warm_up_output``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ RHAT_MAX = 1.01
 #: bulk/tail ESS below this many **per chain** flags too few effective draws (Vehtari et al.
 #: 2021 and Stan: about 100 per chain, i.e. 400 for four chains, 200 for two).
 ESS_MIN = 100.0
+#: quantiles of the tail ESS (Vehtari et al. 2021; Stan and R ``posterior``): the smaller ESS of
+#: the indicators ``x <= q_0.05`` and ``x <= q_0.95``. Passed to ``arviz_stats.ess``, whose own
+#: default (ArviZ 1.x: ``rcParams["stats.ci_prob"]`` = 0.89, the 11 % and 89 % quantiles)
+#: measures less extreme quantiles, gives larger values and would move with a display setting.
+TAIL_PROB = (0.05, 0.95)
 #: a self-extending run stops early when a round leaves the largest R-hat above ``STUCK_RHAT``
 #: and takes less than a tenth off ``R-hat - 1``: for chains that agree but have too few
 #: effective draws, R-hat - 1 ≈ 2 / ESS roughly halves per doubling of the run (ACS extract with
@@ -46,116 +52,119 @@ def extension_stuck(previous: float | None, current: float) -> bool:
 
 
 # ---------------------------------------------------------------------- ESS and R-hat
-# Rank normalisation, splitting, autocovariance and Geyer's initial monotone sequence as in
-# arviz_stats.base.diagnostics / core (the same operations in the same order).
-def _z_scale(x: np.ndarray) -> np.ndarray:
-    """Normal scores of the average ranks (Blom's offset 3/8) of all values of ``x``."""
-    from scipy.special import ndtri  # what scipy.stats.norm.ppf evaluates
+def ess_bulk(x: np.ndarray) -> float:
+    """Bulk ESS of ``x[chain, draw]``: ``arviz_stats.ess(x, method="bulk")`` (rank-normalised
+    split chains; NaN with fewer than 4 draws or a NaN draw)."""
+    import arviz_stats
 
-    flat = x.ravel()
-    order = np.argsort(flat, kind="mergesort")
-    inv = np.empty(order.size, dtype=np.intp)
-    inv[order] = np.arange(order.size)
-    srt = flat[order]
-    first = np.r_[True, srt[1:] != srt[:-1]]
-    dense = np.cumsum(first)[inv]
-    count = np.r_[np.flatnonzero(first), first.size]
-    rank = 0.5 * (count[dense] + count[dense - 1] + 1)
-    return ndtri((rank - 3 / 8) / (rank.size - 2 * 3 / 8 + 1)).reshape(x.shape)
+    return float(arviz_stats.ess(np.asarray(x, dtype=np.float64), method="bulk"))
 
 
-def _split(x: np.ndarray) -> np.ndarray:
-    half = x.shape[1] // 2
-    return np.vstack((x[:, :half], x[:, -half:]))
+def ess_tail(x: np.ndarray) -> float:
+    """Tail ESS of ``x[chain, draw]``: ``arviz_stats.ess(x, method="tail", prob=TAIL_PROB)``,
+    the smaller ESS of the indicators of the 5 % and 95 % quantiles (Vehtari et al. 2021).
 
+    ``prob`` is given: without it ArviZ 1.x takes ``rcParams["stats.ci_prob"]`` (0.89), i.e. the
+    11 % and 89 % quantiles, which gives a larger value than the tail ESS of Vehtari et al.
+    """
+    import arviz_stats
 
-def _fast_len(n: int) -> int:
-    """Smallest 5-smooth number >= ``n`` (``scipy.fftpack.next_fast_len``)."""
-    best, p5 = 1 << max(n - 1, 0).bit_length(), 1
-    while p5 < best:
-        p35 = p5
-        while p35 < best:
-            q = -(-n // p35)  # smallest power of two with p35 * 2**j >= n
-            cand = p35 * (1 << max(q - 1, 0).bit_length())
-            best = min(best, cand)
-            p35 *= 3
-        p5 *= 5
-    return best
-
-
-def _rhat_plain(x: np.ndarray) -> float:
-    n = x.shape[1]
-    between = n * np.var(np.mean(x, axis=1), ddof=1)
-    within = np.mean(np.var(x, axis=1, ddof=1))
-    return float(np.sqrt((between / within + n - 1) / n))
+    return float(arviz_stats.ess(np.asarray(x, dtype=np.float64), method="tail",
+                                 prob=TAIL_PROB))
 
 
 def rhat_rank(x: np.ndarray) -> float:
-    """Rank-normalised split R-hat (bulk and folded) of ``x[chain, draw]`` (NaN: fewer than 2
-    chains or 4 draws)."""
-    x = np.asarray(x, dtype=np.float64)
-    if x.shape[0] < 2 or x.shape[1] < 4 or np.isnan(x).any():
-        return float("nan")
-    sp = _split(x)
-    folded = np.abs(sp - np.median(sp))
-    return max(_rhat_plain(_z_scale(sp)), _rhat_plain(_z_scale(folded)))
+    """Rank-normalised split R-hat (bulk and folded) of ``x[chain, draw]``:
+    ``arviz_stats.rhat(x, method="rank")`` (NaN: fewer than 2 chains or 4 draws)."""
+    import arviz_stats
+
+    return float(arviz_stats.rhat(np.asarray(x, dtype=np.float64), method="rank"))
 
 
-def _ess(x: np.ndarray) -> float:
-    x = np.asarray(x, dtype=np.float64)
-    if np.max(x) - np.min(x) < np.finfo(float).resolution:
-        return float(x.size)
-    n_chain, n_draw = x.shape
-    m = _fast_len(2 * n_draw)
-    c = x - x.mean(axis=1, keepdims=True)
-    f = np.fft.rfft(c, n=m, axis=1)
-    f *= np.conjugate(f)
-    acov = np.fft.irfft(f, n=m, axis=1)[:, :n_draw]
-    acov /= n_draw
-    mean_var = np.mean(acov[:, 0]) * n_draw / (n_draw - 1.0)
-    var_plus = mean_var * (n_draw - 1.0) / n_draw
-    if n_chain > 1:
-        var_plus += np.var(x.mean(axis=1), axis=None, ddof=1)
-    rho = np.zeros(n_draw)
-    even = 1.0
-    rho[0] = even
-    odd = 1.0 - (mean_var - np.mean(acov[:, 1])) / var_plus
-    rho[1] = odd
-    t = 1  # Geyer's initial positive sequence
-    while t < n_draw - 3 and even + odd > 0.0:
-        even = 1.0 - (mean_var - np.mean(acov[:, t + 1])) / var_plus
-        odd = 1.0 - (mean_var - np.mean(acov[:, t + 2])) / var_plus
-        if even + odd >= 0:
-            rho[t + 1] = even
-            rho[t + 2] = odd
-        t += 2
-    max_t = t - 2
-    if even > 0:
-        rho[max_t + 1] = even
-    t = 1  # Geyer's initial monotone sequence
-    while t <= max_t - 2:
-        if rho[t + 1] + rho[t + 2] > rho[t - 1] + rho[t]:
-            rho[t + 1] = (rho[t - 1] + rho[t]) / 2.0
-            rho[t + 2] = rho[t + 1]
-        t += 2
-    size = n_chain * n_draw
-    tau = -1.0 + 2.0 * np.sum(rho[: max_t + 1]) + np.sum(rho[max_t + 1 : max_t + 2])
-    tau = max(tau, 1 / np.log10(size))
-    return float("nan") if np.isnan(rho).any() else float(size / tau)
+#: how each statistic of the convergence table is named in messages
+STATISTIC_NAMES = {"rhat": "R-hat", "ess_bulk": "bulk ESS", "ess_tail": "tail ESS"}
 
 
-def ess_bulk(x: np.ndarray) -> float:
-    """Bulk ESS (rank-normalised split chains) of ``x[chain, draw]`` (at least 4 draws)."""
-    x = np.asarray(x, dtype=np.float64)
-    return float("nan") if np.isnan(x).any() else _ess(_z_scale(_split(x)))
+def failed_checks(table: pd.DataFrame, ess_min: float) -> list[dict[str, Any]]:
+    """The failed checks of a convergence table, one per quantity and statistic.
+
+    Parameters
+    ----------
+    table : DataFrame
+        Index: quantity; columns ``ess_bulk``, ``ess_tail``, ``rhat`` (as
+        :meth:`~bayes_risk.models.bayesian.BayesianSynthesizer.convergence_report`).
+    ess_min : float
+        The fit's ESS threshold (``ESS_MIN`` per chain).
+
+    Returns
+    -------
+    list of dict
+        ``code`` (``"RHAT_HIGH"``: ``rhat > RHAT_MAX``; ``"LOW_ESS"``: ``ess_bulk`` or
+        ``ess_tail`` below ``ess_min``), ``quantity``, ``statistic`` (``"rhat"``,
+        ``"ess_bulk"``, ``"ess_tail"``), ``value`` and ``threshold``. The decision uses the
+        value as computed (no rounding): a tail ESS of 199.9996 fails a threshold of 200.
+    """
+    out: list[dict[str, Any]] = []
+    for q, r in table.iterrows():
+        if np.isfinite(r["rhat"]) and r["rhat"] > RHAT_MAX:
+            out.append({"code": "RHAT_HIGH", "quantity": str(q), "statistic": "rhat",
+                        "value": float(r["rhat"]), "threshold": RHAT_MAX})
+        for stat in ("ess_bulk", "ess_tail"):
+            if np.isfinite(r[stat]) and r[stat] < ess_min:
+                out.append({"code": "LOW_ESS", "quantity": str(q), "statistic": stat,
+                            "value": float(r[stat]), "threshold": float(ess_min)})
+    return out
 
 
-def ess_tail(x: np.ndarray, prob: tuple[float, float] = (0.05, 0.95)) -> float:
-    """Tail ESS: the smaller ESS of the indicators of the ``prob`` quantiles."""
-    x = np.asarray(x, dtype=np.float64)
-    if np.isnan(x).any():
-        return float("nan")
-    return min(_ess(_split(x <= np.quantile(x, q, axis=None))) for q in prob)
+def shown_against(value: float, threshold: float, decimals: int) -> str:
+    """``value`` with ``decimals`` decimals, or with as many more (up to 6) as it takes to tell
+    it from ``threshold``: a tail ESS of 199.9996 against 200 reads ``199.9996``, not ``200``."""
+    for d in range(decimals, decimals + 7):
+        text = f"{value:.{d}f}"
+        if text != f"{threshold:.{d}f}":
+            return text
+    return repr(float(value))
+
+
+def check_text(check: dict[str, Any], *, with_quantity: bool = True) -> str:
+    """One failed check in words: ``tail ESS of loglik 199.9996 < 200`` (``with_quantity``
+    False: ``tail ESS 199.9996``)."""
+    stat = check["statistic"]
+    value = shown_against(check["value"], check["threshold"], 3 if stat == "rhat" else 0)
+    if not with_quantity:
+        return f"{STATISTIC_NAMES[stat]} {value}"
+    sign = ">" if stat == "rhat" else "<"
+    return (f"{STATISTIC_NAMES[stat]} of {check['quantity']} {value} {sign} "
+            f"{check['threshold']:g}")
+
+
+def worst_checks(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The worst failed check of each code (the highest R-hat; the ESS furthest below its
+    threshold, relative to it), in the order of the codes' first appearance."""
+
+    def badness(c: dict[str, Any]) -> float:
+        return c["value"] if c["statistic"] == "rhat" else -c["value"] / c["threshold"]
+
+    worst: dict[str, dict[str, Any]] = {}
+    for c in checks:
+        if c["code"] not in worst or badness(c) > badness(worst[c["code"]]):
+            worst[c["code"]] = c
+    return list(worst.values())
+
+
+def checks_headline(checks: list[dict[str, Any]], *, where: str) -> str:
+    """The failed checks in one line for a command's headline: per code, the fits that failed
+    it (when the checks name fits) and its worst check with its fit, quantity and value
+    (``LOW_ESS (fits model, augmented_1; worst fit model): tail ESS of loglik 199.9996 <
+    200``), then how many checks failed in all and ``where`` (the file that lists them)."""
+    parts = []
+    for c in worst_checks(checks):
+        fits = list(dict.fromkeys(str(d["fit"]) for d in checks
+                                  if d["code"] == c["code"] and d.get("fit") is not None))
+        which = (f" (fit{'s' if len(fits) > 1 else ''} {', '.join(fits)}"
+                 + (f"; worst fit {c['fit']})" if len(fits) > 1 else ")")) if fits else ""
+        parts.append(f"{c['code']}{which}: {check_text(c)}")
+    return "; ".join(parts) + f" ({len(checks)} failed check(s) in all: {where})"
 
 
 class _BayesianConvergence:
@@ -167,8 +176,11 @@ class _BayesianConvergence:
         Mixture labels switch freely, so component-wise parameters are not diagnosed; the model
         supplies quantities that do not depend on labels (log-likelihood, cell probabilities,
         concentration, number of occupied components). With one chain, R-hat is computed on the
-        chain split in two halves (split-R-hat). The estimators of ``arviz_stats.ess``
-        (``method="bulk"``, ``"tail"``) and ``arviz_stats.rhat`` (``method="rank"``).
+        chain split in two halves (split-R-hat). The figures are ArviZ's, computed on the
+        stored draws: ``arviz_stats.ess(x, method="bulk")``, ``arviz_stats.ess(x,
+        method="tail", prob=(0.05, 0.95))`` (the tail ESS of Vehtari et al. 2021; ArviZ 1.x's
+        default ``prob``, ``rcParams["stats.ci_prob"]``, takes the 11 % and 89 % quantiles and
+        gives larger values) and ``arviz_stats.rhat(x, method="rank")``.
 
         Parameters
         ----------
@@ -211,17 +223,12 @@ class _BayesianConvergence:
             rows.append((name, float(x.mean()), float(x.std()), eb, et, rh))
         df = pd.DataFrame(rows, columns=["quantity", "mean", "sd", "ess_bulk", "ess_tail", "rhat"])
         df = df.set_index("quantity")
-        flags = []
-        for _, r in df.iterrows():
-            f = []
-            if np.isfinite(r.rhat) and r.rhat > RHAT_MAX:
-                f.append("RHAT_HIGH")
-            if (np.isfinite(r.ess_bulk) and r.ess_bulk < ess_min) or (
-                np.isfinite(r.ess_tail) and r.ess_tail < ess_min
-            ):
-                f.append("LOW_ESS")
-            flags.append(",".join(f))
-        df["flag"] = flags
+        failed: dict[str, list[str]] = {}
+        for c in failed_checks(df, ess_min):
+            codes = failed.setdefault(c["quantity"], [])
+            if c["code"] not in codes:
+                codes.append(c["code"])
+        df["flag"] = [",".join(failed.get(str(q), [])) for q in df.index]
         df.attrs["mcmc_run"] = self._mcmc_run()
         if warn:
             for w in self._convergence_warnings(df):
@@ -267,8 +274,8 @@ class _BayesianConvergence:
         return ESS_MIN * int(self.posterior_["posterior"].sizes["chain"])
 
     def _convergence_warnings(self, df: pd.DataFrame) -> list[dict[str, Any]]:
-        """One structured warning per failed check of a convergence table (code, quantities,
-        message)."""
+        """One structured warning per code of the failed checks of a convergence table
+        (``code``, ``quantities``, ``checks``: :func:`failed_checks`, ``message``)."""
         out = []
         chains = int(self.posterior_["posterior"].sizes["chain"])
         run = self._mcmc_run()
@@ -287,19 +294,24 @@ class _BayesianConvergence:
         else:
             advice = ("Run longer chains (more tune/draws) or more chains; see "
                       "convergence_report().")
+        checks = failed_checks(df, self._ess_min()) if len(df) else []
         for code, what in (("RHAT_HIGH", f"R-hat > {RHAT_MAX}"),
                            ("LOW_ESS", f"bulk or tail ESS < {self._ess_min():.0f}, i.e. "
                                        f"{ESS_MIN:.0f} per chain for {chains} chain(s)")):
-            bad = df[[code in str(f).split(",") for f in df["flag"]]] if len(df) else df
-            if not len(bad):
+            mine = [c for c in checks if c["code"] == code]
+            if not mine:
                 continue
+            quantities = list(dict.fromkeys(c["quantity"] for c in mine))
+            # each quantity with the values that failed (not rounded onto the threshold)
             desc = "; ".join(
-                f"{q}: R-hat {r.rhat:.3f}, ESS bulk {r.ess_bulk:.0f}, tail {r.ess_tail:.0f}"
-                for q, r in bad.iterrows()
+                f"{q}: " + ", ".join(check_text(c, with_quantity=False) for c in mine
+                                     if c["quantity"] == q)
+                for q in quantities
             )
             out.append({
                 "code": code,
-                "quantities": [str(q) for q in bad.index],
+                "quantities": quantities,
+                "checks": mine,
                 "message": (
                     f"{type(self).__name__}: MCMC may not have converged ({what}: {desc}) "
                     f"({code}). {advice}"
@@ -314,8 +326,9 @@ class _BayesianConvergence:
         -------
         list of dict
             Each with ``code`` (``"RHAT_HIGH"``, ``"LOW_ESS"``, or a model code such as
-            ``"TRUNCATION_TOO_SMALL"``), ``quantities`` (the diagnosed quantities concerned)
-            and ``message``.
+            ``"TRUNCATION_TOO_SMALL"``), ``quantities`` (the diagnosed quantities concerned),
+            ``checks`` (the failed checks: ``code``, ``quantity``, ``statistic``, ``value``,
+            ``threshold``; empty for a model code) and ``message``.
         """
         self._check_fitted()
         if self.convergence_ is None:
@@ -326,7 +339,7 @@ class _BayesianConvergence:
         for code in getattr(self, "warnings_", None) or []:
             if code not in {w["code"] for w in out}:
                 # the code's meaning and remedy, as the result's structured warnings give it
-                out.append({"code": str(code), "quantities": [],
+                out.append({"code": str(code), "quantities": [], "checks": [],
                             "message": f"{type(self).__name__}: {message(str(code))} ({code})"})
         return out
 
@@ -344,9 +357,11 @@ class _BayesianConvergence:
             included), ``max_sweeps_per_chain`` (the bound of a self-extending run; 0: the
             run had the length asked for), ``stopped`` (why a self-extending run ended:
             ``"passed"``, ``"stuck"`` (R-hat stayed high, see ``DPMPM``, ``max_sweeps``),
-            ``"max_sweeps"``; ``""``: no extension), ``thresholds`` (R-hat, ESS),
-            ``quantities`` (per diagnosed quantity: ``mean``, ``sd``, ``ess_bulk``,
-            ``ess_tail``, ``rhat``, ``flag``), ``warnings`` (:meth:`mcmc_warnings`) and
+            ``"max_sweeps"``; ``""``: no extension), ``thresholds`` (R-hat, ESS, and the
+            quantiles ``ess_tail_prob`` of the tail ESS), ``quantities`` (per diagnosed
+            quantity: ``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``rhat``, ``flag``),
+            ``failed_checks`` (one per quantity and statistic: ``code``, ``quantity``,
+            ``statistic``, ``value``, ``threshold``), ``warnings`` (:meth:`mcmc_warnings`) and
             ``passed`` (no failed check).
         """
         warns = self.mcmc_warnings()
@@ -363,11 +378,12 @@ class _BayesianConvergence:
             "max_sweeps_per_chain": run["max_sweeps"],
             "stopped": run["stopped"],
             "thresholds": {"rhat_max": RHAT_MAX, "ess_min": self._ess_min(),
-                           "ess_min_per_chain": ESS_MIN},
+                           "ess_min_per_chain": ESS_MIN, "ess_tail_prob": list(TAIL_PROB)},
             "quantities": {
                 str(q): {k: (float(v) if k != "flag" else v) for k, v in r.items()}
                 for q, r in self.convergence_.iterrows()
             },
+            "failed_checks": [c for w in warns for c in w.get("checks", [])],
             "warnings": warns,
             "passed": not warns,
         })

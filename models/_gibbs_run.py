@@ -426,12 +426,15 @@ def sample_gibbs(
         tasks = [("start", tune, draws)] * chains
         if parallel:
             runner = _ForkedChains(step, layout, rngs, workers)
-            results = runner.run(tasks, bar, stop)
+            # every worker is forked by now (extension rounds reuse them), so the parent may
+            # import in a thread while it waits: no fork can meet a half-held import lock
+            with Background(_warm_up_output):
+                results = runner.run(tasks, bar, stop)
         else:
             runner = _InProcessChains(step, rngs, layout, own_steps=extend)
             # the sweeps' kernels release the GIL: the DataTree's imports run meanwhile on the
-            # other core (bayes_risk._lazy.Background; not with forked workers: a fork while a
-            # thread imports could leave a child waiting on an import lock)
+            # other core (bayes_risk._lazy.Background; with forked workers only once they are
+            # forked: a fork while a thread imports could leave a child waiting on an import lock)
             with Background(_warm_up_output):
                 results = runner.run(tasks, bar, stop)
         total = chains * (tune + draws)
@@ -508,8 +511,9 @@ def _merge_rounds(old: tuple[dict[str, np.ndarray], dict[str, np.ndarray]],
 def _warm_up_output() -> None:
     """What the first ``_to_datatree`` of a process pays for, on a one-value tree: importing
     xarray and arviz_base, and what xarray imports when it first wraps an array (``dask.array``
-    when dask is installed); and the convergence record's ``scipy.special``."""
-    import scipy.special  # noqa: F401 - models._bayesian_convergence (normal scores)
+    when dask is installed); and the convergence checks' ``arviz_stats`` (with ``scipy.stats``,
+    about half a second)."""
+    import arviz_stats  # noqa: F401 - models._bayesian_convergence (ESS, R-hat)
     import xarray as xr
     from arviz_base import dict_to_dataset
 

@@ -339,5 +339,7 @@ def mcmc_record(model: Any, aug_models: Sequence[Any]) -> dict[str, Any]:
             continue
         summ = mdl.convergence_summary()
         fits[name] = summ
-        warns += [dict(w, fit=name) for w in summ["warnings"]]
+        # each failed check names its fit too (the audit's and the CLI's lists of warnings)
+        warns += [dict(w, fit=name, checks=[dict(c, fit=name) for c in w.get("checks", [])])
+                  for w in summ["warnings"]]
     return {"fits": fits, "warnings": warns} if fits else {}

@@ -23,7 +23,12 @@ import pandas as pd
 
 from bayes_risk.auditing.plan import DEFAULT_SWEEP, STEP_NAMES, AuditPlan, Thresholds
 from bayes_risk.auditing.result import AuditResult, StepOutcome
-from bayes_risk.exceptions import SchemaError, ValidationError, _caused_by_interrupt
+from bayes_risk.exceptions import (
+    ConvergenceWarning,
+    SchemaError,
+    ValidationError,
+    _caused_by_interrupt,
+)
 
 __all__ = ["audit"]
 
@@ -238,12 +243,15 @@ def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepO
     outcome.name, outcome.title = name, title
     outcome.seconds = time.perf_counter() - t0
     outcome.warnings = _dedupe(caught)
+    named = _with_mcmc_warnings(outcome.warnings, outcome.extra.get("mcmc_warnings") or [])
     if outcome.folder is not None and ctx.root is not None:
         from bayes_risk.auditing.steps import add_run_warnings
 
         add_run_warnings(ctx.root / outcome.folder, name, outcome.warnings)
     for w in caught:  # the caller (or the CLI's run) sees every warning once
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    for w in named:  # and the failed checks no warning raised during the step (a saved fit's)
+        warnings.warn(ConvergenceWarning(w["message"], code=w["code"]), stacklevel=2)
     if outcome.status != "ran":
         _say(ctx, f"  {outcome.status}: {outcome.reason}")
     return outcome
@@ -290,6 +298,38 @@ def _preflight(ctx: Any) -> None:
                 f"{' '.join(_cli_name(u) for u in users)}).",
                 code=getattr(err, "code", None),
             ) from err
+
+
+def _with_mcmc_warnings(step_warnings: list[dict[str, Any]],
+                        mcmc: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Put the structured MCMC warnings of a step's fits (``AttributeRiskResult.mcmc``) in its
+    list of warnings, each naming its fit and carrying its failed checks (``checks``: code,
+    fit, quantity, statistic, value, threshold).
+
+    A fit made during the step (an augmented fit) raised its warning then: that entry (same code
+    and text) gains the fit's name. A fit made before the step (the saved model) raised none
+    here: its warning is added, and returned so that the caller raises it too. A model code
+    without checks (``TRUNCATION_TOO_SMALL``) is added only when no warning of the step has
+    that code (its text at fit time differs from the record's; the result's ``mcmc`` record
+    names every fit that has it).
+    """
+    added = []
+    for w in mcmc:
+        fit, code = str(w.get("fit", "model")), str(w["code"])
+        text = " ".join(str(w.get("message", "")).split())
+        checks = list(w.get("checks") or [])
+        named = {"fit": fit, "checks": checks, "message": f"fit {fit}: {text}"}
+        if not checks and any(d["code"] == code for d in step_warnings):
+            continue
+        for d in step_warnings:
+            if d["code"] == code and d["message"] == text and "fit" not in d:
+                d.update(named)
+                break
+        else:
+            entry = {"code": code, "category": ConvergenceWarning.__name__, **named, "count": 1}
+            step_warnings.append(entry)
+            added.append(entry)
+    return added
 
 
 def _dedupe(caught: list[warnings.WarningMessage]) -> list[dict[str, Any]]:

@@ -71,6 +71,15 @@ CAVEATS: dict[str, tuple[str, ...]] = {
 }
 
 
+def _fit_order(fit: Any) -> tuple[int, int]:
+    """The saved model first, then the augmented fits in order (``augmented_<l>``)."""
+    name = str(fit)
+    if name == "model":
+        return (0, 0)
+    tail = name.removeprefix("augmented_")
+    return (1, int(tail)) if tail.isdigit() else (2, 0)
+
+
 def _caveats(kind: str, codes: Any) -> tuple[str, ...]:
     have = set(codes or ())
     return tuple(c for c in CAVEATS[kind] if c in have)
@@ -328,6 +337,16 @@ class AuditResult(RiskResult):
         """Every warning of every step: ``step``, ``code``, ``message``, ``count``."""
         return [{"step": s.name, **w} for s in self.steps for w in s.warnings]
 
+    @property
+    def convergence_checks(self) -> list[dict[str, Any]]:
+        """The failed MCMC convergence checks of the fits the steps used (the saved model and
+        the augmented fits of the attribute step): ``step``, ``code`` (``RHAT_HIGH``,
+        ``LOW_ESS``), ``fit``, ``quantity``, ``statistic`` (``rhat``, ``ess_bulk``,
+        ``ess_tail``), ``value`` and ``threshold``."""
+        out = [{"step": s.name, **c} for s in self.steps for w in s.warnings
+               for c in w.get("checks") or []]
+        return sorted(out, key=lambda c: _fit_order(c.get("fit")))
+
     def verdict_frame(self) -> pd.DataFrame:
         """The verdict lines as a table."""
         return pd.DataFrame(
@@ -347,7 +366,8 @@ class AuditResult(RiskResult):
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary: verdicts, steps (status, reason, files, warnings), settings."""
+        """JSON-ready summary: verdicts, steps (status, reason, files, warnings), settings, and
+        the failed convergence checks of the fits (:attr:`convergence_checks`)."""
         from bayes_risk._io import to_jsonable
 
         return to_jsonable({
@@ -368,6 +388,7 @@ class AuditResult(RiskResult):
             "settings": self.plan.settings_frame().to_dict(orient="records"),
             "thresholds": self.plan.thresholds.to_dict(),
             "step_warnings": self.warnings,
+            "failed_convergence_checks": self.convergence_checks,
             "warnings": list(dict.fromkeys(w["code"] for w in self.warnings)),
         })
 

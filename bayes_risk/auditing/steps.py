@@ -444,7 +444,9 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
             files.append(name)
     return StepOutcome(name="attribute", status="ran", result=res,
                        folder="attribute" if folder else None, files=files,
-                       extra={"summary": summary, "qi": _qi(ctx)})
+                       extra={"summary": summary, "qi": _qi(ctx),
+                              # the fits' failed checks, also of a model fitted earlier
+                              "mcmc_warnings": list((res.mcmc or {}).get("warnings", []))})
 
 
 # ---- empirical disclosure measures -----------------------------------------------------------

@@ -105,6 +105,14 @@ def run(args: argparse.Namespace) -> int:
         lines.append(f"{'EXCEEDS' if v.exceeds else 'within '}  {v.measure}: "
                      f"{v.value:.4g} (threshold {sign} {v.threshold:g})"
                      + (f" [warning: {', '.join(v.warnings)}]" if v.warnings else ""))
+    checks = res.convergence_checks
+    if checks:
+        from bayes_risk.models._bayesian_convergence import checks_headline
+
+        # the verdict lines name LOW_ESS / RHAT_HIGH; this names the fit, quantity and value
+        steps = ", ".join(dict.fromkeys(c["step"] for c in checks))
+        lines.append(f"convergence FAILED ({steps} step): "
+                     + checks_headline(checks, where="summary.json"))
     if res.baselines:
         lines.append("baseline of the original (cannot depend on the release; not a verdict) "
                      "[RELEASE_INDEPENDENT]:")

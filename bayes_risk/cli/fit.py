@@ -73,8 +73,24 @@ def run(args: argparse.Namespace) -> int:
         model.fit(df, schema=schema, random_seed=args.random_seed, **fit_kw)
     with output_dir(args) as tmp:
         model.save(tmp)
+        _write_summary(tmp, args, model)
     print_summary(_summary_lines(args, model, df, schema), args.out)
     return 0
+
+
+def _write_summary(folder: Any, args: argparse.Namespace, model: Any) -> None:
+    """``summary.json`` of the fit: whether its convergence checks passed and each failed check
+    (``code``, ``fit``, ``quantity``, ``statistic``, ``value``, ``threshold``); the run's
+    command, inputs and warnings are added by ``output_dir``."""
+    from bayes_risk._io import write_json
+
+    conv = model.convergence_summary()
+    write_json(folder / "summary.json", {
+        "command": "fit",
+        "method": args.method,
+        "convergence_passed": bool(conv["passed"]),
+        "failed_convergence_checks": [dict(c, fit="model") for c in conv["failed_checks"]],
+    })
 
 
 def _fit_tree(args: argparse.Namespace, cls: type, df: Any, schema: Any) -> int:
@@ -204,6 +220,12 @@ def _summary_lines(args: argparse.Namespace, model: Any, df: Any, schema: Any) -
             f"{len(q)} label-invariant quantities ("
             + ("passed" if conv["passed"] else "FAILED: see convergence.json") + ")"
         )
+    if conv["failed_checks"]:
+        from bayes_risk.models._bayesian_convergence import checks_headline
+
+        # which fit, which quantity, which value: the check that failed, not only that one did
+        lines.append(f"convergence FAILED for the {args.method} fit: "
+                     + checks_headline(conv["failed_checks"], where="convergence.json"))
     return lines
 
 

@@ -892,3 +892,63 @@ def test_disclosure_step_result_is_a_result(audited):
     assert len(d.plot().axes[0].patches) == 3 * len(d)
     with pytest.raises(TypeError):
         d[t] = None  # read-only
+
+
+# ---- failed convergence checks of the fits (issue 35 item 2) ---------------------------------
+
+
+def test_failed_convergence_checks_in_headline_warnings_and_summary(tmp_path, capsys):
+    """A saved DPMPM fit that fails its checks (2 chains x 30 draws: ESS far below 200): the
+    audit's headline names the fit, the quantity and the value; the report's "Warnings of every
+    step" lists the saved model's LOW_ESS / RHAT_HIGH (they were only on the verdict line) and
+    the augmented fits', each naming its fit; summary.json records every failed check (code,
+    fit, quantity, statistic, value, threshold) with the values of the model's
+    convergence.json."""
+    orig = tmp_path / "orig.csv"
+    cols = ["SEX", "MAR", "MIG"]
+    br.make_acs_like(120, random_seed=5)[cols].astype("int64").to_csv(orig, index=False)
+    model, syn, out = tmp_path / "model", tmp_path / "syn", tmp_path / "aud"
+    assert main(["fit", str(orig), "--method", "dpmpm", "--components", "4", "--tune", "10",
+                 "--draws", "30", "--chains", "2", "--cores", "1", "--random-seed", "1",
+                 "--quiet", "--out", str(model)]) == 0
+    assert main(["synthesize", "--model", str(model), "-m", "2", "--random-seed", "2",
+                 "--quiet", "--out", str(syn)]) == 0
+    capsys.readouterr()
+    assert main(["audit", str(orig), str(syn), "--model", str(model), "--known", "SEX", "MAR",
+                 "--records", "0-3", "--skip", "utility", "identification",
+                 "posterior-identification", "disclosure", "--random-seed", "3", "--quiet",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    conv = json.loads((model / "convergence.json").read_text())
+    saved = [dict(c, fit="model", step="attribute") for c in conv["failed_checks"]]
+    assert {c["code"] for c in saved} == {"RHAT_HIGH", "LOW_ESS"} or \
+        {c["code"] for c in saved} == {"LOW_ESS"}
+    top = json.loads((out / "summary.json").read_text())
+    checks = top["failed_convergence_checks"]
+    assert [c for c in checks if c["fit"] == "model"] == saved
+    assert {c["fit"] for c in checks} == {"model", "augmented_1", "augmented_2"}
+    for c in checks:
+        assert set(c) == {"step", "code", "fit", "quantity", "statistic", "value", "threshold"}
+    # the list of warnings of every step: the saved model's failed checks, named
+    listed = {(w["code"], w.get("fit")) for w in top["step_warnings"]}
+    for c in checks:
+        assert (c["code"], c["fit"]) in listed
+    assert {"LOW_ESS", "RHAT_HIGH"} & set(top["warnings"])
+    md = (out / "report.md").read_text()
+    section = md[md.index("## Warnings of every step"):]
+    assert "`LOW_ESS`: fit model: DPMPM: MCMC may not have converged" in section
+    html = (out / "report.html").read_text()
+    assert "<code>LOW_ESS</code>: fit model: DPMPM" in html
+    # the step's own summary.json and the run's warnings (one line each on stderr)
+    step = json.loads((out / "attribute" / "summary.json").read_text())
+    assert any(w.get("fit") == "model" and w["checks"] for w in step["run_warnings"])
+    assert "warning [LOW_ESS]: fit model: DPMPM: MCMC may not have converged" in printed.err
+    # the headline: the fits that failed, and fit, quantity and value of the worst check
+    (line,) = [ln for ln in printed.out.splitlines() if "convergence FAILED" in ln]
+    low = min((c for c in checks if c["code"] == "LOW_ESS"),
+              key=lambda c: c["value"] / c["threshold"])
+    stat = {"ess_bulk": "bulk ESS", "ess_tail": "tail ESS"}[low["statistic"]]
+    assert "(attribute step)" in line
+    assert (f"LOW_ESS (fits model, augmented_1, augmented_2; worst fit {low['fit']}): "
+            f"{stat} of {low['quantity']} {low['value']:.0f} < 200") in line
+    assert f"({len(checks)} failed check(s) in all: summary.json)" in line

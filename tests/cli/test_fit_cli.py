@@ -165,6 +165,44 @@ def test_convergence_warnings_printed_one_line(tmp_path, csv, capsys):
     assert "model.fit(" not in err
 
 
+def test_failed_check_named_in_headline_and_summary(tmp_path, csv, capsys):
+    """Issue 35 item 2: a failed convergence check is named — fit, quantity, value — in the
+    headline, and recorded in summary.json with its code, fit, quantity, value and threshold,
+    the values of convergence.json."""
+    path, _ = csv
+    out = tmp_path / "m"
+    assert cli.main(["fit", str(path), *BASE, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    summ = json.loads((out / "summary.json").read_text())
+    conv = json.loads((out / "convergence.json").read_text())
+    checks = summ["failed_convergence_checks"]
+    assert summ["convergence_passed"] is False and checks
+    assert checks == [dict(c, fit="model") for c in conv["failed_checks"]]
+    for c in checks:
+        assert set(c) == {"code", "fit", "quantity", "statistic", "value", "threshold"}
+        assert c["value"] == conv["quantities"][c["quantity"]][c["statistic"]]
+        assert c["threshold"] == (1.01 if c["code"] == "RHAT_HIGH" else 200.0)
+    (line,) = [ln for ln in printed.splitlines() if "convergence FAILED for the dpmpm fit" in ln]
+    low = min((c for c in checks if c["code"] == "LOW_ESS"), key=lambda c: c["value"])
+    name = {"ess_bulk": "bulk ESS", "ess_tail": "tail ESS"}[low["statistic"]]
+    assert f"LOW_ESS: {name} of {low['quantity']} {low['value']:.0f} < 200" in line
+    assert f"({len(checks)} failed check(s) in all: convergence.json)" in line
+    assert {"LOW_ESS"} <= set(summ["warnings"])
+
+
+def test_passed_checks_leave_no_failed_check(tmp_path, csv, capsys, monkeypatch):
+    from bayes_risk.models import _bayesian_convergence as bc
+
+    monkeypatch.setattr(bc, "ESS_MIN", 0.0)  # every ESS passes; R-hat may still fail
+    monkeypatch.setattr(bc, "RHAT_MAX", float("inf"))
+    path, _ = csv
+    assert cli.main(["fit", str(path), *BASE, "--components", "30", "--out",
+                     str(tmp_path / "m")]) == 0
+    summ = json.loads((tmp_path / "m" / "summary.json").read_text())
+    assert summ["failed_convergence_checks"] == []
+    assert "convergence FAILED" not in capsys.readouterr().out
+
+
 def test_fit_records_selects_the_synthesized_records(tmp_path, csv, capsys):
     path, df = csv
     recs = tmp_path / "recs.txt"

@@ -75,7 +75,15 @@ def test_convergence_recorded_in_model_folder_and_attribute_result(tmp_path):
     assert {"loglik", "alpha", "k_occupied"} <= set(summ["quantities"])
     assert not summ["passed"] and summ["chains"] == 2
     # the ESS threshold is per chain (Vehtari et al. 2021): 200 for two chains
-    assert summ["thresholds"] == {"rhat_max": 1.01, "ess_min": 200.0, "ess_min_per_chain": 100.0}
+    assert summ["thresholds"] == {"rhat_max": 1.01, "ess_min": 200.0, "ess_min_per_chain": 100.0,
+                                  "ess_tail_prob": [0.05, 0.95]}
+    # every failed check, with its value and threshold (issue 35 item 2)
+    assert summ["failed_checks"] == [c for w in summ["warnings"] for c in w["checks"]]
+    for c in summ["failed_checks"]:
+        q = summ["quantities"][c["quantity"]]
+        assert c["value"] == q[c["statistic"]]
+        assert c["code"] in q["flag"].split(",")
+        assert (c["value"] > 1.01) if c["statistic"] == "rhat" else (c["value"] < 200.0)
     for q in summ["quantities"].values():
         if np.isfinite(q["ess_bulk"]):
             low = min(q["ess_bulk"], q["ess_tail"]) < 200
@@ -98,6 +106,8 @@ def test_convergence_recorded_in_model_folder_and_attribute_result(tmp_path):
     assert any(f == "augmented_1" for f, _ in got)  # the augmented fit is as short
     for _, c in got:
         assert c in res.warnings
+    for w in res.mcmc["warnings"]:  # each failed check names its fit
+        assert all(c["fit"] == w["fit"] and c["code"] == w["code"] for c in w["checks"])
     s = res.to_dict()
     assert s["mcmc"]["warnings"] and json.dumps(s, default=str)
 
