@@ -102,7 +102,9 @@ def failed_checks(table: pd.DataFrame, ess_min: float) -> list[dict[str, Any]]:
         ``code`` (``"RHAT_HIGH"``: ``rhat > RHAT_MAX``; ``"LOW_ESS"``: ``ess_bulk`` or
         ``ess_tail`` below ``ess_min``), ``quantity``, ``statistic`` (``"rhat"``,
         ``"ess_bulk"``, ``"ess_tail"``), ``value`` and ``threshold``. The decision uses the
-        value as computed (no rounding): a tail ESS of 199.9996 fails a threshold of 200.
+        value as computed (no rounding): a tail ESS of 199.9996 fails a threshold of 200. An
+        ESS that cannot be computed (``NaN``: non-finite draws, fewer than 4 draws per chain)
+        fails too, with ``value`` NaN: convergence that cannot be assessed is not vouched for.
     """
     out: list[dict[str, Any]] = []
     for q, r in table.iterrows():
@@ -110,7 +112,7 @@ def failed_checks(table: pd.DataFrame, ess_min: float) -> list[dict[str, Any]]:
             out.append({"code": "RHAT_HIGH", "quantity": str(q), "statistic": "rhat",
                         "value": float(r["rhat"]), "threshold": RHAT_MAX})
         for stat in ("ess_bulk", "ess_tail"):
-            if np.isfinite(r[stat]) and r[stat] < ess_min:
+            if not np.isfinite(r[stat]) or r[stat] < ess_min:
                 out.append({"code": "LOW_ESS", "quantity": str(q), "statistic": stat,
                             "value": float(r[stat]), "threshold": float(ess_min)})
     return out
@@ -130,6 +132,10 @@ def check_text(check: dict[str, Any], *, with_quantity: bool = True) -> str:
     """One failed check in words: ``tail ESS of loglik 199.9996 < 200`` (``with_quantity``
     False: ``tail ESS 199.9996``)."""
     stat = check["statistic"]
+    if not np.isfinite(check["value"]):
+        what = "not computable (non-finite draws, or fewer than 4 draws per chain)"
+        return (f"{STATISTIC_NAMES[stat]} {what}" if not with_quantity else
+                f"{STATISTIC_NAMES[stat]} of {check['quantity']} {what}")
     value = shown_against(check["value"], check["threshold"], 3 if stat == "rhat" else 0)
     if not with_quantity:
         return f"{STATISTIC_NAMES[stat]} {value}"
@@ -143,6 +149,8 @@ def worst_checks(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     threshold, relative to it), in the order of the codes' first appearance."""
 
     def badness(c: dict[str, Any]) -> float:
+        if not np.isfinite(c["value"]):
+            return np.inf  # not assessable: the worst
         return c["value"] if c["statistic"] == "rhat" else -c["value"] / c["threshold"]
 
     worst: dict[str, dict[str, Any]] = {}

@@ -187,6 +187,24 @@ def test_constant_quantity_passes(fitted, monkeypatch):
     assert (row.ess_bulk, row.ess_tail, row.rhat, row.flag) == (300.0, 300.0, 1.0, "")
 
 
+def test_unassessable_quantity_fails_its_check(fitted, monkeypatch):
+    """A quantity with a non-finite draw (a -inf log-likelihood) has no ESS: that is a failed
+    check with the value NaN, said in words, never a silent pass."""
+    import warnings
+
+    from bayes_risk.exceptions import ConvergenceWarning
+
+    x = np.random.default_rng(0).normal(size=(2, 150))
+    x[1, 7] = -np.inf
+    monkeypatch.setattr(fitted, "_convergence_quantities", lambda: {"loglik": x})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        row = fitted.convergence_report(warn=True).loc["loglik"]
+    assert np.isnan(row.ess_bulk) and row.flag == "LOW_ESS"
+    msgs = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert any("bulk ESS not computable (non-finite draws" in m for m in msgs), msgs
+
+
 def test_dpmpm_fit_does_not_import_pymc(tmp_path):
     """Issue 15: a DPMPM fit does not import PyMC; the convergence checks import ArviZ's
     estimators (arviz_stats) during the run, on the other core."""
