@@ -26,7 +26,8 @@ if TYPE_CHECKING:  # scipy.sparse is imported where the pooled matrix is built
 
     from bayes_risk.identification.engine import Prepared
 
-__all__ = ["PooledOutput", "FallbackSets", "fallback_sets", "run_pooled", "PooledProbabilities"]
+__all__ = ["PooledOutput", "FallbackSets", "GroupedFallbackSets", "fallback_sets", "run_pooled",
+           "PooledProbabilities"]
 
 
 @dataclass
@@ -76,9 +77,77 @@ class FallbackSets:
         """Whether ``records[i]`` belongs to the set of target ``rows[i]``."""
         return self.index.own(self.tkey[rows], self.bounds.rows(rows), records)
 
+    def sizes(self) -> np.ndarray:
+        """Size of every target's set ``[N_T]``."""
+        return self.index.match(self.tkey, self.bounds, False)[0]
 
-def fallback_sets(prep: Prepared, rule: MatchRule) -> FallbackSets:
-    """:class:`FallbackSets` of every target of ``prep``."""
+
+@dataclass
+class GroupedFallbackSets:
+    """Fallback sets of targets matched on different known columns (their missing values,
+    ``missing_known="any"``): each group's sets use the known unsynthesized columns the group is
+    matched on. The same methods as :class:`FallbackSets`, on the targets' own numbering."""
+
+    groups: list[tuple[np.ndarray, FallbackSets]]  # the targets of each group, its sets
+    group: np.ndarray = field(init=False)  # [N_T] group of every target
+    local: np.ndarray = field(init=False)  # [N_T] its position in the group
+
+    def __post_init__(self) -> None:
+        N = sum(rows.size for rows, _ in self.groups)
+        self.group = np.empty(N, dtype=np.int64)
+        self.local = np.empty(N, dtype=np.int64)
+        for g, (rows, _) in enumerate(self.groups):
+            self.group[rows] = g
+            self.local[rows] = np.arange(rows.size)
+
+    def members(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Sizes ``[len(rows)]`` and members (target-major, ascending within a target)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        per = []
+        cnt = np.zeros(rows.size, dtype=np.int64)
+        for g, (_, fs) in enumerate(self.groups):
+            sel = np.flatnonzero(self.group[rows] == g)
+            if sel.size:
+                c, m = fs.members(self.local[rows[sel]])
+                cnt[sel] = c
+                per.append((sel, c, m))
+        start = np.cumsum(cnt) - cnt
+        out = np.empty(int(cnt.sum()), dtype=np.int64)
+        for sel, c, m in per:  # each group's members at its targets' places
+            within = np.arange(m.size) - np.repeat(np.cumsum(c) - c, c)
+            out[np.repeat(start[sel], c) + within] = m
+        return cnt, out
+
+    def contains(self, rows: np.ndarray, records: np.ndarray) -> np.ndarray:
+        """Whether ``records[i]`` belongs to the set of target ``rows[i]``."""
+        out = np.zeros(len(rows), dtype=bool)
+        grp = self.group[rows]
+        for g, (_, fs) in enumerate(self.groups):
+            m = grp == g
+            if m.any():
+                out[m] = fs.contains(self.local[rows[m]], records[m])
+        return out
+
+    def sizes(self) -> np.ndarray:
+        """Size of every target's set ``[N_T]``."""
+        out = np.zeros(self.group.size, dtype=np.int64)
+        for rows, fs in self.groups:
+            out[rows] = fs.sizes()
+        return out
+
+
+def fallback_sets(prep: Prepared, rule: MatchRule) -> FallbackSets | GroupedFallbackSets:
+    """:class:`FallbackSets` of every target of ``prep`` (:class:`GroupedFallbackSets` when
+    some targets are not matched on some known columns, ``Prepared.tgt_drop``)."""
+    if prep.tgt_drop is not None:
+        from bayes_risk.identification.evaluate import drop_groups, target_problem
+
+        groups = []
+        for rows, drop in drop_groups(prep, rule):
+            gp, gr = target_problem(prep, rule, drop, prep.tgt_exact[rows],
+                                    prep.tgt_radius[rows], prep.in_sample[rows], prep.rec[rows])
+            groups.append((rows, fallback_sets(gp, gr)))
+        return GroupedFallbackSets(groups)
     q_us = len(rule.radius_us)
     return FallbackSets(
         index=_engine.us_index(prep, rule),
@@ -414,7 +483,7 @@ class PooledProbabilities:
     explicit: sp.csr_matrix
     fallback_value: np.ndarray
     fallback_extra: np.ndarray
-    fallback_sets: FallbackSets | None
+    fallback_sets: FallbackSets | GroupedFallbackSets | None
 
     @property
     def shape(self) -> tuple[int, int]:
