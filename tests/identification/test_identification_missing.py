@@ -251,3 +251,30 @@ def test_recoder_encodes_a_batch_as_prepare_does():
     na = enc.size - 1
     assert (got.prep.rep_exact_s[0][:, j][z["nociga"].isna() | (z["nociga"] == -8)] == na).all()
     assert np.isinf(got.prep.rep_radius_s[0][0][z["income"].isna().to_numpy()]).all()
+
+
+@pytest.mark.parametrize("mode, c, T", [
+    # target 0 (x = a): record 0's released x is missing (synthetic data only): no match; records
+    # 2, 3 match. Target 1 (x missing in the original): "any" matches every record, "level" the
+    # released missing values only (records 0, 1; both: missing in the original and the
+    # synthetic data). Target 3 (x = b): no released b.
+    ("any", [2, 4, 2, 0], [0, 1, 1, 0]),
+    ("level", [2, 2, 2, 0], [0, 1, 1, 0]),
+])
+def test_worked_missing_in_original_synthetic_and_both(mode, c, T):
+    y = pd.DataFrame({"g": ["u"] * 4, "x": ["a", None, "a", "b"]})
+    z = y.assign(x=[None, None, "a", "a"])
+    r = br.identification_risk(y, [z], ["g"], ["x"], aggregation="per_dataset",
+                               missing_known=mode, progressbar=False)
+    assert r.records["c"].tolist() == c
+    assert r.records["T"].astype(int).tolist() == T
+    assert r.settings["missing_known"] == mode and r.settings["n_missing_known_values"] == 1
+
+
+def test_settings_state_the_policy_on_complete_data():
+    y, z = _five()
+    y = y.assign(sex=y["sex"].fillna("F"))
+    z = [d.assign(sex=y["sex"]) for d in z]
+    r = br.identification_risk(y, z, ["sex"], ["race"], progressbar=False)
+    assert r.settings["missing_known"] == "any"
+    assert r.settings["n_missing_known_values"] == 0
