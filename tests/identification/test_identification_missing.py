@@ -194,11 +194,19 @@ def _coded(seed: int, n: int = 80, m: int = 7):
 
 @pytest.mark.parametrize("mode", ["any", "level"])
 @pytest.mark.parametrize("fallback", ["unsynthesized", "none"])
-def test_posterior_batches_equal_released_path_with_missing_values(mode, fallback):
+@pytest.mark.parametrize("complete_replicates", [False, True])
+def test_posterior_batches_equal_released_path_with_missing_values(mode, fallback,
+                                                                   complete_replicates):
     """Replicates in batches of 3 (the later two encoded into the first batch's plan) give the
     released-dataset run's pooled probabilities and declared matches: missing values (a level,
-    ``+inf`` in a radius column) and declared ``-8`` codes are encoded as in ``prepare``."""
+    ``+inf`` in a radius column) and declared ``-8`` codes are encoded as in ``prepare``, and
+    targets missing a known value are matched on the others in every batch (also when only the
+    original has missing values, as with a model that imputes them)."""
     y, zs, schema = _coded(11)
+    if complete_replicates:
+        zs = [z.assign(race=z["race"].fillna("W"),
+                       nociga=z["nociga"].fillna(5.0).replace(-8.0, 10.0),
+                       income=z["income"].fillna(1000.0)) for z in zs]
     kw = dict(schema=schema, radius={"income": 0.05}, missing_known=mode, fallback=fallback,
               progressbar=False)
     known = (["sex"], ["race", "nociga", "income"])
