@@ -63,7 +63,9 @@ class Batch:
     Same rules as the engine's pooled and per-dataset aggregations (Drechsler & Reiter 2008
     eqs. 6–7, fallback, declared matches), but the match lists of all targets of a replicate are
     taken at once and summed over the batch, so that the cost does not grow with ``R`` times the
-    number of target chunks. Tested against both engine aggregations.
+    number of target chunks. Targets missing some known values (``missing_known="any"``) are
+    matched in groups on the columns they hold (``evaluate.drop_groups``, as the engine's
+    partitions), each with its own fallback set. Tested against both engine aggregations.
 
     ``threaded``: the buffered contributions are summed into the batch's pairs in a thread
     while the next replicates are matched (one flush at a time, in order: the same sums).

@@ -2,7 +2,9 @@
 
 Categorical exact-match columns become level codes (``-1``: a value absent from every released
 table; a missing value: a level of its own), numeric exact-match columns codes of their distinct
-values, radius columns float64 (whitened for ``shape="mahalanobis"``; a missing value ``+inf``).
+values (:class:`ExactEncoder`, kept in the plan so that later batches of posterior replicates get
+the same codes), radius columns float64 (whitened for ``shape="mahalanobis"``; a missing value
+``+inf``).
 """
 
 from __future__ import annotations
