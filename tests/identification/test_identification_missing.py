@@ -286,3 +286,21 @@ def test_settings_state_the_policy_on_complete_data():
     r = br.identification_risk(y, z, ["sex"], ["race"], progressbar=False)
     assert r.settings["missing_known"] == "any"
     assert r.settings["n_missing_known_values"] == 0
+
+
+def test_later_batch_with_missing_radius_values_refused_as_in_prepare():
+    """A later batch with missing values in a radius column is refused under a rule that cannot
+    treat them (here ``radius_type="quantile_sd"``), as ``prepare`` refuses the same replicates
+    given at once: never matched silently with ``+inf``."""
+    y, zs, schema = _coded(5, m=6)
+    y = y.assign(income=y["income"].fillna(1000.0), sex=y["sex"].fillna("F"))
+    full = [z.assign(income=z["income"].fillna(1000.0)) for z in zs[:3]]
+    zs = full + [z.assign(sex=y["sex"]) for z in zs[3:]]  # missing incomes from batch 2 on
+    kw = dict(schema=schema, radius={"income": 1.0}, radius_type="quantile_sd",
+              progressbar=False)
+    known = (["sex"], ["race", "income"])
+    with pytest.raises(ValidationError, match="'income'.*quantile_sd"):
+        br.identification_risk(y, [z.assign(sex=y["sex"]) for z in zs], *known, **kw)
+    with pytest.raises(ValidationError, match="'income'.*quantile_sd"):
+        br.identification_risk(y, [], *known, replicates=br.PosteriorReplicates(
+            _Released(zs), n=6, batch_size=3, random_seed=0), **kw)
