@@ -26,6 +26,7 @@ from bayes_risk.identification.encoding import check_missing_radius, radius_valu
 from bayes_risk.identification.evaluate import drop_groups, target_problem
 from bayes_risk.identification.index import target_bounds
 from bayes_risk.identification.plan import IdentificationPlan, ReplicateSource
+from bayes_risk.identification.pooled import merge_target_major
 from bayes_risk.identification.population import per_replicate_counts
 from bayes_risk.identification.prepare import prepare
 from bayes_risk.identification.summary import file_measures, record_measures
@@ -79,6 +80,10 @@ class Batch:
         inv_f_all = plan.counts.inv_f
         groups = [_Group.of(prep, rule, rows, drop, use_fb)
                   for rows, drop in drop_groups(prep, rule)]
+        if use_fb:  # every target's own record in its fallback set
+            u_own = np.zeros(N, dtype=bool)
+            for g in groups:
+                u_own[g.rows] = g.u_own
         self.fb = np.zeros(N)
         self.p_out = np.zeros(N)
         self.p_un = np.zeros(N)
@@ -91,21 +96,16 @@ class Batch:
             if len(groups) == 1:
                 cnt, lst, own = groups[0].match(r)
             else:  # targets matched on different columns: each group with its own rule
-                cnt = np.zeros(N, dtype=np.int64)
                 own = np.zeros(N, dtype=bool)
-                lsts = []
+                parts = []
                 for g in groups:
-                    cnt[g.rows], lg, own[g.rows] = g.match(r)
-                    lsts.append(lg)
-                # the matched records target by target (the groups' lists in target order)
-                lst = _target_major([g.rows for g in groups], [cnt[g.rows] for g in groups],
-                                    lsts)
+                    c, lg, own[g.rows] = g.match(r)
+                    parts.append((g.rows, c, lg))
+                cnt, lst = merge_target_major(N, parts)
             tr = np.repeat(np.arange(N, dtype=np.int64), cnt)
             if use_fb:
                 emp = cnt == 0
                 cnt = np.where(emp, ctx.u_size, cnt)
-                u_own = groups[0].u_own if len(groups) == 1 else _scatter(
-                    N, [(g.rows, g.u_own) for g in groups])
                 own = np.where(emp, u_own, own)
             inv = None if inv_f_all is None else inv_f_all[:, r]
             p, po = engine.record_prob(cnt, inv)
@@ -168,28 +168,6 @@ class _Group:
         idx = engine.replicate_index(self.prep, self.rule, r, keep=False)
         cnt, lst = idx.match(self.tkey, self.bounds, True, self.tord)
         return cnt, lst, idx.own(self.tkey, self.bounds, self.prep.rec)
-
-
-def _scatter(N: int, parts: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-    """``[N]`` array with ``values`` at ``rows`` for every ``(rows, values)``."""
-    out = np.zeros(N, dtype=parts[0][1].dtype)
-    for rows, v in parts:
-        out[rows] = v
-    return out
-
-
-def _target_major(rows: list[np.ndarray], cnts: list[np.ndarray], lsts: list[np.ndarray]
-                  ) -> np.ndarray:
-    """The groups' match lists (each target-major over its ``rows``) merged target-major over
-    all targets."""
-    N = sum(r.size for r in rows)
-    cnt = _scatter(N, list(zip(rows, cnts, strict=True)))
-    start = np.cumsum(cnt) - cnt
-    out = np.empty(int(cnt.sum()), dtype=np.int64)
-    for rw, c, lst in zip(rows, cnts, lsts, strict=True):
-        within = np.arange(lst.size) - np.repeat(np.cumsum(c) - c, c)
-        out[np.repeat(start[rw], c) + within] = lst
-    return out
 
 
 class _Flushes:

@@ -26,8 +26,8 @@ if TYPE_CHECKING:  # scipy.sparse is imported where the pooled matrix is built
 
     from bayes_risk.identification.engine import Prepared
 
-__all__ = ["PooledOutput", "FallbackSets", "GroupedFallbackSets", "fallback_sets", "run_pooled",
-           "PooledProbabilities"]
+__all__ = ["PooledOutput", "FallbackSets", "GroupedFallbackSets", "fallback_sets",
+           "merge_target_major", "run_pooled", "PooledProbabilities"]
 
 
 @dataclass
@@ -104,19 +104,11 @@ class GroupedFallbackSets:
         """Sizes ``[len(rows)]`` and members (target-major, ascending within a target)."""
         rows = np.asarray(rows, dtype=np.int64)
         per = []
-        cnt = np.zeros(rows.size, dtype=np.int64)
         for g, (_, fs) in enumerate(self.groups):
             sel = np.flatnonzero(self.group[rows] == g)
             if sel.size:
-                c, m = fs.members(self.local[rows[sel]])
-                cnt[sel] = c
-                per.append((sel, c, m))
-        start = np.cumsum(cnt) - cnt
-        out = np.empty(int(cnt.sum()), dtype=np.int64)
-        for sel, c, m in per:  # each group's members at its targets' places
-            within = np.arange(m.size) - np.repeat(np.cumsum(c) - c, c)
-            out[np.repeat(start[sel], c) + within] = m
-        return cnt, out
+                per.append((sel, *fs.members(self.local[rows[sel]])))
+        return merge_target_major(rows.size, per)
 
     def contains(self, rows: np.ndarray, records: np.ndarray) -> np.ndarray:
         """Whether ``records[i]`` belongs to the set of target ``rows[i]``."""
@@ -134,6 +126,25 @@ class GroupedFallbackSets:
         for rows, fs in self.groups:
             out[rows] = fs.sizes()
         return out
+
+
+def merge_target_major(N: int, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """One target-major list from the lists of groups of targets.
+
+    ``parts``: ``(positions, counts, records)`` of each group — the places ``0..N-1`` of its
+    targets in the merged order, their counts and their records (target-major in the group's
+    order). Returns the counts ``[N]`` and the records, target-major in the merged order.
+    """
+    cnt = np.zeros(N, dtype=np.int64)
+    for pos, c, _ in parts:
+        cnt[pos] = c
+    start = np.cumsum(cnt) - cnt
+    out = np.empty(int(cnt.sum()), dtype=np.int64)
+    for pos, c, recs in parts:  # each group's records at its targets' places
+        within = np.arange(recs.size) - np.repeat(np.cumsum(c) - c, c)
+        out[np.repeat(start[pos], c) + within] = recs
+    return cnt, out
 
 
 def fallback_sets(prep: Prepared, rule: MatchRule) -> FallbackSets | GroupedFallbackSets:
