@@ -254,7 +254,8 @@ class Recoder:
     is float64 with a missing value ``+inf``. A batch with missing values in a radius column is
     refused under the rules that refuse them in ``prepare``. Not used when preparing depends on
     the replicates themselves (log-linear counts refitted on each replicate, Mahalanobis
-    whitening): every batch is then prepared in full.
+    whitening, an external target's synthesized value unknown to the first batch): every batch
+    is then prepared in full.
     """
 
     def __init__(self, plan: IdentificationPlan) -> None:
@@ -263,6 +264,12 @@ class Recoder:
     @classmethod
     def make(cls, plan: IdentificationPlan) -> Recoder | None:
         if per_replicate_counts(plan.counts.source) or plan.rule.shape == "mahalanobis":
+            return None
+        e_us = len(plan.rule.exact_us)
+        if (plan.prep.tgt_exact[:, e_us:] < 0).any():
+            # an external target holds a synthesized value that neither the original nor the
+            # first batch does: a later batch may hold it, and only a batch's own encoding
+            # (``prepare``) gives it a code that matches
             return None
         return cls(plan)
 

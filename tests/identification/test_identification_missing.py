@@ -8,6 +8,8 @@ per-dataset and pooled) against a brute-force scan on random files with missing 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -304,3 +306,28 @@ def test_later_batch_with_missing_radius_values_refused_as_in_prepare():
     with pytest.raises(ValidationError, match="'income'.*quantile_sd"):
         br.identification_risk(y, [], *known, replicates=br.PosteriorReplicates(
             _Released(zs), n=6, batch_size=3, random_seed=0), **kw)
+
+
+def test_external_target_value_first_met_in_a_later_batch():
+    """An external target's synthesized value held by neither the original nor the first batch
+    but by a later one: that batch is encoded in full, so the target matches there as in the
+    run over all replicates at once (the first batch's codes would give it none)."""
+    y, zs, schema = _coded(7, m=6)
+    y = y.assign(sex=y["sex"].fillna("F"), race=y["race"].fillna("W"))
+    zs = [z.assign(sex=y["sex"]) for z in zs]
+    for z in zs[3:]:
+        z.loc[:9, "race"] = "Z"  # a level of the later batches only
+    targets = pd.concat([y.assign(id=np.arange(len(y))),
+                         y.iloc[:3].assign(race="Z", id=[1000, 1001, 1002])],
+                        ignore_index=True)
+    kw = dict(schema=schema, radius={"income": 0.05}, targets=targets, target_id="id",
+              fallback="none", progressbar=False)
+    known = (["sex"], ["race", "nociga", "income"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the synthetic-only level "Z"
+        base = br.identification_risk(y, zs, *known, **kw)
+        post = br.identification_risk(y, zs, *known, replicates=br.PosteriorReplicates(
+            _Released(zs), n=6, batch_size=3, random_seed=0), **kw)
+    np.testing.assert_allclose(post.prob.toarray(), base.prob.toarray(), rtol=1e-12, atol=0)
+    rec = base.records.set_index("target")
+    assert (rec.loc[[1000, 1001, 1002], "p_max"] > 0).any()
