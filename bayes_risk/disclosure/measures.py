@@ -62,6 +62,13 @@ from bayes_risk.results.disclosure import (
     ReplicatedUniques,
 )
 
+#: the measures' treatment of missing values, as recorded in the results' settings
+DISCLOSURE_MISSING_POLICY = (
+    "synthpop disclosure(): an empty cell is the level 'Missing' of its column (use_target_na / "
+    "use_keys_na = False leave its records out of the tables); a declared missing-value code "
+    "is a value, and a group of its own when the column is grouped"
+)
+
 __all__ = [
     "DisclosureMeasures",
     "DisclosureByTarget",
@@ -578,6 +585,12 @@ def disclosure_measures(
                                  (exclude_combinations or ())],
         "use_target_na": bool(use_target_na),
         "use_keys_na": use_keys,
+        # the missing-value policy, the declared codes and the missing values it met
+        "missing_values": DISCLOSURE_MISSING_POLICY,
+        "missing_codes": {c: list(sub[c].missing_codes) for c in [*keys, target]
+                          if sub[c].missing_codes},
+        "n_missing_original": {c: n for c in [*keys, target]
+                               if (n := int(original[c].isna().sum()))},
         "k_anonymity": [int(k) for k in k_anonymity],
         "compat": compat,
         "column_types": {c: sub[c].type for c in [*keys, target]},

@@ -19,13 +19,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.data.levels import level_codes
-from bayes_risk.data.schema import CATEGORICAL_TYPES
+from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.exceptions import SchemaError
 from bayes_risk.identification import engine
+from bayes_risk.identification.encoding import check_missing_radius, radius_values
+from bayes_risk.identification.evaluate import drop_groups, target_problem
 from bayes_risk.identification.index import target_bounds
-from bayes_risk.identification.inputs import numeric
 from bayes_risk.identification.plan import IdentificationPlan, ReplicateSource
+from bayes_risk.identification.pooled import merge_target_major
 from bayes_risk.identification.population import per_replicate_counts
 from bayes_risk.identification.prepare import prepare
 from bayes_risk.identification.summary import file_measures, record_measures
@@ -50,7 +51,7 @@ class MatchContext:
         if plan.settings.fallback == "unsynthesized":
             fs = engine.fallback_sets(prep, plan.rule)
             contains = fs.contains
-            u_size = fs.index.match(fs.tkey, fs.bounds, False)[0]
+            u_size = fs.sizes()
         return cls(strategy=plan.settings.strategy, contains=contains, u_size=u_size)
 
 
@@ -63,7 +64,9 @@ class Batch:
     Same rules as the engine's pooled and per-dataset aggregations (Drechsler & Reiter 2008
     eqs. 6–7, fallback, declared matches), but the match lists of all targets of a replicate are
     taken at once and summed over the batch, so that the cost does not grow with ``R`` times the
-    number of target chunks. Tested against both engine aggregations.
+    number of target chunks. Targets missing some known values (``missing_known="any"``) are
+    matched in groups on the columns they hold (``evaluate.drop_groups``, as the engine's
+    partitions), each with its own fallback set. Tested against both engine aggregations.
 
     ``threaded``: the buffered contributions are summed into the batch's pairs in a thread
     while the next replicates are matched (one flush at a time, in order: the same sums).
@@ -73,16 +76,14 @@ class Batch:
                  threaded: bool = False) -> None:
         prep, rule = plan.prep, plan.rule
         N, n, R = prep.n_targets, prep.n, prep.R
-        b = target_bounds(prep, rule)
-        tkey, tkey_us = engine.target_keys(prep, rule)
-        compiled = engine.use_compiled(prep)
-        tord = engine.target_orders(tkey, b, compiled) if R else None
         use_fb = ctx.contains is not None
         inv_f_all = plan.counts.inv_f
-        if use_fb:
-            q_us = len(rule.radius_us)
-            uidx = engine.us_index(prep, rule)
-            u_own = uidx.own(tkey_us, b.cols(slice(0, q_us)), prep.rec)
+        groups = [_Group.of(prep, rule, rows, drop, use_fb)
+                  for rows, drop in drop_groups(prep, rule)]
+        if use_fb:  # every target's own record in its fallback set
+            u_own = np.zeros(N, dtype=bool)
+            for g in groups:
+                u_own[g.rows] = g.u_own
         self.fb = np.zeros(N)
         self.p_out = np.zeros(N)
         self.p_un = np.zeros(N)
@@ -92,9 +93,15 @@ class Batch:
         keys, vals, pend = [], [], 0
         acc = _Flushes(threaded)
         for r in range(R):
-            idx = engine.replicate_index(prep, rule, r, keep=False)
-            cnt, lst = idx.match(tkey, b, True, tord)
-            own = idx.own(tkey, b, prep.rec)
+            if len(groups) == 1:
+                cnt, lst, own = groups[0].match(r)
+            else:  # targets matched on different columns: each group with its own rule
+                own = np.zeros(N, dtype=bool)
+                parts = []
+                for g in groups:
+                    c, lg, own[g.rows] = g.match(r)
+                    parts.append((g.rows, c, lg))
+                cnt, lst = merge_target_major(N, parts)
             tr = np.repeat(np.arange(N, dtype=np.int64), cnt)
             if use_fb:
                 emp = cnt == 0
@@ -125,6 +132,42 @@ class Batch:
             self.in_u = ctx.contains(rows, acc_k - rows * n)
             acc_v = acc_v + np.where(self.in_u, self.fb[rows], 0.0)
         self.vals = acc_v
+
+
+@dataclass
+class _Group:
+    """Targets matched on the same known columns (all of them, or those they do not miss):
+    their problem (``evaluate.target_problem``), windows, keys and own fallback records."""
+
+    rows: np.ndarray
+    prep: engine.Prepared
+    rule: Any
+    bounds: Any
+    tkey: np.ndarray
+    tord: Any
+    u_own: np.ndarray | None
+
+    @classmethod
+    def of(cls, prep: engine.Prepared, rule: Any, rows: np.ndarray, drop: tuple[str, ...],
+           use_fb: bool) -> _Group:
+        if prep.tgt_drop is not None:
+            prep, rule = target_problem(prep, rule, drop, prep.tgt_exact[rows],
+                                        prep.tgt_radius[rows], prep.in_sample[rows],
+                                        prep.rec[rows])
+        b = target_bounds(prep, rule)
+        tkey, tkey_us = engine.target_keys(prep, rule)
+        tord = engine.target_orders(tkey, b, engine.use_compiled(prep)) if prep.R else None
+        u_own = None
+        if use_fb:
+            uidx = engine.us_index(prep, rule)
+            u_own = uidx.own(tkey_us, b.cols(slice(0, len(rule.radius_us))), prep.rec)
+        return cls(rows, prep, rule, b, tkey, tord, u_own)
+
+    def match(self, r: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Counts, matched records (target-major) and own-record flags in replicate ``r``."""
+        idx = engine.replicate_index(self.prep, self.rule, r, keep=False)
+        cnt, lst = idx.match(self.tkey, self.bounds, True, self.tord)
+        return cnt, lst, idx.own(self.tkey, self.bounds, self.prep.rec)
 
 
 class _Flushes:
@@ -203,42 +246,32 @@ def _merge_pairs(acc_k: np.ndarray, acc_v: np.ndarray, keys: np.ndarray, vals: n
 class Recoder:
     """Encodes a batch of replicates into the first batch's plan (no repeated validation).
 
-    Categorical exact-match columns get the level codes of the first batch's harmonised schema
-    (a level it does not hold: ``-1``, which no target holds either), numeric exact-match
-    columns the codes of the targets holding the same value (a value no target holds can match
-    no target: ``-1``); radius columns are plain numbers. Not used when preparing depends on the
-    replicates themselves (log-linear counts refitted on each replicate, Mahalanobis whitening):
-    every batch is then prepared in full.
+    Every column is encoded as ``prepare`` encoded the first batch (:mod:`~bayes_risk.
+    identification.encoding`, with the first batch's encoders): declared missing-value codes are
+    missing values; an exact-match column gets the first batch's codes (a missing value: the
+    column's missing level; a level or number the first batch's encoding does not hold:
+    ``-1``, which matches nothing, as no target holding it has a code either); a radius column
+    is float64 with a missing value ``+inf``. A batch with missing values in a radius column is
+    refused under the rules that refuse them in ``prepare``. Not used when preparing depends on
+    the replicates themselves (log-linear counts refitted on each replicate, Mahalanobis
+    whitening, an external target's synthesized value unknown to the first batch): every batch
+    is then prepared in full.
     """
 
-    def __init__(self, plan: IdentificationPlan, targets: pd.DataFrame) -> None:
+    def __init__(self, plan: IdentificationPlan) -> None:
         self.plan = plan
-        rule, sk = plan.rule, plan.data.schema
-        e_us = len(rule.exact_us)
-        self.maps: dict[str, tuple[pd.Index, np.ndarray]] = {}
-        for j, c in enumerate(rule.exact_s):
-            if sk[c].type in CATEGORICAL_TYPES:
-                continue
-            codes = plan.prep.tgt_exact[:, e_us + j]
-            idx = pd.Index(numeric(targets[c], c, "targets"))
-            keep = ~idx.duplicated()
-            self.maps[c] = (idx[keep], codes[keep])
 
     @classmethod
-    def make(cls, plan: IdentificationPlan, targets: Any,
-             original: pd.DataFrame) -> Recoder | None:
+    def make(cls, plan: IdentificationPlan) -> Recoder | None:
         if per_replicate_counts(plan.counts.source) or plan.rule.shape == "mahalanobis":
             return None
-        tdf = original if targets is None else targets
-        return cls(plan, tdf.rename(columns=str))
-
-    def _codes(self, c: str, col: pd.Series) -> np.ndarray:
-        sk = self.plan.data.schema
-        if sk[c].type in CATEGORICAL_TYPES:
-            return level_codes(col, sk[c].levels or (), unknown="missing")
-        idx, codes = self.maps[c]
-        pos = idx.get_indexer(numeric(col, c, "posterior replicates"))
-        return np.where(pos >= 0, codes[np.maximum(pos, 0)], -1)
+        e_us = len(plan.rule.exact_us)
+        if (plan.prep.tgt_exact[:, e_us:] < 0).any():
+            # an external target holds a synthesized value that neither the original nor the
+            # first batch does: a later batch may hold it, and only a batch's own encoding
+            # (``prepare``) gives it a code that matches
+            return None
+        return cls(plan)
 
     def __call__(self, batch: list[pd.DataFrame]) -> IdentificationPlan:
         p0, rule = self.plan, self.plan.rule
@@ -247,26 +280,24 @@ class Recoder:
             if len(z) != n:
                 raise SchemaError(f"posterior replicate {r} of a batch has {len(z)} rows; "
                                   f"expected {n}.", code="ROW_COUNT_MISMATCH")
-        codes_of = {}
-        for c in rule.exact_s:
-            col = pd.concat([z[c] for z in batch], ignore_index=True)
-            if col.isna().any():
-                raise SchemaError(f"posterior replicates: column {c!r} has missing values.",
-                                  code="MISSING_VALUES")
-            codes_of[c] = self._codes(c, col).astype(np.int64).reshape(R, n)
+        codes = p0.data.schema.missing_codes
+        cols = list(rule.exact_s) + list(rule.radius_s)
+        batch = [mask_missing_codes(z[cols], codes) for z in batch]
+        encs = p0.data.exact_encoders
+        what = "posterior replicates"
         rep_exact = [
-            np.stack([codes_of[c][r] for c in rule.exact_s], axis=1) if rule.exact_s
+            np.stack([encs[c](z[c], what) for c in rule.exact_s], axis=1) if rule.exact_s
             else np.zeros((n, 0), dtype=np.int64)
-            for r in range(R)
+            for z in batch
         ]
         rep_radius = [
-            np.stack([numeric(z[c], c, "posterior replicates") for c in rule.radius_s])
+            np.stack([radius_values(z[c], c, what) for c in rule.radius_s])
             if rule.radius_s else np.zeros((0, n))
             for z in batch
         ]
-        if any(np.isnan(v).any() for v in rep_radius):
-            raise SchemaError("posterior replicates have missing values in a radius column.",
-                              code="MISSING_VALUES")
+        check_missing_radius(rule, {c: any(np.isinf(v[j]).any() for v in rep_radius)
+                                    for j, c in enumerate(rule.radius_s)},
+                             p0.data.missing_known)
         prep = dataclasses.replace(p0.prep, R=R, rep_exact_s=rep_exact, rep_radius_s=rep_radius,
                                    _cache={})
         counts = p0.counts

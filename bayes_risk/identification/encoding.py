@@ -2,7 +2,9 @@
 
 Categorical exact-match columns become level codes (``-1``: a value absent from every released
 table; a missing value: a level of its own), numeric exact-match columns codes of their distinct
-values, radius columns float64 (whitened for ``shape="mahalanobis"``; a missing value ``+inf``).
+values (:class:`ExactEncoder`, kept in the plan so that later batches of posterior replicates get
+the same codes), radius columns float64 (whitened for ``shape="mahalanobis"``; a missing value
+``+inf``).
 """
 
 from __future__ import annotations
@@ -21,61 +23,95 @@ from bayes_risk.identification.engine import Prepared
 from bayes_risk.identification.inputs import Replicate, numeric
 from bayes_risk.identification.matching import MatchRule, mahalanobis_inputs
 
-__all__ = ["Encoded", "encode_problem"]
+__all__ = ["Encoded", "ExactEncoder", "encode_problem", "exact_encoders", "radius_values",
+           "check_missing_radius"]
 
 
 @dataclass
 class Encoded:
     """The encoded problem, the original's codes of every exact-match column (the log-linear
-    population counts read them) and the covariance of a Mahalanobis rule."""
+    population counts read them), the covariance of a Mahalanobis rule and the encoder of
+    every exact-match column."""
 
     prep: Prepared
     codes_orig: dict[str, np.ndarray]
     maha_cov: np.ndarray | None
+    encoders: dict[str, ExactEncoder]
+
+
+@dataclass(frozen=True)
+class ExactEncoder:
+    """The codes of one exact-match column, the one encoder of its values.
+
+    ``0..d-1``: the column's values (a categorical column's harmonised levels; a numeric column's
+    distinct observed values in the original and the replicates, sorted); ``d``: a missing value
+    (a level of its own); ``-1``: a value outside them, which matches nothing. Kept in the plan
+    (``EncodedData.exact_encoders``) so that later batches of posterior replicates are encoded
+    with the very codes of the first one.
+    """
+
+    column: str
+    values: tuple | np.ndarray
+    categorical: bool
+
+    @property
+    def size(self) -> int:
+        """Number of codes (the values and the missing value)."""
+        return len(self.values) + 1
+
+    def __call__(self, v: pd.Series | np.ndarray, what: str) -> np.ndarray:
+        """Codes of ``v`` (declared missing-value codes already masked); ``what`` names the
+        table in errors."""
+        na = len(self.values)
+        if self.categorical:
+            k = level_codes(v, self.values, unknown="missing")
+            return np.where(missing_mask(v), na, k).astype(np.int64)
+        x = numeric(v, self.column, what)
+        lv = self.values
+        if not len(lv):
+            return np.where(np.isnan(x), na, -1).astype(np.int64)
+        p = np.minimum(np.searchsorted(lv, x), len(lv) - 1)
+        return np.where(np.isnan(x), na, np.where(lv[p] == x, p, -1)).astype(np.int64)
+
+
+def exact_encoders(
+    rule: MatchRule, cat: set[str], known_s: Sequence[str], sk: Schema,
+    original: pd.DataFrame, rep_s: Sequence[Replicate],
+) -> dict[str, ExactEncoder]:
+    """The encoder of every exact-match column (levels, or the distinct numbers observed in the
+    original and, for a synthesized column, the replicates)."""
+    out: dict[str, ExactEncoder] = {}
+    for c in rule.exact_cols:
+        if c in cat:
+            out[c] = ExactEncoder(c, tuple(sk[c].levels or ()), True)
+            continue
+        # count or continuous column without radius: exact numeric equality
+        vo = numeric(original[c], c, "original")
+        vr = [numeric(z[c], c, "replicate") for z in rep_s] if c in known_s else []
+        lv = np.unique(np.concatenate([vo, *vr]))
+        out[c] = ExactEncoder(c, lv[~np.isnan(lv)], False)
+    return out
 
 
 def _exact_codes(
     rule: MatchRule, cat: set[str], known_s: Sequence[str], sk: Schema,
     original: pd.DataFrame, tdf: pd.DataFrame, rep_s: Sequence[Replicate],
-) -> tuple[dict[str, int], dict[str, np.ndarray], dict[str, list[np.ndarray]],
+) -> tuple[dict[str, ExactEncoder], dict[str, np.ndarray], dict[str, list[np.ndarray]],
            dict[str, np.ndarray]]:
     """Codes of every exact-match column in the original, the replicates and the targets."""
-    exact_sizes: dict[str, int] = {}
+    encs = exact_encoders(rule, cat, known_s, sk, original, rep_s)
     codes_orig: dict[str, np.ndarray] = {}
     codes_rep: dict[str, list[np.ndarray]] = {}
     codes_tgt: dict[str, np.ndarray] = {}
-    for c in rule.exact_cols:
-        if c in cat:
-            lv = sk[c].levels or ()
-            na = len(lv)  # a missing value is a level of its own, after the column's levels
-
-            def enc(v, lv=lv, na=na):
-                k = level_codes(v, lv, unknown="missing")
-                return np.where(missing_mask(v), na, k)
-        else:  # count or continuous column without radius: exact numeric equality
-            vo = numeric(original[c], c, "original")
-            vr = [numeric(z[c], c, "replicate") for z in rep_s] if c in known_s else []
-            lv = np.unique(np.concatenate([vo, *vr]))
-            lv = lv[~np.isnan(lv)]
-            na = len(lv)
-
-            def enc(v, lv=lv, na=na, c=c):
-                v = numeric(v, c, "targets")
-                if not len(lv):
-                    return np.where(np.isnan(v), na, -1).astype(np.int64)
-                p = np.minimum(np.searchsorted(lv, v), len(lv) - 1)
-                return np.where(np.isnan(v), na, np.where(lv[p] == v, p, -1)).astype(np.int64)
-
-        exact_sizes[c] = na + 1
-        codes_orig[c] = enc(original[c])
-        codes_tgt[c] = enc(tdf[c])
+    for c, enc in encs.items():
+        codes_orig[c] = enc(original[c], "original")
+        codes_tgt[c] = enc(tdf[c], "targets")
         if c in known_s:
-            codes_rep[c] = [enc(z[c]) for z in rep_s]
+            codes_rep[c] = [enc(z[c], "replicate") for z in rep_s]
+    return encs, codes_orig, codes_rep, codes_tgt
 
-    return exact_sizes, codes_orig, codes_rep, codes_tgt
 
-
-def _radius_values(v: pd.Series | np.ndarray, c: str, what: str) -> np.ndarray:
+def radius_values(v: pd.Series | np.ndarray, c: str, what: str) -> np.ndarray:
     """A radius column as float64; a missing value becomes ``+inf``, outside every finite
     window (a target's missing value gets the window ``[inf, inf]`` or no window at all)."""
     x = numeric(v, c, what)
@@ -93,8 +129,8 @@ def _target_drops(rule: MatchRule, tdf: pd.DataFrame, missing_known: str,
     return drop if drop.any() else None
 
 
-def _check_missing_radius(rule: MatchRule, has_missing: dict[str, bool], missing_known: str
-                          ) -> None:
+def check_missing_radius(rule: MatchRule, has_missing: dict[str, bool], missing_known: str
+                         ) -> None:
     """Missing values in radius columns need a rule that treats columns one by one."""
     bad = [c for c in rule.radius_cols if has_missing.get(c)]
     if not bad:
@@ -133,10 +169,11 @@ def encode_problem(
                 or (c in known_s and any(missing_mask(z[c]).any() for z in rep_s)))
         for c in rule.exact_cols + rule.radius_cols
     }
-    _check_missing_radius(rule, has_missing, missing_known)
-    exact_sizes, codes_orig, codes_rep, codes_tgt = _exact_codes(
+    check_missing_radius(rule, has_missing, missing_known)
+    encs, codes_orig, codes_rep, codes_tgt = _exact_codes(
         rule, cat, known_s, sk, original, tdf, rep_s
     )
+    exact_sizes = {c: e.size for c, e in encs.items()}
     rec_exact_us = np.stack([codes_orig[c] for c in rule.exact_us], axis=1) if rule.exact_us \
         else np.zeros((n, 0), dtype=np.int64)
     rep_exact_s = [
@@ -144,18 +181,18 @@ def encode_problem(
         else np.zeros((n, 0), dtype=np.int64)
         for r in range(R)
     ]
-    rec_radius_us = np.stack([_radius_values(original[c], c, "original")
+    rec_radius_us = np.stack([radius_values(original[c], c, "original")
                               for c in rule.radius_us]) \
         if rule.radius_us else np.zeros((0, n))
     rep_radius_s = [
-        np.stack([_radius_values(z[c], c, "replicate") for c in rule.radius_s])
+        np.stack([radius_values(z[c], c, "replicate") for c in rule.radius_s])
         if rule.radius_s
         else np.zeros((0, n))
         for z in rep_s
     ]
     tgt_exact = np.stack([codes_tgt[c] for c in rule.exact_cols], axis=1) if rule.exact_cols \
         else np.zeros((N_T, 0), dtype=np.int64)
-    tgt_radius = np.stack([_radius_values(tdf[c], c, "targets") for c in rule.radius_cols],
+    tgt_radius = np.stack([radius_values(tdf[c], c, "targets") for c in rule.radius_cols],
                           axis=1) \
         if rule.radius_cols else np.zeros((N_T, 0))
     conf = {c: numeric(original[c], c, "original") for c in rule.radius_cols}
@@ -185,4 +222,4 @@ def encode_problem(
                 f"{int(nonpos.sum())} target(s) have a value <= 0 in a radius column; under the "
                 "package's signed percentage radius with open windows they can never match."
             )
-    return Encoded(prep, codes_orig, maha_cov)
+    return Encoded(prep, codes_orig, maha_cov, encs)

@@ -24,8 +24,8 @@ from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.matching import MatchRule
 from bayes_risk.identification.plan import IdentificationPlan, Strategy
 
-__all__ = ["TargetPartition", "EngineOutput", "record_pool", "partitions", "evaluate",
-           "concat_outputs", "run_engine", "DASK_PARTITION_SIZE"]
+__all__ = ["TargetPartition", "EngineOutput", "record_pool", "partitions", "drop_groups",
+           "target_problem", "evaluate", "concat_outputs", "run_engine", "DASK_PARTITION_SIZE"]
 
 EngineOutput = _engine.PerDatasetOutput | _engine.PooledOutput
 #: targets per task on a cluster when the executor does not say
@@ -92,21 +92,54 @@ def partitions(plan: IdentificationPlan, rule: MatchRule, size: int | None, *,
         ], None
     if plan.counts.rows(0, N) is not None:  # refused in prepare; kept as a guard
         raise ValidationError("missing known values need membership='known'.")
-    cols = rule.exact_cols + rule.radius_cols
-    patterns, pid = np.unique(prep.tgt_drop, axis=0, return_inverse=True)
-    order = np.argsort(pid.ravel(), kind="stable")
+    groups = drop_groups(prep, rule)
     parts = []
-    bounds = np.searchsorted(pid.ravel()[order], np.arange(len(patterns) + 1))
-    for p, pattern in enumerate(patterns):
-        drop = tuple(c for c, d in zip(cols, pattern, strict=True) if d)
-        for a in range(bounds[p], bounds[p + 1], size):
-            idx = order[a:min(a + size, bounds[p + 1])]
+    for rows, drop in groups:
+        for a in range(0, rows.size, size):
+            idx = rows[a:a + size]
             parts.append(TargetPartition(
                 tgt_exact=prep.tgt_exact[idx], tgt_radius=prep.tgt_radius[idx],
                 in_sample=prep.in_sample[idx], rec=prep.rec[idx], inv_f=None, drop=drop,
                 **common,
             ))
-    return parts, order
+    return parts, np.concatenate([rows for rows, _ in groups])
+
+
+def drop_groups(prep: _engine.Prepared, rule: MatchRule
+                ) -> list[tuple[np.ndarray, tuple[str, ...]]]:
+    """The targets grouped by the known columns they are not matched on (``Prepared.tgt_drop``,
+    ``missing_known="any"``): ``[(rows, dropped columns)]``, groups in the order of their
+    patterns, rows ascending; one group of every target when no column is dropped."""
+    N = prep.n_targets
+    if prep.tgt_drop is None:
+        return [(np.arange(N, dtype=np.int64), ())]
+    cols = rule.exact_cols + rule.radius_cols
+    patterns, pid = np.unique(prep.tgt_drop, axis=0, return_inverse=True)
+    order = np.argsort(pid.ravel(), kind="stable")
+    bounds = np.searchsorted(pid.ravel()[order], np.arange(len(patterns) + 1))
+    return [(order[bounds[p]:bounds[p + 1]],
+             tuple(c for c, d in zip(cols, pattern, strict=True) if d))
+            for p, pattern in enumerate(patterns)]
+
+
+def target_problem(pool: _engine.Prepared, rule: MatchRule, drop: Sequence[str],
+                   tgt_exact: np.ndarray, tgt_radius: np.ndarray, in_sample: np.ndarray,
+                   rec: np.ndarray) -> tuple[_engine.Prepared, MatchRule]:
+    """The record pool with the given targets, and the rule they are matched with: without the
+    columns ``drop`` they miss (the pool restricted to the others, cached on the pool)."""
+    if drop:  # matched on the known columns where the targets' values are not missing
+        sub = _without(rule, drop)
+        cols = list(rule.exact_cols)
+        tgt_exact = tgt_exact[:, [cols.index(c) for c in sub.exact_cols]]
+        cols = list(rule.radius_cols)
+        tgt_radius = tgt_radius[:, [cols.index(c) for c in sub.radius_cols]]
+        pool, rule = _restricted(pool, rule, sub), sub
+    # the pool's cache (replicate indexes) is shared by every group of targets
+    prep = dataclasses.replace(
+        pool, tgt_exact=tgt_exact, tgt_radius=tgt_radius, in_sample=in_sample, rec=rec,
+        tgt_drop=None, _cache=pool._cache,
+    )
+    return prep, rule
 
 
 def _without(rule: MatchRule, drop: Sequence[str]) -> MatchRule:
@@ -143,19 +176,8 @@ def _restricted(pool: _engine.Prepared, rule: MatchRule, sub: MatchRule
 
 def evaluate(pool: _engine.Prepared, part: TargetPartition) -> EngineOutput:
     """Engine output of one partition of the targets (runs in process or on a worker)."""
-    rule, tgt_exact, tgt_radius = part.rule, part.tgt_exact, part.tgt_radius
-    if part.drop:  # matched on the known columns where the targets' values are not missing
-        rule = _without(part.rule, part.drop)
-        cols = list(part.rule.exact_cols)
-        tgt_exact = tgt_exact[:, [cols.index(c) for c in rule.exact_cols]]
-        cols = list(part.rule.radius_cols)
-        tgt_radius = tgt_radius[:, [cols.index(c) for c in rule.radius_cols]]
-        pool = _restricted(pool, part.rule, rule)
-    # the pool's cache (replicate indexes) is shared by every partition evaluated here
-    prep = dataclasses.replace(
-        pool, tgt_exact=tgt_exact, tgt_radius=tgt_radius, in_sample=part.in_sample,
-        rec=part.rec, tgt_drop=None, _cache=pool._cache,
-    )
+    prep, rule = target_problem(pool, part.rule, part.drop, part.tgt_exact, part.tgt_radius,
+                                part.in_sample, part.rec)
     if part.aggregation == "per_dataset":
         return _engine.run_per_dataset(prep, rule, inv_f=part.inv_f, strategy=part.strategy,
                                        fallback=part.fallback, progressbar=part.progressbar)

@@ -137,6 +137,7 @@ def user_replicates(
             df = pd.DataFrame({c: a[:, j] for j, c in enumerate(known_s)})
         if len(df) != n:
             raise ValidationError(f"replicate {r} has {len(df)} rows; expected {n}.")
+        df = mask_missing_codes(df, sk.missing_codes)  # declared codes are missing, as released
         for c in known_s:
             if sk[c].type not in CATEGORICAL_TYPES:
                 df[c] = numeric(df[c], c, f"replicate {r}")

@@ -62,12 +62,19 @@ class EncodedData:
         Label of every target (the original's index, or the external ``target_id`` column).
     record_labels : ndarray [n]
         Label of every original record (``original_id`` column, or the index).
+    exact_encoders : dict
+        ``{column: encoding.ExactEncoder}`` of the exact-match columns (the codes every later
+        batch of posterior replicates is encoded with).
+    missing_known : {"any", "level"}
+        How a target's missing known value is matched (user guide, Missing values).
     """
 
     prep: Prepared
     schema: Schema
     target_ids: np.ndarray
     record_labels: np.ndarray
+    exact_encoders: dict[str, Any] = field(default_factory=dict)
+    missing_known: str = "any"
 
 
 @dataclass

@@ -26,7 +26,8 @@ if TYPE_CHECKING:  # scipy.sparse is imported where the pooled matrix is built
 
     from bayes_risk.identification.engine import Prepared
 
-__all__ = ["PooledOutput", "FallbackSets", "fallback_sets", "run_pooled", "PooledProbabilities"]
+__all__ = ["PooledOutput", "FallbackSets", "GroupedFallbackSets", "fallback_sets",
+           "merge_target_major", "run_pooled", "PooledProbabilities"]
 
 
 @dataclass
@@ -76,9 +77,88 @@ class FallbackSets:
         """Whether ``records[i]`` belongs to the set of target ``rows[i]``."""
         return self.index.own(self.tkey[rows], self.bounds.rows(rows), records)
 
+    def sizes(self) -> np.ndarray:
+        """Size of every target's set ``[N_T]``."""
+        return self.index.match(self.tkey, self.bounds, False)[0]
 
-def fallback_sets(prep: Prepared, rule: MatchRule) -> FallbackSets:
-    """:class:`FallbackSets` of every target of ``prep``."""
+
+@dataclass
+class GroupedFallbackSets:
+    """Fallback sets of targets matched on different known columns (their missing values,
+    ``missing_known="any"``): each group's sets use the known unsynthesized columns the group is
+    matched on. The same methods as :class:`FallbackSets`, on the targets' own numbering."""
+
+    groups: list[tuple[np.ndarray, FallbackSets]]  # the targets of each group, its sets
+    group: np.ndarray = field(init=False)  # [N_T] group of every target
+    local: np.ndarray = field(init=False)  # [N_T] its position in the group
+
+    def __post_init__(self) -> None:
+        N = sum(rows.size for rows, _ in self.groups)
+        self.group = np.empty(N, dtype=np.int64)
+        self.local = np.empty(N, dtype=np.int64)
+        for g, (rows, _) in enumerate(self.groups):
+            self.group[rows] = g
+            self.local[rows] = np.arange(rows.size)
+
+    def members(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Sizes ``[len(rows)]`` and members (target-major, ascending within a target)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        per = []
+        for g, (_, fs) in enumerate(self.groups):
+            sel = np.flatnonzero(self.group[rows] == g)
+            if sel.size:
+                per.append((sel, *fs.members(self.local[rows[sel]])))
+        return merge_target_major(rows.size, per)
+
+    def contains(self, rows: np.ndarray, records: np.ndarray) -> np.ndarray:
+        """Whether ``records[i]`` belongs to the set of target ``rows[i]``."""
+        out = np.zeros(len(rows), dtype=bool)
+        grp = self.group[rows]
+        for g, (_, fs) in enumerate(self.groups):
+            m = grp == g
+            if m.any():
+                out[m] = fs.contains(self.local[rows[m]], records[m])
+        return out
+
+    def sizes(self) -> np.ndarray:
+        """Size of every target's set ``[N_T]``."""
+        out = np.zeros(self.group.size, dtype=np.int64)
+        for rows, fs in self.groups:
+            out[rows] = fs.sizes()
+        return out
+
+
+def merge_target_major(N: int, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """One target-major list from the lists of groups of targets.
+
+    ``parts``: ``(positions, counts, records)`` of each group — the places ``0..N-1`` of its
+    targets in the merged order, their counts and their records (target-major in the group's
+    order). Returns the counts ``[N]`` and the records, target-major in the merged order.
+    """
+    cnt = np.zeros(N, dtype=np.int64)
+    for pos, c, _ in parts:
+        cnt[pos] = c
+    start = np.cumsum(cnt) - cnt
+    out = np.empty(int(cnt.sum()), dtype=np.int64)
+    for pos, c, recs in parts:  # each group's records at its targets' places
+        within = np.arange(recs.size) - np.repeat(np.cumsum(c) - c, c)
+        out[np.repeat(start[pos], c) + within] = recs
+    return cnt, out
+
+
+def fallback_sets(prep: Prepared, rule: MatchRule) -> FallbackSets | GroupedFallbackSets:
+    """:class:`FallbackSets` of every target of ``prep`` (:class:`GroupedFallbackSets` when
+    some targets are not matched on some known columns, ``Prepared.tgt_drop``)."""
+    if prep.tgt_drop is not None:
+        from bayes_risk.identification.evaluate import drop_groups, target_problem
+
+        groups = []
+        for rows, drop in drop_groups(prep, rule):
+            gp, gr = target_problem(prep, rule, drop, prep.tgt_exact[rows],
+                                    prep.tgt_radius[rows], prep.in_sample[rows], prep.rec[rows])
+            groups.append((rows, fallback_sets(gp, gr)))
+        return GroupedFallbackSets(groups)
     q_us = len(rule.radius_us)
     return FallbackSets(
         index=_engine.us_index(prep, rule),
@@ -414,7 +494,7 @@ class PooledProbabilities:
     explicit: sp.csr_matrix
     fallback_value: np.ndarray
     fallback_extra: np.ndarray
-    fallback_sets: FallbackSets | None
+    fallback_sets: FallbackSets | GroupedFallbackSets | None
 
     @property
     def shape(self) -> tuple[int, int]:

@@ -369,9 +369,9 @@ def prepare(
         known=known, codes_orig=enc.codes_orig, warn=warn,
     )
     extra = {} if enc.maha_cov is None else {"mahalanobis_covariance": enc.maha_cov.tolist()}
-    n_miss = int(sum(tdf[c].isna().sum() for c in known))
-    if n_miss:
-        extra.update(missing_known=o["missing_known"], n_missing_known_values=n_miss)
+    # the missing-value policy is stated whether or not this run met a missing value
+    extra.update(missing_known=o["missing_known"],
+                 n_missing_known_values=int(sum(tdf[c].isna().sum() for c in known)))
     settings = RunSettings(
         known_unsynthesized=known_us, known_synthesized=known_s, aggregation=o["aggregation"],
         membership=o["membership"], fallback=o["fallback"], strategy=o["strategy"],
@@ -379,7 +379,8 @@ def prepare(
     )
     return IdentificationPlan(
         data=EncodedData(prep=enc.prep, schema=sk, target_ids=target_ids,
-                         record_labels=np.asarray(ids_orig)),
+                         record_labels=np.asarray(ids_orig), exact_encoders=enc.encoders,
+                         missing_known=o["missing_known"]),
         rule=rule, counts=counts,
         replicates=ReplicateSource(R=len(rep_s), user=replicates is not None),
         settings=settings, warnings=warn,

@@ -413,7 +413,7 @@ def run_posterior(
     points = _checkpoints(n_batches)
     plan = prepare(original, synthetic, known_unsynthesized, ks, replicates=job.replicates(0),
                    **options)
-    job.recode = Recoder.make(plan, options.get("targets"), original)
+    job.recode = Recoder.make(plan)
     if job.recode is None:
         job.inputs = (original, synthetic, known_unsynthesized, options)
     # one batch holds every replicate: the engine's own pooled output (bitwise the result of

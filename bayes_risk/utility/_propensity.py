@@ -72,6 +72,34 @@ def prepare_table(df: pd.DataFrame | Prepared, schema: Schema, columns: Sequence
     return out
 
 
+#: the pMSE's treatment of missing values, as recorded in the results' settings
+PMSE_MISSING_POLICY = (
+    "synthpop utility.gen: a categorical column's missing value is a level of its own; a "
+    "numeric column gets one 0/1 indicator per kind of missing value (empty, each declared "
+    "code) and its missing values are set to 0"
+)
+
+
+def missing_summary(frames: Sequence[Prepared], schema: Schema, columns: Sequence[str]
+                    ) -> dict[str, list[str]]:
+    """The kinds of missing value of every compared column that has some, over the stacked
+    tables: ``{column: ["NA", "-8", ...]}`` (``"NA"`` an empty cell, a number a declared code;
+    a categorical column's missing value is ``"NA"``)."""
+    out: dict[str, list[str]] = {}
+    for c in columns:
+        spec = schema[c]
+        if spec.is_categorical:
+            if any((f[c] == spec.n_levels).any() for f in frames):
+                out[c] = ["NA"]
+            continue
+        kinds = np.unique(np.concatenate([f.get(c + _KIND, np.zeros(0, dtype=np.int64))
+                                          for f in frames]))
+        labels = ["NA" if k == 1 else f"{spec.missing_codes[k - 2]:g}" for k in kinds if k > 0]
+        if labels:
+            out[c] = labels
+    return out
+
+
 def _missing_blocks(c: str, spec, frames: Sequence[Prepared], x: np.ndarray) -> list[_Block]:
     """0/1 indicators of each kind of missing value of a numeric column present in the stacked
     tables (synthpop's ``<col>_NA``; one per declared code), named after the column (they

@@ -25,6 +25,7 @@ import pandas as pd
 from scipy import stats
 
 from bayes_risk.data.levels import normalise_level
+from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import check_probability
@@ -294,9 +295,14 @@ def fit_formula(formula: str, data: pd.DataFrame, family: str, label: str) -> pd
 def _compare(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], schema: Schema,
              formula: str, family: str, alpha: float, choice: CombiningChoice | None = None
              ) -> tuple[pd.DataFrame, np.ndarray, list[str]]:
-    o = fit_formula(formula, with_categorical_dtypes(original, schema), family, "original data")
-    fits = [fit_formula(formula, with_categorical_dtypes(z, schema), family,
-                        f"synthetic dataset {l}") for l, z in enumerate(datasets, start=1)]
+    def table(df: pd.DataFrame) -> pd.DataFrame:
+        # declared missing-value codes are missing values: the fit leaves their records out
+        # (statsmodels' formula default), as it does empty cells
+        return with_categorical_dtypes(mask_missing_codes(df, schema.missing_codes), schema)
+
+    o = fit_formula(formula, table(original), family, "original data")
+    fits = [fit_formula(formula, table(z), family, f"synthetic dataset {l}")
+            for l, z in enumerate(datasets, start=1)]
     for l, f in enumerate(fits, start=1):
         if list(f["term"]) != list(o["term"]):
             raise ValidationError(

@@ -35,11 +35,13 @@ from bayes_risk.utility._inputs import (
     resolve_schema,
 )
 from bayes_risk.utility._propensity import (  # noqa: F401 - re-exported (public import path)
+    PMSE_MISSING_POLICY,
     RANK_TOL,
     Prepared,
     _cart_features,
     _cart_prob,
     fit_logit,
+    missing_summary,
     prepare_table,
     propensity_design,
 )
@@ -436,6 +438,10 @@ def _pmse_impl(original: pd.DataFrame, datasets: list[pd.DataFrame], schema: Sch
     settings = {
         "max_iter": int(max_iter), "rank_tol": RANK_TOL, "n_perm": int(n_perm),
         "random_seed": seed_to_json(random_seed),
+        # the missing-value policy, and the kinds of missing value it met (user guide,
+        # Missing values)
+        "missing_values": PMSE_MISSING_POLICY,
+        "missing_kinds": missing_summary([orig, *prepared], schema, cols),
     }
     if method == "cart":
         settings.update(cart)

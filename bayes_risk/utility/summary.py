@@ -35,6 +35,12 @@ from bayes_risk.utility.pmse import pmse
 
 __all__ = ["UtilitySummary", "utility_summary", "default_estimands"]
 
+#: the default estimands' treatment of missing values, as recorded in the summary's settings
+OVERLAP_MISSING_POLICY = (
+    "means over observed values (empty cells and declared codes left out); level proportions "
+    "over all records; P(c missing) for every column with missing values"
+)
+
 
 def default_estimands(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], schema: Schema,
                       columns: Sequence[str]
@@ -237,6 +243,9 @@ def utility_summary(
         "alpha": float(alpha), "family": family, "formulas": formulas,
         "n_perm": int(n_perm), **{f"pmse_{k}": v for k, v in pm.settings.items()},
         **choice.to_settings(),
+        "overlap_missing_values": OVERLAP_MISSING_POLICY if kind == "means_and_proportions"
+        else "fitted models: records with a missing value in a model's columns are left out "
+             "(statsmodels' missing='drop')",
     }
     return UtilitySummary(
         pmse=pm, overlap=overlap, comparison=comparison, estimand_kind=kind,

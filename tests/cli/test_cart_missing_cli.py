@@ -90,3 +90,24 @@ def test_sd2011_release_rebuilds_and_attribute_refuses_clearly(sd, capsys):
     err = capsys.readouterr().err
     assert "MISSING_VALUES_NOT_SUPPORTED" in err and "DPMPM" in err
     assert not (d / "att").exists()
+
+
+def test_sd2011_audit_runs_posterior_identification_with_missing_values(sd):
+    """``bayes-risk audit`` of the CART release reaches and runs its posterior-identification
+    step (replicates with empty cells and -8 codes, drawn in several batches), and its
+    settings state how missing known values were matched."""
+    d, df = sd
+    if not (d / "syn").exists():
+        test_sd2011_cart_synthesize_with_missing_codes(sd)
+    out = d / "audit"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["audit", str(d / "sd.csv"), str(d / "syn"), "--known", "sex", "marital",
+                     "nociga", "--skip", "utility", "identification", "attribute",
+                     "disclosure", "--random-seed", "2", "-q", "--out", str(out)]) == 0
+    s = json.loads((out / "posterior_identification" / "summary.json").read_text())
+    assert s["settings"]["missing_known"] == "any"
+    n_missing = int(df["marital"].isna().sum() + df["nociga"].isna().sum()
+                    + (df["nociga"] == -8).sum())
+    assert s["settings"]["n_missing_known_values"] == n_missing
+    assert s["uncertainty"]["n_replicates"] >= 100  # several batches

@@ -188,3 +188,65 @@ def test_integer_codes_read_as_float_keep_integer_levels(tmp_path):
     assert schema["C"].levels == (0.5, 1.5, 2.0)  # not all whole: kept as written
     codes = encode(df, schema, ["A"])
     assert codes[:, 0].tolist() == [0, -1, 1, 0]
+
+
+def test_pmse_and_summary_settings_state_the_missing_value_policy():
+    orig, syn = _tables()
+    schema = br.infer_schema(orig, categorical=["g"], missing_codes={"v": [-8]})
+    r = br.pmse(orig, [syn], schema=schema, max_order=0)
+    assert "utility.gen" in r.settings["missing_values"]
+    assert r.settings["missing_kinds"] == {"a": ["NA"], "v": ["NA", "-8"]}
+    out = br.utility_summary(orig, [syn, syn.copy()], schema=schema, max_order=0,
+                             random_seed=1, progressbar=False)
+    assert out.settings["pmse_missing_kinds"] == {"a": ["NA"], "v": ["NA", "-8"]}
+    assert "observed values" in out.settings["overlap_missing_values"]
+    # complete data: the policy is stated, no kind met
+    full = br.pmse(orig.dropna().query("v != -8"), [syn.dropna().query("v != -8")],
+                   categorical=["g"], max_order=0)
+    assert full.settings["missing_kinds"] == {}
+
+
+def test_overlap_means_over_observed_values_and_codes_are_missing():
+    orig, syn = _tables()
+    schema = br.infer_schema(orig, categorical=["g"], missing_codes={"v": [-8]})
+    out = br.utility_summary(orig, [syn, syn.copy()], schema=schema, max_order=0,
+                             random_seed=1, progressbar=False)
+    tab = out.overlap.set_index("estimand")
+    v = orig["v"]
+    obs = v[v.notna() & (v != -8)]
+    assert tab.loc["mean(v)", "estimate_orig"] == pytest.approx(obs.mean())
+    assert tab.loc["P(v missing)", "estimate_orig"] == pytest.approx(
+        float((v.isna() | (v == -8)).mean()))
+    # level proportions are over all records; the missing level is P(a missing)
+    assert tab.loc["P(a = x)", "estimate_orig"] == pytest.approx(float((orig["a"] == "x").mean()))
+    assert tab.loc["P(a missing)", "estimate_orig"] == pytest.approx(
+        float(orig["a"].isna().mean()))
+
+
+def test_formula_fits_leave_declared_codes_out_as_empty_cells():
+    """A declared code is a missing value in the formula fits too (the records are left out,
+    as with empty cells), not the number -8."""
+    orig, syn = _tables()
+    schema = br.infer_schema(orig, categorical=["g"], missing_codes={"v": [-8]})
+    kw = dict(max_order=0, estimands=["v ~ C(g)"], random_seed=1, progressbar=False)
+    got = br.utility_summary(orig, [syn, syn.copy()], schema=schema, **kw)
+    as_na = [d.assign(v=d["v"].where(d["v"] != -8)) for d in (orig, syn, syn.copy())]
+    want = br.utility_summary(as_na[0], as_na[1:], categorical=["g"], **kw)
+    for c in ("estimate_orig", "estimate_syn"):
+        pd.testing.assert_series_equal(got.comparison[c], want.comparison[c])
+    assert "drop" in got.settings["overlap_missing_values"]
+
+
+def test_disclosure_settings_and_codes_are_values_not_missing():
+    """synthpop's disclosure(): an empty cell is the level "Missing" (``use_target_na=False``
+    leaves its records out); a declared code is a value, so it is never left out."""
+    orig = pd.DataFrame({"k": ["a", "a", "b", "b", "c"], "t": [1.0, -8.0, 2.0, np.nan, -8.0]})
+    syn = orig.assign(t=[1.0, -8.0, np.nan, 2.0, -8.0])
+    s = br.infer_schema(orig, missing_codes={"t": [-8]})
+    r = br.disclosure_measures(orig, [syn], ["k"], "t", schema=s, use_target_na=False)
+    assert "'Missing'" in r.settings["missing_values"]
+    assert r.settings["missing_codes"] == {"t": [-8.0]}
+    assert r.settings["n_missing_original"] == {"t": 1}
+    # only the empty cell (record 3) is left out: -8 stays a level of its own
+    assert int(r.diagnostics["n_excluded_original"].iloc[0]) == 1
+    assert "-8" in r.target_levels and "Missing" in r.target_levels

@@ -8,6 +8,8 @@ per-dataset and pooled) against a brute-force scan on random files with missing 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -147,3 +149,185 @@ def test_codes_are_missing_and_clear_errors():
     with pytest.raises(ValidationError, match="missing_known"):
         br.identification_risk(y, z, ["sex"], ["race"], missing_known="ignore",
                                progressbar=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# posterior replicates: later batches encoded as the first (issue 31)
+# ----------------------------------------------------------------------------------------------
+class _Released:
+    """A 'model' whose replicates are given tables, in order (cycled)."""
+
+    def __init__(self, datasets):
+        self.datasets = [d.reset_index(drop=True) for d in datasets]
+
+    def posterior_replicates(self, n, *, columns=None, chunk_size=50, random_seed=None, start=0):
+        k = start
+        while k < start + n:
+            hi = min(start + n, k + chunk_size)
+            yield [self.datasets[i % len(self.datasets)][list(columns)] for i in range(k, hi)]
+            k = hi
+
+
+def _coded(seed: int, n: int = 80, m: int = 7):
+    """Missing values in every known column, ``-8`` codes in the numeric exact-match one; the
+    released datasets synthesize missing values and codes (as synthpop's CART does)."""
+    rng = np.random.default_rng(seed)
+    y = pd.DataFrame({
+        "sex": rng.choice(["F", "M"], n).astype(object),
+        "race": rng.choice(list("WBA"), n).astype(object),
+        "nociga": rng.choice([-8.0, 5.0, 10.0, 20.0], n),
+        "income": np.round(rng.lognormal(7, 0.3, n), 0),
+    })
+    y.loc[rng.random(n) < 0.15, "sex"] = None
+    y.loc[rng.random(n) < 0.15, "race"] = None
+    y.loc[rng.random(n) < 0.1, "nociga"] = np.nan
+    y.loc[rng.random(n) < 0.15, "income"] = np.nan
+    zs = []
+    for _ in range(m):
+        z = y.copy()
+        z["race"] = rng.choice(["W", "B", "A", None], n, p=[0.4, 0.3, 0.2, 0.1])
+        z["nociga"] = rng.choice([-8.0, 5.0, 10.0, 20.0, np.nan], n, p=[0.3, 0.2, 0.2, 0.2, 0.1])
+        z["income"] = np.where(rng.random(n) < 0.15, np.nan,
+                               np.round(y["income"] * rng.lognormal(0, 0.05, n), 0))
+        zs.append(z)
+    schema = br.infer_schema(y, count=["nociga"], missing_codes={"nociga": [-8]})
+    return y, zs, schema
+
+
+@pytest.mark.parametrize("mode", ["any", "level"])
+@pytest.mark.parametrize("fallback", ["unsynthesized", "none"])
+@pytest.mark.parametrize("complete_replicates", [False, True])
+def test_posterior_batches_equal_released_path_with_missing_values(mode, fallback,
+                                                                   complete_replicates):
+    """Replicates in batches of 3 (the later two encoded into the first batch's plan) give the
+    released-dataset run's pooled probabilities and declared matches: missing values (a level,
+    ``+inf`` in a radius column) and declared ``-8`` codes are encoded as in ``prepare``, and
+    targets missing a known value are matched on the others in every batch (also when only the
+    original has missing values, as with a model that imputes them)."""
+    y, zs, schema = _coded(11)
+    if complete_replicates:
+        zs = [z.assign(race=z["race"].fillna("W"),
+                       nociga=z["nociga"].fillna(5.0).replace(-8.0, 10.0),
+                       income=z["income"].fillna(1000.0)) for z in zs]
+    kw = dict(schema=schema, radius={"income": 0.05}, missing_known=mode, fallback=fallback,
+              progressbar=False)
+    known = (["sex"], ["race", "nociga", "income"])
+    base = br.identification_risk(y, zs, *known, **kw)
+    post = br.identification_risk(
+        y, zs, *known, replicates=br.PosteriorReplicates(
+            _Released(zs), n=len(zs), batch_size=3, n_groups=2, random_seed=0), **kw)
+    np.testing.assert_allclose(post.prob.toarray(), base.prob.toarray(), rtol=1e-12, atol=0)
+    for c in ("c", "T", "K", "W", "declared"):
+        assert np.array_equal(post.records[c], base.records[c]), c
+    # one batch at a time, each prepared in full: the per-replicate measures agree as well
+    per = br.identification_risk(y, zs, *known, aggregation="per_dataset",
+                                 **dict(kw, fallback=post.settings["fallback"]))
+    np.testing.assert_allclose(post.records["IR_replicate_mean"], per.record_IR, rtol=1e-12)
+    for r in (base, post):
+        assert r.settings["missing_known"] == mode
+        assert r.settings["n_missing_known_values"] == int(
+            sum(y[c].isna().sum() for c in ["sex", "race", "income"])
+            + y["nociga"].isna().sum() + (y["nociga"] == -8).sum())
+
+
+def test_recoder_encodes_a_batch_as_prepare_does():
+    """The codes of a batch encoded into the first batch's plan are ``prepare``'s codes of the
+    same replicates (up to the numbering of numbers no target holds, which match nothing)."""
+    from bayes_risk.identification._replicate_batches import Recoder
+    from bayes_risk.identification.prepare import prepare
+
+    y, zs, schema = _coded(3, m=4)
+    cols = ["race", "nociga", "income"]
+    opts = dict(schema=schema, radius={"income": 0.05}, radius_type="percentage", r_min=None,
+                quantile_groups=20, window=None, shape=None, aggregation=None, membership=None,
+                strategy=None, fallback=None, compat=None, missing_known="level")
+    first = prepare(y, [], ["sex"], cols, replicates=[z[cols] for z in zs[:2]], **opts)
+    full = prepare(y, [], ["sex"], cols, replicates=[z[cols] for z in zs[2:]], **opts)
+    got = Recoder.make(first)([z for z in zs[2:]])
+    tgt = first.prep.tgt_exact  # the targets' codes, shared by both encodings
+    ftgt = full.prep.tgt_exact
+    for r in range(2):
+        np.testing.assert_array_equal(got.prep.rep_radius_s[r], full.prep.rep_radius_s[r])
+        for j in range(len(first.rule.exact_s)):
+            col = len(first.rule.exact_us) + j
+            a, b = got.prep.rep_exact_s[r][:, j], full.prep.rep_exact_s[r][:, j]
+            # the same records match each target in both encodings
+            np.testing.assert_array_equal(a[:, None] == tgt[None, :, col],
+                                          b[:, None] == ftgt[None, :, col])
+    # a missing value is the missing level; -8 is missing, not the number -8
+    j = first.rule.exact_s.index("nociga")
+    enc = first.data.exact_encoders["nociga"]
+    z = zs[2]
+    na = enc.size - 1
+    assert (got.prep.rep_exact_s[0][:, j][z["nociga"].isna() | (z["nociga"] == -8)] == na).all()
+    assert np.isinf(got.prep.rep_radius_s[0][0][z["income"].isna().to_numpy()]).all()
+
+
+@pytest.mark.parametrize("mode, c, T", [
+    # target 0 (x = a): record 0's released x is missing (synthetic data only): no match; records
+    # 2, 3 match. Target 1 (x missing in the original): "any" matches every record, "level" the
+    # released missing values only (records 0, 1; both: missing in the original and the
+    # synthetic data). Target 3 (x = b): no released b.
+    ("any", [2, 4, 2, 0], [0, 1, 1, 0]),
+    ("level", [2, 2, 2, 0], [0, 1, 1, 0]),
+])
+def test_worked_missing_in_original_synthetic_and_both(mode, c, T):
+    y = pd.DataFrame({"g": ["u"] * 4, "x": ["a", None, "a", "b"]})
+    z = y.assign(x=[None, None, "a", "a"])
+    r = br.identification_risk(y, [z], ["g"], ["x"], aggregation="per_dataset",
+                               missing_known=mode, progressbar=False)
+    assert r.records["c"].tolist() == c
+    assert r.records["T"].astype(int).tolist() == T
+    assert r.settings["missing_known"] == mode and r.settings["n_missing_known_values"] == 1
+
+
+def test_settings_state_the_policy_on_complete_data():
+    y, z = _five()
+    y = y.assign(sex=y["sex"].fillna("F"))
+    z = [d.assign(sex=y["sex"]) for d in z]
+    r = br.identification_risk(y, z, ["sex"], ["race"], progressbar=False)
+    assert r.settings["missing_known"] == "any"
+    assert r.settings["n_missing_known_values"] == 0
+
+
+def test_later_batch_with_missing_radius_values_refused_as_in_prepare():
+    """A later batch with missing values in a radius column is refused under a rule that cannot
+    treat them (here ``radius_type="quantile_sd"``), as ``prepare`` refuses the same replicates
+    given at once: never matched silently with ``+inf``."""
+    y, zs, schema = _coded(5, m=6)
+    y = y.assign(income=y["income"].fillna(1000.0), sex=y["sex"].fillna("F"))
+    full = [z.assign(income=z["income"].fillna(1000.0)) for z in zs[:3]]
+    zs = full + [z.assign(sex=y["sex"]) for z in zs[3:]]  # missing incomes from batch 2 on
+    kw = dict(schema=schema, radius={"income": 1.0}, radius_type="quantile_sd",
+              progressbar=False)
+    known = (["sex"], ["race", "income"])
+    with pytest.raises(ValidationError, match="'income'.*quantile_sd"):
+        br.identification_risk(y, [z.assign(sex=y["sex"]) for z in zs], *known, **kw)
+    with pytest.raises(ValidationError, match="'income'.*quantile_sd"):
+        br.identification_risk(y, [], *known, replicates=br.PosteriorReplicates(
+            _Released(zs), n=6, batch_size=3, random_seed=0), **kw)
+
+
+def test_external_target_value_first_met_in_a_later_batch():
+    """An external target's synthesized value held by neither the original nor the first batch
+    but by a later one: that batch is encoded in full, so the target matches there as in the
+    run over all replicates at once (the first batch's codes would give it none)."""
+    y, zs, schema = _coded(7, m=6)
+    y = y.assign(sex=y["sex"].fillna("F"), race=y["race"].fillna("W"))
+    zs = [z.assign(sex=y["sex"]) for z in zs]
+    for z in zs[3:]:
+        z.loc[:9, "race"] = "Z"  # a level of the later batches only
+    targets = pd.concat([y.assign(id=np.arange(len(y))),
+                         y.iloc[:3].assign(race="Z", id=[1000, 1001, 1002])],
+                        ignore_index=True)
+    kw = dict(schema=schema, radius={"income": 0.05}, targets=targets, target_id="id",
+              fallback="none", progressbar=False)
+    known = (["sex"], ["race", "nociga", "income"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the synthetic-only level "Z"
+        base = br.identification_risk(y, zs, *known, **kw)
+        post = br.identification_risk(y, zs, *known, replicates=br.PosteriorReplicates(
+            _Released(zs), n=6, batch_size=3, random_seed=0), **kw)
+    np.testing.assert_allclose(post.prob.toarray(), base.prob.toarray(), rtol=1e-12, atol=0)
+    rec = base.records.set_index("target")
+    assert (rec.loc[[1000, 1001, 1002], "p_max"] > 0).any()
