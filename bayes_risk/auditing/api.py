@@ -60,6 +60,7 @@ def audit(
     progressbar: bool = True,
     skip: Sequence[str] | None = None,
     combining_rules: str = "auto",
+    imputed: Sequence[str] | str = "auto",
 ) -> AuditResult:
     """Audit a synthetic release: utility, identification, attribute and empirical risk.
 
@@ -126,6 +127,11 @@ def audit(
         Combining rules of the interval overlaps (see
         :func:`~bayes_risk.utility.utility_summary`); ``"auto"`` (default): the release's
         recorded generation scheme, else inferred from the synthesized columns.
+    imputed : "auto" or sequence of str
+        Columns whose missing values the synthesizer imputed, compared on the original's
+        observed cells in the utility step (see :func:`~bayes_risk.utility.utility_summary`);
+        ``"auto"`` (default): the release's recorded ``imputed_columns``, else inferred;
+        ``[]``: none.
 
     Returns
     -------
@@ -158,6 +164,7 @@ def audit(
         attribute_records=attribute_records, thresholds=Thresholds.parse(thresholds),
         show=show_confidential_values, random_seed=random_seed, seed_src=seed_src,
         skip=skip, sweep_unsynthesized=sweep_unsynthesized, combining_rules=combining_rules,
+        imputed=imputed,
     )
     root = Path(out) if out is not None else None
     if root is not None and root.exists() and (not root.is_dir() or any(root.iterdir())):
@@ -352,7 +359,7 @@ def _twice(cols: Sequence[str]) -> list[str]:
 def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type, sweep,
                targets, ngroups_target, attribute_records, thresholds, show,
                random_seed, seed_src="given", skip=None, sweep_unsynthesized=False,
-               combining_rules="auto") -> AuditPlan:
+               combining_rules="auto", imputed="auto") -> AuditPlan:
     """Resolve every setting (see :func:`audit`) and record where it came from.
 
     Every argument every step reads is checked here, before any step runs."""
@@ -362,6 +369,12 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
         from bayes_risk.utility.combining import check_rules
 
         check_rules(combining_rules, "combining_rules")
+    if not (isinstance(imputed, str) and imputed == "auto"):
+        if isinstance(imputed, str):
+            raise ValidationError(
+                f"imputed must be 'auto' or a list of column names ([] for none). "
+                f"Got {imputed!r}.")
+        imputed = sch.check_columns(list(imputed), "imputed")
     if isinstance(known, str) or not known:
         raise ValidationError("known: give the columns the intruder knows (at least one).")
     known = sch.check_columns(list(known), "known")
@@ -442,6 +455,7 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
         show_confidential_values=bool(show), random_seed=int(random_seed),
         skip=tuple(dict.fromkeys(skip_steps)), sweep_columns=sweep_cols,
         sweep_unsynthesized=bool(sweep_unsynthesized), combining_rules=combining_rules,
+        imputed=imputed,
     )
     _record_settings(plan, src, rad_src, tg_src, ngroups_target, seed_src)
     return plan
@@ -470,6 +484,12 @@ def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
       "auto: the generation recorded in the release's manifest, else inferred from the "
       "synthesized columns (the utility section says which rules were used and why)"
       if plan.combining_rules == "auto" else "")
+    auto = isinstance(plan.imputed, str)
+    a("utility", "imputed columns", "auto" if auto else (", ".join(plan.imputed) or "none"),
+      "default" if auto else "given",
+      "auto: the imputed_columns recorded in the release's manifest, else the columns with "
+      "empty cells in the original and none in any synthetic dataset; they are compared on "
+      "the original's observed cells" if auto else "")
     a("identification", "known columns", ", ".join(plan.known), "given")
     a("identification", "radius",
       ", ".join(f"{c} = {r:g}" for c, r in plan.radius.items()) or "exact matching", rad_src,

@@ -148,6 +148,8 @@ class AuditPlan:
     sweep_unsynthesized: bool = False
     #: combining rules of the utility step (``"auto"``: chosen from the release)
     combining_rules: str = "auto"
+    #: imputed columns of the utility step (``"auto"``: recorded in the release, else inferred)
+    imputed: Any = "auto"
     settings: list[Setting] = field(default_factory=list)
 
     @property

@@ -104,7 +104,7 @@ def utility_step(ctx: StepContext) -> StepOutcome:
     res = utility_summary(
         ctx.original, ctx.synthetic, schema=ctx.schema, synthesized=plan.synthesized,
         random_seed=plan.random_seed, progressbar=ctx.progressbar,
-        rules=plan.combining_rules,
+        rules=plan.combining_rules, imputed=plan.imputed,
     )
     marg = marginals(ctx.original, ctx.synthetic, ctx.schema)
     tw = twoway(ctx.original, ctx.synthetic, ctx.schema, plan.synthesized)
