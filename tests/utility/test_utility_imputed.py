@@ -293,3 +293,35 @@ def test_schema_with_imputed_roles_round_trip(tables):
         warnings.simplefilter("ignore")
         s = utility_summary(orig, [syn, syn], schema=sch, max_order=0)
     assert _row(s, "P(SEX = Male)")["estimate_orig"] == pytest.approx(4 / 7, abs=1e-15)
+
+
+# ------------------------------------------------------------------------------ audit
+def test_audit_utility_step_compares_observed_cells(acs_dpmpm, tmp_path):
+    import bayes_risk as br
+
+    df, rel, _ = acs_dpmpm
+    skip = ["identification", "posterior_identification", "attribute", "disclosure"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = br.audit(df, rel, known=["SEX"], out=tmp_path / "a", random_seed=2, skip=skip,
+                       progressbar=False)
+        none = br.audit(df, rel, known=["SEX"], random_seed=2, skip=skip, progressbar=False,
+                        imputed=[])
+    step = res.step("utility")
+    st = step.result.settings
+    assert st["imputed_columns"] == ["MAR", "SEX", "WKL"]
+    assert st["imputed_columns_source"] == "manifest"
+    assert "MISSING_AT_RANDOM_ASSUMED" in step.result.warnings
+    assert step.result.pmse.mean_ratio < 5 < none.step("utility").result.pmse.mean_ratio
+    marg = step.extra["marginals"]
+    assert "Missing" not in set(marg["value"])
+    sex = marg[(marg["variable"] == "SEX")].set_index("value")
+    obs = df["SEX"].dropna()
+    assert sex.loc["Male", "original"] == pytest.approx(100 * float((obs == "Male").mean()))
+    assert sex["synthetic"].sum() == pytest.approx(100.0)
+    old = none.step("utility").extra["marginals"]
+    assert "Missing" in set(old["value"])
+    md = res.to_markdown(tmp_path / "report.md").read_text()
+    assert "Imputed columns (manifest): MAR, SEX, WKL" in md
+    with pytest.raises(SchemaError, match="imputed: column 'SX'"):
+        br.audit(df, rel, known=["SEX"], skip=skip, progressbar=False, imputed=["SX"])
