@@ -31,6 +31,7 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
 from bayes_risk.results.utility import PMSEResult
 from bayes_risk.utility._inputs import (
+    ImputedChoice,
     check_choice,
     observed_cells,
     resolve_imputed,
@@ -322,10 +323,13 @@ def pmse(
     m = len(datasets)
     schema = resolve_schema(original, datasets, schema=schema, carried=carried,
                             categorical=categorical, synthesized=synthesized, same_rows=False)
+    cols = schema.check_columns(columns, "columns") if columns is not None else schema.names
     choice = resolve_imputed(imputed, source, original, datasets, schema)
+    # only the modelled columns matter (others would drop records for nothing)
+    choice = ImputedChoice([c for c in choice.columns if c in cols], choice.source,
+                           choice.aligned)
     imputed_codes = warn_observed_cells(choice)
     original, datasets = observed_cells(original, datasets, choice, for_pmse=True)
-    cols = schema.check_columns(columns, "columns") if columns is not None else schema.names
     if not cols:
         raise ValidationError("columns is empty; the propensity model needs at least one column.")
     syn_cols = [c for c in schema.synthesized if c in cols]

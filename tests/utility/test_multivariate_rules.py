@@ -117,6 +117,12 @@ def test_choice_of_a_release_carries_over():
         same = combine_multivariate(q, Ul, rules=gen, proper=proper,
                                     size_ratio=choice["combining_size_ratio"])
         assert r.statistic == same.statistic and r.p_value == same.p_value
+    # the choice object itself (choose_rules) works the same
+    from bayes_risk.utility.compare import choose_rules
+
+    obj = choose_rules("auto", rel, d, full, list(d.columns), list(d.columns))
+    assert combine_multivariate(q, Ul, rules=obj).statistic == combine_multivariate(
+        q, Ul, rules=obj.to_settings()).statistic
     # the user's proper= wins over the recorded one
     r = combine_multivariate(q, Ul, rules={"combining_rules": "full-same-n",
                                            "combining_proper": False}, proper=True)

@@ -125,6 +125,11 @@ def test_rows_not_aligned_use_observed_records(tables):
         s = utility_summary(orig, [syn, syn], max_order=0, synthesized=["SEX", "GRP"],
                             imputed=["SEX"])
     assert r.n_original == 7
+    # an imputed column left out of the propensity model drops no record
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = pmse(orig, [syn], max_order=0, imputed=["SEX"], columns=["GRP"])
+    assert g.n_original == 10 and g.settings["imputed_columns"] == []
     assert r.pmse[0] == pytest.approx(0.0, abs=1e-20)
     assert "observed cells" in r.settings["imputed_comparison"]
     assert _row(s, "P(SEX = Male)")["estimate_orig"] == pytest.approx(4 / 7, abs=1e-15)
