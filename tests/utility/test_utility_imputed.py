@@ -330,3 +330,11 @@ def test_audit_utility_step_compares_observed_cells(acs_dpmpm, tmp_path):
     assert "Imputed columns (manifest): MAR, SEX, WKL" in md
     with pytest.raises(SchemaError, match="imputed: column 'SX'"):
         br.audit(df, rel, known=["SEX"], skip=skip, progressbar=False, imputed=["SX"])
+
+
+def test_cli_imputed_argument():
+    from bayes_risk.cli._common import imputed_arg
+
+    assert imputed_arg(None) == "auto"
+    assert imputed_arg(["none"]) == [] and imputed_arg(["None"]) == []
+    assert imputed_arg(["SEX", "MAR"]) == ["SEX", "MAR"]
