@@ -103,6 +103,7 @@ class _BayesianPersistence:
             "state": to_jsonable(self._state_to_json()),
             # a hash of the encoded fitted table (never the data): checks the original later
             "data_fingerprint": getattr(self, "data_fingerprint_", None),
+            "imputed_columns": getattr(self, "imputed_columns_", None),
             "data_column_fingerprints": (getattr(self, "original_fingerprint_", None)
                                          or {}).get("columns"),
         }
@@ -178,6 +179,9 @@ class _BayesianPersistence:
             check_convergence=False,
         )
         obj.data_ = data
+        imputed = meta.get("imputed_columns")
+        if isinstance(imputed, list):  # a model saved before it was recorded keeps its own
+            obj.imputed_columns_ = [str(c) for c in imputed if c in schema.names]
         obj.data_fingerprint_ = meta.get("data_fingerprint")
         obj.original_fingerprint_ = None if obj.data_fingerprint_ is None else {
             "table": obj.data_fingerprint_, "columns": meta.get("data_column_fingerprints")}

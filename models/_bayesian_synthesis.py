@@ -83,6 +83,7 @@ class _BayesianSynthesis:
             original_fingerprint=getattr(self, "original_fingerprint_", None),
             generation=generation_from_roles(self.schema_, self.synthesized_records_),
             proper=True,
+            imputed_columns=getattr(self, "imputed_columns_", None),
         )
 
     def posterior_replicates(

@@ -530,6 +530,14 @@ class BayesianSynthesizer(
             self.original_fingerprint_ = fingerprint_record(data, schema)
             self.data_fingerprint_ = self.original_fingerprint_["table"]
         self.synthesized_records_ = synthesized_records
+        # columns whose missing values the sampler fills in (recorded in each release's
+        # manifest; the utility measures compare them on the observed cells). None: unknown
+        self.imputed_columns_: list[str] | None = None
+        if data is not None:
+            rows = data if synthesized_records is None else data.loc[
+                np.asarray(synthesized_records, dtype=bool)]
+            self.imputed_columns_ = [c for c in schema.synthesized
+                                     if c in rows.columns and bool(rows[c].isna().any())]
         self.data_ = data if (data is not None and self._needs_data_for_synthesis()) else None
         self._after_posterior()
         self.convergence_ = None

@@ -575,6 +575,8 @@ class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
             original_fingerprint=getattr(self, "original_fingerprint_", None),
             generation=generation_from_roles(self.schema_, self.records_),
             # the per-leaf Bayesian bootstrap draws each dataset's leaf distributions anew
+            # missing values are synthesized as values, never filled in
+            imputed_columns=[],
             proper=self.donor == "bayes_bootstrap",
         )
 

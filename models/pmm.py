@@ -517,6 +517,8 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
             },
             original_fingerprint=getattr(self, "original_fingerprint_", None),
             generation=generation_from_roles(self.schema_, self.recipients_),
+            # missing values are synthesized as values, never filled in
+            imputed_columns=[],
             proper=False,
         )
 

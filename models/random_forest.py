@@ -656,6 +656,8 @@ class RandomForestSynthesizer(BaseSynthesizer):
             },
             original_fingerprint=getattr(self, "original_fingerprint_", None),
             generation=generation_from_roles(self.schema_, union),
+            # missing values are synthesized as values, never filled in
+            imputed_columns=[],
             proper=False,
         )
 

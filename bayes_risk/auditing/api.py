@@ -67,6 +67,7 @@ def audit(
     combining_rules: str = "auto",
     pmse_method: str = "logit",
     max_order: int = 1,
+    imputed: Sequence[str] | str = "auto",
 ) -> AuditResult:
     """Audit a synthetic release: utility, identification, attribute and empirical risk.
 
@@ -140,6 +141,11 @@ def audit(
         Interactions of the logit propensity model: ``1`` (default) adds every two-way
         interaction, ``0`` main effects only (a table with many columns or levels needs it:
         the step refuses a design with more coefficients than records, ``DESIGN_TOO_LARGE``).
+    imputed : "auto" or sequence of str
+        Columns whose missing values the synthesizer imputed, compared on the original's
+        observed cells in the utility step (see :func:`~bayes_risk.utility.utility_summary`);
+        ``"auto"`` (default): the release's recorded ``imputed_columns``, else inferred;
+        ``[]``: none.
 
     Returns
     -------
@@ -173,6 +179,7 @@ def audit(
         show=show_confidential_values, random_seed=random_seed, seed_src=seed_src,
         skip=skip, sweep_unsynthesized=sweep_unsynthesized, combining_rules=combining_rules,
         pmse_method=pmse_method, max_order=max_order,
+        imputed=imputed,
     )
     root = Path(out) if out is not None else None
     if root is not None and root.exists() and (not root.is_dir() or any(root.iterdir())):
@@ -402,7 +409,8 @@ def _twice(cols: Sequence[str]) -> list[str]:
 def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type, sweep,
                targets, ngroups_target, attribute_records, thresholds, show,
                random_seed, seed_src="given", skip=None, sweep_unsynthesized=False,
-               combining_rules="auto", pmse_method="logit", max_order=1) -> AuditPlan:
+               combining_rules="auto", pmse_method="logit", max_order=1,
+               imputed="auto") -> AuditPlan:
     """Resolve every setting (see :func:`audit`) and record where it came from.
 
     Every argument every step reads is checked here, before any step runs."""
@@ -417,6 +425,12 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
     if isinstance(max_order, bool) or not isinstance(max_order, (int, np.integer)) \
             or max_order < 0:
         raise ValidationError(f"max_order must be an integer >= 0. Got {max_order!r}.")
+    if not (isinstance(imputed, str) and imputed == "auto"):
+        if isinstance(imputed, str):
+            raise ValidationError(
+                f"imputed must be 'auto' or a list of column names ([] for none). "
+                f"Got {imputed!r}.")
+        imputed = sch.check_columns(list(imputed), "imputed")
     if isinstance(known, str) or not known:
         raise ValidationError("known: give the columns the intruder knows (at least one).")
     known = sch.check_columns(list(known), "known")
@@ -498,6 +512,7 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
         skip=tuple(dict.fromkeys(skip_steps)), sweep_columns=sweep_cols,
         sweep_unsynthesized=bool(sweep_unsynthesized), combining_rules=combining_rules,
         pmse_method=pmse_method, max_order=int(max_order),
+        imputed=imputed,
     )
     _record_settings(plan, src, rad_src, tg_src, ngroups_target, seed_src)
     return plan
@@ -531,6 +546,12 @@ def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
       "auto: the generation recorded in the release's manifest, else inferred from the "
       "synthesized columns (the utility section says which rules were used and why)"
       if plan.combining_rules == "auto" else "")
+    auto = isinstance(plan.imputed, str)
+    a("utility", "imputed columns", "auto" if auto else (", ".join(plan.imputed) or "none"),
+      "default" if auto else "given",
+      "auto: the imputed_columns recorded in the release's manifest, else the columns with "
+      "empty cells in the original and none in any synthetic dataset; they are compared on "
+      "the original's observed cells" if auto else "")
     a("identification", "known columns", ", ".join(plan.known), "given")
     a("identification", "radius",
       ", ".join(f"{c} = {r:g}" for c, r in plan.radius.items()) or "exact matching", rad_src,

@@ -151,6 +151,8 @@ class AuditPlan:
     #: propensity model of the utility step's pMSE and its interaction order (logit)
     pmse_method: str = "logit"
     max_order: int = 1
+    #: imputed columns of the utility step (``"auto"``: recorded in the release, else inferred)
+    imputed: Any = "auto"
     settings: list[Setting] = field(default_factory=list)
 
     @property

@@ -208,6 +208,12 @@ def _utility(sec: Section, s: Any, result: Any, links: _Links) -> None:
     if "combining_rules" in st:
         sec.p(f"Combining rules: {st['combining_rules']} ({st['combining_rules_reference']}): "
               f"{st['combining_rules_reason']}")
+    if st.get("imputed_columns"):
+        sec.p(f"Imputed columns ({st['imputed_columns_source']}): "
+              f"{', '.join(st['imputed_columns'])}. The synthesizer filled in their missing "
+              "values, so they are compared on the cells observed in the original "
+              f"({st['imputed_comparison']}); this is like with like when the values are "
+              "missing at random (MISSING_AT_RANDOM_ASSUMED).")
     ov = r.overlap.sort_values("overlap").head(TOP_N)
     cols = [c for c in ("estimand", "estimate_orig", "estimate_syn", "overlap") if c in ov]
     sec.blocks.append(_table(ov[cols], links, f"{s.folder}/overlap.csv" if s.folder else None,

@@ -8,6 +8,7 @@ returns it with status ``"skipped"`` and the reason.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,9 +106,19 @@ def utility_step(ctx: StepContext) -> StepOutcome:
         ctx.original, ctx.synthetic, schema=ctx.schema, synthesized=plan.synthesized,
         random_seed=plan.random_seed, progressbar=ctx.progressbar,
         rules=plan.combining_rules, pmse_method=plan.pmse_method, max_order=plan.max_order,
+        imputed=plan.imputed,
     )
-    marg = marginals(ctx.original, ctx.synthetic, ctx.schema)
-    tw = twoway(ctx.original, ctx.synthetic, ctx.schema, plan.synthesized)
+    # imputed columns: the tables too compare the original's observed cells (methods, Utility
+    # of an imputing release), with the choice the summary made
+    from bayes_risk.utility._inputs import ImputedChoice, observed_cells
+
+    imputed = list(res.settings.get("imputed_columns") or [])
+    datasets = list(ctx.synthetic)
+    aligned = all(len(z) == len(ctx.original) for z in datasets)
+    choice = ImputedChoice(imputed, str(res.settings.get("imputed_columns_source")), aligned)
+    _, datasets = observed_cells(ctx.original, datasets, choice, for_pmse=False)
+    marg = marginals(ctx.original, datasets, ctx.schema, observed=imputed)
+    tw = twoway(ctx.original, datasets, ctx.schema, plan.synthesized)
     files: list[str] = []
     folder = _folder(ctx, "utility")
     if folder is not None:
@@ -152,7 +163,8 @@ def twoway(original: pd.DataFrame, synthetic: Any, schema: Any, synthesized: lis
     return out
 
 
-def marginals(original: pd.DataFrame, synthetic: Any, schema: Any) -> pd.DataFrame:
+def marginals(original: pd.DataFrame, synthetic: Any, schema: Any,
+              observed: Sequence[str] = ()) -> pd.DataFrame:
     """Per-variable comparison table (synthpop ``compare()``): original vs pooled synthetic.
 
     Categorical columns: one row per level (``kind`` "level") with the percentage of records in
@@ -160,7 +172,9 @@ def marginals(original: pd.DataFrame, synthetic: Any, schema: Any) -> pd.DataFra
     the central 99 % of the pooled values (``kind`` "density", ``value`` the bin centre), both of
     the observed values: a missing value (empty, or a declared missing-value code such as
     synthpop's ``cont.na`` -8) is not a number, and the percentage of records with one is a row
-    of its own (``kind`` "missing").
+    of its own (``kind`` "missing"). Columns in ``observed`` (imputed by the synthesizer) are
+    compared on their observed cells only: no missing row, percentages among the observed
+    records.
     """
     from bayes_risk.data.missing import missing_mask
 
@@ -170,6 +184,8 @@ def marginals(original: pd.DataFrame, synthetic: Any, schema: Any) -> pd.DataFra
         if schema[c].is_categorical:
             o = original[c].astype("object").where(original[c].notna(), "Missing")
             s = pooled[c].astype("object").where(pooled[c].notna(), "Missing")
+            if c in observed:
+                o, s = o[original[c].notna().to_numpy()], s[pooled[c].notna().to_numpy()]
             po = o.value_counts(normalize=True) * 100
             ps = s.value_counts(normalize=True) * 100
             # the schema's level order (synthpop's compare() plots factor levels in order; an
@@ -186,7 +202,7 @@ def marginals(original: pd.DataFrame, synthetic: Any, schema: Any) -> pd.DataFra
         else:
             codes = schema[c].missing_codes
             ma, mb = missing_mask(original[c], codes), missing_mask(pooled[c], codes)
-            if ma.any() or mb.any():
+            if (ma.any() or mb.any()) and c not in observed:
                 rows.append({"variable": c, "kind": "missing", "value": "missing",
                              "original": 100 * float(ma.mean()),
                              "synthetic": 100 * float(mb.mean())})

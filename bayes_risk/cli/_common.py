@@ -360,3 +360,12 @@ def print_summary(lines: Sequence[str], out: str | Path) -> None:
     body = [shown(lines[0]), *(f"  {shown(ln)}" for ln in lines[1:])]
     body.append(f"  wrote {shown(folder)}" + (f": {', '.join(names)}" if names else ""))
     print("\n".join(body), flush=True)
+
+
+def imputed_arg(values: list[str] | None) -> str | list[str]:
+    """``--imputed``: ``"auto"`` when not given, ``[]`` for ``none``, else the columns."""
+    if values is None:
+        return "auto"
+    if [v.lower() for v in values] == ["none"]:
+        return []
+    return list(values)

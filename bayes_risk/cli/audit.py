@@ -69,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the audit into the output folder and print the verdict lines."""
     from bayes_risk.auditing import audit
     from bayes_risk.cli._common import (
+        imputed_arg,
         missing_labels,
         parse_records,
         print_summary,
@@ -90,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         sweep=_grid(args.radius_sweep), sweep_unsynthesized=args.sweep_unsynthesized,
         targets=args.target, skip=args.skip, combining_rules=args.combining_rules,
         pmse_method=args.pmse_method, max_order=args.max_order,
+        imputed=imputed_arg(args.imputed),
         ngroups_target=_ngroups(args.ngroups_target), attribute_records=records,
         thresholds=args.threshold, show_confidential_values=args.show_confidential_values,
         random_seed=args.random_seed, progressbar=not args.quiet,

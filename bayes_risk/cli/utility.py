@@ -5,7 +5,7 @@
     bayes-risk utility ORIGINAL.csv SYN1.csv [SYN2.csv ...] [--categorical Urban Marital Tenure] \\
         [--pmse logit|cart] [--max-order 0|1] [--null theory|perm|pairs|auto] \\
         [--formula "Income ~ Age + C(Marital)" ...] [--synthesized COL ...] \\
-        [--combining-rules auto|partial|full-same-n|full-population] \\
+        [--combining-rules auto|partial|full-same-n|full-population] [--imputed COL ...|none] \\
         [--random-seed N] [--quiet] --out DIR
 
 Writes ``DIR/summary.json``, ``DIR/overlap.csv`` and, with ``--formula``,
@@ -23,7 +23,12 @@ __all__ = ["run"]
 def run(args: argparse.Namespace) -> int:
     """Compute the utility summary and write the output folder."""
     from bayes_risk._io import write_json
-    from bayes_risk.cli._common import missing_labels, read_records_table, release_schema
+    from bayes_risk.cli._common import (
+        imputed_arg,
+        missing_labels,
+        read_records_table,
+        release_schema,
+    )
     from bayes_risk.cli._run import output_dir
     from bayes_risk.data.io import read_synthetic
     from bayes_risk.exceptions import ValidationError
@@ -61,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
         random_seed=seed,
         progressbar=not args.quiet,
         rules=args.combining_rules,
+        imputed=imputed_arg(args.imputed),
     )
     d = summary.to_dict()
     d["inputs"] = {"original": str(args.original), "synthetic": [str(s) for s in args.synthetic]}
@@ -101,6 +107,10 @@ def _print_summary(s, out: Path, *, given: bool) -> None:
     if "combining_rules" in st:
         lines.append(f"combining rules: {st['combining_rules']} "
                      f"({st['combining_rules_reference']}); {st['combining_rules_reason']}")
+    if st.get("imputed_columns"):
+        lines.append(f"imputed columns ({st['imputed_columns_source']}): "
+                     f"{', '.join(st['imputed_columns'])}; compared on the original's observed "
+                     f"cells ({st['imputed_comparison']})")
     if s.warnings:
         lines.append(f"warnings: {', '.join(s.warnings)}")
     print_summary(lines, out)

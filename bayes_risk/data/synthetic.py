@@ -108,6 +108,13 @@ class SyntheticData:
         synthesizers; every measure that takes the original beside this release refuses a table
         with another fingerprint (``ORIGINAL_DIFFERS``) unless
         :meth:`allow_different_original` was called.
+    imputed_columns : list of str, optional
+        Columns whose missing values in the original the synthesizer filled in (DPMPM imputes
+        them inside its sampler, so its datasets have no empty cell where the original has
+        one); the utility measures then compare those columns on the original's observed
+        cells (methods, Utility of an imputing release). ``[]``: nothing imputed (missing
+        values are synthesized as such, as CART and random forests do); ``None``: not
+        recorded (inferred by the utility measures, with a warning).
 
     Examples
     --------
@@ -128,6 +135,7 @@ class SyntheticData:
     original_fingerprint: dict[str, Any] | None = None
     generation: str | None = None
     proper: bool | None = None
+    imputed_columns: list[str] | None = None
     #: ``"error"``: a different original is refused; ``"warn"``: it is used, with a warning
     original_check: str = field(default="error", compare=False, repr=False)
 
@@ -158,6 +166,19 @@ class SyntheticData:
             raise ValidationError(f"proper must be True, False or None. Got {self.proper!r}.")
         if self.proper is not None:
             self.proper = bool(self.proper)
+        if self.imputed_columns is not None:
+            cols = [str(c) for c in self.datasets[0].columns]
+            if isinstance(self.imputed_columns, str) or not all(
+                    isinstance(c, str) for c in self.imputed_columns):
+                raise ValidationError(
+                    f"imputed_columns must be a list of column names or None. "
+                    f"Got {self.imputed_columns!r}.")
+            unknown = [c for c in self.imputed_columns if c not in cols]
+            if unknown:
+                raise SchemaError(
+                    f"imputed_columns names {unknown}, not columns of the datasets ({cols}).",
+                    code="UNKNOWN_COLUMN")
+            self.imputed_columns = list(self.imputed_columns)
         if self.draw_index is not None:
             self.draw_index = [int(h) for h in self.draw_index]
             if len(self.draw_index) != len(self.datasets):
@@ -228,6 +249,7 @@ class SyntheticData:
             "extra": to_jsonable(self.extra),
             "generation": self.generation,
             "proper": self.proper,
+            "imputed_columns": self.imputed_columns,
             # a hash of the encoded original (never the data): checks the original later
             "original_fingerprint": self.original_fingerprint,
         }
@@ -302,6 +324,7 @@ class SyntheticData:
             original_fingerprint=man.get("original_fingerprint"),
             generation=man.get("generation"),
             proper=man.get("proper"),
+            imputed_columns=man.get("imputed_columns"),
         )
 
     def equals(self, other: SyntheticData) -> bool:
@@ -352,6 +375,7 @@ _MANIFEST_FIELDS: dict[str, tuple[Any, str, bool]] = {
     "generation": (lambda x: x in GENERATION_SCHEMES,
                    "one of " + ", ".join(repr(g) for g in GENERATION_SCHEMES), False),
     "proper": (lambda x: isinstance(x, bool), "true or false", False),
+    "imputed_columns": (_is_str_list, "a list of column names", False),
 }
 
 
@@ -399,6 +423,10 @@ def check_manifest(man: dict[str, Any], folder: str | os.PathLike[str]) -> None:
             raise _bad_manifest(p, f"dataset file {f!r} is not a Parquet file")
     if man.get("m") is not None and man["m"] != len(files):
         raise _bad_manifest(p, f"'m' is {man['m']} but 'files' lists {len(files)} dataset(s)")
+    imp, cols = man.get("imputed_columns"), man.get("columns")
+    if imp is not None and cols is not None and any(c not in cols for c in imp):
+        bad = [c for c in imp if c not in cols]
+        raise _bad_manifest(p, f"'imputed_columns' names {bad}, not among 'columns' {cols}")
     rec = man.get("synthesized_records")
     if rec is not None:
         n = man["n_records"]

@@ -143,19 +143,29 @@ class CombinedMultivariate(RiskResult):
     within_cov : ndarray, shape (k, k)
         ``Ū_m``, mean of the ``U_l``.
     r : float
-        ``r_p = tr(B_m Ū_m^{-1}) / (m k)``.
+        ``r_p = tr(B_m Ū_m^{-1}) / (m k)`` (``"partial"``, and for information under
+        ``"full-same-n"``; ``nan`` when ``m = 1``) or ``r_f = (1 + 1/m) tr(B_m Ū_m^{-1}) / k``
+        (``"full-population"``).
     statistic : float
-        ``S_p = (q̄ − Q0)ᵀ Ū_m^{-1} (q̄ − Q0) / (k (1 + r_p))``.
+        ``S = (q̄ − Q0)ᵀ total_cov^{-1} (q̄ − Q0) / k``: ``S_p`` (Reiter 2003), the Wald
+        statistic over ``k`` with ``T_s`` (Raab, Nowok & Dibben 2016) or ``S_f`` (Reiter 2005).
     df_num : int
         ``k``.
     df_den : float
-        ``ν_p = 4 + (t − 4)(1 + (1 − 2/t)/r_p)^2`` with ``t = k(m − 1)``; ``4`` when ``t ≤ 4``;
-        ``inf`` when ``r_p = 0``.
+        ``ν_p = 4 + (t − 4)(1 + (1 − 2/t)/r_p)^2`` or ``ν_f = 4 + (t − 4)(1 − (1 − 2/t)/r_f)^2``
+        with ``t = k(m − 1)``; ``4`` when ``t ≤ 4``; ``inf`` for ``"full-same-n"`` and when
+        ``r_p = 0``.
     p_value : float
-        Upper tail of ``F_{k, ν_p}`` at ``S_p``.
+        Upper tail of ``F_{k, df_den}`` at ``statistic`` (``χ²_k`` at ``k × statistic`` when
+        ``df_den`` is infinite).
     m : int
     warnings : list of str
         ``"SMALL_T"`` when ``t ≤ 4``.
+    rules : str
+        The generation scheme whose test was used.
+    total_cov : ndarray, shape (k, k), optional
+        The covariance matrix of ``q̄`` the statistic uses: ``Ū_m (1 + r_p)``, ``T_s`` or
+        ``Ū_m (r_f − 1)``.
     """
 
     estimate: np.ndarray
@@ -168,6 +178,8 @@ class CombinedMultivariate(RiskResult):
     p_value: float
     m: int
     warnings: list[str] = field(default_factory=list)
+    rules: str = "partial"
+    total_cov: np.ndarray | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
@@ -184,15 +196,20 @@ class CombinedMultivariate(RiskResult):
         })
 
     def summary(self) -> Summary:
-        """Printable summary of the multivariate test (Reiter 2003)."""
+        """Printable summary of the multivariate test."""
+        from bayes_risk.utility.combining import MULTIVARIATE_TESTS
+
+        ref = MULTIVARIATE_TESTS.get(self.rules, self.rules)
+        r_name = "r_f" if self.rules == "full-population" else "r_p"
         return Summary(
             "Combined multivariate test over synthetic datasets",
-            header=[("synthetic datasets m", self.m), ("statistic S_p", self.statistic),
-                    ("r_p", self.r), ("df", f"{self.df_num}, {format_number(self.df_den)}"),
+            header=[("synthetic datasets m", self.m), ("rules", f"{self.rules} ({ref})"),
+                    ("statistic", self.statistic), (r_name, self.r),
+                    ("df", f"{self.df_num}, {format_number(self.df_den)}"),
                     ("p-value", self.p_value)],
             tables={"Components": self.to_dataframe()},
-            notes=["S_p is referred to an F distribution with (k, nu_p) degrees of freedom "
-                   "(Reiter 2003)."],
+            notes=[f"The statistic is referred to an F distribution with (k, nu) degrees of "
+                   f"freedom ({ref}); nu = inf is the chi-square reference."],
             warnings=self.structured_warnings,
         )
 

@@ -5,7 +5,9 @@ Synthetic inputs are normalised by :func:`bayes_risk.data.normalise.as_synthetic
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -14,11 +16,11 @@ import pandas as pd
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, infer_schema
 from bayes_risk.data.validate import harmonise_levels, validate_synthetic
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
 
 __all__ = [
     "base_schema", "resolve_schema", "infer_synthesized", "differing_share",
-    "check_choice",
+    "check_choice", "ImputedChoice", "resolve_imputed", "observed_cells", "warn_observed_cells",
 ]
 
 
@@ -121,3 +123,146 @@ def check_choice(value: Any, name: str, options: Sequence[str]) -> str:
     if value not in options:
         raise ValidationError(f"{name} must be one of {list(options)}. Got {value!r}.")
     return str(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# releases from synthesizers that impute missing values (methods, Utility of an imputing release)
+# ---------------------------------------------------------------------------------------------
+#: how imputed columns are compared, by whether the synthetic rows are the original's rows
+OBSERVED_CELLS = {
+    True: "synthetic values masked at the original's missing cells (rows aligned)",
+    False: "original's observed cells against all synthetic values; pMSE on the original's "
+           "records observed in every imputed column",
+}
+
+
+@dataclass(frozen=True)
+class ImputedChoice:
+    """The columns a synthesizer imputed, where that came from, and how they are compared.
+
+    Attributes
+    ----------
+    columns : list of str
+        Imputed columns with at least one missing value in the original (the only ones whose
+        comparison changes); empty when nothing is to be done.
+    source : {"manifest", "inferred", "user", "none"}
+        ``"none"``: the original has no missing value in a synthesized column, or no column
+        was imputed.
+    aligned : bool
+        Every synthetic dataset has the original's number of rows (the package's releases
+        keep the original's row order): synthetic values are masked where the original is
+        missing. Otherwise the original's observed cells are compared with every synthetic
+        value.
+    """
+
+    columns: list[str]
+    source: str
+    aligned: bool
+
+    def to_settings(self) -> dict[str, Any]:
+        """The ``imputed_*`` entries of a result's settings."""
+        return {
+            "imputed_columns": list(self.columns),
+            "imputed_columns_source": self.source,
+            "imputed_comparison": OBSERVED_CELLS[self.aligned] if self.columns else None,
+        }
+
+
+def resolve_imputed(imputed: Any, source: Any, original: pd.DataFrame,
+                    datasets: Sequence[pd.DataFrame], schema: Schema) -> ImputedChoice:
+    """Which columns the synthesizer imputed: given, recorded in the manifest, or inferred.
+
+    Parameters
+    ----------
+    imputed : "auto" or iterable of str
+        ``"auto"``: the release's ``imputed_columns`` when its manifest records them,
+        otherwise inferred (the original has empty cells in the column, no synthetic dataset
+        has one; ``DataWarning`` ``IMPUTED_INFERRED``). A list (``[]`` for none) is used as
+        given.
+    source : SyntheticData or None
+    original, datasets, schema
+        The tables and their schema.
+
+    Returns
+    -------
+    ImputedChoice
+
+    Raises
+    ------
+    SchemaError
+        ``UNKNOWN_COLUMN`` for a given column that is not in the tables.
+    """
+    if isinstance(imputed, ImputedChoice):  # resolved by the caller (utility_summary)
+        return imputed
+    aligned = all(len(z) == len(original) for z in datasets)
+    has_missing = {c for c in schema.names if bool(original[c].isna().any())}
+    if isinstance(imputed, str) and imputed == "auto":
+        recorded = getattr(source, "imputed_columns", None)
+        if recorded is not None:
+            cols = [c for c in recorded if c in has_missing]
+            return ImputedChoice(cols, "manifest" if cols else "none", aligned)
+        cols = [c for c in schema.names if c in has_missing
+                and not any(bool(z[c].isna().any()) for z in datasets)]
+        if cols:
+            warnings.warn(DataWarning(
+                f"column(s) {', '.join(map(repr, cols))} have empty cells in the original but "
+                "none in any synthetic dataset, so the synthesizer is taken to have imputed "
+                "them (IMPUTED_INFERRED): they are compared on the original's observed cells "
+                "(user guide, Utility of an imputing release). State the imputed columns with "
+                "imputed=[...] (--imputed COL ..., or --imputed none to compare missing values "
+                "as a level).", code="IMPUTED_INFERRED"), skip_file_prefixes=CALLER)
+        return ImputedChoice(cols, "inferred" if cols else "none", aligned)
+    if isinstance(imputed, str) or not isinstance(imputed, Iterable):
+        raise ValidationError(
+            f"imputed must be 'auto' or a list of column names ([] for none). Got {imputed!r}.")
+    given = list(imputed)
+    schema.check_columns(given, "imputed")
+    cols = [c for c in schema.names if c in given and c in has_missing]
+    return ImputedChoice(cols, "user" if given else "none", aligned)
+
+
+def warn_observed_cells(choice: ImputedChoice) -> list[str]:
+    """Warn that an imputed column's comparison assumes the missingness is ignorable; returns
+    the warning codes (``MISSING_AT_RANDOM_ASSUMED``, and ``IMPUTED_INFERRED`` when the columns
+    were read off the data, which :func:`resolve_imputed` has already warned about), or
+    nothing when no column is imputed."""
+    if not choice.columns:
+        return []
+    codes = ["IMPUTED_INFERRED"] if choice.source == "inferred" else []
+    warnings.warn(DataWarning(
+        f"column(s) {', '.join(map(repr, choice.columns))} were imputed by the synthesizer and "
+        "are compared on the cells observed in the original "
+        f"({OBSERVED_CELLS[choice.aligned]}) (MISSING_AT_RANDOM_ASSUMED): the synthetic values "
+        "describe every record, the observed cells only the respondents, so the comparison is "
+        "like with like when the values are missing completely at random (or, with aligned "
+        "rows, at random given the columns released unchanged); otherwise a difference may "
+        "come from the missingness rather than the synthesizer (methods, Utility of an "
+        "imputing release).", code="MISSING_AT_RANDOM_ASSUMED"), skip_file_prefixes=CALLER)
+    return [*codes, "MISSING_AT_RANDOM_ASSUMED"]
+
+
+def observed_cells(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
+                   choice: ImputedChoice, *, for_pmse: bool
+                   ) -> tuple[pd.DataFrame, list[pd.DataFrame]]:
+    """The tables on which imputed columns are compared like with like.
+
+    Aligned rows: each synthetic dataset with its imputed columns set missing where the
+    original is missing (the missing level then has the same count in both tables and
+    cannot tell them apart). Otherwise the datasets are unchanged, and for the pMSE
+    (``for_pmse``) the original keeps only its records observed in every imputed column (a
+    missing level that only the original has would distinguish the tables by itself).
+    """
+    if not choice.columns:
+        return original, list(datasets)
+    if choice.aligned:
+        out = []
+        for z in datasets:
+            z = z.copy()
+            for c in choice.columns:
+                z[c] = z[c].mask(original[c].isna().to_numpy())
+            out.append(z)
+        return original, out
+    if for_pmse:
+        keep = original[choice.columns].notna().all(axis=1).to_numpy()
+        return original.loc[keep].reset_index(drop=True), list(datasets)
+    return original, list(datasets)

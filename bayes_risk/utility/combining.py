@@ -31,7 +31,7 @@ from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
 from bayes_risk.results.combining import CombinedMultivariate, CombinedScalar
 
 __all__ = ["CombinedScalar", "CombinedMultivariate", "combine_scalar", "combine_multivariate",
-           "COMBINING_RULES", "CombiningRules"]
+           "COMBINING_RULES", "CombiningRules", "MULTIVARIATE_TESTS"]
 
 CombiningRules = Literal["partial", "full-same-n", "full-population"]
 
@@ -298,16 +298,85 @@ def _combine_full(qa: np.ndarray, ua: np.ndarray, alpha: float, rules: str, prop
     )
 
 
+#: the multivariate (Wald) tests by generation scheme, with the paper each follows
+MULTIVARIATE_TESTS: dict[str, str] = {
+    "partial": "Reiter (2003)",
+    "full-same-n": "Raab, Nowok & Dibben (2016), matrix form",
+    "full-population": "Reiter (2005)",
+}
+
+
+def _rules_of(rules: Any, proper: bool | None, size_ratio: float | None
+              ) -> tuple[str, bool, float]:
+    """``(rules, proper, size_ratio)`` from a rules name, a ``CombiningChoice`` or the
+    ``combining_*`` settings of ``compare_estimates`` / ``utility_summary``; ``proper`` and
+    ``size_ratio`` given explicitly win."""
+    from collections.abc import Mapping
+
+    rec_proper, rec_ratio = True, 1.0
+    if hasattr(rules, "rules") and hasattr(rules, "size_ratio"):  # a CombiningChoice
+        rules, rec_proper, rec_ratio = rules.rules, rules.proper, rules.size_ratio
+    elif isinstance(rules, Mapping):
+        if "combining_rules" not in rules:
+            raise ValidationError(
+                "rules given as a mapping must be the combining settings of a utility result "
+                "(combining_rules, combining_proper, combining_size_ratio). Got keys "
+                f"{sorted(map(str, rules))}.", code="UNKNOWN_COMBINING_RULES")
+        rec_proper = rules.get("combining_proper", True)
+        rec_ratio = rules.get("combining_size_ratio", 1.0)
+        rules = rules["combining_rules"]
+    rules = check_rules(rules)
+    proper = rec_proper if proper is None else proper
+    if not isinstance(proper, (bool, np.bool_)):
+        raise ValidationError(f"proper must be True or False. Got {proper!r}.")
+    size_ratio = rec_ratio if size_ratio is None else size_ratio
+    try:
+        size_ratio = float(size_ratio)
+    except (TypeError, ValueError) as err:
+        raise ValidationError(f"size_ratio must be a positive number. Got {size_ratio!r}.") \
+            from err
+    if not (math.isfinite(size_ratio) and size_ratio > 0):
+        raise ValidationError(f"size_ratio must be a positive number (k/n). Got {size_ratio!r}.")
+    return rules, bool(proper), size_ratio
+
+
+def _lrr_df(t: int, r: float, sign: float, codes: list[str]) -> float:
+    """Denominator df ``4 + (t − 4)(1 ± (1 − 2/t)/r)²`` (Li, Raghunathan & Rubin 1991 form);
+    ``4`` with ``SMALL_T`` when ``t <= 4``."""
+    if t <= 4:
+        warnings.warn(
+            f"combine_multivariate: t = k(m − 1) = {t} <= 4; the degrees-of-freedom formula is "
+            "intended for t > 4 and nu = 4 is used (SMALL_T).",
+            DataWarning,
+            skip_file_prefixes=CALLER,
+        )
+        codes.append("SMALL_T")
+        return 4.0
+    if r == 0:
+        return math.inf
+    return 4 + (t - 4) * (1 + sign * (1 - 2 / t) / r) ** 2
+
+
 def combine_multivariate(
-    q: Any, U: Any, Q0: Any = 0.0
+    q: Any, U: Any, Q0: Any = 0.0, *, rules: Any = "partial", proper: bool | None = None,
+    size_ratio: float | None = None,
 ) -> CombinedMultivariate:
-    """Wald test of ``H0: Q = Q0`` for a ``k``-vector from partially synthetic data.
+    """Wald test of ``H0: Q = Q0`` for a ``k``-vector, with the rules of a generation scheme.
 
-    Reiter 2003 (Drechsler 2011, §7.1.2)::
+    With ``q̄``, ``B_m`` (sample covariance of the ``q_l``, divisor ``m − 1``), ``Ū_m`` (mean
+    of the ``U_l``), ``d = q̄ − Q0``, ``t = k(m − 1)`` and ``k/n = size_ratio``::
 
-        r_p = tr(B_m Ū_m^{-1}) / (m k)
-        S_p = (q̄ − Q0)ᵀ Ū_m^{-1} (q̄ − Q0) / (k (1 + r_p))   ~  F_{k, ν_p}
-        ν_p = 4 + (t − 4)(1 + (1 − 2/t)/r_p)²,   t = k(m − 1)
+        "partial" (Reiter 2003; Drechsler 2011, §7.1.2):
+            r_p = tr(B_m Ū_m^{-1}) / (m k)
+            S = dᵀ Ū_m^{-1} d / (k (1 + r_p))   ~  F_{k, ν_p}
+            ν_p = 4 + (t − 4)(1 + (1 − 2/t)/r_p)²
+        "full-same-n" (the matrix form of Raab, Nowok & Dibben 2016):
+            T_s = Ū_m (k/n + (1 + k/n)/m)  (proper),   Ū_m (k/n + 1/m)  (not proper)
+            S = dᵀ T_s^{-1} d / k   ~  F_{k, ∞} = χ²_k / k       (m = 1 allowed)
+        "full-population" (Reiter 2005):
+            r_f = (1 + 1/m) tr(B_m Ū_m^{-1}) / k
+            S = dᵀ Ū_m^{-1} d / (k (r_f − 1))   ~  F_{k, ν_f}
+            ν_f = 4 + (t − 4)(1 − (1 − 2/t)/r_f)²
 
     Parameters
     ----------
@@ -317,24 +386,61 @@ def combine_multivariate(
         Their estimated covariance matrices (symmetric, positive definite on average).
     Q0 : float or array_like, shape (k,)
         Null value (default 0).
+    rules : {"partial", "full-same-n", "full-population"}, CombiningChoice or mapping
+        The generation scheme whose test applies (default ``"partial"``). The choice a utility
+        result made from the release (its manifest, the synthesized columns, or the user's
+        ``rules=``) is passed on as ``compare_estimates(...).attrs["combining"]`` or
+        ``utility_summary(...).settings``; ``proper`` and ``size_ratio`` then come from it.
+    proper : bool, optional
+        ``"full-same-n"`` only: each dataset drawn with its own parameter draw (default True,
+        or the choice's).
+    size_ratio : float, optional
+        ``k/n``: records per synthetic dataset over records of the original (default 1, or
+        the choice's).
 
     Returns
     -------
     CombinedMultivariate
-        ``estimate``, ``between_cov``, ``within_cov``, ``r``, ``statistic``, ``df_num``,
-        ``df_den``, ``p_value``, ``m``, ``warnings``.
+        ``estimate``, ``between_cov``, ``within_cov``, ``total_cov`` (the covariance matrix
+        the statistic uses: ``Ū_m (1 + r_p)``, ``T_s`` or ``Ū_m (r_f − 1)``), ``r`` (``r_p``,
+        ``r_f``, or ``r_p``'s formula under ``"full-same-n"``), ``statistic``, ``df_num``,
+        ``df_den``, ``p_value``, ``m``, ``warnings``, ``rules``.
 
     Raises
     ------
     ValidationError
-        For ``m < 2``, shape mismatches, non-finite input, asymmetric ``U_l`` or a singular
-        ``Ū_m``.
+        For shape mismatches, non-finite input, asymmetric ``U_l``, a singular ``Ū_m``,
+        unknown ``rules`` (``UNKNOWN_COMBINING_RULES``), ``m < 2`` with rules that need
+        ``B_m`` (``M_EQUALS_ONE``), and ``"full-population"`` with ``r_f <= 1``
+        (``NEGATIVE_VARIANCE``: the variance ``Ū_m (r_f − 1)`` is not positive and no
+        multivariate test is published for that case; the message names the alternatives).
 
     Warns
     -----
     DataWarning
         When ``t = k(m − 1) <= 4`` (code ``"SMALL_T"``): the degrees-of-freedom formula is
-        intended for ``t > 4`` and ``ν_p = 4`` is returned.
+        intended for ``t > 4`` and ``ν = 4`` is returned.
+
+    Notes
+    -----
+    For ``k = 1`` each test is the square of the scalar rules' ``t`` statistic
+    (:func:`combine_scalar`), with ``ν`` close to the scalar degrees of freedom. The
+    full-synthesis test of the same units uses the variance of Raab, Nowok & Dibben (2016)
+    for every linear combination ``aᵀq̄`` at once, hence its matrix ``T_s``, with their normal
+    reference (synthpop refers its Wald-type lack-of-fit statistic to ``χ²`` likewise).
+
+    References
+    ----------
+    Reiter, J. P. (2003). Inference for partially synthetic, public use microdata sets.
+    *Survey Methodology* 29, 181–188.
+    Reiter, J. P. (2005). Significance tests for multi-component estimands from multiply
+    imputed, synthetic microdata. *Journal of Statistical Planning and Inference* 131,
+    365–377.
+    Raab, G. M., Nowok, B. & Dibben, C. (2016). Practical data synthesis for large samples.
+    *Journal of Privacy and Confidentiality* 7(3), 67–97.
+    Li, K. H., Raghunathan, T. E. & Rubin, D. B. (1991). Large-sample significance levels
+    from multiply imputed data using moment-based statistics and an F reference
+    distribution. *JASA* 86, 1065–1073.
 
     Examples
     --------
@@ -343,16 +449,24 @@ def combine_multivariate(
     >>> U = [np.diag([0.04, 0.09])] * 5
     >>> round(combine_multivariate(q, U).statistic, 5)
     31.84713
+    >>> round(combine_multivariate(q, U, rules="full-same-n").statistic, 5)
+    24.80159
     """
+    rules, proper, size_ratio = _rules_of(rules, proper, size_ratio)
     qa = np.asarray(q, dtype=np.float64)
     Ua = np.asarray(U, dtype=np.float64)
     if qa.ndim != 2:
         raise ValidationError(f"q must have shape (m, k). Got shape {qa.shape}.")
     m, k = qa.shape
-    if m < 2:
+    if m < 2 and rules != "full-same-n":
         raise ValidationError(
-            f"combine_multivariate needs m >= 2 synthetic datasets (B_m is undefined). Got m = {m}."
+            f"combine_multivariate needs m >= 2 synthetic datasets (B_m is undefined) under "
+            f"the {rules!r} rules. Got m = {m}. A single dataset of a full synthesis of the "
+            "same units is tested with rules='full-same-n'.",
+            code="M_EQUALS_ONE",
         )
+    if m < 1:
+        raise ValidationError("q is empty; expected one row per synthetic dataset (m >= 1).")
     if Ua.shape != (m, k, k):
         raise ValidationError(f"U must have shape (m, k, k) = ({m}, {k}, {k}). Got {Ua.shape}.")
     Q0a = np.broadcast_to(np.asarray(Q0, dtype=np.float64), (k,)) if np.ndim(Q0) == 0 else \
@@ -365,7 +479,7 @@ def combine_multivariate(
     if not np.allclose(Ua, np.swapaxes(Ua, 1, 2), rtol=1e-10, atol=1e-14):
         raise ValidationError("each U_l must be a symmetric covariance matrix.")
     qbar = qa.mean(axis=0)
-    B = np.atleast_2d(np.cov(qa, rowvar=False, ddof=1))
+    B = np.atleast_2d(np.cov(qa, rowvar=False, ddof=1)) if m > 1 else np.full((k, k), np.nan)
     Ubar = Ua.mean(axis=0)
     try:
         Uinv = np.linalg.inv(Ubar)
@@ -373,24 +487,38 @@ def combine_multivariate(
             raise np.linalg.LinAlgError
     except np.linalg.LinAlgError as err:
         raise ValidationError("the mean within-dataset covariance Ū_m is singular.") from err
-    r = float(np.trace(B @ Uinv) / (m * k))
     d = qbar - Q0a
-    S = float(d @ Uinv @ d / (k * (1 + r)))
+    quad = float(d @ Uinv @ d)
     t = k * (m - 1)
     codes: list[str] = []
-    if t <= 4:
-        warnings.warn(
-            f"combine_multivariate: t = k(m − 1) = {t} <= 4; the degrees-of-freedom formula is "
-            "intended for t > 4 and nu_p = 4 is used (SMALL_T).",
-            DataWarning,
-            skip_file_prefixes=CALLER,
-        )
-        codes.append("SMALL_T")
-        nu = 4.0
-    elif r == 0:
+    if rules == "partial":
+        r = float(np.trace(B @ Uinv) / (m * k))
+        S = quad / (k * (1 + r))
+        nu = _lrr_df(t, r, +1.0, codes)
+        total = Ubar * (1 + r)
+    elif rules == "full-same-n":
+        # Raab, Nowok & Dibben (2016): the same variance factor for every linear combination
+        factor = size_ratio + ((1 + size_ratio) / m if proper else 1 / m)
+        r = float(np.trace(B @ Uinv) / (m * k)) if m > 1 else math.nan
+        total = Ubar * factor
+        S = quad / (k * factor)
         nu = math.inf
     else:
-        nu = 4 + (t - 4) * (1 + (1 - 2 / t) / r) ** 2
+        r = float((1 + 1 / m) * np.trace(B @ Uinv) / k)
+        if not r > 1:
+            raise ValidationError(
+                f"combine_multivariate: r_f = (1 + 1/m) tr(B_m Ū_m^-1) / k = {r:.4g} <= 1, so "
+                "the synthetic-population variance Ū_m (r_f − 1) is not positive and Reiter's "
+                "(2005) test is undefined (NEGATIVE_VARIANCE); no published multivariate test "
+                "covers this case. Release more synthetic datasets (larger m), use "
+                "rules='full-same-n' if the datasets redraw the original's units, or test the "
+                "components one at a time with combine_scalar (which then applies Reiter's "
+                "2002 variance).",
+                code="NEGATIVE_VARIANCE",
+            )
+        S = quad / (k * (r - 1))
+        nu = _lrr_df(t, r, -1.0, codes)
+        total = Ubar * (r - 1)
     if math.isinf(nu):
         p = float(stats.chi2.sf(S * k, k))
     else:
@@ -406,4 +534,6 @@ def combine_multivariate(
         p_value=p,
         m=m,
         warnings=codes,
+        rules=rules,
+        total_cov=total,
     )

@@ -30,7 +30,13 @@ from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import DataWarning, ValidationError
-from bayes_risk.utility._inputs import check_choice, resolve_schema
+from bayes_risk.utility._inputs import (
+    check_choice,
+    observed_cells,
+    resolve_imputed,
+    resolve_schema,
+    warn_observed_cells,
+)
 from bayes_risk.utility.combining import COMBINING_RULES, check_rules, combine_scalar
 from bayes_risk.utility.overlap import ci_overlap
 
@@ -333,6 +339,7 @@ def compare_estimates(
     schema: Schema | None = None,
     alpha: float = 0.05,
     rules: Literal["auto", "partial", "full-same-n", "full-population"] = "auto",
+    imputed: Any = "auto",
 ) -> pd.DataFrame:
     """Fit a formula on the original and on each synthetic dataset and compare.
 
@@ -365,6 +372,12 @@ def compare_estimates(
         Combining rules. ``"auto"`` (default): the generation scheme recorded in the release's
         manifest, else inferred from the schema's roles (all columns synthesized: full
         synthesis of the same units; otherwise partial).
+    imputed : "auto" or iterable of str
+        Columns whose missing values the synthesizer imputed: with aligned rows each synthetic
+        dataset is set missing where the original is missing, so every fit uses the records
+        the original's fit uses (methods, Utility of an imputing release). ``"auto"``: the
+        release's recorded ``imputed_columns``, else inferred (``IMPUTED_INFERRED``); ``[]``:
+        none.
 
     Returns
     -------
@@ -377,7 +390,8 @@ def compare_estimates(
         ``"overlap_per_dataset"`` (array ``[terms, m]``: each dataset's own interval against
         the original's), ``"mean_overlap"``, ``"warnings"`` and ``"combining"`` (the rules
         used and why, as in ``utility_summary``'s settings). ``se_syn`` is the square root of
-        the chosen rules' variance, ``df_syn`` their reference df.
+        the chosen rules' variance, ``df_syn`` their reference df. ``attrs["imputed"]`` holds
+        the imputed columns, where they came from and how they were compared.
 
     Raises
     ------
@@ -406,8 +420,13 @@ def compare_estimates(
                             categorical=categorical, synthesized=None, same_rows=False)
     syn = list(schema.synthesized) if schema.synthesized else None
     choice = choose_rules(rules, source, original, datasets, syn, list(schema.names))
+    imp = resolve_imputed(imputed, source, original, datasets, schema)
+    imp_codes = warn_observed_cells(imp)
+    original, datasets = observed_cells(original, datasets, imp, for_pmse=False)
     table, per, codes = _compare(original, datasets, schema, formula, family, float(alpha),
                                  choice)
+    codes = [*codes, *imp_codes]
+    table.attrs["imputed"] = imp.to_settings()
     table.attrs["combining"] = choice.to_settings()
     table.attrs["overlap_per_dataset"] = per
     ok = table["overlap"].notna()

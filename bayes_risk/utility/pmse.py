@@ -31,8 +31,12 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
 from bayes_risk.results.utility import PMSEResult
 from bayes_risk.utility._inputs import (
+    ImputedChoice,
     check_choice,
+    observed_cells,
+    resolve_imputed,
     resolve_schema,
+    warn_observed_cells,
 )
 from bayes_risk.utility._propensity import (  # noqa: F401 - re-exported (public import path)
     PMSE_MISSING_POLICY,
@@ -184,6 +188,7 @@ def pmse(
     max_depth: int = 30,
     max_iter: int = 100,
     progressbar: bool = False,
+    imputed: Any = "auto",
 ) -> PMSEResult:
     """Propensity-score mean squared error of each synthetic dataset (Snoke et al. 2018).
 
@@ -239,6 +244,14 @@ def pmse(
         Maximum IRLS iterations (default 100).
     progressbar : bool
         Show a progress bar over datasets.
+    imputed : "auto" or iterable of str
+        Columns whose missing values the synthesizer imputed (methods, Utility of an imputing
+        release). They are compared on the original's observed cells: with aligned rows each
+        synthetic dataset is set missing where the original is missing, otherwise the
+        original's records with a missing imputed cell are left out. ``"auto"`` (default):
+        the release's recorded ``imputed_columns``, else the columns with empty cells in the
+        original and none in any synthetic dataset (warning ``IMPUTED_INFERRED``); ``[]``:
+        none (missing values compared as a level, as synthpop does).
 
     Returns
     -------
@@ -264,7 +277,8 @@ def pmse(
     DataWarning
         Perfect separation (``"SEPARATION"``: the chi-square null is invalid), a large model
         (``"LARGE_MODEL"``: ``k > N/5``), few pairs (``"FEW_PAIRS"``: ``m(m−1)/2 < 6``),
-        ``k* − 1 = 0`` (``"ZERO_DF"``).
+        ``k* − 1 = 0`` (``"ZERO_DF"``), imputed columns compared on observed cells
+        (``"MISSING_AT_RANDOM_ASSUMED"``; ``"IMPUTED_INFERRED"`` when read off the data).
     ConvergenceWarning
         IRLS did not converge in ``max_iter`` iterations (``"NOT_CONVERGED"``).
 
@@ -312,6 +326,12 @@ def pmse(
     schema = resolve_schema(original, datasets, schema=schema, carried=carried,
                             categorical=categorical, synthesized=synthesized, same_rows=False)
     cols = schema.check_columns(columns, "columns") if columns is not None else schema.names
+    choice = resolve_imputed(imputed, source, original, datasets, schema)
+    # only the modelled columns matter (others would drop records for nothing)
+    choice = ImputedChoice([c for c in choice.columns if c in cols], choice.source,
+                           choice.aligned)
+    imputed_codes = warn_observed_cells(choice)
+    original, datasets = observed_cells(original, datasets, choice, for_pmse=True)
     if not cols:
         raise ValidationError("columns is empty; the propensity model needs at least one column.")
     syn_cols = [c for c in schema.synthesized if c in cols]
@@ -352,9 +372,12 @@ def pmse(
     cart = {"cp": float(cp), "min_leaf": int(min_leaf), "min_split": int(min_split),
             "max_depth": int(max_depth)}
     with _single_threaded_blas():
-        return _pmse_impl(original, datasets, schema, cols, syn_cols, incomplete, method,
-                          int(max_order), null, int(n_perm), random_seed, cart, int(max_iter),
-                          progressbar)
+        res = _pmse_impl(original, datasets, schema, cols, syn_cols, incomplete, method,
+                         int(max_order), null, int(n_perm), random_seed, cart, int(max_iter),
+                         progressbar)
+    res.settings.update(choice.to_settings())
+    res.warnings.extend(c for c in imputed_codes if c not in res.warnings)
+    return res
 
 
 def _single_threaded_blas():

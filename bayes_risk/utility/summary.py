@@ -27,6 +27,8 @@ from bayes_risk.results.utility import UtilitySummary
 from bayes_risk.utility._inputs import (
     check_choice,
     differing_share,
+    observed_cells,
+    resolve_imputed,
     resolve_schema,
 )
 from bayes_risk.utility.combining import check_rules
@@ -43,14 +45,19 @@ OVERLAP_MISSING_POLICY = (
 
 
 def default_estimands(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], schema: Schema,
-                      columns: Sequence[str]
+                      columns: Sequence[str], observed: Iterable[str] = ()
                       ) -> list[tuple[str, Estimate, list[Estimate]]]:
     """Means of numeric columns and level proportions of categorical columns.
 
     Mean: ``x̄ ± t_{n−1} s/√n`` over the observed values. Proportion of a level:
     ``p̂ ± z sqrt(p̂(1 − p̂)/n)`` (Wald) over all records; a column with missing values also
     gets the proportion of missing values (``P(c missing)``; user guide, Missing values).
+    Columns in ``observed`` (imputed by the synthesizer) have their proportions over the
+    observed cells of each table (``n`` = observed records) and no ``P(c missing)``: the
+    missing level is not part of what an imputing synthesizer reproduces (methods, Utility of
+    an imputing release).
     """
+    observed = set(observed)
     from bayes_risk.utility.pmse import prepare_table
 
     def mean_est(x: np.ndarray) -> Estimate:
@@ -59,8 +66,12 @@ def default_estimands(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], 
         return Estimate(float(x.mean()), float(x.std(ddof=1) / math.sqrt(n)) if n > 1 else
                         math.nan, float(n - 1))
 
-    def prop_est(codes: np.ndarray, k: int) -> Estimate:
+    def prop_est(codes: np.ndarray, k: int, among: int | None = None) -> Estimate:
+        if among is not None:  # over the observed cells (code ``among`` is missing)
+            codes = codes[codes != among]
         n = codes.size
+        if n == 0:
+            return Estimate(math.nan, math.nan)
         p = float(np.mean(codes == k))
         return Estimate(p, math.sqrt(p * (1 - p) / n))
 
@@ -70,10 +81,14 @@ def default_estimands(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], 
     for c in columns:
         spec = schema[c]
         if spec.is_categorical:
+            among = spec.n_levels if c in observed else None
             for k, lev in enumerate(spec.levels or ()):
-                out.append((f"P({c} = {lev})", prop_est(po[c], k), [prop_est(z[c], k) for z in ps]))
+                out.append((f"P({c} = {lev})", prop_est(po[c], k, among),
+                            [prop_est(z[c], k, among) for z in ps]))
         else:
             out.append((f"mean({c})", mean_est(po[c]), [mean_est(z[c]) for z in ps]))
+        if c in observed:
+            continue
         miss = [np.isnan(t[c]) if not spec.is_categorical else t[c] == spec.n_levels
                 for t in (po, *ps)]
         if any(m.any() for m in miss):
@@ -99,6 +114,7 @@ def utility_summary(
     random_seed: RandomSeed = None,
     progressbar: bool = False,
     rules: Literal["auto", "partial", "full-same-n", "full-population"] = "auto",
+    imputed: Any = "auto",
 ) -> UtilitySummary:
     """pMSE and interval overlap of a synthetic release in one call (methods, Utility measures).
 
@@ -144,6 +160,17 @@ def utility_summary(
         inferred from the synthesized columns (all columns: full synthesis of the same units,
         Raab, Nowok & Dibben 2016; some: partial synthesis, Reiter 2003). The choice and its
         reason are in ``settings`` (``combining_rules``, ``combining_rules_reason``).
+    imputed : "auto" or iterable of str
+        Columns whose missing values the synthesizer imputed (DPMPM imputes inside its
+        sampler). They are compared on the original's observed cells: proportions among the
+        observed records (no ``P(c missing)``), formulas and the pMSE with each synthetic
+        dataset set missing where the original is missing when rows are aligned (otherwise
+        the pMSE leaves out the original's records with a missing imputed cell); warning
+        ``MISSING_AT_RANDOM_ASSUMED`` (methods, Utility of an imputing release). ``"auto"``
+        (default): the release's recorded ``imputed_columns``, else the columns with empty
+        cells in the original and none in any synthetic dataset (``IMPUTED_INFERRED``);
+        ``[]``: none, missing values compared as a level. In ``settings``
+        (``imputed_columns``, ``imputed_columns_source``, ``imputed_comparison``).
 
     Returns
     -------
@@ -200,10 +227,13 @@ def utility_summary(
 
     choice = choose_rules(rules, source, original, datasets,
                           syn_cols if syn_cols else None, list(schema.names))
+    imp = resolve_imputed(imputed, source, original, datasets, schema)
+    # pmse masks the imputed columns itself (and warns MISSING_AT_RANDOM_ASSUMED once)
     pm = pmse(original, datasets, method=pmse_method, max_order=max_order, null=null,
               n_perm=n_perm, random_seed=random_seed, schema=schema,
-              synthesized=syn_cols or None, progressbar=progressbar)
+              synthesized=syn_cols or None, progressbar=progressbar, imputed=imp)
     codes.extend(pm.warnings)
+    original, datasets = observed_cells(original, datasets, imp, for_pmse=False)
 
     formulas = list(estimands) if estimands is not None else []
     if isinstance(estimands, str):
@@ -228,7 +258,8 @@ def utility_summary(
     else:
         cols = syn_cols or list(schema.names)
         rows, per_rows = [], []
-        for name, o, s in default_estimands(original, datasets, schema, cols):
+        for name, o, s in default_estimands(original, datasets, schema, cols,
+                                            observed=imp.columns):
             row, per, c = estimand_row(name, o, s, float(alpha), choice)
             rows.append(row)
             per_rows.append(per)
@@ -241,8 +272,9 @@ def utility_summary(
     settings = {
         "pmse_method": pmse_method, "max_order": int(max_order), "null": pm.null,
         "alpha": float(alpha), "family": family, "formulas": formulas,
-        "n_perm": int(n_perm), **{f"pmse_{k}": v for k, v in pm.settings.items()},
-        **choice.to_settings(),
+        "n_perm": int(n_perm), **{f"pmse_{k}": v for k, v in pm.settings.items()
+                                  if not k.startswith("imputed_")},
+        **choice.to_settings(), **imp.to_settings(),
         "overlap_missing_values": OVERLAP_MISSING_POLICY if kind == "means_and_proportions"
         else "fitted models: records with a missing value in a model's columns are left out "
              "(statsmodels' missing='drop')",

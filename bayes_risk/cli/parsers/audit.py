@@ -115,6 +115,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="logit pMSE: 1 (default) adds every two-way interaction, 0 main effects "
                    "only (wide tables: a design with more coefficients than records is refused, "
                    "DESIGN_TOO_LARGE)")
+    p.add_argument("--imputed", nargs="+", default=None, metavar="COL",
+                   help="columns whose missing values the synthesizer imputed, compared on the "
+                   "original's observed cells in the utility step ('none': missing values "
+                   "compared as a level; default: recorded in the release's manifest, else "
+                   "inferred; see bayes-risk utility --help)")
     p.add_argument("--show-confidential-values", action="store_true",
                    help="show the known (quasi-identifier) values of the records most at risk "
                    "in the report (off by default: record numbers only)")

@@ -86,6 +86,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "full-population (samples from synthetic populations; Raghunathan, Reiter & "
                    "Rubin 2003). Default auto: the generation recorded in the release's "
                    "manifest, else inferred from the synthesized columns")
+    p.add_argument("--imputed", nargs="+", default=None, metavar="COL",
+                   help="columns whose missing values the synthesizer imputed (DPMPM does): "
+                   "compared on the original's observed cells, proportions among the observed "
+                   "records and the pMSE with synthetic values masked where the original is "
+                   "missing; 'none' compares missing values as a level. Default: the "
+                   "imputed_columns recorded in the release's manifest, else the columns with "
+                   "empty cells in the original and none in any synthetic dataset (with a "
+                   "warning)")
     p.add_argument("--alpha", type=float, default=0.05, metavar="A",
                    help="1 - confidence level of the intervals (default 0.05)")
     add_seed_argument(p)
