@@ -284,3 +284,78 @@ def test_attribute_risk_end_to_end_with_missing_values(data):
     # the held value is the truth in every candidate
     cs = res.candidates[1]
     assert np.isnan(cs.values[:, list(cs.columns).index("b")]).all()
+
+
+# log-likelihoods of three records' candidates on complete data, as float.hex, recorded with the
+# plug-ins as they were before missing values were supported (commit f2f06bb): complete data
+# must take exactly the code paths they always took, so the numbers are bit-identical
+_COMPLETE_REFERENCE = {
+    "cart": [
+        ['0x0.0p+0', '-0x1.ac26a8ec9382ep-2', '-0x1.844851e5f5116p+0', '-0x1.0e4cfbea84edep-2',
+         '-0x1.36d0e85344a28p+0', '-0x1.36d0e85344a28p+0', '-0x1.36d0e85344a28p+0',
+         '-0x1.36d0e85344a28p+0', '0x0.0p+0', '0x0.0p+0', '0x0.0p+0', '0x0.0p+0', '0x0.0p+0',
+         '0x0.0p+0', '0x0.0p+0', '0x0.0p+0', '0x0.0p+0', '0x0.0p+0'],
+        ['0x0.0p+0', '-0x1.b1d10670aae9ap+0', '-0x1.a1b0eb420bdadp+1', '-0x1.40b512eb53d60p+1',
+         '-0x1.48bd929aff108p+0', '-0x1.48bd929aff108p+0', '-0x1.48bd929aff108p+0',
+         '-0x1.48bd929aff108p+0', '-inf', '-inf', '-inf', '-inf', '-inf', '-inf', '-inf',
+         '-inf', '-inf', '-inf'],
+        ['0x0.0p+0', '-0x1.fc8b7f138bdebp+0', '-0x1.fc8b7f138bdf0p-1', '-0x1.9f323ecbf984ep+0',
+         '-0x1.5471d4593b9a8p+0', '-0x1.5471d4593b9a8p+0', '-0x1.5471d4593b9a8p+0',
+         '-0x1.5471d4593b9a8p+0', '-inf', '-inf', '-inf', '-inf', '-inf', '-inf', '-inf',
+         '-inf', '-inf', '-inf'],
+    ],
+    "smoothed": [
+        ['-0x1.7cbbb638a3b12p+7', '-0x1.7d700c7a98947p+7', '-0x1.8014c9a90c9f4p+7',
+         '-0x1.8014c9a90c9f4p+7', '-0x1.7ca7a42b72771p+7', '-0x1.7cb07d9f30b5ep+7',
+         '-0x1.7cb5dc97c1982p+7', '-0x1.7cb8ffa1a6c14p+7', '-0x1.7cbac2ac75aa5p+7',
+         '-0x1.7cbc349f79a7cp+7', '-0x1.7cbc73abfce36p+7', '-0x1.7cbc91e4e30c2p+7',
+         '-0x1.7cbc9fd0bb7bbp+7', '-0x1.7cbca5fa2cc53p+7'],
+        ['-0x1.4f6e7e0c3d70ep+7', '-0x1.500c57b93f7f6p+7', '-0x1.52d220191ec6ap+7',
+         '-0x1.52d220191ec6ap+7', '-inf', '-0x1.4c36bf8f9c2c6p+7', '-0x1.4d21f58e98c42p+7',
+         '-0x1.4df9c4c7c05d2p+7', '-0x1.4ebdf42341ec8p+7', '-0x1.500b9e2f998aap+7',
+         '-0x1.5095da57ede67p+7', '-0x1.510e04f9dcbe0p+7', '-0x1.51753857ff0a8p+7',
+         '-0x1.51ccca74ad1c1p+7'],
+        ['-0x1.b18e81149f006p+7', '-0x1.b22c5ac1a10eep+7', '-0x1.b4f2232180562p+7',
+         '-0x1.b4f2232180562p+7', '-0x1.b1bf38f723706p+7', '-0x1.b1b6921179807p+7',
+         '-0x1.b1ad5ec269ae6p+7', '-0x1.b1a39f52271f0p+7', '-0x1.b19954cb8d10bp+7',
+         '-0x1.b183270848072p+7', '-0x1.b1774a90ec998p+7', '-0x1.b16af0c33a062p+7',
+         '-0x1.b15e1ff87fd16p+7', '-0x1.b150dfe7b7206p+7'],
+    ],
+    "rf": [
+        ['-0x1.186b335b53fb1p+8', '-0x1.18aec69a4e9c4p+8', '-0x1.18ccfda23ccc9p+8',
+         '-0x1.18ccfda23ccc9p+8', '-0x1.18c58d2491804p+8', '-0x1.1a7e945fe570ap+8',
+         '-0x1.1a4fe7bfc1a78p+8', '-0x1.19a8d9fbfa3bep+8'],
+        ['-0x1.186b335b53fb1p+8', '-0x1.1733cdac3afffp+8', '-0x1.194dc5382ebdcp+8',
+         '-0x1.194dc5382ebdcp+8', '-0x1.186b335b53fb1p+8', '-0x1.18c9b08734a0cp+8',
+         '-0x1.18cdb89ccac59p+8', '-0x1.1975db50f03ebp+8'],
+        ['-0x1.186b335b53fb1p+8', '-0x1.18934dd222eb6p+8', '-0x1.188f7ba7475e0p+8',
+         '-0x1.188f7ba7475e0p+8', '-0x1.18a1252b960f9p+8', '-0x1.18ada2aeb5890p+8',
+         '-0x1.18ada2aeb5890p+8', '-0x1.182d605c20ad6p+8'],
+    ],
+}
+
+
+def test_complete_data_results_are_bit_identical_to_before():
+    from bayes_risk.data import make_ce_like
+
+    ce = make_ce_like(150, random_seed=7)
+    sc = infer_schema(ce, categorical=["Urban", "Marital", "Tenure"])
+    cart = CARTSynthesizer(min_leaf=4).fit(ce, schema=sc, synthesized=["Tenure", "Income",
+                                                                      "Marital"], random_seed=1)
+    cs = CARTSynthesizer(min_leaf=6, smoothing=["Income"]).fit(
+        ce, schema=sc, synthesized=["Tenure", "Income"], random_seed=3)
+    rf = RandomForestSynthesizer(n_trees=10, random_seed=5).fit(
+        ce, schema=sc, synthesized=["Tenure", "Marital"])
+    cases = {
+        "cart": (CARTPlugin(cart, ce), cart.synthesize(2, random_seed=2)),
+        "smoothed": (CARTPlugin(cs, ce, n_bootstrap=40, random_seed=8),
+                     cs.synthesize(2, random_seed=4)),
+        "rf": (RFPlugin(rf, ce), rf.synthesize(2, random_seed=6)),
+    }
+    for name, (plugin, release) in cases.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = attribute_risk(plugin, ce, release, records=[0, 3, 11], progressbar=False)
+        assert res.settings["missing_values"] == "held_at_kind"
+        for got, ref in zip(res.loglik, _COMPLETE_REFERENCE[name], strict=True):
+            np.testing.assert_array_equal(got, [float.fromhex(x) for x in ref], err_msg=name)
