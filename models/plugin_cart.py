@@ -30,9 +30,17 @@ confidential predictor vector is re-routed through the fixed splits). Only nodes
 ``i`` before or after the change are recomputed. A record that the synthesizer did not replace
 is released as it is, so a candidate that differs from its released values is impossible.
 
+Missing values (methods, Tree synthesizers: missing values): a categorical column's missing
+value is a level of its own (one more value of the urn); a numeric column with missing values
+has two trees, its kind tree (every replaced record draws its missingness kind) and its value
+tree (the records whose synthetic kind is "observed" draw a value), whose terms add; records
+route with the synthesizer's missing-value inputs (``models._tree_missing``). A record's missing
+values are held at their kind in every candidate (the intruder knows which are missing); a
+candidate that changes a kind has probability 0.
+
 Supported: ``donor="bayes_bootstrap"`` and ``"uniform"``, ``unroutable="climb"``, with or without
-smoothing. ``unroutable="random_descent"`` is refused (random routing would have to be
-marginalised).
+smoothing, with or without missing values. ``unroutable="random_descent"`` is refused (random
+routing would have to be marginalised).
 
 (About 770 lines, one module on purpose: the shared plug-in base of the tree synthesizers and the
 CART node bookkeeping, Pólya-urn and kernel Monte Carlo terms work on the same private state.)
@@ -483,6 +491,10 @@ class CARTPlugin(PluginBase):
     are part of the known structure ``S_meta`` (Reiter 2005) and stay fixed when a candidate changes
     a node's donors (with Silverman's default they were computed from the true donors), while the
     support ``[lo, hi]`` (the donors' range) follows the candidate.
+
+    A synthesizer fitted with missing values is supported: the kind tree and the value tree of a
+    numeric column with missing values each contribute their term, and a record's missing values
+    are held at their kind in every candidate (methods, Tree synthesizers: missing values).
 
     Parameters
     ----------

@@ -28,6 +28,11 @@ it use the counts of its parent node (always non-empty: it holds the sibling's r
 
 This is an approximation (label ``"APPROXIMATE_NONPARAMETRIC"``): re-growing the forest with
 ``y*`` would also change the splits and the bootstrap samples.
+
+Missing values (methods, Tree synthesizers: missing values): a categorical column's missing
+value is one more class of its forest, and a numeric predictor with missing values enters as the
+synthesizer builds it (its filled value and its kind). A record's missing values are held in
+every candidate; a candidate that changes a kind has probability 0.
 """
 
 from __future__ import annotations
@@ -138,7 +143,9 @@ class RFPlugin(PluginBase):
     column is a predictor) and recomputes its own synthesis distribution when its synthesis
     predictors change (procedure A). Works with ``probabilities="vote"`` (classes that win no
     tree have probability 0, so log-likelihoods of ``-inf`` are legitimate) and
-    ``"leaf_dirichlet"``, procedures A and B, and ``oob_only``.
+    ``"leaf_dirichlet"``, procedures A and B, ``oob_only``, and forests fitted with missing
+    values (the missing level is a class; a record's missing values are held in every
+    candidate).
 
     Parameters
     ----------

@@ -359,3 +359,37 @@ def test_complete_data_results_are_bit_identical_to_before():
         assert res.settings["missing_values"] == "held_at_kind"
         for got, ref in zip(res.loglik, _COMPLETE_REFERENCE[name], strict=True):
             np.testing.assert_array_equal(got, [float.fromhex(x) for x in ref], err_msg=name)
+
+
+def test_candidate_blocks_hold_a_missing_truth():
+    """A missing true value gives its column one candidate, the truth itself (NaN for a
+    numeric column, code -1 for a categorical one), and is not reported as a collapsed grid."""
+    from bayes_risk.attribute.candidates import build_candidates, columns_without_alternative
+
+    df = pd.DataFrame({"a": ["x", "y", "z", None], "b": [1.0, 2.5, np.nan, 4.0]}, dtype=object)
+    df["b"] = df["b"].astype(float)
+    schema = infer_schema(df, categorical=["a"], synthesized=["a", "b"])
+    cs = build_candidates({"a": 1, "b": np.nan}, ["a", "b"], schema, "full")
+    assert cs.values.shape == (3, 2) and np.isnan(cs.values[:, 1]).all()
+    assert cs.values[cs.g0, 0] == 1
+    cs2 = build_candidates({"a": -1, "b": 2.5}, ["a", "b"], schema, "one-variable")
+    assert np.all(cs2.values[:, 0] == -1) and cs2.values[cs2.g0, 1] == 2.5
+    assert cs2.size == 11  # b's default grid only
+    assert columns_without_alternative([cs, cs2], [True, False]) == {}
+
+
+def test_full_candidates_with_a_missing_categorical_truth(data):
+    """candidates="full" over categorical columns holds a's missing value (the product fast
+    path cannot index code -1): G is c's number of levels."""
+    df, schema = data
+    cart = CARTSynthesizer(min_leaf=5).fit(df, schema=schema, synthesized=["a", "c"],
+                                           random_seed=1)
+    zs = cart.synthesize(2, random_seed=2)
+    i = _records(df)[3]  # a missing
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = attribute_risk(CARTPlugin(cart, df), df, zs, records=[0, i], candidates="full",
+                             progressbar=False)
+    g = res.records.set_index("record")["G"]
+    assert g[i] == 2 and g[0] == 6
+    assert res.records["p_true"].between(0, 1).all()
