@@ -393,3 +393,22 @@ def test_full_candidates_with_a_missing_categorical_truth(data):
     g = res.records.set_index("record")["G"]
     assert g[i] == 2 and g[0] == 6
     assert res.records["p_true"].between(0, 1).all()
+
+
+def test_low_risk_intruder_refuses_a_missing_truth(data):
+    """scenario='empty' compares the record's synthetic values with its truth: a missing truth
+    is refused by name (it would quietly get probability 0); complete records still run."""
+    from bayes_risk.exceptions import ValidationError
+
+    df, schema = data
+    cart = CARTSynthesizer(min_leaf=5).fit(df, schema=schema, synthesized=["a", "b"],
+                                           random_seed=1)
+    zs = cart.synthesize(2, random_seed=2)
+    i_obs, i_empty, _, _ = _records(df)
+    with pytest.raises(ValidationError, match=r"scenario='empty': column 'b' is missing in "
+                                              rf"record {i_empty}"):
+        attribute_risk(CARTPlugin(cart, df), df, zs, records=[i_obs, i_empty], scenario="empty")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = attribute_risk(CARTPlugin(cart, df), df, zs, records=[i_obs], scenario="empty")
+    assert res.records["p_true"].between(0, 1).all()
