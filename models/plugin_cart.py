@@ -323,7 +323,7 @@ class PluginBase:
 
         The intruder knows which of the record's values are missing and how (methods, Tree
         synthesizers: missing values): a candidate leaves a missing value as it is. The
-        engine hands a missing value over as ``NaN`` (a declared code masked), so a missing
+        engine hands a missing value over as ``NaN`` (a declared code masked), so a ``NaN``
         candidate of a missing value is set to the record's own value (its exact kind). Returns
         ``[G]``: candidates that make an observed value missing, or change a missing value's
         kind (probability 0 under that view); ``cand`` is updated in place.
@@ -337,7 +337,7 @@ class PluginBase:
             k_t = int(self._kinds(c, np.array([t]))[0])
             v = cand[c]
             if k_t > 0:
-                cand[c] = v = np.where(np.isnan(v) | (self._kinds(c, v) > 0), t, v)
+                cand[c] = v = np.where(np.isnan(v), t, v)
             off |= self._kinds(c, v) != k_t
         return off
 

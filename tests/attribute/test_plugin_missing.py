@@ -172,19 +172,22 @@ def test_cart_smoothed_two_step_column_matches_direct_counting(data):
 
 
 def test_candidates_that_change_a_kind_have_probability_zero(data):
-    """The intruder knows which values are missing: making b missing (observed truth), giving
-    an observed b to a record whose b is -8, or a's missing level to an observed a: -inf."""
+    """The intruder knows which values are missing and how: making b missing (observed truth),
+    giving an observed b to a record whose b is -8, the code -8 to a record whose b is empty, or
+    a's missing level to an observed a: -inf."""
     df, schema = data
     cart = CARTSynthesizer(min_leaf=3).fit(df, schema=schema, synthesized=["a", "b"],
                                            random_seed=1)
     zs = cart.synthesize(1, random_seed=2)
     plugin = CARTPlugin(cart, df)
-    i_obs, _, i_code, _ = _records(df)
+    i_obs, i_empty, i_code, _ = _records(df)
     b0 = df.loc[i_obs, "b"]
     got = plugin.plugin_loglik(i_obs, pd.DataFrame({"b": [b0, np.nan, -8.0]}), zs)
     assert got[0, 0] == 0 and np.isneginf(got[0, 1:]).all()
     got = plugin.plugin_loglik(i_code, pd.DataFrame({"b": [np.nan, -8.0, 40.0]}), zs)
     assert np.all(got[0, :2] == 0) and np.isneginf(got[0, 2])
+    got = plugin.plugin_loglik(i_empty, pd.DataFrame({"b": [np.nan, -8.0]}), zs)
+    assert got[0, 0] == 0 and np.isneginf(got[0, 1])  # empty is not the code -8
     a0 = df.loc[i_obs, "a"]
     got = plugin.plugin_loglik(i_obs, pd.DataFrame({"a": [a0, None]}, dtype=object), zs)
     assert np.isneginf(got[0, 1])
