@@ -469,3 +469,38 @@ def test_kind_then_value_is_the_samplers_distribution(donor):
     got = plugin.plugin_loglik(0, pd.DataFrame({"b": [1.0, 2.0]}), [zs[0]])
     assert got[0, 1] - got[0, 0] == pytest.approx(log_seq(*v, d1=1, d2=2) - log_seq(*v),
                                                   abs=1e-12)
+
+
+def test_empirical_prior_with_missing_values(data):
+    """The empirical prior: a's part counts the other records' levels; b's kernel density uses
+    the other records whose b is observed (its missing values are not values), and a record
+    whose b is held has no b part (the same in every candidate). Without this every weight was
+    NaN as soon as one record's b was missing."""
+    from scipy.special import logsumexp as lse
+
+    from bayes_risk.attribute.priors import silverman_bandwidth
+
+    df, schema = data
+    cart = CARTSynthesizer(min_leaf=5).fit(df, schema=schema, synthesized=["a", "b"],
+                                           random_seed=1)
+    zs = cart.synthesize(1, random_seed=2)
+    i_obs, i_empty, _, _ = _records(df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = attribute_risk(CARTPlugin(cart, df), df, zs, records=[i_obs, i_empty],
+                             prior="empirical:1", progressbar=False)
+    b = df["b"].where(df["b"] != -8).to_numpy(dtype=float)  # the engine's view: -8 is missing
+    h = silverman_bandwidth(b[~np.isnan(b)])
+    for k, i in enumerate([i_obs, i_empty]):
+        cs = res.candidates[k]
+        ja, jb = list(cs.columns).index("a"), list(cs.columns).index("b")
+        levels = list(schema["a"].levels)
+        codes = df["a"].map({v: n for n, v in enumerate(levels)}).to_numpy()
+        others = np.arange(len(df)) != i
+        lw = np.log([np.sum((codes == c) & others) + 1.0 for c in cs.values[:, ja]])
+        if not np.isnan(cs.values[0, jb]):
+            o = b[others & ~np.isnan(b)]
+            zk = (cs.values[:, jb][:, None] - o[None, :]) / h
+            lw = lw + lse(-0.5 * zk * zk, axis=1)
+        want = lw - lse(lw)
+        np.testing.assert_allclose(res.logprior[k], want, rtol=1e-10, atol=1e-12)
