@@ -98,7 +98,7 @@ def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
     if plan.rule.spec is not None and plan.rule.spec.rule == "product":
         for j, c in enumerate(data.vary):
             df[f"marg_{c}"] = [
-                float(np.nansum(np.exp(lp)[cs.values[:, j] == cs.values[cs.g0, j]]))
+                float(np.nansum(np.exp(lp)[_same_value(cs.values[:, j], cs.values[cs.g0, j])]))
                 for lp, cs in zip(log_post, cands, strict=False)
             ]
     df["flags"] = [";".join(part.flags[i]) for i in recs]
@@ -150,6 +150,11 @@ def _warning_codes(
     if any(v > 0 for v in part.n_dropped.values()):
         warn_codes.append("DRAW_DROPPED")
     return warn_codes
+
+
+def _same_value(v: np.ndarray, t: float) -> np.ndarray:
+    """``v == t``, a missing value (``NaN``, held in every candidate) equal to itself."""
+    return (v == t) | (np.isnan(v) & np.isnan(t))
 
 
 def _warn_without_alternative(cands: Sequence[Any], warn_codes: list[str],

@@ -504,3 +504,21 @@ def test_empirical_prior_with_missing_values(data):
             lw = lw + lse(-0.5 * zk * zk, axis=1)
         want = lw - lse(lw)
         np.testing.assert_allclose(res.logprior[k], want, rtol=1e-10, atol=1e-12)
+
+
+def test_product_candidates_marginal_of_a_held_value_is_one(data):
+    """With the full (product) candidate set, the marginal posterior of a held missing value is
+    1 (it is the value of every candidate), not 0 (NaN compared unequal)."""
+    df, schema = data
+    cart = CARTSynthesizer(min_leaf=5).fit(df, schema=schema, synthesized=["a", "b"],
+                                           random_seed=1)
+    zs = cart.synthesize(1, random_seed=2)
+    i_obs, i_empty, _, _ = _records(df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = attribute_risk(CARTPlugin(cart, df), df, zs, records=[i_obs, i_empty],
+                             candidates="full", progressbar=False)
+    rec = res.records.set_index("record")
+    assert rec.loc[i_empty, "marg_b"] == pytest.approx(1.0, abs=1e-12)
+    assert rec.loc[i_empty, "G"] == 3
+    assert 0 <= rec.loc[i_obs, "marg_b"] <= 1 and rec.loc[i_obs, "G"] == 3 * 11
