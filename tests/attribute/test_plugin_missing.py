@@ -522,3 +522,23 @@ def test_product_candidates_marginal_of_a_held_value_is_one(data):
     assert rec.loc[i_empty, "marg_b"] == pytest.approx(1.0, abs=1e-12)
     assert rec.loc[i_empty, "G"] == 3
     assert 0 <= rec.loc[i_obs, "marg_b"] <= 1 and rec.loc[i_obs, "G"] == 3 * 11
+
+
+def test_distance_summaries_refuse_a_held_missing_value(data):
+    """file_summary kinds that measure distances to the truth refuse a record whose value is
+    held missing (naming it) instead of returning NaN or 0 for it."""
+    from bayes_risk.attribute.file_summary import file_summary
+    from bayes_risk.exceptions import ValidationError
+
+    df, schema = data
+    cart = CARTSynthesizer(min_leaf=5).fit(df, schema=schema, synthesized=["b"], random_seed=1)
+    zs = cart.synthesize(1, random_seed=2)
+    i_obs, i_empty, _, _ = _records(df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = attribute_risk(CARTPlugin(cart, df), df, zs, records=[i_obs, i_empty],
+                             progressbar=False)
+        one = attribute_risk(CARTPlugin(cart, df), df, zs, records=[i_obs], progressbar=False)
+    with pytest.raises(ValidationError, match=rf"column 'b' is missing in record {i_empty}"):
+        file_summary(res, "largest_value")
+    assert file_summary(one, "largest_value")["n_records"] == 1
