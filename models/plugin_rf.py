@@ -252,8 +252,7 @@ class RFPlugin(PluginBase):
         for col in syn.visit_sequence_:
             F, train = self._forests[col], self._train[col]
             kept = np.setdiff1d(np.arange(len(self.original)), train)
-            bad = kept[(zv[col][kept] != self._vals[col][kept])
-                       & ~(np.isnan(zv[col][kept]) & np.isnan(self._vals[col][kept]))]
+            bad = kept[zv[col][kept] != self._vals[col][kept]]  # codes (missing: d)
             if bad.size:
                 raise ValidationError(
                     f"synthetic dataset {li}: column {col!r} differs from the original for "

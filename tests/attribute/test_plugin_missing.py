@@ -193,14 +193,17 @@ def test_candidates_that_change_a_kind_have_probability_zero(data):
     assert np.isneginf(got[0, 1])
 
 
-@pytest.mark.parametrize("procedure", ["A", "B"])
-def test_rf_missing_level_and_predictor_kinds_match_direct_counting(data, procedure):
+@pytest.mark.parametrize("procedure, options", [
+    ("A", {}),
+    ("B", {"probabilities": "leaf_dirichlet", "oob_only": True, "min_oob_trees": 5}),
+])
+def test_rf_missing_level_and_predictor_kinds_match_direct_counting(data, procedure, options):
     """Random forests: a's missing level is a class of its own; b (empty and -8) enters as its
     filled value and kind. The plug-in's incremental counts equal the plug-in's own formula
     recomputed from scratch with the forests' leaf counts rebuilt from the changed data."""
     df, schema = data
-    rf = RandomForestSynthesizer(n_trees=15, random_seed=2, procedure=procedure).fit(
-        df, schema=schema, synthesized=["a", "c"])
+    rf = RandomForestSynthesizer(n_trees=15, random_seed=2, procedure=procedure,
+                                 **options).fit(df, schema=schema, synthesized=["a", "c"])
     zs = rf.synthesize(2, random_seed=3)
     plugin = RFPlugin(rf, df)
     for i in _records(df):
