@@ -369,7 +369,8 @@ def test_complete_data_results_are_bit_identical_to_before():
 
 def test_candidate_blocks_hold_a_missing_truth():
     """A missing true value gives its column one candidate, the truth itself (NaN for a
-    numeric column, code -1 for a categorical one), and is not reported as a collapsed grid."""
+    numeric column, code -1 for a categorical one, whatever the rule), and is not reported as a
+    collapsed grid."""
     from bayes_risk.attribute.candidates import build_candidates, columns_without_alternative
 
     df = pd.DataFrame({"a": ["x", "y", "z", None], "b": [1.0, 2.5, np.nan, 4.0]}, dtype=object)
@@ -381,6 +382,8 @@ def test_candidate_blocks_hold_a_missing_truth():
     cs2 = build_candidates({"a": -1, "b": 2.5}, ["a", "b"], schema, "one-variable")
     assert np.all(cs2.values[:, 0] == -1) and cs2.values[cs2.g0, 1] == 2.5
     assert cs2.size == 11  # b's default grid only
+    cs3 = build_candidates({"a": -1, "b": 2.5}, ["a", "b"], schema, "k-different:2")
+    assert np.all(cs3.values[:, 0] == -1)  # was the last level "z" (code 2)
     assert columns_without_alternative([cs, cs2], [True, False]) == {}
 
 
