@@ -42,7 +42,7 @@ Supported: ``donor="bayes_bootstrap"`` and ``"uniform"``, ``unroutable="climb"``
 smoothing, with or without missing values. ``unroutable="random_descent"`` is refused (random
 routing would have to be marginalised).
 
-(About 770 lines, one module on purpose: the shared plug-in base of the tree synthesizers and the
+(About 880 lines, one module on purpose: the shared plug-in base of the tree synthesizers and the
 CART node bookkeeping, Pólya-urn and kernel Monte Carlo terms work on the same private state.)
 """
 
