@@ -49,6 +49,7 @@ __all__ = [
     "SupportsResultWarnings",
     "SupportsPartialSynthesis",
     "SupportsMissingValues",
+    "SupportsHeldMissingValues",
     "SupportsConvergenceSummary",
     "SupportsDrawChains",
     "SupportsPosteriorReplicates",
@@ -256,6 +257,21 @@ class SupportsMissingValues(Protocol):
     """
 
     marginalises_missing: bool
+
+
+@runtime_checkable
+class SupportsHeldMissingValues(Protocol):
+    """A plug-in likelihood that holds a record's missing values at their missingness kind:
+    the intruder knows which of the record's values are missing (and how), and guesses the
+    observed ones (the tree synthesizers, which release missing values as they synthesize them).
+
+    Attributes
+    ----------
+    holds_missing : bool
+        ``True``: declared by the plug-in class (``CARTPlugin``, ``RFPlugin``).
+    """
+
+    holds_missing: bool
 
 
 @runtime_checkable

@@ -113,12 +113,13 @@ def prepare_schema(
 
 
 def encoded_values(data: pd.DataFrame, schema: Schema,
-                   layout: dict[str, dict[str, Any]]) -> dict[str, np.ndarray]:
+                   layout: dict[str, dict[str, Any]],
+                   columns: Sequence[str] | None = None) -> dict[str, np.ndarray]:
     """The trees' view of ``data``: level codes of categorical columns (a missing value is code
     ``d``, a level of its own, in a column with missing values), floats of numeric ones (``NaN``
-    or the declared code for a missing value)."""
+    or the declared code for a missing value). ``columns``: only these (default: the schema's)."""
     values: dict[str, np.ndarray] = {}
-    for c in schema.names:
+    for c in schema.names if columns is None else columns:
         if schema[c].is_categorical:
             v = column_codes(data, schema, c)
             if c in layout:

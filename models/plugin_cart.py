@@ -30,11 +30,19 @@ confidential predictor vector is re-routed through the fixed splits). Only nodes
 ``i`` before or after the change are recomputed. A record that the synthesizer did not replace
 is released as it is, so a candidate that differs from its released values is impossible.
 
-Supported: ``donor="bayes_bootstrap"`` and ``"uniform"``, ``unroutable="climb"``, with or without
-smoothing. ``unroutable="random_descent"`` is refused (random routing would have to be
-marginalised).
+Missing values (methods, Tree synthesizers: missing values): a categorical column's missing
+value is a level of its own (one more value of the urn); a numeric column with missing values
+has two trees, its kind tree (every replaced record draws its missingness kind) and its value
+tree (the records whose synthetic kind is "observed" draw a value), whose terms add; records
+route with the synthesizer's missing-value inputs (``models._tree_missing``). A record's missing
+values are held at their kind in every candidate (the intruder knows which are missing); a
+candidate that changes a kind has probability 0.
 
-(About 770 lines, one module on purpose: the shared plug-in base of the tree synthesizers and the
+Supported: ``donor="bayes_bootstrap"`` and ``"uniform"``, ``unroutable="climb"``, with or without
+smoothing, with or without missing values. ``unroutable="random_descent"`` is refused (random
+routing would have to be marginalised).
+
+(About 880 lines, one module on purpose: the shared plug-in base of the tree synthesizers and the
 CART node bookkeeping, Pólya-urn and kernel Monte Carlo terms work on the same private state.)
 """
 
@@ -50,8 +58,9 @@ from scipy.special import gammaln
 
 from bayes_risk._numeric import logsumexp
 from bayes_risk._rng import RandomSeed, as_generator
-from bayes_risk.exceptions import NotSupportedError, ValidationError
+from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._cart_polya import PolyaTables
+from bayes_risk.models._tree_missing import design_inputs, kind_codes
 
 __all__ = ["CARTPlugin"]
 
@@ -236,6 +245,8 @@ class PluginBase:
     model_class = "O"
     ratio_form = "joint"
     plugin = True
+    #: a record's missing values are held at their missingness kind (attribute.missing)
+    holds_missing = True
     #: method-level labels reported in ``AttributeRiskResult.warnings``
     result_warnings: tuple[str, ...] = ()
 
@@ -252,19 +263,9 @@ class PluginBase:
                 f"Got {type(synthesizer).__name__}."
             )
         check_is_fitted(synthesizer, "schema_")
-        with_missing = sorted(getattr(synthesizer, "missing_", None) or {})
-        if with_missing:
-            # the leaf likelihoods and the relocation of a record with a candidate value are
-            # written for complete data; a missing value (a level, or the kind/value steps of a
-            # numeric column) is not yet part of them
-            raise NotSupportedError(
-                f"attribute risk with the plug-in likelihood of a {type(synthesizer).__name__} "
-                f"fitted to data with missing values (column(s) {with_missing}) is not supported "
-                "yet; supported: tree synthesizers fitted to complete data, and DPMPM, whose "
-                "attribute risk integrates a record's missing values out (user guide, Missing "
-                "values).",
-                code="MISSING_VALUES_NOT_SUPPORTED",
-            )
+        # columns with missing values in the fitted data ({} for complete data): the plug-ins
+        # encode, route and count them as the synthesizer does (models._tree_missing)
+        self._layout = dict(getattr(synthesizer, "missing_", None) or {})
         if not isinstance(original, pd.DataFrame):
             raise ValidationError(
                 f"original must be a pandas DataFrame. Got {type(original).__name__}."
@@ -283,8 +284,9 @@ class PluginBase:
         self._vals = self._values(self.original)
         for c in self.schema_.names:  # the trees' donors are the fitted rows: check the match
             a, b = self._vals[c], np.asarray(synthesizer._values[c], dtype=np.float64)
-            if not np.allclose(a, b, rtol=1e-12, atol=0.0):
-                r = int(np.flatnonzero(~np.isclose(a, b, rtol=1e-12, atol=0.0))[0])
+            if not np.allclose(a, b, rtol=1e-12, atol=0.0, equal_nan=True):
+                r = int(np.flatnonzero(~np.isclose(a, b, rtol=1e-12, atol=0.0,
+                                                   equal_nan=True))[0])
                 raise ValidationError(
                     f"original differs from the data the synthesizer was fitted to (column "
                     f"{c!r}, row {r}); pass the same table in the same row order."
@@ -296,15 +298,48 @@ class PluginBase:
     def _values(
         self, df: pd.DataFrame, columns: Sequence[str] | None = None
     ) -> dict[str, np.ndarray]:
-        from bayes_risk.models._trees import column_codes
+        """The synthesizer's encoding of ``df`` (float64): level codes, a missing level as code
+        ``d``; numeric values, a missing value as ``NaN`` or its declared code."""
+        from bayes_risk.models.cart import encoded_values
 
-        out = {}
-        for c in self.schema_.names if columns is None else columns:
-            if self.schema_[c].is_categorical:
-                out[c] = column_codes(df, self.schema_, c).astype(np.float64)
-            else:
-                out[c] = df[c].to_numpy(dtype=np.float64)
-        return out
+        return {c: np.asarray(v, dtype=np.float64)
+                for c, v in encoded_values(df, self.schema_, self._layout, columns).items()}
+
+    def _kinds(self, c: str, v: np.ndarray) -> np.ndarray:
+        """Missingness kind of encoded values of column ``c``: 0 observed; a categorical
+        column's missing level 1; a numeric column's kind (1 empty, ``2 + k`` the ``k``-th
+        code; ``models._tree_missing``)."""
+        lay = self._layout.get(c)
+        v = np.asarray(v, dtype=np.float64)
+        if lay is None:
+            return np.zeros(v.shape, dtype=np.int64)
+        if lay["type"] == "level":
+            return (v == self.schema_[c].n_levels).astype(np.int64)
+        return kind_codes(v, lay["codes"])
+
+    def _hold_missing(self, i: int, cand: dict[str, np.ndarray], columns: Sequence[str]
+                      ) -> np.ndarray:
+        """Record ``i``'s missing values held at their kind; which candidates change a kind.
+
+        The intruder knows which of the record's values are missing and how (methods, Tree
+        synthesizers: missing values): a candidate leaves a missing value as it is. The
+        engine hands a missing value over as ``NaN`` (a declared code masked), so a ``NaN``
+        candidate of a missing value is set to the record's own value (its exact kind). Returns
+        ``[G]``: candidates that make an observed value missing, or change a missing value's
+        kind (probability 0 under that view); ``cand`` is updated in place.
+        """
+        G = len(cand[columns[0]]) if columns else 0
+        off = np.zeros(G, dtype=bool)
+        for c in columns:
+            if c not in self._layout:
+                continue
+            t = self._vals[c][i]
+            k_t = int(self._kinds(c, np.array([t]))[0])
+            v = cand[c]
+            if k_t > 0:
+                cand[c] = v = np.where(np.isnan(v), t, v)
+            off |= self._kinds(c, v) != k_t
+        return off
 
     def _release(self, datasets: Sequence[pd.DataFrame]) -> None:
         """Per-dataset state is cached for one release (the engine passes the same list)."""
@@ -404,8 +439,17 @@ class PluginBase:
         self._release(datasets)
         i = int(record)
         cand = self._candidate_values(i, candidates)
-        res = self._loglik(i, cand, list(candidates.columns), datasets)
+        columns = list(candidates.columns)
+        off = self._hold_missing(i, cand, columns)
+        if off.any():  # evaluated as the truth, then given probability 0
+            for c in columns:
+                cand[c] = np.where(off, self._vals[c][i], cand[c])
+        res = self._loglik(i, cand, columns, datasets)
         ll, var = res if isinstance(res, tuple) else (res, np.zeros_like(res))
+        if off.any():
+            ll, var = ll.copy(), var.copy()
+            ll[:, off] = -np.inf
+            var[:, off] = 0.0
         return (ll, np.sqrt(var)) if return_se else ll
 
     def _loglik(
@@ -425,7 +469,10 @@ class PluginBase:
         ok = np.ones(len(cand[columns[0]]) if columns else 0, dtype=bool)
         for c in columns:
             r, v = released[c], cand[c]
-            ok &= np.abs(v - r) <= 1e-9 * max(1.0, abs(r))
+            if np.isnan(r):  # released empty (held missing values are compared as they are)
+                ok &= np.isnan(v)
+            else:
+                ok &= np.abs(v - r) <= 1e-9 * max(1.0, abs(r))
         return np.where(ok, 0.0, -np.inf)
 
 
@@ -444,6 +491,10 @@ class CARTPlugin(PluginBase):
     are part of the known structure ``S_meta`` (Reiter 2005) and stay fixed when a candidate changes
     a node's donors (with Silverman's default they were computed from the true donors), while the
     support ``[lo, hi]`` (the donors' range) follows the candidate.
+
+    A synthesizer fitted with missing values is supported: the kind tree and the value tree of a
+    numeric column with missing values each contribute their term, and a record's missing values
+    are held at their kind in every candidate (methods, Tree synthesizers: missing values).
 
     Parameters
     ----------
@@ -514,78 +565,105 @@ class CARTPlugin(PluginBase):
         self._smoothed = set(getattr(synthesizer, "smoothed_", []) or [])
         self._rounding = {c: synthesizer.output_rounding(c) for c in self._smoothed}
         n = len(self.original)
-        self._parent: dict[str, np.ndarray] = {}
-        self._pos: dict[str, np.ndarray] = {}  # record -> position in the tree's donor order
-        for col, tree in synthesizer.trees_.items():
+        # the fitted trees: one per column, and before it the kind tree of a numeric column with
+        # missing values (keyed ("kind", col); the value tree keeps the column's name)
+        self._trees: dict[Any, Any] = {}
+        for col in synthesizer.visit_sequence_:
+            if col in (getattr(synthesizer, "missing_trees_", None) or {}):
+                self._trees[("kind", col)] = synthesizer.missing_trees_[col]
+            self._trees[col] = synthesizer.trees_[col]
+        self._parent: dict[Any, np.ndarray] = {}
+        self._pos: dict[Any, np.ndarray] = {}  # record -> position in the tree's donor order
+        for key, tree in self._trees.items():
             par = np.full(tree.n_nodes, -1, dtype=np.int64)
             internal = np.flatnonzero(tree.left != -1)
             par[tree.left[internal]] = internal
             par[tree.right[internal]] = internal
-            self._parent[col] = par
-            pos = np.empty(n, dtype=np.int64)
+            self._parent[key] = par
+            pos = np.full(n, -1, dtype=np.int64)  # -1: not a donor (a missing value's value tree)
             pos[tree.donor_rows] = np.arange(tree.donor_rows.size)
-            self._pos[col] = pos
+            self._pos[key] = pos
         self._crn: dict[tuple[int, int, int, int], np.ndarray] = {}
         self._crn_bytes = 0
 
     # ------------------------------------------------------------------ helpers
-    def _design(self, col: str, values: dict[str, np.ndarray], rows: np.ndarray):
-        tree = self.synthesizer.trees_[col]
+    @staticmethod
+    def _column(key: Any) -> str:
+        return key[1] if isinstance(key, tuple) else key
+
+    def _design(self, key: Any, values: dict[str, np.ndarray], rows: np.ndarray):
+        """Design of ``rows`` in the tree ``key`` (the synthesizer's missing-value inputs)."""
+        col = self._column(key)
+        tree = self._trees[key]
         preds = self.synthesizer.predictors_[col]
         if preds:
+            def value_of(p: str) -> np.ndarray:
+                v = values[p][rows]
+                return v.astype(np.int64) if self.schema_[p].is_categorical else v
+
             return tree.design.matrix(
-                [values[p][rows].astype(np.int64) if self.schema_[p].is_categorical
-                 else values[p][rows] for p in preds]
+                design_inputs(self.schema_, preds, self._layout, value_of)[3]
             )
         return np.zeros((rows.size, 1), dtype=np.float32), np.zeros((rows.size, 0), dtype=np.int64)
 
-    def _path(self, col: str, node: int) -> list[int]:
-        par = self._parent[col]
+    def _path(self, key: Any, node: int) -> list[int]:
+        par = self._parent[key]
         out = []
         while node != -1:
             out.append(int(node))
             node = int(par[node])
         return out
 
+    def _drawn(self, key: Any, zv: dict[str, np.ndarray], sel: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """The synthetic records drawn from the tree ``key`` and the values they drew, as
+        synthesis draws them (``_CARTSynthesis._two_step``): a kind tree gives every replaced
+        record its missingness kind; the value tree of a column with a kind tree gives a value
+        to the records whose synthetic kind is "observed"."""
+        col = self._column(key)
+        z = zv[col][sel]
+        if isinstance(key, tuple):
+            return sel, kind_codes(z, self._layout[col]["codes"]).astype(np.float64)
+        if ("kind", col) in self._trees:
+            obs = kind_codes(z, self._layout[col]["codes"]) == 0
+            return sel[obs], z[obs]
+        return sel, z
+
     def _dataset_state(self, li: int, z: pd.DataFrame) -> dict[str, Any]:
         """Per tree: the synthetic values per used node (smoothed columns) or the node each
-        synthesized record is routed to (Pólya columns)."""
+        record drawn from it is routed to and its value (Pólya trees)."""
         if li in self._cache:
             return self._cache[li]
-        syn = self.synthesizer
-        sel = np.flatnonzero(syn.records_)
+        sel = np.flatnonzero(self.synthesizer.records_)
         zv = self._values(z.reset_index(drop=True))
-        state: dict[str, Any] = {"__values__": zv}
-        for col in syn.visit_sequence_:
-            tree = syn.trees_[col]
-            X, codes = self._design(col, zv, sel)
+        state: dict[Any, Any] = {"__values__": zv}
+        for key, tree in self._trees.items():
+            rows, vals = self._drawn(key, zv, sel)
+            X, codes = self._design(key, zv, rows)
             node, _ = tree.route(X, codes, "climb", None)
-            if col in self._smoothed:
-                state[col] = {
+            if key in self._smoothed:
+                state[key] = {
                     int(u): tuple(
-                        a.astype(np.float64)
-                        for a in np.unique(zv[col][sel[node == u]], return_counts=True)
+                        a.astype(np.float64) for a in np.unique(vals[node == u], return_counts=True)
                     )
                     for u in np.unique(node)
                 }
                 continue
-            state[col] = node  # Pólya columns: counted for all datasets by _polya_tables
+            state[key] = (node, vals)  # Pólya trees: counted for all datasets by _polya_tables
         self._cache[li] = state
         return state
 
-    def _polya_tables(self, datasets: Sequence[pd.DataFrame]) -> dict[str, PolyaTables]:
-        """Donor and synthetic counts of the un-smoothed columns' trees, for the release."""
+    def _polya_tables(self, datasets: Sequence[pd.DataFrame]) -> dict[Any, PolyaTables]:
+        """Donor and synthetic counts of the un-smoothed trees, for the release."""
         tables = self._cache.get("__polya__")
         if tables is None:
-            syn = self.synthesizer
-            sel = np.flatnonzero(syn.records_)
             states = [self._dataset_state(li, z) for li, z in enumerate(datasets)]
             tables = {
-                col: PolyaTables(
-                    syn.trees_[col], self._parent[col], [st[col] for st in states],
-                    [st["__values__"][col][sel] for st in states], self._uniform,
+                key: PolyaTables(
+                    tree, self._parent[key], [st[key][0] for st in states],
+                    [st[key][1] for st in states], self._uniform,
                 )
-                for col in syn.visit_sequence_ if col not in self._smoothed
+                for key, tree in self._trees.items() if key not in self._smoothed
             }
             self._cache["__polya__"] = tables
         return tables
@@ -747,27 +825,37 @@ class CARTPlugin(PluginBase):
         # the truth among the candidates: the Monte Carlo error is that of differences from it
         is_truth = np.ones(G, dtype=bool)
         for c in columns:
-            is_truth &= cand_vals[c] == self._vals[c][i]
+            t = self._vals[c][i]
+            is_truth &= (cand_vals[c] == t) | (np.isnan(cand_vals[c]) & np.isnan(t))
         g0 = int(np.argmax(is_truth)) if is_truth.any() else 0
-        # record i's donor path and the node it reaches under each candidate, per tree
-        where: dict[str, tuple[int, list[int], np.ndarray | None]] = {}
-        for col in syn.visit_sequence_:
-            tree = syn.trees_[col]
-            pos = int(self._pos[col][i])
+        # record i's donor path and the node it reaches under each candidate, per tree; none
+        # where i is no donor (the value tree of a missing value: its kind is held, so it stays
+        # out of that tree under every candidate)
+        where: dict[Any, tuple[int, list[int], np.ndarray | None]] = {}
+        for key, tree in self._trees.items():
+            pos = int(self._pos[key][i])
+            if pos < 0:
+                continue
             old_nodes = np.flatnonzero((tree.node_start <= pos) & (pos < tree.node_stop)).tolist()
             new_leaf = None
-            if any(p in varying for p in syn.predictors_[col]):
-                X, codes = self._design(col, cand_vals, np.arange(G))
+            if any(p in varying for p in syn.predictors_[self._column(key)]):
+                X, codes = self._design(key, cand_vals, np.arange(G))
                 new_leaf, _ = tree.route(X, codes, "climb", None)
-            where[col] = (pos, old_nodes, new_leaf)
-        # un-smoothed columns: all datasets at once (vectorised Pólya-urn differences)
+            where[key] = (pos, old_nodes, new_leaf)
+        # un-smoothed trees: all datasets at once (vectorised Pólya-urn differences)
         tables = self._polya_tables(datasets)
-        for col, tab in tables.items():
-            pos, _, new_leaf = where[col]
-            if col in varying or new_leaf is not None:
-                out += tab.delta(pos, self._vals[col][i], cand_vals[col], new_leaf)
+        for key, tab in tables.items():
+            if key not in where:
+                continue
+            pos, _, new_leaf = where[key]
+            if isinstance(key, tuple):  # a kind tree: i's kind is held, only its path moves
+                if new_leaf is not None:
+                    k = float(self._trees[key].y_sorted[pos])
+                    out += tab.delta(pos, k, np.full(G, k), new_leaf)
+            elif key in varying or new_leaf is not None:
+                out += tab.delta(pos, self._vals[key][i], cand_vals[key], new_leaf)
         paths: dict[str, tuple[set[int], list[set[int]]]] = {}
-        for col in self._smoothed:
+        for col in self._smoothed & where.keys():
             _, old_nodes, new_leaf = where[col]
             old = set(old_nodes)
             paths[col] = old, (
@@ -777,7 +865,7 @@ class CARTPlugin(PluginBase):
         for li, z in enumerate(datasets):
             state = self._dataset_state(li, z)
             for ci, col in enumerate(syn.visit_sequence_):
-                if col not in self._smoothed:
+                if col not in paths:
                     continue
                 old, new_paths = paths[col]
                 ell, v = self._smoothed_loglik(

@@ -28,6 +28,11 @@ it use the counts of its parent node (always non-empty: it holds the sibling's r
 
 This is an approximation (label ``"APPROXIMATE_NONPARAMETRIC"``): re-growing the forest with
 ``y*`` would also change the splits and the bootstrap samples.
+
+Missing values (methods, Tree synthesizers: missing values): a categorical column's missing
+value is one more class of its forest, and a numeric predictor with missing values enters as the
+synthesizer builds it (its filled value and its kind). A record's missing values are held in
+every candidate; a candidate that changes a kind has probability 0.
 """
 
 from __future__ import annotations
@@ -138,7 +143,9 @@ class RFPlugin(PluginBase):
     column is a predictor) and recomputes its own synthesis distribution when its synthesis
     predictors change (procedure A). Works with ``probabilities="vote"`` (classes that win no
     tree have probability 0, so log-likelihoods of ``-inf`` are legitimate) and
-    ``"leaf_dirichlet"``, procedures A and B, and ``oob_only``.
+    ``"leaf_dirichlet"``, procedures A and B, ``oob_only``, and forests fitted with missing
+    values (the missing level is a class; a record's missing values are held in every
+    candidate).
 
     Parameters
     ----------
@@ -201,9 +208,11 @@ class RFPlugin(PluginBase):
         self._tpos: dict[str, np.ndarray] = {}  # record -> position among the forest's records
         for col in syn.visit_sequence_:
             train = np.flatnonzero(syn.records_[col])
-            X = np.column_stack([self._vals[p][train] for p in syn.predictors_[col]])
+            X = self._inputs(col, self._vals, train)
             y = self._vals[col][train].astype(np.int64)
-            F = _Forest(syn.forests_[col], X, y, self.schema_[col].n_levels, bool(syn.oob_only))
+            # classes: the levels, and the missing level of a column with missing values
+            d = syn._n_classes(col, self.schema_, self._layout)
+            F = _Forest(syn.forests_[col], X, y, d, bool(syn.oob_only))
             F.shares = self._q(F.counts)
             self._forests[col] = F
             self._train[col] = train
@@ -217,15 +226,20 @@ class RFPlugin(PluginBase):
         syn = self.synthesizer
         return leaf_probabilities(counts, syn.probabilities, float(syn.alpha))
 
+    def _inputs(self, col: str, values: dict[str, np.ndarray], rows: np.ndarray) -> np.ndarray:
+        """The forest inputs of ``rows`` as the synthesizer builds them (a numeric predictor
+        with missing values: its filled value and its missingness kind)."""
+        syn = self.synthesizer
+        return syn._matrix(syn.predictors_[col], lambda p: values[p][rows], self._layout)
+
     def _syn_matrix(
         self, col: str, zv: dict[str, np.ndarray], base: dict[str, np.ndarray], rows: np.ndarray
     ) -> np.ndarray:
         """Synthesis predictors: synthetic values of the columns visited before ``col``."""
         syn = self.synthesizer
         done = set(syn.visit_sequence_[: syn.visit_sequence_.index(col)])
-        return np.column_stack(
-            [(zv[p] if p in done else base[p])[rows] for p in syn.predictors_[col]]
-        )
+        return self._inputs(col, {p: zv[p] if p in done else base[p]
+                                  for p in syn.predictors_[col]}, rows)
 
     # ------------------------------------------------------------------ per dataset
     def _dataset_state(self, li: int, z: pd.DataFrame) -> dict[str, Any]:
@@ -238,7 +252,7 @@ class RFPlugin(PluginBase):
         for col in syn.visit_sequence_:
             F, train = self._forests[col], self._train[col]
             kept = np.setdiff1d(np.arange(len(self.original)), train)
-            bad = kept[zv[col][kept] != self._vals[col][kept]]
+            bad = kept[zv[col][kept] != self._vals[col][kept]]  # codes (missing: d)
             if bad.size:
                 raise ValidationError(
                     f"synthetic dataset {li}: column {col!r} differs from the original for "
@@ -301,8 +315,7 @@ class RFPlugin(PluginBase):
         preds = self.synthesizer.predictors_[col]
         old = F.train_leaf[t]  # (B,)
         if any(p in varying for p in preds):  # i's genuine predictors move it to other leaves
-            Xc = np.column_stack([cand[p] for p in preds])
-            new = F.apply(Xc)
+            new = F.apply(self._inputs(col, cand, np.arange(G)))
         else:
             new = np.broadcast_to(old, (G, F.B))
         k = F.inbag[:, t]

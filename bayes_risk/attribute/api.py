@@ -94,7 +94,10 @@ def attribute_risk(
         anything with ``plugin_loglik(record, candidates, datasets) -> [m, G]``). Its ``schema_``
         defines the columns, levels and which columns were synthesized.
     original : DataFrame
-        The confidential data ``y`` (the rows the model was fitted to, same order).
+        The confidential data ``y`` (the rows the model was fitted to, same order). A record's
+        missing synthesized values are not guessed: DPMPM integrates them out, the tree
+        plug-ins hold them at their kind (the intruder knows which values are missing), other
+        models refuse such records (user guide, Missing values; ``settings["missing_values"]``).
     synthetic : SyntheticData, DataFrame or list of DataFrames
         The released datasets ``Z_(1..m)`` (same row order as ``original``).
     records : sequence of int, optional

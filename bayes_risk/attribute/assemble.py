@@ -17,7 +17,7 @@ import pandas as pd
 
 from bayes_risk.attribute.candidates import columns_without_alternative
 from bayes_risk.attribute.chains import ChainPlan, chain_agreement
-from bayes_risk.attribute.missing import n_guessable
+from bayes_risk.attribute.missing import missing_policy, n_guessable
 from bayes_risk.attribute.plan import AttributePlan, PartitionOutput
 from bayes_risk.attribute.priors import PriorInputs, evaluate_prior
 from bayes_risk.attribute.record_table import (
@@ -51,7 +51,7 @@ def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
     if unchanged:
         warn_codes.append("RECORDS_RELEASED_UNCHANGED")
     cands = [part.candidates[i] for i in recs]
-    _warn_without_alternative(cands, warn_codes)
+    _warn_without_alternative(cands, warn_codes, data.is_cat)
     loglik = [part.loglik[i] for i in recs]
     g0_arr = np.array([c.g0 for c in cands], dtype=np.int64)
     pinp = PriorInputs(
@@ -98,7 +98,7 @@ def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
     if plan.rule.spec is not None and plan.rule.spec.rule == "product":
         for j, c in enumerate(data.vary):
             df[f"marg_{c}"] = [
-                float(np.nansum(np.exp(lp)[cs.values[:, j] == cs.values[cs.g0, j]]))
+                float(np.nansum(np.exp(lp)[_same_value(cs.values[:, j], cs.values[cs.g0, j])]))
                 for lp, cs in zip(log_post, cands, strict=False)
             ]
     df["flags"] = [";".join(part.flags[i]) for i in recs]
@@ -152,10 +152,16 @@ def _warning_codes(
     return warn_codes
 
 
-def _warn_without_alternative(cands: Sequence[Any], warn_codes: list[str]) -> None:
+def _same_value(v: np.ndarray, t: float) -> np.ndarray:
+    """``v == t``, a missing value (``NaN``, held in every candidate) equal to itself."""
+    return (v == t) | (np.isnan(v) & np.isnan(t))
+
+
+def _warn_without_alternative(cands: Sequence[Any], warn_codes: list[str],
+                              is_cat: np.ndarray) -> None:
     """``NO_ALTERNATIVE``: columns for which some records are offered no value but the truth
     (their risk in that column is not assessed; with no alternative at all, ``p_true = 1``)."""
-    collapsed = columns_without_alternative(cands)
+    collapsed = columns_without_alternative(cands, is_cat)
     if not collapsed:
         return
     n_single = sum(c.size == 1 for c in cands)
@@ -322,6 +328,9 @@ def _settings(plan: AttributePlan, part: PartitionOutput) -> dict[str, Any]:
         "random_seed": plan.random_seed_json,
         "khat_threshold": dg.khat_threshold,
         "low_ess_threshold": dg.low_ess_threshold,
+        # a record's missing values: integrated out (DPMPM), held at their kind (tree
+        # plug-ins) or refused (None); user guide, Missing values
+        "missing_values": missing_policy(model),
         "chain_check": (plan.chains if plan.chains is not None
                         else ChainPlan(False, "not prepared")).to_dict(),
         "timing": dict(part.timing),

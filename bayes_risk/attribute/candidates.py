@@ -496,12 +496,15 @@ class CandidateSet:
         return decode_values(self.values, self.columns, schema)
 
 
-def columns_without_alternative(cands: Sequence[CandidateSet]) -> dict[str, int]:
+def columns_without_alternative(
+    cands: Sequence[CandidateSet], is_cat: Sequence[bool] | None = None
+) -> dict[str, int]:
     """For each varying column, the number of records whose candidates all hold the truth's
     value in it (the intruder is never offered another value of that column).
 
     A numeric grid collapses to the truth when its points round to it: a ``percent`` grid of
-    ±10 % on a count below 5, for instance. Columns whose true value is missing are skipped.
+    ±10 % on a count below 5, for instance. Columns whose true value is missing (``NaN``, or
+    code ``-1`` of a column flagged categorical in ``is_cat``) are skipped.
 
     Examples
     --------
@@ -513,7 +516,10 @@ def columns_without_alternative(cands: Sequence[CandidateSet]) -> dict[str, int]
     for cs in cands:
         v = np.asarray(cs.values, dtype=np.float64)
         t = v[cs.g0]
-        same = np.all((v == t) | np.isnan(t), axis=0) & ~np.isnan(t)
+        miss = np.isnan(t)
+        if is_cat is not None:
+            miss |= np.asarray(is_cat, dtype=bool) & (t < 0)
+        same = np.all((v == t) | miss, axis=0) & ~miss
         for j in np.flatnonzero(same):
             out[cs.columns[j]] = out.get(cs.columns[j], 0) + 1
     return out
@@ -598,7 +604,11 @@ def _blocks_for_record(
             blocks.append((spatial_cols, pts, t))
             continue
         cs = schema[c]
-        if cs.is_categorical:
+        t = float(truth[c])
+        if np.isnan(t) or (cs.is_categorical and t < 0):
+            # a missing true value is not guessed (attribute.missing): the block holds it
+            blocks.append(((c,), np.array([[-1.0 if cs.is_categorical else np.nan]]), 0))
+        elif cs.is_categorical:
             d = cs.n_levels
             blocks.append(((c,), np.arange(d, dtype=np.float64)[:, None], int(truth[c])))
         else:

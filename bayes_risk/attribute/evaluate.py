@@ -194,6 +194,8 @@ def candidate_sets(plan: AttributePlan, chunk: np.ndarray) -> list[CandidateSet]
         if spec.rule == "one_variable":
             vals_all = one_variable_codes(truth, d_list).astype(np.float64)
             return [CandidateSet(tuple(vary), vals_all[k], 0) for k in range(len(chunk))]
+        if (truth < 0).any():  # a missing true value: its block holds it (build_candidates)
+            return _built_candidates(data, chunk, spec)
         gfull = math.prod(d_list)
         if gfull > spec.max_candidates:
             raise ValidationError(
@@ -205,6 +207,13 @@ def candidate_sets(plan: AttributePlan, chunk: np.ndarray) -> list[CandidateSet]
         pc = product_codes(d_list).astype(np.float64)
         g0s = np.ravel_multi_index(truth.T, d_list)
         return [CandidateSet(tuple(vary), pc, int(g)) for g in g0s]
+    return _built_candidates(data, chunk, spec)
+
+
+def _built_candidates(data, chunk: np.ndarray, spec) -> list[CandidateSet]:
+    """Candidate sets built record by record (:func:`build_candidates`), columns in
+    ``data.vary`` order."""
+    vary = data.vary
     csets = []
     for i in chunk:
         cs = build_candidates(dict(zip(vary, data.values[i], strict=False)), vary, data.schema,

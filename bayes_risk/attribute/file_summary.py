@@ -87,6 +87,22 @@ def _check_location_columns(result: Any, location_columns: Sequence[str] | None)
     return cols
 
 
+def _refuse_missing_truth(result: Any, cols: Sequence[str], kind: str) -> None:
+    """Distances and magnitudes need the truth: a record whose value of ``cols`` is missing
+    (held as it is by a tree plug-in; user guide, Missing values) is refused by name."""
+    recs = result.records["record"].to_numpy()
+    for k, cs in enumerate(result.candidates):
+        for c in cols:
+            j = list(cs.columns).index(c)
+            t = float(cs.values[cs.g0, j])
+            if np.isnan(t) or (result.schema[c].is_categorical and t < 0):
+                raise ValidationError(
+                    f"kind={kind!r}: column {c!r} is missing in record {int(recs[k])}, so its "
+                    "distance to the candidates is undefined; leave such records out of the "
+                    "result (attribute_risk(records=...))."
+                )
+
+
 def _per_record(result: Any):
     """Yield ``(position, record id, decoded candidates, posterior, g0)`` per evaluated record."""
     recs = result.records["record"].to_numpy()
@@ -190,6 +206,7 @@ def file_summary(
 
     if kind in ("wang_reiter", "paiva"):
         cols = _check_location_columns(result, location_columns)
+        _refuse_missing_truth(result, cols, kind)
     if kind == "wang_reiter":
         if original is None:
             raise ValidationError("kind='wang_reiter' needs original= (R2 counts other records).")
@@ -262,6 +279,7 @@ def file_summary(
             f"this result guesses {list(result.columns)}."
         )
     col = result.columns[0]
+    _refuse_missing_truth(result, [col], kind)
     rows = []
     for k, rec, cand, post, g0 in _per_record(result):
         values = cand[col].to_numpy(dtype=np.float64)

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.attribute.candidates import CandidateSet
+from bayes_risk.attribute.missing import missing_truth
 from bayes_risk.attribute.prepare import _check_model, _prepare_data
 from bayes_risk.attribute.priors import Prior, PriorInputs, evaluate_prior, parse_prior
 from bayes_risk.attribute.record_table import point_summaries, set_point_columns
@@ -100,6 +101,7 @@ def low_risk_attribute_risk(
     _check_model(model)
     pr = check_low_risk_prior(parse_prior(prior))
     data = _prepare_data(model, original, synthetic, records, "empty", None)
+    _refuse_missing_truth(data)
     syn_values = _synthetic_values(data)  # [m, n, q]
     recs = [int(i) for i in data.positions]
     cands, loglik = [], []
@@ -143,6 +145,21 @@ def low_risk_attribute_risk(
         warnings=[LOW_RISK_FLAG], settings=settings, schema=data.schema, prior=pr,
         _prior_inputs=pinp,
     )
+
+
+def _refuse_missing_truth(data: Any) -> None:
+    """The record's synthetic values are compared with its truth: a missing true value (its
+    kind masked as ``NaN``) matches none of them, so such records are refused, not given 0."""
+    miss = missing_truth(data.values[data.positions], data.is_cat)
+    if miss.any():
+        r, j = (int(x[0]) for x in np.nonzero(miss))
+        raise ValidationError(
+            f"scenario='empty': column {data.vary[j]!r} is missing in record "
+            f"{int(data.positions[r])} ({int(miss.any(axis=1).sum())} evaluated record(s) with "
+            "a missing synthesized value); the low-risk intruder's posterior (the record's "
+            "synthetic values) has no defined truth there. Leave those records out with "
+            "records=."
+        )
 
 
 def _synthetic_values(data: Any) -> np.ndarray:

@@ -8,6 +8,14 @@ likelihood marginalises a missing value (DPMPM: ``record_loglik`` leaves a missi
 the product within each latent class, the imputation its sampler draws from); for any other
 model such records are refused with an error naming the column. A record's missing
 unsynthesized values are marginalised the same way (they are released missing).
+
+The tree plug-ins (CART, random forests) synthesize a missing value as a value of its own (a
+level, or a numeric column's missingness kind), so there is nothing to integrate out: the
+intruder is taken to know which of the record's values are missing and how (empty, or which
+code), and guesses the observed ones. The candidates that would fill a missing value have
+probability 0 as above, the record's missing values are held as they are in every candidate,
+and a candidate that would make an observed value missing has probability 0 too
+(``"held_at_kind"`` in the result's settings).
 """
 
 from __future__ import annotations
@@ -20,7 +28,8 @@ import pandas as pd
 
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["missing_truth", "check_missing_truth", "vary_missing", "n_guessable"]
+__all__ = ["missing_truth", "check_missing_truth", "vary_missing", "n_guessable",
+           "missing_policy"]
 
 
 def integrates_missing(model: Any) -> bool:
@@ -28,6 +37,24 @@ def integrates_missing(model: Any) -> bool:
     from bayes_risk.protocols import SupportsMissingValues
 
     return isinstance(model, SupportsMissingValues) and bool(model.marginalises_missing)
+
+
+def holds_missing(model: Any) -> bool:
+    """Whether ``model`` holds a record's missing values at their missingness kind (the tree
+    plug-ins: the synthesizer releases missing values, the intruder knows which are missing)."""
+    from bayes_risk.protocols import SupportsHeldMissingValues
+
+    return isinstance(model, SupportsHeldMissingValues) and bool(model.holds_missing)
+
+
+def missing_policy(model: Any) -> str | None:
+    """How ``model`` treats a record's missing values (recorded in the result's settings):
+    ``"integrated_out"``, ``"held_at_kind"``, or ``None`` (such records are refused)."""
+    if integrates_missing(model):
+        return "integrated_out"
+    if holds_missing(model):
+        return "held_at_kind"
+    return None
 
 
 def missing_truth(values: np.ndarray, is_cat: np.ndarray) -> np.ndarray:
@@ -39,7 +66,8 @@ def missing_truth(values: np.ndarray, is_cat: np.ndarray) -> np.ndarray:
 def check_missing_truth(model: Any, vary: Sequence[str], values: np.ndarray,
                         is_cat: np.ndarray, positions: np.ndarray,
                         orig: pd.DataFrame | None = None) -> None:
-    """Refuse records with missing values when the model cannot integrate them out.
+    """Refuse records with missing values when the model can neither integrate them out nor
+    hold them (:func:`missing_policy`).
 
     ``values`` are the varying (synthesized) columns' codes / values; ``orig`` (optional) the
     records' other model columns, checked too.
@@ -49,7 +77,7 @@ def check_missing_truth(model: Any, vary: Sequence[str], values: np.ndarray,
     ValidationError
         Naming the first column with a missing value among the evaluated records.
     """
-    if integrates_missing(model):
+    if missing_policy(model) is not None:
         return
     cols = list(vary)
     miss = missing_truth(values[positions], is_cat)
@@ -70,8 +98,9 @@ def check_missing_truth(model: Any, vary: Sequence[str], values: np.ndarray,
         f"column {cols[j]!r} is missing in {int(miss[:, j].sum())} evaluated record(s) "
         f"(first: record {first})" + (f"; also {also} ({n_rec} records in all)" if also else "")
         + f"; {type(model).__name__} cannot integrate out a record's missing values (DPMPM can: "
-        "its likelihood marginalises them). Leave those records out with records=, or fit a "
-        "DPMPM.",
+        "its likelihood marginalises them; the CART and random-forest plug-ins hold them as "
+        "released). Leave those records out with records=, or fit a DPMPM, CART or random "
+        "forest.",
     )
 
 

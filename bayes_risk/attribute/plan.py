@@ -61,6 +61,11 @@ class AnalysisData:
     known : list of str
     positions : int ndarray
         The records to evaluate (row positions, in the order the user gave).
+    released : list of DataFrame, optional
+        The released datasets with their declared missing-value codes as released (``datasets``
+        has them masked as missing): what a plug-in likelihood reads, since its synthesizer
+        releases each code as a missingness kind of its own. ``None``: the same as
+        ``datasets``.
     """
 
     orig: pd.DataFrame
@@ -74,11 +79,17 @@ class AnalysisData:
     scenario: str
     known: list[str]
     positions: np.ndarray
+    released: list[pd.DataFrame] | None = None
 
     @property
     def m(self) -> int:
         """Number of released datasets."""
         return len(self.datasets)
+
+    @property
+    def model_datasets(self) -> list[pd.DataFrame]:
+        """The datasets a plug-in likelihood reads (``released``, else ``datasets``)."""
+        return self.datasets if self.released is None else self.released
 
 
 @dataclass(frozen=True)

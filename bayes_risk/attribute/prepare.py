@@ -305,7 +305,9 @@ def _prepare_data(
         for z in as_datasets(synthetic, original)
     ]
     _refuse_synthetic_only_levels(datasets, schema0)
-    # declared missing-value codes are missing values (attribute.missing)
+    # declared missing-value codes are missing values (attribute.missing); a plug-in reads the
+    # release as it is (its synthesizer releases each code as a missingness kind of its own)
+    released = datasets if schema0.missing_codes else None
     orig = mask_missing_codes(orig, schema0.missing_codes)
     datasets = [mask_missing_codes(z, schema0.missing_codes) for z in datasets]
     schema = harmonise_levels(orig, datasets, schema0)
@@ -327,7 +329,7 @@ def _prepare_data(
         },
         levels_harmonised={c: (schema[c].n_levels if schema[c].is_categorical else 0)
                            for c in vary},
-        scenario=scenario, known=known_l, positions=positions,
+        scenario=scenario, known=known_l, positions=positions, released=released,
     )
 
 

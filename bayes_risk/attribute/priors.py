@@ -274,17 +274,23 @@ class Empirical(Prior):
             return inp.cache["empirical_kde"]
         num = ~cat
         others = inp.others[:, num]
-        bw = np.array([silverman_bandwidth(others[:, j]) for j in range(others.shape[1])])
+        bw = np.array([silverman_bandwidth(others[:, j][~np.isnan(others[:, j])])
+                       for j in range(others.shape[1])])
         out = []
         for r, v in zip(inp.records, inp.values, strict=False):
-            mask = np.ones(others.shape[0], dtype=bool)
+            # missing values (attribute.missing): a column the record's candidates hold missing
+            # is the same in every candidate (a constant: left out), and the density of the
+            # others is that of those observed in the columns used
+            vn = v[:, num]
+            use = ~np.isnan(vn).any(axis=0)
+            mask = ~np.isnan(others[:, use]).any(axis=1)
             mask[int(r)] = False
-            o = others[mask]
-            z = (v[:, num][:, None, :] - o[None, :, :]) / bw[None, None, :]
+            o = others[mask][:, use]
+            z = (vn[:, use][:, None, :] - o[None, :, :]) / bw[use][None, None, :]
             lk = (
                 -0.5 * np.sum(z * z, axis=2)
-                - np.sum(np.log(bw))
-                - 0.5 * num.sum() * math.log(2 * math.pi)
+                - np.sum(np.log(bw[use]))
+                - 0.5 * use.sum() * math.log(2 * math.pi)
             )
 
             out.append(logsumexp(lk, axis=1) - math.log(max(o.shape[0], 1)))

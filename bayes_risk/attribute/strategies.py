@@ -92,7 +92,8 @@ class PlugIn(EstimatorStrategy):
             unk, truth = group.unknown[k], group.vals[k][group.g0[k]]
             safe = np.where(unk[:, None], truth[None, :], group.vals[k])
             pl, se = model.plugin_loglik(
-                i, decode_values(safe, data.vary, data.schema), data.datasets, return_se=True
+                i, decode_values(safe, data.vary, data.schema), data.model_datasets,
+                return_se=True
             )
             pl, se = np.asarray(pl, dtype=np.float64), np.asarray(se, dtype=np.float64)
             if pl.shape != (m, g) or se.shape != (m, g):

@@ -64,7 +64,9 @@ class AttributeRiskResult(RiskResult):
         Machine-readable codes; MCMC problems of the model's fit or of an
         augmented fit add their codes (``RHAT_HIGH``, ``LOW_ESS``, ``TRUNCATION_TOO_SMALL``).
     settings : dict
-        Estimator, prior, candidates, scenario, H, m, seed.
+        Estimator, prior, candidates, scenario, H, m, seed, and ``missing_values``: how a
+        record's missing synthesized values were treated (``"integrated_out"`` by DPMPM,
+        ``"held_at_kind"`` by the tree plug-ins, ``None`` where such records are refused).
     mcmc : dict
         Convergence of every MCMC fit the estimate uses: ``fits`` (``"model"`` and
         ``"augmented_<l>"`` → the fit's ``convergence_summary()``: R-hat and ESS of the

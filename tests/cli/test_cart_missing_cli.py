@@ -71,10 +71,10 @@ def test_sd2011_cart_fit_then_synthesize_from_the_saved_folder(sd):
     assert a["income"].isna().any() and (a["income"] == -8).any() and (a["nociga"] == -8).any()
 
 
-def test_sd2011_release_rebuilds_and_attribute_refuses_clearly(sd, capsys):
+def test_sd2011_release_rebuilds_and_attribute_runs(sd):
     """The release is reproduced by the synthesizer rebuilt from its manifest (empty cells in
-    the same places count as equal), and attribute risk refuses the plug-in likelihood with
-    missing values, naming the code and what is supported."""
+    the same places count as equal), and attribute risk uses its plug-in likelihood with the
+    missing values held at their kind."""
     from bayes_risk.data import read_synthetic, read_table
     from bayes_risk.models import rebuild_synthesizer
 
@@ -84,12 +84,14 @@ def test_sd2011_release_rebuilds_and_attribute_refuses_clearly(sd, capsys):
     release = read_synthetic(d / "syn")
     model = rebuild_synthesizer(read_table(d / "sd.csv"), release)
     assert "income" in model.missing_
-    capsys.readouterr()
-    assert main(["attribute", str(d / "sd.csv"), str(d / "syn"), "--records", "0-4", "-q",
-                 "--out", str(d / "att")]) == 2
-    err = capsys.readouterr().err
-    assert "MISSING_VALUES_NOT_SUPPORTED" in err and "DPMPM" in err
-    assert not (d / "att").exists()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["attribute", str(d / "sd.csv"), str(d / "syn"), "--records", "0-4", "-q",
+                     "--out", str(d / "att")]) == 0
+    summary = json.loads((d / "att" / "summary.json").read_text())
+    assert summary["settings"]["missing_values"] == "held_at_kind"
+    p = pd.read_csv(d / "att" / "records.csv")["p_true"]
+    assert len(p) == 5 and p.between(0, 1).all()
 
 
 def test_sd2011_audit_runs_posterior_identification_with_missing_values(sd):
@@ -111,3 +113,49 @@ def test_sd2011_audit_runs_posterior_identification_with_missing_values(sd):
                     + (df["nociga"] == -8).sum())
     assert s["settings"]["n_missing_known_values"] == n_missing
     assert s["uncertainty"]["n_replicates"] >= 100  # several batches
+
+
+@pytest.fixture(scope="module")
+def sd_small(tmp_path_factory):
+    """500 SD2011 records: income has empty cells and -8 codes."""
+    df = pd.read_csv(shared_path("data", "SD2011.csv"))[
+        ["sex", "age", "placesize", "edu", "income"]].head(500)
+    assert df["income"].isna().any() and (df["income"] == -8).any()
+    d = tmp_path_factory.mktemp("sd_small")
+    df.to_csv(d / "sd.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["fit", str(d / "sd.csv"), "--method", "cart", "--synthesize", "edu",
+                     "income", "--missing-code", "income=-8", "--random-seed", "1", "-q",
+                     "--out", str(d / "model")]) == 0
+        assert main(["synthesize", "--model", str(d / "model"), "-m", "3", "--random-seed", "2",
+                     "-q", "--out", str(d / "syn")]) == 0
+    return d, df
+
+
+@pytest.mark.parametrize("known", [[], ["--known", "edu"]])
+def test_sd2011_attribute_with_a_saved_cart_folder_fitted_with_missing_values(sd_small, known):
+    """``attribute --model`` with a CART folder fitted with empty cells and -8 codes of income:
+    every record is evaluated (records with a missing income included), p_true in [0, 1] with
+    the plug-in's diagnostics; a missing income is held (not guessed): such a record's G counts
+    edu's levels only, or is 1 when income is the only target (--known edu)."""
+    d, df = sd_small
+    out = d / ("att_known" if known else "att")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["attribute", str(d / "sd.csv"), str(d / "syn"), "--model",
+                     str(d / "model"), "--records", "0-59", *known, "--random-seed", "3", "-q",
+                     "--out", str(out)]) == 0
+    rec = pd.read_csv(out / "records.csv")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["settings"]["missing_values"] == "held_at_kind"
+    assert summary["settings"]["estimator"] == "plugin"
+    assert len(rec) == 60 and rec["p_true"].between(0, 1).all()
+    assert {"mc_se_max", "baseline", "rank_min"} <= set(rec.columns)
+    miss = (df["income"].isna() | (df["income"] == -8)).to_numpy()[:60]
+    assert miss.any() and (~miss).any()
+    g_missing = 1 if known else df["edu"].nunique()
+    assert (rec["G"][miss] == g_missing).all()
+    assert (rec["G"][~miss] > g_missing).all()  # an observed income is guessed on its grid
+    for png in ("p_true_hist.png", "rank_hist.png"):
+        assert (out / png).stat().st_size > 0

@@ -15,7 +15,7 @@ import pytest
 from _shared import missing_table as _table
 
 from bayes_risk.data import infer_schema, make_ce_like
-from bayes_risk.exceptions import NotSupportedError, ValidationError
+from bayes_risk.exceptions import ValidationError
 from bayes_risk.models import CARTPlugin, CARTSynthesizer, load_model
 
 
@@ -122,12 +122,15 @@ def test_column_without_observed_value_refused():
         CARTSynthesizer().fit(df, synthesized=["b"])
 
 
-def test_plugin_likelihood_refuses_missing_values(fitted):
+def test_plugin_likelihood_binds_with_missing_values(fitted):
+    """The CART plug-in accepts a synthesizer fitted with missing values (its kind trees and
+    missing level are part of the likelihood: tests/attribute/test_plugin_missing.py)."""
     df, _, syn = fitted
-    with pytest.raises(NotSupportedError, match=r"column\(s\) \['a', 'b'\]") as err:
-        CARTPlugin(syn, df)
-    assert err.value.code == "MISSING_VALUES_NOT_SUPPORTED"
-    assert "DPMPM" in str(err.value)
+    plugin = CARTPlugin(syn, df)
+    assert plugin.holds_missing and ("kind", "b") in plugin._trees
+    z = syn.synthesize(1, random_seed=4)
+    got = plugin.plugin_loglik(0, df.iloc[[0]][["a"]], list(z))
+    assert got.shape == (1, 1) and got[0, 0] == 0.0  # the truth: no change
 
 
 def test_smoothing_of_a_nullable_integer_column_with_missing_values():

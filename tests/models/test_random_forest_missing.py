@@ -10,13 +10,14 @@ import pytest
 from _shared import missing_table as _table
 
 from bayes_risk.data import infer_schema, make_ce_like
-from bayes_risk.exceptions import NotSupportedError, SchemaError
+from bayes_risk.exceptions import SchemaError
 from bayes_risk.models import (
     RandomForestSynthesizer,
     RFPlugin,
     SmallCellPMMSynthesizer,
     load_model,
 )
+from bayes_risk.models.cart import encoded_values
 
 
 @pytest.fixture(scope="module")
@@ -61,11 +62,26 @@ def test_rf_group_by_and_save_load_with_missing(fitted, tmp_path):
         assert x["a"].isna().any()
 
 
-def test_rf_plugin_refuses_missing_values(fitted):
+def test_rf_plugin_with_missing_values_uses_the_synthesizers_probabilities(fitted):
+    """The plug-in binds to a forest fitted with missing values; for the truth its
+    log-likelihood is Σ log p_r(z_r) with the synthesizer's own synthesis probabilities
+    (predict_proba: a's missing level is a class, b enters as its filled value and kind)."""
     df, _, syn = fitted
-    with pytest.raises(NotSupportedError) as err:
-        RFPlugin(syn, df)
-    assert err.value.code == "MISSING_VALUES_NOT_SUPPORTED"
+    z = syn.synthesize(1, random_seed=5)
+    got = RFPlugin(syn, df).plugin_loglik(0, df.iloc[[0]][["c"]], list(z))[0, 0]
+    zv = encoded_values(z[0].reset_index(drop=True), syn.schema_, syn.missing_)
+    ref, done = 0.0, []
+    for col in syn.visit_sequence_:
+        sel = np.flatnonzero(syn.records_[col])
+        X = syn._matrix(syn.predictors_[col],
+                        lambda p, s=sel: (zv[p] if p in done else syn._values[p])[s].astype(float),
+                        syn.missing_).astype(np.float32)
+        P = syn.predict_proba(col, X, np.arange(sel.size))
+        P /= P.sum(axis=1, keepdims=True)
+        ref += np.log(P[np.arange(sel.size), zv[col][sel].astype(int)]).sum()
+        done.append(col)
+    assert (zv["a"] == 3).any()  # released missing values of a are part of the likelihood
+    assert got == pytest.approx(ref, rel=1e-6)
 
 
 def test_pmm_refuses_naming_the_synthesizers_that_accept_missing_values():
