@@ -34,6 +34,7 @@ _REGISTRY: dict[str, tuple[str, str]] = {
 _PLUGINS: dict[str, str] = {
     "CARTPlugin": "bayes_risk.models.plugin_cart",
     "RFPlugin": "bayes_risk.models.plugin_rf",
+    "plugin_likelihood": "bayes_risk.models.plugin_rf",
 }
 
 _LAZY = {**{cls: mod for mod, cls in _REGISTRY.values()}, **_PLUGINS}

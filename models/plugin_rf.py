@@ -46,7 +46,7 @@ import pandas as pd
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.plugin_cart import PluginBase
 
-__all__ = ["RFPlugin"]
+__all__ = ["RFPlugin", "plugin_likelihood"]
 
 _CHUNK = 512  # records per block when gathering leaf shares (bounds memory: chunk × trees)
 _DENSE = 1 << 22  # (candidate × record) table size up to which sums use a dense index
@@ -463,3 +463,34 @@ class RFPlugin(PluginBase):
             for li, st in enumerate(states):
                 out[li] += self._column_loglik(col, i, ch, st[col], own[li], G)
         return out
+
+
+def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *,
+                      random_seed: Any = None) -> Any:
+    """The likelihood attribute risk uses for a fitted synthesizer without a posterior.
+
+    A CART synthesizer gets its :class:`~bayes_risk.models.CARTPlugin`, a random-forest one its
+    :class:`~bayes_risk.models.RFPlugin`; any other model is returned as it is (a Bayesian
+    model is its own likelihood). Every path that turns a saved or rebuilt tree synthesizer
+    into a likelihood (``bayes-risk attribute``, the audit's attribute step) calls this.
+
+    Raises
+    ------
+    ValidationError
+        For a PMM synthesizer, which has no likelihood of a record's values.
+    """
+    method = getattr(synthesizer, "method_name", None)
+    if method == "cart":
+        from bayes_risk.models.plugin_cart import CARTPlugin
+
+        return CARTPlugin(synthesizer, original, random_seed=random_seed)
+    if method == "rf":
+        return RFPlugin(synthesizer, original)
+    if method == "pmm":
+        raise ValidationError(
+            "a PMM synthesizer has no likelihood of a record's values, so attribute risk cannot "
+            "be computed from it; expected a Bayesian model, or a CART or random-forest "
+            "synthesizer (docs: methods page 'Attribute disclosure risk').",
+            code="NO_LIKELIHOOD",
+        )
+    return synthesizer

@@ -407,15 +407,12 @@ def _loaded_model(ctx: StepContext) -> Any:
 
 
 def _attribute_model(ctx: StepContext) -> Any:
-    """The fitted model (object or folder), or the tree synthesizer's plug-in likelihood."""
-    if ctx.model is not None:
-        return _loaded_model(ctx)
-    from bayes_risk.models import CARTPlugin, RFPlugin
+    """The fitted model (object or folder; a saved CART or random-forest synthesizer becomes
+    its plug-in likelihood), or the rebuilt tree synthesizer's plug-in likelihood."""
+    from bayes_risk.models import plugin_likelihood
 
-    synth = rebuilt_synthesizer(ctx)
-    if ctx.synthetic.method == "cart":
-        return CARTPlugin(synth, ctx.original, random_seed=ctx.plan.random_seed)
-    return RFPlugin(synth, ctx.original)
+    synth = _loaded_model(ctx) if ctx.model is not None else rebuilt_synthesizer(ctx)
+    return plugin_likelihood(synth, ctx.original, random_seed=ctx.plan.random_seed)
 
 
 def _candidates(ctx: StepContext, columns: list[str]) -> Any:

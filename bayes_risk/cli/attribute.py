@@ -30,30 +30,20 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
     """The saved Bayesian model, or the plug-in of the tree synthesizer that made the release."""
     from bayes_risk.cli._common import check_model_original
     from bayes_risk.exceptions import ValidationError
-    from bayes_risk.models import load_model, rebuild_synthesizer
+    from bayes_risk.models import load_model, plugin_likelihood, rebuild_synthesizer
 
     if args.model is not None:
         model = load_model(args.model)
         check_model_original(args, model, original)
-        method = getattr(model, "method_name", None)
-        if method == "pmm":
-            raise ValidationError(
-                f"--model {args.model!r} holds a PMM synthesizer, which has no likelihood for "
-                "attribute risk; expected a Bayesian model, or a CART or random-forest "
-                "synthesizer (docs: methods page 'Attribute disclosure risk')."
-            )
-        if method in ("cart", "rf"):  # a saved tree synthesizer: its plug-in likelihood
+        if getattr(model, "method_name", None) in ("cart", "rf"):  # its plug-in likelihood
             if args.estimator != "auto" or args.psis:
                 raise ValidationError(
                     "--estimator and --psis apply to Bayesian models; a CART or random-forest "
                     "synthesizer uses the plug-in likelihood (docs: methods page 'Attribute "
                     "disclosure risk')."
                 )
-            from bayes_risk.models import CARTPlugin, RFPlugin
-
-            if method == "cart":
-                return CARTPlugin(model, original, random_seed=args.random_seed)
-            return RFPlugin(model, original)
+            return plugin_likelihood(model, original, random_seed=args.random_seed)
+        model = plugin_likelihood(model, original)  # a PMM synthesizer is refused here
         if args.quiet and hasattr(model, "progressbar"):
             model.progressbar = False  # the augmented refits' progress bars
         return model
@@ -67,12 +57,8 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
             "--estimator and --psis apply to Bayesian models; a CART or random-forest release "
             "uses the plug-in likelihood (docs: methods page 'Attribute disclosure risk')."
         )
-    from bayes_risk.models import CARTPlugin, RFPlugin
-
     synth = rebuild_synthesizer(original, synthetic)
-    if synthetic.method == "cart":
-        return CARTPlugin(synth, original, random_seed=args.random_seed)
-    return RFPlugin(synth, original)
+    return plugin_likelihood(synth, original, random_seed=args.random_seed)
 
 
 def _candidates(text: str, model: Any, original: Any) -> Any:

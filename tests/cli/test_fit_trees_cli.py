@@ -112,3 +112,48 @@ def test_attribute_with_saved_tree_model(tmp_path, csv, capsys, method):
     assert cli.main(["attribute", str(bad_path), str(sdir), "--model", str(mdir), *common,
                      "--out", str(tmp_path / "a3")]) == 2
     assert "ORIGINAL" in capsys.readouterr().err and not (tmp_path / "a3").exists()
+
+
+@pytest.mark.parametrize("method", ["cart", "rf"])
+def test_audit_with_saved_tree_model(tmp_path, csv, capsys, method):
+    """``audit --model DIR`` with a saved CART / RF folder runs its attribute step with the
+    folder's plug-in likelihood (it failed: the raw synthesizer was passed as a model), with
+    the same records as the audit that rebuilds the synthesizer from the manifest."""
+    path, _ = csv
+    mdir, sdir = tmp_path / "model", tmp_path / "syn"
+    extra = ["--n-trees", "20"] if method == "rf" else []
+    assert cli.main(["fit", str(path), "--method", method, "--synthesize", "Tenure", "Marital",
+                     *extra, *TYPES, "--random-seed", "3", "--quiet", "--out", str(mdir)]) == 0
+    assert cli.main(["synthesize", "--model", str(mdir), "-m", "2", "--random-seed", "2",
+                     "--quiet", "--out", str(sdir)]) == 0
+    common = ["--known", "Age", "Urban", "Tenure", "--records", "0-9", "--skip", "utility",
+              "identification", "posterior-identification", "disclosure", "--random-seed",
+              "4", "-q"]
+    capsys.readouterr()
+    assert cli.main(["audit", str(path), str(sdir), "--model", str(mdir), *common,
+                     "--out", str(tmp_path / "a1")]) == 0, capsys.readouterr().err
+    assert cli.main(["audit", str(path), str(sdir), *common,
+                     "--out", str(tmp_path / "a2")]) == 0
+    r1 = pd.read_csv(tmp_path / "a1" / "attribute" / "records.csv")
+    r2 = pd.read_csv(tmp_path / "a2" / "attribute" / "records.csv")
+    pd.testing.assert_frame_equal(r1, r2)
+
+
+def test_pmm_model_has_no_likelihood(tmp_path, csv, capsys):
+    """A saved PMM folder given as --model to attribute or audit is refused by name
+    (NO_LIKELIHOOD), nothing written."""
+    path, _ = csv
+    mdir, sdir = tmp_path / "model", tmp_path / "syn"
+    assert cli.main(["fit", str(path), "--method", "pmm", *METHODS["pmm"], *TYPES,
+                     "--random-seed", "3", "--quiet", "--out", str(mdir)]) == 0
+    assert cli.main(["synthesize", "--model", str(mdir), "-m", "2", "--random-seed", "2",
+                     "--quiet", "--out", str(sdir)]) == 0
+    capsys.readouterr()
+    for cmd in (["attribute", str(path), str(sdir), "--model", str(mdir), "--records", "0-4"],
+                ["audit", str(path), str(sdir), "--model", str(mdir), "--known", "Age",
+                 "--records", "0-4"]):
+        out = tmp_path / cmd[0]
+        assert cli.main([*cmd, "-q", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert "[NO_LIKELIHOOD]" in err and "PMM synthesizer" in err, err
+        assert not out.exists()
