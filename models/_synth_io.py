@@ -183,7 +183,7 @@ def load_synthesizer(
         model.schema_ = Schema.from_dict(meta["schema"])
         restore(model, meta, arrays, data)
     except (KeyError, IndexError, TypeError, ValueError) as err:
-        if isinstance(err, ValidationError) and err.code is not None:
+        if isinstance(err, ValidationError) and err.code_given:
             raise
         raise _damaged(p, f"{SETTINGS_FILE} and {ARRAYS_FILE} do not describe a fitted "
                           f"{cls.__name__} ({type(err).__name__}: {err})") from err

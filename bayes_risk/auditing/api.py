@@ -476,7 +476,9 @@ def _structural_zeros(model: Any) -> tuple[int, str] | None:
         source = f"{folder.name}/model.json"
         try:
             fit = json.loads((folder / "summary.json").read_text())
-            given = fit.get("inputs", {}).get("structural_zeros")
+            # the key is the option's destination (``model_opt_structural_zeros``)
+            given = next((v for k, v in fit.get("inputs", {}).items()
+                          if k.endswith("structural_zeros")), None)
         except (OSError, ValueError, AttributeError):
             given = None
         if isinstance(given, str) and given:

@@ -71,13 +71,13 @@ def warning_code(message: Warning | str, category: type[Warning]) -> str:
 def warning_line(message: Warning | str, category: type[Warning]) -> tuple[str, str]:
     """``(code, text)`` of a warning as the command line, ``summary.json`` and the audit report
     show it, ``warning [CODE]: text``: the text on one line, without the code where the
-    message carries it for Python users (``CODE: ...`` in front, ``(CODE)`` at the end), so
+    message carries it for Python users (``CODE: ...`` in front, ``(CODE)`` in the text), so
     that the code is shown once."""
     code = warning_code(message, category)
     text = " ".join(str(message).split())
     if text.startswith(f"{code}: "):
         text = text[len(code) + 2:]
-    text = re.sub(rf"\s*\({re.escape(code)}\)(?=[.;]?$)", "", text)
+    text = re.sub(rf"\s*\({re.escape(code)}\)", "", text)
     return code, text
 
 
@@ -216,45 +216,54 @@ def check_out(out: str, *, overwrite: bool, inputs: list[Path] | None = None) ->
         existing file or non-empty folder (without ``overwrite``), or cannot be written.
     """
     if not str(out).strip():
-        raise ValidationError("--out is empty; give the name of a new folder, e.g. --out results.")
+        raise ValidationError(
+            "--out is empty; give the name of a new folder, e.g. --out results.", code="OUT_INVALID"
+        )
     target = Path(os.path.abspath(out))
     cwd = Path.cwd().resolve()
     real = target.resolve()
     if real == cwd or real in cwd.parents:
         raise ValidationError(
             f"--out {out!r} is the current folder or one holding it; it would be replaced. "
-            "Give a new folder, e.g. --out results."
+            "Give a new folder, e.g. --out results.",
+            code="OUT_INVALID",
         )
     for p in inputs or ():
         if p == real or real in p.parents:
             raise ValidationError(
                 f"--out {out!r} holds the input {str(p)!r}; it would be replaced. Give another "
-                "folder."
+                "folder.",
+                code="OUT_INVALID",
             )
     if target.is_symlink() or target.exists():
         if not target.is_dir() or target.is_symlink():
             if not overwrite:
                 raise ValidationError(
                     f"--out {out!r} is an existing file; give a new folder, or --overwrite to "
-                    "replace it."
+                    "replace it.",
+                    code="OUT_EXISTS",
                 )
         elif any(target.iterdir()) and not overwrite:
             raise ValidationError(
                 f"--out {out!r} is a folder that is not empty; give a new folder, or "
-                "--overwrite to replace it (it is replaced only once the new output is complete)."
+                "--overwrite to replace it (it is replaced only once the new output is complete).",
+                code="OUT_EXISTS",
             )
     # writability: probe with a temporary folder in the nearest existing ancestor
     anc = target.parent
     while not anc.exists():
         anc = anc.parent
     if not anc.is_dir():
-        raise ValidationError(f"--out {out!r}: {str(anc)!r} is a file, not a folder.")
+        raise ValidationError(
+            f"--out {out!r}: {str(anc)!r} is a file, not a folder.", code="OUT_INVALID"
+        )
     try:
         probe = tempfile.mkdtemp(prefix=".bayes-risk-probe-", dir=anc)
         os.rmdir(probe)
     except OSError as err:
         raise ValidationError(
-            f"--out {out!r} cannot be written ({str(anc)!r}: {err.strerror or err})."
+            f"--out {out!r} cannot be written ({str(anc)!r}: {err.strerror or err}).",
+            code="OUT_NOT_WRITABLE",
         ) from err
     return target
 

@@ -77,7 +77,7 @@ def read_table(
     """
     p = Path(path)
     if not p.is_file():
-        raise ValidationError(f"input file {str(p)!r} does not exist.")
+        raise ValidationError(f"input file {str(p)!r} does not exist.", code="FILE_NOT_FOUND")
     suffix = p.suffix.lower()
     try:
         if suffix in _CSV:
