@@ -321,7 +321,9 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> None:
         fh.write("\n")
 
 
-def read_json(path: str | os.PathLike[str], missing: str) -> dict[str, Any]:
+def read_json(
+    path: str | os.PathLike[str], missing: str, code: str = "FILE_NOT_FOUND"
+) -> dict[str, Any]:
     """Read a JSON object written by :func:`write_json` (manifests, model settings).
 
     Parameters
@@ -330,6 +332,8 @@ def read_json(path: str | os.PathLike[str], missing: str) -> dict[str, Any]:
         The file.
     missing : str
         The error message when the file does not exist (it says what the folder should be).
+    code : str, default "FILE_NOT_FOUND"
+        The error's code when the file does not exist.
 
     Raises
     ------
@@ -340,8 +344,8 @@ def read_json(path: str | os.PathLike[str], missing: str) -> dict[str, Any]:
 
     f = Path(path)
     if not f.is_file():
-        raise ValidationError(missing)
+        raise ValidationError(missing, code=code)
     try:
         return json.loads(f.read_text())
     except json.JSONDecodeError as err:
-        raise ValidationError(f"{f} is not valid JSON: {err}") from err
+        raise ValidationError(f"{f} is not valid JSON: {err}", code="FILE_UNREADABLE") from err
