@@ -129,6 +129,35 @@ def test_docs_examples_use_current_call_forms():
     assert not offenders, "fit() with positional schema (FutureWarning):\n" + "\n".join(offenders)
 
 
+def test_readme_cli_examples_name_existing_files():
+    # every file or folder a README command reads exists in a fresh clone beside shared/, or is
+    # the --out of a command before it (the examples run as written, in the order shown)
+    import shlex
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    created: set[str] = set()
+    missing = []
+    n_commands = 0
+    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+        for cmd in block.replace("\\\n", " ").splitlines():
+            words = shlex.split(cmd, comments=True)
+            if not words or words[0] != "bayes-risk":
+                continue
+            n_commands += 1
+            for prev, word in zip(words, words[1:], strict=False):
+                name = word.rstrip("/")
+                if prev == "--out":
+                    created.add(name)
+                elif not word.startswith("-") and "=" not in word and (
+                        "/" in word or word.endswith((".csv", ".parquet"))):
+                    if name.startswith("../shared/") and not (ROOT / name).exists():
+                        pytest.skip("../shared is not present beside this checkout")
+                    if name not in created and not (ROOT / name).exists():
+                        missing.append(f"{word!r} in: {cmd.strip()[:90]}")
+    assert n_commands >= 8, "the README's bayes-risk commands were not found"
+    assert not missing, "README commands name files that do not exist:\n" + "\n".join(missing)
+
+
 @needs_docs_tree
 def test_eval_rst_blocks_hold_only_reference_directives():
     # {eval-rst} is for autosummary tables of the API pages, never for code examples
