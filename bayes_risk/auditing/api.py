@@ -447,6 +447,9 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
     partial = 0 < len(syn_cols) < len(sch.names)
     _record_settings(plan, src, rad_src, tg_src, ngroups_target, seed_src, partial=partial)
     zeros = _structural_zeros(model)
+    if zeros is None:  # a release of such a model carries its settings in the manifest
+        records = (getattr(syn, "settings", None) or {}).get("structural_zeros") or []
+        zeros = (len(records), "release manifest (settings of the model)") if records else None
     if zeros is not None:
         n, source = zeros
         plan.add("release", "structural zeros", f"{n} impossible pattern{'s' * (n != 1)}",

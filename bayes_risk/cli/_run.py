@@ -392,7 +392,6 @@ def _merge_summary(path: Path, extra: dict[str, Any]) -> None:
 def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
     """Run context of one sub-command: ``--out`` checks, signal handlers, warning capture."""
     run = CommandRun(command=args.command, inputs=_inputs(args))
-    run.checksums = _checksums(run.inputs)
     args._run = run
     if getattr(args, "out", None) is not None:
         run.out = check_out(
@@ -422,6 +421,9 @@ def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
                 handlers[sig] = signal.signal(sig, on_signal)
     showwarning = warnings.showwarning
     try:
+        # hashed once the signal handlers are in place: a large input takes a while to read,
+        # and Ctrl-C meanwhile stops the run as it would during the work
+        run.checksums = _checksums(run.inputs)
         with warnings.catch_warnings():
             warnings.simplefilter("always", Warning)
             # pandas/numpy deprecation chatter is not a statement about the user's data

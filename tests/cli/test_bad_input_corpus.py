@@ -941,8 +941,9 @@ def test_summary_records_inputs_in_order(base, tmp_path, capsys, monkeypatch):
     rc, _ = _run(_cmd("identification", base, syn=["cesyn2.csv", "cesyn1.csv"]), capsys)
     assert rc == 0
     d = json.loads((work / "out" / "summary.json").read_text())
-    assert d["inputs"]["synthetic"] == ["cesyn2.csv", "cesyn1.csv"]
-    assert d["inputs"]["original"] == "ce.csv"
+    # in the order given, as absolute paths (the record holds wherever the folder is read)
+    assert d["inputs"]["synthetic"] == [str(work / "cesyn2.csv"), str(work / "cesyn1.csv")]
+    assert d["inputs"]["original"] == str(work / "ce.csv")
 
 
 def test_fewer_synthetic_rows_warns_in_utility(base, tmp_path, capsys, monkeypatch):

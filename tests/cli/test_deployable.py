@@ -287,7 +287,15 @@ def test_audit_report_names_the_structural_zeros(tmp_path):
     md = res.to_markdown(tmp_path / "report.md").read_text(encoding="utf-8")
     header = md.split("## Verdict")[0]
     assert "8 impossible patterns (structural zeros; see Settings)" in header
-    # a model without structural zeros says nothing of them
-    from bayes_risk.auditing.api import _structural_zeros
-
-    assert _structural_zeros(None) is None
+    # the release alone (no --model) says so too, from its manifest
+    res = _audit_plan(data, str(tmp_path / "syn"), known=["SEX", "MAR"],
+                      categorical=list(data.columns))
+    s = res.plan.settings_frame().set_index("setting")
+    assert s.loc["structural zeros", "value"] == "8 impossible patterns"
+    assert s.loc["structural zeros", "source"].startswith("release manifest")
+    # a release without structural zeros says nothing of them
+    plain = _audit_plan(data, [data.assign(WKL=data["WKL"].sample(frac=1.0, random_state=1)
+                                           .to_numpy())],
+                        known=["SEX", "MAR"], categorical=list(data.columns),
+                        synthesized=["WKL"])
+    assert "structural zeros" not in set(plain.plan.settings_frame()["setting"])
