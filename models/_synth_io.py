@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._checksums import file_sha256
 from bayes_risk._io import atomic_dir, to_jsonable, write_json
 from bayes_risk._rng import seed_to_json
-from bayes_risk.data.fingerprint import file_sha256
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import SETTINGS_FILE, read_model_meta

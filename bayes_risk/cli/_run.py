@@ -159,7 +159,7 @@ def _absolute(value: Any) -> Any:
 def _checksums(inputs: dict[str, Any]) -> dict[str, str]:
     """SHA-256 of every input file, by absolute path: a file given, or each file of a folder
     given (a release's datasets and manifest, a model folder), hashed before the run reads it."""
-    from bayes_risk.data.fingerprint import file_sha256
+    from bayes_risk._checksums import file_sha256
 
     out: dict[str, str] = {}
     given = [Path(p) for v in inputs.values() for p in (v if isinstance(v, list) else [v])]

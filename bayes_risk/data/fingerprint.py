@@ -10,7 +10,6 @@ original takes the true match rate of identification to 0 while every number loo
 from __future__ import annotations
 
 import hashlib
-import os
 import warnings
 from typing import Any
 
@@ -24,7 +23,6 @@ __all__ = [
     "table_fingerprint", "rows_fingerprint", "column_fingerprints", "fingerprint_problem",
     "check_original",
     "fingerprint_record",
-    "file_sha256",
 ]
 
 #: how the user overrides the check, per entry point (in the error message)
@@ -63,30 +61,6 @@ def table_fingerprint(data: pd.DataFrame, schema: Schema) -> str:
     h.update(f"{len(data)}|{'|'.join(schema.names)}".encode())
     for _, col in _encoded_columns(data, schema):
         h.update(np.ascontiguousarray(col).tobytes())
-    return h.hexdigest()
-
-
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """SHA-256 of a file's bytes (read in 1 MiB blocks): what ``sha256sum`` prints.
-
-    Unlike :func:`table_fingerprint`, which identifies the records whatever file holds them,
-    this identifies the file itself: the checksums that ``summary.json`` records for the
-    inputs of a run, and that a saved synthesizer keeps for its arrays.
-
-    Parameters
-    ----------
-    path : path-like
-        The file.
-
-    Returns
-    -------
-    str
-        64 hexadecimal digits.
-    """
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
     return h.hexdigest()
 
 

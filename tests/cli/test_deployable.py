@@ -103,7 +103,7 @@ def test_summary_records_absolute_inputs_and_checksums(ce, tmp_path, monkeypatch
 
 
 def test_file_sha256_is_the_one_file_hash():
-    from bayes_risk.data.fingerprint import file_sha256
+    from bayes_risk._checksums import file_sha256
 
     path = ROOT / "pyproject.toml"
     assert file_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest()
