@@ -26,6 +26,7 @@ __all__ = [
     "path_identity",
     "remove_stale_siblings",
     "temporary_sibling",
+    "current_umask",
 ]
 
 
@@ -147,10 +148,34 @@ def replace_checked(
         old.unlink(missing_ok=True)
 
 
+def current_umask() -> int:
+    """The process's file-mode creation mask (``umask``), read without changing it where the
+    system tells it (Linux' ``/proc/self/status``), else set and restored at once."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _as_created(path: str | os.PathLike[str], *, folder: bool) -> None:
+    """Give a file or folder made by :mod:`tempfile` (always 0600 / 0700, whatever the umask)
+    the permissions ``open`` / ``mkdir`` would have given it: the output becomes a normal
+    file once renamed into place, which colleagues on a shared drive can open when the umask
+    allows it (0644 / 0755 under umask 022)."""
+    os.chmod(path, (0o777 if folder else 0o666) & ~current_umask())
+
+
 def temporary_sibling(target: Path) -> Path:
     """A new hidden folder beside ``target`` named ``.NAME.tmp-PID-XXXXXXXX``: the process id
-    tells a later run whether its owner is still alive (:func:`remove_stale_siblings`)."""
-    return Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-{os.getpid()}-", dir=target.parent))
+    tells a later run whether its owner is still alive (:func:`remove_stale_siblings`). Its
+    permissions follow the umask, as a folder made with ``mkdir`` (it becomes the output)."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-{os.getpid()}-", dir=target.parent))
+    _as_created(tmp, folder=True)
+    return tmp
 
 
 _STALE_RE = re.compile(r"\.(?P<name>.+)\.(?:(?P<tmp>tmp)-(?P<tpid>\d+)-.*|old-(?P<opid>\d+))$")
@@ -244,11 +269,14 @@ def atomic_dir(path: str | os.PathLike[str], *, overwrite: bool = True) -> Itera
 
 @contextlib.contextmanager
 def atomic_file(path: str | os.PathLike[str], mode: str = "w") -> Iterator[Any]:
-    """Open a temporary file beside ``path`` for writing; rename over ``path`` on success."""
+    """Open a temporary file beside ``path`` for writing; rename over ``path`` on success.
+
+    The file's permissions follow the umask, as a file written with ``open``."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmpname = tempfile.mkstemp(prefix=f".{target.name}.tmp-{os.getpid()}-", dir=target.parent)
     os.close(fd)
+    _as_created(tmpname, folder=False)  # as ``open(path, "w")`` would make it
     try:
         with open(tmpname, mode) as fh:
             yield fh
@@ -293,7 +321,9 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> None:
         fh.write("\n")
 
 
-def read_json(path: str | os.PathLike[str], missing: str) -> dict[str, Any]:
+def read_json(
+    path: str | os.PathLike[str], missing: str, code: str = "FILE_NOT_FOUND"
+) -> dict[str, Any]:
     """Read a JSON object written by :func:`write_json` (manifests, model settings).
 
     Parameters
@@ -302,6 +332,8 @@ def read_json(path: str | os.PathLike[str], missing: str) -> dict[str, Any]:
         The file.
     missing : str
         The error message when the file does not exist (it says what the folder should be).
+    code : str, default "FILE_NOT_FOUND"
+        The error's code when the file does not exist.
 
     Raises
     ------
@@ -312,8 +344,8 @@ def read_json(path: str | os.PathLike[str], missing: str) -> dict[str, Any]:
 
     f = Path(path)
     if not f.is_file():
-        raise ValidationError(missing)
+        raise ValidationError(missing, code=code)
     try:
         return json.loads(f.read_text())
     except json.JSONDecodeError as err:
-        raise ValidationError(f"{f} is not valid JSON: {err}") from err
+        raise ValidationError(f"{f} is not valid JSON: {err}", code="FILE_UNREADABLE") from err

@@ -39,29 +39,47 @@ class BayesRiskError(Exception):
     message : str
         What went wrong, naming the column/value/argument and what was expected.
     code : str, optional
-        Machine-readable code, e.g. ``"US_COLUMNS_DIFFER"``.
+        Machine-readable code, e.g. ``"US_COLUMNS_DIFFER"``; without one, the class's
+        :attr:`default_code`, so that every error carries a code (the command line prints it
+        as ``error [CODE]: ...``).
     """
+
+    #: the code of an error raised without one (each subclass has its own)
+    default_code: str = "BAYES_RISK_ERROR"
 
     def __init__(self, message: str, code: str | None = None) -> None:
         super().__init__(message)
-        self.code = code
+        self.code = code if code is not None else type(self).default_code
+
+    @property
+    def code_given(self) -> bool:
+        """Whether the raise site named a specific code (not the class's default)."""
+        return self.code != type(self).default_code
 
 
 class SchemaError(BayesRiskError, ValueError):
     """A table does not fit its schema: missing/extra column, NaN, wrong dtype, unknown level."""
 
+    default_code = "SCHEMA_MISMATCH"
+
 
 class ValidationError(BayesRiskError, ValueError):
     """An argument has an invalid value (wrong option, out of range, inconsistent settings)."""
+
+    default_code = "INVALID_VALUE"
 
 
 class NotFittedError(BayesRiskError, ValueError, AttributeError):
     """A model or synthesizer was used before ``fit``."""
 
+    default_code = "NOT_FITTED"
+
 
 class NotSupportedError(BayesRiskError, NotImplementedError):
     """A valid request the package does not support (yet) for this model or scenario; the
     message names the alternative."""
+
+    default_code = "NOT_SUPPORTED"
 
 
 class BayesRiskWarning(UserWarning):

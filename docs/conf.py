@@ -6,6 +6,7 @@ cross-reference, is an error). Example pages are MyST-NB text notebooks executed
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -98,10 +99,25 @@ nitpick_ignore = [
     ("py:meth", "log_weights"),  # Prior
 ]
 
+# --- math: MathJax from the built site, never from a CDN ----------------------------------------
+# Agencies read the docs offline, where a CDN script leaves the methods pages as raw TeX. The docs
+# extra installs the PyPI package sphinx-mathjax-offline, which ships the MathJax 3.2.2 components
+# (TeX input, CommonHTML output, its fonts); its files are copied into _static/mathjax/ as static
+# files and the pages load them from there. Only its files are used, not its Sphinx extension
+# (which copies them only after a build without errors and does not declare itself safe for
+# parallel builds, a warning that -W turns into an error).
+_mathjax_spec = importlib.util.find_spec("sphinx-mathjax-offline")
+if _mathjax_spec is None or _mathjax_spec.origin is None:
+    raise RuntimeError(
+        "the docs need the MathJax files of sphinx-mathjax-offline: pip install '.[docs]'"
+    )
+_mathjax_static = Path(_mathjax_spec.origin).parent / "static"  # holds mathjax/
+mathjax_path = "mathjax/tex-chtml.js"  # relative: _static/mathjax/tex-chtml.js
+
 # --- HTML ---------------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = f"bayes-risk {release}"
-html_static_path: list[str] = []
+html_static_path: list[str] = [str(_mathjax_static)]
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,

@@ -140,7 +140,7 @@ def main() -> dict:
     statuses = {s.name: s.status for s in result.steps}
     print("steps: " + ", ".join(f"{k} {v}" for k, v in statuses.items()))
     if out is not None:
-        print(f"report: {Path(out) / 'report.html'}")
+        print(f"report: {result.to_html(Path(out) / 'report.html')}")
     return {"data": data, "schema": schema, "release": release, "marginals": table,
             "utility": util, "audit": result, "synthesizer": synth}
 

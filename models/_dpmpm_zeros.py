@@ -47,7 +47,8 @@ def read_structural_zeros(obj: Any) -> pd.DataFrame:
     elif isinstance(obj, (str, os.PathLike)):
         path = os.fspath(obj)
         if not os.path.isfile(path):
-            raise ValidationError(f"structural_zeros: file {path!r} does not exist.")
+            raise ValidationError(f"structural_zeros: file {path!r} does not exist.",
+                                  code="FILE_NOT_FOUND")
         try:
             df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
         except (ValueError, pd.errors.ParserError) as err:

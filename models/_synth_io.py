@@ -19,7 +19,6 @@ whose files are missing, unreadable or changed since they were written (``MODEL_
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._checksums import file_sha256
 from bayes_risk._io import atomic_dir, to_jsonable, write_json
 from bayes_risk._rng import seed_to_json
 from bayes_risk.data.schema import Schema
@@ -47,14 +47,6 @@ ARRAYS_FILE = "arrays.npz"
 DATA_FILE = "data.parquet"
 #: layout of a saved CART / random-forest / PMM folder; a loader reads only its own version
 FORMAT_VERSION = 1
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _damaged(p: Path, what: str) -> ValidationError:
@@ -126,8 +118,8 @@ def save_synthesizer(
     with atomic_dir(path) as tmp:
         np.savez(tmp / ARRAYS_FILE, **{k: np.asarray(v) for k, v in arrays.items()})
         data.to_parquet(tmp / DATA_FILE, index=True)
-        meta["sha256"] = {ARRAYS_FILE: _sha256(tmp / ARRAYS_FILE),
-                          DATA_FILE: _sha256(tmp / DATA_FILE)}
+        meta["sha256"] = {ARRAYS_FILE: file_sha256(tmp / ARRAYS_FILE),
+                          DATA_FILE: file_sha256(tmp / DATA_FILE)}
         write_json(tmp / SETTINGS_FILE, meta)
     return Path(path)
 
@@ -169,7 +161,7 @@ def load_synthesizer(
         f = p / name
         if not f.is_file():
             raise _damaged(p, f"{name} is missing")
-        if _sha256(f) != hashes.get(name):
+        if file_sha256(f) != hashes.get(name):
             raise _damaged(p, f"{name} was changed or truncated after it was written "
                               "(its SHA-256 differs from the one in model.json)")
     try:
@@ -191,7 +183,7 @@ def load_synthesizer(
         model.schema_ = Schema.from_dict(meta["schema"])
         restore(model, meta, arrays, data)
     except (KeyError, IndexError, TypeError, ValueError) as err:
-        if isinstance(err, ValidationError) and err.code is not None:
+        if isinstance(err, ValidationError) and err.code_given:
             raise
         raise _damaged(p, f"{SETTINGS_FILE} and {ARRAYS_FILE} do not describe a fitted "
                           f"{cls.__name__} ({type(err).__name__}: {err})") from err

@@ -293,7 +293,9 @@ def read_model_meta(path: str | os.PathLike[str]) -> tuple[Path, dict[str, Any]]
 
     p = Path(path)
     return p, read_json(
-        p / SETTINGS_FILE, f"{str(p)!r} is not a saved bayes-risk model: {SETTINGS_FILE} not found."
+        p / SETTINGS_FILE,
+        f"{str(p)!r} is not a saved bayes-risk model: {SETTINGS_FILE} not found.",
+        code="NOT_A_MODEL",
     )
 
 

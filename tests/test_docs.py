@@ -11,9 +11,11 @@
 
 from __future__ import annotations
 
+import ast
 import doctest
 import importlib
 import importlib.util
+import json
 import os
 import pkgutil
 import re
@@ -30,6 +32,7 @@ DOCS = ROOT / "docs"
 # what `pip install ".[docs]"` provides (module names)
 DOCS_MODULES = (
     "sphinx", "myst_nb", "numpydoc", "pydata_sphinx_theme", "sphinx_design", "ipykernel",
+    "sphinx-mathjax-offline",
 )
 
 # fenced blocks allowed in the Markdown pages: executed cells and directives
@@ -77,6 +80,83 @@ def test_every_example_script_is_on_the_examples_page():
     listed = set(re.findall(r"^\| `([\w.]+\.py)` \|", page, re.M))
     scripts = {p.name for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_")}
     assert scripts <= listed, f"not on docs/examples.md: {sorted(scripts - listed)}"
+
+@needs_docs_tree
+def test_mathjax_is_served_from_the_site():
+    # offline (where agencies read the docs) a CDN script leaves the formulas as raw TeX: the
+    # pages load MathJax from the built site's _static/ folder
+    if importlib.util.find_spec("sphinx-mathjax-offline") is None:
+        pytest.skip("the docs extra is not installed: pip install '.[docs]'")
+    code = ("import json, runpy; c = runpy.run_path('conf.py'); "
+            "print(json.dumps([c['mathjax_path'], c['html_static_path'], c['extensions']]))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=DOCS, capture_output=True,
+                          text=True, check=True, timeout=120)
+    path, static, extensions = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "sphinx.ext.mathjax" in extensions
+    assert not re.match(r"(https?:)?//", path), f"mathjax_path {path!r} is not a local file"
+    found = [Path(s) / path for s in static if (Path(s) / path).is_file()]
+    assert found, f"{path} is in none of html_static_path {static}"
+    root = found[0].parent
+    # what tex-chtml.js loads at run time: the CommonHTML fonts and the TeX extensions
+    assert (root / "output" / "chtml" / "fonts" / "woff-v2" / "MathJax_Main-Regular.woff").is_file()
+    assert (root / "input" / "tex" / "extensions" / "ams.js").is_file()
+
+
+@needs_docs_tree
+def test_landing_page_has_an_audit_entry():
+    page = (DOCS / "index.md").read_text(encoding="utf-8")
+    card = re.search(r":::\{grid-item-card\} Audit your own release\n:link: (\S+)\n", page)
+    assert card, "docs/index.md has no 'Audit your own release' card"
+    assert card.group(1) == "user_guide/audit" and (DOCS / "user_guide" / "audit.md").is_file()
+
+
+@needs_docs_tree
+def test_docs_examples_use_current_call_forms():
+    # a legacy call form (schema passed positionally to fit) prints a BayesRiskFutureWarning
+    # in the built page; the examples show the form that keeps working
+    offenders = []
+    for page in [*sorted(DOCS.rglob("*.md")), ROOT / "README.md"]:
+        if "_build" in page.parts or not page.is_file():
+            continue
+        text = page.read_text(encoding="utf-8")
+        for block in re.findall(r"```(?:\{code-cell\} ipython3|python)\n(.*?)```", text, re.S):
+            src = "\n".join(ln for ln in block.splitlines()
+                            if not ln.lstrip().startswith(("!", "%")))  # shell/magic lines
+            for node in ast.walk(ast.parse(src)):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr in ("fit", "fit_augmented") and len(node.args) > 1):
+                    offenders.append(f"{page.relative_to(ROOT)}: {ast.unparse(node)[:80]}")
+    assert not offenders, "fit() with positional schema (FutureWarning):\n" + "\n".join(offenders)
+
+
+def test_readme_cli_examples_name_existing_files():
+    # every file or folder a README command reads exists in a fresh clone beside shared/, or is
+    # the --out of a command before it (the examples run as written, in the order shown)
+    import shlex
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    created: set[str] = set()
+    missing = []
+    n_commands = 0
+    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+        for cmd in block.replace("\\\n", " ").splitlines():
+            words = shlex.split(cmd, comments=True)
+            if not words or words[0] != "bayes-risk":
+                continue
+            n_commands += 1
+            for prev, word in zip(words, words[1:], strict=False):
+                name = word.rstrip("/")
+                if prev == "--out":
+                    created.add(name)
+                elif not word.startswith("-") and "=" not in word and (
+                        "/" in word or word.endswith((".csv", ".parquet"))):
+                    if name.startswith("../shared/") and not (ROOT / name).exists():
+                        pytest.skip("../shared is not present beside this checkout")
+                    if name not in created and not (ROOT / name).exists():
+                        missing.append(f"{word!r} in: {cmd.strip()[:90]}")
+    assert n_commands >= 8, "the README's bayes-risk commands were not found"
+    assert not missing, "README commands name files that do not exist:\n" + "\n".join(missing)
+
 
 @needs_docs_tree
 def test_eval_rst_blocks_hold_only_reference_directives():
@@ -153,3 +233,15 @@ def test_docs_build(tmp_path):
         assert f'id="cli-{name}"' in cli, f"sub-command {name!r} missing from the CLI reference"
     # one API page per public name of the data-flow stages
     assert (out / "api" / "generated" / "bayes_risk.attribute.attribute_risk.html").is_file()
+    # no page loads a script from the network (offline, MathJax comes from _static/)
+    remote = []
+    for page in out.rglob("*.html"):
+        for src in re.findall(r"<script[^>]*\ssrc=[\"']([^\"']+)", page.read_text("utf-8")):
+            if re.match(r"(https?:)?//", src):
+                remote.append(f"{page.relative_to(out)}: {src}")
+    assert not remote, "scripts loaded from the network:\n" + "\n".join(sorted(remote)[:10])
+    assert (out / "_static" / "mathjax" / "tex-chtml.js").is_file()
+    methods = (out / "methods" / "attribute.html").read_text(encoding="utf-8")
+    assert "_static/mathjax/tex-chtml.js" in methods
+    # the audit guide's examples run without a FutureWarning (a legacy call form)
+    assert "FutureWarning" not in (out / "user_guide" / "audit.html").read_text(encoding="utf-8")

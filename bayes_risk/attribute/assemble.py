@@ -104,10 +104,14 @@ def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
     df["flags"] = [";".join(part.flags[i]) for i in recs]
     n_flag = int((df["flags"] != "").sum())
     if n_flag:
+        # one text for both audiences: the command line writes the records to records.csv
         warnings.warn(
-            f"{n_flag} of {len(df)} records are flagged (unreliable estimates; see "
-            "result.flagged).",
-            ImportanceSamplingWarning,
+            ImportanceSamplingWarning(
+                f"{n_flag} of {len(df)} records are flagged (unreliable estimates, summarised "
+                "apart from the others): the 'flags' column of records.csv says why (in "
+                "Python: result.flagged).",
+                code="RECORDS_FLAGGED",
+            ),
             skip_file_prefixes=CALLER,
         )
     return AttributeRiskResult(

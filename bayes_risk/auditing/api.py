@@ -9,6 +9,7 @@ no measure of its own.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -340,12 +341,11 @@ def _with_mcmc_warnings(step_warnings: list[dict[str, Any]],
 
 
 def _dedupe(caught: list[warnings.WarningMessage]) -> list[dict[str, Any]]:
-    from bayes_risk.cli._run import warning_code
+    from bayes_risk.cli._run import warning_line
 
     out: list[dict[str, Any]] = []
     for w in caught:
-        code = warning_code(w.message, w.category)
-        text = " ".join(str(w.message).split())
+        code, text = warning_line(w.message, w.category)
         for d in out:
             if d["code"] == code and d["message"] == text:
                 d["count"] += 1
@@ -514,12 +514,62 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
         pmse_method=pmse_method, max_order=int(max_order),
         imputed=imputed,
     )
-    _record_settings(plan, src, rad_src, tg_src, ngroups_target, seed_src)
+    # partial synthesis as the utility step's pMSE reads it: some, not all, columns synthesized
+    partial = 0 < len(syn_cols) < len(sch.names)
+    _record_settings(plan, src, rad_src, tg_src, ngroups_target, seed_src, partial=partial)
+    zeros = _structural_zeros(model)
+    if zeros is None:  # a release of such a model carries its settings in the manifest
+        records = (getattr(syn, "settings", None) or {}).get("structural_zeros") or []
+        zeros = (len(records), "release manifest (settings of the model)") if records else None
+    if zeros is not None:
+        n, source = zeros
+        plan.add("release", "structural zeros", f"{n} impossible pattern{'s' * (n != 1)}",
+                 source, "combinations the model gives probability 0: no synthetic record "
+                 "holds them, and the attribute risk never offers them as candidates")
     return plan
 
 
+def _structural_zeros(model: Any) -> tuple[int, str] | None:
+    """``(number of patterns, where they came from)`` of a model fitted with structural zeros
+    (DPMPM's ``structural_zeros``), ``None`` for any other model or none.
+
+    A model folder records the patterns in ``model.json`` and, when ``bayes-risk fit`` read them
+    from a file, that file's absolute path in the folder's ``summary.json``; a fitted model
+    object names its file when it was given one."""
+    if model is None:
+        return None
+    if isinstance(model, (str, os.PathLike)):
+        folder = Path(model)
+        try:
+            settings = json.loads((folder / "model.json").read_text()).get("settings", {})
+        except (OSError, ValueError):
+            return None  # the model step reports an unreadable folder
+        records = settings.get("structural_zeros") or []
+        if not records:
+            return None
+        source = f"{folder.name}/model.json"
+        try:
+            fit = json.loads((folder / "summary.json").read_text())
+            # the key is the option's destination (``model_opt_structural_zeros``)
+            given = next((v for k, v in fit.get("inputs", {}).items()
+                          if k.endswith("structural_zeros")), None)
+        except (OSError, ValueError, AttributeError):
+            given = None
+        if isinstance(given, str) and given:
+            source = f"{given} (recorded in {source})"
+        return len(records), source
+    zeros = getattr(model, "_zeros", None)
+    if zeros is None:
+        return None
+    given = getattr(model, "structural_zeros", None)
+    source = (os.path.abspath(given) if isinstance(given, (str, os.PathLike))
+              else "the fitted model")
+    return len(zeros.table), source
+
+
 def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
-                     ngroups: int | None, seed_src: str = "given") -> None:
+                     ngroups: int | None, seed_src: str = "given", *,
+                     partial: bool) -> None:
     a = plan.add
     a("release", "synthetic datasets (m)", plan.m, "release manifest")
     a("release", "synthesis method", plan.method or "unknown", "release manifest")
@@ -537,8 +587,9 @@ def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
       f"logit, interactions up to order {plan.max_order + 1}",
       "given" if given else "default", "synthpop's utility.gen design")
     a("utility", "pMSE null", "auto", "default",
-      "chi-square theory for logit; with partial synthesis the expectation uses only the "
-      "synthesized columns")
+      "chi-square theory for logit; partial synthesis: the expectation uses only the "
+      "synthesized columns" if partial else
+      "chi-square theory for logit; complete synthesis: the expectation uses every column")
     a("utility", "interval-overlap estimands", "means and proportions of the synthesized columns",
       "default", "95 % intervals, combining rules of the release's generation scheme")
     a("utility", "combining rules", plan.combining_rules,

@@ -536,11 +536,16 @@ def _context(result: Any, links: _Links) -> dict[str, Any]:
     settings = plan.settings_frame()
     from bayes_risk import __version__
 
+    method = plan.method or "unknown"
+    zeros = next((s for s in plan.settings if s.name == "structural zeros"), None)
+    if zeros is not None:  # the header says what the release can never hold
+        method += f", {zeros.value} (structural zeros; see Settings)"
+
     return {
         "title": "bayes-risk audit",
         "version": __version__,
         "csp": CSP,
-        "n": f"{plan.n_records:,}", "m": plan.m, "method": plan.method or "unknown",
+        "n": f"{plan.n_records:,}", "m": plan.m, "method": method,
         "synthesized": ", ".join(plan.synthesized), "known": ", ".join(plan.known),
         "verdicts": _verdicts(result, links),
         "complete": result.complete,

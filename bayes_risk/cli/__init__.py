@@ -13,6 +13,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 __all__ = ["build_parser", "main", "console_main", "SUBCOMMANDS"]
 
@@ -34,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     """Build the argument parser with every sub-command."""
     from bayes_risk import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="bayes-risk",
         description=(
             "Bayesian estimation of the disclosure risk (attribute and identification) and the "
@@ -73,7 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         deprecated = apply_deprecated(args)
     except BayesRiskError as err:
-        parser.error(str(err))
+        _print_error(args.command, err.code, err)
+        return 2
     run = None
     try:
         with command_run(args) as run:
@@ -88,22 +90,56 @@ def main(argv: Sequence[str] | None = None) -> int:
             # the interrupt surfaced as another exception (e.g. SystemError from a numba kernel)
             return _interrupted()
         if isinstance(err, BayesRiskError):
-            code = f" [{err.code}]" if getattr(err, "code", None) else ""
-            print(f"bayes-risk {args.command}: error{code}: {_one_line(err)}", file=sys.stderr)
+            _print_error(args.command, err.code, err)
             return 2
         if isinstance(err, OSError):  # missing file, permission, disk full: said in one line
-            print(f"bayes-risk {args.command}: error: {_one_line(err)}", file=sys.stderr)
+            _print_error(args.command, _os_error_code(err), err)
             return 2
         if isinstance(err, MemoryError):
-            print(
-                f"bayes-risk {args.command}: error: out of memory; reduce the sizes given "
-                "(records, --draws, --components, --chunk-size, -m).",
-                file=sys.stderr,
-            )
+            _print_error(args.command, "OUT_OF_MEMORY",
+                         "out of memory; reduce the sizes given (records, --draws, "
+                         "--components, --chunk-size, -m).")
             return 2
         raise
     except KeyboardInterrupt:
         return _interrupted()
+
+
+def _print_error(command: str, code: str, err: BaseException | str) -> None:
+    """The one error line of a run: ``bayes-risk COMMAND: error [CODE]: message``."""
+    print(f"bayes-risk {command}: error [{code}]: {_one_line(err)}", file=sys.stderr)
+
+
+#: codes of the operating system's errors (a file that is missing, unreadable, ...)
+_OS_ERROR_CODES: tuple[tuple[type[OSError], str], ...] = (
+    (FileNotFoundError, "FILE_NOT_FOUND"),
+    (PermissionError, "PERMISSION_DENIED"),
+    (IsADirectoryError, "IS_A_FOLDER"),
+    (NotADirectoryError, "NOT_A_FOLDER"),
+    (FileExistsError, "FILE_EXISTS"),
+)
+
+
+def _os_error_code(err: OSError) -> str:
+    """The code of an operating-system error: by its class, a full disk by its errno, else
+    ``OS_ERROR``."""
+    import errno
+
+    for cls, code in _OS_ERROR_CODES:
+        if isinstance(err, cls):
+            return code
+    if err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return "DISK_FULL"
+    return "OS_ERROR"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser whose usage errors carry a code as every other error does:
+    ``bayes-risk COMMAND: error [USAGE]: ...`` after the usage line (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error [USAGE]: {message}\n")
 
 
 def _interrupted() -> int:

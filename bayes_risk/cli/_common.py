@@ -149,10 +149,11 @@ def read_records_table(path: str, argument: str,
 
     df = read_table(path, missing_labels=labels)
     if len(df.columns) == 0:
-        raise ValidationError(f"{argument} {str(path)!r} has no columns.")
+        raise ValidationError(f"{argument} {str(path)!r} has no columns.", code="EMPTY_TABLE")
     if len(df) == 0:
         raise ValidationError(
-            f"{argument} {str(path)!r} has a header but no records; expected at least one record."
+            f"{argument} {str(path)!r} has a header but no records; expected at least one record.",
+            code="EMPTY_TABLE",
         )
     return df
 
@@ -178,7 +179,8 @@ def parse_records(text: str | None, n: int, argument: str = "--records") -> list
     elif re.search(r"[^\d\s,;-]", text):
         raise ValidationError(
             f"{argument}: {text!r} is neither a file nor record numbers like '0-199' "
-            f"({RECORDS_NOTE})."
+            f"({RECORDS_NOTE}).",
+            code="RECORDS_INVALID",
         )
     else:
         spec = text
@@ -188,7 +190,8 @@ def parse_records(text: str | None, n: int, argument: str = "--records") -> list
     def outside(r: int) -> ValidationError:
         return ValidationError(
             f"{argument}: record {r} is outside 0..{n - 1} ({RECORDS_NOTE}; the data has "
-            f"{n} records)."
+            f"{n} records).",
+            code="RECORD_OUT_OF_RANGE",
         )
 
     for t in tokens:
@@ -196,7 +199,9 @@ def parse_records(text: str | None, n: int, argument: str = "--records") -> list
         if m:
             a, b = int(m.group(1)), int(m.group(2))
             if a > b:
-                raise ValidationError(f"{argument}: range {t!r} is empty (start > end).")
+                raise ValidationError(
+                    f"{argument}: range {t!r} is empty (start > end).", code="RECORDS_INVALID"
+                )
             if b >= n:  # checked before the range is expanded (0-2000000000 is no list)
                 raise outside(b if a < n else a)
             out.extend(range(a, b + 1))
@@ -206,10 +211,11 @@ def parse_records(text: str | None, n: int, argument: str = "--records") -> list
             out.append(int(t))
         else:
             raise ValidationError(
-                f"{argument}: {t!r} is not a record number or range like '0-199' ({RECORDS_NOTE})."
+                f"{argument}: {t!r} is not a record number or range like '0-199' ({RECORDS_NOTE}).",
+                code="RECORDS_INVALID",
             )
     if not out:
-        raise ValidationError(f"{argument} selects no record.")
+        raise ValidationError(f"{argument} selects no record.", code="RECORDS_INVALID")
     return list(dict.fromkeys(out))
 
 
@@ -291,13 +297,16 @@ def parse_key_value(
     out: dict[str, Any] = {}
     for it in items:
         if "=" not in it:
-            raise ValidationError(f"{argument} expects COLUMN=VALUE. Got {it!r}.")
+            raise ValidationError(
+                f"{argument} expects COLUMN=VALUE. Got {it!r}.", code="BAD_OPTION_VALUE"
+            )
         k, v = it.split("=", 1)
         try:
             out[k] = value_type(v)
         except ValueError as err:
             raise ValidationError(
-                f"{argument} {it!r}: value {v!r} is not a valid {value_type.__name__}."
+                f"{argument} {it!r}: value {v!r} is not a valid {value_type.__name__}.",
+                code="BAD_OPTION_VALUE",
             ) from err
     return out
 
@@ -323,7 +332,10 @@ def dask_client(args: argparse.Namespace) -> Iterator[Any]:
     workers = getattr(args, "workers", None)
     if scheduler is None and workers is None:
         if getattr(args, "partition_size", None) is not None:
-            raise ValidationError("--partition-size applies only with --scheduler or --workers.")
+            raise ValidationError(
+                "--partition-size applies only with --scheduler or --workers.",
+                code="OPTION_CONFLICT",
+            )
         yield None
         return
     from bayes_risk.distributed import connect

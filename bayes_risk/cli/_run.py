@@ -37,7 +37,8 @@ from bayes_risk.cli.parsers import INPUTS_ATTR, input_arguments
 from bayes_risk.exceptions import BayesRiskWarning, ValidationError
 
 __all__ = [
-    "CommandRun", "command_run", "output_dir", "check_out", "warning_code", "input_arguments",
+    "CommandRun", "command_run", "output_dir", "check_out", "warning_code", "warning_line",
+    "input_arguments",
 ]
 
 #: set by the ``bayes-risk`` program (:func:`bayes_risk.cli.console_main`): the process ends
@@ -67,6 +68,19 @@ def warning_code(message: Warning | str, category: type[Warning]) -> str:
     return m.group(1) if m else category.__name__
 
 
+def warning_line(message: Warning | str, category: type[Warning]) -> tuple[str, str]:
+    """``(code, text)`` of a warning as the command line, ``summary.json`` and the audit report
+    show it, ``warning [CODE]: text``: the text on one line, without the code where the
+    message carries it for Python users (``CODE: ...`` in front, ``(CODE)`` in the text), so
+    that the code is shown once."""
+    code = warning_code(message, category)
+    text = " ".join(str(message).split())
+    if text.startswith(f"{code}: "):
+        text = text[len(code) + 2:]
+    text = re.sub(rf"\s*\({re.escape(code)}\)", "", text)
+    return code, text
+
+
 @dataclass
 class CommandRun:
     """State of one sub-command run (attached to ``args`` as ``args._run``)."""
@@ -75,6 +89,8 @@ class CommandRun:
     out: Path | None = None
     inputs: dict[str, Any] = field(default_factory=dict)
     warnings: list[dict[str, Any]] = field(default_factory=list)
+    #: SHA-256 of every input file (each file of an input folder), by absolute path
+    checksums: dict[str, str] = field(default_factory=dict)
     interrupted: bool = False
     out_identity: tuple[int, int] | None = None  # what was at --out when it was checked
     critical: bool = False  # inside the final rename: a signal is deferred
@@ -82,8 +98,7 @@ class CommandRun:
 
     def record_warning(self, message: Warning | str, category: type[Warning]) -> None:
         """Record one warning (repeats of the same code and text are counted) and print it."""
-        code = warning_code(message, category)
-        text = " ".join(str(message).split())
+        code, text = warning_line(message, category)
         for w in self.warnings:
             if w["code"] == code and w["message"] == text:
                 w["count"] += 1
@@ -98,6 +113,7 @@ class CommandRun:
         return {
             "command": self.command,
             "inputs": self.inputs,
+            "input_sha256": dict(self.checksums),
             "run_warnings": [dict(w) for w in self.warnings],
         }
 
@@ -121,12 +137,40 @@ def _input_path(value: str) -> str | None:
     that names none (``--records 0-199``, ``--population-counts loglinear-original``, or a
     missing file, which the sub-command itself reports)."""
     if Path(value).exists():
-        return value
+        return os.path.abspath(value)
     if ":" in value:
         rest = value.split(":", 1)[1]
         if rest and Path(rest).exists():
-            return rest
+            return os.path.abspath(rest)
     return None
+
+
+def _absolute(value: Any) -> Any:
+    """A path value (or list of them) of ``summary.json``'s ``inputs`` as an absolute path: the
+    record still says which file was used when the folder is moved or read from elsewhere.
+    Values that name no existing file (a method name, record numbers) are kept as given."""
+    if isinstance(value, list):
+        return [_absolute(v) for v in value]
+    if isinstance(value, str) and value and Path(value).exists():
+        return os.path.abspath(value)
+    return value
+
+
+def _checksums(inputs: dict[str, Any]) -> dict[str, str]:
+    """SHA-256 of every input file, by absolute path: a file given, or each file of a folder
+    given (a release's datasets and manifest, a model folder), hashed before the run reads it."""
+    from bayes_risk._checksums import file_sha256
+
+    out: dict[str, str] = {}
+    given = [Path(p) for v in inputs.values() for p in (v if isinstance(v, list) else [v])]
+    for p in given:
+        files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+        for f in files:
+            try:
+                out[str(f)] = file_sha256(f)
+            except OSError:  # unreadable: the sub-command reports it when it reads the file
+                continue
+    return out
 
 
 #: temporary folder -> the ``--out`` it becomes, while a run that holds whole sub-commands (the
@@ -172,45 +216,54 @@ def check_out(out: str, *, overwrite: bool, inputs: list[Path] | None = None) ->
         existing file or non-empty folder (without ``overwrite``), or cannot be written.
     """
     if not str(out).strip():
-        raise ValidationError("--out is empty; give the name of a new folder, e.g. --out results.")
+        raise ValidationError(
+            "--out is empty; give the name of a new folder, e.g. --out results.", code="OUT_INVALID"
+        )
     target = Path(os.path.abspath(out))
     cwd = Path.cwd().resolve()
     real = target.resolve()
     if real == cwd or real in cwd.parents:
         raise ValidationError(
             f"--out {out!r} is the current folder or one holding it; it would be replaced. "
-            "Give a new folder, e.g. --out results."
+            "Give a new folder, e.g. --out results.",
+            code="OUT_INVALID",
         )
     for p in inputs or ():
         if p == real or real in p.parents:
             raise ValidationError(
                 f"--out {out!r} holds the input {str(p)!r}; it would be replaced. Give another "
-                "folder."
+                "folder.",
+                code="OUT_INVALID",
             )
     if target.is_symlink() or target.exists():
         if not target.is_dir() or target.is_symlink():
             if not overwrite:
                 raise ValidationError(
                     f"--out {out!r} is an existing file; give a new folder, or --overwrite to "
-                    "replace it."
+                    "replace it.",
+                    code="OUT_EXISTS",
                 )
         elif any(target.iterdir()) and not overwrite:
             raise ValidationError(
                 f"--out {out!r} is a folder that is not empty; give a new folder, or "
-                "--overwrite to replace it (it is replaced only once the new output is complete)."
+                "--overwrite to replace it (it is replaced only once the new output is complete).",
+                code="OUT_EXISTS",
             )
     # writability: probe with a temporary folder in the nearest existing ancestor
     anc = target.parent
     while not anc.exists():
         anc = anc.parent
     if not anc.is_dir():
-        raise ValidationError(f"--out {out!r}: {str(anc)!r} is a file, not a folder.")
+        raise ValidationError(
+            f"--out {out!r}: {str(anc)!r} is a file, not a folder.", code="OUT_INVALID"
+        )
     try:
         probe = tempfile.mkdtemp(prefix=".bayes-risk-probe-", dir=anc)
         os.rmdir(probe)
     except OSError as err:
         raise ValidationError(
-            f"--out {out!r} cannot be written ({str(anc)!r}: {err.strerror or err})."
+            f"--out {out!r} cannot be written ({str(anc)!r}: {err.strerror or err}).",
+            code="OUT_NOT_WRITABLE",
         ) from err
     return target
 
@@ -323,8 +376,9 @@ def _merge_summary(path: Path, extra: dict[str, Any]) -> None:
     d.setdefault("command", extra["command"])
     if "inputs" not in d or not d["inputs"]:
         d["inputs"] = extra["inputs"]
-    if isinstance(d["inputs"], dict):  # the files' final names (a demo's steps)
-        d["inputs"] = {k: _shown_value(v) for k, v in d["inputs"].items()}
+    if isinstance(d["inputs"], dict):  # absolute; the files' final names (a demo's steps)
+        d["inputs"] = {k: _shown_value(_absolute(v)) for k, v in d["inputs"].items()}
+    d["input_sha256"] = {shown(k): v for k, v in extra["input_sha256"].items()}
     d["run_warnings"] = extra["run_warnings"]
     codes = [w["code"] for w in extra["run_warnings"]]
     if isinstance(d.get("warnings"), list):
@@ -367,6 +421,9 @@ def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
                 handlers[sig] = signal.signal(sig, on_signal)
     showwarning = warnings.showwarning
     try:
+        # hashed once the signal handlers are in place: a large input takes a while to read,
+        # and Ctrl-C meanwhile stops the run as it would during the work
+        run.checksums = _checksums(run.inputs)
         with warnings.catch_warnings():
             warnings.simplefilter("always", Warning)
             # pandas/numpy deprecation chatter is not a statement about the user's data

@@ -40,7 +40,8 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
                 raise ValidationError(
                     "--estimator and --psis apply to Bayesian models; a CART or random-forest "
                     "synthesizer uses the plug-in likelihood (docs: methods page 'Attribute "
-                    "disclosure risk')."
+                    "disclosure risk').",
+                    code="OPTION_CONFLICT",
                 )
             return plugin_likelihood(model, original, random_seed=args.random_seed)
         model = plugin_likelihood(model, original)  # a PMM synthesizer is refused here
@@ -50,12 +51,14 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
     if synthetic.method not in ("cart", "rf"):
         raise ValidationError(
             "--model is required unless SYN is a CART or random-forest release written "
-            f"by 'bayes-risk synthesize --method cart|rf' (this release: {synthetic.method!r})."
+            f"by 'bayes-risk synthesize --method cart|rf' (this release: {synthetic.method!r}).",
+            code="OPTION_REQUIRED",
         )
     if args.estimator != "auto" or args.psis:
         raise ValidationError(
             "--estimator and --psis apply to Bayesian models; a CART or random-forest release "
-            "uses the plug-in likelihood (docs: methods page 'Attribute disclosure risk')."
+            "uses the plug-in likelihood (docs: methods page 'Attribute disclosure risk').",
+            code="OPTION_CONFLICT",
         )
     synth = rebuild_synthesizer(original, synthetic)
     return plugin_likelihood(synth, original, random_seed=args.random_seed)
@@ -83,25 +86,35 @@ def _scenario(args: argparse.Namespace) -> str:
 
     given = args.scenario or ("partially-known" if args.known else "worst-case")
     if args.known and given != "partially-known":
-        raise ValidationError(f"--known applies to --scenario partially-known, not {given}.")
+        raise ValidationError(
+            f"--known applies to --scenario partially-known, not {given}.", code="OPTION_CONFLICT"
+        )
     largest = given in LARGEST_VALUE_CHOICES
     if largest and args.column is None:
-        raise ValidationError(f"--scenario {given} needs --column (the magnitude column).")
+        raise ValidationError(
+            f"--scenario {given} needs --column (the magnitude column).", code="OPTION_REQUIRED"
+        )
     if not largest and (args.column is not None or args.upper is not None):
         raise ValidationError(
             "--column and --upper apply to the largest-value scenarios (--scenario "
-            f"{'|'.join(LARGEST_VALUE_CHOICES)})."
+            f"{'|'.join(LARGEST_VALUE_CHOICES)}).",
+            code="OPTION_CONFLICT",
         )
     if args.total_known and given != "second-largest":
-        raise ValidationError("--total-known applies to --scenario second-largest.")
+        raise ValidationError(
+            "--total-known applies to --scenario second-largest.", code="OPTION_CONFLICT"
+        )
     if args.delta is not None:
         if not largest:
             raise ValidationError(
                 "--delta applies to the largest-value scenarios (--scenario "
-                f"{'|'.join(LARGEST_VALUE_CHOICES)})."
+                f"{'|'.join(LARGEST_VALUE_CHOICES)}).",
+                code="OPTION_CONFLICT",
             )
         if not (math.isfinite(args.delta) and args.delta > 0):
-            raise ValidationError(f"--delta must be a positive number. Got {args.delta!r}.")
+            raise ValidationError(
+                f"--delta must be a positive number. Got {args.delta!r}.", code="BAD_OPTION_VALUE"
+            )
     return given.replace("-", "_")
 
 
@@ -126,10 +139,13 @@ def _run_largest_value(
         raise ValidationError(
             f"--scenario {args.scenario} needs a model with the largest-value likelihood "
             f"(a Poisson-mixture model, 'bayes-risk fit --method poisson-mixture'); "
-            f"{type(model).__name__} has none."
+            f"{type(model).__name__} has none.",
+            code="MODEL_UNSUITED",
         )
     if args.records is not None:
-        raise ValidationError("--records does not apply: the target is the largest value.")
+        raise ValidationError(
+            "--records does not apply: the target is the largest value.", code="OPTION_CONFLICT"
+        )
     col = original[args.column] if args.column in original.columns else None
     top = float(col.max()) if col is not None else float("nan")
     kw: dict[str, Any] = {}
@@ -188,7 +204,8 @@ def run(args: argparse.Namespace) -> int:
     if args.original is None or not args.synthetic:
         raise ValidationError(
             "give ORIGINAL (the confidential table) and the synthetic release SYN [SYN ...]: "
-            "bayes-risk attribute ORIGINAL SYN ... [--model DIR] --out DIR."
+            "bayes-risk attribute ORIGINAL SYN ... [--model DIR] --out DIR.",
+            code="OPTION_REQUIRED",
         )
     original = read_records_table(args.original, "ORIGINAL", missing_labels(args))
     syn_arg = args.synthetic[0] if len(args.synthetic) == 1 else args.synthetic

@@ -34,9 +34,12 @@ def _radius(items: list[str]):
         try:
             return float(items[0])
         except ValueError as err:
-            raise ValidationError(f"--radius: {items[0]!r} is not a number.") from err
+            raise ValidationError(
+                f"--radius: {items[0]!r} is not a number.", code="BAD_OPTION_VALUE"
+            ) from err
     raise ValidationError(
-        f"--radius: give COL=R for every value or one bare number, not both. Got {items}."
+        f"--radius: give COL=R for every value or one bare number, not both. Got {items}.",
+        code="BAD_OPTION_VALUE",
     )
 
 
@@ -49,7 +52,8 @@ def _grid(text: str):
         return [float(x) for x in text.split(",") if x.strip()]
     except ValueError as err:
         raise ValidationError(
-            f"--radius-sweep expects comma-separated numbers or 'none'. Got {text!r}."
+            f"--radius-sweep expects comma-separated numbers or 'none'. Got {text!r}.",
+            code="BAD_OPTION_VALUE",
         ) from err
 
 
@@ -61,7 +65,9 @@ def _ngroups(text: str):
     try:
         return int(text)
     except ValueError as err:
-        raise ValidationError(f"--ngroups-target expects an integer or 'none'. Got {text!r}.") \
+        raise ValidationError(
+            f"--ngroups-target expects an integer or 'none'. Got {text!r}.", code="BAD_OPTION_VALUE"
+        ) \
             from err
 
 

@@ -48,7 +48,10 @@ def _call(argv: list[str], quiet: bool) -> None:
     if status == 130:  # the step was interrupted: so is the demo
         raise KeyboardInterrupt
     if status != 0:
-        raise BayesRiskError(f"demo step `bayes-risk {' '.join(argv)}` failed (status {status}).")
+        raise BayesRiskError(
+            f"demo step `bayes-risk {' '.join(argv)}` failed (status {status}).",
+            code="DEMO_STEP_FAILED",
+        )
 
 
 def _say(msg: str, quiet: bool) -> None:
@@ -73,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
     if args.tune is not None and args.tune < 0:
         from bayes_risk.exceptions import ValidationError
 
-        raise ValidationError(f"--tune must be an integer >= 0. Got {args.tune!r}.")
+        raise ValidationError(
+            f"--tune must be an integer >= 0. Got {args.tune!r}.", code="BAD_OPTION_VALUE"
+        )
     with output_dir(args) as tmp:
         reports = _run_parts(args, m, tmp)
     out = Path(args.out)

@@ -32,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.method is None:
         raise ValidationError(
-            f"--method is required: the synthesis model, one of {', '.join(FIT_METHODS)}."
+            f"--method is required: the synthesis model, one of {', '.join(FIT_METHODS)}.",
+            code="OPTION_REQUIRED",
         )
     cls = get_synthesizer(args.method)
     df = read_records_table(args.original, "ORIGINAL", missing_labels(args))
@@ -43,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
             if c not in df.columns:
                 raise ValidationError(
                     f"--columns: column {c!r} is not in {args.original} (columns: "
-                    f"{list(df.columns)})." + did_you_mean(c, df.columns)
+                    f"{list(df.columns)})." + did_you_mean(c, df.columns),
+                    code="UNKNOWN_COLUMN",
                 )
         df = df[list(args.columns)]
     schema = _schema(df, args)
@@ -106,16 +108,20 @@ def _fit_tree(args: argparse.Namespace, cls: type, df: Any, schema: Any) -> int:
     if mcmc:
         raise ValidationError(
             f"{', '.join(mcmc)}: MCMC options do not apply to --method {args.method} (it is "
-            f"not sampled); expected them only with --method {' or '.join(BAYESIAN_MODELS)}."
+            f"not sampled); expected them only with --method {' or '.join(BAYESIAN_MODELS)}.",
+            code="OPTION_CONFLICT",
         )
     settings = _model_settings(args)
     if args.method in ("cart", "rf") and not args.synthesize:
         raise ValidationError(
-            f"--synthesize COL [COL ...] is required with --method {args.method}."
+            f"--synthesize COL [COL ...] is required with --method {args.method}.",
+            code="OPTION_REQUIRED",
         )
     if args.method == "pmm":
         if not settings.get("identifying"):
-            raise ValidationError("--identifying COL [COL ...] is required with --method pmm.")
+            raise ValidationError(
+                "--identifying COL [COL ...] is required with --method pmm.", code="OPTION_REQUIRED"
+            )
         settings["identifying"] = list(settings["identifying"])
         schema.check_columns(settings["identifying"], "--identifying")
     model = cls(**settings, progressbar=not args.quiet, random_seed=args.random_seed)
@@ -158,7 +164,8 @@ def _schema(df: Any, args: argparse.Namespace) -> Any:
             raise ValidationError(
                 f"column {c!r} has values that are not whole numbers: --method dpmpm models "
                 "categorical columns only (Si & Reiter 2013). Leave it out with --columns, or "
-                f"declare it with --categorical {c} to treat each value as a category."
+                f"declare it with --categorical {c} to treat each value as a category.",
+                code="WRONG_DTYPE",
             )
         categorical.append(c)
     return schema_from_args(df, argparse.Namespace(**{**vars(args), "categorical": categorical}),
@@ -177,7 +184,8 @@ def _model_settings(args: argparse.Namespace) -> dict[str, Any]:
         if args.method not in opt.models:
             raise ValidationError(
                 f"{opt.flag} is not an option of --method {args.method} (it applies to "
-                f"--method {' and '.join(opt.models)})."
+                f"--method {' and '.join(opt.models)}).",
+                code="OPTION_CONFLICT",
             )
         value = getattr(args, opt.dest)
         if opt.setting == "families":
@@ -194,7 +202,9 @@ def _formula(text: str) -> tuple[str, str]:
 
     lhs, sep, _ = text.partition("~")
     if not sep or not lhs.strip():
-        raise ValidationError(f"--formula needs an outcome: 'y ~ a + b'. Got {text!r}.")
+        raise ValidationError(
+            f"--formula needs an outcome: 'y ~ a + b'. Got {text!r}.", code="BAD_OPTION_VALUE"
+        )
     return lhs.strip(), text
 
 

@@ -20,7 +20,8 @@ def _parse_radius(items: list[str]):
     keyed = [i for i in items if "=" in i]
     if keyed and len(keyed) != len(items):
         raise ValidationError(
-            f"--radius: use either COL=R for every value or bare numbers, not both. Got {items}."
+            f"--radius: use either COL=R for every value or bare numbers, not both. Got {items}.",
+            code="BAD_OPTION_VALUE",
         )
     if keyed:
         return parse_key_value(items, "--radius", float)
@@ -30,7 +31,9 @@ def _parse_radius(items: list[str]):
             try:
                 vals.append(float(piece))
             except ValueError as err:
-                raise ValidationError(f"--radius: {piece!r} is not a number.") from err
+                raise ValidationError(
+                    f"--radius: {piece!r} is not a number.", code="BAD_OPTION_VALUE"
+                ) from err
     return vals[0] if len(vals) == 1 else vals
 
 
@@ -43,9 +46,12 @@ def _parse_strategy(s: str):
         try:
             return ("threshold", float(s.split(":", 1)[1]))
         except ValueError as err:
-            raise ValidationError(f"--strategy {s!r}: threshold must be a number.") from err
+            raise ValidationError(
+                f"--strategy {s!r}: threshold must be a number.", code="BAD_OPTION_VALUE"
+            ) from err
     raise ValidationError(
-        f"--strategy must be always, threshold:GAMMA or not-if-max. Got {s!r}."
+        f"--strategy must be always, threshold:GAMMA or not-if-max. Got {s!r}.",
+        code="BAD_OPTION_VALUE",
     )
 
 
@@ -64,12 +70,16 @@ def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
         else:
             raise ValidationError(
                 "--population-counts must be true:FILE, loglinear-original or "
-                f"loglinear-synthetic. Got {pc!r}."
+                f"loglinear-synthetic. Got {pc!r}.",
+                code="BAD_OPTION_VALUE",
             )
     targets = (read_records_table(args.targets, "--targets", missing_labels(args))
                if args.targets else None)
     if targets is not None and not args.target_id:
-        raise ValidationError("--targets needs --target-id COL (the id linking to the original).")
+        raise ValidationError(
+            "--targets needs --target-id COL (the id linking to the original).",
+            code="OPTION_REQUIRED",
+        )
     return dict(
         schema=schema,
         radius=_parse_radius(args.radius),
@@ -191,7 +201,8 @@ def run(args: argparse.Namespace) -> int:
     if args.records_output == "per-dataset" and not per_dataset:
         raise ValidationError(
             "--records-output per-dataset needs --aggregation per-dataset (or --compat): pooled "
-            "probabilities give one row per target."
+            "probabilities give one row per target.",
+            code="OPTION_CONFLICT",
         )
     grid = None
     if args.radius_sweep:
@@ -199,7 +210,8 @@ def run(args: argparse.Namespace) -> int:
             grid = [float(x) for x in args.radius_sweep.split(",") if x.strip()]
         except ValueError as err:
             raise ValidationError(
-                f"--radius-sweep expects comma-separated numbers. Got {args.radius_sweep!r}."
+                f"--radius-sweep expects comma-separated numbers. Got {args.radius_sweep!r}.",
+                code="BAD_OPTION_VALUE",
             ) from err
     replicates = _posterior_replicates(args, original, syn)
     _release_free_memory()  # the CSV readers' buffers
@@ -259,7 +271,7 @@ def _posterior_replicates(args: argparse.Namespace, original, syn):
     if args.model is None:
         if given:
             raise ValidationError(f"{', '.join(given)} need(s) --model (the fitted synthesis "
-                                  "model the replicates are drawn from).")
+                                  "model the replicates are drawn from).", code="OPTION_REQUIRED")
         return None
     # checked here, before the model is loaded or rebuilt, so that an error names the option
     # given (--max-replicates 0 was reported as "min_replicates must be a positive integer")
@@ -268,15 +280,22 @@ def _posterior_replicates(args: argparse.Namespace, original, syn):
         try:
             n = int(n)
         except ValueError as err:
-            raise ValidationError(f"--replicates must be an integer or auto. Got {n!r}.") from err
+            raise ValidationError(
+                f"--replicates must be an integer or auto. Got {n!r}.", code="BAD_OPTION_VALUE"
+            ) from err
         if n < 1:
-            raise ValidationError(f"--replicates must be an integer >= 1 or auto. Got {n}.")
+            raise ValidationError(
+                f"--replicates must be an integer >= 1 or auto. Got {n}.", code="BAD_OPTION_VALUE"
+            )
     if args.max_replicates < 1:
         raise ValidationError(
-            f"--max-replicates must be an integer >= 1. Got {args.max_replicates}."
+            f"--max-replicates must be an integer >= 1. Got {args.max_replicates}.",
+            code="BAD_OPTION_VALUE",
         )
     if not 0 < args.mcse_tol < 1:
-        raise ValidationError(f"--mcse-tol must be a number in (0, 1). Got {args.mcse_tol}.")
+        raise ValidationError(
+            f"--mcse-tol must be a number in (0, 1). Got {args.mcse_tol}.", code="BAD_OPTION_VALUE"
+        )
     from bayes_risk.cli._common import check_model_original
     from bayes_risk.identification.replicates import PosteriorReplicates
     from bayes_risk.models import load_model, rebuild_synthesizer

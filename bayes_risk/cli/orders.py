@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
                                         min_group_size=args.min_group_size)
     else:
         if args.group_by:
-            raise ValidationError("--group-by applies to --method rf only.")
+            raise ValidationError("--group-by applies to --method rf only.", code="OPTION_CONFLICT")
         model = CARTSynthesizer(min_leaf=args.min_leaf)
     ident = {"membership": args.membership}
     if args.radius:
@@ -57,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
         ident["radius_type"] = args.radius_type
     if args.membership == "unknown":
         if args.sampling_fraction is None:
-            raise ValidationError("--membership unknown needs --sampling-fraction A.")
+            raise ValidationError(
+                "--membership unknown needs --sampling-fraction A.", code="OPTION_REQUIRED"
+            )
         ident["population_counts"] = "loglinear_synthetic"
         ident["sampling_fraction"] = args.sampling_fraction
     res = compare_visit_orders(

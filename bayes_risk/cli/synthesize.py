@@ -61,16 +61,21 @@ def _group_by(items):
     if not pairs:
         if len(items) != 1:
             raise ValidationError(
-                f"--group-by: give one grouping column or COL=GROUP pairs. Got {items}."
+                f"--group-by: give one grouping column or COL=GROUP pairs. Got {items}.",
+                code="BAD_OPTION_VALUE",
             )
         return items[0]
     if len(pairs) != len(items):
-        raise ValidationError(f"--group-by: mix of bare names and COL=GROUP pairs: {items}.")
+        raise ValidationError(
+            f"--group-by: mix of bare names and COL=GROUP pairs: {items}.", code="BAD_OPTION_VALUE"
+        )
     out = {}
     for i in items:
         c, g = i.split("=", 1)
         if not c or not g or c in out:
-            raise ValidationError(f"--group-by: {i!r} is not a new COL=GROUP pair.")
+            raise ValidationError(
+                f"--group-by: {i!r} is not a new COL=GROUP pair.", code="BAD_OPTION_VALUE"
+            )
         out[c] = g
     return out
 
@@ -86,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
     if (args.original is None) == (args.model is None):
         raise ValidationError(
             "give either ORIGINAL (a confidential table, with --method) or --model DIR "
-            "(a model saved by 'bayes-risk fit'), not both and not neither."
+            "(a model saved by 'bayes-risk fit'), not both and not neither.",
+            code="OPTION_CONFLICT",
         )
     seed = args.random_seed if args.random_seed is not None else _fresh_seed()
     if args.model is not None:
@@ -98,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
         if given:
             raise ValidationError(
                 f"{', '.join(given)} cannot be used with --model: the saved model already "
-                "fixes what is synthesized."
+                "fixes what is synthesized.",
+                code="OPTION_CONFLICT",
             )
         m = check_m(args.m if args.m is not None else _DEFAULT_M["model"], "-m")
         from bayes_risk.models import load_model
@@ -107,18 +114,24 @@ def run(args: argparse.Namespace) -> int:
         syn = model.synthesize(m, random_seed=seed)
         if not isinstance(syn, SyntheticData):
             raise ValidationError(
-                f"the model in {args.model!r} returned {type(syn).__name__}, not SyntheticData."
+                f"the model in {args.model!r} returned {type(syn).__name__}, not SyntheticData.",
+                code="MODEL_UNSUITED",
             )
     else:
         if args.method is None:
-            raise ValidationError("--method (cart, rf or pmm) is required with ORIGINAL.")
+            raise ValidationError(
+                "--method (cart, rf or pmm) is required with ORIGINAL.", code="OPTION_REQUIRED"
+            )
         m = check_m(args.m if args.m is not None else _DEFAULT_M[args.method], "-m")
         if args.method in ("cart", "rf") and not args.synthesize:
             raise ValidationError(
-                f"--synthesize COL [COL ...] is required with --method {args.method}."
+                f"--synthesize COL [COL ...] is required with --method {args.method}.",
+                code="OPTION_REQUIRED",
             )
         if args.method == "pmm" and not args.identifying:
-            raise ValidationError("--identifying COL [COL ...] is required with --method pmm.")
+            raise ValidationError(
+                "--identifying COL [COL ...] is required with --method pmm.", code="OPTION_REQUIRED"
+            )
         from bayes_risk.cli._common import (
             missing_labels,
             parse_records,

@@ -36,7 +36,9 @@ def run(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     if args.max_order < 0:
-        raise ValidationError(f"--max-order must be >= 0. Got {args.max_order}.")
+        raise ValidationError(
+            f"--max-order must be >= 0. Got {args.max_order}.", code="BAD_OPTION_VALUE"
+        )
     seed = args.random_seed
     if seed is None:
         import numpy as np

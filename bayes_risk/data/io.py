@@ -77,7 +77,7 @@ def read_table(
     """
     p = Path(path)
     if not p.is_file():
-        raise ValidationError(f"input file {str(p)!r} does not exist.")
+        raise ValidationError(f"input file {str(p)!r} does not exist.", code="FILE_NOT_FOUND")
     suffix = p.suffix.lower()
     try:
         if suffix in _CSV:
@@ -86,12 +86,13 @@ def read_table(
             df = pd.read_parquet(p)
         else:
             raise ValidationError(
-                f"input file {str(p)!r} has extension {suffix!r}; expected .csv or .parquet."
+                f"input file {str(p)!r} has extension {suffix!r}; expected .csv or .parquet.",
+                code="UNSUPPORTED_FILE_TYPE",
             )
     except (ValueError, OSError, pd.errors.ParserError) as err:
         if isinstance(err, (ValidationError, SchemaError)):
             raise
-        raise ValidationError(f"could not read {str(p)!r}: {err}") from err
+        raise ValidationError(f"could not read {str(p)!r}: {err}", code="FILE_UNREADABLE") from err
     df.columns = [str(c) for c in df.columns]
     _check_unique_names(p, list(df.columns))
     df = _apply_missing_labels(p, df, missing_labels)
@@ -329,7 +330,8 @@ def write_table(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
         with atomic_file(p, "wb") as fh:
             df.to_parquet(fh, index=False)
     else:
-        raise ValidationError(f"output file {str(p)!r}: expected a .csv or .parquet extension.")
+        raise ValidationError(f"output file {str(p)!r}: expected a .csv or .parquet extension.",
+                              code="UNSUPPORTED_FILE_TYPE")
 
 
 def write_csv(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
@@ -448,19 +450,22 @@ def read_synthetic(
         paths = [paths]
     paths = [Path(p) for p in paths]
     if not paths:
-        raise ValidationError("no synthetic dataset given; expected at least one file or folder.")
+        raise ValidationError("no synthetic dataset given; expected at least one file or folder.",
+                              code="OPTION_REQUIRED")
     if len(paths) == 1 and paths[0].is_dir():
         if (paths[0] / MANIFEST_NAME).is_file():
             release = SyntheticData.load(paths[0])
             return release.allow_different_original() if allow_different_original else release
         raise ValidationError(
             f"{str(paths[0])!r} is a folder without {MANIFEST_NAME}; pass the synthetic files "
-            "themselves or a folder written by `bayes-risk synthesize`."
+            "themselves or a folder written by `bayes-risk synthesize`.",
+            code="NOT_A_RELEASE",
         )
     for p in paths:
         if p.is_dir():
             raise ValidationError(
-                f"{str(p)!r} is a folder; give either one SyntheticData folder or data files."
+                f"{str(p)!r} is a folder; give either one SyntheticData folder or data files.",
+                code="NOT_A_RELEASE",
             )
     # each file's unsynthesized columns are shared with ``like`` as soon as it is read
     labels = {c: v for c, v in (missing_labels or {}).items()}
@@ -476,7 +481,8 @@ def read_synthetic(
     for p, z in zip(paths, tables, strict=True):
         if len(z) == 0:
             raise ValidationError(
-                f"synthetic file {str(p)!r} has no records; expected one dataset per file."
+                f"synthetic file {str(p)!r} has no records; expected one dataset per file.",
+                code="EMPTY_TABLE",
             )
         if set(z.columns) != set(cols0):
             lacks = [c for c in cols0 if c not in z.columns]

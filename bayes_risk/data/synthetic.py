@@ -289,11 +289,13 @@ class SyntheticData:
         """
         p = Path(path)
         man = read_json(
-            p / MANIFEST_NAME, f"{p} is not a SyntheticData folder: {MANIFEST_NAME} not found."
+            p / MANIFEST_NAME, f"{p} is not a SyntheticData folder: {MANIFEST_NAME} not found.",
+            code="NOT_A_RELEASE",
         )
         if not isinstance(man, dict) or man.get("format") != "bayes-risk SyntheticData":
             raise ValidationError(
-                f"{p / MANIFEST_NAME} is not a bayes-risk SyntheticData manifest."
+                f"{p / MANIFEST_NAME} is not a bayes-risk SyntheticData manifest.",
+                code="NOT_A_RELEASE",
             )
         check_manifest(man, p)
         datasets = []

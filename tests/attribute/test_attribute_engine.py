@@ -395,11 +395,15 @@ def test_unknown_category_in_candidates_gets_zero():
     )
     syn = [z.assign(a=pd.Categorical(z["a"].astype(int), categories=[0, 1, 2, 3])) for z in syn]
     # record 3's truth is outside the model's support: flagged, and the flags are summarised
-    with pytest.warns(ImportanceSamplingWarning, match="records are flagged"):
+    with pytest.warns(ImportanceSamplingWarning, match="records are flagged") as flagged:
         with pytest.warns(ImportanceSamplingWarning, match="UNKNOWN_CATEGORY_IN_CANDIDATES"):
             res = attribute_risk(
                 model, orig, syn, records=[0, 3], estimator="is", progressbar=False, bootstrap=0
             )
+    # the warning names what a command-line user opens (records.csv), with its own code
+    (w,) = [w.message for w in flagged if "records are flagged" in str(w.message)]
+    assert w.code == "RECORDS_FLAGGED" and "'flags' column of records.csv" in str(w)
+    assert "see result.flagged" not in str(w)
     assert res.records.loc[1, "flags"] == "TRUTH_OUTSIDE_SUPPORT"
     assert np.isnan(res.records.loc[1, "p_true"])
     cp = res.candidate_posteriors(0)

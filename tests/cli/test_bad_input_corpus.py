@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -868,6 +869,9 @@ def test_bad_input_case(case: Case, base: Path, tmp_path: Path, capsys, monkeypa
     if rc == 2:
         assert len(lines) == 1, f"expected one error line, got:\n{err}"
         assert case.culprit in lines[0], f"{case.culprit!r} not named in: {lines[0]}"
+        # every error names its code (docs/user_guide/errors.md): `error [CODE]: ...`
+        assert re.match(rf"bayes-risk {case.sub}: error \[[A-Z][A-Z0-9]*(_[A-Z0-9]+)*\]: ",
+                        lines[0]), f"no [CODE] in: {lines[0]}"
         assert "np.int64" not in lines[0] and "np.float64" not in lines[0]
     else:
         # -q: nothing on stderr but the one-line warnings (no progress display)
@@ -937,8 +941,9 @@ def test_summary_records_inputs_in_order(base, tmp_path, capsys, monkeypatch):
     rc, _ = _run(_cmd("identification", base, syn=["cesyn2.csv", "cesyn1.csv"]), capsys)
     assert rc == 0
     d = json.loads((work / "out" / "summary.json").read_text())
-    assert d["inputs"]["synthetic"] == ["cesyn2.csv", "cesyn1.csv"]
-    assert d["inputs"]["original"] == "ce.csv"
+    # in the order given, as absolute paths (the record holds wherever the folder is read)
+    assert d["inputs"]["synthetic"] == [str(work / "cesyn2.csv"), str(work / "cesyn1.csv")]
+    assert d["inputs"]["original"] == str(work / "ce.csv")
 
 
 def test_fewer_synthetic_rows_warns_in_utility(base, tmp_path, capsys, monkeypatch):

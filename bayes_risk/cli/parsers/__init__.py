@@ -152,7 +152,10 @@ def apply_deprecated(args: argparse.Namespace) -> list[str]:
     messages = []
     for old, new, dest, value in getattr(args, DEPRECATED_ATTR, ()):
         if getattr(args, dest, None) not in (None, [], False):
-            raise ValidationError(f"{old} is the deprecated spelling of {new}: give only {new}.")
+            raise ValidationError(
+                f"{old} is the deprecated spelling of {new}: give only {new}.",
+                code="OPTION_CONFLICT",
+            )
         setattr(args, dest, value)
         messages.append(
             f"{old} is deprecated and will be removed in the next release; use {new} "

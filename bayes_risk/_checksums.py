@@ -1,0 +1,35 @@
+"""Checksums of files: what ``sha256sum`` prints.
+
+Standard library only: the command line hashes its input files before a sub-command imports
+numpy or pandas (some set thread and allocator settings that must precede those imports).
+Table fingerprints, which identify the records whatever file holds them, are in
+:mod:`bayes_risk.data.fingerprint`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+__all__ = ["file_sha256"]
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of a file's bytes, read in blocks: what ``sha256sum`` prints.
+
+    Identifies the file itself (unlike a table fingerprint): the checksums that
+    ``summary.json`` records for the inputs of a run, and those a saved synthesizer keeps for
+    its arrays.
+
+    Parameters
+    ----------
+    path : path-like
+        The file.
+
+    Returns
+    -------
+    str
+        64 hexadecimal digits.
+    """
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
