@@ -732,8 +732,8 @@ def test_release_independent_figures_are_a_baseline(audited):
     assert not [v for v in res.verdicts if v.measure.startswith("repU")]
     base = {b.measure: b for b in res.baselines}
     assert base["expected match rate at the maximising radius"].step == "identification"
-    for t, r in res.step("disclosure").result.items():
-        b = base[f"repU (%), target {t}"]
+    for r in res.step("disclosure").result.values():
+        b = base[f"repU (%), keys {', '.join(r.keys)}"]
         np.testing.assert_allclose(r.ident["repU"], r.ident["UiO"])
         assert b.value == pytest.approx(r.means()["repU"]) and b.code == "RELEASE_INDEPENDENT"
     assert "RELEASE_INDEPENDENT" in {w["code"] for w in res.warnings}
@@ -952,3 +952,18 @@ def test_failed_convergence_checks_in_headline_warnings_and_summary(tmp_path, ca
     assert (f"LOW_ESS (fits model, augmented_1, augmented_2; worst fit {low['fit']}): "
             f"{stat} of {low['quantity']} {low['value']:.0f} < 200") in line
     assert f"({len(checks)} failed check(s) in all: summary.json)" in line
+
+
+def test_repu_is_one_line_per_set_of_keys(release, tmp_path):
+    """repU depends on the keys only: with several targets sharing the keys it is one verdict
+    line (three identical lines inflated "n of N" before); DiSCO stays one line per target."""
+    orig, syn = release
+    res = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], random_seed=1,
+                   progressbar=False, sweep=None, targets=["Tenure", "Expenditure"],
+                   skip=["utility", "identification", "posterior_identification", "attribute"])
+    d = res.step("disclosure").result
+    keysets = {tuple(r.keys) for r in d.values()}
+    lines = [v for v in res.verdicts + res.baselines if v.measure.startswith("repU")]
+    assert len(lines) == len(keysets) < len(d)
+    assert [v.measure for v in res.verdicts if v.measure.startswith("DiSCO")] == [
+        f"DiSCO (%), target {t}" for t in d]

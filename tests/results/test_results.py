@@ -101,6 +101,10 @@ BUILDERS = {
     "CoefDiffResult": lambda ce, rel: std_coef_diff([1.0, 2.0], [1.1, 1.8], [0.1, 0.2]),
     "DisclosureMeasures": _disclosure,
     "ReplicatedUniques": lambda ce, rel: _disclosure(ce, rel).replicated_uniques,
+    "DisclosureByTarget": lambda ce, rel: results.DisclosureByTarget({
+        "Marital": _disclosure(ce, rel),
+        "Tenure": _quiet(br.disclosure_measures, ce, rel[2], ["Age", "Urban"], "Tenure",
+                         schema=rel[1])}),
     "VisitOrderComparison": _visit_orders,
 }
 
@@ -282,7 +286,7 @@ def _cli(argv):
 
 def _written(path):
     d = json.loads(path.read_text())
-    for k in ("command", "inputs", "run_warnings"):
+    for k in ("command", "inputs", "input_sha256", "run_warnings"):  # the run's, not the result's
         d.pop(k)
     return d
 
