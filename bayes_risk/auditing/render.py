@@ -305,6 +305,21 @@ def _identification(sec: Section, s: Any, result: Any, links: _Links) -> None:
                   links.num(f["n_unique"], src), " unique matches), false match rate ",
                   links.num(f["false_match_rate"], src), "; every measure in summary.json "
                   "(at_maximising_radius). The table above is at the step's radius.")
+    pooled = s.extra.get("pooled")
+    if pooled is not None:
+        f = pooled.headline.file
+        where = (f" at its own maximising radius {pooled.sweep.r_star:g}"
+                 if pooled.sweep is not None else "")
+        sec.p(Span("An intruder who holds all the datasets. ", strong=True),
+              f"Pooling the match probabilities over the m = {plan.m} datasets (Reiter & Mitra "
+              "2009; Drechsler & Reiter 2008; the defaults of bayes-risk identification) gives",
+              where, ": expected match risk ", links.num(f["expected_match_risk"], src),
+              ", true match rate ", links.num(f["true_match_rate_targets"], src), " (",
+              links.num(f["true_match_risk"], src), " correct unique matches), false match "
+              "rate ", links.num(f["false_match_rate"], src), " (summary.json: pooled). "
+              "Each verdict line reads the larger of this intruder's figure and the "
+              "per-dataset mean: an intruder with every dataset is usually the stronger, and "
+              "the mean over single datasets alone would understate the risk.")
     if s.extra.get("note"):
         sec.p(s.extra["note"] + ".")
     tt = r.target_table().sort_values("IR", ascending=False, kind="stable").head(TOP_N)

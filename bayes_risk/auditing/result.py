@@ -256,9 +256,53 @@ class AuditResult(RiskResult):
         return out
 
     def _identification_lines(self, i: StepOutcome) -> list[Verdict | Baseline]:
+        """Each line reads the larger of two intruders' figures: the one who holds all m
+        datasets (probabilities pooled over them, Reiter & Mitra 2009: the defaults of
+        ``bayes-risk identification``) and the one who holds one dataset (the mean over the
+        datasets, Hornby & Hu 2021), each at its own maximising radius when the sweep ran. The
+        pooled intruder is usually the stronger (CEdata, CART, m = 5: true match rate 1.2 %
+        against 0.31 %), so the per-dataset mean alone would understate the risk."""
+        th = self.plan.thresholds
+        iw = _caveats("identification", i.result.warnings)
+        pooled = i.extra.get("pooled")
+        if pooled is None:  # a result made before the pooled figures existed
+            return self._per_dataset_lines(i, iw)
+        head = pooled.headline.file
+        sw = i.extra.get("sweep")
+        per = (i.extra.get("at_r_star") or i.result).file
+        n = float(head["n_targets"])
+        m = self.plan.m
+        at = " at the maximising radius" if pooled.sweep is not None else ""
+        r_pool = f" (radius {pooled.sweep.r_star})" if pooled.sweep is not None else ""
+        r_per = f" (radius {sw.r_star})" if sw is not None else ""
+        per_emr = (float(sw.risk_star) if sw is not None
+                   else float(per["expected_match_risk"])) / n
+        src = self._src("identification", "summary.json")
+        lines = []
+        for label, vp, vd in (
+                (f"expected match rate{at}", float(head["expected_match_risk"]) / n, per_emr),
+                (f"true match rate (correct unique matches){at}",
+                 float(head["true_match_rate_targets"]),
+                 float(per["true_match_rate_targets"]))):
+            use_pooled = not vd > vp  # NaN in the per-dataset figure: the pooled one
+            detail = (f"{'larger' if use_pooled else 'smaller'}: pooled over the m = {m} "
+                      f"datasets {vp:.3g}{r_pool}; {'smaller' if use_pooled else 'larger'}: "
+                      f"mean per dataset {vd:.3g}{r_per}")
+            lines.append((label, vp if use_pooled else vd, detail))
+        if self.plan.identification_release_independent:
+            why = (f"the intruder knows only unsynthesized columns "
+                   f"({', '.join(self.plan.known)}), which the release carries unchanged")
+            return [Baseline("identification", lab, v, t, src, f"{why}; {d}")
+                    for (lab, v, d), t in zip(lines, (th.expected_match_rate,
+                                                      th.true_match_rate), strict=True)]
+        return [Verdict("identification", lab, v, t, "max", src, d, iw)
+                for (lab, v, d), t in zip(lines, (th.expected_match_rate,
+                                                  th.true_match_rate), strict=True)]
+
+    def _per_dataset_lines(self, i: StepOutcome,
+                           iw: tuple[str, ...]) -> list[Verdict | Baseline]:
         th = self.plan.thresholds
         s = i.result.file
-        iw = _caveats("identification", i.result.warnings)
         n = float(s["n_targets"])
         sw = i.extra.get("sweep")
         star = i.extra.get("at_r_star")

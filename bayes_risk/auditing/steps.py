@@ -284,11 +284,13 @@ def identification_step(ctx: StepContext) -> StepOutcome:
         at_star = res if rad == p.radius else identification_risk(
             ctx.original, ctx.synthetic, p.known_unsynthesized, p.known_synthesized,
             **{**kw, "radius": rad, "progressbar": False})
+    pooled = _pooled_identification(ctx, kw)
     d = res.to_dict()
     d["settings"]["records_output"] = "per-target"
     if sweep is not None:
         d["radius_sweep"] = sweep.to_dict()
         d["at_maximising_radius"] = {"radius": rad, "summary": at_star.to_dict()["summary"]}
+    d["pooled"] = pooled.to_dict()
     folder = _folder(ctx, "identification")
     files: list[str] = []
     if folder is not None:
@@ -302,6 +304,9 @@ def identification_step(ctx: StepContext) -> StepOutcome:
             sweep.to_frame().to_csv(folder / "radius_sweep.csv", index=False)
             sweep.plot("box").savefig(folder / "radius_sweep.png", dpi=120)
             files += ["radius_sweep.csv", "radius_sweep.png"]
+        if pooled.sweep is not None:
+            pooled.sweep.to_frame().to_csv(folder / "radius_sweep_pooled.csv", index=False)
+            files.append("radius_sweep_pooled.csv")
     note = None
     if p.sweep and not p.radius:
         note = "radius sweep not run: no numeric known column has a radius (exact matching)"
@@ -313,7 +318,54 @@ def identification_step(ctx: StepContext) -> StepOutcome:
     return StepOutcome(name="identification", status="ran", result=res,
                        folder="identification" if folder else None, files=files,
                        extra={"sweep": sweep, "at_r_star": at_star, "note": note,
-                              "qi": _qi(ctx)})
+                              "qi": _qi(ctx), "pooled": pooled})
+
+
+@dataclass
+class PooledIdentification:
+    """The identification measures of the intruder who holds all ``m`` released datasets:
+    match probabilities pooled over them (Reiter & Mitra 2009; Drechsler & Reiter 2008), with
+    the defaults of :func:`~bayes_risk.identification_risk` and ``bayes-risk identification``
+    (the same numbers as those entry points give), at the step's radius and, over the sweep,
+    at the radius that maximises the pooled expected match risk."""
+
+    result: Any
+    sweep: Any = None
+    at_r_star: Any = None
+    radius_star: dict[str, float] | None = None
+
+    @property
+    def headline(self) -> Any:
+        """The result the verdict reads: at the maximising radius when the sweep ran."""
+        return self.at_r_star if self.at_r_star is not None else self.result
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"summary": self.result.to_dict()["summary"],
+                               "settings": self.result.settings}
+        if self.sweep is not None:
+            out["radius_sweep"] = self.sweep.to_dict()
+            out["at_maximising_radius"] = {"radius": self.radius_star,
+                                           "summary": self.at_r_star.to_dict()["summary"]}
+        return out
+
+
+def _pooled_identification(ctx: StepContext, kw: dict[str, Any]) -> PooledIdentification:
+    """The pooled figures (see :class:`PooledIdentification`): an intruder with m datasets
+    can do better than the mean of one-dataset intruders (on CEdata with a CART release of
+    m = 5, true match rate 1.2 % pooled against 0.31 % per dataset), so the verdict reads them."""
+    from bayes_risk.identification.api import identification_risk
+    from bayes_risk.identification.radius import radius_sweep
+
+    p = ctx.plan
+    pkw = {**kw, "aggregation": "pooled", "fallback": None, "progressbar": False}
+    args = (ctx.original, ctx.synthetic, p.known_unsynthesized, p.known_synthesized)
+    res = identification_risk(*args, **pkw)
+    if not (p.sweep and p.sweep_columns):
+        return PooledIdentification(res)
+    sweep = radius_sweep(*args, list(p.sweep), columns=list(p.sweep_columns), **pkw)
+    rad = {**p.radius, **{c: float(sweep.r_star) for c in sweep.columns}}
+    star = res if rad == p.radius else identification_risk(*args, **{**pkw, "radius": rad})
+    return PooledIdentification(res, sweep, star, rad)
 
 
 #: posterior replicates in an audit: ``n="auto"`` with a small cap (the audit stays quick; the
