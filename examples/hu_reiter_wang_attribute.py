@@ -43,11 +43,11 @@ def main():
     print("share of records whose truth is the top candidate:", s["all"]["prop_top"])
     sweep = prior_sensitivity(res, ["uniform", "truth-weighted:2", "truth-weighted:5"])
     # flagged records (under each prior) are left out of the averages, as in the summaries
-    unflagged = sweep[sweep["flags"] == ""]
+    unflagged = sweep[sweep["flag_codes"] == ""]
     print("unflagged records by prior:")
     print(unflagged.groupby("prior", sort=False)[["p_true", "is_top"]].mean()
           .assign(n_records=unflagged.groupby("prior", sort=False).size()))
-    flagged = res.records[res.records["flags"].astype(str) != ""]
+    flagged = res.records[res.records["flag_codes"].astype(str) != ""]
     print("first flagged records:", flagged["record"].head(10).tolist())
     return {"data": acs, "release": release, "attribute": res, "sweep": sweep}
 

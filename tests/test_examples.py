@@ -301,7 +301,7 @@ def test_caiola_reiter_rf(monkeypatch, capsys):
     assert list(cmp.table["order"]) == ["MAR → RACE → SEX", "SEX → RACE → MAR"]
     # attribute risk: the printed mean probability of the truth and the random-guess baseline
     rec = res["attribute"].records
-    unflagged = rec[rec["flags"].astype(str) == ""]
+    unflagged = rec[rec["flag_codes"].astype(str) == ""]
     assert f"mean probability of the truth {unflagged['p_true'].mean():.3f}" in out
     assert f"random guess {np.mean(1.0 / rec['G']):.3f}" in out
     # Caiola & Reiter's finding: most unique matches are false, and forests grown to purity put
@@ -324,10 +324,10 @@ def test_hu_reiter_wang_attribute(monkeypatch, capsys):
     assert (w["truth-weighted:5"] >= w["truth-weighted:2"] - 1e-12).all()
     assert np.allclose(w["uniform"].to_numpy(), rec.set_index("record")["p_true"].to_numpy())
     # the printed averages leave out the records flagged under each prior
-    flags = sweep[sweep["prior"] == "uniform"].set_index("record")["flags"]
-    assert flags.equals(rec.set_index("record")["flags"])
+    flags = sweep[sweep["prior"] == "uniform"].set_index("record")["flag_codes"]
+    assert flags.equals(rec.set_index("record")["flag_codes"])
     printed = out.split("unflagged records by prior:\n")[1].splitlines()
-    for prior, grp in sweep[sweep["flags"] == ""].groupby("prior"):
+    for prior, grp in sweep[sweep["flag_codes"] == ""].groupby("prior"):
         line = next(x for x in printed if x.startswith(prior + " "))
         assert numbers(line[len(prior):])[-1] == len(grp)
 

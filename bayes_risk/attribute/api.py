@@ -284,9 +284,9 @@ def prior_sensitivity(
     Each prior is applied by :meth:`AttributeRiskResult.with_prior
     <bayes_risk.attribute.AttributeRiskResult.with_prior>`, so every column that depends on the
     prior is recomputed as it would be by a run with that prior: the record summaries, the
-    range of ``p_true`` allowed by high-k̂ means and the record ``flags`` (``KHAT_HIGH`` under
+    range of ``p_true`` allowed by high-k̂ means and the record ``flag_codes`` (``KHAT_HIGH`` under
     ``khat_rule="material"`` and ``CHAINS_DISAGREE`` depend on the prior). Average over the
-    rows whose ``flags`` are empty, as the file-level summaries do: a flagged record's estimate
+    rows whose ``flag_codes`` are empty, as the file-level summaries do: a flagged record's estimate
     cannot be trusted under that prior.
 
     Parameters
@@ -306,7 +306,7 @@ def prior_sensitivity(
         ``user#2``), ``record``,
         ``p_true``, ``rank_min``, ``rank_avg``, ``is_top``, ``n_tie``, ``top_share``, with the
         stabilised estimator ``p_true_lower`` and ``p_true_upper``, the bootstrap columns when
-        requested, and ``flags`` (the record's flags under that prior; ``""`` when none).
+        requested, and ``flag_codes`` (the record's flags under that prior; ``""`` when none).
 
     Raises
     ------
@@ -317,7 +317,7 @@ def prior_sensitivity(
     Examples
     --------
     >>> sweep = prior_sensitivity(res, ["uniform", "truth-weighted:2"])  # doctest: +SKIP
-    >>> sweep[sweep["flags"] == ""].groupby("prior")["p_true"].mean()  # doctest: +SKIP
+    >>> sweep[sweep["flag_codes"] == ""].groupby("prior")["p_true"].mean()  # doctest: +SKIP
     """
     if result.settings.get("compat"):
         raise ValidationError("prior_sensitivity is not available in compat mode; rerun per prior.")
@@ -342,7 +342,7 @@ def prior_sensitivity(
         if seen[label] > 1:  # e.g. two user priors: both are labelled "user"
             label = f"{label}#{seen[label]}"
         cols = keep + ([k for k in new.records.columns if k.startswith("boot_")]
-                       if bootstrap else []) + ["flags"]
+                       if bootstrap else []) + ["flag_codes"]
         df = new.records[cols].reset_index(drop=True)
         df.insert(0, "prior", np.full(len(df), label, dtype=object))
         frames.append(df)

@@ -101,14 +101,14 @@ def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
                 float(np.nansum(np.exp(lp)[_same_value(cs.values[:, j], cs.values[cs.g0, j])]))
                 for lp, cs in zip(log_post, cands, strict=False)
             ]
-    df["flags"] = [";".join(part.flags[i]) for i in recs]
-    n_flag = int((df["flags"] != "").sum())
+    df["flag_codes"] = [";".join(part.flags[i]) for i in recs]
+    n_flag = int((df["flag_codes"] != "").sum())
     if n_flag:
         # one text for both audiences: the command line writes the records to records.csv
         warnings.warn(
             ImportanceSamplingWarning(
                 f"{n_flag} of {len(df)} records are flagged (unreliable estimates, summarised "
-                "apart from the others): the 'flags' column of records.csv says why (in "
+                "apart from the others): the 'flag_codes' column of records.csv says why (in "
                 "Python: result.flagged).",
                 code="RECORDS_FLAGGED",
             ),

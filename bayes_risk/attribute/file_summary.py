@@ -34,7 +34,7 @@ KINDS = ("hrw", "wang_reiter", "paiva", "largest_value")
 
 
 def _flagged(result: Any) -> np.ndarray:
-    flags = result.records["flags"].fillna("").astype(str).to_numpy()
+    flags = result.records["flag_codes"].fillna("").astype(str).to_numpy()
     return flags != ""
 
 

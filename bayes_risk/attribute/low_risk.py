@@ -123,7 +123,7 @@ def low_risk_attribute_risk(
     df["baseline"] = 1.0 / df["G"]
     df["n_synthetic_distinct"] = [int(np.sum(np.isfinite(ll[1:]))) for ll in loglik]
     df["khat_max"] = np.nan  # no importance sampling: no diagnostics
-    df["flags"] = ""
+    df["flag_codes"] = ""
     settings = {
         "estimator": "synthetic_values",
         "model_class": model.model_class,

@@ -59,7 +59,7 @@ def _check(result: Any, level: Any) -> list[np.ndarray]:
 
 
 def _flagged(result: Any) -> np.ndarray:
-    return result.records["flags"].fillna("").astype(str).to_numpy() != ""
+    return result.records["flag_codes"].fillna("").astype(str).to_numpy() != ""
 
 
 def _boot_posteriors(result: Any, keep: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:

@@ -49,7 +49,7 @@ DIAGNOSTICS = {
     "that moves between bootstrap replicates is not a stable finding.",
     "chain_z": "Largest difference of p_true between two MCMC chains, in Monte Carlo "
     "standard errors (p_true_chain_min / p_true_chain_max: each chain's own estimate).",
-    "flags": "Why a record's estimate is flagged unstable; flagged records are counted "
+    "flag_codes": "Why a record's estimate is flagged unstable; flagged records are counted "
     "separately, never averaged in.",
 }
 
@@ -428,7 +428,7 @@ def _attribute(sec: Section, s: Any, result: Any, links: _Links) -> None:
 
     for kind, name, cap in ATTRIBUTE_FIGURES:
         sec.blocks.append(links.figure(s.result.plot(kind), name, cap))
-    stable = recs[recs["flags"].fillna("").astype(str) == ""]
+    stable = recs[recs["flag_codes"].fillna("").astype(str) == ""]
     top = stable.sort_values("p_true", ascending=False, kind="stable").head(TOP_N)
     cols = [c for c in ("record", "p_true", "rank_min", "G", "baseline") if c in top]
     sec.blocks.append(_table(_at_risk(top[cols], s.extra.get("qi"), "record"), links,

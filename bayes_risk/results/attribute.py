@@ -38,7 +38,7 @@ class AttributeRiskResult(RiskResult):
         ``rank_min``, ``n_tie``, ``rank_avg``, ``is_top``, ``top_share``, ``baseline`` (1/G),
         ``ess_q_min``, ``khat_max``, ``ess_omega_min``, ``max_omega_max``, ``n_dropped``,
         bootstrap quantiles of the truth's rank and probability (``boot_rank_q05/q50/q95``,
-        ``boot_p_true_q05/q50/q95``), ``marg_<column>`` (product sets) and ``flags``; with the
+        ``boot_p_true_q05/q50/q95``), ``marg_<column>`` (product sets) and ``flag_codes``; with the
         stabilised estimator also ``khat_aug_max``, ``ess_aug_min``, ``n_khat_high`` (candidates
         with a mean whose k̂ is above the threshold) and ``p_true_lower`` / ``p_true_upper`` (the
         range of ``p_true`` those means allow, see ``khat_rule`` of
@@ -95,7 +95,7 @@ class AttributeRiskResult(RiskResult):
     @property
     def flagged(self) -> pd.DataFrame:
         """Records carrying any of the record flags (``bayes_risk.attribute.api.RECORD_FLAGS``)."""
-        return self.records[self.records["flags"] != ""].copy()
+        return self.records[self.records["flag_codes"] != ""].copy()
 
     def _position(self, record: int) -> int:
         hit = np.flatnonzero(self.records["record"].to_numpy() == int(record))
@@ -179,10 +179,10 @@ class AttributeRiskResult(RiskResult):
             df["p_true_upper"] = p_up
             if self.settings.get("khat_rule") == "material":
                 new = []
-                for f, mk in zip(df["flags"], mat, strict=False):
+                for f, mk in zip(df["flag_codes"], mat, strict=False):
                     fl = [c for c in f.split(";") if c and c != "KHAT_HIGH"]
                     new.append(";".join(_order_flags(fl + ["KHAT_HIGH"] if mk else fl)))
-                df["flags"] = new
+                df["flag_codes"] = new
         if "p_true_chain_min" in df.columns:
             # whether the chains' estimates differ materially depends on the prior too
             from bayes_risk.attribute.chains import chain_agreement
@@ -191,10 +191,10 @@ class AttributeRiskResult(RiskResult):
             for key in ("p_true_chain_min", "p_true_chain_max", "chain_z"):
                 df[key] = ch[key]
             new = []
-            for f, mk in zip(df["flags"], ch["flag"], strict=False):
+            for f, mk in zip(df["flag_codes"], ch["flag"], strict=False):
                 fl = [c for c in f.split(";") if c and c != "CHAINS_DISAGREE"]
                 new.append(";".join(_order_flags(fl + ["CHAINS_DISAGREE"] if mk else fl)))
-            df["flags"] = new
+            df["flag_codes"] = new
         boot = self._boot_loglik if bootstrap else None
         bq = _bootstrap_summaries(boot, logprior, self._g0(), len(df))
         for k, v in bq.items():
@@ -265,7 +265,7 @@ class AttributeRiskResult(RiskResult):
         from bayes_risk.attribute.summaries import hrw_summary
 
         df = self.records
-        fl = df["flags"] != ""
+        fl = df["flag_codes"] != ""
 
         def hrw(d: pd.DataFrame) -> dict[str, Any]:
             return hrw_summary(
@@ -279,7 +279,7 @@ class AttributeRiskResult(RiskResult):
         khat_note: dict[str, Any] = {}
         if "n_khat_high" in df.columns:
             hi = df["n_khat_high"].to_numpy() > 0
-            kf = df["flags"].str.contains("KHAT_HIGH", regex=False).to_numpy()
+            kf = df["flag_codes"].str.contains("KHAT_HIGH", regex=False).to_numpy()
             with np.errstate(invalid="ignore"):
                 over = (df["p_true_lower"] < df["p_true"] * (1 - 1e-9)).to_numpy()
             khat_note = {
@@ -318,7 +318,7 @@ class AttributeRiskResult(RiskResult):
                                                         "reason": "no posterior draws"})
         ran = note.get("status") == "run"
         note["records_flagged"] = (
-            int(self.records["flags"].str.contains("CHAINS_DISAGREE", regex=False).sum())
+            int(self.records["flag_codes"].str.contains("CHAINS_DISAGREE", regex=False).sum())
             if ran else None
         )
         return note
@@ -335,7 +335,7 @@ class AttributeRiskResult(RiskResult):
 
     def _flag_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
-        for f in self.records["flags"]:
+        for f in self.records["flag_codes"]:
             for c in filter(None, f.split(";")):
                 counts[c] = counts.get(c, 0) + 1
         return counts
@@ -373,7 +373,7 @@ class AttributeRiskResult(RiskResult):
                 out.append(ResultWarning(c, message(c)))
         recs = self.records
         for c, n in flags.items():
-            ids = recs.loc[recs["flags"].str.split(";").map(lambda f, c=c: c in f), "record"]
+            ids = recs.loc[recs["flag_codes"].str.split(";").map(lambda f, c=c: c in f), "record"]
             first = ", ".join(str(int(r)) for r in ids.head(5))
             where = f"{n} record(s): {first}" + (", …" if n > 5 else "")
             out.append(ResultWarning(c, message(c), where))
@@ -446,8 +446,8 @@ class AttributeRiskResult(RiskResult):
     def _plot_p_true(self, ax: Any) -> Any:
         """Stacked histogram of ``p_true``, stable and flagged, with the random guess 1/G."""
         df = self.records
-        flagged = np.asarray((df["flags"].astype(str) != "").to_numpy() & df["flags"].notna(),
-                             dtype=bool)
+        codes = df["flag_codes"]
+        flagged = np.asarray((codes.astype(str) != "").to_numpy() & codes.notna(), dtype=bool)
         p = df["p_true"].to_numpy(dtype=float)
         ok = ~np.isnan(p)
         # the whole [0, 1] unless every p_true is small (then [0, max]: the baseline stays visible)

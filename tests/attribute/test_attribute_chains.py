@@ -69,7 +69,7 @@ def _run(df, model, aug, **kw):
 
 
 def _flagged(res):
-    return res.records["flags"].str.contains("CHAINS_DISAGREE", regex=False).to_numpy()
+    return res.records["flag_codes"].str.contains("CHAINS_DISAGREE", regex=False).to_numpy()
 
 
 def test_chains_in_different_states_flag_exactly_the_affected_records():
@@ -133,8 +133,8 @@ def test_the_check_changes_no_estimate_and_no_other_flag():
     for a, b in zip(two.loglik, one.loglik, strict=True):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(two.records["p_true"], one.records["p_true"])
-    other = two.records["flags"].str.replace(r";?CHAINS_DISAGREE", "", regex=True)
-    assert other.tolist() == one.records["flags"].tolist()
+    other = two.records["flag_codes"].str.replace(r";?CHAINS_DISAGREE", "", regex=True)
+    assert other.tolist() == one.records["flag_codes"].tolist()
 
 
 def test_each_chain_estimate_is_the_estimate_from_that_chain_alone():
@@ -158,7 +158,7 @@ def test_relabelling_the_chains_changes_no_flag():
     swap = np.r_[np.arange(H, 2 * H), np.arange(H)]
     sw = _run(df, model.with_draws(model.draws[swap], chains=2),
               [aug[0].with_draws(aug[0].draws[swap], chains=2)])
-    assert sw.records["flags"].tolist() == res.records["flags"].tolist()
+    assert sw.records["flag_codes"].tolist() == res.records["flag_codes"].tolist()
     for k in ("p_true_chain_min", "p_true_chain_max", "chain_z"):
         np.testing.assert_allclose(sw.records[k], res.records[k], rtol=1e-9)
 
@@ -168,7 +168,7 @@ def test_with_prior_recomputes_the_check():
     res = _run(df, model, aug)
     new = res.with_prior("truth-weighted:2")
     fresh = _run(df, model, aug, prior="truth-weighted:2")
-    assert new.records["flags"].tolist() == fresh.records["flags"].tolist()
+    assert new.records["flag_codes"].tolist() == fresh.records["flag_codes"].tolist()
     np.testing.assert_allclose(new.records["chain_z"], fresh.records["chain_z"], rtol=1e-9)
 
 

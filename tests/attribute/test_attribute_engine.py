@@ -402,13 +402,19 @@ def test_unknown_category_in_candidates_gets_zero():
             )
     # the warning names what a command-line user opens (records.csv), with its own code
     (w,) = [w.message for w in flagged if "records are flagged" in str(w.message)]
-    assert w.code == "RECORDS_FLAGGED" and "'flags' column of records.csv" in str(w)
+    assert w.code == "RECORDS_FLAGGED" and "'flag_codes' column of records.csv" in str(w)
     assert "see result.flagged" not in str(w)
-    assert res.records.loc[1, "flags"] == "TRUTH_OUTSIDE_SUPPORT"
+    assert res.records.loc[1, "flag_codes"] == "TRUTH_OUTSIDE_SUPPORT"
     assert np.isnan(res.records.loc[1, "p_true"])
     cp = res.candidate_posteriors(0)
     assert cp.loc[cp["a"] == 3, "posterior"].item() == 0.0
     assert "UNKNOWN_CATEGORY_IN_CANDIDATES" in res.warnings
+    # the codes column is named so that attribute access works: ``flags`` was DataFrame.flags
+    assert res.records.flag_codes.value_counts()["TRUTH_OUTSIDE_SUPPORT"] == 1
+    assert "flags" not in res.records.columns
+    shadowing = [c for c in res.records.columns
+                 if hasattr(pd.DataFrame, str(c)) or hasattr(pd.Series, str(c))]
+    assert shadowing == []
 
 
 def test_errors_name_the_argument():
@@ -435,7 +441,8 @@ def test_draw_dropped_flag():
     # θ = 0 makes y = 1 impossible, but record 1 is y = 0: nothing dropped there
     assert res.records.loc[0, "n_dropped"] == 0
     res = _run(model, orig, [_bern_frame([0, 1, 0])], records=[0], estimator="is", bootstrap=0)
-    assert res.records.loc[0, "n_dropped"] == 10 and "DRAW_DROPPED" in res.records.loc[0, "flags"]
+    assert res.records.loc[0, "n_dropped"] == 10
+    assert "DRAW_DROPPED" in res.records.loc[0, "flag_codes"]
     assert res.flagged["record"].tolist() == [0]
 
 

@@ -143,7 +143,7 @@ def test_light_tails_no_bounds_and_exact_answer():
     model, orig, z, aug = _setup(a0, a1, H=20_000, seed=1)
     res = _run(model, orig, [z], records=[0], augmented=[aug])
     row = res.records.iloc[0]
-    assert row["n_khat_high"] == 0 and "KHAT_HIGH" not in row["flags"]
+    assert row["n_khat_high"] == 0 and "KHAT_HIGH" not in row["flag_codes"]
     assert row["p_true_lower"] == pytest.approx(row["p_true"], rel=1e-12)
     assert row["p_true_upper"] == pytest.approx(row["p_true"], rel=1e-12)
     exact = _exact_loglik(a0, a1)
@@ -165,7 +165,7 @@ def test_heavy_tails_bounds_contain_the_truth(seed):
     bad = d["khat_high"]
     assert np.all(d["loglik_lo"][bad] <= exact[bad]) and np.all(exact[bad] <= d["loglik_hi"][bad])
     assert row["p_true_lower"] <= _p_true(exact) <= row["p_true_upper"]
-    assert "KHAT_HIGH" in row["flags"]  # every candidate untrusted: p_true could be 1
+    assert "KHAT_HIGH" in row["flag_codes"]  # every candidate untrusted: p_true could be 1
 
 
 def test_rules_share_estimates_and_material_flags_are_a_subset():
@@ -176,8 +176,8 @@ def test_rules_share_estimates_and_material_flags_are_a_subset():
     anyr = _run(model, orig, [z], augmented=[aug], khat_rule="any")
     np.testing.assert_array_equal(mat.records["p_true"], anyr.records["p_true"])
     np.testing.assert_array_equal(mat.records["p_true_upper"], anyr.records["p_true_upper"])
-    k_any = anyr.records["flags"].str.contains("KHAT_HIGH")
-    k_mat = mat.records["flags"].str.contains("KHAT_HIGH")
+    k_any = anyr.records["flag_codes"].str.contains("KHAT_HIGH")
+    k_mat = mat.records["flag_codes"].str.contains("KHAT_HIGH")
     assert (k_any == (anyr.records["n_khat_high"] > 0)).all()
     assert not (k_mat & ~k_any).any()
     assert mat.settings["khat_rule"] == "material" and anyr.settings["khat_rule"] == "any"
@@ -196,9 +196,9 @@ def test_with_prior_recomputes_bounds_and_flag():
     row = strong.records.iloc[0]
     assert row["p_true"] > 0.99
     assert row["p_true_upper"] - row["p_true"] < 0.01
-    assert "KHAT_HIGH" not in row["flags"]
+    assert "KHAT_HIGH" not in row["flag_codes"]
     back = strong.with_prior("uniform", bootstrap=False)
-    pd.testing.assert_series_equal(back.records["flags"], res.records["flags"])
+    pd.testing.assert_series_equal(back.records["flag_codes"], res.records["flag_codes"])
     np.testing.assert_allclose(back.records["p_true_upper"], res.records["p_true_upper"])
 
 
@@ -212,12 +212,13 @@ def test_prior_sensitivity_reports_each_priors_bounds_and_flags():
     priors = ["uniform", "truth-weighted:100000"]
     sweep = prior_sensitivity(res, priors)
     assert list(sweep["prior"]) == priors
-    assert list(sweep.columns[-3:]) == ["p_true_lower", "p_true_upper", "flags"]
+    assert list(sweep.columns[-3:]) == ["p_true_lower", "p_true_upper", "flag_codes"]
     for p, (_, row) in zip(priors, sweep.iterrows(), strict=True):
         ref = res.with_prior(p, bootstrap=False).records.iloc[0]
-        for key in ("p_true", "rank_min", "p_true_lower", "p_true_upper", "flags"):
+        for key in ("p_true", "rank_min", "p_true_lower", "p_true_upper", "flag_codes"):
             assert row[key] == ref[key]
-    assert "KHAT_HIGH" in sweep["flags"].iloc[0] and "KHAT_HIGH" not in sweep["flags"].iloc[1]
+    assert "KHAT_HIGH" in sweep["flag_codes"].iloc[0]
+    assert "KHAT_HIGH" not in sweep["flag_codes"].iloc[1]
 
 
 def test_khat_rule_arguments_are_validated():
@@ -277,7 +278,7 @@ def test_immaterial_heavy_tail_is_not_flagged_and_truth_is_inside(seed):
     p_exact = _p_true(exact, t=cs.g0)
     d = res.diagnostics[0]
     assert d["khat_high"].sum() >= 1  # some v-candidate's k̂ is high ...
-    assert "KHAT_HIGH" not in row["flags"]  # ... but immaterial
+    assert "KHAT_HIGH" not in row["flag_codes"]  # ... but immaterial
     bad = d["khat_high"]
     assert np.all(d["loglik_lo"][bad] <= exact[bad]) and np.all(exact[bad] <= d["loglik_hi"][bad])
     # the trusted (light-tailed) means keep their Monte Carlo error (H = 4,000: SE of p_true

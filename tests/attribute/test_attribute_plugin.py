@@ -448,7 +448,7 @@ def test_smoothed_plugin_standard_errors_match_seed_to_seed_spread():
     assert 0.6 < np.median(ratio) < 1.6, (rep, emp)
     # deterministic differences are reported as such
     assert np.all(rep[emp < 1e-9] < 1e-6)
-    assert "mc_se_max" in res.records and set(res.records["flags"]) <= {"", "MC_ERROR_HIGH"}
+    assert "mc_se_max" in res.records and set(res.records["flag_codes"]) <= {"", "MC_ERROR_HIGH"}
 
 
 def test_mc_error_flag_and_exact_plugins_report_zero():
@@ -463,7 +463,7 @@ def test_mc_error_flag_and_exact_plugins_report_zero():
     kw = dict(records=range(15), candidates="grid:additive:3000:9", progressbar=False)
     with pytest.warns(ImportanceSamplingWarning, match="records are flagged"):
         few = attribute_risk(CARTPlugin(smooth, ce, random_seed=1, n_bootstrap=4), ce, syn, **kw)
-    assert (few.records["flags"] == "MC_ERROR_HIGH").any()
+    assert (few.records["flag_codes"] == "MC_ERROR_HIGH").any()
     assert "MC_ERROR_HIGH" in few.to_dict()["flag_counts"]
     exact = cart_mod.CARTSynthesizer().fit(ce, schema=sc, synthesized=["Tenure"], random_seed=1)
     zs = list(exact.synthesize(2, random_seed=2))

@@ -198,7 +198,7 @@ def test_approximation_label_is_a_result_warning_not_a_record_flag(acs):
     assert "APPROXIMATE_NONPARAMETRIC" in res.warnings
     assert "APPROXIMATE_NONPARAMETRIC" in res.to_dict()["warnings"]
     # a label of the method, not of a record: the unflagged summary keeps every record
-    assert not res.records["flags"].str.contains("APPROXIMATE").any()
+    assert not res.records["flag_codes"].str.contains("APPROXIMATE").any()
     s = res.to_dict()
     assert s["n_flagged"] == 0 and s["unflagged"]["n_records"] == 10
 

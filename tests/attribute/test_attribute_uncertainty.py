@@ -36,7 +36,7 @@ def test_values_and_bootstrap_figures_recomputed_by_hand():
     res = _run(60)
     out = file_uncertainty(res, level=0.9)
     recs = res.records
-    flagged = recs["flags"].fillna("").astype(str) != ""
+    flagged = recs["flag_codes"].fillna("").astype(str) != ""
     keep = recs[~flagged]
     assert out["n_records"] == len(recs) and out["n_flagged_excluded"] == int(flagged.sum())
     assert out["value"]["mean_p_true"] == pytest.approx(keep["p_true"].mean(), rel=1e-12)
@@ -103,7 +103,7 @@ def test_wang_reiter_intervals_recomputed_by_hand():
     orig, res = _draws_run(80, 1, bootstrap=30)
     s = file_summary(res, "wang_reiter", original=orig, location_columns=["y"], locations=LOC)
     mc = s["mc_uncertainty"]
-    flagged = (res.records["flags"].fillna("").astype(str) != "").to_numpy()
+    flagged = (res.records["flag_codes"].fillna("").astype(str) != "").to_numpy()
     assert mc["n_flagged_excluded"] == int(flagged.sum()) and mc["bootstrap"] == 30
     # the point values are the unflagged records' file-level figures of file_summary
     un = s["unflagged"]
@@ -147,14 +147,14 @@ def test_mc_intervals_cover_the_long_run_value():
     from bayes_risk.attribute.file_summary import file_summary
 
     orig, ref = _draws_run(100_000, 999, bootstrap=0)
-    assert not (ref.records["flags"].fillna("") != "").any()
+    assert not (ref.records["flag_codes"].fillna("") != "").any()
     truth_mean = float(ref.records["p_true"].mean())
     truth_r1 = file_summary(ref, "wang_reiter", original=orig, location_columns=["y"],
                             locations=LOC)["unflagged"]["R1"]["median"]
     hits = np.zeros(2, dtype=int)
     for seed in range(40):
         orig, res = _draws_run(150, seed)
-        assert not (res.records["flags"].fillna("") != "").any()  # the same records
+        assert not (res.records["flag_codes"].fillna("") != "").any()  # the same records
         a = file_uncertainty(res)["mc_interval_90"]["mean_p_true"]
         b = file_summary(res, "wang_reiter", original=orig, location_columns=["y"],
                          locations=LOC)["mc_uncertainty"]["mc_interval_90"]["R1_median"]

@@ -101,7 +101,7 @@ def test_cli_end_to_end(saved_dpmpm, tmp_path, capsys):
     for f in ("records.csv", "summary.json", "p_true_hist.png", "rank_hist.png", "khat.png"):
         assert (out / f).is_file(), f
     rec = pd.read_csv(out / "records.csv")
-    assert len(rec) == 5 and {"p_true", "rank_min", "khat_max", "flags"} <= set(rec.columns)
+    assert len(rec) == 5 and {"p_true", "rank_min", "khat_max", "flag_codes"} <= set(rec.columns)
     summ = json.loads((out / "summary.json").read_text())
     assert summ["n_records"] == 5 and summ["settings"]["prior"] == "truth-weighted:2"
     assert summ["settings"]["estimator"] == "stabilised"

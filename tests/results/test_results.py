@@ -209,7 +209,7 @@ def test_warnings_are_structured(result):
     codes = [str(c) for c in getattr(result, "warnings", [])]
     flags = set()
     if isinstance(result, results.AttributeRiskResult):
-        flags = {c for f in result.records["flags"] for c in f.split(";") if c}
+        flags = {c for f in result.records["flag_codes"] for c in f.split(";") if c}
     assert set(codes) | flags == {w.code for w in sw}
     json.dumps([w.to_dict() for w in sw])
 
@@ -218,7 +218,8 @@ def test_attribute_warnings_name_records_and_fits():
     """Record flags say which records; MCMC warnings say which fit."""
     from bayes_risk.results import AttributeRiskResult
 
-    recs = pd.DataFrame({"record": [4, 9, 11], "flags": ["KHAT_HIGH", "", "KHAT_HIGH;LOW_ESS_Q"]})
+    recs = pd.DataFrame({"record": [4, 9, 11],
+                         "flag_codes": ["KHAT_HIGH", "", "KHAT_HIGH;LOW_ESS_Q"]})
     res = AttributeRiskResult.__new__(AttributeRiskResult)
     for k, v in {"records": recs, "warnings": ["H_TOO_SMALL", "RHAT_HIGH"],
                  "mcmc": {"warnings": [{"code": "RHAT_HIGH", "fit": "augmented_2",
