@@ -14,13 +14,13 @@ takes about half a second of CPU; a Gibbs run does it in a thread while its chai
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from bayes_risk._io import to_jsonable
-from bayes_risk.exceptions import CALLER, ConvergenceWarning
+from bayes_risk.exceptions import CALLER, ConvergenceWarning, ValidationError
 
 #: R-hat above this flags non-convergence (Vehtari et al. 2021 recommend 1.01).
 RHAT_MAX = 1.01
@@ -351,13 +351,29 @@ class _BayesianConvergence:
                             "message": f"{type(self).__name__}: {message(str(code))} ({code})"})
         return out
 
-    def convergence_summary(self) -> dict[str, Any]:
-        """JSON-ready convergence record of the fit (written to ``convergence.json`` by
-        :meth:`save`; included in the outputs of every run that uses the model).
+    def convergence_summary(
+        self, kind: Literal["dict", "table"] = "dict"
+    ) -> dict[str, Any] | pd.DataFrame:
+        """Convergence of the fit: the JSON-ready record written to ``convergence.json`` by
+        :meth:`save` and included in the outputs of every run that uses the model
+        (``kind="dict"``), or the table ``arviz.summary(..., kind="diagnostics")`` users know
+        (``kind="table"``).
+
+        Parameters
+        ----------
+        kind : {"dict", "table"}
+            ``"dict"`` (default): the record described below. ``"table"``: a DataFrame with one
+            row per diagnosed quantity (index ``quantity``) and ArviZ's column names ``mean``,
+            ``sd``, ``ess_bulk``, ``ess_tail``, ``r_hat``, plus ``failed_checks`` (the codes of
+            the quantity's failed checks, ``"RHAT_HIGH"``, ``"LOW_ESS"``, joined by ``","``;
+            ``""`` when it passed). Its figures are those of the record's ``quantities``;
+            ``attrs`` holds ``model``, ``thresholds``, ``passed`` and ``mcmc_run`` (the run
+            the draws come from, as in :meth:`convergence_report`).
 
         Returns
         -------
-        dict
+        dict or DataFrame
+            With ``kind="dict"``:
             ``chains``, ``draws`` (kept per chain), ``thin`` (sampler sweeps per kept draw
             after the warm-up; 1 where every draw is kept; the final one of a run that extended
             itself), ``tune``, ``rounds`` (1, or the rounds of a run that extended itself until
@@ -372,7 +388,13 @@ class _BayesianConvergence:
             ``statistic``, ``value``, ``threshold``), ``warnings`` (:meth:`mcmc_warnings`) and
             ``passed`` (no failed check).
         """
+        if kind not in ("dict", "table"):
+            raise ValidationError(
+                f"kind must be 'dict' (the convergence.json record) or 'table' (one row per "
+                f"diagnosed quantity, as arviz.summary); got {kind!r}.", code="INVALID_VALUE")
         warns = self.mcmc_warnings()
+        if kind == "table":
+            return self._convergence_table(passed=not warns)
         post = self.posterior_["posterior"]
         run = self._mcmc_run()
         return to_jsonable({
@@ -395,3 +417,17 @@ class _BayesianConvergence:
             "warnings": warns,
             "passed": not warns,
         })
+
+    def _convergence_table(self, *, passed: bool) -> pd.DataFrame:
+        """The convergence report under ArviZ's column names (``convergence_summary(kind=
+        "table")``): ``r_hat`` for ``rhat``, ``failed_checks`` for ``flag``."""
+        df = self.convergence_.rename(columns={"rhat": "r_hat", "flag": "failed_checks"})
+        df = df[["mean", "sd", "ess_bulk", "ess_tail", "r_hat", "failed_checks"]].copy()
+        df.attrs = {
+            "model": type(self).__name__,
+            "thresholds": {"rhat_max": RHAT_MAX, "ess_min": self._ess_min(),
+                           "ess_min_per_chain": ESS_MIN, "ess_tail_prob": list(TAIL_PROB)},
+            "passed": passed,
+            "mcmc_run": self._mcmc_run(),
+        }
+        return df

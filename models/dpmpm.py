@@ -324,17 +324,27 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
             bound = float(self.alpha_warmup_bound)
         return bound, (sweeps if np.isfinite(bound) else 0)
 
-    def convergence_summary(self) -> dict[str, Any]:
-        """JSON-ready convergence record of the fit (``BayesianSynthesizer.convergence_summary``:
-        written to ``convergence.json`` by ``save``, included in the outputs of every run
-        that uses the model), with ``alpha_warmup``: the ``bound`` of α and the number of
-        warm-up ``sweeps`` per chain it held for (``sweeps`` 0 and ``bound`` None: no bound).
+    def convergence_summary(
+        self, kind: Literal["dict", "table"] = "dict"
+    ) -> dict[str, Any] | pd.DataFrame:
+        """Convergence of the fit (``BayesianSynthesizer.convergence_summary``). ``kind="dict"``:
+        the JSON-ready record written to ``convergence.json`` by ``save`` and included in the
+        outputs of every run that uses the model, with ``alpha_warmup``: the ``bound`` of α and
+        the number of warm-up ``sweeps`` per chain it held for (``sweeps`` 0 and ``bound``
+        None: no bound). ``kind="table"``: one row per diagnosed quantity with ArviZ's columns
+        (``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``r_hat``) and ``failed_checks``.
+
+        Parameters
+        ----------
+        kind : {"dict", "table"}
 
         Returns
         -------
-        dict
+        dict or DataFrame
         """
-        out = super().convergence_summary()
+        out = super().convergence_summary(kind)
+        if kind == "table":
+            return out
         bound, sweeps = self._alpha_warmup()
         out["alpha_warmup"] = {"bound": bound if sweeps else None, "sweeps": sweeps}
         return out

@@ -141,6 +141,36 @@ def fitted() -> DPMPM:
     return _tiny_fit()
 
 
+def test_convergence_table_is_arviz_like_and_equals_the_stored_record(fitted, tmp_path):
+    """``convergence_summary(kind="table")``: one row per diagnosed quantity with ArviZ's
+    column names, the same figures as ``convergence.json`` (the dict, which stays the default)."""
+    import json
+
+    from bayes_risk.exceptions import ValidationError
+
+    fitted.save(tmp_path / "m")
+    stored = json.loads((tmp_path / "m" / "convergence.json").read_text())
+    table = load_model(tmp_path / "m").convergence_summary(kind="table")
+    assert isinstance(table, pd.DataFrame) and table.index.name == "quantity"
+    assert list(table.columns) == ["mean", "sd", "ess_bulk", "ess_tail", "r_hat", "failed_checks"]
+    assert set(table.index) == set(stored["quantities"]) and len(table) > 0
+    for q, row in stored["quantities"].items():
+        for ours, theirs in (("mean", "mean"), ("sd", "sd"), ("ess_bulk", "ess_bulk"),
+                             ("ess_tail", "ess_tail"), ("r_hat", "rhat")):
+            a, b = table.loc[q, ours], row[theirs]
+            assert (b is None and np.isnan(a)) or a == b, (q, ours, a, b)
+        assert table.loc[q, "failed_checks"] == row["flag"]
+    codes = {c["code"] for c in stored["failed_checks"]}
+    assert {c for f in table["failed_checks"] for c in f.split(",") if c} == codes
+    assert table.attrs["passed"] is stored["passed"]
+    assert table.attrs["thresholds"] == stored["thresholds"]
+    # the default is still the record written to convergence.json (existing callers)
+    assert isinstance(fitted.convergence_summary(), dict)
+    assert fitted.convergence_summary()["quantities"] == stored["quantities"]
+    with pytest.raises(ValidationError, match="kind must be 'dict'.*'tables'"):
+        fitted.convergence_summary(kind="tables")
+
+
 def test_decision_at_the_threshold_uses_arviz_value(fitted, monkeypatch):
     """LOW_ESS fires exactly when ArviZ's tail ESS is below the threshold: a threshold equal to
     the value passes, the next float above it fails, and the failed check carries the value."""
