@@ -147,8 +147,9 @@ def attribute_risk(
         ``p_true`` (absolute, on the probability scale), or the truth could be the most
         probable candidate when it is not.
         ``p_true_lower``, ``p_true_upper`` and ``n_khat_high`` (candidates with a mean above
-        the threshold) are reported for every record either way (``khat="none"``: no k̂, no
-        bounds, no ``KHAT_HIGH``).
+        the threshold) are reported either way (``khat="none"``: no k̂, no bounds, no
+        ``KHAT_HIGH``); the bounds are ``NaN`` for a record with no such candidate (its Monte
+        Carlo interval is the draw bootstrap's, ``boot_p_true_q05`` / ``boot_p_true_q95``).
     khat_tolerance : float
         Tolerance of ``khat_rule="material"`` on the probability scale (default 0.01: one
         percentage point).

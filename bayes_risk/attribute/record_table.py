@@ -115,6 +115,10 @@ def khat_material(
     probability the truth could have (``p_true_upper``); at its upper end, the smallest
     (``p_true_lower``, often 0: a mean with a heavy tail has no finite upper bound).
 
+    A record none of whose candidates rests on a mean with a high k̂ has no such range: its
+    bounds are ``nan``, not ``p_true`` twice (an interval of width 0 would claim no Monte Carlo
+    error; that error is the draw bootstrap's, ``boot_p_true_q05`` / ``boot_p_true_q95``).
+
     The record is flagged ``KHAT_HIGH`` when its risk could be **understated** materially:
     ``p_true_upper > p_true + tolerance``, or the truth is not the most probable candidate
     but could be. The other direction (``p_true_lower < p_true``) means the reported
@@ -124,7 +128,8 @@ def khat_material(
     Returns
     -------
     p_lower, p_upper : ndarray (R,)
-        ``nan`` where the record has no bounds (other estimators, skipped records).
+        ``nan`` where the record has no bounds (no candidate with a high k̂, other estimators,
+        skipped records).
     material : bool ndarray (R,)
     """
     n = len(loglik)
@@ -145,6 +150,12 @@ def khat_material(
             a_up = np.asarray(d["loglik_lo"], dtype=np.float64) + lp  # others low: truth high
             a_lo = np.asarray(d["loglik_hi"], dtype=np.float64) + lp
         a_up[t] = a_lo[t] = a[t]
+        if "khat_high" in d:
+            untrusted = bool(np.any(d["khat_high"]))
+        else:  # intervals given without the candidates they concern: any that is not a point
+            untrusted = not (np.array_equal(a_up, a) and np.array_equal(a_lo, a))
+        if not untrusted:
+            continue  # every mean trusted: no range, never material
         p = math.exp(a[t] - float(logsumexp(a)))
         p_up[k] = math.exp(a[t] - float(logsumexp(a_up)))
         lse_lo = float(logsumexp(a_lo))

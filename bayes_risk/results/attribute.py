@@ -42,7 +42,8 @@ class AttributeRiskResult(RiskResult):
         stabilised estimator also ``khat_aug_max``, ``ess_aug_min``, ``n_khat_high`` (candidates
         with a mean whose k̂ is above the threshold) and ``p_true_lower`` / ``p_true_upper`` (the
         range of ``p_true`` those means allow, see ``khat_rule`` of
-        :func:`~bayes_risk.attribute_risk`); when the draws come from two or more chains also
+        :func:`~bayes_risk.attribute_risk`; ``NaN`` for a record with no such candidate);
+        when the draws come from two or more chains also
         ``p_true_chain_min`` / ``p_true_chain_max`` (the truth's probability estimated from each
         chain's draws alone) and ``chain_z`` (their largest difference in Monte Carlo standard
         errors), behind the flag ``CHAINS_DISAGREE``.
