@@ -164,7 +164,7 @@ def test_attribute_section_states_what_was_computed(audited, tmp_path):
     sec = html[html.index('<section id="attribute">'):html.index('<section id="disclosure">')]
     for col in ("khat_max", "ess_q_min", "ess_omega_min", "max_omega_max", "boot_rank_q05"):
         assert f"<dt>{col}</dt>" not in sec, col
-    assert "<dt>flags</dt>" in sec
+    assert "<dt>flag_codes</dt>" in sec
     fig = a.result.plot("khat")
     assert isinstance(fig, Figure)
     assert any("no Pareto k-hat" in t.get_text() for t in fig.axes[0].texts)
