@@ -82,10 +82,10 @@ def main() -> None:
     ch = s["between_chain_check"]
     rows.append(("between-chain check", f"{ch['status']} ({ch['reason']})"))
     r = res.records
-    cd = r["flags"].str.contains("CHAINS_DISAGREE", regex=False)
+    cd = r["flag_codes"].str.contains("CHAINS_DISAGREE", regex=False)
     rows.append(("records flagged CHAINS_DISAGREE", f"{int(cd.sum())} of {n} "
                  f"({100 * cd.mean():.2f} %)"))
-    only = cd & (r["flags"] == "CHAINS_DISAGREE")
+    only = cd & (r["flag_codes"] == "CHAINS_DISAGREE")
     rows.append(("  of which with no other flag", f"{int(only.sum())}"))
     rows.append(("records flagged (any flag)", f"{s['n_flagged']} of {n} "
                  f"({100 * s['n_flagged'] / n:.2f} %)"))
