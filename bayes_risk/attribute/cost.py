@@ -7,7 +7,7 @@ the refits' time is estimated from the model's own recorded sampling time (the `
 attribute PyMC and the package's Gibbs sampler store with the posterior draws), scaled by the
 records and by the sweeps of a refit:
 
-    seconds ≈ m × T_fit × (n + n_syn) / n × (tune + refit draws) / (tune + draws)
+    seconds ≈ m × T_fit × (n + n_syn) / n × (tune + thin × refit draws) / (tune + thin × draws)
 
 The measurement is the fit's, i.e. of the machine (and its load) where the model was fitted;
 a run that extended itself (``max_sweeps``) may extend again, or not, in a refit.
@@ -97,7 +97,8 @@ def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None 
     Returns
     -------
     RefitCost
-        ``seconds`` is ``m × T_fit × (n + n_syn) / n × (tune + refit draws) / (tune + draws)``
+        ``seconds`` is
+        ``m × T_fit × (n + n_syn) / n × (tune + thin × refit draws) / (tune + thin × draws)``
         with ``T_fit`` the model's recorded sampling time and ``n`` its records; ``None`` when
         no sampling time is recorded.
     """
@@ -105,15 +106,16 @@ def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None 
     n = int(n) if n else 0
     records = n + int(n_synthetic)
     draws = getattr(model, "draws", None)
-    tune = getattr(model, "tune", 0) or 0
+    tune = int(getattr(model, "tune", 0) or 0)
+    thin = int(getattr(model, "thin", 1) or 1)
     new_draws = int(refit_draws) if refit_draws is not None else draws
     t = _sampling_time(model)
     if t is None or not n or draws is None:
         return RefitCost(m, None, records, new_draws,
                          "the model records no sampling time (draws made elsewhere)")
-    sweeps = (int(tune) + int(new_draws)) / (int(tune) + int(draws))
-    seconds = m * t * (records / n) * sweeps
+    base_sweeps, new_sweeps = tune + thin * int(draws), tune + thin * int(new_draws)
+    seconds = m * t * (records / n) * (new_sweeps / base_sweeps)
     basis = (f"from the model's own fit: {t:.0f} s for {n:,} records and "
-             f"{int(tune) + int(draws)} sweeps per chain; each refit has {records:,} records"
-             + (f" and {int(tune) + int(new_draws)} sweeps" if refit_draws is not None else ""))
+             f"{base_sweeps:,} sweeps per chain; each refit has {records:,} records"
+             + (f" and {new_sweeps:,} sweeps" if refit_draws is not None else ""))
     return RefitCost(m, seconds, records, new_draws, basis)
