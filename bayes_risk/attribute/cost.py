@@ -32,7 +32,7 @@ class RefitCost:
         Number of refits (one per synthetic dataset).
     seconds : float or None
         Estimated wall time of all refits; ``None`` when the model records no sampling time
-        (draws made elsewhere, :meth:`from_posterior`).
+        (draws made elsewhere, ``from_posterior``; a model saved by an earlier version).
     records : int
         Records of each refit (the confidential records and one synthetic dataset).
     draws : int or None
@@ -112,7 +112,8 @@ def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None 
     t = _sampling_time(model)
     if t is None or not n or draws is None:
         return RefitCost(m, None, records, new_draws,
-                         "the model records no sampling time (draws made elsewhere)")
+                         "the model records no sampling time (draws made elsewhere, or a "
+                         "model saved by an earlier version)")
     base_sweeps, new_sweeps = tune + thin * int(draws), tune + thin * int(new_draws)
     seconds = m * t * (records / n) * (new_sweeps / base_sweeps)
     basis = (f"from the model's own fit: {t:.0f} s for {n:,} records and "

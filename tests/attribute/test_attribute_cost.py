@@ -161,3 +161,21 @@ def test_help_states_the_cost(capsys):
         text = " ".join(capsys.readouterr().out.split())
         assert "refits the model once per synthetic dataset" in text
         assert "--refit-draws" in text
+
+
+def test_sequential_regression_records_its_sampling_time():
+    """A SequentialRegression fit records its sampling time as PyMC does, so the cost of its
+    refits is estimated (it was "not estimated" before)."""
+    import numpy as np
+    import pandas as pd
+
+    from bayes_risk.models.seqreg import SequentialRegression
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=50)})
+    df["y"] = df["x"] + rng.normal(size=50)
+    model = SequentialRegression(draws=50, progressbar=False).fit(df, random_seed=1)
+    t = model.posterior_["posterior"].attrs["sampling_time"]
+    assert t > 0
+    cost = refit_cost(model, 50, 2)
+    assert cost.seconds == pytest.approx(2 * 2 * t)  # 2 refits on twice the records
