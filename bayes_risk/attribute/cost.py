@@ -5,7 +5,7 @@ confidential records and ``Z_(l)`` together (methods page 'Attribute disclosure 
 stabilised estimator). A sampler's sweep costs about the same per record whatever the data, so
 the refits' time is estimated from the model's own recorded sampling time (the ``sampling_time``
 attribute PyMC and the package's Gibbs sampler store with the posterior draws), scaled by the
-records and by the sweeps of a refit:
+records and by the sweeps of a refit (``thin``: the thinning the fit's run ended with):
 
     seconds ≈ m × T_fit × (n + n_syn) / n × (tune + thin × refit draws) / (tune + thin × draws)
 
@@ -108,6 +108,12 @@ def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None 
     draws = getattr(model, "draws", None)
     tune = int(getattr(model, "tune", 0) or 0)
     thin = int(getattr(model, "thin", 1) or 1)
+    post = getattr(model, "posterior_", None)
+    try:  # a run that extended itself (max_sweeps) ended at a larger thinning; its refits
+        # start there (DPMPM.fit_augmented), and the recorded time covers every round
+        thin = max(thin, int(post.attrs.get("thin", thin)))
+    except (AttributeError, TypeError, ValueError):
+        pass
     new_draws = int(refit_draws) if refit_draws is not None else draws
     t = _sampling_time(model)
     if t is None or not n or draws is None:

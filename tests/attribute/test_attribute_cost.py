@@ -21,10 +21,19 @@ dpmpm = pytest.importorskip("bayes_risk.models.dpmpm")
 COLS = ["SEX", "MAR", "MIG"]
 
 
-def _fake(seconds, n=100, tune=100, draws=100, thin=1):
-    post = {"posterior": SimpleNamespace(attrs={} if seconds is None
-                                         else {"sampling_time": seconds})}
-    return SimpleNamespace(posterior_=post, _n_records=n, tune=tune, draws=draws, thin=thin)
+class _Tree(dict):
+    """A posterior DataTree's two levels of attributes: the root's (the run) and the
+    posterior group's (the sampler's time)."""
+
+    def __init__(self, seconds, run_thin=None):
+        super().__init__(posterior=SimpleNamespace(
+            attrs={} if seconds is None else {"sampling_time": seconds}))
+        self.attrs = {} if run_thin is None else {"thin": run_thin}
+
+
+def _fake(seconds, n=100, tune=100, draws=100, thin=1, run_thin=None):
+    return SimpleNamespace(posterior_=_Tree(seconds, run_thin), _n_records=n, tune=tune,
+                           draws=draws, thin=thin)
 
 
 def test_refit_cost_scales_with_the_sizes():
@@ -41,6 +50,10 @@ def test_refit_cost_scales_with_the_sizes():
     # thinning: 100 + 5 x 50 = 350 sweeps of a refit against 100 + 5 x 100 = 600
     assert refit_cost(_fake(10.0, thin=5), 100, 5, refit_draws=50).seconds == pytest.approx(
         base.seconds * 350 / 600)
+    # a run that extended itself to thin 4: 100 + 4 x 100 sweeps took the 10 s; its refits
+    # start at thin 4 (100 + 4 x 50 sweeps with refit_draws=50)
+    assert refit_cost(_fake(10.0, run_thin=4), 100, 5, refit_draws=50).seconds == \
+        pytest.approx(base.seconds * 300 / 500)
     assert base.line().startswith("about 5 refits of the model, estimated 1.7 min on this "
                                   "machine (from the model's own fit: 10 s for 100 records")
     # no recorded sampling time (draws made elsewhere): said, not invented
