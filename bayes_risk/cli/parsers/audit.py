@@ -56,7 +56,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
             "identification risk with a radius sweep, attribute risk (with a fitted model or "
             "a CART / random-forest release) and synthpop's empirical disclosure measures, "
             "with a self-contained HTML report (and Markdown) whose first screen gives the "
-            "verdict against thresholds."
+            "verdict against thresholds. With a fitted Bayesian model the attribute step is "
+            "usually most of the time: it refits the model once per synthetic dataset (see "
+            "--refit-draws; the estimate is printed at the step's start)."
         ),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
