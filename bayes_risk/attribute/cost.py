@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RefitCost", "refit_cost"]
+__all__ = ["RefitCost", "refit_cost", "duration"]
 
 
 @dataclass(frozen=True)
@@ -53,10 +53,11 @@ class RefitCost:
             return (f"about {self.n_refits} refits of the model ({self.records:,} records each); "
                     f"time not estimated: {self.basis}")
         return (f"about {self.n_refits} refits of the model, estimated "
-                f"{_minutes(self.seconds)} on this machine ({self.basis})")
+                f"{duration(self.seconds)} on this machine ({self.basis})")
 
 
-def _minutes(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """``seconds`` as the refit lines write it: ``"40 s"``, ``"1.7 min"``, ``"72 min"``."""
     if seconds < 60:
         return f"{max(seconds, 1.0):.0f} s"
     return f"{seconds / 60:.1f} min" if seconds < 600 else f"{seconds / 60:.0f} min"

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import math
 import sys
+import time
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -24,6 +25,7 @@ from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
 from bayes_risk.attribute.candidates import CandidateSpec, parse_candidates
 from bayes_risk.attribute.chains import chain_plan
+from bayes_risk.attribute.cost import duration as _duration
 from bayes_risk.attribute.cost import refit_cost
 from bayes_risk.attribute.diagnostics import khat_threshold, low_ess_threshold
 from bayes_risk.attribute.estimator import bootstrap_counts
@@ -453,13 +455,20 @@ def _augmented_fits(
             # where the progress bars go; printed also when the estimate is unknown
             sys.stderr.write(refit_cost(model, n_syn, m, refit_draws=refit_draws).line() + "\n")
             sys.stderr.flush()
+        models = []
         with _refit_settings(model, refit_draws):
-            models = [
-                model.fit_augmented(data.orig, data.datasets[li], random_seed=seeds[li])
-                for li in progress(range(m), description="refits of the model",
-                                   enabled=progressbar,
-                                   label=lambda k, total: f"refit {k} of {total}")
-            ]
+            for li in progress(range(m), description="refits of the model", enabled=progressbar,
+                               label=lambda k, total: f"refit {k} of {total}"):
+                t0 = time.perf_counter()
+                models.append(model.fit_augmented(data.orig, data.datasets[li],
+                                                  random_seed=seeds[li]))
+                if progressbar and li == 0 and m > 1:
+                    # the first refit measures this machine at the refits' size: the estimate
+                    # from the fit's time also counts its one-off costs (compiling, processes)
+                    took = time.perf_counter() - t0
+                    sys.stderr.write(f"refit 1 of {m} took {_duration(took)}: the other "
+                                     f"{m - 1}, about {_duration(took * (m - 1))}\n")
+                    sys.stderr.flush()
     for a in models:
         if not isinstance(a, SupportsRecordLoglik):
             raise ValidationError(

@@ -5,6 +5,7 @@ audit's ``attribute_estimator`` / ``refit_draws``."""
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from types import SimpleNamespace
 
@@ -76,8 +77,9 @@ def small_fit():
 
 def test_estimate_printed_and_one_bar_counts_the_refits(small_fit, capfd):
     """Before the refits: one line with the number of refits and the estimate; during them one
-    bar "refit k of m" (the refits' own sampler lines and bars silenced); afterwards the model's
-    settings are restored and each refit kept refit_draws draws per chain."""
+    bar "refit k of m" (the refits' own sampler lines and bars silenced) and, after the first,
+    its measured time; afterwards the model's settings are restored and each refit kept
+    refit_draws draws per chain."""
     df, model, syn = small_fit
     capfd.readouterr()
     with warnings.catch_warnings():
@@ -88,6 +90,8 @@ def test_estimate_printed_and_one_bar_counts_the_refits(small_fit, capfd):
     assert "about 3 refits of the model, estimated" in err
     assert "on this machine (from the model's own fit:" in err
     assert "refit 3 of 3" in err
+    # the first refit measures this machine at the refits' size
+    assert re.search(r"refit 1 of 3 took \d+ s: the other 2, about \d+ s", err)
     assert err.index("about 3 refits") < err.index("refit 3 of 3")
     assert "Multiprocess sampling" not in err and "Sequential sampling" not in err
     assert "Gibbs draws" not in err  # the refits' own bars
