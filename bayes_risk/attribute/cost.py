@@ -49,10 +49,11 @@ class RefitCost:
 
     def line(self) -> str:
         """The one line printed before the refits start."""
+        refits = "refit" if self.n_refits == 1 else "refits"
         if self.seconds is None:
-            return (f"about {self.n_refits} refits of the model ({self.records:,} records each); "
+            return (f"about {self.n_refits} {refits} of the model ({self.records:,} records each); "
                     f"time not estimated: {self.basis}")
-        return (f"about {self.n_refits} refits of the model, estimated "
+        return (f"about {self.n_refits} {refits} of the model, estimated "
                 f"{duration(self.seconds)} on this machine ({self.basis})")
 
 

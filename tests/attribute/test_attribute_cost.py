@@ -57,6 +57,7 @@ def test_refit_cost_scales_with_the_sizes():
         pytest.approx(base.seconds * 300 / 500)
     assert base.line().startswith("about 5 refits of the model, estimated 1.7 min on this "
                                   "machine (from the model's own fit: 10 s for 100 records")
+    assert refit_cost(_fake(10.0), 100, 1).line().startswith("about 1 refit of the model, ")
     # no recorded sampling time (draws made elsewhere): said, not invented
     none = refit_cost(_fake(None), 100, 5)
     assert none.seconds is None
