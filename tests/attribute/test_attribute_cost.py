@@ -197,3 +197,28 @@ def test_sequential_regression_records_its_sampling_time():
     assert t > 0
     cost = refit_cost(model, 50, 2)
     assert cost.seconds == pytest.approx(2 * 2 * t)  # 2 refits on twice the records
+
+
+def test_attribute_command_prints_the_estimate_and_refit_draws(tmp_path, capsys):
+    """`bayes-risk attribute` prints the estimate and the refit bar; --refit-draws sets the
+    refits' draws (summary.json: H_augmented); -q silences both."""
+    orig = tmp_path / "orig.csv"
+    br.make_acs_like(60, random_seed=5)[COLS].astype("int64").to_csv(orig, index=False)
+    model, syn = tmp_path / "model", tmp_path / "syn"
+    assert main(["fit", str(orig), "--method", "dpmpm", "--components", "2", "--tune", "10",
+                 "--draws", "40", "--chains", "2", "--cores", "1", "--random-seed", "1",
+                 "--quiet", "--out", str(model)]) == 0
+    assert main(["synthesize", "--model", str(model), "-m", "2", "--random-seed", "2",
+                 "--quiet", "--out", str(syn)]) == 0
+    capsys.readouterr()
+    assert main(["attribute", str(orig), str(syn), "--model", str(model), "--records", "0-2",
+                 "--refit-draws", "20", "--random-seed", "3", "--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err
+    assert "about 2 refits of the model, estimated" in err and "refit 2 of 2" in err
+    assert "Multiprocess sampling" not in err and "Sequential sampling" not in err
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["settings"]["H_augmented"] == [40, 40]
+    assert main(["attribute", str(orig), str(syn), "--model", str(model), "--records", "0-2",
+                 "--random-seed", "3", "--quiet", "--out", str(tmp_path / "b")]) == 0
+    err = capsys.readouterr().err
+    assert "refits of the model" not in err and "refit 2 of 2" not in err
