@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 __all__ = ["progress"]
 
@@ -13,6 +13,7 @@ def progress[T](
     total: int | None = None,
     description: str = "",
     enabled: bool = True,
+    label: Callable[[int, int | None], str] | None = None,
 ) -> Iterator[T]:
     """Iterate while showing a rich progress bar on stderr; a plain pass-through when disabled.
 
@@ -26,6 +27,9 @@ def progress[T](
         Label shown beside the bar.
     enabled : bool
         ``False`` silences the bar (tests, ``--quiet``).
+    label : callable, optional
+        ``label(k, total)`` replaces ``description`` while item ``k`` (1-based) is worked on,
+        e.g. ``"refit 2 of 5"``.
     """
     if not enabled:
         yield from iterable
@@ -53,7 +57,9 @@ def progress[T](
         TimeRemainingColumn(),
     )
     with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
-        task = bar.add_task(description, total=total)
-        for item in iterable:
+        task = bar.add_task(description if label is None else label(1, total), total=total)
+        for k, item in enumerate(iterable, start=1):
+            if label is not None:
+                bar.update(task, description=label(k, total))
             yield item
             bar.advance(task)

@@ -71,6 +71,7 @@ def attribute_risk(
     estimator: Literal["auto", "stabilised", "is"] = "auto",
     augmented: Sequence[Any] | None = None,
     draws: Sequence[int] | np.ndarray | None = None,
+    refit_draws: int | None = None,
     psis: bool = False,
     khat: Literal["all", "base", "none"] = "all",
     khat_rule: Literal["material", "any"] = "material",
@@ -130,6 +131,12 @@ def attribute_risk(
         ``p(Θ | y, Z_(l))`` (default: ``model.fit_augmented(original, Z_(l), random_seed=...)``).
     draws : sequence of int, optional
         Subset of the model's posterior draws to use (default all ``H``).
+    refit_draws : int, optional
+        Kept draws per chain of each of the stabilised estimator's ``m`` refits (default: the
+        model's ``draws``). The refits are most of the run's time: before they start, the
+        estimated time is printed (from the model's recorded sampling time, scaled by the
+        records and sweeps of a refit; :func:`~bayes_risk.attribute.cost.refit_cost`), then one
+        progress bar "refit k of m" runs over them.
     psis : bool
         Pareto-smooth the stabilised estimator's means (methods, The stabilised estimator).
     khat : {"all", "base", "none"}
@@ -208,7 +215,8 @@ def attribute_risk(
     multiply imputed, synthetic data. Journal of Privacy and Confidentiality 6(1).
     """
     if scenario == "empty":
-        _check_low_risk_options(candidates, known, estimator, augmented, draws, psis, compat)
+        _check_low_risk_options(candidates, known, estimator, augmented, draws, psis, compat,
+                                refit_draws)
         return low_risk_attribute_risk(model, original, synthetic, records, prior=prior)
     plan = prepare(
         model,
@@ -232,6 +240,7 @@ def attribute_risk(
         bootstrap=bootstrap,
         random_seed=random_seed,
         progressbar=progressbar,
+        refit_draws=refit_draws,
     )
     ex = as_executor(executor)
     outputs = ex.map(
@@ -246,7 +255,7 @@ def attribute_risk(
 
 def _check_low_risk_options(
     candidates: Any, known: Any, estimator: str, augmented: Any, draws: Any, psis: bool,
-    compat: Any,
+    compat: Any, refit_draws: Any = None,
 ) -> None:
     """Options of the likelihood-based scenarios that ``scenario="empty"`` cannot honour."""
     given = {
@@ -255,6 +264,7 @@ def _check_low_risk_options(
         "estimator": estimator != "auto",
         "augmented": augmented is not None,
         "draws": draws is not None,
+        "refit_draws": refit_draws is not None,
         "psis": bool(psis),
         "compat": compat is not None,
     }

@@ -9,9 +9,13 @@ numbers do not depend on how the records are later partitioned.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
+import sys
+import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,6 +25,8 @@ from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
 from bayes_risk.attribute.candidates import CandidateSpec, parse_candidates
 from bayes_risk.attribute.chains import chain_plan
+from bayes_risk.attribute.cost import duration as _duration
+from bayes_risk.attribute.cost import refit_cost
 from bayes_risk.attribute.diagnostics import khat_threshold, low_ess_threshold
 from bayes_risk.attribute.estimator import bootstrap_counts
 from bayes_risk.attribute.likelihoods import model_access, neighbourhood_index
@@ -93,6 +99,7 @@ def prepare(
     bootstrap: int,
     random_seed: RandomSeed,
     progressbar: bool,
+    refit_draws: int | None = None,
 ) -> AttributePlan:
     """Validate the arguments of :func:`bayes_risk.attribute.attribute_risk` and build its plan.
 
@@ -140,7 +147,7 @@ def prepare(
     # the bootstrap stream children[0] gives the counts of p(Θ | y) first, then those of the
     # augmented fits; children[2 + l] seeds the augmented fit of Z_(l)
     aug = _augmented_fits(model, data, est, augmented, children[2:], progressbar,
-                          draw_plan.n_boot, children[0])
+                          draw_plan.n_boot, children[0], refit_draws)
     return AttributePlan(
         model=model_access(model),
         data=data,
@@ -422,9 +429,10 @@ def _draw_plan(
 def _augmented_fits(
     model: Any, data: AnalysisData, est: str, augmented: Sequence[Any] | None,
     seeds: Sequence[np.random.Generator], progressbar: bool, n_boot: int,
-    boot_rng: np.random.Generator,
+    boot_rng: np.random.Generator, refit_draws: int | None = None,
 ) -> AugmentedFits:
     """The ``m`` models with draws of ``p(Θ | y, Z_(l))`` (stabilised estimator only)."""
+    _check_refit_draws(refit_draws, model, est, augmented)
     if est != "stabilised":
         return AugmentedFits()
     m = data.m
@@ -441,10 +449,26 @@ def _augmented_fits(
                 "fit_augmented (bayes_risk.protocols.SupportsAugmentedFit); pass "
                 "augmented=[...] or use estimator='is'."
             )
-        models = [
-            model.fit_augmented(data.orig, data.datasets[li], random_seed=seeds[li])
-            for li in progress(range(m), description="augmented fits", enabled=progressbar)
-        ]
+        if progressbar:  # the cost, stated before the work
+            sel = getattr(model, "synthesized_records_", None)
+            n_syn = int(np.count_nonzero(sel)) if sel is not None else len(data.datasets[0])
+            # where the progress bars go; printed also when the estimate is unknown
+            sys.stderr.write(refit_cost(model, n_syn, m, refit_draws=refit_draws).line() + "\n")
+            sys.stderr.flush()
+        models = []
+        with _refit_settings(model, refit_draws):
+            for li in progress(range(m), description="refits of the model", enabled=progressbar,
+                               label=lambda k, total: f"refit {k} of {total}"):
+                t0 = time.perf_counter()
+                models.append(model.fit_augmented(data.orig, data.datasets[li],
+                                                  random_seed=seeds[li]))
+                if progressbar and li == 0 and m > 1:
+                    # the first refit measures this machine at the refits' size: the estimate
+                    # from the fit's time also counts its one-off costs (compiling, processes)
+                    took = time.perf_counter() - t0
+                    sys.stderr.write(f"refit 1 of {m} took {_duration(took)}: the other "
+                                     f"{m - 1}, about {_duration(took * (m - 1))}\n")
+                    sys.stderr.flush()
     for a in models:
         if not isinstance(a, SupportsRecordLoglik):
             raise ValidationError(
@@ -457,6 +481,51 @@ def _augmented_fits(
         counts=[bootstrap_counts(boot_rng, n_boot, h) for h in h_aug] if n_boot else [],
         khat_thresholds=[khat_threshold(h) for h in h_aug],
     )
+
+
+def _check_refit_draws(refit_draws: Any, model: Any, est: str, augmented: Any) -> None:
+    """``refit_draws`` is a positive integer and applies only to refits this function makes."""
+    if refit_draws is None:
+        return
+    if isinstance(refit_draws, bool) or not isinstance(refit_draws, (int, np.integer)) \
+            or refit_draws < 1:
+        raise ValidationError(f"refit_draws must be an integer >= 1. Got {refit_draws!r}.")
+    if est != "stabilised" or augmented is not None or not hasattr(model, "draws"):
+        raise ValidationError(
+            "refit_draws sets the kept draws per chain of the stabilised estimator's refits of "
+            "a Bayesian model (fit_augmented); it does not apply here (estimator "
+            f"{est!r}{', augmented given' if augmented is not None else ''}).",
+            code="OPTION_CONFLICT",
+        )
+
+
+@contextlib.contextmanager
+def _refit_settings(model: Any, refit_draws: int | None) -> Iterator[None]:
+    """The refits run without their own progress bars and PyMC's per-fit log lines (one bar
+    over the refits replaces them) and with ``refit_draws`` kept draws per chain; the model's
+    settings are restored afterwards."""
+    saved = {k: getattr(model, k) for k in ("progressbar", "draws") if hasattr(model, k)}
+    # a filter, not the level: the Gibbs sampler resets the "pymc" logger's level per fit
+    pymc_log = logging.getLogger("pymc")
+    quiet = _BelowWarning()
+    try:
+        if "progressbar" in saved:
+            model.progressbar = False
+        if refit_draws is not None:
+            model.draws = int(refit_draws)
+        pymc_log.addFilter(quiet)
+        yield
+    finally:
+        for k, v in saved.items():
+            setattr(model, k, v)
+        pymc_log.removeFilter(quiet)
+
+
+class _BelowWarning(logging.Filter):
+    """Drops the sampler's per-fit INFO lines ("Multiprocess sampling ...")."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING
 
 
 def _candidate_rule(

@@ -153,6 +153,9 @@ class AuditPlan:
     max_order: int = 1
     #: imputed columns of the utility step (``"auto"``: recorded in the release, else inferred)
     imputed: Any = "auto"
+    #: estimator of the attribute step and kept draws per chain of its refits (None: the model's)
+    attribute_estimator: str = "auto"
+    refit_draws: int | None = None
     settings: list[Setting] = field(default_factory=list)
 
     @property

@@ -492,6 +492,7 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     res = attribute_risk(
         model, ctx.original, ctx.synthetic, p.attribute_records,
         candidates=_candidates(ctx, p.synthesized), prior="uniform", scenario="worst_case",
+        estimator=p.attribute_estimator, refit_draws=p.refit_draws,
         random_seed=p.random_seed, progressbar=ctx.progressbar,
     )
     summary = res.to_dict()

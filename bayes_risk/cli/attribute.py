@@ -3,6 +3,7 @@
     bayes-risk attribute ORIGINAL SYN [SYN ...] [--model FITTED_MODEL_DIR]
         [--records 0-199|FILE] [--candidates one-variable|full|grid:percent:0.1:11]
         [--prior uniform|truth-weighted:2|empirical:1] [--estimator auto|stabilised|is]
+        [--refit-draws N]
         [--scenario worst-case|partially-known|empty|largest-value|second-largest|
          two-largest-sum [--column COL] [--upper U] [--total-known] [--delta D]]
         [--bootstrap 200] [--random-seed N] [--scheduler ADDRESS | --workers N]
@@ -36,11 +37,11 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
         model = load_model(args.model)
         check_model_original(args, model, original)
         if getattr(model, "method_name", None) in ("cart", "rf"):  # its plug-in likelihood
-            if args.estimator != "auto" or args.psis:
+            if args.estimator != "auto" or args.psis or args.refit_draws is not None:
                 raise ValidationError(
-                    "--estimator and --psis apply to Bayesian models; a CART or random-forest "
-                    "synthesizer uses the plug-in likelihood (docs: methods page 'Attribute "
-                    "disclosure risk').",
+                    "--estimator, --refit-draws and --psis apply to Bayesian models; a CART or "
+                    "random-forest synthesizer uses the plug-in likelihood (docs: methods page "
+                    "'Attribute disclosure risk').",
                     code="OPTION_CONFLICT",
                 )
             return plugin_likelihood(model, original, random_seed=args.random_seed)
@@ -54,9 +55,10 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
             f"by 'bayes-risk synthesize --method cart|rf' (this release: {synthetic.method!r}).",
             code="OPTION_REQUIRED",
         )
-    if args.estimator != "auto" or args.psis:
+    if args.estimator != "auto" or args.psis or args.refit_draws is not None:
         raise ValidationError(
-            "--estimator and --psis apply to Bayesian models; a CART or random-forest release "
+            "--estimator, --refit-draws and --psis apply to Bayesian models; a CART or "
+            "random-forest release "
             "uses the plug-in likelihood (docs: methods page 'Attribute disclosure risk').",
             code="OPTION_CONFLICT",
         )
@@ -235,6 +237,7 @@ def run(args: argparse.Namespace) -> int:
             scenario=scenario,
             known=args.known,
             estimator=args.estimator,
+            refit_draws=args.refit_draws,
             psis=args.psis,
             khat=args.khat,
             bootstrap=args.bootstrap,

@@ -99,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
         pmse_method=args.pmse_method, max_order=args.max_order,
         imputed=imputed_arg(args.imputed),
         ngroups_target=_ngroups(args.ngroups_target), attribute_records=records,
+        attribute_estimator=args.attribute_estimator, refit_draws=args.refit_draws,
         thresholds=args.threshold, show_confidential_values=args.show_confidential_values,
         random_seed=args.random_seed, progressbar=not args.quiet,
     )

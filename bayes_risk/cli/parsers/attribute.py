@@ -15,12 +15,20 @@ from bayes_risk.cli._common import (
 )
 from bayes_risk.cli.parsers import Handler, add_deprecated_alias
 
-__all__ = ["add_parser", "SCENARIO_CHOICES", "LARGEST_VALUE_CHOICES"]
+__all__ = ["add_parser", "SCENARIO_CHOICES", "LARGEST_VALUE_CHOICES", "REFIT_COST_HELP"]
 
 #: ``--scenario`` values; the last three are the Wei & Reiter largest-value scenarios
 SCENARIO_CHOICES = ("worst-case", "partially-known", "empty", "largest-value", "second-largest",
                     "two-largest-sum")
 LARGEST_VALUE_CHOICES = SCENARIO_CHOICES[3:]
+#: the cost of the stabilised estimator, stated in --help of attribute and audit
+REFIT_COST_HELP = (
+    "Cost: the stabilised estimator refits the model once per synthetic dataset (m refits, "
+    "each on the original plus one synthetic dataset, so about 2 x the records): expect about "
+    "m x 2 x the time of the model's own fit. The estimate, from the model's recorded "
+    "sampling time, is printed before the refits start (docs: user guide, Attribute risk, "
+    "Cost of the refits); --estimator is (importance sampling) makes no refit"
+)
 # --delta of the largest-value scenarios: the default of attribute.summaries.largest_value
 DEFAULT_DELTA = 0.05
 
@@ -41,7 +49,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "class P models. A record's missing synthesized values (empty cells, and the codes "
             "declared when the model was fitted, such as -8) are not guessed: DPMPM integrates "
             "them out; the CART and random-forest plug-ins hold them as released (the intruder "
-            "knows which values are missing; docs: user guide, Missing values)."
+            "knows which values are missing; docs: user guide, Missing values). "
+            + REFIT_COST_HELP + "."
         ),
     )
     p.add_argument(
@@ -107,6 +116,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default="auto",
         choices=["auto", "stabilised", "is"],
         help="auto: stabilised for class P models, importance sampling (is) for class O",
+    )
+    p.add_argument(
+        "--refit-draws",
+        type=int,
+        default=None,
+        metavar="N",
+        help="kept draws per chain of each refit of the stabilised estimator (default: the "
+        "model's draws). " + REFIT_COST_HELP,
     )
     p.add_argument("--psis", action="store_true", help="Pareto-smooth the stabilised estimator")
     p.add_argument(

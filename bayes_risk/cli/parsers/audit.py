@@ -13,6 +13,7 @@ from bayes_risk.cli._common import (
     add_type_arguments,
 )
 from bayes_risk.cli.parsers import Handler
+from bayes_risk.cli.parsers.attribute import REFIT_COST_HELP
 
 __all__ = ["add_parser"]
 
@@ -55,7 +56,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
             "identification risk with a radius sweep, attribute risk (with a fitted model or "
             "a CART / random-forest release) and synthpop's empirical disclosure measures, "
             "with a self-contained HTML report (and Markdown) whose first screen gives the "
-            "verdict against thresholds."
+            "verdict against thresholds. With a fitted Bayesian model the attribute step is "
+            "usually most of the time: it refits the model once per synthetic dataset (see "
+            "--refit-draws; the estimate is printed at the step's start)."
         ),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -95,6 +98,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "value is a level)")
     g.add_argument("--records", default=None, metavar="RANGE|FILE",
                    help=f"records for attribute risk (default all): {RECORDS_HELP}")
+    g.add_argument("--attribute-estimator", default="auto", choices=["auto", "stabilised", "is"],
+                   help="estimator of the attribute step (as 'bayes-risk attribute "
+                   "--estimator'; default auto: stabilised for class P models)")
+    g.add_argument("--refit-draws", type=int, default=None, metavar="N",
+                   help="kept draws per chain of each refit of the attribute step's stabilised "
+                   "estimator (default: the model's draws). " + REFIT_COST_HELP)
     g.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
                    help="verdict threshold (repeat; names and defaults below)")
     p.add_argument("--skip", nargs="+", default=None, metavar="STEP",
