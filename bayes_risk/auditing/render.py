@@ -168,13 +168,28 @@ def _step_section(step: str, anchor: str, title: str) -> Callable[..., Callable[
 def _verdicts(result: Any, links: _Links) -> list[dict[str, Any]]:
     out = []
     for v in result.verdicts:
+        u = f" {v.unit}" if v.unit else ""
+        val = links.num(v.value, v.source)
+        val.text += u
         out.append({
-            "step": v.step, "measure": v.measure, "value": links.num(v.value, v.source),
-            "threshold": ("≤ " if v.direction == "max" else "≥ ") + format_number(v.threshold),
-            "exceeds": v.exceeds, "detail": v.detail,
+            "step": v.step, "measure": v.measure, "value": val,
+            "threshold": ("≤ " if v.direction == "max" else "≥ ") + format_number(v.threshold)
+            + u,
+            "exceeds": v.exceeds, "detail": v.detail, "spread": v.spread,
+            "cause": v.cause, "remedies": list(v.remedies),
             "warnings": [(c, message(c)) for c in v.warnings],
         })
     return out
+
+
+def _intruders(result: Any) -> list[tuple[str, str]]:
+    """Who the intruder of each verdict line is, once per distinct description."""
+    seen: dict[str, list[str]] = {}
+    for v in result.verdicts:
+        if v.intruder:  # the disclosure lines differ by keys and target: named by measure
+            seen.setdefault(v.intruder, []).append(v.measure if v.step == "disclosure"
+                                                   else v.step)
+    return [(", ".join(dict.fromkeys(ms)), who) for who, ms in seen.items()]
 
 
 @_step_section("utility", "utility", "Utility")
@@ -563,6 +578,7 @@ def _context(result: Any, links: _Links) -> dict[str, Any]:
         "n": f"{plan.n_records:,}", "m": plan.m, "method": method,
         "synthesized": ", ".join(plan.synthesized), "known": ", ".join(plan.known),
         "verdicts": _verdicts(result, links),
+        "intruders": _intruders(result),
         "complete": result.complete,
         # the first sentence says the audit is incomplete when a step failed
         "verdict_sentences": result.verdict_sentences(),

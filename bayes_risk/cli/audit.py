@@ -17,6 +17,7 @@ for another reason (the report is written; its verdict opens with "The audit is 
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 __all__ = ["run"]
@@ -110,9 +111,14 @@ def run(args: argparse.Namespace) -> int:
              + res.verdict_text]
     for v in res.verdicts:
         sign = "<=" if v.direction == "max" else ">="
+        u = f" {v.unit}" if v.unit else ""
         lines.append(f"{'EXCEEDS' if v.exceeds else 'within '}  {v.measure}: "
-                     f"{v.value:.4g} (threshold {sign} {v.threshold:g})"
+                     f"{v.value:.4g}{u} (threshold {sign} {v.threshold:g}{u}; {v.spread})"
                      + (f" [warning: {', '.join(v.warnings)}]" if v.warnings else ""))
+        if v.cause:  # short: the first clause of the cause, each remedy up to its details
+            lines.append(f"    cause: {v.cause.split('; ')[0]}")
+            lines.append("    remedies: " + "; ".join(re.split(r" \(|, so|: ", r)[0]
+                                                     for r in v.remedies))
     checks = res.convergence_checks
     if checks:
         from bayes_risk.models._bayesian_convergence import checks_headline

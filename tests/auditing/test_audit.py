@@ -281,10 +281,13 @@ def test_identification_verdicts_at_one_radius(release, audited_hh):
     assert pool.settings["aggregation"] == "pooled"
     assert pool.file["true_match_rate_targets"] == pytest.approx(
         pooled.headline.file["true_match_rate_targets"])
-    assert tm.value == pytest.approx(max(pool.file["true_match_rate_targets"],
-                                         per.file["true_match_rate_targets"]))
-    assert em.value == pytest.approx(max(pool.file["expected_match_rate"],
-                                         per.file["expected_match_rate"]))
+    # rates in per cent, thresholds too (one unit on every line)
+    assert tm.unit == em.unit == "%"
+    assert tm.value == pytest.approx(100 * max(pool.file["true_match_rate_targets"],
+                                               per.file["true_match_rate_targets"]))
+    assert em.value == pytest.approx(100 * max(pool.file["expected_match_rate"],
+                                               per.file["expected_match_rate"]))
+    assert em.threshold == pytest.approx(100 * res.plan.thresholds.expected_match_rate)
     for line in (em, tm):
         assert "pooled over the m = 2 datasets" in line.detail
         assert f"(radius {r_pool})" in line.detail and f"(radius {sw.r_star})" in line.detail
@@ -308,8 +311,9 @@ def test_identification_verdict_never_below_the_pooled_intruder(release, tmp_pat
     pooled, per = ident.extra["pooled"].headline.file, ident.result.file
     v = {x.measure: x for x in res.verdicts}
     tm = v["true match rate (correct unique matches)"]
-    assert tm.value == max(pooled["true_match_rate_targets"], per["true_match_rate_targets"])
-    assert tm.value >= pooled["true_match_rate_targets"]
+    assert tm.value == pytest.approx(
+        100 * max(pooled["true_match_rate_targets"], per["true_match_rate_targets"]))
+    assert tm.value >= 100 * pooled["true_match_rate_targets"] - 1e-9
     assert pooled["true_match_rate_targets"] > per["true_match_rate_targets"]
 
 
@@ -336,7 +340,7 @@ def test_verdict_lines_name_the_warnings_that_question_them(audited, tmp_path):
     assert "<strong class=\"caveat\">SEPARATION</strong>: perfect or quasi-perfect separation" \
         in html
     md = r2.to_markdown(out / "caveat.md").read_text()
-    assert "within (warning) | theory null; **SEPARATION**: perfect or quasi" in md
+    assert "within (warning) |  | theory null; **SEPARATION**: perfect or quasi" in md
 
 
 def test_marginals_leave_missing_value_codes_out_of_the_numbers():
@@ -471,9 +475,9 @@ def test_utility_risk_figure_at_the_verdict_radius(audited_hh):
     v = {x.measure: x for x in res.verdicts}["expected match rate at the maximising radius"]
     # one point per dataset: their mean is the per-dataset figure the verdict line names; the
     # line reads the larger of it and the pooled figure
-    per = pts[col].mean() / res.plan.n_records
-    assert f"mean per dataset {per:.3g} (radius {sw.r_star})" in v.detail
-    assert v.value >= per - 1e-12
+    per = pts[col].mean() / res.plan.n_records * 100  # per cent, as the line
+    assert f"mean per dataset {per:.3g} % (radius {sw.r_star})" in v.detail
+    assert v.value >= per - 1e-9
     html = res.to_html(out / "ur.html").read_text()
     assert "Hu 2021, Figs 8 and 9" in html and "Hornby" in html
     assert "seed 002" not in html
