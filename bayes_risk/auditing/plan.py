@@ -154,6 +154,8 @@ class AuditPlan:
     #: imputed columns of the utility step (``"auto"``: recorded in the release, else inferred)
     imputed: Any = "auto"
     settings: list[Setting] = field(default_factory=list)
+    #: the synthesized columns that are numeric (CART's smoothing applies to them)
+    numeric_synthesized: list[str] = field(default_factory=list)
 
     @property
     def known(self) -> list[str]:

@@ -308,12 +308,15 @@ class AuditResult(RiskResult):
     def _unsynthesized(self, cols: Sequence[str]) -> list[str]:
         return [c for c in cols if c not in self.plan.synthesized]
 
-    def _smoothing(self) -> list[str]:
-        """The smoothing remedy, when the release is CART's (which releases donor values)."""
-        if (self.plan.method or "").lower() not in ("cart", "ctree"):
+    def _smoothing(self, cols: Sequence[str]) -> list[str]:
+        """The smoothing remedy, when the release is CART's (which releases donor values) and
+        some of ``cols`` are synthesized numeric columns (smoothing applies to those only)."""
+        num = [c for c in cols if c in self.plan.numeric_synthesized]
+        if (self.plan.method or "").lower() not in ("cart", "ctree") or not num:
             return []
-        return ["smooth CART's numeric values (bayes-risk synthesize --smoothing; "
-                "smoothing=True), so that donors' original values are not released as they are"]
+        return [f"smooth CART's numeric values of {', '.join(num)} (bayes-risk synthesize "
+                "--smoothing; smoothing=True), so that donors' original values are not "
+                "released as they are"]
 
     def _utility_cause(self, u: StepOutcome) -> tuple[str, list[str]]:
         top = u.extra.get("drivers") or []
@@ -354,7 +357,7 @@ class AuditResult(RiskResult):
                  "release shows is ranked above one it never shows")
         if (self.plan.method or "").lower() in ("cart", "ctree"):
             cause += ", as CART releases original (donor) values"
-        rem = [*self._smoothing(),
+        rem = [*self._smoothing(self.plan.synthesized),
                f"release fewer synthetic datasets (m = {m} now): each is one more chance "
                "that a record's true value is released",
                "coarsen the synthesized values (bands), so fewer are unique to a record"]
@@ -373,7 +376,7 @@ class AuditResult(RiskResult):
             cause += "; the released value equals the original for " + ", ".join(
                 f"{c}: {x:.3g} % of records" for c, x in eq.items()) + " (mean over datasets)"
         rem = ["coarsen the known columns (bands of ages, fewer levels), so fewer targets are "
-               "unique", *self._smoothing()]
+               "unique", *self._smoothing(self.plan.known)]
         fixed = self._unsynthesized(self.plan.known)
         if fixed:
             rem.append(f"synthesize a known column the intruder matches on ({', '.join(fixed)} "
@@ -393,7 +396,7 @@ class AuditResult(RiskResult):
         fixed = self._unsynthesized(res.keys)
         if fixed:
             rem.append(f"synthesize a key ({', '.join(fixed)} released unchanged)")
-        rem += self._smoothing()
+        rem += self._smoothing(res.keys)
         return cause, rem
 
     def _disco_cause(self, res: Any, t: str) -> tuple[str, list[str]]:
@@ -401,16 +404,16 @@ class AuditResult(RiskResult):
                 if c in res.attrib}
         uio = float(np.nanmean(res.ident["UiO"]))
         rep = float(np.nanmean(res.ident["repU"]))
-        cause = (f"{mean.get('iS', np.nan):.3g} % of records have keys that occur in the "
-                 f"release; for {mean.get('DiS', np.nan):.3g} % the release shows a single "
-                 f"value of {t} for their keys and for {mean.get('DiSCO', np.nan):.3g} % it is "
-                 f"their own ({mean.get('DiSDiO', np.nan):.3g} % also disclosive in the "
-                 f"original); {uio:.3g} % of records are unique on the keys in the original, "
-                 f"{rep:.3g} % reproduced (means over datasets)")
+        cause = (f"for {mean.get('DiSCO', np.nan):.3g} % of records the release shows a "
+                 f"single value of {t} for their keys and it is their own (a single value: "
+                 f"{mean.get('DiS', np.nan):.3g} %; keys that occur in the release: "
+                 f"{mean.get('iS', np.nan):.3g} %; also disclosive in the original: "
+                 f"{mean.get('DiSDiO', np.nan):.3g} %); {uio:.3g} % of records are unique on "
+                 f"the keys in the original, {rep:.3g} % reproduced (means over datasets)")
         rem = ["coarsen the keys, so each combination holds more records with varied "
                f"values of {t}"]
         if t in self.plan.synthesized:
-            rem += self._smoothing()
+            rem += self._smoothing([t])
         else:
             rem.append(f"synthesize the target {t}")
         fixed = self._unsynthesized(res.keys)

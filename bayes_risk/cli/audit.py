@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
                      f"{v.value:.4g}{u} (threshold {sign} {v.threshold:g}{u}; {v.spread})"
                      + (f" [warning: {', '.join(v.warnings)}]" if v.warnings else ""))
         if v.cause:  # short: the first clause of the cause, each remedy up to its details
-            lines.append(f"    cause: {v.cause.split('; ')[0]}")
+            lines.append(f"    cause: {_first_clause(v.cause)}")
             lines.append("    remedies: " + "; ".join(re.split(r" \(|, so|: ", r)[0]
                                                      for r in v.remedies))
     checks = res.convergence_checks
@@ -137,3 +137,13 @@ def run(args: argparse.Namespace) -> int:
     # a step that failed (not on the input: that is an error, exit 2) leaves the audit
     # incomplete: the report is written, and the exit status says so
     return 0 if res.complete else 1
+
+
+def _first_clause(text: str) -> str:
+    """``text`` up to its first "; " outside parentheses (the headline's short cause)."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and text.startswith("; ", i):
+            return text[:i]
+    return text

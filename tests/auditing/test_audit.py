@@ -584,6 +584,9 @@ def test_cli_end_to_end(release, tmp_path):
     assert (out / "report.html").is_file() and (out / "report.md").is_file()
     assert "[audit] step 1/5: utility" in r.stderr  # progress shown
     assert "repU (%)" in r.stdout and "report:" in r.stdout
+    # the headline: each line with its spread; a line past its threshold with its cause, short
+    assert "(min–max over 2)" in r.stdout
+    assert "    cause: " in r.stdout and "    remedies: " in r.stdout
     top = json.loads((out / "summary.json").read_text())
     assert top["command"] == "audit" and top["thresholds"]["repU"] == 50.0
     assert top["inputs"]["original"] == str(orig)
@@ -1008,3 +1011,126 @@ def test_repu_is_one_line_per_set_of_keys(release, tmp_path):
     assert len(lines) == len(keysets) < len(d)
     assert [v.measure for v in res.verdicts if v.measure.startswith("DiSCO")] == [
         f"DiSCO (%), target {t}" for t in d]
+
+
+# ---- verdict lines a release board can act on (issue 35, item 1) ------------------------------
+
+
+def test_verdict_lines_carry_a_computed_cause_and_remedies(release, audited_hh):
+    """A line on the wrong side of its threshold names one cause computed from the run (numbers
+    checked here by brute force) and the remedies that would move it; a line within its
+    threshold has neither."""
+    res, out = audited_hh
+    orig, syn = release
+    data = pd.read_csv(orig)
+    sd = br.read_synthetic(str(syn))
+    known = [*KNOWN, "Income"]
+    v = {x.measure: x for x in res.verdicts}
+    # identification: targets unique on the known columns, released Income equal to the truth
+    n_uniq = int((data.groupby(known, dropna=False)[known[0]].transform("size") == 1).sum())
+    eq = np.mean([(data["Income"].to_numpy() == z["Income"].to_numpy()).mean()
+                  for z in sd]) * 100
+    em = v["expected match rate at the maximising radius"]
+    assert em.exceeds
+    assert f"{n_uniq:,} of {len(data):,} targets" in em.cause
+    assert f"Income: {eq:.3g} % of records" in em.cause
+    assert any("--smoothing" in r for r in em.remedies)
+    assert any(r.startswith("synthesize a known column") and "Age, Urban, Marital" in r
+               for r in em.remedies)
+    # repU: the original's uniques on the keys and the share of them reproduced
+    rep = next(x for x in res.verdicts if x.measure.startswith("repU"))
+    d = next(iter(res.step("disclosure").result.values()))
+    uio, repu = d.ident["UiO"].mean(), d.ident["repU"].mean()
+    assert rep.exceeds and f"{repu / uio * 100:.3g} % of them are reproduced" in rep.cause
+    # DiSCO of a categorical target: smoothing (numeric values only) is not offered for it
+    disco = next(x for x in res.verdicts if x.measure.startswith("DiSCO"))
+    assert disco.exceeds and disco.cause.startswith(
+        f"for {d.attrib['DiSCO'].mean():.3g} % of records the release shows a single value")
+    if disco.measure.endswith("Tenure"):
+        assert not any("--smoothing" in r for r in disco.remedies)
+    for x in res.verdicts:
+        assert bool(x.cause) == bool(x.remedies)
+        if not x.exceeds:
+            assert x.cause == "" and x.remedies == ()
+    # in summary.json's verdicts, and on the report's verdict table
+    top = json.loads((out / "summary.json").read_text())
+    row = next(r for r in top["verdicts"] if r["measure"] == em.measure)
+    assert row["cause"] == em.cause and row["remedies"] == list(em.remedies)
+    html = res.to_html(out / "cause.html").read_text()
+    verdict = html.split('<section id="verdict">')[1].split("</section>")[0]
+    assert "<strong>Cause:</strong>" in verdict and "<strong>Remedies:</strong>" in verdict
+    md = res.to_markdown(out / "cause.md").read_text()
+    assert "**Cause:**" in md
+
+
+def test_attribute_cause_counts_true_values_among_the_released(release, audited):
+    """The attribute line's cause: the share of assessed records whose true synthesized value is
+    among the m values released for that record, against their ±k % alternatives (brute
+    force: the ±10 % grid of 11 points of the attribute step)."""
+    res, _ = audited
+    orig, syn = release
+    data = pd.read_csv(orig)
+    sd = [z for z in br.read_synthetic(str(syn))]
+    line = next(x for x in res.verdicts if x.step == "attribute")
+    assert line.exceeds  # CART, m = 2: the truth is released for most records
+    recs = list(range(25))
+    true_inc = np.mean([data["Income"][i] in {z["Income"][i] for z in sd} for i in recs])
+    grid = np.linspace(-0.1, 0.1, 11)[np.linspace(-0.1, 0.1, 11) != 0]
+    alt_inc = np.mean([bool({data["Income"][i] * (1 + g) for g in grid}
+                            & {z["Income"][i] for z in sd}) for i in recs])
+    true_ten = np.mean([data["Tenure"][i] in {z["Tenure"][i] for z in sd} for i in recs])
+    assert (f"Income: truth among the record's 2 released values for {true_inc * 100:.3g} % "
+            f"of records, a ±k % alternative for {alt_inc * 100:.3g} %") in line.cause
+    assert f"Tenure: truth among the record's 2 released values for {true_ten * 100:.3g} %" \
+        in line.cause
+    assert "CART releases original (donor) values" in line.cause
+    assert any("--smoothing" in r and "Income" in r for r in line.remedies)
+    assert any("fewer synthetic datasets (m = 2 now)" in r for r in line.remedies)
+
+
+def test_every_verdict_line_has_a_spread_and_one_unit(audited, audited_hh):
+    """Each line states the spread over the m datasets (min–max where the measure is per
+    dataset) or that it is pooled; rates are in per cent, thresholds in the same unit."""
+    for res, _ in (audited, audited_hh):
+        for v in res.verdicts:
+            assert v.spread, v.measure
+    res, _ = audited_hh
+    v = {x.measure: x for x in res.verdicts}
+    r = res.step("utility").result
+    sp = v["mean S_pMSE (pMSE / null expectation)"]
+    assert sp.unit == "" and sp.spread.startswith(
+        f"per dataset {min(r.pmse.ratio):.3g}–{max(r.pmse.ratio):.3g} ")
+    d = next(iter(res.step("disclosure").result.values()))
+    rep = next(x for x in res.verdicts if x.measure.startswith("repU"))
+    assert rep.spread.startswith(
+        f"per dataset {d.ident['repU'].min():.3g}–{d.ident['repU'].max():.3g} %")
+    em = v["expected match rate at the maximising radius"]
+    assert em.spread.startswith("pooled over the 2 datasets, no spread; per dataset ")
+    res, _ = audited
+    a = next(x for x in res.verdicts if x.step == "attribute")
+    s = res.step("attribute").extra["summary"]
+    assert a.unit == "%" and a.value == pytest.approx(100 * s["unflagged"]["prop_top"])
+    assert a.threshold == pytest.approx(100 * res.plan.thresholds.prop_top)
+    assert "no spread" in a.spread and "random guess" in a.detail and " %" in a.detail
+    # no fraction beside per cent: every rate line is in per cent
+    assert all(x.unit == "%" for x in res.verdicts + audited_hh[0].verdicts
+               if x.step != "utility")
+
+
+def test_report_header_names_the_intruder_of_every_line_and_folds_detail(audited_hh):
+    """The header says who the intruder of each line is; the step sections' tables sit behind a
+    <details> element (caption visible), so the first screen is the verdict."""
+    res, out = audited_hh
+    html = res.to_html(out / "intruders.html").read_text()
+    header = html.split("<header>")[1].split("</header>")[0]
+    assert "The intruder of each verdict line" in header
+    assert "identification</strong>: knows Age, Urban, Marital, Income of every target" in header
+    assert "repU (%), keys Age, Urban, Marital, Income</strong>: knows the keys" in header
+    assert "the intruder knows:" not in header
+    body = html.split('<section id="verdict">')[1]
+    verdict, rest = body.split("</section>", 1)
+    assert "<details" not in verdict
+    assert rest.count("<details class=\"table\">") >= 3
+    assert "<figure class=\"table\">" not in html
+    md = res.to_markdown(out / "intruders.md").read_text()
+    assert "The intruder of each verdict line" in md
