@@ -182,6 +182,14 @@ def _verdicts(result: Any, links: _Links) -> list[dict[str, Any]]:
     return out
 
 
+def _baseline(b: Any, links: _Links) -> dict[str, Any]:
+    u = f" {b.unit}" if b.unit else ""
+    val = links.num(b.value, b.source)
+    val.text += u
+    return {"step": b.step, "measure": b.measure, "value": val,
+            "threshold": format_number(b.threshold) + u, "why": b.why, "code": b.code}
+
+
 def _intruders(result: Any) -> list[tuple[str, str]]:
     """Who the intruder of each verdict line is, once per distinct description."""
     seen: dict[str, list[str]] = {}
@@ -582,10 +590,7 @@ def _context(result: Any, links: _Links) -> dict[str, Any]:
         "complete": result.complete,
         # the first sentence says the audit is incomplete when a step failed
         "verdict_sentences": result.verdict_sentences(),
-        "baselines": [{"step": b.step, "measure": b.measure,
-                       "value": links.num(b.value, b.source),
-                       "threshold": format_number(b.threshold), "why": b.why, "code": b.code}
-                      for b in result.baselines],
+        "baselines": [_baseline(b, links) for b in result.baselines],
         "steps": steps,
         "sections": [s for s in sections if s.status == "ran"],
         "settings": settings.to_dict(orient="records"),

@@ -162,6 +162,8 @@ class Baseline:
     source: str | None
     why: str
     code: str = "RELEASE_INDEPENDENT"
+    #: "%" for rates (value and threshold in per cent), as on the verdict lines
+    unit: str = ""
 
 
 @dataclass(repr=False)
@@ -282,7 +284,8 @@ class AuditResult(RiskResult):
                     out.append(Baseline(
                         "disclosure", f"repU (%), keys {keys}", float(means["repU"]), th.repU,
                         rep_src, f"the keys ({keys}) are not synthesized: repU equals UiO, "
-                        "the original's sample uniques on the keys, in every dataset"))
+                        "the original's sample uniques on the keys, in every dataset",
+                        unit="%"))
                 else:
                     v = Verdict("disclosure", f"repU (%), keys {keys}",
                                 float(means["repU"]), th.repU, "max", rep_src, unit="%",
@@ -294,7 +297,7 @@ class AuditResult(RiskResult):
                     out.append(Baseline(
                         "disclosure", f"DiSCO (%), target {t}", float(means["DiSCO"]),
                         th.DiSCO, dsrc, f"neither the keys ({keys}) nor the target are "
-                        "synthesized: the release shows the original's values"))
+                        "synthesized: the release shows the original's values", unit="%"))
                 else:
                     v = Verdict("disclosure", f"DiSCO (%), target {t}",
                                 float(means["DiSCO"]), th.DiSCO, "max", dsrc,
@@ -471,7 +474,7 @@ class AuditResult(RiskResult):
         if self.plan.identification_release_independent:
             why = (f"the intruder knows only unsynthesized columns "
                    f"({', '.join(self.plan.known)}), which the release carries unchanged")
-            return [Baseline("identification", lab, v, t, src, f"{why}; {d}")
+            return [Baseline("identification", lab, v, t, src, f"{why}; {d}", unit="%")
                     for (lab, v, d, _), t in zip(lines, thr, strict=True)]
         who = self._identification_intruder()
         cause = self._identification_cause(i)
@@ -515,7 +518,8 @@ class AuditResult(RiskResult):
             why = (f"the intruder knows only unsynthesized columns "
                    f"({', '.join(self.plan.known)}), which the release carries unchanged")
             return [Baseline("identification", m, v, t, src,
-                             why + (f"; {d}" if d else "")) for m, v, t, src, d in lines]
+                             why + (f"; {d}" if d else ""), unit="%")
+                    for m, v, t, src, d in lines]
         who = self._identification_intruder()
         cause = self._identification_cause(i)
         pdd = getattr(star or i.result, "per_dataset", None) or {}
@@ -609,9 +613,10 @@ class AuditResult(RiskResult):
         """The figures that cannot depend on the release (baselines of the original)."""
         return pd.DataFrame(
             [{"step": b.step, "measure": b.measure, "value": b.value,
-              "threshold": b.threshold, "source": b.source, "why": b.why, "code": b.code}
+              "threshold": b.threshold, "unit": b.unit, "source": b.source, "why": b.why,
+              "code": b.code}
              for b in self.baselines],
-            columns=["step", "measure", "value", "threshold", "source", "why", "code"],
+            columns=["step", "measure", "value", "threshold", "unit", "source", "why", "code"],
         )
 
     def to_dict(self) -> dict[str, Any]:

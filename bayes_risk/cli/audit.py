@@ -130,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
     if res.baselines:
         lines.append("baseline of the original (cannot depend on the release; not a verdict) "
                      "[RELEASE_INDEPENDENT]:")
-        lines += [f"  baseline {b.measure}: {b.value:.4g} ({b.why})" for b in res.baselines]
+        lines += [f"  baseline {b.measure}: {b.value:.4g}{' ' + b.unit if b.unit else ''} "
+                  f"({b.why})" for b in res.baselines]
     lines += [f"{s.title}: {s.status} — {s.reason}" for s in res.steps if s.status != "ran"]
     lines.append(f"report: {Path(args.out) / 'report.html'} (and report.md)")
     print_summary(lines, args.out)

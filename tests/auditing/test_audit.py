@@ -776,6 +776,10 @@ def test_release_independent_figures_are_a_baseline(audited):
     assert not [v for v in res.verdicts if v.measure.startswith("repU")]
     base = {b.measure: b for b in res.baselines}
     assert base["expected match rate at the maximising radius"].step == "identification"
+    # in per cent like the verdict lines, the threshold too
+    em = base["expected match rate at the maximising radius"]
+    assert em.unit == "%" and em.threshold == pytest.approx(
+        100 * res.plan.thresholds.expected_match_rate)
     for r in res.step("disclosure").result.values():
         b = base[f"repU (%), keys {', '.join(r.keys)}"]
         np.testing.assert_allclose(r.ident["repU"], r.ident["UiO"])
