@@ -78,6 +78,9 @@ class Block:
     uri: str = ""
     file: str = ""
     terms: list[tuple[str, str]] = field(default_factory=list)
+    #: a table behind a closed disclosure element (caption visible; per-dataset and per-record
+    #: detail); ``False``: a summary, shown open
+    fold: bool = True
 
 
 @dataclass
@@ -310,7 +313,7 @@ def _identification(sec: Section, s: Any, result: Any, links: _Links) -> None:
                             csv=links.href(src), file="summary.json",
                             caption=f"File-level measures over {sm['n_targets']:,} targets, "
                             + (", ".join(f"radius {c} = {r:g}" for c, r in plan.radius.items())
-                               or "exact matching")))
+                               or "exact matching"), fold=False))
     sw = s.extra.get("sweep")
     if sw is not None:
         sec.blocks.append(links.figure(sw.plot(), "radius_sweep.png",
@@ -404,7 +407,8 @@ def _posterior_identification(sec: Section, s: Any, result: Any, links: _Links) 
                           f"pooled over R = {R} (grows with R)", "pooled MCSE"],
         rows=rows, csv=links.href(src), file="summary.json",
         caption="File-level measures: the per-dataset figure of the identification step, the "
-                "same measure over single posterior replicates, and the pooled figure"))
+                "same measure over single posterior replicates, and the pooled figure",
+        fold=False))
     trace = r.file.get("mc_trace") or {}
     est = list(trace.get("expected_match_risk") or [])
     rs = list(trace.get("n_replicates") or [])
@@ -438,7 +442,9 @@ def _attribute(sec: Section, s: Any, result: Any, links: _Links) -> None:
                      links.num(q.get("95%"), src), links.num(d.get("prop_top"), src)])
     sec.blocks.append(Block("table", columns=["records", "n", "mean p_true", "median p_true",
                                               "95 % p_true", "share ranked first"], rows=rows,
-                            csv=links.href(src), file="summary.json"))
+                            csv=links.href(src), file="summary.json",
+                            caption="The probability of the truth over the records",
+                            fold=False))
     mc = sm.get("mc_uncertainty")
     if mc:
         from bayes_risk.attribute.uncertainty import mc_table

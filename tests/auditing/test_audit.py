@@ -1134,7 +1134,10 @@ def test_report_header_names_the_intruder_of_every_line_and_folds_detail(audited
     body = html.split('<section id="verdict">')[1]
     verdict, rest = body.split("</section>", 1)
     assert "<details" not in verdict
-    assert rest.count("<details class=\"table\">") >= 3
+    assert rest.count("<details class=\"table\">") >= 3  # per-dataset detail: closed
+    # the file-level summary stays open
+    assert re.search(r'<details class="table" open><summary>File-level measures over', rest)
+    assert re.search(r'<details class="table"><summary>identity \(', rest)
     assert "<figure class=\"table\">" not in html
     md = res.to_markdown(out / "intruders.md").read_text()
     assert "The intruder of each verdict line" in md
