@@ -91,6 +91,9 @@ class Section:
     title: str
     status: str = "ran"
     blocks: list[Block] = field(default_factory=list)
+    #: HTML: the blocks after the first paragraph sit behind a closed disclosure element whose
+    #: summary is this text (detail one click away); ``""``: shown open
+    fold: str = ""
 
     def p(self, *parts: Any) -> None:
         self.blocks.append(Block("p", spans=[x if isinstance(x, Span) else Span(str(x))
@@ -261,6 +264,10 @@ def _comparisons(sec: Section, s: Any, result: Any, links: _Links) -> None:
         sec.blocks.append(links.figure(marginal_figure(marg, v), f"compare_{v}.png",
                                        f"{v}{tag}"))
     tw = s.extra["twoway"]
+    n_fig = sum(b.kind == "figure" for b in sec.blocks)
+    n_tab = tw.groupby(["variable_1", "variable_2"], sort=False).ngroups
+    sec.fold = (f"{n_fig} figure{'s' if n_fig != 1 else ''} of the marginals and {n_tab} two-way "
+                f"table{'s' if n_tab != 1 else ''} (all in marginals.csv and twoway.csv)")
     for (a, b), t in tw.groupby(["variable_1", "variable_2"], sort=False):
         top = t.reindex(t["difference"].abs().sort_values(ascending=False).index).head(10)
         sec.blocks.append(_table(

@@ -1138,6 +1138,10 @@ def test_report_header_names_the_intruder_of_every_line_and_folds_detail(audited
     # the file-level summary stays open
     assert re.search(r'<details class="table" open><summary>File-level measures over', rest)
     assert re.search(r'<details class="table"><summary>identity \(', rest)
+    # the variable-by-variable comparison: its figures one click away
+    compare = rest.split('<section id="compare">')[1].split("</section>")[0]
+    assert re.search(r'<details class="section"><summary>\d+ figures? of the marginals', compare)
+    assert compare.index("<details") < compare.index("<img")
     assert "<figure class=\"table\">" not in html
     md = res.to_markdown(out / "intruders.md").read_text()
     assert "The intruder of each verdict line" in md
