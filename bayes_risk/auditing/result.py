@@ -92,7 +92,11 @@ class Verdict:
 
     ``warnings`` are the codes of warnings of the measure that question this value (for
     example ``SEPARATION``: the chi-square null of S_pMSE is not valid); the report names them
-    on the line.
+    on the line. Rates (``unit`` ``"%"``) are in per cent, their threshold too. ``spread`` is
+    the range of the measure over the ``m`` datasets, or says that it is pooled. A line on the
+    wrong side of its threshold has a ``cause`` (one sentence with numbers from this run: what
+    drives the value) and its ``remedies`` (changes to the release that would move it); a line
+    within its threshold has neither.
     """
 
     step: str
