@@ -95,10 +95,10 @@ def identification_drivers(original: pd.DataFrame, datasets: Sequence[pd.DataFra
     records whose released value equals the original, mean over the datasets (``None`` when the
     datasets are not row-aligned with the original).
     """
-    key = original[list(known)].astype("object").where(original[list(known)].notna(), "<NA>")
-    counts = key.groupby(list(known), dropna=False, sort=False).transform("size") \
-        if len(known) > 1 else key.groupby(key.columns[0]).transform("size")
-    n_unique = int((np.asarray(counts).reshape(len(key), -1)[:, 0] == 1).sum())
+    # one label per combination of known values (missing values a value of their own)
+    codes = [pd.factorize(original[c], use_na_sentinel=False)[0] for c in known]
+    combo = pd.Series(list(zip(*codes, strict=True))) if codes else pd.Series([], dtype=object)
+    n_unique = int((combo.map(combo.value_counts()) == 1).sum())
     eq: dict[str, float] | None = None
     if _aligned(original, datasets):
         eq = {c: float(np.mean([_same(original[c], z[c]).mean() for z in datasets]) * 100)

@@ -1145,3 +1145,39 @@ def test_report_header_names_the_intruder_of_every_line_and_folds_detail(audited
     assert "<figure class=\"table\">" not in html
     md = res.to_markdown(out / "intruders.md").read_text()
     assert "The intruder of each verdict line" in md
+
+
+def test_cause_figures_by_hand():
+    """The figures behind the causes on a table small enough to count by hand."""
+    from bayes_risk.attribute import CandidateSpec
+    from bayes_risk.auditing.causes import (
+        attribute_drivers,
+        identification_drivers,
+        marginal_discrepancy,
+    )
+
+    orig = pd.DataFrame({"a": [1, 1, 2, np.nan, np.nan], "b": ["x", "y", "x", "x", "x"],
+                         "y": [100.0, 200.0, 300.0, 400.0, 500.0]})
+    s1 = orig.assign(b=["x", "x", "x", "x", "y"], y=[100.0, 220.0, 1.0, 2.0, 3.0])
+    s2 = orig.assign(b=["y", "x", "x", "x", "x"], y=[5.0, 6.0, 300.0, 7.0, 8.0])
+    # unique on a: only a = 2 (the missing values are one value, twice); on (a, b): 3
+    assert identification_drivers(orig, [s1, s2], ["a"], [])["n_sample_unique"] == 1
+    d = identification_drivers(orig, [s1, s2], ["a", "b"], ["b"])
+    assert d["n_sample_unique"] == 3 and d["pct_sample_unique"] == 60.0
+    # b released equal: s1 3 of 5 (x, -, x, x, -), s2 3 of 5 (-, -, x, x, x): 60 %
+    assert d["pct_released_equal"] == {"b": pytest.approx(60.0)}
+    # y: truth released for records 0 (s1) and 2 (s2): 40 %; 220 = 200 + 10 % is on record 1's
+    # ±10 % grid: an alternative released for 20 %
+    a = attribute_drivers(orig, [s1, s2], ["y", "b"], range(5), CandidateSpec(), ["y"])
+    assert a["columns"]["y"] == {"pct_true_released": pytest.approx(40.0),
+                                 "pct_alternative_released": pytest.approx(20.0),
+                                 "kind": "numeric"}
+    # b: truth among the two released values for every record but 1 ("y": released x, x)
+    assert a["columns"]["b"]["pct_true_released"] == pytest.approx(80.0)
+    assert a["pct_any_true_released"] == pytest.approx(80.0)
+    # not row-aligned: no record-by-record comparison
+    assert attribute_drivers(orig, [s1.head(3)], ["y"], range(3), CandidateSpec(), ["y"]) is None
+    # b: original x 80 %, pooled 80 %; y: KS distance of the pooled values from the original's
+    top = marginal_discrepancy(orig, [s1, s2], ["b", "y"], ["b"])
+    assert top[0]["variable"] == "y" and top[1] == {"variable": "b", "points": 0.0,
+                                                     "kind": "categorical"}
