@@ -688,12 +688,15 @@ class AuditResult(RiskResult):
         verdict = self.verdict_frame()
         tables: dict[str, pd.DataFrame] = {}
         if len(verdict):
-            v = verdict[["step", "measure", "value", "threshold", "direction", "exceeds",
-                         "spread"]].copy()
+            v = verdict[["step", "measure", "value", "unit", "threshold", "direction",
+                         "exceeds", "spread"]].copy()
             v["direction"] = v["direction"].map({"max": "at most", "min": "at least"})
             v["questioned by"] = [", ".join(w) for w in verdict["warnings"]]
-            v["cause"] = verdict["cause"]
             tables["Verdict lines (value against the release board's threshold)"] = v
+            c = verdict.loc[verdict["cause"] != "", ["measure", "cause", "remedies"]].copy()
+            if len(c):
+                c["remedies"] = ["; ".join(r) for r in c["remedies"]]
+                tables["Cause and remedies of each line past its threshold"] = c
         base = self.baseline_frame()
         if len(base):
             tables["Baseline of the original (cannot depend on the release)"] = base[

@@ -1065,6 +1065,12 @@ def test_verdict_lines_carry_a_computed_cause_and_remedies(release, audited_hh):
     assert "<strong>Cause:</strong>" in verdict and "<strong>Remedies:</strong>" in verdict
     md = res.to_markdown(out / "cause.md").read_text()
     assert "**Cause:**" in md
+    # the printable summary: the unit beside each value, the causes in a table of their own
+    tables = res.summary().tables
+    causes = tables["Cause and remedies of each line past its threshold"]
+    assert em.measure in set(causes["measure"])
+    assert "%" in set(tables["Verdict lines (value against the release board's threshold)"]
+                      ["unit"])
 
 
 def test_attribute_cause_counts_true_values_among_the_released(release, audited):
