@@ -29,7 +29,8 @@ def _aligned(original: pd.DataFrame, datasets: Sequence[pd.DataFrame]) -> bool:
 
 def _same(a: pd.Series, b: pd.Series) -> np.ndarray:
     """Element-wise equality of two columns, missing values never equal."""
-    a, b = a.reset_index(drop=True), b.reset_index(drop=True)
+    # as objects: a categorical column compares with another dtype only value by value
+    a, b = a.astype(object).reset_index(drop=True), b.astype(object).reset_index(drop=True)
     return (a == b).fillna(False).to_numpy(dtype=bool) & a.notna().to_numpy() & b.notna().to_numpy()
 
 
