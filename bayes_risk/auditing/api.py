@@ -531,6 +531,7 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
             else attribute_records, len(data), argument="attribute_records")]
     plan = AuditPlan(
         n_records=len(data), m=syn.m, method=syn.method, synthesized=syn_cols,
+        numeric_synthesized=[c for c in syn_cols if c in sch.numeric],
         known_unsynthesized=ku, known_synthesized=ks, radius=rad, radius_type=radius_type,
         sweep=grid, disclosure_targets=tg, disclosure_keys=keys, ngroups_target=ng,
         attribute_source=a_src, attribute_records=recs, thresholds=thresholds,

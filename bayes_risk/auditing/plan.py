@@ -157,6 +157,8 @@ class AuditPlan:
     attribute_estimator: str = "auto"
     refit_draws: int | None = None
     settings: list[Setting] = field(default_factory=list)
+    #: the synthesized columns that are numeric (CART's smoothing applies to them)
+    numeric_synthesized: list[str] = field(default_factory=list)
 
     @property
     def known(self) -> list[str]:

@@ -78,6 +78,9 @@ class Block:
     uri: str = ""
     file: str = ""
     terms: list[tuple[str, str]] = field(default_factory=list)
+    #: a table behind a closed disclosure element (caption visible; per-dataset and per-record
+    #: detail); ``False``: a summary, shown open
+    fold: bool = True
 
 
 @dataclass
@@ -88,6 +91,9 @@ class Section:
     title: str
     status: str = "ran"
     blocks: list[Block] = field(default_factory=list)
+    #: HTML: the blocks after the first paragraph sit behind a closed disclosure element whose
+    #: summary is this text (detail one click away); ``""``: shown open
+    fold: str = ""
 
     def p(self, *parts: Any) -> None:
         self.blocks.append(Block("p", spans=[x if isinstance(x, Span) else Span(str(x))
@@ -168,13 +174,36 @@ def _step_section(step: str, anchor: str, title: str) -> Callable[..., Callable[
 def _verdicts(result: Any, links: _Links) -> list[dict[str, Any]]:
     out = []
     for v in result.verdicts:
+        u = f" {v.unit}" if v.unit else ""
+        val = links.num(v.value, v.source)
+        val.text += u
         out.append({
-            "step": v.step, "measure": v.measure, "value": links.num(v.value, v.source),
-            "threshold": ("≤ " if v.direction == "max" else "≥ ") + format_number(v.threshold),
-            "exceeds": v.exceeds, "detail": v.detail,
+            "step": v.step, "measure": v.measure, "value": val,
+            "threshold": ("≤ " if v.direction == "max" else "≥ ") + format_number(v.threshold)
+            + u,
+            "exceeds": v.exceeds, "detail": v.detail, "spread": v.spread,
+            "cause": v.cause, "remedies": list(v.remedies),
             "warnings": [(c, message(c)) for c in v.warnings],
         })
     return out
+
+
+def _baseline(b: Any, links: _Links) -> dict[str, Any]:
+    u = f" {b.unit}" if b.unit else ""
+    val = links.num(b.value, b.source)
+    val.text += u
+    return {"step": b.step, "measure": b.measure, "value": val,
+            "threshold": format_number(b.threshold) + u, "why": b.why, "code": b.code}
+
+
+def _intruders(result: Any) -> list[tuple[str, str]]:
+    """Who the intruder of each verdict line is, once per distinct description."""
+    seen: dict[str, list[str]] = {}
+    for v in result.verdicts:
+        if v.intruder:  # the disclosure lines differ by keys and target: named by measure
+            seen.setdefault(v.intruder, []).append(v.measure if v.step == "disclosure"
+                                                   else v.step)
+    return [(", ".join(dict.fromkeys(ms)), who) for who, ms in seen.items()]
 
 
 @_step_section("utility", "utility", "Utility")
@@ -235,6 +264,10 @@ def _comparisons(sec: Section, s: Any, result: Any, links: _Links) -> None:
         sec.blocks.append(links.figure(marginal_figure(marg, v), f"compare_{v}.png",
                                        f"{v}{tag}"))
     tw = s.extra["twoway"]
+    n_fig = sum(b.kind == "figure" for b in sec.blocks)
+    n_tab = tw.groupby(["variable_1", "variable_2"], sort=False).ngroups
+    sec.fold = (f"{n_fig} figure{'s' if n_fig != 1 else ''} of the marginals and {n_tab} two-way "
+                f"table{'s' if n_tab != 1 else ''} (all in marginals.csv and twoway.csv)")
     for (a, b), t in tw.groupby(["variable_1", "variable_2"], sort=False):
         top = t.reindex(t["difference"].abs().sort_values(ascending=False).index).head(10)
         sec.blocks.append(_table(
@@ -287,7 +320,7 @@ def _identification(sec: Section, s: Any, result: Any, links: _Links) -> None:
                             csv=links.href(src), file="summary.json",
                             caption=f"File-level measures over {sm['n_targets']:,} targets, "
                             + (", ".join(f"radius {c} = {r:g}" for c, r in plan.radius.items())
-                               or "exact matching")))
+                               or "exact matching"), fold=False))
     sw = s.extra.get("sweep")
     if sw is not None:
         sec.blocks.append(links.figure(sw.plot(), "radius_sweep.png",
@@ -381,7 +414,8 @@ def _posterior_identification(sec: Section, s: Any, result: Any, links: _Links) 
                           f"pooled over R = {R} (grows with R)", "pooled MCSE"],
         rows=rows, csv=links.href(src), file="summary.json",
         caption="File-level measures: the per-dataset figure of the identification step, the "
-                "same measure over single posterior replicates, and the pooled figure"))
+                "same measure over single posterior replicates, and the pooled figure",
+        fold=False))
     trace = r.file.get("mc_trace") or {}
     est = list(trace.get("expected_match_risk") or [])
     rs = list(trace.get("n_replicates") or [])
@@ -415,7 +449,9 @@ def _attribute(sec: Section, s: Any, result: Any, links: _Links) -> None:
                      links.num(q.get("95%"), src), links.num(d.get("prop_top"), src)])
     sec.blocks.append(Block("table", columns=["records", "n", "mean p_true", "median p_true",
                                               "95 % p_true", "share ranked first"], rows=rows,
-                            csv=links.href(src), file="summary.json"))
+                            csv=links.href(src), file="summary.json",
+                            caption="The probability of the truth over the records",
+                            fold=False))
     mc = sm.get("mc_uncertainty")
     if mc:
         from bayes_risk.attribute.uncertainty import mc_table
@@ -563,13 +599,11 @@ def _context(result: Any, links: _Links) -> dict[str, Any]:
         "n": f"{plan.n_records:,}", "m": plan.m, "method": method,
         "synthesized": ", ".join(plan.synthesized), "known": ", ".join(plan.known),
         "verdicts": _verdicts(result, links),
+        "intruders": _intruders(result),
         "complete": result.complete,
         # the first sentence says the audit is incomplete when a step failed
         "verdict_sentences": result.verdict_sentences(),
-        "baselines": [{"step": b.step, "measure": b.measure,
-                       "value": links.num(b.value, b.source),
-                       "threshold": format_number(b.threshold), "why": b.why, "code": b.code}
-                      for b in result.baselines],
+        "baselines": [_baseline(b, links) for b in result.baselines],
         "steps": steps,
         "sections": [s for s in sections if s.status == "ran"],
         "settings": settings.to_dict(orient="records"),

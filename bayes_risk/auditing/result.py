@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import textwrap
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +92,11 @@ class Verdict:
 
     ``warnings`` are the codes of warnings of the measure that question this value (for
     example ``SEPARATION``: the chi-square null of S_pMSE is not valid); the report names them
-    on the line.
+    on the line. Rates (``unit`` ``"%"``) are in per cent, their threshold too. ``spread`` is
+    the range of the measure over the ``m`` datasets, or says that it is pooled. A line on the
+    wrong side of its threshold has a ``cause`` (one sentence with numbers from this run: what
+    drives the value) and its ``remedies`` (changes to the release that would move it); a line
+    within its threshold has neither.
     """
 
     step: str
@@ -102,6 +107,16 @@ class Verdict:
     source: str | None  # file (relative to the audit folder) the value comes from
     detail: str = ""
     warnings: tuple[str, ...] = ()
+    #: "%" for rates (value and threshold in per cent), "" for ratios
+    unit: str = ""
+    #: the spread over the m datasets ("per dataset 1.2–3.4 %") or "pooled, no spread"
+    spread: str = ""
+    #: who the intruder of this line is and what they know
+    intruder: str = ""
+    #: on the wrong side of the threshold: what drives the value, with numbers from this run
+    cause: str = ""
+    #: on the wrong side of the threshold: the changes to the release that would move it
+    remedies: tuple[str, ...] = ()
 
     @property
     def exceeds(self) -> bool:
@@ -111,6 +126,27 @@ class Verdict:
         return self.value > self.threshold if self.direction == "max" else (
             self.value < self.threshold
         )
+
+
+def _pct(x: Any) -> float:
+    return float(x) * 100
+
+
+def _range(values: Any, unit: str = "") -> str:
+    """``"per dataset a–b"`` of the finite ``values`` (one per synthetic dataset)."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return "no finite value per dataset"
+    u = f" {unit}" if unit else ""
+    return f"per dataset {v.min():.3g}–{v.max():.3g}{u} (min–max over {v.size})"
+
+
+def _caused(v: Verdict, cause: str, remedies: Sequence[str]) -> Verdict:
+    """``v`` with its cause and remedies when it is on the wrong side of its threshold."""
+    if not v.exceeds or not cause:
+        return v
+    return replace(v, cause=cause, remedies=tuple(remedies))
 
 
 @dataclass(frozen=True)
@@ -130,6 +166,8 @@ class Baseline:
     source: str | None
     why: str
     code: str = "RELEASE_INDEPENDENT"
+    #: "%" for rates (value and threshold in per cent), as on the verdict lines
+    unit: str = ""
 
 
 @dataclass(repr=False)
@@ -193,18 +231,25 @@ class AuditResult(RiskResult):
 
     def _lines(self) -> list[Verdict | Baseline]:
         th = self.plan.thresholds
+        m = self.plan.m
         out: list[Verdict | Baseline] = []
         u = self.step("utility")
         if u.status == "ran":
             r = u.result
-            out.append(Verdict("utility", "mean S_pMSE (pMSE / null expectation)",
-                               float(r.pmse.mean_ratio), th.s_pmse, "max",
-                               self._src("utility", "summary.json"),
-                               f"{r.pmse.null} null", _caveats("s_pmse", r.pmse.warnings)))
-            out.append(Verdict("utility", "mean confidence-interval overlap",
-                               float(r.mean_overlap), th.overlap, "min",
-                               self._src("utility", "overlap.csv"),
-                               warnings=_caveats("overlap", r.warnings)))
+            no_intruder = "none (utility: how closely the release reproduces the original)"
+            v = Verdict("utility", "mean S_pMSE (pMSE / null expectation)",
+                        float(r.pmse.mean_ratio), th.s_pmse, "max",
+                        self._src("utility", "summary.json"),
+                        f"{r.pmse.null} null", _caveats("s_pmse", r.pmse.warnings),
+                        spread=_range(r.pmse.ratio), intruder=no_intruder)
+            out.append(_caused(v, *self._utility_cause(u)))
+            v = Verdict("utility", "mean confidence-interval overlap",
+                        float(r.mean_overlap), th.overlap, "min",
+                        self._src("utility", "overlap.csv"),
+                        warnings=_caveats("overlap", r.warnings),
+                        spread=_range(r.overlap_per_dataset) + "; the value combines the "
+                        f"intervals of the {m} datasets", intruder=no_intruder)
+            out.append(_caused(v, *self._overlap_cause(u)))
         i = self.step("identification")
         if i.status == "ran":
             out += self._identification_lines(i)
@@ -215,13 +260,17 @@ class AuditResult(RiskResult):
             nf = int(s.get("n_flagged") or 0)
             left_out = (f"; {nf} of {s.get('n_records')} record(s) flagged and left out "
                         "(unassessed: treat them as at risk)" if nf else "")
-            out.append(Verdict("attribute",
-                               "share of records whose true values are the most probable",
-                               float(un.get("prop_top", np.nan)), th.prop_top, "max",
-                               self._src("attribute", "summary.json"),
-                               f"random guess {s.get('random_guess_baseline', np.nan):.3g}; "
-                               f"records with stable estimates{left_out}",
-                               _caveats("attribute", a.result.warnings)))
+            v = Verdict("attribute",
+                        "share of records whose true values are the most probable",
+                        _pct(un.get("prop_top", np.nan)), _pct(th.prop_top), "max",
+                        self._src("attribute", "summary.json"),
+                        f"random guess {_pct(s.get('random_guess_baseline', np.nan)):.3g} %; "
+                        f"records with stable estimates{left_out}",
+                        _caveats("attribute", a.result.warnings), unit="%",
+                        spread=f"pooled: the intruder reads all {m} datasets at once, no spread",
+                        intruder="worst case: knows every other record's true values and the "
+                        "synthesis model, and guesses this record's synthesized values")
+            out.append(_caused(v, *self._attribute_cause(a)))
         d = self.step("disclosure")
         if d.status == "ran":
             seen_keys: set[tuple[str, ...]] = set()
@@ -231,6 +280,7 @@ class AuditResult(RiskResult):
                 keys = ", ".join(res.keys)
                 fixed_keys = self.plan.release_independent_keys(t)
                 rep_src = self._src("disclosure", sub + "ident.csv")
+                who = f"knows the keys {keys} of every record"
                 # repU depends on the keys alone: one line per set of keys, not per target
                 if tuple(res.keys) in seen_keys:
                     pass
@@ -238,22 +288,145 @@ class AuditResult(RiskResult):
                     out.append(Baseline(
                         "disclosure", f"repU (%), keys {keys}", float(means["repU"]), th.repU,
                         rep_src, f"the keys ({keys}) are not synthesized: repU equals UiO, "
-                        "the original's sample uniques on the keys, in every dataset"))
+                        "the original's sample uniques on the keys, in every dataset",
+                        unit="%"))
                 else:
-                    out.append(Verdict("disclosure", f"repU (%), keys {keys}",
-                                       float(means["repU"]), th.repU, "max", rep_src))
+                    v = Verdict("disclosure", f"repU (%), keys {keys}",
+                                float(means["repU"]), th.repU, "max", rep_src, unit="%",
+                                spread=_range(res.ident["repU"], "%"), intruder=who)
+                    out.append(_caused(v, *self._repu_cause(res, t)))
                 seen_keys.add(tuple(res.keys))
                 dsrc = self._src("disclosure", sub + "attrib.csv")
                 if fixed_keys and t not in self.plan.synthesized:
                     out.append(Baseline(
                         "disclosure", f"DiSCO (%), target {t}", float(means["DiSCO"]),
                         th.DiSCO, dsrc, f"neither the keys ({keys}) nor the target are "
-                        "synthesized: the release shows the original's values"))
+                        "synthesized: the release shows the original's values", unit="%"))
                 else:
-                    out.append(Verdict("disclosure", f"DiSCO (%), target {t}",
-                                       float(means["DiSCO"]), th.DiSCO, "max", dsrc,
-                                       warnings=_caveats("DiSCO", res.warnings)))
+                    v = Verdict("disclosure", f"DiSCO (%), target {t}",
+                                float(means["DiSCO"]), th.DiSCO, "max", dsrc,
+                                warnings=_caveats("DiSCO", res.warnings), unit="%",
+                                spread=_range(res.attrib["DiSCO"], "%"),
+                                intruder=f"{who} and reads the target {t} off the release")
+                    out.append(_caused(v, *self._disco_cause(res, t)))
         return out
+
+    # ----- causes: one sentence from the run's numbers, and the remedies ---------------------
+    def _unsynthesized(self, cols: Sequence[str]) -> list[str]:
+        return [c for c in cols if c not in self.plan.synthesized]
+
+    def _smoothing(self, cols: Sequence[str]) -> list[str]:
+        """The smoothing remedy, when the release is CART's (which releases donor values) and
+        some of ``cols`` are synthesized numeric columns (smoothing applies to those only)."""
+        num = [c for c in cols if c in self.plan.numeric_synthesized]
+        if (self.plan.method or "").lower() not in ("cart", "ctree") or not num:
+            return []
+        return [f"smooth CART's numeric values of {', '.join(num)} (bayes-risk synthesize "
+                "--smoothing; smoothing=True), so that donors' original values are not "
+                "released as they are"]
+
+    def _utility_cause(self, u: StepOutcome) -> tuple[str, list[str]]:
+        top = u.extra.get("drivers") or []
+        if not top:
+            return "", []
+        names = ", ".join(f"{d['variable']} ({d['points']:.3g} percentage points)" for d in top)
+        return (f"the synthesized variables whose marginal distribution differs most from the "
+                f"original's (largest difference of a level's share or of the distribution "
+                f"functions, pooled datasets): {names}",
+                [f"improve the synthesis model of {top[0]['variable']} (predictors, visit "
+                 "sequence, method) and check its marginal in the comparison section"])
+
+    def _overlap_cause(self, u: StepOutcome) -> tuple[str, list[str]]:
+        ov = u.result.overlap
+        if not len(ov) or "overlap" not in ov:
+            return "", []
+        low = ov.sort_values("overlap").head(3)
+        names = ", ".join(f"{e} ({o:.2f})" for e, o in zip(low["estimand"], low["overlap"],
+                                                           strict=True))
+        return (f"the estimands with the smallest interval overlap: {names}",
+                ["improve the synthesis model of the variables of those estimands"])
+
+    def _attribute_cause(self, a: StepOutcome) -> tuple[str, list[str]]:
+        dr = a.extra.get("drivers")
+        if not dr:
+            return "", []
+        m = dr["m"]
+        per = "; ".join(
+            f"{c}: truth among the record's {m} released values for "
+            f"{x['pct_true_released']:.3g} % of records, "
+            + (f"a ±k % alternative for {x['pct_alternative_released']:.3g} %"
+               if x["kind"] == "numeric" else
+               f"another level for {x['pct_alternative_released']:.3g} %")
+            for c, x in dr["columns"].items())
+        cause = (f"for {dr['pct_any_true_released']:.3g} % of the {dr['n_records']:,} assessed "
+                 f"records a true synthesized value appears among the values released for "
+                 f"that record across the m = {m} datasets ({per}); a candidate that the "
+                 "release shows is ranked above one it never shows")
+        if (self.plan.method or "").lower() in ("cart", "ctree"):
+            cause += ", as CART releases original (donor) values"
+        rem = [*self._smoothing(self.plan.synthesized),
+               f"release fewer synthetic datasets (m = {m} now): each is one more chance "
+               "that a record's true value is released",
+               "coarsen the synthesized values (bands), so fewer are unique to a record"]
+        return cause, rem
+
+    def _identification_cause(self, i: StepOutcome) -> tuple[str, list[str]]:
+        dr = i.extra.get("drivers")
+        if not dr:
+            return "", []
+        known = ", ".join(self.plan.known)
+        cause = (f"{dr['n_sample_unique']:,} of {dr['n_targets']:,} targets "
+                 f"({dr['pct_sample_unique']:.3g} %) are unique in the original on the known "
+                 f"columns ({known}, exact values)")
+        eq = dr.get("pct_released_equal") or {}
+        if eq:
+            cause += "; the released value equals the original for " + ", ".join(
+                f"{c}: {x:.3g} % of records" for c, x in eq.items()) + " (mean over datasets)"
+        rem = ["coarsen the known columns (bands of ages, fewer levels), so fewer targets are "
+               "unique", *self._smoothing(self.plan.known)]
+        fixed = self._unsynthesized(self.plan.known)
+        if fixed:
+            rem.append(f"synthesize a known column the intruder matches on ({', '.join(fixed)} "
+                       "released unchanged)")
+        return cause, rem
+
+    def _repu_cause(self, res: Any, t: str) -> tuple[str, list[str]]:
+        uio = float(np.nanmean(res.ident["UiO"]))
+        rep = float(np.nanmean(res.ident["repU"]))
+        kb = res.key_baseline
+        share = rep / uio * 100 if uio > 0 else float("nan")
+        cause = (f"{int(kb['n_sample_uniques']):,} records ({uio:.3g} %) have a key combination "
+                 f"unique in the original, among {int(kb['n_key_combinations']):,} "
+                 f"combinations; {share:.3g} % of them are reproduced, unique in a synthetic "
+                 "dataset too (mean over datasets)")
+        rem = ["coarsen the keys (fewer levels, bands), so fewer combinations are unique"]
+        fixed = self._unsynthesized(res.keys)
+        if fixed:
+            rem.append(f"synthesize a key ({', '.join(fixed)} released unchanged)")
+        rem += self._smoothing(res.keys)
+        return cause, rem
+
+    def _disco_cause(self, res: Any, t: str) -> tuple[str, list[str]]:
+        mean = {c: float(np.nanmean(res.attrib[c])) for c in ("iS", "DiS", "DiSCO", "DiSDiO")
+                if c in res.attrib}
+        uio = float(np.nanmean(res.ident["UiO"]))
+        rep = float(np.nanmean(res.ident["repU"]))
+        cause = (f"for {mean.get('DiSCO', np.nan):.3g} % of records the release shows a "
+                 f"single value of {t} for their keys and it is their own (a single value: "
+                 f"{mean.get('DiS', np.nan):.3g} %; keys that occur in the release: "
+                 f"{mean.get('iS', np.nan):.3g} %; also disclosive in the original: "
+                 f"{mean.get('DiSDiO', np.nan):.3g} %); {uio:.3g} % of records are unique on "
+                 f"the keys in the original, {rep:.3g} % reproduced (means over datasets)")
+        rem = ["coarsen the keys, so each combination holds more records with varied "
+               f"values of {t}"]
+        if t in self.plan.synthesized:
+            rem += self._smoothing([t])
+        else:
+            rem.append(f"synthesize the target {t}")
+        fixed = self._unsynthesized(res.keys)
+        if fixed:
+            rem.append(f"synthesize a key ({', '.join(fixed)} released unchanged)")
+        return cause, rem
 
     def _identification_lines(self, i: StepOutcome) -> list[Verdict | Baseline]:
         """Each line reads the larger of two intruders' figures: the one who holds all m
@@ -278,26 +451,46 @@ class AuditResult(RiskResult):
         per_emr = (float(sw.risk_star) if sw is not None
                    else float(per["expected_match_risk"])) / n
         src = self._src("identification", "summary.json")
+        # the per-dataset figures, one per dataset, at the radius the line reads
+        pd_src = i.extra.get("at_r_star") or i.result
+        pdd = getattr(pd_src, "per_dataset", None) or {}
+        per_emr_each = (np.asarray(sw.risk[sw.argmax[0]], dtype=float) / n
+                        if sw is not None and sw.argmax else
+                        np.asarray(pdd.get("expected_match_risk", []), dtype=float) / n)
+        per_tmr_each = np.asarray(pdd.get("true_match_rate_targets", []), dtype=float)
         lines = []
-        for label, vp, vd in (
-                (f"expected match rate{at}", float(head["expected_match_risk"]) / n, per_emr),
+        for label, vp, vd, each in (
+                (f"expected match rate{at}", float(head["expected_match_risk"]) / n, per_emr,
+                 per_emr_each),
                 (f"true match rate (correct unique matches){at}",
                  float(head["true_match_rate_targets"]),
-                 float(per["true_match_rate_targets"]))):
+                 float(per["true_match_rate_targets"]), per_tmr_each)):
             use_pooled = not vd > vp  # NaN in the per-dataset figure: the pooled one
+            vp, vd = _pct(vp), _pct(vd)
             detail = (f"{'larger' if use_pooled else 'smaller'}: pooled over the m = {m} "
-                      f"datasets {vp:.3g}{r_pool}; {'smaller' if use_pooled else 'larger'}: "
-                      f"mean per dataset {vd:.3g}{r_per}")
-            lines.append((label, vp if use_pooled else vd, detail))
+                      f"datasets {vp:.3g} %{r_pool}; {'smaller' if use_pooled else 'larger'}: "
+                      f"mean per dataset {vd:.3g} %{r_per}")
+            rng = _range(each * 100, "%")
+            spread = (f"pooled over the {m} datasets, no spread; {rng}" if use_pooled
+                      else rng)
+            lines.append((label, vp if use_pooled else vd, detail, spread))
+        thr = (_pct(th.expected_match_rate), _pct(th.true_match_rate))
         if self.plan.identification_release_independent:
             why = (f"the intruder knows only unsynthesized columns "
                    f"({', '.join(self.plan.known)}), which the release carries unchanged")
-            return [Baseline("identification", lab, v, t, src, f"{why}; {d}")
-                    for (lab, v, d), t in zip(lines, (th.expected_match_rate,
-                                                      th.true_match_rate), strict=True)]
-        return [Verdict("identification", lab, v, t, "max", src, d, iw)
-                for (lab, v, d), t in zip(lines, (th.expected_match_rate,
-                                                  th.true_match_rate), strict=True)]
+            return [Baseline("identification", lab, v, t, src, f"{why}; {d}", unit="%")
+                    for (lab, v, d, _), t in zip(lines, thr, strict=True)]
+        who = self._identification_intruder()
+        cause = self._identification_cause(i)
+        return [_caused(Verdict("identification", lab, v, t, "max", src, d, iw,
+                                unit="%", spread=sp, intruder=who), *cause)
+                for (lab, v, d, sp), t in zip(lines, thr, strict=True)]
+
+    def _identification_intruder(self) -> str:
+        rad = ", ".join(f"{c} within {r:g}" for c, r in self.plan.radius.items())
+        return (f"knows {', '.join(self.plan.known)} of every target"
+                + (f" ({rad})" if rad else "") + "; holds one or all of the "
+                f"{self.plan.m} datasets (the larger figure is read)")
 
     def _per_dataset_lines(self, i: StepOutcome,
                            iw: tuple[str, ...]) -> list[Verdict | Baseline]:
@@ -324,13 +517,23 @@ class AuditResult(RiskResult):
             lines.append(("true match rate (correct unique matches)",
                           float(s["true_match_rate_targets"]), th.true_match_rate,
                           self._src("identification", "summary.json"), ""))
+        lines = [(lab, _pct(v), _pct(t), src, d) for lab, v, t, src, d in lines]
         if self.plan.identification_release_independent:
             why = (f"the intruder knows only unsynthesized columns "
                    f"({', '.join(self.plan.known)}), which the release carries unchanged")
             return [Baseline("identification", m, v, t, src,
-                             why + (f"; {d}" if d else "")) for m, v, t, src, d in lines]
-        return [Verdict("identification", m, v, t, "max", src, d, iw)
-                for m, v, t, src, d in lines]
+                             why + (f"; {d}" if d else ""), unit="%")
+                    for m, v, t, src, d in lines]
+        who = self._identification_intruder()
+        cause = self._identification_cause(i)
+        pdd = getattr(star or i.result, "per_dataset", None) or {}
+        nt = float(s["n_targets"])
+        each = (np.asarray(sw.risk[sw.argmax[0]], dtype=float) / nt if sw is not None and
+                sw.argmax else np.asarray(pdd.get("expected_match_risk", []), dtype=float) / nt,
+                np.asarray(pdd.get("true_match_rate_targets", []), dtype=float))
+        return [_caused(Verdict("identification", m, v, t, "max", src, d, iw, unit="%",
+                                spread=_range(e * 100, "%"), intruder=who), *cause)
+                for (m, v, t, src, d), e in zip(lines, each, strict=True)]
 
     @property
     def not_assessed(self) -> list[str]:
@@ -401,17 +604,23 @@ class AuditResult(RiskResult):
         return pd.DataFrame(
             [{"step": v.step, "measure": v.measure, "value": v.value,
               "threshold": v.threshold, "direction": v.direction, "exceeds": v.exceeds,
-              "source": v.source, "detail": v.detail, "warnings": list(v.warnings)}
-             for v in self.verdicts]
+              "unit": v.unit, "spread": v.spread, "intruder": v.intruder,
+              "source": v.source, "detail": v.detail, "warnings": list(v.warnings),
+              "cause": v.cause, "remedies": list(v.remedies)}
+             for v in self.verdicts],
+            columns=["step", "measure", "value", "threshold", "direction", "exceeds", "unit",
+                     "spread", "intruder", "source", "detail", "warnings", "cause",
+                     "remedies"],
         )
 
     def baseline_frame(self) -> pd.DataFrame:
         """The figures that cannot depend on the release (baselines of the original)."""
         return pd.DataFrame(
             [{"step": b.step, "measure": b.measure, "value": b.value,
-              "threshold": b.threshold, "source": b.source, "why": b.why, "code": b.code}
+              "threshold": b.threshold, "unit": b.unit, "source": b.source, "why": b.why,
+              "code": b.code}
              for b in self.baselines],
-            columns=["step", "measure", "value", "threshold", "source", "why", "code"],
+            columns=["step", "measure", "value", "threshold", "unit", "source", "why", "code"],
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -479,10 +688,15 @@ class AuditResult(RiskResult):
         verdict = self.verdict_frame()
         tables: dict[str, pd.DataFrame] = {}
         if len(verdict):
-            v = verdict[["step", "measure", "value", "threshold", "direction", "exceeds"]].copy()
+            v = verdict[["step", "measure", "value", "unit", "threshold", "direction",
+                         "exceeds", "spread"]].copy()
             v["direction"] = v["direction"].map({"max": "at most", "min": "at least"})
             v["questioned by"] = [", ".join(w) for w in verdict["warnings"]]
             tables["Verdict lines (value against the release board's threshold)"] = v
+            c = verdict.loc[verdict["cause"] != "", ["measure", "cause", "remedies"]].copy()
+            if len(c):
+                c["remedies"] = ["; ".join(r) for r in c["remedies"]]
+                tables["Cause and remedies of each line past its threshold"] = c
         base = self.baseline_frame()
         if len(base):
             tables["Baseline of the original (cannot depend on the release)"] = base[

@@ -127,9 +127,13 @@ def utility_step(ctx: StepContext) -> StepOutcome:
         marg.to_csv(folder / "marginals.csv", index=False)
         tw.to_csv(folder / "twoway.csv", index=False)
         files = ["summary.json", "overlap.csv", "marginals.csv", "twoway.csv"]
+    from bayes_risk.auditing.causes import marginal_discrepancy
+
+    cats = [c for c in plan.synthesized if ctx.schema[c].is_categorical]
+    drivers = marginal_discrepancy(ctx.original, datasets, plan.synthesized, cats)
     return StepOutcome(name="utility", status="ran", result=res,
                        folder="utility" if folder else None, files=files,
-                       extra={"marginals": marg, "twoway": tw})
+                       extra={"marginals": marg, "twoway": tw, "drivers": drivers})
 
 
 def twoway(original: pd.DataFrame, synthetic: Any, schema: Any, synthesized: list[str],
@@ -260,6 +264,7 @@ ID_FALLBACK = "none"
 
 def identification_step(ctx: StepContext) -> StepOutcome:
     """Identification risk at the given radius and, over the sweep, the maximising radius."""
+    from bayes_risk.auditing.causes import identification_drivers
     from bayes_risk.identification.api import identification_risk
     from bayes_risk.identification.radius import radius_sweep
 
@@ -318,7 +323,10 @@ def identification_step(ctx: StepContext) -> StepOutcome:
     return StepOutcome(name="identification", status="ran", result=res,
                        folder="identification" if folder else None, files=files,
                        extra={"sweep": sweep, "at_r_star": at_star, "note": note,
-                              "qi": _qi(ctx), "pooled": pooled})
+                              "qi": _qi(ctx), "pooled": pooled,
+                              "drivers": identification_drivers(
+                                  ctx.original, list(ctx.synthetic), p.known,
+                                  p.known_synthesized)})
 
 
 @dataclass
@@ -488,13 +496,20 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
             f"or random forests (method: {p.method or 'unknown'}), so the intruder's "
             "posterior over the synthesized values cannot be computed.",
         )
+    from bayes_risk.auditing.causes import attribute_drivers
+
     model = _attribute_model(ctx)
+    spec = _candidates(ctx, p.synthesized)
     res = attribute_risk(
         model, ctx.original, ctx.synthetic, p.attribute_records,
-        candidates=_candidates(ctx, p.synthesized), prior="uniform", scenario="worst_case",
+        candidates=spec, prior="uniform", scenario="worst_case",
         estimator=p.attribute_estimator, refit_draws=p.refit_draws,
         random_seed=p.random_seed, progressbar=ctx.progressbar,
     )
+    recs = (res.records["record"] if "record" in res.records else res.records.index)
+    drivers = attribute_drivers(ctx.original, list(ctx.synthetic), p.synthesized,
+                                np.asarray(recs, dtype=int), spec,
+                                [c for c in p.synthesized if c in ctx.schema.numeric])
     summary = res.to_dict()
     summary["inputs"] = {"model": p.attribute_source}
     folder = _folder(ctx, "attribute")
@@ -510,7 +525,7 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
             files.append(name)
     return StepOutcome(name="attribute", status="ran", result=res,
                        folder="attribute" if folder else None, files=files,
-                       extra={"summary": summary, "qi": _qi(ctx),
+                       extra={"summary": summary, "qi": _qi(ctx), "drivers": drivers,
                               # the fits' failed checks, also of a model fitted earlier
                               "mcmc_warnings": list((res.mcmc or {}).get("warnings", []))})
 

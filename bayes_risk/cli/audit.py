@@ -17,6 +17,7 @@ for another reason (the report is written; its verdict opens with "The audit is 
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 __all__ = ["run"]
@@ -111,9 +112,14 @@ def run(args: argparse.Namespace) -> int:
              + res.verdict_text]
     for v in res.verdicts:
         sign = "<=" if v.direction == "max" else ">="
+        u = f" {v.unit}" if v.unit else ""
         lines.append(f"{'EXCEEDS' if v.exceeds else 'within '}  {v.measure}: "
-                     f"{v.value:.4g} (threshold {sign} {v.threshold:g})"
+                     f"{v.value:.4g}{u} (threshold {sign} {v.threshold:g}{u}; {v.spread})"
                      + (f" [warning: {', '.join(v.warnings)}]" if v.warnings else ""))
+        if v.cause:  # short: the first clause of the cause, each remedy up to its details
+            lines.append(f"    cause: {_first_clause(v.cause)}")
+            lines.append("    remedies: " + "; ".join(re.split(r" \(|, so|: ", r)[0]
+                                                     for r in v.remedies))
     checks = res.convergence_checks
     if checks:
         from bayes_risk.models._bayesian_convergence import checks_headline
@@ -125,10 +131,21 @@ def run(args: argparse.Namespace) -> int:
     if res.baselines:
         lines.append("baseline of the original (cannot depend on the release; not a verdict) "
                      "[RELEASE_INDEPENDENT]:")
-        lines += [f"  baseline {b.measure}: {b.value:.4g} ({b.why})" for b in res.baselines]
+        lines += [f"  baseline {b.measure}: {b.value:.4g}{' ' + b.unit if b.unit else ''} "
+                  f"({b.why})" for b in res.baselines]
     lines += [f"{s.title}: {s.status} — {s.reason}" for s in res.steps if s.status != "ran"]
     lines.append(f"report: {Path(args.out) / 'report.html'} (and report.md)")
     print_summary(lines, args.out)
     # a step that failed (not on the input: that is an error, exit 2) leaves the audit
     # incomplete: the report is written, and the exit status says so
     return 0 if res.complete else 1
+
+
+def _first_clause(text: str) -> str:
+    """``text`` up to its first "; " outside parentheses (the headline's short cause)."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and text.startswith("; ", i):
+            return text[:i]
+    return text

@@ -281,10 +281,13 @@ def test_identification_verdicts_at_one_radius(release, audited_hh):
     assert pool.settings["aggregation"] == "pooled"
     assert pool.file["true_match_rate_targets"] == pytest.approx(
         pooled.headline.file["true_match_rate_targets"])
-    assert tm.value == pytest.approx(max(pool.file["true_match_rate_targets"],
-                                         per.file["true_match_rate_targets"]))
-    assert em.value == pytest.approx(max(pool.file["expected_match_rate"],
-                                         per.file["expected_match_rate"]))
+    # rates in per cent, thresholds too (one unit on every line)
+    assert tm.unit == em.unit == "%"
+    assert tm.value == pytest.approx(100 * max(pool.file["true_match_rate_targets"],
+                                               per.file["true_match_rate_targets"]))
+    assert em.value == pytest.approx(100 * max(pool.file["expected_match_rate"],
+                                               per.file["expected_match_rate"]))
+    assert em.threshold == pytest.approx(100 * res.plan.thresholds.expected_match_rate)
     for line in (em, tm):
         assert "pooled over the m = 2 datasets" in line.detail
         assert f"(radius {r_pool})" in line.detail and f"(radius {sw.r_star})" in line.detail
@@ -308,8 +311,9 @@ def test_identification_verdict_never_below_the_pooled_intruder(release, tmp_pat
     pooled, per = ident.extra["pooled"].headline.file, ident.result.file
     v = {x.measure: x for x in res.verdicts}
     tm = v["true match rate (correct unique matches)"]
-    assert tm.value == max(pooled["true_match_rate_targets"], per["true_match_rate_targets"])
-    assert tm.value >= pooled["true_match_rate_targets"]
+    assert tm.value == pytest.approx(
+        100 * max(pooled["true_match_rate_targets"], per["true_match_rate_targets"]))
+    assert tm.value >= 100 * pooled["true_match_rate_targets"] - 1e-9
     assert pooled["true_match_rate_targets"] > per["true_match_rate_targets"]
 
 
@@ -336,7 +340,7 @@ def test_verdict_lines_name_the_warnings_that_question_them(audited, tmp_path):
     assert "<strong class=\"caveat\">SEPARATION</strong>: perfect or quasi-perfect separation" \
         in html
     md = r2.to_markdown(out / "caveat.md").read_text()
-    assert "within (warning) | theory null; **SEPARATION**: perfect or quasi" in md
+    assert "within (warning) |  | theory null; **SEPARATION**: perfect or quasi" in md
 
 
 def test_marginals_leave_missing_value_codes_out_of_the_numbers():
@@ -471,9 +475,9 @@ def test_utility_risk_figure_at_the_verdict_radius(audited_hh):
     v = {x.measure: x for x in res.verdicts}["expected match rate at the maximising radius"]
     # one point per dataset: their mean is the per-dataset figure the verdict line names; the
     # line reads the larger of it and the pooled figure
-    per = pts[col].mean() / res.plan.n_records
-    assert f"mean per dataset {per:.3g} (radius {sw.r_star})" in v.detail
-    assert v.value >= per - 1e-12
+    per = pts[col].mean() / res.plan.n_records * 100  # per cent, as the line
+    assert f"mean per dataset {per:.3g} % (radius {sw.r_star})" in v.detail
+    assert v.value >= per - 1e-9
     html = res.to_html(out / "ur.html").read_text()
     assert "Hu 2021, Figs 8 and 9" in html and "Hornby" in html
     assert "seed 002" not in html
@@ -580,6 +584,9 @@ def test_cli_end_to_end(release, tmp_path):
     assert (out / "report.html").is_file() and (out / "report.md").is_file()
     assert "[audit] step 1/5: utility" in r.stderr  # progress shown
     assert "repU (%)" in r.stdout and "report:" in r.stdout
+    # the headline: each line with its spread; a line past its threshold with its cause, short
+    assert "(min–max over 2)" in r.stdout
+    assert "    cause: " in r.stdout and "    remedies: " in r.stdout
     top = json.loads((out / "summary.json").read_text())
     assert top["command"] == "audit" and top["thresholds"]["repU"] == 50.0
     assert top["inputs"]["original"] == str(orig)
@@ -769,6 +776,10 @@ def test_release_independent_figures_are_a_baseline(audited):
     assert not [v for v in res.verdicts if v.measure.startswith("repU")]
     base = {b.measure: b for b in res.baselines}
     assert base["expected match rate at the maximising radius"].step == "identification"
+    # in per cent like the verdict lines, the threshold too
+    em = base["expected match rate at the maximising radius"]
+    assert em.unit == "%" and em.threshold == pytest.approx(
+        100 * res.plan.thresholds.expected_match_rate)
     for r in res.step("disclosure").result.values():
         b = base[f"repU (%), keys {', '.join(r.keys)}"]
         np.testing.assert_allclose(r.ident["repU"], r.ident["UiO"])
@@ -1004,3 +1015,175 @@ def test_repu_is_one_line_per_set_of_keys(release, tmp_path):
     assert len(lines) == len(keysets) < len(d)
     assert [v.measure for v in res.verdicts if v.measure.startswith("DiSCO")] == [
         f"DiSCO (%), target {t}" for t in d]
+
+
+# ---- verdict lines a release board can act on (issue 35, item 1) ------------------------------
+
+
+def test_verdict_lines_carry_a_computed_cause_and_remedies(release, audited_hh):
+    """A line on the wrong side of its threshold names one cause computed from the run (numbers
+    checked here by brute force) and the remedies that would move it; a line within its
+    threshold has neither."""
+    res, out = audited_hh
+    orig, syn = release
+    data = pd.read_csv(orig)
+    sd = br.read_synthetic(str(syn))
+    known = [*KNOWN, "Income"]
+    v = {x.measure: x for x in res.verdicts}
+    # identification: targets unique on the known columns, released Income equal to the truth
+    n_uniq = int((data.groupby(known, dropna=False)[known[0]].transform("size") == 1).sum())
+    eq = np.mean([(data["Income"].to_numpy() == z["Income"].to_numpy()).mean()
+                  for z in sd]) * 100
+    em = v["expected match rate at the maximising radius"]
+    assert em.exceeds
+    assert f"{n_uniq:,} of {len(data):,} targets" in em.cause
+    assert f"Income: {eq:.3g} % of records" in em.cause
+    assert any("--smoothing" in r for r in em.remedies)
+    assert any(r.startswith("synthesize a known column") and "Age, Urban, Marital" in r
+               for r in em.remedies)
+    # repU: the original's uniques on the keys and the share of them reproduced
+    rep = next(x for x in res.verdicts if x.measure.startswith("repU"))
+    d = next(iter(res.step("disclosure").result.values()))
+    uio, repu = d.ident["UiO"].mean(), d.ident["repU"].mean()
+    assert rep.exceeds and f"{repu / uio * 100:.3g} % of them are reproduced" in rep.cause
+    # DiSCO of a categorical target: smoothing (numeric values only) is not offered for it
+    disco = next(x for x in res.verdicts if x.measure.startswith("DiSCO"))
+    assert disco.exceeds and disco.cause.startswith(
+        f"for {d.attrib['DiSCO'].mean():.3g} % of records the release shows a single value")
+    if disco.measure.endswith("Tenure"):
+        assert not any("--smoothing" in r for r in disco.remedies)
+    for x in res.verdicts:
+        assert bool(x.cause) == bool(x.remedies)
+        if not x.exceeds:
+            assert x.cause == "" and x.remedies == ()
+    # in summary.json's verdicts, and on the report's verdict table
+    top = json.loads((out / "summary.json").read_text())
+    row = next(r for r in top["verdicts"] if r["measure"] == em.measure)
+    assert row["cause"] == em.cause and row["remedies"] == list(em.remedies)
+    html = res.to_html(out / "cause.html").read_text()
+    verdict = html.split('<section id="verdict">')[1].split("</section>")[0]
+    assert "<strong>Cause:</strong>" in verdict and "<strong>Remedies:</strong>" in verdict
+    md = res.to_markdown(out / "cause.md").read_text()
+    assert "**Cause:**" in md
+    # the printable summary: the unit beside each value, the causes in a table of their own
+    tables = res.summary().tables
+    causes = tables["Cause and remedies of each line past its threshold"]
+    assert em.measure in set(causes["measure"])
+    assert "%" in set(tables["Verdict lines (value against the release board's threshold)"]
+                      ["unit"])
+
+
+def test_attribute_cause_counts_true_values_among_the_released(release, audited):
+    """The attribute line's cause: the share of assessed records whose true synthesized value is
+    among the m values released for that record, against their ±k % alternatives (brute
+    force: the ±10 % grid of 11 points of the attribute step)."""
+    res, _ = audited
+    orig, syn = release
+    data = pd.read_csv(orig)
+    sd = [z for z in br.read_synthetic(str(syn))]
+    line = next(x for x in res.verdicts if x.step == "attribute")
+    assert line.exceeds  # CART, m = 2: the truth is released for most records
+    recs = list(range(25))
+    true_inc = np.mean([data["Income"][i] in {z["Income"][i] for z in sd} for i in recs])
+    grid = np.linspace(-0.1, 0.1, 11)[np.linspace(-0.1, 0.1, 11) != 0]
+    alt_inc = np.mean([bool({data["Income"][i] * (1 + g) for g in grid}
+                            & {z["Income"][i] for z in sd}) for i in recs])
+    true_ten = np.mean([data["Tenure"][i] in {z["Tenure"][i] for z in sd} for i in recs])
+    assert (f"Income: truth among the record's 2 released values for {true_inc * 100:.3g} % "
+            f"of records, a ±k % alternative for {alt_inc * 100:.3g} %") in line.cause
+    assert f"Tenure: truth among the record's 2 released values for {true_ten * 100:.3g} %" \
+        in line.cause
+    assert "CART releases original (donor) values" in line.cause
+    assert any("--smoothing" in r and "Income" in r for r in line.remedies)
+    assert any("fewer synthetic datasets (m = 2 now)" in r for r in line.remedies)
+
+
+def test_every_verdict_line_has_a_spread_and_one_unit(audited, audited_hh):
+    """Each line states the spread over the m datasets (min–max where the measure is per
+    dataset) or that it is pooled; rates are in per cent, thresholds in the same unit."""
+    for res, _ in (audited, audited_hh):
+        for v in res.verdicts:
+            assert v.spread, v.measure
+    res, _ = audited_hh
+    v = {x.measure: x for x in res.verdicts}
+    r = res.step("utility").result
+    sp = v["mean S_pMSE (pMSE / null expectation)"]
+    assert sp.unit == "" and sp.spread.startswith(
+        f"per dataset {min(r.pmse.ratio):.3g}–{max(r.pmse.ratio):.3g} ")
+    d = next(iter(res.step("disclosure").result.values()))
+    rep = next(x for x in res.verdicts if x.measure.startswith("repU"))
+    assert rep.spread.startswith(
+        f"per dataset {d.ident['repU'].min():.3g}–{d.ident['repU'].max():.3g} %")
+    em = v["expected match rate at the maximising radius"]
+    assert em.spread.startswith("pooled over the 2 datasets, no spread; per dataset ")
+    res, _ = audited
+    a = next(x for x in res.verdicts if x.step == "attribute")
+    s = res.step("attribute").extra["summary"]
+    assert a.unit == "%" and a.value == pytest.approx(100 * s["unflagged"]["prop_top"])
+    assert a.threshold == pytest.approx(100 * res.plan.thresholds.prop_top)
+    assert "no spread" in a.spread and "random guess" in a.detail and " %" in a.detail
+    # no fraction beside per cent: every rate line is in per cent
+    assert all(x.unit == "%" for x in res.verdicts + audited_hh[0].verdicts
+               if x.step != "utility")
+
+
+def test_report_header_names_the_intruder_of_every_line_and_folds_detail(audited_hh):
+    """The header says who the intruder of each line is; the step sections' tables sit behind a
+    <details> element (caption visible), so the first screen is the verdict."""
+    res, out = audited_hh
+    html = res.to_html(out / "intruders.html").read_text()
+    header = html.split("<header>")[1].split("</header>")[0]
+    assert "The intruder of each verdict line" in header
+    assert "identification</strong>: knows Age, Urban, Marital, Income of every target" in header
+    assert "repU (%), keys Age, Urban, Marital, Income</strong>: knows the keys" in header
+    assert "the intruder knows:" not in header
+    body = html.split('<section id="verdict">')[1]
+    verdict, rest = body.split("</section>", 1)
+    assert "<details" not in verdict
+    assert rest.count("<details class=\"table\">") >= 3  # per-dataset detail: closed
+    # the file-level summary stays open
+    assert re.search(r'<details class="table" open><summary>File-level measures over', rest)
+    assert re.search(r'<details class="table"><summary>identity \(', rest)
+    # the variable-by-variable comparison: its figures one click away
+    compare = rest.split('<section id="compare">')[1].split("</section>")[0]
+    assert re.search(r'<details class="section"><summary>\d+ figures? of the marginals', compare)
+    assert compare.index("<details") < compare.index("<img")
+    assert "<figure class=\"table\">" not in html
+    md = res.to_markdown(out / "intruders.md").read_text()
+    assert "The intruder of each verdict line" in md
+
+
+def test_cause_figures_by_hand():
+    """The figures behind the causes on a table small enough to count by hand."""
+    from bayes_risk.attribute import CandidateSpec
+    from bayes_risk.auditing.causes import (
+        attribute_drivers,
+        identification_drivers,
+        marginal_discrepancy,
+    )
+
+    orig = pd.DataFrame({"a": [1, 1, 2, np.nan, np.nan], "b": ["x", "y", "x", "x", "x"],
+                         "y": [100.0, 200.0, 300.0, 400.0, 500.0]})
+    s1 = orig.assign(b=["x", "x", "x", "x", "y"], y=[100.0, 220.0, 1.0, 2.0, 3.0])
+    s2 = orig.assign(b=["y", "x", "x", "x", "x"], y=[5.0, 6.0, 300.0, 7.0, 8.0])
+    # unique on a: only a = 2 (the missing values are one value, twice); on (a, b): 3
+    assert identification_drivers(orig, [s1, s2], ["a"], [])["n_sample_unique"] == 1
+    d = identification_drivers(orig, [s1, s2], ["a", "b"], ["b"])
+    assert d["n_sample_unique"] == 3 and d["pct_sample_unique"] == 60.0
+    # b released equal: s1 3 of 5 (x, -, x, x, -), s2 3 of 5 (-, -, x, x, x): 60 %
+    assert d["pct_released_equal"] == {"b": pytest.approx(60.0)}
+    # y: truth released for records 0 (s1) and 2 (s2): 40 %; 220 = 200 + 10 % is on record 1's
+    # ±10 % grid: an alternative released for 20 %
+    a = attribute_drivers(orig, [s1, s2], ["y", "b"], range(5), CandidateSpec(), ["y"])
+    assert a["columns"]["y"] == {"pct_true_released": pytest.approx(40.0),
+                                 "pct_alternative_released": pytest.approx(20.0),
+                                 "kind": "numeric"}
+    # b: truth among the two released values for every record but 1 ("y": released x, x)
+    assert a["columns"]["b"]["pct_true_released"] == pytest.approx(80.0)
+    assert a["pct_any_true_released"] == pytest.approx(80.0)
+    # not row-aligned: no record-by-record comparison
+    assert attribute_drivers(orig, [s1.head(3)], ["y"], range(3), CandidateSpec(), ["y"]) is None
+    # b: original x 80 %, pooled 80 %; y: KS distance of the pooled values from the original's
+    top = marginal_discrepancy(orig, [s1, s2], ["b", "y"], ["b"])
+    assert top[0]["variable"] == "y" and top[1] == {"variable": "b", "points": 0.0,
+                                                     "kind": "categorical"}

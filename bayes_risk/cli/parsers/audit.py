@@ -42,7 +42,13 @@ another reason: the report is written and its verdict opens with "The audit is i
 
 thresholds of the verdict lines (--threshold NAME=VALUE; defaults):
   s_pmse=10 overlap=0.5 expected_match_rate=0.01 true_match_rate=0.01 prop_top=0.1
-  repU=1 DiSCO=1   (repU and DiSCO in percent)
+  repU=1 DiSCO=1   (repU and DiSCO in percent; the three rates as fractions: the
+  verdict shows every rate and its threshold in per cent, expected_match_rate=0.01 as 1 %)
+
+each verdict line states its spread over the datasets (min-max, or "pooled, no spread"); a
+line past its threshold names its cause, computed from the run, and the remedies that would
+move it (in the headline, the report and summary.json); the report's header names the
+intruder of every line.
 """
 
 

@@ -1,0 +1,142 @@
+"""What drives each verdict line: figures computed from the run, read by the verdict's cause.
+
+Each function returns plain numbers (JSON-ready) that :class:`~bayes_risk.auditing.AuditResult`
+turns into one sentence per line on the wrong side of its threshold. They are computed by the
+steps, from the data the measure saw, so a cause is never a generic sentence: it is a fact of
+this release.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "attribute_drivers",
+    "identification_drivers",
+    "marginal_discrepancy",
+]
+
+
+def _aligned(original: pd.DataFrame, datasets: Sequence[pd.DataFrame]) -> bool:
+    """Whether the released datasets are row-aligned with the original (record ``i`` of every
+    dataset is the synthetic version of original record ``i``, as in partial synthesis)."""
+    return bool(datasets) and all(len(z) == len(original) for z in datasets)
+
+
+def _same(a: pd.Series, b: pd.Series) -> np.ndarray:
+    """Element-wise equality of two columns, missing values never equal."""
+    # as objects: a categorical column compares with another dtype only value by value
+    a, b = a.astype(object).reset_index(drop=True), b.astype(object).reset_index(drop=True)
+    return (a == b).fillna(False).to_numpy(dtype=bool) & a.notna().to_numpy() & b.notna().to_numpy()
+
+
+def attribute_drivers(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
+                      columns: Sequence[str], records: Sequence[int], spec: Any,
+                      numeric: Sequence[str]) -> dict[str, Any] | None:
+    """How often a record's true synthesized value is among its own released values.
+
+    For every assessed record and synthesized column: whether the true value appears among the
+    ``m`` values released for that record (one per dataset), against how often one of the
+    intruder's alternative candidates does (numeric columns: the other points of the ±k % grid
+    of the attribute step; categorical: the other levels). When the truth is released and its
+    alternatives are not, the worst-case intruder ranks the truth first whatever the model: the
+    mechanical cause of a high share of records "most probable" under CART, which releases
+    original (donor) values.
+
+    Returns ``None`` when the datasets are not row-aligned with the original (the comparison
+    record by record has no meaning).
+    """
+    from bayes_risk.attribute.candidates import grid_points
+
+    if not _aligned(original, datasets) or not len(records):
+        return None
+    rec = np.asarray(records, dtype=int)
+    out: dict[str, Any] = {"n_records": len(rec), "m": len(datasets), "columns": {}}
+    any_true = np.zeros(len(rec), dtype=bool)
+    for c in columns:
+        truth = original[c].to_numpy()[rec]
+        rel = np.column_stack([z[c].to_numpy()[rec] for z in datasets])
+        ok = pd.notna(truth)
+        has_true = np.array([ok[i] and bool(np.any(rel[i] == truth[i])) for i in range(len(rec))])
+        has_alt = np.zeros(len(rec), dtype=bool)
+        for i in range(len(rec)):
+            if not ok[i]:
+                continue
+            if c in numeric:
+                grid = spec.grids.get(c, spec.default_grid)
+                try:
+                    pts, g0 = grid_points(float(truth[i]), grid, column=c)
+                except Exception:  # a grid the step itself refused: no alternatives to count
+                    continue
+                alts = np.delete(pts, g0)
+                vals = pd.to_numeric(pd.Series(rel[i]), errors="coerce").to_numpy(dtype=float)
+                has_alt[i] = bool(np.isin(vals, alts).any())
+            else:
+                others = [v for v in rel[i] if pd.notna(v) and v != truth[i]]
+                has_alt[i] = bool(others)
+        any_true |= has_true
+        out["columns"][c] = {"pct_true_released": float(has_true.mean() * 100),
+                             "pct_alternative_released": float(has_alt.mean() * 100),
+                             "kind": "numeric" if c in numeric else "categorical"}
+    out["pct_any_true_released"] = float(any_true.mean() * 100)
+    return out
+
+
+def identification_drivers(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
+                           known: Sequence[str],
+                           known_synthesized: Sequence[str]) -> dict[str, Any]:
+    """Sample uniques on the known columns and how often the release keeps the original value.
+
+    ``n_sample_unique``: targets whose combination of known values (exact values) occurs once in
+    the original; ``pct_released_equal``: for each synthesized known column, the per cent of
+    records whose released value equals the original, mean over the datasets (``None`` when the
+    datasets are not row-aligned with the original).
+    """
+    # one label per combination of known values (missing values a value of their own)
+    codes = [pd.factorize(original[c], use_na_sentinel=False)[0] for c in known]
+    combo = pd.Series(list(zip(*codes, strict=True))) if codes else pd.Series([], dtype=object)
+    n_unique = int((combo.map(combo.value_counts()) == 1).sum())
+    eq: dict[str, float] | None = None
+    if _aligned(original, datasets):
+        eq = {c: float(np.mean([_same(original[c], z[c]).mean() for z in datasets]) * 100)
+              for c in known_synthesized}
+    return {"n_targets": len(original), "n_sample_unique": n_unique,
+            "pct_sample_unique": float(n_unique / max(len(original), 1) * 100),
+            "pct_released_equal": eq}
+
+
+def marginal_discrepancy(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
+                         columns: Sequence[str], categorical: Sequence[str],
+                         top: int = 3) -> list[dict[str, Any]]:
+    """The synthesized variables whose marginal distribution differs most between the original
+    and the pooled synthetic datasets, largest first.
+
+    The discrepancy is in percentage points of records: the largest difference of a level's
+    share (categorical, missing values a level of their own) or of the empirical distribution
+    functions (numeric, the Kolmogorov-Smirnov distance, on the observed values).
+    """
+    pooled = pd.concat(list(datasets), ignore_index=True)
+    rows = []
+    for c in columns:
+        if c in categorical:
+            po = original[c].astype("object").fillna("<NA>").value_counts(normalize=True)
+            ps = pooled[c].astype("object").fillna("<NA>").value_counts(normalize=True)
+            d = float((po.reindex(po.index.union(ps.index), fill_value=0.0)
+                       - ps.reindex(po.index.union(ps.index), fill_value=0.0)).abs().max())
+        else:
+            a = pd.to_numeric(original[c], errors="coerce").dropna().to_numpy(dtype=float)
+            b = pd.to_numeric(pooled[c], errors="coerce").dropna().to_numpy(dtype=float)
+            if not (a.size and b.size):
+                continue
+            grid = np.union1d(a, b)
+            fa = np.searchsorted(np.sort(a), grid, side="right") / a.size
+            fb = np.searchsorted(np.sort(b), grid, side="right") / b.size
+            d = float(np.abs(fa - fb).max())
+        rows.append({"variable": str(c), "points": d * 100,
+                     "kind": "categorical" if c in categorical else "numeric"})
+    rows.sort(key=lambda r: -r["points"])
+    return rows[:top]
