@@ -77,6 +77,8 @@ nitpick_ignore = [
     # a standard-library base shown in "Bases:" (DisclosureByTarget is a Mapping); the docs are
     # built without network, so without intersphinx to the Python docs
     ("py:class", "collections.abc.Mapping"),
+    # check_fingerprint shared by the saved CART / random-forest / PMM synthesizers
+    ("py:class", "bayes_risk.models._synth_io.FingerprintCheck"),
     ("py:class", "bayes_risk.models.plugin_cart.PluginBase"),  # base class of the tree plug-ins
     ("py:class", "bayes_risk.models._trees.SeqTree"),  # CARTSynthesizer.trees_ items
     ("py:func", "bayes_risk.models._dpmpm_kernels.neighbourhood"),  # DPMPM.neighbourhood_loglik

@@ -371,3 +371,20 @@ def check_missing_layout(missing: dict[str, Any], schema: Any) -> dict[str, dict
                 (lay["type"] == "two_step") == schema[c].is_categorical:
             raise ValueError(f"missing-value layout of column {c!r} does not fit")
     return out
+
+
+class FingerprintCheck:
+    """``check_fingerprint`` of the saved synthesizers (CART, random forests, PMM): one method,
+    inherited, for the three classes that store a fingerprint of their fitted table."""
+
+    def check_fingerprint(self, data: pd.DataFrame) -> str | None:
+        """Whether ``data`` is the table this synthesizer was fitted to.
+
+        Compares the SHA-256 fingerprints stored at fit time (also in a saved folder) with those
+        of ``data``. Returns ``None`` when they agree, otherwise a short description of the
+        difference (missing columns, another number of records, other values or row order).
+        """
+        from bayes_risk.models.base import check_is_fitted
+
+        check_is_fitted(self, "schema_", method="check_fingerprint")
+        return fingerprint_check(self, data)

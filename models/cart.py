@@ -35,6 +35,7 @@ from bayes_risk.data.validate import check_m, validate_table
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
 from bayes_risk.models._cart_synthesis import _CARTSynthesis
+from bayes_risk.models._synth_io import FingerprintCheck
 from bayes_risk.models._tree_missing import design_inputs, kind_codes, missing_layout, n_kinds
 from bayes_risk.models._trees import Design, SeqTree, column_codes
 from bayes_risk.models.base import (
@@ -171,7 +172,7 @@ def silverman(v: np.ndarray) -> float:
 # --------------------------------------------------------------------------------------------
 # the synthesizer
 # --------------------------------------------------------------------------------------------
-class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
+class CARTSynthesizer(_CARTSynthesis, FingerprintCheck, BaseSynthesizer):
     """Sequential CART synthesizer with a per-leaf Bayesian bootstrap (Reiter 2005).
 
     For the visit order ``v_1 → … → v_S`` (the order of ``synthesized``), the tree for
@@ -587,18 +588,6 @@ class CARTSynthesizer(_CARTSynthesis, BaseSynthesizer):
     donors = _CARTSynthesis.donors
     output_rounding = _CARTSynthesis.output_rounding
     posterior_replicates = _CARTSynthesis.posterior_replicates
-
-    def check_fingerprint(self, data: pd.DataFrame) -> str | None:
-        """Whether ``data`` is the table this synthesizer was fitted to.
-
-        Compares the SHA-256 fingerprints stored at fit time (also in a saved folder) with those
-        of ``data``. Returns ``None`` when they agree, otherwise a short description of the
-        difference (missing columns, another number of records, other values or row order).
-        """
-        from bayes_risk.models._synth_io import fingerprint_check
-
-        check_is_fitted(self, "schema_", method="check_fingerprint")
-        return fingerprint_check(self, data)
 
     # ----- persistence --------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> Path:

@@ -25,6 +25,7 @@ from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m, validate_table
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
+from bayes_risk.models._synth_io import FingerprintCheck
 from bayes_risk.models._tree_missing import refusal_hint
 from bayes_risk.models._trees import column_codes
 from bayes_risk.models.base import (
@@ -135,7 +136,7 @@ def match_donor(
     return int(tied[rng.integers(tied.size)]), tied
 
 
-class SmallCellPMMSynthesizer(BaseSynthesizer):
+class SmallCellPMMSynthesizer(FingerprintCheck, BaseSynthesizer):
     """Hawala (2008) small-cell partial synthesis by model prediction + predictive mean matching.
 
     Algorithm (Hawala 2008): cross-classify the identifying variables (IVs); records in non-empty
@@ -560,18 +561,6 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
             z[col] = s
         z.index = self._index
         return z, sorted(unmatched)
-
-    def check_fingerprint(self, data: pd.DataFrame) -> str | None:
-        """Whether ``data`` is the table this synthesizer was fitted to.
-
-        Compares the SHA-256 fingerprints stored at fit time (also in a saved folder) with those
-        of ``data``. Returns ``None`` when they agree, otherwise a short description of the
-        difference (missing columns, another number of records, other values or row order).
-        """
-        from bayes_risk.models._synth_io import fingerprint_check
-
-        check_is_fitted(self, "schema_", method="check_fingerprint")
-        return fingerprint_check(self, data)
 
     # ----- persistence --------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> Path:

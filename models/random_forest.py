@@ -27,6 +27,7 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m
 from bayes_risk.exceptions import ValidationError
+from bayes_risk.models._synth_io import FingerprintCheck
 from bayes_risk.models._tree_missing import FILL, kind_codes, missing_layout
 from bayes_risk.models.base import BaseSynthesizer, check_is_fitted, legacy_call_forms
 from bayes_risk.models.cart import encoded_values, prepare_schema, records_mask
@@ -102,7 +103,7 @@ def synthesis_probabilities(
     return q.mean(axis=0)
 
 
-class RandomForestSynthesizer(BaseSynthesizer):
+class RandomForestSynthesizer(FingerprintCheck, BaseSynthesizer):
     """Random-forest synthesizer for categorical columns (Caiola & Reiter 2010).
 
     For each categorical column ``Y_j`` to replace, a classification forest (Gini, bootstrap
@@ -708,18 +709,6 @@ class RandomForestSynthesizer(BaseSynthesizer):
             out[col] = s
         out.index = self._index
         return out
-
-    def check_fingerprint(self, data: pd.DataFrame) -> str | None:
-        """Whether ``data`` is the table this synthesizer was fitted to.
-
-        Compares the SHA-256 fingerprints stored at fit time (also in a saved folder) with those
-        of ``data``. Returns ``None`` when they agree, otherwise a short description of the
-        difference (missing columns, another number of records, other values or row order).
-        """
-        from bayes_risk.models._synth_io import fingerprint_check
-
-        check_is_fitted(self, "schema_", method="check_fingerprint")
-        return fingerprint_check(self, data)
 
     # ----- persistence --------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> Path:

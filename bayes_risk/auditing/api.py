@@ -418,6 +418,84 @@ def _twice(cols: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(c for c in cols if list(cols).count(c) > 1))
 
 
+def _check_utility_options(sch: Any, combining_rules: str, pmse_method: str, max_order: Any,
+                           imputed: Any) -> Any:
+    """Check the utility step's options; ``imputed`` as ``"auto"`` or checked column names."""
+    if combining_rules != "auto":
+        from bayes_risk.utility.combining import check_rules
+
+        check_rules(combining_rules, "combining_rules")
+    if pmse_method not in ("logit", "cart"):
+        raise ValidationError(f"pmse_method must be 'logit' or 'cart'. Got {pmse_method!r}.")
+    if isinstance(max_order, bool) or not isinstance(max_order, (int, np.integer)) \
+            or max_order < 0:
+        raise ValidationError(f"max_order must be an integer >= 0. Got {max_order!r}.")
+    if isinstance(imputed, str) and imputed == "auto":
+        return imputed
+    if isinstance(imputed, str):
+        raise ValidationError(
+            f"imputed must be 'auto' or a list of column names ([] for none). Got {imputed!r}.")
+    return sch.check_columns(list(imputed), "imputed")
+
+
+def _plan_sweep(sweep: Any, rad: dict[str, float], ks: list[str], radius_type: str,
+                sweep_unsynthesized: bool) -> tuple[tuple[float, ...], list[str]]:
+    """The sweep's radii (checked) and the columns whose radius it varies."""
+    if radius_type not in ("percentage", "absolute", "quantile_sd"):
+        raise ValidationError(
+            "radius_type must be 'percentage', 'absolute' or 'quantile_sd'. "
+            f"Got {radius_type!r}."
+        )
+    grid = tuple(float(r) for r in sweep) if sweep else ()
+    if any(not (np.isfinite(r) and r > 0) for r in grid):
+        raise ValidationError(f"sweep: radii must be finite numbers > 0. Got {list(grid)}.")
+    if _twice(grid):
+        raise ValidationError(f"sweep: radius {_twice(grid)[0]:g} listed twice. Got "
+                              f"{list(grid)}.")
+    # the sweep varies the radii of the synthesized known columns only (unless asked): an
+    # unsynthesized column is released unchanged, so its radius adds matches the release has
+    # no part in, and the risk is largest at the smallest radius by construction
+    sweep_cols = [c for c in rad if sweep_unsynthesized or c in ks]
+    if grid and sweep_cols and radius_type == "quantile_sd":
+        raise ValidationError(
+            "sweep (--radius-sweep): a radius sweep needs radius_type 'percentage' or "
+            "'absolute'. Got 'quantile_sd'; give sweep=None (--radius-sweep none) or another "
+            "radius type."
+        )
+    return grid, sweep_cols
+
+
+def _attribute_source(model: Any, syn: Any, attribute_estimator: str,
+                      refit_draws: Any) -> str | None:
+    """Where the attribute step's likelihood comes from (``None``: the step cannot run), with
+    its options checked."""
+    if isinstance(model, (str, os.PathLike)) and not (Path(model) / "model.json").is_file():
+        raise ValidationError(
+            f"model {str(model)!r} is not a fitted-model folder (no model.json); give the "
+            "folder written by 'bayes-risk fit', or no model for a CART / random-forest release."
+        )
+    if model is not None:
+        a_src = "model"
+    elif syn.method in ("cart", "rf"):
+        a_src = f"{syn.method} plug-in"
+    else:
+        a_src = None
+    if attribute_estimator not in ("auto", "stabilised", "is"):
+        raise ValidationError("attribute_estimator must be 'auto', 'stabilised' or 'is'. "
+                              f"Got {attribute_estimator!r}.")
+    if refit_draws is not None and (isinstance(refit_draws, bool) or not isinstance(
+            refit_draws, (int, np.integer)) or refit_draws < 1):
+        raise ValidationError(f"refit_draws must be an integer >= 1. Got {refit_draws!r}.")
+    if a_src is not None and a_src != "model" and (attribute_estimator != "auto"
+                                                   or refit_draws is not None):
+        raise ValidationError(
+            "attribute_estimator and refit_draws apply to a fitted Bayesian model (model=); "
+            f"this release's attribute step uses the {a_src} likelihood.",
+            code="OPTION_CONFLICT",
+        )
+    return a_src
+
+
 def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type, sweep,
                targets, ngroups_target, attribute_records, thresholds, show,
                random_seed, attribute_estimator="auto", refit_draws=None, seed_src="given",
@@ -429,21 +507,7 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
     Every argument every step reads is checked here, before any step runs."""
     from bayes_risk.utility._inputs import infer_synthesized
 
-    if combining_rules != "auto":
-        from bayes_risk.utility.combining import check_rules
-
-        check_rules(combining_rules, "combining_rules")
-    if pmse_method not in ("logit", "cart"):
-        raise ValidationError(f"pmse_method must be 'logit' or 'cart'. Got {pmse_method!r}.")
-    if isinstance(max_order, bool) or not isinstance(max_order, (int, np.integer)) \
-            or max_order < 0:
-        raise ValidationError(f"max_order must be an integer >= 0. Got {max_order!r}.")
-    if not (isinstance(imputed, str) and imputed == "auto"):
-        if isinstance(imputed, str):
-            raise ValidationError(
-                f"imputed must be 'auto' or a list of column names ([] for none). "
-                f"Got {imputed!r}.")
-        imputed = sch.check_columns(list(imputed), "imputed")
+    imputed = _check_utility_options(sch, combining_rules, pmse_method, max_order, imputed)
     if isinstance(known, str) or not known:
         raise ValidationError("known: give the columns the intruder knows (at least one).")
     known = sch.check_columns(list(known), "known")
@@ -470,27 +534,7 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
     ku = [c for c in known if c not in syn_cols]
     ks = [c for c in known if c in syn_cols]
     rad, rad_src = _plan_radius(radius, known, sch)
-    if radius_type not in ("percentage", "absolute", "quantile_sd"):
-        raise ValidationError(
-            "radius_type must be 'percentage', 'absolute' or 'quantile_sd'. "
-            f"Got {radius_type!r}."
-        )
-    grid = tuple(float(r) for r in sweep) if sweep else ()
-    if any(not (np.isfinite(r) and r > 0) for r in grid):
-        raise ValidationError(f"sweep: radii must be finite numbers > 0. Got {list(grid)}.")
-    if _twice(grid):
-        raise ValidationError(f"sweep: radius {_twice(grid)[0]:g} listed twice. Got "
-                              f"{list(grid)}.")
-    # the sweep varies the radii of the synthesized known columns only (unless asked): an
-    # unsynthesized column is released unchanged, so its radius adds matches the release has
-    # no part in, and the risk is largest at the smallest radius by construction
-    sweep_cols = [c for c in rad if sweep_unsynthesized or c in ks]
-    if grid and sweep_cols and radius_type == "quantile_sd":
-        raise ValidationError(
-            "sweep (--radius-sweep): a radius sweep needs radius_type 'percentage' or "
-            "'absolute'. Got 'quantile_sd'; give sweep=None (--radius-sweep none) or another "
-            "radius type."
-        )
+    grid, sweep_cols = _plan_sweep(sweep, rad, ks, radius_type, sweep_unsynthesized)
     tg, tg_src = _plan_targets(targets, syn_cols, known, sch)
     keys = {t: [c for c in known if c != t] for t in tg}
     if ngroups_target is not None and (int(ngroups_target) != ngroups_target
@@ -498,30 +542,7 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
         raise ValidationError(f"ngroups_target must be an integer >= 2 or None. "
                               f"Got {ngroups_target!r}.")
     ng = {t: (ngroups_target if t in sch.numeric else None) for t in tg}
-    if isinstance(model, (str, os.PathLike)) and not (Path(model) / "model.json").is_file():
-        raise ValidationError(
-            f"model {str(model)!r} is not a fitted-model folder (no model.json); give the "
-            "folder written by 'bayes-risk fit', or no model for a CART / random-forest release."
-        )
-    if model is not None:
-        a_src = "model"
-    elif syn.method in ("cart", "rf"):
-        a_src = f"{syn.method} plug-in"
-    else:
-        a_src = None
-    if attribute_estimator not in ("auto", "stabilised", "is"):
-        raise ValidationError("attribute_estimator must be 'auto', 'stabilised' or 'is'. "
-                              f"Got {attribute_estimator!r}.")
-    if refit_draws is not None and (isinstance(refit_draws, bool) or not isinstance(
-            refit_draws, (int, np.integer)) or refit_draws < 1):
-        raise ValidationError(f"refit_draws must be an integer >= 1. Got {refit_draws!r}.")
-    if a_src is not None and a_src != "model" and (attribute_estimator != "auto"
-                                                   or refit_draws is not None):
-        raise ValidationError(
-            "attribute_estimator and refit_draws apply to a fitted Bayesian model (model=); "
-            f"this release's attribute step uses the {a_src} likelihood.",
-            code="OPTION_CONFLICT",
-        )
+    a_src = _attribute_source(model, syn, attribute_estimator, refit_draws)
     recs = None
     if attribute_records is not None:
         from bayes_risk.data.normalise import record_positions

@@ -233,16 +233,8 @@ def _utility(sec: Section, s: Any, result: Any, links: _Links) -> None:
           f"is that of the intervals combined over the {r.m} datasets with the combining rules "
           "for synthetic data, which the verdict uses. It is not the mean of the rows above: "
           "the combined intervals are estimated from all the datasets together.")
-    st = r.settings or {}
-    if "combining_rules" in st:
-        sec.p(f"Combining rules: {st['combining_rules']} ({st['combining_rules_reference']}): "
-              f"{st['combining_rules_reason']}")
-    if st.get("imputed_columns"):
-        sec.p(f"Imputed columns ({st['imputed_columns_source']}): "
-              f"{', '.join(st['imputed_columns'])}. The synthesizer filled in their missing "
-              "values, so they are compared on the cells observed in the original "
-              f"({st['imputed_comparison']}); this is like with like when the values are "
-              "missing at random (MISSING_AT_RANDOM_ASSUMED).")
+    for note in r.comparison_notes():
+        sec.p(note)
     ov = r.overlap.sort_values("overlap").head(TOP_N)
     cols = [c for c in ("estimand", "estimate_orig", "estimate_syn", "overlap") if c in ov]
     sec.blocks.append(_table(ov[cols], links, f"{s.folder}/overlap.csv" if s.folder else None,

@@ -105,14 +105,7 @@ def _print_summary(s, out: Path, *, given: bool) -> None:
         f"interval overlap ({s.estimand_kind.replace('_', ' ')}, {len(s.overlap)} estimands): "
         f"mean {s.mean_overlap:.4f}"
     )
-    st = s.settings
-    if "combining_rules" in st:
-        lines.append(f"combining rules: {st['combining_rules']} "
-                     f"({st['combining_rules_reference']}); {st['combining_rules_reason']}")
-    if st.get("imputed_columns"):
-        lines.append(f"imputed columns ({st['imputed_columns_source']}): "
-                     f"{', '.join(st['imputed_columns'])}; compared on the original's observed "
-                     f"cells ({st['imputed_comparison']})")
+    lines += [n[0].lower() + n[1:] for n in s.comparison_notes()]
     if s.warnings:
         lines.append(f"warnings: {', '.join(s.warnings)}")
     print_summary(lines, out)

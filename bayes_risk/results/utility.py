@@ -293,6 +293,23 @@ class UtilitySummary(RiskResult):
             return [str(x) for x in o["term"]]
         return [str(i + 1) for i in range(len(o))]
 
+    def comparison_notes(self) -> list[str]:
+        """How the intervals were combined and how imputed columns were compared, in words,
+        from the settings (one sentence each; what the summary, the command's printout and the
+        audit report say)."""
+        st = self.settings or {}
+        out = []
+        if "combining_rules" in st:
+            out.append(f"Combining rules: {st['combining_rules']} "
+                       f"({st['combining_rules_reference']}): {st['combining_rules_reason']}")
+        if st.get("imputed_columns"):
+            out.append(f"Imputed columns ({st['imputed_columns_source']}): "
+                       f"{', '.join(st['imputed_columns'])}. The synthesizer filled in their "
+                       "missing values, so they are compared on the cells observed in the "
+                       f"original ({st['imputed_comparison']}); this is like with like when the "
+                       "values are missing at random (MISSING_AT_RANDOM_ASSUMED).")
+        return out
+
     def summary(self) -> Summary:
         """Printable summary: pMSE per dataset and the interval overlap per estimand."""
         p = self.pmse
@@ -316,8 +333,8 @@ class UtilitySummary(RiskResult):
             ],
             tables={"pMSE per synthetic dataset": p.to_frame(),
                     "Interval overlap per estimand": self.overlap[cols]},
-            notes=["pMSE: Snoke et al. (2018); interval overlap: Karr et al. (2006), combined "
-                   "synthetic intervals by Reiter's (2003) rules."],
+            notes=["pMSE: Snoke et al. (2018); interval overlap: Karr et al. (2006), synthetic "
+                   "intervals combined by the rules below.", *self.comparison_notes()],
             warnings=self.structured_warnings,
         )
 

@@ -338,3 +338,22 @@ def test_cli_imputed_argument():
     assert imputed_arg(None) == "auto"
     assert imputed_arg(["none"]) == [] and imputed_arg(["None"]) == []
     assert imputed_arg(["SEX", "MAR"]) == ["SEX", "MAR"]
+
+
+def test_summary_names_the_combining_rules_used():
+    """The summary's note says which combining rules made the intervals (it always said
+    Reiter's 2003 rules), with the same sentence as the command's printout and the report."""
+    from bayes_risk.data import make_ce_like
+
+    d = make_ce_like(200, random_seed=1)
+    rng = np.random.default_rng(0)
+    syn = [d.assign(Income=d["Income"] * np.exp(rng.normal(0, 0.2, len(d)))) for _ in range(3)]
+    for rules, ref in (("partial", "Reiter (2003)"), ("full-same-n", "Raab, Nowok & Dibben")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            s = utility_summary(d, syn, categorical=["Urban", "Marital", "Tenure"],
+                                max_order=0, rules=rules, random_seed=1)
+        notes = s.comparison_notes()
+        assert notes[0].startswith(f"Combining rules: {rules} (") and ref in notes[0]
+        assert notes[0] in s.summary().as_text()
+        assert "Reiter's (2003) rules" not in s.summary().as_text()
