@@ -220,23 +220,7 @@ def combine_scalar(
             x = m * ubar / b
             # b negligible next to ubar (e.g. a subnormal b): the reference is normal
             df = (m - 1) * (1 + x) ** 2 if x < 1e150 else math.inf
-    se = math.sqrt(tp)
-    half = _t_quantile(df, alpha) * se
-    return CombinedScalar(
-        estimate=qbar,
-        between_var=b,
-        within_var=ubar,
-        total_var=tp,
-        se=se,
-        r=r,
-        df=df,
-        ci_lower=qbar - half,
-        ci_upper=qbar + half,
-        alpha=alpha,
-        m=m,
-        warnings=codes,
-        rules="partial",
-    )
+    return _combined(qbar, b, ubar, tp, r, df, alpha, m, codes, "partial")
 
 
 def _combine_full(qa: np.ndarray, ua: np.ndarray, alpha: float, rules: str, proper: bool,
@@ -279,23 +263,17 @@ def _combine_full(qa: np.ndarray, ua: np.ndarray, alpha: float, rules: str, prop
                 DataWarning,
                 skip_file_prefixes=CALLER,
             )
+    return _combined(qbar, b, ubar, total, r, df, alpha, m, codes, rules)
+
+
+def _combined(qbar: float, b: float, ubar: float, total: float, r: float, df: float,
+              alpha: float, m: int, codes: list[str], rules: str) -> CombinedScalar:
+    """The result of every scheme's scalar rules: the interval ``q̄ ± t_df(1 − α/2) √T``."""
     se = math.sqrt(total)
     half = _t_quantile(df, alpha) * se
-    return CombinedScalar(
-        estimate=qbar,
-        between_var=b,
-        within_var=ubar,
-        total_var=total,
-        se=se,
-        r=r,
-        df=df,
-        ci_lower=qbar - half,
-        ci_upper=qbar + half,
-        alpha=alpha,
-        m=m,
-        warnings=codes,
-        rules=rules,
-    )
+    return CombinedScalar(estimate=qbar, between_var=b, within_var=ubar, total_var=total,
+                          se=se, r=r, df=df, ci_lower=qbar - half, ci_upper=qbar + half,
+                          alpha=alpha, m=m, warnings=codes, rules=rules)
 
 
 #: the multivariate (Wald) tests by generation scheme, with the paper each follows
