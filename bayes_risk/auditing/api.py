@@ -297,9 +297,11 @@ def _preflight(ctx: Any) -> None:
         from bayes_risk.data.fingerprint import check_original
 
         check_original(data, syn)
+        ctx.rows_aligned = False
         if all(len(z) == len(data) for z in syn):
             manifest = syn if (syn.schema is not None and syn.schema.synthesized) else None
-            check_rows_aligned(data, list(syn), manifest, synthesized=plan.synthesized)
+            ctx.rows_aligned = bool(check_rows_aligned(data, list(syn), manifest,
+                                                       synthesized=plan.synthesized))
         attribute = "attribute" not in plan.skip and plan.attribute_source is not None
         posterior = "posterior_identification" not in plan.skip and bool(plan.known_synthesized)
         users = [n for n, use in (("attribute", attribute), ("posterior_identification",

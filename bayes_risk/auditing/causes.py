@@ -21,10 +21,15 @@ __all__ = [
 ]
 
 
-def _aligned(original: pd.DataFrame, datasets: Sequence[pd.DataFrame]) -> bool:
-    """Whether the released datasets are row-aligned with the original (record ``i`` of every
-    dataset is the synthetic version of original record ``i``, as in partial synthesis)."""
-    return bool(datasets) and all(len(z) == len(original) for z in datasets)
+def _aligned(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], aligned: bool) -> bool:
+    """Whether record ``i`` of every dataset is the synthetic version of original record ``i``.
+
+    ``aligned`` is the caller's finding (the audit's row-alignment check found a column released
+    unchanged row by row, as in partial synthesis). Equal lengths alone are not enough: a fully
+    synthetic release of the original's size has no record-by-record correspondence, and comparing
+    its row ``i`` with record ``i`` would give a cause that is not a fact of the release.
+    """
+    return aligned and bool(datasets) and all(len(z) == len(original) for z in datasets)
 
 
 def _same(a: pd.Series, b: pd.Series) -> np.ndarray:
@@ -36,36 +41,47 @@ def _same(a: pd.Series, b: pd.Series) -> np.ndarray:
 
 def attribute_drivers(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
                       columns: Sequence[str], records: Sequence[int], spec: Any,
-                      numeric: Sequence[str]) -> dict[str, Any] | None:
-    """How often a record's true synthesized value is among its own released values.
+                      numeric: Sequence[str], *, aligned: bool) -> dict[str, Any] | None:
+    """How often a record's true synthesized value is among the released values.
 
     For every assessed record and synthesized column: whether the true value appears among the
-    ``m`` values released for that record (one per dataset), against how often one of the
-    intruder's alternative candidates does (numeric columns: the other points of the ±k % grid
-    of the attribute step; categorical: the other levels). When the truth is released and its
-    alternatives are not, the worst-case intruder ranks the truth first whatever the model: the
-    mechanical cause of a high share of records "most probable" under CART, which releases
-    original (donor) values.
+    values released for that record, against how often one of the intruder's alternative
+    candidates does (numeric columns: the other points of the ±k % grid of the attribute step;
+    categorical: the other levels). When the truth is released and its alternatives are not,
+    the worst-case intruder ranks the truth first whatever the model: the mechanical cause of a
+    high share of records "most probable" under CART, which releases original (donor) values.
 
-    Returns ``None`` when the datasets are not row-aligned with the original (the comparison
-    record by record has no meaning).
+    When the datasets are row-aligned with the original (``aligned`` true and equal lengths:
+    partial synthesis), "the values released for that record" are its ``m`` values, one per
+    dataset (``scope`` ``"record"``). Otherwise (a fully synthetic release, which has no
+    record-by-record correspondence) they are every value of the column in the pooled datasets
+    (``scope`` ``"pooled"``). Returns ``None`` when no record is assessed.
     """
     from bayes_risk.attribute.candidates import grid_points
 
-    if not _aligned(original, datasets) or not len(records):
+    if not datasets or not len(records):
         return None
+    by_record = _aligned(original, datasets, aligned)
     rec = np.asarray(records, dtype=int)
-    out: dict[str, Any] = {"n_records": len(rec), "m": len(datasets), "columns": {}}
+    out: dict[str, Any] = {"n_records": len(rec), "m": len(datasets),
+                           "scope": "record" if by_record else "pooled", "columns": {}}
     any_true = np.zeros(len(rec), dtype=bool)
     for c in columns:
         truth = original[c].to_numpy()[rec]
-        rel = np.column_stack([z[c].to_numpy()[rec] for z in datasets])
         ok = pd.notna(truth)
-        has_true = np.array([ok[i] and bool(np.any(rel[i] == truth[i])) for i in range(len(rec))])
+        if by_record:
+            rel = np.column_stack([z[c].to_numpy()[rec] for z in datasets])
+        else:
+            pooled = pd.concat([z[c] for z in datasets], ignore_index=True).dropna()
+            shown = pd.unique(pooled.to_numpy())
+            shown_num = pd.to_numeric(pd.Series(shown), errors="coerce").dropna().to_numpy(float)
+        has_true = np.zeros(len(rec), dtype=bool)
         has_alt = np.zeros(len(rec), dtype=bool)
         for i in range(len(rec)):
             if not ok[i]:
                 continue
+            vals = rel[i] if by_record else shown
+            has_true[i] = bool(np.any(vals == truth[i]))
             if c in numeric:
                 grid = spec.grids.get(c, spec.default_grid)
                 try:
@@ -73,11 +89,11 @@ def attribute_drivers(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
                 except Exception:  # a grid the step itself refused: no alternatives to count
                     continue
                 alts = np.delete(pts, g0)
-                vals = pd.to_numeric(pd.Series(rel[i]), errors="coerce").to_numpy(dtype=float)
-                has_alt[i] = bool(np.isin(vals, alts).any())
+                num = (pd.to_numeric(pd.Series(vals), errors="coerce").to_numpy(dtype=float)
+                       if by_record else shown_num)
+                has_alt[i] = bool(np.isin(num, alts).any())
             else:
-                others = [v for v in rel[i] if pd.notna(v) and v != truth[i]]
-                has_alt[i] = bool(others)
+                has_alt[i] = any(pd.notna(v) and v != truth[i] for v in vals)
         any_true |= has_true
         out["columns"][c] = {"pct_true_released": float(has_true.mean() * 100),
                              "pct_alternative_released": float(has_alt.mean() * 100),
@@ -88,20 +104,21 @@ def attribute_drivers(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
 
 def identification_drivers(original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
                            known: Sequence[str],
-                           known_synthesized: Sequence[str]) -> dict[str, Any]:
+                           known_synthesized: Sequence[str], *,
+                           aligned: bool) -> dict[str, Any]:
     """Sample uniques on the known columns and how often the release keeps the original value.
 
     ``n_sample_unique``: targets whose combination of known values (exact values) occurs once in
     the original; ``pct_released_equal``: for each synthesized known column, the per cent of
     records whose released value equals the original, mean over the datasets (``None`` when the
-    datasets are not row-aligned with the original).
+    datasets are not row-aligned with the original: ``aligned`` false, or lengths differ).
     """
     # one label per combination of known values (missing values a value of their own)
     codes = [pd.factorize(original[c], use_na_sentinel=False)[0] for c in known]
     combo = pd.Series(list(zip(*codes, strict=True))) if codes else pd.Series([], dtype=object)
     n_unique = int((combo.map(combo.value_counts()) == 1).sum())
     eq: dict[str, float] | None = None
-    if _aligned(original, datasets):
+    if _aligned(original, datasets, aligned):
         eq = {c: float(np.mean([_same(original[c], z[c]).mean() for z in datasets]) * 100)
               for c in known_synthesized}
     return {"n_targets": len(original), "n_sample_unique": n_unique,

@@ -351,16 +351,21 @@ class AuditResult(RiskResult):
         if not dr:
             return "", []
         m = dr["m"]
+        pooled = dr.get("scope") == "pooled"
+        among = "the pooled values" if pooled else f"the record's {m} released values"
         per = "; ".join(
-            f"{c}: truth among the record's {m} released values for "
+            f"{c}: truth among {among} for "
             f"{x['pct_true_released']:.3g} % of records, "
             + (f"a ±k % alternative for {x['pct_alternative_released']:.3g} %"
                if x["kind"] == "numeric" else
                f"another level for {x['pct_alternative_released']:.3g} %")
             for c, x in dr["columns"].items())
         cause = (f"for {dr['pct_any_true_released']:.3g} % of the {dr['n_records']:,} assessed "
-                 f"records a true synthesized value appears among the values released for "
-                 f"that record across the m = {m} datasets ({per}); a candidate that the "
+                 "records a true synthesized value appears among the values released "
+                 + ("in the pooled datasets (a fully synthetic release: no record-by-record "
+                    "correspondence)" if pooled
+                    else f"for that record across the m = {m} datasets")
+                 + f" ({per}); a candidate that the "
                  "release shows is ranked above one it never shows")
         if (self.plan.method or "").lower() in ("cart", "ctree"):
             cause += ", as CART releases original (donor) values"

@@ -45,6 +45,38 @@ class StepContext:
     #: the synthesizer rebuilt from a CART / random-forest manifest (built once, by the checks
     #: before the first step, and shared by the steps that need it)
     rebuilt: Any = None
+    #: whether row i of every dataset is record i of the original, as the row-alignment check
+    #: before the first step found it (a column released unchanged row by row); None: not checked
+    rows_aligned: bool | None = None
+
+
+def rows_aligned(ctx: StepContext) -> bool:
+    """Whether the release is row-aligned with the original (checked once, then kept).
+
+    Equal lengths are necessary, not sufficient: a fully synthetic release of the original's
+    size has no record-by-record correspondence. Row ``i`` corresponds to record ``i`` when some
+    column is released unchanged row by row (:func:`~bayes_risk.data.alignment.check_rows_aligned`).
+    """
+    if ctx.rows_aligned is None:
+        import warnings
+
+        from bayes_risk.data.alignment import check_rows_aligned
+        from bayes_risk.exceptions import SchemaError
+
+        syn = ctx.synthetic
+        found: list[str] = []
+        if all(len(z) == len(ctx.original) for z in syn):
+            manifest = syn if (getattr(syn, "schema", None) is not None
+                               and syn.schema.synthesized) else None
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the check's warnings are the preflight's
+                try:
+                    found = check_rows_aligned(ctx.original, list(syn), manifest,
+                                               synthesized=ctx.plan.synthesized)
+                except SchemaError:
+                    found = []
+        ctx.rows_aligned = bool(found)
+    return ctx.rows_aligned
 
 
 def rebuilt_synthesizer(ctx: StepContext) -> Any:
@@ -326,7 +358,7 @@ def identification_step(ctx: StepContext) -> StepOutcome:
                               "qi": _qi(ctx), "pooled": pooled,
                               "drivers": identification_drivers(
                                   ctx.original, list(ctx.synthetic), p.known,
-                                  p.known_synthesized)})
+                                  p.known_synthesized, aligned=rows_aligned(ctx))})
 
 
 @dataclass
@@ -509,7 +541,8 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     recs = (res.records["record"] if "record" in res.records else res.records.index)
     drivers = attribute_drivers(ctx.original, list(ctx.synthetic), p.synthesized,
                                 np.asarray(recs, dtype=int), spec,
-                                [c for c in p.synthesized if c in ctx.schema.numeric])
+                                [c for c in p.synthesized if c in ctx.schema.numeric],
+                                aligned=rows_aligned(ctx))
     summary = res.to_dict()
     summary["inputs"] = {"model": p.attribute_source}
     folder = _folder(ctx, "attribute")

@@ -1167,23 +1167,61 @@ def test_cause_figures_by_hand():
     s1 = orig.assign(b=["x", "x", "x", "x", "y"], y=[100.0, 220.0, 1.0, 2.0, 3.0])
     s2 = orig.assign(b=["y", "x", "x", "x", "x"], y=[5.0, 6.0, 300.0, 7.0, 8.0])
     # unique on a: only a = 2 (the missing values are one value, twice); on (a, b): 3
-    assert identification_drivers(orig, [s1, s2], ["a"], [])["n_sample_unique"] == 1
-    d = identification_drivers(orig, [s1, s2], ["a", "b"], ["b"])
+    assert identification_drivers(orig, [s1, s2], ["a"], [], aligned=True)["n_sample_unique"] == 1
+    d = identification_drivers(orig, [s1, s2], ["a", "b"], ["b"], aligned=True)
     assert d["n_sample_unique"] == 3 and d["pct_sample_unique"] == 60.0
     # b released equal: s1 3 of 5 (x, -, x, x, -), s2 3 of 5 (-, -, x, x, x): 60 %
     assert d["pct_released_equal"] == {"b": pytest.approx(60.0)}
     # y: truth released for records 0 (s1) and 2 (s2): 40 %; 220 = 200 + 10 % is on record 1's
     # ±10 % grid: an alternative released for 20 %
-    a = attribute_drivers(orig, [s1, s2], ["y", "b"], range(5), CandidateSpec(), ["y"])
+    a = attribute_drivers(orig, [s1, s2], ["y", "b"], range(5), CandidateSpec(), ["y"],
+                          aligned=True)
     assert a["columns"]["y"] == {"pct_true_released": pytest.approx(40.0),
                                  "pct_alternative_released": pytest.approx(20.0),
                                  "kind": "numeric"}
     # b: truth among the two released values for every record but 1 ("y": released x, x)
     assert a["columns"]["b"]["pct_true_released"] == pytest.approx(80.0)
     assert a["pct_any_true_released"] == pytest.approx(80.0)
-    # not row-aligned: no record-by-record comparison
-    assert attribute_drivers(orig, [s1.head(3)], ["y"], range(3), CandidateSpec(), ["y"]) is None
+    # not row-aligned: no record-by-record comparison — other lengths, or the same length with
+    # no column released unchanged row by row (a fully synthetic release of the original's size)
+    assert attribute_drivers(orig, [s1.head(3)], ["y"], range(3), CandidateSpec(), ["y"],
+                             aligned=True)["scope"] == "pooled"
+    assert attribute_drivers(orig, [s1], ["y"], [], CandidateSpec(), ["y"], aligned=True) is None
+    # a fully synthetic release: the truth is looked for among the pooled values — y: 300
+    # (record 2) and 100 (record 0) are released; 220 = 200 + 10 % is record 1's alternative;
+    # b: both levels are released, so the truth and another level for every record
+    f = attribute_drivers(orig, [s1, s2], ["y", "b"], range(5), CandidateSpec(), ["y"],
+                          aligned=False)
+    assert f["scope"] == "pooled" and a["scope"] == "record"
+    assert f["columns"]["y"]["pct_true_released"] == pytest.approx(40.0)
+    assert f["columns"]["y"]["pct_alternative_released"] == pytest.approx(20.0)
+    assert f["columns"]["b"]["pct_true_released"] == pytest.approx(100.0)
+    assert f["columns"]["b"]["pct_alternative_released"] == pytest.approx(100.0)
+    assert identification_drivers(orig, [s1, s2], ["a", "b"], ["b"],
+                                  aligned=False)["pct_released_equal"] is None
     # b: original x 80 %, pooled 80 %; y: KS distance of the pooled values from the original's
     top = marginal_discrepancy(orig, [s1, s2], ["b", "y"], ["b"])
     assert top[0]["variable"] == "y" and top[1] == {"variable": "b", "points": 0.0,
                                                      "kind": "categorical"}
+
+
+def test_rows_aligned_needs_a_column_released_unchanged():
+    """The causes compare record i with row i only when the release keeps the records' order:
+    equal lengths are not enough (a fully synthetic release of the original's size)."""
+    from types import SimpleNamespace
+
+    from bayes_risk.auditing.steps import rows_aligned
+
+    rng = np.random.default_rng(3)
+    orig = pd.DataFrame({"a": rng.integers(0, 4, 50), "y": rng.normal(size=50)})
+    full = [pd.DataFrame({"a": rng.integers(0, 4, 50), "y": rng.normal(size=50)})
+            for _ in range(2)]
+    partial = [orig.assign(y=rng.normal(size=50)) for _ in range(2)]
+
+    def ctx(syn):
+        return SimpleNamespace(original=orig, synthetic=syn, rows_aligned=None,
+                               plan=SimpleNamespace(synthesized=["y"]))
+
+    assert rows_aligned(ctx(partial)) is True
+    assert rows_aligned(ctx(full)) is False
+    assert rows_aligned(ctx([z.head(40) for z in partial])) is False
