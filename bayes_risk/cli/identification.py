@@ -116,7 +116,10 @@ def _summary_lines(res: Any, m: int, sweep: Any, replicates: Any) -> list[str]:
         lines.append(f"{s['n_replicates']} posterior replicates; Monte Carlo standard error of "
                      f"the expected match risk {s['mc_se']['expected_match_risk']:.3g}")
     if sweep is not None:
-        lines.append(f"radius sweep: risk-maximising radius r* = {sweep.r_star}")
+        fixed = ", ".join(f"{c}={r:g}" for c, r in sweep.fixed_radii.items())
+        lines.append(f"radius sweep: risk-maximising radius r* = {sweep.r_star} (varying "
+                     f"{', '.join(sweep.columns)}{'; fixed ' + fixed if fixed else ''}; "
+                     f"{sweep.definition})")
     return lines
 
 

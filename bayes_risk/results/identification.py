@@ -422,6 +422,23 @@ class RadiusSweepResult(RiskResult):
         """Alias of :meth:`to_frame`."""
         return self.to_frame()
 
+    @property
+    def fixed_radii(self) -> dict[str, float]:
+        """The radius columns the sweep did not vary, with the radius they kept."""
+        rule = self.settings.get("match_rule") or {}
+        return {c: float(r) for c, r in (rule.get("radius") or {}).items()
+                if c not in self.columns}
+
+    @property
+    def definition(self) -> str:
+        """What one point of the risk curve is, in words: the per-dataset expected match risks
+        summarised over the datasets (Hornby & Hu 2021, Fig. 6), or the risk of the intruder
+        who pools the datasets."""
+        m = self.risk.shape[1]
+        if self.settings.get("aggregation") == "pooled":
+            return "expected match risk of the intruder holding every dataset (pooled)"
+        return f"{self.statistic} over the {m} datasets of each dataset's expected match risk"
+
     def summary(self) -> Summary:
         """Printable summary: the risk curve (``statistic`` over datasets) and the maximising
         radius."""
@@ -432,11 +449,16 @@ class RadiusSweepResult(RiskResult):
         })
         r_star = self.r_star if self.common else ", ".join(
             f"{c}={r:g}" for c, r in zip(self.columns, np.atleast_1d(self.r_star), strict=False))
+        fixed = self.fixed_radii
         return Summary(
             "Identification risk by radius",
             header=[
-                ("radius columns", ", ".join(self.columns)),
+                ("radii varied", ", ".join(self.columns)
+                 + (" (one common radius)" if self.common and len(self.columns) > 1 else "")),
+                ("radii held fixed", ", ".join(f"{c}={r:g}" for c, r in fixed.items())
+                 or "none"),
                 ("radius type", self.settings.get("radius_type", "")),
+                ("risk per grid point", self.definition),
                 ("grid points", len(self.risk)),
                 ("synthetic datasets", self.risk.shape[1]),
                 ("maximising radius r*", r_star),
@@ -453,6 +475,8 @@ class RadiusSweepResult(RiskResult):
         return to_jsonable(
             {
                 "columns": list(self.columns),
+                "fixed_radii": self.fixed_radii,
+                "definition": self.definition,
                 "radii": self.radii,
                 "risk": self.risk,
                 "statistic": self.statistic,
