@@ -69,6 +69,10 @@ _API: dict[str, str] = {
     "compare_estimates": "bayes_risk.utility.compare",
     "utility_summary": "bayes_risk.utility.summary",
     "compare_visit_orders": "bayes_risk.visit_orders",
+    # utility against risk (Hornby & Hu 2021, Figs 8-10)
+    "utility_risk_points": "bayes_risk.tradeoff",
+    "repeated_syntheses": "bayes_risk.tradeoff",
+    "plot_utility_risk": "bayes_risk.tradeoff",
     # identification risk
     "identification_risk": "bayes_risk.identification.api",
     "radius_sweep": "bayes_risk.identification.api",

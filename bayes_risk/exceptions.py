@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 from collections.abc import Callable, Iterator
 
 #: ``warnings.warn(..., skip_file_prefixes=CALLER)`` attributes a warning to the first frame
@@ -28,6 +29,7 @@ __all__ = [
     "DataWarning",
     "BayesRiskFutureWarning",
     "CALLER",
+    "warning_code",
 ]
 
 
@@ -159,3 +161,20 @@ def interruptible[**P, R](fn: Callable[P, R]) -> Callable[P, R]:
             return fn(*args, **kwargs)
 
     return wrapper
+
+
+_CODE_RE = re.compile(r"\b([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b")
+
+
+def warning_code(message: Warning | str, category: type[Warning]) -> str:
+    """The machine-readable code of a warning.
+
+    A ``code`` attribute of the warning object wins; otherwise the first upper-case
+    ``SNAKE_CASE`` word of the message (the package's convention, e.g. ``(H_TOO_SMALL)``);
+    otherwise the class name (``ConvergenceWarning``).
+    """
+    code = getattr(message, "code", None)
+    if code:
+        return str(code)
+    m = _CODE_RE.search(str(message))
+    return m.group(1) if m else category.__name__

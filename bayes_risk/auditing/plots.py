@@ -94,17 +94,24 @@ def utility_risk_figure(points: pd.DataFrame) -> Any:
     ``points`` has a column ``S_pMSE`` and one column per risk measure (Hornby & Hu 2021,
     Figs 8 and 9).
     """
+    from bayes_risk.tradeoff import plot_utility_risk
+
     plt = _plt()
     risks = [c for c in points.columns if c not in ("dataset", "S_pMSE")]
     fig, axes = plt.subplots(1, len(risks), figsize=(3.6 * len(risks), 3.2), squeeze=False)
     for ax, c in zip(axes[0], risks, strict=True):
-        ax.scatter(points["S_pMSE"], points[c], color="tab:blue")
+        # the same figure as the package's plot_utility_risk: the points and their quartile
+        # rectangle (Hornby & Hu 2021, Figs 8-9), one release
+        plot_utility_risk(points.assign(scenario="datasets"), utility="S_pMSE", risk=c, ax=ax)
+        ax.set_title("")
+        ax.get_legend().remove()
         for _, row in points.iterrows():
             ax.annotate(str(int(row["dataset"])), (row["S_pMSE"], row[c]), fontsize=7,
                         xytext=(3, 3), textcoords="offset points")
         ax.set_xlabel("S_pMSE (lower = more useful)", fontsize=8)
         ax.set_ylabel(c, fontsize=8)
         ax.tick_params(labelsize=7)
-    fig.suptitle("utility and risk, one point per synthetic dataset", fontsize=9)
+    fig.suptitle("utility and risk, one point per synthetic dataset, the rectangle from the "
+                 "first to the third quartile", fontsize=9)
     fig.tight_layout()
     return fig

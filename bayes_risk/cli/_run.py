@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from bayes_risk.cli.parsers import INPUTS_ATTR, input_arguments
-from bayes_risk.exceptions import BayesRiskWarning, ValidationError
+from bayes_risk.exceptions import BayesRiskWarning, ValidationError, warning_code
 
 __all__ = [
     "CommandRun", "command_run", "output_dir", "check_out", "warning_code", "warning_line",
@@ -50,23 +50,6 @@ _depth = 0
 _STOP_SIGNALS = tuple(
     getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
 )
-
-_CODE_RE = re.compile(r"\b([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b")
-
-
-def warning_code(message: Warning | str, category: type[Warning]) -> str:
-    """The machine-readable code of a warning.
-
-    A ``code`` attribute of the warning object wins; otherwise the first upper-case
-    ``SNAKE_CASE`` word of the message (the package's convention, e.g. ``(H_TOO_SMALL)``);
-    otherwise the class name (``ConvergenceWarning``).
-    """
-    code = getattr(message, "code", None)
-    if code:
-        return str(code)
-    m = _CODE_RE.search(str(message))
-    return m.group(1) if m else category.__name__
-
 
 def warning_line(message: Warning | str, category: type[Warning]) -> tuple[str, str]:
     """``(code, text)`` of a warning as the command line, ``summary.json`` and the audit report

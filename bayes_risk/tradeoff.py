@@ -1,0 +1,271 @@
+"""Utility against identification risk, per synthetic dataset and over repeated syntheses.
+
+Hornby & Hu (2021, §4.2–4.3) weigh a release's utility against its identification risk: one
+point per synthetic dataset (propensity-score utility on one axis, expected match risk on the
+other) with a rectangle from the first to the third quartile on both axes, one colour per
+synthesis scenario (their Figs 8–9); and, to see what the number of released datasets ``m``
+does, the synthesis repeated many times for each ``m``, each repetition one point (risk and
+utility averaged over its ``m`` datasets), drawn as a "2D box plot": the quartile rectangle
+with whiskers to the minimum and maximum (their Fig. 10).
+
+The measures are those of :func:`~bayes_risk.pmse` and
+:func:`~bayes_risk.identification_risk` (per dataset), called here, never re-implemented.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._progress import progress
+from bayes_risk._rng import RandomSeed, child_sequence, seed_sequence
+from bayes_risk.exceptions import BayesRiskWarning, ValidationError, warning_code
+
+__all__ = ["plot_utility_risk", "repeated_syntheses", "utility_risk_points"]
+
+#: identification measures of one dataset kept as columns (per-dataset aggregation)
+_RISKS = ("expected_match_risk", "expected_match_rate", "true_match_rate_targets",
+          "false_match_rate")
+
+
+def utility_risk_points(
+    original: pd.DataFrame,
+    synthetic: Any,
+    known_unsynthesized: Sequence[str],
+    known_synthesized: Sequence[str],
+    *,
+    label: str = "release",
+    synthesized: Iterable[str] | None = None,
+    categorical: Iterable[str] | None = None,
+    schema: Any = None,
+    max_order: int = 1,
+    utility_method: str = "logit",
+    progressbar: bool = False,
+    **identification_options: Any,
+) -> pd.DataFrame:
+    """Utility and identification risk of every synthetic dataset of a release.
+
+    Parameters
+    ----------
+    original : DataFrame
+        The confidential data.
+    synthetic : SyntheticData or sequence of DataFrame
+        The release (``m`` datasets).
+    known_unsynthesized, known_synthesized : sequence of str
+        The intruder's known columns, as in :func:`~bayes_risk.identification_risk`.
+    label : str
+        The release's name in the ``scenario`` column (one colour per scenario in
+        :func:`plot_utility_risk`).
+    synthesized : iterable of str, optional
+        The synthesized columns for the pMSE (default: the release's manifest, else
+        ``known_synthesized``).
+    categorical, schema
+        Column types, passed to both measures.
+    max_order : int
+        Interaction order of the propensity model (1: main effects, Hornby & Hu's logistic
+        regression).
+    utility_method : {"logit", "cart"}
+        Propensity model of :func:`~bayes_risk.pmse`.
+    progressbar : bool
+        Progress of the identification engine.
+    **identification_options
+        Further arguments of :func:`~bayes_risk.identification_risk` (``radius``,
+        ``radius_type``, ``compat``, ...). The aggregation is per dataset.
+
+    Returns
+    -------
+    DataFrame
+        One row per dataset: ``scenario``, ``dataset`` (1-based), ``pmse``, ``s_pmse`` and the
+        identification measures ``expected_match_risk``, ``expected_match_rate`` (risk per
+        target, the scale of Hornby & Hu's Fig. 10), ``true_match_rate_targets``,
+        ``false_match_rate``.
+    """
+    from bayes_risk.identification.api import identification_risk
+    from bayes_risk.utility.pmse import pmse
+
+    if "aggregation" in identification_options:
+        raise ValidationError(
+            "utility_risk_points gives one point per dataset: aggregation is 'per_dataset' "
+            f"and cannot be set (got aggregation={identification_options['aggregation']!r}).",
+            code="OPTION_CONFLICT",
+        )
+    syn_cols = synthesized
+    if syn_cols is None and not getattr(getattr(synthetic, "schema", None), "synthesized", None):
+        syn_cols = list(known_synthesized)  # plain tables: no manifest to say which
+    util = pmse(original, synthetic, method=utility_method, max_order=max_order,
+                schema=schema, categorical=categorical, synthesized=syn_cols, null="auto")
+    risk = identification_risk(original, synthetic, known_unsynthesized, known_synthesized,
+                               categorical=categorical, schema=schema,
+                               aggregation="per_dataset", progressbar=progressbar,
+                               **identification_options)
+    per = risk.per_dataset
+    m = len(np.atleast_1d(util.pmse))
+    out = pd.DataFrame({"scenario": [label] * m, "dataset": np.arange(1, m + 1),
+                        "pmse": np.asarray(util.pmse, dtype=float),
+                        "s_pmse": np.asarray(util.s_pmse, dtype=float)})
+    for c in _RISKS:
+        out[c] = np.asarray(per[c], dtype=float)
+    return out
+
+
+def repeated_syntheses(
+    synthesizer: Any,
+    original: pd.DataFrame,
+    known_unsynthesized: Sequence[str],
+    known_synthesized: Sequence[str],
+    *,
+    m: Sequence[int] = (1, 10, 20),
+    n_repeats: int = 100,
+    random_seed: RandomSeed = None,
+    progressbar: bool = True,
+    **options: Any,
+) -> pd.DataFrame:
+    """Utility and identification risk over repeated syntheses, for several numbers of datasets.
+
+    For every ``m`` and repetition, ``synthesizer.synthesize(m)`` makes a new release (its own
+    seed) and :func:`utility_risk_points` measures each dataset; the repetition's point is the
+    mean over its ``m`` datasets (Hornby & Hu 2021, §4.3, Fig. 10, with 1,000 repetitions).
+
+    Parameters
+    ----------
+    synthesizer
+        A fitted synthesizer (anything with ``synthesize(m, random_seed=...)``: CART, random
+        forests, DPMPM, ...). A Bayesian model draws each release from its posterior
+        predictive; a CART synthesizer draws new donors and, with its Bayesian bootstrap, new
+        leaf weights.
+    original : DataFrame
+        The confidential data the synthesizer was fitted to.
+    known_unsynthesized, known_synthesized : sequence of str
+        The intruder's known columns.
+    m : sequence of int
+        Numbers of synthetic datasets (default Hornby & Hu's 1, 10 and 20).
+    n_repeats : int
+        Repetitions per ``m``.
+    random_seed : RandomSeed
+        Seed of the syntheses: repetition ``r`` of ``m`` uses its own child stream, so the
+        numbers do not depend on the order in which the repetitions run.
+    progressbar : bool
+        One progress bar over all repetitions.
+    **options
+        Arguments of :func:`utility_risk_points` (``radius``, ``categorical``, ``compat``, ...).
+
+    Returns
+    -------
+    DataFrame
+        One row per repetition: ``m``, ``repeat`` (0-based) and the means over its datasets of
+        ``pmse``, ``s_pmse`` and the identification measures. Plot it with
+        ``plot_utility_risk(result, by="m", whiskers=True)``.
+    """
+    ms = [int(k) for k in m]
+    if not ms or any(k < 1 for k in ms) or len(set(ms)) != len(ms):
+        raise ValidationError(f"m must be distinct positive integers. Got {list(m)!r}.",
+                              code="BAD_OPTION_VALUE")
+    if int(n_repeats) < 1:
+        raise ValidationError(f"n_repeats must be at least 1. Got {n_repeats!r}.",
+                              code="BAD_OPTION_VALUE")
+    if not callable(getattr(synthesizer, "synthesize", None)):
+        raise ValidationError(
+            f"synthesizer must be a fitted synthesizer with a synthesize(m, random_seed=...) "
+            f"method. Got {type(synthesizer).__name__}.", code="NOT_A_SYNTHESIZER")
+    seq = seed_sequence(random_seed)
+    jobs = [(i, k, r) for i, k in enumerate(ms) for r in range(int(n_repeats))]
+    rows = []
+    # a warning of the measures (NO_MATCH, ...) is raised once, with how many repetitions gave
+    # it, instead of once per repetition
+    seen: dict[tuple[type, str], list[Any]] = {}
+    for i, k, r in progress(jobs, description="repeated syntheses", enabled=progressbar,
+                            label=lambda j, t: f"synthesis {j} of {t}"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            release = synthesizer.synthesize(
+                k, random_seed=child_sequence(child_sequence(seq, i), r))
+            pts = utility_risk_points(original, release, known_unsynthesized,
+                                      known_synthesized, **options)
+        for w in caught:
+            key = (w.category, warning_code(w.message, w.category))
+            seen.setdefault(key, [w.message, set()])[1].add((k, r))
+        means = pts.drop(columns=["scenario", "dataset"]).mean()
+        rows.append({"m": k, "repeat": r, **means.to_dict()})
+    for (category, code), (message, where) in seen.items():
+        first = " ".join(str(message).split())
+        if first.startswith(f"{code}: "):
+            first = first[len(code) + 2:]
+        text = f"{code}: in {len(where)} of {len(jobs)} repetitions (the first: {first})"
+        w = (category(text, code=code) if issubclass(category, BayesRiskWarning)
+             else category(text))
+        warnings.warn(w, stacklevel=2)
+    return pd.DataFrame(rows)
+
+
+def plot_utility_risk(
+    points: pd.DataFrame,
+    *,
+    utility: str = "pmse",
+    risk: str = "expected_match_risk",
+    by: str = "scenario",
+    whiskers: bool = False,
+    ax: Any = None,
+) -> Any:
+    """Utility against risk, one point per dataset (or repetition), a quartile rectangle per
+    group (Hornby & Hu 2021, Figs 8–10).
+
+    Parameters
+    ----------
+    points : DataFrame
+        From :func:`utility_risk_points` (several releases concatenated: one colour per
+        ``scenario``) or :func:`repeated_syntheses` (``by="m"``).
+    utility, risk : str
+        Columns on the x and y axes (default the pMSE and the expected match risk).
+    by : str
+        Column whose groups get their own colour and rectangle.
+    whiskers : bool
+        Also draw lines from the rectangle to the minimum and maximum on both axes (the
+        "2D box plot" of Hornby & Hu's Fig. 10).
+    ax : matplotlib Axes, optional
+        Where to draw (default a new figure).
+
+    Returns
+    -------
+    matplotlib Figure
+    """
+    for c in (utility, risk, by):
+        if c not in points.columns:
+            raise ValidationError(f"points has no column {c!r}; columns: "
+                                  f"{', '.join(map(str, points.columns))}.",
+                                  code="UNKNOWN_COLUMN")
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(5.6, 4.2))
+    else:
+        fig = ax.figure
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for j, (name, g) in enumerate(points.groupby(by, sort=False)):
+        col = colours[j % len(colours)]
+        x, y = g[utility].to_numpy(float), g[risk].to_numpy(float)
+        ax.scatter(x, y, s=14, color=col, alpha=0.7, label=f"{by} {name}" if by == "m"
+                   else str(name))
+        (x1, x3), (y1, y3) = np.nanquantile(x, [0.25, 0.75]), np.nanquantile(y, [0.25, 0.75])
+        ax.add_patch(Rectangle((x1, y1), x3 - x1, y3 - y1, fill=False, edgecolor=col, lw=1.5))
+        if whiskers:
+            xm, ym = (x1 + x3) / 2, (y1 + y3) / 2
+            ax.plot([np.nanmin(x), x1], [ym, ym], color=col, lw=1)
+            ax.plot([x3, np.nanmax(x)], [ym, ym], color=col, lw=1)
+            ax.plot([xm, xm], [np.nanmin(y), y1], color=col, lw=1)
+            ax.plot([xm, xm], [y3, np.nanmax(y)], color=col, lw=1)
+    ax.set_xlabel(f"{utility} (lower = more useful)")
+    ax.set_ylabel(risk.replace("_", " "))
+    ax.ticklabel_format(axis="both", style="sci", scilimits=(-3, 4))
+    ax.legend(fontsize=8)
+    ax.set_title("utility and identification risk: quartile rectangle per "
+                 + ("number of datasets" if by == "m" else by), fontsize=9)
+    fig.tight_layout()
+    return fig
