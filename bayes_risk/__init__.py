@@ -87,6 +87,7 @@ _API: dict[str, str] = {
     # empirical disclosure measures (synthpop)
     "disclosure_measures": "bayes_risk.disclosure.measures",
     "replicated_uniques": "bayes_risk.disclosure.measures",
+    "differencing_check": "bayes_risk.disclosure.differencing",
     # results
     "RiskResult": "bayes_risk.results",
     "Summary": "bayes_risk.results",
@@ -97,6 +98,7 @@ _API: dict[str, str] = {
     "PMSEResult": "bayes_risk.results",
     "UtilitySummary": "bayes_risk.results",
     "DisclosureMeasures": "bayes_risk.results",
+    "DifferencingResult": "bayes_risk.results",
     "VisitOrderComparison": "bayes_risk.results",
     # audit: every measure on one release, one report
     "audit": "bayes_risk.auditing",

@@ -170,7 +170,7 @@ def repeated_syntheses(
     if not callable(getattr(synthesizer, "synthesize", None)):
         raise ValidationError(
             f"synthesizer must be a fitted synthesizer with a synthesize(m, random_seed=...) "
-            f"method. Got {type(synthesizer).__name__}.", code="NOT_A_SYNTHESIZER")
+            f"method. Got {type(synthesizer).__name__}.", code="MODEL_UNSUITED")
     seq = seed_sequence(random_seed)
     jobs = [(i, k, r) for i, k in enumerate(ms) for r in range(int(n_repeats))]
     rows = []

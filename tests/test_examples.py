@@ -216,6 +216,18 @@ def test_hawala_pmm(monkeypatch, capsys):
     # everything else is released unchanged; non-IVs are never changed
     pd.testing.assert_frame_equal(z[~recipients], df[~recipients])
     pd.testing.assert_frame_equal(z.drop(columns=iv), df.drop(columns=iv))
+    # differencing (Hawala §3.2): one implicate reveals nothing; five reveal exactly the
+    # records whose IVs differ between them, all of them recipients
+    diffs = res["differencing"]
+    assert diffs[1].n_revealed == 0
+    five = res["five"].datasets
+    varying = np.zeros(len(df), dtype=bool)
+    for c in iv:
+        vals = np.column_stack([d[c].astype(str).to_numpy() for d in five])
+        varying |= (vals != vals[:, [0]]).any(axis=1)
+    assert np.array_equal(diffs[5].revealed, varying) and varying.any()
+    assert not (varying & ~recipients).any() and diffs[5].precision == 1.0
+    assert f"m = 5: {int(varying.sum())} of {int(recipients.sum())} synthesized records" in out
     # each synthetic IV value is observed among the donors (PMM copies observed values)
     for c in iv:
         assert set(z.loc[recipients, c]) <= set(df.loc[~recipients, c])

@@ -28,13 +28,29 @@ def run(args: argparse.Namespace) -> int:
     )
     from bayes_risk.cli._run import output_dir
     from bayes_risk.data.io import read_synthetic
-    from bayes_risk.disclosure import disclosure_measures
+    from bayes_risk.disclosure import differencing_check, disclosure_measures
+    from bayes_risk.exceptions import ValidationError
 
     out = Path(args.out)
+    if (args.keys is None) != (args.target is None) or (args.keys is None
+                                                        and not args.differencing):
+        raise ValidationError(
+            "disclosure needs --keys and --target (synthpop's measures), --differencing, or "
+            "both.", code="OPTION_REQUIRED")
+    if args.selected is not None and not args.differencing:
+        raise ValidationError("--selected is read by --differencing only.",
+                              code="OPTION_CONFLICT")
     original = read_records_table(args.original, "ORIGINAL", missing_labels(args))
     syn = read_synthetic(args.synthetic, like=original,
                             allow_different_original=args.allow_different_original,
                             missing_labels=missing_labels(args))
+    diff = (differencing_check(syn, original, synthesized_records=_selected(args.selected))
+            if args.differencing else None)
+    if args.keys is None:
+        with output_dir(args) as tmp:
+            _write_differencing(tmp, diff, args)
+        print_summary(diff.summary().as_text().strip().splitlines(), out)
+        return 0
     schema = release_schema(original, syn, args)
     res = disclosure_measures(
         original,
@@ -62,11 +78,50 @@ def run(args: argparse.Namespace) -> int:
         res.attrib.to_csv(tmp / "attrib.csv", index=False)
         res.allCAPs.to_csv(tmp / "allCAPs.csv", index=False)
         res.replicated_uniques.table.to_csv(tmp / "replicated_uniques.csv", index=False)
+        if diff is not None:
+            _write_differencing(tmp, diff, args)
     summary = res.summary()
     header = dict(summary.header)
     head = (f"Disclosure measures for {header['original records']} original records and "
             f"{header['synthetic datasets m']} synthetic dataset(s)")
     # the rendered summary without its title lines (said in the head line); tables stay aligned
     body = summary.as_text().strip().splitlines()[2:]
+    if diff is not None:
+        body += ["", *diff.summary().as_text().strip().splitlines()]
     print_summary([head, *body], out)
     return 0
+
+
+def _selected(path: str | None) -> list[int] | None:
+    """The record numbers of ``--selected FILE`` (one 0-based number per line)."""
+    from bayes_risk.exceptions import ValidationError
+
+    if path is None:
+        return None
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise ValidationError(f"--selected {path!r} cannot be read: {err.strerror}.",
+                              code="FILE_NOT_FOUND") from err
+    out = []
+    for k, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append(int(line.strip()))
+        except ValueError as err:
+            raise ValidationError(
+                f"--selected {path!r}, line {k}: expected a 0-based record number, got "
+                f"{line.strip()!r}.", code="BAD_OPTION_VALUE") from err
+    return out
+
+
+def _write_differencing(tmp: Path, diff, args: argparse.Namespace) -> None:
+    from bayes_risk._io import write_json
+
+    d = diff.to_dict()
+    d["inputs"] = {"original": str(args.original),
+                   "synthetic": [str(s) for s in args.synthetic],
+                   "selected": args.selected}
+    write_json(tmp / "differencing.json", d)
+    diff.to_dataframe().to_csv(tmp / "differencing.csv", index=False)

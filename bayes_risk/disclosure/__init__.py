@@ -6,9 +6,12 @@
   ``TCAP``) of synthpop's ``disclosure()``, with replicated uniques and the original's sample
   uniques and k-anonymity counts on the keys;
 * :func:`replicated_uniques` — synthpop's ``replicated.uniques()``;
-* :func:`key_anonymity` — sample uniques and k-anonymity violations (sdcMicro's counts).
+* :func:`key_anonymity` — sample uniques and k-anonymity violations (sdcMicro's counts);
+* :func:`differencing_check` — the records and variables an intruder finds by comparing the
+  implicates of a partially synthetic release (Hawala 2008).
 """
 
+from bayes_risk.disclosure.differencing import differencing_check
 from bayes_risk.disclosure.measures import (
     ATTRIB_MEASURES,
     CAP_MEASURES,
@@ -23,6 +26,7 @@ from bayes_risk.disclosure.measures import (
 )
 
 __all__ = [
+    "differencing_check",
     "disclosure_measures",
     "replicated_uniques",
     "key_anonymity",

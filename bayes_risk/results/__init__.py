@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         CombinedScalar,
         OverlapResult,
     )
+    from bayes_risk.results.differencing import DifferencingResult
     from bayes_risk.results.disclosure import (
         DisclosureByTarget,
         DisclosureMeasures,
@@ -54,6 +55,7 @@ _CLASSES: dict[str, str] = {
     "DisclosureMeasures": "bayes_risk.results.disclosure",
     "DisclosureByTarget": "bayes_risk.results.disclosure",
     "ReplicatedUniques": "bayes_risk.results.disclosure",
+    "DifferencingResult": "bayes_risk.results.differencing",
     "VisitOrderComparison": "bayes_risk.results.visit_orders",
 }
 
@@ -73,6 +75,7 @@ __all__ = [
     "DisclosureMeasures",
     "DisclosureByTarget",
     "ReplicatedUniques",
+    "DifferencingResult",
     "VisitOrderComparison",
 ]
 

@@ -10,6 +10,10 @@ from __future__ import annotations
 __all__ = ["MESSAGES", "message"]
 
 MESSAGES: dict[str, str] = {
+    # differencing the implicates of a partially synthetic release (Hawala 2008)
+    "SELECTION_REVEALED": "comparing the released implicates reveals which records were "
+    "selected for synthesis (their values differ between implicates) and which variables were "
+    "synthesized: release one implicate, or synthesize every record.",
     # attribute risk: record flags (the records are reported separately, never averaged in)
     "LOW_ESS_Q": "the importance-sampling effective sample size of a candidate's estimate is "
     "below the threshold; the record's estimate is unreliable.",

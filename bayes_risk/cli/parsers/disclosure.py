@@ -56,10 +56,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("synthetic", nargs="+", metavar="SYN",
                    help="synthetic datasets (.csv/.parquet, one per dataset) or one SyntheticData "
                    "folder written by 'bayes-risk synthesize'")
-    p.add_argument("--keys", nargs="+", required=True, metavar="COL",
-                   help="key columns (quasi-identifiers) combined into one key")
-    p.add_argument("--target", required=True, metavar="COL",
-                   help="the attribute whose disclosure is measured")
+    p.add_argument("--keys", nargs="+", default=None, metavar="COL",
+                   help="key columns (quasi-identifiers) combined into one key (required "
+                   "unless only --differencing is asked for)")
+    p.add_argument("--target", default=None, metavar="COL",
+                   help="the attribute whose disclosure is measured (required with --keys)")
+    p.add_argument("--differencing", action="store_true",
+                   help="also compare the implicates of a partially synthetic release: the "
+                   "records whose values differ between them are revealed as the ones selected "
+                   "for synthesis (Hawala 2008); writes differencing.json and differencing.csv. "
+                   "Alone (without --keys/--target) it runs only this check")
+    p.add_argument("--selected", default=None, metavar="FILE",
+                   help="with --differencing: the records selected for synthesis, one 0-based "
+                   "record number per line (default: the records the release changed)")
     add_type_arguments(p)
     g = p.add_argument_group("conventions (synthpop's disclosure() arguments)")
     g.add_argument("--ngroups-target", type=int, default=None, metavar="N",

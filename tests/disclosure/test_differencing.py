@@ -1,0 +1,113 @@
+"""Differencing the implicates of a partially synthetic release (Hawala 2008, §3.2): counted by
+hand on small tables, through the Python API and the command line."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayes_risk import cli
+from bayes_risk.disclosure import differencing_check
+from bayes_risk.exceptions import SchemaError, ValidationError
+
+Y = pd.DataFrame({"a": [1, 2, 3, 4, 5, 6], "b": ["x", "y", None, "y", "x", "y"],
+                  "c": [1.5, np.nan, 2.5, 3.5, 4.5, 5.5]})
+
+
+def _implicates():
+    # records 1 and 3 selected; record 1 gets the same synthetic b in both implicates (not
+    # revealed), record 3 differs in c; record 2's missing b is missing in both (not a change)
+    z1 = Y.assign(b=["x", "x", None, "y", "x", "y"], c=[1.5, np.nan, 2.5, 9.0, 4.5, 5.5])
+    z2 = Y.assign(b=["x", "x", None, "y", "x", "y"], c=[1.5, np.nan, 2.5, 8.0, 4.5, 5.5])
+    return [z1, z2]
+
+
+def test_counts_by_hand():
+    res = differencing_check(_implicates(), Y, synthesized_records=[1, 3])
+    assert res.m == 2 and res.n_records == 6
+    assert res.n_revealed == 1 and np.flatnonzero(res.revealed).tolist() == [3]
+    assert res.revealed_columns == ["c"]
+    assert res.recall == 0.5 and res.precision == 1.0
+    tab = res.to_dataframe().set_index("column")
+    # changed by the synthesis: b of record 1 (y -> x), c of record 3
+    assert tab["records_varying"].to_dict() == {"a": 0, "b": 0, "c": 1}
+    assert tab["records_changed"].to_dict() == {"a": 0, "b": 1, "c": 1}
+    assert res.warnings == ["SELECTION_REVEALED"]
+    d = res.to_dict()
+    json.dumps(d, allow_nan=False)
+    assert d["revealed_records"] == [3] and d["n_selected"] == 2
+    # without the selection, the changed records are the selection: 1 and 3
+    assert differencing_check(_implicates(), Y).selected.nonzero()[0].tolist() == [1, 3]
+    # a boolean mask is the same selection
+    mask = np.zeros(6, dtype=bool)
+    mask[[1, 3]] = True
+    assert differencing_check(_implicates(), Y, synthesized_records=mask).recall == 0.5
+
+
+def test_one_implicate_reveals_nothing_and_csv_types_compare_equal():
+    z = _implicates()[0]
+    res = differencing_check([z], Y)
+    assert res.n_revealed == 0 and res.revealed_columns == [] and res.warnings == []
+    assert "One implicate" in str(res.summary())
+    # 2 and 2.0 (a CSV round trip), a missing value against a missing value: no difference
+    z2 = z.assign(a=z["a"].astype(float))
+    assert differencing_check([z, z2]).n_revealed == 0
+    # every record varies: nothing singled out, no warning
+    full = [Y.assign(a=[7, 8, 9, 10, 11, 12]), Y.assign(a=[1, 1, 1, 1, 1, 1])]
+    r = differencing_check(full)
+    assert r.n_revealed == 6 and r.warnings == [] and np.isnan(r.recall)
+
+
+def test_refuses_bad_inputs():
+    z = _implicates()
+    with pytest.raises(SchemaError, match="same records in the same order"):
+        differencing_check([z[0], z[1].head(4)])
+    with pytest.raises(SchemaError, match=r"original has 5 rows"):
+        differencing_check(z, Y.head(5))
+    with pytest.raises(SchemaError, match="lacks column"):
+        differencing_check(z, Y, columns=["a", "zz"])
+    with pytest.raises(ValidationError, match="outside 0..5"):
+        differencing_check(z, Y, synthesized_records=[6])
+    with pytest.raises(ValidationError, match="one value per record"):
+        differencing_check(z, Y, synthesized_records=np.ones(3, dtype=bool))
+    with pytest.raises(ValidationError, match="sequence of DataFrames"):
+        differencing_check([])
+
+
+def test_plot_and_summary():
+    res = differencing_check(_implicates(), Y, synthesized_records=[1, 3])
+    fig = res.plot()
+    assert "1 of 6 records revealed" in fig.axes[0].get_title()
+    text = str(res.summary())
+    assert "records revealed:" in text and "SELECTION_REVEALED" in text
+
+
+def test_cli(tmp_path, capsys):
+    orig = tmp_path / "orig.csv"
+    Y.to_csv(orig, index=False)
+    paths = []
+    for j, z in enumerate(_implicates(), start=1):
+        paths.append(tmp_path / f"syn{j}.csv")
+        z.to_csv(paths[-1], index=False)
+    sel = tmp_path / "selected.txt"
+    sel.write_text("1\n3\n")
+    out = tmp_path / "diff"
+    assert cli.main(["disclosure", str(orig), *map(str, paths), "--categorical", "b",
+                     "--differencing", "--selected", str(sel), "--out", str(out)]) == 0
+    assert {"differencing.csv", "differencing.json"} <= {p.name for p in out.iterdir()}
+    d = json.loads((out / "differencing.json").read_text())
+    assert d["n_revealed"] == 1 and d["recall"] == 0.5 and d["revealed_columns"] == ["c"]
+    assert "records revealed:" in capsys.readouterr().out
+    # neither the measures' options nor --differencing: a coded error, nothing written
+    assert cli.main(["disclosure", str(orig), *map(str, paths), "--out",
+                     str(tmp_path / "none")]) == 2
+    assert "OPTION_REQUIRED" in capsys.readouterr().err
+    assert not (tmp_path / "none").exists()
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1\nthree\n")
+    assert cli.main(["disclosure", str(orig), *map(str, paths), "--differencing", "--selected",
+                     str(bad), "--out", str(tmp_path / "b")]) == 2
+    assert "line 2" in capsys.readouterr().err
