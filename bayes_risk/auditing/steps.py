@@ -571,11 +571,12 @@ def disclosure_step(ctx: StepContext) -> StepOutcome:
     from bayes_risk.disclosure import disclosure_measures
 
     p = ctx.plan
+    diff = _differencing(ctx)
     if not p.disclosure_targets:
         return StepOutcome(
             name="disclosure", status="skipped",
             reason="no target: every synthesized column is known to the intruder; give "
-            "targets=[...] (--target COL).",
+            "targets=[...] (--target COL).", extra={"differencing": diff},
         )
     results = {}
     files: list[str] = []
@@ -607,9 +608,41 @@ def disclosure_step(ctx: StepContext) -> StepOutcome:
                                             "allCAPs.csv", "replicated_uniques.csv")]
     if not results:
         return StepOutcome(name="disclosure", status="skipped",
-                           reason="the only known column is the target: no key is left.")
+                           reason="the only known column is the target: no key is left.",
+                           extra={"differencing": diff})
     from bayes_risk.results.disclosure import DisclosureByTarget
 
+    if diff is not None and ctx.root is not None:
+        _write_json(_folder(ctx, "disclosure") / "differencing.json", diff.to_dict())
+        files.append("disclosure/differencing.json")
     return StepOutcome(name="disclosure", status="ran", result=DisclosureByTarget(results),
                        folder="disclosure" if ctx.root is not None else None,
-                       files=[f.removeprefix("disclosure/") for f in files])
+                       files=[f.removeprefix("disclosure/") for f in files],
+                       extra={"differencing": diff})
+
+
+def _differencing(ctx: StepContext) -> Any:
+    """What comparing the implicates reveals, for a release that synthesized selected records
+    (Hawala 2008): ``None`` unless the release records its selection, has ``m > 1`` datasets
+    and keeps the original's record order. Warns ``SELECTION_REVEALED`` when the comparison
+    singles the selection out."""
+    import warnings
+
+    from bayes_risk.disclosure import differencing_check
+    from bayes_risk.exceptions import CALLER, DataWarning
+
+    syn = ctx.synthetic
+    if (getattr(syn, "synthesized_records", None) is None or len(list(syn)) < 2
+            or not rows_aligned(ctx)):
+        return None
+    res = differencing_check(syn, ctx.original)
+    if res.warnings:
+        warnings.warn(DataWarning(
+            f"SELECTION_REVEALED: comparing the {res.m} released datasets reveals "
+            f"{res.n_revealed:,} of the {int(res.selected.sum()):,} records selected for "
+            f"synthesis (of {res.n_records:,}) and the synthesized columns "
+            f"({', '.join(res.revealed_columns)}): their values differ between datasets while "
+            "every other record's are the same, so an intruder learns which records the "
+            "agency judged at risk (Hawala 2008). Release one dataset, or synthesize every "
+            "record.", code="SELECTION_REVEALED"), skip_file_prefixes=CALLER)
+    return res

@@ -92,10 +92,13 @@ def differencing_check(
         The confidential data (the agency's view). Gives the records and columns the synthesis
         actually changed, against which the revealed ones are counted.
     synthesized_records : boolean mask or sequence of int, optional
-        The records the agency selected for synthesis (e.g. ``PMMSynthesizer.recipients_``);
-        default: the records whose values differ from the original in some implicate (needs
-        ``original``). A selected record whose synthetic values equal the original in every
-        implicate is then counted as selected but not changed.
+        The records the agency selected for synthesis (e.g.
+        ``SmallCellPMMSynthesizer.recipients_``); default: the release's own
+        ``synthesized_records`` (a ``SyntheticData`` that records them), else the records whose
+        values differ from the original in some implicate (needs ``original``). Only a selection
+        given or recorded by the release raises ``SELECTION_REVEALED``: one inferred from the
+        changes cannot tell a record left alone from one whose synthetic values happen to equal
+        its own in every implicate.
     columns : sequence of str, optional
         Columns compared (default: every column of the first implicate).
 
@@ -141,11 +144,14 @@ def differencing_check(
             changed[c] = _differs(v[:, :m], v[:, [m]]).any(axis=1)
     varies = pd.DataFrame(varies)
     changed = pd.DataFrame(changed) if original is not None else None
+    from_release = getattr(synthetic, "synthesized_records", None)
     if synthesized_records is not None:
-        selected = _mask(synthesized_records, n)
+        selected, source = _mask(synthesized_records, n), "given"
+    elif from_release is not None:
+        selected, source = _mask(from_release, n), "release"
     elif changed is not None:
-        selected = changed.any(axis=1).to_numpy()
+        selected, source = changed.any(axis=1).to_numpy(), "changed records"
     else:
-        selected = None
+        selected, source = None, None
     return DifferencingResult(m=m, n_records=n, varies=varies, changed=changed,
-                              selected=selected)
+                              selected=selected, selection_source=source)

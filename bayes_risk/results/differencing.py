@@ -31,8 +31,11 @@ class DifferencingResult(RiskResult):
         Whether the record's value differs from the original in some implicate (``None``
         without the original).
     selected : ndarray of bool or None
-        The records selected for synthesis (given, or the changed ones); ``None`` when neither
-        the selection nor the original is known.
+        The records selected for synthesis; ``None`` when neither the selection nor the
+        original is known.
+    selection_source : {"given", "release", "changed records"} or None
+        Where ``selected`` comes from: the caller, the release's record of its synthesized
+        records, or the records the synthesis changed (inferred).
     """
 
     m: int
@@ -40,6 +43,7 @@ class DifferencingResult(RiskResult):
     varies: pd.DataFrame
     changed: pd.DataFrame | None
     selected: np.ndarray | None
+    selection_source: str | None = None
 
     plot_kinds: ClassVar[tuple[str, ...]] = ("columns",)
 
@@ -74,8 +78,11 @@ class DifferencingResult(RiskResult):
 
     @property
     def warnings(self) -> list[str]:
-        """``SELECTION_REVEALED`` when the comparison reveals selected records."""
-        if self.n_revealed and self.n_revealed < self.n_records:
+        """``SELECTION_REVEALED`` when the comparison reveals records of a selection (given or
+        recorded by the release) that leaves other records unsynthesized."""
+        explicit = self.selection_source in ("given", "release")
+        if (explicit and self.n_revealed and self.selected is not None
+                and not self.selected.all()):
             return ["SELECTION_REVEALED"]
         return []
 
@@ -95,6 +102,7 @@ class DifferencingResult(RiskResult):
             "m": self.m, "n_records": self.n_records, "n_revealed": self.n_revealed,
             "revealed_columns": self.revealed_columns,
             "n_selected": None if self.selected is None else int(self.selected.sum()),
+            "selection_source": self.selection_source,
             "recall": self.recall, "precision": self.precision,
             "revealed_records": np.flatnonzero(self.revealed).tolist(),
             "columns": self.to_dataframe().to_dict(orient="records"),
@@ -115,7 +123,8 @@ class DifferencingResult(RiskResult):
             "Differencing the implicates",
             header=[("implicates m", self.m), ("records", self.n_records),
                     ("records revealed", self.n_revealed),
-                    ("records selected for synthesis", "unknown" if sel is None else sel),
+                    ("records selected for synthesis", "unknown" if sel is None
+                     else f"{sel} ({self.selection_source})"),
                     ("selected records revealed (recall)", self.recall),
                     ("revealed records that were selected (precision)", self.precision),
                     ("columns revealed", ", ".join(self.revealed_columns) or "none")],

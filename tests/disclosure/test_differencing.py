@@ -59,6 +59,21 @@ def test_one_implicate_reveals_nothing_and_csv_types_compare_equal():
     full = [Y.assign(a=[7, 8, 9, 10, 11, 12]), Y.assign(a=[1, 1, 1, 1, 1, 1])]
     r = differencing_check(full)
     assert r.n_revealed == 6 and r.warnings == [] and np.isnan(r.recall)
+    # a selection inferred from the changes is reported, but raises no warning: a record whose
+    # synthetic values equal its own in every implicate looks unselected
+    inferred = differencing_check(_implicates(), Y)
+    assert inferred.selection_source == "changed records" and inferred.warnings == []
+    # every record selected: nothing singled out
+    assert differencing_check(_implicates(), Y, synthesized_records=np.ones(6, bool)).warnings == []
+
+
+def test_selection_recorded_by_the_release():
+    from bayes_risk.data import SyntheticData
+
+    rel = SyntheticData(_implicates(), method="pmm", synthesized_records=np.isin(range(6), [1, 3]))
+    res = differencing_check(rel, Y)
+    assert res.selection_source == "release" and res.recall == 0.5
+    assert res.warnings == ["SELECTION_REVEALED"]
 
 
 def test_refuses_bad_inputs():
@@ -111,3 +126,43 @@ def test_cli(tmp_path, capsys):
     assert cli.main(["disclosure", str(orig), *map(str, paths), "--differencing", "--selected",
                      str(bad), "--out", str(tmp_path / "b")]) == 2
     assert "line 2" in capsys.readouterr().err
+
+
+def test_audit_warns_when_the_implicates_reveal_the_selection(tmp_path):
+    """A small-cell PMM release of 3 implicates: the audit's disclosure step runs the check,
+    writes differencing.json and warns SELECTION_REVEALED; one implicate: no check, no code."""
+    import warnings
+
+    import bayes_risk as br
+    from bayes_risk.data import infer_schema
+    from bayes_risk.models import SmallCellPMMSynthesizer
+
+    rng = np.random.default_rng(4)
+    n = 300
+    d = pd.DataFrame({"g": rng.choice(["a", "b", "c"], n, p=[0.6, 0.38, 0.02]),
+                      "h": rng.choice(["u", "v"], n), "x": rng.normal(size=n)})
+    schema = infer_schema(d, categorical=["g", "h"])
+    model = SmallCellPMMSynthesizer(identifying=["g", "h"], threshold=5).fit(d, schema=schema)
+    assert 0 < model.recipients_.sum() < n
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        three = model.synthesize(3, random_seed=1)
+        one = model.synthesize(1, random_seed=1)
+    kw = dict(known=["h"], skip=["attribute", "posterior_identification"],
+              progressbar=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = br.audit(d, three, out=tmp_path / "a3", **kw)
+    diff = res.step("disclosure").extra["differencing"]
+    assert diff.selection_source == "release" and diff.precision == 1.0
+    assert np.array_equal(diff.selected, model.recipients_)
+    codes = {getattr(w.message, "code", None) for w in caught}
+    assert diff.n_revealed > 0 and "SELECTION_REVEALED" in codes
+    d3 = json.loads((tmp_path / "a3" / "disclosure" / "differencing.json").read_text())
+    assert d3["n_revealed"] == diff.n_revealed
+    assert "SELECTION_REVEALED" in res.to_html(tmp_path / "r3.html").read_text()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res1 = br.audit(d, one, out=tmp_path / "a1", **kw)
+    assert res1.step("disclosure").extra.get("differencing") is None
+    assert "SELECTION_REVEALED" not in {getattr(w.message, "code", None) for w in caught}
