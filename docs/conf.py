@@ -27,6 +27,8 @@ os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.
 os.environ.setdefault(
     "BAYES_RISK_SHARED_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data")
 )
+# The reproduction gallery runs the scripts of examples/ (one place for each analysis).
+os.environ.setdefault("BAYES_RISK_EXAMPLES", str(Path(__file__).resolve().parents[1] / "examples"))
 
 project = "bayes-risk"
 author = "bayes-risk developers"
