@@ -112,6 +112,11 @@ def _summary_lines(res: Any, m: int, sweep: Any, replicates: Any) -> list[str]:
         f"true match rate (targets) {s['true_match_rate_targets']:.4g}, false match rate "
         f"{s['false_match_rate']:.4g}",
     ]
+    if res.settings["aggregation"] == "per_dataset" and m > 1:
+        # the smaller figure of the two: say so, as the audit's verdict reads the larger
+        lines.append(f"per dataset: the intruder holding one dataset; one holding all {m} "
+                     "pools them (--aggregation pooled, the default), which can give a higher "
+                     "risk")
     if replicates is not None:
         lines.append(f"{s['n_replicates']} posterior replicates; Monte Carlo standard error of "
                      f"the expected match risk {s['mc_se']['expected_match_risk']:.3g}")

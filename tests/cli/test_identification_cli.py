@@ -358,3 +358,17 @@ def test_cli_missing_radius_names_the_option(files, tmp_path, capsys):
                 "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert rc == 2 and "need a radius" in err and "--radius Income=R" in err, err
+
+
+@pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.DataWarning")
+def test_cli_per_dataset_says_it_is_the_smaller_intruder(files, tmp_path, capsys):
+    """Per-dataset figures are those of the intruder holding one dataset: the headline says
+    that the intruder holding every dataset pools them (the audit's verdict reads the larger)."""
+    _, paths = files
+    base = [b for b in BASE if b != "--quiet"]
+    assert _main(["identification", *map(str, paths), *base, "--aggregation", "per-dataset",
+                  "--out", str(tmp_path / "pd")]) == 0
+    assert "one holding all 3 pools them" in capsys.readouterr().out
+    assert _main(["identification", *map(str, paths), *base, "--out",
+                  str(tmp_path / "po")]) == 0
+    assert "pools them" not in capsys.readouterr().out
