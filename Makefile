@@ -47,13 +47,15 @@ install: $(VENV)/.deps-stamp
 	$(PIP) install --quiet --no-deps --force-reinstall .
 
 # Two pytest-xdist workers (the machine's two cores; TEST_WORKERS=0 runs in one process).
-# --dist loadfile keeps each test file on one worker, so a module's fixtures are built once.
+# --dist loadfile keeps each test file on one worker, so a module's fixtures are built once;
+# --no-loadscope-reorder hands the files out in the order tests/conftest.py gives them (files
+# with slow tests first, so that no long file is left to one worker at the end).
 TEST_WORKERS ?= 2
 
 # The pytest console script (not `python -m pytest`) with --import-mode=importlib keeps the
 # source tree off sys.path, so the tests import the installed package.
 test: install
-	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 lint: $(VENV)/.deps-stamp
 	$(VENV)/bin/ruff check .

@@ -43,3 +43,21 @@ def _check_global_rng_untouched():
     assert np.array_equal(state, np.random.get_state()[1]), (
         "test changed numpy's global random state; pass random_seed/rng explicitly"
     )
+
+
+def pytest_collection_modifyitems(config, items):
+    """Put the test files that hold ``slow`` tests first, most slow tests first.
+
+    ``make test`` runs ``--dist loadfile --no-loadscope-reorder``: pytest-xdist hands whole
+    files to the two workers in this order, so a long file that came last (the docs build, the
+    ground-truth studies) would leave one worker idle while the other finishes it. Longest
+    first is the classic greedy schedule (LPT). The sort is stable (within a file and between
+    files of equal weight the collection order is kept) and only reorders: every collected test
+    still runs, and a random-order plugin may shuffle the result.
+    """
+    weight: dict[str, list[int]] = {}
+    for item in items:
+        w = weight.setdefault(item.nodeid.split("::", 1)[0], [0, 0])
+        w[0] += item.get_closest_marker("slow") is not None
+        w[1] += 1
+    items.sort(key=lambda it: tuple(-x for x in weight[it.nodeid.split("::", 1)[0]]))

@@ -208,6 +208,7 @@ def cart_release(ce):
      "max_replicates": 120},
     {"n": 24, "batch_size": 6, "view": "intruder", "released": "each"},
 ], ids=["fixed", "auto", "intruder-each"])
+@pytest.mark.slow
 def test_posterior_replicates_equal_in_process(client, client1, cart_release, pr_kw):
     """Posterior replicates on the cluster: each task draws and matches a batch; same seed, same
     numbers (and the same stopping point of n="auto") whatever the workers and the chunking."""
@@ -234,6 +235,7 @@ def test_posterior_replicates_equal_in_process(client, client1, cart_release, pr
         assert s["stopped_by_tolerance"] and ref.file["n_replicates"] < 120
 
 
+@pytest.mark.slow
 def test_cli_workers_posterior_replicates(tmp_path, ce):
     """``identification --model release --replicates R --workers 2`` writes what the in-process
     run writes (the CLI's ``main`` in this process: the installed package)."""
@@ -263,6 +265,7 @@ def test_cli_workers_posterior_replicates(tmp_path, ce):
 # ----------------------------------------------------------------------------------------------
 # attribute risk
 # ----------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_attribute_equals_in_process(client, client1, acs):
     model, df, syn = acs
     kw = {"random_seed": 3, "bootstrap": 50, "progressbar": False}
@@ -351,6 +354,7 @@ def _cli(*argv: str) -> subprocess.CompletedProcess:
                           text=True, timeout=300, cwd="/")
 
 
+@pytest.mark.slow
 def test_cli_workers_identification_and_attribute(tmp_path, ce, acs):
     y, syn = ce
     y.to_csv(tmp_path / "orig.csv", index=False)

@@ -197,6 +197,7 @@ def test_candidates_that_change_a_kind_have_probability_zero(data):
     ("A", {}),
     ("B", {"probabilities": "leaf_dirichlet", "oob_only": True, "min_oob_trees": 5}),
 ])
+@pytest.mark.slow
 def test_rf_missing_level_and_predictor_kinds_match_direct_counting(data, procedure, options):
     """Random forests: a's missing level is a class of its own; b (empty and -8) enters as its
     filled value and kind. The plug-in's incremental counts equal the plug-in's own formula
@@ -424,6 +425,7 @@ def test_low_risk_intruder_refuses_a_missing_truth(data):
 
 
 @pytest.mark.parametrize("donor", ["bayes_bootstrap", "uniform"])
+@pytest.mark.slow
 def test_kind_then_value_is_the_samplers_distribution(donor):
     """Enumeration on a one-leaf CART of b = [1, 1, 2, empty, -8]: the probability of each of
     the 56 vectors of outcome counts (1, 2, empty, -8) over the 5 synthetic records is the

@@ -575,6 +575,7 @@ def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
                           timeout=600, env={**os.environ, "MPLBACKEND": "Agg"})
 
 
+@pytest.mark.slow
 def test_cli_end_to_end(release, tmp_path):
     orig, syn = release
     r = _cli(["audit", str(orig), str(syn), "--known", *KNOWN, "--records", "0-19",
@@ -614,6 +615,7 @@ def _chromium(url: str, *extra: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (`make browser` installs it)")
+@pytest.mark.slow
 def test_report_in_a_real_browser(audited, tmp_path):
     from PIL import Image
 

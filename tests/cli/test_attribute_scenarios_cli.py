@@ -41,6 +41,7 @@ def saved_dpmpm(tmp_path_factory):
     return root, df, syn
 
 
+@pytest.mark.slow
 def test_empty_scenario_cli(saved_dpmpm, tmp_path):
     root, df, syn = saved_dpmpm
     out = tmp_path / "low"
@@ -59,6 +60,7 @@ def test_empty_scenario_cli(saved_dpmpm, tmp_path):
     assert summ["all"]["mean_p_true"] == pytest.approx(same.mean())
 
 
+@pytest.mark.slow
 def test_scenario_errors_cli(saved_dpmpm, tmp_path):
     root, _, _ = saved_dpmpm
     base = ["attribute", "--model", str(root / "model"), str(root / "orig.csv"), str(root / "syn")]
@@ -90,6 +92,7 @@ def test_delta_default_is_the_library_default():
     assert inspect.signature(largest_value).parameters["delta"].default == DEFAULT_DELTA
 
 
+@pytest.mark.slow
 def test_second_largest_cli_matches_api(tmp_path):
     from bayes_risk.models import PoissonMixture
 

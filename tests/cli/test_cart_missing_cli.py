@@ -94,6 +94,7 @@ def test_sd2011_release_rebuilds_and_attribute_runs(sd):
     assert len(p) == 5 and p.between(0, 1).all()
 
 
+@pytest.mark.slow
 def test_sd2011_audit_runs_posterior_identification_with_missing_values(sd):
     """``bayes-risk audit`` of the CART release reaches and runs its posterior-identification
     step (replicates with empty cells and -8 codes, drawn in several batches), and its

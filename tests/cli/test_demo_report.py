@@ -72,6 +72,7 @@ def test_demo_end_to_end(tmp_path, capsys):
     )
 
 
+@pytest.mark.slow
 def test_demo_steps_print_the_final_folder(tmp_path, capsys):
     """Without --quiet each step prints its command line and summary (on stderr): the paths
     they name are those of the final --out, which exist once the demo ends."""

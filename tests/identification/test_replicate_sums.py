@@ -3,7 +3,7 @@
 The posterior run accumulates (target, record) sums by merging sorted arrays; the reference is
 the plain definition (sort everything, sum each key's values with ``np.add.reduceat`` in the
 order they were added). Bitwise equality keeps the released-dataset, chunking and Dask
-equalities of ``test_identification_posterior.py`` independent of how the merge is organised.
+equalities of ``test_replicates.py`` independent of how the merge is organised.
 """
 
 from types import SimpleNamespace

@@ -301,6 +301,7 @@ def test_a_fit_whose_rounds_leave_the_chains_apart_says_so(monkeypatch):
     assert "stopped extending itself at 90 sweeps per chain (one kept per 2, 2 rounds)" in msg
 
 
+@pytest.mark.slow
 def test_forked_chains_survive_a_lock_left_held_by_a_killed_worker():
     """numba guards its thread launch with a semaphore shared by every process forked from the
     fitting one. A chain worker terminated while holding it (an interrupted fit) left every later

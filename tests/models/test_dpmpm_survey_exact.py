@@ -76,6 +76,7 @@ def _independent(codes: np.ndarray, a_alpha: float = 0.25, b_alpha: float = 0.25
 
 
 @pytest.mark.parametrize("stacked", [False, True], ids=["y", "y+Z"])
+@pytest.mark.slow
 def test_exact_reference_of_augmented_alpha_study_agrees_with_enumeration(stacked):
     """y (n = 20) and y ∪ Z (n = 40) of the K = 3 ground-truth case: posterior means of α and
     of the occupied classes and the evidence agree to 1e-9 relative. Measured: 1.3927000179

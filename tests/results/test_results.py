@@ -177,7 +177,7 @@ def test_every_plot_kind_draws_a_figure(result):
                 result.plot(kind)
             continue
         if kind == "running_estimate" and not result.has_uncertainty:
-            # posterior replicates only (drawn in test_identification_posterior.py)
+            # posterior replicates only (drawn in identification/test_replicates.py)
             with pytest.raises(ValidationError, match="running_estimate"):
                 result.plot(kind)
             continue

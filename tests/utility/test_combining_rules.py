@@ -169,6 +169,7 @@ def test_coverage_full_same_n(proper):
         assert wrong > 0.95 + TOL, wrong
 
 
+@pytest.mark.slow
 def test_coverage_full_population():
     # m samples of n_syn = 10 n records from synthetic populations (each population drawn from
     # the posterior predictive; a simple random sample of iid population values is distributed
