@@ -9,7 +9,7 @@ label-invariant scalars (ArviZ rank-normalised ESS and R-hat).
 
 Contract for subclasses
 -----------------------
-A subclass (e.g. :class:`bayes_risk.models.dpmpm.DPMPM`) must
+A subclass (e.g. :class:`bayes_risk.models.dpmpm.dpmpm.DPMPM`) must
 
 * define ``method_name`` (its registry name), ``model_class`` ("P"/"O", methods, Two classes of
   synthesis model) and ``ratio_form`` ("joint"/"conditional", Hu 2019 §3.2.5), and an ``__init__``
@@ -45,8 +45,8 @@ recorded in :class:`~bayes_risk.data.SyntheticData` uses this order.
 Layout
 ------
 The class is assembled from mixins, one module each: synthesis from the draws
-(``_bayesian_synthesis``), convergence diagnostics (``_bayesian_convergence``) and persistence
-(``_bayesian_io``: save/load, fingerprint, ``from_posterior``); the file names and thresholds
+(``_bayesian.synthesis``), convergence diagnostics (``_bayesian.convergence``) and persistence
+(``_bayesian.io``: save/load, fingerprint, ``from_posterior``); the file names and thresholds
 they define are re-exported here.
 """
 
@@ -71,8 +71,8 @@ from bayes_risk.exceptions import (
     ValidationError,
     keyboard_interrupts,
 )
-from bayes_risk.models._bayesian_convergence import ESS_MIN, RHAT_MAX, _BayesianConvergence
-from bayes_risk.models._bayesian_io import (
+from bayes_risk.models._bayesian.convergence import ESS_MIN, RHAT_MAX, _BayesianConvergence
+from bayes_risk.models._bayesian.io import (
     CONVERGENCE_FILE,
     DATA_FILE,
     FORMAT_VERSION,
@@ -80,12 +80,12 @@ from bayes_risk.models._bayesian_io import (
     _BayesianPersistence,
     _check_int,
 )
-from bayes_risk.models._bayesian_synthesis import _BayesianSynthesis
-from bayes_risk.models._tree_missing import refusal_hint
+from bayes_risk.models._bayesian.synthesis import _BayesianSynthesis
 from bayes_risk.models.base import (
     BaseSynthesizer,
     synthesized_columns,
 )
+from bayes_risk.models.trees.missing import refusal_hint
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -498,9 +498,9 @@ class BayesianSynthesizer(
     def _run_gibbs(self, step: Any, layout: Any, *, random_seed: RandomSeed = None,
                    **extension: Any) -> xr.DataTree:
         """``_run_sampler`` for a model sampled by one Gibbs step alone: the step runs in a
-        plain loop (``bayes_risk.models._gibbs_run``), same seeds, same DataTree.
+        plain loop (``bayes_risk.models._bayesian.gibbs``), same seeds, same DataTree.
         ``extension``: ``max_sweeps`` and ``check`` of ``sample_gibbs`` (extension rounds)."""
-        from bayes_risk.models._gibbs_run import sample_gibbs
+        from bayes_risk.models._bayesian.gibbs import sample_gibbs
 
         seeds = self._chain_seeds(random_seed)
         # Ctrl-C inside a compiled kernel surfaces as SystemError (keyboard_interrupts)

@@ -1,4 +1,4 @@
-"""Convergence diagnostics of :class:`~bayes_risk.models.bayesian.BayesianSynthesizer`.
+"""Convergence diagnostics of :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`.
 
 Rank-normalised bulk/tail ESS and R-hat (Vehtari et al. 2021) of the label-invariant scalars
 each model supplies (``_convergence_quantities``), the structured warnings they raise and the
@@ -8,7 +8,7 @@ The estimators are ``arviz_stats``' own, called on the stored draws of each quan
 (``ess(method="bulk")``, ``ess(method="tail", prob=(0.05, 0.95))``, ``rhat(method="rank")``):
 the values equal ArviZ's on the saved posterior. Importing ``arviz_stats`` (and ``scipy.stats``)
 takes about half a second of CPU; a Gibbs run does it in a thread while its chains run
-(``bayes_risk.models._gibbs_run._warm_up_output``).
+(``bayes_risk.models._bayesian.gibbs._warm_up_output``).
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def failed_checks(table: pd.DataFrame, ess_min: float) -> list[dict[str, Any]]:
     ----------
     table : DataFrame
         Index: quantity; columns ``ess_bulk``, ``ess_tail``, ``rhat`` (as
-        :meth:`~bayes_risk.models.bayesian.BayesianSynthesizer.convergence_report`).
+        :meth:`~bayes_risk.models._bayesian.base.BayesianSynthesizer.convergence_report`).
     ess_min : float
         The fit's ESS threshold (``ESS_MIN`` per chain).
 
@@ -248,7 +248,7 @@ class _BayesianConvergence:
         """The run the kept draws come from: warm-up sweeps, final thinning, kept draws per
         chain, rounds (more than 1: the run extended itself, ``max_sweeps``), sweeps per chain
         and the bound of a self-extending run (0: none). Read from the posterior's attributes
-        (``bayes_risk.models._gibbs_run``), else from the settings."""
+        (``bayes_risk.models._bayesian.gibbs``), else from the settings."""
         attrs = self.posterior_.attrs
         tune = int(self.tune)
         thin = int(attrs.get("thin", getattr(self, "thin", 1)))

@@ -237,7 +237,7 @@ class _ForkedChains:
             with warnings.catch_warnings():
                 # Python warns of fork() in a threaded process; as for PyMC's own parallel chains
                 # (which fork on Linux), the workers only run the step, and numba's workqueue
-                # threading layer (bayes_risk.models._dpmpm_kernels) starts its threads afresh
+                # threading layer (bayes_risk.models.dpmpm.kernels) starts its threads afresh
                 # in a forked child
                 warnings.filterwarnings("ignore", message=".*use of fork.*",
                                         category=DeprecationWarning)
@@ -513,7 +513,7 @@ def _warm_up_output() -> None:
     xarray and arviz_base, and what xarray imports when it first wraps an array (``dask.array``
     when dask is installed); and the convergence checks' ``arviz_stats`` (with ``scipy.stats``,
     about half a second)."""
-    import arviz_stats  # noqa: F401 - models._bayesian_convergence (ESS, R-hat)
+    import arviz_stats  # noqa: F401 - models._bayesian.convergence (ESS, R-hat)
     import xarray as xr
     from arviz_base import dict_to_dataset
 

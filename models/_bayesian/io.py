@@ -1,4 +1,4 @@
-"""Persistence of :class:`~bayes_risk.models.bayesian.BayesianSynthesizer`: save, load, import.
+"""Persistence of a :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`: save, load.
 
 A fitted model is saved as a folder (NetCDF posterior, JSON settings and state, Parquet data when
 synthesis needs it; never pickle), loaded back, checked against a table by fingerprint, or built
@@ -25,7 +25,7 @@ from bayes_risk.models.base import SETTINGS_FILE, read_model_meta
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 
-    from bayes_risk.models.bayesian import BayesianSynthesizer
+    from bayes_risk.models._bayesian.base import BayesianSynthesizer
 
 POSTERIOR_FILE = "posterior.nc"
 #: convergence record of a saved model (R-hat / ESS of the diagnosed quantities, warnings)

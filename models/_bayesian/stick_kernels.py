@@ -1,5 +1,5 @@
-"""Compiled kernels of the stick-breaking concentration update (kept apart from ``_stick`` so
-that importing the models does not import numba)."""
+"""Compiled kernels of the stick-breaking concentration update (kept apart from ``sticks``
+so that importing the models does not import numba)."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def _swap(x, a, b):  # pragma: no cover - numba
 
 @njit(cache=True)
 def label_switch_kernel(nk, log_v, log_1mv, j, l, log_u1, js, log_u):  # pragma: no cover
-    """The label-switching moves of ``_stick.label_switch_moves`` given their random numbers:
+    """The label-switching moves of ``sticks.label_switch_moves`` given their random numbers:
     move 1 swaps occupied classes ``j, l`` (``j < 0``: no move 1) if ``log_u1`` is below its
     log ratio, move 2 tries ``js[t], js[t] + 1`` against ``log_u[t]``. Every quantity is formed
     with the operations of the numpy version (the cumulative sum of ``log(1 − V)`` from the

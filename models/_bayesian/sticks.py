@@ -173,7 +173,7 @@ def alpha_log_marginal(nk: np.ndarray, alpha: float, a_alpha: float, b_alpha: fl
     >>> bool(np.isclose(ours, direct(1.5) - direct(0.7)))
     True
     """
-    from bayes_risk.models._stick_kernels import log_prior_counts
+    from bayes_risk.models._bayesian.stick_kernels import log_prior_counts
 
     if not alpha > 0:
         return -np.inf
@@ -210,7 +210,7 @@ def slice_alpha(
     Neal, R. M. (2003). Slice sampling. The Annals of Statistics 31(3), 705–767.
     https://doi.org/10.1214/aos/1056562461
     """
-    from bayes_risk.models._stick_kernels import slice_log_alpha
+    from bayes_risk.models._bayesian.stick_kernels import slice_log_alpha
 
     nk = np.ascontiguousarray(nk, dtype=np.float64)
     return float(slice_log_alpha(nk, float(alpha), float(a_alpha), float(b_alpha),
@@ -280,7 +280,7 @@ def label_switch_moves(
     models with unknown concentration parameter: mixing issues in large data implementations.
     Statistics and Computing 25, 1023–1037. https://doi.org/10.1007/s11222-014-9471-3
     """
-    from bayes_risk.models._stick_kernels import label_switch_kernel
+    from bayes_risk.models._bayesian.stick_kernels import label_switch_kernel
 
     nk = np.asarray(nk)
     K = int(nk.size)

@@ -1,4 +1,4 @@
-"""Synthesis of :class:`~bayes_risk.models.bayesian.BayesianSynthesizer` from posterior draws.
+"""Synthesis of :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer` from posterior draws.
 
 ``m`` datasets from draws far apart in the chain (Hu 2019 §3.2.5), and posterior-predictive
 replicates in chunks; each model supplies ``_synthesize_one``.

@@ -1,4 +1,4 @@
-"""Level coding and synthesis of :class:`~bayes_risk.models.dpmpm.DPMPM`.
+"""Level coding and synthesis of :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM`.
 
 Records are coded ``0..d_j-1`` per column (``-1`` missing, ``-2`` a level the model was not
 fitted with); synthesis draws each record's class and then its synthesized values from one
@@ -18,7 +18,7 @@ _UNKNOWN = -2  # code of a level the model was not fitted with (log-probability 
 
 
 class _DPMPMCoding:
-    """Mixin of :class:`~bayes_risk.models.dpmpm.DPMPM`: level coding and synthesis."""
+    """Mixin of :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM`: level coding and synthesis."""
 
     def _check_categorical(self, schema: Schema) -> None:
         bad = [c for c in schema if not c.is_categorical]
@@ -115,7 +115,7 @@ class _DPMPMCoding:
             use = us_mask if mode == "conditional_us" else np.ones(len(s_mask), bool)
             logw = self._class_logw(codes, lp, lpi, use)[0]
         if self._zeros is not None and mode == "posterior_class":
-            from bayes_risk.models import _dpmpm_zeros_loglik as zl
+            import bayes_risk.models.dpmpm.zeros_loglik as zl
 
             logw = zl.posterior_class_weights(self, draw, codes, logw)
         z = _draw_categorical(logw, rng)
@@ -128,7 +128,7 @@ class _DPMPMCoding:
             cj = np.minimum((cum < u[:, None]).sum(axis=1), dj - 1)
             cols[j] = cj
         if self._zeros is not None:  # never an impossible record: rejection
-            from bayes_risk.models import _dpmpm_zeros_loglik as zl
+            import bayes_risk.models.dpmpm.zeros_loglik as zl
 
             before = (np.full((len(rows), len(s_mask)), -1, dtype=np.int64) if data is None
                       else self._encode(data.iloc[rows], name="data"))

@@ -3,12 +3,12 @@
 The latent-class model of Dunson & Xing (2009) used for categorical synthesis by Hu, Reiter &
 Wang (2014) and in the R package NPBayesImputeCat. The PyMC model (classes marginalised out) is
 the single source of truth for the density; the default sampler is a blocked Gibbs step (a PyMC
-step method) with numba kernels, run in a plain loop (``models/_dpmpm_run.py``) that returns the
+step method) with numba kernels, run in a plain loop (``models/dpmpm/run.py``) that returns the
 ArviZ DataTree ``pm.sample`` would.
 
 The class is assembled from mixins, one module each: the PyMC model and the fitted posterior
-(``_dpmpm_fit``), the likelihoods of the risk engines (``_dpmpm_loglik``) and level coding and
-synthesis (``_dpmpm_coding``).
+(``dpmpm.fit``), the likelihoods of the risk engines (``dpmpm.loglik``) and level coding and
+synthesis (``dpmpm.coding``).
 """
 
 from __future__ import annotations
@@ -23,16 +23,16 @@ from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import SchemaError, ValidationError
-from bayes_risk.models._dpmpm_coding import _DPMPMCoding, _dtypes_of
-from bayes_risk.models._dpmpm_fit import _DPMPMFitting
-from bayes_risk.models._dpmpm_loglik import _DPMPMLikelihoods
-from bayes_risk.models._stick import (  # noqa: F401  (re-exported)
+from bayes_risk.models._bayesian.base import BayesianSynthesizer
+from bayes_risk.models._bayesian.sticks import (  # noqa: F401  (re-exported)
     alpha_conditional,
     stick_breaking_log,
     stick_conditional,
 )
 from bayes_risk.models.base import legacy_call_forms
-from bayes_risk.models.bayesian import BayesianSynthesizer
+from bayes_risk.models.dpmpm.coding import _DPMPMCoding, _dtypes_of
+from bayes_risk.models.dpmpm.fit import _DPMPMFitting
+from bayes_risk.models.dpmpm.loglik import _DPMPMLikelihoods
 
 __all__ = ["DPMPM", "MODES", "SAMPLERS"]
 
@@ -97,7 +97,7 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         augmentation of Manrique-Vallier & Reiter 2014), in synthesis and in every likelihood
         (normalised over the allowed cells). Saved with the model (``model.json``).
     tune, draws, chains, cores, random_seed, progressbar
-        MCMC settings (see :class:`~bayes_risk.models.bayesian.BayesianSynthesizer`; ``draws``
+        MCMC settings (see :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`; ``draws``
         counts the kept draws per chain). Defaults: 2 chains (run in parallel; ``cores=None``
         is PyMC's choice, at most the number of CPUs) of 1,000 warm-up sweeps and 500 kept draws
         taken every 5th of 2,500 sweeps (``thin``), so ``H = 1000`` draws, R-hat can see a chain
@@ -237,7 +237,7 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         self.alpha_warmup_bound = alpha_warmup_bound
         self.alpha_warmup_sweeps = alpha_warmup_sweeps
         self.structural_zeros = structural_zeros
-        self._zeros = None  # StructuralZeros of the fitted schema (models._dpmpm_zeros)
+        self._zeros = None  # StructuralZeros of the fitted schema (models.dpmpm.zeros)
         self.warnings_: list[str] = []
         self.dtypes_: dict[str, str] = {}
 
@@ -306,7 +306,7 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
                 f"positive number, inf or None (the 95 % quantile of the α prior). Got {ub!r}."
             )
         if self.structural_zeros is not None:
-            from bayes_risk.models._dpmpm_zeros import read_structural_zeros
+            from bayes_risk.models.dpmpm.zeros import read_structural_zeros
 
             read_structural_zeros(self.structural_zeros)
 
@@ -426,7 +426,7 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         d = [len(c.levels) for c in schema]
         seed = self._seed_for_fit(random_seed)
         if self.sampler == "gibbs":
-            from bayes_risk.models._dpmpm_run import gibbs_posterior
+            from bayes_risk.models.dpmpm.run import gibbs_posterior
 
             history: list[float] = []  # the largest R-hat of each round (extension)
             dt = gibbs_posterior(self, codes, d, seed,
@@ -447,7 +447,7 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         return {"warnings": list(self.warnings_), "dtypes": dict(self.dtypes_)}
 
     def _structural_zeros_for(self, schema: Schema) -> Any:
-        from bayes_risk.models._dpmpm_zeros import for_schema
+        from bayes_risk.models.dpmpm.zeros import for_schema
 
         return for_schema(self.structural_zeros, schema, self.synthesis_mode or (
             "conditional_us" if schema.unsynthesized else "marginal"))

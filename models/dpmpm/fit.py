@@ -1,7 +1,7 @@
-"""Fitting of :class:`~bayes_risk.models.dpmpm.DPMPM`: the PyMC model and the fitted posterior.
+"""Fitting of :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM`: the PyMC model and the posterior.
 
 The class-marginalised PyMC model (``_build_model``) is the single source of truth for the DPMPM
-density; the default Gibbs sampler (``_dpmpm_step``) runs inside ``pm.sample`` on it. This module
+density; the default Gibbs sampler (``dpmpm.step``) runs inside ``pm.sample`` on it. This module
 also holds what happens to the posterior once sampled: the observed-data log-likelihood statistic
 under NUTS, the truncation check, validation of a posterior given by the user, the stacked arrays
 the likelihoods and synthesis read, and the label-invariant convergence quantities.
@@ -18,15 +18,15 @@ import pandas as pd
 
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, SchemaError, ValidationError
-from bayes_risk.models._dpmpm_coding import _UNKNOWN
-from bayes_risk.models._stick import stick_breaking_log
+from bayes_risk.models._bayesian.sticks import stick_breaking_log
+from bayes_risk.models.dpmpm.coding import _UNKNOWN
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 
 
 class _DPMPMFitting:
-    """Mixin of :class:`~bayes_risk.models.dpmpm.DPMPM`: PyMC model, posterior handling."""
+    """Mixin of :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM`: PyMC model, posterior handling."""
 
     # ------------------------------------------------------------------ PyMC model
     def _build_model(
@@ -82,7 +82,7 @@ class _DPMPMFitting:
                     dtype="int64",
                 )
                 if self._zeros is not None:  # truncated to the allowed cells
-                    from bayes_risk.models._dpmpm_zeros import pymc_log_allowed
+                    from bayes_risk.models.dpmpm.zeros import pymc_log_allowed
 
                     pm.Potential("structural_zeros", -len(codes) * pymc_log_allowed(
                         self._zeros, log_pi, log_phis))
@@ -113,7 +113,7 @@ class _DPMPMFitting:
     def _add_loglik_stat(self, codes: np.ndarray) -> None:
         import xarray as xr
 
-        from bayes_risk.models import _dpmpm_kernels as kern
+        import bayes_risk.models.dpmpm.kernels as kern
 
         p = codes.shape[1]
         ll = kern.lse_two_sum(
@@ -293,7 +293,7 @@ class _DPMPMFitting:
             lv0, lv1 = self.schema_.columns[0].levels[0], self.schema_.columns[1].levels[0]
             out[f"P({names[0]}={lv0},{names[1]}={lv1})"] = cell.reshape(C, D)
         if self._zeros is not None:  # the truncated model's cells (the mass on S is not identified)
-            from bayes_risk.models import _dpmpm_zeros_loglik as zl
+            import bayes_risk.models.dpmpm.zeros_loglik as zl
 
             out.update(zl.convergence_cells(self, C, D))
         return out

@@ -288,12 +288,12 @@ def _serial_twin(kernel, name: str):
     twin = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
     twin.__qualname__ = name
     # nogil: while a one-chain fit runs it, ``bayes-risk fit`` imports its output stack on the
-    # other core (models._gibbs_run, bayes_risk._lazy.Background)
+    # other core (models._bayesian.gibbs, bayes_risk._lazy.Background)
     return njit(cache=True, nogil=True,
                 fastmath=kernel.targetoptions.get("fastmath", False))(twin)
 
 
-# The class step split by the caller into parts run on its own threads (models._dpmpm_step):
+# The class step split by the caller into parts run on its own threads (models.dpmpm.step):
 # the same inlined code compiled with the same flags as class_step, so that set-up, parts and
 # finish make the same floating-point operations in the same order as class_step (bitwise the
 # same draws, tests/models/test_dpmpm_class_step.py); nogil so that the parts run at once.

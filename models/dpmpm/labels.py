@@ -24,8 +24,8 @@ import math
 import numpy as np
 from numba import njit
 
-from bayes_risk.models._dpmpm_splitmerge import split_merge
-from bayes_risk.models._stick_kernels import log_prior_counts, slice_log_alpha
+from bayes_risk.models._bayesian.stick_kernels import log_prior_counts, slice_log_alpha
+from bayes_risk.models.dpmpm.splitmerge import split_merge
 
 __all__ = ["collapsed_moves", "log_collapsed_posterior", "relabel"]
 
@@ -170,7 +170,7 @@ def collapsed_moves(y, z, c, nk, d, offsets, alpha, a, n_moves, n_props, a_alpha
     """The sweep's moves on ``p(z | α, y)`` and the α update in one compiled call (each call
     that takes a numpy ``Generator`` costs ≈ 10–20 µs of dispatch): ``n_moves`` merge–split
     moves (``split_merge``), ``n_props`` label swaps (``relabel``), then one slice update
-    of α given the new class sizes (``_stick.slice_alpha``, width 1; restricted to
+    of α given the new class sizes (``_bayesian.sticks.slice_alpha``, width 1; restricted to
     ``log α <= log_alpha_max``, ``inf`` for none). The same draws as the three calls one after
     the other. Returns ``(new_label, α)``."""
     split_merge(y, z, c, nk, d, offsets, alpha, a, n_moves, rng)

@@ -1,7 +1,7 @@
-"""Likelihoods of :class:`~bayes_risk.models.dpmpm.DPMPM` that the risk engines use.
+"""Likelihoods of :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM` that the risk engines use.
 
 Record, dataset and own-record log-likelihoods, the one-variable-different neighbourhood (chunked
-over records, with the numba kernels of ``_dpmpm_kernels``) and the class probabilities
+over records, with the numba kernels of ``dpmpm.kernels``) and the class probabilities
 ``p(k | y_i, Θ)`` (Hu & Savitsky 2018).
 """
 
@@ -15,11 +15,11 @@ import pandas as pd
 
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import SchemaError, ValidationError
-from bayes_risk.models._dpmpm_coding import _UNKNOWN
+from bayes_risk.models.dpmpm.coding import _UNKNOWN
 
 
 class _DPMPMLikelihoods:
-    """Mixin of :class:`~bayes_risk.models.dpmpm.DPMPM`: the likelihoods of the risk engines."""
+    """Mixin of :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM`: the risk engines' likelihoods."""
 
     def _masks(self) -> tuple[np.ndarray, np.ndarray]:
         syn = set(self.schema_.synthesized)
@@ -45,7 +45,7 @@ class _DPMPMLikelihoods:
         draws : array of int, optional
             Flattened draw indices (default all ``H``).
         """
-        from bayes_risk.models import _dpmpm_kernels as kern
+        import bayes_risk.models.dpmpm.kernels as kern
 
         self._check_fitted()
         codes = self._encode(records)
@@ -55,7 +55,7 @@ class _DPMPMLikelihoods:
         c = np.where(codes == _UNKNOWN, -1, codes)
         out = kern.lse_two(c, np.ones(p, bool), c, np.zeros(p, bool), self._offsets, lp, lpi)
         if self._zeros is not None:  # zero on S, normalised over the allowed cells
-            from bayes_risk.models import _dpmpm_zeros_loglik as zl
+            import bayes_risk.models.dpmpm.zeros_loglik as zl
 
             zl.record_loglik(self, c, out, lp, lpi, ph)
         out[:, unknown] = -np.inf
@@ -73,7 +73,7 @@ class _DPMPMLikelihoods:
         ``logsumexp_k(log p(k | y_i, Θ) + Σ_{j∈S} log φ_kj[z_ij])`` with the confidential
         ``y_i`` (class O).
         """
-        from bayes_risk.models import _dpmpm_kernels as kern
+        import bayes_risk.models.dpmpm.kernels as kern
 
         self._check_fitted()
         if isinstance(datasets, pd.DataFrame):
@@ -81,7 +81,7 @@ class _DPMPMLikelihoods:
         datasets = list(datasets)
         lp, lpi, ph = self._sub(draws)
         if self._zeros is not None:
-            from bayes_risk.models import _dpmpm_zeros_loglik as zl
+            import bayes_risk.models.dpmpm.zeros_loglik as zl
 
             return zl.dataset_loglik(self, datasets, lp, lpi, ph)
         s_mask, us_mask = self._masks()
@@ -189,7 +189,7 @@ class _DPMPMLikelihoods:
             zc = self._encode(z.iloc[[pos]], name=f"synthetic dataset {l + 1}")[0]
             B = np.zeros((len(idx), lpi.shape[1]))
             if self._zeros is not None:  # the synthesized part's normaliser given the class
-                from bayes_risk.models import _dpmpm_zeros_loglik as zl
+                import bayes_risk.models.dpmpm.zeros_loglik as zl
 
                 B, inside = zl.own_record_terms(self, codes, zc, lp, lpi, self._phi[idx])
                 den[:, inside] = -np.inf
@@ -224,7 +224,7 @@ class _DPMPMLikelihoods:
         Candidates (methods, Candidate sets) vary the synthesized columns: index 0 is the truth,
         then column by column in column order, levels ascending, skipping the true level;
         ``G = 1 + Σ_{j∈S}(d_j − 1)`` (:meth:`neighbourhood_size`). Uses the probability-space
-        incremental update (see :func:`bayes_risk.models._dpmpm_kernels.neighbourhood`), chunked
+        incremental update (see :func:`bayes_risk.models.dpmpm.kernels.neighbourhood`), chunked
         over records. ``out`` (float64 ``[H, n, G]``) receives the result when given: callers
         that evaluate many chunks reuse one buffer instead of allocating a large array each time.
 
@@ -234,8 +234,8 @@ class _DPMPMLikelihoods:
             If a record has a missing value or a level the model was not fitted with
             (``TRUTH_OUTSIDE_SUPPORT``).
         """
+        import bayes_risk.models.dpmpm.kernels as kern
         from bayes_risk._numeric import threaded_ufunc
-        from bayes_risk.models import _dpmpm_kernels as kern
 
         self._check_fitted()
         codes = self._encode(records)
@@ -280,7 +280,7 @@ class _DPMPMLikelihoods:
             if keep is not None:
                 dest[logged] = keep
         if self._zeros is not None:  # zero on S, normalised over the allowed cells
-            from bayes_risk.models import _dpmpm_zeros_loglik as zl
+            import bayes_risk.models.dpmpm.zeros_loglik as zl
 
             zl.neighbourhood(self, codes, syn_cols, out, lpi, ph)
         return out

@@ -1,7 +1,7 @@
 """Running the DPMPM's blocked Gibbs sampler (``DPMPM.fit`` with ``sampler="gibbs"``).
 
 The sweep (``DPMPMGibbs``) updates every parameter, so the
-fit runs it in a plain loop (``bayes_risk.models._gibbs_run.sample_gibbs``) instead of
+fit runs it in a plain loop (``bayes_risk.models._bayesian.gibbs.sample_gibbs``) instead of
 ``pm.sample``: neither PyMC nor the class-marginalised PyMC model is loaded and nothing is
 compiled. The posterior DataTree is the one ``pm.sample`` gives (``via_pymc=True`` still runs
 that path with the sweep as a PyMC step; the tests compare the two).
@@ -19,7 +19,7 @@ from bayes_risk._rng import RandomSeed
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 
-    from bayes_risk.models.dpmpm import DPMPM
+    from bayes_risk.models.dpmpm.dpmpm import DPMPM
 
 __all__ = ["gibbs_posterior", "gibbs_layout"]
 
@@ -28,8 +28,8 @@ def gibbs_layout(n_components: int, d: Sequence[int]) -> Any:
     """Variables, dims and coordinates of the DPMPM posterior, as ``DPMPM._build_model``
     declares them: ``alpha``, ``V`` (``stick``, when K > 1), ``phi_j`` (``component``,
     ``level_j``), then the deterministic ``pi`` (``component``) from the sticks."""
-    from bayes_risk.models._gibbs_run import GibbsLayout
-    from bayes_risk.models._stick import stick_breaking_log
+    from bayes_risk.models._bayesian.gibbs import GibbsLayout
+    from bayes_risk.models._bayesian.sticks import stick_breaking_log
 
     K = int(n_components)
     shapes: dict[str, tuple[int, ...]] = {"alpha": ()}
@@ -68,7 +68,7 @@ def gibbs_posterior(
     convergence checks of the kept draws (``sample_gibbs``), with ``model.max_sweeps`` the bound
     of a self-extending run (``DPMPM``, ``max_sweeps``).
     """
-    from bayes_risk.models._dpmpm_step import DPMPMGibbs, pymc_step
+    from bayes_risk.models.dpmpm.step import DPMPMGibbs, pymc_step
 
     settings = dict(
         codes=codes,

@@ -6,7 +6,7 @@ reallocations. On the ACS extract (K = 80) chains moved between about 4.6 and 5.
 classes over hundreds of sweeps (R-hat of the data log-likelihood up to 1.42 with the
 defaults; benchmarks/README.md, "Mixing"). A merge–split move proposes the whole change at once.
 
-Target: ``p(z | α, y)`` of ``bayes_risk.models._dpmpm_labels`` (stick fractions and category
+Target: ``p(z | α, y)`` of ``bayes_risk.models.dpmpm.labels`` (stick fractions and category
 probabilities integrated out; the completed data held fixed), on the **labelled** truncated
 stick-breaking model. One move:
 
@@ -58,7 +58,7 @@ __all__ = ["split_merge"]
 @njit(cache=True)
 def _log_marg_vec(cv, n, d, offsets, a):  # pragma: no cover - numba
     """Dirichlet–multinomial log marginal likelihood of one class with level counts ``cv[L]`` and
-    size ``n`` (terms constant in the counts left out, as in ``_dpmpm_labels``)."""
+    size ``n`` (terms constant in the counts left out, as in ``dpmpm.labels``)."""
     out = 0.0
     lga = math.lgamma(a)
     for j in range(d.shape[0]):

@@ -1,10 +1,10 @@
 """The DPMPM blocked-Gibbs sweep (Hu & Savitsky 2018) and its PyMC step method.
 
 Kept in its own module (imported only by :meth:`DPMPM.fit`) so that importing
-``bayes_risk.models.dpmpm`` does not import PyMC. :class:`DPMPMGibbs` is a plain class with the
-interface of a PyMC ``BlockedStep`` (``setup_chain``, ``step``, ``stop_tuning``,
-``stats_dtypes_shapes``): the Gibbs-only loop (``bayes_risk.models._gibbs_run``) runs it without
-importing PyMC (about 0.5 s of CPU and 40 MiB of a ``bayes-risk fit``, issue 15).
+``bayes_risk.models.dpmpm.dpmpm`` does not import PyMC. :class:`DPMPMGibbs` is a plain class with
+the interface of a PyMC ``BlockedStep`` (``setup_chain``, ``step``, ``stop_tuning``,
+``stats_dtypes_shapes``): the Gibbs-only loop (``bayes_risk.models._bayesian.gibbs``) runs it
+without importing PyMC (about 0.5 s of CPU and 40 MiB of a ``bayes-risk fit``, issue 15).
 :func:`pymc_step` makes the same sweep a ``BlockedStep`` for ``pm.sample`` (same seed, same
 draws).
 """
@@ -19,17 +19,17 @@ from typing import Any
 import numba
 import numpy as np
 
-from bayes_risk.models import _dpmpm_kernels as kern
-from bayes_risk.models._dpmpm_labels import collapsed_moves
-from bayes_risk.models._dpmpm_zeros import Augmentation
-from bayes_risk.models._stick import (
+import bayes_risk.models.dpmpm.kernels as kern
+from bayes_risk.models._bayesian.sticks import (
     label_switch_moves,
     sample_alpha,
     sample_sticks,
     slice_alpha,
     stick_breaking_log_parts,
 )
-from bayes_risk.models.dpmpm import _PHI_FLOOR
+from bayes_risk.models.dpmpm.dpmpm import _PHI_FLOOR
+from bayes_risk.models.dpmpm.labels import collapsed_moves
+from bayes_risk.models.dpmpm.zeros import Augmentation
 
 __all__ = ["DPMPMGibbs", "pymc_step"]
 
@@ -69,13 +69,13 @@ class DPMPMGibbs:
     warm-up and ``thin`` sweeps after it. Initialisation: every class occupied (``z``
     uniform on the K classes), α from its prior bounded to [0.5, 5], missing values uniform.
     Each later sweep runs the Metropolis label-switching moves of
-    :func:`~bayes_risk.models._stick.label_switch_moves`, then merge–split moves on
-    ``p(z | α, y)`` (``bayes_risk.models._dpmpm_splitmerge``; about ``20,000 / n`` per sweep,
+    :func:`~bayes_risk.models._bayesian.sticks.label_switch_moves`, then merge–split moves on
+    ``p(z | α, y)`` (``bayes_risk.models.dpmpm.splitmerge``; about ``20,000 / n`` per sweep,
     1 to 20 and at most ``n / 10``, five times as many during warm-up), then ``2K`` label swaps on
-    ``p(z | α, y)`` with the sticks and φ integrated out (``bayes_risk.models._dpmpm_labels``),
+    ``p(z | α, y)`` with the sticks and φ integrated out (``bayes_risk.models.dpmpm.labels``),
     then α given ``z`` (sticks integrated out, slice sampling:
-    :func:`~bayes_risk.models._stick.slice_alpha`), the sticks given ``z`` and α (in log space,
-    never clipped), φ, and the classes and missing values given the parameters. In the first
+    :func:`~bayes_risk.models._bayesian.sticks.slice_alpha`), the sticks given ``z`` and α (in log
+    space, never clipped), φ, and the classes and missing values given the parameters. In the first
     ``alpha_warmup_sweeps`` warm-up sweeps of each chain (never after the warm-up) α is drawn
     from its conditional restricted to ``α <= alpha_warmup_bound`` (and starts below it): from
     the start with every class occupied, α's conditional lies at ≈ 100 and a chain can settle
@@ -101,7 +101,7 @@ class DPMPMGibbs:
         self.K = int(n_components)
         self.a_alpha, self.b_alpha = alpha_prior
         self.prior = float(dirichlet_prior)
-        self.zeros = zeros  # structural zeros (models._dpmpm_zeros) or None
+        self.zeros = zeros  # structural zeros (models.dpmpm.zeros) or None
         self.thin = int(thin)  # sweeps per kept draw after the warm-up (DPMPM.thin)
         # α <= bound in the first sweeps of the warm-up (DPMPM.alpha_warmup_bound)
         self.alpha_warmup_bound = float(alpha_warmup_bound)

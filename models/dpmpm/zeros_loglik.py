@@ -1,7 +1,7 @@
 """Likelihoods and synthesis of the DPMPM truncated to the allowed cells (structural zeros).
 
-Hooks called by :class:`~bayes_risk.models.dpmpm.DPMPM` when it has structural zeros
-(:mod:`bayes_risk.models._dpmpm_zeros`): every density is the latent class model's,
+Hooks called by :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM` when it has structural zeros
+(:mod:`bayes_risk.models.dpmpm.zeros`): every density is the latent class model's,
 set to zero on ``S`` and divided by ``1 − P(S | Θ)`` (Manrique-Vallier & Reiter 2014); marginal
 and conditional densities subtract the part of ``S`` they sum over.
 """
@@ -14,10 +14,10 @@ import numpy as np
 
 from bayes_risk._numeric import logsumexp
 from bayes_risk.exceptions import SchemaError, ValidationError
-from bayes_risk.models._dpmpm_zeros import _MAX_REJECTION_ROUNDS, _inverse_cdf
+from bayes_risk.models.dpmpm.zeros import _MAX_REJECTION_ROUNDS, _inverse_cdf
 
 if TYPE_CHECKING:  # pragma: no cover
-    from bayes_risk.models.dpmpm import DPMPM
+    from bayes_risk.models.dpmpm.dpmpm import DPMPM
 
 __all__ = [
     "convergence_cells",
@@ -142,7 +142,7 @@ def _log_allowed_given(model: DPMPM, codes, lp, ph, us_mask) -> np.ndarray:
 
 def dataset_loglik(model: DPMPM, datasets, lp, lpi, ph) -> np.ndarray:
     """``[H, m]`` ``log p(Z_(l) | Θ)`` of the truncated model, in the model's synthesis mode."""
-    from bayes_risk.models._dpmpm_coding import _UNKNOWN
+    from bayes_risk.models.dpmpm.coding import _UNKNOWN
 
     s_mask, us_mask = model._masks()
     p = len(s_mask)

@@ -1,7 +1,7 @@
 """Fitting of :class:`~bayes_risk.models.PoissonMixture`: the PyMC model and the blocked Gibbs step.
 
 The PyMC model (``build_pymc_model``) is the single source of truth for the MP density; the
-default sampler is a PyMC ``BlockedStep`` with the Numba kernels of ``_poisson_kernels`` that also
+default sampler is a PyMC ``BlockedStep`` with the Numba kernels of ``poisson.kernels`` that also
 records the memberships ``z`` of every kept draw (posterior group ``latent``).
 """
 
@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+import bayes_risk.models.poisson.kernels as pk
 from bayes_risk._rng import RandomSeed, as_generator
-from bayes_risk.models import _poisson_kernels as pk
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 
-    from bayes_risk.models.poisson_mixture import PoissonMixture
+    from bayes_risk.models.poisson.poisson_mixture import PoissonMixture
 
 LATENT_GROUP = "latent"  # posterior group holding the Gibbs sampler's memberships z
 
@@ -103,7 +103,7 @@ def _gibbs_step_class() -> type:
                 self._z, alpha = pk.initial_memberships(n, K, self.a_alpha, self.b_alpha, rng)
             else:
                 alpha = float(np.exp(point[self.names["alpha"]])) if "alpha" in self.names else 1.0
-                if K > 1 and self._sticks is not None:  # label moves (see _stick.py)
+                if K > 1 and self._sticks is not None:  # label moves (see _bayesian.sticks.py)
                     nk0 = np.bincount(self._z, minlength=K)
                     self._z = pk.label_switch_moves(nk0, *self._sticks, rng)[self._z]
             n_k, s_kj = pk.component_stats(y, self._z, K)

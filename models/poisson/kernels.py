@@ -1,6 +1,7 @@
 """Numerical kernels of the Poisson-mixture synthesizers (Hu 2019 §3.3.3, stick breaking §3.2).
 
-Pure NumPy/Numba, no PyMC: the PyMC model in :mod:`bayes_risk.models.poisson_mixture` is the single
+Pure NumPy/Numba, no PyMC: the PyMC model in :mod:`bayes_risk.models.poisson.poisson_mixture` is
+the single
 source of truth for the density and the tests check every kernel here against its log-density.
 
 Random numbers are always drawn with a :class:`numpy.random.Generator` outside the compiled
@@ -15,7 +16,7 @@ import numba as nb
 import numpy as np
 from scipy.special import gammaln
 
-from bayes_risk.models._stick import (  # noqa: F401  (re-exported)
+from bayes_risk.models._bayesian.sticks import (  # noqa: F401  (re-exported)
     alpha_conditional,
     initial_memberships,
     label_switch_moves,
@@ -47,7 +48,7 @@ __all__ = [
 # ----------------------------------------------------------------------------------------------
 # stick breaking (Hu & Savitsky 2018; shared in substance with DPMPM)
 # ----------------------------------------------------------------------------------------------
-# One implementation for every truncated stick-breaking mixture (models/_stick.py); the names
+# One implementation for every truncated stick-breaking mixture (_bayesian/sticks.py); the names
 # below are those this module has always exported.
 stick_breaking_log_weights = stick_breaking_log
 stick_params = stick_conditional

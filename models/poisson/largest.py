@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import bayes_risk.models.poisson.kernels as pk
+import bayes_risk.models.poisson.weak as pw
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import SchemaError, ValidationError
-from bayes_risk.models import _poisson_kernels as pk
-from bayes_risk.models import _poisson_weak as pw
 
 #: What the intruder of the largest-value scenario knows (see ``largest_value_loglik``).
 LARGEST_VALUE_SCENARIOS = ("worst_case", "second_largest", "two_largest_sum")
@@ -344,7 +344,7 @@ class _LargestValue:
         memberships: Any,
     ) -> LargestValueLikelihood:
         """MM / TCMM under ``second_largest``: the group-sum constraints (module
-        ``_poisson_weak``); the importance ratios only weight the draws."""
+        ``poisson.weak``); the importance ratios only weight the draws."""
         frames = self._as_frames(datasets)
         zs = [self._counts(f, name=f"synthetic dataset {l + 1}") for l, f in enumerate(frames)]
         mode = self._membership_mode(memberships)

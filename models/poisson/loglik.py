@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import bayes_risk.models.poisson.kernels as pk
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models import _poisson_kernels as pk
-from bayes_risk.models._design import NeighbourhoodUnavailable
-from bayes_risk.models._poisson_fit import LATENT_GROUP
+from bayes_risk.models._bayesian.design import NeighbourhoodUnavailable
+from bayes_risk.models.poisson.fit import LATENT_GROUP
 
 
 class _PoissonLikelihoods:

@@ -11,12 +11,12 @@ partial synthesis of selected records (``fit(..., records=...)``; see
 
 The PyMC model (:meth:`PoissonMixture.build_pymc_model`) is the single source of truth for the
 density; the default sampler is a blocked Gibbs step (a PyMC ``BlockedStep`` with Numba kernels,
-:mod:`bayes_risk.models._poisson_kernels`) that also records the memberships ``z`` of every kept
+:mod:`bayes_risk.models.poisson.kernels`) that also records the memberships ``z`` of every kept
 draw, which MM/TCMM synthesis and their likelihoods need.
 
-The class is assembled from mixins, one module each: the PyMC model and fit (``_poisson_fit``),
-the record/dataset/candidate likelihoods (``_poisson_loglik``) and the largest-value pieces
-(``_poisson_largest``).
+The class is assembled from mixins, one module each: the PyMC model and fit (``poisson.fit``),
+the record/dataset/candidate likelihoods (``poisson.loglik``) and the largest-value pieces
+(``poisson.largest``).
 """
 
 from __future__ import annotations
@@ -27,17 +27,17 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
+import bayes_risk.models.poisson.kernels as pk
 from bayes_risk._rng import RandomSeed
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import validate_table
 from bayes_risk.exceptions import SchemaError, ValidationError
-from bayes_risk.models import _poisson_kernels as pk
-from bayes_risk.models._design import apply_dtypes, record_dtypes
-from bayes_risk.models._poisson_fit import LATENT_GROUP, _PoissonFitting
-from bayes_risk.models._poisson_largest import LargestValueLikelihood, _LargestValue
-from bayes_risk.models._poisson_loglik import _group_totals, _PoissonLikelihoods
+from bayes_risk.models._bayesian.base import BayesianSynthesizer
+from bayes_risk.models._bayesian.design import apply_dtypes, record_dtypes
 from bayes_risk.models.base import legacy_call_forms
-from bayes_risk.models.bayesian import BayesianSynthesizer
+from bayes_risk.models.poisson.fit import LATENT_GROUP, _PoissonFitting
+from bayes_risk.models.poisson.largest import LargestValueLikelihood, _LargestValue
+from bayes_risk.models.poisson.loglik import _group_totals, _PoissonLikelihoods
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -90,7 +90,7 @@ class PoissonMixture(_PoissonFitting, _PoissonLikelihoods, _LargestValue, Bayesi
         switching makes it slow per effective draw); memberships for MM/TCMM are then drawn from
         ``p(z | Θ_h, y)`` at synthesis time.
     tune, draws, chains, cores, random_seed, progressbar
-        MCMC settings (see :class:`~bayes_risk.models.bayesian.BayesianSynthesizer`). With the
+        MCMC settings (see :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`). With the
         Gibbs sampler chains always run sequentially in this process (``cores`` is ignored),
         because the recorded memberships live on the step object.
 

@@ -205,7 +205,7 @@ def group_constraints(
     tail = model.variant == "tcmm"
     tau = None
     if tail:
-        from bayes_risk.models import _poisson_kernels as pk
+        import bayes_risk.models.poisson.kernels as pk
 
         tau = int(np.floor(pk.tail_threshold(y1col, float(model.q))))
     seen: dict[tuple[int, ...], Constraint] = {}

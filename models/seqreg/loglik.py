@@ -15,7 +15,7 @@ import pandas as pd
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.data.validate import validate_table
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models._design import (
+from bayes_risk.models._bayesian.design import (
     NeighbourhoodUnavailable,
     column_values,
     family_loglik,

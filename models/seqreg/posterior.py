@@ -14,13 +14,13 @@ import pandas as pd
 
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models._design import (
+from bayes_risk.models._bayesian.design import (
     record_dtypes,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
-from bayes_risk.models._seqreg_draws import _SEP, _var
+from bayes_risk.models.seqreg.draws import _SEP, _var
 
 
 class _SeqRegPosterior:

@@ -3,8 +3,8 @@
 Synthesized columns are visited in an order ``v_1..v_S``; each gets a generalised linear model
 ``f_v(y_v | x_v, Θ_v)`` whose design row ``x_v`` is built from the unsynthesized columns and the
 columns synthesized before ``v`` (intercept + numeric columns as given + treatment-coded
-categorical columns, :mod:`bayes_risk.models._design`). Synthetic values of earlier columns are
-used as predictors of later ones. This is the family of models accepted by the R package
+categorical columns, :mod:`bayes_risk.models._bayesian.design`). Synthetic values of earlier
+columns are used as predictors of later ones. This is the family of models accepted by the R package
 AttributeRiskCalculation and used by SIPP Synthetic Beta.
 
 Because the priors of the ``Θ_v`` are independent, the posterior factorises over ``v`` and each
@@ -29,7 +29,8 @@ from bayes_risk._rng import RandomSeed, spawn
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import decode
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, ValidationError
-from bayes_risk.models._design import (
+from bayes_risk.models._bayesian.base import BayesianSynthesizer
+from bayes_risk.models._bayesian.design import (
     FAMILIES,
     DesignSpec,
     apply_dtypes,
@@ -39,11 +40,10 @@ from bayes_risk.models._design import (
     parse_formula,
     record_dtypes,
 )
-from bayes_risk.models._seqreg_draws import _SEP, _laplace_draws, _prior_sd, _var
-from bayes_risk.models._seqreg_loglik import _SeqRegLikelihoods
-from bayes_risk.models._seqreg_posterior import _SeqRegPosterior
 from bayes_risk.models.base import legacy_call_forms
-from bayes_risk.models.bayesian import BayesianSynthesizer
+from bayes_risk.models.seqreg.draws import _SEP, _laplace_draws, _prior_sd, _var
+from bayes_risk.models.seqreg.loglik import _SeqRegLikelihoods
+from bayes_risk.models.seqreg.posterior import _SeqRegPosterior
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -95,8 +95,8 @@ class SequentialRegression(_SeqRegPosterior, _SeqRegLikelihoods, BayesianSynthes
           still get their exact posterior.
         * ``"auto"`` (default) — ``exact`` for ``normal`` and ``categorical``, ``nuts`` otherwise.
     tune, draws, chains, cores, random_seed, progressbar
-        MCMC settings (see :class:`~bayes_risk.models.bayesian.BayesianSynthesizer`); exact and
-        Laplace draws are arranged as ``chains × draws`` independent draws.
+        MCMC settings (see :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`); exact
+        and Laplace draws are arranged as ``chains × draws`` independent draws.
 
     Attributes
     ----------

@@ -12,8 +12,8 @@ Also exports the leaf likelihoods used by the attribute-risk engine for tree syn
 probabilities of rounded output values).
 
 The module is split in three: the class with its fit (here, with the helpers the other tree
-synthesizers share), the leaf likelihoods (``_cart_leaf``) and routing and synthesis from the
-fitted trees (``_cart_synthesis``, a mixin of the class).
+synthesizers share), the leaf likelihoods (``trees.cart_leaf``) and routing and synthesis from the
+fitted trees (``trees.cart_synthesis``, a mixin of the class).
 """
 
 from __future__ import annotations
@@ -33,17 +33,17 @@ from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m, validate_table
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models._cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
-from bayes_risk.models._cart_synthesis import _CARTSynthesis
-from bayes_risk.models._synth_io import FingerprintCheck
-from bayes_risk.models._tree_missing import design_inputs, kind_codes, missing_layout, n_kinds
-from bayes_risk.models._trees import Design, SeqTree, column_codes
 from bayes_risk.models.base import (
     BaseSynthesizer,
     check_is_fitted,
     legacy_call_forms,
     synthesized_columns,
 )
+from bayes_risk.models.trees.cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
+from bayes_risk.models.trees.cart_synthesis import _CARTSynthesis
+from bayes_risk.models.trees.io import FingerprintCheck
+from bayes_risk.models.trees.missing import design_inputs, kind_codes, missing_layout, n_kinds
+from bayes_risk.models.trees.seqtree import Design, SeqTree, column_codes
 
 __all__ = [
     "CARTSynthesizer",
@@ -235,7 +235,7 @@ class CARTSynthesizer(_CARTSynthesis, FingerprintCheck, BaseSynthesizer):
     predictors_ : dict
         Predictor columns of each tree.
     trees_ : dict
-        Fitted trees (:class:`~bayes_risk.models._trees.SeqTree`) per synthesized column.
+        Fitted trees (:class:`~bayes_risk.models.trees.seqtree.SeqTree`) per synthesized column.
     records_ : ndarray of bool
         Records that are synthesized (δ_i).
     bandwidth_ : dict
@@ -616,7 +616,7 @@ class CARTSynthesizer(_CARTSynthesis, FingerprintCheck, BaseSynthesizer):
         NotFittedError
             Before :meth:`fit`.
         """
-        from bayes_risk.models._synth_io import save_synthesizer, seqtree_to_arrays
+        from bayes_risk.models.trees.io import save_synthesizer, seqtree_to_arrays
 
         check_is_fitted(self, "trees_", method="save")
         arrays: dict[str, np.ndarray] = {"records": np.asarray(self.records_, dtype=bool)}
@@ -670,7 +670,7 @@ class CARTSynthesizer(_CARTSynthesis, FingerprintCheck, BaseSynthesizer):
             ``MODEL_FORMAT_VERSION`` for a folder of another format version, ``MODEL_DAMAGED``
             for a missing, unreadable or changed file, or a folder of another model type.
         """
-        from bayes_risk.models._synth_io import (
+        from bayes_risk.models.trees.io import (
             check_missing_layout,
             load_synthesizer,
             seqtree_from_arrays,

@@ -1,10 +1,10 @@
-"""Closed-form leaf likelihoods of :class:`~bayes_risk.models.cart.CARTSynthesizer`.
+"""Closed-form leaf likelihoods of :class:`~bayes_risk.models.trees.cart.CARTSynthesizer`.
 
 Used by the attribute-risk engine for tree synthesizers (methods, Tree synthesizers: plug-in
 likelihoods): the Pólya (Bayesian-bootstrap) probability of the values drawn from one leaf
 (Reiter 2005) and the per-leaf truncated Gaussian kernel density, or probability of a rounded
 output value (Wang & Reiter 2012), with its per-centre terms. Public through
-``bayes_risk.models.cart``.
+``bayes_risk.models.trees.cart``.
 """
 
 from __future__ import annotations

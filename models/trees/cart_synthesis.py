@@ -1,4 +1,4 @@
-"""Synthesis of :class:`~bayes_risk.models.cart.CARTSynthesizer` from its fitted trees.
+"""Synthesis of :class:`~bayes_risk.models.trees.cart.CARTSynthesizer` from its fitted trees.
 
 Routing of records through the fixed trees and the donors of a node (also what the tree plug-in
 likelihoods read), one synthesis with Bayesian-bootstrap donors or per-leaf truncated Gaussian
@@ -15,10 +15,10 @@ import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models._cart_leaf import _log_ndtr_diff
-from bayes_risk.models._tree_missing import design_inputs, kind_codes
-from bayes_risk.models._trees import column_codes, segment_choice
 from bayes_risk.models.base import check_is_fitted
+from bayes_risk.models.trees.cart_leaf import _log_ndtr_diff
+from bayes_risk.models.trees.missing import design_inputs, kind_codes
+from bayes_risk.models.trees.seqtree import column_codes, segment_choice
 
 #: routed blocks of the trees whose predictors are never synthesized (unroutable="climb": no
 #: random draws), per fitted tree: every synthesis routes their records to the same nodes
@@ -26,7 +26,7 @@ _FIXED_ROUTES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class _CARTSynthesis:
-    """Mixin of :class:`~bayes_risk.models.cart.CARTSynthesizer`: routing and synthesis."""
+    """Mixin of :class:`~bayes_risk.models.trees.cart.CARTSynthesizer`: routing and synthesis."""
 
     # ----- structure access (plug-in likelihoods, methods, Tree synthesizers: plug-in likelihoods)
     # --------------------------------

@@ -298,7 +298,7 @@ class StoredForest:
 
     def apply(self, X: np.ndarray) -> np.ndarray:
         """Leaf id (within its tree) of every row in every tree, shape ``(n, n_trees)``."""
-        from bayes_risk.models._tree_route import forest_apply
+        from bayes_risk.models.trees.route import forest_apply
 
         X = np.ascontiguousarray(X, dtype=np.float32)
         return forest_apply(X, self.left, self.right, self.feature, self.threshold,
@@ -313,7 +313,7 @@ _SEQTREE_ARRAYS = ("left", "right", "feature", "threshold", "subtree_end", "dono
 
 
 def seqtree_to_arrays(tree: Any, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """JSON description and arrays of a fitted :class:`~bayes_risk.models._trees.SeqTree`."""
+    """JSON description and arrays of a fitted :class:`~bayes_risk.models.trees.seqtree.SeqTree`."""
     d = tree.design
     info = {"predictors": list(d.predictors), "kinds": list(d.kinds),
             "n_levels": [int(v) for v in d.n_levels], "n_nodes": int(tree.n_nodes),
@@ -324,9 +324,9 @@ def seqtree_to_arrays(tree: Any, prefix: str) -> tuple[dict[str, Any], dict[str,
 
 def seqtree_from_arrays(info: Mapping[str, Any], arrays: Mapping[str, np.ndarray],
                         prefix: str) -> Any:
-    """Rebuild the :class:`~bayes_risk.models._trees.SeqTree` written by
+    """Rebuild the :class:`~bayes_risk.models.trees.seqtree.SeqTree` written by
     :func:`seqtree_to_arrays` (checked for consistent sizes and child ids)."""
-    from bayes_risk.models._trees import Design, SeqTree
+    from bayes_risk.models.trees.seqtree import Design, SeqTree
 
     tree = SeqTree.__new__(SeqTree)
     tree.design = Design(list(info["predictors"]), list(info["kinds"]),

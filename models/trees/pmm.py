@@ -25,16 +25,16 @@ from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m, validate_table
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
-from bayes_risk.models._synth_io import FingerprintCheck
-from bayes_risk.models._tree_missing import refusal_hint
-from bayes_risk.models._trees import column_codes
 from bayes_risk.models.base import (
     BaseSynthesizer,
     check_is_fitted,
     legacy_call_forms,
     synthesized_columns,
 )
-from bayes_risk.models.cart import records_mask
+from bayes_risk.models.trees.cart import records_mask
+from bayes_risk.models.trees.io import FingerprintCheck
+from bayes_risk.models.trees.missing import refusal_hint
+from bayes_risk.models.trees.seqtree import column_codes
 
 __all__ = [
     "SmallCellPMMSynthesizer",
@@ -592,7 +592,7 @@ class SmallCellPMMSynthesizer(FingerprintCheck, BaseSynthesizer):
             ``CONSTRAINTS_NOT_SAVED`` when the synthesizer has ``constraints``: they are Python
             callables, which the folder cannot hold without pickle.
         """
-        from bayes_risk.models._synth_io import save_synthesizer
+        from bayes_risk.models.trees.io import save_synthesizer
 
         check_is_fitted(self, "recipients_", method="save")
         if any(self._constraints_.values()):
@@ -631,7 +631,7 @@ class SmallCellPMMSynthesizer(FingerprintCheck, BaseSynthesizer):
             ``MODEL_FORMAT_VERSION`` for a folder of another format version, ``MODEL_DAMAGED``
             for a missing, unreadable or changed file, or a folder of another model type.
         """
-        from bayes_risk.models._synth_io import load_synthesizer, split_data
+        from bayes_risk.models.trees.io import load_synthesizer, split_data
 
         def restore(obj: SmallCellPMMSynthesizer, meta: dict[str, Any], arrays: Any,
                     data: pd.DataFrame) -> None:

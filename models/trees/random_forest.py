@@ -27,10 +27,10 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models._synth_io import FingerprintCheck
-from bayes_risk.models._tree_missing import FILL, kind_codes, missing_layout
 from bayes_risk.models.base import BaseSynthesizer, check_is_fitted, legacy_call_forms
-from bayes_risk.models.cart import encoded_values, prepare_schema, records_mask
+from bayes_risk.models.trees.cart import encoded_values, prepare_schema, records_mask
+from bayes_risk.models.trees.io import FingerprintCheck
+from bayes_risk.models.trees.missing import FILL, kind_codes, missing_layout
 
 __all__ = ["RandomForestSynthesizer", "leaf_probabilities", "synthesis_probabilities"]
 
@@ -738,8 +738,8 @@ class RandomForestSynthesizer(FingerprintCheck, BaseSynthesizer):
         NotFittedError
             Before :meth:`fit`.
         """
-        from bayes_risk.models._rf_io import forest_state
-        from bayes_risk.models._synth_io import save_synthesizer
+        from bayes_risk.models.trees.io import save_synthesizer
+        from bayes_risk.models.trees.rf_io import forest_state
 
         check_is_fitted(self, "forests_", method="save")
         state, arrays = forest_state(self)
@@ -767,7 +767,7 @@ class RandomForestSynthesizer(FingerprintCheck, BaseSynthesizer):
             ``MODEL_FORMAT_VERSION`` for a folder of another format version, ``MODEL_DAMAGED``
             for a missing, unreadable or changed file, or a folder of another model type.
         """
-        from bayes_risk.models._rf_io import restore_forests
-        from bayes_risk.models._synth_io import load_synthesizer
+        from bayes_risk.models.trees.io import load_synthesizer
+        from bayes_risk.models.trees.rf_io import restore_forests
 
         return load_synthesizer(cls, path, restore_forests)

@@ -1,8 +1,8 @@
 """Saved random-forest synthesizers: the fitted state as arrays and settings, and back.
 
-The folder layout and its checks are :mod:`bayes_risk.models._synth_io`'s; this module only
+The folder layout and its checks are :mod:`bayes_risk.models.trees.io`'s; this module only
 says which arrays a random-forest synthesizer has (the forests as flat arrays, leaf class
-tables, bootstrap samples, groups) so that :mod:`bayes_risk.models.random_forest` stays the
+tables, bootstrap samples, groups) so that :mod:`bayes_risk.models.trees.random_forest` stays the
 synthesizer.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.models._synth_io import StoredForest, check_missing_layout, split_data
-from bayes_risk.models.cart import encoded_values
+from bayes_risk.models.trees.cart import encoded_values
+from bayes_risk.models.trees.io import StoredForest, check_missing_layout, split_data
 
 __all__ = ["forest_state", "restore_forests"]
 
@@ -66,7 +66,7 @@ def forest_state(self: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
 
 def restore_forests(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame) -> None:
     """Set the fitted state of a random-forest synthesizer from its saved folder (called by
-    :func:`~bayes_risk.models._synth_io.load_synthesizer`, which checks the files first)."""
+    :func:`~bayes_risk.models.trees.io.load_synthesizer`, which checks the files first)."""
     st = meta["state"]
     schema = obj.schema_
     obj._index, obj._data = split_data(data)

@@ -31,7 +31,7 @@ from bayes_risk.exceptions import ValidationError
 
 __all__ = ["Design", "SeqTree", "segment_choice", "column_codes"]
 
-#: route ``"climb"`` records with the compiled per-record walk (``_tree_route``); ``False``: the
+#: route ``"climb"`` records with the compiled per-record walk (``trees.route``); ``False``: the
 #: vectorised level-by-level loop (the same nodes; kept as the reference the tests compare with)
 COMPILED_ROUTE = True
 
@@ -300,7 +300,7 @@ class SeqTree:
         """
         design = self.design
         if unroutable == "climb" and X.shape[0] > 0 and COMPILED_ROUTE:  # no random draws
-            from bayes_risk.models._tree_route import route_climb
+            from bayes_risk.models.trees.route import route_climb
 
             return route_climb(X, nominal_codes, self.is_leaf, self.feature, self.threshold,
                                self.left, self.right, design.feature_pred, design.nominal_index,

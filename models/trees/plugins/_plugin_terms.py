@@ -3,7 +3,7 @@
 The Pólya-urn probability of a node's synthetic values given its donors (closed form), the Monte
 Carlo estimate of a kernel-smoothed node's likelihood over bootstrap count vectors (common random
 numbers across candidates), and the delta-method variance of that estimate. Used by
-:class:`~bayes_risk.models.CARTPlugin` (``models/plugin_cart.py``).
+:class:`~bayes_risk.models.CARTPlugin` (``models/trees/plugins/plugin_cart.py``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ _MC_BLOCK = 1 << 21  # entries per (bootstrap replicate × synthetic value) bloc
 def _polya(donors: Counter, syn: Counter, uniform: bool) -> float:
     """One node's Pólya-urn (multinomial for ``uniform``) log-likelihood, in full.
 
-    The plug-in evaluates its changes with ``_cart_polya.PolyaTables``
+    The plug-in evaluates its changes with ``trees.cart_polya.PolyaTables``
     (differences in closed form, all datasets at once); this is the direct formula they are
     tested against.
     """
@@ -67,7 +67,7 @@ def mc_node_loglik(
     counts : array, shape (R, n)
         Bootstrap multiplicities of the ``n`` donors in each of ``R`` replicates.
     log_k, log_m : arrays, shapes (n_z, n) and (n,)
-        Kernel terms from :func:`bayes_risk.models.cart.kernel_log_terms`.
+        Kernel terms from :func:`bayes_risk.models.trees.cart.kernel_log_terms`.
     z_weights : array, shape (n_z,)
         How many synthetic records of the node carry each distinct value.
     return_terms : bool

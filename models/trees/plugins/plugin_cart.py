@@ -1,7 +1,8 @@
 """Plug-in likelihood of a fitted CART synthesizer for attribute risk.
 
 The plug-in base class and the CART plug-in share the node-count bookkeeping; the random-forest
-plug-in (``plugin_rf``) builds on the base; the node likelihood terms are in ``_plugin_terms``.
+plug-in (``plugin_rf``) builds on the base; the node likelihood terms are in
+``_plugin_terms``.
 
 See the methods page, section Tree synthesizers: plug-in likelihoods.
 
@@ -15,7 +16,7 @@ synthetic values routed to a node depend only on the node's donor values, so
 * Un-smoothed columns: the node's values are a Pólya-urn sequence given its donors (per-node
   Bayesian bootstrap, Reiter 2005; Wang & Reiter 2012), in closed form (multinomial for
   ``donor="uniform"``); the changes a candidate makes are evaluated for all nodes, candidates and
-  datasets at once in ``_cart_polya``.
+  datasets at once in ``trees.cart_polya``.
 * Kernel-smoothed numeric columns (Wang & Reiter 2012): the node's values are i.i.d. draws from the
   truncated Gaussian kernel mixture centred at ``n_L`` bootstrap values of the donors, so
   ``p = E_b[Π_s f_b(z_s)]`` is estimated by Monte Carlo over ``n_bootstrap`` bootstrap count
@@ -34,7 +35,7 @@ Missing values (methods, Tree synthesizers: missing values): a categorical colum
 value is a level of its own (one more value of the urn); a numeric column with missing values
 has two trees, its kind tree (every replaced record draws its missingness kind) and its value
 tree (the records whose synthetic kind is "observed" draw a value), whose terms add; records
-route with the synthesizer's missing-value inputs (``models._tree_missing``). A record's missing
+route with the synthesizer's missing-value inputs (``models.trees.missing``). A record's missing
 values are held at their kind in every candidate (the intruder knows which are missing); a
 candidate that changes a kind has probability 0.
 
@@ -43,7 +44,7 @@ smoothing, with or without missing values. ``unroutable="random_descent"`` is re
 routing would have to be marginalised).
 
 The node likelihood terms (Pólya urn, kernel Monte Carlo, its variance) are in
-``models/_plugin_terms.py``; the shared plug-in base and the CART node bookkeeping stay here,
+``_plugin_terms.py``; the shared plug-in base and the CART node bookkeeping stay here,
 since they work on the same private state.
 """
 
@@ -57,15 +58,15 @@ import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models._cart_polya import PolyaTables
-from bayes_risk.models._plugin_terms import (  # noqa: F401 - _polya is tested here
+from bayes_risk.models.trees.cart_polya import PolyaTables
+from bayes_risk.models.trees.missing import design_inputs, kind_codes
+from bayes_risk.models.trees.plugins._plugin_terms import (  # noqa: F401 - _polya is tested here
     _atom_hit,
     _polya,
     mc_log_var,
     mc_node_loglik,
     mc_node_loglik_extra,
 )
-from bayes_risk.models._tree_missing import design_inputs, kind_codes
 
 __all__ = ["CARTPlugin"]
 
@@ -100,7 +101,7 @@ class PluginBase:
             )
         check_is_fitted(synthesizer, "schema_")
         # columns with missing values in the fitted data ({} for complete data): the plug-ins
-        # encode, route and count them as the synthesizer does (models._tree_missing)
+        # encode, route and count them as the synthesizer does (models.trees.missing)
         self._layout = dict(getattr(synthesizer, "missing_", None) or {})
         if not isinstance(original, pd.DataFrame):
             raise ValidationError(
@@ -136,7 +137,7 @@ class PluginBase:
     ) -> dict[str, np.ndarray]:
         """The synthesizer's encoding of ``df`` (float64): level codes, a missing level as code
         ``d``; numeric values, a missing value as ``NaN`` or its declared code."""
-        from bayes_risk.models.cart import encoded_values
+        from bayes_risk.models.trees.cart import encoded_values
 
         return {c: np.asarray(v, dtype=np.float64)
                 for c, v in encoded_values(df, self.schema_, self._layout, columns).items()}
@@ -144,7 +145,7 @@ class PluginBase:
     def _kinds(self, c: str, v: np.ndarray) -> np.ndarray:
         """Missingness kind of encoded values of column ``c``: 0 observed; a categorical
         column's missing level 1; a numeric column's kind (1 empty, ``2 + k`` the ``k``-th
-        code; ``models._tree_missing``)."""
+        code; ``models.trees.missing``)."""
         lay = self._layout.get(c)
         v = np.asarray(v, dtype=np.float64)
         if lay is None:
@@ -316,7 +317,7 @@ class PluginBase:
 # CART
 # ------------------------------------------------------------------------------------------
 class CARTPlugin(PluginBase):
-    """Adapter giving a fitted :class:`~bayes_risk.models.cart.CARTSynthesizer` the plug-in
+    """Adapter giving a fitted :class:`~bayes_risk.models.trees.cart.CARTSynthesizer` the plug-in
     likelihood ``plugin_loglik`` used by :func:`bayes_risk.attribute_risk` (methods, Tree
     synthesizers: plug-in likelihoods).
 
@@ -381,7 +382,7 @@ class CARTPlugin(PluginBase):
         n_bootstrap: int = 500,
         random_seed: RandomSeed = None,
     ) -> None:
-        from bayes_risk.models.cart import CARTSynthesizer
+        from bayes_risk.models.trees.cart import CARTSynthesizer
 
         self._bind(synthesizer, original, CARTSynthesizer)
         if synthesizer.unroutable != "climb":
@@ -549,7 +550,7 @@ class CARTPlugin(PluginBase):
         candidate values; its donor takes the last bootstrap position), and the replicates'
         log-likelihoods ``[n_out, R]`` (for the Monte Carlo error).
         """
-        from bayes_risk.models.cart import kernel_log_terms
+        from bayes_risk.models.trees.cart import kernel_log_terms
 
         decimals, int_out = self._rounding[col]
         h = float(self.synthesizer.bandwidth_[col][key[2]])

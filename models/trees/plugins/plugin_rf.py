@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models.plugin_cart import PluginBase
+from bayes_risk.models.trees.plugins.plugin_cart import PluginBase
 
 __all__ = ["RFPlugin", "plugin_likelihood"]
 
@@ -133,7 +133,8 @@ class _Forest:
 
 
 class RFPlugin(PluginBase):
-    """Adapter giving a fitted :class:`~bayes_risk.models.random_forest.RandomForestSynthesizer`
+    """Adapter giving a fitted
+    :class:`~bayes_risk.models.trees.random_forest.RandomForestSynthesizer`
     the fixed-forest plug-in likelihood ``plugin_loglik`` (methods, Tree synthesizers: plug-in
     likelihoods).
 
@@ -192,7 +193,7 @@ class RFPlugin(PluginBase):
     result_warnings = ("APPROXIMATE_NONPARAMETRIC",)
 
     def __init__(self, synthesizer: Any, original: pd.DataFrame) -> None:
-        from bayes_risk.models.random_forest import RandomForestSynthesizer
+        from bayes_risk.models.trees.random_forest import RandomForestSynthesizer
 
         self._bind(synthesizer, original, RandomForestSynthesizer)
         if getattr(synthesizer, "groups_", None):
@@ -221,7 +222,7 @@ class RFPlugin(PluginBase):
             self._tpos[col] = tpos
 
     def _q(self, counts: np.ndarray) -> np.ndarray:
-        from bayes_risk.models.random_forest import leaf_probabilities
+        from bayes_risk.models.trees.random_forest import leaf_probabilities
 
         syn = self.synthesizer
         return leaf_probabilities(counts, syn.probabilities, float(syn.alpha))
@@ -481,7 +482,7 @@ def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *,
     """
     method = getattr(synthesizer, "method_name", None)
     if method == "cart":
-        from bayes_risk.models.plugin_cart import CARTPlugin
+        from bayes_risk.models.trees.plugins.plugin_cart import CARTPlugin
 
         return CARTPlugin(synthesizer, original, random_seed=random_seed)
     if method == "rf":
