@@ -1,7 +1,7 @@
 """The vectorised Pólya-urn bookkeeping of the CART plug-in (``models/trees/cart_polya.py``)
 against a straightforward reference: one ``Counter`` of donors and synthetic values per node,
-candidate and dataset, each node's likelihood recomputed in full and the true donors' value subtracted (the
-incremental computation as it was first written). Small trees with single-donor leaves (emptied
+candidate and dataset, each node's likelihood recomputed in full and the true donors' value
+subtracted (the incremental computation as it was first written). Small trees with single-donor leaves (emptied
 by a candidate), tied values, values absent from the data, partial synthesis, re-routing through
 later trees and several synthesized columns, for both donor rules."""
 
