@@ -14,11 +14,14 @@ synthesis (``dpmpm.coding``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
 
+import bayes_risk.models.dpmpm.coding as _coding
+import bayes_risk.models.dpmpm.fit as _fit
+import bayes_risk.models.dpmpm.loglik as _loglik
 from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed
 from bayes_risk.data.schema import Schema
@@ -30,15 +33,17 @@ from bayes_risk.models._bayesian.sticks import (  # noqa: F401  (re-exported)
     stick_conditional,
 )
 from bayes_risk.models.base import legacy_call_forms
-from bayes_risk.models.dpmpm.coding import _DPMPMCoding, _dtypes_of
-from bayes_risk.models.dpmpm.fit import _DPMPMFitting
-from bayes_risk.models.dpmpm.loglik import _DPMPMLikelihoods
+from bayes_risk.models.dpmpm.coding import _dtypes_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    import xarray as xr
+
+    from bayes_risk.data.synthetic import SyntheticData
 
 __all__ = ["DPMPM", "MODES", "SAMPLERS"]
 
 MODES: tuple[str, ...] = ("marginal", "conditional_us", "posterior_class")
 SAMPLERS: tuple[str, ...] = ("gibbs", "nuts")
-_PHI_FLOOR = 1e-300  # the DPMPM φ step: floor before logs
 # default run: 500 kept draws per chain, each after 5 Gibbs sweeps. On the ACS extract (K = 80)
 # the number of occupied classes has an ESS of ≈ 0.16 per sweep: 500 unthinned draws per chain
 # gave ESS ≈ 160, too few for R-hat (4 split chains) to stay below 1.01 when the chains agree
@@ -63,7 +68,7 @@ _ALPHA_WARMUP_SWEEPS = 100
 # stick breaking and α conditionals are shared with the Poisson mixtures (Hu & Savitsky 2018)
 
 
-class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer):
+class DPMPM(BayesianSynthesizer):
     """Truncated DP mixture of products of multinomials for categorical data (Hu & Savitsky 2018).
 
     Model: ``y_ij | z_i = k ~ Cat(φ_kj)``, ``z_i ~ Cat(π)``, ``π`` by truncated stick breaking
@@ -517,12 +522,167 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         new.fit(combined, schema=self.schema_, random_seed=random_seed)
         return new
 
-    # Public methods written in the _dpmpm_* modules, bound here so that the API page (which
-    # lists a class's own members) documents them with the class.
-    pymc_model = _DPMPMFitting.pymc_model
-    record_loglik = _DPMPMLikelihoods.record_loglik
-    dataset_loglik = _DPMPMLikelihoods.dataset_loglik
-    own_record_delta = _DPMPMLikelihoods.own_record_delta
-    neighbourhood_size = _DPMPMLikelihoods.neighbourhood_size
-    neighbourhood_loglik = _DPMPMLikelihoods.neighbourhood_loglik
-    class_probabilities = _DPMPMLikelihoods.class_probabilities
+    # -- thin methods: the work is done by module-level helpers of the family's modules
+
+    def _build_model(
+        self, codes: np.ndarray, d: Sequence[int], *, transforms: bool, observed: bool = True
+    ):
+        return _fit.build_model(self, codes, d, transforms=transforms, observed=observed)
+
+    def pymc_model(self, records: pd.DataFrame | None = None, *, transforms: bool = False):
+        """The PyMC model (classes marginalised) with ``records`` as observed data.
+
+        The single source of truth for the density: every hand-written kernel is tested against
+        ``pm.compute_log_likelihood`` on this model. Missing values are marginalised.
+        """
+        return _fit.pymc_model(self, records, transforms=transforms)
+
+    def _add_loglik_stat(self, codes: np.ndarray) -> None:
+        return _fit.add_loglik_stat(self, codes)
+
+    def _check_truncation(self) -> None:
+        return _fit.check_truncation(self)
+
+    def _event_ndims(self) -> dict[str, int]:
+        return _fit.event_ndims(self)
+
+    def _as_datatree(self, posterior: Any):
+        return _fit.as_datatree(self, posterior)
+
+    def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:
+        return _fit.validate_posterior(self, posterior, schema)
+
+    def _after_posterior(self) -> None:
+        return _fit.after_posterior(self)
+
+    @property
+    def _phi(self) -> np.ndarray:
+        return _fit.phi(self)
+
+    @property
+    def _logphi(self) -> np.ndarray:
+        return _fit.logphi(self)
+
+    def _convergence_quantities(self) -> dict[str, np.ndarray]:
+        return _fit.convergence_quantities(self)
+
+    def _masks(self) -> tuple[np.ndarray, np.ndarray]:
+        return _loglik.masks(self)
+
+    def _sub(self, draws: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return _loglik.sub(self, draws)
+
+    def record_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+        """``[H, n]`` joint record log-likelihoods ``log p(y_i | Θ_h)`` (Hu & Savitsky 2018).
+
+        ``logsumexp_k(log π_k + Σ_j log φ_kj[y_ij])``; a missing value is marginalised (its
+        column is left out of the sum); a level the model was not fitted with gives ``-inf``.
+
+        Parameters
+        ----------
+        records : DataFrame
+            Records with the model's columns (extra columns are ignored).
+        draws : array of int, optional
+            Flattened draw indices (default all ``H``).
+        """
+        return _loglik.record_loglik(self, records, draws=draws)
+
+    def dataset_loglik(
+        self, datasets: Sequence[pd.DataFrame] | SyntheticData | pd.DataFrame, *, draws: Any = None
+    ) -> np.ndarray:
+        """``[H, m]`` log-likelihoods ``log p(Z_(l) | Θ_h)`` under the synthesis mode.
+
+        Sum over the synthesized records of: ``marginal`` —
+        ``logsumexp_k(log π_k + Σ_{j∈S} log φ_kj[z_ij])``; ``conditional_us`` —
+        ``log p(z_i^S | z_i^US, Θ)`` (the released
+        unsynthesized values equal the original's); ``posterior_class`` —
+        ``logsumexp_k(log p(k | y_i, Θ) + Σ_{j∈S} log φ_kj[z_ij])`` with the confidential
+        ``y_i`` (class O).
+        """
+        return _loglik.dataset_loglik(self, datasets, draws=draws)
+
+    def own_record_delta(
+        self,
+        record: int | pd.Series,
+        candidates: pd.DataFrame,
+        datasets: Sequence[pd.DataFrame] | SyntheticData | pd.DataFrame,
+        *,
+        draws: Any = None,
+    ) -> np.ndarray:
+        """``[H, m, G]`` own-record term ``ℓ_{hli}(y*_g) − ℓ_{hli}(y_i)`` (class O).
+
+        In ``posterior_class`` mode (class O) synthetic record ``i`` of dataset ``l`` has
+        likelihood
+        ``ℓ_{hli}(y) = logsumexp_k(log p(k | y, Θ_h) + Σ_{j∈S} log φ_hkj[z_lij])``,
+        which depends on the confidential record ``y``; the candidate ``y*`` replaces the
+        varying columns of ``y_i``. In the class P modes, and for records that are not
+        synthesized, the term is 0.
+
+        Parameters
+        ----------
+        record : int or Series
+            Record position ``i`` in the original data, or the original row (its ``name`` is
+            taken as the position, as ``original.iloc[i]`` gives).
+        candidates : DataFrame
+            ``G`` candidate values of the varying columns (any subset of the model's columns).
+        datasets : sequence of DataFrame or SyntheticData
+            The ``m`` released datasets (same row order as the original).
+        draws : array of int, optional
+            Flattened draw indices.
+        """
+        return _loglik.own_record_delta(self, record, candidates, datasets, draws=draws)
+
+    def neighbourhood_size(self) -> int:
+        """``G = 1 + Σ_{j∈S} (d_j − 1)`` of the one-variable-different set."""
+        return _loglik.neighbourhood_size(self)
+
+    def neighbourhood_loglik(
+        self,
+        records: pd.DataFrame,
+        *,
+        draws: Any = None,
+        chunk_size: int | None = None,
+        out: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """``[H, n, G]`` joint log-likelihoods of the one-variable-different candidates.
+
+        Candidates (methods, Candidate sets) vary the synthesized columns: index 0 is the truth,
+        then column by column in column order, levels ascending, skipping the true level;
+        ``G = 1 + Σ_{j∈S}(d_j − 1)`` (:meth:`neighbourhood_size`). Uses the probability-space
+        incremental update (see :func:`bayes_risk.models.dpmpm.kernels.neighbourhood`), chunked
+        over records. ``out`` (float64 ``[H, n, G]``) receives the result when given: callers
+        that evaluate many chunks reuse one buffer instead of allocating a large array each time.
+
+        Raises
+        ------
+        SchemaError
+            If a record has a missing value or a level the model was not fitted with
+            (``TRUTH_OUTSIDE_SUPPORT``).
+        """
+        return _loglik.neighbourhood_loglik(
+            self, records, draws=draws, chunk_size=chunk_size, out=out
+        )
+
+    def class_probabilities(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+        """``[H, n, K]`` class probabilities ``p(k | y_i, Θ_h)`` (missing values marginalised)."""
+        return _loglik.class_probabilities(self, records, draws=draws)
+
+    def _class_logw(self, codes, lp, lpi, use) -> np.ndarray:
+        return _loglik.class_logw(self, codes, lp, lpi, use)
+
+    def _check_categorical(self, schema: Schema) -> None:
+        return _coding.check_categorical(self, schema)
+
+    def _encode(
+        self, df: pd.DataFrame, schema: Schema | None = None, *, name: str = "records"
+    ) -> np.ndarray:
+        return _coding.encode(self, df, schema, name=name)
+
+    def _decode_column(self, codes: np.ndarray, j: int) -> pd.Series:
+        return _coding.decode_column(self, codes, j)
+
+    def _synthesize_one(
+        self, draw: int, rng: np.random.Generator, data: pd.DataFrame | None
+    ) -> pd.DataFrame:
+        return _coding.synthesize_one(self, draw, rng, data)
+

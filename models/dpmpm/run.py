@@ -19,7 +19,6 @@ from bayes_risk._rng import RandomSeed
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 
-    from bayes_risk.models.dpmpm.dpmpm import DPMPM
 
 __all__ = ["gibbs_posterior", "gibbs_layout"]
 
@@ -53,7 +52,7 @@ def gibbs_layout(n_components: int, d: Sequence[int]) -> Any:
 
 
 def gibbs_posterior(
-    model: DPMPM,
+    model: Any,
     codes: np.ndarray,
     d: Sequence[int],
     random_seed: RandomSeed,

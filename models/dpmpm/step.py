@@ -27,9 +27,10 @@ from bayes_risk.models._bayesian.sticks import (
     slice_alpha,
     stick_breaking_log_parts,
 )
-from bayes_risk.models.dpmpm.dpmpm import _PHI_FLOOR
 from bayes_risk.models.dpmpm.labels import collapsed_moves
 from bayes_risk.models.dpmpm.zeros import Augmentation
+
+_PHI_FLOOR = 1e-300  # the DPMPM φ step: floor before logs
 
 __all__ = ["DPMPMGibbs", "pymc_step"]
 

@@ -30,6 +30,7 @@ from bayes_risk.exceptions import SchemaError, ValidationError
 
 __all__ = ["StructuralZeros", "read_structural_zeros"]
 
+_UNKNOWN = -2  # code of a level the model was not fitted with (log-probability -inf)
 _MAX_REJECTION_ROUNDS = 10_000  # redraw rounds before a conditional is declared (near) empty
 _FEW_ROUNDS = 20  # rejection rounds before the remaining records are drawn by enumeration
 _MAX_COMPLETIONS = 4096  # enumerate a record's completions up to this many

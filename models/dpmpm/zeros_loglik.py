@@ -8,16 +8,13 @@ and conditional densities subtract the part of ``S`` they sum over.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from bayes_risk._numeric import logsumexp
 from bayes_risk.exceptions import SchemaError, ValidationError
-from bayes_risk.models.dpmpm.zeros import _MAX_REJECTION_ROUNDS, _inverse_cdf
-
-if TYPE_CHECKING:  # pragma: no cover
-    from bayes_risk.models.dpmpm.dpmpm import DPMPM
+from bayes_risk.models.dpmpm.zeros import _MAX_REJECTION_ROUNDS, _UNKNOWN, _inverse_cdf
 
 __all__ = [
     "convergence_cells",
@@ -44,12 +41,12 @@ def _minus_log(u: np.ndarray, t: np.ndarray) -> np.ndarray:
     return np.where((t >= u) | ~np.isfinite(u), -np.inf, out)
 
 
-def _class_terms(model: DPMPM, codes, lp, lpi, cond) -> np.ndarray:
+def _class_terms(model: Any, codes, lp, lpi, cond) -> np.ndarray:
     """``[H, n, K]`` ``log π_k + Σ_{j ∈ cond, observed} log φ_kj[x_j]``."""
     return model._class_logw(codes, lp, lpi, cond)
 
 
-def allowed_joint(model: DPMPM, codes, cond, lp, lpi, ph, *, per_class: bool = False):
+def allowed_joint(model: Any, codes, cond, lp, lpi, ph, *, per_class: bool = False):
     """``log P(y_C = x_C, y ∉ S | Θ)`` of each record (``[H, n]``; ``[H, n, K]`` per class).
 
     ``x_C``: the observed entries of ``codes`` in the columns ``cond``; the others are summed
@@ -74,7 +71,7 @@ def allowed_joint(model: DPMPM, codes, cond, lp, lpi, ph, *, per_class: bool = F
     return out
 
 
-def record_loglik(model: DPMPM, codes, out, lp, lpi, ph) -> None:
+def record_loglik(model: Any, codes, out, lp, lpi, ph) -> None:
     """Turn ``out[H, n]`` (unrestricted ``log p(y_i,obs | Θ)``, missing entries ``-1``
     marginalised) into the truncated model's, in place."""
     incomplete = (codes < 0).any(axis=1)
@@ -99,7 +96,7 @@ def candidate_codes(codes: np.ndarray, syn_cols: np.ndarray, d: np.ndarray) -> n
     return np.concatenate(blocks, axis=1)
 
 
-def neighbourhood(model: DPMPM, codes, syn_cols, out, lpi, ph) -> None:
+def neighbourhood(model: Any, codes, syn_cols, out, lpi, ph) -> None:
     """Truncate ``out[H, n, G]`` (joint log-likelihoods of the one-variable-different
     candidates) in place: candidates in ``S`` get ``-inf``, the rest ``− log(1 − P(S | Θ))``."""
     zs = model._zeros
@@ -116,14 +113,14 @@ def neighbourhood(model: DPMPM, codes, syn_cols, out, lpi, ph) -> None:
         out[:, ii, gg] = -np.inf
 
 
-def _posterior_class_logw(model: DPMPM, ycodes, lp, lpi, ph) -> np.ndarray:
+def _posterior_class_logw(model: Any, ycodes, lp, lpi, ph) -> np.ndarray:
     """``[H, n, K]`` ``log p(k | y_i,obs, y_i ∉ S, Θ)`` (the class of ``posterior_class``)."""
     w = allowed_joint(model, ycodes, np.ones(ycodes.shape[1], bool), lp, lpi, ph,
                       per_class=True)
     return w - logsumexp(w, axis=-1)[..., None]
 
 
-def _log_allowed_given(model: DPMPM, codes, lp, ph, us_mask) -> np.ndarray:
+def _log_allowed_given(model: Any, codes, lp, ph, us_mask) -> np.ndarray:
     """``[H, n, K]`` ``log(1 − P(y ∈ S | z = k, y_US = x_US, Θ))``: the normaliser of the
     synthesized part given the class and the released unsynthesized values."""
     zs = model._zeros
@@ -140,10 +137,8 @@ def _log_allowed_given(model: DPMPM, codes, lp, ph, us_mask) -> np.ndarray:
         return np.log1p(-np.minimum(r, 1.0))
 
 
-def dataset_loglik(model: DPMPM, datasets, lp, lpi, ph) -> np.ndarray:
+def dataset_loglik(model: Any, datasets, lp, lpi, ph) -> np.ndarray:
     """``[H, m]`` ``log p(Z_(l) | Θ)`` of the truncated model, in the model's synthesis mode."""
-    from bayes_risk.models.dpmpm.coding import _UNKNOWN
-
     s_mask, us_mask = model._masks()
     p = len(s_mask)
     n = model.n_records
@@ -186,7 +181,7 @@ def dataset_loglik(model: DPMPM, datasets, lp, lpi, ph) -> np.ndarray:
     return out
 
 
-def own_record_terms(model: DPMPM, codes_full, zc, lp, lpi, ph):
+def own_record_terms(model: Any, codes_full, zc, lp, lpi, ph):
     """Pieces of the class O own-record term with structural zeros.
 
     Returns ``extra[H, K]`` (``− log(1 − P(y ∈ S | k, released unsynthesized values))``, added
@@ -198,7 +193,7 @@ def own_record_terms(model: DPMPM, codes_full, zc, lp, lpi, ph):
     return extra, model._zeros.contains(codes_full)
 
 
-def fix_synthesis(model: DPMPM, draw, rng, rows_codes, logw, z, cols, *, keep_class: bool):
+def fix_synthesis(model: Any, draw, rng, rows_codes, logw, z, cols, *, keep_class: bool):
     """Redraw the synthesized records that fell in ``S`` until none does (rejection).
 
     ``rows_codes[r, p]``: the released records' codes before synthesis (unsynthesized values);
@@ -231,7 +226,7 @@ def fix_synthesis(model: DPMPM, draw, rng, rows_codes, logw, z, cols, *, keep_cl
     )
 
 
-def posterior_class_weights(model: DPMPM, draw, codes, logw) -> np.ndarray:
+def posterior_class_weights(model: Any, draw, codes, logw) -> np.ndarray:
     """Class log-weights of ``posterior_class`` synthesis given truncation (``[r, K]``)."""
     if (codes >= 0).all():
         return logw  # a complete allowed record: the truncation does not change p(k | y)
@@ -241,7 +236,7 @@ def posterior_class_weights(model: DPMPM, draw, codes, logw) -> np.ndarray:
     return w[0]
 
 
-def convergence_cells(model: DPMPM, C: int, D: int) -> dict[str, np.ndarray]:
+def convergence_cells(model: Any, C: int, D: int) -> dict[str, np.ndarray]:
     """The cell probabilities of the convergence report under the truncated model (``[C, D]``
     each): ``P(col_j = first level)`` for the first three columns, and the first two jointly."""
     names = model.schema_.names
