@@ -20,7 +20,6 @@ from bayes_risk._rng import RandomSeed, as_generator
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 
-    from bayes_risk.models.poisson.poisson_mixture import PoissonMixture
 
 LATENT_GROUP = "latent"  # posterior group holding the Gibbs sampler's memberships z
 
@@ -132,138 +131,110 @@ def _gibbs_step_class() -> type:
     return PoissonMixtureGibbs
 
 
-class _PoissonFitting:
-    """PyMC model, MCMC fit and augmented refit of the MP model (mixed into ``PoissonMixture``)."""
+def build_pymc_model(
+    model, y: np.ndarray, columns: Sequence[str], b_lambda: np.ndarray | None = None
+):
+    """The work of :meth:`PoissonMixture.build_pymc_model` (documented there)."""
+    import pymc as pm
+    import pytensor.tensor as pt
 
-    # ------------------------------------------------------------------ PyMC model
-    def build_pymc_model(
-        self, y: np.ndarray, columns: Sequence[str], b_lambda: np.ndarray | None = None
-    ):
-        """The PyMC model of Hu 2019 §3.3.3 (class-marginalised; the single source of truth).
-
-        Parameters
-        ----------
-        y : ndarray [n, p]
-            Counts (observed).
-        columns : sequence of str
-            Column names (coordinate ``column``).
-        b_lambda : ndarray [p], optional
-            Prior rates of ``λ`` (default: from the settings and ``y``).
-
-        Returns
-        -------
-        pymc.Model
-            Free variables ``alpha``, ``v`` (absent when ``K = 1``) and ``lam``; deterministic
-            ``w``; observed ``y`` whose log-density is ``logsumexp_k(log π_k + Σ_j log
-            Poisson(y_ij | λ_kj))`` per record.
-        """
-        import pymc as pm
-        import pytensor.tensor as pt
-
-        y = np.asarray(y)
-        K = int(self.n_components)
-        b = self._b_lambda_vector(np.asarray(y, dtype=np.float64)) if b_lambda is None else b_lambda
-        coords = {
-            "component": np.arange(K),
-            "stick": np.arange(max(K - 1, 0)),
-            "column": list(columns),
-            "record": np.arange(y.shape[0]),
-        }
-        with pm.Model(coords=coords) as model:
-            if K > 1:
-                alpha = pm.Gamma("alpha", alpha=float(self.a_alpha), beta=float(self.b_alpha))
-                v = pm.Beta("v", alpha=1.0, beta=alpha, dims="stick")
-                log_pi = _pt_log_stick(v)
-            else:
-                log_pi = pt.zeros((1,))
-            pm.Deterministic("w", pt.exp(log_pi), dims="component")
-            lam = pm.Gamma(
-                "lam", alpha=float(self.a_lambda), beta=np.asarray(b, dtype=np.float64)[None, :],
-                dims=("component", "column"),
-            )
-            pm.CustomDist(
-                "y", log_pi, lam, logp=_mp_logp, signature="(k),(k,p)->(p)",
-                observed=np.asarray(y, dtype=np.int64), dims=("record", "column"),
-            )
-        return model
-
-    def pymc_record_logp(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
-        """``[H, n]`` record log-densities evaluated by the PyMC model itself (slow; for checks).
-
-        Used by the tests to verify the Numba kernels (:meth:`record_loglik`) against the model.
-        """
-        import pymc as pm
-
-        self._check_fitted()
-        idx = self._draw_indices(draws)
-        y = self._counts(records)
-        model = self.build_pymc_model(y, self.columns_, b_lambda=np.ones(y.shape[1]))
-        obs = model["y"]
-        fn = model.compile_fn(
-            model.logp(vars=[obs], sum=False)[0], inputs=model.value_vars, point_fn=True,
-            on_unused_input="ignore",
+    y = np.asarray(y)
+    K = int(model.n_components)
+    b = model._b_lambda_vector(np.asarray(y, dtype=np.float64)) if b_lambda is None else b_lambda
+    coords = {
+        "component": np.arange(K),
+        "stick": np.arange(max(K - 1, 0)),
+        "column": list(columns),
+        "record": np.arange(y.shape[0]),
+    }
+    with pm.Model(coords=coords) as model:
+        if K > 1:
+            alpha = pm.Gamma("alpha", alpha=float(model.a_alpha), beta=float(model.b_alpha))
+            v = pm.Beta("v", alpha=1.0, beta=alpha, dims="stick")
+            log_pi = _pt_log_stick(v)
+        else:
+            log_pi = pt.zeros((1,))
+        pm.Deterministic("w", pt.exp(log_pi), dims="component")
+        lam = pm.Gamma(
+            "lam", alpha=float(model.a_lambda), beta=np.asarray(b, dtype=np.float64)[None, :],
+            dims=("component", "column"),
         )
-        names = {rv.name: model.rvs_to_values[rv].name for rv in model.free_RVs}
-        lam = self._stacked("lam", idx)
-        v = self._stacked("v", idx) if "v" in names else None
-        alpha = self._stacked("alpha", idx) if "alpha" in names else None
-        out = np.empty((idx.size, y.shape[0]))
-        for r in range(idx.size):
-            pt_ = {names["lam"]: np.log(lam[r])}
-            if v is not None:
-                pt_[names["v"]] = np.log(v[r]) - np.log1p(-v[r])
-                pt_[names["alpha"]] = np.asarray(np.log(alpha[r]))
-            out[r] = fn(pt_)
-        del pm
-        return out
-
-    # ------------------------------------------------------------------ fitting
-    def _sample(self, y: np.ndarray, cols: Sequence[str], seed: RandomSeed) -> xr.DataTree:
-        import xarray as xr
-
-        model = self.build_pymc_model(y, cols)
-        if self.sampler == "nuts":
-            return self._run_sampler(model, random_seed=seed)
-        names = {rv.name: model.rvs_to_values[rv].name for rv in model.free_RVs}
-        step_cls = _gibbs_step_class()
-        step = step_cls(
-            [model.rvs_to_values[rv] for rv in model.free_RVs], y=y, K=int(self.n_components),
-            a_lam=float(self.a_lambda), b_lam=self._b_lambda_vector(y), a_alpha=float(self.a_alpha),
-            b_alpha=float(self.b_alpha), names=names, model=model,
-            rng=as_generator(seed).integers(0, 2**63 - 1),
+        pm.CustomDist(
+            "y", log_pi, lam, logp=_mp_logp, signature="(k),(k,p)->(p)",
+            observed=np.asarray(y, dtype=np.int64), dims=("record", "column"),
         )
-        # the memberships live on the step object: chains must run in this process
-        dt = self._run_sampler(model, step=step, random_seed=seed, cores=1)
-        z = np.stack([np.stack(c) for c in step.z_trace])  # [chain, draw, record]
-        dt[LATENT_GROUP] = xr.DataTree(
-            xr.Dataset(
-                {"z": (("chain", "draw", "record"), z)},
-                coords={"chain": dt["posterior"]["chain"].values,
-                        "draw": dt["posterior"]["draw"].values},
-            )
-        )
-        return dt
+    return model
 
-    def fit_augmented(
-        self, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
-    ) -> PoissonMixture:
-        """Refit with the same settings to the confidential records and ``Z_(l)`` together.
 
-        Returns a new model whose draws come from ``p(Θ | y, Z_(l))`` (methods, The stabilised
-        estimator). Under partial synthesis of selected records only the selected rows of
-        ``synthetic`` are appended: they are the rows :meth:`dataset_loglik` counts (the others are
-        copies of ``data``).
-        """
-        self._check_fitted()
-        cols = self.columns_
-        synthetic = self._synthesized_part(synthetic)
-        both = pd.concat([data[self.schema_.names], synthetic[self.schema_.names]],
-                         ignore_index=True)
-        new = type(self)(**self.get_params())
-        # same prior as the base fit: the default b_λ = 1 / max(1, mean y) is computed on the
-        # confidential data y, not on y ∪ Z_(l), or p(Θ | y, Z_(l)) would use another prior
-        new._prior_rate_fixed = self._b_lambda_vector(
-            data[cols].to_numpy(dtype=np.float64)
+def pymc_record_logp(model, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+    """The work of :meth:`PoissonMixture.pymc_record_logp` (documented there)."""
+    import pymc as pm
+
+    model._check_fitted()
+    idx = model._draw_indices(draws)
+    y = model._counts(records)
+    model = model.build_pymc_model(y, model.columns_, b_lambda=np.ones(y.shape[1]))
+    obs = model["y"]
+    fn = model.compile_fn(
+        model.logp(vars=[obs], sum=False)[0], inputs=model.value_vars, point_fn=True,
+        on_unused_input="ignore",
+    )
+    names = {rv.name: model.rvs_to_values[rv].name for rv in model.free_RVs}
+    lam = model._stacked("lam", idx)
+    v = model._stacked("v", idx) if "v" in names else None
+    alpha = model._stacked("alpha", idx) if "alpha" in names else None
+    out = np.empty((idx.size, y.shape[0]))
+    for r in range(idx.size):
+        pt_ = {names["lam"]: np.log(lam[r])}
+        if v is not None:
+            pt_[names["v"]] = np.log(v[r]) - np.log1p(-v[r])
+            pt_[names["alpha"]] = np.asarray(np.log(alpha[r]))
+        out[r] = fn(pt_)
+    del pm
+    return out
+
+
+def sample(model, y: np.ndarray, cols: Sequence[str], seed: RandomSeed) -> xr.DataTree:
+    import xarray as xr
+
+    model = model.build_pymc_model(y, cols)
+    if model.sampler == "nuts":
+        return model._run_sampler(model, random_seed=seed)
+    names = {rv.name: model.rvs_to_values[rv].name for rv in model.free_RVs}
+    step_cls = _gibbs_step_class()
+    step = step_cls(
+        [model.rvs_to_values[rv] for rv in model.free_RVs], y=y, K=int(model.n_components),
+        a_lam=float(model.a_lambda), b_lam=model._b_lambda_vector(y), a_alpha=float(model.a_alpha),
+        b_alpha=float(model.b_alpha), names=names, model=model,
+        rng=as_generator(seed).integers(0, 2**63 - 1),
+    )
+    # the memberships live on the step object: chains must run in this process
+    dt = model._run_sampler(model, step=step, random_seed=seed, cores=1)
+    z = np.stack([np.stack(c) for c in step.z_trace])  # [chain, draw, record]
+    dt[LATENT_GROUP] = xr.DataTree(
+        xr.Dataset(
+            {"z": (("chain", "draw", "record"), z)},
+            coords={"chain": dt["posterior"]["chain"].values,
+                    "draw": dt["posterior"]["draw"].values},
         )
-        return new.fit(both, schema=self.schema_, synthesized=cols,
-                       random_seed=self.random_seed if random_seed is None else random_seed)
+    )
+    return dt
+
+
+def fit_augmented(
+    model, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
+) -> Any:
+    """The work of :meth:`PoissonMixture.fit_augmented` (documented there)."""
+    model._check_fitted()
+    cols = model.columns_
+    synthetic = model._synthesized_part(synthetic)
+    both = pd.concat([data[model.schema_.names], synthetic[model.schema_.names]],
+                     ignore_index=True)
+    new = type(model)(**model.get_params())
+    # same prior as the base fit: the default b_λ = 1 / max(1, mean y) is computed on the
+    # confidential data y, not on y ∪ Z_(l), or p(Θ | y, Z_(l)) would use another prior
+    new._prior_rate_fixed = model._b_lambda_vector(
+        data[cols].to_numpy(dtype=np.float64)
+    )
+    return new.fit(both, schema=model.schema_, synthesized=cols,
+                   random_seed=model.random_seed if random_seed is None else random_seed)

@@ -104,329 +104,247 @@ class LargestValueLikelihood:
     total_known: bool = False
 
 
-class _LargestValue:
-    """Candidate grid and likelihood pieces of the largest value (mixed into ``PoissonMixture``)."""
-
-    # ------------------------------------------------------------------ Wei–Reiter scenario
-    def largest_value_candidates(
-        self, column: str, upper: float, *, step: float = 1.0, data: pd.DataFrame | None = None
-    ) -> tuple[np.ndarray, int, int]:
-        """Candidate grid for the largest value of ``column`` (Wei & Reiter 2016).
-
-        Integers (or multiples of ``step``) from ``y_(2)j`` to ``upper``, with the truth
-        ``y_(1)j`` inserted if it is not on the grid.
-
-        Returns
-        -------
-        (candidates [G], g0, record)
-            ``record`` is the row holding ``y_(1)j`` (the first one if tied).
-
-        Raises
-        ------
-        ValidationError
-            If ``upper < y_(1)j`` or ``column`` is not modelled.
-        """
-        y = self._confidential_counts(data)
-        j = self._column_index(column)
-        col = y[:, j]
-        order = np.argsort(-col, kind="stable")
-        rec = int(order[0])
-        y1 = float(col[rec])
-        y2 = float(col[order[1]]) if col.size > 1 else 0.0
-        if not upper >= y1:
-            raise ValidationError(
-                f"upper = {upper!r} is below the largest confidential value of {column!r}; the "
-                "candidate interval [y_(2), upper] must contain the truth."
-            )
-        if not step > 0:
-            raise ValidationError(f"step must be positive. Got {step!r}.")
-        grid = np.arange(y2, float(upper) + step / 2, step)
-        grid = np.round(grid)
-        if not np.any(grid == y1):
-            grid = np.sort(np.unique(np.append(grid, y1)))
-        grid = np.unique(grid)
-        g0 = int(np.flatnonzero(grid == y1)[0])
-        return grid, g0, rec
-
-    def _column_index(self, column: str) -> int:
-        cols = self.columns_
-        if column not in cols:
-            raise SchemaError(f"column {column!r} is not a modelled count column {cols}.",
-                              code="UNKNOWN_COLUMN")
-        return cols.index(column)
-
-    def largest_value_loglik(
-        self,
-        column: str,
-        datasets: Sequence[pd.DataFrame] | SyntheticData,
-        *,
-        scenario: str = "worst_case",
-        total_known: bool = False,
-        candidates: np.ndarray | None = None,
-        upper: float | None = None,
-        step: float = 1.0,
-        draws: Any = None,
-        memberships: Any = None,
-        data: pd.DataFrame | None = None,
-    ) -> LargestValueLikelihood:
-        """Per-candidate likelihood pieces for the Wei–Reiter largest-value scenarios.
-
-        The target is the record holding ``y_(1)j``; candidates ``y*`` vary only its value of
-        ``column`` (its other counts stay at their true values). The attribute engine turns the
-        pieces into the intruder's posterior
-        (:func:`bayes_risk.attribute.largest_value.largest_value_posterior`) with the estimator
-        of Hu 2019 §3.2.5. What the intruder knows (``scenario``; Wei & Reiter 2016 as
-        summarised in Hu 2019 §3.3.3):
-
-        * ``"worst_case"`` (default): every other record (``A = y_{-i}``). MP (class P):
-          importance sampling over Θ with ``logp_rec`` (``[H, G]``) and
-          ``L = dataset_loglik(Z)``. MM / TCMM (class O): the component-total likelihood, ``L``
-          plus ``delta`` (:meth:`own_record_delta`) — the component and tail totals then pin
-          ``y*`` down exactly and the posterior collapses on the truth for MM *and* TCMM.
-        * ``"second_largest"``: only the record holding ``y_(2)j`` (and that
-          ``Y_(1)j ≥ y_(2)j``), plus the column total ``T_j`` when ``total_known``. The other
-          records' values are integrated out under the model's posterior predictive truncated
-          to ``0..y_(2)j`` (TCMM tail members: above the tail threshold). MM / TCMM: the release
-          reveals the sum of the target's synthesis group (component, or the pooled tail for
-          TCMM); the likelihood is that of the group's unknown members summing to what is
-          left (``constraint_loglik``; ``T_j`` adds nothing: both reproduce it). TCMM pools the
-          tail across components, so more unknown values share the sum and the risk falls as
-          ``q`` falls. MP: the worst-case pieces (the other records' influence on Θ is held at
-          their true values — an upper bound for this intruder, warning
-          ``THETA_GIVEN_OTHER_RECORDS``) plus, with ``total_known``, the term of the other
-          ``n − 2`` records summing to ``T_j − y* − y_(2)j``.
-        * ``"two_largest_sum"``: every record but the two largest, and their sum
-          ``T_2j = y_(1)j + y_(2)j``; candidate ``y*`` stands for the pair ``(y*, T_2j − y*)``
-          on ``ceil(T_2j / 2) .. T_2j − y_(3)j``. MM keeps the pair's sum when both records share
-          a component, TCMM when both are in the tail: the posterior is then flat.
-
-        Provisional: Wei & Reiter's exact membership approximation was not available.
-        ``memberships`` selects the synthesis groups (see :meth:`dataset_loglik`); for
-        ``second_largest`` with MM/TCMM: ``"generating"`` (default; the groups that made each
-        dataset — the most an intruder can learn about them from ``Z``) or an integer array
-        ``[n]`` or ``[m, n]`` (per dataset). The TCMM tail threshold is taken as known.
-
-        Parameters
-        ----------
-        column : str
-            The magnitude variable.
-        datasets : sequence of DataFrame or SyntheticData
-            The released datasets ``Z``.
-        scenario : {"worst_case", "second_largest", "two_largest_sum"}
-            What the intruder knows (above).
-        total_known : bool
-            ``second_largest`` only: the intruder also knows the column total ``T_j``.
-        candidates : array [G], optional
-            Candidate values (must contain ``y_(1)j``); default the grid of
-            :meth:`largest_value_candidates` on ``[y_(2)j, upper]`` (``two_largest_sum``: every
-            admissible split).
-        upper, step : float
-            Grid upper bound ``U_j`` and spacing (used when ``candidates`` is ``None``).
-        draws, memberships
-            As in :meth:`dataset_loglik`.
-        data : DataFrame, optional
-            The confidential table (default: the one kept by class-O models; an MP model in
-            marginal mode does not keep it, so pass it).
-
-        Returns
-        -------
-        LargestValueLikelihood
-
-        Raises
-        ------
-        ValidationError
-            For an unknown scenario, ``total_known`` outside ``second_largest``, candidates
-            without the truth or outside the admissible range.
-        NotImplementedError
-            For the weaker scenarios under partial synthesis of selected records.
-        """
-        self._check_fitted()
-        if scenario not in LARGEST_VALUE_SCENARIOS:
-            raise ValidationError(
-                f"scenario must be one of {list(LARGEST_VALUE_SCENARIOS)}. Got {scenario!r}."
-            )
-        if total_known and scenario != "second_largest":
-            raise ValidationError("total_known applies to scenario='second_largest' only.")
-        if scenario != "worst_case" and self.synthesized_records_ is not None:
-            raise NotImplementedError(
-                f"scenario={scenario!r} with partial synthesis of selected records: the records "
-                "released unchanged are known to the intruder, which these scenarios do not "
-                "model; use scenario='worst_case'."
-            )
-        if data is not None and self.data_ is not None and self.model_class == "O":
-            raise ValidationError(
-                "a class-O model uses the confidential data it was fitted to; omit data=."
-            )
-        y = self._confidential_counts(data)
-        j = self._column_index(column)
-        order = np.argsort(-y[:, j], kind="stable")
-        if order.size < 2:
-            raise ValidationError("the largest-value scenarios need at least two records.")
-        rec, rec2 = int(order[0]), int(order[1])
-        if scenario == "two_largest_sum":
-            return self._two_largest_pieces(column, datasets, y, j, order, candidates, draws,
-                                            memberships)
-        grid, g0 = self._largest_grid(column, y[:, j], rec, candidates, upper, step, data)
-        cand = np.repeat(y[rec][None, :], grid.size, axis=0)
-        cand[:, j] = grid
-        idx = self._draw_indices(draws)
-        log_pi, lam = self._params(idx)
-        logp_rec = pk.record_loglik(cand, log_pi, lam)
-        common = dict(column=column, record=rec, second_largest=float(y[rec2, j]),
-                      candidates=grid, g0=g0, model_class=self.model_class, logp_rec=logp_rec,
-                      scenario=scenario, second_record=rec2, total_known=bool(total_known))
-        if scenario == "second_largest" and self.variant != "mp":
-            return self._group_sum_pieces(common, datasets, y, j, idx, memberships)
-        return self._ratio_pieces(common, cand, datasets, y, j, idx, memberships)
-
-    def _ratio_pieces(
-        self, common: dict[str, Any], cand: np.ndarray, datasets: Any, y: np.ndarray, j: int,
-        idx: np.ndarray, memberships: Any,
-    ) -> LargestValueLikelihood:
-        """The pieces of Hu 2019 §3.2.5 (worst case; MP under ``second_largest``, with the
-        column-total term when ``total_known``)."""
-        rec, rec2 = common["record"], common["second_record"]
-        grid, g0 = common["candidates"], common["g0"]
-        scenario, total_known = common["scenario"], common["total_known"]
-        log_pi, lam = self._params(idx)
-        L = self.dataset_loglik(datasets, draws=idx, memberships=memberships)
-        delta = cand_ll = None
-        warns: list[str] = []
-        if self.model_class == "O":
-            cand_ll = self.candidate_dataset_loglik(
-                rec, cand, datasets, draws=idx, memberships=memberships
-            )
-            delta = _delta(cand_ll, g0, warns)
-        if self.synthesized_records_ is not None and not self.synthesized_records_[rec]:
-            # the likelihood covers the synthesized records only; the value itself is released
-            warns.append("TARGET_NOT_SYNTHESIZED")
-        constraint = cons = None
-        if scenario == "second_largest":
-            warns.append("THETA_GIVEN_OTHER_RECORDS")
-            if total_known:
-                y2 = int(y[rec2, j])
-                total = (float(y[:, j].sum()), float(y2), y.shape[0] - 2, 0, y2, False)
-                constraint = pw.constraint_loglik(log_pi, lam[:, :, j], [total], grid)
-                cons = [total]
-        return LargestValueLikelihood(
-            **common, L=L, delta=delta, loglik_candidates=cand_ll,
-            memberships=(self._membership_mode(memberships)
-                         if isinstance(memberships, (str, type(None))) else "user"),
-            warnings=warns, constraint_loglik=constraint, constraints=cons,
+def largest_value_candidates(
+    model, column: str, upper: float, *, step: float = 1.0, data: pd.DataFrame | None = None
+) -> tuple[np.ndarray, int, int]:
+    """The work of :meth:`PoissonMixture.largest_value_candidates` (documented there)."""
+    y = model._confidential_counts(data)
+    j = model._column_index(column)
+    col = y[:, j]
+    order = np.argsort(-col, kind="stable")
+    rec = int(order[0])
+    y1 = float(col[rec])
+    y2 = float(col[order[1]]) if col.size > 1 else 0.0
+    if not upper >= y1:
+        raise ValidationError(
+            f"upper = {upper!r} is below the largest confidential value of {column!r}; the "
+            "candidate interval [y_(2), upper] must contain the truth."
         )
+    if not step > 0:
+        raise ValidationError(f"step must be positive. Got {step!r}.")
+    grid = np.arange(y2, float(upper) + step / 2, step)
+    grid = np.round(grid)
+    if not np.any(grid == y1):
+        grid = np.sort(np.unique(np.append(grid, y1)))
+    grid = np.unique(grid)
+    g0 = int(np.flatnonzero(grid == y1)[0])
+    return grid, g0, rec
 
-    def _largest_grid(
-        self, column: str, col: np.ndarray, rec: int, candidates: Any, upper: Any, step: float,
-        data: Any,
-    ) -> tuple[np.ndarray, int]:
-        """The candidate values of ``Y_(1)j`` and the truth's index."""
-        y1 = float(col[rec])
-        if candidates is None:
-            if upper is None:
-                raise ValidationError(
-                    "give candidates=... or upper=... (the bound U_j of the grid)."
-                )
-            grid, g0, _ = self.largest_value_candidates(column, upper, step=step, data=data)
-            return grid, g0
+
+def column_index(model, column: str) -> int:
+    cols = model.columns_
+    if column not in cols:
+        raise SchemaError(f"column {column!r} is not a modelled count column {cols}.",
+                          code="UNKNOWN_COLUMN")
+    return cols.index(column)
+
+
+def largest_value_loglik(
+    model,
+    column: str,
+    datasets: Sequence[pd.DataFrame] | SyntheticData,
+    *,
+    scenario: str = "worst_case",
+    total_known: bool = False,
+    candidates: np.ndarray | None = None,
+    upper: float | None = None,
+    step: float = 1.0,
+    draws: Any = None,
+    memberships: Any = None,
+    data: pd.DataFrame | None = None,
+) -> LargestValueLikelihood:
+    """The work of :meth:`PoissonMixture.largest_value_loglik` (documented there)."""
+    model._check_fitted()
+    if scenario not in LARGEST_VALUE_SCENARIOS:
+        raise ValidationError(
+            f"scenario must be one of {list(LARGEST_VALUE_SCENARIOS)}. Got {scenario!r}."
+        )
+    if total_known and scenario != "second_largest":
+        raise ValidationError("total_known applies to scenario='second_largest' only.")
+    if scenario != "worst_case" and model.synthesized_records_ is not None:
+        raise NotImplementedError(
+            f"scenario={scenario!r} with partial synthesis of selected records: the records "
+            "released unchanged are known to the intruder, which these scenarios do not "
+            "model; use scenario='worst_case'."
+        )
+    if data is not None and model.data_ is not None and model.model_class == "O":
+        raise ValidationError(
+            "a class-O model uses the confidential data it was fitted to; omit data=."
+        )
+    y = model._confidential_counts(data)
+    j = model._column_index(column)
+    order = np.argsort(-y[:, j], kind="stable")
+    if order.size < 2:
+        raise ValidationError("the largest-value scenarios need at least two records.")
+    rec, rec2 = int(order[0]), int(order[1])
+    if scenario == "two_largest_sum":
+        return model._two_largest_pieces(column, datasets, y, j, order, candidates, draws,
+                                        memberships)
+    grid, g0 = model._largest_grid(column, y[:, j], rec, candidates, upper, step, data)
+    cand = np.repeat(y[rec][None, :], grid.size, axis=0)
+    cand[:, j] = grid
+    idx = model._draw_indices(draws)
+    log_pi, lam = model._params(idx)
+    logp_rec = pk.record_loglik(cand, log_pi, lam)
+    common = dict(column=column, record=rec, second_largest=float(y[rec2, j]),
+                  candidates=grid, g0=g0, model_class=model.model_class, logp_rec=logp_rec,
+                  scenario=scenario, second_record=rec2, total_known=bool(total_known))
+    if scenario == "second_largest" and model.variant != "mp":
+        return model._group_sum_pieces(common, datasets, y, j, idx, memberships)
+    return model._ratio_pieces(common, cand, datasets, y, j, idx, memberships)
+
+
+def ratio_pieces(
+    model, common: dict[str, Any], cand: np.ndarray, datasets: Any, y: np.ndarray, j: int,
+    idx: np.ndarray, memberships: Any,
+) -> LargestValueLikelihood:
+    """The pieces of Hu 2019 §3.2.5 (worst case; MP under ``second_largest``, with the
+    column-total term when ``total_known``)."""
+    rec, rec2 = common["record"], common["second_record"]
+    grid, g0 = common["candidates"], common["g0"]
+    scenario, total_known = common["scenario"], common["total_known"]
+    log_pi, lam = model._params(idx)
+    L = model.dataset_loglik(datasets, draws=idx, memberships=memberships)
+    delta = cand_ll = None
+    warns: list[str] = []
+    if model.model_class == "O":
+        cand_ll = model.candidate_dataset_loglik(
+            rec, cand, datasets, draws=idx, memberships=memberships
+        )
+        delta = _delta(cand_ll, g0, warns)
+    if model.synthesized_records_ is not None and not model.synthesized_records_[rec]:
+        # the likelihood covers the synthesized records only; the value itself is released
+        warns.append("TARGET_NOT_SYNTHESIZED")
+    constraint = cons = None
+    if scenario == "second_largest":
+        warns.append("THETA_GIVEN_OTHER_RECORDS")
+        if total_known:
+            y2 = int(y[rec2, j])
+            total = (float(y[:, j].sum()), float(y2), y.shape[0] - 2, 0, y2, False)
+            constraint = pw.constraint_loglik(log_pi, lam[:, :, j], [total], grid)
+            cons = [total]
+    return LargestValueLikelihood(
+        **common, L=L, delta=delta, loglik_candidates=cand_ll,
+        memberships=(model._membership_mode(memberships)
+                     if isinstance(memberships, (str, type(None))) else "user"),
+        warnings=warns, constraint_loglik=constraint, constraints=cons,
+    )
+
+
+def largest_grid(
+    model, column: str, col: np.ndarray, rec: int, candidates: Any, upper: Any, step: float,
+    data: Any,
+) -> tuple[np.ndarray, int]:
+    """The candidate values of ``Y_(1)j`` and the truth's index."""
+    y1 = float(col[rec])
+    if candidates is None:
+        if upper is None:
+            raise ValidationError(
+                "give candidates=... or upper=... (the bound U_j of the grid)."
+            )
+        grid, g0, _ = model.largest_value_candidates(column, upper, step=step, data=data)
+        return grid, g0
+    grid = np.asarray(candidates, dtype=np.float64).ravel()
+    hit = np.flatnonzero(grid == y1)
+    if hit.size != 1:
+        raise ValidationError(
+            f"candidates must contain the largest confidential value of {column!r} exactly "
+            "once."
+        )
+    if np.any(grid < 0) or np.any(grid % 1 != 0):
+        raise ValidationError("candidates must be non-negative integers (counts).")
+    return grid, int(hit[0])
+
+
+def group_sum_pieces(
+    model, common: dict[str, Any], datasets: Any, y: np.ndarray, j: int, idx: np.ndarray,
+    memberships: Any,
+) -> LargestValueLikelihood:
+    """MM / TCMM under ``second_largest``: the group-sum constraints (module
+    ``poisson.weak``); the importance ratios only weight the draws."""
+    frames = model._as_frames(datasets)
+    zs = [model._counts(f, name=f"synthetic dataset {l + 1}") for l, f in enumerate(frames)]
+    mode = model._membership_mode(memberships)
+    if isinstance(mode, str):
+        if mode != "generating":
+            raise ValidationError(
+                "scenario='second_largest' with MM/TCMM needs the synthesis groups of each "
+                "dataset: memberships='generating' (default) or an integer array [n] or "
+                f"[m, n]. Got {memberships!r}."
+            )
+        gen = model._generating_memberships(datasets, zs, y)
+        label = "generating"
+    else:
+        z = np.asarray(memberships)
+        z = np.broadcast_to(z, (len(zs), y.shape[0])) if z.ndim == 1 else z
+        if (z.shape != (len(zs), y.shape[0]) or not np.issubdtype(z.dtype, np.integer)
+                or z.min() < 0 or z.max() >= int(model.n_components)):
+            raise ValidationError(
+                f"memberships given as an array must be integers in 0..{model.n_components - 1}"
+                f" of shape ({y.shape[0]},) or ({len(zs)}, {y.shape[0]})."
+            )
+        gen = [np.asarray(r, dtype=np.int64) for r in z]
+        label = "user"
+    cons = pw.group_constraints(model, common["record"], common["second_record"], j, zs, y,
+                                gen)
+    log_pi, lam = model._params(idx)
+    H, G = idx.size, common["candidates"].size
+    zero = np.zeros((H, len(zs), G))
+    return LargestValueLikelihood(
+        **common, L=np.zeros((H, len(zs))), delta=zero, loglik_candidates=zero,
+        memberships=label, warnings=[],
+        constraint_loglik=pw.constraint_loglik(log_pi, lam[:, :, j], cons,
+                                               common["candidates"]),
+        constraints=cons,
+    )
+
+
+def two_largest_pieces(
+    model, column: str, datasets: Any, y: np.ndarray, j: int, order: np.ndarray,
+    candidates: Any, draws: Any, memberships: Any,
+) -> LargestValueLikelihood:
+    """``two_largest_sum``: the splits ``(y*, T_2j − y*)`` of the two largest values."""
+    rec, rec2 = int(order[0]), int(order[1])
+    y1, y2 = float(y[rec, j]), float(y[rec2, j])
+    y3 = float(y[order[2], j]) if order.size > 2 else 0.0
+    t2 = y1 + y2
+    lo, hi = float(np.ceil(t2 / 2)), t2 - y3
+    if candidates is None:
+        grid = np.arange(lo, hi + 1)
+    else:
         grid = np.asarray(candidates, dtype=np.float64).ravel()
-        hit = np.flatnonzero(grid == y1)
-        if hit.size != 1:
+        if np.any(grid < lo) or np.any(grid > hi) or np.any(grid % 1 != 0):
             raise ValidationError(
-                f"candidates must contain the largest confidential value of {column!r} exactly "
-                "once."
+                f"two_largest_sum candidates must be integers in {lo:g}..{hi:g} (the larger "
+                f"of two values summing to {t2:g}, the smaller at least y_(3) = {y3:g})."
             )
-        if np.any(grid < 0) or np.any(grid % 1 != 0):
-            raise ValidationError("candidates must be non-negative integers (counts).")
-        return grid, int(hit[0])
-
-    def _group_sum_pieces(
-        self, common: dict[str, Any], datasets: Any, y: np.ndarray, j: int, idx: np.ndarray,
-        memberships: Any,
-    ) -> LargestValueLikelihood:
-        """MM / TCMM under ``second_largest``: the group-sum constraints (module
-        ``poisson.weak``); the importance ratios only weight the draws."""
-        frames = self._as_frames(datasets)
-        zs = [self._counts(f, name=f"synthetic dataset {l + 1}") for l, f in enumerate(frames)]
-        mode = self._membership_mode(memberships)
-        if isinstance(mode, str):
-            if mode != "generating":
-                raise ValidationError(
-                    "scenario='second_largest' with MM/TCMM needs the synthesis groups of each "
-                    "dataset: memberships='generating' (default) or an integer array [n] or "
-                    f"[m, n]. Got {memberships!r}."
-                )
-            gen = self._generating_memberships(datasets, zs, y)
-            label = "generating"
-        else:
-            z = np.asarray(memberships)
-            z = np.broadcast_to(z, (len(zs), y.shape[0])) if z.ndim == 1 else z
-            if (z.shape != (len(zs), y.shape[0]) or not np.issubdtype(z.dtype, np.integer)
-                    or z.min() < 0 or z.max() >= int(self.n_components)):
-                raise ValidationError(
-                    f"memberships given as an array must be integers in 0..{self.n_components - 1}"
-                    f" of shape ({y.shape[0]},) or ({len(zs)}, {y.shape[0]})."
-                )
-            gen = [np.asarray(r, dtype=np.int64) for r in z]
-            label = "user"
-        cons = pw.group_constraints(self, common["record"], common["second_record"], j, zs, y,
-                                    gen)
-        log_pi, lam = self._params(idx)
-        H, G = idx.size, common["candidates"].size
-        zero = np.zeros((H, len(zs), G))
-        return LargestValueLikelihood(
-            **common, L=np.zeros((H, len(zs))), delta=zero, loglik_candidates=zero,
-            memberships=label, warnings=[],
-            constraint_loglik=pw.constraint_loglik(log_pi, lam[:, :, j], cons,
-                                                   common["candidates"]),
-            constraints=cons,
+    hit = np.flatnonzero(grid == y1)
+    if hit.size != 1:
+        raise ValidationError(
+            f"candidates must contain the largest confidential value of {column!r} exactly "
+            "once."
         )
-
-    def _two_largest_pieces(
-        self, column: str, datasets: Any, y: np.ndarray, j: int, order: np.ndarray,
-        candidates: Any, draws: Any, memberships: Any,
-    ) -> LargestValueLikelihood:
-        """``two_largest_sum``: the splits ``(y*, T_2j − y*)`` of the two largest values."""
-        rec, rec2 = int(order[0]), int(order[1])
-        y1, y2 = float(y[rec, j]), float(y[rec2, j])
-        y3 = float(y[order[2], j]) if order.size > 2 else 0.0
-        t2 = y1 + y2
-        lo, hi = float(np.ceil(t2 / 2)), t2 - y3
-        if candidates is None:
-            grid = np.arange(lo, hi + 1)
-        else:
-            grid = np.asarray(candidates, dtype=np.float64).ravel()
-            if np.any(grid < lo) or np.any(grid > hi) or np.any(grid % 1 != 0):
-                raise ValidationError(
-                    f"two_largest_sum candidates must be integers in {lo:g}..{hi:g} (the larger "
-                    f"of two values summing to {t2:g}, the smaller at least y_(3) = {y3:g})."
-                )
-        hit = np.flatnonzero(grid == y1)
-        if hit.size != 1:
-            raise ValidationError(
-                f"candidates must contain the largest confidential value of {column!r} exactly "
-                "once."
-            )
-        c1 = np.repeat(y[rec][None, :], grid.size, axis=0)
-        c2 = np.repeat(y[rec2][None, :], grid.size, axis=0)
-        c1[:, j], c2[:, j] = grid, t2 - grid
-        idx = self._draw_indices(draws)
-        log_pi, lam = self._params(idx)
-        logp_rec = pk.record_loglik(c1, log_pi, lam) + pk.record_loglik(c2, log_pi, lam)
-        L = self.dataset_loglik(datasets, draws=idx, memberships=memberships)
-        delta = cand_ll = None
-        warns: list[str] = []
-        if self.model_class == "O":
-            cand_ll = pw.pair_dataset_loglik(self, (rec, rec2), (c1, c2), datasets, idx,
-                                             memberships)
-            delta = _delta(cand_ll, int(hit[0]), warns)
-        return LargestValueLikelihood(
-            column=column, record=rec, second_largest=y2, candidates=grid, g0=int(hit[0]),
-            model_class=self.model_class, logp_rec=logp_rec, L=L, delta=delta,
-            loglik_candidates=cand_ll,
-            memberships=(self._membership_mode(memberships)
-                         if isinstance(memberships, (str, type(None))) else "user"),
-            warnings=warns, scenario="two_largest_sum", second_record=rec2, pair_total=t2,
-        )
+    c1 = np.repeat(y[rec][None, :], grid.size, axis=0)
+    c2 = np.repeat(y[rec2][None, :], grid.size, axis=0)
+    c1[:, j], c2[:, j] = grid, t2 - grid
+    idx = model._draw_indices(draws)
+    log_pi, lam = model._params(idx)
+    logp_rec = pk.record_loglik(c1, log_pi, lam) + pk.record_loglik(c2, log_pi, lam)
+    L = model.dataset_loglik(datasets, draws=idx, memberships=memberships)
+    delta = cand_ll = None
+    warns: list[str] = []
+    if model.model_class == "O":
+        cand_ll = pw.pair_dataset_loglik(model, (rec, rec2), (c1, c2), datasets, idx,
+                                         memberships)
+        delta = _delta(cand_ll, int(hit[0]), warns)
+    return LargestValueLikelihood(
+        column=column, record=rec, second_largest=y2, candidates=grid, g0=int(hit[0]),
+        model_class=model.model_class, logp_rec=logp_rec, L=L, delta=delta,
+        loglik_candidates=cand_ll,
+        memberships=(model._membership_mode(memberships)
+                     if isinstance(memberships, (str, type(None))) else "user"),
+        warnings=warns, scenario="two_largest_sum", second_record=rec2, pair_total=t2,
+    )
 
 
 def _delta(cand_ll: np.ndarray, g0: int, warns: list[str]) -> np.ndarray:

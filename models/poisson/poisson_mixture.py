@@ -14,9 +14,9 @@ density; the default sampler is a blocked Gibbs step (a PyMC ``BlockedStep`` wit
 :mod:`bayes_risk.models.poisson.kernels`) that also records the memberships ``z`` of every kept
 draw, which MM/TCMM synthesis and their likelihoods need.
 
-The class is assembled from mixins, one module each: the PyMC model and fit (``poisson.fit``),
-the record/dataset/candidate likelihoods (``poisson.loglik``) and the largest-value pieces
-(``poisson.largest``).
+The class's methods call module-level helpers, one module per concern: the PyMC model and fit
+(``poisson.fit``), the record/dataset/candidate likelihoods (``poisson.loglik``) and the
+largest-value pieces (``poisson.largest``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
+import bayes_risk.models.poisson.fit as _fit
 import bayes_risk.models.poisson.kernels as pk
+import bayes_risk.models.poisson.largest as _largest
+import bayes_risk.models.poisson.loglik as _loglik
 from bayes_risk._rng import RandomSeed
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import validate_table
@@ -35,12 +38,14 @@ from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.design import apply_dtypes, record_dtypes
 from bayes_risk.models.base import legacy_call_forms
-from bayes_risk.models.poisson.fit import LATENT_GROUP, _PoissonFitting
-from bayes_risk.models.poisson.largest import LargestValueLikelihood, _LargestValue
-from bayes_risk.models.poisson.loglik import _group_totals, _PoissonLikelihoods
+from bayes_risk.models.poisson.fit import LATENT_GROUP
+from bayes_risk.models.poisson.largest import LargestValueLikelihood
+from bayes_risk.models.poisson.loglik import _group_totals
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
+
+    from bayes_risk.data.synthetic import SyntheticData
 
 __all__ = ["PoissonMixture", "LargestValueLikelihood"]
 
@@ -53,7 +58,7 @@ _MEMBERSHIPS = ("map", "stored")
 # ----------------------------------------------------------------------------------------------
 # the model
 # ----------------------------------------------------------------------------------------------
-class PoissonMixture(_PoissonFitting, _PoissonLikelihoods, _LargestValue, BayesianSynthesizer):
+class PoissonMixture(BayesianSynthesizer):
     """Truncated Dirichlet-process mixture of products of Poissons for count data (Hu 2019 §3.3.3).
 
     Model: ``y_ij | z_i = k ~ Poisson(λ_kj)``, ``λ_kj ~ Gamma(a_λ, b_λj)`` (shape, rate),
@@ -291,18 +296,6 @@ class PoissonMixture(_PoissonFitting, _PoissonLikelihoods, _LargestValue, Bayesi
             self.model_class == "O" or bool(extra) or self.synthesized_records_ is not None
         )
 
-    # Public methods written in the _poisson_* modules, bound here so that the API page (which
-    # lists a class's own members) documents them with the class.
-    build_pymc_model = _PoissonFitting.build_pymc_model
-    pymc_record_logp = _PoissonFitting.pymc_record_logp
-    fit_augmented = _PoissonFitting.fit_augmented
-    record_loglik = _PoissonLikelihoods.record_loglik
-    neighbourhood_loglik = _PoissonLikelihoods.neighbourhood_loglik
-    dataset_loglik = _PoissonLikelihoods.dataset_loglik
-    candidate_dataset_loglik = _PoissonLikelihoods.candidate_dataset_loglik
-    own_record_delta = _PoissonLikelihoods.own_record_delta
-    largest_value_candidates = _LargestValue.largest_value_candidates
-    largest_value_loglik = _LargestValue.largest_value_loglik
 
     # ------------------------------------------------------------------ fitting
     @legacy_call_forms(renamed={"synthesized_records": "records"})
@@ -533,3 +526,367 @@ class PoissonMixture(_PoissonFitting, _PoissonLikelihoods, _LargestValue, Bayesi
             else:
                 g[sel] = np.asarray(z, dtype=np.int64)[sel]
         return g, ng
+
+    # -- thin methods: the work is done by module-level helpers of the family's modules
+
+    def build_pymc_model(
+        self, y: np.ndarray, columns: Sequence[str], b_lambda: np.ndarray | None = None
+    ):
+        """The PyMC model of Hu 2019 §3.3.3 (class-marginalised; the single source of truth).
+
+        Parameters
+        ----------
+        y : ndarray [n, p]
+            Counts (observed).
+        columns : sequence of str
+            Column names (coordinate ``column``).
+        b_lambda : ndarray [p], optional
+            Prior rates of ``λ`` (default: from the settings and ``y``).
+
+        Returns
+        -------
+        pymc.Model
+            Free variables ``alpha``, ``v`` (absent when ``K = 1``) and ``lam``; deterministic
+            ``w``; observed ``y`` whose log-density is ``logsumexp_k(log π_k + Σ_j log
+            Poisson(y_ij | λ_kj))`` per record.
+        """
+        return _fit.build_pymc_model(self, y, columns, b_lambda)
+
+    def pymc_record_logp(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+        """``[H, n]`` record log-densities evaluated by the PyMC model itself (slow; for checks).
+
+        Used by the tests to verify the Numba kernels (:meth:`record_loglik`) against the model.
+        """
+        return _fit.pymc_record_logp(self, records, draws=draws)
+
+    def _sample(self, y: np.ndarray, cols: Sequence[str], seed: RandomSeed) -> xr.DataTree:
+        return _fit.sample(self, y, cols, seed)
+
+    def fit_augmented(
+        self, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
+    ) -> PoissonMixture:
+        """Refit with the same settings to the confidential records and ``Z_(l)`` together.
+
+        Returns a new model whose draws come from ``p(Θ | y, Z_(l))`` (methods, The stabilised
+        estimator). Under partial synthesis of selected records only the selected rows of
+        ``synthetic`` are appended: they are the rows :meth:`dataset_loglik` counts (the others are
+        copies of ``data``).
+        """
+        return _fit.fit_augmented(self, data, synthetic, random_seed=random_seed)
+
+    def record_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+        """``[H, n]`` MP record log-likelihood ``log p(y_i | Θ_h)`` (Hu 2019 §3.3.3).
+
+        This joint record likelihood gives the importance ratios of every variant (the
+        posterior of Θ was fitted to the full records, Hu 2019 §3.2.5). Records with a negative or
+        non-integer count (e.g. from a percentage candidate grid) get ``-inf``.
+        """
+        return _loglik.record_loglik(self, records, draws=draws)
+
+    def neighbourhood_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+        """Not defined for count data: counts have no finite level set.
+
+        Raises
+        ------
+        NeighbourhoodUnavailable
+            Always (a ``ValidationError`` and ``NotImplementedError``, so the attribute engine
+            falls back to candidate records); evaluate a candidate grid (methods, Candidate sets)
+            with :meth:`record_loglik`, or use :meth:`largest_value_loglik`.
+        """
+        return _loglik.neighbourhood_loglik(self, records, draws=draws)
+
+    def _as_frames(self, datasets: Any) -> list[pd.DataFrame]:
+        return _loglik.as_frames(self, datasets)
+
+    def _resolve_memberships(self, memberships: Any, h: int, y: np.ndarray,
+                             log_pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        return _loglik.resolve_memberships(self, memberships, h, y, log_pi, lam)
+
+    def _membership_mode(self, memberships: Any) -> Any:
+        return _loglik.membership_mode(self, memberships)
+
+    def _sums_match(self, zvals: np.ndarray, y: np.ndarray, memb: np.ndarray, K: int) -> bool:
+        return _loglik.sums_match(self, zvals, y, memb, K)
+
+    def _generating_memberships(
+        self, datasets: Any, zs: list[np.ndarray], y: np.ndarray
+    ) -> list[np.ndarray]:
+        return _loglik.generating_memberships(self, datasets, zs, y)
+
+    def _class_o_loglik(self, zvals: np.ndarray, y: np.ndarray, memb: np.ndarray, K: int) -> float:
+        return _loglik.class_o_loglik(self, zvals, y, memb, K)
+
+    def dataset_loglik(
+        self, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draws: Any = None,
+        memberships: Any = None,
+    ) -> np.ndarray:
+        """``[H, m]`` array of ``log p(Z_(l) | Θ_h)`` under the synthesis mode.
+
+        * MP, ``marginal`` (class P): ``Σ_i log p(z_i | Θ_h)`` (sum of record likelihoods).
+        * MM / TCMM (class O): the multinomial likelihood of each group's synthetic values given
+          its confidential total, ``Σ_k Σ_j log[T_kj! / Π_{i∈I_k} z_ij!] − T_kj log n_k``, ``-inf``
+          when a group's synthetic sum differs from its total (Hu 2019 §3.3.3). Synthetic row ``i``
+          corresponds to confidential record ``i``, so it shares its membership.
+        * MP, ``posterior_class`` (class O): ``Σ_i log Poisson(z_i | λ_{k_i})`` given memberships.
+
+        Under partial synthesis of selected records the sums run over the selected records
+        only, and the MM/TCMM groups hold the selected records only (see the class Notes): a
+        record released unchanged contributes nothing.
+
+        Parameters
+        ----------
+        memberships : {"generating", "map", "stored"}, int array [n] or [H, n], or None
+            Class O only — the (unreleased) memberships (Hu 2019 §3.3.3; the intruder must
+            approximate them, the agency knows them):
+
+            * ``"generating"`` (default when the Gibbs sampler recorded memberships): for each
+              dataset, the memberships that generated it — from ``SyntheticData.draw_index``
+              when given, else the stored draw whose memberships reproduce the dataset's group
+              sums (the first one found: when few records are synthesized several draws may
+              reproduce them, so pass the ``SyntheticData``). The agency-side worst case of
+              the worst-case intruder of Hu 2019 §3 (who knows the synthesis groups); the same for
+              every ``Θ_h``, since the MM likelihood given memberships does not depend on ``Θ``.
+            * ``"map"`` (default otherwise): MAP component of each confidential record under
+              ``Θ_h`` (an approximation of the intruder's). With exact totals a MAP grouping rarely
+              reproduces the synthetic group sums, so ``L`` is mostly ``-inf``.
+            * ``"stored"``: the memberships recorded with draw ``h`` (finite only for the draw
+              that generated ``Z_(l)``).
+            * an integer array: user-supplied (the intruder's own guess), ``[n]`` or per draw
+              ``[H, n]``.
+            * ``"marginalised"`` (default for MP in ``posterior_class`` mode): each record's
+              class is summed out with weights ``p(k | y_i, Θ_h)`` (as DPMPM's ``posterior_class``
+              mode), so no approximation is needed; the other options condition on given
+              memberships.
+        """
+        return _loglik.dataset_loglik(self, datasets, draws=draws, memberships=memberships)
+
+    @staticmethod
+    def _pc_terms(z: np.ndarray, y: np.ndarray, log_pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        return _loglik.pc_terms(z, y, log_pi, lam)
+
+    def _posterior_class_loglik(self, z: np.ndarray, memb: np.ndarray, lam: np.ndarray) -> float:
+        return _loglik.posterior_class_loglik(self, z, memb, lam)
+
+    def _confidential_counts(self, data: pd.DataFrame | None = None) -> np.ndarray:
+        return _loglik.confidential_counts(self, data)
+
+    def candidate_dataset_loglik(
+        self,
+        record: int,
+        candidates: pd.DataFrame | np.ndarray,
+        datasets: Sequence[pd.DataFrame] | SyntheticData,
+        *,
+        draws: Any = None,
+        memberships: Any = None,
+    ) -> np.ndarray:
+        """``[H, m, G]`` class-O dataset log-likelihood with the record's counts set to ``y*_g``.
+
+        ``log p(Z_(l) | Θ_h, y*, y_{-i})`` (see :meth:`dataset_loglik`) with the confidential
+        counts of ``record`` replaced by candidate ``g``: the totals of the record's group change
+        and, with ``memberships="map"``, so may its own membership (MAP of ``y*`` under ``Θ_h``;
+        the other records keep the MAP of their true values). This equals ``L_{hl} + delta`` of
+        the class-O estimator (Hu 2019 §3.2.5) and stays well defined when ``L_{hl} = −inf``; with
+        exact totals it is ``-inf`` for every candidate that does not reproduce the synthetic group
+        sums — the collapse behind the high MM risk reported in Hu (2019).
+
+        Parameters
+        ----------
+        record : int or Series
+            Row position (0-based) of the target record in the confidential data, or the row
+            itself (e.g. ``data.iloc[i]``, as the attribute engine passes it).
+        candidates : DataFrame or array [G, p]
+            Candidate count vectors: an array over all modelled columns (``columns_`` order) or
+            a DataFrame over some of them (the others keep the record's true values).
+        datasets : sequence of DataFrame or SyntheticData
+            The released datasets.
+        draws, memberships
+            As in :meth:`dataset_loglik` (a user array gives the memberships of all records;
+            the target keeps its given membership for every candidate).
+
+        Raises
+        ------
+        ValidationError
+            For a class-P model (no own-record dependence) or a bad record index.
+        """
+        return _loglik.candidate_dataset_loglik(
+            self, record, candidates, datasets, draws=draws, memberships=memberships
+        )
+
+    def own_record_delta(
+        self,
+        record: int,
+        candidates: pd.DataFrame | np.ndarray,
+        datasets: Sequence[pd.DataFrame] | SyntheticData,
+        *,
+        draws: Any = None,
+        memberships: Any = None,
+    ) -> np.ndarray:
+        """``[H, m, G]`` class-O own-record term ``ℓ_{hl}(y*_g) − ℓ_{hl}(y_i)`` (class O).
+
+        Equal to :meth:`candidate_dataset_loglik` minus its value at the truth. Conventions
+        where the truth has zero likelihood under a draw (``L_{hl} = −inf``, e.g. MAP memberships
+        that do not reproduce the synthetic group sums): ``0`` if the candidate's is ``−inf``
+        too, ``+inf`` otherwise — so ``L + delta`` is ``nan`` there; engines that can should use
+        :meth:`candidate_dataset_loglik` directly. A record that is not synthesized (partial
+        synthesis of selected records) has no own-record term: 0.
+        """
+        return _loglik.own_record_delta(
+            self, record, candidates, datasets, draws=draws, memberships=memberships
+        )
+
+    def _o_loglik(self, z, y, memb, K, lam) -> float:
+        return _loglik.o_loglik(self, z, y, memb, K, lam)
+
+    def _record_position(self, record: Any, y: np.ndarray) -> int:
+        return _loglik.record_position(self, record, y)
+
+    def _candidate_array(self, candidates: Any, truth: np.ndarray | None = None) -> np.ndarray:
+        return _loglik.candidate_array(self, candidates, truth)
+
+    def largest_value_candidates(
+        self, column: str, upper: float, *, step: float = 1.0, data: pd.DataFrame | None = None
+    ) -> tuple[np.ndarray, int, int]:
+        """Candidate grid for the largest value of ``column`` (Wei & Reiter 2016).
+
+        Integers (or multiples of ``step``) from ``y_(2)j`` to ``upper``, with the truth
+        ``y_(1)j`` inserted if it is not on the grid.
+
+        Returns
+        -------
+        (candidates [G], g0, record)
+            ``record`` is the row holding ``y_(1)j`` (the first one if tied).
+
+        Raises
+        ------
+        ValidationError
+            If ``upper < y_(1)j`` or ``column`` is not modelled.
+        """
+        return _largest.largest_value_candidates(self, column, upper, step=step, data=data)
+
+    def _column_index(self, column: str) -> int:
+        return _largest.column_index(self, column)
+
+    def largest_value_loglik(
+        self,
+        column: str,
+        datasets: Sequence[pd.DataFrame] | SyntheticData,
+        *,
+        scenario: str = "worst_case",
+        total_known: bool = False,
+        candidates: np.ndarray | None = None,
+        upper: float | None = None,
+        step: float = 1.0,
+        draws: Any = None,
+        memberships: Any = None,
+        data: pd.DataFrame | None = None,
+    ) -> LargestValueLikelihood:
+        """Per-candidate likelihood pieces for the Wei–Reiter largest-value scenarios.
+
+        The target is the record holding ``y_(1)j``; candidates ``y*`` vary only its value of
+        ``column`` (its other counts stay at their true values). The attribute engine turns the
+        pieces into the intruder's posterior
+        (:func:`bayes_risk.attribute.largest_value.largest_value_posterior`) with the estimator
+        of Hu 2019 §3.2.5. What the intruder knows (``scenario``; Wei & Reiter 2016 as
+        summarised in Hu 2019 §3.3.3):
+
+        * ``"worst_case"`` (default): every other record (``A = y_{-i}``). MP (class P):
+          importance sampling over Θ with ``logp_rec`` (``[H, G]``) and
+          ``L = dataset_loglik(Z)``. MM / TCMM (class O): the component-total likelihood, ``L``
+          plus ``delta`` (:meth:`own_record_delta`) — the component and tail totals then pin
+          ``y*`` down exactly and the posterior collapses on the truth for MM *and* TCMM.
+        * ``"second_largest"``: only the record holding ``y_(2)j`` (and that
+          ``Y_(1)j ≥ y_(2)j``), plus the column total ``T_j`` when ``total_known``. The other
+          records' values are integrated out under the model's posterior predictive truncated
+          to ``0..y_(2)j`` (TCMM tail members: above the tail threshold). MM / TCMM: the release
+          reveals the sum of the target's synthesis group (component, or the pooled tail for
+          TCMM); the likelihood is that of the group's unknown members summing to what is
+          left (``constraint_loglik``; ``T_j`` adds nothing: both reproduce it). TCMM pools the
+          tail across components, so more unknown values share the sum and the risk falls as
+          ``q`` falls. MP: the worst-case pieces (the other records' influence on Θ is held at
+          their true values — an upper bound for this intruder, warning
+          ``THETA_GIVEN_OTHER_RECORDS``) plus, with ``total_known``, the term of the other
+          ``n − 2`` records summing to ``T_j − y* − y_(2)j``.
+        * ``"two_largest_sum"``: every record but the two largest, and their sum
+          ``T_2j = y_(1)j + y_(2)j``; candidate ``y*`` stands for the pair ``(y*, T_2j − y*)``
+          on ``ceil(T_2j / 2) .. T_2j − y_(3)j``. MM keeps the pair's sum when both records share
+          a component, TCMM when both are in the tail: the posterior is then flat.
+
+        Provisional: Wei & Reiter's exact membership approximation was not available.
+        ``memberships`` selects the synthesis groups (see :meth:`dataset_loglik`); for
+        ``second_largest`` with MM/TCMM: ``"generating"`` (default; the groups that made each
+        dataset — the most an intruder can learn about them from ``Z``) or an integer array
+        ``[n]`` or ``[m, n]`` (per dataset). The TCMM tail threshold is taken as known.
+
+        Parameters
+        ----------
+        column : str
+            The magnitude variable.
+        datasets : sequence of DataFrame or SyntheticData
+            The released datasets ``Z``.
+        scenario : {"worst_case", "second_largest", "two_largest_sum"}
+            What the intruder knows (above).
+        total_known : bool
+            ``second_largest`` only: the intruder also knows the column total ``T_j``.
+        candidates : array [G], optional
+            Candidate values (must contain ``y_(1)j``); default the grid of
+            :meth:`largest_value_candidates` on ``[y_(2)j, upper]`` (``two_largest_sum``: every
+            admissible split).
+        upper, step : float
+            Grid upper bound ``U_j`` and spacing (used when ``candidates`` is ``None``).
+        draws, memberships
+            As in :meth:`dataset_loglik`.
+        data : DataFrame, optional
+            The confidential table (default: the one kept by class-O models; an MP model in
+            marginal mode does not keep it, so pass it).
+
+        Returns
+        -------
+        LargestValueLikelihood
+
+        Raises
+        ------
+        ValidationError
+            For an unknown scenario, ``total_known`` outside ``second_largest``, candidates
+            without the truth or outside the admissible range.
+        NotImplementedError
+            For the weaker scenarios under partial synthesis of selected records.
+        """
+        return _largest.largest_value_loglik(
+            self,
+            column,
+            datasets,
+            scenario=scenario,
+            total_known=total_known,
+            candidates=candidates,
+            upper=upper,
+            step=step,
+            draws=draws,
+            memberships=memberships,
+            data=data,
+        )
+
+    def _ratio_pieces(
+        self, common: dict[str, Any], cand: np.ndarray, datasets: Any, y: np.ndarray, j: int,
+        idx: np.ndarray, memberships: Any,
+    ) -> LargestValueLikelihood:
+        return _largest.ratio_pieces(self, common, cand, datasets, y, j, idx, memberships)
+
+    def _largest_grid(
+        self, column: str, col: np.ndarray, rec: int, candidates: Any, upper: Any, step: float,
+        data: Any,
+    ) -> tuple[np.ndarray, int]:
+        return _largest.largest_grid(self, column, col, rec, candidates, upper, step, data)
+
+    def _group_sum_pieces(
+        self, common: dict[str, Any], datasets: Any, y: np.ndarray, j: int, idx: np.ndarray,
+        memberships: Any,
+    ) -> LargestValueLikelihood:
+        return _largest.group_sum_pieces(self, common, datasets, y, j, idx, memberships)
+
+    def _two_largest_pieces(
+        self, column: str, datasets: Any, y: np.ndarray, j: int, order: np.ndarray,
+        candidates: Any, draws: Any, memberships: Any,
+    ) -> LargestValueLikelihood:
+        return _largest.two_largest_pieces(
+            self, column, datasets, y, j, order, candidates, draws, memberships
+        )
