@@ -44,22 +44,27 @@ recorded in :class:`~bayes_risk.data.SyntheticData` uses this order.
 
 Layout
 ------
-The class is assembled from mixins, one module each: synthesis from the draws
-(``_bayesian.synthesis``), convergence diagnostics (``_bayesian.convergence``) and persistence
-(``_bayesian.io``: save/load, fingerprint, ``from_posterior``); the file names and thresholds
-they define are re-exported here.
+The class's methods call module-level helpers, one module per concern: synthesis from the
+draws (``_bayesian.synthesis``), convergence diagnostics (``_bayesian.convergence``) and
+persistence (``_bayesian.io``: save/load, fingerprint, ``from_posterior``); the file names and
+thresholds they define are re-exported here.
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 from abc import ABCMeta, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
 
+import bayes_risk.models._bayesian.convergence as _convergence
+import bayes_risk.models._bayesian.io as _io
+import bayes_risk.models._bayesian.synthesis as _synthesis
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.data.fingerprint import fingerprint_record
 from bayes_risk.data.schema import Schema, infer_schema
@@ -71,16 +76,14 @@ from bayes_risk.exceptions import (
     ValidationError,
     keyboard_interrupts,
 )
-from bayes_risk.models._bayesian.convergence import ESS_MIN, RHAT_MAX, _BayesianConvergence
+from bayes_risk.models._bayesian.convergence import ESS_MIN, RHAT_MAX
 from bayes_risk.models._bayesian.io import (
     CONVERGENCE_FILE,
     DATA_FILE,
     FORMAT_VERSION,
     POSTERIOR_FILE,
-    _BayesianPersistence,
     _check_int,
 )
-from bayes_risk.models._bayesian.synthesis import _BayesianSynthesis
 from bayes_risk.models.base import (
     BaseSynthesizer,
     synthesized_columns,
@@ -170,10 +173,7 @@ class _InterruptGuard:
         return cb
 
 
-class BayesianSynthesizer(
-    _BayesianSynthesis, _BayesianConvergence, _BayesianPersistence, BaseSynthesizer,
-    metaclass=ABCMeta,
-):
+class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     """Abstract base class of the PyMC-based synthesizers (not instantiated directly).
 
     Parameters
@@ -562,17 +562,6 @@ class BayesianSynthesizer(
         columns unchanged, and draw only from ``rng``.
         """
 
-    # Public methods written in the _bayesian_* modules, bound here so that the API page (which
-    # lists a class's own members) documents them with the class (classmethods as such).
-    synthesize = _BayesianSynthesis.synthesize
-    posterior_replicates = _BayesianSynthesis.posterior_replicates
-    convergence_report = _BayesianConvergence.convergence_report
-    mcmc_warnings = _BayesianConvergence.mcmc_warnings
-    convergence_summary = _BayesianConvergence.convergence_summary
-    save = _BayesianPersistence.save
-    load = _BayesianPersistence.__dict__["load"]
-    check_fingerprint = _BayesianPersistence.check_fingerprint
-    from_posterior = _BayesianPersistence.__dict__["from_posterior"]
 
     # ------------------------------------------------------------------ protocol (abstract)
     @abstractmethod
@@ -606,3 +595,283 @@ class BayesianSynthesizer(
     def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:
         """Check that ``posterior`` holds this model's parameters for ``schema`` (names, shapes,
         support); may add derived variables in place. Raise :class:`ValidationError`."""
+
+    # -- thin methods: the work is done by module-level helpers of the family's modules
+
+    @staticmethod
+    def _spread_draws(H: int, m: int) -> np.ndarray:
+        return _synthesis.spread_draws(H, m)
+
+    def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
+        """Generate ``m`` synthetic datasets, each from its own posterior draw.
+
+        The draws are evenly spaced over the (chain-major) flattened draws, ``floor(l H / m) - 1``
+        for ``l = 1..m``, so that they are far apart in the chain (Hu 2019 §3.2.5); each dataset
+        gets an independent child random stream of ``random_seed``.
+
+        Parameters
+        ----------
+        m : int
+            Number of synthetic datasets, ``1 <= m <= H``.
+        random_seed : RandomSeed
+            Seed of the synthesis draws (same seed, same datasets); default: the
+            ``random_seed`` setting.
+
+        Returns
+        -------
+        SyntheticData
+            ``datasets`` (same columns and row order as the original), ``draw_index`` (the
+            flattened posterior draw behind each dataset), ``schema``, ``settings`` and
+            ``synthesized_records``.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        ValidationError
+            If ``m`` is not an integer in ``1..H``.
+        """
+        return _synthesis.synthesize(self, m, random_seed=random_seed)
+
+    def posterior_replicates(
+        self,
+        n: int | None,
+        *,
+        columns: Sequence[str] | None = None,
+        chunk_size: int = 50,
+        random_seed: RandomSeed = None,
+        start: int = 0,
+    ) -> Iterator[list[pd.DataFrame]]:
+        """Draw posterior-predictive replicates of synthesized columns, in chunks.
+
+        Replicate ``r`` takes a posterior draw ``θ_h`` uniformly at random among the ``H`` stored
+        draws and then synthesizes exactly as :meth:`synthesize` does with that draw (given the
+        unsynthesized columns; under partial synthesis only the selected records change), so
+        the released datasets are such replicates too (Drechsler & Reiter 2008, eq. 5). Each
+        replicate uses its own child stream ``r`` of ``random_seed``: the replicates do not depend
+        on ``chunk_size``, and ``start`` continues a run.
+
+        Parameters
+        ----------
+        n : int or None
+            Number of replicates (``None``: chunks until the caller stops).
+        columns : sequence of str, optional
+            Synthesized columns to return (default: all synthesized columns).
+        chunk_size : int
+            Replicates per yielded list (memory; the values do not depend on it).
+        random_seed : RandomSeed
+            Seed of the replicates.
+        start : int
+            Index of the first replicate.
+
+        Yields
+        ------
+        list of DataFrame
+            Up to ``chunk_size`` tables ``[n_records, len(columns)]`` in record order.
+        """
+        return _synthesis.posterior_replicates(
+            self, n, columns=columns, chunk_size=chunk_size, random_seed=random_seed, start=start
+        )
+
+    def convergence_report(self, *, warn: bool = False) -> pd.DataFrame:
+        """Rank-normalised bulk/tail ESS and R-hat of label-invariant scalars.
+
+        Mixture labels switch freely, so component-wise parameters are not diagnosed; the model
+        supplies quantities that do not depend on labels (log-likelihood, cell probabilities,
+        concentration, number of occupied components). With one chain, R-hat is computed on the
+        chain split in two halves (split-R-hat). The figures are ArviZ's, computed on the
+        stored draws: ``arviz_stats.ess(x, method="bulk")``, ``arviz_stats.ess(x,
+        method="tail", prob=(0.05, 0.95))`` (the tail ESS of Vehtari et al. 2021; ArviZ 1.x's
+        default ``prob``, ``rcParams["stats.ci_prob"]``, takes the 11 % and 89 % quantiles and
+        gives larger values) and ``arviz_stats.rhat(x, method="rank")``.
+
+        Parameters
+        ----------
+        warn : bool
+            Issue a :class:`ConvergenceWarning` naming the quantities with R-hat > 1.01 or
+            bulk/tail ESS below 100 per chain (Vehtari et al. 2021).
+
+        Returns
+        -------
+        DataFrame
+            Index: quantity; columns ``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``rhat``,
+            ``flag`` (``""``, ``"RHAT_HIGH"``, ``"LOW_ESS"`` or both joined by ``","``).
+            ``attrs["mcmc_run"]``: the run the draws come from (as in
+            :meth:`convergence_summary`: ``tune``, ``thin``, ``draws``, ``rounds``,
+            ``sweeps_per_chain``, ``max_sweeps``, ``stopped``).
+
+        References
+        ----------
+        Vehtari, A., Gelman, A., Simpson, D., Carpenter, B., Bürkner, P.-C. (2021). Rank-
+        normalization, folding, and localization: an improved R-hat for assessing convergence of
+        MCMC. Bayesian Analysis 16(2), 667–718. https://doi.org/10.1214/20-BA1221
+        """
+        return _convergence.convergence_report(self, warn=warn)
+
+    def _mcmc_run(self) -> dict[str, Any]:
+        return _convergence.mcmc_run(self)
+
+    def _round_verdict(self, posterior: Any, schema: Any, history: list[float]) -> str:
+        return _convergence.round_verdict(self, posterior, schema, history)
+
+    def _ess_min(self) -> float:
+        return _convergence.ess_min(self)
+
+    def _convergence_warnings(self, df: pd.DataFrame) -> list[dict[str, Any]]:
+        return _convergence.convergence_warnings(self, df)
+
+    def mcmc_warnings(self) -> list[dict[str, Any]]:
+        """Structured MCMC warnings of this fit: failed convergence checks and model codes.
+
+        Returns
+        -------
+        list of dict
+            Each with ``code`` (``"RHAT_HIGH"``, ``"LOW_ESS"``, or a model code such as
+            ``"TRUNCATION_TOO_SMALL"``), ``quantities`` (the diagnosed quantities concerned),
+            ``checks`` (the failed checks: ``code``, ``quantity``, ``statistic``, ``value``,
+            ``threshold``; empty for a model code) and ``message``.
+        """
+        return _convergence.mcmc_warnings(self)
+
+    def convergence_summary(
+        self, kind: Literal["dict", "table"] = "dict"
+    ) -> dict[str, Any] | pd.DataFrame:
+        """Convergence of the fit: the JSON-ready record written to ``convergence.json`` by
+        :meth:`save` and included in the outputs of every run that uses the model
+        (``kind="dict"``), or the table ``arviz.summary(..., kind="diagnostics")`` users know
+        (``kind="table"``).
+
+        Parameters
+        ----------
+        kind : {"dict", "table"}
+            ``"dict"`` (default): the record described below. ``"table"``: a DataFrame with one
+            row per diagnosed quantity (index ``quantity``) and ArviZ's column names ``mean``,
+            ``sd``, ``ess_bulk``, ``ess_tail``, ``r_hat``, plus ``failed_checks`` (the codes of
+            the quantity's failed checks, ``"RHAT_HIGH"``, ``"LOW_ESS"``, joined by ``","``;
+            ``""`` when it passed). Its figures are those of the record's ``quantities``;
+            ``attrs`` holds ``model``, ``thresholds``, ``passed`` and ``mcmc_run`` (the run
+            the draws come from, as in :meth:`convergence_report`).
+
+        Returns
+        -------
+        dict or DataFrame
+            With ``kind="dict"``:
+            ``chains``, ``draws`` (kept per chain), ``thin`` (sampler sweeps per kept draw
+            after the warm-up; 1 where every draw is kept; the final one of a run that extended
+            itself), ``tune``, ``rounds`` (1, or the rounds of a run that extended itself until
+            its checks passed or its bound was reached), ``sweeps_per_chain`` (warm-up
+            included), ``max_sweeps_per_chain`` (the bound of a self-extending run; 0: the
+            run had the length asked for), ``stopped`` (why a self-extending run ended:
+            ``"passed"``, ``"stuck"`` (R-hat stayed high, see ``DPMPM``, ``max_sweeps``),
+            ``"max_sweeps"``; ``""``: no extension), ``thresholds`` (R-hat, ESS, and the
+            quantiles ``ess_tail_prob`` of the tail ESS), ``quantities`` (per diagnosed
+            quantity: ``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``rhat``, ``flag``),
+            ``failed_checks`` (one per quantity and statistic: ``code``, ``quantity``,
+            ``statistic``, ``value``, ``threshold``), ``warnings`` (:meth:`mcmc_warnings`) and
+            ``passed`` (no failed check).
+        """
+        return _convergence.convergence_summary(self, kind)
+
+    def _convergence_table(self, *, passed: bool) -> pd.DataFrame:
+        return _convergence.convergence_table(self, passed=passed)
+
+    def _json_settings(self) -> dict[str, Any]:
+        return _io.json_settings(self)
+
+    def _state_to_json(self) -> dict[str, Any]:
+        return _io.state_to_json(self)
+
+    def _state_from_json(self, state: Mapping[str, Any]) -> None:
+        return _io.state_from_json(self, state)
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Save the fitted model as a folder, atomically.
+
+        The folder holds ``posterior.nc`` (the posterior DataTree as NetCDF, h5netcdf engine),
+        ``model.json`` (``method``, ``settings``, ``schema``, ``format_version``, number of
+        records, synthesized-record flags, model state) and, when synthesis needs them (partial
+        synthesis, class-O modes), the confidential records as ``data.parquet``. **The folder is
+        then as confidential as the data**: release only the synthetic datasets, never the model
+        folder.
+
+        Returns
+        -------
+        Path
+            The folder written.
+        """
+        return _io.save(self, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> BayesianSynthesizer:
+        """Load a model saved with :meth:`save` (no pickle: NetCDF + JSON + Parquet).
+
+        Raises
+        ------
+        ValidationError
+            If the folder is not a saved model of this class or a file is missing.
+        """
+        return _io.load(cls, path)
+
+    def check_fingerprint(self, data: pd.DataFrame) -> str | None:
+        """Whether ``data`` is the table this model was fitted to.
+
+        Compares the SHA-256 fingerprint (``table_fingerprint``) of ``data`` (its schema
+        columns) with the one stored at fit time. Returns ``None`` when they agree (or no
+        fingerprint was stored: a model saved by an older version), otherwise a short
+        description of the difference.
+        """
+        return _io.check_fingerprint(self, data)
+
+    @classmethod
+    def from_posterior(
+        cls,
+        posterior: xr.DataTree | Mapping[str, Any],
+        schema: Schema,
+        *,
+        n_records: int | None = None,
+        data: pd.DataFrame | None = None,
+        synthesized_records: np.ndarray | None = None,
+        **settings: Any,
+    ) -> BayesianSynthesizer:
+        """Build a fitted model from posterior draws made elsewhere (Stan, brms, another chain).
+
+        Parameters
+        ----------
+        posterior : DataTree or mapping of name → array
+            A DataTree with a ``posterior`` group, or arrays whose leading dimensions are
+            ``(chain, draw)``, or only ``(draw,)`` for one chain. Variable names and shapes are
+            model specific (see the subclass's ``_validate_posterior``).
+        schema : Schema
+            Columns, types, levels and roles of the data the draws were fitted to.
+        n_records : int, optional
+            Number of records to synthesize per dataset (default: ``len(data)``).
+        data : DataFrame, optional
+            The confidential data, needed for partial synthesis and class-O modes.
+        synthesized_records : array of bool, optional
+            Records to synthesize (default all).
+        **settings
+            Model settings (``__init__`` arguments).
+
+        Returns
+        -------
+        BayesianSynthesizer
+            A fitted model; convergence is reported on the given draws.
+        """
+        return _io.from_posterior(
+            cls,
+            posterior,
+            schema,
+            n_records=n_records,
+            data=data,
+            synthesized_records=synthesized_records,
+            **settings,
+        )
+
+    def _needs_data_for_synthesis_given(self, schema: Schema) -> bool:
+        return _io.needs_data_for_synthesis_given(self, schema)
+
+    def _event_ndims(self) -> dict[str, int]:
+        return _io.event_ndims(self)
+
+    def _as_datatree(self, posterior: Any) -> xr.DataTree:
+        return _io.as_datatree(self, posterior)

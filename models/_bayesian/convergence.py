@@ -175,259 +175,190 @@ def checks_headline(checks: list[dict[str, Any]], *, where: str) -> str:
     return "; ".join(parts) + f" ({len(checks)} failed check(s) in all: {where})"
 
 
-class _BayesianConvergence:
-    """Mixin of ``BayesianSynthesizer``: convergence report, warnings and summary."""
+def convergence_report(model, *, warn: bool = False) -> pd.DataFrame:
+    """The work of :meth:`BayesianSynthesizer.convergence_report` (documented there)."""
+    model._check_fitted()
+    ess_min = model._ess_min()
+    rows = []
+    for name, x in model._convergence_quantities().items():
+        x = np.asarray(x, dtype=np.float64)
+        if x.ndim == 1:
+            x = x[None, :]
+        finite = np.all(np.isfinite(x))
+        if x.shape[1] < 4 or not finite:
+            rows.append((name, np.nanmean(x), np.nanstd(x), np.nan, np.nan, np.nan))
+            continue
+        xr_ = x if x.shape[0] > 1 else x[:, : 2 * (x.shape[1] // 2)].reshape(2, -1)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            eb, et, rh = ess_bulk(x), ess_tail(x), rhat_rank(xr_)
+        if np.ptp(x) == 0:  # a constant (e.g. K = 1): nothing to diagnose
+            eb, et, rh = float(x.size), float(x.size), 1.0
+        rows.append((name, float(x.mean()), float(x.std()), eb, et, rh))
+    df = pd.DataFrame(rows, columns=["quantity", "mean", "sd", "ess_bulk", "ess_tail", "rhat"])
+    df = df.set_index("quantity")
+    failed: dict[str, list[str]] = {}
+    for c in failed_checks(df, ess_min):
+        codes = failed.setdefault(c["quantity"], [])
+        if c["code"] not in codes:
+            codes.append(c["code"])
+    df["flag"] = [",".join(failed.get(str(q), [])) for q in df.index]
+    df.attrs["mcmc_run"] = model._mcmc_run()
+    if warn:
+        for w in model._convergence_warnings(df):
+            warnings.warn(ConvergenceWarning(w["message"], code=w["code"]),
+                          skip_file_prefixes=CALLER)
+    return df
 
-    def convergence_report(self, *, warn: bool = False) -> pd.DataFrame:
-        """Rank-normalised bulk/tail ESS and R-hat of label-invariant scalars.
 
-        Mixture labels switch freely, so component-wise parameters are not diagnosed; the model
-        supplies quantities that do not depend on labels (log-likelihood, cell probabilities,
-        concentration, number of occupied components). With one chain, R-hat is computed on the
-        chain split in two halves (split-R-hat). The figures are ArviZ's, computed on the
-        stored draws: ``arviz_stats.ess(x, method="bulk")``, ``arviz_stats.ess(x,
-        method="tail", prob=(0.05, 0.95))`` (the tail ESS of Vehtari et al. 2021; ArviZ 1.x's
-        default ``prob``, ``rcParams["stats.ci_prob"]``, takes the 11 % and 89 % quantiles and
-        gives larger values) and ``arviz_stats.rhat(x, method="rank")``.
+def mcmc_run(model) -> dict[str, Any]:
+    """The run the kept draws come from: warm-up sweeps, final thinning, kept draws per
+    chain, rounds (more than 1: the run extended itself, ``max_sweeps``), sweeps per chain
+    and the bound of a model-extending run (0: none). Read from the posterior's attributes
+    (``bayes_risk.models._bayesian.gibbs``), else from the settings."""
+    attrs = model.posterior_.attrs
+    tune = int(model.tune)
+    thin = int(attrs.get("thin", getattr(model, "thin", 1)))
+    draws = int(model.posterior_["posterior"].sizes["draw"])
+    return {"tune": tune, "thin": thin, "draws": draws,
+            "rounds": int(attrs.get("gibbs_rounds", 1)),
+            "sweeps_per_chain": tune + draws * thin,
+            "max_sweeps": int(attrs.get("max_sweeps", 0)),
+            "stopped": str(attrs.get("gibbs_stop", ""))}
 
-        Parameters
-        ----------
-        warn : bool
-            Issue a :class:`ConvergenceWarning` naming the quantities with R-hat > 1.01 or
-            bulk/tail ESS below 100 per chain (Vehtari et al. 2021).
 
-        Returns
-        -------
-        DataFrame
-            Index: quantity; columns ``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``rhat``,
-            ``flag`` (``""``, ``"RHAT_HIGH"``, ``"LOW_ESS"`` or both joined by ``","``).
-            ``attrs["mcmc_run"]``: the run the draws come from (as in
-            :meth:`convergence_summary`: ``tune``, ``thin``, ``draws``, ``rounds``,
-            ``sweeps_per_chain``, ``max_sweeps``, ``stopped``).
+def round_verdict(model, posterior: Any, schema: Any, history: list[float]) -> str:
+    """The convergence checks of :meth:`convergence_report` on draws (a DataTree of this
+    model's posterior for ``schema``) between the rounds of a model-extending run:
+    ``"passed"``, ``"failed"`` or ``"stuck"`` (``extension_stuck``; ``history``: the
+    largest R-hat of the earlier rounds, appended to). A new instance with the same
+    settings is diagnosed; this one is left as it is."""
+    probe = type(model)(**model.get_params())
+    probe.posterior_, probe.schema_ = posterior, schema
+    probe._after_posterior()
+    rep = probe.convergence_report(warn=False)
+    if not any(rep["flag"]):
+        return "passed"
+    rhat = rep["rhat"].to_numpy(dtype=float)
+    worst = float(np.max(rhat[np.isfinite(rhat)])) if np.isfinite(rhat).any() else np.nan
+    previous = history[-1] if history else None
+    history.append(worst)
+    return "stuck" if extension_stuck(previous, worst) else "failed"
 
-        References
-        ----------
-        Vehtari, A., Gelman, A., Simpson, D., Carpenter, B., Bürkner, P.-C. (2021). Rank-
-        normalization, folding, and localization: an improved R-hat for assessing convergence of
-        MCMC. Bayesian Analysis 16(2), 667–718. https://doi.org/10.1214/20-BA1221
-        """
-        self._check_fitted()
-        ess_min = self._ess_min()
-        rows = []
-        for name, x in self._convergence_quantities().items():
-            x = np.asarray(x, dtype=np.float64)
-            if x.ndim == 1:
-                x = x[None, :]
-            finite = np.all(np.isfinite(x))
-            if x.shape[1] < 4 or not finite:
-                rows.append((name, np.nanmean(x), np.nanstd(x), np.nan, np.nan, np.nan))
-                continue
-            xr_ = x if x.shape[0] > 1 else x[:, : 2 * (x.shape[1] // 2)].reshape(2, -1)
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore")
-                eb, et, rh = ess_bulk(x), ess_tail(x), rhat_rank(xr_)
-            if np.ptp(x) == 0:  # a constant (e.g. K = 1): nothing to diagnose
-                eb, et, rh = float(x.size), float(x.size), 1.0
-            rows.append((name, float(x.mean()), float(x.std()), eb, et, rh))
-        df = pd.DataFrame(rows, columns=["quantity", "mean", "sd", "ess_bulk", "ess_tail", "rhat"])
-        df = df.set_index("quantity")
-        failed: dict[str, list[str]] = {}
-        for c in failed_checks(df, ess_min):
-            codes = failed.setdefault(c["quantity"], [])
-            if c["code"] not in codes:
-                codes.append(c["code"])
-        df["flag"] = [",".join(failed.get(str(q), [])) for q in df.index]
-        df.attrs["mcmc_run"] = self._mcmc_run()
-        if warn:
-            for w in self._convergence_warnings(df):
-                warnings.warn(ConvergenceWarning(w["message"], code=w["code"]),
-                              skip_file_prefixes=CALLER)
-        return df
 
-    def _mcmc_run(self) -> dict[str, Any]:
-        """The run the kept draws come from: warm-up sweeps, final thinning, kept draws per
-        chain, rounds (more than 1: the run extended itself, ``max_sweeps``), sweeps per chain
-        and the bound of a self-extending run (0: none). Read from the posterior's attributes
-        (``bayes_risk.models._bayesian.gibbs``), else from the settings."""
-        attrs = self.posterior_.attrs
-        tune = int(self.tune)
-        thin = int(attrs.get("thin", getattr(self, "thin", 1)))
-        draws = int(self.posterior_["posterior"].sizes["draw"])
-        return {"tune": tune, "thin": thin, "draws": draws,
-                "rounds": int(attrs.get("gibbs_rounds", 1)),
-                "sweeps_per_chain": tune + draws * thin,
-                "max_sweeps": int(attrs.get("max_sweeps", 0)),
-                "stopped": str(attrs.get("gibbs_stop", ""))}
+def ess_min(model) -> float:
+    """The ESS threshold of this fit: ``ESS_MIN`` per chain (Vehtari et al. 2021)."""
+    return ESS_MIN * int(model.posterior_["posterior"].sizes["chain"])
 
-    def _round_verdict(self, posterior: Any, schema: Any, history: list[float]) -> str:
-        """The convergence checks of :meth:`convergence_report` on draws (a DataTree of this
-        model's posterior for ``schema``) between the rounds of a self-extending run:
-        ``"passed"``, ``"failed"`` or ``"stuck"`` (``extension_stuck``; ``history``: the
-        largest R-hat of the earlier rounds, appended to). A new instance with the same
-        settings is diagnosed; this one is left as it is."""
-        probe = type(self)(**self.get_params())
-        probe.posterior_, probe.schema_ = posterior, schema
-        probe._after_posterior()
-        rep = probe.convergence_report(warn=False)
-        if not any(rep["flag"]):
-            return "passed"
-        rhat = rep["rhat"].to_numpy(dtype=float)
-        worst = float(np.max(rhat[np.isfinite(rhat)])) if np.isfinite(rhat).any() else np.nan
-        previous = history[-1] if history else None
-        history.append(worst)
-        return "stuck" if extension_stuck(previous, worst) else "failed"
 
-    def _ess_min(self) -> float:
-        """The ESS threshold of this fit: ``ESS_MIN`` per chain (Vehtari et al. 2021)."""
-        return ESS_MIN * int(self.posterior_["posterior"].sizes["chain"])
-
-    def _convergence_warnings(self, df: pd.DataFrame) -> list[dict[str, Any]]:
-        """One structured warning per code of the failed checks of a convergence table
-        (``code``, ``quantities``, ``checks``: :func:`failed_checks`, ``message``)."""
-        out = []
-        chains = int(self.posterior_["posterior"].sizes["chain"])
-        run = self._mcmc_run()
-        if run["stopped"] == "stuck":  # a self-extending run that stopped early
-            advice = (f"The run stopped extending itself at {run['sweeps_per_chain']:,} sweeps "
-                      f"per chain (one kept per {run['thin']}, {run['rounds']} rounds): its last "
-                      f"round left R-hat above {STUCK_RHAT}, as when chains sit in different "
-                      "states that longer runs do not bring together. Compare fits with several "
-                      "seeds; a longer explicit run (draws, thin) shows whether they meet; see "
-                      "convergence_report().")
-        elif run["max_sweeps"]:  # a self-extending run that stopped at its bound
-            advice = (f"The run extended itself to {run['sweeps_per_chain']:,} sweeps per chain "
-                      f"(one kept per {run['thin']}, {run['rounds']} rounds), the longest that "
-                      f"max_sweeps={run['max_sweeps']:,} allows: raise max_sweeps, or run longer "
-                      "chains (draws, thin) or more chains; see convergence_report().")
-        else:
-            advice = ("Run longer chains (more tune/draws) or more chains; see "
-                      "convergence_report().")
-        checks = failed_checks(df, self._ess_min()) if len(df) else []
-        for code, what in (("RHAT_HIGH", f"R-hat > {RHAT_MAX}"),
-                           ("LOW_ESS", f"bulk or tail ESS < {self._ess_min():.0f}, i.e. "
-                                       f"{ESS_MIN:.0f} per chain for {chains} chain(s)")):
-            mine = [c for c in checks if c["code"] == code]
-            if not mine:
-                continue
-            quantities = list(dict.fromkeys(c["quantity"] for c in mine))
-            # each quantity with the values that failed (not rounded onto the threshold)
-            desc = "; ".join(
-                f"{q}: " + ", ".join(check_text(c, with_quantity=False) for c in mine
-                                     if c["quantity"] == q)
-                for q in quantities
-            )
-            out.append({
-                "code": code,
-                "quantities": quantities,
-                "checks": mine,
-                "message": (
-                    f"{type(self).__name__}: MCMC may not have converged ({what}: {desc}) "
-                    f"({code}). {advice}"
-                ),
-            })
-        return out
-
-    def mcmc_warnings(self) -> list[dict[str, Any]]:
-        """Structured MCMC warnings of this fit: failed convergence checks and model codes.
-
-        Returns
-        -------
-        list of dict
-            Each with ``code`` (``"RHAT_HIGH"``, ``"LOW_ESS"``, or a model code such as
-            ``"TRUNCATION_TOO_SMALL"``), ``quantities`` (the diagnosed quantities concerned),
-            ``checks`` (the failed checks: ``code``, ``quantity``, ``statistic``, ``value``,
-            ``threshold``; empty for a model code) and ``message``.
-        """
-        self._check_fitted()
-        if self.convergence_ is None:
-            self.convergence_ = self.convergence_report(warn=False)
-        out = self._convergence_warnings(self.convergence_)
-        from bayes_risk.results._warnings import message
-
-        for code in getattr(self, "warnings_", None) or []:
-            if code not in {w["code"] for w in out}:
-                # the code's meaning and remedy, as the result's structured warnings give it
-                out.append({"code": str(code), "quantities": [], "checks": [],
-                            "message": f"{type(self).__name__}: {message(str(code))} ({code})"})
-        return out
-
-    def convergence_summary(
-        self, kind: Literal["dict", "table"] = "dict"
-    ) -> dict[str, Any] | pd.DataFrame:
-        """Convergence of the fit: the JSON-ready record written to ``convergence.json`` by
-        :meth:`save` and included in the outputs of every run that uses the model
-        (``kind="dict"``), or the table ``arviz.summary(..., kind="diagnostics")`` users know
-        (``kind="table"``).
-
-        Parameters
-        ----------
-        kind : {"dict", "table"}
-            ``"dict"`` (default): the record described below. ``"table"``: a DataFrame with one
-            row per diagnosed quantity (index ``quantity``) and ArviZ's column names ``mean``,
-            ``sd``, ``ess_bulk``, ``ess_tail``, ``r_hat``, plus ``failed_checks`` (the codes of
-            the quantity's failed checks, ``"RHAT_HIGH"``, ``"LOW_ESS"``, joined by ``","``;
-            ``""`` when it passed). Its figures are those of the record's ``quantities``;
-            ``attrs`` holds ``model``, ``thresholds``, ``passed`` and ``mcmc_run`` (the run
-            the draws come from, as in :meth:`convergence_report`).
-
-        Returns
-        -------
-        dict or DataFrame
-            With ``kind="dict"``:
-            ``chains``, ``draws`` (kept per chain), ``thin`` (sampler sweeps per kept draw
-            after the warm-up; 1 where every draw is kept; the final one of a run that extended
-            itself), ``tune``, ``rounds`` (1, or the rounds of a run that extended itself until
-            its checks passed or its bound was reached), ``sweeps_per_chain`` (warm-up
-            included), ``max_sweeps_per_chain`` (the bound of a self-extending run; 0: the
-            run had the length asked for), ``stopped`` (why a self-extending run ended:
-            ``"passed"``, ``"stuck"`` (R-hat stayed high, see ``DPMPM``, ``max_sweeps``),
-            ``"max_sweeps"``; ``""``: no extension), ``thresholds`` (R-hat, ESS, and the
-            quantiles ``ess_tail_prob`` of the tail ESS), ``quantities`` (per diagnosed
-            quantity: ``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``rhat``, ``flag``),
-            ``failed_checks`` (one per quantity and statistic: ``code``, ``quantity``,
-            ``statistic``, ``value``, ``threshold``), ``warnings`` (:meth:`mcmc_warnings`) and
-            ``passed`` (no failed check).
-        """
-        if kind not in ("dict", "table"):
-            raise ValidationError(
-                f"kind must be 'dict' (the convergence.json record) or 'table' (one row per "
-                f"diagnosed quantity, as arviz.summary); got {kind!r}.", code="INVALID_VALUE")
-        warns = self.mcmc_warnings()
-        if kind == "table":
-            return self._convergence_table(passed=not warns)
-        post = self.posterior_["posterior"]
-        run = self._mcmc_run()
-        return to_jsonable({
-            "model": type(self).__name__,
-            "chains": int(post.sizes["chain"]),
-            "draws": int(post.sizes["draw"]),
-            "thin": run["thin"],
-            "tune": int(self.tune),
-            "rounds": run["rounds"],
-            "sweeps_per_chain": run["sweeps_per_chain"],
-            "max_sweeps_per_chain": run["max_sweeps"],
-            "stopped": run["stopped"],
-            "thresholds": {"rhat_max": RHAT_MAX, "ess_min": self._ess_min(),
-                           "ess_min_per_chain": ESS_MIN, "ess_tail_prob": list(TAIL_PROB)},
-            "quantities": {
-                str(q): {k: (float(v) if k != "flag" else v) for k, v in r.items()}
-                for q, r in self.convergence_.iterrows()
-            },
-            "failed_checks": [c for w in warns for c in w.get("checks", [])],
-            "warnings": warns,
-            "passed": not warns,
+def convergence_warnings(model, df: pd.DataFrame) -> list[dict[str, Any]]:
+    """One structured warning per code of the failed checks of a convergence table
+    (``code``, ``quantities``, ``checks``: :func:`failed_checks`, ``message``)."""
+    out = []
+    chains = int(model.posterior_["posterior"].sizes["chain"])
+    run = model._mcmc_run()
+    if run["stopped"] == "stuck":  # a model-extending run that stopped early
+        advice = (f"The run stopped extending itself at {run['sweeps_per_chain']:,} sweeps "
+                  f"per chain (one kept per {run['thin']}, {run['rounds']} rounds): its last "
+                  f"round left R-hat above {STUCK_RHAT}, as when chains sit in different "
+                  "states that longer runs do not bring together. Compare fits with several "
+                  "seeds; a longer explicit run (draws, thin) shows whether they meet; see "
+                  "convergence_report().")
+    elif run["max_sweeps"]:  # a model-extending run that stopped at its bound
+        advice = (f"The run extended itself to {run['sweeps_per_chain']:,} sweeps per chain "
+                  f"(one kept per {run['thin']}, {run['rounds']} rounds), the longest that "
+                  f"max_sweeps={run['max_sweeps']:,} allows: raise max_sweeps, or run longer "
+                  "chains (draws, thin) or more chains; see convergence_report().")
+    else:
+        advice = ("Run longer chains (more tune/draws) or more chains; see "
+                  "convergence_report().")
+    checks = failed_checks(df, model._ess_min()) if len(df) else []
+    for code, what in (("RHAT_HIGH", f"R-hat > {RHAT_MAX}"),
+                       ("LOW_ESS", f"bulk or tail ESS < {model._ess_min():.0f}, i.e. "
+                                   f"{ESS_MIN:.0f} per chain for {chains} chain(s)")):
+        mine = [c for c in checks if c["code"] == code]
+        if not mine:
+            continue
+        quantities = list(dict.fromkeys(c["quantity"] for c in mine))
+        # each quantity with the values that failed (not rounded onto the threshold)
+        desc = "; ".join(
+            f"{q}: " + ", ".join(check_text(c, with_quantity=False) for c in mine
+                                 if c["quantity"] == q)
+            for q in quantities
+        )
+        out.append({
+            "code": code,
+            "quantities": quantities,
+            "checks": mine,
+            "message": (
+                f"{type(model).__name__}: MCMC may not have converged ({what}: {desc}) "
+                f"({code}). {advice}"
+            ),
         })
+    return out
 
-    def _convergence_table(self, *, passed: bool) -> pd.DataFrame:
-        """The convergence report under ArviZ's column names (``convergence_summary(kind=
-        "table")``): ``r_hat`` for ``rhat``, ``failed_checks`` for ``flag``."""
-        df = self.convergence_.rename(columns={"rhat": "r_hat", "flag": "failed_checks"})
-        df = df[["mean", "sd", "ess_bulk", "ess_tail", "r_hat", "failed_checks"]].copy()
-        df.attrs = {
-            "model": type(self).__name__,
-            "thresholds": {"rhat_max": RHAT_MAX, "ess_min": self._ess_min(),
-                           "ess_min_per_chain": ESS_MIN, "ess_tail_prob": list(TAIL_PROB)},
-            "passed": passed,
-            "mcmc_run": self._mcmc_run(),
-        }
-        return df
+
+def mcmc_warnings(model) -> list[dict[str, Any]]:
+    """The work of :meth:`BayesianSynthesizer.mcmc_warnings` (documented there)."""
+    model._check_fitted()
+    if model.convergence_ is None:
+        model.convergence_ = model.convergence_report(warn=False)
+    out = model._convergence_warnings(model.convergence_)
+    from bayes_risk.results._warnings import message
+
+    for code in getattr(model, "warnings_", None) or []:
+        if code not in {w["code"] for w in out}:
+            # the code's meaning and remedy, as the result's structured warnings give it
+            out.append({"code": str(code), "quantities": [], "checks": [],
+                        "message": f"{type(model).__name__}: {message(str(code))} ({code})"})
+    return out
+
+
+def convergence_summary(
+    model, kind: Literal["dict", "table"] = "dict"
+) -> dict[str, Any] | pd.DataFrame:
+    """The work of :meth:`BayesianSynthesizer.convergence_summary` (documented there)."""
+    if kind not in ("dict", "table"):
+        raise ValidationError(
+            f"kind must be 'dict' (the convergence.json record) or 'table' (one row per "
+            f"diagnosed quantity, as arviz.summary); got {kind!r}.", code="INVALID_VALUE")
+    warns = model.mcmc_warnings()
+    if kind == "table":
+        return model._convergence_table(passed=not warns)
+    post = model.posterior_["posterior"]
+    run = model._mcmc_run()
+    return to_jsonable({
+        "model": type(model).__name__,
+        "chains": int(post.sizes["chain"]),
+        "draws": int(post.sizes["draw"]),
+        "thin": run["thin"],
+        "tune": int(model.tune),
+        "rounds": run["rounds"],
+        "sweeps_per_chain": run["sweeps_per_chain"],
+        "max_sweeps_per_chain": run["max_sweeps"],
+        "stopped": run["stopped"],
+        "thresholds": {"rhat_max": RHAT_MAX, "ess_min": model._ess_min(),
+                       "ess_min_per_chain": ESS_MIN, "ess_tail_prob": list(TAIL_PROB)},
+        "quantities": {
+            str(q): {k: (float(v) if k != "flag" else v) for k, v in r.items()}
+            for q, r in model.convergence_.iterrows()
+        },
+        "failed_checks": [c for w in warns for c in w.get("checks", [])],
+        "warnings": warns,
+        "passed": not warns,
+    })
+
+
+def convergence_table(model, *, passed: bool) -> pd.DataFrame:
+    """The convergence report under ArviZ's column names (``convergence_summary(kind=
+    "table")``): ``r_hat`` for ``rhat``, ``failed_checks`` for ``flag``."""
+    df = model.convergence_.rename(columns={"rhat": "r_hat", "flag": "failed_checks"})
+    df = df[["mean", "sd", "ess_bulk", "ess_tail", "r_hat", "failed_checks"]].copy()
+    df.attrs = {
+        "model": type(model).__name__,
+        "thresholds": {"rhat_max": RHAT_MAX, "ess_min": model._ess_min(),
+                       "ess_min_per_chain": ESS_MIN, "ess_tail_prob": list(TAIL_PROB)},
+        "passed": passed,
+        "mcmc_run": model._mcmc_run(),
+    }
+    return df

@@ -25,7 +25,6 @@ from bayes_risk.models.base import SETTINGS_FILE, read_model_meta
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 
-    from bayes_risk.models._bayesian.base import BayesianSynthesizer
 
 POSTERIOR_FILE = "posterior.nc"
 #: convergence record of a saved model (R-hat / ESS of the diagnosed quantities, warnings)
@@ -54,281 +53,237 @@ def warm_up_writer() -> None:
     tree.to_netcdf(io.BytesIO(), engine="h5netcdf")
 
 
-class _BayesianPersistence:
-    """Mixin of ``BayesianSynthesizer``: save/load, fingerprint check, ``from_posterior``."""
+def json_settings(model) -> dict[str, Any]:
+    params = model.get_params()
+    params["random_seed"] = seed_to_json(params.get("random_seed"))
+    return to_jsonable(params)
 
-    def _json_settings(self) -> dict[str, Any]:
-        params = self.get_params()
-        params["random_seed"] = seed_to_json(params.get("random_seed"))
-        return to_jsonable(params)
 
-    def _state_to_json(self) -> dict[str, Any]:
-        """Extra fitted state written to ``model.json`` (JSON-serialisable)."""
-        return {}
+def state_to_json(model) -> dict[str, Any]:
+    """Extra fitted state written to ``model.json`` (JSON-serialisable)."""
+    return {}
 
-    def _state_from_json(self, state: Mapping[str, Any]) -> None:
-        """Restore what :meth:`_state_to_json` wrote."""
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Save the fitted model as a folder, atomically.
+def state_from_json(model, state: Mapping[str, Any]) -> None:
+    """Restore what :meth:`_state_to_json` wrote."""
 
-        The folder holds ``posterior.nc`` (the posterior DataTree as NetCDF, h5netcdf engine),
-        ``model.json`` (``method``, ``settings``, ``schema``, ``format_version``, number of
-        records, synthesized-record flags, model state) and, when synthesis needs them (partial
-        synthesis, class-O modes), the confidential records as ``data.parquet``. **The folder is
-        then as confidential as the data**: release only the synthetic datasets, never the model
-        folder.
 
-        Returns
-        -------
-        Path
-            The folder written.
-        """
-        self._check_fitted()
-        meta = {
-            "format": "bayes-risk model",
-            "format_version": FORMAT_VERSION,
-            "method": self.method_name,
-            "class": type(self).__name__,
-            "settings": self._json_settings(),
-            "schema": self.schema_.to_dict(),
-            "n_records": int(self._n_records),
-            "n_draws": self.n_draws,
-            "draw_order": "chain-major: h = chain * draws_per_chain + draw",
-            "synthesized_records": None
-            if self.synthesized_records_ is None
-            else [int(i) for i in np.flatnonzero(self.synthesized_records_)],
-            "data_file": DATA_FILE if self.data_ is not None else None,
-            "confidential": self.data_ is not None,
-            "state": to_jsonable(self._state_to_json()),
-            # a hash of the encoded fitted table (never the data): checks the original later
-            "data_fingerprint": getattr(self, "data_fingerprint_", None),
-            "imputed_columns": getattr(self, "imputed_columns_", None),
-            "data_column_fingerprints": (getattr(self, "original_fingerprint_", None)
-                                         or {}).get("columns"),
-        }
-        with atomic_dir(path) as tmp:
-            self.posterior_.to_netcdf(tmp / POSTERIOR_FILE, engine="h5netcdf")
-            if self.data_ is not None:
-                self.data_.to_parquet(tmp / DATA_FILE, index=False)
-            write_json(tmp / SETTINGS_FILE, meta)
-            write_json(tmp / CONVERGENCE_FILE, self.convergence_summary())
-        return Path(path)
+def save(model, path: str | os.PathLike[str]) -> Path:
+    """The work of :meth:`BayesianSynthesizer.save` (documented there)."""
+    model._check_fitted()
+    meta = {
+        "format": "bayes-risk model",
+        "format_version": FORMAT_VERSION,
+        "method": model.method_name,
+        "class": type(model).__name__,
+        "settings": model._json_settings(),
+        "schema": model.schema_.to_dict(),
+        "n_records": int(model._n_records),
+        "n_draws": model.n_draws,
+        "draw_order": "chain-major: h = chain * draws_per_chain + draw",
+        "synthesized_records": None
+        if model.synthesized_records_ is None
+        else [int(i) for i in np.flatnonzero(model.synthesized_records_)],
+        "data_file": DATA_FILE if model.data_ is not None else None,
+        "confidential": model.data_ is not None,
+        "state": to_jsonable(model._state_to_json()),
+        # a hash of the encoded fitted table (never the data): checks the original later
+        "data_fingerprint": getattr(model, "data_fingerprint_", None),
+        "imputed_columns": getattr(model, "imputed_columns_", None),
+        "data_column_fingerprints": (getattr(model, "original_fingerprint_", None)
+                                     or {}).get("columns"),
+    }
+    with atomic_dir(path) as tmp:
+        model.posterior_.to_netcdf(tmp / POSTERIOR_FILE, engine="h5netcdf")
+        if model.data_ is not None:
+            model.data_.to_parquet(tmp / DATA_FILE, index=False)
+        write_json(tmp / SETTINGS_FILE, meta)
+        write_json(tmp / CONVERGENCE_FILE, model.convergence_summary())
+    return Path(path)
 
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> BayesianSynthesizer:
-        """Load a model saved with :meth:`save` (no pickle: NetCDF + JSON + Parquet).
 
-        Raises
-        ------
-        ValidationError
-            If the folder is not a saved model of this class or a file is missing.
-        """
-        import xarray as xr
+def load(cls, path: str | os.PathLike[str]) -> Any:
+    """The work of :meth:`BayesianSynthesizer.load` (documented there)."""
+    import xarray as xr
 
-        p, meta = read_model_meta(path)
-        if meta.get("method") != cls.method_name:
-            raise ValidationError(
-                f"{p} holds a {meta.get('method')!r} model, not {cls.method_name!r}; use "
-                "bayes_risk.models.load_model(path)."
-            )
-        if int(meta.get("format_version", 0)) > FORMAT_VERSION:
-            raise ValidationError(
-                f"{p} was written by a newer bayes-risk (format version "
-                f"{meta.get('format_version')}); upgrade bayes-risk to read it."
-            )
-        post_file = p / POSTERIOR_FILE
-        if not post_file.is_file():
-            raise ValidationError(f"{p}: {POSTERIOR_FILE} is missing.")
-        try:
-            with xr.open_datatree(post_file, engine="h5netcdf") as dt:
-                posterior = dt.load().copy()
-        except (OSError, ValueError, KeyError, TypeError, RuntimeError) as err:
-            raise ValidationError(
-                f"the model folder {str(p)!r} is damaged: {POSTERIOR_FILE} cannot be read "
-                f"({type(err).__name__}: {' '.join(str(err).split())[:200]}); fit the model "
-                "again.",
-                code="MODEL_DAMAGED",
-            ) from err
-        # JSON has no tuples: sequence settings come back as tuples (as the defaults are)
-        settings = {
-            k: tuple(v) if isinstance(v, list) else v for k, v in meta.get("settings", {}).items()
-        }
-        obj = cls(**settings)
-        data = None
-        if meta.get("data_file"):
-            dfile = p / meta["data_file"]
-            if not dfile.is_file():
-                raise ValidationError(
-                    f"{p}: {meta['data_file']} (the confidential data) is missing."
-                )
-            data = pd.read_parquet(dfile)
-        flags = None
-        if meta.get("synthesized_records") is not None:
-            flags = np.zeros(int(meta["n_records"]), dtype=bool)
-            flags[np.asarray(meta["synthesized_records"], dtype=np.int64)] = True
-        schema = Schema.from_dict(meta["schema"])
-        obj._state_from_json(meta.get("state") or {})
-        obj._validate_posterior(posterior, schema)
-        obj._set_fitted(
-            posterior,
-            schema,
-            int(meta["n_records"]),
-            data=data,
-            synthesized_records=flags,
-            check_convergence=False,
+    p, meta = read_model_meta(path)
+    if meta.get("method") != cls.method_name:
+        raise ValidationError(
+            f"{p} holds a {meta.get('method')!r} model, not {cls.method_name!r}; use "
+            "bayes_risk.models.load_model(path)."
         )
-        obj.data_ = data
-        imputed = meta.get("imputed_columns")
-        if isinstance(imputed, list):  # a model saved before it was recorded keeps its own
-            obj.imputed_columns_ = [str(c) for c in imputed if c in schema.names]
-        obj.data_fingerprint_ = meta.get("data_fingerprint")
-        obj.original_fingerprint_ = None if obj.data_fingerprint_ is None else {
-            "table": obj.data_fingerprint_, "columns": meta.get("data_column_fingerprints")}
-        return obj
-
-    def check_fingerprint(self, data: pd.DataFrame) -> str | None:
-        """Whether ``data`` is the table this model was fitted to.
-
-        Compares the SHA-256 fingerprint (``table_fingerprint``) of ``data`` (its schema
-        columns) with the one stored at fit time. Returns ``None`` when they agree (or no
-        fingerprint was stored: a model saved by an older version), otherwise a short
-        description of the difference.
-        """
-        self._check_fitted()
-        record = getattr(self, "original_fingerprint_", None) or {}
-        return fingerprint_problem(data, getattr(self, "data_fingerprint_", None), self.schema_,
-                                   self._n_records, record.get("columns"))
-
-    @classmethod
-    def from_posterior(
-        cls,
-        posterior: xr.DataTree | Mapping[str, Any],
-        schema: Schema,
-        *,
-        n_records: int | None = None,
-        data: pd.DataFrame | None = None,
-        synthesized_records: np.ndarray | None = None,
-        **settings: Any,
-    ) -> BayesianSynthesizer:
-        """Build a fitted model from posterior draws made elsewhere (Stan, brms, another chain).
-
-        Parameters
-        ----------
-        posterior : DataTree or mapping of name → array
-            A DataTree with a ``posterior`` group, or arrays whose leading dimensions are
-            ``(chain, draw)``, or only ``(draw,)`` for one chain. Variable names and shapes are
-            model specific (see the subclass's ``_validate_posterior``).
-        schema : Schema
-            Columns, types, levels and roles of the data the draws were fitted to.
-        n_records : int, optional
-            Number of records to synthesize per dataset (default: ``len(data)``).
-        data : DataFrame, optional
-            The confidential data, needed for partial synthesis and class-O modes.
-        synthesized_records : array of bool, optional
-            Records to synthesize (default all).
-        **settings
-            Model settings (``__init__`` arguments).
-
-        Returns
-        -------
-        BayesianSynthesizer
-            A fitted model; convergence is reported on the given draws.
-        """
-        obj = cls(**settings)
-        if not isinstance(schema, Schema):
-            raise ValidationError(f"schema must be a Schema. Got {type(schema).__name__}.")
-        if not schema.synthesized:  # no roles given: full synthesis, as in fit
-            schema = schema.with_roles(schema.names)
-        dt = obj._as_datatree(posterior)
-        if data is not None:
-            data, _ = obj._prepare_data(data, schema=schema, allow_nan=True)
-        if n_records is None:
-            if data is None:
-                raise ValidationError(
-                    "from_posterior needs n_records or data (the number of "
-                    "records per synthetic dataset)."
-                )
-            n_records = len(data)
-        n_records = _check_int(n_records, "n_records", 1)
-        if synthesized_records is not None:
-            synthesized_records = np.asarray(synthesized_records, dtype=bool)
-            if synthesized_records.shape != (n_records,):
-                raise ValidationError(
-                    f"synthesized_records must have one flag per record ({n_records})."
-                )
-            if data is None:
-                # the records that are not synthesized are released unchanged: copied from data
-                raise ValidationError(
-                    "synthesized_records (partial synthesis of selected records) needs the "
-                    "confidential data: pass data=..."
-                )
-        obj._validate_posterior(dt, schema)
-        if obj._needs_data_for_synthesis_given(schema) and data is None:
-            raise ValidationError(
-                "this model's synthesis mode needs the confidential data: pass data=..."
-            )
-        obj._set_fitted(dt, schema, n_records, data=data, synthesized_records=synthesized_records)
-        obj.data_ = data if obj._needs_data_for_synthesis() else None
-        return obj
-
-    def _needs_data_for_synthesis_given(self, schema: Schema) -> bool:
-        """Like :meth:`_needs_data_for_synthesis` before ``schema_`` is set."""
-        old = self.schema_
-        self.schema_ = schema
-        try:
-            return self._needs_data_for_synthesis()
-        finally:
-            self.schema_ = old
-
-    def _event_ndims(self) -> dict[str, int]:
-        """Number of non-sample dimensions of each posterior variable (for dict input)."""
-        return {}
-
-    def _as_datatree(self, posterior: Any) -> xr.DataTree:
-        import xarray as xr
-
-        if isinstance(posterior, xr.DataTree):
-            if "posterior" not in posterior.children:
-                raise ValidationError("the posterior DataTree has no 'posterior' group.")
-            post = posterior["posterior"]
-            for d in ("chain", "draw"):
-                if d not in post.dims:
-                    raise ValidationError(f"the posterior group has no {d!r} dimension.")
-            return posterior.copy()
-        if not isinstance(posterior, Mapping):
-            raise ValidationError(
-                "posterior must be an xarray.DataTree or a mapping of variable name to array. "
-                f"Got {type(posterior).__name__}."
-            )
-        ev = self._event_ndims()
-        arrays: dict[str, np.ndarray] = {}
-        for name, val in posterior.items():
-            a = np.asarray(val, dtype=np.float64)
-            if name not in ev:
-                raise ValidationError(
-                    f"posterior variable {name!r} is not a parameter of {type(self).__name__}; "
-                    f"expected some of {sorted(ev)}."
-                )
-            if a.ndim == ev[name] + 1:
-                a = a[None, ...]
-            elif a.ndim != ev[name] + 2:
-                raise ValidationError(
-                    f"posterior variable {name!r} must have shape (chain, draw, ...) or "
-                    "(draw, ...) "
-                    f"with {ev[name]} parameter dimension(s). Got shape {a.shape}."
-                )
-            arrays[name] = a
-        shapes = {a.shape[:2] for a in arrays.values()}
-        if len(shapes) != 1:
-            raise ValidationError(
-                f"posterior variables disagree on (chain, draw): {sorted(shapes)}."
-            )
-        ds = xr.Dataset(
-            {
-                k: (["chain", "draw", *[f"{k}_dim_{i}" for i in range(v.ndim - 2)]], v)
-                for k, v in arrays.items()
-            }
+    if int(meta.get("format_version", 0)) > FORMAT_VERSION:
+        raise ValidationError(
+            f"{p} was written by a newer bayes-risk (format version "
+            f"{meta.get('format_version')}); upgrade bayes-risk to read it."
         )
-        ds = ds.assign_coords(chain=np.arange(ds.sizes["chain"]), draw=np.arange(ds.sizes["draw"]))
-        return xr.DataTree.from_dict({"posterior": ds})
+    post_file = p / POSTERIOR_FILE
+    if not post_file.is_file():
+        raise ValidationError(f"{p}: {POSTERIOR_FILE} is missing.")
+    try:
+        with xr.open_datatree(post_file, engine="h5netcdf") as dt:
+            posterior = dt.load().copy()
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as err:
+        raise ValidationError(
+            f"the model folder {str(p)!r} is damaged: {POSTERIOR_FILE} cannot be read "
+            f"({type(err).__name__}: {' '.join(str(err).split())[:200]}); fit the model "
+            "again.",
+            code="MODEL_DAMAGED",
+        ) from err
+    # JSON has no tuples: sequence settings come back as tuples (as the defaults are)
+    settings = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in meta.get("settings", {}).items()
+    }
+    obj = cls(**settings)
+    data = None
+    if meta.get("data_file"):
+        dfile = p / meta["data_file"]
+        if not dfile.is_file():
+            raise ValidationError(
+                f"{p}: {meta['data_file']} (the confidential data) is missing."
+            )
+        data = pd.read_parquet(dfile)
+    flags = None
+    if meta.get("synthesized_records") is not None:
+        flags = np.zeros(int(meta["n_records"]), dtype=bool)
+        flags[np.asarray(meta["synthesized_records"], dtype=np.int64)] = True
+    schema = Schema.from_dict(meta["schema"])
+    obj._state_from_json(meta.get("state") or {})
+    obj._validate_posterior(posterior, schema)
+    obj._set_fitted(
+        posterior,
+        schema,
+        int(meta["n_records"]),
+        data=data,
+        synthesized_records=flags,
+        check_convergence=False,
+    )
+    obj.data_ = data
+    imputed = meta.get("imputed_columns")
+    if isinstance(imputed, list):  # a model saved before it was recorded keeps its own
+        obj.imputed_columns_ = [str(c) for c in imputed if c in schema.names]
+    obj.data_fingerprint_ = meta.get("data_fingerprint")
+    obj.original_fingerprint_ = None if obj.data_fingerprint_ is None else {
+        "table": obj.data_fingerprint_, "columns": meta.get("data_column_fingerprints")}
+    return obj
+
+
+def check_fingerprint(model, data: pd.DataFrame) -> str | None:
+    """The work of :meth:`BayesianSynthesizer.check_fingerprint` (documented there)."""
+    model._check_fitted()
+    record = getattr(model, "original_fingerprint_", None) or {}
+    return fingerprint_problem(data, getattr(model, "data_fingerprint_", None), model.schema_,
+                               model._n_records, record.get("columns"))
+
+
+def from_posterior(
+    cls,
+    posterior: xr.DataTree | Mapping[str, Any],
+    schema: Schema,
+    *,
+    n_records: int | None = None,
+    data: pd.DataFrame | None = None,
+    synthesized_records: np.ndarray | None = None,
+    **settings: Any,
+) -> Any:
+    """The work of :meth:`BayesianSynthesizer.from_posterior` (documented there)."""
+    obj = cls(**settings)
+    if not isinstance(schema, Schema):
+        raise ValidationError(f"schema must be a Schema. Got {type(schema).__name__}.")
+    if not schema.synthesized:  # no roles given: full synthesis, as in fit
+        schema = schema.with_roles(schema.names)
+    dt = obj._as_datatree(posterior)
+    if data is not None:
+        data, _ = obj._prepare_data(data, schema=schema, allow_nan=True)
+    if n_records is None:
+        if data is None:
+            raise ValidationError(
+                "from_posterior needs n_records or data (the number of "
+                "records per synthetic dataset)."
+            )
+        n_records = len(data)
+    n_records = _check_int(n_records, "n_records", 1)
+    if synthesized_records is not None:
+        synthesized_records = np.asarray(synthesized_records, dtype=bool)
+        if synthesized_records.shape != (n_records,):
+            raise ValidationError(
+                f"synthesized_records must have one flag per record ({n_records})."
+            )
+        if data is None:
+            # the records that are not synthesized are released unchanged: copied from data
+            raise ValidationError(
+                "synthesized_records (partial synthesis of selected records) needs the "
+                "confidential data: pass data=..."
+            )
+    obj._validate_posterior(dt, schema)
+    if obj._needs_data_for_synthesis_given(schema) and data is None:
+        raise ValidationError(
+            "this model's synthesis mode needs the confidential data: pass data=..."
+        )
+    obj._set_fitted(dt, schema, n_records, data=data, synthesized_records=synthesized_records)
+    obj.data_ = data if obj._needs_data_for_synthesis() else None
+    return obj
+
+
+def needs_data_for_synthesis_given(model, schema: Schema) -> bool:
+    """Like :meth:`_needs_data_for_synthesis` before ``schema_`` is set."""
+    old = model.schema_
+    model.schema_ = schema
+    try:
+        return model._needs_data_for_synthesis()
+    finally:
+        model.schema_ = old
+
+
+def event_ndims(model) -> dict[str, int]:
+    """Number of non-sample dimensions of each posterior variable (for dict input)."""
+    return {}
+
+
+def as_datatree(model, posterior: Any) -> xr.DataTree:
+    import xarray as xr
+
+    if isinstance(posterior, xr.DataTree):
+        if "posterior" not in posterior.children:
+            raise ValidationError("the posterior DataTree has no 'posterior' group.")
+        post = posterior["posterior"]
+        for d in ("chain", "draw"):
+            if d not in post.dims:
+                raise ValidationError(f"the posterior group has no {d!r} dimension.")
+        return posterior.copy()
+    if not isinstance(posterior, Mapping):
+        raise ValidationError(
+            "posterior must be an xarray.DataTree or a mapping of variable name to array. "
+            f"Got {type(posterior).__name__}."
+        )
+    ev = model._event_ndims()
+    arrays: dict[str, np.ndarray] = {}
+    for name, val in posterior.items():
+        a = np.asarray(val, dtype=np.float64)
+        if name not in ev:
+            raise ValidationError(
+                f"posterior variable {name!r} is not a parameter of {type(model).__name__}; "
+                f"expected some of {sorted(ev)}."
+            )
+        if a.ndim == ev[name] + 1:
+            a = a[None, ...]
+        elif a.ndim != ev[name] + 2:
+            raise ValidationError(
+                f"posterior variable {name!r} must have shape (chain, draw, ...) or "
+                "(draw, ...) "
+                f"with {ev[name]} parameter dimension(s). Got shape {a.shape}."
+            )
+        arrays[name] = a
+    shapes = {a.shape[:2] for a in arrays.values()}
+    if len(shapes) != 1:
+        raise ValidationError(
+            f"posterior variables disagree on (chain, draw): {sorted(shapes)}."
+        )
+    ds = xr.Dataset(
+        {
+            k: (["chain", "draw", *[f"{k}_dim_{i}" for i in range(v.ndim - 2)]], v)
+            for k, v in arrays.items()
+        }
+    )
+    ds = ds.assign_coords(chain=np.arange(ds.sizes["chain"]), draw=np.arange(ds.sizes["draw"]))
+    return xr.DataTree.from_dict({"posterior": ds})
