@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def build_model(
-    model, codes: np.ndarray, d: Sequence[int], *, transforms: bool, observed: bool = True
+    synth, codes: np.ndarray, d: Sequence[int], *, transforms: bool, observed: bool = True
 ):
     """The class-marginalised PyMC model: the density every kernel is tested against.
 
@@ -37,8 +37,8 @@ def build_model(
     import pymc as pm
     import pytensor.tensor as pt
 
-    K = int(model.n_components)
-    a_alpha, b_alpha = (float(x) for x in model.alpha_prior)
+    K = int(synth.n_components)
+    a_alpha, b_alpha = (float(x) for x in synth.alpha_prior)
     tr = {} if transforms else {"default_transform": None}
     coords = {"component": np.arange(K)}
     if K > 1:
@@ -60,7 +60,7 @@ def build_model(
         for j, dj in enumerate(d):
             phi = pm.Dirichlet(
                 f"phi_{j}",
-                a=np.full((K, dj), float(model.dirichlet_prior)),
+                a=np.full((K, dj), float(synth.dirichlet_prior)),
                 dims=("component", f"level_{j}"),
                 **tr,
             )
@@ -78,11 +78,11 @@ def build_model(
                 signature=sig,
                 dtype="int64",
             )
-            if model._zeros is not None:  # truncated to the allowed cells
+            if synth._zeros is not None:  # truncated to the allowed cells
                 from bayes_risk.models.dpmpm.zeros import pymc_log_allowed
 
                 pm.Potential("structural_zeros", -len(codes) * pymc_log_allowed(
-                    model._zeros, log_pi, log_phis))
+                    synth._zeros, log_pi, log_phis))
     return model
 
 

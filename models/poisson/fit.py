@@ -132,15 +132,15 @@ def _gibbs_step_class() -> type:
 
 
 def build_pymc_model(
-    model, y: np.ndarray, columns: Sequence[str], b_lambda: np.ndarray | None = None
+    synth, y: np.ndarray, columns: Sequence[str], b_lambda: np.ndarray | None = None
 ):
     """The work of :meth:`PoissonMixture.build_pymc_model` (documented there)."""
     import pymc as pm
     import pytensor.tensor as pt
 
     y = np.asarray(y)
-    K = int(model.n_components)
-    b = model._b_lambda_vector(np.asarray(y, dtype=np.float64)) if b_lambda is None else b_lambda
+    K = int(synth.n_components)
+    b = synth._b_lambda_vector(np.asarray(y, dtype=np.float64)) if b_lambda is None else b_lambda
     coords = {
         "component": np.arange(K),
         "stick": np.arange(max(K - 1, 0)),
@@ -149,14 +149,14 @@ def build_pymc_model(
     }
     with pm.Model(coords=coords) as model:
         if K > 1:
-            alpha = pm.Gamma("alpha", alpha=float(model.a_alpha), beta=float(model.b_alpha))
+            alpha = pm.Gamma("alpha", alpha=float(synth.a_alpha), beta=float(synth.b_alpha))
             v = pm.Beta("v", alpha=1.0, beta=alpha, dims="stick")
             log_pi = _pt_log_stick(v)
         else:
             log_pi = pt.zeros((1,))
         pm.Deterministic("w", pt.exp(log_pi), dims="component")
         lam = pm.Gamma(
-            "lam", alpha=float(model.a_lambda), beta=np.asarray(b, dtype=np.float64)[None, :],
+            "lam", alpha=float(synth.a_lambda), beta=np.asarray(b, dtype=np.float64)[None, :],
             dims=("component", "column"),
         )
         pm.CustomDist(
@@ -166,23 +166,23 @@ def build_pymc_model(
     return model
 
 
-def pymc_record_logp(model, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+def pymc_record_logp(synth, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
     """The work of :meth:`PoissonMixture.pymc_record_logp` (documented there)."""
     import pymc as pm
 
-    model._check_fitted()
-    idx = model._draw_indices(draws)
-    y = model._counts(records)
-    model = model.build_pymc_model(y, model.columns_, b_lambda=np.ones(y.shape[1]))
+    synth._check_fitted()
+    idx = synth._draw_indices(draws)
+    y = synth._counts(records)
+    model = synth.build_pymc_model(y, synth.columns_, b_lambda=np.ones(y.shape[1]))
     obs = model["y"]
     fn = model.compile_fn(
         model.logp(vars=[obs], sum=False)[0], inputs=model.value_vars, point_fn=True,
         on_unused_input="ignore",
     )
     names = {rv.name: model.rvs_to_values[rv].name for rv in model.free_RVs}
-    lam = model._stacked("lam", idx)
-    v = model._stacked("v", idx) if "v" in names else None
-    alpha = model._stacked("alpha", idx) if "alpha" in names else None
+    lam = synth._stacked("lam", idx)
+    v = synth._stacked("v", idx) if "v" in names else None
+    alpha = synth._stacked("alpha", idx) if "alpha" in names else None
     out = np.empty((idx.size, y.shape[0]))
     for r in range(idx.size):
         pt_ = {names["lam"]: np.log(lam[r])}
@@ -194,22 +194,22 @@ def pymc_record_logp(model, records: pd.DataFrame, *, draws: Any = None) -> np.n
     return out
 
 
-def sample(model, y: np.ndarray, cols: Sequence[str], seed: RandomSeed) -> xr.DataTree:
+def sample(synth, y: np.ndarray, cols: Sequence[str], seed: RandomSeed) -> xr.DataTree:
     import xarray as xr
 
-    model = model.build_pymc_model(y, cols)
-    if model.sampler == "nuts":
-        return model._run_sampler(model, random_seed=seed)
+    model = synth.build_pymc_model(y, cols)
+    if synth.sampler == "nuts":
+        return synth._run_sampler(model, random_seed=seed)
     names = {rv.name: model.rvs_to_values[rv].name for rv in model.free_RVs}
     step_cls = _gibbs_step_class()
     step = step_cls(
-        [model.rvs_to_values[rv] for rv in model.free_RVs], y=y, K=int(model.n_components),
-        a_lam=float(model.a_lambda), b_lam=model._b_lambda_vector(y), a_alpha=float(model.a_alpha),
-        b_alpha=float(model.b_alpha), names=names, model=model,
+        [model.rvs_to_values[rv] for rv in model.free_RVs], y=y, K=int(synth.n_components),
+        a_lam=float(synth.a_lambda), b_lam=synth._b_lambda_vector(y), a_alpha=float(synth.a_alpha),
+        b_alpha=float(synth.b_alpha), names=names, model=model,
         rng=as_generator(seed).integers(0, 2**63 - 1),
     )
     # the memberships live on the step object: chains must run in this process
-    dt = model._run_sampler(model, step=step, random_seed=seed, cores=1)
+    dt = synth._run_sampler(model, step=step, random_seed=seed, cores=1)
     z = np.stack([np.stack(c) for c in step.z_trace])  # [chain, draw, record]
     dt[LATENT_GROUP] = xr.DataTree(
         xr.Dataset(

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
+import bayes_risk.models.seqreg.loglik as _loglik
+import bayes_risk.models.seqreg.posterior as _posterior
 from bayes_risk._rng import RandomSeed, spawn
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import decode
@@ -42,11 +44,11 @@ from bayes_risk.models._bayesian.design import (
 )
 from bayes_risk.models.base import legacy_call_forms
 from bayes_risk.models.seqreg.draws import _SEP, _laplace_draws, _prior_sd, _var
-from bayes_risk.models.seqreg.loglik import _SeqRegLikelihoods
-from bayes_risk.models.seqreg.posterior import _SeqRegPosterior
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
+
+    from bayes_risk.data.synthetic import SyntheticData
 
 __all__ = ["SequentialRegression", "default_family"]
 
@@ -63,7 +65,7 @@ def default_family(spec) -> str:
     return "bernoulli_logit" if spec.n_levels == 2 else "multinomial_logit"
 
 
-class SequentialRegression(_SeqRegPosterior, _SeqRegLikelihoods, BayesianSynthesizer):
+class SequentialRegression(BayesianSynthesizer):
     """Chain of Bayesian GLMs synthesizing columns one after another.
 
     Parameters
@@ -515,14 +517,6 @@ class SequentialRegression(_SeqRegPosterior, _SeqRegLikelihoods, BayesianSynthes
             synthesized_records=synthesized_records, **settings,
         )
 
-    # Public members written in the _seqreg_* modules, bound here so that the API page (which
-    # lists a class's own members) documents them with the class.
-    posterior_methods = _SeqRegPosterior.posterior_methods
-    design_matrix = _SeqRegLikelihoods.design_matrix
-    record_loglik = _SeqRegLikelihoods.record_loglik
-    dataset_loglik = _SeqRegLikelihoods.dataset_loglik
-    candidate_loglik = _SeqRegLikelihoods.candidate_loglik
-    neighbourhood_loglik = _SeqRegLikelihoods.neighbourhood_loglik
 
 
     # ------------------------------------------------------------------ synthesis
@@ -556,6 +550,108 @@ class SequentialRegression(_SeqRegPosterior, _SeqRegLikelihoods, BayesianSynthes
             else:
                 out[c] = new
         return apply_dtypes(out[schema.names].reset_index(drop=True), self.dtypes_, schema)
+
+    # -- thin methods: the work is done by module-level helpers of the family's modules
+
+    def _draws_from_user(self, c: str, val: Any, schema: Schema) -> dict[str, np.ndarray]:
+        return _posterior.draws_from_user(self, c, val, schema)
+
+    def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:
+        return _posterior.validate_posterior(self, posterior, schema)
+
+    def _after_posterior(self) -> None:
+        return _posterior.after_posterior(self)
+
+    def _state_to_json(self) -> dict[str, Any]:
+        return _posterior.state_to_json(self)
+
+    def _state_from_json(self, state: Mapping[str, Any]) -> None:
+        return _posterior.state_from_json(self, state)
+
+    def _params(self, c: str, idx: np.ndarray) -> dict[str, np.ndarray]:
+        return _posterior.params(self, c, idx)
+
+    def posterior_methods(self) -> dict[str, str]:
+        """How each column's draws were made: ``exact``, ``laplace``, ``nuts`` or ``user``."""
+        return _posterior.posterior_methods(self)
+
+    def _convergence_quantities(self) -> dict[str, np.ndarray]:
+        return _posterior.convergence_quantities(self)
+
+    def _labels(self, var: str, size: int) -> list[str]:
+        return _posterior.labels(self, var, size)
+
+    def _values(self, df: pd.DataFrame, name: str) -> dict[str, np.ndarray]:
+        return _loglik.values(self, df, name)
+
+    def _loglik_from_values(
+        self, vals: Mapping[str, np.ndarray], n: int, idx: np.ndarray
+    ) -> np.ndarray:
+        return _loglik.loglik_from_values(self, vals, n, idx)
+
+    def design_matrix(self, df: pd.DataFrame, column: str) -> np.ndarray:
+        """Design matrix ``[n, q]`` of ``column``'s regression for the rows of ``df``.
+
+        Columns follow ``designs_[column].names``. Useful to check coefficients or build
+        candidate rows.
+        """
+        return _loglik.design_matrix(self, df, column)
+
+    def record_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+        """``[H, n]`` conditional record log-likelihood (methods, Sequential Bayesian regressions).
+
+        ``Σ_v log f_v(y_iv | x_v(y_i^us, y_{i,<v}), Θ_{h,v})``: each synthesized column given
+        the record's own unsynthesized and earlier synthesized values.
+        """
+        return _loglik.record_loglik(self, records, draws=draws)
+
+    def dataset_loglik(
+        self, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draws: Any = None
+    ) -> np.ndarray:
+        """``[H, m]`` ``log p(Z_(l) | Θ_h) = Σ_i Σ_v log f_v(z_iv | x_v(z_i), Θ_{h,v})``
+        (class P).
+
+        The sum runs over the synthesized records (all records unless the model was fitted with
+        ``synthesized_records``; a record released unchanged contributes nothing).
+        """
+        return _loglik.dataset_loglik(self, datasets, draws=draws)
+
+    def candidate_loglik(
+        self, record_row: pd.DataFrame | pd.Series, candidates: pd.DataFrame, *, draws: Any = None
+    ) -> np.ndarray:
+        """``[H, G]`` record log-likelihood of each candidate (``log r_h`` terms).
+
+        Candidate ``g`` replaces the record's values of the columns in ``candidates`` (a subset
+        of the synthesized columns); every regression is evaluated with earlier synthesized
+        predictors set to the candidate values. ``log r_h(y*_g) = out[h, g] − out[h, g0]``.
+
+        Parameters
+        ----------
+        record_row : one-row DataFrame or Series
+            The target record (all columns).
+        candidates : DataFrame
+            ``G`` rows over some synthesized columns.
+
+        Raises
+        ------
+        ValidationError
+            If a candidate column is not synthesized.
+        """
+        return _loglik.candidate_loglik(self, record_row, candidates, draws=draws)
+
+    def neighbourhood_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+        """``[H, n, G]`` log-likelihoods of the one-variable-different candidates.
+
+        Defined when every synthesized column is categorical: truth first, then column by column
+        in column order, levels ascending skipping the true level.
+
+        Raises
+        ------
+        NeighbourhoodUnavailable
+            (a ``ValidationError`` and ``NotImplementedError``) if a synthesized column is
+            numeric; use :meth:`candidate_loglik` with a grid.
+        """
+        return _loglik.neighbourhood_loglik(self, records, draws=draws)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -13,19 +13,20 @@ probabilities of rounded output values).
 
 The module is split in three: the class with its fit (here, with the helpers the other tree
 synthesizers share), the leaf likelihoods (``trees.cart_leaf``) and routing and synthesis from the
-fitted trees (``trees.cart_synthesis``, a mixin of the class).
+fitted trees (``trees.cart_synthesis``, module-level helpers the class's methods call).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+import bayes_risk.models.trees.cart_synthesis as _synthesis
 from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, replayable_seed, seed_to_json, spawn
 from bayes_risk.data.fingerprint import fingerprint_record
@@ -40,7 +41,6 @@ from bayes_risk.models.base import (
     synthesized_columns,
 )
 from bayes_risk.models.trees.cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
-from bayes_risk.models.trees.cart_synthesis import _CARTSynthesis
 from bayes_risk.models.trees.io import FingerprintCheck
 from bayes_risk.models.trees.missing import design_inputs, kind_codes, missing_layout, n_kinds
 from bayes_risk.models.trees.seqtree import Design, SeqTree, column_codes
@@ -172,7 +172,7 @@ def silverman(v: np.ndarray) -> float:
 # --------------------------------------------------------------------------------------------
 # the synthesizer
 # --------------------------------------------------------------------------------------------
-class CARTSynthesizer(_CARTSynthesis, FingerprintCheck, BaseSynthesizer):
+class CARTSynthesizer(FingerprintCheck, BaseSynthesizer):
     """Sequential CART synthesizer with a per-leaf Bayesian bootstrap (Reiter 2005).
 
     For the visit order ``v_1 → … → v_S`` (the order of ``synthesized``), the tree for
@@ -582,12 +582,6 @@ class CARTSynthesizer(_CARTSynthesis, FingerprintCheck, BaseSynthesizer):
             proper=self.donor == "bayes_bootstrap",
         )
 
-    # Public methods written in _cart_synthesis, bound here so that the API page (which lists a
-    # class's own members) documents them with the class.
-    route = _CARTSynthesis.route
-    donors = _CARTSynthesis.donors
-    output_rounding = _CARTSynthesis.output_rounding
-    posterior_replicates = _CARTSynthesis.posterior_replicates
 
     # ----- persistence --------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -709,3 +703,112 @@ class CARTSynthesizer(_CARTSynthesis, FingerprintCheck, BaseSynthesizer):
             obj._values = encoded_values(obj._data, schema, obj.missing_)
 
         return load_synthesizer(cls, path, restore)
+
+    # -- thin methods: the work is done by module-level helpers of the family's modules
+
+    def route(
+        self, records: pd.DataFrame, column: str, random_seed: RandomSeed = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Node reached by each row of ``records`` in the fixed tree of ``column``.
+
+        The rows' values of the tree's predictors (``predictors_[column]``) are routed through
+        the fitted splits with the ``unroutable`` rule (methods, CART with a Bayesian bootstrap);
+        used by the attribute-risk engine to relocate a record with a candidate value ``y*`` in
+        later trees (methods, Tree synthesizers: plug-in likelihoods).
+
+        Parameters
+        ----------
+        records : DataFrame
+            Must hold the predictor columns (categorical values among the schema's levels).
+        column : str
+            A synthesized column.
+        random_seed : RandomSeed
+            Only used by ``unroutable="random_descent"``.
+
+        Returns
+        -------
+        node : ndarray of int
+            Node id per row (a leaf, or an internal node for records that climbed).
+        unroutable : ndarray of bool
+            Rows that met an unevaluable split.
+        """
+        return _synthesis.route(self, records, column, random_seed)
+
+    def donors(self, column: str, node: int) -> np.ndarray:
+        """Row positions (in the fitted data) of the donors of ``node`` in the tree of ``column``.
+
+        Their values of ``column`` are the leaf's donor multiset (Reiter 2005).
+        """
+        return _synthesis.donors(self, column, node)
+
+    def output_rounding(self, column: str) -> tuple[int | None, bool]:
+        """How smoothed values of ``column`` are rounded on output (Wang & Reiter 2012).
+
+        Returns
+        -------
+        decimals : int or None
+            Kernel draws are rounded to this many decimals (0 for count/integer columns);
+            ``None`` when they are released unrounded.
+        integer_output : bool
+            The released column has an integer dtype (the clipped value is rounded to an integer
+            once more).
+        """
+        return _synthesis.output_rounding(self, column)
+
+    def posterior_replicates(
+        self,
+        n: int | None,
+        *,
+        columns: Sequence[str] | None = None,
+        chunk_size: int = 50,
+        random_seed: RandomSeed = None,
+        start: int = 0,
+    ) -> Iterator[list[pd.DataFrame]]:
+        """Draw replicates of synthesized columns from the Bayesian-bootstrap predictive, in chunks.
+
+        Each replicate is a fresh synthesis: new Dirichlet(1, …, 1) weights in every leaf (the
+        posterior of the leaf distribution under the Bayesian bootstrap, Reiter 2005), then a
+        donor per routed record, exactly as :meth:`synthesize`. Replicate ``r`` uses child stream
+        ``r`` of ``random_seed`` (independent of ``chunk_size``; ``start`` continues a run).
+
+        Parameters
+        ----------
+        n : int or None
+            Number of replicates (``None``: chunks until the caller stops).
+        columns : sequence of str, optional
+            Synthesized columns to return (default: all, in visit order).
+        chunk_size : int
+            Replicates per yielded list.
+        random_seed : RandomSeed
+            Seed of the replicates.
+        start : int
+            Index of the first replicate.
+
+        Yields
+        ------
+        list of DataFrame
+            Up to ``chunk_size`` tables ``[n_records, len(columns)]`` in record order.
+
+        Raises
+        ------
+        ValidationError
+            With ``donor="uniform"``: donors drawn with equal weights are not draws from a
+            posterior predictive (no Bayesian bootstrap).
+        """
+        return _synthesis.posterior_replicates(
+            self, n, columns=columns, chunk_size=chunk_size, random_seed=random_seed, start=start
+        )
+
+    def _synthesize_one(self, rng: np.random.Generator, columns: Sequence[str] | None = None
+                        ) -> tuple[pd.DataFrame, dict[str, int]]:
+        # columns: return only these synthesized columns (replicates; the same draws)
+        return _synthesis.synthesize_one(self, rng, columns)
+
+    def _two_step(self, col, lay, sel, cur, src, unrout, rng) -> None:
+        return _synthesis.two_step(self, col, lay, sel, cur, src, unrout, rng)
+
+    def _route_blocks(self, tree, col, cur, sel, rng, subset=None):
+        return _synthesis.route_blocks(self, tree, col, cur, sel, rng, subset)
+
+    def _kernel_draw(self, col, tree, used, inv, seg_start, sizes, pos_map, rng):
+        return _synthesis.kernel_draw(self, col, tree, used, inv, seg_start, sizes, pos_map, rng)
