@@ -41,7 +41,7 @@ from bayes_risk.models.base import (
     synthesized_columns,
 )
 from bayes_risk.models.trees.cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
-from bayes_risk.models.trees.io import FingerprintCheck
+from bayes_risk.models.trees.io import check_fitted_fingerprint
 from bayes_risk.models.trees.missing import design_inputs, kind_codes, missing_layout, n_kinds
 from bayes_risk.models.trees.seqtree import Design, SeqTree, column_codes
 
@@ -172,7 +172,7 @@ def silverman(v: np.ndarray) -> float:
 # --------------------------------------------------------------------------------------------
 # the synthesizer
 # --------------------------------------------------------------------------------------------
-class CARTSynthesizer(FingerprintCheck, BaseSynthesizer):
+class CARTSynthesizer(BaseSynthesizer):
     """Sequential CART synthesizer with a per-leaf Bayesian bootstrap (Reiter 2005).
 
     For the visit order ``v_1 → … → v_S`` (the order of ``synthesized``), the tree for
@@ -812,3 +812,12 @@ class CARTSynthesizer(FingerprintCheck, BaseSynthesizer):
 
     def _kernel_draw(self, col, tree, used, inv, seg_start, sizes, pos_map, rng):
         return _synthesis.kernel_draw(self, col, tree, used, inv, seg_start, sizes, pos_map, rng)
+
+    def check_fingerprint(self, data: pd.DataFrame) -> str | None:
+        """Whether ``data`` is the table this synthesizer was fitted to.
+
+        Compares the SHA-256 fingerprints stored at fit time (also in a saved folder) with those
+        of ``data``. Returns ``None`` when they agree, otherwise a short description of the
+        difference (missing columns, another number of records, other values or row order).
+        """
+        return check_fitted_fingerprint(self, data)

@@ -32,7 +32,7 @@ from bayes_risk._io import atomic_dir, to_jsonable, write_json
 from bayes_risk._rng import seed_to_json
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models.base import SETTINGS_FILE, read_model_meta
+from bayes_risk.models.base import SETTINGS_FILE, check_is_fitted, read_model_meta
 
 __all__ = [
     "ARRAYS_FILE",
@@ -373,18 +373,9 @@ def check_missing_layout(missing: dict[str, Any], schema: Any) -> dict[str, dict
     return out
 
 
-class FingerprintCheck:
-    """``check_fingerprint`` of the saved synthesizers (CART, random forests, PMM): one method,
-    inherited, for the three classes that store a fingerprint of their fitted table."""
-
-    def check_fingerprint(self, data: pd.DataFrame) -> str | None:
-        """Whether ``data`` is the table this synthesizer was fitted to.
-
-        Compares the SHA-256 fingerprints stored at fit time (also in a saved folder) with those
-        of ``data``. Returns ``None`` when they agree, otherwise a short description of the
-        difference (missing columns, another number of records, other values or row order).
-        """
-        from bayes_risk.models.base import check_is_fitted
-
-        check_is_fitted(self, "schema_", method="check_fingerprint")
-        return fingerprint_check(self, data)
+def check_fitted_fingerprint(model: Any, data: pd.DataFrame) -> str | None:
+    """``check_fingerprint`` of the saved tree synthesizers (CART, random forests, PMM): ``None``
+    when ``data`` is the table ``model`` was fitted to, else a short description of the
+    difference (the three classes store a fingerprint of their fitted table)."""
+    check_is_fitted(model, "schema_", method="check_fingerprint")
+    return fingerprint_check(model, data)

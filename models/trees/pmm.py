@@ -32,7 +32,7 @@ from bayes_risk.models.base import (
     synthesized_columns,
 )
 from bayes_risk.models.trees.cart import records_mask
-from bayes_risk.models.trees.io import FingerprintCheck
+from bayes_risk.models.trees.io import check_fitted_fingerprint
 from bayes_risk.models.trees.missing import refusal_hint
 from bayes_risk.models.trees.seqtree import column_codes
 
@@ -136,7 +136,7 @@ def match_donor(
     return int(tied[rng.integers(tied.size)]), tied
 
 
-class SmallCellPMMSynthesizer(FingerprintCheck, BaseSynthesizer):
+class SmallCellPMMSynthesizer(BaseSynthesizer):
     """Hawala (2008) small-cell partial synthesis by model prediction + predictive mean matching.
 
     Algorithm (Hawala 2008): cross-classify the identifying variables (IVs); records in non-empty
@@ -649,6 +649,15 @@ class SmallCellPMMSynthesizer(FingerprintCheck, BaseSynthesizer):
             obj._constraints_ = {v: [] for v in obj.synthesize_}
 
         return load_synthesizer(cls, path, restore)
+
+    def check_fingerprint(self, data: pd.DataFrame) -> str | None:
+        """Whether ``data`` is the table this synthesizer was fitted to.
+
+        Compares the SHA-256 fingerprints stored at fit time (also in a saved folder) with those
+        of ``data``. Returns ``None`` when they agree, otherwise a short description of the
+        difference (missing columns, another number of records, other values or row order).
+        """
+        return check_fitted_fingerprint(self, data)
 
 
 def _fname(f: Any) -> str:

@@ -29,7 +29,7 @@ from bayes_risk.data.validate import check_m
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import BaseSynthesizer, check_is_fitted, legacy_call_forms
 from bayes_risk.models.trees.cart import encoded_values, prepare_schema, records_mask
-from bayes_risk.models.trees.io import FingerprintCheck
+from bayes_risk.models.trees.io import check_fitted_fingerprint
 from bayes_risk.models.trees.missing import FILL, kind_codes, missing_layout
 
 __all__ = ["RandomForestSynthesizer", "leaf_probabilities", "synthesis_probabilities"]
@@ -103,7 +103,7 @@ def synthesis_probabilities(
     return q.mean(axis=0)
 
 
-class RandomForestSynthesizer(FingerprintCheck, BaseSynthesizer):
+class RandomForestSynthesizer(BaseSynthesizer):
     """Random-forest synthesizer for categorical columns (Caiola & Reiter 2010).
 
     For each categorical column ``Y_j`` to replace, a classification forest (Gini, bootstrap
@@ -771,3 +771,12 @@ class RandomForestSynthesizer(FingerprintCheck, BaseSynthesizer):
         from bayes_risk.models.trees.rf_io import restore_forests
 
         return load_synthesizer(cls, path, restore_forests)
+
+    def check_fingerprint(self, data: pd.DataFrame) -> str | None:
+        """Whether ``data`` is the table this synthesizer was fitted to.
+
+        Compares the SHA-256 fingerprints stored at fit time (also in a saved folder) with those
+        of ``data``. Returns ``None`` when they agree, otherwise a short description of the
+        difference (missing columns, another number of records, other values or row order).
+        """
+        return check_fitted_fingerprint(self, data)
