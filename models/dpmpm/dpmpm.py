@@ -6,9 +6,9 @@ the single source of truth for the density; the default sampler is a blocked Gib
 step method) with numba kernels, run in a plain loop (``models/dpmpm/run.py``) that returns the
 ArviZ DataTree ``pm.sample`` would.
 
-The class is assembled from mixins, one module each: the PyMC model and the fitted posterior
-(``dpmpm.fit``), the likelihoods of the risk engines (``dpmpm.loglik``) and level coding and
-synthesis (``dpmpm.coding``).
+The class's methods are thin: they call the module-level helpers of its sibling modules, one per
+concern: the PyMC model and the fitted posterior (``dpmpm.fit``), the likelihoods of the risk
+engines (``dpmpm.loglik``) and level coding and synthesis (``dpmpm.coding``).
 """
 
 from __future__ import annotations

@@ -4,6 +4,6 @@
 (exact, NUTS and Laplace posteriors), ``draws`` and ``loglik``.
 """
 
-from bayes_risk.models.seqreg.seqreg import SequentialRegression
+from bayes_risk.models.seqreg.seqreg import SequentialRegression, default_family
 
-__all__ = ["SequentialRegression"]
+__all__ = ["SequentialRegression", "default_family"]

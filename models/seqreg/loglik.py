@@ -1,4 +1,4 @@
-"""Likelihood protocol of :class:`~bayes_risk.models.SequentialRegression` (mixin).
+"""Likelihood protocol of :class:`~bayes_risk.models.SequentialRegression`.
 
 Record, dataset, candidate and neighbourhood log-likelihoods: the product over the visit
 order of each column's regression density given its design row.

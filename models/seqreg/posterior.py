@@ -1,4 +1,4 @@
-"""Posterior handling of :class:`~bayes_risk.models.SequentialRegression` (mixin).
+"""Posterior handling of :class:`~bayes_risk.models.SequentialRegression`.
 
 User-supplied draws, posterior validation, saved state, per-column parameters and the
 quantities checked for convergence.
