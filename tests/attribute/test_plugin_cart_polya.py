@@ -16,8 +16,8 @@ import pytest
 
 from bayes_risk.data import infer_schema, make_ce_like
 
-cart_mod = pytest.importorskip("bayes_risk.models.cart")
-from bayes_risk.models.plugin_cart import CARTPlugin, _polya  # noqa: E402
+cart_mod = pytest.importorskip("bayes_risk.models.trees.cart")
+from bayes_risk.models.trees.plugins.plugin_cart import CARTPlugin, _polya  # noqa: E402
 
 
 def _reference(plugin: CARTPlugin, i: int, cand: dict, columns: list, datasets: list):
