@@ -51,7 +51,7 @@ def as_frames(model, datasets: Any) -> list[pd.DataFrame]:
 
 
 def resolve_memberships(model, memberships: Any, h: int, y: np.ndarray,
-                         log_pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
+                        log_pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
     n = y.shape[0]
     if isinstance(memberships, str):
         if memberships == "map":

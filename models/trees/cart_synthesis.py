@@ -97,7 +97,7 @@ def posterior_replicates(
 
 
 def synthesize_one(model, rng: np.random.Generator, columns: Sequence[str] | None = None
-                    ) -> tuple[pd.DataFrame, dict[str, int]]:
+                   ) -> tuple[pd.DataFrame, dict[str, int]]:
     # columns: return only these synthesized columns (replicates; the same draws)
     sel = np.flatnonzero(model.records_)
     cur: dict[str, np.ndarray] = {}  # current values of selected records, per column
