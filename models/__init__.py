@@ -6,6 +6,10 @@ random_seed=None)`` returns ``self``; ``synthesize(m, *, random_seed=None)`` ret
 :class:`bayes_risk.data.SyntheticData`.
 Classes are imported lazily (PyMC is loaded only by the modules that need it);
 :func:`get_synthesizer` looks a class up by its command-line name.
+
+Each family is a sub-package whose ``__init__`` exports its classes: ``dpmpm``, ``poisson``,
+``seqreg``, ``trees`` (with ``trees.plugins``), over the shared Bayesian machinery in
+``_bayesian`` and :mod:`bayes_risk.models.base`.
 """
 
 from __future__ import annotations
