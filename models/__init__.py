@@ -9,7 +9,7 @@ Classes are imported lazily (PyMC is loaded only by the modules that need it);
 
 Each family is a sub-package whose ``__init__`` exports its classes: ``dpmpm``, ``poisson``,
 ``seqreg``, ``trees`` (with ``trees.plugins``), over the shared Bayesian machinery in
-``_bayesian`` and :mod:`bayes_risk.models.base`.
+``_bayesian`` and ``base``.
 """
 
 from __future__ import annotations
