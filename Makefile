@@ -43,7 +43,10 @@ $(VENV)/.deps-stamp: pyproject.toml | $(PY)
 	$(PIP) install --quiet ".[test]"
 	touch $@
 
+# build/ is removed first: setuptools copies the sources into build/lib and never deletes a
+# module that was moved or removed, so a stale copy would be installed beside the new one.
 install: $(VENV)/.deps-stamp
+	rm -rf build
 	$(PIP) install --quiet --no-deps --force-reinstall .
 
 # Two pytest-xdist workers (the machine's two cores; TEST_WORKERS=0 runs in one process).

@@ -82,8 +82,8 @@ _API: dict[str, str] = {
     "prior_sensitivity": "bayes_risk.attribute.api",
     "file_summary": "bayes_risk.attribute.file_summary",
     "ArrayModel": "bayes_risk.attribute.array_model",
-    "CARTPlugin": "bayes_risk.models.plugin_cart",
-    "RFPlugin": "bayes_risk.models.plugin_rf",
+    "CARTPlugin": "bayes_risk.models.trees.plugins.plugin_cart",
+    "RFPlugin": "bayes_risk.models.trees.plugins.plugin_rf",
     # empirical disclosure measures (synthpop)
     "disclosure_measures": "bayes_risk.disclosure.measures",
     "replicated_uniques": "bayes_risk.disclosure.measures",

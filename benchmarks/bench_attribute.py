@@ -60,7 +60,7 @@ def main() -> None:
         model, syn, aug = _array_setup(df, a)
         rows.append(("setup (random Dirichlet draws)", f"{time.perf_counter() - t0:.1f} s"))
     else:
-        from bayes_risk.models.dpmpm import DPMPM
+        from bayes_risk.models.dpmpm.dpmpm import DPMPM
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

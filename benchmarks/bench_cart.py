@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from bayes_risk.data import infer_schema, make_ce_like, read_table
-from bayes_risk.models.cart import CARTSynthesizer
+from bayes_risk.models.trees.cart import CARTSynthesizer
 
 SYN = ["Tenure", "Expenditure", "Income"]
 CAT = ["Urban", "Marital", "Tenure"]

@@ -35,7 +35,7 @@ import pandas as pd
 
 from bayes_risk.data import infer_schema, read_table
 from bayes_risk.data.missing import missing_mask
-from bayes_risk.models.cart import CARTSynthesizer
+from bayes_risk.models.trees.cart import CARTSynthesizer
 
 VIGNETTE = ["sex", "age", "edu", "marital", "income", "ls", "wkabint"]
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "SD2011.csv"

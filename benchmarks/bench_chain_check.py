@@ -52,7 +52,7 @@ def main() -> None:
     a = ap.parse_args()
 
     from bayes_risk.attribute import attribute_risk
-    from bayes_risk.models.dpmpm import DPMPM
+    from bayes_risk.models.dpmpm.dpmpm import DPMPM
 
     df, settings, records = _data(a)
     rows: list[tuple[str, str]] = []

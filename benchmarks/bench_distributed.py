@@ -46,7 +46,7 @@ def main() -> None:
 
     import bayes_risk as br
     from bayes_risk import distributed as bd
-    from bayes_risk.models.dpmpm import DPMPM
+    from bayes_risk.models.dpmpm.dpmpm import DPMPM
 
     warnings.simplefilter("ignore")
     rows = []

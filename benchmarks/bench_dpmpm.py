@@ -7,7 +7,8 @@
    ``os.wait4``; wall minus the main thread's run-queue wait, an estimate of the idle wall time
    on a loaded machine), run from a directory outside the repository; "via pm.sample" runs the same
    command with the step driven by ``pm.sample`` on the PyMC model (the path before issue 15),
-   "direct loop" the default (``bayes_risk.models._gibbs_run``); cases alternate over ``--runs``
+   "direct loop" the default (``bayes_risk.models._bayesian.gibbs``); cases alternate over
+   ``--runs``
    rounds after a warm-up run. Reference: NPBayesImputeCat's single-threaded call takes 7.5–7.8 s
    wall and 136–170 MiB (issue 15); target: at most half its time (3.8 s wall on an idle
    machine), at most 200 MiB beyond the interpreter.
@@ -48,7 +49,7 @@ NPBAYES = "7.5–7.8 s wall, 136–170 MiB"
 
 # the same command with the Gibbs step driven by pm.sample (the path before issue 15)
 _VIA_PYMC = (
-    "import functools, sys; import bayes_risk.models._dpmpm_run as r; "
+    "import functools, sys; import bayes_risk.models.dpmpm.run as r; "
     "r.gibbs_posterior = functools.partial(r.gibbs_posterior, via_pymc=True); "
     "from bayes_risk.cli import console_main; sys.exit(console_main())"
 )
@@ -67,17 +68,17 @@ mark("interpreter + import pandas")
 import argparse
 from bayes_risk.cli._common import read_records_table
 from bayes_risk.cli.fit import _schema
-from bayes_risk.models.dpmpm import DPMPM
+from bayes_risk.models.dpmpm.dpmpm import DPMPM
 path, cols = sys.argv[1], sys.argv[2:]
 df = read_records_table(path, "ORIGINAL")
 args = argparse.Namespace(method="dpmpm", categorical=cols, ordinal=[], count=[], continuous=[],
                           synthesize=None, columns=None)
 schema = _schema(df, args)
 mark("read the CSV, schema, import the DPMPM module")
-import bayes_risk.models._dpmpm_run, bayes_risk.models._dpmpm_step
+import bayes_risk.models.dpmpm.run, bayes_risk.models.dpmpm.step
 mark("import the step class (numba, kernels)")
 import numpy as np
-from bayes_risk.models import _dpmpm_kernels as kern
+import bayes_risk.models.dpmpm.kernels as kern
 kern.counts(np.zeros((2, 1), np.int64), np.zeros(2, np.int64), np.zeros(1, np.int64), 1, 1)
 mark("first call of a compiled kernel")
 model = DPMPM(n_components=80, tune=500, draws=500, chains=1, random_seed=1, progressbar=False)
@@ -162,7 +163,7 @@ import pandas
 mark("pandas (with pyarrow, which pandas imports when installed)")
 import numba
 mark("numba, llvmlite")
-from bayes_risk.models import _dpmpm_kernels as kern
+import bayes_risk.models.dpmpm.kernels as kern
 kern.counts(numpy.zeros((2, 1), numpy.int64), numpy.zeros(2, numpy.int64),
             numpy.zeros(1, numpy.int64), 1, 1)
 mark("numba target (first cached kernel call, scipy.linalg)")
@@ -172,7 +173,7 @@ import arviz_base
 mark("arviz_base")
 import h5netcdf
 mark("h5netcdf, h5py")
-import bayes_risk.cli.fit, bayes_risk.models._dpmpm_step, bayes_risk.models._dpmpm_run
+import bayes_risk.cli.fit, bayes_risk.models.dpmpm.step, bayes_risk.models.dpmpm.run
 mark("bayes_risk (CLI, DPMPM modules)")
 print(json.dumps({"rows": rows, "dask": "dask" in sys.modules}))
 """
@@ -319,7 +320,7 @@ def bench_neighbourhood() -> list[tuple[str, float]]:
     import numpy as np
 
     from bayes_risk.data import make_acs_like
-    from bayes_risk.models.dpmpm import DPMPM
+    from bayes_risk.models.dpmpm.dpmpm import DPMPM
 
     df = make_acs_like(10_000, random_seed=2012)
     t0 = time.perf_counter()

@@ -3,7 +3,8 @@
 1. CEdata scenario 4 of Hornby & Hu (known Age, Urban, Marital; synthesized Tenure, Expenditure,
    Income; r = 0.1 percentage; m = 20; per dataset, compat mode). The R package
    (IdentificationRiskCalculation) takes 6.6 s for this call on the project machine. The synthetic
-   data come from ``bayes_risk.models.cart.CARTSynthesizer`` when it is available, otherwise from
+   data come from ``bayes_risk.models.trees.cart.CARTSynthesizer`` when it is available, otherwise
+   from
    a fast stand-in (resampling Tenure within Urban x Marital cells and multiplicative log-normal
    noise on Expenditure and Income, fixed seed). Also times the reference scenario 1 and 3 calls
    (synthetic data in ../shared/reference/identification).
@@ -58,7 +59,7 @@ def _timeit(fn, repeat=7):
 def _scenario4_synthetic(ce: pd.DataFrame, m: int = 20, seed: int = 2021):
     try:
         from bayes_risk.data.schema import infer_schema
-        from bayes_risk.models.cart import CARTSynthesizer
+        from bayes_risk.models.trees.cart import CARTSynthesizer
 
         schema = infer_schema(ce, categorical=CATS)
         model = CARTSynthesizer().fit(

@@ -45,7 +45,7 @@ def case(kind: str, R: int, workers: int = 0) -> dict:
 
     from bayes_risk import PosteriorReplicates, identification_risk
     from bayes_risk.data import infer_schema, make_ce_like
-    from bayes_risk.models.cart import CARTSynthesizer
+    from bayes_risk.models.trees.cart import CARTSynthesizer
 
     data = pd.read_csv(CE) if kind == "ce" else make_ce_like(100_000, random_seed=1)
     schema = infer_schema(data, categorical=CATS)

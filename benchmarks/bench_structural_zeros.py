@@ -28,8 +28,8 @@ SETS = {
 
 
 def run(name: str, K: int, tune: int, draws: int, m: int) -> list[tuple]:
-    from bayes_risk.models._dpmpm_zeros import StructuralZeros, read_structural_zeros
-    from bayes_risk.models.dpmpm import DPMPM
+    from bayes_risk.models.dpmpm.dpmpm import DPMPM
+    from bayes_risk.models.dpmpm.zeros import StructuralZeros, read_structural_zeros
 
     data_file, mcz = (DATA / f for f in SETS[name])
     df = pd.read_csv(data_file)

@@ -79,25 +79,10 @@ nitpick_ignore = [
     # a standard-library base shown in "Bases:" (DisclosureByTarget is a Mapping); the docs are
     # built without network, so without intersphinx to the Python docs
     ("py:class", "collections.abc.Mapping"),
-    # check_fingerprint shared by the saved CART / random-forest / PMM synthesizers
-    ("py:class", "bayes_risk.models._synth_io.FingerprintCheck"),
-    ("py:class", "bayes_risk.models.plugin_cart.PluginBase"),  # base class of the tree plug-ins
-    ("py:class", "bayes_risk.models._trees.SeqTree"),  # CARTSynthesizer.trees_ items
-    ("py:func", "bayes_risk.models._dpmpm_kernels.neighbourhood"),  # DPMPM.neighbourhood_loglik
-    # private mixins a long model is split into (shown in "Bases:"; their public methods are
-    # documented on the model class itself)
-    ("py:class", "bayes_risk.models._poisson_fit._PoissonFitting"),
-    ("py:class", "bayes_risk.models._poisson_loglik._PoissonLikelihoods"),
-    ("py:class", "bayes_risk.models._poisson_largest._LargestValue"),
-    ("py:class", "bayes_risk.models._seqreg_posterior._SeqRegPosterior"),
-    ("py:class", "bayes_risk.models._seqreg_loglik._SeqRegLikelihoods"),
-    ("py:class", "bayes_risk.models._dpmpm_fit._DPMPMFitting"),
-    ("py:class", "bayes_risk.models._dpmpm_loglik._DPMPMLikelihoods"),
-    ("py:class", "bayes_risk.models._dpmpm_coding._DPMPMCoding"),
-    ("py:class", "bayes_risk.models._cart_synthesis._CARTSynthesis"),
-    ("py:class", "bayes_risk.models._bayesian_synthesis._BayesianSynthesis"),
-    ("py:class", "bayes_risk.models._bayesian_convergence._BayesianConvergence"),
-    ("py:class", "bayes_risk.models._bayesian_io._BayesianPersistence"),
+    # base class of the tree plug-ins
+    ("py:class", "bayes_risk.models.trees.plugins.plugin_cart.PluginBase"),
+    ("py:class", "bayes_risk.models.trees.seqtree.SeqTree"),  # CARTSynthesizer.trees_ items
+    ("py:func", "bayes_risk.models.dpmpm.kernels.neighbourhood"),  # DPMPM.neighbourhood_loglik
     # Members that docstrings name but that are not link targets: dataclass fields listed in an
     # "Attributes" section, and methods without a docstring of their own in the base class.
     ("py:attr", "records"),  # IdentificationResult.to_dataframe

@@ -21,6 +21,7 @@ and PMM synthesizers have ``save``/``load`` too (NPZ tree arrays + Parquet data 
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import os
 import warnings
@@ -48,12 +49,31 @@ __all__ = [
     "check_is_fitted",
     "legacy_call_forms",
     "load_model",
+    "get_synthesizer",
+    "list_synthesizers",
     "rebuild_synthesizer",
     "synthesized_columns",
     "SETTINGS_FILE",
 ]
 
 SETTINGS_FILE = "model.json"
+
+# CLI name -> (module, class). Modules are imported on first use.
+_REGISTRY: dict[str, tuple[str, str]] = {
+    "cart": ("bayes_risk.models.trees.cart", "CARTSynthesizer"),
+    "rf": ("bayes_risk.models.trees.random_forest", "RandomForestSynthesizer"),
+    "pmm": ("bayes_risk.models.trees.pmm", "SmallCellPMMSynthesizer"),
+    "dpmpm": ("bayes_risk.models.dpmpm.dpmpm", "DPMPM"),
+    "poisson-mixture": ("bayes_risk.models.poisson.poisson_mixture", "PoissonMixture"),
+    "regression": ("bayes_risk.models.seqreg.seqreg", "SequentialRegression"),
+}
+
+# plug-in likelihoods of the tree synthesizers for attribute risk (not synthesizers themselves)
+_PLUGINS: dict[str, str] = {
+    "CARTPlugin": "bayes_risk.models.trees.plugins.plugin_cart",
+    "RFPlugin": "bayes_risk.models.trees.plugins.plugin_rf",
+    "plugin_likelihood": "bayes_risk.models.trees.plugins.plugin_rf",
+}
 
 #: release from which the call forms accepted by :func:`legacy_call_forms` raise ``TypeError``
 LEGACY_REMOVED_IN = "0.3"
@@ -287,6 +307,30 @@ def check_is_fitted(
         )
 
 
+def list_synthesizers() -> list[str]:
+    """Names of the registered synthesizers (the values :func:`get_synthesizer` accepts).
+
+    Every one follows the estimator dialect of :class:`BaseSynthesizer`.
+    """
+    return sorted(_REGISTRY)
+
+
+def get_synthesizer(name: str) -> type:
+    """Return the synthesizer class registered under a command-line name.
+
+    Raises
+    ------
+    ValidationError
+        For an unknown name (listing the valid ones).
+    """
+    if name not in _REGISTRY:
+        raise ValidationError(
+            f"synthesizer method must be one of {sorted(_REGISTRY)}. Got {name!r}."
+        )
+    mod, cls = _REGISTRY[name]
+    return getattr(importlib.import_module(mod), cls)
+
+
 def read_model_meta(path: str | os.PathLike[str]) -> tuple[Path, dict[str, Any]]:
     """The folder and the parsed ``model.json`` of a saved model (clear error if it is not one)."""
     from bayes_risk._io import read_json
@@ -310,8 +354,6 @@ def load_model(path: str | os.PathLike[str]) -> Any:
     ValidationError
         If the folder is not a saved model.
     """
-    from bayes_risk.models import get_synthesizer
-
     p, meta = read_model_meta(path)
     method = meta.get("method")
     cls = get_synthesizer(method)
@@ -369,8 +411,6 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
     import pandas as pd
 
     from bayes_risk.data.synthetic import SyntheticData
-    from bayes_risk.models import get_synthesizer
-
     if not isinstance(synthetic, SyntheticData):
         raise ValidationError(
             f"synthetic must be a SyntheticData release (read_synthetic(folder)); got "

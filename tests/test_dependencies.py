@@ -111,3 +111,94 @@ def test_engines_reach_models_through_protocols_only():
     for p in _modules("bayes_risk/attribute"):
         src = p.read_text(encoding="utf-8")
         assert "inspect.signature" not in src, p.name
+
+
+def _import_graph(folder: str) -> dict[str, set[str]]:
+    """Module -> the modules of the same tree it imports (anywhere in the file)."""
+    paths = {_module_name(p): p for p in _modules(folder)}
+    return {name: {m for m in _imports(p) if m in paths and m != name}
+            for name, p in paths.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_cycle_finder_sees_function_level_and_type_only_imports(tmp_path, monkeypatch):
+    pkg = tmp_path / "models" / "fam"
+    pkg.mkdir(parents=True)
+    (tmp_path / "models" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("from bayes_risk.models.fam.a import A\n")
+    (pkg / "a.py").write_text("import bayes_risk.models.fam.b as b\nclass A: ...\n")
+    (pkg / "b.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from bayes_risk.models.fam.a import A\n"
+        "def f():\n    from bayes_risk.models.fam import c\n"
+    )
+    (pkg / "c.py").write_text("")
+    monkeypatch.setitem(globals(), "ROOT", tmp_path)
+    graph = _import_graph("models")
+    assert graph["bayes_risk.models.fam.b"] == {
+        "bayes_risk.models.fam.a", "bayes_risk.models.fam", "bayes_risk.models.fam.c"}
+    assert _cycles(graph) == [["bayes_risk.models.fam", "bayes_risk.models.fam.a",
+                               "bayes_risk.models.fam.b"]]
+
+
+def test_models_have_no_import_cycle():
+    """No module of models/ imports itself back through others, not even from inside a function
+    or for type checking only (imports that would merely hide a cycle)."""
+    graph = _import_graph("models")
+    assert len(graph) > 30
+    assert _cycles(graph) == []
+
+
+def test_model_classes_are_not_assembled_from_mixins():
+    """Each model class is one class in one file: one base class (the family's template), and no
+    class attribute re-binding a method of another class (``record_loglik = _X.record_loglik``).
+    Module-level classes only: a PyMC step class built inside a function joins PyMC's
+    ``BlockedStep`` to the package's step."""
+    for p in _modules("models"):
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+            bases = [ast.unparse(b) for b in cls.bases]
+            if any(b.endswith(("Error", "Exception", "Warning")) for b in bases):
+                continue
+            where = f"{p.relative_to(ROOT)}: {cls.name}"
+            assert len(bases) <= 1, f"{where} has bases {bases}"
+            for node in cls.body:
+                if isinstance(node, ast.Assign) and isinstance(
+                    node.value, (ast.Attribute, ast.Subscript)
+                ):
+                    value = ast.unparse(node.value)
+                    assert not value.lstrip("_")[:1].isupper(), f"{where}: {ast.unparse(node)}"

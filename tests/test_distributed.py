@@ -65,7 +65,7 @@ def ce():
 @pytest.fixture(scope="module")
 def acs():
     """Small DPMPM on six ACS-like columns with m = 3 full syntheses."""
-    dpmpm = pytest.importorskip("bayes_risk.models.dpmpm")
+    dpmpm = pytest.importorskip("bayes_risk.models.dpmpm.dpmpm")
     df = br.make_acs_like(300, random_seed=1).iloc[:, :6]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -192,7 +192,7 @@ def test_executor_argument_and_one_scatter_per_sweep(client, ce, monkeypatch):
 def cart_release(ce):
     """CART (Bayesian bootstrap) of Income and Tenure on the CE-like table, m = 2 released."""
     from bayes_risk.data import infer_schema
-    from bayes_risk.models.cart import CARTSynthesizer
+    from bayes_risk.models.trees.cart import CARTSynthesizer
 
     y, _ = ce
     schema = infer_schema(y, categorical=["Urban", "Marital", "Tenure"])

@@ -43,7 +43,7 @@ MODULES = _with_examples()
 
 def test_the_examples_are_found():
     # guards against a collection that silently finds nothing (e.g. a packaging change)
-    assert {"bayes_risk.models.cart", "bayes_risk.utility.combining"} <= set(MODULES)
+    assert {"bayes_risk.models.trees.cart", "bayes_risk.utility.combining"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -41,7 +41,7 @@ def test_source_tree_imports_models():
     code = (
         "import sys, bayes_risk;"
         "assert 'bayes_risk.models' not in sys.modules;"
-        "import bayes_risk.models as m, bayes_risk.models.dpmpm as d;"
+        "import bayes_risk.models as m, bayes_risk.models.dpmpm.dpmpm as d;"
         "from bayes_risk.models import DPMPM;"
         "print(bayes_risk.__file__); print(m.__file__); print(d.__file__)"
     )
@@ -50,7 +50,7 @@ def test_source_tree_imports_models():
     pkg, models, dpmpm = out.stdout.split()
     assert Path(pkg).resolve() == ROOT / "bayes_risk" / "__init__.py"
     assert Path(models).resolve() == ROOT / "models" / "__init__.py"
-    assert Path(dpmpm).resolve() == ROOT / "models" / "dpmpm.py"
+    assert Path(dpmpm).resolve() == ROOT / "models" / "dpmpm" / "dpmpm.py"
     # installed layout (cwd outside the checkout): the wheel's own bayes_risk/models is used
     out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
                          cwd="/", check=True)
@@ -88,6 +88,30 @@ def test_wheel_maps_models_into_bayes_risk(tmp_path):
     # every sub-package folder of the source tree is in the wheel (setuptools drops unlisted ones)
     src = {p.name for p in (ROOT / "bayes_risk").iterdir() if (p / "__init__.py").exists()}
     assert src | {"models"} <= pkgs
+    # models/ is a tree of family packages: the wheel holds exactly its modules, so a
+    # sub-package left out of `packages` in pyproject.toml fails here
+    wheel_models = {n.removeprefix("bayes_risk/models/") for n in names
+                    if n.startswith("bayes_risk/models/")}
+    assert wheel_models == _model_sources()
+
+
+def _model_sources() -> set[str]:
+    """Every module of the source tree's models/, as a path relative to models/."""
+    return {p.relative_to(ROOT / "models").as_posix() for p in (ROOT / "models").rglob("*.py")}
+
+
+def test_installed_models_match_the_source_tree():
+    """The installed bayes_risk/models holds every module of models/ and nothing else (no
+    sub-package dropped by setuptools, no stale module left from an earlier layout)."""
+    out = subprocess.run(
+        [sys.executable, "-P", "-c", "import bayes_risk.models as m; print(m.__file__)"],
+        capture_output=True, text=True, cwd="/", check=True,
+    )
+    installed = Path(out.stdout.strip()).parent
+    assert installed != ROOT / "models"  # the tests run against the installed package
+    got = {p.relative_to(installed).as_posix() for p in installed.rglob("*")
+           if p.is_file() and "__pycache__" not in p.parts}
+    assert got == _model_sources()
 
 
 def test_public_api_resolves():

@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
                                                      for r in v.remedies))
     checks = res.convergence_checks
     if checks:
-        from bayes_risk.models._bayesian_convergence import checks_headline
+        from bayes_risk.models._bayesian.convergence import checks_headline
 
         # the verdict lines name LOW_ESS / RHAT_HIGH; this names the fit, quantity and value
         steps = ", ".join(dict.fromkeys(c["step"] for c in checks))

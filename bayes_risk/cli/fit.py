@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.cli._run import output_dir
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer
-    from bayes_risk.models._bayesian_io import warm_up_writer
+    from bayes_risk.models._bayesian.io import warm_up_writer
 
     if args.method is None:
         raise ValidationError(
@@ -231,7 +231,7 @@ def _summary_lines(args: argparse.Namespace, model: Any, df: Any, schema: Any) -
             + ("passed" if conv["passed"] else "FAILED: see convergence.json") + ")"
         )
     if conv["failed_checks"]:
-        from bayes_risk.models._bayesian_convergence import checks_headline
+        from bayes_risk.models._bayesian.convergence import checks_headline
 
         # which fit, which quantity, which value: the check that failed, not only that one did
         lines.append(f"convergence FAILED for the {args.method} fit: "

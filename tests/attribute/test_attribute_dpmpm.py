@@ -24,7 +24,7 @@ from bayes_risk.data import make_acs_like
 from bayes_risk.data.validate import encode
 from bayes_risk.exceptions import ImportanceSamplingWarning
 
-dpmpm = pytest.importorskip("bayes_risk.models.dpmpm")
+dpmpm = pytest.importorskip("bayes_risk.models.dpmpm.dpmpm")
 
 COLS = ["SEX", "AGE", "RACE", "EDUC"]
 RECORDS = [0, 1, 2]

@@ -299,7 +299,7 @@ def test_dpmpm_truncated_bound_below_long_run_mean():
     of the reference about 0.01 on the log scale, the smallest margin seen is 0.03)."""
     from bayes_risk.attribute.diagnostics import khat_threshold
     from bayes_risk.data import make_acs_like
-    from bayes_risk.models.dpmpm import DPMPM
+    from bayes_risk.models.dpmpm.dpmpm import DPMPM
 
     df = make_acs_like(300, random_seed=3).iloc[:, :6].reset_index(drop=True)
 

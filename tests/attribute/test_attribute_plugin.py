@@ -16,8 +16,8 @@ from bayes_risk.attribute import attribute_risk
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ImportanceSamplingWarning, ValidationError
 
-cart_mod = pytest.importorskip("bayes_risk.models.cart")
-from bayes_risk.models.plugin_cart import CARTPlugin, _polya  # noqa: E402
+cart_mod = pytest.importorskip("bayes_risk.models.trees.cart")
+from bayes_risk.models.trees.plugins.plugin_cart import CARTPlugin, _polya  # noqa: E402
 
 
 def test_leafcat_fixture():
@@ -169,7 +169,7 @@ def test_kde_fixture_through_the_plugin_terms():
     bootstrap multiplicities (2, 1) — the form the Monte Carlo estimator evaluates."""
     from scipy import integrate
 
-    from bayes_risk.models.plugin_cart import mc_node_loglik
+    from bayes_risk.models.trees.plugins.plugin_cart import mc_node_loglik
 
     lk, lm = cart_mod.kernel_log_terms(np.array([11.0, 20.0, 9.0]), [10.0, 20.0], 2.0, 10, 20)
     f = np.exp(logsumexp(lk + np.log([2, 1]), axis=1) - logsumexp(lm + np.log([2, 1])))
@@ -392,7 +392,7 @@ def test_smoothed_posterior_is_calibrated():
 
 # ----- Monte Carlo error of the smoothed-CART plug-in -------------------------------------------
 def test_mc_log_var_delta_method():
-    from bayes_risk.models.plugin_cart import mc_log_var
+    from bayes_risk.models.trees.plugins.plugin_cart import mc_log_var
 
     rng = np.random.default_rng(0)
     R, reps = 400, 3000

@@ -14,9 +14,9 @@ import pytest
 from bayes_risk.attribute import attribute_risk
 from bayes_risk.data import make_acs_like
 from bayes_risk.exceptions import NotFittedError, ValidationError
-from bayes_risk.models._trees import column_codes
-from bayes_risk.models.plugin_rf import RFPlugin
-from bayes_risk.models.random_forest import RandomForestSynthesizer, leaf_probabilities
+from bayes_risk.models.trees.plugins.plugin_rf import RFPlugin
+from bayes_risk.models.trees.random_forest import RandomForestSynthesizer, leaf_probabilities
+from bayes_risk.models.trees.seqtree import column_codes
 
 
 def _codes(df, schema, c):
@@ -207,7 +207,7 @@ def test_input_errors(acs):
     syn = RandomForestSynthesizer(n_trees=4).fit(acs, synthesized=["MAR"], records=np.arange(30),
                                                  random_seed=1)
     with pytest.raises(ValidationError, match="RandomForestSynthesizer. Got CARTSynthesizer"):
-        from bayes_risk.models.cart import CARTSynthesizer
+        from bayes_risk.models.trees.cart import CARTSynthesizer
 
         RFPlugin(CARTSynthesizer().fit(acs, synthesized=["MAR"], random_seed=1), acs)
     with pytest.raises(NotFittedError, match="not fitted"):

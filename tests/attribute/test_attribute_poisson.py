@@ -11,7 +11,7 @@ import pytest
 
 from bayes_risk.attribute import attribute_risk
 
-pm_mod = pytest.importorskip("bayes_risk.models.poisson_mixture")
+pm_mod = pytest.importorskip("bayes_risk.models.poisson.poisson_mixture")
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::bayes_risk.exceptions.ConvergenceWarning",

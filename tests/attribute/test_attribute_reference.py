@@ -94,7 +94,7 @@ def test_a1_records_and_full_probabilities(compat):
 
 def test_a1_with_sequential_regression_from_posterior():
     """The same run through SequentialRegression.from_posterior (its candidate_loglik path)."""
-    seqreg = pytest.importorskip("bayes_risk.models.seqreg")
+    seqreg = pytest.importorskip("bayes_risk.models.seqreg.seqreg")
     base, orig, syn, _ = _a1_inputs()
     dr = pd.read_csv(base / "inputs" / "A1_draws_LogIncome.csv")
     schema = infer_schema(orig, synthesized=["LogIncome"])

@@ -150,7 +150,7 @@ def test_capabilities_are_checked_with_protocols(bern):
 
 
 def test_bayesian_synthesizer_is_an_abstract_base_class():
-    from bayes_risk.models.bayesian import BayesianSynthesizer
+    from bayes_risk.models._bayesian.base import BayesianSynthesizer
 
     assert inspect.isabstract(BayesianSynthesizer)
     assert {"record_loglik", "dataset_loglik", "fit_augmented", "_synthesize_one"} <= set(

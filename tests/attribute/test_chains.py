@@ -206,7 +206,7 @@ def test_chain_agreement_does_not_depend_on_the_order_of_the_chains(seed, perm):
 def test_dpmpm_chains_reach_the_check_and_agree():
     # K = 1: the posterior is a product of Dirichlets, which the Gibbs sampler draws exactly,
     # so the two chains sample the same posterior and the check must flag nothing
-    dpmpm = pytest.importorskip("bayes_risk.models.dpmpm")
+    dpmpm = pytest.importorskip("bayes_risk.models.dpmpm.dpmpm")
     from bayes_risk.data import make_acs_like
 
     df = make_acs_like(150, random_seed=3)[["SEX", "AGE", "RACE", "EDUC"]]

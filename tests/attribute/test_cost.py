@@ -17,7 +17,7 @@ from bayes_risk.attribute.cost import refit_cost
 from bayes_risk.cli import main
 from bayes_risk.exceptions import ValidationError
 
-dpmpm = pytest.importorskip("bayes_risk.models.dpmpm")
+dpmpm = pytest.importorskip("bayes_risk.models.dpmpm.dpmpm")
 
 COLS = ["SEX", "MAR", "MIG"]
 
@@ -187,7 +187,7 @@ def test_sequential_regression_records_its_sampling_time():
     import numpy as np
     import pandas as pd
 
-    from bayes_risk.models.seqreg import SequentialRegression
+    from bayes_risk.models.seqreg.seqreg import SequentialRegression
 
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"x": rng.normal(size=50)})

@@ -12,7 +12,7 @@ estimator) with their own seeds against exact values (``_exact.dpmpm_p_true_exac
 ``reps − 1`` degrees of freedom compared with a bound that accounts for the number of records and
 estimators compared together (``_exact.t_bound``). The figures quoted in the tests
 "with the clipped sticks" were measured by reintroducing ``V ∈ [1e-300, 1 − 1e-12]`` in
-``models/_stick.py`` and running the same tests.
+``models/_bayesian/sticks.py`` and running the same tests.
 """
 
 from __future__ import annotations
@@ -37,7 +37,11 @@ from scipy.special import gammaln
 
 from bayes_risk.exceptions import ConvergenceWarning
 from bayes_risk.models import DPMPM, PoissonMixture
-from bayes_risk.models._stick import log_gamma_variates, sample_sticks, stick_breaking_log_parts
+from bayes_risk.models._bayesian.sticks import (
+    log_gamma_variates,
+    sample_sticks,
+    stick_breaking_log_parts,
+)
 
 Z_MAX = 3.5  # |z| tolerance per quantity (several quantities per test, fixed seeds)
 

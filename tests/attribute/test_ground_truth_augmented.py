@@ -27,7 +27,7 @@ import pytest
 from _exact import alpha_given_counts, dpmpm_exact, dpmpm_exact_draws
 
 from bayes_risk.models import DPMPM
-from bayes_risk.models._stick import log_gamma_variates
+from bayes_risk.models._bayesian.sticks import log_gamma_variates
 
 
 def _table(seed: int, n: int) -> np.ndarray:
@@ -70,7 +70,7 @@ def _sweeps_from_exact_start(codes, K, starts, sweeps, seed):
     independent exact posterior draws, and the exact means."""
     import pymc as pm
 
-    from bayes_risk.models._dpmpm_step import DPMPMGibbs
+    from bayes_risk.models.dpmpm.step import DPMPMGibbs
 
     rng = np.random.default_rng(seed)
     d = np.array([2, 2])

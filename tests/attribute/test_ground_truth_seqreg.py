@@ -32,7 +32,7 @@ from _exact import (
 from scipy.special import gammaln
 
 from bayes_risk.models import SequentialRegression
-from bayes_risk.models._design import normal_exact_posterior
+from bayes_risk.models._bayesian.design import normal_exact_posterior
 
 GRID_HALF_WIDTH, GRID_POINTS = 1.0, 11
 RECORDS = [0, 1, 2, 3]

@@ -22,7 +22,7 @@ from bayes_risk.data import make_acs_like
 from bayes_risk.data.validate import encode
 from bayes_risk.exceptions import ImportanceSamplingWarning, ValidationError
 
-dpmpm = pytest.importorskip("bayes_risk.models.dpmpm")
+dpmpm = pytest.importorskip("bayes_risk.models.dpmpm.dpmpm")
 
 COLS = ["SEX", "AGE", "RACE", "EDUC"]
 MISSING_COL = 2  # RACE of record 0 is missing

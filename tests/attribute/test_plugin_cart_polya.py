@@ -1,4 +1,4 @@
-"""The vectorised Pólya-urn bookkeeping of the CART plug-in (``models/_cart_polya.py``) against a
+"""The vectorised Pólya-urn bookkeeping of the CART plug-in (``trees/cart_polya.py``) against a
 straightforward reference: one ``Counter`` of donors and synthetic values per node, candidate and
 dataset, each node's likelihood recomputed in full and the true donors' value subtracted (the
 incremental computation as it was first written). Small trees with single-donor leaves (emptied
@@ -16,8 +16,8 @@ import pytest
 
 from bayes_risk.data import infer_schema, make_ce_like
 
-cart_mod = pytest.importorskip("bayes_risk.models.cart")
-from bayes_risk.models.plugin_cart import CARTPlugin, _polya  # noqa: E402
+cart_mod = pytest.importorskip("bayes_risk.models.trees.cart")
+from bayes_risk.models.trees.plugins.plugin_cart import CARTPlugin, _polya  # noqa: E402
 
 
 def _reference(plugin: CARTPlugin, i: int, cand: dict, columns: list, datasets: list):

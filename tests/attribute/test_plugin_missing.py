@@ -25,9 +25,9 @@ from _shared import missing_table
 from bayes_risk.attribute import attribute_risk
 from bayes_risk.data import infer_schema
 from bayes_risk.models import CARTSynthesizer, RandomForestSynthesizer
-from bayes_risk.models._tree_missing import kind_codes
-from bayes_risk.models.plugin_cart import CARTPlugin, _polya
-from bayes_risk.models.plugin_rf import RFPlugin
+from bayes_risk.models.trees.missing import kind_codes
+from bayes_risk.models.trees.plugins.plugin_cart import CARTPlugin, _polya
+from bayes_risk.models.trees.plugins.plugin_rf import RFPlugin
 
 
 def _steps(plugin, col, vals, zv, sel):

@@ -55,7 +55,7 @@ def test_parse_records(tmp_path):
 
 @pytest.fixture(scope="module")
 def saved_dpmpm(tmp_path_factory):
-    dpmpm = pytest.importorskip("bayes_risk.models.dpmpm")
+    dpmpm = pytest.importorskip("bayes_risk.models.dpmpm.dpmpm")
     from bayes_risk.data import make_acs_like
 
     root = tmp_path_factory.mktemp("attr_cli")

@@ -191,7 +191,7 @@ def test_failed_check_named_in_headline_and_summary(tmp_path, csv, capsys):
 
 
 def test_passed_checks_leave_no_failed_check(tmp_path, csv, capsys, monkeypatch):
-    from bayes_risk.models import _bayesian_convergence as bc
+    import bayes_risk.models._bayesian.convergence as bc
 
     monkeypatch.setattr(bc, "ESS_MIN", 0.0)  # every ESS passes; R-hat may still fail
     monkeypatch.setattr(bc, "RHAT_MAX", float("inf"))
@@ -240,8 +240,11 @@ def test_model_options_match_the_models():
     import inspect
 
     from bayes_risk.cli.parsers.fit import FIT_METHODS, MODEL_OPTIONS
-    from bayes_risk.models import dpmpm, get_synthesizer, poisson_mixture, seqreg
-    from bayes_risk.models._design import FAMILIES
+    from bayes_risk.models import get_synthesizer
+    from bayes_risk.models._bayesian.design import FAMILIES
+    from bayes_risk.models.dpmpm import dpmpm
+    from bayes_risk.models.poisson import poisson_mixture
+    from bayes_risk.models.seqreg import seqreg
 
     allowed = {  # the models' own constants, per option
         "synthesis_mode": set(dpmpm.MODES) | set(poisson_mixture._MODES),
@@ -268,7 +271,7 @@ def test_fit_output_is_the_same_without_the_background_imports(tmp_path, csv, mo
     import xarray as xr
 
     import bayes_risk._lazy as lazy
-    import bayes_risk.models._gibbs_run as gr
+    import bayes_risk.models._bayesian.gibbs as gr
 
     path, _ = csv
     one = [*BASE, "--chains", "1"]  # one process: the chains run in turn, with the thread

@@ -134,7 +134,7 @@ def test_batched_pooling_equals_engine_and_per_replicate_equals_per_dataset(extr
 
 def _fixed_model(y, probs, synthesized_records=None):
     """DPMPM with one class: ``race`` drawn from fixed probabilities, ignoring the data."""
-    from bayes_risk.models.dpmpm import DPMPM
+    from bayes_risk.models.dpmpm.dpmpm import DPMPM
 
     df = y[["sex", "race"]].assign(
         sex=pd.Categorical(y["sex"], categories=["F", "M"]),
@@ -319,7 +319,7 @@ def test_partial_synthesis_replicates_only_selected_records():
 
 
 def test_cart_replicates_and_intruder_view():
-    from bayes_risk.models.cart import CARTSynthesizer
+    from bayes_risk.models.trees.cart import CARTSynthesizer
 
     y = make_data(300, seed=4)
     schema = infer_schema(y, categorical=["region"])
@@ -349,8 +349,8 @@ def test_cart_replicates_and_intruder_view():
 
 
 def test_refusals_and_bad_arguments():
-    from bayes_risk.models.pmm import SmallCellPMMSynthesizer
-    from bayes_risk.models.random_forest import RandomForestSynthesizer
+    from bayes_risk.models.trees.pmm import SmallCellPMMSynthesizer
+    from bayes_risk.models.trees.random_forest import RandomForestSynthesizer
 
     for cls in (RandomForestSynthesizer, SmallCellPMMSynthesizer):
         with pytest.raises(ValidationError, match="not available"):
@@ -424,7 +424,7 @@ def test_cli_posterior_replicates_from_a_cart_release(tmp_path):
 def test_sequential_regression_replicates_partial_synthesis():
     """Seqreg: a replicate draws b, then y given the replicate's b (x unsynthesized); records not
     selected keep their values."""
-    from bayes_risk.models.seqreg import SequentialRegression
+    from bayes_risk.models.seqreg.seqreg import SequentialRegression
 
     rng = np.random.default_rng(8)
     n = 60

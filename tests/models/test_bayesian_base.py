@@ -1,4 +1,4 @@
-"""The shared machinery of Bayesian synthesizers (models/bayesian.py): draw bookkeeping,
+"""The shared machinery of Bayesian synthesizers (models/_bayesian/base.py): draw bookkeeping,
 synthesis from spread-out draws, persistence (NetCDF + JSON), from_posterior, convergence."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ConvergenceWarning, NotFittedError, ValidationError
 from bayes_risk.models import load_model
-from bayes_risk.models.bayesian import BayesianSynthesizer
-from bayes_risk.models.dpmpm import DPMPM
+from bayes_risk.models._bayesian.base import BayesianSynthesizer
+from bayes_risk.models.dpmpm.dpmpm import DPMPM
 
 
 class BetaBernoulli(BayesianSynthesizer):
@@ -241,7 +241,7 @@ def _sigint_at_sweep(monkeypatch, at: int) -> tuple[pd.DataFrame, dict]:
     import os
     import signal
 
-    from bayes_risk.models._dpmpm_step import DPMPMGibbs
+    from bayes_risk.models.dpmpm.step import DPMPMGibbs
 
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"a": rng.choice(["x", "y"], 60), "b": rng.choice(["u", "v", "w"], 60)})

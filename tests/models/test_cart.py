@@ -14,8 +14,8 @@ from scipy import integrate
 from bayes_risk.data import infer_schema, make_ce_like
 from bayes_risk.exceptions import NotFittedError, SchemaError, ValidationError
 from bayes_risk.models import get_synthesizer
-from bayes_risk.models._trees import segment_choice
-from bayes_risk.models.cart import CARTSynthesizer, polya_logprob, truncated_kde_logpdf
+from bayes_risk.models.trees.cart import CARTSynthesizer, polya_logprob, truncated_kde_logpdf
+from bayes_risk.models.trees.seqtree import segment_choice
 
 RTOL, ATOL = 1e-6, 1e-9
 SYN = ["Tenure", "Expenditure", "Income"]
@@ -132,7 +132,7 @@ def _routing_oracle(model, col, X, codes, unroutable_flag):
     preds = model.predictors_[col]
     data = model._data
     # training design rebuilt from the confidential data
-    from bayes_risk.models._trees import column_codes
+    from bayes_risk.models.trees.seqtree import column_codes
 
     vals = [
         column_codes(data, model.schema_, p)
@@ -504,7 +504,7 @@ def test_fixed_routes_reused_give_the_same_syntheses(ce_small, monkeypatch, smoo
     """The routing of a tree whose predictors are never synthesized is computed once and reused
     (``unroutable="climb"`` draws no random numbers): the syntheses and posterior replicates
     are those of routing every time, partial synthesis and ``random_descent`` included."""
-    from bayes_risk.models import _cart_synthesis
+    import bayes_risk.models.trees.cart_synthesis as _cart_synthesis
 
     class NoCache:
         def get(self, key):

@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bayes_risk.models import DPMPM, load_model
-from bayes_risk.models._bayesian_convergence import (
+from bayes_risk.models._bayesian.convergence import (
     TAIL_PROB,
     check_text,
     ess_bulk,
@@ -259,7 +259,7 @@ def test_dpmpm_fit_does_not_import_pymc(tmp_path):
 
 
 def test_headline_names_fits_quantity_and_value():
-    from bayes_risk.models._bayesian_convergence import checks_headline
+    from bayes_risk.models._bayesian.convergence import checks_headline
 
     checks = [
         {"code": "LOW_ESS", "fit": "model", "quantity": "loglik", "statistic": "ess_tail",

@@ -19,7 +19,7 @@ from bayes_risk.exceptions import (
     SchemaError,
     ValidationError,
 )
-from bayes_risk.models.dpmpm import (
+from bayes_risk.models.dpmpm.dpmpm import (
     DPMPM,
     alpha_conditional,
     stick_breaking_log,

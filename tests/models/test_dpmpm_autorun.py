@@ -24,7 +24,7 @@ import pytest
 from bayes_risk.data import make_acs_like
 from bayes_risk.exceptions import BayesRiskWarning, ConvergenceWarning, ValidationError
 from bayes_risk.models import DPMPM
-from bayes_risk.models._dpmpm_run import gibbs_posterior
+from bayes_risk.models.dpmpm.run import gibbs_posterior
 
 GROUPS = ("posterior", "sample_stats", "warmup_sample_stats")
 
@@ -78,7 +78,7 @@ def test_settings_resolved_when_the_model_is_created():
 def never_stuck(monkeypatch):
     """Rounds until the bound: these tiny fits' R-hat stays high (the early stop of
     ``extension_stuck`` is tested on its own)."""
-    import bayes_risk.models._bayesian_convergence as bc
+    import bayes_risk.models._bayesian.convergence as bc
 
     monkeypatch.setattr(bc, "extension_stuck", lambda previous, current: False)
 
@@ -151,7 +151,7 @@ def test_a_run_stops_extending_when_a_round_leaves_the_chains_apart():
     draws; chains in different states stay apart. The largest R-hat of each round on two
     shared data sets (default fits): the rule goes on with the first two, stops the third after
     its third round."""
-    from bayes_risk.models._bayesian_convergence import extension_stuck
+    from bayes_risk.models._bayesian.convergence import extension_stuck
 
     mixing = [1.258, 1.090, 1.029, 1.007]  # ss16pusa_sample_zeros_miss + MCZ, seed 1: passes
     slow = [1.457, 1.352, 1.084, 1.043]  # ss16pusa_sample_zeros + MCZ, seed 4: improves slowly
@@ -228,7 +228,7 @@ def test_augmented_fit_starts_at_the_final_thinning(never_stuck):
 
 
 def test_progress_bar_grows_with_a_round():
-    from bayes_risk.models._gibbs_run import _grow_bar, _progress_bar
+    from bayes_risk.models._bayesian.gibbs import _grow_bar, _progress_bar
 
     prog, bar = _progress_bar(True, 30, 5)
     bar(30)
@@ -290,7 +290,7 @@ def test_a_fit_whose_rounds_leave_the_chains_apart_says_so(monkeypatch):
     """40 draws of a small fit: R-hat stays above 1.1 through the second round and falls by less
     than a quarter (the rule with its shrink factor at 0.75), so the run stops there (not at its
     bound) and its warning says why."""
-    from bayes_risk.models import _bayesian_convergence as bc
+    import bayes_risk.models._bayesian.convergence as bc
 
     monkeypatch.setattr(bc, "STUCK_SHRINK", 0.75)
     m = _fit(_table(), draws=40, max_sweeps=10 + 40 * 4)

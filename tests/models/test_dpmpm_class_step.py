@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from bayes_risk.models import _dpmpm_kernels as kern
+import bayes_risk.models.dpmpm.kernels as kern
 
 
 @njit(fastmath={"reassoc", "contract", "arcp", "nsz"})
@@ -185,8 +185,8 @@ def test_sweeps_with_the_class_step_split_over_two_threads_give_the_same_draws(m
 
     import numba
 
+    import bayes_risk.models.dpmpm.step as step
     from bayes_risk.models import DPMPM
-    from bayes_risk.models import _dpmpm_step as step
 
     codes, _, _, _, _ = _problem(3, 400, [3, 4, 2, 5], 6, 0.1, False)
     df = pd.DataFrame(codes).astype(float).where(codes >= 0).add_prefix("v")

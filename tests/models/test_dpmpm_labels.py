@@ -15,8 +15,8 @@ import math
 import numpy as np
 from numba import njit
 
-from bayes_risk.models._dpmpm_kernels import counts
-from bayes_risk.models._dpmpm_labels import log_collapsed_posterior, relabel
+from bayes_risk.models.dpmpm.kernels import counts
+from bayes_risk.models.dpmpm.labels import log_collapsed_posterior, relabel
 
 
 @njit(cache=False)
@@ -71,7 +71,7 @@ def test_label_swaps_leave_collapsed_posterior_invariant():
     assert moved > 0.05, moved  # the swaps are not a no-op on this table
     assert np.max(np.abs(z)) < 4.5, np.max(np.abs(z))
     # sensitivity: against a target whose label prior is reversed the same swaps are far off
-    from bayes_risk.models._stick_kernels import log_prior_counts
+    from bayes_risk.models._bayesian.stick_kernels import log_prior_counts
 
     nk = np.stack([np.bincount(s, minlength=K) for s in states])
     wrong = logp - 2 * np.array([log_prior_counts(k, alpha) for k in nk])
@@ -94,7 +94,7 @@ def test_label_swaps_keep_counts_consistent():
 
 def _relabel_full(nk, alpha, n_props, rng):
     """The label swaps with the prior evaluated in full for every proposal (reference)."""
-    from bayes_risk.models._stick_kernels import log_prior_counts
+    from bayes_risk.models._bayesian.stick_kernels import log_prior_counts
 
     nk = nk.copy()
     K = nk.size

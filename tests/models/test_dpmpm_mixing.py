@@ -93,7 +93,7 @@ def test_fits_that_have_not_reached_the_posterior_record_rhat_high():
 
 
 def test_thinned_draws_are_the_same_through_pm_sample_and_in_parallel():
-    from bayes_risk.models._dpmpm_run import gibbs_posterior
+    from bayes_risk.models.dpmpm.run import gibbs_posterior
 
     df = make_acs_like(200, random_seed=2)[["SEX", "MAR", "MIG"]]
     trees = []
@@ -119,7 +119,7 @@ def test_bounded_alpha_update_draws_the_truncated_conditional():
     probabilities of 20,000 updates against the density integrated on a grid of log α."""
     from scipy.integrate import trapezoid
 
-    from bayes_risk.models._stick import alpha_log_marginal, slice_alpha
+    from bayes_risk.models._bayesian.sticks import alpha_log_marginal, slice_alpha
 
     nk = np.array([30, 20, 5, 1, 0, 0, 0, 0, 0, 0])
     bound = 0.9  # in the bulk of the unrestricted conditional (mean ≈ 0.9)
@@ -151,7 +151,7 @@ def test_bounded_alpha_update_draws_the_truncated_conditional():
 
 def _step_alphas(tune, draws, bound, sweeps, seed=5):
     """α after every call of the Gibbs step (one sweep per warm-up call, one per kept draw)."""
-    from bayes_risk.models._dpmpm_step import DPMPMGibbs
+    from bayes_risk.models.dpmpm.step import DPMPMGibbs
 
     df = make_acs_like(300, random_seed=1)[["SEX", "MAR", "MIG"]]
     codes = np.column_stack([pd.factorize(df[c])[0] for c in df.columns]).astype(np.int64)

@@ -1,6 +1,6 @@
 """DPMPM merge–split moves against exact enumeration (issue 10 item 1).
 
-One move (``models/_dpmpm_splitmerge.py``) must leave the collapsed target ``p(z | α, y)``
+One move (``models/dpmpm/splitmerge.py``) must leave the collapsed target ``p(z | α, y)``
 invariant. On tables small enough to list every allocation ``z ∈ {0..K-1}^n`` the move is
 applied ``M_s ∝ p(s)`` times from every state ``s`` and the one-step distribution
 ``Σ_s p(s) T̂(s, ·)`` is compared with ``p`` state by state (binomial standard errors, as
@@ -23,10 +23,10 @@ from numba import njit
 
 from bayes_risk.exceptions import ConvergenceWarning
 from bayes_risk.models import DPMPM
-from bayes_risk.models._dpmpm_kernels import counts
-from bayes_risk.models._dpmpm_labels import log_collapsed_posterior
-from bayes_risk.models._dpmpm_splitmerge import split_merge
-from bayes_risk.models._stick_kernels import log_prior_counts
+from bayes_risk.models._bayesian.stick_kernels import log_prior_counts
+from bayes_risk.models.dpmpm.kernels import counts
+from bayes_risk.models.dpmpm.labels import log_collapsed_posterior
+from bayes_risk.models.dpmpm.splitmerge import split_merge
 
 Z_TOL = 4.5  # |z| per state; several hundred states compared, fixed seeds
 
@@ -152,7 +152,7 @@ def test_merge_split_keeps_counts_and_changes_the_class_count():
 
 
 def test_prior_span_differences_equal_full_prior_differences():
-    from bayes_risk.models._dpmpm_splitmerge import _log_prior_span
+    from bayes_risk.models.dpmpm.splitmerge import _log_prior_span
 
     rng = np.random.default_rng(0)
     for _ in range(50):

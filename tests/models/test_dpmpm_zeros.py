@@ -19,8 +19,8 @@ from _shared import shared_path
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models import load_model
-from bayes_risk.models._dpmpm_zeros import StructuralZeros, read_structural_zeros
-from bayes_risk.models.dpmpm import DPMPM
+from bayes_risk.models.dpmpm.dpmpm import DPMPM
+from bayes_risk.models.dpmpm.zeros import StructuralZeros, read_structural_zeros
 
 pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.ConvergenceWarning")
 
@@ -401,7 +401,7 @@ def test_cli_fit_with_structural_zeros_then_synthesize(tmp_path, ss16, capsys):
 
 def test_enumerated_imputation_is_the_truncated_conditional():
     """The exact fallback of the imputation step (records whose rejection rate is high)."""
-    from bayes_risk.models._dpmpm_zeros import Augmentation
+    from bayes_risk.models.dpmpm.zeros import Augmentation
 
     zs = StructuralZeros(pd.DataFrame({"x": [2, 2], "y": [1, 2]}), ["x", "y"], [[1, 2], [1, 2, 3]])
     codes = np.array([[1, -1]] * 4000)

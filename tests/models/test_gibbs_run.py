@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayes_risk.models._dpmpm_run import gibbs_posterior
-from bayes_risk.models.dpmpm import DPMPM
+from bayes_risk.models.dpmpm.dpmpm import DPMPM
+from bayes_risk.models.dpmpm.run import gibbs_posterior
 
 pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.ConvergenceWarning")
 
@@ -160,7 +160,7 @@ def test_phi_caches_are_built_on_first_use_and_match_the_posterior():
 def test_progress_bar_counts_draws_and_names_the_thinning():
     """The bar's total is warm-up + kept draws per chain; with thinning it says that each kept
     draw is several sweeps (so that its count is not read as sweeps)."""
-    from bayes_risk.models._gibbs_run import _progress_bar
+    from bayes_risk.models._bayesian.gibbs import _progress_bar
 
     prog, bar = _progress_bar(True, 30, 5)
     task = prog.tasks[0]
@@ -177,7 +177,7 @@ def test_output_imports_overlap_the_sweeps_without_changing_the_draws(monkeypatc
     (``_lazy.Background``): the same draws as without it, whatever its tasks do."""
     import contextlib
 
-    import bayes_risk.models._gibbs_run as gr
+    import bayes_risk.models._bayesian.gibbs as gr
     from bayes_risk._lazy import overlap
 
     df = _table(300, seed=4)

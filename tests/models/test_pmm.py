@@ -11,7 +11,7 @@ import pytest
 from bayes_risk.data import infer_schema, make_ce_like
 from bayes_risk.exceptions import NotFittedError, SchemaError, ValidationError
 from bayes_risk.models import get_synthesizer
-from bayes_risk.models.pmm import (
+from bayes_risk.models.trees.pmm import (
     SmallCellPMMSynthesizer,
     expected_score,
     match_donor,
@@ -206,7 +206,7 @@ def test_aggregated_ordered_logit_equals_statsmodels_full_fit():
     # the frequency-weighted fit on distinct patterns must reproduce OrderedModel on all records
     from statsmodels.miscmodels.ordinal_model import OrderedModel
 
-    from bayes_risk.models.pmm import _ordered_logit_proba
+    from bayes_risk.models.trees.pmm import _ordered_logit_proba
 
     rng = np.random.default_rng(0)
     n = 400

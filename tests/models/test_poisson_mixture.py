@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from scipy import stats
 from scipy.special import gammaln
 
+import bayes_risk.models.poisson.kernels as pk
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import (
     ConvergenceWarning,
@@ -19,8 +20,7 @@ from bayes_risk.exceptions import (
     SchemaError,
     ValidationError,
 )
-from bayes_risk.models import _poisson_kernels as pk
-from bayes_risk.models.poisson_mixture import PoissonMixture
+from bayes_risk.models.poisson.poisson_mixture import PoissonMixture
 
 RTOL, ATOL = 1e-6, 1e-9
 

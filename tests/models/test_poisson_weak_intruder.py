@@ -27,11 +27,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import poisson
 
+import bayes_risk.models.poisson.weak as pw
 from bayes_risk.attribute.largest_value import largest_value_posterior
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import BayesRiskWarning, ValidationError
 from bayes_risk.models import PoissonMixture
-from bayes_risk.models import _poisson_weak as pw
 
 LAM = np.array([4.0, 1.0])
 PI = np.array([0.5, 0.5])

@@ -12,7 +12,7 @@ from hypothesis.extra.numpy import arrays
 from bayes_risk.data import infer_schema, make_acs_like, make_ce_like
 from bayes_risk.exceptions import NotFittedError, SchemaError, ValidationError
 from bayes_risk.models import get_synthesizer
-from bayes_risk.models.random_forest import (
+from bayes_risk.models.trees.random_forest import (
     RandomForestSynthesizer,
     leaf_probabilities,
     synthesis_probabilities,

@@ -20,13 +20,13 @@ from bayes_risk.exceptions import (
     SchemaError,
     ValidationError,
 )
-from bayes_risk.models._design import (
+from bayes_risk.models._bayesian.design import (
     DesignSpec,
     family_loglik,
     normal_exact_posterior,
     parse_formula,
 )
-from bayes_risk.models.seqreg import SequentialRegression
+from bayes_risk.models.seqreg.seqreg import SequentialRegression
 
 RTOL, ATOL = 1e-6, 1e-9
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import bayes_risk.models.trees.seqtree as _trees
 from bayes_risk.data import infer_schema, make_ce_like
-from bayes_risk.models import _trees
-from bayes_risk.models.cart import CARTSynthesizer
+from bayes_risk.models.trees.cart import CARTSynthesizer
 
 
 @pytest.mark.parametrize("seed", [0, 1])

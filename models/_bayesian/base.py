@@ -1,0 +1,877 @@
+"""Shared machinery of the PyMC-based synthesis models (DPMPM, Poisson mixtures, regressions).
+
+:class:`BayesianSynthesizer` holds what every Bayesian synthesizer of the package has in common:
+MCMC settings, the posterior draws (an ArviZ ``xarray.DataTree``, as returned by ``pm.sample``),
+the flattening of ``chain × draw`` into ``H`` draws, synthesis from ``m`` draws far apart in the
+chain (Hu 2019 §3.2.5), saving/loading (NetCDF + JSON, never pickle), construction from draws made
+elsewhere (:meth:`BayesianSynthesizer.from_posterior`) and convergence diagnostics on
+label-invariant scalars (ArviZ rank-normalised ESS and R-hat).
+
+Contract for subclasses
+-----------------------
+A subclass (e.g. :class:`bayes_risk.models.dpmpm.dpmpm.DPMPM`) must
+
+* define ``method_name`` (its registry name), ``model_class`` ("P"/"O", methods, Two classes of
+  synthesis model) and ``ratio_form`` ("joint"/"conditional", Hu 2019 §3.2.5), and an ``__init__``
+  that lists **all** its settings (model settings plus the MCMC settings of this class: ``tune``,
+  ``draws``, ``chains``, ``cores``, ``random_seed``, ``progressbar``) and passes the MCMC ones to
+  ``super().__init__``;
+* implement ``fit(data, *, schema=None, synthesized=None, random_seed=None, ...)``: validate with
+  :meth:`_prepare_data`, build the PyMC model, sample with :meth:`_run_sampler` and finish with
+  :meth:`_set_fitted`;
+* implement ``_synthesize_one(draw, rng, data)`` (one synthetic dataset from flattened draw
+  ``draw``), ``record_loglik``, ``dataset_loglik``, ``neighbourhood_loglik`` and
+  ``fit_augmented`` (the likelihood protocol of :mod:`bayes_risk.protocols`); a model that can
+  be in class O also provides ``own_record_delta(record, candidates, datasets, *, draws=None)``
+  → ``[H, m, G]`` (methods, Two classes of synthesis model), which the attribute-risk engine
+  requires for class O;
+* implement ``_validate_posterior(posterior, schema)`` (check variables/shapes of a posterior
+  given to :meth:`from_posterior` or loaded from disk; may add derived variables),
+  ``_event_ndims()`` (number of parameter dimensions of each variable, so that
+  :meth:`from_posterior` can read a dict of ``(draw, ...)`` or ``(chain, draw, ...)`` arrays) and
+  ``_convergence_quantities()`` (label-invariant scalars, each ``[chain, draw]``);
+* optionally override ``_needs_data_for_synthesis()`` (whether the confidential data must be
+  saved with the model), ``_state_to_json()`` / ``_state_from_json(state)`` (extra fitted state
+  for ``model.json``). Options of ``bayes-risk fit`` are declared in
+  ``bayes_risk.cli.parsers.fit`` (building the command line must not import the models).
+
+Draw order
+----------
+Posterior draws are flattened **chain-major**: flattened index ``h = c * n_draws_per_chain + d``
+for chain ``c`` and draw ``d`` (as ``posterior.stack(sample=("chain", "draw"))`` does). Every
+``[H, ...]`` array returned by a model, every ``draws=`` argument and every ``draw_index``
+recorded in :class:`~bayes_risk.data.SyntheticData` uses this order.
+
+Layout
+------
+The class's methods call module-level helpers, one module per concern: synthesis from the
+draws (``_bayesian.synthesis``), convergence diagnostics (``_bayesian.convergence``) and
+persistence (``_bayesian.io``: save/load, fingerprint, ``from_posterior``); the file names and
+thresholds they define are re-exported here.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from abc import ABCMeta, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+import numpy as np
+import pandas as pd
+
+import bayes_risk.models._bayesian.convergence as _convergence
+import bayes_risk.models._bayesian.io as _io
+import bayes_risk.models._bayesian.synthesis as _synthesis
+from bayes_risk._rng import RandomSeed, as_generator
+from bayes_risk.data.fingerprint import fingerprint_record
+from bayes_risk.data.schema import Schema, infer_schema
+from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.validate import validate_table
+from bayes_risk.exceptions import (
+    NotFittedError,
+    SchemaError,
+    ValidationError,
+    keyboard_interrupts,
+)
+from bayes_risk.models._bayesian.convergence import ESS_MIN, RHAT_MAX
+from bayes_risk.models._bayesian.io import (
+    CONVERGENCE_FILE,
+    DATA_FILE,
+    FORMAT_VERSION,
+    POSTERIOR_FILE,
+    _check_int,
+)
+from bayes_risk.models.base import (
+    BaseSynthesizer,
+    synthesized_columns,
+)
+from bayes_risk.models.trees.missing import refusal_hint
+
+if TYPE_CHECKING:  # pragma: no cover
+    import xarray as xr
+
+__all__ = [
+    "BayesianSynthesizer",
+    "POSTERIOR_FILE",
+    "CONVERGENCE_FILE",
+    "DATA_FILE",
+    "FORMAT_VERSION",
+    "RHAT_MAX",
+    "ESS_MIN",
+]
+
+
+def _check_complete(dt: Any, chains: int, draws: int) -> None:
+    """PyMC returns the draws made so far when interrupted: a partial posterior is refused."""
+    post = dt["posterior"] if "posterior" in dt.children else None
+    got = (int(post.sizes.get("chain", 0)), int(post.sizes.get("draw", 0))) if post else (0, 0)
+    if got != (chains, draws):
+        raise KeyboardInterrupt(
+            f"sampling interrupted: {got[0]} chain(s) x {got[1]} draws of the requested "
+            f"{chains} x {draws}"
+        )
+
+
+class _InterruptGuard:
+    """Make Ctrl-C (and a handled SIGTERM) stop every chain of ``pm.sample``, not only one.
+
+    PyMC's sequential sampler catches ``KeyboardInterrupt`` per chain, keeps the draws so far
+    and starts the next chain, so one Ctrl-C would cost the whole of the remaining chains. The
+    guard records the signal (and passes it on to the handler in place) and its draw callback
+    stops each later chain at once; the caller then raises ``KeyboardInterrupt`` instead of
+    returning a truncated posterior. SIGTERM is watched only where a Python handler is
+    installed (the command line's); otherwise its default action, ending the process, stands.
+    A signal the process ignores (SIGINT of a job a script started in the background) is left
+    ignored.
+    """
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _InterruptGuard:
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous = signal.getsignal(sig)
+            # an ignored SIGINT (a background job of a script) stays ignored, as the shell meant
+            if previous is signal.SIG_IGN or (sig != signal.SIGINT and not callable(previous)):
+                continue
+
+            def handler(signum: int, frame: Any, previous: Any = previous) -> None:
+                self.interrupted = True
+                if callable(previous):
+                    previous(signum, frame)
+                else:
+                    raise KeyboardInterrupt
+
+            self._previous[sig] = previous
+            signal.signal(sig, handler)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import signal
+
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+
+    def callback(self, user: Any = None) -> Any:
+        """A ``pm.sample`` draw callback that stops sampling once interrupted."""
+
+        def cb(*args: Any, **kwargs: Any) -> None:
+            if self.interrupted:
+                raise KeyboardInterrupt
+            if user is not None:
+                user(*args, **kwargs)
+
+        return cb
+
+
+class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
+    """Abstract base class of the PyMC-based synthesizers (not instantiated directly).
+
+    Parameters
+    ----------
+    tune : int
+        Burn-in (tuning) iterations per chain, discarded.
+    draws : int
+        Kept iterations per chain; the model has ``H = chains × draws`` posterior draws.
+    chains : int
+        Number of MCMC chains.
+    cores : int, optional
+        Chains run in parallel processes (``None``: PyMC's default, at most 4). ``1`` runs them
+        sequentially in this process.
+    random_seed : RandomSeed
+        Default seed of :meth:`fit` and :meth:`synthesize` (a seed given to either takes
+        precedence).
+    progressbar : bool
+        Show PyMC's progress bar while sampling.
+
+    Attributes
+    ----------
+    posterior_ : xarray.DataTree
+        Posterior draws (group ``posterior``; sampler statistics in ``sample_stats``).
+    schema_ : Schema
+        Columns, types, levels and roles (synthesized / unsynthesized) the model was fitted with.
+    data_ : DataFrame or None
+        The confidential records, kept only when synthesis needs them (partial synthesis,
+        class-O modes). **Confidential**: it is saved with the model.
+    synthesized_records_ : ndarray of bool or None
+        Records whose synthesized columns are replaced (``None``: all records).
+    convergence_ : DataFrame or None
+        ESS and R-hat of the label-invariant scalars (see :meth:`convergence_report`).
+
+    Notes
+    -----
+    A subclass must provide (``abc.abstractmethod``; an incomplete subclass cannot be
+    instantiated): the likelihoods the attribute engine uses (``record_loglik``,
+    ``dataset_loglik``, ``neighbourhood_loglik``, ``fit_augmented``; the protocols of
+    ``bayes_risk.protocols``), one synthetic dataset per posterior draw
+    (``_synthesize_one``), the label-invariant convergence quantities
+    (``_convergence_quantities``) and the check of a loaded posterior (``_validate_posterior``).
+    """
+
+    method_name: ClassVar[str] = "bayesian"
+    #: Model class (methods, Two classes of synthesis model) of the default synthesis mode
+    #: (subclasses may set it per instance).
+    model_class: Literal["P", "O"] = "P"
+    #: Hu 2019 §3.2.5 form of the importance ratios.
+    ratio_form: Literal["joint", "conditional"] = "joint"
+
+    def __init__(
+        self,
+        *,
+        tune: int = 500,
+        draws: int = 1000,
+        chains: int = 1,
+        cores: int | None = 1,
+        random_seed: RandomSeed = None,
+        progressbar: bool = True,
+    ) -> None:
+        self.tune = tune
+        self.draws = draws
+        self.chains = chains
+        self.cores = cores
+        self.random_seed = random_seed
+        self.progressbar = progressbar
+        self.posterior_: xr.DataTree | None = None
+        self.schema_: Schema | None = None
+        self.data_: pd.DataFrame | None = None
+        self.synthesized_records_: np.ndarray | None = None
+        self.convergence_: pd.DataFrame | None = None
+
+    # ------------------------------------------------------------------ settings & checks
+    def _check_mcmc_settings(self) -> None:
+        _check_int(self.tune, "tune", 0)
+        _check_int(self.draws, "draws", 1)
+        _check_int(self.chains, "chains", 1)
+        if self.cores is not None:
+            _check_int(self.cores, "cores", 1)
+        if not isinstance(self.progressbar, (bool, np.bool_)):
+            raise ValidationError(f"progressbar must be True or False. Got {self.progressbar!r}.")
+
+    @staticmethod
+    def _check_synthesized_records(records: Any, n: int) -> np.ndarray | None:
+        """Validate a ``records=`` argument of ``fit``: ``None`` (every record), a
+        boolean mask of length ``n`` or integer record positions in ``0..n-1``.
+
+        Returns the flags as a boolean array ``[n]`` (a copy), or ``None``.
+        """
+        if records is None:
+            return None
+        arr = np.asarray(records)
+        if arr.dtype == bool:
+            if arr.shape != (n,):
+                raise ValidationError(
+                    f"records as a boolean mask needs one flag per record ({n}). "
+                    f"Got shape {arr.shape}."
+                )
+            return arr.copy()
+        if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+            raise ValidationError(
+                "records must be a boolean mask or integer record indices. "
+                f"Got {records!r}."
+            )
+        if arr.size and (arr.min() < 0 or arr.max() >= n):
+            bad = int(arr[(arr < 0) | (arr >= n)][0])
+            raise ValidationError(
+                f"records: index {bad} is outside 0..{n - 1}; indices must lie in "
+                f"0..{n - 1} (the data has {n} records)."
+            )
+        flags = np.zeros(n, dtype=bool)
+        flags[arr] = True
+        return flags
+
+    def _synthesized_rows(self) -> np.ndarray:
+        """Positions of the records whose synthesized columns are replaced (all by default)."""
+        if self.synthesized_records_ is None:
+            return np.arange(self.n_records, dtype=np.int64)
+        return np.flatnonzero(self.synthesized_records_).astype(np.int64)
+
+    def _synthesized_part(self, z: pd.DataFrame, name: str = "synthetic") -> pd.DataFrame:
+        """The synthesized records' rows of a released dataset (all rows under full synthesis).
+
+        Under partial synthesis of selected records the other rows are copies of the
+        confidential data: they carry no likelihood (``dataset_loglik``) and must not be appended
+        to the data a second time (``fit_augmented``, methods, The stabilised estimator).
+        """
+        if self.synthesized_records_ is None:
+            return z
+        if not isinstance(z, pd.DataFrame):
+            raise ValidationError(f"{name} must be a pandas DataFrame. Got {type(z).__name__}.")
+        if len(z) != self.n_records:
+            raise SchemaError(
+                f"{name} has {len(z)} rows; the model synthesizes selected records of a table of "
+                f"{self.n_records} rows, so a released dataset must have {self.n_records}.",
+                code="ROW_COUNT_MISMATCH",
+            )
+        return z.iloc[self._synthesized_rows()].reset_index(drop=True)
+
+    def _check_fitted(self, method: str | None = None) -> None:
+        if self.posterior_ is None or self.schema_ is None:
+            before = f"'{method}'" if method else "using it"
+            raise NotFittedError(
+                f"This {type(self).__name__} instance is not fitted yet. Call 'fit' (or build it "
+                f"with 'from_posterior' / 'load') before {before}."
+            )
+
+    @property
+    def n_draws(self) -> int:
+        """Number of posterior draws ``H = chains × draws`` (flattened chain-major)."""
+        self._check_fitted()
+        post = self.posterior_["posterior"]
+        return int(post.sizes["chain"] * post.sizes["draw"])
+
+    def draw_chains(self) -> np.ndarray:
+        """``[H]`` chain of each flattened draw (chain-major: ``h // draws``), for the
+        attribute engine's between-chain check
+        (:class:`~bayes_risk.protocols.SupportsDrawChains`)."""
+        self._check_fitted()
+        post = self.posterior_["posterior"]
+        return np.repeat(np.arange(int(post.sizes["chain"])), int(post.sizes["draw"]))
+
+    @property
+    def n_records(self) -> int:
+        """Number of records of the data the model was fitted to (rows of each synthetic set)."""
+        self._check_fitted()
+        return int(self._n_records)
+
+    def _draw_indices(self, draws: Any = None) -> np.ndarray:
+        """Validate a ``draws=`` argument and return flattened draw indices (int64).
+
+        ``None`` means all ``H`` draws in order; otherwise a sequence (or array) of integers in
+        ``0..H-1`` (repeats allowed), or a boolean mask of length ``H``.
+        """
+        H = self.n_draws
+        if draws is None:
+            return np.arange(H, dtype=np.int64)
+        arr = np.asarray(draws)
+        if arr.dtype == bool:
+            if arr.shape != (H,):
+                raise ValidationError(
+                    f"draws given as a boolean mask must have length H = {H}. "
+                    f"Got shape {arr.shape}."
+                )
+            return np.flatnonzero(arr).astype(np.int64)
+        if arr.ndim == 0:
+            arr = arr.reshape(1)
+        if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+            raise ValidationError(
+                f"draws must be None, integer draw indices in 0..{H - 1} or a boolean mask. "
+                f"Got {draws!r}."
+            )
+        if arr.size and (arr.min() < 0 or arr.max() >= H):
+            bad = arr[(arr < 0) | (arr >= H)][0]
+            raise ValidationError(
+                f"draws: index {int(bad)} is outside 0..{H - 1} (the model has H = {H} draws)."
+            )
+        return arr.astype(np.int64)
+
+    def _stacked(self, name: str, draws: np.ndarray | None = None) -> np.ndarray:
+        """Posterior variable ``name`` as an ``[H, ...]`` float array (chain-major), optionally
+        restricted to the flattened indices ``draws``."""
+        self._check_fitted()
+        post = self.posterior_["posterior"]
+        if name not in post.data_vars:
+            raise ValidationError(f"posterior has no variable {name!r}.")
+        da = post[name]
+        dims = ["chain", "draw", *[d for d in da.dims if d not in ("chain", "draw")]]
+        vals = np.asarray(da.transpose(*dims).values)
+        vals = vals.reshape(-1, *vals.shape[2:])
+        return vals if draws is None else vals[draws]
+
+    # ------------------------------------------------------------------ data preparation
+    def _prepare_data(
+        self,
+        data: pd.DataFrame,
+        *,
+        schema: Schema | None = None,
+        synthesized: Sequence[str] | None = None,
+        categorical: Sequence[str] | None = None,
+        allow_nan: bool = False,
+    ) -> tuple[pd.DataFrame, Schema]:
+        """Validate the confidential table and settle its schema and roles.
+
+        ``schema`` (or one inferred with ``categorical`` overrides) gives types and levels;
+        ``synthesized`` names the synthesized columns. If neither ``synthesized`` nor the schema's
+        roles name any, every column is synthesized (full synthesis).
+        """
+        if not isinstance(data, pd.DataFrame):
+            raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
+        if len(data) == 0:
+            raise ValidationError("data has no records.")
+        data = data.copy()
+        data.columns = [str(c) for c in data.columns]
+        if schema is None:
+            schema = infer_schema(data, categorical=categorical)
+        elif not isinstance(schema, Schema):
+            raise ValidationError(f"schema must be a Schema. Got {type(schema).__name__}.")
+        missing = [c for c in schema.names if c not in data.columns]
+        if missing:
+            raise SchemaError(
+                f"data is missing column(s) {missing} named in the schema.", code="MISSING_COLUMN"
+            )
+        extra = [c for c in data.columns if c not in schema.names]
+        if extra:
+            raise SchemaError(
+                f"data has column(s) {extra} that are not in the schema; select the columns to "
+                "model first.",
+                code="EXTRA_COLUMN",
+            )
+        data = data[schema.names]
+        synthesized = synthesized_columns(synthesized, schema)
+        if synthesized is not None:
+            schema = schema.with_roles(synthesized)
+        if not schema.synthesized:
+            schema = schema.with_roles(schema.names)
+        validate_table(data, schema, name="data", allow_nan=allow_nan,
+                       missing_hint="" if allow_nan else refusal_hint(type(self).__name__))
+        return data.reset_index(drop=True), schema
+
+    # ------------------------------------------------------------------ sampling
+    def _seed_for_fit(self, random_seed: RandomSeed) -> RandomSeed:
+        return self.random_seed if random_seed is None else random_seed
+
+    def _run_sampler(
+        self,
+        model: Any,
+        *,
+        step: Any = None,
+        random_seed: RandomSeed = None,
+        **sample_kwargs: Any,
+    ) -> xr.DataTree:
+        """Run ``pm.sample`` with this object's settings and return the posterior DataTree.
+
+        Per-chain integer seeds are drawn from ``random_seed`` (so any accepted seed form works).
+        Warm-up draws are discarded; their sampler statistics are kept in the
+        ``warmup_sample_stats`` group when PyMC provides them.
+        """
+        import pymc as pm
+
+        seeds = self._chain_seeds(random_seed)
+        kwargs: dict[str, Any] = dict(
+            draws=int(self.draws),
+            tune=int(self.tune),
+            chains=int(self.chains),
+            cores=self.cores,
+            random_seed=seeds,
+            progressbar=bool(self.progressbar),
+            quiet=not bool(self.progressbar),
+            compute_convergence_checks=False,
+            discard_tuned_samples=False,
+            model=model,
+        )
+        if step is not None:
+            kwargs["step"] = step
+        kwargs.update(sample_kwargs)
+        with warnings.catch_warnings(), _InterruptGuard() as guard:
+            # PyMC's own short-chain message; convergence is reported by convergence_report().
+            warnings.filterwarnings("ignore", message=".*samples per chain.*")
+            kwargs["callback"] = guard.callback(kwargs.get("callback"))
+            try:
+                with keyboard_interrupts(lambda: guard.interrupted):  # in a compiled step
+                    dt = pm.sample(**kwargs)
+            except KeyError as err:
+                # PyMC interrupted during tuning fails while assembling the empty trace
+                raise KeyboardInterrupt(f"sampling interrupted during tuning ({err})") from err
+        if guard.interrupted:
+            raise KeyboardInterrupt("sampling interrupted")
+        _check_complete(dt, int(self.chains), int(self.draws))
+        if "warmup_posterior" in dt.children:
+            del dt["warmup_posterior"]
+        if "observed_data" in dt.children:
+            del dt["observed_data"]
+        return dt
+
+    def _chain_seeds(self, random_seed: RandomSeed) -> list[int]:
+        """Check the MCMC settings; one integer seed per chain drawn from ``random_seed``."""
+        self._check_mcmc_settings()
+        rng = as_generator(random_seed)
+        return [int(s) for s in rng.integers(0, 2**31 - 1, size=int(self.chains))]
+
+    def _run_gibbs(self, step: Any, layout: Any, *, random_seed: RandomSeed = None,
+                   **extension: Any) -> xr.DataTree:
+        """``_run_sampler`` for a model sampled by one Gibbs step alone: the step runs in a
+        plain loop (``bayes_risk.models._bayesian.gibbs``), same seeds, same DataTree.
+        ``extension``: ``max_sweeps`` and ``check`` of ``sample_gibbs`` (extension rounds)."""
+        from bayes_risk.models._bayesian.gibbs import sample_gibbs
+
+        seeds = self._chain_seeds(random_seed)
+        # Ctrl-C inside a compiled kernel surfaces as SystemError (keyboard_interrupts)
+        with _InterruptGuard() as guard, keyboard_interrupts(lambda: guard.interrupted):
+            dt = sample_gibbs(step, layout, seeds=seeds, tune=self.tune, draws=self.draws,
+                              chains=self.chains, cores=self.cores,
+                              progressbar=bool(self.progressbar), stop=lambda: guard.interrupted,
+                              **extension)
+        _check_complete(dt, int(self.chains), int(self.draws))
+        return dt
+
+    def _set_fitted(
+        self,
+        posterior: xr.DataTree,
+        schema: Schema,
+        n_records: int,
+        *,
+        data: pd.DataFrame | None = None,
+        synthesized_records: np.ndarray | None = None,
+        check_convergence: bool = True,
+    ) -> None:
+        """Store the fitted state and run the convergence checks."""
+        self.posterior_ = posterior
+        self.schema_ = schema
+        self._n_records = int(n_records)
+        if data is not None:
+            self.original_fingerprint_ = fingerprint_record(data, schema)
+            self.data_fingerprint_ = self.original_fingerprint_["table"]
+        self.synthesized_records_ = synthesized_records
+        # columns whose missing values the sampler fills in (recorded in each release's
+        # manifest; the utility measures compare them on the observed cells). None: unknown
+        self.imputed_columns_: list[str] | None = None
+        if data is not None:
+            rows = data if synthesized_records is None else data.loc[
+                np.asarray(synthesized_records, dtype=bool)]
+            self.imputed_columns_ = [c for c in schema.synthesized
+                                     if c in rows.columns and bool(rows[c].isna().any())]
+        self.data_ = data if (data is not None and self._needs_data_for_synthesis()) else None
+        self._after_posterior()
+        self.convergence_ = None
+        if check_convergence:
+            self.convergence_ = self.convergence_report(warn=True)
+
+    def _after_posterior(self) -> None:
+        """Hook called whenever ``posterior_`` is set (fit, load, from_posterior): caches."""
+
+    def _needs_data_for_synthesis(self) -> bool:
+        """Whether :meth:`synthesize` needs the confidential records (saved with the model)."""
+        return False
+
+    @abstractmethod
+    def _synthesize_one(
+        self, draw: int, rng: np.random.Generator, data: pd.DataFrame | None
+    ) -> pd.DataFrame:
+        """One synthetic dataset from flattened posterior draw ``draw``.
+
+        ``data`` is the confidential table when :meth:`_needs_data_for_synthesis` is true (else
+        ``None``). Must return the original's columns in order, ``n_records`` rows, unsynthesized
+        columns unchanged, and draw only from ``rng``.
+        """
+
+
+    # ------------------------------------------------------------------ protocol (abstract)
+    @abstractmethod
+    def record_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+        """``[H, n]`` array of ``log p(y_i | Θ_h)`` (joint or conditional form, ``ratio_form``)."""
+
+    @abstractmethod
+    def dataset_loglik(
+        self, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draws: Any = None
+    ) -> np.ndarray:
+        """``[H, m]`` array of ``log p(Z_(l) | Θ_h)`` under the model's synthesis mode."""
+
+    @abstractmethod
+    def neighbourhood_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+        """``[H, n, G]`` record log-likelihoods of the one-variable-different candidates
+        (methods, Candidate sets) over the synthesized columns: truth first, then column by column
+        in column order, levels ascending skipping the true level."""
+
+    @abstractmethod
+    def fit_augmented(
+        self, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
+    ) -> BayesianSynthesizer:
+        """A new fitted model whose draws come from ``p(Θ | y, Z_(l))`` (stabilised estimator)."""
+
+    # ------------------------------------------------------------------ convergence
+    @abstractmethod
+    def _convergence_quantities(self) -> dict[str, np.ndarray]:
+        """Label-invariant scalars to diagnose, each an array ``[chain, draw]``."""
+
+    @abstractmethod
+    def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:
+        """Check that ``posterior`` holds this model's parameters for ``schema`` (names, shapes,
+        support); may add derived variables in place. Raise :class:`ValidationError`."""
+
+    # -- thin methods: the work is done by module-level helpers of the family's modules
+
+    @staticmethod
+    def _spread_draws(H: int, m: int) -> np.ndarray:
+        return _synthesis.spread_draws(H, m)
+
+    def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
+        """Generate ``m`` synthetic datasets, each from its own posterior draw.
+
+        The draws are evenly spaced over the (chain-major) flattened draws, ``floor(l H / m) - 1``
+        for ``l = 1..m``, so that they are far apart in the chain (Hu 2019 §3.2.5); each dataset
+        gets an independent child random stream of ``random_seed``.
+
+        Parameters
+        ----------
+        m : int
+            Number of synthetic datasets, ``1 <= m <= H``.
+        random_seed : RandomSeed
+            Seed of the synthesis draws (same seed, same datasets); default: the
+            ``random_seed`` setting.
+
+        Returns
+        -------
+        SyntheticData
+            ``datasets`` (same columns and row order as the original), ``draw_index`` (the
+            flattened posterior draw behind each dataset), ``schema``, ``settings`` and
+            ``synthesized_records``.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        ValidationError
+            If ``m`` is not an integer in ``1..H``.
+        """
+        return _synthesis.synthesize(self, m, random_seed=random_seed)
+
+    def posterior_replicates(
+        self,
+        n: int | None,
+        *,
+        columns: Sequence[str] | None = None,
+        chunk_size: int = 50,
+        random_seed: RandomSeed = None,
+        start: int = 0,
+    ) -> Iterator[list[pd.DataFrame]]:
+        """Draw posterior-predictive replicates of synthesized columns, in chunks.
+
+        Replicate ``r`` takes a posterior draw ``θ_h`` uniformly at random among the ``H`` stored
+        draws and then synthesizes exactly as :meth:`synthesize` does with that draw (given the
+        unsynthesized columns; under partial synthesis only the selected records change), so
+        the released datasets are such replicates too (Drechsler & Reiter 2008, eq. 5). Each
+        replicate uses its own child stream ``r`` of ``random_seed``: the replicates do not depend
+        on ``chunk_size``, and ``start`` continues a run.
+
+        Parameters
+        ----------
+        n : int or None
+            Number of replicates (``None``: chunks until the caller stops).
+        columns : sequence of str, optional
+            Synthesized columns to return (default: all synthesized columns).
+        chunk_size : int
+            Replicates per yielded list (memory; the values do not depend on it).
+        random_seed : RandomSeed
+            Seed of the replicates.
+        start : int
+            Index of the first replicate.
+
+        Yields
+        ------
+        list of DataFrame
+            Up to ``chunk_size`` tables ``[n_records, len(columns)]`` in record order.
+        """
+        return _synthesis.posterior_replicates(
+            self, n, columns=columns, chunk_size=chunk_size, random_seed=random_seed, start=start
+        )
+
+    def convergence_report(self, *, warn: bool = False) -> pd.DataFrame:
+        """Rank-normalised bulk/tail ESS and R-hat of label-invariant scalars.
+
+        Mixture labels switch freely, so component-wise parameters are not diagnosed; the model
+        supplies quantities that do not depend on labels (log-likelihood, cell probabilities,
+        concentration, number of occupied components). With one chain, R-hat is computed on the
+        chain split in two halves (split-R-hat). The figures are ArviZ's, computed on the
+        stored draws: ``arviz_stats.ess(x, method="bulk")``, ``arviz_stats.ess(x,
+        method="tail", prob=(0.05, 0.95))`` (the tail ESS of Vehtari et al. 2021; ArviZ 1.x's
+        default ``prob``, ``rcParams["stats.ci_prob"]``, takes the 11 % and 89 % quantiles and
+        gives larger values) and ``arviz_stats.rhat(x, method="rank")``.
+
+        Parameters
+        ----------
+        warn : bool
+            Issue a :class:`ConvergenceWarning` naming the quantities with R-hat > 1.01 or
+            bulk/tail ESS below 100 per chain (Vehtari et al. 2021).
+
+        Returns
+        -------
+        DataFrame
+            Index: quantity; columns ``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``rhat``,
+            ``flag`` (``""``, ``"RHAT_HIGH"``, ``"LOW_ESS"`` or both joined by ``","``).
+            ``attrs["mcmc_run"]``: the run the draws come from (as in
+            :meth:`convergence_summary`: ``tune``, ``thin``, ``draws``, ``rounds``,
+            ``sweeps_per_chain``, ``max_sweeps``, ``stopped``).
+
+        References
+        ----------
+        Vehtari, A., Gelman, A., Simpson, D., Carpenter, B., Bürkner, P.-C. (2021). Rank-
+        normalization, folding, and localization: an improved R-hat for assessing convergence of
+        MCMC. Bayesian Analysis 16(2), 667–718. https://doi.org/10.1214/20-BA1221
+        """
+        return _convergence.convergence_report(self, warn=warn)
+
+    def _mcmc_run(self) -> dict[str, Any]:
+        return _convergence.mcmc_run(self)
+
+    def _round_verdict(self, posterior: Any, schema: Any, history: list[float]) -> str:
+        return _convergence.round_verdict(self, posterior, schema, history)
+
+    def _ess_min(self) -> float:
+        return _convergence.ess_min(self)
+
+    def _convergence_warnings(self, df: pd.DataFrame) -> list[dict[str, Any]]:
+        return _convergence.convergence_warnings(self, df)
+
+    def mcmc_warnings(self) -> list[dict[str, Any]]:
+        """Structured MCMC warnings of this fit: failed convergence checks and model codes.
+
+        Returns
+        -------
+        list of dict
+            Each with ``code`` (``"RHAT_HIGH"``, ``"LOW_ESS"``, or a model code such as
+            ``"TRUNCATION_TOO_SMALL"``), ``quantities`` (the diagnosed quantities concerned),
+            ``checks`` (the failed checks: ``code``, ``quantity``, ``statistic``, ``value``,
+            ``threshold``; empty for a model code) and ``message``.
+        """
+        return _convergence.mcmc_warnings(self)
+
+    def convergence_summary(
+        self, kind: Literal["dict", "table"] = "dict"
+    ) -> dict[str, Any] | pd.DataFrame:
+        """Convergence of the fit: the JSON-ready record written to ``convergence.json`` by
+        :meth:`save` and included in the outputs of every run that uses the model
+        (``kind="dict"``), or the table ``arviz.summary(..., kind="diagnostics")`` users know
+        (``kind="table"``).
+
+        Parameters
+        ----------
+        kind : {"dict", "table"}
+            ``"dict"`` (default): the record described below. ``"table"``: a DataFrame with one
+            row per diagnosed quantity (index ``quantity``) and ArviZ's column names ``mean``,
+            ``sd``, ``ess_bulk``, ``ess_tail``, ``r_hat``, plus ``failed_checks`` (the codes of
+            the quantity's failed checks, ``"RHAT_HIGH"``, ``"LOW_ESS"``, joined by ``","``;
+            ``""`` when it passed). Its figures are those of the record's ``quantities``;
+            ``attrs`` holds ``model``, ``thresholds``, ``passed`` and ``mcmc_run`` (the run
+            the draws come from, as in :meth:`convergence_report`).
+
+        Returns
+        -------
+        dict or DataFrame
+            With ``kind="dict"``:
+            ``chains``, ``draws`` (kept per chain), ``thin`` (sampler sweeps per kept draw
+            after the warm-up; 1 where every draw is kept; the final one of a run that extended
+            itself), ``tune``, ``rounds`` (1, or the rounds of a run that extended itself until
+            its checks passed or its bound was reached), ``sweeps_per_chain`` (warm-up
+            included), ``max_sweeps_per_chain`` (the bound of a self-extending run; 0: the
+            run had the length asked for), ``stopped`` (why a self-extending run ended:
+            ``"passed"``, ``"stuck"`` (R-hat stayed high, see ``DPMPM``, ``max_sweeps``),
+            ``"max_sweeps"``; ``""``: no extension), ``thresholds`` (R-hat, ESS, and the
+            quantiles ``ess_tail_prob`` of the tail ESS), ``quantities`` (per diagnosed
+            quantity: ``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``rhat``, ``flag``),
+            ``failed_checks`` (one per quantity and statistic: ``code``, ``quantity``,
+            ``statistic``, ``value``, ``threshold``), ``warnings`` (:meth:`mcmc_warnings`) and
+            ``passed`` (no failed check).
+        """
+        return _convergence.convergence_summary(self, kind)
+
+    def _convergence_table(self, *, passed: bool) -> pd.DataFrame:
+        return _convergence.convergence_table(self, passed=passed)
+
+    def _json_settings(self) -> dict[str, Any]:
+        return _io.json_settings(self)
+
+    def _state_to_json(self) -> dict[str, Any]:
+        return _io.state_to_json(self)
+
+    def _state_from_json(self, state: Mapping[str, Any]) -> None:
+        return _io.state_from_json(self, state)
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Save the fitted model as a folder, atomically.
+
+        The folder holds ``posterior.nc`` (the posterior DataTree as NetCDF, h5netcdf engine),
+        ``model.json`` (``method``, ``settings``, ``schema``, ``format_version``, number of
+        records, synthesized-record flags, model state) and, when synthesis needs them (partial
+        synthesis, class-O modes), the confidential records as ``data.parquet``. **The folder is
+        then as confidential as the data**: release only the synthetic datasets, never the model
+        folder.
+
+        Returns
+        -------
+        Path
+            The folder written.
+        """
+        return _io.save(self, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> BayesianSynthesizer:
+        """Load a model saved with :meth:`save` (no pickle: NetCDF + JSON + Parquet).
+
+        Raises
+        ------
+        ValidationError
+            If the folder is not a saved model of this class or a file is missing.
+        """
+        return _io.load(cls, path)
+
+    def check_fingerprint(self, data: pd.DataFrame) -> str | None:
+        """Whether ``data`` is the table this model was fitted to.
+
+        Compares the SHA-256 fingerprint (``table_fingerprint``) of ``data`` (its schema
+        columns) with the one stored at fit time. Returns ``None`` when they agree (or no
+        fingerprint was stored: a model saved by an older version), otherwise a short
+        description of the difference.
+        """
+        return _io.check_fingerprint(self, data)
+
+    @classmethod
+    def from_posterior(
+        cls,
+        posterior: xr.DataTree | Mapping[str, Any],
+        schema: Schema,
+        *,
+        n_records: int | None = None,
+        data: pd.DataFrame | None = None,
+        synthesized_records: np.ndarray | None = None,
+        **settings: Any,
+    ) -> BayesianSynthesizer:
+        """Build a fitted model from posterior draws made elsewhere (Stan, brms, another chain).
+
+        Parameters
+        ----------
+        posterior : DataTree or mapping of name → array
+            A DataTree with a ``posterior`` group, or arrays whose leading dimensions are
+            ``(chain, draw)``, or only ``(draw,)`` for one chain. Variable names and shapes are
+            model specific (see the subclass's ``_validate_posterior``).
+        schema : Schema
+            Columns, types, levels and roles of the data the draws were fitted to.
+        n_records : int, optional
+            Number of records to synthesize per dataset (default: ``len(data)``).
+        data : DataFrame, optional
+            The confidential data, needed for partial synthesis and class-O modes.
+        synthesized_records : array of bool, optional
+            Records to synthesize (default all).
+        **settings
+            Model settings (``__init__`` arguments).
+
+        Returns
+        -------
+        BayesianSynthesizer
+            A fitted model; convergence is reported on the given draws.
+        """
+        return _io.from_posterior(
+            cls,
+            posterior,
+            schema,
+            n_records=n_records,
+            data=data,
+            synthesized_records=synthesized_records,
+            **settings,
+        )
+
+    def _needs_data_for_synthesis_given(self, schema: Schema) -> bool:
+        return _io.needs_data_for_synthesis_given(self, schema)
+
+    def _event_ndims(self) -> dict[str, int]:
+        return _io.event_ndims(self)
+
+    def _as_datatree(self, posterior: Any) -> xr.DataTree:
+        return _io.as_datatree(self, posterior)

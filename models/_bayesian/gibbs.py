@@ -1,0 +1,566 @@
+"""Gibbs-only MCMC runs without ``pm.sample``: the step in a loop, draws into preallocated arrays.
+
+A model whose every parameter is updated by one PyMC step method that draws from full
+conditionals (the DPMPM's blocked Gibbs sweep) needs nothing of ``pm.sample`` but the loop: no
+gradients, no tuning, no initial-point or trace functions. Building the class-marginalised PyMC
+model, compiling those functions and converting PyMC's trace objects cost about a second of CPU
+and 15–95 MiB on NYexample (issue 15; benchmarks/README.md); this module calls the step
+itself and returns the same ArviZ ``DataTree`` as ``BayesianSynthesizer._run_sampler``
+(groups ``posterior``, ``warmup_sample_stats``, ``sample_stats``; the same variables, dims,
+coordinates and attributes), so everything downstream (convergence, save/load, synthesis) is
+unchanged.
+
+Random streams are those of ``pm.sample`` with the step as its only step: chain ``c`` draws from
+``default_rng(seeds).spawn(chains)[c]`` (after the one integer ``pm.sample`` takes from it), so
+the same seed gives the same draws as the ``pm.sample`` path, sequential or parallel. Chains run
+in forked processes when ``cores > 1`` on Linux (one per chain, at most ``cores`` sampling at a
+time), each with ``cpu_count // workers`` threads for the compiled kernels (whose results do not
+depend on the number of threads); elsewhere they run in turn (macOS does not allow ``fork`` once
+its system frameworks are in use).
+
+A run may extend itself (``max_sweeps``, ``check``: the DPMPM's default run length): the worker
+processes stay alive between rounds and hold their chain's state (in one process each chain has
+its own copy of the step), so a round continues every chain where it stopped, and the same seed
+gives the same draws whether the chains run in parallel or in turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bayes_risk._lazy import Background
+
+if TYPE_CHECKING:  # pragma: no cover
+    import xarray as xr
+
+__all__ = ["GibbsLayout", "chain_generators", "sample_gibbs"]
+
+
+@dataclass(frozen=True)
+class GibbsLayout:
+    """What a Gibbs-only run records, as the PyMC model would declare it.
+
+    Attributes
+    ----------
+    shapes : mapping of str to tuple of int
+        Event shape of each variable the step writes into its point, in the model's order of
+        free variables (the posterior group's order).
+    dims : mapping of str to tuple of str
+        Event dimension names of every posterior variable (step variables and deterministics).
+    coords : mapping of str to array
+        Coordinates of those dimensions.
+    deterministics : callable, optional
+        ``f(draws) -> {name: array}``: the model's deterministic variables from the step
+        variables' ``[chain, draw, ...]`` arrays (vectorised), appended after them.
+    initial_point : mapping, optional
+        Point given to the first step (a step that draws its start from the prior ignores it).
+    """
+
+    shapes: Mapping[str, tuple[int, ...]]
+    dims: Mapping[str, tuple[str, ...]]
+    coords: Mapping[str, np.ndarray]
+    deterministics: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]] | None = None
+    initial_point: Mapping[str, Any] = field(default_factory=dict)
+
+
+def chain_generators(seeds: list[int], chains: int) -> list[np.random.Generator]:
+    """The step's generator of each chain, as ``pm.sample(random_seed=seeds)`` makes them.
+
+    ``pm.sample`` spawns one generator per chain from ``default_rng(seeds)``, draws one integer
+    from each (its initial-point seed) and hands it to the step when the chain starts.
+    """
+    rngs = np.random.default_rng(list(seeds)).spawn(int(chains))
+    for r in rngs:
+        r.integers(2**30)
+    return rngs
+
+
+def _scalar_stats(step: Any) -> dict[str, np.dtype]:
+    out = {}
+    for name, (dtype, shape) in step.stats_dtypes_shapes.items():
+        if shape not in ([], ()):
+            raise NotImplementedError(f"sampler statistic {name!r} is not a scalar")
+        out[name] = np.dtype(dtype)
+    return out
+
+
+def _run_chain(
+    step: Any,
+    layout: GibbsLayout,
+    rng: np.random.Generator,
+    tune: int,
+    draws: int,
+    tick: Callable[[], None],
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, Any]]:
+    """One chain: ``tune + draws`` steps; kept draws of the step variables, all statistics and
+    the last point (from which an extension round continues)."""
+    step.setup_chain(rng, tune, draws)
+    step.tune = bool(tune)
+    post = {name: np.empty((draws, *shape)) for name, shape in layout.shapes.items()}
+    stats = {name: np.empty(tune + draws, dtype) for name, dtype in _scalar_stats(step).items()}
+    point = dict(layout.initial_point)
+    for i in range(tune + draws):
+        if i == tune:
+            step.stop_tuning()
+        point, step_stats = step.step(point)
+        (st,) = step_stats
+        for name, arr in stats.items():
+            arr[i] = st[name]
+        if i >= tune:
+            for name, arr in post.items():
+                arr[i - tune] = point[name]
+        tick()
+    return post, stats, point
+
+
+def _continue_chain(
+    step: Any,
+    layout: GibbsLayout,
+    point: dict[str, Any],
+    calls: int,
+    first_thin: int,
+    thin: int,
+    tick: Callable[[], None],
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, Any]]:
+    """An extension round of a chain after its warm-up: ``calls`` kept draws from ``point``,
+    the first after ``first_thin`` sweeps, the others after ``thin`` (the step's ``thin``)."""
+    post = {name: np.empty((calls, *shape)) for name, shape in layout.shapes.items()}
+    stats = {name: np.empty(calls, dtype) for name, dtype in _scalar_stats(step).items()}
+    for i in range(calls):
+        step.thin = first_thin if i == 0 else thin
+        point, step_stats = step.step(point)
+        (st,) = step_stats
+        for name, arr in stats.items():
+            arr[i] = st[name]
+        for name, arr in post.items():
+            arr[i] = point[name]
+        tick()
+    step.thin = thin
+    return post, stats, point
+
+
+def _chain_task(chain: dict[str, Any], layout: GibbsLayout, task: tuple,
+                tick: Callable[[], None]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Run one round of a chain (``task``: ``("start", tune, draws)`` or ``("extend", calls,
+    first_thin, thin)``); the chain's state (``step``, ``rng``, ``point``) stays in ``chain``."""
+    if task[0] == "start":
+        post, stats, chain["point"] = _run_chain(chain["step"], layout, chain["rng"], *task[1:],
+                                                 tick)
+    else:
+        post, stats, chain["point"] = _continue_chain(chain["step"], layout, chain["point"],
+                                                      *task[1:], tick)
+    return post, stats
+
+
+# State of a parallel run, inherited by the forked workers (never pickled).
+_FORKED: dict[str, Any] = {}
+
+
+def _worker_main(c: int, conn: Any, threads: int) -> None:
+    """A chain's worker process: runs the rounds the parent sends (``None``: done) and sends
+    back each round's draws; the chain's state stays here between rounds."""
+    _worker_init(threads)
+    s = _FORKED
+    done = s["done"][c]
+
+    def tick() -> None:
+        done.value += 1
+
+    chain = {"step": s["step"], "rng": s["rngs"][c], "point": None}
+    try:
+        while (task := conn.recv()) is not None:
+            conn.send(("ok", _chain_task(chain, s["layout"], task, tick)))
+    except EOFError:  # the parent is gone
+        pass
+    except BaseException as err:  # noqa: BLE001 - passed on to the parent, which raises it
+        import traceback
+
+        try:
+            conn.send(("error", err))
+        except Exception:  # an exception that cannot be pickled: its text
+            conn.send(("error", RuntimeError(traceback.format_exc())))
+    finally:
+        conn.close()
+
+
+def _worker_init(threads: int) -> None:
+    # the parent keeps Ctrl-C; workers are terminated by it (SIGTERM), quietly: a handler the
+    # parent installed (the command line turns SIGTERM into an interrupt) is not inherited
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if "numba" in sys.modules:
+        import threading
+
+        import numba
+
+        try:
+            from numba.np.ufunc import parallel
+        except ImportError:  # pragma: no cover - numba's layout changed
+            parallel = None
+        if parallel is not None and hasattr(parallel, "_backend_init_process_lock"):
+            # numba guards its thread launch with a lock shared by every process forked from
+            # this one (a multiprocessing semaphore) and a thread lock copied at fork. A worker
+            # terminated while holding the shared one (an interrupted fit) would leave every
+            # later fork of this process waiting on it for ever: each worker takes locks of its
+            # own (numba creates the process lock afresh when it is unset)
+            parallel._backend_init_process_lock = None
+            parallel._backend_init_thread_lock = threading.RLock()
+        numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+
+
+class _ForkedChains:
+    """One forked process per chain, alive between rounds (so that an extension round continues
+    each chain from its state), at most ``workers`` of them sampling at a time."""
+
+    def __init__(self, step: Any, layout: GibbsLayout, rngs: list[np.random.Generator],
+                 workers: int) -> None:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork")
+        self.done = [ctx.Value("q", 0, lock=False) for _ in rngs]
+        self.workers = workers
+        _FORKED.update(step=step, layout=layout, rngs=rngs, done=self.done)
+        threads = max(1, (os.cpu_count() or 1) // workers)
+        self.conns, self.procs = [], []
+        try:
+            with warnings.catch_warnings():
+                # Python warns of fork() in a threaded process; as for PyMC's own parallel chains
+                # (which fork on Linux), the workers only run the step, and numba's workqueue
+                # threading layer (bayes_risk.models.dpmpm.kernels) starts its threads afresh
+                # in a forked child
+                warnings.filterwarnings("ignore", message=".*use of fork.*",
+                                        category=DeprecationWarning)
+                for c in range(len(rngs)):
+                    parent, child = ctx.Pipe()
+                    proc = ctx.Process(target=_worker_main, args=(c, child, threads), daemon=True)
+                    proc.start()
+                    child.close()
+                    self.conns.append(parent)
+                    self.procs.append(proc)
+        except BaseException:
+            self.close(terminate=True)
+            raise
+        finally:
+            _FORKED.clear()
+
+    def run(self, tasks: list[tuple], bar: Callable[[int], None], stop: Callable[[], bool]
+            ) -> list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]:
+        """One round: ``tasks[c]`` for chain ``c``; its results in chain order."""
+        from multiprocessing.connection import wait
+
+        out: list[Any] = [None] * len(tasks)
+        pending, running = list(range(len(tasks))), {}
+        while pending or running:
+            while pending and len(running) < self.workers:
+                c = pending.pop(0)
+                self.conns[c].send(tasks[c])
+                running[self.conns[c]] = c
+            for conn in wait(list(running), timeout=0.1):
+                c = running.pop(conn)
+                try:
+                    status, value = conn.recv()
+                except EOFError:
+                    raise RuntimeError(f"the worker process of chain {c} ended unexpectedly "
+                                       f"(exit code {self.procs[c].exitcode})") from None
+                if status == "error":
+                    raise value
+                out[c] = value
+            bar(sum(int(v.value) for v in self.done))
+            if stop():
+                raise KeyboardInterrupt
+        return out
+
+    def close(self, *, terminate: bool = False) -> None:
+        for conn, proc in zip(self.conns, self.procs, strict=True):
+            if terminate:
+                proc.terminate()
+            else:
+                try:
+                    conn.send(None)
+                except OSError:
+                    proc.terminate()
+            conn.close()
+        for proc in self.procs:
+            proc.join()
+
+
+class _InProcessChains:
+    """The chains run in turn in this process; with extension rounds each chain has its own
+    copy of the step (its state is the chain's), else they share the step as before."""
+
+    def __init__(self, step: Any, rngs: list[np.random.Generator], layout: GibbsLayout,
+                 own_steps: bool) -> None:
+        import copy
+
+        self.layout = layout
+        self.chains = [{"step": copy.copy(step) if own_steps else step, "rng": r, "point": None}
+                       for r in rngs]
+        self.n_done = 0
+
+    def run(self, tasks: list[tuple], bar: Callable[[int], None], stop: Callable[[], bool]
+            ) -> list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]:
+        def tick() -> None:
+            self.n_done += 1
+            if stop():
+                raise KeyboardInterrupt
+            if self.n_done % 10 == 0:
+                bar(self.n_done)
+
+        return [_chain_task(ch, self.layout, t, tick) for ch, t in zip(self.chains, tasks,
+                                                                       strict=True)]
+
+
+def _pymc_logger() -> logging.Logger:
+    """PyMC's logger, set up as importing PyMC sets it up (PyMC itself is not imported)."""
+    log = logging.getLogger("pymc")
+    if not logging.root.handlers and "pymc" not in sys.modules:
+        log.setLevel(logging.INFO)
+        if not log.handlers:
+            log.addHandler(logging.StreamHandler())
+    return log
+
+
+def _progress_bar(enabled: bool, total: int, thin: int = 1) -> tuple[Any, Callable[[int], None]]:
+    if not enabled:
+        return None, lambda n: None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=Console(stderr=True))
+    # the bar counts draws (one per warm-up sweep, one per ``thin`` sweeps after the warm-up)
+    label = "Gibbs draws" if thin == 1 else f"Gibbs draws (one kept per {thin} sweeps)"
+    task = prog.add_task(label, total=total)
+    return prog, lambda n: prog.update(task, completed=n)
+
+
+def sample_gibbs(
+    step: Any,
+    layout: GibbsLayout,
+    *,
+    seeds: list[int],
+    tune: int,
+    draws: int,
+    chains: int,
+    cores: int | None,
+    progressbar: bool = False,
+    stop: Callable[[], bool] = lambda: False,
+    max_sweeps: int = 0,
+    check: Callable[[xr.DataTree], str] | None = None,
+) -> xr.DataTree:
+    """Run a Gibbs-only step for ``chains`` chains and return the ``pm.sample``-shaped DataTree.
+
+    Parameters
+    ----------
+    step : object
+        A step method with the interface of PyMC's ``BlockedStep`` (``setup_chain(rng, tune,
+        draws)``, ``stop_tuning()``, ``step(point) -> (point, [stats])`` with scalar statistics
+        ``stats_dtypes_shapes``), which need not be one (PyMC is not imported); used as is in
+        one process, copied into each worker process. Extension rounds need a ``thin``
+        attribute and a chain's state in attributes that ``setup_chain`` sets afresh (each
+        chain runs on a shallow copy).
+    layout : GibbsLayout
+        Variables, dims and coordinates of the posterior.
+    seeds : list of int
+        One integer seed per chain (as given to ``pm.sample``).
+    tune, draws, chains : int
+        Warm-up sweeps (statistics kept in ``warmup_sample_stats``), kept draws per chain,
+        chains.
+    cores : int or None
+        Worker processes for the chains (``None``: ``min(4, cpu_count)``, as PyMC); ``1``
+        runs the chains one after the other in this process.
+    progressbar : bool
+        Show a progress bar of the draws on stderr (warm-up draws and kept draws; a step with a
+        ``thin`` attribute makes ``thin`` sweeps per kept draw, and the bar says so).
+    stop : callable
+        Polled between sweeps; ``True`` stops the run with ``KeyboardInterrupt``.
+    max_sweeps : int
+        With ``check``: while ``check`` fails and twice the window fits in ``max_sweeps``
+        sweeps per chain (warm-up included), every chain continues from its state for as many
+        sweeps again, at twice the thinning, and every second draw so far is kept (those at
+        multiples of the new ``thin``): the draws of one run at the final ``thin``. 0: none.
+    check : callable, optional
+        ``check(datatree) -> str``: ``"passed"`` (the kept draws pass the convergence checks),
+        ``"failed"`` (extend) or ``"stuck"`` (failed, and a longer run is not expected to help:
+        stop).
+
+    Returns
+    -------
+    xarray.DataTree
+        The groups of ``pm.sample``; the root's attributes record the run: ``thin`` (final
+        sweeps per kept draw), ``gibbs_rounds`` (1: no extension), ``max_sweeps`` and
+        ``gibbs_stop`` (why the rounds ended: ``"passed"``, ``"stuck"``, ``"max_sweeps"``;
+        ``""`` without extension).
+    """
+    tune, draws, chains = int(tune), int(draws), int(chains)
+    if cores is None:
+        cores = min(4, os.cpu_count() or 1)
+    rngs = chain_generators(seeds, chains)
+    thin = int(getattr(step, "thin", 1))
+    extend = check is not None and int(max_sweeps) > 0 and hasattr(step, "thin")
+    prog, bar = _progress_bar(progressbar, chains * (tune + draws), thin)
+    t0 = time.time()
+    runner: Any = None
+    try:
+        if prog is not None:
+            prog.start()
+        workers = min(int(cores), chains)
+        # fork only where it is safe and PyMC forks too (Linux); elsewhere chains run in turn
+        parallel = workers > 1 and sys.platform.startswith("linux")
+        # the lines pm.sample logs, so that users (and scripts watching stderr) see the same
+        _log = _pymc_logger()
+        _log.info(f"Multiprocess sampling ({chains} chains in {workers} jobs)" if parallel
+                  else f"Sequential sampling ({chains} chains in 1 job)")
+        _log.info(f"{type(step).__name__}: [{', '.join(layout.shapes)}]")
+        tasks = [("start", tune, draws)] * chains
+        if parallel:
+            runner = _ForkedChains(step, layout, rngs, workers)
+            # every worker is forked by now (extension rounds reuse them), so the parent may
+            # import in a thread while it waits: no fork can meet a half-held import lock
+            with Background(_warm_up_output):
+                results = runner.run(tasks, bar, stop)
+        else:
+            runner = _InProcessChains(step, rngs, layout, own_steps=extend)
+            # the sweeps' kernels release the GIL: the DataTree's imports run meanwhile on the
+            # other core (bayes_risk._lazy.Background; with forked workers only once they are
+            # forked: a fork while a thread imports could leave a child waiting on an import lock)
+            with Background(_warm_up_output):
+                results = runner.run(tasks, bar, stop)
+        total = chains * (tune + draws)
+        bar(total)
+        rounds, stopped = 1, ""
+        while True:
+            dt = _to_datatree(results, layout, tune=tune, sampling_time=time.time() - t0)
+            if not extend:
+                break
+            if tune + 2 * draws * thin > max_sweeps:
+                stopped = "max_sweeps"
+                break
+            if (stopped := check(dt)) != "failed":
+                break
+            # every second kept draw stays (those at multiples of 2 * thin after the warm-up);
+            # the first new one follows the last of them after 2 * thin sweeps (thin when the
+            # number of draws is odd)
+            results = [_chain_arrays(dt, layout, c, tune) for c in range(chains)]
+            del dt
+            calls, first = draws - draws // 2, (thin if draws % 2 else 2 * thin)
+            thin, rounds = 2 * thin, rounds + 1
+            _log.info(f"Convergence checks failed: every chain continues to "
+                      f"{tune + draws * thin:,} sweeps, one kept per {thin} (round {rounds})")
+            total += chains * calls
+            _grow_bar(prog, total, thin)
+            new = runner.run([("extend", calls, first, thin)] * chains, bar, stop)
+            results = [_merge_rounds(o, n, tune) for o, n in zip(results, new, strict=True)]
+            bar(total)
+    except BaseException:
+        if isinstance(runner, _ForkedChains):
+            runner.close(terminate=True)
+        raise
+    finally:
+        if prog is not None:
+            prog.stop()
+    if isinstance(runner, _ForkedChains):
+        runner.close()
+    dt.attrs.update({"thin": thin, "gibbs_rounds": rounds,
+                     "max_sweeps": int(max_sweeps) if extend else 0, "gibbs_stop": stopped})
+    return dt
+
+
+def _grow_bar(prog: Any, total: int, thin: int) -> None:
+    """An extension round: the bar's total grows by its draws, and says the new thinning."""
+    if prog is not None:
+        task = prog.tasks[0].id
+        prog.update(task, total=total, description=f"Gibbs draws (one kept per {thin} sweeps)")
+
+
+def _chain_arrays(dt: xr.DataTree, layout: GibbsLayout, c: int, tune: int
+                  ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Chain ``c``'s kept draws (views) and statistics (warm-up then kept) of a DataTree."""
+    post = {name: dt["posterior"][name].values[c] for name in layout.shapes}
+    kept = dt["sample_stats"]
+    stats = {}
+    for name in kept.data_vars:
+        parts = [kept[name].values[c]]
+        if tune:
+            parts.insert(0, dt["warmup_sample_stats"][name].values[c])
+        stats[name] = np.concatenate(parts)
+    return post, stats
+
+
+def _merge_rounds(old: tuple[dict[str, np.ndarray], dict[str, np.ndarray]],
+                  new: tuple[dict[str, np.ndarray], dict[str, np.ndarray]], tune: int
+                  ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Every second kept draw of the earlier rounds (and its statistics), then the new ones."""
+    keep = slice(1, None, 2)
+    post = {k: np.concatenate([v[keep], new[0][k]]) for k, v in old[0].items()}
+    stats = {k: np.concatenate([v[:tune], v[tune:][keep], new[1][k]]) for k, v in old[1].items()}
+    return post, stats
+
+
+def _warm_up_output() -> None:
+    """What the first ``_to_datatree`` of a process pays for, on a one-value tree: importing
+    xarray and arviz_base, and what xarray imports when it first wraps an array (``dask.array``
+    when dask is installed); and the convergence checks' ``arviz_stats`` (with ``scipy.stats``,
+    about half a second)."""
+    import arviz_stats  # noqa: F401 - models._bayesian.convergence (ESS, R-hat)
+    import xarray as xr
+    from arviz_base import dict_to_dataset
+
+    xr.DataTree.from_dict({"posterior": dict_to_dataset({"x": np.zeros((1, 1))})})
+
+
+def _to_datatree(
+    results: list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]],
+    layout: GibbsLayout,
+    *,
+    tune: int,
+    sampling_time: float,
+) -> xr.DataTree:
+    """The groups ``pm.sample(discard_tuned_samples=False)`` returns, without the warm-up
+    draws of the parameters (which ``BayesianSynthesizer._run_sampler`` deletes)."""
+    import importlib.metadata
+
+    import xarray as xr
+    from arviz_base import dict_to_dataset
+
+
+    post = {}
+    for name in layout.shapes:
+        if len(results) == 1:  # one chain: its arrays as they are, no copy
+            post[name] = results[0][0].pop(name)[np.newaxis]
+        else:
+            post[name] = np.stack([r[0].pop(name) for r in results])  # frees the chains' copies
+    if layout.deterministics is not None:
+        post.update(layout.deterministics(post))
+    # in the step's order (PyMC's own order of statistics varies from run to run)
+    stats = {name: np.stack([r[1][name] for r in results]) for name in results[0][1]}
+    attrs = {
+        "inference_library": "pymc",
+        "inference_library_version": importlib.metadata.version("pymc"),
+        "sampling_time": sampling_time,
+        "tuning_steps": tune,
+    }
+    sample_dims = ["chain", "draw"]
+
+    def dataset(data: dict[str, np.ndarray], dims: Mapping[str, tuple[str, ...]]) -> Any:
+        return dict_to_dataset(data, attrs=attrs, coords=dict(layout.coords),
+                               dims={k: list(v) for k, v in dims.items()},
+                               sample_dims=sample_dims)
+
+    groups = {"posterior": dataset(post, layout.dims)}
+    if tune:
+        groups["warmup_sample_stats"] = dataset({k: v[:, :tune] for k, v in stats.items()},
+                                                {})
+    groups["sample_stats"] = dataset({k: v[:, tune:] for k, v in stats.items()}, {})
+    return xr.DataTree.from_dict(groups)

@@ -1,0 +1,129 @@
+"""Compiled kernels of the stick-breaking concentration update (kept apart from ``sticks``
+so that importing the models does not import numba)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+__all__ = ["label_switch_kernel", "log_prior_counts", "slice_log_alpha"]
+
+
+@njit(cache=True)
+def log_prior_counts(nk, alpha):  # pragma: no cover - numba
+    """``log p(z | α)`` of truncated stick breaking with the sticks integrated out, from the
+    class sizes: ``Σ_{k<K} [log B(1 + n_k, α + m_k) − log B(1, α)]``, ``m_k = Σ_{h>k} n_h``."""
+    K = nk.shape[0]
+    out = 0.0
+    m = 0.0
+    lb1 = -math.log(alpha)  # log B(1, α)
+    for k in range(K - 1, -1, -1):
+        if k < K - 1:
+            a = 1.0 + nk[k]
+            b = alpha + m
+            out += math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b) - lb1
+        m += nk[k]
+    return out
+
+
+@njit(cache=True)
+def _log_target(t, nk, a_alpha, b_alpha):  # pragma: no cover - numba
+    alpha = math.exp(t)
+    return (a_alpha - 1.0) * t - b_alpha * alpha + log_prior_counts(nk, alpha) + t
+
+
+@njit(cache=True)
+def _log_target_below(t, t_max, nk, a_alpha, b_alpha):  # pragma: no cover - numba
+    # the target times 1{t <= t_max}: t_max = inf leaves every comparison as it was
+    if t > t_max:
+        return -math.inf
+    return _log_target(t, nk, a_alpha, b_alpha)
+
+
+@njit(cache=True)
+def slice_log_alpha(nk, alpha, a_alpha, b_alpha, width, t_max, rng):  # pragma: no cover - numba
+    """One slice update of ``t = log α`` (stepping out, shrinkage) on ``p(α | z)`` restricted
+    to ``t <= t_max`` (``inf``: unrestricted); ``log α`` must satisfy the restriction."""
+    t0 = math.log(alpha)
+    level = _log_target_below(t0, t_max, nk, a_alpha, b_alpha) + math.log(1.0 - rng.random())
+    lo = t0 - width * rng.random()
+    hi = lo + width
+    for _ in range(50):  # stepping out
+        if _log_target_below(lo, t_max, nk, a_alpha, b_alpha) < level:
+            break
+        lo -= width
+    for _ in range(50):
+        if _log_target_below(hi, t_max, nk, a_alpha, b_alpha) < level:
+            break
+        hi += width
+    for _ in range(200):  # shrinkage
+        t = lo + (hi - lo) * rng.random()
+        if _log_target_below(t, t_max, nk, a_alpha, b_alpha) >= level:
+            return math.exp(t)
+        if t < t0:
+            lo = t
+        else:
+            hi = t
+    return alpha
+
+
+@njit(cache=True, inline="always")
+def _swap(x, a, b):  # pragma: no cover - numba
+    tmp = x[a]
+    x[a] = x[b]
+    x[b] = tmp
+
+
+@njit(cache=True)
+def label_switch_kernel(nk, log_v, log_1mv, j, l, log_u1, js, log_u):  # pragma: no cover
+    """The label-switching moves of ``sticks.label_switch_moves`` given their random numbers:
+    move 1 swaps occupied classes ``j, l`` (``j < 0``: no move 1) if ``log_u1`` is below its
+    log ratio, move 2 tries ``js[t], js[t] + 1`` against ``log_u[t]``. Every quantity is formed
+    with the operations of the numpy version (the cumulative sum of ``log(1 − V)`` from the
+    left, as ``np.cumsum``), so the decisions are the same. Returns ``new_label``."""
+    K = nk.shape[0]
+    n = np.empty(K)
+    for k in range(K):
+        n[k] = nk[k]
+    lv = log_v.copy()
+    l1 = log_1mv.copy()
+    inv = np.arange(K)  # inv[new] = old
+    if j >= 0:
+        # log π_j and log π_l as stick_breaking_log_parts forms them
+        lpj = 0.0
+        lpl = 0.0
+        cum = 0.0
+        for h in range(K):
+            if h == K - 1:
+                lp = cum
+            elif h == 0:
+                lp = lv[0] + 0.0
+            else:
+                lp = lv[h] + cum
+            if h == j:
+                lpj = lp
+            if h == l:
+                lpl = lp
+            if h < K - 1:
+                cum = l1[0] if h == 0 else cum + l1[h]
+        logr = (n[l] - n[j]) * (lpj - lpl)
+        if log_u1 < logr:
+            _swap(n, j, l)
+            _swap(inv, j, l)
+    for t in range(js.shape[0]):
+        a = js[t]
+        b = a + 1
+        if n[a] == 0 and n[b] == 0:
+            continue  # a swap of two empty classes changes nothing that is kept
+        logr = n[a] * l1[b] - n[b] * l1[a]
+        if log_u[t] < logr:
+            _swap(n, a, b)
+            _swap(lv, a, b)
+            _swap(l1, a, b)
+            _swap(inv, a, b)
+    new_label = np.empty(K, dtype=np.int64)
+    for k in range(K):
+        new_label[inv[k]] = k
+    return new_label

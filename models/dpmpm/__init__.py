@@ -1,0 +1,12 @@
+"""The DPMPM latent-class model for categorical data (Si and Reiter 2013).
+
+:class:`DPMPM` (``dpmpm.py``) calls the module-level helpers of its sibling modules: ``coding``
+(category codes), ``fit`` (the PyMC model and the Gibbs set-up), ``loglik`` (record and dataset
+log-likelihoods), ``kernels`` (numba kernels), ``step`` / ``labels`` / ``splitmerge`` (the Gibbs
+step and its label moves), ``run`` (the automatic run), ``zeros`` / ``zeros_loglik``
+(structural zeros).
+"""
+
+from bayes_risk.models.dpmpm.dpmpm import DPMPM
+
+__all__ = ["DPMPM"]

@@ -1,0 +1,314 @@
+"""Fitting of :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM`: the PyMC model and the posterior.
+
+The class-marginalised PyMC model (``_build_model``) is the single source of truth for the DPMPM
+density; the default Gibbs sampler (``dpmpm.step``) runs inside ``pm.sample`` on it. This module
+also holds what happens to the posterior once sampled: the observed-data log-likelihood statistic
+under NUTS, the truncation check, validation of a posterior given by the user, the stacked arrays
+the likelihoods and synthesis read, and the label-invariant convergence quantities.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.data.schema import Schema
+from bayes_risk.exceptions import CALLER, ConvergenceWarning, SchemaError, ValidationError
+from bayes_risk.models._bayesian.base import BayesianSynthesizer
+from bayes_risk.models._bayesian.sticks import stick_breaking_log
+from bayes_risk.models.dpmpm.zeros import _UNKNOWN
+
+if TYPE_CHECKING:  # pragma: no cover
+    import xarray as xr
+
+
+def build_model(
+    synth, codes: np.ndarray, d: Sequence[int], *, transforms: bool, observed: bool = True
+):
+    """The class-marginalised PyMC model: the density every kernel is tested against.
+
+    ``transforms=False`` gives the value variables on the constrained scale (the Gibbs step
+    writes draws directly); ``True`` keeps PyMC's default transforms (NUTS).
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    K = int(synth.n_components)
+    a_alpha, b_alpha = (float(x) for x in synth.alpha_prior)
+    tr = {} if transforms else {"default_transform": None}
+    coords = {"component": np.arange(K)}
+    if K > 1:
+        coords["stick"] = np.arange(K - 1)
+    for j, dj in enumerate(d):
+        coords[f"level_{j}"] = np.arange(dj)
+    with pm.Model(coords=coords) as model:
+        alpha = pm.Gamma("alpha", alpha=a_alpha, beta=b_alpha, **tr)
+        if K > 1:
+            V = pm.Beta("V", alpha=1.0, beta=alpha, dims="stick", **tr)
+            l1 = pt.log1p(-V)
+            cum = pt.cumsum(l1)
+            head = pt.concatenate([pt.zeros(1), cum[:-1]])
+            log_pi = pt.concatenate([pt.log(V) + head, cum[-1:]])
+        else:
+            log_pi = pt.zeros(1)
+        pm.Deterministic("pi", pt.exp(log_pi), dims="component")
+        log_phis = []
+        for j, dj in enumerate(d):
+            phi = pm.Dirichlet(
+                f"phi_{j}",
+                a=np.full((K, dj), float(synth.dirichlet_prior)),
+                dims=("component", f"level_{j}"),
+                **tr,
+            )
+            log_phis.append(pt.log(phi))
+        if observed:
+            # the last parameter only carries the record length p into the signature
+            sig = ",".join(["(k)"] + [f"(k,d{j})" for j in range(len(d))] + ["(p)"]) + "->(p)"
+            pm.CustomDist(
+                "y",
+                log_pi,
+                *log_phis,
+                np.zeros(len(d)),
+                logp=_marginal_logp,
+                observed=np.asarray(codes, dtype=np.int64),
+                signature=sig,
+                dtype="int64",
+            )
+            if synth._zeros is not None:  # truncated to the allowed cells
+                from bayes_risk.models.dpmpm.zeros import pymc_log_allowed
+
+                pm.Potential("structural_zeros", -len(codes) * pymc_log_allowed(
+                    synth._zeros, log_pi, log_phis))
+    return model
+
+
+def pymc_model(model, records: pd.DataFrame | None = None, *, transforms: bool = False):
+    """The work of :meth:`DPMPM.pymc_model` (documented there)."""
+    model._check_fitted()
+    codes = None
+    if records is not None:
+        codes = model._encode(records)
+        if np.any(codes == _UNKNOWN):
+            i, j = np.argwhere(codes == _UNKNOWN)[0]
+            raise SchemaError(
+                f"records: row {i} has a level of column {model.schema_.names[j]!r} the model "
+                "was not fitted with.",
+                code="UNKNOWN_LEVEL",
+            )
+    return model._build_model(
+        codes, list(model._d), transforms=transforms, observed=records is not None
+    )
+
+
+def add_loglik_stat(model, codes: np.ndarray) -> None:
+    import xarray as xr
+
+    import bayes_risk.models.dpmpm.kernels as kern
+
+    p = codes.shape[1]
+    ll = kern.lse_two_sum(
+        codes, np.ones(p, bool), codes, np.zeros(p, bool), model._offsets,
+        model._logphi, model._log_pi, np.arange(codes.shape[0], dtype=np.int64), model._phi,
+    )
+    if model._zeros is not None:  # the truncated model's (records in S are refused at fit)
+        ll = ll - codes.shape[0] * model._zeros.log_allowed(model._phi, model._log_pi)
+    post = model.posterior_["posterior"]
+    shape = (post.sizes["chain"], post.sizes["draw"])
+    da = xr.DataArray(ll.reshape(shape), dims=("chain", "draw"),
+                      coords={"chain": post["chain"].values, "draw": post["draw"].values})
+    if "sample_stats" in model.posterior_.children:
+        ds = model.posterior_["sample_stats"].to_dataset().assign(loglik=da)
+    else:
+        ds = xr.Dataset({"loglik": da})
+    model.posterior_["sample_stats"] = xr.DataTree(ds)
+
+
+def check_truncation(model) -> None:
+    """``TRUNCATION_TOO_SMALL`` when a **kept** draw occupies ``K − 1`` or more classes.
+
+    Warm-up draws are not read: they include the starting state, which says nothing about
+    whether the truncation is large enough for the posterior.
+    """
+    K = int(model.n_components)
+    if K < 3:
+        return
+    kmax = 0
+    if "sample_stats" in model.posterior_.children and (
+        "k_occupied" in model.posterior_["sample_stats"].data_vars
+    ):
+        vals = np.asarray(model.posterior_["sample_stats"]["k_occupied"].values)
+        if vals.size:
+            kmax = int(vals.max())
+    if kmax >= K - 1:
+        model.warnings_.append("TRUNCATION_TOO_SMALL")
+        warnings.warn(
+            ConvergenceWarning(
+                f"DPMPM: kept posterior draws occupy up to {kmax} of the K = {K} classes "
+                "(TRUNCATION_TOO_SMALL): the truncation may cut off posterior mass; "
+                "increase n_components.",
+                code="TRUNCATION_TOO_SMALL",
+            ),
+            skip_file_prefixes=CALLER,
+        )
+
+
+def event_ndims(model) -> dict[str, int]:
+    ev = {"alpha": 0, "V": 1, "pi": 1}
+    for j in range(64 if model.schema_ is None else len(model.schema_)):
+        ev[f"phi_{j}"] = 2
+    return ev
+
+
+def as_datatree(model, posterior: Any):
+    if isinstance(posterior, dict):
+        ev = {"alpha": 0, "V": 1, "pi": 1}
+        ev.update({k: 2 for k in posterior if str(k).startswith("phi_")})
+        model._event_ndims = lambda: ev  # type: ignore[method-assign]
+    return BayesianSynthesizer._as_datatree(model, posterior)
+
+
+def validate_posterior(model, posterior: xr.DataTree, schema: Schema) -> None:
+    import xarray as xr
+
+    model._check_categorical(schema)
+    post = posterior["posterior"]
+    names = set(post.data_vars)
+    p = len(schema)
+    need = [f"phi_{j}" for j in range(p)]
+    miss = [v for v in need if v not in names]
+    if miss:
+        raise ValidationError(
+            f"the DPMPM posterior needs variables {need} (one per column, shape "
+            f"[chain, draw, K, d_j]); missing {miss}."
+        )
+    K = None
+    for j, spec in enumerate(schema):
+        sh = post[f"phi_{j}"].shape
+        if len(sh) != 4 or sh[3] != len(spec.levels):
+            raise ValidationError(
+                f"posterior variable phi_{j} (column {spec.name!r}) must have shape "
+                f"[chain, draw, K, {len(spec.levels)}]. Got {sh}."
+            )
+        if K is None:
+            K = sh[2]
+        elif sh[2] != K:
+            raise ValidationError(f"phi_{j} has K = {sh[2]} components; phi_0 has {K}.")
+        vals = np.asarray(post[f"phi_{j}"].values)
+        if np.any(vals < 0) or not np.allclose(vals.sum(-1), 1.0, atol=1e-6):
+            raise ValidationError(
+                f"phi_{j} (column {spec.name!r}): category probabilities must be >= 0 and "
+                "sum to 1 over levels."
+            )
+    model.n_components = int(K)
+    dims = ("chain", "draw")
+    if "pi" not in names:
+        if K > 1 and "V" not in names:
+            raise ValidationError("the DPMPM posterior needs 'pi' [chain, draw, K] or 'V' "
+                                  "[chain, draw, K-1].")
+        if K == 1:
+            pi = np.ones(post["phi_0"].shape[:2] + (1,))
+        else:
+            V = np.asarray(post["V"].values)
+            if V.shape[-1] != K - 1:
+                raise ValidationError(
+                    f"V must have K - 1 = {K - 1} entries. Got {V.shape[-1]}."
+                )
+            pi = np.exp(stick_breaking_log(V))
+        ds = post.to_dataset().assign(pi=(dims + ("component",), pi))
+        posterior["posterior"] = xr.DataTree(ds)
+        post = posterior["posterior"]
+    pi = np.asarray(post["pi"].values)
+    if pi.shape[-1] != K or np.any(pi < 0) or not np.allclose(pi.sum(-1), 1.0, atol=1e-6):
+        raise ValidationError(f"pi must have K = {K} non-negative weights summing to 1.")
+    if "alpha" not in names:
+        ds = post.to_dataset().assign(alpha=(dims, np.full(pi.shape[:2], np.nan)))
+        posterior["posterior"] = xr.DataTree(ds)
+
+
+def after_posterior(model) -> None:
+    schema = model.schema_
+    d = np.array([len(c.levels) for c in schema], dtype=np.int64)
+    model._d = d
+    model._offsets = np.concatenate([[0], np.cumsum(d)[:-1]]).astype(np.int64)
+    pi = model._stacked("pi")
+    with np.errstate(divide="ignore"):
+        model._log_pi = np.ascontiguousarray(np.log(pi))
+    # the [H, L, K] arrays of φ and log φ (32 MB on NYexample) are built on first use: a fit
+    # that is saved, as `bayes-risk fit` does, never reads them
+    model._phi_cache: np.ndarray | None = None
+    model._logphi_cache: np.ndarray | None = None
+    model.n_components = int(pi.shape[-1])
+    model._zeros = model._structural_zeros_for(schema)
+
+
+def phi(model) -> np.ndarray:
+    """φ of every draw, stacked over the columns' levels: ``[H, L, K]`` (C order)."""
+    if getattr(model, "_phi_cache", None) is None:
+        out = np.empty((model.n_draws, int(model._d.sum()), int(model.n_components)))
+        for j, off in enumerate(model._offsets):  # [H, K, d_j] -> rows off..off+d_j
+            out[:, off : off + model._d[j], :] = np.transpose(
+                model._stacked(f"phi_{j}"), (0, 2, 1))
+        model._phi_cache = out
+    return model._phi_cache
+
+
+def logphi(model) -> np.ndarray:
+    """``log φ`` (``[H, L, K]``), built on first use."""
+    if getattr(model, "_logphi_cache", None) is None:
+        with np.errstate(divide="ignore"):
+            model._logphi_cache = np.log(model._phi)
+    return model._logphi_cache
+
+
+def convergence_quantities(model) -> dict[str, np.ndarray]:
+    post = model.posterior_["posterior"]
+    C, D = post.sizes["chain"], post.sizes["draw"]
+    out: dict[str, np.ndarray] = {}
+    stats = (
+        model.posterior_["sample_stats"] if "sample_stats" in model.posterior_.children else None
+    )
+    if stats is not None and "loglik" in stats.data_vars:
+        out["loglik"] = np.asarray(stats["loglik"].values, dtype=float)
+    alpha = np.asarray(post["alpha"].values, dtype=float)
+    if np.all(np.isfinite(alpha)) and model.n_components > 1:
+        out["alpha"] = alpha
+    if stats is not None and "k_occupied" in stats.data_vars:
+        out["k_occupied"] = np.asarray(stats["k_occupied"].values, dtype=float)
+    pi = np.exp(model._log_pi)  # [H, K]
+    names = model.schema_.names
+    # φ_kj of each column's first level, [H, K], read from the posterior (not model._phi)
+    first = [np.ascontiguousarray(model._stacked(f"phi_{j}")[:, :, 0])
+             for j in range(min(3, len(names)))]
+    for j in range(min(3, len(names))):
+        cell = np.einsum("hk,hk->h", pi, first[j])
+        out[f"P({names[j]}={model.schema_.columns[j].levels[0]})"] = cell.reshape(C, D)
+    if len(names) >= 2:
+        cell = np.einsum("hk,hk,hk->h", pi, first[0], first[1])
+        lv0, lv1 = model.schema_.columns[0].levels[0], model.schema_.columns[1].levels[0]
+        out[f"P({names[0]}={lv0},{names[1]}={lv1})"] = cell.reshape(C, D)
+    if model._zeros is not None:  # the truncated model's cells (the mass on S is not identified)
+        import bayes_risk.models.dpmpm.zeros_loglik as zl
+
+        out.update(zl.convergence_cells(model, C, D))
+    return out
+
+
+# ---------------------------------------------------------------------- helpers
+def _marginal_logp(value, log_pi, *params):
+    """PyMC log-density of each record, classes and missing entries (code -1) marginalised."""
+    import pytensor.tensor as pt
+
+    # PyMC prepends length-1 batch dimensions to the parameters: drop them
+    log_pi = log_pi[(0,) * (log_pi.ndim - 1)]
+    log_phis = [lp[(0,) * (lp.ndim - 2)] for lp in params[:-1]]
+    terms = log_pi[None, :]
+    for j, lphi in enumerate(log_phis):
+        col = value[:, j]  # noqa: B023
+        obs = pt.ge(col, 0)
+        lp = lphi[:, pt.maximum(col, 0)].T  # [n, K]
+        terms = terms + pt.switch(obs[:, None], lp, 0.0)
+    return pt.logsumexp(terms, axis=1)

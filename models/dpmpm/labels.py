@@ -1,0 +1,181 @@
+"""Label swaps for the DPMPM allocations on the collapsed target ``p(z | α, y)``.
+
+Target: ``p(z | α, y)`` with the stick fractions ``V`` and the category probabilities ``φ``
+integrated out (the completed data ``y`` — missing entries at their current imputations — are
+held fixed):
+
+``log p(z | α) = Σ_{k<K} [log B(1 + n_k, α + m_k) − log B(1, α)]``, ``m_k = Σ_{h>k} n_h``
+(truncated stick breaking, ``V_K = 1``), and
+
+``log p(y | z) = Σ_k Σ_j [log Γ(d_j a) − log Γ(d_j a + n_k) + Σ_c (log Γ(a + n_kjc) − log Γ(a))]``.
+
+``p(y | z)`` does not depend on the labels but ``p(z | α)`` does: empty labels before occupied
+ones make a large α likely, and a chain started with every class occupied then keeps α large
+and many classes (α ≈ 80 with 38 of K = 80 classes occupied for 1,300 sweeps on the ACS
+extract). :func:`relabel` makes Metropolis swaps of two uniformly chosen labels, accepted with
+the prior ratio; the caller redraws ``V`` and ``φ`` given the new labels, so the sweep leaves
+the joint posterior invariant.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from bayes_risk.models._bayesian.stick_kernels import log_prior_counts, slice_log_alpha
+from bayes_risk.models.dpmpm.splitmerge import split_merge
+
+__all__ = ["collapsed_moves", "log_collapsed_posterior", "relabel"]
+
+
+@njit(cache=True)
+def _log_marg(c, nk, k, d, offsets, a):  # pragma: no cover - numba
+    """Dirichlet–multinomial log marginal likelihood of class ``k`` (terms constant in the
+    counts are left out: they cancel between the states compared)."""
+    out = 0.0
+    lga = math.lgamma(a)
+    for j in range(d.shape[0]):
+        out -= math.lgamma(d[j] * a + nk[k]) - math.lgamma(d[j] * a)
+        base = offsets[j]
+        for cc in range(d[j]):
+            x = c[base + cc, k]
+            if x > 0:
+                out += math.lgamma(a + x) - lga
+    return out
+
+
+@njit(cache=True)
+def log_collapsed_posterior(y, z, d, offsets, K, alpha, a):  # pragma: no cover - numba
+    """``log p(z | α) + log p(y | z)`` up to a constant (the label swaps' target; tests)."""
+    L = offsets[-1] + d[-1]
+    c = np.zeros((L, K))
+    nk = np.zeros(K, dtype=np.int64)
+    for r in range(y.shape[0]):
+        nk[z[r]] += 1
+        for j in range(y.shape[1]):
+            c[offsets[j] + y[r, j], z[r]] += 1.0
+    out = log_prior_counts(nk, alpha)
+    for k in range(K):
+        out += _log_marg(c, nk, k, d, offsets, a)
+    return out
+
+
+@njit(cache=True)
+def _prior_cache(nk, alpha, lb1, la, term, part):  # pragma: no cover - numba
+    """The terms of ``log_prior_counts`` and its running sums: ``term[k]`` (``k < K − 1``),
+    ``part[k]`` = the sum after term ``k`` (``part[K − 1] = part[K] = 0``), ``la[k]`` =
+    ``lgamma(1 + n_k)``; the same operations in the same order, so ``part[0]`` is bitwise
+    ``log_prior_counts(nk, alpha)``."""
+    K = nk.shape[0]
+    part[K] = 0.0
+    part[K - 1] = 0.0
+    m = 0.0
+    for k in range(K - 1, -1, -1):
+        a = 1.0 + nk[k]
+        la[k] = math.lgamma(a)
+        if k < K - 1:
+            b = alpha + m
+            term[k] = la[k] + math.lgamma(b) - math.lgamma(a + b) - lb1
+            part[k] = part[k + 1] + term[k]
+        m += nk[k]
+
+
+@njit(cache=True)
+def relabel(z, c, nk, alpha, n_props, rng):  # pragma: no cover - numba
+    """``n_props`` Metropolis swaps of two uniformly chosen labels (occupied or empty) on the
+    collapsed target: ``p(y | z)`` does not depend on the labels, ``p(z | α)`` does (empty labels
+    before occupied ones make a large α likely), so a swap is accepted with the prior ratio.
+    Returns the permutation applied (``new_label[old] = new``), for other holders of labels.
+
+    The prior after a swap of labels ``lo < hi`` is ``log_prior_counts`` of the swapped sizes
+    evaluated with the same operations in the same order: the terms above ``hi`` and their
+    running sum are kept from the current state, the terms ``hi..lo`` are evaluated afresh and
+    the (unchanged) terms below ``lo`` added to the new running sum one by one, so the value and
+    every decision are those of the full evaluation at a third of its ``lgamma`` calls."""
+    K = nk.shape[0]
+    new_label = np.arange(K)
+    inv = np.arange(K)  # inv[label now] = original label
+    lb1 = -math.log(alpha)  # log B(1, α), as log_prior_counts
+    la = np.empty(K)
+    term = np.zeros(K)
+    part = np.zeros(K + 1)
+    la_new = np.empty(K)
+    term_new = np.empty(K)
+    _prior_cache(nk, alpha, lb1, la, term, part)
+    lp = part[0]
+    for _ in range(n_props):
+        k = int(rng.random() * K)
+        l = int(rng.random() * (K - 1))
+        if l >= k:
+            l += 1
+        u = rng.random()
+        if nk[k] == nk[l]:
+            continue
+        tmp = nk[k]
+        nk[k] = nk[l]
+        nk[l] = tmp
+        lo, hi = min(k, l), max(k, l)
+        m = 0.0  # Σ_{h > hi} n_h, exact (integers)
+        for h in range(K - 1, hi, -1):
+            m += nk[h]
+        out = part[hi + 1]
+        la_new[lo] = la[hi]
+        la_new[hi] = la[lo]
+        for h in range(lo + 1, hi):
+            la_new[h] = la[h]
+        for h in range(hi, lo - 1, -1):
+            if h < K - 1:
+                a = 1.0 + nk[h]
+                b = alpha + m
+                term_new[h] = la_new[h] + math.lgamma(b) - math.lgamma(a + b) - lb1
+                out += term_new[h]
+            m += nk[h]
+        for h in range(lo - 1, -1, -1):
+            out += term[h]
+        lp_new = out
+        if math.log(1.0 - u) < lp_new - lp:
+            lp = lp_new
+            tmp = inv[k]
+            inv[k] = inv[l]
+            inv[l] = tmp
+            for h in range(hi, lo - 1, -1):  # the cache of the new state
+                la[h] = la_new[h]
+                if h < K - 1:
+                    term[h] = term_new[h]
+                    part[h] = part[h + 1] + term[h]
+            for h in range(lo - 1, -1, -1):
+                part[h] = part[h + 1] + term[h]
+        else:
+            tmp = nk[k]
+            nk[k] = nk[l]
+            nk[l] = tmp
+    for k in range(K):
+        new_label[inv[k]] = k
+    moved = False
+    for k in range(K):
+        if inv[k] != k:
+            moved = True
+    if moved:
+        c[:, :] = c[:, inv].copy()
+        for r in range(z.shape[0]):
+            z[r] = new_label[z[r]]
+    return new_label
+
+
+@njit(cache=True, nogil=True)  # nogil: as kernels.class_step_serial
+def collapsed_moves(y, z, c, nk, d, offsets, alpha, a, n_moves, n_props, a_alpha, b_alpha,
+                    log_alpha_max, rng):  # pragma: no cover - numba
+    """The sweep's moves on ``p(z | α, y)`` and the α update in one compiled call (each call
+    that takes a numpy ``Generator`` costs ≈ 10–20 µs of dispatch): ``n_moves`` merge–split
+    moves (``split_merge``), ``n_props`` label swaps (``relabel``), then one slice update
+    of α given the new class sizes (``_bayesian.sticks.slice_alpha``, width 1; restricted to
+    ``log α <= log_alpha_max``, ``inf`` for none). The same draws as the three calls one after
+    the other. Returns ``(new_label, α)``."""
+    split_merge(y, z, c, nk, d, offsets, alpha, a, n_moves, rng)
+    new_label = relabel(z, c, nk, alpha, n_props, rng)
+    nkf = np.empty(nk.shape[0])
+    for k in range(nk.shape[0]):
+        nkf[k] = nk[k]
+    return new_label, slice_log_alpha(nkf, alpha, a_alpha, b_alpha, 1.0, log_alpha_max, rng)

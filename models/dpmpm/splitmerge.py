@@ -1,0 +1,341 @@
+"""Sequentially allocated merge–split moves for the DPMPM allocations (Dahl 2003, 2005).
+
+Blocked Gibbs changes the number of occupied classes one record at a time: a class that should
+be split in two (or two that should be merged) only forms through a long run of unlikely single
+reallocations. On the ACS extract (K = 80) chains moved between about 4.6 and 5.8 occupied
+classes over hundreds of sweeps (R-hat of the data log-likelihood up to 1.42 with the
+defaults; benchmarks/README.md, "Mixing"). A merge–split move proposes the whole change at once.
+
+Target: ``p(z | α, y)`` of ``bayes_risk.models.dpmpm.labels`` (stick fractions and category
+probabilities integrated out; the completed data held fixed), on the **labelled** truncated
+stick-breaking model. One move:
+
+1. pick an ordered pair of distinct records ``(i, j)`` uniformly; ``S`` = the other records of
+   their classes, in a uniformly random order;
+2. same class ``k`` (**split**): ``i`` stays in ``k``, ``j`` starts class ``e`` = the first empty
+   label (no move if every label is occupied); the records of ``S`` are allocated one after the
+   other to ``k`` or ``e`` with probability proportional to ``n_c · p(y_r | records already in
+   c)`` (Dirichlet–multinomial predictive); ``q`` = product of these probabilities;
+3. different classes ``k ≠ l`` (**merge**): every record of ``l`` moves to ``k``; the reverse
+   split must start its new class at ``l``, so the move is rejected unless ``l`` is below every
+   label left empty; ``q`` = the probability that the split allocation reproduces the current
+   two classes (same order of ``S``);
+4. accept with ``min(1, p(z') / p(z) · 1 / q)`` (split) or ``min(1, p(z') / p(z) · q)`` (merge).
+
+For each pair and order the move is reversible with respect to ``p(z | α, y)``: the pair and the
+order are drawn independently of the state, a split's only reverse is the merge of the same pair,
+and both directions compute the same ``q``. The caller redraws the sticks and φ given the new
+classes, so the sweep leaves the joint posterior invariant (tests/models/test_dpmpm_splitmerge.py
+checks one move against exact enumeration, and the whole sampler against the exact posterior).
+
+Counts not held by ``y`` (the augmented records of the structural-zeros model, which exist only
+as per-class counts) stay in their class: they are part of ``nk, c`` but never move, and a merge
+that would leave such counts in the emptied label is rejected (the label would not be empty).
+
+References
+----------
+Dahl, D. B. (2003). An improved merge–split sampler for conjugate Dirichlet process mixture
+models. Technical Report 1086, Department of Statistics, University of Wisconsin–Madison.
+
+Dahl, D. B. (2005). Sequentially-allocated merge–split sampler for conjugate and nonconjugate
+Dirichlet process mixture models. Technical report, Texas A&M University.
+
+Jain, S., Neal, R. M. (2004). A split–merge Markov chain Monte Carlo procedure for the Dirichlet
+process mixture model. Journal of Computational and Graphical Statistics 13(1), 158–182.
+https://doi.org/10.1198/1061860043001
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+__all__ = ["split_merge"]
+
+
+@njit(cache=True)
+def _log_marg_vec(cv, n, d, offsets, a):  # pragma: no cover - numba
+    """Dirichlet–multinomial log marginal likelihood of one class with level counts ``cv[L]`` and
+    size ``n`` (terms constant in the counts left out, as in ``dpmpm.labels``)."""
+    out = 0.0
+    lga = math.lgamma(a)
+    for j in range(d.shape[0]):
+        out -= math.lgamma(d[j] * a + n) - math.lgamma(d[j] * a)
+        for cc in range(d[j]):
+            x = cv[offsets[j] + cc]
+            if x > 0:
+                out += math.lgamma(a + x) - lga
+    return out
+
+
+@njit(cache=True)
+def _log_prior_span(nk, alpha, lo, hi):  # pragma: no cover - numba
+    """The terms ``k = lo..hi`` of ``log p(z | α)`` (``log_prior_counts``): the only ones that
+    change when records move between classes ``lo`` and ``hi`` (the tail sums ``m_k`` of the
+    classes before ``lo`` do not)."""
+    K = nk.shape[0]
+    m = 0.0
+    for k in range(K - 1, hi, -1):
+        m += nk[k]
+    out = 0.0
+    for k in range(hi, lo - 1, -1):
+        if k < K - 1:
+            a = 1.0 + nk[k]
+            b = alpha + m
+            out += math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b) + math.log(alpha)
+        m += nk[k]
+    return out
+
+
+@njit(cache=True)
+def _add(y, r, cv, sign, offsets):  # pragma: no cover - numba
+    for j in range(y.shape[1]):
+        cv[offsets[j] + y[r, j]] += sign
+
+
+@njit(cache=True)
+def _allocate(y, order, i, j, ca, cb, na, nb, d, offsets, a, split, rng, target_a,
+              base, log_u):  # pragma: no cover - numba
+    """Sequential allocation of ``order`` to classes A (holding ``i``) and B (holding ``j``)
+    whose counts without the records of ``y`` are ``ca, cb`` (level counts, filled in place)
+    and ``na, nb`` (sizes). ``split``: draw each record (``target_a`` receives the choices);
+    otherwise follow ``target_a``. Returns ``(log q, nA, nB, complete)``.
+
+    The odds of A against B, ``n_A p(y_r | A) / (n_B p(y_r | B))`` (Dirichlet–multinomial
+    predictives), are a product of ratios of counts: multiplied in probability space and
+    taken to logs only when they leave ``[1e-150, 1e150]``, so a record costs one ``log`` and
+    one ``exp`` however many columns there are.
+
+    A merge (``split`` false) draws nothing and is accepted when ``log u < base + log q``:
+    every term of ``log q`` is at most 0 and rounding is monotone, so once
+    ``base + log q`` (of the records so far) falls below ``log u`` the move is rejected
+    whatever the other records give, and the allocation stops (``complete`` false; ``log q``
+    and the counts are then partial). A split passes ``base = -inf``: it never stops early.
+    """
+    _add(y, i, ca, 1.0, offsets)
+    _add(y, j, cb, 1.0, offsets)
+    na += 1.0
+    nb += 1.0
+    p = y.shape[1]
+    logq = 0.0
+    for t in range(order.shape[0]):
+        r = order[t]
+        ratio = na / nb
+        log_acc = 0.0
+        for jj in range(p):
+            row = offsets[jj] + y[r, jj]
+            ratio *= (a + ca[row]) * (d[jj] * a + nb) / ((a + cb[row]) * (d[jj] * a + na))
+            if ratio > 1e150 or ratio < 1e-150:
+                log_acc += math.log(ratio)
+                ratio = 1.0
+        lo = log_acc + math.log(ratio)  # log odds of A
+        # log P(A) = −log(1 + e^{−lo}), log P(B) = −log(1 + e^{lo}), without overflow
+        if lo > 0:
+            log_pa = -math.log1p(math.exp(-lo))
+            log_pb = -lo + log_pa
+        else:
+            log_pb = -math.log1p(math.exp(lo))
+            log_pa = lo + log_pb
+        if split:
+            to_a = rng.random() < math.exp(log_pa)
+            target_a[t] = to_a
+        else:
+            to_a = target_a[t]
+        if to_a:
+            logq += log_pa
+            _add(y, r, ca, 1.0, offsets)
+            na += 1.0
+        else:
+            logq += log_pb
+            _add(y, r, cb, 1.0, offsets)
+            nb += 1.0
+        if base + logq < log_u:
+            return logq, na, nb, False
+    return logq, na, nb, True
+
+
+@njit(cache=True)
+def _members(z, ki, kj, i, j, members):  # pragma: no cover - numba
+    """The records of classes ``ki`` and ``kj`` other than ``i`` and ``j``, in record order,
+    into ``members``; returns their number."""
+    m = 0
+    for r in range(z.shape[0]):
+        if (z[r] == ki or z[r] == kj) and r != i and r != j:
+            members[m] = r
+            m += 1
+    return m
+
+
+@njit(cache=True)
+def _shuffle(order, u):  # pragma: no cover - numba
+    """Fisher–Yates shuffle of ``order`` with the uniforms ``u`` (``len(order) - 1`` of them,
+    in the order a shuffle drawing them one at a time would use them)."""
+    m = order.shape[0]
+    for t in range(m - 1, 0, -1):
+        s = int(u[m - 1 - t] * (t + 1))
+        tmp = order[t]
+        order[t] = order[s]
+        order[s] = tmp
+
+
+@njit(cache=True)
+def _fixed_part(y, z, c, nk, real, k, offsets, out):  # pragma: no cover - numba
+    """Level counts of class ``k`` not held by ``y`` into ``out``; returns their number."""
+    out[:] = 0.0
+    nf = nk[k] - real[k]
+    if nf > 0:
+        out[:] = c[:, k]
+        for r in range(y.shape[0]):
+            if z[r] == k:
+                _add(y, r, out, -1.0, offsets)
+    return float(nf)
+
+
+@njit(cache=True)
+def _merge(y, z, c, nk, real, d, offsets, alpha, a, i, j, ki, kj, m, u, members, u_shuffle,
+           target_a, ca, cb, cm, rng):  # pragma: no cover - numba
+    """The merge of class ``kj`` into ``ki`` proposed by records ``i, j`` (``split_merge``), with
+    the ``m − 1`` shuffle uniforms and the acceptance uniform ``u`` drawn; updates the state
+    if accepted and returns 1, else 0."""
+    K = nk.shape[0]
+    L = c.shape[0]
+    if nk[kj] != real[kj]:
+        return 0  # fixed counts in kj: the label would not become empty
+    first_empty = K
+    for k in range(K):
+        if nk[k] == 0:
+            first_empty = k
+            break
+    if kj > first_empty:
+        return 0  # the reverse split would start its class at another label
+    # log r = base + log q (the same operations, in the same order, as one expression)
+    lm_old = (_log_marg_vec(c[:, ki], float(nk[ki]), d, offsets, a)
+              + _log_marg_vec(c[:, kj], float(nk[kj]), d, offsets, a))
+    for row in range(L):
+        cm[row] = c[row, ki] + c[row, kj]
+    nm = nk[ki] + nk[kj]
+    lm_new = _log_marg_vec(cm, float(nm), d, offsets, a)
+    lo, hi = min(ki, kj), max(ki, kj)
+    lp_old = _log_prior_span(nk, alpha, lo, hi)
+    nk_ki, nk_kj = nk[ki], nk[kj]
+    nk[ki] = nm
+    nk[kj] = 0
+    base = _log_prior_span(nk, alpha, lo, hi) - lp_old + lm_new - lm_old
+    nk[ki] = nk_ki
+    nk[kj] = nk_kj
+    log_u = math.log(1.0 - u)
+    if base < log_u:
+        return 0  # log q ≤ 0: rejected whatever the allocation gives
+    order = members[:_members(z, ki, kj, i, j, members)]
+    _shuffle(order, u_shuffle)
+    nfa = _fixed_part(y, z, c, nk, real, ki, offsets, ca)
+    cb[:] = 0.0
+    for t in range(m):
+        target_a[t] = z[order[t]] == ki
+    logq, na, nb, complete = _allocate(y, order, i, j, ca, cb, nfa, 0.0, d, offsets, a, False,
+                                       rng, target_a, base, log_u)
+    if not (complete and log_u < base + logq):
+        return 0
+    nk[ki] = nm
+    nk[kj] = 0
+    c[:, ki] = cm
+    c[:, kj] = 0.0
+    for r in range(z.shape[0]):
+        if z[r] == kj:
+            z[r] = ki
+    real[ki] += real[kj]
+    real[kj] = 0
+    return 1
+
+
+@njit(cache=True)
+def split_merge(y, z, c, nk, d, offsets, alpha, a, n_moves, rng):  # pragma: no cover - numba
+    """``n_moves`` sequentially allocated merge–split moves on ``p(z | α, y)`` (module docstring).
+
+    ``y [n, p]`` completed codes, ``z [n]`` classes, ``c [L, K]`` level counts and ``nk [K]``
+    class sizes of ``z`` (plus any fixed counts), ``d [p]`` levels, ``offsets [p]``, ``a`` the
+    Dirichlet parameter. Updates ``z``, ``c`` and ``nk`` in place; returns the number of
+    accepted moves.
+
+    Each move draws the pair, the ``m − 1`` uniforms of the shuffle of the ``m`` other records
+    and the acceptance uniform, whatever happens next (so the random stream does not depend on
+    the path taken). A merge's acceptance ratio without ``q`` depends on the counts alone and
+    ``q ≤ 1``: when that part is already below the uniform the move is rejected without the
+    members, their order or the allocation (at n = 20,000 nearly every merge of two classes);
+    otherwise the allocation stops as soon as the rejection is certain (``_allocate``).
+    """
+    n = y.shape[0]
+    K = nk.shape[0]
+    L = c.shape[0]
+    accepted = 0
+    if n < 2 or K < 2:
+        return accepted
+    real = np.zeros(K, dtype=np.int64)  # records of y per class (the rest of nk is fixed)
+    total = 0
+    for k in range(K):
+        total += nk[k]
+    if total == n:  # no fixed counts (they are never negative): real = nk, no pass over z
+        real[:] = nk
+    else:
+        for r in range(n):
+            real[z[r]] += 1
+    members = np.empty(n, dtype=np.int64)
+    u_shuffle = np.empty(n, dtype=np.float64)
+    target_a = np.zeros(n, dtype=np.bool_)
+    ca = np.empty(L)
+    cb = np.empty(L)
+    cm = np.empty(L)
+    for _ in range(n_moves):
+        i = int(rng.random() * n)
+        j = int(rng.random() * (n - 1))
+        if j >= i:
+            j += 1
+        ki = z[i]
+        kj = z[j]
+        # the other records of the two classes are shuffled uniformly (Fisher–Yates): their
+        # uniforms are drawn here, the records gathered only when the move needs their order
+        m = real[ki] - 2 if ki == kj else real[ki] + real[kj] - 2
+        for t in range(m - 1):
+            u_shuffle[t] = rng.random()
+        u = rng.random()
+        if ki == kj:  # split: j starts a class at the first empty label
+            e = -1
+            for k in range(K):
+                if nk[k] == 0:
+                    e = k
+                    break
+            if e < 0:
+                continue
+            order = members[:_members(z, ki, kj, i, j, members)]
+            _shuffle(order, u_shuffle)
+            nfa = _fixed_part(y, z, c, nk, real, ki, offsets, ca)
+            cb[:] = 0.0
+            logq, na, nb, _ = _allocate(y, order, i, j, ca, cb, nfa, 0.0, d, offsets, a, True,
+                                        rng, target_a, -math.inf, -math.inf)
+            lm_old = _log_marg_vec(c[:, ki], float(nk[ki]), d, offsets, a)
+            lm_new = _log_marg_vec(ca, na, d, offsets, a) + _log_marg_vec(cb, nb, d, offsets, a)
+            lo, hi = min(ki, e), max(ki, e)
+            lp_old = _log_prior_span(nk, alpha, lo, hi)
+            nk_ki = nk[ki]
+            nk[ki] = int(na)
+            nk[e] = int(nb)
+            log_r = _log_prior_span(nk, alpha, lo, hi) - lp_old + lm_new - lm_old - logq
+            if math.log(1.0 - u) < log_r:
+                accepted += 1
+                c[:, ki] = ca
+                c[:, e] = cb
+                z[j] = e
+                for t in range(m):
+                    if not target_a[t]:
+                        z[order[t]] = e
+                real[e] = int(nb)
+                real[ki] -= real[e]
+            else:
+                nk[ki] = nk_ki
+                nk[e] = 0
+        else:  # merge: every record of kj moves to ki
+            accepted += _merge(y, z, c, nk, real, d, offsets, alpha, a, i, j, ki, kj, m, u,
+                               members, u_shuffle, target_a, ca, cb, cm, rng)
+    return accepted

@@ -1,0 +1,351 @@
+"""The DPMPM blocked-Gibbs sweep (Hu & Savitsky 2018) and its PyMC step method.
+
+Kept in its own module (imported only by :meth:`DPMPM.fit`) so that importing
+``bayes_risk.models.dpmpm.dpmpm`` does not import PyMC. :class:`DPMPMGibbs` is a plain class with
+the interface of a PyMC ``BlockedStep`` (``setup_chain``, ``step``, ``stop_tuning``,
+``stats_dtypes_shapes``): the Gibbs-only loop (``bayes_risk.models._bayesian.gibbs``) runs it
+without importing PyMC (about 0.5 s of CPU and 40 MiB of a ``bayes-risk fit``, issue 15).
+:func:`pymc_step` makes the same sweep a ``BlockedStep`` for ``pm.sample`` (same seed, same
+draws).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from typing import Any
+
+import numba
+import numpy as np
+
+import bayes_risk.models.dpmpm.kernels as kern
+from bayes_risk.models._bayesian.sticks import (
+    label_switch_moves,
+    sample_alpha,
+    sample_sticks,
+    slice_alpha,
+    stick_breaking_log_parts,
+)
+from bayes_risk.models.dpmpm.labels import collapsed_moves
+from bayes_risk.models.dpmpm.zeros import Augmentation
+
+_PHI_FLOOR = 1e-300  # the DPMPM φ step: floor before logs
+
+__all__ = ["DPMPMGibbs", "pymc_step"]
+
+# merge–split proposals per sweep: about 20,000 / n (20 moves at n = 1,000, one at n >= 20,000),
+# at most one per 10 records and 20 in all (on tiny tables the sweep itself is cheap;
+# benchmarks/README.md, "Mixing"); a split or a merge not rejected at once visits the records
+_SPLIT_MERGE_VISITS = 20_000
+# during warm-up, five times as many: a chain that the start left in a poor mode (ACS extract:
+# ≈ 5.8 classes instead of ≈ 4.6) takes a median of ≈ 120 sweeps to leave it with 20 moves per
+# sweep, ≈ 55 with 50, and up to ~1,400 (benchmarks/README.md, "Mixing")
+_SPLIT_MERGE_WARMUP = 5
+# record-columns × classes from which the class step runs on several threads. A parallel region
+# (numba's workqueue layer) costs one to two milliseconds per sweep to start and join, which the
+# split class step does not recover below ≈ 30 million: one chain of 200 + 200 sweeps on the
+# idle 2-core machine, serial twin against two threads, wall s: NYexample (20,000 × 10, K = 80,
+# 16 million) 2.35–2.51 against 2.69–2.83; the table stacked twice (32 million) 3.04–3.12
+# against 2.90–3.01; four times (64 million) 4.28–4.32 against 3.81–3.84 (23 November 2026).
+# Both kernels give the same draws, so the choice changes only the time.
+_PARALLEL_MIN_WORK = 30_000_000
+# from this size the class step is split in two halves run at once, one on a plain thread (no
+# parallel region: a hand-off costs tens of microseconds). One chain of 300 + 300 sweeps, K =
+# 50, 10 columns, half the records distinct, idle 2-core machine, serial against split, wall s:
+# 4,000 records (2 million) 0.44 against 0.46; 8,000 (4 million) 0.65 against 0.58–0.64;
+# 16,000 (8 million) 1.01 against 0.80; NYexample (16 million) saves ≈ 0.4 s of 1,000 sweeps
+_SPLIT_MIN_WORK = 4_000_000
+
+
+class DPMPMGibbs:
+    """Blocked Gibbs sweep of the DPMPM (Hu & Savitsky 2018) with a PyMC step method's interface.
+
+    Per-chain state: latent classes ``z`` and the completed data (missing entries imputed).
+    Each sweep draws Θ_new = (V, φ, α) given the current ``z`` and completed data
+    (steps 2–4), then ``(z, y_mis)`` given Θ_new (step 1; missing entries marginalised in
+    the class probabilities, then imputed from ``φ_{z_i j}``). The returned point is Θ_new;
+    stats: ``loglik`` = observed-data log-likelihood at Θ_new, ``k_occupied`` = occupied
+    classes of the ``z`` used to draw Θ_new. A call (one draw) makes one sweep during the
+    warm-up and ``thin`` sweeps after it. Initialisation: every class occupied (``z``
+    uniform on the K classes), α from its prior bounded to [0.5, 5], missing values uniform.
+    Each later sweep runs the Metropolis label-switching moves of
+    :func:`~bayes_risk.models._bayesian.sticks.label_switch_moves`, then merge–split moves on
+    ``p(z | α, y)`` (``bayes_risk.models.dpmpm.splitmerge``; about ``20,000 / n`` per sweep,
+    1 to 20 and at most ``n / 10``, five times as many during warm-up), then ``2K`` label swaps on
+    ``p(z | α, y)`` with the sticks and φ integrated out (``bayes_risk.models.dpmpm.labels``),
+    then α given ``z`` (sticks integrated out, slice sampling:
+    :func:`~bayes_risk.models._bayesian.sticks.slice_alpha`), the sticks given ``z`` and α (in log
+    space, never clipped), φ, and the classes and missing values given the parameters. In the first
+    ``alpha_warmup_sweeps`` warm-up sweeps of each chain (never after the warm-up) α is drawn
+    from its conditional restricted to ``α <= alpha_warmup_bound`` (and starts below it): from
+    the start with every class occupied, α's conditional lies at ≈ 100 and a chain can settle
+    in a state of many small classes that it never leaves (``DPMPM``, ``alpha_warmup_bound``).
+    """
+
+    name = "dpmpm_gibbs"
+    stats_dtypes_shapes = {
+        "loglik": (np.float64, []),
+        "k_occupied": (np.int64, []),
+    }
+
+    def __init__(self, vars, *, codes, d, n_components, alpha_prior, dirichlet_prior,
+                 zeros=None, thin=1, alpha_warmup_bound=math.inf, alpha_warmup_sweeps=0,
+                 model=None, blocked=True, rng=None):
+        # ``model`` and ``blocked`` are PyMC's step arguments (pymc_step); the sweep reads neither
+        self.vars = vars
+        self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        codes = np.ascontiguousarray(codes, dtype=np.int64)
+        self.d = np.asarray(d, dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(self.d)[:-1]]).astype(np.int64)
+        self.L = int(self.d.sum())
+        self.K = int(n_components)
+        self.a_alpha, self.b_alpha = alpha_prior
+        self.prior = float(dirichlet_prior)
+        self.zeros = zeros  # structural zeros (models.dpmpm.zeros) or None
+        self.thin = int(thin)  # sweeps per kept draw after the warm-up (DPMPM.thin)
+        # α <= bound in the first sweeps of the warm-up (DPMPM.alpha_warmup_bound)
+        self.alpha_warmup_bound = float(alpha_warmup_bound)
+        self.alpha_warmup_sweeps = int(alpha_warmup_sweeps)
+        # The sweep holds the records (codes, y, z) in its own order, sorted by pattern so that
+        # the class step shares partial products (kern.class_step); the random numbers are
+        # drawn per record of the data as before and mapped (same seed, same draws). With
+        # structural zeros the data order is kept (the augmentation draws per record in it).
+        n = len(codes)
+        if zeros is None:
+            self.rec = kern.sorted_patterns(codes)[0]  # rec[r]: data position of record r
+            self.codes = np.ascontiguousarray(codes[self.rec])
+        else:
+            self.rec, self.codes = np.arange(n, dtype=np.int64), codes
+        self.lcp = kern.shared_prefix(self.codes)
+        mi, mj = np.nonzero(self.codes < 0)
+        self.miss_i = mi.astype(np.int64)
+        self.miss_j = mj.astype(np.int64)
+        self.miss_ptr = np.searchsorted(self.miss_i, np.arange(n + 1))  # record r's entries
+        # missing entry m here is entry u_pos[m] in the data's row-major order of missing entries
+        pos = np.full(codes.shape, -1, dtype=np.int64)
+        pos[codes < 0] = np.arange(self.miss_i.size)
+        self.u_pos = pos[self.rec][self.miss_i, self.miss_j]
+        self._blocks = [(int(a), int(a + dj)) for a, dj in zip(self.offsets, self.d, strict=True)]
+        self._sorted = zeros is None
+        self._y = None
+        self._z = None
+        self._sticks = None  # (log V, log(1 - V)) of the last sweep, for the label moves
+        self._counts = None  # (n_k, c[L, K]) of the current (z, y): class_step computes them
+        self._aug = None
+        self._warmup_left = 0  # warm-up sweeps still to run (setup_chain)
+        self._bounded_left = 0  # warm-up sweeps still to run with α bounded (setup_chain)
+        n = max(len(codes), 1)
+        self.split_merge_moves = int(np.clip(min(round(_SPLIT_MERGE_VISITS / n), n // 10), 1, 20))
+
+    def setup_chain(self, rng, tune, draws):
+        """Start a chain with generator ``rng`` (as PyMC's ``BlockedStep.setup_chain``)."""
+        self.rng = rng
+        # warm-up sweeps counted here: every driver (this package's loop, pm.sample sequential
+        # or parallel) calls setup_chain with the number of tuning sweeps
+        self._warmup_left = int(tune)
+        # never beyond the warm-up: the kept sweeps' target is the posterior
+        self._bounded_left = min(self.alpha_warmup_sweeps, int(tune))
+        self._y = None
+        self._z = None
+        self._sticks = None  # (log V, log(1 - V)) of the last sweep, for the label moves
+        self._counts = None
+
+    def _mapped(self, draws: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """Per-record draws made in the data's order, in the sweep's order of records."""
+        return draws[positions] if self._sorted else draws
+
+    def stop_tuning(self):
+        """End of the warm-up (as PyMC's ``BlockedStep.stop_tuning``)."""
+        self.tune = False
+
+    def step(self, point):
+        """One draw from ``point``: one sweep during the warm-up, ``thin`` sweeps after it (the
+        last one's point and ``[stats]`` are returned)."""
+        for _ in range(self.thin - 1 if self._warmup_left <= 0 else 0):
+            point = self._sweep(point)[0]
+        return self._sweep(point)
+
+    def _sweep(self, point):
+        """One sweep from ``point``: returns the new point and ``[stats]``."""
+        rng = self.rng
+        n = self.codes.shape[0]
+        K, L = self.K, self.L
+        if self._z is None:
+            y = self.codes.copy()
+            if self.miss_i.size:
+                y[self.miss_i, self.miss_j] = np.floor(
+                    self._mapped(rng.random(self.miss_i.size), self.u_pos) * self.d[self.miss_j]
+                ).astype(np.int64)
+            self._y = y
+            # over-dispersed start, every class occupied (as NPBayesImputeCat): with the label
+            # swaps and α given z the surplus classes empty within a few hundred sweeps, whereas
+            # a start with a few classes (a prior draw) left chains on NYexample at 8–15 classes
+            # and a data log-likelihood ~4,000 below the ~30-class region after 1,500 sweeps
+            alpha = float(np.clip(rng.gamma(self.a_alpha, 1.0 / self.b_alpha), 0.5, 5.0))
+            if self._bounded_left > 0:  # the restricted update starts inside its support
+                alpha = min(alpha, self.alpha_warmup_bound)
+            self._z = self._mapped(rng.integers(0, K, size=n).astype(np.int64), self.rec)
+            self._aug = None if self.zeros is None else Augmentation(self.zeros, self.codes)
+            if self._aug is not None:
+                self._aug.init_imputations(self._y, rng)
+        else:
+            alpha = float(point["alpha"])
+            if K > 1 and self._sticks is not None:
+                if self._counts is not None:
+                    nk0 = self._counts[0]
+                else:
+                    nk0 = np.bincount(self._z, minlength=K)
+                if self._aug is not None:
+                    nk0 = nk0 + self._aug.class_sizes(K)
+                new_label = label_switch_moves(nk0, *self._sticks, rng)
+                self._z = new_label[self._z]
+                if self._counts is not None:  # the counts follow the labels (exact)
+                    nk, c = self._counts
+                    self._counts = (np.empty_like(nk), np.empty_like(c))
+                    self._counts[0][new_label] = nk
+                    self._counts[1][:, new_label] = c
+                if self._aug is not None:
+                    self._aug.relabel(new_label)
+        # the counts of the current (z, y): from the last class step (a move that changes z or
+        # y must update them or set self._counts = None), else counted afresh
+        if self._counts is not None:
+            nk, c = self._counts
+        else:
+            nk, c = kern.counts(self._y, self._z, self.offsets, L, K)
+        if self._aug is not None:  # the records the unrestricted model put in S
+            self._aug.add_counts(nk, c, self.offsets)
+        alpha_new = None
+        # α's update restricted to α <= upper in the first warm-up sweeps (inf: none)
+        upper = self.alpha_warmup_bound if self._bounded_left > 0 else math.inf
+        if K > 1 and self._sticks is not None:
+            # merge–split moves on p(z | α, y) (V, φ integrated out; redrawn below): whole
+            # classes split or merge at once, which blocked Gibbs does one record at a time;
+            # then 2K label swaps on p(z | α, y) (the augmented records' classes follow the same
+            # permutation) and α given z (step 4, below), in one compiled call
+            warm = self._warmup_left > 0
+            moves = self.split_merge_moves * (_SPLIT_MERGE_WARMUP if warm else 1)
+            new_label, alpha_new = collapsed_moves(
+                self._y, self._z, c, nk, self.d, self.offsets, alpha, self.prior, moves, 2 * K,
+                float(self.a_alpha), float(self.b_alpha), math.log(upper), rng)
+            if self._aug is not None:
+                self._aug.relabel(new_label)
+        new = dict(point)
+        # step 4 (concentration) first, given z with the sticks integrated out, then step 2
+        # (sticks) given z and the new α: a blocked draw of (α, V) | z
+        if K > 1:
+            if alpha_new is None:  # the first sweep: no moves before it
+                alpha_new = slice_alpha(nk, alpha, self.a_alpha, self.b_alpha, rng,
+                                        upper=upper)
+            log_v, log_1mv = sample_sticks(nk, alpha_new, rng)
+            log_pi = stick_breaking_log_parts(log_v, log_1mv)
+            # stored V may round to 1 when 1 - V < 1e-16; the sampler uses the exact logs
+            new["V"] = np.exp(log_v)
+            self._sticks = (log_v, log_1mv)
+        else:
+            log_pi = np.zeros(1)
+            alpha_new = sample_alpha(np.zeros(0), self.a_alpha, self.b_alpha, rng)
+        new["alpha"] = np.asarray(alpha_new)
+        # step 3: category probabilities (normalised Gamma variates)
+        g = rng.standard_gamma(self.prior + c)  # [L, K]
+        if K > 1:  # the kernel sums each class's levels in order, as numpy's axis-0 sum does
+            phi = kern.normalise_levels(g, self.offsets, _PHI_FLOOR)
+        else:  # one class: numpy's sum of a contiguous column is pairwise; kept as it was
+            phi = np.empty_like(g)
+            for a, b in self._blocks:
+                tot = g[a:b].sum(axis=0)
+                phi[a:b] = np.maximum(g[a:b] / np.where(tot > 0, tot, 1.0), _PHI_FLOOR)
+        for j, (a, b) in enumerate(self._blocks):
+            new[f"phi_{j}"] = phi[a:b].T  # a view: the driver copies what it keeps
+        # step 1 for the next sweep, at the new parameters
+        logphi = np.log(phi)
+        u_z = self._mapped(rng.random(n), self.rec)
+        u_y = self._mapped(rng.random(self.miss_i.size), self.u_pos)
+        ll, nk_new, c_new = self._class_step(logphi, phi, log_pi, u_z, u_y)
+        self._counts = (nk_new, c_new)
+        if self._aug is not None:  # truncation: fix imputations, draw augmented records
+            ll -= n * self._aug.step(self._y, self._z, phi, log_pi, rng)
+            self._counts = None  # the step may redraw classes and imputations
+        self._warmup_left -= 1
+        self._bounded_left -= 1
+        stats = {"loglik": float(ll), "k_occupied": int(np.count_nonzero(nk))}
+        return new, [stats]
+
+
+    def _class_step(self, logphi, phi, log_pi, u_z, u_y):
+        """Step 1 (classes and imputations) with the kernel that is quickest for the table's
+        size; all three give the same numbers bit for bit (tests/models/test_dpmpm_class_step.py).
+
+        With two or more numba threads (one chain in the process): numba's threads from
+        ``_PARALLEL_MIN_WORK``; from ``_SPLIT_MIN_WORK``, the records split in two halves, one
+        run on a thread of this sweep's own (a hand-off costs tens of microseconds, against
+        ≈ 1 ms for a numba parallel region); below, the serial twin.
+        """
+        args = (self.codes, self.lcp, self.rec, self.offsets, logphi, phi)
+        rest = (u_z, self.miss_ptr, self.miss_j, u_y, self._y, self._z)
+        threads = numba.get_num_threads()
+        work = self.codes.size * log_pi.shape[0]
+        if threads > 1 and work >= _PARALLEL_MIN_WORK:
+            return kern.class_step(*args, log_pi, *rest, 4 * threads)
+        if threads < 2 or work < _SPLIT_MIN_WORK:
+            return kern.class_step_serial(*args, log_pi, *rest, 4 * threads)
+        n, (L, K) = len(self.codes), phi.shape
+        pi, phi_t = kern.class_step_setup(phi, log_pi)
+        ll = np.empty(n)
+        nks = np.zeros((2, K), dtype=np.int64)
+        cs = np.zeros((2, L, K))
+        mid = (n + 1) // 2
+        part = functools.partial(kern.class_step_part, *args, pi, phi_t, log_pi, *rest)
+        other = _helper_thread().submit(part, mid, n, ll, nks[1], cs[1])
+        part(0, mid, ll, nks[0], cs[0])
+        other.result()
+        return kern.class_step_finish(ll, nks, cs)
+
+
+_HELPER: Any = None
+
+
+def _helper_thread() -> Any:
+    """The process's worker thread for the split class step, started on first use."""
+    global _HELPER
+    if _HELPER is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _HELPER = ThreadPoolExecutor(1, thread_name_prefix="dpmpm-class-step")
+    return _HELPER
+
+
+def _stop_helper_thread() -> None:
+    """Join the worker thread (before a fork: chains in forked workers must not inherit a
+    process with threads, which can deadlock and which Python warns about)."""
+    global _HELPER
+    if _HELPER is not None:
+        _HELPER.shutdown(wait=True)
+        _HELPER = None
+
+
+os.register_at_fork(before=_stop_helper_thread)
+
+
+@functools.cache
+def _pymc_class() -> type:
+    from pymc.step_methods.compound import BlockedStep, Competence
+
+    class DPMPMGibbsStep(DPMPMGibbs, BlockedStep):
+        """:class:`DPMPMGibbs` as a PyMC ``BlockedStep`` (for ``pm.sample``)."""
+
+        def setup_chain(self, rng, tune, draws):
+            BlockedStep.setup_chain(self, rng, tune, draws)
+            DPMPMGibbs.setup_chain(self, self.rng, tune, draws)
+
+        @staticmethod
+        def competence(var, has_grad):
+            return Competence.INCOMPATIBLE
+
+    DPMPMGibbsStep.__name__ = "DPMPMGibbs"  # the name pm.sample logs
+    return DPMPMGibbsStep
+
+
+def pymc_step(vars, *, model, **settings) -> DPMPMGibbs:
+    """The sweep as a PyMC ``BlockedStep`` of ``model`` (imports PyMC)."""
+    return _pymc_class()(vars, model=model, **settings)

@@ -1,0 +1,240 @@
+"""Fitting of :class:`~bayes_risk.models.PoissonMixture`: the PyMC model and the blocked Gibbs step.
+
+The PyMC model (``build_pymc_model``) is the single source of truth for the MP density; the
+default sampler is a PyMC ``BlockedStep`` with the Numba kernels of ``poisson.kernels`` that also
+records the memberships ``z`` of every kept draw (posterior group ``latent``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+import bayes_risk.models.poisson.kernels as pk
+from bayes_risk._rng import RandomSeed, as_generator
+
+if TYPE_CHECKING:  # pragma: no cover
+    import xarray as xr
+
+
+LATENT_GROUP = "latent"  # posterior group holding the Gibbs sampler's memberships z
+
+
+
+# ----------------------------------------------------------------------------------------------
+# PyMC pieces (imported lazily: ``import bayes_risk`` must not import PyMC)
+# ----------------------------------------------------------------------------------------------
+def _pt_log_stick(v):
+    """PyTensor version of :func:`_poisson_kernels.stick_breaking_log_weights`."""
+    import pytensor.tensor as pt
+
+    log_v = pt.concatenate([pt.log(v), pt.zeros((1,))])
+    cum = pt.concatenate([pt.zeros((1,)), pt.cumsum(pt.log1p(-v))])
+    return log_v + cum
+
+
+def _mp_logp(value, log_pi, lam):
+    """Class-marginalised record log-density of the MP model (one value per record)."""
+    import pymc as pm
+
+    terms = pm.logp(pm.Poisson.dist(mu=lam), value[..., None, :]).sum(axis=-1) + log_pi
+    return pm.math.logsumexp(terms, axis=-1, keepdims=False)
+
+
+@lru_cache(maxsize=1)
+def _gibbs_step_class() -> type:
+    """The blocked Gibbs ``BlockedStep`` (defined on first use so that PyMC loads lazily)."""
+    from pymc.step_methods.compound import BlockedStep, Competence
+
+    class PoissonMixtureGibbs(BlockedStep):
+        """One blocked Gibbs sweep of the MP model (Hu 2019 §3.3.3; stick breaking, α step).
+
+        Order within a sweep: ``λ | z``, ``V | z``, ``α | V``, then ``z | π, λ``, so that the
+        recorded memberships are a draw from ``p(z | Θ, y)`` for the recorded ``Θ``.
+        Memberships of kept draws are stored on the step (``z_trace``), one list per chain.
+        """
+
+        name = "poisson_mixture_gibbs"
+        stats_dtypes_shapes = {
+            "n_occupied": (np.int64, []),
+            "loglik": (np.float64, []),
+        }
+
+        def __init__(self, vars, *, y, K, a_lam, b_lam, a_alpha, b_alpha, names, model=None,
+                     blocked=True, rng=None):
+            self.vars = list(vars)
+            self.y = np.ascontiguousarray(y, dtype=np.float64)
+            self.K = int(K)
+            self.a_lam = float(a_lam)
+            self.b_lam = np.asarray(b_lam, dtype=np.float64)
+            self.a_alpha = float(a_alpha)
+            self.b_alpha = float(b_alpha)
+            self.names = dict(names)
+            self.rng = np.random.default_rng(rng)
+            self.stats_dtypes = [{"n_occupied": np.int64, "loglik": np.float64}]
+            self.z_trace: list[list[np.ndarray]] = []
+            self._z: np.ndarray | None = None
+            self._sticks = None
+            self._tune = 0
+            self._it = 0
+
+        @staticmethod
+        def competence(var, has_grad):
+            return Competence.INCOMPATIBLE
+
+        def setup_chain(self, rng, tune, draws):
+            super().setup_chain(rng, tune, draws)
+            self._z = None
+            self._sticks = None
+            self._tune = int(tune)
+            self._it = 0
+            self.z_trace.append([])
+
+        def step(self, point):
+            rng = self.rng
+            y, K = self.y, self.K
+            n = y.shape[0]
+            if self._z is None:  # a few occupied classes, from the prior's sticks
+                self._z, alpha = pk.initial_memberships(n, K, self.a_alpha, self.b_alpha, rng)
+            else:
+                alpha = float(np.exp(point[self.names["alpha"]])) if "alpha" in self.names else 1.0
+                if K > 1 and self._sticks is not None:  # label moves (see _bayesian.sticks.py)
+                    nk0 = np.bincount(self._z, minlength=K)
+                    self._z = pk.label_switch_moves(nk0, *self._sticks, rng)[self._z]
+            n_k, s_kj = pk.component_stats(y, self._z, K)
+            shape, rate = pk.lambda_params(n_k, s_kj, self.a_lam, self.b_lam)
+            lam = rng.gamma(shape, 1.0 / rate)
+            lam = np.maximum(lam, 1e-300)
+            new = dict(point)
+            if K > 1:
+                # log-space sticks, never clipped (stick breaking)
+                log_v, log_1mv = pk.sample_sticks(n_k, alpha, rng)
+                alpha = pk.sample_alpha(log_1mv, self.a_alpha, self.b_alpha, rng)
+                log_pi = pk.stick_breaking_log_parts(log_v, log_1mv)
+                self._sticks = (log_v, log_1mv)
+                new[self.names["v"]] = np.asarray(log_v - log_1mv)  # logit V
+                new[self.names["alpha"]] = np.asarray(np.log(alpha))
+            else:
+                log_pi = np.zeros(1)
+            new[self.names["lam"]] = np.log(lam)
+            self._z, loglik = pk.sample_memberships(y, log_pi, lam, rng, return_loglik=True)
+            if self._it >= self._tune:
+                self.z_trace[-1].append(self._z.astype(np.int32))
+            self._it += 1
+            n_occ = int(np.count_nonzero(np.bincount(self._z, minlength=K)))
+            return new, [{"n_occupied": n_occ, "loglik": loglik}]
+
+    return PoissonMixtureGibbs
+
+
+def build_pymc_model(
+    synth, y: np.ndarray, columns: Sequence[str], b_lambda: np.ndarray | None = None
+):
+    """The work of :meth:`PoissonMixture.build_pymc_model` (documented there)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    y = np.asarray(y)
+    K = int(synth.n_components)
+    b = synth._b_lambda_vector(np.asarray(y, dtype=np.float64)) if b_lambda is None else b_lambda
+    coords = {
+        "component": np.arange(K),
+        "stick": np.arange(max(K - 1, 0)),
+        "column": list(columns),
+        "record": np.arange(y.shape[0]),
+    }
+    with pm.Model(coords=coords) as model:
+        if K > 1:
+            alpha = pm.Gamma("alpha", alpha=float(synth.a_alpha), beta=float(synth.b_alpha))
+            v = pm.Beta("v", alpha=1.0, beta=alpha, dims="stick")
+            log_pi = _pt_log_stick(v)
+        else:
+            log_pi = pt.zeros((1,))
+        pm.Deterministic("w", pt.exp(log_pi), dims="component")
+        lam = pm.Gamma(
+            "lam", alpha=float(synth.a_lambda), beta=np.asarray(b, dtype=np.float64)[None, :],
+            dims=("component", "column"),
+        )
+        pm.CustomDist(
+            "y", log_pi, lam, logp=_mp_logp, signature="(k),(k,p)->(p)",
+            observed=np.asarray(y, dtype=np.int64), dims=("record", "column"),
+        )
+    return model
+
+
+def pymc_record_logp(synth, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+    """The work of :meth:`PoissonMixture.pymc_record_logp` (documented there)."""
+    import pymc as pm
+
+    synth._check_fitted()
+    idx = synth._draw_indices(draws)
+    y = synth._counts(records)
+    model = synth.build_pymc_model(y, synth.columns_, b_lambda=np.ones(y.shape[1]))
+    obs = model["y"]
+    fn = model.compile_fn(
+        model.logp(vars=[obs], sum=False)[0], inputs=model.value_vars, point_fn=True,
+        on_unused_input="ignore",
+    )
+    names = {rv.name: model.rvs_to_values[rv].name for rv in model.free_RVs}
+    lam = synth._stacked("lam", idx)
+    v = synth._stacked("v", idx) if "v" in names else None
+    alpha = synth._stacked("alpha", idx) if "alpha" in names else None
+    out = np.empty((idx.size, y.shape[0]))
+    for r in range(idx.size):
+        pt_ = {names["lam"]: np.log(lam[r])}
+        if v is not None:
+            pt_[names["v"]] = np.log(v[r]) - np.log1p(-v[r])
+            pt_[names["alpha"]] = np.asarray(np.log(alpha[r]))
+        out[r] = fn(pt_)
+    del pm
+    return out
+
+
+def sample(synth, y: np.ndarray, cols: Sequence[str], seed: RandomSeed) -> xr.DataTree:
+    import xarray as xr
+
+    model = synth.build_pymc_model(y, cols)
+    if synth.sampler == "nuts":
+        return synth._run_sampler(model, random_seed=seed)
+    names = {rv.name: model.rvs_to_values[rv].name for rv in model.free_RVs}
+    step_cls = _gibbs_step_class()
+    step = step_cls(
+        [model.rvs_to_values[rv] for rv in model.free_RVs], y=y, K=int(synth.n_components),
+        a_lam=float(synth.a_lambda), b_lam=synth._b_lambda_vector(y), a_alpha=float(synth.a_alpha),
+        b_alpha=float(synth.b_alpha), names=names, model=model,
+        rng=as_generator(seed).integers(0, 2**63 - 1),
+    )
+    # the memberships live on the step object: chains must run in this process
+    dt = synth._run_sampler(model, step=step, random_seed=seed, cores=1)
+    z = np.stack([np.stack(c) for c in step.z_trace])  # [chain, draw, record]
+    dt[LATENT_GROUP] = xr.DataTree(
+        xr.Dataset(
+            {"z": (("chain", "draw", "record"), z)},
+            coords={"chain": dt["posterior"]["chain"].values,
+                    "draw": dt["posterior"]["draw"].values},
+        )
+    )
+    return dt
+
+
+def fit_augmented(
+    model, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
+) -> Any:
+    """The work of :meth:`PoissonMixture.fit_augmented` (documented there)."""
+    model._check_fitted()
+    cols = model.columns_
+    synthetic = model._synthesized_part(synthetic)
+    both = pd.concat([data[model.schema_.names], synthetic[model.schema_.names]],
+                     ignore_index=True)
+    new = type(model)(**model.get_params())
+    # same prior as the base fit: the default b_λ = 1 / max(1, mean y) is computed on the
+    # confidential data y, not on y ∪ Z_(l), or p(Θ | y, Z_(l)) would use another prior
+    new._prior_rate_fixed = model._b_lambda_vector(
+        data[cols].to_numpy(dtype=np.float64)
+    )
+    return new.fit(both, schema=model.schema_, synthesized=cols,
+                   random_seed=model.random_seed if random_seed is None else random_seed)

@@ -1,0 +1,359 @@
+"""Wei–Reiter largest-value scenario of :class:`~bayes_risk.models.PoissonMixture` (pieces only).
+
+The model returns per-candidate likelihood pieces; the attribute engine turns them into the
+intruder's posterior (``bayes_risk.attribute.largest_value``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import bayes_risk.models.poisson.kernels as pk
+import bayes_risk.models.poisson.weak as pw
+from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.exceptions import SchemaError, ValidationError
+
+#: What the intruder of the largest-value scenario knows (see ``largest_value_loglik``).
+LARGEST_VALUE_SCENARIOS = ("worst_case", "second_largest", "two_largest_sum")
+
+
+@dataclass(frozen=True)
+class LargestValueLikelihood:
+    """Likelihood pieces of the Wei–Reiter largest-value scenario, per candidate.
+
+    Attributes
+    ----------
+    column : str
+        The magnitude variable ``j``.
+    record : int
+        Row (0-based) of the record holding the largest confidential value ``y_(1)j``.
+    second_largest : float
+        ``y_(2)j``, the value the intruder is assumed to know.
+    candidates : ndarray [G]
+        Candidate values ``y*`` of ``Y_(1)j``; the truth is among them at index ``g0``.
+    g0 : int
+    model_class : {"P", "O"}
+    logp_rec : ndarray [H, G]
+        ``log p(y_(1) with column j set to y*_g | Θ_h)`` — the joint MP record likelihood whose
+        differences are the importance ratios ``log r_h`` of Hu 2019 §3.2.5.
+    L : ndarray [H, m] or None
+        ``log p(Z_(l) | Θ_h)`` under the model's synthesis mode (class P: MP likelihood; class
+        O: component-total likelihood for the truth).
+    delta : ndarray [H, m, G] or None
+        Class O only: ``ℓ_{hl}(y*_g) − ℓ_{hl}(y_(1)j)``, the change of the component-total
+        log-likelihood of ``Z_(l)`` when the target's value is ``y*_g`` (methods, Two classes of
+        synthesis model); ``+inf`` where the truth has zero likelihood under draw ``h`` but the
+        candidate has not (then use ``loglik_candidates``).
+    loglik_candidates : ndarray [H, m, G] or None
+        Class O only: ``log p(Z_(l) | Θ_h, y*_g, y_{-i})`` (= ``L + delta`` where defined).
+    memberships : str
+        How memberships were obtained (``"generating"``, ``"map"``, ``"stored"`` or ``"user"``).
+    warnings : list of str
+        ``"TRUTH_ZERO_LIKELIHOOD"``; ``"TARGET_NOT_SYNTHESIZED"`` when the target record is
+        not among the synthesized records (its value is released unchanged: the pieces measure
+        what the synthesized records reveal about it); ``"THETA_GIVEN_OTHER_RECORDS"`` for MP
+        under ``second_largest`` (the release's likelihood through Θ holds the other records at
+        their true values: an upper bound for this intruder).
+    scenario : {"worst_case", "second_largest", "two_largest_sum"}
+        What the intruder knows (see ``PoissonMixture.largest_value_loglik``).
+    constraint_loglik : ndarray [H, C, G] or None
+        ``second_largest``: ``log P_h(S_r = σ_c − y*_g − c_c)`` for each distinct group-sum
+        constraint ``c`` (the target's synthesis group for MM/TCMM; the column total ``T_j``
+        for MP when ``total_known``), added to the log-likelihood once per constraint with the
+        importance weights ``q_h(y*)``.
+    constraints : list of tuple or None
+        ``second_largest``: each constraint as ``(σ, c, r, lo, hi, by_component)`` — the released
+        sum, the known part (``y_(2)j`` when that record is in the group), the number of unknown
+        records in the group, the range of their values and whether they share one component
+        (an MM group).
+    second_record : int or None
+        The record holding ``y_(2)j``.
+    pair_total : float or None
+        ``two_largest_sum``: ``T_2j = y_(1)j + y_(2)j``; candidate ``y*`` stands for the pair
+        ``(y*, T_2j − y*)``.
+
+    Notes
+    -----
+    The attribute engine turns the pieces into the intruder's posterior
+    (:func:`bayes_risk.attribute.largest_value.largest_value_posterior`); the model only
+    provides the likelihoods (:class:`bayes_risk.protocols.LargestValuePieces`).
+    """
+
+    column: str
+    record: int
+    second_largest: float
+    candidates: np.ndarray
+    g0: int
+    model_class: str
+    logp_rec: np.ndarray
+    L: np.ndarray | None
+    delta: np.ndarray | None
+    loglik_candidates: np.ndarray | None
+    memberships: str
+    warnings: list[str] = field(default_factory=list)
+    scenario: str = "worst_case"
+    constraint_loglik: np.ndarray | None = None
+    constraints: list[tuple[float, float, int, int, int, bool]] | None = None
+    second_record: int | None = None
+    pair_total: float | None = None
+    total_known: bool = False
+
+
+def largest_value_candidates(
+    model, column: str, upper: float, *, step: float = 1.0, data: pd.DataFrame | None = None
+) -> tuple[np.ndarray, int, int]:
+    """The work of :meth:`PoissonMixture.largest_value_candidates` (documented there)."""
+    y = model._confidential_counts(data)
+    j = model._column_index(column)
+    col = y[:, j]
+    order = np.argsort(-col, kind="stable")
+    rec = int(order[0])
+    y1 = float(col[rec])
+    y2 = float(col[order[1]]) if col.size > 1 else 0.0
+    if not upper >= y1:
+        raise ValidationError(
+            f"upper = {upper!r} is below the largest confidential value of {column!r}; the "
+            "candidate interval [y_(2), upper] must contain the truth."
+        )
+    if not step > 0:
+        raise ValidationError(f"step must be positive. Got {step!r}.")
+    grid = np.arange(y2, float(upper) + step / 2, step)
+    grid = np.round(grid)
+    if not np.any(grid == y1):
+        grid = np.sort(np.unique(np.append(grid, y1)))
+    grid = np.unique(grid)
+    g0 = int(np.flatnonzero(grid == y1)[0])
+    return grid, g0, rec
+
+
+def column_index(model, column: str) -> int:
+    cols = model.columns_
+    if column not in cols:
+        raise SchemaError(f"column {column!r} is not a modelled count column {cols}.",
+                          code="UNKNOWN_COLUMN")
+    return cols.index(column)
+
+
+def largest_value_loglik(
+    model,
+    column: str,
+    datasets: Sequence[pd.DataFrame] | SyntheticData,
+    *,
+    scenario: str = "worst_case",
+    total_known: bool = False,
+    candidates: np.ndarray | None = None,
+    upper: float | None = None,
+    step: float = 1.0,
+    draws: Any = None,
+    memberships: Any = None,
+    data: pd.DataFrame | None = None,
+) -> LargestValueLikelihood:
+    """The work of :meth:`PoissonMixture.largest_value_loglik` (documented there)."""
+    model._check_fitted()
+    if scenario not in LARGEST_VALUE_SCENARIOS:
+        raise ValidationError(
+            f"scenario must be one of {list(LARGEST_VALUE_SCENARIOS)}. Got {scenario!r}."
+        )
+    if total_known and scenario != "second_largest":
+        raise ValidationError("total_known applies to scenario='second_largest' only.")
+    if scenario != "worst_case" and model.synthesized_records_ is not None:
+        raise NotImplementedError(
+            f"scenario={scenario!r} with partial synthesis of selected records: the records "
+            "released unchanged are known to the intruder, which these scenarios do not "
+            "model; use scenario='worst_case'."
+        )
+    if data is not None and model.data_ is not None and model.model_class == "O":
+        raise ValidationError(
+            "a class-O model uses the confidential data it was fitted to; omit data=."
+        )
+    y = model._confidential_counts(data)
+    j = model._column_index(column)
+    order = np.argsort(-y[:, j], kind="stable")
+    if order.size < 2:
+        raise ValidationError("the largest-value scenarios need at least two records.")
+    rec, rec2 = int(order[0]), int(order[1])
+    if scenario == "two_largest_sum":
+        return model._two_largest_pieces(column, datasets, y, j, order, candidates, draws,
+                                        memberships)
+    grid, g0 = model._largest_grid(column, y[:, j], rec, candidates, upper, step, data)
+    cand = np.repeat(y[rec][None, :], grid.size, axis=0)
+    cand[:, j] = grid
+    idx = model._draw_indices(draws)
+    log_pi, lam = model._params(idx)
+    logp_rec = pk.record_loglik(cand, log_pi, lam)
+    common = dict(column=column, record=rec, second_largest=float(y[rec2, j]),
+                  candidates=grid, g0=g0, model_class=model.model_class, logp_rec=logp_rec,
+                  scenario=scenario, second_record=rec2, total_known=bool(total_known))
+    if scenario == "second_largest" and model.variant != "mp":
+        return model._group_sum_pieces(common, datasets, y, j, idx, memberships)
+    return model._ratio_pieces(common, cand, datasets, y, j, idx, memberships)
+
+
+def ratio_pieces(
+    model, common: dict[str, Any], cand: np.ndarray, datasets: Any, y: np.ndarray, j: int,
+    idx: np.ndarray, memberships: Any,
+) -> LargestValueLikelihood:
+    """The pieces of Hu 2019 §3.2.5 (worst case; MP under ``second_largest``, with the
+    column-total term when ``total_known``)."""
+    rec, rec2 = common["record"], common["second_record"]
+    grid, g0 = common["candidates"], common["g0"]
+    scenario, total_known = common["scenario"], common["total_known"]
+    log_pi, lam = model._params(idx)
+    L = model.dataset_loglik(datasets, draws=idx, memberships=memberships)
+    delta = cand_ll = None
+    warns: list[str] = []
+    if model.model_class == "O":
+        cand_ll = model.candidate_dataset_loglik(
+            rec, cand, datasets, draws=idx, memberships=memberships
+        )
+        delta = _delta(cand_ll, g0, warns)
+    if model.synthesized_records_ is not None and not model.synthesized_records_[rec]:
+        # the likelihood covers the synthesized records only; the value itself is released
+        warns.append("TARGET_NOT_SYNTHESIZED")
+    constraint = cons = None
+    if scenario == "second_largest":
+        warns.append("THETA_GIVEN_OTHER_RECORDS")
+        if total_known:
+            y2 = int(y[rec2, j])
+            total = (float(y[:, j].sum()), float(y2), y.shape[0] - 2, 0, y2, False)
+            constraint = pw.constraint_loglik(log_pi, lam[:, :, j], [total], grid)
+            cons = [total]
+    return LargestValueLikelihood(
+        **common, L=L, delta=delta, loglik_candidates=cand_ll,
+        memberships=(model._membership_mode(memberships)
+                     if isinstance(memberships, (str, type(None))) else "user"),
+        warnings=warns, constraint_loglik=constraint, constraints=cons,
+    )
+
+
+def largest_grid(
+    model, column: str, col: np.ndarray, rec: int, candidates: Any, upper: Any, step: float,
+    data: Any,
+) -> tuple[np.ndarray, int]:
+    """The candidate values of ``Y_(1)j`` and the truth's index."""
+    y1 = float(col[rec])
+    if candidates is None:
+        if upper is None:
+            raise ValidationError(
+                "give candidates=... or upper=... (the bound U_j of the grid)."
+            )
+        grid, g0, _ = model.largest_value_candidates(column, upper, step=step, data=data)
+        return grid, g0
+    grid = np.asarray(candidates, dtype=np.float64).ravel()
+    hit = np.flatnonzero(grid == y1)
+    if hit.size != 1:
+        raise ValidationError(
+            f"candidates must contain the largest confidential value of {column!r} exactly "
+            "once."
+        )
+    if np.any(grid < 0) or np.any(grid % 1 != 0):
+        raise ValidationError("candidates must be non-negative integers (counts).")
+    return grid, int(hit[0])
+
+
+def group_sum_pieces(
+    model, common: dict[str, Any], datasets: Any, y: np.ndarray, j: int, idx: np.ndarray,
+    memberships: Any,
+) -> LargestValueLikelihood:
+    """MM / TCMM under ``second_largest``: the group-sum constraints (module
+    ``poisson.weak``); the importance ratios only weight the draws."""
+    frames = model._as_frames(datasets)
+    zs = [model._counts(f, name=f"synthetic dataset {l + 1}") for l, f in enumerate(frames)]
+    mode = model._membership_mode(memberships)
+    if isinstance(mode, str):
+        if mode != "generating":
+            raise ValidationError(
+                "scenario='second_largest' with MM/TCMM needs the synthesis groups of each "
+                "dataset: memberships='generating' (default) or an integer array [n] or "
+                f"[m, n]. Got {memberships!r}."
+            )
+        gen = model._generating_memberships(datasets, zs, y)
+        label = "generating"
+    else:
+        z = np.asarray(memberships)
+        z = np.broadcast_to(z, (len(zs), y.shape[0])) if z.ndim == 1 else z
+        if (z.shape != (len(zs), y.shape[0]) or not np.issubdtype(z.dtype, np.integer)
+                or z.min() < 0 or z.max() >= int(model.n_components)):
+            raise ValidationError(
+                f"memberships given as an array must be integers in 0..{model.n_components - 1}"
+                f" of shape ({y.shape[0]},) or ({len(zs)}, {y.shape[0]})."
+            )
+        gen = [np.asarray(r, dtype=np.int64) for r in z]
+        label = "user"
+    cons = pw.group_constraints(model, common["record"], common["second_record"], j, zs, y,
+                                gen)
+    log_pi, lam = model._params(idx)
+    H, G = idx.size, common["candidates"].size
+    zero = np.zeros((H, len(zs), G))
+    return LargestValueLikelihood(
+        **common, L=np.zeros((H, len(zs))), delta=zero, loglik_candidates=zero,
+        memberships=label, warnings=[],
+        constraint_loglik=pw.constraint_loglik(log_pi, lam[:, :, j], cons,
+                                               common["candidates"]),
+        constraints=cons,
+    )
+
+
+def two_largest_pieces(
+    model, column: str, datasets: Any, y: np.ndarray, j: int, order: np.ndarray,
+    candidates: Any, draws: Any, memberships: Any,
+) -> LargestValueLikelihood:
+    """``two_largest_sum``: the splits ``(y*, T_2j − y*)`` of the two largest values."""
+    rec, rec2 = int(order[0]), int(order[1])
+    y1, y2 = float(y[rec, j]), float(y[rec2, j])
+    y3 = float(y[order[2], j]) if order.size > 2 else 0.0
+    t2 = y1 + y2
+    lo, hi = float(np.ceil(t2 / 2)), t2 - y3
+    if candidates is None:
+        grid = np.arange(lo, hi + 1)
+    else:
+        grid = np.asarray(candidates, dtype=np.float64).ravel()
+        if np.any(grid < lo) or np.any(grid > hi) or np.any(grid % 1 != 0):
+            raise ValidationError(
+                f"two_largest_sum candidates must be integers in {lo:g}..{hi:g} (the larger "
+                f"of two values summing to {t2:g}, the smaller at least y_(3) = {y3:g})."
+            )
+    hit = np.flatnonzero(grid == y1)
+    if hit.size != 1:
+        raise ValidationError(
+            f"candidates must contain the largest confidential value of {column!r} exactly "
+            "once."
+        )
+    c1 = np.repeat(y[rec][None, :], grid.size, axis=0)
+    c2 = np.repeat(y[rec2][None, :], grid.size, axis=0)
+    c1[:, j], c2[:, j] = grid, t2 - grid
+    idx = model._draw_indices(draws)
+    log_pi, lam = model._params(idx)
+    logp_rec = pk.record_loglik(c1, log_pi, lam) + pk.record_loglik(c2, log_pi, lam)
+    L = model.dataset_loglik(datasets, draws=idx, memberships=memberships)
+    delta = cand_ll = None
+    warns: list[str] = []
+    if model.model_class == "O":
+        cand_ll = pw.pair_dataset_loglik(model, (rec, rec2), (c1, c2), datasets, idx,
+                                         memberships)
+        delta = _delta(cand_ll, int(hit[0]), warns)
+    return LargestValueLikelihood(
+        column=column, record=rec, second_largest=y2, candidates=grid, g0=int(hit[0]),
+        model_class=model.model_class, logp_rec=logp_rec, L=L, delta=delta,
+        loglik_candidates=cand_ll,
+        memberships=(model._membership_mode(memberships)
+                     if isinstance(memberships, (str, type(None))) else "user"),
+        warnings=warns, scenario="two_largest_sum", second_record=rec2, pair_total=t2,
+    )
+
+
+def _delta(cand_ll: np.ndarray, g0: int, warns: list[str]) -> np.ndarray:
+    """Class-O ``delta = ℓ(y*) − ℓ(truth)`` with the conventions of ``own_record_delta``."""
+    truth = cand_ll[:, :, g0]
+    with np.errstate(invalid="ignore"):
+        delta = cand_ll - truth[:, :, None]
+    delta[np.isneginf(cand_ll) & np.isneginf(truth)[:, :, None]] = 0.0
+    delta[np.isneginf(truth)[:, :, None] & np.isfinite(cand_ll)] = np.inf
+    if np.any(np.isneginf(truth)):
+        warns.append("TRUTH_ZERO_LIKELIHOOD")
+    return delta

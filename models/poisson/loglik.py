@@ -1,0 +1,407 @@
+"""Likelihoods of :class:`~bayes_risk.models.PoissonMixture`: record, dataset and candidate terms.
+
+Class P (MP, marginal synthesis): record likelihoods under the MP model. Class O (MM, TCMM and
+MP's ``posterior_class`` mode): the component-total (or given-class Poisson) likelihood of each
+synthetic dataset given the memberships, and its change when the target's value is a candidate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import bayes_risk.models.poisson.kernels as pk
+from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.exceptions import ValidationError
+from bayes_risk.models._bayesian.design import NeighbourhoodUnavailable
+from bayes_risk.models.poisson.fit import LATENT_GROUP
+
+
+def record_loglik(model, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+    """The work of :meth:`PoissonMixture.record_loglik` (documented there)."""
+    model._check_fitted()
+    idx = model._draw_indices(draws)
+    y = model._counts(records, strict=False)
+    bad = np.any((y < 0) | (y % 1 != 0), axis=1)
+    log_pi, lam = model._params(idx)
+    out = pk.record_loglik(np.where(bad[:, None], 0.0, y), log_pi, lam)
+    out[:, bad] = -np.inf  # impossible counts (a candidate grid may produce them)
+    return out
+
+
+def neighbourhood_loglik(model, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+    """The work of :meth:`PoissonMixture.neighbourhood_loglik` (documented there)."""
+    raise NeighbourhoodUnavailable(
+        "PoissonMixture models count columns, which have no one-variable-different "
+        "neighbourhood (it is for categorical columns); build a candidate grid "
+        "(docs: methods, Candidate sets) and call record_loglik on the candidate records "
+        "instead."
+    )
+
+
+def as_frames(model, datasets: Any) -> list[pd.DataFrame]:
+    if isinstance(datasets, SyntheticData):
+        return list(datasets.datasets)
+    if isinstance(datasets, pd.DataFrame):
+        return [datasets]
+    return list(datasets)
+
+
+def resolve_memberships(model, memberships: Any, h: int, y: np.ndarray,
+                        log_pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    n = y.shape[0]
+    if isinstance(memberships, str):
+        if memberships == "map":
+            return pk.map_memberships(y, log_pi, lam)
+        if memberships == "stored":
+            z = model._memberships_of(h)
+            if z is None:
+                raise ValidationError(
+                    "memberships='stored' needs the memberships recorded by the Gibbs "
+                    "sampler; this model has none (NUTS or external draws): use 'map'."
+                )
+            return z
+        raise ValidationError(
+            f"memberships must be 'map', 'stored' or an integer array. Got {memberships!r}."
+        )
+    z = np.asarray(memberships)
+    if z.ndim == 2:
+        z = z[h]
+    if z.shape != (n,) or not np.issubdtype(z.dtype, np.integer):
+        raise ValidationError(
+            f"memberships given as an array must be integers of shape ({n},) or (H, {n})."
+        )
+    if z.min() < 0 or z.max() >= lam.shape[0]:
+        raise ValidationError(f"memberships must lie in 0..{lam.shape[0] - 1}.")
+    return z.astype(np.int64)
+
+
+def membership_mode(model, memberships: Any) -> Any:
+    if memberships is None:
+        if model.variant == "mp":  # posterior_class: memberships are summed out exactly
+            return "marginalised"
+        return "generating" if LATENT_GROUP in model.posterior_.children else "map"
+    if isinstance(memberships, str) and memberships == "marginalised":
+        if model.variant != "mp":
+            raise ValidationError(
+                "memberships='marginalised' applies to the posterior_class mode of MP only."
+            )
+        return memberships
+    if isinstance(memberships, str) and memberships not in ("map", "stored", "generating"):
+        raise ValidationError(
+            "memberships must be 'generating', 'map', 'stored' or an integer array. "
+            f"Got {memberships!r}."
+        )
+    return memberships
+
+
+def sums_match(model, zvals: np.ndarray, y: np.ndarray, memb: np.ndarray, K: int) -> bool:
+    for j in range(y.shape[1]):
+        groups, ng = model._groups(y[:, j], memb, K)
+        a = _group_totals(zvals[:, j], groups, ng)
+        b = _group_totals(y[:, j], groups, ng)
+        if np.any(np.abs(a - b) > 1e-9):
+            return False
+    return True
+
+
+def generating_memberships(
+    model, datasets: Any, zs: list[np.ndarray], y: np.ndarray
+) -> list[np.ndarray]:
+    """Memberships that generated each released dataset (agency-side knowledge).
+
+    Taken from the draw recorded in ``SyntheticData.draw_index`` when available (checked),
+    otherwise found by searching the stored draws for memberships under which every group
+    sum of ``Z_(l)`` equals its confidential total (MM/TCMM).
+    """
+    if LATENT_GROUP not in model.posterior_.children:
+        raise ValidationError(
+            "memberships='generating' needs the memberships recorded by the Gibbs sampler; "
+            "this model has none (NUTS or external draws): pass memberships='map' or an array."
+        )
+    import hashlib
+
+    stored = np.asarray(model.posterior_[LATENT_GROUP]["z"].values)
+    stored = stored.reshape(-1, stored.shape[-1]).astype(np.int64)
+    K = int(model.n_components)
+    hint = None
+    if isinstance(datasets, SyntheticData) and datasets.draw_index is not None:
+        hint = list(datasets.draw_index)
+    # the engine asks once per record: remember the answer per (dataset, data) content
+    cache = model.__dict__.setdefault("_generating_cache", {})
+    ykey = hashlib.sha1(np.ascontiguousarray(y).tobytes()).hexdigest()
+    out = []
+    for l, zl in enumerate(zs):
+        key = (ykey, hashlib.sha1(np.ascontiguousarray(zl).tobytes()).hexdigest())
+        if key in cache:
+            out.append(cache[key])
+            continue
+        found = None
+        if hint is not None and 0 <= hint[l] < stored.shape[0]:
+            h = hint[l]
+            if model.variant == "mp" or model._sums_match(zl, y, stored[h], K):
+                found = stored[h]
+        if found is None and model.variant != "mp":
+            for h in range(stored.shape[0]):
+                if model._sums_match(zl, y, stored[h], K):
+                    found = stored[h]
+                    break
+        if found is None:
+            raise ValidationError(
+                f"synthetic dataset {l + 1}: no stored draw's memberships reproduce its "
+                "component totals (it was not synthesized by this model), or, for "
+                "posterior_class, its draw_index is unknown; pass memberships='map' or an "
+                "array."
+            )
+        cache[key] = found
+        out.append(found)
+    return out
+
+
+def class_o_loglik(model, zvals: np.ndarray, y: np.ndarray, memb: np.ndarray, K: int) -> float:
+    """Component-total log-likelihood of one synthetic dataset (Hu 2019 §3.3.3, MM/TCMM)."""
+    tot = 0.0
+    for j in range(y.shape[1]):
+        groups, ng = model._groups(y[:, j], memb, K)
+        totals = _group_totals(y[:, j], groups, ng)
+        tot += pk.groups_loglik(zvals[:, j], groups, totals)
+        if tot == -np.inf:
+            return tot
+    return tot
+
+
+def dataset_loglik(
+    model, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draws: Any = None,
+    memberships: Any = None,
+) -> np.ndarray:
+    """The work of :meth:`PoissonMixture.dataset_loglik` (documented there)."""
+    model._check_fitted()
+    idx = model._draw_indices(draws)
+    frames = model._as_frames(datasets)
+    zs = [model._counts(f, name=f"synthetic dataset {l + 1}") for l, f in enumerate(frames)]
+    log_pi, lam = model._params(idx)
+    rows = model._synthesized_rows()
+    if model.model_class == "P":
+        return np.stack(
+            [pk.record_loglik(z[rows], log_pi, lam).sum(axis=1) for z in zs], axis=1
+        )
+    y = model._confidential_counts()
+    K = lam.shape[1]
+    memberships = model._membership_mode(memberships)
+    gen = (model._generating_memberships(datasets, zs, y)
+           if isinstance(memberships, str) and memberships == "generating" else None)
+    out = np.empty((idx.size, len(zs)))
+    if isinstance(memberships, str) and memberships == "marginalised":
+        for r in range(idx.size):
+            for l, z in enumerate(zs):
+                out[r, l] = model._pc_terms(z[rows], y[rows], log_pi[r], lam[r]).sum()
+        return out
+    if gen is not None and model.variant != "mp":
+        # given the memberships the MM/TCMM likelihood does not involve Θ_h
+        for l, z in enumerate(zs):
+            out[:, l] = model._class_o_loglik(z, y, gen[l], K)
+        return out
+    for r, h in enumerate(idx):
+        memb_h = None if gen is not None else model._resolve_memberships(
+            memberships, int(h), y, log_pi[r], lam[r])
+        for l, z in enumerate(zs):
+            memb = gen[l] if gen is not None else memb_h
+            out[r, l] = model._o_loglik(z, y, memb, K, lam[r])
+    return out
+
+
+def pc_terms(z: np.ndarray, y: np.ndarray, log_pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """Per-record ``log Σ_k p(k | y_i, Θ) Π_j Poisson(z_ij | λ_kj)`` (posterior_class, [n]).
+
+    The class-O likelihood of DPMPM's ``posterior_class`` mode with the record's class
+    summed out; record ``i``'s own term is the only one that involves ``y_i``.
+    """
+    from scipy.special import logsumexp as lse
+
+    w = pk.class_log_weights(y, log_pi, lam)
+    log_post = w - lse(w, axis=1, keepdims=True)
+    pz = pk.class_log_weights(z, np.zeros(lam.shape[0]), lam)
+    return lse(log_post + pz, axis=1)
+
+
+def posterior_class_loglik(model, z: np.ndarray, memb: np.ndarray, lam: np.ndarray) -> float:
+    """``Σ_{i∈S} log Poisson(z_i | λ_{memb_i})`` over the synthesized records ``S``."""
+    from scipy.stats import poisson
+
+    rows = model._synthesized_rows()
+    return float(poisson.logpmf(z[rows], lam[memb[rows]]).sum())
+
+
+def confidential_counts(model, data: pd.DataFrame | None = None) -> np.ndarray:
+    if data is not None:
+        return model._counts(data, name="data")
+    if model.data_ is None:
+        raise ValidationError(
+            "this needs the confidential data: pass data=... (class-O models keep it from "
+            "fit; pass data= to from_posterior)."
+        )
+    return model.data_[model.columns_].to_numpy(dtype=np.float64)
+
+
+def candidate_dataset_loglik(
+    model,
+    record: int,
+    candidates: pd.DataFrame | np.ndarray,
+    datasets: Sequence[pd.DataFrame] | SyntheticData,
+    *,
+    draws: Any = None,
+    memberships: Any = None,
+) -> np.ndarray:
+    """The work of :meth:`PoissonMixture.candidate_dataset_loglik` (documented there)."""
+    model._check_fitted()
+    if model.model_class == "P":
+        raise ValidationError(
+            "candidate_dataset_loglik / own_record_delta apply to class-O models only (MM, "
+            "TCMM, posterior_class); a class-P model uses record_loglik ratios."
+        )
+    y = model._confidential_counts()
+    record = model._record_position(record, y)
+    cand = model._candidate_array(candidates, y[record])
+    if model.synthesized_records_ is not None and not model.synthesized_records_[record]:
+        # released unchanged: its value enters neither the synthesis nor the likelihood
+        L = model.dataset_loglik(datasets, draws=draws, memberships=memberships)
+        return np.repeat(L[:, :, None], cand.shape[0], axis=2)
+    frames = model._as_frames(datasets)
+    zs = [model._counts(f, name=f"synthetic dataset {l + 1}") for l, f in enumerate(frames)]
+    idx = model._draw_indices(draws)
+    log_pi, lam = model._params(idx)
+    K = lam.shape[1]
+    rows = model._synthesized_rows()
+    memberships = model._membership_mode(memberships)
+    gen = (model._generating_memberships(datasets, zs, y)
+           if isinstance(memberships, str) and memberships == "generating" else None)
+    out = np.empty((idx.size, len(zs), cand.shape[0]))
+    if isinstance(memberships, str) and memberships == "marginalised":
+        for r in range(idx.size):
+            for l, z in enumerate(zs):
+                t = model._pc_terms(z, y, log_pi[r], lam[r])
+                zi = np.repeat(z[[record]], cand.shape[0], axis=0)
+                own = model._pc_terms(zi, cand, log_pi[r], lam[r])
+                out[r, l, :] = t[rows].sum() - t[record] + own
+        return out
+    if gen is not None and model.variant != "mp":
+        # given the memberships the MM/TCMM likelihood does not involve Θ_h
+        for g in range(cand.shape[0]):
+            y2 = y.copy()
+            y2[record] = cand[g]
+            for l, z in enumerate(zs):
+                out[:, l, g] = model._class_o_loglik(z, y2, gen[l], K)
+        return out
+    for r, h in enumerate(idx):
+        memb_h = None if gen is not None else model._resolve_memberships(
+            memberships, int(h), y, log_pi[r], lam[r])
+        for g in range(cand.shape[0]):
+            y2 = y.copy()
+            y2[record] = cand[g]
+            for l, z in enumerate(zs):
+                memb = gen[l] if gen is not None else memb_h
+                if isinstance(memberships, str) and memberships == "map":
+                    memb = memb.copy()
+                    memb[record] = pk.map_memberships(cand[g][None, :], log_pi[r], lam[r])[0]
+                out[r, l, g] = model._o_loglik(z, y2, memb, K, lam[r])
+    return out
+
+
+def own_record_delta(
+    model,
+    record: int,
+    candidates: pd.DataFrame | np.ndarray,
+    datasets: Sequence[pd.DataFrame] | SyntheticData,
+    *,
+    draws: Any = None,
+    memberships: Any = None,
+) -> np.ndarray:
+    """The work of :meth:`PoissonMixture.own_record_delta` (documented there)."""
+    model._check_fitted()
+    if model.synthesized_records_ is not None and model.model_class == "O":
+        y = model._confidential_counts()
+        pos = model._record_position(record, y)
+        if not model.synthesized_records_[pos]:
+            G = model._candidate_array(candidates, y[pos]).shape[0]
+            m = len(model._as_frames(datasets))
+            return np.zeros((model._draw_indices(draws).size, m, G))
+    full = model.candidate_dataset_loglik(
+        record, candidates, datasets, draws=draws, memberships=memberships
+    )
+    y = model._confidential_counts()
+    pos = model._record_position(record, y)
+    truth = model.candidate_dataset_loglik(
+        pos, y[pos][None, :], datasets, draws=draws, memberships=memberships
+    )
+    with np.errstate(invalid="ignore"):
+        d = full - truth
+    both = np.isneginf(full) & np.isneginf(truth)
+    d[both] = 0.0
+    d[np.isneginf(truth) & np.isfinite(full)] = np.inf
+    return d
+
+
+def o_loglik(model, z, y, memb, K, lam) -> float:
+    if model.variant == "mp":
+        return model._posterior_class_loglik(z, memb, lam)
+    return model._class_o_loglik(z, y, memb, K)
+
+
+def record_position(model, record: Any, y: np.ndarray) -> int:
+    """Row position of the target: an integer, or a row (Series) of the confidential data
+    (located by its index label, checked against the data's values)."""
+    n = y.shape[0]
+    if isinstance(record, pd.Series):
+        cols = model.columns_
+        try:
+            vals = record[cols].to_numpy(dtype=np.float64)
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValidationError(
+                f"record given as a row must hold the modelled count columns {cols}."
+            ) from err
+        label = record.name
+        if (isinstance(label, (int, np.integer)) and 0 <= int(label) < n
+                and np.array_equal(y[int(label)], vals)):
+            return int(label)
+        hits = np.flatnonzero(np.all(y == vals[None, :], axis=1))
+        if hits.size == 1:
+            return int(hits[0])
+        raise ValidationError(
+            "record given as a row could not be located in the confidential data (index "
+            f"label {label!r}; {hits.size} rows with its values); pass its row position."
+        )
+    if (isinstance(record, bool) or not isinstance(record, (int, np.integer))
+            or not 0 <= record < n):
+        raise ValidationError(f"record must be a row index in 0..{n - 1}. Got {record!r}.")
+    return int(record)
+
+
+def candidate_array(model, candidates: Any, truth: np.ndarray | None = None) -> np.ndarray:
+    cols = model.columns_
+    if isinstance(candidates, pd.DataFrame):
+        missing = [c for c in cols if c not in candidates.columns]
+        if missing and truth is not None:
+            # columns that do not vary keep the target's true values
+            candidates = candidates.copy()
+            for c in missing:
+                candidates[c] = truth[cols.index(c)]
+        return model._counts(candidates, name="candidates")
+    a = np.asarray(candidates, dtype=np.float64)
+    if a.ndim != 2 or a.shape[1] != len(cols):
+        raise ValidationError(
+            f"candidates must be a DataFrame or an array [G, {len(cols)}] over columns {cols}."
+        )
+    if np.any(a < 0) or np.any(a % 1 != 0):
+        raise ValidationError("candidates must be non-negative integer counts.")
+    return a
+
+
+def _group_totals(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """Sum of ``values`` per group ``0..n_groups-1``; records of group ``-1`` (not synthesized)
+    are left out."""
+    keep = np.asarray(groups) >= 0
+    return np.bincount(np.asarray(groups)[keep], weights=np.asarray(values)[keep],
+                       minlength=n_groups).astype(np.float64)

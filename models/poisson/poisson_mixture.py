@@ -1,0 +1,892 @@
+"""Poisson-mixture synthesizers for count (magnitude) data: MP, MM and TCMM (Hu 2019 §3.3.3).
+
+Wei & Reiter (2016), as summarised in Hu (2019, §3.3.3): a truncated stick-breaking
+mixture of products of Poissons (**MP**) fitted to the confidential counts; **MM** keeps the MP
+memberships of a posterior draw and redistributes each component's column totals multinomially
+over its members (every marginal total is reproduced exactly); **TCMM** additionally pools each
+column's upper tail (values above the empirical ``q``-quantile) into one group before
+redistribution (provisional: Wei & Reiter give no full algorithm). Every variant also supports
+partial synthesis of selected records (``fit(..., records=...)``; see
+:class:`PoissonMixture`).
+
+The PyMC model (:meth:`PoissonMixture.build_pymc_model`) is the single source of truth for the
+density; the default sampler is a blocked Gibbs step (a PyMC ``BlockedStep`` with Numba kernels,
+:mod:`bayes_risk.models.poisson.kernels`) that also records the memberships ``z`` of every kept
+draw, which MM/TCMM synthesis and their likelihoods need.
+
+The class's methods call module-level helpers, one module per concern: the PyMC model and fit
+(``poisson.fit``), the record/dataset/candidate likelihoods (``poisson.loglik``) and the
+largest-value pieces (``poisson.largest``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pandas as pd
+
+import bayes_risk.models.poisson.fit as _fit
+import bayes_risk.models.poisson.kernels as pk
+import bayes_risk.models.poisson.largest as _largest
+import bayes_risk.models.poisson.loglik as _loglik
+from bayes_risk._rng import RandomSeed
+from bayes_risk.data.schema import Schema
+from bayes_risk.data.validate import validate_table
+from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.models._bayesian.base import BayesianSynthesizer
+from bayes_risk.models._bayesian.design import apply_dtypes, record_dtypes
+from bayes_risk.models.base import legacy_call_forms
+from bayes_risk.models.poisson.fit import LATENT_GROUP
+from bayes_risk.models.poisson.largest import LargestValueLikelihood
+from bayes_risk.models.poisson.loglik import _group_totals
+
+if TYPE_CHECKING:  # pragma: no cover
+    import xarray as xr
+
+    from bayes_risk.data.synthetic import SyntheticData
+
+__all__ = ["PoissonMixture", "LargestValueLikelihood"]
+
+_VARIANTS = ("mp", "mm", "tcmm")
+_MODES = ("marginal", "posterior_class")
+_SAMPLERS = ("gibbs", "nuts")
+_MEMBERSHIPS = ("map", "stored")
+
+
+# ----------------------------------------------------------------------------------------------
+# the model
+# ----------------------------------------------------------------------------------------------
+class PoissonMixture(BayesianSynthesizer):
+    """Truncated Dirichlet-process mixture of products of Poissons for count data (Hu 2019 §3.3.3).
+
+    Model: ``y_ij | z_i = k ~ Poisson(λ_kj)``, ``λ_kj ~ Gamma(a_λ, b_λj)`` (shape, rate),
+    ``z_i ~ Cat(π)`` with truncated stick breaking ``π_k = V_k Π_{h<k}(1 − V_h)``,
+    ``V_k ~ Beta(1, α)``, ``V_K = 1``, ``α ~ Gamma(a_α, b_α)``.
+
+    Parameters
+    ----------
+    variant : {"mp", "mm", "tcmm"}
+        ``"mp"``: synthetic records are drawn from the MP posterior predictive (class P in
+        ``synthesis_mode="marginal"``). ``"mm"``: each component's column totals are
+        redistributed multinomially over its members (all marginal totals reproduced exactly;
+        class O). ``"tcmm"``: tail-collapsed MM with threshold ``q`` — **provisional** (Hu 2019
+        §3.3.3: reconstructed from the description in Hu (2019), the original rule was not
+        verified).
+    q : float
+        TCMM only: quantile in ``(0, 1]`` defining each column's tail ``{y_ij > τ_j}``, ``τ_j`` the
+        inverse-CDF empirical ``q``-quantile. Smaller ``q`` collapses more (lower risk).
+    n_components : int
+        Truncation level ``K`` (default 50). ``K = 1`` is independent Poissons.
+    a_lambda : float
+        Gamma shape ``a_λ`` of the rates (default 1).
+    b_lambda : float or None
+        Gamma rate ``b_λ``; ``None`` (default) uses ``1 / max(1, mean(y_·j))`` per column, so the
+        prior mean of each rate equals the column mean (Hu 2019 §3.3.3 package default).
+    a_alpha, b_alpha : float
+        Gamma(shape, rate) prior of the concentration ``α`` (default 0.25, 0.25).
+    synthesis_mode : {"marginal", "posterior_class"}
+        MP only: draw each synthetic record's component from ``π`` (class P, default) or use the
+        record's sampled membership ``z_i`` (class O, as NPBayesImputeCat does for DPMPM).
+    sampler : {"gibbs", "nuts"}
+        ``"gibbs"`` (default): blocked Gibbs in a PyMC ``BlockedStep``; records memberships.
+        ``"nuts"``: PyMC's NUTS on the class-marginalised model (small problems only: label
+        switching makes it slow per effective draw); memberships for MM/TCMM are then drawn from
+        ``p(z | Θ_h, y)`` at synthesis time.
+    tune, draws, chains, cores, random_seed, progressbar
+        MCMC settings (see :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`). With the
+        Gibbs sampler chains always run sequentially in this process (``cores`` is ignored),
+        because the recorded memberships live on the step object.
+
+    Attributes
+    ----------
+    posterior_ : xarray.DataTree
+        ``posterior``: ``alpha`` [chain, draw], ``v`` [..., stick], ``w`` (= π) [..., component],
+        ``lam`` [..., component, column]; ``sample_stats``: ``n_occupied``, ``loglik``;
+        ``latent``: ``z`` [chain, draw, record] (Gibbs only).
+    schema_ : Schema
+    data_ : DataFrame or None
+        Confidential records, kept for MM/TCMM and ``posterior_class`` (needed to synthesize).
+    synthesized_records_ : ndarray of bool or None
+        Records whose count columns are replaced (``None``: all records).
+    model_class : {"P", "O"}
+        ``"P"`` for MP in marginal mode, ``"O"`` otherwise (methods, Two classes of synthesis
+        model).
+    ratio_form : "joint"
+
+    Notes
+    -----
+    **Partial synthesis of selected records** (``fit(..., records=...)``). The
+    mixture is fitted to every record (it describes the whole table); in every synthetic dataset
+    the records that are not selected keep all their original values, and only the selected
+    records ``S`` get synthetic counts:
+
+    * MP, ``marginal``: each selected record is drawn from the posterior predictive ``p(· | Θ)``;
+      ``posterior_class``: from ``Poisson(λ_{z_i})`` with its own membership ``z_i``.
+    * MM: within each component ``k``, the total of the *selected* members,
+      ``T_kj^S = Σ_{i∈I_k∩S} y_ij``, is redistributed over the selected members,
+      ``Multinomial(T_kj^S; 1/n_k^S, …)``. The non-selected records keep their values, so every
+      component total and every column total is still reproduced exactly.
+    * TCMM: as MM, with the tail taken among the selected records: ``τ_j`` is the empirical
+      ``q``-quantile of the selected records' values of column ``j``, and the selected records
+      above it form the pooled tail group.
+
+    Synthesis thus involves only the selected records' confidential counts (and the
+    memberships), so the likelihoods follow: :meth:`dataset_loglik` is the product over the
+    selected records (MP) or the multinomial over the selected members of each group (MM,
+    TCMM), and :meth:`own_record_delta` is 0 for a record that is not selected (its value does
+    not enter the synthesis given Θ and the memberships). :meth:`fit_augmented` appends only
+    the selected rows of ``Z_(l)``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np, pandas as pd
+    >>> from bayes_risk.exceptions import BayesRiskWarning
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"workers": rng.poisson(5, 100), "wages": rng.poisson(50, 100)})
+    >>> pm_ = PoissonMixture("mm", n_components=5, tune=50, draws=50, progressbar=False)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", BayesRiskWarning)  # 50 draws: too short, it warns
+    ...     pm_ = pm_.fit(df, random_seed=1)
+    >>> syn = pm_.synthesize(2, random_seed=2)
+    >>> int(syn[0]["wages"].sum()) == int(df["wages"].sum())  # MM keeps every column total
+    True
+
+    References
+    ----------
+    Wei, L. and Reiter, J. P. (2016). Releasing synthetic magnitude microdata constrained to fixed
+    marginal totals. Statistical Journal of the IAOS 32, 93–108.
+    Hu, J. (2019). Bayesian estimation of attribute and identification disclosure risks in
+    synthetic data. Transactions on Data Privacy 12, 61–89 (§3.3.3).
+    """
+
+    method_name = "poisson-mixture"
+    ratio_form: Literal["joint", "conditional"] = "joint"
+
+    def __init__(
+        self,
+        variant: Literal["mp", "mm", "tcmm"] = "mp",
+        *,
+        q: float = 0.9,
+        n_components: int = 50,
+        a_lambda: float = 1.0,
+        b_lambda: float | None = None,
+        a_alpha: float = 0.25,
+        b_alpha: float = 0.25,
+        synthesis_mode: Literal["marginal", "posterior_class"] = "marginal",
+        sampler: Literal["gibbs", "nuts"] = "gibbs",
+        tune: int = 500,
+        draws: int = 1000,
+        chains: int = 1,
+        cores: int | None = 1,
+        random_seed: RandomSeed = None,
+        progressbar: bool = True,
+    ) -> None:
+        super().__init__(
+            tune=tune, draws=draws, chains=chains, cores=cores, random_seed=random_seed,
+            progressbar=progressbar,
+        )
+        self.variant = variant
+        self.q = q
+        self.n_components = n_components
+        self.a_lambda = a_lambda
+        self.b_lambda = b_lambda
+        self.a_alpha = a_alpha
+        self.b_alpha = b_alpha
+        self.synthesis_mode = synthesis_mode
+        self.sampler = sampler
+
+    # ------------------------------------------------------------------ settings
+    @property
+    def model_class(self) -> Literal["P", "O"]:  # type: ignore[override]
+        """``"P"`` for MP in ``marginal`` mode, ``"O"`` for MM, TCMM and ``posterior_class``."""
+        return "P" if (self.variant == "mp" and self.synthesis_mode == "marginal") else "O"
+
+    def _check_settings(self) -> None:
+        if self.variant not in _VARIANTS:
+            raise ValidationError(
+                f"variant must be one of {list(_VARIANTS)}. Got {self.variant!r}."
+            )
+        if self.synthesis_mode not in _MODES:
+            raise ValidationError(
+                f"synthesis_mode must be one of {list(_MODES)}. Got {self.synthesis_mode!r}."
+            )
+        if self.variant != "mp" and self.synthesis_mode != "marginal":
+            raise ValidationError(
+                f"synthesis_mode applies to variant 'mp' only (MM and TCMM always use the "
+                f"sampled memberships); got synthesis_mode={self.synthesis_mode!r} with "
+                f"variant={self.variant!r}."
+            )
+        if self.sampler not in _SAMPLERS:
+            raise ValidationError(
+                f"sampler must be one of {list(_SAMPLERS)}. Got {self.sampler!r}."
+            )
+        K = self.n_components
+        if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
+            raise ValidationError(f"n_components must be an integer >= 1. Got {K!r}.")
+        for name in ("a_lambda", "a_alpha", "b_alpha"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float, np.number)) or not np.isfinite(v) or v <= 0:
+                raise ValidationError(f"{name} must be a positive number. Got {v!r}.")
+        if self.b_lambda is not None and (
+            not isinstance(self.b_lambda, (int, float, np.number)) or not self.b_lambda > 0
+        ):
+            raise ValidationError(
+                f"b_lambda must be None or a positive number. Got {self.b_lambda!r}."
+            )
+        if not isinstance(self.q, (int, float, np.number)) or not (0.0 < float(self.q) <= 1.0):
+            raise ValidationError(f"q must be a number in (0, 1]. Got {self.q!r}.")
+
+    # ------------------------------------------------------------------ data
+    def _count_columns(self, schema: Schema) -> list[str]:
+        # no synthesized role given (e.g. from_posterior with an inferred schema): full synthesis
+        cols = schema.synthesized or schema.names
+        bad = [c for c in cols if schema[c].type != "count"]
+        if bad:
+            raise SchemaError(
+                f"PoissonMixture models count columns only; column {bad[0]!r} is "
+                f"{schema[bad[0]].type}. Synthesize only count columns (synthesized=[...]; "
+                "command line: --columns or --synthesize) or declare integer columns with "
+                "count=[...] in infer_schema (command line: --count COL ...).",
+                code="WRONG_DTYPE",
+            )
+        return cols
+
+    def _counts(
+        self, df: pd.DataFrame, name: str = "records", *, strict: bool = True
+    ) -> np.ndarray:
+        """The modelled count columns as floats; ``strict=False`` lets negative or non-integer
+        values through (they have Poisson probability 0; candidates may hold them)."""
+        cols = self.columns_
+        if not isinstance(df, pd.DataFrame):
+            raise ValidationError(f"{name} must be a pandas DataFrame. Got {type(df).__name__}.")
+        missing = [c for c in cols if c not in df.columns]
+        if missing:
+            raise SchemaError(f"{name} lacks the modelled count column(s) {missing}.",
+                              code="MISSING_COLUMN")
+        if strict:
+            validate_table(df[cols], self.schema_.select(cols), name=name)
+        else:
+            validate_table(df[cols], self.schema_.select(cols).with_types(
+                **{c: "continuous" for c in cols}), name=name)
+        return df[cols].to_numpy(dtype=np.float64)
+
+    @property
+    def columns_(self) -> list[str]:
+        """The modelled (synthesized) count columns."""
+        self._check_fitted()
+        return self._count_columns(self.schema_)
+
+    def _b_lambda_vector(self, y: np.ndarray) -> np.ndarray:
+        if self.b_lambda is not None:
+            return np.full(y.shape[1], float(self.b_lambda))
+        fixed = getattr(self, "_prior_rate_fixed", None)
+        if fixed is not None:  # an augmented fit keeps the base fit's prior (fit_augmented)
+            return np.asarray(fixed, dtype=np.float64)
+        return 1.0 / np.maximum(1.0, y.mean(axis=0))
+
+    def _needs_data_for_synthesis(self) -> bool:
+        # class O needs the confidential counts; columns outside the mixture, and records that
+        # are not synthesized, are copied
+        schema = self.schema_
+        extra = schema is not None and len(self._count_columns(schema)) < len(schema)
+        return (
+            self.model_class == "O" or bool(extra) or self.synthesized_records_ is not None
+        )
+
+
+    # ------------------------------------------------------------------ fitting
+    @legacy_call_forms(renamed={"synthesized_records": "records"})
+    def fit(
+        self,
+        data: pd.DataFrame,
+        *,
+        schema: Schema | None = None,
+        synthesized: Sequence[str] | None = None,
+        records: Any = None,
+        random_seed: RandomSeed = None,
+    ) -> PoissonMixture:
+        """Fit the MP model to the count columns by MCMC.
+
+        Parameters
+        ----------
+        data : DataFrame
+            Confidential table; the synthesized columns must be non-negative integer counts.
+        schema : Schema, optional
+            Column types and roles (default inferred: integer columns are counts).
+        synthesized : sequence of str, optional
+            The count columns to model and synthesize (default: the schema's synthesized
+            columns, or every column). Other columns are released unchanged and the mixture
+            does not condition on them.
+        records : array of bool or int indices, optional
+            Records whose count columns are replaced (default all); the others are released
+            unchanged (see the class Notes for MM/TCMM). The mixture is fitted to every record.
+        random_seed : RandomSeed
+            Seed of the sampler (default: the ``random_seed`` setting).
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        SchemaError
+            If a synthesized column is not a count column (naming it).
+        ValidationError
+            For invalid settings.
+        """
+        self._check_settings()
+        data, schema = self._prepare_data(data, schema=schema, synthesized=synthesized)
+        flags = self._check_synthesized_records(records, len(data))
+        cols = self._count_columns(schema)
+        y = data[cols].to_numpy(dtype=np.float64)
+        seed = self._seed_for_fit(random_seed)
+        posterior = self._sample(y, cols, seed)
+        self.dtypes_ = record_dtypes(data)
+        self._set_fitted(posterior, schema, len(data), data=data, synthesized_records=flags)
+        return self
+    # ------------------------------------------------------------------ posterior handling
+    def _event_ndims(self) -> dict[str, int]:
+        return {"alpha": 0, "v": 1, "w": 1, "lam": 2}
+
+    def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:
+        import xarray as xr
+
+        self._check_settings()
+        cols = self._count_columns(schema)
+        post = posterior["posterior"]
+        if "lam" not in post.data_vars:
+            raise ValidationError(
+                "a PoissonMixture posterior needs variable 'lam' [chain, draw, K, p]."
+            )
+        lam = post["lam"]
+        if lam.ndim != 4 or lam.shape[3] != len(cols):
+            raise ValidationError(
+                f"posterior 'lam' must have shape (chain, draw, K, p) with p = {len(cols)} "
+                f"count columns {cols}. Got shape {tuple(lam.shape)}."
+            )
+        K = int(lam.shape[2])
+        if K != int(self.n_components):
+            raise ValidationError(
+                f"posterior 'lam' has K = {K} components but n_components = {self.n_components}; "
+                "pass n_components to match."
+            )
+        if np.any(~np.isfinite(lam.values)) or np.any(lam.values < 0):
+            raise ValidationError("posterior 'lam' must hold finite non-negative rates.")
+        lam_dims = ("chain", "draw", "component", "column")
+        ds = post.to_dataset() if hasattr(post, "to_dataset") else post.ds
+        ds = ds.copy()
+        if tuple(lam.dims) != lam_dims:
+            ds["lam"] = (lam_dims, lam.values)
+        if "w" not in ds.data_vars:
+            if K == 1:
+                w = np.ones(lam.shape[:2] + (1,))
+            elif "v" in ds.data_vars:
+                v = np.asarray(ds["v"].values, dtype=np.float64)
+                if v.shape[-1] != K - 1 or np.any((v <= 0) | (v >= 1)):
+                    raise ValidationError(
+                        f"posterior 'v' must have K - 1 = {K - 1} stick proportions in (0, 1)."
+                    )
+                w = np.exp(pk.stick_breaking_log_weights(v))
+            else:
+                raise ValidationError(
+                    "a PoissonMixture posterior needs 'w' (mixture weights) or 'v'."
+                )
+            ds["w"] = (("chain", "draw", "component"), w)
+        w = np.asarray(ds["w"].values, dtype=np.float64)
+        if w.shape[-1] != K or np.any(w < 0) or not np.allclose(w.sum(-1), 1.0, atol=1e-6):
+            raise ValidationError(
+                f"posterior 'w' must hold K = {K} non-negative weights summing to 1 per draw."
+            )
+        if tuple(ds["w"].dims) != ("chain", "draw", "component"):
+            ds["w"] = (("chain", "draw", "component"), w)
+        if "v" in ds.data_vars and tuple(ds["v"].dims) != ("chain", "draw", "stick"):
+            ds["v"] = (("chain", "draw", "stick"), np.asarray(ds["v"].values))
+        ds = ds.assign_coords(column=list(cols))
+        posterior["posterior"] = xr.DataTree(ds)
+        if LATENT_GROUP in posterior.children:
+            z = posterior[LATENT_GROUP]["z"]
+            if z.shape[:2] != lam.shape[:2] or np.any(z.values < 0) or np.any(z.values >= K):
+                raise ValidationError(
+                    "latent 'z' must be [chain, draw, record] with values in 0..K-1."
+                )
+
+    def _after_posterior(self) -> None:
+        self._generating_cache = {}
+        if not hasattr(self, "dtypes_"):
+            self.dtypes_ = record_dtypes(self.data_) if self.data_ is not None else {}
+
+    def _state_to_json(self) -> dict[str, Any]:
+        return {"dtypes": dict(getattr(self, "dtypes_", {}))}
+
+    def _state_from_json(self, state: Mapping[str, Any]) -> None:
+        self.dtypes_ = dict(state.get("dtypes", {}))
+
+    def _params(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``log π`` [H', K] and ``λ`` [H', K, p] of the flattened draws ``idx``."""
+        w = self._stacked("w", idx)
+        lam = self._stacked("lam", idx)
+        with np.errstate(divide="ignore"):
+            return np.log(w), lam
+
+    def _memberships_of(self, h: int) -> np.ndarray | None:
+        if LATENT_GROUP not in self.posterior_.children:
+            return None
+        z = np.asarray(self.posterior_[LATENT_GROUP]["z"].values)
+        return z.reshape(-1, z.shape[-1])[h].astype(np.int64)
+
+    def _convergence_quantities(self) -> dict[str, np.ndarray]:
+        post = self.posterior_["posterior"]
+        w = np.asarray(post["w"].transpose("chain", "draw", "component").values)
+        lam = np.asarray(post["lam"].transpose("chain", "draw", "component", "column").values)
+        out: dict[str, np.ndarray] = {}
+        if "alpha" in post.data_vars:
+            out["alpha"] = np.asarray(post["alpha"].values)
+        # label-invariant: posterior predictive mean and variance of each column
+        mean = np.einsum("cdk,cdkj->cdj", w, lam)
+        second = np.einsum("cdk,cdkj->cdj", w, lam + lam**2)
+        for j, c in enumerate(self._count_columns(self.schema_)):
+            out[f"mean[{c}]"] = mean[..., j]
+            out[f"var[{c}]"] = second[..., j] - mean[..., j] ** 2
+        if "sample_stats" in self.posterior_.children:
+            ss = self.posterior_["sample_stats"]
+            for name in ("loglik", "n_occupied"):
+                if name in ss.data_vars:
+                    out[name] = np.asarray(ss[name].values, dtype=np.float64)
+        return out
+
+    # ------------------------------------------------------------------ synthesis
+    def _synthesize_one(
+        self, draw: int, rng: np.random.Generator, data: pd.DataFrame | None
+    ) -> pd.DataFrame:
+        cols = self.columns_
+        n = self.n_records
+        log_pi, lam = self._params(np.array([draw]))
+        log_pi, lam = log_pi[0], lam[0]
+        K = lam.shape[0]
+        if data is not None:
+            out = data.copy()
+        else:
+            out = pd.DataFrame({c: np.zeros(n, dtype=np.int64) for c in self.schema_.names})
+            unsyn = [c for c in self.schema_.names if c not in cols]
+            if unsyn:
+                raise ValidationError(
+                    "this model has unsynthesized columns but no confidential data to copy them "
+                    "from; refit, or build it with from_posterior(..., data=...)."
+                )
+        rows = self._synthesized_rows()  # every record unless synthesized_records was given
+        if self.model_class == "P":
+            k = rng.choice(K, size=rows.size, p=np.exp(log_pi) / np.exp(log_pi).sum())
+            vals = rng.poisson(lam[k]).astype(np.int64)
+        else:
+            y = data[cols].to_numpy(dtype=np.float64)
+            z = self._memberships_of(draw)
+            if z is None or z.shape[0] != n:
+                z = pk.sample_memberships(y, log_pi, lam, rng)
+            if self.variant == "mp":  # posterior_class
+                vals = rng.poisson(lam[z[rows]]).astype(np.int64)
+            else:
+                vals = np.empty((rows.size, len(cols)), dtype=np.int64)
+                for j in range(len(cols)):
+                    groups, ng = self._groups(y[:, j], z, K)
+                    totals = _group_totals(y[:, j], groups, ng)
+                    if rows.size:
+                        vals[:, j] = pk.redistribute_totals(groups[rows], totals, rng)
+        for j, c in enumerate(cols):
+            if rows.size == n:
+                out[c] = vals[:, j]
+            else:  # the records that are not selected keep their values
+                col = out[c].to_numpy(dtype=np.int64, copy=True)
+                col[rows] = vals[:, j]
+                out[c] = col
+        out = out[self.schema_.names].reset_index(drop=True)
+        return apply_dtypes(out, {k: v for k, v in self.dtypes_.items() if k not in cols},
+                            self.schema_)
+
+    def _groups(self, ycol: np.ndarray, z: np.ndarray, K: int) -> tuple[np.ndarray, int]:
+        """Redistribution groups of one column: components (MM) or components + tail (TCMM).
+
+        Under partial synthesis only the selected records are grouped (the others get ``-1``:
+        they are released unchanged) and the TCMM tail threshold is the ``q``-quantile of the
+        selected records' values, so that synthesis involves the selected records only.
+        """
+        ng = K + 1 if self.variant == "tcmm" else K
+        sel = self.synthesized_records_
+        if sel is None:
+            if self.variant == "tcmm":
+                return pk.tcmm_groups(ycol, z, K, float(self.q))[0], ng
+            return np.asarray(z, dtype=np.int64), ng
+        g = np.full(np.shape(ycol)[0], -1, dtype=np.int64)
+        if sel.any():
+            if self.variant == "tcmm":
+                g[sel] = pk.tcmm_groups(np.asarray(ycol)[sel], np.asarray(z)[sel], K,
+                                        float(self.q))[0]
+            else:
+                g[sel] = np.asarray(z, dtype=np.int64)[sel]
+        return g, ng
+
+    # -- thin methods: the work is done by module-level helpers of the family's modules
+
+    def build_pymc_model(
+        self, y: np.ndarray, columns: Sequence[str], b_lambda: np.ndarray | None = None
+    ):
+        """The PyMC model of Hu 2019 §3.3.3 (class-marginalised; the single source of truth).
+
+        Parameters
+        ----------
+        y : ndarray [n, p]
+            Counts (observed).
+        columns : sequence of str
+            Column names (coordinate ``column``).
+        b_lambda : ndarray [p], optional
+            Prior rates of ``λ`` (default: from the settings and ``y``).
+
+        Returns
+        -------
+        pymc.Model
+            Free variables ``alpha``, ``v`` (absent when ``K = 1``) and ``lam``; deterministic
+            ``w``; observed ``y`` whose log-density is ``logsumexp_k(log π_k + Σ_j log
+            Poisson(y_ij | λ_kj))`` per record.
+        """
+        return _fit.build_pymc_model(self, y, columns, b_lambda)
+
+    def pymc_record_logp(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+        """``[H, n]`` record log-densities evaluated by the PyMC model itself (slow; for checks).
+
+        Used by the tests to verify the Numba kernels (:meth:`record_loglik`) against the model.
+        """
+        return _fit.pymc_record_logp(self, records, draws=draws)
+
+    def _sample(self, y: np.ndarray, cols: Sequence[str], seed: RandomSeed) -> xr.DataTree:
+        return _fit.sample(self, y, cols, seed)
+
+    def fit_augmented(
+        self, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
+    ) -> PoissonMixture:
+        """Refit with the same settings to the confidential records and ``Z_(l)`` together.
+
+        Returns a new model whose draws come from ``p(Θ | y, Z_(l))`` (methods, The stabilised
+        estimator). Under partial synthesis of selected records only the selected rows of
+        ``synthetic`` are appended: they are the rows :meth:`dataset_loglik` counts (the others are
+        copies of ``data``).
+        """
+        return _fit.fit_augmented(self, data, synthetic, random_seed=random_seed)
+
+    def record_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+        """``[H, n]`` MP record log-likelihood ``log p(y_i | Θ_h)`` (Hu 2019 §3.3.3).
+
+        This joint record likelihood gives the importance ratios of every variant (the
+        posterior of Θ was fitted to the full records, Hu 2019 §3.2.5). Records with a negative or
+        non-integer count (e.g. from a percentage candidate grid) get ``-inf``.
+        """
+        return _loglik.record_loglik(self, records, draws=draws)
+
+    def neighbourhood_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+        """Not defined for count data: counts have no finite level set.
+
+        Raises
+        ------
+        NeighbourhoodUnavailable
+            Always (a ``ValidationError`` and ``NotImplementedError``, so the attribute engine
+            falls back to candidate records); evaluate a candidate grid (methods, Candidate sets)
+            with :meth:`record_loglik`, or use :meth:`largest_value_loglik`.
+        """
+        return _loglik.neighbourhood_loglik(self, records, draws=draws)
+
+    def _as_frames(self, datasets: Any) -> list[pd.DataFrame]:
+        return _loglik.as_frames(self, datasets)
+
+    def _resolve_memberships(self, memberships: Any, h: int, y: np.ndarray,
+                             log_pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        return _loglik.resolve_memberships(self, memberships, h, y, log_pi, lam)
+
+    def _membership_mode(self, memberships: Any) -> Any:
+        return _loglik.membership_mode(self, memberships)
+
+    def _sums_match(self, zvals: np.ndarray, y: np.ndarray, memb: np.ndarray, K: int) -> bool:
+        return _loglik.sums_match(self, zvals, y, memb, K)
+
+    def _generating_memberships(
+        self, datasets: Any, zs: list[np.ndarray], y: np.ndarray
+    ) -> list[np.ndarray]:
+        return _loglik.generating_memberships(self, datasets, zs, y)
+
+    def _class_o_loglik(self, zvals: np.ndarray, y: np.ndarray, memb: np.ndarray, K: int) -> float:
+        return _loglik.class_o_loglik(self, zvals, y, memb, K)
+
+    def dataset_loglik(
+        self, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draws: Any = None,
+        memberships: Any = None,
+    ) -> np.ndarray:
+        """``[H, m]`` array of ``log p(Z_(l) | Θ_h)`` under the synthesis mode.
+
+        * MP, ``marginal`` (class P): ``Σ_i log p(z_i | Θ_h)`` (sum of record likelihoods).
+        * MM / TCMM (class O): the multinomial likelihood of each group's synthetic values given
+          its confidential total, ``Σ_k Σ_j log[T_kj! / Π_{i∈I_k} z_ij!] − T_kj log n_k``, ``-inf``
+          when a group's synthetic sum differs from its total (Hu 2019 §3.3.3). Synthetic row ``i``
+          corresponds to confidential record ``i``, so it shares its membership.
+        * MP, ``posterior_class`` (class O): ``Σ_i log Poisson(z_i | λ_{k_i})`` given memberships.
+
+        Under partial synthesis of selected records the sums run over the selected records
+        only, and the MM/TCMM groups hold the selected records only (see the class Notes): a
+        record released unchanged contributes nothing.
+
+        Parameters
+        ----------
+        memberships : {"generating", "map", "stored"}, int array [n] or [H, n], or None
+            Class O only — the (unreleased) memberships (Hu 2019 §3.3.3; the intruder must
+            approximate them, the agency knows them):
+
+            * ``"generating"`` (default when the Gibbs sampler recorded memberships): for each
+              dataset, the memberships that generated it — from ``SyntheticData.draw_index``
+              when given, else the stored draw whose memberships reproduce the dataset's group
+              sums (the first one found: when few records are synthesized several draws may
+              reproduce them, so pass the ``SyntheticData``). The agency-side worst case of
+              the worst-case intruder of Hu 2019 §3 (who knows the synthesis groups); the same for
+              every ``Θ_h``, since the MM likelihood given memberships does not depend on ``Θ``.
+            * ``"map"`` (default otherwise): MAP component of each confidential record under
+              ``Θ_h`` (an approximation of the intruder's). With exact totals a MAP grouping rarely
+              reproduces the synthetic group sums, so ``L`` is mostly ``-inf``.
+            * ``"stored"``: the memberships recorded with draw ``h`` (finite only for the draw
+              that generated ``Z_(l)``).
+            * an integer array: user-supplied (the intruder's own guess), ``[n]`` or per draw
+              ``[H, n]``.
+            * ``"marginalised"`` (default for MP in ``posterior_class`` mode): each record's
+              class is summed out with weights ``p(k | y_i, Θ_h)`` (as DPMPM's ``posterior_class``
+              mode), so no approximation is needed; the other options condition on given
+              memberships.
+        """
+        return _loglik.dataset_loglik(self, datasets, draws=draws, memberships=memberships)
+
+    @staticmethod
+    def _pc_terms(z: np.ndarray, y: np.ndarray, log_pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        return _loglik.pc_terms(z, y, log_pi, lam)
+
+    def _posterior_class_loglik(self, z: np.ndarray, memb: np.ndarray, lam: np.ndarray) -> float:
+        return _loglik.posterior_class_loglik(self, z, memb, lam)
+
+    def _confidential_counts(self, data: pd.DataFrame | None = None) -> np.ndarray:
+        return _loglik.confidential_counts(self, data)
+
+    def candidate_dataset_loglik(
+        self,
+        record: int,
+        candidates: pd.DataFrame | np.ndarray,
+        datasets: Sequence[pd.DataFrame] | SyntheticData,
+        *,
+        draws: Any = None,
+        memberships: Any = None,
+    ) -> np.ndarray:
+        """``[H, m, G]`` class-O dataset log-likelihood with the record's counts set to ``y*_g``.
+
+        ``log p(Z_(l) | Θ_h, y*, y_{-i})`` (see :meth:`dataset_loglik`) with the confidential
+        counts of ``record`` replaced by candidate ``g``: the totals of the record's group change
+        and, with ``memberships="map"``, so may its own membership (MAP of ``y*`` under ``Θ_h``;
+        the other records keep the MAP of their true values). This equals ``L_{hl} + delta`` of
+        the class-O estimator (Hu 2019 §3.2.5) and stays well defined when ``L_{hl} = −inf``; with
+        exact totals it is ``-inf`` for every candidate that does not reproduce the synthetic group
+        sums — the collapse behind the high MM risk reported in Hu (2019).
+
+        Parameters
+        ----------
+        record : int or Series
+            Row position (0-based) of the target record in the confidential data, or the row
+            itself (e.g. ``data.iloc[i]``, as the attribute engine passes it).
+        candidates : DataFrame or array [G, p]
+            Candidate count vectors: an array over all modelled columns (``columns_`` order) or
+            a DataFrame over some of them (the others keep the record's true values).
+        datasets : sequence of DataFrame or SyntheticData
+            The released datasets.
+        draws, memberships
+            As in :meth:`dataset_loglik` (a user array gives the memberships of all records;
+            the target keeps its given membership for every candidate).
+
+        Raises
+        ------
+        ValidationError
+            For a class-P model (no own-record dependence) or a bad record index.
+        """
+        return _loglik.candidate_dataset_loglik(
+            self, record, candidates, datasets, draws=draws, memberships=memberships
+        )
+
+    def own_record_delta(
+        self,
+        record: int,
+        candidates: pd.DataFrame | np.ndarray,
+        datasets: Sequence[pd.DataFrame] | SyntheticData,
+        *,
+        draws: Any = None,
+        memberships: Any = None,
+    ) -> np.ndarray:
+        """``[H, m, G]`` class-O own-record term ``ℓ_{hl}(y*_g) − ℓ_{hl}(y_i)`` (class O).
+
+        Equal to :meth:`candidate_dataset_loglik` minus its value at the truth. Conventions
+        where the truth has zero likelihood under a draw (``L_{hl} = −inf``, e.g. MAP memberships
+        that do not reproduce the synthetic group sums): ``0`` if the candidate's is ``−inf``
+        too, ``+inf`` otherwise — so ``L + delta`` is ``nan`` there; engines that can should use
+        :meth:`candidate_dataset_loglik` directly. A record that is not synthesized (partial
+        synthesis of selected records) has no own-record term: 0.
+        """
+        return _loglik.own_record_delta(
+            self, record, candidates, datasets, draws=draws, memberships=memberships
+        )
+
+    def _o_loglik(self, z, y, memb, K, lam) -> float:
+        return _loglik.o_loglik(self, z, y, memb, K, lam)
+
+    def _record_position(self, record: Any, y: np.ndarray) -> int:
+        return _loglik.record_position(self, record, y)
+
+    def _candidate_array(self, candidates: Any, truth: np.ndarray | None = None) -> np.ndarray:
+        return _loglik.candidate_array(self, candidates, truth)
+
+    def largest_value_candidates(
+        self, column: str, upper: float, *, step: float = 1.0, data: pd.DataFrame | None = None
+    ) -> tuple[np.ndarray, int, int]:
+        """Candidate grid for the largest value of ``column`` (Wei & Reiter 2016).
+
+        Integers (or multiples of ``step``) from ``y_(2)j`` to ``upper``, with the truth
+        ``y_(1)j`` inserted if it is not on the grid.
+
+        Returns
+        -------
+        (candidates [G], g0, record)
+            ``record`` is the row holding ``y_(1)j`` (the first one if tied).
+
+        Raises
+        ------
+        ValidationError
+            If ``upper < y_(1)j`` or ``column`` is not modelled.
+        """
+        return _largest.largest_value_candidates(self, column, upper, step=step, data=data)
+
+    def _column_index(self, column: str) -> int:
+        return _largest.column_index(self, column)
+
+    def largest_value_loglik(
+        self,
+        column: str,
+        datasets: Sequence[pd.DataFrame] | SyntheticData,
+        *,
+        scenario: str = "worst_case",
+        total_known: bool = False,
+        candidates: np.ndarray | None = None,
+        upper: float | None = None,
+        step: float = 1.0,
+        draws: Any = None,
+        memberships: Any = None,
+        data: pd.DataFrame | None = None,
+    ) -> LargestValueLikelihood:
+        """Per-candidate likelihood pieces for the Wei–Reiter largest-value scenarios.
+
+        The target is the record holding ``y_(1)j``; candidates ``y*`` vary only its value of
+        ``column`` (its other counts stay at their true values). The attribute engine turns the
+        pieces into the intruder's posterior
+        (:func:`bayes_risk.attribute.largest_value.largest_value_posterior`) with the estimator
+        of Hu 2019 §3.2.5. What the intruder knows (``scenario``; Wei & Reiter 2016 as
+        summarised in Hu 2019 §3.3.3):
+
+        * ``"worst_case"`` (default): every other record (``A = y_{-i}``). MP (class P):
+          importance sampling over Θ with ``logp_rec`` (``[H, G]``) and
+          ``L = dataset_loglik(Z)``. MM / TCMM (class O): the component-total likelihood, ``L``
+          plus ``delta`` (:meth:`own_record_delta`) — the component and tail totals then pin
+          ``y*`` down exactly and the posterior collapses on the truth for MM *and* TCMM.
+        * ``"second_largest"``: only the record holding ``y_(2)j`` (and that
+          ``Y_(1)j ≥ y_(2)j``), plus the column total ``T_j`` when ``total_known``. The other
+          records' values are integrated out under the model's posterior predictive truncated
+          to ``0..y_(2)j`` (TCMM tail members: above the tail threshold). MM / TCMM: the release
+          reveals the sum of the target's synthesis group (component, or the pooled tail for
+          TCMM); the likelihood is that of the group's unknown members summing to what is
+          left (``constraint_loglik``; ``T_j`` adds nothing: both reproduce it). TCMM pools the
+          tail across components, so more unknown values share the sum and the risk falls as
+          ``q`` falls. MP: the worst-case pieces (the other records' influence on Θ is held at
+          their true values — an upper bound for this intruder, warning
+          ``THETA_GIVEN_OTHER_RECORDS``) plus, with ``total_known``, the term of the other
+          ``n − 2`` records summing to ``T_j − y* − y_(2)j``.
+        * ``"two_largest_sum"``: every record but the two largest, and their sum
+          ``T_2j = y_(1)j + y_(2)j``; candidate ``y*`` stands for the pair ``(y*, T_2j − y*)``
+          on ``ceil(T_2j / 2) .. T_2j − y_(3)j``. MM keeps the pair's sum when both records share
+          a component, TCMM when both are in the tail: the posterior is then flat.
+
+        Provisional: Wei & Reiter's exact membership approximation was not available.
+        ``memberships`` selects the synthesis groups (see :meth:`dataset_loglik`); for
+        ``second_largest`` with MM/TCMM: ``"generating"`` (default; the groups that made each
+        dataset — the most an intruder can learn about them from ``Z``) or an integer array
+        ``[n]`` or ``[m, n]`` (per dataset). The TCMM tail threshold is taken as known.
+
+        Parameters
+        ----------
+        column : str
+            The magnitude variable.
+        datasets : sequence of DataFrame or SyntheticData
+            The released datasets ``Z``.
+        scenario : {"worst_case", "second_largest", "two_largest_sum"}
+            What the intruder knows (above).
+        total_known : bool
+            ``second_largest`` only: the intruder also knows the column total ``T_j``.
+        candidates : array [G], optional
+            Candidate values (must contain ``y_(1)j``); default the grid of
+            :meth:`largest_value_candidates` on ``[y_(2)j, upper]`` (``two_largest_sum``: every
+            admissible split).
+        upper, step : float
+            Grid upper bound ``U_j`` and spacing (used when ``candidates`` is ``None``).
+        draws, memberships
+            As in :meth:`dataset_loglik`.
+        data : DataFrame, optional
+            The confidential table (default: the one kept by class-O models; an MP model in
+            marginal mode does not keep it, so pass it).
+
+        Returns
+        -------
+        LargestValueLikelihood
+
+        Raises
+        ------
+        ValidationError
+            For an unknown scenario, ``total_known`` outside ``second_largest``, candidates
+            without the truth or outside the admissible range.
+        NotImplementedError
+            For the weaker scenarios under partial synthesis of selected records.
+        """
+        return _largest.largest_value_loglik(
+            self,
+            column,
+            datasets,
+            scenario=scenario,
+            total_known=total_known,
+            candidates=candidates,
+            upper=upper,
+            step=step,
+            draws=draws,
+            memberships=memberships,
+            data=data,
+        )
+
+    def _ratio_pieces(
+        self, common: dict[str, Any], cand: np.ndarray, datasets: Any, y: np.ndarray, j: int,
+        idx: np.ndarray, memberships: Any,
+    ) -> LargestValueLikelihood:
+        return _largest.ratio_pieces(self, common, cand, datasets, y, j, idx, memberships)
+
+    def _largest_grid(
+        self, column: str, col: np.ndarray, rec: int, candidates: Any, upper: Any, step: float,
+        data: Any,
+    ) -> tuple[np.ndarray, int]:
+        return _largest.largest_grid(self, column, col, rec, candidates, upper, step, data)
+
+    def _group_sum_pieces(
+        self, common: dict[str, Any], datasets: Any, y: np.ndarray, j: int, idx: np.ndarray,
+        memberships: Any,
+    ) -> LargestValueLikelihood:
+        return _largest.group_sum_pieces(self, common, datasets, y, j, idx, memberships)
+
+    def _two_largest_pieces(
+        self, column: str, datasets: Any, y: np.ndarray, j: int, order: np.ndarray,
+        candidates: Any, draws: Any, memberships: Any,
+    ) -> LargestValueLikelihood:
+        return _largest.two_largest_pieces(
+            self, column, datasets, y, j, order, candidates, draws, memberships
+        )

@@ -1,0 +1,322 @@
+"""Weaker-than-worst-case intruders of the Wei & Reiter (2016) largest-value scenario.
+
+Pieces used by :meth:`~bayes_risk.models.PoissonMixture.largest_value_loglik` for
+
+* ``scenario="second_largest"`` — the intruder knows the record holding the second-largest value
+  ``y_(2)j`` (and possibly the column total ``T_j``) but none of the other records: their values
+  are integrated out under the model's posterior predictive, truncated to the range the scenario
+  implies (every other record is at most ``y_(2)j``; TCMM tail members lie above the tail
+  threshold). What the release reveals about the largest value then comes through the *group
+  sums* the synthesizer preserves: MM and TCMM reproduce, in every dataset, the total of each
+  redistribution group, so with the target's group ``G`` known (from the generating memberships:
+  the most an intruder can learn about the groups from ``Z``)
+
+      p(Z_(l) | Y_(1)j = y*) ∝ P(S_r = σ_l − y* − c_l),
+
+  ``σ_l`` the synthetic sum of the target's group, ``c_l = y_(2)j`` when the second-largest record
+  is in the group (else 0) and ``S_r`` the sum of the group's ``r`` other, unknown members. For
+  MP a known ``T_j`` adds the same kind of term with every other record as "group".
+* ``scenario="two_largest_sum"`` — everything but the two largest values is known, and so is
+  their sum ``T_2j = y_(1)j + y_(2)j``: the candidates are the splits ``(y*, T_2j − y*)``.
+
+The sums of independent truncated predictive values are computed by exact convolution of an
+exponentially tilted pmf (direct for small supports; FFT beyond, with probabilities below
+``FFT_FLOOR`` of the largest set to 0 because FFT rounding leaves noise of that order — the tilt
+puts the wanted totals in the bulk, far above that floor).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.special import gammaln, logsumexp
+
+from bayes_risk.exceptions import ValidationError
+
+__all__ = [
+    "predictive_logpmf", "sum_logpmf", "group_constraints", "constraint_loglik", "FFT_FLOOR",
+]
+
+#: ``(σ, c, r, lo, hi, by_component)`` of one group-sum constraint (see ``group_constraints``)
+Constraint = tuple[float, float, int, int, int, bool]
+
+#: relative floor of FFT convolutions (their rounding noise is ~1e-16 of the largest term)
+FFT_FLOOR = 1e-12
+_DIRECT_MAX = 4_000_000  # size product up to which np.convolve (exact) is used
+
+
+def predictive_logpmf(log_pi: np.ndarray, lam_j: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Log pmf of one unknown record's value under draw ``h``, truncated to ``lo..hi``.
+
+    ``p_h(y) ∝ Σ_k π_hk Poisson(y | λ_hkj)`` for ``y = lo..hi`` (the mixture predictive: an
+    unknown record's component is unknown too).
+
+    Parameters
+    ----------
+    log_pi : array [H, K]
+    lam_j : array [H, K]
+        Rates of column ``j``.
+    lo, hi : int
+        Support bounds (inclusive), ``0 <= lo <= hi``.
+
+    Returns
+    -------
+    array [H, hi - lo + 1]
+        Normalised over the support; a row of ``-inf`` when the draw gives the range no mass.
+    """
+    y = np.arange(lo, hi + 1, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_lam = np.log(lam_j)[:, :, None]
+        t = y[None, None, :] * log_lam - lam_j[:, :, None] - gammaln(y + 1.0)[None, None, :]
+    t = np.where((lam_j[:, :, None] == 0) & (y[None, None, :] == 0), 0.0, t)
+    t = np.where(np.isnan(t), -np.inf, t)
+    lp = logsumexp(log_pi[:, :, None] + t, axis=1)
+    norm = logsumexp(lp, axis=1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        out = lp - norm
+    return np.where(np.isfinite(norm), out, -np.inf)
+
+
+def _conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.size * b.size <= _DIRECT_MAX:
+        return np.convolve(a, b)
+    from scipy.signal import fftconvolve
+
+    c = fftconvolve(a, b)
+    c[c < FFT_FLOOR * c.max()] = 0.0
+    return c
+
+
+def _power(p: np.ndarray, r: int) -> np.ndarray:
+    """``r``-fold convolution power of the pmf ``p`` (binary exponentiation, rescaled)."""
+    out = np.ones(1)
+    base = p / p.sum()
+    while r:
+        if r & 1:
+            out = _conv(out, base)
+            out /= out.sum()
+        r >>= 1
+        if r:
+            base = _conv(base, base)
+            base /= base.sum()
+    return out
+
+
+def sum_logpmf(member_logpmf: np.ndarray, lo: int, r: int, s: np.ndarray) -> np.ndarray:
+    """``log P(S_r = s)`` for the sum of ``r`` independent values with the given pmf, per draw.
+
+    The convolution power is taken of the exponentially tilted pmf
+    ``f_θ(y) = f(y) e^{θy} / M(θ)``, with ``θ`` chosen so that the tilted sum has its mean in the
+    middle of the wanted totals, and ``P(S_r = s) = e^{−θs} M(θ)^r P_θ(S_r = s)``: the wanted
+    totals then lie in the bulk of the distribution that is convolved, so a total far in the tail
+    of ``S_r`` (a candidate the release makes implausible) keeps its relative accuracy instead of
+    being lost under rounding.
+
+    Parameters
+    ----------
+    member_logpmf : array [H, w]
+        Log pmf of one value on ``lo..lo+w-1`` (from :func:`predictive_logpmf`).
+    lo : int
+    r : int
+        Number of values summed (``0``: ``S = 0``).
+    s : array [G]
+        Totals at which the pmf is wanted.
+
+    Returns
+    -------
+    array [H, G]
+    """
+    s = np.asarray(s, dtype=np.float64)
+    H, w = member_logpmf.shape
+    out = np.full((H, s.size), -np.inf)
+    if r == 0:
+        out[:, s == 0] = 0.0
+        return out
+    idx = s - r * lo
+    ok = (idx >= 0) & (idx <= r * (w - 1)) & (idx % 1 == 0)
+    if not ok.any():
+        return out
+    y = np.arange(w, dtype=np.float64)
+    target = float(np.median(idx[ok])) / r  # tilted mean of one value (offset by lo)
+    for h in range(H):
+        lp = member_logpmf[h]
+        if not np.isfinite(lp).any():
+            continue
+        theta = _tilt(lp, y, target)
+        lt = lp + theta * y
+        log_m = logsumexp(lt)
+        pw = _power(np.exp(lt - lt.max()), r)
+        with np.errstate(divide="ignore"):
+            out[h, ok] = (np.log(pw[idx[ok].astype(np.int64)]) - theta * idx[ok]
+                          + r * log_m)
+    return out
+
+
+def _tilt(lp: np.ndarray, y: np.ndarray, target: float) -> float:
+    """``θ`` with ``E_θ[Y] = target`` under ``f_θ ∝ exp(lp + θy)`` (bisection; ``E_θ`` increases
+    with ``θ``); 0 when the target is the untilted mean or outside the support's range."""
+    fin = np.isfinite(lp)
+    ymin, ymax = y[fin].min(), y[fin].max()
+    if not ymin < target < ymax:
+        return 0.0
+
+    def mean(theta: float) -> float:
+        a = lp + theta * y
+        p = np.exp(a - a.max())
+        return float(p @ y / p.sum())
+
+    lo_t, hi_t = -1.0, 1.0
+    while mean(lo_t) > target and lo_t > -1e6:
+        lo_t *= 2
+    while mean(hi_t) < target and hi_t < 1e6:
+        hi_t *= 2
+    for _ in range(80):
+        mid = 0.5 * (lo_t + hi_t)
+        if mean(mid) < target:
+            lo_t = mid
+        else:
+            hi_t = mid
+    return 0.5 * (lo_t + hi_t)
+
+
+def group_constraints(
+    model: Any, rec: int, rec2: int, j: int, zs: list[np.ndarray], y: np.ndarray,
+    gen: list[np.ndarray],
+) -> list[Constraint]:
+    """The distinct group-sum constraints on the target's value, one per distinct group.
+
+    For each dataset ``l``: the target's redistribution group of column ``j`` under the
+    memberships ``gen[l]`` (components for MM; the pooled tail for TCMM), its synthetic sum
+    ``σ_l``, ``c_l`` and the number and range of its other, unknown members. Datasets whose
+    target group has the same members give the same constraint (the tail of TCMM is the same set
+    in every dataset): counting it once keeps the release from being credited with ``m``
+    independent looks at one sum.
+
+    Returns
+    -------
+    list of ``(σ, c, r, lo, hi, by_component)``
+        ``by_component``: the members share one component (MM), so their values are drawn
+        from one Poisson whose component is weighted by how well it explains the group's sum.
+    """
+    K = int(model.n_components)
+    y1col = y[:, j]
+    y2 = int(y1col[rec2])
+    tail = model.variant == "tcmm"
+    tau = None
+    if tail:
+        import bayes_risk.models.poisson.kernels as pk
+
+        tau = int(np.floor(pk.tail_threshold(y1col, float(model.q))))
+    seen: dict[tuple[int, ...], Constraint] = {}
+    for zl, memb in zip(zs, gen, strict=True):
+        groups, _ = model._groups(y1col, memb, K)
+        members = np.flatnonzero(groups == groups[rec])
+        key = tuple(int(i) for i in members)
+        sigma = float(zl[members, j].sum())
+        c = float(y2) if rec2 in key else 0.0
+        r = int(members.size - 1 - (rec2 in key))
+        in_tail = tail and groups[rec] == K
+        lo = tau + 1 if in_tail else 0
+        hi = y2 if (not tail or in_tail) else min(y2, tau)
+        if key in seen:
+            if seen[key][0] != sigma:  # cannot happen for a release of this model
+                raise ValidationError(
+                    "two synthetic datasets give the same synthesis group different sums: they "
+                    "were not produced by this model with these memberships."
+                )
+            continue
+        # an MM group is a component: its members share one (unknown) component
+        seen[key] = (sigma, c, r, int(lo), int(hi), not in_tail)
+    return list(seen.values())
+
+
+def constraint_loglik(
+    log_pi: np.ndarray, lam_j: np.ndarray, constraints: list[Constraint], candidates: np.ndarray,
+) -> np.ndarray:
+    """``[H, C, G]`` array of ``log P_h(S_r = σ − y*_g − c)`` for each constraint.
+
+    Unknown values are draws from the model under ``Θ_h``, truncated to the constraint's range.
+    The members of a ``by_component`` group (an MM group is one component) share one
+    component ``k``, weighted by ``w_hk ∝ π_hk Poisson(σ | n_G λ_hkj)`` — how well it explains
+    the group's released sum ``σ`` over its ``n_G`` members, which is what the intruder sees; in
+    the other groups (the TCMM tail, the column total) every unknown value is a draw from the
+    mixture predictive (its component is unknown).
+    """
+    H = log_pi.shape[0]
+    out = np.empty((H, len(constraints), candidates.size))
+    for k, (sigma, c, r, lo, hi, by_comp) in enumerate(constraints):
+        s = sigma - candidates - c
+        if hi < lo:  # no room for an unknown member: only an empty group is possible
+            out[:, k, :] = np.where((r == 0) & (s == 0), 0.0, -np.inf)[None, :]
+            continue
+        if not by_comp or r == 0:
+            out[:, k, :] = sum_logpmf(predictive_logpmf(log_pi, lam_j, lo, hi), lo, r, s)
+            continue
+        n_g = r + 1 + (c > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mu = n_g * lam_j
+            lw = log_pi + sigma * np.log(mu) - mu - gammaln(sigma + 1.0)
+        lw = np.where(np.isnan(lw), -np.inf, lw)
+        lw = lw - logsumexp(lw, axis=1, keepdims=True)
+        acc = np.full((H, candidates.size), -np.inf)
+        for h in range(H):
+            for kk in np.flatnonzero(lw[h] > np.log(1e-12)):
+                one = predictive_logpmf(np.zeros((1, 1)), lam_j[h : h + 1, kk : kk + 1], lo, hi)
+                acc[h] = np.logaddexp(acc[h], lw[h, kk] + sum_logpmf(one, lo, r, s)[0])
+        out[:, k, :] = acc
+    return out
+
+
+def pair_dataset_loglik(
+    model: Any, recs: tuple[int, int], cands: tuple[np.ndarray, np.ndarray], datasets: Any,
+    idx: np.ndarray, memberships: Any,
+) -> np.ndarray:
+    """``[H, m, G]`` class-O log-likelihood of each dataset with *two* records' counts replaced.
+
+    The two-record analogue of ``candidate_dataset_loglik``: records ``recs`` take the count
+    vectors ``cands[0][g]`` and ``cands[1][g]``; every other record keeps its true values (the
+    intruder knows them).
+    """
+    y = model._confidential_counts()
+    frames = model._as_frames(datasets)
+    zs = [model._counts(f, name=f"synthetic dataset {l + 1}") for l, f in enumerate(frames)]
+    log_pi, lam = model._params(idx)
+    K = lam.shape[1]
+    G = cands[0].shape[0]
+    mode = model._membership_mode(memberships)
+    if isinstance(mode, str) and mode == "map":
+        raise ValidationError(
+            "memberships='map' is not available for the two-record scenario (the MAP class of "
+            "a candidate pair is not defined); use 'generating', 'stored' or an array."
+        )
+    out = np.empty((idx.size, len(zs), G))
+    rows = model._synthesized_rows()
+    if isinstance(mode, str) and mode == "marginalised":
+        for r in range(idx.size):
+            for l, z in enumerate(zs):
+                t = model._pc_terms(z, y, log_pi[r], lam[r])
+                base = t[rows].sum() - t[recs[0]] - t[recs[1]]
+                own = sum(
+                    model._pc_terms(np.repeat(z[[i]], G, axis=0), c, log_pi[r], lam[r])
+                    for i, c in zip(recs, cands, strict=True)
+                )
+                out[r, l, :] = base + own
+        return out
+    gen = (model._generating_memberships(datasets, zs, y)
+           if isinstance(mode, str) and mode == "generating" else None)
+    for g in range(G):
+        y2 = y.copy()
+        y2[recs[0]] = cands[0][g]
+        y2[recs[1]] = cands[1][g]
+        if gen is not None and model.variant != "mp":
+            for l, z in enumerate(zs):  # given the memberships the likelihood has no Θ
+                out[:, l, g] = model._class_o_loglik(z, y2, gen[l], K)
+            continue
+        for r, h in enumerate(idx):
+            memb_h = None if gen is not None else model._resolve_memberships(
+                mode, int(h), y, log_pi[r], lam[r])
+            for l, z in enumerate(zs):
+                memb = gen[l] if gen is not None else memb_h
+                out[r, l, g] = model._o_loglik(z, y2, memb, K, lam[r])
+    return out

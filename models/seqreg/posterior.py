@@ -1,0 +1,161 @@
+"""Posterior handling of :class:`~bayes_risk.models.SequentialRegression`.
+
+User-supplied draws, posterior validation, saved state, per-column parameters and the
+quantities checked for convergence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.data.schema import Schema
+from bayes_risk.exceptions import ValidationError
+from bayes_risk.models._bayesian.design import (
+    record_dtypes,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import xarray as xr
+from bayes_risk.models.seqreg.draws import _SEP, _var
+
+
+def draws_from_user(model, c: str, val: Any, schema: Schema) -> dict[str, np.ndarray]:
+    fam = model.families_[c]
+    names = list(model.designs_[c].names)
+    q = len(names)
+    if fam == "categorical":
+        raw = val.to_numpy() if isinstance(val, pd.DataFrame) else val
+        a = np.asarray(raw, dtype=np.float64)
+        d = schema[c].n_levels
+        if a.ndim != 2 or a.shape[1] != d:
+            raise ValidationError(
+                f"draws for categorical {c!r} must be [H, {d}] probabilities."
+            )
+        return {_var(c, "probs"): a}
+    if fam == "multinomial_logit":
+        a = np.asarray(val, dtype=np.float64)
+        d = schema[c].n_levels
+        if a.ndim != 3 or a.shape[1:] != (d - 1, q):
+            raise ValidationError(
+                f"draws for multinomial_logit {c!r} must be an array [H, {d - 1}, {q}] "
+                f"(categories {list(schema[c].levels[1:])} × coefficients {names})."
+            )
+        return {_var(c, "beta"): a}
+    want = names + (["sigma"] if fam == "normal" else [])
+    if isinstance(val, pd.DataFrame):
+        cols = [str(x) for x in val.columns]
+        miss = [w for w in want if w not in cols]
+        extra = [x for x in cols if x not in want]
+        if miss or extra:
+            raise ValidationError(
+                f"draws for {c!r} ({fam}) must have columns {want}; missing {miss}, "
+                f"unexpected {extra}."
+            )
+        a = val[want].to_numpy(dtype=np.float64)
+    else:
+        a = np.asarray(val, dtype=np.float64)
+        if a.ndim != 2 or a.shape[1] != len(want):
+            raise ValidationError(
+                f"draws for {c!r} ({fam}) must be [H, {len(want)}] in the order {want}. "
+                f"Got shape {a.shape}."
+            )
+    out = {_var(c, "beta"): a[:, :q]}
+    if fam == "normal":
+        if np.any(a[:, q] <= 0):
+            raise ValidationError(f"draws for {c!r}: sigma must be positive.")
+        out[_var(c, "sigma")] = a[:, q]
+    if not np.all(np.isfinite(a)):
+        raise ValidationError(f"draws for {c!r} contain non-finite values.")
+    return out
+
+
+def validate_posterior(model, posterior: xr.DataTree, schema: Schema) -> None:
+    model._resolve_structure(schema)
+    post = posterior["posterior"]
+    for c in model.order_:
+        fam = model.families_[c]
+        need = {"normal": ["beta", "sigma"], "categorical": ["probs"]}.get(fam, ["beta"])
+        for name in need:
+            v = _var(c, name)
+            if v not in post.data_vars:
+                raise ValidationError(f"posterior lacks variable {v!r} ({fam} model of {c!r}).")
+            shape = tuple(post[v].shape[2:])
+            q = model.designs_[c].n_coef
+            if name == "sigma":
+                exp: tuple[int, ...] = ()
+            elif name == "probs":
+                exp = (schema[c].n_levels,)
+            elif fam == "multinomial_logit":
+                exp = (schema[c].n_levels - 1, q)
+            else:
+                exp = (q,)
+            if shape != exp:
+                raise ValidationError(
+                    f"posterior variable {v!r} has shape {shape} per draw; expected {exp} "
+                    f"(coefficients {list(model.designs_[c].names)})."
+                )
+
+
+def after_posterior(model) -> None:
+    if model.schema_ is not None and not hasattr(model, "order_"):
+        model._resolve_structure(model.schema_)
+    if not hasattr(model, "dtypes_"):
+        model.dtypes_ = record_dtypes(model.data_) if model.data_ is not None else {}
+
+
+def state_to_json(model) -> dict[str, Any]:
+    return {"dtypes": dict(getattr(model, "dtypes_", {}))}
+
+
+def state_from_json(model, state: Mapping[str, Any]) -> None:
+    model.dtypes_ = dict(state.get("dtypes", {}))
+
+
+def params(model, c: str, idx: np.ndarray) -> dict[str, np.ndarray]:
+    fam = model.families_[c]
+    names = {"normal": ["beta", "sigma"], "categorical": ["probs"]}.get(fam, ["beta"])
+    return {nm: model._stacked(_var(c, nm), idx) for nm in names}
+
+
+def posterior_methods(model) -> dict[str, str]:
+    """The work of :meth:`SequentialRegression.posterior_methods` (documented there)."""
+    model._check_fitted()
+    text = str(model.posterior_["posterior"].attrs.get("posterior_methods", ""))
+    if text == "user-supplied" or not text:
+        return {c: "user" for c in model.order_}
+    return dict(item.split("=", 1) for item in text.split(","))
+
+
+def convergence_quantities(model) -> dict[str, np.ndarray]:
+    """Coefficients of the columns drawn by MCMC (NUTS or user-supplied draws).
+
+    Exact and Laplace draws are independent by construction, so they are not diagnosed.
+    """
+    post = model.posterior_["posterior"]
+    methods = model.posterior_methods()
+    out: dict[str, np.ndarray] = {}
+    for c in model.order_:
+        if methods.get(c) not in ("nuts", "user"):
+            continue
+        for v in [x for x in post.data_vars if x.startswith(c + _SEP)]:
+            a = np.asarray(post[v].values)
+            flat = a.reshape(a.shape[0], a.shape[1], -1)
+            labels = model._labels(v, flat.shape[2])
+            for k in range(min(flat.shape[2], 30)):
+                out[f"{v}[{labels[k]}]" if flat.shape[2] > 1 else v] = flat[:, :, k]
+    return out
+
+
+def labels(model, var: str, size: int) -> list[str]:
+    c, name = var.rsplit(_SEP, 1)
+    if name == "probs":
+        return [str(x) for x in model.schema_[c].levels]
+    coefs = list(model.designs_[c].names)
+    if model.families_[c] == "multinomial_logit":
+        cats = [str(x) for x in model.schema_[c].levels[1:]]
+        return [f"{a}:{b}" for a in cats for b in coefs]
+    return coefs if len(coefs) == size else [str(k) for k in range(size)]

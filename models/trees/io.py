@@ -1,0 +1,381 @@
+"""Persistence of the CART, random-forest and PMM synthesizers: save, load (never pickle).
+
+A fitted synthesizer is saved as a folder of three files:
+
+* ``model.json`` — ``format`` (``"bayes-risk model"``), ``format_version``
+  (:data:`FORMAT_VERSION`), ``method``, ``class``, ``settings`` (the ``__init__`` arguments),
+  ``schema``, the fitted state that is not an array (visit order, predictors, fingerprint of
+  the fitted table, …) and the SHA-256 of the two other files;
+* ``arrays.npz`` — the tree arrays (children, split features and thresholds, donor blocks,
+  leaf class tables, bootstrap samples, record flags), NumPy's NPZ format read with
+  ``allow_pickle=False``;
+* ``data.parquet`` — the confidential table the synthesizer was fitted to (with its index):
+  the donors of the tree leaves and the records released unchanged. **The folder is as
+  confidential as the data.**
+
+Loading refuses a folder of another format version (``MODEL_FORMAT_VERSION``) and a folder
+whose files are missing, unreadable or changed since they were written (``MODEL_DAMAGED``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._checksums import file_sha256
+from bayes_risk._io import atomic_dir, to_jsonable, write_json
+from bayes_risk._rng import seed_to_json
+from bayes_risk.data.schema import Schema
+from bayes_risk.exceptions import ValidationError
+from bayes_risk.models.base import SETTINGS_FILE, check_is_fitted, read_model_meta
+
+__all__ = [
+    "ARRAYS_FILE",
+    "DATA_FILE",
+    "FORMAT_VERSION",
+    "StoredForest",
+    "load_synthesizer",
+    "save_synthesizer",
+]
+
+ARRAYS_FILE = "arrays.npz"
+DATA_FILE = "data.parquet"
+#: layout of a saved CART / random-forest / PMM folder; a loader reads only its own version
+FORMAT_VERSION = 1
+
+
+def _damaged(p: Path, what: str) -> ValidationError:
+    return ValidationError(
+        f"the model folder {str(p)!r} is damaged: {what}; save the synthesizer again (or fit "
+        "it again with 'bayes-risk fit').",
+        code="MODEL_DAMAGED",
+    )
+
+
+def json_settings(model: Any) -> dict[str, Any]:
+    """The model's ``__init__`` settings as JSON (the seed described by ``seed_to_json``)."""
+    params = model.get_params()
+    params["random_seed"] = seed_to_json(params.get("random_seed"))
+    return to_jsonable(params)
+
+
+def save_synthesizer(
+    model: Any,
+    path: str | os.PathLike[str],
+    *,
+    state: Mapping[str, Any],
+    arrays: Mapping[str, np.ndarray],
+    data: pd.DataFrame,
+) -> Path:
+    """Write a fitted synthesizer's folder atomically (``model.json``, NPZ, Parquet).
+
+    Parameters
+    ----------
+    model : BaseSynthesizer
+        The fitted synthesizer (its settings, schema and ``method_name`` are written).
+    path : path-like
+        The folder (replaced atomically if it exists).
+    state : mapping
+        JSON-serialisable fitted state.
+    arrays : mapping of str to ndarray
+        Numeric/boolean arrays of the fitted state (no object arrays).
+    data : DataFrame
+        The confidential table, with the index released with the synthetic data.
+
+    Returns
+    -------
+    Path
+        The folder written.
+    """
+    for k, a in arrays.items():
+        if np.asarray(a).dtype == object:  # pragma: no cover - guarded by the callers
+            raise ValidationError(
+                f"array {k!r} has dtype object; it cannot be saved without pickle."
+            )
+    fp = getattr(model, "original_fingerprint_", None) or {}
+    meta: dict[str, Any] = {
+        "format": "bayes-risk model",
+        "format_version": FORMAT_VERSION,
+        "method": model.method_name,
+        "class": type(model).__name__,
+        "settings": json_settings(model),
+        "schema": model.schema_.to_dict(),
+        "confidential": True,
+        "data_file": DATA_FILE,
+        "arrays_file": ARRAYS_FILE,
+        "state": to_jsonable(dict(state)),
+        # Parquet reads text columns back as pandas' string dtype: object columns are restored
+        "object_columns": [str(c) for c in data.columns if data[c].dtype == object],
+        # hashes of the encoded fitted table (never the data): checks the original later
+        "data_fingerprint": fp.get("table"),
+        "original_fingerprint": to_jsonable(fp) if fp else None,
+    }
+    with atomic_dir(path) as tmp:
+        np.savez(tmp / ARRAYS_FILE, **{k: np.asarray(v) for k, v in arrays.items()})
+        data.to_parquet(tmp / DATA_FILE, index=True)
+        meta["sha256"] = {ARRAYS_FILE: file_sha256(tmp / ARRAYS_FILE),
+                          DATA_FILE: file_sha256(tmp / DATA_FILE)}
+        write_json(tmp / SETTINGS_FILE, meta)
+    return Path(path)
+
+
+def load_synthesizer(
+    cls: type,
+    path: str | os.PathLike[str],
+    restore: Callable[[Any, dict[str, Any], Mapping[str, np.ndarray], pd.DataFrame], None],
+) -> Any:
+    """Read a folder written by :func:`save_synthesizer` into a new fitted ``cls``.
+
+    ``restore(model, meta, arrays, data)`` sets the fitted attributes; a missing key or an array
+    of the wrong shape there means a damaged folder.
+
+    Raises
+    ------
+    ValidationError
+        ``MODEL_FORMAT_VERSION`` for a folder of another format version, ``MODEL_DAMAGED`` for a
+        missing, unreadable or changed file; plain for a folder of another model type.
+    """
+    p, meta = read_model_meta(path)
+    if meta.get("method") != cls.method_name:
+        raise ValidationError(
+            f"{p} holds a {meta.get('method')!r} model, not {cls.method_name!r}; use "
+            "bayes_risk.models.load_model(path)."
+        )
+    version = meta.get("format_version")
+    if version != FORMAT_VERSION:
+        raise ValidationError(
+            f"{p} is a saved {cls.method_name!r} synthesizer of format version {version!r}; "
+            f"this bayes-risk reads format version {FORMAT_VERSION} only. Use the bayes-risk "
+            "release that wrote it, or fit the synthesizer again.",
+            code="MODEL_FORMAT_VERSION",
+        )
+    hashes = meta.get("sha256")
+    if not isinstance(hashes, Mapping):
+        raise _damaged(p, f"{SETTINGS_FILE} has no file checksums")
+    for name in (ARRAYS_FILE, DATA_FILE):
+        f = p / name
+        if not f.is_file():
+            raise _damaged(p, f"{name} is missing")
+        if file_sha256(f) != hashes.get(name):
+            raise _damaged(p, f"{name} was changed or truncated after it was written "
+                              "(its SHA-256 differs from the one in model.json)")
+    try:
+        with np.load(p / ARRAYS_FILE, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        data = pd.read_parquet(p / DATA_FILE)
+        for c in meta.get("object_columns") or []:
+            data[c] = data[c].astype(object)
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as err:
+        raise _damaged(p, f"a file cannot be read ({type(err).__name__}: "
+                          f"{' '.join(str(err).split())[:200]})") from err
+    settings = dict(meta.get("settings") or {})
+    if not isinstance(settings.get("random_seed"), (int, list)) or isinstance(
+        settings.get("random_seed"), bool
+    ):  # e.g. "<numpy.random.Generator>": not replayable
+        settings["random_seed"] = None
+    try:
+        model = cls(**settings)
+        model.schema_ = Schema.from_dict(meta["schema"])
+        restore(model, meta, arrays, data)
+    except (KeyError, IndexError, TypeError, ValueError) as err:
+        if isinstance(err, ValidationError) and err.code_given:
+            raise
+        raise _damaged(p, f"{SETTINGS_FILE} and {ARRAYS_FILE} do not describe a fitted "
+                          f"{cls.__name__} ({type(err).__name__}: {err})") from err
+    model.original_fingerprint_ = meta.get("original_fingerprint")
+    return model
+
+
+def split_data(data: pd.DataFrame) -> tuple[pd.Index, pd.DataFrame]:
+    """The saved table's index and the table with a fresh 0..n-1 index (as ``fit`` keeps it)."""
+    return data.index, data.reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------------------------
+# random forests without scikit-learn objects
+# --------------------------------------------------------------------------------------------
+class _StoredTreeArrays:
+    """The ``tree_`` arrays of one stored tree (what the plug-in likelihood reads)."""
+
+    def __init__(self, left: np.ndarray, right: np.ndarray, feature: np.ndarray,
+                 threshold: np.ndarray) -> None:
+        self.children_left = left
+        self.children_right = right
+        self.feature = feature
+        self.threshold = threshold
+        self.node_count = int(left.size)
+
+
+class _StoredTree:
+    def __init__(self, tree: _StoredTreeArrays) -> None:
+        self.tree_ = tree
+
+
+class StoredForest:
+    """A fitted classification forest as flat arrays, with scikit-learn's ``apply``.
+
+    Stands in for a ``RandomForestClassifier`` in a loaded
+    :class:`~bayes_risk.models.RandomForestSynthesizer`: ``apply`` routes records exactly as
+    scikit-learn does (float32 values compared with the float64 thresholds, ``x <= t`` goes
+    left, a missing value follows ``missing_go_to_left``), ``estimators_`` exposes each tree's
+    ``tree_`` arrays and ``estimators_samples_`` the stored bootstrap samples.
+    """
+
+    def __init__(self, left: np.ndarray, right: np.ndarray, feature: np.ndarray,
+                 threshold: np.ndarray, missing_left: np.ndarray, offsets: np.ndarray,
+                 samples: np.ndarray) -> None:
+        self.left = np.ascontiguousarray(left, dtype=np.int64)
+        self.right = np.ascontiguousarray(right, dtype=np.int64)
+        self.feature = np.ascontiguousarray(feature, dtype=np.int64)
+        self.threshold = np.ascontiguousarray(threshold, dtype=np.float64)
+        self.missing_left = np.ascontiguousarray(missing_left, dtype=np.bool_)
+        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)  # tree b: nodes offs[b]..
+        self.samples = np.asarray(samples)  # (n_trees, n_train) bootstrap draws
+        self.n_estimators = int(self.offsets.size)
+        bounds = np.append(self.offsets, self.left.size)
+        self.estimators_ = [
+            _StoredTree(_StoredTreeArrays(self.left[a:b], self.right[a:b], self.feature[a:b],
+                                          self.threshold[a:b]))
+            for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+        ]
+        self.estimators_samples_ = [self.samples[b] for b in range(self.n_estimators)]
+
+    @classmethod
+    def from_sklearn(cls, rf: Any) -> StoredForest:
+        """Flatten a fitted ``RandomForestClassifier``."""
+        ests = rf.estimators_
+        sizes = np.array([e.tree_.node_count for e in ests], dtype=np.int64)
+        offs = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+
+        def cat(attr: str) -> np.ndarray:
+            return np.concatenate([np.asarray(getattr(e.tree_, attr)) for e in ests])
+
+        mgl = (cat("missing_go_to_left") if hasattr(ests[0].tree_, "missing_go_to_left")
+               else np.zeros(int(sizes.sum()), dtype=bool))
+        samples = np.stack([np.asarray(s, dtype=np.int64) for s in rf.estimators_samples_])
+        return cls(cat("children_left"), cat("children_right"), cat("feature"),
+                   cat("threshold"), mgl, offs, samples)
+
+    def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        """The arrays to store under ``prefix``."""
+        samples = self.samples
+        if samples.size and samples.max() < 2**31:
+            samples = samples.astype(np.int32)
+        return {f"{prefix}.left": self.left.astype(np.int32),
+                f"{prefix}.right": self.right.astype(np.int32),
+                f"{prefix}.feature": self.feature.astype(np.int32),
+                f"{prefix}.threshold": self.threshold,
+                f"{prefix}.missing_left": self.missing_left,
+                f"{prefix}.offsets": self.offsets,
+                f"{prefix}.samples": samples}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], prefix: str) -> StoredForest:
+        """Read what :meth:`to_arrays` stored."""
+        a = {k: arrays[f"{prefix}.{k}"] for k in ("left", "right", "feature", "threshold",
+                                                   "missing_left", "offsets", "samples")}
+        n = a["left"].size
+        if not all(a[k].shape == (n,) for k in ("right", "feature", "threshold",
+                                                 "missing_left")):
+            raise ValueError(f"forest {prefix}: node arrays of different lengths")
+        offs = a["offsets"]
+        if offs.ndim != 1 or offs.size == 0 or offs[0] != 0 or np.any(np.diff(offs) <= 0) \
+                or offs[-1] >= n or a["samples"].shape[0] != offs.size:
+            raise ValueError(f"forest {prefix}: inconsistent tree offsets")
+        internal = a["left"] >= 0
+        sizes = np.diff(np.append(offs, n))
+        local_max = np.repeat(sizes, sizes)
+        if np.any(a["left"][internal] >= local_max[internal]) or \
+                np.any(a["right"][internal] >= local_max[internal]):
+            raise ValueError(f"forest {prefix}: a child id lies outside its tree")
+        return cls(a["left"], a["right"], a["feature"], a["threshold"], a["missing_left"],
+                   offs, a["samples"])
+
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        """Leaf id (within its tree) of every row in every tree, shape ``(n, n_trees)``."""
+        from bayes_risk.models.trees.route import forest_apply
+
+        X = np.ascontiguousarray(X, dtype=np.float32)
+        return forest_apply(X, self.left, self.right, self.feature, self.threshold,
+                            self.missing_left, self.offsets)
+
+
+# --------------------------------------------------------------------------------------------
+# CART trees (SeqTree) as arrays
+# --------------------------------------------------------------------------------------------
+_SEQTREE_ARRAYS = ("left", "right", "feature", "threshold", "subtree_end", "donor_rows",
+                   "y_sorted", "node_start", "node_stop", "node_size", "seen", "is_leaf")
+
+
+def seqtree_to_arrays(tree: Any, prefix: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """JSON description and arrays of a fitted :class:`~bayes_risk.models.trees.seqtree.SeqTree`."""
+    d = tree.design
+    info = {"predictors": list(d.predictors), "kinds": list(d.kinds),
+            "n_levels": [int(v) for v in d.n_levels], "n_nodes": int(tree.n_nodes),
+            "categorical_outcome": bool(tree.categorical_outcome),
+            "n_classes": int(tree.n_classes), "n_collapsed": int(tree.n_collapsed)}
+    return info, {f"{prefix}.{k}": np.asarray(getattr(tree, k)) for k in _SEQTREE_ARRAYS}
+
+
+def seqtree_from_arrays(info: Mapping[str, Any], arrays: Mapping[str, np.ndarray],
+                        prefix: str) -> Any:
+    """Rebuild the :class:`~bayes_risk.models.trees.seqtree.SeqTree` written by
+    :func:`seqtree_to_arrays` (checked for consistent sizes and child ids)."""
+    from bayes_risk.models.trees.seqtree import Design, SeqTree
+
+    tree = SeqTree.__new__(SeqTree)
+    tree.design = Design(list(info["predictors"]), list(info["kinds"]),
+                         [int(v) for v in info["n_levels"]])
+    n = int(info["n_nodes"])
+    tree.n_nodes = n
+    tree.categorical_outcome = bool(info["categorical_outcome"])
+    tree.n_classes = int(info["n_classes"])
+    tree.n_collapsed = int(info["n_collapsed"])
+    for k in _SEQTREE_ARRAYS:
+        setattr(tree, k, arrays[f"{prefix}.{k}"])
+    per_node = ("left", "right", "feature", "threshold", "subtree_end", "node_start",
+                "node_stop", "node_size", "is_leaf")
+    if any(getattr(tree, k).shape != (n,) for k in per_node) or tree.seen.shape[0] != n:
+        raise ValueError(f"tree {prefix}: node arrays do not have {n} entries")
+    internal = tree.left != -1
+    if np.any(tree.left[internal] >= n) or np.any(tree.right[internal] >= n) or \
+            np.any(tree.node_stop > tree.donor_rows.size) or \
+            tree.donor_rows.shape != tree.y_sorted.shape:
+        raise ValueError(f"tree {prefix}: node or donor ids out of range")
+    if tree.design.n_features != 0 and np.any(tree.feature[internal] >= tree.design.n_features):
+        raise ValueError(f"tree {prefix}: a split feature lies outside the design")
+    return tree
+
+
+def fingerprint_check(model: Any, data: pd.DataFrame) -> str | None:
+    """How ``data`` differs from the table ``model`` was fitted to (``None``: it does not)."""
+    from bayes_risk.data.fingerprint import fingerprint_problem
+
+    record = getattr(model, "original_fingerprint_", None) or {}
+    return fingerprint_problem(data, record.get("table"), model.schema_, len(model._data),
+                               record.get("columns"))
+
+
+def check_missing_layout(missing: dict[str, Any], schema: Any) -> dict[str, dict[str, Any]]:
+    """The saved missing-value layout of a tree synthesizer, checked against its schema: each
+    column is in the schema, categorical with ``"level"`` or numeric with ``"two_step"``.
+    A ``ValueError`` (reported by :func:`load_synthesizer` as a damaged folder) otherwise."""
+    out = {c: dict(v) for c, v in missing.items()}
+    for c, lay in out.items():
+        if c not in schema.names or lay.get("type") not in ("level", "two_step") or \
+                (lay["type"] == "two_step") == schema[c].is_categorical:
+            raise ValueError(f"missing-value layout of column {c!r} does not fit")
+    return out
+
+
+def check_fitted_fingerprint(model: Any, data: pd.DataFrame) -> str | None:
+    """``check_fingerprint`` of the saved tree synthesizers (CART, random forests, PMM): ``None``
+    when ``data`` is the table ``model`` was fitted to, else a short description of the
+    difference (the three classes store a fingerprint of their fitted table)."""
+    check_is_fitted(model, "schema_", method="check_fingerprint")
+    return fingerprint_check(model, data)

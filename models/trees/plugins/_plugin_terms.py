@@ -1,0 +1,186 @@
+"""Node likelihood terms of the CART plug-in (methods, Tree synthesizers: plug-in likelihoods).
+
+The Pólya-urn probability of a node's synthetic values given its donors (closed form), the Monte
+Carlo estimate of a kernel-smoothed node's likelihood over bootstrap count vectors (common random
+numbers across candidates), and the delta-method variance of that estimate. Used by
+:class:`~bayes_risk.models.CARTPlugin` (``models/trees/plugins/plugin_cart.py``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+from scipy.special import gammaln
+
+from bayes_risk._numeric import logsumexp
+
+_MC_BLOCK = 1 << 21  # entries per (bootstrap replicate × synthetic value) block: bounds memory
+
+
+def _polya(donors: Counter, syn: Counter, uniform: bool) -> float:
+    """One node's Pólya-urn (multinomial for ``uniform``) log-likelihood, in full.
+
+    The plug-in evaluates its changes with ``trees.cart_polya.PolyaTables``
+    (differences in closed form, all datasets at once); this is the direct formula they are
+    tested against.
+    """
+    n_l = sum(donors.values())
+    u_l = sum(syn.values())
+    if u_l == 0:
+        return 0.0
+    if n_l == 0:
+        return float("-inf")
+    if any(donors.get(v, 0) == 0 for v, s in syn.items() if s > 0):
+        return float("-inf")
+    if uniform:  # each routed record copies a donor chosen uniformly: multinomial sequence
+        return float(sum(s * (np.log(donors[v]) - np.log(n_l)) for v, s in syn.items()))
+    out = gammaln(n_l) - gammaln(n_l + u_l)
+    for v, s in syn.items():
+        out += gammaln(donors[v] + s) - gammaln(donors[v])
+    return float(out)
+
+
+# ------------------------------------------------------------------------------------------
+# Monte Carlo likelihood of the smoothed values of one node (Wang & Reiter 2012)
+# ------------------------------------------------------------------------------------------
+def _z_blocks(n_z: int, width: int) -> list[slice]:
+    step = max(1, _MC_BLOCK // max(width, 1))
+    return [slice(a, a + step) for a in range(0, n_z, step)]
+
+
+def mc_node_loglik(
+    counts: np.ndarray,
+    log_k: np.ndarray,
+    log_m: np.ndarray,
+    z_weights: np.ndarray,
+    *,
+    return_terms: bool = False,
+) -> float | tuple[float, np.ndarray]:
+    """``log (1/R) Σ_r Π_s p_r(z_s)`` for a node's synthetic values (Wang & Reiter 2012).
+
+    ``p_r(z) = Σ_k C_rk K_k(z) / Σ_k C_rk M_k`` is the kernel mixture of replicate ``r``, whose
+    centres are the donors with bootstrap multiplicities ``C_rk``.
+
+    Parameters
+    ----------
+    counts : array, shape (R, n)
+        Bootstrap multiplicities of the ``n`` donors in each of ``R`` replicates.
+    log_k, log_m : arrays, shapes (n_z, n) and (n,)
+        Kernel terms from :func:`bayes_risk.models.trees.cart.kernel_log_terms`.
+    z_weights : array, shape (n_z,)
+        How many synthetic records of the node carry each distinct value.
+    return_terms : bool
+        Also return the replicates' log-likelihoods ``lf[r] = log Π_s p_r(z_s)`` (``[R]``), from
+        which the Monte Carlo error is estimated (:func:`mc_log_var`).
+
+    Returns
+    -------
+    float, or (float, ndarray of shape (R,))
+    """
+    R = counts.shape[0]
+    with np.errstate(divide="ignore"):
+        lf = -float(z_weights.sum()) * np.log(counts @ np.exp(log_m))
+        for sl in _z_blocks(log_k.shape[0], max(R, counts.shape[1])):
+            lk = log_k[sl]
+            mx = lk.max(axis=1)
+            if not np.all(np.isfinite(mx)):  # a value no donor can produce
+                return (float("-inf"), np.full(R, -np.inf)) if return_terms else float("-inf")
+            num = counts @ np.exp(lk - mx[:, None]).T  # (R, block)
+            lf = lf + (np.log(num) + mx) @ z_weights[sl]
+    val = float(logsumexp(lf) - np.log(R))
+    return (val, lf) if return_terms else val
+
+
+def mc_node_loglik_extra(
+    counts: np.ndarray,
+    log_k: np.ndarray,
+    log_m: np.ndarray,
+    log_k_extra: np.ndarray,
+    log_m_extra: np.ndarray,
+    z_weights: np.ndarray,
+    *,
+    return_terms: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """:func:`mc_node_loglik` for donors ``D`` plus one extra donor, for several extra values.
+
+    The last column of ``counts`` belongs to the extra donor (record ``i`` with a candidate value);
+    the support must be the same for every extra value (they lie within ``[min D, max D]``), so
+    the donors' part of each replicate's mixture is computed once (rank-one update).
+
+    Parameters
+    ----------
+    counts : array, shape (R, n_D + 1)
+    log_k, log_m : arrays, shapes (n_z, n_D) and (n_D,)
+        Terms of the donors ``D``.
+    log_k_extra, log_m_extra : arrays, shapes (n_x, n_z) and (n_x,)
+        Terms of each extra value.
+    z_weights : array, shape (n_z,)
+    return_terms : bool
+        Also return the replicates' log-likelihoods ``[n_x, R]``.
+
+    Returns
+    -------
+    ndarray, shape (n_x,), or (that, ndarray of shape (n_x, R))
+    """
+    R = counts.shape[0]
+    c_d, c_x = counts[:, :-1], counts[:, -1]
+    n_x = log_k_extra.shape[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        den = (c_d @ np.exp(log_m))[None, :] + c_x[None, :] * np.exp(log_m_extra)[:, None]
+        lf = -float(z_weights.sum()) * np.log(den)  # (n_x, R)
+        for sl in _z_blocks(log_k.shape[0], max(R, c_d.shape[1])):
+            lk = log_k[sl]
+            mx_d = lk.max(axis=1)
+            safe_d = np.where(np.isfinite(mx_d), mx_d, 0.0)
+            s_d = c_d @ np.exp(lk - safe_d[:, None]).T  # (R, block), scaled by exp(safe_d)
+            mx = np.maximum(mx_d[None, :], log_k_extra[:, sl])  # (n_x, block)
+            for x in range(n_x):
+                if not np.all(np.isfinite(mx[x])):
+                    lf[x] = -np.inf
+                    continue
+                num = s_d * np.exp(safe_d - mx[x])[None, :] + c_x[:, None] * np.exp(
+                    log_k_extra[x, sl] - mx[x]
+                )[None, :]
+                lf[x] = lf[x] + (np.log(num) + mx[x]) @ z_weights[sl]
+    vals = logsumexp(lf, axis=1) - np.log(R)
+    return (vals, lf) if return_terms else vals
+
+
+def mc_log_var(lf_a: np.ndarray, lf_b: np.ndarray | None = None, *, paired: bool = True) -> float:
+    """Delta-method variance of ``log p̂_a − log p̂_b`` for Monte Carlo means of likelihoods.
+
+    ``p̂ = (1/R) Σ_r exp(lf[r])``; with ``u_r = exp(lf[r]) / p̂`` (mean 1),
+    ``Var(log p̂) ≈ Var_r(u) / R``. Two estimates computed from the **same** replicates (common
+    random numbers, ``paired=True``) have ``Var(log p̂_a − log p̂_b) ≈ Var_r(u_a − u_b) / R``;
+    from independent replicates the two variances add. ``lf_b=None`` gives ``Var(log p̂_a)``.
+    Impossible values (all ``-inf``) carry no Monte Carlo error (``0``).
+    """
+
+    def u(lf: np.ndarray) -> np.ndarray | None:
+        if not np.isfinite(lf).any():
+            return None
+        with np.errstate(under="ignore"):
+            w = np.exp(lf - np.max(lf))
+        return w / w.mean()
+
+    ua = u(lf_a)
+    R = lf_a.size
+    if lf_b is None:
+        return 0.0 if ua is None else float(np.var(ua) / R)
+    ub = u(lf_b)
+    if ua is None or ub is None:
+        return 0.0
+    if paired:
+        return float(np.var(ua - ub) / R)
+    return float((np.var(ua) + np.var(ub)) / R)
+
+
+def _atom_hit(z: np.ndarray, values: np.ndarray) -> bool:
+    """Some synthetic value equals a donor value (to 1e-9 relative)."""
+    if z.size == 0 or values.size == 0:
+        return False
+    v = np.unique(values)
+    k = np.clip(np.searchsorted(v, z), 1, v.size - 1) if v.size > 1 else np.zeros(z.size, int)
+    near = np.minimum(np.abs(z - v[k]), np.abs(z - v[np.maximum(k - 1, 0)]))
+    return bool(np.any(near <= 1e-9 * np.maximum(1.0, np.abs(z))))

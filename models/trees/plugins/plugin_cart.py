@@ -1,0 +1,716 @@
+"""Plug-in likelihood of a fitted CART synthesizer for attribute risk.
+
+The plug-in base class and the CART plug-in share the node-count bookkeeping; the random-forest
+plug-in (``plugin_rf``) builds on the base; the node likelihood terms are in
+``_plugin_terms``.
+
+See the methods page, section Tree synthesizers: plug-in likelihoods.
+
+Importance sampling over Θ is not available for tree synthesizers: their synthetic values are
+resampled confidential values. With the fitted tree structure treated as known (``S_meta``: the
+split rules and bandwidths, not the leaf values — Wang & Reiter's "high-risk" assumption), the
+synthetic values routed to a node depend only on the node's donor values, so
+
+    log p(Z_(l) | y*, y_{-i}) = Σ_v Σ_nodes log p(synthetic values of node | donors of node).
+
+* Un-smoothed columns: the node's values are a Pólya-urn sequence given its donors (per-node
+  Bayesian bootstrap, Reiter 2005; Wang & Reiter 2012), in closed form (multinomial for
+  ``donor="uniform"``); the changes a candidate makes are evaluated for all nodes, candidates and
+  datasets at once in ``trees.cart_polya``.
+* Kernel-smoothed numeric columns (Wang & Reiter 2012): the node's values are i.i.d. draws from the
+  truncated Gaussian kernel mixture centred at ``n_L`` bootstrap values of the donors, so
+  ``p = E_b[Π_s f_b(z_s)]`` is estimated by Monte Carlo over ``n_bootstrap`` bootstrap count
+  vectors, drawn once per node (and dataset) and shared by all candidates (common random
+  numbers), in log space. When the synthesizer rounds its output, ``f_b(z)`` is the mixture mass
+  of the set of draws released as ``z`` (the rounding cell within ``[lo, hi]``), not a density.
+
+A candidate ``y*`` changes (a) record ``i``'s own donor value in every node that contains it,
+for the varying columns, and with it the support ``[lo, hi]`` of smoothed nodes, and (b) the node
+record ``i`` belongs to in each later tree that uses a varying column as predictor (its
+confidential predictor vector is re-routed through the fixed splits). Only nodes containing record
+``i`` before or after the change are recomputed. A record that the synthesizer did not replace
+is released as it is, so a candidate that differs from its released values is impossible.
+
+Missing values (methods, Tree synthesizers: missing values): a categorical column's missing
+value is a level of its own (one more value of the urn); a numeric column with missing values
+has two trees, its kind tree (every replaced record draws its missingness kind) and its value
+tree (the records whose synthetic kind is "observed" draw a value), whose terms add; records
+route with the synthesizer's missing-value inputs (``models.trees.missing``). A record's missing
+values are held at their kind in every candidate (the intruder knows which are missing); a
+candidate that changes a kind has probability 0.
+
+Supported: ``donor="bayes_bootstrap"`` and ``"uniform"``, ``unroutable="climb"``, with or without
+smoothing, with or without missing values. ``unroutable="random_descent"`` is refused (random
+routing would have to be marginalised).
+
+The node likelihood terms (Pólya urn, kernel Monte Carlo, its variance) are in
+``_plugin_terms.py``; the shared plug-in base and the CART node bookkeeping stay here,
+since they work on the same private state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._rng import RandomSeed, as_generator
+from bayes_risk.exceptions import ValidationError
+from bayes_risk.models.trees.cart_polya import PolyaTables
+from bayes_risk.models.trees.missing import design_inputs, kind_codes
+from bayes_risk.models.trees.plugins._plugin_terms import (  # noqa: F401 - _polya is tested here
+    _atom_hit,
+    _polya,
+    mc_log_var,
+    mc_node_loglik,
+    mc_node_loglik_extra,
+)
+
+__all__ = ["CARTPlugin"]
+
+_CACHE_BYTES = 256 << 20  # common-random-number count matrices kept per release
+
+
+# ------------------------------------------------------------------------------------------
+# shared plumbing of the plug-in adapters
+# ------------------------------------------------------------------------------------------
+class PluginBase:
+    """Value encoding, candidate rows and the per-release cache shared by the plug-ins."""
+
+    model_class = "O"
+    ratio_form = "joint"
+    plugin = True
+    #: a record's missing values are held at their missingness kind (attribute.missing)
+    holds_missing = True
+    #: method-level labels reported in ``AttributeRiskResult.warnings``
+    result_warnings: tuple[str, ...] = ()
+
+    schema_: Any
+    synthesizer: Any
+    original: pd.DataFrame
+
+    def _bind(self, synthesizer: Any, original: pd.DataFrame, expected: type) -> None:
+        from bayes_risk.models.base import check_is_fitted
+
+        if not isinstance(synthesizer, expected):
+            raise ValidationError(
+                f"synthesizer must be a fitted bayes_risk.models.{expected.__name__}. "
+                f"Got {type(synthesizer).__name__}."
+            )
+        check_is_fitted(synthesizer, "schema_")
+        # columns with missing values in the fitted data ({} for complete data): the plug-ins
+        # encode, route and count them as the synthesizer does (models.trees.missing)
+        self._layout = dict(getattr(synthesizer, "missing_", None) or {})
+        if not isinstance(original, pd.DataFrame):
+            raise ValidationError(
+                f"original must be a pandas DataFrame. Got {type(original).__name__}."
+            )
+        n_fit = len(synthesizer._data)
+        if len(original) != n_fit:
+            raise ValidationError(
+                f"original has {len(original)} rows; the synthesizer was fitted to {n_fit}."
+            )
+        missing = [c for c in synthesizer.schema_.names if c not in original.columns]
+        if missing:
+            raise ValidationError(f"original is missing the synthesizer's column(s) {missing}.")
+        self.synthesizer = synthesizer
+        self.schema_ = synthesizer.schema_
+        self.original = original[self.schema_.names].reset_index(drop=True)
+        self._vals = self._values(self.original)
+        for c in self.schema_.names:  # the trees' donors are the fitted rows: check the match
+            a, b = self._vals[c], np.asarray(synthesizer._values[c], dtype=np.float64)
+            if not np.allclose(a, b, rtol=1e-12, atol=0.0, equal_nan=True):
+                r = int(np.flatnonzero(~np.isclose(a, b, rtol=1e-12, atol=0.0,
+                                                   equal_nan=True))[0])
+                raise ValidationError(
+                    f"original differs from the data the synthesizer was fitted to (column "
+                    f"{c!r}, row {r}); pass the same table in the same row order."
+                )
+        self._cache: dict[Any, Any] = {}
+        self._cache_owner: Any = None
+        self._level_codes: dict[str, dict[Any, float]] = {}
+
+    def _values(
+        self, df: pd.DataFrame, columns: Sequence[str] | None = None
+    ) -> dict[str, np.ndarray]:
+        """The synthesizer's encoding of ``df`` (float64): level codes, a missing level as code
+        ``d``; numeric values, a missing value as ``NaN`` or its declared code."""
+        from bayes_risk.models.trees.cart import encoded_values
+
+        return {c: np.asarray(v, dtype=np.float64)
+                for c, v in encoded_values(df, self.schema_, self._layout, columns).items()}
+
+    def _kinds(self, c: str, v: np.ndarray) -> np.ndarray:
+        """Missingness kind of encoded values of column ``c``: 0 observed; a categorical
+        column's missing level 1; a numeric column's kind (1 empty, ``2 + k`` the ``k``-th
+        code; ``models.trees.missing``)."""
+        lay = self._layout.get(c)
+        v = np.asarray(v, dtype=np.float64)
+        if lay is None:
+            return np.zeros(v.shape, dtype=np.int64)
+        if lay["type"] == "level":
+            return (v == self.schema_[c].n_levels).astype(np.int64)
+        return kind_codes(v, lay["codes"])
+
+    def _hold_missing(self, i: int, cand: dict[str, np.ndarray], columns: Sequence[str]
+                      ) -> np.ndarray:
+        """Record ``i``'s missing values held at their kind; which candidates change a kind.
+
+        The intruder knows which of the record's values are missing and how (methods, Tree
+        synthesizers: missing values): a candidate leaves a missing value as it is. The
+        engine hands a missing value over as ``NaN`` (a declared code masked), so a ``NaN``
+        candidate of a missing value is set to the record's own value (its exact kind). Returns
+        ``[G]``: candidates that make an observed value missing, or change a missing value's
+        kind (probability 0 under that view); ``cand`` is updated in place.
+        """
+        G = len(cand[columns[0]]) if columns else 0
+        off = np.zeros(G, dtype=bool)
+        for c in columns:
+            if c not in self._layout:
+                continue
+            t = self._vals[c][i]
+            k_t = int(self._kinds(c, np.array([t]))[0])
+            v = cand[c]
+            if k_t > 0:
+                cand[c] = v = np.where(np.isnan(v), t, v)
+            off |= self._kinds(c, v) != k_t
+        return off
+
+    def _release(self, datasets: Sequence[pd.DataFrame]) -> None:
+        """Per-dataset state is cached for one release (the engine passes the same list)."""
+        if datasets is not self._cache_owner:
+            self._cache = {}
+            self._cache_owner = datasets
+
+    def _check_varying(self, candidates: pd.DataFrame) -> None:
+        for c in candidates.columns:
+            if c not in self.schema_.synthesized:
+                raise ValidationError(
+                    f"candidates vary column {c!r}, which the synthesizer did not synthesize "
+                    f"(synthesized: {self.schema_.synthesized})."
+                )
+
+    def _candidate_rows(self, i: int, candidates: pd.DataFrame) -> pd.DataFrame:
+        self._check_varying(candidates)
+        rows = self.original.iloc[[i] * len(candidates)].reset_index(drop=True)
+        for c in candidates.columns:
+            v = candidates[c].to_numpy()
+            if isinstance(rows[c].dtype, pd.CategoricalDtype):
+                rows[c] = pd.Categorical(v, dtype=rows[c].dtype)
+            else:
+                try:
+                    rows[c] = pd.Series(v, dtype=rows[c].dtype)
+                except (TypeError, ValueError):
+                    rows[c] = pd.Series(v)
+        return rows
+
+    def _candidate_values(self, i: int, candidates: pd.DataFrame) -> dict[str, np.ndarray]:
+        """Encoded values of the candidate rows (record ``i`` with the candidates' values), as
+        ``_values(_candidate_rows(i, candidates))`` gives them, without building data frames
+        for the common cases (level labels of the schema, plain numeric values)."""
+        self._check_varying(candidates)
+        G = len(candidates)
+        out = {c: np.full(G, self._vals[c][i]) for c in self.schema_.names}
+        slow = []
+        for c in candidates.columns:
+            v = self._fast_values(c, candidates[c].to_numpy())
+            if v is None:
+                slow.append(c)
+            else:
+                out[c] = v
+        if slow:
+            rows = self._candidate_rows(i, candidates[slow])
+            out.update(self._values(rows, slow))
+        return out
+
+    def _fast_values(self, c: str, v: np.ndarray) -> np.ndarray | None:
+        """``v`` encoded without pandas, or ``None`` where the careful path is needed."""
+        dtype = self.original[c].dtype
+        if self.schema_[c].is_categorical:
+            lut = self._level_codes.get(c)
+            if lut is None:
+                lut = self._level_codes[c] = {
+                    lev: float(k) for k, lev in enumerate(self.schema_[c].levels or ())
+                }
+            try:
+                return np.array([lut[x] for x in v], dtype=np.float64)
+            except (KeyError, TypeError):  # unseen or unhashable: the careful path decides
+                return None
+        # float64 / int64 columns: the coercion in _candidate_rows leaves numeric values as
+        # they are (narrower dtypes would round or overflow: the careful path)
+        if dtype in (np.float64, np.int64) and v.dtype.kind in "iuf":
+            return v.astype(np.float64)
+        return None
+
+    def plugin_loglik(
+        self,
+        record: int,
+        candidates: pd.DataFrame,
+        datasets: Sequence[pd.DataFrame],
+        *,
+        return_se: bool = False,
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        """``[m, G]`` log-likelihood of each dataset under each candidate (up to a constant
+        common to all candidates).
+
+        Parameters
+        ----------
+        record : int
+            Row position of the target record.
+        candidates : DataFrame
+            ``G`` rows over some synthesized columns (decoded values); the record's other
+            values stay at the truth.
+        datasets : sequence of DataFrame
+            The released datasets (per-dataset state is cached while the same list is passed).
+        return_se : bool
+            Also return the ``[m, G]`` Monte Carlo standard errors of each candidate's
+            log-likelihood difference from the truth (kernel-smoothed CART columns, Wang & Reiter
+            2012; ``0`` where the likelihood is exact).
+
+        Returns
+        -------
+        ndarray, shape (m, G), or (that, standard errors of the same shape)
+        """
+        self._release(datasets)
+        i = int(record)
+        cand = self._candidate_values(i, candidates)
+        columns = list(candidates.columns)
+        off = self._hold_missing(i, cand, columns)
+        if off.any():  # evaluated as the truth, then given probability 0
+            for c in columns:
+                cand[c] = np.where(off, self._vals[c][i], cand[c])
+        res = self._loglik(i, cand, columns, datasets)
+        ll, var = res if isinstance(res, tuple) else (res, np.zeros_like(res))
+        if off.any():
+            ll, var = ll.copy(), var.copy()
+            ll[:, off] = -np.inf
+            var[:, off] = 0.0
+        return (ll, np.sqrt(var)) if return_se else ll
+
+    def _loglik(
+        self,
+        i: int,
+        cand: dict[str, np.ndarray],
+        varying: list[str],
+        datasets: Sequence[pd.DataFrame],
+    ) -> np.ndarray:
+        raise NotImplementedError
+
+    @staticmethod
+    def _released_as_is(
+        released: dict[str, np.ndarray], cand: dict[str, np.ndarray], columns: Sequence[str]
+    ) -> np.ndarray:
+        """Log-likelihood ``0``/``-inf`` of values released unaltered (``[G]``)."""
+        ok = np.ones(len(cand[columns[0]]) if columns else 0, dtype=bool)
+        for c in columns:
+            r, v = released[c], cand[c]
+            if np.isnan(r):  # released empty (held missing values are compared as they are)
+                ok &= np.isnan(v)
+            else:
+                ok &= np.abs(v - r) <= 1e-9 * max(1.0, abs(r))
+        return np.where(ok, 0.0, -np.inf)
+
+
+# ------------------------------------------------------------------------------------------
+# CART
+# ------------------------------------------------------------------------------------------
+class CARTPlugin(PluginBase):
+    """Adapter giving a fitted :class:`~bayes_risk.models.trees.cart.CARTSynthesizer` the plug-in
+    likelihood ``plugin_loglik`` used by :func:`bayes_risk.attribute_risk` (methods, Tree
+    synthesizers: plug-in likelihoods).
+
+    Un-smoothed columns get the closed-form Pólya likelihood (Reiter 2005; Wang & Reiter 2012).
+    Kernel-smoothed columns (Wang & Reiter 2012) get a Monte Carlo estimate over ``n_bootstrap``
+    bootstrap replicates per node, drawn once and shared by all candidates (common random numbers),
+    so differences between candidates have a small Monte Carlo error; the fitted per-node bandwidths
+    are part of the known structure ``S_meta`` (Reiter 2005) and stay fixed when a candidate changes
+    a node's donors (with Silverman's default they were computed from the true donors), while the
+    support ``[lo, hi]`` (the donors' range) follows the candidate.
+
+    A synthesizer fitted with missing values is supported: the kind tree and the value tree of a
+    numeric column with missing values each contribute their term, and a record's missing values
+    are held at their kind in every candidate (methods, Tree synthesizers: missing values).
+
+    Parameters
+    ----------
+    synthesizer : CARTSynthesizer
+        Fitted on ``original`` (same rows, same order); ``unroutable="climb"``.
+    original : DataFrame
+        The confidential data the synthesizer was fitted to.
+    n_bootstrap : int, default 500
+        Bootstrap replicates ``R_bb`` per node for smoothed columns. The Monte Carlo standard
+        error of a node's log-likelihood shrinks like ``1/sqrt(n_bootstrap)``.
+    random_seed : RandomSeed
+        Seeds the replicates; the same seed gives the same log-likelihoods (whatever the order
+        in which records are evaluated: node ``u`` of dataset ``l`` always uses the same
+        stream).
+
+    Attributes
+    ----------
+    model_class : "O"
+        Synthetic values depend on the record's own confidential values.
+    schema_ : Schema
+        The synthesizer's schema (synthesized columns = the intruder's unknowns).
+
+    Raises
+    ------
+    ValidationError
+        For another synthesizer type, random-descent routing, a bad ``n_bootstrap`` or an
+        ``original`` that is not the fitted table.
+    NotFittedError
+        For an unfitted synthesizer.
+
+    Notes
+    -----
+    The smoothed-column likelihood is taken with respect to Lebesgue measure plus point masses
+    at the donor values: a node whose donors are all equal releases that value exactly (no
+    smoothing is possible), which a non-degenerate mixture does with probability 0. This matters
+    only for unrounded columns; rounded ones have probabilities throughout.
+
+    Examples
+    --------
+    >>> res = attribute_risk(CARTPlugin(cart, df, random_seed=1), df, syn)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        synthesizer: Any,
+        original: pd.DataFrame,
+        *,
+        n_bootstrap: int = 500,
+        random_seed: RandomSeed = None,
+    ) -> None:
+        from bayes_risk.models.trees.cart import CARTSynthesizer
+
+        self._bind(synthesizer, original, CARTSynthesizer)
+        if synthesizer.unroutable != "climb":
+            raise ValidationError(
+                "unroutable='random_descent' routes records at random; the plug-in likelihood is "
+                "implemented for unroutable='climb' only."
+            )
+        if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, (int, np.integer)) or (
+            n_bootstrap < 1
+        ):
+            raise ValidationError(f"n_bootstrap must be an integer >= 1. Got {n_bootstrap!r}.")
+        self.n_bootstrap = int(n_bootstrap)
+        self.random_seed = random_seed
+        # one integer of entropy; node streams are keyed by (dataset, column, node, n_donors)
+        self._entropy = int(as_generator(random_seed).integers(2**63 - 1))
+        self._uniform = synthesizer.donor == "uniform"
+        self._smoothed = set(getattr(synthesizer, "smoothed_", []) or [])
+        self._rounding = {c: synthesizer.output_rounding(c) for c in self._smoothed}
+        n = len(self.original)
+        # the fitted trees: one per column, and before it the kind tree of a numeric column with
+        # missing values (keyed ("kind", col); the value tree keeps the column's name)
+        self._trees: dict[Any, Any] = {}
+        for col in synthesizer.visit_sequence_:
+            if col in (getattr(synthesizer, "missing_trees_", None) or {}):
+                self._trees[("kind", col)] = synthesizer.missing_trees_[col]
+            self._trees[col] = synthesizer.trees_[col]
+        self._parent: dict[Any, np.ndarray] = {}
+        self._pos: dict[Any, np.ndarray] = {}  # record -> position in the tree's donor order
+        for key, tree in self._trees.items():
+            par = np.full(tree.n_nodes, -1, dtype=np.int64)
+            internal = np.flatnonzero(tree.left != -1)
+            par[tree.left[internal]] = internal
+            par[tree.right[internal]] = internal
+            self._parent[key] = par
+            pos = np.full(n, -1, dtype=np.int64)  # -1: not a donor (a missing value's value tree)
+            pos[tree.donor_rows] = np.arange(tree.donor_rows.size)
+            self._pos[key] = pos
+        self._crn: dict[tuple[int, int, int, int], np.ndarray] = {}
+        self._crn_bytes = 0
+
+    # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _column(key: Any) -> str:
+        return key[1] if isinstance(key, tuple) else key
+
+    def _design(self, key: Any, values: dict[str, np.ndarray], rows: np.ndarray):
+        """Design of ``rows`` in the tree ``key`` (the synthesizer's missing-value inputs)."""
+        col = self._column(key)
+        tree = self._trees[key]
+        preds = self.synthesizer.predictors_[col]
+        if preds:
+            def value_of(p: str) -> np.ndarray:
+                v = values[p][rows]
+                return v.astype(np.int64) if self.schema_[p].is_categorical else v
+
+            return tree.design.matrix(
+                design_inputs(self.schema_, preds, self._layout, value_of)[3]
+            )
+        return np.zeros((rows.size, 1), dtype=np.float32), np.zeros((rows.size, 0), dtype=np.int64)
+
+    def _path(self, key: Any, node: int) -> list[int]:
+        par = self._parent[key]
+        out = []
+        while node != -1:
+            out.append(int(node))
+            node = int(par[node])
+        return out
+
+    def _drawn(self, key: Any, zv: dict[str, np.ndarray], sel: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """The synthetic records drawn from the tree ``key`` and the values they drew, as
+        synthesis draws them (``_CARTSynthesis._two_step``): a kind tree gives every replaced
+        record its missingness kind; the value tree of a column with a kind tree gives a value
+        to the records whose synthetic kind is "observed"."""
+        col = self._column(key)
+        z = zv[col][sel]
+        if isinstance(key, tuple):
+            return sel, kind_codes(z, self._layout[col]["codes"]).astype(np.float64)
+        if ("kind", col) in self._trees:
+            obs = kind_codes(z, self._layout[col]["codes"]) == 0
+            return sel[obs], z[obs]
+        return sel, z
+
+    def _dataset_state(self, li: int, z: pd.DataFrame) -> dict[str, Any]:
+        """Per tree: the synthetic values per used node (smoothed columns) or the node each
+        record drawn from it is routed to and its value (Pólya trees)."""
+        if li in self._cache:
+            return self._cache[li]
+        sel = np.flatnonzero(self.synthesizer.records_)
+        zv = self._values(z.reset_index(drop=True))
+        state: dict[Any, Any] = {"__values__": zv}
+        for key, tree in self._trees.items():
+            rows, vals = self._drawn(key, zv, sel)
+            X, codes = self._design(key, zv, rows)
+            node, _ = tree.route(X, codes, "climb", None)
+            if key in self._smoothed:
+                state[key] = {
+                    int(u): tuple(
+                        a.astype(np.float64) for a in np.unique(vals[node == u], return_counts=True)
+                    )
+                    for u in np.unique(node)
+                }
+                continue
+            state[key] = (node, vals)  # Pólya trees: counted for all datasets by _polya_tables
+        self._cache[li] = state
+        return state
+
+    def _polya_tables(self, datasets: Sequence[pd.DataFrame]) -> dict[Any, PolyaTables]:
+        """Donor and synthetic counts of the un-smoothed trees, for the release."""
+        tables = self._cache.get("__polya__")
+        if tables is None:
+            states = [self._dataset_state(li, z) for li, z in enumerate(datasets)]
+            tables = {
+                key: PolyaTables(
+                    tree, self._parent[key], [st[key][0] for st in states],
+                    [st[key][1] for st in states], self._uniform,
+                )
+                for key, tree in self._trees.items() if key not in self._smoothed
+            }
+            self._cache["__polya__"] = tables
+        return tables
+
+    def _counts(self, key: tuple[int, int, int, int]) -> np.ndarray:
+        """Bootstrap multiplicities ``[R, n]`` of a node's ``n`` donors (common random numbers).
+
+        Replicate ``r`` is the synthesizer's draw of ``n`` bootstrap values (Reiter 2005; Wang &
+        Reiter 2012): Dirichlet(1, …, 1) weights then ``n`` categorical draws
+        (``donor="bayes_bootstrap"``), or ``n`` uniform draws (``"uniform"``). The stream is keyed
+        by (dataset, column, node, n).
+        """
+        c = self._crn.get(key)
+        if c is not None:
+            return c
+        n = key[-1]
+        R = self.n_bootstrap
+        rng = np.random.Generator(
+            np.random.PCG64(np.random.SeedSequence(self._entropy, spawn_key=key))
+        )
+        if n == 1:
+            c = np.ones((R, 1))
+        elif self._uniform:
+            c = rng.multinomial(n, np.full(n, 1.0 / n), size=R).astype(np.float64)
+        else:
+            w = rng.standard_exponential((R, n))
+            c = rng.multinomial(n, w / w.sum(axis=1, keepdims=True)).astype(np.float64)
+        if self._crn_bytes + c.nbytes > _CACHE_BYTES:
+            self._crn.clear()
+            self._crn_bytes = 0
+        self._crn[key] = c
+        self._crn_bytes += c.nbytes
+        return c
+
+    def _node_loglik(
+        self,
+        key: tuple[int, int, int],
+        col: str,
+        donors: np.ndarray,
+        extras: np.ndarray | None,
+        zu: np.ndarray,
+        zw: np.ndarray,
+    ) -> np.ndarray:
+        """Smoothed node log-likelihood with donors ``D`` (``extras=None``) or ``D ∪ {x}``.
+
+        Returns one value (``extras=None``) or one per extra value ``x`` (record ``i``'s
+        candidate values; its donor takes the last bootstrap position), and the replicates'
+        log-likelihoods ``[n_out, R]`` (for the Monte Carlo error).
+        """
+        from bayes_risk.models.trees.cart import kernel_log_terms
+
+        decimals, int_out = self._rounding[col]
+        h = float(self.synthesizer.bandwidth_[col][key[2]])
+
+        def terms(centres: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+            return kernel_log_terms(zu, centres, h, lo, hi, decimals=decimals,
+                                    integer_output=int_out)
+
+        def atom(lo: float, hi: float, values: np.ndarray) -> bool:
+            # unrounded output: a smoothed node releases a donor value with probability 0, so
+            # such a value can only come from a node without smoothing (class docstring)
+            return decimals is None and lo < hi and h > 0 and _atom_hit(zu, values)
+
+        R = self.n_bootstrap
+
+        def full(values: np.ndarray, counts: np.ndarray) -> tuple[float, np.ndarray]:
+            lo, hi = float(values.min()), float(values.max())
+            if atom(lo, hi, values):
+                return float("-inf"), np.full(R, -np.inf)
+            return mc_node_loglik(counts, *terms(values, lo, hi), zw, return_terms=True)
+
+        n_d = donors.size
+        if extras is None:
+            if n_d == 0:  # synthetic records routed to a node without donors
+                return np.array([-np.inf]), np.full((1, R), -np.inf)
+            v, lf = full(donors, self._counts((*key, n_d)))
+            return np.array([v]), lf[None, :]
+        counts = self._counts((*key, n_d + 1))
+        out = np.empty(extras.size)
+        lfs = np.empty((extras.size, R))
+        if n_d == 0:
+            for k, x in enumerate(extras):
+                out[k], lfs[k] = full(np.array([x]), counts)
+            return out, lfs
+        lo, hi = float(donors.min()), float(donors.max())
+        inner = (extras >= lo) & (extras <= hi)
+        if inner.any():
+            # the support stays [min D, max D]: the donors' part is shared (rank-one update)
+            lk_x, lm_x = terms(extras[inner], lo, hi)
+            vals, lf_x = mc_node_loglik_extra(
+                counts, *terms(donors, lo, hi), lk_x.T, lm_x, zw, return_terms=True
+            )
+            bad = np.array([atom(lo, hi, np.append(donors, x)) for x in extras[inner]])
+            out[inner] = np.where(bad, -np.inf, vals)
+            lf_x[bad] = -np.inf
+            lfs[inner] = lf_x
+        for k in np.flatnonzero(~inner):
+            out[k], lfs[k] = full(np.append(donors, extras[k]), counts)
+        return out, lfs
+
+    def _smoothed_loglik(
+        self,
+        li: int,
+        ci: int,
+        col: str,
+        pos: int,
+        old: set[int],
+        paths: list[set[int]],
+        ystar: np.ndarray,
+        zstate: dict[int, tuple[np.ndarray, np.ndarray]],
+        g0: int,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``[G]`` log-likelihood of the smoothed column's touched nodes under each candidate,
+        and ``[G]`` Monte Carlo variance of each candidate's difference from candidate ``g0``
+        (the truth): nodes use independent replicates, so their variances add."""
+        tree = self.synthesizer.trees_[col]
+        G = ystar.size
+        ell = np.zeros(G)
+        var = np.zeros(G)
+        touched = old.union(*paths) & zstate.keys()
+        for u in sorted(touched):
+            inside = np.array([u in p for p in paths])
+            if not inside.any() or (inside.all() and np.all(ystar == ystar[0])):
+                continue  # the same donors under every candidate: a common constant
+            d = tree.y_sorted[tree.node_start[u] : tree.node_stop[u]].astype(np.float64)
+            if u in old:
+                d = np.delete(d, pos - tree.node_start[u])
+            zu, zw = zstate[u]
+            key = (li, ci, u)
+            lf = np.empty((G, self.n_bootstrap))
+            if (~inside).any():
+                v, lf0 = self._node_loglik(key, col, d, None, zu, zw)
+                ell[~inside] += v[0]
+                lf[~inside] = lf0[0]
+            if inside.any():
+                ex, inv = np.unique(ystar[inside], return_inverse=True)
+                v, lf1 = self._node_loglik(key, col, d, ex, zu, zw)
+                ell[inside] += v[inv]
+                lf[inside] = lf1[inv]
+            # candidates on the same side as the truth share its replicates (paired)
+            for g in range(G):
+                if g != g0:
+                    var[g] += mc_log_var(lf[g], lf[g0], paired=bool(inside[g] == inside[g0]))
+        return ell, var
+
+    # ------------------------------------------------------------------ protocol
+    def _loglik(
+        self,
+        i: int,
+        cand_vals: dict[str, np.ndarray],
+        columns: list[str],
+        datasets: Sequence[pd.DataFrame],
+    ) -> np.ndarray:
+        syn = self.synthesizer
+        G = len(cand_vals[columns[0]])
+        out = np.zeros((len(datasets), G))
+        var = np.zeros((len(datasets), G))
+        varying = set(columns)
+        # the truth among the candidates: the Monte Carlo error is that of differences from it
+        is_truth = np.ones(G, dtype=bool)
+        for c in columns:
+            t = self._vals[c][i]
+            is_truth &= (cand_vals[c] == t) | (np.isnan(cand_vals[c]) & np.isnan(t))
+        g0 = int(np.argmax(is_truth)) if is_truth.any() else 0
+        # record i's donor path and the node it reaches under each candidate, per tree; none
+        # where i is no donor (the value tree of a missing value: its kind is held, so it stays
+        # out of that tree under every candidate)
+        where: dict[Any, tuple[int, list[int], np.ndarray | None]] = {}
+        for key, tree in self._trees.items():
+            pos = int(self._pos[key][i])
+            if pos < 0:
+                continue
+            old_nodes = np.flatnonzero((tree.node_start <= pos) & (pos < tree.node_stop)).tolist()
+            new_leaf = None
+            if any(p in varying for p in syn.predictors_[self._column(key)]):
+                X, codes = self._design(key, cand_vals, np.arange(G))
+                new_leaf, _ = tree.route(X, codes, "climb", None)
+            where[key] = (pos, old_nodes, new_leaf)
+        # un-smoothed trees: all datasets at once (vectorised Pólya-urn differences)
+        tables = self._polya_tables(datasets)
+        for key, tab in tables.items():
+            if key not in where:
+                continue
+            pos, _, new_leaf = where[key]
+            if isinstance(key, tuple):  # a kind tree: i's kind is held, only its path moves
+                if new_leaf is not None:
+                    k = float(self._trees[key].y_sorted[pos])
+                    out += tab.delta(pos, k, np.full(G, k), new_leaf)
+            elif key in varying or new_leaf is not None:
+                out += tab.delta(pos, self._vals[key][i], cand_vals[key], new_leaf)
+        paths: dict[str, tuple[set[int], list[set[int]]]] = {}
+        for col in self._smoothed & where.keys():
+            _, old_nodes, new_leaf = where[col]
+            old = set(old_nodes)
+            paths[col] = old, (
+                [set(self._path(col, int(u))) for u in new_leaf] if new_leaf is not None
+                else [old] * G
+            )
+        for li, z in enumerate(datasets):
+            state = self._dataset_state(li, z)
+            for ci, col in enumerate(syn.visit_sequence_):
+                if col not in paths:
+                    continue
+                old, new_paths = paths[col]
+                ell, v = self._smoothed_loglik(
+                    li, ci, col, where[col][0], old, new_paths, cand_vals[col], state[col], g0
+                )
+                out[li] += ell
+                var[li] += v
+            if not syn.records_[i]:  # a record that was not replaced is released as it is
+                zi = {c: v[i] for c, v in state["__values__"].items()}
+                out[li] += self._released_as_is(zi, cand_vals, columns)
+        return out, var

@@ -1,0 +1,710 @@
+"""Small-cell selection and predictive mean matching (Hawala 2008; Hawala 2008).
+
+Records in sensitive cells of the identifying variables' cross-classification (count ≤
+``threshold``, non-empty) are recipients; their identifying values are replaced by observed values
+of donors matched on model predictions (proportional-odds logit for ordinal, multinomial logit for
+nominal, additive regression splines for numeric variables), honouring user logical constraints.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._numeric import ties
+from bayes_risk._progress import progress
+from bayes_risk._rng import RandomSeed, as_generator, seed_to_json, spawn
+from bayes_risk.data.fingerprint import fingerprint_record
+from bayes_risk.data.schema import Schema, infer_schema
+from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
+from bayes_risk.data.validate import check_m, validate_table
+from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
+from bayes_risk.models.base import (
+    BaseSynthesizer,
+    check_is_fitted,
+    legacy_call_forms,
+    synthesized_columns,
+)
+from bayes_risk.models.trees.cart import records_mask
+from bayes_risk.models.trees.io import check_fitted_fingerprint
+from bayes_risk.models.trees.missing import refusal_hint
+from bayes_risk.models.trees.seqtree import column_codes
+
+__all__ = [
+    "SmallCellPMMSynthesizer",
+    "sensitive_cells",
+    "match_donor",
+    "expected_score",
+    "min_cell_count",
+]
+
+Constraint = Callable[[pd.Series, Any], bool]
+
+
+def sensitive_cells(
+    data: pd.DataFrame, identifying: Sequence[str], threshold: int = 5
+) -> pd.DataFrame:
+    """Non-empty cells of the identifying variables' table with count ≤ ``threshold``.
+
+    Returns
+    -------
+    DataFrame
+        One row per sensitive cell: the identifying values and ``count``.
+    """
+    counts = data.groupby(list(identifying), observed=True, dropna=False).size()
+    small = counts[(counts > 0) & (counts <= threshold)]
+    return small.rename("count").reset_index()
+
+
+def min_cell_count(data: pd.DataFrame, identifying: Sequence[str]) -> int:
+    """Smallest non-empty cell count of the identifying variables' cross-classification."""
+    return int(data.groupby(list(identifying), observed=True, dropna=False).size().min())
+
+
+def expected_score(probabilities: np.ndarray, scores: Sequence[float] | None = None) -> np.ndarray:
+    """Expected score ``Σ_c c · p̂_c`` of ordinal probabilities (Hawala 2008 step 4; scores 1..K).
+
+    Examples
+    --------
+    >>> round(float(expected_score(np.array([0.2, 0.5, 0.3]))), 12)  # 2.1 up to the last bit
+    2.1
+    """
+    p = np.asarray(probabilities, dtype=np.float64)
+    c = np.arange(1, p.shape[-1] + 1) if scores is None else np.asarray(scores, dtype=np.float64)
+    return p @ c
+
+
+def match_donor(
+    recipient_prediction: np.ndarray | float,
+    donor_predictions: np.ndarray,
+    *,
+    allowed: np.ndarray | None = None,
+    tie: str = "random",
+    rng: np.random.Generator | None = None,
+) -> tuple[int, np.ndarray]:
+    """Index of the donor whose prediction is closest to the recipient's (Hawala 2008 step 5).
+
+    Distance is the absolute difference for scalar predictions and the Euclidean distance for
+    probability vectors (rows of ``donor_predictions``). Distances within the package's tie
+    tolerance are ties, broken uniformly at random (``tie="random"``) or by taking the first donor
+    (``tie="first"``).
+
+    Parameters
+    ----------
+    recipient_prediction : float or array (d,)
+    donor_predictions : array (n_donors,) or (n_donors, d)
+    allowed : bool array (n_donors,), optional
+        Donors permitted by the logical constraints.
+    tie : {"random", "first"}
+    rng : Generator
+        Needed for ``tie="random"``.
+
+    Returns
+    -------
+    index : int
+        Chosen donor (``-1`` when no donor is allowed).
+    tied : ndarray of int
+        All donors at the minimum distance.
+
+    Examples
+    --------
+    >>> match_donor(2.2, np.array([1.0, 2.5, 4.0]), tie="first")[0]
+    1
+    >>> match_donor(1.75, np.array([1.0, 2.5, 4.0]), tie="first")[1].tolist()
+    [0, 1]
+    """
+    d = np.asarray(donor_predictions, dtype=np.float64)
+    r = np.asarray(recipient_prediction, dtype=np.float64)
+    dist = np.abs(d - r) if d.ndim == 1 else np.sqrt(((d - r[None, :]) ** 2).sum(axis=1))
+    if allowed is not None:
+        dist = np.where(np.asarray(allowed, dtype=bool), dist, np.inf)
+    best = np.min(dist) if dist.size else np.inf
+    if not np.isfinite(best):
+        return -1, np.array([], dtype=np.int64)
+    # (inf ties inf under a relative tolerance: compare finite distances only)
+    tied = np.flatnonzero(np.isfinite(dist) & (ties(dist, best) | (dist <= best)))
+    if tie == "first" or tied.size == 1:
+        return int(tied[0]), tied
+    if rng is None:
+        raise ValidationError("tie='random' needs a random generator (rng).")
+    return int(tied[rng.integers(tied.size)]), tied
+
+
+class SmallCellPMMSynthesizer(BaseSynthesizer):
+    """Hawala (2008) small-cell partial synthesis by model prediction + predictive mean matching.
+
+    Algorithm (Hawala 2008): cross-classify the identifying variables (IVs); records in non-empty
+    cells with count ≤ ``threshold`` are recipients, all others donors. For each IV ``v`` to
+    synthesize (in order): recipients' values of ``v`` are deleted and temporarily filled with a
+    random draw (with replacement) from the donors' values; a prediction model of ``v`` on all
+    other columns (other IVs, non-IVs, design variables) is fitted on all records; every record
+    gets a predicted value; each recipient receives the observed value of the donor with the
+    closest prediction among donors allowed by the user's constraints. IVs synthesized earlier
+    enter later models with their synthetic values; IVs not yet synthesized with their temporary
+    fills.
+
+    Models and predicted values:
+    * ordinal ``v``: proportional-odds logit (statsmodels ``OrderedModel``); predicted value =
+      expected score ``Σ_c c p̂_c`` with scores 1..K [Hawala 2008 leaves the score open;
+      provisional];
+    * unordered categorical ``v``: baseline-category logit (statsmodels ``MNLogit``); predicted
+      value = the probability vector, compared by Euclidean distance (a choice of this package);
+    * count/continuous ``v``: additive regression splines fitted by least squares — each numeric
+      predictor enters through a cubic B-spline basis (patsy ``bs``, 4 degrees of freedom, linear
+      when it has fewer than 6 distinct values), categorical predictors as indicators. This is
+      the additive model ``α + Σ g_i(X_i)`` of Hawala 2008 with regression (unpenalised) splines
+      instead of backfitted smoothers: the fit is exact in one least-squares step and needs no
+      smoothing parameter, which keeps the matching deterministic given the fills.
+
+    Predictors are coded as indicators for categorical/ordinal columns (first level dropped) and
+    as values for numeric columns.
+
+    Parameters
+    ----------
+    identifying : sequence of str
+        The identifying variables defining the cells.
+    threshold : int, default 5
+        A non-empty cell with count ≤ threshold is sensitive.
+    constraints : mapping or sequence, optional
+        Logical constraints: callables ``allowed(recipient_row, donor_value) -> bool``; either a
+        mapping ``{column: callable or list of callables}`` or a list applied to every synthesized
+        column. ``recipient_row`` is the recipient's current row (a Series: earlier IVs already
+        synthesized).
+    tie : {"random", "first"}
+        Tie-breaking between equally close donors.
+    predictors : mapping, optional
+        ``{column: [predictor columns]}`` to restrict a model's predictors (default: all other
+        columns).
+    spline_df : int, default 4
+        Degrees of freedom of each B-spline basis (numeric models).
+    progressbar : bool, default False
+    random_seed : RandomSeed, optional
+        Default seed of :meth:`synthesize` (temporary fills and random tie-breaking; a seed passed
+        to it takes precedence).
+
+    Attributes
+    ----------
+    schema_, identifying_, synthesize_ (IVs synthesized, in order), recipients_ (bool mask),
+    sensitive_cells_ (DataFrame), min_cell_count_before_ (int).
+
+    References
+    ----------
+    Hawala, S. (2008). Producing partially synthetic data to avoid disclosure. Proceedings of the
+    Joint Statistical Meetings, Section on Government Statistics.
+    """
+
+    method_name = "pmm"
+
+    def __init__(
+        self,
+        identifying: Sequence[str] | None = None,
+        threshold: int = 5,
+        constraints: Mapping[str, Any] | Sequence[Constraint] | None = None,
+        tie: str = "random",
+        predictors: Mapping[str, Sequence[str]] | None = None,
+        spline_df: int = 4,
+        progressbar: bool = False,
+        random_seed: RandomSeed = None,
+    ) -> None:
+        self.identifying = identifying
+        self.threshold = threshold
+        self.constraints = constraints
+        self.tie = tie
+        self.predictors = predictors
+        self.spline_df = spline_df
+        self.progressbar = progressbar
+        self.random_seed = random_seed
+
+    def get_params(self) -> dict[str, Any]:
+        """Settings; callables in ``constraints`` are described by their names (JSON-safe)."""
+        p = super().get_params()
+        c = p["constraints"]
+        if c is not None:
+            if isinstance(c, Mapping):
+                p["constraints"] = {
+                    k: [_fname(f) for f in (v if isinstance(v, (list, tuple)) else [v])]
+                    for k, v in c.items()
+                }
+            else:
+                p["constraints"] = [_fname(f) for f in c]
+        if p["identifying"] is not None:
+            p["identifying"] = list(p["identifying"])
+        return p
+
+    # ----- fit ----------------------------------------------------------------------------
+    @legacy_call_forms(positional=("schema", "synthesized"))
+    def fit(
+        self,
+        data: pd.DataFrame,
+        *,
+        schema: Schema | None = None,
+        synthesized: Sequence[str] | None = None,
+        records: Any = None,
+        random_seed: RandomSeed = None,
+    ) -> SmallCellPMMSynthesizer:
+        """Find the sensitive cells and recipients.
+
+        Parameters
+        ----------
+        data : DataFrame
+        schema : Schema, optional
+        synthesized : sequence of str, optional
+            IVs to synthesize, in order (default: all identifying variables).
+        records : boolean mask or integer positions, optional
+            The recipients, when they are chosen by another rule than the cell counts (e.g.
+            records flagged by an identification-risk assessment). Default: the records of the
+            sensitive cells (Hawala 2008). Every other record is a donor, so at least one record
+            must be left out. The sensitive cells are reported either way.
+        random_seed : RandomSeed
+            Unused (fitting is deterministic); accepted for the common ``fit`` signature.
+
+        Returns
+        -------
+        SmallCellPMMSynthesizer
+
+        Raises
+        ------
+        ValidationError
+            Missing ``identifying``, a synthesized column that is not identifying, a bad
+            ``threshold``/``tie``, or constraints for unknown columns.
+        """
+        if not isinstance(data, pd.DataFrame):
+            raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
+        if self.identifying is None or len(list(self.identifying)) == 0:
+            raise ValidationError("identifying must list the identifying variables (IVs).")
+        thr = self.threshold
+        if isinstance(thr, bool) or not isinstance(thr, (int, np.integer)) or thr < 1:
+            raise ValidationError(f"threshold must be an integer >= 1. Got {thr!r}.")
+        if self.tie not in ("random", "first"):
+            raise ValidationError(f"tie must be 'random' or 'first'. Got {self.tie!r}.")
+        sdf = self.spline_df
+        if isinstance(sdf, bool) or not isinstance(sdf, (int, np.integer)) or sdf < 3:
+            raise ValidationError(f"spline_df must be an integer >= 3. Got {sdf!r}.")
+        if schema is None:
+            schema = infer_schema(data)
+        elif not isinstance(schema, Schema):
+            raise ValidationError(
+                f"schema must be a bayes_risk Schema. Got {type(schema).__name__}."
+            )
+        as_generator(self._seed(random_seed))  # unused by the fit, but a bad seed is an error now
+        ivs = schema.check_columns(list(self.identifying), "identifying")
+        syn = synthesized_columns(synthesized, schema)
+        syn = ivs if syn is None else syn
+        for c in syn:
+            if c not in ivs:
+                raise ValidationError(
+                    f"synthesized: column {c!r} is not an identifying variable ({ivs}); "
+                    "non-identifying variables are never synthesized by this method."
+                )
+        schema = schema.with_roles(syn, known=schema.known)
+        validate_table(data, schema, name="data", missing_hint=refusal_hint("PMM"))
+        cons = self._constraints(syn)
+        preds = {}
+        for c in syn:
+            if self.predictors is not None and c in self.predictors:
+                preds[c] = schema.check_columns(list(self.predictors[c]), f"predictors[{c!r}]")
+            else:
+                preds[c] = [x for x in schema.names if x != c]
+        if self.predictors is not None:
+            for c in self.predictors:
+                if c not in syn:
+                    raise ValidationError(
+                        f"predictors: column {c!r} is not synthesized (synthesized: {syn})."
+                    )
+        self._index = data.index
+        data = data.reset_index(drop=True)
+        cells = sensitive_cells(data, ivs, int(thr))
+        if records is None:
+            key = data[ivs].merge(cells.assign(_sens=True), on=ivs, how="left")["_sens"]
+            recipients = key.fillna(False).to_numpy(dtype=bool)
+        else:
+            recipients = records_mask(records, len(data))
+            if recipients.all():
+                raise ValidationError(
+                    "records selects every record as a recipient; predictive mean matching "
+                    "needs donors (records left out of the selection)."
+                )
+        self.schema_ = schema
+        # a hash of the encoded fitted table (never the data): releases carry it in their
+        # manifest, and every measure checks the original it is given against it
+        self.original_fingerprint_ = fingerprint_record(data, schema)
+        self.identifying_ = ivs
+        self.synthesize_ = list(syn)
+        self.predictors_ = preds
+        self.recipients_ = recipients
+        self.sensitive_cells_ = cells
+        self.min_cell_count_before_ = min_cell_count(data, ivs)
+        self._constraints_ = cons
+        self._data = data
+        return self
+
+    def _constraints(self, syn: list[str]) -> dict[str, list[Constraint]]:
+        c = self.constraints
+        out: dict[str, list[Constraint]] = {v: [] for v in syn}
+        if c is None:
+            return out
+        if isinstance(c, Mapping):
+            for k, v in c.items():
+                if k not in syn:
+                    raise ValidationError(
+                        f"constraints: column {k!r} is not synthesized (synthesized: {syn})."
+                    )
+                fs = list(v) if isinstance(v, (list, tuple)) else [v]
+                out[k] = fs
+        else:
+            fs = [c] if callable(c) else list(c)
+            for v in syn:
+                out[v] = fs
+        for fs in out.values():
+            for f in fs:
+                if not callable(f):
+                    raise ValidationError(
+                        f"constraints must be callables allowed(recipient_row, donor_value). "
+                        f"Got {f!r}."
+                    )
+        return out
+
+    # ----- models -------------------------------------------------------------------------
+    def _design(self, df: pd.DataFrame, preds: list[str], splines: bool) -> np.ndarray:
+        from patsy.splines import BS
+
+        blocks = []
+        for p in preds:
+            spec = self.schema_[p]
+            if spec.is_categorical:
+                codes = column_codes(df, self.schema_, p)
+                d = spec.n_levels
+                ind = np.zeros((len(df), d))
+                ind[np.arange(len(df)), codes] = 1.0
+                ind = ind[:, 1:]
+                ind = ind[:, ind.std(axis=0) > 0]  # levels absent from the data add nothing
+                blocks.append(ind)
+            else:
+                x = df[p].to_numpy(dtype=np.float64)
+                nu = np.unique(x).size
+                if splines and nu >= 6:
+                    bs = BS()
+                    bs.memorize_chunk(x, df=int(self.spline_df))
+                    bs.memorize_finish()
+                    blocks.append(np.asarray(bs.transform(x, df=int(self.spline_df))))
+                elif nu > 1:
+                    blocks.append(((x - x.mean()) / x.std())[:, None])
+        if not blocks:
+            return np.zeros((len(df), 0))
+        X = np.column_stack(blocks)
+        return X
+
+    def _predict(self, df: pd.DataFrame, col: str) -> np.ndarray:
+        """Predicted value of every record (scalar, or probability vector for nominal)."""
+        import statsmodels.api as sm
+
+        spec = self.schema_[col]
+        preds = self.predictors_[col]
+        numeric = not spec.is_categorical
+        X = self._design(df, preds, splines=numeric)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # statsmodels' separation/convergence chatter
+            if numeric:
+                y = df[col].to_numpy(dtype=np.float64)
+                res = sm.OLS(y, sm.add_constant(X, has_constant="add")).fit()
+                return np.asarray(res.fittedvalues)
+            codes = column_codes(df, self.schema_, col)
+            present = np.unique(codes)
+            if present.size == 1:  # one level only: every prediction is the same
+                return np.ones(len(df)) if spec.type == "ordinal" else np.ones((len(df), 1))
+            y = np.searchsorted(present, codes)
+            if spec.type == "ordinal":
+
+                Xo = X[:, _independent_columns(X)]
+                p, conv = _ordered_logit_proba(Xo, y)
+                self._check_conv(conv, col, "proportional-odds")
+                return expected_score(p, scores=present + 1)
+            Xn = sm.add_constant(X[:, _independent_columns(X)], has_constant="add")
+            res = sm.MNLogit(y, Xn).fit(method="bfgs", disp=False, maxiter=2000)
+            self._check_conv(bool(res.mle_retvals.get("converged", True)), col, "multinomial logit")
+            p = np.asarray(res.predict())
+            full = np.zeros((len(df), spec.n_levels))
+            full[:, present] = p
+            return full
+
+    def _check_conv(self, converged: bool, col: str, model: str) -> None:
+        if not converged:
+            warnings.warn(
+                f"the {model} model for {col!r} did not converge (often quasi-separation in small "
+                "cells); its predictions are still used only to rank donors, but check the "
+                "matches or condense categories.",
+                ConvergenceWarning,
+                skip_file_prefixes=CALLER,
+            )
+
+    # ----- synthesize ---------------------------------------------------------------------
+    @legacy_call_forms(positional=("random_seed",))
+    def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
+        """Produce ``m`` implicates (Hawala 2008 releases one; ``m > 1`` uses independent streams).
+
+        Parameters
+        ----------
+        m : int
+            Number of implicates.
+        random_seed : RandomSeed
+            Same seed → identical implicates; default: the ``random_seed`` setting.
+
+        Returns
+        -------
+        SyntheticData
+            ``method="pmm"``; ``synthesized_records`` = recipients; ``extra`` holds
+            ``n_recipients``, ``sensitive_cells``, ``min_cell_count_before`` and per dataset
+            ``min_cell_count_after`` (smallest non-empty cell of the IV table after synthesis),
+            ``unmatched`` (recipients for which no donor satisfied the constraints — they keep
+            their values, flagged ``"NO_ALLOWED_DONOR"``) and ``warnings`` codes
+            (``"SMALL_CELLS_REMAIN"`` when a cell with count ≤ threshold remains,
+            ``"NO_SENSITIVE_CELLS"``).
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
+        """
+        check_is_fitted(self, "recipients_", method="synthesize")
+        m = check_m(m)
+        random_seed = self._seed(random_seed)
+        gens = spawn(random_seed, m)
+        datasets, after, unmatched, codes = [], [], [], []
+        for l in progress(range(m), total=m, description="PMM synthesis", enabled=self.progressbar):
+            z, un = self._synthesize_one(gens[l])
+            datasets.append(z)
+            mc = min_cell_count(z, self.identifying_)
+            after.append(mc)
+            unmatched.append(un)
+            w = []
+            if not self.recipients_.any():
+                w.append("NO_SENSITIVE_CELLS")
+            if mc <= self.threshold and self.recipients_.any():
+                w.append("SMALL_CELLS_REMAIN")
+                warnings.warn(
+                    f"dataset {l + 1}: a cell of the identifying variables' table still has only "
+                    f"{mc} record(s) (threshold {self.threshold}); the donor pool or the "
+                    "constraints did not allow all recipients to leave the sensitive cells. "
+                    "Consider condensing categories or relaxing constraints.",
+                    DataWarning,
+                    skip_file_prefixes=CALLER,
+                )
+            if un:
+                w.append("NO_ALLOWED_DONOR")
+            codes.append(w)
+        cells = self.sensitive_cells_.copy()
+        return SyntheticData(
+            datasets=datasets,
+            method=self.method_name,
+            settings=self._release_settings(),
+            random_seed=seed_to_json(random_seed),
+            schema=self.schema_,
+            synthesized_records=self.recipients_.copy(),
+            extra={
+                "identifying": list(self.identifying_),
+                "threshold": int(self.threshold),
+                "n_recipients": int(self.recipients_.sum()),
+                "sensitive_cells": cells.astype(object).to_dict(orient="records"),
+                "min_cell_count_before": int(self.min_cell_count_before_),
+                "min_cell_count_after": after,
+                "unmatched": unmatched,
+                "warnings": codes,
+            },
+            original_fingerprint=getattr(self, "original_fingerprint_", None),
+            generation=generation_from_roles(self.schema_, self.recipients_),
+            # missing values are synthesized as values, never filled in
+            imputed_columns=[],
+            proper=False,
+        )
+
+    def _synthesize_one(self, rng: np.random.Generator) -> tuple[pd.DataFrame, list[int]]:
+        z = self._data.copy()
+        rec = np.flatnonzero(self.recipients_)
+        don = np.flatnonzero(~self.recipients_)
+        unmatched: set[int] = set()
+        if rec.size == 0 or don.size == 0:
+            z.index = self._index
+            return z, []
+        # step 2: temporary fills from the donors' values (with replacement)
+        for col in self.synthesize_:
+            s = z[col].copy()
+            fill = don[rng.integers(don.size, size=rec.size)]
+            s.iloc[rec] = self._data[col].iloc[fill].to_numpy()
+            z[col] = s
+        for col in self.synthesize_:
+            pred = self._predict(z, col)
+            donor_vals = self._data[col].iloc[don].to_numpy()
+            uniq = pd.unique(donor_vals)
+            new = []
+            for i in rec:
+                allowed = None
+                if self._constraints_[col]:
+                    row = z.iloc[i]
+                    ok_val = {
+                        _key(v): all(bool(f(row, v)) for f in self._constraints_[col]) for v in uniq
+                    }
+                    allowed = np.array([ok_val[_key(v)] for v in donor_vals])
+                j, _ = match_donor(pred[i], pred[don], allowed=allowed, tie=self.tie, rng=rng)
+                if j < 0:
+                    unmatched.add(int(i))
+                    new.append(self._data[col].iloc[i])
+                else:
+                    new.append(donor_vals[j])
+            s = z[col].copy()
+            s.iloc[rec] = np.asarray(new, dtype=object) if s.dtype == object else new
+            z[col] = s
+        z.index = self._index
+        return z, sorted(unmatched)
+
+    # ----- persistence --------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Save the fitted synthesizer as a folder, atomically (no pickle).
+
+        The folder holds ``model.json`` (format version, settings, schema, identifying and
+        synthesized variables, predictors, fingerprint of the fitted table, checksums),
+        ``arrays.npz`` (the recipient flags) and ``data.parquet`` (the fitted table: the
+        donors). **The folder is as confidential as the data**: release only the synthetic
+        datasets, never the folder. :meth:`load` (or :func:`bayes_risk.models.load_model`)
+        reads it back; the loaded synthesizer makes the same synthetic data as this one for the
+        same seed.
+
+        Parameters
+        ----------
+        path : path-like
+            The folder (replaced atomically if it exists).
+
+        Returns
+        -------
+        Path
+            The folder written.
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
+        ValidationError
+            ``CONSTRAINTS_NOT_SAVED`` when the synthesizer has ``constraints``: they are Python
+            callables, which the folder cannot hold without pickle.
+        """
+        from bayes_risk.models.trees.io import save_synthesizer
+
+        check_is_fitted(self, "recipients_", method="save")
+        if any(self._constraints_.values()):
+            raise ValidationError(
+                "constraints: a synthesizer with constraints cannot be saved (they are Python "
+                "callables, and a saved model holds no code); expected constraints=None. Keep "
+                "the fitted object, or synthesize in the session that defines the constraints.",
+                code="CONSTRAINTS_NOT_SAVED",
+            )
+        state = {
+            "identifying": list(self.identifying_),
+            "synthesized": list(self.synthesize_),
+            "predictors": {c: list(v) for c, v in self.predictors_.items()},
+        }
+        return save_synthesizer(self, path, state=state,
+                                arrays={"recipients": np.asarray(self.recipients_, dtype=bool)},
+                                data=self._data.set_axis(self._index))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> SmallCellPMMSynthesizer:
+        """Load a synthesizer saved with :meth:`save`.
+
+        Parameters
+        ----------
+        path : path-like
+            The folder.
+
+        Returns
+        -------
+        SmallCellPMMSynthesizer
+            Fitted; same seed, same synthetic data as the synthesizer that was saved.
+
+        Raises
+        ------
+        ValidationError
+            ``MODEL_FORMAT_VERSION`` for a folder of another format version, ``MODEL_DAMAGED``
+            for a missing, unreadable or changed file, or a folder of another model type.
+        """
+        from bayes_risk.models.trees.io import load_synthesizer, split_data
+
+        def restore(obj: SmallCellPMMSynthesizer, meta: dict[str, Any], arrays: Any,
+                    data: pd.DataFrame) -> None:
+            st = meta["state"]
+            obj._index, obj._data = split_data(data)
+            obj.identifying_ = list(st["identifying"])
+            obj.synthesize_ = list(st["synthesized"])
+            obj.predictors_ = {c: list(v) for c, v in st["predictors"].items()}
+            obj.recipients_ = np.asarray(arrays["recipients"], dtype=bool)
+            if obj.recipients_.shape != (len(obj._data),):
+                raise ValueError(f"{len(obj._data)} records, {obj.recipients_.shape} flags")
+            obj.sensitive_cells_ = sensitive_cells(obj._data, obj.identifying_,
+                                                   int(obj.threshold))
+            obj.min_cell_count_before_ = min_cell_count(obj._data, obj.identifying_)
+            obj._constraints_ = {v: [] for v in obj.synthesize_}
+
+        return load_synthesizer(cls, path, restore)
+
+    def check_fingerprint(self, data: pd.DataFrame) -> str | None:
+        """Whether ``data`` is the table this synthesizer was fitted to.
+
+        Compares the SHA-256 fingerprints stored at fit time (also in a saved folder) with those
+        of ``data``. Returns ``None`` when they agree, otherwise a short description of the
+        difference (missing columns, another number of records, other values or row order).
+        """
+        return check_fitted_fingerprint(self, data)
+
+
+def _fname(f: Any) -> str:
+    return str(getattr(f, "__name__", repr(f)))
+
+
+def _key(v: Any) -> Any:
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _independent_columns(X: np.ndarray) -> np.ndarray:
+    """Indices of a maximal set of linearly independent columns (avoids singular fits)."""
+    if X.shape[1] == 0:
+        return np.arange(0)
+    # the intercept (or the ordinal thresholds) is always in the model: test against it too
+    Xc = np.column_stack([np.ones(X.shape[0]), X])
+    keep: list[int] = [0]
+    for j in range(1, Xc.shape[1]):
+        cand = keep + [j]
+        if np.linalg.matrix_rank(Xc[:, cand]) == len(cand):
+            keep.append(j)
+    return np.asarray(keep[1:], dtype=np.int64) - 1
+
+
+def _ordered_logit_proba(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Proportional-odds logit (statsmodels ``OrderedModel`` parameterisation) fitted by maximum
+    likelihood on the distinct (x, y) patterns with frequency weights; fitted class probabilities
+    of every record.
+
+    Aggregating identical records makes each likelihood evaluation cost O(#patterns) instead of
+    O(n), which matters because ``OrderedModel`` differentiates numerically.
+    """
+    from scipy.optimize import minimize
+    from statsmodels.miscmodels.ordinal_model import OrderedModel
+
+    Z = np.column_stack([X, y])
+    uniq, inv, w = np.unique(Z, axis=0, return_inverse=True, return_counts=True)
+    Xu, yu = uniq[:, :-1], uniq[:, -1].astype(np.int64)
+    # every class must appear among the patterns for the thresholds to be identified (they do:
+    # y was re-coded to the classes present)
+    mod = OrderedModel(yu, Xu if Xu.shape[1] else None, distr="logit")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = minimize(lambda b: -np.sum(w * mod.loglikeobs(b)), mod.start_params,
+                       method="BFGS", options={"maxiter": 300})
+        probs_u = np.asarray(mod.predict(res.x, exog=Xu if Xu.shape[1] else None))
+    # BFGS stops with "precision loss" at the optimum of a flat likelihood: judge by the gradient
+    tol = 1e-3 * max(1.0, float(w.sum()) / 100)
+    conv = bool(res.success) or bool(np.max(np.abs(res.jac)) < tol)
+    return probs_u[np.asarray(inv).ravel()], conv

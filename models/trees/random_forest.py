@@ -1,0 +1,782 @@
+"""Random-forest synthesizer for categorical variables (Caiola & Reiter 2010).
+
+One module on purpose: the forests' leaf tables, the group forests and the synthesis draws
+share one fitted state (``leaf_probabilities`` is also used by the plug-in likelihood).
+
+For each categorical column to replace, a classification forest is grown on the genuine data of
+the records whose value will be replaced; each such record is dropped down every tree (or only its
+out-of-bag trees) and a synthetic value is drawn from the resulting multinomial distribution.
+Several columns are synthesized in one sequential pass (procedure A, Caiola & Reiter 2010 steps
+3.1–3.3, or procedure B, steps 3.1a–3.3a).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._progress import progress
+from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, seed_to_json, spawn
+from bayes_risk.data.fingerprint import fingerprint_record
+from bayes_risk.data.schema import Schema
+from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
+from bayes_risk.data.validate import check_m
+from bayes_risk.exceptions import ValidationError
+from bayes_risk.models.base import BaseSynthesizer, check_is_fitted, legacy_call_forms
+from bayes_risk.models.trees.cart import encoded_values, prepare_schema, records_mask
+from bayes_risk.models.trees.io import check_fitted_fingerprint
+from bayes_risk.models.trees.missing import FILL, kind_codes, missing_layout
+
+__all__ = ["RandomForestSynthesizer", "leaf_probabilities", "synthesis_probabilities"]
+
+_CHUNK = 512  # records per block when averaging leaf tables (bounds memory: chunk × trees × d)
+
+
+def leaf_probabilities(
+    leaf_counts: np.ndarray, probabilities: str = "vote", alpha: float = 1.0
+) -> np.ndarray:
+    """Per-leaf class probabilities from leaf class counts (Caiola & Reiter 2010).
+
+    Parameters
+    ----------
+    leaf_counts : array, shape (..., d)
+        Class counts ``n_{b,c}`` of the training (bootstrap) records in each leaf.
+    probabilities : {"vote", "leaf_dirichlet"}
+        ``"vote"``: the leaf votes for its majority class (ties split equally; a pure leaf votes
+        for its single class). ``"leaf_dirichlet"``: ``(n_{b,c} + α)/(n_b + d α)``.
+    alpha : float
+        Dirichlet prior count per class (``leaf_dirichlet`` only; ``>= 0``).
+
+    Returns
+    -------
+    ndarray, same shape as ``leaf_counts``
+        Each row sums to 1 (rows of an empty leaf with ``α = 0`` are all-NaN).
+    """
+    c = np.asarray(leaf_counts, dtype=np.float64)
+    d = c.shape[-1]
+    if probabilities == "vote":
+        top = c.max(axis=-1, keepdims=True)
+        win = (c == top) & (top > 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return win / win.sum(axis=-1, keepdims=True)
+    if probabilities == "leaf_dirichlet":
+        if not (np.isfinite(alpha) and alpha >= 0):
+            raise ValidationError(f"alpha must be a number >= 0. Got {alpha!r}.")
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (c + alpha) / (c.sum(axis=-1, keepdims=True) + d * alpha)
+    raise ValidationError(
+        f"probabilities must be 'vote' or 'leaf_dirichlet'. Got {probabilities!r}."
+    )
+
+
+def synthesis_probabilities(
+    leaf_counts: np.ndarray, probabilities: str = "vote", alpha: float = 1.0
+) -> np.ndarray:
+    """Synthesis distribution of one record from the leaves it reaches in the trees ``B_i``.
+
+    ``p_i(c) = mean_{b ∈ B_i} q_b(c)`` with ``q_b`` from :func:`leaf_probabilities`
+    (Caiola & Reiter 2010): with ``"vote"`` this is the share of trees voting for ``c``.
+
+    Parameters
+    ----------
+    leaf_counts : array, shape (n_trees, d)
+        Class counts of the leaf reached in each tree.
+    probabilities, alpha
+        See :func:`leaf_probabilities`.
+
+    Returns
+    -------
+    ndarray, shape (d,)
+
+    Examples
+    --------
+    >>> counts = np.array([[2, 0, 0], [0, 1, 0], [1, 1, 0], [3, 0, 0]])
+    >>> synthesis_probabilities(counts, "leaf_dirichlet", alpha=0.0).tolist()
+    [0.625, 0.375, 0.0]
+    """
+    q = leaf_probabilities(leaf_counts, probabilities, alpha)
+    return q.mean(axis=0)
+
+
+class RandomForestSynthesizer(BaseSynthesizer):
+    """Random-forest synthesizer for categorical columns (Caiola & Reiter 2010).
+
+    For each categorical column ``Y_j`` to replace, a classification forest (Gini, bootstrap
+    samples of the training records, ``mtry = floor(sqrt(#predictors))`` candidate predictors at
+    every split, leaves grown until pure) is fitted on the **genuine** data of the records whose
+    ``Y_j`` will be replaced. Columns are visited by decreasing number of replaced records (ties:
+    fewer categories first, or a seeded random order), or in a user order. Procedure ``"A"``
+    (Caiola & Reiter 2010 3.1–3.3): each forest uses all other columns; when dropping records down
+    the trees for ``Y_(k)`` their synthetic ``Y_(1..k-1)`` and genuine values of everything else are
+    used. Procedure ``"B"`` (3.1a–3.3a): the forest for ``Y_(k)`` uses only the never-replaced
+    columns and ``Y_(1..k-1)``; valid only when all replaced columns share the same replaced
+    records.
+
+    Unordered categorical predictors enter the forests as integer level codes (so ``mtry``
+    counts predictors as R ``randomForest`` does; fully grown trees can isolate any level with
+    two splits). Numeric predictors enter as they are.
+
+    Parameters
+    ----------
+    n_trees : int, default 500
+        Trees per forest.
+    probabilities : {"vote", "leaf_dirichlet"}
+        How a record's synthesis distribution is formed from its leaves (Caiola & Reiter 2010;
+        default is ``"vote"``).
+    alpha : float, default 1.0
+        Dirichlet prior count per class for ``"leaf_dirichlet"``.
+    oob_only : bool, default False
+        Use only trees for which the record is out of bag; more trees are grown (in batches of
+        100) until every replaced record has ``min_oob_trees`` of them.
+    min_oob_trees : int, default 100
+    procedure : {"A", "B"}
+    visit_sequence : sequence of str, optional
+        User order of the synthesized columns (default: by decreasing amount of synthesis).
+    tie_order : {"fewer_categories", "random"}
+        Ordering of columns with the same number of replaced records.
+    max_features : "sqrt" or int
+        Candidate predictors per split (default ``floor(sqrt(p))``).
+    min_samples_leaf : int, default 1
+        Leaf size (1 = grow until pure, as Caiola & Reiter 2010).
+    group_by : str or mapping, optional
+        Synthesize within groups (Caiola & Reiter 2010 §5): separate forests for each level of a
+        categorical grouping column. A column name applies to every synthesized column except
+        the grouping column itself; a mapping ``{column: grouping column}`` chooses per column.
+        The forest of level ``g`` is grown on the replaced records whose genuine grouping value is
+        ``g``; when synthesizing, a record is dropped down the forest of its *current* grouping
+        value (its synthetic value when the grouping column was synthesized earlier in the visit
+        order). The grouping column must therefore be unsynthesized or visited earlier.
+    min_group_size : int, default 10
+        Levels with fewer replaced records than this (and levels without any) use one forest
+        grown on all replaced records of the column instead (listed in ``group_fallback_``).
+    n_jobs : int, default 1
+        Threads used by scikit-learn to grow and apply the forests (results do not depend on it:
+        each forest is seeded with an integer drawn from its own child stream).
+    progressbar : bool, default False
+    random_seed : RandomSeed, optional
+        Default seed of :meth:`fit` and :meth:`synthesize` (a seed passed to either takes
+        precedence).
+
+    Attributes
+    ----------
+    schema_, visit_sequence_, predictors_ (dict), forests_ (dict of fitted
+    ``RandomForestClassifier``; for a grouped column the forest of all its replaced records),
+    records_ (dict of boolean masks per column), n_trees_ (dict: trees per forest after
+    out-of-bag extension), groups_ (dict column -> grouping column), group_forests_ (dict column
+    -> {level: forest}), group_sizes_ (dict column -> {level: replaced records}),
+    group_fallback_ (dict column -> levels synthesized by the pooled forest).
+
+    References
+    ----------
+    Caiola, G. & Reiter, J. P. (2010). Random forests for generating partially synthetic,
+    categorical data. Transactions on Data Privacy 3, 27–42.
+    """
+
+    method_name = "rf"
+
+    def __init__(
+        self,
+        n_trees: int = 500,
+        probabilities: str = "vote",
+        alpha: float = 1.0,
+        oob_only: bool = False,
+        min_oob_trees: int = 100,
+        procedure: str = "A",
+        visit_sequence: Sequence[str] | None = None,
+        tie_order: str = "fewer_categories",
+        max_features: str | int = "sqrt",
+        min_samples_leaf: int = 1,
+        group_by: str | Mapping[str, str] | None = None,
+        min_group_size: int = 10,
+        n_jobs: int = 1,
+        progressbar: bool = False,
+        random_seed: RandomSeed = None,
+    ) -> None:
+        self.n_trees = n_trees
+        self.probabilities = probabilities
+        self.alpha = alpha
+        self.oob_only = oob_only
+        self.min_oob_trees = min_oob_trees
+        self.procedure = procedure
+        self.visit_sequence = visit_sequence
+        self.tie_order = tie_order
+        self.max_features = max_features
+        self.min_samples_leaf = min_samples_leaf
+        self.group_by = group_by
+        self.min_group_size = min_group_size
+        self.n_jobs = n_jobs
+        self.progressbar = progressbar
+        self.random_seed = random_seed
+
+    def _check_settings(self) -> None:
+        for name in ("n_trees", "min_oob_trees", "min_samples_leaf", "min_group_size", "n_jobs"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValidationError(f"{name} must be an integer >= 1. Got {v!r}.")
+        if self.probabilities not in ("vote", "leaf_dirichlet"):
+            raise ValidationError(
+                f"probabilities must be 'vote' or 'leaf_dirichlet'. Got {self.probabilities!r}."
+            )
+        a = self.alpha
+        if not (isinstance(a, (int, float)) and np.isfinite(a) and a >= 0):
+            raise ValidationError(f"alpha must be a number >= 0. Got {self.alpha!r}.")
+        if self.procedure not in ("A", "B"):
+            raise ValidationError(f"procedure must be 'A' or 'B'. Got {self.procedure!r}.")
+        if self.tie_order not in ("fewer_categories", "random"):
+            raise ValidationError(
+                f"tie_order must be 'fewer_categories' or 'random'. Got {self.tie_order!r}."
+            )
+        mf = self.max_features
+        if not (mf == "sqrt" or (isinstance(mf, (int, np.integer)) and not isinstance(mf, bool)
+                                 and mf >= 1)):
+            raise ValidationError(f"max_features must be 'sqrt' or an integer >= 1. Got {mf!r}.")
+
+    # ----- fit ----------------------------------------------------------------------------
+    @legacy_call_forms(positional=("schema", "synthesized"))
+    def fit(
+        self,
+        data: pd.DataFrame,
+        *,
+        schema: Schema | None = None,
+        synthesized: Sequence[str] | None = None,
+        records: Any = None,
+        random_seed: RandomSeed = None,
+    ) -> RandomForestSynthesizer:
+        """Grow one forest per synthesized column on the genuine data of its replaced records.
+
+        Parameters
+        ----------
+        data : DataFrame
+            Confidential table. Empty cells are accepted (user guide, Synthesizers, Missing
+            values): a categorical column's missing value is a level of its own; a numeric
+            predictor with empty cells or declared missing-value codes enters the forests as its
+            value filled with 0 and its missingness kind.
+        schema : Schema, optional
+        synthesized : sequence of str, optional
+            Categorical columns to replace.
+        records : mask, positions or dict, optional
+            Records whose values are replaced: one selection for all columns, or a mapping
+            ``{column: selection}`` (δ_ij of Caiola & Reiter 2010). Default: all records.
+        random_seed : RandomSeed
+            Seeds the forests (and the random tie order); default: the ``random_seed`` setting.
+
+        Returns
+        -------
+        RandomForestSynthesizer
+
+        Raises
+        ------
+        ValidationError
+            For a non-categorical synthesized column, procedure B with differing record sets,
+            an unknown column in ``visit_sequence``, or fewer than 2 replaced records.
+        """
+        from sklearn.ensemble import RandomForestClassifier
+
+        self._check_settings()
+        random_seed = self._seed(random_seed)
+        schema, cols = prepare_schema(data, schema, synthesized, allow_missing=True)
+        for c in cols:
+            if not schema[c].is_categorical:
+                raise ValidationError(
+                    f"column {c!r} is {schema[c].type}; the random-forest synthesizer replaces "
+                    "categorical/ordinal columns only (declare integer-coded factors categorical, "
+                    "or use method 'cart' for numeric columns)."
+                )
+        masks = self._record_masks(records, cols, len(data))
+        rng = as_generator(random_seed)
+        order = self._order(cols, schema, masks, rng)
+        if self.procedure == "B":
+            self._check_same_records(order, masks)
+        groups = self._groups(cols, order, schema)
+        unsyn = [c for c in schema.names if c not in cols]
+        # columns with missing values ({} for complete data): a categorical column's missing
+        # value is a level of its own (code d), a numeric predictor enters as its missingness
+        # kind and a filled value (synthpop's treatment, as CART)
+        layout = missing_layout(data, schema)
+        values = {c: v.astype(np.float64) for c, v in encoded_values(data, schema, layout).items()}
+        forest_seeds = spawn(rng, len(order))
+        forests, predictors, tables, inbag, ntrees = {}, {}, {}, {}, {}
+        group_forests = {c: {} for c in groups}
+        group_tables: dict[str, dict] = {c: {} for c in groups}
+        group_inbag: dict[str, dict] = {c: {} for c in groups}
+        group_tpos: dict[str, dict] = {c: {} for c in groups}
+        group_sizes, group_fallback = {}, {}
+        for k, col in enumerate(order):
+            if self.procedure == "A":
+                preds = [c for c in schema.names if c != col]
+            else:
+                preds = unsyn + order[:k]
+            if not preds:
+                raise ValidationError(f"the forest for {col!r} has no predictor.")
+            predictors[col] = preds
+            train = np.flatnonzero(masks[col])
+            if train.size < 2:
+                raise ValidationError(
+                    f"column {col!r}: at least 2 replaced records are needed to grow a forest. "
+                    f"Got {train.size}."
+                )
+            X = self._matrix(preds, lambda p, t=train: values[p][t], layout)
+            y = values[col][train].astype(np.int64)
+            rf, ib = self._grow(RandomForestClassifier, X, y, X.shape[1], forest_seeds[k], col)
+            if ib is not None:
+                inbag[col] = ib
+            forests[col] = rf
+            ntrees[col] = int(rf.n_estimators)
+            tables[col] = self._leaf_tables(rf, X, y, self._n_classes(col, schema, layout))
+            if col in groups:
+                group_sizes[col], group_fallback[col] = self._grow_groups(
+                    RandomForestClassifier, col, groups[col], values[groups[col]][train], X, y,
+                    schema, forest_seeds[k], layout,
+                    (group_forests[col], group_tables[col], group_tpos[col], group_inbag[col]),
+                )
+        self.schema_ = schema
+        # a hash of the encoded fitted table (never the data): releases carry it in their
+        # manifest, and every measure checks the original it is given against it
+        self.original_fingerprint_ = fingerprint_record(data, schema)
+        self.visit_sequence_ = order
+        self.predictors_ = predictors
+        self.missing_ = layout
+        self.forests_ = forests
+        self.records_ = masks
+        self.fit_call_ = self._fit_call(cols, masks, random_seed)
+        self.n_trees_ = ntrees
+        self.groups_ = groups
+        self.group_forests_ = group_forests
+        self.group_sizes_ = group_sizes
+        self.group_fallback_ = group_fallback
+        self._group_tables = group_tables
+        self._group_inbag = group_inbag
+        self._group_tpos = group_tpos
+        self._tables = tables
+        self._inbag_ = inbag
+        self._values = values
+        self._index = data.index
+        self._data = data.reset_index(drop=True)
+        return self
+
+    @staticmethod
+    def _record_masks(records: Any, cols: list[str], n: int) -> dict[str, np.ndarray]:
+        """Replaced-record mask of each synthesized column from the ``records`` argument."""
+        if isinstance(records, Mapping):
+            unknown = [c for c in records if c not in cols]
+            if unknown:
+                raise ValidationError(
+                    f"records: column {unknown[0]!r} is not synthesized (synthesized: {cols})."
+                )
+            return {c: records_mask(records.get(c), n, f"records[{c!r}]") for c in cols}
+        mk = records_mask(records, n)
+        return {c: mk for c in cols}
+
+    @staticmethod
+    def _check_same_records(order: list[str], masks: dict[str, np.ndarray]) -> None:
+        """Procedure B grows every forest on the same replaced records."""
+        first = masks[order[0]]
+        for c in order[1:]:
+            if not np.array_equal(masks[c], first):
+                raise ValidationError(
+                    f"procedure 'B' requires all replaced columns to share the same replaced "
+                    f"records; {c!r} and {order[0]!r} differ. Use procedure 'A'."
+                )
+
+    @staticmethod
+    def _fit_call(cols: list[str], masks: dict[str, np.ndarray], random_seed: RandomSeed) -> dict:
+        """Provenance: what a release needs to rebuild this synthesizer from the confidential data.
+
+        (``bayes_risk.models.rebuild_synthesizer``; None seed = not replayable.) The order of
+        ``synthesized`` matters (random tie order); per-column record sets only when they differ.
+        """
+        union = np.logical_or.reduce([masks[c] for c in cols])
+        same = all(np.array_equal(masks[c], union) for c in cols)
+        return {
+            "synthesized": list(cols),
+            "random_seed": replayable_seed(random_seed),
+            "records": None
+            if same
+            else {c: [int(i) for i in np.flatnonzero(masks[c])] for c in cols},
+        }
+
+    def _grow_groups(self, forest_cls, col, g, gvalues, X, y, schema, seed, layout, out):
+        """Group forests of ``col`` (one per level of ``g`` with enough replaced records).
+
+        ``out`` holds the column's forests, leaf tables, record positions and in-bag matrices by
+        level code, filled in place; returns the group sizes and the levels that fall back to
+        the pooled forest.
+        """
+        g_forests, g_tables, g_tpos, g_inbag = out
+        gcodes = gvalues.astype(np.int64)
+        levels = list(schema[g].levels)
+        # group forests: child streams of the column's stream (the pooled forest, drawn
+        # first, is the same as without grouping)
+        g_seeds = spawn(seed, len(levels))
+        sizes, fallback = {}, []
+        for code, lab in enumerate(levels):
+            lab = lab.item() if isinstance(lab, np.generic) else lab  # JSON-safe label
+            rows = np.flatnonzero(gcodes == code)
+            sizes[lab] = int(rows.size)
+            if rows.size < self.min_group_size:
+                fallback.append(lab)
+                continue
+            grf, gib = self._grow(forest_cls, X[rows], y[rows], X.shape[1],
+                                  g_seeds[code], f"{col} (group {g} = {lab!r})")
+            g_forests[code] = grf
+            g_tables[code] = self._leaf_tables(grf, X[rows], y[rows],
+                                               self._n_classes(col, schema, layout))
+            # position of each replaced record among its group forest's records
+            tpos = np.full(y.size, -1, dtype=np.int64)
+            tpos[rows] = np.arange(rows.size)
+            g_tpos[code] = tpos
+            if gib is not None:
+                g_inbag[code] = gib
+        return sizes, fallback
+
+    @staticmethod
+    def _n_classes(col: str, schema: Schema, layout: Mapping[str, Any]) -> int:
+        """Classes of the forest of ``col``: its levels, and missing if it has missing values."""
+        return schema[col].n_levels + (1 if col in layout else 0)
+
+    @staticmethod
+    def _matrix(preds: list[str], value_of: Any, layout: Mapping[str, Any]) -> np.ndarray:
+        """Forest inputs of ``preds``: one column each (level codes, numbers), and for a numeric
+        predictor with missing values its value filled with 0 and its missingness kind."""
+        cols = []
+        for p in preds:
+            v = value_of(p)
+            lay = layout.get(p)
+            if lay is not None and lay["type"] == "two_step":
+                kind = kind_codes(v, lay["codes"])
+                cols += [np.where(kind > 0, FILL, v), kind.astype(np.float64)]
+            else:
+                cols.append(v)
+        return np.column_stack(cols)
+
+    def _grow(self, forest_cls, X, y, n_preds, rng, label):
+        """One forest (and its in-bag matrix with ``oob_only``) on ``X``, ``y``."""
+        mtry = (
+            max(1, int(np.floor(np.sqrt(n_preds))))
+            if self.max_features == "sqrt"
+            else min(int(self.max_features), n_preds)
+        )
+        rf = forest_cls(
+            n_estimators=int(self.n_trees), criterion="gini", max_features=mtry,
+            bootstrap=True, min_samples_leaf=int(self.min_samples_leaf),
+            random_state=int(rng.integers(2**31 - 1)),
+            n_jobs=int(self.n_jobs), warm_start=True,
+        )
+        rf.fit(X, y)
+        if not self.oob_only:
+            return rf, None
+        cap = 20 * int(self.n_trees)
+        while True:
+            ib = self._inbag(rf, len(y))
+            if (~ib).sum(axis=0).min() >= self.min_oob_trees:
+                return rf, ib
+            if rf.n_estimators >= cap:
+                raise ValidationError(
+                    f"column {label!r}: could not reach min_oob_trees={self.min_oob_trees} "
+                    f"out-of-bag trees for every record with {cap} trees."
+                )
+            rf.n_estimators += 100
+            rf.fit(X, y)
+
+    def _groups(self, cols, order, schema) -> dict[str, str]:
+        """``{column: grouping column}`` from ``group_by``, checked against the visit order."""
+        gb = self.group_by
+        if gb is None:
+            return {}
+        if isinstance(gb, str):
+            schema.check_columns([gb], "group_by")
+            groups = {c: gb for c in cols if c != gb}
+        elif isinstance(gb, Mapping):
+            groups = {}
+            for c, g in gb.items():
+                if c not in cols:
+                    raise ValidationError(
+                        f"group_by: column {c!r} is not synthesized (synthesized: {cols})."
+                    )
+                if not isinstance(g, str):
+                    raise ValidationError(
+                        f"group_by[{c!r}] must be a column name. Got {g!r}."
+                    )
+                schema.check_columns([g], f"group_by[{c!r}]")
+                if g == c:
+                    raise ValidationError(
+                        f"group_by[{c!r}]: a column cannot be synthesized within groups of itself."
+                    )
+                groups[c] = g
+        else:
+            raise ValidationError(
+                f"group_by must be a column name or a mapping {{column: grouping column}}. "
+                f"Got {type(gb).__name__}."
+            )
+        for c, g in groups.items():
+            if not schema[g].is_categorical:
+                raise ValidationError(
+                    f"group_by: grouping column {g!r} is {schema[g].type}; groups are the levels "
+                    "of a categorical column (bin a numeric column first)."
+                )
+            if g in cols and order.index(g) > order.index(c):
+                raise ValidationError(
+                    f"group_by: {c!r} is grouped by {g!r}, which is synthesized later in the visit "
+                    f"order {order}; its genuine values would steer the synthesis of {c!r}. Visit "
+                    f"{g!r} first (visit_sequence) or group by an unsynthesized column."
+                )
+        return groups
+
+    def _order(self, cols, schema, masks, rng) -> list[str]:
+        if self.visit_sequence is not None:
+            vs = list(self.visit_sequence)
+            if sorted(vs) != sorted(cols):
+                raise ValidationError(
+                    f"visit_sequence must list exactly the synthesized columns {cols}. Got {vs}."
+                )
+            return vs
+        amount = {c: int(masks[c].sum()) for c in cols}
+        if self.tie_order == "fewer_categories":
+            tie = {c: schema[c].n_levels for c in cols}
+        else:
+            perm = rng.permutation(len(cols))
+            tie = {c: int(perm[i]) for i, c in enumerate(cols)}
+        return sorted(cols, key=lambda c: (-amount[c], tie[c], cols.index(c)))
+
+    @staticmethod
+    def _inbag(rf, n_train: int) -> np.ndarray:
+        """In-bag indicator, shape (n_trees, n_train)."""
+        out = np.zeros((len(rf.estimators_), n_train), dtype=bool)
+        for b, s in enumerate(rf.estimators_samples_):
+            out[b, s] = True
+        return out
+
+    def _leaf_tables(self, rf, X, y, d) -> tuple[np.ndarray, np.ndarray]:
+        """Per-tree leaf probability tables stacked: (sum of node counts, d) and tree offsets.
+
+        Leaf class counts are recomputed from the bootstrap sample of each tree (with
+        multiplicities), because scikit-learn stores class fractions, not counts.
+        """
+        parts, offs = [], [0]
+        for est, s in zip(rf.estimators_, rf.estimators_samples_, strict=False):
+            nn = est.tree_.node_count
+            leaves = est.apply(X[s].astype(np.float32))
+            cnt = np.bincount(leaves * d + y[s], minlength=nn * d).reshape(nn, d)
+            # float32 halves the memory of the stacked tables (~n_trees × 2 n_train rows × d);
+            # probabilities are renormalised when drawn
+            parts.append(
+                leaf_probabilities(cnt, self.probabilities, float(self.alpha)).astype(np.float32)
+            )
+            offs.append(offs[-1] + nn)
+        return np.vstack(parts), np.asarray(offs[:-1], dtype=np.int64)
+
+    # ----- synthesize ---------------------------------------------------------------------
+    def predict_proba(self, column: str, X: np.ndarray, train_index: np.ndarray,
+                      group: int | None = None) -> np.ndarray:
+        """Synthesis probabilities ``p_i`` for rows ``X`` of the forest for ``column``.
+
+        ``train_index`` gives each row's position among the forest's training records (used for
+        out-of-bag selection; ``-1``: not a training record of this forest, all trees are
+        used). ``group``: level code of the grouping column whose forest is used (grouped
+        columns; ``None`` or a level without its own forest: the pooled forest).
+        """
+        if group is not None and group in self.group_forests_.get(column, {}):
+            rf = self.group_forests_[column][group]
+            table, offs = self._group_tables[column][group]
+            ib = self._group_inbag[column].get(group)
+        else:
+            rf = self.forests_[column]
+            table, offs = self._tables[column]
+            ib = self._inbag_.get(column)
+        leaves = rf.apply(X)  # (n, B)
+        d = table.shape[1]
+        out = np.empty((X.shape[0], d))
+        for a in range(0, X.shape[0], _CHUNK):
+            sl = slice(a, a + _CHUNK)
+            q = table[leaves[sl] + offs[None, :]]  # (chunk, B, d)
+            if ib is not None:
+                ti = np.asarray(train_index[sl])
+                w = ~ib[:, np.maximum(ti, 0)].T  # (chunk, B) out-of-bag trees
+                w[ti < 0] = True
+                num = (q * w[..., None]).sum(axis=1, dtype=np.float64)
+                out[sl] = num / w.sum(axis=1, keepdims=True)
+            else:
+                out[sl] = q.mean(axis=1, dtype=np.float64)
+        return out
+
+    @legacy_call_forms(positional=("random_seed",))
+    def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
+        """Draw ``m`` synthetic datasets (one child stream of ``random_seed`` per dataset).
+
+        Parameters
+        ----------
+        m : int
+            Number of datasets.
+        random_seed : RandomSeed
+            Same seed → identical datasets; default: the ``random_seed`` setting.
+
+        Returns
+        -------
+        SyntheticData
+            ``method="rf"``; ``extra`` holds the visit order, procedure, trees per forest and the
+            per-column replaced-record counts.
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
+        """
+        check_is_fitted(self, "forests_", method="synthesize")
+        m = check_m(m)
+        random_seed = self._seed(random_seed)
+        gens = spawn(random_seed, m)
+        cache: dict[str, np.ndarray] = {}
+        datasets = []
+        for l in progress(range(m), total=m, description="RF synthesis", enabled=self.progressbar):
+            datasets.append(self._synthesize_one(gens[l], cache))
+        union = np.zeros(len(self._data), dtype=bool)
+        for mk in self.records_.values():
+            union |= mk
+        return SyntheticData(
+            datasets=datasets,
+            method=self.method_name,
+            settings=self._release_settings(),
+            random_seed=seed_to_json(random_seed),
+            schema=self.schema_,
+            synthesized_records=union,
+            extra={
+                "visit_sequence": list(self.visit_sequence_),
+                "procedure": self.procedure,
+                "predictors": {k: list(v) for k, v in self.predictors_.items()},
+                "n_trees": dict(self.n_trees_),
+                "n_replaced": {c: int(mk.sum()) for c, mk in self.records_.items()},
+                "groups": dict(self.groups_),
+                "group_sizes": {c: dict(v) for c, v in self.group_sizes_.items()},
+                "group_fallback": {c: list(v) for c, v in self.group_fallback_.items()},
+                "fit_call": self.fit_call_,
+            },
+            original_fingerprint=getattr(self, "original_fingerprint_", None),
+            generation=generation_from_roles(self.schema_, union),
+            # missing values are synthesized as values, never filled in
+            imputed_columns=[],
+            proper=False,
+        )
+
+    def _synthesize_one(self, rng: np.random.Generator, cache: dict) -> pd.DataFrame:
+        cur = {c: v.copy() for c, v in self._values.items()}
+        src: dict[str, np.ndarray] = {}
+        done: list[str] = []
+        for col in self.visit_sequence_:
+            sel = np.flatnonzero(self.records_[col])
+            preds = self.predictors_[col]
+            depends = any(p in done for p in preds)
+            if not depends and col in cache:
+                P = cache[col]
+            else:
+                X = self._matrix(preds, lambda p, r=sel: cur[p][r],
+                                 self.missing_).astype(np.float32)
+                if col in self.groups_:
+                    # each record goes down the forest of its current grouping value
+                    gcur = cur[self.groups_[col]][sel].astype(np.int64)
+                    P = np.empty((sel.size, self._n_classes(col, self.schema_, self.missing_)))
+                    for code in np.unique(gcur):
+                        rows = np.flatnonzero(gcur == code)
+                        tpos = self._group_tpos[col].get(int(code))
+                        ti = tpos[rows] if tpos is not None else rows
+                        P[rows] = self.predict_proba(col, X[rows], ti, group=int(code))
+                else:
+                    P = self.predict_proba(col, X, np.arange(sel.size))
+                if not depends:
+                    cache[col] = P
+            # one categorical draw per record by inverse CDF
+            cdf = np.cumsum(P, axis=1)
+            u = rng.random(sel.size) * cdf[:, -1]
+            code = np.minimum((u[:, None] >= cdf).sum(axis=1), P.shape[1] - 1)
+            cur[col][sel] = code
+            src[col] = code
+            done.append(col)
+        out = self._data.copy()
+        for col in self.visit_sequence_:
+            sel = np.flatnonzero(self.records_[col])
+            lv = np.asarray(list(self.schema_[col].levels)
+                            + ([np.nan] if col in getattr(self, "missing_", {}) else []),
+                            dtype=object)
+            new = lv[src[col]]
+            s = out[col].copy()
+            if isinstance(s.dtype, np.dtype) and s.dtype != object:
+                new = new.astype(s.dtype)
+            s.iloc[sel] = new
+            out[col] = s
+        out.index = self._index
+        return out
+
+    # ----- persistence --------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Save the fitted synthesizer as a folder, atomically (no pickle).
+
+        The folder holds ``model.json`` (format version, settings, schema, visit order,
+        predictors, groups, fingerprint of the fitted table, checksums), ``arrays.npz`` (every
+        tree's children, split features and thresholds, the leaf class tables, the bootstrap
+        samples and in-bag flags, the replaced records) and ``data.parquet`` (the fitted
+        table). **The folder is as confidential as the data**: release only the synthetic
+        datasets, never the folder. :meth:`load` (or :func:`bayes_risk.models.load_model`)
+        reads it back; the loaded synthesizer makes the same synthetic data as this one for the
+        same seed, and serves :class:`~bayes_risk.models.RFPlugin` as the fitted one does.
+
+        Parameters
+        ----------
+        path : path-like
+            The folder (replaced atomically if it exists).
+
+        Returns
+        -------
+        Path
+            The folder written.
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
+        """
+        from bayes_risk.models.trees.io import save_synthesizer
+        from bayes_risk.models.trees.rf_io import forest_state
+
+        check_is_fitted(self, "forests_", method="save")
+        state, arrays = forest_state(self)
+        return save_synthesizer(self, path, state=state, arrays=arrays,
+                                data=self._data.set_axis(self._index))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> RandomForestSynthesizer:
+        """Load a synthesizer saved with :meth:`save`.
+
+        Parameters
+        ----------
+        path : path-like
+            The folder.
+
+        Returns
+        -------
+        RandomForestSynthesizer
+            Fitted (its forests are flat arrays routed as scikit-learn routes them); same seed,
+            same synthetic data as the synthesizer that was saved.
+
+        Raises
+        ------
+        ValidationError
+            ``MODEL_FORMAT_VERSION`` for a folder of another format version, ``MODEL_DAMAGED``
+            for a missing, unreadable or changed file, or a folder of another model type.
+        """
+        from bayes_risk.models.trees.io import load_synthesizer
+        from bayes_risk.models.trees.rf_io import restore_forests
+
+        return load_synthesizer(cls, path, restore_forests)
+
+    def check_fingerprint(self, data: pd.DataFrame) -> str | None:
+        """Whether ``data`` is the table this synthesizer was fitted to.
+
+        Compares the SHA-256 fingerprints stored at fit time (also in a saved folder) with those
+        of ``data``. Returns ``None`` when they agree, otherwise a short description of the
+        difference (missing columns, another number of records, other values or row order).
+        """
+        return check_fitted_fingerprint(self, data)

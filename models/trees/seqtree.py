@@ -1,0 +1,386 @@
+"""Private tree machinery shared by the CART and random-forest synthesizers.
+
+* :class:`Design` — turns predictor columns into the numeric matrix a scikit-learn tree sees:
+  numeric and ordinal columns as one column each (ordinal by level code), unordered categorical
+  columns as one-hot indicators (so a split is "level k versus the rest", never an arbitrary order
+  of labels). The integer codes of unordered categorical predictors are kept beside the matrix so
+  that routing can tell whether a record's level was seen in a node's training data.
+* :class:`SeqTree` — a fitted scikit-learn tree rewritten into flat arrays with, for every node,
+  the contiguous slice of its training records ("donors"), the set of levels of each unordered
+  categorical predictor seen in the node (methods, CART with a Bayesian bootstrap), and optional
+  collapsing of nodes (``min_deviance`` stopping rule, ``prune_to_diversity``).
+* :func:`segment_choice` — vectorised "one categorical draw per routed record inside its node"
+  used by the per-leaf Bayesian bootstrap (Reiter 2005; Rubin 1981).
+
+scikit-learn's depth-first builder numbers nodes in pre-order (a node, then its whole left
+subtree, then its right subtree), so the training records of any node are a contiguous block once
+records are sorted by leaf id. This makes donors of internal nodes (used when a record has to stop
+above the leaves) free to look up. The pre-order property is checked at construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.data.schema import Schema
+from bayes_risk.data.validate import encode
+from bayes_risk.exceptions import ValidationError
+
+__all__ = ["Design", "SeqTree", "segment_choice", "column_codes"]
+
+#: route ``"climb"`` records with the compiled per-record walk (``trees.route``); ``False``: the
+#: vectorised level-by-level loop (the same nodes; kept as the reference the tests compare with)
+COMPILED_ROUTE = True
+
+
+def column_codes(df: pd.DataFrame, schema: Schema, col: str) -> np.ndarray:
+    """Integer codes ``0..d-1`` of a categorical column (vectorised through pandas)."""
+    spec = schema[col]
+    levels = list(spec.levels or ())
+    s = df[col]
+    # fast path: exact equality with the levels (the common case: levels came from this data)
+    try:
+        codes = pd.Categorical(s, categories=levels).codes.astype(np.int64)
+    except (TypeError, ValueError):
+        codes = np.full(len(s), -1, dtype=np.int64)
+    if (codes < 0).any():  # 2 vs 2.0, str vs int after a CSV round trip: use the careful path
+        codes = encode(df, schema, [col])[:, 0]
+    return codes
+
+
+@dataclass
+class Design:
+    """Predictor layout for one tree.
+
+    Parameters
+    ----------
+    predictors : list of str
+        Predictor columns in order.
+    kinds : list of str
+        ``"numeric"`` (count/continuous), ``"ordinal"`` or ``"nominal"`` per predictor.
+    n_levels : list of int
+        Number of levels (0 for numeric).
+    """
+
+    predictors: list[str]
+    kinds: list[str]
+    n_levels: list[int]
+    feature_pred: np.ndarray = field(init=False)  # design column -> predictor index
+    nominal_index: np.ndarray = field(init=False)  # predictor index -> nominal slot or -1
+    nominal_offset: np.ndarray = field(init=False)  # nominal slot -> offset in seen table
+    n_features: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        fp: list[int] = []
+        nom_idx = np.full(len(self.predictors), -1, dtype=np.int64)
+        offs = [0]
+        slot = 0
+        for j, (k, d) in enumerate(zip(self.kinds, self.n_levels, strict=False)):
+            if k == "nominal":
+                fp.extend([j] * d)
+                nom_idx[j] = slot
+                offs.append(offs[-1] + d)
+                slot += 1
+            else:
+                fp.append(j)
+        self.feature_pred = np.asarray(fp, dtype=np.int64)
+        self.nominal_index = nom_idx
+        self.nominal_offset = np.asarray(offs, dtype=np.int64)
+        self.n_features = len(fp)
+
+    @classmethod
+    def from_schema(cls, schema: Schema, predictors: list[str]) -> Design:
+        """Layout for ``predictors`` given their schema types."""
+        kinds, nlev = [], []
+        for c in predictors:
+            spec = schema[c]
+            if spec.type == "categorical":
+                kinds.append("nominal")
+                nlev.append(spec.n_levels)
+            elif spec.type == "ordinal":
+                kinds.append("ordinal")
+                nlev.append(spec.n_levels)
+            else:
+                kinds.append("numeric")
+                nlev.append(0)
+        return cls(list(predictors), kinds, nlev)
+
+    @property
+    def n_nominal(self) -> int:
+        return int((self.nominal_index >= 0).sum())
+
+    def matrix(self, values: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Build the design matrix from per-predictor arrays.
+
+        Parameters
+        ----------
+        values : list of ndarray
+            One array per predictor: float values (numeric) or int codes (ordinal/nominal).
+
+        Returns
+        -------
+        X : ndarray, shape (n, n_features), float32 (what scikit-learn trees use internally)
+        nominal_codes : ndarray, shape (n, n_nominal), int64
+        """
+        n = len(values[0]) if values else 0
+        X = np.zeros((n, self.n_features), dtype=np.float32)
+        codes = np.zeros((n, self.n_nominal), dtype=np.int64)
+        col = 0
+        for j, (k, d) in enumerate(zip(self.kinds, self.n_levels, strict=False)):
+            v = values[j]
+            if k == "nominal":
+                c = np.asarray(v, dtype=np.int64)
+                X[np.arange(n), col + c] = 1.0
+                codes[:, self.nominal_index[j]] = c
+                col += d
+            else:
+                X[:, col] = np.asarray(v, dtype=np.float64)
+                col += 1
+        return X, codes
+
+
+class SeqTree:
+    """A fitted scikit-learn decision tree in flat arrays, with donors and seen levels per node.
+
+    Parameters
+    ----------
+    estimator : DecisionTreeRegressor or DecisionTreeClassifier
+        Fitted on ``X`` (from :meth:`Design.matrix`).
+    design : Design
+    X, nominal_codes : ndarray
+        Training design matrix and nominal codes (same rows as used to fit).
+    donor_rows : ndarray of int
+        Row index (in the original table) of each training record.
+    y : ndarray
+        Training outcome (float values or int codes), used for deviance and diversity.
+    categorical_outcome : bool
+    """
+
+    def __init__(
+        self,
+        estimator,
+        design: Design,
+        X: np.ndarray,
+        nominal_codes: np.ndarray,
+        donor_rows: np.ndarray,
+        y: np.ndarray,
+        categorical_outcome: bool,
+        n_classes: int = 0,
+    ) -> None:
+        t = estimator.tree_
+        self.design = design
+        self.left = t.children_left.astype(np.int64)
+        self.right = t.children_right.astype(np.int64)
+        self.feature = t.feature.astype(np.int64)
+        self.threshold = t.threshold.astype(np.float64)
+        self.n_nodes = int(t.node_count)
+        self.categorical_outcome = categorical_outcome
+        self.n_classes = n_classes
+        # pre-order check and subtree ends
+        end = np.arange(1, self.n_nodes + 1, dtype=np.int64)
+        for k in range(self.n_nodes - 1, -1, -1):
+            if self.left[k] != -1:
+                if self.left[k] != k + 1 or self.right[k] != end[self.left[k]]:
+                    raise RuntimeError("scikit-learn tree is not in pre-order; cannot index donors")
+                end[k] = end[self.right[k]]
+        self.subtree_end = end
+        leaves = estimator.apply(X).astype(np.int64)
+        order = np.argsort(leaves, kind="stable")
+        self.donor_rows = np.asarray(donor_rows, dtype=np.int64)[order]
+        self.y_sorted = np.asarray(y)[order]
+        sorted_leaves = leaves[order]
+        ids = np.arange(self.n_nodes)
+        self.node_start = np.searchsorted(sorted_leaves, ids, side="left")
+        self.node_stop = np.searchsorted(sorted_leaves, end, side="left")
+        self.node_size = self.node_stop - self.node_start
+        # levels of each nominal predictor seen in each node: mark leaves, propagate upwards
+        tot = int(design.nominal_offset[-1])
+        seen = np.zeros((self.n_nodes, max(tot, 1)), dtype=bool)
+        if design.n_nominal:
+            cols = nominal_codes + design.nominal_offset[:-1][None, :]
+            seen[np.repeat(leaves, design.n_nominal), cols.ravel()] = True
+            for k in range(self.n_nodes - 1, -1, -1):
+                if self.left[k] != -1:
+                    seen[k] = seen[self.left[k]] | seen[self.right[k]]
+        self.seen = seen
+        self.is_leaf = self.left == -1
+        self.n_collapsed = 0
+
+    # ----- growth controls applied after fitting -----------------------------------------
+    def _deviance(self, k: int) -> float:
+        v = self.y_sorted[self.node_start[k] : self.node_stop[k]]
+        if v.size == 0:
+            return 0.0
+        if self.categorical_outcome:
+            cnt = np.bincount(v.astype(np.int64), minlength=self.n_classes).astype(float)
+            cnt = cnt[cnt > 0]
+            return float(-2.0 * np.sum(cnt * np.log(cnt / v.size)))
+        v = v.astype(np.float64)
+        return float(np.sum((v - v.mean()) ** 2))
+
+    def collapse_low_deviance(self, min_deviance: float) -> None:
+        """Treat as a leaf every node whose deviance is below ``min_deviance`` × root deviance.
+
+        Growing fully and collapsing top-down is equivalent to R ``tree``'s ``mindev`` stopping
+        rule, because a depth-first builder splits a node the same way whatever its siblings do.
+        """
+        if min_deviance <= 0:
+            return
+        thr = min_deviance * self._deviance(0)
+        for k in range(self.n_nodes):
+            if not self.is_leaf[k] and self._reachable(k) and self._deviance(k) < thr:
+                self._make_leaf(k)
+
+    def prune_to_diversity(self, k_min: int) -> None:
+        """Collapse leaves into their parents until every leaf holds ≥ ``k_min`` distinct values.
+
+        Reiter 2005's leaf-diversity criterion. A root that is not diverse
+        enough stays (the tree then has a single leaf).
+        """
+        if k_min is None or k_min <= 1:
+            return
+        parent = np.full(self.n_nodes, -1, dtype=np.int64)
+        internal = np.flatnonzero(self.left != -1)
+        parent[self.left[internal]] = internal
+        parent[self.right[internal]] = internal
+        changed = True
+        while changed:
+            changed = False
+            for k in range(self.n_nodes - 1, 0, -1):
+                if self.is_leaf[k] and self._reachable(k):
+                    v = self.y_sorted[self.node_start[k] : self.node_stop[k]]
+                    if np.unique(v).size < k_min:
+                        self._make_leaf(int(parent[k]))
+                        changed = True
+
+    def _make_leaf(self, k: int) -> None:
+        # nodes inside the subtree stay in the arrays but become unreachable
+        self.is_leaf[k] = True
+        self.n_collapsed += 1
+
+    def _reachable(self, k: int) -> bool:
+        # a node is unreachable when some ancestor was made a leaf
+        node = 0
+        while node != k:
+            if self.is_leaf[node]:
+                return False
+            node = self.left[node] if k < self.right[node] else self.right[node]
+        return True
+
+    def leaves(self) -> np.ndarray:
+        """Ids of the reachable leaves."""
+        ids = [k for k in range(self.n_nodes) if self.is_leaf[k] and self._reachable(k)]
+        return np.asarray(ids, dtype=np.int64)
+
+    # ----- routing -----------------------------------------------------------------------
+    def route(
+        self,
+        X: np.ndarray,
+        nominal_codes: np.ndarray,
+        unroutable: str = "climb",
+        rng: np.random.Generator | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Drop records down the tree.
+
+        A record reaching a node that splits on an unordered categorical predictor whose level
+        was not seen among the node's training records cannot be routed (methods, CART with a
+        Bayesian bootstrap): ``"climb"`` stops there and uses the node as the record's leaf (Reiter;
+        Drechsler & Reiter), ``"random_descent"`` continues into a child chosen with probability
+        proportional to the children's training sizes (synthpop's rule).
+
+        Returns
+        -------
+        node : ndarray of int
+            Node (leaf, or internal node for climbed records) of each record.
+        unroutable : ndarray of bool
+            Whether the record met an unevaluable split.
+        """
+        design = self.design
+        if unroutable == "climb" and X.shape[0] > 0 and COMPILED_ROUTE:  # no random draws
+            from bayes_risk.models.trees.route import route_climb
+
+            return route_climb(X, nominal_codes, self.is_leaf, self.feature, self.threshold,
+                               self.left, self.right, design.feature_pred, design.nominal_index,
+                               design.nominal_offset, self.seen)
+        n = X.shape[0]
+        node = np.zeros(n, dtype=np.int64)
+        flag = np.zeros(n, dtype=bool)
+        active = np.arange(n)
+        while active.size:
+            nd = node[active]
+            internal = ~self.is_leaf[nd]
+            active, nd = active[internal], nd[internal]
+            if not active.size:
+                break
+            f = self.feature[nd]
+            pred = design.feature_pred[f]
+            slot = design.nominal_index[pred]
+            bad = np.zeros(active.size, dtype=bool)
+            isnom = slot >= 0
+            if isnom.any():
+                a = active[isnom]
+                code = nominal_codes[a, slot[isnom]]
+                bad[isnom] = ~self.seen[nd[isnom], design.nominal_offset[slot[isnom]] + code]
+            go_left = X[active, f] <= self.threshold[nd]
+            nxt = np.where(go_left, self.left[nd], self.right[nd])
+            if bad.any():
+                flag[active[bad]] = True
+                if unroutable == "climb":
+                    keep = ~bad
+                    node[active[keep]] = nxt[keep]
+                    active = active[keep]
+                    continue
+                if rng is None:  # pragma: no cover - guarded by callers
+                    raise ValidationError("random_descent routing needs a random generator")
+                nb = nd[bad]
+                nl = self.node_size[self.left[nb]].astype(float)
+                nr = self.node_size[self.right[nb]].astype(float)
+                u = rng.random(nb.size)
+                nxt[bad] = np.where(u * (nl + nr) < nl, self.left[nb], self.right[nb])
+            node[active] = nxt
+        return node, flag
+
+
+def segment_choice(
+    seg_start: np.ndarray,
+    seg_size: np.ndarray,
+    which: np.ndarray,
+    rng: np.random.Generator,
+    weights: np.ndarray | None = None,
+    bayes_bootstrap: bool = True,
+) -> np.ndarray:
+    """One categorical draw per request inside a segment, vectorised.
+
+    Segments ``g = 0..G-1`` are blocks ``[seg_start[g], seg_start[g] + seg_size[g])`` of a
+    concatenated array. Request ``r`` draws one position from segment ``which[r]`` with
+    probability proportional to the segment's ``weights`` (given), or to fresh Dirichlet(1, …, 1)
+    weights drawn once per segment (``bayes_bootstrap=True``; Rubin 1981: normalised
+    Exp(1) variates), or uniformly.
+
+    Returns
+    -------
+    ndarray of int
+        Positions in the concatenated array.
+    """
+    seg_start = np.asarray(seg_start, dtype=np.int64)
+    seg_size = np.asarray(seg_size, dtype=np.int64)
+    total = int(seg_start[-1] + seg_size[-1]) if seg_start.size else 0
+    u = rng.random(which.size)
+    if weights is None and not bayes_bootstrap:
+        k = np.minimum((u * seg_size[which]).astype(np.int64), seg_size[which] - 1)
+        return seg_start[which] + k
+    if weights is None:
+        w = rng.standard_exponential(total)
+    else:
+        w = np.asarray(weights, dtype=np.float64)
+    C = np.cumsum(w)
+    lo_idx = seg_start - 1
+    base = np.where(lo_idx >= 0, C[np.maximum(lo_idx, 0)], 0.0)
+    top = C[seg_start + seg_size - 1]
+    target = base[which] + u * (top[which] - base[which])
+    pos = np.searchsorted(C, target, side="right")
+    # guard against floating-point edge cases and zero-weight tails
+    return np.clip(pos, seg_start[which], seg_start[which] + seg_size[which] - 1)
