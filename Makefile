@@ -24,7 +24,7 @@ help:
 	@echo "make demo   - create .venv, install, run 'bayes-risk audit' on the demo data"
 	@echo "make test   - create .venv, install with test extras, run the test suite"
 	@echo "make lint   - ruff check of the whole tree (settings in pyproject.toml)"
-	@echo "make bench  - run the benchmarks (prints tables)"
+	@echo "make bench  - run the benchmark suite (asv; BENCH=REGEX for some)"
 	@echo "make docs   - build the documentation into docs/_build/html (warnings are errors)"
 	@echo "make browser - install headless Chromium (Debian) where missing, for the report's browser test"
 
@@ -66,8 +66,14 @@ lint: $(VENV)/.deps-stamp
 demo: install
 	$(VENV)/bin/bayes-risk demo --out $(DEMO_OUT)
 
+# The asv suite (benchmarks/suite/) on the installed package in .venv; results are kept in
+# benchmarks/.asv/results under the commit's hash (`asv compare A B` there compares two).
+# BENCH=REGEX runs the matching benchmarks only. benchmarks/README.md has the table.
 bench: install
-	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+	$(PIP) install --quiet ".[bench]"
+	cd benchmarks && ../$(VENV)/bin/asv machine --yes >/dev/null && \
+	  ../$(VENV)/bin/asv run --python=same --show-stderr \
+	  --set-commit-hash $$(git rev-parse HEAD) $(if $(BENCH),--bench "$(BENCH)")
 
 # -W: warnings (broken examples, unresolved references with -n) are errors. The example pages
 # are executed at every build (docs/conf.py).

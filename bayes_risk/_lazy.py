@@ -46,7 +46,7 @@ def attach(package: str, names: Mapping[str, str],
 #
 # A Gibbs run spends most of its time in compiled kernels that release the GIL, while the second
 # core idles; what follows it (the DataTree, the NetCDF file) first pays for importing xarray,
-# arviz_base, h5netcdf (0.3 s of CPU, 0.7 s with dask installed, which xarray then imports).
+# arviz_base, h5netcdf (more with dask installed, which xarray then imports).
 # ``Background`` runs such imports in a thread during the run, so that they cost no wall time.
 
 #: tasks a caller adds to the next background warm-up in this context (``overlap``)

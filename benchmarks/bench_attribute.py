@@ -64,8 +64,7 @@ def main() -> None:
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            # H = --draws posterior draws in all: the default two chains of H / 2 each (before
-            # 22 November 2026 the script passed draws=H per chain, so H was twice the stated)
+            # H = --draws posterior draws in all: the default two chains of H / 2 each
             model = DPMPM(n_components=a.k, tune=a.tune, draws=a.draws // 2, chains=2,
                           progressbar=False)
             model.fit(df, random_seed=a.seed)

@@ -5,7 +5,7 @@
    a B = 200 bootstrap): in process vs a LocalCluster with 2 worker processes (partitions of 256
    records). The model fit is not timed; both runs include the m augmented fits (done once, on
    the client, in both).
-2. Identification risk of 200,000 records (the synthetic table of ``bench_identification.py``:
+2. Identification risk of 200,000 records (the synthetic table of ``suite/identification.py``:
    three categorical and two continuous known columns, m = 5, percentage radius 0.05), per
    dataset and pooled (``fallback="none"``): in process vs the LocalCluster (partitions of
    50,000 targets).
@@ -31,7 +31,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_identification import make_large  # noqa: E402
+from suite.identification import _large as make_large  # noqa: E402
 
 
 def _wall(fn):

@@ -56,8 +56,8 @@ sys.exit(args.handler(args))
 _LARGE = """
 import json, sys, time, warnings
 sys.path.insert(0, {bench!r})
-from bench_identification import make_large
-y, zs = make_large({n}, 5)
+from suite.identification import _large
+y, zs = _large({n}, 5)
 from bayes_risk.identification.api import identification_risk
 warnings.simplefilter("ignore")
 t, c = time.perf_counter(), time.process_time()
@@ -117,12 +117,10 @@ def run(cmd: list[str], cwd: Path | None = None) -> dict:
 
 def _write_scenario4(folder: Path, m: int) -> list[Path]:
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    import pandas as pd
-    from bench_identification import _scenario4_synthetic
+    from suite._data import cart_release
 
-    ce = pd.read_csv(CE)
-    syn, how = _scenario4_synthetic(ce, m=m)
-    print(f"synthetic data: {how}")
+    syn = cart_release(m)
+    print("synthetic data: CARTSynthesizer (seed 2021)")
     paths = []
     for l, z in enumerate(syn, start=1):
         p = folder / f"syn{l}.csv"

@@ -29,7 +29,7 @@ _CHUNK_CANDIDATES = 1 << 22  # candidate pairs buffered at once by the compiled 
 #: candidate pairs examined at once by the numpy filters: each chunk holds several arrays of
 #: this length (positions, values, bounds repeated per candidate), so 2**15 keeps them near
 #: 256 KiB each (2**22 made them 32 MiB, a fifth of the m = 20 CEdata command's memory for
-#: ≈ 160,000 candidates per replicate) at the same speed (measured from 2**14 to 2**22)
+#: ≈ 160,000 candidates per replicate) at the same speed (from 2**14 to 2**22)
 _NUMPY_CHUNK_CANDIDATES = 1 << 15
 #: targets from which ``_rect_filter`` is used (its loop over the scanned columns costs more
 #: numpy calls than it saves on the few candidates of small calls, e.g. the pooled engine's

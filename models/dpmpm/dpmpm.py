@@ -47,20 +47,20 @@ SAMPLERS: tuple[str, ...] = ("gibbs", "nuts")
 # default run: 500 kept draws per chain, each after 5 Gibbs sweeps. On the ACS extract (K = 80)
 # the number of occupied classes has an ESS of ≈ 0.16 per sweep: 500 unthinned draws per chain
 # gave ESS ≈ 160, too few for R-hat (4 split chains) to stay below 1.01 when the chains agree
-# (benchmarks/README.md, "Mixing"); 2,500 sweeps give ≈ 650–750, at the same H and storage
+# (benchmarks/bench_dpmpm_mixing.py); 2,500 sweeps give ≈ 650–750, at the same H and storage
 _DEFAULT_DRAWS = 500
 _DEFAULT_THIN = 5
 # the default run extends itself in rounds (each doubling the window after the warm-up and the
 # thinning) while its convergence checks fail, up to this many sweeps per chain, warm-up
-# included: 1,000 + 500 × 80 = 41,000 with the defaults (thin 5 → 80, four rounds), ≈ 16 s on
-# the README's ACS table and ≈ 2 min on NYexample (K = 80), chains in parallel
-# (benchmarks/README.md, "Self-extending default run")
+# included: 1,000 + 500 × 80 = 41,000 with the defaults (thin 5 → 80, four rounds), which keeps
+# the longest default run to minutes on NYexample (K = 80) with the chains in parallel; the next
+# doubling would take several times as long before anything else runs
 _DEFAULT_MAX_SWEEPS = 50_000
 # α restricted to its prior's 95 % quantile (4.9 under Gamma(0.25, 0.25)) in the first 100
 # warm-up sweeps: from the start with every class occupied, 14 of 80 default chains on
 # ss16pusa_sample_nozeros (K = 80) had settled by sweep 100 at α ≈ 100–140 with 51–65 classes
 # and never left (posterior: α ≈ 0.55–0.6, 4.5–4.8 classes); none entered that state later
-# (benchmarks/README.md, "Survey of the defaults")
+# (benchmarks/survey_dpmpm_defaults.py)
 _ALPHA_WARMUP_QUANTILE = 0.95
 _ALPHA_WARMUP_SWEEPS = 100
 

@@ -323,10 +323,10 @@ def class_step_finish(ll, nks, cs):  # pragma: no cover - numba
     return _class_step_finish(ll, nks, cs)
 
 
-#: :func:`class_step` without threads. Each parallel region costs about 0.9 ms with numba's
-#: workqueue layer (the layer that survives forked chain workers) on the project machine: more
-#: than the whole step on tables of a few thousand records (1,000 × 5, K = 80: 0.95 ms in
-#: parallel, 0.08 ms serial) and pure cost in a chain worker with one thread.
+#: :func:`class_step` without threads. Each parallel region costs about a millisecond with
+#: numba's workqueue layer (the layer that survives forked chain workers): more than the whole
+#: step on tables of a few thousand records (1,000 × 5, K = 80: ten times the serial step) and
+#: pure cost in a chain worker with one thread.
 class_step_serial = _serial_twin(class_step, "class_step_serial")
 
 

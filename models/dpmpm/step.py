@@ -36,25 +36,21 @@ __all__ = ["DPMPMGibbs", "pymc_step"]
 
 # merge–split proposals per sweep: about 20,000 / n (20 moves at n = 1,000, one at n >= 20,000),
 # at most one per 10 records and 20 in all (on tiny tables the sweep itself is cheap;
-# benchmarks/README.md, "Mixing"); a split or a merge not rejected at once visits the records
+# benchmarks/bench_dpmpm_mixing.py); a split or a merge not rejected at once visits the records
 _SPLIT_MERGE_VISITS = 20_000
 # during warm-up, five times as many: a chain that the start left in a poor mode (ACS extract:
 # ≈ 5.8 classes instead of ≈ 4.6) takes a median of ≈ 120 sweeps to leave it with 20 moves per
-# sweep, ≈ 55 with 50, and up to ~1,400 (benchmarks/README.md, "Mixing")
+# sweep, ≈ 55 with 50, and up to ~1,400 (benchmarks/bench_dpmpm_mixing.py)
 _SPLIT_MERGE_WARMUP = 5
 # record-columns × classes from which the class step runs on several threads. A parallel region
 # (numba's workqueue layer) costs one to two milliseconds per sweep to start and join, which the
-# split class step does not recover below ≈ 30 million: one chain of 200 + 200 sweeps on the
-# idle 2-core machine, serial twin against two threads, wall s: NYexample (20,000 × 10, K = 80,
-# 16 million) 2.35–2.51 against 2.69–2.83; the table stacked twice (32 million) 3.04–3.12
-# against 2.90–3.01; four times (64 million) 4.28–4.32 against 3.81–3.84 (23 November 2026).
+# split class step does not recover below ≈ 30 million (NYexample, 16 million, runs faster on the
+# serial twin; the table stacked twice is where two threads start to win).
 # Both kernels give the same draws, so the choice changes only the time.
 _PARALLEL_MIN_WORK = 30_000_000
 # from this size the class step is split in two halves run at once, one on a plain thread (no
-# parallel region: a hand-off costs tens of microseconds). One chain of 300 + 300 sweeps, K =
-# 50, 10 columns, half the records distinct, idle 2-core machine, serial against split, wall s:
-# 4,000 records (2 million) 0.44 against 0.46; 8,000 (4 million) 0.65 against 0.58–0.64;
-# 16,000 (8 million) 1.01 against 0.80; NYexample (16 million) saves ≈ 0.4 s of 1,000 sweeps
+# parallel region: a hand-off costs tens of microseconds); below it (a few thousand records)
+# the hand-off costs what the second core saves
 _SPLIT_MIN_WORK = 4_000_000
 
 

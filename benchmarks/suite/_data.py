@@ -1,0 +1,57 @@
+"""Data shared by the benchmarks: the shared CE sample and its synthetic releases.
+
+The shared data folder is ``$BAYES_RISK_SHARED_DATA`` or ``../shared/data`` beside the
+repository (as in the tests); without it the embedded CE-like demo table stands in, so the suite
+runs on a user's clone, with figures that are then not comparable with the table.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED_DATA = Path(os.environ.get("BAYES_RISK_SHARED_DATA", ROOT.parent / "shared" / "data"))
+CE_PATH = SHARED_DATA / "CEdata.csv"
+SCENARIO1 = SHARED_DATA.parent / "reference" / "identification" / "synthetic"
+
+CATEGORICAL = ["Urban", "Marital", "Tenure"]
+KNOWN = ["Age", "Urban", "Marital"]
+# Hornby & Hu's scenario 4: what the CART release synthesizes, in visit order
+SYNTHESIZED = ["Tenure", "Expenditure", "Income"]
+
+
+@cache
+def ce() -> pd.DataFrame:
+    """CEdata (5,571 records), or the CE-like demo table of the same size."""
+    if CE_PATH.is_file():
+        return pd.read_csv(CE_PATH)
+    from bayes_risk.data import make_ce_like
+
+    return make_ce_like(n=5571, random_seed=2018)
+
+
+@cache
+def scenario1() -> list[pd.DataFrame]:
+    """The 20 synthetic datasets of the reference scenario 1 (Income synthesized)."""
+    if SCENARIO1.is_dir() and CE_PATH.is_file():
+        return [pd.read_csv(SCENARIO1 / f"scenario1_syn{i}.csv") for i in range(1, 21)]
+    return cart_release(20)
+
+
+@cache
+def cart_release(m: int) -> list[pd.DataFrame]:
+    """``m`` datasets of scenario 4 from the default CART (fixed seed)."""
+    from bayes_risk.data import infer_schema
+    from bayes_risk.models import CARTSynthesizer
+
+    df = ce()
+    schema = infer_schema(df, categorical=CATEGORICAL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = CARTSynthesizer().fit(df, schema=schema, synthesized=SYNTHESIZED, random_seed=2021)
+        return list(model.synthesize(m, random_seed=2021).datasets)

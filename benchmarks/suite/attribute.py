@@ -1,0 +1,82 @@
+"""Attribute risk: the engine alone (one-variable-different candidates, stabilised estimator with
+its diagnostics and a B = 200 bootstrap), on random Dirichlet draws of DPMPM shapes in an
+``ArrayModel`` (no MCMC). The worst case with a fitted DPMPM (n = 10,000, K = 30, H = 1,000) is
+``bench_attribute.py``."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+N_RECORDS, N_DRAWS, K, M = 1000, 200, 20, 5
+
+
+def _array_setup(n: int, seed: int = 2026):
+    from bayes_risk._numeric import logsumexp
+    from bayes_risk.attribute import ArrayModel
+    from bayes_risk.data import infer_schema, make_acs_like
+    from bayes_risk.data.validate import encode
+
+    df = make_acs_like(n, random_seed=seed)
+    schema = infer_schema(df, synthesized=list(df.columns))
+    d = [schema[c].n_levels for c in df.columns]
+    rng = np.random.default_rng(seed)
+
+    def draws():
+        return {"pi": rng.dirichlet(np.ones(K), size=N_DRAWS),
+                **{f"phi{j}": rng.dirichlet(np.ones(dj), size=(N_DRAWS, K))
+                   for j, dj in enumerate(d)}}
+
+    def class_terms(codes, dr):
+        s = np.broadcast_to(np.log(dr["pi"])[:, None, :], (N_DRAWS, codes.shape[0], K)).copy()
+        for j in range(len(d)):
+            s += np.log(dr[f"phi{j}"][:, :, codes[:, j]]).transpose(0, 2, 1)
+        return s
+
+    def loglik(rec, dr):
+        return logsumexp(class_terms(encode(rec, schema), dr), axis=-1)
+
+    def neighbourhood(rec, dr):
+        codes = encode(rec, schema)
+        s = class_terms(codes, dr)  # [H, n, K]
+        outs = [logsumexp(s, axis=-1)]
+        for j, dj in enumerate(d):
+            lphi = np.log(dr[f"phi{j}"])
+            own = lphi[:, :, codes[:, j]].transpose(0, 2, 1)
+            for c in range(dj - 1):
+                new = lphi[:, :, c + (c >= codes[:, j])].transpose(0, 2, 1)
+                outs.append(logsumexp(s - own + new, axis=-1))
+        return np.stack(outs, axis=-1)
+
+    model = ArrayModel(loglik, draws(), schema, neighbourhood_fn=neighbourhood)
+    syn = [df.sample(frac=1.0, random_state=i).reset_index(drop=True) for i in range(M)]
+    aug = [model.with_draws(draws()) for _ in range(M)]
+    return model, df, syn, aug
+
+
+class AttributeEngine:
+    """1,000 records of the ACS-like table (14 categorical columns), K = 20, H = 200, m = 5."""
+
+    number = 1
+    timer = time.process_time  # CPU seconds of all threads: the machine may be shared
+    repeat = (1, 3, 120.0)
+    timeout = 600
+
+    def setup(self):
+        self.model, self.df, self.syn, self.aug = _array_setup(N_RECORDS)
+
+    def _run(self):
+        from bayes_risk.attribute import attribute_risk
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            attribute_risk(self.model, self.df, self.syn, augmented=self.aug, bootstrap=200,
+                           random_seed=2026, progressbar=False)
+
+    def time_attribute_risk(self):
+        self._run()
+
+    def peakmem_attribute_risk(self):
+        self._run()

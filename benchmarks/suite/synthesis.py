@@ -1,0 +1,149 @@
+"""Synthesis: sequential CART on CEdata (m = 20), CART on SD2011 with missing values, DPMPM fit.
+
+``track_command_cpu`` times ``bayes-risk synthesize`` as a user runs it (a fresh process, CPU
+seconds of user + system): the figure compared with synthpop's ``syn()`` in the README's table,
+and the one that shows a change in start-up, reading or writing as well as in the trees.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+from ._data import CATEGORICAL, CE_PATH, SHARED_DATA, SYNTHESIZED, ce
+
+
+def _quiet(fn, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kwargs)
+
+
+class CARTCEdata:
+    """Scenario 4 of Hornby & Hu: Tenure, Expenditure, Income synthesized, m = 20 (goal < 20 s)."""
+
+    params = (["bayes_bootstrap", "uniform"],)
+    param_names = ["donor"]
+    number = 1
+    timer = time.process_time  # CPU seconds of all threads: the machine may be shared
+    repeat = (1, 5, 60.0)
+    timeout = 300
+
+    def setup(self, donor):
+        from bayes_risk.data import infer_schema
+
+        self.df = ce()
+        self.schema = infer_schema(self.df, categorical=CATEGORICAL)
+        # the synthpop-style variant pairs the uniform donor with synthpop's random descent
+        self.settings = {} if donor == "bayes_bootstrap" else {
+            "donor": "uniform", "unroutable": "random_descent"}
+
+    def _fit(self):
+        from bayes_risk.models import CARTSynthesizer
+
+        return _quiet(CARTSynthesizer(**self.settings).fit, self.df, schema=self.schema,
+                      synthesized=SYNTHESIZED, random_seed=1)
+
+    def time_fit_synthesize(self, donor):
+        self._fit().synthesize(20, random_seed=1)
+
+    def peakmem_fit_synthesize(self, donor):
+        self._fit().synthesize(20, random_seed=1)
+
+
+class CARTCommand:
+    """``bayes-risk synthesize CEdata.csv --method cart ... -m 20`` in a fresh process."""
+
+    number = 1
+    repeat = 1
+    timeout = 300
+
+    def setup(self):
+        if not CE_PATH.is_file():
+            raise NotImplementedError("CEdata.csv of the shared data is needed")  # asv: skipped
+
+    def track_command_cpu(self):
+        argv = [sys.executable, "-m", "bayes_risk", "synthesize", str(CE_PATH), "--method",
+                "cart", "--synthesize", *SYNTHESIZED, "--categorical", *CATEGORICAL,
+                "-m", "20", "--random-seed", "1", "--quiet"]
+        runs = []
+        for _ in range(5):  # the median of five: the machine may be shared
+            with tempfile.TemporaryDirectory() as tmp:
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                subprocess.run([*argv, "--out", os.path.join(tmp, "out")], check=True,
+                               capture_output=True)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            runs.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        return sorted(runs)[len(runs) // 2]
+
+    track_command_cpu.unit = "seconds"
+
+
+class CARTMissingValues:
+    """SD2011, synthpop's vignette columns, every column synthesized (m = 5): missing values
+    (empty cells, income's -8 code) against the complete cases."""
+
+    params = (["with missing values", "complete cases"],)
+    param_names = ["table"]
+    number = 1
+    timer = time.process_time  # CPU seconds of all threads: the machine may be shared
+    repeat = (1, 5, 60.0)
+    timeout = 300
+
+    def setup(self, table):
+        path = SHARED_DATA / "SD2011.csv"
+        if not path.is_file():
+            raise NotImplementedError("SD2011.csv of the shared data is needed")
+        from bayes_risk.data import infer_schema, read_table
+        from bayes_risk.data.missing import missing_mask
+
+        cols = ["sex", "age", "edu", "marital", "income", "ls", "wkabint"]
+        df = read_table(path)[cols]
+        codes = {"income": [-8]}
+        if table == "complete cases":
+            miss = sum(missing_mask(df[c], codes.get(c, ())).astype(int) for c in cols) > 0
+            df, codes = df[~miss].reset_index(drop=True), {}
+        self.df = df
+        self.schema = infer_schema(df, missing_codes=codes or None)
+
+    def time_fit_synthesize(self, table):
+        from bayes_risk.models import CARTSynthesizer
+
+        model = _quiet(CARTSynthesizer().fit, self.df, schema=self.schema,
+                       synthesized=list(self.df.columns), random_seed=0)
+        model.synthesize(5, random_seed=0)
+
+
+class DPMPMFit:
+    """Gibbs fit of a DPMPM: the ACS-like demo table (14 categorical columns), K = 20, one chain
+    of 200 warm-up + 300 kept sweeps. The whole ``bayes-risk fit`` command on NYexample against
+    NPBayesImputeCat is ``bench_dpmpm.py``."""
+
+    params = ([2000],)
+    param_names = ["n"]
+    number = 1
+    timer = time.process_time  # CPU seconds of all threads: the machine may be shared
+    repeat = (1, 3, 120.0)
+    timeout = 600
+
+    def setup(self, n):
+        from bayes_risk.data import make_acs_like
+
+        self.df = make_acs_like(n, random_seed=2026)
+
+    def _fit(self):
+        from bayes_risk.models.dpmpm import DPMPM
+
+        model = DPMPM(n_components=20, tune=200, draws=300, chains=1, progressbar=False)
+        _quiet(model.fit, self.df, random_seed=2026)
+
+    def time_fit(self, n):
+        self._fit()
+
+    def peakmem_fit(self, n):
+        self._fit()
