@@ -31,9 +31,23 @@ from bayes_risk.exceptions import ValidationError
 
 __all__ = ["Design", "SeqTree", "segment_choice", "column_codes"]
 
-#: route ``"climb"`` records with the compiled per-record walk (``trees.route``); ``False``: the
-#: vectorised level-by-level loop (the same nodes; kept as the reference the tests compare with)
-COMPILED_ROUTE = True
+#: route ``"climb"`` records with the compiled per-record walk (``trees.route``): ``True``
+#: always, ``False`` never (the vectorised level-by-level loop: the same nodes; the reference
+#: the tests compare with), ``None`` when it pays — the call routes at least
+#: ``COMPILED_ROUTE_MIN`` records, or the compiled walk is loaded already. Loading numba and the
+#: cached kernel costs about 0.45 s of CPU and 130 MiB once per process, more than the
+#: vectorised loop takes on tables of CEdata's size (benchmarks: ``synthesis.CARTCommand``).
+COMPILED_ROUTE: bool | None = None
+COMPILED_ROUTE_MIN = 200_000
+
+
+def _compiled_route(n: int) -> bool:
+    """Whether to route ``n`` records with the compiled walk (see ``COMPILED_ROUTE``)."""
+    if COMPILED_ROUTE is not None:
+        return bool(COMPILED_ROUTE)
+    import sys
+
+    return n >= COMPILED_ROUTE_MIN or "bayes_risk.models.trees.route" in sys.modules
 
 
 def column_codes(df: pd.DataFrame, schema: Schema, col: str) -> np.ndarray:
@@ -299,7 +313,7 @@ class SeqTree:
             Whether the record met an unevaluable split.
         """
         design = self.design
-        if unroutable == "climb" and X.shape[0] > 0 and COMPILED_ROUTE:  # no random draws
+        if unroutable == "climb" and X.shape[0] > 0 and _compiled_route(X.shape[0]):
             from bayes_risk.models.trees.route import route_climb
 
             return route_climb(X, nominal_codes, self.is_leaf, self.feature, self.threshold,

@@ -33,3 +33,18 @@ def test_compiled_climb_routing_equals_the_vectorised_loop(seed, monkeypatch):
         np.testing.assert_array_equal(flag, ref_flag)
         n_flagged += int(flag.sum())
     assert n_flagged > 0  # the unroutable branch was exercised
+
+
+def test_compiled_route_chosen_when_it_pays(monkeypatch):
+    """Default (None): the compiled walk for large calls or once loaded; the vectorised loop
+    otherwise (loading numba costs more than it saves on a table of CEdata's size)."""
+    import sys
+
+    monkeypatch.setattr(_trees, "COMPILED_ROUTE", None)
+    monkeypatch.delitem(sys.modules, "bayes_risk.models.trees.route", raising=False)
+    assert not _trees._compiled_route(5_571)
+    assert _trees._compiled_route(_trees.COMPILED_ROUTE_MIN)
+    monkeypatch.setitem(sys.modules, "bayes_risk.models.trees.route", object())
+    assert _trees._compiled_route(10)
+    monkeypatch.setattr(_trees, "COMPILED_ROUTE", False)
+    assert not _trees._compiled_route(10**7)
