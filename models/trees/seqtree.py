@@ -38,7 +38,7 @@ __all__ = ["Design", "SeqTree", "segment_choice", "column_codes"]
 #: cached kernel costs about 0.45 s of CPU and 130 MiB once per process, more than the
 #: vectorised loop takes on tables of CEdata's size (benchmarks: ``synthesis.CARTCommand``).
 COMPILED_ROUTE: bool | None = None
-COMPILED_ROUTE_MIN = 200_000
+COMPILED_ROUTE_MIN = 50_000
 
 
 def _compiled_route(n: int) -> bool:
