@@ -79,6 +79,8 @@ _API: dict[str, str] = {
     "file_summary": "bayes_risk.attribute.file_summary",
     "ArrayModel": "bayes_risk.attribute.array_model",
     "CARTPlugin": "bayes_risk.models.plugin_cart",
+    # membership risk
+    "membership_risk": "bayes_risk.membership.api",
     "RFPlugin": "bayes_risk.models.plugin_rf",
     # empirical disclosure measures (synthpop)
     "disclosure_measures": "bayes_risk.disclosure.measures",
@@ -90,6 +92,7 @@ _API: dict[str, str] = {
     "AttributeRiskResult": "bayes_risk.results",
     "IdentificationResult": "bayes_risk.results",
     "RadiusSweepResult": "bayes_risk.results",
+    "MembershipRiskResult": "bayes_risk.results",
     "PMSEResult": "bayes_risk.results",
     "UtilitySummary": "bayes_risk.results",
     "DisclosureMeasures": "bayes_risk.results",
