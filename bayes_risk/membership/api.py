@@ -326,18 +326,21 @@ def membership_risk(
     H = min(int(post.n_draws) for post in posteriors)
     log_d = None
     norm_khat = np.full(T, np.nan)
+    norm_ess = np.full(T, np.nan)
     if m > 1:
         prow = _population_rows(model, int(normaliser_draws), norm_rng)
         pop_ll = [post.record_loglik(prow) for post in posteriors]
-        ld, nk = _est.log_normaliser(pop_ll, slot_lls)
+        ld, nk, ne = _est.log_normaliser(pop_ll, slot_lls)
         log_d = ld[slot_inv]
         norm_khat = nk[slot_inv]
+        norm_ess = ne[slot_inv]
     log_lr = _est.membership_log_lr(base, aug, log_d)
     p_member = _est.posterior_membership(log_lr, pi)
 
     khat_thr, ess_thr = _est.thresholds(H)
     khat_max = np.max(np.stack(khats), axis=0)
     ess_min = np.min(np.stack(ess), axis=0)
+    norm_thr = _est.thresholds(int(normaliser_draws))
     flags: list[list[str]] = [[] for _ in range(T)]
     for t in range(T):
         if not np.isfinite(log_lr[t]):
@@ -346,8 +349,8 @@ def membership_risk(
             flags[t].append("KHAT_HIGH")
         if ess_min[t] < ess_thr:
             flags[t].append("LOW_ESS")
-        if m > 1 and norm_khat[t] > _est.thresholds(int(normaliser_draws))[0]:
-            flags[t].append("NORMALISER_KHAT_HIGH")
+        if m > 1 and (norm_khat[t] > norm_thr[0] or norm_ess[t] < norm_thr[1]):
+            flags[t].append("NORMALISER_UNSTABLE")
     table = pd.DataFrame({
         "role": role,
         "source": source,
@@ -361,6 +364,7 @@ def membership_risk(
     if m > 1:
         table["log_normaliser"] = log_d
         table["normaliser_khat"] = norm_khat
+        table["normaliser_ess"] = norm_ess
     if dcr:
         table["dcr"] = _dcr.closest_distance(targets, datasets, orig, schema)
     table["flag_codes"] = [";".join(f) for f in flags]

@@ -60,21 +60,22 @@ class LogPredictive:
 
 
 def _khat(log_r: np.ndarray) -> np.ndarray:
-    """Pareto k̂ over the last axis; 0 where the largest value repeats through the whole tail.
+    """Pareto k̂ over the last axis, with two cases where no tail can be fitted.
 
-    :func:`~bayes_risk.attribute.diagnostics.pareto_khat` returns ``+inf`` for a constant tail
-    (no generalized-Pareto fit); here such weights are bounded (the largest occurs ``M + 1``
-    times or more: a member's own ratio, or population records of a few distinct values), so
-    there is no heavy tail to flag.
+    :func:`~bayes_risk.attribute.diagnostics.pareto_khat` returns ``+inf`` for a tail it cannot
+    fit. A tail whose values are all the largest one is bounded (a member's own ratio is 1 for
+    every draw): k̂ is 0. A tail holding repeated values (population records of a few distinct
+    cells) has no continuous tail to fit: k̂ is ``nan`` and the Kish ESS decides.
     """
     log_r = np.ascontiguousarray(log_r, dtype=np.float64)
     k = pareto_khat(log_r)
     s = log_r.shape[-1]
     m = tail_size(s)
     if s > m + 1:
-        part = -np.partition(-log_r, m, axis=-1)
-        flat = part[..., 0] == part[..., m]
-        k = np.where(flat, 0.0, k)
+        top = -np.sort(-np.partition(-log_r, m, axis=-1)[..., : m + 1], axis=-1)
+        flat = top[..., 0] == top[..., m]
+        tied = (np.diff(top, axis=-1) == 0).any(axis=-1)
+        k = np.where(flat, 0.0, np.where(tied, np.nan, k))
     return k
 
 
@@ -111,7 +112,7 @@ def loo_log_predictive(
 
 def log_normaliser(
     pop_ll: list[np.ndarray], slot_ll: list[np.ndarray], *, block: int = 16
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``log E_{x' ~ p(· | y_{-i})}[Π_l A_l(x')]`` for each slot, from population draws.
 
     The ``S`` population records ``x'_s`` are draws of the posterior predictive ``p(· | y)``
@@ -132,7 +133,10 @@ def log_normaliser(
     log_d : array [U]
         The log normaliser per slot.
     khat : array [U]
-        Pareto k̂ of the self-normalised importance sum over the population draws.
+        Pareto k̂ of the self-normalised importance sum over the population draws (``nan``
+        when the draws repeat a few distinct records, see :func:`_khat`).
+    ess : array [U]
+        Kish effective sample size of that sum.
     """
     m = len(pop_ll) - 1
     U = slot_ll[0].shape[1]
@@ -140,6 +144,7 @@ def log_normaliser(
     log_prop = logsumexp(pop_ll[0], axis=0) - np.log(H0)  # log p(x'_s | y)  [S]
     log_d = np.empty(U)
     khat = np.empty(U)
+    ess = np.empty(U)
     for a in range(0, U, block):
         b = min(U, a + block)
         lp = []
@@ -153,7 +158,8 @@ def log_normaliser(
         log_prod = sum(lp[p] - lp[0] for p in range(1, m + 1))
         log_d[a:b] = logsumexp(log_v + log_prod, axis=1) - logsumexp(log_v, axis=1)
         khat[a:b] = _khat(log_v + log_prod)
-    return log_d, khat
+        ess[a:b] = kish_ess(log_v + log_prod, axis=1)
+    return log_d, khat, ess
 
 
 def membership_log_lr(

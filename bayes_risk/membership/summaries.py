@@ -77,8 +77,10 @@ def file_summary(
         out["dcr_auc"] = auc(d[mem], d[non])
         out["dcr_auc_advantage"] = out["dcr_auc"] - 0.5
         both = ok & np.isfinite(llr)
+        varies = both.sum() > 2 and np.ptp(llr[both]) > 0 and np.ptp(d[both]) > 0
+        # undefined when either score is constant (e.g. every target has a copy in the release)
         out["spearman_bayes_dcr"] = (
-            float(spearmanr(llr[both], d[both]).statistic) if both.sum() > 2 else float("nan"))
+            float(spearmanr(llr[both], d[both]).statistic) if varies else float("nan"))
         out["dcr_mean_members"] = float(np.mean(-d[mem])) if mem.any() else float("nan")
         out["dcr_mean_non_members"] = float(np.mean(-d[non])) if non.any() else float("nan")
     if bootstrap and mem.any() and non.any():

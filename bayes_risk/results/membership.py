@@ -20,7 +20,7 @@ from bayes_risk.results._warnings import message
 __all__ = ["MembershipRiskResult", "MEMBERSHIP_FLAGS", "MEMBERSHIP_MESSAGES"]
 
 #: the codes a target can be flagged with (its estimate is then left out of the summaries)
-MEMBERSHIP_FLAGS = ("LIKELIHOOD_UNDEFINED", "KHAT_HIGH", "LOW_ESS", "NORMALISER_KHAT_HIGH")
+MEMBERSHIP_FLAGS = ("LIKELIHOOD_UNDEFINED", "KHAT_HIGH", "LOW_ESS", "NORMALISER_UNSTABLE")
 
 #: what the membership codes mean (one sentence each)
 MEMBERSHIP_MESSAGES: dict[str, str] = {
@@ -30,8 +30,9 @@ MEMBERSHIP_MESSAGES: dict[str, str] = {
     "is above the threshold: the estimate is unstable and left out of the summaries.",
     "LOW_ESS": "the effective sample size of a leave-one-out mean behind the target's likelihood "
     "ratio is below the threshold: the estimate is unreliable and left out of the summaries.",
-    "NORMALISER_KHAT_HIGH": "with m > 1 datasets, the Pareto k-hat of the population average that "
-    "normalises the likelihood ratio is above the threshold: increase normaliser_draws.",
+    "NORMALISER_UNSTABLE": "with m > 1 datasets, the population average that normalises the "
+    "likelihood ratio has a Pareto k-hat above, or an effective sample size below, its "
+    "threshold: increase normaliser_draws.",
     "MEMBERSHIP_FLAGGED": "some targets are flagged; they are counted separately and left out of "
     "the file-level summaries, which may then understate the risk.",
     "NO_NON_MEMBERS": "no non-members (holdout or population look-alikes): the attack's advantage "
@@ -50,8 +51,8 @@ class MembershipRiskResult(RiskResult):
         ``source`` (``"original"``, ``"holdout"``, ``"population"``), ``row`` (its row in that
         table), ``slot`` (the confidential row whose place it takes), ``log_lr`` (log likelihood
         ratio of membership), ``p_member`` (posterior membership probability), ``khat_max``,
-        ``ess_min``, with ``m > 1`` ``log_normaliser`` and ``normaliser_khat``, ``dcr``
-        (distance to the closest released record) and ``flag_codes``.
+        ``ess_min``, with ``m > 1`` ``log_normaliser``, ``normaliser_khat`` and
+        ``normaliser_ess``, ``dcr`` (distance to the closest released record) and ``flag_codes``.
     file : dict
         File-level summaries (see :func:`bayes_risk.membership.summaries.file_summary`).
     settings : dict
