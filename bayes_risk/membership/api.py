@@ -378,6 +378,9 @@ def membership_risk(
         warnings_.append("NO_NON_MEMBERS")
     if H < 20:
         warnings_.append("H_TOO_SMALL")
+    for post in posteriors:  # MCMC problems of the fit and of the refits (RHAT_HIGH, ...)
+        warnings_ += [str(c) for c in getattr(post, "warnings_", []) or []
+                      if str(c) not in warnings_]
     overfit = None
     if dcr and hold is not None and len(hold):
         overfit = _dcr.overfitting_share(datasets, orig, hold, schema, boot_rng.spawn(1)[0])

@@ -73,13 +73,15 @@ class MembershipRiskResult(RiskResult):
         return self.records
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe: ``settings``, ``file`` summaries, ``flag_counts`` and ``warnings``."""
+        """JSON-safe: ``settings``, ``file`` summaries, ``flag_counts``, ``warnings`` (codes) and
+        ``structured_warnings`` (code, message, where)."""
         return to_jsonable({
             "measure": "membership",
             "settings": self.settings,
             "file": self.file,
             "flag_counts": self._flag_counts(),
-            "warnings": [w.to_dict() for w in self.structured_warnings],
+            "warnings": list(self.warnings),
+            "structured_warnings": [w.to_dict() for w in self.structured_warnings],
         })
 
     def _flag_counts(self) -> dict[str, int]:
