@@ -330,10 +330,15 @@ def membership_risk(
     if m > 1:
         prow = _population_rows(model, int(normaliser_draws), norm_rng)
         pop_ll = [post.record_loglik(prow) for post in posteriors]
-        ld, nk, ne = _est.log_normaliser(pop_ll, slot_lls)
-        log_d = ld[slot_inv]
-        norm_khat = nk[slot_inv]
-        norm_ess = ne[slot_inv]
+        # slots holding identical records have identical normalisers: one per distinct record
+        _, first, rec_inv = np.unique(
+            pd.util.hash_pandas_object(orig.iloc[uslots], index=False).to_numpy(),
+            return_index=True, return_inverse=True)
+        ld, nk, ne = _est.log_normaliser(pop_ll, [sl[:, first] for sl in slot_lls])
+        back = rec_inv.ravel()[slot_inv]
+        log_d = ld[back]
+        norm_khat = nk[back]
+        norm_ess = ne[back]
     log_lr = _est.membership_log_lr(base, aug, log_d)
     p_member = _est.posterior_membership(log_lr, pi)
 
