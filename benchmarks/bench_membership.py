@@ -6,11 +6,11 @@ fitted by ``bayes-risk fit`` (seed 2028) and m = 5 datasets from ``bayes-risk sy
 (seed 2029). ``--demo DIR`` uses the ``acs/`` folder of an existing ``bayes-risk demo --out DIR``;
 otherwise the two steps are run here with the demo's arguments (the audit is not run).
 
-Non-members: a holdout of ``--holdout`` records drawn from the same generator with another seed
-(records of the same population that were not fitted) and as many look-alikes from the model's
-posterior predictive. Times, separately, the m augmented refits and the rest of the engine
-(likelihoods, the normaliser, diagnostics, the distance baseline, a B = 200 bootstrap), and
-prints the file summaries. Run with
+Non-members: a holdout of ``--holdout`` fresh records of the same population (the same
+generator and seed, so the same latent-class parameters; records that were not fitted) and as
+many look-alikes from the model's posterior predictive. Times, separately, the m augmented
+refits and the rest of the engine (likelihoods, the normaliser, diagnostics, the distance
+baseline, a B = 200 bootstrap), and prints the file summaries. Run with
 
     .venv/bin/python benchmarks/bench_membership.py [--demo demo-output] [--holdout 1000]
 """
@@ -74,9 +74,11 @@ def main() -> None:
         model = load_model(acs / "model")
         model.progressbar = False
         syn = read_synthetic(acs / "synthetic", like=original)
-        # read back as the original was, so that the holdout's values have the same types
-        make_acs_like(a.holdout, random_seed=a.seed + 100).to_csv(Path(tmp) / "hold.csv",
-                                                                   index=False)
+        # the same population (make_acs_like draws the latent-class parameters first from the
+        # seed, then the records): fresh records of it; read back as the original was, so that
+        # the holdout's values have the same types
+        fresh = make_acs_like(2000 + a.holdout, random_seed=a.seed).iloc[2000:]
+        fresh.to_csv(Path(tmp) / "hold.csv", index=False)
         hold = read_table(Path(tmp) / "hold.csv")
         t1 = time.perf_counter()
         aug = [model.fit_augmented(original, z, random_seed=a.seed + 10 + l)

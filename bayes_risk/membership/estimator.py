@@ -142,6 +142,7 @@ def log_normaliser(
     U = slot_ll[0].shape[1]
     H0 = pop_ll[0].shape[0]
     log_prop = logsumexp(pop_ll[0], axis=0) - np.log(H0)  # log p(x'_s | y)  [S]
+    scaled = [(L, L.max(axis=0), np.exp(L - L.max(axis=0))) for L in pop_ll]
     log_d = np.empty(U)
     khat = np.empty(U)
     ess = np.empty(U)
@@ -149,9 +150,9 @@ def log_normaliser(
         b = min(U, a + block)
         lp = []
         for p in range(m + 1):
-            L, Y = pop_ll[p], slot_ll[p][:, a:b]
+            Y = slot_ll[p][:, a:b]
             # [B, S]: log Σ_h exp(L_hs − Y_hi) − log Σ_h exp(−Y_hi)
-            num = logsumexp(L[:, None, :] - Y[:, :, None], axis=0)
+            num = _log_cross(scaled[p], -Y)
             den = logsumexp(-Y, axis=0)[:, None]
             lp.append(num - den)
         log_v = lp[0] - log_prop[None, :]  # importance weights to p(· | y_{-i})
@@ -160,6 +161,24 @@ def log_normaliser(
         khat[a:b] = _khat(log_v + log_prod)
         ess[a:b] = kish_ess(log_v + log_prod, axis=1)
     return log_d, khat, ess
+
+
+def _log_cross(pop: tuple[np.ndarray, np.ndarray, np.ndarray], log_w: np.ndarray) -> np.ndarray:
+    """``[B, S]`` of ``log Σ_h exp(L_hs + log_w_hb)`` as one matrix product.
+
+    Each factor is scaled by its largest value over the draws, so both lie in [0, 1]; where the
+    largest terms of the two factors fall on different draws the product can underflow, and
+    those entries (below ``1e-250``) are recomputed by a log-sum-exp over the draws.
+    """
+    L, a, eL = pop
+    bmax = log_w.max(axis=0)
+    prod = np.exp(log_w - bmax).T @ eL  # [B, S]
+    with np.errstate(divide="ignore"):
+        out = np.log(prod) + bmax[:, None] + a[None, :]
+    bad = np.argwhere(~(prod > 1e-250))
+    for i, j in bad:
+        out[i, j] = logsumexp(L[:, j] + log_w[:, i])
+    return out
 
 
 def membership_log_lr(

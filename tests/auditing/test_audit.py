@@ -72,7 +72,7 @@ def test_steps_run_or_skip_with_reason(audited):
     st = {s.name: s for s in res.steps}
     assert [s.name for s in res.steps] == ["utility", "identification",
                                            "posterior_identification", "attribute",
-                                           "disclosure"]
+                                           "membership", "disclosure"]
     for name in ("utility", "identification", "attribute", "disclosure"):
         assert st[name].status == "ran", (name, st[name].reason)
     post = st["posterior_identification"]

@@ -194,3 +194,19 @@ def test_refusals_and_bad_input(fitted):
         with pytest.raises(NotSupportedError) as err:
             membership_risk(mod, train, syn, holdout=hold)
         assert err.value.code == code
+
+
+def test_normaliser_matrix_product_matches_logsumexp():
+    """The normaliser's sums over draws as one matrix product, with the entries that underflow
+    (largest terms on different draws, 1,000 log units apart) recomputed in log space."""
+    from bayes_risk._numeric import logsumexp
+    from bayes_risk.membership.estimator import _log_cross
+
+    rng = np.random.default_rng(0)
+    L = rng.normal(-20, 3, size=(500, 40))
+    W = rng.normal(5, 3, size=(500, 7))
+    W[:, 0] = -1000 * np.arange(500) / 500
+    L[:, 0] = -1000 * np.arange(500)[::-1] / 500
+    ref = np.array([[logsumexp(L[:, j] + W[:, i]) for j in range(40)] for i in range(7)])
+    got = _log_cross((L, L.max(axis=0), np.exp(L - L.max(axis=0))), W)
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-10)
