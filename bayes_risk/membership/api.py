@@ -35,8 +35,8 @@ def check_model(model: Any) -> None:
     """Refuse, with a coded error, the models whose membership likelihood is not derived.
 
     Supported: fitted class P models with a joint record likelihood, augmented refits and a
-    posterior-predictive sampler (DPMPM in ``marginal`` mode, the Poisson mixture), fully
-    synthetic releases.
+    posterior-predictive sampler (DPMPM in ``marginal`` mode, the MP Poisson mixture in
+    ``marginal`` mode), fully synthetic releases.
 
     Raises
     ------
@@ -186,8 +186,9 @@ def membership_risk(
     Parameters
     ----------
     model : fitted DPMPM or PoissonMixture
-        A class P Bayesian model of whole records (fully synthetic release). Others are refused
-        with ``MEMBERSHIP_MODEL_UNSUPPORTED`` (see :func:`check_model`).
+        A class P Bayesian model of whole records (DPMPM or the MP Poisson mixture in
+        ``marginal`` mode; fully synthetic release). Others are refused with
+        ``MEMBERSHIP_MODEL_UNSUPPORTED`` (see :func:`check_model`).
     original : DataFrame
         The confidential data ``y`` the model was fitted to (same rows, same order).
     synthetic : SyntheticData, DataFrame or list of DataFrames
