@@ -84,6 +84,8 @@ _API: dict[str, str] = {
     "ArrayModel": "bayes_risk.attribute.array_model",
     "CARTPlugin": "bayes_risk.models.trees.plugins.plugin_cart",
     "RFPlugin": "bayes_risk.models.trees.plugins.plugin_rf",
+    # membership risk
+    "membership_risk": "bayes_risk.membership.api",
     # empirical disclosure measures (synthpop)
     "disclosure_measures": "bayes_risk.disclosure.measures",
     "replicated_uniques": "bayes_risk.disclosure.measures",
@@ -95,6 +97,7 @@ _API: dict[str, str] = {
     "AttributeRiskResult": "bayes_risk.results",
     "IdentificationResult": "bayes_risk.results",
     "RadiusSweepResult": "bayes_risk.results",
+    "MembershipRiskResult": "bayes_risk.results",
     "PMSEResult": "bayes_risk.results",
     "UtilitySummary": "bayes_risk.results",
     "DisclosureMeasures": "bayes_risk.results",

@@ -527,7 +527,8 @@ def test_sd2011_audit(monkeypatch, capsys):
     audit = res["audit"]
     assert {s.name: s.status for s in audit.steps} == {
         "utility": "ran", "identification": "ran", "posterior_identification": "ran",
-        "attribute": "ran", "disclosure": "ran"}
+        "attribute": "ran", "membership": "skipped",  # no holdout given: skipped, with the reason
+        "disclosure": "ran"}
     assert audit.complete
     att = audit.step("attribute").result if hasattr(audit, "step") else next(
         s.result for s in audit.steps if s.name == "attribute")

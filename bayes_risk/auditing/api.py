@@ -39,6 +39,7 @@ _STEPS: tuple[tuple[str, str], ...] = (
     ("identification", "Identification risk"),
     ("posterior_identification", "Posterior Monte Carlo identification risk"),
     ("attribute", "Attribute risk"),
+    ("membership", "Membership risk"),
     ("disclosure", "Empirical disclosure measures (synthpop)"),
 )
 
@@ -71,6 +72,7 @@ def audit(
     pmse_method: str = "logit",
     max_order: int = 1,
     imputed: Sequence[str] | str = "auto",
+    holdout: pd.DataFrame | None = None,
 ) -> AuditResult:
     """Audit a synthetic release: utility, identification, attribute and empirical risk.
 
@@ -141,7 +143,8 @@ def audit(
         Show progress (step lines and the measures' progress bars) on stderr.
     skip : sequence of str, optional
         Steps not to run (``"utility"``, ``"identification"``, ``"posterior_identification"``,
-        ``"attribute"``, ``"disclosure"``); they are reported as skipped, as asked.
+        ``"attribute"``, ``"membership"``, ``"disclosure"``); they are reported as skipped, as
+        asked.
     combining_rules : {"auto", "partial", "full-same-n", "full-population"}
         Combining rules of the interval overlaps (see
         :func:`~bayes_risk.utility.utility_summary`); ``"auto"`` (default): the release's
@@ -158,6 +161,10 @@ def audit(
         observed cells in the utility step (see :func:`~bayes_risk.utility.utility_summary`);
         ``"auto"`` (default): the release's recorded ``imputed_columns``, else inferred;
         ``[]``: none.
+    holdout : DataFrame, optional
+        Records of the same population that were not in the original: the membership step
+        (:func:`~bayes_risk.membership_risk`, with the fitted ``model``) runs only when it is
+        given, and is skipped with the reason otherwise (it refits the model once per dataset).
 
     Returns
     -------
@@ -200,7 +207,8 @@ def audit(
             f"out {str(root)!r} exists and is not an empty folder; give a new folder."
         )
     ctx = st.StepContext(original=data, synthetic=syn, schema=sch.with_roles(plan.synthesized),
-                         plan=plan, model=model, root=None, progressbar=progressbar)
+                         plan=plan, model=model, root=None, progressbar=progressbar,
+                         holdout=holdout)
     _preflight(ctx)  # every input every step reads, checked before the first step runs
 
     def run_all() -> list[StepOutcome]:

@@ -20,7 +20,7 @@ __all__ = ["AuditPlan", "Setting", "Thresholds", "DEFAULT_SWEEP", "STEP_NAMES"]
 
 #: the audit's steps, in order (``skip=`` / ``--skip`` takes these names)
 STEP_NAMES: tuple[str, ...] = ("utility", "identification", "posterior_identification",
-                               "attribute", "disclosure")
+                               "attribute", "membership", "disclosure")
 
 #: the radius grid of Hornby & Hu (2021, §4.1)
 DEFAULT_SWEEP: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3)

@@ -564,11 +564,29 @@ def _utility_risk(result: Any, links: _Links) -> Section | None:
     return sec
 
 
+@_step_section("membership", "membership", "Membership risk")
+def _membership(sec: Section, s: Any, result: Any, links: _Links) -> None:
+    f, st = s.result.file, s.result.settings
+    src = f"{s.folder}/summary.json" if s.folder else None
+    sec.p("Worst-case intruder (knows every record but one) holding a record of the original "
+          "(member) or of the holdout (non-member): the posterior probability that it was in "
+          "the confidential data, with prior ", links.num(st.get("prior"), src),
+          " (methods page 'Membership disclosure risk'); beside it the distance to the closest "
+          "released record (SDMetrics, anonymeter).")
+    sec.blocks.append(_table(s.result.summary().tables["attack"], links, src,
+                             "The attack's advantage over the base rate (unflagged targets; "
+                             "95 % bootstrap intervals over records)"))
+    sec.p("Flagged targets (left out of the figures above): ", links.num(f.get("n_flagged"), src),
+          ".")
+    sec.blocks.append(links.figure(s.result.plot("roc"), "membership_roc.png",
+                                   "ROC of the Bayesian score and of the distance baseline"))
+
+
 def _context(result: Any, links: _Links) -> dict[str, Any]:
     plan = result.plan
     sections = [_utility(result, links), _comparisons(result, links),
                 _identification(result, links), _posterior_identification(result, links),
-                _attribute(result, links),
+                _attribute(result, links), _membership(result, links),
                 _disclosure(result, links)]
     ur = _utility_risk(result, links)
     if ur is not None:

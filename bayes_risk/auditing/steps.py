@@ -25,6 +25,7 @@ __all__ = [
     "identification_step",
     "posterior_identification_step",
     "attribute_step",
+    "membership_step",
     "disclosure_step",
     "add_run_warnings",
     "rebuilt_synthesizer",
@@ -48,6 +49,8 @@ class StepContext:
     #: whether row i of every dataset is record i of the original, as the row-alignment check
     #: before the first step found it (a column released unchanged row by row); None: not checked
     rows_aligned: bool | None = None
+    #: records of the population not in the original (the membership step's non-members)
+    holdout: Any = None
 
 
 def rows_aligned(ctx: StepContext) -> bool:
@@ -561,6 +564,49 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
                        extra={"summary": summary, "qi": _qi(ctx), "drivers": drivers,
                               # the fits' failed checks, also of a model fitted earlier
                               "mcmc_warnings": list((res.mcmc or {}).get("warnings", []))})
+
+
+def membership_step(ctx: StepContext) -> StepOutcome:
+    """Membership risk of every record against the holdout (:func:`bayes_risk.membership_risk`).
+
+    Runs when a holdout and a fitted model the measure supports are given; skipped with the
+    reason otherwise (it costs one refit of the model per dataset, as the attribute step's)."""
+    from bayes_risk.exceptions import NotSupportedError
+    from bayes_risk.membership.api import check_model, membership_risk
+
+    if ctx.holdout is None:
+        return StepOutcome(
+            name="membership", status="skipped",
+            reason="no holdout was given (holdout= / --holdout: records of the population that "
+            "were not in the original), so members cannot be compared with non-members.",
+        )
+    if ctx.model is None:
+        return StepOutcome(
+            name="membership", status="skipped",
+            reason="no fitted Bayesian model was given (--model): membership risk needs its "
+            "posterior draws.",
+        )
+    model = _loaded_model(ctx)
+    try:
+        check_model(model)
+    except NotSupportedError as err:
+        return StepOutcome(name="membership", status="skipped",
+                           reason=f"{err} [{err.code}]")
+    res = membership_risk(model, ctx.original, ctx.synthetic, holdout=ctx.holdout,
+                          population=0, random_seed=ctx.plan.random_seed)
+    summary = res.to_dict()
+    folder = _folder(ctx, "membership")
+    files: list[str] = []
+    if folder is not None:
+        res.records.to_csv(folder / "records.csv")
+        _write_json(folder / "summary.json", summary)
+        files = ["records.csv", "summary.json"]
+        for kind, name in (("p_member", "p_member_hist.png"), ("roc", "roc.png")):
+            res.plot(kind).savefig(folder / name, dpi=100)
+            files.append(name)
+    return StepOutcome(name="membership", status="ran", result=res,
+                       folder="membership" if folder else None, files=files,
+                       extra={"summary": summary})
 
 
 # ---- empirical disclosure measures -----------------------------------------------------------

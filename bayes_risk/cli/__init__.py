@@ -24,6 +24,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "utility",
     "identification",
     "attribute",
+    "membership",
     "disclosure",
     "audit",
     "orders",

@@ -103,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
         attribute_estimator=args.attribute_estimator, refit_draws=args.refit_draws,
         thresholds=args.threshold, show_confidential_values=args.show_confidential_values,
         random_seed=args.random_seed, progressbar=not args.quiet,
+        holdout=(None if args.holdout is None
+                 else read_records_table(args.holdout, "--holdout", missing_labels(args))),
     )
     with output_dir(args) as tmp:
         res = audit(original, syn, out=tmp, **kw)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         ReplicatedUniques,
     )
     from bayes_risk.results.identification import IdentificationResult, RadiusSweepResult
+    from bayes_risk.results.membership import MembershipRiskResult
     from bayes_risk.results.utility import PMSEResult, UtilitySummary
     from bayes_risk.results.visit_orders import VisitOrderComparison
 
@@ -46,6 +47,7 @@ _CLASSES: dict[str, str] = {
     "AttributeRiskResult": "bayes_risk.results.attribute",
     "IdentificationResult": "bayes_risk.results.identification",
     "RadiusSweepResult": "bayes_risk.results.identification",
+    "MembershipRiskResult": "bayes_risk.results.membership",
     "PMSEResult": "bayes_risk.results.utility",
     "UtilitySummary": "bayes_risk.results.utility",
     "CombinedScalar": "bayes_risk.results.combining",
@@ -66,6 +68,7 @@ __all__ = [
     "AttributeRiskResult",
     "IdentificationResult",
     "RadiusSweepResult",
+    "MembershipRiskResult",
     "PMSEResult",
     "UtilitySummary",
     "CombinedScalar",

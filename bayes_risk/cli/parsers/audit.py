@@ -114,9 +114,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="verdict threshold (repeat; names and defaults below)")
     p.add_argument("--skip", nargs="+", default=None, metavar="STEP",
                    choices=["utility", "identification", "posterior-identification",
-                            "attribute", "disclosure"],
+                            "attribute", "membership", "disclosure"],
                    help="steps not to run (reported as skipped): utility, identification, "
-                   "posterior-identification, attribute, disclosure")
+                   "posterior-identification, attribute, membership, disclosure")
+    p.add_argument("--holdout", default=None, metavar="FILE",
+                   help="records of the population that were not in ORIGINAL (.csv or "
+                   ".parquet): the membership step runs with them and --model (skipped "
+                   "otherwise; one refit of the model per dataset)")
     p.add_argument("--combining-rules", dest="combining_rules",
                    choices=["auto", "partial", "full-same-n", "full-population"],
                    default="auto",

@@ -1,0 +1,414 @@
+"""User-facing membership disclosure risk: :func:`membership_risk`.
+
+The intruder's posterior probability that a given record was in the confidential data, from the
+synthesis model's posterior draws (methods, Membership disclosure risk), beside the empirical
+distance-to-closest-record baseline of SDMetrics and anonymeter
+(:mod:`bayes_risk.membership.dcr`). The engine depends only on the model protocols of
+:mod:`bayes_risk.protocols` (``record_loglik``, ``fit_augmented``, ``synthesize``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
+from bayes_risk.data.normalise import as_synthetic_list, record_positions
+from bayes_risk.exceptions import NotSupportedError, SchemaError, ValidationError
+from bayes_risk.membership import dcr as _dcr
+from bayes_risk.membership import estimator as _est
+from bayes_risk.membership.summaries import file_summary
+from bayes_risk.protocols import SupportsAugmentedFit, SupportsRecordLoglik
+from bayes_risk.results.membership import MEMBERSHIP_FLAGS, MembershipRiskResult
+
+__all__ = ["membership_risk", "MembershipRiskResult", "MEMBERSHIP_FLAGS", "check_model"]
+
+#: population records drawn per posterior-predictive dataset for the normaliser (m > 1)
+_ROWS_PER_DRAW = 4
+
+
+def check_model(model: Any) -> None:
+    """Refuse, with a coded error, the models whose membership likelihood is not derived.
+
+    Supported: fitted class P models with a joint record likelihood, augmented refits and a
+    posterior-predictive sampler (DPMPM in ``marginal`` mode, the MP Poisson mixture in
+    ``marginal`` mode), fully synthetic releases.
+
+    Raises
+    ------
+    NotSupportedError
+        ``MEMBERSHIP_MODEL_UNSUPPORTED`` (plug-in tree likelihoods, class O models, conditional
+        likelihoods, models without refits) or ``MEMBERSHIP_PARTIAL_SYNTHESIS``.
+    """
+    name = type(model).__name__
+    if hasattr(model, "plugin_loglik") and not isinstance(model, SupportsRecordLoglik):
+        raise NotSupportedError(
+            f"{name} is a plug-in likelihood of a tree synthesizer: a record that is not in the "
+            "data has no donor leaf, so p(Z | data with the record) is not defined by the "
+            "plug-in; membership risk needs a Bayesian model with posterior draws (DPMPM, "
+            "Poisson mixture); for a CART or random-forest release only the distance baseline "
+            "(bayes_risk.membership.dcr.closest_distance) applies.",
+            code="MEMBERSHIP_MODEL_UNSUPPORTED",
+        )
+    if not isinstance(model, SupportsRecordLoglik) or not isinstance(model, SupportsAugmentedFit):
+        raise NotSupportedError(
+            f"{name} does not supply posterior draws with record_loglik and fit_augmented; "
+            "membership risk needs both (methods, Membership disclosure risk).",
+            code="MEMBERSHIP_MODEL_UNSUPPORTED",
+        )
+    if getattr(model, "model_class", "P") != "P":
+        raise NotSupportedError(
+            f"{name} is a class O model (its synthetic values depend on the records' own values "
+            "given Θ, e.g. DPMPM's posterior_class mode): the membership ratio is derived for "
+            "class P models only; refit in marginal mode.",
+            code="MEMBERSHIP_MODEL_UNSUPPORTED",
+        )
+    if getattr(model, "ratio_form", "joint") != "joint":
+        raise NotSupportedError(
+            f"{name} has a conditional record likelihood p(y^s | y^us, Θ) (chains of "
+            "regressions): a record's membership also rests on its unsynthesized values, whose "
+            "model it does not have. Use a model of whole records (DPMPM, Poisson mixture).",
+            code="MEMBERSHIP_MODEL_UNSUPPORTED",
+        )
+    schema = getattr(model, "schema_", None)
+    if schema is None:
+        raise ValidationError(f"{name} is not fitted; fit it before membership_risk.",
+                              code="NOT_FITTED")
+    if schema.unsynthesized or getattr(model, "synthesized_records_", None) is not None:
+        raise NotSupportedError(
+            f"the release is partially synthetic (unsynthesized columns {schema.unsynthesized} "
+            "or selected records): the unchanged values are released as they are, so membership "
+            "is read from exact matches, not estimated; membership risk covers fully synthetic "
+            "releases.",
+            code="MEMBERSHIP_PARTIAL_SYNTHESIS",
+        )
+
+
+def _table(df: Any, cols: list[str], argument: str) -> pd.DataFrame:
+    """``df`` restricted to the model's columns (an error naming what is missing)."""
+    if not isinstance(df, pd.DataFrame):
+        raise ValidationError(f"{argument} must be a pandas DataFrame. Got {type(df).__name__}.")
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise SchemaError(f"{argument} is missing the model's column(s) {missing}.",
+                          code="MISSING_COLUMN")
+    return df[cols].reset_index(drop=True)
+
+
+def _check_levels(df: pd.DataFrame, schema: Any, argument: str) -> None:
+    """A value the model was never fitted with has probability 0 under every draw."""
+    from bayes_risk.data.levels import normalise_level
+
+    for spec in schema:
+        if not spec.is_categorical or spec.levels is None:
+            continue
+        allowed = {normalise_level(v) for v in spec.levels}
+        col = df[spec.name]
+        bad = [v for v in pd.unique(col.dropna()) if normalise_level(v) not in allowed]
+        if bad:
+            first = normalise_level(bad[0])
+            row = int(np.flatnonzero([normalise_level(v) == first for v in col])[0])
+            raise SchemaError(
+                f"{argument} row {row}: column {spec.name!r} holds {bad[0]!r}, a level absent "
+                "from the data the model was fitted to; its likelihood is 0 under the model, so "
+                "its membership ratio is undefined (UNKNOWN_LEVEL). Drop such rows or refit with "
+                "the level declared.",
+                code="UNKNOWN_LEVEL",
+            )
+
+
+def _prior(prior: float | str, n: int, population_size: int | None) -> float:
+    if isinstance(prior, str):
+        if prior == "balanced":
+            return 0.5
+        if prior == "sampling":
+            if population_size is None:
+                raise ValidationError(
+                    "prior='sampling' (the base rate n/N) needs population_size=N.",
+                    code="OPTION_REQUIRED")
+            if not (isinstance(population_size, (int, np.integer)) and population_size >= n):
+                raise ValidationError(
+                    f"population_size must be an integer >= the {n} confidential records. Got "
+                    f"{population_size!r}.")
+            return n / float(population_size)
+        raise ValidationError(
+            f"prior must be 'balanced', 'sampling' or a probability in (0, 1). Got {prior!r}.")
+    p = float(prior)
+    if not (0.0 < p < 1.0) or isinstance(prior, bool):
+        raise ValidationError(f"prior must be a probability in (0, 1). Got {prior!r}.")
+    return p
+
+
+def _population_rows(model: Any, k: int, rng: np.random.Generator) -> pd.DataFrame:
+    """``k`` records from the posterior predictive ``p(· | y)``: a few rows of each of several
+    synthetic datasets, so that many posterior draws are represented."""
+    sets = max(1, math.ceil(k / _ROWS_PER_DRAW))
+    syn = model.synthesize(sets, random_seed=rng)
+    rows = []
+    for z in syn.datasets:
+        take = rng.choice(len(z), size=min(_ROWS_PER_DRAW, len(z)), replace=False)
+        rows.append(z.iloc[np.sort(take)])
+    return pd.concat(rows, ignore_index=True).iloc[:k].reset_index(drop=True)
+
+
+def membership_risk(
+    model: Any,
+    original: pd.DataFrame,
+    synthetic: Any,
+    *,
+    holdout: pd.DataFrame | None = None,
+    records: Sequence[int] | np.ndarray | None = None,
+    population: int | None = None,
+    prior: float | str = "balanced",
+    population_size: int | None = None,
+    threshold: float = 0.5,
+    augmented: Sequence[Any] | None = None,
+    normaliser_draws: int = 400,
+    khat: bool = True,
+    dcr: bool = True,
+    bootstrap: int = 200,
+    random_seed: RandomSeed = None,
+) -> MembershipRiskResult:
+    """Membership disclosure risk: the intruder's posterior probability that a record was in the
+    confidential data (methods, Membership disclosure risk; Hu 2019, §4.4).
+
+    Members are rows of ``original``; non-members are rows of ``holdout`` (records of the same
+    population not used for fitting) and look-alikes drawn from the fitted model's posterior
+    predictive. For each, the likelihood ratio of the release under "the record is in the data"
+    against "a record of the population is in its place" is estimated from the same posterior
+    draws as attribute risk (reweighted, with the augmented refits of the stabilised estimator),
+    and turned into a posterior probability by Bayes' rule with the prior membership probability.
+
+    Parameters
+    ----------
+    model : fitted DPMPM or PoissonMixture
+        A class P Bayesian model of whole records (DPMPM or the MP Poisson mixture in
+        ``marginal`` mode; fully synthetic release). Others are refused with
+        ``MEMBERSHIP_MODEL_UNSUPPORTED`` (see :func:`check_model`).
+    original : DataFrame
+        The confidential data ``y`` the model was fitted to (same rows, same order).
+    synthetic : SyntheticData, DataFrame or list of DataFrames
+        The released datasets ``Z_(1..m)``.
+    holdout : DataFrame, optional
+        Records of the same population that were not in ``original`` (non-members).
+    records : sequence of int, optional
+        0-based rows of ``original`` evaluated as members (default all).
+    population : int, optional
+        Look-alike non-members drawn from the model's posterior predictive (default: as many as
+        the members when no ``holdout`` is given, else 0).
+    prior : float or {"balanced", "sampling"}
+        Prior membership probability π: ``"balanced"`` (0.5, default: the balanced attack game),
+        ``"sampling"`` (the base rate ``n / population_size``) or a number in (0, 1).
+    population_size : int, optional
+        ``N`` of ``prior="sampling"``.
+    threshold : float
+        Posterior membership probability above which a record counts as identified as a member
+        (file summaries: share of members above it; TPR − FPR at it).
+    augmented : sequence of models, optional
+        Draws of ``p(Θ | y, Z_(l))``, one model per dataset (default:
+        ``model.fit_augmented(original, Z_(l), random_seed=...)``, as attribute risk).
+    normaliser_draws : int
+        Population records for the normaliser ``E[Π_l A_l(x')]`` when ``m > 1`` (it is exactly 1
+        when ``m = 1``).
+    khat : bool
+        Compute Pareto k̂ of every mean (flags ``KHAT_HIGH``).
+    dcr : bool
+        Compute the distance-to-closest-record baseline beside the estimate.
+    bootstrap : int
+        Bootstrap replicates over records for the intervals of the advantage (0 disables).
+    random_seed : int, Generator or None
+        Seeds the refits, the look-alikes, the non-members' slots and the bootstrap (the refits
+        show progress as the model's ``progressbar`` setting says).
+
+    Returns
+    -------
+    MembershipRiskResult
+
+    Raises
+    ------
+    NotSupportedError
+        ``MEMBERSHIP_MODEL_UNSUPPORTED``, ``MEMBERSHIP_PARTIAL_SYNTHESIS``.
+    SchemaError
+        A column missing from ``original``, ``holdout`` or a synthetic dataset, or a holdout level
+        the model was never fitted with (``UNKNOWN_LEVEL``).
+    ValidationError
+        Invalid options (naming the argument).
+
+    Examples
+    --------
+    >>> res = membership_risk(model, original, syn, holdout=hold, random_seed=1)  # doctest: +SKIP
+    >>> res.records[["role", "p_member", "dcr"]].head()  # doctest: +SKIP
+    """
+    check_model(model)
+    schema = model.schema_
+    cols = list(schema.names)
+    orig = _table(original, cols, "original")
+    n = len(orig)
+    n_fit = getattr(model, "n_records", None)
+    if isinstance(n_fit, (int, np.integer)) and int(n_fit) != n:
+        raise ValidationError(
+            f"original has {n} rows but the model was fitted to {int(n_fit)}; give the table the "
+            "model was fitted to.", code="ORIGINAL_DIFFERS")
+    datasets = [_table(z, cols, f"synthetic dataset {l}") for l, z in enumerate(
+        as_synthetic_list(synthetic, original=original).datasets, start=1)]
+    m = len(datasets)
+    for l, z in enumerate(datasets, start=1):
+        _check_levels(z, schema, f"synthetic dataset {l}")
+    hold = None if holdout is None else _table(holdout, cols, "holdout")
+    if hold is not None:
+        _check_levels(hold, schema, "holdout")
+    members = record_positions(records, n)
+    if population is None:
+        population = len(members) if hold is None else 0
+    if isinstance(population, bool) or not isinstance(population, (int, np.integer)) or (
+            population < 0):
+        raise ValidationError(f"population must be an integer >= 0. Got {population!r}.")
+    pi = _prior(prior, n, population_size)
+    if not (0.0 < float(threshold) < 1.0):
+        raise ValidationError(f"threshold must be in (0, 1). Got {threshold!r}.")
+    if isinstance(normaliser_draws, bool) or not isinstance(normaliser_draws, (int, np.integer)) \
+            or normaliser_draws < 20:
+        raise ValidationError(
+            f"normaliser_draws must be an integer >= 20. Got {normaliser_draws!r}.")
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
+        raise ValidationError(f"bootstrap must be an integer >= 0. Got {bootstrap!r}.")
+
+    rng = as_generator(random_seed)
+    fit_rng, pop_rng, slot_rng, norm_rng, boot_rng = rng.spawn(5)
+    if augmented is None:
+        seeds = fit_rng.spawn(m)
+        augmented = [model.fit_augmented(orig, z, random_seed=s)
+                     for z, s in zip(datasets, seeds, strict=True)]
+    else:
+        augmented = list(augmented)
+        if len(augmented) != m:
+            raise ValidationError(
+                f"augmented must hold one model per synthetic dataset ({m}); got "
+                f"{len(augmented)}.")
+    posteriors = [model, *augmented]
+
+    # targets: members (their own slot), holdout rows and look-alikes (a random slot each)
+    look = _population_rows(model, int(population), pop_rng) if population else None
+    parts = [orig.iloc[members]]
+    role = ["member"] * len(members)
+    source = ["original"] * len(members)
+    src_row = list(members)
+    for tab, name in ((hold, "holdout"), (look, "population")):
+        if tab is not None and len(tab):
+            parts.append(tab)
+            role += ["non-member"] * len(tab)
+            source += [name] * len(tab)
+            src_row += list(range(len(tab)))
+    targets = pd.concat(parts, ignore_index=True)
+    T = len(targets)
+    n_non = T - len(members)
+    slots = np.concatenate([members, slot_rng.integers(0, n, size=n_non)]).astype(np.int64)
+    uslots, slot_inv = np.unique(slots, return_inverse=True)
+
+    base = None
+    aug: list[_est.LogPredictive] = []
+    slot_lls = []
+    khats, ess = [], []
+    for p, post in enumerate(posteriors):
+        tll = post.record_loglik(targets)
+        sll = post.record_loglik(orig.iloc[uslots])
+        slot_lls.append(sll)
+        lp = _est.loo_log_predictive(tll, sll[:, slot_inv], khat=khat)
+        khats.append(lp.khat)
+        ess.append(lp.ess)
+        if p == 0:
+            base = lp
+        else:
+            aug.append(lp)
+    H = min(int(post.n_draws) for post in posteriors)
+    log_d = None
+    norm_khat = np.full(T, np.nan)
+    norm_ess = np.full(T, np.nan)
+    if m > 1:
+        prow = _population_rows(model, int(normaliser_draws), norm_rng)
+        pop_ll = [post.record_loglik(prow) for post in posteriors]
+        # slots holding identical records have identical normalisers: one per distinct record
+        _, first, rec_inv = np.unique(
+            pd.util.hash_pandas_object(orig.iloc[uslots], index=False).to_numpy(),
+            return_index=True, return_inverse=True)
+        ld, nk, ne = _est.log_normaliser(pop_ll, [sl[:, first] for sl in slot_lls])
+        back = rec_inv.ravel()[slot_inv]
+        log_d = ld[back]
+        norm_khat = nk[back]
+        norm_ess = ne[back]
+    log_lr = _est.membership_log_lr(base, aug, log_d)
+    p_member = _est.posterior_membership(log_lr, pi)
+
+    khat_thr, ess_thr = _est.thresholds(H)
+    khat_max = np.max(np.stack(khats), axis=0)
+    ess_min = np.min(np.stack(ess), axis=0)
+    norm_thr = _est.thresholds(int(normaliser_draws))
+    flags: list[list[str]] = [[] for _ in range(T)]
+    for t in range(T):
+        if not np.isfinite(log_lr[t]):
+            flags[t].append("LIKELIHOOD_UNDEFINED")
+        if khat and khat_max[t] > khat_thr:
+            flags[t].append("KHAT_HIGH")
+        if ess_min[t] < ess_thr:
+            flags[t].append("LOW_ESS")
+        if m > 1 and (norm_khat[t] > norm_thr[0] or norm_ess[t] < norm_thr[1]):
+            flags[t].append("NORMALISER_UNSTABLE")
+    table = pd.DataFrame({
+        "role": role,
+        "source": source,
+        "row": np.asarray(src_row, dtype=np.int64),
+        "slot": slots,
+        "log_lr": log_lr,
+        "p_member": p_member,
+        "khat_max": khat_max,
+        "ess_min": ess_min,
+    })
+    if m > 1:
+        table["log_normaliser"] = log_d
+        table["normaliser_khat"] = norm_khat
+        table["normaliser_ess"] = norm_ess
+    if dcr:
+        table["dcr"] = _dcr.closest_distance(targets, datasets, orig, schema)
+    table["flag_codes"] = [";".join(f) for f in flags]
+    table.index.name = "target"
+
+    warnings_: list[str] = []
+    n_flagged = int((table["flag_codes"] != "").sum())
+    if n_flagged:
+        warnings_.append("MEMBERSHIP_FLAGGED")
+    if n_non == 0:
+        warnings_.append("NO_NON_MEMBERS")
+    if H < 20:
+        warnings_.append("H_TOO_SMALL")
+    for post in posteriors:  # MCMC problems of the fit and of the refits (RHAT_HIGH, ...)
+        warnings_ += [str(c) for c in getattr(post, "warnings_", []) or []
+                      if str(c) not in warnings_]
+    overfit = None
+    if dcr and hold is not None and len(hold):
+        overfit = _dcr.overfitting_share(datasets, orig, hold, schema, boot_rng.spawn(1)[0])
+    summary = file_summary(table, threshold=float(threshold), bootstrap=int(bootstrap),
+                           rng=boot_rng, dcr=dcr)
+    if overfit is not None:
+        summary["dcr_overfitting"] = overfit
+    settings = {
+        "prior": pi,
+        "prior_spec": prior if isinstance(prior, str) else "user",
+        "threshold": float(threshold),
+        "m": m,
+        "n_draws": H,
+        "khat_threshold": khat_thr,
+        "ess_threshold": ess_thr,
+        "normaliser": "exact (m = 1)" if m == 1 else f"{int(normaliser_draws)} population draws",
+        "n_members": len(members),
+        "n_holdout": 0 if hold is None else len(hold),
+        "n_population": int(population),
+        "bootstrap": int(bootstrap),
+        "random_seed": seed_to_json(random_seed),
+        "model": type(model).__name__,
+    }
+    return MembershipRiskResult(records=table, file=summary, settings=settings,
+                                warnings=warnings_)

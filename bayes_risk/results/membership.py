@@ -1,0 +1,207 @@
+"""The result of a membership-risk analysis (:func:`bayes_risk.membership_risk`).
+
+A leaf of the package: it imports no engine (the engine builds it, with its table and the
+file-level summaries already computed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._io import to_jsonable
+from bayes_risk.results._base import RiskResult
+from bayes_risk.results._summary import ResultWarning, Summary
+from bayes_risk.results._warnings import message
+
+__all__ = ["MembershipRiskResult", "MEMBERSHIP_FLAGS", "MEMBERSHIP_MESSAGES"]
+
+#: the codes a target can be flagged with (its estimate is then left out of the summaries)
+MEMBERSHIP_FLAGS = ("LIKELIHOOD_UNDEFINED", "KHAT_HIGH", "LOW_ESS", "NORMALISER_UNSTABLE")
+
+#: what the membership codes mean (one sentence each)
+MEMBERSHIP_MESSAGES: dict[str, str] = {
+    "LIKELIHOOD_UNDEFINED": "the target's membership likelihood ratio is not finite (a "
+    "likelihood of zero under every draw): no estimate.",
+    "KHAT_HIGH": "the Pareto k-hat of a leave-one-out mean behind the target's likelihood ratio "
+    "is above the threshold: the estimate is unstable and left out of the summaries.",
+    "LOW_ESS": "the effective sample size of a leave-one-out mean behind the target's likelihood "
+    "ratio is below the threshold: the estimate is unreliable and left out of the summaries.",
+    "NORMALISER_UNSTABLE": "with m > 1 datasets, the population average that normalises the "
+    "likelihood ratio has a Pareto k-hat above, or an effective sample size below, its "
+    "threshold: increase normaliser_draws.",
+    "MEMBERSHIP_FLAGGED": "some targets are flagged; they are counted separately and left out of "
+    "the file-level summaries, which may then understate the risk.",
+    "NO_NON_MEMBERS": "no non-members (holdout or population look-alikes): the attack's advantage "
+    "over the base rate is undefined.",
+}
+
+
+@dataclass(frozen=True)
+class MembershipRiskResult(RiskResult):
+    """Result of :func:`~bayes_risk.membership_risk`.
+
+    Attributes
+    ----------
+    records : DataFrame
+        One row per target (index ``target``): ``role`` (``"member"`` or ``"non-member"``),
+        ``source`` (``"original"``, ``"holdout"``, ``"population"``), ``row`` (its row in that
+        table), ``slot`` (the confidential row whose place it takes), ``log_lr`` (log likelihood
+        ratio of membership), ``p_member`` (posterior membership probability), ``khat_max``,
+        ``ess_min``, with ``m > 1`` ``log_normaliser``, ``normaliser_khat`` and
+        ``normaliser_ess``, ``dcr`` (distance to the closest released record) and ``flag_codes``.
+    file : dict
+        File-level summaries (see :func:`bayes_risk.membership.summaries.file_summary`).
+    settings : dict
+        Prior, threshold, m, H, thresholds of the flags, sizes, seed.
+    warnings : list of str
+        File-level codes.
+    """
+
+    records: pd.DataFrame
+    file: dict[str, Any]
+    settings: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+    plot_kinds: ClassVar[tuple[str, ...]] = ("p_member", "roc", "dcr")
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """The per-target table (:attr:`records`)."""
+        return self.records
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe: ``settings``, ``file`` summaries, ``flag_counts``, ``warnings`` (codes) and
+        ``structured_warnings`` (code, message, where)."""
+        return to_jsonable({
+            "measure": "membership",
+            "settings": self.settings,
+            "file": self.file,
+            "flag_counts": self._flag_counts(),
+            "warnings": list(self.warnings),
+            "structured_warnings": [w.to_dict() for w in self.structured_warnings],
+        })
+
+    def _flag_counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for f in self.records["flag_codes"]:
+            for c in filter(None, str(f).split(";")):
+                out[c] = out.get(c, 0) + 1
+        return out
+
+    @property
+    def structured_warnings(self) -> list[ResultWarning]:
+        """File-level codes and target flags (with the targets they concern)."""
+        out = [ResultWarning(c, MEMBERSHIP_MESSAGES.get(c) or message(c))
+               for c in self.warnings]
+        recs = self.records
+        for c, n in self._flag_counts().items():
+            ids = recs.index[recs["flag_codes"].str.split(";").map(lambda f, c=c: c in f)]
+            first = ", ".join(str(int(r)) for r in ids[:5])
+            where = f"{n} target(s): {first}" + (", …" if n > 5 else "")
+            out.append(ResultWarning(c, MEMBERSHIP_MESSAGES.get(c) or message(c), where))
+        return out
+
+    def summary(self) -> Summary:
+        """Header (sizes, prior, m), the attack table (Bayesian estimate beside the distance
+        baseline) and notes on how to read them."""
+        f, s = self.file, self.settings
+
+        def ci(key: str) -> str:
+            iv = f.get(key)
+            return "—" if not iv else f"[{iv[0]:.3f}, {iv[1]:.3f}]"
+
+        rows = [
+            (f"share of members with P(member) > {f['threshold']:.2g}",
+             f["share_members_above"], ci("share_members_above_interval")),
+            ("mean P(member), members", f["mean_p_member_members"], "—"),
+            ("mean P(member), non-members", f["mean_p_member_non_members"], "—"),
+            ("AUC − 0.5 (Bayesian log LR)", f["auc_advantage"], ci("auc_advantage_interval")),
+            ("TPR − FPR at the threshold", f["tpr_fpr"], ci("tpr_fpr_interval")),
+        ]
+        if "dcr_auc_advantage" in f:
+            rows += [
+                ("AUC − 0.5 (distance to closest record)", f["dcr_auc_advantage"],
+                 ci("dcr_auc_advantage_interval")),
+                ("Spearman correlation, log LR vs −DCR", f["spearman_bayes_dcr"], "—"),
+            ]
+        if "dcr_overfitting" in f:
+            rows.append(("synthetic rows closer to training than holdout",
+                         f["dcr_overfitting"]["share_closer_to_training"], "—"))
+        table = pd.DataFrame(rows, columns=["measure", "value", "95% bootstrap interval"])
+        return Summary(
+            "Membership disclosure risk",
+            header=[
+                ("members evaluated", f["n_members"]),
+                ("non-members (holdout, look-alikes)", f["n_non_members"]),
+                ("flagged targets (counted separately)", f["n_flagged"]),
+                ("prior membership probability", s["prior"]),
+                ("synthetic datasets m", s["m"]),
+                ("posterior draws H", s["n_draws"]),
+            ],
+            tables={"attack": table},
+            notes=[
+                "P(member) is the intruder's posterior probability that the record was in the "
+                "confidential data (methods, Membership disclosure risk); AUC − 0.5 and "
+                "TPR − FPR are the attack's advantage over guessing with the base rate.",
+                "The distance baseline is SDMetrics' / anonymeter's distance to the closest "
+                "record: a member closer to the release than non-members scores as a member.",
+            ],
+            warnings=self.structured_warnings,
+        )
+
+    def _plot_p_member(self, ax: Any) -> Any:
+        """Histograms of the posterior membership probability of members and non-members."""
+        df = self.records
+        ok = (df["flag_codes"] == "").to_numpy()
+        for role, color in (("member", "tab:red"), ("non-member", "tab:blue")):
+            sel = ok & (df["role"] == role).to_numpy()
+            ax.hist(df.loc[sel, "p_member"], bins=30, range=(0, 1), alpha=0.6, color=color,
+                    label=f"{role}s ({int(sel.sum())})")
+        ax.axvline(self.settings["prior"], color="k", ls="--",
+                   label=f"prior {self.settings['prior']:.3g}")
+        ax.set_xlabel("posterior membership probability")
+        ax.set_ylabel("targets (unflagged)")
+        ax.legend(fontsize=8)
+        ax.figure.tight_layout()
+        return ax.figure
+
+    def _plot_roc(self, ax: Any) -> Any:
+        """ROC curves of the Bayesian score and of the distance baseline."""
+        df = self.records[self.records["flag_codes"] == ""]
+        y = (df["role"] == "member").to_numpy()
+        scores = {"Bayesian log LR": df["log_lr"].to_numpy()}
+        if "dcr" in df:
+            scores["−DCR"] = -df["dcr"].to_numpy()
+        for name, sc in scores.items():
+            if y.all() or not y.any():
+                break
+            order = np.argsort(-sc, kind="stable")
+            tpr = np.concatenate([[0.0], np.cumsum(y[order]) / y.sum()])
+            fpr = np.concatenate([[0.0], np.cumsum(~y[order]) / (~y).sum()])
+            ax.plot(fpr, tpr, label=name)
+        ax.plot([0, 1], [0, 1], color="k", ls=":", label="guessing")
+        ax.set_xlabel("false positive rate (non-members)")
+        ax.set_ylabel("true positive rate (members)")
+        ax.legend(fontsize=8)
+        ax.figure.tight_layout()
+        return ax.figure
+
+    def _plot_dcr(self, ax: Any) -> Any:
+        """The Bayesian log likelihood ratio against the distance to the closest record."""
+        df = self.records[self.records["flag_codes"] == ""]
+        if "dcr" not in df:
+            ax.text(0.5, 0.5, "no distance baseline (dcr=False)", ha="center",
+                    transform=ax.transAxes)
+            return ax.figure
+        for role, color in (("member", "tab:red"), ("non-member", "tab:blue")):
+            sel = (df["role"] == role).to_numpy()
+            ax.scatter(df.loc[sel, "dcr"], df.loc[sel, "log_lr"], s=6, alpha=0.5, color=color,
+                       label=role)
+        ax.set_xlabel("distance to the closest released record")
+        ax.set_ylabel("log likelihood ratio of membership")
+        ax.legend(fontsize=8)
+        ax.figure.tight_layout()
+        return ax.figure

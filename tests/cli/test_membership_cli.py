@@ -1,0 +1,60 @@
+"""``bayes-risk membership`` end to end on a small ACS extract: outputs, summary, bad options."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pandas as pd
+import pytest
+from _shared import shared_path
+
+from bayes_risk.cli import main
+
+
+def _main(argv: list[str]) -> int:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return main(argv)
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    work = tmp_path_factory.mktemp("membership")
+    df = pd.read_csv(shared_path("data", "ss16pusa_sample_nozeros.csv")).iloc[:200]
+    df.iloc[:150].to_csv(work / "train.csv", index=False)
+    df.iloc[150:].to_csv(work / "hold.csv", index=False)
+    assert _main(["fit", str(work / "train.csv"), "--method", "dpmpm", "--components", "5",
+                  "--tune", "100", "--draws", "150", "--chains", "2", "--random-seed", "1",
+                  "-q", "--out", str(work / "model")]) == 0
+    assert _main(["synthesize", "--model", str(work / "model"), "-m", "1", "--random-seed", "2",
+                  "-q", "--out", str(work / "syn")]) == 0
+    return work
+
+
+def test_membership_cli_writes_outputs(release):
+    w = release
+    out = w / "mem"
+    rc = _main(["membership", str(w / "train.csv"), str(w / "syn"), "--model", str(w / "model"),
+                "--holdout", str(w / "hold.csv"), "--bootstrap", "20", "--random-seed", "3",
+                "-q", "--out", str(out)])
+    assert rc == 0
+    assert {p.name for p in out.iterdir()} == {"records.csv", "summary.json",
+                                               "p_member_hist.png", "roc.png", "dcr.png"}
+    rec = pd.read_csv(out / "records.csv")
+    assert (rec["role"] == "member").sum() == 150 and (rec["source"] == "holdout").sum() == 50
+    s = json.loads((out / "summary.json").read_text())
+    assert s["measure"] == "membership" and s["settings"]["m"] == 1
+    assert s["settings"]["normaliser"] == "exact (m = 1)"
+    assert s["inputs"]["holdout"].endswith("hold.csv")
+    assert len(s["file"]["auc_advantage_interval"]) == 2
+
+
+def test_membership_cli_bad_prior_is_one_coded_line(release, capsys):
+    w = release
+    rc = _main(["membership", str(w / "train.csv"), str(w / "syn"), "--model", str(w / "model"),
+                "--prior", "often", "-q", "--out", str(w / "bad")])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "[BAD_OPTION_VALUE]" in err and "--prior" in err
+    assert not (w / "bad").exists()
