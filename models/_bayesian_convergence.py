@@ -342,7 +342,7 @@ class _BayesianConvergence:
         if self.convergence_ is None:
             self.convergence_ = self.convergence_report(warn=False)
         out = self._convergence_warnings(self.convergence_)
-        from bayes_risk.results._warnings import message
+        from bayes_risk.warning_codes import message
 
         for code in getattr(self, "warnings_", None) or []:
             if code not in {w["code"] for w in out}:

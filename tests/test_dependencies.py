@@ -274,3 +274,13 @@ def test_results_import_nothing_of_the_engines():
     reached = sorted(m for m in seen if any(m == e or m.startswith(e + ".")
                                             for e in ENGINES_AND_CLI))
     assert not reached, f"bayes_risk.results reaches the engines: {reached}"
+
+
+def test_the_warning_catalogue_is_a_low_module():
+    """Every part of the package may import ``bayes_risk.warning_codes``: it imports nothing of
+    the package but the exceptions."""
+    own = {m for m in _imports(ROOT / "bayes_risk" / "warning_codes.py")
+           if m == "bayes_risk" or m.startswith("bayes_risk.")}
+    assert own <= {"bayes_risk.exceptions"} | {f"bayes_risk.exceptions.{n}" for n in dir(
+        __import__("bayes_risk.exceptions", fromlist=["x"]))}
+    assert not (ROOT / "bayes_risk" / "results" / "_warnings.py").exists()

@@ -39,7 +39,6 @@ from bayes_risk.attribute.record_table import (
     KHAT_TOLERANCE,
     MC_SE_THRESHOLD,
     MC_SE_WINDOW,
-    RECORD_FLAGS,
     bootstrap_summaries,
     khat_material,
     order_flags,
@@ -50,6 +49,7 @@ from bayes_risk.attribute.record_table import (
 from bayes_risk.exceptions import ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor
 from bayes_risk.results.attribute import AttributeRiskResult
+from bayes_risk.warning_codes import RECORD_FLAGS
 
 __all__ = [
     "attribute_risk",

@@ -27,6 +27,7 @@ from bayes_risk._numeric import LOG_TIE_ATOL
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.attribute.diagnostics import logsumexp
 from bayes_risk.exceptions import ValidationError
+from bayes_risk.warning_codes import LOW_RISK_FLAG
 
 __all__ = [
     "posterior",
@@ -39,8 +40,6 @@ __all__ = [
     "largest_value",
 ]
 
-#: Warning code of the low-risk stand-in (Wang & Reiter's, not an importance-sampling estimate).
-LOW_RISK_FLAG = "APPROX_LOW_RISK"
 
 
 def log_posterior(loglik: np.ndarray, logprior: np.ndarray | None = None) -> np.ndarray:

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.report import format_number
-from bayes_risk.results._warnings import message
+from bayes_risk.warning_codes import message
 
 __all__ = ["write_report", "CSP"]
 

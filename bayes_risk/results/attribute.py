@@ -21,7 +21,7 @@ from bayes_risk.data.validate import decode_values
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results._base import RiskResult
 from bayes_risk.results._summary import ResultWarning, Summary
-from bayes_risk.results._warnings import message
+from bayes_risk.warning_codes import message
 
 __all__ = ["AttributeRiskResult", "CandidateSet", "hrw_summary", "mc_table", "QUANTILES"]
 
@@ -136,7 +136,7 @@ class AttributeRiskResult(RiskResult):
     # ----- access -------------------------------------------------------------------------
     @property
     def flagged(self) -> pd.DataFrame:
-        """Records carrying any of the record flags (``bayes_risk.attribute.api.RECORD_FLAGS``)."""
+        """Records carrying any of the record flags (``bayes_risk.warning_codes.RECORD_FLAGS``)."""
         return self.records[self.records["flag_codes"] != ""].copy()
 
     def _position(self, record: int) -> int:

@@ -13,7 +13,7 @@ from bayes_risk._io import to_jsonable
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results._base import RiskResult
 from bayes_risk.results._summary import ResultWarning, Summary
-from bayes_risk.results._warnings import message
+from bayes_risk.warning_codes import message
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
