@@ -6,6 +6,10 @@ bootstrap counts); :func:`~bayes_risk.attribute.evaluate.evaluate` reads it for 
 the records and returns a :class:`PartitionOutput`; :func:`~bayes_risk.attribute.assemble.
 assemble` turns the merged outputs into the result. Plans are picklable: an executor ships one
 to each worker once.
+
+Also what an estimator reads and writes (:class:`CandidateGroup`, :class:`Workspace`) and its
+interface (:class:`EstimatorStrategy`, implemented in :mod:`~bayes_risk.attribute.strategies`):
+the plan holds its estimator, so the interface lives here, below the strategies.
 """
 
 from __future__ import annotations
