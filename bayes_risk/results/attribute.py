@@ -470,11 +470,9 @@ def hrw_summary(
     return out
 
 
-def mc_table(mc: Mapping[str, Any]) -> Any:
+def mc_table(mc: Mapping[str, Any]) -> pd.DataFrame:
     """The figures of a ``file_uncertainty`` / ``wang_reiter_uncertainty`` dict as a table
     (``figure``, ``value``, ``MCSE``, ``MC interval <level> %``; ``None`` values are ``nan``)."""
-    import pandas as pd
-
     name = next(k for k in mc if k.startswith("mc_interval_"))
     label = f"MC interval {name.rsplit('_', 1)[1]} %"
 
