@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__version__ = "0.1.0"
+from bayes_risk._version import __version__
 
 
 class _SourceTreeModels:
@@ -79,6 +79,7 @@ _API: dict[str, str] = {
     "PosteriorReplicates": "bayes_risk.identification.replicates",
     # attribute risk
     "attribute_risk": "bayes_risk.attribute.api",
+    "with_prior": "bayes_risk.attribute.api",
     "prior_sensitivity": "bayes_risk.attribute.api",
     "file_summary": "bayes_risk.attribute.file_summary",
     "ArrayModel": "bayes_risk.attribute.array_model",

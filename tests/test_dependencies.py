@@ -1,4 +1,5 @@
-"""Dependencies run one way: command line → engines → protocols ← models.
+"""Dependencies run one way: command line → engines → results and protocols ← models, and no
+module of ``bayes_risk`` imports itself back through others.
 
 The imports of every module are read from its source (``ast``), including imports inside
 functions (which hide a dependency from a reader of the module's header) and
@@ -8,6 +9,8 @@ functions (which hide a dependency from a reader of the module's header) and
 from __future__ import annotations
 
 import ast
+import functools
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,14 +30,16 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _imports(path: Path) -> set[str]:
-    """Every module name ``path`` imports, anywhere in the file, made absolute."""
+def _import_statements(path: Path) -> Iterator[tuple[str, tuple[str, ...] | None]]:
+    """``(module, names)`` of every import in ``path``, anywhere in the file, made absolute:
+    ``names`` of a ``from`` import, ``None`` for ``import module`` and for
+    ``importlib.import_module("...")`` / ``__import__("...")`` with a literal name."""
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            for alias in node.names:
+                yield alias.name, None
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -42,16 +47,23 @@ def _imports(path: Path) -> set[str]:
                 mod = ".".join([*base, node.module] if node.module else base)
             else:
                 mod = node.module or ""
-            found.add(mod)
-            # `from bayes_risk import models` imports the subpackage
-            found.update(f"{mod}.{alias.name}" for alias in node.names)
+            yield mod, tuple(alias.name for alias in node.names)
         elif isinstance(node, ast.Call):
             fn = node.func
             fname = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")
             if fname in ("import_module", "__import__") and node.args:
                 arg = node.args[0]
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                    found.add(arg.value)
+                    yield arg.value, None
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module name ``path`` imports, anywhere in the file, made absolute."""
+    found: set[str] = set()
+    for mod, names in _import_statements(path):
+        found.add(mod)
+        # `from bayes_risk import models` imports the subpackage
+        found.update(f"{mod}.{n}" for n in names or ())
     return found
 
 
@@ -113,46 +125,174 @@ def test_engines_reach_models_through_protocols_only():
         assert "inspect.signature" not in src, p.name
 
 
-def _import_graph(folder: str) -> dict[str, set[str]]:
-    """Module -> the modules of the same tree it imports (anywhere in the file)."""
-    paths = {_module_name(p): p for p in _modules(folder)}
-    return {name: {m for m in _imports(p) if m in paths and m != name}
-            for name, p in paths.items()}
+
+# --------------------------------------------------------------------------- no import cycle
+#: what computes; the results (``bayes_risk.results``) only hold, summarise and show its numbers
+ENGINES_AND_CLI = (
+    "bayes_risk.attribute", "bayes_risk.identification", "bayes_risk.utility",
+    "bayes_risk.disclosure", "bayes_risk.auditing", "bayes_risk.cli", "bayes_risk.distributed",
+    "bayes_risk.visit_orders",
+)
+
+
+def _import_graph(root: Path, package: str = "bayes_risk",
+                  exclude: tuple[str, ...] = (MODELS,)) -> dict[str, set[str]]:
+    """Module → the modules of ``package`` it imports (see :func:`test_no_import_cycle`)."""
+    paths = {}
+    for p in sorted((root / package).rglob("*.py")):
+        rel = p.relative_to(root).with_suffix("").parts
+        name = ".".join(rel[:-1] if rel[-1] == "__init__" else rel)
+        if not any(name == e or name.startswith(e + ".") for e in exclude):
+            paths[name] = p
+    graph: dict[str, set[str]] = {}
+    for name, p in paths.items():
+        out: set[str] = set()
+        for mod, names in _import_statements(p):
+            for n in names or (None,):
+                sub = f"{mod}.{n}" if n is not None else None
+                out.add(sub if sub in paths else mod)
+        if p.name == "__init__.py":  # names imported on first use (the lazy maps)
+            out |= {n.value for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+                    if isinstance(n, ast.Constant) and n.value in paths}
+        graph[name] = (out & set(paths)) - {name}
+    return graph
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    """One cycle through each group of modules that import each other (a strongly connected
+    component of two or more), as the modules along it, the first repeated at the end."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
+    comps: list[list[str]] = []
 
-    def visit(v: str) -> None:
+    def visit(v: str) -> None:  # Tarjan's algorithm
         index[v] = low[v] = len(index)
         stack.append(v)
-        on_stack.add(v)
         for w in sorted(graph[v]):
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
-            elif w in on_stack:
+            elif w in stack:
                 low[v] = min(low[v], index[w])
         if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
+            comp = stack[stack.index(v):]
+            del stack[stack.index(v):]
             if len(comp) > 1:
-                found.append(sorted(comp))
+                comps.append(sorted(comp))
 
     for v in sorted(graph):
         if v not in index:
             visit(v)
-    return found
+    cycles = []
+    for comp in comps:  # a shortest way from the component's first module back to it
+        start, inside = comp[0], set(comp)
+        prev: dict[str, str] = {start: start}
+        queue = [start]
+        while start not in graph[queue[0]]:
+            v = queue.pop(0)
+            for w in sorted(graph[v] & inside):
+                if w not in prev:
+                    prev[w] = v
+                    queue.append(w)
+        path = [start, queue[0]]
+        while path[-1] != start:
+            path.append(prev[path[-1]])
+        cycles.append(path[::-1])
+    return cycles
+
+
+@functools.cache
+def _package_graph() -> dict[str, set[str]]:
+    return _import_graph(ROOT)
+
+
+def test_the_cycle_finder_names_a_cycle_and_follows_package_reexports(tmp_path, monkeypatch):
+    monkeypatch.setitem(globals(), "ROOT", tmp_path)
+    pkg = tmp_path / "bayes_risk"
+    (pkg / "eng").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("_API = {'run': 'bayes_risk.eng.api'}\n")
+    (pkg / "eng" / "__init__.py").write_text("from bayes_risk.eng.api import run\n")
+    (pkg / "eng" / "api.py").write_text("from bayes_risk.eng import plan\n")  # the submodule
+    (pkg / "eng" / "plan.py").write_text("def f():\n    from bayes_risk.eng.low import g\n")
+    (pkg / "eng" / "low.py").write_text("import numpy\n")
+    graph = _import_graph(tmp_path)
+    assert graph == {"bayes_risk": {"bayes_risk.eng.api"}, "bayes_risk.eng": {"bayes_risk.eng.api"},
+                     "bayes_risk.eng.api": {"bayes_risk.eng.plan"},
+                     "bayes_risk.eng.plan": {"bayes_risk.eng.low"}, "bayes_risk.eng.low": set()}
+    assert _cycles(graph) == []
+    # a function-level import back up closes a cycle; so does a name taken from the package's
+    # __init__ (it re-exports api) or from the top-level package (it names every public module)
+    (pkg / "eng" / "low.py").write_text("def g():\n    from bayes_risk.eng.api import run\n")
+    assert _cycles(_import_graph(tmp_path)) == [
+        ["bayes_risk.eng.api", "bayes_risk.eng.plan", "bayes_risk.eng.low", "bayes_risk.eng.api"]]
+    (pkg / "eng" / "low.py").write_text("from bayes_risk.eng import run\n")
+    assert _cycles(_import_graph(tmp_path)) == [
+        ["bayes_risk.eng", "bayes_risk.eng.api", "bayes_risk.eng.plan", "bayes_risk.eng.low",
+         "bayes_risk.eng"]]
+    (pkg / "eng" / "low.py").write_text("from bayes_risk import __version__\n")
+    assert _cycles(_import_graph(tmp_path))[0][0] == "bayes_risk"
+
+
+def test_no_import_cycle():
+    """No module of ``bayes_risk`` (``bayes_risk.models`` aside: tested with ``models/``) imports
+    itself back through others.
+
+    The graph: one node per module, a package being its ``__init__``. Its edges are every import
+    the module makes, read as :func:`_imports` reads them — inside functions and under
+    ``TYPE_CHECKING`` too, since an import deferred to hide a cycle is still one —
+    with ``from P import n`` an edge to the submodule ``P.n`` when there is one, else to ``P``
+    (a name ``P`` defines or re-exports, so the edge goes on to what ``P`` re-exports). A
+    package's ``__init__`` has edges to the modules it re-exports, imported at once or on first
+    use (a module named in a string: the lazy maps of ``bayes_risk/__init__.py`` and of
+    ``_lazy.attach``). Python's implicit import of the parent packages before a submodule is not
+    an edge: an ``__init__`` only collects names, and counting it would make every package that
+    re-exports its modules a cycle. So a module inside the package never takes a name from its
+    own package's ``__init__`` or from the top-level ``bayes_risk`` (which names every public
+    module): it imports the module that defines the name.
+    """
+    graph = _package_graph()
+    assert len(graph) > 100 and "bayes_risk.attribute.plan" in graph["bayes_risk.attribute.api"]
+    cycles = [" -> ".join(c) for c in _cycles(graph)]
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_results_import_nothing_of_the_engines():
+    """``bayes_risk.results`` is a leaf: neither it nor anything it imports, directly or through
+    other modules, is an engine (functions that compute from a result live in the engine and
+    take the result, as ArviZ's functions take ``ELPDData``)."""
+    paths = _modules("bayes_risk/results")
+    assert len(paths) > 5
+    assert _hits(paths, ENGINES_AND_CLI) == {}
+    graph = _package_graph()
+    seen, todo = set(), [m for m in graph if m.startswith("bayes_risk.results")]
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo.extend(graph[m])
+    reached = sorted(m for m in seen if any(m == e or m.startswith(e + ".")
+                                            for e in ENGINES_AND_CLI))
+    assert not reached, f"bayes_risk.results reaches the engines: {reached}"
+
+
+def test_the_warning_catalogue_is_a_low_module():
+    """Every part of the package may import ``bayes_risk.warning_codes``: it imports nothing of
+    the package but the exceptions."""
+    own = {m for m in _imports(ROOT / "bayes_risk" / "warning_codes.py")
+           if m == "bayes_risk" or m.startswith("bayes_risk.")}
+    assert own <= {"bayes_risk.exceptions"} | {f"bayes_risk.exceptions.{n}" for n in dir(
+        __import__("bayes_risk.exceptions", fromlist=["x"]))}
+    assert not (ROOT / "bayes_risk" / "results" / "_warnings.py").exists()
+
+
+# --------------------------------------------------------------------------- models/: no cycle
+def _tree_graph(folder: str) -> dict[str, set[str]]:
+    """Module -> the modules of the same source folder it imports, anywhere in the file
+    (``models/`` named as installed, ``bayes_risk.models``)."""
+    paths = {_module_name(p): p for p in _modules(folder)}
+    return {name: {m for m in _imports(p) if m in paths and m != name}
+            for name, p in paths.items()}
 
 
 def test_cycle_finder_sees_function_level_and_type_only_imports(tmp_path, monkeypatch):
@@ -168,17 +308,18 @@ def test_cycle_finder_sees_function_level_and_type_only_imports(tmp_path, monkey
     )
     (pkg / "c.py").write_text("")
     monkeypatch.setitem(globals(), "ROOT", tmp_path)
-    graph = _import_graph("models")
+    graph = _tree_graph("models")
     assert graph["bayes_risk.models.fam.b"] == {
         "bayes_risk.models.fam.a", "bayes_risk.models.fam", "bayes_risk.models.fam.c"}
-    assert _cycles(graph) == [["bayes_risk.models.fam", "bayes_risk.models.fam.a",
-                               "bayes_risk.models.fam.b"]]
+    (cycle,) = _cycles(graph)
+    assert set(cycle) == {"bayes_risk.models.fam", "bayes_risk.models.fam.a",
+                          "bayes_risk.models.fam.b"}
 
 
 def test_models_have_no_import_cycle():
     """No module of models/ imports itself back through others, not even from inside a function
     or for type checking only (imports that would merely hide a cycle)."""
-    graph = _import_graph("models")
+    graph = _tree_graph("models")
     assert len(graph) > 30
     assert _cycles(graph) == []
 

@@ -301,7 +301,8 @@ def test_attribute_equals_in_process(client, client1, acs):
         br.prior_sensitivity(res, priors), br.prior_sensitivity(ref, priors)
     )
     pd.testing.assert_frame_equal(
-        res.with_prior("truth-weighted:2").records, ref.with_prior("truth-weighted:2").records
+        br.with_prior(res, "truth-weighted:2").records,
+        br.with_prior(ref, "truth-weighted:2").records,
     )
 
 

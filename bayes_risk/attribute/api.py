@@ -1,4 +1,5 @@
-"""User-facing attribute-risk analysis: :func:`attribute_risk` and :func:`prior_sensitivity`.
+"""User-facing attribute-risk analysis: :func:`attribute_risk`, :func:`with_prior` and
+:func:`prior_sensitivity`.
 
 For each confidential record ``i`` the intruder's posterior over candidate values ``y*`` of its
 synthesized attributes is (Hu 2019 eq. 1)
@@ -18,6 +19,7 @@ records, run by an executor of :mod:`bayes_risk.executors`, in process or on a D
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -27,23 +29,31 @@ import pandas as pd
 from bayes_risk._rng import RandomSeed
 from bayes_risk.attribute import assemble as _assemble
 from bayes_risk.attribute.candidates import CandidateSpec
+from bayes_risk.attribute.chains import chain_agreement
 from bayes_risk.attribute.evaluate import evaluate
-from bayes_risk.attribute.low_risk import low_risk_attribute_risk
+from bayes_risk.attribute.low_risk import check_low_risk_prior, low_risk_attribute_risk
 from bayes_risk.attribute.plan import RecordPartition, merge_outputs
 from bayes_risk.attribute.prepare import prepare
-from bayes_risk.attribute.priors import Prior
+from bayes_risk.attribute.priors import Prior, evaluate_prior_groups, parse_prior
 from bayes_risk.attribute.record_table import (
     KHAT_TOLERANCE,
     MC_SE_THRESHOLD,
     MC_SE_WINDOW,
-    RECORD_FLAGS,
+    bootstrap_summaries,
+    khat_material,
+    order_flags,
+    point_summaries,
+    set_point_columns,
+    ungroup,
 )
 from bayes_risk.exceptions import ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor
 from bayes_risk.results.attribute import AttributeRiskResult
+from bayes_risk.warning_codes import RECORD_FLAGS
 
 __all__ = [
     "attribute_risk",
+    "with_prior",
     "prior_sensitivity",
     "AttributeRiskResult",
     "RECORD_FLAGS",
@@ -287,13 +297,104 @@ def _partitions(positions: np.ndarray, ex: Any, progressbar: bool) -> list[Recor
     return [RecordPartition(order[a : a + size]) for a in range(0, order.size, size)]
 
 
+def with_prior(
+    result: AttributeRiskResult, prior: str | Prior | Any, *, bootstrap: bool = True
+) -> AttributeRiskResult:
+    """``result`` under another prior: only the final normalisation is redone (methods, Priors).
+
+    The candidates' log-likelihoods are kept in the result, so every column that depends on the
+    prior is recomputed as a run with that prior would compute it: the record summaries, the
+    range of ``p_true`` allowed by high-k̂ means, the between-chain check and the record
+    ``flag_codes`` (``KHAT_HIGH`` under ``khat_rule="material"`` and ``CHAINS_DISAGREE`` depend
+    on the prior).
+
+    Parameters
+    ----------
+    result : AttributeRiskResult
+        Output of :func:`attribute_risk`.
+    prior : str, Prior, weights or callable
+        See :func:`bayes_risk.attribute.priors.parse_prior`.
+    bootstrap : bool
+        Recompute the bootstrap rank quantiles under the new prior from the kept bootstrap
+        log-likelihoods (set False for fast sweeps; those columns then become ``nan``).
+
+    Returns
+    -------
+    AttributeRiskResult
+        A new result; ``result`` is unchanged.
+
+    Raises
+    ------
+    ValidationError
+        In compatibility mode; for a prior other than uniform on a result of
+        ``scenario="empty"`` (the low-risk intruder's posterior already contains the prior,
+        as :func:`attribute_risk` refuses it there).
+
+    Examples
+    --------
+    >>> strong = with_prior(res, "truth-weighted:2")  # doctest: +SKIP
+    """
+    if result.settings.get("compat"):
+        raise ValidationError(
+            "with_prior is not available in compat='AttributeRiskCalculation' mode (the R "
+            "package's prior is folded into the log-likelihood); rerun attribute_risk with "
+            "the new prior."
+        )
+    p = parse_prior(prior)
+    if result.settings.get("scenario") == "empty":
+        check_low_risk_prior(p)
+    inp = result._prior_inputs
+    g0 = result._g0()
+    lp_groups, codes = evaluate_prior_groups(p, inp)
+    logprior = ungroup(lp_groups, inp.groups, len(result.loglik))
+    log_post, rec = point_summaries(
+        result.loglik, logprior, g0, groups=(inp.groups, result._ll_groups(), lp_groups)
+    )
+    df = result.records.copy()
+    set_point_columns(df, rec)
+    if "p_true_upper" in df.columns:
+        # the worst case allowed by the Pareto diagnostics depends on the prior
+        p_lo, p_up, mat = khat_material(
+            result.loglik, result.diagnostics, logprior, g0,
+            float(result.settings.get("khat_tolerance", KHAT_TOLERANCE)),
+        )
+        df["p_true_lower"] = p_lo
+        df["p_true_upper"] = p_up
+        if result.settings.get("khat_rule") == "material":
+            df["flag_codes"] = _reflag(df["flag_codes"], "KHAT_HIGH", mat)
+    if "p_true_chain_min" in df.columns:
+        # whether the chains' estimates differ materially depends on the prior too
+        ch = chain_agreement(result.diagnostics, logprior, g0)
+        for key in ("p_true_chain_min", "p_true_chain_max", "chain_z"):
+            df[key] = ch[key]
+        df["flag_codes"] = _reflag(df["flag_codes"], "CHAINS_DISAGREE", ch["flag"])
+    boot = result._boot_loglik if bootstrap else None
+    for k, v in bootstrap_summaries(boot, logprior, g0, len(df)).items():
+        df[k] = v
+    warns = [w for w in result.warnings if w not in ("PRIOR_RENORMALISED", "HARMONIC_WEIGHTS")]
+    warns += [c for c in codes if c not in warns]
+    return dataclasses.replace(
+        result, records=df, logprior=logprior, log_post=log_post, warnings=warns,
+        settings=dict(result.settings, prior=p.label()), prior=p, _cache={},
+    )
+
+
+def _reflag(flag_codes: pd.Series, code: str, on: Any) -> list[str]:
+    """``flag_codes`` with ``code`` set where ``on`` is true and removed elsewhere (in
+    :data:`RECORD_FLAGS` order)."""
+    new = []
+    for f, mk in zip(flag_codes, on, strict=False):
+        fl = [c for c in f.split(";") if c and c != code]
+        new.append(";".join(order_flags(fl + [code] if mk else fl)))
+    return new
+
+
 def prior_sensitivity(
     result: AttributeRiskResult, priors: Sequence[Any] | str | Prior, *, bootstrap: bool = False
 ) -> pd.DataFrame:
     """Re-normalise a result under several priors (methods, Priors): likelihoods are reused.
 
-    Each prior is applied by :meth:`AttributeRiskResult.with_prior
-    <bayes_risk.attribute.AttributeRiskResult.with_prior>`, so every column that depends on the
+    Each prior is applied by :func:`with_prior`, so every column that depends on the
     prior is recomputed as it would be by a run with that prior: the record summaries, the
     range of ``p_true`` allowed by high-k̂ means and the record ``flag_codes`` (``KHAT_HIGH`` under
     ``khat_rule="material"`` and ``CHAINS_DISAGREE`` depend on the prior). Average over the
@@ -347,7 +448,7 @@ def prior_sensitivity(
     keep += [k for k in ("p_true_lower", "p_true_upper") if k in result.records.columns]
     frames, seen = [], {}
     for spec in specs:
-        new = result.with_prior(spec, bootstrap=bootstrap)
+        new = with_prior(result, spec, bootstrap=bootstrap)
         label = new.settings["prior"]
         seen[label] = seen.get(label, 0) + 1
         if seen[label] > 1:  # e.g. two user priors: both are labelled "user"

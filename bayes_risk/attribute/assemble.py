@@ -27,6 +27,7 @@ from bayes_risk.attribute.record_table import (
     point_summaries,
     set_point_columns,
 )
+from bayes_risk.attribute.uncertainty import file_uncertainty
 from bayes_risk.exceptions import CALLER, DataWarning, ImportanceSamplingWarning
 from bayes_risk.protocols import SupportsConvergenceSummary, SupportsPartialSynthesis
 from bayes_risk.results.attribute import AttributeRiskResult
@@ -129,6 +130,7 @@ def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
         _prior_inputs=pinp,
         _boot_loglik=boot_list,
         _degenerate=_degenerate(part),
+        _mc_figures=file_uncertainty,
         mcmc=mcmc,
     )
 

@@ -35,6 +35,9 @@ import pandas as pd
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
 
+# a record's candidate set is part of the result, which imports nothing of the engine
+from bayes_risk.results.attribute import CandidateSet
+
 __all__ = [
     "GridSpec",
     "SpatialGridSpec",
@@ -468,34 +471,6 @@ def spatial_points(truth: Sequence[float], spec: SpatialGridSpec) -> tuple[np.nd
 # ------------------------------------------------------------------------------------------
 # candidate sets
 # ------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class CandidateSet:
-    """One record's candidate set.
-
-    Attributes
-    ----------
-    columns : tuple of str
-        The varying columns.
-    values : ndarray, shape (G, len(columns))
-        Codes (categorical columns) or values (numeric columns).
-    g0 : int
-        Index of the truth.
-    """
-
-    columns: tuple[str, ...]
-    values: np.ndarray
-    g0: int
-
-    @property
-    def size(self) -> int:
-        """``G``."""
-        return int(self.values.shape[0])
-
-    def frame(self, schema: Schema) -> pd.DataFrame:
-        """Candidates as a DataFrame of level values (categorical) and numbers."""
-        return decode_values(self.values, self.columns, schema)
-
-
 def columns_without_alternative(
     cands: Sequence[CandidateSet], is_cat: Sequence[bool] | None = None
 ) -> dict[str, int]:
@@ -523,20 +498,6 @@ def columns_without_alternative(
         for j in np.flatnonzero(same):
             out[cs.columns[j]] = out.get(cs.columns[j], 0) + 1
     return out
-
-
-def decode_values(values: np.ndarray, columns: Sequence[str], schema: Schema) -> pd.DataFrame:
-    """Codes/values ``[G, q]`` → DataFrame with level values for categorical columns."""
-    data = {}
-    for j, c in enumerate(columns):
-        spec = schema[c]
-        if spec.is_categorical:
-            lv = np.asarray(list(spec.levels), dtype=object)
-            k = values[:, j].astype(np.int64)
-            data[c] = np.where(k >= 0, lv[np.maximum(k, 0)], None)  # code -1: missing
-        else:
-            data[c] = values[:, j].astype(np.float64)
-    return pd.DataFrame(data)
 
 
 def neighbourhood_size(levels: Sequence[int]) -> int:

@@ -3,7 +3,7 @@
 :func:`evaluate` is what an executor (:mod:`bayes_risk.executors`) runs per partition of the
 records, in process or on a Dask worker. Records are evaluated in chunks of
 ``plan.chunk_size`` (bounding memory); within a chunk, records with the same number of
-candidates form one :class:`~bayes_risk.attribute.likelihoods.CandidateGroup`, which the plan's
+candidates form one :class:`~bayes_risk.attribute.plan.CandidateGroup`, which the plan's
 estimator strategy turns into likelihoods. Records are processed in sorted order and a record's
 outputs depend only on the record and on the plan, so any partition gives the same numbers.
 Where they depend only on the record's values (class P models, built-in candidate rules, an
@@ -26,9 +26,14 @@ from bayes_risk.attribute.candidates import (
     one_variable_codes,
     product_codes,
 )
-from bayes_risk.attribute.likelihoods import CandidateGroup, Workspace
 from bayes_risk.attribute.missing import vary_missing
-from bayes_risk.attribute.plan import AttributePlan, PartitionOutput, RecordPartition
+from bayes_risk.attribute.plan import (
+    AttributePlan,
+    CandidateGroup,
+    PartitionOutput,
+    RecordPartition,
+    Workspace,
+)
 from bayes_risk.attribute.record_table import groups_by_size
 from bayes_risk.exceptions import ValidationError
 

@@ -1,8 +1,6 @@
 """File-level summaries of an attribute-risk result: one entry point, four kinds.
 
-:func:`file_summary` (also the method
-:meth:`AttributeRiskResult.file_summary <bayes_risk.AttributeRiskResult.file_summary>`) only
-gathers each record's posterior, candidates and truth from an
+:func:`file_summary` only gathers each record's posterior, candidates and truth from an
 :class:`~bayes_risk.AttributeRiskResult` and hands them to the measures defined in
 :mod:`bayes_risk.attribute.summaries` (Hu–Reiter–Wang, Wang–Reiter R1/R2, Paiva et al.,
 Wei–Reiter). Records flagged as unstable by the importance-sampling diagnostics are reported
@@ -19,13 +17,18 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, spawn
-from bayes_risk.attribute.candidates import decode_values
+from bayes_risk.attribute.locations import (
+    check_location_columns,
+    location_xy,
+    record_posteriors,
+)
 from bayes_risk.attribute.summaries import (
     largest_value,
     paiva_measures,
     wang_reiter,
     wang_reiter_file,
 )
+from bayes_risk.attribute.uncertainty import wang_reiter_uncertainty
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["file_summary"]
@@ -36,55 +39,6 @@ KINDS = ("hrw", "wang_reiter", "paiva", "largest_value")
 def _flagged(result: Any) -> np.ndarray:
     flags = result.records["flag_codes"].fillna("").astype(str).to_numpy()
     return flags != ""
-
-
-def _xy(
-    values: pd.DataFrame,
-    location_columns: Sequence[str],
-    locations: Mapping[Any, Sequence[float]] | None,
-) -> np.ndarray:
-    """Coordinates ``[n, 2]`` of decoded values: two numeric columns, or one areal column mapped to
-    centroids by ``locations``."""
-    if len(location_columns) == 2 and locations is None:
-        return values[list(location_columns)].to_numpy(dtype=np.float64)
-    if len(location_columns) == 1 and locations is not None:
-        col = location_columns[0]
-        out = np.empty((len(values), 2))
-        for i, v in enumerate(values[col].tolist()):
-            key = v if v in locations else (str(v) if str(v) in locations else None)
-            if key is None:
-                raise ValidationError(
-                    f"locations has no centroid for level {v!r} of column {col!r}; give one "
-                    "(x, y) pair for every level."
-                )
-            xy = np.asarray(locations[key], dtype=np.float64)
-            if xy.shape != (2,):
-                raise ValidationError(
-                    f"locations[{key!r}] must be an (x, y) pair. Got {locations[key]!r}."
-                )
-            out[i] = xy
-        return out
-    raise ValidationError(
-        "location_columns must be two numeric columns (coordinates), or one areal column "
-        "together with locations={level: (x, y)}. "
-        f"Got location_columns={list(location_columns)!r}"
-        f" and locations={'given' if locations is not None else None}."
-    )
-
-
-def _check_location_columns(result: Any, location_columns: Sequence[str] | None) -> list[str]:
-    if not location_columns:
-        raise ValidationError(
-            f"kind needs location_columns (candidate columns {list(result.columns)})."
-        )
-    cols = list(location_columns)
-    bad = [c for c in cols if c not in result.columns]
-    if bad:
-        raise ValidationError(
-            f"location_columns {bad} are not among the columns the intruder guesses "
-            f"({list(result.columns)})."
-        )
-    return cols
 
 
 def _refuse_missing_truth(result: Any, cols: Sequence[str], kind: str) -> None:
@@ -101,14 +55,6 @@ def _refuse_missing_truth(result: Any, cols: Sequence[str], kind: str) -> None:
                     "distance to the candidates is undefined; leave such records out of the "
                     "result (attribute_risk(records=...))."
                 )
-
-
-def _per_record(result: Any):
-    """Yield ``(position, record id, decoded candidates, posterior, g0)`` per evaluated record."""
-    recs = result.records["record"].to_numpy()
-    for k, cs in enumerate(result.candidates):
-        post = np.exp(np.asarray(result.log_post[k], dtype=np.float64))
-        yield k, int(recs[k]), decode_values(cs.values, cs.columns, result.schema), post, int(cs.g0)
 
 
 def file_summary(
@@ -205,16 +151,16 @@ def file_summary(
         return {**base, **result.to_dict(thresholds=thresholds)}
 
     if kind in ("wang_reiter", "paiva"):
-        cols = _check_location_columns(result, location_columns)
+        cols = check_location_columns(result, location_columns)
         _refuse_missing_truth(result, cols, kind)
     if kind == "wang_reiter":
         if original is None:
             raise ValidationError("kind='wang_reiter' needs original= (R2 counts other records).")
-        all_xy = _xy(original, cols, locations)
+        all_xy = location_xy(original, cols, locations)
         gens = spawn(random_seed, len(recs)) if n_mc is not None else [None] * len(recs)
         rows = []
-        for k, rec, cand, post, g0 in _per_record(result):
-            cxy = _xy(cand, cols, locations)
+        for k, rec, cand, post, g0 in record_posteriors(result):
+            cxy = location_xy(cand, cols, locations)
             others = np.delete(all_xy, rec, axis=0)
             r = wang_reiter(post, cxy, cxy[g0], others, n_mc=n_mc, random_seed=gens[k])
             rows.append({"record": rec, "R1": r["R1"], "R2": r["R2"], "flagged": bool(flagged[k])})
@@ -223,8 +169,6 @@ def file_summary(
         out = {**base, "per_record": per, "all": wang_reiter_file(per["R1"], per["R2"])}
         out["unflagged"] = wang_reiter_file(per["R1"][ok], per["R2"][ok]) if ok.any() else None
         if getattr(result, "_boot_loglik", None):
-            from bayes_risk.attribute.uncertainty import wang_reiter_uncertainty
-
             out["mc_uncertainty"] = wang_reiter_uncertainty(
                 result, original=original, location_columns=cols, locations=locations)
         return out
@@ -247,10 +191,10 @@ def file_summary(
         ].transform("size")
         unique_all = counts.to_numpy() == 1
         posts, g0s, cls, uniq = [], [], [], []
-        for _, rec, cand, post, g0 in _per_record(result):
+        for _, rec, cand, post, g0 in record_posteriors(result):
             posts.append(post)
             g0s.append(g0)
-            cls.append(_xy(cand, cols, locations))
+            cls.append(location_xy(cand, cols, locations))
             uniq.append(bool(unique_all[rec]))
         uniq_a = np.asarray(uniq)
         full = paiva_measures(posts, g0s, cls, uniq_a)
@@ -281,7 +225,7 @@ def file_summary(
     col = result.columns[0]
     _refuse_missing_truth(result, [col], kind)
     rows = []
-    for k, rec, cand, post, g0 in _per_record(result):
+    for k, rec, cand, post, g0 in record_posteriors(result):
         values = cand[col].to_numpy(dtype=np.float64)
         lv = largest_value(post, values, float(values[g0]), delta=delta, interval=interval)
         rows.append({"record": rec, "truth": float(values[g0]), **lv, "flagged": bool(flagged[k])})

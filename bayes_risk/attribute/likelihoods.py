@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk.attribute.candidates import decode_values
-from bayes_risk.attribute.plan import AnalysisData, CandidateRule, ModelAccess
+from bayes_risk.attribute.plan import (
+    AnalysisData,
+    CandidateGroup,
+    CandidateRule,
+    ModelAccess,
+    Workspace,
+)
+from bayes_risk.data.validate import decode_values
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.protocols import (
     SupportsCandidateLoglik,
@@ -26,8 +31,6 @@ from bayes_risk.protocols import (
 )
 
 __all__ = [
-    "Workspace",
-    "CandidateGroup",
     "model_access",
     "model_logp",
     "candidate_rows",
@@ -43,71 +46,6 @@ def model_access(model: Any) -> ModelAccess:
         buffer=isinstance(model, SupportsNeighbourhoodBuffer),
         candidate=isinstance(model, SupportsCandidateLoglik),
     )
-
-
-@dataclass
-class Workspace:
-    """Per-partition scratch state: reused output buffers and the time spent in the model.
-
-    Large ``[H, R, G]`` arrays are allocated once per posterior and reused for every chunk
-    (not re-allocated and page-faulted each time).
-    """
-
-    buffers: dict[Any, np.ndarray] = field(default_factory=dict)
-    timing: dict[str, float] = field(default_factory=lambda: {"model_likelihood_s": 0.0})
-    _records: tuple[Any, ...] | None = field(default=None, repr=False)
-
-    def buffer(self, key: Any, shape: tuple[int, int, int]) -> np.ndarray:
-        """An uninitialised float64 array of ``shape``, the same one for the same key."""
-        b = self.buffers.get(key)
-        if b is None or b.shape != shape:
-            b = self.buffers[key] = np.empty(shape)
-        return b
-
-    def records(self, data: AnalysisData, group: CandidateGroup) -> tuple[pd.DataFrame, bool]:
-        """The original rows of ``group`` and whether any value is missing: formed once per
-        chunk and shared by the ``m + 1`` models that evaluate it."""
-        last = self._records
-        if last is None or last[0] is not group or last[1] is not data:
-            rows = data.orig.iloc[group.pos]
-            last = self._records = (group, data, rows, bool(rows.isna().to_numpy().any()))
-        return last[2], last[3]
-
-
-@dataclass(frozen=True)
-class CandidateGroup:
-    """Records of one chunk with the same number of candidates ``G``, truth inside support.
-
-    Attributes
-    ----------
-    pos : int ndarray (R,)
-        Row positions.
-    vals : ndarray (R, G, q)
-        Candidate codes / values.
-    g0 : int ndarray (R,)
-        Index of the truth.
-    unknown : bool ndarray (R, G)
-        Candidates at a level the model was never fitted with (probability 0).
-    weight : int ndarray (R,), optional
-        How many records of the partition each record stands for (identical records are
-        evaluated once; counts over records use it). ``None``: one each.
-    """
-
-    pos: np.ndarray
-    vals: np.ndarray
-    g0: np.ndarray
-    unknown: np.ndarray
-    weight: np.ndarray | None = None
-
-    @property
-    def size(self) -> int:
-        """Number of records ``R``."""
-        return int(self.pos.size)
-
-    @property
-    def n_candidates(self) -> int:
-        """``G``."""
-        return int(self.vals.shape[1])
 
 
 def model_logp(

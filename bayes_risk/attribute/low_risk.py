@@ -32,10 +32,11 @@ from bayes_risk.attribute.missing import missing_truth
 from bayes_risk.attribute.prepare import _check_model, _prepare_data
 from bayes_risk.attribute.priors import Prior, PriorInputs, evaluate_prior, parse_prior
 from bayes_risk.attribute.record_table import point_summaries, set_point_columns
-from bayes_risk.attribute.summaries import LOW_RISK_FLAG, low_risk_posterior
+from bayes_risk.attribute.summaries import low_risk_posterior
 from bayes_risk.data.validate import encode
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results.attribute import AttributeRiskResult
+from bayes_risk.warning_codes import LOW_RISK_FLAG
 
 __all__ = ["low_risk_attribute_risk", "check_low_risk_prior"]
 

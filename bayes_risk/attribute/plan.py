@@ -6,22 +6,24 @@ bootstrap counts); :func:`~bayes_risk.attribute.evaluate.evaluate` reads it for 
 the records and returns a :class:`PartitionOutput`; :func:`~bayes_risk.attribute.assemble.
 assemble` turns the merged outputs into the result. Plans are picklable: an executor ships one
 to each worker once.
+
+Also what an estimator reads and writes (:class:`CandidateGroup`, :class:`Workspace`) and its
+interface (:class:`EstimatorStrategy`, implemented in :mod:`~bayes_risk.attribute.strategies`):
+the plan holds its estimator, so the interface lives here, below the strategies.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from bayes_risk.attribute.candidates import CandidateSet, CandidateSpec
 from bayes_risk.attribute.priors import Prior
-
-if TYPE_CHECKING:
-    from bayes_risk.attribute.strategies import EstimatorStrategy
 
 __all__ = [
     "AnalysisData",
@@ -33,6 +35,9 @@ __all__ = [
     "AttributePlan",
     "RecordPartition",
     "PartitionOutput",
+    "CandidateGroup",
+    "Workspace",
+    "EstimatorStrategy",
     "merge_outputs",
 ]
 
@@ -293,3 +298,90 @@ def merge_outputs(parts: Sequence[PartitionOutput]) -> PartitionOutput:
         for k, v in p.timing.items():
             out.timing[k] = out.timing.get(k, 0.0) + v
     return out
+
+
+# ------------------------------------------------------------------------------------------
+# what an estimator reads and writes (the strategies of ``strategies`` implement it)
+# ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CandidateGroup:
+    """Records of one chunk with the same number of candidates ``G``, truth inside support.
+
+    Attributes
+    ----------
+    pos : int ndarray (R,)
+        Row positions.
+    vals : ndarray (R, G, q)
+        Candidate codes / values.
+    g0 : int ndarray (R,)
+        Index of the truth.
+    unknown : bool ndarray (R, G)
+        Candidates at a level the model was never fitted with (probability 0).
+    weight : int ndarray (R,), optional
+        How many records of the partition each record stands for (identical records are
+        evaluated once; counts over records use it). ``None``: one each.
+    """
+
+    pos: np.ndarray
+    vals: np.ndarray
+    g0: np.ndarray
+    unknown: np.ndarray
+    weight: np.ndarray | None = None
+
+    @property
+    def size(self) -> int:
+        """Number of records ``R``."""
+        return int(self.pos.size)
+
+    @property
+    def n_candidates(self) -> int:
+        """``G``."""
+        return int(self.vals.shape[1])
+
+
+@dataclass
+class Workspace:
+    """Per-partition scratch state: reused output buffers and the time spent in the model.
+
+    Large ``[H, R, G]`` arrays are allocated once per posterior and reused for every chunk
+    (not re-allocated and page-faulted each time).
+    """
+
+    buffers: dict[Any, np.ndarray] = field(default_factory=dict)
+    timing: dict[str, float] = field(default_factory=lambda: {"model_likelihood_s": 0.0})
+    _records: tuple[Any, ...] | None = field(default=None, repr=False)
+
+    def buffer(self, key: Any, shape: tuple[int, int, int]) -> np.ndarray:
+        """An uninitialised float64 array of ``shape``, the same one for the same key."""
+        b = self.buffers.get(key)
+        if b is None or b.shape != shape:
+            b = self.buffers[key] = np.empty(shape)
+        return b
+
+    def records(self, data: AnalysisData, group: CandidateGroup) -> tuple[pd.DataFrame, bool]:
+        """The original rows of ``group`` and whether any value is missing: formed once per
+        chunk and shared by the ``m + 1`` models that evaluate it."""
+        last = self._records
+        if last is None or last[0] is not group or last[1] is not data:
+            rows = data.orig.iloc[group.pos]
+            last = self._records = (group, data, rows, bool(rows.isna().to_numpy().any()))
+        return last[2], last[3]
+
+
+class EstimatorStrategy(ABC):
+    """How the likelihood of the release under each candidate is estimated."""
+
+    #: the name reported in ``settings["estimator"]``
+    name: ClassVar[str]
+
+    @abstractmethod
+    def estimate(
+        self, plan: AttributePlan, group: CandidateGroup, ws: Workspace, out: PartitionOutput
+    ) -> None:
+        """Log-likelihoods, diagnostics and flags of the records of ``group`` into ``out``.
+
+        ``out.flags[i]`` already exists for every record (flags are appended).
+        """
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"

@@ -22,9 +22,9 @@ import pandas as pd
 from bayes_risk._numeric import LOG_TIE_ATOL, threaded_map
 from bayes_risk.attribute.diagnostics import logsumexp
 from bayes_risk.attribute.summaries import log_posterior, rank_summary
+from bayes_risk.warning_codes import RECORD_FLAGS
 
 __all__ = [
-    "RECORD_FLAGS",
     "MC_SE_THRESHOLD",
     "MC_SE_WINDOW",
     "KHAT_TOLERANCE",
@@ -36,18 +36,6 @@ __all__ = [
     "set_point_columns",
     "bootstrap_summaries",
 ]
-
-#: record flags that make a record "flagged" (reported separately, never averaged in silently)
-RECORD_FLAGS = (
-    "LOW_ESS_Q",
-    "KHAT_HIGH",
-    "DOMINATED_SUM",
-    "DRAW_DROPPED",
-    "TRUTH_OUTSIDE_SUPPORT",
-    "ALL_CANDIDATES_IMPOSSIBLE",
-    "MC_ERROR_HIGH",
-    "CHAINS_DISAGREE",
-)
 
 #: ``MC_ERROR_HIGH`` (plug-in likelihoods estimated by Monte Carlo, e.g. kernel-smoothed CART):
 #: a candidate whose log-likelihood is within ``MC_SE_WINDOW`` of the record's largest has a

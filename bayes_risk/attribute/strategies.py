@@ -1,6 +1,6 @@
 """Estimators of ``log p(Z | Y_i = y*, y_{-i})`` as strategy objects.
 
-Each estimator turns one :class:`~bayes_risk.attribute.likelihoods.CandidateGroup` (records of a
+Each estimator turns one :class:`~bayes_risk.attribute.plan.CandidateGroup` (records of a
 chunk with the same number of candidates) into per-record log-likelihoods, diagnostics and
 record flags, written into the partition's output:
 
@@ -17,12 +17,11 @@ with it: any partition of the records gives the same numbers.
 from __future__ import annotations
 
 import time
-from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from abc import abstractmethod
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from bayes_risk.attribute.candidates import decode_values
 from bayes_risk.attribute.chains import chain_estimates
 from bayes_risk.attribute.diagnostics import pareto_khat, tail_size
 from bayes_risk.attribute.estimator import (
@@ -36,35 +35,20 @@ from bayes_risk.attribute.estimator import (
     stabilised_estimate,
     truncated_log_mean,
 )
-from bayes_risk.attribute.likelihoods import CandidateGroup, Workspace, model_logp
-from bayes_risk.attribute.plan import PartitionOutput
+from bayes_risk.attribute.likelihoods import model_logp
+from bayes_risk.attribute.plan import (
+    AttributePlan,
+    CandidateGroup,
+    EstimatorStrategy,
+    PartitionOutput,
+    Workspace,
+)
 from bayes_risk.attribute.record_table import MC_SE_THRESHOLD, MC_SE_WINDOW
+from bayes_risk.data.validate import decode_values
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.protocols import SupportsResultWarnings
 
-if TYPE_CHECKING:
-    from bayes_risk.attribute.plan import AttributePlan
-
 __all__ = ["EstimatorStrategy", "PublishedIS", "Stabilised", "PlugIn", "strategy_for"]
-
-
-class EstimatorStrategy(ABC):
-    """How the likelihood of the release under each candidate is estimated."""
-
-    #: the name reported in ``settings["estimator"]``
-    name: ClassVar[str]
-
-    @abstractmethod
-    def estimate(
-        self, plan: AttributePlan, group: CandidateGroup, ws: Workspace, out: PartitionOutput
-    ) -> None:
-        """Log-likelihoods, diagnostics and flags of the records of ``group`` into ``out``.
-
-        ``out.flags[i]`` already exists for every record (flags are appended).
-        """
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
 
 
 # ------------------------------------------------------------------------------------------

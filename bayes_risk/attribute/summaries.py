@@ -7,11 +7,13 @@ Hu (2019, eq. 1); the methods page, sections Record-level and File-level summari
   down), ``n_tie``, ``rank_avg``, ``is_top``, ``top_share``, vectorised over records (methods,
   Record-level summaries).
 * :func:`record_summary` — every record-level summary of one record (MAP set, marginals, errors).
-* :func:`hrw_summary` — Hu, Reiter & Wang (2014) file-level summary.
 * :func:`wang_reiter` — R1/R2 geography measures, exact and Monte Carlo (Wang & Reiter 2012), and
   :func:`low_risk_posterior` (``APPROX_LOW_RISK``).
 * :func:`paiva_measures` — Paiva et al. (2014) measures (provisional).
 * :func:`largest_value` — Wei & Reiter (2016) largest-value summary (provisional).
+
+The Hu, Reiter & Wang (2014) file-level summary of the record table is the result's own
+(:func:`bayes_risk.results.attribute.hrw_summary`, what ``AttributeRiskResult.to_dict`` reports).
 """
 
 from __future__ import annotations
@@ -25,24 +27,19 @@ from bayes_risk._numeric import LOG_TIE_ATOL
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.attribute.diagnostics import logsumexp
 from bayes_risk.exceptions import ValidationError
+from bayes_risk.warning_codes import LOW_RISK_FLAG
 
 __all__ = [
     "posterior",
     "log_posterior",
     "rank_summary",
     "record_summary",
-    "hrw_summary",
     "wang_reiter",
     "low_risk_posterior",
     "paiva_measures",
     "largest_value",
-    "QUANTILES",
 ]
 
-QUANTILES = (0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0)
-
-#: Warning code of the low-risk stand-in (Wang & Reiter's, not an importance-sampling estimate).
-LOW_RISK_FLAG = "APPROX_LOW_RISK"
 
 
 def log_posterior(loglik: np.ndarray, logprior: np.ndarray | None = None) -> np.ndarray:
@@ -182,34 +179,6 @@ def record_summary(
             nc = np.asarray(num, dtype=bool)
             d = np.sqrt(np.sum((c[:, nc] - truth[nc][None, :]) ** 2, axis=1))
             out["E_dist"] = float(np.sum(post * d))
-    return out
-
-
-def hrw_summary(
-    p_true: np.ndarray,
-    rank_min: np.ndarray,
-    is_top: np.ndarray,
-    top_share: np.ndarray,
-    *,
-    thresholds: Sequence[float] = (0.5,),
-) -> dict[str, Any]:
-    """File-level summary in the style of Hu, Reiter & Wang (2014).
-
-    Records with ``nan`` values (skipped records) are excluded and counted.
-    """
-    p = np.asarray(p_true, dtype=np.float64)
-    ok = ~np.isnan(p)
-    rk = np.asarray(rank_min, dtype=np.float64)[ok]
-    p = p[ok]
-    out: dict[str, Any] = {"n_records": int(ok.sum()), "n_excluded_nan": int((~ok).sum())}
-    if ok.sum() == 0:
-        return out
-    out["rank_min_quantiles"] = {f"{int(q * 100)}%": float(np.quantile(rk, q)) for q in QUANTILES}
-    out["p_true_quantiles"] = {f"{int(q * 100)}%": float(np.quantile(p, q)) for q in QUANTILES}
-    out["prop_top"] = float(np.mean(np.asarray(is_top, dtype=np.float64)[ok]))
-    out["prop_top_shared"] = float(np.mean(np.asarray(top_share, dtype=np.float64)[ok]))
-    out["mean_p_true"] = float(np.mean(p))
-    out["n_p_true_above"] = {f"{t:g}": int(np.sum(p > t)) for t in thresholds}
     return out
 
 

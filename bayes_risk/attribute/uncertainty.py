@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from bayes_risk.attribute.locations import check_location_columns, location_xy, record_posteriors
 from bayes_risk.attribute.summaries import log_posterior, rank_summary
 from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["file_uncertainty", "wang_reiter_uncertainty", "mc_table", "FILE_FIGURES",
-           "WANG_REITER_FIGURES"]
+__all__ = ["file_uncertainty", "wang_reiter_uncertainty", "FILE_FIGURES", "WANG_REITER_FIGURES"]
 
 #: file-level figures over the unflagged records
 FILE_FIGURES = ("mean_p_true", "share_ranked_first", "p_true_q25", "p_true_q50", "p_true_q75",
@@ -178,22 +178,20 @@ def wang_reiter_uncertainty(
     ValidationError
         No draw bootstrap kept, a bad ``level``, or bad location columns.
     """
-    from bayes_risk.attribute.file_summary import _check_location_columns, _per_record, _xy
-
     boot = _check(result, level)
-    cols = _check_location_columns(result, location_columns)
+    cols = check_location_columns(result, location_columns)
     flagged = _flagged(result)
     keep = np.flatnonzero(~flagged)
     B = boot[0].shape[0]
-    all_xy = _xy(original, cols, locations)
+    all_xy = location_xy(original, cols, locations)
     dist: dict[int, np.ndarray] = {}  # candidates' distances from the truth
     others: dict[int, np.ndarray] = {}  # other records' distances from the truth, sorted
     r1 = np.full(keep.size, np.nan)
     kept = set(keep.tolist())
-    for k, rec, cand, post, g0 in _per_record(result):
+    for k, rec, cand, post, g0 in record_posteriors(result):
         if k not in kept:
             continue
-        cxy = _xy(cand, cols, locations)
+        cxy = location_xy(cand, cols, locations)
         t = cxy[g0]
         dist[k] = np.hypot(cxy[:, 0] - t[0], cxy[:, 1] - t[1])
         o = np.delete(all_xy, rec, axis=0)
@@ -225,21 +223,3 @@ def _wr_figures(r1: np.ndarray, r2: np.ndarray) -> np.ndarray:
         out += [np.min(v, axis=-1), q[0], q[1]]
     return np.stack(out, axis=-1)
 
-
-def mc_table(mc: Mapping[str, Any]) -> Any:
-    """The figures of a ``file_uncertainty`` / ``wang_reiter_uncertainty`` dict as a table
-    (``figure``, ``value``, ``MCSE``, ``MC interval <level> %``; ``None`` values are ``nan``)."""
-    import pandas as pd
-
-    name = next(k for k in mc if k.startswith("mc_interval_"))
-    label = f"MC interval {name.rsplit('_', 1)[1]} %"
-
-    def num(x: Any) -> float:
-        return float("nan") if x is None else float(x)
-
-    rows = []
-    for f, v in mc["value"].items():
-        lo, hi = mc[name][f]
-        rows.append({"figure": f, "value": num(v), "MCSE": num(mc["mc_se"][f]),
-                     label: f"[{num(lo):.4g}, {num(hi):.4g}]"})
-    return pd.DataFrame(rows)

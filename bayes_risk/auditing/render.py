@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.report import format_number
-from bayes_risk.results._warnings import message
+from bayes_risk.warning_codes import message
 
 __all__ = ["write_report", "CSP"]
 
@@ -446,7 +446,7 @@ def _attribute(sec: Section, s: Any, result: Any, links: _Links) -> None:
                             fold=False))
     mc = sm.get("mc_uncertainty")
     if mc:
-        from bayes_risk.attribute.uncertainty import mc_table
+        from bayes_risk.results.attribute import mc_table
 
         sec.blocks.append(_table(mc_table(mc), links, src, (
             f"Monte Carlo error of the stable estimates' figures (draw bootstrap, "
@@ -595,7 +595,7 @@ def _context(result: Any, links: _Links) -> dict[str, Any]:
               "seconds": f"{s.seconds:.1f}", "folder": links.href(s.folder),
               "folder_name": s.folder} for s in result.steps]
     settings = plan.settings_frame()
-    from bayes_risk import __version__
+    from bayes_risk._version import __version__
 
     method = plan.method or "unknown"
     zeros = next((s for s in plan.settings if s.name == "structural zeros"), None)

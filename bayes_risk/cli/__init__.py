@@ -34,7 +34,7 @@ SUBCOMMANDS: tuple[str, ...] = (
 
 def build_parser() -> argparse.ArgumentParser:
     """Build the argument parser with every sub-command."""
-    from bayes_risk import __version__
+    from bayes_risk._version import __version__
 
     parser = _Parser(
         prog="bayes-risk",

@@ -16,11 +16,11 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.data.fingerprint import check_original
-from bayes_risk.data.schema import Schema
+from bayes_risk.data.schema import Schema, check_column_labels
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["SyntheticInput", "as_synthetic_list", "check_columns", "record_positions"]
+__all__ = ["SyntheticInput", "as_synthetic_list", "record_positions"]
 
 
 class SyntheticInput(NamedTuple):
@@ -33,34 +33,6 @@ class SyntheticInput(NamedTuple):
     def schema(self) -> Schema | None:
         """The schema a ``SyntheticData`` carries (``None`` otherwise)."""
         return None if self.source is None else self.source.schema
-
-
-def check_columns(df: Any, name: str = "the original") -> None:
-    """Refuse a table whose column labels cannot name variables: a ``MultiIndex`` (pandas
-    would return a sub-table for one name) or a name used twice (pandas would return two
-    columns for it). The command line refuses the same in files (``DUPLICATE_COLUMN``).
-
-    Raises
-    ------
-    ValidationError
-        ``MULTIINDEX_COLUMNS`` or ``DUPLICATE_COLUMN``, naming the table and the columns.
-    """
-    if not isinstance(df, pd.DataFrame):
-        return  # the callers' own type checks say what was expected
-    if isinstance(df.columns, pd.MultiIndex):
-        raise ValidationError(
-            f"{name} has {df.columns.nlevels}-level column labels (a MultiIndex, e.g. "
-            f"{df.columns[0]!r}); give one name per column (flatten them, e.g. "
-            "df.columns = ['_'.join(map(str, c)) for c in df.columns]).",
-            code="MULTIINDEX_COLUMNS",
-        )
-    dup = df.columns[df.columns.duplicated()].unique().tolist()
-    if dup:
-        raise ValidationError(
-            f"{name} has more than one column named {', '.join(map(repr, dup))}; every "
-            "column needs a name of its own (rename or drop the copies).",
-            code="DUPLICATE_COLUMN",
-        )
 
 
 def as_synthetic_list(
@@ -102,7 +74,7 @@ def as_synthetic_list(
         ``ORIGINAL_DIFFERS``: ``original`` is not the table the release was made from.
     """
     if original is not None:
-        check_columns(original)
+        check_column_labels(original)
     if synthetic is None and allow_none:
         return SyntheticInput([], None)
     if isinstance(synthetic, SyntheticData):
@@ -110,7 +82,7 @@ def as_synthetic_list(
             check_original(original, synthetic, row_order=row_order)
         return SyntheticInput(list(synthetic.datasets), synthetic)
     if isinstance(synthetic, pd.DataFrame):
-        check_columns(synthetic, "synthetic dataset 1")
+        check_column_labels(synthetic, "synthetic dataset 1")
         return SyntheticInput([synthetic], None)
     if isinstance(synthetic, (list, tuple)):
         out = list(synthetic)
@@ -123,7 +95,7 @@ def as_synthetic_list(
                 raise ValidationError(
                     f"synthetic dataset {l} must be a pandas DataFrame. Got {type(z).__name__}."
                 )
-            check_columns(z, f"synthetic dataset {l}")
+            check_column_labels(z, f"synthetic dataset {l}")
         return SyntheticInput(out, None)
     raise ValidationError(
         f"{argument} must be a DataFrame, a list of DataFrames or a SyntheticData. "

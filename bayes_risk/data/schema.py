@@ -26,6 +26,7 @@ __all__ = [
     "ColumnSpec",
     "Schema",
     "infer_schema",
+    "check_column_labels",
     "CATEGORICAL_TYPES",
     "NUMERIC_TYPES",
 ]
@@ -394,6 +395,34 @@ def _levels_of(s: pd.Series) -> tuple[Any, ...]:
     return _sort_levels(values)
 
 
+def check_column_labels(df: Any, name: str = "the original") -> None:
+    """Refuse a table whose column labels cannot name variables: a ``MultiIndex`` (pandas
+    would return a sub-table for one name) or a name used twice (pandas would return two
+    columns for it). The command line refuses the same in files (``DUPLICATE_COLUMN``).
+
+    Raises
+    ------
+    ValidationError
+        ``MULTIINDEX_COLUMNS`` or ``DUPLICATE_COLUMN``, naming the table and the columns.
+    """
+    if not isinstance(df, pd.DataFrame):
+        return  # the callers' own type checks say what was expected
+    if isinstance(df.columns, pd.MultiIndex):
+        raise ValidationError(
+            f"{name} has {df.columns.nlevels}-level column labels (a MultiIndex, e.g. "
+            f"{df.columns[0]!r}); give one name per column (flatten them, e.g. "
+            "df.columns = ['_'.join(map(str, c)) for c in df.columns]).",
+            code="MULTIINDEX_COLUMNS",
+        )
+    dup = df.columns[df.columns.duplicated()].unique().tolist()
+    if dup:
+        raise ValidationError(
+            f"{name} has more than one column named {', '.join(map(repr, dup))}; every "
+            "column needs a name of its own (rename or drop the copies).",
+            code="DUPLICATE_COLUMN",
+        )
+
+
 def infer_schema(
     df: pd.DataFrame,
     *,
@@ -444,9 +473,7 @@ def infer_schema(
     """
     if not isinstance(df, pd.DataFrame):
         raise ValidationError(f"infer_schema expects a pandas DataFrame. Got {type(df).__name__}.")
-    from bayes_risk.data.normalise import check_columns
-
-    check_columns(df, "the table")
+    check_column_labels(df, "the table")
     names = [str(c) for c in df.columns]
     from bayes_risk.data.missing import check_missing_codes, code_mask
 

@@ -33,6 +33,7 @@ __all__ = [
     "harmonise_levels",
     "encode",
     "decode",
+    "decode_values",
     "check_m",
     "check_no_infinity",
     "check_real",
@@ -404,4 +405,18 @@ def decode(codes: np.ndarray, schema: Schema, columns: Iterable[str]) -> pd.Data
                 data[c] = pd.Series(vals.astype(np.int64))
         except (TypeError, ValueError):
             pass
+    return pd.DataFrame(data)
+
+
+def decode_values(values: np.ndarray, columns: Sequence[str], schema: Schema) -> pd.DataFrame:
+    """Codes/values ``[G, q]`` → DataFrame with level values for categorical columns."""
+    data = {}
+    for j, c in enumerate(columns):
+        spec = schema[c]
+        if spec.is_categorical:
+            lv = np.asarray(list(spec.levels), dtype=object)
+            k = values[:, j].astype(np.int64)
+            data[c] = np.where(k >= 0, lv[np.maximum(k, 0)], None)  # code -1: missing
+        else:
+            data[c] = values[:, j].astype(np.float64)
     return pd.DataFrame(data)

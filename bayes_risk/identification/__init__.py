@@ -8,11 +8,12 @@
 The engine is ``prepare → evaluate(partition of targets) → assemble``: ``prepare`` (validation
 and the typed plan of ``plan``, reading ``inputs``, ``encoding`` and ``population``),
 ``evaluate`` (the matching engine over partitions of the targets, through an executor of
-``bayes_risk.executors``: ``engine`` with ``index`` and ``pooled``), ``assemble`` (record- and
-file-level measures, ``summary``). Also ``matching`` (match rules), ``loglinear`` (population
-counts by IPF), ``radius`` (sweep and plot), ``api`` (the public functions), ``replicates``
-(posterior Monte Carlo replicates: ``PosteriorReplicates`` runs its own batched pooling on the
-plan of ``prepare``), ``uncertainty`` (Monte Carlo error, replicate spread).
+``bayes_risk.executors``: ``engine`` with ``index`` and ``pooled``, on the encoded problem of
+``problem``), ``assemble`` (record- and file-level measures, ``summary``). Also ``matching``
+(match rules), ``loglinear`` (population counts by IPF), ``radius`` (sweep and plot), ``api``
+(the public functions), ``replicates`` (posterior Monte Carlo replicates:
+``PosteriorReplicates`` runs its own batched pooling on the plan of ``prepare``),
+``uncertainty`` (Monte Carlo error, replicate spread).
 """
 
 from __future__ import annotations

@@ -23,12 +23,12 @@ from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.exceptions import SchemaError
 from bayes_risk.identification import engine
 from bayes_risk.identification.encoding import check_missing_radius, radius_values
-from bayes_risk.identification.evaluate import drop_groups, target_problem
 from bayes_risk.identification.index import target_bounds
 from bayes_risk.identification.plan import IdentificationPlan, ReplicateSource
-from bayes_risk.identification.pooled import merge_target_major
+from bayes_risk.identification.pooled import fallback_sets, merge_target_major
 from bayes_risk.identification.population import per_replicate_counts
 from bayes_risk.identification.prepare import prepare
+from bayes_risk.identification.problem import Prepared, drop_groups, target_problem
 from bayes_risk.identification.summary import file_measures, record_measures
 from bayes_risk.identification.uncertainty import use_pair_kernels
 
@@ -49,7 +49,7 @@ class MatchContext:
         prep = plan.prep
         contains, u_size = None, np.zeros(prep.n_targets, dtype=np.int64)
         if plan.settings.fallback == "unsynthesized":
-            fs = engine.fallback_sets(prep, plan.rule)
+            fs = fallback_sets(prep, plan.rule)
             contains = fs.contains
             u_size = fs.sizes()
         return cls(strategy=plan.settings.strategy, contains=contains, u_size=u_size)
@@ -65,7 +65,7 @@ class Batch:
     eqs. 6–7, fallback, declared matches), but the match lists of all targets of a replicate are
     taken at once and summed over the batch, so that the cost does not grow with ``R`` times the
     number of target chunks. Targets missing some known values (``missing_known="any"``) are
-    matched in groups on the columns they hold (``evaluate.drop_groups``, as the engine's
+    matched in groups on the columns they hold (``problem.drop_groups``, as the engine's
     partitions), each with its own fallback set. Tested against both engine aggregations.
 
     ``threaded``: the buffered contributions are summed into the batch's pairs in a thread
@@ -137,10 +137,10 @@ class Batch:
 @dataclass
 class _Group:
     """Targets matched on the same known columns (all of them, or those they do not miss):
-    their problem (``evaluate.target_problem``), windows, keys and own fallback records."""
+    their problem (``problem.target_problem``), windows, keys and own fallback records."""
 
     rows: np.ndarray
-    prep: engine.Prepared
+    prep: Prepared
     rule: Any
     bounds: Any
     tkey: np.ndarray
@@ -148,7 +148,7 @@ class _Group:
     u_own: np.ndarray | None
 
     @classmethod
-    def of(cls, prep: engine.Prepared, rule: Any, rows: np.ndarray, drop: tuple[str, ...],
+    def of(cls, prep: Prepared, rule: Any, rows: np.ndarray, drop: tuple[str, ...],
            use_fb: bool) -> _Group:
         if prep.tgt_drop is not None:
             prep, rule = target_problem(prep, rule, drop, prep.tgt_exact[rows],

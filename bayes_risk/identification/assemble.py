@@ -15,6 +15,7 @@ import pandas as pd
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.matching import MatchRule
 from bayes_risk.identification.plan import IdentificationPlan, record_warning
+from bayes_risk.identification.pooled import PooledOutput, PooledProbabilities, fallback_sets
 from bayes_risk.identification.summary import file_measures, record_measures
 from bayes_risk.results.identification import IdentificationResult
 
@@ -55,7 +56,7 @@ def _per_dataset(out: _engine.PerDatasetOutput, N_T: int, warn: dict[str, str]):
     return rm, file, per
 
 
-def _pooled(plan: IdentificationPlan, rule: MatchRule, out: _engine.PooledOutput,
+def _pooled(plan: IdentificationPlan, rule: MatchRule, out: PooledOutput,
             T_rep: np.ndarray, rm: dict[str, np.ndarray], warn: dict[str, str]):
     prep = plan.prep
     fm = file_measures(out.c, out.T, rm)
@@ -78,8 +79,8 @@ def _pooled(plan: IdentificationPlan, rule: MatchRule, out: _engine.PooledOutput
     file["n_targets"] = prep.n_targets
     file["n_declared"] = int(out.declared.sum())
     file["n_no_match"] = int(out.no_match_any.sum())
-    fsets = _engine.fallback_sets(prep, rule) if out.fallback_extra.any() else None
-    prob = _engine.PooledProbabilities(out.prob, out.fallback_value, out.fallback_extra, fsets)
+    fsets = fallback_sets(prep, rule) if out.fallback_extra.any() else None
+    prob = PooledProbabilities(out.prob, out.fallback_value, out.fallback_extra, fsets)
     return file, recs, prob
 
 

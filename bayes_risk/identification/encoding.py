@@ -19,9 +19,9 @@ from bayes_risk.data.levels import level_codes
 from bayes_risk.data.missing import missing_mask
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.identification.engine import Prepared
 from bayes_risk.identification.inputs import Replicate, numeric
 from bayes_risk.identification.matching import MatchRule, mahalanobis_inputs
+from bayes_risk.identification.problem import Prepared
 
 __all__ = ["Encoded", "ExactEncoder", "encode_problem", "exact_encoders", "radius_values",
            "check_missing_radius"]
@@ -156,7 +156,7 @@ def encode_problem(
     in_sample: np.ndarray, rec: np.ndarray, warn: dict[str, str],
     missing_known: str = "any",
 ) -> Encoded:
-    """Encode records, replicates and targets (``engine.Prepared``).
+    """Encode records, replicates and targets (``problem.Prepared``).
 
     Missing known values (user guide, Missing values): in an exact-match column a missing value
     is a level of its own; in a radius column it is ``+inf`` (outside every finite window). With

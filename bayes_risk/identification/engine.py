@@ -7,9 +7,10 @@ column (:mod:`~bayes_risk.identification.index`). The compiled path (numba kerne
 group; the pure-numpy path (small problems, where importing numba and loading its caches would
 cost more than it saves; numba not importable; or ``USE_NUMBA = False``) searches an integer
 composite with ``numpy.searchsorted`` and filters candidates in chunks. Both are tested against
-each other and against a brute-force scan. This module holds the encoded problem
-(:class:`Prepared`), the indexes cached on it, the per-dataset aggregation and the switches
-read by :mod:`~bayes_risk.identification.pooled` (the pooled aggregation); replicates run on two
+each other and against a brute-force scan. This module holds the indexes cached on the encoded
+problem (:class:`~bayes_risk.identification.problem.Prepared`), the per-dataset aggregation and
+the switches read by :mod:`~bayes_risk.identification.pooled` (the pooled aggregation, which
+imports this module); replicates run on two
 threads on the compiled path (the kernels release the GIL; results do not depend on the number
 of threads).
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -34,6 +35,7 @@ from bayes_risk.identification.index import (
     target_bounds,
 )
 from bayes_risk.identification.matching import MatchRule
+from bayes_risk.identification.problem import Prepared
 
 __all__ = [
     "Prepared",
@@ -42,12 +44,7 @@ __all__ = [
     "NumbaIndex",
     "mixed_radix",
     "PerDatasetOutput",
-    "PooledOutput",
     "run_per_dataset",
-    "run_pooled",
-    "FallbackSets",
-    "fallback_sets",
-    "PooledProbabilities",
     "USE_NUMBA",
 ]
 
@@ -74,49 +71,6 @@ def use_compiled(prep: Prepared) -> bool:
     if USE_NUMBA:
         return True
     return (prep.n + prep.n_targets) * max(prep.R, 1) >= COMPILED_MIN_WORK
-
-
-@dataclass
-class Prepared:
-    """Encoded records, replicates and targets (built by ``prepare``, in ``encoding``).
-
-    Exact columns are integer codes (``-1`` = a value absent from every released table), radius
-    columns float64. Unsynthesized columns of the records come from the original; synthesized
-    known columns from each replicate ``r``.
-    """
-
-    n: int
-    R: int
-    rule: MatchRule
-    exact_sizes: dict[str, int]
-    rec_exact_us: np.ndarray  # [n, e_us]
-    rec_radius_us: np.ndarray  # [q_us, n]
-    rep_exact_s: list[np.ndarray]  # R x [n, e_s]
-    rep_radius_s: list[np.ndarray]  # R x [q_s, n]
-    tgt_exact: np.ndarray  # [N_T, e_us + e_s]
-    tgt_radius: np.ndarray  # [N_T, q_us + q_s]
-    confidential_radius: dict[str, np.ndarray]
-    in_sample: np.ndarray  # bool [N_T]
-    rec: np.ndarray  # int64 [N_T], -1 out of sample
-    #: bool [N_T, e + q] (exact then radius columns): a target's missing known values, on which
-    #: it is not matched (``missing_known="any"``); ``None`` when there are none
-    tgt_drop: np.ndarray | None = None
-    _cache: dict = field(default_factory=dict, repr=False)
-
-    @property
-    def n_targets(self) -> int:
-        return self.tgt_exact.shape[0]
-
-    def release_replicates(self) -> None:
-        """Drop the replicates' encoded columns and indexes once a one-run preparation's engine
-        has run: the measures read the targets and the original's columns only, and the
-        replicates' columns would otherwise sit under the measures' tables at the run's peak
-        memory (2.6 MiB of the CEdata command's at m = 20). The unsynthesized index (the
-        pooled fallback sets read it) is kept."""
-        self.rep_exact_s = []
-        self.rep_radius_s = []
-        for key in [k for k in self._cache if isinstance(k, tuple) and k[0] != "us"]:
-            del self._cache[key]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -324,13 +278,3 @@ def run_per_dataset(
     c[~dec] = 0
     T = dec & own & prep.in_sample[:, None]
     return PerDatasetOutput(c=c, T=T, declared=dec, p_out=p_out, no_match_any=no_match_any)
-
-
-# the pooled aggregation lives in its own module (it reads the switches above at call time)
-from bayes_risk.identification.pooled import (  # noqa: E402
-    FallbackSets,
-    PooledOutput,
-    PooledProbabilities,
-    fallback_sets,
-    run_pooled,
-)

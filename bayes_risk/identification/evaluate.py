@@ -23,11 +23,13 @@ from bayes_risk.executors import Executor, InProcessExecutor
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.matching import MatchRule
 from bayes_risk.identification.plan import IdentificationPlan, Strategy
+from bayes_risk.identification.pooled import PooledOutput, run_pooled
+from bayes_risk.identification.problem import Prepared, drop_groups, target_problem
 
-__all__ = ["TargetPartition", "EngineOutput", "record_pool", "partitions", "drop_groups",
-           "target_problem", "evaluate", "concat_outputs", "run_engine", "DASK_PARTITION_SIZE"]
+__all__ = ["TargetPartition", "EngineOutput", "record_pool", "partitions", "evaluate",
+           "concat_outputs", "run_engine", "DASK_PARTITION_SIZE"]
 
-EngineOutput = _engine.PerDatasetOutput | _engine.PooledOutput
+EngineOutput = _engine.PerDatasetOutput | PooledOutput
 #: targets per task on a cluster when the executor does not say
 DASK_PARTITION_SIZE = 100_000
 
@@ -51,7 +53,7 @@ class TargetPartition:
     drop: tuple[str, ...] = ()
 
 
-def record_pool(plan: IdentificationPlan, *, shipped: bool) -> _engine.Prepared:
+def record_pool(plan: IdentificationPlan, *, shipped: bool) -> Prepared:
     """The shared object of the evaluate stage.
 
     In process (``shipped=False``) the plan's ``Prepared`` itself (its index cache is reused
@@ -105,83 +107,14 @@ def partitions(plan: IdentificationPlan, rule: MatchRule, size: int | None, *,
     return parts, np.concatenate([rows for rows, _ in groups])
 
 
-def drop_groups(prep: _engine.Prepared, rule: MatchRule
-                ) -> list[tuple[np.ndarray, tuple[str, ...]]]:
-    """The targets grouped by the known columns they are not matched on (``Prepared.tgt_drop``,
-    ``missing_known="any"``): ``[(rows, dropped columns)]``, groups in the order of their
-    patterns, rows ascending; one group of every target when no column is dropped."""
-    N = prep.n_targets
-    if prep.tgt_drop is None:
-        return [(np.arange(N, dtype=np.int64), ())]
-    cols = rule.exact_cols + rule.radius_cols
-    patterns, pid = np.unique(prep.tgt_drop, axis=0, return_inverse=True)
-    order = np.argsort(pid.ravel(), kind="stable")
-    bounds = np.searchsorted(pid.ravel()[order], np.arange(len(patterns) + 1))
-    return [(order[bounds[p]:bounds[p + 1]],
-             tuple(c for c, d in zip(cols, pattern, strict=True) if d))
-            for p, pattern in enumerate(patterns)]
-
-
-def target_problem(pool: _engine.Prepared, rule: MatchRule, drop: Sequence[str],
-                   tgt_exact: np.ndarray, tgt_radius: np.ndarray, in_sample: np.ndarray,
-                   rec: np.ndarray) -> tuple[_engine.Prepared, MatchRule]:
-    """The record pool with the given targets, and the rule they are matched with: without the
-    columns ``drop`` they miss (the pool restricted to the others, cached on the pool)."""
-    if drop:  # matched on the known columns where the targets' values are not missing
-        sub = _without(rule, drop)
-        cols = list(rule.exact_cols)
-        tgt_exact = tgt_exact[:, [cols.index(c) for c in sub.exact_cols]]
-        cols = list(rule.radius_cols)
-        tgt_radius = tgt_radius[:, [cols.index(c) for c in sub.radius_cols]]
-        pool, rule = _restricted(pool, rule, sub), sub
-    # the pool's cache (replicate indexes) is shared by every group of targets
-    prep = dataclasses.replace(
-        pool, tgt_exact=tgt_exact, tgt_radius=tgt_radius, in_sample=in_sample, rec=rec,
-        tgt_drop=None, _cache=pool._cache,
-    )
-    return prep, rule
-
-
-def _without(rule: MatchRule, drop: Sequence[str]) -> MatchRule:
-    """``rule`` without the columns in ``drop``."""
-    keep = lambda cols: tuple(c for c in cols if c not in drop)  # noqa: E731
-    return dataclasses.replace(
-        rule, exact_us=keep(rule.exact_us), exact_s=keep(rule.exact_s),
-        radius_us=keep(rule.radius_us), radius_s=keep(rule.radius_s),
-        r_min={c: v for c, v in rule.r_min.items() if c not in drop},
-    )
-
-
-def _restricted(pool: _engine.Prepared, rule: MatchRule, sub: MatchRule
-                ) -> _engine.Prepared:
-    """The record pool on the columns of ``sub`` (cached on the pool: every partition of a
-    pattern reuses it)."""
-    key = ("columns", sub.exact_us, sub.exact_s, sub.radius_us, sub.radius_s)
-    arrays = pool._cache.get(key)
-    if arrays is None:
-        def pos(cols, keep):
-            return [cols.index(c) for c in keep]
-
-        e_us, e_s = pos(rule.exact_us, sub.exact_us), pos(rule.exact_s, sub.exact_s)
-        r_us, r_s = pos(rule.radius_us, sub.radius_us), pos(rule.radius_s, sub.radius_s)
-        arrays = dict(
-            rec_exact_us=pool.rec_exact_us[:, e_us],
-            rep_exact_s=[a[:, e_s] for a in pool.rep_exact_s],
-            rec_radius_us=pool.rec_radius_us[r_us],
-            rep_radius_s=[a[r_s] for a in pool.rep_radius_s],
-        )
-        pool._cache[key] = arrays
-    return dataclasses.replace(pool, **arrays, _cache=pool._cache)
-
-
-def evaluate(pool: _engine.Prepared, part: TargetPartition) -> EngineOutput:
+def evaluate(pool: Prepared, part: TargetPartition) -> EngineOutput:
     """Engine output of one partition of the targets (runs in process or on a worker)."""
     prep, rule = target_problem(pool, part.rule, part.drop, part.tgt_exact, part.tgt_radius,
                                 part.in_sample, part.rec)
     if part.aggregation == "per_dataset":
         return _engine.run_per_dataset(prep, rule, inv_f=part.inv_f, strategy=part.strategy,
                                        fallback=part.fallback, progressbar=part.progressbar)
-    return _engine.run_pooled(prep, rule, inv_f=part.inv_f, strategy=part.strategy,
+    return run_pooled(prep, rule, inv_f=part.inv_f, strategy=part.strategy,
                               fallback=part.fallback, progressbar=part.progressbar,
                               fallback_cells=False if part.drop else None)
 
@@ -189,7 +122,7 @@ def evaluate(pool: _engine.Prepared, part: TargetPartition) -> EngineOutput:
 def concat_outputs(outs: Sequence[EngineOutput], n: int) -> EngineOutput:
     """One engine output from the outputs of consecutive partitions of the targets.
 
-    The pooled CSR matrix is rebuilt exactly as ``engine.run_pooled`` builds it.
+    The pooled CSR matrix is rebuilt exactly as ``pooled.run_pooled`` builds it.
     """
     if len(outs) == 1:
         return outs[0]
@@ -200,7 +133,7 @@ def concat_outputs(outs: Sequence[EngineOutput], n: int) -> EngineOutput:
         })
     fields = {
         f.name: np.concatenate([getattr(o, f.name) for o in outs], axis=0)
-        for f in dataclasses.fields(_engine.PooledOutput) if f.name != "prob"
+        for f in dataclasses.fields(PooledOutput) if f.name != "prob"
     }
     import scipy.sparse as sp
 
@@ -214,7 +147,7 @@ def concat_outputs(outs: Sequence[EngineOutput], n: int) -> EngineOutput:
          np.concatenate([o.prob.indices for o in outs]), indptr),
         shape=(N, n),
     )
-    return _engine.PooledOutput(prob=prob, **fields)
+    return PooledOutput(prob=prob, **fields)
 
 
 def run_engine(plan: IdentificationPlan, rule: MatchRule, executor: Executor, pool: Any, *,

@@ -20,7 +20,7 @@ import numpy as np
 from bayes_risk.identification.matching import MatchRule, target_radii, window_bounds
 
 if TYPE_CHECKING:
-    from bayes_risk.identification.engine import Prepared
+    from bayes_risk.identification.problem import Prepared
 
 __all__ = ["mixed_radix", "TargetBounds", "target_bounds", "ReplicateIndex", "NumbaIndex",
            "make_index"]

@@ -4,7 +4,7 @@ The engine is ``prepare → evaluate(partition of targets) → assemble``
 (:mod:`~bayes_risk.identification.prepare`, :mod:`~bayes_risk.identification.evaluate`,
 :mod:`~bayes_risk.identification.assemble`). :class:`IdentificationPlan` bundles
 
-* :class:`EncodedData` — the record pool and the targets, encoded (``engine.Prepared``), with the
+* :class:`EncodedData` — the record pool and the targets, encoded (``problem.Prepared``), with the
   harmonised schema and the ids that label targets and records;
 * the :class:`~bayes_risk.identification.matching.MatchRule`;
 * :class:`PopulationCounts` — ``F`` and ``1/F`` (or ``E[1/F]``) per target and replicate, when
@@ -23,8 +23,8 @@ import numpy as np
 
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import CALLER, DataWarning
-from bayes_risk.identification.engine import Prepared
 from bayes_risk.identification.matching import MatchRule
+from bayes_risk.identification.problem import Prepared
 
 __all__ = [
     "Aggregation",
@@ -54,7 +54,7 @@ class EncodedData:
 
     Attributes
     ----------
-    prep : engine.Prepared
+    prep : problem.Prepared
         Integer codes of the exact-match columns, float64 values of the radius columns.
     schema : Schema
         The known columns' schema, levels harmonised over the original and the replicates.

@@ -20,11 +20,10 @@ from bayes_risk._progress import progress
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.index import ReplicateIndex, TargetBounds, target_bounds
 from bayes_risk.identification.matching import MatchRule
+from bayes_risk.identification.problem import Prepared, drop_groups, target_problem
 
 if TYPE_CHECKING:  # scipy.sparse is imported where the pooled matrix is built
     import scipy.sparse as sp
-
-    from bayes_risk.identification.engine import Prepared
 
 __all__ = ["PooledOutput", "FallbackSets", "GroupedFallbackSets", "fallback_sets",
            "merge_target_major", "run_pooled", "PooledProbabilities"]
@@ -151,8 +150,6 @@ def fallback_sets(prep: Prepared, rule: MatchRule) -> FallbackSets | GroupedFall
     """:class:`FallbackSets` of every target of ``prep`` (:class:`GroupedFallbackSets` when
     some targets are not matched on some known columns, ``Prepared.tgt_drop``)."""
     if prep.tgt_drop is not None:
-        from bayes_risk.identification.evaluate import drop_groups, target_problem
-
         groups = []
         for rows, drop in drop_groups(prep, rule):
             gp, gr = target_problem(prep, rule, drop, prep.tgt_exact[rows],

@@ -23,6 +23,7 @@ from bayes_risk.identification.loglinear import (
 )
 from bayes_risk.identification.matching import MatchRule
 from bayes_risk.identification.plan import PopulationCounts, record_warning
+from bayes_risk.identification.problem import Prepared
 
 __all__ = ["population_counts", "per_replicate_counts"]
 
@@ -44,7 +45,7 @@ def population_counts(
     kind: str,
     sampling_fraction: float | None,
     N_pop: int | None,
-    prep: _engine.Prepared,
+    prep: Prepared,
     rule: MatchRule,
     targets: pd.DataFrame,
     known: list[str],

@@ -31,7 +31,6 @@ from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import BayesRiskWarning, ValidationError
 from bayes_risk.executors import InProcessExecutor, shared_once
-from bayes_risk.identification import engine
 from bayes_risk.identification import uncertainty as _unc
 from bayes_risk.identification._replicate_batches import (
     Batch,
@@ -45,6 +44,7 @@ from bayes_risk.identification._replicate_batches import (
 from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import record_pool, run_engine
 from bayes_risk.identification.plan import IdentificationPlan, ReplicateSource, record_warning
+from bayes_risk.identification.pooled import PooledOutput
 from bayes_risk.identification.population import per_replicate_counts
 from bayes_risk.identification.prepare import prepare
 from bayes_risk.identification.summary import MEASURES
@@ -505,7 +505,7 @@ def _batch_sums(ex: Any, shared: Any, job: BatchJob, first: IdentificationPlan, 
 _CHUNK = 1 << 22  # pairs converted at a time when building the probability matrix
 
 
-def _pooled_output(run: _Run) -> engine.PooledOutput:
+def _pooled_output(run: _Run) -> PooledOutput:
     """The engine's pooled output, built from the run's accumulated sums.
 
     Consumes the pooled pair sums: their values become the matrix's data in place and the
@@ -528,7 +528,7 @@ def _pooled_output(run: _Run) -> engine.PooledOutput:
     del keys
     np.divide(data, t.R, out=data)
     prob = sp.csr_matrix((data, cols, indptr), shape=(run.N, n))
-    return engine.PooledOutput(
+    return PooledOutput(
         prob=prob, p_out=t.p_out / t.R, p_unassigned=t.p_un / t.R, p_max=res["p_max"],
         c=res["c"], T=res["T"], declared=res["declared"], no_match_any=~t.ever,
         fallback_value=res["fallback_value"], fallback_extra=res["fallback_extra"],

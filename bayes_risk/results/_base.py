@@ -10,7 +10,7 @@ import pandas as pd
 
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results._summary import ResultWarning, Summary
-from bayes_risk.results._warnings import message
+from bayes_risk.warning_codes import message
 
 __all__ = ["RiskResult"]
 

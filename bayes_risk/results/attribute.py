@@ -1,35 +1,66 @@
 """The result of an attribute-risk analysis (:func:`bayes_risk.attribute_risk`).
 
-The attribute engine builds this class; its functions (prior evaluation, summaries, candidate
-decoding) are imported where a method uses them, so that either package can be imported first
-(the engine imports this module at its top).
+The attribute engine builds this class and computes every number in it; the result only holds,
+summarises and shows them, and imports nothing of the engine (functions that compute from a
+result live in the engine and take it as their first argument: ``bayes_risk.attribute.with_prior``,
+``bayes_risk.file_summary``, ``bayes_risk.attribute.uncertainty.file_uncertainty``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from bayes_risk._io import to_jsonable
+from bayes_risk.data.schema import Schema
+from bayes_risk.data.validate import decode_values
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results._base import RiskResult
 from bayes_risk.results._summary import ResultWarning, Summary
-from bayes_risk.results._warnings import message
+from bayes_risk.warning_codes import message
 
-if TYPE_CHECKING:
-    from bayes_risk.attribute.candidates import CandidateSet
-    from bayes_risk.attribute.priors import Prior, PriorInputs
+__all__ = ["AttributeRiskResult", "CandidateSet", "hrw_summary", "mc_table", "QUANTILES"]
 
-__all__ = ["AttributeRiskResult"]
+#: quantiles of ``p_true`` and of the truth's rank in the Hu–Reiter–Wang summary
+QUANTILES = (0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0)
+
+
+@dataclass(frozen=True)
+class CandidateSet:
+    """One record's candidate set.
+
+    Attributes
+    ----------
+    columns : tuple of str
+        The varying columns.
+    values : ndarray, shape (G, len(columns))
+        Codes (categorical columns) or values (numeric columns).
+    g0 : int
+        Index of the truth.
+    """
+
+    columns: tuple[str, ...]
+    values: np.ndarray
+    g0: int
+
+    @property
+    def size(self) -> int:
+        """``G``."""
+        return int(self.values.shape[0])
+
+    def frame(self, schema: Schema) -> pd.DataFrame:
+        """Candidates as a DataFrame of level values (categorical) and numbers."""
+        return decode_values(self.values, self.columns, schema)
 
 
 @dataclass(frozen=True)
 class AttributeRiskResult(RiskResult):
-    """Result of :func:`~bayes_risk.attribute_risk` (frozen; ``with_prior`` returns a new one).
+    """Result of :func:`~bayes_risk.attribute_risk` (frozen;
+    :func:`~bayes_risk.attribute.with_prior` returns a new one under another prior).
 
     Attributes
     ----------
@@ -73,6 +104,8 @@ class AttributeRiskResult(RiskResult):
         ``"augmented_<l>"`` → the fit's ``convergence_summary()``: R-hat and ESS of the
         diagnosed quantities) and ``warnings`` (structured: ``code``, ``fit``, ``quantities``,
         ``message``). Empty for models without MCMC draws.
+    prior : Prior
+        The prior applied (a :class:`bayes_risk.attribute.priors.Prior`).
     """
 
     records: pd.DataFrame
@@ -85,17 +118,25 @@ class AttributeRiskResult(RiskResult):
     warnings: list[str]
     settings: dict[str, Any]
     schema: Any = field(repr=False)
-    prior: Prior = field(repr=False)
-    _prior_inputs: PriorInputs = field(repr=False)
+    # the engine's Prior and PriorInputs (typed loosely: the result imports nothing of it)
+    prior: Any = field(repr=False)
+    _prior_inputs: Any = field(repr=False)
     _boot_loglik: list[np.ndarray] | None = field(repr=False, default=None)
     _degenerate: dict[str, Any] = field(repr=False, default_factory=dict)
+    #: the engine's function of the draw bootstrap's Monte Carlo figures
+    #: (``bayes_risk.attribute.uncertainty.file_uncertainty``), run on first use: it costs about
+    #: as much as the bootstrap quantiles of the record table, which a caller who never asks
+    #: for a file-level summary should not pay
+    _mc_figures: Callable[[AttributeRiskResult], dict[str, Any]] | None = field(
+        repr=False, default=None, compare=False
+    )
     _cache: dict[str, Any] = field(repr=False, default_factory=dict, compare=False)
     mcmc: dict[str, Any] = field(default_factory=dict)
 
     # ----- access -------------------------------------------------------------------------
     @property
     def flagged(self) -> pd.DataFrame:
-        """Records carrying any of the record flags (``bayes_risk.attribute.api.RECORD_FLAGS``)."""
+        """Records carrying any of the record flags (``bayes_risk.warning_codes.RECORD_FLAGS``)."""
         return self.records[self.records["flag_codes"] != ""].copy()
 
     def _position(self, record: int) -> int:
@@ -110,8 +151,6 @@ class AttributeRiskResult(RiskResult):
     def candidate_posteriors(self, record: int) -> pd.DataFrame:
         """Candidates of ``record`` (decoded values) with ``loglik``, ``prior``, ``posterior``,
         ``is_truth``, sorted as built (truth at ``g0``)."""
-        from bayes_risk.attribute.candidates import decode_values
-
         k = self._position(record)
         cs = self.candidates[k]
         df = decode_values(cs.values, cs.columns, self.schema)
@@ -121,106 +160,7 @@ class AttributeRiskResult(RiskResult):
         df["is_truth"] = np.arange(cs.size) == cs.g0
         return df
 
-    # ----- priors ---------------------------------------------------------------------------
-    def with_prior(
-        self, prior: str | Prior | Any, *, bootstrap: bool = True
-    ) -> AttributeRiskResult:
-        """A new result under another prior: only the final normalisation is redone.
-
-        Parameters
-        ----------
-        prior : str, Prior, weights or callable
-            See :func:`bayes_risk.attribute.priors.parse_prior`.
-        bootstrap : bool
-            Recompute the bootstrap rank quantiles under the new prior from the kept bootstrap
-            log-likelihoods (set False for fast sweeps; those columns then become ``nan``).
-
-        Raises
-        ------
-        ValidationError
-            In compatibility mode; for a prior other than uniform on a result of
-            ``scenario="empty"`` (the low-risk intruder's posterior already contains the prior,
-            as :func:`~bayes_risk.attribute.attribute_risk` refuses it there).
-        """
-        from bayes_risk.attribute.priors import evaluate_prior_groups, parse_prior
-        from bayes_risk.attribute.record_table import KHAT_TOLERANCE
-        from bayes_risk.attribute.record_table import bootstrap_summaries as _bootstrap_summaries
-        from bayes_risk.attribute.record_table import khat_material as _khat_material
-        from bayes_risk.attribute.record_table import order_flags as _order_flags
-        from bayes_risk.attribute.record_table import point_summaries as _point_summaries
-        from bayes_risk.attribute.record_table import set_point_columns as _set_point_columns
-        from bayes_risk.attribute.record_table import ungroup as _ungroup
-
-        if self.settings.get("compat"):
-            raise ValidationError(
-                "with_prior is not available in compat='AttributeRiskCalculation' mode (the R "
-                "package's prior is folded into the log-likelihood); rerun attribute_risk with "
-                "the new prior."
-            )
-        p = parse_prior(prior)
-        if self.settings.get("scenario") == "empty":
-            from bayes_risk.attribute.low_risk import check_low_risk_prior
-
-            check_low_risk_prior(p)
-        inp = self._prior_inputs
-        lp_groups, codes = evaluate_prior_groups(p, inp)
-        logprior = _ungroup(lp_groups, inp.groups, len(self.loglik))
-        log_post, rec = _point_summaries(
-            self.loglik, logprior, self._g0(), groups=(inp.groups, self._ll_groups(), lp_groups)
-        )
-        df = self.records.copy()
-        _set_point_columns(df, rec)
-        if "p_true_upper" in df.columns:
-            # the worst case allowed by the Pareto diagnostics depends on the prior
-            p_lo, p_up, mat = _khat_material(
-                self.loglik, self.diagnostics, logprior, self._g0(),
-                float(self.settings.get("khat_tolerance", KHAT_TOLERANCE)),
-            )
-            df["p_true_lower"] = p_lo
-            df["p_true_upper"] = p_up
-            if self.settings.get("khat_rule") == "material":
-                new = []
-                for f, mk in zip(df["flag_codes"], mat, strict=False):
-                    fl = [c for c in f.split(";") if c and c != "KHAT_HIGH"]
-                    new.append(";".join(_order_flags(fl + ["KHAT_HIGH"] if mk else fl)))
-                df["flag_codes"] = new
-        if "p_true_chain_min" in df.columns:
-            # whether the chains' estimates differ materially depends on the prior too
-            from bayes_risk.attribute.chains import chain_agreement
-
-            ch = chain_agreement(self.diagnostics, logprior, self._g0())
-            for key in ("p_true_chain_min", "p_true_chain_max", "chain_z"):
-                df[key] = ch[key]
-            new = []
-            for f, mk in zip(df["flag_codes"], ch["flag"], strict=False):
-                fl = [c for c in f.split(";") if c and c != "CHAINS_DISAGREE"]
-                new.append(";".join(_order_flags(fl + ["CHAINS_DISAGREE"] if mk else fl)))
-            df["flag_codes"] = new
-        boot = self._boot_loglik if bootstrap else None
-        bq = _bootstrap_summaries(boot, logprior, self._g0(), len(df))
-        for k, v in bq.items():
-            df[k] = v
-        settings = dict(self.settings, prior=p.label())
-        warns = [w for w in self.warnings if w not in ("PRIOR_RENORMALISED", "HARMONIC_WEIGHTS")]
-        warns += [c for c in codes if c not in warns]
-        return AttributeRiskResult(
-            records=df,
-            columns=self.columns,
-            candidates=self.candidates,
-            loglik=self.loglik,
-            logprior=logprior,
-            log_post=log_post,
-            diagnostics=self.diagnostics,
-            warnings=warns,
-            settings=settings,
-            schema=self.schema,
-            prior=p,
-            _prior_inputs=self._prior_inputs,
-            _boot_loglik=self._boot_loglik,
-            _degenerate=self._degenerate,
-            mcmc=self.mcmc,
-        )
-
+    # ----- what a new prior needs (``bayes_risk.attribute.with_prior``) ------------------------
     def _g0(self) -> np.ndarray:
         if "g0" not in self._cache:
             self._cache["g0"] = np.array([c.g0 for c in self.candidates], dtype=np.int64)
@@ -263,8 +203,6 @@ class AttributeRiskResult(RiskResult):
             they cover the Monte Carlo error of the posterior draws, not a spread over synthetic
             datasets) and the number of flagged records left out.
         """
-        from bayes_risk.attribute.summaries import hrw_summary
-
         df = self.records
         fl = df["flag_codes"] != ""
 
@@ -325,13 +263,12 @@ class AttributeRiskResult(RiskResult):
         return note
 
     def _mc_uncertainty(self) -> dict[str, Any] | None:
-        """``file_uncertainty(self)`` (computed once), or ``None`` without a draw bootstrap."""
-        if not self._boot_loglik:
+        """The Monte Carlo figures of the draw bootstrap (computed once, by the engine's function
+        the result was built with), or ``None`` without a draw bootstrap."""
+        if not self._boot_loglik or self._mc_figures is None:
             return None
         if "mc_uncertainty" not in self._cache:
-            from bayes_risk.attribute.uncertainty import file_uncertainty
-
-            self._cache["mc_uncertainty"] = file_uncertainty(self)
+            self._cache["mc_uncertainty"] = self._mc_figures(self)
         return self._cache["mc_uncertainty"]
 
     def _flag_counts(self) -> dict[str, int]:
@@ -344,22 +281,6 @@ class AttributeRiskResult(RiskResult):
     def to_dataframe(self) -> pd.DataFrame:
         """The record table (a copy of :attr:`records`)."""
         return self.records.copy()
-
-    def file_summary(
-        self,
-        kind: Literal["hrw", "wang_reiter", "paiva", "largest_value"] = "hrw",
-        **kwargs: Any,
-    ) -> dict[str, Any]:
-        """File-level summary of one kind (methods, File-level summaries).
-
-        The same as :func:`bayes_risk.file_summary` ``(self, kind, **kwargs)``: ``"hrw"``
-        (Hu, Reiter & Wang 2014), ``"wang_reiter"`` (Wang & Reiter 2012 R1/R2), ``"paiva"``
-        (Paiva et al. 2014), ``"largest_value"`` (Wei & Reiter 2016); see there for the
-        keyword arguments and the returned dict.
-        """
-        from bayes_risk.attribute.file_summary import file_summary
-
-        return file_summary(self, kind, **kwargs)
 
     @property
     def structured_warnings(self) -> list[ResultWarning]:
@@ -424,8 +345,6 @@ class AttributeRiskResult(RiskResult):
         tables = {"File-level summary": pd.DataFrame(rows)}
         mc = d.get("mc_uncertainty")
         if mc is not None:
-            from bayes_risk.attribute.uncertainty import mc_table
-
             tables["Monte Carlo error (draw bootstrap)"] = mc_table(mc)
             notes.append(
                 f"Monte Carlo error: MCSE and 90 % interval over {mc['bootstrap']} bootstrap "
@@ -521,3 +440,48 @@ def hrw_table_row(name: str, d: dict[str, Any]) -> dict[str, Any]:
         "median rank": r.get("50%"),
         "share truth ranked first": d.get("prop_top"),
     }
+
+
+def hrw_summary(
+    p_true: np.ndarray,
+    rank_min: np.ndarray,
+    is_top: np.ndarray,
+    top_share: np.ndarray,
+    *,
+    thresholds: Sequence[float] = (0.5,),
+) -> dict[str, Any]:
+    """File-level summary in the style of Hu, Reiter & Wang (2014).
+
+    Records with ``nan`` values (skipped records) are excluded and counted.
+    """
+    p = np.asarray(p_true, dtype=np.float64)
+    ok = ~np.isnan(p)
+    rk = np.asarray(rank_min, dtype=np.float64)[ok]
+    p = p[ok]
+    out: dict[str, Any] = {"n_records": int(ok.sum()), "n_excluded_nan": int((~ok).sum())}
+    if ok.sum() == 0:
+        return out
+    out["rank_min_quantiles"] = {f"{int(q * 100)}%": float(np.quantile(rk, q)) for q in QUANTILES}
+    out["p_true_quantiles"] = {f"{int(q * 100)}%": float(np.quantile(p, q)) for q in QUANTILES}
+    out["prop_top"] = float(np.mean(np.asarray(is_top, dtype=np.float64)[ok]))
+    out["prop_top_shared"] = float(np.mean(np.asarray(top_share, dtype=np.float64)[ok]))
+    out["mean_p_true"] = float(np.mean(p))
+    out["n_p_true_above"] = {f"{t:g}": int(np.sum(p > t)) for t in thresholds}
+    return out
+
+
+def mc_table(mc: Mapping[str, Any]) -> pd.DataFrame:
+    """The figures of a ``file_uncertainty`` / ``wang_reiter_uncertainty`` dict as a table
+    (``figure``, ``value``, ``MCSE``, ``MC interval <level> %``; ``None`` values are ``nan``)."""
+    name = next(k for k in mc if k.startswith("mc_interval_"))
+    label = f"MC interval {name.rsplit('_', 1)[1]} %"
+
+    def num(x: Any) -> float:
+        return float("nan") if x is None else float(x)
+
+    rows = []
+    for f, v in mc["value"].items():
+        lo, hi = mc[name][f]
+        rows.append({"figure": f, "value": num(v), "MCSE": num(mc["mc_se"][f]),
+                     label: f"[{num(lo):.4g}, {num(hi):.4g}]"})
+    return pd.DataFrame(rows)

@@ -15,7 +15,15 @@ from bayes_risk.results._base import RiskResult
 from bayes_risk.results._format import format_number
 from bayes_risk.results._summary import Summary
 
-__all__ = ["CombinedScalar", "CombinedMultivariate", "OverlapResult", "CoefDiffResult"]
+__all__ = ["CombinedScalar", "CombinedMultivariate", "OverlapResult", "CoefDiffResult",
+           "MULTIVARIATE_TESTS"]
+
+#: the multivariate (Wald) tests by generation scheme, with the paper each follows
+MULTIVARIATE_TESTS: dict[str, str] = {
+    "partial": "Reiter (2003)",
+    "full-same-n": "Raab, Nowok & Dibben (2016), matrix form",
+    "full-population": "Reiter (2005)",
+}
 
 
 def _bar_plot(ax: Any, values: Any, mean: float, label: str) -> Any:
@@ -197,8 +205,6 @@ class CombinedMultivariate(RiskResult):
 
     def summary(self) -> Summary:
         """Printable summary of the multivariate test."""
-        from bayes_risk.utility.combining import MULTIVARIATE_TESTS
-
         ref = MULTIVARIATE_TESTS.get(self.rules, self.rules)
         r_name = "r_f" if self.rules == "full-population" else "r_p"
         return Summary(

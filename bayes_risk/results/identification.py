@@ -13,12 +13,10 @@ from bayes_risk._io import to_jsonable
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results._base import RiskResult
 from bayes_risk.results._summary import ResultWarning, Summary
-from bayes_risk.results._warnings import message
+from bayes_risk.warning_codes import message
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
-
-    from bayes_risk.identification import engine as _engine
 
 __all__ = ["IdentificationResult", "RadiusSweepResult", "ID_MEASURES", "UNCERTAIN_MEASURES"]
 
@@ -59,10 +57,11 @@ class IdentificationResult(RiskResult):
         Built from :attr:`pooled` on first access (every fallback set enumerated; an error if
         that exceeds 100 million entries — read :attr:`pooled` row by row then).
     pooled : PooledProbabilities or None
-        The same probabilities in compact form: the directly matched records explicitly, each
-        target's fallback set (the records matching its unsynthesized known columns, used in
-        replicates without a match; Reiter & Mitra 2009) as the set and one probability
-        (``.row(i)``, ``.tocsr()``, ``.nnz``).
+        The same probabilities in compact form
+        (:class:`bayes_risk.identification.pooled.PooledProbabilities`): the directly matched
+        records explicitly, each target's fallback set (the records matching its unsynthesized
+        known columns, used in replicates without a match; Reiter & Mitra 2009) as the set and
+        one probability (``.row(i)``, ``.tocsr()``, ``.nnz``).
     p_out, p_unassigned : ndarray
         ``π_τ(n+1)`` and the mass of replicates without any match (known membership).
     file : dict
@@ -93,7 +92,9 @@ class IdentificationResult(RiskResult):
     IR: np.ndarray
     declared: np.ndarray
     record_IR: np.ndarray
-    pooled: _engine.PooledProbabilities | None
+    # ``bayes_risk.identification.pooled.PooledProbabilities`` (typed loosely: the result
+    # imports nothing of the engine)
+    pooled: Any | None
     p_out: np.ndarray
     p_unassigned: np.ndarray | None
     file: dict[str, Any]

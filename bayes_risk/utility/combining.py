@@ -28,7 +28,11 @@ from scipy import stats
 
 from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
-from bayes_risk.results.combining import CombinedMultivariate, CombinedScalar
+from bayes_risk.results.combining import (
+    MULTIVARIATE_TESTS,
+    CombinedMultivariate,
+    CombinedScalar,
+)
 
 __all__ = ["CombinedScalar", "CombinedMultivariate", "combine_scalar", "combine_multivariate",
            "COMBINING_RULES", "CombiningRules", "MULTIVARIATE_TESTS"]
@@ -274,14 +278,6 @@ def _combined(qbar: float, b: float, ubar: float, total: float, r: float, df: fl
     return CombinedScalar(estimate=qbar, between_var=b, within_var=ubar, total_var=total,
                           se=se, r=r, df=df, ci_lower=qbar - half, ci_upper=qbar + half,
                           alpha=alpha, m=m, warnings=codes, rules=rules)
-
-
-#: the multivariate (Wald) tests by generation scheme, with the paper each follows
-MULTIVARIATE_TESTS: dict[str, str] = {
-    "partial": "Reiter (2003)",
-    "full-same-n": "Raab, Nowok & Dibben (2016), matrix form",
-    "full-population": "Reiter (2005)",
-}
 
 
 def _rules_of(rules: Any, proper: bool | None, size_ratio: float | None

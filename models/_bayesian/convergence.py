@@ -304,7 +304,7 @@ def mcmc_warnings(model) -> list[dict[str, Any]]:
     if model.convergence_ is None:
         model.convergence_ = model.convergence_report(warn=False)
     out = model._convergence_warnings(model.convergence_)
-    from bayes_risk.results._warnings import message
+    from bayes_risk.warning_codes import message
 
     for code in getattr(model, "warnings_", None) or []:
         if code not in {w["code"] for w in out}:

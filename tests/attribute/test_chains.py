@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bayes_risk.attribute import ArrayModel, attribute_risk
+from bayes_risk.attribute import ArrayModel, attribute_risk, with_prior
 from bayes_risk.attribute.chains import CHAIN_TOLERANCE, chain_agreement
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ValidationError
@@ -166,7 +166,7 @@ def test_relabelling_the_chains_changes_no_flag():
 def test_with_prior_recomputes_the_check():
     df, model, aug, _, _ = _case(1)
     res = _run(df, model, aug)
-    new = res.with_prior("truth-weighted:2")
+    new = with_prior(res, "truth-weighted:2")
     fresh = _run(df, model, aug, prior="truth-weighted:2")
     assert new.records["flag_codes"].tolist() == fresh.records["flag_codes"].tolist()
     np.testing.assert_allclose(new.records["chain_z"], fresh.records["chain_z"], rtol=1e-9)

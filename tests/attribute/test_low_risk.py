@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bayes_risk.attribute import ArrayModel, attribute_risk, prior_sensitivity
+from bayes_risk.attribute import ArrayModel, attribute_risk, prior_sensitivity, with_prior
 from bayes_risk.attribute.file_summary import file_summary
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ValidationError
@@ -101,7 +101,7 @@ def test_a_new_prior_is_refused_as_in_the_run(toy5):
     model, y, release = toy5
     res = attribute_risk(model, y, release, scenario="empty", progressbar=False)
     with pytest.raises(ValidationError, match="uniform prior only"):
-        res.with_prior("truth-weighted:2")
+        with_prior(res, "truth-weighted:2")
     with pytest.raises(ValidationError, match="uniform prior only"):
         prior_sensitivity(res, ["uniform", "truth-weighted:2"])
     same = prior_sensitivity(res, ["uniform"])

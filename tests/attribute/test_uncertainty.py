@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from _bernoulli import _bern_frame, _bern_ll
 
-from bayes_risk.attribute import ArrayModel, attribute_risk
+from bayes_risk.attribute import ArrayModel, attribute_risk, with_prior
 from bayes_risk.attribute.summaries import log_posterior, rank_summary
 from bayes_risk.attribute.uncertainty import FILE_FIGURES, file_uncertainty
 from bayes_risk.data import infer_schema
@@ -173,3 +173,12 @@ def test_result_dict_and_summary_carry_the_mc_intervals():
     assert tab.set_index("figure").loc["mean_p_true", "MCSE"] == mc["mc_se"]["mean_p_true"]
     assert "flagged record(s) left out" in res.summary().as_text()
     assert "mc_uncertainty" not in _run(60, bootstrap=0).to_dict()
+
+
+def test_a_result_under_another_prior_recomputes_its_mc_intervals():
+    # the result computes nothing itself: the engine's file_uncertainty, which it was built
+    # with, runs on the new result (the posteriors, hence the figures, depend on the prior)
+    res = _run(60, bootstrap=40)
+    new = with_prior(res, "truth-weighted:2")
+    mc = new.to_dict()["mc_uncertainty"]
+    assert mc == file_uncertainty(new) and mc != res.to_dict()["mc_uncertainty"]

@@ -151,6 +151,17 @@ def test_every_cli_code_is_documented():
     assert not undocumented, f"codes missing from docs/user_guide/errors.md: {undocumented}"
 
 
+def test_the_errors_page_lists_the_warning_catalogue():
+    # the page's table of warning codes is the catalogue, row for row (docs/user_guide/errors.md)
+    from bayes_risk.warning_codes import MESSAGES, RECORD_FLAGS
+
+    page = (ROOT / "docs" / "user_guide" / "errors.md").read_text(encoding="utf-8")
+    table = page.split("## Warning codes", 1)[1]
+    rows = dict(re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \| (.+) \|$", table, flags=re.M))
+    assert rows == MESSAGES
+    assert set(RECORD_FLAGS) <= set(MESSAGES)
+
+
 def test_an_error_raised_without_a_code_gets_its_class_code():
     from bayes_risk.exceptions import (
         BayesRiskError,

@@ -21,6 +21,7 @@ import pytest
 import bayes_risk as br
 import bayes_risk.results as results
 from bayes_risk._io import to_jsonable
+from bayes_risk.attribute.file_summary import file_summary
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results import ResultWarning, RiskResult, Summary
 from bayes_risk.utility import std_coef_diff
@@ -236,7 +237,7 @@ def test_attribute_warnings_name_records_and_fits():
 def test_attribute_to_dict_is_the_file_summary_and_records(ce, release):
     res = _CACHE.get("AttributeRiskResult") or _attribute(ce, release)
     d = res.to_dict()
-    fs = res.file_summary("hrw")
+    fs = file_summary(res, "hrw")
     assert {k: fs[k] for k in d} == d and fs["kind"] == "hrw" and d["n_records"] == 12
     assert "records" not in d and res.to_dict(records=True)["records"]["record"] == list(
         range(12))
@@ -246,14 +247,16 @@ def test_attribute_to_dict_is_the_file_summary_and_records(ce, release):
         "all", "not flagged", "flagged"]
 
 
-def test_file_summary_method_is_the_function(ce, release):
-    from bayes_risk.attribute.file_summary import file_summary
-
+def test_engine_functions_act_on_the_result_and_it_has_none_of_them(ce, release):
+    # the result is a leaf (it imports nothing of the engine): what computes from it is the
+    # engine's function taking it first, as ArviZ's functions take ELPDData
     res = _CACHE.get("AttributeRiskResult") or _attribute(ce, release)
-    assert res.file_summary("hrw", thresholds=(0.3,)) == file_summary(res, "hrw",
-                                                                     thresholds=(0.3,))
+    assert not hasattr(res, "with_prior") and not hasattr(res, "file_summary")
+    assert file_summary(res, "hrw", thresholds=(0.3,))["kind"] == "hrw"
     with pytest.raises(ValidationError, match="kind of file_summary"):
-        res.file_summary("nope")
+        file_summary(res, "nope")
+    new = br.with_prior(res, "truth-weighted:2")
+    assert new.settings["prior"] != res.settings["prior"] and new.records is not res.records
 
 
 def test_identification_summary_holds_the_file_measures(ce, release):

@@ -1,13 +1,35 @@
-"""What each warning code carried by a result means (one sentence each).
+"""The warning catalogue: every warning code a result can carry and what it means.
 
-The engines raise Python warnings with a full message while they compute, and keep the codes in
-the result's ``warnings``; a result turns its codes back into :class:`ResultWarning` objects with
-this text. A code that is not listed keeps a pointer to the warning raised at run time.
+The engines raise Python warnings (the classes of :mod:`bayes_risk.exceptions`) with a full
+message while they compute, and keep the codes in the result's ``warnings``; a result turns its
+codes back into :class:`~bayes_risk.results.ResultWarning` objects with the sentence of
+:data:`MESSAGES`, and the audit report explains them with it. A code that is not listed keeps a
+pointer to the warning raised at run time. The user guide's errors page lists the same codes
+(a test keeps the two the same).
+
+A low module: every part of the package may import it, and it imports nothing of the package.
 """
 
 from __future__ import annotations
 
-__all__ = ["MESSAGES", "message"]
+__all__ = ["MESSAGES", "RECORD_FLAGS", "LOW_RISK_FLAG", "message"]
+
+#: attribute risk: the record flags that make a record "flagged" (reported separately, never
+#: averaged in silently), in the order a record's ``flag_codes`` lists them
+RECORD_FLAGS = (
+    "LOW_ESS_Q",
+    "KHAT_HIGH",
+    "DOMINATED_SUM",
+    "DRAW_DROPPED",
+    "TRUTH_OUTSIDE_SUPPORT",
+    "ALL_CANDIDATES_IMPOSSIBLE",
+    "MC_ERROR_HIGH",
+    "CHAINS_DISAGREE",
+)
+
+#: attribute risk: the code of the low-risk stand-in (Wang & Reiter's, not an
+#: importance-sampling estimate)
+LOW_RISK_FLAG = "APPROX_LOW_RISK"
 
 MESSAGES: dict[str, str] = {
     # differencing the implicates of a partially synthetic release (Hawala 2008)
@@ -45,6 +67,8 @@ MESSAGES: dict[str, str] = {
     "(the forest is not re-grown for each candidate).",
     "TRUTH_ZERO_LIKELIHOOD": "the model gives the true value likelihood zero.",
     "TARGET_NOT_SYNTHESIZED": "the target record was not synthesized.",
+    "APPROX_LOW_RISK": "the low-risk intruder's posterior is approximated by the record's m "
+    "synthetic values (Wang & Reiter 2012), not estimated by importance sampling.",
     # MCMC
     "RHAT_HIGH": "R-hat of a diagnosed quantity is above its threshold: the chains disagree.",
     "LOW_ESS": "the MCMC effective sample size of a diagnosed quantity is low.",
