@@ -12,7 +12,7 @@ A low module: every part of the package may import it, and it imports nothing of
 
 from __future__ import annotations
 
-__all__ = ["MESSAGES", "RECORD_FLAGS", "LOW_RISK_FLAG", "message"]
+__all__ = ["MESSAGES", "RECORD_FLAGS", "LOW_RISK_FLAG", "MEMBERSHIP_FLAGS", "MEMBERSHIP_MESSAGES", "message"]
 
 #: attribute risk: the record flags that make a record "flagged" (reported separately, never
 #: averaged in silently), in the order a record's ``flag_codes`` lists them
@@ -126,3 +126,26 @@ MESSAGES: dict[str, str] = {
 def message(code: str) -> str:
     """The sentence describing ``code`` (a pointer to the run-time warning if unlisted)."""
     return MESSAGES.get(code, f"see the warning with code {code} raised during the computation.")
+
+
+# membership risk: its codes mean other things than attribute risk's (KHAT_HIGH of a
+# leave-one-out mean, not of a candidate), so they have their own table
+#: the codes a target can be flagged with (its estimate is then left out of the summaries)
+MEMBERSHIP_FLAGS = ("LIKELIHOOD_UNDEFINED", "KHAT_HIGH", "LOW_ESS", "NORMALISER_UNSTABLE")
+
+#: what the membership codes mean (one sentence each)
+MEMBERSHIP_MESSAGES: dict[str, str] = {
+    "LIKELIHOOD_UNDEFINED": "the target's membership likelihood ratio is not finite (a "
+    "likelihood of zero under every draw): no estimate.",
+    "KHAT_HIGH": "the Pareto k-hat of a leave-one-out mean behind the target's likelihood ratio "
+    "is above the threshold: the estimate is unstable and left out of the summaries.",
+    "LOW_ESS": "the effective sample size of a leave-one-out mean behind the target's likelihood "
+    "ratio is below the threshold: the estimate is unreliable and left out of the summaries.",
+    "NORMALISER_UNSTABLE": "with m > 1 datasets, the population average that normalises the "
+    "likelihood ratio has a Pareto k-hat above, or an effective sample size below, its "
+    "threshold: increase normaliser_draws.",
+    "MEMBERSHIP_FLAGGED": "some targets are flagged; they are counted separately and left out of "
+    "the file-level summaries, which may then understate the risk.",
+    "NO_NON_MEMBERS": "no non-members (holdout or population look-alikes): the attack's advantage "
+    "over the base rate is undefined.",
+}

@@ -15,29 +15,10 @@ import pandas as pd
 from bayes_risk._io import to_jsonable
 from bayes_risk.results._base import RiskResult
 from bayes_risk.results._summary import ResultWarning, Summary
-from bayes_risk.warning_codes import message
+from bayes_risk.warning_codes import MEMBERSHIP_FLAGS, MEMBERSHIP_MESSAGES, message
 
 __all__ = ["MembershipRiskResult", "MEMBERSHIP_FLAGS", "MEMBERSHIP_MESSAGES"]
 
-#: the codes a target can be flagged with (its estimate is then left out of the summaries)
-MEMBERSHIP_FLAGS = ("LIKELIHOOD_UNDEFINED", "KHAT_HIGH", "LOW_ESS", "NORMALISER_UNSTABLE")
-
-#: what the membership codes mean (one sentence each)
-MEMBERSHIP_MESSAGES: dict[str, str] = {
-    "LIKELIHOOD_UNDEFINED": "the target's membership likelihood ratio is not finite (a "
-    "likelihood of zero under every draw): no estimate.",
-    "KHAT_HIGH": "the Pareto k-hat of a leave-one-out mean behind the target's likelihood ratio "
-    "is above the threshold: the estimate is unstable and left out of the summaries.",
-    "LOW_ESS": "the effective sample size of a leave-one-out mean behind the target's likelihood "
-    "ratio is below the threshold: the estimate is unreliable and left out of the summaries.",
-    "NORMALISER_UNSTABLE": "with m > 1 datasets, the population average that normalises the "
-    "likelihood ratio has a Pareto k-hat above, or an effective sample size below, its "
-    "threshold: increase normaliser_draws.",
-    "MEMBERSHIP_FLAGGED": "some targets are flagged; they are counted separately and left out of "
-    "the file-level summaries, which may then understate the risk.",
-    "NO_NON_MEMBERS": "no non-members (holdout or population look-alikes): the attack's advantage "
-    "over the base rate is undefined.",
-}
 
 
 @dataclass(frozen=True)
