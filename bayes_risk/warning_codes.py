@@ -12,7 +12,8 @@ A low module: every part of the package may import it, and it imports nothing of
 
 from __future__ import annotations
 
-__all__ = ["MESSAGES", "RECORD_FLAGS", "LOW_RISK_FLAG", "MEMBERSHIP_FLAGS", "MEMBERSHIP_MESSAGES", "message"]
+__all__ = ["MESSAGES", "RECORD_FLAGS", "LOW_RISK_FLAG", "MEMBERSHIP_FLAGS", "MEMBERSHIP_MESSAGES",
+           "message"]
 
 #: attribute risk: the record flags that make a record "flagged" (reported separately, never
 #: averaged in silently), in the order a record's ``flag_codes`` lists them
