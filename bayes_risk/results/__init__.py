@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         ReplicatedUniques,
     )
     from bayes_risk.results.identification import IdentificationResult, RadiusSweepResult
+    from bayes_risk.results.knowledge import KnowledgeSweepResult
     from bayes_risk.results.utility import PMSEResult, UtilitySummary
     from bayes_risk.results.visit_orders import VisitOrderComparison
 
@@ -45,6 +46,7 @@ _CLASSES: dict[str, str] = {
     "AttributeRiskResult": "bayes_risk.results.attribute",
     "IdentificationResult": "bayes_risk.results.identification",
     "RadiusSweepResult": "bayes_risk.results.identification",
+    "KnowledgeSweepResult": "bayes_risk.results.knowledge",
     "PMSEResult": "bayes_risk.results.utility",
     "UtilitySummary": "bayes_risk.results.utility",
     "CombinedScalar": "bayes_risk.results.combining",
@@ -64,6 +66,7 @@ __all__ = [
     "AttributeRiskResult",
     "IdentificationResult",
     "RadiusSweepResult",
+    "KnowledgeSweepResult",
     "PMSEResult",
     "UtilitySummary",
     "CombinedScalar",
