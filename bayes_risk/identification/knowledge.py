@@ -40,11 +40,10 @@ from bayes_risk.data.missing import missing_mask
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import CATEGORICAL_TYPES
 from bayes_risk.exceptions import ValidationError, interruptible
-from bayes_risk.executors import InProcessExecutor, as_executor
+from bayes_risk.executors import as_executor
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import run_engine
-from bayes_risk.identification.matching import MatchRule
 from bayes_risk.identification.plan import IdentificationPlan
 from bayes_risk.identification.prepare import prepare
 from bayes_risk.results.knowledge import SWEEP_MEASURES, KnowledgeSweepResult
@@ -153,8 +152,10 @@ def known_sweep(
     >>> z1 = y.assign(race=["W", "B", "B", "W", "W"])
     >>> z2 = y.assign(race=["W", "W", "W", "B", "B"])
     >>> res = known_sweep(y, [z1, z2], ["sex", "race"], progressbar=False)
-    >>> res.table[["known", "expected_match_risk"]].to_string(index=False)
-    '    known  expected_match_risk\\n   (none)                  1.0\\n      sex                  2.0\\n     race                  1.5\\nsex, race                  2.5'
+    >>> dict(zip(res.table["known"], res.table["expected_match_risk"]))
+    {'(none)': 1.0, 'sex': 2.0, 'race': 1.5, 'sex, race': 2.5}
+    >>> res.drivers[["variable", "shapley_expected_match_risk"]].to_numpy().tolist()
+    [['sex', 1.0], ['race', 0.5]]
     """
     t0 = time.perf_counter()
     cands = _candidates(candidates)
@@ -201,18 +202,8 @@ def known_sweep(
     todo = list(dict.fromkeys(order))
     for s in progress(todo, total=len(todo), description="knowledge sweep", enabled=progressbar):
         sweep.run(s)
-    greedy: list[frozenset] = []
+    greedy = _greedy(sweep, cands, max_size, measure) if greedy_beyond else []
     lattice = max_size >= n_c - 1  # every subset evaluated
-    if greedy_beyond and not lattice:
-        size_k = [s for s in sweep.done if len(s) == max_size]
-        cur = _argmax(sorted(size_k, key=lambda s: _order(s, cands)), sweep, measure)
-        greedy.append(cur)
-        while len(cur) < n_c:
-            steps = [cur | {c} for c in cands if c not in cur]
-            for s in steps:
-                sweep.run(s)
-            cur = _argmax(steps, sweep, measure)
-            greedy.append(cur)
     table = sweep.table(cands, measure, greedy)
     drivers, shapley_note = _drivers(sweep, cands, lattice)
     levels = _levels(sweep, cands, bands)
@@ -284,6 +275,23 @@ def _synthesized(original: pd.DataFrame, synthetic: Any, cands: list[str],
 def _order(s: frozenset, cands: list[str]) -> tuple:
     """Sort key of a subset: size, then the candidates' order."""
     return (len(s), sorted(cands.index(c) for c in s))
+
+
+def _greedy(sweep: _Sweep, cands: list[str], max_size: int, measure: str) -> list[frozenset]:
+    """The greedy forward path: from the riskiest subset of size ``max_size``, add at each step
+    the variable that raises ``measure`` most (the earlier candidate on a tie)."""
+    if max_size >= len(cands) - 1:  # the lattice is complete: nothing beyond it
+        return []
+    size_k = sorted((s for s in sweep.done if len(s) == max_size), key=lambda s: _order(s, cands))
+    cur = _argmax(size_k, sweep, measure)
+    path = [cur]
+    while len(cur) < len(cands):
+        steps = [cur | {c} for c in cands if c not in cur]
+        for s in steps:
+            sweep.run(s)
+        cur = _argmax(steps, sweep, measure)
+        path.append(cur)
+    return path
 
 
 def _argmax(subsets: Sequence[frozenset], sweep: _Sweep, measure: str) -> frozenset:
