@@ -388,6 +388,10 @@ class _Sweep:
         o = dict(self.options)
         o["radius"] = _subset_radius(o["radius"], s)
         o["r_min"] = _subset_radius(o["r_min"], s)
+        if not set(self.plan.rule.radius_cols) & s:
+            # matched exactly on every column: the radius and the shape do not apply (a
+            # separate run would refuse a radius with no radius column)
+            o.update(radius=None, r_min=None, shape=None, radius_type="percentage")
         us = [c for c in self.known_us if c in s]
         sy = [c for c in self.known_s if c in s]
         if o["replicates"] is not None:
