@@ -44,7 +44,7 @@ from bayes_risk.executors import as_executor
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import run_engine
-from bayes_risk.identification.plan import IdentificationPlan
+from bayes_risk.identification.plan import IdentificationPlan, record_warning
 from bayes_risk.identification.prepare import prepare
 from bayes_risk.results.knowledge import SWEEP_MEASURES, KnowledgeSweepResult
 
@@ -214,8 +214,10 @@ def known_sweep(
                     n_subsets=len(sweep.done), seconds=round(time.perf_counter() - t0, 3))
     warn = dict(sweep.warn)
     for code, where in sweep.warn_subsets.items():
-        warn[code] = f"{warn.get(code, code)} (subsets: {', '.join(where[:5])}" + \
-            (f" and {len(where) - 5} more)" if len(where) > 5 else ")")
+        shown = "; ".join(f"{{{w}}}" for w in where[:5]) + (" …" if len(where) > 5 else "")
+        msg = (f"in {len(where)} of {len(sweep.done)} subsets ({shown}); in the first: "
+               f"{warn.get(code, code)}")
+        record_warning(warn, code, msg)  # once per code for the whole sweep
     return KnowledgeSweepResult(
         candidates=tuple(cands), synthesized=tuple(known_s), measure=measure, table=table,
         drivers=drivers, levels=levels, shapley_note=shapley_note, settings=settings,
@@ -316,14 +318,10 @@ class _Sweep:
     def __init__(self, original, synthetic, cands, known_us, known_s, options, ex) -> None:
         self.original, self.synthetic, self.options, self.ex = original, synthetic, options, ex
         self.cands, self.known_us, self.known_s = cands, known_us, known_s
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            self.plan = prepare(original, synthetic, known_us, known_s,
-                                **{k: v for k, v in options.items()})
+        # the preparation's warnings reach the caller once, for the whole sweep
+        self.plan = prepare(original, synthetic, known_us, known_s, **options)
         self.warn: dict[str, str] = dict(self.plan.warnings)
         self.warn_subsets: dict[str, list[str]] = {}
-        for w in caught:  # the preparation's warnings, once for the whole sweep
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         st, rule = self.plan.settings, self.plan.rule
         self.shared = (st.compat is None and st.membership == "known"
                        and rule.shape in ("rectangle", "ellipse"))
