@@ -190,6 +190,11 @@ def known_sweep(
             f"{max_subsets}); lower max_size (the greedy path continues beyond it) or raise "
             "max_subsets."
         )
+    if type(options["replicates"]).__name__ == "PosteriorReplicates":
+        raise ValidationError(
+            "known_sweep takes replicates as a list of arrays or DataFrames (draw them once "
+            "with PosteriorReplicates and pass the draws), not a PosteriorReplicates object."
+        )
     syn = _synthesized(original, synthetic, cands, synthesized, options["replicates"])
     known_us = [c for c in cands if c not in syn]
     known_s = [c for c in cands if c in syn]

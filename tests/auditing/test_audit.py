@@ -1258,3 +1258,11 @@ def test_known_sweep_section_optional_and_verdict_unchanged(release, tmp_path):
     md = tmp_path / "r.md"
     res.to_markdown(md)
     assert "Pareto frontier" in md.read_text()
+
+
+def test_audit_cli_known_sweep_flag_off_by_default():
+    from bayes_risk.cli import build_parser
+
+    base = ["audit", "o.csv", "syn", "--known", "Age", "--out", "o"]
+    assert build_parser().parse_args(base).known_sweep is False
+    assert build_parser().parse_args([*base, "--known-sweep"]).known_sweep is True
