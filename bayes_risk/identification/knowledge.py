@@ -204,7 +204,7 @@ def known_sweep(
     order = [frozenset(s) for k in range(max_size + 1) for s in itertools.combinations(cands, k)]
     full = frozenset(cands)
     order += [full - {c} for c in cands] + [full]
-    todo = list(dict.fromkeys(order))
+    todo = [s for s in dict.fromkeys(order) if s or sweep.nothing]
     for s in progress(todo, total=len(todo), description="knowledge sweep", enabled=progressbar):
         sweep.run(s)
     greedy = _greedy(sweep, cands, max_size, measure) if greedy_beyond else []
@@ -330,6 +330,9 @@ class _Sweep:
         st, rule = self.plan.settings, self.plan.rule
         self.shared = (st.compat is None and st.membership == "known"
                        and rule.shape in ("rectangle", "ellipse"))
+        #: the intruder who knows nothing has a figure under known membership only (unknown:
+        #: the population count of the empty key is the population size, not estimated here)
+        self.nothing = st.membership == "known"
         self.done: dict[frozenset, dict[str, Any]] = {}
         self.records: dict[frozenset, Any] = {}
 
@@ -338,7 +341,7 @@ class _Sweep:
         if s in self.done:
             return
         if not s:
-            plan = self._subset_plan(s)
+            plan = self._nothing_plan()
         elif self.shared:
             plan = self._subset_plan(s)
         else:
@@ -385,6 +388,18 @@ class _Sweep:
                 p_out=np.repeat(out.p_out, R, axis=1), no_match_any=out.no_match_any,
             )
         return out
+
+    def _nothing_plan(self) -> IdentificationPlan:
+        """The intruder who knows nothing (known membership): every record matches every
+        target in every dataset, so one dataset gives every figure and pooling changes nothing
+        (evaluated per dataset on one replicate: a pooled table of every target against every
+        record would be ``N_T x n`` probabilities)."""
+        plan = self._subset_plan(frozenset())
+        one = dataclasses.replace(plan.prep, R=1, rep_exact_s=plan.prep.rep_exact_s[:1],
+                                  rep_radius_s=plan.prep.rep_radius_s[:1], _cache={})
+        settings = dataclasses.replace(plan.settings, aggregation="per_dataset", fallback="none")
+        return dataclasses.replace(plan, data=dataclasses.replace(plan.data, prep=one),
+                                   settings=settings)
 
     def _own_plan(self, s: frozenset) -> IdentificationPlan:
         """A separate preparation of the subset (rules that do not restrict column by column)."""
@@ -531,7 +546,12 @@ def _drivers(sweep: _Sweep, cands: list[str], lattice: bool) -> tuple[pd.DataFra
     shap: dict[str, dict[str, float]] = {}
     note = ("exact Shapley values over every subset of the candidates (the empty set: the "
             "intruder who knows nothing)")
-    if lattice:
+    if lattice and frozenset() not in sweep.done:
+        lattice = False
+        note = ("Shapley values not computed: they need the risk of the intruder who knows "
+                "nothing, which has no figure under unknown membership; the risk without each "
+                "variable (from the full set) is given instead")
+    elif lattice:
         for m in SHAPLEY_MEASURES:
             v = {s: float(r[m]) for s, r in sweep.done.items()}
             shap[m] = shapley_values(v, cands)

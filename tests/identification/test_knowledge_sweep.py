@@ -288,3 +288,15 @@ def test_errors_name_the_argument():
         sweep(y, rel, ["a", "b", "c"], max_subsets=3)
     with pytest.raises(ValidationError, match="population counts given by the user"):
         sweep(y, rel, ["a"], membership="unknown", population_counts={("p",): 5})
+
+
+def test_pooled_empty_set_and_unknown_membership_have_no_shapley_without_it():
+    y, rel = _release(13, n=30, m=2)
+    res = sweep(y, rel, ["a", "c"], categorical=["a", "c"], aggregation="pooled")
+    # the intruder who knows nothing: the same figure pooled as per dataset (c = n, T = 1)
+    assert res.risk([]) == pytest.approx(1.0, abs=1e-12)
+    un = sweep(y, rel, ["a", "c"], categorical=["a", "c"], membership="unknown",
+               population_counts="loglinear_original", sampling_fraction=0.5)
+    assert "(none)" not in set(un.table["known"])
+    assert np.isnan(un.drivers["shapley_expected_match_risk"]).all()
+    assert "knows nothing" in un.shapley_note
