@@ -216,6 +216,7 @@ def run(args: argparse.Namespace) -> int:
                 f"--radius-sweep expects comma-separated numbers. Got {args.radius_sweep!r}.",
                 code="BAD_OPTION_VALUE",
             ) from err
+    _check_known_sweep(args)
     replicates = _posterior_replicates(args, original, syn)
     _release_free_memory()  # the CSV readers' buffers
     rkw = {} if replicates is None else {"replicates": replicates}
@@ -277,12 +278,27 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_known_sweep(args: argparse.Namespace) -> None:
+    """``--max-size`` against ``--known-sweep``, before any matching runs."""
+    from bayes_risk.exceptions import ValidationError
+
+    if args.max_size is None:
+        return
+    if not args.known_sweep:
+        raise ValidationError("--max-size needs --known-sweep COL ...", code="OPTION_REQUIRED")
+    if not 1 <= args.max_size <= len(args.known_sweep):
+        raise ValidationError(
+            f"--max-size must be between 1 and the number of --known-sweep columns "
+            f"({len(args.known_sweep)}). Got {args.max_size}.",
+            code="BAD_OPTION_VALUE",
+        )
+
+
 def _known_sweep(args: argparse.Namespace, original: Any, syn: Any, kw: dict[str, Any],
                  aggregation: str | None, client: Any) -> Any:
     """The knowledge sweep of ``--known-sweep`` (``None`` without it), with the run's options."""
     if not args.known_sweep:
         return None
-    from bayes_risk.exceptions import ValidationError
     from bayes_risk.identification.knowledge import known_sweep
 
     cands = list(args.known_sweep)
@@ -290,12 +306,6 @@ def _known_sweep(args: argparse.Namespace, original: Any, syn: Any, kw: dict[str
     # candidates named in the run's known columns keep their role; otherwise the release says
     synthesized = ([c for c in cands if c in args.known_synthesized]
                    if set(cands) <= listed else None)
-    if args.max_size is not None and not 1 <= args.max_size <= len(cands):
-        raise ValidationError(
-            f"--max-size must be between 1 and the number of --known-sweep columns "
-            f"({len(cands)}). Got {args.max_size}.",
-            code="BAD_OPTION_VALUE",
-        )
     kw = dict(kw)
     if isinstance(kw.get("radius"), dict):  # the radii of the candidates only
         kw["radius"] = {c: r for c, r in kw["radius"].items() if c in cands} or None
