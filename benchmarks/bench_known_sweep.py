@@ -12,7 +12,11 @@ and checks that every subset's measures are equal (bit for bit). Per-dataset agg
 default; ``--aggregation pooled`` times the pooled one (slow: a coarse synthesized subset makes
 every target match thousands of records in every dataset).
 
-Usage: ``python benchmarks/bench_known_sweep.py [--aggregation pooled] [--m 20]``.
+``--candidates Age Urban Marital --aggregation pooled`` times the pooled sweep over the subsets of
+the unsynthesized columns (matched once, not once per dataset, by the sweep).
+
+Usage: ``python benchmarks/bench_known_sweep.py [--aggregation pooled] [--m 20]
+[--candidates COL ...]``.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--aggregation", choices=["per_dataset", "pooled"], default="per_dataset")
     ap.add_argument("--m", type=int, default=20)
+    ap.add_argument("--candidates", nargs="+", default=CANDIDATES)
     a = ap.parse_args()
     from bayes_risk import identification_risk, known_sweep
 
@@ -63,13 +68,15 @@ def main() -> None:
     identification_risk(data, release, ["Urban"], ["Income"], radius={"Income": 0.1}, **kw)
 
     t = time.perf_counter()
-    ks = known_sweep(data, release, CANDIDATES, radius=RADIUS, **kw)
+    cands = list(a.candidates)
+    radius = {c: r for c, r in RADIUS.items() if c in cands} or None
+    ks = known_sweep(data, release, cands, radius=radius, **kw)
     t_sweep = time.perf_counter() - t
 
     t = time.perf_counter()
     separate = {}
-    for k in range(1, len(CANDIDATES) + 1):
-        for s in itertools.combinations(CANDIDATES, k):
+    for k in range(1, len(cands) + 1):
+        for s in itertools.combinations(cands, k):
             us = [c for c in s if c not in SYNTHESIZED]
             sy = [c for c in s if c in SYNTHESIZED]
             rad = {c: RADIUS[c] for c in s if c in RADIUS} or None
