@@ -300,3 +300,13 @@ def test_pooled_empty_set_and_unknown_membership_have_no_shapley_without_it():
     assert "(none)" not in set(un.table["known"])
     assert np.isnan(un.drivers["shapley_expected_match_risk"]).all()
     assert "knows nothing" in un.shapley_note
+
+
+def test_synthesized_found_from_plain_tables_whatever_the_dtype():
+    # x released unchanged but read back as another dtype (a CSV round trip) is unsynthesized
+    y, rel = _release(8, n=20, m=2)
+    y = y.assign(x=y["x"].astype(np.int64))
+    res = sweep(y, rel, ["x", "y", "a"], radius={"y": 0.1}, categorical=["a"])
+    assert res.synthesized == ("y",)
+    with pytest.raises(ValidationError, match="original must be a pandas DataFrame"):
+        sweep(y.to_numpy(), rel, ["x"])
