@@ -113,7 +113,7 @@ def audit(
         Add to the identification step the risk for every subset of the known columns, the
         Pareto frontier of risk against the number of columns known and the drivers of the
         risk (Shapley values, per-level contributions;
-        :func:`~bayes_risk.identification.knowledge.known_sweep`). Off by default: it runs the
+        :func:`~bayes_risk.identification.known_sweep`). Off by default: it runs the
         matching engine once per subset (``2**k`` for ``k`` known columns). The verdict does
         not read it.
     targets : sequence of str, optional

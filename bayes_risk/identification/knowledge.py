@@ -2,7 +2,7 @@
 
 Hu (2019, §5) leaves open how sensitive identification risk is to the assumption about what the
 intruder knows. :func:`known_sweep` answers it for a set of candidate known variables: the
-identification risk (the measures of :func:`~bayes_risk.identification.api.identification_risk`,
+identification risk (the measures of :func:`~bayes_risk.identification.identification_risk`,
 from its own engine and assembly) for every subset of the candidates up to ``max_size``
 variables and, beyond, along a greedy path (at each step the variable that raises the risk most),
 the subsets on the Pareto frontier of risk against the number of variables known, and the
@@ -83,7 +83,7 @@ def known_sweep(
 
     For every subset ``S`` of ``candidates`` with ``|S| <= max_size`` (the empty set included:
     the intruder who knows nothing) the identification risk of an intruder who knows exactly
-    ``S`` is computed as :func:`~bayes_risk.identification.api.identification_risk` computes it;
+    ``S`` is computed as :func:`~bayes_risk.identification.identification_risk` computes it;
     beyond ``max_size`` a greedy path adds, at each step, the variable that raises ``measure``
     most, up to the full set. The full set and every full set minus one variable are always
     evaluated (the risk left when one variable is withheld or coarsened away).
