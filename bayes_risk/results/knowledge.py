@@ -106,7 +106,7 @@ class KnowledgeSweepResult(RiskResult):
         return float(hit.iloc[0])
 
     def to_frame(self) -> pd.DataFrame:
-        """The per-subset table (:attr:`table`)."""
+        """The per-subset table (``table``)."""
         return self.table.copy()
 
     def to_dataframe(self) -> pd.DataFrame:
