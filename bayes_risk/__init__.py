@@ -76,6 +76,7 @@ _API: dict[str, str] = {
     # identification risk
     "identification_risk": "bayes_risk.identification.api",
     "radius_sweep": "bayes_risk.identification.api",
+    "known_sweep": "bayes_risk.identification.knowledge",
     "PosteriorReplicates": "bayes_risk.identification.replicates",
     # attribute risk
     "attribute_risk": "bayes_risk.attribute.api",
@@ -99,6 +100,7 @@ _API: dict[str, str] = {
     "IdentificationResult": "bayes_risk.results",
     "RadiusSweepResult": "bayes_risk.results",
     "MembershipRiskResult": "bayes_risk.results",
+    "KnowledgeSweepResult": "bayes_risk.results",
     "PMSEResult": "bayes_risk.results",
     "UtilitySummary": "bayes_risk.results",
     "DisclosureMeasures": "bayes_risk.results",

@@ -57,6 +57,7 @@ def audit(
     radius_type: str = "percentage",
     sweep: Sequence[float] | None = DEFAULT_SWEEP,
     sweep_unsynthesized: bool = False,
+    known_sweep: bool = False,
     targets: Sequence[str] | None = None,
     ngroups_target: int | None = 10,
     attribute_records: Sequence[int] | None = None,
@@ -110,6 +111,13 @@ def audit(
         has no part in (the largest risk is then at the smallest radius by construction).
     sweep_unsynthesized : bool
         Vary the radii of the unsynthesized known columns in the sweep too (default False).
+    known_sweep : bool
+        Add to the identification step the risk for every subset of the known columns, the
+        Pareto frontier of risk against the number of columns known and the drivers of the
+        risk (Shapley values, per-level contributions;
+        :func:`~bayes_risk.identification.known_sweep`). Off by default: it runs the
+        matching engine once per subset (``2**k`` for ``k`` known columns). The verdict does
+        not read it.
     targets : sequence of str, optional
         Targets of the empirical disclosure measures (one run each). Default: the synthesized
         columns the intruder does not know.
@@ -198,7 +206,7 @@ def audit(
         refit_draws=refit_draws, thresholds=Thresholds.parse(thresholds),
         show=show_confidential_values, random_seed=random_seed, seed_src=seed_src,
         skip=skip, sweep_unsynthesized=sweep_unsynthesized, combining_rules=combining_rules,
-        pmse_method=pmse_method, max_order=max_order,
+        pmse_method=pmse_method, max_order=max_order, known_sweep=known_sweep,
         imputed=imputed,
     )
     root = Path(out) if out is not None else None
@@ -509,7 +517,7 @@ def _attribute_source(model: Any, syn: Any, attribute_estimator: str,
 def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type, sweep,
                targets, ngroups_target, attribute_records, thresholds, show,
                random_seed, attribute_estimator="auto", refit_draws=None, seed_src="given",
-               skip=None, sweep_unsynthesized=False,
+               skip=None, sweep_unsynthesized=False, known_sweep=False,
                combining_rules="auto", pmse_method="logit", max_order=1,
                imputed="auto") -> AuditPlan:
     """Resolve every setting (see :func:`audit`) and record where it came from.
@@ -571,7 +579,7 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
         show_confidential_values=bool(show), random_seed=int(random_seed),
         skip=tuple(dict.fromkeys(skip_steps)), sweep_columns=sweep_cols,
         sweep_unsynthesized=bool(sweep_unsynthesized), combining_rules=combining_rules,
-        pmse_method=pmse_method, max_order=int(max_order),
+        pmse_method=pmse_method, max_order=int(max_order), known_sweep=bool(known_sweep),
         imputed=imputed,
     )
     # partial synthesis as the utility step's pMSE reads it: some, not all, columns synthesized

@@ -146,6 +146,9 @@ class AuditPlan:
     #: radius columns the sweep varies: the synthesized ones unless ``sweep_unsynthesized``
     sweep_columns: list[str] = field(default_factory=list)
     sweep_unsynthesized: bool = False
+    #: identification risk over every subset of the known columns, the frontier and the
+    #: drivers (``known_sweep=`` / ``--known-sweep``; off by default: one run per subset)
+    known_sweep: bool = False
     #: combining rules of the utility step (``"auto"``: chosen from the release)
     combining_rules: str = "auto"
     #: propensity model of the utility step's pMSE and its interaction order (logit)

@@ -347,11 +347,48 @@ def _identification(sec: Section, s: Any, result: Any, links: _Links) -> None:
               "the mean over single datasets alone would understate the risk.")
     if s.extra.get("note"):
         sec.p(s.extra["note"] + ".")
+    ks = s.extra.get("known_sweep")
+    if ks is not None:
+        _known_sweep_blocks(sec, ks, s.folder, links)
     tt = r.target_table().sort_values("IR", ascending=False, kind="stable").head(TOP_N)
     sec.blocks.append(_table(_at_risk(tt, s.extra.get("qi"), "target"), links,
                              f"{s.folder}/records.csv" if s.folder else None,
                              f"Targets most at risk (top {TOP_N} by IR; every target in "
                              "records.csv)"))
+
+
+def _known_sweep_blocks(sec: Section, ks: Any, folder: str | None, links: _Links) -> None:
+    """The knowledge sweep (``known_sweep=True``): frontier, drivers and levels."""
+    src = (lambda f: f"{folder}/{f}" if folder else None)  # noqa: E731
+    sec.p(Span("Sensitivity to the intruder's knowledge. ", strong=True),
+          f"The same measures for every subset of the known columns ({len(ks.table)} subsets; "
+          "the empty set is the intruder who knows nothing): how much the figures above "
+          "depend on the assumption about what the intruder knows (Hu 2019, §5). Not read by "
+          "the verdict.")
+    sec.blocks.append(links.figure(ks.plot("frontier"), "known_sweep.png",
+                                   "Expected match risk against the number of known columns, "
+                                   "one point per subset; the Pareto frontier joined"))
+    fr = ks.frontier[["known", "n_known", "expected_match_risk", "true_match_rate_targets",
+                      "false_match_rate"]]
+    sec.blocks.append(_table(fr, links, src("known_sweep.csv"),
+                             "Pareto frontier: the fewest known columns for the most risk "
+                             "(every subset in known_sweep.csv)"))
+    sec.blocks.append(links.figure(ks.plot("drivers"), "known_sweep_drivers.png",
+                                   "What drives the risk: each column's Shapley value and the "
+                                   "risk withholding it removes from the full set"))
+    dv = ks.drivers[["variable", "synthesized", "shapley_expected_match_risk",
+                     "shapley_true_match_rate_targets", "expected_match_risk_without",
+                     "expected_match_risk_removed_share"]]
+    sec.blocks.append(_table(dv, links, src("known_sweep_drivers.csv"),
+                             "Drivers: " + ks.shapley_note))
+    sec.p(ks.headline())
+    lv = ks.levels.sort_values("expected_match_risk", ascending=False, kind="stable").head(TOP_N)
+    sec.blocks.append(_table(lv[["variable", "level", "n_targets", "share_targets",
+                                 "share_risk", "risk_ratio", "true_matches"]], links,
+                             src("known_sweep_levels.csv"),
+                             f"Levels holding the most risk, every known column known (top "
+                             f"{TOP_N}; risk_ratio: share of the risk over share of the "
+                             "targets)"))
 
 
 @_step_section(

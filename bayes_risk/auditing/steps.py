@@ -325,12 +325,15 @@ def identification_step(ctx: StepContext) -> StepOutcome:
             ctx.original, ctx.synthetic, p.known_unsynthesized, p.known_synthesized,
             **{**kw, "radius": rad, "progressbar": False})
     pooled = _pooled_identification(ctx, kw)
+    ksweep = _known_sweep(ctx, kw)
     d = res.to_dict()
     d["settings"]["records_output"] = "per-target"
     if sweep is not None:
         d["radius_sweep"] = sweep.to_dict()
         d["at_maximising_radius"] = {"radius": rad, "summary": at_star.to_dict()["summary"]}
     d["pooled"] = pooled.to_dict()
+    if ksweep is not None:
+        d["known_sweep"] = ksweep.to_dict()
     folder = _folder(ctx, "identification")
     files: list[str] = []
     if folder is not None:
@@ -347,6 +350,11 @@ def identification_step(ctx: StepContext) -> StepOutcome:
         if pooled.sweep is not None:
             pooled.sweep.to_frame().to_csv(folder / "radius_sweep_pooled.csv", index=False)
             files.append("radius_sweep_pooled.csv")
+        if ksweep is not None:
+            write_csv(ksweep.table, folder / "known_sweep.csv")
+            write_csv(ksweep.drivers, folder / "known_sweep_drivers.csv")
+            write_csv(ksweep.levels, folder / "known_sweep_levels.csv")
+            files += ["known_sweep.csv", "known_sweep_drivers.csv", "known_sweep_levels.csv"]
     note = None
     if p.sweep and not p.radius:
         note = "radius sweep not run: no numeric known column has a radius (exact matching)"
@@ -358,10 +366,22 @@ def identification_step(ctx: StepContext) -> StepOutcome:
     return StepOutcome(name="identification", status="ran", result=res,
                        folder="identification" if folder else None, files=files,
                        extra={"sweep": sweep, "at_r_star": at_star, "note": note,
-                              "qi": _qi(ctx), "pooled": pooled,
+                              "qi": _qi(ctx), "pooled": pooled, "known_sweep": ksweep,
                               "drivers": identification_drivers(
                                   ctx.original, list(ctx.synthetic), p.known,
                                   p.known_synthesized, aligned=rows_aligned(ctx))})
+
+
+def _known_sweep(ctx: StepContext, kw: dict[str, Any]) -> Any:
+    """The knowledge sweep over the known columns at the step's radius (``known_sweep=True``),
+    with the step's options (per dataset, no fallback); ``None`` when not asked for."""
+    p = ctx.plan
+    if not p.known_sweep:
+        return None
+    from bayes_risk.identification.knowledge import known_sweep
+
+    return known_sweep(ctx.original, ctx.synthetic, list(p.known),
+                       synthesized=list(p.known_synthesized), **kw)
 
 
 @dataclass

@@ -96,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
         known=args.known, model=args.model, synthesized=args.synthesized, schema=schema,
         radius=_radius(args.radius), radius_type=args.radius_type.replace("-", "_"),
         sweep=_grid(args.radius_sweep), sweep_unsynthesized=args.sweep_unsynthesized,
+        known_sweep=args.known_sweep,
         targets=args.target, skip=args.skip, combining_rules=args.combining_rules,
         pmse_method=args.pmse_method, max_order=args.max_order,
         imputed=imputed_arg(args.imputed),

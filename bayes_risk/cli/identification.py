@@ -221,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
                 f"--radius-sweep expects comma-separated numbers. Got {args.radius_sweep!r}.",
                 code="BAD_OPTION_VALUE",
             ) from err
+    _check_known_sweep(args)
     replicates = _posterior_replicates(args, original, syn)
     _release_free_memory()  # the CSV readers' buffers
     rkw = {} if replicates is None else {"replicates": replicates}
@@ -243,6 +244,7 @@ def run(args: argparse.Namespace) -> int:
                 original, syn, args.known_unsynthesized, args.known_synthesized, grid,
                 aggregation="per_dataset", progressbar=not args.quiet, **kw, **dkw,
             )
+        ksweep = _known_sweep(args, original, syn, kw, aggregation, client)
     m = syn.m
     del original, syn, kw, rkw  # the inputs: the result holds what is written
     _release_free_memory()  # the inputs, the matching engine's indexes and buffers
@@ -250,6 +252,8 @@ def run(args: argparse.Namespace) -> int:
     out["settings"]["records_output"] = args.records_output
     if sweep is not None:
         out["radius_sweep"] = sweep.to_dict()
+    if ksweep is not None:
+        out["known_sweep"] = ksweep.to_dict()
     out["inputs"] = {"original": str(args.original), "synthetic": [str(s) for s in args.synthetic]}
     if args.targets:
         out["inputs"]["targets"] = str(args.targets)
@@ -265,8 +269,54 @@ def run(args: argparse.Namespace) -> int:
         if sweep is not None:
             sweep.to_frame().to_csv(tmp / "radius_sweep.csv", index=False)
             sweep.plot("box").savefig(tmp / "radius_sweep.png", dpi=120)
-    print_summary(_summary_lines(res, m, sweep, replicates), args.out)
+        if ksweep is not None:
+            write_csv(ksweep.table, tmp / "known_sweep.csv")
+            write_csv(ksweep.drivers, tmp / "known_sweep_drivers.csv")
+            write_csv(ksweep.levels, tmp / "known_sweep_levels.csv")
+            ksweep.plot("frontier").savefig(tmp / "known_sweep.png", dpi=120)
+            ksweep.plot("drivers").savefig(tmp / "known_sweep_drivers.png", dpi=120)
+    lines = _summary_lines(res, m, sweep, replicates)
+    if ksweep is not None:
+        lines.append(f"knowledge sweep over {len(ksweep.table)} subsets of "
+                     f"{', '.join(ksweep.candidates)}: {ksweep.headline()}")
+    print_summary(lines, args.out)
     return 0
+
+
+def _check_known_sweep(args: argparse.Namespace) -> None:
+    """``--max-size`` against ``--known-sweep``, before any matching runs."""
+    from bayes_risk.exceptions import ValidationError
+
+    if args.max_size is None:
+        return
+    if not args.known_sweep:
+        raise ValidationError("--max-size needs --known-sweep COL ...", code="OPTION_REQUIRED")
+    if not 1 <= args.max_size <= len(args.known_sweep):
+        raise ValidationError(
+            f"--max-size must be between 1 and the number of --known-sweep columns "
+            f"({len(args.known_sweep)}). Got {args.max_size}.",
+            code="BAD_OPTION_VALUE",
+        )
+
+
+def _known_sweep(args: argparse.Namespace, original: Any, syn: Any, kw: dict[str, Any],
+                 aggregation: str | None, client: Any) -> Any:
+    """The knowledge sweep of ``--known-sweep`` (``None`` without it), with the run's options."""
+    if not args.known_sweep:
+        return None
+    from bayes_risk.identification.knowledge import known_sweep
+
+    cands = list(args.known_sweep)
+    listed = set(args.known_unsynthesized) | set(args.known_synthesized)
+    # candidates named in the run's known columns keep their role; otherwise the release says
+    synthesized = ([c for c in cands if c in args.known_synthesized]
+                   if set(cands) <= listed else None)
+    kw = dict(kw)
+    if isinstance(kw.get("radius"), dict):  # the radii of the candidates only
+        kw["radius"] = {c: r for c, r in kw["radius"].items() if c in cands} or None
+    return known_sweep(original, syn, cands, synthesized=synthesized, max_size=args.max_size,
+                       aggregation=aggregation, progressbar=not args.quiet, executor=client,
+                       **kw)
 
 
 def _posterior_replicates(args: argparse.Namespace, original, syn):

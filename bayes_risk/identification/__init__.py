@@ -4,6 +4,8 @@
   measures (pooled or per dataset; intruder knows membership or not).
 * :func:`radius_sweep` — risk over a grid of radii and the maximising radius (Hornby & Hu 2021
   §4.1).
+* :func:`known_sweep` — risk over subsets of the intruder's known variables, the Pareto frontier
+  and the drivers of the risk (Hu 2019 §5; ``knowledge``).
 
 The engine is ``prepare → evaluate(partition of targets) → assemble``: ``prepare`` (validation
 and the typed plan of ``plan``, reading ``inputs``, ``encoding`` and ``population``),
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
         identification_risk,
         radius_sweep,
     )
+    from bayes_risk.identification.knowledge import KnowledgeSweepResult, known_sweep
     from bayes_risk.identification.radius import RadiusSweepResult
     from bayes_risk.identification.replicates import PosteriorReplicates
     from bayes_risk.identification.uncertainty import plot_running_estimate
@@ -40,12 +43,15 @@ _NAMES: dict[str, str] = {
     "radius_sweep": "bayes_risk.identification.api",
     "IdentificationResult": "bayes_risk.identification.api",
     "RadiusSweepResult": "bayes_risk.identification.radius",
+    "known_sweep": "bayes_risk.identification.knowledge",
+    "KnowledgeSweepResult": "bayes_risk.identification.knowledge",
     "PosteriorReplicates": "bayes_risk.identification.replicates",
     "plot_running_estimate": "bayes_risk.identification.uncertainty",
 }
 
-__all__ = ["identification_risk", "radius_sweep", "IdentificationResult", "RadiusSweepResult",
-           "PosteriorReplicates", "plot_running_estimate"]
+__all__ = ["identification_risk", "radius_sweep", "known_sweep", "IdentificationResult",
+           "RadiusSweepResult", "KnowledgeSweepResult", "PosteriorReplicates",
+           "plot_running_estimate"]
 
 
 __getattr__, __dir__ = attach(__name__, _NAMES, __all__)

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     )
     from bayes_risk.results.identification import IdentificationResult, RadiusSweepResult
     from bayes_risk.results.membership import MembershipRiskResult
+    from bayes_risk.results.knowledge import KnowledgeSweepResult
     from bayes_risk.results.utility import PMSEResult, UtilitySummary
     from bayes_risk.results.visit_orders import VisitOrderComparison
 
@@ -48,6 +49,7 @@ _CLASSES: dict[str, str] = {
     "IdentificationResult": "bayes_risk.results.identification",
     "RadiusSweepResult": "bayes_risk.results.identification",
     "MembershipRiskResult": "bayes_risk.results.membership",
+    "KnowledgeSweepResult": "bayes_risk.results.knowledge",
     "PMSEResult": "bayes_risk.results.utility",
     "UtilitySummary": "bayes_risk.results.utility",
     "CombinedScalar": "bayes_risk.results.combining",
@@ -69,6 +71,7 @@ __all__ = [
     "IdentificationResult",
     "RadiusSweepResult",
     "MembershipRiskResult",
+    "KnowledgeSweepResult",
     "PMSEResult",
     "UtilitySummary",
     "CombinedScalar",

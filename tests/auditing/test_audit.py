@@ -1227,3 +1227,44 @@ def test_rows_aligned_needs_a_column_released_unchanged():
     assert rows_aligned(ctx(partial)) is True
     assert rows_aligned(ctx(full)) is False
     assert rows_aligned(ctx([z.head(40) for z in partial])) is False
+
+
+def test_known_sweep_section_optional_and_verdict_unchanged(release, tmp_path):
+    """``known_sweep=True`` adds the frontier, the drivers and the figures to the
+    identification step and its report section; the verdict is the same as without it."""
+    orig, syn = release
+    kw = dict(known=[*KNOWN, "Income"], random_seed=2, sweep=None,
+              skip=["utility", "posterior_identification", "attribute", "disclosure"],
+              progressbar=False)
+    plain = br.audit(str(orig), str(syn), **kw)
+    assert plain.step("identification").extra["known_sweep"] is None
+    out = tmp_path / "ks"
+    res = br.audit(str(orig), str(syn), out=out, known_sweep=True, **kw)
+    ks = res.step("identification").extra["known_sweep"]
+    assert len(ks.table) == 2 ** 4
+    assert ks.synthesized == ("Income",)
+    # the full set is the step's own intruder: the same figure
+    assert ks.risk([*KNOWN, "Income"]) == pytest.approx(
+        res.step("identification").result.file["expected_match_risk"], rel=1e-12)
+    assert [(v.measure, v.value, v.threshold, v.detail) for v in res.verdicts] == \
+        [(v.measure, v.value, v.threshold, v.detail) for v in plain.verdicts]
+    for f in ("known_sweep.csv", "known_sweep_drivers.csv", "known_sweep_levels.csv"):
+        assert (out / "identification" / f).is_file()
+    summ = json.loads((out / "identification" / "summary.json").read_text())
+    assert "known_sweep" in summ and summ["known_sweep"]["candidates"] == [*KNOWN, "Income"]
+    html = tmp_path / "r.html"
+    res.to_html(html)
+    text = html.read_text()
+    assert "Sensitivity to the intruder" in text and "Pareto frontier" in text
+    assert "Withholding" in text
+    md = tmp_path / "r.md"
+    res.to_markdown(md)
+    assert "Pareto frontier" in md.read_text()
+
+
+def test_audit_cli_known_sweep_flag_off_by_default():
+    from bayes_risk.cli import build_parser
+
+    base = ["audit", "o.csv", "syn", "--known", "Age", "--out", "o"]
+    assert build_parser().parse_args(base).known_sweep is False
+    assert build_parser().parse_args([*base, "--known-sweep"]).known_sweep is True

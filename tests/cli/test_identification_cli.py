@@ -372,3 +372,40 @@ def test_cli_per_dataset_says_it_is_the_smaller_intruder(files, tmp_path, capsys
     assert _main(["identification", *map(str, paths), *base, "--out",
                   str(tmp_path / "po")]) == 0
     assert "pools them" not in capsys.readouterr().out
+
+
+@pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.DataWarning")
+def test_cli_known_sweep(files, tmp_path):
+    y, paths = files
+    out = tmp_path / "ks"
+    rc = _main(["identification", *map(str, paths), *BASE,
+                "--known-sweep", "Age", "Urban", "Marital", "Income", "--max-size", "2",
+                "--out", str(out)])
+    assert rc == 0
+    tab = pd.read_csv(out / "known_sweep.csv")
+    # every subset up to 2 (1 + 4 + 6), the full set minus one (4), the full set; the greedy
+    # path adds nothing beyond them at four candidates
+    assert len(tab) == 16
+    assert {"known", "n_known", "expected_match_risk", "frontier", "greedy_step"} <= set(tab)
+    drv = pd.read_csv(out / "known_sweep_drivers.csv")
+    assert sorted(drv["variable"]) == ["Age", "Income", "Marital", "Urban"]
+    lev = pd.read_csv(out / "known_sweep_levels.csv")
+    assert set(lev["variable"]) == {"Age", "Urban", "Marital", "Income"}
+    assert (out / "known_sweep.png").stat().st_size > 1000
+    assert (out / "known_sweep_drivers.png").stat().st_size > 1000
+    summ = json.loads((out / "summary.json").read_text())
+    ks = summ["known_sweep"]
+    assert ks["synthesized"] == ["Income"]  # the role given by --known-synthesized
+    full = [r for r in ks["subsets"] if r["n_known"] == 4][0]
+    # the full set is the main run's known set: the same risk
+    assert full["expected_match_risk"] == pytest.approx(summ["summary"]["expected_match_risk"],
+                                                        rel=1e-12)
+
+
+def test_cli_known_sweep_bad_max_size(files, tmp_path, capsys):
+    _, paths = files
+    rc = _main(["identification", *map(str, paths), *BASE, "--known-sweep", "Age", "Urban",
+                "--max-size", "5", "--out", str(tmp_path / "bad")])
+    assert rc != 0
+    assert "--max-size" in capsys.readouterr().err
+    assert not (tmp_path / "bad" / "summary.json").exists()

@@ -92,6 +92,9 @@ BUILDERS = {
     "RadiusSweepResult": lambda ce, rel: _quiet(
         br.radius_sweep, ce, rel[2], ["Urban"], ["Income"], [0.05, 0.1, 0.2],
         progressbar=False),
+    "KnowledgeSweepResult": lambda ce, rel: _quiet(
+        br.known_sweep, ce, rel[2], ["Age", "Urban", "Marital"], radius={"Age": 0.1},
+        schema=rel[1], progressbar=False),
     "PMSEResult": lambda ce, rel: _quiet(br.pmse, ce, rel[2], schema=rel[1], random_seed=1),
     "UtilitySummary": _utility,
     "CombinedScalar": lambda ce, rel: br.combine_scalar([1.0, 1.2, 0.9], [0.04, 0.05, 0.03]),
@@ -139,6 +142,8 @@ def test_public_import_paths_are_the_same_classes():
     assert bayes_risk.attribute.api.AttributeRiskResult is results.AttributeRiskResult
     assert br.IdentificationResult is bayes_risk.identification.IdentificationResult
     assert bayes_risk.identification.radius.RadiusSweepResult is results.RadiusSweepResult
+    assert br.KnowledgeSweepResult is bayes_risk.identification.KnowledgeSweepResult \
+        is results.KnowledgeSweepResult
     assert br.PMSEResult is bayes_risk.utility.PMSEResult is results.PMSEResult
     assert bayes_risk.utility.UtilitySummary is results.UtilitySummary
     assert bayes_risk.disclosure.DisclosureMeasures is results.DisclosureMeasures

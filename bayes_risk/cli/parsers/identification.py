@@ -24,11 +24,14 @@ of an external target table) is to find them among the released partially synthe
 --aggregation per-dataset and --records-output per-dataset one row per target and dataset; none
 with --records-output none), DIR/summary.json (file-level measures per dataset and averaged, the
 settings and warning codes) and, with --radius-sweep, DIR/radius_sweep.csv and
-DIR/radius_sweep.png. With --model, the synthesized known columns are replicated R times from the
-fitted model's posterior predictive (Drechsler & Reiter 2008, eq. 5) instead of using the m
-released datasets: summary.json then holds each measure's Monte Carlo standard error (mc_se) and
-its spread over replicates (replicate_quantiles), and DIR/running_estimate.png the running
-estimate with its +/- 2 MCSE band.
+DIR/radius_sweep.png; with --known-sweep, DIR/known_sweep.csv (one row per subset of the
+candidate known columns), DIR/known_sweep_drivers.csv, DIR/known_sweep_levels.csv,
+DIR/known_sweep.png (risk against the number of columns known, the frontier highlighted) and
+DIR/known_sweep_drivers.png. With --model, the synthesized known columns are replicated R times
+from the fitted model's posterior predictive (Drechsler & Reiter 2008, eq. 5) instead of using
+the m released datasets: summary.json then holds each measure's Monte Carlo standard error
+(mc_se) and its spread over replicates (replicate_quantiles), and DIR/running_estimate.png the
+running estimate with its +/- 2 MCSE band.
 
 example:
   bayes-risk identification CEdata.csv syn1.csv syn2.csv \\
@@ -107,6 +110,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--radius-sweep", default=None, metavar="R1,R2,...",
                    help="also compute the risk over these common radii (per dataset) and the "
                         "maximising radius (Hornby & Hu 2021 §4.1)")
+    k = p.add_argument_group("sensitivity to the intruder's knowledge (Hu 2019 §5)")
+    k.add_argument("--known-sweep", nargs="+", default=None, metavar="COL",
+                   help="also compute the risk for every subset of these candidate known "
+                        "columns (up to --max-size, a greedy path beyond), the Pareto frontier "
+                        "of risk against the number of columns known, Shapley values and "
+                        "per-level contributions; a candidate listed in --known-synthesized is "
+                        "synthesized, one in --known-unsynthesized is not, any other is "
+                        "synthesized when its released values differ from the original's")
+    k.add_argument("--max-size", type=int, default=None, metavar="K",
+                   help="largest subset size evaluated exhaustively by --known-sweep "
+                        "(default: every size)")
     p.add_argument("--records-output", choices=["per-target", "per-dataset", "none"],
                    default="per-target",
                    help="records.csv with one row per target (default; per-dataset aggregation: "
@@ -133,5 +147,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_quiet_argument(p)
     add_original_check_argument(p, "the release SYN or the --model")
     add_out_argument(p, "records.csv, summary.json, radius_sweep.csv/.png, "
-                        "running_estimate.png")
+                        "known_sweep*.csv/.png, running_estimate.png")
     p.set_defaults(handler=Handler("bayes_risk.cli.identification"))

@@ -1,0 +1,644 @@
+"""Sensitivity of identification risk to the intruder's knowledge, and what drives it.
+
+Hu (2019, §5) leaves open how sensitive identification risk is to the assumption about what the
+intruder knows. :func:`known_sweep` answers it for a set of candidate known variables: the
+identification risk (the measures of :func:`~bayes_risk.identification.identification_risk`,
+from its own engine and assembly) for every subset of the candidates up to ``max_size``
+variables and, beyond, along a greedy path (at each step the variable that raises the risk most),
+the subsets on the Pareto frontier of risk against the number of variables known, and the
+drivers of the risk: Shapley values of every candidate over the subsets, the risk left when a
+variable is removed from the full set, and per-level contributions (which levels of which
+variable hold the records at risk).
+
+**Reuse.** The data and the release are validated, read and encoded once, for every candidate
+(``prepare``); each subset's problem is the encoded pool restricted to the subset's columns
+(exact-match codes and radius values are per column, so the restriction is the problem a
+separate run on the subset would encode). A subset holding no synthesized variable is the same
+in every replicate, so its matches are computed once and repeated over the replicates. The
+result equals separate ``identification_risk`` runs value for value (tested bit for bit).
+Rules that combine the radius columns through the data (``shape="mahalanobis"``, whose
+covariance depends on the columns; ``"legacy_hh_euclid"``; the ``compat`` mode, whose radius
+vector follows the columns given) and unknown membership (population counts are per key) are
+prepared subset by subset instead — the same numbers, without the saving.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._progress import progress
+from bayes_risk.data.missing import missing_mask
+from bayes_risk.data.normalise import as_synthetic_list
+from bayes_risk.data.schema import CATEGORICAL_TYPES
+from bayes_risk.exceptions import ValidationError, interruptible
+from bayes_risk.executors import as_executor
+from bayes_risk.identification import engine as _engine
+from bayes_risk.identification.assemble import assemble
+from bayes_risk.identification.evaluate import run_engine
+from bayes_risk.identification.plan import IdentificationPlan, record_warning
+from bayes_risk.identification.prepare import prepare
+from bayes_risk.results.knowledge import SWEEP_MEASURES, KnowledgeSweepResult
+
+__all__ = ["known_sweep", "KnowledgeSweepResult", "shapley_values", "SWEEP_MEASURES"]
+
+#: the measures Shapley values are computed for (additive over targets, defined for every subset)
+SHAPLEY_MEASURES = ("expected_match_risk", "true_match_rate_targets")
+
+#: arguments of ``identification_risk`` a sweep passes on, with their defaults
+_OPTIONS: dict[str, Any] = {
+    "categorical": None, "schema": None, "radius": None, "radius_type": "percentage",
+    "r_min": None, "quantile_groups": 20, "window": None, "shape": None, "aggregation": None,
+    "membership": None, "population_counts": None, "population_estimate": "default",
+    "sampling_fraction": None, "N_pop": None, "strategy": "always", "fallback": None,
+    "targets": None, "target_id": None, "original_id": None, "replicates": None, "compat": None,
+    "missing_known": "any",
+}
+
+
+@interruptible
+def known_sweep(
+    original: pd.DataFrame,
+    synthetic: Any,
+    candidates: Sequence[str],
+    *,
+    synthesized: Sequence[str] | None = None,
+    max_size: int | None = None,
+    greedy_beyond: bool = True,
+    measure: Literal["expected_match_risk", "true_match_rate_targets"] = "expected_match_risk",
+    bands: int = 10,
+    max_subsets: int = 4096,
+    progressbar: bool = True,
+    executor: Any = None,
+    **kwargs: Any,
+) -> KnowledgeSweepResult:
+    """Identification risk over subsets of the intruder's candidate known variables.
+
+    For every subset ``S`` of ``candidates`` with ``|S| <= max_size`` (the empty set included:
+    the intruder who knows nothing) the identification risk of an intruder who knows exactly
+    ``S`` is computed as :func:`~bayes_risk.identification.identification_risk` computes it;
+    beyond ``max_size`` a greedy path adds, at each step, the variable that raises ``measure``
+    most, up to the full set. The full set and every full set minus one variable are always
+    evaluated (the risk left when one variable is withheld or coarsened away).
+
+    Parameters
+    ----------
+    original : DataFrame
+        Confidential data.
+    synthetic : list of DataFrame or SyntheticData
+        The released datasets (as in ``identification_risk``).
+    candidates : sequence of str
+        The candidate known variables (at least one; at most 20).
+    synthesized : sequence of str, optional
+        The candidates that were synthesized. Default: the release's schema roles
+        (a :class:`~bayes_risk.data.SyntheticData` made by the package), else — plain tables —
+        every candidate whose released values differ from the original's in some dataset
+        (a candidate released unchanged gives the intruder the original's values).
+    max_size : int, optional
+        Largest subset size evaluated exhaustively (default: every size, the full lattice).
+    greedy_beyond : bool
+        Follow the greedy forward path from the riskiest subset of size ``max_size`` to the full
+        set (default ``True``; ignored when the lattice is complete).
+    measure : {"expected_match_risk", "true_match_rate_targets"}
+        The risk the greedy path and the frontier rank subsets by.
+    bands : int
+        Number of quantile bands (default 10: deciles) of a numeric variable in the per-level
+        contributions; a variable with at most ``bands`` distinct values keeps its values.
+    max_subsets : int
+        Largest number of subsets evaluated (default 4,096); more is an error.
+    progressbar : bool
+        Show progress over the subsets.
+    executor : None, distributed.Client or Executor, optional
+        Where the matching engine runs (as in ``identification_risk``).
+    **kwargs
+        Further arguments of ``identification_risk`` (``radius``, ``radius_type``,
+        ``aggregation``, ``membership``, ``schema``, ``categorical``, ...). ``radius`` may name
+        any candidate; each subset uses the radii of its own columns.
+
+    Returns
+    -------
+    KnowledgeSweepResult
+        ``.table`` (one row per subset evaluated), ``.frontier``, ``.drivers``, ``.levels``.
+
+    Raises
+    ------
+    ValidationError
+        No candidate, a candidate listed twice, ``max_size`` out of range, too many subsets,
+        user population counts (they are keyed by one set of known columns), an unknown
+        argument.
+
+    Notes
+    -----
+    The expected match risk need not grow when a variable is added: one more known variable
+    removes decoys, but a synthesized variable can also move the target's own record out of its
+    match set (methods, Identification risk, Sensitivity to the intruder's knowledge).
+
+    References
+    ----------
+    Hu (2019) §5; Reiter & Mitra (2009); Hornby & Hu (2021); Shapley (1953).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import pandas as pd
+    >>> y = pd.DataFrame({"sex": ["M", "M", "M", "F", "F"], "race": ["W", "W", "B", "W", "B"]})
+    >>> z1 = y.assign(race=["W", "B", "B", "W", "W"])
+    >>> z2 = y.assign(race=["W", "W", "W", "B", "B"])
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")  # ZERO_UNIQUE: sex alone gives no unique match
+    ...     res = known_sweep(y, [z1, z2], ["sex", "race"], progressbar=False)
+    >>> dict(zip(res.table["known"], res.table["expected_match_risk"]))
+    {'(none)': 1.0, 'sex': 2.0, 'race': 1.5, 'sex, race': 2.5}
+    >>> res.drivers[["variable", "shapley_expected_match_risk"]].to_numpy().tolist()
+    [['sex', 1.0], ['race', 0.5]]
+    """
+    if not isinstance(original, pd.DataFrame):
+        raise ValidationError(
+            f"original must be a pandas DataFrame. Got {type(original).__name__}."
+        )
+    cands = _candidates(candidates)
+    unknown = sorted(set(kwargs) - set(_OPTIONS))
+    if unknown:
+        raise ValidationError(f"unknown argument(s) for known_sweep: {unknown}.")
+    if measure not in SHAPLEY_MEASURES:
+        raise ValidationError(f"measure must be one of {list(SHAPLEY_MEASURES)}. Got {measure!r}.")
+    if isinstance(bands, bool) or not isinstance(bands, (int, np.integer)) or bands < 1:
+        raise ValidationError(f"bands must be an integer >= 1. Got {bands!r}.")
+    n_c = len(cands)
+    if max_size is None:
+        max_size = n_c
+    if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) \
+            or not 1 <= max_size <= n_c:
+        raise ValidationError(
+            f"max_size must be an integer between 1 and the number of candidates ({n_c}). "
+            f"Got {max_size!r}."
+        )
+    options = {k: kwargs.get(k, v) for k, v in _OPTIONS.items()}
+    if options["population_counts"] is not None and not isinstance(
+            options["population_counts"], str):
+        raise ValidationError(
+            "known_sweep: population counts given by the user are keyed by one set of known "
+            "columns; a sweep over known sets needs population_counts='loglinear_original' or "
+            "'loglinear_synthetic' (estimated for every subset)."
+        )
+    n_planned = sum(math.comb(n_c, k) for k in range(max_size + 1))
+    if n_planned > max_subsets:
+        raise ValidationError(
+            f"{n_planned} subsets of {n_c} candidates up to size {max_size} (> max_subsets="
+            f"{max_subsets}); lower max_size (the greedy path continues beyond it) or raise "
+            "max_subsets."
+        )
+    if type(options["replicates"]).__name__ == "PosteriorReplicates":
+        raise ValidationError(
+            "known_sweep takes replicates as a list of arrays or DataFrames (draw them once "
+            "with PosteriorReplicates and pass the draws), not a PosteriorReplicates object."
+        )
+    syn = _synthesized(original, synthetic, cands, synthesized, options["replicates"])
+    known_us = [c for c in cands if c not in syn]
+    known_s = [c for c in cands if c in syn]
+    ex = as_executor(executor)
+    sweep = _Sweep(original, synthetic, cands, known_us, known_s, options, ex)
+
+    order = [frozenset(s) for k in range(max_size + 1) for s in itertools.combinations(cands, k)]
+    full = frozenset(cands)
+    order += [full - {c} for c in cands] + [full]
+    todo = [s for s in dict.fromkeys(order) if s or sweep.nothing]
+    for s in progress(todo, total=len(todo), description="knowledge sweep", enabled=progressbar):
+        sweep.run(s)
+    greedy = _greedy(sweep, cands, max_size, measure) if greedy_beyond else []
+    lattice = max_size >= n_c - 1  # every subset evaluated
+    table = sweep.table(cands, measure, greedy)
+    drivers, shapley_note = _drivers(sweep, cands, lattice)
+    levels = _levels(sweep, cands, bands)
+    settings = sweep.settings()
+    settings.update(candidates=cands, synthesized=known_s, max_size=int(max_size),
+                    greedy_beyond=bool(greedy_beyond), measure=measure, bands=int(bands),
+                    lattice_complete=lattice, shared_encoding=sweep.shared,
+                    n_subsets=len(sweep.done))
+    warn = dict(sweep.warn)
+    for code, where in sweep.warn_subsets.items():
+        shown = "; ".join(f"{{{w}}}" for w in where[:5]) + (" …" if len(where) > 5 else "")
+        msg = (f"in {len(where)} of {len(sweep.done)} subsets ({shown}); in the first: "
+               f"{warn.get(code, code)}")
+        record_warning(warn, code, msg)  # once per code for the whole sweep
+    return KnowledgeSweepResult(
+        candidates=tuple(cands), synthesized=tuple(known_s), measure=measure, table=table,
+        drivers=drivers, levels=levels, shapley_note=shapley_note, settings=settings,
+        warnings=tuple(warn), warning_details=warn,
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# inputs
+# ----------------------------------------------------------------------------------------------
+def _candidates(candidates: Any) -> list[str]:
+    if isinstance(candidates, str):
+        candidates = [candidates]
+    cands = [str(c) for c in (candidates or ())]
+    if not cands:
+        raise ValidationError("candidates is empty: give the candidate known variables.")
+    if len(set(cands)) != len(cands):
+        raise ValidationError(f"candidates lists a variable twice: {cands}.")
+    if len(cands) > 20:
+        raise ValidationError(f"at most 20 candidate variables. Got {len(cands)}.")
+    return cands
+
+
+def _synthesized(original: pd.DataFrame, synthetic: Any, cands: list[str],
+                 synthesized: Sequence[str] | None, replicates: Any) -> set[str]:
+    """The synthesized candidates: as given, from the release's schema roles, or found by
+    comparing the released values with the original's."""
+    if synthesized is not None:
+        syn = {str(c) for c in ([synthesized] if isinstance(synthesized, str) else synthesized)}
+        extra = sorted(syn - set(cands))
+        if extra:
+            raise ValidationError(
+                f"synthesized names {extra}, which are not candidates ({cands})."
+            )
+        return syn
+    if replicates is not None:
+        raise ValidationError(
+            "with replicates= give synthesized= (the candidates the replicates replicate)."
+        )
+    schema = getattr(synthetic, "schema", None)
+    roles = set(getattr(schema, "synthesized", ()) or ()) if schema is not None else set()
+    if roles:
+        return {c for c in cands if c in roles}
+    datasets = as_synthetic_list(synthetic, allow_none=False, original=original)[0]
+    syn = set()
+    for c in cands:
+        if c not in original.columns:
+            continue  # prepare names the missing column
+        o = original[c]
+        for z in datasets:
+            if c not in z.columns or not _same_values(o, z[c]):
+                syn.add(c)
+                break
+    return syn
+
+
+def _same_values(a: pd.Series, b: pd.Series) -> bool:
+    """Whether two columns hold the same values row by row (missing where the other is
+    missing; 1 and 1.0 equal, as a CSV round trip may change the dtype)."""
+    if len(a) != len(b):
+        return False
+    na, nb = missing_mask(a), missing_mask(b)
+    if not np.array_equal(na, nb):
+        return False
+    x, y = a.to_numpy(dtype=object)[~na], b.to_numpy(dtype=object)[~nb]
+    return bool(np.all(x == y))
+
+
+def _order(s: frozenset, cands: list[str]) -> tuple:
+    """Sort key of a subset: size, then the candidates' order."""
+    return (len(s), sorted(cands.index(c) for c in s))
+
+
+def _greedy(sweep: _Sweep, cands: list[str], max_size: int, measure: str) -> list[frozenset]:
+    """The greedy forward path: from the riskiest subset of size ``max_size``, add at each step
+    the variable that raises ``measure`` most (the earlier candidate on a tie)."""
+    if max_size >= len(cands) - 1:  # the lattice is complete: nothing beyond it
+        return []
+    size_k = sorted((s for s in sweep.done if len(s) == max_size), key=lambda s: _order(s, cands))
+    cur = _argmax(size_k, sweep, measure)
+    path = [cur]
+    while len(cur) < len(cands):
+        steps = [cur | {c} for c in cands if c not in cur]
+        for s in steps:
+            sweep.run(s)
+        cur = _argmax(steps, sweep, measure)
+        path.append(cur)
+    return path
+
+
+def _argmax(subsets: Sequence[frozenset], sweep: _Sweep, measure: str) -> frozenset:
+    """The subset of highest ``measure``; the first of them in the given order on a tie."""
+    best = subsets[0]
+    for s in subsets[1:]:
+        if sweep.value(s, measure) > sweep.value(best, measure):
+            best = s
+    return best
+
+
+def _label(s: frozenset, cands: list[str]) -> str:
+    return ", ".join(c for c in cands if c in s) or "(none)"
+
+
+# ----------------------------------------------------------------------------------------------
+# the sweep
+# ----------------------------------------------------------------------------------------------
+class _Sweep:
+    """One preparation for every candidate and the runs of the subsets on it."""
+
+    def __init__(self, original, synthetic, cands, known_us, known_s, options, ex) -> None:
+        self.original, self.synthetic, self.options, self.ex = original, synthetic, options, ex
+        self.cands, self.known_us, self.known_s = cands, known_us, known_s
+        # the preparation's warnings reach the caller once, for the whole sweep
+        self.plan = prepare(original, synthetic, known_us, known_s, **options)
+        self.warn: dict[str, str] = dict(self.plan.warnings)
+        self.warn_subsets: dict[str, list[str]] = {}
+        st, rule = self.plan.settings, self.plan.rule
+        self.shared = (st.compat is None and st.membership == "known"
+                       and rule.shape in ("rectangle", "ellipse"))
+        #: the intruder who knows nothing has a figure under known membership only (unknown:
+        #: the population count of the empty key is the population size, not estimated here)
+        self.nothing = st.membership == "known"
+        self.done: dict[frozenset, dict[str, Any]] = {}
+        self.records: dict[frozenset, Any] = {}
+
+    # -- one subset ---------------------------------------------------------------------------
+    def run(self, s: frozenset) -> None:
+        if s in self.done:
+            return
+        if not s:
+            plan = self._nothing_plan()
+        elif self.shared:
+            plan = self._subset_plan(s)
+        else:
+            plan = self._own_plan(s)
+        res = self._evaluate(plan, s)
+        row = {k: res.file.get(k) for k in SWEEP_MEASURES}
+        self.done[s] = row
+        # the intruder who knows nothing has no unique match by construction: not a finding
+        for code in res.warnings if s else ():
+            if code not in self.plan.warnings:
+                self.warn.setdefault(code, res.warning_details.get(code, code))
+                self.warn_subsets.setdefault(code, []).append(_label(s, self.cands))
+        if s == frozenset(self.cands):
+            self.records[s] = res
+
+    def value(self, s: frozenset, measure: str) -> float:
+        v = self.done[s][measure]
+        return -np.inf if v is None or not np.isfinite(v) else float(v)
+
+    def _evaluate(self, plan: IdentificationPlan, s: frozenset):
+        rule = plan.rule
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if s and not rule.exact_s and not rule.radius_s and plan.prep.R > 1 \
+                    and plan.settings.membership == "known":
+                out = self._unsynthesized_only(plan)
+            else:
+                out = run_engine(plan, rule, self.ex, plan.prep, progressbar=False)
+            return assemble(plan, rule, out)
+
+    def _unsynthesized_only(self, plan: IdentificationPlan):
+        """A subset of unsynthesized variables has the same matches in every replicate: the
+        engine runs on one replicate and its output is repeated over the ``R`` replicates (per
+        dataset), or pooled over ``R`` identical replicates (the mean of ``R`` equal
+        probabilities is the probability; the top set, ``c`` and ``T`` are the same)."""
+        R = plan.prep.R
+        one = dataclasses.replace(plan.prep, R=1, rep_exact_s=plan.prep.rep_exact_s[:1],
+                                  rep_radius_s=plan.prep.rep_radius_s[:1], _cache={})
+        p1 = dataclasses.replace(plan, data=dataclasses.replace(plan.data, prep=one))
+        out = run_engine(p1, plan.rule, self.ex, one, progressbar=False)
+        if isinstance(out, _engine.PerDatasetOutput):
+            return _engine.PerDatasetOutput(
+                c=np.repeat(out.c, R, axis=1), T=np.repeat(out.T, R, axis=1),
+                declared=np.repeat(out.declared, R, axis=1),
+                p_out=np.repeat(out.p_out, R, axis=1), no_match_any=out.no_match_any,
+            )
+        return out
+
+    def _nothing_plan(self) -> IdentificationPlan:
+        """The intruder who knows nothing (known membership): every record matches every
+        target in every dataset, so one dataset gives every figure and pooling changes nothing
+        (evaluated per dataset on one replicate: a pooled table of every target against every
+        record would be ``N_T x n`` probabilities)."""
+        plan = self._subset_plan(frozenset())
+        one = dataclasses.replace(plan.prep, R=1, rep_exact_s=plan.prep.rep_exact_s[:1],
+                                  rep_radius_s=plan.prep.rep_radius_s[:1], _cache={})
+        settings = dataclasses.replace(plan.settings, aggregation="per_dataset", fallback="none")
+        return dataclasses.replace(plan, data=dataclasses.replace(plan.data, prep=one),
+                                   settings=settings)
+
+    def _own_plan(self, s: frozenset) -> IdentificationPlan:
+        """A separate preparation of the subset (rules that do not restrict column by column)."""
+        o = dict(self.options)
+        o["radius"] = _subset_radius(o["radius"], s)
+        o["r_min"] = _subset_radius(o["r_min"], s)
+        if not set(self.plan.rule.radius_cols) & s:
+            # matched exactly on every column: the radius and the shape do not apply (a
+            # separate run would refuse a radius with no radius column)
+            o.update(radius=None, r_min=None, shape=None, radius_type="percentage")
+        us = [c for c in self.known_us if c in s]
+        sy = [c for c in self.known_s if c in s]
+        if o["replicates"] is not None:
+            o["replicates"] = _subset_replicates(o["replicates"], self.known_s, sy)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return prepare(self.original, self.synthetic, us, sy, **o)
+
+    def _subset_plan(self, s: frozenset) -> IdentificationPlan:
+        """The full preparation restricted to the columns of ``s`` (what a separate run on
+        ``s`` would prepare: codes and radius values are per column)."""
+        plan, prep, rule = self.plan, self.plan.prep, self.plan.rule
+        keep = lambda cols: tuple(c for c in cols if c in s)  # noqa: E731
+        sub = dataclasses.replace(
+            rule, exact_us=keep(rule.exact_us), exact_s=keep(rule.exact_s),
+            radius_us=keep(rule.radius_us), radius_s=keep(rule.radius_s),
+            radius={c: v for c, v in rule.radius.items() if c in s},
+            r_min={c: v for c, v in rule.r_min.items() if c in s},
+        )
+
+        def pos(cols, kept):
+            return [list(cols).index(c) for c in kept]
+
+        e_us, e_s = pos(rule.exact_us, sub.exact_us), pos(rule.exact_s, sub.exact_s)
+        r_us, r_s = pos(rule.radius_us, sub.radius_us), pos(rule.radius_s, sub.radius_s)
+        t_e = pos(rule.exact_cols, sub.exact_cols)
+        t_r = pos(rule.radius_cols, sub.radius_cols)
+        drop = None
+        if prep.tgt_drop is not None:
+            drop = prep.tgt_drop[:, t_e + [len(rule.exact_cols) + j for j in t_r]]
+            drop = drop if drop.any() else None
+        sprep = dataclasses.replace(
+            prep, rule=sub, exact_sizes={c: prep.exact_sizes[c] for c in sub.exact_cols},
+            rec_exact_us=prep.rec_exact_us[:, e_us],
+            rep_exact_s=[a[:, e_s] for a in prep.rep_exact_s],
+            rec_radius_us=prep.rec_radius_us[r_us],
+            rep_radius_s=[a[r_s] for a in prep.rep_radius_s],
+            tgt_exact=prep.tgt_exact[:, t_e], tgt_radius=prep.tgt_radius[:, t_r],
+            confidential_radius={c: v for c, v in prep.confidential_radius.items() if c in s},
+            tgt_drop=drop, _cache={},
+        )
+        st = plan.settings
+        us = [c for c in st.known_unsynthesized if c in s]
+        sy = [c for c in st.known_synthesized if c in s]
+        fallback = st.fallback
+        if self.options["fallback"] is None:  # the default, resolved for the subset's columns
+            fallback = "unsynthesized" if (st.aggregation == "pooled" and bool(us)) else "none"
+        settings = dataclasses.replace(st, known_unsynthesized=us, known_synthesized=sy,
+                                       fallback=fallback)
+        return dataclasses.replace(plan, data=dataclasses.replace(plan.data, prep=sprep),
+                                   rule=sub, settings=settings)
+
+    # -- tables -------------------------------------------------------------------------------
+    def table(self, cands: list[str], measure: str, greedy: list[frozenset]) -> pd.DataFrame:
+        subsets = sorted(self.done, key=lambda s: _order(s, cands))
+        rows = []
+        for s in subsets:
+            row = {"known": _label(s, cands), "n_known": len(s)}
+            row.update({c: c in s for c in cands})
+            row.update(self.done[s])
+            row["greedy_step"] = greedy.index(s) if s in greedy else -1
+            rows.append(row)
+        tab = pd.DataFrame(rows)
+        tab["frontier"] = _frontier(tab["n_known"].to_numpy(), tab[measure].to_numpy(dtype=float))
+        return tab
+
+    def settings(self) -> dict[str, Any]:
+        d = self.plan.settings_dict()
+        for k in ("known_unsynthesized", "known_synthesized", "match_rule"):
+            d.pop(k, None)
+        d["match_rule"] = self.plan.rule.to_dict()
+        return d
+
+
+def _subset_radius(radius: Any, s: frozenset) -> Any:
+    if isinstance(radius, Mapping):
+        out = {c: v for c, v in radius.items() if c in s}
+        return out or None
+    return radius
+
+
+def _subset_replicates(replicates: Any, known_s: list[str], sy: list[str]) -> Any:
+    """User replicates restricted to the subset's synthesized columns."""
+    idx = [known_s.index(c) for c in sy]
+    out = []
+    for r in replicates:
+        if isinstance(r, pd.DataFrame):
+            out.append(r[sy])
+        else:
+            out.append(np.asarray(r)[:, idx])
+    return out
+
+
+def _frontier(n_known: np.ndarray, risk: np.ndarray) -> np.ndarray:
+    """Subsets on the Pareto frontier of risk (higher) against variables known (fewer): no
+    other subset knows as few or fewer variables and has as high or higher a risk, one of them
+    strictly. The empty set is not a candidate of the frontier."""
+    out = np.zeros(len(risk), dtype=bool)
+    ok = np.isfinite(risk) & (n_known > 0)
+    for i in np.flatnonzero(ok):
+        dominated = ok & (n_known <= n_known[i]) & (risk >= risk[i]) \
+            & ((n_known < n_known[i]) | (risk > risk[i]))
+        out[i] = not dominated.any()
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# drivers
+# ----------------------------------------------------------------------------------------------
+def shapley_values(value: Mapping[frozenset, float], players: Sequence[str]) -> dict[str, float]:
+    """Exact Shapley values of a game given on every subset of ``players``.
+
+    ``φ_i = Σ_{S ⊆ N∖{i}} |S|! (n − |S| − 1)! / n! · (v(S ∪ {i}) − v(S))`` (Shapley 1953);
+    the values sum to ``v(N) − v(∅)``.
+    """
+    n = len(players)
+    fact = [math.factorial(k) for k in range(n + 1)]
+    out = {}
+    for p in players:
+        others = [q for q in players if q != p]
+        phi = 0.0
+        for k in range(n):
+            w = fact[k] * fact[n - k - 1] / fact[n]
+            for comb in itertools.combinations(others, k):
+                s = frozenset(comb)
+                phi += w * (value[s | {p}] - value[s])
+        out[p] = phi
+    return out
+
+
+def _drivers(sweep: _Sweep, cands: list[str], lattice: bool) -> tuple[pd.DataFrame, str]:
+    full = frozenset(cands)
+    rows = []
+    shap: dict[str, dict[str, float]] = {}
+    note = ("exact Shapley values over every subset of the candidates (the empty set: the "
+            "intruder who knows nothing)")
+    if lattice and frozenset() not in sweep.done:
+        lattice = False
+        note = ("Shapley values not computed: they need the risk of the intruder who knows "
+                "nothing, which has no figure under unknown membership; the risk without each "
+                "variable (from the full set) is given instead")
+    elif lattice:
+        for m in SHAPLEY_MEASURES:
+            v = {s: float(r[m]) for s, r in sweep.done.items()}
+            shap[m] = shapley_values(v, cands)
+    else:
+        note = ("Shapley values not computed: they need every subset of the candidates, and "
+                "the sweep stopped exhaustive evaluation at max_size; the risk without each "
+                "variable (from the full set) is given instead")
+    for c in cands:
+        row: dict[str, Any] = {"variable": c, "synthesized": c in sweep.known_s}
+        for m in SHAPLEY_MEASURES:
+            v_full = float(sweep.done[full][m])
+            v_wo = float(sweep.done[full - {c}][m])
+            row[f"shapley_{m}"] = shap[m][c] if shap else np.nan
+            row[f"{m}_without"] = v_wo
+            row[f"{m}_removed"] = v_full - v_wo
+            row[f"{m}_removed_share"] = (v_full - v_wo) / v_full if v_full else np.nan
+        rows.append(row)
+    tab = pd.DataFrame(rows)
+    key = "shapley_expected_match_risk" if shap else "expected_match_risk_removed"
+    return tab.sort_values(key, ascending=False, kind="stable").reset_index(drop=True), note
+
+
+def _levels(sweep: _Sweep, cands: list[str], bands: int) -> pd.DataFrame:
+    """Record-level risks of the full set summed by level of every candidate."""
+    res = sweep.records[frozenset(cands)]
+    ir = np.asarray(res.record_IR, dtype=np.float64)
+    K = np.asarray(res.K, dtype=np.float64)
+    if K.ndim == 2:
+        K = K.mean(axis=1)
+    tdf = sweep.options["targets"] if sweep.options["targets"] is not None else sweep.original
+    sk = sweep.plan.data.schema
+    total, N = float(ir.sum()), len(ir)
+    k_total = float(K.sum())
+    rows = []
+    for c in cands:
+        lab = _level_labels(tdf[c], sk[c].type in CATEGORICAL_TYPES, bands)
+        codes = np.asarray(lab.cat.codes)
+        for j, level in enumerate(lab.cat.categories):
+            idx = np.flatnonzero(codes == j)
+            r = float(ir[idx].sum())
+            n = len(idx)
+            rows.append({
+                "variable": c, "level": str(level), "n_targets": n,
+                "share_targets": n / N if N else np.nan, "expected_match_risk": r,
+                "share_risk": r / total if total else np.nan,
+                "risk_ratio": (r / total) / (n / N) if total and n else np.nan,
+                "true_matches": float(K[idx].sum()),
+                "share_true_matches": float(K[idx].sum()) / k_total if k_total else np.nan,
+            })
+    return pd.DataFrame(rows)
+
+
+def _level_labels(v: pd.Series, categorical: bool, bands: int) -> pd.Series:
+    """Level of every target: its value (categorical, or few distinct values) or its quantile
+    band; a missing value is the level ``"missing"``."""
+    v = v.reset_index(drop=True)
+    miss = missing_mask(v)
+    out = pd.Series(["missing"] * len(v), dtype=object)
+    obs = v[~miss]
+    if categorical or obs.nunique() <= bands:
+        vals = obs.astype(object)
+        order = sorted(vals.unique(), key=lambda x: (str(type(x)), x))
+        lab = vals.map(lambda x: str(x))
+        out[~miss] = lab
+        cats = [str(x) for x in order] + (["missing"] if miss.any() else [])
+    else:
+        x = pd.to_numeric(obs, errors="coerce").astype(np.float64)
+        q = pd.qcut(x, bands, duplicates="drop")
+        lab = q.astype(str)
+        out[~miss] = lab
+        cats = [str(i) for i in q.cat.categories] + (["missing"] if miss.any() else [])
+    return pd.Series(pd.Categorical(out, categories=cats))

@@ -1,0 +1,248 @@
+"""Result of the knowledge sweep: identification risk over subsets of the intruder's known
+variables, the Pareto frontier and the drivers of the risk (Hu 2019 §5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._io import to_jsonable
+from bayes_risk.results._base import RiskResult
+from bayes_risk.results._summary import ResultWarning, Summary
+from bayes_risk.results._warnings import message
+from bayes_risk.results.identification import ID_MEASURES
+
+__all__ = ["KnowledgeSweepResult", "SWEEP_MEASURES"]
+
+#: file-level measures reported for every subset (those of ``identification_risk``)
+SWEEP_MEASURES = tuple(name for name, _ in ID_MEASURES)
+_LABEL = dict(ID_MEASURES)
+
+
+@dataclass(frozen=True)
+class KnowledgeSweepResult(RiskResult):
+    """Identification risk over subsets of the candidate known variables.
+
+    Attributes
+    ----------
+    candidates : tuple of str
+        The candidate known variables.
+    synthesized : tuple of str
+        The candidates that were synthesized.
+    measure : str
+        The measure the frontier and the greedy path rank subsets by.
+    table : DataFrame
+        One row per subset evaluated: ``known`` (the subset, ``"(none)"`` for the empty set),
+        ``n_known``, one boolean column per candidate, the file-level measures of
+        ``identification_risk`` (``expected_match_risk``, ``true_match_rate_targets``,
+        ``false_match_rate``, ``n_unique``, ...), ``greedy_step`` (position on the greedy path,
+        ``-1`` off it) and ``frontier`` (on the Pareto frontier of ``measure`` against
+        ``n_known``).
+    drivers : DataFrame
+        One row per candidate: Shapley values of the expected match risk and of the true match
+        rate (``nan`` when the lattice was not complete), the risk of the full set without the
+        variable (``*_without``), the risk that removes (``*_removed``) and its share of the
+        full set's risk (``*_removed_share``).
+    levels : DataFrame
+        Per-level contributions under the full set: ``variable``, ``level`` (a value, a
+        quantile band or ``"missing"``), ``n_targets``, ``share_targets``, the sum of the
+        record-level risks ``IR`` (``expected_match_risk``), ``share_risk``, ``risk_ratio``
+        (share of risk over share of targets), ``true_matches``, ``share_true_matches``.
+    shapley_note : str
+        How the Shapley values were computed (or why not).
+    settings : dict
+    warnings : tuple of str
+    warning_details : dict
+    """
+
+    candidates: tuple[str, ...]
+    synthesized: tuple[str, ...]
+    measure: str
+    table: pd.DataFrame
+    drivers: pd.DataFrame
+    levels: pd.DataFrame
+    shapley_note: str
+    settings: dict[str, Any]
+    warnings: tuple[str, ...] = ()
+    warning_details: dict[str, str] = field(default_factory=dict)
+
+    plot_kinds = ("frontier", "drivers", "levels")
+
+    # -- tables -----------------------------------------------------------------------------
+    @property
+    def frontier(self) -> pd.DataFrame:
+        """The subsets on the Pareto frontier: no other subset knows as few or fewer variables
+        and has as high or higher a risk (one of them strictly)."""
+        cols = ["known", "n_known", *SWEEP_MEASURES]
+        return self.table.loc[self.table["frontier"], cols].reset_index(drop=True)
+
+    @property
+    def greedy_path(self) -> pd.DataFrame:
+        """The greedy forward path beyond ``max_size`` (empty when the lattice was complete)."""
+        t = self.table[self.table["greedy_step"] >= 0].sort_values("greedy_step")
+        return t[["known", "n_known", *SWEEP_MEASURES]].reset_index(drop=True)
+
+    def risk(self, known: Any, measure: str | None = None) -> float:
+        """The risk of one subset evaluated (``known``: a sequence of variables, or the
+        ``known`` label).
+
+        Raises
+        ------
+        KeyError
+            When the subset was not evaluated.
+        """
+        measure = measure or self.measure
+        if isinstance(known, str):
+            label = known
+        else:
+            s = {str(c) for c in known}
+            label = ", ".join(c for c in self.candidates if c in s) or "(none)"
+        hit = self.table.loc[self.table["known"] == label, measure]
+        if hit.empty:
+            raise KeyError(f"subset {label!r} was not evaluated")
+        return float(hit.iloc[0])
+
+    def to_frame(self) -> pd.DataFrame:
+        """The per-subset table (``table``)."""
+        return self.table.copy()
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """Alias of :meth:`to_frame`."""
+        return self.to_frame()
+
+    def _structured(self) -> list[ResultWarning]:
+        return [ResultWarning(c, self.warning_details.get(c) or message(c))
+                for c in self.warnings]
+
+    def headline(self) -> str:
+        """One sentence naming the variable whose removal from the full set lowers the risk
+        most, with the numbers (for a report)."""
+        d = self.drivers.sort_values("expected_match_risk_removed", ascending=False,
+                                     kind="stable")
+        top = d.iloc[0]
+        full = self.risk(self.candidates, "expected_match_risk")
+        share = top["expected_match_risk_removed_share"]
+        return (f"Withholding {top['variable']} from an intruder who knows all of "
+                f"{', '.join(self.candidates)} lowers the expected match risk from {full:.4g} "
+                f"to {top['expected_match_risk_without']:.4g}"
+                + (f" ({100 * share:.1f}% of it)." if np.isfinite(share) else "."))
+
+    def summary(self) -> Summary:
+        """Printable summary: the frontier, the drivers and the top levels."""
+        m = self.measure
+        lev = self.levels.sort_values("expected_match_risk", ascending=False).head(10)
+        shap_cols = ["variable", "shapley_expected_match_risk",
+                     "shapley_true_match_rate_targets", "expected_match_risk_without",
+                     "expected_match_risk_removed_share"]
+        return Summary(
+            "Identification risk by the intruder's knowledge",
+            header=[
+                ("candidate known variables", ", ".join(self.candidates)),
+                ("synthesized", ", ".join(self.synthesized) or "none"),
+                ("aggregation", self.settings.get("aggregation", "")),
+                ("subsets evaluated", len(self.table)),
+                ("exhaustive up to size", self.settings.get("max_size")),
+                ("ranked by", _LABEL.get(m, m)),
+                ("risk with every candidate known", self.risk(self.candidates)),
+            ],
+            tables={
+                "Pareto frontier (fewest variables for the most risk)":
+                    self.frontier[["known", "n_known", "expected_match_risk",
+                                   "true_match_rate_targets", "false_match_rate"]],
+                "Drivers": self.drivers[shap_cols],
+                "Levels holding the most risk (full set)": lev[
+                    ["variable", "level", "share_targets", "share_risk", "risk_ratio"]],
+            },
+            notes=[self.shapley_note + ".", self.headline(),
+                   "Sensitivity to the intruder's knowledge is the open question of Hu (2019) "
+                   "§5; the measures are those of identification_risk for each subset."],
+            warnings=self._structured(),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dictionary (the tables as lists of records)."""
+        return to_jsonable({
+            "candidates": list(self.candidates),
+            "synthesized": list(self.synthesized),
+            "measure": self.measure,
+            "subsets": self.table.to_dict(orient="records"),
+            "frontier": self.frontier.to_dict(orient="records"),
+            "drivers": self.drivers.to_dict(orient="records"),
+            "levels": self.levels.to_dict(orient="records"),
+            "shapley_note": self.shapley_note,
+            "headline": self.headline(),
+            "settings": self.settings,
+            "warnings": list(self.warnings),
+            "warning_details": dict(self.warning_details),
+        })
+
+    # -- plots ------------------------------------------------------------------------------
+    def _figsize(self, kind: str) -> tuple[float, float]:
+        if kind == "levels":
+            return (7.0, max(3.0, 0.25 * len(self.levels) + 1.5))
+        return (6.5, 4.2)
+
+    def _plot_frontier(self, ax: Any, measure: str | None = None) -> Any:
+        """Risk against the number of known variables; the frontier joined and labelled."""
+        m = measure or self.measure
+        t = self.table
+        fig = ax.figure
+        rng = np.random.default_rng(0)  # horizontal jitter only, to separate the points
+        x = t["n_known"].to_numpy(dtype=float) + rng.uniform(-0.12, 0.12, len(t))
+        ax.scatter(x, t[m], s=14, color="0.55", label="subset", zorder=2)
+        g = t[t["greedy_step"] >= 0].sort_values("greedy_step")
+        if len(g):
+            ax.plot(g["n_known"], g[m], "--", color="C2", lw=1, label="greedy path", zorder=3)
+        f = t[t["frontier"]].sort_values("n_known")
+        ax.plot(f["n_known"], f[m], "o-", color="C3", ms=6, lw=1.5, label="frontier", zorder=4)
+        for _, r in f.iterrows():
+            ax.annotate(r["known"], (r["n_known"], r[m]), textcoords="offset points",
+                        xytext=(4, 4), fontsize=7)
+        ax.set_xticks(range(0, len(self.candidates) + 1))
+        ax.set_xlabel("number of known variables")
+        ax.set_ylabel(_LABEL.get(m, m))
+        ax.set_title("Identification risk by the intruder's knowledge")
+        ax.legend(loc="best", fontsize=8)
+        fig.tight_layout()
+        return fig
+
+    def _plot_drivers(self, ax: Any) -> Any:
+        """Bars: the Shapley value of each variable (or, when not computed, the risk its
+        removal from the full set takes away)."""
+        d = self.drivers
+        fig = ax.figure
+        shap = d["shapley_expected_match_risk"].notna().all()
+        col = "shapley_expected_match_risk" if shap else "expected_match_risk_removed"
+        y = np.arange(len(d))
+        ax.barh(y, d[col], color="C0", label="Shapley value" if shap else "removed")
+        if shap:
+            ax.scatter(d["expected_match_risk_removed"], y, color="C3", zorder=3,
+                       label="risk removed by withholding it (from the full set)")
+        ax.set_yticks(y)
+        ax.set_yticklabels(d["variable"])
+        ax.invert_yaxis()
+        ax.set_xlabel("contribution to the expected match risk")
+        ax.set_title("What drives the identification risk")
+        ax.legend(loc="best", fontsize=8)
+        fig.tight_layout()
+        return fig
+
+    def _plot_levels(self, ax: Any) -> Any:
+        """Share of the risk against share of the targets, by level of every variable."""
+        lv = self.levels
+        fig = ax.figure
+        labels = [f"{v}: {lvl}" for v, lvl in zip(lv["variable"], lv["level"], strict=True)]
+        y = np.arange(len(lv))
+        ax.barh(y - 0.2, lv["share_risk"], height=0.4, color="C3", label="share of risk")
+        ax.barh(y + 0.2, lv["share_targets"], height=0.4, color="0.6", label="share of targets")
+        ax.set_yticks(y)
+        ax.set_yticklabels(labels, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel("share")
+        ax.set_title("Where the risk sits (every candidate known)")
+        ax.legend(loc="best", fontsize=8)
+        fig.tight_layout()
+        return fig

@@ -1,0 +1,312 @@
+"""Knowledge sweep (issue 33 items 2-3): identification risk over subsets of the known variables,
+the frontier, Shapley values and per-level contributions, against separate runs and hand values."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bayes_risk.exceptions import DataWarning, ValidationError
+from bayes_risk.identification.api import identification_risk
+from bayes_risk.identification.knowledge import known_sweep, shapley_values
+from bayes_risk.results.knowledge import SWEEP_MEASURES, KnowledgeSweepResult
+
+
+def ir(*args, **kw):
+    kw.setdefault("progressbar", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        return identification_risk(*args, **kw)
+
+
+def sweep(*args, **kw):
+    kw.setdefault("progressbar", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        return known_sweep(*args, **kw)
+
+
+def _release(seed: int, n: int = 40, m: int = 3, missing: bool = False):
+    """A small table: a, b categorical (a unsynthesized), x numeric unsynthesized, y numeric
+    synthesized, c categorical synthesized; m released datasets."""
+    rng = np.random.default_rng(seed)
+    y = pd.DataFrame({
+        "a": rng.choice(["p", "q", "r"], n),
+        "b": rng.choice(["u", "v"], n),
+        "x": rng.integers(20, 30, n).astype(float),
+        "y": np.round(rng.gamma(2.0, 50.0, n), 1),
+        "c": rng.choice(["k", "l", "m"], n),
+    })
+    if missing:
+        y.loc[rng.choice(n, 4, replace=False), "b"] = None
+    rel = []
+    for _ in range(m):
+        z = y.copy()
+        z["y"] = np.round(y["y"] * rng.uniform(0.8, 1.2, n), 1)
+        z["c"] = np.where(rng.random(n) < 0.5, y["c"], rng.choice(["k", "l", "m"], n))
+        rel.append(z)
+    return y, rel
+
+
+CANDS = ["a", "b", "x", "y", "c"]
+SYN = {"y", "c"}
+RADIUS = {"x": 0.05, "y": 0.1}
+
+
+def _separate(y, rel, s, **kw):
+    us = [c for c in CANDS if c in s and c not in SYN]
+    sy = [c for c in CANDS if c in s and c in SYN]
+    rad = {c: r for c, r in RADIUS.items() if c in s} or None
+    return ir(y, rel, us, sy, radius=rad, categorical=["a", "b", "c"], **kw)
+
+
+def _same(a, b) -> bool:
+    return a == b or (np.isnan(a) and np.isnan(b))
+
+
+@pytest.mark.parametrize("aggregation", ["pooled", "per_dataset"])
+@pytest.mark.parametrize("missing", [False, True])
+def test_every_subset_equals_a_separate_run_bit_for_bit(aggregation, missing):
+    y, rel = _release(3, missing=missing)
+    res = sweep(y, rel, CANDS, radius=RADIUS, categorical=["a", "b", "c"],
+                aggregation=aggregation)
+    assert res.synthesized == ("y", "c")  # found from the release: their values differ
+    assert len(res.table) == 2 ** len(CANDS)
+    for k in range(1, len(CANDS) + 1):
+        for s in itertools.combinations(CANDS, k):
+            one = _separate(y, rel, s, aggregation=aggregation)
+            row = res.table[res.table["known"] == ", ".join(s)].iloc[0]
+            for m in SWEEP_MEASURES:
+                assert _same(row[m], one.file[m]), (s, m, row[m], one.file[m])
+
+
+@pytest.mark.parametrize("options", [dict(shape="ellipse"), dict(radius_type="absolute"),
+                                     dict(strategy="not_if_max"), dict(fallback="none"),
+                                     dict(shape="mahalanobis")])
+def test_options_pass_through_and_match_separate_runs(options):
+    y, rel = _release(5, n=30, m=2)
+    cands = ["a", "x", "y", "c"]
+    rad = {"x": 0.05, "y": 0.1}
+    if options.get("shape") == "mahalanobis":
+        rad = 1.0
+    res = sweep(y, rel, cands, radius=rad, categorical=["a", "c"], **options)
+    assert res.settings["shared_encoding"] is (options.get("shape") != "mahalanobis")
+    for k in range(1, len(cands) + 1):
+        for s in itertools.combinations(cands, k):
+            us = [c for c in s if c not in SYN]
+            sy = [c for c in s if c in SYN]
+            r = rad if not isinstance(rad, dict) else ({c: rad[c] for c in rad if c in s}
+                                                        or None)
+            if options.get("shape") == "mahalanobis" and not ({"x", "y"} & set(s)):
+                continue  # a Mahalanobis rule needs a radius column (the sweep prepares its own)
+            one = ir(y, rel, us, sy, radius=r, categorical=["a", "c"], **options)
+            row = res.table[res.table["known"] == ", ".join(s)].iloc[0]
+            for m in SWEEP_MEASURES:
+                assert _same(row[m], one.file[m]), (s, m)
+
+
+def test_unknown_membership_loglinear_counts_match_separate_runs():
+    y, rel = _release(11, n=40, m=2)
+    cands = ["a", "b", "c"]
+    res = sweep(y, rel, cands, categorical=["a", "b", "c"], membership="unknown",
+                population_counts="loglinear_original", sampling_fraction=0.5)
+    assert res.settings["shared_encoding"] is False
+    for k in range(1, 4):
+        for s in itertools.combinations(cands, k):
+            one = ir(y, rel, [c for c in s if c not in SYN], [c for c in s if c in SYN],
+                     categorical=["a", "b", "c"], membership="unknown",
+                     population_counts="loglinear_original", sampling_fraction=0.5)
+            row = res.table[res.table["known"] == ", ".join(s)].iloc[0]
+            assert _same(row["expected_match_risk"], one.file["expected_match_risk"])
+
+
+def test_empty_set_is_the_intruder_who_knows_nothing():
+    # every record matches every target: c = n, T = 1, IR = 1/n, so the sum over the n targets
+    # is 1 (known membership, the targets are the original records)
+    y, rel = _release(4, n=25, m=2)
+    res = sweep(y, rel, ["a", "c"], categorical=["a", "c"])
+    row = res.table[res.table["known"] == "(none)"].iloc[0]
+    assert row["n_known"] == 0
+    assert row["expected_match_risk"] == pytest.approx(1.0, abs=1e-12)
+    assert row["true_match_rate_targets"] == 0.0
+
+
+def test_shapley_values_by_hand_on_three_variables():
+    y, rel = _release(7, n=30, m=2)
+    cands = ["a", "x", "c"]
+    res = sweep(y, rel, cands, radius={"x": 0.05}, categorical=["a", "c"])
+    v = {frozenset(): 1.0}
+    for k in range(1, 4):
+        for s in itertools.combinations(cands, k):
+            one = ir(y, rel, [c for c in s if c not in SYN], [c for c in s if c in SYN],
+                     radius={"x": 0.05} if "x" in s else None, categorical=["a", "c"])
+            v[frozenset(s)] = one.file["expected_match_risk"]
+    A, X, C = "a", "x", "c"
+
+    def val(*names):
+        return v[frozenset(names)]
+
+    # Shapley (1953) for three players, written out: weights 1/3, 1/6, 1/6, 1/3
+    phi_a = (val(A) - val()) / 3 + (val(A, X) - val(X)) / 6 + (val(A, C) - val(C)) / 6 \
+        + (val(A, X, C) - val(X, C)) / 3
+    phi_x = (val(X) - val()) / 3 + (val(A, X) - val(A)) / 6 + (val(X, C) - val(C)) / 6 \
+        + (val(A, X, C) - val(A, C)) / 3
+    phi_c = (val(C) - val()) / 3 + (val(A, C) - val(A)) / 6 + (val(X, C) - val(X)) / 6 \
+        + (val(A, X, C) - val(A, X)) / 3
+    d = res.drivers.set_index("variable")["shapley_expected_match_risk"]
+    assert d["a"] == pytest.approx(phi_a, rel=1e-12)
+    assert d["x"] == pytest.approx(phi_x, rel=1e-12)
+    assert d["c"] == pytest.approx(phi_c, rel=1e-12)
+    # efficiency: the values sum to v(full) - v(empty)
+    assert d.sum() == pytest.approx(val(A, X, C) - val(), rel=1e-12)
+    # the risk without a variable comes from the subset results
+    wo = res.drivers.set_index("variable")["expected_match_risk_without"]
+    assert wo["x"] == val(A, C)
+
+
+def test_shapley_values_function_additive_game():
+    # an additive game: each player's value is its own weight
+    w = {"p": 1.0, "q": 2.5, "r": -0.5}
+    v = {frozenset(s): sum(w[c] for c in s) for k in range(4)
+         for s in itertools.combinations(w, k)}
+    phi = shapley_values(v, list(w))
+    assert phi == pytest.approx(w)
+
+
+@pytest.mark.parametrize("aggregation", ["pooled", "per_dataset"])
+def test_level_contributions_sum_to_the_file_risk(aggregation):
+    y, rel = _release(9, n=50, m=3)
+    res = sweep(y, rel, CANDS, radius=RADIUS, categorical=["a", "b", "c"],
+                aggregation=aggregation, bands=4)
+    full = res.risk(CANDS)
+    for _var, part in res.levels.groupby("variable"):
+        assert part["expected_match_risk"].sum() == pytest.approx(full, rel=1e-12)
+        assert part["n_targets"].sum() == 50
+        assert part["share_risk"].sum() == pytest.approx(1.0)
+    # x has 10 distinct values (> bands): quantile bands; a keeps its three levels
+    assert set(res.levels.loc[res.levels["variable"] == "a", "level"]) == {"p", "q", "r"}
+    assert (res.levels["variable"] == "x").sum() <= 4
+
+
+def test_greedy_path_and_frontier():
+    y, rel = _release(12, n=40, m=2)
+    res = sweep(y, rel, CANDS, radius=RADIUS, categorical=["a", "b", "c"], max_size=2)
+    t = res.table
+    # exhaustive up to size 2 (1 + 5 + 10 subsets), the full set minus one (5), the full set,
+    # and the greedy steps
+    assert (t["n_known"] <= 2).sum() == 16
+    path = res.greedy_path
+    assert list(path["n_known"]) == [2, 3, 4, 5]
+    size2 = t[t["n_known"] == 2]
+    assert path["expected_match_risk"].iloc[0] == size2["expected_match_risk"].max()
+    for k in (3, 4):  # every step takes the largest risk among the one-variable extensions
+        prev = set(path["known"].iloc[k - 3].split(", "))
+        ext = [", ".join(c for c in CANDS if c in prev | {c2}) for c2 in CANDS if c2 not in prev]
+        risks = t.set_index("known").loc[ext, "expected_match_risk"]
+        assert path["expected_match_risk"].iloc[k - 2] == risks.max()
+    # the frontier: no subset knows as few variables and has as high a risk (one strictly)
+    f = t[t["frontier"]]
+    for _, r in f.iterrows():
+        dom = t[(t["n_known"] > 0) & (t["n_known"] <= r["n_known"])
+                & (t["expected_match_risk"] >= r["expected_match_risk"])
+                & ((t["n_known"] < r["n_known"])
+                   | (t["expected_match_risk"] > r["expected_match_risk"]))]
+        assert dom.empty
+    assert np.isnan(res.drivers["shapley_expected_match_risk"]).all()
+    assert "not computed" in res.shapley_note
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(3, 25))
+def test_exact_unsynthesized_risk_never_decreases_when_a_variable_is_added(seed, n):
+    # True here, and only here: every known variable is released unchanged and matched exactly,
+    # so a target's own record always matches (T = 1) and adding a variable can only shrink its
+    # match set (c does not grow): IR = 1/c does not fall. With a synthesized variable the own
+    # record can leave the match set (T drops to 0), so no such property holds there (next test).
+    rng = np.random.default_rng(seed)
+    y = pd.DataFrame({c: rng.choice(["0", "1", "2"], n) for c in ("a", "b", "c")})
+    res = sweep(y, [y.copy(), y.copy()], ["a", "b", "c"], categorical=["a", "b", "c"])
+    v = {frozenset(k.split(", ")) if k != "(none)" else frozenset(): r
+         for k, r in zip(res.table["known"], res.table["expected_match_risk"], strict=True)}
+    for s, r in v.items():
+        for c in {"a", "b", "c"} - s:
+            assert v[s | {c}] >= r - 1e-12
+
+
+def test_a_synthesized_variable_can_lower_the_risk():
+    # the counter-example: the synthesized race never keeps a record's own value, so knowing it
+    # sends the intruder to the wrong records (T = 0 everywhere)
+    y = pd.DataFrame({"sex": ["M", "M", "F", "F"], "race": ["W", "B", "W", "B"]})
+    z = y.assign(race=["B", "W", "B", "W"])
+    res = sweep(y, [z], ["sex", "race"])
+    assert res.risk(["sex"]) == 2.0
+    assert res.risk(["sex", "race"]) == 0.0
+
+
+def test_result_family_and_outputs():
+    y, rel = _release(2, n=30, m=2)
+    res = sweep(y, rel, ["a", "x", "c"], radius={"x": 0.05}, categorical=["a", "c"])
+    assert isinstance(res, KnowledgeSweepResult)
+    d = res.to_dict()
+    import json
+
+    json.dumps(d, allow_nan=False)
+    assert d["headline"].startswith("Withholding")
+    assert "Pareto frontier" in res.summary().as_text()
+    assert "<table" in res._repr_html_()
+    assert res.to_frame().equals(res.table)
+    for kind in res.plot_kinds:
+        fig = res.plot(kind)
+        assert fig.axes
+
+
+def test_synthesized_from_the_release_schema_and_given():
+    y, rel = _release(6, n=20, m=2)
+    res = sweep(y, rel, ["a", "c"], categorical=["a", "c"], synthesized=["c"])
+    assert res.synthesized == ("c",)
+    with pytest.raises(ValidationError, match="not candidates"):
+        sweep(y, rel, ["a", "c"], synthesized=["y"])
+
+
+def test_errors_name_the_argument():
+    y, rel = _release(1, n=10, m=1)
+    with pytest.raises(ValidationError, match="candidates is empty"):
+        sweep(y, rel, [])
+    with pytest.raises(ValidationError, match="twice"):
+        sweep(y, rel, ["a", "a"])
+    with pytest.raises(ValidationError, match="max_size"):
+        sweep(y, rel, ["a", "b"], max_size=3)
+    with pytest.raises(ValidationError, match="unknown argument"):
+        sweep(y, rel, ["a"], radious=0.1)
+    with pytest.raises(ValidationError, match="max_subsets"):
+        sweep(y, rel, ["a", "b", "c"], max_subsets=3)
+    with pytest.raises(ValidationError, match="population counts given by the user"):
+        sweep(y, rel, ["a"], membership="unknown", population_counts={("p",): 5})
+
+
+def test_pooled_empty_set_and_unknown_membership_have_no_shapley_without_it():
+    y, rel = _release(13, n=30, m=2)
+    res = sweep(y, rel, ["a", "c"], categorical=["a", "c"], aggregation="pooled")
+    # the intruder who knows nothing: the same figure pooled as per dataset (c = n, T = 1)
+    assert res.risk([]) == pytest.approx(1.0, abs=1e-12)
+    un = sweep(y, rel, ["a", "c"], categorical=["a", "c"], membership="unknown",
+               population_counts="loglinear_original", sampling_fraction=0.5)
+    assert "(none)" not in set(un.table["known"])
+    assert np.isnan(un.drivers["shapley_expected_match_risk"]).all()
+    assert "knows nothing" in un.shapley_note
+
+
+def test_synthesized_found_from_plain_tables_whatever_the_dtype():
+    # x released unchanged but read back as another dtype (a CSV round trip) is unsynthesized
+    y, rel = _release(8, n=20, m=2)
+    y = y.assign(x=y["x"].astype(np.int64))
+    res = sweep(y, rel, ["x", "y", "a"], radius={"y": 0.1}, categorical=["a"])
+    assert res.synthesized == ("y",)
+    with pytest.raises(ValidationError, match="original must be a pandas DataFrame"):
+        sweep(y.to_numpy(), rel, ["x"])
