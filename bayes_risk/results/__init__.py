@@ -35,8 +35,8 @@ if TYPE_CHECKING:
         ReplicatedUniques,
     )
     from bayes_risk.results.identification import IdentificationResult, RadiusSweepResult
-    from bayes_risk.results.membership import MembershipRiskResult
     from bayes_risk.results.knowledge import KnowledgeSweepResult
+    from bayes_risk.results.membership import MembershipRiskResult
     from bayes_risk.results.utility import PMSEResult, UtilitySummary
     from bayes_risk.results.visit_orders import VisitOrderComparison
 
