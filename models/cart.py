@@ -44,6 +44,7 @@ from bayes_risk.models.base import (
     legacy_call_forms,
     synthesized_columns,
 )
+from bayes_risk.protocols import ModelInfo
 
 __all__ = [
     "CARTSynthesizer",
@@ -268,6 +269,13 @@ class CARTSynthesizer(_CARTSynthesis, FingerprintCheck, BaseSynthesizer):
     """
 
     method_name = "cart"
+
+    @property
+    def info(self) -> ModelInfo:
+        """What the engines, the command line and the audit may use (bayes_risk.ModelInfo):
+        posterior replicates only with the Bayesian-bootstrap donors."""
+        return ModelInfo(persistence=True, partial_synthesis=True, plugin_likelihood=True,
+                         posterior_replicates=self.donor == "bayes_bootstrap")
 
     def __init__(
         self,

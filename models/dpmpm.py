@@ -33,6 +33,7 @@ from bayes_risk.models._stick import (  # noqa: F401  (re-exported)
 )
 from bayes_risk.models.base import legacy_call_forms
 from bayes_risk.models.bayesian import BayesianSynthesizer
+from bayes_risk.protocols import ModelInfo
 
 __all__ = ["DPMPM", "MODES", "SAMPLERS"]
 
@@ -187,7 +188,14 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
     """
 
     method_name: ClassVar[str] = "dpmpm"
-    #: record_loglik marginalises missing values (protocols.SupportsMissingValues)
+    #: what the engines, the command line and the audit may use (bayes_risk.ModelInfo)
+    info: ClassVar[ModelInfo] = ModelInfo(
+        likelihoods={"record", "dataset", "neighbourhood", "neighbourhood_buffer", "own_record"},
+        estimators=("stabilised", "is"), imputes=True,
+        persistence=True, posterior_replicates=True, convergence=True, chains=True,
+        partial_synthesis=True,
+    )
+    #: record_loglik marginalises missing values (ModelInfo.imputes)
     marginalises_missing: ClassVar[bool] = True
     ratio_form: Literal["joint", "conditional"] = "joint"
 

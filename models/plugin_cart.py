@@ -66,6 +66,7 @@ from bayes_risk.models._plugin_terms import (  # noqa: F401 - _polya is tested h
     mc_node_loglik_extra,
 )
 from bayes_risk.models._tree_missing import design_inputs, kind_codes
+from bayes_risk.protocols import ModelInfo
 
 __all__ = ["CARTPlugin"]
 
@@ -85,6 +86,8 @@ class PluginBase:
     holds_missing = True
     #: method-level labels reported in ``AttributeRiskResult.warnings``
     result_warnings: tuple[str, ...] = ()
+    #: what the attribute engine may use (bayes_risk.ModelInfo)
+    info = ModelInfo(likelihoods={"plugin"}, estimators=("plugin",), holds_missing=True)
 
     schema_: Any
     synthesizer: Any

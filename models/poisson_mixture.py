@@ -38,6 +38,7 @@ from bayes_risk.models._poisson_largest import LargestValueLikelihood, _LargestV
 from bayes_risk.models._poisson_loglik import _group_totals, _PoissonLikelihoods
 from bayes_risk.models.base import legacy_call_forms
 from bayes_risk.models.bayesian import BayesianSynthesizer
+from bayes_risk.protocols import ModelInfo
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -158,6 +159,13 @@ class PoissonMixture(_PoissonFitting, _PoissonLikelihoods, _LargestValue, Bayesi
     """
 
     method_name = "poisson-mixture"
+    #: what the engines, the command line and the audit may use (bayes_risk.ModelInfo)
+    info = ModelInfo(
+        likelihoods={"record", "dataset", "neighbourhood", "own_record", "largest_value"},
+        estimators=("stabilised", "is"),
+        persistence=True, posterior_replicates=True, convergence=True, chains=True,
+        partial_synthesis=True,
+    )
     ratio_form: Literal["joint", "conditional"] = "joint"
 
     def __init__(

@@ -40,7 +40,7 @@ from bayes_risk.attribute.likelihoods import CandidateGroup, Workspace, model_lo
 from bayes_risk.attribute.plan import PartitionOutput
 from bayes_risk.attribute.record_table import MC_SE_THRESHOLD, MC_SE_WINDOW
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.protocols import SupportsResultWarnings
+from bayes_risk.protocols import model_info
 
 if TYPE_CHECKING:
     from bayes_risk.attribute.plan import AttributePlan
@@ -84,8 +84,9 @@ class PlugIn(EstimatorStrategy):
         # synthesizers: plug-in likelihoods) hold for every record alike, so they are result
         # warnings: a record flag would mark every estimate unstable and leave the unflagged
         # summary empty
-        if isinstance(model, SupportsResultWarnings):
-            out.add_warnings(model.result_warnings)
+        labels = model_info(model).result_warnings
+        if labels:
+            out.add_warnings(labels)
         m, g = data.m, group.n_candidates
         for k, i in enumerate(group.pos):
             i = int(i)
