@@ -255,8 +255,8 @@ class SupportsLargestValue(Protocol):
     ) -> LargestValuePieces:
         """The :class:`LargestValuePieces` of the record holding the largest value of
         ``column`` (``scenario``: ``"worst_case"``, ``"second_largest"`` or
-        ``"two_largest_sum"``; the candidate grid from ``candidates`` or ``upper``/``step``; ``data``: the confidential
-        table when the model did not keep it)."""
+        ``"two_largest_sum"``; the candidate grid from ``candidates`` or ``upper``/``step``;
+        ``data``: the confidential table when the model did not keep it)."""
         ...
 
 

@@ -5,7 +5,9 @@ Every synthesizer speaks one dialect (:class:`BaseSynthesizer`): settings, inclu
 random_seed=None)`` returns ``self``; ``synthesize(m, *, random_seed=None)`` returns
 :class:`bayes_risk.data.SyntheticData`.
 Classes are imported lazily (PyMC is loaded only by the modules that need it);
-:func:`get_synthesizer` looks a class up by its command-line name.
+:func:`get_synthesizer` looks a class up by its command-line name, among the entry points of
+the group ``bayes_risk.synthesizers`` (:mod:`bayes_risk.registry`; the built-in models are
+registered in the package's ``pyproject.toml``, a model of another distribution in its own).
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from bayes_risk.models.base import (
     load_model,
     rebuild_synthesizer,
 )
+from bayes_risk.registry import get_synthesizer, list_synthesizers
 
-# CLI name -> (module, class). Modules are imported on first use.
+# the built-in synthesizers (module, class), exported lazily; their command-line names are the
+# entry points of pyproject.toml (tests/test_model_contract.py checks that the two agree)
 _REGISTRY: dict[str, tuple[str, str]] = {
     "cart": ("bayes_risk.models.cart", "CARTSynthesizer"),
     "rf": ("bayes_risk.models.random_forest", "RandomForestSynthesizer"),
@@ -48,32 +52,6 @@ __all__ = [
     "rebuild_synthesizer",
     *_LAZY,
 ]
-
-
-def list_synthesizers() -> list[str]:
-    """Names of the registered synthesizers (the values :func:`get_synthesizer` accepts).
-
-    Every one follows the estimator dialect of :class:`BaseSynthesizer`.
-    """
-    return sorted(_REGISTRY)
-
-
-def get_synthesizer(name: str) -> type:
-    """Return the synthesizer class registered under a command-line name.
-
-    Raises
-    ------
-    ValidationError
-        For an unknown name (listing the valid ones).
-    """
-    from bayes_risk.exceptions import ValidationError
-
-    if name not in _REGISTRY:
-        raise ValidationError(
-            f"synthesizer method must be one of {sorted(_REGISTRY)}. Got {name!r}."
-        )
-    mod, cls = _REGISTRY[name]
-    return getattr(importlib.import_module(mod), cls)
 
 
 def __getattr__(name: str) -> Any:

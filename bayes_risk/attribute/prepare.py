@@ -4,7 +4,8 @@ Everything here runs once per analysis, in the calling process: argument checks,
 harmonisation, the model's capabilities (its :class:`~bayes_risk.protocols.ModelInfo` and
 the protocols of :mod:`bayes_risk.protocols`, once), the estimator strategy,
 ``L = dataset_loglik``, the ``m`` augmented fits of the stabilised estimator and the
-draw-bootstrap counts. The random streams are spawned here, so the numbers do not depend on how the records are later partitioned.
+draw-bootstrap counts. The random streams are spawned here, so the numbers do not depend on
+how the records are later partitioned.
 """
 
 from __future__ import annotations
