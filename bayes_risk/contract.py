@@ -47,6 +47,7 @@ __all__ = [
     "SupportsPersistence",
     "model_info",
     "auto_estimator",
+    "instance_info",
 ]
 
 #: likelihood kinds a model may offer, each with the method that provides it
@@ -76,7 +77,7 @@ _FLAG_MEMBERS: dict[str, tuple[str, ...] | None] = {
     "posterior_replicates": ("posterior_replicates",),
     "convergence": ("convergence_summary",),
     "chains": ("draw_chains",),
-    "partial_synthesis": ("synthesized_records_",),
+    "partial_synthesis": None,  # fit(records=...); with a record likelihood: synthesized_records_
     "imputes": None,
     "holds_missing": None,
     "plugin_likelihood": None,
@@ -212,6 +213,7 @@ class ModelInfo:
         flags = {
             f: all(has(m) for m in mem) for f, mem in _FLAG_MEMBERS.items() if mem is not None
         }
+        flags["partial_synthesis"] = has("synthesized_records_")
         return cls(
             likelihoods=lik,
             estimators=est,
@@ -240,11 +242,38 @@ def _member_test(model: Any) -> Any:
     return lambda name: hasattr(model, name)
 
 
+class _InstanceInfo:
+    """Descriptor of :func:`instance_info`: the class's default, or the instance's own."""
+
+    def __init__(self, default: ModelInfo, fget: Any) -> None:
+        if not isinstance(default, ModelInfo):
+            raise TypeError("instance_info needs a ModelInfo default.")
+        self.default, self.fget = default, fget
+        self.__doc__ = getattr(fget, "__doc__", None)
+
+    def __get__(self, obj: Any, owner: type | None = None) -> ModelInfo:
+        return self.default if obj is None else self.fget(obj)
+
+
+def instance_info(default: ModelInfo) -> Any:
+    """Decorator of an ``info`` method for a model whose capabilities depend on its settings.
+
+    On the class, ``info`` is ``default`` (what the class can do at all: the command line and
+    the registry read it before a model exists); on an instance, the method's result (e.g.
+    CART has posterior replicates only with Bayesian-bootstrap donors)::
+
+        @instance_info(ModelInfo(persistence=True, posterior_replicates=True))
+        def info(self) -> ModelInfo:
+            return type(self).info.replace(posterior_replicates=self.donor == "bayes_bootstrap")
+    """
+    return lambda fget: _InstanceInfo(default, fget)
+
+
 def model_info(model: Any) -> ModelInfo:
     """The :class:`ModelInfo` of a model instance or class.
 
-    Its ``info`` attribute (a class attribute, or a property for models whose capabilities
-    depend on their settings), else :meth:`ModelInfo.from_members`.
+    Its ``info`` attribute (a class attribute, or :func:`instance_info` for models whose
+    capabilities depend on their settings), else :meth:`ModelInfo.from_members`.
 
     Raises
     ------

@@ -40,6 +40,7 @@ from bayes_risk.contract import (
     RiskModel,
     SupportsPersistence,
     auto_estimator,
+    instance_info,
     model_info,
 )
 
@@ -50,6 +51,7 @@ __all__ = [
     "RiskModel",
     "SupportsPersistence",
     "auto_estimator",
+    "instance_info",
     "model_info",
     "SupportsAugmentedFit",
     "SupportsNeighbourhoodLoglik",

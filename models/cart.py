@@ -44,7 +44,7 @@ from bayes_risk.models.base import (
     legacy_call_forms,
     synthesized_columns,
 )
-from bayes_risk.protocols import ModelInfo
+from bayes_risk.protocols import ModelInfo, instance_info
 
 __all__ = [
     "CARTSynthesizer",
@@ -270,12 +270,12 @@ class CARTSynthesizer(_CARTSynthesis, FingerprintCheck, BaseSynthesizer):
 
     method_name = "cart"
 
-    @property
+    @instance_info(ModelInfo(persistence=True, partial_synthesis=True, plugin_likelihood=True,
+                             posterior_replicates=True))
     def info(self) -> ModelInfo:
         """What the engines, the command line and the audit may use (bayes_risk.ModelInfo):
         posterior replicates only with the Bayesian-bootstrap donors."""
-        return ModelInfo(persistence=True, partial_synthesis=True, plugin_likelihood=True,
-                         posterior_replicates=self.donor == "bayes_bootstrap")
+        return type(self).info.replace(posterior_replicates=self.donor == "bayes_bootstrap")
 
     def __init__(
         self,

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.protocols import ModelInfo
+from bayes_risk.protocols import ModelInfo, instance_info
 
 __all__ = ["ArrayModel"]
 
@@ -194,7 +194,7 @@ class ArrayModel:
         """Number of posterior draws ``H``."""
         return self._h
 
-    @property
+    @instance_info(ModelInfo(likelihoods={"record", "dataset"}, estimators=("is",), chains=True))
     def info(self) -> ModelInfo:
         """The capabilities of this instance (:class:`~bayes_risk.protocols.ModelInfo`): the
         stabilised estimator only with ``augment_fn``, the fast neighbourhood only with
