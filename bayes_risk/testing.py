@@ -25,8 +25,12 @@ registry when the model is registered) and gives the same likelihoods and synthe
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import os
+import re
+import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -45,6 +49,7 @@ __all__ = [
     "SynthesizerCheckError",
     "check_id",
     "check_synthesizer",
+    "registered_synthesizer",
     "synthesizer_checks",
 ]
 
@@ -539,3 +544,56 @@ def check_synthesizer(
             f"{name} breaks the model contract in {len(failures)} check(s):\n{lines}", failures
         )
     return [c.__name__ for c in CHECKS]
+
+
+@contextlib.contextmanager
+def registered_synthesizer(
+    name: str, target: str, *, path: str | os.PathLike[str] | None = None
+) -> Iterator[Path]:
+    """Register a synthesizer under ``name`` for the duration of a ``with`` block.
+
+    Does what installing a distribution with the entry point does (``pip install``): writes a
+    minimal distribution's metadata — a ``.dist-info`` folder whose ``entry_points.txt`` puts
+    ``name = target`` in the group ``bayes_risk.synthesizers`` — into a temporary folder on
+    ``sys.path``, where :mod:`importlib.metadata` finds it. For trying a model, in tests or in
+    a notebook, before packaging it; a subprocess sees it too with the yielded folder on
+    ``PYTHONPATH``.
+
+    Parameters
+    ----------
+    name : str
+        The registered name (``bayes-risk fit --method NAME``).
+    target : str
+        ``"module:Class"``.
+    path : path-like, optional
+        A folder to put on ``sys.path`` as well, from which ``module`` imports.
+
+    Yields
+    ------
+    Path
+        The folder holding the metadata (removed from ``sys.path`` and deleted afterwards).
+    """
+    from bayes_risk.exceptions import ValidationError
+    from bayes_risk.registry import GROUP
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", str(name)):
+        raise ValidationError(f"name must be letters, digits, '.', '_' or '-'. Got {name!r}.")
+    if not re.fullmatch(r"[\w.]+:[\w.]+", str(target)):
+        raise ValidationError(f"target must be 'module:Class'. Got {target!r}.")
+    added = [str(Path(path).resolve())] if path is not None else []
+    with tempfile.TemporaryDirectory(prefix="bayes_risk_ep_") as tmp:
+        dist = "bayes_risk_registered_" + re.sub(r"[^A-Za-z0-9]", "_", name)
+        info = Path(tmp) / f"{dist}-0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0\n", encoding="utf-8")
+        (info / "entry_points.txt").write_text(f"[{GROUP}]\n{name} = {target}\n",
+                                               encoding="utf-8")
+        entries = [tmp, *added]
+        sys.path[:0] = entries
+        try:
+            yield Path(tmp)
+        finally:
+            for e in entries:
+                with contextlib.suppress(ValueError):
+                    sys.path.remove(e)
