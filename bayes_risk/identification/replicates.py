@@ -116,8 +116,8 @@ class PosteriorReplicates:
                 "predictive (its ModelInfo has posterior_replicates=False, or it lacks "
                 "posterior_replicates(n, *, columns, chunk_size, random_seed, start)). Use the "
                 "released datasets as replicates (the default), or a Bayesian synthesizer "
-                "(DPMPM, PoissonMixture, SequentialRegression, CARTSynthesizer with Bayesian-"
-                "bootstrap donors).", code="NO_POSTERIOR_PREDICTIVE",
+                "(DPMPM, PoissonMixture, SequentialRegression, CARTSynthesizer with "
+                "donor='bayes_bootstrap').", code="NO_POSTERIOR_PREDICTIVE",
             )
         if self.view not in ("agency", "intruder"):
             raise ValidationError(f"view must be 'agency' or 'intruder'. Got {self.view!r}.")
