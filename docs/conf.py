@@ -28,6 +28,10 @@ os.environ.setdefault(
     "BAYES_RISK_SHARED_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data")
 )
 
+# "Adding a model" imports the example model from the checkout's examples/ folder (the docs test
+# copies it beside its copy of docs/)
+os.environ.setdefault("BAYES_RISK_EXAMPLES", str(Path(__file__).resolve().parents[1] / "examples"))
+
 project = "bayes-risk"
 author = "bayes-risk developers"
 copyright = "2026, bayes-risk developers"  # noqa: A001 - Sphinx's name
