@@ -14,7 +14,7 @@ engines, the command line, persistence and the audit — through three things de
     is saved and loaded, draws posterior-predictive replicates, reports MCMC convergence.
 :class:`SupportsPersistence`
     ``save(path)`` and the class method ``load(path)``; the folder's ``model.json`` names the
-    model under ``"method"``, its registered name (:mod:`bayes_risk.registry`).
+    model under ``"method"``, its registered name (``bayes_risk.registry``).
 
 Optional likelihoods (neighbourhood, candidate, own-record, plug-in, largest-value) keep their
 protocols in :mod:`bayes_risk.protocols`; a model offers one by declaring it in
@@ -94,16 +94,17 @@ class ModelInfo:
     Parameters
     ----------
     likelihoods : frozenset of str
-        Likelihood kinds offered, keys of :data:`LIKELIHOODS`: ``"record"`` (``record_loglik``,
-        ``[H, n]``), ``"dataset"`` (``dataset_loglik``, ``[H, m]``), ``"neighbourhood"``
-        (``neighbourhood_loglik``, ``[H, n, G]``), ``"neighbourhood_buffer"`` (the same into a
-        caller's ``out=`` buffer, with ``neighbourhood_size()``), ``"candidate"``
+        Likelihood kinds offered, keys of ``bayes_risk.contract.LIKELIHOODS``: ``"record"``
+        (``record_loglik``, ``[H, n]``), ``"dataset"`` (``dataset_loglik``, ``[H, m]``),
+        ``"neighbourhood"`` (``neighbourhood_loglik``, ``[H, n, G]``),
+        ``"neighbourhood_buffer"`` (the same into a caller's ``out=`` buffer, with
+        ``neighbourhood_size()``), ``"candidate"``
         (``candidate_loglik``, ``[H, G]``), ``"own_record"`` (``own_record_delta`` of a class O
         model, ``[H, m, G]``), ``"plugin"`` (``plugin_loglik`` of a model without posterior
         draws), ``"largest_value"`` (``largest_value_loglik``, Wei & Reiter 2016).
     estimators : tuple of str
         Attribute-risk estimators supported, in order of preference (keys of
-        :data:`ESTIMATORS`): ``estimator="auto"`` takes the first one that applies
+        ``bayes_risk.contract.ESTIMATORS``): ``estimator="auto"`` takes the first one that applies
         (:func:`auto_estimator`). Empty for a synthesizer that is not itself a likelihood.
     imputes : bool
         ``record_loglik`` integrates a record's missing values out (a missing entry leaves the
@@ -181,7 +182,8 @@ class ModelInfo:
             )
 
     def has(self, kind: str) -> bool:
-        """Whether the likelihood ``kind`` (a key of :data:`LIKELIHOODS`) is offered."""
+        """Whether the likelihood ``kind`` (a key of ``bayes_risk.contract.LIKELIHOODS``) is
+        offered."""
         return kind in self.likelihoods
 
     def members(self) -> dict[str, tuple[str, ...]]:
@@ -224,7 +226,7 @@ class ModelInfo:
         )
 
     def replace(self, **changes: Any) -> ModelInfo:
-        """A copy with some fields changed (:func:`dataclasses.replace`)."""
+        """A copy with some fields changed (``dataclasses.replace``)."""
         return dataclasses.replace(self, **changes)
 
 
@@ -370,7 +372,7 @@ class SupportsPersistence(Protocol):
     """A fitted model saved to a folder and loaded back (no pickle).
 
     ``save`` writes ``model.json`` with the model's registered name under ``"method"``, so that
-    :func:`bayes_risk.models.load_model` finds the class (:mod:`bayes_risk.registry`).
+    :func:`bayes_risk.models.load_model` finds the class (``bayes_risk.registry``).
     """
 
     def save(self, path: str | os.PathLike[str]) -> Path:

@@ -494,8 +494,8 @@ def check_synthesizer(
 ) -> list[str]:
     """Check that a synthesis model keeps the model contract (scikit-learn's ``check_estimator``).
 
-    Runs every check of :data:`CHECKS` (one fit shared between them) and reports all failures
-    at once.
+    Runs every check of ``bayes_risk.testing.CHECKS`` (one fit shared between them) and reports
+    all failures at once.
 
     Parameters
     ----------
@@ -555,7 +555,7 @@ def registered_synthesizer(
     Does what installing a distribution with the entry point does (``pip install``): writes a
     minimal distribution's metadata — a ``.dist-info`` folder whose ``entry_points.txt`` puts
     ``name = target`` in the group ``bayes_risk.synthesizers`` — into a temporary folder on
-    ``sys.path``, where :mod:`importlib.metadata` finds it. For trying a model, in tests or in
+    ``sys.path``, where ``importlib.metadata`` finds it. For trying a model, in tests or in
     a notebook, before packaging it; a subprocess sees it too with the yielded folder on
     ``PYTHONPATH``.
 

@@ -2,8 +2,8 @@
 
 :class:`ArrayModel` adapts per-draw record log-likelihood functions to the model protocols of
 :mod:`bayes_risk.protocols` (:class:`~bayes_risk.protocols.RiskModel`, and the optional
-capabilities when their functions are given, declared in its ``info``), for draws obtained elsewhere (Stan, PyMC, R) and
-for tests.
+capabilities when their functions are given, declared in its ``info``), for draws obtained
+elsewhere (Stan, PyMC, R) and for tests.
 """
 
 from __future__ import annotations
