@@ -302,8 +302,9 @@ def read_model_meta(path: str | os.PathLike[str]) -> tuple[Path, dict[str, Any]]
 def load_model(path: str | os.PathLike[str]) -> Any:
     """Load a fitted model saved with its ``save(path)`` method.
 
-    The folder's ``model.json`` names the class (its registry name under ``"method"``); the class's
-    own ``load`` reads the rest (e.g. the NetCDF posterior).
+    The folder's ``model.json`` names the class (its registered name under ``"method"``: an entry
+    point of the group ``bayes_risk.synthesizers``); the class's own ``load`` reads the rest (e.g.
+    the NetCDF posterior).
 
     Raises
     ------
@@ -311,11 +312,12 @@ def load_model(path: str | os.PathLike[str]) -> Any:
         If the folder is not a saved model.
     """
     from bayes_risk.models import get_synthesizer
+    from bayes_risk.protocols import model_info
 
     p, meta = read_model_meta(path)
     method = meta.get("method")
-    cls = get_synthesizer(method)
-    if not hasattr(cls, "load"):
+    cls = get_synthesizer(method)  # the entry point registered under that name
+    if not (model_info(cls).persistence and callable(getattr(cls, "load", None))):
         raise ValidationError(f"models of type {method!r} cannot be loaded from disk.")
     return cls.load(p)
 
