@@ -331,10 +331,12 @@ class RiskModel(Protocol):
     synthetic datasets. Draw ``h`` is the ``h``-th of the draws flattened chain by chain (the
     ArviZ ``(chain, draw)`` order), the same in every method.
 
+    A model also declares ``info`` (its :class:`ModelInfo`, read by :func:`model_info`); it is
+    not a protocol member, so that an adapter without it is still accepted and described from
+    its members.
+
     Attributes
     ----------
-    info : ModelInfo
-        The model's capabilities (a class attribute; see :func:`model_info`).
     model_class : {"P", "O"}
         Class P: given Θ, a synthetic dataset does not depend on the confidential synthesized
         values; class O: it does (methods, Two classes of synthesis model).
