@@ -110,6 +110,12 @@ _API: dict[str, str] = {
     "audit": "bayes_risk.auditing",
     "AuditResult": "bayes_risk.auditing.result",
     "Thresholds": "bayes_risk.auditing.plan",
+    # the model contract (docs: Adding a model)
+    "ModelInfo": "bayes_risk.contract",
+    "RiskModel": "bayes_risk.contract",
+    "SupportsPersistence": "bayes_risk.contract",
+    "instance_info": "bayes_risk.contract",
+    "model_info": "bayes_risk.contract",
     # exceptions
     "BayesRiskError": "bayes_risk.exceptions",
     "SchemaError": "bayes_risk.exceptions",

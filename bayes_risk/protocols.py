@@ -1,31 +1,27 @@
-"""What synthesis models offer to the risk engines: one runtime-checkable protocol per capability.
+"""The model contract and the optional capabilities of synthesis models.
 
-The engines depend on these protocols only, never on a concrete model or on PyMC; models satisfy
-them structurally (no registration, no base class). An engine checks ``isinstance(model, P)``
-once, when it prepares an analysis, and raises an error naming the members a model lacks
-(:func:`missing_members`). Dependencies run one way: command line → engines → protocols ← models.
+The engines depend on this module only, never on a concrete model or on PyMC; models satisfy it
+structurally and declare their capabilities once (``info = ModelInfo(...)``). Dependencies run
+one way: command line → engines → protocols ← models.
 
-Shapes follow the methods page, Notation: ``H`` posterior draws, ``n`` records, ``m`` synthetic
-datasets, ``G`` candidates.
-
-Attribute risk (Hu 2019)
-    :class:`SupportsRecordLoglik` (posterior draws and the record likelihood: the minimum),
-    :class:`SupportsDatasetLoglik` (published importance-sampling estimator),
-    :class:`SupportsAugmentedFit` (stabilised estimator), :class:`SupportsNeighbourhoodLoglik`
+The contract (defined in :mod:`bayes_risk.contract`, re-exported here)
+    :class:`RiskModel` — the one required protocol of a model with posterior draws (record and
+    dataset log-likelihoods, number of draws, schema, model class, ratio form);
+    :class:`ModelInfo` — the frozen record of capability flags every engine, the command line
+    and the audit read (:func:`model_info`); :class:`SupportsPersistence` — ``save``/``load``.
+Optional likelihoods and members, each declared in :class:`ModelInfo`
+    :class:`SupportsAugmentedFit` (estimator ``"stabilised"``), :class:`SupportsNeighbourhoodLoglik`
     and :class:`SupportsNeighbourhoodBuffer` (fast one-variable-different candidates),
     :class:`SupportsCandidateLoglik` (per-record candidate likelihoods),
     :class:`SupportsOwnRecordTerm` (class O models), :class:`SupportsPluginLoglik` (models
-    without posterior draws), :class:`SupportsLargestValue` (Wei & Reiter 2016).
-Identification risk (Drechsler & Reiter 2008, eq. 5)
-    :class:`SupportsPosteriorReplicates` (posterior-predictive replicates of the synthesized
-    columns, for posterior Monte Carlo identification risk).
-Either engine
-    :class:`SupportsConvergenceSummary` (MCMC diagnostics reported with a result),
-    :class:`SupportsDrawChains` (which MCMC chain each posterior draw comes from),
-    :class:`SupportsMissingValues` (record likelihoods that marginalise missing values).
+    without posterior draws), :class:`SupportsLargestValue` (Wei & Reiter 2016),
+    :class:`SupportsPosteriorReplicates` (identification risk, Drechsler & Reiter 2008, eq. 5),
+    :class:`SupportsConvergenceSummary`, :class:`SupportsDrawChains`.
 
-``runtime_checkable`` checks that the members exist, not their signatures: the keyword
-arguments documented here are part of the contract.
+Shapes follow the methods page, Notation: ``H`` posterior draws, ``n`` records, ``m``
+synthetic datasets, ``G`` candidates. ``runtime_checkable`` checks that the members exist, not
+their signatures: the keyword arguments documented here are part of the contract (no method
+takes ``**kwargs``), and ``bayes_risk.testing.check_synthesizer`` calls them.
 """
 
 from __future__ import annotations
@@ -37,19 +33,32 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
+from bayes_risk.contract import (
+    ESTIMATORS,
+    LIKELIHOODS,
+    ModelInfo,
+    RiskModel,
+    SupportsPersistence,
+    auto_estimator,
+    instance_info,
+    model_info,
+)
+
 __all__ = [
-    "SupportsRecordLoglik",
-    "SupportsDatasetLoglik",
+    "ESTIMATORS",
+    "LIKELIHOODS",
+    "ModelInfo",
+    "RiskModel",
+    "SupportsPersistence",
+    "auto_estimator",
+    "instance_info",
+    "model_info",
     "SupportsAugmentedFit",
     "SupportsNeighbourhoodLoglik",
     "SupportsNeighbourhoodBuffer",
     "SupportsCandidateLoglik",
     "SupportsOwnRecordTerm",
     "SupportsPluginLoglik",
-    "SupportsResultWarnings",
-    "SupportsPartialSynthesis",
-    "SupportsMissingValues",
-    "SupportsHeldMissingValues",
     "SupportsConvergenceSummary",
     "SupportsDrawChains",
     "SupportsPosteriorReplicates",
@@ -78,56 +87,14 @@ def missing_members(obj: Any, protocol: type) -> list[str]:
 
 
 @runtime_checkable
-class SupportsRecordLoglik(Protocol):
-    """A Bayesian synthesis model with posterior draws and a per-draw record likelihood.
-
-    The minimum the attribute-risk engine needs from a model with posterior draws.
-
-    Attributes
-    ----------
-    model_class : {"P", "O"}
-        Class P: given Θ, a synthetic dataset does not depend on the confidential synthesized
-        values; class O: it does (own-record dependence, methods, Two classes of synthesis model).
-    ratio_form : {"joint", "conditional"}
-        Whether importance ratios use ``p(y_i | Θ)`` or ``p(y_i^s | y_i^us, Θ)`` (Hu 2019 §3.2.5).
-    schema_ : Schema
-        Column types, levels and roles the model was fitted with.
-    n_draws : int
-        Number of posterior draws ``H``.
-    """
-
-    model_class: Literal["P", "O"]
-    ratio_form: Literal["joint", "conditional"]
-    schema_: Any
-
-    @property
-    def n_draws(self) -> int: ...
-
-    def record_loglik(
-        self, records: pd.DataFrame, *, draws: np.ndarray | None = None
-    ) -> np.ndarray:
-        """``[H, n_records]`` array of ``log p(y_i | Θ_h)`` (joint or conditional form)."""
-        ...
-
-
-@runtime_checkable
-class SupportsDatasetLoglik(Protocol):
-    """Likelihood of whole synthetic datasets (the published estimator, Hu 2019 §3.2.5)."""
-
-    def dataset_loglik(
-        self, datasets: Sequence[pd.DataFrame], *, draws: np.ndarray | None = None
-    ) -> np.ndarray:
-        """``[H, m]`` array of ``log p(Z_(l) | Θ_h)``."""
-        ...
-
-
-@runtime_checkable
 class SupportsAugmentedFit(Protocol):
     """Draws of ``p(Θ | y, Z_(l))`` (the stabilised estimator, methods page)."""
 
-    def fit_augmented(self, data: pd.DataFrame, synthetic: pd.DataFrame, **kwargs: Any) -> Any:
-        """A new fitted model (with :class:`SupportsRecordLoglik`) whose draws come from
-        ``p(Θ | y, Z_(l))``; called with ``random_seed=`` by the engine."""
+    def fit_augmented(
+        self, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: Any = None
+    ) -> Any:
+        """A new fitted model (a :class:`RiskModel`) whose draws come from
+        ``p(Θ | y, Z_(l))``, seeded by ``random_seed``."""
         ...
 
 
@@ -220,61 +187,6 @@ class SupportsPluginLoglik(Protocol):
 
 
 @runtime_checkable
-class SupportsResultWarnings(Protocol):
-    """Method labels that hold for every estimate of a model (e.g. an approximation used).
-
-    Attributes
-    ----------
-    result_warnings : tuple of str
-        Codes added to a result's warnings.
-    """
-
-    result_warnings: tuple[str, ...]
-
-
-@runtime_checkable
-class SupportsPartialSynthesis(Protocol):
-    """A model that synthesized only some records (the others are released unchanged).
-
-    Attributes
-    ----------
-    synthesized_records_ : bool ndarray (n,) or None
-        Which records were synthesized (``None``: all of them).
-    """
-
-    synthesized_records_: np.ndarray | None
-
-
-@runtime_checkable
-class SupportsMissingValues(Protocol):
-    """A model whose ``record_loglik`` marginalises a record's missing values (a missing entry
-    is left out of the record's likelihood), so that attribute risk can integrate them out.
-
-    Attributes
-    ----------
-    marginalises_missing : bool
-        ``True``: declared by the model class (DPMPM).
-    """
-
-    marginalises_missing: bool
-
-
-@runtime_checkable
-class SupportsHeldMissingValues(Protocol):
-    """A plug-in likelihood that holds a record's missing values at their missingness kind:
-    the intruder knows which of the record's values are missing (and how), and guesses the
-    observed ones (the tree synthesizers, which release missing values as they synthesize them).
-
-    Attributes
-    ----------
-    holds_missing : bool
-        ``True``: declared by the plug-in class (``CARTPlugin``, ``RFPlugin``).
-    """
-
-    holds_missing: bool
-
-
-@runtime_checkable
 class SupportsConvergenceSummary(Protocol):
     """A model fitted by MCMC whose convergence is reported with every result that uses it."""
 
@@ -330,10 +242,23 @@ class SupportsLargestValue(Protocol):
     """A count model that gives the pieces of the Wei & Reiter (2016) scenario."""
 
     def largest_value_loglik(
-        self, column: str, datasets: Sequence[pd.DataFrame], **kwargs: Any
+        self,
+        column: str,
+        datasets: Sequence[pd.DataFrame],
+        *,
+        scenario: str = "worst_case",
+        total_known: bool = False,
+        candidates: np.ndarray | None = None,
+        upper: float | None = None,
+        step: float = 1.0,
+        draws: Any = None,
+        memberships: Any = None,
+        data: pd.DataFrame | None = None,
     ) -> LargestValuePieces:
         """The :class:`LargestValuePieces` of the record holding the largest value of
-        ``column``."""
+        ``column`` (``scenario``: ``"worst_case"``, ``"second_largest"`` or
+        ``"two_largest_sum"``; the candidate grid from ``candidates`` or ``upper``/``step``;
+        ``data``: the confidential table when the model did not keep it)."""
         ...
 
 

@@ -30,6 +30,10 @@ os.environ.setdefault(
 # The reproduction gallery runs the scripts of examples/ (one place for each analysis).
 os.environ.setdefault("BAYES_RISK_EXAMPLES", str(Path(__file__).resolve().parents[1] / "examples"))
 
+# "Adding a model" imports the example model from the checkout's examples/ folder (the docs test
+# copies it beside its copy of docs/)
+os.environ.setdefault("BAYES_RISK_EXAMPLES", str(Path(__file__).resolve().parents[1] / "examples"))
+
 project = "bayes-risk"
 author = "bayes-risk developers"
 copyright = "2026, bayes-risk developers"  # noqa: A001 - Sphinx's name

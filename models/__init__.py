@@ -5,7 +5,9 @@ Every synthesizer speaks one dialect (:class:`BaseSynthesizer`): settings, inclu
 random_seed=None)`` returns ``self``; ``synthesize(m, *, random_seed=None)`` returns
 :class:`bayes_risk.data.SyntheticData`.
 Classes are imported lazily (PyMC is loaded only by the modules that need it);
-:func:`get_synthesizer` looks a class up by its command-line name.
+:func:`get_synthesizer` looks a class up by its command-line name, among the entry points of
+the group ``bayes_risk.synthesizers`` (:mod:`bayes_risk.registry`; the built-in models are
+registered in the package's ``pyproject.toml``, a model of another distribution in its own).
 
 Each family is a sub-package whose ``__init__`` exports its classes: ``dpmpm``, ``poisson``,
 ``seqreg``, ``trees`` (with ``trees.plugins``), over the shared Bayesian machinery in
@@ -22,11 +24,10 @@ from bayes_risk.models.base import (
     _REGISTRY,
     BaseSynthesizer,
     check_is_fitted,
-    get_synthesizer,
-    list_synthesizers,
     load_model,
     rebuild_synthesizer,
 )
+from bayes_risk.registry import get_synthesizer, list_synthesizers
 
 _LAZY = {**{cls: mod for mod, cls in _REGISTRY.values()}, **_PLUGINS}
 

@@ -21,7 +21,6 @@ and PMM synthesizers have ``save``/``load`` too (NPZ tree arrays + Parquet data 
 from __future__ import annotations
 
 import functools
-import importlib
 import inspect
 import os
 import warnings
@@ -36,6 +35,7 @@ from bayes_risk.exceptions import (
     NotFittedError,
     ValidationError,
 )
+from bayes_risk.registry import get_synthesizer, list_synthesizers
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -59,6 +59,9 @@ __all__ = [
 SETTINGS_FILE = "model.json"
 
 # CLI name -> (module, class). Modules are imported on first use.
+# the built-in synthesizers (module, class), exported lazily by ``bayes_risk.models``; their
+# command-line names are the entry points of pyproject.toml (bayes_risk.registry;
+# tests/test_model_contract.py checks that the two agree)
 _REGISTRY: dict[str, tuple[str, str]] = {
     "cart": ("bayes_risk.models.trees.cart", "CARTSynthesizer"),
     "rf": ("bayes_risk.models.trees.random_forest", "RandomForestSynthesizer"),
@@ -307,30 +310,6 @@ def check_is_fitted(
         )
 
 
-def list_synthesizers() -> list[str]:
-    """Names of the registered synthesizers (the values :func:`get_synthesizer` accepts).
-
-    Every one follows the estimator dialect of :class:`BaseSynthesizer`.
-    """
-    return sorted(_REGISTRY)
-
-
-def get_synthesizer(name: str) -> type:
-    """Return the synthesizer class registered under a command-line name.
-
-    Raises
-    ------
-    ValidationError
-        For an unknown name (listing the valid ones).
-    """
-    if name not in _REGISTRY:
-        raise ValidationError(
-            f"synthesizer method must be one of {sorted(_REGISTRY)}. Got {name!r}."
-        )
-    mod, cls = _REGISTRY[name]
-    return getattr(importlib.import_module(mod), cls)
-
-
 def read_model_meta(path: str | os.PathLike[str]) -> tuple[Path, dict[str, Any]]:
     """The folder and the parsed ``model.json`` of a saved model (clear error if it is not one)."""
     from bayes_risk._io import read_json
@@ -346,18 +325,21 @@ def read_model_meta(path: str | os.PathLike[str]) -> tuple[Path, dict[str, Any]]
 def load_model(path: str | os.PathLike[str]) -> Any:
     """Load a fitted model saved with its ``save(path)`` method.
 
-    The folder's ``model.json`` names the class (its registry name under ``"method"``); the class's
-    own ``load`` reads the rest (e.g. the NetCDF posterior).
+    The folder's ``model.json`` names the class (its registered name under ``"method"``: an entry
+    point of the group ``bayes_risk.synthesizers``); the class's own ``load`` reads the rest (e.g.
+    the NetCDF posterior).
 
     Raises
     ------
     ValidationError
         If the folder is not a saved model.
     """
+    from bayes_risk.protocols import model_info
+
     p, meta = read_model_meta(path)
     method = meta.get("method")
-    cls = get_synthesizer(method)
-    if not hasattr(cls, "load"):
+    cls = get_synthesizer(method)  # the entry point registered under that name
+    if not (model_info(cls).persistence and callable(getattr(cls, "load", None))):
         raise ValidationError(f"models of type {method!r} cannot be loaded from disk.")
     return cls.load(p)
 

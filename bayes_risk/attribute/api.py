@@ -133,8 +133,11 @@ def attribute_risk(
     known : sequence of str, optional
         Synthesized columns the intruder knows (``partially_known`` only).
     estimator : {"auto", "stabilised", "is"}
-        ``auto``: stabilised for class P models, IS for class O (methods, The stabilised estimator),
-        the closed-form plug-in likelihood for plug-in models. ``is`` is the
+        ``auto``: chosen from what the model can do (its
+        :class:`~bayes_risk.protocols.ModelInfo`): the first of ``model.info.estimators`` that
+        applies — stabilised for class P models that draw from ``p(Θ | y, Z_(l))`` (or are given
+        ``augmented``), otherwise IS (methods, The stabilised estimator) — and the closed-form
+        plug-in likelihood for plug-in models. ``is`` is the
         published estimator (Hu 2019 §3.2.5), needed to reproduce published numbers.
     augmented : sequence of models, optional
         For the stabilised estimator: one model per synthetic dataset with draws of

@@ -1,9 +1,9 @@
 """Posterior draws from any software as a model for the attribute-risk engine: :class:`ArrayModel`.
 
 :class:`ArrayModel` adapts per-draw record log-likelihood functions to the model protocols of
-:mod:`bayes_risk.protocols` (:class:`~bayes_risk.protocols.SupportsRecordLoglik`, and the optional
-capabilities when their functions are given), for draws obtained elsewhere (Stan, PyMC, R) and
-for tests.
+:mod:`bayes_risk.protocols` (:class:`~bayes_risk.protocols.RiskModel`, and the optional
+capabilities when their functions are given, declared in its ``info``), for draws obtained
+elsewhere (Stan, PyMC, R) and for tests.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.exceptions import ValidationError
+from bayes_risk.protocols import ModelInfo, instance_info
 
 __all__ = ["ArrayModel"]
 
@@ -87,7 +88,7 @@ def _chain_labels(chains: Any, h: int) -> np.ndarray:
 class ArrayModel:
     """A Bayesian synthesis model given by posterior draws and a per-draw record log-likelihood.
 
-    Implements the protocol :class:`bayes_risk.protocols.SupportsRecordLoglik`, so that
+    Implements the protocol :class:`bayes_risk.protocols.RiskModel`, so that
     :func:`bayes_risk.attribute_risk` can run on draws produced by any software (Stan, PyMC, R).
 
     Parameters
@@ -192,6 +193,19 @@ class ArrayModel:
     def n_draws(self) -> int:
         """Number of posterior draws ``H``."""
         return self._h
+
+    @instance_info(ModelInfo(likelihoods={"record", "dataset"}, estimators=("is",), chains=True))
+    def info(self) -> ModelInfo:
+        """The capabilities of this instance (:class:`~bayes_risk.protocols.ModelInfo`): the
+        stabilised estimator only with ``augment_fn``, the fast neighbourhood only with
+        ``neighbourhood_fn``, the own-record term only with ``own_record_delta_fn``."""
+        lik = {"record", "dataset"}
+        if self._neighbourhood_fn is not None:
+            lik.add("neighbourhood")
+        if self.own_record_delta_fn is not None:
+            lik.add("own_record")
+        est = ("stabilised", "is") if self.augment_fn is not None else ("is",)
+        return ModelInfo(likelihoods=lik, estimators=est, chains=True)
 
     def draw_chains(self) -> np.ndarray:
         """``[H]`` chain of each draw (all 0 when ``chains`` was not given)."""

@@ -29,7 +29,7 @@ from bayes_risk.attribute.record_table import (
 )
 from bayes_risk.attribute.uncertainty import file_uncertainty
 from bayes_risk.exceptions import CALLER, DataWarning, ImportanceSamplingWarning
-from bayes_risk.protocols import SupportsConvergenceSummary, SupportsPartialSynthesis
+from bayes_risk.protocols import SupportsConvergenceSummary, model_info
 from bayes_risk.results.attribute import AttributeRiskResult
 
 __all__ = ["assemble", "mcmc_record"]
@@ -197,7 +197,7 @@ def _released_unchanged(
     """
     model = plan.model.model
     syn_flags = None
-    if plan.estimator.name != "plugin" and isinstance(model, SupportsPartialSynthesis):
+    if plan.estimator.name != "plugin" and model_info(model).partial_synthesis:
         syn_flags = model.synthesized_records_
     unchanged: set[int] = set()
     if syn_flags is None:
@@ -350,7 +350,7 @@ def mcmc_record(model: Any, aug_models: Sequence[Any]) -> dict[str, Any]:
     warns: list[dict[str, Any]] = []
     named = [("model", model)] + [(f"augmented_{l + 1}", a) for l, a in enumerate(aug_models)]
     for name, mdl in named:
-        if not isinstance(mdl, SupportsConvergenceSummary):
+        if not (model_info(mdl).convergence and isinstance(mdl, SupportsConvergenceSummary)):
             continue
         summ = mdl.convergence_summary()
         fits[name] = summ

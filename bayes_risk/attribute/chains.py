@@ -45,7 +45,7 @@ import numpy as np
 
 from bayes_risk._numeric import LOG_TIE_ATOL
 from bayes_risk.attribute.summaries import log_posterior
-from bayes_risk.protocols import SupportsDrawChains
+from bayes_risk.protocols import SupportsDrawChains, model_info
 
 __all__ = [
     "CHAIN_TOLERANCE",
@@ -112,7 +112,7 @@ class ChainPlan:
 
 def _chain_labels(model: Any, idx: np.ndarray | None) -> np.ndarray | None:
     """``[H]`` chain labels ``0..C-1`` of the used draws, or ``None`` (model does not say)."""
-    if not isinstance(model, SupportsDrawChains):
+    if not (model_info(model).chains and isinstance(model, SupportsDrawChains)):
         return None
     lab = np.asarray(model.draw_chains(), dtype=np.int64)
     if idx is not None:

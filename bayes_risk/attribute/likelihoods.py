@@ -28,6 +28,7 @@ from bayes_risk.protocols import (
     SupportsCandidateLoglik,
     SupportsNeighbourhoodBuffer,
     SupportsNeighbourhoodLoglik,
+    model_info,
 )
 
 __all__ = [
@@ -39,12 +40,14 @@ __all__ = [
 
 
 def model_access(model: Any) -> ModelAccess:
-    """The likelihood routes ``model`` offers (checked once)."""
+    """The likelihood routes ``model`` offers (checked once): declared in its
+    :class:`~bayes_risk.protocols.ModelInfo` and present as methods."""
+    info = model_info(model)
     return ModelAccess(
         model=model,
-        neighbourhood=isinstance(model, SupportsNeighbourhoodLoglik),
-        buffer=isinstance(model, SupportsNeighbourhoodBuffer),
-        candidate=isinstance(model, SupportsCandidateLoglik),
+        neighbourhood=info.has("neighbourhood") and isinstance(model, SupportsNeighbourhoodLoglik),
+        buffer=info.has("neighbourhood_buffer") and isinstance(model, SupportsNeighbourhoodBuffer),
+        candidate=info.has("candidate") and isinstance(model, SupportsCandidateLoglik),
     )
 
 

@@ -33,18 +33,19 @@ __all__ = ["missing_truth", "check_missing_truth", "vary_missing", "n_guessable"
 
 
 def integrates_missing(model: Any) -> bool:
-    """Whether ``model``'s record likelihood marginalises missing values (DPMPM)."""
-    from bayes_risk.protocols import SupportsMissingValues
+    """Whether ``model``'s record likelihood marginalises missing values (DPMPM:
+    ``ModelInfo.imputes``)."""
+    from bayes_risk.protocols import model_info
 
-    return isinstance(model, SupportsMissingValues) and bool(model.marginalises_missing)
+    return model_info(model).imputes
 
 
 def holds_missing(model: Any) -> bool:
     """Whether ``model`` holds a record's missing values at their missingness kind (the tree
     plug-ins: the synthesizer releases missing values, the intruder knows which are missing)."""
-    from bayes_risk.protocols import SupportsHeldMissingValues
+    from bayes_risk.protocols import model_info
 
-    return isinstance(model, SupportsHeldMissingValues) and bool(model.holds_missing)
+    return model_info(model).holds_missing
 
 
 def missing_policy(model: Any) -> str | None:

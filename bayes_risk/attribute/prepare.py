@@ -1,10 +1,11 @@
 """Stage 1 of attribute risk: validate the inputs and build the plan every record shares.
 
 Everything here runs once per analysis, in the calling process: argument checks, level
-harmonisation, the model's capabilities (``isinstance`` against :mod:`bayes_risk.protocols`,
-once), the estimator strategy, ``L = dataset_loglik``, the ``m`` augmented fits of the
-stabilised estimator and the draw-bootstrap counts. The random streams are spawned here, so the
-numbers do not depend on how the records are later partitioned.
+harmonisation, the model's capabilities (its :class:`~bayes_risk.protocols.ModelInfo` and
+the protocols of :mod:`bayes_risk.protocols`, once), the estimator strategy,
+``L = dataset_loglik``, the ``m`` augmented fits of the stabilised estimator and the
+draw-bootstrap counts. The random streams are spawned here, so the numbers do not depend on
+how the records are later partitioned.
 """
 
 from __future__ import annotations
@@ -52,12 +53,13 @@ from bayes_risk.exceptions import (
     ValidationError,
 )
 from bayes_risk.protocols import (
+    RiskModel,
     SupportsAugmentedFit,
-    SupportsDatasetLoglik,
     SupportsOwnRecordTerm,
     SupportsPluginLoglik,
-    SupportsRecordLoglik,
+    auto_estimator,
     missing_members,
+    model_info,
 )
 
 __all__ = ["prepare", "as_datasets", "resolve_records", "SCENARIOS"]
@@ -140,7 +142,7 @@ def prepare(
         bootstrap = 0  # the R package has no bootstrap; its q normalisation is not resampled
     children = as_generator(random_seed).spawn(2 + data.m)
     need_L = est == "is" or (
-        is_diagnostics and not is_plugin and isinstance(model, SupportsDatasetLoglik)
+        is_diagnostics and not is_plugin and model_info(model).has("dataset")
     )
     draw_plan = _draw_plan(model, data, compat, draw_idx, H, need_L, is_plugin, bootstrap,
                            children[0])
@@ -173,16 +175,18 @@ def prepare(
 # ------------------------------------------------------------------------------------------
 def _check_model(model: Any) -> bool:
     """Whether ``model`` is a plug-in model; a :class:`ValidationError` naming what it lacks
-    when it is neither a plug-in nor a model with posterior draws."""
-    if isinstance(model, SupportsPluginLoglik):
+    when it is neither a plug-in nor a model with posterior draws (its :class:`ModelInfo`
+    decides which it claims to be)."""
+    info = model_info(model)
+    if info.has("plugin") and isinstance(model, SupportsPluginLoglik):
         is_plugin = True
-    elif isinstance(model, SupportsRecordLoglik):
+    elif not info.has("plugin") and isinstance(model, RiskModel):
         is_plugin = False
     else:
         raise ValidationError(
             f"model {type(model).__name__} does not implement the attribute-risk protocol: "
-            "a model with posterior draws (bayes_risk.protocols.SupportsRecordLoglik) lacks "
-            f"{missing_members(model, SupportsRecordLoglik)}; a plug-in likelihood "
+            "a model with posterior draws (bayes_risk.protocols.RiskModel) lacks "
+            f"{missing_members(model, RiskModel)}; a plug-in likelihood "
             "(bayes_risk.protocols.SupportsPluginLoglik) lacks "
             f"{missing_members(model, SupportsPluginLoglik)}. Fit a Bayesian synthesis model "
             "(DPMPM, PoissonMixture, SequentialRegression), wrap "
@@ -252,7 +256,8 @@ def _estimator_name(
             raise ValidationError("compat, augmented and draws do not apply to plug-in models.")
         return "plugin"
     if estimator == "auto":
-        return "stabilised" if model.model_class == "P" else "is"
+        # chosen by what the model can do (its ModelInfo), not by its class
+        return auto_estimator(model, augmented_given=augmented is not None)
     return estimator
 
 
@@ -266,7 +271,10 @@ def _check_estimator(model: Any, is_plugin: bool, est: str, compat: str | None) 
         )
     if compat is not None and est != "is":
         raise ValidationError("compat='AttributeRiskCalculation' applies to estimator='is' only.")
-    if model.model_class == "O" and not is_plugin and not isinstance(model, SupportsOwnRecordTerm):
+    info = model_info(model)
+    if model.model_class == "O" and not is_plugin and not (
+        info.has("own_record") and isinstance(model, SupportsOwnRecordTerm)
+    ):
         raise NotSupportedError(
             f"{type(model).__name__} is a class O model (its synthetic values depend on the "
             "record's own confidential values given Θ) but provides no own_record_delta(record, "
@@ -274,11 +282,12 @@ def _check_estimator(model: Any, is_plugin: bool, est: str, compat: str | None) 
             "SupportsOwnRecordTerm); the likelihood of class O models (methods page 'Attribute "
             "disclosure risk') cannot be evaluated without it."
         )
-    if est == "is" and not isinstance(model, SupportsDatasetLoglik):
+    if est == "is" and "is" not in info.estimators:
         raise ValidationError(
             f"estimator='is' needs the likelihood of the released datasets: "
-            f"{type(model).__name__} has no dataset_loglik(datasets, draws=None) -> [H, m] "
-            "(bayes_risk.protocols.SupportsDatasetLoglik)."
+            f"{type(model).__name__} does not list 'is' in its ModelInfo.estimators "
+            f"({list(info.estimators)}; dataset_loglik(datasets, draws=None) -> [H, m], "
+            "bayes_risk.protocols.RiskModel)."
         )
 
 
@@ -443,7 +452,8 @@ def _augmented_fits(
                 f"augmented must hold one model per synthetic dataset ({m}); got {len(models)}."
             )
     else:
-        if not isinstance(model, SupportsAugmentedFit):
+        if not ("stabilised" in model_info(model).estimators
+                and isinstance(model, SupportsAugmentedFit)):
             raise ValidationError(
                 "the stabilised estimator needs draws of p(Θ | y, Z_(l)): the model has no "
                 "fit_augmented (bayes_risk.protocols.SupportsAugmentedFit); pass "
@@ -470,10 +480,10 @@ def _augmented_fits(
                                      f"{m - 1}, about {_duration(took * (m - 1))}\n")
                     sys.stderr.flush()
     for a in models:
-        if not isinstance(a, SupportsRecordLoglik):
+        if not isinstance(a, RiskModel):
             raise ValidationError(
-                "every augmented model must implement bayes_risk.protocols.SupportsRecordLoglik; "
-                f"{type(a).__name__} lacks {missing_members(a, SupportsRecordLoglik)}."
+                "every augmented model must implement bayes_risk.protocols.RiskModel; "
+                f"{type(a).__name__} lacks {missing_members(a, RiskModel)}."
             )
     h_aug = [int(a.n_draws) for a in models]
     return AugmentedFits(

@@ -439,7 +439,7 @@ AUDIT_REPLICATES = dict(n="auto", mcse_tol=0.02, min_replicates=100, max_replica
 
 def _posterior_model(ctx: StepContext) -> tuple[Any, str | None]:
     """The model the replicates are drawn from, or ``None`` and why there is none."""
-    from bayes_risk.protocols import SupportsPosteriorReplicates
+    from bayes_risk.protocols import SupportsPosteriorReplicates, model_info
 
     if ctx.model is not None:
         model, src = _loaded_model(ctx), "the fitted model given"
@@ -449,11 +449,15 @@ def _posterior_model(ctx: StepContext) -> tuple[Any, str | None]:
     else:
         return None, ("no fitted model with a posterior was given (--model) and the release was "
                       f"not made by CART (method: {ctx.synthetic.method or 'unknown'})")
-    if not isinstance(model, SupportsPosteriorReplicates):
-        return None, f"{type(model).__name__} has no posterior predictive"
-    if getattr(model, "donor", "bayes_bootstrap") != "bayes_bootstrap":
-        return None, (f"{src} draws donors with equal weights (donor={model.donor!r}), not from "
-                      "a posterior (Bayesian bootstrap)")
+    # what the model can do (its ModelInfo): CART's posterior predictive is its Bayesian
+    # bootstrap, so CART with equal-weight donors declares none
+    if not (model_info(model).posterior_replicates
+            and isinstance(model, SupportsPosteriorReplicates)):
+        why = f"{type(model).__name__} has no posterior predictive"
+        if getattr(model, "donor", "bayes_bootstrap") != "bayes_bootstrap":
+            why = (f"{src} draws donors with equal weights (donor={model.donor!r}), not from "
+                   "a posterior (Bayesian bootstrap)")
+        return None, why
     if hasattr(model, "progressbar"):
         model.progressbar = False
     return model, None

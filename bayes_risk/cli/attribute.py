@@ -32,11 +32,12 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
     from bayes_risk.cli._common import check_model_original
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import load_model, plugin_likelihood, rebuild_synthesizer
+    from bayes_risk.protocols import model_info
 
     if args.model is not None:
         model = load_model(args.model)
         check_model_original(args, model, original)
-        if getattr(model, "method_name", None) in ("cart", "rf"):  # its plug-in likelihood
+        if model_info(model).plugin_likelihood:  # a tree synthesizer: its plug-in likelihood
             if args.estimator != "auto" or args.psis or args.refit_draws is not None:
                 raise ValidationError(
                     "--estimator, --refit-draws and --psis apply to Bayesian models; a CART or "
@@ -135,9 +136,9 @@ def _run_largest_value(
     from bayes_risk.cli._run import output_dir
     from bayes_risk.cli.parsers.attribute import DEFAULT_DELTA
     from bayes_risk.exceptions import ValidationError
-    from bayes_risk.protocols import SupportsLargestValue
+    from bayes_risk.protocols import SupportsLargestValue, model_info
 
-    if not isinstance(model, SupportsLargestValue):
+    if not (model_info(model).has("largest_value") and isinstance(model, SupportsLargestValue)):
         raise ValidationError(
             f"--scenario {args.scenario} needs a model with the largest-value likelihood "
             f"(a Poisson-mixture model, 'bayes-risk fit --method poisson-mixture'); "

@@ -1,12 +1,14 @@
 """``bayes-risk fit``: fit a synthesis model and save it (model.json + posterior NetCDF, or tree
-arrays + data for CART, random forests and PMM).
+arrays + data for CART, random forests and PMM, or whatever a registered model's ``save`` writes).
 
-    bayes-risk fit ORIGINAL.csv --method dpmpm|poisson-mixture|regression [--columns ...]
+    bayes-risk fit ORIGINAL.csv --method NAME [--columns ...]
         [--categorical ...] [--synthesize COLS ...] [--records RANGE|FILE] [--components 30]
         [--tune N] [--draws N] [--chains N] [--random-seed 1] [--quiet] --out MODEL_DIR
 
 The arguments are declared in :mod:`bayes_risk.cli.parsers.fit` (model-specific ones in its
-``MODEL_OPTIONS``); this module runs the command.
+``MODEL_OPTIONS``); this module runs the command. ``NAME`` is any synthesizer registered in the
+entry-point group ``bayes_risk.synthesizers`` (:mod:`bayes_risk.registry`); the model's
+``ModelInfo`` decides what applies to it.
 """
 
 from __future__ import annotations
@@ -14,28 +16,41 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk.cli.parsers.fit import BAYESIAN_MODELS, FIT_METHODS, MODEL_OPTIONS, TREE_MODELS
+from bayes_risk.cli.parsers.fit import BAYESIAN_MODELS, FIT_METHODS, MODEL_OPTIONS
 
 __all__ = ["run", "BAYESIAN_MODELS", "FIT_METHODS"]
 
 
 def run(args: argparse.Namespace) -> int:
-    """Fit the model, save it and print a summary."""
+    """Fit the model, save it and print a summary.
+
+    What the model can do decides the path (its ``ModelInfo``): a model that reports MCMC
+    convergence gets the memory check and the convergence summary; options reach the model
+    only when its ``__init__`` takes them.
+    """
     import numpy as np
 
     from bayes_risk._lazy import overlap
     from bayes_risk.cli._common import missing_labels, print_summary, read_records_table
     from bayes_risk.cli._run import output_dir
     from bayes_risk.exceptions import ValidationError
-    from bayes_risk.models import get_synthesizer
+    from bayes_risk.models import get_synthesizer, list_synthesizers
     from bayes_risk.models._bayesian.io import warm_up_writer
+    from bayes_risk.protocols import model_info
 
     if args.method is None:
         raise ValidationError(
-            f"--method is required: the synthesis model, one of {', '.join(FIT_METHODS)}.",
+            "--method is required: the synthesis model, one of "
+            f"{', '.join(list_synthesizers())}.",
             code="OPTION_REQUIRED",
         )
     cls = get_synthesizer(args.method)
+    info = model_info(cls)
+    if not info.persistence:
+        raise ValidationError(
+            f"--method {args.method}: {cls.__name__} cannot be saved (its ModelInfo has "
+            "persistence=False), so 'fit' cannot write a model folder.", code="MODEL_UNSUITED",
+        )
     df = read_records_table(args.original, "ORIGINAL", missing_labels(args))
     if args.columns:
         from bayes_risk.data.schema import did_you_mean
@@ -49,18 +64,9 @@ def run(args: argparse.Namespace) -> int:
                 )
         df = df[list(args.columns)]
     schema = _schema(df, args)
-    if args.method in TREE_MODELS:
-        return _fit_tree(args, cls, df, schema)
-    settings: dict[str, Any] = {
-        "tune": args.tune,
-        "draws": args.draws,
-        "chains": args.chains,
-        "cores": args.cores,
-        "random_seed": args.random_seed,
-        "progressbar": not args.quiet,
-    }
-    settings = {k: v for k, v in settings.items() if v is not None or k == "random_seed"}
-    settings.update(_model_settings(args))
+    settings = _settings(args, cls)
+    if not info.convergence:
+        return _fit_direct(args, cls, settings, df, schema)
     model = cls(**settings)
     fit_kw: dict[str, Any] = {}
     if args.records is not None:
@@ -80,6 +86,36 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _settings(args: argparse.Namespace, cls: type) -> dict[str, Any]:
+    """The ``__init__`` settings of ``--method``'s model: the MCMC options given, the
+    model-specific options, the seed and the progress bar — each only if the model takes it."""
+    import inspect
+
+    from bayes_risk.exceptions import ValidationError
+
+    try:
+        params = set(inspect.signature(cls).parameters)
+    except (TypeError, ValueError):  # a class whose signature cannot be read
+        params = set()
+    mcmc = {k: getattr(args, k) for k in ("tune", "draws", "chains", "cores")
+            if getattr(args, k) is not None}
+    refused = [f"--{k}" for k in mcmc if k not in params]
+    if refused:
+        raise ValidationError(
+            f"{', '.join(refused)}: MCMC options do not apply to --method {args.method} (it is "
+            f"not sampled: {cls.__name__} takes no such setting); expected them only with "
+            f"--method {' or '.join(BAYESIAN_MODELS)} or another model that takes them.",
+            code="OPTION_CONFLICT",
+        )
+    settings: dict[str, Any] = dict(mcmc)
+    settings.update(_model_settings(args))
+    if "random_seed" in params:
+        settings["random_seed"] = args.random_seed
+    if "progressbar" in params:
+        settings["progressbar"] = not args.quiet
+    return settings
+
+
 def _write_summary(folder: Any, args: argparse.Namespace, model: Any) -> None:
     """``summary.json`` of the fit: whether its convergence checks passed and each failed check
     (``code``, ``fit``, ``quantity``, ``statistic``, ``value``, ``threshold``); the run's
@@ -95,23 +131,17 @@ def _write_summary(folder: Any, args: argparse.Namespace, model: Any) -> None:
     })
 
 
-def _fit_tree(args: argparse.Namespace, cls: type, df: Any, schema: Any) -> int:
-    """Fit a CART, random-forest or PMM synthesizer and save it (``arrays.npz``, ``model.json``,
-    ``data.parquet``); the MCMC options do not apply."""
+def _fit_direct(
+    args: argparse.Namespace, cls: type, settings: dict[str, Any], df: Any, schema: Any
+) -> int:
+    """Fit a synthesizer without MCMC diagnostics (CART, random forests, PMM, or a registered
+    model such as an exact conjugate posterior) and save it."""
     import numpy as np
 
     from bayes_risk.cli._common import print_summary
     from bayes_risk.cli._run import output_dir
     from bayes_risk.exceptions import ValidationError
 
-    mcmc = [f"--{k}" for k in ("tune", "draws", "chains", "cores") if getattr(args, k) is not None]
-    if mcmc:
-        raise ValidationError(
-            f"{', '.join(mcmc)}: MCMC options do not apply to --method {args.method} (it is "
-            f"not sampled); expected them only with --method {' or '.join(BAYESIAN_MODELS)}.",
-            code="OPTION_CONFLICT",
-        )
-    settings = _model_settings(args)
     if args.method in ("cart", "rf") and not args.synthesize:
         raise ValidationError(
             f"--synthesize COL [COL ...] is required with --method {args.method}.",
@@ -124,7 +154,7 @@ def _fit_tree(args: argparse.Namespace, cls: type, df: Any, schema: Any) -> int:
             )
         settings["identifying"] = list(settings["identifying"])
         schema.check_columns(settings["identifying"], "--identifying")
-    model = cls(**settings, progressbar=not args.quiet, random_seed=args.random_seed)
+    model = cls(**settings)
     fit_kw: dict[str, Any] = {}
     if args.records is not None:
         from bayes_risk.cli._common import parse_records
@@ -134,7 +164,7 @@ def _fit_tree(args: argparse.Namespace, cls: type, df: Any, schema: Any) -> int:
               random_seed=args.random_seed, **fit_kw)
     with output_dir(args) as tmp:
         model.save(tmp)
-    synthesized = list(model.schema_.synthesized)
+    synthesized = list(model.schema_.synthesized or model.schema_.names)
     lines = [
         f"fitted {args.method} to {len(df)} records x {len(df.columns)} columns",
         f"synthesized columns: {', '.join(map(str, synthesized))}",

@@ -13,7 +13,6 @@ matched pairs, not ``R``: the jackknife groups' sums wait in a temporary folder)
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import shutil
 import tempfile
 import warnings
@@ -48,16 +47,9 @@ from bayes_risk.identification.pooled import PooledOutput
 from bayes_risk.identification.population import per_replicate_counts
 from bayes_risk.identification.prepare import prepare
 from bayes_risk.identification.summary import MEASURES
+from bayes_risk.protocols import SupportsPosteriorReplicates, model_info
 
 __all__ = ["PosteriorReplicates", "run_posterior"]
-
-_NO_POSTERIOR = {
-    "RandomForestSynthesizer": "a random forest's votes are a fixed plug-in distribution of the "
-    "fitted forest, not a posterior",
-    "SmallCellPMMSynthesizer": "predictive mean matching copies the nearest donor "
-    "deterministically (ties aside); it has no posterior predictive",
-}
-
 
 @dataclass
 class PosteriorReplicates:
@@ -69,7 +61,8 @@ class PosteriorReplicates:
     ----------
     model : fitted synthesizer
         DPMPM, PoissonMixture, SequentialRegression or CARTSynthesizer (Bayesian bootstrap), or
-        any object with ``posterior_replicates`` (protocol
+        any model whose :class:`~bayes_risk.protocols.ModelInfo` has
+        ``posterior_replicates=True`` (protocol
         ``bayes_risk.protocols.SupportsPosteriorReplicates``). Random forests and PMM have no
         posterior predictive and are refused.
     n : int or "auto"
@@ -114,16 +107,17 @@ class PosteriorReplicates:
 
     def __post_init__(self) -> None:
         name = type(self.model).__name__
-        if name in _NO_POSTERIOR:
+        # what the model can do (its ModelInfo), not its class: random forests' votes and
+        # PMM's nearest donors are not a posterior predictive, nor are CART's equal-weight donors
+        if not (model_info(self.model).posterior_replicates
+                and isinstance(self.model, SupportsPosteriorReplicates)):
             raise ValidationError(
-                f"posterior replicates are not available for {name}: {_NO_POSTERIOR[name]}. Use "
-                "the released datasets as replicates (the default), or a Bayesian synthesizer "
-                "(DPMPM, PoissonMixture, SequentialRegression, CARTSynthesizer)."
-            )
-        if not callable(getattr(self.model, "posterior_replicates", None)):
-            raise ValidationError(
-                f"model must be a fitted synthesizer with posterior_replicates (DPMPM, "
-                f"PoissonMixture, SequentialRegression, CARTSynthesizer). Got {name}."
+                f"posterior replicates are not available for {name}: it has no posterior "
+                "predictive (its ModelInfo has posterior_replicates=False, or it lacks "
+                "posterior_replicates(n, *, columns, chunk_size, random_seed, start)). Use the "
+                "released datasets as replicates (the default), or a Bayesian synthesizer "
+                "(DPMPM, PoissonMixture, SequentialRegression, CARTSynthesizer with "
+                "donor='bayes_bootstrap').", code="NO_POSTERIOR_PREDICTIVE",
             )
         if self.view not in ("agency", "intruder"):
             raise ValidationError(f"view must be 'agency' or 'intruder'. Got {self.view!r}.")
@@ -198,12 +192,11 @@ def _refit(model: Any, released: pd.DataFrame, seed: np.random.SeedSequence) -> 
     new = type(model)(**params)
     schema = getattr(model, "schema_", None)
     synthesized = list(getattr(model, "visit_sequence_", None) or schema.synthesized)
-    sig = inspect.signature(new.fit).parameters
     kw: dict[str, Any] = {"schema": schema, "synthesized": synthesized,
                           "random_seed": int(seed.generate_state(1)[0])}
     flags = getattr(model, "synthesized_records_", getattr(model, "records_", None))
     if flags is not None and not np.all(flags):
-        kw["records" if "records" in sig else "synthesized_records"] = np.asarray(flags)
+        kw["records"] = np.asarray(flags)  # every synthesizer's fit takes records=
     data = released[[c for c in schema.names]].reset_index(drop=True)
     return new.fit(data, **kw)
 

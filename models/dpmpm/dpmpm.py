@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 
     from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.protocols import ModelInfo
 
 __all__ = ["DPMPM", "MODES", "SAMPLERS"]
 
@@ -192,7 +193,14 @@ class DPMPM(BayesianSynthesizer):
     """
 
     method_name: ClassVar[str] = "dpmpm"
-    #: record_loglik marginalises missing values (protocols.SupportsMissingValues)
+    #: what the engines, the command line and the audit may use (bayes_risk.ModelInfo)
+    info: ClassVar[ModelInfo] = ModelInfo(
+        likelihoods={"record", "dataset", "neighbourhood", "neighbourhood_buffer", "own_record"},
+        estimators=("stabilised", "is"), imputes=True,
+        persistence=True, posterior_replicates=True, convergence=True, chains=True,
+        partial_synthesis=True,
+    )
+    #: record_loglik marginalises missing values (ModelInfo.imputes)
     marginalises_missing: ClassVar[bool] = True
     ratio_form: Literal["joint", "conditional"] = "joint"
 

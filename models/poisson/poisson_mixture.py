@@ -41,6 +41,7 @@ from bayes_risk.models.base import legacy_call_forms
 from bayes_risk.models.poisson.fit import LATENT_GROUP
 from bayes_risk.models.poisson.largest import LargestValueLikelihood
 from bayes_risk.models.poisson.loglik import _group_totals
+from bayes_risk.protocols import ModelInfo
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -163,6 +164,13 @@ class PoissonMixture(BayesianSynthesizer):
     """
 
     method_name = "poisson-mixture"
+    #: what the engines, the command line and the audit may use (bayes_risk.ModelInfo)
+    info = ModelInfo(
+        likelihoods={"record", "dataset", "neighbourhood", "own_record", "largest_value"},
+        estimators=("stabilised", "is"),
+        persistence=True, posterior_replicates=True, convergence=True, chains=True,
+        partial_synthesis=True,
+    )
     ratio_form: Literal["joint", "conditional"] = "joint"
 
     def __init__(

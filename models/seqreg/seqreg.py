@@ -44,6 +44,7 @@ from bayes_risk.models._bayesian.design import (
 )
 from bayes_risk.models.base import legacy_call_forms
 from bayes_risk.models.seqreg.draws import _SEP, _laplace_draws, _prior_sd, _var
+from bayes_risk.protocols import ModelInfo
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -138,6 +139,13 @@ class SequentialRegression(BayesianSynthesizer):
     """
 
     method_name = "regression"
+    #: what the engines, the command line and the audit may use (bayes_risk.ModelInfo)
+    info = ModelInfo(
+        likelihoods={"record", "dataset", "neighbourhood", "candidate"},
+        estimators=("stabilised", "is"),
+        persistence=True, posterior_replicates=True, convergence=True, chains=True,
+        partial_synthesis=True,
+    )
     model_class: Literal["P", "O"] = "P"
     ratio_form: Literal["joint", "conditional"] = "conditional"
 

@@ -44,6 +44,7 @@ from bayes_risk.models.trees.cart_leaf import kernel_log_terms, polya_logprob, t
 from bayes_risk.models.trees.io import check_fitted_fingerprint
 from bayes_risk.models.trees.missing import design_inputs, kind_codes, missing_layout, n_kinds
 from bayes_risk.models.trees.seqtree import Design, SeqTree, column_codes
+from bayes_risk.protocols import ModelInfo, instance_info
 
 __all__ = [
     "CARTSynthesizer",
@@ -268,6 +269,13 @@ class CARTSynthesizer(BaseSynthesizer):
     """
 
     method_name = "cart"
+
+    @instance_info(ModelInfo(persistence=True, partial_synthesis=True, plugin_likelihood=True,
+                             posterior_replicates=True))
+    def info(self) -> ModelInfo:
+        """What the engines, the command line and the audit may use (bayes_risk.ModelInfo):
+        posterior replicates only with the Bayesian-bootstrap donors."""
+        return type(self).info.replace(posterior_replicates=self.donor == "bayes_bootstrap")
 
     def __init__(
         self,

@@ -35,6 +35,7 @@ from bayes_risk.models.trees.cart import records_mask
 from bayes_risk.models.trees.io import check_fitted_fingerprint
 from bayes_risk.models.trees.missing import refusal_hint
 from bayes_risk.models.trees.seqtree import column_codes
+from bayes_risk.protocols import ModelInfo
 
 __all__ = [
     "SmallCellPMMSynthesizer",
@@ -200,6 +201,8 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
     """
 
     method_name = "pmm"
+    #: what the engines, the command line and the audit may use (bayes_risk.ModelInfo)
+    info = ModelInfo(persistence=True, partial_synthesis=True)
 
     def __init__(
         self,

@@ -31,6 +31,7 @@ from bayes_risk.models.base import BaseSynthesizer, check_is_fitted, legacy_call
 from bayes_risk.models.trees.cart import encoded_values, prepare_schema, records_mask
 from bayes_risk.models.trees.io import check_fitted_fingerprint
 from bayes_risk.models.trees.missing import FILL, kind_codes, missing_layout
+from bayes_risk.protocols import ModelInfo
 
 __all__ = ["RandomForestSynthesizer", "leaf_probabilities", "synthesis_probabilities"]
 
@@ -178,6 +179,8 @@ class RandomForestSynthesizer(BaseSynthesizer):
     """
 
     method_name = "rf"
+    #: what the engines, the command line and the audit may use (bayes_risk.ModelInfo)
+    info = ModelInfo(persistence=True, partial_synthesis=True, plugin_likelihood=True)
 
     def __init__(
         self,

@@ -426,8 +426,10 @@ def test_errors_name_the_argument():
         _run(model, orig, syn, estimator="exact")
     with pytest.raises(ValidationError, match="augmented must hold one model"):
         _run(model, orig, syn, augmented=aug[:1])
-    with pytest.raises(ValidationError, match="no augment_fn|fit_augmented"):
-        _run(model, orig, syn, records=[0])
+    with pytest.raises(ValidationError, match="fit_augmented"):
+        _run(model, orig, syn, records=[0], estimator="stabilised")
+    # 'auto' chooses by capability: an ArrayModel without augment_fn has the IS estimator
+    assert _run(model, orig, syn, records=[0]).settings["estimator"] == "is"
     with pytest.raises(ValidationError, match="protocol"):
         _run(object(), orig, syn)
     with pytest.raises(ValidationError, match="was not evaluated"):

@@ -18,9 +18,10 @@ from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ImportanceSamplingWarning, ValidationError
 from bayes_risk.executors import InProcessExecutor
 from bayes_risk.protocols import (
+    ModelInfo,
+    RiskModel,
     SupportsNeighbourhoodLoglik,
     SupportsPluginLoglik,
-    SupportsRecordLoglik,
     missing_members,
 )
 
@@ -112,7 +113,7 @@ def test_plan_holds_the_estimator_strategy(bern):
 
 def test_capabilities_are_checked_with_protocols(bern):
     model, orig, syn, _ = bern
-    assert isinstance(model, SupportsRecordLoglik) and not isinstance(model, SupportsPluginLoglik)
+    assert isinstance(model, RiskModel) and not isinstance(model, SupportsPluginLoglik)
     assert not isinstance(model, SupportsNeighbourhoodLoglik)
     fast = ArrayModel(_ll, model.draws, model.schema_,
                       neighbourhood_fn=lambda r, t: np.zeros((len(t), len(r), 2)))
@@ -122,10 +123,10 @@ def test_capabilities_are_checked_with_protocols(bern):
         model_class = "P"
         schema_ = model.schema_
 
-    assert missing_members(NoLikelihood(), SupportsRecordLoglik) == [
-        "n_draws", "ratio_form", "record_loglik"
+    assert missing_members(NoLikelihood(), RiskModel) == [
+        "dataset_loglik", "n_draws", "ratio_form", "record_loglik"
     ]
-    with pytest.raises(ValidationError, match=r"SupportsRecordLoglik\) lacks \['n_draws', "
+    with pytest.raises(ValidationError, match=r"RiskModel\) lacks \['dataset_loglik', 'n_draws', "
                        r"'ratio_form', 'record_loglik'\]; a plug-in .* lacks \['plugin_loglik'\]"):
         _run(NoLikelihood(), orig, syn)
 
@@ -136,14 +137,25 @@ def test_capabilities_are_checked_with_protocols(bern):
         n_draws = model.n_draws
         record_loglik = model.record_loglik
 
-    with pytest.raises(ValidationError, match="SupportsDatasetLoglik"):
+    # the required protocol includes the dataset likelihood
+    with pytest.raises(ValidationError, match=r"RiskModel\) lacks \['dataset_loglik'\]"):
         _run(NoDatasets(), orig, syn, estimator="is")
-    with pytest.raises(ValidationError, match="SupportsAugmentedFit"):
-        _run(NoDatasets(), orig, syn, estimator="stabilised")
 
-    class ClassO(NoDatasets):
-        model_class = "O"
+    class NoAugment(NoDatasets):
         dataset_loglik = model.dataset_loglik
+        info = ModelInfo(likelihoods={"record", "dataset"}, estimators=("is",))
+
+    with pytest.raises(ValidationError, match="SupportsAugmentedFit"):
+        _run(NoAugment(), orig, syn, estimator="stabilised")
+
+    class NotIS(NoAugment):
+        info = ModelInfo(likelihoods={"record", "dataset"}, estimators=())
+
+    with pytest.raises(ValidationError, match=r"does not list 'is' in its ModelInfo"):
+        _run(NotIS(), orig, syn, estimator="is")
+
+    class ClassO(NoAugment):
+        model_class = "O"
 
     with pytest.raises(NotImplementedError, match="SupportsOwnRecordTerm"):
         _run(ClassO(), orig, syn, estimator="is")

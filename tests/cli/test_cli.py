@@ -131,7 +131,11 @@ def test_one_name_for_one_thing():
         if positional and name not in ("demo",):
             assert positional[0] == "ORIGINAL", name
         assert "--model-dir" not in shown and "--original" not in shown, name
-    assert _subparsers()["fit"]._option_string_actions["--method"].choices
+    # fit --method takes any registered synthesizer (entry points, bayes_risk.registry): no
+    # fixed choices; the help names the built-in ones
+    method = _subparsers()["fit"]._option_string_actions["--method"]
+    assert method.metavar == "NAME" and method.choices is None
+    assert all(m in method.help for m in ("dpmpm", "cart", "bayes_risk.synthesizers"))
 
 
 @pytest.mark.parametrize(("argv", "dest", "value", "old"), [

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 import bayes_risk.cli as cli
-import bayes_risk.models as models
 from bayes_risk.data import SyntheticData, make_ce_like
+from bayes_risk.testing import registered_synthesizer
 
 
 @pytest.fixture(autouse=True)
@@ -156,7 +156,6 @@ def fake_model(monkeypatch, tmp_path):
     mod = types.ModuleType("_bayes_risk_fake_model")
     mod.FakeModel = _FakeModel
     monkeypatch.setitem(sys.modules, "_bayes_risk_fake_model", mod)
-    monkeypatch.setitem(models._REGISTRY, "fake", ("_bayes_risk_fake_model", "FakeModel"))
 
     def make(scale):
         d = tmp_path / f"model_{scale}"
@@ -164,7 +163,9 @@ def fake_model(monkeypatch, tmp_path):
         (d / "model.json").write_text(json.dumps({"method": "fake", "scale": scale}))
         return d
 
-    return make
+    # registered as an entry point, as a model of another distribution is (docs: Adding a model)
+    with registered_synthesizer("fake", "_bayes_risk_fake_model:FakeModel"):
+        yield make
 
 
 def test_model_dir_form(fake_model, tmp_path):

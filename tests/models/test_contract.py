@@ -339,3 +339,25 @@ def test_renamed_synthesized_records_still_works_with_a_future_warning():
     assert _same(old.synthesize(2, random_seed=1), new.synthesize(2, random_seed=1))
     with pytest.raises(TypeError, match="got both 'synthesized_records' and its new name"):
         _make("regression").fit(data, synthesized_records=flags, records=flags)
+
+
+# ------------------------------------------------- the published checks (bayes_risk.testing)
+def _published_checks() -> list[Any]:
+    """Every check of ``bayes_risk.testing`` for every built-in synthesizer, one fit shared
+    between a model's checks (the same small cases and tiny MCMC runs as above)."""
+    from bayes_risk.testing import synthesizer_checks
+
+    return [
+        pytest.param(model, check, id=f"{name}-{check.__name__}")
+        for name in NAMES if name in CASES
+        for model, check in synthesizer_checks(_make(name), CASES[name].data(),
+                                               fit_kw=CASES[name].fit_kw)
+    ]
+
+
+@pytest.mark.parametrize("model, check", _published_checks())
+def test_builtin_synthesizers_pass_check_synthesizer(model, check):
+    """bayes_risk.testing.check_synthesizer's checks hold for every built-in synthesizer:
+    ModelInfo consistent with the members, likelihood shapes and dtypes, ArviZ draw dims,
+    same seed same synthesis, save/load round trip."""
+    check(model)

@@ -24,11 +24,12 @@ from bayes_risk.cli.parsers import Handler, add_deprecated_alias
 __all__ = ["add_parser", "BAYESIAN_MODELS", "FIT_METHODS", "MODEL_OPTIONS", "ModelOption",
            "TREE_MODELS"]
 
-#: registry names of the models ``fit`` accepts (the Bayesian ones)
+#: registry names of the built-in Bayesian models (fitted by MCMC)
 BAYESIAN_MODELS: tuple[str, ...] = ("dpmpm", "poisson-mixture", "regression")
-#: registry names of the non-Bayesian synthesizers ``fit`` also saves (no MCMC options)
+#: registry names of the built-in synthesizers without MCMC
 TREE_MODELS: tuple[str, ...] = ("cart", "rf", "pmm")
-#: every ``--method`` of ``fit``
+#: the built-in ``--method`` values of ``fit`` (any name registered in the entry-point group
+#: ``bayes_risk.synthesizers`` is accepted: bayes_risk.registry)
 FIT_METHODS: tuple[str, ...] = BAYESIAN_MODELS + TREE_MODELS
 
 
@@ -162,11 +163,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("original", metavar="ORIGINAL", help="confidential table (.csv or .parquet)")
-    p.add_argument("--method", default=None, choices=list(FIT_METHODS),
-                   help="synthesis model (required): a Bayesian model, or the CART, random-forest "
-                        "or PMM synthesizer (saved without MCMC; --synthesize is required for "
-                        "cart and rf, --identifying for pmm)")
-    add_deprecated_alias(p, "--model", "--method", "method", choices=list(FIT_METHODS))
+    # no argparse choices: any registered synthesizer is accepted (bayes_risk.registry), and an
+    # unknown name gets the registry's error listing the registered ones
+    p.add_argument("--method", default=None, metavar="NAME",
+                   help=f"synthesis model (required): {', '.join(FIT_METHODS)}, or a model "
+                        "registered in the entry-point group bayes_risk.synthesizers (docs: "
+                        "'Adding a model'); --synthesize is required for cart and rf, "
+                        "--identifying for pmm")
+    add_deprecated_alias(p, "--model", "--method", "method")
     p.add_argument("--columns", nargs="+", default=None, metavar="COL",
                    help="columns to model (default: all)")
     p.add_argument("--synthesize", nargs="+", default=None, metavar="COL",

@@ -67,6 +67,7 @@ from bayes_risk.models.trees.plugins._plugin_terms import (  # noqa: F401 - _pol
     mc_node_loglik,
     mc_node_loglik_extra,
 )
+from bayes_risk.protocols import ModelInfo
 
 __all__ = ["CARTPlugin"]
 
@@ -86,6 +87,8 @@ class PluginBase:
     holds_missing = True
     #: method-level labels reported in ``AttributeRiskResult.warnings``
     result_warnings: tuple[str, ...] = ()
+    #: what the attribute engine may use (bayes_risk.ModelInfo)
+    info = ModelInfo(likelihoods={"plugin"}, estimators=("plugin",), holds_missing=True)
 
     schema_: Any
     synthesizer: Any

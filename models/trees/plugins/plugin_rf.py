@@ -45,6 +45,7 @@ import pandas as pd
 
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.trees.plugins.plugin_cart import PluginBase
+from bayes_risk.protocols import ModelInfo
 
 __all__ = ["RFPlugin", "plugin_likelihood"]
 
@@ -191,6 +192,8 @@ class RFPlugin(PluginBase):
     """
 
     result_warnings = ("APPROXIMATE_NONPARAMETRIC",)
+    info = ModelInfo(likelihoods={"plugin"}, estimators=("plugin",), holds_missing=True,
+                     result_warnings=("APPROXIMATE_NONPARAMETRIC",))
 
     def __init__(self, synthesizer: Any, original: pd.DataFrame) -> None:
         from bayes_risk.models.trees.random_forest import RandomForestSynthesizer

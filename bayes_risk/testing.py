@@ -1,0 +1,599 @@
+"""Checks that a synthesis model keeps the model contract: :func:`check_synthesizer`.
+
+In the manner of scikit-learn's ``check_estimator`` / ``parametrize_with_checks``: the contract
+(:mod:`bayes_risk.contract`) is a list of named checks, each a function of a
+:class:`CheckContext` (the model, a small table, a shared fit). :func:`check_synthesizer` runs
+them all and raises one :class:`SynthesizerCheckError` listing every failure;
+:func:`synthesizer_checks` yields ``(model, check)`` pairs for ``pytest.mark.parametrize``, so
+that each check is its own test::
+
+    from bayes_risk.testing import check_id, synthesizer_checks
+
+    @pytest.mark.parametrize("model, check", synthesizer_checks(MyModel(), data), ids=check_id)
+    def test_contract(model, check):
+        check(model)
+
+What is checked: the model declares a :class:`~bayes_risk.contract.ModelInfo` that agrees with
+the members it has; ``fit`` returns the model and sets the schema; ``synthesize`` returns ``m``
+tables of the original's shape; the same seed gives the same synthesis; the record and dataset
+log-likelihoods are float64 arrays ``[H, n]`` / ``[H, m]`` with finite values, and a subset of
+draws selects their rows; the posterior draws follow ArviZ's conventions (a ``posterior`` group
+with dimensions ``chain`` and ``draw``, ``H = chains × draws``, draws flattened chain by chain);
+the optional likelihoods have their documented shapes; a saved model loads back (through the
+registry when the model is registered) and gives the same likelihoods and synthesis.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.contract import LIKELIHOODS, ModelInfo, RiskModel, model_info
+from bayes_risk.exceptions import BayesRiskError
+
+__all__ = [
+    "CHECKS",
+    "CheckContext",
+    "SynthesizerCheckError",
+    "check_id",
+    "check_synthesizer",
+    "registered_synthesizer",
+    "synthesizer_checks",
+]
+
+
+class SynthesizerCheckError(BayesRiskError, AssertionError):
+    """A model breaks the model contract; ``failures`` maps each failed check to its message."""
+
+    default_code = "CONTRACT_VIOLATED"
+
+    def __init__(self, message: str, failures: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.failures = dict(failures or {})
+
+
+def _fail(message: str) -> None:
+    raise SynthesizerCheckError(message)
+
+
+@dataclass
+class CheckContext:
+    """What every check of one model shares: the unfitted model, the data and a fitted copy.
+
+    Parameters
+    ----------
+    model : object
+        The model as given (an unfitted instance); checks fit copies of it
+        (``type(model)(**model.get_params())``), never the model itself.
+    data : DataFrame
+        A small confidential table the model can fit.
+    fit_kw : dict
+        Further keywords of ``fit`` (``synthesized=``, ``schema=``...).
+    m : int
+        Synthetic datasets made by the checks.
+    random_seed : int
+        Seed of the fits and syntheses.
+    """
+
+    model: Any
+    data: pd.DataFrame
+    fit_kw: dict[str, Any] = field(default_factory=dict)
+    m: int = 2
+    random_seed: int = 0
+    _fitted: Any = field(default=None, repr=False)
+    _synthetic: Any = field(default=None, repr=False)
+
+    def new(self) -> Any:
+        """An unfitted copy of the model with the same settings."""
+        get = getattr(self.model, "get_params", None)
+        return type(self.model)(**get()) if callable(get) else type(self.model)()
+
+    def fit_new(self, seed: int | None = None) -> Any:
+        """A freshly fitted copy (``fit`` must return the model itself)."""
+        model = self.new()
+        seed = self.random_seed if seed is None else seed
+        out = model.fit(self.data, random_seed=seed, **self.fit_kw)
+        if out is not model:
+            _fail(f"fit returned {type(out).__name__}, not the model itself (self).")
+        return model
+
+    @property
+    def fitted(self) -> Any:
+        """The model fitted once with ``random_seed`` (shared by the checks that only read)."""
+        if self._fitted is None:
+            self._fitted = self.fit_new()
+        return self._fitted
+
+    @property
+    def synthetic(self) -> list[pd.DataFrame]:
+        """``m`` datasets synthesized by :attr:`fitted` with ``random_seed``."""
+        if self._synthetic is None:
+            self._synthetic = list(self.fitted.synthesize(self.m, random_seed=self.random_seed))
+        return self._synthetic
+
+    @property
+    def info(self) -> ModelInfo:
+        return model_info(self.fitted)
+
+
+# ------------------------------------------------------------------------------ helpers
+def _check_array(arr: Any, shape: tuple[int, ...], what: str, *, finite: bool = True) -> None:
+    if not isinstance(arr, np.ndarray):
+        _fail(f"{what} returned {type(arr).__name__}; expected a numpy array.")
+    if arr.dtype != np.float64:
+        _fail(f"{what} returned dtype {arr.dtype}; expected float64 (log space, float64).")
+    if arr.shape != shape:
+        _fail(f"{what} returned shape {arr.shape}; expected {shape}.")
+    if finite and not np.all(np.isfinite(arr)):
+        bad = int(np.count_nonzero(~np.isfinite(arr)))
+        _fail(f"{what} returned {bad} value(s) that are not finite (nan or ±inf).")
+    if np.any(np.isnan(arr)) or np.any(arr == np.inf):
+        _fail(f"{what} returned nan or +inf log-likelihoods.")
+
+
+def _same_tables(a: list[pd.DataFrame], b: list[pd.DataFrame]) -> bool:
+    return len(a) == len(b) and all(
+        x.reset_index(drop=True).equals(y.reset_index(drop=True)) for x, y in zip(a, b, strict=True)
+    )
+
+
+def _draw_subset(h: int) -> np.ndarray:
+    return np.unique(np.array([0, h // 2, h - 1], dtype=np.int64))
+
+
+# ------------------------------------------------------------------------------ the checks
+def check_info(ctx: CheckContext) -> None:
+    """The model declares a :class:`ModelInfo` (``info``) that agrees with its members: every
+    declared capability has its methods, and every likelihood method present is declared."""
+    cls = type(ctx.model)
+    declared = getattr(cls, "info", None)
+    if not isinstance(declared, ModelInfo):
+        _fail(f"{cls.__name__}.info is {type(declared).__name__}; declare the capabilities as a "
+              "class attribute info = bayes_risk.ModelInfo(...) (or bayes_risk.instance_info).")
+    model = ctx.fitted
+    info = model_info(model)
+    missing = {cap: [m for m in mem if not hasattr(model, m)]
+               for cap, mem in info.members().items()}
+    missing = {k: v for k, v in missing.items() if v}
+    if missing:
+        _fail(f"{cls.__name__} declares capabilities it lacks the members of: {missing}.")
+    undeclared = [k for k, meth in LIKELIHOODS.items()
+                  if callable(getattr(model, meth, None)) and k not in info.likelihoods]
+    if undeclared:
+        _fail(f"{cls.__name__} has the likelihood methods of {undeclared} but its ModelInfo "
+              "does not list them in likelihoods (the engines read the ModelInfo).")
+    if info.has("record") and not isinstance(model, RiskModel):
+        _fail(f"{cls.__name__} declares a record likelihood but is not a bayes_risk.RiskModel.")
+    if info.partial_synthesis and info.has("record") and not hasattr(model, "synthesized_records_"):
+        _fail(f"{cls.__name__} declares partial_synthesis but a fitted model has no "
+              "synthesized_records_ (bool [n], or None for every record).")
+    if info.has("record") and getattr(model, "model_class", None) not in ("P", "O"):
+        _fail(f"model_class must be 'P' or 'O'. Got {getattr(model, 'model_class', None)!r}.")
+    if info.has("record") and getattr(model, "ratio_form", None) not in ("joint", "conditional"):
+        _fail("ratio_form must be 'joint' or 'conditional'. "
+              f"Got {getattr(model, 'ratio_form', None)!r}.")
+
+
+def check_fit(ctx: CheckContext) -> None:
+    """``fit`` returns the model, sets ``schema_`` (a :class:`~bayes_risk.data.Schema` of the
+    data's columns) and leaves the data unchanged; ``synthesize`` before ``fit`` raises
+    :class:`~bayes_risk.exceptions.NotFittedError`."""
+    from bayes_risk.data.schema import Schema
+    from bayes_risk.exceptions import NotFittedError
+
+    before = ctx.data.copy()
+    model = ctx.fitted
+    if not ctx.data.equals(before):
+        _fail("fit modified the data it was given.")
+    schema = getattr(model, "schema_", None)
+    if not isinstance(schema, Schema):
+        _fail(f"a fitted model's schema_ is {type(schema).__name__}; expected a Schema.")
+    if list(schema.names) != list(ctx.data.columns):
+        _fail(f"schema_ names {schema.names}; expected the data's columns "
+              f"{list(ctx.data.columns)}.")
+    try:
+        ctx.new().synthesize(1, random_seed=0)
+    except NotFittedError:
+        pass
+    else:
+        _fail("synthesize before fit did not raise NotFittedError.")
+
+
+def check_synthesize(ctx: CheckContext) -> None:
+    """``synthesize(m)`` gives a :class:`~bayes_risk.data.SyntheticData` of ``m`` tables with
+    the original's columns and number of rows."""
+    from bayes_risk.data.synthetic import SyntheticData
+
+    syn = ctx.fitted.synthesize(ctx.m, random_seed=ctx.random_seed)
+    if not isinstance(syn, SyntheticData):
+        _fail(f"synthesize returned {type(syn).__name__}; expected SyntheticData.")
+    if syn.m != ctx.m:
+        _fail(f"synthesize({ctx.m}) returned {syn.m} datasets.")
+    for z in syn:
+        if list(z.columns) != list(ctx.data.columns) or len(z) != len(ctx.data):
+            _fail(f"a synthetic dataset has columns {list(z.columns)} and {len(z)} rows; "
+                  f"expected {list(ctx.data.columns)} and {len(ctx.data)}.")
+
+
+def check_same_seed(ctx: CheckContext) -> None:
+    """Same seed, same synthesis: two fits with one seed synthesize the same tables with one
+    seed; another synthesis seed gives other tables."""
+    a = ctx.synthetic
+    b = list(ctx.fit_new().synthesize(ctx.m, random_seed=ctx.random_seed))
+    if not _same_tables(a, b):
+        _fail("two fits with the same random_seed synthesized different datasets with the same "
+              "random_seed.")
+    c = list(ctx.fitted.synthesize(ctx.m, random_seed=ctx.random_seed + 1))
+    if _same_tables(a, c):
+        _fail("synthesize gave the same datasets for two different random_seed values.")
+
+
+def check_record_loglik(ctx: CheckContext) -> None:
+    """``record_loglik(records)`` is float64 ``[H, n]`` and finite on the fitted records;
+    ``draws=`` selects rows."""
+    model = ctx.fitted
+    if not ctx.info.has("record"):
+        return
+    h = int(model.n_draws)
+    if h < 1:
+        _fail(f"n_draws is {h}; expected a positive number of posterior draws.")
+    recs = ctx.data.iloc[: min(len(ctx.data), 10)]
+    ll = model.record_loglik(recs)
+    _check_array(ll, (h, len(recs)), "record_loglik")
+    idx = _draw_subset(h)
+    sub = model.record_loglik(recs, draws=idx)
+    _check_array(sub, (idx.size, len(recs)), "record_loglik(draws=...)")
+    if not np.allclose(sub, ll[idx], rtol=1e-10, atol=1e-10):
+        _fail("record_loglik(draws=idx) differs from record_loglik()[idx].")
+
+
+def check_dataset_loglik(ctx: CheckContext) -> None:
+    """``dataset_loglik(datasets)`` is float64 ``[H, m]`` and finite on the model's own
+    synthetic datasets; ``draws=`` selects rows."""
+    model = ctx.fitted
+    if not ctx.info.has("dataset"):
+        return
+    h = int(model.n_draws)
+    L = model.dataset_loglik(ctx.synthetic)
+    _check_array(L, (h, ctx.m), "dataset_loglik")
+    idx = _draw_subset(h)
+    sub = model.dataset_loglik(ctx.synthetic, draws=idx)
+    _check_array(sub, (idx.size, ctx.m), "dataset_loglik(draws=...)")
+    if not np.allclose(sub, L[idx], rtol=1e-10, atol=1e-10):
+        _fail("dataset_loglik(draws=idx) differs from dataset_loglik()[idx].")
+
+
+def check_draws(ctx: CheckContext) -> None:
+    """Posterior draws follow ArviZ's conventions: ``posterior_`` (when present) has a
+    ``posterior`` group with dimensions ``chain`` and ``draw`` and ``H = chains × draws``;
+    ``draw_chains()`` labels the flattened draws chain by chain."""
+    model = ctx.fitted
+    if not ctx.info.has("record"):
+        return
+    h = int(model.n_draws)
+    post = getattr(model, "posterior_", None)
+    n_chain = None
+    if post is not None:
+        group = post["posterior"] if "posterior" in getattr(post, "children", {}) else getattr(
+            post, "posterior", None)
+        if group is None:
+            _fail("posterior_ has no 'posterior' group (ArviZ DataTree / InferenceData).")
+        dims = dict(group.sizes) if hasattr(group, "sizes") else dict(group.dims)
+        if "chain" not in dims or "draw" not in dims:
+            _fail(f"the posterior group's dimensions are {sorted(dims)}; expected 'chain' and "
+                  "'draw' first (ArviZ conventions).")
+        n_chain = int(dims["chain"])
+        if n_chain * int(dims["draw"]) != h:
+            _fail(f"n_draws = {h} but the posterior holds {dims['chain']} chain(s) x "
+                  f"{dims['draw']} draws.")
+    if ctx.info.chains:
+        lab = np.asarray(model.draw_chains())
+        if lab.shape != (h,) or not np.issubdtype(lab.dtype, np.integer):
+            _fail(f"draw_chains() returned {lab.dtype} {lab.shape}; expected integers ({h},).")
+        if lab.min() != 0 or np.any(np.diff(lab) < 0) or np.any(np.diff(lab) > 1):
+            _fail("draw_chains() must label the chains 0..C-1 with the draws flattened chain by "
+                  "chain (ArviZ's (chain, draw) order).")
+        if n_chain is not None and int(lab.max()) + 1 != n_chain:
+            _fail(f"draw_chains() names {int(lab.max()) + 1} chain(s); the posterior has "
+                  f"{n_chain}.")
+
+
+def check_optional_likelihoods(ctx: CheckContext) -> None:
+    """The declared optional likelihoods have their shapes: the neighbourhood ``[H, n, G]``
+    with the truth at index 0 equal to the record likelihood, the candidate likelihood
+    ``[H, G]``, the own-record term ``[H, m, G]``."""
+    model, info = ctx.fitted, ctx.info
+    if not info.has("record"):
+        return
+    h = int(model.n_draws)
+    recs = ctx.data.iloc[:3]
+    if info.has("neighbourhood"):
+        try:
+            nb = model.neighbourhood_loglik(recs)
+        except NotImplementedError:  # allowed: the engine falls back (protocols)
+            nb = None
+        if nb is not None:
+            if not (isinstance(nb, np.ndarray) and nb.ndim == 3 and nb.shape[:2] == (h, 3)):
+                _fail(f"neighbourhood_loglik returned shape {getattr(nb, 'shape', None)}; "
+                      f"expected ({h}, 3, G).")
+            _check_array(nb[:, :, 0].copy(), (h, 3), "neighbourhood_loglik[..., 0] (the truth)")
+            if not np.allclose(nb[:, :, 0], model.record_loglik(recs), rtol=1e-8, atol=1e-8):
+                _fail("neighbourhood_loglik[:, :, 0] (the true record) differs from "
+                      "record_loglik.")
+            if info.has("neighbourhood_buffer") and nb.shape[2] != int(model.neighbourhood_size()):
+                _fail(f"neighbourhood_size() is {model.neighbourhood_size()}; the neighbourhood "
+                      f"has {nb.shape[2]} candidates.")
+    if info.has("candidate"):
+        cand = recs.iloc[[0, 1, 2]].reset_index(drop=True)
+        out = model.candidate_loglik(recs.iloc[0], cand)
+        _check_array(np.asarray(out), (h, 3), "candidate_loglik", finite=False)
+    if info.has("own_record") and getattr(model, "model_class", "P") == "O":
+        cand = recs.iloc[[0, 1]].reset_index(drop=True)
+        out = model.own_record_delta(recs.iloc[0], cand, ctx.synthetic)
+        _check_array(np.asarray(out), (h, ctx.m, 2), "own_record_delta", finite=False)
+
+
+def check_posterior_replicates(ctx: CheckContext) -> None:
+    """``posterior_replicates`` yields lists of tables of the synthesized columns, one row per
+    record, the same for the same seed."""
+    model = ctx.fitted
+    if not ctx.info.posterior_replicates:
+        return
+    first = next(iter(model.posterior_replicates(2, chunk_size=2, random_seed=1)))
+    again = next(iter(model.posterior_replicates(2, chunk_size=2, random_seed=1)))
+    if not isinstance(first, list) or len(first) != 2:
+        _fail("posterior_replicates(2, chunk_size=2) did not yield a list of 2 tables.")
+    for t in first:
+        if not isinstance(t, pd.DataFrame) or len(t) != len(ctx.data):
+            _fail("a posterior replicate is not a table with one row per record.")
+    if not _same_tables(first, again):
+        _fail("posterior_replicates gave different replicates for the same random_seed.")
+
+
+def check_convergence(ctx: CheckContext) -> None:
+    """``convergence_summary()`` is the record the command line and the results read."""
+    if not ctx.info.convergence:
+        return
+    summ = ctx.fitted.convergence_summary()
+    need = {"passed", "warnings", "failed_checks", "chains", "draws", "tune", "thin",
+            "quantities"}
+    if not isinstance(summ, dict) or not need <= set(summ):
+        _fail(f"convergence_summary() lacks {sorted(need - set(summ or {}))}.")
+
+
+def check_persistence(ctx: CheckContext) -> None:
+    """A saved model loads back — through :func:`bayes_risk.models.load_model` when its
+    ``model.json`` names a registered synthesizer — with the same likelihoods and synthesis."""
+    if not ctx.info.persistence:
+        return
+    from bayes_risk.models.base import SETTINGS_FILE, read_model_meta
+    from bayes_risk.registry import list_synthesizers
+
+    model = ctx.fitted
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "model"
+        model.save(folder)
+        _, meta = read_model_meta(folder)
+        name = meta.get("method")
+        if not isinstance(name, str):
+            _fail(f"save wrote no registered name under 'method' in {SETTINGS_FILE}.")
+        if name in list_synthesizers():
+            from bayes_risk.models import load_model
+
+            back = load_model(folder)
+        else:
+            back = type(model).load(folder)
+        if type(back) is not type(model):
+            _fail(f"the saved model loaded back as {type(back).__name__}.")
+        if ctx.info.has("record"):
+            recs = ctx.data.iloc[:5]
+            if not np.array_equal(back.record_loglik(recs), model.record_loglik(recs)):
+                _fail("the loaded model's record_loglik differs from the saved model's.")
+        again = list(back.synthesize(ctx.m, random_seed=ctx.random_seed))
+        if not _same_tables(again, ctx.synthetic):
+            _fail("the loaded model synthesizes other datasets with the same random_seed.")
+
+
+#: the checks, in the order they run
+CHECKS: tuple[Callable[[CheckContext], None], ...] = (
+    check_info,
+    check_fit,
+    check_synthesize,
+    check_same_seed,
+    check_record_loglik,
+    check_dataset_loglik,
+    check_draws,
+    check_optional_likelihoods,
+    check_posterior_replicates,
+    check_convergence,
+    check_persistence,
+)
+
+
+def _context(model_or_class: Any, data: pd.DataFrame, fit_kw: Mapping[str, Any] | None,
+             m: int, random_seed: int) -> CheckContext:
+    from bayes_risk.exceptions import ValidationError
+
+    model = model_or_class() if inspect.isclass(model_or_class) else model_or_class
+    if not isinstance(data, pd.DataFrame):
+        raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
+    return CheckContext(model, data, dict(fit_kw or {}), int(m), int(random_seed))
+
+
+def _bound(check: Callable[[CheckContext], None], ctx: CheckContext) -> Callable[[Any], None]:
+    @functools.wraps(check)
+    def run(model: Any = None) -> None:
+        check(ctx)
+
+    return run
+
+
+def synthesizer_checks(
+    model_or_class: Any,
+    data: pd.DataFrame,
+    *,
+    fit_kw: Mapping[str, Any] | None = None,
+    m: int = 2,
+    random_seed: int = 0,
+) -> Iterator[tuple[Any, Callable[[Any], None]]]:
+    """``(model, check)`` pairs for ``pytest.mark.parametrize`` (scikit-learn's
+    ``parametrize_with_checks``): call ``check(model)``; the checks share one fit.
+
+    Parameters
+    ----------
+    model_or_class : object or class
+        An unfitted model (its settings are kept; small ones keep the checks fast) or a class
+        (instantiated with its defaults).
+    data : DataFrame
+        A small table the model can fit.
+    fit_kw : dict, optional
+        Further keywords of ``fit``.
+    m : int
+        Synthetic datasets made by the checks.
+    random_seed : int
+        Seed of the fits and syntheses.
+
+    Yields
+    ------
+    tuple
+        ``(model, check)``; ``check.__name__`` names the check (see :func:`check_id`).
+    """
+    ctx = _context(model_or_class, data, fit_kw, m, random_seed)
+    for check in CHECKS:
+        yield ctx.model, _bound(check, ctx)
+
+
+def check_id(obj: Any) -> str | None:
+    """pytest ids of :func:`synthesizer_checks`' pairs: the class name and the check name."""
+    if callable(obj) and getattr(obj, "__name__", "").startswith("check_"):
+        return obj.__name__
+    if not callable(obj) or not inspect.isfunction(obj):
+        return type(obj).__name__
+    return None
+
+
+def check_synthesizer(
+    model_or_class: Any,
+    data: pd.DataFrame,
+    *,
+    fit_kw: Mapping[str, Any] | None = None,
+    m: int = 2,
+    random_seed: int = 0,
+) -> list[str]:
+    """Check that a synthesis model keeps the model contract (scikit-learn's ``check_estimator``).
+
+    Runs every check of ``bayes_risk.testing.CHECKS`` (one fit shared between them) and reports
+    all failures at once.
+
+    Parameters
+    ----------
+    model_or_class : object or class
+        An unfitted model (with small settings: few draws keep the checks fast) or a class.
+    data : DataFrame
+        A small table the model can fit.
+    fit_kw : dict, optional
+        Further keywords of ``fit`` (``synthesized=``, ``schema=``).
+    m : int
+        Synthetic datasets made by the checks (at most the model's number of draws).
+    random_seed : int
+        Seed of the fits and syntheses.
+
+    Returns
+    -------
+    list of str
+        The names of the checks run (all passed).
+
+    Raises
+    ------
+    SynthesizerCheckError
+        Naming every failed check and why (code ``CONTRACT_VIOLATED``).
+
+    Examples
+    --------
+    >>> from bayes_risk.testing import check_synthesizer
+    >>> check_synthesizer(MyModel(draws=50), small_table)  # doctest: +SKIP
+    ['check_info', 'check_fit', ...]
+    """
+    ctx = _context(model_or_class, data, fit_kw, m, random_seed)
+    failures: dict[str, str] = {}
+    for check in CHECKS:
+        try:
+            check(ctx)
+        except SynthesizerCheckError as err:
+            failures[check.__name__] = str(err)
+        except Exception as err:  # a model's own error is a failure of the check that met it
+            failures[check.__name__] = f"{type(err).__name__}: {err}"
+            if check is check_fit and ctx._fitted is None:
+                break  # nothing else can run without a fit
+    if failures:
+        name = type(ctx.model).__name__
+        lines = "\n".join(f"  {k}: {v}" for k, v in failures.items())
+        raise SynthesizerCheckError(
+            f"{name} breaks the model contract in {len(failures)} check(s):\n{lines}", failures
+        )
+    return [c.__name__ for c in CHECKS]
+
+
+@contextlib.contextmanager
+def registered_synthesizer(
+    name: str, target: str, *, path: str | os.PathLike[str] | None = None
+) -> Iterator[Path]:
+    """Register a synthesizer under ``name`` for the duration of a ``with`` block.
+
+    Does what installing a distribution with the entry point does (``pip install``): writes a
+    minimal distribution's metadata — a ``.dist-info`` folder whose ``entry_points.txt`` puts
+    ``name = target`` in the group ``bayes_risk.synthesizers`` — into a temporary folder on
+    ``sys.path``, where ``importlib.metadata`` finds it. For trying a model, in tests or in
+    a notebook, before packaging it; a subprocess sees it too with the yielded folder on
+    ``PYTHONPATH``.
+
+    Parameters
+    ----------
+    name : str
+        The registered name (``bayes-risk fit --method NAME``).
+    target : str
+        ``"module:Class"``.
+    path : path-like, optional
+        A folder to put on ``sys.path`` as well, from which ``module`` imports.
+
+    Yields
+    ------
+    Path
+        The folder holding the metadata (removed from ``sys.path`` and deleted afterwards).
+    """
+    from bayes_risk.exceptions import ValidationError
+    from bayes_risk.registry import GROUP
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", str(name)):
+        raise ValidationError(f"name must be letters, digits, '.', '_' or '-'. Got {name!r}.")
+    if not re.fullmatch(r"[\w.]+:[\w.]+", str(target)):
+        raise ValidationError(f"target must be 'module:Class'. Got {target!r}.")
+    added = [str(Path(path).resolve())] if path is not None else []
+    with tempfile.TemporaryDirectory(prefix="bayes_risk_ep_") as tmp:
+        dist = "bayes_risk_registered_" + re.sub(r"[^A-Za-z0-9]", "_", name)
+        info = Path(tmp) / f"{dist}-0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0\n", encoding="utf-8")
+        (info / "entry_points.txt").write_text(f"[{GROUP}]\n{name} = {target}\n",
+                                               encoding="utf-8")
+        entries = [tmp, *added]
+        sys.path[:0] = entries
+        try:
+            yield Path(tmp)
+        finally:
+            for e in entries:
+                with contextlib.suppress(ValueError):
+                    sys.path.remove(e)

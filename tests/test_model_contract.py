@@ -1,0 +1,260 @@
+"""The closed model contract: ModelInfo, estimator="auto" by capability, the entry-point registry,
+bayes_risk.testing.check_synthesizer and the example model of the docs ("Adding a model").
+
+The example model (examples/dirichlet_multinomial) is registered the way the docs describe for
+trying a model before packaging it (``bayes_risk.testing.registered_synthesizer``: the metadata
+``pip install`` would write, on ``sys.path``), then checked and run through the command line.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayes_risk import cli
+from bayes_risk.contract import ModelInfo, auto_estimator, model_info
+from bayes_risk.exceptions import NotSupportedError, ValidationError
+from bayes_risk.models import get_synthesizer, list_synthesizers
+from bayes_risk.testing import (
+    CHECKS,
+    SynthesizerCheckError,
+    check_synthesizer,
+    registered_synthesizer,
+    synthesizer_checks,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "dirichlet_multinomial"
+NAME = "dirichlet-multinomial"
+TARGET = "dirichlet_multinomial:DirichletMultinomial"
+
+
+def _table(n: int = 60, seed: int = 1) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "sex": pd.Categorical(rng.choice(["F", "M"], n)),
+        "region": rng.choice(["north", "south", "east"], n, p=[0.5, 0.3, 0.2]),
+        "owner": rng.choice(["yes", "no"], n),
+    })
+
+
+@pytest.fixture()
+def example():
+    """The example model, registered under its name for the test."""
+    if not EXAMPLE.is_dir():
+        pytest.skip("examples/ is not part of this checkout")
+    with registered_synthesizer(NAME, TARGET, path=EXAMPLE):
+        yield get_synthesizer(NAME)
+
+
+# ------------------------------------------------------------------------------ ModelInfo
+def test_model_info_is_frozen_and_validated():
+    info = ModelInfo(likelihoods={"record", "dataset"}, estimators=("is",))
+    assert info.likelihoods == frozenset({"record", "dataset"}) and info.has("dataset")
+    with pytest.raises(AttributeError):
+        info.imputes = True  # type: ignore[misc]
+    for bad in (dict(likelihoods={"recrod"}), dict(estimators=("fast",)),
+                dict(likelihoods={"record"}, estimators=("is",)),  # 'is' needs 'dataset'
+                dict(likelihoods={"record", "neighbourhood_buffer"}),
+                dict(imputes="yes")):
+        with pytest.raises(ValidationError) as err:
+            ModelInfo(**bad)
+        assert err.value.code == "BAD_MODEL_INFO"
+
+
+def test_every_builtin_model_declares_its_info():
+    """Each registered built-in class (and the plug-ins) carries a ModelInfo of its own."""
+    from bayes_risk.models import CARTPlugin, RFPlugin
+
+    for name in ["cart", "rf", "pmm", "dpmpm", "poisson-mixture", "regression"]:
+        assert isinstance(get_synthesizer(name).info, ModelInfo), name
+    assert model_info(RFPlugin).result_warnings == ("APPROXIMATE_NONPARAMETRIC",)
+    assert model_info(CARTPlugin).holds_missing and model_info(CARTPlugin).estimators == (
+        "plugin",)
+    assert model_info(get_synthesizer("dpmpm")).imputes
+    assert model_info(get_synthesizer("cart")).plugin_likelihood
+
+
+def test_cart_info_depends_on_its_donors():
+    """CART's posterior predictive is its Bayesian bootstrap: with equal-weight donors the
+    instance declares no posterior replicates (instance_info), the class does."""
+    cart = get_synthesizer("cart")
+    assert cart.info.posterior_replicates
+    assert cart().info.posterior_replicates
+    assert not cart(donor="uniform").info.posterior_replicates
+
+
+class _NoAugment:
+    """A model written from scratch: record and dataset likelihoods, no fit_augmented."""
+
+    model_class = "P"
+    ratio_form = "joint"
+
+    def __init__(self, schema, theta):
+        self.schema_, self.theta = schema, np.asarray(theta, dtype=np.float64)
+
+    @property
+    def n_draws(self):
+        return self.theta.size
+
+    def record_loglik(self, records, *, draws=None):
+        t = self.theta if draws is None else self.theta[draws]
+        y = (records["y"].astype(str) == "1").to_numpy()
+        return np.where(y[None, :], np.log(t)[:, None], np.log1p(-t)[:, None])
+
+    def dataset_loglik(self, datasets, *, draws=None):
+        return np.stack([self.record_loglik(z, draws=draws).sum(axis=1) for z in datasets], 1)
+
+
+def test_auto_estimator_chooses_by_capability_not_by_class():
+    """A class P model without fit_augmented gets the IS estimator from 'auto' (it used to get
+    'stabilised' from its class and fail); with augmented draws given it gets 'stabilised';
+    a class O model never gets 'stabilised'."""
+    from bayes_risk import attribute_risk, infer_schema
+
+    df = pd.DataFrame({"y": ["0", "1", "1", "0", "1", "0"] * 4})
+    schema = infer_schema(df, synthesized=["y"])
+    model = _NoAugment(schema, np.random.default_rng(0).beta(5, 5, 60))
+    assert model_info(model).estimators == ("is",)
+    assert auto_estimator(model) == "is"
+    assert auto_estimator(model, augmented_given=True) == "stabilised"
+    syn = [df.sample(frac=1.0, random_state=s).reset_index(drop=True) for s in (1, 2)]
+    res = attribute_risk(model, df, syn, records=[0, 1], random_seed=0, progressbar=False)
+    assert res.settings["estimator"] == "is"
+    with pytest.raises(NotSupportedError) as err:
+        auto_estimator(type("M", (), {"model_class": "O", "info": ModelInfo(
+            likelihoods={"record"}, estimators=())})())
+    assert err.value.code == "NO_ESTIMATOR"
+
+
+def test_declared_info_closes_the_contract():
+    """The engine reads the declaration: an estimator the model does not list is refused."""
+    from bayes_risk import attribute_risk, infer_schema
+
+    df = pd.DataFrame({"y": ["0", "1"] * 10})
+    model = _NoAugment(infer_schema(df, synthesized=["y"]), np.full(30, 0.4))
+    model.info = ModelInfo(likelihoods={"record", "dataset"}, estimators=())
+    with pytest.raises(NotSupportedError, match="NO_ESTIMATOR|supports no attribute-risk"):
+        attribute_risk(model, df, [df], records=[0], progressbar=False)
+    model.info = ModelInfo(likelihoods={"record"}, estimators=("stabilised",))
+    with pytest.raises(ValidationError, match="ModelInfo.estimators"):
+        attribute_risk(model, df, [df], records=[0], estimator="is", progressbar=False)
+
+
+# ------------------------------------------------------------------------------ the registry
+def test_builtin_entry_points_match_pyproject_and_lazy_exports():
+    from bayes_risk import models
+
+    table = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"][
+        "bayes_risk.synthesizers"]
+    assert set(table) <= set(list_synthesizers())
+    exported = {cls for _, cls in models._REGISTRY.values()}
+    for name, value in table.items():
+        module, cls = value.split(":")
+        assert module == "bayes_risk.models" and cls in exported, value
+        assert get_synthesizer(name).__name__ == cls
+        assert get_synthesizer(name).method_name == name  # model.json records this name
+
+
+def test_unknown_synthesizer_is_a_coded_error():
+    with pytest.raises(ValidationError, match="must be one of .*'cart'") as err:
+        get_synthesizer("cartt")
+    assert err.value.code == "UNKNOWN_SYNTHESIZER"
+
+
+@pytest.mark.parametrize("target, why", [
+    ("_no_such_module_xyz:Model", "ModuleNotFoundError"),
+    ("json:dumps", "not a synthesizer class"),
+])
+def test_broken_entry_point_names_itself_and_harms_nothing_else(target, why, capsys):
+    with registered_synthesizer("broken", target):
+        assert "broken" in list_synthesizers()  # listed without importing it
+        with pytest.raises(ValidationError, match=why) as err:
+            get_synthesizer("broken")
+        assert err.value.code == "SYNTHESIZER_BROKEN" and target in str(err.value)
+        assert get_synthesizer("cart").__name__ == "CARTSynthesizer"
+        rc = cli.main(["fit", "whatever.csv", "--method", "broken", "--out", "x"])
+        err_text = capsys.readouterr().err
+        assert rc == 2 and "SYNTHESIZER_BROKEN" in err_text and "broken" in err_text
+    assert "broken" not in list_synthesizers()
+
+
+def test_name_registered_twice_is_refused():
+    with registered_synthesizer("cart", "bayes_risk.models:DPMPM"):
+        with pytest.raises(ValidationError) as err:
+            get_synthesizer("cart")
+        assert err.value.code == "SYNTHESIZER_CLASH"
+
+
+# ------------------------------------------------------------------------------ check_synthesizer
+def test_check_synthesizer_passes_the_example_model(example):
+    assert check_synthesizer(example(draws=20, chains=2), _table()) == [
+        c.__name__ for c in CHECKS]
+    pairs = list(synthesizer_checks(example, _table(), m=3))
+    assert [c.__name__ for _, c in pairs] == [c.__name__ for c in CHECKS]
+    for model, check in pairs:
+        check(model)
+
+
+def test_check_synthesizer_reports_broken_models(example):
+    """The checks bite: a declared likelihood without its method, float32 likelihoods with the
+    wrong shape, a seed that is not used, a load that loses the draws."""
+
+    class Undeclared(example):
+        info = ModelInfo(likelihoods={"record", "dataset", "candidate"}, estimators=("is",),
+                         persistence=True, chains=True)
+
+    class Float32(example):
+        def record_loglik(self, records, *, draws=None):
+            return super().record_loglik(records, draws=draws).astype(np.float32)[:, :-1]
+
+    class Unseeded(example):
+        def synthesize(self, m=1, *, random_seed=None):
+            return super().synthesize(m, random_seed=int(np.random.SeedSequence().entropy % 1000))
+
+    class Forgetful(example):
+        @classmethod
+        def load(cls, path):
+            model = super().load(path)
+            model.theta_ = model.theta_[:, ::-1]
+            return model
+
+    expected = {Undeclared: "check_info", Float32: "check_record_loglik",
+                Unseeded: "check_same_seed", Forgetful: "check_persistence"}
+    for cls, check in expected.items():
+        with pytest.raises(SynthesizerCheckError) as err:
+            check_synthesizer(cls(draws=10, chains=2), _table())
+        assert check in err.value.failures, (cls.__name__, err.value.failures)
+        assert err.value.code == "CONTRACT_VIOLATED"
+
+
+# ------------------------------------------------------------- the example on the CLI
+def test_example_model_runs_through_the_command_line(example, tmp_path, capsys):
+    """fit → synthesize → attribute → audit with a model no file of bayes-risk names."""
+    data = tmp_path / "data.csv"
+    _table(80, seed=3).to_csv(data, index=False)
+    mdir, syn, att, aud = (tmp_path / d for d in ("model", "syn", "attribute", "audit"))
+    assert cli.main(["fit", str(data), "--method", NAME, "--draws", "40", "--chains", "2",
+                     "--random-seed", "1", "--quiet", "--out", str(mdir)]) == 0
+    assert json.loads((mdir / "model.json").read_text())["method"] == NAME
+    # --tune is not a setting of the model: refused, by its signature (not by its name)
+    assert cli.main(["fit", str(data), "--method", NAME, "--tune", "5", "--quiet",
+                     "--out", str(tmp_path / "m2")]) == 2
+    assert "--tune: MCMC options do not apply" in capsys.readouterr().err
+    assert cli.main(["synthesize", "--model", str(mdir), "-m", "3", "--random-seed", "2",
+                     "--quiet", "--out", str(syn)]) == 0
+    assert cli.main(["attribute", str(data), str(syn), "--model", str(mdir), "--records", "1-5",
+                     "--random-seed", "3", "--quiet", "--out", str(att)]) == 0
+    summary = json.loads((att / "summary.json").read_text())
+    assert summary["settings"]["estimator"] == "stabilised"  # 'auto', from its ModelInfo
+    recs = pd.read_csv(att / "records.csv")
+    assert len(recs) == 5 and recs["p_true"].between(0, 1).all()
+    assert cli.main(["audit", str(data), str(syn), "--model", str(mdir), "--known", "sex",
+                     "region", "--records", "1-4", "--random-seed", "4", "--quiet",
+                     "--out", str(aud)]) == 0
+    assert (aud / "attribute" / "records.csv").is_file()
