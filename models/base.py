@@ -13,9 +13,9 @@ A ``random_seed`` given to ``fit`` or ``synthesize`` takes precedence over the s
 contract is checked for every registered synthesizer by ``tests/models/test_contract.py``.
 
 Bayesian models (DPMPM, Poisson mixtures, sequential regressions) additionally implement the
-likelihood protocol :class:`bayes_risk.protocols.SupportsRecordLoglik` used by the attribute-risk
-engine, and ``save``/``load`` (NetCDF posterior + JSON settings; no pickle). CART, random-forest
-and PMM synthesizers have ``save``/``load`` too (NPZ tree arrays + Parquet data + JSON).
+model contract :class:`bayes_risk.protocols.RiskModel` used by the risk engines, and
+``save``/``load`` (NetCDF posterior + JSON settings; no pickle). CART, random-forest and PMM
+synthesizers have ``save``/``load`` too (NPZ tree arrays + Parquet data + JSON).
 """
 
 from __future__ import annotations
@@ -334,12 +334,10 @@ def load_model(path: str | os.PathLike[str]) -> Any:
     ValidationError
         If the folder is not a saved model.
     """
-    from bayes_risk.protocols import model_info
-
     p, meta = read_model_meta(path)
     method = meta.get("method")
     cls = get_synthesizer(method)  # the entry point registered under that name
-    if not (model_info(cls).persistence and callable(getattr(cls, "load", None))):
+    if not callable(getattr(cls, "load", None)):
         raise ValidationError(f"models of type {method!r} cannot be loaded from disk.")
     return cls.load(p)
 

@@ -98,7 +98,7 @@ def attribute_risk(
 
     Parameters
     ----------
-    model : SupportsRecordLoglik
+    model : RiskModel
         A fitted Bayesian synthesis model (DPMPM, PoissonMixture, SequentialRegression), an
         :class:`~bayes_risk.attribute.ArrayModel`, or a plug-in model without posterior draws
         (:class:`~bayes_risk.models.CARTPlugin`, methods, Tree synthesizers: plug-in likelihoods;

@@ -22,7 +22,7 @@ from bayes_risk.exceptions import NotSupportedError, SchemaError, ValidationErro
 from bayes_risk.membership import dcr as _dcr
 from bayes_risk.membership import estimator as _est
 from bayes_risk.membership.summaries import file_summary
-from bayes_risk.protocols import SupportsAugmentedFit, SupportsRecordLoglik
+from bayes_risk.protocols import SupportsAugmentedFit, model_info
 from bayes_risk.results.membership import MEMBERSHIP_FLAGS, MembershipRiskResult
 
 __all__ = ["membership_risk", "MembershipRiskResult", "MEMBERSHIP_FLAGS", "check_model"]
@@ -45,7 +45,9 @@ def check_model(model: Any) -> None:
         likelihoods, models without refits) or ``MEMBERSHIP_PARTIAL_SYNTHESIS``.
     """
     name = type(model).__name__
-    if hasattr(model, "plugin_loglik") and not isinstance(model, SupportsRecordLoglik):
+    info = model_info(model)
+    has_record = "record" in info.likelihoods
+    if "plugin" in info.likelihoods and not has_record:
         raise NotSupportedError(
             f"{name} is a plug-in likelihood of a tree synthesizer: a record that is not in the "
             "data has no donor leaf, so p(Z | data with the record) is not defined by the "
@@ -54,7 +56,7 @@ def check_model(model: Any) -> None:
             "(bayes_risk.membership.dcr.closest_distance) applies.",
             code="MEMBERSHIP_MODEL_UNSUPPORTED",
         )
-    if not isinstance(model, SupportsRecordLoglik) or not isinstance(model, SupportsAugmentedFit):
+    if not has_record or not isinstance(model, SupportsAugmentedFit):
         raise NotSupportedError(
             f"{name} does not supply posterior draws with record_loglik and fit_augmented; "
             "membership risk needs both (methods, Membership disclosure risk).",

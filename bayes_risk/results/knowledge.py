@@ -12,8 +12,8 @@ import pandas as pd
 from bayes_risk._io import to_jsonable
 from bayes_risk.results._base import RiskResult
 from bayes_risk.results._summary import ResultWarning, Summary
-from bayes_risk.warning_codes import message
 from bayes_risk.results.identification import ID_MEASURES
+from bayes_risk.warning_codes import message
 
 __all__ = ["KnowledgeSweepResult", "SWEEP_MEASURES"]
 
