@@ -800,7 +800,7 @@ def test_every_path_argument_is_an_input():
         "synthesize": {"original", "model", "records"},
         "identification": {"original", "synthetic", "population_counts", "targets", "model"},
         "attribute": {"model", "original", "synthetic", "records"},
-        "audit": {"original", "synthetic", "model", "records"},
+        "audit": {"original", "synthetic", "model", "records", "holdout"},
     }
     for name, parser in sub.choices.items():
         inputs = set(parser.get_default(INPUTS_ATTR))

@@ -85,6 +85,28 @@ def _visit_orders(ce, release):
                   schema=release[1], m=2, random_seed=4, progressbar=False)
 
 
+def _membership():
+    """A Beta-Bernoulli model with exact posterior draws (tests/membership shows the case)."""
+    from scipy import stats
+
+    from bayes_risk.attribute import ArrayModel
+    from bayes_risk.data import infer_schema
+
+    def loglik(records, theta):
+        x = records["a"].astype(int).to_numpy()[None, :]
+        t = np.asarray(theta)[:, None]
+        return x * np.log(t) + (1 - x) * np.log1p(-t)
+
+    y = pd.DataFrame({"a": ["1"] * 5 + ["0"] * 3})
+    z = pd.DataFrame({"a": ["1"] * 6 + ["0"] * 2})
+    schema = infer_schema(y, categorical=["a"], synthesized=["a"])
+    rng = np.random.default_rng(1)
+    model = ArrayModel(loglik, stats.beta(6, 4).rvs(400, random_state=rng), schema)
+    aug = model.with_draws(stats.beta(12, 6).rvs(400, random_state=rng))
+    return _quiet(br.membership_risk, model, y, z, holdout=pd.DataFrame({"a": ["1", "0"]}),
+                  augmented=[aug], bootstrap=20, random_seed=2)
+
+
 BUILDERS = {
     "AttributeRiskResult": _attribute,
     "IdentificationResult": lambda ce, rel: _identification(ce, rel, "pooled"),
@@ -110,6 +132,8 @@ BUILDERS = {
         "Tenure": _quiet(br.disclosure_measures, ce, rel[2], ["Age", "Urban"], "Tenure",
                          schema=rel[1])}),
     "VisitOrderComparison": _visit_orders,
+    "DifferencingResult": lambda ce, rel: br.differencing_check(rel[2], ce),
+    "MembershipRiskResult": lambda ce, rel: _membership(),
 }
 
 _CACHE: dict[str, RiskResult] = {}
