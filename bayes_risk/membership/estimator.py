@@ -134,7 +134,7 @@ def log_normaliser(
         The log normaliser per slot.
     khat : array [U]
         Pareto k̂ of the self-normalised importance sum over the population draws (``nan``
-        when the draws repeat a few distinct records, see :func:`_khat`).
+        when the draws repeat a few distinct records, see ``_khat``).
     ess : array [U]
         Kish effective sample size of that sum.
     """

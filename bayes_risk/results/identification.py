@@ -58,7 +58,7 @@ class IdentificationResult(RiskResult):
         that exceeds 100 million entries — read :attr:`pooled` row by row then).
     pooled : PooledProbabilities or None
         The same probabilities in compact form
-        (:class:`bayes_risk.identification.pooled.PooledProbabilities`): the directly matched
+        (``bayes_risk.identification.pooled.PooledProbabilities``): the directly matched
         records explicitly, each target's fallback set (the records matching its unsynthesized
         known columns, used in replicates without a match; Reiter & Mitra 2009) as the set and
         one probability (``.row(i)``, ``.tocsr()``, ``.nnz``).
