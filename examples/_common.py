@@ -9,7 +9,11 @@ import pandas as pd
 
 #: 1.0 reproduces the paper-sized analysis; the test suite runs the examples at a small scale.
 SCALE = float(os.environ.get("BAYES_RISK_EXAMPLE_SCALE", "1.0"))
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
+#: the project's shared/ folder beside the checkout, or the parent of $BAYES_RISK_SHARED_DATA (the
+#: docs build runs the scripts from a copy of the tree)
+SHARED = (Path(os.environ["BAYES_RISK_SHARED_DATA"]).parent
+          if os.environ.get("BAYES_RISK_SHARED_DATA")
+          else Path(__file__).resolve().parent.parent.parent / "shared")
 
 
 def scaled(n: int, minimum: int = 1) -> int:

@@ -208,9 +208,10 @@ def test_docs_build(tmp_path):
     shutil.copytree(DOCS, src / "docs", ignore=shutil.ignore_patterns("_build", "generated"))
     (src / "benchmarks").mkdir()
     shutil.copy(ROOT / "benchmarks" / "README.md", src / "benchmarks" / "README.md")
-    # "Adding a model" includes and runs the example model (conf.py: BAYES_RISK_EXAMPLES)
-    shutil.copytree(ROOT / "examples" / "dirichlet_multinomial",
-                    src / "examples" / "dirichlet_multinomial")
+    # "Adding a model" includes and runs the example model, and the reproduction gallery runs
+    # the paper scripts (conf.py: BAYES_RISK_EXAMPLES)
+    shutil.copytree(ROOT / "examples", src / "examples",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build"))
     out = tmp_path / "html"
     env = dict(os.environ)
     env.setdefault("BAYES_RISK_SHARED_DATA", str(ROOT.parent / "shared" / "data"))
