@@ -32,7 +32,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._progress import progress
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.executors import (
     DaskExecutor,
@@ -91,22 +90,6 @@ def connect(scheduler: str | None = None, n_workers: int | None = None) -> Itera
         yield client
 
 
-def _gather_results(client: Any, futures: list[Any], *, progressbar: bool, what: str) -> list:
-    """Results of ``futures`` in submission order (a worker's error is raised here)."""
-    distributed = _distributed()
-    index = {f.key: i for i, f in enumerate(futures)}
-    out: list[Any] = [None] * len(futures)
-    for fut in progress(
-        distributed.as_completed(futures), total=len(futures), description=what,
-        enabled=progressbar,
-    ):
-        out[index[fut.key]] = fut.result()
-    return out
-
-
-# ----------------------------------------------------------------------------------------------
-# attribute risk
-# ----------------------------------------------------------------------------------------------
 def attribute_risk(
     model: Any,
     original: pd.DataFrame,

@@ -41,7 +41,6 @@ from bayes_risk.models._trees import Design, SeqTree, column_codes
 from bayes_risk.models.base import (
     BaseSynthesizer,
     check_is_fitted,
-    legacy_call_forms,
     synthesized_columns,
 )
 
@@ -341,7 +340,6 @@ class CARTSynthesizer(_CARTSynthesis, FingerprintCheck, BaseSynthesizer):
         return cols
 
     # ----- fit ----------------------------------------------------------------------------
-    @legacy_call_forms(positional=("schema", "synthesized"))
     def fit(
         self,
         data: pd.DataFrame,
@@ -517,7 +515,6 @@ class CARTSynthesizer(_CARTSynthesis, FingerprintCheck, BaseSynthesizer):
             h[k] = max(silverman(v), res)
         return h
     # ----- synthesize ---------------------------------------------------------------------
-    @legacy_call_forms(positional=("random_seed",))
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
         """Draw ``m`` synthetic datasets, each from its own child stream of ``random_seed``.
 

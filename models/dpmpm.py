@@ -31,7 +31,6 @@ from bayes_risk.models._stick import (  # noqa: F401  (re-exported)
     stick_breaking_log,
     stick_conditional,
 )
-from bayes_risk.models.base import legacy_call_forms
 from bayes_risk.models.bayesian import BayesianSynthesizer
 
 __all__ = ["DPMPM", "MODES", "SAMPLERS"]
@@ -371,7 +370,6 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
         )
 
     # ------------------------------------------------------------------ fit
-    @legacy_call_forms(renamed={"synthesized_records": "records"})
     def fit(
         self,
         data: pd.DataFrame,

@@ -31,7 +31,6 @@ from bayes_risk.models._trees import column_codes
 from bayes_risk.models.base import (
     BaseSynthesizer,
     check_is_fitted,
-    legacy_call_forms,
     synthesized_columns,
 )
 from bayes_risk.models.cart import records_mask
@@ -238,7 +237,6 @@ class SmallCellPMMSynthesizer(FingerprintCheck, BaseSynthesizer):
         return p
 
     # ----- fit ----------------------------------------------------------------------------
-    @legacy_call_forms(positional=("schema", "synthesized"))
     def fit(
         self,
         data: pd.DataFrame,
@@ -444,7 +442,6 @@ class SmallCellPMMSynthesizer(FingerprintCheck, BaseSynthesizer):
             )
 
     # ----- synthesize ---------------------------------------------------------------------
-    @legacy_call_forms(positional=("random_seed",))
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
         """Produce ``m`` implicates (Hawala 2008 releases one; ``m > 1`` uses independent streams).
 

@@ -36,7 +36,6 @@ from bayes_risk.models._design import apply_dtypes, record_dtypes
 from bayes_risk.models._poisson_fit import LATENT_GROUP, _PoissonFitting
 from bayes_risk.models._poisson_largest import LargestValueLikelihood, _LargestValue
 from bayes_risk.models._poisson_loglik import _group_totals, _PoissonLikelihoods
-from bayes_risk.models.base import legacy_call_forms
 from bayes_risk.models.bayesian import BayesianSynthesizer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -305,7 +304,6 @@ class PoissonMixture(_PoissonFitting, _PoissonLikelihoods, _LargestValue, Bayesi
     largest_value_loglik = _LargestValue.largest_value_loglik
 
     # ------------------------------------------------------------------ fitting
-    @legacy_call_forms(renamed={"synthesized_records": "records"})
     def fit(
         self,
         data: pd.DataFrame,

@@ -29,7 +29,7 @@ from bayes_risk.data.validate import check_m
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._synth_io import FingerprintCheck
 from bayes_risk.models._tree_missing import FILL, kind_codes, missing_layout
-from bayes_risk.models.base import BaseSynthesizer, check_is_fitted, legacy_call_forms
+from bayes_risk.models.base import BaseSynthesizer, check_is_fitted
 from bayes_risk.models.cart import encoded_values, prepare_schema, records_mask
 
 __all__ = ["RandomForestSynthesizer", "leaf_probabilities", "synthesis_probabilities"]
@@ -237,7 +237,6 @@ class RandomForestSynthesizer(FingerprintCheck, BaseSynthesizer):
             raise ValidationError(f"max_features must be 'sqrt' or an integer >= 1. Got {mf!r}.")
 
     # ----- fit ----------------------------------------------------------------------------
-    @legacy_call_forms(positional=("schema", "synthesized"))
     def fit(
         self,
         data: pd.DataFrame,
@@ -604,7 +603,6 @@ class RandomForestSynthesizer(FingerprintCheck, BaseSynthesizer):
                 out[sl] = q.mean(axis=1, dtype=np.float64)
         return out
 
-    @legacy_call_forms(positional=("random_seed",))
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
         """Draw ``m`` synthetic datasets (one child stream of ``random_seed`` per dataset).
 

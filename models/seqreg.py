@@ -42,7 +42,6 @@ from bayes_risk.models._design import (
 from bayes_risk.models._seqreg_draws import _SEP, _laplace_draws, _prior_sd, _var
 from bayes_risk.models._seqreg_loglik import _SeqRegLikelihoods
 from bayes_risk.models._seqreg_posterior import _SeqRegPosterior
-from bayes_risk.models.base import legacy_call_forms
 from bayes_risk.models.bayesian import BayesianSynthesizer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -273,7 +272,6 @@ class SequentialRegression(_SeqRegPosterior, _SeqRegLikelihoods, BayesianSynthes
         )
 
     # ------------------------------------------------------------------ fit
-    @legacy_call_forms(renamed={"synthesized_records": "records"})
     def fit(
         self,
         data: pd.DataFrame,

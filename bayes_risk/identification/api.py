@@ -154,8 +154,7 @@ def identification_risk(
     compat : {None, "IdentificationRiskCalculation"}
         Reproduce the R package IdentificationRiskCalculation exactly: open windows, signed
         percentage radius, ``T = 1`` when ``c = 0``, per-dataset aggregation, no fallback, radius
-        vector in data-frame column order (methods, Compatibility with the R packages). The
-        former name ``"hornby-hu"`` is accepted with a ``FutureWarning``.
+        vector in data-frame column order (methods, Compatibility with the R packages).
     missing_known : {"any", "level"}
         A target's missing known value (an empty cell or a declared missing-value code): the
         intruder does not know it, so it matches any released value (``"any"``, default); or

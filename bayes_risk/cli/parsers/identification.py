@@ -94,7 +94,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="a target's missing known value (empty or a --missing-code): matches "
                         "any released value (default; the intruder does not know it) or only "
                         "a released missing value")
-    a.add_argument("--compat", choices=["IdentificationRiskCalculation", "hornby-hu"],
+    a.add_argument("--compat", choices=["IdentificationRiskCalculation"],
                    default=None,
                    help="reproduce the IdentificationRiskCalculation R package exactly")
     t = p.add_argument_group("targets")
