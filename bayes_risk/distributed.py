@@ -91,11 +91,11 @@ def connect(scheduler: str | None = None, n_workers: int | None = None) -> Itera
 
 
 def attribute_risk(
-    model: Any,
     original: pd.DataFrame,
     synthetic: Any,
-    records: Sequence[int] | np.ndarray | None = None,
     *,
+    model: Any,
+    records: Sequence[int] | np.ndarray | None = None,
     client: Any = None,
     partition_size: int = 256,
     progressbar: bool = True,
@@ -105,7 +105,7 @@ def attribute_risk(
 
     Parameters
     ----------
-    model, original, synthetic, records
+    original, synthetic, model, records
         As in :func:`bayes_risk.attribute_risk`.
     client : distributed.Client, optional
         The cluster to use (default: the current client, ``distributed.get_client()``).
@@ -121,10 +121,10 @@ def attribute_risk(
     Returns
     -------
     AttributeRiskResult
-        Identical to ``bayes_risk.attribute_risk(model, original, synthetic, records,
-        **kwargs)``: record table, candidate posteriors, kept log-likelihoods (``with_prior``
-        and ``prior_sensitivity`` work), warnings, summary and settings; ``settings["timing"]``
-        holds the workers' times summed over partitions.
+        Identical to ``bayes_risk.attribute_risk(original, synthetic, model=model,
+        records=records, **kwargs)``: record table, candidate posteriors, kept log-likelihoods
+        (``with_prior`` and ``prior_sensitivity`` work), warnings, summary and settings;
+        ``settings["timing"]`` holds the workers' times summed over partitions.
 
     Raises
     ------
@@ -154,7 +154,8 @@ def attribute_risk(
     except TypeError as err:
         raise ValidationError(f"invalid arguments for attribute_risk: {err}.") from err
     return in_process(
-        model, original, synthetic, records, progressbar=progressbar, executor=executor,
+        original, synthetic, model=model, records=records, progressbar=progressbar,
+        executor=executor,
         **kwargs,
     )
 
@@ -195,9 +196,9 @@ def _collect_inputs(
 def identification_risk(
     original: Any,
     synthetic: Any,
+    *,
     known_unsynthesized: Sequence[str] = (),
     known_synthesized: Sequence[str] = (),
-    *,
     client: Any = None,
     partition_size: int = 100_000,
     progressbar: bool = True,
@@ -272,10 +273,10 @@ def identification_risk(
 def radius_sweep(
     original: Any,
     synthetic: Any,
+    *,
     known_unsynthesized: Sequence[str] = (),
     known_synthesized: Sequence[str] = (),
     radii: Sequence[float] | Mapping[str, Sequence[float]] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3),
-    *,
     client: Any = None,
     partition_size: int = 100_000,
     **kwargs: Any,
@@ -292,5 +293,6 @@ def radius_sweep(
     original, synthetic = _collect_inputs(
         original, synthetic, known_unsynthesized, known_synthesized, kwargs
     )
-    return _sweep(original, synthetic, known_unsynthesized, known_synthesized, radii,
+    return _sweep(original, synthetic, known_unsynthesized=known_unsynthesized,
+                  known_synthesized=known_synthesized, radii=radii,
                   executor=executor, **kwargs)

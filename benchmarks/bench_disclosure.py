@@ -53,17 +53,17 @@ def main() -> None:
     orig, syn, what = load()
     cases = [
         ("disclosure_measures, Income ungrouped",
-         lambda: disclosure_measures(orig, syn, KEYS, "Income", categorical=CAT)),
+         lambda: disclosure_measures(orig, syn, keys=KEYS, target="Income", categorical=CAT)),
         ("disclosure_measures, compat='synthpop'",
-         lambda: disclosure_measures(orig, syn, KEYS, "Income", categorical=CAT,
+         lambda: disclosure_measures(orig, syn, keys=KEYS, target="Income", categorical=CAT,
                                      compat="synthpop")),
         ("disclosure_measures, ngroups_target=10",
-         lambda: disclosure_measures(orig, syn, KEYS, "Income", categorical=CAT,
+         lambda: disclosure_measures(orig, syn, keys=KEYS, target="Income", categorical=CAT,
                                      ngroups_target=10)),
         ("replicated_uniques, keys + Income",
-         lambda: replicated_uniques(orig, syn, [*KEYS, "Income"], categorical=CAT)),
+         lambda: replicated_uniques(orig, syn, keys=[*KEYS, "Income"], categorical=CAT)),
         ("replicated_uniques, compat='synthpop'",
-         lambda: replicated_uniques(orig, syn, [*KEYS, "Income"], categorical=CAT,
+         lambda: replicated_uniques(orig, syn, keys=[*KEYS, "Income"], categorical=CAT,
                                     compat="synthpop")),
     ]
     print(f"data: {what} (n = {len(orig)}, m = {len(syn)})")

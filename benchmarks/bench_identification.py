@@ -103,9 +103,12 @@ def bench_ce() -> list[dict]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             t0 = time.perf_counter()
-            identification_risk(ce, syn, kus, ks, **kw)  # first call (numba cache load)
+            identification_risk(ce, syn, known_unsynthesized=kus, known_synthesized=ks,
+                                **kw)  # first call (numba cache load)
             first = time.perf_counter() - t0
-            best, med, cpu, res = _timeit(partial(identification_risk, ce, syn, kus, ks, **kw))
+            best, med, cpu, res = _timeit(partial(identification_risk, ce, syn,
+                                                  known_unsynthesized=kus, known_synthesized=ks,
+                                                  **kw))
         rows.append({
             "case": label, "first_s": first, "best_s": best, "median_s": med, "cpu_s": cpu,
             "R_s": r_time, "speedup_vs_R": (r_time / best) if r_time else None,
@@ -139,7 +142,8 @@ def one_large(n: int, aggregation: str) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t = time.perf_counter()
-        res = identification_risk(y, zs, ["region", "hhsize", "sex"], ["income", "expend"],
+        res = identification_risk(y, zs, known_unsynthesized=["region", "hhsize", "sex"],
+                                  known_synthesized=["income", "expend"],
                                   categorical=["region", "hhsize", "sex"], radius=0.05,
                                   aggregation=aggregation, progressbar=False,
                                   fallback="none")

@@ -33,7 +33,7 @@ def main():
     ).fit(acs)
     release = model.synthesize(m=5, random_seed=2)
     res = attribute_risk(
-        model, acs, release, candidates="one-variable", prior="uniform",
+        acs, release, model=model, candidates="one-variable", prior="uniform",
         estimator="stabilised", random_seed=3, progressbar=False,
     )
     s = res.to_dict()
@@ -41,7 +41,7 @@ def main():
           f"{s['n_flagged']} records flagged as unstable")
     print("rank of the truth (all records):", s["all"]["rank_min_quantiles"])
     print("share of records whose truth is the top candidate:", s["all"]["prop_top"])
-    sweep = prior_sensitivity(res, ["uniform", "truth-weighted:2", "truth-weighted:5"])
+    sweep = prior_sensitivity(res, priors=["uniform", "truth-weighted:2", "truth-weighted:5"])
     # flagged records (under each prior) are left out of the averages, as in the summaries
     unflagged = sweep[sweep["flag_codes"] == ""]
     print("unflagged records by prior:")

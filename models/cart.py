@@ -270,6 +270,7 @@ class CARTSynthesizer(_CARTSynthesis, FingerprintCheck, BaseSynthesizer):
 
     def __init__(
         self,
+        *,
         min_leaf: int = 5,
         min_deviance: float = 0.0,
         max_depth: int | None = None,

@@ -192,8 +192,8 @@ class DPMPM(_DPMPMFitting, _DPMPMLikelihoods, _DPMPMCoding, BayesianSynthesizer)
 
     def __init__(
         self,
-        n_components: int = 50,
         *,
+        n_components: int = 50,
         alpha_prior: tuple[float, float] = (0.25, 0.25),
         dirichlet_prior: float = 1.0,
         synthesis_mode: str | None = None,

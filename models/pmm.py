@@ -202,6 +202,7 @@ class SmallCellPMMSynthesizer(FingerprintCheck, BaseSynthesizer):
 
     def __init__(
         self,
+        *,
         identifying: Sequence[str] | None = None,
         threshold: int = 5,
         constraints: Mapping[str, Any] | Sequence[Constraint] | None = None,

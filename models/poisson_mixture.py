@@ -161,8 +161,8 @@ class PoissonMixture(_PoissonFitting, _PoissonLikelihoods, _LargestValue, Bayesi
 
     def __init__(
         self,
-        variant: Literal["mp", "mm", "tcmm"] = "mp",
         *,
+        variant: Literal["mp", "mm", "tcmm"] = "mp",
         q: float = 0.9,
         n_components: int = 50,
         a_lambda: float = 1.0,

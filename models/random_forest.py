@@ -181,6 +181,7 @@ class RandomForestSynthesizer(FingerprintCheck, BaseSynthesizer):
 
     def __init__(
         self,
+        *,
         n_trees: int = 500,
         probabilities: str = "vote",
         alpha: float = 1.0,

@@ -59,18 +59,18 @@ PARTITION_SIZE = 256
 
 @interruptible
 def attribute_risk(
-    model: Any,
     original: pd.DataFrame,
     synthetic: Any,
-    records: Sequence[int] | np.ndarray | None = None,
     *,
+    model: Any,
+    records: Sequence[int] | np.ndarray | None = None,
     candidates: str | CandidateSpec | Callable[..., pd.DataFrame] = "one-variable",
     prior: str | Prior | Any = "uniform",
     scenario: Literal["worst_case", "partially_known", "empty"] = "worst_case",
     known: Sequence[str] | None = None,
     estimator: Literal["auto", "stabilised", "is"] = "auto",
     augmented: Sequence[Any] | None = None,
-    draws: Sequence[int] | np.ndarray | None = None,
+    draw_indices: Sequence[int] | np.ndarray | None = None,
     refit_draws: int | None = None,
     psis: bool = False,
     khat: Literal["all", "base", "none"] = "all",
@@ -129,8 +129,9 @@ def attribute_risk(
     augmented : sequence of models, optional
         For the stabilised estimator: one model per synthetic dataset with draws of
         ``p(Θ | y, Z_(l))`` (default: ``model.fit_augmented(original, Z_(l), random_seed=...)``).
-    draws : sequence of int, optional
-        Subset of the model's posterior draws to use (default all ``H``).
+    draw_indices : sequence of int, optional
+        Indices (0-based, in ``0..H-1``) of the model's posterior draws to use (default all
+        ``H``).
     refit_draws : int, optional
         Kept draws per chain of each of the stabilised estimator's ``m`` refits (default: the
         model's ``draws``). The refits are most of the run's time: before they start, the
@@ -215,7 +216,7 @@ def attribute_risk(
     multiply imputed, synthetic data. Journal of Privacy and Confidentiality 6(1).
     """
     if scenario == "empty":
-        _check_low_risk_options(candidates, known, estimator, augmented, draws, psis, compat,
+        _check_low_risk_options(candidates, known, estimator, augmented, draw_indices, psis, compat,
                                 refit_draws)
         return low_risk_attribute_risk(model, original, synthetic, records, prior=prior)
     plan = prepare(
@@ -229,7 +230,7 @@ def attribute_risk(
         known=known,
         estimator=estimator,
         augmented=augmented,
-        draws=draws,
+        draws=draw_indices,
         psis=psis,
         khat=khat,
         khat_rule=khat_rule,
@@ -254,7 +255,7 @@ def attribute_risk(
 
 
 def _check_low_risk_options(
-    candidates: Any, known: Any, estimator: str, augmented: Any, draws: Any, psis: bool,
+    candidates: Any, known: Any, estimator: str, augmented: Any, draw_indices: Any, psis: bool,
     compat: Any, refit_draws: Any = None,
 ) -> None:
     """Options of the likelihood-based scenarios that ``scenario="empty"`` cannot honour."""
@@ -263,7 +264,7 @@ def _check_low_risk_options(
         "known": bool(known),
         "estimator": estimator != "auto",
         "augmented": augmented is not None,
-        "draws": draws is not None,
+        "draw_indices": draw_indices is not None,
         "refit_draws": refit_draws is not None,
         "psis": bool(psis),
         "compat": compat is not None,
@@ -288,7 +289,7 @@ def _partitions(positions: np.ndarray, ex: Any, progressbar: bool) -> list[Recor
 
 
 def prior_sensitivity(
-    result: AttributeRiskResult, priors: Sequence[Any] | str | Prior, *, bootstrap: bool = False
+    result: AttributeRiskResult, *, priors: Sequence[Any] | str | Prior, bootstrap: bool = False
 ) -> pd.DataFrame:
     """Re-normalise a result under several priors (methods, Priors): likelihoods are reused.
 

@@ -113,8 +113,8 @@ def _per_record(result: Any):
 
 def file_summary(
     result: Any,
-    kind: Literal["hrw", "wang_reiter", "paiva", "largest_value"] = "hrw",
     *,
+    kind: Literal["hrw", "wang_reiter", "paiva", "largest_value"] = "hrw",
     original: pd.DataFrame | None = None,
     location_columns: Sequence[str] | None = None,
     locations: Mapping[Any, Sequence[float]] | None = None,

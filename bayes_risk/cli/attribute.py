@@ -221,10 +221,10 @@ def run(args: argparse.Namespace) -> int:
         else:
             from bayes_risk.distributed import attribute_risk as risk
         result = risk(
-            model,
             original,
             synthetic,
-            records,
+            model=model,
+            records=records,
             candidates=candidates,
             prior=args.prior,
             scenario=scenario,

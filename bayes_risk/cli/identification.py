@@ -92,7 +92,7 @@ def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
         population_counts=pc,
         population_estimate=args.population_estimate.replace("-", "_"),
         sampling_fraction=args.sampling_fraction,
-        N_pop=args.n_pop,
+        population_size=args.n_pop,
         strategy=_parse_strategy(args.strategy),
         fallback=args.fallback,
         targets=targets,

@@ -386,9 +386,9 @@ def key_anonymity(key_codes: np.ndarray, k_values: Sequence[int] = (2, 3, 5)) ->
 def disclosure_measures(
     original: pd.DataFrame,
     synthetic: Any,
+    *,
     keys: Sequence[str],
     target: str,
-    *,
     schema: Schema | None = None,
     categorical: Iterable[str] | None = None,
     ngroups_target: int | None = None,
@@ -606,8 +606,8 @@ def disclosure_measures(
 def replicated_uniques(
     original: pd.DataFrame,
     synthetic: Any,
-    keys: Sequence[str] | None = None,
     *,
+    keys: Sequence[str] | None = None,
     schema: Schema | None = None,
     categorical: Iterable[str] | None = None,
     compat: Literal["synthpop"] | None = None,

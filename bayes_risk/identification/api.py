@@ -45,9 +45,9 @@ def _is_posterior_replicates(obj: Any) -> bool:
 def identification_risk(
     original: pd.DataFrame,
     synthetic: Sequence[pd.DataFrame] | SyntheticData | None,
+    *,
     known_unsynthesized: Sequence[str] = (),
     known_synthesized: Sequence[str] = (),
-    *,
     categorical: Sequence[str] | None = None,
     schema: Schema | None = None,
     radius: float | Mapping[str, float] | Sequence[float] | None = None,
@@ -61,7 +61,7 @@ def identification_risk(
     population_counts: Any = None,
     population_estimate: Literal["default", "scaled", "expected_inverse"] = "default",
     sampling_fraction: float | None = None,
-    N_pop: int | None = None,
+    population_size: int | None = None,
     strategy: Any = "always",
     fallback: Literal["none", "unsynthesized"] | None = None,
     targets: pd.DataFrame | None = None,
@@ -131,8 +131,8 @@ def identification_risk(
     population_estimate : {"default", "scaled", "expected_inverse"}
         ``F̂ = f + (1−a)μ̂/a``, ``μ̂/a``, or ``1/F`` replaced by ``E[1/F | f]`` (provisional:
         Drechsler & Reiter 2008 do not state the conversion).
-    sampling_fraction, N_pop : float, int
-        ``a = n / N_pop`` for the log-linear estimates.
+    sampling_fraction, population_size : float, int
+        ``a = n / population_size`` for the log-linear estimates.
     strategy : "always", ("threshold", γ) or "not_if_max"
         When the intruder declares a match (Drechsler & Reiter 2008 §4.3).
     fallback : {None, "none", "unsynthesized"}
@@ -202,7 +202,8 @@ def identification_risk(
         r_min=r_min, quantile_groups=quantile_groups, window=window, shape=shape,
         aggregation=aggregation, membership=membership, population_counts=population_counts,
         population_estimate=population_estimate, sampling_fraction=sampling_fraction,
-        N_pop=N_pop, strategy=strategy, fallback=fallback, targets=targets, target_id=target_id,
+        population_size=population_size, strategy=strategy, fallback=fallback, targets=targets,
+        target_id=target_id,
         original_id=original_id, compat=compat, missing_known=missing_known,
     )
     if _is_posterior_replicates(replicates):

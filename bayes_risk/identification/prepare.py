@@ -309,7 +309,7 @@ def prepare(
     population_counts: Any = None,
     population_estimate: str = "default",
     sampling_fraction: float | None = None,
-    N_pop: int | None = None,
+    population_size: int | None = None,
     targets: Any = None,
     target_id: str | None = None,
     original_id: str | None = None,
@@ -355,7 +355,8 @@ def prepare(
     _check_missing_membership(o, enc.prep, original, known)
     counts = _population.population_counts(
         population_counts, membership=o["membership"], kind=population_estimate,
-        sampling_fraction=sampling_fraction, N_pop=N_pop, prep=enc.prep, rule=rule, targets=tdf,
+        sampling_fraction=sampling_fraction, population_size=population_size, prep=enc.prep,
+        rule=rule, targets=tdf,
         known=known, codes_orig=enc.codes_orig, warn=warn,
     )
     extra = {} if enc.maha_cov is None else {"mahalanobis_covariance": enc.maha_cov.tolist()}

@@ -359,7 +359,7 @@ class AttributeRiskResult(RiskResult):
         """
         from bayes_risk.attribute.file_summary import file_summary
 
-        return file_summary(self, kind, **kwargs)
+        return file_summary(self, kind=kind, **kwargs)
 
     @property
     def structured_warnings(self) -> list[ResultWarning]:

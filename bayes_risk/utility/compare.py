@@ -332,10 +332,10 @@ def _compare(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], schema: S
 def compare_estimates(
     original: pd.DataFrame,
     synthetic: Any,
+    *,
     formula: str,
     family: Literal["ols", "logit", "poisson"] = "ols",
     categorical: Iterable[str] | None = None,
-    *,
     schema: Schema | None = None,
     alpha: float = 0.05,
     rules: Literal["auto", "partial", "full-same-n", "full-population"] = "auto",

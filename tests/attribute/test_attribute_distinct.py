@@ -65,7 +65,7 @@ def _run(model, orig, syn, aug, **kw):
     kw.setdefault("random_seed", 5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ImportanceSamplingWarning)
-        return attribute_risk(model, orig, syn, augmented=aug, **kw)
+        return attribute_risk(orig, syn, model=model, augmented=aug, **kw)
 
 
 def _assert_same(r1, r2):

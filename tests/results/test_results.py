@@ -57,12 +57,13 @@ def _attribute(ce, release):
     from bayes_risk.models import CARTPlugin
 
     cart, _, syn = release
-    return _quiet(br.attribute_risk, CARTPlugin(cart, ce), ce, syn, records=range(12),
+    return _quiet(br.attribute_risk, ce, syn, model=CARTPlugin(cart, ce), records=range(12),
                   random_seed=3, progressbar=False)
 
 
 def _identification(ce, release, aggregation):
-    return _quiet(br.identification_risk, ce, release[2], ["Age", "Urban"], ["Marital"],
+    return _quiet(br.identification_risk, ce, release[2], known_unsynthesized=["Age", "Urban"],
+                  known_synthesized=["Marital"],
                   aggregation=aggregation, progressbar=False)
 
 
@@ -72,15 +73,16 @@ def _utility(ce, release):
 
 
 def _disclosure(ce, release):
-    return _quiet(br.disclosure_measures, ce, release[2], ["Age", "Urban"], "Marital",
+    return _quiet(br.disclosure_measures, ce, release[2], keys=["Age", "Urban"], target="Marital",
                   schema=release[1])
 
 
 def _visit_orders(ce, release):
     from bayes_risk.models import CARTSynthesizer
 
-    return _quiet(br.compare_visit_orders, CARTSynthesizer(), ce,
-                  [("Tenure", "Marital"), ("Marital", "Tenure")], known_unsynthesized=["Age"],
+    return _quiet(br.compare_visit_orders, ce, synthesizer=CARTSynthesizer(),
+                  orders=[("Tenure", "Marital"), ("Marital", "Tenure")],
+                  known_unsynthesized=["Age"],
                   schema=release[1], m=2, random_seed=4, progressbar=False)
 
 
@@ -89,7 +91,8 @@ BUILDERS = {
     "IdentificationResult": lambda ce, rel: _identification(ce, rel, "pooled"),
     "IdentificationResult-per_dataset": lambda ce, rel: _identification(ce, rel, "per_dataset"),
     "RadiusSweepResult": lambda ce, rel: _quiet(
-        br.radius_sweep, ce, rel[2], ["Urban"], ["Income"], [0.05, 0.1, 0.2],
+        br.radius_sweep, ce, rel[2], known_unsynthesized=["Urban"], known_synthesized=["Income"],
+        radii=[0.05, 0.1, 0.2],
         progressbar=False),
     "PMSEResult": lambda ce, rel: _quiet(br.pmse, ce, rel[2], schema=rel[1], random_seed=1),
     "UtilitySummary": _utility,
@@ -103,7 +106,7 @@ BUILDERS = {
     "ReplicatedUniques": lambda ce, rel: _disclosure(ce, rel).replicated_uniques,
     "DisclosureByTarget": lambda ce, rel: results.DisclosureByTarget({
         "Marital": _disclosure(ce, rel),
-        "Tenure": _quiet(br.disclosure_measures, ce, rel[2], ["Age", "Urban"], "Tenure",
+        "Tenure": _quiet(br.disclosure_measures, ce, rel[2], keys=["Age", "Urban"], target="Tenure",
                          schema=rel[1])}),
     "VisitOrderComparison": _visit_orders,
 }
@@ -250,7 +253,7 @@ def test_file_summary_method_is_the_function(ce, release):
     from bayes_risk.attribute.file_summary import file_summary
 
     res = _CACHE.get("AttributeRiskResult") or _attribute(ce, release)
-    assert res.file_summary("hrw", thresholds=(0.3,)) == file_summary(res, "hrw",
+    assert res.file_summary("hrw", thresholds=(0.3,)) == file_summary(res, kind="hrw",
                                                                      thresholds=(0.3,))
     with pytest.raises(ValidationError, match="kind of file_summary"):
         res.file_summary("nope")
@@ -309,8 +312,9 @@ def test_cli_identification_summary_json_is_to_dict(ce, release, files, capsys):
           "Income", "--radius", "Income=0.1", "--radius-sweep", "0.05,0.1", "-q",
           "--out", str(out)])
     written = _written(out / "summary.json")
-    res = _quiet(br.identification_risk, ce, [pd.read_csv(p) for p in paths[1:]], ["Urban"],
-                 ["Income"], radius={"Income": 0.1}, progressbar=False)
+    res = _quiet(br.identification_risk, ce, [pd.read_csv(p) for p in paths[1:]],
+                 known_unsynthesized=["Urban"],
+                 known_synthesized=["Income"], radius={"Income": 0.1}, progressbar=False)
     expected = res.to_dict()
     expected["settings"]["records_output"] = written["settings"]["records_output"]
     sweep = written.pop("radius_sweep")
@@ -323,7 +327,8 @@ def test_cli_disclosure_and_utility_summary_json_is_to_dict(ce, release, files, 
     syn = [pd.read_csv(p) for p in paths[1:]]
     _cli(["disclosure", *paths, "--keys", "Age", "Urban", "--target", "Marital",
           "--categorical", *CAT, "-q", "--out", str(tmp / "disc")])
-    res = _quiet(br.disclosure_measures, ce, syn, ["Age", "Urban"], "Marital", categorical=CAT)
+    res = _quiet(br.disclosure_measures, ce, syn, keys=["Age", "Urban"], target="Marital",
+                 categorical=CAT)
     assert _written(tmp / "disc" / "summary.json") == res.to_dict()
     _cli(["utility", *paths, "--categorical", *CAT, "--random-seed", "5", "--quiet",
           "--out", str(tmp / "util")])

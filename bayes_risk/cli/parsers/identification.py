@@ -82,7 +82,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     a.add_argument("--population-estimate", choices=["default", "scaled", "expected-inverse"],
                    default="default", help="log-linear estimate of F (Hu 2019 §4.2.3)")
     a.add_argument("--sampling-fraction", type=float, default=None, metavar="A",
-                   help="sampling fraction a = n / N_pop (log-linear counts)")
+                   help="sampling fraction a = n / --n-pop (log-linear counts)")
     a.add_argument("--n-pop", type=int, default=None, metavar="N",
                    help="population size (alternative to --sampling-fraction)")
     a.add_argument("--strategy", default="always", metavar="S",
