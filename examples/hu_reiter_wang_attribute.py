@@ -48,7 +48,7 @@ def main():
     print(unflagged.groupby("prior", sort=False)[["p_true", "is_top"]].mean()
           .assign(n_records=unflagged.groupby("prior", sort=False).size()))
     flagged = res.records[res.records["flag_codes"].astype(str) != ""]
-    print("first flagged records:", flagged["record"].head(10).tolist())
+    print("first flagged records:", flagged.index[:10].tolist())
     return {"data": acs, "release": release, "attribute": res, "sweep": sweep}
 
 

@@ -328,7 +328,7 @@ def test_attribute_selected_records_and_is_estimator(client, acs):
     res = _quiet(bd.attribute_risk, df, syn, model=model, records=recs, client=client,
                  partition_size=4, **kw)
     pd.testing.assert_frame_equal(res.records, ref.records)
-    assert res.records["record"].tolist() == recs
+    assert res.records.index.tolist() == recs
     assert res.to_dict()["published_estimator"] == ref.to_dict()["published_estimator"]
 
 

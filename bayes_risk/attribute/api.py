@@ -344,7 +344,7 @@ def prior_sensitivity(
             "priors is empty; give at least one prior specification, e.g. "
             "['uniform', 'truth-weighted:2']."
         )
-    keep = ["record", "p_true", "rank_min", "rank_avg", "is_top", "n_tie", "top_share"]
+    keep = ["p_true", "rank_min", "rank_avg", "is_top", "n_tie", "top_share"]
     keep += [k for k in ("p_true_lower", "p_true_upper") if k in result.records.columns]
     frames, seen = [], {}
     for spec in specs:
@@ -355,7 +355,7 @@ def prior_sensitivity(
             label = f"{label}#{seen[label]}"
         cols = keep + ([k for k in new.records.columns if k.startswith("boot_")]
                        if bootstrap else []) + ["flag_codes"]
-        df = new.records[cols].reset_index(drop=True)
+        df = new.records[cols].reset_index()  # long table: one row per (prior, record)
         df.insert(0, "prior", np.full(len(df), label, dtype=object))
         frames.append(df)
     out = pd.concat(frames, ignore_index=True)

@@ -90,7 +90,7 @@ def _check_location_columns(result: Any, location_columns: Sequence[str] | None)
 def _refuse_missing_truth(result: Any, cols: Sequence[str], kind: str) -> None:
     """Distances and magnitudes need the truth: a record whose value of ``cols`` is missing
     (held as it is by a tree plug-in; user guide, Missing values) is refused by name."""
-    recs = result.records["record"].to_numpy()
+    recs = result.records.index.to_numpy()
     for k, cs in enumerate(result.candidates):
         for c in cols:
             j = list(cs.columns).index(c)
@@ -105,7 +105,7 @@ def _refuse_missing_truth(result: Any, cols: Sequence[str], kind: str) -> None:
 
 def _per_record(result: Any):
     """Yield ``(position, record id, decoded candidates, posterior, g0)`` per evaluated record."""
-    recs = result.records["record"].to_numpy()
+    recs = result.records.index.to_numpy()
     for k, cs in enumerate(result.candidates):
         post = np.exp(np.asarray(result.log_post[k], dtype=np.float64))
         yield k, int(recs[k]), decode_values(cs.values, cs.columns, result.schema), post, int(cs.g0)
@@ -194,7 +194,7 @@ def file_summary(
             f"AttributeRiskResult). Got {type(result).__name__}."
         )
     flagged = _flagged(result)
-    recs = result.records["record"].to_numpy()
+    recs = result.records.index.to_numpy()
     base: dict[str, Any] = {
         "kind": kind,
         "n_records": int(len(recs)),
@@ -218,7 +218,7 @@ def file_summary(
             others = np.delete(all_xy, rec, axis=0)
             r = wang_reiter(post, cxy, cxy[g0], others, n_mc=n_mc, random_seed=gens[k])
             rows.append({"record": rec, "R1": r["R1"], "R2": r["R2"], "flagged": bool(flagged[k])})
-        per = pd.DataFrame(rows)
+        per = pd.DataFrame(rows).set_index("record")
         ok = ~per["flagged"].to_numpy()
         out = {**base, "per_record": per, "all": wang_reiter_file(per["R1"], per["R2"])}
         out["unflagged"] = wang_reiter_file(per["R1"][ok], per["R2"][ok]) if ok.any() else None
@@ -261,7 +261,7 @@ def file_summary(
                 "unique_pattern": uniq_a,
                 "flagged": flagged,
             }
-        )
+        ).set_index("record")
         ok = ~flagged
         unfl = None
         if ok.any():
@@ -285,6 +285,7 @@ def file_summary(
         values = cand[col].to_numpy(dtype=np.float64)
         lv = largest_value(post, values, float(values[g0]), delta=delta, interval=interval)
         rows.append({"record": rec, "truth": float(values[g0]), **lv, "flagged": bool(flagged[k])})
-    per = pd.DataFrame(rows)
-    top = per.loc[per["truth"].idxmax()].to_dict()
+    per = pd.DataFrame(rows).set_index("record")
+    top_record = per["truth"].idxmax()
+    top = {"record": int(top_record), **per.loc[top_record].to_dict()}
     return {**base, "per_record": per, "largest": top}

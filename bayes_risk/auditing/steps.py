@@ -542,7 +542,7 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
         estimator=p.attribute_estimator, refit_draws=p.refit_draws,
         random_seed=p.random_seed, progressbar=ctx.progressbar,
     )
-    recs = (res.records["record"] if "record" in res.records else res.records.index)
+    recs = res.records.index
     drivers = attribute_drivers(ctx.original, list(ctx.synthetic), p.synthesized,
                                 np.asarray(recs, dtype=int), spec,
                                 [c for c in p.synthesized if c in ctx.schema.numeric],
@@ -554,7 +554,7 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     if folder is not None:
         from bayes_risk.auditing.plots import ATTRIBUTE_FIGURES
 
-        res.records.to_csv(folder / "records.csv", index=False)
+        res.records.to_csv(folder / "records.csv")  # the index: column "record"
         _write_json(folder / "summary.json", summary)
         files = ["records.csv", "summary.json"]
         for kind, name, _ in ATTRIBUTE_FIGURES:

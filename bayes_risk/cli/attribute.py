@@ -250,7 +250,7 @@ def run(args: argparse.Namespace) -> int:
         "records": args.records,
     }
     with output_dir(args) as tmp:
-        result.records.to_csv(tmp / "records.csv", index=False)
+        result.records.to_csv(tmp / "records.csv")  # the index: column "record"
         write_json(tmp / "summary.json", summary)
         for kind, name in (("p_true", "p_true_hist.png"), ("rank", "rank_hist.png"),
                            ("khat", "khat.png")):

@@ -269,10 +269,10 @@ def test_results_do_not_depend_on_chunk_size_or_order(recs, chunk, est):
         bootstrap=30,
         random_seed=3,
     )
-    a = r1.records.set_index("record").sort_index()
-    b = r2.records.set_index("record").sort_index()
+    a = r1.records.sort_index()
+    b = r2.records.sort_index()
     pd.testing.assert_frame_equal(a, b)
-    assert r1.records["record"].tolist() == recs  # input order kept
+    assert r1.records.index.tolist() == recs  # input order kept
 
 
 def test_to_dict_is_strict_json(tmp_path):
@@ -445,12 +445,12 @@ def test_draw_dropped_flag():
     res = _run(orig, [_bern_frame([1, 1, 0])], model=model, records=[1], estimator="is",
                bootstrap=0)
     # θ = 0 makes y = 1 impossible, but record 1 is y = 0: nothing dropped there
-    assert res.records.loc[0, "n_dropped"] == 0
+    assert res.records.loc[1, "n_dropped"] == 0
     res = _run(orig, [_bern_frame([0, 1, 0])], model=model, records=[0], estimator="is",
                bootstrap=0)
     assert res.records.loc[0, "n_dropped"] == 10
     assert "DRAW_DROPPED" in res.records.loc[0, "flag_codes"]
-    assert res.flagged["record"].tolist() == [0]
+    assert res.flagged.index.tolist() == [0]
 
 
 def test_class_o_own_record_term():
@@ -505,3 +505,31 @@ def test_is_fast_path_equals_log_space_path():
         bootstrap_is(logr, L, c), bootstrap_is(logr, L, c, delta=zero), rtol=1e-10, atol=1e-10
     )
 
+
+
+def test_records_are_indexed_by_record_and_join_the_original(tmp_path):
+    """The record number (row of the original, 0-based) is the index of the record table, in
+    the order given; joining on it lines each estimate up with its own original row, and the
+    table written to CSV keeps a ``record`` column that reads back to the same index."""
+    from bayes_risk.results.attribute import records_by_record
+
+    orig = _bern_frame([1, 0, 1, 0, 0, 1])
+    schema = infer_schema(orig, synthesized=["y"])
+    model = ArrayModel(_bern_ll, np.array([0.2, 0.5, 0.8] * 4), schema)
+    recs = [4, 1, 5]
+    res = _run(orig, [_bern_frame([1, 1, 0, 0, 1, 1])], model=model, records=recs,
+               estimator="is", bootstrap=0)
+    assert res.records.index.name == "record" and "record" not in res.records.columns
+    assert res.records.index.tolist() == recs
+    joined = res.records.join(orig)  # by label, not by position
+    assert joined["y"].tolist() == [0, 0, 1]
+    for r in recs:  # each record's own posterior: the truth is its own original value
+        cp = res.candidate_posteriors(r)
+        assert cp.loc[cp["is_truth"], "y"].item() == orig.loc[r, "y"]
+    path = tmp_path / "records.csv"
+    res.records.to_csv(path)
+    back = pd.read_csv(path)
+    assert back.columns[0] == "record" and back["record"].tolist() == recs
+    pd.testing.assert_frame_equal(records_by_record(back), res.records, check_dtype=False)
+    with pytest.raises(ValidationError, match="'record'"):
+        records_by_record(back.drop(columns="record"))

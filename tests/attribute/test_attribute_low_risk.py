@@ -35,7 +35,7 @@ def toy5():
 def test_toy5_numbers(toy5):
     model, y, release = toy5
     res = attribute_risk(y, release, model=model, scenario="empty", progressbar=False)
-    r = res.records.set_index("record")
+    r = res.records
     # record 0: released W, W (truth W) -> 1; the others: one of the two releases is the truth
     np.testing.assert_allclose(r["p_true"], [1.0, 0.5, 0.5, 0.5, 0.5])
     np.testing.assert_array_equal(r["G"], [1, 2, 2, 2, 2])

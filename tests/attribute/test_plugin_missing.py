@@ -280,7 +280,7 @@ def test_attribute_risk_end_to_end_with_missing_values(data):
         warnings.simplefilter("ignore")
         res = attribute_risk(df, zs, model=CARTPlugin(cart, df), records=recs, progressbar=False)
     assert res.settings["missing_values"] == "held_at_kind"
-    g = res.records.set_index("record")["G"]
+    g = res.records["G"]
     n_b = g[recs[3]]  # a held: b's grid only (one-variable candidates)
     assert n_b > 1
     assert g[recs[0]] == n_b + 2  # the truth, a's 2 other levels, b's other grid points
@@ -399,7 +399,7 @@ def test_full_candidates_with_a_missing_categorical_truth(data):
         warnings.simplefilter("ignore")
         res = attribute_risk(df, zs, model=CARTPlugin(cart, df), records=[0, i], candidates="full",
                              progressbar=False)
-    g = res.records.set_index("record")["G"]
+    g = res.records["G"]
     assert g[i] == 2 and g[0] == 6
     assert res.records["p_true"].between(0, 1).all()
 
@@ -525,7 +525,7 @@ def test_product_candidates_marginal_of_a_held_value_is_one(data):
         warnings.simplefilter("ignore")
         res = attribute_risk(df, zs, model=CARTPlugin(cart, df), records=[i_obs, i_empty],
                              candidates="full", progressbar=False)
-    rec = res.records.set_index("record")
+    rec = res.records
     assert rec.loc[i_empty, "marg_b"] == pytest.approx(1.0, abs=1e-12)
     assert rec.loc[i_empty, "G"] == 3
     assert 0 <= rec.loc[i_obs, "marg_b"] <= 1 and rec.loc[i_obs, "G"] == 3 * 11

@@ -219,16 +219,16 @@ def test_posterior_batches_equal_released_path_with_missing_values(mode, fallbac
                        income=z["income"].fillna(1000.0)) for z in zs]
     kw = dict(schema=schema, radius={"income": 0.05}, missing_known=mode, fallback=fallback,
               progressbar=False)
-    known = (["sex"], ["race", "nociga", "income"])
-    base = br.identification_risk(y, zs, *known, **kw)
+    known = dict(known_unsynthesized=["sex"], known_synthesized=["race", "nociga", "income"])
+    base = br.identification_risk(y, zs, **known, **kw)
     post = br.identification_risk(
-        y, zs, *known, replicates=br.PosteriorReplicates(
+        y, zs, **known, replicates=br.PosteriorReplicates(
             _Released(zs), n=len(zs), batch_size=3, n_groups=2, random_seed=0), **kw)
     np.testing.assert_allclose(post.prob.toarray(), base.prob.toarray(), rtol=1e-12, atol=0)
     for c in ("c", "T", "K", "W", "declared"):
         assert np.array_equal(post.records[c], base.records[c]), c
     # one batch at a time, each prepared in full: the per-replicate measures agree as well
-    per = br.identification_risk(y, zs, *known, aggregation="per_dataset",
+    per = br.identification_risk(y, zs, **known, aggregation="per_dataset",
                                  **dict(kw, fallback=post.settings["fallback"]))
     np.testing.assert_allclose(post.records["IR_replicate_mean"], per.record_IR, rtol=1e-12)
     for r in (base, post):
@@ -310,11 +310,11 @@ def test_later_batch_with_missing_radius_values_refused_as_in_prepare():
     zs = full + [z.assign(sex=y["sex"]) for z in zs[3:]]  # missing incomes from batch 2 on
     kw = dict(schema=schema, radius={"income": 1.0}, radius_type="quantile_sd",
               progressbar=False)
-    known = (["sex"], ["race", "income"])
+    known = dict(known_unsynthesized=["sex"], known_synthesized=["race", "income"])
     with pytest.raises(ValidationError, match="'income'.*quantile_sd"):
-        br.identification_risk(y, [z.assign(sex=y["sex"]) for z in zs], *known, **kw)
+        br.identification_risk(y, [z.assign(sex=y["sex"]) for z in zs], **known, **kw)
     with pytest.raises(ValidationError, match="'income'.*quantile_sd"):
-        br.identification_risk(y, [], *known, replicates=br.PosteriorReplicates(
+        br.identification_risk(y, [], **known, replicates=br.PosteriorReplicates(
             _Released(zs), n=6, batch_size=3, random_seed=0), **kw)
 
 
@@ -332,11 +332,11 @@ def test_external_target_value_first_met_in_a_later_batch():
                         ignore_index=True)
     kw = dict(schema=schema, radius={"income": 0.05}, targets=targets, target_id="id",
               fallback="none", progressbar=False)
-    known = (["sex"], ["race", "nociga", "income"])
+    known = dict(known_unsynthesized=["sex"], known_synthesized=["race", "nociga", "income"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the synthetic-only level "Z"
-        base = br.identification_risk(y, zs, *known, **kw)
-        post = br.identification_risk(y, zs, *known, replicates=br.PosteriorReplicates(
+        base = br.identification_risk(y, zs, **known, **kw)
+        post = br.identification_risk(y, zs, **known, replicates=br.PosteriorReplicates(
             _Released(zs), n=6, batch_size=3, random_seed=0), **kw)
     np.testing.assert_allclose(post.prob.toarray(), base.prob.toarray(), rtol=1e-12, atol=0)
     rec = base.records.set_index("target")
