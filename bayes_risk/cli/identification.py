@@ -229,14 +229,16 @@ def run(args: argparse.Namespace) -> int:
         dkw = dask_kwargs(args, client)
         res = risk(
             original, syn, known_unsynthesized=args.known_unsynthesized,
-            known_synthesized=args.known_synthesized, aggregation=aggregation, progressbar=not args.quiet, **kw, **rkw, **dkw,
+            known_synthesized=args.known_synthesized, aggregation=aggregation,
+            progressbar=not args.quiet, **kw, **rkw, **dkw,
         )
         if grid is not None:
             # the sweep evaluates every dataset separately (one box per radius, as Hornby & Hu 2021
             # Fig. 6)
             sweep = sweep_fn(
                 original, syn, known_unsynthesized=args.known_unsynthesized,
-                known_synthesized=args.known_synthesized, radii=grid, aggregation="per_dataset", progressbar=not args.quiet, **kw, **dkw,
+                known_synthesized=args.known_synthesized, radii=grid, aggregation="per_dataset",
+                progressbar=not args.quiet, **kw, **dkw,
             )
     m = syn.m
     del original, syn, kw, rkw  # the inputs: the result holds what is written
