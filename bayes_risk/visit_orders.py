@@ -130,8 +130,8 @@ def compare_visit_orders(
     >>> from bayes_risk.models import RandomForestSynthesizer
     >>> acs = make_acs_like(300, random_seed=1)
     >>> cmp = compare_visit_orders(
-    ...     RandomForestSynthesizer(n_trees=20), acs[["SEX", "AGE", "RACE", "MAR"]],
-    ...     [["MAR", "RACE", "SEX"], ["SEX", "RACE", "MAR"]], known_unsynthesized=["AGE"],
+    ...     acs[["SEX", "AGE", "RACE", "MAR"]], synthesizer=RandomForestSynthesizer(n_trees=20),
+    ...     orders=[["MAR", "RACE", "SEX"], ["SEX", "RACE", "MAR"]], known_unsynthesized=["AGE"],
     ...     m=2, random_seed=4, utility={"max_order": 0})  # main effects: 300 records
     >>> list(cmp.table["order"])
     ['MAR → RACE → SEX', 'SEX → RACE → MAR']

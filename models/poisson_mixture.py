@@ -140,7 +140,7 @@ class PoissonMixture(_PoissonFitting, _PoissonLikelihoods, _LargestValue, Bayesi
     >>> from bayes_risk.exceptions import BayesRiskWarning
     >>> rng = np.random.default_rng(0)
     >>> df = pd.DataFrame({"workers": rng.poisson(5, 100), "wages": rng.poisson(50, 100)})
-    >>> pm_ = PoissonMixture("mm", n_components=5, tune=50, draws=50, progressbar=False)
+    >>> pm_ = PoissonMixture(variant="mm", n_components=5, tune=50, draws=50, progressbar=False)
     >>> with warnings.catch_warnings():
     ...     warnings.simplefilter("ignore", BayesRiskWarning)  # 50 draws: too short, it warns
     ...     pm_ = pm_.fit(df, random_seed=1)

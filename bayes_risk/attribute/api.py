@@ -328,7 +328,7 @@ def prior_sensitivity(
 
     Examples
     --------
-    >>> sweep = prior_sensitivity(res, ["uniform", "truth-weighted:2"])  # doctest: +SKIP
+    >>> sweep = prior_sensitivity(res, priors=["uniform", "truth-weighted:2"])  # doctest: +SKIP
     >>> sweep[sweep["flag_codes"] == ""].groupby("prior")["p_true"].mean()  # doctest: +SKIP
     """
     if result.settings.get("compat"):

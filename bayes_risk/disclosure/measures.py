@@ -481,7 +481,7 @@ def disclosure_measures(
     ...                   "inc": [1, 2, 3, 3, 4]})
     >>> s = pd.DataFrame({"sex": [1, 2, 2, 2, 2], "age": [30, 40, 40, 50, 50],
     ...                   "inc": [1, 3, 3, 4, 5]})
-    >>> r = disclosure_measures(d, [s], ["sex", "age"], "inc", categorical=["sex"])
+    >>> r = disclosure_measures(d, [s], keys=["sex", "age"], target="inc", categorical=["sex"])
     >>> float(r.ident["UiO"][0]), float(r.attrib["DiSCO"][0]), float(r.allCAPs["TCAP"][0])
     (20.0, 60.0, 60.0)
     """

@@ -193,7 +193,8 @@ def identification_risk(
     >>> y = pd.DataFrame({"sex": ["M", "M", "M", "F", "F"], "race": ["W", "W", "B", "W", "B"]})
     >>> z1 = y.assign(race=["W", "B", "B", "W", "W"])
     >>> z2 = y.assign(race=["W", "W", "W", "B", "B"])
-    >>> res = identification_risk(y, [z1, z2], ["sex"], ["race"], progressbar=False)
+    >>> res = identification_risk(y, [z1, z2], known_unsynthesized=["sex"],
+    ...                           known_synthesized=["race"], progressbar=False)
     >>> res.file["expected_match_risk"]
     2.5
     """

@@ -88,7 +88,8 @@ def radius_sweep(
     >>> import pandas as pd
     >>> y = pd.DataFrame({"x": [100.0, 110.0, 200.0, 400.0]})
     >>> z = pd.DataFrame({"x": [104.0, 100.0, 230.0, 390.0]})
-    >>> res = radius_sweep(y, [z], [], ["x"], [0.05, 0.1, 0.2, 0.3, 1.0], progressbar=False)
+    >>> res = radius_sweep(y, [z], known_synthesized=["x"], radii=[0.05, 0.1, 0.2, 0.3, 1.0],
+    ...                    progressbar=False)
     >>> res.r_star, res.risk_star
     (0.2, 3.0)
     """

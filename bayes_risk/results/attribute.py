@@ -94,7 +94,8 @@ class AttributeRiskResult(RiskResult):
     mcmc: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.records = records_by_record(self.records)
+        # frozen: the record number becomes the index once, when the result is built
+        object.__setattr__(self, "records", records_by_record(self.records))
 
     # ----- access -------------------------------------------------------------------------
     @property

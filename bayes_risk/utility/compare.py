@@ -405,8 +405,8 @@ def compare_estimates(
     --------
     >>> from bayes_risk.data import make_ce_like
     >>> d = make_ce_like(n=300, random_seed=1)
-    >>> t = compare_estimates(d, [d, d], "Income ~ Age", categorical=["Urban", "Marital",
-    ...                       "Tenure"])
+    >>> t = compare_estimates(d, [d, d], formula="Income ~ Age",
+    ...                       categorical=["Urban", "Marital", "Tenure"])
     >>> t["term"].tolist(), t["std_coef_diff"].round(12).tolist()
     (['Intercept', 'Age'], [0.0, 0.0])
     """
