@@ -149,7 +149,7 @@ def attribute_risk(
     executor = DaskExecutor(client, partition_size=_check_partition_size(partition_size))
     try:
         inspect.signature(in_process).bind(
-            model, original, synthetic, records, progressbar=progressbar, **kwargs
+            original, synthetic, model=model, records=records, progressbar=progressbar, **kwargs
         )
     except TypeError as err:
         raise ValidationError(f"invalid arguments for attribute_risk: {err}.") from err
@@ -260,7 +260,8 @@ def identification_risk(
     original, synthetic = _collect_inputs(
         original, synthetic, known_unsynthesized, known_synthesized, kwargs
     )
-    args = (original, synthetic, known_unsynthesized, known_synthesized)
+    args = (original, synthetic)
+    kwargs.update(known_unsynthesized=known_unsynthesized, known_synthesized=known_synthesized)
     try:
         inspect.signature(api.identification_risk).bind(
             *args, progressbar=progressbar, executor=executor, **kwargs

@@ -401,11 +401,12 @@ def _pooled_identification(ctx: StepContext, kw: dict[str, Any]) -> PooledIdenti
 
     p = ctx.plan
     pkw = {**kw, "aggregation": "pooled", "fallback": None, "progressbar": False}
-    args = (ctx.original, ctx.synthetic, p.known_unsynthesized, p.known_synthesized)
+    args = (ctx.original, ctx.synthetic)
+    pkw.update(known_unsynthesized=p.known_unsynthesized, known_synthesized=p.known_synthesized)
     res = identification_risk(*args, **pkw)
     if not (p.sweep and p.sweep_columns):
         return PooledIdentification(res)
-    sweep = radius_sweep(*args, list(p.sweep), columns=list(p.sweep_columns), **pkw)
+    sweep = radius_sweep(*args, radii=list(p.sweep), columns=list(p.sweep_columns), **pkw)
     rad = {**p.radius, **{c: float(sweep.r_star) for c in sweep.columns}}
     star = res if rad == p.radius else identification_risk(*args, **{**pkw, "radius": rad})
     return PooledIdentification(res, sweep, star, rad)

@@ -380,7 +380,7 @@ class AttributeRiskResult(RiskResult):
         recs = self.records
         for c, n in flags.items():
             ids = recs.index[recs["flag_codes"].str.split(";").map(lambda f, c=c: c in f)]
-            first = ", ".join(str(int(r)) for r in ids.head(5))
+            first = ", ".join(str(int(r)) for r in ids[:5])
             where = f"{n} record(s): {first}" + (", …" if n > 5 else "")
             out.append(ResultWarning(c, message(c), where))
         for w in mc:

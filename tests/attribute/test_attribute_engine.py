@@ -402,15 +402,15 @@ def test_unknown_category_in_candidates_gets_zero():
     with pytest.warns(ImportanceSamplingWarning, match="records are flagged") as flagged:
         with pytest.warns(ImportanceSamplingWarning, match="UNKNOWN_CATEGORY_IN_CANDIDATES"):
             res = attribute_risk(
-                orig, syn, model=model, records=[0,
-                                                 3], estimator="is", progressbar=False, bootstrap=0
+                orig, syn, model=model, records=[0, 3], estimator="is", progressbar=False,
+                bootstrap=0
             )
     # the warning names what a command-line user opens (records.csv), with its own code
     (w,) = [w.message for w in flagged if "records are flagged" in str(w.message)]
     assert w.code == "RECORDS_FLAGGED" and "'flag_codes' column of records.csv" in str(w)
     assert "see result.flagged" not in str(w)
-    assert res.records.loc[1, "flag_codes"] == "TRUTH_OUTSIDE_SUPPORT"
-    assert np.isnan(res.records.loc[1, "p_true"])
+    assert res.records.loc[3, "flag_codes"] == "TRUTH_OUTSIDE_SUPPORT"  # record 3, by label
+    assert np.isnan(res.records.loc[3, "p_true"])
     cp = res.candidate_posteriors(0)
     assert cp.loc[cp["a"] == 3, "posterior"].item() == 0.0
     assert "UNKNOWN_CATEGORY_IN_CANDIDATES" in res.warnings

@@ -221,8 +221,8 @@ def test_attribute_warnings_name_records_and_fits():
     """Record flags say which records; MCMC warnings say which fit."""
     from bayes_risk.results import AttributeRiskResult
 
-    recs = pd.DataFrame({"record": [4, 9, 11],
-                         "flag_codes": ["KHAT_HIGH", "", "KHAT_HIGH;LOW_ESS_Q"]})
+    recs = pd.DataFrame({"flag_codes": ["KHAT_HIGH", "", "KHAT_HIGH;LOW_ESS_Q"]},
+                        index=pd.Index([4, 9, 11], name="record"))
     res = AttributeRiskResult.__new__(AttributeRiskResult)
     for k, v in {"records": recs, "warnings": ["H_TOO_SMALL", "RHAT_HIGH"],
                  "mcmc": {"warnings": [{"code": "RHAT_HIGH", "fit": "augmented_2",
