@@ -32,7 +32,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._progress import progress
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.executors import (
     DaskExecutor,
@@ -91,28 +90,12 @@ def connect(scheduler: str | None = None, n_workers: int | None = None) -> Itera
         yield client
 
 
-def _gather_results(client: Any, futures: list[Any], *, progressbar: bool, what: str) -> list:
-    """Results of ``futures`` in submission order (a worker's error is raised here)."""
-    distributed = _distributed()
-    index = {f.key: i for i, f in enumerate(futures)}
-    out: list[Any] = [None] * len(futures)
-    for fut in progress(
-        distributed.as_completed(futures), total=len(futures), description=what,
-        enabled=progressbar,
-    ):
-        out[index[fut.key]] = fut.result()
-    return out
-
-
-# ----------------------------------------------------------------------------------------------
-# attribute risk
-# ----------------------------------------------------------------------------------------------
 def attribute_risk(
-    model: Any,
     original: pd.DataFrame,
     synthetic: Any,
-    records: Sequence[int] | np.ndarray | None = None,
     *,
+    model: Any,
+    records: Sequence[int] | np.ndarray | None = None,
     client: Any = None,
     partition_size: int = 256,
     progressbar: bool = True,
@@ -122,7 +105,7 @@ def attribute_risk(
 
     Parameters
     ----------
-    model, original, synthetic, records
+    original, synthetic, model, records
         As in :func:`bayes_risk.attribute_risk`.
     client : distributed.Client, optional
         The cluster to use (default: the current client, ``distributed.get_client()``).
@@ -138,10 +121,10 @@ def attribute_risk(
     Returns
     -------
     AttributeRiskResult
-        Identical to ``bayes_risk.attribute_risk(model, original, synthetic, records,
-        **kwargs)``: record table, candidate posteriors, kept log-likelihoods (``with_prior``
-        and ``prior_sensitivity`` work), warnings, summary and settings; ``settings["timing"]``
-        holds the workers' times summed over partitions.
+        Identical to ``bayes_risk.attribute_risk(original, synthetic, model=model,
+        records=records, **kwargs)``: record table, candidate posteriors, kept log-likelihoods
+        (``with_prior`` and ``prior_sensitivity`` work), warnings, summary and settings;
+        ``settings["timing"]`` holds the workers' times summed over partitions.
 
     Raises
     ------
@@ -166,12 +149,13 @@ def attribute_risk(
     executor = DaskExecutor(client, partition_size=_check_partition_size(partition_size))
     try:
         inspect.signature(in_process).bind(
-            model, original, synthetic, records, progressbar=progressbar, **kwargs
+            original, synthetic, model=model, records=records, progressbar=progressbar, **kwargs
         )
     except TypeError as err:
         raise ValidationError(f"invalid arguments for attribute_risk: {err}.") from err
     return in_process(
-        model, original, synthetic, records, progressbar=progressbar, executor=executor,
+        original, synthetic, model=model, records=records, progressbar=progressbar,
+        executor=executor,
         **kwargs,
     )
 
@@ -212,9 +196,9 @@ def _collect_inputs(
 def identification_risk(
     original: Any,
     synthetic: Any,
+    *,
     known_unsynthesized: Sequence[str] = (),
     known_synthesized: Sequence[str] = (),
-    *,
     client: Any = None,
     partition_size: int = 100_000,
     progressbar: bool = True,
@@ -276,7 +260,8 @@ def identification_risk(
     original, synthetic = _collect_inputs(
         original, synthetic, known_unsynthesized, known_synthesized, kwargs
     )
-    args = (original, synthetic, known_unsynthesized, known_synthesized)
+    args = (original, synthetic)
+    kwargs.update(known_unsynthesized=known_unsynthesized, known_synthesized=known_synthesized)
     try:
         inspect.signature(api.identification_risk).bind(
             *args, progressbar=progressbar, executor=executor, **kwargs
@@ -289,10 +274,10 @@ def identification_risk(
 def radius_sweep(
     original: Any,
     synthetic: Any,
+    *,
     known_unsynthesized: Sequence[str] = (),
     known_synthesized: Sequence[str] = (),
     radii: Sequence[float] | Mapping[str, Sequence[float]] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3),
-    *,
     client: Any = None,
     partition_size: int = 100_000,
     **kwargs: Any,
@@ -309,5 +294,6 @@ def radius_sweep(
     original, synthetic = _collect_inputs(
         original, synthetic, known_unsynthesized, known_synthesized, kwargs
     )
-    return _sweep(original, synthetic, known_unsynthesized, known_synthesized, radii,
+    return _sweep(original, synthetic, known_unsynthesized=known_unsynthesized,
+                  known_synthesized=known_synthesized, radii=radii,
                   executor=executor, **kwargs)

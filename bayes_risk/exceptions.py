@@ -27,7 +27,6 @@ __all__ = [
     "ImportanceSamplingWarning",
     "ConvergenceWarning",
     "DataWarning",
-    "BayesRiskFutureWarning",
     "CALLER",
     "warning_code",
 ]
@@ -110,14 +109,6 @@ class ConvergenceWarning(BayesRiskWarning):
 
 class DataWarning(BayesRiskWarning):
     """Something in the data deserves attention (renormalised prior, empty level, ...)."""
-
-
-class BayesRiskFutureWarning(BayesRiskWarning, FutureWarning):
-    """A call form that still works in this release and will stop working in a later one.
-
-    The message gives the form to use instead. Also a :class:`FutureWarning`, so filters on
-    either class apply.
-    """
 
 
 def _caused_by_interrupt(err: BaseException) -> bool:

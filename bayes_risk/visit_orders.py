@@ -57,10 +57,10 @@ def _check_orders(orders: Any) -> list[tuple[str, ...]]:
 
 
 def compare_visit_orders(
-    synthesizer: Any,
     original: pd.DataFrame,
-    orders: Sequence[Sequence[str]],
     *,
+    synthesizer: Any,
+    orders: Sequence[Sequence[str]],
     known_unsynthesized: Sequence[str] = (),
     known_synthesized: Sequence[str] | None = None,
     schema: Any = None,
@@ -130,8 +130,8 @@ def compare_visit_orders(
     >>> from bayes_risk.models import RandomForestSynthesizer
     >>> acs = make_acs_like(300, random_seed=1)
     >>> cmp = compare_visit_orders(
-    ...     RandomForestSynthesizer(n_trees=20), acs[["SEX", "AGE", "RACE", "MAR"]],
-    ...     [["MAR", "RACE", "SEX"], ["SEX", "RACE", "MAR"]], known_unsynthesized=["AGE"],
+    ...     acs[["SEX", "AGE", "RACE", "MAR"]], synthesizer=RandomForestSynthesizer(n_trees=20),
+    ...     orders=[["MAR", "RACE", "SEX"], ["SEX", "RACE", "MAR"]], known_unsynthesized=["AGE"],
     ...     m=2, random_seed=4, utility={"max_order": 0})  # main effects: 300 records
     >>> list(cmp.table["order"])
     ['MAR → RACE → SEX', 'SEX → RACE → MAR']
@@ -184,7 +184,8 @@ def compare_visit_orders(
         model.fit(original, schema=schema, synthesized=list(order), **fit_kw)
         release = model.synthesize(m, random_seed=[int(seed), 2])
         u = pmse(original, release, random_seed=[int(seed), 3], **ut_kw)
-        r = identification_risk(original, release, list(known_unsynthesized), ks, **id_kw)
+        r = identification_risk(original, release, known_unsynthesized=list(known_unsynthesized),
+                                known_synthesized=ks, **id_kw)
         s = r.file
         row = {"order": " → ".join(order), "pmse": float(np.mean(u.pmse)),
                "pmse_ratio": float(np.mean(u.ratio))}

@@ -87,9 +87,9 @@ def main() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = attribute_risk(
-            model,
             df,
             syn,
+            model=model,
             augmented=aug,
             bootstrap=a.bootstrap,
             khat=a.khat,
@@ -121,7 +121,7 @@ def main() -> None:
         rows.append(("    of which the between-chain check", f"{tm['chain_check_s']:.1f} s"))
     t3 = time.perf_counter()
     priors = [f"truth-weighted:{k:.3f}" for k in np.linspace(0.2, 10, 100)]
-    prior_sensitivity(res, priors)
+    prior_sensitivity(res, priors=priors)
     rows.append(("prior sweep, 100 priors", f"{time.perf_counter() - t3:.2f} s"))
     rows.append(("peak resident memory", f"{_peak_mb():.0f} MB"))
     s = res.to_dict()

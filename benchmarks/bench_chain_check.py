@@ -69,7 +69,8 @@ def main() -> None:
     t1 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = attribute_risk(model, df, syn, records, augmented=aug, random_seed=a.seed,
+        res = attribute_risk(df, syn, model=model, records=records, augmented=aug,
+                             random_seed=a.seed,
                              progressbar=False)
     rows.append((f"attribute_risk, {len(res.records)} records, H = {res.settings['H']}",
                  f"{time.perf_counter() - t1:.1f} s"))

@@ -61,8 +61,8 @@ def main() -> None:
     model = DPMPM(n_components=20, tune=300, draws=500, progressbar=False).fit(df, random_seed=1)
     syn = model.synthesize(5, random_seed=2)
     kw = {"random_seed": 3, "progressbar": False}
-    t_in, ref = _wall(lambda: br.attribute_risk(model, df, syn, **kw))
-    t_dk, res = _wall(lambda: bd.attribute_risk(model, df, syn, client=client,
+    t_in, ref = _wall(lambda: br.attribute_risk(df, syn, model=model, **kw))
+    t_dk, res = _wall(lambda: bd.attribute_risk(df, syn, model=model, client=client,
                                                 partition_size=256, **kw))
     pd.testing.assert_frame_equal(res.records, ref.records)
     rows.append((f"attribute risk, ACS-like n={n_a:,}, K=20, H=500, m=5", "",

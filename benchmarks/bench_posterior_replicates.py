@@ -66,7 +66,8 @@ def case(kind: str, R: int, workers: int = 0) -> dict:
         warnings.simplefilter("ignore")
         t, c, mc = time.perf_counter(), time.process_time(), time.thread_time()
         res = identification_risk(
-            data, release, KNOWN_US, KNOWN_S, categorical=CATS, radius=0.1, progressbar=False,
+            data, release, known_unsynthesized=KNOWN_US, known_synthesized=KNOWN_S,
+            categorical=CATS, radius=0.1, progressbar=False,
             replicates=PosteriorReplicates(model, n=R, random_seed=3), executor=client)
         total, total_cpu = time.perf_counter() - t, time.process_time() - c
         main_cpu = time.thread_time() - mc

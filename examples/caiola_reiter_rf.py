@@ -55,8 +55,8 @@ def main():
 
     # Caiola & Reiter (2010), §4: the order of synthesis (same seeds for both orders)
     cmp = compare_visit_orders(
-        RandomForestSynthesizer(n_trees=scaled(500, minimum=20)), acs,
-        [["MAR", "RACE", "SEX"], ["SEX", "RACE", "MAR"]], known_unsynthesized=["AGE"], m=5,
+        acs, synthesizer=RandomForestSynthesizer(n_trees=scaled(500, minimum=20)),
+        orders=[["MAR", "RACE", "SEX"], ["SEX", "RACE", "MAR"]], known_unsynthesized=["AGE"], m=5,
         identification={"aggregation": "pooled", "membership": "known"}, keep_releases=True,
         random_seed=2010,
     )
@@ -68,7 +68,8 @@ def main():
     # attribute risk of a sample of records: the forests fixed, each candidate recounts the
     # leaves the record trains (Caiola & Reiter 2010)
     k = scaled(100, minimum=20)
-    attr = attribute_risk(RFPlugin(rf, acs), acs, release, records=range(k), progressbar=False)
+    attr = attribute_risk(acs, release, model=RFPlugin(rf, acs), records=range(k),
+                          progressbar=False)
     a = attr.to_dict()
     print(f"attribute risk ({k} records, {attr.records['G'].iloc[0]} candidates each; "
           f"{', '.join(attr.warnings)}): mean probability of the truth "

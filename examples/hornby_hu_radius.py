@@ -73,7 +73,7 @@ def sweep(data: pd.DataFrame, datasets, syn_cols: list[str], schema, definition:
     continuous = [c for c in syn_cols if c != "Tenure"]
     varied = ["Age", *continuous] if definition == "paper" else continuous
     return radius_sweep(
-        data, datasets, KNOWN, syn_cols, radii=GRID,
+        data, datasets, known_unsynthesized=KNOWN, known_synthesized=syn_cols, radii=GRID,
         radius={"Age": 0.1, **{c: 0.1 for c in continuous}}, columns=varied,
         schema=schema, radius_type="percentage", aggregation="per_dataset",
         progressbar=False, **options,

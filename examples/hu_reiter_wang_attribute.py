@@ -33,7 +33,7 @@ def main():
     ).fit(acs)
     release = model.synthesize(m=5, random_seed=2)
     res = attribute_risk(
-        model, acs, release, candidates="one-variable", prior="uniform",
+        acs, release, model=model, candidates="one-variable", prior="uniform",
         estimator="stabilised", random_seed=3, progressbar=False,
     )
     s = res.to_dict()
@@ -41,14 +41,14 @@ def main():
           f"{s['n_flagged']} records flagged as unstable")
     print("rank of the truth (all records):", s["all"]["rank_min_quantiles"])
     print("share of records whose truth is the top candidate:", s["all"]["prop_top"])
-    sweep = prior_sensitivity(res, ["uniform", "truth-weighted:2", "truth-weighted:5"])
+    sweep = prior_sensitivity(res, priors=["uniform", "truth-weighted:2", "truth-weighted:5"])
     # flagged records (under each prior) are left out of the averages, as in the summaries
     unflagged = sweep[sweep["flag_codes"] == ""]
     print("unflagged records by prior:")
     print(unflagged.groupby("prior", sort=False)[["p_true", "is_top"]].mean()
           .assign(n_records=unflagged.groupby("prior", sort=False).size()))
     flagged = res.records[res.records["flag_codes"].astype(str) != ""]
-    print("first flagged records:", flagged["record"].head(10).tolist())
+    print("first flagged records:", flagged.index[:10].tolist())
     return {"data": acs, "release": release, "attribute": res, "sweep": sweep}
 
 

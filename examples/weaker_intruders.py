@@ -77,11 +77,13 @@ def wang_reiter_part(ce: pd.DataFrame) -> dict:
     grid = CandidateSpec(spatial=SpatialGridSpec(tuple(LOCATION), spacing=0.1, half_width=0.5))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        high = attribute_risk(model, data, release, records, candidates=grid, bootstrap=0,
+        high = attribute_risk(data, release, model=model, records=records, candidates=grid,
+                              bootstrap=0,
                               random_seed=4, progressbar=False)
-    low = attribute_risk(model, data, release, records, scenario="empty", progressbar=False)
+    low = attribute_risk(data, release, model=model, records=records, scenario="empty",
+                         progressbar=False)
     table = {
-        name: file_summary(res, "wang_reiter", original=data, location_columns=LOCATION)["all"]
+        name: file_summary(res, kind="wang_reiter", original=data, location_columns=LOCATION)["all"]
         for name, res in (("high risk", high), ("low risk", low))
     }
     # the high-risk intruder before seeing the release: their prior, uniform over the grid
@@ -127,7 +129,7 @@ def wei_reiter_part(ce: pd.DataFrame) -> dict:
           f"(n = {n}, y(1) = {top:g}, y(2) = {np.sort(counts['income'])[-2]:g})")
     print(f"{'synthesizer':<14}" + "".join(f"{name:>17}" for name, _, _ in SCENARIOS))
     for label, variant, q in SYNTHESIZERS:
-        model = PoissonMixture(variant, q=q or 0.9, n_components=30,
+        model = PoissonMixture(variant=variant, q=q or 0.9, n_components=30,
                                tune=draws, draws=draws, random_seed=7, progressbar=False)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -20,18 +20,14 @@ synthesizers have ``save``/``load`` too (NPZ tree arrays + Parquet data + JSON).
 
 from __future__ import annotations
 
-import functools
 import inspect
 import os
-import warnings
 from abc import ABCMeta, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bayes_risk.exceptions import (
-    CALLER,
-    BayesRiskFutureWarning,
     NotFittedError,
     ValidationError,
 )
@@ -47,7 +43,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "BaseSynthesizer",
     "check_is_fitted",
-    "legacy_call_forms",
     "load_model",
     "get_synthesizer",
     "list_synthesizers",
@@ -58,7 +53,6 @@ __all__ = [
 
 SETTINGS_FILE = "model.json"
 
-# CLI name -> (module, class). Modules are imported on first use.
 # the built-in synthesizers (module, class), exported lazily by ``bayes_risk.models``; their
 # command-line names are the entry points of pyproject.toml (bayes_risk.registry;
 # tests/test_model_contract.py checks that the two agree)
@@ -77,10 +71,6 @@ _PLUGINS: dict[str, str] = {
     "RFPlugin": "bayes_risk.models.trees.plugins.plugin_rf",
     "plugin_likelihood": "bayes_risk.models.trees.plugins.plugin_rf",
 }
-
-#: release from which the call forms accepted by :func:`legacy_call_forms` raise ``TypeError``
-LEGACY_REMOVED_IN = "0.3"
-
 
 class BaseSynthesizer(metaclass=ABCMeta):
     """Base class of the synthesizers: the fit / synthesize dialect and ``get_params``.
@@ -190,65 +180,6 @@ class BaseSynthesizer(metaclass=ABCMeta):
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
-
-
-def legacy_call_forms(
-    *, positional: Sequence[str] = (), renamed: Mapping[str, str] | None = None
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Keep call forms of a method that changed working for one release, with a warning.
-
-    The decorated method has its new signature (keyword-only parameters); the wrapper maps
-
-    * extra positional arguments onto the keyword-only parameters named in ``positional`` (in
-      that order), as scikit-learn did when it made arguments keyword-only;
-    * keywords renamed ``{old: new}`` to their new names;
-
-    and emits a :class:`~bayes_risk.exceptions.BayesRiskFutureWarning` attributed to the caller's
-    line, naming the form to use.
-    """
-    renamed = dict(renamed or {})
-
-    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
-        params = inspect.signature(func).parameters.values()
-        n_pos = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
-        name = func.__qualname__
-
-        @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            changes = []
-            extra = args[n_pos:]
-            if extra:
-                if len(extra) > len(positional):
-                    raise TypeError(
-                        f"{name}() takes {n_pos - 1} positional argument(s) but "
-                        f"{len(args) - 1} were given."
-                    )
-                for key, value in zip(positional, extra, strict=False):
-                    if key in kwargs:
-                        raise TypeError(f"{name}() got multiple values for argument {key!r}.")
-                    kwargs[key] = value
-                    changes.append(f"pass {key}= by keyword")
-                args = args[:n_pos]
-            for old, new in renamed.items():
-                if old in kwargs:
-                    if new in kwargs:
-                        raise TypeError(
-                            f"{name}() got both {old!r} and its new name {new!r}; pass {new}= only."
-                        )
-                    kwargs[new] = kwargs.pop(old)
-                    changes.append(f"write {new}= instead of {old}=")
-            if changes:
-                warnings.warn(
-                    f"{name}(): {'; '.join(changes)}. The old form still works in this release "
-                    f"and will raise TypeError from bayes-risk {LEGACY_REMOVED_IN}.",
-                    BayesRiskFutureWarning,
-                    skip_file_prefixes=CALLER,
-                )
-            return func(*args, **kwargs)
-
-        return wrapper
-
-    return decorate
 
 
 def synthesized_columns(synthesized: Any, schema: Schema) -> list[str] | None:

@@ -116,10 +116,12 @@ def _assert_same_identification(res, ref):
 def test_identification_equals_in_process(client, client1, ce, extra):
     y, syn = ce
     kw = {**CE_KW, **extra}
-    ref = _quiet(br.identification_risk, y, syn, KNOWN_US, KNOWN_S, **kw)
+    ref = _quiet(br.identification_risk, y, syn, known_unsynthesized=KNOWN_US,
+                 known_synthesized=KNOWN_S, **kw)
     assert ref.file["expected_match_risk"] > 0
     for c, ps in ((client, 7), (client, 50), (client1, 1000)):
-        res = _quiet(bd.identification_risk, y, syn, KNOWN_US, KNOWN_S, client=c,
+        res = _quiet(bd.identification_risk, y, syn, known_unsynthesized=KNOWN_US,
+                     known_synthesized=KNOWN_S, client=c,
                      partition_size=ps, **kw)
         _assert_same_identification(res, ref)
 
@@ -131,8 +133,10 @@ def test_identification_unknown_membership_loglinear(client, ce, aggregation):
     kw = {**CE_KW, "radius": None, "membership": "unknown", "aggregation": aggregation,
           "population_counts": "loglinear_synthetic", "sampling_fraction": 0.9,
           "strategy": "not_if_max"}
-    ref = _quiet(br.identification_risk, y, syn, ["Urban", "Marital"], ["Tenure"], **kw)
-    res = _quiet(bd.identification_risk, y, syn, ["Urban", "Marital"], ["Tenure"],
+    ref = _quiet(br.identification_risk, y, syn, known_unsynthesized=["Urban", "Marital"],
+                 known_synthesized=["Tenure"], **kw)
+    res = _quiet(bd.identification_risk, y, syn, known_unsynthesized=["Urban", "Marital"],
+                 known_synthesized=["Tenure"],
                  client=client, partition_size=37, **kw)
     _assert_same_identification(res, ref)
 
@@ -140,17 +144,21 @@ def test_identification_unknown_membership_loglinear(client, ce, aggregation):
 def test_identification_dask_dataframe_and_external_targets(client, ce):
     dd = pytest.importorskip("dask.dataframe")
     y, syn = ce
-    ref = _quiet(br.identification_risk, y, syn, KNOWN_US, KNOWN_S, **CE_KW)
-    res = _quiet(bd.identification_risk, dd.from_pandas(y, npartitions=3), syn, KNOWN_US,
-                 KNOWN_S, client=client, partition_size=64, **CE_KW)
+    ref = _quiet(br.identification_risk, y, syn, known_unsynthesized=KNOWN_US,
+                 known_synthesized=KNOWN_S, **CE_KW)
+    res = _quiet(bd.identification_risk, dd.from_pandas(y, npartitions=3), syn,
+                 known_unsynthesized=KNOWN_US,
+                 known_synthesized=KNOWN_S, client=client, partition_size=64, **CE_KW)
     _assert_same_identification(res, ref)
     # external targets as a dask DataFrame: half in the sample, half not
     yi = y.assign(pid=np.arange(len(y)))
     tg = yi.iloc[::2][[*KNOWN_US, *KNOWN_S, "pid"]].copy()
     tg.loc[tg.index[::3], "pid"] += 10_000
     kw = {**CE_KW, "target_id": "pid", "original_id": "pid"}
-    ref = _quiet(br.identification_risk, yi, syn, KNOWN_US, KNOWN_S, targets=tg, **kw)
-    res = _quiet(bd.identification_risk, yi, syn, KNOWN_US, KNOWN_S, client=client,
+    ref = _quiet(br.identification_risk, yi, syn, known_unsynthesized=KNOWN_US,
+                 known_synthesized=KNOWN_S, targets=tg, **kw)
+    res = _quiet(bd.identification_risk, yi, syn, known_unsynthesized=KNOWN_US,
+                 known_synthesized=KNOWN_S, client=client,
                  partition_size=30, targets=dd.from_pandas(tg, npartitions=2), **kw)
     _assert_same_identification(res, ref)
 
@@ -158,8 +166,10 @@ def test_identification_dask_dataframe_and_external_targets(client, ce):
 def test_radius_sweep_equals_in_process(client, ce):
     y, syn = ce
     grid = [0.025, 0.05, 0.1, 0.2]
-    ref = _quiet(br.radius_sweep, y, syn, KNOWN_US, ["Income"], grid, **CE_KW)
-    res = _quiet(bd.radius_sweep, y, syn, KNOWN_US, ["Income"], grid, client=client,
+    ref = _quiet(br.radius_sweep, y, syn, known_unsynthesized=KNOWN_US,
+                 known_synthesized=["Income"], radii=grid, **CE_KW)
+    res = _quiet(bd.radius_sweep, y, syn, known_unsynthesized=KNOWN_US,
+                 known_synthesized=["Income"], radii=grid, client=client,
                  partition_size=90, **CE_KW)
     np.testing.assert_array_equal(res.risk, ref.risk)
     assert res.r_star == ref.r_star and res.settings == ref.settings
@@ -169,11 +179,14 @@ def test_executor_argument_and_one_scatter_per_sweep(client, ce, monkeypatch):
     """``executor=`` of the in-process functions runs on the cluster; a sweep ships the record
     pool once (the partitions of every radius share it)."""
     y, syn = ce
-    ref = _quiet(br.identification_risk, y, syn, KNOWN_US, KNOWN_S, **CE_KW)
-    res = _quiet(br.identification_risk, y, syn, KNOWN_US, KNOWN_S, executor=client, **CE_KW)
+    ref = _quiet(br.identification_risk, y, syn, known_unsynthesized=KNOWN_US,
+                 known_synthesized=KNOWN_S, **CE_KW)
+    res = _quiet(br.identification_risk, y, syn, known_unsynthesized=KNOWN_US,
+                 known_synthesized=KNOWN_S, executor=client, **CE_KW)
     _assert_same_identification(res, ref)
     grid = [0.05, 0.1, 0.2]
-    ref = _quiet(br.radius_sweep, y, syn, KNOWN_US, ["Income"], grid, **CE_KW)
+    ref = _quiet(br.radius_sweep, y, syn, known_unsynthesized=KNOWN_US,
+                 known_synthesized=["Income"], radii=grid, **CE_KW)
     scattered = []
     real = client.scatter
 
@@ -183,7 +196,8 @@ def test_executor_argument_and_one_scatter_per_sweep(client, ce, monkeypatch):
 
     monkeypatch.setattr(client, "scatter", counting)
     ex = DaskExecutor(client, partition_size=90)
-    res = _quiet(br.radius_sweep, y, syn, KNOWN_US, ["Income"], grid, executor=ex, **CE_KW)
+    res = _quiet(br.radius_sweep, y, syn, known_unsynthesized=KNOWN_US,
+                 known_synthesized=["Income"], radii=grid, executor=ex, **CE_KW)
     np.testing.assert_array_equal(res.risk, ref.risk)
     assert scattered == ["Prepared"]
 
@@ -206,7 +220,7 @@ def cart_release(ce):
     {"n": 45, "batch_size": 10},
     {"n": "auto", "mcse_tol": 0.05, "batch_size": 5, "min_replicates": 20,
      "max_replicates": 120},
-    {"n": 24, "batch_size": 6, "view": "intruder", "released": "each"},
+    {"n": 24, "batch_size": 6, "view": "intruder", "refit_dataset": "each"},
 ], ids=["fixed", "auto", "intruder-each"])
 @pytest.mark.slow
 def test_posterior_replicates_equal_in_process(client, client1, cart_release, pr_kw):
@@ -217,13 +231,15 @@ def test_posterior_replicates_equal_in_process(client, client1, cart_release, pr
 
     def run(chunk_size, **kw):
         pr = br.PosteriorReplicates(model, random_seed=7, chunk_size=chunk_size, **pr_kw)
-        return _quiet(br.identification_risk, y, syn, KNOWN_US, kn, **CE_KW, replicates=pr,
+        return _quiet(br.identification_risk, y, syn, known_unsynthesized=KNOWN_US,
+                      known_synthesized=kn, **CE_KW, replicates=pr,
                       **kw)
 
     ref = run(50)
     assert ref.file["n_replicates"] >= 20 and np.isfinite(ref.file["mc_se"]["expected_match_risk"])
     for res in (run(3, executor=client), run(50, executor=client1),
-                _quiet(bd.identification_risk, y, syn, KNOWN_US, kn, client=client, **CE_KW,
+                _quiet(bd.identification_risk, y, syn, known_unsynthesized=KNOWN_US,
+                       known_synthesized=kn, client=client, **CE_KW,
                        replicates=br.PosteriorReplicates(model, random_seed=7, chunk_size=4,
                                                          **pr_kw))):
         pd.testing.assert_frame_equal(res.records, ref.records)
@@ -269,10 +285,10 @@ def test_cli_workers_posterior_replicates(tmp_path, ce):
 def test_attribute_equals_in_process(client, client1, acs):
     model, df, syn = acs
     kw = {"random_seed": 3, "bootstrap": 50, "progressbar": False}
-    ref = _quiet(br.attribute_risk, model, df, syn, **kw)
+    ref = _quiet(br.attribute_risk, df, syn, model=model, **kw)
     settings_ref = {k: v for k, v in ref.settings.items() if k != "timing"}
     for c, ps in ((client, 7), (client, 50), (client1, 300)):
-        res = _quiet(bd.attribute_risk, model, df, syn, client=c, partition_size=ps, **kw)
+        res = _quiet(bd.attribute_risk, df, syn, model=model, client=c, partition_size=ps, **kw)
         pd.testing.assert_frame_equal(res.records, ref.records)
         assert {k: v for k, v in res.settings.items() if k != "timing"} == settings_ref
         assert set(res.settings["timing"]) == set(ref.settings["timing"])
@@ -298,7 +314,7 @@ def test_attribute_equals_in_process(client, client1, acs):
     # the kept log-likelihoods make prior sweeps work on the merged result
     priors = ["uniform", "truth-weighted:2", "empirical:1"]
     pd.testing.assert_frame_equal(
-        br.prior_sensitivity(res, priors), br.prior_sensitivity(ref, priors)
+        br.prior_sensitivity(res, priors=priors), br.prior_sensitivity(ref, priors=priors)
     )
     pd.testing.assert_frame_equal(
         br.with_prior(res, "truth-weighted:2").records,
@@ -312,10 +328,11 @@ def test_attribute_selected_records_and_is_estimator(client, acs):
     recs = [250, 3, 77, 4, 199, 120]
     kw = {"random_seed": 4, "bootstrap": 20, "progressbar": False, "estimator": "is",
           "candidates": "full"}
-    ref = _quiet(br.attribute_risk, model, df, syn, recs, **kw)
-    res = _quiet(bd.attribute_risk, model, df, syn, recs, client=client, partition_size=4, **kw)
+    ref = _quiet(br.attribute_risk, df, syn, model=model, records=recs, **kw)
+    res = _quiet(bd.attribute_risk, df, syn, model=model, records=recs, client=client,
+                 partition_size=4, **kw)
     pd.testing.assert_frame_equal(res.records, ref.records)
-    assert res.records["record"].tolist() == recs
+    assert res.records.index.tolist() == recs
     assert res.to_dict()["published_estimator"] == ref.to_dict()["published_estimator"]
 
 
@@ -326,19 +343,22 @@ def test_attribute_selected_records_and_is_estimator(client, acs):
 def test_bad_partition_size(client, ce, acs, bad):
     y, syn = ce
     with pytest.raises(ValidationError, match="partition_size must be an integer >= 1"):
-        bd.identification_risk(y, syn, KNOWN_US, KNOWN_S, client=client, partition_size=bad,
+        bd.identification_risk(y, syn, known_unsynthesized=KNOWN_US, known_synthesized=KNOWN_S,
+                               client=client, partition_size=bad,
                                **CE_KW)
     model, df, asyn = acs
     with pytest.raises(ValidationError, match="partition_size"):
-        bd.attribute_risk(model, df, asyn, client=client, partition_size=bad)
+        bd.attribute_risk(df, asyn, model=model, client=client, partition_size=bad)
 
 
 def test_bad_arguments(client, ce):
     y, syn = ce
     with pytest.raises(ValidationError, match="client must be a distributed.Client"):
-        bd.identification_risk(y, syn, KNOWN_US, KNOWN_S, client="tcp://x:1", **CE_KW)
+        bd.identification_risk(y, syn, known_unsynthesized=KNOWN_US, known_synthesized=KNOWN_S,
+                               client="tcp://x:1", **CE_KW)
     with pytest.raises(ValidationError, match="invalid arguments for identification_risk"):
-        bd.identification_risk(y, syn, KNOWN_US, KNOWN_S, client=client, radiuss=0.1)
+        bd.identification_risk(y, syn, known_unsynthesized=KNOWN_US, known_synthesized=KNOWN_S,
+                               client=client, radiuss=0.1)
     with pytest.raises(ValidationError, match="exactly one of scheduler= and n_workers="):
         with bd.connect(scheduler="tcp://127.0.0.1:1", n_workers=2):
             pass

@@ -112,8 +112,7 @@ def test_landing_page_has_an_audit_entry():
 
 @needs_docs_tree
 def test_docs_examples_use_current_call_forms():
-    # a legacy call form (schema passed positionally to fit) prints a BayesRiskFutureWarning
-    # in the built page; the examples show the form that keeps working
+    # schema is keyword-only in fit(): a positional one is a TypeError in the built page
     offenders = []
     for page in [*sorted(DOCS.rglob("*.md")), ROOT / "README.md"]:
         if "_build" in page.parts or not page.is_file():
@@ -126,7 +125,7 @@ def test_docs_examples_use_current_call_forms():
                 if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                         and node.func.attr in ("fit", "fit_augmented") and len(node.args) > 1):
                     offenders.append(f"{page.relative_to(ROOT)}: {ast.unparse(node)[:80]}")
-    assert not offenders, "fit() with positional schema (FutureWarning):\n" + "\n".join(offenders)
+    assert not offenders, "fit() with positional schema (TypeError):\n" + "\n".join(offenders)
 
 
 def test_readme_cli_examples_name_existing_files():

@@ -69,18 +69,18 @@ PARTITION_SIZE = 256
 
 @interruptible
 def attribute_risk(
-    model: Any,
     original: pd.DataFrame,
     synthetic: Any,
-    records: Sequence[int] | np.ndarray | None = None,
     *,
+    model: Any,
+    records: Sequence[int] | np.ndarray | None = None,
     candidates: str | CandidateSpec | Callable[..., pd.DataFrame] = "one-variable",
     prior: str | Prior | Any = "uniform",
     scenario: Literal["worst_case", "partially_known", "empty"] = "worst_case",
     known: Sequence[str] | None = None,
     estimator: Literal["auto", "stabilised", "is"] = "auto",
     augmented: Sequence[Any] | None = None,
-    draws: Sequence[int] | np.ndarray | None = None,
+    draw_indices: Sequence[int] | np.ndarray | None = None,
     refit_draws: int | None = None,
     psis: bool = False,
     khat: Literal["all", "base", "none"] = "all",
@@ -142,8 +142,9 @@ def attribute_risk(
     augmented : sequence of models, optional
         For the stabilised estimator: one model per synthetic dataset with draws of
         ``p(Θ | y, Z_(l))`` (default: ``model.fit_augmented(original, Z_(l), random_seed=...)``).
-    draws : sequence of int, optional
-        Subset of the model's posterior draws to use (default all ``H``).
+    draw_indices : sequence of int, optional
+        Indices (0-based, in ``0..H-1``) of the model's posterior draws to use (default all
+        ``H``).
     refit_draws : int, optional
         Kept draws per chain of each of the stabilised estimator's ``m`` refits (default: the
         model's ``draws``). The refits are most of the run's time: before they start, the
@@ -228,7 +229,7 @@ def attribute_risk(
     multiply imputed, synthetic data. Journal of Privacy and Confidentiality 6(1).
     """
     if scenario == "empty":
-        _check_low_risk_options(candidates, known, estimator, augmented, draws, psis, compat,
+        _check_low_risk_options(candidates, known, estimator, augmented, draw_indices, psis, compat,
                                 refit_draws)
         return low_risk_attribute_risk(model, original, synthetic, records, prior=prior)
     plan = prepare(
@@ -242,7 +243,7 @@ def attribute_risk(
         known=known,
         estimator=estimator,
         augmented=augmented,
-        draws=draws,
+        draws=draw_indices,
         psis=psis,
         khat=khat,
         khat_rule=khat_rule,
@@ -267,7 +268,7 @@ def attribute_risk(
 
 
 def _check_low_risk_options(
-    candidates: Any, known: Any, estimator: str, augmented: Any, draws: Any, psis: bool,
+    candidates: Any, known: Any, estimator: str, augmented: Any, draw_indices: Any, psis: bool,
     compat: Any, refit_draws: Any = None,
 ) -> None:
     """Options of the likelihood-based scenarios that ``scenario="empty"`` cannot honour."""
@@ -276,7 +277,7 @@ def _check_low_risk_options(
         "known": bool(known),
         "estimator": estimator != "auto",
         "augmented": augmented is not None,
-        "draws": draws is not None,
+        "draw_indices": draw_indices is not None,
         "refit_draws": refit_draws is not None,
         "psis": bool(psis),
         "compat": compat is not None,
@@ -393,7 +394,7 @@ def _reflag(flag_codes: pd.Series, code: str, on: Any) -> list[str]:
 
 
 def prior_sensitivity(
-    result: AttributeRiskResult, priors: Sequence[Any] | str | Prior, *, bootstrap: bool = False
+    result: AttributeRiskResult, *, priors: Sequence[Any] | str | Prior, bootstrap: bool = False
 ) -> pd.DataFrame:
     """Re-normalise a result under several priors (methods, Priors): likelihoods are reused.
 
@@ -431,7 +432,7 @@ def prior_sensitivity(
 
     Examples
     --------
-    >>> sweep = prior_sensitivity(res, ["uniform", "truth-weighted:2"])  # doctest: +SKIP
+    >>> sweep = prior_sensitivity(res, priors=["uniform", "truth-weighted:2"])  # doctest: +SKIP
     >>> sweep[sweep["flag_codes"] == ""].groupby("prior")["p_true"].mean()  # doctest: +SKIP
     """
     if result.settings.get("compat"):
@@ -447,7 +448,7 @@ def prior_sensitivity(
             "priors is empty; give at least one prior specification, e.g. "
             "['uniform', 'truth-weighted:2']."
         )
-    keep = ["record", "p_true", "rank_min", "rank_avg", "is_top", "n_tie", "top_share"]
+    keep = ["p_true", "rank_min", "rank_avg", "is_top", "n_tie", "top_share"]
     keep += [k for k in ("p_true_lower", "p_true_upper") if k in result.records.columns]
     frames, seen = [], {}
     for spec in specs:
@@ -458,7 +459,7 @@ def prior_sensitivity(
             label = f"{label}#{seen[label]}"
         cols = keep + ([k for k in new.records.columns if k.startswith("boot_")]
                        if bootstrap else []) + ["flag_codes"]
-        df = new.records[cols].reset_index(drop=True)
+        df = new.records[cols].reset_index()  # long table: one row per (prior, record)
         df.insert(0, "prior", np.full(len(df), label, dtype=object))
         frames.append(df)
     out = pd.concat(frames, ignore_index=True)

@@ -141,7 +141,7 @@ def chain_plan(
         The model with draws of ``p(Θ | y)`` (chains from
         :class:`~bayes_risk.protocols.SupportsDrawChains`; otherwise one chain).
     draw_idx : int ndarray or None
-        The draws used (``draws=`` of ``attribute_risk``).
+        The draws used (``draw_indices=`` of ``attribute_risk``).
     aug_models : sequence
         The augmented fits (stabilised estimator).
     estimator : str

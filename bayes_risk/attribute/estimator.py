@@ -80,13 +80,6 @@ def log_ratios(logp: np.ndarray, g0: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return logr, bad.sum(axis=1)
 
 
-def _log_mean(logr: np.ndarray, axis: int = 1) -> np.ndarray:
-    """``log mean_h exp(logr)`` over the non-dropped draws (dropped draws are ``-inf`` rows)."""
-    n_ok = np.sum(np.any(np.isfinite(logr), axis=-1, keepdims=True), axis=axis)
-    with np.errstate(divide="ignore"):
-        return logsumexp(logr, axis=axis) - np.log(np.maximum(n_ok, 1))
-
-
 class RatioStats:
     """One exponentiation pass over ``logr[R, H, G]`` shared by every estimator and diagnostic.
 

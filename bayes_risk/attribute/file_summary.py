@@ -44,7 +44,7 @@ def _flagged(result: Any) -> np.ndarray:
 def _refuse_missing_truth(result: Any, cols: Sequence[str], kind: str) -> None:
     """Distances and magnitudes need the truth: a record whose value of ``cols`` is missing
     (held as it is by a tree plug-in; user guide, Missing values) is refused by name."""
-    recs = result.records["record"].to_numpy()
+    recs = result.records.index.to_numpy()
     for k, cs in enumerate(result.candidates):
         for c in cols:
             j = list(cs.columns).index(c)
@@ -59,8 +59,8 @@ def _refuse_missing_truth(result: Any, cols: Sequence[str], kind: str) -> None:
 
 def file_summary(
     result: Any,
-    kind: Literal["hrw", "wang_reiter", "paiva", "largest_value"] = "hrw",
     *,
+    kind: Literal["hrw", "wang_reiter", "paiva", "largest_value"] = "hrw",
     original: pd.DataFrame | None = None,
     location_columns: Sequence[str] | None = None,
     locations: Mapping[Any, Sequence[float]] | None = None,
@@ -140,7 +140,7 @@ def file_summary(
             f"AttributeRiskResult). Got {type(result).__name__}."
         )
     flagged = _flagged(result)
-    recs = result.records["record"].to_numpy()
+    recs = result.records.index.to_numpy()
     base: dict[str, Any] = {
         "kind": kind,
         "n_records": int(len(recs)),
@@ -164,7 +164,7 @@ def file_summary(
             others = np.delete(all_xy, rec, axis=0)
             r = wang_reiter(post, cxy, cxy[g0], others, n_mc=n_mc, random_seed=gens[k])
             rows.append({"record": rec, "R1": r["R1"], "R2": r["R2"], "flagged": bool(flagged[k])})
-        per = pd.DataFrame(rows)
+        per = pd.DataFrame(rows).set_index("record")
         ok = ~per["flagged"].to_numpy()
         out = {**base, "per_record": per, "all": wang_reiter_file(per["R1"], per["R2"])}
         out["unflagged"] = wang_reiter_file(per["R1"][ok], per["R2"][ok]) if ok.any() else None
@@ -205,7 +205,7 @@ def file_summary(
                 "unique_pattern": uniq_a,
                 "flagged": flagged,
             }
-        )
+        ).set_index("record")
         ok = ~flagged
         unfl = None
         if ok.any():
@@ -229,6 +229,7 @@ def file_summary(
         values = cand[col].to_numpy(dtype=np.float64)
         lv = largest_value(post, values, float(values[g0]), delta=delta, interval=interval)
         rows.append({"record": rec, "truth": float(values[g0]), **lv, "flagged": bool(flagged[k])})
-    per = pd.DataFrame(rows)
-    top = per.loc[per["truth"].idxmax()].to_dict()
+    per = pd.DataFrame(rows).set_index("record")
+    top_record = per["truth"].idxmax()
+    top = {"record": int(top_record), **per.loc[top_record].to_dict()}
     return {**base, "per_record": per, "largest": top}

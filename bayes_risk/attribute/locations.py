@@ -70,7 +70,7 @@ def check_location_columns(result: Any, location_columns: Sequence[str] | None) 
 
 def record_posteriors(result: Any) -> Iterator[tuple[int, int, pd.DataFrame, np.ndarray, int]]:
     """Yield ``(position, record id, decoded candidates, posterior, g0)`` per evaluated record."""
-    recs = result.records["record"].to_numpy()
+    recs = result.records.index.to_numpy()
     for k, cs in enumerate(result.candidates):
         post = np.exp(np.asarray(result.log_post[k], dtype=np.float64))
         yield k, int(recs[k]), decode_values(cs.values, cs.columns, result.schema), post, int(cs.g0)

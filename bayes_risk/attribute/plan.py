@@ -119,11 +119,6 @@ class CandidateRule:
     nb_index: np.ndarray | None
     nb_all: bool
 
-    @property
-    def is_callable(self) -> bool:
-        """The user gave a function returning each record's candidates."""
-        return self.spec is None
-
 
 @dataclass(frozen=True)
 class ModelAccess:

@@ -127,7 +127,7 @@ def prepare(
     draw_idx = None if draws is None else np.asarray(draws, dtype=np.int64)
     H = 0 if is_plugin else (int(model.n_draws) if draw_idx is None else int(draw_idx.size))
     if draw_idx is not None and (draw_idx.min() < 0 or draw_idx.max() >= model.n_draws):
-        raise ValidationError(f"draws must be indices in 0..{model.n_draws - 1}.")
+        raise ValidationError(f"draw_indices must be indices in 0..{model.n_draws - 1}.")
     _check_estimator(model, is_plugin, est, compat)
     warn_codes: list[str] = []
     if H < 20 and not is_plugin:
@@ -253,7 +253,9 @@ def _estimator_name(
                 "posterior draws, so estimator must be 'auto'."
             )
         if compat is not None or augmented is not None or draws is not None:
-            raise ValidationError("compat, augmented and draws do not apply to plug-in models.")
+            raise ValidationError(
+                "compat, augmented and draw_indices do not apply to plug-in models."
+            )
         return "plugin"
     if estimator == "auto":
         # chosen by what the model can do (its ModelInfo), not by its class
@@ -326,8 +328,8 @@ def _prepare_data(
     released = datasets if schema0.missing_codes else None
     orig = mask_missing_codes(orig, schema0.missing_codes)
     datasets = [mask_missing_codes(z, schema0.missing_codes) for z in datasets]
-    schema = harmonise_levels(orig, datasets, schema0)
-    validate_synthetic(orig, datasets, schema, allow_nan=True)
+    schema = harmonise_levels(orig, datasets, schema=schema0)
+    validate_synthetic(orig, datasets, schema=schema, allow_nan=True)
     vary, known_l = _varying_columns(schema, scenario, known)
     positions = resolve_records(records, len(orig))
     # varying columns: codes (categorical) or values (numeric), [n, q]
@@ -414,7 +416,8 @@ def _draw_plan(
     if compat is not None and draw_idx is not None:
         if not np.array_equal(draw_idx, np.arange(draw_idx.size)):
             raise ValidationError(
-                "compat='AttributeRiskCalculation' uses the first H draws: pass draws=range(H)."
+                "compat='AttributeRiskCalculation' uses the first H draws: pass "
+                "draw_indices=range(H)."
             )
         logp_idx = None
         n_sum = int(draw_idx.size)

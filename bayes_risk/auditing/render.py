@@ -494,7 +494,7 @@ def _attribute(sec: Section, s: Any, result: Any, links: _Links) -> None:
     for kind, name, cap in ATTRIBUTE_FIGURES:
         sec.blocks.append(links.figure(s.result.plot(kind), name, cap))
     stable = recs[recs["flag_codes"].fillna("").astype(str) == ""]
-    top = stable.sort_values("p_true", ascending=False, kind="stable").head(TOP_N)
+    top = stable.sort_values("p_true", ascending=False, kind="stable").head(TOP_N).reset_index()
     cols = [c for c in ("record", "p_true", "rank_min", "G", "baseline") if c in top]
     sec.blocks.append(_table(_at_risk(top[cols], s.extra.get("qi"), "record"), links,
                              f"{s.folder}/records.csv" if s.folder else None,

@@ -310,19 +310,22 @@ def identification_step(ctx: StepContext) -> StepOutcome:
             "identification risk", f"the intruder matches on {', '.join(p.known)} only, "
             "which the release carries unchanged (no known column is synthesized), so every "
             "synthetic dataset gives the same figures.")
-    res = identification_risk(ctx.original, ctx.synthetic, p.known_unsynthesized,
-                              p.known_synthesized, **kw)
+    res = identification_risk(ctx.original, ctx.synthetic,
+                              known_unsynthesized=p.known_unsynthesized,
+                              known_synthesized=p.known_synthesized, **kw)
     sweep = at_star = None
     if p.sweep and p.sweep_columns:
-        sweep = radius_sweep(ctx.original, ctx.synthetic, p.known_unsynthesized,
-                             p.known_synthesized, list(p.sweep), columns=list(p.sweep_columns),
+        sweep = radius_sweep(ctx.original, ctx.synthetic, known_unsynthesized=p.known_unsynthesized,
+                             known_synthesized=p.known_synthesized, radii=list(p.sweep),
+                             columns=list(p.sweep_columns),
                              **kw)
         # every measure at the maximising radius, the conservative one to report (Hornby & Hu
         # 2021, §4.1): the verdict reads the true match rate there, beside the expected match
         # rate, not at the step's own radius
         rad = {**p.radius, **{c: float(sweep.r_star) for c in sweep.columns}}
         at_star = res if rad == p.radius else identification_risk(
-            ctx.original, ctx.synthetic, p.known_unsynthesized, p.known_synthesized,
+            ctx.original, ctx.synthetic, known_unsynthesized=p.known_unsynthesized,
+            known_synthesized=p.known_synthesized,
             **{**kw, "radius": rad, "progressbar": False})
     pooled = _pooled_identification(ctx, kw)
     ksweep = _known_sweep(ctx, kw)
@@ -421,11 +424,12 @@ def _pooled_identification(ctx: StepContext, kw: dict[str, Any]) -> PooledIdenti
 
     p = ctx.plan
     pkw = {**kw, "aggregation": "pooled", "fallback": None, "progressbar": False}
-    args = (ctx.original, ctx.synthetic, p.known_unsynthesized, p.known_synthesized)
+    args = (ctx.original, ctx.synthetic)
+    pkw.update(known_unsynthesized=p.known_unsynthesized, known_synthesized=p.known_synthesized)
     res = identification_risk(*args, **pkw)
     if not (p.sweep and p.sweep_columns):
         return PooledIdentification(res)
-    sweep = radius_sweep(*args, list(p.sweep), columns=list(p.sweep_columns), **pkw)
+    sweep = radius_sweep(*args, radii=list(p.sweep), columns=list(p.sweep_columns), **pkw)
     rad = {**p.radius, **{c: float(sweep.r_star) for c in sweep.columns}}
     star = res if rad == p.radius else identification_risk(*args, **{**pkw, "radius": rad})
     return PooledIdentification(res, sweep, star, rad)
@@ -483,8 +487,9 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
                            reason=f"{why}; the identification step uses the m released "
                            "datasets as replicates.")
     pr = PosteriorReplicates(model, random_seed=p.random_seed, **AUDIT_REPLICATES)
-    res = identification_risk(ctx.original, ctx.synthetic, p.known_unsynthesized,
-                              p.known_synthesized, schema=ctx.schema,
+    res = identification_risk(ctx.original, ctx.synthetic,
+                              known_unsynthesized=p.known_unsynthesized,
+                              known_synthesized=p.known_synthesized, schema=ctx.schema,
                               radius=dict(p.radius) or None, radius_type=p.radius_type,
                               replicates=pr, fallback=ID_FALLBACK, progressbar=ctx.progressbar)
     folder = _folder(ctx, name)
@@ -560,12 +565,12 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     model = _attribute_model(ctx)
     spec = _candidates(ctx, p.synthesized)
     res = attribute_risk(
-        model, ctx.original, ctx.synthetic, p.attribute_records,
+        ctx.original, ctx.synthetic, model=model, records=p.attribute_records,
         candidates=spec, prior="uniform", scenario="worst_case",
         estimator=p.attribute_estimator, refit_draws=p.refit_draws,
         random_seed=p.random_seed, progressbar=ctx.progressbar,
     )
-    recs = (res.records["record"] if "record" in res.records else res.records.index)
+    recs = res.records.index
     drivers = attribute_drivers(ctx.original, list(ctx.synthetic), p.synthesized,
                                 np.asarray(recs, dtype=int), spec,
                                 [c for c in p.synthesized if c in ctx.schema.numeric],
@@ -577,7 +582,7 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     if folder is not None:
         from bayes_risk.auditing.plots import ATTRIBUTE_FIGURES
 
-        res.records.to_csv(folder / "records.csv", index=False)
+        res.records.to_csv(folder / "records.csv")  # the index: column "record"
         _write_json(folder / "summary.json", summary)
         files = ["records.csv", "summary.json"]
         for kind, name, _ in ATTRIBUTE_FIGURES:
@@ -663,7 +668,8 @@ def disclosure_step(ctx: StepContext) -> StepOutcome:
                 + ("every measure equals the original's." if both else
                    "repU equals UiO, the original's sample uniques on the keys, in every "
                    "dataset."))
-        res = disclosure_measures(ctx.original, ctx.synthetic, keys, t, schema=ctx.schema,
+        res = disclosure_measures(ctx.original, ctx.synthetic, keys=keys, target=t,
+                                  schema=ctx.schema,
                                   ngroups_target=p.ngroups_target[t])
         results[t] = res
         if ctx.root is not None:

@@ -66,22 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "handler", None) is None:
         parser.print_help(sys.stderr)
         return 2
-    import warnings
-
     from bayes_risk.cli._run import command_run
-    from bayes_risk.cli.parsers import apply_deprecated
-    from bayes_risk.exceptions import BayesRiskError, BayesRiskWarning
+    from bayes_risk.exceptions import BayesRiskError
 
-    try:
-        deprecated = apply_deprecated(args)
-    except BayesRiskError as err:
-        _print_error(args.command, err.code, err)
-        return 2
     run = None
     try:
         with command_run(args) as run:
-            for msg in deprecated:
-                warnings.warn(BayesRiskWarning(msg, code="DEPRECATED_OPTION"), stacklevel=1)
             status = int(args.handler(args) or 0)
             if run.interrupted and not run.completed:  # a library swallowed the interrupt
                 raise KeyboardInterrupt

@@ -202,14 +202,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.cli._common import missing_labels, print_summary, read_records_table
     from bayes_risk.cli._run import output_dir
     from bayes_risk.data.io import read_synthetic
-    from bayes_risk.exceptions import ValidationError
 
-    if args.original is None or not args.synthetic:
-        raise ValidationError(
-            "give ORIGINAL (the confidential table) and the synthetic release SYN [SYN ...]: "
-            "bayes-risk attribute ORIGINAL SYN ... [--model DIR] --out DIR.",
-            code="OPTION_REQUIRED",
-        )
     original = read_records_table(args.original, "ORIGINAL", missing_labels(args))
     syn_arg = args.synthetic[0] if len(args.synthetic) == 1 else args.synthetic
     synthetic = read_synthetic(syn_arg, like=original,
@@ -229,10 +222,10 @@ def run(args: argparse.Namespace) -> int:
         else:
             from bayes_risk.distributed import attribute_risk as risk
         result = risk(
-            model,
             original,
             synthetic,
-            records,
+            model=model,
+            records=records,
             candidates=candidates,
             prior=args.prior,
             scenario=scenario,
@@ -258,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
         "records": args.records,
     }
     with output_dir(args) as tmp:
-        result.records.to_csv(tmp / "records.csv", index=False)
+        result.records.to_csv(tmp / "records.csv")  # the index: column "record"
         write_json(tmp / "summary.json", summary)
         for kind, name in (("p_true", "p_true_hist.png"), ("rank", "rank_hist.png"),
                            ("khat", "khat.png")):

@@ -55,8 +55,8 @@ def run(args: argparse.Namespace) -> int:
     res = disclosure_measures(
         original,
         syn,
-        args.keys,
-        args.target,
+        keys=args.keys,
+        target=args.target,
         schema=schema,
         ngroups_target=args.ngroups_target,
         ngroups_keys=(args.ngroups_keys[0] if args.ngroups_keys and len(args.ngroups_keys) == 1

@@ -92,7 +92,7 @@ def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
         population_counts=pc,
         population_estimate=args.population_estimate.replace("-", "_"),
         sampling_fraction=args.sampling_fraction,
-        N_pop=args.n_pop,
+        population_size=args.n_pop,
         strategy=_parse_strategy(args.strategy),
         fallback=args.fallback,
         targets=targets,
@@ -234,15 +234,17 @@ def run(args: argparse.Namespace) -> int:
             risk, sweep_fn = distributed.identification_risk, distributed.radius_sweep
         dkw = dask_kwargs(args, client)
         res = risk(
-            original, syn, args.known_unsynthesized, args.known_synthesized,
-            aggregation=aggregation, progressbar=not args.quiet, **kw, **rkw, **dkw,
+            original, syn, known_unsynthesized=args.known_unsynthesized,
+            known_synthesized=args.known_synthesized, aggregation=aggregation,
+            progressbar=not args.quiet, **kw, **rkw, **dkw,
         )
         if grid is not None:
             # the sweep evaluates every dataset separately (one box per radius, as Hornby & Hu 2021
             # Fig. 6)
             sweep = sweep_fn(
-                original, syn, args.known_unsynthesized, args.known_synthesized, grid,
-                aggregation="per_dataset", progressbar=not args.quiet, **kw, **dkw,
+                original, syn, known_unsynthesized=args.known_unsynthesized,
+                known_synthesized=args.known_synthesized, radii=grid, aggregation="per_dataset",
+                progressbar=not args.quiet, **kw, **dkw,
             )
         ksweep = _known_sweep(args, original, syn, kw, aggregation, client)
     m = syn.m

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         ident["population_counts"] = "loglinear_synthetic"
         ident["sampling_fraction"] = args.sampling_fraction
     res = compare_visit_orders(
-        model, df, orders, known_unsynthesized=args.known_unsynthesized,
+        df, synthesizer=model, orders=orders, known_unsynthesized=args.known_unsynthesized,
         known_synthesized=args.known_synthesized, schema=schema, m=m, identification=ident,
         random_seed=args.random_seed, progressbar=not args.quiet,
     )

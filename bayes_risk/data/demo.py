@@ -40,7 +40,7 @@ def _check_n(n: int, name: str = "n") -> int:
     return int(n)
 
 
-def make_ce_like(n: int = 5571, random_seed: RandomSeed = 2018) -> pd.DataFrame:
+def make_ce_like(n: int = 5571, *, random_seed: RandomSeed = 2018) -> pd.DataFrame:
     """CE-like household table (one row per consumer unit).
 
     Parameters
@@ -138,8 +138,8 @@ def _categorical_from_logits(logits: np.ndarray, rng: np.random.Generator) -> np
 
 def make_acs_like(
     n: int = 10_000,
-    random_seed: RandomSeed = 2012,
     *,
+    random_seed: RandomSeed = 2012,
     n_classes: int = 10,
     concentration: float = 0.6,
     return_truth: bool = False,

@@ -215,7 +215,7 @@ def check_probability(x: Any, argument: str) -> float:
 
 
 def harmonise_levels(
-    original: pd.DataFrame, synthetic: Sequence[pd.DataFrame], schema: Schema
+    original: pd.DataFrame, synthetic: Sequence[pd.DataFrame], *, schema: Schema
 ) -> Schema:
     """Return ``schema`` with each categorical column's levels extended to the union over tables.
 
@@ -290,8 +290,8 @@ def warn_synthetic_only_levels(syn_only: dict[str, list[tuple[int, Any]]]) -> No
 def validate_synthetic(
     original: pd.DataFrame,
     synthetic: Sequence[pd.DataFrame],
-    schema: Schema,
     *,
+    schema: Schema,
     check_unsynthesized: bool = True,
     same_rows: bool = True,
     allow_nan: bool | Iterable[str] = False,

@@ -96,7 +96,7 @@ def resolve_inputs(
                 f"{'original' if l == 0 else f'synthetic dataset {l}'} has no rows; the "
                 "measures are percentages of records."
             )
-    sub = harmonise_levels(tables[0], tables[1:], sub)
+    sub = harmonise_levels(tables[0], tables[1:], schema=sub)
     for l, t in enumerate(tables):
         validate_table(t, sub, name="original" if l == 0 else f"synthetic dataset {l}",
                        allow_nan=True)

@@ -386,9 +386,9 @@ def key_anonymity(key_codes: np.ndarray, k_values: Sequence[int] = (2, 3, 5)) ->
 def disclosure_measures(
     original: pd.DataFrame,
     synthetic: Any,
+    *,
     keys: Sequence[str],
     target: str,
-    *,
     schema: Schema | None = None,
     categorical: Iterable[str] | None = None,
     ngroups_target: int | None = None,
@@ -481,7 +481,7 @@ def disclosure_measures(
     ...                   "inc": [1, 2, 3, 3, 4]})
     >>> s = pd.DataFrame({"sex": [1, 2, 2, 2, 2], "age": [30, 40, 40, 50, 50],
     ...                   "inc": [1, 3, 3, 4, 5]})
-    >>> r = disclosure_measures(d, [s], ["sex", "age"], "inc", categorical=["sex"])
+    >>> r = disclosure_measures(d, [s], keys=["sex", "age"], target="inc", categorical=["sex"])
     >>> float(r.ident["UiO"][0]), float(r.attrib["DiSCO"][0]), float(r.allCAPs["TCAP"][0])
     (20.0, 60.0, 60.0)
     """
@@ -606,8 +606,8 @@ def disclosure_measures(
 def replicated_uniques(
     original: pd.DataFrame,
     synthetic: Any,
-    keys: Sequence[str] | None = None,
     *,
+    keys: Sequence[str] | None = None,
     schema: Schema | None = None,
     categorical: Iterable[str] | None = None,
     compat: Literal["synthpop"] | None = None,

@@ -45,9 +45,9 @@ def _is_posterior_replicates(obj: Any) -> bool:
 def identification_risk(
     original: pd.DataFrame,
     synthetic: Sequence[pd.DataFrame] | SyntheticData | None,
+    *,
     known_unsynthesized: Sequence[str] = (),
     known_synthesized: Sequence[str] = (),
-    *,
     categorical: Sequence[str] | None = None,
     schema: Schema | None = None,
     radius: float | Mapping[str, float] | Sequence[float] | None = None,
@@ -61,7 +61,7 @@ def identification_risk(
     population_counts: Any = None,
     population_estimate: Literal["default", "scaled", "expected_inverse"] = "default",
     sampling_fraction: float | None = None,
-    N_pop: int | None = None,
+    population_size: int | None = None,
     strategy: Any = "always",
     fallback: Literal["none", "unsynthesized"] | None = None,
     targets: pd.DataFrame | None = None,
@@ -131,8 +131,8 @@ def identification_risk(
     population_estimate : {"default", "scaled", "expected_inverse"}
         ``F̂ = f + (1−a)μ̂/a``, ``μ̂/a``, or ``1/F`` replaced by ``E[1/F | f]`` (provisional:
         Drechsler & Reiter 2008 do not state the conversion).
-    sampling_fraction, N_pop : float, int
-        ``a = n / N_pop`` for the log-linear estimates.
+    sampling_fraction, population_size : float, int
+        ``a = n / population_size`` for the log-linear estimates.
     strategy : "always", ("threshold", γ) or "not_if_max"
         When the intruder declares a match (Drechsler & Reiter 2008 §4.3).
     fallback : {None, "none", "unsynthesized"}
@@ -154,8 +154,7 @@ def identification_risk(
     compat : {None, "IdentificationRiskCalculation"}
         Reproduce the R package IdentificationRiskCalculation exactly: open windows, signed
         percentage radius, ``T = 1`` when ``c = 0``, per-dataset aggregation, no fallback, radius
-        vector in data-frame column order (methods, Compatibility with the R packages). The
-        former name ``"hornby-hu"`` is accepted with a ``FutureWarning``.
+        vector in data-frame column order (methods, Compatibility with the R packages).
     missing_known : {"any", "level"}
         A target's missing known value (an empty cell or a declared missing-value code): the
         intruder does not know it, so it matches any released value (``"any"``, default); or
@@ -194,7 +193,8 @@ def identification_risk(
     >>> y = pd.DataFrame({"sex": ["M", "M", "M", "F", "F"], "race": ["W", "W", "B", "W", "B"]})
     >>> z1 = y.assign(race=["W", "B", "B", "W", "W"])
     >>> z2 = y.assign(race=["W", "W", "W", "B", "B"])
-    >>> res = identification_risk(y, [z1, z2], ["sex"], ["race"], progressbar=False)
+    >>> res = identification_risk(y, [z1, z2], known_unsynthesized=["sex"],
+    ...                           known_synthesized=["race"], progressbar=False)
     >>> res.file["expected_match_risk"]
     2.5
     """
@@ -203,7 +203,8 @@ def identification_risk(
         r_min=r_min, quantile_groups=quantile_groups, window=window, shape=shape,
         aggregation=aggregation, membership=membership, population_counts=population_counts,
         population_estimate=population_estimate, sampling_fraction=sampling_fraction,
-        N_pop=N_pop, strategy=strategy, fallback=fallback, targets=targets, target_id=target_id,
+        population_size=population_size, strategy=strategy, fallback=fallback, targets=targets,
+        target_id=target_id,
         original_id=original_id, compat=compat, missing_known=missing_known,
     )
     if _is_posterior_replicates(replicates):

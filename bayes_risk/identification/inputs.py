@@ -142,7 +142,7 @@ def user_replicates(
             if sk[c].type not in CATEGORICAL_TYPES:
                 df[c] = numeric(df[c], c, f"replicate {r}")
         rep_s.append(df)  # missing values: as in released datasets (user guide, Missing values)
-    sk = harmonise_levels(original, rep_s, sk)
+    sk = harmonise_levels(original, rep_s, schema=sk)
     return rep_s, sk
 
 

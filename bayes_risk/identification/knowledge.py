@@ -57,7 +57,7 @@ _OPTIONS: dict[str, Any] = {
     "categorical": None, "schema": None, "radius": None, "radius_type": "percentage",
     "r_min": None, "quantile_groups": 20, "window": None, "shape": None, "aggregation": None,
     "membership": None, "population_counts": None, "population_estimate": "default",
-    "sampling_fraction": None, "N_pop": None, "strategy": "always", "fallback": None,
+    "sampling_fraction": None, "population_size": None, "strategy": "always", "fallback": None,
     "targets": None, "target_id": None, "original_id": None, "replicates": None, "compat": None,
     "missing_known": "any",
 }

@@ -2,7 +2,8 @@
 
 The known quasi-identifiers are cross-classified; sample cell counts ``f_t`` are modelled as
 Poisson with ``log μ_t`` = all main effects + all two-way interactions, fitted by iterative
-proportional fitting. With Bernoulli sampling at rate ``a = n / N_pop`` the population count is
+proportional fitting. With Bernoulli sampling at rate ``a = n / population_size`` the population
+count is
 ``F_t = f_t + Poisson((1 − a) λ_t)``, ``λ_t = μ_t / a`` (Elamir & Skinner 2006 as used by
 Drechsler & Reiter 2008; the conversion from ``μ̂`` to ``F̂`` is provisional).
 """
@@ -104,7 +105,7 @@ def _check_a(a: float) -> float:
     a = float(a)
     if not (0.0 < a <= 1.0):
         raise ValidationError(
-            f"sampling_fraction must be in (0, 1] (= n / N_pop). Got {a!r}."
+            f"sampling_fraction must be in (0, 1] (= n / population_size). Got {a!r}."
         )
     return a
 

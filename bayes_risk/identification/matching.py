@@ -140,21 +140,6 @@ class MatchRule:
         """Exact-match columns, unsynthesized first."""
         return self.exact_us + self.exact_s
 
-    def unsynthesized_only(self) -> MatchRule:
-        """The rule restricted to the known unsynthesized columns (the fallback)."""
-        shape = self.shape
-        return MatchRule(
-            exact_us=self.exact_us,
-            radius_us=self.radius_us,
-            radius={c: self.radius[c] for c in self.radius_us},
-            radius_type=self.radius_type,
-            r_min={c: v for c, v in self.r_min.items() if c in self.radius_us},
-            window=self.window,
-            shape=shape,
-            legacy_signed=self.legacy_signed,
-            quantile_groups=self.quantile_groups,
-        )
-
     def with_radius(self, radius: Mapping[str, float]) -> MatchRule:
         """Copy with some radii replaced (radius sweep)."""
         new = dict(self.radius)

@@ -44,7 +44,7 @@ def population_counts(
     membership: str,
     kind: str,
     sampling_fraction: float | None,
-    N_pop: int | None,
+    population_size: int | None,
     prep: Prepared,
     rule: MatchRule,
     targets: pd.DataFrame,
@@ -82,7 +82,7 @@ def population_counts(
                 "counts, 'loglinear_original' or 'loglinear_synthetic'. "
                 f"Got {given!r}."
             )
-        a = _sampling_fraction(sampling_fraction, N_pop, n)
+        a = _sampling_fraction(sampling_fraction, population_size, n)
         orig_exact = np.stack([codes_orig[c] for c in rule.exact_cols], axis=1) \
             if rule.exact_cols else np.zeros((n, 0), dtype=np.int64)
         F, inv_f = _loglinear_counts(prep, rule, orig_exact, given in _LOGLIN_SYN, a, kind, warn)
@@ -119,18 +119,20 @@ def _key_kind(values: pd.Series) -> str:
     return kind
 
 
-def _sampling_fraction(sampling_fraction, N_pop, n) -> float:
-    if sampling_fraction is not None and N_pop is not None:
-        raise ValidationError("give sampling_fraction or N_pop, not both.")
-    if sampling_fraction is None and N_pop is None:
+def _sampling_fraction(sampling_fraction, population_size, n) -> float:
+    if sampling_fraction is not None and population_size is not None:
+        raise ValidationError("give sampling_fraction or population_size, not both.")
+    if sampling_fraction is None and population_size is None:
         raise ValidationError(
-            "log-linear population counts need the sampling fraction a = n / N_pop: pass "
-            "sampling_fraction= or N_pop=."
+            "log-linear population counts need the sampling fraction a = n / population_size: pass "
+            "sampling_fraction= or population_size=."
         )
-    if N_pop is not None:
-        if N_pop < n:
-            raise ValidationError(f"N_pop={N_pop} is smaller than the sample size n={n}.")
-        return n / float(N_pop)
+    if population_size is not None:
+        if population_size < n:
+            raise ValidationError(
+                f"population_size={population_size} is smaller than the sample size n={n}."
+            )
+        return n / float(population_size)
     a = float(sampling_fraction)
     if not (0 < a <= 1):
         raise ValidationError(f"sampling_fraction must be in (0, 1]. Got {sampling_fraction!r}.")

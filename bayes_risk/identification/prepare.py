@@ -9,7 +9,6 @@ match rule and the targets are set up, everything is encoded
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,7 +20,7 @@ from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, infer_schema
 from bayes_risk.data.validate import validate_table
-from bayes_risk.exceptions import CALLER, SchemaError, ValidationError
+from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.identification import population as _population
 from bayes_risk.identification.encoding import encode_problem
 from bayes_risk.identification.inputs import released_replicates, user_replicates
@@ -38,8 +37,6 @@ __all__ = ["prepare", "COMPAT_MODES", "MISSING_KNOWN", "parse_strategy"]
 COMPAT_MODES = ("IdentificationRiskCalculation",)
 #: a target's missing known value matches any released value, or only a missing one
 MISSING_KNOWN = ("any", "level")
-#: former names of the compat modes (accepted with a FutureWarning)
-_COMPAT_ALIASES = {"hornby-hu": "IdentificationRiskCalculation"}
 
 
 def _names(cols: Any) -> list[str]:
@@ -70,14 +67,7 @@ def _known_columns(known_unsynthesized: Any, known_synthesized: Any) -> tuple[li
 
 
 def resolve_compat(compat: Any) -> str | None:
-    """The compat mode's name (a former name gives a FutureWarning), or a ValidationError."""
-    if compat in _COMPAT_ALIASES:
-        new = _COMPAT_ALIASES[compat]
-        warnings.warn(
-            f"compat={compat!r} is deprecated; use compat={new!r} (named after the R package).",
-            FutureWarning, skip_file_prefixes=CALLER,
-        )
-        return new
+    """The compat mode's name, or a ValidationError."""
     if compat is not None and compat not in COMPAT_MODES:
         raise ValidationError(
             f"compat must be None or one of {list(COMPAT_MODES)}. Got {compat!r}."
@@ -319,7 +309,7 @@ def prepare(
     population_counts: Any = None,
     population_estimate: str = "default",
     sampling_fraction: float | None = None,
-    N_pop: int | None = None,
+    population_size: int | None = None,
     targets: Any = None,
     target_id: str | None = None,
     original_id: str | None = None,
@@ -365,7 +355,8 @@ def prepare(
     _check_missing_membership(o, enc.prep, original, known)
     counts = _population.population_counts(
         population_counts, membership=o["membership"], kind=population_estimate,
-        sampling_fraction=sampling_fraction, N_pop=N_pop, prep=enc.prep, rule=rule, targets=tdf,
+        sampling_fraction=sampling_fraction, population_size=population_size, prep=enc.prep,
+        rule=rule, targets=tdf,
         known=known, codes_orig=enc.codes_orig, warn=warn,
     )
     extra = {} if enc.maha_cov is None else {"mahalanobis_covariance": enc.maha_cov.tolist()}

@@ -35,10 +35,10 @@ __all__ = ["RadiusSweepResult", "radius_sweep"]
 def radius_sweep(
     original: pd.DataFrame,
     synthetic: Any,
+    *,
     known_unsynthesized: Sequence[str] = (),
     known_synthesized: Sequence[str] = (),
     radii: Sequence[float] | Mapping[str, Sequence[float]] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3),
-    *,
     columns: Sequence[str] | None = None,
     max_grid: int = 1000,
     statistic: str = "mean",
@@ -88,7 +88,8 @@ def radius_sweep(
     >>> import pandas as pd
     >>> y = pd.DataFrame({"x": [100.0, 110.0, 200.0, 400.0]})
     >>> z = pd.DataFrame({"x": [104.0, 100.0, 230.0, 390.0]})
-    >>> res = radius_sweep(y, [z], [], ["x"], [0.05, 0.1, 0.2, 0.3, 1.0], progressbar=False)
+    >>> res = radius_sweep(y, [z], known_synthesized=["x"], radii=[0.05, 0.1, 0.2, 0.3, 1.0],
+    ...                    progressbar=False)
     >>> res.r_star, res.risk_star
     (0.2, 3.0)
     """
@@ -139,7 +140,8 @@ _SWEEP_DEFAULTS: dict[str, Any] = {
     "categorical": None, "schema": None, "radius_type": "percentage", "r_min": None,
     "quantile_groups": 20, "window": None, "shape": None, "membership": None,
     "population_counts": None, "population_estimate": "default", "sampling_fraction": None,
-    "N_pop": None, "strategy": "always", "fallback": None, "targets": None, "target_id": None,
+    "population_size": None, "strategy": "always", "fallback": None, "targets": None,
+    "target_id": None,
     "original_id": None, "replicates": None, "compat": None, "missing_known": "any",
 }
 

@@ -74,7 +74,7 @@ class PosteriorReplicates:
         datasets are ``m`` such draws; ``R ≫ m`` removes their Monte Carlo noise). ``"intruder"``:
         an intruder who knows the synthesis method (the ``M`` of eq. 5) refits the same model
         class with the same settings to released data and draws from that posterior predictive.
-    released : int or "each"
+    refit_dataset : int or "each"
         Intruder view: which released dataset is refitted (index, default 0 = the first), or
         ``"each"``: one refit per released dataset, replicate ``r`` drawn from refit ``r mod m``.
     chunk_size : int
@@ -96,7 +96,7 @@ class PosteriorReplicates:
     model: Any
     n: int | str = "auto"
     view: str = "agency"
-    released: int | str = 0
+    refit_dataset: int | str = 0
     chunk_size: int = 50
     batch_size: int = 50
     n_groups: int = 20
@@ -137,11 +137,12 @@ class PosteriorReplicates:
                 f"min_replicates ({self.min_replicates}) exceeds max_replicates "
                 f"({self.max_replicates})."
             )
-        if not (self.released == "each" or (isinstance(self.released, (int, np.integer))
-                                            and not isinstance(self.released, bool)
-                                            and self.released >= 0)):
+        if not (self.refit_dataset == "each" or (isinstance(self.refit_dataset, (int, np.integer))
+                                            and not isinstance(self.refit_dataset, bool)
+                                            and self.refit_dataset >= 0)):
             raise ValidationError(
-                f"released must be a dataset index (>= 0) or 'each'. Got {self.released!r}."
+                "refit_dataset must be a dataset index (>= 0) or 'each'. "
+                f"Got {self.refit_dataset!r}."
             )
 
     # ------------------------------------------------------------------ replicate stream
@@ -153,10 +154,11 @@ class PosteriorReplicates:
                 "view='intruder' refits the model to the released data: give the released "
                 "datasets as synthetic."
             )
-        idx = range(len(datasets)) if self.released == "each" else [int(self.released)]
+        idx = range(len(datasets)) if self.refit_dataset == "each" else [int(self.refit_dataset)]
         if max(idx) >= len(datasets):
             raise ValidationError(
-                f"released={self.released} but only {len(datasets)} released dataset(s) given "
+                f"refit_dataset={self.refit_dataset} but only {len(datasets)} released dataset(s) "
+                "given "
                 f"(indices 0..{len(datasets) - 1})."
             )
         return [_refit(self.model, datasets[l], child_sequence(seq, 2**31 + l)) for l in idx]
@@ -177,7 +179,7 @@ class PosteriorReplicates:
         """JSON-safe settings (recorded in the result's settings)."""
         return {
             "model": type(self.model).__name__, "n": self.n, "view": self.view,
-            "released": self.released if self.view == "intruder" else None,
+            "refit_dataset": self.refit_dataset if self.view == "intruder" else None,
             "batch_size": int(self.batch_size), "n_groups": int(self.n_groups),
             "mcse_tol": float(self.mcse_tol), "min_replicates": int(self.min_replicates),
             "max_replicates": int(self.max_replicates),

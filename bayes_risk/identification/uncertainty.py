@@ -362,7 +362,7 @@ def replicate_summary(per: dict[str, Sequence[float]]) -> dict[str, dict[str, An
     return out
 
 
-def plot_running_estimate(result: Any, ax: Any = None, *, measure: str = "expected_match_risk"):
+def plot_running_estimate(result: Any, *, ax: Any = None, measure: str = "expected_match_risk"):
     """Running pooled estimate against the number of replicates, with its ±2 MCSE band.
 
     The same figure as ``result.plot("running_estimate")``, drawn into pyplot axes.

@@ -65,7 +65,8 @@ class AttributeRiskResult(RiskResult):
     Attributes
     ----------
     records : DataFrame
-        One row per evaluated record: ``record`` (0-based row position), ``G``, ``p_true``,
+        One row per evaluated record, indexed by ``record`` (the record's row in the original,
+        0-based; in the order evaluated): ``G``, ``p_true``,
         ``rank_min``, ``n_tie``, ``rank_avg``, ``is_top``, ``top_share``, ``baseline`` (1/G),
         ``ess_q_min``, ``khat_max``, ``ess_omega_min``, ``max_omega_max``, ``n_dropped``,
         bootstrap quantiles of the truth's rank and probability (``boot_rank_q05/q50/q95``,
@@ -133,6 +134,10 @@ class AttributeRiskResult(RiskResult):
     _cache: dict[str, Any] = field(repr=False, default_factory=dict, compare=False)
     mcmc: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # frozen: the record number becomes the index once, when the result is built
+        object.__setattr__(self, "records", records_by_record(self.records))
+
     # ----- access -------------------------------------------------------------------------
     @property
     def flagged(self) -> pd.DataFrame:
@@ -140,11 +145,11 @@ class AttributeRiskResult(RiskResult):
         return self.records[self.records["flag_codes"] != ""].copy()
 
     def _position(self, record: int) -> int:
-        hit = np.flatnonzero(self.records["record"].to_numpy() == int(record))
+        hit = np.flatnonzero(self.records.index.to_numpy() == int(record))
         if hit.size == 0:
             raise ValidationError(
                 f"record {record!r} was not evaluated; evaluated records are "
-                f"{self.records['record'].tolist()[:10]}{'...' if len(self.records) > 10 else ''}."
+                f"{self.records.index.tolist()[:10]}{'...' if len(self.records) > 10 else ''}."
             )
         return int(hit[0])
 
@@ -247,7 +252,7 @@ class AttributeRiskResult(RiskResult):
         if mc is not None:
             out["mc_uncertainty"] = mc
         if records:
-            out["records"] = df.to_dict(orient="list")
+            out["records"] = df.reset_index().to_dict(orient="list")
         return to_jsonable(out)
 
     def _chain_note(self) -> dict[str, Any]:
@@ -295,8 +300,8 @@ class AttributeRiskResult(RiskResult):
                 out.append(ResultWarning(c, message(c)))
         recs = self.records
         for c, n in flags.items():
-            ids = recs.loc[recs["flag_codes"].str.split(";").map(lambda f, c=c: c in f), "record"]
-            first = ", ".join(str(int(r)) for r in ids.head(5))
+            ids = recs.index[recs["flag_codes"].str.split(";").map(lambda f, c=c: c in f)]
+            first = ", ".join(str(int(r)) for r in ids[:5])
             where = f"{n} record(s): {first}" + (", …" if n > 5 else "")
             out.append(ResultWarning(c, message(c), where))
         for w in mc:
@@ -417,7 +422,7 @@ class AttributeRiskResult(RiskResult):
             ax.figure.tight_layout()
             return ax.figure
         k = np.where(np.isinf(k), np.nan, k)
-        ax.plot(df["record"].to_numpy(), k, ".", ms=3)
+        ax.plot(df.index.to_numpy(), k, ".", ms=3)
         if np.isfinite(thr):
             ax.axhline(thr, color="r", ls="--", label=f"threshold {thr:.2f}")
             ax.legend(fontsize=8)
@@ -485,3 +490,22 @@ def mc_table(mc: Mapping[str, Any]) -> pd.DataFrame:
         rows.append({"figure": f, "value": num(v), "MCSE": num(mc["mc_se"][f]),
                      label: f"[{num(lo):.4g}, {num(hi):.4g}]"})
     return pd.DataFrame(rows)
+def records_by_record(records: pd.DataFrame) -> pd.DataFrame:
+    """The record table indexed by ``record`` (the row number in the original, 0-based).
+
+    Accepts the table with ``record`` as its index or as a column (``records.csv`` of
+    ``bayes-risk attribute`` and of the audit, read back with ``pandas.read_csv``).
+    """
+    if records.index.name == "record" and "record" not in records.columns:
+        out = records
+    elif "record" in records.columns:
+        out = records.set_index("record")
+    else:
+        raise ValidationError(
+            "the attribute-risk record table needs the record numbers: a column or index named "
+            f"'record' (the row number in the original, 0-based). Got columns {list(records)}."
+        )
+    if out.index.has_duplicates:
+        raise ValidationError("the attribute-risk record table lists a record twice.")
+    index = pd.Index(np.asarray(out.index, dtype=np.int64), name="record")
+    return out.set_axis(index, axis=0)

@@ -73,10 +73,10 @@ def resolve_schema(
     if synthesized is not None:
         syn = list(synthesized)
         schema = schema.with_roles(syn)
-    schema = harmonise_levels(original, datasets, schema)
+    schema = harmonise_levels(original, datasets, schema=schema)
     # missing values are allowed: the measures treat them as synthpop does (user guide,
     # Missing values)
-    validate_synthetic(original, datasets, schema, same_rows=same_rows,
+    validate_synthetic(original, datasets, schema=schema, same_rows=same_rows,
                        check_unsynthesized=same_rows and bool(schema.synthesized),
                        allow_nan=True)
     return schema

@@ -87,8 +87,8 @@ def _t_quantile(df: float, alpha: float) -> float:
 def combine_scalar(
     q: Sequence[float],
     u: Sequence[float],
-    alpha: float = 0.05,
     *,
+    alpha: float = 0.05,
     rules: CombiningRules = "partial",
     proper: bool = True,
     size_ratio: float = 1.0,

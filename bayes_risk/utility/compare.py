@@ -332,10 +332,10 @@ def _compare(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], schema: S
 def compare_estimates(
     original: pd.DataFrame,
     synthetic: Any,
+    *,
     formula: str,
     family: Literal["ols", "logit", "poisson"] = "ols",
     categorical: Iterable[str] | None = None,
-    *,
     schema: Schema | None = None,
     alpha: float = 0.05,
     rules: Literal["auto", "partial", "full-same-n", "full-population"] = "auto",
@@ -405,8 +405,8 @@ def compare_estimates(
     --------
     >>> from bayes_risk.data import make_ce_like
     >>> d = make_ce_like(n=300, random_seed=1)
-    >>> t = compare_estimates(d, [d, d], "Income ~ Age", categorical=["Urban", "Marital",
-    ...                       "Tenure"])
+    >>> t = compare_estimates(d, [d, d], formula="Income ~ Age",
+    ...                       categorical=["Urban", "Marital", "Tenure"])
     >>> t["term"].tolist(), t["std_coef_diff"].round(12).tolist()
     (['Intercept', 'Age'], [0.0, 0.0])
     """

@@ -171,6 +171,7 @@ class _Engine:
 def pmse(
     original: pd.DataFrame,
     synthetic: Any,
+    *,
     method: Literal["logit", "cart"] = "logit",
     max_order: int = 1,
     incomplete: bool | None = None,
@@ -179,7 +180,6 @@ def pmse(
     random_seed: RandomSeed = None,
     schema: Schema | None = None,
     categorical: Iterable[str] | None = None,
-    *,
     synthesized: Iterable[str] | None = None,
     columns: Iterable[str] | None = None,
     cp: float = 1e-3,

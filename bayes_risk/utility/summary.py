@@ -100,11 +100,11 @@ def default_estimands(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], 
 def utility_summary(
     original: pd.DataFrame,
     synthetic: Any,
+    *,
     schema: Schema | None = None,
     pmse_method: Literal["logit", "cart"] = "logit",
     max_order: int = 1,
     estimands: Iterable[str] | None = None,
-    *,
     null: Literal["auto", "theory", "perm", "pairs"] = "auto",
     family: Literal["ols", "logit", "poisson"] = "ols",
     categorical: Iterable[str] | None = None,
@@ -222,7 +222,7 @@ def utility_summary(
         schema = schema.with_roles(syn_cols)
         if not inferred and all(len(z) == len(original) for z in datasets):
             # declared roles must be true: unsynthesized columns are released unchanged
-            validate_synthetic(original, datasets, schema, same_rows=True,
+            validate_synthetic(original, datasets, schema=schema, same_rows=True,
                                check_unsynthesized=True, allow_nan=True)
 
     choice = choose_rules(rules, source, original, datasets,

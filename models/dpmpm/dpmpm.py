@@ -32,7 +32,6 @@ from bayes_risk.models._bayesian.sticks import (  # noqa: F401  (re-exported)
     stick_breaking_log,
     stick_conditional,
 )
-from bayes_risk.models.base import legacy_call_forms
 from bayes_risk.models.dpmpm.coding import _dtypes_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -206,8 +205,8 @@ class DPMPM(BayesianSynthesizer):
 
     def __init__(
         self,
-        n_components: int = 50,
         *,
+        n_components: int = 50,
         alpha_prior: tuple[float, float] = (0.25, 0.25),
         dirichlet_prior: float = 1.0,
         synthesis_mode: str | None = None,
@@ -384,7 +383,6 @@ class DPMPM(BayesianSynthesizer):
         )
 
     # ------------------------------------------------------------------ fit
-    @legacy_call_forms(renamed={"synthesized_records": "records"})
     def fit(
         self,
         data: pd.DataFrame,

@@ -37,7 +37,6 @@ from bayes_risk.data.validate import validate_table
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.design import apply_dtypes, record_dtypes
-from bayes_risk.models.base import legacy_call_forms
 from bayes_risk.models.poisson.fit import LATENT_GROUP
 from bayes_risk.models.poisson.largest import LargestValueLikelihood
 from bayes_risk.models.poisson.loglik import _group_totals
@@ -147,7 +146,7 @@ class PoissonMixture(BayesianSynthesizer):
     >>> from bayes_risk.exceptions import BayesRiskWarning
     >>> rng = np.random.default_rng(0)
     >>> df = pd.DataFrame({"workers": rng.poisson(5, 100), "wages": rng.poisson(50, 100)})
-    >>> pm_ = PoissonMixture("mm", n_components=5, tune=50, draws=50, progressbar=False)
+    >>> pm_ = PoissonMixture(variant="mm", n_components=5, tune=50, draws=50, progressbar=False)
     >>> with warnings.catch_warnings():
     ...     warnings.simplefilter("ignore", BayesRiskWarning)  # 50 draws: too short, it warns
     ...     pm_ = pm_.fit(df, random_seed=1)
@@ -175,8 +174,8 @@ class PoissonMixture(BayesianSynthesizer):
 
     def __init__(
         self,
-        variant: Literal["mp", "mm", "tcmm"] = "mp",
         *,
+        variant: Literal["mp", "mm", "tcmm"] = "mp",
         q: float = 0.9,
         n_components: int = 50,
         a_lambda: float = 1.0,
@@ -306,7 +305,6 @@ class PoissonMixture(BayesianSynthesizer):
 
 
     # ------------------------------------------------------------------ fitting
-    @legacy_call_forms(renamed={"synthesized_records": "records"})
     def fit(
         self,
         data: pd.DataFrame,

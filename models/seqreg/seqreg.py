@@ -42,7 +42,6 @@ from bayes_risk.models._bayesian.design import (
     parse_formula,
     record_dtypes,
 )
-from bayes_risk.models.base import legacy_call_forms
 from bayes_risk.models.seqreg.draws import _SEP, _laplace_draws, _prior_sd, _var
 from bayes_risk.protocols import ModelInfo
 
@@ -283,7 +282,6 @@ class SequentialRegression(BayesianSynthesizer):
         )
 
     # ------------------------------------------------------------------ fit
-    @legacy_call_forms(renamed={"synthesized_records": "records"})
     def fit(
         self,
         data: pd.DataFrame,

@@ -37,7 +37,6 @@ from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import (
     BaseSynthesizer,
     check_is_fitted,
-    legacy_call_forms,
     synthesized_columns,
 )
 from bayes_risk.models.trees.cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
@@ -279,6 +278,7 @@ class CARTSynthesizer(BaseSynthesizer):
 
     def __init__(
         self,
+        *,
         min_leaf: int = 5,
         min_deviance: float = 0.0,
         max_depth: int | None = None,
@@ -349,7 +349,6 @@ class CARTSynthesizer(BaseSynthesizer):
         return cols
 
     # ----- fit ----------------------------------------------------------------------------
-    @legacy_call_forms(positional=("schema", "synthesized"))
     def fit(
         self,
         data: pd.DataFrame,
@@ -525,7 +524,6 @@ class CARTSynthesizer(BaseSynthesizer):
             h[k] = max(silverman(v), res)
         return h
     # ----- synthesize ---------------------------------------------------------------------
-    @legacy_call_forms(positional=("random_seed",))
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
         """Draw ``m`` synthetic datasets, each from its own child stream of ``random_seed``.
 

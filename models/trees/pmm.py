@@ -28,7 +28,6 @@ from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, Valid
 from bayes_risk.models.base import (
     BaseSynthesizer,
     check_is_fitted,
-    legacy_call_forms,
     synthesized_columns,
 )
 from bayes_risk.models.trees.cart import records_mask
@@ -206,6 +205,7 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
 
     def __init__(
         self,
+        *,
         identifying: Sequence[str] | None = None,
         threshold: int = 5,
         constraints: Mapping[str, Any] | Sequence[Constraint] | None = None,
@@ -241,7 +241,6 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
         return p
 
     # ----- fit ----------------------------------------------------------------------------
-    @legacy_call_forms(positional=("schema", "synthesized"))
     def fit(
         self,
         data: pd.DataFrame,
@@ -447,7 +446,6 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
             )
 
     # ----- synthesize ---------------------------------------------------------------------
-    @legacy_call_forms(positional=("random_seed",))
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
         """Produce ``m`` implicates (Hawala 2008 releases one; ``m > 1`` uses independent streams).
 

@@ -27,7 +27,7 @@ from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models.base import BaseSynthesizer, check_is_fitted, legacy_call_forms
+from bayes_risk.models.base import BaseSynthesizer, check_is_fitted
 from bayes_risk.models.trees.cart import encoded_values, prepare_schema, records_mask
 from bayes_risk.models.trees.io import check_fitted_fingerprint
 from bayes_risk.models.trees.missing import FILL, kind_codes, missing_layout
@@ -184,6 +184,7 @@ class RandomForestSynthesizer(BaseSynthesizer):
 
     def __init__(
         self,
+        *,
         n_trees: int = 500,
         probabilities: str = "vote",
         alpha: float = 1.0,
@@ -240,7 +241,6 @@ class RandomForestSynthesizer(BaseSynthesizer):
             raise ValidationError(f"max_features must be 'sqrt' or an integer >= 1. Got {mf!r}.")
 
     # ----- fit ----------------------------------------------------------------------------
-    @legacy_call_forms(positional=("schema", "synthesized"))
     def fit(
         self,
         data: pd.DataFrame,
@@ -607,7 +607,6 @@ class RandomForestSynthesizer(BaseSynthesizer):
                 out[sl] = q.mean(axis=1, dtype=np.float64)
         return out
 
-    @legacy_call_forms(positional=("random_seed",))
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
         """Draw ``m`` synthetic datasets (one child stream of ``random_seed`` per dataset).
 

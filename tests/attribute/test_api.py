@@ -64,7 +64,7 @@ def test_array_model_draws_are_validated():
 # ----------------------------------------------------------------------------- bern3
 def test_bern3_is_estimator_numbers(bern3):
     model, orig, z1, z2 = bern3
-    res = _run(model, orig, [z1, z2], records=[0], estimator="is", bootstrap=0)
+    res = _run(orig, [z1, z2], model=model, records=[0], estimator="is", bootstrap=0)
     cp = res.candidate_posteriors(0)
     ll = dict(zip(cp["y"].astype(int), cp["loglik"], strict=False))
     assert ll[0] == pytest.approx(-7.821074, abs=1e-6)
@@ -77,7 +77,7 @@ def test_bern3_is_estimator_numbers(bern3):
 
 def test_bern3_z1_only_diagnostics_and_truth_weighted(bern3):
     model, orig, z1, _ = bern3
-    res = _run(model, orig, [z1], records=[0], estimator="is", bootstrap=0)
+    res = _run(orig, [z1], model=model, records=[0], estimator="is", bootstrap=0)
     p = _post_by_value(res)
     assert p[0] == pytest.approx(0.355475, abs=1e-6) and p[1] == pytest.approx(0.644525, abs=1e-6)
     d = res.diagnostics[0]
@@ -111,7 +111,7 @@ def test_identity_equal_weights_for_truth():
 def test_stabilised_worked_example(bern3):
     model, orig, z1, _ = bern3
     aug = [model.with_draws(np.array([0.6, 0.7, 0.8]))]
-    res = _run(model, orig, [z1], records=[0], augmented=aug, bootstrap=0)
+    res = _run(orig, [z1], model=model, records=[0], augmented=aug, bootstrap=0)
     assert res.settings["estimator"] == "stabilised"
     cp = res.candidate_posteriors(0)
     ll = dict(zip(cp["y"].astype(int), cp["loglik"], strict=False))
@@ -137,7 +137,7 @@ def test_stabilised_beta_posterior_check(bern3):
     rng = np.random.default_rng(20260)
     m0 = model.with_draws(rng.beta(4, 3, size=200_000))
     m1 = model.with_draws(rng.beta(8, 4, size=200_000))
-    res = _run(m0, orig, [z1], records=[0], augmented=[m1], bootstrap=0)
+    res = _run(orig, [z1], model=m0, records=[0], augmented=[m1], bootstrap=0)
     cp = res.candidate_posteriors(0)
     ll = dict(zip(cp["y"].astype(int), cp["loglik"], strict=False))
     assert np.exp(ll[0] - ll[1]) == pytest.approx(0.571429, abs=0.01)
@@ -151,7 +151,7 @@ def test_is_beta_bernoulli_closed_form(bern3):
     model, orig, z1, _ = bern3
     rng = np.random.default_rng(7)
     m0 = model.with_draws(rng.beta(4, 3, size=200_000))
-    res = _run(m0, orig, [z1], records=[0], estimator="is", bootstrap=0)
+    res = _run(orig, [z1], model=m0, records=[0], estimator="is", bootstrap=0)
     cp = res.candidate_posteriors(0)
     ll = dict(zip(cp["y"].astype(int), cp["loglik"], strict=False))
     # the estimator is p(Z | y*) up to the constant p(Z|y)-free factor: compare differences and
@@ -177,7 +177,7 @@ def test_normreg_example():
     model = ArrayModel(ll, draws, schema, ratio_form="conditional")
     np.testing.assert_allclose(model.dataset_loglik([syn])[:, 0], [-1.737374, -1.962833], atol=1e-6)
     spec = CandidateSpec("product", grids={"y": GridSpec("explicit", values=(11.1, 11.6, 12.1))})
-    res = _run(model, orig, [syn], records=[0], candidates=spec, estimator="is", bootstrap=0)
+    res = _run(orig, [syn], model=model, records=[0], candidates=spec, estimator="is", bootstrap=0)
     cp = res.candidate_posteriors(0)
     np.testing.assert_allclose(cp["y"], [11.1, 11.6, 12.1])
     np.testing.assert_allclose(cp["loglik"], [-1.824949, -1.843763, -1.879504], atol=1e-6)
@@ -249,9 +249,9 @@ def _make_cat_model(n, H, seed):
 def test_results_do_not_depend_on_chunk_size_or_order(recs, chunk, est):
     model, orig, syn, aug = _cat_model()
     r1 = _run(
-        model,
         orig,
         syn,
+        model=model,
         records=recs,
         augmented=aug,
         estimator=est,
@@ -260,9 +260,9 @@ def test_results_do_not_depend_on_chunk_size_or_order(recs, chunk, est):
         random_seed=3,
     )
     r2 = _run(
-        model,
         orig,
         syn,
+        model=model,
         records=sorted(recs)[::-1],
         augmented=aug,
         estimator=est,
@@ -270,10 +270,10 @@ def test_results_do_not_depend_on_chunk_size_or_order(recs, chunk, est):
         bootstrap=30,
         random_seed=3,
     )
-    a = r1.records.set_index("record").sort_index()
-    b = r2.records.set_index("record").sort_index()
+    a = r1.records.sort_index()
+    b = r2.records.sort_index()
     pd.testing.assert_frame_equal(a, b)
-    assert r1.records["record"].tolist() == recs  # input order kept
+    assert r1.records.index.tolist() == recs  # input order kept
 
 
 def test_to_dict_is_strict_json(tmp_path):
@@ -282,7 +282,7 @@ def test_to_dict_is_strict_json(tmp_path):
     from bayes_risk._io import write_json
 
     model, orig, syn, aug = _cat_model()
-    res = _run(model, orig, syn, records=[0, 3], augmented=aug, random_seed=0)
+    res = _run(orig, syn, model=model, records=[0, 3], augmented=aug, random_seed=0)
     write_json(tmp_path / "r.json", res.to_dict(records=True))
     back = json.loads((tmp_path / "r.json").read_text())
     assert back["records"]["record"] == [0, 3] and back["settings"]["estimator"] == "stabilised"
@@ -293,15 +293,16 @@ def test_to_dict_is_strict_json(tmp_path):
 def test_invariants_sum_to_one_and_prior_sweep(kappa, rec, est):
     model, orig, syn, aug = _cat_model()
     base = _run(
-        model, orig, syn, records=[rec], augmented=aug, estimator=est, bootstrap=20, random_seed=1
+        orig, syn, model=model, records=[rec], augmented=aug, estimator=est, bootstrap=20,
+        random_seed=1
     )
     post = np.exp(base.log_post[0])
     assert post.sum() == pytest.approx(1.0, abs=1e-12)
     swept = with_prior(base, f"truth-weighted:{kappa}")
     full = _run(
-        model,
         orig,
         syn,
+        model=model,
         records=[rec],
         augmented=aug,
         estimator=est,
@@ -315,10 +316,13 @@ def test_invariants_sum_to_one_and_prior_sweep(kappa, rec, est):
 
 def test_product_candidates_marginals_and_prior_sensitivity():
     model, orig, syn, aug = _cat_model()
-    res = _run(model, orig, syn, records=[0, 1], candidates="full", augmented=aug, random_seed=0)
+    res = _run(orig, syn, model=model, records=[0, 1], candidates="full", augmented=aug,
+               random_seed=0)
     assert (res.records["G"] == 6).all()
     assert {"marg_a", "marg_b"} <= set(res.records.columns)
-    ps = prior_sensitivity(res, ["uniform", "truth-weighted:3", "empirical:1", "model-predictive"])
+    ps = prior_sensitivity(res,
+                           priors=["uniform", "truth-weighted:3", "empirical:1",
+                                   "model-predictive"])
     assert len(ps) == 8 and set(ps["prior"]) == {
         "uniform",
         "truth-weighted:3",
@@ -332,17 +336,17 @@ def test_prior_sensitivity_arguments():
     # one specification is one prior; an empty sweep names the argument; two priors with the
     # same label (every user prior is "user") stay apart
     model, orig, syn, aug = _cat_model()
-    res = _run(model, orig, syn, records=[0, 1], augmented=aug, random_seed=0)
-    one = prior_sensitivity(res, "truth-weighted:2")
-    pd.testing.assert_frame_equal(one, prior_sensitivity(res, ["truth-weighted:2"]))
+    res = _run(orig, syn, model=model, records=[0, 1], augmented=aug, random_seed=0)
+    one = prior_sensitivity(res, priors="truth-weighted:2")
+    pd.testing.assert_frame_equal(one, prior_sensitivity(res, priors=["truth-weighted:2"]))
     with pytest.raises(ValidationError, match="priors is empty"):
-        prior_sensitivity(res, [])
+        prior_sensitivity(res, priors=[])
     with pytest.raises(ValidationError, match="priors must be a sequence"):
-        prior_sensitivity(res, 3)
+        prior_sensitivity(res, priors=3)
     G = int(res.records["G"].iloc[0])
     up = np.linspace(1, 2, G) / np.linspace(1, 2, G).sum()  # weights summing to 1
     down = up[::-1].copy()
-    sweep = prior_sensitivity(res, [up, down])
+    sweep = prior_sensitivity(res, priors=[up, down])
     assert list(dict.fromkeys(sweep["prior"])) == ["user", "user#2"]
     for label, w in (("user", up), ("user#2", down)):
         ref = with_prior(res, w, bootstrap=False).records
@@ -364,27 +368,27 @@ def test_a_grid_that_rounds_to_the_truth_is_reported():
     small = int(np.flatnonzero(orig["kids"] < 5)[0])
     with pytest.warns(DataWarning, match=r"no candidate other than the truth in column\(s\) "
                                          r"'kids' \(1 of 1 records\).*\(NO_ALTERNATIVE\)"):
-        res = _run(model, orig, syn, records=[small], estimator="is", bootstrap=0)
+        res = _run(orig, syn, model=model, records=[small], estimator="is", bootstrap=0)
     assert res.records["G"].iloc[0] == 1 and res.records["p_true"].iloc[0] == 1.0
     assert "NO_ALTERNATIVE" in res.warnings
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataWarning)
-        wide = _run(model, orig, syn, records=[small], estimator="is", bootstrap=0,
+        wide = _run(orig, syn, model=model, records=[small], estimator="is", bootstrap=0,
                     candidates="one-variable,grid:additive:2:5")
     assert wide.records["G"].iloc[0] > 1 and "NO_ALTERNATIVE" not in wide.warnings
 
 def test_partially_known_and_scenarios():
     model, orig, syn, aug = _cat_model()
     res = _run(
-        model, orig, syn, records=[0], scenario="partially_known", known=["b"], augmented=aug
+        orig, syn, model=model, records=[0], scenario="partially_known", known=["b"], augmented=aug
     )
     assert res.columns == ("a",) and res.records.loc[0, "G"] == 3
     with pytest.raises(NotImplementedError, match="Paiva"):
-        _run(model, orig, syn, scenario="some_others_known")
+        _run(orig, syn, model=model, scenario="some_others_known")
     with pytest.raises(ValidationError, match="not synthesized"):
-        _run(model, orig, syn, scenario="partially_known", known=["u"], augmented=aug)
+        _run(orig, syn, model=model, scenario="partially_known", known=["u"], augmented=aug)
     with pytest.raises(ValidationError, match="needs known"):
-        _run(model, orig, syn, scenario="partially_known", augmented=aug)
+        _run(orig, syn, model=model, scenario="partially_known", augmented=aug)
 
 
 def test_unknown_category_in_candidates_gets_zero():
@@ -399,14 +403,15 @@ def test_unknown_category_in_candidates_gets_zero():
     with pytest.warns(ImportanceSamplingWarning, match="records are flagged") as flagged:
         with pytest.warns(ImportanceSamplingWarning, match="UNKNOWN_CATEGORY_IN_CANDIDATES"):
             res = attribute_risk(
-                model, orig, syn, records=[0, 3], estimator="is", progressbar=False, bootstrap=0
+                orig, syn, model=model, records=[0, 3], estimator="is", progressbar=False,
+                bootstrap=0
             )
     # the warning names what a command-line user opens (records.csv), with its own code
     (w,) = [w.message for w in flagged if "records are flagged" in str(w.message)]
     assert w.code == "RECORDS_FLAGGED" and "'flag_codes' column of records.csv" in str(w)
     assert "see result.flagged" not in str(w)
-    assert res.records.loc[1, "flag_codes"] == "TRUTH_OUTSIDE_SUPPORT"
-    assert np.isnan(res.records.loc[1, "p_true"])
+    assert res.records.loc[3, "flag_codes"] == "TRUTH_OUTSIDE_SUPPORT"  # record 3, by label
+    assert np.isnan(res.records.loc[3, "p_true"])
     cp = res.candidate_posteriors(0)
     assert cp.loc[cp["a"] == 3, "posterior"].item() == 0.0
     assert "UNKNOWN_CATEGORY_IN_CANDIDATES" in res.warnings
@@ -421,32 +426,34 @@ def test_unknown_category_in_candidates_gets_zero():
 def test_errors_name_the_argument():
     model, orig, syn, aug = _cat_model()
     with pytest.raises(ValidationError, match="out of range"):
-        _run(model, orig, syn, records=[400], augmented=aug)
+        _run(orig, syn, model=model, records=[400], augmented=aug)
     with pytest.raises(ValidationError, match="estimator"):
-        _run(model, orig, syn, estimator="exact")
+        _run(orig, syn, model=model, estimator="exact")
     with pytest.raises(ValidationError, match="augmented must hold one model"):
-        _run(model, orig, syn, augmented=aug[:1])
+        _run(orig, syn, model=model, augmented=aug[:1])
     with pytest.raises(ValidationError, match="fit_augmented"):
-        _run(model, orig, syn, records=[0], estimator="stabilised")
+        _run(orig, syn, model=model, records=[0], estimator="stabilised")
     # 'auto' chooses by capability: an ArrayModel without augment_fn has the IS estimator
-    assert _run(model, orig, syn, records=[0]).settings["estimator"] == "is"
+    assert _run(orig, syn, model=model, records=[0]).settings["estimator"] == "is"
     with pytest.raises(ValidationError, match="protocol"):
-        _run(object(), orig, syn)
+        _run(orig, syn, model=object())
     with pytest.raises(ValidationError, match="was not evaluated"):
-        _run(model, orig, syn, records=[0], augmented=aug).candidate_posteriors(5)
+        _run(orig, syn, model=model, records=[0], augmented=aug).candidate_posteriors(5)
 
 
 def test_draw_dropped_flag():
     orig = _bern_frame([1, 0, 1])
     schema = infer_schema(orig, synthesized=["y"])
     model = ArrayModel(_bern_ll, np.array([0.0, 0.4, 0.6] * 10), schema)
-    res = _run(model, orig, [_bern_frame([1, 1, 0])], records=[1], estimator="is", bootstrap=0)
+    res = _run(orig, [_bern_frame([1, 1, 0])], model=model, records=[1], estimator="is",
+               bootstrap=0)
     # θ = 0 makes y = 1 impossible, but record 1 is y = 0: nothing dropped there
-    assert res.records.loc[0, "n_dropped"] == 0
-    res = _run(model, orig, [_bern_frame([0, 1, 0])], records=[0], estimator="is", bootstrap=0)
+    assert res.records.loc[1, "n_dropped"] == 0
+    res = _run(orig, [_bern_frame([0, 1, 0])], model=model, records=[0], estimator="is",
+               bootstrap=0)
     assert res.records.loc[0, "n_dropped"] == 10
     assert "DRAW_DROPPED" in res.records.loc[0, "flag_codes"]
-    assert res.flagged["record"].tolist() == [0]
+    assert res.flagged.index.tolist() == [0]
 
 
 def test_class_o_own_record_term():
@@ -466,18 +473,18 @@ def test_class_o_own_record_term():
         _bern_ll, np.linspace(0.2, 0.8, 30), schema, model_class="O", own_record_delta_fn=delta
     )
     z = _bern_frame([0, 0, 1, 1])
-    res = _run(model, orig, [z], records=[0], bootstrap=0)
+    res = _run(orig, [z], model=model, records=[0], bootstrap=0)
     assert res.settings["estimator"] == "is"
     p = _post_by_value(res)
     assert p[0] > p[1]  # the released value 0 at record 0 dominates the prior-free posterior
     with pytest.raises(ValidationError, match="class P models only"):
-        _run(model, orig, [z], records=[0], estimator="stabilised")
+        _run(orig, [z], model=model, records=[0], estimator="stabilised")
 
 
 def test_psis_option_runs_and_reports_khat():
     model, orig, syn, aug = _cat_model(H=200)
-    res = _run(model, orig, syn, records=[0, 1], augmented=aug, psis=True, bootstrap=0)
-    plain = _run(model, orig, syn, records=[0, 1], augmented=aug, bootstrap=0)
+    res = _run(orig, syn, model=model, records=[0, 1], augmented=aug, psis=True, bootstrap=0)
+    plain = _run(orig, syn, model=model, records=[0, 1], augmented=aug, bootstrap=0)
     np.testing.assert_allclose(res.records["p_true"], plain.records["p_true"], atol=0.02)
     assert np.isfinite(res.records["khat_max"]).all()
 
@@ -501,3 +508,31 @@ def test_is_fast_path_equals_log_space_path():
         bootstrap_is(logr, L, c), bootstrap_is(logr, L, c, delta=zero), rtol=1e-10, atol=1e-10
     )
 
+
+
+def test_records_are_indexed_by_record_and_join_the_original(tmp_path):
+    """The record number (row of the original, 0-based) is the index of the record table, in
+    the order given; joining on it lines each estimate up with its own original row, and the
+    table written to CSV keeps a ``record`` column that reads back to the same index."""
+    from bayes_risk.results.attribute import records_by_record
+
+    orig = _bern_frame([1, 0, 1, 0, 0, 1])
+    schema = infer_schema(orig, synthesized=["y"])
+    model = ArrayModel(_bern_ll, np.array([0.2, 0.5, 0.8] * 4), schema)
+    recs = [4, 1, 5]
+    res = _run(orig, [_bern_frame([1, 1, 0, 0, 1, 1])], model=model, records=recs,
+               estimator="is", bootstrap=0)
+    assert res.records.index.name == "record" and "record" not in res.records.columns
+    assert res.records.index.tolist() == recs
+    joined = res.records.join(orig)  # by label, not by position
+    assert joined["y"].tolist() == [0, 0, 1]
+    for r in recs:  # each record's own posterior: the truth is its own original value
+        cp = res.candidate_posteriors(r)
+        assert cp.loc[cp["is_truth"], "y"].item() == orig.loc[r, "y"]
+    path = tmp_path / "records.csv"
+    res.records.to_csv(path)
+    back = pd.read_csv(path)
+    assert back.columns[0] == "record" and back["record"].tolist() == recs
+    pd.testing.assert_frame_equal(records_by_record(back), res.records, check_dtype=False)
+    with pytest.raises(ValidationError, match="'record'"):
+        records_by_record(back.drop(columns="record"))

@@ -114,9 +114,10 @@ def test_refit_check_both_estimators(k1_setup, record_property):
     df, model, syn = k1_setup
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ImportanceSamplingWarning)
-        st = attribute_risk(model, df, syn, RECORDS, random_seed=5, progressbar=False)
+        st = attribute_risk(df, syn, model=model, records=RECORDS, random_seed=5, progressbar=False)
         ist = attribute_risk(
-            model, df, syn, RECORDS, estimator="is", random_seed=5, progressbar=False, bootstrap=0
+            df, syn, model=model, records=RECORDS, estimator="is", random_seed=5,
+            progressbar=False, bootstrap=0
         )
     is_err = []
     for k, i in enumerate(RECORDS):

@@ -141,7 +141,7 @@ def test_light_tails_no_bounds_and_exact_answer():
     a0 = np.array([40.0, 3, 5, 2, 8, 4])
     a1 = a0 + np.array([0.0, 2, 2, 2, 1, 1])
     model, orig, z, aug = _setup(a0, a1, H=20_000, seed=1)
-    res = _run(model, orig, [z], records=[0], augmented=[aug])
+    res = _run(orig, [z], model=model, records=[0], augmented=[aug])
     row = res.records.iloc[0]
     assert row["n_khat_high"] == 0 and "KHAT_HIGH" not in row["flag_codes"]
     # no untrusted mean: no k̂ range (not p_true twice, which would claim no Monte Carlo
@@ -158,7 +158,7 @@ def test_heavy_tails_bounds_contain_the_truth(seed):
     a0 = np.array([1.25, 3, 5, 2, 8, 4])
     a1 = a0 + np.array([0.0, 2, 2, 2, 1, 1])
     model, orig, z, aug = _setup(a0, a1, H=2_000, seed=100 + seed)
-    res = _run(model, orig, [z], records=[0], augmented=[aug])
+    res = _run(orig, [z], model=model, records=[0], augmented=[aug])
     row = res.records.iloc[0]
     d = res.diagnostics[0]
     exact = _exact_loglik(a0, a1)
@@ -174,8 +174,8 @@ def test_rules_share_estimates_and_material_flags_are_a_subset():
     a0 = np.array([1.25, 3, 5, 2, 8, 4])
     a1 = a0 + np.array([0.0, 2, 2, 2, 1, 1])
     model, orig, z, aug = _setup(a0, a1, H=1_000, seed=7)
-    mat = _run(model, orig, [z], augmented=[aug])
-    anyr = _run(model, orig, [z], augmented=[aug], khat_rule="any")
+    mat = _run(orig, [z], model=model, augmented=[aug])
+    anyr = _run(orig, [z], model=model, augmented=[aug], khat_rule="any")
     np.testing.assert_array_equal(mat.records["p_true"], anyr.records["p_true"])
     np.testing.assert_array_equal(mat.records["p_true_upper"], anyr.records["p_true_upper"])
     k_any = anyr.records["flag_codes"].str.contains("KHAT_HIGH")
@@ -192,7 +192,7 @@ def test_with_prior_recomputes_bounds_and_flag():
     a0 = np.array([1.25, 3, 5, 2, 8, 4])
     a1 = a0 + np.array([0.0, 2, 2, 2, 1, 1])
     model, orig, z, aug = _setup(a0, a1, H=1_000, seed=11)
-    res = _run(model, orig, [z], records=[0], augmented=[aug])
+    res = _run(orig, [z], model=model, records=[0], augmented=[aug])
     # an intruder who is nearly certain of the truth: little mass left for the other candidates
     strong = with_prior(res, "truth-weighted:100000", bootstrap=False)
     row = strong.records.iloc[0]
@@ -210,9 +210,9 @@ def test_prior_sensitivity_reports_each_priors_bounds_and_flags():
     a0 = np.array([1.25, 3, 5, 2, 8, 4])
     a1 = a0 + np.array([0.0, 2, 2, 2, 1, 1])
     model, orig, z, aug = _setup(a0, a1, H=1_000, seed=11)
-    res = _run(model, orig, [z], records=[0], augmented=[aug])
+    res = _run(orig, [z], model=model, records=[0], augmented=[aug])
     priors = ["uniform", "truth-weighted:100000"]
-    sweep = prior_sensitivity(res, priors)
+    sweep = prior_sensitivity(res, priors=priors)
     assert list(sweep["prior"]) == priors
     assert list(sweep.columns[-3:]) == ["p_true_lower", "p_true_upper", "flag_codes"]
     for p, (_, row) in zip(priors, sweep.iterrows(), strict=True):
@@ -227,9 +227,9 @@ def test_khat_rule_arguments_are_validated():
     a0 = np.array([40.0, 3, 5, 2, 8, 4])
     model, orig, z, aug = _setup(a0, a0, H=200, seed=1)
     with pytest.raises(ValidationError, match="khat_rule"):
-        _run(model, orig, [z], augmented=[aug], khat_rule="some")
+        _run(orig, [z], model=model, augmented=[aug], khat_rule="some")
     with pytest.raises(ValidationError, match="khat_tolerance"):
-        _run(model, orig, [z], augmented=[aug], khat_tolerance=-0.1)
+        _run(orig, [z], model=model, augmented=[aug], khat_tolerance=-0.1)
 
 
 # ------------------------------------------------------------------ immaterial heavy tails
@@ -267,7 +267,7 @@ def test_immaterial_heavy_tail_is_not_flagged_and_truth_is_inside(seed):
     a0u, a1u = np.array([30.0, 20, 25]), np.array([40.0, 22, 26])
     a0v, a1v = np.array([1.1, 4, 3, 6]), np.array([61.1, 5, 3, 7])
     model, orig, z, aug = _two_var_setup(a0u, a0v, a1u, a1v, H=4_000, seed=300 + seed)
-    res = _run(model, orig, [z], records=[0], augmented=[aug])
+    res = _run(orig, [z], model=model, records=[0], augmented=[aug])
     row = res.records.iloc[0]
     cs = res.candidates[0]
     exact = np.zeros(cs.size)

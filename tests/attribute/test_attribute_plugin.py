@@ -26,7 +26,7 @@ def test_leafcat_fixture():
     schema = infer_schema(df, synthesized=["v"])
     cart = cart_mod.CARTSynthesizer().fit(df, schema=schema, random_seed=1)
     z = pd.DataFrame({"v": pd.Series(list("AABB"), dtype=cat)})
-    res = attribute_risk(CARTPlugin(cart, df), df, [z], records=[0], progressbar=False)
+    res = attribute_risk(df, [z], model=CARTPlugin(cart, df), records=[0], progressbar=False)
     cp = res.candidate_posteriors(0)
     assert cp["v"].tolist() == ["A", "B", "C"]
     ll = cp["loglik"].to_numpy()
@@ -86,7 +86,8 @@ def test_incremental_equals_brute_force(donor):
     plugin = CARTPlugin(cart, ce)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = attribute_risk(plugin, ce, syn, records=[0, 7], candidates="full", progressbar=False)
+        res = attribute_risk(ce, syn, model=plugin, records=[0, 7], candidates="full",
+                             progressbar=False)
     for k, i in enumerate([0, 7]):
         cp = res.candidate_posteriors(i)
         brute = np.array(
@@ -116,9 +117,9 @@ def test_plugin_refuses_unsupported_settings():
     cart2 = cart_mod.CARTSynthesizer().fit(ce, schema=sc, synthesized=["Tenure"], random_seed=1)
     with pytest.raises(ValidationError, match="estimator must be 'auto'"):
         attribute_risk(
-            CARTPlugin(cart2, ce),
             ce,
             cart2.synthesize(1, random_seed=1),
+            model=CARTPlugin(cart2, ce),
             estimator="is",
             progressbar=False,
         )
@@ -156,7 +157,7 @@ def test_unreplaced_record_is_released_as_is():
         ce, schema=sc, synthesized=["Tenure"], records=np.arange(1, 80), random_seed=1
     )
     syn = cart.synthesize(2, random_seed=2)
-    res = attribute_risk(CARTPlugin(cart, ce), ce, syn, records=[0, 1], progressbar=False)
+    res = attribute_risk(ce, syn, model=CARTPlugin(cart, ce), records=[0, 1], progressbar=False)
     cp = res.candidate_posteriors(0)
     assert cp.loc[cp.is_truth, "posterior"].item() == 1.0
     assert np.all(np.isneginf(cp.loc[~cp.is_truth, "loglik"]))
@@ -346,7 +347,7 @@ def test_smoothed_incremental_equals_brute_force():
     spec = CandidateSpec(rule="product", default_grid=GridSpec("additive", 3000.0, 3000.0, 3))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = attribute_risk(plugin, ce, syn, records=[0, 7], candidates=spec,
+        res = attribute_risk(ce, syn, model=plugin, records=[0, 7], candidates=spec,
                              progressbar=False)
     for k, i in enumerate([0, 7]):
         cp = res.candidate_posteriors(i)
@@ -432,7 +433,7 @@ def test_smoothed_plugin_standard_errors_match_seed_to_seed_spread():
     kw = dict(records=recs, candidates="one-variable,grid:additive:2000:7", progressbar=False)
     lls, ses = [], []
     for seed in range(10):
-        res = attribute_risk(CARTPlugin(cart, ce, random_seed=seed, n_bootstrap=100), ce, syn,
+        res = attribute_risk(ce, syn, model=CARTPlugin(cart, ce, random_seed=seed, n_bootstrap=100),
                              **kw)
         lls.append([res.candidate_posteriors(i)["loglik"].to_numpy() for i in recs])
         ses.append(res.records["mc_se_max"].to_numpy())
@@ -462,10 +463,11 @@ def test_mc_error_flag_and_exact_plugins_report_zero():
     syn = list(smooth.synthesize(2, random_seed=2))
     kw = dict(records=range(15), candidates="grid:additive:3000:9", progressbar=False)
     with pytest.warns(ImportanceSamplingWarning, match="records are flagged"):
-        few = attribute_risk(CARTPlugin(smooth, ce, random_seed=1, n_bootstrap=4), ce, syn, **kw)
+        few = attribute_risk(ce, syn, model=CARTPlugin(smooth, ce, random_seed=1, n_bootstrap=4),
+                             **kw)
     assert (few.records["flag_codes"] == "MC_ERROR_HIGH").any()
     assert "MC_ERROR_HIGH" in few.to_dict()["flag_counts"]
     exact = cart_mod.CARTSynthesizer().fit(ce, schema=sc, synthesized=["Tenure"], random_seed=1)
     zs = list(exact.synthesize(2, random_seed=2))
-    res = attribute_risk(CARTPlugin(exact, ce), ce, zs, records=range(10), progressbar=False)
+    res = attribute_risk(ce, zs, model=CARTPlugin(exact, ce), records=range(10), progressbar=False)
     assert np.nanmax(res.records["mc_se_max"]) == 0.0 and not res.flagged.size

@@ -172,7 +172,7 @@ def test_incremental_equals_brute_force(acs, probabilities, alpha, procedure, oo
     for i, cands in [(0, "one-variable"), (5, full), (36, "one-variable")]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = attribute_risk(plugin, acs, z, records=[i], candidates=cands,
+            res = attribute_risk(acs, z, model=plugin, records=[i], candidates=cands,
                                  progressbar=False)
         cp = res.candidate_posteriors(i)
         got = cp["loglik"].to_numpy()
@@ -194,7 +194,7 @@ def test_approximation_label_is_a_result_warning_not_a_record_flag(acs):
     z = syn.synthesize(2, random_seed=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = attribute_risk(RFPlugin(syn, acs), acs, z, records=range(10), progressbar=False)
+        res = attribute_risk(acs, z, model=RFPlugin(syn, acs), records=range(10), progressbar=False)
     assert "APPROXIMATE_NONPARAMETRIC" in res.warnings
     assert "APPROXIMATE_NONPARAMETRIC" in res.to_dict()["warnings"]
     # a label of the method, not of a record: the unflagged summary keeps every record

@@ -32,7 +32,7 @@ def _fit(variant, df):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return pm_mod.PoissonMixture(
-            variant, n_components=5, tune=200, draws=200, progressbar=False
+            variant=variant, n_components=5, tune=200, draws=200, progressbar=False
         ).fit(df, random_seed=1)
 
 
@@ -41,7 +41,7 @@ def test_mp_class_p_stabilised_with_grids(counts):
     syn = mp.synthesize(3, random_seed=2)
     kw = dict(records=range(6), candidates="grid:additive:2:5", random_seed=3,
               progressbar=False)
-    res = attribute_risk(mp, counts, syn, **kw)
+    res = attribute_risk(counts, syn, model=mp, **kw)
     assert mp.model_class == "P" and res.settings["estimator"] == "stabilised"
     assert (res.records["G"] == 25).all()  # 5 grid points per column, product set
     for i in range(6):
@@ -52,7 +52,7 @@ def test_mp_class_p_stabilised_with_grids(counts):
     # the release carries little information about one record among 150: near the baseline
     assert res.records["p_true"].mean() == pytest.approx(1 / 25, abs=0.02)
     # same seed (augmented fits included), same numbers
-    again = attribute_risk(mp, counts, syn, **kw)
+    again = attribute_risk(counts, syn, model=mp, **kw)
     np.testing.assert_array_equal(again.records["p_true"], res.records["p_true"])
 
 
@@ -62,7 +62,7 @@ def test_mm_preserved_totals_reveal_the_value(counts):
     # that changes a column total is impossible, so the truth gets probability 1
     mm = _fit("mm", counts)
     syn = mm.synthesize(2, random_seed=2)
-    res = attribute_risk(mm, counts, syn, records=range(4), candidates="grid:additive:2:5",
+    res = attribute_risk(counts, syn, model=mm, records=range(4), candidates="grid:additive:2:5",
                          random_seed=3, progressbar=False)
     assert mm.model_class == "O" and res.settings["estimator"] == "is"
     np.testing.assert_array_equal(res.records["p_true"], 1.0)

@@ -53,9 +53,9 @@ def test_a1_records_and_full_probabilities(compat):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ImportanceSamplingWarning)
         res = attribute_risk(
-            model,
             orig,
             syn,
+            model=model,
             candidates=spec,
             estimator="is",
             compat=compat,
@@ -104,9 +104,9 @@ def test_a1_with_sequential_regression_from_posterior():
             {"LogIncome": dr}, schema, data=orig, n_records=len(orig)
         )
         res = attribute_risk(
-            model,
             orig,
             syn,
+            model=model,
             estimator="is",
             bootstrap=0,
             progressbar=False,

@@ -73,19 +73,19 @@ def test_same_numbers_whatever_the_executor(bern, estimator):
     kw = {"estimator": estimator, "bootstrap": 30, "random_seed": 2, "records": [30, 2, 11, 7]}
     if estimator == "stabilised":
         kw["augmented"] = aug
-    ref = _run(model, orig, syn, **kw)
+    ref = _run(orig, syn, model=model, **kw)
     ex = _ReversedExecutor()
     small = InProcessExecutor()
     small.partition_size = 1
     for executor in (ex, small):
-        res = _run(model, orig, syn, executor=executor, **kw)
+        res = _run(orig, syn, model=model, executor=executor, **kw)
         pd.testing.assert_frame_equal(res.records, ref.records)
         for a, b in zip(res.loglik, ref.loglik, strict=True):
             np.testing.assert_array_equal(a, b)
         assert res.warnings == ref.warnings
     assert ex.calls == 1  # 4 records, partitions of 7
     with pytest.raises(ValidationError, match="executor must be None"):
-        _run(model, orig, syn, executor="local", **kw)
+        _run(orig, syn, model=model, executor="local", **kw)
 
 
 def test_plan_holds_the_estimator_strategy(bern):
@@ -128,7 +128,7 @@ def test_capabilities_are_checked_with_protocols(bern):
     ]
     with pytest.raises(ValidationError, match=r"RiskModel\) lacks \['dataset_loglik', 'n_draws', "
                        r"'ratio_form', 'record_loglik'\]; a plug-in .* lacks \['plugin_loglik'\]"):
-        _run(NoLikelihood(), orig, syn)
+        _run(orig, syn, model=NoLikelihood())
 
     class NoDatasets:
         model_class = "P"
@@ -139,7 +139,7 @@ def test_capabilities_are_checked_with_protocols(bern):
 
     # the required protocol includes the dataset likelihood
     with pytest.raises(ValidationError, match=r"RiskModel\) lacks \['dataset_loglik'\]"):
-        _run(NoDatasets(), orig, syn, estimator="is")
+        _run(orig, syn, model=NoDatasets(), estimator="is")
 
     class NoAugment(NoDatasets):
         dataset_loglik = model.dataset_loglik
@@ -158,7 +158,7 @@ def test_capabilities_are_checked_with_protocols(bern):
         model_class = "O"
 
     with pytest.raises(NotImplementedError, match="SupportsOwnRecordTerm"):
-        _run(ClassO(), orig, syn, estimator="is")
+        _run(orig, syn, model=ClassO(), estimator="is")
 
 
 def test_bayesian_synthesizer_is_an_abstract_base_class():

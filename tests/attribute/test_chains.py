@@ -64,7 +64,8 @@ def _case(seed, *, n=200, affected=(0, 1), H=500, conc=200.0, rep=1, chains=2):
 def _run(df, model, aug, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return attribute_risk(model, df, [df], augmented=aug, random_seed=3, progressbar=False,
+        return attribute_risk(df, [df], model=model, augmented=aug, random_seed=3,
+                              progressbar=False,
                               **kw)
 
 
@@ -216,7 +217,7 @@ def test_dpmpm_chains_reach_the_check_and_agree():
         warnings.simplefilter("ignore")
         model.fit(df, random_seed=5)
         syn = model.synthesize(2, random_seed=6)
-        res = attribute_risk(model, df, syn, records=range(40), random_seed=7,
+        res = attribute_risk(df, syn, model=model, records=range(40), random_seed=7,
                              progressbar=False)
     np.testing.assert_array_equal(model.draw_chains(), np.repeat([0, 1], model.n_draws // 2))
     assert res.settings["chain_check"]["status"] == "run"

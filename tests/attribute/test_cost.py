@@ -85,7 +85,7 @@ def test_estimate_printed_and_one_bar_counts_the_refits(small_fit, capfd):
     capfd.readouterr()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = attribute_risk(model, df, syn, [0, 1], random_seed=5, bootstrap=0,
+        res = attribute_risk(df, syn, model=model, records=[0, 1], random_seed=5, bootstrap=0,
                              refit_draws=25)
     err = capfd.readouterr().err
     assert "about 3 refits of the model, estimated" in err
@@ -105,7 +105,8 @@ def test_progressbar_false_prints_nothing(small_fit, capfd):
     capfd.readouterr()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        attribute_risk(model, df, syn, [0], random_seed=5, bootstrap=0, progressbar=False)
+        attribute_risk(df, syn, model=model, records=[0], random_seed=5, bootstrap=0,
+                       progressbar=False)
     err = capfd.readouterr().err
     assert "refit" not in err and "Gibbs draws" not in err and "Multiprocess" not in err
 
@@ -119,7 +120,8 @@ def test_refit_draws_checked(small_fit, kw, match):
     df, model, syn = small_fit
     with warnings.catch_warnings(), pytest.raises(ValidationError, match=match):
         warnings.simplefilter("ignore")
-        attribute_risk(model, df, syn, [0], random_seed=5, bootstrap=0, progressbar=False, **kw)
+        attribute_risk(df, syn, model=model, records=[0], random_seed=5, bootstrap=0,
+                       progressbar=False, **kw)
 
 
 def test_audit_chooses_estimator_and_refit_draws(tmp_path, capsys, monkeypatch):

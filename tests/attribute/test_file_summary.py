@@ -42,21 +42,21 @@ def areal():
         z["area"] = pd.Categorical(rng.choice(["a", "b", "c"], size=n, p=draws[-1]),
                                    categories=["a", "b", "c"])
         zs.append(z)
-    res = attribute_risk(model, df, zs, estimator="is", bootstrap=10, random_seed=1,
+    res = attribute_risk(df, zs, model=model, estimator="is", bootstrap=10, random_seed=1,
                          progressbar=False)
     return df, res
 
 
 def test_hrw_is_the_result_summary(areal):
     df, res = areal
-    s = file_summary(res, "hrw")
+    s = file_summary(res, kind="hrw")
     assert s["kind"] == "hrw" and s["n_records"] == len(df)
     assert s["all"] == res.to_dict()["all"]
 
 
 def test_paiva_matches_the_measure(areal):
     df, res = areal
-    s = file_summary(res, "paiva", original=df, location_columns=["area"], locations=CENTROIDS)
+    s = file_summary(res, kind="paiva", original=df, location_columns=["area"], locations=CENTROIDS)
     posts, g0s, cls = [], [], []
     for k in range(len(df)):
         cp = res.candidate_posteriors(k)
@@ -73,7 +73,7 @@ def test_paiva_matches_the_measure(areal):
 
 def test_wang_reiter_matches_the_measure(areal):
     df, res = areal
-    s = file_summary(res, "wang_reiter", original=df, location_columns=["area"],
+    s = file_summary(res, kind="wang_reiter", original=df, location_columns=["area"],
                      locations=CENTROIDS)
     allxy = np.array([CENTROIDS[v] for v in df["area"]])
     for k in (0, 7, 19):
@@ -85,9 +85,9 @@ def test_wang_reiter_matches_the_measure(areal):
         assert row["R1"] == pytest.approx(ref["R1"]) and row["R2"] == ref["R2"]
     assert set(s["all"]) == {"R1", "R2"}
     # Monte Carlo R1 is reproducible from the seed and close to the exact value
-    mc1 = file_summary(res, "wang_reiter", original=df, location_columns=["area"],
+    mc1 = file_summary(res, kind="wang_reiter", original=df, location_columns=["area"],
                        locations=CENTROIDS, n_mc=4000, random_seed=3)
-    mc2 = file_summary(res, "wang_reiter", original=df, location_columns=["area"],
+    mc2 = file_summary(res, kind="wang_reiter", original=df, location_columns=["area"],
                        locations=CENTROIDS, n_mc=4000, random_seed=3)
     pd.testing.assert_frame_equal(mc1["per_record"], mc2["per_record"])
     # |MC − exact| ≤ 4 SE, SE ≤ max distance / sqrt(4000) = 2.24 / 63.2
@@ -106,9 +106,9 @@ def test_largest_value_per_record():
 
     model = ArrayModel(ll, mu, schema)
     z = [df.assign(x=df["x"] + rng.normal(0, 5, size=15))]
-    res = attribute_risk(model, df, z, candidates="grid:percent:0.1:11", estimator="is",
+    res = attribute_risk(df, z, model=model, candidates="grid:percent:0.1:11", estimator="is",
                          bootstrap=5, random_seed=2, progressbar=False)
-    s = file_summary(res, "largest_value", delta=0.05)
+    s = file_summary(res, kind="largest_value", delta=0.05)
     i = int(np.argmax(df["x"]))
     cp = res.candidate_posteriors(i)
     truth = float(cp["x"][cp["is_truth"]].iloc[0])
@@ -121,18 +121,18 @@ def test_largest_value_per_record():
 def test_errors(areal):
     df, res = areal
     with pytest.raises(ValidationError, match="kind of file_summary must be one of"):
-        file_summary(res, "nope")
+        file_summary(res, kind="nope")
     with pytest.raises(ValidationError, match="needs location_columns"):
-        file_summary(res, "paiva", original=df)
+        file_summary(res, kind="paiva", original=df)
     with pytest.raises(ValidationError, match=r"location_columns \['lat'\] are not among"):
-        file_summary(res, "wang_reiter", original=df, location_columns=["lat"])
+        file_summary(res, kind="wang_reiter", original=df, location_columns=["lat"])
     with pytest.raises(ValidationError, match="no centroid for level 'c'"):
-        file_summary(res, "paiva", original=df, location_columns=["area"],
+        file_summary(res, kind="paiva", original=df, location_columns=["area"],
                      locations={"a": (0, 0), "b": (1, 1)})
     with pytest.raises(ValidationError, match="needs original="):
-        file_summary(res, "wang_reiter", location_columns=["area"], locations=CENTROIDS)
+        file_summary(res, kind="wang_reiter", location_columns=["area"], locations=CENTROIDS)
     with pytest.raises(ValidationError, match="one numeric column"):
-        file_summary(res, "largest_value")
+        file_summary(res, kind="largest_value")
     for not_a_result in (None, df):
         with pytest.raises(ValidationError, match="must be the output of attribute_risk"):
             file_summary(not_a_result)

@@ -181,7 +181,7 @@ def test_dpmpm_p_true_end_to_end_matches_exact_evidence_ratios():
             warnings.simplefilter("ignore")
             m = DPMPM(n_components=2, tune=300, draws=2000, chains=2, cores=1,
                       progressbar=False).fit(df, random_seed=100 + r)
-            res = attribute_risk(m, df, [zf], records=records, estimator="stabilised",
+            res = attribute_risk(df, [zf], model=m, records=records, estimator="stabilised",
                                  bootstrap=0, random_seed=200 + r, progressbar=False)
         est.append(res.records["p_true"].to_numpy())
     est = np.array(est)
@@ -227,7 +227,7 @@ def _replicate_p_true(
             m.fit(df, synthesized=synthesized, records=synthesized_records,
                   random_seed=seed + 1000 * r + 1)
             for e in estimators:
-                res = attribute_risk(m, df, zfs, records=records, estimator=e, bootstrap=0,
+                res = attribute_risk(df, zfs, model=m, records=records, estimator=e, bootstrap=0,
                                      random_seed=seed + 1000 * r + 2, progressbar=False)
                 out[e].append(res.records["p_true"].to_numpy())
     return {e: np.array(v) for e, v in out.items()}
@@ -400,7 +400,7 @@ def test_poisson_mixture_k2_posterior_matches_exact():
     df = pd.DataFrame({"y": y[:, 0]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = PoissonMixture("mp", n_components=2, tune=1000, draws=10000, chains=2, cores=1,
+        m = PoissonMixture(variant="mp", n_components=2, tune=1000, draws=10000, chains=2, cores=1,
                            progressbar=False).fit(df, random_seed=3)
     post = m.posterior_["posterior"]
     w = post["w"].transpose("chain", "draw", "component").values
@@ -426,7 +426,7 @@ def test_poisson_mixture_augmented_fit_keeps_the_base_prior_rate():
     z = pd.DataFrame({"y": [10, 10, 10, 10, 10]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = PoissonMixture("mp", n_components=1, tune=100, draws=2000, chains=2, cores=1,
+        m = PoissonMixture(variant="mp", n_components=1, tune=100, draws=2000, chains=2, cores=1,
                            progressbar=False).fit(y, random_seed=1)
         aug = m.fit_augmented(y, z, random_seed=2)
     lam = aug.posterior_["posterior"]["lam"].values[..., 0, 0]

@@ -104,7 +104,7 @@ def _replicates(df, datasets, *, reps: int, draws: int, seed: int) -> dict[str, 
                 df, synthesized=["y"], random_seed=seed + 1000 * r + 1)
             for e in out:
                 res = attribute_risk(
-                    m, df, datasets, records=RECORDS,
+                    df, datasets, model=m, records=RECORDS,
                     candidates=f"grid:additive:{GRID_HALF_WIDTH}:{GRID_POINTS}",
                     estimator=e, bootstrap=0, random_seed=seed + 1000 * r + 2,
                     progressbar=False)

@@ -69,7 +69,7 @@ def test_missing_value_integrated_out_k1_closed_form(setup):
     df, model, syn = setup
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ImportanceSamplingWarning)
-        res = attribute_risk(model, df, syn, [0, 1], random_seed=5, progressbar=False)
+        res = attribute_risk(df, syn, model=model, records=[0, 1], random_seed=5, progressbar=False)
     for k, i in enumerate([0, 1]):
         exact = _exact(df, model.schema_, syn, i)
         est = res.loglik[k] - res.loglik[k][0]

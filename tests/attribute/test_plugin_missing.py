@@ -279,9 +279,9 @@ def test_attribute_risk_end_to_end_with_missing_values(data):
     recs = _records(df)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = attribute_risk(CARTPlugin(cart, df), df, zs, records=recs, progressbar=False)
+        res = attribute_risk(df, zs, model=CARTPlugin(cart, df), records=recs, progressbar=False)
     assert res.settings["missing_values"] == "held_at_kind"
-    g = res.records.set_index("record")["G"]
+    g = res.records["G"]
     n_b = g[recs[3]]  # a held: b's grid only (one-variable candidates)
     assert n_b > 1
     assert g[recs[0]] == n_b + 2  # the truth, a's 2 other levels, b's other grid points
@@ -362,7 +362,7 @@ def test_complete_data_results_are_bit_identical_to_before():
     for name, (plugin, release) in cases.items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = attribute_risk(plugin, ce, release, records=[0, 3, 11], progressbar=False)
+            res = attribute_risk(ce, release, model=plugin, records=[0, 3, 11], progressbar=False)
         assert res.settings["missing_values"] == "held_at_kind"
         for got, ref in zip(res.loglik, _COMPLETE_REFERENCE[name], strict=True):
             np.testing.assert_array_equal(got, [float.fromhex(x) for x in ref], err_msg=name)
@@ -398,9 +398,9 @@ def test_full_candidates_with_a_missing_categorical_truth(data):
     i = _records(df)[3]  # a missing
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = attribute_risk(CARTPlugin(cart, df), df, zs, records=[0, i], candidates="full",
+        res = attribute_risk(df, zs, model=CARTPlugin(cart, df), records=[0, i], candidates="full",
                              progressbar=False)
-    g = res.records.set_index("record")["G"]
+    g = res.records["G"]
     assert g[i] == 2 and g[0] == 6
     assert res.records["p_true"].between(0, 1).all()
 
@@ -417,10 +417,11 @@ def test_low_risk_intruder_refuses_a_missing_truth(data):
     i_obs, i_empty, _, _ = _records(df)
     with pytest.raises(ValidationError, match=r"scenario='empty': column 'b' is missing in "
                                               rf"record {i_empty}"):
-        attribute_risk(CARTPlugin(cart, df), df, zs, records=[i_obs, i_empty], scenario="empty")
+        attribute_risk(df, zs, model=CARTPlugin(cart, df), records=[i_obs, i_empty],
+                       scenario="empty")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = attribute_risk(CARTPlugin(cart, df), df, zs, records=[i_obs], scenario="empty")
+        res = attribute_risk(df, zs, model=CARTPlugin(cart, df), records=[i_obs], scenario="empty")
     assert res.records["p_true"].between(0, 1).all()
 
 
@@ -495,7 +496,7 @@ def test_empirical_prior_with_missing_values(data):
     i_obs, i_empty, _, _ = _records(df)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = attribute_risk(CARTPlugin(cart, df), df, zs, records=[i_obs, i_empty],
+        res = attribute_risk(df, zs, model=CARTPlugin(cart, df), records=[i_obs, i_empty],
                              prior="empirical:1", progressbar=False)
     b = df["b"].where(df["b"] != -8).to_numpy(dtype=float)  # the engine's view: -8 is missing
     h = silverman_bandwidth(b[~np.isnan(b)])
@@ -524,9 +525,9 @@ def test_product_candidates_marginal_of_a_held_value_is_one(data):
     i_obs, i_empty, _, _ = _records(df)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = attribute_risk(CARTPlugin(cart, df), df, zs, records=[i_obs, i_empty],
+        res = attribute_risk(df, zs, model=CARTPlugin(cart, df), records=[i_obs, i_empty],
                              candidates="full", progressbar=False)
-    rec = res.records.set_index("record")
+    rec = res.records
     assert rec.loc[i_empty, "marg_b"] == pytest.approx(1.0, abs=1e-12)
     assert rec.loc[i_empty, "G"] == 3
     assert 0 <= rec.loc[i_obs, "marg_b"] <= 1 and rec.loc[i_obs, "G"] == 3 * 11
@@ -544,9 +545,9 @@ def test_distance_summaries_refuse_a_held_missing_value(data):
     i_obs, i_empty, _, _ = _records(df)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = attribute_risk(CARTPlugin(cart, df), df, zs, records=[i_obs, i_empty],
+        res = attribute_risk(df, zs, model=CARTPlugin(cart, df), records=[i_obs, i_empty],
                              progressbar=False)
-        one = attribute_risk(CARTPlugin(cart, df), df, zs, records=[i_obs], progressbar=False)
+        one = attribute_risk(df, zs, model=CARTPlugin(cart, df), records=[i_obs], progressbar=False)
     with pytest.raises(ValidationError, match=rf"column 'b' is missing in record {i_empty}"):
-        file_summary(res, "largest_value")
-    assert file_summary(one, "largest_value")["n_records"] == 1
+        file_summary(res, kind="largest_value")
+    assert file_summary(one, kind="largest_value")["n_records"] == 1

@@ -28,7 +28,7 @@ def _run(H, bootstrap=200, seed=0):
     model = ArrayModel(_bern_ll, theta, infer_schema(orig, synthesized=["y"]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ImportanceSamplingWarning)
-        return attribute_risk(model, orig, syn, estimator="is", bootstrap=bootstrap,
+        return attribute_risk(orig, syn, model=model, estimator="is", bootstrap=bootstrap,
                               random_seed=3, progressbar=False)
 
 
@@ -91,7 +91,7 @@ def _draws_run(H, draws_seed, bootstrap=200):
     model = ArrayModel(_bern_ll, theta, infer_schema(orig, synthesized=["y"]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ImportanceSamplingWarning)
-        return orig, attribute_risk(model, orig, syn, estimator="is", bootstrap=bootstrap,
+        return orig, attribute_risk(orig, syn, model=model, estimator="is", bootstrap=bootstrap,
                                     random_seed=draws_seed + 100, progressbar=False)
 
 
@@ -101,7 +101,7 @@ def test_wang_reiter_intervals_recomputed_by_hand():
     from bayes_risk.attribute.uncertainty import WANG_REITER_FIGURES
 
     orig, res = _draws_run(80, 1, bootstrap=30)
-    s = file_summary(res, "wang_reiter", original=orig, location_columns=["y"], locations=LOC)
+    s = file_summary(res, kind="wang_reiter", original=orig, location_columns=["y"], locations=LOC)
     mc = s["mc_uncertainty"]
     flagged = (res.records["flag_codes"].fillna("").astype(str) != "").to_numpy()
     assert mc["n_flagged_excluded"] == int(flagged.sum()) and mc["bootstrap"] == 30
@@ -134,7 +134,7 @@ def test_wang_reiter_intervals_recomputed_by_hand():
                                                abs=1e-12)
     # without the draw bootstrap there is no interval (and no error)
     _, nob = _draws_run(80, 1, bootstrap=0)
-    assert "mc_uncertainty" not in file_summary(nob, "wang_reiter", original=orig,
+    assert "mc_uncertainty" not in file_summary(nob, kind="wang_reiter", original=orig,
                                                 location_columns=["y"], locations=LOC)
 
 
@@ -149,14 +149,14 @@ def test_mc_intervals_cover_the_long_run_value():
     orig, ref = _draws_run(100_000, 999, bootstrap=0)
     assert not (ref.records["flag_codes"].fillna("") != "").any()
     truth_mean = float(ref.records["p_true"].mean())
-    truth_r1 = file_summary(ref, "wang_reiter", original=orig, location_columns=["y"],
+    truth_r1 = file_summary(ref, kind="wang_reiter", original=orig, location_columns=["y"],
                             locations=LOC)["unflagged"]["R1"]["median"]
     hits = np.zeros(2, dtype=int)
     for seed in range(40):
         orig, res = _draws_run(150, seed)
         assert not (res.records["flag_codes"].fillna("") != "").any()  # the same records
         a = file_uncertainty(res)["mc_interval_90"]["mean_p_true"]
-        b = file_summary(res, "wang_reiter", original=orig, location_columns=["y"],
+        b = file_summary(res, kind="wang_reiter", original=orig, location_columns=["y"],
                          locations=LOC)["mc_uncertainty"]["mc_interval_90"]["R1_median"]
         hits += [a[0] <= truth_mean <= a[1], b[0] <= truth_r1 <= b[1]]
     assert (hits >= 30).all(), hits

@@ -270,13 +270,15 @@ def test_identification_verdicts_at_one_radius(release, audited_hh):
     orig, syn = release
     sd = br.read_synthetic(str(syn))
     data = pd.read_csv(orig)
-    per = br.identification_risk(data, sd, KNOWN, ["Income"], schema=sd.schema,
+    per = br.identification_risk(data, sd, known_unsynthesized=KNOWN, known_synthesized=["Income"],
+                                 schema=sd.schema,
                                  radius={"Age": 0.1, "Income": sw.r_star},
                                  aggregation="per_dataset", progressbar=False)
     assert per.file["true_match_rate_targets"] == pytest.approx(
         star.file["true_match_rate_targets"])
     r_pool = pooled.sweep.r_star
-    pool = br.identification_risk(data, sd, KNOWN, ["Income"], schema=sd.schema,
+    pool = br.identification_risk(data, sd, known_unsynthesized=KNOWN,
+                                  known_synthesized=["Income"], schema=sd.schema,
                                   radius={"Age": 0.1, "Income": r_pool}, progressbar=False)
     assert pool.settings["aggregation"] == "pooled"
     assert pool.file["true_match_rate_targets"] == pytest.approx(

@@ -189,7 +189,7 @@ def test_cli_tree_release_without_model(method, tmp_path, capsys):
     release = read_synthetic(syn_dir)
     synth = rebuild_synthesizer(df, release)
     plug = CARTPlugin(synth, df, random_seed=4) if method == "cart" else RFPlugin(synth, df)
-    res = attribute_risk(plug, df, release, records=range(15), random_seed=4,
+    res = attribute_risk(df, release, model=plug, records=range(15), random_seed=4,
                          progressbar=False)
     np.testing.assert_allclose(rec["p_true"], res.records["p_true"], rtol=1e-12)
     # a table that is not the one the release was made from is refused, nothing written

@@ -99,7 +99,7 @@ def test_second_largest_cli_matches_api(tmp_path):
     rng = np.random.default_rng(3)
     df = pd.DataFrame({"workers": rng.poisson(4, 60), "wages": rng.poisson(30, 60)})
     df.loc[7, "wages"] = 80  # an outlying largest value
-    model = PoissonMixture("tcmm", q=0.8, n_components=4, tune=50, draws=100,
+    model = PoissonMixture(variant="tcmm", q=0.8, n_components=4, tune=50, draws=100,
                            progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

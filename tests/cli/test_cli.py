@@ -138,26 +138,13 @@ def test_one_name_for_one_thing():
     assert all(m in method.help for m in ("dpmpm", "cart", "bayes_risk.synthesizers"))
 
 
-@pytest.mark.parametrize(("argv", "dest", "value", "old"), [
-    (["fit", "d.csv", "--model", "dpmpm", "--out", "o"], "method", "dpmpm", "--model"),
-    (["synthesize", "--model-dir", "m", "--out", "o"], "model", "m", "--model-dir"),
-    (["attribute", "--original", "o.csv", "--synthetic", "s1", "s2", "--out", "o"],
-     "synthetic", ["s1", "s2"], "--synthetic"),
+@pytest.mark.parametrize("argv", [
+    ["fit", "d.csv", "--model", "dpmpm", "--out", "o"],
+    ["synthesize", "--model-dir", "m", "--out", "o"],
+    ["attribute", "--original", "o.csv", "--synthetic", "s1", "s2", "--out", "o"],
 ])
-def test_deprecated_spellings_still_parse(argv, dest, value, old):
-    from bayes_risk.cli.parsers import apply_deprecated
-
-    args = build_parser().parse_args(argv)
-    messages = apply_deprecated(args)
-    assert getattr(args, dest) == value
-    assert any(m.startswith(f"{old} is deprecated") for m in messages)
-    if argv[0] == "attribute":
-        assert args.original == "o.csv"
-
-
-def test_old_and_new_spelling_together_is_an_error(capsys):
-    # exit status 2 and one error line with its code, as every other error of the arguments
-    assert main(["synthesize", "--model", "a", "--model-dir", "b", "--out", "o"]) == 2
-    err = capsys.readouterr().err
-    assert "--model-dir is the deprecated spelling of --model" in err
-    assert err.startswith("bayes-risk synthesize: error [OPTION_CONFLICT]: ")
+def test_pre_release_spellings_are_usage_errors(argv):
+    # 0.1.0 was never released: the old option spellings have no deprecation path
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(argv)
+    assert exc.value.code == 2

@@ -62,7 +62,8 @@ def test_end_to_end(files, tmp_path, capsys):
     assert set(s["key_baseline"]["k_anonymity"]) == {"2", "3", "5"}
     assert s["inputs"]["original"] == str(files["orig"])
     # the files hold what the library computes
-    res = disclosure_measures(files["data"], files["datasets"], KEYS, "Income", categorical=CAT,
+    res = disclosure_measures(files["data"], files["datasets"], keys=KEYS, target="Income",
+                              categorical=CAT,
                               ngroups_target=5, ngroups_keys=4, denom_lim=3)
     np.testing.assert_allclose(caps["TCAP"], res.allCAPs["TCAP"], rtol=1e-12)
     np.testing.assert_allclose(attrib["DiSCO"], res.attrib["DiSCO"], rtol=1e-12)

@@ -80,8 +80,9 @@ def test_cli_pooled_with_sweep(files, tmp_path):
     from bayes_risk.data.io import read_synthetic
     from bayes_risk.identification.api import identification_risk
 
-    direct = identification_risk(y, read_synthetic(paths[1:]), ["Age", "Urban", "Marital"],
-                                 ["Income"], categorical=["Urban", "Marital"],
+    direct = identification_risk(y, read_synthetic(paths[1:]),
+                                 known_unsynthesized=["Age", "Urban", "Marital"],
+                                 known_synthesized=["Income"], categorical=["Urban", "Marital"],
                                  radius={"Age": 0.1, "Income": 0.1}, progressbar=False)
     assert summ["summary"]["expected_match_risk"] == pytest.approx(
         direct.file["expected_match_risk"])
@@ -159,7 +160,8 @@ def test_cli_records_output_modes(files, tmp_path):
     y, paths = files
     argv = ["identification", *map(str, paths), *BASE, "--aggregation", "per-dataset"]
     direct = identification_risk(read_table(paths[0]), read_synthetic(paths[1:]),
-                                 ["Age", "Urban", "Marital"], ["Income"],
+                                 known_unsynthesized=["Age", "Urban",
+                                                      "Marital"], known_synthesized=["Income"],
                                  categorical=["Urban", "Marital"], aggregation="per_dataset",
                                  radius={"Age": 0.1, "Income": 0.1}, progressbar=False)
     # default: per target
@@ -210,7 +212,8 @@ def test_cli_pooled_records_are_the_library_records(files, tmp_path):
     assert _main(["identification", *map(str, paths), *BASE, "--out", str(out)]) == 0
     rec = pd.read_csv(out / "records.csv")
     direct = identification_risk(read_table(paths[0]), read_synthetic(paths[1:]),
-                                 ["Age", "Urban", "Marital"], ["Income"],
+                                 known_unsynthesized=["Age", "Urban",
+                                                      "Marital"], known_synthesized=["Income"],
                                  categorical=["Urban", "Marital"],
                                  radius={"Age": 0.1, "Income": 0.1}, progressbar=False).records
     assert list(rec.columns) == list(direct.columns)

@@ -180,21 +180,6 @@ def test_model_dir_form(fake_model, tmp_path):
         pd.testing.assert_frame_equal(a, b)
 
 
-def test_deprecated_model_dir_still_works_with_a_warning(fake_model, tmp_path, capsys):
-    """``--model-dir`` (before 0.2) is a hidden alias of ``--model`` for one release."""
-    mdir = fake_model(2.0)
-    out = tmp_path / "syn"
-    assert cli.main(["synthesize", "--model-dir", str(mdir), "-m", "2", "--random-seed", "2",
-                     "--quiet", "--out", str(out)]) == 0
-    err = capsys.readouterr().err
-    assert "warning [DEPRECATED_OPTION]: --model-dir is deprecated" in err and "use --model" in err
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["warnings"] == ["DEPRECATED_OPTION"]
-    for a, b in zip(SyntheticData.load(out), _FakeModel(2.0).synthesize(2, random_seed=2),
-                    strict=True):
-        pd.testing.assert_frame_equal(a, b)
-
-
 def test_failure_inside_save_leaves_no_folder(fake_model, tmp_path):
     mdir = fake_model(-1.0)
     out = tmp_path / "syn"

@@ -111,20 +111,20 @@ def test_validate_synthetic(ce):
     s = infer_schema(ce, categorical=["Urban", "Marital", "Tenure"], synthesized=["Income"])
     z = ce.copy()
     z["Income"] = z["Income"] * 1.1
-    validate_synthetic(ce, [z, z], s)
+    validate_synthetic(ce, [z, z], schema=s)
     with pytest.raises(ValidationError, match=r"m\) must be an integer >= 1"):
-        validate_synthetic(ce, [], s)
+        validate_synthetic(ce, [], schema=s)
     z2 = z.copy()
     z2.loc[3, "Age"] += 1
     with pytest.raises(
         SchemaError, match=r"synthetic dataset 2: unsynthesized column 'Age' differs"
     ) as e:
-        validate_synthetic(ce, [z, z2], s)
+        validate_synthetic(ce, [z, z2], schema=s)
     assert e.value.code == "US_COLUMNS_DIFFER"
     with pytest.raises(
         SchemaError, match=r"synthetic dataset 1 has 299 rows but the original has 300"
     ):
-        validate_synthetic(ce, [z.iloc[:-1]], s)
+        validate_synthetic(ce, [z.iloc[:-1]], schema=s)
 
 
 def test_harmonise_levels_appends_synthetic_only_levels():
@@ -133,7 +133,7 @@ def test_harmonise_levels_appends_synthetic_only_levels():
     s = infer_schema(y)
     assert s["r"].levels == ("B", "W")
     with pytest.warns(DataWarning, match="SYNTHETIC_ONLY_LEVEL.*'r': 'A'"):
-        h = harmonise_levels(y, [z1], s)
+        h = harmonise_levels(y, [z1], schema=s)
     assert h["r"].levels == ("B", "W", "A")  # existing codes unchanged, new level appended
     np.testing.assert_array_equal(encode(z1, h, ["r"])[:, 0], [1, 2, 1])
     with pytest.raises(SchemaError, match="'A' that is not among its levels"):

@@ -134,7 +134,7 @@ def test_disclosure_grouped_target_keeps_codes_as_groups():
     # undeclared, -8 is a value: it sits in the lowest interval
     plain = encode_var("t", orig, [syn], br.infer_schema(orig), ngroups=2)
     assert plain.breaks.min() == -8.0
-    m = br.disclosure_measures(orig, [syn], ["k"], "t", schema=s, ngroups_target=2)
+    m = br.disclosure_measures(orig, [syn], keys=["k"], target="t", schema=s, ngroups_target=2)
     assert m is not None
 
 
@@ -243,7 +243,7 @@ def test_disclosure_settings_and_codes_are_values_not_missing():
     orig = pd.DataFrame({"k": ["a", "a", "b", "b", "c"], "t": [1.0, -8.0, 2.0, np.nan, -8.0]})
     syn = orig.assign(t=[1.0, -8.0, np.nan, 2.0, -8.0])
     s = br.infer_schema(orig, missing_codes={"t": [-8]})
-    r = br.disclosure_measures(orig, [syn], ["k"], "t", schema=s, use_target_na=False)
+    r = br.disclosure_measures(orig, [syn], keys=["k"], target="t", schema=s, use_target_na=False)
     assert "'Missing'" in r.settings["missing_values"]
     assert r.settings["missing_codes"] == {"t": [-8.0]}
     assert r.settings["n_missing_original"] == {"t": 1}

@@ -39,7 +39,8 @@ def _result(compat):
         syn = [pd.read_csv(syn_dir / f"scenario1_syn{l}.csv") for l in range(1, 21)]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            _CACHE[compat] = disclosure_measures(ce, syn, KEYS, "Income", categorical=CAT,
+            _CACHE[compat] = disclosure_measures(ce, syn, keys=KEYS, target="Income",
+                                                 categorical=CAT,
                                                  compat=compat)
     return _CACHE[compat]
 

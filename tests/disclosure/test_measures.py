@@ -40,7 +40,7 @@ def _measures(res, l=0):
 def _run(orig, syn, keys=KEYS, target="inc", **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return disclosure_measures(orig, syn, keys, target, categorical=["sex"], **kw)
+        return disclosure_measures(orig, syn, keys=keys, target=target, categorical=["sex"], **kw)
 
 
 def test_hand_computed_every_measure():
@@ -108,7 +108,7 @@ def test_replicated_uniques_and_key_baseline_by_hand():
     assert b["k_anonymity"] == {"2": {"n_violating": 1, "pct_violating": 20.0},
                                 "3": {"n_violating": 5, "pct_violating": 100.0},
                                 "5": {"n_violating": 5, "pct_violating": 100.0}}
-    rep = replicated_uniques(ORIG, SYN, ["sex", "age", "inc"])
+    rep = replicated_uniques(ORIG, SYN, keys=["sex", "age", "inc"])
     pd.testing.assert_frame_equal(rep.table, res.replicated_uniques.table)
     long = rep.to_long()
     assert list(long["measure"]) == ["Original", "Synthetic", "Synthetic uniques in original",
@@ -151,14 +151,14 @@ def test_missing_is_a_level_and_can_be_excluded():
 def test_grouped_target_by_hand():
     o = pd.DataFrame({"g": ["a"] * 4, "y": [1.0, 2.0, 3.0, 4.0]})
     s = pd.DataFrame({"g": ["a"] * 4, "y": [1.5, 1.6, 3.5, 3.9]})
-    res = disclosure_measures(o, s, ["g"], "y", ngroups_target=2)
+    res = disclosure_measures(o, s, keys=["g"], target="y", ngroups_target=2)
     # pooled quantile breaks: min 1, median 2.75, max 4 -> fewer than 3 groups: equal width
     # breaks 1, 2.5, 4: groups [1,2.5) and [2.5,4]
     assert res.settings["target_breaks"] == [1.0, 2.5, 4.0]
     assert res.target_levels == ["[1,2.5)", "[2.5,4]", "Missing"]
     r = _measures(res)
     assert r["baseCAPd"] == pytest.approx(50.0) and r["DCAP"] == pytest.approx(50.0)
-    res3 = disclosure_measures(o, s, ["g"], "y", ngroups_target=4)
+    res3 = disclosure_measures(o, s, keys=["g"], target="y", ngroups_target=4)
     assert len(res3.settings["target_breaks"]) == 5  # quantiles suffice
 
 
@@ -168,7 +168,8 @@ def test_grouped_keys_equal_pre_binned_keys():
                       "y": rng.integers(0, 3, 60)})
     s = pd.DataFrame({"c": rng.integers(0, 2, 50), "x": rng.normal(size=50),
                       "y": rng.integers(0, 3, 50)})
-    res = disclosure_measures(o, s, ["c", "x"], "y", categorical=["c", "y"], ngroups_keys=4)
+    res = disclosure_measures(o, s, keys=["c", "x"], target="y", categorical=["c", "y"],
+                              ngroups_keys=4)
     br = np.asarray(res.settings["key_breaks"]["x"])
     assert len(br) == 5 and res.settings["ngroups_keys"] == {"x": 4}
 
@@ -176,9 +177,10 @@ def test_grouped_keys_equal_pre_binned_keys():
         g = np.clip(np.searchsorted(br, df["x"].to_numpy(), side="right") - 1, 0, len(br) - 2)
         return df.assign(x=g)
 
-    pre = disclosure_measures(binned(o), binned(s), ["c", "x"], "y", categorical=["c", "x", "y"])
+    pre = disclosure_measures(binned(o), binned(s), keys=["c", "x"], target="y",
+                              categorical=["c", "x", "y"])
     np.testing.assert_equal(_measures(res), _measures(pre))
-    per_key = disclosure_measures(o, s, ["c", "x"], "y", categorical=["c", "y"],
+    per_key = disclosure_measures(o, s, keys=["c", "x"], target="y", categorical=["c", "y"],
                                   ngroups_keys=[0, 4])
     np.testing.assert_equal(_measures(res), _measures(per_key))
 
@@ -189,16 +191,17 @@ def test_compat_misaligned_rows_by_hand():
     # so the synthetic "10" row meets the original "2" row.
     o = pd.DataFrame({"k": [1, 1, 1], "t": [2.0, 10.0, 10.0]})
     s = pd.DataFrame({"k": [1, 1, 1], "t": [10.0, 10.0, 10.0]})
-    good = _measures(disclosure_measures(o, s, ["k"], "t"))
-    compat = _measures(disclosure_measures(o, s, ["k"], "t", compat="synthpop"))
+    good = _measures(disclosure_measures(o, s, keys=["k"], target="t"))
+    compat = _measures(disclosure_measures(o, s, keys=["k"], target="t", compat="synthpop"))
     assert good["DiSCO"] == pytest.approx(200 / 3) and compat["DiSCO"] == pytest.approx(100 / 3)
     assert good["DCAP"] == pytest.approx(200 / 3) and compat["DCAP"] == pytest.approx(100 / 3)
     for c in ("UiO", "Dorig", "Dsyn", "CAPd", "CAPs", "baseCAPd"):
         assert good[c] == compat[c]
     # same sets of values: no re-sorting, both modes agree
     s2 = pd.DataFrame({"k": [1, 1, 1], "t": [2.0, 10.0, 2.0]})
-    np.testing.assert_equal(_measures(disclosure_measures(o, s2, ["k"], "t")),
-                            _measures(disclosure_measures(o, s2, ["k"], "t", compat="synthpop")))
+    np.testing.assert_equal(_measures(disclosure_measures(o, s2, keys=["k"], target="t")),
+                            _measures(disclosure_measures(o, s2, keys=["k"], target="t",
+                                                          compat="synthpop")))
 
 
 def test_compat_replicated_uniques_padded_text():
@@ -242,7 +245,7 @@ def test_synthetic_equal_to_original():
 def test_result_object():
     data = SyntheticData([SYN, SYN.iloc[::-1]], method="test",
                          schema=infer_schema(ORIG, categorical=["sex"]))
-    res = disclosure_measures(ORIG, data, KEYS, "inc")
+    res = disclosure_measures(ORIG, data, keys=KEYS, target="inc")
     assert res.m == 2
     assert list(res.ident.columns) == ["syn", *IDENT_MEASURES]
     assert list(res.attrib.columns) == ["syn", *ATTRIB_MEASURES]
@@ -263,12 +266,12 @@ def test_result_object():
 def test_tcap_undefined_and_mostly_unique_warnings():
     s = SYN.assign(age=SYN["age"] + 1)  # no original key occurs in the synthetic data
     with pytest.warns(UserWarning, match="TCAP_UNDEFINED"):
-        res = disclosure_measures(ORIG, s, KEYS, "inc", categorical=["sex"])
+        res = disclosure_measures(ORIG, s, keys=KEYS, target="inc", categorical=["sex"])
     assert math.isnan(res.allCAPs["TCAP"].iloc[0]) and "TCAP_UNDEFINED" in res.warnings
     rng = np.random.default_rng(0)
     o = pd.DataFrame({"k": rng.integers(0, 3, 100), "y": rng.normal(size=100)})
     with pytest.warns(UserWarning, match="TARGET_MOSTLY_UNIQUE"):
-        disclosure_measures(o, o.copy(), ["k"], "y")
+        disclosure_measures(o, o.copy(), keys=["k"], target="y")
 
 
 # ---------------------------------------------------------------------------------- errors
@@ -294,23 +297,24 @@ def test_tcap_undefined_and_mostly_unique_warnings():
 def test_bad_arguments(kwargs, match):
     args = {"keys": KEYS, "target": "inc", **kwargs}
     with pytest.raises((ValidationError, SchemaError), match=match):
-        disclosure_measures(ORIG, [SYN], args.pop("keys"), args.pop("target"), **args)
+        disclosure_measures(ORIG, [SYN], keys=args.pop("keys"), target=args.pop("target"), **args)
 
 
 def test_bad_data():
     with pytest.raises(ValidationError, match="synthetic dataset 2 has no column"):
-        disclosure_measures(ORIG, [SYN, SYN.drop(columns="inc")], KEYS, "inc")
+        disclosure_measures(ORIG, [SYN, SYN.drop(columns="inc")], keys=KEYS, target="inc")
     with pytest.raises(ValidationError, match="synthetic dataset 1 has no rows"):
-        disclosure_measures(ORIG, [SYN.iloc[:0]], KEYS, "inc")
+        disclosure_measures(ORIG, [SYN.iloc[:0]], keys=KEYS, target="inc")
     with pytest.raises(ValidationError, match="only a numeric column can be grouped"):
-        disclosure_measures(ORIG, [SYN], ["age"], "sex", categorical=["sex"], ngroups_target=3)
+        disclosure_measures(ORIG, [SYN], keys=["age"], target="sex", categorical=["sex"],
+                            ngroups_target=3)
     with pytest.raises(ValidationError, match="single distinct value"):
-        disclosure_measures(ORIG.assign(inc=1.0), [SYN.assign(inc=1.0)], KEYS, "inc",
+        disclosure_measures(ORIG.assign(inc=1.0), [SYN.assign(inc=1.0)], keys=KEYS, target="inc",
                             ngroups_target=3)
     with pytest.raises(SchemaError, match="'inc'"):
-        disclosure_measures(ORIG, [SYN.assign(inc="x")], KEYS, "inc")
+        disclosure_measures(ORIG, [SYN.assign(inc="x")], keys=KEYS, target="inc")
     with pytest.raises(ValidationError, match="DataFrame"):
-        disclosure_measures(ORIG.to_numpy(), [SYN], KEYS, "inc")
+        disclosure_measures(ORIG.to_numpy(), [SYN], keys=KEYS, target="inc")
 
 
 def test_original_without_a_column_of_the_release_schema():
@@ -318,7 +322,7 @@ def test_original_without_a_column_of_the_release_schema():
     an error naming the column, not pandas' KeyError."""
     data = SyntheticData([SYN], method="test", schema=infer_schema(ORIG, categorical=["sex"]))
     with pytest.raises(ValidationError, match=r"the original has no column\(s\) \['inc'\]"):
-        disclosure_measures(ORIG.drop(columns="inc"), data, KEYS, "inc")
+        disclosure_measures(ORIG.drop(columns="inc"), data, keys=KEYS, target="inc")
 
 
 # ---------------------------------------------------------------------------- properties
@@ -334,10 +338,11 @@ _tables = st.integers(1, 25).flatmap(lambda n: st.tuples(
 def test_ranges_orderings_and_row_order_invariance(o, s, seed, compat):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = disclosure_measures(o, [s], ["a", "b"], "y", categorical=["a"], compat=compat)
+        r = disclosure_measures(o, [s], keys=["a", "b"], target="y", categorical=["a"],
+                                compat=compat)
         rng = np.random.default_rng(seed)
         r2 = disclosure_measures(o.iloc[rng.permutation(len(o))], [s.iloc[rng.permutation(len(s))]],
-                                 ["a", "b"], "y", categorical=["a"], compat=compat)
+                                 keys=["a", "b"], target="y", categorical=["a"], compat=compat)
     m = _measures(r)
     for c in (*IDENT_MEASURES, *CAP_MEASURES, *[a for a in ATTRIB_MEASURES if "denom" not in a]):
         assert math.isnan(m[c]) if c == "TCAP" and math.isnan(m[c]) else 0.0 <= m[c] <= 100.0

@@ -53,7 +53,7 @@ F_TOY = {("M", "W"): 4, ("M", "B"): 2, ("F", "W"): 3, ("F", "B"): 1}
 
 def test_toy5_pooled_fallback_unsynthesized(toy5):
     y, z = toy5
-    res = ir(y, z, ["sex"], ["race"])
+    res = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"])
     assert res.settings["fallback"] == "unsynthesized"  # SPEC §4.3(5) default
     expected = np.array([
         [2 / 3, 1 / 6, 1 / 6, 0, 0],
@@ -80,7 +80,7 @@ def test_toy5_pooled_fallback_unsynthesized(toy5):
 
 def test_toy5_pooled_fallback_none(toy5):
     y, z = toy5
-    res = ir(y, z, ["sex"], ["race"], fallback="none")
+    res = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], fallback="none")
     p = res.prob.toarray()
     np.testing.assert_allclose(p[2], [0, 0.25, 0.25, 0, 0], **TOL)
     np.testing.assert_allclose(p[3], [0, 0, 0, 0.25, 0.25], **TOL)
@@ -93,7 +93,8 @@ def test_toy5_pooled_fallback_none(toy5):
 def test_toy5_per_dataset(toy5):
     y, z = toy5
     with pytest.warns(DataWarning, match="ZERO_UNIQUE"):
-        res = identification_risk(y, z, ["sex"], ["race"], aggregation="per_dataset",
+        res = identification_risk(y, z, known_unsynthesized=["sex"], known_synthesized=["race"],
+                                  aggregation="per_dataset",
                                   progressbar=False)
     np.testing.assert_allclose(res.IR[:, 0], [1, 0, 0.5, 0.5, 0], **TOL)
     np.testing.assert_allclose(res.IR[:, 1], [1 / 3, 1 / 3, 0, 0, 0.5], **TOL)
@@ -123,7 +124,8 @@ def test_toy5_per_dataset(toy5):
 )
 def test_toy5_unknown_true_counts(toy5, strategy, risk, unique, declared):
     y, z = toy5
-    res = ir(y, z, ["sex"], ["race"], membership="unknown", population_counts=F_TOY,
+    res = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], membership="unknown",
+             population_counts=F_TOY,
              strategy=strategy)
     assert res.settings["fallback"] == "none"
     p = res.prob.toarray()
@@ -149,7 +151,8 @@ def test_toy5_out_of_sample_target(toy5):
     tg = y.assign(id=[0, 1, 2, 3, 4])
     tg = pd.concat([tg, pd.DataFrame({"sex": ["M"], "race": ["W"], "id": [99]})],
                    ignore_index=True)
-    res = ir(y, z, ["sex"], ["race"], membership="unknown", population_counts=F_TOY,
+    res = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], membership="unknown",
+             population_counts=F_TOY,
              targets=tg, target_id="id")
     p = res.prob.toarray()
     np.testing.assert_allclose(p[5], p[0], **TOL)
@@ -165,9 +168,12 @@ def test_population_counts_forms_agree(toy5):
     y, z = toy5
     table = pd.DataFrame([(a, b, f) for (a, b), f in F_TOY.items()], columns=["sex", "race", "F"])
     per_target = [F_TOY[(a, b)] for a, b in zip(y.sex, y.race, strict=False)]
-    r1 = ir(y, z, ["sex"], ["race"], membership="unknown", population_counts=F_TOY)
-    r2 = ir(y, z, ["sex"], ["race"], membership="unknown", population_counts=table)
-    r3 = ir(y, z, ["sex"], ["race"], membership="unknown", population_counts=per_target)
+    r1 = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], membership="unknown",
+            population_counts=F_TOY)
+    r2 = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], membership="unknown",
+            population_counts=table)
+    r3 = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], membership="unknown",
+            population_counts=per_target)
     for r in (r2, r3):
         np.testing.assert_allclose(r.prob.toarray(), r1.prob.toarray())
         np.testing.assert_allclose(r.p_out, r1.p_out)
@@ -176,7 +182,8 @@ def test_population_counts_forms_agree(toy5):
 def test_min_rule_when_matches_exceed_F(toy5):
     # SPEC §4.10: n_{t,r} > F -> each match gets 1/n, p(n+1) = 0 (target 5 in Z_(2))
     y, z = toy5
-    res = ir(y, [z[1]], ["sex"], ["race"], membership="unknown", population_counts=F_TOY)
+    res = ir(y, [z[1]], known_unsynthesized=["sex"], known_synthesized=["race"],
+             membership="unknown", population_counts=F_TOY)
     np.testing.assert_allclose(res.prob.toarray()[4], [0, 0, 0, 0.5, 0.5], **TOL)
     assert res.p_out[4] == pytest.approx(0.0)
 
@@ -189,7 +196,7 @@ def _c(t, x, **kw):
     y = pd.DataFrame({"v": np.atleast_1d(np.asarray(t, dtype=float))})
     z = pd.DataFrame({"v": np.atleast_1d(np.asarray(x, dtype=float))})
     kw.setdefault("aggregation", "per_dataset")
-    return ir(y, [z], [], ["v"], **kw)
+    return ir(y, [z], known_unsynthesized=[], known_synthesized=["v"], **kw)
 
 
 def test_radius_percentage_closed_open():
@@ -224,7 +231,8 @@ def test_radius_zero_target_and_floor():
 def _two(x, shape, **kw):
     y = pd.DataFrame({"a": [100.0], "b": [200.0]})
     z = pd.DataFrame({"a": [float(x[0])], "b": [float(x[1])]})
-    return ir(y, [z], [], ["a", "b"], radius={"a": 10, "b": 20}, radius_type="absolute",
+    return ir(y, [z], known_unsynthesized=[], known_synthesized=["a", "b"],
+              radius={"a": 10, "b": 20}, radius_type="absolute",
               shape=shape, aggregation="per_dataset", **kw).c[0, 0]
 
 
@@ -254,7 +262,8 @@ def test_radius_quantile_sd():
     # end to end: the target 3's own synthetic value 4.2 is inside, 4.3 is not
     y = pd.DataFrame({"v": x})
     z = pd.DataFrame({"v": np.where(x == 3, 4.2, x + 1000)})
-    res = ir(y, [z], [], ["v"], radius_type="quantile_sd", quantile_groups=2,
+    res = ir(y, [z], known_unsynthesized=[], known_synthesized=["v"], radius_type="quantile_sd",
+             quantile_groups=2,
              aggregation="per_dataset")
     assert res.c[2, 0] == 1 and res.T[2, 0] == 1
 
@@ -262,10 +271,12 @@ def test_radius_quantile_sd():
 def test_count_column_exact_unless_given_radius():
     y = pd.DataFrame({"age": [30, 31, 50], "inc": [100.0, 100.0, 300.0]})
     z = y.assign(inc=[100.0, 101.0, 300.0])
-    r1 = ir(y, [z], ["age"], ["inc"], radius=0.1, aggregation="per_dataset")
+    r1 = ir(y, [z], known_unsynthesized=["age"], known_synthesized=["inc"], radius=0.1,
+            aggregation="per_dataset")
     assert r1.settings["match_rule"]["exact_unsynthesized"] == ["age"]
     np.testing.assert_array_equal(r1.c[:, 0], [1, 1, 1])
-    r2 = ir(y, [z], ["age"], ["inc"], radius={"age": 0.1, "inc": 0.1},
+    r2 = ir(y, [z], known_unsynthesized=["age"], known_synthesized=["inc"],
+            radius={"age": 0.1, "inc": 0.1},
             aggregation="per_dataset")
     np.testing.assert_array_equal(r2.c[:, 0], [2, 2, 1])
 
@@ -291,7 +302,8 @@ def maxrad():
 @pytest.mark.parametrize("r", sorted(MAXRAD))
 def test_maxrad_table(maxrad, r):
     y, z = maxrad
-    res = ir(y, z, [], ["x"], radius=r, aggregation="per_dataset")
+    res = ir(y, z, known_unsynthesized=[], known_synthesized=["x"], radius=r,
+             aggregation="per_dataset")
     c, T, risk = MAXRAD[r]
     np.testing.assert_array_equal(res.c[:, 0], c)
     np.testing.assert_array_equal(res.T[:, 0], T)
@@ -300,7 +312,8 @@ def test_maxrad_table(maxrad, r):
 
 def test_maxrad_sweep(maxrad):
     y, z = maxrad
-    res = radius_sweep(y, z, [], ["x"], sorted(MAXRAD), progressbar=False)
+    res = radius_sweep(y, z, known_unsynthesized=[], known_synthesized=["x"], radii=sorted(MAXRAD),
+                       progressbar=False)
     np.testing.assert_allclose(res.risk[:, 0], [MAXRAD[r][2] for r in sorted(MAXRAD)])
     assert res.r_star == pytest.approx(0.2)
     assert res.risk_star == pytest.approx(3.0)
@@ -321,14 +334,17 @@ def test_sweep_cartesian_grid_and_cap():
     rng = np.random.default_rng(3)
     y = pd.DataFrame({"a": rng.uniform(10, 20, 40), "b": rng.uniform(10, 20, 40)})
     zs = [y + rng.normal(0, 0.5, y.shape) for _ in range(2)]
-    res = radius_sweep(y, zs, [], ["a", "b"], {"a": [0.01, 0.05], "b": [0.02, 0.1, 0.2]},
+    res = radius_sweep(y, zs, known_unsynthesized=[], known_synthesized=["a", "b"],
+                       radii={"a": [0.01, 0.05], "b": [0.02, 0.1, 0.2]},
                        progressbar=False)
     assert res.radii.shape == (6, 2) and res.risk.shape == (6, 2)
-    direct = ir(y, zs, [], ["a", "b"], radius={"a": 0.05, "b": 0.1}, aggregation="per_dataset")
+    direct = ir(y, zs, known_unsynthesized=[], known_synthesized=["a", "b"],
+                radius={"a": 0.05, "b": 0.1}, aggregation="per_dataset")
     i = [k for k in range(6) if tuple(res.radii[k]) == (0.05, 0.1)][0]
     np.testing.assert_allclose(res.risk[i], direct.per_dataset["expected_match_risk"])
     with pytest.raises(ValidationError, match="max_grid"):
-        radius_sweep(y, zs, [], ["a", "b"], {"a": [0.1, 0.2], "b": [0.1, 0.2]}, max_grid=3,
+        radius_sweep(y, zs, known_unsynthesized=[], known_synthesized=["a", "b"],
+                     radii={"a": [0.1, 0.2], "b": [0.1, 0.2]}, max_grid=3,
                      progressbar=False)
 
 
@@ -385,7 +401,8 @@ def _ipf_data():
 def test_loglinear_original_counts_end_to_end():
     y = _ipf_data()
     z = [y.copy()]
-    res = ir(y, z, ["A", "B"], ["C"], categorical=["A", "B", "C"], membership="unknown",
+    res = ir(y, z, known_unsynthesized=["A", "B"], known_synthesized=["C"],
+             categorical=["A", "B", "C"], membership="unknown",
              population_counts="loglinear_original", sampling_fraction=0.2)
     mu = fit_all_two_way(IPF3).mu
     Fhat = np.maximum(population_estimate(IPF3, mu, 0.2), 1.0)
@@ -396,7 +413,8 @@ def test_loglinear_original_counts_end_to_end():
     row = res.prob.getrow(i).toarray().ravel()
     assert row[i] == pytest.approx(1 / expect[i])
     assert res.p_out[i] == pytest.approx(1 - IPF3[0, 0, 0] / expect[i])
-    r_inv = ir(y, z, ["A", "B"], ["C"], categorical=["A", "B", "C"], membership="unknown",
+    r_inv = ir(y, z, known_unsynthesized=["A", "B"], known_synthesized=["C"],
+               categorical=["A", "B", "C"], membership="unknown",
                population_counts="loglinear_original", sampling_fraction=0.2,
                population_estimate="expected_inverse")
     nu = 0.8 * mu[0, 0, 0] / 0.2
@@ -408,9 +426,11 @@ def test_loglinear_synthetic_and_F_below_one():
     rng = np.random.default_rng(0)
     z = [y.assign(C=rng.integers(0, 2, len(y))) for _ in range(3)]
     with pytest.warns(DataWarning, match="F_BELOW_ONE"):
-        res = identification_risk(y, z, ["A", "B"], ["C"], categorical=["A", "B", "C"],
+        res = identification_risk(y, z, known_unsynthesized=["A", "B"], known_synthesized=["C"],
+                                  categorical=["A", "B", "C"],
                                   membership="unknown", population_counts="loglinear_synthetic",
-                                  N_pop=len(y), progressbar=False)  # a = 1: F = f, 0 cells -> 1
+                                  population_size=len(y),
+                                  progressbar=False)  # a = 1: F = f, 0 cells -> 1
     assert "F_BELOW_ONE" in res.warnings
     assert res.population_counts.shape == (len(y), 3)
     assert (res.population_counts >= 1).all()
@@ -427,32 +447,33 @@ def test_loglinear_synthetic_and_F_below_one():
 def test_error_unknown_column(toy5):
     y, z = toy5
     with pytest.raises(SchemaError, match="'rase'.*Did you mean 'race'"):
-        ir(y, z, ["sex"], ["rase"])
+        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["rase"])
 
 
 def test_error_radius_for_categorical(toy5):
     y, z = toy5
     with pytest.raises(ValidationError, match="categorical column 'race'"):
-        ir(y, z, ["sex"], ["race"], radius={"race": 0.1})
+        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], radius={"race": 0.1})
 
 
 def test_error_percentage_radius_without_continuous(toy5):
     y, z = toy5
     with pytest.raises(ValidationError, match="no known column is continuous"):
-        ir(y, z, ["sex"], ["race"], radius=0.1)
+        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], radius=0.1)
 
 
 def test_error_continuous_without_radius():
     y = pd.DataFrame({"v": [1.0, 2.0]})
     with pytest.raises(ValidationError, match="need a radius"):
-        ir(y, [y], [], ["v"])
+        ir(y, [y], known_unsynthesized=[], known_synthesized=["v"])
 
 
 def test_error_targets_lacking_known_columns(toy5):
     y, z = toy5
     tg = pd.DataFrame({"sex": ["M"], "id": [0]})
     with pytest.raises(SchemaError, match=r"targets lack known column\(s\) \['race'\]"):
-        ir(y, z, ["sex"], ["race"], targets=tg, target_id="id")
+        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], targets=tg,
+           target_id="id")
 
 
 def test_error_user_counts_below_one(toy5):
@@ -460,12 +481,13 @@ def test_error_user_counts_below_one(toy5):
     bad = dict(F_TOY)
     bad[("F", "B")] = 0.5
     with pytest.raises(ValidationError, match="< 1"):
-        ir(y, z, ["sex"], ["race"], membership="unknown", population_counts=bad)
+        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], membership="unknown",
+           population_counts=bad)
     with pytest.raises(ValidationError, match="no count for target"):
-        ir(y, z, ["sex"], ["race"], membership="unknown",
+        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], membership="unknown",
            population_counts={("M", "W"): 4})
     with pytest.raises(ValidationError, match="needs population_counts"):
-        ir(y, z, ["sex"], ["race"], membership="unknown")
+        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], membership="unknown")
 
 
 
@@ -476,14 +498,17 @@ def test_error_user_counts_keyed_by_text_for_numeric_codes():
     z = [y.assign(tenure=[2, 2, 1, 1, 2])]
     counts = y.groupby(["urban", "tenure"]).size().mul(10).rename("F").reset_index()
     kw = dict(categorical=["urban", "tenure"], membership="unknown")
-    ref = ir(y, z, ["urban"], ["tenure"], population_counts=counts, **kw)
+    ref = ir(y, z, known_unsynthesized=["urban"], known_synthesized=["tenure"],
+             population_counts=counts, **kw)
     for text in (counts.astype({"urban": str}),
                  {(str(a), str(b)): f for a, b, f in counts.itertuples(index=False)}):
         with pytest.raises(ValidationError, match=r"column 'urban' are text \(e.g. '1'\) but the "
                                                   r"targets' are numbers \(e.g. 1\)"):
-            ir(y, z, ["urban"], ["tenure"], population_counts=text, **kw)
+            ir(y, z, known_unsynthesized=["urban"], known_synthesized=["tenure"],
+               population_counts=text, **kw)
     # 2.0 and 2 are one key value
-    same = ir(y, z, ["urban"], ["tenure"], population_counts=counts.astype({"urban": float}), **kw)
+    same = ir(y, z, known_unsynthesized=["urban"], known_synthesized=["tenure"],
+              population_counts=counts.astype({"urban": float}), **kw)
     np.testing.assert_allclose(same.p_out, ref.p_out)
 
 def test_nan_in_known_columns(toy5):
@@ -493,10 +518,11 @@ def test_nan_in_known_columns(toy5):
     y2 = y.copy()
     y2.loc[2, "sex"] = None
     with pytest.raises(SchemaError, match="US_COLUMNS_DIFFER|differs from the original"):
-        ir(y2, z, ["sex"], ["race"])
+        ir(y2, z, known_unsynthesized=["sex"], known_synthesized=["race"])
     z2 = [z[0].copy(), z[1]]
     z2[0].loc[1, "race"] = np.nan
-    res = ir(y, z2, ["sex"], ["race"], aggregation="per_dataset")
+    res = ir(y, z2, known_unsynthesized=["sex"], known_synthesized=["race"],
+             aggregation="per_dataset")
     assert (res.records["c"] >= 0).all()
 
 
@@ -504,21 +530,26 @@ def test_error_us_columns_differ_and_compat_conflicts(toy5):
     y, z = toy5
     z2 = [z[0].assign(sex=["F", "M", "M", "F", "F"]), z[1]]
     with pytest.raises(SchemaError, match="US_COLUMNS_DIFFER|differs from the original"):
-        ir(y, z2, ["sex"], ["race"])
+        ir(y, z2, known_unsynthesized=["sex"], known_synthesized=["race"])
     with pytest.raises(ValidationError, match="window='open'"):
-        ir(y, z, ["sex"], ["race"], compat="IdentificationRiskCalculation", window="closed")
+        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"],
+           compat="IdentificationRiskCalculation", window="closed")
     with pytest.raises(ValidationError, match="aggregation='per_dataset'"):
-        ir(y, z, ["sex"], ["race"], compat="IdentificationRiskCalculation", aggregation="pooled")
+        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"],
+           compat="IdentificationRiskCalculation", aggregation="pooled")
     with pytest.raises(ValidationError, match="strategy"):
-        ir(y, z, ["sex"], ["race"], strategy=("threshold", 1.5))
+        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"],
+           strategy=("threshold", 1.5))
 
 
 def test_absent_category_no_match_then_fallback(toy5):
     y, z = toy5
     tg = pd.DataFrame({"sex": ["M"], "race": ["A"], "id": [7]})
-    res = ir(y, z, ["sex"], ["race"], targets=tg, target_id="id")
+    res = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], targets=tg,
+             target_id="id")
     np.testing.assert_allclose(res.prob.toarray()[0], [1 / 3, 1 / 3, 1 / 3, 0, 0])
-    res2 = ir(y, z, ["sex"], ["race"], targets=tg, target_id="id", fallback="none")
+    res2 = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], targets=tg,
+              target_id="id", fallback="none")
     assert res2.c[0] == 0 and "NO_MATCH" in res2.warnings
 
 
@@ -550,8 +581,9 @@ def test_numba_and_numpy_paths_agree(monkeypatch, shape, window):
         monkeypatch.setattr(engine, "USE_NUMBA", use)
         monkeypatch.setattr(index, "_CHUNK_CANDIDATES", 997)  # exercise chunking: compiled
         monkeypatch.setattr(index, "_NUMPY_CHUNK_CANDIDATES", 997)  # and numpy
-        pooled = ir(y, zs, ["g", "a"], ["h", "x", "w"], **kw)
-        per = ir(y, zs, ["g", "a"], ["h", "x", "w"], aggregation="per_dataset", **kw)
+        pooled = ir(y, zs, known_unsynthesized=["g", "a"], known_synthesized=["h", "x", "w"], **kw)
+        per = ir(y, zs, known_unsynthesized=["g", "a"], known_synthesized=["h", "x", "w"],
+                 aggregation="per_dataset", **kw)
         outs.append((pooled, per))
     (p1, d1), (p2, d2) = outs
     assert (p1.prob != p2.prob).nnz == 0
@@ -564,7 +596,8 @@ def test_numba_and_numpy_paths_agree(monkeypatch, shape, window):
 def test_matches_brute_force():
     """Every match set equals an O(n^2) brute-force scan."""
     y, zs = _random_problem(2, n=120, m=2)
-    res = ir(y, zs, ["g", "a"], ["h", "x", "w"], categorical=["g", "h"],
+    res = ir(y, zs, known_unsynthesized=["g", "a"], known_synthesized=["h", "x", "w"],
+             categorical=["g", "h"],
              radius={"a": 0.1, "x": 0.1, "w": 0.3}, aggregation="per_dataset")
     for l, z in enumerate(zs):
         for i in range(len(y)):
@@ -596,7 +629,8 @@ def problems(draw):
 def test_property_ir_bounds_and_unique_identity(prob):
     y, zs, r = prob
     for agg in ("pooled", "per_dataset"):
-        res = ir(y, zs, ["g"], ["x"], categorical=["g"], radius=r, aggregation=agg)
+        res = ir(y, zs, known_unsynthesized=["g"], known_synthesized=["x"], categorical=["g"],
+                 radius=r, aggregation=agg)
         assert np.all((res.IR >= 0) & (res.IR <= 1))
         assert np.array_equal(res.K + res.W, (res.c == 1).astype(int))
         fm = file_measures(res.c, res.T)
@@ -618,8 +652,10 @@ def test_property_shuffle_invariance(prob, seed):
     y2 = y1.iloc[perm]
     z2 = [z.iloc[perm] for z in z1]
     for agg in ("pooled", "per_dataset"):
-        a = ir(y1, z1, ["g"], ["x"], categorical=["g"], radius=r, aggregation=agg).records
-        b = ir(y2, z2, ["g"], ["x"], categorical=["g"], radius=r, aggregation=agg).records
+        a = ir(y1, z1, known_unsynthesized=["g"], known_synthesized=["x"], categorical=["g"],
+               radius=r, aggregation=agg).records
+        b = ir(y2, z2, known_unsynthesized=["g"], known_synthesized=["x"], categorical=["g"],
+               radius=r, aggregation=agg).records
         keys = ["target"] + (["dataset"] if agg == "per_dataset" else [])
         a = a.sort_values(keys).reset_index(drop=True)
         b = b.sort_values(keys).reset_index(drop=True)
@@ -631,9 +667,11 @@ def test_property_shuffle_invariance(prob, seed):
 def test_property_pooled_equals_per_dataset_for_m1(prob):
     y, zs, r = prob
     z = zs[:1]
-    a = ir(y, z, ["g"], ["x"], categorical=["g"], radius=r, aggregation="pooled",
+    a = ir(y, z, known_unsynthesized=["g"], known_synthesized=["x"], categorical=["g"], radius=r,
+           aggregation="pooled",
            fallback="none")
-    b = ir(y, z, ["g"], ["x"], categorical=["g"], radius=r, aggregation="per_dataset")
+    b = ir(y, z, known_unsynthesized=["g"], known_synthesized=["x"], categorical=["g"], radius=r,
+           aggregation="per_dataset")
     np.testing.assert_array_equal(a.c, b.c[:, 0])
     np.testing.assert_array_equal(a.T, b.T[:, 0])
     np.testing.assert_allclose(a.IR, b.IR[:, 0])
@@ -647,7 +685,8 @@ def test_property_T_non_decreasing_in_radius_closed(prob):
     y, zs, _ = prob
     prev = None
     for r in (0.0, 0.05, 0.1, 0.2, 0.5, 1.0):
-        res = ir(y, zs, ["g"], ["x"], categorical=["g"], radius=r, aggregation="per_dataset")
+        res = ir(y, zs, known_unsynthesized=["g"], known_synthesized=["x"], categorical=["g"],
+                 radius=r, aggregation="per_dataset")
         if prev is not None:
             assert np.all(res.T >= prev)
         prev = res.T
@@ -657,7 +696,8 @@ def test_result_serialises(toy5):
     import json
 
     y, z = toy5
-    res = ir(y, z, ["sex"], ["race"], aggregation="per_dataset")
+    res = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"],
+             aggregation="per_dataset")
     d = res.to_dict(records=True)
     json.dumps(d, allow_nan=False)
     assert d["summary"]["per_dataset"]["false_match_rate"][1] is None
@@ -669,21 +709,24 @@ def test_result_serialises(toy5):
 def test_user_replicates_equal_released_datasets():
     y, zs = _random_problem(4, n=80, m=2)
     kw = dict(categorical=["g", "h"], radius={"a": 0.1, "x": 0.1, "w": 0.3})
-    a = ir(y, zs, ["g", "a"], ["h", "x", "w"], **kw)
+    a = ir(y, zs, known_unsynthesized=["g", "a"], known_synthesized=["h", "x", "w"], **kw)
     reps = [z[["h", "x", "w"]].to_numpy() for z in zs]
-    b = ir(y, None, ["g", "a"], ["h", "x", "w"], replicates=reps, **kw)
+    b = ir(y, None, known_unsynthesized=["g", "a"], known_synthesized=["h", "x", "w"],
+           replicates=reps, **kw)
     assert (a.prob != b.prob).nnz == 0
     assert b.settings["replicates"] == "user replicates"
     with pytest.raises(ValidationError, match="shape"):
-        ir(y, None, ["g", "a"], ["h", "x", "w"], replicates=[reps[0][:, :2]], **kw)
+        ir(y, None, known_unsynthesized=["g", "a"], known_synthesized=["h", "x", "w"],
+           replicates=[reps[0][:, :2]], **kw)
 
 
 def test_synthetic_data_container(toy5):
     from bayes_risk.data.synthetic import SyntheticData
 
     y, z = toy5
-    a = ir(y, z, ["sex"], ["race"])
-    b = ir(y, SyntheticData(z, method="test"), ["sex"], ["race"])
+    a = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"])
+    b = ir(y, SyntheticData(z, method="test"), known_unsynthesized=["sex"],
+           known_synthesized=["race"])
     np.testing.assert_array_equal(a.prob.toarray(), b.prob.toarray())
 
 
@@ -691,7 +734,7 @@ def test_pooled_memory_guard(monkeypatch, toy5):
     y, z = toy5
     monkeypatch.setattr(engine, "MAX_NNZ", 3)
     with pytest.raises(ValidationError, match="per_dataset"):
-        ir(y, z, ["sex"], ["race"])
+        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"])
 
 
 def test_expected_inverse_empty_cell():
@@ -712,7 +755,8 @@ def test_large_key_space_path_matches_brute_force():
                       "c": rng.integers(0, 30, n), "x": rng.uniform(1, 2, n)})
     y.loc[:40, ["a", "b", "c"]] = y.loc[0, ["a", "b", "c"]].to_numpy()  # a populated cell
     z = y.assign(x=y.x + rng.normal(0, 0.05, n))
-    res = ir(y, [z], ["a", "b", "c"], ["x"], categorical=["a", "b", "c"], radius=0.05,
+    res = ir(y, [z], known_unsynthesized=["a", "b", "c"], known_synthesized=["x"],
+             categorical=["a", "b", "c"], radius=0.05,
              aggregation="per_dataset")
     for i in range(n):
         t = y.iloc[i]
@@ -724,9 +768,10 @@ def test_large_key_space_path_matches_brute_force():
 
 def test_default_fallback_without_known_unsynthesized(toy5):
     y, z = toy5
-    res = ir(y, z, [], ["sex", "race"])
+    res = ir(y, z, known_unsynthesized=[], known_synthesized=["sex", "race"])
     assert res.settings["fallback"] == "none"
-    explicit = ir(y, z, [], ["sex", "race"], fallback="unsynthesized")
+    explicit = ir(y, z, known_unsynthesized=[], known_synthesized=["sex", "race"],
+                  fallback="unsynthesized")
     assert explicit.settings["fallback"] == "unsynthesized"
     # with no unsynthesized key the fallback set is the whole file
     empty_rep = (explicit.prob.toarray() > 0).sum(axis=1)
@@ -735,7 +780,8 @@ def test_default_fallback_without_known_unsynthesized(toy5):
 
 def test_toy5_per_dataset_with_fallback(toy5):
     y, z = toy5
-    res = ir(y, z, ["sex"], ["race"], aggregation="per_dataset", fallback="unsynthesized")
+    res = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"],
+             aggregation="per_dataset", fallback="unsynthesized")
     np.testing.assert_allclose(res.IR[:, 0], [1, 0, 0.5, 0.5, 0.5], **TOL)
     np.testing.assert_allclose(res.IR[:, 1], [1 / 3, 1 / 3, 1 / 3, 0.5, 0.5], **TOL)
     np.testing.assert_array_equal(res.c[:, 1], [3, 3, 3, 2, 2])
@@ -768,9 +814,9 @@ def test_partitioned_executor_gives_identical_results(extra):
     kw = dict(categorical=["g", "h"], radius={"a": 0.1, "x": 0.1})
     kw.update(extra)
     kus, ks = (["g"], ["h"]) if "membership" in extra else (["g", "a"], ["h", "x"])
-    ref = ir(y, zs, kus, ks, **kw)
+    ref = ir(y, zs, known_unsynthesized=kus, known_synthesized=ks, **kw)
     ex = _SmallPartitions(7)
-    res = ir(y, zs, kus, ks, executor=ex, **kw)
+    res = ir(y, zs, known_unsynthesized=kus, known_synthesized=ks, executor=ex, **kw)
     assert ex.calls and ex.calls[0][1] == -(-len(y) // 7)
     assert ex.calls[0][0].n_targets == 0  # the record pool is shipped without the targets
     pd.testing.assert_frame_equal(res.target_table(), ref.target_table())
@@ -784,26 +830,26 @@ def test_partitioned_executor_gives_identical_results(extra):
 def test_radius_sweep_shares_the_pool_once():
     y, zs = _random_problem(5, n=80)
     kw = dict(categorical=["g", "h"], progressbar=False)
-    ref = radius_sweep(y, zs, ["g", "a"], ["h", "x"], [0.05, 0.1, 0.2], **kw)
+    ref = radius_sweep(y, zs, known_unsynthesized=["g", "a"], known_synthesized=["h", "x"],
+                       radii=[0.05, 0.1, 0.2], **kw)
     ex = _SmallPartitions(11)
-    res = radius_sweep(y, zs, ["g", "a"], ["h", "x"], [0.05, 0.1, 0.2], executor=ex, **kw)
+    res = radius_sweep(y, zs, known_unsynthesized=["g", "a"], known_synthesized=["h", "x"],
+                       radii=[0.05, 0.1, 0.2], executor=ex, **kw)
     np.testing.assert_array_equal(res.risk, ref.risk)
     assert len(ex.calls) == 3 and len({id(shared) for shared, _ in ex.calls}) == 1
 
 
 def test_compat_named_after_the_r_package(toy5):
     y, z = toy5
-    res = ir(y, z, ["sex"], ["race"], compat="IdentificationRiskCalculation")
+    res = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"],
+             compat="IdentificationRiskCalculation")
     assert res.settings["compat"] == "IdentificationRiskCalculation"
-    with pytest.warns(FutureWarning, match="compat='IdentificationRiskCalculation'"):
-        old = ir(y, z, ["sex"], ["race"], compat="hornby-hu")
-    assert old.settings == res.settings
-    np.testing.assert_array_equal(old.IR, res.IR)
-    with pytest.raises(ValidationError, match="IdentificationRiskCalculation"):
-        ir(y, z, ["sex"], ["race"], compat="hornby")
+    for former in ("hornby-hu", "hornby"):  # no pre-release spelling is accepted
+        with pytest.raises(ValidationError, match="IdentificationRiskCalculation"):
+            ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], compat=former)
 
 
 def test_bad_executor(toy5):
     y, z = toy5
     with pytest.raises(ValidationError, match="executor must be"):
-        ir(y, z, ["sex"], ["race"], executor="dask")
+        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], executor="dask")

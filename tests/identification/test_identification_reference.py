@@ -45,7 +45,8 @@ def test_reference_run_exact(run_id):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = identification_risk(
-            ce, syn, [c for c in run["known"] if c not in run["syn"]], run["syn"],
+            ce, syn, known_unsynthesized=[c for c in run["known"] if c not in run["syn"]],
+            known_synthesized=run["syn"],
             categorical=["Urban", "Marital", "Tenure"], radius=run["r"],
             radius_type="percentage" if run["percentage"] else "absolute",
             shape="legacy_hh_euclid" if run["euclideanDist"] else "rectangle",
@@ -96,9 +97,11 @@ def test_reference_radius_vector_column_order():
               progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        a = identification_risk(ce, syn, ["Age", "Urban", "Marital"], ["Income", "Expenditure"],
+        a = identification_risk(ce, syn, known_unsynthesized=["Age", "Urban", "Marital"],
+                                known_synthesized=["Income", "Expenditure"],
                                 radius=[0.1, 0.2, 0.3], **kw)
-        b = identification_risk(ce, syn, ["Age", "Urban", "Marital"], ["Expenditure", "Income"],
+        b = identification_risk(ce, syn, known_unsynthesized=["Age", "Urban", "Marital"],
+                                known_synthesized=["Expenditure", "Income"],
                                 radius={"Age": 0.1, "Expenditure": 0.2, "Income": 0.3}, **kw)
     np.testing.assert_array_equal(a.c, b.c)
     assert a.settings["match_rule"]["radius"] == {"Age": 0.1, "Expenditure": 0.2, "Income": 0.3}
@@ -112,10 +115,12 @@ def test_default_mode_differs_from_package_as_documented():
     syn = _synthetic(run["synthetic_files"])[:1]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        compat = identification_risk(ce, syn, ["Age", "Urban", "Marital"], ["Income"],
+        compat = identification_risk(ce, syn, known_unsynthesized=["Age", "Urban", "Marital"],
+                                     known_synthesized=["Income"],
                                      categorical=["Urban", "Marital", "Tenure"], radius=0.1,
                                      compat="IdentificationRiskCalculation", progressbar=False)
-        default = identification_risk(ce, syn, ["Age", "Urban", "Marital"], ["Income"],
+        default = identification_risk(ce, syn, known_unsynthesized=["Age", "Urban", "Marital"],
+                                      known_synthesized=["Income"],
                                       categorical=["Urban", "Marital", "Tenure"],
                                       radius={"Age": 0.1, "Income": 0.1},
                                       aggregation="per_dataset", progressbar=False)
@@ -146,9 +151,11 @@ def test_paper_sweep_definition_varies_age_too():
               aggregation="per_dataset", progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        paper = radius_sweep(ce, syn, ["Age", "Urban", "Marital"], ["Income"], grid,
+        paper = radius_sweep(ce, syn, known_unsynthesized=["Age", "Urban", "Marital"],
+                             known_synthesized=["Income"], radii=grid,
                              columns=["Age", "Income"], **kw)
-        fixed = radius_sweep(ce, syn, ["Age", "Urban", "Marital"], ["Income"], grid,
+        fixed = radius_sweep(ce, syn, known_unsynthesized=["Age", "Urban", "Marital"],
+                             known_synthesized=["Income"], radii=grid,
                              columns=["Income"], **kw)
     for r, rid in ((0.025, "scenario1_r0p025"), (0.1, "scenario1_r0p1")):
         summ = pd.read_csv(shared_path("reference", "identification", rid,

@@ -29,7 +29,6 @@ import pytest
 
 from bayes_risk.data import SyntheticData
 from bayes_risk.exceptions import (
-    BayesRiskFutureWarning,
     DataWarning,
     NotFittedError,
     SchemaError,
@@ -305,40 +304,18 @@ def test_synthesizer_contract(name: str, check: Callable[[str], None]) -> None:
     check(name)
 
 
-# ------------------------------------------------------------------------------ old call forms
-@pytest.mark.parametrize("name", ["cart", "rf", "pmm"])
-def test_positional_call_forms_still_work_with_a_future_warning(name):
-    """Tree and PMM synthesizers took ``schema``/``synthesized`` and the synthesis seed
-    positionally; those forms work for one more release and warn."""
-    from bayes_risk.data import infer_schema
-
-    case = CASES[name]
-    data = case.data()
-    schema = infer_schema(data)
-    cols = case.fit_kw.get("synthesized")
-    args = (schema,) if cols is None else (schema, cols)
-    with pytest.warns(BayesRiskFutureWarning, match="pass schema= by keyword") as rec:
-        old = _make(name).fit(data, *args, random_seed=0)
-    assert rec[0].filename == __file__  # attributed to the caller's line
-    new = _make(name).fit(data, schema=schema, synthesized=cols, random_seed=0)
-    with pytest.warns(BayesRiskFutureWarning, match="pass random_seed= by keyword"):
-        a = old.synthesize(2, 7)
-    assert _same(a, new.synthesize(2, random_seed=7))
-    with pytest.raises(TypeError, match="multiple values for argument 'schema'"):
-        _make(name).fit(data, schema, schema=schema)
-
-
-def test_renamed_synthesized_records_still_works_with_a_future_warning():
-    case = CASES["regression"]
-    data = case.data()
-    flags = np.arange(N) < 40
-    with pytest.warns(BayesRiskFutureWarning, match="write records= instead of synthesized_"):
-        old = _make("regression").fit(data, synthesized=["income"], synthesized_records=flags,
-                                      random_seed=0)
-    new = _make("regression").fit(data, synthesized=["income"], records=flags, random_seed=0)
-    assert _same(old.synthesize(2, random_seed=1), new.synthesize(2, random_seed=1))
-    with pytest.raises(TypeError, match="got both 'synthesized_records' and its new name"):
-        _make("regression").fit(data, synthesized_records=flags, records=flags)
+# ------------------------------------------------------------------------------ call forms
+@pytest.mark.parametrize("name", ["cart", "rf", "pmm", "regression"])
+def test_pre_release_call_forms_are_type_errors(name):
+    """``schema``/``synthesized`` and the synthesis seed are keyword-only and ``records=`` has
+    no former spelling: the package was never released, so there is no deprecation path."""
+    data = CASES[name].data()
+    with pytest.raises(TypeError):
+        _make(name).fit(data, None)
+    with pytest.raises(TypeError):
+        _make(name).fit(data, synthesized_records=np.arange(N) < 40)
+    with pytest.raises(TypeError):
+        _make(name).synthesize(2, 7)
 
 
 # ------------------------------------------------- the published checks (bayes_risk.testing)

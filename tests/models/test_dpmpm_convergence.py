@@ -96,7 +96,7 @@ def test_convergence_recorded_in_model_folder_and_attribute_result(tmp_path):
     syn = loaded.synthesize(1, random_seed=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = attribute_risk(loaded, df, syn, records=[0, 1], estimator="stabilised",
+        res = attribute_risk(df, syn, model=loaded, records=[0, 1], estimator="stabilised",
                              bootstrap=0, random_seed=4, progressbar=False)
     fits = res.mcmc["fits"]
     assert set(fits) == {"model", "augmented_1"}

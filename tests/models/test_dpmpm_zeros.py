@@ -358,7 +358,8 @@ def test_attribute_risk_gives_impossible_candidates_probability_zero(ss16):
     recs = [int(i) for i in np.flatnonzero(data["SCHL"].eq("Bachelor's degree"))[:2]]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = attribute_risk(m, data, syn, recs, random_seed=3, progressbar=False, bootstrap=20)
+        res = attribute_risk(data, syn, model=m, records=recs, random_seed=3, progressbar=False,
+                             bootstrap=20)
     for k, i in enumerate(recs):
         post = res.candidate_posteriors(i)
         full = post.copy()

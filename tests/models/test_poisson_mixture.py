@@ -41,7 +41,8 @@ def _fit(variant: str, df: pd.DataFrame, synthesized=None, **kw) -> PoissonMixtu
         synthesized = ["workers", "wages"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return PoissonMixture(variant, **settings).fit(df, synthesized=synthesized, random_seed=11)
+        return PoissonMixture(variant=variant, **settings).fit(df, synthesized=synthesized,
+                                                               random_seed=11)
 
 
 @pytest.fixture(scope="module")
@@ -291,8 +292,8 @@ def test_mm_through_attribute_engine_collapses(mm, data):
     syn = mm.synthesize(2, random_seed=13)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = attribute_risk(mm, data, syn, records=[3, 4], candidates="grid:additive:2:5",
-                             draws=np.arange(0, 300, 10), progressbar=False)
+        res = attribute_risk(data, syn, model=mm, records=[3, 4], candidates="grid:additive:2:5",
+                             draw_indices=np.arange(0, 300, 10), progressbar=False)
     np.testing.assert_allclose(res.records["p_true"], 1.0)
 
 
@@ -494,7 +495,7 @@ def _fit_partial(variant: str, data: pd.DataFrame, **kw) -> PoissonMixture:
     settings.update(kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return PoissonMixture(variant, **settings).fit(
+        return PoissonMixture(variant=variant, **settings).fit(
             data.head(PARTIAL_N), records=_partial_flags(), random_seed=3
         )
 
@@ -634,8 +635,8 @@ def test_partial_synthesis_attribute_risk(data):
         syn = m.synthesize(2, random_seed=4)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = attribute_risk(m, df, syn, records=[sel, non],
-                                 candidates="grid:additive:2:5", draws=np.arange(0, 60, 3),
+            res = attribute_risk(df, syn, model=m, records=[sel, non],
+                                 candidates="grid:additive:2:5", draw_indices=np.arange(0, 60, 3),
                                  progressbar=False, random_seed=1)
         p = res.records["p_true"].to_numpy()
         assert p[1] == 1.0 and res.records["synthesized"].tolist() == [True, False]
@@ -674,13 +675,13 @@ def test_errors(data, mp):
     with pytest.raises(SchemaError, match="'wages' is continuous"):
         PoissonMixture(n_components=2, draws=5, tune=5, progressbar=False).fit(bad)
     with pytest.raises(ValidationError, match="variant must be one of"):
-        PoissonMixture("mmm").fit(data)
+        PoissonMixture(variant="mmm").fit(data)
     with pytest.raises(ValidationError, match=r"q must be a number in \(0, 1\]"):
-        PoissonMixture("tcmm", q=1.5).fit(data)
+        PoissonMixture(variant="tcmm", q=1.5).fit(data)
     with pytest.raises(ValidationError, match="n_components"):
         PoissonMixture(n_components=0).fit(data)
     with pytest.raises(ValidationError, match="synthesis_mode applies to variant 'mp'"):
-        PoissonMixture("mm", synthesis_mode="posterior_class").fit(data)
+        PoissonMixture(variant="mm", synthesis_mode="posterior_class").fit(data)
     with pytest.raises(NotFittedError):
         PoissonMixture().record_loglik(data)
     with pytest.raises(ValidationError, match="no one-variable-different"):

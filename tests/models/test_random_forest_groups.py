@@ -149,7 +149,8 @@ def test_compare_visit_orders_matches_direct_runs(acs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cmp = compare_visit_orders(
-            RandomForestSynthesizer(n_trees=15), acs, ORDERS, known_unsynthesized=["AGE"], m=2,
+            acs, synthesizer=RandomForestSynthesizer(n_trees=15), orders=ORDERS,
+            known_unsynthesized=["AGE"], m=2,
             identification={"membership": "known"}, keep_releases=True, random_seed=11,
         )
         t = cmp.table
@@ -160,13 +161,15 @@ def test_compare_visit_orders_matches_direct_runs(acs):
         for i, order in enumerate(ORDERS):
             rel = cmp.releases[tuple(order)]
             assert rel.extra["visit_sequence"] == order
-            r = identification_risk(acs, rel, ["AGE"], order, progressbar=False).file
+            r = identification_risk(acs, rel, known_unsynthesized=["AGE"], known_synthesized=order,
+                                    progressbar=False).file
             for k in ("expected_match_risk", "true_match_risk", "n_unique", "false_match_rate"):
                 assert t.loc[i, k] == pytest.approx(r[k], rel=1e-12)
             u = pmse(acs, rel, random_seed=1)
             assert t.loc[i, "pmse"] == pytest.approx(np.mean(u.pmse), rel=1e-12)
         # common random numbers: the same seed gives the same table
-        again = compare_visit_orders(RandomForestSynthesizer(n_trees=15), acs, ORDERS[:1],
+        again = compare_visit_orders(acs, synthesizer=RandomForestSynthesizer(n_trees=15),
+                                     orders=ORDERS[:1],
                                      known_unsynthesized=["AGE"], m=2, random_seed=11)
     pd.testing.assert_frame_equal(again.table, t.iloc[:1])
     json.dumps(cmp.to_dict())
@@ -178,7 +181,7 @@ def test_compare_visit_orders_with_cart_and_the_order_matters(acs):
     schema = infer_schema(acs, categorical=list(acs.columns))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cmp = compare_visit_orders(CARTSynthesizer(), acs, ORDERS, schema=schema,
+        cmp = compare_visit_orders(acs, synthesizer=CARTSynthesizer(), orders=ORDERS, schema=schema,
                                    known_unsynthesized=["AGE"], m=2, keep_releases=True,
                                    random_seed=12)
     a, b = (cmp.releases[tuple(o)].datasets[0] for o in ORDERS)
@@ -189,21 +192,23 @@ def test_compare_visit_orders_with_cart_and_the_order_matters(acs):
 def test_compare_visit_orders_errors(acs):
     rf = RandomForestSynthesizer(n_trees=5)
     with pytest.raises(ValidationError, match="same columns"):
-        compare_visit_orders(rf, acs, [["MAR", "SEX"], ["SEX", "RACE"]])
+        compare_visit_orders(acs, synthesizer=rf, orders=[["MAR", "SEX"], ["SEX", "RACE"]])
     with pytest.raises(ValidationError, match="non-empty list"):
-        compare_visit_orders(rf, acs, [])
+        compare_visit_orders(acs, synthesizer=rf, orders=[])
     with pytest.raises(ValidationError, match="twice"):
-        compare_visit_orders(rf, acs, [["MAR", "MAR"]])
+        compare_visit_orders(acs, synthesizer=rf, orders=[["MAR", "MAR"]])
     with pytest.raises(ValidationError, match="same visit order twice"):
-        compare_visit_orders(rf, acs, [["MAR", "SEX"], ["MAR", "SEX"]])
+        compare_visit_orders(acs, synthesizer=rf, orders=[["MAR", "SEX"], ["MAR", "SEX"]])
     with pytest.raises(ValidationError, match="not in the original"):
-        compare_visit_orders(rf, acs, [["MAR", "INCOME"]])
+        compare_visit_orders(acs, synthesizer=rf, orders=[["MAR", "INCOME"]])
     with pytest.raises(ValidationError, match="not synthesized"):
-        compare_visit_orders(rf, acs, [["MAR", "SEX"]], known_synthesized=["RACE"])
+        compare_visit_orders(acs, synthesizer=rf, orders=[["MAR", "SEX"]],
+                             known_synthesized=["RACE"])
     with pytest.raises(ValidationError, match="set by compare_visit_orders"):
-        compare_visit_orders(rf, acs, [["MAR", "SEX"]], identification={"known_synthesized": []})
+        compare_visit_orders(acs, synthesizer=rf, orders=[["MAR", "SEX"]],
+                             identification={"known_synthesized": []})
     with pytest.raises(ValidationError, match="synthesizer must be"):
-        compare_visit_orders(object(), acs, [["MAR", "SEX"]])
+        compare_visit_orders(acs, synthesizer=object(), orders=[["MAR", "SEX"]])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -247,8 +252,8 @@ def test_cli_synthesize_group_by_and_orders(tmp_path, monkeypatch):
     schema = infer_schema(acs, categorical=list(acs.columns))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        direct = compare_visit_orders(RandomForestSynthesizer(n_trees=10), acs,
-                                      [["MAR", "RACE", "SEX"], ["SEX", "RACE", "MAR"]],
+        direct = compare_visit_orders(acs, synthesizer=RandomForestSynthesizer(n_trees=10),
+                                      orders=[["MAR", "RACE", "SEX"], ["SEX", "RACE", "MAR"]],
                                       known_unsynthesized=["AGE"], schema=schema, m=2,
                                       identification={"membership": "known"}, random_seed=7)
     np.testing.assert_allclose(table["expected_match_risk"], direct.table["expected_match_risk"],

@@ -49,8 +49,8 @@ def test_cart_release_round_trip_through_disk(ce, tmp_path):
     np.testing.assert_array_equal(again.records_, cart.records_)
     # the plug-in likelihood of the rebuilt synthesizer is that of the original one
     kw = dict(records=[0, 2, 5], random_seed=3, progressbar=False)
-    a = attribute_risk(CARTPlugin(cart, ce, random_seed=1), ce, syn, **kw)
-    b = attribute_risk(CARTPlugin(again, ce, random_seed=1), ce, rel, **kw)
+    a = attribute_risk(ce, syn, model=CARTPlugin(cart, ce, random_seed=1), **kw)
+    b = attribute_risk(ce, rel, model=CARTPlugin(again, ce, random_seed=1), **kw)
     np.testing.assert_array_equal(a.records["p_true"], b.records["p_true"])
 
 
@@ -64,7 +64,7 @@ def test_rf_release_with_per_column_records(ce):
     assert again.visit_sequence_ == rf.visit_sequence_
     for c in rf.records_:
         np.testing.assert_array_equal(again.records_[c], rf.records_[c])
-    res = attribute_risk(RFPlugin(again, ce), ce, syn, records=[0, 3], progressbar=False)
+    res = attribute_risk(ce, syn, model=RFPlugin(again, ce), records=[0, 3], progressbar=False)
     assert "APPROXIMATE_NONPARAMETRIC" in res.warnings
 
 

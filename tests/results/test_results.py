@@ -58,12 +58,13 @@ def _attribute(ce, release):
     from bayes_risk.models import CARTPlugin
 
     cart, _, syn = release
-    return _quiet(br.attribute_risk, CARTPlugin(cart, ce), ce, syn, records=range(12),
+    return _quiet(br.attribute_risk, ce, syn, model=CARTPlugin(cart, ce), records=range(12),
                   random_seed=3, progressbar=False)
 
 
 def _identification(ce, release, aggregation):
-    return _quiet(br.identification_risk, ce, release[2], ["Age", "Urban"], ["Marital"],
+    return _quiet(br.identification_risk, ce, release[2], known_unsynthesized=["Age", "Urban"],
+                  known_synthesized=["Marital"],
                   aggregation=aggregation, progressbar=False)
 
 
@@ -73,15 +74,16 @@ def _utility(ce, release):
 
 
 def _disclosure(ce, release):
-    return _quiet(br.disclosure_measures, ce, release[2], ["Age", "Urban"], "Marital",
+    return _quiet(br.disclosure_measures, ce, release[2], keys=["Age", "Urban"], target="Marital",
                   schema=release[1])
 
 
 def _visit_orders(ce, release):
     from bayes_risk.models import CARTSynthesizer
 
-    return _quiet(br.compare_visit_orders, CARTSynthesizer(), ce,
-                  [("Tenure", "Marital"), ("Marital", "Tenure")], known_unsynthesized=["Age"],
+    return _quiet(br.compare_visit_orders, ce, synthesizer=CARTSynthesizer(),
+                  orders=[("Tenure", "Marital"), ("Marital", "Tenure")],
+                  known_unsynthesized=["Age"],
                   schema=release[1], m=2, random_seed=4, progressbar=False)
 
 
@@ -112,7 +114,8 @@ BUILDERS = {
     "IdentificationResult": lambda ce, rel: _identification(ce, rel, "pooled"),
     "IdentificationResult-per_dataset": lambda ce, rel: _identification(ce, rel, "per_dataset"),
     "RadiusSweepResult": lambda ce, rel: _quiet(
-        br.radius_sweep, ce, rel[2], ["Urban"], ["Income"], [0.05, 0.1, 0.2],
+        br.radius_sweep, ce, rel[2], known_unsynthesized=["Urban"], known_synthesized=["Income"],
+        radii=[0.05, 0.1, 0.2],
         progressbar=False),
     "KnowledgeSweepResult": lambda ce, rel: _quiet(
         br.known_sweep, ce, rel[2], ["Age", "Urban", "Marital"], radius={"Age": 0.1},
@@ -129,7 +132,7 @@ BUILDERS = {
     "ReplicatedUniques": lambda ce, rel: _disclosure(ce, rel).replicated_uniques,
     "DisclosureByTarget": lambda ce, rel: results.DisclosureByTarget({
         "Marital": _disclosure(ce, rel),
-        "Tenure": _quiet(br.disclosure_measures, ce, rel[2], ["Age", "Urban"], "Tenure",
+        "Tenure": _quiet(br.disclosure_measures, ce, rel[2], keys=["Age", "Urban"], target="Tenure",
                          schema=rel[1])}),
     "VisitOrderComparison": _visit_orders,
     "DifferencingResult": lambda ce, rel: br.differencing_check(rel[2], ce),
@@ -248,8 +251,8 @@ def test_attribute_warnings_name_records_and_fits():
     """Record flags say which records; MCMC warnings say which fit."""
     from bayes_risk.results import AttributeRiskResult
 
-    recs = pd.DataFrame({"record": [4, 9, 11],
-                         "flag_codes": ["KHAT_HIGH", "", "KHAT_HIGH;LOW_ESS_Q"]})
+    recs = pd.DataFrame({"flag_codes": ["KHAT_HIGH", "", "KHAT_HIGH;LOW_ESS_Q"]},
+                        index=pd.Index([4, 9, 11], name="record"))
     res = AttributeRiskResult.__new__(AttributeRiskResult)
     for k, v in {"records": recs, "warnings": ["H_TOO_SMALL", "RHAT_HIGH"],
                  "mcmc": {"warnings": [{"code": "RHAT_HIGH", "fit": "augmented_2",
@@ -281,7 +284,7 @@ def test_engine_functions_act_on_the_result_and_it_has_none_of_them(ce, release)
     # engine's function taking it first, as ArviZ's functions take ELPDData
     res = _CACHE.get("AttributeRiskResult") or _attribute(ce, release)
     assert not hasattr(res, "with_prior") and not hasattr(res, "file_summary")
-    assert file_summary(res, "hrw", thresholds=(0.3,))["kind"] == "hrw"
+    assert file_summary(res, kind="hrw", thresholds=(0.3,))["kind"] == "hrw"
     with pytest.raises(ValidationError, match="kind of file_summary"):
         file_summary(res, "nope")
     new = br.with_prior(res, "truth-weighted:2")
@@ -341,8 +344,9 @@ def test_cli_identification_summary_json_is_to_dict(ce, release, files, capsys):
           "Income", "--radius", "Income=0.1", "--radius-sweep", "0.05,0.1", "-q",
           "--out", str(out)])
     written = _written(out / "summary.json")
-    res = _quiet(br.identification_risk, ce, [pd.read_csv(p) for p in paths[1:]], ["Urban"],
-                 ["Income"], radius={"Income": 0.1}, progressbar=False)
+    res = _quiet(br.identification_risk, ce, [pd.read_csv(p) for p in paths[1:]],
+                 known_unsynthesized=["Urban"],
+                 known_synthesized=["Income"], radius={"Income": 0.1}, progressbar=False)
     expected = res.to_dict()
     expected["settings"]["records_output"] = written["settings"]["records_output"]
     sweep = written.pop("radius_sweep")
@@ -355,7 +359,8 @@ def test_cli_disclosure_and_utility_summary_json_is_to_dict(ce, release, files, 
     syn = [pd.read_csv(p) for p in paths[1:]]
     _cli(["disclosure", *paths, "--keys", "Age", "Urban", "--target", "Marital",
           "--categorical", *CAT, "-q", "--out", str(tmp / "disc")])
-    res = _quiet(br.disclosure_measures, ce, syn, ["Age", "Urban"], "Marital", categorical=CAT)
+    res = _quiet(br.disclosure_measures, ce, syn, keys=["Age", "Urban"], target="Marital",
+                 categorical=CAT)
     assert _written(tmp / "disc" / "summary.json") == res.to_dict()
     _cli(["utility", *paths, "--categorical", *CAT, "--random-seed", "5", "--quiet",
           "--out", str(tmp / "util")])

@@ -257,12 +257,13 @@ def test_summary_rejects_unknown_rules(ce):
 def test_compare_estimates_reports_rules(ce):
     d, full = ce
     t = compare_estimates(d, _full_release(d, full, generation="full-same-n", proper=False),
-                          "Income ~ Age", categorical=CAT)
+                          formula="Income ~ Age", categorical=CAT)
     assert t.attrs["combining"]["combining_rules"] == "full-same-n"
     assert t.attrs["combining"]["combining_proper"] is False
     assert t["se_syn"].to_numpy() ** 2 == pytest.approx(
         t["within_var"].to_numpy() * (1 + 1 / 4), rel=1e-12)
-    t2 = compare_estimates(d, full, "Income ~ Age", categorical=CAT, rules="full-population")
+    t2 = compare_estimates(d, full, formula="Income ~ Age", categorical=CAT,
+                           rules="full-population")
     assert t2.attrs["combining"]["combining_rules"] == "full-population"
 
 

@@ -107,7 +107,7 @@ def test_choice_of_a_release_carries_over():
         rel = SyntheticData(full, method="test", schema=schema, generation=gen, proper=proper)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            t = compare_estimates(d, rel, "Income ~ Age")
+            t = compare_estimates(d, rel, formula="Income ~ Age")
         choice = t.attrs["combining"]
         assert choice["combining_rules"] == gen and choice["combining_rules_source"] == "manifest"
         q = np.array([[1.0, 0.02], [1.3, 0.01], [0.7, 0.03], [1.1, 0.025]])

@@ -129,7 +129,7 @@ def test_compare_estimates_combines_per_dataset_fits(ce_small):
     import statsmodels.formula.api as smf
 
     d, syn = ce_small
-    t = compare_estimates(d, syn, "Income ~ Age + Marital", categorical=CAT)
+    t = compare_estimates(d, syn, formula="Income ~ Age + Marital", categorical=CAT)
     assert "Marital[T.2]" in list(t["term"])  # integer-coded factor treated as categorical
     fits = [smf.ols("Income ~ Age + C(Marital)", z).fit() for z in syn]
     c = combine_scalar([f.params["Age"] for f in fits], [f.bse["Age"] ** 2 for f in fits])
@@ -149,24 +149,24 @@ def test_compare_estimates_combines_per_dataset_fits(ce_small):
 def test_compare_identical_data_overlap_one(ce_small):
     d, _ = ce_small
     d2 = d.assign(High=(d["Income"] > d["Income"].median()).astype(int))
-    t = compare_estimates(d2, [d2, d2], "High ~ Age + C(Urban)", family="logit",
+    t = compare_estimates(d2, [d2, d2], formula="High ~ Age + C(Urban)", family="logit",
                           categorical=CAT)
     np.testing.assert_allclose(t["overlap"], 1.0)
     np.testing.assert_allclose(t["std_coef_diff"], 0.0, atol=1e-12)
-    t = compare_estimates(d2, [d2, d2], "Educ ~ Age", family="poisson")
+    t = compare_estimates(d2, [d2, d2], formula="Educ ~ Age", family="poisson")
     np.testing.assert_allclose(t["overlap"], 1.0)
 
 
 def test_compare_errors(ce_small):
     d, syn = ce_small
     with pytest.raises(ValidationError, match="could not be evaluated"):
-        compare_estimates(d, syn, "Income ~ Agee")
+        compare_estimates(d, syn, formula="Income ~ Agee")
     with pytest.raises(ValidationError, match="family must be"):
-        compare_estimates(d, syn, "Income ~ Age", family="probit")
+        compare_estimates(d, syn, formula="Income ~ Age", family="probit")
     with pytest.raises(ValidationError, match="formula must be"):
-        compare_estimates(d, syn, "Income")
+        compare_estimates(d, syn, formula="Income")
     with pytest.raises(SchemaError, match="Maritl"):
-        compare_estimates(d, syn, "Income ~ Age", categorical=["Maritl"])
+        compare_estimates(d, syn, formula="Income ~ Age", categorical=["Maritl"])
 
 
 # --------------------------------------------------------------------------- utility_summary

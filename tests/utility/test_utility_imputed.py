@@ -142,7 +142,7 @@ def test_formulas_use_the_same_records(tables):
     syn = syn.assign(y=orig["y"])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        t = compare_estimates(orig, [syn, syn], "y ~ C(SEX)")
+        t = compare_estimates(orig, [syn, syn], formula="y ~ C(SEX)")
     # masked, the synthetic fits use the original's 7 records: identical coefficients
     assert np.allclose(t["estimate_syn"], t["estimate_orig"], rtol=0, atol=1e-10)
     assert t.attrs["imputed"]["imputed_columns"] == ["SEX"]
@@ -150,7 +150,7 @@ def test_formulas_use_the_same_records(tables):
     assert "MISSING_AT_RANDOM_ASSUMED" in _codes(caught)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        old = compare_estimates(orig, [syn, syn], "y ~ C(SEX)", imputed=[])
+        old = compare_estimates(orig, [syn, syn], formula="y ~ C(SEX)", imputed=[])
     assert not np.allclose(old["estimate_syn"], old["estimate_orig"], atol=1e-3)
 
 

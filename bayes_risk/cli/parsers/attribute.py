@@ -13,7 +13,7 @@ from bayes_risk.cli._common import (
     add_quiet_argument,
     add_seed_argument,
 )
-from bayes_risk.cli.parsers import Handler, add_deprecated_alias
+from bayes_risk.cli.parsers import Handler
 
 __all__ = ["add_parser", "SCENARIO_CHOICES", "LARGEST_VALUE_CHOICES", "REFIT_COST_HELP"]
 
@@ -62,23 +62,18 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "checked to reproduce the release exactly (plug-in likelihood; see the "
         "methods page, section Tree synthesizers: plug-in likelihoods)",
     )
-    # positional, as in every sub-command; nargs "?" / "*" only so that the deprecated
-    # --original / --synthetic still parse (the run checks that both are given)
     p.add_argument(
         "original",
-        nargs="?",
         metavar="ORIGINAL",
         help="confidential table (.csv or .parquet) the model was fitted to",
     )
     p.add_argument(
         "synthetic",
-        nargs="*",
+        nargs="+",
         metavar="SYN",
         help="synthetic datasets (one file each) or one SyntheticData folder written by "
         "'bayes-risk synthesize'",
     )
-    add_deprecated_alias(p, "--original", "ORIGINAL", "original")
-    add_deprecated_alias(p, "--synthetic", "SYN ...", "synthetic", nargs="+")
     p.add_argument(
         "--records",
         default=None,

@@ -19,7 +19,7 @@ from bayes_risk.cli._common import (
     add_seed_argument,
     add_type_arguments,
 )
-from bayes_risk.cli.parsers import Handler, add_deprecated_alias
+from bayes_risk.cli.parsers import Handler
 
 __all__ = ["add_parser", "BAYESIAN_MODELS", "FIT_METHODS", "MODEL_OPTIONS", "ModelOption",
            "TREE_MODELS"]
@@ -170,7 +170,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "registered in the entry-point group bayes_risk.synthesizers (docs: "
                         "'Adding a model'); --synthesize is required for cart and rf, "
                         "--identifying for pmm")
-    add_deprecated_alias(p, "--model", "--method", "method")
     p.add_argument("--columns", nargs="+", default=None, metavar="COL",
                    help="columns to model (default: all)")
     p.add_argument("--synthesize", nargs="+", default=None, metavar="COL",

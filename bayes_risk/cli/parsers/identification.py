@@ -85,7 +85,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     a.add_argument("--population-estimate", choices=["default", "scaled", "expected-inverse"],
                    default="default", help="log-linear estimate of F (Hu 2019 §4.2.3)")
     a.add_argument("--sampling-fraction", type=float, default=None, metavar="A",
-                   help="sampling fraction a = n / N_pop (log-linear counts)")
+                   help="sampling fraction a = n / --n-pop (log-linear counts)")
     a.add_argument("--n-pop", type=int, default=None, metavar="N",
                    help="population size (alternative to --sampling-fraction)")
     a.add_argument("--strategy", default="always", metavar="S",
@@ -97,7 +97,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="a target's missing known value (empty or a --missing-code): matches "
                         "any released value (default; the intruder does not know it) or only "
                         "a released missing value")
-    a.add_argument("--compat", choices=["IdentificationRiskCalculation", "hornby-hu"],
+    a.add_argument("--compat", choices=["IdentificationRiskCalculation"],
                    default=None,
                    help="reproduce the IdentificationRiskCalculation R package exactly")
     t = p.add_argument_group("targets")

@@ -11,7 +11,7 @@ from bayes_risk.cli._common import (
     add_seed_argument,
     add_type_arguments,
 )
-from bayes_risk.cli.parsers import Handler, add_deprecated_alias
+from bayes_risk.cli.parsers import Handler
 
 __all__ = ["add_parser"]
 
@@ -47,7 +47,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="confidential table (.csv or .parquet); omit with --model")
     p.add_argument("--model", metavar="DIR",
                    help="folder of a fitted model saved by 'bayes-risk fit' (instead of ORIGINAL)")
-    add_deprecated_alias(p, "--model-dir", "--model", "model", metavar="DIR")
     p.add_argument("--method", choices=["cart", "rf", "pmm"],
                    help="synthesizer (required with ORIGINAL)")
     p.add_argument("--synthesize", nargs="+", metavar="COL", default=None,
