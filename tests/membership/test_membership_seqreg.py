@@ -153,7 +153,7 @@ def categorical_release():
     return y, syn, model, ya, yb, hold
 
 
-@pytest.mark.parametrize("m", [1, 2])
+@pytest.mark.parametrize("m", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_partial_categorical_matches_exact(categorical_release, m):
     """Members 0, 5 (unique unsynthesized values), 9 and three holdout records; with the
     non-members' random slots most are excluded exactly (p = 0), any that match is estimated."""
@@ -201,7 +201,7 @@ def normal_release():
     return y, syn, model, ya, yv, hold
 
 
-@pytest.mark.parametrize("m", [1, 2])
+@pytest.mark.parametrize("m", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_partial_normal_regression_matches_exact(normal_release, m):
     """``Y`` regressed on the unsynthesized ``A``: Student-t predictives, ``m = 2`` by
     quadrature."""
