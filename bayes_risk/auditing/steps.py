@@ -622,7 +622,8 @@ def membership_step(ctx: StepContext) -> StepOutcome:
         return StepOutcome(name="membership", status="skipped",
                            reason=f"{err} [{err.code}]")
     res = membership_risk(model, ctx.original, ctx.synthetic, holdout=ctx.holdout,
-                          population=0, random_seed=ctx.plan.random_seed)
+                          population=0, threshold=ctx.plan.thresholds.membership_probability,
+                          random_seed=ctx.plan.random_seed)
     summary = res.to_dict()
     folder = _folder(ctx, "membership")
     files: list[str] = []
