@@ -467,8 +467,9 @@ class AuditResult(RiskResult):
         dcr = (f"; the distance-to-closest-record attack: AUC − 0.5 = "
                f"{f['dcr_auc_advantage']:.3g}" if "dcr_auc_advantage" in f else "")
         who = ("worst case: knows every other record's true values, the synthesis model and "
-               f"the release ({m} dataset{'s' if m > 1 else ''}), holds a record and asks whether it was in the confidential "
-               f"data (prior membership probability {st['prior']:.3g})")
+               f"the release ({m} dataset{'s' if m > 1 else ''}), holds a record and asks "
+               "whether it was in the confidential data (prior membership probability "
+               f"{st['prior']:.3g})")
         spread = ("one dataset, no spread" if m == 1 else
                   f"pooled: the intruder reads all {m} datasets at once, no spread")
         caveats = _caveats("membership", res.warnings)
