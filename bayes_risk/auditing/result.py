@@ -507,6 +507,9 @@ class AuditResult(RiskResult):
         if us:
             cols = ", ".join(us["columns"])
             cause += (f"; the release shows the unsynthesized values ({cols}) of every record: "
+                      "alone they multiply a member's likelihood ratio by a median of "
+                      f"{us.get('median_factor_members', float('nan')):.3g} (the inverse of "
+                      "their share in the population), "
                       f"{_pct(us['share_members_unique']):.3g} % of members are the only record "
                       f"of their cell, and {_pct(us['share_non_members_matching']):.3g} % of "
                       "holdout records have the values of the record they are compared with")

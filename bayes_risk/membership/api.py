@@ -507,6 +507,9 @@ def membership_risk(
             "columns": us,
             "n_cells": _partial.n_cells(orig, schema, us),
             "share_members_unique": float(alone.mean()) if len(alone) else float("nan"),
+            # 1 / p(r | y_{-i}): what the unsynthesized values alone multiply a member's ratio by
+            "median_factor_members": float(np.median(np.exp(-log_p_us[:len(members)])))
+            if len(members) else float("nan"),
             "share_non_members_matching": float(match[is_non].mean()) if is_non.any()
             else float("nan"),
         }

@@ -146,6 +146,8 @@ def test_membership_line_of_a_partially_synthetic_release(tmp_path):
     res.plan.thresholds = Thresholds.parse(["membership_advantage=0", "membership_share=0"])
     adv = [v for v in res.verdicts if v.step == "membership"][0]
     assert adv.exceeds and "unsynthesized values (A)" in adv.cause
+    assert f"median of {us['median_factor_members']:.3g}" in adv.cause
+    assert 1 < us["median_factor_members"] < 60  # about n / n_r with three cells of 60 records
     assert any("synthesize or coarsen the unsynthesized columns (A)" in r for r in adv.remedies)
     html = res.to_html(tmp_path / "report.html").read_text(encoding="utf-8")
     assert "Partially synthetic release" in html
