@@ -238,6 +238,10 @@ def membership_risk(
     against "a record of the population is in its place" is estimated from the same posterior
     draws as attribute risk (reweighted, with the augmented refits of the stabilised estimator),
     and turned into a posterior probability by Bayes' rule with the prior membership probability.
+    Under partial synthesis the release shows the unsynthesized values ``r`` of the slot's record:
+    the ratio holds the factor ``1{x^us = r} / p(r | y_{-i})`` (a target whose own values differ
+    has probability 0) and its synthesized part is conditional on ``r`` (methods, Partially
+    synthetic releases).
 
     Parameters
     ----------
