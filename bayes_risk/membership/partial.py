@@ -35,7 +35,20 @@ def cell_keys(tables: list[pd.DataFrame], schema: Any, columns: list[str]) -> li
     """One integer per row of each table naming its cell of ``columns`` (the same cell, the same
     integer across the tables; a missing value is a level of its own).
 
-    Values are compared as levels of the schema (``2`` and ``2.0`` are one level).
+    Parameters
+    ----------
+    tables : list of DataFrame
+        Tables holding ``columns``.
+    schema : Schema
+        The model's schema: ``columns`` are categorical, and their values are compared as its
+        levels (``2`` and ``2.0`` are one level).
+    columns : list of str
+        The unsynthesized columns.
+
+    Returns
+    -------
+    list of ndarray of int64
+        One array per table, one key per row.
     """
     codes = []
     for t in tables:
@@ -53,7 +66,21 @@ def cell_keys(tables: list[pd.DataFrame], schema: Any, columns: list[str]) -> li
 
 def n_cells(original: pd.DataFrame, schema: Any, columns: list[str]) -> int:
     """``C``: the cells of the unsynthesized columns (their levels, plus "missing" for a column
-    with a missing value in the original)."""
+    with a missing value in the original).
+
+    Parameters
+    ----------
+    original : DataFrame
+        The confidential data.
+    schema : Schema
+        The model's schema.
+    columns : list of str
+        The unsynthesized columns.
+
+    Returns
+    -------
+    int
+    """
     c = 1
     for col in columns:
         c *= int(schema[col].n_levels) + int(original[col].isna().any())
@@ -76,6 +103,11 @@ def log_p_unsynthesized(
         ``C``, the cells of the unsynthesized columns.
     concentration : float
         ``α > 0``.
+
+    Returns
+    -------
+    ndarray of float64
+        ``log p(r_i | y_{-i})`` per slot.
     """
     uniq, counts = np.unique(original_keys, return_counts=True)
     n_r = counts[np.searchsorted(uniq, slot_keys)]  # the slot's own record is among them
