@@ -89,6 +89,17 @@ def check_model(model: Any) -> None:
             "(methods, Membership disclosure risk, Partially synthetic releases).",
             code="MEMBERSHIP_PARTIAL_SYNTHESIS",
         )
+    families = getattr(model, "families_", None) or {}
+    rounded = [c for c, f in families.items()
+               if f == "normal" and c in schema.names and schema[c].type == "count"]
+    if rounded:
+        raise NotSupportedError(
+            f"{name} models the count column(s) {rounded} with the normal family and rounds its "
+            "draws: the released counts are not drawn from the density its likelihood and "
+            "refits use, so the membership ratio would be approximate. Model them with "
+            "poisson_log (the default for counts) or declare them continuous.",
+            code="MEMBERSHIP_MODEL_UNSUPPORTED",
+        )
     us = list(schema.unsynthesized)
     if us and getattr(model, "ratio_form", "joint") != "conditional":
         raise NotSupportedError(

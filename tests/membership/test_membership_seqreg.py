@@ -277,6 +277,16 @@ def test_partial_synthesis_refusals(categorical_release, normal_release):
         membership_risk(m_num, num, [z.assign(A=z["A"].astype(int).astype(float))
                                      for z in synn], holdout=holdn.assign(A=[0.0, 1.0]))
     assert err.value.code == "MEMBERSHIP_PARTIAL_SYNTHESIS"
+    # a count column modelled as normal and rounded: the likelihood is not the release's
+    cnt = pd.DataFrame({"K": np.arange(30) % 7, "Y": np.linspace(0, 1, 30)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m_cnt = SequentialRegression(families={"K": "normal"}, draws=50,
+                                     progressbar=False).fit(cnt, random_seed=1)
+    assert m_cnt.schema_["K"].type == "count"
+    with pytest.raises(NotSupportedError, match="rounds its draws") as err:
+        membership_risk(m_cnt, cnt, [cnt], holdout=cnt.iloc[:3])
+    assert err.value.code == "MEMBERSHIP_MODEL_UNSUPPORTED"
     with pytest.raises(Exception, match="unsynthesized_concentration"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
