@@ -70,7 +70,8 @@ CAVEATS: dict[str, tuple[str, ...]] = {
     "attribute": ("RHAT_HIGH", "LOW_ESS", "TRUNCATION_TOO_SMALL", "H_TOO_SMALL",
                   "APPROXIMATE_NONPARAMETRIC"),
     "DiSCO": ("TARGET_MOSTLY_UNIQUE",),
-    "membership": ("MEMBERSHIP_FLAGGED", "H_TOO_SMALL", "RHAT_HIGH", "LOW_ESS"),
+    "membership": ("MEMBERSHIP_FLAGGED", "H_TOO_SMALL", "RHAT_HIGH", "LOW_ESS",
+                   "APPROXIMATE_POSTERIOR"),
 }
 
 

@@ -503,6 +503,9 @@ def membership_risk(
         warnings_.append("NO_NON_MEMBERS")
     if H < 20:
         warnings_.append("H_TOO_SMALL")
+    methods = getattr(model, "posterior_methods", None)
+    if callable(methods) and "laplace" in set(methods().values()):
+        warnings_.append("APPROXIMATE_POSTERIOR")
     for post in posteriors:  # MCMC problems of the fit and of the refits (RHAT_HIGH, ...)
         warnings_ += [str(c) for c in getattr(post, "warnings_", []) or []
                       if str(c) not in warnings_]

@@ -294,3 +294,20 @@ def test_partial_synthesis_refusals(categorical_release, normal_release):
                                                  progressbar=False).fit(
                 y, synthesized=["B"], random_seed=1), y, syn, holdout=hold,
                 unsynthesized_concentration=0.0)
+
+
+def test_laplace_draws_carry_a_coded_warning():
+    """A chain with Laplace draws (an approximate posterior) gives numbers with the code
+    APPROXIMATE_POSTERIOR."""
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame({"X": rng.normal(0, 1, 40)})
+    df["B"] = pd.Categorical(np.where(df["X"] + rng.normal(0, 1, 40) > 0, "yes", "no"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lap = SequentialRegression(posterior_method="laplace", draws=400,
+                                   progressbar=False).fit(df, random_seed=1)
+        syn = lap.synthesize(1, random_seed=2)
+        res = membership_risk(lap, df, syn, records=[0, 1], population=2, bootstrap=0,
+                              random_seed=3)
+    assert "APPROXIMATE_POSTERIOR" in res.warnings
+    assert "APPROXIMATE_POSTERIOR" in {w.code for w in res.structured_warnings}
