@@ -104,5 +104,12 @@ def run(args: argparse.Namespace) -> int:
         + (f" (distance baseline {num(f['dcr_auc_advantage'])})"
            if "dcr_auc_advantage" in f else ""),
     ]
+    us = f.get("unsynthesized")
+    if us:
+        factor, matching = us["median_factor_members"], us["share_non_members_matching"]
+        lines.append(
+            f"partial synthesis: the released unsynthesized values ({', '.join(us['columns'])}) "
+            f"multiply a member's likelihood ratio by a median of {num(factor)}; non-members "
+            f"whose values match their slot's: {num(matching)} (the others have P(member) = 0)")
     print_summary(lines, args.out)
     return 0

@@ -60,7 +60,7 @@ def test_membership_cli_bad_prior_is_one_coded_line(release, capsys):
     assert not (w / "bad").exists()
 
 
-def test_membership_cli_partial_synthesis_of_a_regression(tmp_path):
+def test_membership_cli_partial_synthesis_of_a_regression(tmp_path, capsys):
     """A chain of regressions that leaves a categorical column unsynthesized: the command runs
     (partial synthesis), reports which targets' unsynthesized values match their slot's and
     takes the population model's concentration."""
@@ -82,6 +82,8 @@ def test_membership_cli_partial_synthesis_of_a_regression(tmp_path):
                 "--unsynthesized-concentration", "0.5", "--normaliser-draws", "100",
                 "--bootstrap", "10", "--random-seed", "3", "-q", "--out", str(out)])
     assert rc == 0
+    assert "partial synthesis: the released unsynthesized values (region)" in \
+        capsys.readouterr().out
     rec = pd.read_csv(out / "records.csv")
     assert rec.loc[rec["role"] == "member", "unsynthesized_match"].all()
     excluded = ~rec["unsynthesized_match"]
