@@ -149,4 +149,7 @@ MEMBERSHIP_MESSAGES: dict[str, str] = {
     "the file-level summaries, which may then understate the risk.",
     "NO_NON_MEMBERS": "no non-members (holdout or population look-alikes): the attack's advantage "
     "over the base rate is undefined.",
+    "APPROXIMATE_POSTERIOR": "some regressions of the chain have Laplace draws (a normal "
+    "approximation at the posterior mode), in the fit and its refits: the likelihood ratios are "
+    "those of that approximation; refit with posterior_method='nuts' for the exact posterior.",
 }

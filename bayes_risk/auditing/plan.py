@@ -52,6 +52,17 @@ class Thresholds:
         Largest acceptable replicated uniques, percent of records (synthpop). Default 1.
     DiSCO : float
         Largest acceptable DiSCO, percent of records (synthpop). Default 1.
+    membership_advantage : float
+        Largest acceptable advantage of the Bayesian membership attack over the base rate,
+        AUC − 0.5 of the members' against the holdout records' likelihood ratios (0: no better
+        than guessing, 0.5: perfect). Default 0.05.
+    membership_share : float
+        Largest acceptable share of members whose posterior membership probability exceeds
+        ``membership_probability``. Default 0.01.
+    membership_probability : float
+        The posterior membership probability above which a member counts as exposed (the
+        ``threshold`` of :func:`~bayes_risk.membership_risk`; in (0, 1)). Default 0.9: with the
+        balanced prior, a likelihood ratio above 9.
     """
 
     s_pmse: float = 10.0
@@ -61,6 +72,9 @@ class Thresholds:
     prop_top: float = 0.1
     repU: float = 1.0  # noqa: N815 - synthpop's name
     DiSCO: float = 1.0  # noqa: N815 - synthpop's name
+    membership_advantage: float = 0.05
+    membership_share: float = 0.01
+    membership_probability: float = 0.9
 
     @classmethod
     def parse(cls, items: Mapping[str, float] | Sequence[str] | None) -> Thresholds:
@@ -97,6 +111,9 @@ class Thresholds:
                 raise ValidationError(f"thresholds: {k}={v!r} is not a number.") from err
             if not val >= 0:
                 raise ValidationError(f"thresholds: {k} must be >= 0. Got {v!r}.")
+            if k == "membership_probability" and not 0 < val < 1:
+                raise ValidationError(
+                    f"thresholds: membership_probability must be in (0, 1). Got {v!r}.")
             kw[k] = val
         return cls(**kw)
 

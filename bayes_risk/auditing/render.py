@@ -613,6 +613,16 @@ def _membership(sec: Section, s: Any, result: Any, links: _Links) -> None:
     sec.blocks.append(_table(s.result.summary().tables["attack"], links, src,
                              "The attack's advantage over the base rate (unflagged targets; "
                              "95 % bootstrap intervals over records)"))
+    us = f.get("unsynthesized")
+    if us:
+        sec.p(f"Partially synthetic release: the unsynthesized values ({', '.join(us['columns'])}"
+              ") of every record are released as they are, so a record is a member only if its "
+              "own are those of the record it is compared with, and their rarity in the "
+              "population weighs in (methods page, 'Partially synthetic releases'). Members "
+              "alone in their cell of these columns: ",
+              links.num(us.get("share_members_unique"), src),
+              "; holdout records with the values of the record they are compared with: ",
+              links.num(us.get("share_non_members_matching"), src), ".")
     sec.p("Flagged targets (left out of the figures above): ", links.num(f.get("n_flagged"), src),
           ".")
     sec.blocks.append(links.figure(s.result.plot("roc"), "membership_roc.png",

@@ -58,7 +58,8 @@ class StepOutcome:
 
 
 #: the steps with verdict lines (a step that did not run has none: the report says so)
-VERDICT_STEPS: tuple[str, ...] = ("utility", "identification", "attribute", "disclosure")
+VERDICT_STEPS: tuple[str, ...] = ("utility", "identification", "attribute", "membership",
+                                   "disclosure")
 
 #: warning codes of a measure that question the value of a verdict line; the line names them
 CAVEATS: dict[str, tuple[str, ...]] = {
@@ -69,6 +70,8 @@ CAVEATS: dict[str, tuple[str, ...]] = {
     "attribute": ("RHAT_HIGH", "LOW_ESS", "TRUNCATION_TOO_SMALL", "H_TOO_SMALL",
                   "APPROXIMATE_NONPARAMETRIC"),
     "DiSCO": ("TARGET_MOSTLY_UNIQUE",),
+    "membership": ("MEMBERSHIP_FLAGGED", "H_TOO_SMALL", "RHAT_HIGH", "LOW_ESS",
+                   "APPROXIMATE_POSTERIOR"),
 }
 
 
@@ -271,6 +274,9 @@ class AuditResult(RiskResult):
                         intruder="worst case: knows every other record's true values and the "
                         "synthesis model, and guesses this record's synthesized values")
             out.append(_caused(v, *self._attribute_cause(a)))
+        mem = self.step("membership")
+        if mem.status == "ran":
+            out += self._membership_lines(mem)
         d = self.step("disclosure")
         if d.status == "ran":
             seen_keys: set[tuple[str, ...]] = set()
@@ -431,6 +437,90 @@ class AuditResult(RiskResult):
         fixed = self._unsynthesized(res.keys)
         if fixed:
             rem.append(f"synthesize a key ({', '.join(fixed)} released unchanged)")
+        return cause, rem
+
+    def _membership_lines(self, mem: StepOutcome) -> list[Verdict]:
+        """The attack's advantage over the base rate (AUC − 0.5, with its bootstrap interval)
+        and the share of members whose posterior membership probability exceeds the board's
+        probability, over the records with stable estimates (flagged ones are counted on the
+        line and left out, as in the attribute line)."""
+        th = self.plan.thresholds
+        res = mem.result
+        f, st = res.file, res.settings
+        src = self._src("membership", "summary.json")
+        m = self.plan.m
+        nf = int(f.get("n_flagged") or 0)
+        left_out = (f"; {nf} of {f['n_targets']} target(s) flagged and left out (unassessed: "
+                    "treat flagged members as exposed)" if nf else "")
+
+        def iv(key: str, scale: float = 1.0, unit: str = "") -> str:
+            x = f.get(key)
+            if not x or not np.all(np.isfinite(x)):
+                return "no bootstrap interval"
+            return f"95 % bootstrap interval {x[0] * scale:.3g}–{x[1] * scale:.3g}{unit}"
+
+        rec = res.records
+        ok = (rec["flag_codes"] == "").to_numpy()
+        non = ok & (rec["role"] == "non-member").to_numpy()
+        pthr = float(st["threshold"])
+        share_non = (float(np.mean(rec["p_member"].to_numpy()[non] > pthr)) if non.any()
+                     else float("nan"))
+        dcr = (f"; the distance-to-closest-record attack: AUC − 0.5 = "
+               f"{f['dcr_auc_advantage']:.3g}" if "dcr_auc_advantage" in f else "")
+        who = ("worst case: knows every other record's true values, the synthesis model and "
+               f"the release ({m} dataset{'s' if m > 1 else ''}), holds a record and asks "
+               "whether it was in the confidential data (prior membership probability "
+               f"{st['prior']:.3g})")
+        spread = ("one dataset, no spread" if m == 1 else
+                  f"pooled: the intruder reads all {m} datasets at once, no spread")
+        caveats = _caveats("membership", res.warnings)
+        cause = self._membership_cause(mem)
+        adv = Verdict("membership", "membership attack's advantage over the base rate "
+                      "(AUC − 0.5)", float(f["auc_advantage"]), th.membership_advantage,
+                      "max", src,
+                      f"{iv('auc_advantage_interval')}; {f['n_members']:,} members against "
+                      f"{f['n_non_members']:,} holdout records; TPR − FPR at P(member) > "
+                      f"{pthr:g}: {f['tpr_fpr']:.3g}{dcr}{left_out}",
+                      caveats, spread=spread, intruder=who)
+        share = Verdict("membership", f"share of members with P(member) > {pthr:g}",
+                        _pct(f["share_members_above"]), _pct(th.membership_share), "max", src,
+                        f"{iv('share_members_above_interval', 100, ' %')}; holdout records "
+                        f"above it: {_pct(share_non):.3g} %{left_out}",
+                        caveats, unit="%", spread=spread, intruder=who)
+        return [_caused(adv, *cause), _caused(share, *cause)]
+
+    def _membership_cause(self, mem: StepOutcome) -> tuple[str, list[str]]:
+        f, st = mem.result.file, mem.result.settings
+        m = self.plan.m
+        cause = (f"the members' mean posterior membership probability is "
+                 f"{f['mean_p_member_members']:.3g} against {f['mean_p_member_non_members']:.3g}"
+                 " for the holdout records")
+        if "dcr_mean_members" in f:
+            cause += (f"; the members' mean distance to the closest released record is "
+                      f"{f['dcr_mean_members']:.3g} against {f['dcr_mean_non_members']:.3g}")
+        ov = f.get("dcr_overfitting")
+        if ov:
+            cause += (f", and {_pct(ov['share_closer_to_training']):.3g} % of synthetic rows are "
+                      "closer to a training record than to a holdout record (50 % when the "
+                      "release does not imitate its training records)")
+        us = f.get("unsynthesized")
+        rem: list[str] = []
+        if us:
+            cols = ", ".join(us["columns"])
+            cause += (f"; the release shows the unsynthesized values ({cols}) of every record: "
+                      "alone they multiply a member's likelihood ratio by a median of "
+                      f"{us.get('median_factor_members', float('nan')):.3g} (the inverse of "
+                      "their share in the population), "
+                      f"{_pct(us['share_members_unique']):.3g} % of members are the only record "
+                      f"of their cell, and {_pct(us['share_non_members_matching']):.3g} % of "
+                      "holdout records have the values of the record they are compared with")
+            rem.append(f"synthesize or coarsen the unsynthesized columns ({cols}), so that a "
+                       "record's released values are shared by more records of the population")
+        rem += [f"release fewer synthetic datasets (m = {m} now): the likelihood ratio of "
+                "membership multiplies over the datasets",
+                "fit a smoother synthesis model (fewer components or predictors, a stronger "
+                f"prior) than the {st['model']}, so that the release depends less on any one "
+                "record"]
         return cause, rem
 
     def _identification_lines(self, i: StepOutcome) -> list[Verdict | Baseline]:

@@ -599,7 +599,8 @@ def membership_step(ctx: StepContext) -> StepOutcome:
     """Membership risk of every record against the holdout (:func:`bayes_risk.membership_risk`).
 
     Runs when a holdout and a fitted model the measure supports are given; skipped with the
-    reason otherwise (it costs one refit of the model per dataset, as the attribute step's)."""
+    reason otherwise (it costs one refit of the model per dataset, as the attribute step's). A
+    member counts as exposed above the thresholds' ``membership_probability``."""
     from bayes_risk.exceptions import NotSupportedError
     from bayes_risk.membership.api import check_model, membership_risk
 
@@ -622,7 +623,8 @@ def membership_step(ctx: StepContext) -> StepOutcome:
         return StepOutcome(name="membership", status="skipped",
                            reason=f"{err} [{err.code}]")
     res = membership_risk(model, ctx.original, ctx.synthetic, holdout=ctx.holdout,
-                          population=0, random_seed=ctx.plan.random_seed)
+                          population=0, threshold=ctx.plan.thresholds.membership_probability,
+                          random_seed=ctx.plan.random_seed)
     summary = res.to_dict()
     folder = _folder(ctx, "membership")
     files: list[str] = []

@@ -1,8 +1,9 @@
-"""``bayes-risk membership``: membership disclosure risk of a fully synthetic release.
+"""``bayes-risk membership``: membership disclosure risk of a synthetic release.
 
     bayes-risk membership ORIGINAL SYN [SYN ...] --model DIR [--holdout FILE]
         [--population N] [--records RANGE|FILE] [--prior balanced|sampling|P]
-        [--population-size N] [--threshold 0.5] [--normaliser-draws 400] [--no-dcr]
+        [--population-size N] [--threshold 0.5] [--normaliser-draws 400]
+        [--unsynthesized-concentration 1] [--no-dcr]
         [--bootstrap 200] [--random-seed N] [--quiet] --out DIR
 
 Writes (atomically) ``records.csv`` (one row per target), ``summary.json`` (file-level
@@ -71,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         population_size=args.population_size,
         threshold=args.threshold,
         normaliser_draws=args.normaliser_draws,
+        unsynthesized_concentration=args.unsynthesized_concentration,
         dcr=not args.no_dcr,
         bootstrap=args.bootstrap,
         random_seed=args.random_seed,
@@ -102,5 +104,12 @@ def run(args: argparse.Namespace) -> int:
         + (f" (distance baseline {num(f['dcr_auc_advantage'])})"
            if "dcr_auc_advantage" in f else ""),
     ]
+    us = f.get("unsynthesized")
+    if us:
+        factor, matching = us["median_factor_members"], us["share_non_members_matching"]
+        lines.append(
+            f"partial synthesis: the released unsynthesized values ({', '.join(us['columns'])}) "
+            f"multiply a member's likelihood ratio by a median of {num(factor)}; non-members "
+            f"whose values match their slot's: {num(matching)} (the others have P(member) = 0)")
     print_summary(lines, args.out)
     return 0

@@ -21,6 +21,7 @@ from bayes_risk.data.normalise import as_synthetic_list, record_positions
 from bayes_risk.exceptions import NotSupportedError, SchemaError, ValidationError
 from bayes_risk.membership import dcr as _dcr
 from bayes_risk.membership import estimator as _est
+from bayes_risk.membership import partial as _partial
 from bayes_risk.membership.summaries import file_summary
 from bayes_risk.protocols import SupportsAugmentedFit, model_info
 from bayes_risk.results.membership import MEMBERSHIP_FLAGS, MembershipRiskResult
@@ -34,15 +35,20 @@ _ROWS_PER_DRAW = 4
 def check_model(model: Any) -> None:
     """Refuse, with a coded error, the models whose membership likelihood is not derived.
 
-    Supported: fitted class P models with a joint record likelihood, augmented refits and a
-    posterior-predictive sampler (DPMPM in ``marginal`` mode, the MP Poisson mixture in
-    ``marginal`` mode), fully synthetic releases.
+    Supported: fitted class P models with a record likelihood, augmented refits and a
+    posterior-predictive sampler — DPMPM in ``marginal`` mode and the MP Poisson mixture in
+    ``marginal`` mode (fully synthetic releases), and the sequential regressions (fully
+    synthetic releases, and partially synthetic releases whose unsynthesized columns are
+    categorical: their conditional likelihood and refits are exact for the synthesized part, and
+    the released unsynthesized values enter through
+    :func:`bayes_risk.membership.partial.log_p_unsynthesized`).
 
     Raises
     ------
     NotSupportedError
-        ``MEMBERSHIP_MODEL_UNSUPPORTED`` (plug-in tree likelihoods, class O models, conditional
-        likelihoods, models without refits) or ``MEMBERSHIP_PARTIAL_SYNTHESIS``.
+        ``MEMBERSHIP_MODEL_UNSUPPORTED`` (plug-in tree likelihoods, class O models, models
+        without refits) or ``MEMBERSHIP_PARTIAL_SYNTHESIS`` (selected records; a model of
+        whole records with unsynthesized columns; numeric unsynthesized columns).
     """
     name = type(model).__name__
     info = model_info(model)
@@ -51,9 +57,10 @@ def check_model(model: Any) -> None:
         raise NotSupportedError(
             f"{name} is a plug-in likelihood of a tree synthesizer: a record that is not in the "
             "data has no donor leaf, so p(Z | data with the record) is not defined by the "
-            "plug-in; membership risk needs a Bayesian model with posterior draws (DPMPM, "
-            "Poisson mixture); for a CART or random-forest release only the distance baseline "
-            "(bayes_risk.membership.dcr.closest_distance) applies.",
+            "plug-in, and the synthesizer has no posterior draws to average over; membership "
+            "risk needs a Bayesian model with posterior draws (DPMPM, Poisson mixture, "
+            "sequential regressions); for a CART or random-forest release only the distance "
+            "baseline (bayes_risk.membership.dcr.closest_distance) applies.",
             code="MEMBERSHIP_MODEL_UNSUPPORTED",
         )
     if not has_record or not isinstance(model, SupportsAugmentedFit):
@@ -69,23 +76,48 @@ def check_model(model: Any) -> None:
             "class P models only; refit in marginal mode.",
             code="MEMBERSHIP_MODEL_UNSUPPORTED",
         )
-    if getattr(model, "ratio_form", "joint") != "joint":
-        raise NotSupportedError(
-            f"{name} has a conditional record likelihood p(y^s | y^us, Θ) (chains of "
-            "regressions): a record's membership also rests on its unsynthesized values, whose "
-            "model it does not have. Use a model of whole records (DPMPM, Poisson mixture).",
-            code="MEMBERSHIP_MODEL_UNSUPPORTED",
-        )
     schema = getattr(model, "schema_", None)
     if schema is None:
         raise ValidationError(f"{name} is not fitted; fit it before membership_risk.",
                               code="NOT_FITTED")
-    if schema.unsynthesized or getattr(model, "synthesized_records_", None) is not None:
+    if getattr(model, "synthesized_records_", None) is not None:
         raise NotSupportedError(
-            f"the release is partially synthetic (unsynthesized columns {schema.unsynthesized} "
-            "or selected records): the unchanged values are released as they are, so membership "
-            "is read from exact matches, not estimated; membership risk covers fully synthetic "
-            "releases.",
+            f"the release synthesizes selected records only ({name} fitted with records=...): "
+            "a record left unsynthesized is released whole, and whether a record is selected "
+            "usually depends on its own values, so the population record of the alternative "
+            "hypothesis would have to be selected by the same rule; that ratio is not derived "
+            "(methods, Membership disclosure risk, Partially synthetic releases).",
+            code="MEMBERSHIP_PARTIAL_SYNTHESIS",
+        )
+    families = getattr(model, "families_", None) or {}
+    rounded = [c for c, f in families.items()
+               if f == "normal" and c in schema.names and schema[c].type == "count"]
+    if rounded:
+        raise NotSupportedError(
+            f"{name} models the count column(s) {rounded} with the normal family and rounds its "
+            "draws: the released counts are not drawn from the density its likelihood and "
+            "refits use, so the membership ratio would be approximate. Model them with "
+            "poisson_log (the default for counts) or declare them continuous.",
+            code="MEMBERSHIP_MODEL_UNSUPPORTED",
+        )
+    us = list(schema.unsynthesized)
+    if us and getattr(model, "ratio_form", "joint") != "conditional":
+        raise NotSupportedError(
+            f"the release is partially synthetic (unsynthesized columns {us}) and {name} models "
+            "whole records: its augmented refits append the released rows as whole records, "
+            "which counts the unsynthesized values a second time, so the membership ratio would "
+            "be approximate. Fit a model of the synthesized columns given the unsynthesized "
+            "ones (SequentialRegression).",
+            code="MEMBERSHIP_PARTIAL_SYNTHESIS",
+        )
+    numeric = [c for c in us if not schema[c].is_categorical]
+    if numeric:
+        raise NotSupportedError(
+            f"unsynthesized column(s) {numeric} are numeric: the release shows every record's "
+            "value as it is, and the chance that a record of the population has exactly that "
+            "value needs a population model of the column that the package does not define (a "
+            "continuous one gives 0, so a unique value reveals membership outright). Band the "
+            "column into a categorical one or synthesize it.",
             code="MEMBERSHIP_PARTIAL_SYNTHESIS",
         )
 
@@ -157,6 +189,38 @@ def _population_rows(model: Any, k: int, rng: np.random.Generator) -> pd.DataFra
     return pd.concat(rows, ignore_index=True).iloc[:k].reset_index(drop=True)
 
 
+def _conditional_population_rows(
+    model: Any, original_keys: np.ndarray, keys: list[int], k: int, rng: np.random.Generator,
+    schema: Any, us: list[str],
+) -> dict[int, pd.DataFrame]:
+    """For each cell ``r`` of the unsynthesized columns in ``keys``, ``k`` records of
+    ``p(· | r, y)``: rows of fresh synthetic datasets whose unsynthesized values are ``r`` (the
+    model copies them from the original and draws the synthesized ones given them).
+
+    A cell that few records share needs many datasets: as many as ``k`` over its rows per
+    dataset (at most :data:`_ROWS_PER_DRAW`), and never more than the model's draws ``H``; a
+    cell then gets fewer than ``k`` records, and the ESS flag of the normaliser says so.
+    """
+    if not keys:
+        return {}
+    uniq, counts = np.unique(original_keys, return_counts=True)
+    fewest = int(counts[np.searchsorted(uniq, keys)].min())
+    per = min(_ROWS_PER_DRAW, fewest)
+    sets = max(1, math.ceil(k / per))
+    sets = min(sets, int(getattr(model, "n_draws", sets)))
+    syn = model.synthesize(sets, random_seed=rng)
+    take = {key: [] for key in keys}
+    for z in syn.datasets:
+        zkeys = _partial.cell_keys([z], schema, us)[0]
+        for key in keys:
+            rows = np.flatnonzero(zkeys == key)
+            size = min(len(rows), max(1, math.ceil(k / sets)))
+            if size:
+                take[key].append(z.iloc[np.sort(rng.choice(rows, size=size, replace=False))])
+    return {key: pd.concat(v, ignore_index=True).iloc[:k].reset_index(drop=True)
+            for key, v in take.items()}
+
+
 def membership_risk(
     model: Any,
     original: pd.DataFrame,
@@ -170,6 +234,7 @@ def membership_risk(
     threshold: float = 0.5,
     augmented: Sequence[Any] | None = None,
     normaliser_draws: int = 400,
+    unsynthesized_concentration: float = 1.0,
     khat: bool = True,
     dcr: bool = True,
     bootstrap: int = 200,
@@ -184,13 +249,19 @@ def membership_risk(
     against "a record of the population is in its place" is estimated from the same posterior
     draws as attribute risk (reweighted, with the augmented refits of the stabilised estimator),
     and turned into a posterior probability by Bayes' rule with the prior membership probability.
+    Under partial synthesis the release shows the unsynthesized values ``r`` of the slot's record:
+    the ratio holds the factor ``1{x^us = r} / p(r | y_{-i})`` (a target whose own values differ
+    has probability 0) and its synthesized part is conditional on ``r`` (methods, Partially
+    synthetic releases).
 
     Parameters
     ----------
-    model : fitted DPMPM or PoissonMixture
-        A class P Bayesian model of whole records (DPMPM or the MP Poisson mixture in
-        ``marginal`` mode; fully synthetic release). Others are refused with
-        ``MEMBERSHIP_MODEL_UNSUPPORTED`` (see :func:`check_model`).
+    model : fitted DPMPM, PoissonMixture or SequentialRegression
+        A class P Bayesian model with posterior draws: DPMPM or the MP Poisson mixture in
+        ``marginal`` mode (fully synthetic release), or the sequential regressions (fully
+        synthetic, or partially synthetic with categorical unsynthesized columns). Others are
+        refused with ``MEMBERSHIP_MODEL_UNSUPPORTED`` or ``MEMBERSHIP_PARTIAL_SYNTHESIS`` (see
+        :func:`check_model`).
     original : DataFrame
         The confidential data ``y`` the model was fitted to (same rows, same order).
     synthetic : SyntheticData, DataFrame or list of DataFrames
@@ -215,7 +286,12 @@ def membership_risk(
         ``model.fit_augmented(original, Z_(l), random_seed=...)``, as attribute risk).
     normaliser_draws : int
         Population records for the normaliser ``E[Π_l A_l(x')]`` when ``m > 1`` (it is exactly 1
-        when ``m = 1``).
+        when ``m = 1``); under partial synthesis, per cell of the unsynthesized columns.
+    unsynthesized_concentration : float
+        Partial synthesis: concentration ``α > 0`` of the Dirichlet-process population model of
+        the unsynthesized values, ``p(r | y_{-i}) = (n_r^{(-i)} + α / C) / (n − 1 + α)`` over
+        the ``C`` cells of the unsynthesized columns (methods, Partially synthetic releases).
+        It matters only for a record whose unsynthesized values no other record shares.
     khat : bool
         Compute Pareto k̂ of every mean (flags ``KHAT_HIGH``).
     dcr : bool
@@ -278,6 +354,12 @@ def membership_risk(
             f"normaliser_draws must be an integer >= 20. Got {normaliser_draws!r}.")
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
         raise ValidationError(f"bootstrap must be an integer >= 0. Got {bootstrap!r}.")
+    alpha = unsynthesized_concentration
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.number)) or not (
+            np.isfinite(alpha) and alpha > 0):
+        raise ValidationError(
+            f"unsynthesized_concentration must be a number > 0. Got {alpha!r}.")
+    us = list(schema.unsynthesized)
 
     rng = as_generator(random_seed)
     fit_rng, pop_rng, slot_rng, norm_rng, boot_rng = rng.spawn(5)
@@ -311,6 +393,17 @@ def membership_risk(
     slots = np.concatenate([members, slot_rng.integers(0, n, size=n_non)]).astype(np.int64)
     uslots, slot_inv = np.unique(slots, return_inverse=True)
 
+    # partial synthesis: the release shows slot i's unsynthesized values r; the target can be
+    # the slot's record only if its own are r (methods, Partially synthetic releases)
+    match = np.ones(T, dtype=bool)
+    log_p_us = np.zeros(T)
+    if us:
+        orig_keys, target_keys = _partial.cell_keys([orig, targets], schema, us)
+        slot_keys = orig_keys[slots]
+        match = target_keys == slot_keys
+        log_p_us = _partial.log_p_unsynthesized(
+            slot_keys, orig_keys, _partial.n_cells(orig, schema, us), float(alpha))
+
     base = None
     aug: list[_est.LogPredictive] = []
     slot_lls = []
@@ -331,26 +424,47 @@ def membership_risk(
     norm_khat = np.full(T, np.nan)
     norm_ess = np.full(T, np.nan)
     if m > 1:
-        prow = _population_rows(model, int(normaliser_draws), norm_rng)
-        pop_ll = [post.record_loglik(prow) for post in posteriors]
         # slots holding identical records have identical normalisers: one per distinct record
         _, first, rec_inv = np.unique(
             pd.util.hash_pandas_object(orig.iloc[uslots], index=False).to_numpy(),
             return_index=True, return_inverse=True)
-        ld, nk, ne = _est.log_normaliser(pop_ll, [sl[:, first] for sl in slot_lls])
         back = rec_inv.ravel()[slot_inv]
+        ld = np.full(len(first), np.nan)
+        nk = np.full(len(first), np.nan)
+        ne = np.full(len(first), np.nan)
+        if not us:
+            prow = _population_rows(model, int(normaliser_draws), norm_rng)
+            groups = {None: (np.arange(len(first)), prow)}
+        else:
+            # population draws given r, for the cells of the slots of matching targets only
+            rec_key = orig_keys[uslots[first]]
+            need = np.unique(rec_key[np.unique(back[match])]) if match.any() else []
+            rows = _conditional_population_rows(model, orig_keys, list(need),
+                                                int(normaliser_draws), norm_rng, schema, us)
+            groups = {k: (np.flatnonzero(rec_key == k), rows[k]) for k in need}
+        for sel, prow in groups.values():
+            pop_ll = [post.record_loglik(prow) for post in posteriors]
+            ld[sel], nk[sel], ne[sel] = _est.log_normaliser(
+                pop_ll, [sl[:, first[sel]] for sl in slot_lls])
         log_d = ld[back]
         norm_khat = nk[back]
         norm_ess = ne[back]
-    log_lr = _est.membership_log_lr(base, aug, log_d)
+    log_lr = _est.membership_log_lr(base, aug, log_d) - log_p_us
+    # a target whose unsynthesized values are not the slot's: membership is excluded exactly
+    log_lr = np.where(match, log_lr, -np.inf)
     p_member = _est.posterior_membership(log_lr, pi)
 
     khat_thr, ess_thr = _est.thresholds(H)
     khat_max = np.max(np.stack(khats), axis=0)
     ess_min = np.min(np.stack(ess), axis=0)
+    if us:  # no Monte Carlo behind an excluded target
+        khat_max = np.where(match, khat_max, np.nan)
+        ess_min = np.where(match, ess_min, np.nan)
     norm_thr = _est.thresholds(int(normaliser_draws))
     flags: list[list[str]] = [[] for _ in range(T)]
     for t in range(T):
+        if not match[t]:
+            continue
         if not np.isfinite(log_lr[t]):
             flags[t].append("LIKELIHOOD_UNDEFINED")
         if khat and khat_max[t] > khat_thr:
@@ -369,6 +483,9 @@ def membership_risk(
         "khat_max": khat_max,
         "ess_min": ess_min,
     })
+    if us:
+        table["unsynthesized_match"] = match
+        table["log_p_unsynthesized"] = log_p_us
     if m > 1:
         table["log_normaliser"] = log_d
         table["normaliser_khat"] = norm_khat
@@ -386,6 +503,9 @@ def membership_risk(
         warnings_.append("NO_NON_MEMBERS")
     if H < 20:
         warnings_.append("H_TOO_SMALL")
+    methods = getattr(model, "posterior_methods", None)
+    if callable(methods) and "laplace" in set(methods().values()):
+        warnings_.append("APPROXIMATE_POSTERIOR")
     for post in posteriors:  # MCMC problems of the fit and of the refits (RHAT_HIGH, ...)
         warnings_ += [str(c) for c in getattr(post, "warnings_", []) or []
                       if str(c) not in warnings_]
@@ -396,6 +516,21 @@ def membership_risk(
                            rng=boot_rng, dcr=dcr)
     if overfit is not None:
         summary["dcr_overfitting"] = overfit
+    if us:
+        # what the released unsynthesized values alone reveal (the audit's cause reads it)
+        uniq, counts = np.unique(orig_keys, return_counts=True)
+        alone = counts[np.searchsorted(uniq, orig_keys[members])] == 1
+        is_non = np.asarray(role) == "non-member"
+        summary["unsynthesized"] = {
+            "columns": us,
+            "n_cells": _partial.n_cells(orig, schema, us),
+            "share_members_unique": float(alone.mean()) if len(alone) else float("nan"),
+            # 1 / p(r | y_{-i}): what the unsynthesized values alone multiply a member's ratio by
+            "median_factor_members": float(np.median(np.exp(-log_p_us[:len(members)])))
+            if len(members) else float("nan"),
+            "share_non_members_matching": float(match[is_non].mean()) if is_non.any()
+            else float("nan"),
+        }
     settings = {
         "prior": pi,
         "prior_spec": prior if isinstance(prior, str) else "user",
@@ -411,6 +546,8 @@ def membership_risk(
         "bootstrap": int(bootstrap),
         "random_seed": seed_to_json(random_seed),
         "model": type(model).__name__,
+        "unsynthesized": us,
+        "unsynthesized_concentration": float(alpha) if us else None,
     }
     return MembershipRiskResult(records=table, file=summary, settings=settings,
                                 warnings=warnings_)

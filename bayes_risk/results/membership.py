@@ -32,10 +32,16 @@ class MembershipRiskResult(RiskResult):
         ``source`` (``"original"``, ``"holdout"``, ``"population"``), ``row`` (its row in that
         table), ``slot`` (the confidential row whose place it takes), ``log_lr`` (log likelihood
         ratio of membership), ``p_member`` (posterior membership probability), ``khat_max``,
-        ``ess_min``, with ``m > 1`` ``log_normaliser``, ``normaliser_khat`` and
-        ``normaliser_ess``, ``dcr`` (distance to the closest released record) and ``flag_codes``.
+        ``ess_min``, under partial synthesis ``unsynthesized_match`` (the target's unsynthesized
+        values are those of its slot; when not, ``p_member`` is exactly 0) and
+        ``log_p_unsynthesized`` (``log p(r | y_{-i})`` of the slot's values), with ``m > 1``
+        ``log_normaliser``, ``normaliser_khat`` and ``normaliser_ess``, ``dcr`` (distance to the
+        closest released record) and ``flag_codes``.
     file : dict
-        File-level summaries (see :func:`bayes_risk.membership.summaries.file_summary`).
+        File-level summaries (see :func:`bayes_risk.membership.summaries.file_summary`); under
+        partial synthesis ``unsynthesized`` (columns, cells, share of members alone in their
+        cell, median factor ``1 / p(r | y_{-i})`` of members, share of non-members matching
+        their slot).
     settings : dict
         Prior, threshold, m, H, thresholds of the flags, sizes, seed.
     warnings : list of str

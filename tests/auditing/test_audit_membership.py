@@ -53,3 +53,101 @@ def test_membership_step_skipped_with_reason(release):
                        random_seed=1, progressbar=False)
     m = {s.name: s for s in res.steps}["membership"]
     assert m.status == "skipped" and "no holdout" in m.reason
+
+
+def test_membership_verdict_lines(release, tmp_path):
+    """Two verdict lines — the attack's advantage (AUC − 0.5 with its bootstrap interval) and
+    the share of members above the board's probability — against thresholds the user sets,
+    with a cause and remedies once on the wrong side; in the HTML report and summary.json."""
+    import json
+
+    import bayes_risk as br
+    from bayes_risk.auditing import Thresholds
+
+    model, train, hold, syn = release
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = br.audit(train, syn, known=["SEX", "MAR"], model=model, holdout=hold, skip=OTHERS,
+                       random_seed=1, progressbar=False, out=tmp_path / "a",
+                       thresholds={"membership_probability": 0.6})
+    f = res.step("membership").result.file
+    assert res.step("membership").result.settings["threshold"] == 0.6
+    lines = [v for v in res.verdicts if v.step == "membership"]
+    assert [v.measure for v in lines] == [
+        "membership attack's advantage over the base rate (AUC − 0.5)",
+        "share of members with P(member) > 0.6"]
+    adv, share = lines
+    assert adv.value == pytest.approx(f["auc_advantage"]) and adv.threshold == 0.05
+    assert share.value == pytest.approx(100 * f["share_members_above"])
+    assert share.unit == "%" and share.threshold == pytest.approx(1.0)
+    lo, hi = f["auc_advantage_interval"]
+    assert f"95 % bootstrap interval {lo:.3g}–{hi:.3g}" in adv.detail
+    assert adv.source == "membership/summary.json" and "no spread" in adv.spread
+    assert "asks whether it was in the confidential data" in adv.intruder
+    # a threshold of 0 puts both lines on the wrong side: cause and remedies from this run
+    strict = Thresholds.parse(["membership_advantage=0", "membership_share=0",
+                               "membership_probability=0.6"])
+    res.plan.thresholds = strict
+    lines = [v for v in res.verdicts if v.step == "membership"]
+    for v in lines:
+        if v.exceeds:
+            assert f"{f['mean_p_member_members']:.3g}" in v.cause
+            assert any("fewer synthetic datasets" in r for r in v.remedies)
+    assert lines[0].exceeds == (f["auc_advantage"] > 0)
+    html = res.to_html(tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "membership attack&#39;s advantage over the base rate" in html
+    summary = json.loads(json.dumps(res.to_dict()))
+    assert {"membership attack's advantage over the base rate (AUC − 0.5)",
+            "share of members with P(member) > 0.6"} <= {v["measure"]
+                                                          for v in summary["verdicts"]}
+    with pytest.raises(Exception, match="membership_probability"):
+        Thresholds.parse(["membership_probability=1"])
+
+
+def test_skipped_membership_is_not_assessed(release):
+    """Without a holdout the membership step has no line, and the verdict says so."""
+    import bayes_risk as br
+
+    model, train, hold, syn = release
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = br.audit(train, syn, known=["SEX", "MAR"], model=model, skip=OTHERS,
+                       random_seed=1, progressbar=False)
+    assert not [v for v in res.verdicts if v.step == "membership"]
+    assert "membership risk (skipped)" in res.verdict_text
+
+
+def test_membership_line_of_a_partially_synthetic_release(tmp_path):
+    """A sequential regression that leaves a categorical column unsynthesized: the step runs,
+    and the cause names the released unsynthesized values."""
+    import numpy as np
+    import pandas as pd
+
+    import bayes_risk as br
+    from bayes_risk.auditing import Thresholds
+    from bayes_risk.models import SequentialRegression
+
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 3, 90)
+    df = pd.DataFrame({"A": pd.Categorical(a.astype(str), categories=["0", "1", "2"]),
+                       "Y": 1.0 + a + rng.normal(0, 1, 90)})
+    train, hold = df.iloc[:60].reset_index(drop=True), df.iloc[60:].reset_index(drop=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = SequentialRegression(draws=400, progressbar=False).fit(
+            train, synthesized=["Y"], random_seed=1)
+        syn = model.synthesize(2, random_seed=2)
+        res = br.audit(train, syn, known=["A"], model=model, holdout=hold, skip=OTHERS,
+                       random_seed=1, progressbar=False, out=tmp_path / "p")
+    st = res.step("membership")
+    assert st.status == "ran", st.reason
+    us = st.result.file["unsynthesized"]
+    assert us["columns"] == ["A"] and us["share_members_unique"] == 0.0
+    res.plan.thresholds = Thresholds.parse(["membership_advantage=0", "membership_share=0"])
+    adv = [v for v in res.verdicts if v.step == "membership"][0]
+    assert adv.exceeds and "unsynthesized values (A)" in adv.cause
+    assert f"median of {us['median_factor_members']:.3g}" in adv.cause
+    assert 1 < us["median_factor_members"] < 60  # about n / n_r with three cells of 60 records
+    assert any("synthesize or coarsen the unsynthesized columns (A)" in r for r in adv.remedies)
+    html = res.to_html(tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "Partially synthetic release" in html

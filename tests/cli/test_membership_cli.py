@@ -58,3 +58,37 @@ def test_membership_cli_bad_prior_is_one_coded_line(release, capsys):
     err = capsys.readouterr().err
     assert "[BAD_OPTION_VALUE]" in err and "--prior" in err
     assert not (w / "bad").exists()
+
+
+def test_membership_cli_partial_synthesis_of_a_regression(tmp_path, capsys):
+    """A chain of regressions that leaves a categorical column unsynthesized: the command runs
+    (partial synthesis), reports which targets' unsynthesized values match their slot's and
+    takes the population model's concentration."""
+    import numpy as np
+
+    rng = np.random.default_rng(4)
+    a = rng.choice(["north", "south", "east"], 80)
+    df = pd.DataFrame({"region": a, "income": rng.normal(10, 1, 80) + (a == "north")})
+    df.iloc[:60].to_csv(tmp_path / "train.csv", index=False)
+    df.iloc[60:].to_csv(tmp_path / "hold.csv", index=False)
+    assert _main(["fit", str(tmp_path / "train.csv"), "--method", "regression", "--synthesize",
+                  "income", "--draws", "300", "--random-seed", "1", "-q",
+                  "--out", str(tmp_path / "model")]) == 0
+    assert _main(["synthesize", "--model", str(tmp_path / "model"), "-m", "2",
+                  "--random-seed", "2", "-q", "--out", str(tmp_path / "syn")]) == 0
+    out = tmp_path / "mem"
+    rc = _main(["membership", str(tmp_path / "train.csv"), str(tmp_path / "syn"), "--model",
+                str(tmp_path / "model"), "--holdout", str(tmp_path / "hold.csv"),
+                "--unsynthesized-concentration", "0.5", "--normaliser-draws", "100",
+                "--bootstrap", "10", "--random-seed", "3", "-q", "--out", str(out)])
+    assert rc == 0
+    assert "partial synthesis: the released unsynthesized values (region)" in \
+        capsys.readouterr().out
+    rec = pd.read_csv(out / "records.csv")
+    assert rec.loc[rec["role"] == "member", "unsynthesized_match"].all()
+    excluded = ~rec["unsynthesized_match"]
+    assert (rec.loc[excluded, "p_member"] == 0).all()
+    s = json.loads((out / "summary.json").read_text())
+    assert s["settings"]["unsynthesized"] == ["region"]
+    assert s["settings"]["unsynthesized_concentration"] == 0.5
+    assert s["file"]["unsynthesized"]["n_cells"] == 3

@@ -42,8 +42,11 @@ another reason: the report is written and its verdict opens with "The audit is i
 
 thresholds of the verdict lines (--threshold NAME=VALUE; defaults):
   s_pmse=10 overlap=0.5 expected_match_rate=0.01 true_match_rate=0.01 prop_top=0.1
-  repU=1 DiSCO=1   (repU and DiSCO in percent; the three rates as fractions: the
-  verdict shows every rate and its threshold in per cent, expected_match_rate=0.01 as 1 %)
+  repU=1 DiSCO=1 membership_advantage=0.05 membership_share=0.01
+  membership_probability=0.9   (repU and DiSCO in percent; the rates and membership_share
+  as fractions: the verdict shows every rate and its threshold in per cent,
+  expected_match_rate=0.01 as 1 %; membership_advantage is AUC - 0.5; a member counts as
+  exposed when its posterior membership probability exceeds membership_probability)
 
 each verdict line states its spread over the datasets (min-max, or "pooled, no spread"); a
 line past its threshold names its cause, computed from the run, and the remedies that would

@@ -26,7 +26,8 @@ examples:
 outputs (in --out, written atomically):
   records.csv       one row per target (members: rows of ORIGINAL; non-members: rows of
                     --holdout and look-alikes drawn from the model): role, source, row, slot,
-                    log_lr, p_member, khat_max, ess_min, dcr, flag_codes
+                    log_lr, p_member, khat_max, ess_min, dcr, flag_codes (partial
+                    synthesis: unsynthesized_match, log_p_unsynthesized)
   summary.json      share of members above --threshold, the attack's advantage over the base
                     rate (AUC - 0.5, TPR - FPR) with bootstrap intervals, the distance
                     baseline beside it, flag counts, settings and warning codes
@@ -46,9 +47,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "record was in the confidential data, from the fitted Bayesian model's posterior "
             "draws and the released datasets (docs: methods page 'Membership disclosure risk'), "
             "with the distance to the closest released record (SDMetrics, anonymeter) beside "
-            "it. Fully synthetic releases of DPMPM or Poisson-mixture models; other models are "
-            "refused (MEMBERSHIP_MODEL_UNSUPPORTED). Cost: one refit of the model per synthetic "
-            "dataset, as the stabilised attribute-risk estimator."
+            "it. Fully synthetic releases of DPMPM, Poisson-mixture and sequential-regression "
+            "models, and partially synthetic releases of sequential regressions whose "
+            "unsynthesized columns are categorical; other models and releases are refused "
+            "(MEMBERSHIP_MODEL_UNSUPPORTED, MEMBERSHIP_PARTIAL_SYNTHESIS). Cost: one refit of "
+            "the model per synthetic dataset, as the stabilised attribute-risk estimator."
         ),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -60,7 +63,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "by 'bayes-risk synthesize'")
     p.add_argument("--model", required=True, metavar="DIR",
                    help="fitted model folder written by 'bayes-risk fit' (DPMPM or Poisson "
-                   "mixture, full synthesis)")
+                   "mixture, full synthesis; sequential regressions, full or partial "
+                   "synthesis)")
     p.add_argument("--holdout", default=None, metavar="FILE",
                    help="records of the same population that were not in ORIGINAL "
                    "(non-members; .csv or .parquet)")
@@ -79,6 +83,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "identified as a member (default 0.5)")
     p.add_argument("--normaliser-draws", type=int, default=400, metavar="N",
                    help="population records of the normaliser when m > 1 (default 400)")
+    p.add_argument("--unsynthesized-concentration", type=float, default=1.0, metavar="A",
+                   help="partial synthesis: concentration of the Dirichlet-process population "
+                   "model of the released unsynthesized values (default 1; it matters only "
+                   "for records whose unsynthesized values no other record shares)")
     p.add_argument("--no-dcr", action="store_true",
                    help="skip the distance-to-closest-record baseline")
     p.add_argument("--bootstrap", type=int, default=200, metavar="B",

@@ -1,0 +1,313 @@
+"""Membership risk of the sequential regressions against exact values (methods, Membership
+disclosure risk): fully synthetic releases and partially synthetic ones, whose released
+unsynthesized values enter through ``1{x^us = r} / p(r | y_{-i})``.
+
+The chains use families with exact posterior draws, so the exact values are closed forms:
+
+* ``categorical`` (no covariates, Dirichlet(1) prior): ``p(b | data) = (1 + n_b) / (d + N)``;
+* ``normal`` with the flat prior ``p(β, σ²) ∝ σ^{-2}``: the predictive is Student-t with
+  ``N − q`` degrees of freedom, location ``x̃ β̂`` and scale² ``s² (1 + x̃ (XᵀX)^{-1} x̃ᵀ)``.
+
+``A_l(x) = p(x | y_{-i}, Z_(l)) / p(x | y_{-i})``; the normaliser of ``m = 2`` datasets is a sum
+over the levels (categorical) or a quadrature (normal); the unsynthesized values' factor is
+``p(r | y_{-i}) = (n_r^{(-i)} + α / C) / (n − 1 + α)``. Replicate runs of the package (fit,
+augmented fits, estimator; their own seeds) are compared with the exact posterior membership
+probability as in ``test_membership_exact.py``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from _exact import check_p_true, t_bound
+from scipy import integrate, stats
+
+from bayes_risk.exceptions import NotSupportedError
+from bayes_risk.membership import membership_risk
+from bayes_risk.membership.estimator import posterior_membership
+from bayes_risk.models import SequentialRegression
+
+REPS = 6
+
+
+# ------------------------------------------------------------------------------ exact values
+def _dm(values: np.ndarray, d: int) -> np.ndarray:
+    """Dirichlet(1)-multinomial predictive of each level."""
+    return (1.0 + np.bincount(values, minlength=d)) / (d + values.size)
+
+
+def _t_pred(X: np.ndarray, y: np.ndarray, x: np.ndarray) -> stats.rv_continuous:
+    """The flat-prior normal regression's predictive at the design row ``x``."""
+    XtX_inv = np.linalg.inv(X.T @ X)
+    beta = XtX_inv @ X.T @ y
+    nu = len(y) - X.shape[1]
+    s2 = float(np.sum((y - X @ beta) ** 2) / nu)
+    return stats.t(df=nu, loc=float(x @ beta), scale=np.sqrt(s2 * (1.0 + x @ XtX_inv @ x)))
+
+
+def _log_p_r(ya: np.ndarray, i: int, alpha: float, cells: int) -> float:
+    n_r = int(np.sum(np.delete(ya, i) == ya[i]))
+    return float(np.log((n_r + alpha / cells) / (len(ya) - 1 + alpha)))
+
+
+def exact_partial_categorical(ya, yb, zs, i, xa, xb, *, alpha, cells, d):
+    """Exact ``log Λ``: ``A`` unsynthesized, ``B`` synthesized with the categorical family."""
+    if xa != ya[i]:
+        return -np.inf
+    rest = np.delete(yb, i)
+    base = _dm(rest, d)
+    log_a = sum(np.log(_dm(np.concatenate([rest, z]), d)) - np.log(base) for z in zs)
+    log_d = np.log(np.sum(base * np.exp(log_a)))
+    return float(log_a[xb] - log_d - _log_p_r(ya, i, alpha, cells))
+
+
+def exact_partial_normal(ya, yv, zs, i, xa, xv, *, alpha, cells):
+    """Exact ``log Λ``: binary ``A`` unsynthesized, ``Y ~ N(β0 + β1 A, σ²)`` synthesized."""
+    if xa != ya[i]:
+        return -np.inf
+    X = np.column_stack([np.ones(len(ya)), ya == 1]).astype(float)
+    keep = np.arange(len(ya)) != i
+    xr = X[i]
+    base = _t_pred(X[keep], yv[keep], xr)
+    augs = [_t_pred(np.vstack([X[keep], X]), np.concatenate([yv[keep], z]), xr) for z in zs]
+
+    def log_a(v):
+        return sum(a.logpdf(v) - base.logpdf(v) for a in augs)
+
+    log_d = 0.0
+    if len(zs) > 1:
+        lo, hi = base.ppf(1e-10), base.ppf(1 - 1e-10)
+        val, _ = integrate.quad(lambda v: base.pdf(v) * np.exp(log_a(v)), lo, hi, limit=200)
+        log_d = np.log(val)
+    return float(log_a(xv) - log_d - _log_p_r(ya, i, alpha, cells))
+
+
+def exact_full_normal(yv1, yv2, zs, i, x1, x2):
+    """Exact ``log Λ`` of a fully synthetic chain ``Y1 ~ N(μ, σ1²)``, ``Y2 ~ N(β0 + β1 Y1,
+    σ2²)`` and one dataset (the normaliser is 1)."""
+    keep = np.arange(len(yv1)) != i
+
+    def log_pred(v1, v2):
+        X1 = np.ones((len(v1), 1))
+        X2 = np.column_stack([np.ones(len(v1)), v1])
+        return (_t_pred(X1, v1, np.ones(1)).logpdf(x1)
+                + _t_pred(X2, v2, np.array([1.0, x1])).logpdf(x2))
+
+    base = log_pred(yv1[keep], yv2[keep])
+    out = 0.0
+    for z1, z2 in zs:
+        out += log_pred(np.concatenate([yv1[keep], z1]), np.concatenate([yv2[keep], z2])) - base
+    return float(out)
+
+
+# ------------------------------------------------------------------------------ the checks
+def _replicates(fit, targets, exact, *, m, records, holdout, **kw):
+    """``REPS`` runs (fit, synthesis fixed; refits and estimator seeded per run): estimated and
+    exact posterior membership probabilities of each target."""
+    y, syn, model0 = fit
+    est, truth = [], []
+    cache: dict = {}
+    for r in range(REPS):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = model0(500 + r)
+            res = membership_risk(model, y, syn[:m], holdout=holdout, records=records,
+                                  population=0, bootstrap=0, random_seed=900 + r, **kw)
+        rec = res.records
+        assert (rec["flag_codes"] == "").all(), rec
+        row_truth = []
+        for s_, source, row in zip(rec["slot"], rec["source"], rec["row"], strict=True):
+            key = (int(s_), source, int(row))
+            if key not in cache:
+                cache[key] = exact(int(s_), targets(source, int(row)))
+            row_truth.append(cache[key])
+        truth.append(posterior_membership(np.array(row_truth), 0.5))
+        est.append(rec["p_member"].to_numpy())
+    return np.array(est), np.array(truth), rec
+
+
+@pytest.fixture(scope="module")
+def categorical_release():
+    rng = np.random.default_rng(7)
+    n = 24
+    ya = rng.integers(0, 2, n)
+    ya[5] = 2  # the only record with A = 2: its unsynthesized values are unique
+    yb = rng.integers(0, 3, n)
+    yb[:8] = (ya[:8] + 1) % 3
+    y = pd.DataFrame({"A": pd.Categorical(ya.astype(str), categories=["0", "1", "2"]),
+                      "B": pd.Categorical(yb.astype(str), categories=["0", "1", "2"])})
+
+    def model(seed):
+        return SequentialRegression(families={"B": "categorical"}, draws=3000,
+                                    progressbar=False).fit(y, synthesized=["B"],
+                                                           random_seed=seed)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        syn = list(model(1).synthesize(2, random_seed=2).datasets)
+    hold = pd.DataFrame({"A": pd.Categorical(["0", "1", "2"], categories=["0", "1", "2"]),
+                         "B": pd.Categorical(["1", "2", "0"], categories=["0", "1", "2"])})
+    return y, syn, model, ya, yb, hold
+
+
+@pytest.mark.parametrize("m", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_partial_categorical_matches_exact(categorical_release, m):
+    """Members 0, 5 (unique unsynthesized values), 9 and three holdout records; with the
+    non-members' random slots most are excluded exactly (p = 0), any that match is estimated."""
+    y, syn, model, ya, yb, hold = categorical_release
+    zs = [z["B"].astype(int).to_numpy() for z in syn[:m]]
+    alpha = 2.0
+
+    def targets(source, row):
+        t = y if source == "original" else hold
+        return int(t["A"].iloc[row]), int(t["B"].iloc[row])
+
+    def exact(slot, x):
+        return exact_partial_categorical(ya, yb, zs, slot, x[0], x[1], alpha=alpha, cells=3,
+                                         d=3)
+
+    est, truth, rec = _replicates((y, syn, model), targets, exact, m=m, records=[0, 5, 9],
+                                  holdout=hold, unsynthesized_concentration=alpha)
+    assert rec["unsynthesized_match"].iloc[:3].all()
+    # the unique record: p(r | y_{-i}) = (α / C) / (n − 1 + α), a large likelihood ratio
+    assert rec["log_p_unsynthesized"].iloc[1] == pytest.approx(np.log((2 / 3) / 25))
+    excluded = ~rec["unsynthesized_match"].to_numpy()
+    assert excluded.any()  # the seeds give some non-member a slot with other values
+    assert (rec.loc[excluded, "p_member"] == 0).all() and (truth[:, excluded] == 0).all()
+    err = (est - truth)[:, ~excluded]
+    check_p_true(err, np.zeros(err.shape[1]), 0.01, z_max=t_bound(REPS, err.shape[1], 0.01))
+
+
+@pytest.fixture(scope="module")
+def normal_release():
+    rng = np.random.default_rng(11)
+    n = 30
+    ya = np.repeat([0, 1], n // 2)
+    yv = 1.0 + 1.5 * ya + rng.normal(0, 1, n)
+    y = pd.DataFrame({"A": pd.Categorical(ya.astype(str), categories=["0", "1"]), "Y": yv})
+
+    def model(seed):
+        return SequentialRegression(draws=3000, progressbar=False).fit(
+            y, synthesized=["Y"], random_seed=seed)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        syn = list(model(1).synthesize(2, random_seed=2).datasets)
+    hold = pd.DataFrame({"A": pd.Categorical(["0", "1"], categories=["0", "1"]),
+                         "Y": [0.5, 4.5]})
+    return y, syn, model, ya, yv, hold
+
+
+@pytest.mark.parametrize("m", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_partial_normal_regression_matches_exact(normal_release, m):
+    """``Y`` regressed on the unsynthesized ``A``: Student-t predictives, ``m = 2`` by
+    quadrature."""
+    y, syn, model, ya, yv, hold = normal_release
+    zs = [z["Y"].to_numpy(dtype=float) for z in syn[:m]]
+
+    def targets(source, row):
+        t = y if source == "original" else hold
+        return int(t["A"].iloc[row]), float(t["Y"].iloc[row])
+
+    def exact(slot, x):
+        return exact_partial_normal(ya, yv, zs, slot, x[0], x[1], alpha=1.0, cells=2)
+
+    est, truth, _ = _replicates((y, syn, model), targets, exact, m=m, records=[0, 4, 17, 22],
+                                holdout=hold)
+    err = est - truth
+    check_p_true(err, np.zeros(err.shape[1]), 0.01, z_max=t_bound(REPS, err.shape[1], 0.01))
+
+
+def test_full_synthesis_normal_chain_matches_exact():
+    """A fully synthetic chain (no unsynthesized column): its record likelihood is the joint
+    ``p(y1) p(y2 | y1)``, and membership needs no population model of unsynthesized values."""
+    rng = np.random.default_rng(3)
+    n = 25
+    v1 = rng.normal(0, 1, n)
+    v2 = 0.5 + 0.8 * v1 + rng.normal(0, 0.6, n)
+    y = pd.DataFrame({"Y1": v1, "Y2": v2})
+    hold = pd.DataFrame({"Y1": [0.3, -1.2], "Y2": [0.7, -0.9]})
+
+    def model(seed):
+        return SequentialRegression(draws=3000, progressbar=False).fit(y, random_seed=seed)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        syn = list(model(1).synthesize(1, random_seed=2).datasets)
+    zs = [(z["Y1"].to_numpy(float), z["Y2"].to_numpy(float)) for z in syn]
+
+    def targets(source, row):
+        t = y if source == "original" else hold
+        return float(t["Y1"].iloc[row]), float(t["Y2"].iloc[row])
+
+    def exact(slot, x):
+        return exact_full_normal(v1, v2, zs, slot, x[0], x[1])
+
+    est, truth, rec = _replicates((y, syn, model), targets, exact, m=1, records=[0, 3, 11],
+                                  holdout=hold)
+    assert "unsynthesized_match" not in rec
+    err = est - truth
+    check_p_true(err, np.zeros(err.shape[1]), 0.01, z_max=t_bound(REPS, err.shape[1], 0.01))
+
+
+# ------------------------------------------------------------------------------ refusals
+def test_partial_synthesis_refusals(categorical_release, normal_release):
+    """Selected records, numeric unsynthesized columns and models of whole records with
+    unsynthesized columns stay refused, with the reason."""
+    y, syn, _, _, _, hold = categorical_release
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sel = SequentialRegression(families={"B": "categorical"}, draws=50,
+                                   progressbar=False).fit(y, synthesized=["B"],
+                                                          records=np.arange(10), random_seed=1)
+    with pytest.raises(NotSupportedError, match="selected records") as err:
+        membership_risk(sel, y, syn, holdout=hold)
+    assert err.value.code == "MEMBERSHIP_PARTIAL_SYNTHESIS"
+
+    yn, synn, _, _, _, holdn = normal_release
+    num = yn.assign(A=yn["A"].astype(int).astype(float))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m_num = SequentialRegression(draws=50, progressbar=False).fit(
+            num, synthesized=["Y"], random_seed=1)
+    with pytest.raises(NotSupportedError, match="numeric") as err:
+        membership_risk(m_num, num, [z.assign(A=z["A"].astype(int).astype(float))
+                                     for z in synn], holdout=holdn.assign(A=[0.0, 1.0]))
+    assert err.value.code == "MEMBERSHIP_PARTIAL_SYNTHESIS"
+    # a count column modelled as normal and rounded: the likelihood is not the release's
+    cnt = pd.DataFrame({"K": np.arange(30) % 7, "Y": np.linspace(0, 1, 30)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m_cnt = SequentialRegression(families={"K": "normal"}, draws=50,
+                                     progressbar=False).fit(cnt, random_seed=1)
+    assert m_cnt.schema_["K"].type == "count"
+    with pytest.raises(NotSupportedError, match="rounds its draws") as err:
+        membership_risk(m_cnt, cnt, [cnt], holdout=cnt.iloc[:3])
+    assert err.value.code == "MEMBERSHIP_MODEL_UNSUPPORTED"
+    with pytest.raises(Exception, match="unsynthesized_concentration"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            membership_risk(SequentialRegression(families={"B": "categorical"}, draws=50,
+                                                 progressbar=False).fit(
+                y, synthesized=["B"], random_seed=1), y, syn, holdout=hold,
+                unsynthesized_concentration=0.0)
+
+
+def test_laplace_draws_carry_a_coded_warning():
+    """A chain with Laplace draws (an approximate posterior) gives numbers with the code
+    APPROXIMATE_POSTERIOR."""
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame({"X": rng.normal(0, 1, 40)})
+    df["B"] = pd.Categorical(np.where(df["X"] + rng.normal(0, 1, 40) > 0, "yes", "no"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lap = SequentialRegression(posterior_method="laplace", draws=400,
+                                   progressbar=False).fit(df, random_seed=1)
+        syn = lap.synthesize(1, random_seed=2)
+        res = membership_risk(lap, df, syn, records=[0, 1], population=2, bootstrap=0,
+                              random_seed=3)
+    assert "APPROXIMATE_POSTERIOR" in res.warnings
+    assert "APPROXIMATE_POSTERIOR" in {w.code for w in res.structured_warnings}
