@@ -317,8 +317,8 @@ def test_attribute_equals_in_process(client, client1, acs):
         br.prior_sensitivity(res, priors=priors), br.prior_sensitivity(ref, priors=priors)
     )
     pd.testing.assert_frame_equal(
-        br.with_prior(res, "truth-weighted:2").records,
-        br.with_prior(ref, "truth-weighted:2").records,
+        br.with_prior(res, prior="truth-weighted:2").records,
+        br.with_prior(ref, prior="truth-weighted:2").records,
     )
 
 

@@ -302,7 +302,7 @@ def _partitions(positions: np.ndarray, ex: Any, progressbar: bool) -> list[Recor
 
 
 def with_prior(
-    result: AttributeRiskResult, prior: str | Prior | Any, *, bootstrap: bool = True
+    result: AttributeRiskResult, *, prior: str | Prior | Any, bootstrap: bool = True
 ) -> AttributeRiskResult:
     """``result`` under another prior: only the final normalisation is redone (methods, Priors).
 
@@ -336,7 +336,7 @@ def with_prior(
 
     Examples
     --------
-    >>> strong = with_prior(res, "truth-weighted:2")  # doctest: +SKIP
+    >>> strong = with_prior(res, prior="truth-weighted:2")  # doctest: +SKIP
     """
     if result.settings.get("compat"):
         raise ValidationError(
@@ -452,7 +452,7 @@ def prior_sensitivity(
     keep += [k for k in ("p_true_lower", "p_true_upper") if k in result.records.columns]
     frames, seen = [], {}
     for spec in specs:
-        new = with_prior(result, spec, bootstrap=bootstrap)
+        new = with_prior(result, prior=spec, bootstrap=bootstrap)
         label = new.settings["prior"]
         seen[label] = seen.get(label, 0) + 1
         if seen[label] > 1:  # e.g. two user priors: both are labelled "user"

@@ -3,7 +3,7 @@
 A prior turns a :class:`PriorInputs` bundle (candidate sets, truth positions, the other records'
 true values, cached model quantities) into one ``logprior`` vector per record, normalised over the
 record's candidates. Because the attribute-risk engine keeps every per-candidate log-likelihood, a
-new prior only renormalises (``result.with_prior(...)``).
+new prior only renormalises (``bayes_risk.with_prior(result, prior=...)``).
 
 Priors: :class:`Uniform`, :class:`TruthWeighted`, :class:`UserWeights`, :class:`Empirical`,
 :class:`ModelPredictive`, :class:`GridUniform`; :func:`parse_prior` reads the CLI forms

@@ -92,7 +92,7 @@ def test_bern3_z1_only_diagnostics_and_truth_weighted(bern3):
     L = np.log(np.array([[0.00567], [0.03125], [0.07203]]))
     out = is_estimate(logr, L)
     assert out["max_omega"][0, 0, 0] == pytest.approx(0.661129, abs=1e-5)
-    tw = with_prior(res, "truth-weighted:2")
+    tw = with_prior(res, prior="truth-weighted:2")
     p = _post_by_value(tw)
     assert p[0] == pytest.approx(0.216157, abs=1e-6) and p[1] == pytest.approx(0.783843, abs=1e-6)
     assert tw.settings["prior"] == "truth-weighted:2"
@@ -298,7 +298,7 @@ def test_invariants_sum_to_one_and_prior_sweep(kappa, rec, est):
     )
     post = np.exp(base.log_post[0])
     assert post.sum() == pytest.approx(1.0, abs=1e-12)
-    swept = with_prior(base, f"truth-weighted:{kappa}")
+    swept = with_prior(base, prior=f"truth-weighted:{kappa}")
     full = _run(
         orig,
         syn,
@@ -349,7 +349,7 @@ def test_prior_sensitivity_arguments():
     sweep = prior_sensitivity(res, priors=[up, down])
     assert list(dict.fromkeys(sweep["prior"])) == ["user", "user#2"]
     for label, w in (("user", up), ("user#2", down)):
-        ref = with_prior(res, w, bootstrap=False).records
+        ref = with_prior(res, prior=w, bootstrap=False).records
         np.testing.assert_allclose(sweep.loc[sweep["prior"] == label, "p_true"], ref["p_true"])
 
 

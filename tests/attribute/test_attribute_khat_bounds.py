@@ -194,12 +194,12 @@ def test_with_prior_recomputes_bounds_and_flag():
     model, orig, z, aug = _setup(a0, a1, H=1_000, seed=11)
     res = _run(orig, [z], model=model, records=[0], augmented=[aug])
     # an intruder who is nearly certain of the truth: little mass left for the other candidates
-    strong = with_prior(res, "truth-weighted:100000", bootstrap=False)
+    strong = with_prior(res, prior="truth-weighted:100000", bootstrap=False)
     row = strong.records.iloc[0]
     assert row["p_true"] > 0.99
     assert row["p_true_upper"] - row["p_true"] < 0.01
     assert "KHAT_HIGH" not in row["flag_codes"]
-    back = with_prior(strong, "uniform", bootstrap=False)
+    back = with_prior(strong, prior="uniform", bootstrap=False)
     pd.testing.assert_series_equal(back.records["flag_codes"], res.records["flag_codes"])
     np.testing.assert_allclose(back.records["p_true_upper"], res.records["p_true_upper"])
 
@@ -216,7 +216,7 @@ def test_prior_sensitivity_reports_each_priors_bounds_and_flags():
     assert list(sweep["prior"]) == priors
     assert list(sweep.columns[-3:]) == ["p_true_lower", "p_true_upper", "flag_codes"]
     for p, (_, row) in zip(priors, sweep.iterrows(), strict=True):
-        ref = with_prior(res, p, bootstrap=False).records.iloc[0]
+        ref = with_prior(res, prior=p, bootstrap=False).records.iloc[0]
         for key in ("p_true", "rank_min", "p_true_lower", "p_true_upper", "flag_codes"):
             assert row[key] == ref[key]
     assert "KHAT_HIGH" in sweep["flag_codes"].iloc[0]

@@ -167,7 +167,7 @@ def test_relabelling_the_chains_changes_no_flag():
 def test_with_prior_recomputes_the_check():
     df, model, aug, _, _ = _case(1)
     res = _run(df, model, aug)
-    new = with_prior(res, "truth-weighted:2")
+    new = with_prior(res, prior="truth-weighted:2")
     fresh = _run(df, model, aug, prior="truth-weighted:2")
     assert new.records["flag_codes"].tolist() == fresh.records["flag_codes"].tolist()
     np.testing.assert_allclose(new.records["chain_z"], fresh.records["chain_z"], rtol=1e-9)

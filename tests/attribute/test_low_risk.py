@@ -101,7 +101,7 @@ def test_a_new_prior_is_refused_as_in_the_run(toy5):
     model, y, release = toy5
     res = attribute_risk(y, release, model=model, scenario="empty", progressbar=False)
     with pytest.raises(ValidationError, match="uniform prior only"):
-        with_prior(res, "truth-weighted:2")
+        with_prior(res, prior="truth-weighted:2")
     with pytest.raises(ValidationError, match="uniform prior only"):
         prior_sensitivity(res, priors=["uniform", "truth-weighted:2"])
     same = prior_sensitivity(res, priors=["uniform"])

@@ -179,6 +179,6 @@ def test_a_result_under_another_prior_recomputes_its_mc_intervals():
     # the result computes nothing itself: the engine's file_uncertainty, which it was built
     # with, runs on the new result (the posteriors, hence the figures, depend on the prior)
     res = _run(60, bootstrap=40)
-    new = with_prior(res, "truth-weighted:2")
+    new = with_prior(res, prior="truth-weighted:2")
     mc = new.to_dict()["mc_uncertainty"]
     assert mc == file_uncertainty(new) and mc != res.to_dict()["mc_uncertainty"]

@@ -287,7 +287,7 @@ def test_engine_functions_act_on_the_result_and_it_has_none_of_them(ce, release)
     assert file_summary(res, kind="hrw", thresholds=(0.3,))["kind"] == "hrw"
     with pytest.raises(ValidationError, match="kind of file_summary"):
         file_summary(res, "nope")
-    new = br.with_prior(res, "truth-weighted:2")
+    new = br.with_prior(res, prior="truth-weighted:2")
     assert new.settings["prior"] != res.settings["prior"] and new.records is not res.records
 
 
