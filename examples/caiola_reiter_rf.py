@@ -90,39 +90,48 @@ def measures(data: pd.DataFrame, release, order: list[str], uniques: np.ndarray)
             "uniques_n_unique_matches": among.file["n_unique"]}
 
 
-def main(n_trees: int | None = None, runs: int = 2, replications: int | None = None,
-         attribute_records: int | None = None) -> dict:
-    """The analysis; the keyword arguments shorten it (the docs gallery runs it with fewer
-    trees and replications than the paper's 500 and 10)."""
-    n_trees = n_trees or scaled(500, minimum=20)
-    replications = replications or scaled(10, minimum=2)
+#: the pMSE of a main-effects logit (two-way interactions of ten categorical columns would
+#: need hundreds of coefficients per fit; the paper has no pMSE)
+UTILITY = {"max_order": 0}
+
+
+def prepare() -> dict:
+    """The data, its sample uniques and its schema."""
     data, label = load()
     uniques = sample_uniques(data)
     schema = infer_schema(data, categorical=list(data.columns))
-    print(f"data: {label}; {int(uniques.sum())} records unique on {' x '.join(KEYS)}; "
-          f"{n_trees} trees per forest, m = 5, {runs} runs")
+    print(f"data: {label}; {int(uniques.sum())} records unique on {' x '.join(KEYS)}")
+    return {"data": data, "uniques": uniques, "schema": schema}
 
-    # Caiola & Reiter (2010), §4: procedure 3.1-3.3 in both visit orders, and 3.1a-3.3a in the
-    # paper's order; each run grows new forests (its own seed)
+
+def identification_run(setup: dict, run: int, n_trees: int) -> tuple[list[dict], dict]:
+    """One run (Caiola & Reiter 2010, §4): procedure 3.1-3.3 in both visit orders and
+    3.1a-3.3a in the paper's order, new forests grown with the run's seed; the rows of the
+    table and the releases."""
+    data, uniques = setup["data"], setup["uniques"]
     rows, kept = [], {}
-    for run in range(runs):
-        for procedure, orders in (("A", ORDERS), ("B", {"M → R → X": ORDERS["M → R → X"]})):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # pMSE fits on a few categorical columns
-                cmp = compare_visit_orders(
-                    data, synthesizer=RandomForestSynthesizer(n_trees=n_trees,
-                                                              procedure=procedure),
-                    orders=list(orders.values()), known_unsynthesized=["AGE"], schema=schema,
-                    m=5, identification={"aggregation": "pooled", "membership": "known"},
-                    keep_releases=True, random_seed=2010 + run)
-            for name, order in orders.items():
-                release = cmp.releases[tuple(order)]
-                kept[(run, procedure, name)] = release
-                ratio = float(cmp.table.loc[cmp.table["order"] == " → ".join(order),
-                                            "pmse_ratio"].iloc[0])
-                rows.append({"run": run + 1, "procedure": "3.1-3.3" if procedure == "A"
-                             else "3.1a-3.3a", "order": name, "pmse_ratio": ratio,
-                             **measures(data, release, order, uniques)})
+    for procedure, orders in (("A", ORDERS), ("B", {"M → R → X": ORDERS["M → R → X"]})):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # pMSE fits on sparse categorical columns
+            cmp = compare_visit_orders(
+                data, synthesizer=RandomForestSynthesizer(n_trees=n_trees, procedure=procedure),
+                orders=list(orders.values()), known_unsynthesized=["AGE"],
+                schema=setup["schema"], m=5, utility=UTILITY,
+                identification={"aggregation": "pooled", "membership": "known"},
+                keep_releases=True, random_seed=2010 + run)
+        for name, order in orders.items():
+            release = cmp.releases[tuple(order)]
+            kept[(run, procedure, name)] = release
+            ratio = float(cmp.table.loc[cmp.table["order"] == " → ".join(order),
+                                        "pmse_ratio"].iloc[0])
+            rows.append({"run": run + 1, "procedure": "3.1-3.3" if procedure == "A"
+                         else "3.1a-3.3a", "order": name, "pmse_ratio": ratio,
+                         **measures(data, release, order, uniques)})
+    return rows, kept
+
+
+def risk_tables(rows: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The table of the runs and its mean over the runs, printed."""
     table = pd.DataFrame(rows)
     pd.set_option("display.width", 160)
     print("\nIdentification risk by run (rates as fractions; 'uniques' = among the records "
@@ -131,10 +140,15 @@ def main(n_trees: int | None = None, runs: int = 2, replications: int | None = N
     mean = table.groupby(["procedure", "order"], sort=False)[MEASURES].mean()
     print("\nMean over the runs:")
     print(mean.to_string(float_format=lambda v: f"{v:.3f}"))
+    return table, mean
 
-    # Random forests against CART over replications (Caiola & Reiter 2010, §4: ten replications
-    # of the m = 5 release): the forests and the trees are grown once, each replication draws
-    # a new release from them; risk pooled over each release's datasets, pMSE averaged
+
+def forests_against_cart(setup: dict, n_trees: int, replications: int) -> dict:
+    """Random forests against CART over replications (Caiola & Reiter 2010, §4: ten
+    replications of the m = 5 release): the forests and the trees are grown once, each
+    replication draws a new release from them; risk pooled over each release's datasets, pMSE
+    averaged."""
+    data, schema = setup["data"], setup["schema"]
     mrx = ORDERS["M → R → X"]
     rf = RandomForestSynthesizer(n_trees=n_trees, visit_sequence=mrx)
     rf.fit(data, schema=schema, synthesized=mrx, random_seed=4)
@@ -147,17 +161,20 @@ def main(n_trees: int | None = None, runs: int = 2, replications: int | None = N
             reps[name] = repeated_syntheses(
                 synth, data, ["AGE"], mrx, m=(5,), n_repeats=replications,
                 aggregation="pooled", membership="known", schema=schema, random_seed=5,
-                progressbar=False)
+                progressbar=False, **UTILITY)
     versus = pd.concat(reps, names=["synthesizer"]).reset_index(level=0)
     cols = ["pmse", "true_match_rate_targets", "false_match_rate"]
     print(f"\nRandom forests against CART ({replications} replications of an m = 5 release; "
           "mean, min, max):")
     print(versus.groupby("synthesizer", sort=False)[cols].agg(["mean", "min", "max"])
           .to_string(float_format=lambda v: f"{v:.4f}"))
+    return {"versus": versus, "rf": rf, "cart": cart}
 
-    # attribute risk of a sample of records, for a release of the forests grown above: the
-    # forests fixed, each candidate recounts the leaves the record trains
-    k = attribute_records or scaled(100, minimum=20)
+
+def attribute_part(setup: dict, rf: RandomForestSynthesizer, k: int) -> dict:
+    """Attribute risk of ``k`` records for a release of the forests ``rf``: the forests fixed,
+    each candidate recounts the leaves the record trains."""
+    data = setup["data"]
     release = rf.synthesize(5, random_seed=6)
     attr = attribute_risk(data, release, model=RFPlugin(rf, data), records=range(k),
                           progressbar=False)
@@ -166,9 +183,27 @@ def main(n_trees: int | None = None, runs: int = 2, replications: int | None = N
           f"{', '.join(attr.warnings)}): mean probability of the truth "
           f"{a['unflagged']['mean_p_true']:.3f} vs random guess {a['random_guess_baseline']:.3f}, "
           f"truth ranked first for {a['unflagged']['prop_top']:.0%} of records")
-    return {"data": data, "uniques": uniques, "table": table, "mean": mean, "releases": kept,
-            "versus": versus, "rf": rf, "cart": cart, "attribute_release": release,
-            "attribute": attr}
+    return {"attribute_release": release, "attribute": attr}
+
+
+def main(n_trees: int | None = None, runs: int = 2, replications: int | None = None,
+         attribute_records: int | None = None) -> dict:
+    """The whole analysis; the keyword arguments shorten it (the docs gallery calls the parts
+    with fewer trees and replications than the paper's 500 and 10)."""
+    n_trees = n_trees or scaled(500, minimum=20)
+    replications = replications or scaled(10, minimum=2)
+    setup = prepare()
+    print(f"{n_trees} trees per forest, m = 5, {runs} runs")
+    rows, kept = [], {}
+    for run in range(runs):
+        r, k = identification_run(setup, run, n_trees)
+        rows += r
+        kept.update(k)
+    table, mean = risk_tables(rows)
+    versus = forests_against_cart(setup, n_trees, replications)
+    attr = attribute_part(setup, versus["rf"], attribute_records or scaled(100, minimum=20))
+    return {"data": setup["data"], "uniques": setup["uniques"], "table": table, "mean": mean,
+            "releases": kept, **versus, **attr}
 
 
 if __name__ == "__main__":
