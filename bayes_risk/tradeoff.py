@@ -9,14 +9,15 @@ utility averaged over its ``m`` datasets), drawn as a "2D box plot": the quartil
 with whiskers to the minimum and maximum (their Fig. 10).
 
 The measures are those of :func:`~bayes_risk.pmse` and
-:func:`~bayes_risk.identification_risk` (per dataset), called here, never re-implemented.
+:func:`~bayes_risk.identification_risk` (per dataset, or pooled over a release's datasets),
+called here, never re-implemented.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -84,24 +85,17 @@ def utility_risk_points(
         target, the scale of Hornby & Hu's Fig. 10), ``true_match_rate_targets``,
         ``false_match_rate``.
     """
-    from bayes_risk.identification.api import identification_risk
-    from bayes_risk.utility.pmse import pmse
-
     if "aggregation" in identification_options:
         raise ValidationError(
             "utility_risk_points gives one point per dataset: aggregation is 'per_dataset' "
             f"and cannot be set (got aggregation={identification_options['aggregation']!r}).",
             code="OPTION_CONFLICT",
         )
-    syn_cols = synthesized
-    if syn_cols is None and not getattr(getattr(synthetic, "schema", None), "synthesized", None):
-        syn_cols = list(known_synthesized)  # plain tables: no manifest to say which
-    util = pmse(original, synthetic, method=utility_method, max_order=max_order,
-                schema=schema, categorical=categorical, synthesized=syn_cols, null="auto")
-    risk = identification_risk(original, synthetic, known_unsynthesized, known_synthesized,
-                               categorical=categorical, schema=schema,
-                               aggregation="per_dataset", progressbar=progressbar,
-                               **identification_options)
+    util, risk = _measures(original, synthetic, known_unsynthesized, known_synthesized,
+                           aggregation="per_dataset", synthesized=synthesized,
+                           categorical=categorical, schema=schema, max_order=max_order,
+                           utility_method=utility_method, progressbar=progressbar,
+                           **identification_options)
     per = risk.per_dataset
     m = len(np.atleast_1d(util.pmse))
     out = pd.DataFrame({"scenario": [label] * m, "dataset": np.arange(1, m + 1),
@@ -112,6 +106,38 @@ def utility_risk_points(
     return out
 
 
+def _measures(
+    original: pd.DataFrame,
+    synthetic: Any,
+    known_unsynthesized: Sequence[str],
+    known_synthesized: Sequence[str],
+    *,
+    aggregation: str,
+    synthesized: Iterable[str] | None = None,
+    categorical: Iterable[str] | None = None,
+    schema: Any = None,
+    max_order: int = 1,
+    utility_method: str = "logit",
+    progressbar: bool = False,
+    **identification_options: Any,
+) -> tuple[Any, Any]:
+    """The pMSE of every dataset and the identification risk of the release, as ``aggregation``
+    asks (the one place where the tradeoff functions call the two measures)."""
+    from bayes_risk.identification.api import identification_risk
+    from bayes_risk.utility.pmse import pmse
+
+    syn_cols = synthesized
+    if syn_cols is None and not getattr(getattr(synthetic, "schema", None), "synthesized", None):
+        syn_cols = list(known_synthesized)  # plain tables: no manifest to say which
+    util = pmse(original, synthetic, method=utility_method, max_order=max_order,
+                schema=schema, categorical=categorical, synthesized=syn_cols, null="auto")
+    risk = identification_risk(original, synthetic, known_unsynthesized=known_unsynthesized,
+                               known_synthesized=known_synthesized, categorical=categorical,
+                               schema=schema, aggregation=aggregation, progressbar=progressbar,
+                               **identification_options)
+    return util, risk
+
+
 def repeated_syntheses(
     synthesizer: Any,
     original: pd.DataFrame,
@@ -120,6 +146,7 @@ def repeated_syntheses(
     *,
     m: Sequence[int] = (1, 10, 20),
     n_repeats: int = 100,
+    aggregation: Literal["per_dataset", "pooled"] = "per_dataset",
     random_seed: RandomSeed = None,
     progressbar: bool = True,
     **options: Any,
@@ -129,6 +156,11 @@ def repeated_syntheses(
     For every ``m`` and repetition, ``synthesizer.synthesize(m)`` makes a new release (its own
     seed) and :func:`utility_risk_points` measures each dataset; the repetition's point is the
     mean over its ``m`` datasets (Hornby & Hu 2021, §4.3, Fig. 10, with 1,000 repetitions).
+    With ``aggregation="pooled"`` the identification measures of a repetition are those of its
+    release as a whole, the match probabilities averaged over its ``m`` datasets before the
+    intruder declares a match (Reiter & Mitra 2009; Caiola & Reiter 2010, who compare random
+    forests with CART over ten replications of an ``m = 5`` release); the pMSE is still the
+    mean over the datasets.
 
     Parameters
     ----------
@@ -145,6 +177,11 @@ def repeated_syntheses(
         Numbers of synthetic datasets (default Hornby & Hu's 1, 10 and 20).
     n_repeats : int
         Repetitions per ``m``.
+    aggregation : {"per_dataset", "pooled"}
+        How a repetition's identification measures are formed: the mean of the measures of
+        each dataset (``"per_dataset"``, Hornby & Hu), or the measures of the release pooled
+        over its datasets (``"pooled"``, :func:`~bayes_risk.identification_risk` with
+        ``aggregation="pooled"``).
     random_seed : RandomSeed
         Seed of the syntheses: repetition ``r`` of ``m`` uses its own child stream, so the
         numbers do not depend on the order in which the repetitions run.
@@ -156,14 +193,20 @@ def repeated_syntheses(
     Returns
     -------
     DataFrame
-        One row per repetition: ``m``, ``repeat`` (0-based) and the means over its datasets of
-        ``pmse``, ``s_pmse`` and the identification measures. Plot it with
+        One row per repetition: ``m``, ``repeat`` (0-based), the means over its datasets of
+        ``pmse`` and ``s_pmse``, and the identification measures ``expected_match_risk``,
+        ``expected_match_rate``, ``true_match_rate_targets`` and ``false_match_rate`` (means
+        over the datasets, or of the pooled release; see ``aggregation``). Plot it with
         ``plot_utility_risk(result, by="m", whiskers=True)``.
     """
     ms = [int(k) for k in m]
     if not ms or any(k < 1 for k in ms) or len(set(ms)) != len(ms):
         raise ValidationError(f"m must be distinct positive integers. Got {list(m)!r}.",
                               code="BAD_OPTION_VALUE")
+    if aggregation not in ("per_dataset", "pooled"):
+        raise ValidationError(
+            f"aggregation must be 'per_dataset' or 'pooled'. Got {aggregation!r}.",
+            code="BAD_OPTION_VALUE")
     if int(n_repeats) < 1:
         raise ValidationError(f"n_repeats must be at least 1. Got {n_repeats!r}.",
                               code="BAD_OPTION_VALUE")
@@ -183,13 +226,21 @@ def repeated_syntheses(
             warnings.simplefilter("always")
             release = synthesizer.synthesize(
                 k, random_seed=child_sequence(child_sequence(seq, i), r))
-            pts = utility_risk_points(original, release, known_unsynthesized,
-                                      known_synthesized, **options)
+            if aggregation == "pooled":
+                opts = {k_: v for k_, v in options.items() if k_ != "label"}
+                util, risk = _measures(original, release, known_unsynthesized,
+                                       known_synthesized, aggregation="pooled", **opts)
+                point = {"pmse": float(np.mean(util.pmse)),
+                         "s_pmse": float(np.mean(util.s_pmse)),
+                         **{c: float(risk.file[c]) for c in _RISKS}}
+            else:
+                pts = utility_risk_points(original, release, known_unsynthesized,
+                                          known_synthesized, **options)
+                point = pts.drop(columns=["scenario", "dataset"]).mean().to_dict()
         for w in caught:
             key = (w.category, warning_code(w.message, w.category))
             seen.setdefault(key, [w.message, set()])[1].add((k, r))
-        means = pts.drop(columns=["scenario", "dataset"]).mean()
-        rows.append({"m": k, "repeat": r, **means.to_dict()})
+        rows.append({"m": k, "repeat": r, **point})
     for (category, code), (message, where) in seen.items():
         first = " ".join(str(message).split())
         if first.startswith(f"{code}: "):

@@ -298,36 +298,68 @@ def test_hornby_hu_radius(monkeypatch, capsys):
     assert peak[1] > peak[4]
 
 
+def _rates(ref: dict, n_targets: int) -> tuple[float, float]:
+    """Caiola & Reiter's true match rate (over the targets) and false match rate (over the
+    unique matches) from a brute-force reference."""
+    U, K = ref["n_unique"], ref["true_match_risk"]
+    return K / n_targets, ((U - K) / U if U else float("nan"))
+
+
 def test_caiola_reiter_rf(monkeypatch, capsys):
-    res, out = run_example("caiola_reiter_rf.py", 0.04, monkeypatch, capsys)
-    acs, release = res["data"], res["release"]
-    ref = pooled_reference(acs, release.datasets, acs, ["AGE"], ["SEX", "RACE", "MAR"])
-    s = res["identification"].file
-    assert s["expected_match_risk"] == pytest.approx(ref["expected_match_risk"], rel=1e-9)
-    assert s["n_unique"] == ref["n_unique"]
-    assert f"expected match risk {ref['expected_match_risk']:.1f}" in out
-    assert f"unique matches {ref['n_unique']}" in out
-    rate = ref["true_match_risk"] / len(acs)
-    assert f"true match rate (targets) {rate:.3f}" in out
-    # the visit-order table: every order's expected match risk recomputed by brute force
-    cmp = res["orders"]
-    for i, order in enumerate(cmp.orders):
-        rel = cmp.releases[order]
-        r = pooled_reference(acs, rel.datasets, acs, ["AGE"], list(order))
-        assert cmp.table.loc[i, "expected_match_risk"] == pytest.approx(
-            r["expected_match_risk"], rel=1e-9)
-        assert cmp.table.loc[i, "n_unique"] == r["n_unique"]
-        line = next(x for x in out.splitlines() if x.strip().startswith(" → ".join(order)))
-        assert f"{r['expected_match_risk']:.3f}" in line and f" {r['n_unique']} " in f"{line} "
-    assert list(cmp.table["order"]) == ["MAR → RACE → SEX", "SEX → RACE → MAR"]
+    shared_path("data", "NYexample_X.csv")
+    res, out = run_example("caiola_reiter_rf.py", 0.05, monkeypatch, capsys)
+    data, uniques = res["data"], res["uniques"]
+    keys = ["SEX", "AGE", "MARST", "RACESING"]
+    # the sample uniques: records alone in their cell of the four quasi-identifiers
+    size = data.groupby(keys)["SEX"].transform("size").to_numpy()
+    assert np.array_equal(uniques, size == 1) and uniques.any()
+    assert f"{int(uniques.sum())} records unique on SEX x AGE x MARST x RACESING" in out
+    # every run's rates, over all records and over the sample uniques, by brute force
+    ids = data.assign(pid=np.arange(len(data)))
+    table = res["table"]
+    assert len(table) == 6  # 2 runs x (two orders of 3.1-3.3, one of 3.1a-3.3a)
+    for _, row in table.iterrows():
+        proc = "A" if row["procedure"] == "3.1-3.3" else "B"
+        order = {"M → R → X": ["MARST", "RACESING", "SEX"],
+                 "X → R → M": ["SEX", "RACESING", "MARST"]}[row["order"]]
+        release = res["releases"][(row["run"] - 1, proc, row["order"])]
+        every = pooled_reference(data, release.datasets, data, ["AGE"], order)
+        among = pooled_reference(ids, release.datasets, ids[uniques], ["AGE"], order,
+                                 id_col="pid")
+        tmr, fmr = _rates(every, len(data))
+        utmr, ufmr = _rates(among, int(uniques.sum()))
+        assert row["true_match_rate"] == pytest.approx(tmr, rel=1e-12)
+        assert row["false_match_rate"] == pytest.approx(fmr, rel=1e-12)
+        assert row["uniques_true_match_rate"] == pytest.approx(utmr, rel=1e-12)
+        assert row["uniques_false_match_rate"] == pytest.approx(ufmr, rel=1e-12, nan_ok=True)
+        assert row["n_unique_matches"] == every["n_unique"]
+        line = next(x for x in out.splitlines()
+                    if re.match(rf"\s*{row['run']}\s+{re.escape(row['procedure'])}\s+"
+                                rf"{re.escape(row['order'])}", x))
+        assert f"{tmr:.3f}" in line and f"{utmr:.3f}" in line
+    # random forests against CART: each replication is the pooled risk of the release drawn
+    # with the replication's seed (child r of child 0 of the seed 5)
+    versus = res["versus"]
+    for name, synth in (("random forest", res["rf"]), ("CART", res["cart"])):
+        rows = versus[versus["synthesizer"] == name]
+        assert len(rows) >= 2
+        for _, row in rows.iterrows():
+            seed = np.random.SeedSequence(5, spawn_key=(0, int(row["repeat"])))
+            release = synth.synthesize(5, random_seed=seed)
+            tmr, fmr = _rates(pooled_reference(data, release.datasets, data, ["AGE"],
+                                               ["MARST", "RACESING", "SEX"]), len(data))
+            assert row["true_match_rate_targets"] == pytest.approx(tmr, rel=1e-12)
+            assert row["false_match_rate"] == pytest.approx(fmr, rel=1e-12)
     # attribute risk: the printed mean probability of the truth and the random-guess baseline
     rec = res["attribute"].records
     unflagged = rec[rec["flag_codes"].astype(str) == ""]
     assert f"mean probability of the truth {unflagged['p_true'].mean():.3f}" in out
     assert f"random guess {np.mean(1.0 / rec['G']):.3f}" in out
-    # Caiola & Reiter's finding: most unique matches are false, and forests grown to purity put
-    # the truth far above a random guess
-    assert s["false_match_rate"] > 0.5
+    # Caiola & Reiter's findings: most unique matches are false; a record unique on the
+    # quasi-identifiers is found more often than a record in general; forests grown to purity
+    # put the truth far above a random guess
+    assert (table["false_match_rate"] > 0.5).all()
+    assert (table["uniques_true_match_rate"] > table["true_match_rate"]).all()
     assert unflagged["p_true"].mean() > 2 * np.mean(1.0 / rec["G"])
 
 

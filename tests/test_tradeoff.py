@@ -50,7 +50,8 @@ def test_points_are_the_packages_per_dataset_measures():
         warnings.simplefilter("ignore")
         pts = br.utility_risk_points(orig, syn, KNOWN_U, KNOWN_S, label="s1", **OPTS)
         util = br.pmse(orig, syn, categorical=["g"], synthesized=["y"])
-        risk = br.identification_risk(orig, syn, KNOWN_U, KNOWN_S, aggregation="per_dataset",
+        risk = br.identification_risk(orig, syn, known_unsynthesized=KNOWN_U,
+                                      known_synthesized=KNOWN_S, aggregation="per_dataset",
                                       progressbar=False, **OPTS)
     assert list(pts["dataset"]) == [1, 2, 3, 4] and set(pts["scenario"]) == {"s1"}
     np.testing.assert_array_equal(pts["pmse"], util.pmse)
@@ -88,6 +89,37 @@ def test_repeated_syntheses_mean_over_each_release_and_reproducible():
     row = a[(a["m"] == 3) & (a["repeat"] == 2)].iloc[0]
     for col in ("pmse", "expected_match_risk", "false_match_rate"):
         assert row[col] == pytest.approx(pts[col].mean(), rel=1e-12)
+
+
+def test_repeated_syntheses_pooled_is_the_release_pooled_over_its_datasets():
+    """Caiola & Reiter (2010) compare synthesizers over replications of an m = 5 release, the
+    match probabilities averaged over its datasets: aggregation="pooled" gives each repetition
+    the pooled measures of its release, the pMSE still averaged over the datasets."""
+    orig = _table()
+    synth = _Shuffler(orig)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = br.repeated_syntheses(synth, orig, KNOWN_U, KNOWN_S, m=(3,), n_repeats=2,
+                                  aggregation="pooled", random_seed=7, progressbar=False, **OPTS)
+        per = br.repeated_syntheses(synth, orig, KNOWN_U, KNOWN_S, m=(3,), n_repeats=2,
+                                    random_seed=7, progressbar=False, **OPTS)
+        release = synth.synthesize(3, random_seed=np.random.SeedSequence(7, spawn_key=(0, 1)))
+        pooled = br.identification_risk(orig, release, known_unsynthesized=KNOWN_U,
+                                        known_synthesized=KNOWN_S, aggregation="pooled",
+                                        progressbar=False, **OPTS)
+    row = a.iloc[1]
+    for c in ("expected_match_risk", "expected_match_rate", "true_match_rate_targets",
+              "false_match_rate"):
+        assert row[c] == pytest.approx(pooled.file[c], rel=1e-12, nan_ok=True)
+    # the same releases (same seeds): the utility is unchanged, the risk is the pooled one
+    np.testing.assert_array_equal(a["pmse"], per["pmse"])
+    # expected match risk by hand from the pooled record table: sum over targets of T / c
+    rec = pooled.records
+    assert row["expected_match_risk"] == pytest.approx(
+        float(np.sum(np.where(rec["c"] > 0, rec["T"] / rec["c"].clip(lower=1), 0.0))))
+    with pytest.raises(ValidationError, match="aggregation"):
+        br.repeated_syntheses(synth, orig, KNOWN_U, KNOWN_S, aggregation="mean",
+                              progressbar=False)
 
 
 @pytest.mark.parametrize("kw, match", [

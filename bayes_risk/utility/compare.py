@@ -29,7 +29,7 @@ from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import check_probability
-from bayes_risk.exceptions import DataWarning, ValidationError
+from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
 from bayes_risk.utility._inputs import (
     check_choice,
     observed_cells,
@@ -168,6 +168,22 @@ class Estimate:
         return self.est - q * self.se, self.est + q * self.se
 
 
+def warn_single_dataset(codes: Sequence[str]) -> None:
+    """One warning for a comparison of one synthetic dataset (code ``M_EQUALS_ONE``).
+
+    With ``m = 1`` (a single-implicate release, as the Census Bureau's; Hawala 2008) the
+    between-dataset variance is undefined: the synthetic intervals hold the dataset's own
+    variance only, which understates the variance the synthesis adds (Reiter 2003).
+    """
+    if "M_EQUALS_ONE" in codes:
+        warnings.warn(DataWarning(
+            "one synthetic dataset (m = 1): the between-dataset variance is undefined, so each "
+            "synthetic interval uses the dataset's own variance and a normal reference; it "
+            "leaves out the variance the synthesis adds, which makes the interval overlap look "
+            "better than it is (M_EQUALS_ONE).", code="M_EQUALS_ONE"),
+            skip_file_prefixes=CALLER)
+
+
 def _length_overlap(lo_o: float, hi_o: float, lo_s: float, hi_s: float, kind: str) -> float:
     """Overlap of one pair of intervals; ``nan`` when an interval is degenerate."""
     vals = (lo_o, hi_o, lo_s, hi_s)
@@ -196,9 +212,11 @@ def estimand_row(name: str, original: Estimate, synthetic: Sequence[Estimate],
     if choice is not None:
         kw = {"rules": choice.rules, "proper": choice.proper, "size_ratio": choice.size_ratio}
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DataWarning)  # m = 1 is reported by the caller
+        # m = 1 is warned about once by the caller (warn_single_dataset), not per estimand;
+        # its code stays in the list, so that the results and the audit's verdict carry it
+        warnings.simplefilter("ignore", DataWarning)
         comb = combine_scalar(q, u, alpha=alpha, **kw)
-    codes.extend(c for c in comb.warnings if c != "M_EQUALS_ONE")
+    codes.extend(comb.warnings)
     lo_o, hi_o = original.interval(alpha)
     j = _length_overlap(lo_o, hi_o, comb.ci_lower, comb.ci_upper, "length")
     js = _length_overlap(lo_o, hi_o, comb.ci_lower, comb.ci_upper, "signed")
@@ -426,6 +444,7 @@ def compare_estimates(
     table, per, codes = _compare(original, datasets, schema, formula, family, float(alpha),
                                  choice)
     codes = [*codes, *imp_codes]
+    warn_single_dataset(codes)
     table.attrs["imputed"] = imp.to_settings()
     table.attrs["combining"] = choice.to_settings()
     table.attrs["overlap_per_dataset"] = per

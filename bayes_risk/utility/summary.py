@@ -32,7 +32,13 @@ from bayes_risk.utility._inputs import (
     resolve_schema,
 )
 from bayes_risk.utility.combining import check_rules
-from bayes_risk.utility.compare import Estimate, _compare, choose_rules, estimand_row
+from bayes_risk.utility.compare import (
+    Estimate,
+    _compare,
+    choose_rules,
+    estimand_row,
+    warn_single_dataset,
+)
 from bayes_risk.utility.pmse import pmse
 
 __all__ = ["UtilitySummary", "utility_summary", "default_estimands"]
@@ -279,6 +285,7 @@ def utility_summary(
         else "fitted models: records with a missing value in a model's columns are left out "
              "(statsmodels' missing='drop')",
     }
+    warn_single_dataset(codes)
     return UtilitySummary(
         pmse=pm, overlap=overlap, comparison=comparison, estimand_kind=kind,
         synthesized=list(syn_cols), synthesized_inferred=inferred, settings=settings,

@@ -247,6 +247,34 @@ def test_summary_partial_release_keeps_reiter(ce):
     assert row["se_syn"] ** 2 == pytest.approx(row["within_var"] + row["between_var"] / 3)
 
 
+def test_single_implicate_comparison_is_flagged(ce):
+    """A single-implicate partial release (the Census Bureau's, Hawala 2008): the synthetic
+    intervals hold the dataset's own variance only. compare_estimates and utility_summary used
+    to drop the code M_EQUALS_ONE silently; now each warns once and records it (the audit names
+    it beside its overlap verdict), while the numbers stay those of combine_scalar with m = 1."""
+    d, _ = ce
+    rng = np.random.default_rng(9)
+    one = [d.assign(Income=d["Income"] * np.exp(rng.normal(0, 0.2, len(d))))]
+    with pytest.warns(DataWarning, match="M_EQUALS_ONE") as caught:
+        t = compare_estimates(d, one, formula="Income ~ Age", categorical=CAT)
+    assert sum(getattr(w.message, "code", None) == "M_EQUALS_ONE" for w in caught) == 1
+    assert t.attrs["warnings"].count("M_EQUALS_ONE") == 1
+    # the variance is the dataset's own u (by hand from the one fit), the reference normal
+    assert np.isnan(t["between_var"]).all() and np.isinf(t["df_syn"]).all()
+    np.testing.assert_allclose(t["se_syn"].to_numpy() ** 2, t["within_var"].to_numpy(),
+                               rtol=1e-12)
+    with pytest.warns(DataWarning, match="M_EQUALS_ONE") as caught:
+        s = utility_summary(d, one, max_order=0, categorical=CAT)
+    assert sum(getattr(w.message, "code", None) == "M_EQUALS_ONE" for w in caught) == 1
+    assert s.warnings.count("M_EQUALS_ONE") == 1
+    # two datasets: no such warning
+    two = [*one, d.assign(Income=d["Income"] * np.exp(rng.normal(0, 0.2, len(d))))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        t2 = compare_estimates(d, two, formula="Income ~ Age", categorical=CAT)
+    assert "M_EQUALS_ONE" not in t2.attrs["warnings"]
+
+
 def test_summary_rejects_unknown_rules(ce):
     d, full = ce
     with pytest.raises(ValidationError, match="rules must be one of") as e:
