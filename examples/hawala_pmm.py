@@ -141,7 +141,7 @@ def main() -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         five = model.synthesize(5, random_seed=2008)
-    diffs = {m: differencing_check(r, df, synthesized_records=model.recipients_)
+    diffs = {m: differencing_check(df, r, records=model.recipients_)
              for m, r in ((1, release), (5, five))}
     print("\nDifferencing the implicates (Hawala 2008, section 3.2):")
     for m, d in diffs.items():

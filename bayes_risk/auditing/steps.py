@@ -713,7 +713,7 @@ def _differencing(ctx: StepContext) -> Any:
     if (getattr(syn, "synthesized_records", None) is None or len(list(syn)) < 2
             or not rows_aligned(ctx)):
         return None
-    res = differencing_check(syn, ctx.original)
+    res = differencing_check(ctx.original, syn)
     if res.warnings:
         warnings.warn(DataWarning(
             f"SELECTION_REVEALED: comparing the {res.m} released datasets reveals "

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     syn = read_synthetic(args.synthetic, like=original,
                             allow_different_original=args.allow_different_original,
                             missing_labels=missing_labels(args))
-    diff = (differencing_check(syn, original, synthesized_records=_selected(args.selected))
+    diff = (differencing_check(original, syn, records=_selected(args.selected))
             if args.differencing else None)
     if args.keys is None:
         with output_dir(args) as tmp:

@@ -52,18 +52,18 @@ def _mask(records: Any, n: int) -> np.ndarray:
     if arr.dtype == bool:
         if arr.shape != (n,):
             raise ValidationError(
-                f"synthesized_records as a mask must have one value per record ({n}); got "
+                f"records as a mask must have one value per record ({n}); got "
                 f"shape {arr.shape}.", code="BAD_OPTION_VALUE")
         return arr
     try:
         idx = arr.astype(np.int64)
     except (TypeError, ValueError) as err:
         raise ValidationError(
-            "synthesized_records must be a boolean mask or 0-based record numbers.",
+            "records must be a boolean mask or 0-based record numbers.",
             code="BAD_OPTION_VALUE") from err
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         raise ValidationError(
-            f"synthesized_records holds record numbers outside 0..{n - 1}.",
+            f"records holds record numbers outside 0..{n - 1}.",
             code="BAD_OPTION_VALUE")
     out = np.zeros(n, dtype=bool)
     out[idx] = True
@@ -71,10 +71,10 @@ def _mask(records: Any, n: int) -> np.ndarray:
 
 
 def differencing_check(
+    original: pd.DataFrame | None,
     synthetic: Any,
-    original: pd.DataFrame | None = None,
     *,
-    synthesized_records: Any = None,
+    records: Any = None,
     columns: Sequence[str] | None = None,
 ) -> DifferencingResult:
     """Records and variables an intruder finds by comparing the released implicates.
@@ -85,13 +85,14 @@ def differencing_check(
 
     Parameters
     ----------
+    original : DataFrame or None
+        The confidential data (the agency's view). Gives the records and columns the synthesis
+        actually changed, against which the revealed ones are counted; ``None`` for the
+        intruder's view (the implicates alone).
     synthetic : SyntheticData or sequence of DataFrame
         The ``m`` implicates of a partially synthetic release, record ``i`` of each the
         synthetic version of the same unit.
-    original : DataFrame, optional
-        The confidential data (the agency's view). Gives the records and columns the synthesis
-        actually changed, against which the revealed ones are counted.
-    synthesized_records : boolean mask or sequence of int, optional
+    records : boolean mask or sequence of int, optional
         The records the agency selected for synthesis (e.g.
         ``SmallCellPMMSynthesizer.recipients_``); default: the release's own
         ``synthesized_records`` (a ``SyntheticData`` that records them), else the records whose
@@ -111,7 +112,7 @@ def differencing_check(
     >>> import pandas as pd
     >>> y = pd.DataFrame({"a": [1, 2, 3, 4], "b": ["x", "y", "x", "y"]})
     >>> z1, z2 = y.assign(a=[1, 2, 9, 4]), y.assign(a=[1, 2, 8, 4])
-    >>> res = differencing_check([z1, z2], y, synthesized_records=[2, 3])
+    >>> res = differencing_check(y, [z1, z2], records=[2, 3])
     >>> res.n_revealed, res.revealed_columns, round(res.recall, 2)
     (1, ['a'], 0.5)
     """
@@ -145,8 +146,8 @@ def differencing_check(
     varies = pd.DataFrame(varies)
     changed = pd.DataFrame(changed) if original is not None else None
     from_release = getattr(synthetic, "synthesized_records", None)
-    if synthesized_records is not None:
-        selected, source = _mask(synthesized_records, n), "given"
+    if records is not None:
+        selected, source = _mask(records, n), "given"
     elif from_release is not None:
         selected, source = _mask(from_release, n), "release"
     elif changed is not None:

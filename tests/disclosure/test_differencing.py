@@ -26,7 +26,7 @@ def _implicates():
 
 
 def test_counts_by_hand():
-    res = differencing_check(_implicates(), Y, synthesized_records=[1, 3])
+    res = differencing_check(Y, _implicates(), records=[1, 3])
     assert res.m == 2 and res.n_records == 6
     assert res.n_revealed == 1 and np.flatnonzero(res.revealed).tolist() == [3]
     assert res.revealed_columns == ["c"]
@@ -40,38 +40,38 @@ def test_counts_by_hand():
     json.dumps(d, allow_nan=False)
     assert d["revealed_records"] == [3] and d["n_selected"] == 2
     # without the selection, the changed records are the selection: 1 and 3
-    assert differencing_check(_implicates(), Y).selected.nonzero()[0].tolist() == [1, 3]
+    assert differencing_check(Y, _implicates()).selected.nonzero()[0].tolist() == [1, 3]
     # a boolean mask is the same selection
     mask = np.zeros(6, dtype=bool)
     mask[[1, 3]] = True
-    assert differencing_check(_implicates(), Y, synthesized_records=mask).recall == 0.5
+    assert differencing_check(Y, _implicates(), records=mask).recall == 0.5
 
 
 def test_one_implicate_reveals_nothing_and_csv_types_compare_equal():
     z = _implicates()[0]
-    res = differencing_check([z], Y)
+    res = differencing_check(Y, [z])
     assert res.n_revealed == 0 and res.revealed_columns == [] and res.warnings == []
     assert "One implicate" in str(res.summary())
     # 2 and 2.0 (a CSV round trip), a missing value against a missing value: no difference
     z2 = z.assign(a=z["a"].astype(float))
-    assert differencing_check([z, z2]).n_revealed == 0
+    assert differencing_check(None, [z, z2]).n_revealed == 0
     # every record varies: nothing singled out, no warning
     full = [Y.assign(a=[7, 8, 9, 10, 11, 12]), Y.assign(a=[1, 1, 1, 1, 1, 1])]
-    r = differencing_check(full)
+    r = differencing_check(None, full)
     assert r.n_revealed == 6 and r.warnings == [] and np.isnan(r.recall)
     # a selection inferred from the changes is reported, but raises no warning: a record whose
     # synthetic values equal its own in every implicate looks unselected
-    inferred = differencing_check(_implicates(), Y)
+    inferred = differencing_check(Y, _implicates())
     assert inferred.selection_source == "changed records" and inferred.warnings == []
     # every record selected: nothing singled out
-    assert differencing_check(_implicates(), Y, synthesized_records=np.ones(6, bool)).warnings == []
+    assert differencing_check(Y, _implicates(), records=np.ones(6, bool)).warnings == []
 
 
 def test_selection_recorded_by_the_release():
     from bayes_risk.data import SyntheticData
 
     rel = SyntheticData(_implicates(), method="pmm", synthesized_records=np.isin(range(6), [1, 3]))
-    res = differencing_check(rel, Y)
+    res = differencing_check(Y, rel)
     assert res.selection_source == "release" and res.recall == 0.5
     assert res.warnings == ["SELECTION_REVEALED"]
 
@@ -79,21 +79,21 @@ def test_selection_recorded_by_the_release():
 def test_refuses_bad_inputs():
     z = _implicates()
     with pytest.raises(SchemaError, match="same records in the same order"):
-        differencing_check([z[0], z[1].head(4)])
+        differencing_check(None, [z[0], z[1].head(4)])
     with pytest.raises(SchemaError, match=r"original has 5 rows"):
-        differencing_check(z, Y.head(5))
+        differencing_check(Y.head(5), z)
     with pytest.raises(SchemaError, match="lacks column"):
-        differencing_check(z, Y, columns=["a", "zz"])
+        differencing_check(Y, z, columns=["a", "zz"])
     with pytest.raises(ValidationError, match="outside 0..5"):
-        differencing_check(z, Y, synthesized_records=[6])
+        differencing_check(Y, z, records=[6])
     with pytest.raises(ValidationError, match="one value per record"):
-        differencing_check(z, Y, synthesized_records=np.ones(3, dtype=bool))
+        differencing_check(Y, z, records=np.ones(3, dtype=bool))
     with pytest.raises(ValidationError, match="sequence of DataFrames"):
-        differencing_check([])
+        differencing_check(None, [])
 
 
 def test_plot_and_summary():
-    res = differencing_check(_implicates(), Y, synthesized_records=[1, 3])
+    res = differencing_check(Y, _implicates(), records=[1, 3])
     fig = res.plot()
     assert "1 of 6 records revealed" in fig.axes[0].get_title()
     text = str(res.summary())

@@ -135,7 +135,7 @@ BUILDERS = {
         "Tenure": _quiet(br.disclosure_measures, ce, rel[2], keys=["Age", "Urban"], target="Tenure",
                          schema=rel[1])}),
     "VisitOrderComparison": _visit_orders,
-    "DifferencingResult": lambda ce, rel: br.differencing_check(rel[2], ce),
+    "DifferencingResult": lambda ce, rel: br.differencing_check(ce, rel[2]),
     "MembershipRiskResult": lambda ce, rel: _membership(),
 }
 
