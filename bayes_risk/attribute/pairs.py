@@ -157,9 +157,9 @@ def check_pair_plan(plan: AttributePlan, pairs: np.ndarray) -> None:
             f"record {int(members[np.flatnonzero(miss)[0]])} has a missing synthesized value; "
             "the two-record scenario evaluates records with observed values only.",
         )
-    if model_info(model).partial_synthesis:
-        syn = np.asarray(model.synthesized_records_, dtype=bool)
-        kept = members[~syn[members]]
+    flags = model.synthesized_records_ if model_info(model).partial_synthesis else None
+    if flags is not None:  # None: every record was synthesized
+        kept = members[~np.asarray(flags, dtype=bool)[members]]
         if kept.size:
             raise ValidationError(
                 f"record {int(kept[0])} was not synthesized (its values are released as they "

@@ -125,3 +125,37 @@ def test_second_largest_cli_matches_api(tmp_path):
     assert summ["P_interval"] == pytest.approx(table.loc[inside, "posterior"].sum())
     assert 0.0 <= summ["P_interval"] <= 1.0 and summ["p_true"] == pytest.approx(
         table.loc[table["is_truth"], "posterior"].iloc[0])
+
+
+@pytest.mark.slow
+def test_two_records_cli(saved_dpmpm, tmp_path):
+    """``--scenario two-records --pairs``: one row per pair, the Python API's numbers."""
+    from bayes_risk import attribute_risk
+    from bayes_risk.models import load_model
+
+    root, df, syn = saved_dpmpm
+    base = ["attribute", "--model", str(root / "model"), str(root / "orig.csv"), str(root / "syn")]
+    out = tmp_path / "pairs"
+    (tmp_path / "pairs.txt").write_text("0 1\n# a comment\n4:2\n")
+    r = _cli([*base, "--pairs", str(tmp_path / "pairs.txt"), "--estimator", "is",
+              "--bootstrap", "0", "--quiet", "--out", str(out)], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "pairs of records" in r.stdout
+    summ = json.loads((out / "summary.json").read_text())
+    assert summ["scenario"] == "two_records" and summ["settings"]["pairs"] == [[0, 1], [4, 2]]
+    rec = pd.read_csv(out / "records.csv")
+    assert rec["pair"].tolist() == [0, 1]
+    assert rec[["record_1", "record_2"]].to_numpy().tolist() == [[0, 1], [4, 2]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = attribute_risk(df, syn, model=load_model(root / "model"), scenario="two_records",
+                             pairs=[(0, 1), (4, 2)], estimator="is", bootstrap=0,
+                             progressbar=False)
+    np.testing.assert_allclose(rec["p_true"], res.records["p_true"], rtol=1e-9)
+    r = _cli([*base, "--scenario", "two-records", "--out", str(tmp_path / "a")], tmp_path)
+    assert r.returncode != 0 and "needs --pairs" in r.stderr
+    r = _cli([*base, "--pairs", "0:1", "--records", "0-3", "--out", str(tmp_path / "b")],
+             tmp_path)
+    assert r.returncode != 0 and "--records does not apply" in r.stderr
+    r = _cli([*base, "--pairs", "0-1", "--out", str(tmp_path / "c")], tmp_path)
+    assert r.returncode != 0 and "is not a pair of record numbers" in r.stderr
