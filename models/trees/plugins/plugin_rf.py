@@ -147,7 +147,10 @@ class RFPlugin(PluginBase):
     tree have probability 0, so log-likelihoods of ``-inf`` are legitimate) and
     ``"leaf_dirichlet"``, procedures A and B, ``oob_only``, and forests fitted with missing
     values (the missing level is a class; a record's missing values are held in every
-    candidate).
+    candidate). Forests grown within groups of an unsynthesized column (``group_by``; Caiola &
+    Reiter 2010 §5) are one more forest each: a candidate recounts the forests the record
+    trains (its group's and the pooled one) and its own term comes from the forest that
+    synthesizes it.
 
     Parameters
     ----------
@@ -170,7 +173,9 @@ class RFPlugin(PluginBase):
     Raises
     ------
     ValidationError
-        For another synthesizer type or an ``original`` that is not the fitted table.
+        For another synthesizer type, an ``original`` that is not the fitted table, or forests
+        grown within groups of a synthesized column (a candidate grouping value would move the
+        record into a forest it did not train).
     NotFittedError
         For an unfitted synthesizer.
 
