@@ -159,3 +159,36 @@ def test_two_records_cli(saved_dpmpm, tmp_path):
     assert r.returncode != 0 and "--records does not apply" in r.stderr
     r = _cli([*base, "--pairs", "0-1", "--out", str(tmp_path / "c")], tmp_path)
     assert r.returncode != 0 and "is not a pair of record numbers" in r.stderr
+
+
+@pytest.mark.slow
+def test_rf_release_grown_within_groups_cli(tmp_path):
+    """A random-forest release with forests grown within groups of an unsynthesized column:
+    ``attribute`` rebuilds the synthesizer and scores it (it was refused before)."""
+    from bayes_risk import attribute_risk
+    from bayes_risk.data import make_acs_like
+    from bayes_risk.data.io import read_synthetic
+    from bayes_risk.models import plugin_likelihood, rebuild_synthesizer
+
+    df = make_acs_like(60, random_seed=11)[["SEX", "AGE", "RACE", "MAR", "EDUC"]]
+    df.to_csv(tmp_path / "orig.csv", index=False)
+    r = _cli(["synthesize", "orig.csv", "--method", "rf", "--synthesize", "MAR", "RACE", "SEX",
+              "--categorical", "MAR", "RACE", "SEX", "EDUC", "--group-by", "EDUC",
+              "--min-group-size", "9", "--n-trees", "8", "-m", "2", "--random-seed", "3",
+              "--out", "syn", "-q"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = _cli(["attribute", "orig.csv", "syn", "--records", "0-4", "--quiet", "--out", "att"],
+             tmp_path)
+    assert r.returncode == 0, r.stderr
+    rec = pd.read_csv(tmp_path / "att" / "records.csv")
+    orig = pd.read_csv(tmp_path / "orig.csv")
+    for c in ("MAR", "RACE", "SEX", "EDUC"):
+        orig[c] = orig[c].astype("category")
+    syn = read_synthetic(tmp_path / "syn", like=orig)
+    synth = rebuild_synthesizer(orig, syn)
+    assert synth.groups_ and synth.group_fallback_["MAR"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = attribute_risk(orig, syn, model=plugin_likelihood(synth, orig), records=range(5),
+                             progressbar=False)
+    np.testing.assert_allclose(rec["p_true"], res.records["p_true"], rtol=1e-9)
