@@ -3,7 +3,10 @@
 The intruder knows every confidential record except two, ``i`` and ``j``, and guesses the
 synthesized values of both jointly (Hu 2019 §3.3.3 reviews the scenario):
 
-    p(Y_i = a, Y_j = b | Z, y_{-ij}) ∝ p(Z | Y_i = a, Y_j = b, y_{-ij}) · P0_i(a) · P0_j(b).
+    p(Y_i = a, Y_j = b | Z, y_{-ij}) ∝ p(Z | Y_i = a, Y_j = b, y_{-ij}) · P0(a, b),
+
+with ``P0`` a prior over the pair's candidates (uniform, truth-weighted on the pair's truth, or
+user weights).
 
 The pair's candidates are the product ``C_i × C_j`` of the two records' candidate sets (built by
 the same candidate rule as one record's). For a class P model the records are independent given
@@ -123,8 +126,7 @@ def check_pair_prior(prior: Prior) -> None:
         raise NotSupportedError(
             f"prior {prior.label()!r} reads the other records' values, and the two-record "
             "intruder does not know the pair's other record; use 'uniform', "
-            "'truth-weighted:K' or user weights over the pair's candidates.",
-            code="NOT_SUPPORTED",
+            "'truth-weighted:K' or user weights over the pair's candidates."
         )
 
 

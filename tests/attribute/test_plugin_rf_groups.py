@@ -13,7 +13,7 @@ import pytest
 
 from bayes_risk.attribute import attribute_risk
 from bayes_risk.data import make_acs_like
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import NotSupportedError
 from bayes_risk.models.trees.plugins.plugin_rf import RFPlugin
 from bayes_risk.models.trees.random_forest import RandomForestSynthesizer, leaf_probabilities
 from bayes_risk.models.trees.seqtree import column_codes
@@ -192,5 +192,5 @@ def test_synthesized_grouping_column_is_refused(acs):
     syn = RandomForestSynthesizer(n_trees=4, group_by={"RACE": "MAR"}, min_group_size=5,
                                   visit_sequence=["MAR", "RACE"]).fit(
         acs, synthesized=["MAR", "RACE"], random_seed=1)
-    with pytest.raises(ValidationError, match="no multiplicity"):
+    with pytest.raises(NotSupportedError, match="no multiplicity"):
         RFPlugin(syn, acs)

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import NotSupportedError, ValidationError
 from bayes_risk.models.trees.plugins.plugin_cart import PluginBase
 from bayes_risk.protocols import ModelInfo
 
@@ -173,9 +173,10 @@ class RFPlugin(PluginBase):
     Raises
     ------
     ValidationError
-        For another synthesizer type, an ``original`` that is not the fitted table, or forests
-        grown within groups of a synthesized column (a candidate grouping value would move the
-        record into a forest it did not train).
+        For another synthesizer type or an ``original`` that is not the fitted table.
+    NotSupportedError
+        For forests grown within groups of a synthesized column (a candidate grouping value
+        would move the record into a forest it did not train).
     NotFittedError
         For an unfitted synthesizer.
 
@@ -537,14 +538,13 @@ def _refuse_synthesized_groups(syn: Any) -> None:
     bad = {c: g for c, g in syn.groups_.items() if g in synthesized}
     if bad:
         c, g = next(iter(bad.items()))
-        raise ValidationError(
+        raise NotSupportedError(
             f"RFPlugin: column {c!r} is synthesized within groups of {g!r}, which is itself "
             "synthesized; a candidate value of that column would move the record into the "
             "training records of another group's forest, in whose bootstrap samples it has no "
             "multiplicity, so the fixed-forest likelihood is not defined (re-growing the forest "
             "would be needed; methods page 'Attribute disclosure risk', Tree synthesizers). "
-            "Group by an unsynthesized column, or synthesize without group_by.",
-            code="NOT_SUPPORTED",
+            "Group by an unsynthesized column, or synthesize without group_by."
         )
 
 
