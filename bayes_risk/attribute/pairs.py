@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from bayes_risk._progress import progress
-from bayes_risk.attribute.candidates import CandidateSet
+from bayes_risk.attribute.candidates import DEFAULT_MAX_CANDIDATES, CandidateSet
 from bayes_risk.attribute.evaluate import candidate_sets
 from bayes_risk.attribute.plan import (
     AttributePlan,
@@ -180,6 +180,8 @@ def evaluate_pairs(plan: AttributePlan, pairs: np.ndarray, *, progressbar: bool)
     t_loop = time.perf_counter()
     ws, out, data = Workspace(), PartitionOutput(), plan.data
     size = max(1, plan.chunk_size)
+    spec = plan.rule.spec
+    limit = spec.max_candidates if spec is not None else DEFAULT_MAX_CANDIDATES
     chunks = [np.arange(a, min(a + size, len(pairs))) for a in range(0, len(pairs), size)]
     for chunk in progress(chunks, description="attribute risk (pairs)", enabled=progressbar):
         members = np.unique(pairs[chunk])
@@ -190,6 +192,13 @@ def evaluate_pairs(plan: AttributePlan, pairs: np.ndarray, *, progressbar: bool)
         for p in chunk:
             i, j = (int(v) for v in pairs[p])
             ci, cj = csets[i], csets[j]
+            if ci.size * cj.size > limit:
+                raise ValidationError(
+                    f"pair {int(p)} (records {i} and {j}) has G = {ci.size} x {cj.size} = "
+                    f"{ci.size * cj.size:,} joint candidates, more than max_candidates = "
+                    f"{limit:,}; use smaller candidate sets (e.g. candidates='one-variable').",
+                    code="TOO_MANY_CANDIDATES",
+                )
             out.candidates[int(p)] = _pair_set(data.vary, ci, cj)
             out.flags[int(p)] = []
             if unknown[i][ci.g0] or unknown[j][cj.g0]:

@@ -18,6 +18,7 @@ from scipy.special import gammaln, logsumexp
 
 from bayes_risk import ArrayModel, attribute_risk, file_summary
 from bayes_risk.attribute import with_prior
+from bayes_risk.attribute.candidates import CandidateSpec
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import NotSupportedError, ValidationError
 
@@ -176,6 +177,9 @@ def test_two_records_refusals():
         _run(model, aug, pairs=[(1, 2)])
     with pytest.raises(NotSupportedError, match="other record"):
         _run(model, aug, scenario="two_records", pairs=[(1, 2)], prior="empirical:1")
+    with pytest.raises(ValidationError, match="more than max_candidates"):
+        _run(model, aug, scenario="two_records", pairs=[(1, 2)],
+             candidates=CandidateSpec(rule="one_variable", max_candidates=8))
     own = ArrayModel(_loglik, model.draws, model.schema_, model_class="O",
                      own_record_delta_fn=lambda r, c, d, t: np.zeros((len(t), len(d), len(c))))
     with pytest.raises(NotSupportedError, match="class P"):
