@@ -19,13 +19,12 @@ diagnostics (ESS, Pareto k̂, draw bootstrap, the range of ``p_true`` allowed by
 and the same record flags, per pair. When record ``j`` is known (``b`` held at ``y_j``) the
 pair's posterior over ``a`` is the one-record posterior of record ``i``.
 
-Not covered (each refused with the reason): class O models (the own-record term of a pair is
-not the sum of the records' terms: both records' synthetic values depend on both candidates
-only through their own), plug-in likelihoods of tree synthesizers (changing two donors of a
-leaf is not two independent changes), records the model did not synthesize (released as they
-are: their value is known), records with missing synthesized values, and priors that read
-the other records (``empirical``, ``model-predictive``: the other record of the pair is not
-known to this intruder).
+Not covered (each refused with the reason): class O models (their own-record term is derived
+for one unknown record), plug-in likelihoods of tree synthesizers (two records sharing a leaf
+do not change it independently), records the model did not synthesize (released as they are:
+their value is known), records with missing synthesized values, and priors that read the other
+records (``empirical``, ``model-predictive``: this intruder does not know the pair's other
+record).
 """
 
 from __future__ import annotations
