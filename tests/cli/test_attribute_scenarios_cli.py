@@ -152,6 +152,18 @@ def test_two_records_cli(saved_dpmpm, tmp_path):
                              pairs=[(0, 1), (4, 2)], estimator="is", bootstrap=0,
                              progressbar=False)
     np.testing.assert_allclose(rec["p_true"], res.records["p_true"], rtol=1e-9)
+    # DPMPM's one-variable neighbourhood route: with the second record held at its truth the
+    # pair's likelihoods are the first record's own (same draws)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one = attribute_risk(df, syn, model=load_model(root / "model"), records=[0],
+                             estimator="is", bootstrap=0, progressbar=False)
+    v, g0 = res.candidates[0].values, res.candidates[0].g0
+    q = v.shape[1] // 2
+    held = np.all(v[:, q:] == v[g0, q:], axis=1)
+    np.testing.assert_array_equal(v[held, :q], one.candidates[0].values)
+    a, b = res.loglik[0][held], one.loglik[0]
+    np.testing.assert_allclose(a - a.max(), b - b.max(), atol=1e-10)
     r = _cli([*base, "--scenario", "two-records", "--out", str(tmp_path / "a")], tmp_path)
     assert r.returncode != 0 and "needs --pairs" in r.stderr
     r = _cli([*base, "--pairs", "0:1", "--records", "0-3", "--out", str(tmp_path / "b")],
