@@ -32,6 +32,13 @@ from bayes_risk.attribute.candidates import CandidateSpec
 from bayes_risk.attribute.chains import chain_agreement
 from bayes_risk.attribute.evaluate import evaluate
 from bayes_risk.attribute.low_risk import check_low_risk_prior, low_risk_attribute_risk
+from bayes_risk.attribute.pairs import (
+    check_pair_plan,
+    check_pair_prior,
+    check_pairs,
+    evaluate_pairs,
+    pair_data,
+)
 from bayes_risk.attribute.plan import RecordPartition, merge_outputs
 from bayes_risk.attribute.prepare import prepare
 from bayes_risk.attribute.priors import Prior, evaluate_prior_groups, parse_prior
@@ -46,7 +53,7 @@ from bayes_risk.attribute.record_table import (
     set_point_columns,
     ungroup,
 )
-from bayes_risk.exceptions import ValidationError, interruptible
+from bayes_risk.exceptions import NotSupportedError, ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor
 from bayes_risk.results.attribute import AttributeRiskResult
 from bayes_risk.warning_codes import RECORD_FLAGS
@@ -76,8 +83,9 @@ def attribute_risk(
     records: Sequence[int] | np.ndarray | None = None,
     candidates: str | CandidateSpec | Callable[..., pd.DataFrame] = "one-variable",
     prior: str | Prior | Any = "uniform",
-    scenario: Literal["worst_case", "partially_known", "empty"] = "worst_case",
+    scenario: Literal["worst_case", "partially_known", "empty", "two_records"] = "worst_case",
     known: Sequence[str] | None = None,
+    pairs: Sequence[tuple[int, int]] | np.ndarray | None = None,
     estimator: Literal["auto", "stabilised", "is"] = "auto",
     augmented: Sequence[Any] | None = None,
     draw_indices: Sequence[int] | np.ndarray | None = None,
@@ -121,7 +129,7 @@ def attribute_risk(
     prior : str, Prior, weights or callable
         Intruder prior (methods, Priors): ``"uniform"`` (default), ``"truth-weighted:K"``,
         ``"empirical:ALPHA"``, ``"model-predictive"``, ...
-    scenario : {"worst_case", "partially_known", "empty"}
+    scenario : {"worst_case", "partially_known", "empty", "two_records"}
         Worst case: the intruder knows every other record (``A = y_{-i}``) and guesses all of
         record ``i``'s synthesized values. Partially known: also knows ``known`` of record
         ``i``'s own synthesized values (fixed at the truth). Empty: Wang & Reiter's (2012)
@@ -129,9 +137,16 @@ def attribute_risk(
         ``m`` synthetic values stand in for the intruder's posterior (candidates: the truth and
         those values; uniform prior only; warning ``APPROX_LOW_RISK``; the estimator options
         do not apply — see :func:`~bayes_risk.attribute.low_risk.low_risk_attribute_risk`).
-        Others raise :class:`~bayes_risk.exceptions.NotSupportedError`.
+        Two records: Wei & Reiter's (2016) intruder who knows every record except the two of
+        each pair in ``pairs`` and guesses both jointly, over the product of the two records'
+        candidate sets (class P models; methods, Wei & Reiter's two-record intruder; the
+        result has one row per pair). Others raise
+        :class:`~bayes_risk.exceptions.NotSupportedError`.
     known : sequence of str, optional
         Synthesized columns the intruder knows (``partially_known`` only).
+    pairs : sequence of (int, int), optional
+        ``scenario="two_records"`` only (and then required): the pairs of records (0-based row
+        positions) the intruder does not know; ``records`` does not apply.
     estimator : {"auto", "stabilised", "is"}
         ``auto``: chosen from what the model can do (its
         :class:`~bayes_risk.protocols.ModelInfo`): the first of ``model.info.estimators`` that
@@ -228,6 +243,18 @@ def attribute_risk(
     Reiter, J. P., Wang, Q. & Zhang, B. (2014). Bayesian estimation of disclosure risks for
     multiply imputed, synthetic data. Journal of Privacy and Confidentiality 6(1).
     """
+    if scenario == "two_records" or pairs is not None:
+        return _two_records(
+            original, synthetic, model=model, records=records, pairs=pairs, scenario=scenario,
+            known=known, executor=executor, progressbar=progressbar,
+            options=dict(
+                candidates=candidates, prior=prior, estimator=estimator, augmented=augmented,
+                draws=draw_indices, psis=psis, khat=khat, khat_rule=khat_rule,
+                khat_tolerance=khat_tolerance, is_diagnostics=is_diagnostics, compat=compat,
+                chunk_size=chunk_size, bootstrap=bootstrap, random_seed=random_seed,
+                refit_draws=refit_draws,
+            ),
+        )
     if scenario == "empty":
         _check_low_risk_options(candidates, known, estimator, augmented, draw_indices, psis, compat,
                                 refit_draws)
@@ -265,6 +292,48 @@ def attribute_risk(
         description="attribute risk (partitions)",
     )
     return _assemble.assemble(plan, merge_outputs(outputs))
+
+
+def _two_records(
+    original: pd.DataFrame, synthetic: Any, *, model: Any, records: Any, pairs: Any,
+    scenario: str, known: Any, executor: Any, progressbar: bool, options: dict[str, Any],
+) -> AttributeRiskResult:
+    """Wei & Reiter's two-record intruder (:mod:`bayes_risk.attribute.pairs`)."""
+    if scenario != "two_records":
+        raise ValidationError(
+            f"pairs applies to scenario='two_records' only (scenario={scenario!r}); use "
+            "records= to choose the records of the other scenarios."
+        )
+    if records is not None:
+        raise ValidationError(
+            "records does not apply to scenario='two_records': the pairs name the records."
+        )
+    if known:
+        raise ValidationError(
+            "known does not apply to scenario='two_records': the intruder knows none of the "
+            "synthesized values of the two records."
+        )
+    if executor is not None:
+        raise NotSupportedError(
+            "scenario='two_records' runs in this process; leave executor at None."
+        )
+    if not isinstance(original, pd.DataFrame):
+        raise ValidationError(
+            f"original must be a pandas DataFrame. Got {type(original).__name__}."
+        )
+    pair_arr = check_pairs(pairs, len(original))
+    check_pair_prior(parse_prior(options["prior"]))
+    plan = prepare(model, original, synthetic, np.unique(pair_arr), scenario="worst_case",
+                   known=None, progressbar=progressbar, **options)
+    check_pair_plan(plan, pair_arr)
+    out = evaluate_pairs(plan, pair_arr, progressbar=progressbar)
+    res = _assemble.assemble(pair_data(plan, pair_arr), out)
+    df = res.records.copy()
+    df.insert(0, "record_1", pair_arr[:, 0])
+    df.insert(1, "record_2", pair_arr[:, 1])
+    return dataclasses.replace(
+        res, records=df, settings=dict(res.settings, pairs=pair_arr.tolist()), _cache={}
+    )
 
 
 def _check_low_risk_options(
@@ -347,6 +416,8 @@ def with_prior(
     p = parse_prior(prior)
     if result.settings.get("scenario") == "empty":
         check_low_risk_prior(p)
+    if result.settings.get("scenario") == "two_records":
+        check_pair_prior(p)
     inp = result._prior_inputs
     g0 = result._g0()
     lp_groups, codes = evaluate_prior_groups(p, inp)

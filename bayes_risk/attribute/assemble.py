@@ -83,7 +83,9 @@ def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
                     part.flags[i] = order_flags([*part.flags[i], "KHAT_HIGH"])
     chains = _chain_flags(plan, part, recs, diags, logprior, g0_arr, unchanged)
     # G: the candidates that cover observed values (attribute.missing)
-    df = pd.DataFrame({"record": recs,
+    # Wei & Reiter's two-record intruder: a row per pair (bayes_risk.attribute.pairs)
+    key = "pair" if data.scenario == "two_records" else "record"
+    df = pd.DataFrame({key: recs,
                        "G": [n_guessable(c.values, c.g0, data.is_cat) for c in cands]})
     if syn_flags is not None:
         df["synthesized"] = [i not in unchanged for i in recs]
@@ -197,6 +199,8 @@ def _released_unchanged(
     """
     model = plan.model.model
     syn_flags = None
+    if plan.data.scenario == "two_records":  # pairs of synthesized records only (pairs.py)
+        return None, set()
     if plan.estimator.name != "plugin" and model_info(model).partial_synthesis:
         syn_flags = model.synthesized_records_
     unchanged: set[int] = set()

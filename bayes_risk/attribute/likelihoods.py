@@ -59,7 +59,20 @@ def model_logp(
     draws: np.ndarray | None,
     ws: Workspace,
 ) -> np.ndarray:
-    """``[R, H, G]`` log p(candidate | Θ_h) of one model (time spent goes to ``ws.timing``)."""
+    """``[R, H, G]`` log p(candidate | Θ_h) of one model (time spent goes to ``ws.timing``).
+
+    For a group of record pairs (``group.members``, Wei & Reiter's two-record intruder) the
+    log-likelihood of a pair candidate ``(a, b)`` is ``log p(a | Θ_h) + log p(b | Θ_h)``: the
+    records of a class P model are independent given ``Θ``, so the pair's ratio to the truth is
+    the product of the two records' ratios.
+    """
+    if group.members is not None:
+        first, second = group.members
+        # a copy: the second call may reuse the model's output buffer (Workspace.buffer)
+        a = np.array(model_logp(access, data, rule, first, draws, ws))
+        b = model_logp(access, data, rule, second, draws, ws)
+        r, h = a.shape[:2]
+        return (a[:, :, :, None] + b[:, :, None, :]).reshape(r, h, -1)
     t = time.perf_counter()
     try:
         arr = _neighbourhood_logp(access, data, rule, group, draws, ws)

@@ -315,6 +315,13 @@ class CandidateGroup:
     weight : int ndarray (R,), optional
         How many records of the partition each record stands for (identical records are
         evaluated once; counts over records use it). ``None``: one each.
+    members : tuple of two CandidateGroup, optional
+        Wei & Reiter's two-record intruder (``scenario="two_records"``,
+        :mod:`bayes_risk.attribute.pairs`): row ``k`` is a pair of records, ``pos`` numbers the
+        pairs, and the pair's candidates are the product of the candidates of
+        ``members[0]`` row ``k`` (slow index) and ``members[1]`` row ``k`` (fast index);
+        the likelihoods come from the members (:func:`~bayes_risk.attribute.likelihoods.
+        model_logp`). ``None``: one record per row.
     """
 
     pos: np.ndarray
@@ -322,6 +329,7 @@ class CandidateGroup:
     g0: np.ndarray
     unknown: np.ndarray
     weight: np.ndarray | None = None
+    members: tuple[CandidateGroup, CandidateGroup] | None = None
 
     @property
     def size(self) -> int:

@@ -221,7 +221,8 @@ def _check_settings(
     pr = parse_prior(prior)
     if scenario not in SCENARIOS:
         raise NotSupportedError(
-            f"scenario {scenario!r} is not supported; use one of {list(SCENARIOS)}. "
+            f"scenario {scenario!r} is not supported; use one of "
+            f"{[*SCENARIOS, 'two_records']} ('two_records' with pairs=[(i, j), ...]). "
             + _PAIVA_POINTER
         )
     if estimator not in ("auto", "stabilised", "is"):

@@ -149,6 +149,24 @@ def _ratio_pass(
     return st
 
 
+def _constant_ratio(st: RatioStats) -> np.ndarray:
+    """``[R, G]``: candidates whose ratio to the truth is 1 under every kept draw."""
+    n = st.n_ok[:, None].astype(np.float64)
+    return st.finite & (st.mx == 0.0) & (st.s1 == n) & (st.s2 == n)
+
+
+def _exact_pair_khat(group: CandidateGroup, khat: np.ndarray, st: RatioStats) -> None:
+    """No k̂ (``nan``) for a pair candidate whose ratio to the truth is identically 1.
+
+    The swap ``(Y_i, Y_j) = (y_j, y_i)`` of a pair (:mod:`bayes_risk.attribute.pairs`) has
+    exactly the truth's likelihood under a model whose records share one likelihood given
+    ``Θ``: its mean ratio is exact, while the Pareto fit of a constant (``k̂ = +inf``) would
+    flag the pair ``KHAT_HIGH`` for nothing. Single records are left as they are.
+    """
+    if group.members is not None:
+        khat[_constant_ratio(st)] = np.nan
+
+
 class _DrawEstimator(EstimatorStrategy):
     """Shared steps of the estimators that use posterior draws: the ratio pass under
     ``p(Θ | y)``, the published estimator's sums and the record flags."""
@@ -294,6 +312,7 @@ class PublishedIS(_DrawEstimator):
             diag["khat"] = st0.tail_khat()
         else:
             diag["khat"] = pareto_khat(np.moveaxis(st0.logr, 1, -1))
+        _exact_pair_khat(group, diag["khat"], st0)
         boot = bootstrap_is(st0, dr.L, dr.counts, delta=published.delta) if dr.n_boot else None
         return published.loglik, mean_log_ratio(st0), st0.n_dropped, boot
 
@@ -337,6 +356,9 @@ class Stabilised(_DrawEstimator):
             )
         boot = bootstrap_stabilised(st0, logr_aug, dr.counts, aug.counts) if dr.n_boot else None
         st = stabilised_estimate(st0, logr_aug, psis=dg.psis, khat=dg.khat)
+        _exact_pair_khat(group, st["khat0"], st0)
+        for li, st_a in enumerate(logr_aug):
+            _exact_pair_khat(group, st["khat_aug"][:, li], st_a)
         diag["khat"] = st["khat0"]
         diag["khat_aug"] = st["khat_aug"]
         diag["ess_r"] = st["ess_r0"]

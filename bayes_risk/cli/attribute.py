@@ -4,14 +4,16 @@
         [--records 0-199|FILE] [--candidates one-variable|full|grid:percent:0.1:11]
         [--prior uniform|truth-weighted:2|empirical:1] [--estimator auto|stabilised|is]
         [--refit-draws N]
-        [--scenario worst-case|partially-known|empty|largest-value|second-largest|
-         two-largest-sum [--column COL] [--upper U] [--total-known] [--delta D]]
+        [--scenario worst-case|partially-known|empty|two-records|largest-value|
+         second-largest|two-largest-sum [--pairs 0:1,2:5|FILE] [--column COL] [--upper U]
+         [--total-known] [--delta D]]
         [--bootstrap 200] [--random-seed N] [--scheduler ADDRESS | --workers N]
         [--partition-size N] [--quiet] --out DIR
 
 The largest-value scenarios (Wei & Reiter 2016; Poisson-mixture models) write
 ``largest_value.csv`` (the intruder's posterior over the candidate values) and ``summary.json``.
-Otherwise writes (atomically) ``records.csv`` (one row per record), ``summary.json`` (file-level
+Otherwise writes (atomically) ``records.csv`` (one row per record; per pair of ``--pairs`` for
+``--scenario two-records``), ``summary.json`` (file-level
 summary, flagged records counted separately, settings, the scenario) and three diagnostic plots:
 ``p_true_hist.png``, ``rank_hist.png`` and ``khat.png``.
 """
@@ -24,7 +26,7 @@ from typing import Any
 
 from bayes_risk.cli._common import dask_client, dask_kwargs, parse_records
 
-__all__ = ["run", "parse_records"]
+__all__ = ["run", "parse_records", "parse_pairs"]
 
 
 def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
@@ -87,7 +89,19 @@ def _scenario(args: argparse.Namespace) -> str:
     from bayes_risk.cli.parsers.attribute import LARGEST_VALUE_CHOICES
     from bayes_risk.exceptions import ValidationError
 
-    given = args.scenario or ("partially-known" if args.known else "worst-case")
+    given = args.scenario or ("partially-known" if args.known else
+                              "two-records" if args.pairs else "worst-case")
+    if (args.pairs is not None) != (given == "two-records"):
+        raise ValidationError(
+            "--pairs goes with --scenario two-records (the pairs of records the intruder does "
+            "not know), and --scenario two-records needs --pairs.",
+            code="OPTION_CONFLICT" if args.pairs is not None else "OPTION_REQUIRED",
+        )
+    if args.pairs is not None and args.records is not None:
+        raise ValidationError(
+            "--records does not apply to --scenario two-records: --pairs names the records.",
+            code="OPTION_CONFLICT",
+        )
     if args.known and given != "partially-known":
         raise ValidationError(
             f"--known applies to --scenario partially-known, not {given}.", code="OPTION_CONFLICT"
@@ -119,6 +133,47 @@ def _scenario(args: argparse.Namespace) -> str:
                 f"--delta must be a positive number. Got {args.delta!r}.", code="BAD_OPTION_VALUE"
             )
     return given.replace("-", "_")
+
+
+def parse_pairs(text: str, n: int) -> list[tuple[int, int]]:
+    """``--pairs``: ``"0:1,2:5"`` or a file with one pair per line (``I J``, ``I,J`` or ``I:J``).
+
+    Raises
+    ------
+    ValidationError
+        For a malformed pair, or a record number outside ``0..n-1``.
+    """
+    from pathlib import Path
+
+    from bayes_risk.exceptions import ValidationError
+
+    path = Path(text)
+    if path.is_file():
+        items = [ln.strip() for ln in path.read_text().splitlines()
+                 if ln.strip() and not ln.lstrip().startswith("#")]
+        where = f"file {text!r}"
+    else:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        where = "--pairs"
+    out = []
+    for it in items:
+        parts = [p for p in it.replace(":", " ").replace(",", " ").replace(";", " ").split()]
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise ValidationError(
+                f"{where}: {it!r} is not a pair of record numbers; expected 'I:J' such as "
+                "'0:1,2:5' (a file: one pair 'I J' per line); records are numbered from 0.",
+                code="BAD_OPTION_VALUE",
+            )
+        i, j = int(parts[0]), int(parts[1])
+        if max(i, j) >= n:
+            raise ValidationError(
+                f"{where}: pair {it!r} names a record outside 0..{n - 1} of ORIGINAL.",
+                code="BAD_OPTION_VALUE",
+            )
+        out.append((i, j))
+    if not out:
+        raise ValidationError(f"{where} holds no pair.", code="BAD_OPTION_VALUE")
+    return out
 
 
 def _run_largest_value(
@@ -213,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
     if scenario in ("largest_value", "second_largest", "two_largest_sum"):
         return _run_largest_value(args, scenario, model, original, synthetic)
     records = parse_records(args.records, len(original))
+    pairs = None if args.pairs is None else parse_pairs(args.pairs, len(original))
     # the low-risk intruder (scenario empty) has no candidate sets: --candidates as given
     candidates = (args.candidates if scenario == "empty"
                   else _candidates(args.candidates, model, original))
@@ -230,6 +286,7 @@ def run(args: argparse.Namespace) -> int:
             prior=args.prior,
             scenario=scenario,
             known=args.known,
+            **({} if pairs is None else {"pairs": pairs}),
             estimator=args.estimator,
             refit_draws=args.refit_draws,
             psis=args.psis,
@@ -249,16 +306,18 @@ def run(args: argparse.Namespace) -> int:
         "original": str(args.original),
         "synthetic": [str(s) for s in args.synthetic],
         "records": args.records,
+        **({} if pairs is None else {"pairs": args.pairs}),
     }
     with output_dir(args) as tmp:
-        result.records.to_csv(tmp / "records.csv")  # the index: column "record"
+        result.records.to_csv(tmp / "records.csv")  # the index: column "record" (or "pair")
         write_json(tmp / "summary.json", summary)
         for kind, name in (("p_true", "p_true_hist.png"), ("rank", "rank_hist.png"),
                            ("khat", "khat.png")):
             result.plot(kind).savefig(tmp / name, dpi=100)
     un = summary["unflagged"]
+    what = "pairs of records" if pairs is not None else "records"
     lines = [
-        f"attribute risk of {summary['n_records']} records ({summary['n_flagged']} flagged, "
+        f"attribute risk of {summary['n_records']} {what} ({summary['n_flagged']} flagged, "
         "counted separately)",
         f"unflagged: prop_top = {un.get('prop_top', float('nan')):.3f}, "
         f"mean p_true = {un.get('mean_p_true', float('nan')):.3f}",

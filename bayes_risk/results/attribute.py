@@ -66,7 +66,9 @@ class AttributeRiskResult(RiskResult):
     ----------
     records : DataFrame
         One row per evaluated record, indexed by ``record`` (the record's row in the original,
-        0-based; in the order evaluated): ``G``, ``p_true``,
+        0-based; in the order evaluated) — with ``scenario="two_records"`` one row per pair,
+        indexed by ``pair`` (its position in ``pairs``), with the pair's ``record_1`` and
+        ``record_2``, and the truth meaning both records' values: ``G``, ``p_true``,
         ``rank_min``, ``n_tie``, ``rank_avg``, ``is_top``, ``top_share``, ``baseline`` (1/G),
         ``ess_q_min``, ``khat_max``, ``ess_omega_min``, ``max_omega_max``, ``n_dropped``,
         bootstrap quantiles of the truth's rank and probability (``boot_rank_q05/q50/q95``,
@@ -136,7 +138,9 @@ class AttributeRiskResult(RiskResult):
 
     def __post_init__(self) -> None:
         # frozen: the record number becomes the index once, when the result is built
-        object.__setattr__(self, "records", records_by_record(self.records))
+        # (a pair number for Wei & Reiter's two-record intruder)
+        key = "pair" if self.settings.get("scenario") == "two_records" else "record"
+        object.__setattr__(self, "records", records_by_record(self.records, key))
 
     # ----- access -------------------------------------------------------------------------
     @property
@@ -155,7 +159,8 @@ class AttributeRiskResult(RiskResult):
 
     def candidate_posteriors(self, record: int) -> pd.DataFrame:
         """Candidates of ``record`` (decoded values) with ``loglik``, ``prior``, ``posterior``,
-        ``is_truth``, sorted as built (truth at ``g0``)."""
+        ``is_truth``, sorted as built (truth at ``g0``); for a two-record result ``record`` is
+        the pair number and the columns are suffixed ``[1]`` and ``[2]``."""
         k = self._position(record)
         cs = self.candidates[k]
         df = decode_values(cs.values, cs.columns, self.schema)
@@ -490,22 +495,26 @@ def mc_table(mc: Mapping[str, Any]) -> pd.DataFrame:
         rows.append({"figure": f, "value": num(v), "MCSE": num(mc["mc_se"][f]),
                      label: f"[{num(lo):.4g}, {num(hi):.4g}]"})
     return pd.DataFrame(rows)
-def records_by_record(records: pd.DataFrame) -> pd.DataFrame:
+def records_by_record(records: pd.DataFrame, key: str = "record") -> pd.DataFrame:
     """The record table indexed by ``record`` (the row number in the original, 0-based).
 
     Accepts the table with ``record`` as its index or as a column (``records.csv`` of
-    ``bayes-risk attribute`` and of the audit, read back with ``pandas.read_csv``).
+    ``bayes-risk attribute`` and of the audit, read back with ``pandas.read_csv``). With
+    ``key="pair"`` (``scenario="two_records"``) the table is indexed by ``pair``, the pair's
+    position in ``pairs``.
     """
-    if records.index.name == "record" and "record" not in records.columns:
+    what = ("the pair numbers: a column or index named 'pair' (the pair's position in pairs)"
+            if key == "pair" else "the record numbers: a column or index named 'record' (the "
+            "row number in the original, 0-based)")
+    if records.index.name == key and key not in records.columns:
         out = records
-    elif "record" in records.columns:
-        out = records.set_index("record")
+    elif key in records.columns:
+        out = records.set_index(key)
     else:
         raise ValidationError(
-            "the attribute-risk record table needs the record numbers: a column or index named "
-            f"'record' (the row number in the original, 0-based). Got columns {list(records)}."
+            f"the attribute-risk record table needs {what}. Got columns {list(records)}."
         )
     if out.index.has_duplicates:
-        raise ValidationError("the attribute-risk record table lists a record twice.")
-    index = pd.Index(np.asarray(out.index, dtype=np.int64), name="record")
+        raise ValidationError(f"the attribute-risk record table lists a {key} twice.")
+    index = pd.Index(np.asarray(out.index, dtype=np.int64), name=key)
     return out.set_axis(index, axis=0)

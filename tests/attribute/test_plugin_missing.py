@@ -235,7 +235,8 @@ def _rf_brute(plugin, i, enc, zs):
     for li, z in enumerate(zs):
         zv = plugin._values(z.reset_index(drop=True))
         for col in syn.visit_sequence_:
-            F, train = plugin._forests[col], plugin._train[col]
+            # (column, None): the column's one forest (no group_by)
+            F, train = plugin._forests[(col, None)], plugin._train[(col, None)]
             y = vals[col][train].astype(int)
             N = np.zeros(F.counts.shape)
             node = F.apply(plugin._inputs(col, vals, train)).T.astype(np.int64)  # (B, n_train)
@@ -266,7 +267,8 @@ def test_rf_brute_reproduces_the_plugin_base():
     zs = rf.synthesize(1, random_seed=2)
     plugin = RFPlugin(rf, df)
     st = plugin._dataset_state(0, zs[0])
-    assert _rf_brute(plugin, 0, {}, zs)[0] == pytest.approx(st["a"]["base_sum"], rel=1e-12)
+    assert _rf_brute(plugin, 0, {}, zs)[0] == pytest.approx(st[("a", None)]["base_sum"],
+                                                            rel=1e-12)
 
 
 def test_attribute_risk_end_to_end_with_missing_values(data):

@@ -125,3 +125,82 @@ def test_second_largest_cli_matches_api(tmp_path):
     assert summ["P_interval"] == pytest.approx(table.loc[inside, "posterior"].sum())
     assert 0.0 <= summ["P_interval"] <= 1.0 and summ["p_true"] == pytest.approx(
         table.loc[table["is_truth"], "posterior"].iloc[0])
+
+
+@pytest.mark.slow
+def test_two_records_cli(saved_dpmpm, tmp_path):
+    """``--scenario two-records --pairs``: one row per pair, the Python API's numbers."""
+    from bayes_risk import attribute_risk
+    from bayes_risk.models import load_model
+
+    root, df, syn = saved_dpmpm
+    base = ["attribute", "--model", str(root / "model"), str(root / "orig.csv"), str(root / "syn")]
+    out = tmp_path / "pairs"
+    (tmp_path / "pairs.txt").write_text("0 1\n# a comment\n4:2\n")
+    r = _cli([*base, "--pairs", str(tmp_path / "pairs.txt"), "--estimator", "is",
+              "--bootstrap", "0", "--quiet", "--out", str(out)], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "pairs of records" in r.stdout
+    summ = json.loads((out / "summary.json").read_text())
+    assert summ["scenario"] == "two_records" and summ["settings"]["pairs"] == [[0, 1], [4, 2]]
+    rec = pd.read_csv(out / "records.csv")
+    assert rec["pair"].tolist() == [0, 1]
+    assert rec[["record_1", "record_2"]].to_numpy().tolist() == [[0, 1], [4, 2]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = attribute_risk(df, syn, model=load_model(root / "model"), scenario="two_records",
+                             pairs=[(0, 1), (4, 2)], estimator="is", bootstrap=0,
+                             progressbar=False)
+    np.testing.assert_allclose(rec["p_true"], res.records["p_true"], rtol=1e-9)
+    # DPMPM's one-variable neighbourhood route: with the second record held at its truth the
+    # pair's likelihoods are the first record's own (same draws)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one = attribute_risk(df, syn, model=load_model(root / "model"), records=[0],
+                             estimator="is", bootstrap=0, progressbar=False)
+    v, g0 = res.candidates[0].values, res.candidates[0].g0
+    q = v.shape[1] // 2
+    held = np.all(v[:, q:] == v[g0, q:], axis=1)
+    np.testing.assert_array_equal(v[held, :q], one.candidates[0].values)
+    a, b = res.loglik[0][held], one.loglik[0]
+    np.testing.assert_allclose(a - a.max(), b - b.max(), atol=1e-10)
+    r = _cli([*base, "--scenario", "two-records", "--out", str(tmp_path / "a")], tmp_path)
+    assert r.returncode != 0 and "needs --pairs" in r.stderr
+    r = _cli([*base, "--pairs", "0:1", "--records", "0-3", "--out", str(tmp_path / "b")],
+             tmp_path)
+    assert r.returncode != 0 and "--records does not apply" in r.stderr
+    r = _cli([*base, "--pairs", "0-1", "--out", str(tmp_path / "c")], tmp_path)
+    assert r.returncode != 0 and "is not a pair of record numbers" in r.stderr
+
+
+@pytest.mark.slow
+def test_rf_release_grown_within_groups_cli(tmp_path):
+    """A random-forest release with forests grown within groups of an unsynthesized column:
+    ``attribute`` rebuilds the synthesizer and scores it (it was refused before)."""
+    from bayes_risk import attribute_risk
+    from bayes_risk.data import make_acs_like
+    from bayes_risk.data.io import read_synthetic
+    from bayes_risk.models import plugin_likelihood, rebuild_synthesizer
+
+    df = make_acs_like(60, random_seed=11)[["SEX", "AGE", "RACE", "MAR", "EDUC"]]
+    df.to_csv(tmp_path / "orig.csv", index=False)
+    r = _cli(["synthesize", "orig.csv", "--method", "rf", "--synthesize", "MAR", "RACE", "SEX",
+              "--categorical", "MAR", "RACE", "SEX", "EDUC", "--group-by", "EDUC",
+              "--min-group-size", "9", "--n-trees", "8", "-m", "2", "--random-seed", "3",
+              "--out", "syn", "-q"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = _cli(["attribute", "orig.csv", "syn", "--records", "0-4", "--quiet", "--out", "att"],
+             tmp_path)
+    assert r.returncode == 0, r.stderr
+    rec = pd.read_csv(tmp_path / "att" / "records.csv")
+    orig = pd.read_csv(tmp_path / "orig.csv")
+    for c in ("MAR", "RACE", "SEX", "EDUC"):
+        orig[c] = orig[c].astype("category")
+    syn = read_synthetic(tmp_path / "syn", like=orig)
+    synth = rebuild_synthesizer(orig, syn)
+    assert synth.groups_ and synth.group_fallback_["MAR"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = attribute_risk(orig, syn, model=plugin_likelihood(synth, orig), records=range(5),
+                             progressbar=False)
+    np.testing.assert_allclose(rec["p_true"], res.records["p_true"], rtol=1e-9)

@@ -18,9 +18,9 @@ from bayes_risk.cli.parsers import Handler
 __all__ = ["add_parser", "SCENARIO_CHOICES", "LARGEST_VALUE_CHOICES", "REFIT_COST_HELP"]
 
 #: ``--scenario`` values; the last three are the Wei & Reiter largest-value scenarios
-SCENARIO_CHOICES = ("worst-case", "partially-known", "empty", "largest-value", "second-largest",
-                    "two-largest-sum")
-LARGEST_VALUE_CHOICES = SCENARIO_CHOICES[3:]
+SCENARIO_CHOICES = ("worst-case", "partially-known", "empty", "two-records", "largest-value",
+                    "second-largest", "two-largest-sum")
+LARGEST_VALUE_CHOICES = SCENARIO_CHOICES[4:]
 #: the cost of the stabilised estimator, stated in --help of attribute and audit
 REFIT_COST_HELP = (
     "Cost: the stabilised estimator refits the model once per synthetic dataset (m refits, "
@@ -160,10 +160,21 @@ def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
         help="what the intruder knows: worst-case (default: every other record), "
         "partially-known (also --known of the target's own values; implied by --known), "
         "empty (Wang & Reiter's low-risk intruder: nothing about the other records; the "
-        "record's synthetic values stand in for the posterior); for the largest value of "
+        "record's synthetic values stand in for the posterior), two-records (Wei & Reiter: "
+        "every record except the two of each --pairs pair, guessed jointly; class P models); "
+        "for the largest value of "
         "--column (Wei & Reiter; Poisson-mixture models): largest-value (every other record "
         "known), second-largest (only the second-largest record, plus the column total with "
         "--total-known), two-largest-sum (every record but the two largest, and their sum)",
+    )
+    p.add_argument(
+        "--pairs",
+        default=None,
+        metavar="PAIRS|FILE",
+        help="the pairs of records of --scenario two-records (implied by --pairs), such as "
+        "'0:1,2:5', or a text file with one pair 'I J' (or 'I,J', 'I:J') per line; records.csv "
+        "then has one row per pair, numbered from 0 in the order given (column 'pair'), with "
+        "its record_1 and record_2",
     )
     p.add_argument(
         "--column",

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import NotSupportedError, ValidationError
 from bayes_risk.models.trees.plugins.plugin_cart import PluginBase
 from bayes_risk.protocols import ModelInfo
 
@@ -147,7 +147,10 @@ class RFPlugin(PluginBase):
     tree have probability 0, so log-likelihoods of ``-inf`` are legitimate) and
     ``"leaf_dirichlet"``, procedures A and B, ``oob_only``, and forests fitted with missing
     values (the missing level is a class; a record's missing values are held in every
-    candidate).
+    candidate). Forests grown within groups of an unsynthesized column (``group_by``; Caiola &
+    Reiter 2010 §5) are one more forest each: a candidate recounts the forests the record
+    trains (its group's and the pooled one) and its own term comes from the forest that
+    synthesizes it.
 
     Parameters
     ----------
@@ -171,6 +174,9 @@ class RFPlugin(PluginBase):
     ------
     ValidationError
         For another synthesizer type or an ``original`` that is not the fitted table.
+    NotSupportedError
+        For forests grown within groups of a synthesized column (a candidate grouping value
+        would move the record into a forest it did not train).
     NotFittedError
         For an unfitted synthesizer.
 
@@ -199,30 +205,62 @@ class RFPlugin(PluginBase):
         from bayes_risk.models.trees.random_forest import RandomForestSynthesizer
 
         self._bind(synthesizer, original, RandomForestSynthesizer)
-        if getattr(synthesizer, "groups_", None):
-            raise ValidationError(
-                "RFPlugin: the synthesizer grows separate forests within groups (group_by="
-                f"{synthesizer.group_by!r}); the fixed-forest plug-in models one forest per "
-                "column and would mis-state the risk. Use a synthesizer without group_by."
-            )
         syn = synthesizer
+        _refuse_synthesized_groups(syn)
         n = len(self.original)
-        self._forests: dict[str, _Forest] = {}
-        self._train: dict[str, np.ndarray] = {}
-        self._tpos: dict[str, np.ndarray] = {}  # record -> position among the forest's records
+        # one "unit" per forest: (column, None) for a column's forest, (column, level code) for
+        # a forest grown within a group (Caiola & Reiter 2010 §5)
+        self._units: dict[str, list[tuple[str, int | None]]] = {}
+        self._forests: dict[tuple[str, int | None], _Forest] = {}
+        self._rf: dict[tuple[str, int | None], Any] = {}
+        self._train: dict[tuple[str, int | None], np.ndarray] = {}
+        # record -> position among the forest's training records (-1: not among them)
+        self._tpos: dict[tuple[str, int | None], np.ndarray] = {}
+        # per training record: whether this forest synthesizes it
+        self._smask: dict[tuple[str, int | None], np.ndarray] = {}
         for col in syn.visit_sequence_:
             train = np.flatnonzero(syn.records_[col])
-            X = self._inputs(col, self._vals, train)
-            y = self._vals[col][train].astype(np.int64)
-            # classes: the levels, and the missing level of a column with missing values
-            d = syn._n_classes(col, self.schema_, self._layout)
-            F = _Forest(syn.forests_[col], X, y, d, bool(syn.oob_only))
-            F.shares = self._q(F.counts)
-            self._forests[col] = F
-            self._train[col] = train
-            tpos = np.full(n, -1, dtype=np.int64)
-            tpos[train] = np.arange(train.size)
-            self._tpos[col] = tpos
+            self._units[col] = []
+            for key, rf, rows, smask in self._forests_of(col, train):
+                X = self._inputs(col, self._vals, rows)
+                y = self._vals[col][rows].astype(np.int64)
+                # classes: the levels, and the missing level of a column with missing values
+                d = syn._n_classes(col, self.schema_, self._layout)
+                F = _Forest(rf, X, y, d, bool(syn.oob_only))
+                F.shares = self._q(F.counts)
+                self._units[col].append(key)
+                self._forests[key], self._rf[key], self._train[key] = F, rf, rows
+                tpos = np.full(n, -1, dtype=np.int64)
+                tpos[rows] = np.arange(rows.size)
+                self._tpos[key] = tpos
+                self._smask[key] = smask
+
+    def _forests_of(
+        self, col: str, train: np.ndarray
+    ) -> list[tuple[tuple[str, int | None], Any, np.ndarray, np.ndarray]]:
+        """The forests of ``col``: ``(key, forest, training rows, synthesizes each)``.
+
+        Without groups, the column's forest, grown on and synthesizing its replaced records.
+        Grown within groups of an unsynthesized column ``g`` (``group_by``): the forest of level
+        ``c`` is grown on and synthesizes the replaced records with ``g = c``; the pooled forest
+        is grown on every replaced record and synthesizes those of the levels without a forest of
+        their own (``group_fallback_``, and a missing ``g``), as the synthesizer does.
+        """
+        syn = self.synthesizer
+        everyone = np.ones(train.size, dtype=bool)
+        if col not in syn.groups_:
+            return [((col, None), syn.forests_[col], train, everyone)]
+        gcodes = self._vals[syn.groups_[col]][train].astype(np.int64)
+        out = []
+        own = sorted(int(c) for c in syn.group_forests_[col])
+        for code in own:
+            rows = train[gcodes == code]
+            out.append(((col, code), syn.group_forests_[col][code], rows,
+                        np.ones(rows.size, dtype=bool)))
+        pooled = ~np.isin(gcodes, own)
+        if pooled.any():  # the pooled forest synthesizes nobody otherwise
+            out.append(((col, None), syn.forests_[col], train, pooled))
+        return out
 
     def _q(self, counts: np.ndarray) -> np.ndarray:
         from bayes_risk.models.trees.random_forest import leaf_probabilities
@@ -254,8 +292,7 @@ class RFPlugin(PluginBase):
         zv = self._values(z.reset_index(drop=True))
         state: dict[str, Any] = {"__values__": zv}
         for col in syn.visit_sequence_:
-            F, train = self._forests[col], self._train[col]
-            kept = np.setdiff1d(np.arange(len(self.original)), train)
+            kept = np.flatnonzero(~np.asarray(syn.records_[col], dtype=bool))
             bad = kept[zv[col][kept] != self._vals[col][kept]]  # codes (missing: d)
             if bad.size:
                 raise ValidationError(
@@ -263,45 +300,54 @@ class RFPlugin(PluginBase):
                     f"record {int(bad[0])}, which the synthesizer does not replace; the datasets "
                     "were not produced by this synthesizer."
                 )
-            X = self._syn_matrix(col, zv, self._vals, train)
-            leaves = syn.forests_[col].apply(X.astype(np.float32)) + F.offs[None, :]
-            zc = zv[col][train].astype(np.int64)
-            valid = F.valid.T  # (n_train, B)
-            p = np.empty(train.size)
-            npos = np.empty(train.size, dtype=np.int64)
-            for a in range(0, train.size, _CHUNK):
-                sl = slice(a, a + _CHUNK)
-                qz = F.shares[leaves[sl], zc[sl, None]] * valid[sl]  # (chunk, B)
-                p[sl] = qz.sum(axis=1) / F.n_valid[sl]
-                npos[sl] = (qz > 0).sum(axis=1)
-            # synthetic records of every leaf: sort within each tree (tree b's node ids are a
-            # block after tree b-1's, so the trees' sorted blocks concatenate to a global sort)
-            order = np.argsort(leaves, axis=0)  # (n_train, B)
-            cols = np.arange(F.B)[None, :]
-            keep = valid[order, cols].T
-            rec = order.T[keep]
-            keys = leaves[order, cols].T[keep]
-            ptr = np.concatenate(
-                [[0], np.cumsum(np.bincount(keys, minlength=F.counts.shape[0]))]
-            ).astype(np.int32 if keys.size < 2**31 - 1 else np.int64)
-            with np.errstate(divide="ignore"):
-                lp = np.where(npos > 0, np.log(np.where(npos > 0, p, 1.0)), -np.inf)
-            state[col] = {
-                "z": zc,
-                "p": p,
-                "npos": npos,
-                "lp": lp,
-                "base_sum": float(lp[npos > 0].sum()),
-                "n_zero": int((npos == 0).sum()),
-                "rec": rec.astype(np.int32),
-                "ptr": ptr,
-            }
+            for key in self._units[col]:
+                state[key] = self._unit_state(key, zv)
         self._cache[li] = state
         return state
 
+    def _unit_state(self, key: tuple[str, int | None], zv: dict[str, np.ndarray]) -> dict:
+        """One forest's base ``log p_r(z_r)`` of the records it synthesizes, and the synthetic
+        records of every leaf (CSR); training records it does not synthesize count 0."""
+        col = key[0]
+        F, train, smask = self._forests[key], self._train[key], self._smask[key]
+        X = self._syn_matrix(col, zv, self._vals, train)
+        leaves = self._rf[key].apply(X.astype(np.float32)) + F.offs[None, :]
+        zc = zv[col][train].astype(np.int64)
+        valid = F.valid.T  # (n_train, B)
+        p = np.empty(train.size)
+        npos = np.empty(train.size, dtype=np.int64)
+        for a in range(0, train.size, _CHUNK):
+            sl = slice(a, a + _CHUNK)
+            qz = F.shares[leaves[sl], zc[sl, None]] * valid[sl]  # (chunk, B)
+            p[sl] = qz.sum(axis=1) / F.n_valid[sl]
+            npos[sl] = (qz > 0).sum(axis=1)
+        # synthetic records of every leaf: sort within each tree (tree b's node ids are a
+        # block after tree b-1's, so the trees' sorted blocks concatenate to a global sort)
+        order = np.argsort(leaves, axis=0)  # (n_train, B)
+        cols = np.arange(F.B)[None, :]
+        keep = (valid[order, cols] & smask[order]).T
+        rec = order.T[keep]
+        keys = leaves[order, cols].T[keep]
+        ptr = np.concatenate(
+            [[0], np.cumsum(np.bincount(keys, minlength=F.counts.shape[0]))]
+        ).astype(np.int32 if keys.size < 2**31 - 1 else np.int64)
+        with np.errstate(divide="ignore"):
+            lp = np.where(npos > 0, np.log(np.where(npos > 0, p, 1.0)), -np.inf)
+        lp = np.where(smask, lp, 0.0)  # records another forest synthesizes
+        return {
+            "z": zc,
+            "p": p,
+            "npos": npos,
+            "lp": lp,
+            "base_sum": float(lp[(npos > 0) & smask].sum()),
+            "n_zero": int(((npos == 0) & smask).sum()),
+            "rec": rec.astype(np.int32),
+            "ptr": ptr,
+        }
+
     # ------------------------------------------------------------------ per record
     def _changes(
-        self, col: str, i: int, cand: dict[str, np.ndarray], varying: set[str]
+        self, key: tuple[str, int | None], i: int, cand: dict[str, np.ndarray], varying: set[str]
     ) -> dict[str, np.ndarray] | None:
         """Leaves whose class counts change under each candidate.
 
@@ -309,8 +355,9 @@ class RFPlugin(PluginBase):
         ``qb``/``qn`` (leaf class shares before/after, ``[E, d]``); ``None`` when record ``i``
         does not train this forest.
         """
-        F = self._forests[col]
-        t = int(self._tpos[col][i])
+        col = key[0]
+        F = self._forests[key]
+        t = int(self._tpos[key][i])
         if t < 0:
             return None
         G = len(cand[col])
@@ -354,15 +401,16 @@ class RFPlugin(PluginBase):
 
     def _own_logp(
         self,
-        col: str,
+        key: tuple[str, int | None],
         i: int,
         cand: dict[str, np.ndarray],
         zvs: list[dict[str, np.ndarray]],
         ch: dict[str, np.ndarray],
     ) -> np.ndarray:
-        """``[m, G]`` log p_i(z_i) of record ``i``'s own synthetic value."""
-        F = self._forests[col]
-        t = int(self._tpos[col][i])
+        """``[m, G]`` log p_i(z_i) of record ``i``'s own synthetic value (by this forest)."""
+        col = key[0]
+        F = self._forests[key]
+        t = int(self._tpos[key][i])
         G, m = len(cand[col]), len(zvs)
         # synthetic values of the columns visited before col, genuine values (with the
         # candidate's) of the others: one routing call for all datasets
@@ -383,16 +431,17 @@ class RFPlugin(PluginBase):
 
     def _column_loglik(
         self,
-        col: str,
+        key: tuple[str, int | None],
         i: int,
         ch: dict[str, np.ndarray],
         st: dict[str, Any],
-        own: np.ndarray,
+        own: np.ndarray | None,
         G: int,
     ) -> np.ndarray:
-        """``[G]`` log-likelihood of the column's synthetic values under each candidate."""
-        F = self._forests[col]
-        t = int(self._tpos[col][i])
+        """``[G]`` log-likelihood of the synthetic values this forest drew under each candidate
+        (``own``: record ``i``'s own term, ``None`` when another forest synthesizes it)."""
+        F = self._forests[key]
+        t = int(self._tpos[key][i])
         lo, hi = st["ptr"][ch["node"]], st["ptr"][ch["node"] + 1]
         lens = hi - lo
         tot = int(lens.sum())
@@ -429,7 +478,7 @@ class RFPlugin(PluginBase):
         fin -= np.bincount(gk[old_ok], weights=lp_old[old_ok], minlength=G)
         fin += np.bincount(gk[new_ok], weights=lp_new[new_ok], minlength=G)
         zeros += np.bincount(gk[~new_ok], minlength=G) - np.bincount(gk[~old_ok], minlength=G)
-        if t >= 0:
+        if own is not None:
             if np.isfinite(st["lp"][t]):
                 fin -= st["lp"][t]
             else:
@@ -452,21 +501,51 @@ class RFPlugin(PluginBase):
         varying = set(columns)
         G = len(cand[columns[0]])
         out = np.zeros((len(datasets), G))
-        changes = {col: self._changes(col, i, cand, varying) for col in syn.visit_sequence_}
         states = [self._dataset_state(li, z) for li, z in enumerate(datasets)]
         for col in syn.visit_sequence_:
-            ch = changes[col]
-            if ch is None:  # i is not replaced in col: its value is released as it is
+            if col in varying and not syn.records_[col][i]:
+                # i is not replaced in col: its value is released as it is
                 for li, st in enumerate(states):
-                    if col in varying:
-                        zi = {col: st["__values__"][col][i]}
-                        out[li] += self._released_as_is(zi, cand, [col])
-                    out[li] += st[col]["base_sum"] if st[col]["n_zero"] == 0 else -np.inf
-                continue
-            own = self._own_logp(col, i, cand, [st["__values__"] for st in states], ch)
-            for li, st in enumerate(states):
-                out[li] += self._column_loglik(col, i, ch, st[col], own[li], G)
+                    zi = {col: st["__values__"][col][i]}
+                    out[li] += self._released_as_is(zi, cand, [col])
+            for key in self._units[col]:
+                ch = self._changes(key, i, cand, varying)
+                if ch is None:  # i does not train this forest: its leaves do not change
+                    for li, st in enumerate(states):
+                        out[li] += st[key]["base_sum"] if st[key]["n_zero"] == 0 else -np.inf
+                    continue
+                t = int(self._tpos[key][i])
+                own = (self._own_logp(key, i, cand, [st["__values__"] for st in states], ch)
+                       if self._smask[key][t] else None)
+                for li, st in enumerate(states):
+                    out[li] += self._column_loglik(key, i, ch, st[key],
+                                                   None if own is None else own[li], G)
         return out
+
+
+def _refuse_synthesized_groups(syn: Any) -> None:
+    """Forests grown within groups of a *synthesized* column are not supported.
+
+    A candidate that changes record ``i``'s genuine grouping value moves ``i`` from the training
+    records of one group's forest to another's, and ``i`` has no bootstrap multiplicity in the
+    trees of a forest it did not train: how the leaves of that forest would change is not
+    defined without re-growing it. The other records are synthesized by the forest of their
+    *synthetic* grouping value, so the records a forest synthesizes also differ between
+    datasets. Grouping by an unsynthesized column (the records of each forest then stay put)
+    is supported.
+    """
+    synthesized = set(syn.visit_sequence_)
+    bad = {c: g for c, g in syn.groups_.items() if g in synthesized}
+    if bad:
+        c, g = next(iter(bad.items()))
+        raise NotSupportedError(
+            f"RFPlugin: column {c!r} is synthesized within groups of {g!r}, which is itself "
+            "synthesized; a candidate value of that column would move the record into the "
+            "training records of another group's forest, in whose bootstrap samples it has no "
+            "multiplicity, so the fixed-forest likelihood is not defined (re-growing the forest "
+            "would be needed; methods page 'Attribute disclosure risk', Tree synthesizers). "
+            "Group by an unsynthesized column, or synthesize without group_by."
+        )
 
 
 def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *,
