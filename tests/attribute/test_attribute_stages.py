@@ -146,13 +146,13 @@ def test_capabilities_are_checked_with_protocols(bern):
         info = ModelInfo(likelihoods={"record", "dataset"}, estimators=("is",))
 
     with pytest.raises(ValidationError, match="SupportsAugmentedFit"):
-        _run(NoAugment(), orig, syn, estimator="stabilised")
+        _run(orig, syn, model=NoAugment(), estimator="stabilised")
 
     class NotIS(NoAugment):
         info = ModelInfo(likelihoods={"record", "dataset"}, estimators=())
 
     with pytest.raises(ValidationError, match=r"does not list 'is' in its ModelInfo"):
-        _run(NotIS(), orig, syn, estimator="is")
+        _run(orig, syn, model=NotIS(), estimator="is")
 
     class ClassO(NoAugment):
         model_class = "O"

@@ -269,7 +269,7 @@ def test_attribute_warnings_name_records_and_fits():
 def test_attribute_to_dict_is_the_file_summary_and_records(ce, release):
     res = _CACHE.get("AttributeRiskResult") or _attribute(ce, release)
     d = res.to_dict()
-    fs = file_summary(res, "hrw")
+    fs = file_summary(res, kind="hrw")
     assert {k: fs[k] for k in d} == d and fs["kind"] == "hrw" and d["n_records"] == 12
     assert "records" not in d and res.to_dict(records=True)["records"]["record"] == list(
         range(12))
@@ -286,7 +286,7 @@ def test_engine_functions_act_on_the_result_and_it_has_none_of_them(ce, release)
     assert not hasattr(res, "with_prior") and not hasattr(res, "file_summary")
     assert file_summary(res, kind="hrw", thresholds=(0.3,))["kind"] == "hrw"
     with pytest.raises(ValidationError, match="kind of file_summary"):
-        file_summary(res, "nope")
+        file_summary(res, kind="nope")
     new = br.with_prior(res, prior="truth-weighted:2")
     assert new.settings["prior"] != res.settings["prior"] and new.records is not res.records
 
