@@ -35,11 +35,10 @@ _RISKS = ("expected_match_risk", "expected_match_rate", "true_match_rate_targets
 def utility_risk_points(
     original: pd.DataFrame,
     synthetic: Any,
-    known_unsynthesized: Sequence[str],
-    known_synthesized: Sequence[str],
     *,
-    label: str = "release",
+    known: Sequence[str],
     synthesized: Iterable[str] | None = None,
+    label: str = "release",
     categorical: Iterable[str] | None = None,
     schema: Any = None,
     max_order: int = 1,
@@ -55,14 +54,15 @@ def utility_risk_points(
         The confidential data.
     synthetic : SyntheticData or sequence of DataFrame
         The release (``m`` datasets).
-    known_unsynthesized, known_synthesized : sequence of str
+    known : sequence of str
         The intruder's known columns, as in :func:`~bayes_risk.identification_risk`.
+    synthesized : iterable of str, optional
+        The synthesized columns, for the pMSE and the identification risk (default: the
+        release's manifest, else the known columns whose released values differ from the
+        original's).
     label : str
         The release's name in the ``scenario`` column (one colour per scenario in
         :func:`plot_utility_risk`).
-    synthesized : iterable of str, optional
-        The synthesized columns for the pMSE (default: the release's manifest, else
-        ``known_synthesized``).
     categorical, schema
         Column types, passed to both measures.
     max_order : int
@@ -73,8 +73,8 @@ def utility_risk_points(
     progressbar : bool
         Progress of the identification engine.
     **identification_options
-        Further arguments of :func:`~bayes_risk.identification_risk` (``radius``,
-        ``radius_type``, ``compat``, ...). The aggregation is per dataset.
+        Further arguments of :func:`~bayes_risk.identification_risk` (``match``,
+        ``population``, ``compat``, ...). The aggregation is per dataset.
 
     Returns
     -------
@@ -85,6 +85,7 @@ def utility_risk_points(
         ``false_match_rate``.
     """
     from bayes_risk.identification.api import identification_risk
+    from bayes_risk.identification.prepare import known_columns
     from bayes_risk.utility.pmse import pmse
 
     if "aggregation" in identification_options:
@@ -93,12 +94,14 @@ def utility_risk_points(
             f"and cannot be set (got aggregation={identification_options['aggregation']!r}).",
             code="OPTION_CONFLICT",
         )
-    syn_cols = synthesized
+    syn_cols = None if synthesized is None else list(synthesized)
     if syn_cols is None and not getattr(getattr(synthetic, "schema", None), "synthesized", None):
-        syn_cols = list(known_synthesized)  # plain tables: no manifest to say which
+        # plain tables: no manifest to say which; the known columns found synthesized
+        syn_cols = known_columns(original, synthetic, known, None,
+                                 identification_options.get("replicates"))[1]
     util = pmse(original, synthetic, method=utility_method, max_order=max_order,
                 schema=schema, categorical=categorical, synthesized=syn_cols, null="auto")
-    risk = identification_risk(original, synthetic, known_unsynthesized, known_synthesized,
+    risk = identification_risk(original, synthetic, known=known, synthesized=syn_cols,
                                categorical=categorical, schema=schema,
                                aggregation="per_dataset", progressbar=progressbar,
                                **identification_options)
@@ -115,9 +118,9 @@ def utility_risk_points(
 def repeated_syntheses(
     synthesizer: Any,
     original: pd.DataFrame,
-    known_unsynthesized: Sequence[str],
-    known_synthesized: Sequence[str],
     *,
+    known: Sequence[str],
+    synthesized: Iterable[str] | None = None,
     m: Sequence[int] = (1, 10, 20),
     n_repeats: int = 100,
     random_seed: RandomSeed = None,
@@ -139,8 +142,10 @@ def repeated_syntheses(
         leaf weights.
     original : DataFrame
         The confidential data the synthesizer was fitted to.
-    known_unsynthesized, known_synthesized : sequence of str
+    known : sequence of str
         The intruder's known columns.
+    synthesized : iterable of str, optional
+        The synthesized columns (default: each release's manifest).
     m : sequence of int
         Numbers of synthetic datasets (default Hornby & Hu's 1, 10 and 20).
     n_repeats : int
@@ -151,7 +156,7 @@ def repeated_syntheses(
     progressbar : bool
         One progress bar over all repetitions.
     **options
-        Arguments of :func:`utility_risk_points` (``radius``, ``categorical``, ``compat``, ...).
+        Arguments of :func:`utility_risk_points` (``match``, ``categorical``, ``compat``, ...).
 
     Returns
     -------
@@ -183,8 +188,8 @@ def repeated_syntheses(
             warnings.simplefilter("always")
             release = synthesizer.synthesize(
                 k, random_seed=child_sequence(child_sequence(seq, i), r))
-            pts = utility_risk_points(original, release, known_unsynthesized,
-                                      known_synthesized, **options)
+            pts = utility_risk_points(original, release, known=known, synthesized=synthesized,
+                                      **options)
         for w in caught:
             key = (w.category, warning_code(w.message, w.category))
             seen.setdefault(key, [w.message, set()])[1].add((k, r))

@@ -44,7 +44,8 @@ from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import run_engine
 from bayes_risk.identification.plan import IdentificationPlan, record_warning
-from bayes_risk.identification.prepare import prepare
+from bayes_risk.identification.prepare import prepare, same_values
+from bayes_risk.identification.specs import spec_options
 from bayes_risk.results.knowledge import SWEEP_MEASURES, KnowledgeSweepResult
 
 __all__ = ["known_sweep", "KnowledgeSweepResult", "shapley_values", "SWEEP_MEASURES"]
@@ -54,12 +55,9 @@ SHAPLEY_MEASURES = ("expected_match_risk", "true_match_rate_targets")
 
 #: arguments of ``identification_risk`` a sweep passes on, with their defaults
 _OPTIONS: dict[str, Any] = {
-    "categorical": None, "schema": None, "radius": None, "radius_type": "percentage",
-    "r_min": None, "quantile_groups": 20, "window": None, "shape": None, "aggregation": None,
-    "membership": None, "population_counts": None, "population_estimate": "default",
-    "sampling_fraction": None, "population_size": None, "strategy": "always", "fallback": None,
-    "targets": None, "target_id": None, "original_id": None, "replicates": None, "compat": None,
-    "missing_known": "any",
+    "categorical": None, "schema": None, "match": None, "population": None, "aggregation": None,
+    "strategy": "always", "fallback": None, "targets": None, "target_id": None,
+    "original_id": None, "replicates": None, "compat": None, "missing_known": "any",
 }
 
 
@@ -118,9 +116,9 @@ def known_sweep(
     executor : None, distributed.Client or Executor, optional
         Where the matching engine runs (as in ``identification_risk``).
     **kwargs
-        Further arguments of ``identification_risk`` (``radius``, ``radius_type``,
-        ``aggregation``, ``membership``, ``schema``, ``categorical``, ...). ``radius`` may name
-        any candidate; each subset uses the radii of its own columns.
+        Further arguments of ``identification_risk`` (``match``, ``population``,
+        ``aggregation``, ``schema``, ``categorical``, ...). The radius of ``match`` may name any
+        candidate; each subset uses the radii of its own columns.
 
     Returns
     -------
@@ -180,13 +178,16 @@ def known_sweep(
             f"max_size must be an integer between 1 and the number of candidates ({n_c}). "
             f"Got {max_size!r}."
         )
-    options = {k: kwargs.get(k, v) for k, v in _OPTIONS.items()}
+    options = {k: kwargs.get(k, v) for k, v in _OPTIONS.items()
+               if k not in ("match", "population")}
+    options.update(spec_options(kwargs.get("match"), kwargs.get("population")))
     if options["population_counts"] is not None and not isinstance(
             options["population_counts"], str):
         raise ValidationError(
             "known_sweep: population counts given by the user are keyed by one set of known "
-            "columns; a sweep over known sets needs population_counts='loglinear_original' or "
-            "'loglinear_synthetic' (estimated for every subset)."
+            "columns; a sweep over known sets needs PopulationSpec(counts='loglinear_original' or "
+            "'loglinear_synthetic') (estimated for every subset) or survey weights "
+            "(PopulationSpec(weights=...))."
         )
     n_planned = sum(math.comb(n_c, k) for k in range(max_size + 1))
     if n_planned > max_subsets:
@@ -278,22 +279,10 @@ def _synthesized(original: pd.DataFrame, synthetic: Any, cands: list[str],
             continue  # prepare names the missing column
         o = original[c]
         for z in datasets:
-            if c not in z.columns or not _same_values(o, z[c]):
+            if c not in z.columns or not same_values(o, z[c]):
                 syn.add(c)
                 break
     return syn
-
-
-def _same_values(a: pd.Series, b: pd.Series) -> bool:
-    """Whether two columns hold the same values row by row (missing where the other is
-    missing; 1 and 1.0 equal, as a CSV round trip may change the dtype)."""
-    if len(a) != len(b):
-        return False
-    na, nb = missing_mask(a), missing_mask(b)
-    if not np.array_equal(na, nb):
-        return False
-    x, y = a.to_numpy(dtype=object)[~na], b.to_numpy(dtype=object)[~nb]
-    return bool(np.all(x == y))
 
 
 def _order(s: frozenset, cands: list[str]) -> tuple:
