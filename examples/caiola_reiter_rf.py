@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import scaled  # noqa: E402
 
 from bayes_risk import (  # noqa: E402
+    PopulationSpec,
     RFPlugin,
     attribute_risk,
     compare_visit_orders,
@@ -45,8 +46,8 @@ def main():
     rf.fit(acs, synthesized=["MAR", "RACE", "SEX"], random_seed=4)
     release = rf.synthesize(5, random_seed=5)
     res = identification_risk(
-        acs, release, known_unsynthesized=["AGE"], known_synthesized=["SEX", "RACE", "MAR"],
-        aggregation="pooled", membership="known", progressbar=False,
+        acs, release, known=["AGE", "SEX", "RACE", "MAR"], synthesized=["SEX", "RACE", "MAR"],
+        aggregation="pooled", population=PopulationSpec(membership="known"), progressbar=False,
     )
     s = res.file
     print(f"n = {n}, m = 5: expected match risk {s['expected_match_risk']:.1f}, "

@@ -122,7 +122,7 @@ def run_scenario(d: dict, release, synthesized, scenario, counts, strategy) -> d
         # (sparse keys), NO_MATCH (keys absent from a release) and ZERO_UNIQUE (rate shown as nan)
         warnings.simplefilter("ignore")
         res = identification_risk(
-            d["sample"], release, known_unsynthesized=unsyn, known_synthesized=synthesized,
+            d["sample"], release, known=[*unsyn, *synthesized], synthesized=synthesized,
             categorical=QI,
             targets=d["targets"][scenario], target_id="pid", original_id="pid",
             aggregation="pooled", progressbar=False, **kw,

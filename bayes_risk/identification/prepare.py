@@ -9,6 +9,7 @@ match rule and the targets are set up, everything is encoded
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Any
 
@@ -85,12 +86,15 @@ def known_columns(original: pd.DataFrame, synthetic: Any, known: Any, synthesize
             twice = sorted({c for c in syn if syn.count(c) > 1})
             raise ValidationError(f"synthesized lists column(s) {twice} twice: {syn}.")
         if isinstance(original, pd.DataFrame):
-            cols = {str(c) for c in original.columns}
-            miss = [c for c in syn if c not in cols]
+            # a known column is checked (with a suggestion) with the schema; the others here
+            cols = [str(c) for c in original.columns]
+            miss = [c for c in syn if c not in cols and c not in known]
             if miss:
+                near = difflib.get_close_matches(miss[0], cols, n=1)
+                hint = f" Did you mean {near[0]!r}?" if near else ""
                 raise SchemaError(
-                    f"synthesized names column(s) {miss} that are not in the original data.",
-                    code="UNKNOWN_COLUMN",
+                    f"synthesized names column(s) {miss} that are not in the original data."
+                    + hint, code="UNKNOWN_COLUMN",
                 )
         syn_set = set(syn)
     elif replicates is not None:
