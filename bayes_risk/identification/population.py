@@ -233,9 +233,10 @@ def _weight_vector(weights: Any, original: pd.DataFrame) -> np.ndarray:
         bad = np.flatnonzero(~np.isfinite(w) | (w <= 0))
         if bad.size:
             i = int(bad[0])
+            v = col.iloc[i]
             raise ValidationError(
                 f"weights column {weights!r} must hold positive, finite numbers; record {i} has "
-                f"{col.iloc[i]!r} ({bad.size} such value(s))."
+                f"{v.item() if isinstance(v, np.generic) else v!r} ({bad.size} such value(s))."
             )
         return w
     w = np.asarray(weights, dtype=np.float64)

@@ -287,7 +287,7 @@ def _weights(weights: Any) -> str | np.ndarray:
     if bad.size:
         raise ValidationError(
             f"PopulationSpec.weights must be positive and finite; weight {int(bad[0])} is "
-            f"{w[bad[0]]!r} ({bad.size} such weight(s))."
+            f"{float(w[bad[0]])!r} ({bad.size} such weight(s))."
         )
     w.setflags(write=False)
     return w
