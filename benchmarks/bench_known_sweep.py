@@ -1,5 +1,3 @@
-from bayes_risk import MatchSpec
-
 """Knowledge-sweep benchmark (issue 33): ``known_sweep`` against separate runs; prints a table.
 
 CEdata (5,571 records), a CART release made with the package's synthesizer as in
@@ -59,7 +57,7 @@ def main() -> None:
     ap.add_argument("--m", type=int, default=20)
     ap.add_argument("--candidates", nargs="+", default=CANDIDATES)
     a = ap.parse_args()
-    from bayes_risk import identification_risk, known_sweep
+    from bayes_risk import MatchSpec, identification_risk, known_sweep
 
     warnings.simplefilter("ignore")
     t = time.perf_counter()
@@ -67,7 +65,7 @@ def main() -> None:
     t_release = time.perf_counter() - t
     kw = dict(schema=schema, aggregation=a.aggregation, progressbar=False)
     # warm-up: imports and caches of the first call are not the sweep's
-    identification_risk(data, release, ["Urban"], ["Income"],
+    identification_risk(data, release, known=["Urban", "Income"], synthesized=["Income"],
                         match=MatchSpec(radius={"Income": 0.1}), **kw)
 
     t = time.perf_counter()
@@ -83,7 +81,8 @@ def main() -> None:
             us = [c for c in s if c not in SYNTHESIZED]
             sy = [c for c in s if c in SYNTHESIZED]
             rad = {c: RADIUS[c] for c in s if c in RADIUS} or None
-            separate[", ".join(s)] = identification_risk(data, release, us, sy,
+            separate[", ".join(s)] = identification_risk(data, release, known=[*us, *sy],
+                                                         synthesized=sy,
                                                          match=MatchSpec(radius=rad),
                                                          **kw).file
     t_sep = time.perf_counter() - t

@@ -57,8 +57,10 @@ def main():
     # Caiola & Reiter (2010), §4: the order of synthesis (same seeds for both orders)
     cmp = compare_visit_orders(
         acs, synthesizer=RandomForestSynthesizer(n_trees=scaled(500, minimum=20)),
-        orders=[["MAR", "RACE", "SEX"], ["SEX", "RACE", "MAR"]], known_unsynthesized=["AGE"], m=5,
-        identification={"aggregation": "pooled", "membership": "known"}, keep_releases=True,
+        orders=[["MAR", "RACE", "SEX"], ["SEX", "RACE", "MAR"]],
+        known=["AGE", "MAR", "RACE", "SEX"], m=5,
+        identification={"aggregation": "pooled", "population": PopulationSpec(membership="known")},
+        keep_releases=True,
         random_seed=2010,
     )
     print("visit orders (pMSE ratio: about 1 when the release cannot be told from the data):")

@@ -48,8 +48,11 @@ def test_reference_run_exact(run_id):
         res = identification_risk(
             ce, syn, known=[*[c for c in run["known"] if c not in run["syn"]], *run["syn"]],
             synthesized=run["syn"],
-            categorical=["Urban", "Marital", "Tenure"], match=MatchSpec(radius=run["r"],
-                                                                        radius_type="percentage" if run["percentage"] else "absolute", shape="legacy_hh_euclid" if run["euclideanDist"] else "rectangle"),
+            categorical=["Urban", "Marital", "Tenure"],
+            match=MatchSpec(
+                radius=run["r"],
+                radius_type="percentage" if run["percentage"] else "absolute",
+                shape="legacy_hh_euclid" if run["euclideanDist"] else "rectangle"),
             compat="IdentificationRiskCalculation", progressbar=False,
         )
     base = shared_path("reference", "identification", run["output_dir"])

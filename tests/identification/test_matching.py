@@ -193,10 +193,12 @@ def test_errors():
     base = dict(progressbar=False)
     with pytest.raises(ValidationError, match="one radius"):
         identification_risk(orig, [syn], known=["age", "inc"], synthesized=["inc"],
-                            match=MatchSpec(radius={"age": 1, "inc": 2}, shape="mahalanobis"), **base)
+                            match=MatchSpec(radius={"age": 1, "inc": 2}, shape="mahalanobis"),
+                            **base)
     with pytest.raises(ValidationError, match="quantile_sd"):
         identification_risk(orig, [syn], known=["age", "inc"], synthesized=["inc"],
-                            match=MatchSpec(radius=1, radius_type="quantile_sd", shape="mahalanobis"),
+                            match=MatchSpec(radius=1, radius_type="quantile_sd",
+                                            shape="mahalanobis"),
                             **base)
     with pytest.raises(ValidationError, match=r"\['k'\] are constant"):
         identification_risk(orig.assign(k=1.0), [syn.assign(k=1.0)], known=["age", "k"],
@@ -215,7 +217,8 @@ def test_errors():
                             compat="IdentificationRiskCalculation", progressbar=False)
     with pytest.raises(ValidationError, match="more original records"):
         identification_risk(orig.iloc[:2], [syn.iloc[:2]], known=["age", "inc", "exp"],
-                            synthesized=["inc", "exp"], match=MatchSpec(radius=1, shape="mahalanobis"),
+                            synthesized=["inc", "exp"],
+                            match=MatchSpec(radius=1, shape="mahalanobis"),
                             **base)
 
 

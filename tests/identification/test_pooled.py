@@ -15,11 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bayes_risk import MatchSpec
+from bayes_risk import MatchSpec, PopulationSpec
 from bayes_risk.exceptions import DataWarning, ValidationError
 from bayes_risk.identification import engine
 from bayes_risk.identification.api import identification_risk
-from bayes_risk import PopulationSpec
 
 
 def ir(*args, **kw):
