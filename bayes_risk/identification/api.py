@@ -89,7 +89,7 @@ def identification_risk(
         The intruder's columns (quasi-identifiers), known for every target.
     synthesized : sequence of str, optional
         The columns the synthesizer replaced (columns not in ``known`` are ignored). Default:
-        the release's manifest (a :class:`~bayes_risk.SyntheticData` made by the package), else
+        the release's manifest (a :class:`~bayes_risk.data.SyntheticData` made by the package), else
         the known columns whose released values differ from the original's in some dataset.
         Required with ``replicates``.
     categorical : sequence of str, optional
@@ -98,12 +98,12 @@ def identification_risk(
         Column types (overrides inference).
     match : MatchSpec, optional
         How the known columns match (radius, its type and floor, window, shape); default
-        :class:`~bayes_risk.MatchSpec` ``()``: exact matching of categorical and count columns
+        :class:`~bayes_risk.identification.MatchSpec` ``()``: exact matching of categorical and count columns
         (a continuous known column needs a radius).
     population : PopulationSpec, optional
         Whether the intruder knows who is in the sample (default: known membership) and, when
         not, the population counts ``F_t``: given, estimated by the log-linear model, or
-        estimated from the original's survey weights (:class:`~bayes_risk.PopulationSpec`).
+        estimated from the original's survey weights (:class:`~bayes_risk.identification.PopulationSpec`).
     aggregation : {"pooled", "per_dataset"}, optional
         Default ``"pooled"`` (compat: ``"per_dataset"``).
     strategy : "always", ("threshold", γ) or "not_if_max"
@@ -117,7 +117,7 @@ def identification_risk(
         found among the original's ids (``original_id`` column, the same-named column, or the
         index) are in the sample, the others are not.
     target_id, original_id : str, optional
-    replicates : list of arrays [n, |known_synthesized|] or DataFrames, or PosteriorReplicates
+    replicates : list of arrays [n, synthesized known columns] or DataFrames, or PosteriorReplicates
         Replicates of the synthesized known columns (e.g. posterior-predictive draws), on the
         original scale (category values, not codes), instead of the released datasets; or a
         :class:`~bayes_risk.identification.PosteriorReplicates` that draws ``R`` of them from a
