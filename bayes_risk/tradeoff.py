@@ -116,9 +116,9 @@ def utility_risk_points(
 
 
 def repeated_syntheses(
-    synthesizer: Any,
     original: pd.DataFrame,
     *,
+    synthesizer: Any,
     known: Sequence[str],
     synthesized: Iterable[str] | None = None,
     m: Sequence[int] = (1, 10, 20),
@@ -135,13 +135,13 @@ def repeated_syntheses(
 
     Parameters
     ----------
+    original : DataFrame
+        The confidential data the synthesizer was fitted to.
     synthesizer
         A fitted synthesizer (anything with ``synthesize(m, random_seed=...)``: CART, random
         forests, DPMPM, ...). A Bayesian model draws each release from its posterior
         predictive; a CART synthesizer draws new donors and, with its Bayesian bootstrap, new
         leaf weights.
-    original : DataFrame
-        The confidential data the synthesizer was fitted to.
     known : sequence of str
         The intruder's known columns.
     synthesized : iterable of str, optional

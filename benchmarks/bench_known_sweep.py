@@ -71,7 +71,7 @@ def main() -> None:
     t = time.perf_counter()
     cands = list(a.candidates)
     radius = {c: r for c, r in RADIUS.items() if c in cands} or None
-    ks = known_sweep(data, release, cands, match=MatchSpec(radius=radius), **kw)
+    ks = known_sweep(data, release, candidates=cands, match=MatchSpec(radius=radius), **kw)
     t_sweep = time.perf_counter() - t
 
     t = time.perf_counter()

@@ -141,6 +141,22 @@ def test_identification_unknown_membership_loglinear(client, ce, aggregation):
     _assert_same_identification(res, ref)
 
 
+def test_identification_survey_weights_from_a_dask_dataframe(client, ce):
+    """The weight column survives the reduction of a dask DataFrame to the known columns."""
+    dd = pytest.importorskip("dask.dataframe")
+    y, syn = ce
+    y = y.assign(w=np.linspace(5.0, 50.0, len(y)))
+    kw = {**CE_KW, "match": None, "known": ["Urban", "Marital", "Tenure"],
+          "synthesized": ["Tenure"],
+          "population": br.PopulationSpec(membership="unknown", weights="w")}
+    ref = _quiet(br.identification_risk, y, syn, **kw)
+    assert ref.settings["population_counts"] == "weights"
+    res = _quiet(bd.identification_risk, dd.from_pandas(y, npartitions=3), syn, client=client,
+                 partition_size=64, **kw)
+    _assert_same_identification(res, ref)
+    np.testing.assert_array_equal(res.population_counts, ref.population_counts)
+
+
 def test_identification_dask_dataframe_and_external_targets(client, ce):
     dd = pytest.importorskip("dask.dataframe")
     y, syn = ce

@@ -75,11 +75,14 @@ def test_repeated_syntheses_mean_over_each_release_and_reproducible():
     kw = dict(m=(1, 3), n_repeats=3, progressbar=False, **OPTS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        a = br.repeated_syntheses(synth, orig, known=KNOWN, synthesized=KNOWN_S, random_seed=7,
+        a = br.repeated_syntheses(orig, synthesizer=synth, known=KNOWN, synthesized=KNOWN_S,
+                                  random_seed=7,
                                   **kw)
-        b = br.repeated_syntheses(synth, orig, known=KNOWN, synthesized=KNOWN_S, random_seed=7,
+        b = br.repeated_syntheses(orig, synthesizer=synth, known=KNOWN, synthesized=KNOWN_S,
+                                  random_seed=7,
                                   **kw)
-        c = br.repeated_syntheses(synth, orig, known=KNOWN, synthesized=KNOWN_S, random_seed=8,
+        c = br.repeated_syntheses(orig, synthesizer=synth, known=KNOWN, synthesized=KNOWN_S,
+                                  random_seed=8,
                                   **kw)
     pd.testing.assert_frame_equal(a, b)
     assert not a["pmse"].equals(c["pmse"])
@@ -104,10 +107,11 @@ def test_repeated_syntheses_mean_over_each_release_and_reproducible():
 def test_repeated_syntheses_refuses_bad_options(kw, match):
     orig = _table(30)
     with pytest.raises(ValidationError, match=match):
-        br.repeated_syntheses(_Shuffler(orig), orig, known=KNOWN, synthesized=KNOWN_S,
+        br.repeated_syntheses(orig, synthesizer=_Shuffler(orig), known=KNOWN, synthesized=KNOWN_S,
                               progressbar=False, **kw)
     with pytest.raises(ValidationError, match="synthesize"):
-        br.repeated_syntheses(object(), orig, known=KNOWN, synthesized=KNOWN_S, progressbar=False)
+        br.repeated_syntheses(orig, synthesizer=object(), known=KNOWN, synthesized=KNOWN_S,
+                              progressbar=False)
 
 
 def test_plot_draws_quartile_rectangles_and_whiskers():
@@ -144,7 +148,8 @@ def test_repeated_syntheses_warns_once_per_code():
     orig = _table(60)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        br.repeated_syntheses(_Shuffler(orig), orig, known=KNOWN, synthesized=KNOWN_S, m=(1, 2),
+        br.repeated_syntheses(orig, synthesizer=_Shuffler(orig), known=KNOWN, synthesized=KNOWN_S,
+                              m=(1, 2),
                               n_repeats=3,
                               random_seed=1, progressbar=False, categorical=["g"],
                               match=MatchSpec(radius={"a": 0.01, "y": 0.001}))

@@ -332,7 +332,8 @@ def _known_sweep(args: argparse.Namespace, original: Any, syn: Any, kw: dict[str
     if isinstance(kw["match"].radius, dict):  # the radii of the candidates only
         kw["match"] = kw["match"].replace(
             radius={c: r for c, r in kw["match"].radius.items() if c in cands} or None)
-    return known_sweep(original, syn, cands, synthesized=synthesized, max_size=args.max_size,
+    return known_sweep(original, syn, candidates=cands, synthesized=synthesized,
+                       max_size=args.max_size,
                        aggregation=aggregation, progressbar=not args.quiet, executor=client,
                        **kw)
 

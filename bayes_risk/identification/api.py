@@ -98,12 +98,13 @@ def identification_risk(
         Column types (overrides inference).
     match : MatchSpec, optional
         How the known columns match (radius, its type and floor, window, shape); default
-        :class:`~bayes_risk.identification.MatchSpec` ``()``: exact matching of categorical and count columns
-        (a continuous known column needs a radius).
+        :class:`~bayes_risk.identification.MatchSpec` ``()``: exact matching of categorical
+        and count columns (a continuous known column needs a radius).
     population : PopulationSpec, optional
         Whether the intruder knows who is in the sample (default: known membership) and, when
         not, the population counts ``F_t``: given, estimated by the log-linear model, or
-        estimated from the original's survey weights (:class:`~bayes_risk.identification.PopulationSpec`).
+        estimated from the original's survey weights
+        (:class:`~bayes_risk.identification.PopulationSpec`).
     aggregation : {"pooled", "per_dataset"}, optional
         Default ``"pooled"`` (compat: ``"per_dataset"``).
     strategy : "always", ("threshold", γ) or "not_if_max"
