@@ -36,7 +36,6 @@ import pandas as pd
 
 from bayes_risk._progress import progress
 from bayes_risk.data.missing import missing_mask
-from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import CATEGORICAL_TYPES
 from bayes_risk.exceptions import ValidationError, interruptible
 from bayes_risk.executors import as_executor
@@ -44,7 +43,7 @@ from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import run_engine
 from bayes_risk.identification.plan import IdentificationPlan, record_warning
-from bayes_risk.identification.prepare import prepare, same_values
+from bayes_risk.identification.prepare import inferred_synthesized, prepare
 from bayes_risk.identification.specs import spec_options
 from bayes_risk.results.knowledge import SWEEP_MEASURES, KnowledgeSweepResult
 
@@ -268,21 +267,7 @@ def _synthesized(original: pd.DataFrame, synthetic: Any, cands: list[str],
         raise ValidationError(
             "with replicates= give synthesized= (the candidates the replicates replicate)."
         )
-    schema = getattr(synthetic, "schema", None)
-    roles = set(getattr(schema, "synthesized", ()) or ()) if schema is not None else set()
-    if roles:
-        return {c for c in cands if c in roles}
-    datasets = as_synthetic_list(synthetic, allow_none=False, original=original)[0]
-    syn = set()
-    for c in cands:
-        if c not in original.columns:
-            continue  # prepare names the missing column
-        o = original[c]
-        for z in datasets:
-            if c not in z.columns or not same_values(o, z[c]):
-                syn.add(c)
-                break
-    return syn
+    return inferred_synthesized(original, synthetic, cands)
 
 
 def _order(s: frozenset, cands: list[str]) -> tuple:

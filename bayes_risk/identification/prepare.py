@@ -33,7 +33,7 @@ from bayes_risk.identification.plan import (
     RunSettings,
 )
 
-__all__ = ["prepare", "known_columns", "same_values", "COMPAT_MODES", "MISSING_KNOWN",
+__all__ = ["prepare", "known_columns", "inferred_synthesized", "COMPAT_MODES", "MISSING_KNOWN",
            "parse_strategy"]
 
 COMPAT_MODES = ("IdentificationRiskCalculation",)
@@ -102,11 +102,11 @@ def known_columns(original: pd.DataFrame, synthetic: Any, known: Any, synthesize
             "with replicates= give synthesized= (the known columns the replicates replace)."
         )
     else:
-        syn_set = _inferred_synthesized(original, synthetic, known)
+        syn_set = inferred_synthesized(original, synthetic, known)
     return [c for c in known if c not in syn_set], [c for c in known if c in syn_set]
 
 
-def _inferred_synthesized(original: Any, synthetic: Any, known: list[str]) -> set[str]:
+def inferred_synthesized(original: Any, synthetic: Any, known: list[str]) -> set[str]:
     """The synthesized known columns of the release's manifest, else of the released values."""
     schema = getattr(synthetic, "schema", None)
     roles = set(getattr(schema, "synthesized", ()) or ()) if schema is not None else set()
@@ -122,13 +122,13 @@ def _inferred_synthesized(original: Any, synthetic: Any, known: list[str]) -> se
         if c not in original.columns:
             continue  # prepare names the missing column
         for z in datasets:
-            if c not in z.columns or not same_values(original[c], z[c]):
+            if c not in z.columns or not _same_values(original[c], z[c]):
                 syn.add(c)
                 break
     return syn
 
 
-def same_values(a: pd.Series, b: pd.Series) -> bool:
+def _same_values(a: pd.Series, b: pd.Series) -> bool:
     """Whether two columns hold the same values row by row (missing where the other is
     missing; 1 and 1.0 equal, as a CSV round trip may change the dtype)."""
     if len(a) != len(b):
