@@ -47,10 +47,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import SHARED, ce_data, scaled  # noqa: E402
 
-from bayes_risk import (
-    MatchSpec,
-    radius_sweep,  # noqa: E402
-)
+from bayes_risk import MatchSpec, radius_sweep  # noqa: E402
 from bayes_risk.data import infer_schema, read_table  # noqa: E402
 from bayes_risk.models import CARTSynthesizer  # noqa: E402
 

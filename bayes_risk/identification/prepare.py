@@ -443,6 +443,9 @@ def prepare(
     # the missing-value policy is stated whether or not this run met a missing value
     extra.update(missing_known=o["missing_known"],
                  n_missing_known_values=int(sum(tdf[c].isna().sum() for c in known)))
+    if weights is not None:  # the survey weights the counts come from: a column, or given
+        extra["population_weights"] = weights if isinstance(weights, str) else \
+            f"one weight per record ({len(weights)})"
     settings = RunSettings(
         known_unsynthesized=known_us, known_synthesized=known_s, aggregation=o["aggregation"],
         membership=o["membership"], fallback=o["fallback"], strategy=o["strategy"],

@@ -197,6 +197,7 @@ def test_weighted_counts_by_hand(weighted):
     np.testing.assert_array_equal(res.population_counts[:, 0], HAND_F)
     assert res.population_counts.shape == (6, 2)  # fixed over the datasets
     assert res.settings["population_counts"] == "weights"
+    assert res.settings["population_weights"] == "w"
     # target 0 (M, W) is matched by record 0 in dataset 1 and by records 0 and 1 in dataset 2:
     # each match gets min(1/F, 1/n_t) = 1/30, and Pr(J = n+1) = 1 − n_t/30, averaged
     assert res.prob[0, 0] == pytest.approx(1 / 30, rel=1e-12)
@@ -207,6 +208,7 @@ def test_weighted_counts_by_hand(weighted):
              population=PopulationSpec(membership="unknown", weights=y["w"].to_numpy()))
     np.testing.assert_array_equal(arr.population_counts, res.population_counts)
     pd.testing.assert_frame_equal(arr.records, res.records)
+    assert arr.settings["population_weights"] == "one weight per record (6)"
 
 
 @pytest.mark.parametrize("aggregation", ["pooled", "per_dataset"])
