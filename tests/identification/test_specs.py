@@ -277,3 +277,17 @@ def test_weights_from_the_command_line(weighted, tmp_path):
     assert summ["settings"]["population_counts"] == "weights"
     assert main([*base, "--weights", "w", "--out", str(tmp_path / "o2")]) != 0
     assert not (tmp_path / "o2").exists()
+
+
+def test_knowledge_sweep_takes_survey_weights(weighted):
+    y, z = weighted
+    pop = PopulationSpec(membership="unknown", weights="w")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        res = br.known_sweep(y, z, candidates=["sex", "race"], synthesized=["race"],
+                             population=pop, progressbar=False)
+    for known in (["sex"], ["race"], ["sex", "race"]):
+        one = ir(y, z, known=known, synthesized=["race"], population=pop)
+        row = res.table[res.table["known"] == ", ".join(known)].iloc[0]
+        assert row["expected_match_risk"] == pytest.approx(one.file["expected_match_risk"],
+                                                           rel=1e-12)
