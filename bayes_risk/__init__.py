@@ -78,6 +78,8 @@ _API: dict[str, str] = {
     "radius_sweep": "bayes_risk.identification.api",
     "known_sweep": "bayes_risk.identification.knowledge",
     "PosteriorReplicates": "bayes_risk.identification.replicates",
+    "MatchSpec": "bayes_risk.identification.specs",
+    "PopulationSpec": "bayes_risk.identification.specs",
     # attribute risk
     "attribute_risk": "bayes_risk.attribute.api",
     "with_prior": "bayes_risk.attribute.api",

@@ -176,13 +176,14 @@ def _collect(frame: Any, columns: Sequence[str]) -> Any:
 
 
 def _collect_inputs(
-    original: Any, synthetic: Any, kus: Sequence[str], ks: Sequence[str], kwargs: dict[str, Any]
+    original: Any, synthetic: Any, known: Sequence[str], kwargs: dict[str, Any]
 ) -> tuple[Any, Any]:
-    """Dask DataFrames among the inputs, reduced to the columns the engine reads."""
-    kus = [kus] if isinstance(kus, str) else list(kus)
-    ks = [ks] if isinstance(ks, str) else list(ks)
+    """Dask DataFrames among the inputs, reduced to the columns the engine reads (the known
+    columns, the id columns and a survey-weight column)."""
+    known = [known] if isinstance(known, str) else list(known)
     ids = [c for c in (kwargs.get("original_id"), kwargs.get("target_id")) if c is not None]
-    need = [*kus, *ks, *ids]
+    weights = getattr(kwargs.get("population"), "weights", None)
+    need = [*known, *ids, *([weights] if isinstance(weights, str) else [])]
     original = _collect(original, need)
     if kwargs.get("targets") is not None:
         kwargs["targets"] = _collect(kwargs["targets"], need)
@@ -197,8 +198,8 @@ def identification_risk(
     original: Any,
     synthetic: Any,
     *,
-    known_unsynthesized: Sequence[str] = (),
-    known_synthesized: Sequence[str] = (),
+    known: Sequence[str],
+    synthesized: Sequence[str] | None = None,
     client: Any = None,
     partition_size: int = 100_000,
     progressbar: bool = True,
@@ -210,10 +211,11 @@ def identification_risk(
     ----------
     original : DataFrame or dask DataFrame
         The confidential data. A dask DataFrame is reduced to the known columns (and
-        ``original_id`` / ``target_id``) on the cluster before they are gathered on the client.
+        ``original_id`` / ``target_id``, and the survey-weight column of ``population``) on the
+        cluster before they are gathered on the client.
     synthetic : list of DataFrame (pandas or dask) or SyntheticData
         The released datasets (dask DataFrames are reduced to the known columns likewise).
-    known_unsynthesized, known_synthesized
+    known, synthesized
         As in :func:`bayes_risk.identification_risk`.
     client : distributed.Client, optional
         The cluster to use (default: the current client).
@@ -257,11 +259,9 @@ def identification_risk(
     from bayes_risk.identification import api
 
     executor = DaskExecutor(client, partition_size=_check_partition_size(partition_size))
-    original, synthetic = _collect_inputs(
-        original, synthetic, known_unsynthesized, known_synthesized, kwargs
-    )
+    original, synthetic = _collect_inputs(original, synthetic, known, kwargs)
     args = (original, synthetic)
-    kwargs.update(known_unsynthesized=known_unsynthesized, known_synthesized=known_synthesized)
+    kwargs.update(known=known, synthesized=synthesized)
     try:
         inspect.signature(api.identification_risk).bind(
             *args, progressbar=progressbar, executor=executor, **kwargs
@@ -275,8 +275,8 @@ def radius_sweep(
     original: Any,
     synthetic: Any,
     *,
-    known_unsynthesized: Sequence[str] = (),
-    known_synthesized: Sequence[str] = (),
+    known: Sequence[str],
+    synthesized: Sequence[str] | None = None,
     radii: Sequence[float] | Mapping[str, Sequence[float]] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3),
     client: Any = None,
     partition_size: int = 100_000,
@@ -291,9 +291,6 @@ def radius_sweep(
     from bayes_risk.identification.radius import radius_sweep as _sweep
 
     executor = DaskExecutor(client, partition_size=_check_partition_size(partition_size))
-    original, synthetic = _collect_inputs(
-        original, synthetic, known_unsynthesized, known_synthesized, kwargs
-    )
-    return _sweep(original, synthetic, known_unsynthesized=known_unsynthesized,
-                  known_synthesized=known_synthesized, radii=radii,
+    original, synthetic = _collect_inputs(original, synthetic, known, kwargs)
+    return _sweep(original, synthetic, known=known, synthesized=synthesized, radii=radii,
                   executor=executor, **kwargs)

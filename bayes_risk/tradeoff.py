@@ -36,11 +36,10 @@ _RISKS = ("expected_match_risk", "expected_match_rate", "true_match_rate_targets
 def utility_risk_points(
     original: pd.DataFrame,
     synthetic: Any,
-    known_unsynthesized: Sequence[str],
-    known_synthesized: Sequence[str],
     *,
-    label: str = "release",
+    known: Sequence[str],
     synthesized: Iterable[str] | None = None,
+    label: str = "release",
     categorical: Iterable[str] | None = None,
     schema: Any = None,
     max_order: int = 1,
@@ -56,14 +55,15 @@ def utility_risk_points(
         The confidential data.
     synthetic : SyntheticData or sequence of DataFrame
         The release (``m`` datasets).
-    known_unsynthesized, known_synthesized : sequence of str
+    known : sequence of str
         The intruder's known columns, as in :func:`~bayes_risk.identification_risk`.
+    synthesized : iterable of str, optional
+        The synthesized columns, for the pMSE and the identification risk (default: the
+        release's manifest, else the known columns whose released values differ from the
+        original's).
     label : str
         The release's name in the ``scenario`` column (one colour per scenario in
         :func:`plot_utility_risk`).
-    synthesized : iterable of str, optional
-        The synthesized columns for the pMSE (default: the release's manifest, else
-        ``known_synthesized``).
     categorical, schema
         Column types, passed to both measures.
     max_order : int
@@ -74,8 +74,8 @@ def utility_risk_points(
     progressbar : bool
         Progress of the identification engine.
     **identification_options
-        Further arguments of :func:`~bayes_risk.identification_risk` (``radius``,
-        ``radius_type``, ``compat``, ...). The aggregation is per dataset.
+        Further arguments of :func:`~bayes_risk.identification_risk` (``match``,
+        ``population``, ``compat``, ...). The aggregation is per dataset.
 
     Returns
     -------
@@ -91,11 +91,10 @@ def utility_risk_points(
             f"and cannot be set (got aggregation={identification_options['aggregation']!r}).",
             code="OPTION_CONFLICT",
         )
-    util, risk = _measures(original, synthetic, known_unsynthesized, known_synthesized,
-                           aggregation="per_dataset", synthesized=synthesized,
-                           categorical=categorical, schema=schema, max_order=max_order,
-                           utility_method=utility_method, progressbar=progressbar,
-                           **identification_options)
+    util, risk = _measures(original, synthetic, known=known, synthesized=synthesized,
+                           aggregation="per_dataset", categorical=categorical, schema=schema,
+                           max_order=max_order, utility_method=utility_method,
+                           progressbar=progressbar, **identification_options)
     per = risk.per_dataset
     m = len(np.atleast_1d(util.pmse))
     out = pd.DataFrame({"scenario": [label] * m, "dataset": np.arange(1, m + 1),
@@ -109,9 +108,8 @@ def utility_risk_points(
 def _measures(
     original: pd.DataFrame,
     synthetic: Any,
-    known_unsynthesized: Sequence[str],
-    known_synthesized: Sequence[str],
     *,
+    known: Sequence[str],
     aggregation: str,
     synthesized: Iterable[str] | None = None,
     categorical: Iterable[str] | None = None,
@@ -124,26 +122,28 @@ def _measures(
     """The pMSE of every dataset and the identification risk of the release, as ``aggregation``
     asks (the one place where the tradeoff functions call the two measures)."""
     from bayes_risk.identification.api import identification_risk
+    from bayes_risk.identification.prepare import known_columns
     from bayes_risk.utility.pmse import pmse
 
-    syn_cols = synthesized
+    syn_cols = None if synthesized is None else list(synthesized)
     if syn_cols is None and not getattr(getattr(synthetic, "schema", None), "synthesized", None):
-        syn_cols = list(known_synthesized)  # plain tables: no manifest to say which
+        # plain tables: no manifest to say which; the known columns found synthesized
+        syn_cols = known_columns(original, synthetic, known, None,
+                                 identification_options.get("replicates"))[1]
     util = pmse(original, synthetic, method=utility_method, max_order=max_order,
                 schema=schema, categorical=categorical, synthesized=syn_cols, null="auto")
-    risk = identification_risk(original, synthetic, known_unsynthesized=known_unsynthesized,
-                               known_synthesized=known_synthesized, categorical=categorical,
-                               schema=schema, aggregation=aggregation, progressbar=progressbar,
-                               **identification_options)
+    risk = identification_risk(original, synthetic, known=known, synthesized=syn_cols,
+                               categorical=categorical, schema=schema, aggregation=aggregation,
+                               progressbar=progressbar, **identification_options)
     return util, risk
 
 
 def repeated_syntheses(
-    synthesizer: Any,
     original: pd.DataFrame,
-    known_unsynthesized: Sequence[str],
-    known_synthesized: Sequence[str],
     *,
+    synthesizer: Any,
+    known: Sequence[str],
+    synthesized: Iterable[str] | None = None,
     m: Sequence[int] = (1, 10, 20),
     n_repeats: int = 100,
     aggregation: Literal["per_dataset", "pooled"] = "per_dataset",
@@ -164,15 +164,17 @@ def repeated_syntheses(
 
     Parameters
     ----------
+    original : DataFrame
+        The confidential data the synthesizer was fitted to.
     synthesizer
         A fitted synthesizer (anything with ``synthesize(m, random_seed=...)``: CART, random
         forests, DPMPM, ...). A Bayesian model draws each release from its posterior
         predictive; a CART synthesizer draws new donors and, with its Bayesian bootstrap, new
         leaf weights.
-    original : DataFrame
-        The confidential data the synthesizer was fitted to.
-    known_unsynthesized, known_synthesized : sequence of str
+    known : sequence of str
         The intruder's known columns.
+    synthesized : iterable of str, optional
+        The synthesized columns (default: each release's manifest).
     m : sequence of int
         Numbers of synthetic datasets (default Hornby & Hu's 1, 10 and 20).
     n_repeats : int
@@ -188,7 +190,7 @@ def repeated_syntheses(
     progressbar : bool
         One progress bar over all repetitions.
     **options
-        Arguments of :func:`utility_risk_points` (``radius``, ``categorical``, ``compat``, ...).
+        Arguments of :func:`utility_risk_points` (``match``, ``categorical``, ``compat``, ...).
 
     Returns
     -------
@@ -228,14 +230,14 @@ def repeated_syntheses(
                 k, random_seed=child_sequence(child_sequence(seq, i), r))
             if aggregation == "pooled":
                 opts = {k_: v for k_, v in options.items() if k_ != "label"}
-                util, risk = _measures(original, release, known_unsynthesized,
-                                       known_synthesized, aggregation="pooled", **opts)
+                util, risk = _measures(original, release, known=known, synthesized=synthesized,
+                                       aggregation="pooled", **opts)
                 point = {"pmse": float(np.mean(util.pmse)),
                          "s_pmse": float(np.mean(util.s_pmse)),
                          **{c: float(risk.file[c]) for c in _RISKS}}
             else:
-                pts = utility_risk_points(original, release, known_unsynthesized,
-                                          known_synthesized, **options)
+                pts = utility_risk_points(original, release, known=known,
+                                          synthesized=synthesized, **options)
                 point = pts.drop(columns=["scenario", "dataset"]).mean().to_dict()
         for w in caught:
             key = (w.category, warning_code(w.message, w.category))

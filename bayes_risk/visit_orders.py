@@ -61,8 +61,7 @@ def compare_visit_orders(
     *,
     synthesizer: Any,
     orders: Sequence[Sequence[str]],
-    known_unsynthesized: Sequence[str] = (),
-    known_synthesized: Sequence[str] | None = None,
+    known: Sequence[str] | None = None,
     schema: Any = None,
     m: int = 5,
     records: Any = None,
@@ -89,10 +88,9 @@ def compare_visit_orders(
         The confidential data.
     orders : list of list of str
         Visit orders, each listing the same synthesized columns.
-    known_unsynthesized : sequence of str
-        Columns the intruder knows that are released unchanged.
-    known_synthesized : sequence of str, optional
-        Synthesized columns the intruder knows (default: all synthesized columns).
+    known : sequence of str, optional
+        The columns the intruder knows (default: all synthesized columns); those not in the
+        orders are released unchanged.
     schema : Schema, optional
         Passed to ``fit`` (and to the risk and utility measures).
     m : int, default 5
@@ -100,8 +98,8 @@ def compare_visit_orders(
     records : optional
         Records to synthesize, passed to ``fit`` (partial synthesis).
     identification : mapping, optional
-        Further arguments of :func:`bayes_risk.identification_risk` (e.g. ``membership``,
-        ``radius``, ``categorical``).
+        Further arguments of :func:`bayes_risk.identification_risk` (e.g. ``match``,
+        ``population``, ``categorical``).
     utility : mapping, optional
         Further arguments of :func:`bayes_risk.pmse` (default: logistic model with main effects).
     keep_releases : bool, default False
@@ -131,8 +129,9 @@ def compare_visit_orders(
     >>> acs = make_acs_like(300, random_seed=1)
     >>> cmp = compare_visit_orders(
     ...     acs[["SEX", "AGE", "RACE", "MAR"]], synthesizer=RandomForestSynthesizer(n_trees=20),
-    ...     orders=[["MAR", "RACE", "SEX"], ["SEX", "RACE", "MAR"]], known_unsynthesized=["AGE"],
-    ...     m=2, random_seed=4, utility={"max_order": 0})  # main effects: 300 records
+    ...     orders=[["MAR", "RACE", "SEX"], ["SEX", "RACE", "MAR"]],
+    ...     known=["AGE", "MAR", "RACE", "SEX"], m=2, random_seed=4,
+    ...     utility={"max_order": 0})  # main effects: 300 records
     >>> list(cmp.table["order"])
     ['MAR → RACE → SEX', 'SEX → RACE → MAR']
     """
@@ -152,15 +151,15 @@ def compare_visit_orders(
     missing = [c for c in ords[0] if c not in original.columns]
     if missing:
         raise ValidationError(f"orders name column(s) {missing} that are not in the original data.")
-    ks = list(ords[0]) if known_synthesized is None else [str(c) for c in known_synthesized]
-    bad = [c for c in ks if c not in ords[0]]
+    known = list(ords[0]) if known is None else \
+        ([known] if isinstance(known, str) else [str(c) for c in known])
+    bad = [c for c in known if c not in original.columns]
     if bad:
-        raise ValidationError(
-            f"known_synthesized: column(s) {bad} are not synthesized "
-            f"(synthesized: {list(ords[0])})."
-        )
+        raise ValidationError(f"known names column(s) {bad} that are not in the original data.")
+    ku = [c for c in known if c not in ords[0]]
+    ks = [c for c in known if c in ords[0]]
     id_kw = dict(identification or {})
-    for k in ("original", "synthetic", "known_unsynthesized", "known_synthesized"):
+    for k in ("original", "synthetic", "known", "synthesized"):
         if k in id_kw:
             raise ValidationError(f"identification: {k!r} is set by compare_visit_orders.")
     id_kw.setdefault("progressbar", False)
@@ -184,8 +183,8 @@ def compare_visit_orders(
         model.fit(original, schema=schema, synthesized=list(order), **fit_kw)
         release = model.synthesize(m, random_seed=[int(seed), 2])
         u = pmse(original, release, random_seed=[int(seed), 3], **ut_kw)
-        r = identification_risk(original, release, known_unsynthesized=list(known_unsynthesized),
-                                known_synthesized=ks, **id_kw)
+        r = identification_risk(original, release, known=known, synthesized=list(order),
+                                **id_kw)
         s = r.file
         row = {"order": " → ".join(order), "pmse": float(np.mean(u.pmse)),
                "pmse_ratio": float(np.mean(u.ratio))}
@@ -197,9 +196,10 @@ def compare_visit_orders(
         "synthesizer": type(synthesizer).__name__,
         "synthesizer_settings": synthesizer.get_params(),
         "m": int(m),
-        "known_unsynthesized": list(known_unsynthesized),
+        "known_unsynthesized": ku,
         "known_synthesized": ks,
-        "identification": {k: v for k, v in id_kw.items() if k != "schema"},
+        "identification": {k: (v.to_dict() if k in ("match", "population") else v)
+                           for k, v in id_kw.items() if k != "schema"},
         "utility": {k: v for k, v in ut_kw.items() if k != "schema"},
         "common_random_numbers": True,
     }

@@ -71,10 +71,11 @@ def main() -> None:
     # ---- identification risk
     n_i = 50_000 if quick else 200_000
     y, zs = make_large(n_i, 5)
-    ikw = {"categorical": ["region", "hhsize", "sex"], "radius": 0.05, "fallback": "none",
-           "progressbar": False}
+    ikw = {"known": ["region", "hhsize", "sex", "income", "expend"],
+           "synthesized": ["income", "expend"], "categorical": ["region", "hhsize", "sex"],
+           "match": br.MatchSpec(radius=0.05), "fallback": "none", "progressbar": False}
     for agg in ("per_dataset", "pooled"):
-        args = (y, zs, ["region", "hhsize", "sex"], ["income", "expend"])
+        args = (y, zs)
         t_in, ref = _wall(lambda agg=agg, args=args: br.identification_risk(
             *args, aggregation=agg, **ikw))
         t_dk, res = _wall(lambda agg=agg, args=args: bd.identification_risk(

@@ -59,10 +59,12 @@ sys.path.insert(0, {bench!r})
 from suite.identification import _large
 y, zs = _large({n}, 5)
 from bayes_risk.identification.api import identification_risk
+from bayes_risk import MatchSpec
 warnings.simplefilter("ignore")
 t, c = time.perf_counter(), time.process_time()
-res = identification_risk(y, zs, ["region", "hhsize", "sex"], ["income", "expend"],
-                          categorical=["region", "hhsize", "sex"], radius=0.05,
+res = identification_risk(y, zs, known=["region", "hhsize", "sex", "income", "expend"],
+                          synthesized=["income", "expend"],
+                          categorical=["region", "hhsize", "sex"], match=MatchSpec(radius=0.05),
                           progressbar=False)
 el, cpu = time.perf_counter() - t, time.process_time() - c
 s = res.file

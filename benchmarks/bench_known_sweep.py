@@ -57,7 +57,7 @@ def main() -> None:
     ap.add_argument("--m", type=int, default=20)
     ap.add_argument("--candidates", nargs="+", default=CANDIDATES)
     a = ap.parse_args()
-    from bayes_risk import identification_risk, known_sweep
+    from bayes_risk import MatchSpec, identification_risk, known_sweep
 
     warnings.simplefilter("ignore")
     t = time.perf_counter()
@@ -65,12 +65,13 @@ def main() -> None:
     t_release = time.perf_counter() - t
     kw = dict(schema=schema, aggregation=a.aggregation, progressbar=False)
     # warm-up: imports and caches of the first call are not the sweep's
-    identification_risk(data, release, ["Urban"], ["Income"], radius={"Income": 0.1}, **kw)
+    identification_risk(data, release, known=["Urban", "Income"], synthesized=["Income"],
+                        match=MatchSpec(radius={"Income": 0.1}), **kw)
 
     t = time.perf_counter()
     cands = list(a.candidates)
     radius = {c: r for c, r in RADIUS.items() if c in cands} or None
-    ks = known_sweep(data, release, cands, radius=radius, **kw)
+    ks = known_sweep(data, release, candidates=cands, match=MatchSpec(radius=radius), **kw)
     t_sweep = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -80,7 +81,9 @@ def main() -> None:
             us = [c for c in s if c not in SYNTHESIZED]
             sy = [c for c in s if c in SYNTHESIZED]
             rad = {c: RADIUS[c] for c in s if c in RADIUS} or None
-            separate[", ".join(s)] = identification_risk(data, release, us, sy, radius=rad,
+            separate[", ".join(s)] = identification_risk(data, release, known=[*us, *sy],
+                                                         synthesized=sy,
+                                                         match=MatchSpec(radius=rad),
                                                          **kw).file
     t_sep = time.perf_counter() - t
 

@@ -33,6 +33,8 @@ import time
 import warnings
 from pathlib import Path
 
+from bayes_risk import MatchSpec
+
 ROOT = Path(__file__).resolve().parent.parent
 CE = ROOT.parent / "shared" / "data" / "CEdata.csv"
 KNOWN_US = ["Age", "Urban", "Marital"]
@@ -66,8 +68,8 @@ def case(kind: str, R: int, workers: int = 0) -> dict:
         warnings.simplefilter("ignore")
         t, c, mc = time.perf_counter(), time.process_time(), time.thread_time()
         res = identification_risk(
-            data, release, known_unsynthesized=KNOWN_US, known_synthesized=KNOWN_S,
-            categorical=CATS, radius=0.1, progressbar=False,
+            data, release, known=[*KNOWN_US, *KNOWN_S], synthesized=KNOWN_S,
+            categorical=CATS, match=MatchSpec(radius=0.1), progressbar=False,
             replicates=PosteriorReplicates(model, n=R, random_seed=3), executor=client)
         total, total_cpu = time.perf_counter() - t, time.process_time() - c
         main_cpu = time.thread_time() - mc

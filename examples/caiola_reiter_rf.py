@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import SCALE, SHARED, scaled  # noqa: E402
 
 from bayes_risk import (  # noqa: E402
+    PopulationSpec,
     RFPlugin,
     attribute_risk,
     compare_visit_orders,
@@ -77,8 +78,8 @@ def measures(data: pd.DataFrame, release, order: list[str], uniques: np.ndarray)
     uniques are the intruder's targets in the second call (``targets`` linked to the records by
     their row number).
     """
-    kw = dict(known_unsynthesized=["AGE"], known_synthesized=order, aggregation="pooled",
-              membership="known", progressbar=False)
+    kw = dict(known=["AGE", *order], synthesized=order, aggregation="pooled",
+              population=PopulationSpec(membership="known"), progressbar=False)
     every = identification_risk(data, release, **kw)
     targets = data[uniques].rename_axis("row").reset_index()
     among = identification_risk(data, release, targets=targets, target_id="row", **kw)
@@ -115,9 +116,10 @@ def identification_run(setup: dict, run: int, n_trees: int) -> tuple[list[dict],
             warnings.simplefilter("ignore")  # pMSE fits on sparse categorical columns
             cmp = compare_visit_orders(
                 data, synthesizer=RandomForestSynthesizer(n_trees=n_trees, procedure=procedure),
-                orders=list(orders.values()), known_unsynthesized=["AGE"],
+                orders=list(orders.values()), known=["AGE", *ORDERS["M → R → X"]],
                 schema=setup["schema"], m=5, utility=UTILITY,
-                identification={"aggregation": "pooled", "membership": "known"},
+                identification={"aggregation": "pooled",
+                                "population": PopulationSpec(membership="known")},
                 keep_releases=True, random_seed=2010 + run)
         for name, order in orders.items():
             release = cmp.releases[tuple(order)]
@@ -159,8 +161,9 @@ def forests_against_cart(setup: dict, n_trees: int, replications: int) -> dict:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             reps[name] = repeated_syntheses(
-                synth, data, ["AGE"], mrx, m=(5,), n_repeats=replications,
-                aggregation="pooled", membership="known", schema=schema, random_seed=5,
+                data, synthesizer=synth, known=["AGE", *mrx], synthesized=mrx, m=(5,),
+                n_repeats=replications, aggregation="pooled",
+                population=PopulationSpec(membership="known"), schema=schema, random_seed=5,
                 progressbar=False, **UTILITY)
     versus = pd.concat(reps, names=["synthesizer"]).reset_index(level=0)
     cols = ["pmse", "true_match_rate_targets", "false_match_rate"]

@@ -50,7 +50,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import SCALE, SHARED  # noqa: E402
 
-from bayes_risk import identification_risk  # noqa: E402
+from bayes_risk import PopulationSpec, identification_risk  # noqa: E402
 from bayes_risk.data import infer_schema, read_table  # noqa: E402
 from bayes_risk.models import CARTSynthesizer  # noqa: E402
 
@@ -114,15 +114,17 @@ def run_scenario(d: dict, release, synthesized, scenario, counts, strategy) -> d
     unknown = scenario in ("I", "III")
     kw = {}
     if unknown:
-        kw = {"membership": "unknown", "strategy": STRATEGIES[strategy],
-              "population_counts": d["counts"] if counts == "true" else "loglinear_synthetic",
-              "sampling_fraction": d["n"] / d["N"]}
+        kw = {"strategy": STRATEGIES[strategy],
+              "population": PopulationSpec(
+                  membership="unknown",
+                  counts=d["counts"] if counts == "true" else "loglinear_synthetic",
+                  sampling_fraction=d["n"] / d["N"])}
     with warnings.catch_warnings():
         # expected here: IPF_NOT_CONVERGED (1,000 cycles, last change < 1e-6), F_BELOW_ONE
         # (sparse keys), NO_MATCH (keys absent from a release) and ZERO_UNIQUE (rate shown as nan)
         warnings.simplefilter("ignore")
         res = identification_risk(
-            d["sample"], release, known_unsynthesized=unsyn, known_synthesized=synthesized,
+            d["sample"], release, known=[*unsyn, *synthesized], synthesized=synthesized,
             categorical=QI,
             targets=d["targets"][scenario], target_id="pid", original_id="pid",
             aggregation="pooled", progressbar=False, **kw,

@@ -47,7 +47,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import SHARED, ce_data, scaled  # noqa: E402
 
-from bayes_risk import radius_sweep  # noqa: E402
+from bayes_risk import MatchSpec, radius_sweep  # noqa: E402
 from bayes_risk.data import infer_schema, read_table  # noqa: E402
 from bayes_risk.models import CARTSynthesizer  # noqa: E402
 
@@ -73,9 +73,10 @@ def sweep(data: pd.DataFrame, datasets, syn_cols: list[str], schema, definition:
     continuous = [c for c in syn_cols if c != "Tenure"]
     varied = ["Age", *continuous] if definition == "paper" else continuous
     return radius_sweep(
-        data, datasets, known_unsynthesized=KNOWN, known_synthesized=syn_cols, radii=GRID,
-        radius={"Age": 0.1, **{c: 0.1 for c in continuous}}, columns=varied,
-        schema=schema, radius_type="percentage", aggregation="per_dataset",
+        data, datasets, known=[*KNOWN, *syn_cols], synthesized=syn_cols, radii=GRID,
+        match=MatchSpec(radius={"Age": 0.1, **{c: 0.1 for c in continuous}},
+                        radius_type="percentage"), columns=varied,
+        schema=schema, aggregation="per_dataset",
         progressbar=False, **options,
     )
 

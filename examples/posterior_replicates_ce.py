@@ -59,14 +59,14 @@ def main() -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # NO_MATCH codes stay in the results
         results = {
-            "released (m = 5)": br.identification_risk(data, release, known_unsynthesized=KNOWN_US,
-                                                       known_synthesized=KNOWN_S, **kw),
+            "released (m = 5)": br.identification_risk(data, release, known=[*KNOWN_US, *KNOWN_S],
+                                                       synthesized=KNOWN_S, **kw),
             f"posterior, agency (R = {R})": br.identification_risk(
-                data, release, known_unsynthesized=KNOWN_US, known_synthesized=KNOWN_S, **kw,
+                data, release, known=[*KNOWN_US, *KNOWN_S], synthesized=KNOWN_S, **kw,
                 replicates=br.PosteriorReplicates(model, n=R, batch_size=batch,
                                                   random_seed=11)),
             f"posterior, intruder (R = {R})": br.identification_risk(
-                data, release, known_unsynthesized=KNOWN_US, known_synthesized=KNOWN_S, **kw,
+                data, release, known=[*KNOWN_US, *KNOWN_S], synthesized=KNOWN_S, **kw,
                 replicates=br.PosteriorReplicates(model, n=R, view="intruder",
                                                   batch_size=batch, random_seed=12)),
         }

@@ -23,7 +23,7 @@ KNOWN_US = ["Age", "Urban", "Marital"]
 KNOWN_S = ["Income", "Tenure"]
 CE_KW = {
     "categorical": ["Urban", "Marital", "Tenure"],
-    "radius": {"Age": 0.1, "Income": 0.1},
+    "match": br.MatchSpec(radius={"Age": 0.1, "Income": 0.1}),
     "progressbar": False,
 }
 
@@ -107,21 +107,21 @@ def _assert_same_identification(res, ref):
         {},
         {"aggregation": "per_dataset"},
         {"aggregation": "per_dataset", "compat": "IdentificationRiskCalculation",
-         "radius": [0.1, 0.1]},
-        {"radius_type": "quantile_sd", "radius": {"Age": 1.0, "Income": 1.0}},
-        {"shape": "mahalanobis", "radius": {"Age": 1.0, "Income": 1.0}},
+         "match": br.MatchSpec(radius=[0.1, 0.1])},
+        {"match": br.MatchSpec(radius_type="quantile_sd", radius={"Age": 1.0, "Income": 1.0})},
+        {"match": br.MatchSpec(shape="mahalanobis", radius={"Age": 1.0, "Income": 1.0})},
     ],
     ids=["pooled", "per-dataset", "compat", "quantile-sd", "mahalanobis"],
 )
 def test_identification_equals_in_process(client, client1, ce, extra):
     y, syn = ce
     kw = {**CE_KW, **extra}
-    ref = _quiet(br.identification_risk, y, syn, known_unsynthesized=KNOWN_US,
-                 known_synthesized=KNOWN_S, **kw)
+    ref = _quiet(br.identification_risk, y, syn, known=[*KNOWN_US, *KNOWN_S],
+                 synthesized=KNOWN_S, **kw)
     assert ref.file["expected_match_risk"] > 0
     for c, ps in ((client, 7), (client, 50), (client1, 1000)):
-        res = _quiet(bd.identification_risk, y, syn, known_unsynthesized=KNOWN_US,
-                     known_synthesized=KNOWN_S, client=c,
+        res = _quiet(bd.identification_risk, y, syn, known=[*KNOWN_US, *KNOWN_S],
+                     synthesized=KNOWN_S, client=c,
                      partition_size=ps, **kw)
         _assert_same_identification(res, ref)
 
@@ -130,35 +130,51 @@ def test_identification_equals_in_process(client, client1, ce, extra):
 def test_identification_unknown_membership_loglinear(client, ce, aggregation):
     """Population counts are estimated once on the client; the partitions share them."""
     y, syn = ce
-    kw = {**CE_KW, "radius": None, "membership": "unknown", "aggregation": aggregation,
-          "population_counts": "loglinear_synthetic", "sampling_fraction": 0.9,
-          "strategy": "not_if_max"}
-    ref = _quiet(br.identification_risk, y, syn, known_unsynthesized=["Urban", "Marital"],
-                 known_synthesized=["Tenure"], **kw)
-    res = _quiet(bd.identification_risk, y, syn, known_unsynthesized=["Urban", "Marital"],
-                 known_synthesized=["Tenure"],
+    kw = {**CE_KW, "match": None, "aggregation": aggregation, "strategy": "not_if_max",
+          "population": br.PopulationSpec(membership="unknown", counts="loglinear_synthetic",
+                                          sampling_fraction=0.9)}
+    ref = _quiet(br.identification_risk, y, syn, known=["Urban", "Marital", "Tenure"],
+                 synthesized=["Tenure"], **kw)
+    res = _quiet(bd.identification_risk, y, syn, known=["Urban", "Marital", "Tenure"],
+                 synthesized=["Tenure"],
                  client=client, partition_size=37, **kw)
     _assert_same_identification(res, ref)
+
+
+def test_identification_survey_weights_from_a_dask_dataframe(client, ce):
+    """The weight column survives the reduction of a dask DataFrame to the known columns."""
+    dd = pytest.importorskip("dask.dataframe")
+    y, syn = ce
+    y = y.assign(w=np.linspace(5.0, 50.0, len(y)))
+    kw = {**CE_KW, "match": None, "known": ["Urban", "Marital", "Tenure"],
+          "synthesized": ["Tenure"],
+          "population": br.PopulationSpec(membership="unknown", weights="w")}
+    ref = _quiet(br.identification_risk, y, syn, **kw)
+    assert ref.settings["population_counts"] == "weights"
+    res = _quiet(bd.identification_risk, dd.from_pandas(y, npartitions=3), syn, client=client,
+                 partition_size=64, **kw)
+    _assert_same_identification(res, ref)
+    np.testing.assert_array_equal(res.population_counts, ref.population_counts)
 
 
 def test_identification_dask_dataframe_and_external_targets(client, ce):
     dd = pytest.importorskip("dask.dataframe")
     y, syn = ce
-    ref = _quiet(br.identification_risk, y, syn, known_unsynthesized=KNOWN_US,
-                 known_synthesized=KNOWN_S, **CE_KW)
+    ref = _quiet(br.identification_risk, y, syn, known=[*KNOWN_US, *KNOWN_S],
+                 synthesized=KNOWN_S, **CE_KW)
     res = _quiet(bd.identification_risk, dd.from_pandas(y, npartitions=3), syn,
-                 known_unsynthesized=KNOWN_US,
-                 known_synthesized=KNOWN_S, client=client, partition_size=64, **CE_KW)
+                 known=[*KNOWN_US, *KNOWN_S],
+                 synthesized=KNOWN_S, client=client, partition_size=64, **CE_KW)
     _assert_same_identification(res, ref)
     # external targets as a dask DataFrame: half in the sample, half not
     yi = y.assign(pid=np.arange(len(y)))
     tg = yi.iloc[::2][[*KNOWN_US, *KNOWN_S, "pid"]].copy()
     tg.loc[tg.index[::3], "pid"] += 10_000
     kw = {**CE_KW, "target_id": "pid", "original_id": "pid"}
-    ref = _quiet(br.identification_risk, yi, syn, known_unsynthesized=KNOWN_US,
-                 known_synthesized=KNOWN_S, targets=tg, **kw)
-    res = _quiet(bd.identification_risk, yi, syn, known_unsynthesized=KNOWN_US,
-                 known_synthesized=KNOWN_S, client=client,
+    ref = _quiet(br.identification_risk, yi, syn, known=[*KNOWN_US, *KNOWN_S],
+                 synthesized=KNOWN_S, targets=tg, **kw)
+    res = _quiet(bd.identification_risk, yi, syn, known=[*KNOWN_US, *KNOWN_S],
+                 synthesized=KNOWN_S, client=client,
                  partition_size=30, targets=dd.from_pandas(tg, npartitions=2), **kw)
     _assert_same_identification(res, ref)
 
@@ -166,10 +182,10 @@ def test_identification_dask_dataframe_and_external_targets(client, ce):
 def test_radius_sweep_equals_in_process(client, ce):
     y, syn = ce
     grid = [0.025, 0.05, 0.1, 0.2]
-    ref = _quiet(br.radius_sweep, y, syn, known_unsynthesized=KNOWN_US,
-                 known_synthesized=["Income"], radii=grid, **CE_KW)
-    res = _quiet(bd.radius_sweep, y, syn, known_unsynthesized=KNOWN_US,
-                 known_synthesized=["Income"], radii=grid, client=client,
+    ref = _quiet(br.radius_sweep, y, syn, known=[*KNOWN_US, "Income"],
+                 synthesized=["Income"], radii=grid, **CE_KW)
+    res = _quiet(bd.radius_sweep, y, syn, known=[*KNOWN_US, "Income"],
+                 synthesized=["Income"], radii=grid, client=client,
                  partition_size=90, **CE_KW)
     np.testing.assert_array_equal(res.risk, ref.risk)
     assert res.r_star == ref.r_star and res.settings == ref.settings
@@ -179,14 +195,14 @@ def test_executor_argument_and_one_scatter_per_sweep(client, ce, monkeypatch):
     """``executor=`` of the in-process functions runs on the cluster; a sweep ships the record
     pool once (the partitions of every radius share it)."""
     y, syn = ce
-    ref = _quiet(br.identification_risk, y, syn, known_unsynthesized=KNOWN_US,
-                 known_synthesized=KNOWN_S, **CE_KW)
-    res = _quiet(br.identification_risk, y, syn, known_unsynthesized=KNOWN_US,
-                 known_synthesized=KNOWN_S, executor=client, **CE_KW)
+    ref = _quiet(br.identification_risk, y, syn, known=[*KNOWN_US, *KNOWN_S],
+                 synthesized=KNOWN_S, **CE_KW)
+    res = _quiet(br.identification_risk, y, syn, known=[*KNOWN_US, *KNOWN_S],
+                 synthesized=KNOWN_S, executor=client, **CE_KW)
     _assert_same_identification(res, ref)
     grid = [0.05, 0.1, 0.2]
-    ref = _quiet(br.radius_sweep, y, syn, known_unsynthesized=KNOWN_US,
-                 known_synthesized=["Income"], radii=grid, **CE_KW)
+    ref = _quiet(br.radius_sweep, y, syn, known=[*KNOWN_US, "Income"],
+                 synthesized=["Income"], radii=grid, **CE_KW)
     scattered = []
     real = client.scatter
 
@@ -196,8 +212,8 @@ def test_executor_argument_and_one_scatter_per_sweep(client, ce, monkeypatch):
 
     monkeypatch.setattr(client, "scatter", counting)
     ex = DaskExecutor(client, partition_size=90)
-    res = _quiet(br.radius_sweep, y, syn, known_unsynthesized=KNOWN_US,
-                 known_synthesized=["Income"], radii=grid, executor=ex, **CE_KW)
+    res = _quiet(br.radius_sweep, y, syn, known=[*KNOWN_US, "Income"],
+                 synthesized=["Income"], radii=grid, executor=ex, **CE_KW)
     np.testing.assert_array_equal(res.risk, ref.risk)
     assert scattered == ["Prepared"]
 
@@ -231,15 +247,15 @@ def test_posterior_replicates_equal_in_process(client, client1, cart_release, pr
 
     def run(chunk_size, **kw):
         pr = br.PosteriorReplicates(model, random_seed=7, chunk_size=chunk_size, **pr_kw)
-        return _quiet(br.identification_risk, y, syn, known_unsynthesized=KNOWN_US,
-                      known_synthesized=kn, **CE_KW, replicates=pr,
+        return _quiet(br.identification_risk, y, syn, known=[*KNOWN_US, *kn],
+                      synthesized=kn, **CE_KW, replicates=pr,
                       **kw)
 
     ref = run(50)
     assert ref.file["n_replicates"] >= 20 and np.isfinite(ref.file["mc_se"]["expected_match_risk"])
     for res in (run(3, executor=client), run(50, executor=client1),
-                _quiet(bd.identification_risk, y, syn, known_unsynthesized=KNOWN_US,
-                       known_synthesized=kn, client=client, **CE_KW,
+                _quiet(bd.identification_risk, y, syn, known=[*KNOWN_US, *kn],
+                       synthesized=kn, client=client, **CE_KW,
                        replicates=br.PosteriorReplicates(model, random_seed=7, chunk_size=4,
                                                          **pr_kw))):
         pd.testing.assert_frame_equal(res.records, ref.records)
@@ -343,7 +359,7 @@ def test_attribute_selected_records_and_is_estimator(client, acs):
 def test_bad_partition_size(client, ce, acs, bad):
     y, syn = ce
     with pytest.raises(ValidationError, match="partition_size must be an integer >= 1"):
-        bd.identification_risk(y, syn, known_unsynthesized=KNOWN_US, known_synthesized=KNOWN_S,
+        bd.identification_risk(y, syn, known=[*KNOWN_US, *KNOWN_S], synthesized=KNOWN_S,
                                client=client, partition_size=bad,
                                **CE_KW)
     model, df, asyn = acs
@@ -354,10 +370,10 @@ def test_bad_partition_size(client, ce, acs, bad):
 def test_bad_arguments(client, ce):
     y, syn = ce
     with pytest.raises(ValidationError, match="client must be a distributed.Client"):
-        bd.identification_risk(y, syn, known_unsynthesized=KNOWN_US, known_synthesized=KNOWN_S,
+        bd.identification_risk(y, syn, known=[*KNOWN_US, *KNOWN_S], synthesized=KNOWN_S,
                                client="tcp://x:1", **CE_KW)
     with pytest.raises(ValidationError, match="invalid arguments for identification_risk"):
-        bd.identification_risk(y, syn, known_unsynthesized=KNOWN_US, known_synthesized=KNOWN_S,
+        bd.identification_risk(y, syn, known=[*KNOWN_US, *KNOWN_S], synthesized=KNOWN_S,
                                client=client, radiuss=0.1)
     with pytest.raises(ValidationError, match="exactly one of scheduler= and n_workers="):
         with bd.connect(scheduler="tcp://127.0.0.1:1", n_workers=2):

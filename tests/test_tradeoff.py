@@ -11,9 +11,11 @@ import pandas as pd
 import pytest
 
 import bayes_risk as br
+from bayes_risk import MatchSpec
 from bayes_risk.exceptions import ValidationError
 
 KNOWN_U, KNOWN_S = ["a", "g"], ["y"]
+KNOWN = [*KNOWN_U, *KNOWN_S]
 
 
 def _table(n: int = 120, seed: int = 0) -> pd.DataFrame:
@@ -40,7 +42,7 @@ class _Shuffler:
                 for _ in range(m)]
 
 
-OPTS = dict(categorical=["g"], radius={"a": 0.1, "y": 0.05})
+OPTS = dict(categorical=["g"], match=MatchSpec(radius={"a": 0.1, "y": 0.05}))
 
 
 def test_points_are_the_packages_per_dataset_measures():
@@ -48,10 +50,11 @@ def test_points_are_the_packages_per_dataset_measures():
     syn = _release(orig, 4, 1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        pts = br.utility_risk_points(orig, syn, KNOWN_U, KNOWN_S, label="s1", **OPTS)
+        pts = br.utility_risk_points(orig, syn, known=KNOWN, synthesized=KNOWN_S, label="s1",
+                                     **OPTS)
         util = br.pmse(orig, syn, categorical=["g"], synthesized=["y"])
-        risk = br.identification_risk(orig, syn, known_unsynthesized=KNOWN_U,
-                                      known_synthesized=KNOWN_S, aggregation="per_dataset",
+        risk = br.identification_risk(orig, syn, known=KNOWN, synthesized=KNOWN_S,
+                                      aggregation="per_dataset",
                                       progressbar=False, **OPTS)
     assert list(pts["dataset"]) == [1, 2, 3, 4] and set(pts["scenario"]) == {"s1"}
     np.testing.assert_array_equal(pts["pmse"], util.pmse)
@@ -62,7 +65,8 @@ def test_points_are_the_packages_per_dataset_measures():
     # the rate is the risk per target, the scale of Hornby & Hu's Fig. 10
     np.testing.assert_allclose(pts["expected_match_rate"], pts["expected_match_risk"] / len(orig))
     with pytest.raises(ValidationError, match="aggregation"):
-        br.utility_risk_points(orig, syn, KNOWN_U, KNOWN_S, aggregation="pooled", **OPTS)
+        br.utility_risk_points(orig, syn, known=KNOWN, synthesized=KNOWN_S, aggregation="pooled",
+                               **OPTS)
 
 
 def test_repeated_syntheses_mean_over_each_release_and_reproducible():
@@ -71,9 +75,15 @@ def test_repeated_syntheses_mean_over_each_release_and_reproducible():
     kw = dict(m=(1, 3), n_repeats=3, progressbar=False, **OPTS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        a = br.repeated_syntheses(synth, orig, KNOWN_U, KNOWN_S, random_seed=7, **kw)
-        b = br.repeated_syntheses(synth, orig, KNOWN_U, KNOWN_S, random_seed=7, **kw)
-        c = br.repeated_syntheses(synth, orig, KNOWN_U, KNOWN_S, random_seed=8, **kw)
+        a = br.repeated_syntheses(orig, synthesizer=synth, known=KNOWN, synthesized=KNOWN_S,
+                                  random_seed=7,
+                                  **kw)
+        b = br.repeated_syntheses(orig, synthesizer=synth, known=KNOWN, synthesized=KNOWN_S,
+                                  random_seed=7,
+                                  **kw)
+        c = br.repeated_syntheses(orig, synthesizer=synth, known=KNOWN, synthesized=KNOWN_S,
+                                  random_seed=8,
+                                  **kw)
     pd.testing.assert_frame_equal(a, b)
     assert not a["pmse"].equals(c["pmse"])
     assert list(a["m"]) == [1, 1, 1, 3, 3, 3] and list(a["repeat"]) == [0, 1, 2] * 2
@@ -84,8 +94,8 @@ def test_repeated_syntheses_mean_over_each_release_and_reproducible():
     assert child.spawn_key == (*seq.spawn_key, 1, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        pts = br.utility_risk_points(orig, synth.synthesize(3, random_seed=child), KNOWN_U,
-                                     KNOWN_S, **OPTS)
+        pts = br.utility_risk_points(orig, synth.synthesize(3, random_seed=child),
+                                     known=KNOWN, synthesized=KNOWN_S, **OPTS)
     row = a[(a["m"] == 3) & (a["repeat"] == 2)].iloc[0]
     for col in ("pmse", "expected_match_risk", "false_match_rate"):
         assert row[col] == pytest.approx(pts[col].mean(), rel=1e-12)
@@ -99,13 +109,14 @@ def test_repeated_syntheses_pooled_is_the_release_pooled_over_its_datasets():
     synth = _Shuffler(orig)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        a = br.repeated_syntheses(synth, orig, KNOWN_U, KNOWN_S, m=(3,), n_repeats=2,
-                                  aggregation="pooled", random_seed=7, progressbar=False, **OPTS)
-        per = br.repeated_syntheses(synth, orig, KNOWN_U, KNOWN_S, m=(3,), n_repeats=2,
-                                    random_seed=7, progressbar=False, **OPTS)
+        a = br.repeated_syntheses(orig, synthesizer=synth, known=KNOWN, synthesized=KNOWN_S,
+                                  m=(3,), n_repeats=2, aggregation="pooled", random_seed=7,
+                                  progressbar=False, **OPTS)
+        per = br.repeated_syntheses(orig, synthesizer=synth, known=KNOWN, synthesized=KNOWN_S,
+                                    m=(3,), n_repeats=2, random_seed=7, progressbar=False, **OPTS)
         release = synth.synthesize(3, random_seed=np.random.SeedSequence(7, spawn_key=(0, 1)))
-        pooled = br.identification_risk(orig, release, known_unsynthesized=KNOWN_U,
-                                        known_synthesized=KNOWN_S, aggregation="pooled",
+        pooled = br.identification_risk(orig, release, known=KNOWN, synthesized=KNOWN_S,
+                                        aggregation="pooled",
                                         progressbar=False, **OPTS)
     row = a.iloc[1]
     for c in ("expected_match_risk", "expected_match_rate", "true_match_rate_targets",
@@ -118,8 +129,8 @@ def test_repeated_syntheses_pooled_is_the_release_pooled_over_its_datasets():
     assert row["expected_match_risk"] == pytest.approx(
         float(np.sum(np.where(rec["c"] > 0, rec["T"] / rec["c"].clip(lower=1), 0.0))))
     with pytest.raises(ValidationError, match="aggregation"):
-        br.repeated_syntheses(synth, orig, KNOWN_U, KNOWN_S, aggregation="mean",
-                              progressbar=False)
+        br.repeated_syntheses(orig, synthesizer=synth, known=KNOWN, synthesized=KNOWN_S,
+                              aggregation="mean", progressbar=False)
 
 
 @pytest.mark.parametrize("kw, match", [
@@ -128,9 +139,11 @@ def test_repeated_syntheses_pooled_is_the_release_pooled_over_its_datasets():
 def test_repeated_syntheses_refuses_bad_options(kw, match):
     orig = _table(30)
     with pytest.raises(ValidationError, match=match):
-        br.repeated_syntheses(_Shuffler(orig), orig, KNOWN_U, KNOWN_S, progressbar=False, **kw)
+        br.repeated_syntheses(orig, synthesizer=_Shuffler(orig), known=KNOWN, synthesized=KNOWN_S,
+                              progressbar=False, **kw)
     with pytest.raises(ValidationError, match="synthesize"):
-        br.repeated_syntheses(object(), orig, KNOWN_U, KNOWN_S, progressbar=False)
+        br.repeated_syntheses(orig, synthesizer=object(), known=KNOWN, synthesized=KNOWN_S,
+                              progressbar=False)
 
 
 def test_plot_draws_quartile_rectangles_and_whiskers():
@@ -167,9 +180,11 @@ def test_repeated_syntheses_warns_once_per_code():
     orig = _table(60)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        br.repeated_syntheses(_Shuffler(orig), orig, KNOWN_U, KNOWN_S, m=(1, 2), n_repeats=3,
+        br.repeated_syntheses(orig, synthesizer=_Shuffler(orig), known=KNOWN, synthesized=KNOWN_S,
+                              m=(1, 2),
+                              n_repeats=3,
                               random_seed=1, progressbar=False, categorical=["g"],
-                              radius={"a": 0.01, "y": 0.001})
+                              match=MatchSpec(radius={"a": 0.01, "y": 0.001}))
     codes = [getattr(w.message, "code", None) for w in caught]
     assert codes.count("NO_MATCH") == 1
     msg = str(next(w.message for w in caught if getattr(w.message, "code", None) == "NO_MATCH"))

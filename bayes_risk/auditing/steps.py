@@ -287,7 +287,10 @@ def _qi(ctx: StepContext) -> pd.DataFrame | None:
 
 def _id_kwargs(ctx: StepContext) -> dict[str, Any]:
     p = ctx.plan
-    return dict(schema=ctx.schema, radius=dict(p.radius) or None, radius_type=p.radius_type,
+    from bayes_risk.identification.specs import MatchSpec
+
+    return dict(schema=ctx.schema,
+                match=MatchSpec(radius=dict(p.radius) or None, radius_type=p.radius_type),
                 aggregation="per_dataset", fallback=ID_FALLBACK, progressbar=ctx.progressbar)
 
 
@@ -310,23 +313,19 @@ def identification_step(ctx: StepContext) -> StepOutcome:
             "identification risk", f"the intruder matches on {', '.join(p.known)} only, "
             "which the release carries unchanged (no known column is synthesized), so every "
             "synthetic dataset gives the same figures.")
-    res = identification_risk(ctx.original, ctx.synthetic,
-                              known_unsynthesized=p.known_unsynthesized,
-                              known_synthesized=p.known_synthesized, **kw)
+    known = dict(known=list(p.known), synthesized=list(p.known_synthesized))
+    res = identification_risk(ctx.original, ctx.synthetic, **known, **kw)
     sweep = at_star = None
     if p.sweep and p.sweep_columns:
-        sweep = radius_sweep(ctx.original, ctx.synthetic, known_unsynthesized=p.known_unsynthesized,
-                             known_synthesized=p.known_synthesized, radii=list(p.sweep),
-                             columns=list(p.sweep_columns),
-                             **kw)
+        sweep = radius_sweep(ctx.original, ctx.synthetic, **known, radii=list(p.sweep),
+                             columns=list(p.sweep_columns), **kw)
         # every measure at the maximising radius, the conservative one to report (Hornby & Hu
         # 2021, §4.1): the verdict reads the true match rate there, beside the expected match
         # rate, not at the step's own radius
         rad = {**p.radius, **{c: float(sweep.r_star) for c in sweep.columns}}
         at_star = res if rad == p.radius else identification_risk(
-            ctx.original, ctx.synthetic, known_unsynthesized=p.known_unsynthesized,
-            known_synthesized=p.known_synthesized,
-            **{**kw, "radius": rad, "progressbar": False})
+            ctx.original, ctx.synthetic, **known,
+            **{**kw, "match": kw["match"].replace(radius=rad), "progressbar": False})
     pooled = _pooled_identification(ctx, kw)
     ksweep = _known_sweep(ctx, kw)
     d = res.to_dict()
@@ -383,7 +382,7 @@ def _known_sweep(ctx: StepContext, kw: dict[str, Any]) -> Any:
         return None
     from bayes_risk.identification.knowledge import known_sweep
 
-    return known_sweep(ctx.original, ctx.synthetic, list(p.known),
+    return known_sweep(ctx.original, ctx.synthetic, candidates=list(p.known),
                        synthesized=list(p.known_synthesized), **kw)
 
 
@@ -425,13 +424,14 @@ def _pooled_identification(ctx: StepContext, kw: dict[str, Any]) -> PooledIdenti
     p = ctx.plan
     pkw = {**kw, "aggregation": "pooled", "fallback": None, "progressbar": False}
     args = (ctx.original, ctx.synthetic)
-    pkw.update(known_unsynthesized=p.known_unsynthesized, known_synthesized=p.known_synthesized)
+    pkw.update(known=list(p.known), synthesized=list(p.known_synthesized))
     res = identification_risk(*args, **pkw)
     if not (p.sweep and p.sweep_columns):
         return PooledIdentification(res)
     sweep = radius_sweep(*args, radii=list(p.sweep), columns=list(p.sweep_columns), **pkw)
     rad = {**p.radius, **{c: float(sweep.r_star) for c in sweep.columns}}
-    star = res if rad == p.radius else identification_risk(*args, **{**pkw, "radius": rad})
+    star = res if rad == p.radius else identification_risk(
+        *args, **{**pkw, "match": pkw["match"].replace(radius=rad)})
     return PooledIdentification(res, sweep, star, rad)
 
 
@@ -487,11 +487,10 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
                            reason=f"{why}; the identification step uses the m released "
                            "datasets as replicates.")
     pr = PosteriorReplicates(model, random_seed=p.random_seed, **AUDIT_REPLICATES)
-    res = identification_risk(ctx.original, ctx.synthetic,
-                              known_unsynthesized=p.known_unsynthesized,
-                              known_synthesized=p.known_synthesized, schema=ctx.schema,
-                              radius=dict(p.radius) or None, radius_type=p.radius_type,
-                              replicates=pr, fallback=ID_FALLBACK, progressbar=ctx.progressbar)
+    res = identification_risk(ctx.original, ctx.synthetic, known=list(p.known),
+                              synthesized=list(p.known_synthesized), schema=ctx.schema,
+                              match=_id_kwargs(ctx)["match"], replicates=pr,
+                              fallback=ID_FALLBACK, progressbar=ctx.progressbar)
     folder = _folder(ctx, name)
     files: list[str] = []
     if folder is not None:

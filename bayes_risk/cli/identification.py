@@ -60,6 +60,7 @@ def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
     from bayes_risk.cli._common import missing_labels, read_records_table
     from bayes_risk.data.io import read_table
     from bayes_risk.exceptions import ValidationError
+    from bayes_risk.identification.specs import MatchSpec, PopulationSpec
 
     pc = args.population_counts
     if pc is not None:
@@ -80,19 +81,32 @@ def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
             "--targets needs --target-id COL (the id linking to the original).",
             code="OPTION_REQUIRED",
         )
+    membership = args.membership or "known"
+    for flag, value in (("--population-counts", pc), ("--weights", args.weights)):
+        if value is not None and membership != "unknown":
+            raise ValidationError(f"{flag} needs --membership unknown (the intruder does not "
+                                  "know who is in the sample).", code="OPTION_REQUIRED")
+    if pc is not None and args.weights is not None:
+        raise ValidationError("give --population-counts or --weights, not both.",
+                              code="OPTION_CONFLICT")
     return dict(
         schema=schema,
-        radius=_parse_radius(args.radius),
-        radius_type=args.radius_type.replace("-", "_"),
-        r_min=args.r_min,
-        quantile_groups=args.quantile_groups,
-        window=args.window,
-        shape=args.shape.replace("-", "_") if args.shape else None,
-        membership=args.membership,
-        population_counts=pc,
-        population_estimate=args.population_estimate.replace("-", "_"),
-        sampling_fraction=args.sampling_fraction,
-        population_size=args.n_pop,
+        match=MatchSpec(
+            radius=_parse_radius(args.radius),
+            radius_type=args.radius_type.replace("-", "_"),
+            r_min=args.r_min,
+            quantile_groups=args.quantile_groups,
+            window=args.window,
+            shape=args.shape.replace("-", "_") if args.shape else None,
+        ),
+        population=PopulationSpec(
+            membership=membership,
+            counts=pc,
+            estimate=args.population_estimate.replace("-", "_"),
+            sampling_fraction=args.sampling_fraction,
+            population_size=args.n_pop,
+            weights=args.weights,
+        ),
         strategy=_parse_strategy(args.strategy),
         fallback=args.fallback,
         targets=targets,
@@ -233,17 +247,18 @@ def run(args: argparse.Namespace) -> int:
 
             risk, sweep_fn = distributed.identification_risk, distributed.radius_sweep
         dkw = dask_kwargs(args, client)
+        known = [*args.known_unsynthesized, *args.known_synthesized]
         res = risk(
-            original, syn, known_unsynthesized=args.known_unsynthesized,
-            known_synthesized=args.known_synthesized, aggregation=aggregation,
+            original, syn, known=known, synthesized=list(args.known_synthesized),
+            aggregation=aggregation,
             progressbar=not args.quiet, **kw, **rkw, **dkw,
         )
         if grid is not None:
             # the sweep evaluates every dataset separately (one box per radius, as Hornby & Hu 2021
             # Fig. 6)
             sweep = sweep_fn(
-                original, syn, known_unsynthesized=args.known_unsynthesized,
-                known_synthesized=args.known_synthesized, radii=grid, aggregation="per_dataset",
+                original, syn, known=known, synthesized=list(args.known_synthesized),
+                radii=grid, aggregation="per_dataset",
                 progressbar=not args.quiet, **kw, **dkw,
             )
         ksweep = _known_sweep(args, original, syn, kw, aggregation, client)
@@ -314,9 +329,11 @@ def _known_sweep(args: argparse.Namespace, original: Any, syn: Any, kw: dict[str
     synthesized = ([c for c in cands if c in args.known_synthesized]
                    if set(cands) <= listed else None)
     kw = dict(kw)
-    if isinstance(kw.get("radius"), dict):  # the radii of the candidates only
-        kw["radius"] = {c: r for c, r in kw["radius"].items() if c in cands} or None
-    return known_sweep(original, syn, cands, synthesized=synthesized, max_size=args.max_size,
+    if isinstance(kw["match"].radius, dict):  # the radii of the candidates only
+        kw["match"] = kw["match"].replace(
+            radius={c: r for c, r in kw["match"].radius.items() if c in cands} or None)
+    return known_sweep(original, syn, candidates=cands, synthesized=synthesized,
+                       max_size=args.max_size,
                        aggregation=aggregation, progressbar=not args.quiet, executor=client,
                        **kw)
 

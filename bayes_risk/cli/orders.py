@@ -12,6 +12,7 @@ setting), atomically.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from bayes_risk.cli._common import (
     parse_key_value,
@@ -51,21 +52,25 @@ def run(args: argparse.Namespace) -> int:
         if args.group_by:
             raise ValidationError("--group-by applies to --method rf only.", code="OPTION_CONFLICT")
         model = CARTSynthesizer(min_leaf=args.min_leaf)
-    ident = {"membership": args.membership}
+    from bayes_risk.identification.specs import MatchSpec, PopulationSpec
+
+    ident: dict[str, Any] = {}
     if args.radius:
-        ident["radius"] = parse_key_value(args.radius, "--radius", float)
-        ident["radius_type"] = args.radius_type
+        ident["match"] = MatchSpec(radius=parse_key_value(args.radius, "--radius", float),
+                                   radius_type=args.radius_type)
     if args.membership == "unknown":
         if args.sampling_fraction is None:
             raise ValidationError(
                 "--membership unknown needs --sampling-fraction A.", code="OPTION_REQUIRED"
             )
-        ident["population_counts"] = "loglinear_synthetic"
-        ident["sampling_fraction"] = args.sampling_fraction
+        ident["population"] = PopulationSpec(membership="unknown", counts="loglinear_synthetic",
+                                              sampling_fraction=args.sampling_fraction)
+    synthesized = list(dict.fromkeys(c for o in orders for c in o))
+    known = [*args.known_unsynthesized,
+             *(args.known_synthesized if args.known_synthesized is not None else synthesized)]
     res = compare_visit_orders(
-        df, synthesizer=model, orders=orders, known_unsynthesized=args.known_unsynthesized,
-        known_synthesized=args.known_synthesized, schema=schema, m=m, identification=ident,
-        random_seed=args.random_seed, progressbar=not args.quiet,
+        df, synthesizer=model, orders=orders, known=known, schema=schema, m=m,
+        identification=ident, random_seed=args.random_seed, progressbar=not args.quiet,
     )
     out = res.to_dict()
     out["settings"]["random_seed"] = args.random_seed

@@ -12,8 +12,9 @@ and the typed plan of ``plan``, reading ``inputs``, ``encoding`` and ``populatio
 ``evaluate`` (the matching engine over partitions of the targets, through an executor of
 ``bayes_risk.executors``: ``engine`` with ``index`` and ``pooled``, on the encoded problem of
 ``problem``), ``assemble`` (record- and file-level measures, ``summary``). Also ``matching``
-(match rules), ``loglinear`` (population counts by IPF), ``radius`` (sweep and plot), ``api``
-(the public functions), ``replicates`` (posterior Monte Carlo replicates:
+(match rules), ``specs`` (the ``match=`` and ``population=`` specs), ``loglinear``
+(population counts by IPF), ``radius`` (sweep and plot), ``api`` (the public functions),
+``replicates`` (posterior Monte Carlo replicates:
 ``PosteriorReplicates`` runs its own batched pooling on the plan of ``prepare``),
 ``uncertainty`` (Monte Carlo error, replicate spread).
 """
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from bayes_risk.identification.knowledge import KnowledgeSweepResult, known_sweep
     from bayes_risk.identification.radius import RadiusSweepResult
     from bayes_risk.identification.replicates import PosteriorReplicates
+    from bayes_risk.identification.specs import MatchSpec, PopulationSpec
     from bayes_risk.identification.uncertainty import plot_running_estimate
 
 # name -> module that defines it; imported on first use (PEP 562), so that a run without
@@ -46,12 +48,14 @@ _NAMES: dict[str, str] = {
     "known_sweep": "bayes_risk.identification.knowledge",
     "KnowledgeSweepResult": "bayes_risk.identification.knowledge",
     "PosteriorReplicates": "bayes_risk.identification.replicates",
+    "MatchSpec": "bayes_risk.identification.specs",
+    "PopulationSpec": "bayes_risk.identification.specs",
     "plot_running_estimate": "bayes_risk.identification.uncertainty",
 }
 
-__all__ = ["identification_risk", "radius_sweep", "known_sweep", "IdentificationResult",
-           "RadiusSweepResult", "KnowledgeSweepResult", "PosteriorReplicates",
-           "plot_running_estimate"]
+__all__ = ["identification_risk", "radius_sweep", "known_sweep", "MatchSpec", "PopulationSpec",
+           "IdentificationResult", "RadiusSweepResult", "KnowledgeSweepResult",
+           "PosteriorReplicates", "plot_running_estimate"]
 
 
 __getattr__, __dir__ = attach(__name__, _NAMES, __all__)

@@ -114,7 +114,8 @@ def user_replicates(
     n = len(original)
     if not isinstance(replicates, (list, tuple)) or not replicates:
         raise ValidationError(
-            "replicates must be a non-empty list of arrays [n, |known_synthesized|]."
+            "replicates must be a non-empty list of arrays [n, number of synthesized known "
+            "columns]."
         )
     rep_s = []
     for r, arr in enumerate(replicates, start=1):
@@ -200,7 +201,7 @@ def check_unsynthesized_equal(original, frames, known_us, sk) -> None:
             if neq.any():
                 raise unchanged_column_error(
                     f"synthetic dataset {l}", c, original[c], z[c], np.asarray(neq),
-                    what="known unsynthesized column", hint="list the column in known_synthesized",
+                    what="known unsynthesized column", hint="list the column in synthesized=",
                 )
 
 

@@ -36,7 +36,6 @@ import pandas as pd
 
 from bayes_risk._progress import progress
 from bayes_risk.data.missing import missing_mask
-from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import CATEGORICAL_TYPES
 from bayes_risk.exceptions import ValidationError, interruptible
 from bayes_risk.executors import as_executor
@@ -44,7 +43,8 @@ from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import run_engine
 from bayes_risk.identification.plan import IdentificationPlan, record_warning
-from bayes_risk.identification.prepare import prepare
+from bayes_risk.identification.prepare import inferred_synthesized, prepare
+from bayes_risk.identification.specs import spec_options
 from bayes_risk.results.knowledge import SWEEP_MEASURES, KnowledgeSweepResult
 
 __all__ = ["known_sweep", "KnowledgeSweepResult", "shapley_values", "SWEEP_MEASURES"]
@@ -54,12 +54,9 @@ SHAPLEY_MEASURES = ("expected_match_risk", "true_match_rate_targets")
 
 #: arguments of ``identification_risk`` a sweep passes on, with their defaults
 _OPTIONS: dict[str, Any] = {
-    "categorical": None, "schema": None, "radius": None, "radius_type": "percentage",
-    "r_min": None, "quantile_groups": 20, "window": None, "shape": None, "aggregation": None,
-    "membership": None, "population_counts": None, "population_estimate": "default",
-    "sampling_fraction": None, "population_size": None, "strategy": "always", "fallback": None,
-    "targets": None, "target_id": None, "original_id": None, "replicates": None, "compat": None,
-    "missing_known": "any",
+    "categorical": None, "schema": None, "match": None, "population": None, "aggregation": None,
+    "strategy": "always", "fallback": None, "targets": None, "target_id": None,
+    "original_id": None, "replicates": None, "compat": None, "missing_known": "any",
 }
 
 
@@ -67,8 +64,8 @@ _OPTIONS: dict[str, Any] = {
 def known_sweep(
     original: pd.DataFrame,
     synthetic: Any,
-    candidates: Sequence[str],
     *,
+    candidates: Sequence[str],
     synthesized: Sequence[str] | None = None,
     max_size: int | None = None,
     greedy_beyond: bool = True,
@@ -118,9 +115,9 @@ def known_sweep(
     executor : None, distributed.Client or Executor, optional
         Where the matching engine runs (as in ``identification_risk``).
     **kwargs
-        Further arguments of ``identification_risk`` (``radius``, ``radius_type``,
-        ``aggregation``, ``membership``, ``schema``, ``categorical``, ...). ``radius`` may name
-        any candidate; each subset uses the radii of its own columns.
+        Further arguments of ``identification_risk`` (``match``, ``population``,
+        ``aggregation``, ``schema``, ``categorical``, ...). The radius of ``match`` may name any
+        candidate; each subset uses the radii of its own columns.
 
     Returns
     -------
@@ -153,7 +150,7 @@ def known_sweep(
     >>> z2 = y.assign(race=["W", "W", "W", "B", "B"])
     >>> with warnings.catch_warnings():
     ...     warnings.simplefilter("ignore")  # ZERO_UNIQUE: sex alone gives no unique match
-    ...     res = known_sweep(y, [z1, z2], ["sex", "race"], progressbar=False)
+    ...     res = known_sweep(y, [z1, z2], candidates=["sex", "race"], progressbar=False)
     >>> dict(zip(res.table["known"], res.table["expected_match_risk"]))
     {'(none)': 1.0, 'sex': 2.0, 'race': 1.5, 'sex, race': 2.5}
     >>> res.drivers[["variable", "shapley_expected_match_risk"]].to_numpy().tolist()
@@ -180,13 +177,16 @@ def known_sweep(
             f"max_size must be an integer between 1 and the number of candidates ({n_c}). "
             f"Got {max_size!r}."
         )
-    options = {k: kwargs.get(k, v) for k, v in _OPTIONS.items()}
+    options = {k: kwargs.get(k, v) for k, v in _OPTIONS.items()
+               if k not in ("match", "population")}
+    options.update(spec_options(kwargs.get("match"), kwargs.get("population")))
     if options["population_counts"] is not None and not isinstance(
             options["population_counts"], str):
         raise ValidationError(
             "known_sweep: population counts given by the user are keyed by one set of known "
-            "columns; a sweep over known sets needs population_counts='loglinear_original' or "
-            "'loglinear_synthetic' (estimated for every subset)."
+            "columns; a sweep over known sets needs PopulationSpec(counts='loglinear_original' or "
+            "'loglinear_synthetic') (estimated for every subset) or survey weights "
+            "(PopulationSpec(weights=...))."
         )
     n_planned = sum(math.comb(n_c, k) for k in range(max_size + 1))
     if n_planned > max_subsets:
@@ -267,33 +267,7 @@ def _synthesized(original: pd.DataFrame, synthetic: Any, cands: list[str],
         raise ValidationError(
             "with replicates= give synthesized= (the candidates the replicates replicate)."
         )
-    schema = getattr(synthetic, "schema", None)
-    roles = set(getattr(schema, "synthesized", ()) or ()) if schema is not None else set()
-    if roles:
-        return {c for c in cands if c in roles}
-    datasets = as_synthetic_list(synthetic, allow_none=False, original=original)[0]
-    syn = set()
-    for c in cands:
-        if c not in original.columns:
-            continue  # prepare names the missing column
-        o = original[c]
-        for z in datasets:
-            if c not in z.columns or not _same_values(o, z[c]):
-                syn.add(c)
-                break
-    return syn
-
-
-def _same_values(a: pd.Series, b: pd.Series) -> bool:
-    """Whether two columns hold the same values row by row (missing where the other is
-    missing; 1 and 1.0 equal, as a CSV round trip may change the dtype)."""
-    if len(a) != len(b):
-        return False
-    na, nb = missing_mask(a), missing_mask(b)
-    if not np.array_equal(na, nb):
-        return False
-    x, y = a.to_numpy(dtype=object)[~na], b.to_numpy(dtype=object)[~nb]
-    return bool(np.all(x == y))
+    return inferred_synthesized(original, synthetic, cands)
 
 
 def _order(s: frozenset, cands: list[str]) -> tuple:

@@ -1,8 +1,10 @@
 """Population counts of the targets' keys for unknown membership (Drechsler & Reiter 2008 eqs. 5–7).
 
-User counts (a mapping or table keyed by the known values, or one count per target), or
+User counts (a mapping or table keyed by the known values, or one count per target),
 estimates from the all-two-way log-linear model fitted on the original (agency's view) or on
-each replicate (intruder's view; Hu 2019 §4.2.3), raised to 1 with warning ``F_BELOW_ONE``.
+each replicate (intruder's view; Hu 2019 §4.2.3), or Horvitz–Thompson estimates from the
+original's survey weights (Reiter & Mitra 2009); estimates are raised to 1 with warning
+``F_BELOW_ONE``.
 """
 
 from __future__ import annotations
@@ -51,24 +53,39 @@ def population_counts(
     known: list[str],
     codes_orig: Mapping[str, np.ndarray],
     warn: dict[str, str],
+    weights: Any = None,
+    original: pd.DataFrame | None = None,
 ) -> PopulationCounts:
     """``F`` and ``1/F`` per target and replicate (:class:`PopulationCounts`).
 
     ``given`` is the ``population_counts`` argument; ``codes_orig`` the original's codes of the
-    exact-match columns (for the log-linear fit on the original).
+    exact-match columns (for the log-linear fit on the original and the weighted counts);
+    ``weights`` the survey weights (a column of ``original`` or one per row), instead of
+    ``given``.
     """
     n, N_T, R = prep.n, prep.n_targets, prep.R
     if membership == "known":
-        if given is not None:
+        if given is not None or weights is not None:
             raise ValidationError(
-                "population_counts are used only with membership='unknown' (the intruder does "
-                "not know who is in the sample)."
+                "population counts and weights are used only with membership='unknown' (the "
+                "intruder does not know who is in the sample)."
             )
         return PopulationCounts()
+    if given is not None and weights is not None:
+        raise ValidationError("give population counts or survey weights, not both.")
+    if weights is not None:
+        if kind != "default":
+            raise ValidationError(
+                f"population_estimate={kind!r} applies to log-linear estimates only."
+            )
+        Ft = _weighted_counts(weights, original, prep, rule, codes_orig, warn)
+        F = np.broadcast_to(Ft[:, None], (N_T, R)).copy()
+        return PopulationCounts(F=F, inv_f=1.0 / F, source="weights", estimate=kind)
     if given is None:
         raise ValidationError(
-            "membership='unknown' needs population_counts: a mapping/DataFrame of true "
-            "counts, per-target counts, 'loglinear_original' or 'loglinear_synthetic'."
+            "membership='unknown' needs population counts: PopulationSpec(counts=...) with a "
+            "mapping/DataFrame of true counts, per-target counts, 'loglinear_original' or "
+            "'loglinear_synthetic', or PopulationSpec(weights=...) with survey weights."
         )
     if kind not in ("default", "scaled", "expected_inverse"):
         raise ValidationError(
@@ -200,6 +217,63 @@ def _loglinear_counts(prep, rule, orig_exact, on_synthetic, a, kind, warn):
               f"{below} estimated population count(s) F̂ < 1 were raised to 1 "
               "(Drechsler & Reiter 2008 eqs. 6–7).")
     return F, inv
+
+
+def _weight_vector(weights: Any, original: pd.DataFrame) -> np.ndarray:
+    """The survey weights, one per original record, positive and finite."""
+    n = len(original)
+    if isinstance(weights, str):
+        if weights not in original.columns:
+            raise SchemaError(
+                f"weights column {weights!r} is not in the original data (columns: "
+                f"{list(original.columns)}).", code="MISSING_COLUMN",
+            )
+        col = original[weights]
+        w = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(w) | (w <= 0))
+        if bad.size:
+            i = int(bad[0])
+            v = col.iloc[i]
+            raise ValidationError(
+                f"weights column {weights!r} must hold positive, finite numbers; record {i} has "
+                f"{v.item() if isinstance(v, np.generic) else v!r} ({bad.size} such value(s))."
+            )
+        return w
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (n,):
+        raise ValidationError(
+            f"weights must be one weight per original record ({n}); got {w.shape[0]}."
+        )
+    return w
+
+
+def _weighted_counts(weights: Any, original: pd.DataFrame, prep: Prepared, rule: MatchRule,
+                     codes_orig: Mapping[str, np.ndarray], warn: dict[str, str]) -> np.ndarray:
+    """Horvitz–Thompson population counts ``F̂_t = Σ_{i: key_i = t} w_i`` (Reiter & Mitra
+    2009), never below the sample count ``f_t`` (the population holds the sample) and raised to
+    1 with warning ``F_BELOW_ONE`` (a target outside the sample whose key no record has)."""
+    w = _weight_vector(weights, original)
+    if rule.radius_cols:
+        raise ValidationError(
+            "population counts from survey weights need every known column to be matched "
+            f"exactly (categorical, or numeric without radius); {list(rule.radius_cols)} have "
+            "a radius."
+        )
+    cols = list(rule.exact_cols)
+    orig = pd.DataFrame({i: np.asarray(codes_orig[c]) for i, c in enumerate(cols)})
+    orig["__w__"], orig["__f__"] = w, 1.0
+    by_key = orig.groupby(list(range(len(cols))), sort=False)[["__w__", "__f__"]].sum()
+    tgt = pd.DataFrame({i: np.asarray(prep.tgt_exact[:, i]) for i in range(len(cols))})
+    at = tgt.merge(by_key, left_on=list(range(len(cols))), right_index=True, how="left")
+    W = at["__w__"].fillna(0.0).to_numpy(dtype=np.float64)
+    f = at["__f__"].fillna(0.0).to_numpy(dtype=np.float64)
+    Fh = np.maximum(W, f)
+    below = int((Fh < 1).sum())
+    if below:
+        record_warning(warn, "F_BELOW_ONE",
+                       f"{below} estimated population count(s) F̂ < 1 (targets whose key no "
+                       "sample record has) were raised to 1.")
+    return np.maximum(Fh, 1.0)
 
 
 def _user_counts(pc, tdf, known) -> np.ndarray:

@@ -9,6 +9,7 @@ match rule and the targets are set up, everything is encoded
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.data.alignment import check_rows_aligned
-from bayes_risk.data.missing import mask_missing_codes
+from bayes_risk.data.missing import mask_missing_codes, missing_mask
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, infer_schema
 from bayes_risk.data.validate import validate_table
@@ -32,7 +33,8 @@ from bayes_risk.identification.plan import (
     RunSettings,
 )
 
-__all__ = ["prepare", "COMPAT_MODES", "MISSING_KNOWN", "parse_strategy"]
+__all__ = ["prepare", "known_columns", "inferred_synthesized", "COMPAT_MODES", "MISSING_KNOWN",
+           "parse_strategy"]
 
 COMPAT_MODES = ("IdentificationRiskCalculation",)
 #: a target's missing known value matches any released value, or only a missing one
@@ -52,18 +54,90 @@ def _known_columns(known_unsynthesized: Any, known_synthesized: Any) -> tuple[li
     known_s = _names(known_synthesized)
     if not known_us and not known_s:
         raise ValidationError(
-            "no known column: give known_unsynthesized and/or known_synthesized "
-            "(the intruder's quasi-identifiers)."
+            "no known column: give known=[...] (the intruder's quasi-identifiers)."
         )
     both = sorted(set(known_us) & set(known_s))
-    if both:
-        raise ValidationError(
-            f"column(s) {both} are listed both as known_unsynthesized and known_synthesized."
-        )
-    for lst, arg in ((known_us, "known_unsynthesized"), (known_s, "known_synthesized")):
-        if len(set(lst)) != len(lst):
-            raise ValidationError(f"{arg} lists a column twice: {lst}.")
+    if both:  # pragma: no cover - split from one list by known_columns
+        raise ValidationError(f"column(s) {both} are both synthesized and unsynthesized.")
     return known_us, known_s
+
+
+def known_columns(original: pd.DataFrame, synthetic: Any, known: Any, synthesized: Any,
+                  replicates: Any) -> tuple[list[str], list[str]]:
+    """The known columns split into those released unchanged and those synthesized.
+
+    ``known`` are the intruder's columns, in the user's order; ``synthesized`` the columns the
+    synthesizer replaced (any columns of the original: only the known ones matter), by default
+    the release's manifest, else the known columns whose released values differ from the
+    original's in some dataset (a column released unchanged gives the intruder the original's
+    values). With ``replicates=`` the synthesized columns must be given.
+    """
+    known = _names(known)
+    if not known:
+        raise ValidationError(
+            "no known column: give known=[...] (the intruder's quasi-identifiers)."
+        )
+    if len(set(known)) != len(known):
+        twice = sorted({c for c in known if known.count(c) > 1})
+        raise ValidationError(f"known lists column(s) {twice} twice: {known}.")
+    if synthesized is not None:
+        syn = _names(synthesized)
+        if len(set(syn)) != len(syn):
+            twice = sorted({c for c in syn if syn.count(c) > 1})
+            raise ValidationError(f"synthesized lists column(s) {twice} twice: {syn}.")
+        if isinstance(original, pd.DataFrame):
+            # a known column is checked (with a suggestion) with the schema; the others here
+            cols = [str(c) for c in original.columns]
+            miss = [c for c in syn if c not in cols and c not in known]
+            if miss:
+                near = difflib.get_close_matches(miss[0], cols, n=1)
+                hint = f" Did you mean {near[0]!r}?" if near else ""
+                raise SchemaError(
+                    f"synthesized names column(s) {miss} that are not in the original data."
+                    + hint, code="UNKNOWN_COLUMN",
+                )
+        syn_set = set(syn)
+    elif replicates is not None:
+        raise ValidationError(
+            "with replicates= give synthesized= (the known columns the replicates replace)."
+        )
+    else:
+        syn_set = inferred_synthesized(original, synthetic, known)
+    return [c for c in known if c not in syn_set], [c for c in known if c in syn_set]
+
+
+def inferred_synthesized(original: Any, synthetic: Any, known: list[str]) -> set[str]:
+    """The synthesized known columns of the release's manifest, else of the released values."""
+    schema = getattr(synthetic, "schema", None)
+    roles = set(getattr(schema, "synthesized", ()) or ()) if schema is not None else set()
+    if roles:
+        return {c for c in known if c in roles}
+    if not isinstance(original, pd.DataFrame):
+        return set()  # prepare names the bad input
+    datasets = as_synthetic_list(synthetic, allow_none=False, original=original)[0]
+    original = original.copy(deep=False)
+    original.columns = [str(c) for c in original.columns]
+    syn = set()
+    for c in known:
+        if c not in original.columns:
+            continue  # prepare names the missing column
+        for z in datasets:
+            if c not in z.columns or not _same_values(original[c], z[c]):
+                syn.add(c)
+                break
+    return syn
+
+
+def _same_values(a: pd.Series, b: pd.Series) -> bool:
+    """Whether two columns hold the same values row by row (missing where the other is
+    missing; 1 and 1.0 equal, as a CSV round trip may change the dtype)."""
+    if len(a) != len(b):
+        return False
+    na, nb = missing_mask(a), missing_mask(b)
+    if not np.array_equal(na, nb):
+        return False
+    x, y = a.to_numpy(dtype=object)[~na], b.to_numpy(dtype=object)[~nb]
+    return bool(np.all(x == y))
 
 
 def resolve_compat(compat: Any) -> str | None:
@@ -101,8 +175,8 @@ def _compat_options(o: dict[str, Any], *, targets, replicates, population_counts
     if targets is not None or replicates is not None or population_counts is not None:
         raise ValidationError(
             f"{name} uses every original record as a target and the released datasets as "
-            "replicates; targets, replicates and population_counts are not available in this "
-            "mode."
+            "replicates; targets, replicates and population counts or weights are not available "
+            "in this mode."
         )
     if o["r_min"]:
         raise ValidationError(f"{name} has no r_min (the package has no floor).")
@@ -310,6 +384,8 @@ def prepare(
     population_estimate: str = "default",
     sampling_fraction: float | None = None,
     population_size: int | None = None,
+    weights: Any = None,
+    key_order: Any = None,
     targets: Any = None,
     target_id: str | None = None,
     original_id: str | None = None,
@@ -320,7 +396,11 @@ def prepare(
 
     ``options`` are the matching and aggregation options (``radius``, ``radius_type``,
     ``r_min``, ``quantile_groups``, ``window``, ``shape``, ``aggregation``, ``membership``,
-    ``strategy``, ``fallback``, ``compat``), every one of them required.
+    ``strategy``, ``fallback``, ``compat``), every one of them required: the fields of
+    ``match=`` and ``population=`` flattened
+    (:func:`~bayes_risk.identification.specs.spec_options`).
+    ``key_order`` is the order of the known columns in the keys of user population counts
+    (default: unsynthesized, then synthesized).
     """
     if not isinstance(original, pd.DataFrame):
         raise ValidationError(
@@ -335,7 +415,7 @@ def prepare(
     known_us, known_s = _known_columns(known_unsynthesized, known_synthesized)
     known = known_us + known_s
     o = _resolve_options(dict(options), known_us, targets=targets, replicates=replicates,
-                         population_counts=population_counts)
+                         population_counts=population_counts if weights is None else weights)
     sk = _known_schema(original, schema, categorical, known_us, known_s)
     original = mask_missing_codes(original, sk.missing_codes)  # declared codes are missing
     if targets is not None and isinstance(targets, pd.DataFrame):
@@ -356,13 +436,16 @@ def prepare(
     counts = _population.population_counts(
         population_counts, membership=o["membership"], kind=population_estimate,
         sampling_fraction=sampling_fraction, population_size=population_size, prep=enc.prep,
-        rule=rule, targets=tdf,
-        known=known, codes_orig=enc.codes_orig, warn=warn,
+        rule=rule, targets=tdf, known=_names(key_order) or known, codes_orig=enc.codes_orig,
+        warn=warn, weights=weights, original=original,
     )
     extra = {} if enc.maha_cov is None else {"mahalanobis_covariance": enc.maha_cov.tolist()}
     # the missing-value policy is stated whether or not this run met a missing value
     extra.update(missing_known=o["missing_known"],
                  n_missing_known_values=int(sum(tdf[c].isna().sum() for c in known)))
+    if weights is not None:  # the survey weights the counts come from: a column, or given
+        extra["population_weights"] = weights if isinstance(weights, str) else \
+            f"one weight per record ({len(weights)})"
     settings = RunSettings(
         known_unsynthesized=known_us, known_synthesized=known_s, aggregation=o["aggregation"],
         membership=o["membership"], fallback=o["fallback"], strategy=o["strategy"],

@@ -25,7 +25,8 @@ from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import record_pool, run_engine
 from bayes_risk.identification.matching import MatchRule
 from bayes_risk.identification.plan import IdentificationPlan
-from bayes_risk.identification.prepare import prepare
+from bayes_risk.identification.prepare import known_columns, prepare
+from bayes_risk.identification.specs import spec_options
 from bayes_risk.results.identification import RadiusSweepResult
 
 __all__ = ["RadiusSweepResult", "radius_sweep"]
@@ -36,8 +37,8 @@ def radius_sweep(
     original: pd.DataFrame,
     synthetic: Any,
     *,
-    known_unsynthesized: Sequence[str] = (),
-    known_synthesized: Sequence[str] = (),
+    known: Sequence[str],
+    synthesized: Sequence[str] | None = None,
     radii: Sequence[float] | Mapping[str, Sequence[float]] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3),
     columns: Sequence[str] | None = None,
     max_grid: int = 1000,
@@ -51,14 +52,14 @@ def radius_sweep(
 
     Parameters
     ----------
-    original, synthetic, known_unsynthesized, known_synthesized
+    original, synthetic, known, synthesized
         As in :func:`~bayes_risk.identification.api.identification_risk`.
     radii : sequence of float or dict {column: sequence of float}
         A sequence: one common radius for every varied column (Hornby & Hu 2021 uses
         ``{1, 2.5, 5, 10, 20, 30}%``). A dict: Cartesian grid of per-column radii.
     columns : sequence of str, optional
         Radius columns to vary with a common radius (default: every column matched with a
-        radius). Columns not varied keep the radius given in ``radius=``.
+        radius). Columns not varied keep the radius given in ``match=``.
     max_grid : int
         Largest number of grid points allowed (default 1,000).
     statistic : {"mean", "median"}
@@ -75,9 +76,10 @@ def radius_sweep(
         As in ``identification_risk``: where the matching engine runs. On a Dask cluster the
         record pool is sent to the workers once for the whole sweep.
     **kwargs
-        Further arguments of ``identification_risk`` (``radius_type``, ``window``, ``compat``,
-        ``categorical``, ...). ``radius`` sets the radii of columns that are not varied (and, when
-        omitted, the first grid value is used to decide which columns get a radius).
+        Further arguments of ``identification_risk`` (``match``, ``population``, ``compat``,
+        ``categorical``, ...). The radius of ``match`` sets the radii of columns that are not
+        varied (and, when omitted, the first grid value is used to decide which columns get a
+        radius).
 
     Returns
     -------
@@ -88,21 +90,27 @@ def radius_sweep(
     >>> import pandas as pd
     >>> y = pd.DataFrame({"x": [100.0, 110.0, 200.0, 400.0]})
     >>> z = pd.DataFrame({"x": [104.0, 100.0, 230.0, 390.0]})
-    >>> res = radius_sweep(y, [z], known_synthesized=["x"], radii=[0.05, 0.1, 0.2, 0.3, 1.0],
-    ...                    progressbar=False)
+    >>> res = radius_sweep(y, [z], known=["x"], synthesized=["x"],
+    ...                    radii=[0.05, 0.1, 0.2, 0.3, 1.0], progressbar=False)
     >>> res.r_star, res.risk_star
     (0.2, 3.0)
     """
     if statistic not in ("mean", "median"):
         raise ValidationError(f"statistic must be 'mean' or 'median'. Got {statistic!r}.")
-    if kwargs.get("radius_type") == "quantile_sd":
+    unknown = sorted(set(kwargs) - set(_SWEEP_DEFAULTS))
+    if unknown:
+        raise ValidationError(f"unknown argument(s) for radius_sweep: {unknown}.")
+    opts = {k: kwargs.get(k, v) for k, v in _SWEEP_DEFAULTS.items()}
+    options = {k: v for k, v in opts.items() if k not in ("match", "population")}
+    options.update(spec_options(opts["match"], opts["population"]))
+    if options["radius_type"] == "quantile_sd":
         raise ValidationError("a radius sweep needs radius_type 'percentage' or 'absolute'.")
     cartesian = isinstance(radii, Mapping)
-    grid, grid_cols, base = _grid(radii, max_grid, kwargs.pop("radius", None))
-    options = {k: kwargs.pop(k, v) for k, v in _SWEEP_DEFAULTS.items()}
-    if kwargs:
-        raise ValidationError(f"unknown argument(s) for radius_sweep: {sorted(kwargs)}.")
-    plan = prepare(original, synthetic, known_unsynthesized, known_synthesized, radius=base,
+    grid, grid_cols, base = _grid(radii, max_grid, options.pop("radius"))
+    known_us, known_s = known_columns(original, synthetic, known, synthesized,
+                                      options["replicates"])
+    options["key_order"] = [known] if isinstance(known, str) else list(known)
+    plan = prepare(original, synthetic, known_us, known_s, radius=base,
                    aggregation=aggregation, **options)
     rule = plan.rule
     if not rule.radius_cols:
@@ -137,12 +145,9 @@ def radius_sweep(
 
 #: arguments of ``identification_risk`` a sweep passes on, with their defaults
 _SWEEP_DEFAULTS: dict[str, Any] = {
-    "categorical": None, "schema": None, "radius_type": "percentage", "r_min": None,
-    "quantile_groups": 20, "window": None, "shape": None, "membership": None,
-    "population_counts": None, "population_estimate": "default", "sampling_fraction": None,
-    "population_size": None, "strategy": "always", "fallback": None, "targets": None,
-    "target_id": None,
-    "original_id": None, "replicates": None, "compat": None, "missing_known": "any",
+    "categorical": None, "schema": None, "match": None, "population": None, "strategy": "always",
+    "fallback": None, "targets": None, "target_id": None, "original_id": None,
+    "replicates": None, "compat": None, "missing_known": "any",
 }
 
 

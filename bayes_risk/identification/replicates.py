@@ -370,8 +370,8 @@ def _check_mode(options: dict[str, Any], known_synthesized: Any) -> list[str]:
         else [str(c) for c in known_synthesized or ()]
     if not ks:
         raise ValidationError(
-            "posterior replicates replace the synthesized known columns, but known_synthesized "
-            "is empty: there is nothing to replicate."
+            "posterior replicates replace the synthesized known columns, but no known column is "
+            "synthesized (synthesized=): there is nothing to replicate."
         )
     return ks
 

@@ -9,6 +9,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from bayes_risk import MatchSpec
+
 from ._data import CATEGORICAL, KNOWN, SYNTHESIZED, cart_release, ce
 
 
@@ -34,7 +36,8 @@ class IdentificationCEdata:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return identification_risk(
-                self.df, self.syn, KNOWN, SYNTHESIZED, categorical=CATEGORICAL, radius=0.1,
+                self.df, self.syn, KNOWN, SYNTHESIZED, categorical=CATEGORICAL,
+                match=MatchSpec(radius=0.1),
                 compat="IdentificationRiskCalculation", progressbar=False)
 
     def time_identification(self, m):
@@ -79,7 +82,8 @@ class IdentificationLarge:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             identification_risk(self.y, self.syn, keys, ["income", "expend"], categorical=keys,
-                                radius=0.05, aggregation=aggregation, fallback="none",
+                                match=MatchSpec(radius=0.05), aggregation=aggregation,
+                                fallback="none",
                                 progressbar=False)
 
     def time_identification(self, aggregation):

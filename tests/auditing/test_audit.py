@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 import bayes_risk as br
+from bayes_risk import MatchSpec
 from bayes_risk.auditing import Thresholds
 from bayes_risk.auditing.render import CSP
 from bayes_risk.cli import main
@@ -270,16 +271,17 @@ def test_identification_verdicts_at_one_radius(release, audited_hh):
     orig, syn = release
     sd = br.read_synthetic(str(syn))
     data = pd.read_csv(orig)
-    per = br.identification_risk(data, sd, known_unsynthesized=KNOWN, known_synthesized=["Income"],
+    per = br.identification_risk(data, sd, known=[*KNOWN, "Income"], synthesized=["Income"],
                                  schema=sd.schema,
-                                 radius={"Age": 0.1, "Income": sw.r_star},
+                                 match=MatchSpec(radius={"Age": 0.1, "Income": sw.r_star}),
                                  aggregation="per_dataset", progressbar=False)
     assert per.file["true_match_rate_targets"] == pytest.approx(
         star.file["true_match_rate_targets"])
     r_pool = pooled.sweep.r_star
-    pool = br.identification_risk(data, sd, known_unsynthesized=KNOWN,
-                                  known_synthesized=["Income"], schema=sd.schema,
-                                  radius={"Age": 0.1, "Income": r_pool}, progressbar=False)
+    pool = br.identification_risk(data, sd, known=[*KNOWN, "Income"],
+                                  synthesized=["Income"], schema=sd.schema,
+                                  match=MatchSpec(radius={"Age": 0.1, "Income": r_pool}),
+                                  progressbar=False)
     assert pool.settings["aggregation"] == "pooled"
     assert pool.file["true_match_rate_targets"] == pytest.approx(
         pooled.headline.file["true_match_rate_targets"])

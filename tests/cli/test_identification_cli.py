@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 from _shared import shared_path
 
+from bayes_risk import MatchSpec
+
 
 def _main(argv):
     """``bayes_risk.cli.main``; while sibling sub-commands are still missing from the tree, the
@@ -81,9 +83,10 @@ def test_cli_pooled_with_sweep(files, tmp_path):
     from bayes_risk.identification.api import identification_risk
 
     direct = identification_risk(y, read_synthetic(paths[1:]),
-                                 known_unsynthesized=["Age", "Urban", "Marital"],
-                                 known_synthesized=["Income"], categorical=["Urban", "Marital"],
-                                 radius={"Age": 0.1, "Income": 0.1}, progressbar=False)
+                                 known=["Age", "Urban", "Marital", "Income"],
+                                 synthesized=["Income"], categorical=["Urban", "Marital"],
+                                 match=MatchSpec(radius={"Age": 0.1, "Income": 0.1}),
+                                 progressbar=False)
     assert summ["summary"]["expected_match_risk"] == pytest.approx(
         direct.file["expected_match_risk"])
 
@@ -160,10 +163,11 @@ def test_cli_records_output_modes(files, tmp_path):
     y, paths = files
     argv = ["identification", *map(str, paths), *BASE, "--aggregation", "per-dataset"]
     direct = identification_risk(read_table(paths[0]), read_synthetic(paths[1:]),
-                                 known_unsynthesized=["Age", "Urban",
-                                                      "Marital"], known_synthesized=["Income"],
+                                 known=["Age", "Urban", "Marital", "Income"],
+                                 synthesized=["Income"],
                                  categorical=["Urban", "Marital"], aggregation="per_dataset",
-                                 radius={"Age": 0.1, "Income": 0.1}, progressbar=False)
+                                 match=MatchSpec(radius={"Age": 0.1, "Income": 0.1}),
+                                 progressbar=False)
     # default: per target
     out = tmp_path / "pt"
     assert _main([*argv, "--out", str(out)]) == 0
@@ -212,10 +216,11 @@ def test_cli_pooled_records_are_the_library_records(files, tmp_path):
     assert _main(["identification", *map(str, paths), *BASE, "--out", str(out)]) == 0
     rec = pd.read_csv(out / "records.csv")
     direct = identification_risk(read_table(paths[0]), read_synthetic(paths[1:]),
-                                 known_unsynthesized=["Age", "Urban",
-                                                      "Marital"], known_synthesized=["Income"],
+                                 known=["Age", "Urban", "Marital", "Income"],
+                                 synthesized=["Income"],
                                  categorical=["Urban", "Marital"],
-                                 radius={"Age": 0.1, "Income": 0.1}, progressbar=False).records
+                                 match=MatchSpec(radius={"Age": 0.1, "Income": 0.1}),
+                                 progressbar=False).records
     assert list(rec.columns) == list(direct.columns)
     for col in direct.columns:
         a, b = rec[col].to_numpy(), direct[col].to_numpy()

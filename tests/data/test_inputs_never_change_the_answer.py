@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 import bayes_risk as br
+from bayes_risk import MatchSpec
 from bayes_risk.exceptions import BayesRiskError, DataWarning, SchemaError, ValidationError
 
 
@@ -141,8 +142,8 @@ def test_column_labels_refused_by_every_entry_point(kind):
         lambda o, s: br.pmse(o, s, max_order=0),
         lambda o, s: br.utility_summary(o, s, max_order=0,
                                         categorical=["Urban", "Marital", "Tenure"]),
-        lambda o, s: br.identification_risk(o, s, known_unsynthesized=["Urban"],
-                                            known_synthesized=["Income"], radius=0.1,
+        lambda o, s: br.identification_risk(o, s, known=["Urban", "Income"],
+                                            synthesized=["Income"], match=MatchSpec(radius=0.1),
                                progressbar=False),
     ]
     for call in calls:
@@ -185,8 +186,8 @@ def test_release_records_the_original_fingerprint(release):
 def test_shuffled_original_refused_with_a_release(release, call):
     ce, rel = release
     f = {
-        "identification": lambda o: br.identification_risk(o, rel, known_unsynthesized=[],
-                                                           known_synthesized=["Income"],
+        "identification": lambda o: br.identification_risk(o, rel, known=["Income"],
+                                                           synthesized=["Income"],
                                                            progressbar=False),
         "utility": lambda o: br.utility_summary(o, rel, max_order=0),
         "pmse": lambda o: br.pmse(o, rel, max_order=0),
@@ -215,13 +216,13 @@ def test_override_accepts_other_values_not_misaligned_rows(release):
     copy = rel.allow_different_original()
     assert rel.original_check == "error"  # a copy: the release itself still refuses
     with pytest.warns(DataWarning, match="ORIGINAL_DIFFERS"):
-        br.identification_risk(other, copy, known_unsynthesized=["Age"],
-                               known_synthesized=["Income"], radius=0.1,
+        br.identification_risk(other, copy, known=["Age", "Income"],
+                               synthesized=["Income"], match=MatchSpec(radius=0.1),
                                progressbar=False)
     with pytest.raises(SchemaError) as err, warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
-        br.identification_risk(_shuffled(ce), copy, known_unsynthesized=[],
-                               known_synthesized=["Income"], radius=0.1,
+        br.identification_risk(_shuffled(ce), copy, known=["Income"],
+                               synthesized=["Income"], match=MatchSpec(radius=0.1),
                                progressbar=False)
     assert err.value.code == "ROWS_MISALIGNED"
 
@@ -230,8 +231,8 @@ def test_plain_files_shuffled_are_refused(release):
     ce, rel = release
     plain = [_shuffled(z) for z in rel.datasets]
     with pytest.raises(SchemaError) as err:
-        br.identification_risk(ce, plain, known_unsynthesized=[], known_synthesized=["Income"],
-                               radius=0.1,
+        br.identification_risk(ce, plain, known=["Income"], synthesized=["Income"],
+                               match=MatchSpec(radius=0.1),
                                progressbar=False)
     assert err.value.code == "ROWS_MISALIGNED"
     with pytest.raises(SchemaError) as err:
@@ -362,8 +363,8 @@ def test_pmse_does_not_depend_on_the_unit_of_a_column(factor):
 def test_radius_must_be_a_real_number(radius):
     ce = br.make_ce_like(60, random_seed=1)
     with pytest.raises(ValidationError, match="radius"):
-        br.identification_risk(ce, [ce], known_unsynthesized=["Age"], known_synthesized=["Income"],
-                               radius=radius,
+        br.identification_risk(ce, [ce], known=["Age", "Income"], synthesized=["Income"],
+                               match=MatchSpec(radius=radius),
                                progressbar=False)
 
 
@@ -375,8 +376,8 @@ def test_infinity_refused_by_utility_and_identification_alike(where):
     bad.loc[5, "Income"] = -np.inf
     o, s = (ce, [bad]) if where == "synthetic" else (bad, [z])
     for call in (
-        lambda: br.identification_risk(o, s, known_unsynthesized=["Age"],
-                                       known_synthesized=["Income"], radius=0.1,
+        lambda: br.identification_risk(o, s, known=["Age", "Income"],
+                                       synthesized=["Income"], match=MatchSpec(radius=0.1),
                                        progressbar=False),
         lambda: br.utility_summary(o, s, max_order=0),
     ):

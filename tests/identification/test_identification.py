@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bayes_risk import MatchSpec, PopulationSpec
 from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError
 from bayes_risk.identification import engine, index
 from bayes_risk.identification.api import identification_risk
@@ -53,7 +54,7 @@ F_TOY = {("M", "W"): 4, ("M", "B"): 2, ("F", "W"): 3, ("F", "B"): 1}
 
 def test_toy5_pooled_fallback_unsynthesized(toy5):
     y, z = toy5
-    res = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"])
+    res = ir(y, z, known=["sex", "race"], synthesized=["race"])
     assert res.settings["fallback"] == "unsynthesized"  # SPEC §4.3(5) default
     expected = np.array([
         [2 / 3, 1 / 6, 1 / 6, 0, 0],
@@ -80,7 +81,7 @@ def test_toy5_pooled_fallback_unsynthesized(toy5):
 
 def test_toy5_pooled_fallback_none(toy5):
     y, z = toy5
-    res = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], fallback="none")
+    res = ir(y, z, known=["sex", "race"], synthesized=["race"], fallback="none")
     p = res.prob.toarray()
     np.testing.assert_allclose(p[2], [0, 0.25, 0.25, 0, 0], **TOL)
     np.testing.assert_allclose(p[3], [0, 0, 0, 0.25, 0.25], **TOL)
@@ -93,7 +94,7 @@ def test_toy5_pooled_fallback_none(toy5):
 def test_toy5_per_dataset(toy5):
     y, z = toy5
     with pytest.warns(DataWarning, match="ZERO_UNIQUE"):
-        res = identification_risk(y, z, known_unsynthesized=["sex"], known_synthesized=["race"],
+        res = identification_risk(y, z, known=["sex", "race"], synthesized=["race"],
                                   aggregation="per_dataset",
                                   progressbar=False)
     np.testing.assert_allclose(res.IR[:, 0], [1, 0, 0.5, 0.5, 0], **TOL)
@@ -124,8 +125,8 @@ def test_toy5_per_dataset(toy5):
 )
 def test_toy5_unknown_true_counts(toy5, strategy, risk, unique, declared):
     y, z = toy5
-    res = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], membership="unknown",
-             population_counts=F_TOY,
+    res = ir(y, z, known=["sex", "race"], synthesized=["race"],
+             population=PopulationSpec(membership="unknown", counts=F_TOY),
              strategy=strategy)
     assert res.settings["fallback"] == "none"
     p = res.prob.toarray()
@@ -151,8 +152,8 @@ def test_toy5_out_of_sample_target(toy5):
     tg = y.assign(id=[0, 1, 2, 3, 4])
     tg = pd.concat([tg, pd.DataFrame({"sex": ["M"], "race": ["W"], "id": [99]})],
                    ignore_index=True)
-    res = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], membership="unknown",
-             population_counts=F_TOY,
+    res = ir(y, z, known=["sex", "race"], synthesized=["race"],
+             population=PopulationSpec(membership="unknown", counts=F_TOY),
              targets=tg, target_id="id")
     p = res.prob.toarray()
     np.testing.assert_allclose(p[5], p[0], **TOL)
@@ -168,12 +169,12 @@ def test_population_counts_forms_agree(toy5):
     y, z = toy5
     table = pd.DataFrame([(a, b, f) for (a, b), f in F_TOY.items()], columns=["sex", "race", "F"])
     per_target = [F_TOY[(a, b)] for a, b in zip(y.sex, y.race, strict=False)]
-    r1 = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], membership="unknown",
-            population_counts=F_TOY)
-    r2 = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], membership="unknown",
-            population_counts=table)
-    r3 = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], membership="unknown",
-            population_counts=per_target)
+    r1 = ir(y, z, known=["sex", "race"], synthesized=["race"],
+            population=PopulationSpec(membership="unknown", counts=F_TOY))
+    r2 = ir(y, z, known=["sex", "race"], synthesized=["race"],
+            population=PopulationSpec(membership="unknown", counts=table))
+    r3 = ir(y, z, known=["sex", "race"], synthesized=["race"],
+            population=PopulationSpec(membership="unknown", counts=per_target))
     for r in (r2, r3):
         np.testing.assert_allclose(r.prob.toarray(), r1.prob.toarray())
         np.testing.assert_allclose(r.p_out, r1.p_out)
@@ -182,8 +183,8 @@ def test_population_counts_forms_agree(toy5):
 def test_min_rule_when_matches_exceed_F(toy5):
     # SPEC §4.10: n_{t,r} > F -> each match gets 1/n, p(n+1) = 0 (target 5 in Z_(2))
     y, z = toy5
-    res = ir(y, [z[1]], known_unsynthesized=["sex"], known_synthesized=["race"],
-             membership="unknown", population_counts=F_TOY)
+    res = ir(y, [z[1]], known=["sex", "race"], synthesized=["race"],
+             population=PopulationSpec(membership="unknown", counts=F_TOY))
     np.testing.assert_allclose(res.prob.toarray()[4], [0, 0, 0, 0.5, 0.5], **TOL)
     assert res.p_out[4] == pytest.approx(0.0)
 
@@ -196,7 +197,8 @@ def _c(t, x, **kw):
     y = pd.DataFrame({"v": np.atleast_1d(np.asarray(t, dtype=float))})
     z = pd.DataFrame({"v": np.atleast_1d(np.asarray(x, dtype=float))})
     kw.setdefault("aggregation", "per_dataset")
-    return ir(y, [z], known_unsynthesized=[], known_synthesized=["v"], **kw)
+    rule = {k: kw.pop(k) for k in ("radius", "window", "r_min") if k in kw}
+    return ir(y, [z], known=["v"], synthesized=["v"], match=MatchSpec(**rule), **kw)
 
 
 def test_radius_percentage_closed_open():
@@ -231,9 +233,9 @@ def test_radius_zero_target_and_floor():
 def _two(x, shape, **kw):
     y = pd.DataFrame({"a": [100.0], "b": [200.0]})
     z = pd.DataFrame({"a": [float(x[0])], "b": [float(x[1])]})
-    return ir(y, [z], known_unsynthesized=[], known_synthesized=["a", "b"],
-              radius={"a": 10, "b": 20}, radius_type="absolute",
-              shape=shape, aggregation="per_dataset", **kw).c[0, 0]
+    return ir(y, [z], known=["a", "b"], synthesized=["a", "b"],
+              match=MatchSpec(radius={"a": 10, "b": 20}, radius_type="absolute", shape=shape),
+              aggregation="per_dataset", **kw).c[0, 0]
 
 
 def test_radius_rectangle_ellipse_legacy_euclid():
@@ -262,8 +264,8 @@ def test_radius_quantile_sd():
     # end to end: the target 3's own synthetic value 4.2 is inside, 4.3 is not
     y = pd.DataFrame({"v": x})
     z = pd.DataFrame({"v": np.where(x == 3, 4.2, x + 1000)})
-    res = ir(y, [z], known_unsynthesized=[], known_synthesized=["v"], radius_type="quantile_sd",
-             quantile_groups=2,
+    res = ir(y, [z], known=["v"], synthesized=["v"], match=MatchSpec(radius_type="quantile_sd",
+                                                                     quantile_groups=2),
              aggregation="per_dataset")
     assert res.c[2, 0] == 1 and res.T[2, 0] == 1
 
@@ -271,12 +273,12 @@ def test_radius_quantile_sd():
 def test_count_column_exact_unless_given_radius():
     y = pd.DataFrame({"age": [30, 31, 50], "inc": [100.0, 100.0, 300.0]})
     z = y.assign(inc=[100.0, 101.0, 300.0])
-    r1 = ir(y, [z], known_unsynthesized=["age"], known_synthesized=["inc"], radius=0.1,
+    r1 = ir(y, [z], known=["age", "inc"], synthesized=["inc"], match=MatchSpec(radius=0.1),
             aggregation="per_dataset")
     assert r1.settings["match_rule"]["exact_unsynthesized"] == ["age"]
     np.testing.assert_array_equal(r1.c[:, 0], [1, 1, 1])
-    r2 = ir(y, [z], known_unsynthesized=["age"], known_synthesized=["inc"],
-            radius={"age": 0.1, "inc": 0.1},
+    r2 = ir(y, [z], known=["age", "inc"], synthesized=["inc"],
+            match=MatchSpec(radius={"age": 0.1, "inc": 0.1}),
             aggregation="per_dataset")
     np.testing.assert_array_equal(r2.c[:, 0], [2, 2, 1])
 
@@ -302,7 +304,7 @@ def maxrad():
 @pytest.mark.parametrize("r", sorted(MAXRAD))
 def test_maxrad_table(maxrad, r):
     y, z = maxrad
-    res = ir(y, z, known_unsynthesized=[], known_synthesized=["x"], radius=r,
+    res = ir(y, z, known=["x"], synthesized=["x"], match=MatchSpec(radius=r),
              aggregation="per_dataset")
     c, T, risk = MAXRAD[r]
     np.testing.assert_array_equal(res.c[:, 0], c)
@@ -312,7 +314,7 @@ def test_maxrad_table(maxrad, r):
 
 def test_maxrad_sweep(maxrad):
     y, z = maxrad
-    res = radius_sweep(y, z, known_unsynthesized=[], known_synthesized=["x"], radii=sorted(MAXRAD),
+    res = radius_sweep(y, z, known=["x"], synthesized=["x"], radii=sorted(MAXRAD),
                        progressbar=False)
     np.testing.assert_allclose(res.risk[:, 0], [MAXRAD[r][2] for r in sorted(MAXRAD)])
     assert res.r_star == pytest.approx(0.2)
@@ -334,16 +336,16 @@ def test_sweep_cartesian_grid_and_cap():
     rng = np.random.default_rng(3)
     y = pd.DataFrame({"a": rng.uniform(10, 20, 40), "b": rng.uniform(10, 20, 40)})
     zs = [y + rng.normal(0, 0.5, y.shape) for _ in range(2)]
-    res = radius_sweep(y, zs, known_unsynthesized=[], known_synthesized=["a", "b"],
+    res = radius_sweep(y, zs, known=["a", "b"], synthesized=["a", "b"],
                        radii={"a": [0.01, 0.05], "b": [0.02, 0.1, 0.2]},
                        progressbar=False)
     assert res.radii.shape == (6, 2) and res.risk.shape == (6, 2)
-    direct = ir(y, zs, known_unsynthesized=[], known_synthesized=["a", "b"],
-                radius={"a": 0.05, "b": 0.1}, aggregation="per_dataset")
+    direct = ir(y, zs, known=["a", "b"], synthesized=["a", "b"],
+                match=MatchSpec(radius={"a": 0.05, "b": 0.1}), aggregation="per_dataset")
     i = [k for k in range(6) if tuple(res.radii[k]) == (0.05, 0.1)][0]
     np.testing.assert_allclose(res.risk[i], direct.per_dataset["expected_match_risk"])
     with pytest.raises(ValidationError, match="max_grid"):
-        radius_sweep(y, zs, known_unsynthesized=[], known_synthesized=["a", "b"],
+        radius_sweep(y, zs, known=["a", "b"], synthesized=["a", "b"],
                      radii={"a": [0.1, 0.2], "b": [0.1, 0.2]}, max_grid=3,
                      progressbar=False)
 
@@ -401,9 +403,10 @@ def _ipf_data():
 def test_loglinear_original_counts_end_to_end():
     y = _ipf_data()
     z = [y.copy()]
-    res = ir(y, z, known_unsynthesized=["A", "B"], known_synthesized=["C"],
-             categorical=["A", "B", "C"], membership="unknown",
-             population_counts="loglinear_original", sampling_fraction=0.2)
+    res = ir(y, z, known=["A", "B", "C"], synthesized=["C"],
+             categorical=["A", "B", "C"], population=PopulationSpec(membership="unknown",
+                                                                    counts="loglinear_original",
+                                                                    sampling_fraction=0.2))
     mu = fit_all_two_way(IPF3).mu
     Fhat = np.maximum(population_estimate(IPF3, mu, 0.2), 1.0)
     expect = Fhat[y.A, y.B, y.C]
@@ -413,10 +416,11 @@ def test_loglinear_original_counts_end_to_end():
     row = res.prob.getrow(i).toarray().ravel()
     assert row[i] == pytest.approx(1 / expect[i])
     assert res.p_out[i] == pytest.approx(1 - IPF3[0, 0, 0] / expect[i])
-    r_inv = ir(y, z, known_unsynthesized=["A", "B"], known_synthesized=["C"],
-               categorical=["A", "B", "C"], membership="unknown",
-               population_counts="loglinear_original", sampling_fraction=0.2,
-               population_estimate="expected_inverse")
+    r_inv = ir(y, z, known=["A", "B", "C"], synthesized=["C"],
+               categorical=["A", "B", "C"], population=PopulationSpec(membership="unknown",
+                                                                      counts="loglinear_original",
+                                                                      estimate="expected_inverse",
+                                                                      sampling_fraction=0.2))
     nu = 0.8 * mu[0, 0, 0] / 0.2
     assert r_inv.prob[0, 0] == pytest.approx(expected_inverse(np.array([10]), np.array([nu]))[0])
 
@@ -426,10 +430,11 @@ def test_loglinear_synthetic_and_F_below_one():
     rng = np.random.default_rng(0)
     z = [y.assign(C=rng.integers(0, 2, len(y))) for _ in range(3)]
     with pytest.warns(DataWarning, match="F_BELOW_ONE"):
-        res = identification_risk(y, z, known_unsynthesized=["A", "B"], known_synthesized=["C"],
+        res = identification_risk(y, z, known=["A", "B", "C"], synthesized=["C"],
                                   categorical=["A", "B", "C"],
-                                  membership="unknown", population_counts="loglinear_synthetic",
-                                  population_size=len(y),
+                                  population=PopulationSpec(membership="unknown",
+                                                            counts="loglinear_synthetic",
+                                                            population_size=len(y)),
                                   progressbar=False)  # a = 1: F = f, 0 cells -> 1
     assert "F_BELOW_ONE" in res.warnings
     assert res.population_counts.shape == (len(y), 3)
@@ -447,32 +452,32 @@ def test_loglinear_synthetic_and_F_below_one():
 def test_error_unknown_column(toy5):
     y, z = toy5
     with pytest.raises(SchemaError, match="'rase'.*Did you mean 'race'"):
-        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["rase"])
+        ir(y, z, known=["sex", "rase"], synthesized=["rase"])
 
 
 def test_error_radius_for_categorical(toy5):
     y, z = toy5
     with pytest.raises(ValidationError, match="categorical column 'race'"):
-        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], radius={"race": 0.1})
+        ir(y, z, known=["sex", "race"], synthesized=["race"], match=MatchSpec(radius={"race": 0.1}))
 
 
 def test_error_percentage_radius_without_continuous(toy5):
     y, z = toy5
     with pytest.raises(ValidationError, match="no known column is continuous"):
-        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], radius=0.1)
+        ir(y, z, known=["sex", "race"], synthesized=["race"], match=MatchSpec(radius=0.1))
 
 
 def test_error_continuous_without_radius():
     y = pd.DataFrame({"v": [1.0, 2.0]})
     with pytest.raises(ValidationError, match="need a radius"):
-        ir(y, [y], known_unsynthesized=[], known_synthesized=["v"])
+        ir(y, [y], known=["v"], synthesized=["v"])
 
 
 def test_error_targets_lacking_known_columns(toy5):
     y, z = toy5
     tg = pd.DataFrame({"sex": ["M"], "id": [0]})
     with pytest.raises(SchemaError, match=r"targets lack known column\(s\) \['race'\]"):
-        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], targets=tg,
+        ir(y, z, known=["sex", "race"], synthesized=["race"], targets=tg,
            target_id="id")
 
 
@@ -481,13 +486,14 @@ def test_error_user_counts_below_one(toy5):
     bad = dict(F_TOY)
     bad[("F", "B")] = 0.5
     with pytest.raises(ValidationError, match="< 1"):
-        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], membership="unknown",
-           population_counts=bad)
+        ir(y, z, known=["sex", "race"], synthesized=["race"],
+           population=PopulationSpec(membership="unknown", counts=bad))
     with pytest.raises(ValidationError, match="no count for target"):
-        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], membership="unknown",
-           population_counts={("M", "W"): 4})
-    with pytest.raises(ValidationError, match="needs population_counts"):
-        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], membership="unknown")
+        ir(y, z, known=["sex", "race"], synthesized=["race"],
+           population=PopulationSpec(membership="unknown", counts={("M", "W"): 4}))
+    with pytest.raises(ValidationError, match="needs population counts"):
+        ir(y, z, known=["sex", "race"], synthesized=["race"],
+           population=PopulationSpec(membership="unknown"))
 
 
 
@@ -497,18 +503,19 @@ def test_error_user_counts_keyed_by_text_for_numeric_codes():
     y = pd.DataFrame({"urban": [1, 1, 2, 2, 1], "tenure": [1, 2, 1, 2, 2]})
     z = [y.assign(tenure=[2, 2, 1, 1, 2])]
     counts = y.groupby(["urban", "tenure"]).size().mul(10).rename("F").reset_index()
-    kw = dict(categorical=["urban", "tenure"], membership="unknown")
-    ref = ir(y, z, known_unsynthesized=["urban"], known_synthesized=["tenure"],
-             population_counts=counts, **kw)
+    kw = dict(categorical=["urban", "tenure"])
+    ref = ir(y, z, known=["urban", "tenure"], synthesized=["tenure"],
+             population=PopulationSpec(membership="unknown", counts=counts), **kw)
     for text in (counts.astype({"urban": str}),
                  {(str(a), str(b)): f for a, b, f in counts.itertuples(index=False)}):
         with pytest.raises(ValidationError, match=r"column 'urban' are text \(e.g. '1'\) but the "
                                                   r"targets' are numbers \(e.g. 1\)"):
-            ir(y, z, known_unsynthesized=["urban"], known_synthesized=["tenure"],
-               population_counts=text, **kw)
+            ir(y, z, known=["urban", "tenure"], synthesized=["tenure"],
+               population=PopulationSpec(membership="unknown", counts=text), **kw)
     # 2.0 and 2 are one key value
-    same = ir(y, z, known_unsynthesized=["urban"], known_synthesized=["tenure"],
-              population_counts=counts.astype({"urban": float}), **kw)
+    same = ir(y, z, known=["urban", "tenure"], synthesized=["tenure"],
+              population=PopulationSpec(membership="unknown",
+                                        counts=counts.astype({"urban": float})), **kw)
     np.testing.assert_allclose(same.p_out, ref.p_out)
 
 def test_nan_in_known_columns(toy5):
@@ -518,10 +525,10 @@ def test_nan_in_known_columns(toy5):
     y2 = y.copy()
     y2.loc[2, "sex"] = None
     with pytest.raises(SchemaError, match="US_COLUMNS_DIFFER|differs from the original"):
-        ir(y2, z, known_unsynthesized=["sex"], known_synthesized=["race"])
+        ir(y2, z, known=["sex", "race"], synthesized=["race"])
     z2 = [z[0].copy(), z[1]]
     z2[0].loc[1, "race"] = np.nan
-    res = ir(y, z2, known_unsynthesized=["sex"], known_synthesized=["race"],
+    res = ir(y, z2, known=["sex", "race"], synthesized=["race"],
              aggregation="per_dataset")
     assert (res.records["c"] >= 0).all()
 
@@ -530,25 +537,25 @@ def test_error_us_columns_differ_and_compat_conflicts(toy5):
     y, z = toy5
     z2 = [z[0].assign(sex=["F", "M", "M", "F", "F"]), z[1]]
     with pytest.raises(SchemaError, match="US_COLUMNS_DIFFER|differs from the original"):
-        ir(y, z2, known_unsynthesized=["sex"], known_synthesized=["race"])
+        ir(y, z2, known=["sex", "race"], synthesized=["race"])
     with pytest.raises(ValidationError, match="window='open'"):
-        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"],
-           compat="IdentificationRiskCalculation", window="closed")
+        ir(y, z, known=["sex", "race"], synthesized=["race"],
+           compat="IdentificationRiskCalculation", match=MatchSpec(window="closed"))
     with pytest.raises(ValidationError, match="aggregation='per_dataset'"):
-        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"],
+        ir(y, z, known=["sex", "race"], synthesized=["race"],
            compat="IdentificationRiskCalculation", aggregation="pooled")
     with pytest.raises(ValidationError, match="strategy"):
-        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"],
+        ir(y, z, known=["sex", "race"], synthesized=["race"],
            strategy=("threshold", 1.5))
 
 
 def test_absent_category_no_match_then_fallback(toy5):
     y, z = toy5
     tg = pd.DataFrame({"sex": ["M"], "race": ["A"], "id": [7]})
-    res = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], targets=tg,
+    res = ir(y, z, known=["sex", "race"], synthesized=["race"], targets=tg,
              target_id="id")
     np.testing.assert_allclose(res.prob.toarray()[0], [1 / 3, 1 / 3, 1 / 3, 0, 0])
-    res2 = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], targets=tg,
+    res2 = ir(y, z, known=["sex", "race"], synthesized=["race"], targets=tg,
               target_id="id", fallback="none")
     assert res2.c[0] == 0 and "NO_MATCH" in res2.warnings
 
@@ -574,15 +581,15 @@ def test_numba_and_numpy_paths_agree(monkeypatch, shape, window):
     if not engine._HAVE_NUMBA:
         pytest.skip("numba not importable")
     y, zs = _random_problem(1)
-    kw = dict(categorical=["g", "h"], radius={"a": 0.1, "x": 0.1, "w": 0.3}, shape=shape,
-              window=window)
+    kw = dict(categorical=["g", "h"], match=MatchSpec(radius={"a": 0.1, "x": 0.1, "w": 0.3},
+                                                      window=window, shape=shape))
     outs = []
     for use in (True, False):
         monkeypatch.setattr(engine, "USE_NUMBA", use)
         monkeypatch.setattr(index, "_CHUNK_CANDIDATES", 997)  # exercise chunking: compiled
         monkeypatch.setattr(index, "_NUMPY_CHUNK_CANDIDATES", 997)  # and numpy
-        pooled = ir(y, zs, known_unsynthesized=["g", "a"], known_synthesized=["h", "x", "w"], **kw)
-        per = ir(y, zs, known_unsynthesized=["g", "a"], known_synthesized=["h", "x", "w"],
+        pooled = ir(y, zs, known=["g", "a", "h", "x", "w"], synthesized=["h", "x", "w"], **kw)
+        per = ir(y, zs, known=["g", "a", "h", "x", "w"], synthesized=["h", "x", "w"],
                  aggregation="per_dataset", **kw)
         outs.append((pooled, per))
     (p1, d1), (p2, d2) = outs
@@ -596,9 +603,9 @@ def test_numba_and_numpy_paths_agree(monkeypatch, shape, window):
 def test_matches_brute_force():
     """Every match set equals an O(n^2) brute-force scan."""
     y, zs = _random_problem(2, n=120, m=2)
-    res = ir(y, zs, known_unsynthesized=["g", "a"], known_synthesized=["h", "x", "w"],
+    res = ir(y, zs, known=["g", "a", "h", "x", "w"], synthesized=["h", "x", "w"],
              categorical=["g", "h"],
-             radius={"a": 0.1, "x": 0.1, "w": 0.3}, aggregation="per_dataset")
+             match=MatchSpec(radius={"a": 0.1, "x": 0.1, "w": 0.3}), aggregation="per_dataset")
     for l, z in enumerate(zs):
         for i in range(len(y)):
             t = y.iloc[i]
@@ -629,8 +636,8 @@ def problems(draw):
 def test_property_ir_bounds_and_unique_identity(prob):
     y, zs, r = prob
     for agg in ("pooled", "per_dataset"):
-        res = ir(y, zs, known_unsynthesized=["g"], known_synthesized=["x"], categorical=["g"],
-                 radius=r, aggregation=agg)
+        res = ir(y, zs, known=["g", "x"], synthesized=["x"], categorical=["g"],
+                 match=MatchSpec(radius=r), aggregation=agg)
         assert np.all((res.IR >= 0) & (res.IR <= 1))
         assert np.array_equal(res.K + res.W, (res.c == 1).astype(int))
         fm = file_measures(res.c, res.T)
@@ -652,10 +659,10 @@ def test_property_shuffle_invariance(prob, seed):
     y2 = y1.iloc[perm]
     z2 = [z.iloc[perm] for z in z1]
     for agg in ("pooled", "per_dataset"):
-        a = ir(y1, z1, known_unsynthesized=["g"], known_synthesized=["x"], categorical=["g"],
-               radius=r, aggregation=agg).records
-        b = ir(y2, z2, known_unsynthesized=["g"], known_synthesized=["x"], categorical=["g"],
-               radius=r, aggregation=agg).records
+        a = ir(y1, z1, known=["g", "x"], synthesized=["x"], categorical=["g"],
+               match=MatchSpec(radius=r), aggregation=agg).records
+        b = ir(y2, z2, known=["g", "x"], synthesized=["x"], categorical=["g"],
+               match=MatchSpec(radius=r), aggregation=agg).records
         keys = ["target"] + (["dataset"] if agg == "per_dataset" else [])
         a = a.sort_values(keys).reset_index(drop=True)
         b = b.sort_values(keys).reset_index(drop=True)
@@ -667,10 +674,10 @@ def test_property_shuffle_invariance(prob, seed):
 def test_property_pooled_equals_per_dataset_for_m1(prob):
     y, zs, r = prob
     z = zs[:1]
-    a = ir(y, z, known_unsynthesized=["g"], known_synthesized=["x"], categorical=["g"], radius=r,
+    a = ir(y, z, known=["g", "x"], synthesized=["x"], categorical=["g"], match=MatchSpec(radius=r),
            aggregation="pooled",
            fallback="none")
-    b = ir(y, z, known_unsynthesized=["g"], known_synthesized=["x"], categorical=["g"], radius=r,
+    b = ir(y, z, known=["g", "x"], synthesized=["x"], categorical=["g"], match=MatchSpec(radius=r),
            aggregation="per_dataset")
     np.testing.assert_array_equal(a.c, b.c[:, 0])
     np.testing.assert_array_equal(a.T, b.T[:, 0])
@@ -685,8 +692,8 @@ def test_property_T_non_decreasing_in_radius_closed(prob):
     y, zs, _ = prob
     prev = None
     for r in (0.0, 0.05, 0.1, 0.2, 0.5, 1.0):
-        res = ir(y, zs, known_unsynthesized=["g"], known_synthesized=["x"], categorical=["g"],
-                 radius=r, aggregation="per_dataset")
+        res = ir(y, zs, known=["g", "x"], synthesized=["x"], categorical=["g"],
+                 match=MatchSpec(radius=r), aggregation="per_dataset")
         if prev is not None:
             assert np.all(res.T >= prev)
         prev = res.T
@@ -696,7 +703,7 @@ def test_result_serialises(toy5):
     import json
 
     y, z = toy5
-    res = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"],
+    res = ir(y, z, known=["sex", "race"], synthesized=["race"],
              aggregation="per_dataset")
     d = res.to_dict(records=True)
     json.dumps(d, allow_nan=False)
@@ -708,15 +715,15 @@ def test_result_serialises(toy5):
 # ----------------------------------------------------------------------------------------------
 def test_user_replicates_equal_released_datasets():
     y, zs = _random_problem(4, n=80, m=2)
-    kw = dict(categorical=["g", "h"], radius={"a": 0.1, "x": 0.1, "w": 0.3})
-    a = ir(y, zs, known_unsynthesized=["g", "a"], known_synthesized=["h", "x", "w"], **kw)
+    kw = dict(categorical=["g", "h"], match=MatchSpec(radius={"a": 0.1, "x": 0.1, "w": 0.3}))
+    a = ir(y, zs, known=["g", "a", "h", "x", "w"], synthesized=["h", "x", "w"], **kw)
     reps = [z[["h", "x", "w"]].to_numpy() for z in zs]
-    b = ir(y, None, known_unsynthesized=["g", "a"], known_synthesized=["h", "x", "w"],
+    b = ir(y, None, known=["g", "a", "h", "x", "w"], synthesized=["h", "x", "w"],
            replicates=reps, **kw)
     assert (a.prob != b.prob).nnz == 0
     assert b.settings["replicates"] == "user replicates"
     with pytest.raises(ValidationError, match="shape"):
-        ir(y, None, known_unsynthesized=["g", "a"], known_synthesized=["h", "x", "w"],
+        ir(y, None, known=["g", "a", "h", "x", "w"], synthesized=["h", "x", "w"],
            replicates=[reps[0][:, :2]], **kw)
 
 
@@ -724,9 +731,9 @@ def test_synthetic_data_container(toy5):
     from bayes_risk.data.synthetic import SyntheticData
 
     y, z = toy5
-    a = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"])
-    b = ir(y, SyntheticData(z, method="test"), known_unsynthesized=["sex"],
-           known_synthesized=["race"])
+    a = ir(y, z, known=["sex", "race"], synthesized=["race"])
+    b = ir(y, SyntheticData(z, method="test"), known=["sex", "race"],
+           synthesized=["race"])
     np.testing.assert_array_equal(a.prob.toarray(), b.prob.toarray())
 
 
@@ -734,7 +741,7 @@ def test_pooled_memory_guard(monkeypatch, toy5):
     y, z = toy5
     monkeypatch.setattr(engine, "MAX_NNZ", 3)
     with pytest.raises(ValidationError, match="per_dataset"):
-        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"])
+        ir(y, z, known=["sex", "race"], synthesized=["race"])
 
 
 def test_expected_inverse_empty_cell():
@@ -755,8 +762,8 @@ def test_large_key_space_path_matches_brute_force():
                       "c": rng.integers(0, 30, n), "x": rng.uniform(1, 2, n)})
     y.loc[:40, ["a", "b", "c"]] = y.loc[0, ["a", "b", "c"]].to_numpy()  # a populated cell
     z = y.assign(x=y.x + rng.normal(0, 0.05, n))
-    res = ir(y, [z], known_unsynthesized=["a", "b", "c"], known_synthesized=["x"],
-             categorical=["a", "b", "c"], radius=0.05,
+    res = ir(y, [z], known=["a", "b", "c", "x"], synthesized=["x"],
+             categorical=["a", "b", "c"], match=MatchSpec(radius=0.05),
              aggregation="per_dataset")
     for i in range(n):
         t = y.iloc[i]
@@ -768,9 +775,9 @@ def test_large_key_space_path_matches_brute_force():
 
 def test_default_fallback_without_known_unsynthesized(toy5):
     y, z = toy5
-    res = ir(y, z, known_unsynthesized=[], known_synthesized=["sex", "race"])
+    res = ir(y, z, known=["sex", "race"], synthesized=["sex", "race"])
     assert res.settings["fallback"] == "none"
-    explicit = ir(y, z, known_unsynthesized=[], known_synthesized=["sex", "race"],
+    explicit = ir(y, z, known=["sex", "race"], synthesized=["sex", "race"],
                   fallback="unsynthesized")
     assert explicit.settings["fallback"] == "unsynthesized"
     # with no unsynthesized key the fallback set is the whole file
@@ -780,7 +787,7 @@ def test_default_fallback_without_known_unsynthesized(toy5):
 
 def test_toy5_per_dataset_with_fallback(toy5):
     y, z = toy5
-    res = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"],
+    res = ir(y, z, known=["sex", "race"], synthesized=["race"],
              aggregation="per_dataset", fallback="unsynthesized")
     np.testing.assert_allclose(res.IR[:, 0], [1, 0, 0.5, 0.5, 0.5], **TOL)
     np.testing.assert_allclose(res.IR[:, 1], [1 / 3, 1 / 3, 1 / 3, 0.5, 0.5], **TOL)
@@ -804,19 +811,20 @@ class _SmallPartitions:
 
 @pytest.mark.parametrize("extra", [
     {}, {"aggregation": "per_dataset"}, {"fallback": "none"},
-    {"membership": "unknown", "population_counts": "loglinear_synthetic",
-     "sampling_fraction": 0.5, "radius": None, "strategy": "not_if_max"},
+    {"population": PopulationSpec(membership="unknown", counts="loglinear_synthetic",
+                                  sampling_fraction=0.5), "match": None,
+     "strategy": "not_if_max"},
 ], ids=["pooled-fallback", "per-dataset", "pooled", "unknown-loglinear"])
 def test_partitioned_executor_gives_identical_results(extra):
     """Every per-target quantity depends on the target and the record pool only: any
     partition of the targets gives the result of one run, bit for bit."""
     y, zs = _random_problem(4, n=120)
-    kw = dict(categorical=["g", "h"], radius={"a": 0.1, "x": 0.1})
+    kw = dict(categorical=["g", "h"], match=MatchSpec(radius={"a": 0.1, "x": 0.1}))
     kw.update(extra)
-    kus, ks = (["g"], ["h"]) if "membership" in extra else (["g", "a"], ["h", "x"])
-    ref = ir(y, zs, known_unsynthesized=kus, known_synthesized=ks, **kw)
+    kus, ks = (["g"], ["h"]) if "population" in extra else (["g", "a"], ["h", "x"])
+    ref = ir(y, zs, known=[*kus, *ks], synthesized=ks, **kw)
     ex = _SmallPartitions(7)
-    res = ir(y, zs, known_unsynthesized=kus, known_synthesized=ks, executor=ex, **kw)
+    res = ir(y, zs, known=[*kus, *ks], synthesized=ks, executor=ex, **kw)
     assert ex.calls and ex.calls[0][1] == -(-len(y) // 7)
     assert ex.calls[0][0].n_targets == 0  # the record pool is shipped without the targets
     pd.testing.assert_frame_equal(res.target_table(), ref.target_table())
@@ -830,10 +838,10 @@ def test_partitioned_executor_gives_identical_results(extra):
 def test_radius_sweep_shares_the_pool_once():
     y, zs = _random_problem(5, n=80)
     kw = dict(categorical=["g", "h"], progressbar=False)
-    ref = radius_sweep(y, zs, known_unsynthesized=["g", "a"], known_synthesized=["h", "x"],
+    ref = radius_sweep(y, zs, known=["g", "a", "h", "x"], synthesized=["h", "x"],
                        radii=[0.05, 0.1, 0.2], **kw)
     ex = _SmallPartitions(11)
-    res = radius_sweep(y, zs, known_unsynthesized=["g", "a"], known_synthesized=["h", "x"],
+    res = radius_sweep(y, zs, known=["g", "a", "h", "x"], synthesized=["h", "x"],
                        radii=[0.05, 0.1, 0.2], executor=ex, **kw)
     np.testing.assert_array_equal(res.risk, ref.risk)
     assert len(ex.calls) == 3 and len({id(shared) for shared, _ in ex.calls}) == 1
@@ -841,15 +849,15 @@ def test_radius_sweep_shares_the_pool_once():
 
 def test_compat_named_after_the_r_package(toy5):
     y, z = toy5
-    res = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"],
+    res = ir(y, z, known=["sex", "race"], synthesized=["race"],
              compat="IdentificationRiskCalculation")
     assert res.settings["compat"] == "IdentificationRiskCalculation"
     for former in ("hornby-hu", "hornby"):  # no pre-release spelling is accepted
         with pytest.raises(ValidationError, match="IdentificationRiskCalculation"):
-            ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], compat=former)
+            ir(y, z, known=["sex", "race"], synthesized=["race"], compat=former)
 
 
 def test_bad_executor(toy5):
     y, z = toy5
     with pytest.raises(ValidationError, match="executor must be"):
-        ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"], executor="dask")
+        ir(y, z, known=["sex", "race"], synthesized=["race"], executor="dask")

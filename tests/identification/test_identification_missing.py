@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 import bayes_risk as br
+from bayes_risk import MatchSpec, PopulationSpec
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.identification import engine as _engine
 
@@ -38,7 +39,7 @@ def _five():
 ])
 def test_worked_counts_per_dataset(mode, c1, t1):
     y, z = _five()
-    r = br.identification_risk(y, z, known_unsynthesized=["sex"], known_synthesized=["race"],
+    r = br.identification_risk(y, z, known=["sex", "race"], synthesized=["race"],
                                aggregation="per_dataset",
                                missing_known=mode, progressbar=False)
     rec = r.records.set_index(["target", "dataset"])
@@ -51,7 +52,7 @@ def test_worked_counts_per_dataset(mode, c1, t1):
 
 def test_worked_pooled_any():
     y, z = _five()
-    r = br.identification_risk(y, z, known_unsynthesized=["sex"], known_synthesized=["race"],
+    r = br.identification_risk(y, z, known=["sex", "race"], synthesized=["race"],
                                missing_known="any", progressbar=False)
     # target 1: pi = (1/3 + 1/3)/2 for record 0, 1/6 for records 1..4: record 0 alone on top
     row = r.records.set_index("target").loc[1]
@@ -108,8 +109,8 @@ def _brute(y, zs, mode, r=0.1):
 def test_engine_against_brute_force(monkeypatch, compiled, mode):
     monkeypatch.setattr(_engine, "USE_NUMBA", compiled)
     y, zs = _random(5)
-    r = br.identification_risk(y, zs, known_unsynthesized=["a"], known_synthesized=["b", "x"],
-                               categorical=["b"], radius={"x": 0.1},
+    r = br.identification_risk(y, zs, known=["a", "b", "x"], synthesized=["b", "x"],
+                               categorical=["b"], match=MatchSpec(radius={"x": 0.1}),
                                aggregation="per_dataset", missing_known=mode,
                                progressbar=False)
     c, T = _brute(y, zs, mode)
@@ -122,8 +123,8 @@ def test_engine_against_brute_force(monkeypatch, compiled, mode):
 def test_pooled_matches_per_record_average(mode):
     """Pooled probabilities: the average over replicates of 1/c on the brute-force match sets."""
     y, zs = _random(7)
-    r = br.identification_risk(y, zs, known_unsynthesized=["a"], known_synthesized=["b", "x"],
-                               categorical=["b"], radius={"x": 0.1},
+    r = br.identification_risk(y, zs, known=["a", "b", "x"], synthesized=["b", "x"],
+                               categorical=["b"], match=MatchSpec(radius={"x": 0.1}),
                                missing_known=mode, fallback="none", progressbar=False)
     c, T = _brute(y, zs, mode)
     # own record's pooled probability = mean over replicates of T / c
@@ -138,23 +139,26 @@ def test_codes_are_missing_and_clear_errors():
     y2 = y.assign(age=[30.0, -8.0, 50.0, 60.0, 70.0])
     z2 = [d.assign(age=y2["age"]) for d in z]
     s = br.infer_schema(y2, missing_codes={"age": [-8]})
-    r = br.identification_risk(y2, z2, known_unsynthesized=["sex", "age"],
-                               known_synthesized=["race"], schema=s, radius={"age": 0.0},
-                               radius_type="absolute", aggregation="per_dataset",
+    r = br.identification_risk(y2, z2, known=["sex", "age", "race"],
+                               synthesized=["race"], schema=s, match=MatchSpec(radius={"age": 0.0},
+                                                                               radius_type="absolute"),
+                               aggregation="per_dataset",
                                progressbar=False)
     rec = r.records.set_index(["target", "dataset"])
     # target 1: sex and age (-8) missing: matched on race alone, as in the worked example
     assert [int(rec.loc[(1, l), "c"]) for l in (1, 2)] == [3, 3]
     with pytest.raises(ValidationError, match="'sex'.*membership"):
-        br.identification_risk(y, z, known_unsynthesized=["sex"], known_synthesized=["race"],
-                               membership="unknown",
-                               population_counts=np.full(5, 10.0), progressbar=False)
+        br.identification_risk(y, z, known=["sex", "race"], synthesized=["race"],
+                               population=PopulationSpec(membership="unknown", counts=np.full(5,
+                                                                                              10.0)),
+                               progressbar=False)
     with pytest.raises(ValidationError, match="'age'.*mahalanobis"):
-        br.identification_risk(y2, z2, known_unsynthesized=["sex", "age"],
-                               known_synthesized=["race"], schema=s, radius=1.0,
-                               shape="mahalanobis", progressbar=False)
+        br.identification_risk(y2, z2, known=["sex", "age", "race"],
+                               synthesized=["race"], schema=s, match=MatchSpec(radius=1.0,
+                                                                               shape="mahalanobis"),
+                               progressbar=False)
     with pytest.raises(ValidationError, match="missing_known"):
-        br.identification_risk(y, z, known_unsynthesized=["sex"], known_synthesized=["race"],
+        br.identification_risk(y, z, known=["sex", "race"], synthesized=["race"],
                                missing_known="ignore",
                                progressbar=False)
 
@@ -217,9 +221,11 @@ def test_posterior_batches_equal_released_path_with_missing_values(mode, fallbac
         zs = [z.assign(race=z["race"].fillna("W"),
                        nociga=z["nociga"].fillna(5.0).replace(-8.0, 10.0),
                        income=z["income"].fillna(1000.0)) for z in zs]
-    kw = dict(schema=schema, radius={"income": 0.05}, missing_known=mode, fallback=fallback,
+    kw = dict(schema=schema, match=MatchSpec(radius={"income": 0.05}), missing_known=mode,
+              fallback=fallback,
               progressbar=False)
-    known = dict(known_unsynthesized=["sex"], known_synthesized=["race", "nociga", "income"])
+    known = dict(known=["sex", "race", "nociga", "income"], synthesized=["race", "nociga",
+                                                                         "income"])
     base = br.identification_risk(y, zs, **known, **kw)
     post = br.identification_risk(
         y, zs, **known, replicates=br.PosteriorReplicates(
@@ -282,7 +288,7 @@ def test_recoder_encodes_a_batch_as_prepare_does():
 def test_worked_missing_in_original_synthetic_and_both(mode, c, T):
     y = pd.DataFrame({"g": ["u"] * 4, "x": ["a", None, "a", "b"]})
     z = y.assign(x=[None, None, "a", "a"])
-    r = br.identification_risk(y, [z], known_unsynthesized=["g"], known_synthesized=["x"],
+    r = br.identification_risk(y, [z], known=["g", "x"], synthesized=["x"],
                                aggregation="per_dataset",
                                missing_known=mode, progressbar=False)
     assert r.records["c"].tolist() == c
@@ -294,7 +300,7 @@ def test_settings_state_the_policy_on_complete_data():
     y, z = _five()
     y = y.assign(sex=y["sex"].fillna("F"))
     z = [d.assign(sex=y["sex"]) for d in z]
-    r = br.identification_risk(y, z, known_unsynthesized=["sex"], known_synthesized=["race"],
+    r = br.identification_risk(y, z, known=["sex", "race"], synthesized=["race"],
                                progressbar=False)
     assert r.settings["missing_known"] == "any"
     assert r.settings["n_missing_known_values"] == 0
@@ -308,9 +314,9 @@ def test_later_batch_with_missing_radius_values_refused_as_in_prepare():
     y = y.assign(income=y["income"].fillna(1000.0), sex=y["sex"].fillna("F"))
     full = [z.assign(income=z["income"].fillna(1000.0)) for z in zs[:3]]
     zs = full + [z.assign(sex=y["sex"]) for z in zs[3:]]  # missing incomes from batch 2 on
-    kw = dict(schema=schema, radius={"income": 1.0}, radius_type="quantile_sd",
+    kw = dict(schema=schema, match=MatchSpec(radius={"income": 1.0}, radius_type="quantile_sd"),
               progressbar=False)
-    known = dict(known_unsynthesized=["sex"], known_synthesized=["race", "income"])
+    known = dict(known=["sex", "race", "income"], synthesized=["race", "income"])
     with pytest.raises(ValidationError, match="'income'.*quantile_sd"):
         br.identification_risk(y, [z.assign(sex=y["sex"]) for z in zs], **known, **kw)
     with pytest.raises(ValidationError, match="'income'.*quantile_sd"):
@@ -330,9 +336,11 @@ def test_external_target_value_first_met_in_a_later_batch():
     targets = pd.concat([y.assign(id=np.arange(len(y))),
                          y.iloc[:3].assign(race="Z", id=[1000, 1001, 1002])],
                         ignore_index=True)
-    kw = dict(schema=schema, radius={"income": 0.05}, targets=targets, target_id="id",
+    kw = dict(schema=schema, match=MatchSpec(radius={"income": 0.05}), targets=targets,
+              target_id="id",
               fallback="none", progressbar=False)
-    known = dict(known_unsynthesized=["sex"], known_synthesized=["race", "nociga", "income"])
+    known = dict(known=["sex", "race", "nociga", "income"], synthesized=["race", "nociga",
+                                                                         "income"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the synthetic-only level "Z"
         base = br.identification_risk(y, zs, **known, **kw)

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 from _shared import shared_path
 
+from bayes_risk import MatchSpec
 from bayes_risk.identification.api import identification_risk
 
 pytestmark = pytest.mark.reference
@@ -45,11 +46,13 @@ def test_reference_run_exact(run_id):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = identification_risk(
-            ce, syn, known_unsynthesized=[c for c in run["known"] if c not in run["syn"]],
-            known_synthesized=run["syn"],
-            categorical=["Urban", "Marital", "Tenure"], radius=run["r"],
-            radius_type="percentage" if run["percentage"] else "absolute",
-            shape="legacy_hh_euclid" if run["euclideanDist"] else "rectangle",
+            ce, syn, known=[*[c for c in run["known"] if c not in run["syn"]], *run["syn"]],
+            synthesized=run["syn"],
+            categorical=["Urban", "Marital", "Tenure"],
+            match=MatchSpec(
+                radius=run["r"],
+                radius_type="percentage" if run["percentage"] else "absolute",
+                shape="legacy_hh_euclid" if run["euclideanDist"] else "rectangle"),
             compat="IdentificationRiskCalculation", progressbar=False,
         )
     base = shared_path("reference", "identification", run["output_dir"])
@@ -97,12 +100,13 @@ def test_reference_radius_vector_column_order():
               progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        a = identification_risk(ce, syn, known_unsynthesized=["Age", "Urban", "Marital"],
-                                known_synthesized=["Income", "Expenditure"],
-                                radius=[0.1, 0.2, 0.3], **kw)
-        b = identification_risk(ce, syn, known_unsynthesized=["Age", "Urban", "Marital"],
-                                known_synthesized=["Expenditure", "Income"],
-                                radius={"Age": 0.1, "Expenditure": 0.2, "Income": 0.3}, **kw)
+        a = identification_risk(ce, syn, known=["Age", "Urban", "Marital", "Income", "Expenditure"],
+                                synthesized=["Income", "Expenditure"],
+                                match=MatchSpec(radius=[0.1, 0.2, 0.3]), **kw)
+        b = identification_risk(ce, syn, known=["Age", "Urban", "Marital", "Expenditure", "Income"],
+                                synthesized=["Expenditure", "Income"],
+                                match=MatchSpec(radius={"Age": 0.1, "Expenditure": 0.2,
+                                                        "Income": 0.3}), **kw)
     np.testing.assert_array_equal(a.c, b.c)
     assert a.settings["match_rule"]["radius"] == {"Age": 0.1, "Expenditure": 0.2, "Income": 0.3}
 
@@ -115,14 +119,15 @@ def test_default_mode_differs_from_package_as_documented():
     syn = _synthetic(run["synthetic_files"])[:1]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        compat = identification_risk(ce, syn, known_unsynthesized=["Age", "Urban", "Marital"],
-                                     known_synthesized=["Income"],
-                                     categorical=["Urban", "Marital", "Tenure"], radius=0.1,
+        compat = identification_risk(ce, syn, known=["Age", "Urban", "Marital", "Income"],
+                                     synthesized=["Income"],
+                                     categorical=["Urban", "Marital", "Tenure"],
+                                     match=MatchSpec(radius=0.1),
                                      compat="IdentificationRiskCalculation", progressbar=False)
-        default = identification_risk(ce, syn, known_unsynthesized=["Age", "Urban", "Marital"],
-                                      known_synthesized=["Income"],
+        default = identification_risk(ce, syn, known=["Age", "Urban", "Marital", "Income"],
+                                      synthesized=["Income"],
                                       categorical=["Urban", "Marital", "Tenure"],
-                                      radius={"Age": 0.1, "Income": 0.1},
+                                      match=MatchSpec(radius={"Age": 0.1, "Income": 0.1}),
                                       aggregation="per_dataset", progressbar=False)
     nonpos = (ce["Income"] <= 0).to_numpy()
     assert nonpos.sum() == 449
@@ -146,16 +151,18 @@ def test_paper_sweep_definition_varies_age_too():
     ce = pd.read_csv(shared_path("data", "CEdata.csv"))
     syn = _synthetic(run["synthetic_files"])
     grid = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3)
-    kw = dict(categorical=["Urban", "Marital", "Tenure"], radius={"Age": 0.1, "Income": 0.1},
-              radius_type="percentage", compat="IdentificationRiskCalculation",
+    kw = dict(categorical=["Urban", "Marital", "Tenure"], match=MatchSpec(radius={"Age": 0.1,
+                                                                                  "Income": 0.1},
+                                                                          radius_type="percentage"),
+              compat="IdentificationRiskCalculation",
               aggregation="per_dataset", progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        paper = radius_sweep(ce, syn, known_unsynthesized=["Age", "Urban", "Marital"],
-                             known_synthesized=["Income"], radii=grid,
+        paper = radius_sweep(ce, syn, known=["Age", "Urban", "Marital", "Income"],
+                             synthesized=["Income"], radii=grid,
                              columns=["Age", "Income"], **kw)
-        fixed = radius_sweep(ce, syn, known_unsynthesized=["Age", "Urban", "Marital"],
-                             known_synthesized=["Income"], radii=grid,
+        fixed = radius_sweep(ce, syn, known=["Age", "Urban", "Marital", "Income"],
+                             synthesized=["Income"], radii=grid,
                              columns=["Income"], **kw)
     for r, rid in ((0.025, "scenario1_r0p025"), (0.1, "scenario1_r0p1")):
         summ = pd.read_csv(shared_path("reference", "identification", rid,

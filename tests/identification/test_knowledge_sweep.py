@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bayes_risk import MatchSpec, PopulationSpec
 from bayes_risk.exceptions import DataWarning, ValidationError
 from bayes_risk.identification.api import identification_risk
 from bayes_risk.identification.knowledge import known_sweep, shapley_values
@@ -63,7 +64,8 @@ def _separate(y, rel, s, **kw):
     us = [c for c in CANDS if c in s and c not in SYN]
     sy = [c for c in CANDS if c in s and c in SYN]
     rad = {c: r for c, r in RADIUS.items() if c in s} or None
-    return ir(y, rel, us, sy, radius=rad, categorical=["a", "b", "c"], **kw)
+    return ir(y, rel, known=[*us, *sy], synthesized=sy, match=MatchSpec(radius=rad),
+              categorical=["a", "b", "c"], **kw)
 
 
 def _same(a, b) -> bool:
@@ -74,7 +76,8 @@ def _same(a, b) -> bool:
 @pytest.mark.parametrize("missing", [False, True])
 def test_every_subset_equals_a_separate_run_bit_for_bit(aggregation, missing):
     y, rel = _release(3, missing=missing)
-    res = sweep(y, rel, CANDS, radius=RADIUS, categorical=["a", "b", "c"],
+    res = sweep(y, rel, candidates=CANDS, match=MatchSpec(radius=RADIUS), categorical=["a", "b",
+                                                                                       "c"],
                 aggregation=aggregation)
     assert res.synthesized == ("y", "c")  # found from the release: their values differ
     assert len(res.table) == 2 ** len(CANDS)
@@ -95,7 +98,11 @@ def test_options_pass_through_and_match_separate_runs(options):
     rad = {"x": 0.05, "y": 0.1}
     if options.get("shape") == "mahalanobis":
         rad = 1.0
-    res = sweep(y, rel, cands, radius=rad, categorical=["a", "c"], **options)
+    rule = {k: v for k, v in options.items() if k in ("shape", "radius_type")}
+    other = {k: v for k, v in options.items() if k not in rule}
+    res = sweep(y, rel, candidates=cands, match=MatchSpec(radius=rad, **rule), categorical=["a",
+                                                                                            "c"],
+                **other)
     assert res.settings["shared_encoding"] is (options.get("shape") != "mahalanobis")
     for k in range(1, len(cands) + 1):
         for s in itertools.combinations(cands, k):
@@ -105,7 +112,8 @@ def test_options_pass_through_and_match_separate_runs(options):
                                                         or None)
             if options.get("shape") == "mahalanobis" and not ({"x", "y"} & set(s)):
                 continue  # a Mahalanobis rule needs a radius column (the sweep prepares its own)
-            one = ir(y, rel, us, sy, radius=r, categorical=["a", "c"], **options)
+            one = ir(y, rel, known=[*us, *sy], synthesized=sy,
+                     match=MatchSpec(radius=r, **rule), categorical=["a", "c"], **other)
             row = res.table[res.table["known"] == ", ".join(s)].iloc[0]
             for m in SWEEP_MEASURES:
                 assert _same(row[m], one.file[m]), (s, m)
@@ -114,14 +122,16 @@ def test_options_pass_through_and_match_separate_runs(options):
 def test_unknown_membership_loglinear_counts_match_separate_runs():
     y, rel = _release(11, n=40, m=2)
     cands = ["a", "b", "c"]
-    res = sweep(y, rel, cands, categorical=["a", "b", "c"], membership="unknown",
-                population_counts="loglinear_original", sampling_fraction=0.5)
+    res = sweep(y, rel, candidates=cands, categorical=["a", "b", "c"],
+                population=PopulationSpec(membership="unknown", counts="loglinear_original",
+                                          sampling_fraction=0.5))
     assert res.settings["shared_encoding"] is False
     for k in range(1, 4):
         for s in itertools.combinations(cands, k):
-            one = ir(y, rel, [c for c in s if c not in SYN], [c for c in s if c in SYN],
-                     categorical=["a", "b", "c"], membership="unknown",
-                     population_counts="loglinear_original", sampling_fraction=0.5)
+            one = ir(y, rel, known=list(s), synthesized=[c for c in s if c in SYN],
+                     categorical=["a", "b", "c"],
+                     population=PopulationSpec(membership="unknown", counts="loglinear_original",
+                                               sampling_fraction=0.5))
             row = res.table[res.table["known"] == ", ".join(s)].iloc[0]
             assert _same(row["expected_match_risk"], one.file["expected_match_risk"])
 
@@ -130,7 +140,7 @@ def test_empty_set_is_the_intruder_who_knows_nothing():
     # every record matches every target: c = n, T = 1, IR = 1/n, so the sum over the n targets
     # is 1 (known membership, the targets are the original records)
     y, rel = _release(4, n=25, m=2)
-    res = sweep(y, rel, ["a", "c"], categorical=["a", "c"])
+    res = sweep(y, rel, candidates=["a", "c"], categorical=["a", "c"])
     row = res.table[res.table["known"] == "(none)"].iloc[0]
     assert row["n_known"] == 0
     assert row["expected_match_risk"] == pytest.approx(1.0, abs=1e-12)
@@ -140,12 +150,14 @@ def test_empty_set_is_the_intruder_who_knows_nothing():
 def test_shapley_values_by_hand_on_three_variables():
     y, rel = _release(7, n=30, m=2)
     cands = ["a", "x", "c"]
-    res = sweep(y, rel, cands, radius={"x": 0.05}, categorical=["a", "c"])
+    res = sweep(y, rel, candidates=cands, match=MatchSpec(radius={"x": 0.05}), categorical=["a",
+                                                                                            "c"])
     v = {frozenset(): 1.0}
     for k in range(1, 4):
         for s in itertools.combinations(cands, k):
-            one = ir(y, rel, [c for c in s if c not in SYN], [c for c in s if c in SYN],
-                     radius={"x": 0.05} if "x" in s else None, categorical=["a", "c"])
+            one = ir(y, rel, known=list(s), synthesized=[c for c in s if c in SYN],
+                     match=MatchSpec(radius={"x": 0.05} if "x" in s else None),
+                     categorical=["a", "c"])
             v[frozenset(s)] = one.file["expected_match_risk"]
     A, X, C = "a", "x", "c"
 
@@ -182,7 +194,8 @@ def test_shapley_values_function_additive_game():
 @pytest.mark.parametrize("aggregation", ["pooled", "per_dataset"])
 def test_level_contributions_sum_to_the_file_risk(aggregation):
     y, rel = _release(9, n=50, m=3)
-    res = sweep(y, rel, CANDS, radius=RADIUS, categorical=["a", "b", "c"],
+    res = sweep(y, rel, candidates=CANDS, match=MatchSpec(radius=RADIUS), categorical=["a", "b",
+                                                                                       "c"],
                 aggregation=aggregation, bands=4)
     full = res.risk(CANDS)
     for _var, part in res.levels.groupby("variable"):
@@ -196,7 +209,9 @@ def test_level_contributions_sum_to_the_file_risk(aggregation):
 
 def test_greedy_path_and_frontier():
     y, rel = _release(12, n=40, m=2)
-    res = sweep(y, rel, CANDS, radius=RADIUS, categorical=["a", "b", "c"], max_size=2)
+    res = sweep(y, rel, candidates=CANDS, match=MatchSpec(radius=RADIUS), categorical=["a", "b",
+                                                                                       "c"],
+                max_size=2)
     t = res.table
     # exhaustive up to size 2 (1 + 5 + 10 subsets), the full set minus one (5), the full set,
     # and the greedy steps
@@ -231,7 +246,7 @@ def test_exact_unsynthesized_risk_never_decreases_when_a_variable_is_added(seed,
     # record can leave the match set (T drops to 0), so no such property holds there (next test).
     rng = np.random.default_rng(seed)
     y = pd.DataFrame({c: rng.choice(["0", "1", "2"], n) for c in ("a", "b", "c")})
-    res = sweep(y, [y.copy(), y.copy()], ["a", "b", "c"], categorical=["a", "b", "c"])
+    res = sweep(y, [y.copy(), y.copy()], candidates=["a", "b", "c"], categorical=["a", "b", "c"])
     v = {frozenset(k.split(", ")) if k != "(none)" else frozenset(): r
          for k, r in zip(res.table["known"], res.table["expected_match_risk"], strict=True)}
     for s, r in v.items():
@@ -244,14 +259,15 @@ def test_a_synthesized_variable_can_lower_the_risk():
     # sends the intruder to the wrong records (T = 0 everywhere)
     y = pd.DataFrame({"sex": ["M", "M", "F", "F"], "race": ["W", "B", "W", "B"]})
     z = y.assign(race=["B", "W", "B", "W"])
-    res = sweep(y, [z], ["sex", "race"])
+    res = sweep(y, [z], candidates=["sex", "race"])
     assert res.risk(["sex"]) == 2.0
     assert res.risk(["sex", "race"]) == 0.0
 
 
 def test_result_family_and_outputs():
     y, rel = _release(2, n=30, m=2)
-    res = sweep(y, rel, ["a", "x", "c"], radius={"x": 0.05}, categorical=["a", "c"])
+    res = sweep(y, rel, candidates=["a", "x", "c"], match=MatchSpec(radius={"x": 0.05}),
+                categorical=["a", "c"])
     assert isinstance(res, KnowledgeSweepResult)
     d = res.to_dict()
     import json
@@ -268,35 +284,37 @@ def test_result_family_and_outputs():
 
 def test_synthesized_from_the_release_schema_and_given():
     y, rel = _release(6, n=20, m=2)
-    res = sweep(y, rel, ["a", "c"], categorical=["a", "c"], synthesized=["c"])
+    res = sweep(y, rel, candidates=["a", "c"], categorical=["a", "c"], synthesized=["c"])
     assert res.synthesized == ("c",)
     with pytest.raises(ValidationError, match="not candidates"):
-        sweep(y, rel, ["a", "c"], synthesized=["y"])
+        sweep(y, rel, candidates=["a", "c"], synthesized=["y"])
 
 
 def test_errors_name_the_argument():
     y, rel = _release(1, n=10, m=1)
     with pytest.raises(ValidationError, match="candidates is empty"):
-        sweep(y, rel, [])
+        sweep(y, rel, candidates=[])
     with pytest.raises(ValidationError, match="twice"):
-        sweep(y, rel, ["a", "a"])
+        sweep(y, rel, candidates=["a", "a"])
     with pytest.raises(ValidationError, match="max_size"):
-        sweep(y, rel, ["a", "b"], max_size=3)
+        sweep(y, rel, candidates=["a", "b"], max_size=3)
     with pytest.raises(ValidationError, match="unknown argument"):
-        sweep(y, rel, ["a"], radious=0.1)
+        sweep(y, rel, candidates=["a"], radious=0.1)
     with pytest.raises(ValidationError, match="max_subsets"):
-        sweep(y, rel, ["a", "b", "c"], max_subsets=3)
+        sweep(y, rel, candidates=["a", "b", "c"], max_subsets=3)
     with pytest.raises(ValidationError, match="population counts given by the user"):
-        sweep(y, rel, ["a"], membership="unknown", population_counts={("p",): 5})
+        sweep(y, rel, candidates=["a"], population=PopulationSpec(membership="unknown",
+                                                                  counts={("p",): 5}))
 
 
 def test_pooled_empty_set_and_unknown_membership_have_no_shapley_without_it():
     y, rel = _release(13, n=30, m=2)
-    res = sweep(y, rel, ["a", "c"], categorical=["a", "c"], aggregation="pooled")
+    res = sweep(y, rel, candidates=["a", "c"], categorical=["a", "c"], aggregation="pooled")
     # the intruder who knows nothing: the same figure pooled as per dataset (c = n, T = 1)
     assert res.risk([]) == pytest.approx(1.0, abs=1e-12)
-    un = sweep(y, rel, ["a", "c"], categorical=["a", "c"], membership="unknown",
-               population_counts="loglinear_original", sampling_fraction=0.5)
+    un = sweep(y, rel, candidates=["a", "c"], categorical=["a", "c"],
+               population=PopulationSpec(membership="unknown", counts="loglinear_original",
+                                         sampling_fraction=0.5))
     assert "(none)" not in set(un.table["known"])
     assert np.isnan(un.drivers["shapley_expected_match_risk"]).all()
     assert "knows nothing" in un.shapley_note
@@ -306,7 +324,8 @@ def test_synthesized_found_from_plain_tables_whatever_the_dtype():
     # x released unchanged but read back as another dtype (a CSV round trip) is unsynthesized
     y, rel = _release(8, n=20, m=2)
     y = y.assign(x=y["x"].astype(np.int64))
-    res = sweep(y, rel, ["x", "y", "a"], radius={"y": 0.1}, categorical=["a"])
+    res = sweep(y, rel, candidates=["x", "y", "a"], match=MatchSpec(radius={"y": 0.1}),
+                categorical=["a"])
     assert res.synthesized == ("y",)
     with pytest.raises(ValidationError, match="original must be a pandas DataFrame"):
-        sweep(y.to_numpy(), rel, ["x"])
+        sweep(y.to_numpy(), rel, candidates=["x"])

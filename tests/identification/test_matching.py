@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bayes_risk import identification_risk, radius_sweep
+from bayes_risk import MatchSpec, identification_risk, radius_sweep
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.identification.matching import mahalanobis_whitening
 
@@ -31,10 +31,9 @@ ORIG = pd.DataFrame({"x1": [8.0, 12.0, 8.0, 12.0, 10.0], "x2": [8.0, 10.0, 10.0,
 SYN = pd.DataFrame({"x1": [12.0, 12.0, 40.0, -20.0, 10.5], "x2": [11.0, 9.0, 40.0, -20.0, 10.5]})
 
 
-def _run(radius, **kw):
-    kw.setdefault("shape", "mahalanobis")
-    return identification_risk(ORIG, [SYN], known_unsynthesized=(), known_synthesized=["x1", "x2"],
-                               radius=radius,
+def _run(radius, shape="mahalanobis", window=None, **kw):
+    return identification_risk(ORIG, [SYN], known=["x1", "x2"], synthesized=["x1", "x2"],
+                               match=MatchSpec(radius=radius, shape=shape, window=window),
                                progressbar=False, **kw)
 
 
@@ -69,9 +68,9 @@ def test_differs_from_ellipse_with_the_same_scale():
     # an axis-aligned ellipse with the same marginal scales (R_j = r·sd_j) treats records 0 and 1
     # alike: (2/2)² + (1/√2)² = 1.5 for both, so with r = 1.3 (1.69) it takes both
     sd = np.sqrt([4.0, 2.0])
-    ell = identification_risk(ORIG, [SYN], known_unsynthesized=(), known_synthesized=["x1", "x2"],
-                              radius={"x1": 1.3 * sd[0],
-                              "x2": 1.3 * sd[1]}, radius_type="absolute", shape="ellipse",
+    ell = identification_risk(ORIG, [SYN], known=["x1", "x2"], synthesized=["x1", "x2"],
+                              match=MatchSpec(radius={"x1": 1.3 * sd[0],
+                              "x2": 1.3 * sd[1]}, radius_type="absolute", shape="ellipse"),
                               fallback="none", progressbar=False).records.set_index("target")
     mah = _run(1.3, fallback="none").records.set_index("target")
     assert ell.loc[4, "c"] == 3 and mah.loc[4, "c"] == 2
@@ -119,9 +118,9 @@ def test_against_brute_force_with_unsynthesized_columns(seed):
     # an unsynthesized continuous column and two synthesized ones, plus a categorical key
     orig, syn = _data(seed)
     for r in (0.5, 1.0, 2.0):
-        res = identification_risk(orig, [syn], known_unsynthesized=["age", "g"],
-                                  known_synthesized=["inc", "exp"], categorical=["g"],
-                                  radius=r, shape="mahalanobis", fallback="none",
+        res = identification_risk(orig, [syn], known=["age", "g", "inc", "exp"],
+                                  synthesized=["inc", "exp"], categorical=["g"],
+                                  match=MatchSpec(radius=r, shape="mahalanobis"), fallback="none",
                                   progressbar=False)
         M = _brute(orig, syn, ["age"], ["inc", "exp"], ["g"], r)
         np.testing.assert_array_equal(res.records["c"].to_numpy(), M.sum(axis=1))
@@ -132,9 +131,10 @@ def test_against_brute_force_with_unsynthesized_columns(seed):
 def test_fallback_uses_the_marginal_distance_of_the_unsynthesized_columns():
     orig, syn = _data(3)
     syn = syn.assign(inc=syn["inc"] + 1e6)  # nobody matches on the synthesized columns
-    res = identification_risk(orig, [syn], known_unsynthesized=["age"],
-                              known_synthesized=["inc", "exp"], radius=0.3,
-                              shape="mahalanobis", fallback="unsynthesized", progressbar=False)
+    res = identification_risk(orig, [syn], known=["age", "inc", "exp"],
+                              synthesized=["inc", "exp"], match=MatchSpec(radius=0.3,
+                                                                          shape="mahalanobis"),
+                              fallback="unsynthesized", progressbar=False)
     a = orig["age"].to_numpy()
     M = np.abs(a[:, None] - a[None, :]) / a.std(ddof=1) <= 0.3 * (1 + 1e-12)
     np.testing.assert_array_equal(res.records["c"].to_numpy(), M.sum(axis=1))
@@ -148,9 +148,10 @@ def test_properties_monotone_row_order_and_units(seed, r1, r2, scale):
     lo, hi = sorted((r1, r2))
 
     def run(o, s, r):
-        return identification_risk(o, [s], known_unsynthesized=["age"],
-                                   known_synthesized=["inc", "exp"], radius=r,
-                                   shape="mahalanobis", fallback="none", progressbar=False)
+        return identification_risk(o, [s], known=["age", "inc", "exp"],
+                                   synthesized=["inc", "exp"], match=MatchSpec(radius=r,
+                                                                               shape="mahalanobis"),
+                                   fallback="none", progressbar=False)
 
     a, b = run(orig, syn, lo), run(orig, syn, hi)
     # nested windows: every target matches at least as many records with the larger radius
@@ -172,49 +173,52 @@ def test_properties_monotone_row_order_and_units(seed, r1, r2, scale):
 @pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.DataWarning")
 def test_radius_sweep_common_grid():
     orig, syn = _data(4)
-    sw = radius_sweep(orig, [syn], known_unsynthesized=["age"], known_synthesized=["inc", "exp"],
+    sw = radius_sweep(orig, [syn], known=["age", "inc", "exp"], synthesized=["inc", "exp"],
                       radii=[0.25, 0.5, 1.0, 2.0],
-                      shape="mahalanobis", fallback="none", aggregation="per_dataset",
+                      match=MatchSpec(shape="mahalanobis"), fallback="none",
+                      aggregation="per_dataset",
                       progressbar=False)
     for b, r in enumerate(sw.radii):
         M = _brute(orig, syn, ["age"], ["inc", "exp"], [], r)
         want = np.sum(np.where(np.diag(M), 1.0 / np.maximum(M.sum(axis=1), 1), 0.0))
         assert sw.risk[b, 0] == pytest.approx(want, rel=1e-12)
     with pytest.raises(ValidationError, match="one radius"):
-        radius_sweep(orig, [syn], known_unsynthesized=["age"], known_synthesized=["inc", "exp"],
+        radius_sweep(orig, [syn], known=["age", "inc", "exp"], synthesized=["inc", "exp"],
                      radii=[0.5, 1.0], columns=["inc"],
-                     shape="mahalanobis", progressbar=False)
+                     match=MatchSpec(shape="mahalanobis"), progressbar=False)
 
 
 def test_errors():
     orig, syn = _data(5)
-    base = dict(shape="mahalanobis", progressbar=False)
+    base = dict(progressbar=False)
     with pytest.raises(ValidationError, match="one radius"):
-        identification_risk(orig, [syn], known_unsynthesized=["age"], known_synthesized=["inc"],
-                            radius={"age": 1, "inc": 2}, **base)
+        identification_risk(orig, [syn], known=["age", "inc"], synthesized=["inc"],
+                            match=MatchSpec(radius={"age": 1, "inc": 2}, shape="mahalanobis"),
+                            **base)
     with pytest.raises(ValidationError, match="quantile_sd"):
-        identification_risk(orig, [syn], known_unsynthesized=["age"], known_synthesized=["inc"],
-                            radius=1,
-                            radius_type="quantile_sd", **base)
+        identification_risk(orig, [syn], known=["age", "inc"], synthesized=["inc"],
+                            match=MatchSpec(radius=1, radius_type="quantile_sd",
+                                            shape="mahalanobis"),
+                            **base)
     with pytest.raises(ValidationError, match=r"\['k'\] are constant"):
-        identification_risk(orig.assign(k=1.0), [syn.assign(k=1.0)], known_unsynthesized=["age"],
-                            known_synthesized=["k"], radius=1,
+        identification_risk(orig.assign(k=1.0), [syn.assign(k=1.0)], known=["age", "k"],
+                            synthesized=["k"], match=MatchSpec(radius=1, shape="mahalanobis"),
                             **base)
     with pytest.raises(ValidationError, match="singular"):
         identification_risk(orig.assign(k=2 * orig["age"]), [syn.assign(k=2 * syn["age"])],
-                            known_unsynthesized=["age",
-                                                 "k"], known_synthesized=["inc"], radius=1, **base)
+                            known=["age", "k", "inc"], synthesized=["inc"],
+                            match=MatchSpec(radius=1, shape="mahalanobis"), **base)
     with pytest.raises(ValidationError, match="r_min"):
-        identification_risk(orig, [syn], known_unsynthesized=["age"], known_synthesized=["inc"],
-                            radius=1, r_min=1, **base)
+        identification_risk(orig, [syn], known=["age", "inc"], synthesized=["inc"],
+                            match=MatchSpec(radius=1, r_min=1, shape="mahalanobis"), **base)
     with pytest.raises(ValidationError, match="compat"):
-        identification_risk(orig, [syn], known_unsynthesized=["age"], known_synthesized=["inc"],
-                            radius=[0.1, 0.1],
-                            compat="IdentificationRiskCalculation", shape="mahalanobis",
-                            progressbar=False)
+        identification_risk(orig, [syn], known=["age", "inc"], synthesized=["inc"],
+                            match=MatchSpec(radius=[0.1, 0.1], shape="mahalanobis"),
+                            compat="IdentificationRiskCalculation", progressbar=False)
     with pytest.raises(ValidationError, match="more original records"):
-        identification_risk(orig.iloc[:2], [syn.iloc[:2]], known_unsynthesized=["age"],
-                            known_synthesized=["inc", "exp"], radius=1,
+        identification_risk(orig.iloc[:2], [syn.iloc[:2]], known=["age", "inc", "exp"],
+                            synthesized=["inc", "exp"],
+                            match=MatchSpec(radius=1, shape="mahalanobis"),
                             **base)
 
 

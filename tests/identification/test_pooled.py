@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bayes_risk import MatchSpec, PopulationSpec
 from bayes_risk.exceptions import DataWarning, ValidationError
 from bayes_risk.identification import engine
 from bayes_risk.identification.api import identification_risk
@@ -66,7 +67,7 @@ def test_toy5_fallback_set_is_one_value(toy5_local):
     """SPEC §4.7 worked example: replicate 2 has no (M, B) record, so target 3 spreads its mass
     over the three males; record 1 (the first male) is matched directly in no replicate."""
     y, z = toy5_local
-    res = ir(y, z, known_unsynthesized=["sex"], known_synthesized=["race"])
+    res = ir(y, z, known=["sex", "race"], synthesized=["race"])
     pooled = res.pooled
     assert pooled.fallback_extra[2] == 1 and pooled.fallback_value[2] == pytest.approx(1 / 6)
     k, p = pooled.row(2)
@@ -107,9 +108,9 @@ def test_cells_equal_materialised(monkeypatch, compiled, m):
         pytest.skip("numba not importable")
     monkeypatch.setattr(engine, "USE_NUMBA", compiled)
     y, zs = _coarse_problem(m, n=400, m=m)
-    cell, mat = _both(monkeypatch, y, zs, known_unsynthesized=["g"], known_synthesized=["s", "x"],
+    cell, mat = _both(monkeypatch, y, zs, known=["g", "s", "x"], synthesized=["s", "x"],
                       categorical=["g", "s"],
-                      radius={"x": 0.1})
+                      match=MatchSpec(radius={"x": 0.1}))
     assert cell.settings["fallback"] == "unsynthesized"
     assert (cell.pooled.fallback_extra > 0).sum() > 50  # the fallback is exercised
     _assert_identical(cell, mat)
@@ -120,9 +121,9 @@ def test_cells_equal_materialised(monkeypatch, compiled, m):
 def test_cells_with_unsynthesized_radius_column(monkeypatch, shape, window):
     """A radius on a known unsynthesized column: the fallback set is a window, not a cell."""
     y, zs = _coarse_problem(7, n=300, m=6)
-    cell, mat = _both(monkeypatch, y, zs, known_unsynthesized=["g", "a"],
-                      known_synthesized=["s", "x"], categorical=["g", "s"],
-                      radius={"a": 0.1, "x": 0.15}, shape=shape, window=window)
+    cell, mat = _both(monkeypatch, y, zs, known=["g", "a", "s", "x"],
+                      synthesized=["s", "x"], categorical=["g", "s"],
+                      match=MatchSpec(radius={"a": 0.1, "x": 0.15}, window=window, shape=shape))
     assert (cell.pooled.fallback_extra > 0).any()
     _assert_identical(cell, mat)
 
@@ -137,9 +138,10 @@ def test_cells_unknown_membership_and_targets(monkeypatch, strategy):
     tg = y.iloc[rng.choice(len(y), 60, replace=False)].copy()
     tg.loc[tg.index[:10], "pid"] = -np.arange(1, 11)  # not in the sample
     F = rng.integers(1, 40, len(tg)).astype(float)
-    cell, mat = _both(monkeypatch, y, zs, known_unsynthesized=["g", "a"], known_synthesized=["s"],
+    cell, mat = _both(monkeypatch, y, zs, known=["g", "a", "s"], synthesized=["s"],
                       categorical=["g", "s"],
-                      membership="unknown", population_counts=F, fallback="unsynthesized",
+                      population=PopulationSpec(membership="unknown", counts=F),
+                      fallback="unsynthesized",
                       strategy=strategy, targets=tg, target_id="pid")
     assert (cell.pooled.fallback_extra > 0).any()
     _assert_identical(cell, mat)
@@ -149,13 +151,13 @@ def test_cells_avoid_the_materialised_size(monkeypatch):
     """Coarse unsynthesized key: the materialised matrix would exceed the limit; the compact
     form runs, rows are read from it, and only asking for the full matrix is refused."""
     y, zs = _coarse_problem(11, n=3000, m=3, levels=2)
-    small = ir(y, zs, known_unsynthesized=["g"], known_synthesized=["s", "x"],
-               categorical=["g", "s"], radius={"x": 0.01})
+    small = ir(y, zs, known=["g", "s", "x"], synthesized=["s", "x"],
+               categorical=["g", "s"], match=MatchSpec(radius={"x": 0.01}))
     full = small.prob
     assert small.pooled.explicit.nnz < full.nnz / 20  # the sets dominate the full matrix
     monkeypatch.setattr(engine, "MAX_NNZ", small.pooled.explicit.nnz + 10)
-    res = ir(y, zs, known_unsynthesized=["g"], known_synthesized=["s", "x"],
-             categorical=["g", "s"], radius={"x": 0.01})
+    res = ir(y, zs, known=["g", "s", "x"], synthesized=["s", "x"],
+             categorical=["g", "s"], match=MatchSpec(radius={"x": 0.01}))
     np.testing.assert_array_equal(res.c, small.c)
     k, p = res.pooled.row(5)
     np.testing.assert_array_equal(k, full.indices[full.indptr[5]:full.indptr[6]])
@@ -164,8 +166,8 @@ def test_cells_avoid_the_materialised_size(monkeypatch):
         res.prob  # noqa: B018
     monkeypatch.setattr(engine, "FALLBACK_AS_CELLS", False)
     with pytest.raises(ValidationError, match="per_dataset"):
-        ir(y, zs, known_unsynthesized=["g"], known_synthesized=["s", "x"], categorical=["g", "s"],
-           radius={"x": 0.01})
+        ir(y, zs, known=["g", "s", "x"], synthesized=["s", "x"], categorical=["g", "s"],
+           match=MatchSpec(radius={"x": 0.01}))
 
 
 @st.composite
@@ -195,9 +197,9 @@ def test_property_cells_equal_materialised(prob):
     sets with and without directly matched records)."""
     y, zs, ra, rx, shape = prob
     radius = {"x": rx} if ra is None else {"x": rx, "a": ra}
-    kw = dict(categorical=["g", "s"], radius=radius, shape=shape)
+    kw = dict(categorical=["g", "s"], match=MatchSpec(radius=radius, shape=shape))
     with pytest.MonkeyPatch.context() as mp:
-        cell, mat = _both(mp, y, zs, known_unsynthesized=["g", "a"], known_synthesized=["s", "x"],
+        cell, mat = _both(mp, y, zs, known=["g", "a", "s", "x"], synthesized=["s", "x"],
                           **kw)
     _assert_identical(cell, mat)
     # invariants of the compact form: each row sums to the replicates with a match

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayes_risk import PosteriorReplicates, identification_risk
+from bayes_risk import MatchSpec, PopulationSpec, PosteriorReplicates, identification_risk
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import DataWarning, ValidationError
 from bayes_risk.identification import plot_running_estimate
@@ -65,19 +65,19 @@ def perturb(y, m, seed):
     return out
 
 
-KW = dict(categorical=["region"], radius={"income": 0.05}, progressbar=False)
+KW = dict(categorical=["region"], match=MatchSpec(radius={"income": 0.05}), progressbar=False)
 SETTINGS = [
     {},
     {"fallback": "none"},
-    {"membership": "unknown", "population_counts": "user"},
-    {"strategy": ("threshold", 0.6), "membership": "unknown", "population_counts": "user"},
+    {"population": "user"},
+    {"strategy": ("threshold", 0.6), "population": "user"},
 ]
 
 
 def _kw(extra, y):
     kw = dict(KW, **extra)
-    if kw.get("population_counts") == "user":
-        kw["population_counts"] = np.full(len(y), 3.0)
+    if kw.get("population") == "user":
+        kw["population"] = PopulationSpec(membership="unknown", counts=np.full(len(y), 3.0))
     return kw
 
 
@@ -86,11 +86,11 @@ def test_released_datasets_as_posterior_replicates_reproduce_today_bitwise(extra
     y = make_data()
     syn = perturb(y, 5, 1)
     kw = _kw(extra, y)
-    base = identification_risk(y, syn, known_unsynthesized=["sex", "region"],
-                               known_synthesized=["race", "income"], **kw)
+    base = identification_risk(y, syn, known=["sex", "region", "race", "income"],
+                               synthesized=["race", "income"], **kw)
     with pytest.warns(DataWarning, match="MCSE_UNAVAILABLE"):  # one batch: no jackknife
         post = identification_risk(
-            y, syn, known_unsynthesized=["sex", "region"], known_synthesized=["race", "income"],
+            y, syn, known=["sex", "region", "race", "income"], synthesized=["race", "income"],
             replicates=PosteriorReplicates(Released(syn), n=5, random_seed=0), **kw)
     for k in MEASURES:
         a, b = base.file[k], post.file[k]
@@ -108,15 +108,15 @@ def test_batched_pooling_equals_engine_and_per_replicate_equals_per_dataset(extr
     y = make_data(seed=3)
     syn = perturb(y, 7, 4)
     kw = _kw(extra, y)
-    base = identification_risk(y, syn, known_unsynthesized=["sex", "region"],
-                               known_synthesized=["race", "income"], **kw)
+    base = identification_risk(y, syn, known=["sex", "region", "race", "income"],
+                               synthesized=["race", "income"], **kw)
     post = identification_risk(
-        y, syn, known_unsynthesized=["sex", "region"], known_synthesized=["race", "income"],
+        y, syn, known=["sex", "region", "race", "income"], synthesized=["race", "income"],
         replicates=PosteriorReplicates(Released(syn), n=7, batch_size=3, n_groups=2,
                                        random_seed=0), **kw)
     # the per-replicate measures use the run's settings (fallback included)
-    per = identification_risk(y, syn, known_unsynthesized=["sex", "region"],
-                              known_synthesized=["race", "income"],
+    per = identification_risk(y, syn, known=["sex", "region", "race", "income"],
+                              synthesized=["race", "income"],
                               aggregation="per_dataset",
                               **dict(kw, fallback=post.settings["fallback"]))
     # pooled over three batches: the same probabilities (summed in another order) and top sets
@@ -188,7 +188,7 @@ def closed_form_risk(y):
 
 def _closed_form_run(y, schema, R, seed, model=None, **pr):
     return identification_risk(
-        y, None, known_unsynthesized=["sex"], known_synthesized=["race"], schema=schema,
+        y, None, known=["sex", "race"], synthesized=["race"], schema=schema,
         fallback="none", progressbar=False,
         replicates=PosteriorReplicates(model or FixedProbabilities(len(y)), n=R,
                                        random_seed=seed, **pr))
@@ -207,7 +207,7 @@ def test_same_seed_same_numbers_whatever_the_chunk_size():
     # a real model (DPMPM with one latent class: the same data-ignoring synthesis)
     yl = make_data(60, seed=5)
     model, df = _fixed_model(yl, PROBS)
-    a, b = (identification_risk(df, None, known_unsynthesized=["sex"], known_synthesized=["race"],
+    a, b = (identification_risk(df, None, known=["sex", "race"], synthesized=["race"],
                                 fallback="none",
                                 progressbar=False,
                                 replicates=PosteriorReplicates(model, n=30, chunk_size=cs,
@@ -270,7 +270,7 @@ def test_auto_stops_at_the_tolerance_and_warns_at_the_cap():
     syn = perturb(y, 3, 2)
     model = Released(perturb(y, 40, 7))
     res = identification_risk(
-        y, syn, known_unsynthesized=["sex", "region"], known_synthesized=["race", "income"], **KW,
+        y, syn, known=["sex", "region", "race", "income"], synthesized=["race", "income"], **KW,
         replicates=PosteriorReplicates(model, n="auto", mcse_tol=0.2, batch_size=10,
                                        min_replicates=20, max_replicates=400, random_seed=1))
     f = res.file
@@ -280,7 +280,7 @@ def test_auto_stops_at_the_tolerance_and_warns_at_the_cap():
     assert f["mc_trace"]["n_replicates"][-1] == R and 20 <= R < 400
     with pytest.warns(DataWarning, match="MCSE_NOT_REACHED"):
         capped = identification_risk(
-            y, syn, known_unsynthesized=["sex", "region"], known_synthesized=["race",
+            y, syn, known=["sex", "region", "race", "income"], synthesized=["race",
                                                                               "income"], **KW,
             replicates=PosteriorReplicates(model, n="auto", mcse_tol=1e-6, batch_size=10,
                                            min_replicates=20, max_replicates=40,
@@ -341,7 +341,7 @@ def test_cart_replicates_and_intruder_view():
     syn = model.synthesize(3, random_seed=2)
     for view in ("agency", "intruder"):
         res = identification_risk(
-            y, syn, known_unsynthesized=["sex", "region"], known_synthesized=["race",
+            y, syn, known=["sex", "region", "race", "income"], synthesized=["race",
                                                                               "income"], **KW,
             replicates=PosteriorReplicates(model, n=60, view=view, batch_size=20,
                                            random_seed=5))
@@ -351,7 +351,7 @@ def test_cart_replicates_and_intruder_view():
     uniform = CARTSynthesizer(donor="uniform", progressbar=False).fit(
         y, schema=schema, synthesized=["race"], random_seed=1)
     with pytest.raises(ValidationError, match="bayes_bootstrap"):
-        identification_risk(y, syn, known_unsynthesized=["sex"], known_synthesized=["race"], **KW,
+        identification_risk(y, syn, known=["sex", "race"], synthesized=["race"], **KW,
                             replicates=PosteriorReplicates(uniform, n=5))
 
 
@@ -371,15 +371,15 @@ def test_refusals_and_bad_arguments():
         with pytest.raises(ValidationError):
             PosteriorReplicates(m, **bad)
     with pytest.raises(ValidationError, match="nothing to replicate"):
-        identification_risk(y, None, known_unsynthesized=["sex"], known_synthesized=[],
+        identification_risk(y, None, known=["sex"], synthesized=[],
                             progressbar=False,
                             replicates=PosteriorReplicates(m, n=2))
     with pytest.raises(ValidationError, match="pooled"):
-        identification_risk(y, None, known_unsynthesized=["sex"], known_synthesized=["race"],
+        identification_risk(y, None, known=["sex", "race"], synthesized=["race"],
                             aggregation="per_dataset",
                             progressbar=False, replicates=PosteriorReplicates(m, n=2))
     with pytest.raises(ValidationError, match="released datasets as synthetic"):
-        identification_risk(y, None, known_unsynthesized=["sex"], known_synthesized=["race"],
+        identification_risk(y, None, known=["sex", "race"], synthesized=["race"],
                             progressbar=False,
                             replicates=PosteriorReplicates(m, n=2, view="intruder"))
 
@@ -418,12 +418,12 @@ def test_cli_posterior_replicates_from_a_cart_release(tmp_path):
     release = read_synthetic(syn_dir)
     model = rebuild_synthesizer(df, release)
     res = identification_risk(
-        df, release, known_unsynthesized=["Age", "Urban"], known_synthesized=["Tenure",
+        df, release, known=["Age", "Urban", "Tenure", "Income"], synthesized=["Tenure",
                                                                               "Income"],
                                                                               categorical=["Urban",
                                                                                            "Marital",
                                                                           "Tenure"],
-        radius={"Income": 0.1}, progressbar=False,
+        match=MatchSpec(radius={"Income": 0.1}), progressbar=False,
         replicates=PosteriorReplicates(model, n=60, random_seed=4))
     assert unc["expected_match_risk"]["value"] == pytest.approx(res.file["expected_match_risk"])
     assert unc["expected_match_risk"]["mc_se"] == pytest.approx(
@@ -468,10 +468,10 @@ def test_result_reports_the_uncertainty_in_summary_dict_and_plot():
     summary.json) and ``plot("running_estimate")``; a released-data result has none of them."""
     y = make_data()
     syn = perturb(y, 6, 4)
-    base = identification_risk(y, syn[:2], known_unsynthesized=["sex", "region"],
-                               known_synthesized=["race", "income"], **KW)
+    base = identification_risk(y, syn[:2], known=["sex", "region", "race", "income"],
+                               synthesized=["race", "income"], **KW)
     res = identification_risk(
-        y, syn[:2], known_unsynthesized=["sex", "region"], known_synthesized=["race",
+        y, syn[:2], known=["sex", "region", "race", "income"], synthesized=["race",
                                                                               "income"], **KW,
         replicates=PosteriorReplicates(Released(syn), n=60, batch_size=10, n_groups=6,
                                        random_seed=2))
@@ -501,13 +501,14 @@ def test_posterior_replicates_refuse_a_bad_executor_and_compat():
     syn = perturb(y, 2, 5)
     pr = PosteriorReplicates(Released(syn), n=4, random_seed=0)
     with pytest.raises(ValidationError, match="executor"):
-        identification_risk(y, syn, known_unsynthesized=["sex", "region"],
-                            known_synthesized=["race", "income"], **KW,
+        identification_risk(y, syn, known=["sex", "region", "race", "income"],
+                            synthesized=["race", "income"], **KW,
                             replicates=pr, executor=object())
     with pytest.raises(ValidationError, match="compat"):
-        identification_risk(y, syn, known_unsynthesized=["sex", "region"],
-                            known_synthesized=["race", "income"], categorical=["region"],
-                            radius={"income": 0.05}, progressbar=False, replicates=pr,
+        identification_risk(y, syn, known=["sex", "region", "race", "income"],
+                            synthesized=["race", "income"], categorical=["region"],
+                            match=MatchSpec(radius={"income": 0.05}), progressbar=False,
+                            replicates=pr,
                             compat="IdentificationRiskCalculation")
 
 
@@ -539,7 +540,7 @@ def test_pruned_jackknife_equals_the_full_evaluation(extra, monkeypatch):
     for prune in (True, False):
         monkeypatch.setattr(rep, "PRUNE", prune)
         runs.append(identification_risk(
-            y, syn, known_unsynthesized=["sex", "region"], known_synthesized=["race",
+            y, syn, known=["sex", "region", "race", "income"], synthesized=["race",
                                                                               "income"],
                                                                               **_kw(extra, y),
             replicates=PosteriorReplicates(model, n=60, batch_size=6, n_groups=10,
@@ -582,7 +583,7 @@ def test_spilled_jackknife_groups_give_the_same_numbers(extra, monkeypatch, tmp_
     for at in (0, 10**12):
         monkeypatch.setattr(rep._unc, "SPILL_MIN_PAIRS", at)
         runs.append(identification_risk(
-            y, syn, known_unsynthesized=["sex", "region"], known_synthesized=["race",
+            y, syn, known=["sex", "region", "race", "income"], synthesized=["race",
                                                                               "income"],
                                                                               **_kw(extra, y),
             replicates=PosteriorReplicates(model, n=60, batch_size=6, n_groups=4,
@@ -608,7 +609,7 @@ def test_unwritable_spill_folder_keeps_the_groups_in_memory(monkeypatch, tmp_pat
 
     def run():
         return identification_risk(
-            y, syn, known_unsynthesized=["sex", "region"], known_synthesized=["race",
+            y, syn, known=["sex", "region", "race", "income"], synthesized=["race",
                                                                               "income"], **KW,
             replicates=PosteriorReplicates(model, n=30, batch_size=6, n_groups=4,
                                            random_seed=2))
@@ -657,8 +658,8 @@ def test_next_batch_drawn_in_a_thread_gives_the_same_numbers(extra, monkeypatch)
     monkeypatch.setattr(rb, "draw_batch", lambda job, b: (drawn.append(b), real(job, b))[1])
 
     def run(**pr):
-        return identification_risk(y, syn, known_unsynthesized=["sex", "region"],
-                                   known_synthesized=["race", "income"],
+        return identification_risk(y, syn, known=["sex", "region", "race", "income"],
+                                   synthesized=["race", "income"],
                                    **_kw(extra, y), replicates=PosteriorReplicates(
                                        model, batch_size=6, n_groups=4, random_seed=2, **pr))
 
@@ -706,7 +707,7 @@ def test_compiled_pair_kernels_give_the_numbers_of_the_numpy_code(extra, monkeyp
     for compiled in (True, False):
         monkeypatch.setattr(engine, "USE_NUMBA", compiled)
         runs.append(identification_risk(
-            y, syn, known_unsynthesized=["sex", "region"], known_synthesized=["race",
+            y, syn, known=["sex", "region", "race", "income"], synthesized=["race",
                                                                               "income"],
                                                                               **_kw(extra, y),
             replicates=PosteriorReplicates(model, n=60, batch_size=6, n_groups=4,

@@ -9,7 +9,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayes_risk import RFPlugin, compare_visit_orders, identification_risk, make_acs_like, pmse
+from bayes_risk import (
+    PopulationSpec,
+    RFPlugin,
+    compare_visit_orders,
+    identification_risk,
+    make_acs_like,
+    pmse,
+)
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models import CARTSynthesizer, RandomForestSynthesizer
@@ -150,8 +157,9 @@ def test_compare_visit_orders_matches_direct_runs(acs):
         warnings.simplefilter("ignore")
         cmp = compare_visit_orders(
             acs, synthesizer=RandomForestSynthesizer(n_trees=15), orders=ORDERS,
-            known_unsynthesized=["AGE"], m=2,
-            identification={"membership": "known"}, keep_releases=True, random_seed=11,
+            known=["AGE", "MAR", "RACE", "SEX"], m=2,
+            identification={"population": PopulationSpec(membership="known")},
+            keep_releases=True, random_seed=11,
         )
         t = cmp.table
         assert list(t["order"]) == ["MAR → RACE → SEX", "SEX → RACE → MAR"]
@@ -161,7 +169,7 @@ def test_compare_visit_orders_matches_direct_runs(acs):
         for i, order in enumerate(ORDERS):
             rel = cmp.releases[tuple(order)]
             assert rel.extra["visit_sequence"] == order
-            r = identification_risk(acs, rel, known_unsynthesized=["AGE"], known_synthesized=order,
+            r = identification_risk(acs, rel, known=["AGE", *order], synthesized=order,
                                     progressbar=False).file
             for k in ("expected_match_risk", "true_match_risk", "n_unique", "false_match_rate"):
                 assert t.loc[i, k] == pytest.approx(r[k], rel=1e-12)
@@ -170,7 +178,7 @@ def test_compare_visit_orders_matches_direct_runs(acs):
         # common random numbers: the same seed gives the same table
         again = compare_visit_orders(acs, synthesizer=RandomForestSynthesizer(n_trees=15),
                                      orders=ORDERS[:1],
-                                     known_unsynthesized=["AGE"], m=2, random_seed=11)
+                                     known=["AGE", "MAR", "RACE", "SEX"], m=2, random_seed=11)
     pd.testing.assert_frame_equal(again.table, t.iloc[:1])
     json.dumps(cmp.to_dict())
 
@@ -182,7 +190,7 @@ def test_compare_visit_orders_with_cart_and_the_order_matters(acs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cmp = compare_visit_orders(acs, synthesizer=CARTSynthesizer(), orders=ORDERS, schema=schema,
-                                   known_unsynthesized=["AGE"], m=2, keep_releases=True,
+                                   known=["AGE", "MAR", "RACE", "SEX"], m=2, keep_releases=True,
                                    random_seed=12)
     a, b = (cmp.releases[tuple(o)].datasets[0] for o in ORDERS)
     assert not a.equals(b)
@@ -201,12 +209,12 @@ def test_compare_visit_orders_errors(acs):
         compare_visit_orders(acs, synthesizer=rf, orders=[["MAR", "SEX"], ["MAR", "SEX"]])
     with pytest.raises(ValidationError, match="not in the original"):
         compare_visit_orders(acs, synthesizer=rf, orders=[["MAR", "INCOME"]])
-    with pytest.raises(ValidationError, match="not synthesized"):
+    with pytest.raises(ValidationError, match="not in the original"):
         compare_visit_orders(acs, synthesizer=rf, orders=[["MAR", "SEX"]],
-                             known_synthesized=["RACE"])
+                             known=["MAR", "INCOME"])
     with pytest.raises(ValidationError, match="set by compare_visit_orders"):
         compare_visit_orders(acs, synthesizer=rf, orders=[["MAR", "SEX"]],
-                             identification={"known_synthesized": []})
+                             identification={"synthesized": []})
     with pytest.raises(ValidationError, match="synthesizer must be"):
         compare_visit_orders(acs, synthesizer=object(), orders=[["MAR", "SEX"]])
 
@@ -254,8 +262,9 @@ def test_cli_synthesize_group_by_and_orders(tmp_path, monkeypatch):
         warnings.simplefilter("ignore")
         direct = compare_visit_orders(acs, synthesizer=RandomForestSynthesizer(n_trees=10),
                                       orders=[["MAR", "RACE", "SEX"], ["SEX", "RACE", "MAR"]],
-                                      known_unsynthesized=["AGE"], schema=schema, m=2,
-                                      identification={"membership": "known"}, random_seed=7)
+                                      known=["AGE", "MAR", "RACE", "SEX"], schema=schema, m=2,
+                                      identification={"population": PopulationSpec()},
+                                      random_seed=7)
     np.testing.assert_allclose(table["expected_match_risk"], direct.table["expected_match_risk"],
                                rtol=1e-12)
     np.testing.assert_allclose(table["pmse"], direct.table["pmse"], rtol=1e-9)

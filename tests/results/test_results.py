@@ -20,6 +20,7 @@ import pytest
 
 import bayes_risk as br
 import bayes_risk.results as results
+from bayes_risk import MatchSpec
 from bayes_risk._io import to_jsonable
 from bayes_risk.attribute.file_summary import file_summary
 from bayes_risk.exceptions import ValidationError
@@ -63,8 +64,8 @@ def _attribute(ce, release):
 
 
 def _identification(ce, release, aggregation):
-    return _quiet(br.identification_risk, ce, release[2], known_unsynthesized=["Age", "Urban"],
-                  known_synthesized=["Marital"],
+    return _quiet(br.identification_risk, ce, release[2], known=["Age", "Urban", "Marital"],
+                  synthesized=["Marital"],
                   aggregation=aggregation, progressbar=False)
 
 
@@ -83,7 +84,7 @@ def _visit_orders(ce, release):
 
     return _quiet(br.compare_visit_orders, ce, synthesizer=CARTSynthesizer(),
                   orders=[("Tenure", "Marital"), ("Marital", "Tenure")],
-                  known_unsynthesized=["Age"],
+                  known=["Age", "Tenure", "Marital"],
                   schema=release[1], m=2, random_seed=4, progressbar=False)
 
 
@@ -114,11 +115,12 @@ BUILDERS = {
     "IdentificationResult": lambda ce, rel: _identification(ce, rel, "pooled"),
     "IdentificationResult-per_dataset": lambda ce, rel: _identification(ce, rel, "per_dataset"),
     "RadiusSweepResult": lambda ce, rel: _quiet(
-        br.radius_sweep, ce, rel[2], known_unsynthesized=["Urban"], known_synthesized=["Income"],
+        br.radius_sweep, ce, rel[2], known=["Urban", "Income"], synthesized=["Income"],
         radii=[0.05, 0.1, 0.2],
         progressbar=False),
     "KnowledgeSweepResult": lambda ce, rel: _quiet(
-        br.known_sweep, ce, rel[2], ["Age", "Urban", "Marital"], radius={"Age": 0.1},
+        br.known_sweep, ce, rel[2], candidates=["Age", "Urban", "Marital"],
+        match=MatchSpec(radius={"Age": 0.1}),
         schema=rel[1], progressbar=False),
     "PMSEResult": lambda ce, rel: _quiet(br.pmse, ce, rel[2], schema=rel[1], random_seed=1),
     "UtilitySummary": _utility,
@@ -345,8 +347,8 @@ def test_cli_identification_summary_json_is_to_dict(ce, release, files, capsys):
           "--out", str(out)])
     written = _written(out / "summary.json")
     res = _quiet(br.identification_risk, ce, [pd.read_csv(p) for p in paths[1:]],
-                 known_unsynthesized=["Urban"],
-                 known_synthesized=["Income"], radius={"Income": 0.1}, progressbar=False)
+                 known=["Urban", "Income"],
+                 synthesized=["Income"], match=MatchSpec(radius={"Income": 0.1}), progressbar=False)
     expected = res.to_dict()
     expected["settings"]["records_output"] = written["settings"]["records_output"]
     sweep = written.pop("radius_sweep")

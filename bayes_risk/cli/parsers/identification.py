@@ -82,6 +82,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     a.add_argument("--population-counts", default=None, metavar="SOURCE",
                    help="true:FILE (known columns + count column F), loglinear-original or "
                         "loglinear-synthetic (membership unknown)")
+    a.add_argument("--weights", default=None, metavar="COL",
+                   help="survey weights of the original's records (a column of ORIGINAL): "
+                        "population counts estimated as the sum of the weights of the records "
+                        "sharing the target's known values (Reiter & Mitra 2009; membership "
+                        "unknown)")
     a.add_argument("--population-estimate", choices=["default", "scaled", "expected-inverse"],
                    default="default", help="log-linear estimate of F (Hu 2019 §4.2.3)")
     a.add_argument("--sampling-fraction", type=float, default=None, metavar="A",

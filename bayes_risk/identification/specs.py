@@ -1,0 +1,322 @@
+"""The grouped arguments of identification risk: how known columns match, and the population.
+
+:class:`MatchSpec` (``match=``) holds the match rule's settings (radius, its type and floor,
+window, shape), :class:`PopulationSpec` (``population=``) whether the intruder knows who is in
+the sample and, when not, where the population counts ``F_t`` come from — as
+:class:`~bayes_risk.attribute.candidates.CandidateSpec` groups the candidate-set settings of
+attribute risk. Both are validated when built, with errors naming the field; what depends on
+the data (a radius for a categorical column, a weight per original row) is checked when the
+risk is computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from bayes_risk.exceptions import ValidationError
+from bayes_risk.identification.matching import RADIUS_TYPES, SHAPES, WINDOWS
+
+__all__ = ["MatchSpec", "PopulationSpec", "MEMBERSHIPS", "POPULATION_ESTIMATES"]
+
+MEMBERSHIPS = ("known", "unknown")
+POPULATION_ESTIMATES = ("default", "scaled", "expected_inverse")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_))
+
+
+def _nonnegative(value: Any, what: str) -> float:
+    """``value`` as a float, or a ValidationError naming ``what``."""
+    if not _number(value) or not np.isfinite(value) or value < 0:
+        raise ValidationError(f"{what} must be a finite number >= 0. Got {value!r}.")
+    return float(value)
+
+
+def _per_column(value: Any, what: str) -> float | dict[str, float] | None:
+    """A number or a ``{column: number}`` mapping of non-negative numbers (or ``None``)."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        return {str(c): _nonnegative(v, f"{what}[{c!r}]") for c, v in value.items()}
+    return _nonnegative(value, what)
+
+
+@dataclass(frozen=True)
+class MatchSpec:
+    """How a released record matches a target's known values (methods, Matching rules).
+
+    Categorical columns, and count columns given no radius, match by equality; continuous
+    columns, and count columns given a radius, inside a window around the target's value.
+
+    Parameters
+    ----------
+    radius : float, dict or sequence, optional
+        Radius ``r_j`` of the window: a float (every continuous known column), a dict
+        ``{column: r}`` (count columns such as age may be given a radius too), or — with
+        ``compat="IdentificationRiskCalculation"`` only — a vector assigned in data-frame column
+        order. Required when a continuous column is known, except with ``"quantile_sd"``
+        (default ``1``: the group's standard deviation).
+    radius_type : {"percentage", "absolute", "quantile_sd"}
+        ``R = r·|t|`` (Hornby & Hu 2021), ``R = r``, or ``r`` times the standard deviation of
+        the quantile group of the original's values holding ``t`` (Drechsler & Reiter 2009).
+    r_min : float or dict, optional
+        Floor of the percentage radius, ``R = max(r|t|, r_min)`` (a choice of this package).
+    quantile_groups : int
+        Number of quantile groups ``Q`` of ``"quantile_sd"`` (default 20).
+    window : {"closed", "open"}, optional
+        ``|x − t| ≤ R`` (default, as Hornby & Hu's text) or ``< R`` (the R package
+        IdentificationRiskCalculation).
+    shape : {"rectangle", "ellipse", "mahalanobis", "legacy_hh_euclid"}, optional
+        How several radius columns combine (default ``"rectangle"``: each column separately);
+        ``"mahalanobis"`` matches when ``(x − t)ᵀ S⁻¹ (x − t) ≤ r²`` with ``S`` the covariance
+        of the original's values of the radius columns (Hu 2019 §4.2.2);
+        ``"legacy_hh_euclid"`` reproduces the R package's ``euclideanDist=TRUE``.
+
+    Raises
+    ------
+    ValidationError
+        A field out of its range, named in the message.
+
+    Examples
+    --------
+    >>> MatchSpec(radius={"income": 0.05}, window="open").radius
+    {'income': 0.05}
+    """
+
+    radius: float | Mapping[str, float] | Sequence[float] | None = None
+    radius_type: Literal["percentage", "absolute", "quantile_sd"] = "percentage"
+    r_min: float | Mapping[str, float] | None = None
+    quantile_groups: int = 20
+    window: Literal["closed", "open"] | None = None
+    shape: Literal["rectangle", "ellipse", "mahalanobis", "legacy_hh_euclid"] | None = None
+
+    def __post_init__(self) -> None:
+        radius = self.radius
+        if radius is not None and not _number(radius) and not isinstance(radius, Mapping):
+            if isinstance(radius, str) or not isinstance(radius, (Sequence, np.ndarray)):
+                raise ValidationError(
+                    "MatchSpec.radius must be a number, a {column: radius} mapping or (compat "
+                    f"mode) a sequence of numbers. Got {radius!r}."
+                )
+            radius = tuple(_nonnegative(r, "MatchSpec.radius") for r in radius)
+        else:
+            radius = _per_column(radius, "MatchSpec.radius")
+        object.__setattr__(self, "radius", radius)
+        object.__setattr__(self, "r_min", _per_column(self.r_min, "MatchSpec.r_min"))
+        if self.radius_type not in RADIUS_TYPES:
+            raise ValidationError(
+                f"MatchSpec.radius_type must be one of {list(RADIUS_TYPES)}. "
+                f"Got {self.radius_type!r}."
+            )
+        q = self.quantile_groups
+        if not _number(q) or int(q) != q or q < 1:
+            raise ValidationError(f"MatchSpec.quantile_groups must be an integer >= 1. Got {q!r}.")
+        object.__setattr__(self, "quantile_groups", int(q))
+        if self.window is not None and self.window not in WINDOWS:
+            raise ValidationError(
+                f"MatchSpec.window must be None or one of {list(WINDOWS)}. Got {self.window!r}."
+            )
+        if self.shape is not None and self.shape not in SHAPES:
+            raise ValidationError(
+                f"MatchSpec.shape must be None or one of {list(SHAPES)}. Got {self.shape!r}."
+            )
+
+    def options(self) -> dict[str, Any]:
+        """The fields as the keyword options of the engine's ``prepare``."""
+        radius = list(self.radius) if isinstance(self.radius, tuple) else self.radius
+        return dict(radius=radius, radius_type=self.radius_type, r_min=self.r_min,
+                    quantile_groups=self.quantile_groups, window=self.window, shape=self.shape)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description."""
+        return self.options()
+
+    def replace(self, **changes: Any) -> MatchSpec:
+        """A copy with ``changes`` applied (validated again)."""
+        fields = dict(radius=self.radius, radius_type=self.radius_type, r_min=self.r_min,
+                      quantile_groups=self.quantile_groups, window=self.window,
+                      shape=self.shape)
+        fields.update(changes)
+        return MatchSpec(**fields)
+
+
+@dataclass(frozen=True, eq=False)
+class PopulationSpec:
+    """Whether the intruder knows who is in the sample, and the population counts if not.
+
+    With known membership a target's matching records share its probability (``1/n_t`` each).
+    With unknown membership the target may be outside the sample: each of the ``n_t`` matches
+    gets ``min(1/F_t, 1/n_t)`` and ``Pr(J = n+1) = max(0, 1 − n_t/F_t)``, where ``F_t`` is the
+    number of population units with the target's key (Drechsler & Reiter 2008, eqs. 5–7).
+
+    Parameters
+    ----------
+    membership : {"known", "unknown"}
+        Whether the intruder knows the targets are in the sample (default ``"known"``).
+    counts : mapping, DataFrame, array, "loglinear_original" or "loglinear_synthetic", optional
+        Population counts ``F_t`` (unknown membership): true counts keyed by the tuple of known
+        values (in the order of ``known``) or a table of the known columns plus a count column
+        ``F``, or one count per target (all ``>= 1``); or estimates from the all-two-way
+        log-linear model fitted on the original (the agency's view) or on each replicate (the
+        intruder's view; Hu 2019 §4.2.3), which need ``sampling_fraction`` or
+        ``population_size``.
+    estimate : {"default", "scaled", "expected_inverse"}
+        How the log-linear fit gives ``F̂``: ``f + (1−a)μ̂/a``, ``μ̂/a``, or ``1/F`` replaced by
+        ``E[1/F | f]`` (provisional: Drechsler & Reiter 2008 do not state the conversion).
+    sampling_fraction : float, optional
+        ``a = n / population_size`` for the log-linear estimates, in ``(0, 1]``.
+    population_size : int, optional
+        The population's size (alternative to ``sampling_fraction``).
+    weights : str or array, optional
+        Survey weights of the original's records (a column of the original, or one weight per
+        row): ``F_t`` is estimated as the sum of the weights of the sample records whose known
+        values equal the target's (Horvitz–Thompson; Reiter & Mitra 2009), never below the
+        number of such records and at least 1. Weights must be positive and finite. An
+        alternative to ``counts``.
+
+    Raises
+    ------
+    ValidationError
+        A field out of its range, or a combination that does not apply (counts or weights with
+        known membership, both counts and weights), named in the message.
+
+    Examples
+    --------
+    >>> PopulationSpec(membership="unknown", weights="w").weights
+    'w'
+    """
+
+    membership: Literal["known", "unknown"] = "known"
+    counts: Any = None
+    estimate: Literal["default", "scaled", "expected_inverse"] = "default"
+    sampling_fraction: float | None = None
+    population_size: int | None = None
+    weights: str | Sequence[float] | np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.membership not in MEMBERSHIPS:
+            raise ValidationError(
+                f"PopulationSpec.membership must be one of {list(MEMBERSHIPS)}. "
+                f"Got {self.membership!r}."
+            )
+        if self.estimate not in POPULATION_ESTIMATES:
+            raise ValidationError(
+                f"PopulationSpec.estimate must be one of {list(POPULATION_ESTIMATES)}. "
+                f"Got {self.estimate!r}."
+            )
+        if self.membership == "known":
+            for name in ("counts", "weights"):
+                if getattr(self, name) is not None:
+                    raise ValidationError(
+                        f"PopulationSpec.{name} is used only with membership='unknown' (the "
+                        "intruder does not know who is in the sample)."
+                    )
+        if self.counts is not None and self.weights is not None:
+            raise ValidationError(
+                "PopulationSpec: give counts or weights (the population counts, or the survey "
+                "weights they are estimated from), not both."
+            )
+        self._check_size()
+        if self.weights is not None:
+            object.__setattr__(self, "weights", _weights(self.weights))
+            if self.estimate != "default":
+                raise ValidationError(
+                    f"PopulationSpec.estimate={self.estimate!r} applies to log-linear counts "
+                    "only, not to survey weights."
+                )
+
+    def _check_size(self) -> None:
+        a, N = self.sampling_fraction, self.population_size
+        if a is not None and N is not None:
+            raise ValidationError(
+                "PopulationSpec: give sampling_fraction or population_size, not both."
+            )
+        if a is not None and (not _number(a) or not 0 < a <= 1):
+            raise ValidationError(
+                f"PopulationSpec.sampling_fraction must be in (0, 1]. Got {a!r}."
+            )
+        if N is not None and (not _number(N) or int(N) != N or N < 1):
+            raise ValidationError(
+                f"PopulationSpec.population_size must be an integer >= 1. Got {N!r}."
+            )
+
+    def options(self) -> dict[str, Any]:
+        """The fields as the keyword options of the engine's ``prepare``."""
+        return dict(membership=self.membership, population_counts=self.counts,
+                    population_estimate=self.estimate, sampling_fraction=self.sampling_fraction,
+                    population_size=self.population_size, weights=self.weights)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description (counts and weights given as data are described, not
+        copied)."""
+        def described(v: Any) -> Any:
+            if v is None or isinstance(v, str):
+                return v
+            return f"{type(v).__name__} of {len(v)}"
+
+        return dict(membership=self.membership, counts=described(self.counts),
+                    estimate=self.estimate, sampling_fraction=self.sampling_fraction,
+                    population_size=self.population_size, weights=described(self.weights))
+
+
+def _weights(weights: Any) -> str | np.ndarray:
+    """A column name, or the weights as a read-only float64 vector (positive, finite)."""
+    if isinstance(weights, str):
+        if not weights:
+            raise ValidationError("PopulationSpec.weights: the column name is empty.")
+        return weights
+    try:
+        w = np.array(weights, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValidationError(
+            "PopulationSpec.weights must be a column name or one number per original record. "
+            f"Got {type(weights).__name__}."
+        ) from err
+    if w.ndim != 1 or w.size == 0:
+        raise ValidationError(
+            f"PopulationSpec.weights must be one weight per original record (a vector); got "
+            f"shape {w.shape}."
+        )
+    bad = np.flatnonzero(~np.isfinite(w) | (w <= 0))
+    if bad.size:
+        raise ValidationError(
+            f"PopulationSpec.weights must be positive and finite; weight {int(bad[0])} is "
+            f"{float(w[bad[0]])!r} ({bad.size} such weight(s))."
+        )
+    w.setflags(write=False)
+    return w
+
+
+def as_match(match: Any) -> MatchSpec:
+    """``match=`` as a :class:`MatchSpec` (``None``: the defaults)."""
+    if match is None:
+        return MatchSpec()
+    if not isinstance(match, MatchSpec):
+        raise ValidationError(
+            f"match must be a MatchSpec (bayes_risk.MatchSpec(radius=..., ...)). "
+            f"Got {type(match).__name__}."
+        )
+    return match
+
+
+def as_population(population: Any) -> PopulationSpec:
+    """``population=`` as a :class:`PopulationSpec` (``None``: known membership)."""
+    if population is None:
+        return PopulationSpec()
+    if not isinstance(population, PopulationSpec):
+        raise ValidationError(
+            "population must be a PopulationSpec (bayes_risk.PopulationSpec(membership=..., "
+            f"...)). Got {type(population).__name__}."
+        )
+    return population
+
+
+def spec_options(match: Any, population: Any) -> dict[str, Any]:
+    """The engine's flat options from ``match=`` and ``population=``."""
+    return {**as_match(match).options(), **as_population(population).options()}
