@@ -15,7 +15,7 @@ N_RECORDS, N_DRAWS, K, M = 1000, 200, 20, 5
 
 def _array_setup(n: int, seed: int = 2026):
     from bayes_risk._numeric import logsumexp
-    from bayes_risk.attribute import ArrayModel
+    from bayes_risk.models import ArrayModel
     from bayes_risk.data import infer_schema, make_acs_like
     from bayes_risk.data.validate import encode
 

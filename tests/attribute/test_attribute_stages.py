@@ -10,7 +10,9 @@ import pandas as pd
 import pytest
 from scipy.special import xlog1py, xlogy
 
-from bayes_risk.attribute import ArrayModel, attribute_risk
+from bayes_risk.attribute import attribute_risk
+
+from bayes_risk.models import ArrayModel
 from bayes_risk.attribute.plan import RecordPartition
 from bayes_risk.attribute.prepare import prepare
 from bayes_risk.attribute.strategies import EstimatorStrategy, PublishedIS, Stabilised

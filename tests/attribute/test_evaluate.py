@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 
 import bayes_risk.attribute.evaluate as evaluate_mod
-from bayes_risk.attribute import ArrayModel, attribute_risk
+from bayes_risk.attribute import attribute_risk
+from bayes_risk.models import ArrayModel
 from bayes_risk.attribute.estimator import _COL_BLOCK, _product_by_blocks
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ImportanceSamplingWarning

@@ -91,7 +91,7 @@ def _membership():
     """A Beta-Bernoulli model with exact posterior draws (tests/membership shows the case)."""
     from scipy import stats
 
-    from bayes_risk.attribute import ArrayModel
+    from bayes_risk.models import ArrayModel
     from bayes_risk.data import infer_schema
 
     def loglik(records, theta):

@@ -1,9 +1,12 @@
-"""Posterior draws from any software as a model for the attribute-risk engine: :class:`ArrayModel`.
+"""Posterior draws from any software as a model: :class:`ArrayModel`, the external model.
 
-:class:`ArrayModel` adapts per-draw record log-likelihood functions to the model protocols of
-:mod:`bayes_risk.protocols` (:class:`~bayes_risk.protocols.RiskModel`, and the optional
-capabilities when their functions are given, declared in its ``info``), for draws obtained
-elsewhere (Stan, PyMC, R) and for tests.
+:class:`ArrayModel` adapts per-draw record log-likelihood functions to the model contract
+(:class:`~bayes_risk.contract.RiskModel`, and the optional capabilities when their functions are
+given, declared in its ``info`` from its arguments), for draws obtained elsewhere (Stan, PyMC,
+R) and for tests. It is a model the risk engines evaluate, not a synthesizer: it neither fits
+nor synthesizes, so it is not registered (``bayes_risk.registry``), and
+``bayes_risk.testing.check_synthesizer`` skips the checks of fitting, synthesis and seeds for
+it.
 """
 
 from __future__ import annotations
