@@ -164,9 +164,9 @@ def _array_setup(df, a):
     """Random Dirichlet draws with DPMPM shapes and a numpy neighbourhood kernel."""
     import pandas as pd
 
-    from bayes_risk.models import ArrayModel
     from bayes_risk.data import infer_schema
     from bayes_risk.data.validate import encode
+    from bayes_risk.models import ArrayModel
 
     schema = infer_schema(df, synthesized=list(df.columns))
     d = [schema[c].n_levels for c in df.columns]

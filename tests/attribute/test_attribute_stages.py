@@ -11,14 +11,13 @@ import pytest
 from scipy.special import xlog1py, xlogy
 
 from bayes_risk.attribute import attribute_risk
-
-from bayes_risk.models import ArrayModel
 from bayes_risk.attribute.plan import RecordPartition
 from bayes_risk.attribute.prepare import prepare
 from bayes_risk.attribute.strategies import EstimatorStrategy, PublishedIS, Stabilised
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ImportanceSamplingWarning, ValidationError
 from bayes_risk.executors import InProcessExecutor
+from bayes_risk.models import ArrayModel
 from bayes_risk.protocols import (
     ModelInfo,
     RiskModel,
@@ -122,6 +121,7 @@ def test_capabilities_are_checked_with_protocols(bern):
     assert isinstance(fast, SupportsNeighbourhoodLoglik)
 
     class NoLikelihood:
+        info = ModelInfo(likelihoods={"record", "dataset"}, estimators=("is",))
         model_class = "P"
         schema_ = model.schema_
 
@@ -133,6 +133,7 @@ def test_capabilities_are_checked_with_protocols(bern):
         _run(orig, syn, model=NoLikelihood())
 
     class NoDatasets:
+        info = ModelInfo(likelihoods={"record", "dataset"}, estimators=("is",))
         model_class = "P"
         ratio_form = "joint"
         schema_ = model.schema_
@@ -148,13 +149,13 @@ def test_capabilities_are_checked_with_protocols(bern):
         info = ModelInfo(likelihoods={"record", "dataset"}, estimators=("is",))
 
     with pytest.raises(ValidationError, match="SupportsAugmentedFit"):
-        _run(NoAugment(), orig, syn, estimator="stabilised")
+        _run(orig, syn, model=NoAugment(), estimator="stabilised")
 
     class NotIS(NoAugment):
         info = ModelInfo(likelihoods={"record", "dataset"}, estimators=())
 
     with pytest.raises(ValidationError, match=r"does not list 'is' in its ModelInfo"):
-        _run(NotIS(), orig, syn, estimator="is")
+        _run(orig, syn, model=NotIS(), estimator="is")
 
     class ClassO(NoAugment):
         model_class = "O"

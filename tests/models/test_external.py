@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import bayes_risk
 from bayes_risk.contract import ModelInfo, model_info
 from bayes_risk.data import infer_schema
 from bayes_risk.models import ArrayModel
