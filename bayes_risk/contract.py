@@ -85,6 +85,7 @@ _FLAG_MEMBERS: dict[str, tuple[str, ...] | None] = {
     "imputes": None,
     "holds_missing": None,
     "plugin_likelihood": ("plugin_likelihood",),
+    "categorical_only": None,
 }
 
 
@@ -133,8 +134,16 @@ class ModelInfo:
         built by its method ``plugin_likelihood(original, *, random_seed=None)``
         (:func:`bayes_risk.models.plugin_likelihood` calls it); its releases can be rebuilt from
         their manifests for it (:func:`bayes_risk.models.rebuild_synthesizer`).
+    categorical_only : bool
+        The model models categorical columns only (DPMPM): the command line reads every column
+        not given another type as categorical, integer-coded ones included.
     result_warnings : tuple of str
         Warning codes that hold for every estimate made with the model (e.g. an approximation).
+    required : tuple of str
+        What the model cannot default, so that a run must give it: ``"synthesized"`` (``fit``'s
+        columns to synthesize; CART and random forests) or names of ``__init__`` settings
+        (PMM: ``"identifying"``). The command line refuses a run without them
+        (``OPTION_REQUIRED``, naming the option), before reading any data.
     """
 
     likelihoods: frozenset[str] = frozenset()
@@ -147,7 +156,9 @@ class ModelInfo:
     convergence: bool = False
     chains: bool = False
     plugin_likelihood: bool = False
+    categorical_only: bool = False
     result_warnings: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()
 
     FLAGS: ClassVar[tuple[str, ...]] = tuple(_FLAG_MEMBERS)
 
@@ -156,6 +167,18 @@ class ModelInfo:
         object.__setattr__(self, "likelihoods", lik)
         object.__setattr__(self, "estimators", tuple(self.estimators))
         object.__setattr__(self, "result_warnings", tuple(self.result_warnings))
+        if isinstance(self.required, str):
+            raise ValidationError(
+                f"ModelInfo.required must be a tuple of names. Got the string {self.required!r}.",
+                code="BAD_MODEL_INFO",
+            )
+        object.__setattr__(self, "required", tuple(self.required))
+        bad_req = [r for r in self.required if not (isinstance(r, str) and r.isidentifier())]
+        if bad_req or len(set(self.required)) != len(self.required):
+            raise ValidationError(
+                "ModelInfo.required must be distinct names: 'synthesized' or settings of the "
+                f"model's __init__. Got {list(self.required)}.", code="BAD_MODEL_INFO",
+            )
         unknown = sorted(lik - set(LIKELIHOODS))
         if unknown:
             raise ValidationError(

@@ -218,6 +218,11 @@ def check_info(ctx: CheckContext) -> None:
     if info.partial_synthesis and info.has("record") and not hasattr(model, "synthesized_records_"):
         _fail(f"{cls.__name__} declares partial_synthesis but a fitted model has no "
               "synthesized_records_ (bool [n], or None for every record).")
+    settings = set(inspect.signature(cls).parameters)
+    unknown = [r for r in info.required if r != "synthesized" and r not in settings]
+    if unknown:
+        _fail(f"{cls.__name__}'s ModelInfo.required names {unknown}, which are neither "
+              "'synthesized' nor settings of its __init__.")
     if info.has("record") and getattr(model, "model_class", None) not in ("P", "O"):
         _fail(f"model_class must be 'P' or 'O'. Got {getattr(model, 'model_class', None)!r}.")
     if info.has("record") and getattr(model, "ratio_form", None) not in ("joint", "conditional"):

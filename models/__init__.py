@@ -27,6 +27,7 @@ from bayes_risk.models.base import (
     check_is_fitted,
     load_model,
     rebuild_synthesizer,
+    rebuildable_synthesizer,
 )
 from bayes_risk.registry import get_synthesizer, list_synthesizers
 
@@ -40,6 +41,7 @@ __all__ = [
     "list_synthesizers",
     "load_model",
     "rebuild_synthesizer",
+    "rebuildable_synthesizer",
     *_LAZY,
 ]
 

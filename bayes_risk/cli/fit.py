@@ -31,7 +31,12 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from bayes_risk._lazy import overlap
-    from bayes_risk.cli._common import missing_labels, print_summary, read_records_table
+    from bayes_risk.cli._common import (
+        check_required,
+        missing_labels,
+        print_summary,
+        read_records_table,
+    )
     from bayes_risk.cli._run import output_dir
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer, list_synthesizers
@@ -51,6 +56,10 @@ def run(args: argparse.Namespace) -> int:
             f"--method {args.method}: {cls.__name__} cannot be saved (its ModelInfo has "
             "persistence=False), so 'fit' cannot write a model folder.", code="MODEL_UNSUITED",
         )
+    settings = _settings(args, cls)
+    # what the model cannot default (ModelInfo.required), refused before the data are read
+    check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
+                   options={o.setting: f"{o.flag} {_shown_metavar(o)}" for o in MODEL_OPTIONS})
     df = read_records_table(args.original, "ORIGINAL", missing_labels(args))
     if args.columns:
         from bayes_risk.data.schema import did_you_mean
@@ -63,8 +72,10 @@ def run(args: argparse.Namespace) -> int:
                     code="UNKNOWN_COLUMN",
                 )
         df = df[list(args.columns)]
-    schema = _schema(df, args)
-    settings = _settings(args, cls)
+    schema = _schema(df, args, info)
+    for opt in MODEL_OPTIONS:  # options naming columns: checked against the table
+        if opt.kwargs.get("metavar") == "COL" and settings.get(opt.setting):
+            settings[opt.setting] = schema.check_columns(list(settings[opt.setting]), opt.flag)
     if not info.convergence:
         return _fit_direct(args, cls, settings, df, schema)
     model = cls(**settings)
@@ -140,20 +151,7 @@ def _fit_direct(
 
     from bayes_risk.cli._common import print_summary
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.exceptions import ValidationError
 
-    if args.method in ("cart", "rf") and not args.synthesize:
-        raise ValidationError(
-            f"--synthesize COL [COL ...] is required with --method {args.method}.",
-            code="OPTION_REQUIRED",
-        )
-    if args.method == "pmm":
-        if not settings.get("identifying"):
-            raise ValidationError(
-                "--identifying COL [COL ...] is required with --method pmm.", code="OPTION_REQUIRED"
-            )
-        settings["identifying"] = list(settings["identifying"])
-        schema.check_columns(settings["identifying"], "--identifying")
     model = cls(**settings)
     fit_kw: dict[str, Any] = {}
     if args.records is not None:
@@ -174,13 +172,21 @@ def _fit_direct(
     return 0
 
 
-def _schema(df: Any, args: argparse.Namespace) -> Any:
-    """The schema of the modelled columns; with ``--method dpmpm`` every column not given another
-    type is categorical (DPMPM models nothing else), unless its values are not whole numbers."""
+def _shown_metavar(opt: Any) -> str:
+    """An option's value as an error message shows it (``COL [COL ...]``)."""
+    meta = opt.kwargs.get("metavar", "VALUE")
+    meta = " ".join(meta) if isinstance(meta, tuple) else str(meta)
+    return f"{meta} [{meta} ...]" if opt.kwargs.get("nargs") == "+" else meta
+
+
+def _schema(df: Any, args: argparse.Namespace, info: Any) -> Any:
+    """The schema of the modelled columns; for a model of categorical columns only
+    (``ModelInfo.categorical_only``: DPMPM) every column not given another type is categorical,
+    unless its values are not whole numbers."""
     from bayes_risk.cli._common import schema_from_args
     from bayes_risk.exceptions import ValidationError
 
-    if args.method != "dpmpm":
+    if not info.categorical_only:
         return schema_from_args(df, args, synthesized=args.synthesize or None)
     import pandas as pd
 
@@ -192,9 +198,10 @@ def _schema(df: Any, args: argparse.Namespace) -> Any:
         col = df[c]
         if pd.api.types.is_float_dtype(col) and not (col.dropna() % 1 == 0).all():
             raise ValidationError(
-                f"column {c!r} has values that are not whole numbers: --method dpmpm models "
-                "categorical columns only (Si & Reiter 2013). Leave it out with --columns, or "
-                f"declare it with --categorical {c} to treat each value as a category.",
+                f"column {c!r} has values that are not whole numbers: --method {args.method} "
+                "models categorical columns only (ModelInfo.categorical_only; DPMPM: Si & "
+                "Reiter 2013). Leave it out with --columns, or declare it with --categorical "
+                f"{c} to treat each value as a category.",
                 code="WRONG_DTYPE",
             )
         categorical.append(c)

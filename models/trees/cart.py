@@ -255,9 +255,11 @@ class CARTSynthesizer(BaseSynthesizer):
     """
 
     method_name = "cart"
+    #: synthetic datasets of a release by default (``bayes-risk synthesize -m``)
+    default_m = 20
 
     @instance_info(ModelInfo(persistence=True, partial_synthesis=True, plugin_likelihood=True,
-                             posterior_replicates=True))
+                             posterior_replicates=True, required=("synthesized",)))
     def info(self) -> ModelInfo:
         """What the engines, the command line and the audit may use (bayes_risk.ModelInfo):
         posterior replicates only with the Bayesian-bootstrap donors."""

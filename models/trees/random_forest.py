@@ -115,8 +115,11 @@ class RandomForestSynthesizer(BaseSynthesizer):
     """
 
     method_name = "rf"
+    #: synthetic datasets of a release by default (``bayes-risk synthesize -m``)
+    default_m = 20
     #: what the engines, the command line and the audit may use (bayes_risk.ModelInfo)
-    info = ModelInfo(persistence=True, partial_synthesis=True, plugin_likelihood=True)
+    info = ModelInfo(persistence=True, partial_synthesis=True, plugin_likelihood=True,
+                     required=("synthesized",))
 
     def __init__(
         self,

@@ -203,7 +203,8 @@ def test_failure_inside_save_leaves_no_folder(fake_model, tmp_path):
     [
         ([], "give either ORIGINAL"),
         (["ORIG", "--model", "MODEL"], "give either ORIGINAL"),
-        (["ORIG", "--synthesize", "Income"], "--method (cart, rf or pmm) is required"),
+        (["ORIG", "--synthesize", "Income"],
+         "--method (cart, rf, pmm or another registered synthesizer) is required"),
         (["ORIG", "--method", "cart"], "--synthesize COL"),
         (["ORIG", "--method", "cart", "--synthesize", "Incme"], "Did you mean 'Income'"),
         (["ORIG", "--method", "cart", "--synthesize", "Income", "-m", "0"],
