@@ -283,3 +283,47 @@ def test_example_model_runs_through_the_command_line(example, tmp_path, capsys):
                      "region", "--records", "1-4", "--random-seed", "4", "--quiet",
                      "--out", str(aud)]) == 0
     assert (aud / "attribute" / "records.csv").is_file()
+
+
+def test_example_model_synthesizes_from_the_original_on_the_command_line(example, tmp_path,
+                                                                          capsys):
+    """synthesize ORIGINAL --method NAME: the options reach the model by its __init__ settings
+    (--alpha is its prior's concentration), -m defaults to its default_m; a release it made
+    has no plug-in likelihood to rebuild, so attribute asks for --model."""
+    from bayes_risk.data import SyntheticData
+
+    data = tmp_path / "data.csv"
+    frame = _table(80, seed=3).assign(owner=lambda d: (d["owner"] == "yes").astype(int))
+    frame.to_csv(data, index=False)
+    syn, mdir = tmp_path / "syn", tmp_path / "model"
+    assert cli.main(["synthesize", str(data), "--method", NAME, "--alpha", "2",
+                     "--random-seed", "2", "--quiet", "--out", str(syn)]) == 0
+    z = SyntheticData.load(syn)
+    assert z.method == NAME and z.m == example.default_m == 5 and z.settings["alpha"] == 2.0
+    assert cli.main(["synthesize", str(data), "--method", NAME, "--min-leaf", "3", "--quiet",
+                     "--out", str(tmp_path / "s2")]) == 2
+    assert "--min-leaf: not an option of --method dirichlet-multinomial" in (
+        capsys.readouterr().err)
+    assert cli.main(["attribute", str(data), str(syn), "--records", "1-3", "--quiet",
+                     "--out", str(tmp_path / "att")]) == 2
+    assert "--model is required unless SYN is a release of a synthesizer with a plug-in" in (
+        capsys.readouterr().err)
+    # categorical only (ModelInfo.categorical_only): the 0/1 column is read as categorical
+    assert cli.main(["fit", str(data), "--method", NAME, "--draws", "10", "--quiet",
+                     "--out", str(mdir)]) == 0
+    from bayes_risk.models import load_model
+
+    assert load_model(mdir).schema_["owner"].is_categorical
+
+
+def test_model_info_required_and_categorical_only_are_validated():
+    assert ModelInfo(required=("synthesized", "identifying")).required == (
+        "synthesized", "identifying")
+    for bad in ("synthesized", ("a", "a"), ("not a name",)):
+        with pytest.raises(ValidationError) as err:
+            ModelInfo(required=bad)
+        assert err.value.code == "BAD_MODEL_INFO"
+    with pytest.raises(ValidationError, match="categorical_only must be True or False"):
+        ModelInfo(categorical_only=1)
+    assert get_synthesizer("pmm").info.required == ("identifying",)
+    assert get_synthesizer("dpmpm").info.categorical_only

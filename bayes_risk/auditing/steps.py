@@ -469,8 +469,8 @@ def _posterior_model(ctx: StepContext) -> tuple[Any, str | None]:
                       f"{ctx.synthetic.method or 'unknown'})")
     # what the model can do (its ModelInfo): CART's posterior predictive is its Bayesian
     # bootstrap, so CART with equal-weight donors declares none
-    if not (model_info(model).posterior_replicates
-            and isinstance(model, SupportsPosteriorReplicates)):
+    if not (isinstance(model, SupportsPosteriorReplicates)
+            and model_info(model).posterior_replicates):
         why = f"{type(model).__name__} has no posterior predictive"
         if getattr(model, "donor", "bayes_bootstrap") != "bayes_bootstrap":
             why = (f"{src} draws donors with equal weights (donor={model.donor!r}), not from "

@@ -33,6 +33,7 @@ __all__ = [
     "missing_labels",
     "parse_records",
     "schema_from_args",
+    "model_schema",
     "release_schema",
     "parse_key_value",
     "add_dask_arguments",
@@ -277,6 +278,33 @@ def schema_from_args(df: pd.DataFrame, args: argparse.Namespace, **kw: Any):
         missing_codes=parse_missing_codes(getattr(args, "missing_code", None)) or None,
         **kw,
     )
+
+
+def model_schema(df: pd.DataFrame, args: argparse.Namespace, info: Any, **kw: Any):
+    """:func:`schema_from_args` for ``--method``'s model: for a model of categorical columns
+    only (``ModelInfo.categorical_only``: DPMPM) every column not given another type is
+    categorical, integer-coded ones included, unless its values are not whole numbers."""
+    if not info.categorical_only:
+        return schema_from_args(df, args, **kw)
+    import pandas as pd
+
+    typed = {*args.ordinal, *args.count, *args.continuous}
+    categorical = list(args.categorical)
+    for c in df.columns:
+        if c in typed or c in categorical:
+            continue
+        col = df[c]
+        if pd.api.types.is_float_dtype(col) and not (col.dropna() % 1 == 0).all():
+            raise ValidationError(
+                f"column {c!r} has values that are not whole numbers: --method {args.method} "
+                "models categorical columns only (ModelInfo.categorical_only; DPMPM: Si & "
+                "Reiter 2013). Leave it out of the table (fit: --columns), or declare it with "
+                f"--categorical {c} to treat each value as a category.",
+                code="WRONG_DTYPE",
+            )
+        categorical.append(c)
+    return schema_from_args(df, argparse.Namespace(**{**vars(args), "categorical": categorical}),
+                            **kw)
 
 
 def release_schema(original: pd.DataFrame, syn: Any, args: argparse.Namespace):

@@ -34,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.cli._common import (
         check_required,
         missing_labels,
+        model_schema,
         print_summary,
         read_records_table,
     )
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
                     code="UNKNOWN_COLUMN",
                 )
         df = df[list(args.columns)]
-    schema = _schema(df, args, info)
+    schema = model_schema(df, args, info, synthesized=args.synthesize or None)
     for opt in MODEL_OPTIONS:  # options naming columns: checked against the table
         if opt.kwargs.get("metavar") == "COL" and settings.get(opt.setting):
             settings[opt.setting] = schema.check_columns(list(settings[opt.setting]), opt.flag)
@@ -177,36 +178,6 @@ def _shown_metavar(opt: Any) -> str:
     meta = opt.kwargs.get("metavar", "VALUE")
     meta = " ".join(meta) if isinstance(meta, tuple) else str(meta)
     return f"{meta} [{meta} ...]" if opt.kwargs.get("nargs") == "+" else meta
-
-
-def _schema(df: Any, args: argparse.Namespace, info: Any) -> Any:
-    """The schema of the modelled columns; for a model of categorical columns only
-    (``ModelInfo.categorical_only``: DPMPM) every column not given another type is categorical,
-    unless its values are not whole numbers."""
-    from bayes_risk.cli._common import schema_from_args
-    from bayes_risk.exceptions import ValidationError
-
-    if not info.categorical_only:
-        return schema_from_args(df, args, synthesized=args.synthesize or None)
-    import pandas as pd
-
-    typed = {*args.ordinal, *args.count, *args.continuous}
-    categorical = list(args.categorical)
-    for c in df.columns:
-        if c in typed or c in categorical:
-            continue
-        col = df[c]
-        if pd.api.types.is_float_dtype(col) and not (col.dropna() % 1 == 0).all():
-            raise ValidationError(
-                f"column {c!r} has values that are not whole numbers: --method {args.method} "
-                "models categorical columns only (ModelInfo.categorical_only; DPMPM: Si & "
-                "Reiter 2013). Leave it out with --columns, or declare it with --categorical "
-                f"{c} to treat each value as a category.",
-                code="WRONG_DTYPE",
-            )
-        categorical.append(c)
-    return schema_from_args(df, argparse.Namespace(**{**vars(args), "categorical": categorical}),
-                            synthesized=args.synthesize or None)
 
 
 def _model_settings(args: argparse.Namespace) -> dict[str, Any]:

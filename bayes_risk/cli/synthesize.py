@@ -176,13 +176,14 @@ def run(args: argparse.Namespace) -> int:
         m = check_m(args.m if args.m is not None else int(getattr(cls, "default_m", 5)), "-m")
         from bayes_risk.cli._common import (
             missing_labels,
+            model_schema,
             parse_records,
             read_records_table,
-            schema_from_args,
         )
+        from bayes_risk.contract import model_info
 
         df = read_records_table(args.original, "ORIGINAL", missing_labels(args))
-        schema = schema_from_args(df, args)
+        schema = model_schema(df, args, model_info(cls))
         if args.synthesize:
             schema.check_columns(args.synthesize, "--synthesize")
         for name in _COLUMN_SETTINGS:

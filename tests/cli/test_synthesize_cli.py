@@ -233,3 +233,40 @@ def test_bad_input_errors(extra, message, ce_csv, fake_model, tmp_path, capsys):
     assert err.startswith("bayes-risk synthesize: error")
     assert not out.exists()
     assert _leftovers(tmp_path) == []
+
+
+class _MyCART:
+    """Source of a model another distribution registers: CART under its own name."""
+
+    source = (
+        "from bayes_risk.models import CARTSynthesizer\n\n\n"
+        "class MyCART(CARTSynthesizer):\n"
+        "    method_name = 'my-cart'\n"
+    )
+
+
+def test_a_registered_synthesizer_reaches_synthesize_rebuild_and_attribute(ce_csv, tmp_path,
+                                                                           capsys):
+    """A plug-in synthesizer no file of bayes-risk names goes through synthesize (its
+    ModelInfo.required, its options by setting, its default_m), and attribute rebuilds it from
+    the release's manifest for its plug-in likelihood (ModelInfo.plugin_likelihood)."""
+    path, _ = ce_csv
+    (tmp_path / "my_cart_model.py").write_text(_MyCART.source)
+    syn, att = tmp_path / "syn", tmp_path / "att"
+    with registered_synthesizer("my-cart", "my_cart_model:MyCART", path=tmp_path):
+        assert cli.main(["synthesize", str(path), "--method", "my-cart", "--quiet",
+                         "--out", str(syn)]) == 2
+        assert "--synthesize COL [COL ...] is required with --method my-cart" in (
+            capsys.readouterr().err)
+        assert cli.main(["synthesize", str(path), "--method", "my-cart", "--synthesize",
+                         "Income", "--n-trees", "5", "--quiet", "--out", str(syn)]) == 2
+        assert "--n-trees: not an option of --method my-cart" in capsys.readouterr().err
+        assert cli.main(["synthesize", str(path), "--method", "my-cart", "--synthesize",
+                         "Income", "--min-leaf", "10", "--random-seed", "3", "--quiet",
+                         "--out", str(syn)]) == 0
+        z = SyntheticData.load(syn)
+        assert z.method == "my-cart" and z.m == 20 and z.settings["min_leaf"] == 10
+        assert cli.main(["attribute", str(path), str(syn), "--records", "1-3",
+                         "--random-seed", "1", "--quiet", "--out", str(att)]) == 0
+    recs = pd.read_csv(att / "records.csv")
+    assert len(recs) == 3 and recs["p_true"].between(0, 1).all()
