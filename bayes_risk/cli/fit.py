@@ -120,7 +120,7 @@ def _settings(args: argparse.Namespace, cls: type) -> dict[str, Any]:
             code="OPTION_CONFLICT",
         )
     settings: dict[str, Any] = dict(mcmc)
-    settings.update(_model_settings(args))
+    settings.update(_model_settings(args, params))
     if "random_seed" in params:
         settings["random_seed"] = args.random_seed
     if "progressbar" in params:
@@ -180,8 +180,12 @@ def _shown_metavar(opt: Any) -> str:
     return f"{meta} [{meta} ...]" if opt.kwargs.get("nargs") == "+" else meta
 
 
-def _model_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The given model-specific options as ``__init__`` settings of ``--method``'s model."""
+def _model_settings(args: argparse.Namespace, params: set[str]) -> dict[str, Any]:
+    """The given model-specific options as ``__init__`` settings of ``--method``'s model.
+
+    An option reaches any model whose ``__init__`` takes its setting (``params``), a model
+    registered by another distribution included; ``ModelOption.models`` only says which built-in
+    models do (help texts, messages)."""
     from bayes_risk.cli._common import parse_key_value
     from bayes_risk.exceptions import ValidationError
 
@@ -189,10 +193,11 @@ def _model_settings(args: argparse.Namespace) -> dict[str, Any]:
     for opt in MODEL_OPTIONS:
         if not hasattr(args, opt.dest):
             continue
-        if args.method not in opt.models:
+        if opt.setting not in params:
             raise ValidationError(
-                f"{opt.flag} is not an option of --method {args.method} (it applies to "
-                f"--method {' and '.join(opt.models)}).",
+                f"{opt.flag} is not an option of --method {args.method} (its model takes no "
+                f"setting {opt.setting!r}; the option applies to --method "
+                f"{' and '.join(opt.models)}).",
                 code="OPTION_CONFLICT",
             )
         value = getattr(args, opt.dest)

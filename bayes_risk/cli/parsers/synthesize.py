@@ -48,8 +48,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         description=(
             "Create m partially synthetic datasets from a confidential table with a "
             "non-parametric synthesizer (sequential CART with Bayesian bootstrap, random forests "
-            "for categorical columns, small-cell predictive mean matching), or from a model "
-            "saved by 'bayes-risk fit' (--model DIR). Writes one Parquet file per dataset and a "
+            "for categorical columns, small-cell predictive mean matching) or any synthesizer "
+            "registered in the entry-point group bayes_risk.synthesizers, or from a model "
+            "saved by 'bayes-risk fit' (--model DIR). The model options below reach the model "
+            "whose settings have their names. Writes one Parquet file per dataset and a "
             "manifest.json (provenance) to --out, atomically."
         ),
         epilog=_EPILOG,
