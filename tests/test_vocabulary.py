@@ -61,6 +61,8 @@ EXTRA_DATA = {
     "bayes_risk.models.plugin_likelihood": {"synthesizer"},
     "bayes_risk.models.check_is_fitted": {"attribute"},  # as scikit-learn's check_is_fitted
     "bayes_risk.models.get_synthesizer": {"name"},
+    # a decorator's one argument: the class's ModelInfo (@instance_info(ModelInfo(...)))
+    "bayes_risk.instance_info": {"default"},
 }
 
 
