@@ -73,7 +73,7 @@ class SynthesizerCheckError(BayesRiskError, AssertionError):
 
 class CheckSkipped(unittest.SkipTest):
     """A check that does not apply to the model, with the reason (a subclass of
-    :class:`unittest.SkipTest`, so that pytest reports the check as skipped, as scikit-learn's
+    ``unittest.SkipTest``, so that pytest reports the check as skipped, as scikit-learn's
     ``parametrize_with_checks`` does)."""
 
 

@@ -291,7 +291,7 @@ def rebuildable_synthesizer(synthetic: Any) -> type | None:
     for a plug-in likelihood; ``None`` otherwise.
 
     What the class declares decides, not its name: a synthesizer without posterior draws whose
-    :class:`~bayes_risk.contract.ModelInfo` has ``plugin_likelihood=True`` (CART, random forests,
+    :class:`~bayes_risk.protocols.ModelInfo` has ``plugin_likelihood=True`` (CART, random forests,
     or a model registered by another distribution) can be fitted again from the release's
     manifest (:func:`rebuild_synthesizer`) and give its plug-in likelihood. A release of a
     Bayesian model (saved with ``bayes-risk fit`` instead), of PMM, of an unregistered method or

@@ -1,7 +1,7 @@
 """Posterior draws from any software as a model: :class:`ArrayModel`, the external model.
 
 :class:`ArrayModel` adapts per-draw record log-likelihood functions to the model contract
-(:class:`~bayes_risk.contract.RiskModel`, and the optional capabilities when their functions are
+(:class:`~bayes_risk.protocols.RiskModel`, and the optional capabilities when their functions are
 given, declared in its ``info`` from its arguments), for draws obtained elsewhere (Stan, PyMC,
 R) and for tests. It is a model the risk engines evaluate, not a synthesizer: it neither fits
 nor synthesizes, so it is not registered (``bayes_risk.registry``), and
@@ -109,7 +109,7 @@ class ArrayModel:
 
     Implements the protocol :class:`bayes_risk.protocols.RiskModel`, so that
     :func:`bayes_risk.attribute_risk` can run on draws produced by any software (Stan, PyMC, R).
-    Its ``info`` (:class:`~bayes_risk.contract.ModelInfo`) is declared from its arguments: the
+    Its ``info`` (:class:`~bayes_risk.protocols.ModelInfo`) is declared from its arguments: the
     record and dataset likelihoods and the chains always, the stabilised estimator with
     ``augment_fn``, the fast neighbourhood with ``neighbourhood_fn``, the own-record term with
     ``own_record_delta_fn``. It neither fits nor synthesizes (the draws were made elsewhere).

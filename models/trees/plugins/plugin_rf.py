@@ -472,7 +472,7 @@ def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *,
                       random_seed: Any = None) -> Any:
     """The likelihood attribute risk uses for a fitted synthesizer.
 
-    What the synthesizer declares decides (its :class:`~bayes_risk.contract.ModelInfo`, never
+    What the synthesizer declares decides (its :class:`~bayes_risk.protocols.ModelInfo`, never
     its name): a synthesizer without posterior draws that declares ``plugin_likelihood=True``
     builds its plug-in with its own ``plugin_likelihood(original, *, random_seed=None)`` method
     (CART: :class:`~bayes_risk.models.CARTPlugin`, random forests:
