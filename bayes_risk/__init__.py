@@ -85,7 +85,7 @@ _API: dict[str, str] = {
     "with_prior": "bayes_risk.attribute.api",
     "prior_sensitivity": "bayes_risk.attribute.api",
     "file_summary": "bayes_risk.attribute.file_summary",
-    "ArrayModel": "bayes_risk.attribute.array_model",
+    "ArrayModel": "bayes_risk.models.external",
     "CARTPlugin": "bayes_risk.models.trees.plugins.plugin_cart",
     "RFPlugin": "bayes_risk.models.trees.plugins.plugin_rf",
     # membership risk

@@ -21,8 +21,12 @@ protocols in :mod:`bayes_risk.protocols`; a model offers one by declaring it in
 :attr:`ModelInfo.likelihoods` *and* defining its method (``bayes_risk.testing.check_synthesizer``
 checks that the two agree). No protocol method takes ``**kwargs``.
 
-An object without an ``info`` attribute (a quick adapter written for one analysis) is described
-by :meth:`ModelInfo.from_members`, which reads the capabilities off the members it has.
+Every model declares its ``info``: an object without one is refused (:func:`model_info`, code
+``MODEL_INFO_MISSING``) with the declaration its members suggest
+(:meth:`ModelInfo.from_members`), to be checked and copied into the class. Members cannot say
+what matters most to the estimates — whether ``record_loglik`` integrates missing values out,
+whether an estimate carries an approximation's warning, whether a plug-in holds missing values
+— and a wrong guess there would misstate the risk quietly.
 """
 
 from __future__ import annotations
@@ -80,7 +84,8 @@ _FLAG_MEMBERS: dict[str, tuple[str, ...] | None] = {
     "partial_synthesis": None,  # fit(records=...); with a record likelihood: synthesized_records_
     "imputes": None,
     "holds_missing": None,
-    "plugin_likelihood": None,
+    "plugin_likelihood": ("plugin_likelihood",),
+    "categorical_only": None,
 }
 
 
@@ -125,10 +130,20 @@ class ModelInfo:
     chains : bool
         ``draw_chains()``: the chain of each flattened posterior draw.
     plugin_likelihood : bool
-        A synthesizer without posterior draws that has a plug-in likelihood for attribute risk
-        (:func:`bayes_risk.models.plugin_likelihood` builds it).
+        A synthesizer without posterior draws that has a plug-in likelihood for attribute risk,
+        built by its method ``plugin_likelihood(original, *, random_seed=None)``
+        (:func:`bayes_risk.models.plugin_likelihood` calls it); its releases can be rebuilt from
+        their manifests for it (:func:`bayes_risk.models.rebuild_synthesizer`).
+    categorical_only : bool
+        The model models categorical columns only (DPMPM): the command line reads every column
+        not given another type as categorical, integer-coded ones included.
     result_warnings : tuple of str
         Warning codes that hold for every estimate made with the model (e.g. an approximation).
+    required : tuple of str
+        What the model cannot default, so that a run must give it: ``"synthesized"`` (``fit``'s
+        columns to synthesize; CART and random forests) or names of ``__init__`` settings
+        (PMM: ``"identifying"``). The command line refuses a run without them
+        (``OPTION_REQUIRED``, naming the option), before reading any data.
     """
 
     likelihoods: frozenset[str] = frozenset()
@@ -141,7 +156,9 @@ class ModelInfo:
     convergence: bool = False
     chains: bool = False
     plugin_likelihood: bool = False
+    categorical_only: bool = False
     result_warnings: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()
 
     FLAGS: ClassVar[tuple[str, ...]] = tuple(_FLAG_MEMBERS)
 
@@ -150,6 +167,18 @@ class ModelInfo:
         object.__setattr__(self, "likelihoods", lik)
         object.__setattr__(self, "estimators", tuple(self.estimators))
         object.__setattr__(self, "result_warnings", tuple(self.result_warnings))
+        if isinstance(self.required, str):
+            raise ValidationError(
+                f"ModelInfo.required must be a tuple of names. Got the string {self.required!r}.",
+                code="BAD_MODEL_INFO",
+            )
+        object.__setattr__(self, "required", tuple(self.required))
+        bad_req = [r for r in self.required if not (isinstance(r, str) and r.isidentifier())]
+        if bad_req or len(set(self.required)) != len(self.required):
+            raise ValidationError(
+                "ModelInfo.required must be distinct names: 'synthesized' or settings of the "
+                f"model's __init__. Got {list(self.required)}.", code="BAD_MODEL_INFO",
+            )
         unknown = sorted(lik - set(LIKELIHOODS))
         if unknown:
             raise ValidationError(
@@ -200,9 +229,11 @@ class ModelInfo:
 
     @classmethod
     def from_members(cls, model: Any) -> ModelInfo:
-        """The capabilities an undeclared model (no ``info``) offers, read off its members.
+        """The capabilities the members of an undeclared model (no ``info``) suggest.
 
-        Declaration-only flags are read from the attributes that used to carry them
+        A starting point for a declaration, never a description the package acts on:
+        :func:`model_info` refuses a model without ``info`` and shows this suggestion. The
+        declaration-only flags are read from the attributes that used to carry them
         (``marginalises_missing``, ``holds_missing``, ``result_warnings``).
         """
         has = _member_test(model)
@@ -228,6 +259,20 @@ class ModelInfo:
     def replace(self, **changes: Any) -> ModelInfo:
         """A copy with some fields changed (``dataclasses.replace``)."""
         return dataclasses.replace(self, **changes)
+
+    def declaration(self) -> str:
+        """The Python expression declaring this info (fields that differ from the defaults)."""
+        parts = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value == f.default:
+                continue
+            if isinstance(value, frozenset):
+                value = "{" + ", ".join(repr(v) for v in sorted(value)) + "}"
+            else:
+                value = repr(value)
+            parts.append(f"{f.name}={value}")
+        return f"ModelInfo({', '.join(parts)})"
 
 
 def _member_test(model: Any) -> Any:
@@ -272,21 +317,35 @@ def instance_info(default: ModelInfo) -> Any:
 
 
 def model_info(model: Any) -> ModelInfo:
-    """The :class:`ModelInfo` of a model instance or class.
+    """The :class:`ModelInfo` of a model instance or class: its declared ``info``.
 
-    Its ``info`` attribute (a class attribute, or :func:`instance_info` for models whose
-    capabilities depend on their settings), else :meth:`ModelInfo.from_members`.
+    A class attribute ``info = ModelInfo(...)``, or :func:`instance_info` for models whose
+    capabilities depend on their settings. Nothing is read off the members: a model without
+    ``info`` is refused, with the declaration its members suggest.
 
     Raises
     ------
     ValidationError
-        If ``info`` is set but is not a :class:`ModelInfo` (code ``BAD_MODEL_INFO``).
+        If the model declares no ``info`` (code ``MODEL_INFO_MISSING``; the message shows the
+        declaration :meth:`ModelInfo.from_members` suggests), or ``info`` is not a
+        :class:`ModelInfo` (code ``BAD_MODEL_INFO``).
     """
     info = getattr(model, "info", None)
+    name = model.__name__ if isinstance(model, type) else type(model).__name__
     if info is None or (isinstance(model, type) and isinstance(info, property)):
-        return ModelInfo.from_members(model)
+        try:
+            hint = f" Its members suggest: info = {ModelInfo.from_members(model).declaration()}."
+        except ValidationError:  # members that make no valid ModelInfo: nothing to suggest
+            hint = ""
+        raise ValidationError(
+            f"{name} declares no capabilities: give its class the attribute info = "
+            "bayes_risk.ModelInfo(...) (or bayes_risk.instance_info for capabilities that depend "
+            "on its settings; docs: 'Adding a model')." + hint + " Check the declaration-only "
+            "flags yourself (imputes: does record_loglik integrate missing values out; "
+            "result_warnings: approximations); bayes-risk does not guess them, as a wrong guess "
+            "would misstate the risk.", code="MODEL_INFO_MISSING",
+        )
     if not isinstance(info, ModelInfo):
-        name = model.__name__ if isinstance(model, type) else type(model).__name__
         raise ValidationError(
             f"{name}.info must be a bayes_risk.ModelInfo. Got {type(info).__name__}.",
             code="BAD_MODEL_INFO",
@@ -331,9 +390,9 @@ class RiskModel(Protocol):
     synthetic datasets. Draw ``h`` is the ``h``-th of the draws flattened chain by chain (the
     ArviZ ``(chain, draw)`` order), the same in every method.
 
-    A model also declares ``info`` (its :class:`ModelInfo`, read by :func:`model_info`); it is
-    not a protocol member, so that an adapter without it is still accepted and described from
-    its members.
+    A model also declares ``info`` (its :class:`ModelInfo`, read by :func:`model_info`, which
+    refuses a model without it: code ``MODEL_INFO_MISSING``). It is not a protocol member
+    because ``runtime_checkable`` protocols check that members exist, not what they hold.
 
     Attributes
     ----------

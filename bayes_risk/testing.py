@@ -21,6 +21,11 @@ draws selects their rows; the posterior draws follow ArviZ's conventions (a ``po
 with dimensions ``chain`` and ``draw``, ``H = chains × draws``, draws flattened chain by chain);
 the optional likelihoods have their documented shapes; a saved model loads back (through the
 registry when the model is registered) and gives the same likelihoods and synthesis.
+
+A model that does not synthesize (no ``synthesize``: :class:`bayes_risk.models.ArrayModel`, draws
+made by other software) is checked as given: its likelihoods are evaluated on ``data`` and on
+row permutations of it, and the checks of fitting, synthesis and seeds are skipped with the
+reason (:class:`CheckSkipped`, which pytest reports as a skip).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import os
 import re
 import sys
 import tempfile
+import unittest
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +52,7 @@ from bayes_risk.exceptions import BayesRiskError
 __all__ = [
     "CHECKS",
     "CheckContext",
+    "CheckSkipped",
     "SynthesizerCheckError",
     "check_id",
     "check_synthesizer",
@@ -64,8 +71,23 @@ class SynthesizerCheckError(BayesRiskError, AssertionError):
         self.failures = dict(failures or {})
 
 
+class CheckSkipped(unittest.SkipTest):
+    """A check that does not apply to the model, with the reason (a subclass of
+    ``unittest.SkipTest``, so that pytest reports the check as skipped, as scikit-learn's
+    ``parametrize_with_checks`` does)."""
+
+
 def _fail(message: str) -> None:
     raise SynthesizerCheckError(message)
+
+
+def _needs_synthesis(ctx: CheckContext, what: str) -> None:
+    """Skip a check of ``what`` for a model that does not synthesize."""
+    if not ctx.synthesizes:
+        raise CheckSkipped(
+            f"{type(ctx.model).__name__} does not synthesize (it has no synthesize method: "
+            f"posterior draws made elsewhere, evaluated as given), so {what} cannot be checked."
+        )
 
 
 @dataclass
@@ -95,6 +117,12 @@ class CheckContext:
     _fitted: Any = field(default=None, repr=False)
     _synthetic: Any = field(default=None, repr=False)
 
+    @property
+    def synthesizes(self) -> bool:
+        """Whether the model is a synthesizer (``fit`` / ``synthesize``); one that is not (draws
+        made elsewhere, :class:`bayes_risk.models.ArrayModel`) is checked as given."""
+        return callable(getattr(self.model, "synthesize", None))
+
     def new(self) -> Any:
         """An unfitted copy of the model with the same settings."""
         get = getattr(self.model, "get_params", None)
@@ -111,16 +139,27 @@ class CheckContext:
 
     @property
     def fitted(self) -> Any:
-        """The model fitted once with ``random_seed`` (shared by the checks that only read)."""
+        """The model fitted once with ``random_seed`` (shared by the checks that only read); a
+        model that does not synthesize, as given."""
         if self._fitted is None:
-            self._fitted = self.fit_new()
+            self._fitted = self.fit_new() if self.synthesizes else self.model
         return self._fitted
 
     @property
     def synthetic(self) -> list[pd.DataFrame]:
-        """``m`` datasets synthesized by :attr:`fitted` with ``random_seed``."""
+        """``m`` datasets synthesized by :attr:`fitted` with ``random_seed``; for a model that
+        does not synthesize, ``m`` row permutations of ``data`` (datasets its likelihoods
+        evaluate)."""
         if self._synthetic is None:
-            self._synthetic = list(self.fitted.synthesize(self.m, random_seed=self.random_seed))
+            if self.synthesizes:
+                self._synthetic = list(
+                    self.fitted.synthesize(self.m, random_seed=self.random_seed))
+            else:
+                rng = np.random.default_rng(self.random_seed)
+                self._synthetic = [
+                    self.data.iloc[rng.permutation(len(self.data))].reset_index(drop=True)
+                    for _ in range(self.m)
+                ]
         return self._synthetic
 
     @property
@@ -179,6 +218,11 @@ def check_info(ctx: CheckContext) -> None:
     if info.partial_synthesis and info.has("record") and not hasattr(model, "synthesized_records_"):
         _fail(f"{cls.__name__} declares partial_synthesis but a fitted model has no "
               "synthesized_records_ (bool [n], or None for every record).")
+    settings = set(inspect.signature(cls).parameters)
+    unknown = [r for r in info.required if r != "synthesized" and r not in settings]
+    if unknown:
+        _fail(f"{cls.__name__}'s ModelInfo.required names {unknown}, which are neither "
+              "'synthesized' nor settings of its __init__.")
     if info.has("record") and getattr(model, "model_class", None) not in ("P", "O"):
         _fail(f"model_class must be 'P' or 'O'. Got {getattr(model, 'model_class', None)!r}.")
     if info.has("record") and getattr(model, "ratio_form", None) not in ("joint", "conditional"):
@@ -190,6 +234,7 @@ def check_fit(ctx: CheckContext) -> None:
     """``fit`` returns the model, sets ``schema_`` (a :class:`~bayes_risk.data.Schema` of the
     data's columns) and leaves the data unchanged; ``synthesize`` before ``fit`` raises
     :class:`~bayes_risk.exceptions.NotFittedError`."""
+    _needs_synthesis(ctx, "fitting")
     from bayes_risk.data.schema import Schema
     from bayes_risk.exceptions import NotFittedError
 
@@ -214,6 +259,7 @@ def check_fit(ctx: CheckContext) -> None:
 def check_synthesize(ctx: CheckContext) -> None:
     """``synthesize(m)`` gives a :class:`~bayes_risk.data.SyntheticData` of ``m`` tables with
     the original's columns and number of rows."""
+    _needs_synthesis(ctx, "synthesis")
     from bayes_risk.data.synthetic import SyntheticData
 
     syn = ctx.fitted.synthesize(ctx.m, random_seed=ctx.random_seed)
@@ -230,6 +276,7 @@ def check_synthesize(ctx: CheckContext) -> None:
 def check_same_seed(ctx: CheckContext) -> None:
     """Same seed, same synthesis: two fits with one seed synthesize the same tables with one
     seed; another synthesis seed gives other tables."""
+    _needs_synthesis(ctx, "the seeds of synthesis")
     a = ctx.synthetic
     b = list(ctx.fit_new().synthesize(ctx.m, random_seed=ctx.random_seed))
     if not _same_tables(a, b):
@@ -401,7 +448,8 @@ def check_persistence(ctx: CheckContext) -> None:
             recs = ctx.data.iloc[:5]
             if not np.array_equal(back.record_loglik(recs), model.record_loglik(recs)):
                 _fail("the loaded model's record_loglik differs from the saved model's.")
-        again = list(back.synthesize(ctx.m, random_seed=ctx.random_seed))
+        again = list(back.synthesize(ctx.m, random_seed=ctx.random_seed)) if ctx.synthesizes \
+            else ctx.synthetic
         if not _same_tables(again, ctx.synthetic):
             _fail("the loaded model synthesizes other datasets with the same random_seed.")
 
@@ -513,7 +561,8 @@ def check_synthesizer(
     Returns
     -------
     list of str
-        The names of the checks run (all passed).
+        The names of the checks that passed, in order; checks that do not apply to the model
+        (fitting, synthesis and seeds for a model that does not synthesize) are left out.
 
     Raises
     ------
@@ -528,22 +577,27 @@ def check_synthesizer(
     """
     ctx = _context(model_or_class, data, fit_kw, m, random_seed)
     failures: dict[str, str] = {}
+    passed: list[str] = []
     for check in CHECKS:
         try:
             check(ctx)
+        except CheckSkipped:
+            continue  # does not apply to this model (synthesizer_checks reports the reason)
         except SynthesizerCheckError as err:
             failures[check.__name__] = str(err)
         except Exception as err:  # a model's own error is a failure of the check that met it
             failures[check.__name__] = f"{type(err).__name__}: {err}"
             if check is check_fit and ctx._fitted is None:
                 break  # nothing else can run without a fit
+        else:
+            passed.append(check.__name__)
     if failures:
         name = type(ctx.model).__name__
         lines = "\n".join(f"  {k}: {v}" for k, v in failures.items())
         raise SynthesizerCheckError(
             f"{name} breaks the model contract in {len(failures)} check(s):\n{lines}", failures
         )
-    return [c.__name__ for c in CHECKS]
+    return passed
 
 
 @contextlib.contextmanager

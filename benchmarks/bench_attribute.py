@@ -13,7 +13,7 @@ and reports the peak resident memory of the process. Prints a table; run with
     .venv/bin/python benchmarks/bench_attribute.py [--n 10000] [--draws 1000] [--m 5] [--k 30]
 
 ``--array-model`` replaces the DPMPM by random Dirichlet draws of the same shapes wrapped in an
-:class:`~bayes_risk.attribute.ArrayModel` (engine cost only, no MCMC).
+:class:`~bayes_risk.models.ArrayModel` (engine cost only, no MCMC).
 """
 
 from __future__ import annotations
@@ -164,9 +164,9 @@ def _array_setup(df, a):
     """Random Dirichlet draws with DPMPM shapes and a numpy neighbourhood kernel."""
     import pandas as pd
 
-    from bayes_risk.attribute import ArrayModel
     from bayes_risk.data import infer_schema
     from bayes_risk.data.validate import encode
+    from bayes_risk.models import ArrayModel
 
     schema = infer_schema(df, synthesized=list(df.columns))
     d = [schema[c].n_levels for c in df.columns]

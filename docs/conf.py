@@ -83,6 +83,7 @@ nitpick_ignore = [
     # a standard-library base shown in "Bases:" (DisclosureByTarget is a Mapping); the docs are
     # built without network, so without intersphinx to the Python docs
     ("py:class", "collections.abc.Mapping"),
+    ("py:class", "unittest.case.SkipTest"),  # base of bayes_risk.testing.CheckSkipped
     # base class of the tree plug-ins
     ("py:class", "bayes_risk.models.trees.plugins.plugin_cart.PluginBase"),
     ("py:class", "bayes_risk.models.trees.seqtree.SeqTree"),  # CARTSynthesizer.trees_ items

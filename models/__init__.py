@@ -11,7 +11,8 @@ registered in the package's ``pyproject.toml``, a model of another distribution 
 
 Each family is a sub-package whose ``__init__`` exports its classes: ``dpmpm``, ``poisson``,
 ``seqreg``, ``trees`` (with ``trees.plugins``), over the shared Bayesian machinery in
-``_bayesian`` and ``base``.
+``_bayesian`` and ``base``; ``external`` holds :class:`ArrayModel`, posterior draws made by any
+software wrapped as a model (not a synthesizer: it is not registered).
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ from bayes_risk.models.base import (
     check_is_fitted,
     load_model,
     rebuild_synthesizer,
+    rebuildable_synthesizer,
 )
 from bayes_risk.registry import get_synthesizer, list_synthesizers
 
-_LAZY = {**{cls: mod for mod, cls in _REGISTRY.values()}, **_PLUGINS}
+_LAZY = {**{cls: mod for mod, cls in _REGISTRY.values()}, **_PLUGINS,
+         "ArrayModel": "bayes_risk.models.external"}
 
 __all__ = [
     "BaseSynthesizer",
@@ -38,6 +41,7 @@ __all__ = [
     "list_synthesizers",
     "load_model",
     "rebuild_synthesizer",
+    "rebuildable_synthesizer",
     *_LAZY,
 ]
 

@@ -47,6 +47,7 @@ __all__ = [
     "get_synthesizer",
     "list_synthesizers",
     "rebuild_synthesizer",
+    "rebuildable_synthesizer",
     "synthesized_columns",
     "SETTINGS_FILE",
 ]
@@ -82,6 +83,8 @@ class BaseSynthesizer(metaclass=ABCMeta):
 
     #: name under which the class is registered in :func:`bayes_risk.models.get_synthesizer`
     method_name: str = "base"
+    #: synthetic datasets of a release by default (``bayes-risk synthesize -m``)
+    default_m: int = 5
 
     def fit(
         self,
@@ -283,16 +286,48 @@ def _same_cells(a: Any, b: Any) -> bool:
     return bool(np.array_equal(mx, my) and np.array_equal(x[~mx], y[~my]))
 
 
-def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -> Any:
-    """Refit the tree synthesizer that produced a release, from its manifest and the original.
+def rebuildable_synthesizer(synthetic: Any) -> type | None:
+    """The registered synthesizer class that made a release, when the release can be rebuilt
+    for a plug-in likelihood; ``None`` otherwise.
 
-    A CART or random-forest synthesizer can be saved with its ``save(path)`` (a confidential
-    folder); without one, a release records how it was made — the method, its settings, the
-    synthesized columns in the order given to ``fit``, the replaced records and the seeds — so
-    the same synthesizer can be fitted again from the confidential table. This is
-    what :class:`~bayes_risk.models.CARTPlugin` / :class:`~bayes_risk.models.RFPlugin`
-    need for attribute risk when only the release is at hand (``bayes-risk attribute`` without
-    ``--model``).
+    What the class declares decides, not its name: a synthesizer without posterior draws whose
+    :class:`~bayes_risk.protocols.ModelInfo` has ``plugin_likelihood=True`` (CART, random forests,
+    or a model registered by another distribution) can be fitted again from the release's
+    manifest (:func:`rebuild_synthesizer`) and give its plug-in likelihood. A release of a
+    Bayesian model (saved with ``bayes-risk fit`` instead), of PMM, of an unregistered method or
+    of unknown origin gives ``None``.
+
+    Parameters
+    ----------
+    synthetic : SyntheticData
+        The release (its ``method`` is the synthesizer's registered name).
+
+    Raises
+    ------
+    ValidationError
+        If the release names a registered synthesizer that cannot be loaded
+        (``SYNTHESIZER_BROKEN``, ``SYNTHESIZER_CLASH``).
+    """
+    from bayes_risk.contract import model_info
+
+    method = getattr(synthetic, "method", None)
+    if not isinstance(method, str) or method not in list_synthesizers():
+        return None
+    cls = get_synthesizer(method)
+    return cls if model_info(cls).plugin_likelihood else None
+
+
+def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -> Any:
+    """Refit the synthesizer that produced a release, from its manifest and the original.
+
+    A synthesizer with a plug-in likelihood (``ModelInfo.plugin_likelihood``: CART, random
+    forests) can be saved with its ``save(path)`` (a confidential folder); without one, a release
+    records how it was made — the method, its settings, the synthesized columns in the order
+    given to ``fit``, the replaced records and the seeds — so the same synthesizer can be fitted
+    again from the confidential table. This is what its plug-in likelihood
+    (:class:`~bayes_risk.models.CARTPlugin`, :class:`~bayes_risk.models.RFPlugin`) needs for
+    attribute risk when only the release is at hand (``bayes-risk attribute`` without
+    ``--model``); :func:`rebuildable_synthesizer` says which releases qualify.
 
     Parameters
     ----------
@@ -308,13 +343,14 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
 
     Returns
     -------
-    CARTSynthesizer or RandomForestSynthesizer
-        Fitted.
+    BaseSynthesizer
+        Fitted (e.g. a CARTSynthesizer or RandomForestSynthesizer).
 
     Raises
     ------
     ValidationError
-        If the release was not made by a tree synthesizer, does not record a replayable seed,
+        If the release was not made by a registered synthesizer with a plug-in likelihood
+        (code ``NOT_REBUILDABLE``), does not record a replayable seed,
         or (``verify=True``) is not reproduced — e.g. ``original`` is not the table it was made
         from, or the release was edited after synthesis.
     """
@@ -327,12 +363,15 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
             f"synthetic must be a SyntheticData release (read_synthetic(folder)); got "
             f"{type(synthetic).__name__}."
         )
-    if synthetic.method not in ("cart", "rf"):
+    cls = rebuildable_synthesizer(synthetic)
+    if cls is None:
         raise ValidationError(
-            f"the release was made by {synthetic.method!r}; only CART ('cart') and random-forest "
-            "('rf') releases can be rebuilt for their plug-in likelihoods (methods page, section "
-            "'Tree synthesizers: plug-in likelihoods'). Bayesian "
-            "models are saved with 'bayes-risk fit' and passed as --model."
+            f"the release was made by {synthetic.method!r}, which is not a registered "
+            "synthesizer declaring a plug-in likelihood (ModelInfo.plugin_likelihood, as CART "
+            "'cart' and random forests 'rf' do); only such releases can be rebuilt for their "
+            "plug-in likelihoods (methods page, section 'Tree synthesizers: plug-in "
+            "likelihoods'). Bayesian models are saved with 'bayes-risk fit' and passed as "
+            "--model.", code="NOT_REBUILDABLE",
         )
     call = (synthetic.extra or {}).get("fit_call")
     if not call or call.get("random_seed") is None:
@@ -348,10 +387,12 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
             f"release was made from; got {type(original).__name__} with "
             f"{len(original) if hasattr(original, '__len__') else '?'} rows."
         )
-    cls = get_synthesizer(synthetic.method)
-    settings = {k: v for k, v in (synthetic.settings or {}).items() if k in cls._param_names()}
-    settings["progressbar"] = False
-    if not isinstance(settings.get("random_seed"), (int, list)):  # e.g. "<numpy.random.Generator>"
+    params = set(inspect.signature(cls).parameters)
+    settings = {k: v for k, v in (synthetic.settings or {}).items() if k in params}
+    if "progressbar" in params:
+        settings["progressbar"] = False
+    if "random_seed" in params and not isinstance(settings.get("random_seed"), (int, list)):
+        # e.g. "<numpy.random.Generator>": not replayable, and fit is given its own seed below
         settings["random_seed"] = None
     model = cls(**settings)
     records: Any = call.get("records")

@@ -92,6 +92,7 @@ def test_cart_info_depends_on_its_donors():
 class _NoAugment:
     """A model written from scratch: record and dataset likelihoods, no fit_augmented."""
 
+    info = ModelInfo(likelihoods={"record", "dataset"}, estimators=("is",))
     model_class = "P"
     ratio_form = "joint"
 
@@ -124,12 +125,36 @@ def test_auto_estimator_chooses_by_capability_not_by_class():
     assert auto_estimator(model) == "is"
     assert auto_estimator(model, augmented_given=True) == "stabilised"
     syn = [df.sample(frac=1.0, random_state=s).reset_index(drop=True) for s in (1, 2)]
-    res = attribute_risk(model, df, syn, records=[0, 1], random_seed=0, progressbar=False)
+    res = attribute_risk(df, syn, model=model, records=[0, 1], random_seed=0, progressbar=False)
     assert res.settings["estimator"] == "is"
     with pytest.raises(NotSupportedError) as err:
         auto_estimator(type("M", (), {"model_class": "O", "info": ModelInfo(
             likelihoods={"record"}, estimators=())})())
     assert err.value.code == "NO_ESTIMATOR"
+
+
+def test_a_model_without_info_is_refused_with_the_declaration_to_make():
+    """Nothing is guessed from members (whether record_loglik integrates missing values out
+    cannot be read off them): an undeclared model is refused, naming what to declare."""
+    from bayes_risk import attribute_risk, infer_schema
+
+    class Undeclared(_NoAugment):
+        info = None
+
+    df = pd.DataFrame({"y": ["0", "1"] * 10})
+    model = Undeclared(infer_schema(df, synthesized=["y"]), np.full(30, 0.4))
+    for obj in (model, Undeclared):
+        with pytest.raises(ValidationError) as err:
+            model_info(obj)
+        assert err.value.code == "MODEL_INFO_MISSING"
+        assert ("info = ModelInfo(likelihoods={'dataset', 'record'}, estimators=('is',))"
+                in str(err.value))
+    with pytest.raises(ValidationError, match="Undeclared declares no capabilities") as err:
+        attribute_risk(df, [df], model=model, records=[0], progressbar=False)
+    assert err.value.code == "MODEL_INFO_MISSING"
+    # a declaration that is a ModelInfo is taken as it is
+    assert ModelInfo.from_members(model).declaration() == (
+        "ModelInfo(likelihoods={'dataset', 'record'}, estimators=('is',))")
 
 
 def test_declared_info_closes_the_contract():
@@ -140,10 +165,10 @@ def test_declared_info_closes_the_contract():
     model = _NoAugment(infer_schema(df, synthesized=["y"]), np.full(30, 0.4))
     model.info = ModelInfo(likelihoods={"record", "dataset"}, estimators=())
     with pytest.raises(NotSupportedError, match="NO_ESTIMATOR|supports no attribute-risk"):
-        attribute_risk(model, df, [df], records=[0], progressbar=False)
+        attribute_risk(df, [df], model=model, records=[0], progressbar=False)
     model.info = ModelInfo(likelihoods={"record"}, estimators=("stabilised",))
     with pytest.raises(ValidationError, match="ModelInfo.estimators"):
-        attribute_risk(model, df, [df], records=[0], estimator="is", progressbar=False)
+        attribute_risk(df, [df], model=model, records=[0], estimator="is", progressbar=False)
 
 
 # ------------------------------------------------------------------------------ the registry
@@ -258,3 +283,47 @@ def test_example_model_runs_through_the_command_line(example, tmp_path, capsys):
                      "region", "--records", "1-4", "--random-seed", "4", "--quiet",
                      "--out", str(aud)]) == 0
     assert (aud / "attribute" / "records.csv").is_file()
+
+
+def test_example_model_synthesizes_from_the_original_on_the_command_line(example, tmp_path,
+                                                                          capsys):
+    """synthesize ORIGINAL --method NAME: the options reach the model by its __init__ settings
+    (--alpha is its prior's concentration), -m defaults to its default_m; a release it made
+    has no plug-in likelihood to rebuild, so attribute asks for --model."""
+    from bayes_risk.data import SyntheticData
+
+    data = tmp_path / "data.csv"
+    frame = _table(80, seed=3).assign(owner=lambda d: (d["owner"] == "yes").astype(int))
+    frame.to_csv(data, index=False)
+    syn, mdir = tmp_path / "syn", tmp_path / "model"
+    assert cli.main(["synthesize", str(data), "--method", NAME, "--alpha", "2",
+                     "--random-seed", "2", "--quiet", "--out", str(syn)]) == 0
+    z = SyntheticData.load(syn)
+    assert z.method == NAME and z.m == example.default_m == 5 and z.settings["alpha"] == 2.0
+    assert cli.main(["synthesize", str(data), "--method", NAME, "--min-leaf", "3", "--quiet",
+                     "--out", str(tmp_path / "s2")]) == 2
+    assert "--min-leaf: not an option of --method dirichlet-multinomial" in (
+        capsys.readouterr().err)
+    assert cli.main(["attribute", str(data), str(syn), "--records", "1-3", "--quiet",
+                     "--out", str(tmp_path / "att")]) == 2
+    assert "--model is required unless SYN is a release of a synthesizer with a plug-in" in (
+        capsys.readouterr().err)
+    # categorical only (ModelInfo.categorical_only): the 0/1 column is read as categorical
+    assert cli.main(["fit", str(data), "--method", NAME, "--draws", "10", "--quiet",
+                     "--out", str(mdir)]) == 0
+    from bayes_risk.models import load_model
+
+    assert load_model(mdir).schema_["owner"].is_categorical
+
+
+def test_model_info_required_and_categorical_only_are_validated():
+    assert ModelInfo(required=("synthesized", "identifying")).required == (
+        "synthesized", "identifying")
+    for bad in ("synthesized", ("a", "a"), ("not a name",)):
+        with pytest.raises(ValidationError) as err:
+            ModelInfo(required=bad)
+        assert err.value.code == "BAD_MODEL_INFO"
+    with pytest.raises(ValidationError, match="categorical_only must be True or False"):
+        ModelInfo(categorical_only=1)
+    assert get_synthesizer("pmm").info.required == ("identifying",)
+    assert get_synthesizer("dpmpm").info.categorical_only

@@ -63,6 +63,8 @@ EXTRA_DATA = {
     "bayes_risk.models.get_synthesizer": {"name"},
     # the table of points a figure draws is its data
     "bayes_risk.plot_utility_risk": {"points"},
+    # a decorator's one argument: the class's ModelInfo (@instance_info(ModelInfo(...)))
+    "bayes_risk.instance_info": {"default"},
 }
 
 

@@ -108,7 +108,7 @@ def attribute_risk(
     ----------
     model : RiskModel
         A fitted Bayesian synthesis model (DPMPM, PoissonMixture, SequentialRegression), an
-        :class:`~bayes_risk.attribute.ArrayModel`, or a plug-in model without posterior draws
+        :class:`~bayes_risk.models.ArrayModel`, or a plug-in model without posterior draws
         (:class:`~bayes_risk.models.CARTPlugin`, methods, Tree synthesizers: plug-in likelihoods;
         anything with ``plugin_loglik(record, candidates, datasets) -> [m, G]``). Its ``schema_``
         defines the columns, levels and which columns were synthesized.

@@ -19,9 +19,6 @@ of ``R`` records (one candidate set of size ``G`` each, truth at ``g0``) and ret
 * :func:`bootstrap_counts`, :func:`bootstrap_is`, :func:`bootstrap_stabilised` — draw-bootstrap
   replicates of both (methods, Diagnostics) with **common** resampling counts for all records, so
   that results do not depend on record chunking or order.
-
-:class:`~bayes_risk.attribute.ArrayModel` (posterior draws from elsewhere as a model) lives in
-:mod:`bayes_risk.attribute.array_model` and is importable from here too.
 """
 
 from __future__ import annotations
@@ -31,7 +28,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from bayes_risk._numeric import threaded_map, threaded_ufunc
-from bayes_risk.attribute.array_model import ArrayModel as ArrayModel  # re-export (former home)
 from bayes_risk.attribute.diagnostics import (
     KhatJob,
     kish_ess,

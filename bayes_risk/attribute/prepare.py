@@ -190,7 +190,7 @@ def _check_model(model: Any) -> bool:
             "(bayes_risk.protocols.SupportsPluginLoglik) lacks "
             f"{missing_members(model, SupportsPluginLoglik)}. Fit a Bayesian synthesis model "
             "(DPMPM, PoissonMixture, SequentialRegression), wrap "
-            "posterior draws in bayes_risk.attribute.ArrayModel, or use a tree plug-in "
+            "posterior draws in bayes_risk.models.ArrayModel, or use a tree plug-in "
             "(bayes_risk.CARTPlugin, bayes_risk.RFPlugin)."
         )
     if model.model_class not in ("P", "O"):

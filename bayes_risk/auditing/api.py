@@ -325,7 +325,7 @@ def _preflight(ctx: Any) -> None:
         try:
             if users and ctx.model is not None:
                 st._loaded_model(ctx)
-            elif attribute or (posterior and syn.method == "cart"):
+            elif attribute or (posterior and st.rebuilt_has_posterior(syn)):
                 st.rebuilt_synthesizer(ctx)
         except (ValidationError, SchemaError) as err:
             raise type(err)(
@@ -487,6 +487,8 @@ def _attribute_source(model: Any, syn: Any, attribute_estimator: str,
                       refit_draws: Any) -> str | None:
     """Where the attribute step's likelihood comes from (``None``: the step cannot run), with
     its options checked."""
+    from bayes_risk.models import rebuildable_synthesizer
+
     if isinstance(model, (str, os.PathLike)) and not (Path(model) / "model.json").is_file():
         raise ValidationError(
             f"model {str(model)!r} is not a fitted-model folder (no model.json); give the "
@@ -494,7 +496,7 @@ def _attribute_source(model: Any, syn: Any, attribute_estimator: str,
         )
     if model is not None:
         a_src = "model"
-    elif syn.method in ("cart", "rf"):
+    elif rebuildable_synthesizer(syn) is not None:  # its ModelInfo, not its name
         a_src = f"{syn.method} plug-in"
     else:
         a_src = None

@@ -28,6 +28,7 @@ __all__ = [
     "membership_step",
     "disclosure_step",
     "add_run_warnings",
+    "rebuilt_has_posterior",
     "rebuilt_synthesizer",
 ]
 
@@ -441,22 +442,35 @@ AUDIT_REPLICATES = dict(n="auto", mcse_tol=0.02, min_replicates=100, max_replica
                         batch_size=10, n_groups=10)
 
 
+def rebuilt_has_posterior(synthetic: Any) -> bool:
+    """Whether the synthesizer that made the release can be rebuilt from its manifest and
+    declares posterior replicates (its class's ``ModelInfo``: CART, whose Bayesian-bootstrap
+    donors are a posterior predictive; the rebuilt instance's own ``ModelInfo`` then decides)."""
+    from bayes_risk.models import rebuildable_synthesizer
+    from bayes_risk.protocols import model_info
+
+    cls = rebuildable_synthesizer(synthetic)
+    return cls is not None and model_info(cls).posterior_replicates
+
+
 def _posterior_model(ctx: StepContext) -> tuple[Any, str | None]:
     """The model the replicates are drawn from, or ``None`` and why there is none."""
     from bayes_risk.protocols import SupportsPosteriorReplicates, model_info
 
     if ctx.model is not None:
         model, src = _loaded_model(ctx), "the fitted model given"
-    elif ctx.synthetic.method == "cart":
+    elif rebuilt_has_posterior(ctx.synthetic):
         model = rebuilt_synthesizer(ctx)
-        src = "the rebuilt CART synthesizer"
+        src = f"the rebuilt {type(model).__name__}"
     else:
         return None, ("no fitted model with a posterior was given (--model) and the release was "
-                      f"not made by CART (method: {ctx.synthetic.method or 'unknown'})")
+                      "not made by a synthesizer with posterior replicates that can be rebuilt "
+                      f"from its manifest, such as CART (method: "
+                      f"{ctx.synthetic.method or 'unknown'})")
     # what the model can do (its ModelInfo): CART's posterior predictive is its Bayesian
     # bootstrap, so CART with equal-weight donors declares none
-    if not (model_info(model).posterior_replicates
-            and isinstance(model, SupportsPosteriorReplicates)):
+    if not (isinstance(model, SupportsPosteriorReplicates)
+            and model_info(model).posterior_replicates):
         why = f"{type(model).__name__} has no posterior predictive"
         if getattr(model, "donor", "bayes_bootstrap") != "bayes_bootstrap":
             why = (f"{src} draws donors with equal weights (donor={model.donor!r}), not from "
@@ -555,8 +569,9 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     if p.attribute_source is None:
         return StepOutcome(
             name="attribute", status="skipped",
-            reason="no fitted model was given (--model) and the release was not made by CART "
-            f"or random forests (method: {p.method or 'unknown'}), so the intruder's "
+            reason="no fitted model was given (--model) and the release was not made by a "
+            "synthesizer with a plug-in likelihood that can be rebuilt from its manifest (CART, "
+            f"random forests; method: {p.method or 'unknown'}), so the intruder's "
             "posterior over the synthesized values cannot be computed.",
         )
     from bayes_risk.auditing.causes import attribute_drivers

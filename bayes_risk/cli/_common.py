@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ __all__ = [
     "add_out_argument",
     "add_original_check_argument",
     "check_model_original",
+    "check_required",
     "RECORDS_NOTE",
     "RECORDS_HELP",
     "print_summary",
@@ -32,6 +33,7 @@ __all__ = [
     "missing_labels",
     "parse_records",
     "schema_from_args",
+    "model_schema",
     "release_schema",
     "parse_key_value",
     "add_dask_arguments",
@@ -95,6 +97,49 @@ def check_model_original(args: argparse.Namespace, model: Any, original: Any) ->
         DataWarning,
         skip_file_prefixes=CALLER,
     )
+
+
+def check_required(cls: type, method: str, *, synthesized: Any, settings: Mapping[str, Any],
+                   options: Mapping[str, str]) -> None:
+    """Refuse a run that does not give what ``--method``'s model cannot default (its
+    ``ModelInfo.required``: ``"synthesized"`` or ``__init__`` settings), naming the option.
+
+    Parameters
+    ----------
+    cls : type
+        The registered model class.
+    method : str
+        Its ``--method`` name (in the message).
+    synthesized : sequence of str or None
+        ``--synthesize``.
+    settings : mapping
+        The model settings the run gives.
+    options : mapping of str to str
+        Each setting's option as the message shows it (``"--identifying COL [COL ...]"``).
+
+    Raises
+    ------
+    ValidationError
+        ``OPTION_REQUIRED``.
+    """
+    from bayes_risk.contract import model_info
+
+    for name in model_info(cls).required:
+        if name == "synthesized":
+            given, shown = bool(synthesized), "--synthesize COL [COL ...]"
+        else:
+            value = settings.get(name)
+            given = value is not None and not (isinstance(value, (list, tuple)) and not value)
+            shown = options.get(name)
+            if shown is None:
+                raise ValidationError(
+                    f"--method {method}: {cls.__name__} needs its setting {name!r} "
+                    "(ModelInfo.required), which this command has no option for.",
+                    code="OPTION_REQUIRED",
+                )
+        if not given:
+            raise ValidationError(f"{shown} is required with --method {method}.",
+                                  code="OPTION_REQUIRED")
 
 
 def add_seed_argument(p: argparse.ArgumentParser, default: int | None = None) -> None:
@@ -233,6 +278,33 @@ def schema_from_args(df: pd.DataFrame, args: argparse.Namespace, **kw: Any):
         missing_codes=parse_missing_codes(getattr(args, "missing_code", None)) or None,
         **kw,
     )
+
+
+def model_schema(df: pd.DataFrame, args: argparse.Namespace, info: Any, **kw: Any):
+    """:func:`schema_from_args` for ``--method``'s model: for a model of categorical columns
+    only (``ModelInfo.categorical_only``: DPMPM) every column not given another type is
+    categorical, integer-coded ones included, unless its values are not whole numbers."""
+    if not info.categorical_only:
+        return schema_from_args(df, args, **kw)
+    import pandas as pd
+
+    typed = {*args.ordinal, *args.count, *args.continuous}
+    categorical = list(args.categorical)
+    for c in df.columns:
+        if c in typed or c in categorical:
+            continue
+        col = df[c]
+        if pd.api.types.is_float_dtype(col) and not (col.dropna() % 1 == 0).all():
+            raise ValidationError(
+                f"column {c!r} has values that are not whole numbers: --method {args.method} "
+                "models categorical columns only (ModelInfo.categorical_only; DPMPM: Si & "
+                "Reiter 2013). Leave it out of the table (fit: --columns), or declare it with "
+                f"--categorical {c} to treat each value as a category.",
+                code="WRONG_DTYPE",
+            )
+        categorical.append(c)
+    return schema_from_args(df, argparse.Namespace(**{**vars(args), "categorical": categorical}),
+                            **kw)
 
 
 def release_schema(original: pd.DataFrame, syn: Any, args: argparse.Namespace):

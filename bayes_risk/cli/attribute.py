@@ -33,7 +33,12 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
     """The saved Bayesian model, or the plug-in of the tree synthesizer that made the release."""
     from bayes_risk.cli._common import check_model_original
     from bayes_risk.exceptions import ValidationError
-    from bayes_risk.models import load_model, plugin_likelihood, rebuild_synthesizer
+    from bayes_risk.models import (
+        load_model,
+        plugin_likelihood,
+        rebuild_synthesizer,
+        rebuildable_synthesizer,
+    )
     from bayes_risk.protocols import model_info
 
     if args.model is not None:
@@ -52,10 +57,11 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
         if args.quiet and hasattr(model, "progressbar"):
             model.progressbar = False  # the augmented refits' progress bars
         return model
-    if synthetic.method not in ("cart", "rf"):
+    if rebuildable_synthesizer(synthetic) is None:
         raise ValidationError(
-            "--model is required unless SYN is a CART or random-forest release written "
-            f"by 'bayes-risk synthesize --method cart|rf' (this release: {synthetic.method!r}).",
+            "--model is required unless SYN is a release of a synthesizer with a plug-in "
+            "likelihood (CART, random forests: ModelInfo.plugin_likelihood) written by "
+            f"'bayes-risk synthesize --method NAME' (this release: {synthetic.method!r}).",
             code="OPTION_REQUIRED",
         )
     if args.estimator != "auto" or args.psis or args.refit_draws is not None:

@@ -31,7 +31,13 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from bayes_risk._lazy import overlap
-    from bayes_risk.cli._common import missing_labels, print_summary, read_records_table
+    from bayes_risk.cli._common import (
+        check_required,
+        missing_labels,
+        model_schema,
+        print_summary,
+        read_records_table,
+    )
     from bayes_risk.cli._run import output_dir
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer, list_synthesizers
@@ -51,6 +57,10 @@ def run(args: argparse.Namespace) -> int:
             f"--method {args.method}: {cls.__name__} cannot be saved (its ModelInfo has "
             "persistence=False), so 'fit' cannot write a model folder.", code="MODEL_UNSUITED",
         )
+    settings = _settings(args, cls)
+    # what the model cannot default (ModelInfo.required), refused before the data are read
+    check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
+                   options={o.setting: f"{o.flag} {_shown_metavar(o)}" for o in MODEL_OPTIONS})
     df = read_records_table(args.original, "ORIGINAL", missing_labels(args))
     if args.columns:
         from bayes_risk.data.schema import did_you_mean
@@ -63,8 +73,10 @@ def run(args: argparse.Namespace) -> int:
                     code="UNKNOWN_COLUMN",
                 )
         df = df[list(args.columns)]
-    schema = _schema(df, args)
-    settings = _settings(args, cls)
+    schema = model_schema(df, args, info, synthesized=args.synthesize or None)
+    for opt in MODEL_OPTIONS:  # options naming columns: checked against the table
+        if opt.kwargs.get("metavar") == "COL" and settings.get(opt.setting):
+            settings[opt.setting] = schema.check_columns(list(settings[opt.setting]), opt.flag)
     if not info.convergence:
         return _fit_direct(args, cls, settings, df, schema)
     model = cls(**settings)
@@ -108,7 +120,7 @@ def _settings(args: argparse.Namespace, cls: type) -> dict[str, Any]:
             code="OPTION_CONFLICT",
         )
     settings: dict[str, Any] = dict(mcmc)
-    settings.update(_model_settings(args))
+    settings.update(_model_settings(args, params))
     if "random_seed" in params:
         settings["random_seed"] = args.random_seed
     if "progressbar" in params:
@@ -140,20 +152,7 @@ def _fit_direct(
 
     from bayes_risk.cli._common import print_summary
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.exceptions import ValidationError
 
-    if args.method in ("cart", "rf") and not args.synthesize:
-        raise ValidationError(
-            f"--synthesize COL [COL ...] is required with --method {args.method}.",
-            code="OPTION_REQUIRED",
-        )
-    if args.method == "pmm":
-        if not settings.get("identifying"):
-            raise ValidationError(
-                "--identifying COL [COL ...] is required with --method pmm.", code="OPTION_REQUIRED"
-            )
-        settings["identifying"] = list(settings["identifying"])
-        schema.check_columns(settings["identifying"], "--identifying")
     model = cls(**settings)
     fit_kw: dict[str, Any] = {}
     if args.records is not None:
@@ -174,36 +173,19 @@ def _fit_direct(
     return 0
 
 
-def _schema(df: Any, args: argparse.Namespace) -> Any:
-    """The schema of the modelled columns; with ``--method dpmpm`` every column not given another
-    type is categorical (DPMPM models nothing else), unless its values are not whole numbers."""
-    from bayes_risk.cli._common import schema_from_args
-    from bayes_risk.exceptions import ValidationError
-
-    if args.method != "dpmpm":
-        return schema_from_args(df, args, synthesized=args.synthesize or None)
-    import pandas as pd
-
-    typed = {*args.ordinal, *args.count, *args.continuous}
-    categorical = list(args.categorical)
-    for c in df.columns:
-        if c in typed or c in categorical:
-            continue
-        col = df[c]
-        if pd.api.types.is_float_dtype(col) and not (col.dropna() % 1 == 0).all():
-            raise ValidationError(
-                f"column {c!r} has values that are not whole numbers: --method dpmpm models "
-                "categorical columns only (Si & Reiter 2013). Leave it out with --columns, or "
-                f"declare it with --categorical {c} to treat each value as a category.",
-                code="WRONG_DTYPE",
-            )
-        categorical.append(c)
-    return schema_from_args(df, argparse.Namespace(**{**vars(args), "categorical": categorical}),
-                            synthesized=args.synthesize or None)
+def _shown_metavar(opt: Any) -> str:
+    """An option's value as an error message shows it (``COL [COL ...]``)."""
+    meta = opt.kwargs.get("metavar", "VALUE")
+    meta = " ".join(meta) if isinstance(meta, tuple) else str(meta)
+    return f"{meta} [{meta} ...]" if opt.kwargs.get("nargs") == "+" else meta
 
 
-def _model_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The given model-specific options as ``__init__`` settings of ``--method``'s model."""
+def _model_settings(args: argparse.Namespace, params: set[str]) -> dict[str, Any]:
+    """The given model-specific options as ``__init__`` settings of ``--method``'s model.
+
+    An option reaches any model whose ``__init__`` takes its setting (``params``), a model
+    registered by another distribution included; ``ModelOption.models`` only says which built-in
+    models do (help texts, messages)."""
     from bayes_risk.cli._common import parse_key_value
     from bayes_risk.exceptions import ValidationError
 
@@ -211,10 +193,11 @@ def _model_settings(args: argparse.Namespace) -> dict[str, Any]:
     for opt in MODEL_OPTIONS:
         if not hasattr(args, opt.dest):
             continue
-        if args.method not in opt.models:
+        if opt.setting not in params:
             raise ValidationError(
-                f"{opt.flag} is not an option of --method {args.method} (it applies to "
-                f"--method {' and '.join(opt.models)}).",
+                f"{opt.flag} is not an option of --method {args.method} (its model takes no "
+                f"setting {opt.setting!r}; the option applies to --method "
+                f"{' and '.join(opt.models)}).",
                 code="OPTION_CONFLICT",
             )
         value = getattr(args, opt.dest)

@@ -1,22 +1,33 @@
-"""``bayes-risk synthesize``: m synthetic releases with CART, random forests, PMM or a saved model.
+"""``bayes-risk synthesize``: m synthetic releases by a registered synthesizer or a saved model.
 
 Two forms::
 
-    bayes-risk synthesize ORIGINAL.csv --method cart|rf|pmm --synthesize COL [COL ...] \\
+    bayes-risk synthesize ORIGINAL.csv --method NAME --synthesize COL [COL ...] \\
         [--categorical ...] [-m 20] [--random-seed 1] --out DIR
     bayes-risk synthesize --model MODEL_DIR -m 5 [--random-seed 2] --out SYN_DIR
 
-Both write a :class:`~bayes_risk.data.SyntheticData` folder (``syn_001.parquet`` … and
-``manifest.json``; ``--csv`` adds CSV copies), atomically.
+``NAME`` is any synthesizer registered in the entry-point group ``bayes_risk.synthesizers``
+(``cart``, ``rf``, ``pmm`` or another distribution's model: :mod:`bayes_risk.registry`); what the
+model declares decides, never its name: its ``ModelInfo.required`` what must be given, its
+``__init__`` which model options it takes, its ``default_m`` the default ``-m``. A model that
+reports MCMC convergence (``ModelInfo.convergence``) is fitted with ``bayes-risk fit`` first, which
+shows its convergence checks. Both forms write a :class:`~bayes_risk.data.SyntheticData` folder
+(``syn_001.parquet`` … and ``manifest.json``; ``--csv`` adds CSV copies), atomically.
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
+
+from bayes_risk.cli.parsers.synthesize import MODEL_SETTINGS
 
 __all__ = ["run"]
 
-_DEFAULT_M = {"cart": 20, "rf": 20, "pmm": 1, "model": 5}
+#: ``-m`` with ``--model`` when not given
+_DEFAULT_M_SAVED = 5
+#: model options whose values are column names (checked against the table, named in messages)
+_COLUMN_SETTINGS = ("identifying", "visit_sequence")
 
 
 def _fresh_seed() -> int:
@@ -26,29 +37,67 @@ def _fresh_seed() -> int:
     return int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
 
 
-def _synthesizer(args: argparse.Namespace):
+def _flag(setting: str) -> str:
+    return "--" + setting.replace("_", "-")
+
+
+def _option(setting: str) -> str:
+    """The option of a setting as a message shows it."""
+    return _flag(setting) + (" COL [COL ...]" if setting in _COLUMN_SETTINGS else " VALUE")
+
+
+def _given_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The model options given on the command line, converted to ``__init__`` settings."""
+    convert = {
+        "donor": _underscore, "unroutable": _underscore, "probabilities": _underscore,
+        "group_by": _group_by, "identifying": list, "visit_sequence": list,
+    }
+    out: dict[str, Any] = {}
+    for name in MODEL_SETTINGS:
+        value = getattr(args, name, None)
+        if value is not None:
+            out[name] = convert[name](value) if name in convert else value
+    return out
+
+
+def _underscore(value: str) -> str:
+    return value.replace("-", "_")
+
+
+def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
+    """``--method``'s registered class and its settings, checked before any data is read."""
+    import inspect
+
+    from bayes_risk.cli._common import check_required
+    from bayes_risk.contract import model_info
+    from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer
 
     cls = get_synthesizer(args.method)
-    if args.method == "cart":
-        bw = args.bandwidth
-        return cls(
-            min_leaf=args.min_leaf, min_deviance=args.min_deviance, max_depth=args.max_depth,
-            prune_to_diversity=args.prune_to_diversity,
-            donor=args.donor.replace("-", "_"), unroutable=args.unroutable.replace("-", "_"),
-            smoothing=bool(args.smoothing), bandwidth=bw, n_jobs=args.n_jobs,
-            progressbar=not args.quiet,
+    info = model_info(cls)
+    if info.convergence:
+        raise ValidationError(
+            f"--method {args.method}: {cls.__name__} is fitted by MCMC, whose convergence "
+            "checks 'bayes-risk fit' reports; fit it with 'bayes-risk fit ORIGINAL --method "
+            f"{args.method} --out MODEL_DIR', then synthesize with 'bayes-risk synthesize "
+            "--model MODEL_DIR'.", code="OPTION_CONFLICT",
         )
-    if args.method == "rf":
-        return cls(
-            n_trees=args.n_trees, probabilities=args.probabilities.replace("-", "_"),
-            alpha=args.alpha, oob_only=args.oob_only, min_oob_trees=args.min_oob_trees,
-            procedure=args.procedure, visit_sequence=args.visit_sequence,
-            group_by=_group_by(args.group_by),
-            min_group_size=args.min_group_size, n_jobs=args.n_jobs, progressbar=not args.quiet,
+    try:
+        params = set(inspect.signature(cls).parameters)
+    except (TypeError, ValueError):  # a class whose signature cannot be read
+        params = set()
+    settings = _given_settings(args)
+    refused = [_flag(k) for k in settings if k not in params]
+    if refused:
+        raise ValidationError(
+            f"{', '.join(refused)}: not an option of --method {args.method} ({cls.__name__} "
+            "takes no such setting).", code="OPTION_CONFLICT",
         )
-    return cls(identifying=args.identifying, threshold=args.threshold, tie=args.tie,
-               progressbar=not args.quiet)
+    check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
+                   options={k: _option(k) for k in MODEL_SETTINGS})
+    if "progressbar" in params:
+        settings["progressbar"] = not args.quiet
+    return cls, settings
 
 
 def _group_by(items):
@@ -98,16 +147,16 @@ def run(args: argparse.Namespace) -> int:
     if args.model is not None:
         given = [
             name for name, val in (("--method", args.method), ("--synthesize", args.synthesize),
-                                   ("--identifying", args.identifying), ("--records", args.records))
+                                   ("--records", args.records))
             if val is not None
-        ]
+        ] + [_flag(k) for k in _given_settings(args)]
         if given:
             raise ValidationError(
                 f"{', '.join(given)} cannot be used with --model: the saved model already "
                 "fixes what is synthesized.",
                 code="OPTION_CONFLICT",
             )
-        m = check_m(args.m if args.m is not None else _DEFAULT_M["model"], "-m")
+        m = check_m(args.m if args.m is not None else _DEFAULT_M_SAVED, "-m")
         from bayes_risk.models import load_model
 
         model = load_model(args.model)
@@ -120,32 +169,27 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.method is None:
             raise ValidationError(
-                "--method (cart, rf or pmm) is required with ORIGINAL.", code="OPTION_REQUIRED"
+                "--method (cart, rf, pmm or another registered synthesizer) is required with "
+                "ORIGINAL.", code="OPTION_REQUIRED"
             )
-        m = check_m(args.m if args.m is not None else _DEFAULT_M[args.method], "-m")
-        if args.method in ("cart", "rf") and not args.synthesize:
-            raise ValidationError(
-                f"--synthesize COL [COL ...] is required with --method {args.method}.",
-                code="OPTION_REQUIRED",
-            )
-        if args.method == "pmm" and not args.identifying:
-            raise ValidationError(
-                "--identifying COL [COL ...] is required with --method pmm.", code="OPTION_REQUIRED"
-            )
+        cls, settings = _synthesizer_class(args)
+        m = check_m(args.m if args.m is not None else int(getattr(cls, "default_m", 5)), "-m")
         from bayes_risk.cli._common import (
             missing_labels,
+            model_schema,
             parse_records,
             read_records_table,
-            schema_from_args,
         )
+        from bayes_risk.contract import model_info
 
         df = read_records_table(args.original, "ORIGINAL", missing_labels(args))
-        schema = schema_from_args(df, args)
+        schema = model_schema(df, args, model_info(cls))
         if args.synthesize:
             schema.check_columns(args.synthesize, "--synthesize")
-        if args.identifying:
-            schema.check_columns(args.identifying, "--identifying")
-        model = _synthesizer(args)
+        for name in _COLUMN_SETTINGS:
+            if settings.get(name):
+                schema.check_columns(settings[name], _flag(name))
+        model = cls(**settings)
         records = None if args.records is None else np.asarray(
             parse_records(args.records, len(df)), dtype=np.int64
         )

@@ -109,8 +109,9 @@ class PosteriorReplicates:
         name = type(self.model).__name__
         # what the model can do (its ModelInfo), not its class: random forests' votes and
         # PMM's nearest donors are not a posterior predictive, nor are CART's equal-weight donors
-        if not (model_info(self.model).posterior_replicates
-                and isinstance(self.model, SupportsPosteriorReplicates)):
+        # the member first: an object without it is told what it lacks, not what to declare
+        if not (isinstance(self.model, SupportsPosteriorReplicates)
+                and model_info(self.model).posterior_replicates):
             raise ValidationError(
                 f"posterior replicates are not available for {name}: it has no posterior "
                 "predictive (its ModelInfo has posterior_replicates=False, or it lacks "

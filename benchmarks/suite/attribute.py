@@ -15,9 +15,9 @@ N_RECORDS, N_DRAWS, K, M = 1000, 200, 20, 5
 
 def _array_setup(n: int, seed: int = 2026):
     from bayes_risk._numeric import logsumexp
-    from bayes_risk.attribute import ArrayModel
     from bayes_risk.data import infer_schema, make_acs_like
     from bayes_risk.data.validate import encode
+    from bayes_risk.models import ArrayModel
 
     df = make_acs_like(n, random_seed=seed)
     schema = infer_schema(df, synthesized=list(df.columns))

@@ -74,6 +74,7 @@ class DirichletMultinomial(BaseSynthesizer):
         estimators=("stabilised", "is"),
         persistence=True,
         chains=True,
+        categorical_only=True,  # the command line reads integer-coded columns as categories
     )
     model_class = "P"
     ratio_form = "joint"

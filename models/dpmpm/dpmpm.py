@@ -197,7 +197,7 @@ class DPMPM(BayesianSynthesizer):
         likelihoods={"record", "dataset", "neighbourhood", "neighbourhood_buffer", "own_record"},
         estimators=("stabilised", "is"), imputes=True,
         persistence=True, posterior_replicates=True, convergence=True, chains=True,
-        partial_synthesis=True,
+        partial_synthesis=True, categorical_only=True,
     )
     #: record_loglik marginalises missing values (ModelInfo.imputes)
     marginalises_missing: ClassVar[bool] = True

@@ -41,8 +41,14 @@ from bayes_risk.models.base import (
 )
 from bayes_risk.models.trees.cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
 from bayes_risk.models.trees.io import check_fitted_fingerprint
-from bayes_risk.models.trees.missing import design_inputs, kind_codes, missing_layout, n_kinds
-from bayes_risk.models.trees.seqtree import Design, SeqTree, column_codes
+from bayes_risk.models.trees.missing import (
+    design_inputs,
+    encoded_values,
+    kind_codes,
+    missing_layout,
+    n_kinds,
+)
+from bayes_risk.models.trees.seqtree import Design, SeqTree
 from bayes_risk.protocols import ModelInfo, instance_info
 
 __all__ = [
@@ -111,25 +117,6 @@ def prepare_schema(
     schema = schema.with_roles(order, known=schema.known)
     validate_table(data, schema, name="data", allow_nan=allow_missing)
     return schema, list(order)
-
-
-def encoded_values(data: pd.DataFrame, schema: Schema,
-                   layout: dict[str, dict[str, Any]],
-                   columns: Sequence[str] | None = None) -> dict[str, np.ndarray]:
-    """The trees' view of ``data``: level codes of categorical columns (a missing value is code
-    ``d``, a level of its own, in a column with missing values), floats of numeric ones (``NaN``
-    or the declared code for a missing value). ``columns``: only these (default: the schema's)."""
-    values: dict[str, np.ndarray] = {}
-    for c in schema.names if columns is None else columns:
-        if schema[c].is_categorical:
-            v = column_codes(data, schema, c)
-            if c in layout:
-                v = np.where(v < 0, schema[c].n_levels, v)
-            values[c] = v
-        else:
-            values[c] = data[c].to_numpy(dtype=np.float64, na_value=np.nan) if c in layout \
-                else data[c].to_numpy(dtype=np.float64)
-    return values
 
 
 def observed_values(values: np.ndarray, layout: dict[str, Any] | None) -> np.ndarray:
@@ -268,9 +255,11 @@ class CARTSynthesizer(BaseSynthesizer):
     """
 
     method_name = "cart"
+    #: synthetic datasets of a release by default (``bayes-risk synthesize -m``)
+    default_m = 20
 
     @instance_info(ModelInfo(persistence=True, partial_synthesis=True, plugin_likelihood=True,
-                             posterior_replicates=True))
+                             posterior_replicates=True, required=("synthesized",)))
     def info(self) -> ModelInfo:
         """What the engines, the command line and the audit may use (bayes_risk.ModelInfo):
         posterior replicates only with the Bayesian-bootstrap donors."""
@@ -590,6 +579,23 @@ class CARTSynthesizer(BaseSynthesizer):
 
 
     # ----- persistence --------------------------------------------------------------------
+    def plugin_likelihood(
+        self, original: pd.DataFrame, *, random_seed: RandomSeed = None
+    ) -> Any:
+        """The plug-in likelihood of this fitted synthesizer for attribute risk
+        (:class:`~bayes_risk.models.CARTPlugin`; declared by ``ModelInfo.plugin_likelihood``).
+
+        Parameters
+        ----------
+        original : DataFrame
+            The confidential table the synthesizer was fitted to.
+        random_seed : RandomSeed
+            Seed of the Monte Carlo terms of kernel-smoothed columns.
+        """
+        from bayes_risk.models.trees.plugins.plugin_cart import CARTPlugin
+
+        return CARTPlugin(self, original, random_seed=random_seed)
+
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Save the fitted synthesizer as a folder, atomically (no pickle).
 

@@ -25,9 +25,10 @@ import pandas as pd
 
 from bayes_risk.data.missing import missing_kinds
 from bayes_risk.data.schema import Schema
+from bayes_risk.models.trees.seqtree import column_codes
 
-__all__ = ["FILL", "KIND_SUFFIX", "missing_layout", "design_inputs", "kind_codes",
-           "refusal_hint"]
+__all__ = ["FILL", "KIND_SUFFIX", "missing_layout", "design_inputs", "encoded_values",
+           "kind_codes", "refusal_hint"]
 
 #: value given to the missing cells of a numeric predictor (its kind input tells them apart)
 FILL = 0.0
@@ -118,3 +119,22 @@ def design_inputs(
             nlev += [0, n_kinds(lay)]
             arrays += [np.where(k > 0, FILL, x), k]
     return names, kinds, nlev, arrays
+
+
+def encoded_values(data: pd.DataFrame, schema: Schema,
+                   layout: dict[str, dict[str, Any]],
+                   columns: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+    """The trees' view of ``data``: level codes of categorical columns (a missing value is code
+    ``d``, a level of its own, in a column with missing values), floats of numeric ones (``NaN``
+    or the declared code for a missing value). ``columns``: only these (default: the schema's)."""
+    values: dict[str, np.ndarray] = {}
+    for c in schema.names if columns is None else columns:
+        if schema[c].is_categorical:
+            v = column_codes(data, schema, c)
+            if c in layout:
+                v = np.where(v < 0, schema[c].n_levels, v)
+            values[c] = v
+        else:
+            values[c] = data[c].to_numpy(dtype=np.float64, na_value=np.nan) if c in layout \
+                else data[c].to_numpy(dtype=np.float64)
+    return values

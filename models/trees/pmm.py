@@ -200,8 +200,11 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
     """
 
     method_name = "pmm"
+    #: synthetic datasets of a release by default (``bayes-risk synthesize -m``): Hawala's
+    #: single implicate
+    default_m = 1
     #: what the engines, the command line and the audit may use (bayes_risk.ModelInfo)
-    info = ModelInfo(persistence=True, partial_synthesis=True)
+    info = ModelInfo(persistence=True, partial_synthesis=True, required=("identifying",))
 
     def __init__(
         self,

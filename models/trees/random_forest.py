@@ -1,7 +1,8 @@
 """Random-forest synthesizer for categorical variables (Caiola & Reiter 2010).
 
 One module on purpose: the forests' leaf tables, the group forests and the synthesis draws
-share one fitted state (``leaf_probabilities`` is also used by the plug-in likelihood).
+share one fitted state; the leaves' class probabilities, which the plug-in likelihood uses too,
+are in :mod:`bayes_risk.models.trees.forest_leaves`.
 
 For each categorical column to replace, a classification forest is grown on the genuine data of
 the records whose value will be replaced; each such record is dropped down every tree (or only its
@@ -28,80 +29,15 @@ from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import BaseSynthesizer, check_is_fitted
-from bayes_risk.models.trees.cart import encoded_values, prepare_schema, records_mask
+from bayes_risk.models.trees.cart import prepare_schema, records_mask
+from bayes_risk.models.trees.forest_leaves import leaf_probabilities
 from bayes_risk.models.trees.io import check_fitted_fingerprint
-from bayes_risk.models.trees.missing import FILL, kind_codes, missing_layout
+from bayes_risk.models.trees.missing import FILL, encoded_values, kind_codes, missing_layout
 from bayes_risk.protocols import ModelInfo
 
-__all__ = ["RandomForestSynthesizer", "leaf_probabilities", "synthesis_probabilities"]
+__all__ = ["RandomForestSynthesizer"]
 
 _CHUNK = 512  # records per block when averaging leaf tables (bounds memory: chunk × trees × d)
-
-
-def leaf_probabilities(
-    leaf_counts: np.ndarray, probabilities: str = "vote", alpha: float = 1.0
-) -> np.ndarray:
-    """Per-leaf class probabilities from leaf class counts (Caiola & Reiter 2010).
-
-    Parameters
-    ----------
-    leaf_counts : array, shape (..., d)
-        Class counts ``n_{b,c}`` of the training (bootstrap) records in each leaf.
-    probabilities : {"vote", "leaf_dirichlet"}
-        ``"vote"``: the leaf votes for its majority class (ties split equally; a pure leaf votes
-        for its single class). ``"leaf_dirichlet"``: ``(n_{b,c} + α)/(n_b + d α)``.
-    alpha : float
-        Dirichlet prior count per class (``leaf_dirichlet`` only; ``>= 0``).
-
-    Returns
-    -------
-    ndarray, same shape as ``leaf_counts``
-        Each row sums to 1 (rows of an empty leaf with ``α = 0`` are all-NaN).
-    """
-    c = np.asarray(leaf_counts, dtype=np.float64)
-    d = c.shape[-1]
-    if probabilities == "vote":
-        top = c.max(axis=-1, keepdims=True)
-        win = (c == top) & (top > 0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return win / win.sum(axis=-1, keepdims=True)
-    if probabilities == "leaf_dirichlet":
-        if not (np.isfinite(alpha) and alpha >= 0):
-            raise ValidationError(f"alpha must be a number >= 0. Got {alpha!r}.")
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return (c + alpha) / (c.sum(axis=-1, keepdims=True) + d * alpha)
-    raise ValidationError(
-        f"probabilities must be 'vote' or 'leaf_dirichlet'. Got {probabilities!r}."
-    )
-
-
-def synthesis_probabilities(
-    leaf_counts: np.ndarray, probabilities: str = "vote", alpha: float = 1.0
-) -> np.ndarray:
-    """Synthesis distribution of one record from the leaves it reaches in the trees ``B_i``.
-
-    ``p_i(c) = mean_{b ∈ B_i} q_b(c)`` with ``q_b`` from :func:`leaf_probabilities`
-    (Caiola & Reiter 2010): with ``"vote"`` this is the share of trees voting for ``c``.
-
-    Parameters
-    ----------
-    leaf_counts : array, shape (n_trees, d)
-        Class counts of the leaf reached in each tree.
-    probabilities, alpha
-        See :func:`leaf_probabilities`.
-
-    Returns
-    -------
-    ndarray, shape (d,)
-
-    Examples
-    --------
-    >>> counts = np.array([[2, 0, 0], [0, 1, 0], [1, 1, 0], [3, 0, 0]])
-    >>> synthesis_probabilities(counts, "leaf_dirichlet", alpha=0.0).tolist()
-    [0.625, 0.375, 0.0]
-    """
-    q = leaf_probabilities(leaf_counts, probabilities, alpha)
-    return q.mean(axis=0)
 
 
 class RandomForestSynthesizer(BaseSynthesizer):
@@ -179,8 +115,11 @@ class RandomForestSynthesizer(BaseSynthesizer):
     """
 
     method_name = "rf"
+    #: synthetic datasets of a release by default (``bayes-risk synthesize -m``)
+    default_m = 20
     #: what the engines, the command line and the audit may use (bayes_risk.ModelInfo)
-    info = ModelInfo(persistence=True, partial_synthesis=True, plugin_likelihood=True)
+    info = ModelInfo(persistence=True, partial_synthesis=True, plugin_likelihood=True,
+                     required=("synthesized",))
 
     def __init__(
         self,
@@ -713,6 +652,24 @@ class RandomForestSynthesizer(BaseSynthesizer):
         return out
 
     # ----- persistence --------------------------------------------------------------------
+    def plugin_likelihood(
+        self, original: pd.DataFrame, *, random_seed: RandomSeed = None
+    ) -> Any:
+        """The plug-in likelihood of this fitted synthesizer for attribute risk
+        (:class:`~bayes_risk.models.RFPlugin`; declared by ``ModelInfo.plugin_likelihood``).
+
+        Parameters
+        ----------
+        original : DataFrame
+            The confidential table the synthesizer was fitted to.
+        random_seed : RandomSeed
+            Unused: the forests' plug-in has no Monte Carlo term (the same signature as every
+            synthesizer's ``plugin_likelihood``).
+        """
+        from bayes_risk.models.trees.plugins.plugin_rf import RFPlugin
+
+        return RFPlugin(self, original)
+
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Save the fitted synthesizer as a folder, atomically (no pickle).
 

@@ -14,7 +14,6 @@ from scipy.special import betaln
 from scipy.stats import norm
 
 from bayes_risk.attribute import (
-    ArrayModel,
     CandidateSpec,
     GridSpec,
     attribute_risk,
@@ -24,6 +23,7 @@ from bayes_risk.attribute import (
 from bayes_risk.attribute.estimator import is_estimate, log_ratios, stabilised_estimate
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import DataWarning, ImportanceSamplingWarning, ValidationError
+from bayes_risk.models import ArrayModel
 
 RTOL, ATOL = 1e-6, 1e-9
 

@@ -17,12 +17,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st_h
 
-from bayes_risk.attribute import ArrayModel, attribute_risk, prior_sensitivity, with_prior
+from bayes_risk.attribute import attribute_risk, prior_sensitivity, with_prior
 from bayes_risk.attribute.diagnostics import tail_size
 from bayes_risk.attribute.estimator import RatioStats, stabilised_bounds, truncated_log_mean
 from bayes_risk.attribute.record_table import khat_material as _khat_material
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ImportanceSamplingWarning, ValidationError
+from bayes_risk.models import ArrayModel
 
 D = 6  # categories
 

@@ -18,9 +18,10 @@ import pytest
 from _shared import shared_path
 from scipy.stats import norm
 
-from bayes_risk.attribute import ArrayModel, CandidateSpec, GridSpec, attribute_risk
+from bayes_risk.attribute import CandidateSpec, GridSpec, attribute_risk
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ImportanceSamplingWarning
+from bayes_risk.models import ArrayModel
 
 pytestmark = pytest.mark.reference
 

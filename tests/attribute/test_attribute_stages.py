@@ -10,13 +10,14 @@ import pandas as pd
 import pytest
 from scipy.special import xlog1py, xlogy
 
-from bayes_risk.attribute import ArrayModel, attribute_risk
+from bayes_risk.attribute import attribute_risk
 from bayes_risk.attribute.plan import RecordPartition
 from bayes_risk.attribute.prepare import prepare
 from bayes_risk.attribute.strategies import EstimatorStrategy, PublishedIS, Stabilised
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ImportanceSamplingWarning, ValidationError
 from bayes_risk.executors import InProcessExecutor
+from bayes_risk.models import ArrayModel
 from bayes_risk.protocols import (
     ModelInfo,
     RiskModel,
@@ -120,6 +121,7 @@ def test_capabilities_are_checked_with_protocols(bern):
     assert isinstance(fast, SupportsNeighbourhoodLoglik)
 
     class NoLikelihood:
+        info = ModelInfo(likelihoods={"record", "dataset"}, estimators=("is",))
         model_class = "P"
         schema_ = model.schema_
 
@@ -131,6 +133,7 @@ def test_capabilities_are_checked_with_protocols(bern):
         _run(orig, syn, model=NoLikelihood())
 
     class NoDatasets:
+        info = ModelInfo(likelihoods={"record", "dataset"}, estimators=("is",))
         model_class = "P"
         ratio_form = "joint"
         schema_ = model.schema_

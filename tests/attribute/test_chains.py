@@ -17,10 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bayes_risk.attribute import ArrayModel, attribute_risk, with_prior
+from bayes_risk.attribute import attribute_risk, with_prior
 from bayes_risk.attribute.chains import CHAIN_TOLERANCE, chain_agreement
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ValidationError
+from bayes_risk.models import ArrayModel
 
 N_LEVELS = 10
 

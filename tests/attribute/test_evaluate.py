@@ -16,10 +16,11 @@ import pandas as pd
 import pytest
 
 import bayes_risk.attribute.evaluate as evaluate_mod
-from bayes_risk.attribute import ArrayModel, attribute_risk
+from bayes_risk.attribute import attribute_risk
 from bayes_risk.attribute.estimator import _COL_BLOCK, _product_by_blocks
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ImportanceSamplingWarning
+from bayes_risk.models import ArrayModel
 
 
 def _model(n=60, H=1000, seed=1, model_class="P"):

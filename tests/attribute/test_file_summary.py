@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 
 from bayes_risk import attribute_risk
-from bayes_risk.attribute.estimator import ArrayModel
 from bayes_risk.attribute.file_summary import file_summary
 from bayes_risk.attribute.summaries import largest_value, paiva_measures, wang_reiter
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ValidationError
+from bayes_risk.models import ArrayModel
 
 CENTROIDS = {"a": (0.0, 0.0), "b": (1.0, 0.0), "c": (0.0, 2.0)}
 

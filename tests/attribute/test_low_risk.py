@@ -12,10 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bayes_risk.attribute import ArrayModel, attribute_risk, prior_sensitivity, with_prior
+from bayes_risk.attribute import attribute_risk, prior_sensitivity, with_prior
 from bayes_risk.attribute.file_summary import file_summary
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ValidationError
+from bayes_risk.models import ArrayModel
 
 
 def _flat_ll(records, draws):

@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 from _bernoulli import _bern_frame, _bern_ll
 
-from bayes_risk.attribute import ArrayModel, attribute_risk, with_prior
+from bayes_risk.attribute import attribute_risk, with_prior
 from bayes_risk.attribute.summaries import log_posterior, rank_summary
 from bayes_risk.attribute.uncertainty import FILE_FIGURES, file_uncertainty
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ImportanceSamplingWarning, ValidationError
+from bayes_risk.models import ArrayModel
 
 
 def _run(H, bootstrap=200, seed=0):

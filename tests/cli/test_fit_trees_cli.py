@@ -155,5 +155,5 @@ def test_pmm_model_has_no_likelihood(tmp_path, csv, capsys):
         out = tmp_path / cmd[0]
         assert cli.main([*cmd, "-q", "--out", str(out)]) == 2
         err = capsys.readouterr().err
-        assert "[NO_LIKELIHOOD]" in err and "PMM synthesizer" in err, err
+        assert "[NO_LIKELIHOOD]" in err and "SmallCellPMMSynthesizer has no likelihood" in err, err
         assert not out.exists()

@@ -203,7 +203,8 @@ def test_failure_inside_save_leaves_no_folder(fake_model, tmp_path):
     [
         ([], "give either ORIGINAL"),
         (["ORIG", "--model", "MODEL"], "give either ORIGINAL"),
-        (["ORIG", "--synthesize", "Income"], "--method (cart, rf or pmm) is required"),
+        (["ORIG", "--synthesize", "Income"],
+         "--method (cart, rf, pmm or another registered synthesizer) is required"),
         (["ORIG", "--method", "cart"], "--synthesize COL"),
         (["ORIG", "--method", "cart", "--synthesize", "Incme"], "Did you mean 'Income'"),
         (["ORIG", "--method", "cart", "--synthesize", "Income", "-m", "0"],
@@ -232,3 +233,62 @@ def test_bad_input_errors(extra, message, ce_csv, fake_model, tmp_path, capsys):
     assert err.startswith("bayes-risk synthesize: error")
     assert not out.exists()
     assert _leftovers(tmp_path) == []
+
+
+class _MyCART:
+    """Source of a model another distribution registers: CART under its own name."""
+
+    source = (
+        "from bayes_risk.models import CARTSynthesizer\n\n\n"
+        "class MyCART(CARTSynthesizer):\n"
+        "    method_name = 'my-cart'\n"
+    )
+
+
+def test_a_registered_synthesizer_reaches_synthesize_rebuild_and_attribute(ce_csv, tmp_path,
+                                                                           capsys):
+    """A plug-in synthesizer no file of bayes-risk names goes through synthesize (its
+    ModelInfo.required, its options by setting, its default_m), and attribute rebuilds it from
+    the release's manifest for its plug-in likelihood (ModelInfo.plugin_likelihood)."""
+    path, _ = ce_csv
+    (tmp_path / "my_cart_model.py").write_text(_MyCART.source)
+    syn, att = tmp_path / "syn", tmp_path / "att"
+    with registered_synthesizer("my-cart", "my_cart_model:MyCART", path=tmp_path):
+        assert cli.main(["synthesize", str(path), "--method", "my-cart", "--quiet",
+                         "--out", str(syn)]) == 2
+        assert "--synthesize COL [COL ...] is required with --method my-cart" in (
+            capsys.readouterr().err)
+        assert cli.main(["synthesize", str(path), "--method", "my-cart", "--synthesize",
+                         "Income", "--n-trees", "5", "--quiet", "--out", str(syn)]) == 2
+        assert "--n-trees: not an option of --method my-cart" in capsys.readouterr().err
+        assert cli.main(["synthesize", str(path), "--method", "my-cart", "--synthesize",
+                         "Income", "--min-leaf", "10", "--random-seed", "3", "--quiet",
+                         "--out", str(syn)]) == 0
+        z = SyntheticData.load(syn)
+        assert z.method == "my-cart" and z.m == 20 and z.settings["min_leaf"] == 10
+        assert cli.main(["attribute", str(path), str(syn), "--records", "1-3",
+                         "--random-seed", "1", "--quiet", "--out", str(att)]) == 0
+    recs = pd.read_csv(att / "records.csv")
+    assert len(recs) == 3 and recs["p_true"].between(0, 1).all()
+
+
+def test_model_options_are_the_settings_of_the_builtin_synthesizers():
+    """Each model option of synthesize is passed by its setting name (MODEL_SETTINGS): every one
+    is a setting of a built-in synthesizer's __init__, and none of the parser's model groups is
+    left out (an option missing from MODEL_SETTINGS would be silently ignored)."""
+    import argparse
+    import inspect
+
+    from bayes_risk.cli.parsers.synthesize import MODEL_SETTINGS, add_parser
+    from bayes_risk.models import get_synthesizer
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    parser = add_parser(sub)
+    model_groups = ("(--method cart)", "(--method rf)", "(--method pmm)")
+    grouped = {a.dest for g in parser._action_groups
+               if (g.title or "").endswith(model_groups) for a in g._group_actions}
+    assert grouped | {"n_jobs"} == set(MODEL_SETTINGS)
+    settings = set()
+    for name in ("cart", "rf", "pmm"):
+        settings |= set(inspect.signature(get_synthesizer(name)).parameters)
+    assert set(MODEL_SETTINGS) <= settings

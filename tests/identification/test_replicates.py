@@ -13,7 +13,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayes_risk import MatchSpec, PopulationSpec, PosteriorReplicates, identification_risk
+from bayes_risk import (
+    MatchSpec,
+    ModelInfo,
+    PopulationSpec,
+    PosteriorReplicates,
+    identification_risk,
+)
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import DataWarning, ValidationError
 from bayes_risk.identification import plot_running_estimate
@@ -30,6 +36,8 @@ pytestmark = [
 
 class Released:
     """A 'model' whose replicates are given tables, in order (cycled)."""
+
+    info = ModelInfo(posterior_replicates=True)
 
     def __init__(self, datasets):
         self.datasets = [d.reset_index(drop=True) for d in datasets]
@@ -154,6 +162,8 @@ PROBS = [0.55, 0.25, 0.15, 0.05]
 
 class FixedProbabilities:
     """Synthesis that ignores the data: ``race`` (codes 0..3) ~ Cat(PROBS) for every record."""
+
+    info = ModelInfo(posterior_replicates=True)
 
     def __init__(self, n):
         self.n = n

@@ -12,11 +12,8 @@ from hypothesis.extra.numpy import arrays
 from bayes_risk.data import infer_schema, make_acs_like, make_ce_like
 from bayes_risk.exceptions import NotFittedError, SchemaError, ValidationError
 from bayes_risk.models import get_synthesizer
-from bayes_risk.models.trees.random_forest import (
-    RandomForestSynthesizer,
-    leaf_probabilities,
-    synthesis_probabilities,
-)
+from bayes_risk.models.trees.forest_leaves import leaf_probabilities, synthesis_probabilities
+from bayes_risk.models.trees.random_forest import RandomForestSynthesizer
 
 RTOL, ATOL = 1e-6, 1e-9
 CAT = ["Urban", "Marital", "Tenure"]

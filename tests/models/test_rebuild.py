@@ -86,5 +86,7 @@ def test_rebuild_refuses_what_it_cannot_reproduce(ce):
     with pytest.raises(ValidationError, match="SyntheticData"):
         rebuild_synthesizer(ce, list(syn))
     pmm_like = type(syn)(datasets=list(syn), method="dpmpm")
-    with pytest.raises(ValidationError, match="only CART"):
+    with pytest.raises(ValidationError, match="not a registered synthesizer declaring a "
+                       "plug-in likelihood") as err:
         rebuild_synthesizer(ce, pmm_like)
+    assert err.value.code == "NOT_REBUILDABLE"

@@ -92,8 +92,8 @@ def _membership():
     """A Beta-Bernoulli model with exact posterior draws (tests/membership shows the case)."""
     from scipy import stats
 
-    from bayes_risk.attribute import ArrayModel
     from bayes_risk.data import infer_schema
+    from bayes_risk.models import ArrayModel
 
     def loglik(records, theta):
         x = records["a"].astype(int).to_numpy()[None, :]

@@ -44,7 +44,9 @@ class ModelOption:
     setting : str
         Name of the models' ``__init__`` setting the value is passed to.
     models : tuple of str
-        The ``--method`` values (registry names) that take the option.
+        The built-in ``--method`` values (registry names) that take the option, for help texts
+        and messages: the option reaches any model whose ``__init__`` takes ``setting``
+        (cli.fit), a model registered by another distribution included.
     help : str
         Help text.
     kwargs : dict

@@ -13,7 +13,19 @@ from bayes_risk.cli._common import (
 )
 from bayes_risk.cli.parsers import Handler
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "MODEL_SETTINGS"]
+
+#: the model-specific options, by ``argparse`` destination: each given one is passed to the
+#: model as the ``__init__`` setting of the same name, and refused for a model without that
+#: setting (cli.synthesize); the groups below say which built-in model takes which
+MODEL_SETTINGS: tuple[str, ...] = (
+    "min_leaf", "max_depth", "min_deviance", "prune_to_diversity", "smoothing", "bandwidth",
+    "donor", "unroutable",
+    "n_trees", "probabilities", "alpha", "oob_only", "min_oob_trees", "procedure",
+    "visit_sequence", "group_by", "min_group_size",
+    "identifying", "threshold", "tie",
+    "n_jobs",
+)
 
 
 _EPILOG = """\
@@ -36,8 +48,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         description=(
             "Create m partially synthetic datasets from a confidential table with a "
             "non-parametric synthesizer (sequential CART with Bayesian bootstrap, random forests "
-            "for categorical columns, small-cell predictive mean matching), or from a model "
-            "saved by 'bayes-risk fit' (--model DIR). Writes one Parquet file per dataset and a "
+            "for categorical columns, small-cell predictive mean matching) or any synthesizer "
+            "registered in the entry-point group bayes_risk.synthesizers, or from a model "
+            "saved by 'bayes-risk fit' (--model DIR). The model options below reach the model "
+            "whose settings have their names. Writes one Parquet file per dataset and a "
             "manifest.json (provenance) to --out, atomically."
         ),
         epilog=_EPILOG,
@@ -47,45 +61,54 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="confidential table (.csv or .parquet); omit with --model")
     p.add_argument("--model", metavar="DIR",
                    help="folder of a fitted model saved by 'bayes-risk fit' (instead of ORIGINAL)")
-    p.add_argument("--method", choices=["cart", "rf", "pmm"],
-                   help="synthesizer (required with ORIGINAL)")
+    # no argparse choices: any registered synthesizer is accepted (bayes_risk.registry), and an
+    # unknown name gets the registry's error listing the registered ones
+    p.add_argument("--method", default=None, metavar="NAME",
+                   help="synthesizer (required with ORIGINAL): cart, rf, pmm, or a model "
+                        "registered in the entry-point group bayes_risk.synthesizers (docs: "
+                        "'Adding a model'); Bayesian models are fitted with 'bayes-risk fit' "
+                        "and synthesized with --model")
     p.add_argument("--synthesize", nargs="+", metavar="COL", default=None,
                    help="columns to synthesize, in visit order (pmm: default all --identifying)")
     add_type_arguments(p)
     p.add_argument("-m", type=int, default=None, metavar="M",
-                   help="number of synthetic datasets (default: 20 for cart/rf, 1 for pmm, "
-                   "5 with --model)")
+                   help="number of synthetic datasets (default: the method's, 20 for cart/rf, "
+                   "1 for pmm, 5 for others and with --model)")
     add_seed_argument(p)
     p.add_argument("--records", metavar="RANGE|FILE", default=None,
                    help="partial synthesis of selected records: only they get synthetic "
                    "values, the other records keep all original values (pmm: the recipients; "
                    f"default the records of sensitive cells); {RECORDS_HELP}")
+    # the model-specific options: "not given" (None) means the model's default; a given option
+    # reaches the model whose __init__ takes the setting of its name (cli.synthesize), and is
+    # refused for any other
     g = p.add_argument_group("CART (--method cart)")
-    g.add_argument("--min-leaf", type=int, default=5, metavar="N",
+    g.add_argument("--min-leaf", type=int, default=None, metavar="N",
                    help="minimum records per leaf (default 5)")
     g.add_argument("--max-depth", type=int, default=None, metavar="N", help="maximum tree depth")
-    g.add_argument("--min-deviance", type=float, default=0.0, metavar="F",
+    g.add_argument("--min-deviance", type=float, default=None, metavar="F",
                    help="do not split nodes with deviance below F x root deviance (default 0)")
     g.add_argument("--prune-to-diversity", type=int, default=None, metavar="K",
                    help="collapse leaves until each holds at least K distinct values")
-    g.add_argument("--smoothing", action="store_true",
+    g.add_argument("--smoothing", action="store_true", default=None,
                    help="per-leaf truncated Gaussian kernel smoothing of numeric columns")
     g.add_argument("--bandwidth", type=float, default=None, metavar="H",
                    help="kernel bandwidth (default: Silverman's rule per leaf)")
-    g.add_argument("--donor", choices=["bayes-bootstrap", "uniform"], default="bayes-bootstrap",
+    g.add_argument("--donor", choices=["bayes-bootstrap", "uniform"], default=None,
                    help="donor draw inside a leaf (default bayes-bootstrap; uniform = synthpop)")
-    g.add_argument("--unroutable", choices=["climb", "random-descent"], default="climb",
+    g.add_argument("--unroutable", choices=["climb", "random-descent"], default=None,
                    help="records meeting an unevaluable split (default climb; random-descent = "
                    "synthpop)")
     g = p.add_argument_group("random forest (--method rf)")
-    g.add_argument("--n-trees", type=int, default=500, metavar="N", help="trees per forest")
-    g.add_argument("--probabilities", choices=["vote", "leaf-dirichlet"], default="vote",
+    g.add_argument("--n-trees", type=int, default=None, metavar="N", help="trees per forest")
+    g.add_argument("--probabilities", choices=["vote", "leaf-dirichlet"], default=None,
                    help="synthesis probabilities from leaf votes or leaf counts + Dirichlet prior")
-    g.add_argument("--alpha", type=float, default=1.0, metavar="A",
+    g.add_argument("--alpha", type=float, default=None, metavar="A",
                    help="Dirichlet prior count per class (leaf-dirichlet; default 1)")
-    g.add_argument("--oob-only", action="store_true", help="use only out-of-bag trees")
-    g.add_argument("--min-oob-trees", type=int, default=100, metavar="N")
-    g.add_argument("--procedure", choices=["A", "B"], default="A",
+    g.add_argument("--oob-only", action="store_true", default=None,
+                   help="use only out-of-bag trees")
+    g.add_argument("--min-oob-trees", type=int, default=None, metavar="N")
+    g.add_argument("--procedure", choices=["A", "B"], default=None,
                    help="Caiola-Reiter procedure A (3.1-3.3) or B (3.1a-3.3a)")
     g.add_argument("--visit-sequence", nargs="+", default=None, metavar="COL",
                    help="order in which the forests visit the --synthesize columns (default: "
@@ -93,16 +116,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     g.add_argument("--group-by", nargs="+", default=None, metavar="COL|COL=GROUP",
                    help="separate forests per level of a categorical column: one name for every "
                         "synthesized column, or COL=GROUP pairs")
-    g.add_argument("--min-group-size", type=int, default=10, metavar="N",
+    g.add_argument("--min-group-size", type=int, default=None, metavar="N",
                    help="levels with fewer replaced records use the pooled forest (default 10)")
     g = p.add_argument_group("small-cell PMM (--method pmm)")
     g.add_argument("--identifying", nargs="+", metavar="COL", default=None,
                    help="identifying variables defining the cells")
-    g.add_argument("--threshold", type=int, default=5, metavar="N",
+    g.add_argument("--threshold", type=int, default=None, metavar="N",
                    help="cells with count <= N are sensitive (default 5)")
-    g.add_argument("--tie", choices=["random", "first"], default="random",
+    g.add_argument("--tie", choices=["random", "first"], default=None,
                    help="tie-breaking between equally close donors")
-    p.add_argument("--n-jobs", type=int, default=1, metavar="N",
+    p.add_argument("--n-jobs", type=int, default=None, metavar="N",
                    help="worker threads (results do not depend on it)")
     p.add_argument("--csv", action="store_true", help="also write CSV copies of the datasets")
     add_quiet_argument(p)

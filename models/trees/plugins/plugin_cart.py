@@ -94,12 +94,16 @@ class PluginBase:
     synthesizer: Any
     original: pd.DataFrame
 
-    def _bind(self, synthesizer: Any, original: pd.DataFrame, expected: type) -> None:
+    def _bind(self, synthesizer: Any, original: pd.DataFrame, expected: str) -> None:
         from bayes_risk.models.base import check_is_fitted
 
-        if not isinstance(synthesizer, expected):
+        # ``expected`` is the class's dotted path, compared along the MRO: the synthesizers
+        # build their plug-ins (their ``plugin_likelihood`` method), so importing them here
+        # would close an import cycle
+        if expected not in {f"{k.__module__}.{k.__qualname__}"
+                            for k in type(synthesizer).__mro__}:
             raise ValidationError(
-                f"synthesizer must be a fitted bayes_risk.models.{expected.__name__}. "
+                f"synthesizer must be a fitted bayes_risk.models.{expected.rpartition('.')[2]}. "
                 f"Got {type(synthesizer).__name__}."
             )
         check_is_fitted(synthesizer, "schema_")
@@ -140,7 +144,7 @@ class PluginBase:
     ) -> dict[str, np.ndarray]:
         """The synthesizer's encoding of ``df`` (float64): level codes, a missing level as code
         ``d``; numeric values, a missing value as ``NaN`` or its declared code."""
-        from bayes_risk.models.trees.cart import encoded_values
+        from bayes_risk.models.trees.missing import encoded_values
 
         return {c: np.asarray(v, dtype=np.float64)
                 for c, v in encoded_values(df, self.schema_, self._layout, columns).items()}
@@ -385,9 +389,7 @@ class CARTPlugin(PluginBase):
         n_bootstrap: int = 500,
         random_seed: RandomSeed = None,
     ) -> None:
-        from bayes_risk.models.trees.cart import CARTSynthesizer
-
-        self._bind(synthesizer, original, CARTSynthesizer)
+        self._bind(synthesizer, original, "bayes_risk.models.trees.cart.CARTSynthesizer")
         if synthesizer.unroutable != "climb":
             raise ValidationError(
                 "unroutable='random_descent' routes records at random; the plug-in likelihood is "
@@ -553,7 +555,7 @@ class CARTPlugin(PluginBase):
         candidate values; its donor takes the last bootstrap position), and the replicates'
         log-likelihoods ``[n_out, R]`` (for the Monte Carlo error).
         """
-        from bayes_risk.models.trees.cart import kernel_log_terms
+        from bayes_risk.models.trees.cart_leaf import kernel_log_terms
 
         decimals, int_out = self._rounding[col]
         h = float(self.synthesizer.bandwidth_[col][key[2]])

@@ -202,9 +202,8 @@ class RFPlugin(PluginBase):
                      result_warnings=("APPROXIMATE_NONPARAMETRIC",))
 
     def __init__(self, synthesizer: Any, original: pd.DataFrame) -> None:
-        from bayes_risk.models.trees.random_forest import RandomForestSynthesizer
-
-        self._bind(synthesizer, original, RandomForestSynthesizer)
+        self._bind(synthesizer, original,
+                   "bayes_risk.models.trees.random_forest.RandomForestSynthesizer")
         syn = synthesizer
         _refuse_synthesized_groups(syn)
         n = len(self.original)
@@ -263,7 +262,7 @@ class RFPlugin(PluginBase):
         return out
 
     def _q(self, counts: np.ndarray) -> np.ndarray:
-        from bayes_risk.models.trees.random_forest import leaf_probabilities
+        from bayes_risk.models.trees.forest_leaves import leaf_probabilities
 
         syn = self.synthesizer
         return leaf_probabilities(counts, syn.probabilities, float(syn.alpha))
@@ -550,30 +549,35 @@ def _refuse_synthesized_groups(syn: Any) -> None:
 
 def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *,
                       random_seed: Any = None) -> Any:
-    """The likelihood attribute risk uses for a fitted synthesizer without a posterior.
+    """The likelihood attribute risk uses for a fitted synthesizer.
 
-    A CART synthesizer gets its :class:`~bayes_risk.models.CARTPlugin`, a random-forest one its
-    :class:`~bayes_risk.models.RFPlugin`; any other model is returned as it is (a Bayesian
-    model is its own likelihood). Every path that turns a saved or rebuilt tree synthesizer
-    into a likelihood (``bayes-risk attribute``, the audit's attribute step) calls this.
+    What the synthesizer declares decides (its :class:`~bayes_risk.protocols.ModelInfo`, never
+    its name): a synthesizer without posterior draws that declares ``plugin_likelihood=True``
+    builds its plug-in with its own ``plugin_likelihood(original, *, random_seed=None)`` method
+    (CART: :class:`~bayes_risk.models.CARTPlugin`, random forests:
+    :class:`~bayes_risk.models.RFPlugin`, or a registered model's own); a model with a record
+    likelihood (a Bayesian model) or a plug-in likelihood is returned as it is. Every path that
+    turns a saved or rebuilt synthesizer into a likelihood (``bayes-risk attribute``, the
+    audit's attribute step) calls this.
 
     Raises
     ------
     ValidationError
-        For a PMM synthesizer, which has no likelihood of a record's values.
+        For a synthesizer with no likelihood of a record's values (PMM, which declares neither;
+        code ``NO_LIKELIHOOD``).
     """
-    method = getattr(synthesizer, "method_name", None)
-    if method == "cart":
-        from bayes_risk.models.trees.plugins.plugin_cart import CARTPlugin
+    from bayes_risk.contract import model_info
 
-        return CARTPlugin(synthesizer, original, random_seed=random_seed)
-    if method == "rf":
-        return RFPlugin(synthesizer, original)
-    if method == "pmm":
-        raise ValidationError(
-            "a PMM synthesizer has no likelihood of a record's values, so attribute risk cannot "
-            "be computed from it; expected a Bayesian model, or a CART or random-forest "
-            "synthesizer (docs: methods page 'Attribute disclosure risk').",
-            code="NO_LIKELIHOOD",
-        )
-    return synthesizer
+    info = model_info(synthesizer)
+    if info.plugin_likelihood:
+        return synthesizer.plugin_likelihood(original, random_seed=random_seed)
+    if info.has("record") or info.has("plugin"):
+        return synthesizer
+    raise ValidationError(
+        f"{type(synthesizer).__name__} has no likelihood of a record's values (its ModelInfo "
+        "declares neither a record likelihood nor plugin_likelihood=True), so attribute risk "
+        "cannot be computed from it; expected a Bayesian model, or a synthesizer with a plug-in "
+        "likelihood such as CART or random forests (docs: methods page 'Attribute disclosure "
+        "risk').",
+        code="NO_LIKELIHOOD",
+    )

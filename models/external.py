@@ -1,9 +1,12 @@
-"""Posterior draws from any software as a model for the attribute-risk engine: :class:`ArrayModel`.
+"""Posterior draws from any software as a model: :class:`ArrayModel`, the external model.
 
-:class:`ArrayModel` adapts per-draw record log-likelihood functions to the model protocols of
-:mod:`bayes_risk.protocols` (:class:`~bayes_risk.protocols.RiskModel`, and the optional
-capabilities when their functions are given, declared in its ``info``), for draws obtained
-elsewhere (Stan, PyMC, R) and for tests.
+:class:`ArrayModel` adapts per-draw record log-likelihood functions to the model contract
+(:class:`~bayes_risk.protocols.RiskModel`, and the optional capabilities when their functions are
+given, declared in its ``info`` from its arguments), for draws obtained elsewhere (Stan, PyMC,
+R) and for tests. It is a model the risk engines evaluate, not a synthesizer: it neither fits
+nor synthesizes, so it is not registered (``bayes_risk.registry``), and
+``bayes_risk.testing.check_synthesizer`` skips the checks of fitting, synthesis and seeds for
+it.
 """
 
 from __future__ import annotations
@@ -38,6 +41,22 @@ def _array_neighbourhood(
     """``neighbourhood_loglik`` of an :class:`ArrayModel` given ``neighbourhood_fn``."""
     fn = model._neighbourhood_fn
     return np.asarray(fn(records, _take_draws(model.draws, draws)), dtype=np.float64)
+
+
+def _array_own_record(
+    model: ArrayModel,
+    record: pd.Series,
+    candidates: pd.DataFrame,
+    datasets: Sequence[pd.DataFrame],
+    *,
+    draws: np.ndarray | None = None,
+) -> np.ndarray:
+    """``own_record_delta`` of an :class:`ArrayModel` given ``own_record_delta_fn``: ``[H, m, G]``
+    own-record terms of a class O model (methods, Two classes of synthesis model)."""
+    d = _take_draws(model.draws, draws)
+    return np.asarray(
+        model.own_record_delta_fn(record, candidates, datasets, d), dtype=np.float64
+    )
 
 
 def _n_draws(draws: Any) -> int:
@@ -90,6 +109,10 @@ class ArrayModel:
 
     Implements the protocol :class:`bayes_risk.protocols.RiskModel`, so that
     :func:`bayes_risk.attribute_risk` can run on draws produced by any software (Stan, PyMC, R).
+    Its ``info`` (:class:`~bayes_risk.protocols.ModelInfo`) is declared from its arguments: the
+    record and dataset likelihoods and the chains always, the stabilised estimator with
+    ``augment_fn``, the fast neighbourhood with ``neighbourhood_fn``, the own-record term with
+    ``own_record_delta_fn``. It neither fits nor synthesizes (the draws were made elsewhere).
 
     Parameters
     ----------
@@ -180,10 +203,13 @@ class ArrayModel:
         self.augment_fn = augment_fn
         self.own_record_delta_fn = own_record_delta_fn
         self._neighbourhood_fn = neighbourhood_fn
+        # the optional likelihoods are instance attributes, so that a model has exactly the
+        # methods its info declares (bayes_risk.testing.check_info) and only a model given the
+        # function satisfies the protocol (SupportsNeighbourhoodLoglik, SupportsOwnRecordTerm)
         if neighbourhood_fn is not None:
-            # an instance attribute, so that only a model given the fast function satisfies
-            # bayes_risk.protocols.SupportsNeighbourhoodLoglik (checked with isinstance)
             self.neighbourhood_loglik = functools.partial(_array_neighbourhood, self)
+        if own_record_delta_fn is not None:
+            self.own_record_delta = functools.partial(_array_own_record, self)
         self._h = _n_draws(draws)
         if self._h < 1:
             raise ValidationError("draws must hold at least one posterior draw.")
@@ -271,22 +297,6 @@ class ArrayModel:
                 "use estimator='is'."
             )
         return self.with_draws(self.augment_fn(data, synthetic, **kwargs))
-
-    def own_record_delta(
-        self,
-        record: pd.Series,
-        candidates: pd.DataFrame,
-        datasets: Sequence[pd.DataFrame],
-        *,
-        draws: np.ndarray | None = None,
-    ) -> np.ndarray:
-        """Class O: ``[H, m, G]`` own-record terms (methods, Two classes of synthesis model)."""
-        if self.own_record_delta_fn is None:
-            raise ValidationError("this ArrayModel has no own_record_delta_fn.")
-        d = _take_draws(self.draws, draws)
-        return np.asarray(
-            self.own_record_delta_fn(record, candidates, datasets, d), dtype=np.float64
-        )
 
     def __repr__(self) -> str:
         return f"ArrayModel(H={self._h}, class={self.model_class}, ratio_form={self.ratio_form})"

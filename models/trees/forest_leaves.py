@@ -1,0 +1,77 @@
+"""Class probabilities of a random forest's leaves (Caiola & Reiter 2010): the synthesis
+distribution of :class:`~bayes_risk.models.RandomForestSynthesizer` and the plug-in likelihood
+of :class:`~bayes_risk.models.RFPlugin` read them from here."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bayes_risk.exceptions import ValidationError
+
+__all__ = ["leaf_probabilities", "synthesis_probabilities"]
+
+
+def leaf_probabilities(
+    leaf_counts: np.ndarray, probabilities: str = "vote", alpha: float = 1.0
+) -> np.ndarray:
+    """Per-leaf class probabilities from leaf class counts (Caiola & Reiter 2010).
+
+    Parameters
+    ----------
+    leaf_counts : array, shape (..., d)
+        Class counts ``n_{b,c}`` of the training (bootstrap) records in each leaf.
+    probabilities : {"vote", "leaf_dirichlet"}
+        ``"vote"``: the leaf votes for its majority class (ties split equally; a pure leaf votes
+        for its single class). ``"leaf_dirichlet"``: ``(n_{b,c} + α)/(n_b + d α)``.
+    alpha : float
+        Dirichlet prior count per class (``leaf_dirichlet`` only; ``>= 0``).
+
+    Returns
+    -------
+    ndarray, same shape as ``leaf_counts``
+        Each row sums to 1 (rows of an empty leaf with ``α = 0`` are all-NaN).
+    """
+    c = np.asarray(leaf_counts, dtype=np.float64)
+    d = c.shape[-1]
+    if probabilities == "vote":
+        top = c.max(axis=-1, keepdims=True)
+        win = (c == top) & (top > 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return win / win.sum(axis=-1, keepdims=True)
+    if probabilities == "leaf_dirichlet":
+        if not (np.isfinite(alpha) and alpha >= 0):
+            raise ValidationError(f"alpha must be a number >= 0. Got {alpha!r}.")
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (c + alpha) / (c.sum(axis=-1, keepdims=True) + d * alpha)
+    raise ValidationError(
+        f"probabilities must be 'vote' or 'leaf_dirichlet'. Got {probabilities!r}."
+    )
+
+
+def synthesis_probabilities(
+    leaf_counts: np.ndarray, probabilities: str = "vote", alpha: float = 1.0
+) -> np.ndarray:
+    """Synthesis distribution of one record from the leaves it reaches in the trees ``B_i``.
+
+    ``p_i(c) = mean_{b ∈ B_i} q_b(c)`` with ``q_b`` from :func:`leaf_probabilities`
+    (Caiola & Reiter 2010): with ``"vote"`` this is the share of trees voting for ``c``.
+
+    Parameters
+    ----------
+    leaf_counts : array, shape (n_trees, d)
+        Class counts of the leaf reached in each tree.
+    probabilities, alpha
+        See :func:`leaf_probabilities`.
+
+    Returns
+    -------
+    ndarray, shape (d,)
+
+    Examples
+    --------
+    >>> counts = np.array([[2, 0, 0], [0, 1, 0], [1, 1, 0], [3, 0, 0]])
+    >>> synthesis_probabilities(counts, "leaf_dirichlet", alpha=0.0).tolist()
+    [0.625, 0.375, 0.0]
+    """
+    q = leaf_probabilities(leaf_counts, probabilities, alpha)
+    return q.mean(axis=0)
