@@ -155,10 +155,10 @@ def test_two_records_prior_and_with_prior():
     res = _run(model, aug, scenario="two_records", pairs=[(0, 1)], bootstrap=20,
                random_seed=4)
     assert res.records["boot_p_true_q50"].notna().all()
-    tw = with_prior(res, "truth-weighted:3")
+    tw = with_prior(res, prior="truth-weighted:3")
     assert tw.records.loc[0, "p_true"] > res.records.loc[0, "p_true"]
     with pytest.raises(NotSupportedError, match="other record"):
-        with_prior(res, "empirical:1")
+        with_prior(res, prior="empirical:1")
 
 
 def test_two_records_refusals():
