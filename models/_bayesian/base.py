@@ -22,7 +22,8 @@ A subclass (e.g. :class:`bayes_risk.models.dpmpm.dpmpm.DPMPM`) must
 * implement ``_synthesize_one(draw, rng, data)`` (one synthetic dataset from flattened draw
   ``draw``), ``record_loglik``, ``dataset_loglik``, ``neighbourhood_loglik`` and
   ``fit_augmented`` (the likelihood protocol of :mod:`bayes_risk.protocols`); a model that can
-  be in class O also provides ``own_record_delta(record, candidates, datasets, *, draws=None)``
+  be in class O also provides
+  ``own_record_delta(record, candidates, datasets, *, draw_indices=None)``
   → ``[H, m, G]`` (methods, Two classes of synthesis model), which the attribute-risk engine
   requires for class O;
 * implement ``_validate_posterior(posterior, schema)`` (check variables/shapes of a posterior
@@ -39,7 +40,7 @@ Draw order
 ----------
 Posterior draws are flattened **chain-major**: flattened index ``h = c * n_draws_per_chain + d``
 for chain ``c`` and draw ``d`` (as ``posterior.stack(sample=("chain", "draw"))`` does). Every
-``[H, ...]`` array returned by a model, every ``draws=`` argument and every ``draw_index``
+``[H, ...]`` array returned by a model, every ``draw_indices=`` argument and every ``draw_index``
 recorded in :class:`~bayes_risk.data.SyntheticData` uses this order.
 
 Layout
@@ -342,20 +343,20 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         self._check_fitted()
         return int(self._n_records)
 
-    def _draw_indices(self, draws: Any = None) -> np.ndarray:
-        """Validate a ``draws=`` argument and return flattened draw indices (int64).
+    def _draw_indices(self, draw_indices: Any = None) -> np.ndarray:
+        """Validate a ``draw_indices=`` argument and return flattened draw indices (int64).
 
         ``None`` means all ``H`` draws in order; otherwise a sequence (or array) of integers in
         ``0..H-1`` (repeats allowed), or a boolean mask of length ``H``.
         """
         H = self.n_draws
-        if draws is None:
+        if draw_indices is None:
             return np.arange(H, dtype=np.int64)
-        arr = np.asarray(draws)
+        arr = np.asarray(draw_indices)
         if arr.dtype == bool:
             if arr.shape != (H,):
                 raise ValidationError(
-                    f"draws given as a boolean mask must have length H = {H}. "
+                    f"draw_indices given as a boolean mask must have length H = {H}. "
                     f"Got shape {arr.shape}."
                 )
             return np.flatnonzero(arr).astype(np.int64)
@@ -363,19 +364,20 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             arr = arr.reshape(1)
         if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
             raise ValidationError(
-                f"draws must be None, integer draw indices in 0..{H - 1} or a boolean mask. "
-                f"Got {draws!r}."
+                f"draw_indices must be None, integer draw indices in 0..{H - 1} or a boolean mask. "
+                f"Got {draw_indices!r}."
             )
         if arr.size and (arr.min() < 0 or arr.max() >= H):
             bad = arr[(arr < 0) | (arr >= H)][0]
             raise ValidationError(
-                f"draws: index {int(bad)} is outside 0..{H - 1} (the model has H = {H} draws)."
+                f"draw_indices: index {int(bad)} is outside 0..{H - 1} (the model has H = {H} "
+                "draws)."
             )
         return arr.astype(np.int64)
 
-    def _stacked(self, name: str, draws: np.ndarray | None = None) -> np.ndarray:
+    def _stacked(self, name: str, draw_indices: np.ndarray | None = None) -> np.ndarray:
         """Posterior variable ``name`` as an ``[H, ...]`` float array (chain-major), optionally
-        restricted to the flattened indices ``draws``."""
+        restricted to the flattened indices ``draw_indices``."""
         self._check_fitted()
         post = self.posterior_["posterior"]
         if name not in post.data_vars:
@@ -384,7 +386,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         dims = ["chain", "draw", *[d for d in da.dims if d not in ("chain", "draw")]]
         vals = np.asarray(da.transpose(*dims).values)
         vals = vals.reshape(-1, *vals.shape[2:])
-        return vals if draws is None else vals[draws]
+        return vals if draw_indices is None else vals[draw_indices]
 
     # ------------------------------------------------------------------ data preparation
     def _prepare_data(
@@ -565,17 +567,18 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
 
     # ------------------------------------------------------------------ protocol (abstract)
     @abstractmethod
-    def record_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+    def record_loglik(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
         """``[H, n]`` array of ``log p(y_i | Θ_h)`` (joint or conditional form, ``ratio_form``)."""
 
     @abstractmethod
     def dataset_loglik(
-        self, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draws: Any = None
+        self, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None
     ) -> np.ndarray:
         """``[H, m]`` array of ``log p(Z_(l) | Θ_h)`` under the model's synthesis mode."""
 
     @abstractmethod
-    def neighbourhood_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+    def neighbourhood_loglik(self, records: pd.DataFrame, *,
+        draw_indices: Any = None) -> np.ndarray:
         """``[H, n, G]`` record log-likelihoods of the one-variable-different candidates
         (methods, Candidate sets) over the synthesized columns: truth first, then column by column
         in column order, levels ascending skipping the true level."""

@@ -24,20 +24,20 @@ def masks(model) -> tuple[np.ndarray, np.ndarray]:
     return s, ~s
 
 
-def sub(model, draws: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    if draws is None:  # all draws: the stored arrays themselves (read only), no copy
+def sub(model, draw_indices: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if draw_indices is None:  # all draws: the stored arrays themselves (read only), no copy
         return model._logphi, model._log_pi, model._phi
-    idx = model._draw_indices(draws)
+    idx = model._draw_indices(draw_indices)
     return model._logphi[idx], model._log_pi[idx], model._phi[idx]
 
 
-def record_loglik(model, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+def record_loglik(model, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
     """The work of :meth:`DPMPM.record_loglik` (documented there)."""
     import bayes_risk.models.dpmpm.kernels as kern
 
     model._check_fitted()
     codes = model._encode(records)
-    lp, lpi, ph = model._sub(draws)
+    lp, lpi, ph = model._sub(draw_indices)
     p = codes.shape[1]
     unknown = (codes == _UNKNOWN).any(axis=1)
     c = np.where(codes == _UNKNOWN, -1, codes)
@@ -51,7 +51,8 @@ def record_loglik(model, records: pd.DataFrame, *, draws: Any = None) -> np.ndar
 
 
 def dataset_loglik(
-    model, datasets: Sequence[pd.DataFrame] | SyntheticData | pd.DataFrame, *, draws: Any = None
+    model, datasets: Sequence[pd.DataFrame] | SyntheticData | pd.DataFrame, *,
+    draw_indices: Any = None,
 ) -> np.ndarray:
     """The work of :meth:`DPMPM.dataset_loglik` (documented there)."""
     import bayes_risk.models.dpmpm.kernels as kern
@@ -60,7 +61,7 @@ def dataset_loglik(
     if isinstance(datasets, pd.DataFrame):
         datasets = [datasets]
     datasets = list(datasets)
-    lp, lpi, ph = model._sub(draws)
+    lp, lpi, ph = model._sub(draw_indices)
     if model._zeros is not None:
         import bayes_risk.models.dpmpm.zeros_loglik as zl
 
@@ -110,14 +111,14 @@ def own_record_delta(
     candidates: pd.DataFrame,
     datasets: Sequence[pd.DataFrame] | SyntheticData | pd.DataFrame,
     *,
-    draws: Any = None,
+    draw_indices: Any = None,
 ) -> np.ndarray:
     """The work of :meth:`DPMPM.own_record_delta` (documented there)."""
     model._check_fitted()
     if isinstance(datasets, pd.DataFrame):
         datasets = [datasets]
     datasets = list(datasets)
-    idx = model._draw_indices(draws)
+    idx = model._draw_indices(draw_indices)
     G = len(candidates)
     out = np.zeros((len(idx), len(datasets), G))
     if model.synthesis_mode_ != "posterior_class":
@@ -179,7 +180,7 @@ def neighbourhood_loglik(
     model,
     records: pd.DataFrame,
     *,
-    draws: Any = None,
+    draw_indices: Any = None,
     chunk_size: int | None = None,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
@@ -203,7 +204,7 @@ def neighbourhood_loglik(
             "not fitted with.",
             code="TRUTH_OUTSIDE_SUPPORT",
         )
-    lp, lpi, ph = model._sub(draws)
+    lp, lpi, ph = model._sub(draw_indices)
     s_mask, _ = model._masks()
     syn_cols = np.flatnonzero(s_mask).astype(np.int64)
     G = model.neighbourhood_size()
@@ -236,11 +237,11 @@ def neighbourhood_loglik(
     return out
 
 
-def class_probabilities(model, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+def class_probabilities(model, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
     """The work of :meth:`DPMPM.class_probabilities` (documented there)."""
     model._check_fitted()
     codes = model._encode(records)
-    lp, lpi, _ = model._sub(draws)
+    lp, lpi, _ = model._sub(draw_indices)
     logw = model._class_logw(codes, lp, lpi, np.ones(codes.shape[1], bool))
     from bayes_risk._numeric import normalise_log
 

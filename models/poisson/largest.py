@@ -149,7 +149,7 @@ def largest_value_loglik(
     candidates: np.ndarray | None = None,
     upper: float | None = None,
     step: float = 1.0,
-    draws: Any = None,
+    draw_indices: Any = None,
     memberships: Any = None,
     data: pd.DataFrame | None = None,
 ) -> LargestValueLikelihood:
@@ -178,12 +178,12 @@ def largest_value_loglik(
         raise ValidationError("the largest-value scenarios need at least two records.")
     rec, rec2 = int(order[0]), int(order[1])
     if scenario == "two_largest_sum":
-        return model._two_largest_pieces(column, datasets, y, j, order, candidates, draws,
+        return model._two_largest_pieces(column, datasets, y, j, order, candidates, draw_indices,
                                         memberships)
     grid, g0 = model._largest_grid(column, y[:, j], rec, candidates, upper, step, data)
     cand = np.repeat(y[rec][None, :], grid.size, axis=0)
     cand[:, j] = grid
-    idx = model._draw_indices(draws)
+    idx = model._draw_indices(draw_indices)
     log_pi, lam = model._params(idx)
     logp_rec = pk.record_loglik(cand, log_pi, lam)
     common = dict(column=column, record=rec, second_largest=float(y[rec2, j]),
@@ -204,12 +204,12 @@ def ratio_pieces(
     grid, g0 = common["candidates"], common["g0"]
     scenario, total_known = common["scenario"], common["total_known"]
     log_pi, lam = model._params(idx)
-    L = model.dataset_loglik(datasets, draws=idx, memberships=memberships)
+    L = model.dataset_loglik(datasets, draw_indices=idx, memberships=memberships)
     delta = cand_ll = None
     warns: list[str] = []
     if model.model_class == "O":
         cand_ll = model.candidate_dataset_loglik(
-            rec, cand, datasets, draws=idx, memberships=memberships
+            rec, cand, datasets, draw_indices=idx, memberships=memberships
         )
         delta = _delta(cand_ll, g0, warns)
     if model.synthesized_records_ is not None and not model.synthesized_records_[rec]:
@@ -301,7 +301,7 @@ def group_sum_pieces(
 
 def two_largest_pieces(
     model, column: str, datasets: Any, y: np.ndarray, j: int, order: np.ndarray,
-    candidates: Any, draws: Any, memberships: Any,
+    candidates: Any, draw_indices: Any, memberships: Any,
 ) -> LargestValueLikelihood:
     """``two_largest_sum``: the splits ``(y*, T_2j − y*)`` of the two largest values."""
     rec, rec2 = int(order[0]), int(order[1])
@@ -327,10 +327,10 @@ def two_largest_pieces(
     c1 = np.repeat(y[rec][None, :], grid.size, axis=0)
     c2 = np.repeat(y[rec2][None, :], grid.size, axis=0)
     c1[:, j], c2[:, j] = grid, t2 - grid
-    idx = model._draw_indices(draws)
+    idx = model._draw_indices(draw_indices)
     log_pi, lam = model._params(idx)
     logp_rec = pk.record_loglik(c1, log_pi, lam) + pk.record_loglik(c2, log_pi, lam)
-    L = model.dataset_loglik(datasets, draws=idx, memberships=memberships)
+    L = model.dataset_loglik(datasets, draw_indices=idx, memberships=memberships)
     delta = cand_ll = None
     warns: list[str] = []
     if model.model_class == "O":

@@ -20,10 +20,10 @@ from bayes_risk.models._bayesian.design import NeighbourhoodUnavailable
 from bayes_risk.models.poisson.fit import LATENT_GROUP
 
 
-def record_loglik(model, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+def record_loglik(model, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
     """The work of :meth:`PoissonMixture.record_loglik` (documented there)."""
     model._check_fitted()
-    idx = model._draw_indices(draws)
+    idx = model._draw_indices(draw_indices)
     y = model._counts(records, strict=False)
     bad = np.any((y < 0) | (y % 1 != 0), axis=1)
     log_pi, lam = model._params(idx)
@@ -32,7 +32,7 @@ def record_loglik(model, records: pd.DataFrame, *, draws: Any = None) -> np.ndar
     return out
 
 
-def neighbourhood_loglik(model, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+def neighbourhood_loglik(model, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
     """The work of :meth:`PoissonMixture.neighbourhood_loglik` (documented there)."""
     raise NeighbourhoodUnavailable(
         "PoissonMixture models count columns, which have no one-variable-different "
@@ -174,12 +174,12 @@ def class_o_loglik(model, zvals: np.ndarray, y: np.ndarray, memb: np.ndarray, K:
 
 
 def dataset_loglik(
-    model, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draws: Any = None,
+    model, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None,
     memberships: Any = None,
 ) -> np.ndarray:
     """The work of :meth:`PoissonMixture.dataset_loglik` (documented there)."""
     model._check_fitted()
-    idx = model._draw_indices(draws)
+    idx = model._draw_indices(draw_indices)
     frames = model._as_frames(datasets)
     zs = [model._counts(f, name=f"synthetic dataset {l + 1}") for l, f in enumerate(frames)]
     log_pi, lam = model._params(idx)
@@ -252,7 +252,7 @@ def candidate_dataset_loglik(
     candidates: pd.DataFrame | np.ndarray,
     datasets: Sequence[pd.DataFrame] | SyntheticData,
     *,
-    draws: Any = None,
+    draw_indices: Any = None,
     memberships: Any = None,
 ) -> np.ndarray:
     """The work of :meth:`PoissonMixture.candidate_dataset_loglik` (documented there)."""
@@ -267,11 +267,11 @@ def candidate_dataset_loglik(
     cand = model._candidate_array(candidates, y[record])
     if model.synthesized_records_ is not None and not model.synthesized_records_[record]:
         # released unchanged: its value enters neither the synthesis nor the likelihood
-        L = model.dataset_loglik(datasets, draws=draws, memberships=memberships)
+        L = model.dataset_loglik(datasets, draw_indices=draw_indices, memberships=memberships)
         return np.repeat(L[:, :, None], cand.shape[0], axis=2)
     frames = model._as_frames(datasets)
     zs = [model._counts(f, name=f"synthetic dataset {l + 1}") for l, f in enumerate(frames)]
-    idx = model._draw_indices(draws)
+    idx = model._draw_indices(draw_indices)
     log_pi, lam = model._params(idx)
     K = lam.shape[1]
     rows = model._synthesized_rows()
@@ -316,7 +316,7 @@ def own_record_delta(
     candidates: pd.DataFrame | np.ndarray,
     datasets: Sequence[pd.DataFrame] | SyntheticData,
     *,
-    draws: Any = None,
+    draw_indices: Any = None,
     memberships: Any = None,
 ) -> np.ndarray:
     """The work of :meth:`PoissonMixture.own_record_delta` (documented there)."""
@@ -327,14 +327,14 @@ def own_record_delta(
         if not model.synthesized_records_[pos]:
             G = model._candidate_array(candidates, y[pos]).shape[0]
             m = len(model._as_frames(datasets))
-            return np.zeros((model._draw_indices(draws).size, m, G))
+            return np.zeros((model._draw_indices(draw_indices).size, m, G))
     full = model.candidate_dataset_loglik(
-        record, candidates, datasets, draws=draws, memberships=memberships
+        record, candidates, datasets, draw_indices=draw_indices, memberships=memberships
     )
     y = model._confidential_counts()
     pos = model._record_position(record, y)
     truth = model.candidate_dataset_loglik(
-        pos, y[pos][None, :], datasets, draws=draws, memberships=memberships
+        pos, y[pos][None, :], datasets, draw_indices=draw_indices, memberships=memberships
     )
     with np.errstate(invalid="ignore"):
         d = full - truth

@@ -558,12 +558,12 @@ class PoissonMixture(BayesianSynthesizer):
         """
         return _fit.build_pymc_model(self, y, columns, b_lambda)
 
-    def pymc_record_logp(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+    def pymc_record_logp(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
         """``[H, n]`` record log-densities evaluated by the PyMC model itself (slow; for checks).
 
         Used by the tests to verify the Numba kernels (:meth:`record_loglik`) against the model.
         """
-        return _fit.pymc_record_logp(self, records, draws=draws)
+        return _fit.pymc_record_logp(self, records, draw_indices=draw_indices)
 
     def _sample(self, y: np.ndarray, cols: Sequence[str], seed: RandomSeed) -> xr.DataTree:
         return _fit.sample(self, y, cols, seed)
@@ -580,16 +580,17 @@ class PoissonMixture(BayesianSynthesizer):
         """
         return _fit.fit_augmented(self, data, synthetic, random_seed=random_seed)
 
-    def record_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+    def record_loglik(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
         """``[H, n]`` MP record log-likelihood ``log p(y_i | Θ_h)`` (Hu 2019 §3.3.3).
 
         This joint record likelihood gives the importance ratios of every variant (the
         posterior of Θ was fitted to the full records, Hu 2019 §3.2.5). Records with a negative or
         non-integer count (e.g. from a percentage candidate grid) get ``-inf``.
         """
-        return _loglik.record_loglik(self, records, draws=draws)
+        return _loglik.record_loglik(self, records, draw_indices=draw_indices)
 
-    def neighbourhood_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+    def neighbourhood_loglik(self, records: pd.DataFrame, *,
+        draw_indices: Any = None) -> np.ndarray:
         """Not defined for count data: counts have no finite level set.
 
         Raises
@@ -599,7 +600,7 @@ class PoissonMixture(BayesianSynthesizer):
             falls back to candidate records); evaluate a candidate grid (methods, Candidate sets)
             with :meth:`record_loglik`, or use :meth:`largest_value_loglik`.
         """
-        return _loglik.neighbourhood_loglik(self, records, draws=draws)
+        return _loglik.neighbourhood_loglik(self, records, draw_indices=draw_indices)
 
     def _as_frames(self, datasets: Any) -> list[pd.DataFrame]:
         return _loglik.as_frames(self, datasets)
@@ -623,7 +624,7 @@ class PoissonMixture(BayesianSynthesizer):
         return _loglik.class_o_loglik(self, zvals, y, memb, K)
 
     def dataset_loglik(
-        self, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draws: Any = None,
+        self, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None,
         memberships: Any = None,
     ) -> np.ndarray:
         """``[H, m]`` array of ``log p(Z_(l) | Θ_h)`` under the synthesis mode.
@@ -664,7 +665,8 @@ class PoissonMixture(BayesianSynthesizer):
               mode), so no approximation is needed; the other options condition on given
               memberships.
         """
-        return _loglik.dataset_loglik(self, datasets, draws=draws, memberships=memberships)
+        return _loglik.dataset_loglik(self, datasets, draw_indices=draw_indices,
+            memberships=memberships)
 
     @staticmethod
     def _pc_terms(z: np.ndarray, y: np.ndarray, log_pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
@@ -682,7 +684,7 @@ class PoissonMixture(BayesianSynthesizer):
         candidates: pd.DataFrame | np.ndarray,
         datasets: Sequence[pd.DataFrame] | SyntheticData,
         *,
-        draws: Any = None,
+        draw_indices: Any = None,
         memberships: Any = None,
     ) -> np.ndarray:
         """``[H, m, G]`` class-O dataset log-likelihood with the record's counts set to ``y*_g``.
@@ -705,7 +707,7 @@ class PoissonMixture(BayesianSynthesizer):
             a DataFrame over some of them (the others keep the record's true values).
         datasets : sequence of DataFrame or SyntheticData
             The released datasets.
-        draws, memberships
+        draw_indices, memberships
             As in :meth:`dataset_loglik` (a user array gives the memberships of all records;
             the target keeps its given membership for every candidate).
 
@@ -715,7 +717,7 @@ class PoissonMixture(BayesianSynthesizer):
             For a class-P model (no own-record dependence) or a bad record index.
         """
         return _loglik.candidate_dataset_loglik(
-            self, record, candidates, datasets, draws=draws, memberships=memberships
+            self, record, candidates, datasets, draw_indices=draw_indices, memberships=memberships
         )
 
     def own_record_delta(
@@ -724,7 +726,7 @@ class PoissonMixture(BayesianSynthesizer):
         candidates: pd.DataFrame | np.ndarray,
         datasets: Sequence[pd.DataFrame] | SyntheticData,
         *,
-        draws: Any = None,
+        draw_indices: Any = None,
         memberships: Any = None,
     ) -> np.ndarray:
         """``[H, m, G]`` class-O own-record term ``ℓ_{hl}(y*_g) − ℓ_{hl}(y_i)`` (class O).
@@ -737,7 +739,7 @@ class PoissonMixture(BayesianSynthesizer):
         synthesis of selected records) has no own-record term: 0.
         """
         return _loglik.own_record_delta(
-            self, record, candidates, datasets, draws=draws, memberships=memberships
+            self, record, candidates, datasets, draw_indices=draw_indices, memberships=memberships
         )
 
     def _o_loglik(self, z, y, memb, K, lam) -> float:
@@ -782,7 +784,7 @@ class PoissonMixture(BayesianSynthesizer):
         candidates: np.ndarray | None = None,
         upper: float | None = None,
         step: float = 1.0,
-        draws: Any = None,
+        draw_indices: Any = None,
         memberships: Any = None,
         data: pd.DataFrame | None = None,
     ) -> LargestValueLikelihood:
@@ -839,7 +841,7 @@ class PoissonMixture(BayesianSynthesizer):
             admissible split).
         upper, step : float
             Grid upper bound ``U_j`` and spacing (used when ``candidates`` is ``None``).
-        draws, memberships
+        draw_indices, memberships
             As in :meth:`dataset_loglik`.
         data : DataFrame, optional
             The confidential table (default: the one kept by class-O models; an MP model in
@@ -866,7 +868,7 @@ class PoissonMixture(BayesianSynthesizer):
             candidates=candidates,
             upper=upper,
             step=step,
-            draws=draws,
+            draw_indices=draw_indices,
             memberships=memberships,
             data=data,
         )
@@ -891,8 +893,8 @@ class PoissonMixture(BayesianSynthesizer):
 
     def _two_largest_pieces(
         self, column: str, datasets: Any, y: np.ndarray, j: int, order: np.ndarray,
-        candidates: Any, draws: Any, memberships: Any,
+        candidates: Any, draw_indices: Any, memberships: Any,
     ) -> LargestValueLikelihood:
         return _largest.two_largest_pieces(
-            self, column, datasets, y, j, order, candidates, draws, memberships
+            self, column, datasets, y, j, order, candidates, draw_indices, memberships
         )

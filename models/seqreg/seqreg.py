@@ -603,16 +603,16 @@ class SequentialRegression(BayesianSynthesizer):
         """
         return _loglik.design_matrix(self, df, column)
 
-    def record_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+    def record_loglik(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
         """``[H, n]`` conditional record log-likelihood (methods, Sequential Bayesian regressions).
 
         ``Σ_v log f_v(y_iv | x_v(y_i^us, y_{i,<v}), Θ_{h,v})``: each synthesized column given
         the record's own unsynthesized and earlier synthesized values.
         """
-        return _loglik.record_loglik(self, records, draws=draws)
+        return _loglik.record_loglik(self, records, draw_indices=draw_indices)
 
     def dataset_loglik(
-        self, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draws: Any = None
+        self, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None
     ) -> np.ndarray:
         """``[H, m]`` ``log p(Z_(l) | Θ_h) = Σ_i Σ_v log f_v(z_iv | x_v(z_i), Θ_{h,v})``
         (class P).
@@ -620,10 +620,11 @@ class SequentialRegression(BayesianSynthesizer):
         The sum runs over the synthesized records (all records unless the model was fitted with
         ``synthesized_records``; a record released unchanged contributes nothing).
         """
-        return _loglik.dataset_loglik(self, datasets, draws=draws)
+        return _loglik.dataset_loglik(self, datasets, draw_indices=draw_indices)
 
     def candidate_loglik(
-        self, record_row: pd.DataFrame | pd.Series, candidates: pd.DataFrame, *, draws: Any = None
+        self, record_row: pd.DataFrame | pd.Series, candidates: pd.DataFrame, *,
+        draw_indices: Any = None,
     ) -> np.ndarray:
         """``[H, G]`` record log-likelihood of each candidate (``log r_h`` terms).
 
@@ -643,9 +644,10 @@ class SequentialRegression(BayesianSynthesizer):
         ValidationError
             If a candidate column is not synthesized.
         """
-        return _loglik.candidate_loglik(self, record_row, candidates, draws=draws)
+        return _loglik.candidate_loglik(self, record_row, candidates, draw_indices=draw_indices)
 
-    def neighbourhood_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+    def neighbourhood_loglik(self, records: pd.DataFrame, *,
+        draw_indices: Any = None) -> np.ndarray:
         """``[H, n, G]`` log-likelihoods of the one-variable-different candidates.
 
         Defined when every synthesized column is categorical: truth first, then column by column
@@ -657,7 +659,7 @@ class SequentialRegression(BayesianSynthesizer):
             (a ``ValidationError`` and ``NotImplementedError``) if a synthesized column is
             numeric; use :meth:`candidate_loglik` with a grid.
         """
-        return _loglik.neighbourhood_loglik(self, records, draws=draws)
+        return _loglik.neighbourhood_loglik(self, records, draw_indices=draw_indices)
 
 
 # ----------------------------------------------------------------------------------------------
