@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.models.trees.cart import encoded_values
+from bayes_risk.models.trees.base import encoded_values
 from bayes_risk.models.trees.io import StoredForest, check_missing_layout, split_data
 
 __all__ = ["forest_state", "restore_forests"]

@@ -140,7 +140,7 @@ class PluginBase:
     ) -> dict[str, np.ndarray]:
         """The synthesizer's encoding of ``df`` (float64): level codes, a missing level as code
         ``d``; numeric values, a missing value as ``NaN`` or its declared code."""
-        from bayes_risk.models.trees.cart import encoded_values
+        from bayes_risk.models.trees.base import encoded_values
 
         return {c: np.asarray(v, dtype=np.float64)
                 for c, v in encoded_values(df, self.schema_, self._layout, columns).items()}
