@@ -6,7 +6,6 @@ intruder's posterior (``bayes_risk.attribute.largest_value``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 import bayes_risk.models.poisson.kernels as pk
+import bayes_risk.models.poisson.loglik as _loglik
 import bayes_risk.models.poisson.weak as pw
-from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import SchemaError, ValidationError
 
 #: What the intruder of the largest-value scenario knows (see ``largest_value_loglik``).
@@ -104,12 +103,11 @@ class LargestValueLikelihood:
     total_known: bool = False
 
 
-def largest_value_candidates(
-    model, column: str, upper: float, *, step: float = 1.0, data: pd.DataFrame | None = None
-) -> tuple[np.ndarray, int, int]:
+def largest_value_candidates(model, column: str, upper: float, step: float,
+                             data: pd.DataFrame | None) -> tuple[np.ndarray, int, int]:
     """The work of :meth:`PoissonMixture.largest_value_candidates` (documented there)."""
-    y = model._confidential_counts(data)
-    j = model._column_index(column)
+    y = _loglik.confidential_counts(model, data)
+    j = column_index(model, column)
     col = y[:, j]
     order = np.argsort(-col, kind="stable")
     rec = int(order[0])
@@ -139,20 +137,9 @@ def column_index(model, column: str) -> int:
     return cols.index(column)
 
 
-def largest_value_loglik(
-    model,
-    column: str,
-    datasets: Sequence[pd.DataFrame] | SyntheticData,
-    *,
-    scenario: str = "worst_case",
-    total_known: bool = False,
-    candidates: np.ndarray | None = None,
-    upper: float | None = None,
-    step: float = 1.0,
-    draw_indices: Any = None,
-    memberships: Any = None,
-    data: pd.DataFrame | None = None,
-) -> LargestValueLikelihood:
+def largest_value_loglik(model, column: str, datasets: Any, scenario: str, total_known: bool,
+                         candidates: Any, upper: Any, step: float, draw_indices: Any,
+                         memberships: Any, data: pd.DataFrame | None) -> LargestValueLikelihood:
     """The work of :meth:`PoissonMixture.largest_value_loglik` (documented there)."""
     model._check_fitted()
     if scenario not in LARGEST_VALUE_SCENARIOS:
@@ -171,16 +158,16 @@ def largest_value_loglik(
         raise ValidationError(
             "a class-O model uses the confidential data it was fitted to; omit data=."
         )
-    y = model._confidential_counts(data)
-    j = model._column_index(column)
+    y = _loglik.confidential_counts(model, data)
+    j = column_index(model, column)
     order = np.argsort(-y[:, j], kind="stable")
     if order.size < 2:
         raise ValidationError("the largest-value scenarios need at least two records.")
     rec, rec2 = int(order[0]), int(order[1])
     if scenario == "two_largest_sum":
-        return model._two_largest_pieces(column, datasets, y, j, order, candidates, draw_indices,
+        return two_largest_pieces(model, column, datasets, y, j, order, candidates, draw_indices,
                                         memberships)
-    grid, g0 = model._largest_grid(column, y[:, j], rec, candidates, upper, step, data)
+    grid, g0 = largest_grid(model, column, y[:, j], rec, candidates, upper, step, data)
     cand = np.repeat(y[rec][None, :], grid.size, axis=0)
     cand[:, j] = grid
     idx = model._draw_indices(draw_indices)
@@ -190,8 +177,8 @@ def largest_value_loglik(
                   candidates=grid, g0=g0, model_class=model.model_class, logp_rec=logp_rec,
                   scenario=scenario, second_record=rec2, total_known=bool(total_known))
     if scenario == "second_largest" and model.variant != "mp":
-        return model._group_sum_pieces(common, datasets, y, j, idx, memberships)
-    return model._ratio_pieces(common, cand, datasets, y, j, idx, memberships)
+        return group_sum_pieces(model, common, datasets, y, j, idx, memberships)
+    return ratio_pieces(model, common, cand, datasets, y, j, idx, memberships)
 
 
 def ratio_pieces(
@@ -225,7 +212,7 @@ def ratio_pieces(
             cons = [total]
     return LargestValueLikelihood(
         **common, L=L, delta=delta, loglik_candidates=cand_ll,
-        memberships=(model._membership_mode(memberships)
+        memberships=(_loglik.membership_mode(model, memberships)
                      if isinstance(memberships, (str, type(None))) else "user"),
         warnings=warns, constraint_loglik=constraint, constraints=cons,
     )
@@ -262,9 +249,8 @@ def group_sum_pieces(
 ) -> LargestValueLikelihood:
     """MM / TCMM under ``second_largest``: the group-sum constraints (module
     ``poisson.weak``); the importance ratios only weight the draws."""
-    frames = model._as_frames(datasets)
-    zs = [model._counts(f, name=f"synthetic dataset {l + 1}") for l, f in enumerate(frames)]
-    mode = model._membership_mode(memberships)
+    zs = _loglik.synthetic_counts(model, datasets)
+    mode = _loglik.membership_mode(model, memberships)
     if isinstance(mode, str):
         if mode != "generating":
             raise ValidationError(
@@ -272,7 +258,7 @@ def group_sum_pieces(
                 "dataset: memberships='generating' (default) or an integer array [n] or "
                 f"[m, n]. Got {memberships!r}."
             )
-        gen = model._generating_memberships(datasets, zs, y)
+        gen = _loglik.generating_memberships(model, datasets, zs, y)
         label = "generating"
     else:
         z = np.asarray(memberships)
@@ -341,7 +327,7 @@ def two_largest_pieces(
         column=column, record=rec, second_largest=y2, candidates=grid, g0=int(hit[0]),
         model_class=model.model_class, logp_rec=logp_rec, L=L, delta=delta,
         loglik_candidates=cand_ll,
-        memberships=(model._membership_mode(memberships)
+        memberships=(_loglik.membership_mode(model, memberships)
                      if isinstance(memberships, (str, type(None))) else "user"),
         warnings=warns, scenario="two_largest_sum", second_record=rec2, pair_total=t2,
     )

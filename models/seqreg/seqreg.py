@@ -40,7 +40,6 @@ from bayes_risk.models._bayesian.design import (
     family_sample,
     normal_exact_posterior,
     parse_formula,
-    record_dtypes,
 )
 from bayes_risk.models.seqreg.draws import _SEP, _laplace_draws, _prior_sd, _var
 from bayes_risk.protocols import ModelInfo
@@ -282,54 +281,9 @@ class SequentialRegression(BayesianSynthesizer):
         )
 
     # ------------------------------------------------------------------ fit
-    def fit(
-        self,
-        data: pd.DataFrame,
-        *,
-        schema: Schema | None = None,
-        synthesized: Sequence[str] | None = None,
-        records: Any = None,
-        random_seed: RandomSeed = None,
-    ) -> SequentialRegression:
-        """Draw from the posterior of every regression of the chain.
-
-        Parameters
-        ----------
-        data : DataFrame
-            Confidential table.
-        schema : Schema, optional
-            Column types, levels and roles (default inferred).
-        synthesized : sequence of str, optional
-            Columns to synthesize (default: the schema's synthesized columns, else all).
-        records : array of bool or int indices, optional
-            Records whose synthesized columns are replaced (default all); the others are
-            released unchanged. The regressions are fitted to every record either way.
-        random_seed : RandomSeed
-            Seed (default: the ``random_seed`` setting); each column gets its own child stream.
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        ValidationError
-            Unknown family, a family that does not fit the column's type, a predictor
-            synthesized later in the order, a rank-deficient design.
-        SchemaError
-            A column named in ``order``/``families``/``predictors``/``formulas`` that is not in
-            the data.
-        """
-        data, schema = self._prepare_data(data, schema=schema, synthesized=synthesized)
-        flags = self._check_synthesized_records(records, len(data))
-        self._resolve_structure(schema)
-        seed = self._seed_for_fit(random_seed)
-        posterior = self._draw_posterior(data, schema, seed)
-        self.dtypes_ = record_dtypes(data)
-        self._set_fitted(posterior, schema, len(data), data=data, synthesized_records=flags)
-        return self
 
     def _draw_posterior(self, data: pd.DataFrame, schema: Schema, seed: RandomSeed) -> xr.DataTree:
+        self._resolve_structure(schema)
         import xarray as xr
 
         t0 = time.perf_counter()

@@ -390,9 +390,7 @@ class CARTSynthesizer(TreeSynthesizer):
             With ``donor="uniform"``: donors drawn with equal weights are not draws from a
             posterior predictive (no Bayesian bootstrap).
         """
-        return _synthesis.posterior_replicates(
-            self, n, columns=columns, chunk_size=chunk_size, random_seed=random_seed, start=start
-        )
+        return _synthesis.posterior_replicates(self, n, columns, chunk_size, random_seed, start)
 
     def _synthesize_one(self, rng: np.random.Generator, columns: Sequence[str] | None = None
                         ) -> tuple[pd.DataFrame, dict[str, int]]:

@@ -72,15 +72,8 @@ def output_rounding(model, column: str) -> tuple[int | None, bool]:
     return decimals, bool(final)
 
 
-def posterior_replicates(
-    model,
-    n: int | None,
-    *,
-    columns: Sequence[str] | None = None,
-    chunk_size: int = 50,
-    random_seed: RandomSeed = None,
-    start: int = 0,
-) -> Iterator[list[pd.DataFrame]]:
+def posterior_replicates(model, n: int | None, columns: Sequence[str] | None, chunk_size: int,
+                         random_seed: RandomSeed, start: int) -> Iterator[list[pd.DataFrame]]:
     """The work of :meth:`CARTSynthesizer.posterior_replicates` (documented there)."""
     from bayes_risk.models._replicates import check_replicate_columns, iter_replicates
 

@@ -17,7 +17,7 @@ from bayes_risk.models import (
     SmallCellPMMSynthesizer,
     load_model,
 )
-from bayes_risk.models.trees.cart import encoded_values
+from bayes_risk.models.trees.base import encoded_values
 
 
 @pytest.fixture(scope="module")
