@@ -16,9 +16,12 @@ A subclass (e.g. :class:`bayes_risk.models.dpmpm.dpmpm.DPMPM`) must
   that lists **all** its settings (model settings plus the MCMC settings of this class: ``tune``,
   ``draws``, ``chains``, ``cores``, ``random_seed``, ``progressbar``) and passes the MCMC ones to
   ``super().__init__``;
-* implement ``fit(data, *, schema=None, synthesized=None, random_seed=None, ...)``: validate with
-  :meth:`_prepare_data`, build the PyMC model, sample with :meth:`_run_sampler` and finish with
-  :meth:`_set_fitted`;
+* implement ``_draw_posterior(data, schema, seed)`` (build the model and sample, e.g. with
+  ``_run_sampler`` or ``_run_gibbs``; the posterior as a DataTree) and, when it has settings of
+  its own, ``_check_settings()``: the template :meth:`BayesianSynthesizer.fit` checks the
+  settings, prepares the table (``_prepare_data``), samples and stores the fit
+  (``_set_fitted``). A model whose ``fit`` takes more (DPMPM's ``categorical``) overrides
+  ``fit`` and follows the same steps;
 * implement ``_synthesize_one(draw, rng, data)`` (one synthetic dataset from flattened draw
   ``draw``), ``record_loglik``, ``dataset_loglik``, ``neighbourhood_loglik`` and
   ``fit_augmented`` (the likelihood protocol of :mod:`bayes_risk.protocols`); a model that can
@@ -45,10 +48,12 @@ recorded in :class:`~bayes_risk.data.SyntheticData` uses this order.
 
 Layout
 ------
-The class's methods call module-level helpers, one module per concern: synthesis from the
-draws (``_bayesian.synthesis``), convergence diagnostics (``_bayesian.convergence``) and
-persistence (``_bayesian.io``: save/load, fingerprint, ``from_posterior``); the file names and
-thresholds they define are re-exported here.
+The class's methods call module-level helpers, one module per concern: the fitted table, record
+selections and draw indices (``_bayesian.records``), running the samplers
+(``_bayesian.sampling``), synthesis from the draws (``_bayesian.synthesis``), convergence
+diagnostics (``_bayesian.convergence``) and persistence (``_bayesian.io``: save/load,
+fingerprint, ``from_posterior``); the file names and thresholds they define are re-exported
+here.
 """
 
 from __future__ import annotations

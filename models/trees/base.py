@@ -112,7 +112,7 @@ class TreeSynthesizer(BaseSynthesizer):
     A subclass sets ``_fitted_attribute`` (the attribute ``fit`` sets last, checked before
     saving) and implements ``_persisted_state`` (its fitted state as JSON-ready settings and
     named arrays) and ``_restore`` (the reverse, on a new instance); ``fit`` calls
-    :meth:`_keep_fitted_table`.
+    ``_keep_fitted_table``.
     """
 
     #: the fitted attribute whose presence means "fitted" (checked by :meth:`save`)
