@@ -606,7 +606,7 @@ class DPMPM(BayesianSynthesizer):
         ``logsumexp_k(log p(k | y_i, Θ) + Σ_{j∈S} log φ_kj[z_ij])`` with the confidential
         ``y_i`` (class O).
         """
-        return _loglik.dataset_loglik(self, datasets, draw_indices=draw_indices)
+        return _loglik.dataset_loglik(self, datasets, draw_indices)
 
     def own_record_delta(
         self,
@@ -637,8 +637,7 @@ class DPMPM(BayesianSynthesizer):
         draw_indices : array of int, optional
             Flattened draw indices.
         """
-        return _loglik.own_record_delta(self, record, candidates, datasets,
-            draw_indices=draw_indices)
+        return _loglik.own_record_delta(self, record, candidates, datasets, draw_indices)
 
     def neighbourhood_size(self) -> int:
         """``G = 1 + Σ_{j∈S} (d_j − 1)`` of the one-variable-different set."""

@@ -7,13 +7,11 @@ over records, with the numba kernels of ``dpmpm.kernels``) and the class probabi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models.dpmpm.zeros import _UNKNOWN
 
@@ -50,10 +48,7 @@ def record_loglik(model, records: pd.DataFrame, *, draw_indices: Any = None) -> 
     return out
 
 
-def dataset_loglik(
-    model, datasets: Sequence[pd.DataFrame] | SyntheticData | pd.DataFrame, *,
-    draw_indices: Any = None,
-) -> np.ndarray:
+def dataset_loglik(model, datasets: Any, draw_indices: Any) -> np.ndarray:
     """The work of :meth:`DPMPM.dataset_loglik` (documented there)."""
     import bayes_risk.models.dpmpm.kernels as kern
 
@@ -105,14 +100,8 @@ def dataset_loglik(
     return out
 
 
-def own_record_delta(
-    model,
-    record: int | pd.Series,
-    candidates: pd.DataFrame,
-    datasets: Sequence[pd.DataFrame] | SyntheticData | pd.DataFrame,
-    *,
-    draw_indices: Any = None,
-) -> np.ndarray:
+def own_record_delta(model, record: Any, candidates: pd.DataFrame, datasets: Any,
+                     draw_indices: Any) -> np.ndarray:
     """The work of :meth:`DPMPM.own_record_delta` (documented there)."""
     model._check_fitted()
     if isinstance(datasets, pd.DataFrame):
