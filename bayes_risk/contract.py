@@ -415,14 +415,14 @@ class RiskModel(Protocol):
     def n_draws(self) -> int: ...
 
     def record_loglik(
-        self, records: pd.DataFrame, *, draws: np.ndarray | None = None
+        self, records: pd.DataFrame, *, draw_indices: np.ndarray | None = None
     ) -> np.ndarray:
         """``[H, n]`` float64 array of ``log p(y_i | Θ_h)`` (joint or conditional form);
-        ``draws`` selects draw indices (then ``[len(draws), n]``)."""
+        ``draw_indices`` selects draws by index (then ``[len(draw_indices), n]``)."""
         ...
 
     def dataset_loglik(
-        self, datasets: Sequence[pd.DataFrame], *, draws: np.ndarray | None = None
+        self, datasets: Sequence[pd.DataFrame], *, draw_indices: np.ndarray | None = None
     ) -> np.ndarray:
         """``[H, m]`` float64 array of ``log p(Z_(l) | Θ_h)`` (up to a constant of ``Θ``)."""
         ...

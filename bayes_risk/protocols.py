@@ -109,7 +109,7 @@ class SupportsNeighbourhoodLoglik(Protocol):
     """
 
     def neighbourhood_loglik(
-        self, records: pd.DataFrame, *, draws: np.ndarray | None = None
+        self, records: pd.DataFrame, *, draw_indices: np.ndarray | None = None
     ) -> np.ndarray:
         """``[H, n, G]`` log-likelihoods of each record's neighbourhood."""
         ...
@@ -133,7 +133,7 @@ class SupportsCandidateLoglik(Protocol):
     """Per-record candidate likelihoods (models whose record likelihood has per-record state)."""
 
     def candidate_loglik(
-        self, record: pd.Series, candidates: pd.DataFrame, *, draws: np.ndarray | None = None
+        self, record: pd.Series, candidates: pd.DataFrame, *, draw_indices: np.ndarray | None = None
     ) -> np.ndarray:
         """``[H, G]`` log-likelihoods of ``record`` with its varying columns set to each
         candidate (decoded values)."""
@@ -150,7 +150,7 @@ class SupportsOwnRecordTerm(Protocol):
         candidates: pd.DataFrame,
         datasets: Sequence[pd.DataFrame],
         *,
-        draws: np.ndarray | None = None,
+        draw_indices: np.ndarray | None = None,
     ) -> np.ndarray:
         """``[H, m, G]`` array of ``ℓ_{hli}(y*_g) − ℓ_{hli}(y_i)``."""
         ...
@@ -251,7 +251,7 @@ class SupportsLargestValue(Protocol):
         candidates: np.ndarray | None = None,
         upper: float | None = None,
         step: float = 1.0,
-        draws: Any = None,
+        draw_indices: Any = None,
         memberships: Any = None,
         data: pd.DataFrame | None = None,
     ) -> LargestValuePieces:

@@ -289,7 +289,7 @@ def check_same_seed(ctx: CheckContext) -> None:
 
 def check_record_loglik(ctx: CheckContext) -> None:
     """``record_loglik(records)`` is float64 ``[H, n]`` and finite on the fitted records;
-    ``draws=`` selects rows."""
+    ``draw_indices=`` selects rows."""
     model = ctx.fitted
     if not ctx.info.has("record"):
         return
@@ -300,15 +300,15 @@ def check_record_loglik(ctx: CheckContext) -> None:
     ll = model.record_loglik(recs)
     _check_array(ll, (h, len(recs)), "record_loglik")
     idx = _draw_subset(h)
-    sub = model.record_loglik(recs, draws=idx)
-    _check_array(sub, (idx.size, len(recs)), "record_loglik(draws=...)")
+    sub = model.record_loglik(recs, draw_indices=idx)
+    _check_array(sub, (idx.size, len(recs)), "record_loglik(draw_indices=...)")
     if not np.allclose(sub, ll[idx], rtol=1e-10, atol=1e-10):
-        _fail("record_loglik(draws=idx) differs from record_loglik()[idx].")
+        _fail("record_loglik(draw_indices=idx) differs from record_loglik()[idx].")
 
 
 def check_dataset_loglik(ctx: CheckContext) -> None:
     """``dataset_loglik(datasets)`` is float64 ``[H, m]`` and finite on the model's own
-    synthetic datasets; ``draws=`` selects rows."""
+    synthetic datasets; ``draw_indices=`` selects rows."""
     model = ctx.fitted
     if not ctx.info.has("dataset"):
         return
@@ -316,10 +316,10 @@ def check_dataset_loglik(ctx: CheckContext) -> None:
     L = model.dataset_loglik(ctx.synthetic)
     _check_array(L, (h, ctx.m), "dataset_loglik")
     idx = _draw_subset(h)
-    sub = model.dataset_loglik(ctx.synthetic, draws=idx)
-    _check_array(sub, (idx.size, ctx.m), "dataset_loglik(draws=...)")
+    sub = model.dataset_loglik(ctx.synthetic, draw_indices=idx)
+    _check_array(sub, (idx.size, ctx.m), "dataset_loglik(draw_indices=...)")
     if not np.allclose(sub, L[idx], rtol=1e-10, atol=1e-10):
-        _fail("dataset_loglik(draws=idx) differs from dataset_loglik()[idx].")
+        _fail("dataset_loglik(draw_indices=idx) differs from dataset_loglik()[idx].")
 
 
 def check_draws(ctx: CheckContext) -> None:

@@ -144,7 +144,7 @@ def wei_reiter_part(ce: pd.DataFrame) -> dict:
             if scenario != "two_largest_sum":
                 kw["upper"] = 1.5 * top
             p = model.largest_value_loglik("income", release, scenario=scenario,
-                                           total_known=total, draws=used, **kw)
+                                           total_known=total, draw_indices=used, **kw)
             post, _ = largest_value_posterior(p)
             row[name] = largest_value(post, p.candidates, top, delta=DELTA)["P_interval"]
             pieces[(label, name)] = (p, post)

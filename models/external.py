@@ -36,11 +36,11 @@ def _take_draws(draws: Any, idx: np.ndarray | None) -> Any:
 
 
 def _array_neighbourhood(
-    model: ArrayModel, records: pd.DataFrame, *, draws: np.ndarray | None = None
+    model: ArrayModel, records: pd.DataFrame, *, draw_indices: np.ndarray | None = None
 ) -> np.ndarray:
     """``neighbourhood_loglik`` of an :class:`ArrayModel` given ``neighbourhood_fn``."""
     fn = model._neighbourhood_fn
-    return np.asarray(fn(records, _take_draws(model.draws, draws)), dtype=np.float64)
+    return np.asarray(fn(records, _take_draws(model.draws, draw_indices)), dtype=np.float64)
 
 
 def _array_own_record(
@@ -264,19 +264,19 @@ class ArrayModel:
         return arr
 
     def record_loglik(
-        self, records: pd.DataFrame, *, draws: np.ndarray | None = None
+        self, records: pd.DataFrame, *, draw_indices: np.ndarray | None = None
     ) -> np.ndarray:
         """``[H, n]`` log-likelihood of each record under each draw."""
-        d = _take_draws(self.draws, draws)
-        h = self._h if draws is None else len(draws)
+        d = _take_draws(self.draws, draw_indices)
+        h = self._h if draw_indices is None else len(draw_indices)
         return self._check(self.loglik_fn(records, d), len(records), "loglik_fn", h)
 
     def dataset_loglik(
-        self, datasets: Sequence[pd.DataFrame], *, draws: np.ndarray | None = None
+        self, datasets: Sequence[pd.DataFrame], *, draw_indices: np.ndarray | None = None
     ) -> np.ndarray:
         """``[H, m]`` log-likelihood of each synthetic dataset under each draw."""
-        d = _take_draws(self.draws, draws)
-        h = self._h if draws is None else len(draws)
+        d = _take_draws(self.draws, draw_indices)
+        h = self._h if draw_indices is None else len(draw_indices)
         cols = []
         for z in datasets:
             if self.dataset_loglik_fn is not None:
@@ -297,6 +297,22 @@ class ArrayModel:
                 "use estimator='is'."
             )
         return self.with_draws(self.augment_fn(data, synthetic, **kwargs))
+
+    def own_record_delta(
+        self,
+        record: pd.Series,
+        candidates: pd.DataFrame,
+        datasets: Sequence[pd.DataFrame],
+        *,
+        draw_indices: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Class O: ``[H, m, G]`` own-record terms (methods, Two classes of synthesis model)."""
+        if self.own_record_delta_fn is None:
+            raise ValidationError("this ArrayModel has no own_record_delta_fn.")
+        d = _take_draws(self.draws, draw_indices)
+        return np.asarray(
+            self.own_record_delta_fn(record, candidates, datasets, d), dtype=np.float64
+        )
 
     def __repr__(self) -> str:
         return f"ArrayModel(H={self._h}, class={self.model_class}, ratio_form={self.ratio_form})"

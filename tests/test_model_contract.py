@@ -103,13 +103,14 @@ class _NoAugment:
     def n_draws(self):
         return self.theta.size
 
-    def record_loglik(self, records, *, draws=None):
-        t = self.theta if draws is None else self.theta[draws]
+    def record_loglik(self, records, *, draw_indices=None):
+        t = self.theta if draw_indices is None else self.theta[draw_indices]
         y = (records["y"].astype(str) == "1").to_numpy()
         return np.where(y[None, :], np.log(t)[:, None], np.log1p(-t)[:, None])
 
-    def dataset_loglik(self, datasets, *, draws=None):
-        return np.stack([self.record_loglik(z, draws=draws).sum(axis=1) for z in datasets], 1)
+    def dataset_loglik(self, datasets, *, draw_indices=None):
+        return np.stack([self.record_loglik(z,
+            draw_indices=draw_indices).sum(axis=1) for z in datasets], 1)
 
 
 def test_auto_estimator_chooses_by_capability_not_by_class():
@@ -235,8 +236,9 @@ def test_check_synthesizer_reports_broken_models(example):
                          persistence=True, chains=True)
 
     class Float32(example):
-        def record_loglik(self, records, *, draws=None):
-            return super().record_loglik(records, draws=draws).astype(np.float32)[:, :-1]
+        def record_loglik(self, records, *, draw_indices=None):
+            return super().record_loglik(records, draw_indices=draw_indices).astype(np.float32)[:,
+                :-1]
 
     class Unseeded(example):
         def synthesize(self, m=1, *, random_seed=None):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 import inspect
 import re
 from pathlib import Path
@@ -148,3 +149,73 @@ def test_one_argument_order_across_engines():
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         if "original" in params and "synthetic" in params:
             assert params.index("original") < params.index("synthetic"), name
+
+
+# ------------------------------------------------------------------ the model protocol methods
+def _protocol_methods() -> dict[str, set[str]]:
+    """``{protocol class: its methods}`` of the model contract (bayes_risk.protocols)."""
+    protocols = importlib.import_module("bayes_risk.protocols")
+    out = {}
+    for name in protocols.__all__:
+        obj = getattr(protocols, name)
+        if inspect.isclass(obj) and getattr(obj, "_is_protocol", False):
+            out[name] = {n for n, v in vars(obj).items()
+                         if inspect.isfunction(v) and not n.startswith("_")}
+    return out
+
+
+def _example_model() -> type:
+    path = ROOT / "examples" / "dirichlet_multinomial" / "dirichlet_multinomial.py"
+    spec = importlib.util.spec_from_file_location("_vocabulary_dirichlet_multinomial", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.DirichletMultinomial
+
+
+def protocol_implementations():
+    """``(label, function)`` of every protocol method: the protocols' own declarations, every
+    built-in model's, ``ArrayModel``'s, the tree plug-ins' and the example model's."""
+    methods = set().union(*_protocol_methods().values())
+    models = importlib.import_module("bayes_risk.models")
+    owners = [getattr(importlib.import_module("bayes_risk.protocols"), n)
+              for n in _protocol_methods()]
+    owners += [getattr(models, n) for n in models.__all__
+               if inspect.isclass(getattr(models, n))]
+    owners += [importlib.import_module("bayes_risk").ArrayModel, _example_model()]
+    for cls in owners:
+        for name in sorted(methods):
+            fn = inspect.getattr_static(cls, name, None)
+            fn = getattr(fn, "__func__", fn)
+            if inspect.isfunction(fn):
+                yield f"{cls.__module__}.{cls.__qualname__}.{name}", fn
+
+
+PROTOCOL_METHODS = dict(protocol_implementations())
+
+
+def test_protocol_methods_are_found():
+    names = {k.rsplit(".", 1)[1] for k in PROTOCOL_METHODS}
+    assert {"record_loglik", "dataset_loglik", "neighbourhood_loglik", "candidate_loglik",
+            "own_record_delta", "largest_value_loglik"} <= names
+    assert any(".DPMPM." in k for k in PROTOCOL_METHODS)
+    assert any(".DirichletMultinomial." in k for k in PROTOCOL_METHODS)
+
+
+@pytest.mark.parametrize("name", sorted(PROTOCOL_METHODS))
+def test_protocol_methods_speak_the_vocabulary(name):
+    """In the model protocol ``draws`` is never a subset of draws (the glossary: ``draws`` is a
+    number per chain, a subset is ``draw_indices``), and no keyword is a banned synonym."""
+    banned = glossary_banned()
+    params = _signature(PROTOCOL_METHODS[name]).parameters.values()
+    assert "draws" not in [p.name for p in params], f"{name}: draws= (use draw_indices)"
+    bad = [f"{p.name} (use {banned[p.name]})" for p in params
+           if p.kind == p.KEYWORD_ONLY and p.name in banned]
+    assert not bad, f"{name}: " + ", ".join(bad)
+
+
+def test_protocol_draw_subsets_are_draw_indices():
+    # the methods that return [H, ...] arrays select their rows with draw_indices=
+    for name, fn in PROTOCOL_METHODS.items():
+        if name.rsplit(".", 1)[1] in ("record_loglik", "dataset_loglik"):
+            p = _signature(fn).parameters.get("draw_indices")
+            assert p is not None and p.kind == p.KEYWORD_ONLY and p.default is None, name

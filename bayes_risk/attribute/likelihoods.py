@@ -56,7 +56,7 @@ def model_logp(
     data: AnalysisData,
     rule: CandidateRule,
     group: CandidateGroup,
-    draws: np.ndarray | None,
+    draw_indices: np.ndarray | None,
     ws: Workspace,
 ) -> np.ndarray:
     """``[R, H, G]`` log p(candidate | Θ_h) of one model (time spent goes to ``ws.timing``).
@@ -75,10 +75,10 @@ def model_logp(
         return (a[:, :, :, None] + b[:, :, None, :]).reshape(r, h, -1)
     t = time.perf_counter()
     try:
-        arr = _neighbourhood_logp(access, data, rule, group, draws, ws)
+        arr = _neighbourhood_logp(access, data, rule, group, draw_indices, ws)
         if arr is not None:
             return arr
-        return _candidate_logp(access, data, group, draws)
+        return _candidate_logp(access, data, group, draw_indices)
     finally:
         ws.timing["model_likelihood_s"] += time.perf_counter() - t
 
@@ -88,7 +88,7 @@ def _neighbourhood_logp(
     data: AnalysisData,
     rule: CandidateRule,
     group: CandidateGroup,
-    draws: np.ndarray | None,
+    draw_indices: np.ndarray | None,
     ws: Workspace,
 ) -> np.ndarray | None:
     """The fast route, or ``None`` when it does not apply or the model declines it."""
@@ -99,10 +99,10 @@ def _neighbourhood_logp(
         return None  # the record likelihood marginalises the missing values (attribute.missing)
     mdl, r = access.model, group.size
     try:
-        kw: dict[str, Any] = {"draws": draws}
+        kw: dict[str, Any] = {"draw_indices": draw_indices}
         if access.buffer:
             # one output buffer per model, reused for every chunk
-            hm = int(mdl.n_draws) if draws is None else int(np.size(draws))
+            hm = int(mdl.n_draws) if draw_indices is None else int(np.size(draw_indices))
             kw["out"] = ws.buffer(("logp", id(mdl)), (hm, r, int(mdl.neighbourhood_size())))
         arr = np.asarray(mdl.neighbourhood_loglik(rows, **kw), dtype=np.float64)
     except NotImplementedError:
@@ -118,7 +118,7 @@ def _neighbourhood_logp(
 
 
 def _candidate_logp(
-    access: ModelAccess, data: AnalysisData, group: CandidateGroup, draws: np.ndarray | None
+    access: ModelAccess, data: AnalysisData, group: CandidateGroup, draw_indices: np.ndarray | None
 ) -> np.ndarray:
     """Per-record candidate likelihoods, or the record likelihood of full candidate rows."""
     mdl, vals, unknown, pos = access.model, group.vals, group.unknown, group.pos
@@ -128,7 +128,7 @@ def _candidate_logp(
         truth = vals[np.arange(r), group.g0]  # [R, q]
         safe = np.where(unknown[:, :, None], truth[:, None, :], vals)
     if access.candidate:
-        kw = {} if draws is None else {"draws": draws}
+        kw = {} if draw_indices is None else {"draw_indices": draw_indices}
         out = np.stack([
             np.asarray(
                 mdl.candidate_loglik(
@@ -141,7 +141,7 @@ def _candidate_logp(
         ])
     else:
         rows = candidate_rows(data.orig, pos, safe, data.vary, data.schema)
-        ll = np.asarray(mdl.record_loglik(rows, draws=draws), dtype=np.float64)
+        ll = np.asarray(mdl.record_loglik(rows, draw_indices=draw_indices), dtype=np.float64)
         out = ll.reshape(ll.shape[0], r, g).transpose(1, 0, 2)
     if unknown.any():
         out = np.where(unknown[:, None, :], -np.inf, out)

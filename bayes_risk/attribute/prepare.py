@@ -281,7 +281,7 @@ def _check_estimator(model: Any, is_plugin: bool, est: str, compat: str | None) 
         raise NotSupportedError(
             f"{type(model).__name__} is a class O model (its synthetic values depend on the "
             "record's own confidential values given Θ) but provides no own_record_delta(record, "
-            "candidates, datasets, draws=None) -> [H, m, G] (bayes_risk.protocols."
+            "candidates, datasets, draw_indices=None) -> [H, m, G] (bayes_risk.protocols."
             "SupportsOwnRecordTerm); the likelihood of class O models (methods page 'Attribute "
             "disclosure risk') cannot be evaluated without it."
         )
@@ -289,7 +289,7 @@ def _check_estimator(model: Any, is_plugin: bool, est: str, compat: str | None) 
         raise ValidationError(
             f"estimator='is' needs the likelihood of the released datasets: "
             f"{type(model).__name__} does not list 'is' in its ModelInfo.estimators "
-            f"({list(info.estimators)}; dataset_loglik(datasets, draws=None) -> [H, m], "
+            f"({list(info.estimators)}; dataset_loglik(datasets, draw_indices=None) -> [H, m], "
             "bayes_risk.protocols.RiskModel)."
         )
 
@@ -423,7 +423,7 @@ def _draw_plan(
         logp_idx = None
         n_sum = int(draw_idx.size)
     L = (
-        np.asarray(model.dataset_loglik(data.datasets, draws=logp_idx), dtype=np.float64)
+        np.asarray(model.dataset_loglik(data.datasets, draw_indices=logp_idx), dtype=np.float64)
         if need_L
         else None
     )

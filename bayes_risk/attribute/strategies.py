@@ -223,7 +223,7 @@ class _DrawEstimator(EstimatorStrategy):
                         data.orig.iloc[int(i)],
                         decode_values(group.vals[k], data.vary, data.schema),
                         data.datasets,
-                        draws=dr.logp_idx,
+                        draw_indices=dr.logp_idx,
                     ),
                     dtype=np.float64,
                 )

@@ -10,8 +10,8 @@ synthetic data do not depend on the confidential values).
 
 What bayes-risk needs (``bayes_risk.RiskModel``):
 
-* ``record_loglik(records, draws=None)`` → ``[H, n]``: ``log θ_h[cell(y_i)]``;
-* ``dataset_loglik(datasets, draws=None)`` → ``[H, m]``: ``Σ_i log θ_h[cell(z_i)]``;
+* ``record_loglik(records, draw_indices=None)`` → ``[H, n]``: ``log θ_h[cell(y_i)]``;
+* ``dataset_loglik(datasets, draw_indices=None)`` → ``[H, m]``: ``Σ_i log θ_h[cell(z_i)]``;
 * ``n_draws``, ``schema_``, ``model_class = "P"``, ``ratio_form = "joint"``;
 
 plus, declared in ``info``: ``fit_augmented`` (draws of ``p(θ | y, Z_(l)) =
@@ -204,21 +204,21 @@ class DirichletMultinomial(BaseSynthesizer):
         self._check_fitted("draw_chains")
         return np.repeat(np.arange(self.chains, dtype=np.int64), self.draws)
 
-    def _log_theta(self, draws: np.ndarray | None) -> np.ndarray:
+    def _log_theta(self, draw_indices: np.ndarray | None) -> np.ndarray:
         flat = np.log(self.theta_.reshape(self.n_draws, -1))
-        return flat if draws is None else flat[np.asarray(draws, dtype=np.int64)]
+        return flat if draw_indices is None else flat[np.asarray(draw_indices, dtype=np.int64)]
 
-    def record_loglik(self, records: pd.DataFrame, *, draws: np.ndarray | None = None
+    def record_loglik(self, records: pd.DataFrame, *, draw_indices: np.ndarray | None = None
                       ) -> np.ndarray:
         """``[H, n]`` array of ``log θ_h[cell(y_i)]``."""
         self._check_fitted("record_loglik")
-        return np.ascontiguousarray(self._log_theta(draws)[:, self._cells(records)])
+        return np.ascontiguousarray(self._log_theta(draw_indices)[:, self._cells(records)])
 
     def dataset_loglik(self, datasets: Sequence[pd.DataFrame], *,
-                       draws: np.ndarray | None = None) -> np.ndarray:
+                       draw_indices: np.ndarray | None = None) -> np.ndarray:
         """``[H, m]`` array of ``Σ_i log θ_h[cell(z_i)] = c_Z · log θ_h``."""
         self._check_fitted("dataset_loglik")
-        logt = self._log_theta(draws)
+        logt = self._log_theta(draw_indices)
         k = logt.shape[1]
         counts = np.stack([np.bincount(self._cells(z), minlength=k) for z in datasets], axis=1)
         return logt @ counts.astype(np.float64)

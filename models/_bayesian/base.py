@@ -16,13 +16,17 @@ A subclass (e.g. :class:`bayes_risk.models.dpmpm.dpmpm.DPMPM`) must
   that lists **all** its settings (model settings plus the MCMC settings of this class: ``tune``,
   ``draws``, ``chains``, ``cores``, ``random_seed``, ``progressbar``) and passes the MCMC ones to
   ``super().__init__``;
-* implement ``fit(data, *, schema=None, synthesized=None, random_seed=None, ...)``: validate with
-  :meth:`_prepare_data`, build the PyMC model, sample with :meth:`_run_sampler` and finish with
-  :meth:`_set_fitted`;
+* implement ``_draw_posterior(data, schema, seed)`` (build the model and sample, e.g. with
+  ``_run_sampler`` or ``_run_gibbs``; the posterior as a DataTree) and, when it has settings of
+  its own, ``_check_settings()``: the template :meth:`BayesianSynthesizer.fit` checks the
+  settings, prepares the table (``_prepare_data``), samples and stores the fit
+  (``_set_fitted``). A model whose ``fit`` takes more (DPMPM's ``categorical``) overrides
+  ``fit`` and follows the same steps;
 * implement ``_synthesize_one(draw, rng, data)`` (one synthetic dataset from flattened draw
   ``draw``), ``record_loglik``, ``dataset_loglik``, ``neighbourhood_loglik`` and
   ``fit_augmented`` (the likelihood protocol of :mod:`bayes_risk.protocols`); a model that can
-  be in class O also provides ``own_record_delta(record, candidates, datasets, *, draws=None)``
+  be in class O also provides
+  ``own_record_delta(record, candidates, datasets, *, draw_indices=None)``
   → ``[H, m, G]`` (methods, Two classes of synthesis model), which the attribute-risk engine
   requires for class O;
 * implement ``_validate_posterior(posterior, schema)`` (check variables/shapes of a posterior
@@ -39,21 +43,22 @@ Draw order
 ----------
 Posterior draws are flattened **chain-major**: flattened index ``h = c * n_draws_per_chain + d``
 for chain ``c`` and draw ``d`` (as ``posterior.stack(sample=("chain", "draw"))`` does). Every
-``[H, ...]`` array returned by a model, every ``draws=`` argument and every ``draw_index``
+``[H, ...]`` array returned by a model, every ``draw_indices=`` argument and every ``draw_index``
 recorded in :class:`~bayes_risk.data.SyntheticData` uses this order.
 
 Layout
 ------
-The class's methods call module-level helpers, one module per concern: synthesis from the
-draws (``_bayesian.synthesis``), convergence diagnostics (``_bayesian.convergence``) and
-persistence (``_bayesian.io``: save/load, fingerprint, ``from_posterior``); the file names and
-thresholds they define are re-exported here.
+The class's methods call module-level helpers, one module per concern: the fitted table, record
+selections and draw indices (``_bayesian.records``), running the samplers
+(``_bayesian.sampling``), synthesis from the draws (``_bayesian.synthesis``), convergence
+diagnostics (``_bayesian.convergence``) and persistence (``_bayesian.io``: save/load,
+fingerprint, ``from_posterior``); the file names and thresholds they define are re-exported
+here.
 """
 
 from __future__ import annotations
 
 import os
-import warnings
 from abc import ABCMeta, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -64,19 +69,19 @@ import pandas as pd
 
 import bayes_risk.models._bayesian.convergence as _convergence
 import bayes_risk.models._bayesian.io as _io
+import bayes_risk.models._bayesian.records as _records
+import bayes_risk.models._bayesian.sampling as _sampling
 import bayes_risk.models._bayesian.synthesis as _synthesis
-from bayes_risk._rng import RandomSeed, as_generator
+from bayes_risk._rng import RandomSeed
 from bayes_risk.data.fingerprint import fingerprint_record
-from bayes_risk.data.schema import Schema, infer_schema
+from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
-from bayes_risk.data.validate import validate_table
 from bayes_risk.exceptions import (
     NotFittedError,
-    SchemaError,
     ValidationError,
-    keyboard_interrupts,
 )
 from bayes_risk.models._bayesian.convergence import ESS_MIN, RHAT_MAX
+from bayes_risk.models._bayesian.design import record_dtypes
 from bayes_risk.models._bayesian.io import (
     CONVERGENCE_FILE,
     DATA_FILE,
@@ -86,9 +91,7 @@ from bayes_risk.models._bayesian.io import (
 )
 from bayes_risk.models.base import (
     BaseSynthesizer,
-    synthesized_columns,
 )
-from bayes_risk.models.trees.missing import refusal_hint
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -102,75 +105,6 @@ __all__ = [
     "RHAT_MAX",
     "ESS_MIN",
 ]
-
-
-def _check_complete(dt: Any, chains: int, draws: int) -> None:
-    """PyMC returns the draws made so far when interrupted: a partial posterior is refused."""
-    post = dt["posterior"] if "posterior" in dt.children else None
-    got = (int(post.sizes.get("chain", 0)), int(post.sizes.get("draw", 0))) if post else (0, 0)
-    if got != (chains, draws):
-        raise KeyboardInterrupt(
-            f"sampling interrupted: {got[0]} chain(s) x {got[1]} draws of the requested "
-            f"{chains} x {draws}"
-        )
-
-
-class _InterruptGuard:
-    """Make Ctrl-C (and a handled SIGTERM) stop every chain of ``pm.sample``, not only one.
-
-    PyMC's sequential sampler catches ``KeyboardInterrupt`` per chain, keeps the draws so far
-    and starts the next chain, so one Ctrl-C would cost the whole of the remaining chains. The
-    guard records the signal (and passes it on to the handler in place) and its draw callback
-    stops each later chain at once; the caller then raises ``KeyboardInterrupt`` instead of
-    returning a truncated posterior. SIGTERM is watched only where a Python handler is
-    installed (the command line's); otherwise its default action, ending the process, stands.
-    A signal the process ignores (SIGINT of a job a script started in the background) is left
-    ignored.
-    """
-
-    def __init__(self) -> None:
-        self.interrupted = False
-        self._previous: dict[int, Any] = {}
-
-    def __enter__(self) -> _InterruptGuard:
-        import signal
-        import threading
-
-        if threading.current_thread() is not threading.main_thread():
-            return self
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous = signal.getsignal(sig)
-            # an ignored SIGINT (a background job of a script) stays ignored, as the shell meant
-            if previous is signal.SIG_IGN or (sig != signal.SIGINT and not callable(previous)):
-                continue
-
-            def handler(signum: int, frame: Any, previous: Any = previous) -> None:
-                self.interrupted = True
-                if callable(previous):
-                    previous(signum, frame)
-                else:
-                    raise KeyboardInterrupt
-
-            self._previous[sig] = previous
-            signal.signal(sig, handler)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        import signal
-
-        for sig, previous in self._previous.items():
-            signal.signal(sig, previous)
-
-    def callback(self, user: Any = None) -> Any:
-        """A ``pm.sample`` draw callback that stops sampling once interrupted."""
-
-        def cb(*args: Any, **kwargs: Any) -> None:
-            if self.interrupted:
-                raise KeyboardInterrupt
-            if user is not None:
-                user(*args, **kwargs)
-
-        return cb
 
 
 class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
@@ -263,30 +197,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
 
         Returns the flags as a boolean array ``[n]`` (a copy), or ``None``.
         """
-        if records is None:
-            return None
-        arr = np.asarray(records)
-        if arr.dtype == bool:
-            if arr.shape != (n,):
-                raise ValidationError(
-                    f"records as a boolean mask needs one flag per record ({n}). "
-                    f"Got shape {arr.shape}."
-                )
-            return arr.copy()
-        if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
-            raise ValidationError(
-                "records must be a boolean mask or integer record indices. "
-                f"Got {records!r}."
-            )
-        if arr.size and (arr.min() < 0 or arr.max() >= n):
-            bad = int(arr[(arr < 0) | (arr >= n)][0])
-            raise ValidationError(
-                f"records: index {bad} is outside 0..{n - 1}; indices must lie in "
-                f"0..{n - 1} (the data has {n} records)."
-            )
-        flags = np.zeros(n, dtype=bool)
-        flags[arr] = True
-        return flags
+        return _records.check_synthesized_records(records, n)
 
     def _synthesized_rows(self) -> np.ndarray:
         """Positions of the records whose synthesized columns are replaced (all by default)."""
@@ -301,17 +212,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         confidential data: they carry no likelihood (``dataset_loglik``) and must not be appended
         to the data a second time (``fit_augmented``, methods, The stabilised estimator).
         """
-        if self.synthesized_records_ is None:
-            return z
-        if not isinstance(z, pd.DataFrame):
-            raise ValidationError(f"{name} must be a pandas DataFrame. Got {type(z).__name__}.")
-        if len(z) != self.n_records:
-            raise SchemaError(
-                f"{name} has {len(z)} rows; the model synthesizes selected records of a table of "
-                f"{self.n_records} rows, so a released dataset must have {self.n_records}.",
-                code="ROW_COUNT_MISMATCH",
-            )
-        return z.iloc[self._synthesized_rows()].reset_index(drop=True)
+        return _records.synthesized_part(self, z, name)
 
     def _check_fitted(self, method: str | None = None) -> None:
         if self.posterior_ is None or self.schema_ is None:
@@ -342,49 +243,79 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         self._check_fitted()
         return int(self._n_records)
 
-    def _draw_indices(self, draws: Any = None) -> np.ndarray:
-        """Validate a ``draws=`` argument and return flattened draw indices (int64).
+    def _draw_indices(self, draw_indices: Any = None) -> np.ndarray:
+        """Validate a ``draw_indices=`` argument and return flattened draw indices (int64).
 
         ``None`` means all ``H`` draws in order; otherwise a sequence (or array) of integers in
         ``0..H-1`` (repeats allowed), or a boolean mask of length ``H``.
         """
-        H = self.n_draws
-        if draws is None:
-            return np.arange(H, dtype=np.int64)
-        arr = np.asarray(draws)
-        if arr.dtype == bool:
-            if arr.shape != (H,):
-                raise ValidationError(
-                    f"draws given as a boolean mask must have length H = {H}. "
-                    f"Got shape {arr.shape}."
-                )
-            return np.flatnonzero(arr).astype(np.int64)
-        if arr.ndim == 0:
-            arr = arr.reshape(1)
-        if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
-            raise ValidationError(
-                f"draws must be None, integer draw indices in 0..{H - 1} or a boolean mask. "
-                f"Got {draws!r}."
-            )
-        if arr.size and (arr.min() < 0 or arr.max() >= H):
-            bad = arr[(arr < 0) | (arr >= H)][0]
-            raise ValidationError(
-                f"draws: index {int(bad)} is outside 0..{H - 1} (the model has H = {H} draws)."
-            )
-        return arr.astype(np.int64)
+        return _records.check_draw_indices(self, draw_indices)
 
-    def _stacked(self, name: str, draws: np.ndarray | None = None) -> np.ndarray:
+    def _stacked(self, name: str, draw_indices: np.ndarray | None = None) -> np.ndarray:
         """Posterior variable ``name`` as an ``[H, ...]`` float array (chain-major), optionally
-        restricted to the flattened indices ``draws``."""
-        self._check_fitted()
-        post = self.posterior_["posterior"]
-        if name not in post.data_vars:
-            raise ValidationError(f"posterior has no variable {name!r}.")
-        da = post[name]
-        dims = ["chain", "draw", *[d for d in da.dims if d not in ("chain", "draw")]]
-        vals = np.asarray(da.transpose(*dims).values)
-        vals = vals.reshape(-1, *vals.shape[2:])
-        return vals if draws is None else vals[draws]
+        restricted to the flattened indices ``draw_indices``."""
+        return _records.stacked(self, name, draw_indices)
+
+    # ------------------------------------------------------------------ fit (template)
+    def fit(
+        self,
+        data: pd.DataFrame,
+        *,
+        schema: Schema | None = None,
+        synthesized: Sequence[str] | None = None,
+        records: Any = None,
+        random_seed: RandomSeed = None,
+    ) -> BayesianSynthesizer:
+        """Draw from the posterior of the model given the confidential table.
+
+        Parameters
+        ----------
+        data : DataFrame
+            Confidential table (for :class:`~bayes_risk.models.PoissonMixture` the synthesized
+            columns must be non-negative integer counts).
+        schema : Schema, optional
+            Column types, levels and roles (default inferred: integer columns are counts).
+        synthesized : sequence of str, optional
+            Columns to model and synthesize (default: the schema's synthesized columns, else
+            all). Other columns are released unchanged.
+        records : array of bool or int indices, optional
+            Records whose synthesized columns are replaced (default all); the others are
+            released unchanged. The model is fitted to every record either way.
+        random_seed : RandomSeed
+            Seed of the sampler (default: the ``random_seed`` setting); each chain, and each
+            regression of a sequential chain, gets its own child stream.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        SchemaError
+            A synthesized column the model does not take (naming it; e.g. a column that is not
+            a count for :class:`~bayes_risk.models.PoissonMixture`), or a column named in the
+            settings that is not in the data.
+        ValidationError
+            Invalid settings or record selection; for
+            :class:`~bayes_risk.models.SequentialRegression` an unknown family, a family that
+            does not fit the column's type, a predictor synthesized later in the order, a
+            rank-deficient design.
+        """
+        self._check_settings()
+        data, schema = self._prepare_data(data, schema=schema, synthesized=synthesized)
+        flags = self._check_synthesized_records(records, len(data))
+        posterior = self._draw_posterior(data, schema, self._seed_for_fit(random_seed))
+        self.dtypes_ = record_dtypes(data)
+        self._set_fitted(posterior, schema, len(data), data=data, synthesized_records=flags)
+        return self
+
+    def _check_settings(self) -> None:
+        """Check the model's own settings before fitting (naming the bad one)."""
+
+    def _draw_posterior(self, data: pd.DataFrame, schema: Schema, seed: RandomSeed
+                        ) -> xr.DataTree:
+        """The posterior draws given the prepared confidential table (the work of :meth:`fit`)."""
+        raise NotImplementedError(f"{type(self).__name__} implements its own fit.")
 
     # ------------------------------------------------------------------ data preparation
     def _prepare_data(
@@ -402,37 +333,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         ``synthesized`` names the synthesized columns. If neither ``synthesized`` nor the schema's
         roles name any, every column is synthesized (full synthesis).
         """
-        if not isinstance(data, pd.DataFrame):
-            raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
-        if len(data) == 0:
-            raise ValidationError("data has no records.")
-        data = data.copy()
-        data.columns = [str(c) for c in data.columns]
-        if schema is None:
-            schema = infer_schema(data, categorical=categorical)
-        elif not isinstance(schema, Schema):
-            raise ValidationError(f"schema must be a Schema. Got {type(schema).__name__}.")
-        missing = [c for c in schema.names if c not in data.columns]
-        if missing:
-            raise SchemaError(
-                f"data is missing column(s) {missing} named in the schema.", code="MISSING_COLUMN"
-            )
-        extra = [c for c in data.columns if c not in schema.names]
-        if extra:
-            raise SchemaError(
-                f"data has column(s) {extra} that are not in the schema; select the columns to "
-                "model first.",
-                code="EXTRA_COLUMN",
-            )
-        data = data[schema.names]
-        synthesized = synthesized_columns(synthesized, schema)
-        if synthesized is not None:
-            schema = schema.with_roles(synthesized)
-        if not schema.synthesized:
-            schema = schema.with_roles(schema.names)
-        validate_table(data, schema, name="data", allow_nan=allow_nan,
-                       missing_hint="" if allow_nan else refusal_hint(type(self).__name__))
-        return data.reset_index(drop=True), schema
+        return _records.prepare_data(self, data, schema, synthesized, categorical, allow_nan)
 
     # ------------------------------------------------------------------ sampling
     def _seed_for_fit(self, random_seed: RandomSeed) -> RandomSeed:
@@ -452,65 +353,19 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         Warm-up draws are discarded; their sampler statistics are kept in the
         ``warmup_sample_stats`` group when PyMC provides them.
         """
-        import pymc as pm
-
-        seeds = self._chain_seeds(random_seed)
-        kwargs: dict[str, Any] = dict(
-            draws=int(self.draws),
-            tune=int(self.tune),
-            chains=int(self.chains),
-            cores=self.cores,
-            random_seed=seeds,
-            progressbar=bool(self.progressbar),
-            quiet=not bool(self.progressbar),
-            compute_convergence_checks=False,
-            discard_tuned_samples=False,
-            model=model,
-        )
-        if step is not None:
-            kwargs["step"] = step
-        kwargs.update(sample_kwargs)
-        with warnings.catch_warnings(), _InterruptGuard() as guard:
-            # PyMC's own short-chain message; convergence is reported by convergence_report().
-            warnings.filterwarnings("ignore", message=".*samples per chain.*")
-            kwargs["callback"] = guard.callback(kwargs.get("callback"))
-            try:
-                with keyboard_interrupts(lambda: guard.interrupted):  # in a compiled step
-                    dt = pm.sample(**kwargs)
-            except KeyError as err:
-                # PyMC interrupted during tuning fails while assembling the empty trace
-                raise KeyboardInterrupt(f"sampling interrupted during tuning ({err})") from err
-        if guard.interrupted:
-            raise KeyboardInterrupt("sampling interrupted")
-        _check_complete(dt, int(self.chains), int(self.draws))
-        if "warmup_posterior" in dt.children:
-            del dt["warmup_posterior"]
-        if "observed_data" in dt.children:
-            del dt["observed_data"]
-        return dt
+        return _sampling.run_sampler(self, model, step, random_seed, sample_kwargs)
 
     def _chain_seeds(self, random_seed: RandomSeed) -> list[int]:
         """Check the MCMC settings; one integer seed per chain drawn from ``random_seed``."""
         self._check_mcmc_settings()
-        rng = as_generator(random_seed)
-        return [int(s) for s in rng.integers(0, 2**31 - 1, size=int(self.chains))]
+        return _sampling.chain_seeds(random_seed, int(self.chains))
 
     def _run_gibbs(self, step: Any, layout: Any, *, random_seed: RandomSeed = None,
                    **extension: Any) -> xr.DataTree:
         """``_run_sampler`` for a model sampled by one Gibbs step alone: the step runs in a
         plain loop (``bayes_risk.models._bayesian.gibbs``), same seeds, same DataTree.
         ``extension``: ``max_sweeps`` and ``check`` of ``sample_gibbs`` (extension rounds)."""
-        from bayes_risk.models._bayesian.gibbs import sample_gibbs
-
-        seeds = self._chain_seeds(random_seed)
-        # Ctrl-C inside a compiled kernel surfaces as SystemError (keyboard_interrupts)
-        with _InterruptGuard() as guard, keyboard_interrupts(lambda: guard.interrupted):
-            dt = sample_gibbs(step, layout, seeds=seeds, tune=self.tune, draws=self.draws,
-                              chains=self.chains, cores=self.cores,
-                              progressbar=bool(self.progressbar), stop=lambda: guard.interrupted,
-                              **extension)
-        _check_complete(dt, int(self.chains), int(self.draws))
-        return dt
+        return _sampling.run_gibbs(self, step, layout, self._chain_seeds(random_seed), extension)
 
     def _set_fitted(
         self,
@@ -565,17 +420,18 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
 
     # ------------------------------------------------------------------ protocol (abstract)
     @abstractmethod
-    def record_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+    def record_loglik(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
         """``[H, n]`` array of ``log p(y_i | Θ_h)`` (joint or conditional form, ``ratio_form``)."""
 
     @abstractmethod
     def dataset_loglik(
-        self, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draws: Any = None
+        self, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None
     ) -> np.ndarray:
         """``[H, m]`` array of ``log p(Z_(l) | Θ_h)`` under the model's synthesis mode."""
 
     @abstractmethod
-    def neighbourhood_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+    def neighbourhood_loglik(self, records: pd.DataFrame, *,
+        draw_indices: Any = None) -> np.ndarray:
         """``[H, n, G]`` record log-likelihoods of the one-variable-different candidates
         (methods, Candidate sets) over the synthesized columns: truth first, then column by column
         in column order, levels ascending skipping the true level."""
@@ -669,9 +525,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         list of DataFrame
             Up to ``chunk_size`` tables ``[n_records, len(columns)]`` in record order.
         """
-        return _synthesis.posterior_replicates(
-            self, n, columns=columns, chunk_size=chunk_size, random_seed=random_seed, start=start
-        )
+        return _synthesis.posterior_replicates(self, n, columns, chunk_size, random_seed, start)
 
     def convergence_report(self, *, warn: bool = False) -> pd.DataFrame:
         """Rank-normalised bulk/tail ESS and R-hat of label-invariant scalars.
@@ -857,15 +711,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         BayesianSynthesizer
             A fitted model; convergence is reported on the given draws.
         """
-        return _io.from_posterior(
-            cls,
-            posterior,
-            schema,
-            n_records=n_records,
-            data=data,
-            synthesized_records=synthesized_records,
-            **settings,
-        )
+        return _io.from_posterior(cls, posterior, schema, n_records, data, synthesized_records,
+                                  settings)
 
     def _needs_data_for_synthesis_given(self, schema: Schema) -> bool:
         return _io.needs_data_for_synthesis_given(self, schema)

@@ -176,16 +176,9 @@ def check_fingerprint(model, data: pd.DataFrame) -> str | None:
                                model._n_records, record.get("columns"))
 
 
-def from_posterior(
-    cls,
-    posterior: xr.DataTree | Mapping[str, Any],
-    schema: Schema,
-    *,
-    n_records: int | None = None,
-    data: pd.DataFrame | None = None,
-    synthesized_records: np.ndarray | None = None,
-    **settings: Any,
-) -> Any:
+def from_posterior(cls, posterior: Any, schema: Schema, n_records: int | None,
+                   data: pd.DataFrame | None, synthesized_records: Any,
+                   settings: Mapping[str, Any]) -> Any:
     """The work of :meth:`BayesianSynthesizer.from_posterior` (documented there)."""
     obj = cls(**settings)
     if not isinstance(schema, Schema):

@@ -57,15 +57,8 @@ def synthesize(model, m: int = 1, *, random_seed: RandomSeed = None) -> Syntheti
     )
 
 
-def posterior_replicates(
-    model,
-    n: int | None,
-    *,
-    columns: Sequence[str] | None = None,
-    chunk_size: int = 50,
-    random_seed: RandomSeed = None,
-    start: int = 0,
-) -> Iterator[list[pd.DataFrame]]:
+def posterior_replicates(model, n: int | None, columns: Sequence[str] | None, chunk_size: int,
+                         random_seed: RandomSeed, start: int) -> Iterator[list[pd.DataFrame]]:
     """The work of :meth:`BayesianSynthesizer.posterior_replicates` (documented there)."""
     from bayes_risk.models._replicates import check_replicate_columns, iter_replicates
 

@@ -575,10 +575,10 @@ class DPMPM(BayesianSynthesizer):
     def _masks(self) -> tuple[np.ndarray, np.ndarray]:
         return _loglik.masks(self)
 
-    def _sub(self, draws: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return _loglik.sub(self, draws)
+    def _sub(self, draw_indices: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return _loglik.sub(self, draw_indices)
 
-    def record_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+    def record_loglik(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
         """``[H, n]`` joint record log-likelihoods ``log p(y_i | Θ_h)`` (Hu & Savitsky 2018).
 
         ``logsumexp_k(log π_k + Σ_j log φ_kj[y_ij])``; a missing value is marginalised (its
@@ -588,13 +588,14 @@ class DPMPM(BayesianSynthesizer):
         ----------
         records : DataFrame
             Records with the model's columns (extra columns are ignored).
-        draws : array of int, optional
+        draw_indices : array of int, optional
             Flattened draw indices (default all ``H``).
         """
-        return _loglik.record_loglik(self, records, draws=draws)
+        return _loglik.record_loglik(self, records, draw_indices=draw_indices)
 
     def dataset_loglik(
-        self, datasets: Sequence[pd.DataFrame] | SyntheticData | pd.DataFrame, *, draws: Any = None
+        self, datasets: Sequence[pd.DataFrame] | SyntheticData | pd.DataFrame, *,
+        draw_indices: Any = None,
     ) -> np.ndarray:
         """``[H, m]`` log-likelihoods ``log p(Z_(l) | Θ_h)`` under the synthesis mode.
 
@@ -605,7 +606,7 @@ class DPMPM(BayesianSynthesizer):
         ``logsumexp_k(log p(k | y_i, Θ) + Σ_{j∈S} log φ_kj[z_ij])`` with the confidential
         ``y_i`` (class O).
         """
-        return _loglik.dataset_loglik(self, datasets, draws=draws)
+        return _loglik.dataset_loglik(self, datasets, draw_indices)
 
     def own_record_delta(
         self,
@@ -613,7 +614,7 @@ class DPMPM(BayesianSynthesizer):
         candidates: pd.DataFrame,
         datasets: Sequence[pd.DataFrame] | SyntheticData | pd.DataFrame,
         *,
-        draws: Any = None,
+        draw_indices: Any = None,
     ) -> np.ndarray:
         """``[H, m, G]`` own-record term ``ℓ_{hli}(y*_g) − ℓ_{hli}(y_i)`` (class O).
 
@@ -633,10 +634,10 @@ class DPMPM(BayesianSynthesizer):
             ``G`` candidate values of the varying columns (any subset of the model's columns).
         datasets : sequence of DataFrame or SyntheticData
             The ``m`` released datasets (same row order as the original).
-        draws : array of int, optional
+        draw_indices : array of int, optional
             Flattened draw indices.
         """
-        return _loglik.own_record_delta(self, record, candidates, datasets, draws=draws)
+        return _loglik.own_record_delta(self, record, candidates, datasets, draw_indices)
 
     def neighbourhood_size(self) -> int:
         """``G = 1 + Σ_{j∈S} (d_j − 1)`` of the one-variable-different set."""
@@ -646,7 +647,7 @@ class DPMPM(BayesianSynthesizer):
         self,
         records: pd.DataFrame,
         *,
-        draws: Any = None,
+        draw_indices: Any = None,
         chunk_size: int | None = None,
         out: np.ndarray | None = None,
     ) -> np.ndarray:
@@ -666,12 +667,12 @@ class DPMPM(BayesianSynthesizer):
             (``TRUTH_OUTSIDE_SUPPORT``).
         """
         return _loglik.neighbourhood_loglik(
-            self, records, draws=draws, chunk_size=chunk_size, out=out
+            self, records, draw_indices=draw_indices, chunk_size=chunk_size, out=out
         )
 
-    def class_probabilities(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+    def class_probabilities(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
         """``[H, n, K]`` class probabilities ``p(k | y_i, Θ_h)`` (missing values marginalised)."""
-        return _loglik.class_probabilities(self, records, draws=draws)
+        return _loglik.class_probabilities(self, records, draw_indices=draw_indices)
 
     def _class_logw(self, codes, lp, lpi, use) -> np.ndarray:
         return _loglik.class_logw(self, codes, lp, lpi, use)

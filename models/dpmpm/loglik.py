@@ -7,13 +7,11 @@ over records, with the numba kernels of ``dpmpm.kernels``) and the class probabi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models.dpmpm.zeros import _UNKNOWN
 
@@ -24,20 +22,20 @@ def masks(model) -> tuple[np.ndarray, np.ndarray]:
     return s, ~s
 
 
-def sub(model, draws: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    if draws is None:  # all draws: the stored arrays themselves (read only), no copy
+def sub(model, draw_indices: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if draw_indices is None:  # all draws: the stored arrays themselves (read only), no copy
         return model._logphi, model._log_pi, model._phi
-    idx = model._draw_indices(draws)
+    idx = model._draw_indices(draw_indices)
     return model._logphi[idx], model._log_pi[idx], model._phi[idx]
 
 
-def record_loglik(model, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+def record_loglik(model, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
     """The work of :meth:`DPMPM.record_loglik` (documented there)."""
     import bayes_risk.models.dpmpm.kernels as kern
 
     model._check_fitted()
     codes = model._encode(records)
-    lp, lpi, ph = model._sub(draws)
+    lp, lpi, ph = model._sub(draw_indices)
     p = codes.shape[1]
     unknown = (codes == _UNKNOWN).any(axis=1)
     c = np.where(codes == _UNKNOWN, -1, codes)
@@ -50,9 +48,7 @@ def record_loglik(model, records: pd.DataFrame, *, draws: Any = None) -> np.ndar
     return out
 
 
-def dataset_loglik(
-    model, datasets: Sequence[pd.DataFrame] | SyntheticData | pd.DataFrame, *, draws: Any = None
-) -> np.ndarray:
+def dataset_loglik(model, datasets: Any, draw_indices: Any) -> np.ndarray:
     """The work of :meth:`DPMPM.dataset_loglik` (documented there)."""
     import bayes_risk.models.dpmpm.kernels as kern
 
@@ -60,7 +56,7 @@ def dataset_loglik(
     if isinstance(datasets, pd.DataFrame):
         datasets = [datasets]
     datasets = list(datasets)
-    lp, lpi, ph = model._sub(draws)
+    lp, lpi, ph = model._sub(draw_indices)
     if model._zeros is not None:
         import bayes_risk.models.dpmpm.zeros_loglik as zl
 
@@ -104,20 +100,14 @@ def dataset_loglik(
     return out
 
 
-def own_record_delta(
-    model,
-    record: int | pd.Series,
-    candidates: pd.DataFrame,
-    datasets: Sequence[pd.DataFrame] | SyntheticData | pd.DataFrame,
-    *,
-    draws: Any = None,
-) -> np.ndarray:
+def own_record_delta(model, record: Any, candidates: pd.DataFrame, datasets: Any,
+                     draw_indices: Any) -> np.ndarray:
     """The work of :meth:`DPMPM.own_record_delta` (documented there)."""
     model._check_fitted()
     if isinstance(datasets, pd.DataFrame):
         datasets = [datasets]
     datasets = list(datasets)
-    idx = model._draw_indices(draws)
+    idx = model._draw_indices(draw_indices)
     G = len(candidates)
     out = np.zeros((len(idx), len(datasets), G))
     if model.synthesis_mode_ != "posterior_class":
@@ -179,7 +169,7 @@ def neighbourhood_loglik(
     model,
     records: pd.DataFrame,
     *,
-    draws: Any = None,
+    draw_indices: Any = None,
     chunk_size: int | None = None,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
@@ -203,7 +193,7 @@ def neighbourhood_loglik(
             "not fitted with.",
             code="TRUTH_OUTSIDE_SUPPORT",
         )
-    lp, lpi, ph = model._sub(draws)
+    lp, lpi, ph = model._sub(draw_indices)
     s_mask, _ = model._masks()
     syn_cols = np.flatnonzero(s_mask).astype(np.int64)
     G = model.neighbourhood_size()
@@ -236,11 +226,11 @@ def neighbourhood_loglik(
     return out
 
 
-def class_probabilities(model, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+def class_probabilities(model, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
     """The work of :meth:`DPMPM.class_probabilities` (documented there)."""
     model._check_fitted()
     codes = model._encode(records)
-    lp, lpi, _ = model._sub(draws)
+    lp, lpi, _ = model._sub(draw_indices)
     logw = model._class_logw(codes, lp, lpi, np.ones(codes.shape[1], bool))
     from bayes_risk._numeric import normalise_log
 

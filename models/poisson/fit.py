@@ -166,12 +166,12 @@ def build_pymc_model(
     return model
 
 
-def pymc_record_logp(synth, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+def pymc_record_logp(synth, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
     """The work of :meth:`PoissonMixture.pymc_record_logp` (documented there)."""
     import pymc as pm
 
     synth._check_fitted()
-    idx = synth._draw_indices(draws)
+    idx = synth._draw_indices(draw_indices)
     y = synth._counts(records)
     model = synth.build_pymc_model(y, synth.columns_, b_lambda=np.ones(y.shape[1]))
     obs = model["y"]

@@ -6,7 +6,6 @@ intruder's posterior (``bayes_risk.attribute.largest_value``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 import bayes_risk.models.poisson.kernels as pk
+import bayes_risk.models.poisson.loglik as _loglik
 import bayes_risk.models.poisson.weak as pw
-from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import SchemaError, ValidationError
 
 #: What the intruder of the largest-value scenario knows (see ``largest_value_loglik``).
@@ -104,12 +103,11 @@ class LargestValueLikelihood:
     total_known: bool = False
 
 
-def largest_value_candidates(
-    model, column: str, upper: float, *, step: float = 1.0, data: pd.DataFrame | None = None
-) -> tuple[np.ndarray, int, int]:
+def largest_value_candidates(model, column: str, upper: float, step: float,
+                             data: pd.DataFrame | None) -> tuple[np.ndarray, int, int]:
     """The work of :meth:`PoissonMixture.largest_value_candidates` (documented there)."""
-    y = model._confidential_counts(data)
-    j = model._column_index(column)
+    y = _loglik.confidential_counts(model, data)
+    j = column_index(model, column)
     col = y[:, j]
     order = np.argsort(-col, kind="stable")
     rec = int(order[0])
@@ -139,20 +137,9 @@ def column_index(model, column: str) -> int:
     return cols.index(column)
 
 
-def largest_value_loglik(
-    model,
-    column: str,
-    datasets: Sequence[pd.DataFrame] | SyntheticData,
-    *,
-    scenario: str = "worst_case",
-    total_known: bool = False,
-    candidates: np.ndarray | None = None,
-    upper: float | None = None,
-    step: float = 1.0,
-    draws: Any = None,
-    memberships: Any = None,
-    data: pd.DataFrame | None = None,
-) -> LargestValueLikelihood:
+def largest_value_loglik(model, column: str, datasets: Any, scenario: str, total_known: bool,
+                         candidates: Any, upper: Any, step: float, draw_indices: Any,
+                         memberships: Any, data: pd.DataFrame | None) -> LargestValueLikelihood:
     """The work of :meth:`PoissonMixture.largest_value_loglik` (documented there)."""
     model._check_fitted()
     if scenario not in LARGEST_VALUE_SCENARIOS:
@@ -171,27 +158,27 @@ def largest_value_loglik(
         raise ValidationError(
             "a class-O model uses the confidential data it was fitted to; omit data=."
         )
-    y = model._confidential_counts(data)
-    j = model._column_index(column)
+    y = _loglik.confidential_counts(model, data)
+    j = column_index(model, column)
     order = np.argsort(-y[:, j], kind="stable")
     if order.size < 2:
         raise ValidationError("the largest-value scenarios need at least two records.")
     rec, rec2 = int(order[0]), int(order[1])
     if scenario == "two_largest_sum":
-        return model._two_largest_pieces(column, datasets, y, j, order, candidates, draws,
+        return two_largest_pieces(model, column, datasets, y, j, order, candidates, draw_indices,
                                         memberships)
-    grid, g0 = model._largest_grid(column, y[:, j], rec, candidates, upper, step, data)
+    grid, g0 = largest_grid(model, column, y[:, j], rec, candidates, upper, step, data)
     cand = np.repeat(y[rec][None, :], grid.size, axis=0)
     cand[:, j] = grid
-    idx = model._draw_indices(draws)
+    idx = model._draw_indices(draw_indices)
     log_pi, lam = model._params(idx)
     logp_rec = pk.record_loglik(cand, log_pi, lam)
     common = dict(column=column, record=rec, second_largest=float(y[rec2, j]),
                   candidates=grid, g0=g0, model_class=model.model_class, logp_rec=logp_rec,
                   scenario=scenario, second_record=rec2, total_known=bool(total_known))
     if scenario == "second_largest" and model.variant != "mp":
-        return model._group_sum_pieces(common, datasets, y, j, idx, memberships)
-    return model._ratio_pieces(common, cand, datasets, y, j, idx, memberships)
+        return group_sum_pieces(model, common, datasets, y, j, idx, memberships)
+    return ratio_pieces(model, common, cand, datasets, y, j, idx, memberships)
 
 
 def ratio_pieces(
@@ -204,12 +191,12 @@ def ratio_pieces(
     grid, g0 = common["candidates"], common["g0"]
     scenario, total_known = common["scenario"], common["total_known"]
     log_pi, lam = model._params(idx)
-    L = model.dataset_loglik(datasets, draws=idx, memberships=memberships)
+    L = model.dataset_loglik(datasets, draw_indices=idx, memberships=memberships)
     delta = cand_ll = None
     warns: list[str] = []
     if model.model_class == "O":
         cand_ll = model.candidate_dataset_loglik(
-            rec, cand, datasets, draws=idx, memberships=memberships
+            rec, cand, datasets, draw_indices=idx, memberships=memberships
         )
         delta = _delta(cand_ll, g0, warns)
     if model.synthesized_records_ is not None and not model.synthesized_records_[rec]:
@@ -225,7 +212,7 @@ def ratio_pieces(
             cons = [total]
     return LargestValueLikelihood(
         **common, L=L, delta=delta, loglik_candidates=cand_ll,
-        memberships=(model._membership_mode(memberships)
+        memberships=(_loglik.membership_mode(model, memberships)
                      if isinstance(memberships, (str, type(None))) else "user"),
         warnings=warns, constraint_loglik=constraint, constraints=cons,
     )
@@ -262,9 +249,8 @@ def group_sum_pieces(
 ) -> LargestValueLikelihood:
     """MM / TCMM under ``second_largest``: the group-sum constraints (module
     ``poisson.weak``); the importance ratios only weight the draws."""
-    frames = model._as_frames(datasets)
-    zs = [model._counts(f, name=f"synthetic dataset {l + 1}") for l, f in enumerate(frames)]
-    mode = model._membership_mode(memberships)
+    zs = _loglik.synthetic_counts(model, datasets)
+    mode = _loglik.membership_mode(model, memberships)
     if isinstance(mode, str):
         if mode != "generating":
             raise ValidationError(
@@ -272,7 +258,7 @@ def group_sum_pieces(
                 "dataset: memberships='generating' (default) or an integer array [n] or "
                 f"[m, n]. Got {memberships!r}."
             )
-        gen = model._generating_memberships(datasets, zs, y)
+        gen = _loglik.generating_memberships(model, datasets, zs, y)
         label = "generating"
     else:
         z = np.asarray(memberships)
@@ -301,7 +287,7 @@ def group_sum_pieces(
 
 def two_largest_pieces(
     model, column: str, datasets: Any, y: np.ndarray, j: int, order: np.ndarray,
-    candidates: Any, draws: Any, memberships: Any,
+    candidates: Any, draw_indices: Any, memberships: Any,
 ) -> LargestValueLikelihood:
     """``two_largest_sum``: the splits ``(y*, T_2j − y*)`` of the two largest values."""
     rec, rec2 = int(order[0]), int(order[1])
@@ -327,10 +313,10 @@ def two_largest_pieces(
     c1 = np.repeat(y[rec][None, :], grid.size, axis=0)
     c2 = np.repeat(y[rec2][None, :], grid.size, axis=0)
     c1[:, j], c2[:, j] = grid, t2 - grid
-    idx = model._draw_indices(draws)
+    idx = model._draw_indices(draw_indices)
     log_pi, lam = model._params(idx)
     logp_rec = pk.record_loglik(c1, log_pi, lam) + pk.record_loglik(c2, log_pi, lam)
-    L = model.dataset_loglik(datasets, draws=idx, memberships=memberships)
+    L = model.dataset_loglik(datasets, draw_indices=idx, memberships=memberships)
     delta = cand_ll = None
     warns: list[str] = []
     if model.model_class == "O":
@@ -341,7 +327,7 @@ def two_largest_pieces(
         column=column, record=rec, second_largest=y2, candidates=grid, g0=int(hit[0]),
         model_class=model.model_class, logp_rec=logp_rec, L=L, delta=delta,
         loglik_candidates=cand_ll,
-        memberships=(model._membership_mode(memberships)
+        memberships=(_loglik.membership_mode(model, memberships)
                      if isinstance(memberships, (str, type(None))) else "user"),
         warnings=warns, scenario="two_largest_sum", second_record=rec2, pair_total=t2,
     )

@@ -20,10 +20,10 @@ from bayes_risk.models._bayesian.design import NeighbourhoodUnavailable
 from bayes_risk.models.poisson.fit import LATENT_GROUP
 
 
-def record_loglik(model, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+def record_loglik(model, records: pd.DataFrame, draw_indices: Any) -> np.ndarray:
     """The work of :meth:`PoissonMixture.record_loglik` (documented there)."""
     model._check_fitted()
-    idx = model._draw_indices(draws)
+    idx = model._draw_indices(draw_indices)
     y = model._counts(records, strict=False)
     bad = np.any((y < 0) | (y % 1 != 0), axis=1)
     log_pi, lam = model._params(idx)
@@ -32,7 +32,7 @@ def record_loglik(model, records: pd.DataFrame, *, draws: Any = None) -> np.ndar
     return out
 
 
-def neighbourhood_loglik(model, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+def neighbourhood_loglik(model, records: pd.DataFrame, draw_indices: Any) -> np.ndarray:
     """The work of :meth:`PoissonMixture.neighbourhood_loglik` (documented there)."""
     raise NeighbourhoodUnavailable(
         "PoissonMixture models count columns, which have no one-variable-different "
@@ -48,6 +48,12 @@ def as_frames(model, datasets: Any) -> list[pd.DataFrame]:
     if isinstance(datasets, pd.DataFrame):
         return [datasets]
     return list(datasets)
+
+
+def synthetic_counts(model, datasets: Any) -> list[np.ndarray]:
+    """The modelled counts of each released dataset (checked, naming the dataset)."""
+    frames = as_frames(model, datasets)
+    return [model._counts(f, name=f"synthetic dataset {l + 1}") for l, f in enumerate(frames)]
 
 
 def resolve_memberships(model, memberships: Any, h: int, y: np.ndarray,
@@ -142,11 +148,11 @@ def generating_memberships(
         found = None
         if hint is not None and 0 <= hint[l] < stored.shape[0]:
             h = hint[l]
-            if model.variant == "mp" or model._sums_match(zl, y, stored[h], K):
+            if model.variant == "mp" or sums_match(model, zl, y, stored[h], K):
                 found = stored[h]
         if found is None and model.variant != "mp":
             for h in range(stored.shape[0]):
-                if model._sums_match(zl, y, stored[h], K):
+                if sums_match(model, zl, y, stored[h], K):
                     found = stored[h]
                     break
         if found is None:
@@ -173,43 +179,39 @@ def class_o_loglik(model, zvals: np.ndarray, y: np.ndarray, memb: np.ndarray, K:
     return tot
 
 
-def dataset_loglik(
-    model, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draws: Any = None,
-    memberships: Any = None,
-) -> np.ndarray:
+def dataset_loglik(model, datasets: Any, draw_indices: Any, memberships: Any) -> np.ndarray:
     """The work of :meth:`PoissonMixture.dataset_loglik` (documented there)."""
     model._check_fitted()
-    idx = model._draw_indices(draws)
-    frames = model._as_frames(datasets)
-    zs = [model._counts(f, name=f"synthetic dataset {l + 1}") for l, f in enumerate(frames)]
+    idx = model._draw_indices(draw_indices)
+    zs = synthetic_counts(model, datasets)
     log_pi, lam = model._params(idx)
     rows = model._synthesized_rows()
     if model.model_class == "P":
         return np.stack(
             [pk.record_loglik(z[rows], log_pi, lam).sum(axis=1) for z in zs], axis=1
         )
-    y = model._confidential_counts()
+    y = confidential_counts(model)
     K = lam.shape[1]
-    memberships = model._membership_mode(memberships)
-    gen = (model._generating_memberships(datasets, zs, y)
+    memberships = membership_mode(model, memberships)
+    gen = (generating_memberships(model, datasets, zs, y)
            if isinstance(memberships, str) and memberships == "generating" else None)
     out = np.empty((idx.size, len(zs)))
     if isinstance(memberships, str) and memberships == "marginalised":
         for r in range(idx.size):
             for l, z in enumerate(zs):
-                out[r, l] = model._pc_terms(z[rows], y[rows], log_pi[r], lam[r]).sum()
+                out[r, l] = pc_terms(z[rows], y[rows], log_pi[r], lam[r]).sum()
         return out
     if gen is not None and model.variant != "mp":
         # given the memberships the MM/TCMM likelihood does not involve Θ_h
         for l, z in enumerate(zs):
-            out[:, l] = model._class_o_loglik(z, y, gen[l], K)
+            out[:, l] = class_o_loglik(model, z, y, gen[l], K)
         return out
     for r, h in enumerate(idx):
-        memb_h = None if gen is not None else model._resolve_memberships(
+        memb_h = None if gen is not None else resolve_memberships(model,
             memberships, int(h), y, log_pi[r], lam[r])
         for l, z in enumerate(zs):
             memb = gen[l] if gen is not None else memb_h
-            out[r, l] = model._o_loglik(z, y, memb, K, lam[r])
+            out[r, l] = o_loglik(model, z, y, memb, K, lam[r])
     return out
 
 
@@ -246,15 +248,8 @@ def confidential_counts(model, data: pd.DataFrame | None = None) -> np.ndarray:
     return model.data_[model.columns_].to_numpy(dtype=np.float64)
 
 
-def candidate_dataset_loglik(
-    model,
-    record: int,
-    candidates: pd.DataFrame | np.ndarray,
-    datasets: Sequence[pd.DataFrame] | SyntheticData,
-    *,
-    draws: Any = None,
-    memberships: Any = None,
-) -> np.ndarray:
+def candidate_dataset_loglik(model, record, candidates, datasets, draw_indices, memberships
+                             ) -> np.ndarray:
     """The work of :meth:`PoissonMixture.candidate_dataset_loglik` (documented there)."""
     model._check_fitted()
     if model.model_class == "P":
@@ -262,79 +257,98 @@ def candidate_dataset_loglik(
             "candidate_dataset_loglik / own_record_delta apply to class-O models only (MM, "
             "TCMM, posterior_class); a class-P model uses record_loglik ratios."
         )
-    y = model._confidential_counts()
-    record = model._record_position(record, y)
-    cand = model._candidate_array(candidates, y[record])
+    y = confidential_counts(model)
+    record = record_position(model, record, y)
+    cand = candidate_array(model, candidates, y[record])
     if model.synthesized_records_ is not None and not model.synthesized_records_[record]:
         # released unchanged: its value enters neither the synthesis nor the likelihood
-        L = model.dataset_loglik(datasets, draws=draws, memberships=memberships)
+        L = model.dataset_loglik(datasets, draw_indices=draw_indices, memberships=memberships)
         return np.repeat(L[:, :, None], cand.shape[0], axis=2)
-    frames = model._as_frames(datasets)
-    zs = [model._counts(f, name=f"synthetic dataset {l + 1}") for l, f in enumerate(frames)]
-    idx = model._draw_indices(draws)
+    zs = synthetic_counts(model, datasets)
+    idx = model._draw_indices(draw_indices)
     log_pi, lam = model._params(idx)
-    K = lam.shape[1]
-    rows = model._synthesized_rows()
-    memberships = model._membership_mode(memberships)
-    gen = (model._generating_memberships(datasets, zs, y)
+    memberships = membership_mode(model, memberships)
+    gen = (generating_memberships(model, datasets, zs, y)
            if isinstance(memberships, str) and memberships == "generating" else None)
-    out = np.empty((idx.size, len(zs), cand.shape[0]))
-    if isinstance(memberships, str) and memberships == "marginalised":
+    return replaced_dataset_loglik(model, zs, y, [(record, cand)], idx, log_pi, lam,
+                                   memberships, gen)
+
+
+def replaced_dataset_loglik(
+    model, zs: list[np.ndarray], y: np.ndarray, replace: Sequence[tuple[int, np.ndarray]],
+    idx: np.ndarray, log_pi: np.ndarray, lam: np.ndarray, mode: Any, gen: Any,
+) -> np.ndarray:
+    """``[H', m, G]`` class-O log-likelihood of each dataset with the confidential counts of the
+    records of ``replace`` (pairs ``(record, candidates [G, p])``) set to their ``g``-th
+    candidate, every other record keeping its values (Hu 2019 §3.2.5; Wei & Reiter 2016's
+    two-record scenario replaces two).
+
+    ``mode``: the memberships argument as :func:`membership_mode` returns it; ``gen``: the
+    generating memberships of each dataset (``mode == "generating"``) or ``None``. With
+    ``"map"`` the replaced records take the MAP class of their candidate under ``Θ_h`` (the
+    others keep the MAP of their true values).
+    """
+    K = lam.shape[1]
+    G = replace[0][1].shape[0]
+    rows = model._synthesized_rows()
+    out = np.empty((idx.size, len(zs), G))
+    if isinstance(mode, str) and mode == "marginalised":
         for r in range(idx.size):
             for l, z in enumerate(zs):
-                t = model._pc_terms(z, y, log_pi[r], lam[r])
-                zi = np.repeat(z[[record]], cand.shape[0], axis=0)
-                own = model._pc_terms(zi, cand, log_pi[r], lam[r])
-                out[r, l, :] = t[rows].sum() - t[record] + own
+                t = pc_terms(z, y, log_pi[r], lam[r])
+                base = t[rows].sum()
+                for rec, _ in replace:
+                    base = base - t[rec]
+                own = sum(pc_terms(np.repeat(z[[rec]], G, axis=0), c, log_pi[r], lam[r])
+                          for rec, c in replace)
+                out[r, l, :] = base + own
         return out
+
+    def replaced(g: int) -> np.ndarray:
+        y2 = y.copy()
+        for rec, c in replace:
+            y2[rec] = c[g]
+        return y2
+
     if gen is not None and model.variant != "mp":
         # given the memberships the MM/TCMM likelihood does not involve Θ_h
-        for g in range(cand.shape[0]):
-            y2 = y.copy()
-            y2[record] = cand[g]
+        for g in range(G):
+            y2 = replaced(g)
             for l, z in enumerate(zs):
-                out[:, l, g] = model._class_o_loglik(z, y2, gen[l], K)
+                out[:, l, g] = class_o_loglik(model, z, y2, gen[l], K)
         return out
     for r, h in enumerate(idx):
-        memb_h = None if gen is not None else model._resolve_memberships(
-            memberships, int(h), y, log_pi[r], lam[r])
-        for g in range(cand.shape[0]):
-            y2 = y.copy()
-            y2[record] = cand[g]
+        memb_h = None if gen is not None else resolve_memberships(
+            model, mode, int(h), y, log_pi[r], lam[r])
+        for g in range(G):
+            y2 = replaced(g)
             for l, z in enumerate(zs):
                 memb = gen[l] if gen is not None else memb_h
-                if isinstance(memberships, str) and memberships == "map":
+                if isinstance(mode, str) and mode == "map":
                     memb = memb.copy()
-                    memb[record] = pk.map_memberships(cand[g][None, :], log_pi[r], lam[r])[0]
-                out[r, l, g] = model._o_loglik(z, y2, memb, K, lam[r])
+                    for rec, c in replace:
+                        memb[rec] = pk.map_memberships(c[g][None, :], log_pi[r], lam[r])[0]
+                out[r, l, g] = o_loglik(model, z, y2, memb, K, lam[r])
     return out
 
 
-def own_record_delta(
-    model,
-    record: int,
-    candidates: pd.DataFrame | np.ndarray,
-    datasets: Sequence[pd.DataFrame] | SyntheticData,
-    *,
-    draws: Any = None,
-    memberships: Any = None,
-) -> np.ndarray:
+def own_record_delta(model, record, candidates, datasets, draw_indices, memberships) -> np.ndarray:
     """The work of :meth:`PoissonMixture.own_record_delta` (documented there)."""
     model._check_fitted()
     if model.synthesized_records_ is not None and model.model_class == "O":
-        y = model._confidential_counts()
-        pos = model._record_position(record, y)
+        y = confidential_counts(model)
+        pos = record_position(model, record, y)
         if not model.synthesized_records_[pos]:
-            G = model._candidate_array(candidates, y[pos]).shape[0]
-            m = len(model._as_frames(datasets))
-            return np.zeros((model._draw_indices(draws).size, m, G))
+            G = candidate_array(model, candidates, y[pos]).shape[0]
+            m = len(as_frames(model, datasets))
+            return np.zeros((model._draw_indices(draw_indices).size, m, G))
     full = model.candidate_dataset_loglik(
-        record, candidates, datasets, draws=draws, memberships=memberships
+        record, candidates, datasets, draw_indices=draw_indices, memberships=memberships
     )
-    y = model._confidential_counts()
-    pos = model._record_position(record, y)
+    y = confidential_counts(model)
+    pos = record_position(model, record, y)
     truth = model.candidate_dataset_loglik(
-        pos, y[pos][None, :], datasets, draws=draws, memberships=memberships
+        pos, y[pos][None, :], datasets, draw_indices=draw_indices, memberships=memberships
     )
     with np.errstate(invalid="ignore"):
         d = full - truth
@@ -346,8 +360,8 @@ def own_record_delta(
 
 def o_loglik(model, z, y, memb, K, lam) -> float:
     if model.variant == "mp":
-        return model._posterior_class_loglik(z, memb, lam)
-    return model._class_o_loglik(z, y, memb, K)
+        return posterior_class_loglik(model, z, memb, lam)
+    return class_o_loglik(model, z, y, memb, K)
 
 
 def record_position(model, record: Any, y: np.ndarray) -> int:

@@ -28,18 +28,18 @@ import numpy as np
 import pandas as pd
 
 import bayes_risk.models.poisson.fit as _fit
-import bayes_risk.models.poisson.kernels as pk
 import bayes_risk.models.poisson.largest as _largest
 import bayes_risk.models.poisson.loglik as _loglik
+import bayes_risk.models.poisson.posterior as _posterior
+import bayes_risk.models.poisson.synthesis as _synthesis
 from bayes_risk._rng import RandomSeed
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import validate_table
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
-from bayes_risk.models._bayesian.design import apply_dtypes, record_dtypes
+from bayes_risk.models._bayesian.design import record_dtypes
 from bayes_risk.models.poisson.fit import LATENT_GROUP
 from bayes_risk.models.poisson.largest import LargestValueLikelihood
-from bayes_risk.models.poisson.loglik import _group_totals
 from bayes_risk.protocols import ModelInfo
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -305,119 +305,17 @@ class PoissonMixture(BayesianSynthesizer):
 
 
     # ------------------------------------------------------------------ fitting
-    def fit(
-        self,
-        data: pd.DataFrame,
-        *,
-        schema: Schema | None = None,
-        synthesized: Sequence[str] | None = None,
-        records: Any = None,
-        random_seed: RandomSeed = None,
-    ) -> PoissonMixture:
-        """Fit the MP model to the count columns by MCMC.
-
-        Parameters
-        ----------
-        data : DataFrame
-            Confidential table; the synthesized columns must be non-negative integer counts.
-        schema : Schema, optional
-            Column types and roles (default inferred: integer columns are counts).
-        synthesized : sequence of str, optional
-            The count columns to model and synthesize (default: the schema's synthesized
-            columns, or every column). Other columns are released unchanged and the mixture
-            does not condition on them.
-        records : array of bool or int indices, optional
-            Records whose count columns are replaced (default all); the others are released
-            unchanged (see the class Notes for MM/TCMM). The mixture is fitted to every record.
-        random_seed : RandomSeed
-            Seed of the sampler (default: the ``random_seed`` setting).
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        SchemaError
-            If a synthesized column is not a count column (naming it).
-        ValidationError
-            For invalid settings.
-        """
-        self._check_settings()
-        data, schema = self._prepare_data(data, schema=schema, synthesized=synthesized)
-        flags = self._check_synthesized_records(records, len(data))
+    def _draw_posterior(self, data: pd.DataFrame, schema: Schema, seed: RandomSeed
+                        ) -> xr.DataTree:
+        # the mixture is fitted to the count columns of every record
         cols = self._count_columns(schema)
-        y = data[cols].to_numpy(dtype=np.float64)
-        seed = self._seed_for_fit(random_seed)
-        posterior = self._sample(y, cols, seed)
-        self.dtypes_ = record_dtypes(data)
-        self._set_fitted(posterior, schema, len(data), data=data, synthesized_records=flags)
-        return self
+        return self._sample(data[cols].to_numpy(dtype=np.float64), cols, seed)
     # ------------------------------------------------------------------ posterior handling
     def _event_ndims(self) -> dict[str, int]:
         return {"alpha": 0, "v": 1, "w": 1, "lam": 2}
 
     def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:
-        import xarray as xr
-
-        self._check_settings()
-        cols = self._count_columns(schema)
-        post = posterior["posterior"]
-        if "lam" not in post.data_vars:
-            raise ValidationError(
-                "a PoissonMixture posterior needs variable 'lam' [chain, draw, K, p]."
-            )
-        lam = post["lam"]
-        if lam.ndim != 4 or lam.shape[3] != len(cols):
-            raise ValidationError(
-                f"posterior 'lam' must have shape (chain, draw, K, p) with p = {len(cols)} "
-                f"count columns {cols}. Got shape {tuple(lam.shape)}."
-            )
-        K = int(lam.shape[2])
-        if K != int(self.n_components):
-            raise ValidationError(
-                f"posterior 'lam' has K = {K} components but n_components = {self.n_components}; "
-                "pass n_components to match."
-            )
-        if np.any(~np.isfinite(lam.values)) or np.any(lam.values < 0):
-            raise ValidationError("posterior 'lam' must hold finite non-negative rates.")
-        lam_dims = ("chain", "draw", "component", "column")
-        ds = post.to_dataset() if hasattr(post, "to_dataset") else post.ds
-        ds = ds.copy()
-        if tuple(lam.dims) != lam_dims:
-            ds["lam"] = (lam_dims, lam.values)
-        if "w" not in ds.data_vars:
-            if K == 1:
-                w = np.ones(lam.shape[:2] + (1,))
-            elif "v" in ds.data_vars:
-                v = np.asarray(ds["v"].values, dtype=np.float64)
-                if v.shape[-1] != K - 1 or np.any((v <= 0) | (v >= 1)):
-                    raise ValidationError(
-                        f"posterior 'v' must have K - 1 = {K - 1} stick proportions in (0, 1)."
-                    )
-                w = np.exp(pk.stick_breaking_log_weights(v))
-            else:
-                raise ValidationError(
-                    "a PoissonMixture posterior needs 'w' (mixture weights) or 'v'."
-                )
-            ds["w"] = (("chain", "draw", "component"), w)
-        w = np.asarray(ds["w"].values, dtype=np.float64)
-        if w.shape[-1] != K or np.any(w < 0) or not np.allclose(w.sum(-1), 1.0, atol=1e-6):
-            raise ValidationError(
-                f"posterior 'w' must hold K = {K} non-negative weights summing to 1 per draw."
-            )
-        if tuple(ds["w"].dims) != ("chain", "draw", "component"):
-            ds["w"] = (("chain", "draw", "component"), w)
-        if "v" in ds.data_vars and tuple(ds["v"].dims) != ("chain", "draw", "stick"):
-            ds["v"] = (("chain", "draw", "stick"), np.asarray(ds["v"].values))
-        ds = ds.assign_coords(column=list(cols))
-        posterior["posterior"] = xr.DataTree(ds)
-        if LATENT_GROUP in posterior.children:
-            z = posterior[LATENT_GROUP]["z"]
-            if z.shape[:2] != lam.shape[:2] or np.any(z.values < 0) or np.any(z.values >= K):
-                raise ValidationError(
-                    "latent 'z' must be [chain, draw, record] with values in 0..K-1."
-                )
+        return _posterior.validate_posterior(self, posterior, schema)
 
     def _after_posterior(self) -> None:
         self._generating_cache = {}
@@ -444,72 +342,13 @@ class PoissonMixture(BayesianSynthesizer):
         return z.reshape(-1, z.shape[-1])[h].astype(np.int64)
 
     def _convergence_quantities(self) -> dict[str, np.ndarray]:
-        post = self.posterior_["posterior"]
-        w = np.asarray(post["w"].transpose("chain", "draw", "component").values)
-        lam = np.asarray(post["lam"].transpose("chain", "draw", "component", "column").values)
-        out: dict[str, np.ndarray] = {}
-        if "alpha" in post.data_vars:
-            out["alpha"] = np.asarray(post["alpha"].values)
-        # label-invariant: posterior predictive mean and variance of each column
-        mean = np.einsum("cdk,cdkj->cdj", w, lam)
-        second = np.einsum("cdk,cdkj->cdj", w, lam + lam**2)
-        for j, c in enumerate(self._count_columns(self.schema_)):
-            out[f"mean[{c}]"] = mean[..., j]
-            out[f"var[{c}]"] = second[..., j] - mean[..., j] ** 2
-        if "sample_stats" in self.posterior_.children:
-            ss = self.posterior_["sample_stats"]
-            for name in ("loglik", "n_occupied"):
-                if name in ss.data_vars:
-                    out[name] = np.asarray(ss[name].values, dtype=np.float64)
-        return out
+        return _posterior.convergence_quantities(self)
 
     # ------------------------------------------------------------------ synthesis
     def _synthesize_one(
         self, draw: int, rng: np.random.Generator, data: pd.DataFrame | None
     ) -> pd.DataFrame:
-        cols = self.columns_
-        n = self.n_records
-        log_pi, lam = self._params(np.array([draw]))
-        log_pi, lam = log_pi[0], lam[0]
-        K = lam.shape[0]
-        if data is not None:
-            out = data.copy()
-        else:
-            out = pd.DataFrame({c: np.zeros(n, dtype=np.int64) for c in self.schema_.names})
-            unsyn = [c for c in self.schema_.names if c not in cols]
-            if unsyn:
-                raise ValidationError(
-                    "this model has unsynthesized columns but no confidential data to copy them "
-                    "from; refit, or build it with from_posterior(..., data=...)."
-                )
-        rows = self._synthesized_rows()  # every record unless synthesized_records was given
-        if self.model_class == "P":
-            k = rng.choice(K, size=rows.size, p=np.exp(log_pi) / np.exp(log_pi).sum())
-            vals = rng.poisson(lam[k]).astype(np.int64)
-        else:
-            y = data[cols].to_numpy(dtype=np.float64)
-            z = self._memberships_of(draw)
-            if z is None or z.shape[0] != n:
-                z = pk.sample_memberships(y, log_pi, lam, rng)
-            if self.variant == "mp":  # posterior_class
-                vals = rng.poisson(lam[z[rows]]).astype(np.int64)
-            else:
-                vals = np.empty((rows.size, len(cols)), dtype=np.int64)
-                for j in range(len(cols)):
-                    groups, ng = self._groups(y[:, j], z, K)
-                    totals = _group_totals(y[:, j], groups, ng)
-                    if rows.size:
-                        vals[:, j] = pk.redistribute_totals(groups[rows], totals, rng)
-        for j, c in enumerate(cols):
-            if rows.size == n:
-                out[c] = vals[:, j]
-            else:  # the records that are not selected keep their values
-                col = out[c].to_numpy(dtype=np.int64, copy=True)
-                col[rows] = vals[:, j]
-                out[c] = col
-        out = out[self.schema_.names].reset_index(drop=True)
-        return apply_dtypes(out, {k: v for k, v in self.dtypes_.items() if k not in cols},
-                            self.schema_)
+        return _synthesis.synthesize_one(self, draw, rng, data)
 
     def _groups(self, ycol: np.ndarray, z: np.ndarray, K: int) -> tuple[np.ndarray, int]:
         """Redistribution groups of one column: components (MM) or components + tail (TCMM).
@@ -518,20 +357,7 @@ class PoissonMixture(BayesianSynthesizer):
         they are released unchanged) and the TCMM tail threshold is the ``q``-quantile of the
         selected records' values, so that synthesis involves the selected records only.
         """
-        ng = K + 1 if self.variant == "tcmm" else K
-        sel = self.synthesized_records_
-        if sel is None:
-            if self.variant == "tcmm":
-                return pk.tcmm_groups(ycol, z, K, float(self.q))[0], ng
-            return np.asarray(z, dtype=np.int64), ng
-        g = np.full(np.shape(ycol)[0], -1, dtype=np.int64)
-        if sel.any():
-            if self.variant == "tcmm":
-                g[sel] = pk.tcmm_groups(np.asarray(ycol)[sel], np.asarray(z)[sel], K,
-                                        float(self.q))[0]
-            else:
-                g[sel] = np.asarray(z, dtype=np.int64)[sel]
-        return g, ng
+        return _synthesis.groups(self, ycol, z, K)
 
     # -- thin methods: the work is done by module-level helpers of the family's modules
 
@@ -558,12 +384,12 @@ class PoissonMixture(BayesianSynthesizer):
         """
         return _fit.build_pymc_model(self, y, columns, b_lambda)
 
-    def pymc_record_logp(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+    def pymc_record_logp(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
         """``[H, n]`` record log-densities evaluated by the PyMC model itself (slow; for checks).
 
         Used by the tests to verify the Numba kernels (:meth:`record_loglik`) against the model.
         """
-        return _fit.pymc_record_logp(self, records, draws=draws)
+        return _fit.pymc_record_logp(self, records, draw_indices=draw_indices)
 
     def _sample(self, y: np.ndarray, cols: Sequence[str], seed: RandomSeed) -> xr.DataTree:
         return _fit.sample(self, y, cols, seed)
@@ -580,16 +406,17 @@ class PoissonMixture(BayesianSynthesizer):
         """
         return _fit.fit_augmented(self, data, synthetic, random_seed=random_seed)
 
-    def record_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+    def record_loglik(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
         """``[H, n]`` MP record log-likelihood ``log p(y_i | Θ_h)`` (Hu 2019 §3.3.3).
 
         This joint record likelihood gives the importance ratios of every variant (the
         posterior of Θ was fitted to the full records, Hu 2019 §3.2.5). Records with a negative or
         non-integer count (e.g. from a percentage candidate grid) get ``-inf``.
         """
-        return _loglik.record_loglik(self, records, draws=draws)
+        return _loglik.record_loglik(self, records, draw_indices)
 
-    def neighbourhood_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+    def neighbourhood_loglik(self, records: pd.DataFrame, *,
+        draw_indices: Any = None) -> np.ndarray:
         """Not defined for count data: counts have no finite level set.
 
         Raises
@@ -599,31 +426,10 @@ class PoissonMixture(BayesianSynthesizer):
             falls back to candidate records); evaluate a candidate grid (methods, Candidate sets)
             with :meth:`record_loglik`, or use :meth:`largest_value_loglik`.
         """
-        return _loglik.neighbourhood_loglik(self, records, draws=draws)
-
-    def _as_frames(self, datasets: Any) -> list[pd.DataFrame]:
-        return _loglik.as_frames(self, datasets)
-
-    def _resolve_memberships(self, memberships: Any, h: int, y: np.ndarray,
-                             log_pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
-        return _loglik.resolve_memberships(self, memberships, h, y, log_pi, lam)
-
-    def _membership_mode(self, memberships: Any) -> Any:
-        return _loglik.membership_mode(self, memberships)
-
-    def _sums_match(self, zvals: np.ndarray, y: np.ndarray, memb: np.ndarray, K: int) -> bool:
-        return _loglik.sums_match(self, zvals, y, memb, K)
-
-    def _generating_memberships(
-        self, datasets: Any, zs: list[np.ndarray], y: np.ndarray
-    ) -> list[np.ndarray]:
-        return _loglik.generating_memberships(self, datasets, zs, y)
-
-    def _class_o_loglik(self, zvals: np.ndarray, y: np.ndarray, memb: np.ndarray, K: int) -> float:
-        return _loglik.class_o_loglik(self, zvals, y, memb, K)
+        return _loglik.neighbourhood_loglik(self, records, draw_indices)
 
     def dataset_loglik(
-        self, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draws: Any = None,
+        self, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None,
         memberships: Any = None,
     ) -> np.ndarray:
         """``[H, m]`` array of ``log p(Z_(l) | Θ_h)`` under the synthesis mode.
@@ -664,17 +470,7 @@ class PoissonMixture(BayesianSynthesizer):
               mode), so no approximation is needed; the other options condition on given
               memberships.
         """
-        return _loglik.dataset_loglik(self, datasets, draws=draws, memberships=memberships)
-
-    @staticmethod
-    def _pc_terms(z: np.ndarray, y: np.ndarray, log_pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
-        return _loglik.pc_terms(z, y, log_pi, lam)
-
-    def _posterior_class_loglik(self, z: np.ndarray, memb: np.ndarray, lam: np.ndarray) -> float:
-        return _loglik.posterior_class_loglik(self, z, memb, lam)
-
-    def _confidential_counts(self, data: pd.DataFrame | None = None) -> np.ndarray:
-        return _loglik.confidential_counts(self, data)
+        return _loglik.dataset_loglik(self, datasets, draw_indices, memberships)
 
     def candidate_dataset_loglik(
         self,
@@ -682,7 +478,7 @@ class PoissonMixture(BayesianSynthesizer):
         candidates: pd.DataFrame | np.ndarray,
         datasets: Sequence[pd.DataFrame] | SyntheticData,
         *,
-        draws: Any = None,
+        draw_indices: Any = None,
         memberships: Any = None,
     ) -> np.ndarray:
         """``[H, m, G]`` class-O dataset log-likelihood with the record's counts set to ``y*_g``.
@@ -705,7 +501,7 @@ class PoissonMixture(BayesianSynthesizer):
             a DataFrame over some of them (the others keep the record's true values).
         datasets : sequence of DataFrame or SyntheticData
             The released datasets.
-        draws, memberships
+        draw_indices, memberships
             As in :meth:`dataset_loglik` (a user array gives the memberships of all records;
             the target keeps its given membership for every candidate).
 
@@ -714,9 +510,8 @@ class PoissonMixture(BayesianSynthesizer):
         ValidationError
             For a class-P model (no own-record dependence) or a bad record index.
         """
-        return _loglik.candidate_dataset_loglik(
-            self, record, candidates, datasets, draws=draws, memberships=memberships
-        )
+        return _loglik.candidate_dataset_loglik(self, record, candidates, datasets, draw_indices,
+                                                memberships)
 
     def own_record_delta(
         self,
@@ -724,7 +519,7 @@ class PoissonMixture(BayesianSynthesizer):
         candidates: pd.DataFrame | np.ndarray,
         datasets: Sequence[pd.DataFrame] | SyntheticData,
         *,
-        draws: Any = None,
+        draw_indices: Any = None,
         memberships: Any = None,
     ) -> np.ndarray:
         """``[H, m, G]`` class-O own-record term ``ℓ_{hl}(y*_g) − ℓ_{hl}(y_i)`` (class O).
@@ -736,18 +531,8 @@ class PoissonMixture(BayesianSynthesizer):
         :meth:`candidate_dataset_loglik` directly. A record that is not synthesized (partial
         synthesis of selected records) has no own-record term: 0.
         """
-        return _loglik.own_record_delta(
-            self, record, candidates, datasets, draws=draws, memberships=memberships
-        )
-
-    def _o_loglik(self, z, y, memb, K, lam) -> float:
-        return _loglik.o_loglik(self, z, y, memb, K, lam)
-
-    def _record_position(self, record: Any, y: np.ndarray) -> int:
-        return _loglik.record_position(self, record, y)
-
-    def _candidate_array(self, candidates: Any, truth: np.ndarray | None = None) -> np.ndarray:
-        return _loglik.candidate_array(self, candidates, truth)
+        return _loglik.own_record_delta(self, record, candidates, datasets, draw_indices,
+                                        memberships)
 
     def largest_value_candidates(
         self, column: str, upper: float, *, step: float = 1.0, data: pd.DataFrame | None = None
@@ -767,10 +552,7 @@ class PoissonMixture(BayesianSynthesizer):
         ValidationError
             If ``upper < y_(1)j`` or ``column`` is not modelled.
         """
-        return _largest.largest_value_candidates(self, column, upper, step=step, data=data)
-
-    def _column_index(self, column: str) -> int:
-        return _largest.column_index(self, column)
+        return _largest.largest_value_candidates(self, column, upper, step, data)
 
     def largest_value_loglik(
         self,
@@ -782,7 +564,7 @@ class PoissonMixture(BayesianSynthesizer):
         candidates: np.ndarray | None = None,
         upper: float | None = None,
         step: float = 1.0,
-        draws: Any = None,
+        draw_indices: Any = None,
         memberships: Any = None,
         data: pd.DataFrame | None = None,
     ) -> LargestValueLikelihood:
@@ -839,7 +621,7 @@ class PoissonMixture(BayesianSynthesizer):
             admissible split).
         upper, step : float
             Grid upper bound ``U_j`` and spacing (used when ``candidates`` is ``None``).
-        draws, memberships
+        draw_indices, memberships
             As in :meth:`dataset_loglik`.
         data : DataFrame, optional
             The confidential table (default: the one kept by class-O models; an MP model in
@@ -857,42 +639,7 @@ class PoissonMixture(BayesianSynthesizer):
         NotImplementedError
             For the weaker scenarios under partial synthesis of selected records.
         """
-        return _largest.largest_value_loglik(
-            self,
-            column,
-            datasets,
-            scenario=scenario,
-            total_known=total_known,
-            candidates=candidates,
-            upper=upper,
-            step=step,
-            draws=draws,
-            memberships=memberships,
-            data=data,
-        )
+        return _largest.largest_value_loglik(self, column, datasets, scenario, total_known,
+                                             candidates, upper, step, draw_indices,
+                                             memberships, data)
 
-    def _ratio_pieces(
-        self, common: dict[str, Any], cand: np.ndarray, datasets: Any, y: np.ndarray, j: int,
-        idx: np.ndarray, memberships: Any,
-    ) -> LargestValueLikelihood:
-        return _largest.ratio_pieces(self, common, cand, datasets, y, j, idx, memberships)
-
-    def _largest_grid(
-        self, column: str, col: np.ndarray, rec: int, candidates: Any, upper: Any, step: float,
-        data: Any,
-    ) -> tuple[np.ndarray, int]:
-        return _largest.largest_grid(self, column, col, rec, candidates, upper, step, data)
-
-    def _group_sum_pieces(
-        self, common: dict[str, Any], datasets: Any, y: np.ndarray, j: int, idx: np.ndarray,
-        memberships: Any,
-    ) -> LargestValueLikelihood:
-        return _largest.group_sum_pieces(self, common, datasets, y, j, idx, memberships)
-
-    def _two_largest_pieces(
-        self, column: str, datasets: Any, y: np.ndarray, j: int, order: np.ndarray,
-        candidates: Any, draws: Any, memberships: Any,
-    ) -> LargestValueLikelihood:
-        return _largest.two_largest_pieces(
-            self, column, datasets, y, j, order, candidates, draws, memberships
-        )

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
+import bayes_risk.models.poisson.loglik as _loglik
 from bayes_risk.exceptions import ValidationError
 
 __all__ = [
@@ -278,45 +279,16 @@ def pair_dataset_loglik(
     vectors ``cands[0][g]`` and ``cands[1][g]``; every other record keeps its true values (the
     intruder knows them).
     """
-    y = model._confidential_counts()
-    frames = model._as_frames(datasets)
-    zs = [model._counts(f, name=f"synthetic dataset {l + 1}") for l, f in enumerate(frames)]
+    y = _loglik.confidential_counts(model)
+    zs = _loglik.synthetic_counts(model, datasets)
     log_pi, lam = model._params(idx)
-    K = lam.shape[1]
-    G = cands[0].shape[0]
-    mode = model._membership_mode(memberships)
+    mode = _loglik.membership_mode(model, memberships)
     if isinstance(mode, str) and mode == "map":
         raise ValidationError(
             "memberships='map' is not available for the two-record scenario (the MAP class of "
             "a candidate pair is not defined); use 'generating', 'stored' or an array."
         )
-    out = np.empty((idx.size, len(zs), G))
-    rows = model._synthesized_rows()
-    if isinstance(mode, str) and mode == "marginalised":
-        for r in range(idx.size):
-            for l, z in enumerate(zs):
-                t = model._pc_terms(z, y, log_pi[r], lam[r])
-                base = t[rows].sum() - t[recs[0]] - t[recs[1]]
-                own = sum(
-                    model._pc_terms(np.repeat(z[[i]], G, axis=0), c, log_pi[r], lam[r])
-                    for i, c in zip(recs, cands, strict=True)
-                )
-                out[r, l, :] = base + own
-        return out
-    gen = (model._generating_memberships(datasets, zs, y)
+    gen = (_loglik.generating_memberships(model, datasets, zs, y)
            if isinstance(mode, str) and mode == "generating" else None)
-    for g in range(G):
-        y2 = y.copy()
-        y2[recs[0]] = cands[0][g]
-        y2[recs[1]] = cands[1][g]
-        if gen is not None and model.variant != "mp":
-            for l, z in enumerate(zs):  # given the memberships the likelihood has no Θ
-                out[:, l, g] = model._class_o_loglik(z, y2, gen[l], K)
-            continue
-        for r, h in enumerate(idx):
-            memb_h = None if gen is not None else model._resolve_memberships(
-                mode, int(h), y, log_pi[r], lam[r])
-            for l, z in enumerate(zs):
-                memb = gen[l] if gen is not None else memb_h
-                out[r, l, g] = model._o_loglik(z, y2, memb, K, lam[r])
-    return out
+    return _loglik.replaced_dataset_loglik(model, zs, y, list(zip(recs, cands, strict=True)),
+                                           idx, log_pi, lam, mode, gen)

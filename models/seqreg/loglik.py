@@ -49,15 +49,15 @@ def design_matrix(model, df: pd.DataFrame, column: str) -> np.ndarray:
     return model.designs_[column].build(model._values(df, "records"), len(df))
 
 
-def record_loglik(model, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+def record_loglik(model, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
     """The work of :meth:`SequentialRegression.record_loglik` (documented there)."""
     model._check_fitted()
-    idx = model._draw_indices(draws)
+    idx = model._draw_indices(draw_indices)
     return model._loglik_from_values(model._values(records, "records"), len(records), idx)
 
 
 def dataset_loglik(
-    model, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draws: Any = None
+    model, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None
 ) -> np.ndarray:
     """The work of :meth:`SequentialRegression.dataset_loglik` (documented there)."""
     model._check_fitted()
@@ -67,7 +67,7 @@ def dataset_loglik(
         frames = [datasets]
     else:
         frames = list(datasets)
-    idx = model._draw_indices(draws)
+    idx = model._draw_indices(draw_indices)
     cols = []
     for l, z in enumerate(frames):
         z = model._synthesized_part(z, name=f"synthetic dataset {l + 1}")
@@ -77,7 +77,8 @@ def dataset_loglik(
 
 
 def candidate_loglik(
-    model, record_row: pd.DataFrame | pd.Series, candidates: pd.DataFrame, *, draws: Any = None
+    model, record_row: pd.DataFrame | pd.Series, candidates: pd.DataFrame, *,
+    draw_indices: Any = None,
 ) -> np.ndarray:
     """The work of :meth:`SequentialRegression.candidate_loglik` (documented there)."""
     model._check_fitted()
@@ -99,10 +100,10 @@ def candidate_loglik(
         if rows[c].dtype != src.dtype:
             rows[c] = rows[c].astype(object)
         rows[c] = src.to_numpy()
-    return model.record_loglik(rows, draws=draws)
+    return model.record_loglik(rows, draw_indices=draw_indices)
 
 
-def neighbourhood_loglik(model, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+def neighbourhood_loglik(model, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
     """The work of :meth:`SequentialRegression.neighbourhood_loglik` (documented there)."""
     model._check_fitted()
     syn = model.schema_.synthesized
@@ -113,7 +114,7 @@ def neighbourhood_loglik(model, records: pd.DataFrame, *, draws: Any = None) -> 
             "different neighbourhood exists only for categorical columns; use "
             "candidate_loglik with a grid (docs: methods, Candidate sets)."
         )
-    idx = model._draw_indices(draws)
+    idx = model._draw_indices(draw_indices)
     vals_all = model._values(records, "records")
     n = len(records)
     d = [model.schema_[c].n_levels for c in syn]

@@ -40,7 +40,6 @@ from bayes_risk.models._bayesian.design import (
     family_sample,
     normal_exact_posterior,
     parse_formula,
-    record_dtypes,
 )
 from bayes_risk.models.seqreg.draws import _SEP, _laplace_draws, _prior_sd, _var
 from bayes_risk.protocols import ModelInfo
@@ -282,54 +281,9 @@ class SequentialRegression(BayesianSynthesizer):
         )
 
     # ------------------------------------------------------------------ fit
-    def fit(
-        self,
-        data: pd.DataFrame,
-        *,
-        schema: Schema | None = None,
-        synthesized: Sequence[str] | None = None,
-        records: Any = None,
-        random_seed: RandomSeed = None,
-    ) -> SequentialRegression:
-        """Draw from the posterior of every regression of the chain.
-
-        Parameters
-        ----------
-        data : DataFrame
-            Confidential table.
-        schema : Schema, optional
-            Column types, levels and roles (default inferred).
-        synthesized : sequence of str, optional
-            Columns to synthesize (default: the schema's synthesized columns, else all).
-        records : array of bool or int indices, optional
-            Records whose synthesized columns are replaced (default all); the others are
-            released unchanged. The regressions are fitted to every record either way.
-        random_seed : RandomSeed
-            Seed (default: the ``random_seed`` setting); each column gets its own child stream.
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        ValidationError
-            Unknown family, a family that does not fit the column's type, a predictor
-            synthesized later in the order, a rank-deficient design.
-        SchemaError
-            A column named in ``order``/``families``/``predictors``/``formulas`` that is not in
-            the data.
-        """
-        data, schema = self._prepare_data(data, schema=schema, synthesized=synthesized)
-        flags = self._check_synthesized_records(records, len(data))
-        self._resolve_structure(schema)
-        seed = self._seed_for_fit(random_seed)
-        posterior = self._draw_posterior(data, schema, seed)
-        self.dtypes_ = record_dtypes(data)
-        self._set_fitted(posterior, schema, len(data), data=data, synthesized_records=flags)
-        return self
 
     def _draw_posterior(self, data: pd.DataFrame, schema: Schema, seed: RandomSeed) -> xr.DataTree:
+        self._resolve_structure(schema)
         import xarray as xr
 
         t0 = time.perf_counter()
@@ -603,16 +557,16 @@ class SequentialRegression(BayesianSynthesizer):
         """
         return _loglik.design_matrix(self, df, column)
 
-    def record_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+    def record_loglik(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
         """``[H, n]`` conditional record log-likelihood (methods, Sequential Bayesian regressions).
 
         ``Σ_v log f_v(y_iv | x_v(y_i^us, y_{i,<v}), Θ_{h,v})``: each synthesized column given
         the record's own unsynthesized and earlier synthesized values.
         """
-        return _loglik.record_loglik(self, records, draws=draws)
+        return _loglik.record_loglik(self, records, draw_indices=draw_indices)
 
     def dataset_loglik(
-        self, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draws: Any = None
+        self, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None
     ) -> np.ndarray:
         """``[H, m]`` ``log p(Z_(l) | Θ_h) = Σ_i Σ_v log f_v(z_iv | x_v(z_i), Θ_{h,v})``
         (class P).
@@ -620,10 +574,11 @@ class SequentialRegression(BayesianSynthesizer):
         The sum runs over the synthesized records (all records unless the model was fitted with
         ``synthesized_records``; a record released unchanged contributes nothing).
         """
-        return _loglik.dataset_loglik(self, datasets, draws=draws)
+        return _loglik.dataset_loglik(self, datasets, draw_indices=draw_indices)
 
     def candidate_loglik(
-        self, record_row: pd.DataFrame | pd.Series, candidates: pd.DataFrame, *, draws: Any = None
+        self, record_row: pd.DataFrame | pd.Series, candidates: pd.DataFrame, *,
+        draw_indices: Any = None,
     ) -> np.ndarray:
         """``[H, G]`` record log-likelihood of each candidate (``log r_h`` terms).
 
@@ -643,9 +598,10 @@ class SequentialRegression(BayesianSynthesizer):
         ValidationError
             If a candidate column is not synthesized.
         """
-        return _loglik.candidate_loglik(self, record_row, candidates, draws=draws)
+        return _loglik.candidate_loglik(self, record_row, candidates, draw_indices=draw_indices)
 
-    def neighbourhood_loglik(self, records: pd.DataFrame, *, draws: Any = None) -> np.ndarray:
+    def neighbourhood_loglik(self, records: pd.DataFrame, *,
+        draw_indices: Any = None) -> np.ndarray:
         """``[H, n, G]`` log-likelihoods of the one-variable-different candidates.
 
         Defined when every synthesized column is categorical: truth first, then column by column
@@ -657,7 +613,7 @@ class SequentialRegression(BayesianSynthesizer):
             (a ``ValidationError`` and ``NotImplementedError``) if a synthesized column is
             numeric; use :meth:`candidate_loglik` with a grid.
         """
-        return _loglik.neighbourhood_loglik(self, records, draws=draws)
+        return _loglik.neighbourhood_loglik(self, records, draw_indices=draw_indices)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -72,15 +72,8 @@ def output_rounding(model, column: str) -> tuple[int | None, bool]:
     return decimals, bool(final)
 
 
-def posterior_replicates(
-    model,
-    n: int | None,
-    *,
-    columns: Sequence[str] | None = None,
-    chunk_size: int = 50,
-    random_seed: RandomSeed = None,
-    start: int = 0,
-) -> Iterator[list[pd.DataFrame]]:
+def posterior_replicates(model, n: int | None, columns: Sequence[str] | None, chunk_size: int,
+                         random_seed: RandomSeed, start: int) -> Iterator[list[pd.DataFrame]]:
     """The work of :meth:`CARTSynthesizer.posterior_replicates` (documented there)."""
     from bayes_risk.models._replicates import check_replicate_columns, iter_replicates
 
@@ -108,13 +101,13 @@ def synthesize_one(model, rng: np.random.Generator, columns: Sequence[str] | Non
         tree = model.trees_[col]
         lay = layout.get(col)
         if lay is not None and lay["type"] == "two_step":
-            model._two_step(col, lay, sel, cur, src, unrout, rng)
+            two_step(model, col, lay, sel, cur, src, unrout, rng)
             continue
         # routing without random draws on fixed predictors: the same nodes every synthesis
         fixed = model.unroutable == "climb" and not any(p in cur for p in model.predictors_[col])
         routed = _FIXED_ROUTES.get(tree) if fixed else None
         if routed is None:
-            routed = model._route_blocks(tree, col, cur, sel, rng)
+            routed = route_blocks(model, tree, col, cur, sel, rng)
             if fixed:  # shared by every later synthesis: read-only
                 for a in routed[1:]:
                     a.flags.writeable = False
@@ -122,7 +115,7 @@ def synthesize_one(model, rng: np.random.Generator, columns: Sequence[str] | Non
         n_flag, used, inv, seg_start, sizes, pos_map = routed
         unrout[col] = n_flag
         if col in model.smoothed_:
-            vals = model._kernel_draw(col, tree, used, inv, seg_start, sizes, pos_map, rng)
+            vals = kernel_draw(model, col, tree, used, inv, seg_start, sizes, pos_map, rng)
             cur[col] = vals
             src.pop(col, None)
         else:
@@ -158,7 +151,7 @@ def two_step(model, col, lay, sel, cur, src, unrout, rng) -> None:
     fixed = model.unroutable == "climb" and not any(p in cur for p in model.predictors_[col])
     routed = _FIXED_ROUTES.get(ktree) if fixed else None
     if routed is None:
-        routed = model._route_blocks(ktree, col, cur, sel, rng)
+        routed = route_blocks(model, ktree, col, cur, sel, rng)
         if fixed:
             for a in routed[1:]:
                 a.flags.writeable = False
@@ -171,12 +164,12 @@ def two_step(model, col, lay, sel, cur, src, unrout, rng) -> None:
     vals = model._values[col][rows]
     if obs.size:
         tree = model.trees_[col]
-        n_f2, used, inv, seg_start, sizes, pos_map = model._route_blocks(
-            tree, col, cur, sel, rng, subset=obs)
+        n_f2, used, inv, seg_start, sizes, pos_map = route_blocks(
+            model, tree, col, cur, sel, rng, subset=obs)
         n_flag += n_f2
         if col in model.smoothed_:
             vals = vals.copy()
-            vals[obs] = model._kernel_draw(col, tree, used, inv, seg_start, sizes, pos_map,
+            vals[obs] = kernel_draw(model, col, tree, used, inv, seg_start, sizes, pos_map,
                                           rng)
         else:
             j = segment_choice(seg_start, sizes, inv, rng,

@@ -8,11 +8,9 @@ nominal, additive regression splines for numeric variables), honouring user logi
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -20,18 +18,13 @@ import pandas as pd
 from bayes_risk._numeric import ties
 from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json, spawn
-from bayes_risk.data.fingerprint import fingerprint_record
 from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m, validate_table
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
-from bayes_risk.models.base import (
-    BaseSynthesizer,
-    check_is_fitted,
-    synthesized_columns,
-)
-from bayes_risk.models.trees.cart import records_mask
-from bayes_risk.models.trees.io import check_fitted_fingerprint
+from bayes_risk.models.base import check_is_fitted, synthesized_columns
+from bayes_risk.models.trees.base import TreeSynthesizer, records_mask
+from bayes_risk.models.trees.io import split_data
 from bayes_risk.models.trees.missing import refusal_hint
 from bayes_risk.models.trees.seqtree import column_codes
 from bayes_risk.protocols import ModelInfo
@@ -136,7 +129,7 @@ def match_donor(
     return int(tied[rng.integers(tied.size)]), tied
 
 
-class SmallCellPMMSynthesizer(BaseSynthesizer):
+class SmallCellPMMSynthesizer(TreeSynthesizer):
     """Hawala (2008) small-cell partial synthesis by model prediction + predictive mean matching.
 
     Algorithm (Hawala 2008): cross-classify the identifying variables (IVs); records in non-empty
@@ -203,6 +196,7 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
     #: synthetic datasets of a release by default (``bayes-risk synthesize -m``): Hawala's
     #: single implicate
     default_m = 1
+    _fitted_attribute: ClassVar[str] = "recipients_"
     #: what the engines, the command line and the audit may use (bayes_risk.ModelInfo)
     info = ModelInfo(persistence=True, partial_synthesis=True, required=("identifying",))
 
@@ -322,8 +316,8 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
                     raise ValidationError(
                         f"predictors: column {c!r} is not synthesized (synthesized: {syn})."
                     )
-        self._index = data.index
-        data = data.reset_index(drop=True)
+        self._keep_fitted_table(data, schema)
+        data = self._data
         cells = sensitive_cells(data, ivs, int(thr))
         if records is None:
             key = data[ivs].merge(cells.assign(_sens=True), on=ivs, how="left")["_sens"]
@@ -336,9 +330,6 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
                     "needs donors (records left out of the selection)."
                 )
         self.schema_ = schema
-        # a hash of the encoded fitted table (never the data): releases carry it in their
-        # manifest, and every measure checks the original it is given against it
-        self.original_fingerprint_ = fingerprint_record(data, schema)
         self.identifying_ = ivs
         self.synthesize_ = list(syn)
         self.predictors_ = preds
@@ -346,7 +337,6 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
         self.sensitive_cells_ = cells
         self.min_cell_count_before_ = min_cell_count(data, ivs)
         self._constraints_ = cons
-        self._data = data
         return self
 
     def _constraints(self, syn: list[str]) -> dict[str, list[Constraint]]:
@@ -566,39 +556,8 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
         z.index = self._index
         return z, sorted(unmatched)
 
-    # ----- persistence --------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Save the fitted synthesizer as a folder, atomically (no pickle).
-
-        The folder holds ``model.json`` (format version, settings, schema, identifying and
-        synthesized variables, predictors, fingerprint of the fitted table, checksums),
-        ``arrays.npz`` (the recipient flags) and ``data.parquet`` (the fitted table: the
-        donors). **The folder is as confidential as the data**: release only the synthetic
-        datasets, never the folder. :meth:`load` (or :func:`bayes_risk.models.load_model`)
-        reads it back; the loaded synthesizer makes the same synthetic data as this one for the
-        same seed.
-
-        Parameters
-        ----------
-        path : path-like
-            The folder (replaced atomically if it exists).
-
-        Returns
-        -------
-        Path
-            The folder written.
-
-        Raises
-        ------
-        NotFittedError
-            Before :meth:`fit`.
-        ValidationError
-            ``CONSTRAINTS_NOT_SAVED`` when the synthesizer has ``constraints``: they are Python
-            callables, which the folder cannot hold without pickle.
-        """
-        from bayes_risk.models.trees.io import save_synthesizer
-
-        check_is_fitted(self, "recipients_", method="save")
+    # ----- persistence (save, load, check_fingerprint: trees.base) ---------------------------
+    def _persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         if any(self._constraints_.values()):
             raise ValidationError(
                 "constraints: a synthesizer with constraints cannot be saved (they are Python "
@@ -611,57 +570,21 @@ class SmallCellPMMSynthesizer(BaseSynthesizer):
             "synthesized": list(self.synthesize_),
             "predictors": {c: list(v) for c, v in self.predictors_.items()},
         }
-        return save_synthesizer(self, path, state=state,
-                                arrays={"recipients": np.asarray(self.recipients_, dtype=bool)},
-                                data=self._data.set_axis(self._index))
+        return state, {"recipients": np.asarray(self.recipients_, dtype=bool)}
 
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> SmallCellPMMSynthesizer:
-        """Load a synthesizer saved with :meth:`save`.
-
-        Parameters
-        ----------
-        path : path-like
-            The folder.
-
-        Returns
-        -------
-        SmallCellPMMSynthesizer
-            Fitted; same seed, same synthetic data as the synthesizer that was saved.
-
-        Raises
-        ------
-        ValidationError
-            ``MODEL_FORMAT_VERSION`` for a folder of another format version, ``MODEL_DAMAGED``
-            for a missing, unreadable or changed file, or a folder of another model type.
-        """
-        from bayes_risk.models.trees.io import load_synthesizer, split_data
-
-        def restore(obj: SmallCellPMMSynthesizer, meta: dict[str, Any], arrays: Any,
-                    data: pd.DataFrame) -> None:
-            st = meta["state"]
-            obj._index, obj._data = split_data(data)
-            obj.identifying_ = list(st["identifying"])
-            obj.synthesize_ = list(st["synthesized"])
-            obj.predictors_ = {c: list(v) for c, v in st["predictors"].items()}
-            obj.recipients_ = np.asarray(arrays["recipients"], dtype=bool)
-            if obj.recipients_.shape != (len(obj._data),):
-                raise ValueError(f"{len(obj._data)} records, {obj.recipients_.shape} flags")
-            obj.sensitive_cells_ = sensitive_cells(obj._data, obj.identifying_,
-                                                   int(obj.threshold))
-            obj.min_cell_count_before_ = min_cell_count(obj._data, obj.identifying_)
-            obj._constraints_ = {v: [] for v in obj.synthesize_}
-
-        return load_synthesizer(cls, path, restore)
-
-    def check_fingerprint(self, data: pd.DataFrame) -> str | None:
-        """Whether ``data`` is the table this synthesizer was fitted to.
-
-        Compares the SHA-256 fingerprints stored at fit time (also in a saved folder) with those
-        of ``data``. Returns ``None`` when they agree, otherwise a short description of the
-        difference (missing columns, another number of records, other values or row order).
-        """
-        return check_fitted_fingerprint(self, data)
+    @staticmethod
+    def _restore(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame) -> None:
+        st = meta["state"]
+        obj._index, obj._data = split_data(data)
+        obj.identifying_ = list(st["identifying"])
+        obj.synthesize_ = list(st["synthesized"])
+        obj.predictors_ = {c: list(v) for c, v in st["predictors"].items()}
+        obj.recipients_ = np.asarray(arrays["recipients"], dtype=bool)
+        if obj.recipients_.shape != (len(obj._data),):
+            raise ValueError(f"{len(obj._data)} records, {obj.recipients_.shape} flags")
+        obj.sensitive_cells_ = sensitive_cells(obj._data, obj.identifying_, int(obj.threshold))
+        obj.min_cell_count_before_ = min_cell_count(obj._data, obj.identifying_)
+        obj._constraints_ = {v: [] for v in obj.synthesize_}
 
 
 def _fname(f: Any) -> str:

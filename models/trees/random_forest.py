@@ -13,26 +13,23 @@ Several columns are synthesized in one sequential pass (procedure A, Caiola & Re
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, seed_to_json, spawn
-from bayes_risk.data.fingerprint import fingerprint_record
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models.base import BaseSynthesizer, check_is_fitted
-from bayes_risk.models.trees.cart import prepare_schema, records_mask
+from bayes_risk.models.base import check_is_fitted
+from bayes_risk.models.trees.base import TreeSynthesizer, prepare_schema, records_mask
 from bayes_risk.models.trees.forest_leaves import leaf_probabilities
-from bayes_risk.models.trees.io import check_fitted_fingerprint
 from bayes_risk.models.trees.missing import FILL, encoded_values, kind_codes, missing_layout
+from bayes_risk.models.trees.rf_io import forest_state, restore_forests
 from bayes_risk.protocols import ModelInfo
 
 __all__ = ["RandomForestSynthesizer"]
@@ -40,7 +37,7 @@ __all__ = ["RandomForestSynthesizer"]
 _CHUNK = 512  # records per block when averaging leaf tables (bounds memory: chunk × trees × d)
 
 
-class RandomForestSynthesizer(BaseSynthesizer):
+class RandomForestSynthesizer(TreeSynthesizer):
     """Random-forest synthesizer for categorical columns (Caiola & Reiter 2010).
 
     For each categorical column ``Y_j`` to replace, a classification forest (Gini, bootstrap
@@ -117,6 +114,7 @@ class RandomForestSynthesizer(BaseSynthesizer):
     method_name = "rf"
     #: synthetic datasets of a release by default (``bayes-risk synthesize -m``)
     default_m = 20
+    _fitted_attribute: ClassVar[str] = "forests_"
     #: what the engines, the command line and the audit may use (bayes_risk.ModelInfo)
     info = ModelInfo(persistence=True, partial_synthesis=True, plugin_likelihood=True,
                      required=("synthesized",))
@@ -277,9 +275,7 @@ class RandomForestSynthesizer(BaseSynthesizer):
                     (group_forests[col], group_tables[col], group_tpos[col], group_inbag[col]),
                 )
         self.schema_ = schema
-        # a hash of the encoded fitted table (never the data): releases carry it in their
-        # manifest, and every measure checks the original it is given against it
-        self.original_fingerprint_ = fingerprint_record(data, schema)
+        self._keep_fitted_table(data, schema)
         self.visit_sequence_ = order
         self.predictors_ = predictors
         self.missing_ = layout
@@ -297,8 +293,6 @@ class RandomForestSynthesizer(BaseSynthesizer):
         self._tables = tables
         self._inbag_ = inbag
         self._values = values
-        self._index = data.index
-        self._data = data.reset_index(drop=True)
         return self
 
     @staticmethod
@@ -651,7 +645,7 @@ class RandomForestSynthesizer(BaseSynthesizer):
         out.index = self._index
         return out
 
-    # ----- persistence --------------------------------------------------------------------
+    # ----- plug-in likelihood ---------------------------------------------------------------
     def plugin_likelihood(
         self, original: pd.DataFrame, *, random_seed: RandomSeed = None
     ) -> Any:
@@ -670,72 +664,11 @@ class RandomForestSynthesizer(BaseSynthesizer):
 
         return RFPlugin(self, original)
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Save the fitted synthesizer as a folder, atomically (no pickle).
 
-        The folder holds ``model.json`` (format version, settings, schema, visit order,
-        predictors, groups, fingerprint of the fitted table, checksums), ``arrays.npz`` (every
-        tree's children, split features and thresholds, the leaf class tables, the bootstrap
-        samples and in-bag flags, the replaced records) and ``data.parquet`` (the fitted
-        table). **The folder is as confidential as the data**: release only the synthetic
-        datasets, never the folder. :meth:`load` (or :func:`bayes_risk.models.load_model`)
-        reads it back; the loaded synthesizer makes the same synthetic data as this one for the
-        same seed, and serves :class:`~bayes_risk.models.RFPlugin` as the fitted one does.
+    # ----- persistence (save, load, check_fingerprint: trees.base) ---------------------------
+    def _persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        return forest_state(self)
 
-        Parameters
-        ----------
-        path : path-like
-            The folder (replaced atomically if it exists).
-
-        Returns
-        -------
-        Path
-            The folder written.
-
-        Raises
-        ------
-        NotFittedError
-            Before :meth:`fit`.
-        """
-        from bayes_risk.models.trees.io import save_synthesizer
-        from bayes_risk.models.trees.rf_io import forest_state
-
-        check_is_fitted(self, "forests_", method="save")
-        state, arrays = forest_state(self)
-        return save_synthesizer(self, path, state=state, arrays=arrays,
-                                data=self._data.set_axis(self._index))
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> RandomForestSynthesizer:
-        """Load a synthesizer saved with :meth:`save`.
-
-        Parameters
-        ----------
-        path : path-like
-            The folder.
-
-        Returns
-        -------
-        RandomForestSynthesizer
-            Fitted (its forests are flat arrays routed as scikit-learn routes them); same seed,
-            same synthetic data as the synthesizer that was saved.
-
-        Raises
-        ------
-        ValidationError
-            ``MODEL_FORMAT_VERSION`` for a folder of another format version, ``MODEL_DAMAGED``
-            for a missing, unreadable or changed file, or a folder of another model type.
-        """
-        from bayes_risk.models.trees.io import load_synthesizer
-        from bayes_risk.models.trees.rf_io import restore_forests
-
-        return load_synthesizer(cls, path, restore_forests)
-
-    def check_fingerprint(self, data: pd.DataFrame) -> str | None:
-        """Whether ``data`` is the table this synthesizer was fitted to.
-
-        Compares the SHA-256 fingerprints stored at fit time (also in a saved folder) with those
-        of ``data``. Returns ``None`` when they agree, otherwise a short description of the
-        difference (missing columns, another number of records, other values or row order).
-        """
-        return check_fitted_fingerprint(self, data)
+    @staticmethod
+    def _restore(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame) -> None:
+        restore_forests(obj, meta, arrays, data)

@@ -194,7 +194,7 @@ def test_kde_fixture_through_the_plugin_terms():
 def test_rounded_output_probabilities_match_the_sampler_mapping(lo, hi, decimals, integer_output):
     """Probability of each released value = mixture mass of the draws the synthesizer maps to it
     (``F(clip(round(x, decimals), lo, hi))``), checked by integrating the density on a fine grid
-    and mapping every grid point exactly as ``CARTSynthesizer._kernel_draw`` does."""
+    and mapping every grid point exactly as ``trees.cart_synthesis.kernel_draw`` does."""
     b, h = np.array([lo, 0.5 * (lo + hi), hi]), 0.4 * (hi - lo)
     # midpoint rule on cells whose edges include every rounding boundary
     dx = 10.0 ** (-decimals) / 20_000

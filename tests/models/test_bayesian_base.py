@@ -42,17 +42,18 @@ class BetaBernoulli(BayesianSynthesizer):
         th = self._stacked("theta")[draw]
         return pd.DataFrame({"y": (rng.random(self.n_records) < th).astype(np.int64)})
 
-    def record_loglik(self, records, *, draws=None):
-        th = self._stacked("theta", self._draw_indices(draws))[:, None]
+    def record_loglik(self, records, *, draw_indices=None):
+        th = self._stacked("theta", self._draw_indices(draw_indices))[:, None]
         y = records["y"].to_numpy()[None, :]
         return np.where(y == 1, np.log(th), np.log1p(-th))
 
-    def dataset_loglik(self, datasets, *, draws=None):
-        return np.stack([self.record_loglik(z, draws=draws).sum(1) for z in datasets], axis=1)
+    def dataset_loglik(self, datasets, *, draw_indices=None):
+        return np.stack([self.record_loglik(z,
+            draw_indices=draw_indices).sum(1) for z in datasets], axis=1)
 
-    def neighbourhood_loglik(self, records, *, draws=None):
-        ll1 = self.record_loglik(records, draws=draws)
-        ll0 = self.record_loglik(records.assign(y=1 - records["y"]), draws=draws)
+    def neighbourhood_loglik(self, records, *, draw_indices=None):
+        ll1 = self.record_loglik(records, draw_indices=draw_indices)
+        ll0 = self.record_loglik(records.assign(y=1 - records["y"]), draw_indices=draw_indices)
         return np.stack([ll1, ll0], axis=-1)
 
     def fit_augmented(self, data, synthetic, *, random_seed=None):

@@ -152,7 +152,7 @@ def test_record_loglik_matches_pymc_logp(lca_fit):
     rows = rows.astype(object)
     rows.iloc[0, 1] = np.nan  # a missing value is marginalised by both
     draws = rng.choice(model.n_draws, 7, replace=False)
-    ours = model.record_loglik(rows, draws=draws)
+    ours = model.record_loglik(rows, draw_indices=draws)
     ref = pymc_loglik(model, rows, draws)
     np.testing.assert_allclose(ours, ref, rtol=1e-9, atol=1e-9)
 
@@ -162,7 +162,7 @@ def test_neighbourhood_matches_pymc_logp(lca_fit):
     rng = np.random.default_rng(4)
     rows = df.iloc[rng.choice(len(df), 6, replace=False)].reset_index(drop=True)
     draws = np.array([0, 57, 199])
-    nb = model.neighbourhood_loglik(rows, draws=draws)
+    nb = model.neighbourhood_loglik(rows, draw_indices=draws)
     d = [2, 3, 4, 2, 3]
     G = 1 + sum(x - 1 for x in d)
     assert G == 10 == model.neighbourhood_size()
@@ -198,8 +198,8 @@ def test_neighbourhood_underflow_fallback_exact():
 def test_dataset_loglik_modes_match_formulas(lca_fit):
     model, df, _, _ = lca_fit
     syn = model.synthesize(2, random_seed=9)
-    L = model.dataset_loglik(syn, draws=np.array([3, 100]))
-    ref = model.record_loglik(syn[0], draws=np.array([3, 100])).sum(axis=1)
+    L = model.dataset_loglik(syn, draw_indices=np.array([3, 100]))
+    ref = model.record_loglik(syn[0], draw_indices=np.array([3, 100])).sum(axis=1)
     np.testing.assert_allclose(L[:, 0], ref, rtol=1e-10)
     assert model.model_class == "P" and model.ratio_form == "joint"
 
@@ -316,10 +316,10 @@ def test_partial_synthesis_columns_and_records():
         assert (z["x2"].iloc[:100] != df["x2"].iloc[:100]).any()
     np.testing.assert_array_equal(syn.synthesized_records, flags)
     # dataset loglik: only the synthesized records of the synthesized column contribute
-    L = model.dataset_loglik(syn, draws=np.array([0]))
+    L = model.dataset_loglik(syn, draw_indices=np.array([0]))
     zc = syn[0].iloc[:100]
-    num = model.record_loglik(zc, draws=np.array([0]))
-    den = model.record_loglik(zc.assign(x2=np.nan), draws=np.array([0]))
+    num = model.record_loglik(zc, draw_indices=np.array([0]))
+    den = model.record_loglik(zc.assign(x2=np.nan), draw_indices=np.array([0]))
     np.testing.assert_allclose(L[0, 0], (num - den).sum(), rtol=1e-10)
 
 
@@ -386,7 +386,7 @@ def test_errors():
         DPMPM(synthesis_mode="bogus").fit(df[["a"]])
     m = DPMPM.from_posterior(DPMPM2, dpmpm2_schema(), n_records=1)
     with pytest.raises(ValidationError, match="outside"):
-        m.record_loglik(rec(1, 1), draws=[5])
+        m.record_loglik(rec(1, 1), draw_indices=[5])
     with pytest.raises(ValidationError, match="H = 1"):
         m.synthesize(2)
     with pytest.raises(SchemaError, match="missing column"):
@@ -500,16 +500,16 @@ def test_neighbourhood_out_buffer_and_chunking(lca_fit):
     model, df, _, _ = lca_fit
     rows = df.iloc[:37]
     draws = np.array([0, 5, 199, 5])
-    ref = model.neighbourhood_loglik(rows, draws=draws)
+    ref = model.neighbourhood_loglik(rows, draw_indices=draws)
     buf = np.full_like(ref, np.nan)
-    out = model.neighbourhood_loglik(rows, draws=draws, chunk_size=10, out=buf)
+    out = model.neighbourhood_loglik(rows, draw_indices=draws, chunk_size=10, out=buf)
     assert out is buf
     np.testing.assert_array_equal(out, ref)
     # the kernel leaves probabilities for numpy's log: compare with the exact log-space path
-    full = model.record_loglik(rows.iloc[[3]], draws=draws)[:, 0]
+    full = model.record_loglik(rows.iloc[[3]], draw_indices=draws)[:, 0]
     np.testing.assert_allclose(ref[:, 3, 0], full, rtol=1e-12)
     with pytest.raises(ValidationError, match="out must be"):
-        model.neighbourhood_loglik(rows, draws=draws, out=np.empty((4, 37, 2)))
+        model.neighbourhood_loglik(rows, draw_indices=draws, out=np.empty((4, 37, 2)))
 
 
 @pytest.mark.parametrize("K", [7, 8, 9, 30])

@@ -145,7 +145,7 @@ def test_record_kernel_matches_pymc_logp(mp, data):
     rows.iloc[1] = [60, 1]  # far in the tail of both components
     draws = rng.choice(mp.n_draws, 6, replace=False)
     np.testing.assert_allclose(
-        mp.record_loglik(rows, draws=draws), mp.pymc_record_logp(rows, draws=draws),
+        mp.record_loglik(rows, draw_indices=draws), mp.pymc_record_logp(rows, draw_indices=draws),
         rtol=1e-9, atol=1e-9,
     )
 
@@ -245,8 +245,8 @@ def test_tcmm_preserves_totals_and_collapses_tail(data):
 
 def test_mp_dataset_loglik_is_sum_of_record_logliks(mp):
     syn = mp.synthesize(2, random_seed=1)
-    L = mp.dataset_loglik(syn, draws=[0, 5, 9])
-    rl = np.stack([mp.record_loglik(z, draws=[0, 5, 9]).sum(1) for z in syn], axis=1)
+    L = mp.dataset_loglik(syn, draw_indices=[0, 5, 9])
+    rl = np.stack([mp.record_loglik(z, draw_indices=[0, 5, 9]).sum(1) for z in syn], axis=1)
     np.testing.assert_allclose(L, rl, rtol=1e-12)
     assert L.shape == (3, 2)
 
@@ -254,7 +254,7 @@ def test_mp_dataset_loglik_is_sum_of_record_logliks(mp):
 def test_mm_dataset_loglik_stored_memberships_by_hand(mm, data):
     syn = mm.synthesize(2, random_seed=6)
     h = syn.draw_index[0]
-    L = mm.dataset_loglik(syn, draws=[h], memberships="stored")
+    L = mm.dataset_loglik(syn, draw_indices=[h], memberships="stored")
     memb = mm._memberships_of(h)
     z = syn[0]
     want = 0.0
@@ -265,24 +265,25 @@ def test_mm_dataset_loglik_stored_memberships_by_hand(mm, data):
             want += gammaln(tot + 1) - gammaln(vals + 1).sum() - tot * np.log(vals.size)
     np.testing.assert_allclose(L[0, 0], want, rtol=1e-10)
     # a user-supplied membership array gives the same
-    np.testing.assert_allclose(mm.dataset_loglik([z], draws=[h], memberships=memb)[0, 0], want)
+    np.testing.assert_allclose(mm.dataset_loglik([z], draw_indices=[h], memberships=memb)[0, 0],
+        want)
 
 
 def test_mm_generating_memberships_default(mm, data):
     """Default for MM: the memberships that generated each dataset (found without draw_index)."""
     syn = mm.synthesize(2, random_seed=12)
-    L = mm.dataset_loglik(syn, draws=[0, 100, 299])
+    L = mm.dataset_loglik(syn, draw_indices=[0, 100, 299])
     assert np.all(np.isfinite(L))
     # given memberships the MM likelihood does not depend on Θ_h
     np.testing.assert_allclose(L, np.broadcast_to(L[0], L.shape))
-    stored = mm.dataset_loglik(syn, draws=syn.draw_index, memberships="stored")
+    stored = mm.dataset_loglik(syn, draw_indices=syn.draw_index, memberships="stored")
     np.testing.assert_allclose(L[0], np.diag(stored))
     # plain frames: the generating draw is found by its group sums
-    np.testing.assert_allclose(mm.dataset_loglik(list(syn), draws=[0]), L[:1])
+    np.testing.assert_allclose(mm.dataset_loglik(list(syn), draw_indices=[0]), L[:1])
     # a dataset this model did not synthesize is refused, with advice
     other = data.sample(frac=1.0, random_state=1).reset_index(drop=True)
     with pytest.raises(ValidationError, match="no stored draw's memberships"):
-        mm.dataset_loglik([other], draws=[0])
+        mm.dataset_loglik([other], draw_indices=[0])
 
 
 def test_mm_through_attribute_engine_collapses(mm, data):
@@ -304,7 +305,7 @@ def test_mm_own_record_delta_collapses_on_truth(mm, data):
     rec = int(np.flatnonzero((data["workers"] > 0) & (data["wages"] > 0))[0])
     y = data.iloc[rec].to_numpy()
     cands = np.array([y, y + [1, 0], y + [0, 2], np.maximum(y - [1, 0], 0)])
-    d = mm.own_record_delta(rec, cands, syn, draws=[h], memberships="stored")
+    d = mm.own_record_delta(rec, cands, syn, draw_indices=[h], memberships="stored")
     assert d.shape == (1, 1, 4)
     assert d[0, 0, 0] == 0.0
     assert np.all(d[0, 0, 1:] == -np.inf)
@@ -313,19 +314,21 @@ def test_mm_own_record_delta_collapses_on_truth(mm, data):
 def test_largest_value_scenario_pieces(mp, mm, data):
     syn = mp.synthesize(2, random_seed=2)
     top = float(data["wages"].max())
-    res = mp.largest_value_loglik("wages", syn, upper=top + 5, draws=np.arange(20), data=data)
+    res = mp.largest_value_loglik("wages", syn, upper=top + 5, draw_indices=np.arange(20),
+        data=data)
     assert res.model_class == "P"
     assert res.candidates[res.g0] == top
     assert res.candidates[0] == np.sort(data["wages"].to_numpy())[-2]
     assert res.logp_rec.shape == (20, res.candidates.size)
     rec = data.iloc[[res.record] * res.candidates.size].copy()
     rec["wages"] = res.candidates.astype(np.int64)
-    np.testing.assert_allclose(res.logp_rec, mp.record_loglik(rec, draws=np.arange(20)))
+    np.testing.assert_allclose(res.logp_rec, mp.record_loglik(rec, draw_indices=np.arange(20)))
     assert res.delta is None and res.L.shape == (20, 2)
     # class O: the component-total likelihood
     syn_mm = mm.synthesize(1, random_seed=2)
     h = syn_mm.draw_index[0]
-    res_o = mm.largest_value_loglik("wages", syn_mm, upper=top + 3, draws=[h], memberships="stored")
+    res_o = mm.largest_value_loglik("wages", syn_mm, upper=top + 3, draw_indices=[h],
+        memberships="stored")
     assert res_o.model_class == "O"
     assert res_o.delta.shape == (1, 1, res_o.candidates.size)
     assert res_o.delta[0, 0, res_o.g0] == 0.0
@@ -353,7 +356,8 @@ def test_sampler_loglik_stat_matches_record_kernel(mm, data):
     """The Gibbs step's recorded log-likelihood is Σ_i log p(y_i | Θ_h) for the recorded Θ_h."""
     ll = np.asarray(mm.posterior_["sample_stats"]["loglik"].values).reshape(-1)
     draws = np.array([0, 57, 299])
-    np.testing.assert_allclose(ll[draws], mm.record_loglik(data, draws=draws).sum(1), rtol=1e-10)
+    np.testing.assert_allclose(ll[draws], mm.record_loglik(data, draw_indices=draws).sum(1),
+        rtol=1e-10)
 
 
 def test_two_chains_are_flattened_chain_major(data):
@@ -379,7 +383,8 @@ def test_posterior_class_mode_is_class_o(data):
     memb = m._memberships_of(h)
     lam = m._stacked("lam", np.array([h]))[0]
     want = stats.poisson.logpmf(syn[0].to_numpy(), lam[memb]).sum()
-    np.testing.assert_allclose(m.dataset_loglik(syn, draws=[h], memberships="stored")[0, 0], want)
+    np.testing.assert_allclose(m.dataset_loglik(syn, draw_indices=[h], memberships="stored")[0,
+        0], want)
     # default: the class is summed out with p(k | y_i, Θ) (SPEC §3.2 posterior_class row)
     w = m._stacked("w", np.array([h]))[0]
     y, z = data.to_numpy(), syn[0].to_numpy()
@@ -387,10 +392,10 @@ def test_posterior_class_mode_is_class_o(data):
     post = joint / joint.sum(1, keepdims=True)
     pz = stats.poisson.pmf(z[:, None, :], lam[None]).prod(-1)
     want_m = np.log((post * pz).sum(1)).sum()
-    np.testing.assert_allclose(m.dataset_loglik(syn, draws=[h])[0, 0], want_m, rtol=1e-10)
+    np.testing.assert_allclose(m.dataset_loglik(syn, draw_indices=[h])[0, 0], want_m, rtol=1e-10)
     # own-record term: only record 0's class probabilities change
     cands = np.array([y[0], y[0] + [3, 0], y[0] + [0, 5]])
-    d = m.own_record_delta(0, cands, syn, draws=[h])
+    d = m.own_record_delta(0, cands, syn, draw_indices=[h])
     for g, c in enumerate(cands):
         jc = w * stats.poisson.pmf(c[None, :], lam).prod(-1)
         own = np.log(((jc / jc.sum()) * pz[0]).sum())
@@ -410,7 +415,8 @@ def test_tcmm_dataset_loglik_by_hand(data):
             vals = syn[0][c].to_numpy()[groups == g]
             tot = y[groups == g].sum()
             want += gammaln(tot + 1) - gammaln(vals + 1).sum() - tot * np.log(vals.size)
-    np.testing.assert_allclose(m.dataset_loglik(syn, draws=[h], memberships="stored")[0, 0], want,
+    np.testing.assert_allclose(m.dataset_loglik(syn, draw_indices=[h], memberships="stored")[0,
+        0], want,
                                rtol=1e-10)
 
 
@@ -427,8 +433,8 @@ def test_save_load_round_trip(mm, data, tmp_path):
     head = data.head(20)
     np.testing.assert_array_equal(mm.record_loglik(head), loaded.record_loglik(head))
     np.testing.assert_array_equal(
-        mm.dataset_loglik(a, draws=[0, 1], memberships="stored"),
-        loaded.dataset_loglik(a, draws=[0, 1], memberships="stored"),
+        mm.dataset_loglik(a, draw_indices=[0, 1], memberships="stored"),
+        loaded.dataset_loglik(a, draw_indices=[0, 1], memberships="stored"),
     )
     assert loaded.get_params() == mm.get_params()
 
@@ -475,7 +481,7 @@ def test_nuts_sampler_and_unsynthesized_columns(data):
         pd.testing.assert_series_equal(z["region"], df["region"].reset_index(drop=True))
     with pytest.raises(ValidationError, match="memberships='generating' needs"):
         m.dataset_loglik(syn, memberships="generating")
-    assert np.all(np.isfinite(m.record_loglik(df, draws=[0, 59])))
+    assert np.all(np.isfinite(m.record_loglik(df, draw_indices=[0, 59])))
 
 
 # ------------------------------------------------------------------------------------------
@@ -519,8 +525,8 @@ def test_partial_synthesis_mp_marginal(data):
     np.testing.assert_array_equal(m._stacked("lam"), full._stacked("lam"))
     syn = m.synthesize(2, random_seed=4)
     _check_unselected_kept(syn, df, flags)
-    L = m.dataset_loglik(syn, draws=[0, 9])
-    want = np.stack([m.record_loglik(z[flags], draws=[0, 9]).sum(1) for z in syn], axis=1)
+    L = m.dataset_loglik(syn, draw_indices=[0, 9])
+    want = np.stack([m.record_loglik(z[flags], draw_indices=[0, 9]).sum(1) for z in syn], axis=1)
     np.testing.assert_allclose(L, want, rtol=1e-12)
     # p(Θ | y, Z_(l)) for that likelihood: only the selected rows of Z_(l) are appended
     with warnings.catch_warnings():
@@ -540,20 +546,21 @@ def test_partial_synthesis_mp_posterior_class(data):
     w = m._stacked("w", np.array([h]))[0]
     y, z = df.to_numpy(), syn[0].to_numpy()
     want = stats.poisson.logpmf(z[flags], lam[memb[flags]]).sum()
-    np.testing.assert_allclose(m.dataset_loglik(syn, draws=[h], memberships="stored")[0, 0], want)
+    np.testing.assert_allclose(m.dataset_loglik(syn, draw_indices=[h], memberships="stored")[0,
+        0], want)
     joint = w[None, :] * stats.poisson.pmf(y[:, None, :], lam[None]).prod(-1)
     post = joint / joint.sum(1, keepdims=True)
     pz = stats.poisson.pmf(z[:, None, :], lam[None]).prod(-1)
     want_m = np.log((post * pz).sum(1))[flags].sum()
-    np.testing.assert_allclose(m.dataset_loglik(syn, draws=[h])[0, 0], want_m, rtol=1e-10)
+    np.testing.assert_allclose(m.dataset_loglik(syn, draw_indices=[h])[0, 0], want_m, rtol=1e-10)
     # own-record term: by hand for a selected record, 0 for a record released unchanged
     sel, non = int(np.flatnonzero(flags)[0]), int(np.flatnonzero(~flags)[0])
     for i in (sel, non):
         cands = np.array([y[i], y[i] + [3, 0], y[i] + [0, 5]])
-        d = m.own_record_delta(i, cands, syn, draws=[h])
+        d = m.own_record_delta(i, cands, syn, draw_indices=[h])
         if i == non:
             np.testing.assert_array_equal(d, 0.0)
-            cl = m.candidate_dataset_loglik(i, cands, syn, draws=[h])
+            cl = m.candidate_dataset_loglik(i, cands, syn, draw_indices=[h])
             np.testing.assert_allclose(cl[0, 0], want_m)
             continue
         for g, c in enumerate(cands):
@@ -603,17 +610,17 @@ def test_partial_synthesis_mm_tcmm(data, variant):
             vals = vals_all[groups == g]
             tot = y[groups == g].sum()
             want += gammaln(tot + 1) - gammaln(vals + 1).sum() - tot * np.log(vals.size)
-    L = m.dataset_loglik(syn, draws=[h, 0], memberships="stored")
+    L = m.dataset_loglik(syn, draw_indices=[h, 0], memberships="stored")
     np.testing.assert_allclose(L[0, 0], want, rtol=1e-10)
     # default memberships: the generating ones (from draw_index), the same for every draw
-    np.testing.assert_allclose(m.dataset_loglik(syn, draws=[0, 7])[:, 0], want, rtol=1e-10)
+    np.testing.assert_allclose(m.dataset_loglik(syn, draw_indices=[0, 7])[:, 0], want, rtol=1e-10)
     # own-record term: the MM collapse for a selected record, 0 for one released unchanged
     y_all = df.to_numpy()
     sel = int(np.flatnonzero(flags & (y_all > 0).all(1))[0])
     non = int(np.flatnonzero(~flags)[0])
     for i in (sel, non):
         cands = np.array([y_all[i], y_all[i] + [1, 0], y_all[i] + [0, 2]])
-        d = m.own_record_delta(i, cands, syn, draws=[0, 5])
+        d = m.own_record_delta(i, cands, syn, draw_indices=[0, 5])
         assert d.shape == (2, 2, 3)
         if i == sel:
             assert np.all(d[..., 0] == 0.0) and np.all(d[..., 1:] == -np.inf)
@@ -657,10 +664,11 @@ def test_partial_synthesis_save_load_round_trip(data, tmp_path):
     b = loaded.synthesize(2, random_seed=21)
     for x, y in zip(a, b, strict=True):
         pd.testing.assert_frame_equal(x, y)
-    np.testing.assert_array_equal(m.dataset_loglik(a, draws=[0, 1], memberships="stored"),
-                                  loaded.dataset_loglik(a, draws=[0, 1], memberships="stored"))
+    np.testing.assert_array_equal(m.dataset_loglik(a, draw_indices=[0, 1], memberships="stored"),
+                                  loaded.dataset_loglik(a, draw_indices=[0, 1],
+                                      memberships="stored"))
     # the largest value belongs to a record released unchanged: flagged
-    res = loaded.largest_value_loglik("wages", a, upper=1000, draws=[0],
+    res = loaded.largest_value_loglik("wages", a, upper=1000, draw_indices=[0],
                                       memberships="stored")
     assert ("TARGET_NOT_SYNTHESIZED" in res.warnings) == (not _partial_flags()[res.record])
     with pytest.raises(ValidationError, match="index 200 is outside 0..199"):
@@ -692,7 +700,7 @@ def test_errors(data, mp):
         mp.record_loglik(data[["workers"]])
     # impossible counts have probability 0 (candidate grids may contain them)
     odd = pd.DataFrame({"workers": [2.0, -1.0, 2.5], "wages": [3.0, 3.0, 3.0]})
-    ll = mp.record_loglik(odd, draws=[0])
+    ll = mp.record_loglik(odd, draw_indices=[0])
     assert np.isfinite(ll[0, 0]) and np.all(ll[0, 1:] == -np.inf)
     with pytest.raises(ValidationError, match="upper"):
         mp.largest_value_loglik("wages", [data], upper=0, data=data)

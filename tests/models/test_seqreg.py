@@ -294,13 +294,13 @@ def test_candidate_loglik_uses_candidate_as_earlier_predictor(chain):
     df, model = chain
     row = df.iloc[[3]]
     cands = pd.DataFrame({"b": [0, 1], "y": [1.5, 2.5]})
-    lp = model.candidate_loglik(row, cands, draws=[0, 1])
+    lp = model.candidate_loglik(row, cands, draw_indices=[0, 1])
     by_hand = np.zeros((2, 2))
     for g in range(2):
         r = row.copy()
         r["b"] = pd.Categorical([cands["b"][g]], categories=[0, 1])
         r["y"] = cands["y"][g]
-        by_hand[:, g] = model.record_loglik(r, draws=[0, 1])[:, 0]
+        by_hand[:, g] = model.record_loglik(r, draw_indices=[0, 1])[:, 0]
     np.testing.assert_allclose(lp, by_hand, rtol=1e-12)
     # the y regression sees b = candidate: changing only b changes y's term too
     bb = model._stacked("y__beta", np.array([0]))[0]
@@ -311,8 +311,8 @@ def test_candidate_loglik_uses_candidate_as_earlier_predictor(chain):
 def test_dataset_loglik_is_sum_of_records(chain):
     df, model = chain
     syn = model.synthesize(2, random_seed=1)
-    L = model.dataset_loglik(syn, draws=[0, 7])
-    want = np.stack([model.record_loglik(z, draws=[0, 7]).sum(1) for z in syn], axis=1)
+    L = model.dataset_loglik(syn, draw_indices=[0, 7])
+    want = np.stack([model.record_loglik(z, draw_indices=[0, 7]).sum(1) for z in syn], axis=1)
     np.testing.assert_allclose(L, want, rtol=1e-12)
 
 
@@ -351,10 +351,10 @@ def test_candidate_at_truth_equals_record_loglik(chain, i, yv, bv):
     df, model = chain
     row = df.iloc[[i]]
     truth = pd.DataFrame({"b": [row["b"].iloc[0]], "y": [row["y"].iloc[0]]})
-    np.testing.assert_allclose(model.candidate_loglik(row, truth, draws=[0, 3]),
-                               model.record_loglik(row, draws=[0, 3]), rtol=1e-12)
+    np.testing.assert_allclose(model.candidate_loglik(row, truth, draw_indices=[0, 3]),
+                               model.record_loglik(row, draw_indices=[0, 3]), rtol=1e-12)
     cand = pd.DataFrame({"b": [bv], "y": [yv]})
-    lp = model.candidate_loglik(df.iloc[i], cand, draws=[1])  # a Series row works too
+    lp = model.candidate_loglik(df.iloc[i], cand, draw_indices=[1])  # a Series row works too
     assert lp.shape == (1, 1) and np.isfinite(lp).all()
 
 
@@ -457,8 +457,9 @@ def test_partial_synthesis_keeps_unselected_records(partial_chain):
 def test_partial_synthesis_dataset_loglik_sums_selected_records(partial_chain):
     df, flags, model = partial_chain
     syn = model.synthesize(2, random_seed=3)
-    L = model.dataset_loglik(syn, draws=[0, 7])
-    want = np.stack([model.record_loglik(z[flags], draws=[0, 7]).sum(1) for z in syn], axis=1)
+    L = model.dataset_loglik(syn, draw_indices=[0, 7])
+    want = np.stack([model.record_loglik(z[flags], draw_indices=[0, 7]).sum(1) for z in syn],
+        axis=1)
     np.testing.assert_allclose(L, want, rtol=1e-12)
     with pytest.raises(SchemaError, match="has 10 rows"):
         model.dataset_loglik([syn[0].head(10)])

@@ -459,7 +459,7 @@ class CARTPlugin(PluginBase):
     def _drawn(self, key: Any, zv: dict[str, np.ndarray], sel: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
         """The synthetic records drawn from the tree ``key`` and the values they drew, as
-        synthesis draws them (``_CARTSynthesis._two_step``): a kind tree gives every replaced
+        synthesis draws them (``trees.cart_synthesis.two_step``): a kind tree gives every replaced
         record its missingness kind; the value tree of a column with a kind tree gives a value
         to the records whose synthetic kind is "observed"."""
         col = self._column(key)

@@ -1,0 +1,142 @@
+"""The records and draws of a Bayesian synthesizer: the fitted table, record selections, draw
+indices and the posterior as ``[H, ...]`` arrays.
+
+Module-level helpers of :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`: the
+confidential table checked against the schema (``fit``), the ``records=`` selection of partial
+synthesis, the synthesized rows of a release, a ``draw_indices=`` argument and a posterior
+variable flattened chain by chain.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.data.schema import Schema, infer_schema
+from bayes_risk.data.validate import validate_table
+from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.models.base import synthesized_columns
+from bayes_risk.models.trees.missing import refusal_hint
+
+
+def check_synthesized_records(records: Any, n: int) -> np.ndarray | None:
+    """The work of :meth:`BayesianSynthesizer._check_synthesized_records`."""
+    if records is None:
+        return None
+    arr = np.asarray(records)
+    if arr.dtype == bool:
+        if arr.shape != (n,):
+            raise ValidationError(
+                f"records as a boolean mask needs one flag per record ({n}). "
+                f"Got shape {arr.shape}."
+            )
+        return arr.copy()
+    if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+        raise ValidationError(
+            "records must be a boolean mask or integer record indices. "
+            f"Got {records!r}."
+        )
+    if arr.size and (arr.min() < 0 or arr.max() >= n):
+        bad = int(arr[(arr < 0) | (arr >= n)][0])
+        raise ValidationError(
+            f"records: index {bad} is outside 0..{n - 1}; indices must lie in "
+            f"0..{n - 1} (the data has {n} records)."
+        )
+    flags = np.zeros(n, dtype=bool)
+    flags[arr] = True
+    return flags
+
+
+def synthesized_part(model, z: pd.DataFrame, name: str = "synthetic") -> pd.DataFrame:
+    """The work of :meth:`BayesianSynthesizer._synthesized_part`."""
+    if model.synthesized_records_ is None:
+        return z
+    if not isinstance(z, pd.DataFrame):
+        raise ValidationError(f"{name} must be a pandas DataFrame. Got {type(z).__name__}.")
+    if len(z) != model.n_records:
+        raise SchemaError(
+            f"{name} has {len(z)} rows; the model synthesizes selected records of a table of "
+            f"{model.n_records} rows, so a released dataset must have {model.n_records}.",
+            code="ROW_COUNT_MISMATCH",
+        )
+    return z.iloc[model._synthesized_rows()].reset_index(drop=True)
+
+
+def check_draw_indices(model, draw_indices: Any = None) -> np.ndarray:
+    """The work of :meth:`BayesianSynthesizer._draw_indices`."""
+    H = model.n_draws
+    if draw_indices is None:
+        return np.arange(H, dtype=np.int64)
+    arr = np.asarray(draw_indices)
+    if arr.dtype == bool:
+        if arr.shape != (H,):
+            raise ValidationError(
+                f"draw_indices given as a boolean mask must have length H = {H}. "
+                f"Got shape {arr.shape}."
+            )
+        return np.flatnonzero(arr).astype(np.int64)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+        raise ValidationError(
+            f"draw_indices must be None, integer draw indices in 0..{H - 1} or a boolean mask. "
+            f"Got {draw_indices!r}."
+        )
+    if arr.size and (arr.min() < 0 or arr.max() >= H):
+        bad = arr[(arr < 0) | (arr >= H)][0]
+        raise ValidationError(
+            f"draw_indices: index {int(bad)} is outside 0..{H - 1} (the model has H = {H} "
+            "draws)."
+        )
+    return arr.astype(np.int64)
+
+
+def stacked(model, name: str, draw_indices: np.ndarray | None = None) -> np.ndarray:
+    """The work of :meth:`BayesianSynthesizer._stacked`."""
+    model._check_fitted()
+    post = model.posterior_["posterior"]
+    if name not in post.data_vars:
+        raise ValidationError(f"posterior has no variable {name!r}.")
+    da = post[name]
+    dims = ["chain", "draw", *[d for d in da.dims if d not in ("chain", "draw")]]
+    vals = np.asarray(da.transpose(*dims).values)
+    vals = vals.reshape(-1, *vals.shape[2:])
+    return vals if draw_indices is None else vals[draw_indices]
+
+
+def prepare_data(model, data: pd.DataFrame, schema: Schema | None, synthesized: Any,
+                 categorical: Any, allow_nan: bool) -> tuple[pd.DataFrame, Schema]:
+    """The work of :meth:`BayesianSynthesizer._prepare_data`."""
+    if not isinstance(data, pd.DataFrame):
+        raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
+    if len(data) == 0:
+        raise ValidationError("data has no records.")
+    data = data.copy()
+    data.columns = [str(c) for c in data.columns]
+    if schema is None:
+        schema = infer_schema(data, categorical=categorical)
+    elif not isinstance(schema, Schema):
+        raise ValidationError(f"schema must be a Schema. Got {type(schema).__name__}.")
+    missing = [c for c in schema.names if c not in data.columns]
+    if missing:
+        raise SchemaError(
+            f"data is missing column(s) {missing} named in the schema.", code="MISSING_COLUMN"
+        )
+    extra = [c for c in data.columns if c not in schema.names]
+    if extra:
+        raise SchemaError(
+            f"data has column(s) {extra} that are not in the schema; select the columns to "
+            "model first.",
+            code="EXTRA_COLUMN",
+        )
+    data = data[schema.names]
+    synthesized = synthesized_columns(synthesized, schema)
+    if synthesized is not None:
+        schema = schema.with_roles(synthesized)
+    if not schema.synthesized:
+        schema = schema.with_roles(schema.names)
+    validate_table(data, schema, name="data", allow_nan=allow_nan,
+                   missing_hint="" if allow_nan else refusal_hint(type(model).__name__))
+    return data.reset_index(drop=True), schema

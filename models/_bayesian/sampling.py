@@ -1,0 +1,150 @@
+"""Running the samplers of the Bayesian synthesizers: ``pm.sample`` and the plain Gibbs loop.
+
+Both take one integer seed per chain drawn from the fit's seed, stop every chain on Ctrl-C (or a
+handled SIGTERM) instead of returning a truncated posterior, and refuse a partial one.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any
+
+from bayes_risk._rng import RandomSeed, as_generator
+from bayes_risk.exceptions import keyboard_interrupts
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+__all__ = ["InterruptGuard", "chain_seeds", "check_complete", "run_gibbs", "run_sampler"]
+
+
+def check_complete(dt: Any, chains: int, draws: int) -> None:
+    """PyMC returns the draws made so far when interrupted: a partial posterior is refused."""
+    post = dt["posterior"] if "posterior" in dt.children else None
+    got = (int(post.sizes.get("chain", 0)), int(post.sizes.get("draw", 0))) if post else (0, 0)
+    if got != (chains, draws):
+        raise KeyboardInterrupt(
+            f"sampling interrupted: {got[0]} chain(s) x {got[1]} draws of the requested "
+            f"{chains} x {draws}"
+        )
+
+
+class InterruptGuard:
+    """Make Ctrl-C (and a handled SIGTERM) stop every chain of ``pm.sample``, not only one.
+
+    PyMC's sequential sampler catches ``KeyboardInterrupt`` per chain, keeps the draws so far
+    and starts the next chain, so one Ctrl-C would cost the whole of the remaining chains. The
+    guard records the signal (and passes it on to the handler in place) and its draw callback
+    stops each later chain at once; the caller then raises ``KeyboardInterrupt`` instead of
+    returning a truncated posterior. SIGTERM is watched only where a Python handler is
+    installed (the command line's); otherwise its default action, ending the process, stands.
+    A signal the process ignores (SIGINT of a job a script started in the background) is left
+    ignored.
+    """
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> InterruptGuard:
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous = signal.getsignal(sig)
+            # an ignored SIGINT (a background job of a script) stays ignored, as the shell meant
+            if previous is signal.SIG_IGN or (sig != signal.SIGINT and not callable(previous)):
+                continue
+
+            def handler(signum: int, frame: Any, previous: Any = previous) -> None:
+                self.interrupted = True
+                if callable(previous):
+                    previous(signum, frame)
+                else:
+                    raise KeyboardInterrupt
+
+            self._previous[sig] = previous
+            signal.signal(sig, handler)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import signal
+
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+
+    def callback(self, user: Any = None) -> Any:
+        """A ``pm.sample`` draw callback that stops sampling once interrupted."""
+
+        def cb(*args: Any, **kwargs: Any) -> None:
+            if self.interrupted:
+                raise KeyboardInterrupt
+            if user is not None:
+                user(*args, **kwargs)
+
+        return cb
+
+
+def chain_seeds(random_seed: RandomSeed, chains: int) -> list[int]:
+    """One integer seed per chain drawn from ``random_seed``."""
+    rng = as_generator(random_seed)
+    return [int(s) for s in rng.integers(0, 2**31 - 1, size=chains)]
+
+
+def run_sampler(synth: Any, model: Any, step: Any, random_seed: RandomSeed,
+                sample_kwargs: dict[str, Any]) -> xr.DataTree:
+    """The work of ``BayesianSynthesizer._run_sampler``: ``pm.sample`` on ``model`` with the
+    settings of ``synth``."""
+    import pymc as pm
+
+    seeds = synth._chain_seeds(random_seed)
+    kwargs: dict[str, Any] = dict(
+        draws=int(synth.draws),
+        tune=int(synth.tune),
+        chains=int(synth.chains),
+        cores=synth.cores,
+        random_seed=seeds,
+        progressbar=bool(synth.progressbar),
+        quiet=not bool(synth.progressbar),
+        compute_convergence_checks=False,
+        discard_tuned_samples=False,
+        model=model,
+    )
+    if step is not None:
+        kwargs["step"] = step
+    kwargs.update(sample_kwargs)
+    with warnings.catch_warnings(), InterruptGuard() as guard:
+        # PyMC's own short-chain message; convergence is reported by convergence_report().
+        warnings.filterwarnings("ignore", message=".*samples per chain.*")
+        kwargs["callback"] = guard.callback(kwargs.get("callback"))
+        try:
+            with keyboard_interrupts(lambda: guard.interrupted):  # in a compiled step
+                dt = pm.sample(**kwargs)
+        except KeyError as err:
+            # PyMC interrupted during tuning fails while assembling the empty trace
+            raise KeyboardInterrupt(f"sampling interrupted during tuning ({err})") from err
+    if guard.interrupted:
+        raise KeyboardInterrupt("sampling interrupted")
+    check_complete(dt, int(synth.chains), int(synth.draws))
+    if "warmup_posterior" in dt.children:
+        del dt["warmup_posterior"]
+    if "observed_data" in dt.children:
+        del dt["observed_data"]
+    return dt
+
+
+def run_gibbs(synth: Any, step: Any, layout: Any, seeds: list[int],
+              extension: dict[str, Any]) -> xr.DataTree:
+    """The work of ``BayesianSynthesizer._run_gibbs``: the Gibbs step in a plain loop."""
+    from bayes_risk.models._bayesian.gibbs import sample_gibbs
+
+    # Ctrl-C inside a compiled kernel surfaces as SystemError (keyboard_interrupts)
+    with InterruptGuard() as guard, keyboard_interrupts(lambda: guard.interrupted):
+        dt = sample_gibbs(step, layout, seeds=seeds, tune=synth.tune, draws=synth.draws,
+                          chains=synth.chains, cores=synth.cores,
+                          progressbar=bool(synth.progressbar), stop=lambda: guard.interrupted,
+                          **extension)
+    check_complete(dt, int(synth.chains), int(synth.draws))
+    return dt

@@ -1,0 +1,249 @@
+"""Fitting the CART synthesizer: settings, one tree per synthesized column, bandwidths.
+
+The work of :meth:`CARTSynthesizer.fit <bayes_risk.models.trees.cart.CARTSynthesizer.fit>`
+(documented there): the trees are fitted on the confidential data with the unsynthesized
+columns and the columns synthesized before as predictors (Reiter 2005), the per-node kernel
+bandwidths of smoothed columns (Wang & Reiter 2012) are set, and the fitted state is stored on
+the synthesizer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._rng import RandomSeed, replayable_seed, spawn
+from bayes_risk.data.schema import Schema
+from bayes_risk.exceptions import ValidationError
+from bayes_risk.models.trees.base import prepare_schema, records_mask
+from bayes_risk.models.trees.missing import encoded_values
+from bayes_risk.models.trees.missing import design_inputs, kind_codes, missing_layout, n_kinds
+from bayes_risk.models.trees.seqtree import Design, SeqTree
+
+__all__ = ["check_settings", "data_resolution", "decimals_of", "fit", "observed_values",
+           "silverman"]
+
+
+def check_settings(model: Any) -> None:
+    """Check the settings of a CART synthesizer (naming the bad one)."""
+    def _int(name: str, v: Any, lo: int, allow_none: bool = False) -> None:
+        if v is None and allow_none:
+            return
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+            raise ValidationError(f"{name} must be an integer >= {lo}. Got {v!r}.")
+
+    _int("min_leaf", model.min_leaf, 1)
+    _int("max_depth", model.max_depth, 1, allow_none=True)
+    _int("prune_to_diversity", model.prune_to_diversity, 1, allow_none=True)
+    _int("n_jobs", model.n_jobs, 1)
+    if not (isinstance(model.min_deviance, (int, float)) and 0 <= model.min_deviance < 1):
+        raise ValidationError(
+            f"min_deviance must be a number in [0, 1). Got {model.min_deviance!r}."
+        )
+    if model.donor not in ("bayes_bootstrap", "uniform"):
+        raise ValidationError(
+            f"donor must be 'bayes_bootstrap' or 'uniform'. Got {model.donor!r}."
+        )
+    if model.unroutable not in ("climb", "random_descent"):
+        raise ValidationError(
+            f"unroutable must be 'climb' or 'random_descent'. Got {model.unroutable!r}."
+        )
+
+
+def smoothed_columns(model: Any, schema: Schema, order: list[str]) -> list[str]:
+    """The kernel-smoothed columns named by the ``smoothing`` setting, checked."""
+    sm = model.smoothing
+    if sm is False or sm is None:
+        return []
+    numeric = [c for c in order if not schema[c].is_categorical]
+    if sm is True:
+        return numeric
+    cols = [sm] if isinstance(sm, str) else list(sm)
+    for c in cols:
+        if c not in order:
+            raise ValidationError(
+                f"smoothing: column {c!r} is not synthesized (synthesized: {order})."
+            )
+        if schema[c].is_categorical:
+            raise ValidationError(
+                f"smoothing: column {c!r} is {schema[c].type}; kernel smoothing applies to "
+                "numeric (count/continuous) columns only."
+            )
+    return cols
+
+
+def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
+        synthesized: Sequence[str] | None, records: Any, random_seed: RandomSeed) -> Any:
+    """The work of :meth:`CARTSynthesizer.fit` (documented there)."""
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+    check_settings(model)
+    random_seed = model._seed(random_seed)
+    schema, order = prepare_schema(data, schema, synthesized, allow_missing=True)
+    smoothed = smoothed_columns(model, schema, order)
+    n = len(data)
+    if n < 2:
+        raise ValidationError(f"data must have at least 2 records. Got {n}.")
+    mask = records_mask(records, n)
+    unsyn = [c for c in schema.names if c not in order]
+    # columns with missing values (empty, or a declared code): {} for complete data, which
+    # then take exactly the paths they always took
+    layout = missing_layout(data, schema)
+    for c in order:
+        if layout.get(c, {}).get("type") == "two_step" and \
+                not (kind_codes(data[c].to_numpy(dtype=np.float64, na_value=np.nan),
+                                layout[c]["codes"]) == 0).any():
+            raise ValidationError(
+                f"column {c!r} has no observed value (every cell is empty or a missing-value "
+                "code); expected at least one value to synthesize from."
+            )
+    # encoded views of the confidential data (codes for categorical, floats for numeric)
+    values = encoded_values(data, schema, layout)
+    seeds = spawn(random_seed, len(order))
+    trees: dict[str, SeqTree] = {}
+    kind_trees: dict[str, SeqTree] = {}
+    predictors: dict[str, list[str]] = {}
+    node_h: dict[str, np.ndarray] = {}
+    rows = np.arange(n)
+    for k, col in enumerate(order):
+        preds = unsyn + order[:k]
+        predictors[col] = preds
+        if preds:
+            names, kinds, nlev, arrs = design_inputs(schema, preds, layout, values.__getitem__)
+            design = Design(names, kinds, nlev)
+            X, codes = design.matrix(arrs)
+        else:  # nothing to split on: a single-leaf tree
+            X, codes = np.zeros((n, 1), dtype=np.float32), np.zeros((n, 0), dtype=np.int64)
+            design = Design(["__const__"], ["numeric"], [0])
+        y = values[col]
+        rs = int(seeds[k].integers(2**31 - 1))
+        lay = layout.get(col)
+        fit_rows = rows
+        if schema[col].is_categorical:
+            est = DecisionTreeClassifier(
+                criterion="gini", min_samples_leaf=model.min_leaf, max_depth=model.max_depth,
+                random_state=rs,
+            )
+        else:
+            if lay is not None:
+                # step 1 (synthpop's cont.na): which kind of missing value, or observed
+                yk = kind_codes(y, lay["codes"])
+                kind_trees[col] = grow(
+                    model,
+                    DecisionTreeClassifier(
+                        criterion="gini", min_samples_leaf=model.min_leaf,
+                        max_depth=model.max_depth, random_state=rs,
+                    ),
+                    design, X, codes, rows, yk, True, n_kinds(lay),
+                )
+                # step 2: the value, among the records where it is observed
+                fit_rows = np.flatnonzero(yk == 0)
+            est = DecisionTreeRegressor(
+                criterion="squared_error", min_samples_leaf=model.min_leaf,
+                max_depth=model.max_depth, random_state=rs,
+            )
+        n_classes = 0
+        if schema[col].is_categorical:
+            n_classes = schema[col].n_levels + (1 if lay is not None else 0)
+        if fit_rows is rows:
+            tree = grow(model, est, design, X, codes, rows, y,
+                        schema[col].is_categorical, n_classes)
+        else:
+            tree = grow(model, est, design, X[fit_rows], codes[fit_rows], fit_rows,
+                        y[fit_rows], False, 0)
+        trees[col] = tree
+        if col in smoothed:
+            node_h[col] = node_bandwidths(model, tree, col, y[fit_rows])
+    model.schema_ = schema
+    model._keep_fitted_table(data, schema)
+    model.visit_sequence_ = order
+    model.predictors_ = predictors
+    model.trees_ = trees
+    model.missing_ = layout
+    model.missing_trees_ = kind_trees
+    model.records_ = mask
+    # provenance: what a release needs to rebuild this synthesizer from the confidential data
+    # (bayes_risk.models.rebuild_synthesizer; None seed = not replayable)
+    model.fit_call_ = {"synthesized": list(order), "random_seed": replayable_seed(random_seed)}
+    model.smoothed_ = smoothed
+    model.bandwidth_ = node_h
+    model.n_records_ = n
+    model._values = values
+    model._decimals = {
+        c: decimals_of(observed_values(values[c], layout.get(c))) for c in smoothed
+    }
+    model._integer = {
+        c: schema[c].type == "count" or pd.api.types.is_integer_dtype(data[c].dtype)
+        for c in smoothed
+    }
+    return model
+
+
+def grow(model: Any, est: Any, design: Design, X: np.ndarray, codes: np.ndarray,
+          rows: np.ndarray, y: np.ndarray, categorical: bool, n_classes: int) -> SeqTree:
+    """Fit ``est`` and rewrite it as a :class:`SeqTree` with the stopping rules applied."""
+    est.fit(X, y)
+    tree = SeqTree(est, design, X, codes, rows, y, categorical, n_classes=n_classes)
+    tree.collapse_low_deviance(float(model.min_deviance))
+    if model.prune_to_diversity is not None:
+        tree.prune_to_diversity(int(model.prune_to_diversity))
+    return tree
+
+
+def node_bandwidths(model: Any, tree: SeqTree, col: str, y: np.ndarray) -> np.ndarray:
+    """Per-node bandwidth: user value or Silverman on the node's donors, floored."""
+    bw = model.bandwidth
+    if isinstance(bw, dict):
+        bw = bw.get(col)
+    if bw is not None:
+        if not (isinstance(bw, (int, float)) and bw > 0):
+            raise ValidationError(
+                f"bandwidth for {col!r} must be a positive number. Got {bw!r}."
+            )
+        return np.full(tree.n_nodes, float(bw))
+    res = data_resolution(np.asarray(y, dtype=np.float64))
+    h = np.zeros(tree.n_nodes)
+    for k in range(tree.n_nodes):
+        v = tree.y_sorted[tree.node_start[k] : tree.node_stop[k]]
+        h[k] = max(silverman(v), res)
+    return h
+
+
+def observed_values(values: np.ndarray, layout: dict[str, Any] | None) -> np.ndarray:
+    """The observed (not missing) values of a numeric column."""
+    if layout is None:
+        return values
+    return values[kind_codes(values, layout["codes"]) == 0]
+
+
+def data_resolution(values: np.ndarray) -> float:
+    """Smallest positive gap between distinct values (the recorded precision); 0 if none."""
+    u = np.unique(values[np.isfinite(values)])
+    if u.size < 2:
+        return 0.0
+    return float(np.min(np.diff(u)))
+
+
+def decimals_of(values: np.ndarray, max_decimals: int = 6) -> int | None:
+    """Number of decimals to which every value is recorded (``None`` if more than 6)."""
+    v = values[np.isfinite(values)]
+    for d in range(max_decimals + 1):
+        s = v * 10.0**d
+        if np.all(np.abs(s - np.round(s)) <= 1e-6 * np.maximum(1.0, np.abs(s)) * 1e-3 + 1e-9):
+            return d
+    return None
+
+
+def silverman(v: np.ndarray) -> float:
+    """Silverman's rule of thumb ``0.9 min(sd, IQR/1.34) n^{-1/5}`` (sd alone if IQR is 0)."""
+    v = np.asarray(v, dtype=np.float64)
+    if v.size < 2:
+        return 0.0
+    sd = float(np.std(v, ddof=1))
+    q75, q25 = np.percentile(v, [75, 25])
+    iqr = float(q75 - q25) / 1.34
+    a = min(sd, iqr) if iqr > 0 else sd
+    return 0.9 * a * v.size ** (-0.2)

@@ -1,0 +1,91 @@
+"""Saved CART synthesizers: the fitted state as arrays and settings, and back.
+
+The folder layout and its checks are :mod:`bayes_risk.models.trees.io`'s; this module only says
+which arrays a CART synthesizer has (every tree's nodes, splits, donor blocks and seen levels,
+the kind trees of numeric columns with missing values, bandwidths, the synthesized records), as
+:mod:`bayes_risk.models.trees.rf_io` does for random forests.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.models.trees.missing import encoded_values
+from bayes_risk.models.trees.io import (
+    check_missing_layout,
+    seqtree_from_arrays,
+    seqtree_to_arrays,
+    split_data,
+)
+
+__all__ = ["cart_state", "restore_cart"]
+
+
+def cart_state(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The fitted state of a CART synthesizer as JSON-ready settings and named arrays
+    (what :meth:`CARTSynthesizer.save` writes)."""
+    arrays: dict[str, np.ndarray] = {"records": np.asarray(model.records_, dtype=bool)}
+    trees = []
+    for k, col in enumerate(model.visit_sequence_):
+        info, arr = seqtree_to_arrays(model.trees_[col], f"tree{k}")
+        trees.append(info)
+        arrays.update(arr)
+        if col in model.bandwidth_:
+            arrays[f"bandwidth{k}"] = np.asarray(model.bandwidth_[col], dtype=np.float64)
+    kind_trees = {}
+    for k, col in enumerate(model.visit_sequence_):
+        if col in getattr(model, "missing_trees_", {}):
+            info, arr = seqtree_to_arrays(model.missing_trees_[col], f"kindtree{k}")
+            kind_trees[col] = info
+            arrays.update(arr)
+    state = {
+        "visit_sequence": list(model.visit_sequence_),
+        "predictors": {c: list(v) for c, v in model.predictors_.items()},
+        "trees": trees,
+        "fit_call": model.fit_call_,
+        "smoothed": list(model.smoothed_),
+        "decimals": dict(model._decimals),
+        "integer": {c: bool(v) for c, v in model._integer.items()},
+        "n_records": int(model.n_records_),
+        # columns with missing values and the kind trees of two-step numeric columns
+        # (absent in folders of complete data: their files are unchanged)
+        **({"missing": model.missing_, "kind_trees": kind_trees}
+           if getattr(model, "missing_", {}) else {}),
+    }
+    return state, arrays
+
+
+def restore_cart(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame) -> None:
+    """Set the fitted attributes of a new CART synthesizer ``obj`` from a saved folder (what
+    :meth:`CARTSynthesizer.load` reads); a ``ValueError`` means a damaged folder."""
+    st = meta["state"]
+    schema = obj.schema_
+    obj.visit_sequence_ = list(st["visit_sequence"])
+    obj.predictors_ = {c: list(v) for c, v in st["predictors"].items()}
+    obj.trees_ = {c: seqtree_from_arrays(st["trees"][k], arrays, f"tree{k}")
+                  for k, c in enumerate(obj.visit_sequence_)}
+    obj.fit_call_ = st["fit_call"]
+    obj.missing_ = check_missing_layout(st.get("missing", {}), schema)
+    kinds = st.get("kind_trees", {})
+    obj.missing_trees_ = {
+        c: seqtree_from_arrays(kinds[c], arrays, f"kindtree{k}")
+        for k, c in enumerate(obj.visit_sequence_) if c in kinds
+    }
+    if any(obj.missing_.get(c, {}).get("type") == "two_step"
+           and c not in obj.missing_trees_ for c in obj.visit_sequence_):
+        raise ValueError("a kind tree of a column with missing values is missing")
+    obj.smoothed_ = list(st["smoothed"])
+    obj.bandwidth_ = {c: arrays[f"bandwidth{k}"]
+                      for k, c in enumerate(obj.visit_sequence_) if c in obj.smoothed_}
+    obj._decimals = dict(st["decimals"])
+    obj._integer = dict(st["integer"])
+    obj._index, obj._data = split_data(data)
+    n = len(obj._data)
+    obj.n_records_ = int(st["n_records"])
+    obj.records_ = np.asarray(arrays["records"], dtype=bool)
+    if obj.records_.shape != (n,) or obj.n_records_ != n:
+        raise ValueError(f"{n} records in the data, {obj.records_.shape} flags")
+    obj._values = encoded_values(obj._data, schema, obj.missing_)
