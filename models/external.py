@@ -49,11 +49,11 @@ def _array_own_record(
     candidates: pd.DataFrame,
     datasets: Sequence[pd.DataFrame],
     *,
-    draws: np.ndarray | None = None,
+    draw_indices: np.ndarray | None = None,
 ) -> np.ndarray:
     """``own_record_delta`` of an :class:`ArrayModel` given ``own_record_delta_fn``: ``[H, m, G]``
     own-record terms of a class O model (methods, Two classes of synthesis model)."""
-    d = _take_draws(model.draws, draws)
+    d = _take_draws(model.draws, draw_indices)
     return np.asarray(
         model.own_record_delta_fn(record, candidates, datasets, d), dtype=np.float64
     )
@@ -297,22 +297,6 @@ class ArrayModel:
                 "use estimator='is'."
             )
         return self.with_draws(self.augment_fn(data, synthetic, **kwargs))
-
-    def own_record_delta(
-        self,
-        record: pd.Series,
-        candidates: pd.DataFrame,
-        datasets: Sequence[pd.DataFrame],
-        *,
-        draw_indices: np.ndarray | None = None,
-    ) -> np.ndarray:
-        """Class O: ``[H, m, G]`` own-record terms (methods, Two classes of synthesis model)."""
-        if self.own_record_delta_fn is None:
-            raise ValidationError("this ArrayModel has no own_record_delta_fn.")
-        d = _take_draws(self.draws, draw_indices)
-        return np.asarray(
-            self.own_record_delta_fn(record, candidates, datasets, d), dtype=np.float64
-        )
 
     def __repr__(self) -> str:
         return f"ArrayModel(H={self._h}, class={self.model_class}, ratio_form={self.ratio_form})"

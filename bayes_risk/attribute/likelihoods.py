@@ -69,8 +69,8 @@ def model_logp(
     if group.members is not None:
         first, second = group.members
         # a copy: the second call may reuse the model's output buffer (Workspace.buffer)
-        a = np.array(model_logp(access, data, rule, first, draws, ws))
-        b = model_logp(access, data, rule, second, draws, ws)
+        a = np.array(model_logp(access, data, rule, first, draw_indices, ws))
+        b = model_logp(access, data, rule, second, draw_indices, ws)
         r, h = a.shape[:2]
         return (a[:, :, :, None] + b[:, :, None, :]).reshape(r, h, -1)
     t = time.perf_counter()

@@ -24,9 +24,8 @@ from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.validate import validate_table
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import BaseSynthesizer, check_is_fitted, synthesized_columns
-from bayes_risk.models.trees.missing import encoded_values
 from bayes_risk.models.trees.io import check_fitted_fingerprint, load_synthesizer, save_synthesizer
-from bayes_risk.models.trees.seqtree import column_codes
+from bayes_risk.models.trees.missing import encoded_values
 
 __all__ = ["TreeSynthesizer", "encoded_values", "prepare_schema", "records_mask"]
 

@@ -19,8 +19,13 @@ from bayes_risk._rng import RandomSeed, replayable_seed, spawn
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.trees.base import prepare_schema, records_mask
-from bayes_risk.models.trees.missing import encoded_values
-from bayes_risk.models.trees.missing import design_inputs, kind_codes, missing_layout, n_kinds
+from bayes_risk.models.trees.missing import (
+    design_inputs,
+    encoded_values,
+    kind_codes,
+    missing_layout,
+    n_kinds,
+)
 from bayes_risk.models.trees.seqtree import Design, SeqTree
 
 __all__ = ["check_settings", "data_resolution", "decimals_of", "fit", "observed_values",

@@ -13,13 +13,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.models.trees.missing import encoded_values
 from bayes_risk.models.trees.io import (
     check_missing_layout,
     seqtree_from_arrays,
     seqtree_to_arrays,
     split_data,
 )
+from bayes_risk.models.trees.missing import encoded_values
 
 __all__ = ["cart_state", "restore_cart"]
 

@@ -14,8 +14,9 @@ import pytest
 from bayes_risk.attribute import attribute_risk
 from bayes_risk.data import make_acs_like
 from bayes_risk.exceptions import NotSupportedError
+from bayes_risk.models.trees.forest_leaves import leaf_probabilities
 from bayes_risk.models.trees.plugins.plugin_rf import RFPlugin
-from bayes_risk.models.trees.random_forest import RandomForestSynthesizer, leaf_probabilities
+from bayes_risk.models.trees.random_forest import RandomForestSynthesizer
 from bayes_risk.models.trees.seqtree import column_codes
 
 
