@@ -65,7 +65,8 @@ def main() -> None:
     t_release = time.perf_counter() - t
     kw = dict(schema=schema, aggregation=a.aggregation, progressbar=False)
     # warm-up: imports and caches of the first call are not the sweep's
-    identification_risk(data, release, ["Urban"], ["Income"], radius={"Income": 0.1}, **kw)
+    identification_risk(data, release, known_unsynthesized=["Urban"],
+                        known_synthesized=["Income"], radius={"Income": 0.1}, **kw)
 
     t = time.perf_counter()
     cands = list(a.candidates)
@@ -80,7 +81,8 @@ def main() -> None:
             us = [c for c in s if c not in SYNTHESIZED]
             sy = [c for c in s if c in SYNTHESIZED]
             rad = {c: RADIUS[c] for c in s if c in RADIUS} or None
-            separate[", ".join(s)] = identification_risk(data, release, us, sy, radius=rad,
+            separate[", ".join(s)] = identification_risk(data, release, known_unsynthesized=us,
+                                                         known_synthesized=sy, radius=rad,
                                                          **kw).file
     t_sep = time.perf_counter() - t
 

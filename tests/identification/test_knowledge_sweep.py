@@ -18,11 +18,11 @@ from bayes_risk.identification.knowledge import known_sweep, shapley_values
 from bayes_risk.results.knowledge import SWEEP_MEASURES, KnowledgeSweepResult
 
 
-def ir(*args, **kw):
+def ir(y, rel, us, sy, **kw):
     kw.setdefault("progressbar", False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
-        return identification_risk(*args, **kw)
+        return identification_risk(y, rel, known_unsynthesized=us, known_synthesized=sy, **kw)
 
 
 def sweep(*args, **kw):
