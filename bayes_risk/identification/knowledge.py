@@ -41,6 +41,7 @@ from bayes_risk.data.schema import CATEGORICAL_TYPES
 from bayes_risk.exceptions import ValidationError, interruptible
 from bayes_risk.executors import as_executor
 from bayes_risk.identification import engine as _engine
+from bayes_risk.identification import masks as _masks
 from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import run_engine
 from bayes_risk.identification.plan import IdentificationPlan, record_warning
@@ -210,8 +211,7 @@ def known_sweep(
     full = frozenset(cands)
     order += [full - {c} for c in cands] + [full]
     todo = [s for s in dict.fromkeys(order) if s or sweep.nothing]
-    for s in progress(todo, total=len(todo), description="knowledge sweep", enabled=progressbar):
-        sweep.run(s)
+    sweep.run_many(todo, progressbar=progressbar)
     greedy = _greedy(sweep, cands, max_size, measure) if greedy_beyond else []
     lattice = max_size >= n_c - 1  # every subset evaluated
     table = sweep.table(cands, measure, greedy)
@@ -221,7 +221,7 @@ def known_sweep(
     settings.update(candidates=cands, synthesized=known_s, max_size=int(max_size),
                     greedy_beyond=bool(greedy_beyond), measure=measure, bands=int(bands),
                     lattice_complete=lattice, shared_encoding=sweep.shared,
-                    n_subsets=len(sweep.done))
+                    match_masks=sweep.masks, n_subsets=len(sweep.done))
     warn = dict(sweep.warn)
     for code, where in sweep.warn_subsets.items():
         shown = "; ".join(f"{{{w}}}" for w in where[:5]) + (" …" if len(where) > 5 else "")
@@ -311,8 +311,7 @@ def _greedy(sweep: _Sweep, cands: list[str], max_size: int, measure: str) -> lis
     path = [cur]
     while len(cur) < len(cands):
         steps = [cur | {c} for c in cands if c not in cur]
-        for s in steps:
-            sweep.run(s)
+        sweep.run_many(steps)
         cur = _argmax(steps, sweep, measure)
         path.append(cur)
     return path
@@ -350,10 +349,47 @@ class _Sweep:
         #: the intruder who knows nothing has a figure under known membership only (unknown:
         #: the population count of the empty key is the population size, not estimated here)
         self.nothing = st.membership == "known"
+        #: the subsets are matched together through match masks (per-dataset aggregation, no
+        #: fallback: a subset's counts and own-record flags are all its measures need)
+        self.masks = (self.shared and st.aggregation == "per_dataset"
+                      and self.options["fallback"] in (None, "none")
+                      and _masks.usable(self.plan.prep, rule))
         self.done: dict[frozenset, dict[str, Any]] = {}
         self.records: dict[frozenset, Any] = {}
 
-    # -- one subset ---------------------------------------------------------------------------
+    # -- subsets -----------------------------------------------------------------------------
+    def run_many(self, subsets: Sequence[frozenset], progressbar: bool = False) -> None:
+        """Evaluate the subsets not yet evaluated: those the match masks serve together
+        (:mod:`~bayes_risk.identification.masks`), in batches, the others one by one."""
+        todo = [s for s in dict.fromkeys(subsets) if s not in self.done]
+        for _ in progress(self._evaluated(todo), total=len(todo),
+                          description="knowledge sweep", enabled=progressbar):
+            pass
+
+    def _evaluated(self, todo: list[frozenset]):
+        """Evaluate ``todo``, yielding once per subset (the progress bar's steps)."""
+        masked = [s for s in todo if s and self.masks]
+        # a batch's counts and flags ([N_T, R] each per subset) stay below the masks' budget
+        size = max(1, _masks.BUDGET_BYTES // max(1, 9 * self.plan.prep.n_targets
+                                                  * self.plan.prep.R))
+        for a in range(0, len(masked), size):
+            batch = masked[a:a + size]
+            cols = [[c for c in self.cands if c in s] for s in batch]
+            outs = _masks.subset_matches(self.plan.prep, self.plan.rule, cols)
+            for s, (n_match, own) in zip(batch, outs, strict=True):
+                plan = self._subset_plan(s)
+                out = _engine.per_dataset_output(n_match, own, plan.prep.in_sample, inv_f=None,
+                                                 strategy=plan.settings.strategy)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    res = assemble(plan, plan.rule, out)
+                self._record(s, res)
+                yield s
+        for s in todo:
+            if s not in self.done:
+                self.run(s)
+                yield s
+
     def run(self, s: frozenset) -> None:
         if s in self.done:
             return
@@ -363,7 +399,9 @@ class _Sweep:
             plan = self._subset_plan(s)
         else:
             plan = self._own_plan(s)
-        res = self._evaluate(plan, s)
+        self._record(s, self._evaluate(plan, s))
+
+    def _record(self, s: frozenset, res: Any) -> None:
         row = {k: res.file.get(k) for k in SWEEP_MEASURES}
         self.done[s] = row
         # the intruder who knows nothing has no unique match by construction: not a finding
