@@ -383,7 +383,7 @@ def _known_sweep(ctx: StepContext, kw: dict[str, Any]) -> Any:
         return None
     from bayes_risk.identification.knowledge import known_sweep
 
-    return known_sweep(ctx.original, ctx.synthetic, list(p.known),
+    return known_sweep(ctx.original, ctx.synthetic, candidates=list(p.known),
                        synthesized=list(p.known_synthesized), **kw)
 
 

@@ -316,9 +316,9 @@ def _known_sweep(args: argparse.Namespace, original: Any, syn: Any, kw: dict[str
     kw = dict(kw)
     if isinstance(kw.get("radius"), dict):  # the radii of the candidates only
         kw["radius"] = {c: r for c, r in kw["radius"].items() if c in cands} or None
-    return known_sweep(original, syn, cands, synthesized=synthesized, max_size=args.max_size,
-                       aggregation=aggregation, progressbar=not args.quiet, executor=client,
-                       **kw)
+    return known_sweep(original, syn, candidates=cands, synthesized=synthesized,
+                       max_size=args.max_size, aggregation=aggregation,
+                       progressbar=not args.quiet, executor=client, **kw)
 
 
 def _posterior_replicates(args: argparse.Namespace, original, syn):

@@ -68,8 +68,8 @@ _OPTIONS: dict[str, Any] = {
 def known_sweep(
     original: pd.DataFrame,
     synthetic: Any,
-    candidates: Sequence[str],
     *,
+    candidates: Sequence[str],
     synthesized: Sequence[str] | None = None,
     max_size: int | None = None,
     greedy_beyond: bool = True,
@@ -154,7 +154,7 @@ def known_sweep(
     >>> z2 = y.assign(race=["W", "W", "W", "B", "B"])
     >>> with warnings.catch_warnings():
     ...     warnings.simplefilter("ignore")  # ZERO_UNIQUE: sex alone gives no unique match
-    ...     res = known_sweep(y, [z1, z2], ["sex", "race"], progressbar=False)
+    ...     res = known_sweep(y, [z1, z2], candidates=["sex", "race"], progressbar=False)
     >>> dict(zip(res.table["known"], res.table["expected_match_risk"]))
     {'(none)': 1.0, 'sex': 2.0, 'race': 1.5, 'sex, race': 2.5}
     >>> res.drivers[["variable", "shapley_expected_match_risk"]].to_numpy().tolist()

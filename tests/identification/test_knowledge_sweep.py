@@ -25,11 +25,11 @@ def ir(y, rel, us, sy, **kw):
         return identification_risk(y, rel, known_unsynthesized=us, known_synthesized=sy, **kw)
 
 
-def sweep(*args, **kw):
+def sweep(y, rel, candidates, **kw):
     kw.setdefault("progressbar", False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
-        return known_sweep(*args, **kw)
+        return known_sweep(y, rel, candidates=candidates, **kw)
 
 
 def _release(seed: int, n: int = 40, m: int = 3, missing: bool = False):
