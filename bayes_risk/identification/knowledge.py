@@ -25,8 +25,6 @@ prepared subset by subset instead — the same numbers, without the saving.
 from __future__ import annotations
 
 import dataclasses
-import itertools
-import math
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -34,6 +32,16 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._lattice import (
+    candidate_list,
+    frontier,
+    greedy_path,
+    level_labels,
+    planned_subsets,
+    shapley_values,
+    subset_label,
+    subset_order,
+)
 from bayes_risk._progress import progress
 from bayes_risk.data.missing import missing_mask
 from bayes_risk.data.normalise import as_synthetic_list
@@ -164,7 +172,7 @@ def known_sweep(
         raise ValidationError(
             f"original must be a pandas DataFrame. Got {type(original).__name__}."
         )
-    cands = _candidates(candidates)
+    cands = candidate_list(candidates)
     unknown = sorted(set(kwargs) - set(_OPTIONS))
     if unknown:
         raise ValidationError(f"unknown argument(s) for known_sweep: {unknown}.")
@@ -189,13 +197,7 @@ def known_sweep(
             "columns; a sweep over known sets needs population_counts='loglinear_original' or "
             "'loglinear_synthetic' (estimated for every subset)."
         )
-    n_planned = sum(math.comb(n_c, k) for k in range(max_size + 1))
-    if n_planned > max_subsets:
-        raise ValidationError(
-            f"{n_planned} subsets of {n_c} candidates up to size {max_size} (> max_subsets="
-            f"{max_subsets}); lower max_size (the greedy path continues beyond it) or raise "
-            "max_subsets."
-        )
+    planned = planned_subsets(cands, max_size, max_subsets)
     if type(options["replicates"]).__name__ == "PosteriorReplicates":
         raise ValidationError(
             "known_sweep takes replicates as a list of arrays or DataFrames (draw them once "
@@ -207,12 +209,9 @@ def known_sweep(
     ex = as_executor(executor)
     sweep = _Sweep(original, synthetic, cands, known_us, known_s, options, ex)
 
-    order = [frozenset(s) for k in range(max_size + 1) for s in itertools.combinations(cands, k)]
-    full = frozenset(cands)
-    order += [full - {c} for c in cands] + [full]
-    todo = [s for s in dict.fromkeys(order) if s or sweep.nothing]
+    todo = [s for s in planned if s or sweep.nothing]
     sweep.run_many(todo, progressbar=progressbar)
-    greedy = _greedy(sweep, cands, max_size, measure) if greedy_beyond else []
+    greedy = greedy_path(sweep, cands, max_size, measure) if greedy_beyond else []
     lattice = max_size >= n_c - 1  # every subset evaluated
     table = sweep.table(cands, measure, greedy)
     drivers, shapley_note = _drivers(sweep, cands, lattice)
@@ -238,19 +237,6 @@ def known_sweep(
 # ----------------------------------------------------------------------------------------------
 # inputs
 # ----------------------------------------------------------------------------------------------
-def _candidates(candidates: Any) -> list[str]:
-    if isinstance(candidates, str):
-        candidates = [candidates]
-    cands = [str(c) for c in (candidates or ())]
-    if not cands:
-        raise ValidationError("candidates is empty: give the candidate known variables.")
-    if len(set(cands)) != len(cands):
-        raise ValidationError(f"candidates lists a variable twice: {cands}.")
-    if len(cands) > 20:
-        raise ValidationError(f"at most 20 candidate variables. Got {len(cands)}.")
-    return cands
-
-
 def _synthesized(original: pd.DataFrame, synthetic: Any, cands: list[str],
                  synthesized: Sequence[str] | None, replicates: Any) -> set[str]:
     """The synthesized candidates: as given, from the release's schema roles, or found by
@@ -294,40 +280,6 @@ def _same_values(a: pd.Series, b: pd.Series) -> bool:
         return False
     x, y = a.to_numpy(dtype=object)[~na], b.to_numpy(dtype=object)[~nb]
     return bool(np.all(x == y))
-
-
-def _order(s: frozenset, cands: list[str]) -> tuple:
-    """Sort key of a subset: size, then the candidates' order."""
-    return (len(s), sorted(cands.index(c) for c in s))
-
-
-def _greedy(sweep: _Sweep, cands: list[str], max_size: int, measure: str) -> list[frozenset]:
-    """The greedy forward path: from the riskiest subset of size ``max_size``, add at each step
-    the variable that raises ``measure`` most (the earlier candidate on a tie)."""
-    if max_size >= len(cands) - 1:  # the lattice is complete: nothing beyond it
-        return []
-    size_k = sorted((s for s in sweep.done if len(s) == max_size), key=lambda s: _order(s, cands))
-    cur = _argmax(size_k, sweep, measure)
-    path = [cur]
-    while len(cur) < len(cands):
-        steps = [cur | {c} for c in cands if c not in cur]
-        sweep.run_many(steps)
-        cur = _argmax(steps, sweep, measure)
-        path.append(cur)
-    return path
-
-
-def _argmax(subsets: Sequence[frozenset], sweep: _Sweep, measure: str) -> frozenset:
-    """The subset of highest ``measure``; the first of them in the given order on a tie."""
-    best = subsets[0]
-    for s in subsets[1:]:
-        if sweep.value(s, measure) > sweep.value(best, measure):
-            best = s
-    return best
-
-
-def _label(s: frozenset, cands: list[str]) -> str:
-    return ", ".join(c for c in cands if c in s) or "(none)"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -408,7 +360,7 @@ class _Sweep:
         for code in res.warnings if s else ():
             if code not in self.plan.warnings:
                 self.warn.setdefault(code, res.warning_details.get(code, code))
-                self.warn_subsets.setdefault(code, []).append(_label(s, self.cands))
+                self.warn_subsets.setdefault(code, []).append(subset_label(s, self.cands))
         if s == frozenset(self.cands):
             self.records[s] = res
 
@@ -520,16 +472,16 @@ class _Sweep:
 
     # -- tables -------------------------------------------------------------------------------
     def table(self, cands: list[str], measure: str, greedy: list[frozenset]) -> pd.DataFrame:
-        subsets = sorted(self.done, key=lambda s: _order(s, cands))
+        subsets = sorted(self.done, key=lambda s: subset_order(s, cands))
         rows = []
         for s in subsets:
-            row = {"known": _label(s, cands), "n_known": len(s)}
+            row = {"known": subset_label(s, cands), "n_known": len(s)}
             row.update({c: c in s for c in cands})
             row.update(self.done[s])
             row["greedy_step"] = greedy.index(s) if s in greedy else -1
             rows.append(row)
         tab = pd.DataFrame(rows)
-        tab["frontier"] = _frontier(tab["n_known"].to_numpy(), tab[measure].to_numpy(dtype=float))
+        tab["frontier"] = frontier(tab["n_known"].to_numpy(), tab[measure].to_numpy(dtype=float))
         return tab
 
     def settings(self) -> dict[str, Any]:
@@ -559,43 +511,9 @@ def _subset_replicates(replicates: Any, known_s: list[str], sy: list[str]) -> An
     return out
 
 
-def _frontier(n_known: np.ndarray, risk: np.ndarray) -> np.ndarray:
-    """Subsets on the Pareto frontier of risk (higher) against variables known (fewer): no
-    other subset knows as few or fewer variables and has as high or higher a risk, one of them
-    strictly. The empty set is not a candidate of the frontier."""
-    out = np.zeros(len(risk), dtype=bool)
-    ok = np.isfinite(risk) & (n_known > 0)
-    for i in np.flatnonzero(ok):
-        dominated = ok & (n_known <= n_known[i]) & (risk >= risk[i]) \
-            & ((n_known < n_known[i]) | (risk > risk[i]))
-        out[i] = not dominated.any()
-    return out
-
-
 # ----------------------------------------------------------------------------------------------
 # drivers
 # ----------------------------------------------------------------------------------------------
-def shapley_values(value: Mapping[frozenset, float], players: Sequence[str]) -> dict[str, float]:
-    """Exact Shapley values of a game given on every subset of ``players``.
-
-    ``φ_i = Σ_{S ⊆ N∖{i}} |S|! (n − |S| − 1)! / n! · (v(S ∪ {i}) − v(S))`` (Shapley 1953);
-    the values sum to ``v(N) − v(∅)``.
-    """
-    n = len(players)
-    fact = [math.factorial(k) for k in range(n + 1)]
-    out = {}
-    for p in players:
-        others = [q for q in players if q != p]
-        phi = 0.0
-        for k in range(n):
-            w = fact[k] * fact[n - k - 1] / fact[n]
-            for comb in itertools.combinations(others, k):
-                s = frozenset(comb)
-                phi += w * (value[s | {p}] - value[s])
-        out[p] = phi
-    return out
-
-
 def _drivers(sweep: _Sweep, cands: list[str], lattice: bool) -> tuple[pd.DataFrame, str]:
     full = frozenset(cands)
     rows = []
@@ -643,7 +561,7 @@ def _levels(sweep: _Sweep, cands: list[str], bands: int) -> pd.DataFrame:
     k_total = float(K.sum())
     rows = []
     for c in cands:
-        lab = _level_labels(tdf[c], sk[c].type in CATEGORICAL_TYPES, bands)
+        lab = level_labels(tdf[c], sk[c].type in CATEGORICAL_TYPES, bands)
         codes = np.asarray(lab.cat.codes)
         for j, level in enumerate(lab.cat.categories):
             idx = np.flatnonzero(codes == j)
@@ -658,25 +576,3 @@ def _levels(sweep: _Sweep, cands: list[str], bands: int) -> pd.DataFrame:
                 "share_true_matches": float(K[idx].sum()) / k_total if k_total else np.nan,
             })
     return pd.DataFrame(rows)
-
-
-def _level_labels(v: pd.Series, categorical: bool, bands: int) -> pd.Series:
-    """Level of every target: its value (categorical, or few distinct values) or its quantile
-    band; a missing value is the level ``"missing"``."""
-    v = v.reset_index(drop=True)
-    miss = missing_mask(v)
-    out = pd.Series(["missing"] * len(v), dtype=object)
-    obs = v[~miss]
-    if categorical or obs.nunique() <= bands:
-        vals = obs.astype(object)
-        order = sorted(vals.unique(), key=lambda x: (str(type(x)), x))
-        lab = vals.map(lambda x: str(x))
-        out[~miss] = lab
-        cats = [str(x) for x in order] + (["missing"] if miss.any() else [])
-    else:
-        x = pd.to_numeric(obs, errors="coerce").astype(np.float64)
-        q = pd.qcut(x, bands, duplicates="drop")
-        lab = q.astype(str)
-        out[~miss] = lab
-        cats = [str(i) for i in q.cat.categories] + (["missing"] if miss.any() else [])
-    return pd.Series(pd.Categorical(out, categories=cats))
