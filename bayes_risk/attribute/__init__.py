@@ -1,6 +1,7 @@
 """Attribute disclosure risk (Hu 2019): candidates, priors, estimators, diagnostics, summaries.
 
-Main entry points: :func:`attribute_risk`, :func:`with_prior`, :func:`prior_sensitivity` and
+Main entry points: :func:`attribute_risk`, :func:`attribute_known_sweep` (the risk over subsets
+of the synthesized values the intruder knows), :func:`with_prior`, :func:`prior_sensitivity` and
 :class:`ArrayModel` (posterior draws from any software wrapped in the model protocols of
 :mod:`bayes_risk.protocols`).
 The engine never imports a model: the tree synthesizers' plug-in likelihoods live with their
@@ -16,9 +17,11 @@ from bayes_risk.attribute.api import (
 )
 from bayes_risk.attribute.array_model import ArrayModel
 from bayes_risk.attribute.candidates import CandidateSpec, GridSpec, SpatialGridSpec
+from bayes_risk.attribute.knowledge import attribute_known_sweep
 
 __all__ = [
     "attribute_risk",
+    "attribute_known_sweep",
     "with_prior",
     "prior_sensitivity",
     "AttributeRiskResult",

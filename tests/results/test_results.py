@@ -118,7 +118,7 @@ BUILDERS = {
         radii=[0.05, 0.1, 0.2],
         progressbar=False),
     "KnowledgeSweepResult": lambda ce, rel: _quiet(
-        br.known_sweep, ce, rel[2], ["Age", "Urban", "Marital"], radius={"Age": 0.1},
+        br.known_sweep, ce, rel[2], candidates=["Age", "Urban", "Marital"], radius={"Age": 0.1},
         schema=rel[1], progressbar=False),
     "PMSEResult": lambda ce, rel: _quiet(br.pmse, ce, rel[2], schema=rel[1], random_seed=1),
     "UtilitySummary": _utility,
