@@ -47,7 +47,7 @@ from bayes_risk.exceptions import CALLER, BayesRiskWarning, ValidationError, int
 from bayes_risk.results.knowledge import ATTRIBUTE_SWEEP_MEASURES, KnowledgeSweepResult
 from bayes_risk.warning_codes import message
 
-__all__ = ["attribute_known_sweep"]
+__all__ = ["attribute_known_sweep", "shared_refits", "file_measures", "one_seed"]
 
 #: the measures the frontier, the greedy path and the Shapley values rank subsets by
 RANK_MEASURES = ("mean_p_true", "prop_top")
@@ -192,7 +192,7 @@ def attribute_known_sweep(
         )
     planned = planned_subsets(cands, int(max_size), max_subsets)
     options = {k: kwargs.get(k, v) for k, v in _OPTIONS.items()}
-    seed = _one_seed(random_seed)
+    seed = one_seed(random_seed)
     sweep = _AttributeSweep(original, synthetic, model, cands, records, options, seed,
                             executor, progressbar)
     sweep.run_many(planned, progressbar=progressbar)
@@ -233,7 +233,7 @@ def _synthesized(model: Any) -> list[str]:
     return list(schema.synthesized)
 
 
-def _one_seed(random_seed: Any) -> Any:
+def one_seed(random_seed: Any) -> Any:
     """One seed every subset can reuse: a Generator or ``None`` gives one integer."""
     if random_seed is None:
         return int(np.random.SeedSequence().entropy % 2**63)
@@ -259,20 +259,14 @@ class _AttributeSweep:
         self.settings: dict[str, Any] = {}
 
     def _share_refits(self, progressbar: bool) -> bool:
-        """Fit the stabilised estimator's ``m`` augmented models once (what a run with this
-        seed fits: ``prepare`` draws them from the same streams) and hand them to every
-        subset; ``False`` when the estimator needs none or they were given."""
-        o = self.options
-        if o["augmented"] is not None:
+        """The stabilised estimator's refits, made once (:func:`shared_refits`) and handed to
+        every subset; ``False`` when the estimator needs none or they were given."""
+        if self.options["augmented"] is not None:
             return False
-        args = {k: v for k, v in o.items() if k != "draw_indices"}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            plan = prepare(self.model, self.original, self.synthetic, self.records,
-                           scenario="worst_case", known=None, draws=o["draw_indices"],
-                           random_seed=self.seed, progressbar=progressbar, **args)
-        fits = [a.model for a in plan.augmented.models]
-        if not fits:
+        fits = shared_refits(self.original, self.synthetic, model=self.model,
+                             records=self.records, random_seed=self.seed,
+                             progressbar=progressbar, **self.options)
+        if fits is None:
             return False
         self.options["augmented"] = fits
         self.options["refit_draws"] = None  # the refits are made: their draws are set
@@ -311,6 +305,27 @@ class _AttributeSweep:
                              if k in res.settings}
         if s == frozenset(self.cands):
             self.results[s] = res
+
+
+def shared_refits(original: pd.DataFrame, synthetic: Any, *, model: Any, records: Any,
+                  random_seed: Any, progressbar: bool = False, **options: Any
+                  ) -> list[Any] | None:
+    """The ``m`` augmented models of the stabilised estimator, as a run of ``attribute_risk``
+    with these options and ``random_seed`` (an integer or a sequence: reproducible) fits them —
+    ``prepare`` draws them from the same streams — or ``None`` when the estimator needs none.
+    Handed to several runs as ``augmented``, each equals a run that refits."""
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise ValidationError(f"unknown argument(s) for shared_refits: {unknown}.")
+    o = {k: v for k, v in {**_OPTIONS, **options}.items()
+         if k not in ("draw_indices", "augmented")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plan = prepare(model, original, synthetic, records, scenario="worst_case", known=None,
+                       augmented=None, draws=options.get("draw_indices"),
+                       random_seed=random_seed, progressbar=progressbar, **o)
+    fits = [a.model for a in plan.augmented.models]
+    return fits or None
 
 
 def file_measures(records: pd.DataFrame) -> dict[str, Any]:
