@@ -144,10 +144,11 @@ def attribute_known_sweep(
 
     Notes
     -----
-    Knowing more of a record's own values need not raise ``mean_p_true``: fixing a column at
-    the truth removes candidates, and the renormalised probability of the truth can fall when
-    the removed candidates were less probable than it under the model (methods, Attribute
-    risk, Sensitivity to the intruder's knowledge).
+    Under the uniform prior a record's ``p_true`` does not fall when a column becomes known
+    (its candidates' likelihoods are the same, the renormalising sum loses terms), so neither do
+    ``mean_p_true`` and ``prop_top``; a prior that depends on the candidate set (truth-weighted,
+    empirical) carries no such guarantee (methods, Attribute disclosure risk, Sensitivity to the
+    intruder's knowledge).
 
     References
     ----------

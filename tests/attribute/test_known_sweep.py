@@ -168,3 +168,18 @@ def test_errors_name_the_argument():
         attribute_known_sweep(orig, syn, model=model, known=["a"], max_size=2)
     with pytest.raises(ValidationError, match="twice"):
         attribute_known_sweep(orig, syn, model=model, known=["a", "a"])
+
+
+@pytest.mark.parametrize("estimator", ["is", "stabilised"])
+def test_uniform_prior_risk_does_not_fall_when_a_column_becomes_known(estimator):
+    # the same candidate likelihoods, fewer candidates in the renormalising sum: record by
+    # record, p_true with a and b known is at least p_true with nothing or a alone known
+    model, orig, syn = _case(n=30, seed=11)
+    runs = {k: _separate(model, orig, syn, k, estimator=estimator, random_seed=4, bootstrap=0)
+            for k in ((), ("a",), ("a", "b"))}
+    p0, pa, pab = (runs[k].records["p_true"].to_numpy() for k in ((), ("a",), ("a", "b")))
+    assert (pa >= p0 * (1 - 1e-12)).all() and (pab >= pa * (1 - 1e-12)).all()
+    res = _quiet(attribute_known_sweep, orig, syn, model=model, known=["a", "b"],
+                 estimator=estimator, random_seed=4, bootstrap=0)
+    assert (res.drivers["shapley_mean_p_true"] >= -1e-12).all()
+    assert (res.drivers["shapley_prop_top"] >= -1e-12).all()
