@@ -429,3 +429,40 @@ def test_masks_brute_force_counts():
                         hit &= (rec == y[c].iloc[t]).to_numpy()
                 assert cnt[t, r] == hit.sum(), (s, r, t)
                 assert own[t, r] == hit[t], (s, r, t)
+
+
+def test_without_masks_the_engine_runs_per_subset(monkeypatch):
+    # above MAX_RECORDS (or for a rule that combines columns) each subset runs the engine: the
+    # same figures
+    from bayes_risk.identification import masks
+
+    y, rel = _release(24, n=40, m=2, missing=True)
+    monkeypatch.setattr(masks, "MAX_RECORDS", 10)
+    res = _compare_with_separate_runs(y, rel, CANDS, SYN, RADIUS, ["a", "b", "c"])
+    assert res.settings["match_masks"] is False
+    ell = sweep(y, rel, ["a", "x", "y"], radius=RADIUS, categorical=["a", "b", "c"],
+                aggregation="per_dataset", shape="ellipse")
+    assert ell.settings["match_masks"] is False
+
+
+def test_masks_with_user_replicates():
+    # replicates given as arrays of the synthesized candidates (R = 3, not the m = 2 datasets)
+    y, rel = _release(25, n=35, m=2)
+    rng = np.random.default_rng(0)
+    reps = [pd.DataFrame({"y": np.round(y["y"] * rng.uniform(0.9, 1.1, len(y)), 1),
+                          "c": rng.choice(["k", "l", "m"], len(y))}) for _ in range(3)]
+    res = sweep(y, rel, ["a", "x", "y", "c"], radius=RADIUS, categorical=["a", "b", "c"],
+                aggregation="per_dataset", synthesized=["y", "c"], replicates=reps)
+    assert res.settings["match_masks"] is True
+    for k in range(1, 5):
+        for s in itertools.combinations(["a", "x", "y", "c"], k):
+            sy = [c for c in s if c in SYN]
+            if not sy:  # a separate run takes replicates of synthesized columns only
+                continue
+            one = ir(y, rel, [c for c in s if c not in SYN], sy,
+                     radius={c: r for c, r in RADIUS.items() if c in s} or None,
+                     categorical=["a", "b", "c"], aggregation="per_dataset",
+                     replicates=[r[sy] for r in reps])
+            row = res.table[res.table["known"] == ", ".join(s)].iloc[0]
+            for m in SWEEP_MEASURES:
+                assert _same(row[m], one.file[m]), (s, m, row[m], one.file[m])
