@@ -6,7 +6,7 @@ subset ``K`` of a set of synthesized columns the intruder may know of each recor
 subsets on the Pareto frontier of risk against the number of columns known, the Shapley values
 of the columns and the levels that hold the risk — the identification sweep's analysis
 (:func:`~bayes_risk.identification.known_sweep`), reported through the same
-:class:`~bayes_risk.results.KnowledgeSweepResult`.
+:class:`~bayes_risk.identification.KnowledgeSweepResult`.
 
 **What is shared between subsets.** The model and its posterior draws of ``p(Θ | y)`` (never
 refitted); the stabilised estimator's ``m`` refits of ``p(Θ | y, Z_(l))`` — the bulk of a run's
