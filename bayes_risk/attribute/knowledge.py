@@ -294,11 +294,13 @@ class _AttributeSweep:
                 **self.options,
             )
         self.done[s] = file_measures(res.records)
-        for w in caught:
+        codes = list(res.warnings)
+        for w in caught:  # e.g. RECORDS_FLAGGED, which the result's warnings do not list
             code = getattr(w.message, "code", None)
             if code:
                 self.caught.setdefault(code, (w.category, str(w.message)))
-        for code in res.warnings:
+                codes.append(code)
+        for code in dict.fromkeys(codes):
             self.warn_subsets.setdefault(code, []).append(subset_label(s, self.cands))
         if not self.settings:
             self.settings = {k: res.settings.get(k) for k in

@@ -183,3 +183,15 @@ def test_uniform_prior_risk_does_not_fall_when_a_column_becomes_known(estimator)
                  estimator=estimator, random_seed=4, bootstrap=0)
     assert (res.drivers["shapley_mean_p_true"] >= -1e-12).all()
     assert (res.drivers["shapley_prop_top"] >= -1e-12).all()
+
+
+def test_flagged_records_reach_the_sweep_warnings():
+    # every subset's RECORDS_FLAGGED warning is summarised once for the sweep, never dropped
+    model, orig, syn = _case(n=20, seed=11)
+    with pytest.warns(Warning, match="RECORDS_FLAGGED: in 4 of 4 subsets") as rec:
+        res = attribute_known_sweep(orig, syn, model=model, known=["a", "b"], estimator="is",
+                                    random_seed=4, bootstrap=0, progressbar=False)
+    assert (res.table["n_flagged"] > 0).all()
+    assert "RECORDS_FLAGGED" in res.warnings
+    assert "in 4 of 4 subsets" in res.warning_details["RECORDS_FLAGGED"]
+    assert sum("RECORDS_FLAGGED" in str(w.message) for w in rec) == 1
