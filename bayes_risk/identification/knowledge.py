@@ -14,8 +14,12 @@ variable hold the records at risk).
 (``prepare``); each subset's problem is the encoded pool restricted to the subset's columns
 (exact-match codes and radius values are per column, so the restriction is the problem a
 separate run on the subset would encode). A subset holding no synthesized variable is the same
-in every replicate, so its matches are computed once and repeated over the replicates. The
-result equals separate ``identification_risk`` runs value for value (tested bit for bit).
+in every replicate, so its matches are computed once and repeated over the replicates. With the
+per-dataset aggregation and a rectangular rule every subset is matched at once through match
+masks (:mod:`~bayes_risk.identification.masks`: per column and replicate one bitset of the
+records per target, ``AND``-ed along the lattice of subsets), and only the measures are
+assembled subset by subset. The result equals separate ``identification_risk`` runs value for
+value (tested bit for bit).
 Rules that combine the radius columns through the data (``shape="mahalanobis"``, whose
 covariance depends on the columns; ``"legacy_hh_euclid"``; the ``compat`` mode, whose radius
 vector follows the columns given) and unknown membership (population counts are per key) are
