@@ -397,9 +397,16 @@ def test_compiled_and_numpy_masks_agree(seed, monkeypatch):
     for flag in (True, False):
         monkeypatch.setattr(engine, "USE_NUMBA", flag)
         out[flag] = masks.subset_matches(prep_plan.prep, prep_plan.rule, subsets)
-    for (c1, o1), (c2, o2) in zip(out[True], out[False], strict=True):
+    # the compiled kernel on chunks of targets (its outputs are slices of the arrays)
+    monkeypatch.setattr(engine, "USE_NUMBA", True)
+    monkeypatch.setattr(masks, "BUDGET_BYTES", 8 * 3 * 5 * 11)
+    out["chunked"] = masks.subset_matches(prep_plan.prep, prep_plan.rule, subsets)
+    for (c1, o1), (c2, o2), (c3, o3) in zip(out[True], out[False], out["chunked"],
+                                            strict=True):
         np.testing.assert_array_equal(c1, c2)
         np.testing.assert_array_equal(o1, o2)
+        np.testing.assert_array_equal(c3, c2)
+        np.testing.assert_array_equal(o3, o2)
 
 
 def test_masks_brute_force_counts():
