@@ -32,6 +32,10 @@ ATTRIBUTE_SWEEP_MEASURES = tuple(name for name, _ in ATTRIBUTE_MEASURES)
 #: the measures Shapley values are computed for (additive over targets or records)
 _SHAPLEY = {"identification": ("expected_match_risk", "true_match_rate_targets"),
             "attribute": ("mean_p_true", "prop_top")}
+#: the measures a summary shows beside the subsets (frontier tables)
+_SHOWN = {"identification": ("expected_match_risk", "true_match_rate_targets",
+                             "false_match_rate"),
+          "attribute": ("mean_p_true", "prop_top", "mean_baseline")}
 _LABEL = dict(ID_MEASURES) | dict(ATTRIBUTE_MEASURES)
 _RISK = {"identification": "Identification risk", "attribute": "Attribute risk"}
 
@@ -96,6 +100,11 @@ class KnowledgeSweepResult(RiskResult):
     def measures(self) -> tuple[str, ...]:
         """The file-level measures of every subset (columns of ``table``)."""
         return SWEEP_MEASURES if self.kind == "identification" else ATTRIBUTE_SWEEP_MEASURES
+
+    @property
+    def shown_measures(self) -> tuple[str, ...]:
+        """The three measures the summaries show beside each subset."""
+        return _SHOWN[self.kind]
 
     @property
     def shapley_measures(self) -> tuple[str, ...]:
@@ -171,7 +180,7 @@ class KnowledgeSweepResult(RiskResult):
             if len(self.levels) else self.levels
         shap_cols = ["variable", f"shapley_{s1}", f"shapley_{s2}", f"{s1}_without",
                      f"{s1}_removed_share"]
-        shown = ["known", "n_known", *self.measures[:3]]
+        shown = ["known", "n_known", *self.shown_measures]
         how = ("aggregation", self.settings.get("aggregation", "")) \
             if self.kind == "identification" else ("estimator", self.settings.get("estimator", ""))
         what = ("the measures are those of identification_risk for each subset"
