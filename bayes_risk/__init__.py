@@ -82,6 +82,7 @@ _API: dict[str, str] = {
     "PopulationSpec": "bayes_risk.identification.specs",
     # attribute risk
     "attribute_risk": "bayes_risk.attribute.api",
+    "attribute_known_sweep": "bayes_risk.attribute.knowledge",
     "with_prior": "bayes_risk.attribute.api",
     "prior_sensitivity": "bayes_risk.attribute.api",
     "file_summary": "bayes_risk.attribute.file_summary",

@@ -1,6 +1,7 @@
 """Attribute disclosure risk (Hu 2019): candidates, priors, estimators, diagnostics, summaries.
 
-Main entry points: :func:`attribute_risk`, :func:`with_prior` and :func:`prior_sensitivity`.
+Main entry points: :func:`attribute_risk`, :func:`attribute_known_sweep` (the risk over subsets
+of the synthesized values the intruder knows), :func:`with_prior` and :func:`prior_sensitivity`.
 The engine never imports a model: posterior draws from any software are wrapped as a model by
 :class:`bayes_risk.models.ArrayModel` (also ``bayes_risk.ArrayModel``), and the tree
 synthesizers' plug-in likelihoods live with their models (:class:`bayes_risk.models.CARTPlugin`,
@@ -14,9 +15,11 @@ from bayes_risk.attribute.api import (
     with_prior,
 )
 from bayes_risk.attribute.candidates import CandidateSpec, GridSpec, SpatialGridSpec
+from bayes_risk.attribute.knowledge import attribute_known_sweep
 
 __all__ = [
     "attribute_risk",
+    "attribute_known_sweep",
     "with_prior",
     "prior_sensitivity",
     "AttributeRiskResult",

@@ -115,8 +115,10 @@ def audit(
         Add to the identification step the risk for every subset of the known columns, the
         Pareto frontier of risk against the number of columns known and the drivers of the
         risk (Shapley values, per-level contributions;
-        :func:`~bayes_risk.identification.known_sweep`). Off by default: it runs the
-        matching engine once per subset (``2**k`` for ``k`` known columns). The verdict does
+        :func:`~bayes_risk.identification.known_sweep`), and to the attribute step the same
+        over the subsets of the synthesized known columns known of the record's own values
+        (:func:`~bayes_risk.attribute.attribute_known_sweep`; when a synthesized column is left
+        to guess). Off by default: ``2**k`` subsets for ``k`` known columns. The verdict does
         not read it.
     targets : sequence of str, optional
         Targets of the empirical disclosure measures (one run each). Default: the synthesized

@@ -358,37 +358,48 @@ def _identification(sec: Section, s: Any, result: Any, links: _Links) -> None:
 
 
 def _known_sweep_blocks(sec: Section, ks: Any, folder: str | None, links: _Links) -> None:
-    """The knowledge sweep (``known_sweep=True``): frontier, drivers and levels."""
+    """The knowledge sweep (``known_sweep=True``): frontier, drivers and levels, of the
+    identification step (every subset of the known columns) or of the attribute step (every
+    subset of the synthesized known columns, known of the record's own values)."""
     src = (lambda f: f"{folder}/{f}" if folder else None)  # noqa: E731
+    m1, m2 = ks.shapley_measures
+    if ks.kind == "identification":
+        what = ("The same measures for every subset of the known columns "
+                f"({len(ks.table)} subsets; the empty set is the intruder who knows nothing)")
+        fig = "Expected match risk against the number of known columns"
+        unit = "targets"
+        lv_cols = ["variable", "level", "n_targets", "share_targets", "share_risk",
+                   "risk_ratio", "true_matches"]
+    else:
+        what = ("The same measures for every subset of the synthesized known columns the "
+                "intruder may also know of the target's own values "
+                f"({len(ks.table)} subsets; the empty set is the worst case above)")
+        fig = "Mean p_true against the number of the record's own values known"
+        unit = "records"
+        lv_cols = ["variable", "level", "n_targets", "share_targets", "share_risk",
+                   "risk_ratio", "truth_first"]
     sec.p(Span("Sensitivity to the intruder's knowledge. ", strong=True),
-          f"The same measures for every subset of the known columns ({len(ks.table)} subsets; "
-          "the empty set is the intruder who knows nothing): how much the figures above "
-          "depend on the assumption about what the intruder knows (Hu 2019, §5). Not read by "
-          "the verdict.")
+          f"{what}: how much the figures above depend on the assumption about what the "
+          "intruder knows (Hu 2019, §5). Not read by the verdict.")
     sec.blocks.append(links.figure(ks.plot("frontier"), "known_sweep.png",
-                                   "Expected match risk against the number of known columns, "
-                                   "one point per subset; the Pareto frontier joined"))
-    fr = ks.frontier[["known", "n_known", "expected_match_risk", "true_match_rate_targets",
-                      "false_match_rate"]]
+                                   f"{fig}, one point per subset; the Pareto frontier joined"))
+    fr = ks.frontier[["known", "n_known", *ks.shown_measures]]
     sec.blocks.append(_table(fr, links, src("known_sweep.csv"),
                              "Pareto frontier: the fewest known columns for the most risk "
                              "(every subset in known_sweep.csv)"))
     sec.blocks.append(links.figure(ks.plot("drivers"), "known_sweep_drivers.png",
                                    "What drives the risk: each column's Shapley value and the "
                                    "risk withholding it removes from the full set"))
-    dv = ks.drivers[["variable", "synthesized", "shapley_expected_match_risk",
-                     "shapley_true_match_rate_targets", "expected_match_risk_without",
-                     "expected_match_risk_removed_share"]]
+    dv = ks.drivers[["variable", "synthesized", f"shapley_{m1}", f"shapley_{m2}",
+                     f"{m1}_without", f"{m1}_removed_share"]]
     sec.blocks.append(_table(dv, links, src("known_sweep_drivers.csv"),
                              "Drivers: " + ks.shapley_note))
     sec.p(ks.headline())
-    lv = ks.levels.sort_values("expected_match_risk", ascending=False, kind="stable").head(TOP_N)
-    sec.blocks.append(_table(lv[["variable", "level", "n_targets", "share_targets",
-                                 "share_risk", "risk_ratio", "true_matches"]], links,
-                             src("known_sweep_levels.csv"),
+    lv = ks.levels.sort_values("share_risk", ascending=False, kind="stable").head(TOP_N)
+    sec.blocks.append(_table(lv[lv_cols], links, src("known_sweep_levels.csv"),
                              f"Levels holding the most risk, every known column known (top "
                              f"{TOP_N}; risk_ratio: share of the risk over share of the "
-                             "targets)"))
+                             f"{unit})"))
 
 
 @_step_section(
@@ -493,6 +504,9 @@ def _attribute(sec: Section, s: Any, result: Any, links: _Links) -> None:
 
     for kind, name, cap in ATTRIBUTE_FIGURES:
         sec.blocks.append(links.figure(s.result.plot(kind), name, cap))
+    ks = s.extra.get("known_sweep")
+    if ks is not None:
+        _known_sweep_blocks(sec, ks, s.folder, links)
     stable = recs[recs["flag_codes"].fillna("").astype(str) == ""]
     top = stable.sort_values("p_true", ascending=False, kind="stable").head(TOP_N).reset_index()
     cols = [c for c in ("record", "p_true", "rank_min", "G", "baseline") if c in top]

@@ -578,12 +578,34 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
 
     model = _attribute_model(ctx)
     spec = _candidates(ctx, p.synthesized)
+    opts: dict[str, Any] = dict(candidates=spec, prior="uniform",
+                                estimator=p.attribute_estimator, refit_draws=p.refit_draws,
+                                random_seed=p.random_seed)
+    # known_sweep=True: the synthesized known columns, some of the record's own values the
+    # intruder may know (at least one synthesized column left to guess)
+    ks_cols = [c for c in p.known if c in p.synthesized] if p.known_sweep else []
+    if len(ks_cols) == len(p.synthesized):
+        ks_cols = []
+    if ks_cols:
+        from bayes_risk.attribute.knowledge import one_seed, shared_refits
+
+        # one seed and one set of refits for the step and every subset of the sweep
+        opts["random_seed"] = one_seed(p.random_seed)
+        fits = shared_refits(ctx.original, ctx.synthetic, model=model,
+                             records=p.attribute_records, progressbar=ctx.progressbar, **opts)
+        if fits:
+            opts.update(augmented=fits, refit_draws=None)
     res = attribute_risk(
         ctx.original, ctx.synthetic, model=model, records=p.attribute_records,
-        candidates=spec, prior="uniform", scenario="worst_case",
-        estimator=p.attribute_estimator, refit_draws=p.refit_draws,
-        random_seed=p.random_seed, progressbar=ctx.progressbar,
+        scenario="worst_case", progressbar=ctx.progressbar, **opts,
     )
+    aks = None
+    if ks_cols:
+        from bayes_risk.attribute.knowledge import attribute_known_sweep
+
+        aks = attribute_known_sweep(ctx.original, ctx.synthetic, model=model, known=ks_cols,
+                                    records=p.attribute_records, progressbar=ctx.progressbar,
+                                    **opts)
     recs = res.records.index
     drivers = attribute_drivers(ctx.original, list(ctx.synthetic), p.synthesized,
                                 np.asarray(recs, dtype=int), spec,
@@ -591,6 +613,8 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
                                 aligned=rows_aligned(ctx))
     summary = res.to_dict()
     summary["inputs"] = {"model": p.attribute_source}
+    if aks is not None:
+        summary["known_sweep"] = aks.to_dict()
     folder = _folder(ctx, "attribute")
     files: list[str] = []
     if folder is not None:
@@ -602,9 +626,17 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
         for kind, name, _ in ATTRIBUTE_FIGURES:
             res.plot(kind).savefig(folder / name, dpi=100)
             files.append(name)
+        if aks is not None:
+            from bayes_risk.data.io import write_csv
+
+            write_csv(aks.table, folder / "known_sweep.csv")
+            write_csv(aks.drivers, folder / "known_sweep_drivers.csv")
+            write_csv(aks.levels, folder / "known_sweep_levels.csv")
+            files += ["known_sweep.csv", "known_sweep_drivers.csv", "known_sweep_levels.csv"]
     return StepOutcome(name="attribute", status="ran", result=res,
                        folder="attribute" if folder else None, files=files,
                        extra={"summary": summary, "qi": _qi(ctx), "drivers": drivers,
+                              "known_sweep": aks,
                               # the fits' failed checks, also of a model fitted earlier
                               "mcmc_warnings": list((res.mcmc or {}).get("warnings", []))})
 

@@ -7,6 +7,7 @@
         [--scenario worst-case|partially-known|empty|two-records|largest-value|
          second-largest|two-largest-sum [--pairs 0:1,2:5|FILE] [--column COL] [--upper U]
          [--total-known] [--delta D]]
+        [--known-sweep COL [COL ...] [--max-size K]]
         [--bootstrap 200] [--random-seed N] [--scheduler ADDRESS | --workers N]
         [--partition-size N] [--quiet] --out DIR
 
@@ -15,7 +16,10 @@ The largest-value scenarios (Wei & Reiter 2016; Poisson-mixture models) write
 Otherwise writes (atomically) ``records.csv`` (one row per record; per pair of ``--pairs`` for
 ``--scenario two-records``), ``summary.json`` (file-level
 summary, flagged records counted separately, settings, the scenario) and three diagnostic plots:
-``p_true_hist.png``, ``rank_hist.png`` and ``khat.png``.
+``p_true_hist.png``, ``rank_hist.png`` and ``khat.png``; with ``--known-sweep``, the attribute
+risk over every subset of those synthesized columns known of each record's own values
+(``known_sweep.csv``, ``known_sweep_drivers.csv``, ``known_sweep_levels.csv``,
+``known_sweep.png``, ``known_sweep_drivers.png`` and ``known_sweep`` in ``summary.json``).
 """
 
 from __future__ import annotations
@@ -270,6 +274,7 @@ def run(args: argparse.Namespace) -> int:
                             allow_different_original=args.allow_different_original,
                             missing_labels=missing_labels(args))
     scenario = _scenario(args)
+    _check_known_sweep(args, scenario)
     model = _model(args, original, synthetic)
     if scenario in ("largest_value", "second_largest", "two_largest_sum"):
         return _run_largest_value(args, scenario, model, original, synthetic)
@@ -278,33 +283,54 @@ def run(args: argparse.Namespace) -> int:
     # the low-risk intruder (scenario empty) has no candidate sets: --candidates as given
     candidates = (args.candidates if scenario == "empty"
                   else _candidates(args.candidates, model, original))
+    shared: dict[str, Any] = {}
+    if args.known_sweep:
+        from bayes_risk.attribute.knowledge import one_seed, shared_refits
+
+        # one seed and one set of refits for the run and every subset of the sweep
+        seed = one_seed(args.random_seed)
+        fits = shared_refits(original, synthetic, model=model, records=records,
+                             random_seed=seed, progressbar=not args.quiet,
+                             candidates=candidates, prior=args.prior, estimator=args.estimator,
+                             refit_draws=args.refit_draws, psis=args.psis, khat=args.khat,
+                             bootstrap=args.bootstrap, chunk_size=args.chunk_size)
+        shared = {"random_seed": seed, "augmented": fits,
+                  "refit_draws": None if fits else args.refit_draws}
+    ksweep = None
     with dask_client(args) as client:
         if client is None:
             risk = attribute_risk
         else:
             from bayes_risk.distributed import attribute_risk as risk
+        opts = dict(
+            candidates=candidates, prior=args.prior, estimator=args.estimator,
+            refit_draws=args.refit_draws, psis=args.psis, khat=args.khat,
+            bootstrap=args.bootstrap, chunk_size=args.chunk_size, random_seed=args.random_seed,
+        )
+        opts.update(shared)
         result = risk(
             original,
             synthetic,
             model=model,
             records=records,
-            candidates=candidates,
-            prior=args.prior,
             scenario=scenario,
             known=args.known,
             **({} if pairs is None else {"pairs": pairs}),
-            estimator=args.estimator,
-            refit_draws=args.refit_draws,
-            psis=args.psis,
-            khat=args.khat,
-            bootstrap=args.bootstrap,
-            chunk_size=args.chunk_size,
-            random_seed=args.random_seed,
             progressbar=not args.quiet,
+            **opts,
             **dask_kwargs(args, client),
         )
+        if args.known_sweep:
+            from bayes_risk.attribute.knowledge import attribute_known_sweep
+
+            ksweep = attribute_known_sweep(
+                original, synthetic, model=model, known=args.known_sweep, records=records,
+                max_size=args.max_size, progressbar=not args.quiet, executor=client, **opts,
+            )
     summary = result.to_dict()
     summary["scenario"] = scenario
+    if ksweep is not None:
+        summary["known_sweep"] = ksweep.to_dict()
     summary["inputs"] = {  # in the order given
         "model": str(args.model)
         if args.model is not None
@@ -320,6 +346,12 @@ def run(args: argparse.Namespace) -> int:
         for kind, name in (("p_true", "p_true_hist.png"), ("rank", "rank_hist.png"),
                            ("khat", "khat.png")):
             result.plot(kind).savefig(tmp / name, dpi=100)
+        if ksweep is not None:
+            ksweep.table.to_csv(tmp / "known_sweep.csv", index=False)
+            ksweep.drivers.to_csv(tmp / "known_sweep_drivers.csv", index=False)
+            ksweep.levels.to_csv(tmp / "known_sweep_levels.csv", index=False)
+            ksweep.plot("frontier").savefig(tmp / "known_sweep.png", dpi=100)
+            ksweep.plot("drivers").savefig(tmp / "known_sweep_drivers.png", dpi=100)
     un = summary["unflagged"]
     what = "pairs of records" if pairs is not None else "records"
     lines = [
@@ -335,5 +367,26 @@ def run(args: argparse.Namespace) -> int:
             f"{chains.get('records_flagged', 0)} record(s) flagged CHAINS_DISAGREE"
             if chains.get("status") == "run" else f"between-chain check not run: {chains['reason']}"
         )
+    if ksweep is not None:
+        lines.append(f"knowledge sweep over {len(ksweep.table)} subsets of "
+                     f"{', '.join(ksweep.candidates)}: {ksweep.headline()}")
     print_summary(lines, args.out)
     return 0
+
+
+def _check_known_sweep(args: argparse.Namespace, scenario: str) -> None:
+    """``--known-sweep`` and ``--max-size`` against the scenario, before any fit."""
+    from bayes_risk.exceptions import ValidationError
+
+    if args.max_size is not None and not args.known_sweep:
+        raise ValidationError("--max-size needs --known-sweep COL ...", code="OPTION_REQUIRED")
+    if not args.known_sweep:
+        return
+    if scenario != "worst_case" or args.known:
+        raise ValidationError(
+            "--known-sweep sets the known columns of every subset itself (the empty subset is "
+            "the worst case): drop --known and --scenario.", code="OPTION_CONFLICT")
+    if args.max_size is not None and not 1 <= args.max_size <= len(args.known_sweep):
+        raise ValidationError(
+            f"--max-size must be between 1 and the number of --known-sweep columns "
+            f"({len(args.known_sweep)}). Got {args.max_size}.", code="BAD_OPTION_VALUE")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numba as _nb
 import numpy as np
+from numba.extending import intrinsic
 
 
 @_nb.njit(cache=True, nogil=True)
@@ -233,3 +234,59 @@ def compact(buf, offsets, counts):
             p += 1
     return out
 
+
+
+@intrinsic
+def _popcount(typingctx, x):
+    """Number of set bits of a uint64 (LLVM's ``ctpop``: one instruction where the CPU has it)."""
+    if x != _nb.types.uint64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.ctpop(args[0])
+
+    return _nb.types.uint64(_nb.types.uint64), codegen
+
+
+@_nb.njit(cache=True, nogil=True)
+def lattice_counts(masks, col, level, out, rec, r, counts, own):
+    """Match counts and own-record flags of many subsets of columns (the knowledge sweep's
+    match masks, :mod:`~bayes_risk.identification.masks`), target by target.
+
+    ``masks [C, N, W]``: every column's match mask of every target in one replicate. The
+    program ``col, level, out`` visits the subsets depth first: step ``i`` makes the mask of
+    level ``level[i]`` — column ``col[i]``'s mask, ``AND`` the mask of the level above it
+    (level 0: the column's mask itself) — and, when ``out[i] >= 0``, writes its set bits into
+    ``counts[out[i], t, r]`` and its bit of the target's own record (``rec[t] >= 0``) into
+    ``own[out[i], t, r]``. A target's masks (``W`` words per level) stay in the cache.
+    """
+    C, N, W = masks.shape
+    S = col.shape[0]
+    depth = 1
+    for i in range(S):
+        depth = max(depth, level[i] + 1)
+    stack = np.empty((depth, W), dtype=np.uint64)
+    one = np.uint64(1)
+    for t in range(N):
+        k = rec[t]
+        for i in range(S):
+            lv = level[i]
+            c = col[i]
+            n = np.uint64(0)
+            if lv == 0:
+                for w in range(W):
+                    m = masks[c, t, w]
+                    stack[0, w] = m
+                    n += _popcount(m)
+            else:
+                for w in range(W):
+                    m = stack[lv - 1, w] & masks[c, t, w]
+                    stack[lv, w] = m
+                    n += _popcount(m)
+            o = out[i]
+            if o >= 0:
+                counts[o, t, r] = np.int64(n)
+                if k >= 0:
+                    own[o, t, r] = ((stack[lv, k >> 6] >> np.uint64(k & 63)) & one) == one
+                else:
+                    own[o, t, r] = False

@@ -45,6 +45,7 @@ __all__ = [
     "mixed_radix",
     "PerDatasetOutput",
     "run_per_dataset",
+    "per_dataset_output",
     "USE_NUMBA",
 ]
 
@@ -254,7 +255,6 @@ def run_per_dataset(
 
     parallel(one, range(R), progressbar=progressbar, description="identification",
               threads=compiled)
-    no_match_any = np.zeros(N, dtype=bool)
     if fallback == "unsynthesized":
         empty = n_match == 0
         if empty.any():
@@ -270,11 +270,22 @@ def run_per_dataset(
             ow[sub] = np.broadcast_to(us_own[:, None], sub.shape)[sub]
             n_match[rows] = nm
             own[rows] = ow
+    return per_dataset_output(n_match, own, prep.in_sample, inv_f=inv_f, strategy=strategy)
+
+
+def per_dataset_output(n_match: np.ndarray, own: np.ndarray, in_sample: np.ndarray, *,
+                       inv_f: np.ndarray | None, strategy) -> PerDatasetOutput:
+    """The per-dataset output from every target's match count and own-record flag ``[N_T, R]``
+    (after any fallback): probabilities, declared matches, ``c`` and ``T``.
+
+    ``n_match`` is overwritten (it becomes ``c``). The one place this is computed: the
+    knowledge sweep's match masks (:mod:`~bayes_risk.identification.masks`) end here too.
+    """
     no_match_any = (n_match == 0).all(axis=1)
     p, p_out = record_prob(n_match, inv_f)
     dec = declare(p, p_out, strategy)
     del p
     c = n_match  # the declared matches' counts, in place: one [N_T, R] table fewer at a time
     c[~dec] = 0
-    T = dec & own & prep.in_sample[:, None]
+    T = dec & own & in_sample[:, None]
     return PerDatasetOutput(c=c, T=T, declared=dec, p_out=p_out, no_match_any=no_match_any)

@@ -14,8 +14,12 @@ variable hold the records at risk).
 (``prepare``); each subset's problem is the encoded pool restricted to the subset's columns
 (exact-match codes and radius values are per column, so the restriction is the problem a
 separate run on the subset would encode). A subset holding no synthesized variable is the same
-in every replicate, so its matches are computed once and repeated over the replicates. The
-result equals separate ``identification_risk`` runs value for value (tested bit for bit).
+in every replicate, so its matches are computed once and repeated over the replicates. With the
+per-dataset aggregation and a rectangular rule every subset is matched at once through match
+masks (:mod:`~bayes_risk.identification.masks`: per column and replicate one bitset of the
+records per target, ``AND``-ed along the lattice of subsets), and only the measures are
+assembled subset by subset. The result equals separate ``identification_risk`` runs value for
+value (tested bit for bit).
 Rules that combine the radius columns through the data (``shape="mahalanobis"``, whose
 covariance depends on the columns; ``"legacy_hh_euclid"``; the ``compat`` mode, whose radius
 vector follows the columns given) and unknown membership (population counts are per key) are
@@ -25,8 +29,6 @@ prepared subset by subset instead — the same numbers, without the saving.
 from __future__ import annotations
 
 import dataclasses
-import itertools
-import math
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -34,12 +36,22 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._lattice import (
+    candidate_list,
+    frontier,
+    greedy_path,
+    level_labels,
+    planned_subsets,
+    shapley_values,
+    subset_label,
+    subset_order,
+)
 from bayes_risk._progress import progress
-from bayes_risk.data.missing import missing_mask
 from bayes_risk.data.schema import CATEGORICAL_TYPES
 from bayes_risk.exceptions import ValidationError, interruptible
 from bayes_risk.executors import as_executor
 from bayes_risk.identification import engine as _engine
+from bayes_risk.identification import masks as _masks
 from bayes_risk.identification.assemble import assemble
 from bayes_risk.identification.evaluate import run_engine
 from bayes_risk.identification.plan import IdentificationPlan, record_warning
@@ -160,7 +172,7 @@ def known_sweep(
         raise ValidationError(
             f"original must be a pandas DataFrame. Got {type(original).__name__}."
         )
-    cands = _candidates(candidates)
+    cands = candidate_list(candidates)
     unknown = sorted(set(kwargs) - set(_OPTIONS))
     if unknown:
         raise ValidationError(f"unknown argument(s) for known_sweep: {unknown}.")
@@ -188,13 +200,7 @@ def known_sweep(
             "'loglinear_synthetic') (estimated for every subset) or survey weights "
             "(PopulationSpec(weights=...))."
         )
-    n_planned = sum(math.comb(n_c, k) for k in range(max_size + 1))
-    if n_planned > max_subsets:
-        raise ValidationError(
-            f"{n_planned} subsets of {n_c} candidates up to size {max_size} (> max_subsets="
-            f"{max_subsets}); lower max_size (the greedy path continues beyond it) or raise "
-            "max_subsets."
-        )
+    planned = planned_subsets(cands, max_size, max_subsets)
     if type(options["replicates"]).__name__ == "PosteriorReplicates":
         raise ValidationError(
             "known_sweep takes replicates as a list of arrays or DataFrames (draw them once "
@@ -206,13 +212,9 @@ def known_sweep(
     ex = as_executor(executor)
     sweep = _Sweep(original, synthetic, cands, known_us, known_s, options, ex)
 
-    order = [frozenset(s) for k in range(max_size + 1) for s in itertools.combinations(cands, k)]
-    full = frozenset(cands)
-    order += [full - {c} for c in cands] + [full]
-    todo = [s for s in dict.fromkeys(order) if s or sweep.nothing]
-    for s in progress(todo, total=len(todo), description="knowledge sweep", enabled=progressbar):
-        sweep.run(s)
-    greedy = _greedy(sweep, cands, max_size, measure) if greedy_beyond else []
+    todo = [s for s in planned if s or sweep.nothing]
+    sweep.run_many(todo, progressbar=progressbar)
+    greedy = greedy_path(sweep, cands, max_size, measure) if greedy_beyond else []
     lattice = max_size >= n_c - 1  # every subset evaluated
     table = sweep.table(cands, measure, greedy)
     drivers, shapley_note = _drivers(sweep, cands, lattice)
@@ -221,7 +223,7 @@ def known_sweep(
     settings.update(candidates=cands, synthesized=known_s, max_size=int(max_size),
                     greedy_beyond=bool(greedy_beyond), measure=measure, bands=int(bands),
                     lattice_complete=lattice, shared_encoding=sweep.shared,
-                    n_subsets=len(sweep.done))
+                    match_masks=sweep.masks, n_subsets=len(sweep.done))
     warn = dict(sweep.warn)
     for code, where in sweep.warn_subsets.items():
         shown = "; ".join(f"{{{w}}}" for w in where[:5]) + (" …" if len(where) > 5 else "")
@@ -238,19 +240,6 @@ def known_sweep(
 # ----------------------------------------------------------------------------------------------
 # inputs
 # ----------------------------------------------------------------------------------------------
-def _candidates(candidates: Any) -> list[str]:
-    if isinstance(candidates, str):
-        candidates = [candidates]
-    cands = [str(c) for c in (candidates or ())]
-    if not cands:
-        raise ValidationError("candidates is empty: give the candidate known variables.")
-    if len(set(cands)) != len(cands):
-        raise ValidationError(f"candidates lists a variable twice: {cands}.")
-    if len(cands) > 20:
-        raise ValidationError(f"at most 20 candidate variables. Got {len(cands)}.")
-    return cands
-
-
 def _synthesized(original: pd.DataFrame, synthetic: Any, cands: list[str],
                  synthesized: Sequence[str] | None, replicates: Any) -> set[str]:
     """The synthesized candidates: as given, from the release's schema roles, or found by
@@ -268,41 +257,6 @@ def _synthesized(original: pd.DataFrame, synthetic: Any, cands: list[str],
             "with replicates= give synthesized= (the candidates the replicates replicate)."
         )
     return inferred_synthesized(original, synthetic, cands)
-
-
-def _order(s: frozenset, cands: list[str]) -> tuple:
-    """Sort key of a subset: size, then the candidates' order."""
-    return (len(s), sorted(cands.index(c) for c in s))
-
-
-def _greedy(sweep: _Sweep, cands: list[str], max_size: int, measure: str) -> list[frozenset]:
-    """The greedy forward path: from the riskiest subset of size ``max_size``, add at each step
-    the variable that raises ``measure`` most (the earlier candidate on a tie)."""
-    if max_size >= len(cands) - 1:  # the lattice is complete: nothing beyond it
-        return []
-    size_k = sorted((s for s in sweep.done if len(s) == max_size), key=lambda s: _order(s, cands))
-    cur = _argmax(size_k, sweep, measure)
-    path = [cur]
-    while len(cur) < len(cands):
-        steps = [cur | {c} for c in cands if c not in cur]
-        for s in steps:
-            sweep.run(s)
-        cur = _argmax(steps, sweep, measure)
-        path.append(cur)
-    return path
-
-
-def _argmax(subsets: Sequence[frozenset], sweep: _Sweep, measure: str) -> frozenset:
-    """The subset of highest ``measure``; the first of them in the given order on a tie."""
-    best = subsets[0]
-    for s in subsets[1:]:
-        if sweep.value(s, measure) > sweep.value(best, measure):
-            best = s
-    return best
-
-
-def _label(s: frozenset, cands: list[str]) -> str:
-    return ", ".join(c for c in cands if c in s) or "(none)"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -324,10 +278,47 @@ class _Sweep:
         #: the intruder who knows nothing has a figure under known membership only (unknown:
         #: the population count of the empty key is the population size, not estimated here)
         self.nothing = st.membership == "known"
+        #: the subsets are matched together through match masks (per-dataset aggregation, no
+        #: fallback: a subset's counts and own-record flags are all its measures need)
+        self.masks = (self.shared and st.aggregation == "per_dataset"
+                      and self.options["fallback"] in (None, "none")
+                      and _masks.usable(self.plan.prep, rule))
         self.done: dict[frozenset, dict[str, Any]] = {}
         self.records: dict[frozenset, Any] = {}
 
-    # -- one subset ---------------------------------------------------------------------------
+    # -- subsets -----------------------------------------------------------------------------
+    def run_many(self, subsets: Sequence[frozenset], progressbar: bool = False) -> None:
+        """Evaluate the subsets not yet evaluated: those the match masks serve together
+        (:mod:`~bayes_risk.identification.masks`), in batches, the others one by one."""
+        todo = [s for s in dict.fromkeys(subsets) if s not in self.done]
+        for _ in progress(self._evaluated(todo), total=len(todo),
+                          description="knowledge sweep", enabled=progressbar):
+            pass
+
+    def _evaluated(self, todo: list[frozenset]):
+        """Evaluate ``todo``, yielding once per subset (the progress bar's steps)."""
+        masked = [s for s in todo if s and self.masks]
+        # a batch's counts and flags ([N_T, R] each per subset) stay below the masks' budget
+        size = max(1, _masks.BUDGET_BYTES // max(1, 9 * self.plan.prep.n_targets
+                                                  * self.plan.prep.R))
+        for a in range(0, len(masked), size):
+            batch = masked[a:a + size]
+            cols = [[c for c in self.cands if c in s] for s in batch]
+            outs = _masks.subset_matches(self.plan.prep, self.plan.rule, cols)
+            for s, (n_match, own) in zip(batch, outs, strict=True):
+                plan = self._subset_plan(s)
+                out = _engine.per_dataset_output(n_match, own, plan.prep.in_sample, inv_f=None,
+                                                 strategy=plan.settings.strategy)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    res = assemble(plan, plan.rule, out)
+                self._record(s, res)
+                yield s
+        for s in todo:
+            if s not in self.done:
+                self.run(s)
+                yield s
+
     def run(self, s: frozenset) -> None:
         if s in self.done:
             return
@@ -337,14 +328,16 @@ class _Sweep:
             plan = self._subset_plan(s)
         else:
             plan = self._own_plan(s)
-        res = self._evaluate(plan, s)
+        self._record(s, self._evaluate(plan, s))
+
+    def _record(self, s: frozenset, res: Any) -> None:
         row = {k: res.file.get(k) for k in SWEEP_MEASURES}
         self.done[s] = row
         # the intruder who knows nothing has no unique match by construction: not a finding
         for code in res.warnings if s else ():
             if code not in self.plan.warnings:
                 self.warn.setdefault(code, res.warning_details.get(code, code))
-                self.warn_subsets.setdefault(code, []).append(_label(s, self.cands))
+                self.warn_subsets.setdefault(code, []).append(subset_label(s, self.cands))
         if s == frozenset(self.cands):
             self.records[s] = res
 
@@ -456,16 +449,16 @@ class _Sweep:
 
     # -- tables -------------------------------------------------------------------------------
     def table(self, cands: list[str], measure: str, greedy: list[frozenset]) -> pd.DataFrame:
-        subsets = sorted(self.done, key=lambda s: _order(s, cands))
+        subsets = sorted(self.done, key=lambda s: subset_order(s, cands))
         rows = []
         for s in subsets:
-            row = {"known": _label(s, cands), "n_known": len(s)}
+            row = {"known": subset_label(s, cands), "n_known": len(s)}
             row.update({c: c in s for c in cands})
             row.update(self.done[s])
             row["greedy_step"] = greedy.index(s) if s in greedy else -1
             rows.append(row)
         tab = pd.DataFrame(rows)
-        tab["frontier"] = _frontier(tab["n_known"].to_numpy(), tab[measure].to_numpy(dtype=float))
+        tab["frontier"] = frontier(tab["n_known"].to_numpy(), tab[measure].to_numpy(dtype=float))
         return tab
 
     def settings(self) -> dict[str, Any]:
@@ -495,43 +488,9 @@ def _subset_replicates(replicates: Any, known_s: list[str], sy: list[str]) -> An
     return out
 
 
-def _frontier(n_known: np.ndarray, risk: np.ndarray) -> np.ndarray:
-    """Subsets on the Pareto frontier of risk (higher) against variables known (fewer): no
-    other subset knows as few or fewer variables and has as high or higher a risk, one of them
-    strictly. The empty set is not a candidate of the frontier."""
-    out = np.zeros(len(risk), dtype=bool)
-    ok = np.isfinite(risk) & (n_known > 0)
-    for i in np.flatnonzero(ok):
-        dominated = ok & (n_known <= n_known[i]) & (risk >= risk[i]) \
-            & ((n_known < n_known[i]) | (risk > risk[i]))
-        out[i] = not dominated.any()
-    return out
-
-
 # ----------------------------------------------------------------------------------------------
 # drivers
 # ----------------------------------------------------------------------------------------------
-def shapley_values(value: Mapping[frozenset, float], players: Sequence[str]) -> dict[str, float]:
-    """Exact Shapley values of a game given on every subset of ``players``.
-
-    ``φ_i = Σ_{S ⊆ N∖{i}} |S|! (n − |S| − 1)! / n! · (v(S ∪ {i}) − v(S))`` (Shapley 1953);
-    the values sum to ``v(N) − v(∅)``.
-    """
-    n = len(players)
-    fact = [math.factorial(k) for k in range(n + 1)]
-    out = {}
-    for p in players:
-        others = [q for q in players if q != p]
-        phi = 0.0
-        for k in range(n):
-            w = fact[k] * fact[n - k - 1] / fact[n]
-            for comb in itertools.combinations(others, k):
-                s = frozenset(comb)
-                phi += w * (value[s | {p}] - value[s])
-        out[p] = phi
-    return out
-
-
 def _drivers(sweep: _Sweep, cands: list[str], lattice: bool) -> tuple[pd.DataFrame, str]:
     full = frozenset(cands)
     rows = []
@@ -579,7 +538,7 @@ def _levels(sweep: _Sweep, cands: list[str], bands: int) -> pd.DataFrame:
     k_total = float(K.sum())
     rows = []
     for c in cands:
-        lab = _level_labels(tdf[c], sk[c].type in CATEGORICAL_TYPES, bands)
+        lab = level_labels(tdf[c], sk[c].type in CATEGORICAL_TYPES, bands)
         codes = np.asarray(lab.cat.codes)
         for j, level in enumerate(lab.cat.categories):
             idx = np.flatnonzero(codes == j)
@@ -594,25 +553,3 @@ def _levels(sweep: _Sweep, cands: list[str], bands: int) -> pd.DataFrame:
                 "share_true_matches": float(K[idx].sum()) / k_total if k_total else np.nan,
             })
     return pd.DataFrame(rows)
-
-
-def _level_labels(v: pd.Series, categorical: bool, bands: int) -> pd.Series:
-    """Level of every target: its value (categorical, or few distinct values) or its quantile
-    band; a missing value is the level ``"missing"``."""
-    v = v.reset_index(drop=True)
-    miss = missing_mask(v)
-    out = pd.Series(["missing"] * len(v), dtype=object)
-    obs = v[~miss]
-    if categorical or obs.nunique() <= bands:
-        vals = obs.astype(object)
-        order = sorted(vals.unique(), key=lambda x: (str(type(x)), x))
-        lab = vals.map(lambda x: str(x))
-        out[~miss] = lab
-        cats = [str(x) for x in order] + (["missing"] if miss.any() else [])
-    else:
-        x = pd.to_numeric(obs, errors="coerce").astype(np.float64)
-        q = pd.qcut(x, bands, duplicates="drop")
-        lab = q.astype(str)
-        out[~miss] = lab
-        cats = [str(i) for i in q.cat.categories] + (["missing"] if miss.any() else [])
-    return pd.Series(pd.Categorical(out, categories=cats))

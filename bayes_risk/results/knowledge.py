@@ -1,5 +1,5 @@
-"""Result of the knowledge sweep: identification risk over subsets of the intruder's known
-variables, the Pareto frontier and the drivers of the risk (Hu 2019 §5)."""
+"""Result of the knowledge sweep: identification or attribute risk over subsets of the intruder's
+known variables, the Pareto frontier and the drivers of the risk (Hu 2019 §5)."""
 
 from __future__ import annotations
 
@@ -15,16 +15,34 @@ from bayes_risk.results._summary import ResultWarning, Summary
 from bayes_risk.results.identification import ID_MEASURES
 from bayes_risk.warning_codes import message
 
-__all__ = ["KnowledgeSweepResult", "SWEEP_MEASURES"]
+__all__ = ["KnowledgeSweepResult", "SWEEP_MEASURES", "ATTRIBUTE_SWEEP_MEASURES"]
 
 #: file-level measures reported for every subset (those of ``identification_risk``)
 SWEEP_MEASURES = tuple(name for name, _ in ID_MEASURES)
-_LABEL = dict(ID_MEASURES)
+#: file-level measures of an attribute-risk sweep (Hu, Reiter & Wang 2014 over every evaluated
+#: record, as ``AttributeRiskResult.to_dict()["all"]``), and what they are
+ATTRIBUTE_MEASURES = (
+    ("mean_p_true", "mean probability of the true values (p_true)"),
+    ("prop_top", "share of records whose true values are the best guess"),
+    ("mean_baseline", "random guess: mean 1/G"),
+    ("n_records", "records evaluated (p_true not nan)"),
+    ("n_flagged", "records flagged (unreliable estimates)"),
+)
+ATTRIBUTE_SWEEP_MEASURES = tuple(name for name, _ in ATTRIBUTE_MEASURES)
+#: the measures Shapley values are computed for (additive over targets or records)
+_SHAPLEY = {"identification": ("expected_match_risk", "true_match_rate_targets"),
+            "attribute": ("mean_p_true", "prop_top")}
+#: the measures a summary shows beside the subsets (frontier tables)
+_SHOWN = {"identification": ("expected_match_risk", "true_match_rate_targets",
+                             "false_match_rate"),
+          "attribute": ("mean_p_true", "prop_top", "mean_baseline")}
+_LABEL = dict(ID_MEASURES) | dict(ATTRIBUTE_MEASURES)
+_RISK = {"identification": "Identification risk", "attribute": "Attribute risk"}
 
 
 @dataclass(frozen=True)
 class KnowledgeSweepResult(RiskResult):
-    """Identification risk over subsets of the candidate known variables.
+    """Identification or attribute risk over subsets of the candidate known variables.
 
     Attributes
     ----------
@@ -56,6 +74,12 @@ class KnowledgeSweepResult(RiskResult):
     settings : dict
     warnings : tuple of str
     warning_details : dict
+    kind : {"identification", "attribute"}
+        Which risk was swept. Attribute risk
+        (:func:`~bayes_risk.attribute.attribute_known_sweep`) reports ``mean_p_true``,
+        ``prop_top``, ``mean_baseline``, ``n_records`` and ``n_flagged`` per subset (the
+        measures' names in ``measures``), its drivers are Shapley values of ``mean_p_true`` and
+        ``prop_top``, and its levels sum the records' ``p_true`` (``share_risk``) by level.
     """
 
     candidates: tuple[str, ...]
@@ -68,22 +92,39 @@ class KnowledgeSweepResult(RiskResult):
     settings: dict[str, Any]
     warnings: tuple[str, ...] = ()
     warning_details: dict[str, str] = field(default_factory=dict)
+    kind: str = "identification"
 
     plot_kinds = ("frontier", "drivers", "levels")
+
+    @property
+    def measures(self) -> tuple[str, ...]:
+        """The file-level measures of every subset (columns of ``table``)."""
+        return SWEEP_MEASURES if self.kind == "identification" else ATTRIBUTE_SWEEP_MEASURES
+
+    @property
+    def shown_measures(self) -> tuple[str, ...]:
+        """The three measures the summaries show beside each subset."""
+        return _SHOWN[self.kind]
+
+    @property
+    def shapley_measures(self) -> tuple[str, ...]:
+        """The measures of the drivers (Shapley values, risk without each variable); the first
+        is the headline's."""
+        return _SHAPLEY[self.kind]
 
     # -- tables -----------------------------------------------------------------------------
     @property
     def frontier(self) -> pd.DataFrame:
         """The subsets on the Pareto frontier: no other subset knows as few or fewer variables
         and has as high or higher a risk (one of them strictly)."""
-        cols = ["known", "n_known", *SWEEP_MEASURES]
+        cols = ["known", "n_known", *self.measures]
         return self.table.loc[self.table["frontier"], cols].reset_index(drop=True)
 
     @property
     def greedy_path(self) -> pd.DataFrame:
         """The greedy forward path beyond ``max_size`` (empty when the lattice was complete)."""
         t = self.table[self.table["greedy_step"] >= 0].sort_values("greedy_step")
-        return t[["known", "n_known", *SWEEP_MEASURES]].reset_index(drop=True)
+        return t[["known", "n_known", *self.measures]].reset_index(drop=True)
 
     def risk(self, known: Any, measure: str | None = None) -> float:
         """The risk of one subset evaluated (``known``: a sequence of variables, or the
@@ -120,45 +161,52 @@ class KnowledgeSweepResult(RiskResult):
     def headline(self) -> str:
         """One sentence naming the variable whose removal from the full set lowers the risk
         most, with the numbers (for a report)."""
-        d = self.drivers.sort_values("expected_match_risk_removed", ascending=False,
-                                     kind="stable")
+        m = self.shapley_measures[0]
+        d = self.drivers.sort_values(f"{m}_removed", ascending=False, kind="stable")
         top = d.iloc[0]
-        full = self.risk(self.candidates, "expected_match_risk")
-        share = top["expected_match_risk_removed_share"]
+        full = self.risk(self.candidates, m)
+        share = top[f"{m}_removed_share"]
+        what = "expected match risk" if m == "expected_match_risk" else _LABEL[m]
         return (f"Withholding {top['variable']} from an intruder who knows all of "
-                f"{', '.join(self.candidates)} lowers the expected match risk from {full:.4g} "
-                f"to {top['expected_match_risk_without']:.4g}"
+                f"{', '.join(self.candidates)} lowers the {what} from {full:.4g} "
+                f"to {top[f'{m}_without']:.4g}"
                 + (f" ({100 * share:.1f}% of it)." if np.isfinite(share) else "."))
 
     def summary(self) -> Summary:
         """Printable summary: the frontier, the drivers and the top levels."""
         m = self.measure
-        lev = self.levels.sort_values("expected_match_risk", ascending=False).head(10)
-        shap_cols = ["variable", "shapley_expected_match_risk",
-                     "shapley_true_match_rate_targets", "expected_match_risk_without",
-                     "expected_match_risk_removed_share"]
+        s1, s2 = self.shapley_measures
+        lev = self.levels.sort_values("share_risk", ascending=False).head(10) \
+            if len(self.levels) else self.levels
+        shap_cols = ["variable", f"shapley_{s1}", f"shapley_{s2}", f"{s1}_without",
+                     f"{s1}_removed_share"]
+        shown = ["known", "n_known", *self.shown_measures]
+        how = ("aggregation", self.settings.get("aggregation", "")) \
+            if self.kind == "identification" else ("estimator", self.settings.get("estimator", ""))
+        what = ("the measures are those of identification_risk for each subset"
+                if self.kind == "identification" else
+                "the measures are those of attribute_risk for each subset (the known variables "
+                "of a record fixed at their true values)")
         return Summary(
-            "Identification risk by the intruder's knowledge",
+            f"{_RISK[self.kind]} by the intruder's knowledge",
             header=[
                 ("candidate known variables", ", ".join(self.candidates)),
                 ("synthesized", ", ".join(self.synthesized) or "none"),
-                ("aggregation", self.settings.get("aggregation", "")),
+                how,
                 ("subsets evaluated", len(self.table)),
                 ("exhaustive up to size", self.settings.get("max_size")),
                 ("ranked by", _LABEL.get(m, m)),
                 ("risk with every candidate known", self.risk(self.candidates)),
             ],
             tables={
-                "Pareto frontier (fewest variables for the most risk)":
-                    self.frontier[["known", "n_known", "expected_match_risk",
-                                   "true_match_rate_targets", "false_match_rate"]],
+                "Pareto frontier (fewest variables for the most risk)": self.frontier[shown],
                 "Drivers": self.drivers[shap_cols],
                 "Levels holding the most risk (full set)": lev[
                     ["variable", "level", "share_targets", "share_risk", "risk_ratio"]],
             },
             notes=[self.shapley_note + ".", self.headline(),
                    "Sensitivity to the intruder's knowledge is the open question of Hu (2019) "
-                   "§5; the measures are those of identification_risk for each subset."],
+                   f"§5; {what}."],
             warnings=self._structured(),
         )
 
@@ -167,6 +215,7 @@ class KnowledgeSweepResult(RiskResult):
         return to_jsonable({
             "candidates": list(self.candidates),
             "synthesized": list(self.synthesized),
+            "kind": self.kind,
             "measure": self.measure,
             "subsets": self.table.to_dict(orient="records"),
             "frontier": self.frontier.to_dict(orient="records"),
@@ -204,7 +253,7 @@ class KnowledgeSweepResult(RiskResult):
         ax.set_xticks(range(0, len(self.candidates) + 1))
         ax.set_xlabel("number of known variables")
         ax.set_ylabel(_LABEL.get(m, m))
-        ax.set_title("Identification risk by the intruder's knowledge")
+        ax.set_title(f"{_RISK[self.kind]} by the intruder's knowledge")
         ax.legend(loc="best", fontsize=8)
         fig.tight_layout()
         return fig
@@ -214,18 +263,20 @@ class KnowledgeSweepResult(RiskResult):
         removal from the full set takes away)."""
         d = self.drivers
         fig = ax.figure
-        shap = d["shapley_expected_match_risk"].notna().all()
-        col = "shapley_expected_match_risk" if shap else "expected_match_risk_removed"
+        m = self.shapley_measures[0]
+        shap = d[f"shapley_{m}"].notna().all()
+        col = f"shapley_{m}" if shap else f"{m}_removed"
         y = np.arange(len(d))
         ax.barh(y, d[col], color="C0", label="Shapley value" if shap else "removed")
         if shap:
-            ax.scatter(d["expected_match_risk_removed"], y, color="C3", zorder=3,
+            ax.scatter(d[f"{m}_removed"], y, color="C3", zorder=3,
                        label="risk removed by withholding it (from the full set)")
         ax.set_yticks(y)
         ax.set_yticklabels(d["variable"])
         ax.invert_yaxis()
-        ax.set_xlabel("contribution to the expected match risk")
-        ax.set_title("What drives the identification risk")
+        what = "expected match risk" if m == "expected_match_risk" else _LABEL[m]
+        ax.set_xlabel(f"contribution to the {what}")
+        ax.set_title(f"What drives the {self.kind} risk")
         ax.legend(loc="best", fontsize=8)
         fig.tight_layout()
         return fig
@@ -237,7 +288,8 @@ class KnowledgeSweepResult(RiskResult):
         labels = [f"{v}: {lvl}" for v, lvl in zip(lv["variable"], lv["level"], strict=True)]
         y = np.arange(len(lv))
         ax.barh(y - 0.2, lv["share_risk"], height=0.4, color="C3", label="share of risk")
-        ax.barh(y + 0.2, lv["share_targets"], height=0.4, color="0.6", label="share of targets")
+        ax.barh(y + 0.2, lv["share_targets"], height=0.4, color="0.6",
+                label="share of targets" if self.kind == "identification" else "share of records")
         ax.set_yticks(y)
         ax.set_yticklabels(labels, fontsize=7)
         ax.invert_yaxis()

@@ -1266,6 +1266,28 @@ def test_known_sweep_section_optional_and_verdict_unchanged(release, tmp_path):
     assert "Pareto frontier" in md.read_text()
 
 
+def test_known_sweep_of_the_attribute_step(release, tmp_path):
+    """``known_sweep=True`` also sweeps the attribute step over the synthesized known columns
+    (known of the record's own values): the empty subset is the step's own worst case."""
+    orig, syn = release
+    out = tmp_path / "aks"
+    res = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], random_seed=2, sweep=None,
+                   attribute_records=range(12), known_sweep=True, out=out,
+                   skip=["utility", "posterior_identification", "disclosure"],
+                   progressbar=False)
+    step = res.step("attribute")
+    aks = step.extra["known_sweep"]
+    assert aks.kind == "attribute" and list(aks.table["known"]) == ["(none)", "Income"]
+    summ = step.extra["summary"]["all"]
+    assert aks.risk([], "mean_p_true") == pytest.approx(summ["mean_p_true"], rel=1e-12)
+    assert aks.risk([], "prop_top") == pytest.approx(summ["prop_top"], rel=1e-12)
+    for f in ("known_sweep.csv", "known_sweep_drivers.csv", "known_sweep_levels.csv"):
+        assert (out / "attribute" / f).is_file()
+    html = tmp_path / "r.html"
+    res.to_html(html)
+    assert "synthesized known columns the intruder may also know" in html.read_text()
+
+
 def test_audit_cli_known_sweep_flag_off_by_default():
     from bayes_risk.cli import build_parser
 

@@ -19,18 +19,29 @@ from bayes_risk.identification.knowledge import known_sweep, shapley_values
 from bayes_risk.results.knowledge import SWEEP_MEASURES, KnowledgeSweepResult
 
 
-def ir(*args, **kw):
+def ir(y, rel, **kw):
     kw.setdefault("progressbar", False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
-        return identification_risk(*args, **kw)
+        return identification_risk(y, rel, **kw)
 
 
-def sweep(*args, **kw):
+#: the fields of MatchSpec among a test's options
+_MATCH_FIELDS = ("radius", "radius_type", "r_min", "quantile_groups", "window", "shape")
+
+
+def _specs(kw):
+    """A test's flat options with the matching ones gathered into ``match=MatchSpec(...)``."""
+    kw = dict(kw)
+    fields = {k: kw.pop(k) for k in _MATCH_FIELDS if k in kw}
+    return {**kw, "match": MatchSpec(**fields)} if fields else kw
+
+
+def sweep(y, rel, candidates, **kw):
     kw.setdefault("progressbar", False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
-        return known_sweep(*args, **kw)
+        return known_sweep(y, rel, candidates=candidates, **kw)
 
 
 def _release(seed: int, n: int = 40, m: int = 3, missing: bool = False):
@@ -329,3 +340,173 @@ def test_synthesized_found_from_plain_tables_whatever_the_dtype():
     assert res.synthesized == ("y",)
     with pytest.raises(ValidationError, match="original must be a pandas DataFrame"):
         sweep(y.to_numpy(), rel, candidates=["x"])
+
+
+# ----------------------------------------------------------------------------------------------
+# match masks: the per-dataset sweep matches every subset at once (issue 33, the sweep's speed)
+# ----------------------------------------------------------------------------------------------
+def _compare_with_separate_runs(y, rel, cands, syn, radius, categorical, **kw):
+    res = sweep(y, rel, candidates=cands, categorical=categorical, aggregation="per_dataset",
+                synthesized=sorted(syn & set(cands)), **_specs(dict(kw, radius=radius)))
+    for k in range(1, len(cands) + 1):
+        for s in itertools.combinations(cands, k):
+            rad = {c: r for c, r in radius.items() if c in s} or None
+            own_kw = dict(kw)
+            if "r_min" in kw:  # a separate run takes the floors of its own radius columns
+                own_kw["r_min"] = {c: v for c, v in kw["r_min"].items() if c in s} or None
+            if rad is None:  # matched exactly on every column: no radius option applies
+                own_kw.pop("radius_type", None)
+            one = ir(y, rel, known=list(s), synthesized=[c for c in s if c in syn],
+                     categorical=categorical, aggregation="per_dataset",
+                     **_specs(dict(own_kw, radius=rad)))
+            row = res.table[res.table["known"] == ", ".join(s)].iloc[0]
+            for m in SWEEP_MEASURES:
+                assert _same(row[m], one.file[m]), (s, m, row[m], one.file[m])
+    return res
+
+
+@pytest.mark.parametrize("options", [
+    dict(window="open"), dict(r_min={"y": 5.0}), dict(missing_known="level"),
+    dict(strategy=("threshold", 0.4)), dict(radius_type="quantile_sd"),
+])
+def test_masks_equal_separate_runs_under_the_rule_options(options):
+    y, rel = _release(21, n=45, m=3, missing=True)
+    radius = {"x": 1.0, "y": 1.0} if options.get("radius_type") == "quantile_sd" else RADIUS
+    res = _compare_with_separate_runs(y, rel, CANDS, SYN, radius, ["a", "b", "c"], **options)
+    assert res.settings["match_masks"] is True
+
+
+def test_masks_with_missing_radius_values_and_external_targets():
+    # missing values in a radius column (a released one too) and targets outside the original
+    y, rel = _release(22, n=50, m=2)
+    y.loc[[3, 7], "x"] = np.nan
+    for z in rel:
+        z.loc[[3, 7], "x"] = np.nan
+        z.loc[[10], "y"] = np.nan
+    res = _compare_with_separate_runs(y, rel, CANDS, SYN, RADIUS, ["a", "b", "c"])
+    assert res.settings["match_masks"] is True
+    tg = pd.concat([y.iloc[:20], y.iloc[:5].assign(x=y["x"].iloc[:5] + 0.5)],
+                   ignore_index=True).assign(tid=range(25))
+    _compare_with_separate_runs(y, rel, ["a", "x", "y"], SYN, RADIUS, ["a", "b", "c"],
+                                targets=tg, target_id="tid")
+
+
+def test_masks_span_several_words_and_chunks(monkeypatch):
+    # more than 64 records (several words per mask) and a budget that splits the targets
+    from bayes_risk.identification import masks
+
+    y, rel = _release(23, n=150, m=2)
+    full = sweep(y, rel, candidates=CANDS, match=MatchSpec(radius=RADIUS),
+                 categorical=["a", "b", "c"],
+                 aggregation="per_dataset")
+    monkeypatch.setattr(masks, "BUDGET_BYTES", 3 * 8 * 5 * 7)  # a few targets at a time
+    chunked = sweep(y, rel, candidates=CANDS, match=MatchSpec(radius=RADIUS),
+                    categorical=["a", "b", "c"],
+                    aggregation="per_dataset")
+    pd.testing.assert_frame_equal(full.table, chunked.table)
+    _compare_with_separate_runs(y, rel, ["b", "x", "y", "c"], SYN, RADIUS, ["a", "b", "c"])
+
+
+def _prepared(y, rel):
+    """The sweep's one preparation of every candidate (as ``known_sweep`` makes it)."""
+    from bayes_risk.identification.knowledge import _OPTIONS
+    from bayes_risk.identification.prepare import prepare
+    from bayes_risk.identification.specs import spec_options
+
+    o = dict(_OPTIONS, categorical=["a", "b", "c"], aggregation="per_dataset")
+    o.pop("match"), o.pop("population")
+    o.update(spec_options(MatchSpec(radius=RADIUS), None), aggregation="per_dataset")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        return prepare(y, rel, ["a", "b", "x"], ["y", "c"], **o)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_compiled_and_numpy_masks_agree(seed, monkeypatch):
+    from bayes_risk.identification import engine, masks
+
+    y, rel = _release(30 + seed, n=130, m=3, missing=True)
+    prep_plan = _prepared(y, rel)
+    subsets = [s for k in range(1, 6) for s in itertools.combinations(
+        ["a", "b", "x", "y", "c"], k)]
+    out = {}
+    for flag in (True, False):
+        monkeypatch.setattr(engine, "USE_NUMBA", flag)
+        out[flag] = masks.subset_matches(prep_plan.prep, prep_plan.rule, subsets)
+    # the compiled kernel on chunks of targets (its outputs are slices of the arrays)
+    monkeypatch.setattr(engine, "USE_NUMBA", True)
+    monkeypatch.setattr(masks, "BUDGET_BYTES", 8 * 3 * 5 * 11)
+    out["chunked"] = masks.subset_matches(prep_plan.prep, prep_plan.rule, subsets)
+    for (c1, o1), (c2, o2), (c3, o3) in zip(out[True], out[False], out["chunked"],
+                                            strict=True):
+        np.testing.assert_array_equal(c1, c2)
+        np.testing.assert_array_equal(o1, o2)
+        np.testing.assert_array_equal(c3, c2)
+        np.testing.assert_array_equal(o3, o2)
+
+
+def test_masks_brute_force_counts():
+    # every subset's counts and own flags against a scan of every target and record
+    from bayes_risk.identification import masks
+
+    y, rel = _release(40, n=70, m=2, missing=True)
+    plan = _prepared(y, rel)
+    subsets = [s for k in range(1, 6) for s in itertools.combinations(
+        ["a", "b", "x", "y", "c"], k)]
+    got = masks.subset_matches(plan.prep, plan.rule, subsets)
+    n = len(y)
+    for s, (cnt, own) in zip(subsets, got, strict=True):
+        for r, z in enumerate(rel):
+            for t in range(n):
+                hit = np.ones(n, dtype=bool)
+                for c in s:
+                    if pd.isna(y[c].iloc[t]):  # missing_known="any": not matched on it
+                        continue
+                    rec = (y if c not in SYN else z)[c]
+                    if c in RADIUS:
+                        tv = float(y[c].iloc[t])
+                        R = RADIUS[c] * abs(tv)
+                        v = rec.to_numpy(dtype=float)
+                        hit &= (v >= tv - R) & (v <= tv + R)
+                    else:
+                        hit &= (rec == y[c].iloc[t]).to_numpy()
+                assert cnt[t, r] == hit.sum(), (s, r, t)
+                assert own[t, r] == hit[t], (s, r, t)
+
+
+def test_without_masks_the_engine_runs_per_subset(monkeypatch):
+    # above MAX_RECORDS (or for a rule that combines columns) each subset runs the engine: the
+    # same figures
+    from bayes_risk.identification import masks
+
+    y, rel = _release(24, n=40, m=2, missing=True)
+    monkeypatch.setattr(masks, "MAX_RECORDS", 10)
+    res = _compare_with_separate_runs(y, rel, CANDS, SYN, RADIUS, ["a", "b", "c"])
+    assert res.settings["match_masks"] is False
+    ell = sweep(y, rel, candidates=["a", "x", "y"], categorical=["a", "b", "c"],
+                aggregation="per_dataset", match=MatchSpec(radius=RADIUS, shape="ellipse"))
+    assert ell.settings["match_masks"] is False
+
+
+def test_masks_with_user_replicates():
+    # replicates given as arrays of the synthesized candidates (R = 3, not the m = 2 datasets)
+    y, rel = _release(25, n=35, m=2)
+    rng = np.random.default_rng(0)
+    reps = [pd.DataFrame({"y": np.round(y["y"] * rng.uniform(0.9, 1.1, len(y)), 1),
+                          "c": rng.choice(["k", "l", "m"], len(y))}) for _ in range(3)]
+    res = sweep(y, rel, candidates=["a", "x", "y", "c"], match=MatchSpec(radius=RADIUS),
+                categorical=["a", "b", "c"], aggregation="per_dataset", synthesized=["y", "c"],
+                replicates=reps)
+    assert res.settings["match_masks"] is True
+    for k in range(1, 5):
+        for s in itertools.combinations(["a", "x", "y", "c"], k):
+            sy = [c for c in s if c in SYN]
+            if not sy:  # a separate run takes replicates of synthesized columns only
+                continue
+            one = ir(y, rel, known=list(s), synthesized=sy,
+                     match=MatchSpec(radius={c: r for c, r in RADIUS.items() if c in s} or None),
+                     categorical=["a", "b", "c"], aggregation="per_dataset",
+                     replicates=[r[sy] for r in reps])
+            row = res.table[res.table["known"] == ", ".join(s)].iloc[0]
+            for m in SWEEP_MEASURES:
+                assert _same(row[m], one.file[m]), (s, m, row[m], one.file[m])

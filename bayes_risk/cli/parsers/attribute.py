@@ -107,6 +107,23 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "(partially-known scenario)",
     )
     p.add_argument(
+        "--known-sweep",
+        nargs="+",
+        default=None,
+        metavar="COL",
+        help="also compute the attribute risk for every subset of these synthesized columns "
+        "known of each record's own values (up to --max-size, a greedy path beyond; the empty "
+        "subset is the worst case), the Pareto frontier, Shapley values and per-level "
+        "contributions (DIR/known_sweep*.csv and .png); the refits are made once",
+    )
+    p.add_argument(
+        "--max-size",
+        type=int,
+        default=None,
+        metavar="K",
+        help="largest subset size evaluated exhaustively by --known-sweep (default: every size)",
+    )
+    p.add_argument(
         "--estimator",
         default="auto",
         choices=["auto", "stabilised", "is"],

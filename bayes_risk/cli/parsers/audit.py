@@ -102,7 +102,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     g.add_argument("--known-sweep", action="store_true",
                    help="add to the identification step the risk for every subset of the "
                    "known columns, the Pareto frontier and the drivers of the risk (Shapley "
-                   "values, per-level contributions); off by default (one run per subset)")
+                   "values, per-level contributions), and to the attribute step the same over "
+                   "the synthesized known columns known of the record's own values; off by "
+                   "default (one run per subset)")
     g.add_argument("--target", nargs="+", default=None, metavar="COL",
                    help="targets of the empirical measures (default: the synthesized columns "
                    "the intruder does not know)")

@@ -1,0 +1,151 @@
+"""Subsets of the intruder's known variables: the lattice a knowledge sweep walks, its Pareto
+frontier, the greedy path beyond an exhaustive size, Shapley values and level labels — shared by
+identification (:func:`~bayes_risk.identification.known_sweep`) and attribute
+(:func:`~bayes_risk.attribute.attribute_known_sweep`) risk."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.data.missing import missing_mask
+from bayes_risk.exceptions import ValidationError
+
+__all__ = ["candidate_list", "subset_order", "subset_label", "greedy_path", "frontier",
+           "shapley_values", "level_labels", "planned_subsets"]
+
+
+class _Sweep(Protocol):
+    done: dict[frozenset, dict[str, Any]]
+
+    def run_many(self, subsets: Sequence[frozenset]) -> None: ...
+
+    def value(self, s: frozenset, measure: str) -> float: ...
+
+
+def planned_subsets(cands: list[str], max_size: int, max_subsets: int) -> list[frozenset]:
+    """Every subset of at most ``max_size`` candidates (the empty one first), then the full set
+    minus each candidate and the full set; an error beyond ``max_subsets``."""
+    n_c = len(cands)
+    n_planned = sum(math.comb(n_c, k) for k in range(max_size + 1))
+    if n_planned > max_subsets:
+        raise ValidationError(
+            f"{n_planned} subsets of {n_c} candidates up to size {max_size} (> max_subsets="
+            f"{max_subsets}); lower max_size (the greedy path continues beyond it) or raise "
+            "max_subsets."
+        )
+    order = [frozenset(s) for k in range(max_size + 1) for s in itertools.combinations(cands, k)]
+    full = frozenset(cands)
+    order += [full - {c} for c in cands] + [full]
+    return list(dict.fromkeys(order))
+
+
+def candidate_list(candidates: Any) -> list[str]:
+    """The candidate variables as a list of names (at least one, each once, at most 20)."""
+    if isinstance(candidates, str):
+        candidates = [candidates]
+    cands = [str(c) for c in (candidates or ())]
+    if not cands:
+        raise ValidationError("candidates is empty: give the candidate known variables.")
+    if len(set(cands)) != len(cands):
+        raise ValidationError(f"candidates lists a variable twice: {cands}.")
+    if len(cands) > 20:
+        raise ValidationError(f"at most 20 candidate variables. Got {len(cands)}.")
+    return cands
+
+
+def subset_order(s: frozenset, cands: list[str]) -> tuple:
+    """Sort key of a subset: size, then the candidates' order."""
+    return (len(s), sorted(cands.index(c) for c in s))
+
+
+def greedy_path(sweep: _Sweep, cands: list[str], max_size: int, measure: str) -> list[frozenset]:
+    """The greedy forward path: from the riskiest subset of size ``max_size``, add at each step
+    the variable that raises ``measure`` most (the earlier candidate on a tie)."""
+    if max_size >= len(cands) - 1:  # the lattice is complete: nothing beyond it
+        return []
+    size_k = sorted((s for s in sweep.done if len(s) == max_size),
+                    key=lambda s: subset_order(s, cands))
+    cur = _argmax(size_k, sweep, measure)
+    path = [cur]
+    while len(cur) < len(cands):
+        steps = [cur | {c} for c in cands if c not in cur]
+        sweep.run_many(steps)
+        cur = _argmax(steps, sweep, measure)
+        path.append(cur)
+    return path
+
+
+def _argmax(subsets: Sequence[frozenset], sweep: _Sweep, measure: str) -> frozenset:
+    """The subset of highest ``measure``; the first of them in the given order on a tie."""
+    best = subsets[0]
+    for s in subsets[1:]:
+        if sweep.value(s, measure) > sweep.value(best, measure):
+            best = s
+    return best
+
+
+def subset_label(s: frozenset, cands: list[str]) -> str:
+    """The label of a subset: its variables in the candidates' order, ``"(none)"`` if empty."""
+    return ", ".join(c for c in cands if c in s) or "(none)"
+
+
+def frontier(n_known: np.ndarray, risk: np.ndarray) -> np.ndarray:
+    """Subsets on the Pareto frontier of risk (higher) against variables known (fewer): no
+    other subset knows as few or fewer variables and has as high or higher a risk, one of them
+    strictly. The empty set is not a candidate of the frontier."""
+    out = np.zeros(len(risk), dtype=bool)
+    ok = np.isfinite(risk) & (n_known > 0)
+    for i in np.flatnonzero(ok):
+        dominated = ok & (n_known <= n_known[i]) & (risk >= risk[i]) \
+            & ((n_known < n_known[i]) | (risk > risk[i]))
+        out[i] = not dominated.any()
+    return out
+
+
+def shapley_values(value: Mapping[frozenset, float], players: Sequence[str]) -> dict[str, float]:
+    """Exact Shapley values of a game given on every subset of ``players``.
+
+    ``φ_i = Σ_{S ⊆ N∖{i}} |S|! (n − |S| − 1)! / n! · (v(S ∪ {i}) − v(S))`` (Shapley 1953);
+    the values sum to ``v(N) − v(∅)``.
+    """
+    n = len(players)
+    fact = [math.factorial(k) for k in range(n + 1)]
+    out = {}
+    for p in players:
+        others = [q for q in players if q != p]
+        phi = 0.0
+        for k in range(n):
+            w = fact[k] * fact[n - k - 1] / fact[n]
+            for comb in itertools.combinations(others, k):
+                s = frozenset(comb)
+                phi += w * (value[s | {p}] - value[s])
+        out[p] = phi
+    return out
+
+
+def level_labels(v: pd.Series, categorical: bool, bands: int) -> pd.Series:
+    """Level of every target: its value (categorical, or few distinct values) or its quantile
+    band; a missing value is the level ``"missing"``."""
+    v = v.reset_index(drop=True)
+    miss = missing_mask(v)
+    out = pd.Series(["missing"] * len(v), dtype=object)
+    obs = v[~miss]
+    if categorical or obs.nunique() <= bands:
+        vals = obs.astype(object)
+        order = sorted(vals.unique(), key=lambda x: (str(type(x)), x))
+        lab = vals.map(lambda x: str(x))
+        out[~miss] = lab
+        cats = [str(x) for x in order] + (["missing"] if miss.any() else [])
+    else:
+        x = pd.to_numeric(obs, errors="coerce").astype(np.float64)
+        q = pd.qcut(x, bands, duplicates="drop")
+        lab = q.astype(str)
+        out[~miss] = lab
+        cats = [str(i) for i in q.cat.categories] + (["missing"] if miss.any() else [])
+    return pd.Series(pd.Categorical(out, categories=cats))

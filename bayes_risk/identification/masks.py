@@ -1,0 +1,253 @@
+"""Match masks: many subsets of the known columns matched at once (the knowledge sweep).
+
+Under a rectangular rule a target's match set on a set of known columns is the intersection of
+its match sets on each column: the records with the target's code (an exact-match column) and
+the records inside the target's window (a radius column). One bitset of the ``n`` records per
+target, column and replicate — a *mask* — therefore gives every subset of the columns by
+``AND``. The subsets are visited in lexicographic order (unsynthesized columns first), so a
+subset's mask is its parent's (the subset without its last column) ``AND`` its last column's:
+one ``AND`` of ``N_T x ceil(n/64)`` words per subset and replicate, its match counts a
+population count, its own-record flags one bit per target. A column's masks are built once —
+an exact column's from one bitset per level, a radius column's as the difference of two prefix
+bitsets of the records sorted by the column — and an unsynthesized column's serve every
+replicate; a subset of unsynthesized columns is counted in one replicate and repeated.
+
+The counts and flags are those of the matching engine (:mod:`~bayes_risk.identification.index`:
+the same order keys and binary searches for the windows, the same codes); the knowledge sweep
+hands them to :func:`~bayes_risk.identification.engine.per_dataset_output`, and its measures
+equal separate runs bit for bit (tested). The cost grows with ``N_T · n`` per subset, so the
+sweep uses masks up to :data:`MAX_RECORDS` records (above it, the engine per subset).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from bayes_risk.identification import engine as _engine
+from bayes_risk.identification.index import _order_keys, target_bounds
+from bayes_risk.identification.matching import MatchRule
+from bayes_risk.identification.problem import Prepared
+
+__all__ = ["MAX_RECORDS", "BUDGET_BYTES", "COMPILED_MIN_WORDS", "usable", "use_compiled",
+           "subset_matches"]
+
+#: records up to which the knowledge sweep matches with masks (a mask costs ``n/64`` words per
+#: target; the engine's sorted indexes grow with ``n log n``)
+MAX_RECORDS = 20_000
+#: memory of the masks held at once (the columns', the lattice path's); targets are chunked
+BUDGET_BYTES = 256 * 2**20
+
+#: words of masks combined from which the compiled kernel repays importing numba (≈ 0.4 s):
+#: numpy combines and counts some 10**8 words a second
+COMPILED_MIN_WORDS = 50_000_000
+
+_ONE = np.uint64(1)
+
+
+def usable(prep: Prepared, rule: MatchRule) -> bool:
+    """Whether masks reproduce the engine on this problem: a rectangular rule (an ellipse or
+    a Mahalanobis distance combines the columns) and at most :data:`MAX_RECORDS` records."""
+    return rule.shape == "rectangle" and prep.n <= MAX_RECORDS and prep.n > 0
+
+
+def _words(n: int) -> int:
+    return (n + 63) // 64
+
+
+def _bit(i: np.ndarray) -> np.ndarray:
+    return np.left_shift(_ONE, (i & 63).astype(np.uint64))
+
+
+def _ones(n: int) -> np.ndarray:
+    """The mask of every record (the padding bits of the last word clear)."""
+    row = np.full(_words(n), np.iinfo(np.uint64).max, dtype=np.uint64)
+    if n % 64:
+        row[-1] = (_ONE << np.uint64(n % 64)) - _ONE
+    return row
+
+
+def _exact(rec_codes: np.ndarray, tgt_codes: np.ndarray, n: int) -> np.ndarray:
+    """``[n_t, W]``: the records whose code equals the target's (none for a target's code
+    ``-1``, a value absent from the release)."""
+    levels, inv = np.unique(rec_codes, return_inverse=True)
+    table = np.zeros((len(levels) + 1, _words(n)), dtype=np.uint64)  # last row: no record
+    i = np.arange(n)
+    np.bitwise_or.at(table, (inv.ravel(), i >> 6), _bit(i))
+    pos = np.minimum(np.searchsorted(levels, tgt_codes), len(levels) - 1)
+    row = np.where((tgt_codes >= 0) & (levels[pos] == tgt_codes), pos, len(levels))
+    return table[row]
+
+
+def _prefix(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The records' order keys sorted and ``P[k]``: the bitset of the first ``k`` records in
+    that order (``[n + 1, W]``), so that a window's records are ``P[e] ^ P[s]``."""
+    n = len(vals)
+    keys = _order_keys(vals)
+    order = np.argsort(keys, kind="stable")
+    P = np.zeros((n + 1, _words(n)), dtype=np.uint64)
+    P[np.arange(1, n + 1), order >> 6] = _bit(order)
+    np.bitwise_or.accumulate(P, axis=0, out=P)
+    return keys[order], P
+
+
+def _radius(prefix: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarray
+            ) -> np.ndarray:
+    """``[n_t, W]``: the records whose value lies in ``[lo, hi]`` — found as the engine's
+    index finds them (order keys, binary search; ``lo > hi`` is empty)."""
+    sk, P = prefix
+    s = np.searchsorted(sk, _order_keys(lo), side="left")
+    e = np.maximum(np.searchsorted(sk, _order_keys(hi), side="right"), s)
+    return np.bitwise_xor(P[e], P[s])
+
+
+def _program(todo: Sequence[tuple[int, ...]], wanted: set[tuple[int, ...]]
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The depth-first program over the sorted subsets ``todo`` (column positions): for each
+    step the column, the level (a subset's size minus one) and the output row (``-1``: a
+    prefix, or a subset not ``wanted`` in this replicate). In lexicographic order a subset
+    shares with the one before it the masks of their common prefix."""
+    col: list[int] = []
+    level: list[int] = []
+    out: list[int] = []
+    path: tuple[int, ...] = ()
+    for i, k in enumerate(todo):
+        if k not in wanted:
+            continue
+        common = 0
+        while common < min(len(path), len(k)) and path[common] == k[common]:
+            common += 1
+        for d in range(common, len(k)):
+            col.append(k[d])
+            level.append(d)
+            out.append(i if d == len(k) - 1 else -1)
+        path = k
+    return (np.asarray(col, dtype=np.int64), np.asarray(level, dtype=np.int64),
+            np.asarray(out, dtype=np.int64))
+
+
+def _lattice_counts(masks: np.ndarray, col: np.ndarray, level: np.ndarray, out: np.ndarray,
+                    rec: np.ndarray, r: int, counts: np.ndarray, own: np.ndarray) -> None:
+    """Pure-numpy twin of the compiled ``lattice_counts`` (the same program, every target of
+    the chunk at once)."""
+    stack: list[np.ndarray] = []
+    ok = rec >= 0
+    k = np.where(ok, rec, 0)
+    rows = np.arange(len(k))
+    shift = (k & 63).astype(np.uint64)
+    for c, lv, o in zip(col.tolist(), level.tolist(), out.tolist(), strict=True):
+        del stack[lv:]
+        stack.append(masks[c] if lv == 0 else np.bitwise_and(stack[lv - 1], masks[c]))
+        if o >= 0:
+            m = stack[lv]
+            counts[o, :, r] = np.bitwise_count(m).sum(axis=1, dtype=np.int64)
+            own[o, :, r] = ok & ((np.right_shift(m[rows, k >> 6], shift) & _ONE) == _ONE)
+
+
+def _kernels():
+    from bayes_risk.identification import _kernels as kernels
+
+    return kernels
+
+
+def use_compiled(words: int) -> bool:
+    """The compiled kernel when numba is importable and the work (words of masks combined)
+    repays importing it (``engine.USE_NUMBA``: ``True`` always, ``False`` never); the same
+    counts either way (tested)."""
+    if not _engine._HAVE_NUMBA or _engine.USE_NUMBA is False:
+        return False
+    return bool(_engine.USE_NUMBA) or words >= COMPILED_MIN_WORDS
+
+
+def subset_matches(prep: Prepared, rule: MatchRule, subsets: Sequence[Sequence[str]]
+                   ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Match counts and own-record flags ``[N_T, R]`` of every subset of the rule's columns.
+
+    Parameters
+    ----------
+    prep : Prepared
+        The encoded problem of every candidate column (the sweep's one preparation).
+    rule : MatchRule
+        Its rule (rectangular: :func:`usable`).
+    subsets : sequence of sequences of str
+        Non-empty subsets of ``rule``'s columns, each listed once.
+
+    Returns
+    -------
+    list of (n_match, own)
+        In the order of ``subsets``: int64 and bool arrays ``[N_T, R]``, what the engine's
+        replicate indexes give a separate run on the subset (a target's missing known value
+        — ``Prepared.tgt_drop`` — matches every record, as the engine's restricted rule).
+    """
+    cols_us = list(rule.exact_us) + list(rule.radius_us)
+    cols = cols_us + list(rule.exact_s) + list(rule.radius_s)
+    pos = {c: i for i, c in enumerate(cols)}
+    n_us = len(cols_us)
+    keys = [tuple(sorted(pos[c] for c in s)) for s in subsets]
+    todo = sorted(keys)
+    if len(set(todo)) != len(todo) or not all(todo):
+        raise ValueError("subset_matches: every subset non-empty and listed once")
+    N, R = prep.n_targets, prep.R
+    counts = np.zeros((len(todo), N, R), dtype=np.int64)
+    own = np.zeros((len(todo), N, R), dtype=bool)
+    if N and todo:
+        _fill(prep, rule, cols, n_us, todo, counts, own)
+    row = {k: i for i, k in enumerate(todo)}
+    return [(counts[row[k]], own[row[k]]) for k in keys]
+
+
+def _fill(prep: Prepared, rule: MatchRule, cols: list[str], n_us: int,
+          todo: list[tuple[int, ...]], counts: np.ndarray, own: np.ndarray) -> None:
+    N, R, n = prep.n_targets, prep.R, prep.n
+    W = _words(n)
+    b = target_bounds(prep, rule)
+    exact_cols, radius_cols = list(rule.exact_cols), list(rule.radius_cols)
+    drop = prep.tgt_drop
+    ones = _ones(n)
+    # a subset of unsynthesized columns has the same matches in every replicate: counted in
+    # the first, repeated (it is still a prefix of the subsets that extend it)
+    us_only = {k for k in todo if k[-1] < n_us}
+    first = _program(todo, set(todo))
+    later = _program(todo, set(todo) - us_only)
+    steps = len(first[0]) + (R - 1) * len(later[0])
+    compiled = use_compiled(steps * N * W)
+    kern = _kernels().lattice_counts if compiled else _lattice_counts
+    # per target: every column's mask (the chunk's), and the numpy twin's masks per level
+    depth = max(len(k) for k in todo)
+    chunk = max(1, BUDGET_BYTES // (W * 8 * (len(cols) + (0 if compiled else depth))))
+    us_prefix = {c: _prefix(prep.rec_radius_us[j]) for j, c in enumerate(rule.radius_us)}
+
+    def column(c: str, r: int, a: int, z: int, prefix: dict) -> np.ndarray:
+        if c in rule.radius_us or c in rule.radius_s:
+            j = radius_cols.index(c)
+            m = _radius(prefix[c], b.lo[a:z, j], b.hi[a:z, j])
+            d = len(exact_cols) + j
+        else:
+            j = exact_cols.index(c)
+            rec_codes = prep.rec_exact_us[:, j] if c in rule.exact_us \
+                else prep.rep_exact_s[r][:, rule.exact_s.index(c)]
+            m = _exact(rec_codes, prep.tgt_exact[a:z, j], n)
+            d = j
+        if drop is not None and drop[a:z, d].any():
+            m[drop[a:z, d]] = ones  # not matched on a missing value: every record
+        return m
+
+    for a in range(0, N, chunk):
+        z = min(N, a + chunk)
+        rec = np.ascontiguousarray(prep.rec[a:z], dtype=np.int64)
+        masks = np.empty((len(cols), z - a, W), dtype=np.uint64)
+        for i, c in enumerate(cols[:n_us]):
+            masks[i] = column(c, 0, a, z, us_prefix)
+        cnt = counts[:, a:z]
+        flag = own[:, a:z]
+        for r in range(R):
+            prefix = {c: _prefix(prep.rep_radius_s[r][j]) for j, c in enumerate(rule.radius_s)}
+            for i in range(n_us, len(cols)):
+                masks[i] = column(cols[i], r, a, z, prefix)
+            col, level, out = first if r == 0 else later
+            kern(masks, col, level, out, rec, r, cnt, flag)
+    for k in us_only:
+        i = todo.index(k)
+        counts[i, :, 1:] = counts[i, :, :1]
+        own[i, :, 1:] = own[i, :, :1]
