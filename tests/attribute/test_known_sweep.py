@@ -10,9 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayes_risk.attribute import ArrayModel, attribute_known_sweep, attribute_risk
+from bayes_risk.attribute import attribute_known_sweep, attribute_risk
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ValidationError
+from bayes_risk.models import ArrayModel
 from bayes_risk.results.knowledge import ATTRIBUTE_SWEEP_MEASURES, KnowledgeSweepResult
 
 COLS = ["a", "b", "c"]
