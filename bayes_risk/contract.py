@@ -333,6 +333,16 @@ def model_info(model: Any) -> ModelInfo:
     info = getattr(model, "info", None)
     name = model.__name__ if isinstance(model, type) else type(model).__name__
     if info is None or (isinstance(model, type) and isinstance(info, property)):
+        if not any(hasattr(model, m) for m in ("record_loglik", "dataset_loglik",
+                                                "plugin_loglik")):
+            raise ValidationError(
+                f"{name} is not a model: it declares no info and has none of the likelihood "
+                "methods of the RiskModel protocol (record_loglik, dataset_loglik) or of a "
+                "plug-in (plugin_loglik). Give a fitted bayes-risk model, an ArrayModel of "
+                "posterior draws, or a class that implements the protocol and declares "
+                "info = bayes_risk.ModelInfo(...) (docs: 'Adding a model').",
+                code="MODEL_INFO_MISSING",
+            )
         try:
             hint = f" Its members suggest: info = {ModelInfo.from_members(model).declaration()}."
         except ValidationError:  # members that make no valid ModelInfo: nothing to suggest

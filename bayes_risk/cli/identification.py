@@ -212,6 +212,14 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.identification.api import identification_risk
     from bayes_risk.identification.radius import radius_sweep
 
+    if not (args.known_unsynthesized or args.known_synthesized):
+        raise ValidationError(
+            "no known column: give the intruder's quasi-identifiers with --known-unsynthesized "
+            "COL ... (released unchanged) and/or --known-synthesized COL ... (synthesized)"
+            + (" — --known-sweep adds subsets of its columns to this run, it does not replace "
+               "it" if args.known_sweep else "") + ".",
+            code="OPTION_REQUIRED",
+        )
     original = read_records_table(args.original, "ORIGINAL", missing_labels(args))
     syn = read_synthetic(args.synthetic, like=original,
                             allow_different_original=args.allow_different_original,

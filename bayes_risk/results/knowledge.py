@@ -247,9 +247,13 @@ class KnowledgeSweepResult(RiskResult):
             ax.plot(g["n_known"], g[m], "--", color="C2", lw=1, label="greedy path", zorder=3)
         f = t[t["frontier"]].sort_values("n_known")
         ax.plot(f["n_known"], f[m], "o-", color="C3", ms=6, lw=1.5, label="frontier", zorder=4)
+        right = len(self.candidates) / 2
         for _, r in f.iterrows():
+            # labels of the right half end at their point, so the longest stay inside the figure
+            at_right = r["n_known"] > right
             ax.annotate(r["known"], (r["n_known"], r[m]), textcoords="offset points",
-                        xytext=(4, 4), fontsize=7)
+                        xytext=(-4 if at_right else 4, 4), ha="right" if at_right else "left",
+                        fontsize=7)
         ax.set_xticks(range(0, len(self.candidates) + 1))
         ax.set_xlabel("number of known variables")
         ax.set_ylabel(_LABEL.get(m, m))

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 from scipy.special import gammaln
 
+from bayes_risk import ModelInfo
 from bayes_risk.attribute import attribute_risk
 from bayes_risk.attribute.candidates import one_variable_codes
 from bayes_risk.data import make_acs_like
@@ -83,6 +84,13 @@ def test_missing_value_integrated_out_k1_closed_form(setup):
     assert np.isfinite(res.records["p_true"].to_numpy()).all()
 
 
+class _NoImputation:
+    """A model that declares it does not integrate missing values out (ModelInfo.imputes
+    False); an undeclared object is refused before this check (MODEL_INFO_MISSING)."""
+
+    info = ModelInfo()
+
+
 def test_models_that_cannot_integrate_out_are_refused():
     from bayes_risk.attribute.missing import check_missing_truth
 
@@ -90,17 +98,18 @@ def test_models_that_cannot_integrate_out_are_refused():
     is_cat = np.array([True, False])
     # DPMPM integrates out; any other model is refused, naming the column
     with pytest.raises(ValidationError, match="'y'.*record 1.*cannot integrate out"):
-        check_missing_truth(object(), ["x", "y"], values, is_cat, np.array([0, 1]))
+        check_missing_truth(_NoImputation(), ["x", "y"], values, is_cat, np.array([0, 1]))
     with pytest.raises(ValidationError, match="'x'.*record 2"):
-        check_missing_truth(object(), ["x", "y"], values, is_cat, np.array([2]))
-    check_missing_truth(object(), ["x", "y"], values, is_cat, np.array([0]))  # complete
+        check_missing_truth(_NoImputation(), ["x", "y"], values, is_cat, np.array([2]))
+    check_missing_truth(_NoImputation(), ["x", "y"], values, is_cat, np.array([0]))  # complete
     # a missing unsynthesized value of an evaluated record is named too
     orig = pd.DataFrame({"x": [0, 1, 2], "y": [1.5, 0.0, 2.0], "u": [1.0, 2.0, np.nan]})
     with pytest.raises(ValidationError, match="'u'.*record 2"):
-        check_missing_truth(object(), ["x", "y"], values[:, :] * 0, is_cat, np.array([2]), orig)
+        check_missing_truth(_NoImputation(), ["x", "y"], values[:, :] * 0, is_cat, np.array([2]),
+                            orig)
     # each column with its own count (SD2011: income -8 in 562 records, nociga -8 in 3120, 3229
     # with either; the message said income was missing in 3229)
     with pytest.raises(ValidationError,
                        match=r"'x' is missing in 1 evaluated record\(s\) \(first: record 2\); "
                        r"also 'y' in 1 \(2 records in all\)"):
-        check_missing_truth(object(), ["x", "y"], values, is_cat, np.array([0, 1, 2]))
+        check_missing_truth(_NoImputation(), ["x", "y"], values, is_cat, np.array([0, 1, 2]))

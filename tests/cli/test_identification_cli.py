@@ -417,3 +417,16 @@ def test_cli_known_sweep_bad_max_size(files, tmp_path, capsys):
     assert rc != 0
     assert "--max-size" in capsys.readouterr().err
     assert not (tmp_path / "bad" / "summary.json").exists()
+
+
+def test_cli_without_known_columns_names_the_options(files, tmp_path, capsys):
+    # the sweep is added to a run: without --known-* the error names the command's options,
+    # not the Python arguments
+    _, paths = files
+    rc = _main(["identification", *map(str, paths), "--known-sweep", "Age", "Urban",
+                "--out", str(tmp_path / "none")])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "[OPTION_REQUIRED]" in err and "--known-unsynthesized" in err
+    assert "--known-sweep adds subsets" in err and "known=[" not in err
+    assert not (tmp_path / "none").exists()

@@ -18,7 +18,7 @@ from bayes_risk import (
     pmse,
 )
 from bayes_risk.data import infer_schema
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import NotSupportedError, ValidationError
 from bayes_risk.models import CARTSynthesizer, RandomForestSynthesizer
 
 
@@ -135,10 +135,17 @@ def test_group_errors():
             df, schema=schema, synthesized=["Y"])
     with pytest.raises(ValidationError, match="group_by must be"):
         RandomForestSynthesizer(n_trees=5, group_by=3).fit(df, schema=schema, synthesized=["Y"])
+    # forests grown within groups of an unsynthesized column have a plug-in likelihood (one
+    # forest per group; tests/attribute/test_plugin_rf_groups.py checks its values), a group
+    # column that is itself synthesized has none
     rf = RandomForestSynthesizer(n_trees=5, group_by="G", min_group_size=30).fit(
         df, schema=schema, synthesized=["Y"], random_seed=1)
-    with pytest.raises(ValidationError, match="within groups"):
-        RFPlugin(rf, df)
+    assert any(k[0] == "Y" and k[1] is not None for k in RFPlugin(rf, df)._forests)
+    both = RandomForestSynthesizer(n_trees=5, group_by={"Y": "G"}, visit_sequence=["G", "Y"],
+                                   min_group_size=30).fit(df, schema=schema,
+                                                          synthesized=["G", "Y"], random_seed=1)
+    with pytest.raises(NotSupportedError, match="itself synthesized"):
+        RFPlugin(both, df)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -110,8 +110,9 @@ def test_loaded_rf_serves_the_plugin(ce, tmp_path):
     loaded = load_model(model.save(tmp_path / "m"))
     a, b = RFPlugin(model, df.reset_index(drop=True)), RFPlugin(loaded, df.reset_index(drop=True))
     for col in ("Tenure", "Marital"):
-        np.testing.assert_array_equal(a._forests[col].counts, b._forests[col].counts)
-        np.testing.assert_array_equal(a._forests[col].train_leaf, b._forests[col].train_leaf)
+        key = (col, None)  # the plug-in's forests are keyed by (column, group); None: ungrouped
+        np.testing.assert_array_equal(a._forests[key].counts, b._forests[key].counts)
+        np.testing.assert_array_equal(a._forests[key].train_leaf, b._forests[key].train_leaf)
 
 
 def test_pmm_with_constraints_is_not_saved(ce, tmp_path):
