@@ -1,4 +1,5 @@
-"""Test configuration: hypothesis profiles and a guard against use of numpy's global RNG."""
+"""Test configuration: hypothesis profiles, a guard against use of numpy's global RNG, and the
+order of the test files (longest first, from tests/durations.json)."""
 
 from __future__ import annotations
 
@@ -45,19 +46,75 @@ def _check_global_rng_untouched():
     )
 
 
+#: seconds per test file measured by ``pytest --store-durations`` (a whole run of the suite);
+#: ``pytest_collection_modifyitems`` hands the files out longest first
+DURATIONS = Path(__file__).resolve().parent / "durations.json"
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--store-durations", action="store_true", default=False,
+        help="write the seconds each test file took (setup, call and teardown of its tests) "
+             "into tests/durations.json, which orders the files of the next runs; files not "
+             "run keep their recorded figure",
+    )
+
+
+def _recorded_durations() -> dict[str, float]:
+    import json
+
+    try:
+        return {str(k): float(v) for k, v in json.loads(DURATIONS.read_text())["files"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}  # no table (or a broken one): every file is estimated from its markers
+
+
+def _file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
 def pytest_collection_modifyitems(config, items):
-    """Put the test files that hold ``slow`` tests first, most slow tests first.
+    """Put the test files in decreasing order of their recorded duration.
 
     ``make test`` runs ``--dist loadfile --no-loadscope-reorder``: pytest-xdist hands whole
     files to the two workers in this order, so a long file that came last (the docs build, the
     ground-truth studies) would leave one worker idle while the other finishes it. Longest
-    first is the classic greedy schedule (LPT). The sort is stable (within a file and between
-    files of equal weight the collection order is kept) and only reorders: every collected test
-    still runs, and a random-order plugin may shuffle the result.
+    first is the classic greedy schedule (LPT). The durations are those measured by the last
+    ``pytest --store-durations`` run (``tests/durations.json``); a file not in that table is
+    estimated from its tests (10 s per ``slow`` test, 0.2 s per other test). The sort is stable
+    (within a file and between files of equal weight the collection order is kept) and only
+    reorders: every collected test still runs, and a random-order plugin may shuffle the
+    result.
     """
-    weight: dict[str, list[int]] = {}
+    recorded = _recorded_durations()
+    estimate: dict[str, float] = {}
     for item in items:
-        w = weight.setdefault(item.nodeid.split("::", 1)[0], [0, 0])
-        w[0] += item.get_closest_marker("slow") is not None
-        w[1] += 1
-    items.sort(key=lambda it: tuple(-x for x in weight[it.nodeid.split("::", 1)[0]]))
+        f = _file_of(item.nodeid)
+        slow = item.get_closest_marker("slow") is not None
+        estimate[f] = estimate.get(f, 0.0) + (10.0 if slow else 0.2)
+    weight = {f: recorded.get(f, est) for f, est in estimate.items()}
+    items.sort(key=lambda it: -weight[_file_of(it.nodeid)])
+
+
+_measured: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    # in the process that reports (the xdist controller, or the only process with -n 0)
+    if report.when in ("setup", "call", "teardown"):
+        f = _file_of(report.nodeid)
+        _measured[f] = _measured.get(f, 0.0) + float(report.duration)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import json
+
+    config = session.config
+    if not config.getoption("--store-durations") or hasattr(config, "workerinput"):
+        return  # not asked, or an xdist worker (the controller writes the table)
+    files = {**_recorded_durations(), **{f: round(s, 1) for f, s in _measured.items()}}
+    DURATIONS.write_text(json.dumps({
+        "about": "seconds per test file (setup + call + teardown of its tests) from "
+                 "`pytest --store-durations`; tests/conftest.py orders the files by them",
+        "files": dict(sorted(files.items())),
+    }, indent=1) + "\n")

@@ -317,12 +317,16 @@ def test_dpmpm_truncated_bound_below_long_run_mean():
     from bayes_risk.attribute.diagnostics import khat_from_tails
 
     k = khat_from_tails(*st.tails).reshape(st.mx.shape)
-    ref = RatioStats.from_logp(big.neighbourhood_loglik(df), g0).log_mean()
     bad = k > khat_threshold(400)
     bad[:, 0] = False
     assert bad.sum() >= 5  # the check is not empty
     lo = truncated_log_mean(st)
-    assert np.all(lo[bad] <= ref[bad])
+    # the reference only for the records with a flagged candidate: a record's likelihoods and
+    # ratio means do not depend on the other records, and 80,000 draws of all 300 records cost
+    # a third of this test
+    rows = np.flatnonzero(bad.any(axis=1))
+    ref = RatioStats.from_logp(big.neighbourhood_loglik(df.iloc[rows]), g0[rows]).log_mean()
+    assert np.all(lo[rows][bad[rows]] <= ref[bad[rows]])
 
 
 # ------------------------------------------------------------------ invariants

@@ -23,6 +23,19 @@ def _cli(argv: list[str], cwd) -> subprocess.CompletedProcess:
                           capture_output=True, text=True)
 
 
+def _in_process(argv: list[str], capsys) -> subprocess.CompletedProcess:
+    """``bayes-risk ARGV`` run in this process: a refusal needs no fresh interpreter (the
+    successful runs above and below go through ``python -m bayes_risk``)."""
+    from bayes_risk.cli import main
+
+    capsys.readouterr()
+    try:
+        status = main(argv)
+    except SystemExit as e:  # argparse's own errors
+        status = e.code
+    return subprocess.CompletedProcess(argv, status, "", capsys.readouterr().err)
+
+
 @pytest.fixture(scope="module")
 def saved_dpmpm(tmp_path_factory):
     from bayes_risk.data import make_acs_like
@@ -61,22 +74,22 @@ def test_empty_scenario_cli(saved_dpmpm, tmp_path):
 
 
 @pytest.mark.slow
-def test_scenario_errors_cli(saved_dpmpm, tmp_path):
+def test_scenario_errors_cli(saved_dpmpm, tmp_path, capsys):
     root, _, _ = saved_dpmpm
     base = ["attribute", "--model", str(root / "model"), str(root / "orig.csv"), str(root / "syn")]
-    r = _cli([*base, "--scenario", "second-largest", "--out", str(tmp_path / "a")], tmp_path)
+    r = _in_process([*base, "--scenario", "second-largest", "--out", str(tmp_path / "a")], capsys)
     assert r.returncode != 0 and "needs --column" in r.stderr
-    r = _cli([*base, "--scenario", "second-largest", "--column", "AGE", "--out",
-              str(tmp_path / "b")], tmp_path)
+    r = _in_process([*base, "--scenario", "second-largest", "--column", "AGE", "--out",
+                     str(tmp_path / "b")], capsys)
     assert r.returncode != 0 and "largest-value likelihood" in r.stderr
-    r = _cli([*base, "--scenario", "empty", "--known", "AGE", "--out", str(tmp_path / "c")],
-             tmp_path)
+    r = _in_process([*base, "--scenario", "empty", "--known", "AGE", "--out", str(tmp_path / "c")],
+                    capsys)
     assert r.returncode != 0 and "--known applies to --scenario partially-known" in r.stderr
     # --delta is read only by the largest-value scenarios: refused elsewhere, not ignored
-    r = _cli([*base, "--delta", "0.1", "--out", str(tmp_path / "d")], tmp_path)
+    r = _in_process([*base, "--delta", "0.1", "--out", str(tmp_path / "d")], capsys)
     assert r.returncode != 0 and "--delta applies to the largest-value scenarios" in r.stderr
-    r = _cli([*base, "--scenario", "second-largest", "--column", "AGE", "--delta", "-0.1",
-              "--out", str(tmp_path / "e")], tmp_path)
+    r = _in_process([*base, "--scenario", "second-largest", "--column", "AGE", "--delta", "-0.1",
+                     "--out", str(tmp_path / "e")], capsys)
     assert r.returncode != 0 and "--delta must be a positive number. Got -0.1" in r.stderr
     for d in "abde":
         assert not (tmp_path / d).exists()

@@ -104,9 +104,10 @@ def test_demo_rejects_bad_m(tmp_path, capsys):
     assert "-m must be an integer >= 1" in capsys.readouterr().err
 
 
-def test_demo_fits_the_dpmpm_with_its_defaults_unless_asked(tmp_path, monkeypatch):
-    """The demo's DPMPM fit (and so the audit's augmented fits) uses the model's own defaults;
-    options given are passed on to ``bayes-risk fit``."""
+def test_demo_fits_the_dpmpm_with_300_kept_draws_unless_asked(tmp_path, monkeypatch):
+    """The demo's DPMPM fit (and so the audit's augmented fits) is the model's default run with
+    300 kept draws instead of 500 (every 5th sweep, extended while its checks fail); options
+    given are passed on to ``bayes-risk fit``, and ``--draws`` given is run as asked."""
     import pathlib
 
     import bayes_risk.cli.demo as demo
@@ -120,16 +121,26 @@ def test_demo_fits_the_dpmpm_with_its_defaults_unless_asked(tmp_path, monkeypatc
             pathlib.Path(out).mkdir(parents=True, exist_ok=True)
             (pathlib.Path(out) / "summary.json").write_text('{"step_warnings": []}')
 
+    def option(argv, name):
+        return argv[argv.index(name) + 1] if name in argv else None
+
     monkeypatch.setattr(demo, "_call", fake_call)
     base = ["demo", "--part", "acs", "--n-acs", "50", "-m", "1", "--quiet"]
     assert main([*base, "--out", str(tmp_path / "a")]) == 0
     fit = next(a for a in calls if a[0] == "fit")
-    assert not {"--components", "--tune", "--draws", "--chains"} & set(fit)
+    assert not {"--components", "--tune", "--chains"} & set(fit)
+    assert [option(fit, o) for o in ("--draws", "--thin", "--max-sweeps")] == [
+        "300", "5", "50000"]
     calls.clear()
     assert main([*base, "--chains", "3", "--tune", "7", "--out", str(tmp_path / "b")]) == 0
     fit = next(a for a in calls if a[0] == "fit")
-    assert fit[fit.index("--chains") + 1] == "3" and fit[fit.index("--tune") + 1] == "7"
-    assert "--components" not in fit and "--draws" not in fit
+    assert option(fit, "--chains") == "3" and option(fit, "--tune") == "7"
+    assert "--components" not in fit and option(fit, "--draws") == "300"
+    calls.clear()
+    assert main([*base, "--draws", "40", "--out", str(tmp_path / "c")]) == 0
+    fit = next(a for a in calls if a[0] == "fit")
+    assert option(fit, "--draws") == "40" and fit.count("--draws") == 1
+    assert "--thin" not in fit and "--max-sweeps" not in fit
 
 
 @pytest.mark.parametrize("option,value", [("--chains", "0"), ("--draws", "-1"),
