@@ -86,6 +86,7 @@ _FLAG_MEMBERS: dict[str, tuple[str, ...] | None] = {
     "holds_missing": None,
     "plugin_likelihood": ("plugin_likelihood",),
     "categorical_only": None,
+    "visit_order": None,
 }
 
 
@@ -137,6 +138,12 @@ class ModelInfo:
     categorical_only : bool
         The model models categorical columns only (DPMPM): the command line reads every column
         not given another type as categorical, integer-coded ones included.
+    visit_order : bool
+        The model synthesizes its columns one after another in the order of ``fit``'s
+        ``synthesized`` (and of a ``visit_sequence`` setting, if it has one), so that order
+        changes the release: ``bayes-risk orders`` and
+        :func:`~bayes_risk.compare_visit_orders` compare orders of such a model (CART, random
+        forests).
     result_warnings : tuple of str
         Warning codes that hold for every estimate made with the model (e.g. an approximation).
     required : tuple of str
@@ -157,6 +164,7 @@ class ModelInfo:
     chains: bool = False
     plugin_likelihood: bool = False
     categorical_only: bool = False
+    visit_order: bool = False
     result_warnings: tuple[str, ...] = ()
     required: tuple[str, ...] = ()
 

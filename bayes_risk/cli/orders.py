@@ -2,7 +2,7 @@
 
 ::
 
-    bayes-risk orders ORIGINAL.csv --method rf|cart --order MAR,RACE,SEX --order SEX,RACE,MAR \\
+    bayes-risk orders ORIGINAL.csv --method NAME --order MAR,RACE,SEX --order SEX,RACE,MAR \\
         --known-unsynthesized AGE [--categorical ...] [-m 5] [--random-seed 1] --out DIR
 
 Writes ``DIR/orders.csv`` (one row per order) and ``DIR/summary.json`` (the table and every
@@ -33,10 +33,8 @@ def run(args: argparse.Namespace) -> int:
         schema_from_args,
     )
     from bayes_risk.cli._run import output_dir
-    from bayes_risk.cli.synthesize import _group_by
     from bayes_risk.data import check_m
     from bayes_risk.exceptions import ValidationError
-    from bayes_risk.models import CARTSynthesizer, RandomForestSynthesizer
     from bayes_risk.visit_orders import compare_visit_orders
 
     df = read_records_table(args.original, "ORIGINAL", missing_labels(args))
@@ -45,13 +43,7 @@ def run(args: argparse.Namespace) -> int:
     for o in orders:
         schema.check_columns(o, "--order")
     m = check_m(args.m, "-m")
-    if args.method == "rf":
-        model = RandomForestSynthesizer(n_trees=args.n_trees, group_by=_group_by(args.group_by),
-                                        min_group_size=args.min_group_size)
-    else:
-        if args.group_by:
-            raise ValidationError("--group-by applies to --method rf only.", code="OPTION_CONFLICT")
-        model = CARTSynthesizer(min_leaf=args.min_leaf)
+    model = _synthesizer(args)
     from bayes_risk.identification.specs import MatchSpec, PopulationSpec
 
     ident: dict[str, Any] = {}
@@ -83,3 +75,41 @@ def run(args: argparse.Namespace) -> int:
                    "pMSE ratio and identification risk per order",
                    *res.table.to_string(index=False).splitlines()], args.out)
     return 0
+
+
+#: the synthesizer settings of ``orders`` (option ``--n-trees`` is setting ``n_trees``)
+_SETTINGS = ("n_trees", "group_by", "min_group_size", "min_leaf")
+
+
+def _synthesizer(args: Any) -> Any:
+    """``--method``'s registered synthesizer with the settings given, checked before any
+    synthesis by what the class declares (``ModelInfo.visit_order``) and takes (its
+    ``__init__``), never by its name."""
+    import inspect
+
+    from bayes_risk.cli.synthesize import _group_by
+    from bayes_risk.contract import model_info
+    from bayes_risk.exceptions import ValidationError
+    from bayes_risk.models import get_synthesizer
+
+    cls = get_synthesizer(args.method)
+    if not model_info(cls).visit_order:
+        raise ValidationError(
+            f"--method {args.method}: {cls.__name__} does not synthesize its columns in a visit "
+            "order (its ModelInfo does not declare visit_order), so there are no orders to "
+            "compare; use a sequential synthesizer such as cart or rf.", code="OPTION_CONFLICT",
+        )
+    try:
+        params = set(inspect.signature(cls).parameters)
+    except (TypeError, ValueError):  # a class whose signature cannot be read
+        params = set()
+    given = {k: getattr(args, k) for k in _SETTINGS if getattr(args, k, None) is not None}
+    refused = ["--" + k.replace("_", "-") for k in given if k not in params]
+    if refused:
+        raise ValidationError(
+            f"{', '.join(refused)}: not an option of --method {args.method} ({cls.__name__} "
+            "takes no such setting).", code="OPTION_CONFLICT",
+        )
+    if "group_by" in given:
+        given["group_by"] = _group_by(given["group_by"])
+    return cls(**given)

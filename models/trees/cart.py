@@ -151,7 +151,8 @@ class CARTSynthesizer(TreeSynthesizer):
     _fitted_attribute: ClassVar[str] = "trees_"
 
     @instance_info(ModelInfo(persistence=True, partial_synthesis=True, plugin_likelihood=True,
-                             posterior_replicates=True, required=("synthesized",)))
+                             posterior_replicates=True, required=("synthesized",),
+                             visit_order=True))
     def info(self) -> ModelInfo:
         """What the engines, the command line and the audit may use (bayes_risk.ModelInfo):
         posterior replicates only with the Bayesian-bootstrap donors."""

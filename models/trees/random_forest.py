@@ -117,7 +117,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
     _fitted_attribute: ClassVar[str] = "forests_"
     #: what the engines, the command line and the audit may use (bayes_risk.ModelInfo)
     info = ModelInfo(persistence=True, partial_synthesis=True, plugin_likelihood=True,
-                     required=("synthesized",))
+                     required=("synthesized",), visit_order=True)
 
     def __init__(
         self,

@@ -292,3 +292,30 @@ def test_model_options_are_the_settings_of_the_builtin_synthesizers():
     for name in ("cart", "rf", "pmm"):
         settings |= set(inspect.signature(get_synthesizer(name)).parameters)
     assert set(MODEL_SETTINGS) <= settings
+
+
+def test_orders_takes_any_registered_sequential_synthesizer(tmp_path, capsys, monkeypatch):
+    """bayes-risk orders finds --method in the registry, keeps the synthesizers whose ModelInfo
+    declares visit_order and passes the settings by name: a registered CART subclass gives the
+    numbers of CART itself; pmm (no visit order) and --n-trees for CART are refused by name."""
+    from bayes_risk.data import make_acs_like
+
+    monkeypatch.chdir(tmp_path)
+    make_acs_like(200, random_seed=5)[["SEX", "AGE", "RACE", "MAR"]].to_csv("acs.csv",
+                                                                              index=False)
+    (tmp_path / "my_cart_model.py").write_text(_MyCART.source)
+    base = ["orders", "acs.csv", "--order", "MAR,RACE,SEX", "--order", "SEX,RACE,MAR",
+            "--categorical", "SEX", "AGE", "RACE", "MAR", "--known-unsynthesized", "AGE",
+            "-m", "2", "--random-seed", "7", "--quiet"]
+    assert cli.main([*base, "--method", "cart", "--min-leaf", "8", "--out", "a"]) == 0
+    with registered_synthesizer("my-cart", "my_cart_model:MyCART", path=tmp_path):
+        assert cli.main([*base, "--method", "my-cart", "--min-leaf", "8", "--out", "b"]) == 0
+        assert cli.main([*base, "--method", "my-cart", "--n-trees", "5", "--out", "c"]) == 2
+        assert "--n-trees: not an option of --method my-cart" in capsys.readouterr().err
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "a" / "orders.csv"),
+                                  pd.read_csv(tmp_path / "b" / "orders.csv"))
+    assert cli.main([*base, "--method", "pmm", "--out", "d"]) == 2
+    assert "does not synthesize its columns in a visit order" in capsys.readouterr().err
+    assert cli.main([*base, "--method", "nope", "--out", "e"]) == 2
+    assert "[UNKNOWN_SYNTHESIZER]" in capsys.readouterr().err
+    assert not any((tmp_path / d).exists() for d in "cde")

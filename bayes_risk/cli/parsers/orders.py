@@ -37,7 +37,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("original", metavar="ORIGINAL", help="confidential table (.csv or .parquet)")
-    p.add_argument("--method", choices=["cart", "rf"], required=True, help="synthesizer")
+    # no argparse choices: any registered synthesizer whose ModelInfo declares visit_order
+    p.add_argument("--method", required=True, metavar="NAME",
+                   help="synthesizer: cart, rf, or a synthesizer registered in the entry-point "
+                        "group bayes_risk.synthesizers whose ModelInfo declares visit_order "
+                        "(docs: 'Adding a model')")
     p.add_argument("--order", action="append", required=True, metavar="COL,COL,...",
                    help="one visit order (comma-separated columns); repeat for every order")
     p.add_argument("--known-unsynthesized", nargs="+", default=[], metavar="COL",
@@ -54,12 +58,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--sampling-fraction", type=float, default=None, metavar="A")
     add_type_arguments(p)
     p.add_argument("-m", type=int, default=5, metavar="M", help="datasets per order (default 5)")
-    g = p.add_argument_group("synthesizer settings")
-    g.add_argument("--n-trees", type=int, default=500, metavar="N", help="rf: trees per forest")
+    g = p.add_argument_group(
+        "synthesizer settings (each passed to the synthesizer's setting of the same name and "
+        "refused by one that has none; not given: the synthesizer's default)")
+    g.add_argument("--n-trees", type=int, default=None, metavar="N",
+                   help="rf: trees per forest (default 500)")
     g.add_argument("--group-by", nargs="+", default=None, metavar="COL|COL=GROUP",
                    help="rf: separate forests per level of a categorical column")
-    g.add_argument("--min-group-size", type=int, default=10, metavar="N")
-    g.add_argument("--min-leaf", type=int, default=5, metavar="N", help="cart: minimum leaf size")
+    g.add_argument("--min-group-size", type=int, default=None, metavar="N",
+                   help="rf: smallest group with a forest of its own (default 10)")
+    g.add_argument("--min-leaf", type=int, default=None, metavar="N",
+                   help="cart: minimum leaf size (default 5)")
     add_seed_argument(p, default=1)
     add_quiet_argument(p)
     add_out_argument(p, "orders.csv, summary.json")
