@@ -221,6 +221,174 @@ def _conditional_population_rows(
             for key, v in take.items()}
 
 
+def _check_options(population: Any, threshold: float, normaliser_draws: Any, bootstrap: Any,
+                   alpha: Any) -> None:
+    """The numeric options of :func:`membership_risk`, each named in its error."""
+    if isinstance(population, bool) or not isinstance(population, (int, np.integer)) or (
+            population < 0):
+        raise ValidationError(f"population must be an integer >= 0. Got {population!r}.")
+    if not (0.0 < float(threshold) < 1.0):
+        raise ValidationError(f"threshold must be in (0, 1). Got {threshold!r}.")
+    if isinstance(normaliser_draws, bool) or not isinstance(normaliser_draws, (int, np.integer)) \
+            or normaliser_draws < 20:
+        raise ValidationError(
+            f"normaliser_draws must be an integer >= 20. Got {normaliser_draws!r}.")
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
+        raise ValidationError(f"bootstrap must be an integer >= 0. Got {bootstrap!r}.")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.number)) or not (
+            np.isfinite(alpha) and alpha > 0):
+        raise ValidationError(
+            f"unsynthesized_concentration must be a number > 0. Got {alpha!r}.")
+
+
+def _targets(orig: pd.DataFrame, members: np.ndarray, hold: pd.DataFrame | None,
+             look: pd.DataFrame | None) -> tuple[pd.DataFrame, list[str], list[str], list[int]]:
+    """The targets (members, then holdout rows, then look-alikes) with their role, source and
+    row in that source."""
+    parts = [orig.iloc[members]]
+    role = ["member"] * len(members)
+    source = ["original"] * len(members)
+    src_row = list(members)
+    for tab, name in ((hold, "holdout"), (look, "population")):
+        if tab is not None and len(tab):
+            parts.append(tab)
+            role += ["non-member"] * len(tab)
+            source += [name] * len(tab)
+            src_row += list(range(len(tab)))
+    return pd.concat(parts, ignore_index=True), role, source, src_row
+
+
+def _flags(match: np.ndarray, log_lr: np.ndarray, khat_max: np.ndarray | None,
+           ess_min: np.ndarray, norm_khat: np.ndarray, norm_ess: np.ndarray, khat_thr: float,
+           ess_thr: float, norm_thr: tuple[float, float] | None) -> list[list[str]]:
+    """Each target's flags (methods, Membership disclosure risk: diagnostics); a target whose
+    unsynthesized values exclude it has none. ``khat_max`` None: k-hat not checked;
+    ``norm_thr`` None: no normaliser (m = 1)."""
+    flags: list[list[str]] = [[] for _ in range(len(match))]
+    for t in range(len(match)):
+        if not match[t]:
+            continue
+        if not np.isfinite(log_lr[t]):
+            flags[t].append("LIKELIHOOD_UNDEFINED")
+        if khat_max is not None and khat_max[t] > khat_thr:
+            flags[t].append("KHAT_HIGH")
+        if ess_min[t] < ess_thr:
+            flags[t].append("LOW_ESS")
+        if norm_thr is not None and (norm_khat[t] > norm_thr[0] or norm_ess[t] < norm_thr[1]):
+            flags[t].append("NORMALISER_UNSTABLE")
+    return flags
+
+
+def _result_warnings(table: pd.DataFrame, n_non: int, H: int, model: Any,
+                     posteriors: list[Any]) -> list[str]:
+    """The result's warning codes: flagged targets, no non-member, few draws, an approximate
+    posterior, and the MCMC warnings of the fit and of the refits."""
+    warnings_: list[str] = []
+    if int((table["flag_codes"] != "").sum()):
+        warnings_.append("MEMBERSHIP_FLAGGED")
+    if n_non == 0:
+        warnings_.append("NO_NON_MEMBERS")
+    if H < 20:
+        warnings_.append("H_TOO_SMALL")
+    methods = getattr(model, "posterior_methods", None)
+    if callable(methods) and "laplace" in set(methods().values()):
+        warnings_.append("APPROXIMATE_POSTERIOR")
+    for post in posteriors:  # MCMC problems of the fit and of the refits (RHAT_HIGH, ...)
+        warnings_ += [str(c) for c in getattr(post, "warnings_", []) or []
+                      if str(c) not in warnings_]
+    return warnings_
+
+
+def _log_predictives(posteriors: list[Any], targets: pd.DataFrame, slot_rows: pd.DataFrame,
+                     slot_inv: np.ndarray, khat: bool) -> tuple[Any, list[Any], list[np.ndarray],
+                                                                list[np.ndarray],
+                                                                list[np.ndarray]]:
+    """Each posterior's leave-one-out log predictive of the targets in their slots (the fit's
+    first, then the refits'), the slots' record log-likelihoods, k-hats and ESS."""
+    base = None
+    aug: list[_est.LogPredictive] = []
+    slot_lls, khats, ess = [], [], []
+    for p, post in enumerate(posteriors):
+        tll = post.record_loglik(targets)
+        sll = post.record_loglik(slot_rows)
+        slot_lls.append(sll)
+        lp = _est.loo_log_predictive(tll, sll[:, slot_inv], khat=khat)
+        khats.append(lp.khat)
+        ess.append(lp.ess)
+        if p == 0:
+            base = lp
+        else:
+            aug.append(lp)
+    return base, aug, slot_lls, khats, ess
+
+
+def _normalisers(model: Any, posteriors: list[Any], orig: pd.DataFrame, uslots: np.ndarray,
+                 slot_inv: np.ndarray, slot_lls: list[np.ndarray], match: np.ndarray,
+                 orig_keys: np.ndarray | None, normaliser_draws: int, rng: np.random.Generator,
+                 schema: Any, us: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The population normaliser of every target's slot when m > 1 (methods, Membership
+    disclosure risk), with its k-hat and ESS: one per distinct slot record, from population
+    draws (given the slot's unsynthesized values ``r`` for a partial release, for the cells of
+    matching targets only)."""
+    _, first, rec_inv = np.unique(
+        pd.util.hash_pandas_object(orig.iloc[uslots], index=False).to_numpy(),
+        return_index=True, return_inverse=True)
+    back = rec_inv.ravel()[slot_inv]
+    ld = np.full(len(first), np.nan)
+    nk = np.full(len(first), np.nan)
+    ne = np.full(len(first), np.nan)
+    if not us:
+        prow = _population_rows(model, normaliser_draws, rng)
+        groups = {None: (np.arange(len(first)), prow)}
+    else:
+        rec_key = orig_keys[uslots[first]]
+        need = np.unique(rec_key[np.unique(back[match])]) if match.any() else []
+        rows = _conditional_population_rows(model, orig_keys, list(need), normaliser_draws, rng,
+                                            schema, us)
+        groups = {k: (np.flatnonzero(rec_key == k), rows[k]) for k in need}
+    for sel, prow in groups.values():
+        pop_ll = [post.record_loglik(prow) for post in posteriors]
+        ld[sel], nk[sel], ne[sel] = _est.log_normaliser(
+            pop_ll, [sl[:, first[sel]] for sl in slot_lls])
+    return ld[back], nk[back], ne[back]
+
+
+def _unsynthesized_summary(orig: pd.DataFrame, schema: Any, us: list[str],
+                           orig_keys: np.ndarray, members: np.ndarray, log_p_us: np.ndarray,
+                           match: np.ndarray, role: list[str]) -> dict[str, Any]:
+    """What the released unsynthesized values alone reveal (the audit's cause reads it)."""
+    uniq, counts = np.unique(orig_keys, return_counts=True)
+    alone = counts[np.searchsorted(uniq, orig_keys[members])] == 1
+    is_non = np.asarray(role) == "non-member"
+    return {
+        "columns": us,
+        "n_cells": _partial.n_cells(orig, schema, us),
+        "share_members_unique": float(alone.mean()) if len(alone) else float("nan"),
+        # 1 / p(r | y_{-i}): what the unsynthesized values alone multiply a member's ratio by
+        "median_factor_members": float(np.median(np.exp(-log_p_us[:len(members)])))
+        if len(members) else float("nan"),
+        "share_non_members_matching": float(match[is_non].mean()) if is_non.any()
+        else float("nan"),
+    }
+
+
+def _record_table(columns: dict[str, Any], *, partial: tuple[Any, Any] | None,
+                  normaliser: tuple[Any, Any, Any] | None, dcr: np.ndarray | None,
+                  flags: list[list[str]]) -> pd.DataFrame:
+    """The per-target table of :class:`MembershipRiskResult` (index ``target``): the columns
+    given, the partial-synthesis columns, the normaliser's (m > 1), the distance and the flags."""
+    table = pd.DataFrame(columns)
+    if partial is not None:
+        table["unsynthesized_match"], table["log_p_unsynthesized"] = partial
+    if normaliser is not None:
+        table["log_normaliser"], table["normaliser_khat"], table["normaliser_ess"] = normaliser
+    if dcr is not None:
+        table["dcr"] = dcr
+    table["flag_codes"] = [";".join(f) for f in flags]
+    table.index.name = "target"
+    return table
+
+
 def membership_risk(
     model: Any,
     original: pd.DataFrame,
@@ -342,23 +510,10 @@ def membership_risk(
     members = record_positions(records, n)
     if population is None:
         population = len(members) if hold is None else 0
-    if isinstance(population, bool) or not isinstance(population, (int, np.integer)) or (
-            population < 0):
-        raise ValidationError(f"population must be an integer >= 0. Got {population!r}.")
     pi = _prior(prior, n, population_size)
-    if not (0.0 < float(threshold) < 1.0):
-        raise ValidationError(f"threshold must be in (0, 1). Got {threshold!r}.")
-    if isinstance(normaliser_draws, bool) or not isinstance(normaliser_draws, (int, np.integer)) \
-            or normaliser_draws < 20:
-        raise ValidationError(
-            f"normaliser_draws must be an integer >= 20. Got {normaliser_draws!r}.")
-    if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
-        raise ValidationError(f"bootstrap must be an integer >= 0. Got {bootstrap!r}.")
+    _check_options(population, threshold, normaliser_draws, bootstrap,
+                   unsynthesized_concentration)
     alpha = unsynthesized_concentration
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.number)) or not (
-            np.isfinite(alpha) and alpha > 0):
-        raise ValidationError(
-            f"unsynthesized_concentration must be a number > 0. Got {alpha!r}.")
     us = list(schema.unsynthesized)
 
     rng = as_generator(random_seed)
@@ -377,17 +532,7 @@ def membership_risk(
 
     # targets: members (their own slot), holdout rows and look-alikes (a random slot each)
     look = _population_rows(model, int(population), pop_rng) if population else None
-    parts = [orig.iloc[members]]
-    role = ["member"] * len(members)
-    source = ["original"] * len(members)
-    src_row = list(members)
-    for tab, name in ((hold, "holdout"), (look, "population")):
-        if tab is not None and len(tab):
-            parts.append(tab)
-            role += ["non-member"] * len(tab)
-            source += [name] * len(tab)
-            src_row += list(range(len(tab)))
-    targets = pd.concat(parts, ignore_index=True)
+    targets, role, source, src_row = _targets(orig, members, hold, look)
     T = len(targets)
     n_non = T - len(members)
     slots = np.concatenate([members, slot_rng.integers(0, n, size=n_non)]).astype(np.int64)
@@ -404,51 +549,14 @@ def membership_risk(
         log_p_us = _partial.log_p_unsynthesized(
             slot_keys, orig_keys, _partial.n_cells(orig, schema, us), float(alpha))
 
-    base = None
-    aug: list[_est.LogPredictive] = []
-    slot_lls = []
-    khats, ess = [], []
-    for p, post in enumerate(posteriors):
-        tll = post.record_loglik(targets)
-        sll = post.record_loglik(orig.iloc[uslots])
-        slot_lls.append(sll)
-        lp = _est.loo_log_predictive(tll, sll[:, slot_inv], khat=khat)
-        khats.append(lp.khat)
-        ess.append(lp.ess)
-        if p == 0:
-            base = lp
-        else:
-            aug.append(lp)
+    base, aug, slot_lls, khats, ess = _log_predictives(posteriors, targets, orig.iloc[uslots],
+                                                       slot_inv, khat)
     H = min(int(post.n_draws) for post in posteriors)
-    log_d = None
-    norm_khat = np.full(T, np.nan)
-    norm_ess = np.full(T, np.nan)
+    log_d, norm_khat, norm_ess = None, np.full(T, np.nan), np.full(T, np.nan)
     if m > 1:
-        # slots holding identical records have identical normalisers: one per distinct record
-        _, first, rec_inv = np.unique(
-            pd.util.hash_pandas_object(orig.iloc[uslots], index=False).to_numpy(),
-            return_index=True, return_inverse=True)
-        back = rec_inv.ravel()[slot_inv]
-        ld = np.full(len(first), np.nan)
-        nk = np.full(len(first), np.nan)
-        ne = np.full(len(first), np.nan)
-        if not us:
-            prow = _population_rows(model, int(normaliser_draws), norm_rng)
-            groups = {None: (np.arange(len(first)), prow)}
-        else:
-            # population draws given r, for the cells of the slots of matching targets only
-            rec_key = orig_keys[uslots[first]]
-            need = np.unique(rec_key[np.unique(back[match])]) if match.any() else []
-            rows = _conditional_population_rows(model, orig_keys, list(need),
-                                                int(normaliser_draws), norm_rng, schema, us)
-            groups = {k: (np.flatnonzero(rec_key == k), rows[k]) for k in need}
-        for sel, prow in groups.values():
-            pop_ll = [post.record_loglik(prow) for post in posteriors]
-            ld[sel], nk[sel], ne[sel] = _est.log_normaliser(
-                pop_ll, [sl[:, first[sel]] for sl in slot_lls])
-        log_d = ld[back]
-        norm_khat = nk[back]
-        norm_ess = ne[back]
+        log_d, norm_khat, norm_ess = _normalisers(
+            model, posteriors, orig, uslots, slot_inv, slot_lls, match,
+            orig_keys if us else None, int(normaliser_draws), norm_rng, schema, us)
     log_lr = _est.membership_log_lr(base, aug, log_d) - log_p_us
     # a target whose unsynthesized values are not the slot's: membership is excluded exactly
     log_lr = np.where(match, log_lr, -np.inf)
@@ -461,54 +569,17 @@ def membership_risk(
         khat_max = np.where(match, khat_max, np.nan)
         ess_min = np.where(match, ess_min, np.nan)
     norm_thr = _est.thresholds(int(normaliser_draws))
-    flags: list[list[str]] = [[] for _ in range(T)]
-    for t in range(T):
-        if not match[t]:
-            continue
-        if not np.isfinite(log_lr[t]):
-            flags[t].append("LIKELIHOOD_UNDEFINED")
-        if khat and khat_max[t] > khat_thr:
-            flags[t].append("KHAT_HIGH")
-        if ess_min[t] < ess_thr:
-            flags[t].append("LOW_ESS")
-        if m > 1 and (norm_khat[t] > norm_thr[0] or norm_ess[t] < norm_thr[1]):
-            flags[t].append("NORMALISER_UNSTABLE")
-    table = pd.DataFrame({
-        "role": role,
-        "source": source,
-        "row": np.asarray(src_row, dtype=np.int64),
-        "slot": slots,
-        "log_lr": log_lr,
-        "p_member": p_member,
-        "khat_max": khat_max,
-        "ess_min": ess_min,
-    })
-    if us:
-        table["unsynthesized_match"] = match
-        table["log_p_unsynthesized"] = log_p_us
-    if m > 1:
-        table["log_normaliser"] = log_d
-        table["normaliser_khat"] = norm_khat
-        table["normaliser_ess"] = norm_ess
-    if dcr:
-        table["dcr"] = _dcr.closest_distance(targets, datasets, orig, schema)
-    table["flag_codes"] = [";".join(f) for f in flags]
-    table.index.name = "target"
+    flags = _flags(match, log_lr, khat_max if khat else None, ess_min, norm_khat, norm_ess,
+                   khat_thr, ess_thr, norm_thr if m > 1 else None)
+    table = _record_table(
+        dict(role=role, source=source, row=np.asarray(src_row, dtype=np.int64), slot=slots,
+             log_lr=log_lr, p_member=p_member, khat_max=khat_max, ess_min=ess_min),
+        partial=(match, log_p_us) if us else None,
+        normaliser=(log_d, norm_khat, norm_ess) if m > 1 else None,
+        dcr=_dcr.closest_distance(targets, datasets, orig, schema) if dcr else None,
+        flags=flags)
 
-    warnings_: list[str] = []
-    n_flagged = int((table["flag_codes"] != "").sum())
-    if n_flagged:
-        warnings_.append("MEMBERSHIP_FLAGGED")
-    if n_non == 0:
-        warnings_.append("NO_NON_MEMBERS")
-    if H < 20:
-        warnings_.append("H_TOO_SMALL")
-    methods = getattr(model, "posterior_methods", None)
-    if callable(methods) and "laplace" in set(methods().values()):
-        warnings_.append("APPROXIMATE_POSTERIOR")
-    for post in posteriors:  # MCMC problems of the fit and of the refits (RHAT_HIGH, ...)
-        warnings_ += [str(c) for c in getattr(post, "warnings_", []) or []
-                      if str(c) not in warnings_]
+    warnings_ = _result_warnings(table, n_non, H, model, posteriors)
     overfit = None
     if dcr and hold is not None and len(hold):
         overfit = _dcr.overfitting_share(datasets, orig, hold, schema, boot_rng.spawn(1)[0])
@@ -518,19 +589,8 @@ def membership_risk(
         summary["dcr_overfitting"] = overfit
     if us:
         # what the released unsynthesized values alone reveal (the audit's cause reads it)
-        uniq, counts = np.unique(orig_keys, return_counts=True)
-        alone = counts[np.searchsorted(uniq, orig_keys[members])] == 1
-        is_non = np.asarray(role) == "non-member"
-        summary["unsynthesized"] = {
-            "columns": us,
-            "n_cells": _partial.n_cells(orig, schema, us),
-            "share_members_unique": float(alone.mean()) if len(alone) else float("nan"),
-            # 1 / p(r | y_{-i}): what the unsynthesized values alone multiply a member's ratio by
-            "median_factor_members": float(np.median(np.exp(-log_p_us[:len(members)])))
-            if len(members) else float("nan"),
-            "share_non_members_matching": float(match[is_non].mean()) if is_non.any()
-            else float("nan"),
-        }
+        summary["unsynthesized"] = _unsynthesized_summary(orig, schema, us, orig_keys, members,
+                                                          log_p_us, match, role)
     settings = {
         "prior": pi,
         "prior_spec": prior if isinstance(prior, str) else "user",

@@ -106,60 +106,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="synthesized columns the intruder also knows for the target record "
         "(partially-known scenario)",
     )
-    p.add_argument(
-        "--known-sweep",
-        nargs="+",
-        default=None,
-        metavar="COL",
-        help="also compute the attribute risk for every subset of these synthesized columns "
-        "known of each record's own values (up to --max-size, a greedy path beyond; the empty "
-        "subset is the worst case), the Pareto frontier, Shapley values and per-level "
-        "contributions (DIR/known_sweep*.csv and .png); the refits are made once",
-    )
-    p.add_argument(
-        "--max-size",
-        type=int,
-        default=None,
-        metavar="K",
-        help="largest subset size evaluated exhaustively by --known-sweep (default: every size)",
-    )
-    p.add_argument(
-        "--estimator",
-        default="auto",
-        choices=["auto", "stabilised", "is"],
-        help="auto: stabilised for class P models, importance sampling (is) for class O",
-    )
-    p.add_argument(
-        "--refit-draws",
-        type=int,
-        default=None,
-        metavar="N",
-        help="kept draws per chain of each refit of the stabilised estimator (default: the "
-        "model's draws). " + REFIT_COST_HELP,
-    )
-    p.add_argument("--psis", action="store_true", help="Pareto-smooth the stabilised estimator")
-    p.add_argument(
-        "--khat",
-        default="all",
-        choices=["all", "base", "none"],
-        help="posteriors under which Pareto k-hat is computed (all m+1, only p(theta|y), "
-        "or none; default all)",
-    )
-    p.add_argument(
-        "--bootstrap",
-        type=int,
-        default=200,
-        metavar="B",
-        help="draw-bootstrap replicates for rank stability (default 200; 0 disables)",
-    )
-    p.add_argument(
-        "--chunk-size",
-        type=int,
-        default=256,
-        metavar="N",
-        help="records processed together (memory bound; default 256; halve it to save memory)",
-    )
-    add_original_check_argument(p, "the release SYN or the --model")
+    _add_known_sweep(p)
+    _add_estimator_arguments(p)
     add_seed_argument(p, default=None)
     add_dask_arguments(p, "records")
     add_quiet_argument(p)
@@ -220,3 +168,65 @@ def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
         help="largest-value scenarios: report the posterior probability within D times the "
         f"largest value of it (default {DEFAULT_DELTA})",
     )
+
+
+def _add_known_sweep(p: argparse.ArgumentParser) -> None:
+    """``--known-sweep`` and ``--max-size``: the risk over subsets of the known columns."""
+    p.add_argument(
+        "--known-sweep",
+        nargs="+",
+        default=None,
+        metavar="COL",
+        help="also compute the attribute risk for every subset of these synthesized columns "
+        "known of each record's own values (up to --max-size, a greedy path beyond; the empty "
+        "subset is the worst case), the Pareto frontier, Shapley values and per-level "
+        "contributions (DIR/known_sweep*.csv and .png); the refits are made once",
+    )
+    p.add_argument(
+        "--max-size",
+        type=int,
+        default=None,
+        metavar="K",
+        help="largest subset size evaluated exhaustively by --known-sweep (default: every size)",
+    )
+
+
+def _add_estimator_arguments(p: argparse.ArgumentParser) -> None:
+    """The estimator and its Monte Carlo settings (methods, Attribute disclosure risk)."""
+    p.add_argument(
+        "--estimator",
+        default="auto",
+        choices=["auto", "stabilised", "is"],
+        help="auto: stabilised for class P models, importance sampling (is) for class O",
+    )
+    p.add_argument(
+        "--refit-draws",
+        type=int,
+        default=None,
+        metavar="N",
+        help="kept draws per chain of each refit of the stabilised estimator (default: the "
+        "model's draws). " + REFIT_COST_HELP,
+    )
+    p.add_argument("--psis", action="store_true", help="Pareto-smooth the stabilised estimator")
+    p.add_argument(
+        "--khat",
+        default="all",
+        choices=["all", "base", "none"],
+        help="posteriors under which Pareto k-hat is computed (all m+1, only p(theta|y), "
+        "or none; default all)",
+    )
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=200,
+        metavar="B",
+        help="draw-bootstrap replicates for rank stability (default 200; 0 disables)",
+    )
+    p.add_argument(
+        "--chunk-size",
+        type=int,
+        default=256,
+        metavar="N",
+        help="records processed together (memory bound; default 256; halve it to save memory)",
+    )
+    add_original_check_argument(p, "the release SYN or the --model")
