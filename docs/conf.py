@@ -62,7 +62,8 @@ myst_heading_anchors = 3
 nb_execution_mode = "force"
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
-nb_execution_timeout = 600
+# seconds a cell may run before its page fails with the cell named (the docs test lowers it)
+nb_execution_timeout = int(os.environ.get("BAYES_RISK_DOCS_CELL_TIMEOUT", "600"))
 nb_merge_streams = True
 nb_execution_in_temp = True  # examples write their output folders into a temporary directory
 

@@ -214,6 +214,48 @@ def test_docstring_examples():
     )
 
 
+#: seconds the whole build may take (about 4 minutes on two idle cores)
+DOCS_BUILD_TIMEOUT = 1500
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    """Kill sphinx-build, its parallel readers and the notebook kernels they started."""
+    try:
+        import psutil
+
+        procs = psutil.Process(proc.pid).children(recursive=True)
+    except Exception:  # noqa: BLE001 - psutil missing or the process already gone
+        procs = []
+    for p in procs:
+        try:
+            p.kill()
+        except Exception:  # noqa: BLE001, S110 - it ended by itself meanwhile
+            pass
+    proc.kill()
+    proc.wait()
+
+
+def _trace_report(trace: Path) -> str:
+    """The pages started but never read to the end, and the slowest pages, from the trace."""
+    if not trace.is_file():
+        return "no page was started"
+    start, done = {}, {}
+    for line in trace.read_text(encoding="utf-8").splitlines():
+        event, doc, t = line.split()[:3]
+        (start if event == "start" else done)[doc] = float(t)
+    unfinished = sorted(d for d in start if d not in done)
+    slowest = sorted(((done[d] - start[d], d) for d in done if d in start), reverse=True)[:8]
+    return ("pages still being read (their notebooks executing): "
+            f"{', '.join(unfinished) or 'none'}; slowest pages: "
+            + ", ".join(f"{d} {t:.0f} s" for t, d in slowest))
+
+
+def _tail(log: Path, n: int = 120) -> str:
+    lines = [ln for ln in log.read_text(encoding="utf-8", errors="replace").splitlines()
+             if "Kernel is running over TCP" not in ln]
+    return "\n".join(lines[-n:])
+
+
 @pytest.mark.slow
 @needs_docs_tree
 def test_docs_build(tmp_path):
@@ -233,14 +275,27 @@ def test_docs_build(tmp_path):
     out = tmp_path / "html"
     env = dict(os.environ)
     env.setdefault("BAYES_RISK_SHARED_DATA", str(ROOT.parent / "shared" / "data"))
+    # every page's start and end of reading (its notebook's execution) goes to a trace file, so
+    # that a build that fails or overruns names the pages it was still executing
+    trace = tmp_path / "trace.txt"
+    env["BAYES_RISK_DOCS_TRACE"] = str(trace)
+    # a cell that does not return fails its page (and names it) long before the build's limit
+    env.setdefault("BAYES_RISK_DOCS_CELL_TIMEOUT", "300")
     cmd = [
-        sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-j", "2", "-q",
+        sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-j", "2",
         "-b", "html", "-d", str(tmp_path / "doctrees"), str(src / "docs"), str(out),
     ]
-    proc = subprocess.run(
-        cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200, check=False
-    )
-    assert proc.returncode == 0, f"sphinx-build failed:\n{proc.stderr[-6000:]}"
+    log = tmp_path / "sphinx.log"
+    with log.open("w", encoding="utf-8") as fh:
+        proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=fh, stderr=subprocess.STDOUT,
+                                text=True)
+        try:
+            returncode = proc.wait(timeout=DOCS_BUILD_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            _kill_tree(proc)
+            pytest.fail(f"sphinx-build did not finish in {DOCS_BUILD_TIMEOUT} s; "
+                        f"{_trace_report(trace)}\n{_tail(log)}")
+    assert returncode == 0, f"sphinx-build failed; {_trace_report(trace)}\n{_tail(log)}"
 
     # the executed examples left their outputs and figures in the pages
     guide = (out / "user_guide" / "synthesizers.html").read_text(encoding="utf-8")

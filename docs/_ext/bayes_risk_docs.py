@@ -19,7 +19,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import os
 import re
+import time
 from typing import Any
 
 from docutils import nodes
@@ -225,8 +227,29 @@ def _fix_docstring(app, what, name, obj, options, lines: list[str]) -> None:
     lines[:] = fixed
 
 
+def _trace(event: str):
+    """A Sphinx event handler that appends ``event docname time`` to the file named by
+    ``$BAYES_RISK_DOCS_TRACE`` (the docs test sets it). Written directly, not through Sphinx's
+    logging: a parallel build replays a reading process's messages only when its chunk of pages is
+    done, so a page whose executed notebook never returns would leave no trace there."""
+
+    def handler(app, docname, *args):
+        path = os.environ.get("BAYES_RISK_DOCS_TRACE")
+        if path:
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(f"{event} {docname} {time.time():.1f} pid={os.getpid()}\n")
+
+    return handler
+
+
+def _trace_read(app, doctree):
+    _trace("read")(app, app.env.docname)
+
+
 def setup(app):
     app.add_directive("bayes-risk-cli", CliReference)
+    app.connect("source-read", _trace("start"))
+    app.connect("doctree-read", _trace_read)
     app.connect("missing-reference", _resolve_alias)
     app.connect("autodoc-process-docstring", _fix_docstring, priority=100)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
