@@ -1002,6 +1002,15 @@ def _bayes_risk() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "bayes_risk"]
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a running process (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _interrupt(argv: list[str], cwd: Path, *, marker: str | None, delay: float,
                sig: int = signal.SIGINT) -> tuple[int, str]:
     """Start ``bayes-risk argv``; once ``marker`` appears on stderr (or at once), wait
@@ -1026,12 +1035,24 @@ def _interrupt(argv: list[str], cwd: Path, *, marker: str | None, delay: float,
     seen.wait(timeout=120)
     time.sleep(delay)
     sent = time.monotonic()
+    cpu_at_signal = _cpu_seconds(p.pid)
     if p.poll() is None:
         p.send_signal(sig)
+    # reaped with wait4 for its CPU time: the CPU seconds spent after the signal measure how
+    # promptly it acts whatever the machine's load (wall seconds grow with it)
+    guard = threading.Timer(120, p.kill)
+    guard.start()
     try:
-        rc = p.wait(timeout=120)
+        if p.returncode is None:
+            _, status, usage = os.wait4(p.pid, 0)
+            p.returncode = os.waitstatus_to_exitcode(status)
+            _interrupt.cpu_after = usage.ru_utime + usage.ru_stime - cpu_at_signal
+        else:  # it ended before the signal
+            _interrupt.cpu_after = 0.0
+        rc = p.returncode
         _interrupt.exit_after = time.monotonic() - sent  # seconds from the signal to the exit
     finally:
+        guard.cancel()
         if p.poll() is None:  # pragma: no cover
             p.kill()
     t.join(timeout=10)
@@ -1227,9 +1248,12 @@ def audit_base(tmp_path_factory) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("delay", [0.5, 2.5, 4.5, 6.5])
-def test_audit_exits_within_5s_of_sigterm(audit_base, tmp_path, delay):
+def test_audit_exits_promptly_on_sigterm(audit_base, tmp_path, delay):
     """The whole audit used to run inside the writer's critical section: a signal acted only
-    when it had finished. Only the final rename is critical now."""
+    when it had finished. Only the final rename is critical now. Measured in the CPU seconds the
+    process spends after the signal (under a second; the audit itself needs about 13), since
+    wall seconds grow with the machine's load (5.5 s were seen with the cores shared by five
+    test runs)."""
     work = tmp_path / "w"
     shutil.copytree(audit_base, work)
     argv = ["audit", "ce.csv", "cesyn", "--known", "Age", "Urban", "Income", "--categorical",
@@ -1238,7 +1262,7 @@ def test_audit_exits_within_5s_of_sigterm(audit_base, tmp_path, delay):
     rc, err = _interrupt(argv, work, marker=None, delay=delay, sig=signal.SIGTERM)
     assert rc == 130, err
     assert err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err, err
-    assert _interrupt.exit_after < 5, _interrupt.exit_after
+    assert _interrupt.cpu_after < 3, (_interrupt.cpu_after, _interrupt.exit_after)
     assert sorted(p.name for p in work.iterdir()) == before  # no output, no temporary folder
 
 
