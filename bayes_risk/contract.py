@@ -87,6 +87,7 @@ _FLAG_MEMBERS: dict[str, tuple[str, ...] | None] = {
     "plugin_likelihood": ("plugin_likelihood",),
     "categorical_only": None,
     "visit_order": None,
+    "releases_donor_values": None,
 }
 
 
@@ -144,6 +145,11 @@ class ModelInfo:
         changes the release: ``bayes-risk orders`` and
         :func:`~bayes_risk.compare_visit_orders` compare orders of such a model (CART, random
         forests).
+    releases_donor_values : bool
+        The synthetic values are original values of donor records, released as they are
+        (CART draws them from a leaf, PMM copies a matched donor's), so a record's true value
+        can appear in the release whatever the model. The audit's remedies read it: smoothing
+        (a synthesizer with a ``smoothing`` setting) or another method for numeric columns.
     result_warnings : tuple of str
         Warning codes that hold for every estimate made with the model (e.g. an approximation).
     required : tuple of str
@@ -165,6 +171,7 @@ class ModelInfo:
     plugin_likelihood: bool = False
     categorical_only: bool = False
     visit_order: bool = False
+    releases_donor_values: bool = False
     result_warnings: tuple[str, ...] = ()
     required: tuple[str, ...] = ()
 
@@ -440,7 +447,7 @@ class RiskModel(Protocol):
         ...
 
     def dataset_loglik(
-        self, datasets: Sequence[pd.DataFrame], *, draw_indices: np.ndarray | None = None
+        self, synthetic: Sequence[pd.DataFrame], *, draw_indices: np.ndarray | None = None
     ) -> np.ndarray:
         """``[H, m]`` float64 array of ``log p(Z_(l) | Θ_h)`` (up to a constant of ``Θ``)."""
         ...

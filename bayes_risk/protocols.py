@@ -148,7 +148,7 @@ class SupportsOwnRecordTerm(Protocol):
         self,
         record: pd.Series,
         candidates: pd.DataFrame,
-        datasets: Sequence[pd.DataFrame],
+        synthetic: Sequence[pd.DataFrame],
         *,
         draw_indices: np.ndarray | None = None,
     ) -> np.ndarray:
@@ -176,7 +176,7 @@ class SupportsPluginLoglik(Protocol):
         self,
         record: int,
         candidates: pd.DataFrame,
-        datasets: Sequence[pd.DataFrame],
+        synthetic: Sequence[pd.DataFrame],
         *,
         return_se: bool = False,
     ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
@@ -244,7 +244,7 @@ class SupportsLargestValue(Protocol):
     def largest_value_loglik(
         self,
         column: str,
-        datasets: Sequence[pd.DataFrame],
+        synthetic: Sequence[pd.DataFrame],
         *,
         scenario: str = "worst_case",
         total_known: bool = False,

@@ -47,7 +47,7 @@ def _array_own_record(
     model: ArrayModel,
     record: pd.Series,
     candidates: pd.DataFrame,
-    datasets: Sequence[pd.DataFrame],
+    synthetic: Sequence[pd.DataFrame],
     *,
     draw_indices: np.ndarray | None = None,
 ) -> np.ndarray:
@@ -55,7 +55,7 @@ def _array_own_record(
     own-record terms of a class O model (methods, Two classes of synthesis model)."""
     d = _take_draws(model.draws, draw_indices)
     return np.asarray(
-        model.own_record_delta_fn(record, candidates, datasets, d), dtype=np.float64
+        model.own_record_delta_fn(record, candidates, synthetic, d), dtype=np.float64
     )
 
 
@@ -138,7 +138,7 @@ class ArrayModel:
         ``augment_fn(data, synthetic, **kw) -> draws`` of ``p(Θ | y, Z_(l))`` (enables
         :meth:`fit_augmented`, i.e. the stabilised estimator without precomputed draws).
     own_record_delta_fn : callable, optional
-        Class O: ``f(record_row, candidates_df, datasets, draws) -> ndarray[H, m, G]`` =
+        Class O: ``f(record_row, candidates_df, synthetic, draws) -> ndarray[H, m, G]`` =
         ``ℓ_{hli}(y*_g) − ℓ_{hli}(y_i)``.
     neighbourhood_fn : callable, optional
         Fast path ``f(records_df, draws) -> ndarray[H, n, G]`` of one-variable-different
@@ -191,7 +191,7 @@ class ArrayModel:
             )
         if model_class == "O" and own_record_delta_fn is None:
             raise ValidationError(
-                "a class O ArrayModel needs own_record_delta_fn(record_row, candidates, datasets, "
+                "a class O ArrayModel needs own_record_delta_fn(record_row, candidates, synthetic, "
                 "draws) -> [H, m, G] (the own-record term of a class O model)."
             )
         self.loglik_fn = loglik_fn
@@ -272,13 +272,13 @@ class ArrayModel:
         return self._check(self.loglik_fn(records, d), len(records), "loglik_fn", h)
 
     def dataset_loglik(
-        self, datasets: Sequence[pd.DataFrame], *, draw_indices: np.ndarray | None = None
+        self, synthetic: Sequence[pd.DataFrame], *, draw_indices: np.ndarray | None = None
     ) -> np.ndarray:
         """``[H, m]`` log-likelihood of each synthetic dataset under each draw."""
         d = _take_draws(self.draws, draw_indices)
         h = self._h if draw_indices is None else len(draw_indices)
         cols = []
-        for z in datasets:
+        for z in synthetic:
             if self.dataset_loglik_fn is not None:
                 v = np.asarray(self.dataset_loglik_fn(z, d), dtype=np.float64).reshape(h)
             else:

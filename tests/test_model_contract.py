@@ -108,9 +108,9 @@ class _NoAugment:
         y = (records["y"].astype(str) == "1").to_numpy()
         return np.where(y[None, :], np.log(t)[:, None], np.log1p(-t)[:, None])
 
-    def dataset_loglik(self, datasets, *, draw_indices=None):
+    def dataset_loglik(self, synthetic, *, draw_indices=None):
         return np.stack([self.record_loglik(z,
-            draw_indices=draw_indices).sum(axis=1) for z in datasets], 1)
+            draw_indices=draw_indices).sum(axis=1) for z in synthetic], 1)
 
 
 def test_auto_estimator_chooses_by_capability_not_by_class():

@@ -204,13 +204,34 @@ def test_protocol_methods_are_found():
 @pytest.mark.parametrize("name", sorted(PROTOCOL_METHODS))
 def test_protocol_methods_speak_the_vocabulary(name):
     """In the model protocol ``draws`` is never a subset of draws (the glossary: ``draws`` is a
-    number per chain, a subset is ``draw_indices``), and no keyword is a banned synonym."""
+    number per chain, a subset is ``draw_indices``), and no argument, positional or keyword, is
+    a banned synonym."""
     banned = glossary_banned()
     params = _signature(PROTOCOL_METHODS[name]).parameters.values()
     assert "draws" not in [p.name for p in params], f"{name}: draws= (use draw_indices)"
-    bad = [f"{p.name} (use {banned[p.name]})" for p in params
-           if p.kind == p.KEYWORD_ONLY and p.name in banned]
+    bad = [f"{p.name} (use {banned[p.name]})" for p in params if p.name in banned]
     assert not bad, f"{name}: " + ", ".join(bad)
+
+
+#: the protocol methods that take the synthetic data, and where (after ``self``)
+SYNTHETIC_ARGUMENT = {"dataset_loglik": 0, "own_record_delta": 2, "plugin_loglik": 2,
+                      "largest_value_loglik": 1}
+
+
+def test_protocol_methods_name_the_synthetic_data_synthetic():
+    """The glossary's name for the synthetic data holds in the model protocol too: every
+    declaration and implementation of a method taking them names the argument ``synthetic``
+    (it was ``datasets``), at the same position."""
+    checked = set()
+    for name, fn in PROTOCOL_METHODS.items():
+        method = name.rsplit(".", 1)[1]
+        if method not in SYNTHETIC_ARGUMENT:
+            continue
+        params = [p.name for p in _signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][1:]
+        assert params[SYNTHETIC_ARGUMENT[method]] == "synthetic", f"{name}: {params}"
+        checked.add(method)
+    assert checked == set(SYNTHETIC_ARGUMENT)
 
 
 def test_protocol_draw_subsets_are_draw_indices():

@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import DEFAULT_SWEEP, STEP_NAMES, AuditPlan, Thresholds
-from bayes_risk.auditing.result import AuditResult, StepOutcome
+from bayes_risk.auditing.result import AuditResult
 from bayes_risk.exceptions import (
     ConvergenceWarning,
     SchemaError,
@@ -518,6 +519,27 @@ def _attribute_source(model: Any, syn: Any, attribute_estimator: str,
     return a_src
 
 
+def _release_capabilities(syn: Any) -> tuple[bool, bool]:
+    """Whether the release's synthesizer releases original (donor) values, and whether it takes
+    a ``smoothing`` setting: read from the class registered under the release's ``method`` (its
+    ``ModelInfo`` and its ``__init__``), never from the name, so that a subclass or a new model
+    gets the remedies that fit it. An unregistered or unknown method gives neither."""
+    import inspect
+
+    from bayes_risk.contract import model_info
+    from bayes_risk.registry import get_synthesizer, list_synthesizers
+
+    method = getattr(syn, "method", None)
+    if not isinstance(method, str) or method not in list_synthesizers():
+        return False, False
+    cls = get_synthesizer(method)
+    try:
+        takes_smoothing = "smoothing" in inspect.signature(cls).parameters
+    except (TypeError, ValueError):  # a class whose signature cannot be read
+        takes_smoothing = False
+    return bool(model_info(cls).releases_donor_values), takes_smoothing
+
+
 def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type, sweep,
                targets, ngroups_target, attribute_records, thresholds, show,
                random_seed, attribute_estimator="auto", refit_draws=None, seed_src="given",
@@ -586,6 +608,7 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
         pmse_method=pmse_method, max_order=int(max_order), known_sweep=bool(known_sweep),
         imputed=imputed,
     )
+    plan.releases_donor_values, plan.smoothing_option = _release_capabilities(syn)
     # partial synthesis as the utility step's pMSE reads it: some, not all, columns synthesized
     partial = 0 < len(syn_cols) < len(sch.names)
     _record_settings(plan, src, rad_src, tg_src, ngroups_target, seed_src, partial=partial)

@@ -179,6 +179,11 @@ class AuditPlan:
     settings: list[Setting] = field(default_factory=list)
     #: the synthesized columns that are numeric (CART's smoothing applies to them)
     numeric_synthesized: list[str] = field(default_factory=list)
+    #: the release's registered synthesizer releases original (donor) values (its
+    #: ``ModelInfo.releases_donor_values``); the remedies of the verdict lines read it
+    releases_donor_values: bool = False
+    #: the release's synthesizer takes a ``smoothing`` setting (the smoothing remedy names it)
+    smoothing_option: bool = False
 
     @property
     def known(self) -> list[str]:

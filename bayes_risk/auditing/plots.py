@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import base64
 import io
+import textwrap
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["ATTRIBUTE_FIGURES", "marginal_figure", "utility_risk_figure", "data_uri"]
+__all__ = ["ATTRIBUTE_FIGURES", "marginal_figure", "utility_risk_figure", "verdict_figure",
+           "data_uri"]
 
 
 # (plot kind of AttributeRiskResult, file name written by `bayes-risk attribute`, caption)
@@ -115,3 +118,44 @@ def utility_risk_figure(points: pd.DataFrame) -> Any:
                  "first to the third quartile", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def verdict_figure(verdicts: Sequence[Any], ax: Any) -> Any:
+    """Each verdict line's value over its threshold (1 = at the threshold): bars past the
+    line are on the wrong side (for an "at least" measure, the ratio is threshold over
+    value); hatched bars carry a warning that questions the value.
+
+    ``verdicts`` are the :class:`~bayes_risk.auditing.Verdict` lines of an audit; draws on
+    ``ax`` and returns its figure (``AuditResult.plot(kind="verdict")``).
+    """
+    vs = list(verdicts)
+    if not vs:
+        ax.text(0.5, 0.5, "no verdict line (no step with one ran)", ha="center",
+                va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return ax.figure
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.array([v.value / v.threshold if v.direction == "max"
+                          else v.threshold / v.value for v in vs], dtype=np.float64)
+    shown = np.where(np.isfinite(ratio) & (ratio > 0), ratio, np.nan)
+    lo = min(0.5, float(np.nanmin(shown)) / 2) if np.isfinite(shown).any() else 0.5
+    pos = np.arange(len(vs))[::-1]
+    for y, v, r in zip(pos, vs, shown, strict=True):
+        if np.isnan(r):
+            ax.text(lo * 1.1, y, "not computed or 0", va="center", fontsize=8)
+            continue
+        ax.barh(y, r - lo, left=lo, color="#c0392b" if v.exceeds else "#2e86c1",
+                hatch="//" if v.warnings else None, edgecolor="#333333", linewidth=0.5)
+    ax.set_xscale("log")
+    ax.axvline(1.0, color="black", lw=1)
+    labels = [textwrap.fill(f"{v.step}: {v.measure}", 38) for v in vs]
+    ax.set_yticks(pos, labels, fontsize=7)
+    ax.set_xlabel("value / threshold, log scale (right of 1: wrong side; hatched: "
+                  "questioned by a warning)", fontsize=8)
+    ax.set_title("Audit verdict lines")
+    ax.figure.tight_layout()
+    # the wrapped labels need about 2.9 inches whatever the renderer measured
+    left = 2.9 / ax.figure.get_size_inches()[0]
+    if ax.get_position().x0 < left:
+        ax.figure.subplots_adjust(left=left)
+    return ax.figure

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import AuditPlan
-from bayes_risk.auditing.result import StepOutcome
 
 __all__ = [
     "StepContext",

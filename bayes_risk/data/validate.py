@@ -37,6 +37,7 @@ __all__ = [
     "check_m",
     "check_no_infinity",
     "check_real",
+    "record_mask",
 ]
 
 
@@ -201,6 +202,58 @@ def check_real(x: Any, argument: str, *, minimum: float | None = None) -> float:
         bound = "" if minimum is None else f" >= {minimum:g}"
         raise ValidationError(f"{argument} must be a finite number{bound}. Got {x!r}.")
     return v
+
+
+def record_mask(records: Any, n: int, *, argument: str = "records",
+                code: str | None = None) -> np.ndarray:
+    """A selection of records, given as a boolean mask or as integer positions, as a mask.
+
+    The one check of such an argument (partial synthesis's ``records=``, the selection of a
+    differencing check). Repeated positions select a record once.
+
+    Parameters
+    ----------
+    records : array-like of bool or of int, or a pandas Series of them
+        A boolean mask with one flag per record, or 0-based positions in ``0..n-1``.
+    n : int
+        Number of records.
+    argument : str
+        The argument's name in error messages (``"records"``, ``"records['AGE']"``).
+    code : str, optional
+        The error code (default: ``ValidationError``'s).
+
+    Returns
+    -------
+    ndarray of bool, shape (n,)
+        A new array (never the caller's).
+
+    Raises
+    ------
+    ValidationError
+        A mask of another length, positions that are not integers, or a position outside
+        ``0..n-1``; each naming ``argument``.
+    """
+    arr = np.asarray(records.to_numpy() if isinstance(records, pd.Series) else records)
+    if arr.dtype == bool:
+        if arr.shape != (n,):
+            raise ValidationError(
+                f"{argument} as a boolean mask needs one flag per record ({n}). "
+                f"Got shape {arr.shape}.", code=code)
+        return arr.copy()
+    # an empty list reads as float64: no position, not a non-integer one
+    if arr.ndim > 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
+        raise ValidationError(
+            f"{argument} must be a boolean mask or integer record indices (positions "
+            f"0..{n - 1}). Got {records!r}.", code=code)
+    idx = arr.astype(np.int64).ravel()
+    out_of_range = idx[(idx < 0) | (idx >= n)]
+    if out_of_range.size:
+        raise ValidationError(
+            f"{argument}: index {int(out_of_range[0])} is outside 0..{n - 1}; indices must lie "
+            f"in 0..{n - 1} (the data has {n} records).", code=code)
+    mask = np.zeros(n, dtype=bool)
+    mask[idx] = True
+    return mask
 
 
 def check_probability(x: Any, argument: str) -> float:

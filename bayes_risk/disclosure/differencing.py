@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.data.alignment import comparable_values
+from bayes_risk.data.validate import record_mask
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.results.differencing import DifferencingResult
 
@@ -44,30 +45,6 @@ def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if a.dtype.kind == "f":
         return ~((a == b) | (np.isnan(a) & np.isnan(b)))
     return np.asarray(a != b, dtype=bool)
-
-
-def _mask(records: Any, n: int) -> np.ndarray:
-    """A boolean mask of length ``n`` from a mask or from 0-based record numbers."""
-    arr = np.asarray(records)
-    if arr.dtype == bool:
-        if arr.shape != (n,):
-            raise ValidationError(
-                f"records as a mask must have one value per record ({n}); got "
-                f"shape {arr.shape}.", code="BAD_OPTION_VALUE")
-        return arr
-    try:
-        idx = arr.astype(np.int64)
-    except (TypeError, ValueError) as err:
-        raise ValidationError(
-            "records must be a boolean mask or 0-based record numbers.",
-            code="BAD_OPTION_VALUE") from err
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
-        raise ValidationError(
-            f"records holds record numbers outside 0..{n - 1}.",
-            code="BAD_OPTION_VALUE")
-    out = np.zeros(n, dtype=bool)
-    out[idx] = True
-    return out
 
 
 def differencing_check(
@@ -147,9 +124,11 @@ def differencing_check(
     changed = pd.DataFrame(changed) if original is not None else None
     from_release = getattr(synthetic, "synthesized_records", None)
     if records is not None:
-        selected, source = _mask(records, n), "given"
+        selected, source = record_mask(records, n, code="BAD_OPTION_VALUE"), "given"
     elif from_release is not None:
-        selected, source = _mask(from_release, n), "release"
+        selected = record_mask(from_release, n, argument="the release's synthesized_records",
+                               code="BAD_OPTION_VALUE")
+        source = "release"
     elif changed is not None:
         selected, source = changed.any(axis=1).to_numpy(), "changed records"
     else:

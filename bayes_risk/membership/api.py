@@ -389,6 +389,118 @@ def _record_table(columns: dict[str, Any], *, partial: tuple[Any, Any] | None,
     return table
 
 
+def _inputs(model: Any, original: Any, synthetic: Any, holdout: Any, records: Any,
+            ) -> tuple[pd.DataFrame, list[pd.DataFrame], pd.DataFrame | None, np.ndarray]:
+    """The original, the synthetic datasets and the holdout as tables of the model's columns,
+    checked against its schema and fitted size, and the members' row positions."""
+    schema = model.schema_
+    cols = list(schema.names)
+    orig = _table(original, cols, "original")
+    n = len(orig)
+    n_fit = getattr(model, "n_records", None)
+    if isinstance(n_fit, (int, np.integer)) and int(n_fit) != n:
+        raise ValidationError(
+            f"original has {n} rows but the model was fitted to {int(n_fit)}; give the table the "
+            "model was fitted to.", code="ORIGINAL_DIFFERS")
+    datasets = [_table(z, cols, f"synthetic dataset {l}") for l, z in enumerate(
+        as_synthetic_list(synthetic, original=original).datasets, start=1)]
+    for l, z in enumerate(datasets, start=1):
+        _check_levels(z, schema, f"synthetic dataset {l}")
+    hold = None if holdout is None else _table(holdout, cols, "holdout")
+    if hold is not None:
+        _check_levels(hold, schema, "holdout")
+    return orig, datasets, hold, record_positions(records, n)
+
+
+def _posteriors(model: Any, orig: pd.DataFrame, datasets: list[pd.DataFrame],
+                augmented: Sequence[Any] | None, rng: np.random.Generator) -> list[Any]:
+    """The model and one augmented refit per synthetic dataset: ``augmented`` when given (one
+    per dataset), otherwise fitted here, each with its own seed from ``rng``."""
+    m = len(datasets)
+    if augmented is None:
+        seeds = rng.spawn(m)
+        augmented = [model.fit_augmented(orig, z, random_seed=s)
+                     for z, s in zip(datasets, seeds, strict=True)]
+    else:
+        augmented = list(augmented)
+        if len(augmented) != m:
+            raise ValidationError(
+                f"augmented must hold one model per synthetic dataset ({m}); got "
+                f"{len(augmented)}.")
+    return [model, *augmented]
+
+
+def _target_slots(model: Any, orig: pd.DataFrame, members: np.ndarray,
+                  hold: pd.DataFrame | None, population: int, pop_rng: np.random.Generator,
+                  slot_rng: np.random.Generator) -> tuple[Any, ...]:
+    """The targets — members (their own slot), holdout rows and ``population`` look-alikes
+    drawn from the model (a random slot each) — with their role, source, source row and
+    slot."""
+    look = _population_rows(model, population, pop_rng) if population else None
+    targets, role, source, src_row = _targets(orig, members, hold, look)
+    n_non = len(targets) - len(members)
+    slots = np.concatenate([members, slot_rng.integers(0, len(orig), size=n_non)])
+    return targets, role, source, src_row, slots.astype(np.int64)
+
+
+def _summary(table: pd.DataFrame, datasets: list[pd.DataFrame], orig: pd.DataFrame,
+             hold: pd.DataFrame | None, schema: Any, *, threshold: float, bootstrap: int,
+             rng: np.random.Generator, dcr: bool) -> dict[str, Any]:
+    """The result's file summary, with the distance-to-closest-record overfitting share when
+    there is a holdout."""
+    overfit = None
+    if dcr and hold is not None and len(hold):
+        overfit = _dcr.overfitting_share(datasets, orig, hold, schema, rng.spawn(1)[0])
+    summary = file_summary(table, threshold=threshold, bootstrap=bootstrap, rng=rng, dcr=dcr)
+    if overfit is not None:
+        summary["dcr_overfitting"] = overfit
+    return summary
+
+
+def _diagnostics(match: np.ndarray, log_lr: np.ndarray, khats: list[np.ndarray],
+                 ess: list[np.ndarray], norm_khat: np.ndarray, norm_ess: np.ndarray, *, H: int,
+                 m: int, normaliser_draws: int, khat: bool, partial: bool,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[float, float]]:
+    """Each target's worst Pareto k-hat and smallest ESS over the posteriors, its flags, and
+    the k-hat and ESS thresholds for ``H`` draws."""
+    khat_thr, ess_thr = _est.thresholds(H)
+    khat_max = np.max(np.stack(khats), axis=0)
+    ess_min = np.min(np.stack(ess), axis=0)
+    if partial:  # no Monte Carlo behind an excluded target
+        khat_max = np.where(match, khat_max, np.nan)
+        ess_min = np.where(match, ess_min, np.nan)
+    norm_thr = _est.thresholds(normaliser_draws)
+    flags = _flags(match, log_lr, khat_max if khat else None, ess_min, norm_khat, norm_ess,
+                   khat_thr, ess_thr, norm_thr if m > 1 else None)
+    return khat_max, ess_min, flags, (khat_thr, ess_thr)
+
+
+def _settings(pi: float, prior: float | str, threshold: float,
+              mc_thresholds: tuple[float, float], *, m: int, H: int, normaliser_draws: int,
+              n_members: int, n_holdout: int, population: int, bootstrap: int,
+              random_seed: RandomSeed, model: Any, us: list[str], alpha: float,
+              ) -> dict[str, Any]:
+    """The settings a :class:`MembershipRiskResult` reports."""
+    return {
+        "prior": pi,
+        "prior_spec": prior if isinstance(prior, str) else "user",
+        "threshold": float(threshold),
+        "m": m,
+        "n_draws": H,
+        "khat_threshold": mc_thresholds[0],
+        "ess_threshold": mc_thresholds[1],
+        "normaliser": "exact (m = 1)" if m == 1 else f"{normaliser_draws} population draws",
+        "n_members": n_members,
+        "n_holdout": n_holdout,
+        "n_population": population,
+        "bootstrap": bootstrap,
+        "random_seed": seed_to_json(random_seed),
+        "model": type(model).__name__,
+        "unsynthesized": us,
+        "unsynthesized_concentration": alpha if us else None,
+    }
+
+
 def membership_risk(
     model: Any,
     original: pd.DataFrame,
@@ -491,23 +603,8 @@ def membership_risk(
     """
     check_model(model)
     schema = model.schema_
-    cols = list(schema.names)
-    orig = _table(original, cols, "original")
-    n = len(orig)
-    n_fit = getattr(model, "n_records", None)
-    if isinstance(n_fit, (int, np.integer)) and int(n_fit) != n:
-        raise ValidationError(
-            f"original has {n} rows but the model was fitted to {int(n_fit)}; give the table the "
-            "model was fitted to.", code="ORIGINAL_DIFFERS")
-    datasets = [_table(z, cols, f"synthetic dataset {l}") for l, z in enumerate(
-        as_synthetic_list(synthetic, original=original).datasets, start=1)]
-    m = len(datasets)
-    for l, z in enumerate(datasets, start=1):
-        _check_levels(z, schema, f"synthetic dataset {l}")
-    hold = None if holdout is None else _table(holdout, cols, "holdout")
-    if hold is not None:
-        _check_levels(hold, schema, "holdout")
-    members = record_positions(records, n)
+    orig, datasets, hold, members = _inputs(model, original, synthetic, holdout, records)
+    n, m = len(orig), len(datasets)
     if population is None:
         population = len(members) if hold is None else 0
     pi = _prior(prior, n, population_size)
@@ -518,24 +615,12 @@ def membership_risk(
 
     rng = as_generator(random_seed)
     fit_rng, pop_rng, slot_rng, norm_rng, boot_rng = rng.spawn(5)
-    if augmented is None:
-        seeds = fit_rng.spawn(m)
-        augmented = [model.fit_augmented(orig, z, random_seed=s)
-                     for z, s in zip(datasets, seeds, strict=True)]
-    else:
-        augmented = list(augmented)
-        if len(augmented) != m:
-            raise ValidationError(
-                f"augmented must hold one model per synthetic dataset ({m}); got "
-                f"{len(augmented)}.")
-    posteriors = [model, *augmented]
+    posteriors = _posteriors(model, orig, datasets, augmented, fit_rng)
 
-    # targets: members (their own slot), holdout rows and look-alikes (a random slot each)
-    look = _population_rows(model, int(population), pop_rng) if population else None
-    targets, role, source, src_row = _targets(orig, members, hold, look)
+    targets, role, source, src_row, slots = _target_slots(model, orig, members, hold,
+                                                          int(population), pop_rng, slot_rng)
     T = len(targets)
     n_non = T - len(members)
-    slots = np.concatenate([members, slot_rng.integers(0, n, size=n_non)]).astype(np.int64)
     uslots, slot_inv = np.unique(slots, return_inverse=True)
 
     # partial synthesis: the release shows slot i's unsynthesized values r; the target can be
@@ -562,15 +647,9 @@ def membership_risk(
     log_lr = np.where(match, log_lr, -np.inf)
     p_member = _est.posterior_membership(log_lr, pi)
 
-    khat_thr, ess_thr = _est.thresholds(H)
-    khat_max = np.max(np.stack(khats), axis=0)
-    ess_min = np.min(np.stack(ess), axis=0)
-    if us:  # no Monte Carlo behind an excluded target
-        khat_max = np.where(match, khat_max, np.nan)
-        ess_min = np.where(match, ess_min, np.nan)
-    norm_thr = _est.thresholds(int(normaliser_draws))
-    flags = _flags(match, log_lr, khat_max if khat else None, ess_min, norm_khat, norm_ess,
-                   khat_thr, ess_thr, norm_thr if m > 1 else None)
+    khat_max, ess_min, flags, mc_thresholds = _diagnostics(
+        match, log_lr, khats, ess, norm_khat, norm_ess, H=H, m=m,
+        normaliser_draws=int(normaliser_draws), khat=khat, partial=bool(us))
     table = _record_table(
         dict(role=role, source=source, row=np.asarray(src_row, dtype=np.int64), slot=slots,
              log_lr=log_lr, p_member=p_member, khat_max=khat_max, ess_min=ess_min),
@@ -580,34 +659,16 @@ def membership_risk(
         flags=flags)
 
     warnings_ = _result_warnings(table, n_non, H, model, posteriors)
-    overfit = None
-    if dcr and hold is not None and len(hold):
-        overfit = _dcr.overfitting_share(datasets, orig, hold, schema, boot_rng.spawn(1)[0])
-    summary = file_summary(table, threshold=float(threshold), bootstrap=int(bootstrap),
-                           rng=boot_rng, dcr=dcr)
-    if overfit is not None:
-        summary["dcr_overfitting"] = overfit
+    summary = _summary(table, datasets, orig, hold, schema, threshold=float(threshold),
+                       bootstrap=int(bootstrap), rng=boot_rng, dcr=dcr)
     if us:
         # what the released unsynthesized values alone reveal (the audit's cause reads it)
         summary["unsynthesized"] = _unsynthesized_summary(orig, schema, us, orig_keys, members,
                                                           log_p_us, match, role)
-    settings = {
-        "prior": pi,
-        "prior_spec": prior if isinstance(prior, str) else "user",
-        "threshold": float(threshold),
-        "m": m,
-        "n_draws": H,
-        "khat_threshold": khat_thr,
-        "ess_threshold": ess_thr,
-        "normaliser": "exact (m = 1)" if m == 1 else f"{int(normaliser_draws)} population draws",
-        "n_members": len(members),
-        "n_holdout": 0 if hold is None else len(hold),
-        "n_population": int(population),
-        "bootstrap": int(bootstrap),
-        "random_seed": seed_to_json(random_seed),
-        "model": type(model).__name__,
-        "unsynthesized": us,
-        "unsynthesized_concentration": float(alpha) if us else None,
-    }
+    settings = _settings(pi, prior, threshold, mc_thresholds, m=m, H=H,
+                         normaliser_draws=int(normaliser_draws), n_members=len(members),
+                         n_holdout=0 if hold is None else len(hold), population=int(population),
+                         bootstrap=int(bootstrap), random_seed=random_seed, model=model, us=us,
+                         alpha=float(alpha))
     return MembershipRiskResult(records=table, file=summary, settings=settings,
                                 warnings=warnings_)

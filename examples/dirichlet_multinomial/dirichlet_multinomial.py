@@ -214,13 +214,13 @@ class DirichletMultinomial(BaseSynthesizer):
         self._check_fitted("record_loglik")
         return np.ascontiguousarray(self._log_theta(draw_indices)[:, self._cells(records)])
 
-    def dataset_loglik(self, datasets: Sequence[pd.DataFrame], *,
+    def dataset_loglik(self, synthetic: Sequence[pd.DataFrame], *,
                        draw_indices: np.ndarray | None = None) -> np.ndarray:
         """``[H, m]`` array of ``Σ_i log θ_h[cell(z_i)] = c_Z · log θ_h``."""
         self._check_fitted("dataset_loglik")
         logt = self._log_theta(draw_indices)
         k = logt.shape[1]
-        counts = np.stack([np.bincount(self._cells(z), minlength=k) for z in datasets], axis=1)
+        counts = np.stack([np.bincount(self._cells(z), minlength=k) for z in synthetic], axis=1)
         return logt @ counts.astype(np.float64)
 
     # ---------------------------------------------------------------------------- persistence

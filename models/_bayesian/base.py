@@ -425,7 +425,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
 
     @abstractmethod
     def dataset_loglik(
-        self, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None
+        self, synthetic: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None
     ) -> np.ndarray:
         """``[H, m]`` array of ``log p(Z_(l) | Θ_h)`` under the model's synthesis mode."""
 

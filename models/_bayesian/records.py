@@ -15,38 +15,16 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.data.schema import Schema, infer_schema
-from bayes_risk.data.validate import validate_table
+from bayes_risk.data.validate import record_mask, validate_table
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models.base import synthesized_columns
 from bayes_risk.models.trees.missing import refusal_hint
 
 
 def check_synthesized_records(records: Any, n: int) -> np.ndarray | None:
-    """The work of :meth:`BayesianSynthesizer._check_synthesized_records`."""
-    if records is None:
-        return None
-    arr = np.asarray(records)
-    if arr.dtype == bool:
-        if arr.shape != (n,):
-            raise ValidationError(
-                f"records as a boolean mask needs one flag per record ({n}). "
-                f"Got shape {arr.shape}."
-            )
-        return arr.copy()
-    if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
-        raise ValidationError(
-            "records must be a boolean mask or integer record indices. "
-            f"Got {records!r}."
-        )
-    if arr.size and (arr.min() < 0 or arr.max() >= n):
-        bad = int(arr[(arr < 0) | (arr >= n)][0])
-        raise ValidationError(
-            f"records: index {bad} is outside 0..{n - 1}; indices must lie in "
-            f"0..{n - 1} (the data has {n} records)."
-        )
-    flags = np.zeros(n, dtype=bool)
-    flags[arr] = True
-    return flags
+    """The work of :meth:`BayesianSynthesizer._check_synthesized_records`: ``None`` (every
+    record) or the mask of :func:`~bayes_risk.data.validate.record_mask`."""
+    return None if records is None else record_mask(records, n)
 
 
 def synthesized_part(model, z: pd.DataFrame, name: str = "synthetic") -> pd.DataFrame:

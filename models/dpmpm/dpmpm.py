@@ -594,7 +594,7 @@ class DPMPM(BayesianSynthesizer):
         return _loglik.record_loglik(self, records, draw_indices=draw_indices)
 
     def dataset_loglik(
-        self, datasets: Sequence[pd.DataFrame] | SyntheticData | pd.DataFrame, *,
+        self, synthetic: Sequence[pd.DataFrame] | SyntheticData | pd.DataFrame, *,
         draw_indices: Any = None,
     ) -> np.ndarray:
         """``[H, m]`` log-likelihoods ``log p(Z_(l) | Θ_h)`` under the synthesis mode.
@@ -606,13 +606,13 @@ class DPMPM(BayesianSynthesizer):
         ``logsumexp_k(log p(k | y_i, Θ) + Σ_{j∈S} log φ_kj[z_ij])`` with the confidential
         ``y_i`` (class O).
         """
-        return _loglik.dataset_loglik(self, datasets, draw_indices)
+        return _loglik.dataset_loglik(self, synthetic, draw_indices)
 
     def own_record_delta(
         self,
         record: int | pd.Series,
         candidates: pd.DataFrame,
-        datasets: Sequence[pd.DataFrame] | SyntheticData | pd.DataFrame,
+        synthetic: Sequence[pd.DataFrame] | SyntheticData | pd.DataFrame,
         *,
         draw_indices: Any = None,
     ) -> np.ndarray:
@@ -632,12 +632,12 @@ class DPMPM(BayesianSynthesizer):
             taken as the position, as ``original.iloc[i]`` gives).
         candidates : DataFrame
             ``G`` candidate values of the varying columns (any subset of the model's columns).
-        datasets : sequence of DataFrame or SyntheticData
+        synthetic : sequence of DataFrame or SyntheticData
             The ``m`` released datasets (same row order as the original).
         draw_indices : array of int, optional
             Flattened draw indices.
         """
-        return _loglik.own_record_delta(self, record, candidates, datasets, draw_indices)
+        return _loglik.own_record_delta(self, record, candidates, synthetic, draw_indices)
 
     def neighbourhood_size(self) -> int:
         """``G = 1 + Σ_{j∈S} (d_j − 1)`` of the one-variable-different set."""

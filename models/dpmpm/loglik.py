@@ -48,19 +48,19 @@ def record_loglik(model, records: pd.DataFrame, *, draw_indices: Any = None) -> 
     return out
 
 
-def dataset_loglik(model, datasets: Any, draw_indices: Any) -> np.ndarray:
+def dataset_loglik(model, synthetic: Any, draw_indices: Any) -> np.ndarray:
     """The work of :meth:`DPMPM.dataset_loglik` (documented there)."""
     import bayes_risk.models.dpmpm.kernels as kern
 
     model._check_fitted()
-    if isinstance(datasets, pd.DataFrame):
-        datasets = [datasets]
-    datasets = list(datasets)
+    if isinstance(synthetic, pd.DataFrame):
+        synthetic = [synthetic]
+    synthetic = list(synthetic)
     lp, lpi, ph = model._sub(draw_indices)
     if model._zeros is not None:
         import bayes_risk.models.dpmpm.zeros_loglik as zl
 
-        return zl.dataset_loglik(model, datasets, lp, lpi, ph)
+        return zl.dataset_loglik(model, synthetic, lp, lpi, ph)
     s_mask, us_mask = model._masks()
     p = len(s_mask)
     none = np.zeros(p, bool)
@@ -72,11 +72,11 @@ def dataset_loglik(model, datasets: Any, draw_indices: Any) -> np.ndarray:
         else np.flatnonzero(model.synthesized_records_).astype(np.int64)
     )
     mode = model.synthesis_mode_
-    out = np.empty((lp.shape[0], len(datasets)))
+    out = np.empty((lp.shape[0], len(synthetic)))
     ycodes = None
     if mode == "posterior_class":
         ycodes = model._encode(model.data_, name="data")
-    for l, z in enumerate(datasets):
+    for l, z in enumerate(synthetic):
         if len(z) != n:
             raise SchemaError(
                 f"synthetic dataset {l + 1} has {len(z)} rows; the model synthesizes {n}.",
@@ -100,16 +100,16 @@ def dataset_loglik(model, datasets: Any, draw_indices: Any) -> np.ndarray:
     return out
 
 
-def own_record_delta(model, record: Any, candidates: pd.DataFrame, datasets: Any,
+def own_record_delta(model, record: Any, candidates: pd.DataFrame, synthetic: Any,
                      draw_indices: Any) -> np.ndarray:
     """The work of :meth:`DPMPM.own_record_delta` (documented there)."""
     model._check_fitted()
-    if isinstance(datasets, pd.DataFrame):
-        datasets = [datasets]
-    datasets = list(datasets)
+    if isinstance(synthetic, pd.DataFrame):
+        synthetic = [synthetic]
+    synthetic = list(synthetic)
     idx = model._draw_indices(draw_indices)
     G = len(candidates)
-    out = np.zeros((len(idx), len(datasets), G))
+    out = np.zeros((len(idx), len(synthetic), G))
     if model.synthesis_mode_ != "posterior_class":
         return out
     pos = record.name if isinstance(record, pd.Series) else record
@@ -137,7 +137,7 @@ def own_record_delta(model, record: Any, candidates: pd.DataFrame, datasets: Any
 
     den = logsumexp(A, axis=-1)  # [H, G+1]
     s_mask, _ = model._masks()
-    for l, z in enumerate(datasets):
+    for l, z in enumerate(synthetic):
         zc = model._encode(z.iloc[[pos]], name=f"synthetic dataset {l + 1}")[0]
         B = np.zeros((len(idx), lpi.shape[1]))
         if model._zeros is not None:  # the synthesized part's normaliser given the class

@@ -137,7 +137,7 @@ def _log_allowed_given(model: Any, codes, lp, ph, us_mask) -> np.ndarray:
         return np.log1p(-np.minimum(r, 1.0))
 
 
-def dataset_loglik(model: Any, datasets, lp, lpi, ph) -> np.ndarray:
+def dataset_loglik(model: Any, synthetic, lp, lpi, ph) -> np.ndarray:
     """``[H, m]`` ``log p(Z_(l) | Θ)`` of the truncated model, in the model's synthesis mode."""
     s_mask, us_mask = model._masks()
     p = len(s_mask)
@@ -148,11 +148,11 @@ def dataset_loglik(model: Any, datasets, lp, lpi, ph) -> np.ndarray:
     )
     mode = model.synthesis_mode_
     H, K = lpi.shape
-    out = np.empty((H, len(datasets)))
+    out = np.empty((H, len(synthetic)))
     log_allowed = model._zeros.log_allowed(ph, lpi)
     if mode == "posterior_class":
         ycodes = model._encode(model.data_, name="data")[rows]
-    for l, z in enumerate(datasets):
+    for l, z in enumerate(synthetic):
         if len(z) != n:
             raise SchemaError(
                 f"synthetic dataset {l + 1} has {len(z)} rows; the model synthesizes {n}.",

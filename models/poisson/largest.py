@@ -137,7 +137,7 @@ def column_index(model, column: str) -> int:
     return cols.index(column)
 
 
-def largest_value_loglik(model, column: str, datasets: Any, scenario: str, total_known: bool,
+def largest_value_loglik(model, column: str, synthetic: Any, scenario: str, total_known: bool,
                          candidates: Any, upper: Any, step: float, draw_indices: Any,
                          memberships: Any, data: pd.DataFrame | None) -> LargestValueLikelihood:
     """The work of :meth:`PoissonMixture.largest_value_loglik` (documented there)."""
@@ -165,7 +165,7 @@ def largest_value_loglik(model, column: str, datasets: Any, scenario: str, total
         raise ValidationError("the largest-value scenarios need at least two records.")
     rec, rec2 = int(order[0]), int(order[1])
     if scenario == "two_largest_sum":
-        return two_largest_pieces(model, column, datasets, y, j, order, candidates, draw_indices,
+        return two_largest_pieces(model, column, synthetic, y, j, order, candidates, draw_indices,
                                         memberships)
     grid, g0 = largest_grid(model, column, y[:, j], rec, candidates, upper, step, data)
     cand = np.repeat(y[rec][None, :], grid.size, axis=0)
@@ -177,8 +177,8 @@ def largest_value_loglik(model, column: str, datasets: Any, scenario: str, total
                   candidates=grid, g0=g0, model_class=model.model_class, logp_rec=logp_rec,
                   scenario=scenario, second_record=rec2, total_known=bool(total_known))
     if scenario == "second_largest" and model.variant != "mp":
-        return group_sum_pieces(model, common, datasets, y, j, idx, memberships)
-    return ratio_pieces(model, common, cand, datasets, y, j, idx, memberships)
+        return group_sum_pieces(model, common, synthetic, y, j, idx, memberships)
+    return ratio_pieces(model, common, cand, synthetic, y, j, idx, memberships)
 
 
 def ratio_pieces(

@@ -42,17 +42,17 @@ def neighbourhood_loglik(model, records: pd.DataFrame, draw_indices: Any) -> np.
     )
 
 
-def as_frames(model, datasets: Any) -> list[pd.DataFrame]:
-    if isinstance(datasets, SyntheticData):
-        return list(datasets.datasets)
-    if isinstance(datasets, pd.DataFrame):
-        return [datasets]
-    return list(datasets)
+def as_frames(model, synthetic: Any) -> list[pd.DataFrame]:
+    if isinstance(synthetic, SyntheticData):
+        return list(synthetic.datasets)
+    if isinstance(synthetic, pd.DataFrame):
+        return [synthetic]
+    return list(synthetic)
 
 
-def synthetic_counts(model, datasets: Any) -> list[np.ndarray]:
+def synthetic_counts(model, synthetic: Any) -> list[np.ndarray]:
     """The modelled counts of each released dataset (checked, naming the dataset)."""
-    frames = as_frames(model, datasets)
+    frames = as_frames(model, synthetic)
     return [model._counts(f, name=f"synthetic dataset {l + 1}") for l, f in enumerate(frames)]
 
 
@@ -179,11 +179,11 @@ def class_o_loglik(model, zvals: np.ndarray, y: np.ndarray, memb: np.ndarray, K:
     return tot
 
 
-def dataset_loglik(model, datasets: Any, draw_indices: Any, memberships: Any) -> np.ndarray:
+def dataset_loglik(model, synthetic: Any, draw_indices: Any, memberships: Any) -> np.ndarray:
     """The work of :meth:`PoissonMixture.dataset_loglik` (documented there)."""
     model._check_fitted()
     idx = model._draw_indices(draw_indices)
-    zs = synthetic_counts(model, datasets)
+    zs = synthetic_counts(model, synthetic)
     log_pi, lam = model._params(idx)
     rows = model._synthesized_rows()
     if model.model_class == "P":
@@ -193,7 +193,7 @@ def dataset_loglik(model, datasets: Any, draw_indices: Any, memberships: Any) ->
     y = confidential_counts(model)
     K = lam.shape[1]
     memberships = membership_mode(model, memberships)
-    gen = (generating_memberships(model, datasets, zs, y)
+    gen = (generating_memberships(model, synthetic, zs, y)
            if isinstance(memberships, str) and memberships == "generating" else None)
     out = np.empty((idx.size, len(zs)))
     if isinstance(memberships, str) and memberships == "marginalised":
@@ -248,7 +248,7 @@ def confidential_counts(model, data: pd.DataFrame | None = None) -> np.ndarray:
     return model.data_[model.columns_].to_numpy(dtype=np.float64)
 
 
-def candidate_dataset_loglik(model, record, candidates, datasets, draw_indices, memberships
+def candidate_dataset_loglik(model, record, candidates, synthetic, draw_indices, memberships
                              ) -> np.ndarray:
     """The work of :meth:`PoissonMixture.candidate_dataset_loglik` (documented there)."""
     model._check_fitted()
@@ -262,13 +262,13 @@ def candidate_dataset_loglik(model, record, candidates, datasets, draw_indices, 
     cand = candidate_array(model, candidates, y[record])
     if model.synthesized_records_ is not None and not model.synthesized_records_[record]:
         # released unchanged: its value enters neither the synthesis nor the likelihood
-        L = model.dataset_loglik(datasets, draw_indices=draw_indices, memberships=memberships)
+        L = model.dataset_loglik(synthetic, draw_indices=draw_indices, memberships=memberships)
         return np.repeat(L[:, :, None], cand.shape[0], axis=2)
-    zs = synthetic_counts(model, datasets)
+    zs = synthetic_counts(model, synthetic)
     idx = model._draw_indices(draw_indices)
     log_pi, lam = model._params(idx)
     memberships = membership_mode(model, memberships)
-    gen = (generating_memberships(model, datasets, zs, y)
+    gen = (generating_memberships(model, synthetic, zs, y)
            if isinstance(memberships, str) and memberships == "generating" else None)
     return replaced_dataset_loglik(model, zs, y, [(record, cand)], idx, log_pi, lam,
                                    memberships, gen)
@@ -332,7 +332,7 @@ def replaced_dataset_loglik(
     return out
 
 
-def own_record_delta(model, record, candidates, datasets, draw_indices, memberships) -> np.ndarray:
+def own_record_delta(model, record, candidates, synthetic, draw_indices, memberships) -> np.ndarray:
     """The work of :meth:`PoissonMixture.own_record_delta` (documented there)."""
     model._check_fitted()
     if model.synthesized_records_ is not None and model.model_class == "O":
@@ -340,15 +340,15 @@ def own_record_delta(model, record, candidates, datasets, draw_indices, membersh
         pos = record_position(model, record, y)
         if not model.synthesized_records_[pos]:
             G = candidate_array(model, candidates, y[pos]).shape[0]
-            m = len(as_frames(model, datasets))
+            m = len(as_frames(model, synthetic))
             return np.zeros((model._draw_indices(draw_indices).size, m, G))
     full = model.candidate_dataset_loglik(
-        record, candidates, datasets, draw_indices=draw_indices, memberships=memberships
+        record, candidates, synthetic, draw_indices=draw_indices, memberships=memberships
     )
     y = confidential_counts(model)
     pos = record_position(model, record, y)
     truth = model.candidate_dataset_loglik(
-        pos, y[pos][None, :], datasets, draw_indices=draw_indices, memberships=memberships
+        pos, y[pos][None, :], synthetic, draw_indices=draw_indices, memberships=memberships
     )
     with np.errstate(invalid="ignore"):
         d = full - truth

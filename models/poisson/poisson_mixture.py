@@ -429,7 +429,7 @@ class PoissonMixture(BayesianSynthesizer):
         return _loglik.neighbourhood_loglik(self, records, draw_indices)
 
     def dataset_loglik(
-        self, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None,
+        self, synthetic: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None,
         memberships: Any = None,
     ) -> np.ndarray:
         """``[H, m]`` array of ``log p(Z_(l) | Θ_h)`` under the synthesis mode.
@@ -470,13 +470,13 @@ class PoissonMixture(BayesianSynthesizer):
               mode), so no approximation is needed; the other options condition on given
               memberships.
         """
-        return _loglik.dataset_loglik(self, datasets, draw_indices, memberships)
+        return _loglik.dataset_loglik(self, synthetic, draw_indices, memberships)
 
     def candidate_dataset_loglik(
         self,
         record: int,
         candidates: pd.DataFrame | np.ndarray,
-        datasets: Sequence[pd.DataFrame] | SyntheticData,
+        synthetic: Sequence[pd.DataFrame] | SyntheticData,
         *,
         draw_indices: Any = None,
         memberships: Any = None,
@@ -499,7 +499,7 @@ class PoissonMixture(BayesianSynthesizer):
         candidates : DataFrame or array [G, p]
             Candidate count vectors: an array over all modelled columns (``columns_`` order) or
             a DataFrame over some of them (the others keep the record's true values).
-        datasets : sequence of DataFrame or SyntheticData
+        synthetic : sequence of DataFrame or SyntheticData
             The released datasets.
         draw_indices, memberships
             As in :meth:`dataset_loglik` (a user array gives the memberships of all records;
@@ -510,14 +510,14 @@ class PoissonMixture(BayesianSynthesizer):
         ValidationError
             For a class-P model (no own-record dependence) or a bad record index.
         """
-        return _loglik.candidate_dataset_loglik(self, record, candidates, datasets, draw_indices,
+        return _loglik.candidate_dataset_loglik(self, record, candidates, synthetic, draw_indices,
                                                 memberships)
 
     def own_record_delta(
         self,
         record: int,
         candidates: pd.DataFrame | np.ndarray,
-        datasets: Sequence[pd.DataFrame] | SyntheticData,
+        synthetic: Sequence[pd.DataFrame] | SyntheticData,
         *,
         draw_indices: Any = None,
         memberships: Any = None,
@@ -531,7 +531,7 @@ class PoissonMixture(BayesianSynthesizer):
         :meth:`candidate_dataset_loglik` directly. A record that is not synthesized (partial
         synthesis of selected records) has no own-record term: 0.
         """
-        return _loglik.own_record_delta(self, record, candidates, datasets, draw_indices,
+        return _loglik.own_record_delta(self, record, candidates, synthetic, draw_indices,
                                         memberships)
 
     def largest_value_candidates(
@@ -557,7 +557,7 @@ class PoissonMixture(BayesianSynthesizer):
     def largest_value_loglik(
         self,
         column: str,
-        datasets: Sequence[pd.DataFrame] | SyntheticData,
+        synthetic: Sequence[pd.DataFrame] | SyntheticData,
         *,
         scenario: str = "worst_case",
         total_known: bool = False,
@@ -609,7 +609,7 @@ class PoissonMixture(BayesianSynthesizer):
         ----------
         column : str
             The magnitude variable.
-        datasets : sequence of DataFrame or SyntheticData
+        synthetic : sequence of DataFrame or SyntheticData
             The released datasets ``Z``.
         scenario : {"worst_case", "second_largest", "two_largest_sum"}
             What the intruder knows (above).
@@ -639,7 +639,7 @@ class PoissonMixture(BayesianSynthesizer):
         NotImplementedError
             For the weaker scenarios under partial synthesis of selected records.
         """
-        return _largest.largest_value_loglik(self, column, datasets, scenario, total_known,
+        return _largest.largest_value_loglik(self, column, synthetic, scenario, total_known,
                                              candidates, upper, step, draw_indices,
                                              memberships, data)
 

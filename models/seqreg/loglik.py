@@ -57,16 +57,16 @@ def record_loglik(model, records: pd.DataFrame, *, draw_indices: Any = None) -> 
 
 
 def dataset_loglik(
-    model, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None
+    model, synthetic: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None
 ) -> np.ndarray:
     """The work of :meth:`SequentialRegression.dataset_loglik` (documented there)."""
     model._check_fitted()
-    if isinstance(datasets, SyntheticData):
-        frames = list(datasets.datasets)
-    elif isinstance(datasets, pd.DataFrame):
-        frames = [datasets]
+    if isinstance(synthetic, SyntheticData):
+        frames = list(synthetic.datasets)
+    elif isinstance(synthetic, pd.DataFrame):
+        frames = [synthetic]
     else:
-        frames = list(datasets)
+        frames = list(synthetic)
     idx = model._draw_indices(draw_indices)
     cols = []
     for l, z in enumerate(frames):

@@ -566,7 +566,7 @@ class SequentialRegression(BayesianSynthesizer):
         return _loglik.record_loglik(self, records, draw_indices=draw_indices)
 
     def dataset_loglik(
-        self, datasets: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None
+        self, synthetic: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None
     ) -> np.ndarray:
         """``[H, m]`` ``log p(Z_(l) | Θ_h) = Σ_i Σ_v log f_v(z_iv | x_v(z_i), Θ_{h,v})``
         (class P).
@@ -574,7 +574,7 @@ class SequentialRegression(BayesianSynthesizer):
         The sum runs over the synthesized records (all records unless the model was fitted with
         ``synthesized_records``; a record released unchanged contributes nothing).
         """
-        return _loglik.dataset_loglik(self, datasets, draw_indices=draw_indices)
+        return _loglik.dataset_loglik(self, synthetic, draw_indices=draw_indices)
 
     def candidate_loglik(
         self, record_row: pd.DataFrame | pd.Series, candidates: pd.DataFrame, *,

@@ -21,7 +21,7 @@ import pandas as pd
 
 from bayes_risk.data.fingerprint import fingerprint_record
 from bayes_risk.data.schema import Schema, infer_schema
-from bayes_risk.data.validate import validate_table
+from bayes_risk.data.validate import record_mask, validate_table
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import BaseSynthesizer, check_is_fitted, synthesized_columns
 from bayes_risk.models.trees.io import check_fitted_fingerprint, load_synthesizer, save_synthesizer
@@ -31,30 +31,12 @@ __all__ = ["TreeSynthesizer", "encoded_values", "prepare_schema", "records_mask"
 
 
 def records_mask(records: Any, n: int, argument: str = "records") -> np.ndarray:
-    """Normalise a record selection (boolean mask, integer positions or ``None``) to a mask."""
+    """A record selection (boolean mask, integer positions or ``None``: every record) as a mask,
+    checked by :func:`~bayes_risk.data.validate.record_mask`; a selection of no record is
+    refused (nothing would be synthesized)."""
     if records is None:
         return np.ones(n, dtype=bool)
-    arr = np.asarray(records.to_numpy() if isinstance(records, pd.Series) else records)
-    if arr.dtype == bool:
-        if arr.shape != (n,):
-            raise ValidationError(
-                f"{argument} as a boolean mask must have one entry per record ({n}). "
-                f"Got shape {arr.shape}."
-            )
-        mask = arr.copy()
-    elif arr.size == 0 or np.issubdtype(arr.dtype, np.integer):
-        idx = arr.astype(np.int64).ravel()
-        if idx.size and (idx.min() < 0 or idx.max() >= n):
-            bad = idx[(idx < 0) | (idx >= n)][0]
-            raise ValidationError(
-                f"{argument} holds record position {int(bad)}; expected positions 0..{n - 1}."
-            )
-        mask = np.zeros(n, dtype=bool)
-        mask[idx] = True
-    else:
-        raise ValidationError(
-            f"{argument} must be a boolean mask or integer record positions. Got dtype {arr.dtype}."
-        )
+    mask = record_mask(records, n, argument=argument)
     if not mask.any():
         raise ValidationError(f"{argument} selects no record; nothing would be synthesized.")
     return mask

@@ -152,7 +152,7 @@ class CARTSynthesizer(TreeSynthesizer):
 
     @instance_info(ModelInfo(persistence=True, partial_synthesis=True, plugin_likelihood=True,
                              posterior_replicates=True, required=("synthesized",),
-                             visit_order=True))
+                             visit_order=True, releases_donor_values=True))
     def info(self) -> ModelInfo:
         """What the engines, the command line and the audit may use (bayes_risk.ModelInfo):
         posterior replicates only with the Bayesian-bootstrap donors."""

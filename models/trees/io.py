@@ -352,15 +352,6 @@ def seqtree_from_arrays(info: Mapping[str, Any], arrays: Mapping[str, np.ndarray
     return tree
 
 
-def fingerprint_check(model: Any, data: pd.DataFrame) -> str | None:
-    """How ``data`` differs from the table ``model`` was fitted to (``None``: it does not)."""
-    from bayes_risk.data.fingerprint import fingerprint_problem
-
-    record = getattr(model, "original_fingerprint_", None) or {}
-    return fingerprint_problem(data, record.get("table"), model.schema_, len(model._data),
-                               record.get("columns"))
-
-
 def check_missing_layout(missing: dict[str, Any], schema: Any) -> dict[str, dict[str, Any]]:
     """The saved missing-value layout of a tree synthesizer, checked against its schema: each
     column is in the schema, categorical with ``"level"`` or numeric with ``"two_step"``.
@@ -377,5 +368,9 @@ def check_fitted_fingerprint(model: Any, data: pd.DataFrame) -> str | None:
     """``check_fingerprint`` of the saved tree synthesizers (CART, random forests, PMM): ``None``
     when ``data`` is the table ``model`` was fitted to, else a short description of the
     difference (the three classes store a fingerprint of their fitted table)."""
+    from bayes_risk.data.fingerprint import fingerprint_problem
+
     check_is_fitted(model, "schema_", method="check_fingerprint")
-    return fingerprint_check(model, data)
+    record = getattr(model, "original_fingerprint_", None) or {}
+    return fingerprint_problem(data, record.get("table"), model.schema_, len(model._data),
+                               record.get("columns"))

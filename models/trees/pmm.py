@@ -198,7 +198,8 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
     default_m = 1
     _fitted_attribute: ClassVar[str] = "recipients_"
     #: what the engines, the command line and the audit may use (bayes_risk.ModelInfo)
-    info = ModelInfo(persistence=True, partial_synthesis=True, required=("identifying",))
+    info = ModelInfo(persistence=True, partial_synthesis=True, required=("identifying",),
+                     releases_donor_values=True)
 
     def __init__(
         self,

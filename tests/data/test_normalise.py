@@ -60,6 +60,49 @@ def test_record_positions():
         record_positions([5], 3, argument="selection")
 
 
+def test_record_mask_one_check_for_every_selection():
+    """record_mask: a boolean mask or integer positions as a mask, each error naming the
+    argument; the synthesizers' records= and differencing_check's records= use it."""
+    from bayes_risk.data.validate import record_mask
+
+    np.testing.assert_array_equal(record_mask([2, 0, 2], 4), [True, False, True, False])
+    np.testing.assert_array_equal(record_mask(pd.Series([True, False]), 2), [True, False])
+    np.testing.assert_array_equal(record_mask([], 2), [False, False])
+    flags = np.array([True, False])
+    assert record_mask(flags, 2) is not flags  # never the caller's array
+    with pytest.raises(ValidationError, match=r"records\['AGE'\] as a boolean mask needs one "
+                       r"flag per record \(3\)\. Got shape \(2,\)"):
+        record_mask(flags, 3, argument="records['AGE']")
+    with pytest.raises(ValidationError, match="sel: index 5 is outside 0..2"):
+        record_mask([0, 5], 3, argument="sel")
+    with pytest.raises(ValidationError, match="sel: index -1 is outside 0..2"):
+        record_mask([-1], 3, argument="sel")
+    for bad in ([0.5], [1.0], ["a"], [[0, 1]]):
+        with pytest.raises(ValidationError, match="sel must be a boolean mask or integer"):
+            record_mask(bad, 3, argument="sel")
+    with pytest.raises(ValidationError) as err:
+        record_mask([9], 3, code="BAD_OPTION_VALUE")
+    assert err.value.code == "BAD_OPTION_VALUE"
+
+
+def test_record_selections_share_one_check():
+    """The same bad selection gets the same message from CART, a Bayesian model and the
+    differencing check (a position 1.5 used to be truncated to 1 by the differencing check)."""
+    from bayes_risk.disclosure import differencing_check
+    from bayes_risk.models._bayesian.records import check_synthesized_records
+    from bayes_risk.models.trees.base import records_mask
+
+    y = pd.DataFrame({"a": [1, 2, 3], "b": [1, 1, 2]})
+    for check in (lambda r: records_mask(r, 3), lambda r: check_synthesized_records(r, 3),
+                  lambda r: differencing_check(y, [y, y], records=r)):
+        with pytest.raises(ValidationError, match="records: index 3 is outside 0..2"):
+            check([0, 3])
+        with pytest.raises(ValidationError, match="records must be a boolean mask or integer"):
+            check(np.array([1.5]))
+        with pytest.raises(ValidationError, match="records as a boolean mask needs one flag"):
+            check(np.ones(2, dtype=bool))
+
+
 # ----------------------------------------------------------------------------------------------
 # level codes
 # ----------------------------------------------------------------------------------------------

@@ -86,7 +86,7 @@ def test_refuses_bad_inputs():
         differencing_check(Y, z, columns=["a", "zz"])
     with pytest.raises(ValidationError, match="outside 0..5"):
         differencing_check(Y, z, records=[6])
-    with pytest.raises(ValidationError, match="one value per record"):
+    with pytest.raises(ValidationError, match="records as a boolean mask needs one flag per"):
         differencing_check(Y, z, records=np.ones(3, dtype=bool))
     with pytest.raises(ValidationError, match="sequence of DataFrames"):
         differencing_check(None, [])

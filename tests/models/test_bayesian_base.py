@@ -47,9 +47,9 @@ class BetaBernoulli(BayesianSynthesizer):
         y = records["y"].to_numpy()[None, :]
         return np.where(y == 1, np.log(th), np.log1p(-th))
 
-    def dataset_loglik(self, datasets, *, draw_indices=None):
+    def dataset_loglik(self, synthetic, *, draw_indices=None):
         return np.stack([self.record_loglik(z,
-            draw_indices=draw_indices).sum(1) for z in datasets], axis=1)
+            draw_indices=draw_indices).sum(1) for z in synthetic], axis=1)
 
     def neighbourhood_loglik(self, records, *, draw_indices=None):
         ll1 = self.record_loglik(records, draw_indices=draw_indices)

@@ -185,11 +185,11 @@ class PluginBase:
             off |= self._kinds(c, v) != k_t
         return off
 
-    def _release(self, datasets: Sequence[pd.DataFrame]) -> None:
+    def _release(self, synthetic: Sequence[pd.DataFrame]) -> None:
         """Per-dataset state is cached for one release (the engine passes the same list)."""
-        if datasets is not self._cache_owner:
+        if synthetic is not self._cache_owner:
             self._cache = {}
-            self._cache_owner = datasets
+            self._cache_owner = synthetic
 
     def _check_varying(self, candidates: pd.DataFrame) -> None:
         for c in candidates.columns:
@@ -255,7 +255,7 @@ class PluginBase:
         self,
         record: int,
         candidates: pd.DataFrame,
-        datasets: Sequence[pd.DataFrame],
+        synthetic: Sequence[pd.DataFrame],
         *,
         return_se: bool = False,
     ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
@@ -269,7 +269,7 @@ class PluginBase:
         candidates : DataFrame
             ``G`` rows over some synthesized columns (decoded values); the record's other
             values stay at the truth.
-        datasets : sequence of DataFrame
+        synthetic : sequence of DataFrame
             The released datasets (per-dataset state is cached while the same list is passed).
         return_se : bool
             Also return the ``[m, G]`` Monte Carlo standard errors of each candidate's
@@ -280,7 +280,7 @@ class PluginBase:
         -------
         ndarray, shape (m, G), or (that, standard errors of the same shape)
         """
-        self._release(datasets)
+        self._release(synthetic)
         i = int(record)
         cand = self._candidate_values(i, candidates)
         columns = list(candidates.columns)
@@ -288,7 +288,7 @@ class PluginBase:
         if off.any():  # evaluated as the truth, then given probability 0
             for c in columns:
                 cand[c] = np.where(off, self._vals[c][i], cand[c])
-        res = self._loglik(i, cand, columns, datasets)
+        res = self._loglik(i, cand, columns, synthetic)
         ll, var = res if isinstance(res, tuple) else (res, np.zeros_like(res))
         if off.any():
             ll, var = ll.copy(), var.copy()
@@ -301,7 +301,7 @@ class PluginBase:
         i: int,
         cand: dict[str, np.ndarray],
         varying: list[str],
-        datasets: Sequence[pd.DataFrame],
+        synthetic: Sequence[pd.DataFrame],
     ) -> np.ndarray:
         raise NotImplementedError
 
@@ -495,11 +495,11 @@ class CARTPlugin(PluginBase):
         self._cache[li] = state
         return state
 
-    def _polya_tables(self, datasets: Sequence[pd.DataFrame]) -> dict[Any, PolyaTables]:
+    def _polya_tables(self, synthetic: Sequence[pd.DataFrame]) -> dict[Any, PolyaTables]:
         """Donor and synthetic counts of the un-smoothed trees, for the release."""
         tables = self._cache.get("__polya__")
         if tables is None:
-            states = [self._dataset_state(li, z) for li, z in enumerate(datasets)]
+            states = [self._dataset_state(li, z) for li, z in enumerate(synthetic)]
             tables = {
                 key: PolyaTables(
                     tree, self._parent[key], [st[key][0] for st in states],
@@ -657,12 +657,12 @@ class CARTPlugin(PluginBase):
         i: int,
         cand_vals: dict[str, np.ndarray],
         columns: list[str],
-        datasets: Sequence[pd.DataFrame],
+        synthetic: Sequence[pd.DataFrame],
     ) -> np.ndarray:
         syn = self.synthesizer
         G = len(cand_vals[columns[0]])
-        out = np.zeros((len(datasets), G))
-        var = np.zeros((len(datasets), G))
+        out = np.zeros((len(synthetic), G))
+        var = np.zeros((len(synthetic), G))
         varying = set(columns)
         # the truth among the candidates: the Monte Carlo error is that of differences from it
         is_truth = np.ones(G, dtype=bool)
@@ -685,7 +685,7 @@ class CARTPlugin(PluginBase):
                 new_leaf, _ = tree.route(X, codes, "climb", None)
             where[key] = (pos, old_nodes, new_leaf)
         # un-smoothed trees: all datasets at once (vectorised Pólya-urn differences)
-        tables = self._polya_tables(datasets)
+        tables = self._polya_tables(synthetic)
         for key, tab in tables.items():
             if key not in where:
                 continue
@@ -704,7 +704,7 @@ class CARTPlugin(PluginBase):
                 [set(self._path(col, int(u))) for u in new_leaf] if new_leaf is not None
                 else [old] * G
             )
-        for li, z in enumerate(datasets):
+        for li, z in enumerate(synthetic):
             state = self._dataset_state(li, z)
             for ci, col in enumerate(syn.visit_sequence_):
                 if col not in paths:

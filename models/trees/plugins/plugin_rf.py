@@ -492,15 +492,15 @@ class RFPlugin(PluginBase):
         i: int,
         cand: dict[str, np.ndarray],
         columns: list[str],
-        datasets: Sequence[pd.DataFrame],
+        synthetic: Sequence[pd.DataFrame],
     ) -> np.ndarray:
         # the full plug-in log-likelihoods Σ_j Σ_r log p_r(z_rj) of the replaced records (the
         # records released as they are contribute 0)
         syn = self.synthesizer
         varying = set(columns)
         G = len(cand[columns[0]])
-        out = np.zeros((len(datasets), G))
-        states = [self._dataset_state(li, z) for li, z in enumerate(datasets)]
+        out = np.zeros((len(synthetic), G))
+        states = [self._dataset_state(li, z) for li, z in enumerate(synthetic)]
         for col in syn.visit_sequence_:
             if col in varying and not syn.records_[col][i]:
                 # i is not replaced in col: its value is released as it is

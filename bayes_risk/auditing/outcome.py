@@ -1,0 +1,51 @@
+"""What one step of an audit gave: :class:`StepOutcome`.
+
+Its own module so that the steps (:mod:`bayes_risk.auditing.steps`), the verdict lines
+(:mod:`bayes_risk.auditing.verdicts`) and the result (:mod:`bayes_risk.auditing.result`) read it
+without importing one another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["StepOutcome"]
+
+
+@dataclass
+class StepOutcome:
+    """One step of an audit.
+
+    Attributes
+    ----------
+    name, title : str
+        Step identifier (``"identification"``) and heading.
+    status : {"ran", "skipped", "failed"}
+        ``skipped``: the step cannot run on this release, or the caller asked to skip it
+        (``reason`` says which); ``failed``: the measure raised an error that is not about the
+        input (``reason`` holds it; ``extra["traceback"]`` the traceback): the audit is then
+        incomplete (:attr:`AuditResult.complete`).
+    result : object
+        The measure's result object (``UtilitySummary``, ``IdentificationResult``,
+        ``AttributeRiskResult``, dict of ``DisclosureMeasures`` by target), or ``None``.
+    folder : str or None
+        Sub-folder of the audit's ``out`` holding the step's files.
+    files : list of str
+        The files written, relative to ``folder``.
+    warnings : list of dict
+        Every warning the step raised: ``code``, ``category``, ``message``, ``count``.
+    seconds : float
+        Wall time of the step.
+    """
+
+    name: str
+    status: str
+    result: Any = None
+    reason: str | None = None
+    folder: str | None = None
+    files: list[str] = field(default_factory=list)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+    title: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)

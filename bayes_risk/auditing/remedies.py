@@ -1,0 +1,217 @@
+"""The cause and the remedies of a verdict line on the wrong side of its threshold.
+
+Each function returns ``(cause, remedies)``: one sentence with the numbers of this run that
+drive the line's value (the figures :mod:`bayes_risk.auditing.causes` computed in the step) and
+the changes to the release that would move it. :mod:`bayes_risk.auditing.verdicts` attaches
+them to a line only when it is on the wrong side. The remedies are chosen from what the
+synthesizer declares (:attr:`~bayes_risk.contract.ModelInfo.releases_donor_values`, carried by
+the :class:`~bayes_risk.auditing.AuditPlan`), never from its name, so that a subclass or a new
+model gets the advice that fits it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from bayes_risk.auditing.outcome import StepOutcome
+from bayes_risk.auditing.plan import AuditPlan
+
+__all__ = [
+    "attribute_cause",
+    "disco_cause",
+    "identification_cause",
+    "membership_cause",
+    "overlap_cause",
+    "repu_cause",
+    "smoothing_remedy",
+    "utility_cause",
+]
+
+Cause = tuple[str, list[str]]
+
+
+def _unsynthesized(plan: AuditPlan, cols: Sequence[str]) -> list[str]:
+    return [c for c in cols if c not in plan.synthesized]
+
+
+def smoothing_remedy(plan: AuditPlan, cols: Sequence[str]) -> list[str]:
+    """The remedy against released donor values, for the synthesized numeric ``cols``.
+
+    Only when the release's synthesizer declares that it releases original (donor) values
+    (``ModelInfo.releases_donor_values``) and some of ``cols`` are synthesized numeric columns
+    (smoothing applies to those only): smoothing when the synthesizer takes a ``smoothing``
+    setting (CART), otherwise a method that draws new values.
+    """
+    num = [c for c in cols if c in plan.numeric_synthesized]
+    if not plan.releases_donor_values or not num:
+        return []
+    names = ", ".join(num)
+    if plan.smoothing_option:
+        return [f"smooth the synthesizer's numeric values of {names} (bayes-risk synthesize "
+                "--smoothing; smoothing=True), so that donors' original values are not "
+                "released as they are"]
+    return [f"synthesize the numeric values of {names} with a method that draws new values "
+            f"(CART with smoothing, a parametric model) instead of {plan.method}, which "
+            "releases donors' original values as they are"]
+
+
+def utility_cause(u: StepOutcome) -> Cause:
+    """The variables whose marginal distribution differs most (mean S_pMSE line)."""
+    top = u.extra.get("drivers") or []
+    if not top:
+        return "", []
+    names = ", ".join(f"{d['variable']} ({d['points']:.3g} percentage points)" for d in top)
+    return (f"the synthesized variables whose marginal distribution differs most from the "
+            f"original's (largest difference of a level's share or of the distribution "
+            f"functions, pooled datasets): {names}",
+            [f"improve the synthesis model of {top[0]['variable']} (predictors, visit "
+             "sequence, method) and check its marginal in the comparison section"])
+
+
+def overlap_cause(u: StepOutcome) -> Cause:
+    """The estimands with the smallest interval overlap (mean overlap line)."""
+    ov = u.result.overlap
+    if not len(ov) or "overlap" not in ov:
+        return "", []
+    low = ov.sort_values("overlap").head(3)
+    names = ", ".join(f"{e} ({o:.2f})" for e, o in zip(low["estimand"], low["overlap"],
+                                                       strict=True))
+    return (f"the estimands with the smallest interval overlap: {names}",
+            ["improve the synthesis model of the variables of those estimands"])
+
+
+def attribute_cause(plan: AuditPlan, a: StepOutcome) -> Cause:
+    """How often a record's true synthesized value is among the released values."""
+    dr = a.extra.get("drivers")
+    if not dr:
+        return "", []
+    m = dr["m"]
+    pooled = dr.get("scope") == "pooled"
+    among = "the pooled values" if pooled else f"the record's {m} released values"
+    per = "; ".join(
+        f"{c}: truth among {among} for "
+        f"{x['pct_true_released']:.3g} % of records, "
+        + (f"a ±k % alternative for {x['pct_alternative_released']:.3g} %"
+           if x["kind"] == "numeric" else
+           f"another level for {x['pct_alternative_released']:.3g} %")
+        for c, x in dr["columns"].items())
+    cause = (f"for {dr['pct_any_true_released']:.3g} % of the {dr['n_records']:,} assessed "
+             "records a true synthesized value appears among the values released "
+             + ("in the pooled datasets (a fully synthetic release: no record-by-record "
+                "correspondence)" if pooled
+                else f"for that record across the m = {m} datasets")
+             + f" ({per}); a candidate that the "
+             "release shows is ranked above one it never shows")
+    if plan.releases_donor_values:
+        cause += f", as the synthesizer ({plan.method}) releases original (donor) values"
+    rem = [*smoothing_remedy(plan, plan.synthesized),
+           f"release fewer synthetic datasets (m = {m} now): each is one more chance "
+           "that a record's true value is released",
+           "coarsen the synthesized values (bands), so fewer are unique to a record"]
+    return cause, rem
+
+
+def identification_cause(plan: AuditPlan, i: StepOutcome) -> Cause:
+    """Sample uniques on the known columns and how often the release keeps their values."""
+    dr = i.extra.get("drivers")
+    if not dr:
+        return "", []
+    known = ", ".join(plan.known)
+    cause = (f"{dr['n_sample_unique']:,} of {dr['n_targets']:,} targets "
+             f"({dr['pct_sample_unique']:.3g} %) are unique in the original on the known "
+             f"columns ({known}, exact values)")
+    eq = dr.get("pct_released_equal") or {}
+    if eq:
+        cause += "; the released value equals the original for " + ", ".join(
+            f"{c}: {x:.3g} % of records" for c, x in eq.items()) + " (mean over datasets)"
+    rem = ["coarsen the known columns (bands of ages, fewer levels), so fewer targets are "
+           "unique", *smoothing_remedy(plan, plan.known)]
+    fixed = _unsynthesized(plan, plan.known)
+    if fixed:
+        rem.append(f"synthesize a known column the intruder matches on ({', '.join(fixed)} "
+                   "released unchanged)")
+    return cause, rem
+
+
+def repu_cause(plan: AuditPlan, res: Any) -> Cause:
+    """Sample uniques on the keys and the share of them reproduced (repU line)."""
+    uio = float(np.nanmean(res.ident["UiO"]))
+    rep = float(np.nanmean(res.ident["repU"]))
+    kb = res.key_baseline
+    share = rep / uio * 100 if uio > 0 else float("nan")
+    cause = (f"{int(kb['n_sample_uniques']):,} records ({uio:.3g} %) have a key combination "
+             f"unique in the original, among {int(kb['n_key_combinations']):,} "
+             f"combinations; {share:.3g} % of them are reproduced, unique in a synthetic "
+             "dataset too (mean over datasets)")
+    rem = ["coarsen the keys (fewer levels, bands), so fewer combinations are unique"]
+    fixed = _unsynthesized(plan, res.keys)
+    if fixed:
+        rem.append(f"synthesize a key ({', '.join(fixed)} released unchanged)")
+    rem += smoothing_remedy(plan, res.keys)
+    return cause, rem
+
+
+def disco_cause(plan: AuditPlan, res: Any, target: str) -> Cause:
+    """The shares behind DiSCO of ``target``: keys seen, single values, their own values."""
+    mean = {c: float(np.nanmean(res.attrib[c])) for c in ("iS", "DiS", "DiSCO", "DiSDiO")
+            if c in res.attrib}
+    uio = float(np.nanmean(res.ident["UiO"]))
+    rep = float(np.nanmean(res.ident["repU"]))
+    cause = (f"for {mean.get('DiSCO', np.nan):.3g} % of records the release shows a "
+             f"single value of {target} for their keys and it is their own (a single value: "
+             f"{mean.get('DiS', np.nan):.3g} %; keys that occur in the release: "
+             f"{mean.get('iS', np.nan):.3g} %; also disclosive in the original: "
+             f"{mean.get('DiSDiO', np.nan):.3g} %); {uio:.3g} % of records are unique on "
+             f"the keys in the original, {rep:.3g} % reproduced (means over datasets)")
+    rem = ["coarsen the keys, so each combination holds more records with varied "
+           f"values of {target}"]
+    if target in plan.synthesized:
+        rem += smoothing_remedy(plan, [target])
+    else:
+        rem.append(f"synthesize the target {target}")
+    fixed = _unsynthesized(plan, res.keys)
+    if fixed:
+        rem.append(f"synthesize a key ({', '.join(fixed)} released unchanged)")
+    return cause, rem
+
+
+def membership_cause(plan: AuditPlan, mem: StepOutcome) -> Cause:
+    """The members' against the holdout records' membership probabilities and distances, and
+    what the unsynthesized columns alone give away."""
+    f, st = mem.result.file, mem.result.settings
+    m = plan.m
+    cause = (f"the members' mean posterior membership probability is "
+             f"{f['mean_p_member_members']:.3g} against {f['mean_p_member_non_members']:.3g}"
+             " for the holdout records")
+    if "dcr_mean_members" in f:
+        cause += (f"; the members' mean distance to the closest released record is "
+                  f"{f['dcr_mean_members']:.3g} against {f['dcr_mean_non_members']:.3g}")
+    ov = f.get("dcr_overfitting")
+    if ov:
+        closer = float(ov["share_closer_to_training"]) * 100
+        cause += (f", and {closer:.3g} % of synthetic rows are closer to a training record "
+                  "than to a holdout record (50 % when the release does not imitate its "
+                  "training records)")
+    us = f.get("unsynthesized")
+    rem: list[str] = []
+    if us:
+        cols = ", ".join(us["columns"])
+        unique = float(us["share_members_unique"]) * 100
+        matching = float(us["share_non_members_matching"]) * 100
+        cause += (f"; the release shows the unsynthesized values ({cols}) of every record: "
+                  "alone they multiply a member's likelihood ratio by a median of "
+                  f"{us.get('median_factor_members', float('nan')):.3g} (the inverse of "
+                  f"their share in the population), {unique:.3g} % of members are the only "
+                  f"record of their cell, and {matching:.3g} % of holdout records have the "
+                  "values of the record they are compared with")
+        rem.append(f"synthesize or coarsen the unsynthesized columns ({cols}), so that a "
+                   "record's released values are shared by more records of the population")
+    rem += [f"release fewer synthetic datasets (m = {m} now): the likelihood ratio of "
+            "membership multiplies over the datasets",
+            "fit a smoother synthesis model (fewer components or predictors, a stronger "
+            f"prior) than the {st['model']}, so that the release depends less on any one "
+            "record"]
+    return cause, rem

@@ -1,0 +1,421 @@
+"""The verdict lines of an audit: each headline measure of the release against its threshold.
+
+:func:`verdict_lines` builds them from the plan and the steps' outcomes, one builder per step
+(module-level functions, as scikit-learn keeps the helpers of a template class); a line on the
+wrong side of its threshold gets its cause and remedies from :mod:`bayes_risk.auditing.remedies`.
+A figure that cannot depend on the release is a :class:`Baseline`, reported apart.
+:class:`~bayes_risk.auditing.AuditResult` reads the lines through its ``verdicts`` and
+``baselines``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from bayes_risk.auditing import remedies
+from bayes_risk.auditing.outcome import StepOutcome
+from bayes_risk.auditing.plan import AuditPlan
+
+__all__ = [
+    "Baseline",
+    "CAVEATS",
+    "VERDICT_STEPS",
+    "Verdict",
+    "attribute_lines",
+    "disclosure_lines",
+    "identification_lines",
+    "membership_lines",
+    "utility_lines",
+    "verdict_lines",
+]
+
+#: the steps with verdict lines (a step that did not run has none: the report says so)
+VERDICT_STEPS: tuple[str, ...] = ("utility", "identification", "attribute", "membership",
+                                   "disclosure")
+
+#: warning codes of a measure that question the value of a verdict line; the line names them
+CAVEATS: dict[str, tuple[str, ...]] = {
+    "s_pmse": ("SEPARATION", "NOT_CONVERGED", "LARGE_MODEL", "ZERO_DF", "FEW_PAIRS",
+               "NO_SPLITS"),
+    "overlap": ("M_EQUALS_ONE", "SMALL_T", "DEGENERATE_INTERVAL"),
+    "identification": ("IPF_NOT_CONVERGED", "F_BELOW_ONE"),
+    "attribute": ("RHAT_HIGH", "LOW_ESS", "TRUNCATION_TOO_SMALL", "H_TOO_SMALL",
+                  "APPROXIMATE_NONPARAMETRIC"),
+    "DiSCO": ("TARGET_MOSTLY_UNIQUE",),
+    "membership": ("MEMBERSHIP_FLAGGED", "H_TOO_SMALL", "RHAT_HIGH", "LOW_ESS",
+                   "APPROXIMATE_POSTERIOR"),
+}
+
+
+def _caveats(kind: str, codes: Any) -> tuple[str, ...]:
+    have = set(codes or ())
+    return tuple(c for c in CAVEATS[kind] if c in have)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One line of the first screen: a measure against its threshold.
+
+    ``warnings`` are the codes of warnings of the measure that question this value (for
+    example ``SEPARATION``: the chi-square null of S_pMSE is not valid); the report names them
+    on the line. Rates (``unit`` ``"%"``) are in per cent, their threshold too. ``spread`` is
+    the range of the measure over the ``m`` datasets, or says that it is pooled. A line on the
+    wrong side of its threshold has a ``cause`` (one sentence with numbers from this run: what
+    drives the value) and its ``remedies`` (changes to the release that would move it); a line
+    within its threshold has neither.
+    """
+
+    step: str
+    measure: str
+    value: float
+    threshold: float
+    direction: str  # "max": the value should not exceed the threshold; "min": not fall below
+    source: str | None  # file (relative to the audit folder) the value comes from
+    detail: str = ""
+    warnings: tuple[str, ...] = ()
+    #: "%" for rates (value and threshold in per cent), "" for ratios
+    unit: str = ""
+    #: the spread over the m datasets ("per dataset 1.2–3.4 %") or "pooled, no spread"
+    spread: str = ""
+    #: who the intruder of this line is and what they know
+    intruder: str = ""
+    #: on the wrong side of the threshold: what drives the value, with numbers from this run
+    cause: str = ""
+    #: on the wrong side of the threshold: the changes to the release that would move it
+    remedies: tuple[str, ...] = ()
+
+    @property
+    def exceeds(self) -> bool:
+        """Whether the value is on the wrong side of the threshold (NaN counts as exceeding)."""
+        if not np.isfinite(self.value):
+            return True
+        return self.value > self.threshold if self.direction == "max" else (
+            self.value < self.threshold
+        )
+
+
+def _pct(x: Any) -> float:
+    return float(x) * 100
+
+
+def _range(values: Any, unit: str = "") -> str:
+    """``"per dataset a–b"`` of the finite ``values`` (one per synthetic dataset)."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return "no finite value per dataset"
+    u = f" {unit}" if unit else ""
+    return f"per dataset {v.min():.3g}–{v.max():.3g}{u} (min–max over {v.size})"
+
+
+def _caused(v: Verdict, cause: str, remedies: Sequence[str]) -> Verdict:
+    """``v`` with its cause and remedies when it is on the wrong side of its threshold."""
+    if not v.exceeds or not cause:
+        return v
+    return replace(v, cause=cause, remedies=tuple(remedies))
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A figure that cannot depend on the release: a baseline of the original.
+
+    The intruder matches on columns the release carries unchanged (no synthesized column), so
+    every synthetic dataset gives the same value (warning ``RELEASE_INDEPENDENT``). It is
+    reported beside the verdict, never as a verdict line on the release; ``threshold`` is the
+    release-board threshold of the measure, for reference.
+    """
+
+    step: str
+    measure: str
+    value: float
+    threshold: float
+    source: str | None
+    why: str
+    code: str = "RELEASE_INDEPENDENT"
+    #: "%" for rates (value and threshold in per cent), as on the verdict lines
+    unit: str = ""
+
+
+def _src(s: StepOutcome, file: str) -> str | None:
+    """``file`` of step ``s``, relative to the audit folder (``None``: nothing written)."""
+    return f"{s.folder}/{file}" if s.folder is not None else None
+
+
+def verdict_lines(plan: AuditPlan, steps: Sequence[StepOutcome]) -> list[Verdict | Baseline]:
+    """The verdict lines and baselines of the steps that ran, in the order of the steps.
+
+    Parameters
+    ----------
+    plan : AuditPlan
+        The audit's settings and thresholds.
+    steps : sequence of StepOutcome
+        One outcome per step (``AuditResult.steps``); each step with verdict lines
+        (:data:`VERDICT_STEPS`) must be among them.
+
+    Returns
+    -------
+    list of Verdict and Baseline
+    """
+    by_name: dict[str, StepOutcome] = {}
+    for s in steps:
+        by_name.setdefault(s.name, s)
+    out: list[Verdict | Baseline] = []
+    for name in VERDICT_STEPS:
+        s = by_name[name]
+        if s.status == "ran":
+            out += _BUILDERS[name](plan, s)
+    return out
+
+
+_NO_INTRUDER = "none (utility: how closely the release reproduces the original)"
+
+
+def utility_lines(plan: AuditPlan, u: StepOutcome) -> list[Verdict | Baseline]:
+    """Mean S_pMSE and the mean confidence-interval overlap."""
+    th, r = plan.thresholds, u.result
+    v = Verdict("utility", "mean S_pMSE (pMSE / null expectation)",
+                float(r.pmse.mean_ratio), th.s_pmse, "max", _src(u, "summary.json"),
+                f"{r.pmse.null} null", _caveats("s_pmse", r.pmse.warnings),
+                spread=_range(r.pmse.ratio), intruder=_NO_INTRUDER)
+    w = Verdict("utility", "mean confidence-interval overlap",
+                float(r.mean_overlap), th.overlap, "min", _src(u, "overlap.csv"),
+                warnings=_caveats("overlap", r.warnings),
+                spread=_range(r.overlap_per_dataset) + "; the value combines the "
+                f"intervals of the {plan.m} datasets", intruder=_NO_INTRUDER)
+    return [_caused(v, *remedies.utility_cause(u)), _caused(w, *remedies.overlap_cause(u))]
+
+
+def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
+    """The share of records whose true values are the intruder's most probable candidate."""
+    s = a.extra["summary"]
+    un = s.get("unflagged") or {}
+    nf = int(s.get("n_flagged") or 0)
+    left_out = (f"; {nf} of {s.get('n_records')} record(s) flagged and left out "
+                "(unassessed: treat them as at risk)" if nf else "")
+    v = Verdict("attribute",
+                "share of records whose true values are the most probable",
+                _pct(un.get("prop_top", np.nan)), _pct(plan.thresholds.prop_top), "max",
+                _src(a, "summary.json"),
+                f"random guess {_pct(s.get('random_guess_baseline', np.nan)):.3g} %; "
+                f"records with stable estimates{left_out}",
+                _caveats("attribute", a.result.warnings), unit="%",
+                spread=f"pooled: the intruder reads all {plan.m} datasets at once, no spread",
+                intruder="worst case: knows every other record's true values and the "
+                "synthesis model, and guesses this record's synthesized values")
+    return [_caused(v, *remedies.attribute_cause(plan, a))]
+
+
+def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline]:
+    """repU (one line per set of keys) and DiSCO (one per target), or their baselines when the
+    keys (and the target) are not synthesized."""
+    th = plan.thresholds
+    out: list[Verdict | Baseline] = []
+    seen_keys: set[tuple[str, ...]] = set()
+    for t, res in d.result.items():
+        sub = f"{t}/" if len(d.result) > 1 else ""
+        means = res.means()
+        keys = ", ".join(res.keys)
+        fixed_keys = plan.release_independent_keys(t)
+        rep_src = _src(d, sub + "ident.csv")
+        who = f"knows the keys {keys} of every record"
+        # repU depends on the keys alone: one line per set of keys, not per target
+        if tuple(res.keys) in seen_keys:
+            pass
+        elif fixed_keys:
+            out.append(Baseline(
+                "disclosure", f"repU (%), keys {keys}", float(means["repU"]), th.repU,
+                rep_src, f"the keys ({keys}) are not synthesized: repU equals UiO, "
+                "the original's sample uniques on the keys, in every dataset",
+                unit="%"))
+        else:
+            v = Verdict("disclosure", f"repU (%), keys {keys}",
+                        float(means["repU"]), th.repU, "max", rep_src, unit="%",
+                        spread=_range(res.ident["repU"], "%"), intruder=who)
+            out.append(_caused(v, *remedies.repu_cause(plan, res)))
+        seen_keys.add(tuple(res.keys))
+        dsrc = _src(d, sub + "attrib.csv")
+        if fixed_keys and t not in plan.synthesized:
+            out.append(Baseline(
+                "disclosure", f"DiSCO (%), target {t}", float(means["DiSCO"]),
+                th.DiSCO, dsrc, f"neither the keys ({keys}) nor the target are "
+                "synthesized: the release shows the original's values", unit="%"))
+        else:
+            v = Verdict("disclosure", f"DiSCO (%), target {t}",
+                        float(means["DiSCO"]), th.DiSCO, "max", dsrc,
+                        warnings=_caveats("DiSCO", res.warnings), unit="%",
+                        spread=_range(res.attrib["DiSCO"], "%"),
+                        intruder=f"{who} and reads the target {t} off the release")
+            out.append(_caused(v, *remedies.disco_cause(plan, res, t)))
+    return out
+
+
+def membership_lines(plan: AuditPlan, mem: StepOutcome) -> list[Verdict | Baseline]:
+    """The attack's advantage over the base rate (AUC − 0.5, with its bootstrap interval)
+    and the share of members whose posterior membership probability exceeds the board's
+    probability, over the records with stable estimates (flagged ones are counted on the
+    line and left out, as in the attribute line)."""
+    th = plan.thresholds
+    res = mem.result
+    f, st = res.file, res.settings
+    src = _src(mem, "summary.json")
+    m = plan.m
+    nf = int(f.get("n_flagged") or 0)
+    left_out = (f"; {nf} of {f['n_targets']} target(s) flagged and left out (unassessed: "
+                "treat flagged members as exposed)" if nf else "")
+
+    def iv(key: str, scale: float = 1.0, unit: str = "") -> str:
+        x = f.get(key)
+        if not x or not np.all(np.isfinite(x)):
+            return "no bootstrap interval"
+        return f"95 % bootstrap interval {x[0] * scale:.3g}–{x[1] * scale:.3g}{unit}"
+
+    rec = res.records
+    ok = (rec["flag_codes"] == "").to_numpy()
+    non = ok & (rec["role"] == "non-member").to_numpy()
+    pthr = float(st["threshold"])
+    share_non = (float(np.mean(rec["p_member"].to_numpy()[non] > pthr)) if non.any()
+                 else float("nan"))
+    dcr = (f"; the distance-to-closest-record attack: AUC − 0.5 = "
+           f"{f['dcr_auc_advantage']:.3g}" if "dcr_auc_advantage" in f else "")
+    who = ("worst case: knows every other record's true values, the synthesis model and "
+           f"the release ({m} dataset{'s' if m > 1 else ''}), holds a record and asks "
+           "whether it was in the confidential data (prior membership probability "
+           f"{st['prior']:.3g})")
+    spread = ("one dataset, no spread" if m == 1 else
+              f"pooled: the intruder reads all {m} datasets at once, no spread")
+    caveats = _caveats("membership", res.warnings)
+    cause = remedies.membership_cause(plan, mem)
+    adv = Verdict("membership", "membership attack's advantage over the base rate "
+                  "(AUC − 0.5)", float(f["auc_advantage"]), th.membership_advantage,
+                  "max", src,
+                  f"{iv('auc_advantage_interval')}; {f['n_members']:,} members against "
+                  f"{f['n_non_members']:,} holdout records; TPR − FPR at P(member) > "
+                  f"{pthr:g}: {f['tpr_fpr']:.3g}{dcr}{left_out}",
+                  caveats, spread=spread, intruder=who)
+    share = Verdict("membership", f"share of members with P(member) > {pthr:g}",
+                    _pct(f["share_members_above"]), _pct(th.membership_share), "max", src,
+                    f"{iv('share_members_above_interval', 100, ' %')}; holdout records "
+                    f"above it: {_pct(share_non):.3g} %{left_out}",
+                    caveats, unit="%", spread=spread, intruder=who)
+    return [_caused(adv, *cause), _caused(share, *cause)]
+
+
+def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Baseline]:
+    """Each line reads the larger of two intruders' figures: the one who holds all m
+    datasets (probabilities pooled over them, Reiter & Mitra 2009: the defaults of
+    ``bayes-risk identification``) and the one who holds one dataset (the mean over the
+    datasets, Hornby & Hu 2021), each at its own maximising radius when the sweep ran. The
+    pooled intruder is usually the stronger (CEdata, CART, m = 5: true match rate 1.2 %
+    against 0.31 %), so the per-dataset mean alone would understate the risk."""
+    th = plan.thresholds
+    iw = _caveats("identification", i.result.warnings)
+    pooled = i.extra.get("pooled")
+    if pooled is None:  # a result made before the pooled figures existed
+        return _per_dataset_lines(plan, i, iw)
+    head = pooled.headline.file
+    sw = i.extra.get("sweep")
+    per = (i.extra.get("at_r_star") or i.result).file
+    n = float(head["n_targets"])
+    m = plan.m
+    at = " at the maximising radius" if pooled.sweep is not None else ""
+    r_pool = f" (radius {pooled.sweep.r_star})" if pooled.sweep is not None else ""
+    r_per = f" (radius {sw.r_star})" if sw is not None else ""
+    per_emr = (float(sw.risk_star) if sw is not None
+               else float(per["expected_match_risk"])) / n
+    src = _src(i, "summary.json")
+    # the per-dataset figures, one per dataset, at the radius the line reads
+    pd_src = i.extra.get("at_r_star") or i.result
+    pdd = getattr(pd_src, "per_dataset", None) or {}
+    per_emr_each = (np.asarray(sw.risk[sw.argmax[0]], dtype=float) / n
+                    if sw is not None and sw.argmax else
+                    np.asarray(pdd.get("expected_match_risk", []), dtype=float) / n)
+    per_tmr_each = np.asarray(pdd.get("true_match_rate_targets", []), dtype=float)
+    lines = []
+    for label, vp, vd, each in (
+            (f"expected match rate{at}", float(head["expected_match_risk"]) / n, per_emr,
+             per_emr_each),
+            (f"true match rate (correct unique matches){at}",
+             float(head["true_match_rate_targets"]),
+             float(per["true_match_rate_targets"]), per_tmr_each)):
+        use_pooled = not vd > vp  # NaN in the per-dataset figure: the pooled one
+        vp, vd = _pct(vp), _pct(vd)
+        detail = (f"{'larger' if use_pooled else 'smaller'}: pooled over the m = {m} "
+                  f"datasets {vp:.3g} %{r_pool}; {'smaller' if use_pooled else 'larger'}: "
+                  f"mean per dataset {vd:.3g} %{r_per}")
+        rng = _range(each * 100, "%")
+        spread = (f"pooled over the {m} datasets, no spread; {rng}" if use_pooled
+                  else rng)
+        lines.append((label, vp if use_pooled else vd, detail, spread))
+    thr = (_pct(th.expected_match_rate), _pct(th.true_match_rate))
+    if plan.identification_release_independent:
+        why = (f"the intruder knows only unsynthesized columns "
+               f"({', '.join(plan.known)}), which the release carries unchanged")
+        return [Baseline("identification", lab, v, t, src, f"{why}; {d}", unit="%")
+                for (lab, v, d, _), t in zip(lines, thr, strict=True)]
+    who = _identification_intruder(plan)
+    cause = remedies.identification_cause(plan, i)
+    return [_caused(Verdict("identification", lab, v, t, "max", src, d, iw,
+                            unit="%", spread=sp, intruder=who), *cause)
+            for (lab, v, d, sp), t in zip(lines, thr, strict=True)]
+
+
+def _identification_intruder(plan: AuditPlan) -> str:
+    rad = ", ".join(f"{c} within {r:g}" for c, r in plan.radius.items())
+    return (f"knows {', '.join(plan.known)} of every target"
+            + (f" ({rad})" if rad else "") + "; holds one or all of the "
+            f"{plan.m} datasets (the larger figure is read)")
+
+
+def _per_dataset_lines(plan: AuditPlan, i: StepOutcome,
+                       iw: tuple[str, ...]) -> list[Verdict | Baseline]:
+    th = plan.thresholds
+    s = i.result.file
+    n = float(s["n_targets"])
+    sw = i.extra.get("sweep")
+    star = i.extra.get("at_r_star")
+    lines: list[tuple[str, float, float, str | None, str]] = []
+    if sw is not None:
+        lines.append(("expected match rate at the maximising radius",
+                      float(sw.risk_star) / n, th.expected_match_rate,
+                      _src(i, "radius_sweep.csv"),
+                      f"radius {sw.r_star}"))
+    else:
+        lines.append(("expected match rate", float(s["expected_match_rate"]),
+                      th.expected_match_rate, _src(i, "summary.json"),
+                      ""))
+    if sw is not None and star is not None:  # at the same radius as the line above
+        lines.append(("true match rate (correct unique matches) at the maximising radius",
+                      float(star.file["true_match_rate_targets"]), th.true_match_rate,
+                      _src(i, "summary.json"), f"radius {sw.r_star}"))
+    else:
+        lines.append(("true match rate (correct unique matches)",
+                      float(s["true_match_rate_targets"]), th.true_match_rate,
+                      _src(i, "summary.json"), ""))
+    lines = [(lab, _pct(v), _pct(t), src, d) for lab, v, t, src, d in lines]
+    if plan.identification_release_independent:
+        why = (f"the intruder knows only unsynthesized columns "
+               f"({', '.join(plan.known)}), which the release carries unchanged")
+        return [Baseline("identification", m, v, t, src,
+                         why + (f"; {d}" if d else ""), unit="%")
+                for m, v, t, src, d in lines]
+    who = _identification_intruder(plan)
+    cause = remedies.identification_cause(plan, i)
+    pdd = getattr(star or i.result, "per_dataset", None) or {}
+    nt = float(s["n_targets"])
+    each = (np.asarray(sw.risk[sw.argmax[0]], dtype=float) / nt if sw is not None and
+            sw.argmax else np.asarray(pdd.get("expected_match_risk", []), dtype=float) / nt,
+            np.asarray(pdd.get("true_match_rate_targets", []), dtype=float))
+    return [_caused(Verdict("identification", m, v, t, "max", src, d, iw, unit="%",
+                            spread=_range(e * 100, "%"), intruder=who), *cause)
+            for (m, v, t, src, d), e in zip(lines, each, strict=True)]
+
+
+_BUILDERS: dict[str, Callable[[AuditPlan, StepOutcome], list[Verdict | Baseline]]] = {
+    "utility": utility_lines, "identification": identification_lines,
+    "attribute": attribute_lines, "membership": membership_lines,
+    "disclosure": disclosure_lines,
+}
