@@ -82,10 +82,15 @@ def check_model(model: Any) -> None:
     if getattr(model, "synthesized_records_", None) is not None:
         raise NotSupportedError(
             f"the release synthesizes selected records only ({name} fitted with records=...): "
-            "a record left unsynthesized is released whole, and whether a record is selected "
-            "usually depends on its own values, so the population record of the alternative "
-            "hypothesis would have to be selected by the same rule; that ratio is not derived "
-            "(methods, Membership disclosure risk, Partially synthetic releases).",
+            "under the alternative hypothesis the record of the population in the target's "
+            "slot would have been selected, or not, by the same rule as the others, so the "
+            "ratio needs the probability of the selection seen given that record, that is the "
+            "selection rule as a function of the data; the model knows only which rows were "
+            "selected. Leaving that factor out is exact only if the selection does not depend "
+            "on the records' values; selecting at-risk records does, and then it understates "
+            "a member's ratio (methods, Membership disclosure risk, Partially synthetic "
+            "releases). A member left unsynthesized is released whole: its membership is "
+            "revealed outright.",
             code="MEMBERSHIP_PARTIAL_SYNTHESIS",
         )
     families = getattr(model, "families_", None) or {}
@@ -103,10 +108,14 @@ def check_model(model: Any) -> None:
     if us and getattr(model, "ratio_form", "joint") != "conditional":
         raise NotSupportedError(
             f"the release is partially synthetic (unsynthesized columns {us}) and {name} models "
-            "whole records: its augmented refits append the released rows as whole records, "
-            "which counts the unsynthesized values a second time, so the membership ratio would "
-            "be approximate. Fit a model of the synthesized columns given the unsynthesized "
-            "ones (SequentialRegression).",
+            "whole records: the ratio needs draws of the posterior given the released "
+            "synthesized values under their likelihood given the unsynthesized ones, but its "
+            "augmented refits append the released rows as whole records, which counts the "
+            "unsynthesized values a second time (their probabilities under the latent classes "
+            "come out too sharp), and the error this makes in the ratio has no known sign or "
+            "bound (methods, Membership disclosure risk, Partially synthetic releases). Fit a "
+            "model of the synthesized columns given the unsynthesized ones "
+            "(SequentialRegression).",
             code="MEMBERSHIP_PARTIAL_SYNTHESIS",
         )
 
