@@ -79,11 +79,13 @@ def _column_codes(table: pd.DataFrame, reference: pd.DataFrame, schema: Any,
     ref = pd.to_numeric(reference[column], errors="coerce").to_numpy(dtype=np.float64)
     distinct = np.unique(ref[~np.isnan(ref)])
     v = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=np.float64)
+    missing = table[column].isna().to_numpy()
     pos = np.clip(np.searchsorted(distinct, v), 0, max(distinct.size - 1, 0))
     # the release copies the values as they are: a cell is an exact value
     found = distinct.size > 0
     hit = (distinct[pos] == v) if found else np.zeros(v.size, dtype=bool)
-    return np.where(np.isnan(v), -1, np.where(hit, pos, -2)).astype(np.int64)
+    # a value that is not a number is no record's value, not a missing one
+    return np.where(missing, -1, np.where(hit, pos, -2)).astype(np.int64)
 
 
 def cell_keys(tables: list[pd.DataFrame], schema: Any, columns: list[str], *,

@@ -263,6 +263,9 @@ def test_numeric_unsynthesized_cells_by_hand():
     ok, kt = partial.cell_keys([y, t], schema, ["X", "A"], reference=y)
     assert ok[1] != ok[2] and kt[0] == ok[2] and kt[1] == ok[3]
     assert kt[2] == -1 and kt[3] == -1  # 2.4 is no record's value; (0.0, b) no record's cell
+    # text where a number belongs is no record's value (not "missing", which a record has)
+    txt = pd.DataFrame({"X": ["n/a"], "A": pd.Categorical(["a"])}, dtype=object)
+    assert partial.cell_keys([txt], schema, ["X", "A"], reference=y)[0][0] == -1
     # a column recorded to 15 decimals: C beyond a 64-bit integer, log p still finite
     fine = pd.DataFrame({"X": [0.0, 12345.123456789012345]})
     c = partial.n_cells(fine, infer_schema(fine), ["X"])
