@@ -38,6 +38,7 @@ __all__ = ["cell_keys", "n_cells", "log_p_unsynthesized", "resolution"]
 
 #: finest decimal unit looked for in a numeric column (10 ** -_MAX_DECIMALS)
 _MAX_DECIMALS = 15
+_EPS = float(np.finfo(np.float64).eps)
 
 
 def resolution(values: pd.Series) -> float:
@@ -63,8 +64,9 @@ def resolution(values: pd.Series) -> float:
         return 1.0
     for k in range(_MAX_DECIMALS + 1):
         q = v * 10.0**k
-        # relative tolerance: the decimal written in a file reads back as the nearest float
-        if np.all(np.abs(q - np.round(q)) <= 1e-9 * np.maximum(1.0, np.abs(q))):
+        # a few float spacings: the decimal written in a file reads back as the nearest float,
+        # and a looser tolerance would pass a coarser unit (fewer cells, a smaller ratio)
+        if np.all(np.abs(q - np.round(q)) <= 64 * _EPS * np.maximum(1.0, np.abs(q))):
             return 10.0**-k
     return float(np.min(np.spacing(np.abs(v))))
 

@@ -253,6 +253,9 @@ def test_numeric_unsynthesized_cells_by_hand():
     assert partial.resolution(pd.Series([1.0, 2.5, 3.25, np.nan])) == pytest.approx(0.01)
     assert partial.resolution(pd.Series([10, 20, 40])) == 1.0  # never coarser than 1
     assert partial.resolution(pd.Series([0.1, 0.7])) == pytest.approx(0.1)
+    assert partial.resolution(pd.Series([2.675, 12345.67])) == pytest.approx(0.001)
+    # logarithms carry all of a float's digits: a unit far finer than 1e-8
+    assert partial.resolution(pd.Series(np.log([30000.0, 41234.0]))) < 1e-12
     y = pd.DataFrame({"X": [0.0, 2.5, 2.5, np.nan],
                       "A": pd.Categorical(["a", "b", "a", "a"])})
     schema = infer_schema(y)
