@@ -38,17 +38,16 @@ def check_model(model: Any) -> None:
     Supported: fitted class P models with a record likelihood, augmented refits and a
     posterior-predictive sampler — DPMPM in ``marginal`` mode and the MP Poisson mixture in
     ``marginal`` mode (fully synthetic releases), and the sequential regressions (fully
-    synthetic releases, and partially synthetic releases whose unsynthesized columns are
-    categorical: their conditional likelihood and refits are exact for the synthesized part, and
-    the released unsynthesized values enter through
-    :func:`bayes_risk.membership.partial.log_p_unsynthesized`).
+    synthetic releases, and partially synthetic releases: their conditional likelihood and refits
+    are exact for the synthesized part, and the released unsynthesized values, categorical or
+    numeric, enter through :func:`bayes_risk.membership.partial.log_p_unsynthesized`).
 
     Raises
     ------
     NotSupportedError
         ``MEMBERSHIP_MODEL_UNSUPPORTED`` (plug-in tree likelihoods, class O models, models
         without refits) or ``MEMBERSHIP_PARTIAL_SYNTHESIS`` (selected records; a model of
-        whole records with unsynthesized columns; numeric unsynthesized columns).
+        whole records with unsynthesized columns).
     """
     name = type(model).__name__
     info = model_info(model)
@@ -83,10 +82,15 @@ def check_model(model: Any) -> None:
     if getattr(model, "synthesized_records_", None) is not None:
         raise NotSupportedError(
             f"the release synthesizes selected records only ({name} fitted with records=...): "
-            "a record left unsynthesized is released whole, and whether a record is selected "
-            "usually depends on its own values, so the population record of the alternative "
-            "hypothesis would have to be selected by the same rule; that ratio is not derived "
-            "(methods, Membership disclosure risk, Partially synthetic releases).",
+            "under the alternative hypothesis the record of the population in the target's "
+            "slot would have been selected, or not, by the same rule as the others, so the "
+            "ratio needs the probability of the selection seen given that record, that is the "
+            "selection rule as a function of the data; the model knows only which rows were "
+            "selected. Leaving that factor out is exact only if the selection does not depend "
+            "on the records' values; selecting at-risk records does, and then it understates "
+            "a member's ratio (methods, Membership disclosure risk, Partially synthetic "
+            "releases). A member left unsynthesized is released whole: its membership is "
+            "revealed outright.",
             code="MEMBERSHIP_PARTIAL_SYNTHESIS",
         )
     families = getattr(model, "families_", None) or {}
@@ -104,20 +108,14 @@ def check_model(model: Any) -> None:
     if us and getattr(model, "ratio_form", "joint") != "conditional":
         raise NotSupportedError(
             f"the release is partially synthetic (unsynthesized columns {us}) and {name} models "
-            "whole records: its augmented refits append the released rows as whole records, "
-            "which counts the unsynthesized values a second time, so the membership ratio would "
-            "be approximate. Fit a model of the synthesized columns given the unsynthesized "
-            "ones (SequentialRegression).",
-            code="MEMBERSHIP_PARTIAL_SYNTHESIS",
-        )
-    numeric = [c for c in us if not schema[c].is_categorical]
-    if numeric:
-        raise NotSupportedError(
-            f"unsynthesized column(s) {numeric} are numeric: the release shows every record's "
-            "value as it is, and the chance that a record of the population has exactly that "
-            "value needs a population model of the column that the package does not define (a "
-            "continuous one gives 0, so a unique value reveals membership outright). Band the "
-            "column into a categorical one or synthesize it.",
+            "whole records: the ratio needs draws of the posterior given the released "
+            "synthesized values under their likelihood given the unsynthesized ones, but its "
+            "augmented refits append the released rows as whole records, which counts the "
+            "unsynthesized values a second time (their probabilities under the latent classes "
+            "come out too sharp), and the error this makes in the ratio has no known sign or "
+            "bound (methods, Membership disclosure risk, Partially synthetic releases). Fit a "
+            "model of the synthesized columns given the unsynthesized ones "
+            "(SequentialRegression).",
             code="MEMBERSHIP_PARTIAL_SYNTHESIS",
         )
 
@@ -190,8 +188,8 @@ def _population_rows(model: Any, k: int, rng: np.random.Generator) -> pd.DataFra
 
 
 def _conditional_population_rows(
-    model: Any, original_keys: np.ndarray, keys: list[int], k: int, rng: np.random.Generator,
-    schema: Any, us: list[str],
+    model: Any, original: pd.DataFrame, original_keys: np.ndarray, keys: list[int], k: int,
+    rng: np.random.Generator, schema: Any, us: list[str],
 ) -> dict[int, pd.DataFrame]:
     """For each cell ``r`` of the unsynthesized columns in ``keys``, ``k`` records of
     ``p(· | r, y)``: rows of fresh synthetic datasets whose unsynthesized values are ``r`` (the
@@ -199,7 +197,9 @@ def _conditional_population_rows(
 
     A cell that few records share needs many datasets: as many as ``k`` over its rows per
     dataset (at most :data:`_ROWS_PER_DRAW`), and never more than the model's draws ``H``; a
-    cell then gets fewer than ``k`` records, and the ESS flag of the normaliser says so.
+    cell then gets fewer than ``k`` records, and the ESS flag of the normaliser says so. (A
+    numeric unsynthesized column makes most cells single records: the rows of each dataset are
+    grouped by cell once, not searched once per cell.)
     """
     if not keys:
         return {}
@@ -210,10 +210,14 @@ def _conditional_population_rows(
     sets = min(sets, int(getattr(model, "n_draws", sets)))
     syn = model.synthesize(sets, random_seed=rng)
     take = {key: [] for key in keys}
+    need = np.asarray(keys, dtype=np.int64)
     for z in syn.datasets:
-        zkeys = _partial.cell_keys([z], schema, us)[0]
-        for key in keys:
-            rows = np.flatnonzero(zkeys == key)
+        zkeys = _partial.cell_keys([z], schema, us, reference=original)[0]
+        order = np.argsort(zkeys, kind="stable")
+        lo = np.searchsorted(zkeys[order], need, side="left")
+        hi = np.searchsorted(zkeys[order], need, side="right")
+        for key, a, b in zip(keys, lo, hi, strict=True):
+            rows = order[a:b]
             size = min(len(rows), max(1, math.ceil(k / sets)))
             if size:
                 take[key].append(z.iloc[np.sort(rng.choice(rows, size=size, replace=False))])
@@ -343,8 +347,8 @@ def _normalisers(model: Any, posteriors: list[Any], orig: pd.DataFrame, uslots: 
     else:
         rec_key = orig_keys[uslots[first]]
         need = np.unique(rec_key[np.unique(back[match])]) if match.any() else []
-        rows = _conditional_population_rows(model, orig_keys, list(need), normaliser_draws, rng,
-                                            schema, us)
+        rows = _conditional_population_rows(model, orig, orig_keys, list(need),
+                                            normaliser_draws, rng, schema, us)
         groups = {k: (np.flatnonzero(rec_key == k), rows[k]) for k in need}
     for sel, prow in groups.values():
         pop_ll = [post.record_loglik(prow) for post in posteriors]
@@ -363,6 +367,9 @@ def _unsynthesized_summary(orig: pd.DataFrame, schema: Any, us: list[str],
     return {
         "columns": us,
         "n_cells": _partial.n_cells(orig, schema, us),
+        # the recorded unit of each numeric column, which sets its cells
+        "resolution": {c: _partial.resolution(orig[c]) for c in us
+                       if not schema[c].is_categorical},
         "share_members_unique": float(alone.mean()) if len(alone) else float("nan"),
         # 1 / p(r | y_{-i}): what the unsynthesized values alone multiply a member's ratio by
         "median_factor_members": float(np.median(np.exp(-log_p_us[:len(members)])))
@@ -539,7 +546,8 @@ def membership_risk(
     model : fitted DPMPM, PoissonMixture or SequentialRegression
         A class P Bayesian model with posterior draws: DPMPM or the MP Poisson mixture in
         ``marginal`` mode (fully synthetic release), or the sequential regressions (fully
-        synthetic, or partially synthetic with categorical unsynthesized columns). Others are
+        synthetic, or partially synthetic with categorical or numeric unsynthesized columns).
+        Others are
         refused with ``MEMBERSHIP_MODEL_UNSUPPORTED`` or ``MEMBERSHIP_PARTIAL_SYNTHESIS`` (see
         :func:`check_model`).
     original : DataFrame
@@ -628,7 +636,8 @@ def membership_risk(
     match = np.ones(T, dtype=bool)
     log_p_us = np.zeros(T)
     if us:
-        orig_keys, target_keys = _partial.cell_keys([orig, targets], schema, us)
+        orig_keys, target_keys = _partial.cell_keys([orig, targets], schema, us,
+                                                    reference=orig)
         slot_keys = orig_keys[slots]
         match = target_keys == slot_keys
         log_p_us = _partial.log_p_unsynthesized(

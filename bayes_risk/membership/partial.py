@@ -14,13 +14,19 @@ holds the factor
 times the ratio of the synthesized part given ``r``, which the model's conditional record
 likelihood gives (:mod:`bayes_risk.membership.estimator`). The population model of the
 unsynthesized values is a Dirichlet process with concentration ``α`` and a uniform base
-measure over the cells of the unsynthesized columns (categorical columns, missing a level of
-its own): ``p(r | y_{-i}) = (n_r^{(-i)} + α / C) / (n − 1 + α)`` with ``n_r^{(-i)}`` the other
-records with the values ``r`` and ``C`` the number of cells.
+measure over the cells of the unsynthesized columns (a missing value is a level of its own):
+``p(r | y_{-i}) = (n_r^{(-i)} + α / C) / (n − 1 + α)`` with ``n_r^{(-i)}`` the other records
+with the values ``r`` and ``C`` the number of cells. A categorical column's cells are its
+levels; a numeric column's are the values it can be recorded with: the multiples of its
+resolution (the finest decimal unit its values use, :func:`resolution`) from its smallest to
+its largest value in the original. Released values are compared exactly, so a record whose
+numeric value no other record shares has ``p(r | y_{-i}) = (α / C) / (n − 1 + α)``: the
+release all but reveals its membership, as the continuous limit (``C → ∞``) says it does.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -28,45 +34,111 @@ import pandas as pd
 
 from bayes_risk.data.levels import level_codes
 
-__all__ = ["cell_keys", "n_cells", "log_p_unsynthesized"]
+__all__ = ["cell_keys", "n_cells", "log_p_unsynthesized", "resolution"]
+
+#: finest decimal unit looked for in a numeric column (10 ** -_MAX_DECIMALS)
+_MAX_DECIMALS = 15
+_EPS = float(np.finfo(np.float64).eps)
 
 
-def cell_keys(tables: list[pd.DataFrame], schema: Any, columns: list[str]) -> list[np.ndarray]:
-    """One integer per row of each table naming its cell of ``columns`` (the same cell, the same
-    integer across the tables; a missing value is a level of its own).
+def resolution(values: pd.Series) -> float:
+    """The finest decimal unit ``10^-k`` (``k >= 0``) that every value of a numeric column is a
+    multiple of: the precision the column is recorded with.
+
+    Never coarser than 1: a column of multiples of 10 could be so by chance, and a coarser unit
+    makes fewer cells, hence a smaller ratio (an understated risk). A column whose values use
+    more than 15 decimals gets the spacing of its floating-point values.
+
+    Parameters
+    ----------
+    values : Series
+        A numeric column (missing values ignored).
+
+    Returns
+    -------
+    float
+    """
+    v = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return 1.0
+    for k in range(_MAX_DECIMALS + 1):
+        q = v * 10.0**k
+        # a few float spacings: the decimal written in a file reads back as the nearest float,
+        # and a looser tolerance would pass a coarser unit (fewer cells, a smaller ratio)
+        if np.all(np.abs(q - np.round(q)) <= 64 * _EPS * np.maximum(1.0, np.abs(q))):
+            return 10.0**-k
+    return float(np.min(np.spacing(np.abs(v))))
+
+
+def _column_codes(table: pd.DataFrame, reference: pd.DataFrame, schema: Any,
+                  column: str) -> np.ndarray:
+    """Integer codes of one column's values (``-1`` for missing, ``-2`` for a numeric value the
+    reference never takes: it cannot be any reference record's value)."""
+    spec = schema[column]
+    if spec.is_categorical:
+        return level_codes(table[column], spec.levels, column=column)
+    ref = pd.to_numeric(reference[column], errors="coerce").to_numpy(dtype=np.float64)
+    distinct = np.unique(ref[~np.isnan(ref)])
+    v = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=np.float64)
+    missing = table[column].isna().to_numpy()
+    pos = np.clip(np.searchsorted(distinct, v), 0, max(distinct.size - 1, 0))
+    # the release copies the values as they are: a cell is an exact value
+    found = distinct.size > 0
+    hit = (distinct[pos] == v) if found else np.zeros(v.size, dtype=bool)
+    # a value that is not a number is no record's value, not a missing one
+    return np.where(missing, -1, np.where(hit, pos, -2)).astype(np.int64)
+
+
+def cell_keys(tables: list[pd.DataFrame], schema: Any, columns: list[str], *,
+              reference: pd.DataFrame) -> list[np.ndarray]:
+    """One integer per row of each table naming its cell of ``columns``: the row of the
+    reference's distinct cells it falls in, or ``-1`` for a cell no reference record has (the
+    keys depend on ``reference`` only, so calls with other tables agree).
 
     Parameters
     ----------
     tables : list of DataFrame
         Tables holding ``columns``.
     schema : Schema
-        The model's schema: ``columns`` are categorical, and their values are compared as its
-        levels (``2`` and ``2.0`` are one level).
+        The model's schema: categorical values are compared as its levels (``2`` and ``2.0``
+        are one level), numeric values exactly; a missing value is a level of its own.
     columns : list of str
         The unsynthesized columns.
+    reference : DataFrame
+        The confidential data, whose records define the cells.
 
     Returns
     -------
     list of ndarray of int64
         One array per table, one key per row.
     """
-    codes = []
-    for t in tables:
-        cols = [level_codes(t[c], schema[c].levels, column=c) + 1 for c in columns]
-        codes.append(np.column_stack(cols) if cols else np.zeros((len(t), 0), np.int64))
-    radix = [int(schema[c].n_levels) + 1 for c in columns]
+    def codes(t: pd.DataFrame) -> np.ndarray:
+        cols = [_column_codes(t, reference, schema, c) for c in columns]
+        return np.column_stack(cols) if cols else np.zeros((len(t), 0), np.int64)
+
+    ref_cells = np.unique(codes(reference), axis=0)
     out = []
-    for a in codes:
-        key = np.zeros(len(a), dtype=np.int64)
-        for j, r in enumerate(radix):
-            key = key * r + a[:, j]
+    for t in tables:
+        tc = codes(t)
+        if ref_cells.shape[1] == 0:
+            out.append(np.zeros(len(t), dtype=np.int64))
+            continue
+        both, inv = np.unique(np.vstack([ref_cells, tc]), axis=0, return_inverse=True)
+        inv = inv.ravel()
+        lookup = np.full(len(both), -1, dtype=np.int64)
+        lookup[inv[: len(ref_cells)]] = np.arange(len(ref_cells))
+        key = lookup[inv[len(ref_cells):]]
+        # a row with a value the reference never takes (-2) is in no reference cell
+        key[(tc == -2).any(axis=1)] = -1
         out.append(key)
     return out
 
 
 def n_cells(original: pd.DataFrame, schema: Any, columns: list[str]) -> int:
-    """``C``: the cells of the unsynthesized columns (their levels, plus "missing" for a column
-    with a missing value in the original).
+    """``C``: the cells of the unsynthesized columns — a categorical column's levels, a numeric
+    column's multiples of its :func:`resolution` from its smallest to its largest value, plus
+    "missing" for a column with a missing value in the original.
 
     Parameters
     ----------
@@ -80,10 +152,18 @@ def n_cells(original: pd.DataFrame, schema: Any, columns: list[str]) -> int:
     Returns
     -------
     int
+        May exceed the range of a 64-bit integer (a Python int).
     """
     c = 1
     for col in columns:
-        c *= int(schema[col].n_levels) + int(original[col].isna().any())
+        missing = int(original[col].isna().any())
+        if schema[col].is_categorical:
+            c *= int(schema[col].n_levels) + missing
+            continue
+        v = pd.to_numeric(original[col], errors="coerce").to_numpy(dtype=np.float64)
+        v = v[np.isfinite(v)]
+        span = 0 if v.size == 0 else int(round((v.max() - v.min()) / resolution(original[col])))
+        c *= span + (v.size > 0) + missing
     return c
 
 
@@ -112,4 +192,12 @@ def log_p_unsynthesized(
     uniq, counts = np.unique(original_keys, return_counts=True)
     n_r = counts[np.searchsorted(uniq, slot_keys)]  # the slot's own record is among them
     n = original_keys.size
-    return np.log(n_r - 1 + concentration / n_cells_) - np.log(n - 1 + concentration)
+    # α / C in log space: C of a finely recorded numeric column can exceed a float's range
+    log_base = math.log(concentration) - math.log(n_cells_)
+    return np.logaddexp(_log0(n_r - 1), log_base) - np.log(n - 1 + concentration)
+
+
+def _log0(x: np.ndarray) -> np.ndarray:
+    """``log x`` with ``log 0 = -inf`` and no warning."""
+    with np.errstate(divide="ignore"):
+        return np.log(np.asarray(x, dtype=np.float64))

@@ -39,9 +39,9 @@ class MembershipRiskResult(RiskResult):
         closest released record) and ``flag_codes``.
     file : dict
         File-level summaries (see :func:`bayes_risk.membership.summaries.file_summary`); under
-        partial synthesis ``unsynthesized`` (columns, cells, share of members alone in their
-        cell, median factor ``1 / p(r | y_{-i})`` of members, share of non-members matching
-        their slot).
+        partial synthesis ``unsynthesized`` (columns, cells, the resolution of each numeric
+        column, share of members alone in their cell, median factor ``1 / p(r | y_{-i})`` of
+        members, share of non-members matching their slot).
     settings : dict
         Prior, threshold, m, H, thresholds of the flags, sizes, seed.
     warnings : list of str

@@ -151,3 +151,34 @@ def test_membership_line_of_a_partially_synthetic_release(tmp_path):
     assert any("synthesize or coarsen the unsynthesized columns (A)" in r for r in adv.remedies)
     html = res.to_html(tmp_path / "report.html").read_text(encoding="utf-8")
     assert "Partially synthetic release" in html
+
+
+def test_membership_step_reaches_a_numeric_unsynthesized_column(tmp_path):
+    """A numeric unsynthesized column (whole numbers 0 to 5, one record alone with 9): the step
+    runs instead of being skipped, and the summary gives the column's resolution and cells."""
+    import numpy as np
+    import pandas as pd
+
+    import bayes_risk as br
+    from bayes_risk.models import SequentialRegression
+
+    rng = np.random.default_rng(6)
+    x = rng.integers(0, 6, 90).astype(float)
+    x[3] = 9.0
+    df = pd.DataFrame({"X": x, "Y": 1.0 + 0.3 * x + rng.normal(0, 1, 90)})
+    train, hold = df.iloc[:60].reset_index(drop=True), df.iloc[60:].reset_index(drop=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = SequentialRegression(draws=400, progressbar=False).fit(
+            train, synthesized=["Y"], random_seed=1)
+        syn = model.synthesize(1, random_seed=2)
+        res = br.audit(train, syn, known=["X"], model=model, holdout=hold, skip=OTHERS,
+                       random_seed=1, progressbar=False)
+    st = res.step("membership")
+    assert st.status == "ran", st.reason
+    us = st.result.file["unsynthesized"]
+    assert us["columns"] == ["X"] and us["resolution"] == {"X": 1.0} and us["n_cells"] == 10
+    assert us["share_members_unique"] == pytest.approx(1 / 60)
+    # the record alone with 9: its value alone multiplies its ratio by (n − 1 + α) C / α = 600
+    rec = st.result.records
+    assert rec.loc[3, "log_p_unsynthesized"] == pytest.approx(np.log((1 / 10) / 60))

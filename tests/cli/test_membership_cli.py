@@ -92,3 +92,35 @@ def test_membership_cli_partial_synthesis_of_a_regression(tmp_path, capsys):
     assert s["settings"]["unsynthesized"] == ["region"]
     assert s["settings"]["unsynthesized_concentration"] == 0.5
     assert s["file"]["unsynthesized"]["n_cells"] == 3
+
+
+def test_membership_cli_numeric_unsynthesized_column(tmp_path):
+    """A numeric unsynthesized column (ages recorded in whole years, 20 to 64): the command
+    runs, its cells are the 45 whole years, and the one record aged 64 (no other record's
+    age) gets ``p(r | y_{-i}) = (α / 45) / (n − 1 + α)``."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    age = rng.integers(20, 40, 60)
+    age[7] = 64
+    df = pd.DataFrame({"age": age, "income": rng.normal(10, 1, 60) + 0.05 * age})
+    df.to_csv(tmp_path / "train.csv", index=False)
+    hold = pd.DataFrame({"age": [25, 64, 50], "income": [11.0, 12.0, 13.0]})
+    hold.to_csv(tmp_path / "hold.csv", index=False)
+    assert _main(["fit", str(tmp_path / "train.csv"), "--method", "regression", "--synthesize",
+                  "income", "--draws", "300", "--random-seed", "1", "-q",
+                  "--out", str(tmp_path / "model")]) == 0
+    assert _main(["synthesize", "--model", str(tmp_path / "model"), "-m", "1",
+                  "--random-seed", "2", "-q", "--out", str(tmp_path / "syn")]) == 0
+    out = tmp_path / "mem"
+    rc = _main(["membership", str(tmp_path / "train.csv"), str(tmp_path / "syn"), "--model",
+                str(tmp_path / "model"), "--holdout", str(tmp_path / "hold.csv"),
+                "--bootstrap", "0", "--random-seed", "3", "-q", "--out", str(out)])
+    assert rc == 0
+    rec = pd.read_csv(out / "records.csv")
+    assert rec.loc[rec["role"] == "member", "unsynthesized_match"].all()
+    assert rec.loc[7, "log_p_unsynthesized"] == pytest.approx(np.log((1 / 45) / 60))
+    assert not rec.loc[62, "unsynthesized_match"]  # aged 50: no record's age
+    s = json.loads((out / "summary.json").read_text())
+    assert s["file"]["unsynthesized"]["n_cells"] == 45
+    assert s["file"]["unsynthesized"]["resolution"] == {"age": 1.0}

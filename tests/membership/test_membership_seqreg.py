@@ -64,11 +64,12 @@ def exact_partial_categorical(ya, yb, zs, i, xa, xb, *, alpha, cells, d):
     return float(log_a[xb] - log_d - _log_p_r(ya, i, alpha, cells))
 
 
-def exact_partial_normal(ya, yv, zs, i, xa, xv, *, alpha, cells):
-    """Exact ``log Λ``: binary ``A`` unsynthesized, ``Y ~ N(β0 + β1 A, σ²)`` synthesized."""
+def exact_partial_normal(ya, yv, zs, i, xa, xv, *, alpha, cells, numeric=False):
+    """Exact ``log Λ``: ``A`` unsynthesized (binary, or ``numeric``: the value itself is the
+    regressor), ``Y ~ N(β0 + β1 A, σ²)`` synthesized."""
     if xa != ya[i]:
         return -np.inf
-    X = np.column_stack([np.ones(len(ya)), ya == 1]).astype(float)
+    X = np.column_stack([np.ones(len(ya)), ya if numeric else ya == 1]).astype(float)
     keep = np.arange(len(ya)) != i
     xr = X[i]
     base = _t_pred(X[keep], yv[keep], xr)
@@ -221,6 +222,95 @@ def test_partial_normal_regression_matches_exact(normal_release, m):
     check_p_true(err, np.zeros(err.shape[1]), 0.01, z_max=t_bound(REPS, err.shape[1], 0.01))
 
 
+@pytest.fixture(scope="module")
+def numeric_release():
+    """A numeric unsynthesized ``X`` recorded to one decimal (``9.5`` is the only record with
+    its value): ``C`` = the multiples of 0.1 from 0 to 9.5 = 96 cells."""
+    rng = np.random.default_rng(13)
+    n = 30
+    x = rng.integers(0, 7, n).astype(float)
+    x[5] = 9.5
+    yv = 1.0 + 0.5 * x + rng.normal(0, 1, n)
+    y = pd.DataFrame({"X": x, "Y": yv})
+
+    def model(seed):
+        return SequentialRegression(draws=3000, progressbar=False).fit(
+            y, synthesized=["Y"], random_seed=seed)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        syn = list(model(1).synthesize(2, random_seed=2).datasets)
+    # a shared value, the unique record's value, and a value no record has
+    hold = pd.DataFrame({"X": [3.0, 9.5, 4.25], "Y": [2.0, 6.5, 3.0]})
+    return y, syn, model, x, yv, hold
+
+
+def test_numeric_unsynthesized_cells_by_hand():
+    """Resolution, cells and keys of numeric unsynthesized columns, computed by hand."""
+    from bayes_risk.data.schema import infer_schema
+    from bayes_risk.membership import partial
+
+    assert partial.resolution(pd.Series([1.0, 2.5, 3.25, np.nan])) == pytest.approx(0.01)
+    assert partial.resolution(pd.Series([10, 20, 40])) == 1.0  # never coarser than 1
+    assert partial.resolution(pd.Series([0.1, 0.7])) == pytest.approx(0.1)
+    assert partial.resolution(pd.Series([2.675, 12345.67])) == pytest.approx(0.001)
+    # logarithms carry all of a float's digits: a unit far finer than 1e-8
+    assert partial.resolution(pd.Series(np.log([30000.0, 41234.0]))) < 1e-12
+    y = pd.DataFrame({"X": [0.0, 2.5, 2.5, np.nan],
+                      "A": pd.Categorical(["a", "b", "a", "a"])})
+    schema = infer_schema(y)
+    # X: 0.0, 0.1, ..., 2.5 and missing = 27; A: 2 levels
+    assert partial.n_cells(y, schema, ["X", "A"]) == 27 * 2
+    t = pd.DataFrame({"X": [2.5, np.nan, 2.4, 0.0],
+                      "A": pd.Categorical(["a", "a", "a", "b"])})
+    ok, kt = partial.cell_keys([y, t], schema, ["X", "A"], reference=y)
+    assert ok[1] != ok[2] and kt[0] == ok[2] and kt[1] == ok[3]
+    assert kt[2] == -1 and kt[3] == -1  # 2.4 is no record's value; (0.0, b) no record's cell
+    # text where a number belongs is no record's value (not "missing", which a record has)
+    txt = pd.DataFrame({"X": ["n/a"], "A": pd.Categorical(["a"])}, dtype=object)
+    assert partial.cell_keys([txt], schema, ["X", "A"], reference=y)[0][0] == -1
+    # a column recorded to 15 decimals: C beyond a 64-bit integer, log p still finite
+    fine = pd.DataFrame({"X": [0.0, 12345.123456789012345]})
+    c = partial.n_cells(fine, infer_schema(fine), ["X"])
+    k = partial.cell_keys([fine], infer_schema(fine), ["X"], reference=fine)[0]
+    lp = partial.log_p_unsynthesized(k, k, c, 1.0)
+    assert np.isfinite(lp).all() and lp[0] == pytest.approx(-np.log(c) - np.log(2.0))
+
+
+@pytest.mark.parametrize("m", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_partial_numeric_unsynthesized_matches_exact(numeric_release, m):
+    """``Y`` regressed on a numeric unsynthesized ``X``: the released value ``r`` is compared
+    exactly, ``p(r | y_{-i}) = (n_r^{(-i)} + α / C) / (n − 1 + α)`` with ``C = 96``; members
+    0, 5 (alone with 9.5), 17, 22 and three holdout records (one whose value no record has, so
+    it is excluded whatever its slot)."""
+    y, syn, model, x, yv, hold = numeric_release
+    zs = [z["Y"].to_numpy(dtype=float) for z in syn[:m]]
+
+    def targets(source, row):
+        t = y if source == "original" else hold
+        return float(t["X"].iloc[row]), float(t["Y"].iloc[row])
+
+    def exact(slot, xx):
+        return exact_partial_normal(x, yv, zs, slot, xx[0], xx[1], alpha=1.0, cells=96,
+                                    numeric=True)
+
+    est, truth, rec = _replicates((y, syn, model), targets, exact, m=m, records=[0, 5, 17, 22],
+                                  holdout=hold)
+    assert rec["unsynthesized_match"].iloc[:4].all()
+    assert rec["log_p_unsynthesized"].iloc[1] == pytest.approx(np.log((1 / 96) / 30))
+    assert not rec["unsynthesized_match"].iloc[6]  # 4.25: no record's value
+    assert (truth[:, 6] == 0).all()
+    # the non-members' slots change with each run's seed: excluded exactly where the exact
+    # value is 0, and close to it where their value is the slot's
+    non = np.s_[:, 4:]
+    assert ((est[non] == 0) == (truth[non] == 0)).all()
+    assert np.abs(est[non] - truth[non]).max() <= 0.02
+    # the unique member: revealed all but surely
+    assert truth[0, 1] > 0.99
+    err = (est - truth)[:, :4]
+    check_p_true(err, np.zeros(4), 0.01, z_max=t_bound(REPS, 4, 0.01))
+
+
 def test_full_synthesis_normal_chain_matches_exact():
     """A fully synthetic chain (no unsynthesized column): its record likelihood is the joint
     ``p(y1) p(y2 | y1)``, and membership needs no population model of unsynthesized values."""
@@ -254,9 +344,9 @@ def test_full_synthesis_normal_chain_matches_exact():
 
 
 # ------------------------------------------------------------------------------ refusals
-def test_partial_synthesis_refusals(categorical_release, normal_release):
-    """Selected records, numeric unsynthesized columns and models of whole records with
-    unsynthesized columns stay refused, with the reason."""
+def test_partial_synthesis_refusals(categorical_release):
+    """Selected records and models of whole records with unsynthesized columns stay refused,
+    with the reason."""
     y, syn, _, _, _, hold = categorical_release
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -267,16 +357,6 @@ def test_partial_synthesis_refusals(categorical_release, normal_release):
         membership_risk(sel, y, syn, holdout=hold)
     assert err.value.code == "MEMBERSHIP_PARTIAL_SYNTHESIS"
 
-    yn, synn, _, _, _, holdn = normal_release
-    num = yn.assign(A=yn["A"].astype(int).astype(float))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        m_num = SequentialRegression(draws=50, progressbar=False).fit(
-            num, synthesized=["Y"], random_seed=1)
-    with pytest.raises(NotSupportedError, match="numeric") as err:
-        membership_risk(m_num, num, [z.assign(A=z["A"].astype(int).astype(float))
-                                     for z in synn], holdout=holdn.assign(A=[0.0, 1.0]))
-    assert err.value.code == "MEMBERSHIP_PARTIAL_SYNTHESIS"
     # a count column modelled as normal and rounded: the likelihood is not the release's
     cnt = pd.DataFrame({"K": np.arange(30) % 7, "Y": np.linspace(0, 1, 30)})
     with warnings.catch_warnings():

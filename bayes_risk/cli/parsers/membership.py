@@ -48,8 +48,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "draws and the released datasets (docs: methods page 'Membership disclosure risk'), "
             "with the distance to the closest released record (SDMetrics, anonymeter) beside "
             "it. Fully synthetic releases of DPMPM, Poisson-mixture and sequential-regression "
-            "models, and partially synthetic releases of sequential regressions whose "
-            "unsynthesized columns are categorical; other models and releases are refused "
+            "models, and partially synthetic releases of sequential regressions (categorical or "
+            "numeric unsynthesized columns); other models and releases are refused "
             "(MEMBERSHIP_MODEL_UNSUPPORTED, MEMBERSHIP_PARTIAL_SYNTHESIS). Cost: one refit of "
             "the model per synthetic dataset, as the stabilised attribute-risk estimator."
         ),
@@ -85,8 +85,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="population records of the normaliser when m > 1 (default 400)")
     p.add_argument("--unsynthesized-concentration", type=float, default=1.0, metavar="A",
                    help="partial synthesis: concentration of the Dirichlet-process population "
-                   "model of the released unsynthesized values (default 1; it matters only "
-                   "for records whose unsynthesized values no other record shares)")
+                   "model of the released unsynthesized values, over their cells (a numeric "
+                   "column's: the multiples of its finest decimal unit; default 1; it matters "
+                   "only for records whose unsynthesized values no other record shares)")
     p.add_argument("--no-dcr", action="store_true",
                    help="skip the distance-to-closest-record baseline")
     p.add_argument("--bootstrap", type=int, default=200, metavar="B",
