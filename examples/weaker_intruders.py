@@ -163,7 +163,7 @@ def wang_reiter_synthesizers(wr: dict, n_records: int, n_bootstrap: int = 100) -
     data, records = wr["data"], wr["records"][:n_records]
     cart = CARTSynthesizer(smoothing=True, random_seed=2012).fit(data, synthesized=LOCATION)
     cart_release = cart.synthesize(5, random_seed=1)
-    plugin = CARTPlugin(cart, data, n_bootstrap=n_bootstrap)
+    plugin = CARTPlugin(cart, data, n_bootstrap=n_bootstrap, random_seed=5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cart_high = attribute_risk(data, cart_release, model=plugin, records=records,
