@@ -189,13 +189,19 @@ def wang_reiter_synthesizers(wr: dict, n_records: int, n_bootstrap: int = 100) -
     return table
 
 
-def wei_reiter_part(ce: pd.DataFrame) -> dict:
+def wei_reiter_counts(ce: pd.DataFrame) -> pd.DataFrame:
+    """1,000 households' income (in $1,000) and expenditure (in $100) as counts."""
     n = 1000  # the size of the published application (1,051 establishments); not scaled
     rows = np.random.default_rng(2016).choice(len(ce), n, replace=False)
-    counts = pd.DataFrame({
+    return pd.DataFrame({
         "income": np.round(ce["TotalIncomeLastYear"].to_numpy()[rows] / 1000).astype(np.int64),
         "expenditure": np.round(ce["TotalExpLastQ"].to_numpy()[rows] / 100).astype(np.int64),
     })
+
+
+def wei_reiter_part(ce: pd.DataFrame) -> dict:
+    counts = wei_reiter_counts(ce)
+    n = len(counts)
     top = float(counts["income"].max())
     draws = scaled(200, minimum=100)
     used = np.arange(0, draws, max(1, draws // 20))  # 20 draws for the likelihoods
