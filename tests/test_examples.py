@@ -521,6 +521,81 @@ def test_weaker_intruders(monkeypatch, capsys):
     assert r[0] < r[1] < r[2] and sizes["MM"][0][2] < r[0]
 
 
+def _example_functions(script: str, scale: float, monkeypatch) -> dict:
+    """The functions of ``examples/<script>`` at ``scale``, without running its ``main()``."""
+    if not (EXAMPLES / script).is_file():
+        pytest.skip("examples/ is not part of this checkout")
+    monkeypatch.setenv("BAYES_RISK_EXAMPLE_SCALE", str(scale))
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    monkeypatch.delitem(__import__("sys").modules, "_common", raising=False)
+    return runpy.run_path(str(EXAMPLES / script), run_name="example")
+
+
+def test_weaker_intruders_tcmm_over_fits(monkeypatch, capsys):
+    # issue 34: the TCMM figure over MCMC seeds of the fit, with the prior and the tail size
+    from bayes_risk.attribute.largest_value import largest_value_posterior
+    from bayes_risk.data import read_table
+    from bayes_risk.models import PoissonMixture
+    from bayes_risk.models.poisson.kernels import tail_threshold
+
+    ns = _example_functions("weaker_intruders.py", 0.3, monkeypatch)
+    counts = ns["wei_reiter_counts"](read_table(shared_path("data", "CEdata_attribute.csv")))
+    table = ns["tcmm_over_fits"](counts, seeds=[11, 12], qs=(0.95,))
+    col = table["q = 0.95"]
+    y = counts["income"].to_numpy()
+    top = float(y.max())
+    # the tail's unknown members: every record above the 0.95-quantile but y(1) and y(2)
+    assert col["unknown tail records"] == int((y > tail_threshold(y, 0.95)).sum()) - 2 == 47
+    # seed 11 by hand: the same fit, the posterior over the candidates, its mass within 10 %
+    model = PoissonMixture(variant="tcmm", q=0.95, n_components=30, tune=100, draws=100,
+                           random_seed=7, progressbar=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(counts, random_seed=11)
+    p = model.largest_value_loglik("income", model.synthesize(3, random_seed=2),
+                                   scenario="second_largest", upper=1.5 * top,
+                                   draw_indices=np.arange(0, 100, 5))
+    post, _ = largest_value_posterior(p)
+    inside = (p.candidates >= 0.9 * top) & (p.candidates <= 1.1 * top)
+    assert col["fit seed 11"] == pytest.approx(post[inside].sum(), abs=1e-12)
+    assert col["prior only"] == pytest.approx(inside.mean(), abs=1e-12)
+    seeds = col[["fit seed 11", "fit seed 12"]]
+    assert col["mean"] == pytest.approx(seeds.mean()) and col["min"] == seeds.min()
+    assert col["max"] == seeds.max()
+    assert "by MCMC seed of the fit" in capsys.readouterr().out
+
+
+def test_weaker_intruders_wang_reiter_synthesizers(monkeypatch):
+    # issue 34: the same intruders against the regression release and a CART release
+    from bayes_risk.data import read_table
+
+    ns = _example_functions("weaker_intruders.py", 0.3, monkeypatch)
+    ce = read_table(shared_path("data", "CEdata_attribute.csv"))
+    wr = ns["wang_reiter_part"](ce)
+    table = ns["wang_reiter_synthesizers"](wr, 6, n_bootstrap=100)  # the gallery's settings
+    data, records = wr["data"], wr["records"][:6]
+    loc = data[["LogIncome", "LogExpenditure"]].to_numpy(float)
+    reg = table.loc["sequential normal regressions"]
+    # the regression rows by hand (the low-risk posterior: the record's m synthetic values)
+    syn = np.stack([z[["LogIncome", "LogExpenditure"]].to_numpy(float) for z in wr["release"]])
+    r1s = [_r1_r2(np.full(syn.shape[0], 1 / syn.shape[0]), syn[:, i, :], loc[i],
+                  np.delete(loc, i, axis=0)) for i in records]
+    assert reg.loc["low risk", "R1 median"] == pytest.approx(np.median([r[0] for r in r1s]))
+    assert reg.loc["low risk", "R2 median"] == pytest.approx(np.median([r[1] for r in r1s]))
+    # the regression release leaves the high-risk intruder at their prior
+    assert reg.loc["high risk", "R1 median"] == pytest.approx(reg.loc["prior only", "R1 median"],
+                                                              abs=0.005)
+    cart = table.loc["CART, Bayesian bootstrap + kernels"]
+    assert cart.loc["prior only", "R1 median"] == reg.loc["prior only", "R1 median"]
+    # what the page states: the CART release moves the high-risk posterior (R1 below the
+    # prior's), and the low-risk figures stay several times larger
+    assert cart.loc["high risk", "records"] >= 3
+    assert cart.loc["high risk", "mean p_true"] > 10 * cart.loc["high risk", "mean 1/G"]
+    assert cart.loc["high risk", "R1 median"] < cart.loc["prior only", "R1 median"]
+    assert cart.loc["low risk", "R1 median"] > 3 * cart.loc["high risk", "R1 median"]
+    assert cart.loc["low risk", "records"] == 6
+
+
 def test_sd2011_audit(monkeypatch, capsys):
     """SD2011 with its empty cells and -8 codes: the printed marginals are the recomputed ones,
     the release keeps the missing values (rates within sampling error), S_pMSE is printed as

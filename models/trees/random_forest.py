@@ -61,7 +61,9 @@ class RandomForestSynthesizer(TreeSynthesizer):
         Trees per forest.
     probabilities : {"vote", "leaf_dirichlet"}
         How a record's synthesis distribution is formed from its leaves (Caiola & Reiter 2010;
-        default is ``"vote"``).
+        default is ``"vote"``: each tree's vote is its leaf's class, split in proportion to
+        the classes of a leaf that cannot be split further; methods page, Random forests for
+        categorical columns).
     alpha : float, default 1.0
         Dirichlet prior count per class for ``"leaf_dirichlet"``.
     oob_only : bool, default False
