@@ -372,9 +372,13 @@ class CARTPlugin(PluginBase):
     Notes
     -----
     The smoothed-column likelihood is taken with respect to Lebesgue measure plus point masses
-    at the donor values: a node whose donors are all equal releases that value exactly (no
-    smoothing is possible), which a non-degenerate mixture does with probability 0. This matters
-    only for unrounded columns; rounded ones have probabilities throughout.
+    at the values a node can release exactly: a node whose donors are all equal releases that
+    value (no smoothing is possible), which a smoothing node does with probability 0. Only a
+    node whose donors other than record ``i`` are all equal can be in either state, depending on
+    the candidate, so only its value is a point mass. A node whose other donors hold two
+    distinct values smooths under every candidate: every value released from it, one that
+    happens to lie within 1e-9 (relative) of a donor value included, gets its mixture density.
+    This matters only for unrounded columns; rounded ones have probabilities throughout.
 
     Examples
     --------
@@ -564,20 +568,26 @@ class CARTPlugin(PluginBase):
             return kernel_log_terms(zu, centres, h, lo, hi, decimals=decimals,
                                     integer_output=int_out)
 
-        def atom(lo: float, hi: float, values: np.ndarray) -> bool:
-            # unrounded output: a smoothed node releases a donor value with probability 0, so
-            # such a value can only come from a node without smoothing (class docstring)
-            return decimals is None and lo < hi and h > 0 and _atom_hit(zu, values)
+        n_d = donors.size
+        # Point masses of the dominating measure (class Notes): only a node whose other donors
+        # D are all equal (to v) can release a value exactly, under the candidate x = v; under
+        # any other x it smooths and gives v density 0. A node whose D holds two distinct
+        # values smooths under every candidate: its values are continuous draws, used with
+        # their density even when one falls within 1e-9 of a donor value (in a large node that
+        # happens by chance, and counting it as an atom made the truth impossible).
+        atoms = donors[:1] if n_d and donors.min() == donors.max() else donors[:0]
+
+        def atom(lo: float, hi: float) -> bool:
+            return decimals is None and lo < hi and h > 0 and _atom_hit(zu, atoms)
 
         R = self.n_bootstrap
 
         def full(values: np.ndarray, counts: np.ndarray) -> tuple[float, np.ndarray]:
             lo, hi = float(values.min()), float(values.max())
-            if atom(lo, hi, values):
+            if atom(lo, hi):
                 return float("-inf"), np.full(R, -np.inf)
             return mc_node_loglik(counts, *terms(values, lo, hi), zw, return_terms=True)
 
-        n_d = donors.size
         if extras is None:
             if n_d == 0:  # synthetic records routed to a node without donors
                 return np.array([-np.inf]), np.full((1, R), -np.inf)
@@ -593,15 +603,12 @@ class CARTPlugin(PluginBase):
         lo, hi = float(donors.min()), float(donors.max())
         inner = (extras >= lo) & (extras <= hi)
         if inner.any():
-            # the support stays [min D, max D]: the donors' part is shared (rank-one update)
+            # the support stays [min D, max D]: the donors' part is shared (rank-one update);
+            # no atoms here (D unequal, or x = v and the node does not smooth)
             lk_x, lm_x = terms(extras[inner], lo, hi)
-            vals, lf_x = mc_node_loglik_extra(
+            out[inner], lfs[inner] = mc_node_loglik_extra(
                 counts, *terms(donors, lo, hi), lk_x.T, lm_x, zw, return_terms=True
             )
-            bad = np.array([atom(lo, hi, np.append(donors, x)) for x in extras[inner]])
-            out[inner] = np.where(bad, -np.inf, vals)
-            lf_x[bad] = -np.inf
-            lfs[inner] = lf_x
         for k in np.flatnonzero(~inner):
             out[k], lfs[k] = full(np.append(donors, extras[k]), counts)
         return out, lfs
