@@ -330,19 +330,16 @@ _COMPLETE_REFERENCE = {
          '-0x1.b183270848072p+7', '-0x1.b1774a90ec998p+7', '-0x1.b16af0c33a062p+7',
          '-0x1.b15e1ff87fd16p+7', '-0x1.b150dfe7b7206p+7'],
     ],
-    # re-recorded for issue 34: a candidate that makes a leaf impure (the record in-bag with
-    # another class) now splits that leaf's vote by class instead of giving it to the
-    # majority, as the synthesizer does; the truth (first value) is unchanged
     "rf": [
-        ['-0x1.186b335b53fb1p+8', '-0x1.197e010bf4fe1p+8', '-0x1.1a84aa903f61ap+8',
-         '-0x1.1ae07ca461cbap+8', '-0x1.1a5a245a5de6ep+8', '-0x1.1bebe8ff07f1ap+8',
-         '-0x1.1c0e35fa4e2c1p+8', '-0x1.1bb0da790069bp+8'],
-        ['-0x1.186b335b53fb1p+8', '-0x1.17b52c0dddddap+8', '-0x1.19f7151796c68p+8',
-         '-0x1.1a04ec7109eabp+8', '-0x1.19bac5fc31692p+8', '-0x1.19af9bf2f24b0p+8',
-         '-0x1.1a009eb64da3ap+8', '-0x1.19e6601b01614p+8'],
-        ['-0x1.186b335b53fb1p+8', '-0x1.19f024191d1e5p+8', '-0x1.1a9c1e3ba3028p+8',
-         '-0x1.1b193f48b3977p+8', '-0x1.1aa36b8869a30p+8', '-0x1.1b0c06035b644p+8',
-         '-0x1.1b38f7d21c334p+8', '-0x1.198511213565dp+8'],
+        ['-0x1.186b335b53fb1p+8', '-0x1.18aec69a4e9c4p+8', '-0x1.18ccfda23ccc9p+8',
+         '-0x1.18ccfda23ccc9p+8', '-0x1.18c58d2491804p+8', '-0x1.1a7e945fe570ap+8',
+         '-0x1.1a4fe7bfc1a78p+8', '-0x1.19a8d9fbfa3bep+8'],
+        ['-0x1.186b335b53fb1p+8', '-0x1.1733cdac3afffp+8', '-0x1.194dc5382ebdcp+8',
+         '-0x1.194dc5382ebdcp+8', '-0x1.186b335b53fb1p+8', '-0x1.18c9b08734a0cp+8',
+         '-0x1.18cdb89ccac59p+8', '-0x1.1975db50f03ebp+8'],
+        ['-0x1.186b335b53fb1p+8', '-0x1.18934dd222eb6p+8', '-0x1.188f7ba7475e0p+8',
+         '-0x1.188f7ba7475e0p+8', '-0x1.18a1252b960f9p+8', '-0x1.18ada2aeb5890p+8',
+         '-0x1.18ada2aeb5890p+8', '-0x1.182d605c20ad6p+8'],
     ],
 }
 
