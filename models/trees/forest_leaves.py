@@ -21,14 +21,8 @@ def leaf_probabilities(
     leaf_counts : array, shape (..., d)
         Class counts ``n_{b,c}`` of the training (bootstrap) records in each leaf.
     probabilities : {"vote", "leaf_dirichlet"}
-        ``"vote"``: the tree's prediction is a value drawn from the leaf, ``n_{b,c}/n_b``: a pure
-        leaf (Caiola & Reiter's trees, grown "such that each terminal leaf contains only one
-        value") votes for its single class; a leaf the tree cannot split further (its records
-        share every predictor value but not the class) splits its vote by its class counts,
-        because its values are the conditional distribution the forest estimates there. (A
-        majority vote in such leaves would move the synthetic margin towards the commonest
-        class.) ``"leaf_dirichlet"``: ``(n_{b,c} + α)/(n_b + d α)``, which is ``"vote"`` when
-        ``α = 0``.
+        ``"vote"``: the leaf votes for its majority class (ties split equally; a pure leaf votes
+        for its single class). ``"leaf_dirichlet"``: ``(n_{b,c} + α)/(n_b + d α)``.
     alpha : float
         Dirichlet prior count per class (``leaf_dirichlet`` only; ``>= 0``).
 
@@ -40,8 +34,10 @@ def leaf_probabilities(
     c = np.asarray(leaf_counts, dtype=np.float64)
     d = c.shape[-1]
     if probabilities == "vote":
+        top = c.max(axis=-1, keepdims=True)
+        win = (c == top) & (top > 0)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return c / c.sum(axis=-1, keepdims=True)
+            return win / win.sum(axis=-1, keepdims=True)
     if probabilities == "leaf_dirichlet":
         if not (np.isfinite(alpha) and alpha >= 0):
             raise ValidationError(f"alpha must be a number >= 0. Got {alpha!r}.")
@@ -58,8 +54,7 @@ def synthesis_probabilities(
     """Synthesis distribution of one record from the leaves it reaches in the trees ``B_i``.
 
     ``p_i(c) = mean_{b ∈ B_i} q_b(c)`` with ``q_b`` from :func:`leaf_probabilities`
-    (Caiola & Reiter 2010): with ``"vote"`` and pure leaves this is the share of trees voting
-    for ``c``.
+    (Caiola & Reiter 2010): with ``"vote"`` this is the share of trees voting for ``c``.
 
     Parameters
     ----------

@@ -61,9 +61,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
         Trees per forest.
     probabilities : {"vote", "leaf_dirichlet"}
         How a record's synthesis distribution is formed from its leaves (Caiola & Reiter 2010;
-        default is ``"vote"``: each tree's vote is its leaf's class, split in proportion to
-        the classes of a leaf that cannot be split further; see
-        :func:`~bayes_risk.models.trees.forest_leaves.leaf_probabilities`).
+        default is ``"vote"``).
     alpha : float, default 1.0
         Dirichlet prior count per class for ``"leaf_dirichlet"``.
     oob_only : bool, default False

@@ -4,8 +4,8 @@ See the methods page, section Tree synthesizers: plug-in likelihoods.
 
 With the forests fixed (split rules and each tree's bootstrap sample, with multiplicities, as
 fitted), the synthetic value of every replaced record ``r`` is a draw from
-``p_r(c) = mean_{b ∈ B_r} q_b(leaf_b(x_r), c)``, where ``q_b`` is the leaf's class share
-(its vote) or Dirichlet-smoothed class share computed from the class counts of the tree's bootstrap sample
+``p_r(c) = mean_{b ∈ B_r} q_b(leaf_b(x_r), c)``, where ``q_b`` is the leaf's vote or
+Dirichlet-smoothed class share computed from the class counts of the tree's bootstrap sample
 (Caiola & Reiter 2010), and ``x_r`` is the record's synthesis predictor vector (synthetic values of
 the columns visited before, genuine values of everything else). Hence
 
