@@ -262,6 +262,38 @@ def test_marginals_and_regression_agree_with_original():
     assert np.all(np.abs(qs.mean(0) - q_obs) <= 3 * np.sqrt(T)), (qs.mean(0), q_obs, np.sqrt(T))
 
 
+def test_unsplittable_leaves_vote_majority_and_class_shares_keep_the_margin():
+    """Caiola & Reiter's trees are grown to purity and each votes for its leaf's class; a leaf
+    whose records share every predictor but not the class cannot be split and votes for its
+    majority (``"vote"``, R's ``randomForest``), which moves the synthetic margin towards the
+    commonest class (the gallery's NYexample page). ``"leaf_dirichlet"`` with ``alpha=0`` votes
+    in proportion to the leaf's classes and keeps the margin.
+
+    The outcome (three classes, 60/30/10 %) is independent of two categorical predictors with
+    6 combinations, so every leaf is impure. Class shares: the synthetic margin pooled over
+    m = 5 datasets of n = 2,000 draws matches the original within 4·sqrt(2 p(1−p)/(n m)) (the 2
+    allows for the shares being estimated on the same records). Majority votes: the commonest
+    class takes more than 90 %.
+    """
+    rng = np.random.default_rng(34)
+    n, m = 2000, 5
+    df = pd.DataFrame({"A": rng.integers(0, 3, n), "B": rng.integers(0, 2, n),
+                       "Y": rng.choice(3, n, p=[0.6, 0.3, 0.1])})
+    schema = infer_schema(df, categorical=["A", "B", "Y"])
+
+    def pooled_share(**settings) -> np.ndarray:
+        z = (RandomForestSynthesizer(n_trees=20, **settings)
+             .fit(df, schema=schema, synthesized=["Y"], random_seed=1)
+             .synthesize(m, random_seed=2))
+        return np.array([np.mean([(d["Y"] == lev).mean() for d in z]) for lev in (0, 1, 2)])
+
+    shares = pooled_share(probabilities="leaf_dirichlet", alpha=0.0)
+    for lev in (0, 1, 2):
+        p = (df["Y"] == lev).mean()
+        assert abs(shares[lev] - p) <= 4 * np.sqrt(2 * p * (1 - p) / (n * m)), (lev, p, shares)
+    assert pooled_share()[0] > 0.9
+
+
 @given(
     arrays(
         np.int64, st.tuples(st.integers(1, 6), st.integers(2, 5)), elements=st.integers(0, 4)
