@@ -149,7 +149,8 @@ def test_docs_examples_use_current_call_forms():
 
 def test_readme_cli_examples_name_existing_files():
     # every file or folder a README command reads exists in a fresh clone beside shared/, or is
-    # the --out of a command before it (the examples run as written, in the order shown)
+    # the --out of a command before it or a table a `python -c` line before it writes (the
+    # examples run as written, in the order shown)
     import shlex
 
     text = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -159,6 +160,8 @@ def test_readme_cli_examples_name_existing_files():
     for block in re.findall(r"```bash\n(.*?)```", text, re.S):
         for cmd in block.replace("\\\n", " ").splitlines():
             words = shlex.split(cmd, comments=True)
+            if words and words[0] == "python":  # a table written by a line of pandas
+                created.update(re.findall(r"to_(?:csv|parquet)\('([^']+)'", cmd))
             if not words or words[0] != "bayes-risk":
                 continue
             n_commands += 1
