@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Iterator
 
 __all__ = ["progress"]
@@ -56,10 +57,17 @@ def progress[T](
         TimeElapsedColumn(),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
-        task = bar.add_task(description if label is None else label(1, total), total=total)
-        for k, item in enumerate(iterable, start=1):
-            if label is not None:
-                bar.update(task, description=label(k, total))
-            yield item
-            bar.advance(task)
+    try:
+        with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
+            task = bar.add_task(description if label is None else label(1, total), total=total)
+            for k, item in enumerate(iterable, start=1):
+                if label is not None:
+                    bar.update(task, description=label(k, total))
+                yield item
+                bar.advance(task)
+    except KeyboardInterrupt:
+        # an interrupt can land while the bar draws its last line, before that line's end: the
+        # command line's "interrupted" must start a line of its own (a blank line at worst)
+        sys.stderr.write("\n")
+        sys.stderr.flush()
+        raise

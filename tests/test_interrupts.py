@@ -93,3 +93,23 @@ def test_signal_before_the_run_installs_its_handlers_is_an_interrupt(signame):
                        timeout=120)
     assert p.returncode == 130, (p.returncode, p.stderr)
     assert p.stderr.strip().splitlines()[-1] == "interrupted"
+
+
+def test_an_interrupt_while_the_bar_draws_its_last_line_ends_that_line(monkeypatch, capsys):
+    """A Ctrl-C that lands while a progress bar draws its final line (before the line's end)
+    left the command line's ``interrupted`` glued to the bar (``…0:00:00interrupted``): the
+    bar's generator ends the line before passing the interrupt on."""
+    import sys
+
+    from rich.progress import Progress
+
+    from bayes_risk._progress import progress
+
+    def stop_midline(self):
+        sys.stderr.write("pMSE ━━━━ 2/2 0:00:00")  # the last line, drawn without its end
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Progress, "stop", stop_midline)
+    with pytest.raises(KeyboardInterrupt):
+        list(progress(range(2), description="pMSE"))
+    assert capsys.readouterr().err.endswith("0:00:00\n")
