@@ -18,6 +18,7 @@ import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
 from bayes_risk.data.normalise import as_synthetic_list, record_positions
+from bayes_risk.data.validate import validate_table
 from bayes_risk.exceptions import NotSupportedError, SchemaError, ValidationError
 from bayes_risk.membership import dcr as _dcr
 from bayes_risk.membership import estimator as _est
@@ -415,6 +416,9 @@ def _inputs(model: Any, original: Any, synthetic: Any, holdout: Any, records: An
         _check_levels(z, schema, f"synthetic dataset {l}")
     hold = None if holdout is None else _table(holdout, cols, "holdout")
     if hold is not None:
+        # checked on its own so that an error numbers the holdout's rows, not the row after the
+        # members that it has in the table of targets; missing values are the model's to judge
+        validate_table(hold, schema, name="holdout", allow_nan=True, check_levels=False)
         _check_levels(hold, schema, "holdout")
     return orig, datasets, hold, record_positions(records, n)
 

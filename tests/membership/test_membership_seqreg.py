@@ -25,7 +25,7 @@ import pytest
 from _exact import check_p_true, t_bound
 from scipy import integrate, stats
 
-from bayes_risk.exceptions import NotSupportedError
+from bayes_risk.exceptions import NotSupportedError, SchemaError
 from bayes_risk.membership import membership_risk
 from bayes_risk.membership.estimator import posterior_membership
 from bayes_risk.models import SequentialRegression
@@ -309,6 +309,20 @@ def test_partial_numeric_unsynthesized_matches_exact(numeric_release, m):
     assert truth[0, 1] > 0.99
     err = (est - truth)[:, :4]
     check_p_true(err, np.zeros(4), 0.01, z_max=t_bound(REPS, 4, 0.01))
+
+
+def test_holdout_errors_number_the_holdouts_own_rows(numeric_release):
+    """A bad value in the holdout is named by the holdout's row, not by the row after the
+    members that it has in the table of targets (it said 'record 32' for the holdout's row 2)."""
+    y, syn, model, _, _, hold = numeric_release
+    bad = hold.astype(object)
+    bad.loc[2, "X"] = "n/a"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = model(1)
+    with pytest.raises(SchemaError, match=r"holdout: column 'X' .*record 2: 'n/a'") as err:
+        membership_risk(fitted, y, syn, holdout=bad)
+    assert err.value.code == "WRONG_DTYPE"
 
 
 def test_full_synthesis_normal_chain_matches_exact():
