@@ -52,6 +52,11 @@ class StepContext:
     rows_aligned: bool | None = None
     #: records of the population not in the original (the membership step's non-members)
     holdout: Any = None
+    #: the attribute step's refits ``p(Θ | y, Z_(l))`` of ``refits_model``, one per dataset, which
+    #: the membership step reuses (the same ``fit_augmented(original, Z_(l))``): the refits are
+    #: most of both steps' cost
+    refits: list[Any] | None = None
+    refits_model: Any = None
 
 
 def rows_aligned(ctx: StepContext) -> bool:
@@ -586,15 +591,17 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     ks_cols = [c for c in p.known if c in p.synthesized] if p.known_sweep else []
     if len(ks_cols) == len(p.synthesized):
         ks_cols = []
-    if ks_cols:
+    if ks_cols or _membership_reuses(ctx, model):
         from bayes_risk.attribute.knowledge import one_seed, shared_refits
 
-        # one seed and one set of refits for the step and every subset of the sweep
+        # one seed and one set of refits for the step, every subset of the sweep and the
+        # membership step (equal to the refits attribute_risk would make with this seed)
         opts["random_seed"] = one_seed(p.random_seed)
         fits = shared_refits(ctx.original, ctx.synthetic, model=model,
                              records=p.attribute_records, progressbar=ctx.progressbar, **opts)
         if fits:
             opts.update(augmented=fits, refit_draws=None)
+            ctx.refits, ctx.refits_model = fits, model
     res = attribute_risk(
         ctx.original, ctx.synthetic, model=model, records=p.attribute_records,
         scenario="worst_case", progressbar=ctx.progressbar, **opts,
@@ -641,6 +648,21 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
                               "mcmc_warnings": list((res.mcmc or {}).get("warnings", []))})
 
 
+def _membership_reuses(ctx: StepContext, model: Any) -> bool:
+    """Whether the membership step will run on ``model`` (a holdout is given and the measure
+    supports it), so that the attribute step's refits serve both."""
+    from bayes_risk.exceptions import NotSupportedError
+    from bayes_risk.membership.api import check_model
+
+    if ctx.holdout is None or ctx.model is None or model is not _loaded_model(ctx):
+        return False
+    try:
+        check_model(model)
+    except NotSupportedError:
+        return False
+    return True
+
+
 def membership_step(ctx: StepContext) -> StepOutcome:
     """Membership risk of every record against the holdout (:func:`bayes_risk.membership_risk`).
 
@@ -668,10 +690,13 @@ def membership_step(ctx: StepContext) -> StepOutcome:
     except NotSupportedError as err:
         return StepOutcome(name="membership", status="skipped",
                            reason=f"{err} [{err.code}]")
+    shared = ctx.refits if ctx.refits is not None and ctx.refits_model is model else None
     res = membership_risk(model, ctx.original, ctx.synthetic, holdout=ctx.holdout,
                           population=0, threshold=ctx.plan.thresholds.membership_probability,
-                          random_seed=ctx.plan.random_seed)
+                          augmented=shared, random_seed=ctx.plan.random_seed)
     summary = res.to_dict()
+    summary["refits"] = ("the attribute step's (one per dataset, shared)" if shared is not None
+                         else "its own (one per dataset)")
     folder = _folder(ctx, "membership")
     files: list[str] = []
     if folder is not None:

@@ -182,3 +182,37 @@ def test_membership_step_reaches_a_numeric_unsynthesized_column(tmp_path):
     # the record alone with 9: its value alone multiplies its ratio by (n − 1 + α) C / α = 600
     rec = st.result.records
     assert rec.loc[3, "log_p_unsynthesized"] == pytest.approx(np.log((1 / 10) / 60))
+
+
+def test_membership_reuses_the_attribute_steps_refits(release, monkeypatch):
+    """With a holdout, the attribute and membership steps share one refit per dataset (the
+    same ``fit_augmented(original, Z_(l))``): half the refits, and the attribute step's numbers
+    are those of an audit without a holdout, whose attribute step refits by itself."""
+    import pandas as pd
+
+    import bayes_risk as br
+    from bayes_risk.models import DPMPM
+
+    model, train, hold, syn = release
+    calls = []
+    fit_augmented = DPMPM.fit_augmented
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        return fit_augmented(self, *args, **kwargs)
+
+    monkeypatch.setattr(DPMPM, "fit_augmented", counted)
+    skip = ["utility", "identification", "posterior_identification", "disclosure"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        both = br.audit(train, syn, known=["SEX", "MAR"], model=model, holdout=hold, skip=skip,
+                        random_seed=1, progressbar=False)
+        n_both = len(calls)
+        alone = br.audit(train, syn, known=["SEX", "MAR"], model=model, skip=skip,
+                         random_seed=1, progressbar=False)
+    st = {s.name: s for s in both.steps}
+    assert st["membership"].status == "ran" and st["attribute"].status == "ran"
+    assert n_both == len(syn.datasets)  # was 2 m: m for each step
+    assert "shared" in st["membership"].extra["summary"]["refits"]
+    pd.testing.assert_frame_equal(st["attribute"].result.records,
+                                  {s.name: s for s in alone.steps}["attribute"].result.records)
