@@ -132,7 +132,8 @@ def message(code: str) -> str:
 # membership risk: its codes mean other things than attribute risk's (KHAT_HIGH of a
 # leave-one-out mean, not of a candidate), so they have their own table
 #: the codes a target can be flagged with (its estimate is then left out of the summaries)
-MEMBERSHIP_FLAGS = ("LIKELIHOOD_UNDEFINED", "KHAT_HIGH", "LOW_ESS", "NORMALISER_UNSTABLE")
+MEMBERSHIP_FLAGS = ("LIKELIHOOD_UNDEFINED", "KHAT_HIGH", "LOW_ESS", "NORMALISER_UNSTABLE",
+                    "HOLDOUT_IN_ORIGINAL")
 
 #: what the membership codes mean (one sentence each)
 MEMBERSHIP_MESSAGES: dict[str, str] = {
@@ -147,6 +148,12 @@ MEMBERSHIP_MESSAGES: dict[str, str] = {
     "threshold: increase normaliser_draws.",
     "MEMBERSHIP_FLAGGED": "some targets are flagged; they are counted separately and left out of "
     "the file-level summaries, which may then understate the risk.",
+    "HOLDOUT_IN_ORIGINAL": "the holdout row equals a record of the original on every column, "
+    "and the holdout holds more such copies than chance explains: it is likely a member, so it is "
+    "left out of the summaries rather than scored as a non-member.",
+    "HOLDOUT_OVERLAPS_ORIGINAL": "more holdout rows equal a record of the original than the "
+    "original's own duplicates explain: the holdout overlaps the original; those rows are flagged "
+    "HOLDOUT_IN_ORIGINAL (all of them: an error).",
     "NO_NON_MEMBERS": "no non-members (holdout or population look-alikes): the attack's advantage "
     "over the base rate is undefined.",
     "APPROXIMATE_POSTERIOR": "some regressions of the chain have Laplace draws (a normal "

@@ -22,6 +22,7 @@ from bayes_risk.data.validate import validate_table
 from bayes_risk.exceptions import NotSupportedError, SchemaError, ValidationError
 from bayes_risk.membership import dcr as _dcr
 from bayes_risk.membership import estimator as _est
+from bayes_risk.membership import holdout as _holdout
 from bayes_risk.membership import partial as _partial
 from bayes_risk.membership.summaries import file_summary
 from bayes_risk.protocols import SupportsAugmentedFit, model_info
@@ -616,6 +617,7 @@ def membership_risk(
     check_model(model)
     schema = model.schema_
     orig, datasets, hold, members = _inputs(model, original, synthetic, holdout, records)
+    copies = _holdout.screen_holdout(orig, hold)  # holdout rows that are records of the original
     n, m = len(orig), len(datasets)
     if population is None:
         population = len(members) if hold is None else 0
@@ -663,6 +665,7 @@ def membership_risk(
     khat_max, ess_min, flags, mc_thresholds = _diagnostics(
         match, log_lr, khats, ess, norm_khat, norm_ess, H=H, m=m,
         normaliser_draws=int(normaliser_draws), khat=khat, partial=bool(us))
+    _holdout.flag_copies(flags, source, src_row, copies)
     table = _record_table(
         dict(role=role, source=source, row=np.asarray(src_row, dtype=np.int64), slot=slots,
              log_lr=log_lr, p_member=p_member, khat_max=khat_max, ess_min=ess_min),
@@ -672,6 +675,9 @@ def membership_risk(
         flags=flags)
 
     warnings_ = _result_warnings(table, n_non, H, model, posteriors)
+    if copies is not None:
+        warnings_.append("HOLDOUT_OVERLAPS_ORIGINAL")
+        hold = hold[~copies]
     summary = _summary(table, datasets, orig, hold, schema, threshold=float(threshold),
                        bootstrap=int(bootstrap), rng=boot_rng, dcr=dcr)
     if us:

@@ -325,6 +325,49 @@ def test_holdout_errors_number_the_holdouts_own_rows(numeric_release):
     assert err.value.code == "WRONG_DTYPE"
 
 
+def test_a_holdout_that_overlaps_the_original_is_flagged_or_refused(numeric_release):
+    """Holdout rows that are records of the original would be scored as non-members (an
+    understated advantage): some of them are flagged HOLDOUT_IN_ORIGINAL and left out of the
+    summaries with a coded warning; a holdout made only of such rows is refused."""
+    from bayes_risk.exceptions import DataWarning, ValidationError
+
+    y, syn, model, _, _, hold = numeric_release
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = model(1)
+    mixed = pd.concat([hold, y.iloc[[4, 11]]], ignore_index=True)  # holdout rows 3 and 4
+    with pytest.warns(DataWarning, match="2 of the 5 holdout rows") as rec:
+        res = membership_risk(fitted, y, syn, holdout=mixed, population=0, random_seed=1)
+    assert any(getattr(w.message, "code", None) == "HOLDOUT_OVERLAPS_ORIGINAL" for w in rec)
+    t = res.records
+    copied = t["flag_codes"].str.contains("HOLDOUT_IN_ORIGINAL")
+    assert set(t.loc[copied, "row"]) == {3, 4} and (t.loc[copied, "source"] == "holdout").all()
+    assert res.file["n_flagged"] >= 2 and "HOLDOUT_OVERLAPS_ORIGINAL" in res.warnings
+    with pytest.raises(ValidationError, match="is it a part of the original") as err:
+        membership_risk(fitted, y, syn, holdout=y.iloc[:6], population=0, random_seed=1)
+    assert err.value.code == "HOLDOUT_OVERLAPS_ORIGINAL"
+
+
+def test_holdout_overlap_is_judged_against_the_originals_own_copies():
+    """Identical records of different people are common in a few categorical columns: copies
+    at the original's own rate are chance; the binomial probability is computed by hand."""
+    from scipy import stats
+
+    from bayes_risk.membership.holdout import holdout_overlap
+
+    rng = np.random.default_rng(2)
+    pop = pd.DataFrame({"A": rng.integers(0, 2, 400), "B": rng.integers(0, 3, 400)})
+    ov = holdout_overlap(pop.iloc[:300], pop.iloc[300:])
+    assert ov.copies.all() and ov.reference_share == 1.0 and not ov.overlapping
+    x = pd.DataFrame({"X": [0.5, 1.25, 2.0, 3.5, 2.0], "K": ["a", "b", "a", None, "a"]})
+    h = pd.DataFrame({"X": [1.25, 9.0, 3.5, 3.5], "K": ["b", "b", None, "a"]})
+    ov = holdout_overlap(x, h)
+    assert ov.copies.tolist() == [True, False, True, False]  # a missing value equals missing
+    assert ov.reference_share == pytest.approx(2 / 5)  # rows 2 and 4 copy each other
+    assert ov.p_value == pytest.approx(stats.binom.sf(1, 4, 0.4))
+    assert not ov.overlapping  # p = 0.52: two copies are what the original's rate predicts
+
+
 def test_full_synthesis_normal_chain_matches_exact():
     """A fully synthetic chain (no unsynthesized column): its record likelihood is the joint
     ``p(y1) p(y2 | y1)``, and membership needs no population model of unsynthesized values."""

@@ -1,0 +1,130 @@
+"""Is the holdout disjoint from the original? A holdout row that is a record of the original is
+scored as a non-member although it is a member, which lowers the attack's measured advantage:
+an understated risk. Exact copies are the evidence, judged against how often the original's own
+records copy one another (identical records of different people are common in tables of a few
+categorical variables, and impossible by chance with continuous ones)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+__all__ = ["HoldoutOverlap", "holdout_overlap"]
+
+#: a share of copies this improbable under a holdout drawn apart from the original is overlap
+ALPHA = 1e-3
+
+
+@dataclass(frozen=True)
+class HoldoutOverlap:
+    """The holdout rows that equal a record of the original on every column.
+
+    Attributes
+    ----------
+    copies : ndarray of bool
+        One per holdout row: equal to some record of the original on every column (missing
+        values equal each other).
+    reference_share : float
+        Share of the original's records that equal another of its records: how often a record
+        of the population copies one of ``n`` others by chance.
+    p_value : float
+        One-sided binomial probability of at least this many copies among the holdout's rows
+        at the reference share.
+    """
+
+    copies: np.ndarray
+    reference_share: float
+    p_value: float
+
+    @property
+    def overlapping(self) -> bool:
+        """Whether the copies are more than chance explains (``p_value < 1e-3``)."""
+        return bool(self.copies.any()) and self.p_value < ALPHA
+
+    def describe(self) -> str:
+        """A sentence with the counts, for warnings and errors."""
+        k, n = int(self.copies.sum()), len(self.copies)
+        first = int(np.flatnonzero(self.copies)[0]) if k else -1
+        return (f"{k} of the {n} holdout rows ({100 * k / n:.3g} %; first: holdout row {first}, "
+                "rows numbered from 0) equal a record of the original on every column, where "
+                f"{100 * self.reference_share:.3g} % of the original's own records equal another "
+                f"of its records (binomial p = {self.p_value:.2g})")
+
+
+def _keys(df: pd.DataFrame) -> pd.MultiIndex:
+    # object values hash 3 and 3.0 alike; a missing value is one key of its own
+    obj = df.astype(object).where(df.notna(), "\x00<missing>")
+    return pd.MultiIndex.from_frame(obj)
+
+
+def holdout_overlap(original: pd.DataFrame, holdout: pd.DataFrame) -> HoldoutOverlap:
+    """Which holdout rows copy a record of the original, and whether that is more than chance.
+
+    Parameters
+    ----------
+    original, holdout : DataFrame
+        The same columns (the model's).
+
+    Returns
+    -------
+    HoldoutOverlap
+    """
+    cols = list(original.columns)
+    orig_keys = _keys(original[cols])
+    copies = np.asarray(_keys(holdout[cols]).isin(orig_keys), dtype=bool)
+    n = len(original)
+    q = float(orig_keys.duplicated(keep=False).mean()) if n > 1 else 0.0
+    k = int(copies.sum())
+    p = float(stats.binom.sf(k - 1, len(copies), q)) if k else 1.0
+    return HoldoutOverlap(copies=copies, reference_share=q, p_value=p)
+
+
+def screen_holdout(original: pd.DataFrame, holdout: pd.DataFrame | None) -> np.ndarray | None:
+    """The holdout rows to flag ``HOLDOUT_IN_ORIGINAL`` (``None``: no overlap found).
+
+    Raises
+    ------
+    ValidationError
+        ``HOLDOUT_OVERLAPS_ORIGINAL`` when every holdout row copies a record of the original
+        beyond chance (the holdout is part of the original): no non-member is left.
+
+    Warns
+    -----
+    DataWarning
+        ``HOLDOUT_OVERLAPS_ORIGINAL`` when some do: they are flagged and left out of the
+        summaries and the distance baseline's holdout.
+    """
+    import warnings
+
+    from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
+
+    if holdout is None or not len(holdout):
+        return None
+    ov = holdout_overlap(original, holdout)
+    if not ov.overlapping:
+        return None
+    why = ("a holdout must hold records of the population that are not in the original; a "
+           "member scored as a non-member lowers the attack's measured advantage")
+    if ov.copies.all():
+        raise ValidationError(
+            f"holdout: {ov.describe()}: is it a part of the original? {why}.",
+            code="HOLDOUT_OVERLAPS_ORIGINAL")
+    warnings.warn(DataWarning(
+        f"holdout: {ov.describe()}, more than chance explains; {why}. These rows are flagged "
+        "HOLDOUT_IN_ORIGINAL and left out of the summaries and of the distance baseline "
+        "(HOLDOUT_OVERLAPS_ORIGINAL).", code="HOLDOUT_OVERLAPS_ORIGINAL"),
+        skip_file_prefixes=CALLER)
+    return ov.copies
+
+
+def flag_copies(flags: list[list[str]], source: np.ndarray, row: np.ndarray,
+                copies: np.ndarray | None) -> None:
+    """Add ``HOLDOUT_IN_ORIGINAL`` to the flags of the holdout targets that copy a record."""
+    if copies is None:
+        return
+    for t in np.flatnonzero(np.asarray(source) == "holdout"):
+        if copies[int(row[t])]:
+            flags[t].append("HOLDOUT_IN_ORIGINAL")
