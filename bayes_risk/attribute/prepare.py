@@ -10,24 +10,17 @@ how the records are later partitioned.
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import math
-import sys
-import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
 from bayes_risk.attribute.candidates import CandidateSpec, parse_candidates
 from bayes_risk.attribute.chains import chain_plan
-from bayes_risk.attribute.cost import duration as _duration
-from bayes_risk.attribute.cost import refit_cost
 from bayes_risk.attribute.diagnostics import khat_threshold, low_ess_threshold
 from bayes_risk.attribute.estimator import bootstrap_counts
 from bayes_risk.attribute.likelihoods import model_access, neighbourhood_index
@@ -41,6 +34,7 @@ from bayes_risk.attribute.plan import (
     DrawPlan,
 )
 from bayes_risk.attribute.priors import parse_prior
+from bayes_risk.attribute.refits import fit_refits
 from bayes_risk.attribute.strategies import strategy_for
 from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.data.normalise import as_synthetic_list, record_positions
@@ -463,26 +457,8 @@ def _augmented_fits(
                 "fit_augmented (bayes_risk.protocols.SupportsAugmentedFit); pass "
                 "augmented=[...] or use estimator='is'."
             )
-        if progressbar:  # the cost, stated before the work
-            sel = getattr(model, "synthesized_records_", None)
-            n_syn = int(np.count_nonzero(sel)) if sel is not None else len(data.datasets[0])
-            # where the progress bars go; printed also when the estimate is unknown
-            sys.stderr.write(refit_cost(model, n_syn, m, refit_draws=refit_draws).line() + "\n")
-            sys.stderr.flush()
-        models = []
-        with _refit_settings(model, refit_draws):
-            for li in progress(range(m), description="refits of the model", enabled=progressbar,
-                               label=lambda k, total: f"refit {k} of {total}"):
-                t0 = time.perf_counter()
-                models.append(model.fit_augmented(data.orig, data.datasets[li],
-                                                  random_seed=seeds[li]))
-                if progressbar and li == 0 and m > 1:
-                    # the first refit measures this machine at the refits' size: the estimate
-                    # from the fit's time also counts its one-off costs (compiling, processes)
-                    took = time.perf_counter() - t0
-                    sys.stderr.write(f"refit 1 of {m} took {_duration(took)}: the other "
-                                     f"{m - 1}, about {_duration(took * (m - 1))}\n")
-                    sys.stderr.flush()
+        models = fit_refits(model, data.orig, data.datasets, seeds, refit_draws=refit_draws,
+                            progressbar=progressbar)
     for a in models:
         if not isinstance(a, RiskModel):
             raise ValidationError(
@@ -513,33 +489,6 @@ def _check_refit_draws(refit_draws: Any, model: Any, est: str, augmented: Any) -
         )
 
 
-@contextlib.contextmanager
-def _refit_settings(model: Any, refit_draws: int | None) -> Iterator[None]:
-    """The refits run without their own progress bars and PyMC's per-fit log lines (one bar
-    over the refits replaces them) and with ``refit_draws`` kept draws per chain; the model's
-    settings are restored afterwards."""
-    saved = {k: getattr(model, k) for k in ("progressbar", "draws") if hasattr(model, k)}
-    # a filter, not the level: the Gibbs sampler resets the "pymc" logger's level per fit
-    pymc_log = logging.getLogger("pymc")
-    quiet = _BelowWarning()
-    try:
-        if "progressbar" in saved:
-            model.progressbar = False
-        if refit_draws is not None:
-            model.draws = int(refit_draws)
-        pymc_log.addFilter(quiet)
-        yield
-    finally:
-        for k, v in saved.items():
-            setattr(model, k, v)
-        pymc_log.removeFilter(quiet)
-
-
-class _BelowWarning(logging.Filter):
-    """Drops the sampler's per-fit INFO lines ("Multiprocess sampling ...")."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.WARNING
 
 
 def _candidate_rule(
