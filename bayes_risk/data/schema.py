@@ -174,8 +174,10 @@ class Schema:
         names = [c.name for c in self.columns]
         dup = {n for n in names if names.count(n) > 1}
         if dup:
+            # an argument error (the columns given); INVALID_ARGUMENT also keeps a hand-edited
+            # model.json with a name twice a damaged model folder (models/trees/io.py)
             raise ValidationError(f"schema has duplicate column names: {sorted(dup)}.",
-                                  code="DUPLICATE_COLUMN")
+                                  code="INVALID_ARGUMENT")
         object.__setattr__(self, "columns", tuple(self.columns))
 
     # ----- access -------------------------------------------------------------------------
