@@ -55,7 +55,8 @@ def candidate_list(candidates: Any) -> list[str]:
     if len(set(cands)) != len(cands):
         raise ValidationError(f"candidates lists a variable twice: {cands}.")
     if len(cands) > 20:
-        raise ValidationError(f"at most 20 candidate variables. Got {len(cands)}.")
+        raise ValidationError(f"at most 20 candidate variables. Got {len(cands)}.",
+                              code="INVALID_ARGUMENT")
     return cands
 
 

@@ -152,7 +152,8 @@ def attribute_risk(
             original, synthetic, model=model, records=records, progressbar=progressbar, **kwargs
         )
     except TypeError as err:
-        raise ValidationError(f"invalid arguments for attribute_risk: {err}.") from err
+        raise ValidationError(f"invalid arguments for attribute_risk: {err}.",
+                              code="INVALID_ARGUMENT") from err
     return in_process(
         original, synthetic, model=model, records=records, progressbar=progressbar,
         executor=executor,
@@ -267,7 +268,8 @@ def identification_risk(
             *args, progressbar=progressbar, executor=executor, **kwargs
         )
     except TypeError as err:
-        raise ValidationError(f"invalid arguments for identification_risk: {err}.") from err
+        raise ValidationError(f"invalid arguments for identification_risk: {err}.",
+                              code="INVALID_ARGUMENT") from err
     return api.identification_risk(*args, progressbar=progressbar, executor=executor, **kwargs)
 
 

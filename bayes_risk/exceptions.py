@@ -67,7 +67,7 @@ class SchemaError(BayesRiskError, ValueError):
 class ValidationError(BayesRiskError, ValueError):
     """An argument has an invalid value (wrong option, out of range, inconsistent settings)."""
 
-    default_code = "INVALID_VALUE"
+    default_code = "INVALID_ARGUMENT"
 
 
 class NotFittedError(BayesRiskError, ValueError, AttributeError):

@@ -191,7 +191,8 @@ def _resolve_client(client: Any) -> Any:
         except ValueError as err:
             raise ValidationError(
                 "client: no Dask client is running; pass client=distributed.Client(...) (a "
-                "scheduler address or a LocalCluster) or use bayes_risk.distributed.connect()."
+                "scheduler address or a LocalCluster) or use bayes_risk.distributed.connect().",
+                code="NO_DASK_CLIENT"
             ) from err
     if not isinstance(client, distributed.Client):
         raise ValidationError(

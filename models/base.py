@@ -175,7 +175,8 @@ class BaseSynthesizer(metaclass=ABCMeta):
         for k, v in params.items():
             if k not in valid:
                 raise ValidationError(
-                    f"{type(self).__name__} has no setting {k!r}; valid settings are {valid}."
+                    f"{type(self).__name__} has no setting {k!r}; valid settings are {valid}.",
+                    code="INVALID_ARGUMENT"
                 )
             setattr(self, k, v)
         return self
@@ -240,7 +241,8 @@ def check_is_fitted(
         before = f"'{method}'" if method else "using it"
         raise NotFittedError(
             f"This {type(model).__name__} instance is not fitted yet. Call 'fit' with "
-            f"appropriate arguments before {before}."
+            f"appropriate arguments before {before}.",
+            code="NOT_FITTED"
         )
 
 
@@ -272,7 +274,8 @@ def load_model(path: str | os.PathLike[str]) -> Any:
     method = meta.get("method")
     cls = get_synthesizer(method)  # the entry point registered under that name
     if not callable(getattr(cls, "load", None)):
-        raise ValidationError(f"models of type {method!r} cannot be loaded from disk.")
+        raise ValidationError(f"models of type {method!r} cannot be loaded from disk.",
+                              code="MODEL_UNSUITED")
     return cls.load(p)
 
 
@@ -378,7 +381,8 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
         raise ValidationError(
             "the release does not record a replayable seed for fitting the synthesizer (fit "
             "with an integer random_seed, as 'bayes-risk synthesize' does), so the synthesizer "
-            "cannot be rebuilt; pass the fitted synthesizer to CARTPlugin/RFPlugin instead."
+            "cannot be rebuilt; pass the fitted synthesizer to CARTPlugin/RFPlugin instead.",
+            code="NOT_REBUILDABLE"
         )
     n = len(synthetic.datasets[0])
     if not isinstance(original, pd.DataFrame) or len(original) != n:

@@ -257,10 +257,12 @@ class ArrayModel:
         arr = np.asarray(out, dtype=np.float64)
         if arr.shape != (h, n):
             raise ValidationError(
-                f"{what} returned shape {arr.shape}; expected (H, n) = ({h}, {n})."
+                f"{what} returned shape {arr.shape}; expected (H, n) = ({h}, {n}).",
+                code="MODEL_OUTPUT_INVALID"
             )
         if np.any(np.isnan(arr)) or np.any(arr == np.inf):
-            raise ValidationError(f"{what} returned nan or +inf log-likelihoods.")
+            raise ValidationError(f"{what} returned nan or +inf log-likelihoods.",
+                                  code="MODEL_OUTPUT_INVALID")
         return arr
 
     def record_loglik(

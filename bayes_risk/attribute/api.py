@@ -315,7 +315,8 @@ def _two_records(
         )
     if executor is not None:
         raise NotSupportedError(
-            "scenario='two_records' runs in this process; leave executor at None."
+            "scenario='two_records' runs in this process; leave executor at None.",
+            code="OPTION_CONFLICT"
         )
     if not isinstance(original, pd.DataFrame):
         raise ValidationError(
@@ -355,7 +356,8 @@ def _check_low_risk_options(
     if bad:
         raise ValidationError(
             f"scenario='empty' (Wang & Reiter's low-risk intruder) uses the record's synthetic "
-            f"values as posterior draws: {bad} do not apply; leave them at their defaults."
+            f"values as posterior draws: {bad} do not apply; leave them at their defaults.",
+            code="INVALID_ARGUMENT"
         )
 
 
@@ -507,7 +509,8 @@ def prior_sensitivity(
     >>> sweep[sweep["flag_codes"] == ""].groupby("prior")["p_true"].mean()  # doctest: +SKIP
     """
     if result.settings.get("compat"):
-        raise ValidationError("prior_sensitivity is not available in compat mode; rerun per prior.")
+        raise ValidationError("prior_sensitivity is not available in compat mode; rerun per prior.",
+                              code="RESULT_UNSUITED")
     try:
         specs = [priors] if isinstance(priors, (str, Prior)) or callable(priors) else list(priors)
     except TypeError as err:

@@ -259,7 +259,8 @@ def parse_candidates(text: str | CandidateSpec) -> CandidateSpec:
     if isinstance(text, CandidateSpec):
         return text
     if not isinstance(text, str) or not text.strip():
-        raise ValidationError(f"candidates must be a string or CandidateSpec. Got {text!r}.")
+        raise ValidationError(f"candidates must be a string or CandidateSpec. Got {text!r}.",
+                              code="INVALID_ARGUMENT")
     rule: str | None = None
     k = 1
     grid: GridSpec | None = None
@@ -275,7 +276,8 @@ def parse_candidates(text: str | CandidateSpec) -> CandidateSpec:
                 k = int(bits[1])
             except (IndexError, ValueError) as err:
                 raise ValidationError(
-                    f"candidates {part!r}: expected 'k-different:K' with integer K."
+                    f"candidates {part!r}: expected 'k-different:K' with integer K.",
+                    code="INVALID_ARGUMENT"
                 ) from err
             rule = "k_different"
         elif low.startswith("grid:"):
@@ -285,7 +287,8 @@ def parse_candidates(text: str | CandidateSpec) -> CandidateSpec:
                 nums = [float(b) for b in bits[1:]]
             except ValueError as err:
                 raise ValidationError(
-                    f"candidates {part!r}: grid parameters must be numbers."
+                    f"candidates {part!r}: grid parameters must be numbers.",
+                    code="INVALID_ARGUMENT"
                 ) from err
             if kind in ("percent", "additive"):
                 if len(nums) == 1:
@@ -296,11 +299,13 @@ def parse_candidates(text: str | CandidateSpec) -> CandidateSpec:
                     grid = GridSpec(kind, nums[0], nums[1], int(nums[2]))
                 else:
                     raise ValidationError(
-                        f"candidates {part!r}: expected grid:{kind}:A[:G] or grid:{kind}:A:B:G."
+                        f"candidates {part!r}: expected grid:{kind}:A[:G] or grid:{kind}:A:B:G.",
+                        code="INVALID_ARGUMENT"
                     )
             elif kind == "fixed":
                 if len(nums) not in (2, 3):
-                    raise ValidationError(f"candidates {part!r}: expected grid:fixed:LO:HI[:G].")
+                    raise ValidationError(f"candidates {part!r}: expected grid:fixed:LO:HI[:G].",
+                                          code="INVALID_ARGUMENT")
                 grid = GridSpec(
                     "fixed",
                     n_points=int(nums[2]) if len(nums) == 3 else 11,
@@ -308,12 +313,14 @@ def parse_candidates(text: str | CandidateSpec) -> CandidateSpec:
                 )
             else:
                 raise ValidationError(
-                    f"candidates {part!r}: grid kind must be percent, additive or fixed."
+                    f"candidates {part!r}: grid kind must be percent, additive or fixed.",
+                    code="INVALID_ARGUMENT"
                 )
         else:
             raise ValidationError(
                 f"candidates {part!r} not understood; expected 'one-variable', 'full', "
-                "'k-different:K' or 'grid:percent|additive|fixed:...'."
+                "'k-different:K' or 'grid:percent|additive|fixed:...'.",
+                code="INVALID_ARGUMENT"
             )
     if rule is None:
         rule = "product"
@@ -647,11 +654,13 @@ def build_candidates(
         missing = [c for c in spec.spatial.columns if c not in vary]
         if missing:
             raise ValidationError(
-                f"spatial grid columns {missing} are not among the varying columns {list(vary)}."
+                f"spatial grid columns {missing} are not among the varying columns {list(vary)}.",
+                code="UNKNOWN_COLUMN"
             )
         for c in spec.spatial.columns:
             if schema[c].is_categorical:
-                raise ValidationError(f"spatial grid column {c!r} must be numeric.")
+                raise ValidationError(f"spatial grid column {c!r} must be numeric.",
+                                      code="WRONG_DTYPE")
     blocks = _blocks_for_record(truth, vary, schema, spec)
     vals, g0, cols = _combine(blocks, spec)
     return CandidateSet(columns=cols, values=vals, g0=g0)
@@ -667,7 +676,8 @@ def candidates_from_frame(
     cols = list(columns)
     missing = [c for c in cols if c not in frame.columns]
     if missing:
-        raise ValidationError(f"candidate callable returned a frame without column(s) {missing}.")
+        raise ValidationError(f"candidate callable returned a frame without column(s) {missing}.",
+                              code="MISSING_COLUMN")
     vals = np.empty((len(frame), len(cols)))
     for j, c in enumerate(cols):
         cs = schema[c]
@@ -679,7 +689,8 @@ def candidates_from_frame(
                 raise ValidationError(
                     f"candidate callable returned value {err.args[0]!r} for column {c!r}, "
                     "not among "
-                    f"its levels {list(cs.levels)}."
+                    f"its levels {list(cs.levels)}.",
+                    code="UNKNOWN_LEVEL"
                 ) from err
         else:
             vals[:, j] = frame[c].to_numpy(dtype=np.float64)

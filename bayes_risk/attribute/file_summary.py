@@ -53,7 +53,8 @@ def _refuse_missing_truth(result: Any, cols: Sequence[str], kind: str) -> None:
                 raise ValidationError(
                     f"kind={kind!r}: column {c!r} is missing in record {int(recs[k])}, so its "
                     "distance to the candidates is undefined; leave such records out of the "
-                    "result (attribute_risk(records=...))."
+                    "result (attribute_risk(records=...)).",
+                    code="MISSING_VALUES"
                 )
 
 
@@ -185,7 +186,8 @@ def file_summary(
             raise ValidationError("kind='paiva' needs original= (unique patterns of pattern_vars).")
         missing = [c for c in pattern_vars if c not in original.columns]
         if missing:
-            raise ValidationError(f"pattern_vars {missing} are not columns of original.")
+            raise ValidationError(f"pattern_vars {missing} are not columns of original.",
+                                  code="UNKNOWN_COLUMN")
         counts = original.groupby(list(pattern_vars), observed=True, dropna=False)[
             list(pattern_vars)[0]
         ].transform("size")

@@ -166,7 +166,8 @@ def attribute_known_sweep(
         )
     unknown = sorted(set(kwargs) - set(_OPTIONS))
     if unknown:
-        raise ValidationError(f"unknown argument(s) for attribute_known_sweep: {unknown}.")
+        raise ValidationError(f"unknown argument(s) for attribute_known_sweep: {unknown}.",
+                              code="INVALID_ARGUMENT")
     if measure not in RANK_MEASURES:
         raise ValidationError(f"measure must be one of {list(RANK_MEASURES)}. Got {measure!r}.")
     if isinstance(bands, bool) or not isinstance(bands, (int, np.integer)) or bands < 1:
@@ -229,7 +230,8 @@ def _synthesized(model: Any) -> list[str]:
     schema = getattr(model, "schema_", None)
     if schema is None:
         raise ValidationError(
-            f"model {type(model).__name__} has no schema_ (the columns it synthesized)."
+            f"model {type(model).__name__} has no schema_ (the columns it synthesized).",
+            code="MODEL_UNSUITED"
         )
     return list(schema.synthesized)
 
@@ -319,7 +321,8 @@ def shared_refits(original: pd.DataFrame, synthetic: Any, *, model: Any, records
     Handed to several runs as ``augmented``, each equals a run that refits."""
     unknown = sorted(set(options) - set(_OPTIONS))
     if unknown:
-        raise ValidationError(f"unknown argument(s) for shared_refits: {unknown}.")
+        raise ValidationError(f"unknown argument(s) for shared_refits: {unknown}.",
+                              code="INVALID_ARGUMENT")
     o = {k: v for k, v in {**_OPTIONS, **options}.items()
          if k not in ("draw_indices", "augmented")}
     with warnings.catch_warnings():

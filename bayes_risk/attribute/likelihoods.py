@@ -110,7 +110,8 @@ def _neighbourhood_logp(
     nb_index = rule.nb_index
     if arr.ndim != 3 or arr.shape[1] != r or arr.shape[2] < nb_index.max() + 1:
         raise ValidationError(
-            f"model.neighbourhood_loglik returned shape {arr.shape}; expected (H, {r}, G)."
+            f"model.neighbourhood_loglik returned shape {arr.shape}; expected (H, {r}, G).",
+            code="MODEL_OUTPUT_INVALID"
         )
     if not (rule.nb_all and arr.shape[2] == nb_index.size):
         arr = arr[:, :, nb_index]  # (the full neighbourhood in order needs no copy)

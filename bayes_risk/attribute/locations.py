@@ -63,7 +63,8 @@ def check_location_columns(result: Any, location_columns: Sequence[str] | None) 
     if bad:
         raise ValidationError(
             f"location_columns {bad} are not among the columns the intruder guesses "
-            f"({list(result.columns)})."
+            f"({list(result.columns)}).",
+            code="UNKNOWN_COLUMN"
         )
     return cols
 

@@ -159,7 +159,8 @@ def _refuse_missing_truth(data: Any) -> None:
             f"{int(data.positions[r])} ({int(miss.any(axis=1).sum())} evaluated record(s) with "
             "a missing synthesized value); the low-risk intruder's posterior (the record's "
             "synthetic values) has no defined truth there. Leave those records out with "
-            "records=."
+            "records=.",
+            code="MISSING_VALUES"
         )
 
 

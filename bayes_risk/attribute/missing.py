@@ -102,6 +102,7 @@ def check_missing_truth(model: Any, vary: Sequence[str], values: np.ndarray,
         "its likelihood marginalises them; the CART and random-forest plug-ins hold them as "
         "released). Leave those records out with records=, or fit a DPMPM, CART or random "
         "forest.",
+        code="MISSING_VALUES",
     )
 
 

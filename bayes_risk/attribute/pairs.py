@@ -89,19 +89,22 @@ def check_pairs(pairs: Any, n: int) -> np.ndarray:
     try:
         arr = np.asarray(list(pairs) if not isinstance(pairs, np.ndarray) else pairs)
     except TypeError:
-        raise ValidationError(f"{hint}. Got {type(pairs).__name__}.") from None
+        raise ValidationError(f"{hint}. Got {type(pairs).__name__}.",
+                              code="INVALID_ARGUMENT") from None
     if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] == 0:
-        raise ValidationError(f"{hint}. Got an array of shape {arr.shape}.")
+        raise ValidationError(f"{hint}. Got an array of shape {arr.shape}.",
+                              code="INVALID_ARGUMENT")
     if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or (
         np.issubdtype(arr.dtype, np.floating) and np.all(arr == np.round(arr))
     )):
-        raise ValidationError(f"{hint}; got values of type {arr.dtype}.")
+        raise ValidationError(f"{hint}; got values of type {arr.dtype}.", code="INVALID_ARGUMENT")
     arr = arr.astype(np.int64)
     bad = np.flatnonzero((arr < 0).any(axis=1) | (arr >= n).any(axis=1))
     if bad.size:
         raise ValidationError(
             f"pairs[{int(bad[0])}] = {tuple(arr[bad[0]].tolist())} names a row outside "
-            f"0..{n - 1} of the original."
+            f"0..{n - 1} of the original.",
+            code="RECORD_OUT_OF_RANGE"
         )
     same = np.flatnonzero(arr[:, 0] == arr[:, 1])
     if same.size:
@@ -125,7 +128,8 @@ def check_pair_prior(prior: Prior) -> None:
         raise NotSupportedError(
             f"prior {prior.label()!r} reads the other records' values, and the two-record "
             "intruder does not know the pair's other record; use 'uniform', "
-            "'truth-weighted:K' or user weights over the pair's candidates."
+            "'truth-weighted:K' or user weights over the pair's candidates.",
+            code="OPTION_CONFLICT"
         )
 
 
@@ -138,6 +142,7 @@ def check_pair_plan(plan: AttributePlan, pairs: np.ndarray) -> None:
             "likelihood of a tree synthesizer changes the donors of the leaves holding the "
             "record, and two records sharing a leaf do not change it independently (methods "
             "page 'Attribute disclosure risk', Wei & Reiter's two-record intruder).",
+            code="MODEL_UNSUITED",
         )
     if getattr(model, "model_class", "O") != "P":
         raise NotSupportedError(
@@ -145,11 +150,13 @@ def check_pair_plan(plan: AttributePlan, pairs: np.ndarray) -> None:
             "(a record's synthetic values depend on its own confidential values given Θ), "
             "whose own-record term is derived for one unknown record only (methods page "
             "'Attribute disclosure risk', Wei & Reiter's two-record intruder).",
+            code="MODEL_UNSUITED",
         )
     if plan.compat is not None:
         raise ValidationError(
             "compat='AttributeRiskCalculation' reproduces the R package, which has no "
-            "two-record scenario; leave compat at None."
+            "two-record scenario; leave compat at None.",
+            code="INVALID_ARGUMENT"
         )
     members = np.unique(pairs)
     miss = plan.data.orig.iloc[members][plan.data.vary].isna().to_numpy().any(axis=1)
@@ -157,6 +164,7 @@ def check_pair_plan(plan: AttributePlan, pairs: np.ndarray) -> None:
         raise NotSupportedError(
             f"record {int(members[np.flatnonzero(miss)[0]])} has a missing synthesized value; "
             "the two-record scenario evaluates records with observed values only.",
+            code="MISSING_VALUES",
         )
     flags = model.synthesized_records_ if model_info(model).partial_synthesis else None
     if flags is not None:  # None: every record was synthesized
@@ -165,7 +173,8 @@ def check_pair_plan(plan: AttributePlan, pairs: np.ndarray) -> None:
             raise ValidationError(
                 f"record {int(kept[0])} was not synthesized (its values are released as they "
                 "are, so the intruder reads them); pair only synthesized records, or evaluate "
-                "the other record alone with scenario='worst_case'."
+                "the other record alone with scenario='worst_case'.",
+                code="RECORD_NOT_SYNTHESIZED"
             )
 
 

@@ -121,7 +121,8 @@ def prepare(
     draw_idx = None if draws is None else np.asarray(draws, dtype=np.int64)
     H = 0 if is_plugin else (int(model.n_draws) if draw_idx is None else int(draw_idx.size))
     if draw_idx is not None and (draw_idx.min() < 0 or draw_idx.max() >= model.n_draws):
-        raise ValidationError(f"draw_indices must be indices in 0..{model.n_draws - 1}.")
+        raise ValidationError(f"draw_indices must be indices in 0..{model.n_draws - 1}.",
+                              code="INVALID_ARGUMENT")
     _check_estimator(model, is_plugin, est, compat)
     warn_codes: list[str] = []
     if H < 20 and not is_plugin:
@@ -185,7 +186,8 @@ def _check_model(model: Any) -> bool:
             f"{missing_members(model, SupportsPluginLoglik)}. Fit a Bayesian synthesis model "
             "(DPMPM, PoissonMixture, SequentialRegression), wrap "
             "posterior draws in bayes_risk.models.ArrayModel, or use a tree plug-in "
-            "(bayes_risk.CARTPlugin, bayes_risk.RFPlugin)."
+            "(bayes_risk.CARTPlugin, bayes_risk.RFPlugin).",
+            code="MODEL_UNSUITED"
         )
     if model.model_class not in ("P", "O"):
         raise ValidationError(f"model.model_class must be 'P' or 'O'. Got {model.model_class!r}.")
@@ -217,7 +219,8 @@ def _check_settings(
         raise NotSupportedError(
             f"scenario {scenario!r} is not supported; use one of "
             f"{[*SCENARIOS, 'two_records']} ('two_records' with pairs=[(i, j), ...]). "
-            + _PAIVA_POINTER
+            + _PAIVA_POINTER,
+            code="INVALID_ARGUMENT"
         )
     if estimator not in ("auto", "stabilised", "is"):
         raise ValidationError(f"estimator must be 'auto', 'stabilised' or 'is'. Got {estimator!r}.")
@@ -264,7 +267,8 @@ def _check_estimator(model: Any, is_plugin: bool, est: str, compat: str | None) 
         raise ValidationError(
             "the stabilised estimator is derived for class P models only (methods page 'Attribute "
             "disclosure risk', section 'The stabilised estimator'); class O "
-            "models use estimator='is' with the own-record term."
+            "models use estimator='is' with the own-record term.",
+            code="MODEL_UNSUITED"
         )
     if compat is not None and est != "is":
         raise ValidationError("compat='AttributeRiskCalculation' applies to estimator='is' only.")
@@ -277,14 +281,16 @@ def _check_estimator(model: Any, is_plugin: bool, est: str, compat: str | None) 
             "record's own confidential values given Θ) but provides no own_record_delta(record, "
             "candidates, datasets, draw_indices=None) -> [H, m, G] (bayes_risk.protocols."
             "SupportsOwnRecordTerm); the likelihood of class O models (methods page 'Attribute "
-            "disclosure risk') cannot be evaluated without it."
+            "disclosure risk') cannot be evaluated without it.",
+            code="MODEL_UNSUITED"
         )
     if est == "is" and "is" not in info.estimators:
         raise ValidationError(
             f"estimator='is' needs the likelihood of the released datasets: "
             f"{type(model).__name__} does not list 'is' in its ModelInfo.estimators "
             f"({list(info.estimators)}; dataset_loglik(datasets, draw_indices=None) -> [H, m], "
-            "bayes_risk.protocols.RiskModel)."
+            "bayes_risk.protocols.RiskModel).",
+            code="MODEL_UNSUITED"
         )
 
 
@@ -311,7 +317,8 @@ def _prepare_data(
     cols = schema0.names
     missing = [c for c in cols if c not in original.columns]
     if missing:
-        raise ValidationError(f"original is missing the model's column(s) {missing}.")
+        raise ValidationError(f"original is missing the model's column(s) {missing}.",
+                              code="MISSING_COLUMN")
     orig = original[cols].reset_index(drop=True)
     datasets = [
         z[cols].reset_index(drop=True) if all(c in z.columns for c in cols) else z
@@ -352,7 +359,8 @@ def _varying_columns(
     """The synthesized columns the intruder guesses, and those they know."""
     synthesized = schema.synthesized
     if not synthesized:
-        raise ValidationError("the model's schema has no synthesized columns: nothing to guess.")
+        raise ValidationError("the model's schema has no synthesized columns: nothing to guess.",
+                              code="MODEL_UNSUITED")
     known_l = list(known or [])
     if scenario != "partially_known" and known_l:
         raise ValidationError("known is only used with scenario='partially_known'.")
@@ -424,7 +432,8 @@ def _draw_plan(
     h_L = H if logp_idx is draw_idx else int(model.n_draws)
     if L is not None and L.shape != (h_L, data.m):
         raise ValidationError(
-            f"model.dataset_loglik returned shape {L.shape}; expected ({h_L}, {data.m})."
+            f"model.dataset_loglik returned shape {L.shape}; expected ({h_L}, {data.m}).",
+            code="MODEL_OUTPUT_INVALID"
         )
     B = 0 if is_plugin else int(bootstrap)
     return DrawPlan(
@@ -455,7 +464,8 @@ def _augmented_fits(
             raise ValidationError(
                 "the stabilised estimator needs draws of p(Θ | y, Z_(l)): the model has no "
                 "fit_augmented (bayes_risk.protocols.SupportsAugmentedFit); pass "
-                "augmented=[...] or use estimator='is'."
+                "augmented=[...] or use estimator='is'.",
+                code="MODEL_UNSUITED"
             )
         models = fit_refits(model, data.orig, data.datasets, seeds, refit_draws=refit_draws,
                             progressbar=progressbar)

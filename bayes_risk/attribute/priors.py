@@ -330,7 +330,8 @@ class ModelPredictive(Prior):
         if inp.log_mean_r is None:
             raise ValidationError(
                 "the model-predictive prior needs the per-candidate mean importance ratios, "
-                "which this result does not hold (plug-in models have no posterior draws)."
+                "which this result does not hold (plug-in models have no posterior draws).",
+                code="MODEL_UNSUITED"
             )
         return [np.asarray(a, dtype=np.float64).copy() for a in inp.log_mean_r]
 
@@ -405,7 +406,8 @@ def evaluate_prior_groups(prior: Prior, inp: PriorInputs) -> tuple[list[np.ndarr
         if not np.all(np.isfinite(tot)):
             bad = int(inp.records[idx[np.flatnonzero(~np.isfinite(tot))[0]]])
             raise ValidationError(
-                f"prior {prior.label()!r} gives zero weight to every candidate of record {bad}."
+                f"prior {prior.label()!r} gives zero weight to every candidate of record {bad}.",
+                code="PRIOR_ALL_ZERO"
             )
         if isinstance(prior, UserWeights) and np.any(np.abs(tot) > 1e-9):
             renorm = True

@@ -83,7 +83,8 @@ class PlugIn(EstimatorStrategy):
             pl, se = np.asarray(pl, dtype=np.float64), np.asarray(se, dtype=np.float64)
             if pl.shape != (m, g) or se.shape != (m, g):
                 raise ValidationError(
-                    f"model.plugin_loglik returned shape {pl.shape}; expected ({m}, {g})."
+                    f"model.plugin_loglik returned shape {pl.shape}; expected ({m}, {g}).",
+                    code="MODEL_OUTPUT_INVALID"
                 )
             llk = np.where(unk, -np.inf, pl.sum(axis=0))
             out.skip(i, g)

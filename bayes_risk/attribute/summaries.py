@@ -356,7 +356,8 @@ def largest_value(
     c = np.asarray(candidates, dtype=np.float64)
     if truth == 0:
         raise ValidationError(
-            "largest_value: the true largest value is 0; relative error undefined."
+            "largest_value: the true largest value is 0; relative error undefined.",
+            code="MEASURE_UNDEFINED"
         )
     lo, hi = interval if interval is not None else (truth * (1 - delta), truth * (1 + delta))
     lo, hi = min(lo, hi), max(lo, hi)

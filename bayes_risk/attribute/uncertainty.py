@@ -53,7 +53,8 @@ def _check(result: Any, level: Any) -> list[np.ndarray]:
     if not boot:
         raise ValidationError(
             "the result has no draw bootstrap (attribute_risk was run with bootstrap=0, with a "
-            "tree plug-in or in compat mode); rerun attribute_risk with bootstrap > 0 (e.g. 200)."
+            "tree plug-in or in compat mode); rerun attribute_risk with bootstrap > 0 (e.g. 200).",
+            code="RESULT_UNSUITED"
         )
     return boot
 

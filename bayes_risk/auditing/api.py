@@ -215,7 +215,8 @@ def audit(
     root = Path(out) if out is not None else None
     if root is not None and root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise ValidationError(
-            f"out {str(root)!r} exists and is not an empty folder; give a new folder."
+            f"out {str(root)!r} exists and is not an empty folder; give a new folder.",
+            code="OUT_EXISTS"
         )
     ctx = st.StepContext(original=data, synthetic=syn, schema=sch.with_roles(plan.synthesized),
                          plan=plan, model=model, root=None, progressbar=progressbar,

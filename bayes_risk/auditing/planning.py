@@ -35,7 +35,8 @@ def _inputs(original: Any, synthetic: Any, schema: Any, categorical: Any) -> tup
             f"original must be a DataFrame or a table path. Got {type(original).__name__}."
         )
     if len(original) == 0 or len(original.columns) == 0:
-        raise ValidationError("original has no records or no columns; expected a table.")
+        raise ValidationError("original has no records or no columns; expected a table.",
+                              code="EMPTY_TABLE")
     if isinstance(synthetic, (str, os.PathLike)) or (
         isinstance(synthetic, (list, tuple)) and synthetic
         and all(isinstance(s, (str, os.PathLike)) for s in synthetic)
@@ -54,7 +55,8 @@ def _inputs(original: Any, synthetic: Any, schema: Any, categorical: Any) -> tup
         )
     missing = [c for c in original.columns if c not in synthetic[0].columns]
     if missing:
-        raise SchemaError(f"synthetic: the release lacks the original's columns {missing}.")
+        raise SchemaError(f"synthetic: the release lacks the original's columns {missing}.",
+                          code="MISSING_COLUMN")
     extra = [c for c in synthetic[0].columns if c not in original.columns]
     if extra:
         raise SchemaError(
@@ -130,7 +132,8 @@ def _attribute_source(model: Any, syn: Any, attribute_estimator: str,
     if isinstance(model, (str, os.PathLike)) and not (Path(model) / "model.json").is_file():
         raise ValidationError(
             f"model {str(model)!r} is not a fitted-model folder (no model.json); give the "
-            "folder written by 'bayes-risk fit', or no model for a CART / random-forest release."
+            "folder written by 'bayes-risk fit', or no model for a CART / random-forest release.",
+            code="NOT_A_MODEL"
         )
     if model is not None:
         a_src = "model"
@@ -208,7 +211,8 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
     if not syn_cols:
         raise ValidationError(
             "synthesized: no synthesized column given, recorded or found (every released "
-            "column equals the original's); give synthesized=[...] (--synthesized)."
+            "column equals the original's); give synthesized=[...] (--synthesized).",
+            code="NO_DIFFERENCES"
         )
     ku = [c for c in known if c not in syn_cols]
     ks = [c for c in known if c in syn_cols]

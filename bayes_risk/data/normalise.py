@@ -149,7 +149,8 @@ def record_positions(records: Any, n: int, *, argument: str = "records") -> np.n
     if bad.size:
         raise ValidationError(
             f"{argument}: row position {int(bad[0])} is out of range; the original has {n} rows "
-            "(positions 0..n-1)."
+            "(positions 0..n-1).",
+            code="RECORD_OUT_OF_RANGE"
         )
     if np.unique(arr).size != arr.size:
         raise ValidationError(f"{argument} contains duplicate row positions.")

@@ -174,7 +174,10 @@ class Schema:
         names = [c.name for c in self.columns]
         dup = {n for n in names if names.count(n) > 1}
         if dup:
-            raise ValidationError(f"schema has duplicate column names: {sorted(dup)}.")
+            # an argument error (the columns given); INVALID_ARGUMENT also keeps a hand-edited
+            # model.json with a name twice a damaged model folder (models/trees/io.py)
+            raise ValidationError(f"schema has duplicate column names: {sorted(dup)}.",
+                                  code="INVALID_ARGUMENT")
         object.__setattr__(self, "columns", tuple(self.columns))
 
     # ----- access -------------------------------------------------------------------------
@@ -472,7 +475,8 @@ def infer_schema(
         If ``df`` has a column ``MultiIndex`` or two columns of the same name.
     """
     if not isinstance(df, pd.DataFrame):
-        raise ValidationError(f"infer_schema expects a pandas DataFrame. Got {type(df).__name__}.")
+        raise ValidationError(f"infer_schema expects a pandas DataFrame. Got {type(df).__name__}.",
+                              code="INVALID_ARGUMENT")
     check_column_labels(df, "the table")
     names = [str(c) for c in df.columns]
     from bayes_risk.data.missing import check_missing_codes, code_mask
@@ -493,7 +497,8 @@ def infer_schema(
                     code="UNKNOWN_COLUMN",
                 )
             if c in forced and forced[c] != typ:
-                raise SchemaError(f"column {c!r} is declared both {forced[c]} and {typ}.")
+                raise SchemaError(f"column {c!r} is declared both {forced[c]} and {typ}.",
+                                  code="OPTION_CONFLICT")
             forced[c] = typ
     specs = []
     for c in names:

@@ -147,7 +147,8 @@ class SyntheticData:
         for l, z in enumerate(self.datasets, start=1):
             if not isinstance(z, pd.DataFrame):
                 raise ValidationError(
-                    f"synthetic dataset {l} must be a pandas DataFrame. Got {type(z).__name__}."
+                    f"synthetic dataset {l} must be a pandas DataFrame. Got {type(z).__name__}.",
+                    code="INVALID_ARGUMENT"
                 )
         cols0 = list(self.datasets[0].columns)
         for l, z in enumerate(self.datasets[1:], start=2):

@@ -437,7 +437,8 @@ def encode(df: pd.DataFrame, schema: Schema, columns: Iterable[str] | None = Non
     for j, c in enumerate(cols):
         spec = schema[c]
         if spec.levels is None:
-            raise SchemaError(f"column {c!r} is {spec.type}; only categorical columns are encoded.")
+            raise SchemaError(f"column {c!r} is {spec.type}; only categorical columns are encoded.",
+                              code="WRONG_DTYPE")
         out[:, j] = level_codes(df[c], spec.levels, unknown="raise", column=c)
     return out
 

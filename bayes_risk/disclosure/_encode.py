@@ -87,14 +87,16 @@ def resolve_inputs(
         if missing:
             raise ValidationError(
                 f"synthetic dataset {l} has no column(s) {missing}; keys and target must be "
-                "columns of the original and of every synthetic dataset."
+                "columns of the original and of every synthetic dataset.",
+                code="MISSING_COLUMN"
             )
         tables.append(z[list(columns)])
     for l, t in enumerate(tables):
         if len(t) == 0:
             raise ValidationError(
                 f"{'original' if l == 0 else f'synthetic dataset {l}'} has no rows; the "
-                "measures are percentages of records."
+                "measures are percentages of records.",
+                code="EMPTY_TABLE"
             )
     sub = harmonise_levels(tables[0], tables[1:], schema=sub)
     for l, t in enumerate(tables):
@@ -122,7 +124,8 @@ def level_labels(values: Iterable[Any], var: EncodedVar, argument: str) -> set[s
     if unknown:
         raise ValidationError(
             f"{argument}: {unknown} are not levels of {var.name!r} "
-            f"(levels: {var.labels[:10]}{' ...' if len(var.labels) > 10 else ''})."
+            f"(levels: {var.labels[:10]}{' ...' if len(var.labels) > 10 else ''}).",
+            code="UNKNOWN_LEVEL"
         )
     return out
 
@@ -182,7 +185,8 @@ def encode_var(
         if ngroups:
             raise ValidationError(
                 f"{argument} = {ngroups}: column {name!r} is {spec.type}; only a numeric "
-                "column can be grouped."
+                "column can be grouped.",
+                code="WRONG_DTYPE"
             )
         levels = list(spec.levels or ())
         na = len(levels)
@@ -209,7 +213,8 @@ def _grouped(name: str, arrays: list[np.ndarray], missing_codes: Sequence[float]
     if pooled.size == 0 or pooled.min() == pooled.max():
         raise ValidationError(
             f"{argument} = {ngroups}: column {name!r} has a single distinct value (besides "
-            "missing values); there is nothing to group."
+            "missing values); there is nothing to group.",
+            code="CONSTANT_COLUMN"
         )
     br = _group_breaks(pooled, ngroups)
     ng = len(br) - 1

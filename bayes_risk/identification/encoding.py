@@ -146,7 +146,8 @@ def check_missing_radius(rule: MatchRule, has_missing: dict[str, bool], missing_
         raise ValidationError(
             f"known column {bad[0]!r} has missing values and {why}; use shape='rectangle' "
             "(or 'ellipse' with missing_known='any') and a percentage or absolute radius, or "
-            "drop the records with missing values."
+            "drop the records with missing values.",
+            code="MISSING_VALUES"
         )
 
 
@@ -202,7 +203,8 @@ def encode_problem(
         if not rule.radius_cols:
             raise ValidationError(
                 "shape='mahalanobis' needs at least one known column matched with a radius "
-                "(continuous columns, or count columns named in radius={column: r})."
+                "(continuous columns, or count columns named in radius={column: r}).",
+                code="INVALID_ARGUMENT"
             )
         rec_radius_us, rep_radius_s, tgt_radius, maha_cov = mahalanobis_inputs(
             rule, conf, rec_radius_us, rep_radius_s, tgt_radius

@@ -93,7 +93,8 @@ def partitions(plan: IdentificationPlan, rule: MatchRule, size: int | None, *,
             for z in (min(N, a + size),)
         ], None
     if plan.counts.rows(0, N) is not None:  # refused in prepare; kept as a guard
-        raise ValidationError("missing known values need membership='known'.")
+        raise ValidationError("missing known values need membership='known'.",
+                              code="MISSING_VALUES")
     groups = drop_groups(prep, rule)
     parts = []
     for rows, drop in groups:

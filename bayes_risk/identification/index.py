@@ -211,7 +211,8 @@ def mixed_radix(codes: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
 
         raise ValidationError(
             "the exact-match columns have more than 2**62 combinations of levels; match fewer "
-            "categorical columns exactly (or give high-cardinality numeric ones a radius)."
+            "categorical columns exactly (or give high-cardinality numeric ones a radius).",
+            code="PROBLEM_TOO_LARGE"
         )
     stride = 1
     for j, d in enumerate(sizes):

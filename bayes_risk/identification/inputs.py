@@ -133,11 +133,13 @@ def user_replicates(
             if a.ndim != 2 or a.shape != (n, len(known_s)):
                 raise ValidationError(
                     f"replicate {r} has shape {a.shape}; expected ({n}, {len(known_s)}) "
-                    f"(columns {known_s})."
+                    f"(columns {known_s}).",
+                    code="ROW_COUNT_MISMATCH"
                 )
             df = pd.DataFrame({c: a[:, j] for j, c in enumerate(known_s)})
         if len(df) != n:
-            raise ValidationError(f"replicate {r} has {len(df)} rows; expected {n}.")
+            raise ValidationError(f"replicate {r} has {len(df)} rows; expected {n}.",
+                                  code="ROW_COUNT_MISMATCH")
         df = mask_missing_codes(df, sk.missing_codes)  # declared codes are missing, as released
         for c in known_s:
             if sk[c].type not in CATEGORICAL_TYPES:

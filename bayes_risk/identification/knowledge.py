@@ -175,7 +175,8 @@ def known_sweep(
     cands = candidate_list(candidates)
     unknown = sorted(set(kwargs) - set(_OPTIONS))
     if unknown:
-        raise ValidationError(f"unknown argument(s) for known_sweep: {unknown}.")
+        raise ValidationError(f"unknown argument(s) for known_sweep: {unknown}.",
+                              code="INVALID_ARGUMENT")
     if measure not in SHAPLEY_MEASURES:
         raise ValidationError(f"measure must be one of {list(SHAPLEY_MEASURES)}. Got {measure!r}.")
     if isinstance(bands, bool) or not isinstance(bands, (int, np.integer)) or bands < 1:
@@ -198,13 +199,15 @@ def known_sweep(
             "known_sweep: population counts given by the user are keyed by one set of known "
             "columns; a sweep over known sets needs PopulationSpec(counts='loglinear_original' or "
             "'loglinear_synthetic') (estimated for every subset) or survey weights "
-            "(PopulationSpec(weights=...))."
+            "(PopulationSpec(weights=...)).",
+            code="INVALID_ARGUMENT"
         )
     planned = planned_subsets(cands, max_size, max_subsets)
     if type(options["replicates"]).__name__ == "PosteriorReplicates":
         raise ValidationError(
             "known_sweep takes replicates as a list of arrays or DataFrames (draw them once "
-            "with PosteriorReplicates and pass the draws), not a PosteriorReplicates object."
+            "with PosteriorReplicates and pass the draws), not a PosteriorReplicates object.",
+            code="INVALID_ARGUMENT"
         )
     syn = _synthesized(original, synthetic, cands, synthesized, options["replicates"])
     known_us = [c for c in cands if c not in syn]

@@ -105,7 +105,8 @@ def _check_a(a: float) -> float:
     a = float(a)
     if not (0.0 < a <= 1.0):
         raise ValidationError(
-            f"sampling_fraction must be in (0, 1] (= n / population_size). Got {a!r}."
+            f"sampling_fraction must be in (0, 1] (= n / population_size). Got {a!r}.",
+            code="INVALID_ARGUMENT"
         )
     return a
 
@@ -130,7 +131,8 @@ def population_estimate(
         return f + (1.0 - a) * mu / a
     if kind == "scaled":
         return mu / a
-    raise ValidationError(f"population estimate must be 'default' or 'scaled'. Got {kind!r}.")
+    raise ValidationError(f"population estimate must be 'default' or 'scaled'. Got {kind!r}.",
+                          code="INVALID_ARGUMENT")
 
 
 def expected_inverse(f: np.ndarray, nu: np.ndarray, *, tail: float = 1e-15) -> np.ndarray:

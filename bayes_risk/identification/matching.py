@@ -328,7 +328,8 @@ def mahalanobis_whitening(
     if x.shape[0] <= q:
         raise ValidationError(
             f"shape='mahalanobis' needs more original records ({x.shape[0]}) than radius "
-            f"columns ({q}: {list(columns)}) to estimate their covariance."
+            f"columns ({q}: {list(columns)}) to estimate their covariance.",
+            code="TOO_FEW_RECORDS"
         )
     cov = np.atleast_2d(np.cov(x, rowvar=False, ddof=1))
     sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
@@ -336,7 +337,8 @@ def mahalanobis_whitening(
     if const:
         raise ValidationError(
             f"shape='mahalanobis': column(s) {const} are constant in the original data; their "
-            "variance is 0, so the Mahalanobis distance is undefined (match them exactly instead)."
+            "variance is 0, so the Mahalanobis distance is undefined (match them exactly instead).",
+            code="CONSTANT_COLUMN"
         )
     # condition on the correlation scale, so units do not matter
     corr = cov / np.outer(sd, sd)
@@ -345,7 +347,8 @@ def mahalanobis_whitening(
         raise ValidationError(
             f"shape='mahalanobis': the covariance of {list(columns)} in the original data is "
             f"singular (smallest correlation-matrix eigenvalue {ev[0]:.3g}); a column is a linear "
-            "combination of the others. Drop one of them from the radius columns."
+            "combination of the others. Drop one of them from the radius columns.",
+            code="SINGULAR_COVARIANCE"
         )
     L = np.linalg.cholesky(cov)
     inv_chol = np.linalg.solve(L, np.eye(q))

@@ -383,7 +383,8 @@ def _check_size(ctx: _Chunks, total: int) -> None:
             + (", often through the fallback to the unsynthesized key" if
                ctx.use_fb and not ctx.cells else "")
             + "). Use aggregation='per_dataset', fallback='none', a smaller radius or more "
-            "known columns."
+            "known columns.",
+            code="PROBLEM_TOO_LARGE"
         )
 
 
@@ -559,7 +560,8 @@ class PooledProbabilities:
             raise ValidationError(
                 f"the pooled match probabilities hold {self.nnz:,} non-zero entries (more than "
                 f"{limit:,}), most of them from the fallback sets; read them row by row "
-                "(result.pooled.row(i)) or use fallback='none'."
+                "(result.pooled.row(i)) or use fallback='none'.",
+                code="PROBLEM_TOO_LARGE"
             )
         indptrs, cols, dats = [], [], []
         step = 65_536

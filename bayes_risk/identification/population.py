@@ -76,7 +76,8 @@ def population_counts(
     if weights is not None:
         if kind != "default":
             raise ValidationError(
-                f"population_estimate={kind!r} applies to log-linear estimates only."
+                f"population_estimate={kind!r} applies to log-linear estimates only.",
+                code="INVALID_ARGUMENT"
             )
         Ft = _weighted_counts(weights, original, prep, rule, codes_orig, warn)
         F = np.broadcast_to(Ft[:, None], (N_T, R)).copy()
@@ -90,14 +91,16 @@ def population_counts(
     if kind not in ("default", "scaled", "expected_inverse"):
         raise ValidationError(
             "population_estimate must be 'default', 'scaled' or 'expected_inverse'. "
-            f"Got {kind!r}."
+            f"Got {kind!r}.",
+            code="INVALID_ARGUMENT"
         )
     if isinstance(given, str):
         if given not in _LOGLIN_ORIG + _LOGLIN_SYN:
             raise ValidationError(
                 "population_counts must be a mapping, a DataFrame, an array of per-target "
                 "counts, 'loglinear_original' or 'loglinear_synthetic'. "
-                f"Got {given!r}."
+                f"Got {given!r}.",
+                code="INVALID_ARGUMENT"
             )
         a = _sampling_fraction(sampling_fraction, population_size, n)
         orig_exact = np.stack([codes_orig[c] for c in rule.exact_cols], axis=1) \
@@ -106,7 +109,8 @@ def population_counts(
         return PopulationCounts(F=F, inv_f=inv_f, source=given, estimate=kind)
     if kind != "default":
         raise ValidationError(
-            f"population_estimate={kind!r} applies to log-linear estimates only."
+            f"population_estimate={kind!r} applies to log-linear estimates only.",
+            code="INVALID_ARGUMENT"
         )
     Ft = _user_counts(given, targets, known)
     F = np.broadcast_to(Ft[:, None], (N_T, R)).copy()
@@ -168,7 +172,8 @@ def _loglinear_counts(prep, rule, orig_exact, on_synthetic, a, kind, warn):
     if ncell > _MAX_CELLS:
         raise ValidationError(
             f"the cross-classification of {cols} has {ncell:.3g} cells (> {_MAX_CELLS}); "
-            "the log-linear model is not feasible."
+            "the log-linear model is not feasible.",
+            code="PROBLEM_TOO_LARGE"
         )
     tkey = _engine.mixed_radix(prep.tgt_exact, sizes)
     N_T, R = prep.n_targets, prep.R
@@ -305,7 +310,7 @@ def _user_counts(pc, tdf, known) -> np.ndarray:
         left = pd.DataFrame({c: _norm(np.asarray(tdf[c])) for c in known})
         right = pd.DataFrame({c: _norm(np.asarray(pc[c])) for c in known})
         if right.duplicated().any():
-            raise ValidationError("population_counts has duplicated keys.")
+            raise ValidationError("population_counts has duplicated keys.", code="INVALID_ARGUMENT")
         for c in known:
             kr, kl = _key_kind(right[c]), _key_kind(left[c])
             if {kr, kl} == {"numbers", "text"}:
@@ -313,7 +318,8 @@ def _user_counts(pc, tdf, known) -> np.ndarray:
                 raise ValidationError(
                     f"population_counts: the key values of column {c!r} are {kr} (e.g. "
                     f"{ex_r!r}) but the targets' are {kl} (e.g. {ex_l!r}); give the keys as the "
-                    "values of the data (e.g. 2, not '2')."
+                    "values of the data (e.g. 2, not '2').",
+                    code="LEVEL_TYPES_DIFFER"
                 )
         right["__F__"] = np.asarray(pc[fcol], dtype=np.float64)
         merged = left.merge(right, on=known, how="left", sort=False)
@@ -322,22 +328,25 @@ def _user_counts(pc, tdf, known) -> np.ndarray:
             i = int(np.flatnonzero(np.isnan(Ft))[0])
             raise ValidationError(
                 f"population_counts has no count for target {i} with key "
-                f"{tuple(left.iloc[i].tolist())} (columns {known})."
+                f"{tuple(left.iloc[i].tolist())} (columns {known}).",
+                code="POPULATION_KEY_MISSING"
             )
     else:
         Ft = np.asarray(pc, dtype=np.float64).ravel()
         if Ft.shape != (N_T,):
             raise ValidationError(
                 f"population_counts as an array must have one count per target ({N_T}); "
-                f"got shape {np.shape(pc)}."
+                f"got shape {np.shape(pc)}.",
+                code="INVALID_ARGUMENT"
             )
     if not np.all(np.isfinite(Ft)):
-        raise ValidationError("population_counts must be finite.")
+        raise ValidationError("population_counts must be finite.", code="INVALID_ARGUMENT")
     if (Ft < 1).any():
         i = int(np.flatnonzero(Ft < 1)[0])
         raise ValidationError(
             f"population_counts: count {Ft[i]!r} for target {i} is < 1; a true population count "
             "of a target's key is at least 1 (the target itself). Estimated counts below 1 are "
-            "raised to 1 with warning F_BELOW_ONE; user-given counts must be >= 1."
+            "raised to 1 with warning F_BELOW_ONE; user-given counts must be >= 1.",
+            code="INVALID_ARGUMENT"
         )
     return Ft

@@ -54,11 +54,13 @@ def _known_columns(known_unsynthesized: Any, known_synthesized: Any) -> tuple[li
     known_s = _names(known_synthesized)
     if not known_us and not known_s:
         raise ValidationError(
-            "no known column: give known=[...] (the intruder's quasi-identifiers)."
+            "no known column: give known=[...] (the intruder's quasi-identifiers).",
+            code="INVALID_ARGUMENT"
         )
     both = sorted(set(known_us) & set(known_s))
     if both:  # pragma: no cover - split from one list by known_columns
-        raise ValidationError(f"column(s) {both} are both synthesized and unsynthesized.")
+        raise ValidationError(f"column(s) {both} are both synthesized and unsynthesized.",
+                              code="INVALID_ARGUMENT")
     return known_us, known_s
 
 
@@ -198,20 +200,24 @@ def _resolve_options(o: dict[str, Any], known_us: list[str], *, targets, replica
             raise ValidationError(
                 "shape='mahalanobis' takes radius as a Mahalanobis distance; radius_type "
                 f"{o['radius_type']!r} does not apply (leave it at its default or use "
-                "'absolute')."
+                "'absolute').",
+                code="INVALID_ARGUMENT"
             )
         if o["r_min"]:
-            raise ValidationError("r_min does not apply to shape='mahalanobis'.")
+            raise ValidationError("r_min does not apply to shape='mahalanobis'.",
+                                  code="INVALID_ARGUMENT")
         o["radius_type"] = "absolute"
     o["aggregation"] = (o["aggregation"] or "pooled").replace("-", "_")
     o["membership"] = o["membership"] or "known"
     if o["aggregation"] not in ("pooled", "per_dataset"):
         raise ValidationError(
-            f"aggregation must be 'pooled' or 'per_dataset'. Got {o['aggregation']!r}."
+            f"aggregation must be 'pooled' or 'per_dataset'. Got {o['aggregation']!r}.",
+            code="INVALID_ARGUMENT"
         )
     if o["membership"] not in ("known", "unknown"):
         raise ValidationError(
-            f"membership must be 'known' or 'unknown'. Got {o['membership']!r}."
+            f"membership must be 'known' or 'unknown'. Got {o['membership']!r}.",
+            code="INVALID_ARGUMENT"
         )
     if o["fallback"] is None:
         # default of Drechsler & Reiter 2009; with no known unsynthesized column the fallback set
@@ -221,13 +227,15 @@ def _resolve_options(o: dict[str, Any], known_us: list[str], *, targets, replica
         o["fallback"] = "unsynthesized" if pooled_known else "none"
     if o["fallback"] not in ("none", "unsynthesized"):
         raise ValidationError(
-            f"fallback must be None, 'none' or 'unsynthesized'. Got {o['fallback']!r}."
+            f"fallback must be None, 'none' or 'unsynthesized'. Got {o['fallback']!r}.",
+            code="INVALID_ARGUMENT"
         )
     o["strategy"] = parse_strategy(o["strategy"])
     o["missing_known"] = o.get("missing_known") or "any"
     if o["missing_known"] not in MISSING_KNOWN:
         raise ValidationError(
-            f"missing_known must be one of {list(MISSING_KNOWN)}. Got {o['missing_known']!r}."
+            f"missing_known must be one of {list(MISSING_KNOWN)}. Got {o['missing_known']!r}.",
+            code="INVALID_ARGUMENT"
         )
     return o
 
@@ -291,7 +299,8 @@ def _match_rule(o: Mapping[str, Any], sk: Schema, original: pd.DataFrame, known_
         r_min = {c: float(r_min) for c in rad}
     r_min = dict(r_min or {})
     if r_min and radius_type != "percentage":
-        raise ValidationError("r_min applies to radius_type='percentage' only.")
+        raise ValidationError("r_min applies to radius_type='percentage' only.",
+                              code="INVALID_ARGUMENT")
     return MatchRule(
         exact_us=tuple(c for c in known_us if c not in rad),
         exact_s=tuple(c for c in known_s if c not in rad),
@@ -319,7 +328,8 @@ def _original_ids(original: pd.DataFrame, original_id, target_id, external: bool
         ids = np.asarray(original.index)
     if external and pd.Index(ids).has_duplicates:
         raise ValidationError(
-            "the ids of the original records are not unique; targets cannot be linked."
+            "the ids of the original records are not unique; targets cannot be linked.",
+            code="DUPLICATE_ID"
         )
     return ids
 
@@ -352,7 +362,8 @@ def _targets(original: pd.DataFrame, targets: Any, target_id: Any, ids_orig: np.
                    check_levels=False, allow_nan=True)
     tid = tdf[target_id].to_numpy()
     if pd.Index(tid).has_duplicates:
-        raise ValidationError(f"targets: id column {target_id!r} has duplicated ids.")
+        raise ValidationError(f"targets: id column {target_id!r} has duplicated ids.",
+                              code="DUPLICATE_ID")
     pos = pd.Index(ids_orig).get_indexer(tid)
     in_sample = pos >= 0
     return tdf, in_sample, np.where(in_sample, pos, -1).astype(np.int64), tid
@@ -368,7 +379,8 @@ def _check_missing_membership(o: Mapping[str, Any], prep: Any, original: pd.Data
             raise ValidationError(
                 f"known column {c!r} has missing values; membership='unknown' needs population "
                 "counts of complete keys. Use membership='known' or drop the records with "
-                "missing known values."
+                "missing known values.",
+                code="MISSING_VALUES"
             )
 
 

@@ -99,12 +99,14 @@ def radius_sweep(
         raise ValidationError(f"statistic must be 'mean' or 'median'. Got {statistic!r}.")
     unknown = sorted(set(kwargs) - set(_SWEEP_DEFAULTS))
     if unknown:
-        raise ValidationError(f"unknown argument(s) for radius_sweep: {unknown}.")
+        raise ValidationError(f"unknown argument(s) for radius_sweep: {unknown}.",
+                              code="INVALID_ARGUMENT")
     opts = {k: kwargs.get(k, v) for k, v in _SWEEP_DEFAULTS.items()}
     options = {k: v for k, v in opts.items() if k not in ("match", "population")}
     options.update(spec_options(opts["match"], opts["population"]))
     if options["radius_type"] == "quantile_sd":
-        raise ValidationError("a radius sweep needs radius_type 'percentage' or 'absolute'.")
+        raise ValidationError("a radius sweep needs radius_type 'percentage' or 'absolute'.",
+                              code="INVALID_ARGUMENT")
     cartesian = isinstance(radii, Mapping)
     grid, grid_cols, base = _grid(radii, max_grid, options.pop("radius"))
     known_us, known_s = known_columns(original, synthetic, known, synthesized,

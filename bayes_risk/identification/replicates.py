@@ -361,18 +361,20 @@ def _check_mode(options: dict[str, Any], known_synthesized: Any) -> list[str]:
     """The synthesized known columns, after checking that the options allow posterior replicates."""
     if options.get("compat") is not None:
         raise ValidationError("compat mode reproduces the R package with the released datasets; "
-                              "it does not take posterior replicates.")
+                              "it does not take posterior replicates.", code="INVALID_ARGUMENT")
     if options.get("aggregation") not in (None, "pooled"):
         raise ValidationError(
             "posterior replicates are pooled (Reiter & Mitra 2009); the per-replicate measures "
-            "are reported alongside (replicate_quantiles). Leave aggregation at 'pooled'."
+            "are reported alongside (replicate_quantiles). Leave aggregation at 'pooled'.",
+            code="INVALID_ARGUMENT"
         )
     ks = [known_synthesized] if isinstance(known_synthesized, str) \
         else [str(c) for c in known_synthesized or ()]
     if not ks:
         raise ValidationError(
             "posterior replicates replace the synthesized known columns, but no known column is "
-            "synthesized (synthesized=): there is nothing to replicate."
+            "synthesized (synthesized=): there is nothing to replicate.",
+            code="INVALID_ARGUMENT"
         )
     return ks
 

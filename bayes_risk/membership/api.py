@@ -244,7 +244,8 @@ def _check_options(population: Any, threshold: float, normaliser_draws: Any, boo
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.number)) or not (
             np.isfinite(alpha) and alpha > 0):
         raise ValidationError(
-            f"unsynthesized_concentration must be a number > 0. Got {alpha!r}.")
+            f"unsynthesized_concentration must be a number > 0. Got {alpha!r}.",
+            code="INVALID_ARGUMENT")
 
 
 def _targets(orig: pd.DataFrame, members: np.ndarray, hold: pd.DataFrame | None,

@@ -81,7 +81,7 @@ class RiskResult(metaclass=ABCMeta):
         """
         kinds = type(self).plot_kinds
         if not kinds:
-            raise ValidationError(f"{type(self).__name__} has no plot.")
+            raise ValidationError(f"{type(self).__name__} has no plot.", code="RESULT_UNSUITED")
         kind = kinds[0] if kind is None else kind
         if kind not in kinds:
             raise ValidationError(

@@ -512,9 +512,11 @@ def records_by_record(records: pd.DataFrame, key: str = "record") -> pd.DataFram
         out = records.set_index(key)
     else:
         raise ValidationError(
-            f"the attribute-risk record table needs {what}. Got columns {list(records)}."
+            f"the attribute-risk record table needs {what}. Got columns {list(records)}.",
+            code="MISSING_COLUMN"
         )
     if out.index.has_duplicates:
-        raise ValidationError(f"the attribute-risk record table lists a {key} twice.")
+        raise ValidationError(f"the attribute-risk record table lists a {key} twice.",
+                              code="DUPLICATE_ID")
     index = pd.Index(np.asarray(out.index, dtype=np.int64), name=key)
     return out.set_axis(index, axis=0)

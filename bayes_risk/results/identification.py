@@ -307,7 +307,8 @@ class IdentificationResult(RiskResult):
         if self.per_dataset is None:
             raise ValidationError(
                 "kind='per_dataset' needs a result with aggregation='per_dataset'; this one "
-                "pools the datasets."
+                "pools the datasets.",
+                code="RESULT_UNSUITED"
             )
         v = np.asarray(self.per_dataset["expected_match_risk"], dtype=float)
         pos = np.arange(1, v.size + 1)
@@ -327,7 +328,8 @@ class IdentificationResult(RiskResult):
         if not trace:
             raise ValidationError(
                 "kind='running_estimate' needs a result computed with posterior replicates "
-                "(PosteriorReplicates); this one has no Monte Carlo trace."
+                "(PosteriorReplicates); this one has no Monte Carlo trace.",
+                code="RESULT_UNSUITED"
             )
         R = np.asarray(trace["n_replicates"], dtype=float)
         est = np.asarray(trace["expected_match_risk"], dtype=float)

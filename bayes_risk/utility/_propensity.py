@@ -467,5 +467,6 @@ def _cart_features(frames: Sequence[pd.DataFrame | Prepared], schema: Schema,
                 continue
             cols.append(x[:, None])
     if not cols:
-        raise ValidationError("every column is constant over the stacked tables; pMSE is 0.")
+        raise ValidationError("every column is constant over the stacked tables; pMSE is 0.",
+                              code="CONSTANT_COLUMN")
     return np.hstack(cols)

@@ -451,7 +451,8 @@ def combine_multivariate(
         if not np.all(np.isfinite(a)):
             raise ValidationError(f"{name} contains non-finite values; expected finite numbers.")
     if not np.allclose(Ua, np.swapaxes(Ua, 1, 2), rtol=1e-10, atol=1e-14):
-        raise ValidationError("each U_l must be a symmetric covariance matrix.")
+        raise ValidationError("each U_l must be a symmetric covariance matrix.",
+                              code="INVALID_ARGUMENT")
     qbar = qa.mean(axis=0)
     B = np.atleast_2d(np.cov(qa, rowvar=False, ddof=1)) if m > 1 else np.full((k, k), np.nan)
     Ubar = Ua.mean(axis=0)
@@ -460,7 +461,8 @@ def combine_multivariate(
         if not np.all(np.isfinite(Uinv)) or np.linalg.cond(Ubar) > 1e14:
             raise np.linalg.LinAlgError
     except np.linalg.LinAlgError as err:
-        raise ValidationError("the mean within-dataset covariance Ū_m is singular.") from err
+        raise ValidationError("the mean within-dataset covariance Ū_m is singular.",
+                              code="SINGULAR_COVARIANCE") from err
     d = qbar - Q0a
     quad = float(d @ Uinv @ d)
     t = k * (m - 1)

@@ -292,25 +292,29 @@ def fit_formula(formula: str, data: pd.DataFrame, family: str, label: str) -> pd
     if X.shape[0] <= X.shape[1]:
         raise ValidationError(
             f"formula {formula!r} has {X.shape[1]} coefficients but the {label} has only "
-            f"{X.shape[0]} rows."
+            f"{X.shape[0]} rows.",
+            code="TOO_FEW_RECORDS"
         )
     if np.linalg.matrix_rank(X) < X.shape[1]:
         raise ValidationError(
             f"formula {formula!r}: the design matrix is rank-deficient on the {label} (a factor "
-            "level that does not occur, or collinear terms); simplify the formula."
+            "level that does not occur, or collinear terms); simplify the formula.",
+            code="RANK_DEFICIENT"
         )
     try:
         res = model.fit()
     except Exception as err:
         raise ValidationError(
-            f"fitting formula {formula!r} ({family}) on the {label} failed: {err}"
+            f"fitting formula {formula!r} ({family}) on the {label} failed: {err}",
+            code="FIT_FAILED"
         ) from err
     params = np.asarray(res.params, dtype=np.float64)
     bse = np.asarray(res.bse, dtype=np.float64)
     if not (np.all(np.isfinite(params)) and np.all(np.isfinite(bse))):
         raise ValidationError(
             f"fitting formula {formula!r} ({family}) on the {label} gave non-finite estimates "
-            "(separation or a degenerate response?)."
+            "(separation or a degenerate response?).",
+            code="FIT_FAILED"
         )
     df = float(res.df_resid) if family == "ols" else math.inf
     return pd.DataFrame({"term": list(model.exog_names), "est": params, "se": bse, "df": df})
@@ -331,7 +335,8 @@ def _compare(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], schema: S
         if list(f["term"]) != list(o["term"]):
             raise ValidationError(
                 f"formula {formula!r} gives terms {list(f['term'])} on synthetic dataset {l} "
-                f"but {list(o['term'])} on the original."
+                f"but {list(o['term'])} on the original.",
+                code="TERMS_DIFFER"
             )
     rows, per, codes = [], [], []
     for i, term in enumerate(o["term"]):

@@ -67,7 +67,8 @@ def _check_interval(lo: np.ndarray, hi: np.ndarray, which: str) -> None:
         i = int(np.flatnonzero(hi == lo)[0])
         raise ValidationError(
             f"{which} interval {i} has zero length ({lo[i]}, {hi[i]}); the overlap is undefined "
-            "(Karr et al. 2006). Remove the estimand or give a non-degenerate interval."
+            "(Karr et al. 2006). Remove the estimand or give a non-degenerate interval.",
+            code="DEGENERATE_INTERVAL"
         )
 
 
@@ -146,7 +147,8 @@ def ci_overlap(
         lo_o_a, hi_o_a, lo_s_a, hi_s_a = np.broadcast_arrays(*arrs)
     except ValueError as err:
         raise ValidationError(
-            f"interval bounds must have the same length; got lengths {[a.size for a in arrs]}."
+            f"interval bounds must have the same length; got lengths {[a.size for a in arrs]}.",
+            code="INVALID_ARGUMENT"
         ) from err
     _check_interval(lo_o_a, hi_o_a, "original")
     _check_interval(lo_s_a, hi_s_a, "synthetic")
@@ -166,12 +168,14 @@ def ci_overlap(
                                (se_s, "se_s")))
         for s, n in ((s_o, "se_o"), (s_s, "se_s")):
             if np.any(~(s > 0)) or np.any(~np.isfinite(s)):
-                raise ValidationError(f"{n} must be finite and > 0. Got {s.tolist()}.")
+                raise ValidationError(f"{n} must be finite and > 0. Got {s.tolist()}.",
+                                      code="INVALID_ARGUMENT")
         d_o = None if df_o is None else _per_estimand(df_o, "df_o", lo_o_a.shape)
         d_s = None if df_s is None else _per_estimand(df_s, "df_s", lo_o_a.shape)
         for d, n in ((d_o, "df_o"), (d_s, "df_s")):
             if d is not None and np.any(~(d > 0)):
-                raise ValidationError(f"{n} must be > 0 (or inf). Got {d.tolist()}.")
+                raise ValidationError(f"{n} must be > 0 (or inf). Got {d.tolist()}.",
+                                      code="INVALID_ARGUMENT")
         p_o = _cdf(hi_s_a, e_o, s_o, d_o) - _cdf(lo_s_a, e_o, s_o, d_o)
         p_s = _cdf(hi_o_a, e_s, s_s, d_s) - _cdf(lo_o_a, e_s, s_s, d_s)
         vals = 0.5 * (p_o + p_s)

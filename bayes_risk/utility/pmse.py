@@ -318,7 +318,8 @@ def pmse(
     for nm, v in (("min_leaf", min_leaf), ("min_split", min_split), ("max_depth", max_depth),
                   ("max_iter", max_iter)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValidationError(f"{nm} must be an integer >= 1. Got {v!r}.")
+            raise ValidationError(f"{nm} must be an integer >= 1. Got {v!r}.",
+                                  code="INVALID_ARGUMENT")
 
     datasets, source = as_synthetic_list(synthetic, original=original)
     carried = None if source is None else source.schema

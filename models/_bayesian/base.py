@@ -219,7 +219,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             before = f"'{method}'" if method else "using it"
             raise NotFittedError(
                 f"This {type(self).__name__} instance is not fitted yet. Call 'fit' (or build it "
-                f"with 'from_posterior' / 'load') before {before}."
+                f"with 'from_posterior' / 'load') before {before}.",
+                code="NOT_FITTED"
             )
 
     @property

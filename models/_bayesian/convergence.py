@@ -321,7 +321,7 @@ def convergence_summary(
     if kind not in ("dict", "table"):
         raise ValidationError(
             f"kind must be 'dict' (the convergence.json record) or 'table' (one row per "
-            f"diagnosed quantity, as arviz.summary); got {kind!r}.", code="INVALID_VALUE")
+            f"diagnosed quantity, as arviz.summary); got {kind!r}.", code="INVALID_ARGUMENT")
     warns = model.mcmc_warnings()
     if kind == "table":
         return model._convergence_table(passed=not warns)

@@ -125,7 +125,8 @@ class DesignSpec:
             if spec.is_categorical:
                 lv = list(spec.levels or ())
                 if len(lv) < 2:
-                    raise SchemaError(f"categorical predictor {c!r} has fewer than 2 levels.")
+                    raise SchemaError(f"categorical predictor {c!r} has fewer than 2 levels.",
+                                      code="CONSTANT_COLUMN")
                 kinds.append("categorical")
                 nlev.append(len(lv))
                 names.extend(f"{c}[T.{v}]" for v in lv[1:])
@@ -149,7 +150,8 @@ class DesignSpec:
         shape = () if first is None else first.shape
         if first is None:
             # intercept-only: need a length from somewhere
-            raise ValidationError("use intercept_matrix(n) for an intercept-only design.")
+            raise ValidationError("use intercept_matrix(n) for an intercept-only design.",
+                                  code="INVALID_ARGUMENT")
         out = np.zeros(shape + (self.n_coef,), dtype=np.float64)
         out[..., 0] = 1.0
         col = 1
@@ -299,7 +301,8 @@ def normal_exact_posterior(
     n, q = X.shape
     if n <= q:
         raise ValidationError(
-            f"normal regression with {q} coefficients needs more than {q} records; got {n}."
+            f"normal regression with {q} coefficients needs more than {q} records; got {n}.",
+            code="TOO_FEW_RECORDS"
         )
     rank = np.linalg.matrix_rank(X)
     if rank < q:

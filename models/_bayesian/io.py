@@ -110,16 +110,18 @@ def load(cls, path: str | os.PathLike[str]) -> Any:
     if meta.get("method") != cls.method_name:
         raise ValidationError(
             f"{p} holds a {meta.get('method')!r} model, not {cls.method_name!r}; use "
-            "bayes_risk.models.load_model(path)."
+            "bayes_risk.models.load_model(path).",
+            code="MODEL_UNSUITED"
         )
     if int(meta.get("format_version", 0)) > FORMAT_VERSION:
         raise ValidationError(
             f"{p} was written by a newer bayes-risk (format version "
-            f"{meta.get('format_version')}); upgrade bayes-risk to read it."
+            f"{meta.get('format_version')}); upgrade bayes-risk to read it.",
+            code="MODEL_FORMAT_VERSION"
         )
     post_file = p / POSTERIOR_FILE
     if not post_file.is_file():
-        raise ValidationError(f"{p}: {POSTERIOR_FILE} is missing.")
+        raise ValidationError(f"{p}: {POSTERIOR_FILE} is missing.", code="MODEL_DAMAGED")
     try:
         with xr.open_datatree(post_file, engine="h5netcdf") as dt:
             posterior = dt.load().copy()
@@ -140,7 +142,8 @@ def load(cls, path: str | os.PathLike[str]) -> Any:
         dfile = p / meta["data_file"]
         if not dfile.is_file():
             raise ValidationError(
-                f"{p}: {meta['data_file']} (the confidential data) is missing."
+                f"{p}: {meta['data_file']} (the confidential data) is missing.",
+                code="MODEL_DAMAGED"
             )
         data = pd.read_parquet(dfile)
     flags = None
@@ -238,11 +241,13 @@ def as_datatree(model, posterior: Any) -> xr.DataTree:
 
     if isinstance(posterior, xr.DataTree):
         if "posterior" not in posterior.children:
-            raise ValidationError("the posterior DataTree has no 'posterior' group.")
+            raise ValidationError("the posterior DataTree has no 'posterior' group.",
+                                  code="POSTERIOR_INVALID")
         post = posterior["posterior"]
         for d in ("chain", "draw"):
             if d not in post.dims:
-                raise ValidationError(f"the posterior group has no {d!r} dimension.")
+                raise ValidationError(f"the posterior group has no {d!r} dimension.",
+                                      code="POSTERIOR_INVALID")
         return posterior.copy()
     if not isinstance(posterior, Mapping):
         raise ValidationError(
@@ -256,7 +261,8 @@ def as_datatree(model, posterior: Any) -> xr.DataTree:
         if name not in ev:
             raise ValidationError(
                 f"posterior variable {name!r} is not a parameter of {type(model).__name__}; "
-                f"expected some of {sorted(ev)}."
+                f"expected some of {sorted(ev)}.",
+                code="POSTERIOR_INVALID"
             )
         if a.ndim == ev[name] + 1:
             a = a[None, ...]
@@ -264,13 +270,15 @@ def as_datatree(model, posterior: Any) -> xr.DataTree:
             raise ValidationError(
                 f"posterior variable {name!r} must have shape (chain, draw, ...) or "
                 "(draw, ...) "
-                f"with {ev[name]} parameter dimension(s). Got shape {a.shape}."
+                f"with {ev[name]} parameter dimension(s). Got shape {a.shape}.",
+                code="POSTERIOR_INVALID"
             )
         arrays[name] = a
     shapes = {a.shape[:2] for a in arrays.values()}
     if len(shapes) != 1:
         raise ValidationError(
-            f"posterior variables disagree on (chain, draw): {sorted(shapes)}."
+            f"posterior variables disagree on (chain, draw): {sorted(shapes)}.",
+            code="POSTERIOR_INVALID"
         )
     ds = xr.Dataset(
         {

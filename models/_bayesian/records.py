@@ -76,7 +76,7 @@ def stacked(model, name: str, draw_indices: np.ndarray | None = None) -> np.ndar
     model._check_fitted()
     post = model.posterior_["posterior"]
     if name not in post.data_vars:
-        raise ValidationError(f"posterior has no variable {name!r}.")
+        raise ValidationError(f"posterior has no variable {name!r}.", code="POSTERIOR_INVALID")
     da = post[name]
     dims = ["chain", "draw", *[d for d in da.dims if d not in ("chain", "draw")]]
     vals = np.asarray(da.transpose(*dims).values)
@@ -90,7 +90,7 @@ def prepare_data(model, data: pd.DataFrame, schema: Schema | None, synthesized: 
     if not isinstance(data, pd.DataFrame):
         raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
     if len(data) == 0:
-        raise ValidationError("data has no records.")
+        raise ValidationError("data has no records.", code="EMPTY_TABLE")
     data = data.copy()
     data.columns = [str(c) for c in data.columns]
     if schema is None:

@@ -33,7 +33,8 @@ def synthesize(model, m: int = 1, *, random_seed: RandomSeed = None) -> Syntheti
     if m > H:
         raise ValidationError(
             f"m = {m} synthetic datasets need m distinct posterior draws, but the model has "
-            f"only H = {H}; sample more draws."
+            f"only H = {H}; sample more draws.",
+            code="TOO_FEW_DRAWS"
         )
     idx = model._spread_draws(H, m)
     rngs = spawn(random_seed, m)

@@ -183,7 +183,8 @@ def validate_posterior(model, posterior: xr.DataTree, schema: Schema) -> None:
     if miss:
         raise ValidationError(
             f"the DPMPM posterior needs variables {need} (one per column, shape "
-            f"[chain, draw, K, d_j]); missing {miss}."
+            f"[chain, draw, K, d_j]); missing {miss}.",
+            code="POSTERIOR_INVALID"
         )
     K = None
     for j, spec in enumerate(schema):
@@ -191,31 +192,35 @@ def validate_posterior(model, posterior: xr.DataTree, schema: Schema) -> None:
         if len(sh) != 4 or sh[3] != len(spec.levels):
             raise ValidationError(
                 f"posterior variable phi_{j} (column {spec.name!r}) must have shape "
-                f"[chain, draw, K, {len(spec.levels)}]. Got {sh}."
+                f"[chain, draw, K, {len(spec.levels)}]. Got {sh}.",
+                code="POSTERIOR_INVALID"
             )
         if K is None:
             K = sh[2]
         elif sh[2] != K:
-            raise ValidationError(f"phi_{j} has K = {sh[2]} components; phi_0 has {K}.")
+            raise ValidationError(f"phi_{j} has K = {sh[2]} components; phi_0 has {K}.",
+                                  code="POSTERIOR_INVALID")
         vals = np.asarray(post[f"phi_{j}"].values)
         if np.any(vals < 0) or not np.allclose(vals.sum(-1), 1.0, atol=1e-6):
             raise ValidationError(
                 f"phi_{j} (column {spec.name!r}): category probabilities must be >= 0 and "
-                "sum to 1 over levels."
+                "sum to 1 over levels.",
+                code="POSTERIOR_INVALID"
             )
     model.n_components = int(K)
     dims = ("chain", "draw")
     if "pi" not in names:
         if K > 1 and "V" not in names:
             raise ValidationError("the DPMPM posterior needs 'pi' [chain, draw, K] or 'V' "
-                                  "[chain, draw, K-1].")
+                                  "[chain, draw, K-1].", code="POSTERIOR_INVALID")
         if K == 1:
             pi = np.ones(post["phi_0"].shape[:2] + (1,))
         else:
             V = np.asarray(post["V"].values)
             if V.shape[-1] != K - 1:
                 raise ValidationError(
-                    f"V must have K - 1 = {K - 1} entries. Got {V.shape[-1]}."
+                    f"V must have K - 1 = {K - 1} entries. Got {V.shape[-1]}.",
+                    code="POSTERIOR_INVALID"
                 )
             pi = np.exp(stick_breaking_log(V))
         ds = post.to_dataset().assign(pi=(dims + ("component",), pi))
@@ -223,7 +228,8 @@ def validate_posterior(model, posterior: xr.DataTree, schema: Schema) -> None:
         post = posterior["posterior"]
     pi = np.asarray(post["pi"].values)
     if pi.shape[-1] != K or np.any(pi < 0) or not np.allclose(pi.sum(-1), 1.0, atol=1e-6):
-        raise ValidationError(f"pi must have K = {K} non-negative weights summing to 1.")
+        raise ValidationError(f"pi must have K = {K} non-negative weights summing to 1.",
+                              code="POSTERIOR_INVALID")
     if "alpha" not in names:
         ds = post.to_dataset().assign(alpha=(dims, np.full(pi.shape[:2], np.nan)))
         posterior["posterior"] = xr.DataTree(ds)

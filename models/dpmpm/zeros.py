@@ -54,17 +54,20 @@ def read_structural_zeros(obj: Any) -> pd.DataFrame:
             df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
         except (ValueError, pd.errors.ParserError) as err:
             raise ValidationError(
-                f"structural_zeros: {path!r} is not a readable CSV table ({err})."
+                f"structural_zeros: {path!r} is not a readable CSV table ({err}).",
+                code="FILE_UNREADABLE"
             ) from err
     elif isinstance(obj, Sequence) and all(isinstance(r, Mapping) for r in obj):
         df = pd.DataFrame(list(obj))
     else:
         raise ValidationError(
             "structural_zeros must be a DataFrame, the path of a CSV file or a list of rows "
-            f"(mappings column -> level, missing = any level). Got {type(obj).__name__}."
+            f"(mappings column -> level, missing = any level). Got {type(obj).__name__}.",
+            code="INVALID_ARGUMENT"
         )
     if len(df) == 0 or df.shape[1] == 0:
-        raise ValidationError("structural_zeros: the table has no pattern (no rows or columns).")
+        raise ValidationError("structural_zeros: the table has no pattern (no rows or columns).",
+                              code="INVALID_ARGUMENT")
     return df.reset_index(drop=True)
 
 
@@ -116,7 +119,8 @@ class StructuralZeros:
             if fixed == 0:
                 raise ValidationError(
                     f"structural_zeros row {r + 1} has no level (every column 'any level'): it "
-                    "would make every record impossible."
+                    "would make every record impossible.",
+                    code="INVALID_ARGUMENT"
                 )
             boxes.extend(self._minus(box, boxes))
         self.boxes = np.array(boxes, dtype=bool).reshape(-1, self.L)  # disjoint, [B, L]
@@ -340,7 +344,8 @@ class Augmentation:
             draw = np.floor(rng.random(miss.shape) * d[None, :]).astype(np.int64)
             y[bad] = np.where(miss, draw, self.codes[bad])
             bad = bad[self.zeros.contains(y[bad])]
-        raise ValidationError("structural_zeros: no allowed completion found for a record.")
+        raise ValidationError("structural_zeros: no allowed completion found for a record.",
+                              code="NO_ALLOWED_CELL")
 
     def step(
         self, y: np.ndarray, z: np.ndarray, phi: np.ndarray, log_pi: np.ndarray,
@@ -377,7 +382,8 @@ class Augmentation:
         else:
             raise ValidationError(
                 "structural_zeros: the imputation of a record's missing values keeps falling in "
-                "the structural zeros (its observed values leave almost no allowed completion)."
+                "the structural zeros (its observed values leave almost no allowed completion).",
+                code="NO_ALLOWED_CELL"
             )
         log_ps = float(zs.log_mass(phi[None], log_pi[None])[0])
         p_allowed = -np.expm1(log_ps)

@@ -222,7 +222,8 @@ def fix_synthesis(model: Any, draw, rng, rows_codes, logw, z, cols, *, keep_clas
         bad = bad[zs.contains(cur[bad])]
     raise ValidationError(
         "structural_zeros: synthesis keeps drawing records in the structural zeros (the allowed "
-        "cells have almost no probability under a posterior draw)."
+        "cells have almost no probability under a posterior draw).",
+        code="NO_ALLOWED_CELL"
     )
 
 

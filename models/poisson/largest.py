@@ -162,7 +162,8 @@ def largest_value_loglik(model, column: str, synthetic: Any, scenario: str, tota
     j = column_index(model, column)
     order = np.argsort(-y[:, j], kind="stable")
     if order.size < 2:
-        raise ValidationError("the largest-value scenarios need at least two records.")
+        raise ValidationError("the largest-value scenarios need at least two records.",
+                              code="TOO_FEW_RECORDS")
     rec, rec2 = int(order[0]), int(order[1])
     if scenario == "two_largest_sum":
         return two_largest_pieces(model, column, synthetic, y, j, order, candidates, draw_indices,

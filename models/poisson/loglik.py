@@ -38,7 +38,8 @@ def neighbourhood_loglik(model, records: pd.DataFrame, draw_indices: Any) -> np.
         "PoissonMixture models count columns, which have no one-variable-different "
         "neighbourhood (it is for categorical columns); build a candidate grid "
         "(docs: methods, Candidate sets) and call record_loglik on the candidate records "
-        "instead."
+        "instead.",
+        code="WRONG_DTYPE"
     )
 
 
@@ -67,7 +68,8 @@ def resolve_memberships(model, memberships: Any, h: int, y: np.ndarray,
             if z is None:
                 raise ValidationError(
                     "memberships='stored' needs the memberships recorded by the Gibbs "
-                    "sampler; this model has none (NUTS or external draws): use 'map'."
+                    "sampler; this model has none (NUTS or external draws): use 'map'.",
+                    code="MODEL_UNSUITED"
                 )
             return z
         raise ValidationError(
@@ -126,7 +128,8 @@ def generating_memberships(
     if LATENT_GROUP not in model.posterior_.children:
         raise ValidationError(
             "memberships='generating' needs the memberships recorded by the Gibbs sampler; "
-            "this model has none (NUTS or external draws): pass memberships='map' or an array."
+            "this model has none (NUTS or external draws): pass memberships='map' or an array.",
+            code="MODEL_UNSUITED"
         )
     import hashlib
 
@@ -160,7 +163,8 @@ def generating_memberships(
                 f"synthetic dataset {l + 1}: no stored draw's memberships reproduce its "
                 "component totals (it was not synthesized by this model), or, for "
                 "posterior_class, its draw_index is unknown; pass memberships='map' or an "
-                "array."
+                "array.",
+                code="RELEASE_NOT_REPRODUCED"
             )
         cache[key] = found
         out.append(found)
@@ -255,7 +259,8 @@ def candidate_dataset_loglik(model, record, candidates, synthetic, draw_indices,
     if model.model_class == "P":
         raise ValidationError(
             "candidate_dataset_loglik / own_record_delta apply to class-O models only (MM, "
-            "TCMM, posterior_class); a class-P model uses record_loglik ratios."
+            "TCMM, posterior_class); a class-P model uses record_loglik ratios.",
+            code="MODEL_UNSUITED"
         )
     y = confidential_counts(model)
     record = record_position(model, record, y)

@@ -35,22 +35,26 @@ def validate_posterior(model, posterior: xr.DataTree, schema: Schema) -> None:
     post = posterior["posterior"]
     if "lam" not in post.data_vars:
         raise ValidationError(
-            "a PoissonMixture posterior needs variable 'lam' [chain, draw, K, p]."
+            "a PoissonMixture posterior needs variable 'lam' [chain, draw, K, p].",
+            code="POSTERIOR_INVALID"
         )
     lam = post["lam"]
     if lam.ndim != 4 or lam.shape[3] != len(cols):
         raise ValidationError(
             f"posterior 'lam' must have shape (chain, draw, K, p) with p = {len(cols)} "
-            f"count columns {cols}. Got shape {tuple(lam.shape)}."
+            f"count columns {cols}. Got shape {tuple(lam.shape)}.",
+            code="POSTERIOR_INVALID"
         )
     K = int(lam.shape[2])
     if K != int(model.n_components):
         raise ValidationError(
             f"posterior 'lam' has K = {K} components but n_components = {model.n_components}; "
-            "pass n_components to match."
+            "pass n_components to match.",
+            code="POSTERIOR_INVALID"
         )
     if np.any(~np.isfinite(lam.values)) or np.any(lam.values < 0):
-        raise ValidationError("posterior 'lam' must hold finite non-negative rates.")
+        raise ValidationError("posterior 'lam' must hold finite non-negative rates.",
+                              code="POSTERIOR_INVALID")
     lam_dims = ("chain", "draw", "component", "column")
     ds = post.to_dataset() if hasattr(post, "to_dataset") else post.ds
     ds = ds.copy()
@@ -63,18 +67,21 @@ def validate_posterior(model, posterior: xr.DataTree, schema: Schema) -> None:
             v = np.asarray(ds["v"].values, dtype=np.float64)
             if v.shape[-1] != K - 1 or np.any((v <= 0) | (v >= 1)):
                 raise ValidationError(
-                    f"posterior 'v' must have K - 1 = {K - 1} stick proportions in (0, 1)."
+                    f"posterior 'v' must have K - 1 = {K - 1} stick proportions in (0, 1).",
+                    code="POSTERIOR_INVALID"
                 )
             w = np.exp(pk.stick_breaking_log_weights(v))
         else:
             raise ValidationError(
-                "a PoissonMixture posterior needs 'w' (mixture weights) or 'v'."
+                "a PoissonMixture posterior needs 'w' (mixture weights) or 'v'.",
+                code="POSTERIOR_INVALID"
             )
         ds["w"] = (("chain", "draw", "component"), w)
     w = np.asarray(ds["w"].values, dtype=np.float64)
     if w.shape[-1] != K or np.any(w < 0) or not np.allclose(w.sum(-1), 1.0, atol=1e-6):
         raise ValidationError(
-            f"posterior 'w' must hold K = {K} non-negative weights summing to 1 per draw."
+            f"posterior 'w' must hold K = {K} non-negative weights summing to 1 per draw.",
+            code="POSTERIOR_INVALID"
         )
     if tuple(ds["w"].dims) != ("chain", "draw", "component"):
         ds["w"] = (("chain", "draw", "component"), w)
@@ -86,7 +93,8 @@ def validate_posterior(model, posterior: xr.DataTree, schema: Schema) -> None:
         z = posterior[LATENT_GROUP]["z"]
         if z.shape[:2] != lam.shape[:2] or np.any(z.values < 0) or np.any(z.values >= K):
             raise ValidationError(
-                "latent 'z' must be [chain, draw, record] with values in 0..K-1."
+                "latent 'z' must be [chain, draw, record] with values in 0..K-1.",
+                code="POSTERIOR_INVALID"
             )
 
 

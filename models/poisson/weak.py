@@ -224,7 +224,8 @@ def group_constraints(
             if seen[key][0] != sigma:  # cannot happen for a release of this model
                 raise ValidationError(
                     "two synthetic datasets give the same synthesis group different sums: they "
-                    "were not produced by this model with these memberships."
+                    "were not produced by this model with these memberships.",
+                    code="RELEASE_NOT_REPRODUCED"
                 )
             continue
         # an MM group is a component: its members share one (unknown) component

@@ -112,7 +112,8 @@ def neighbourhood_loglik(model, records: pd.DataFrame, *, draw_indices: Any = No
         raise NeighbourhoodUnavailable(
             f"synthesized column {num[0]!r} is {model.schema_[num[0]].type}: a one-variable-"
             "different neighbourhood exists only for categorical columns; use "
-            "candidate_loglik with a grid (docs: methods, Candidate sets)."
+            "candidate_loglik with a grid (docs: methods, Candidate sets).",
+            code="WRONG_DTYPE"
         )
     idx = model._draw_indices(draw_indices)
     vals_all = model._values(records, "records")

@@ -33,7 +33,8 @@ def draws_from_user(model, c: str, val: Any, schema: Schema) -> dict[str, np.nda
         d = schema[c].n_levels
         if a.ndim != 2 or a.shape[1] != d:
             raise ValidationError(
-                f"draws for categorical {c!r} must be [H, {d}] probabilities."
+                f"draws for categorical {c!r} must be [H, {d}] probabilities.",
+                code="POSTERIOR_INVALID"
             )
         return {_var(c, "probs"): a}
     if fam == "multinomial_logit":
@@ -42,7 +43,8 @@ def draws_from_user(model, c: str, val: Any, schema: Schema) -> dict[str, np.nda
         if a.ndim != 3 or a.shape[1:] != (d - 1, q):
             raise ValidationError(
                 f"draws for multinomial_logit {c!r} must be an array [H, {d - 1}, {q}] "
-                f"(categories {list(schema[c].levels[1:])} × coefficients {names})."
+                f"(categories {list(schema[c].levels[1:])} × coefficients {names}).",
+                code="POSTERIOR_INVALID"
             )
         return {_var(c, "beta"): a}
     want = names + (["sigma"] if fam == "normal" else [])
@@ -53,7 +55,8 @@ def draws_from_user(model, c: str, val: Any, schema: Schema) -> dict[str, np.nda
         if miss or extra:
             raise ValidationError(
                 f"draws for {c!r} ({fam}) must have columns {want}; missing {miss}, "
-                f"unexpected {extra}."
+                f"unexpected {extra}.",
+                code="POSTERIOR_INVALID"
             )
         a = val[want].to_numpy(dtype=np.float64)
     else:
@@ -61,15 +64,18 @@ def draws_from_user(model, c: str, val: Any, schema: Schema) -> dict[str, np.nda
         if a.ndim != 2 or a.shape[1] != len(want):
             raise ValidationError(
                 f"draws for {c!r} ({fam}) must be [H, {len(want)}] in the order {want}. "
-                f"Got shape {a.shape}."
+                f"Got shape {a.shape}.",
+                code="POSTERIOR_INVALID"
             )
     out = {_var(c, "beta"): a[:, :q]}
     if fam == "normal":
         if np.any(a[:, q] <= 0):
-            raise ValidationError(f"draws for {c!r}: sigma must be positive.")
+            raise ValidationError(f"draws for {c!r}: sigma must be positive.",
+                                  code="POSTERIOR_INVALID")
         out[_var(c, "sigma")] = a[:, q]
     if not np.all(np.isfinite(a)):
-        raise ValidationError(f"draws for {c!r} contain non-finite values.")
+        raise ValidationError(f"draws for {c!r} contain non-finite values.",
+                              code="POSTERIOR_INVALID")
     return out
 
 
@@ -82,7 +88,8 @@ def validate_posterior(model, posterior: xr.DataTree, schema: Schema) -> None:
         for name in need:
             v = _var(c, name)
             if v not in post.data_vars:
-                raise ValidationError(f"posterior lacks variable {v!r} ({fam} model of {c!r}).")
+                raise ValidationError(f"posterior lacks variable {v!r} ({fam} model of {c!r}).",
+                                      code="POSTERIOR_INVALID")
             shape = tuple(post[v].shape[2:])
             q = model.designs_[c].n_coef
             if name == "sigma":
@@ -96,7 +103,8 @@ def validate_posterior(model, posterior: xr.DataTree, schema: Schema) -> None:
             if shape != exp:
                 raise ValidationError(
                     f"posterior variable {v!r} has shape {shape} per draw; expected {exp} "
-                    f"(coefficients {list(model.designs_[c].names)})."
+                    f"(coefficients {list(model.designs_[c].names)}).",
+                    code="POSTERIOR_INVALID"
                 )
 
 

@@ -206,12 +206,14 @@ class SequentialRegression(BayesianSynthesizer):
             if spec.type not in FAMILIES[f]:
                 raise ValidationError(
                     f"family {f!r} cannot model column {c!r} of type {spec.type}; it needs a "
-                    f"{' or '.join(FAMILIES[f])} column."
+                    f"{' or '.join(FAMILIES[f])} column.",
+                    code="WRONG_DTYPE"
                 )
             if f == "bernoulli_logit" and spec.n_levels != 2:
                 raise ValidationError(
                     f"bernoulli_logit needs a 2-level column; {c!r} has {spec.n_levels} levels "
-                    "(use multinomial_logit)."
+                    "(use multinomial_logit).",
+                    code="WRONG_DTYPE"
                 )
             fams[c] = f
         preds: dict[str, list[str]] = {}
@@ -454,16 +456,19 @@ class SequentialRegression(BayesianSynthesizer):
         for c, val in posterior.items():
             if c not in obj.order_:
                 raise ValidationError(
-                    f"posterior: {c!r} is not a synthesized column of the chain {obj.order_}."
+                    f"posterior: {c!r} is not a synthesized column of the chain {obj.order_}.",
+                    code="POSTERIOR_INVALID"
                 )
             arrays.update(obj._draws_from_user(c, val, schema))
         missing = [c for c in obj.order_ if not any(k.startswith(c + _SEP) for k in arrays)]
         if missing:
-            raise ValidationError(f"posterior: no draws for synthesized column(s) {missing}.")
+            raise ValidationError(f"posterior: no draws for synthesized column(s) {missing}.",
+                                  code="POSTERIOR_INVALID")
         Hs = {a.shape[0] for a in arrays.values()}
         if len(Hs) != 1:
             raise ValidationError(
-                f"posterior: columns have different numbers of draws {sorted(Hs)}."
+                f"posterior: columns have different numbers of draws {sorted(Hs)}.",
+                code="POSTERIOR_INVALID"
             )
         ds = xr.Dataset(coords={"chain": [0], "draw": np.arange(Hs.pop())})
         for k, a in arrays.items():

@@ -46,15 +46,18 @@ def check_settings(model: Any) -> None:
     _int("n_jobs", model.n_jobs, 1)
     if not (isinstance(model.min_deviance, (int, float)) and 0 <= model.min_deviance < 1):
         raise ValidationError(
-            f"min_deviance must be a number in [0, 1). Got {model.min_deviance!r}."
+            f"min_deviance must be a number in [0, 1). Got {model.min_deviance!r}.",
+            code="INVALID_ARGUMENT"
         )
     if model.donor not in ("bayes_bootstrap", "uniform"):
         raise ValidationError(
-            f"donor must be 'bayes_bootstrap' or 'uniform'. Got {model.donor!r}."
+            f"donor must be 'bayes_bootstrap' or 'uniform'. Got {model.donor!r}.",
+            code="INVALID_ARGUMENT"
         )
     if model.unroutable not in ("climb", "random_descent"):
         raise ValidationError(
-            f"unroutable must be 'climb' or 'random_descent'. Got {model.unroutable!r}."
+            f"unroutable must be 'climb' or 'random_descent'. Got {model.unroutable!r}.",
+            code="INVALID_ARGUMENT"
         )
 
 
@@ -70,12 +73,14 @@ def smoothed_columns(model: Any, schema: Schema, order: list[str]) -> list[str]:
     for c in cols:
         if c not in order:
             raise ValidationError(
-                f"smoothing: column {c!r} is not synthesized (synthesized: {order})."
+                f"smoothing: column {c!r} is not synthesized (synthesized: {order}).",
+                code="INVALID_ARGUMENT"
             )
         if schema[c].is_categorical:
             raise ValidationError(
                 f"smoothing: column {c!r} is {schema[c].type}; kernel smoothing applies to "
-                "numeric (count/continuous) columns only."
+                "numeric (count/continuous) columns only.",
+                code="WRONG_DTYPE"
             )
     return cols
 
@@ -91,7 +96,8 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
     smoothed = smoothed_columns(model, schema, order)
     n = len(data)
     if n < 2:
-        raise ValidationError(f"data must have at least 2 records. Got {n}.")
+        raise ValidationError(f"data must have at least 2 records. Got {n}.",
+                              code="TOO_FEW_RECORDS")
     mask = records_mask(records, n)
     unsyn = [c for c in schema.names if c not in order]
     # columns with missing values (empty, or a declared code): {} for complete data, which
@@ -103,7 +109,8 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
                                 layout[c]["codes"]) == 0).any():
             raise ValidationError(
                 f"column {c!r} has no observed value (every cell is empty or a missing-value "
-                "code); expected at least one value to synthesize from."
+                "code); expected at least one value to synthesize from.",
+                code="MISSING_VALUES"
             )
     # encoded views of the confidential data (codes for categorical, floats for numeric)
     values = encoded_values(data, schema, layout)
@@ -206,7 +213,8 @@ def node_bandwidths(model: Any, tree: SeqTree, col: str, y: np.ndarray) -> np.nd
     if bw is not None:
         if not (isinstance(bw, (int, float)) and bw > 0):
             raise ValidationError(
-                f"bandwidth for {col!r} must be a positive number. Got {bw!r}."
+                f"bandwidth for {col!r} must be a positive number. Got {bw!r}.",
+                code="INVALID_ARGUMENT"
             )
         return np.full(tree.n_nodes, float(bw))
     res = data_resolution(np.asarray(y, dtype=np.float64))

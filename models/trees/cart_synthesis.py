@@ -82,7 +82,8 @@ def posterior_replicates(model, n: int | None, columns: Sequence[str] | None, ch
         raise ValidationError(
             f"posterior replicates need donor='bayes_bootstrap' (got donor={model.donor!r}): "
             "with equal donor weights the synthesizer has no posterior over the leaf "
-            "distributions, so its syntheses are not posterior-predictive draws."
+            "distributions, so its syntheses are not posterior-predictive draws.",
+            code="NO_POSTERIOR_PREDICTIVE"
         )
     cols = check_replicate_columns(columns, model.visit_sequence_, type(model).__name__)
     return iter_replicates(lambda rng: model._synthesize_one(rng, cols)[0], n, columns=cols,

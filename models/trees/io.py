@@ -95,7 +95,8 @@ def save_synthesizer(
     for k, a in arrays.items():
         if np.asarray(a).dtype == object:  # pragma: no cover - guarded by the callers
             raise ValidationError(
-                f"array {k!r} has dtype object; it cannot be saved without pickle."
+                f"array {k!r} has dtype object; it cannot be saved without pickle.",
+                code="MODEL_NOT_SAVABLE"
             )
     fp = getattr(model, "original_fingerprint_", None) or {}
     meta: dict[str, Any] = {
@@ -144,7 +145,8 @@ def load_synthesizer(
     if meta.get("method") != cls.method_name:
         raise ValidationError(
             f"{p} holds a {meta.get('method')!r} model, not {cls.method_name!r}; use "
-            "bayes_risk.models.load_model(path)."
+            "bayes_risk.models.load_model(path).",
+            code="MODEL_UNSUITED"
         )
     version = meta.get("format_version")
     if version != FORMAT_VERSION:

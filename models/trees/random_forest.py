@@ -225,7 +225,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
                 raise ValidationError(
                     f"column {c!r} is {schema[c].type}; the random-forest synthesizer replaces "
                     "categorical/ordinal columns only (declare integer-coded factors categorical, "
-                    "or use method 'cart' for numeric columns)."
+                    "or use method 'cart' for numeric columns).",
+                    code="WRONG_DTYPE"
                 )
         masks = self._record_masks(records, cols, len(data))
         rng = as_generator(random_seed)
@@ -252,13 +253,15 @@ class RandomForestSynthesizer(TreeSynthesizer):
             else:
                 preds = unsyn + order[:k]
             if not preds:
-                raise ValidationError(f"the forest for {col!r} has no predictor.")
+                raise ValidationError(f"the forest for {col!r} has no predictor.",
+                                      code="NO_PREDICTOR")
             predictors[col] = preds
             train = np.flatnonzero(masks[col])
             if train.size < 2:
                 raise ValidationError(
                     f"column {col!r}: at least 2 replaced records are needed to grow a forest. "
-                    f"Got {train.size}."
+                    f"Got {train.size}.",
+                    code="TOO_FEW_RECORDS"
                 )
             X = self._matrix(preds, lambda p, t=train: values[p][t], layout)
             y = values[col][train].astype(np.int64)
@@ -316,7 +319,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
             if not np.array_equal(masks[c], first):
                 raise ValidationError(
                     f"procedure 'B' requires all replaced columns to share the same replaced "
-                    f"records; {c!r} and {order[0]!r} differ. Use procedure 'A'."
+                    f"records; {c!r} and {order[0]!r} differ. Use procedure 'A'.",
+                    code="INVALID_ARGUMENT"
                 )
 
     @staticmethod
@@ -414,7 +418,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
             if rf.n_estimators >= cap:
                 raise ValidationError(
                     f"column {label!r}: could not reach min_oob_trees={self.min_oob_trees} "
-                    f"out-of-bag trees for every record with {cap} trees."
+                    f"out-of-bag trees for every record with {cap} trees.",
+                    code="FIT_FAILED"
                 )
             rf.n_estimators += 100
             rf.fit(X, y)

@@ -348,7 +348,8 @@ class SeqTree:
                     active = active[keep]
                     continue
                 if rng is None:  # pragma: no cover - guarded by callers
-                    raise ValidationError("random_descent routing needs a random generator")
+                    raise ValidationError("random_descent routing needs a random generator",
+                                          code="INVALID_ARGUMENT")
                 nb = nd[bad]
                 nl = self.node_size[self.left[nb]].astype(float)
                 nr = self.node_size[self.right[nb]].astype(float)

@@ -163,24 +163,28 @@ def test_two_records_prior_and_with_prior():
 
 def test_two_records_refusals():
     model, aug = _model(50, seed=5)
-    with pytest.raises(ValidationError, match="needs pairs"):
+    with pytest.raises(ValidationError, match="needs pairs") as e:
         _run(model, aug, scenario="two_records")
+    assert e.value.code == "INVALID_ARGUMENT"
     with pytest.raises(ValidationError, match="one record twice"):
         _run(model, aug, scenario="two_records", pairs=[(1, 1)])
     with pytest.raises(ValidationError, match="listed twice"):
         _run(model, aug, scenario="two_records", pairs=[(1, 2), (2, 1)])
-    with pytest.raises(ValidationError, match="outside 0..7"):
+    with pytest.raises(ValidationError, match="outside 0..7") as e:
         _run(model, aug, scenario="two_records", pairs=[(1, 8)])
+    assert e.value.code == "RECORD_OUT_OF_RANGE"  # a condition of the data, not of the argument
     with pytest.raises(ValidationError, match="records does not apply"):
         _run(model, aug, scenario="two_records", pairs=[(1, 2)], records=[1])
     with pytest.raises(ValidationError, match="scenario='two_records' only"):
         _run(model, aug, pairs=[(1, 2)])
-    with pytest.raises(NotSupportedError, match="other record"):
+    with pytest.raises(NotSupportedError, match="other record") as e:
         _run(model, aug, scenario="two_records", pairs=[(1, 2)], prior="empirical:1")
+    assert e.value.code == "OPTION_CONFLICT"
     with pytest.raises(ValidationError, match="more than max_candidates"):
         _run(model, aug, scenario="two_records", pairs=[(1, 2)],
              candidates=CandidateSpec(rule="one_variable", max_candidates=8))
     own = ArrayModel(_loglik, model.draws, model.schema_, model_class="O",
                      own_record_delta_fn=lambda r, c, d, t: np.zeros((len(t), len(d), len(c))))
-    with pytest.raises(NotSupportedError, match="class P"):
+    with pytest.raises(NotSupportedError, match="class P") as e:
         _run(own, None, scenario="two_records", pairs=[(1, 2)], estimator="is")
+    assert e.value.code == "MODEL_UNSUITED"

@@ -171,7 +171,7 @@ def test_an_error_raised_without_a_code_gets_its_class_code():
         ValidationError,
     )
 
-    assert ValidationError("x").code == "INVALID_VALUE"
+    assert ValidationError("x").code == "INVALID_ARGUMENT"
     assert SchemaError("x").code == "SCHEMA_MISMATCH"
     assert NotFittedError("x").code == "NOT_FITTED"
     assert NotSupportedError("x").code == "NOT_SUPPORTED"

@@ -453,8 +453,13 @@ def test_from_posterior_dict(data):
     np.testing.assert_allclose(ll, np.tile(want, (H, 1)), rtol=1e-10)
     syn = m.synthesize(2, random_seed=1)
     assert syn.draw_index == [1, 4]
-    with pytest.raises(ValidationError, match="n_components"):
+    with pytest.raises(ValidationError, match="n_components") as e:
         PoissonMixture.from_posterior({"w": w, "lam": lam}, schema, n_records=10)
+    assert e.value.code == "POSTERIOR_INVALID"  # draws that do not fit the model
+    with pytest.raises(ValidationError, match="summing to 1") as e:
+        PoissonMixture.from_posterior({"w": 2 * w, "lam": lam}, schema, n_records=10,
+                                      n_components=2)
+    assert e.value.code == "POSTERIOR_INVALID"
 
 
 # 50 draws: the augmented fit's convergence warning is expected (shapes are tested here)

@@ -117,11 +117,13 @@ class PluginBase:
         n_fit = len(synthesizer._data)
         if len(original) != n_fit:
             raise ValidationError(
-                f"original has {len(original)} rows; the synthesizer was fitted to {n_fit}."
+                f"original has {len(original)} rows; the synthesizer was fitted to {n_fit}.",
+                code="ROW_COUNT_MISMATCH"
             )
         missing = [c for c in synthesizer.schema_.names if c not in original.columns]
         if missing:
-            raise ValidationError(f"original is missing the synthesizer's column(s) {missing}.")
+            raise ValidationError(f"original is missing the synthesizer's column(s) {missing}.",
+                                  code="MISSING_COLUMN")
         self.synthesizer = synthesizer
         self.schema_ = synthesizer.schema_
         self.original = original[self.schema_.names].reset_index(drop=True)
@@ -133,7 +135,8 @@ class PluginBase:
                                                    equal_nan=True))[0])
                 raise ValidationError(
                     f"original differs from the data the synthesizer was fitted to (column "
-                    f"{c!r}, row {r}); pass the same table in the same row order."
+                    f"{c!r}, row {r}); pass the same table in the same row order.",
+                    code="ORIGINAL_DIFFERS"
                 )
         self._cache: dict[Any, Any] = {}
         self._cache_owner: Any = None
@@ -397,7 +400,8 @@ class CARTPlugin(PluginBase):
         if synthesizer.unroutable != "climb":
             raise ValidationError(
                 "unroutable='random_descent' routes records at random; the plug-in likelihood is "
-                "implemented for unroutable='climb' only."
+                "implemented for unroutable='climb' only.",
+                code="MODEL_UNSUITED"
             )
         if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, (int, np.integer)) or (
             n_bootstrap < 1

@@ -297,7 +297,8 @@ class RFPlugin(PluginBase):
                 raise ValidationError(
                     f"synthetic dataset {li}: column {col!r} differs from the original for "
                     f"record {int(bad[0])}, which the synthesizer does not replace; the datasets "
-                    "were not produced by this synthesizer."
+                    "were not produced by this synthesizer.",
+                    code="RELEASE_NOT_REPRODUCED"
                 )
             for key in self._units[col]:
                 state[key] = self._unit_state(key, zv)
@@ -543,7 +544,8 @@ def _refuse_synthesized_groups(syn: Any) -> None:
             "training records of another group's forest, in whose bootstrap samples it has no "
             "multiplicity, so the fixed-forest likelihood is not defined (re-growing the forest "
             "would be needed; methods page 'Attribute disclosure risk', Tree synthesizers). "
-            "Group by an unsynthesized column, or synthesize without group_by."
+            "Group by an unsynthesized column, or synthesize without group_by.",
+            code="MODEL_UNSUITED"
         )
 
 
