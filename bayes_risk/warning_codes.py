@@ -147,6 +147,10 @@ MEMBERSHIP_MESSAGES: dict[str, str] = {
     "threshold: increase normaliser_draws.",
     "MEMBERSHIP_FLAGGED": "some targets are flagged; they are counted separately and left out of "
     "the file-level summaries, which may then understate the risk.",
+    "MEMBERSHIP_REVEALED": "under the CART plug-in, the release shows for some members a value "
+    "that no other record of its node holds (the member's own value was copied): no record of "
+    "the population could have produced it, so their membership probability is exactly 1 "
+    "(column slot_revealed; smoothing the numeric columns removes such copies).",
     "NO_NON_MEMBERS": "no non-members (holdout or population look-alikes): the attack's advantage "
     "over the base rate is undefined.",
     "APPROXIMATE_POSTERIOR": "some regressions of the chain have Laplace draws (a normal "
