@@ -154,23 +154,26 @@ def _ce_like(n: int, seed: int) -> pd.DataFrame:
     c = (b + rng.integers(0, 2, n)) % 3
     d = rng.integers(0, 3, n)
     cats = ["p", "q", "r"]
-    return pd.DataFrame({k: pd.Categorical(np.asarray(cats)[v], categories=cats)
-                         for k, v in zip("ABCD", (a, b, c, d), strict=True)})
+    out = pd.DataFrame({k: pd.Categorical(np.asarray(cats)[v], categories=cats)
+                        for k, v in zip("ABCD", (a, b, c, d), strict=True)})
+    out["N"] = (rng.integers(0, 20, n) + 3 * a).astype(np.int64)  # a count with many ties
+    return out
 
 
 def test_monte_carlo_normaliser_agrees_with_enumeration():
-    # 81 possible records > 40 draws: importance sampling; checked against the exact sum,
+    # more possible records than draws: importance sampling; checked against the exact sum,
     # within 4 of its own standard errors (fixed seeds)
     data = _ce_like(60, 5)
-    cart = CARTSynthesizer(min_leaf=4, random_seed=1).fit(data, synthesized=list("ABCD"),
+    cart = CARTSynthesizer(min_leaf=4, random_seed=1).fit(data, synthesized=list("ABCDN"),
                                                           random_seed=1)
+    assert len(mtrees.population_support(cart.plugin_likelihood(data), 10**6)[1]) > 150
     syn = cart.synthesize(3, random_seed=2)
-    res = membership_risk(cart, data, syn, records=range(12), population=0,
-                          normaliser_draws=400, bootstrap=0, random_seed=4)
+    res = membership_risk(cart, data, syn, records=range(30), population=0,
+                          normaliser_draws=150, bootstrap=0, random_seed=4)
     assert "population draws" in res.settings["normaliser"]
     plugin = mtrees.tree_plugin(cart, data)
-    exact = mtrees.tree_log_lr(plugin, list(syn.datasets), data.iloc[:12],
-                               np.arange(12), None, True)
+    exact = mtrees.tree_log_lr(plugin, list(syn.datasets), data.iloc[:30],
+                               np.arange(30), None, True)
     tab = res.records
     ok = ~tab["slot_revealed"].to_numpy()
     assert ok.sum() >= 6
@@ -180,7 +183,7 @@ def test_monte_carlo_normaliser_agrees_with_enumeration():
     assert np.all(se > 0) and np.all(se < 0.2)
     np.testing.assert_array_equal(tab["slot_revealed"].to_numpy(), exact["slot_revealed"])
     # a normaliser from too few draws is flagged (the existing flag)
-    few = membership_risk(cart, data, syn, records=range(12), population=0,
+    few = membership_risk(cart, data, syn, records=range(30), population=0,
                           normaliser_draws=20, bootstrap=0, random_seed=4)
     assert set(few.records["flag_codes"]) <= {"", "NORMALISER_UNSTABLE"}
 
