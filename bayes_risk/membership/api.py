@@ -49,8 +49,8 @@ def check_model(model: Any) -> None:
     ------
     NotSupportedError
         ``MEMBERSHIP_MODEL_UNSUPPORTED`` (random forests, smoothed or incomplete CART, class O
-        models, models without refits) or ``MEMBERSHIP_PARTIAL_SYNTHESIS`` (selected records; a model of
-        whole records with unsynthesized columns).
+        models, models without refits) or ``MEMBERSHIP_PARTIAL_SYNTHESIS`` (selected records;
+        a model of whole records with unsynthesized columns).
     """
     name = type(model).__name__
     if _trees.is_tree_model(model):  # the plug-in ratio (methods, CART releases)
