@@ -539,11 +539,13 @@ def membership_risk(
 
     Parameters
     ----------
-    model : fitted DPMPM, PoissonMixture or SequentialRegression
+    model : fitted DPMPM, PoissonMixture, SequentialRegression or CARTSynthesizer
         A class P Bayesian model with posterior draws: DPMPM or the MP Poisson mixture in
         ``marginal`` mode (fully synthetic release), or the sequential regressions (fully
-        synthetic, or partially synthetic with categorical or numeric unsynthesized columns).
-        Others are
+        synthetic, or partially synthetic with categorical or numeric unsynthesized columns);
+        or a CART synthesizer (or its plug-in likelihood) of a fully synthetic release without
+        smoothing, under the plug-in likelihood given the fitted splits (methods, CART
+        releases: no refits; the columns ``slot_revealed`` and ``normaliser_mcse``). Others are
         refused with ``MEMBERSHIP_MODEL_UNSUPPORTED`` or ``MEMBERSHIP_PARTIAL_SYNTHESIS`` (see
         :func:`check_model`).
     original : DataFrame
@@ -570,7 +572,9 @@ def membership_risk(
         ``model.fit_augmented(original, Z_(l), random_seed=...)``, as attribute risk).
     normaliser_draws : int
         Population records for the normaliser ``E[Π_l A_l(x')]`` when ``m > 1`` (it is exactly 1
-        when ``m = 1``); under partial synthesis, per cell of the unsynthesized columns.
+        when ``m = 1``); under partial synthesis, per cell of the unsynthesized columns. CART:
+        the normaliser is a sum over the synthesizer's predictive, enumerated when its support
+        has at most this many records, else estimated from this many draws (any ``m``).
     unsynthesized_concentration : float
         Partial synthesis: concentration ``α > 0`` of the Dirichlet-process population model of
         the unsynthesized values, ``p(r | y_{-i}) = (n_r^{(-i)} + α / C) / (n − 1 + α)`` over
