@@ -242,3 +242,52 @@ def test_refusals_are_coded():
     with pytest.raises(NotSupportedError) as err:
         membership_risk(rf, data, rf.synthesize(1, random_seed=1))
     assert err.value.code == "MEMBERSHIP_MODEL_UNSUPPORTED" and "forest" in str(err.value)
+
+
+def test_cli_and_audit_accept_a_saved_cart(tmp_path):
+    """``bayes-risk membership --model <saved CART>`` and the audit's membership step, which
+    refused CART (MEMBERSHIP_MODEL_UNSUPPORTED) before."""
+    import json
+    import warnings
+
+    import bayes_risk as br
+    from bayes_risk.cli import main
+
+    data = _ce_like(60, 2)
+    data.iloc[:40].to_csv(tmp_path / "train.csv", index=False)
+    data.iloc[40:].to_csv(tmp_path / "hold.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["fit", str(tmp_path / "train.csv"), "--method", "cart", "--synthesize",
+                     *data.columns, "--random-seed", "1", "-q",
+                     "--out", str(tmp_path / "model")]) == 0
+        assert main(["synthesize", "--model", str(tmp_path / "model"), "-m", "2",
+                     "--random-seed", "2", "-q", "--out", str(tmp_path / "syn")]) == 0
+        assert main(["membership", str(tmp_path / "train.csv"), str(tmp_path / "syn"),
+                     "--model", str(tmp_path / "model"), "--holdout", str(tmp_path / "hold.csv"),
+                     "--bootstrap", "20", "--random-seed", "3", "-q",
+                     "--out", str(tmp_path / "mem")]) == 0
+    rec = pd.read_csv(tmp_path / "mem" / "records.csv")
+    assert (rec["role"] == "member").sum() == 40 and (rec["source"] == "holdout").sum() == 20
+    assert {"slot_revealed", "normaliser_mcse"} <= set(rec.columns)
+    s = json.loads((tmp_path / "mem" / "summary.json").read_text())
+    assert s["settings"]["model"] == "CARTSynthesizer"
+    assert 0.0 <= s["file"]["share_members_revealed"] <= 1.0
+
+    train = br.read_table(tmp_path / "train.csv")
+    hold = br.read_table(tmp_path / "hold.csv")
+    syn = br.read_synthetic(tmp_path / "syn", like=train)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = br.audit(train, syn, known=["A", "B"], model=tmp_path / "model", holdout=hold,
+                       skip=["utility", "identification", "posterior_identification",
+                             "attribute", "disclosure"], random_seed=1, progressbar=False,
+                       out=tmp_path / "audit")
+    step = res.step("membership")
+    assert step.status == "ran", step.reason
+    assert step.result.file["n_members"] == 40
+    strict = res.plan.thresholds.parse(["membership_advantage=0", "membership_share=0"])
+    res.plan.thresholds = strict
+    causes = [v.cause for v in res.verdicts if v.step == "membership" and v.exceeds]
+    if step.result.file["share_members_revealed"] > 0:
+        assert causes and all("revealed outright" in c for c in causes)
