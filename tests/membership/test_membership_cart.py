@@ -286,6 +286,8 @@ def test_cli_and_audit_accept_a_saved_cart(tmp_path):
     step = res.step("membership")
     assert step.status == "ran", step.reason
     assert step.result.file["n_members"] == 40
+    html = res.to_html(tmp_path / "report.html").read_text(encoding="utf-8")
+    assert 'id="membership"' in html and "AUC − 0.5" in html
     strict = res.plan.thresholds.parse(["membership_advantage=0", "membership_share=0"])
     res.plan.thresholds = strict
     causes = [v.cause for v in res.verdicts if v.step == "membership" and v.exceeds]
