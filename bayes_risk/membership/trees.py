@@ -73,7 +73,13 @@ def check_tree_model(model: Any) -> None:
         (unsynthesized columns; selected records).
     """
     name = type(model).__name__
-    if _CART not in _mro(model) and _CART_PLUGIN not in _mro(model):
+    forest = any("random_forest" in k or "plugin_rf" in k for k in _mro(model))
+    if not forest and _CART not in _mro(model) and _CART_PLUGIN not in _mro(model):
+        raise NotSupportedError(
+            f"{name} has a plug-in likelihood, but the membership ratio is derived for CART "
+            "releases only (methods, Membership disclosure risk, CART releases).",
+            code="MEMBERSHIP_MODEL_UNSUPPORTED")
+    if forest:
         raise NotSupportedError(
             f"{name} is a plug-in likelihood of a random-forest synthesizer: its plug-in is "
             "approximate (each tree's bootstrap sample is marginalised by a Poisson "
