@@ -142,9 +142,9 @@ MEMBERSHIP_MESSAGES: dict[str, str] = {
     "is above the threshold: the estimate is unstable and left out of the summaries.",
     "LOW_ESS": "the effective sample size of a leave-one-out mean behind the target's likelihood "
     "ratio is below the threshold: the estimate is unreliable and left out of the summaries.",
-    "NORMALISER_UNSTABLE": "with m > 1 datasets (any m for a CART release), the population average that normalises the "
-    "likelihood ratio has a Pareto k-hat above, or an effective sample size below, its "
-    "threshold: increase normaliser_draws.",
+    "NORMALISER_UNSTABLE": "with m > 1 datasets (any m for a CART release), the population "
+    "average that normalises the likelihood ratio has a Pareto k-hat above, or an effective "
+    "sample size below, its threshold: increase normaliser_draws.",
     "MEMBERSHIP_FLAGGED": "some targets are flagged; they are counted separately and left out of "
     "the file-level summaries, which may then understate the risk.",
     "MEMBERSHIP_REVEALED": "under the CART plug-in, the release shows for some members a value "
