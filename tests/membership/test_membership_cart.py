@@ -209,7 +209,7 @@ def test_probabilities_are_probabilities(rows, seed, m):
     assert tab["p_member"].notna().all()
 
 
-def test_pólya_identity_for_one_dataset():
+def test_polya_identity_for_one_dataset():
     # m = 1 and every synthetic record drawn from a leaf: summing over the population gives
     # p(Z | y_{-i}) (the urn is exchangeable), so Λ is the ratio p(Z | y_{-i}, x) / p(Z | y_{-i})
     cart = _fit(DATA)
