@@ -143,9 +143,9 @@ MEMBERSHIP_MESSAGES: dict[str, str] = {
     "is above the threshold: the estimate is unstable and left out of the summaries.",
     "LOW_ESS": "the effective sample size of a leave-one-out mean behind the target's likelihood "
     "ratio is below the threshold: the estimate is unreliable and left out of the summaries.",
-    "NORMALISER_UNSTABLE": "with m > 1 datasets, the population average that normalises the "
-    "likelihood ratio has a Pareto k-hat above, or an effective sample size below, its "
-    "threshold: increase normaliser_draws.",
+    "NORMALISER_UNSTABLE": "with m > 1 datasets (any m for a CART release), the population "
+    "average that normalises the likelihood ratio has a Pareto k-hat above, or an effective "
+    "sample size below, its threshold: increase normaliser_draws.",
     "MEMBERSHIP_FLAGGED": "some targets are flagged; they are counted separately and left out of "
     "the file-level summaries, which may then understate the risk.",
     "HOLDOUT_IN_ORIGINAL": "the holdout row equals a record of the original on every column, "
@@ -154,6 +154,11 @@ MEMBERSHIP_MESSAGES: dict[str, str] = {
     "HOLDOUT_OVERLAPS_ORIGINAL": "more holdout rows equal a record of the original than the "
     "original's own duplicates explain: the holdout overlaps the original; those rows are flagged "
     "HOLDOUT_IN_ORIGINAL (all of them: an error).",
+    "MEMBERSHIP_REVEALED": "under the CART plug-in, the release shows for some members a value "
+    "that no other record of its node holds (the member's own value was copied): no record of "
+    "the population could have produced it, so their membership probability is exactly 1 "
+    "(column slot_revealed; banding finely recorded columns or larger leaves make released values "
+    "shared).",
     "NO_NON_MEMBERS": "no non-members (holdout or population look-alikes): the attack's advantage "
     "over the base rate is undefined.",
     "APPROXIMATE_POSTERIOR": "some regressions of the chain have Laplace draws (a normal "

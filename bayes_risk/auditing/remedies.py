@@ -197,6 +197,15 @@ def membership_cause(plan: AuditPlan, mem: StepOutcome) -> Cause:
                   "training records)")
     us = f.get("unsynthesized")
     rem: list[str] = []
+    revealed = f.get("share_members_revealed")
+    if revealed is not None and revealed == revealed:  # a CART release (the plug-in ratio)
+        cause += (f"; {float(revealed) * 100:.3g} % of members are revealed outright: the "
+                  "release copies a value of theirs that no other record of its tree node "
+                  "holds, which no record of the population could have produced")
+        if revealed > 0:
+            rem.append("band the finely recorded columns, smooth the numeric ones or grow "
+                       "larger leaves (min_leaf), so that released values are shared by "
+                       "several records of each node")
     if us:
         cols = ", ".join(us["columns"])
         unique = float(us["share_members_unique"]) * 100

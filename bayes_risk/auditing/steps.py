@@ -681,8 +681,9 @@ def membership_step(ctx: StepContext) -> StepOutcome:
     if ctx.model is None:
         return StepOutcome(
             name="membership", status="skipped",
-            reason="no fitted Bayesian model was given (--model): membership risk needs its "
-            "posterior draws.",
+            reason="no fitted model was given (--model): membership risk needs its "
+            "likelihood (the posterior draws of a Bayesian model, or a CART synthesizer's "
+            "plug-in).",
         )
     model = _loaded_model(ctx)
     try:

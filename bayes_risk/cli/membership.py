@@ -104,6 +104,9 @@ def run(args: argparse.Namespace) -> int:
         + (f" (distance baseline {num(f['dcr_auc_advantage'])})"
            if "dcr_auc_advantage" in f else ""),
     ]
+    if "share_members_revealed" in f:
+        lines.append(f"CART plug-in: share of members revealed outright (P(member) = 1): "
+                     f"{num(f['share_members_revealed'])}")
     us = f.get("unsynthesized")
     if us:
         factor, matching = us["median_factor_members"], us["share_non_members_matching"]

@@ -24,6 +24,7 @@ from bayes_risk.membership import dcr as _dcr
 from bayes_risk.membership import estimator as _est
 from bayes_risk.membership import holdout as _holdout
 from bayes_risk.membership import partial as _partial
+from bayes_risk.membership import trees as _trees
 from bayes_risk.membership.summaries import file_summary
 from bayes_risk.protocols import SupportsAugmentedFit, model_info
 from bayes_risk.results.membership import MEMBERSHIP_FLAGS, MembershipRiskResult
@@ -37,7 +38,9 @@ _ROWS_PER_DRAW = 4
 def check_model(model: Any) -> None:
     """Refuse, with a coded error, the models whose membership likelihood is not derived.
 
-    Supported: fitted class P models with a record likelihood, augmented refits and a
+    Supported: a fitted CARTSynthesizer (or its plug-in likelihood) without smoothing or
+    missing values, fully synthetic (the plug-in ratio, :mod:`bayes_risk.membership.trees`);
+    fitted class P models with a record likelihood, augmented refits and a
     posterior-predictive sampler — DPMPM in ``marginal`` mode and the MP Poisson mixture in
     ``marginal`` mode (fully synthetic releases), and the sequential regressions (fully
     synthetic releases, and partially synthetic releases: their conditional likelihood and refits
@@ -47,23 +50,16 @@ def check_model(model: Any) -> None:
     Raises
     ------
     NotSupportedError
-        ``MEMBERSHIP_MODEL_UNSUPPORTED`` (plug-in tree likelihoods, class O models, models
-        without refits) or ``MEMBERSHIP_PARTIAL_SYNTHESIS`` (selected records; a model of
-        whole records with unsynthesized columns).
+        ``MEMBERSHIP_MODEL_UNSUPPORTED`` (random forests, smoothed or incomplete CART, class O
+        models, models without refits) or ``MEMBERSHIP_PARTIAL_SYNTHESIS`` (selected records;
+        a model of whole records with unsynthesized columns).
     """
     name = type(model).__name__
+    if _trees.is_tree_model(model):  # the plug-in ratio (methods, CART releases)
+        _trees.check_tree_model(model)
+        return
     info = model_info(model)
     has_record = "record" in info.likelihoods
-    if "plugin" in info.likelihoods and not has_record:
-        raise NotSupportedError(
-            f"{name} is a plug-in likelihood of a tree synthesizer: a record that is not in the "
-            "data has no donor leaf, so p(Z | data with the record) is not defined by the "
-            "plug-in, and the synthesizer has no posterior draws to average over; membership "
-            "risk needs a Bayesian model with posterior draws (DPMPM, Poisson mixture, "
-            "sequential regressions); for a CART or random-forest release only the distance "
-            "baseline (bayes_risk.membership.dcr.closest_distance) applies.",
-            code="MEMBERSHIP_MODEL_UNSUPPORTED",
-        )
     if not has_record or not isinstance(model, SupportsAugmentedFit):
         raise NotSupportedError(
             f"{name} does not supply posterior draws with record_loglik and fit_augmented; "
@@ -549,11 +545,13 @@ def membership_risk(
 
     Parameters
     ----------
-    model : fitted DPMPM, PoissonMixture or SequentialRegression
+    model : fitted DPMPM, PoissonMixture, SequentialRegression or CARTSynthesizer
         A class P Bayesian model with posterior draws: DPMPM or the MP Poisson mixture in
         ``marginal`` mode (fully synthetic release), or the sequential regressions (fully
-        synthetic, or partially synthetic with categorical or numeric unsynthesized columns).
-        Others are
+        synthetic, or partially synthetic with categorical or numeric unsynthesized columns);
+        or a CART synthesizer (or its plug-in likelihood) of a fully synthetic release without
+        smoothing, under the plug-in likelihood given the fitted splits (methods, CART
+        releases: no refits; the columns ``slot_revealed`` and ``normaliser_mcse``). Others are
         refused with ``MEMBERSHIP_MODEL_UNSUPPORTED`` or ``MEMBERSHIP_PARTIAL_SYNTHESIS`` (see
         :func:`check_model`).
     original : DataFrame
@@ -580,7 +578,9 @@ def membership_risk(
         ``model.fit_augmented(original, Z_(l), random_seed=...)``, as attribute risk).
     normaliser_draws : int
         Population records for the normaliser ``E[Π_l A_l(x')]`` when ``m > 1`` (it is exactly 1
-        when ``m = 1``); under partial synthesis, per cell of the unsynthesized columns.
+        when ``m = 1``); under partial synthesis, per cell of the unsynthesized columns. CART:
+        the normaliser is a sum over the synthesizer's predictive, enumerated when its support
+        has at most this many records, else estimated from this many draws (any ``m``).
     unsynthesized_concentration : float
         Partial synthesis: concentration ``α > 0`` of the Dirichlet-process population model of
         the unsynthesized values, ``p(r | y_{-i}) = (n_r^{(-i)} + α / C) / (n − 1 + α)`` over
@@ -616,6 +616,15 @@ def membership_risk(
     >>> res.records[["role", "p_member", "dcr"]].head()  # doctest: +SKIP
     """
     check_model(model)
+    if _trees.is_tree_model(model):
+        if augmented is not None:
+            raise ValidationError("augmented applies to models with posterior draws; a CART "
+                                  "release has none (leave augmented unset).")
+        return _tree_membership_risk(
+            model, original, synthetic, holdout=holdout, records=records, population=population,
+            prior=prior, population_size=population_size, threshold=threshold,
+            normaliser_draws=normaliser_draws, dcr=dcr, bootstrap=bootstrap,
+            random_seed=random_seed)
     schema = model.schema_
     orig, datasets, hold, members = _inputs(model, original, synthetic, holdout, records)
     copies = _holdout.screen_holdout(orig, hold)  # holdout rows that are records of the original
@@ -690,5 +699,84 @@ def membership_risk(
                          n_holdout=0 if hold is None else len(hold), population=int(population),
                          bootstrap=int(bootstrap), random_seed=random_seed, model=model, us=us,
                          alpha=float(alpha))
+    return MembershipRiskResult(records=table, file=summary, settings=settings,
+                                warnings=warnings_)
+
+
+def _tree_membership_risk(
+    model: Any, original: Any, synthetic: Any, *, holdout: Any, records: Any,
+    population: int | None, prior: float | str, population_size: int | None, threshold: float,
+    normaliser_draws: int, dcr: bool, bootstrap: int, random_seed: RandomSeed,
+) -> MembershipRiskResult:
+    """:func:`membership_risk` of a CART release under the plug-in likelihood (methods,
+    Membership disclosure risk, CART releases; :mod:`bayes_risk.membership.trees`)."""
+    synth = model.synthesizer if hasattr(model, "plugin_loglik") else model
+    orig, datasets, hold, members = _inputs(synth, original, synthetic, holdout, records)
+    copies = _holdout.screen_holdout(orig, hold)  # holdout rows that are records of the original
+    schema = synth.schema_
+    n, m = len(orig), len(datasets)
+    if population is None:
+        population = len(members) if hold is None else 0
+    pi = _prior(prior, n, population_size)
+    _check_options(population, threshold, normaliser_draws, bootstrap, 1.0)
+    plugin = _trees.tree_plugin(model, orig)
+
+    rng = as_generator(random_seed)
+    _, pop_rng, slot_rng, norm_rng, boot_rng = rng.spawn(5)
+    targets, role, source, src_row, slots = _target_slots(synth, orig, members, hold,
+                                                          int(population), pop_rng, slot_rng)
+    n_non = len(targets) - len(members)
+    # the normaliser: exact over the synthesizer's predictive when its support is small
+    exact = _trees.population_support(plugin, int(normaliser_draws)) is not None
+    prow = None if exact else _population_rows(synth, int(normaliser_draws), norm_rng)
+    res = _trees.tree_log_lr(plugin, datasets, targets, slots, prow, exact)
+    log_lr = res["log_lr"]
+    p_member = _est.posterior_membership(log_lr, pi)
+
+    T = len(targets)
+    norm_thr = _est.thresholds(int(normaliser_draws))
+    # an infinite ratio of a revealed slot is exact (a result, not a failed estimate)
+    checked = np.where(res["slot_revealed"], 0.0, log_lr)
+    flags = _flags(np.ones(T, dtype=bool), checked, None, np.full(T, np.inf),
+                   res["normaliser_khat"], res["normaliser_ess"], np.inf, 0.0,
+                   None if exact else norm_thr)
+    _holdout.flag_copies(flags, source, src_row, copies)
+    table = _record_table(
+        dict(role=role, source=source, row=np.asarray(src_row, dtype=np.int64), slot=slots,
+             log_lr=log_lr, p_member=p_member, khat_max=np.full(T, np.nan),
+             ess_min=np.full(T, np.nan)),
+        partial=None,
+        normaliser=(res["log_normaliser"], res["normaliser_khat"], res["normaliser_ess"]),
+        dcr=_dcr.closest_distance(targets, datasets, orig, schema) if dcr else None,
+        flags=flags)
+    table.insert(table.columns.get_loc("normaliser_ess") + 1, "normaliser_mcse",
+                 res["normaliser_mcse"])
+    table.insert(table.columns.get_loc("slot") + 1, "slot_revealed", res["slot_revealed"])
+
+    warnings_: list[str] = []
+    if int((table["flag_codes"] != "").sum()):
+        warnings_.append("MEMBERSHIP_FLAGGED")
+    if n_non == 0:
+        warnings_.append("NO_NON_MEMBERS")
+    is_mem = table["role"].to_numpy() == "member"
+    if bool((res["slot_revealed"] & is_mem).any()):
+        warnings_.append("MEMBERSHIP_REVEALED")
+    if copies is not None:
+        warnings_.append("HOLDOUT_OVERLAPS_ORIGINAL")
+        hold = hold[~copies]
+    summary = _summary(table, datasets, orig, hold, schema, threshold=float(threshold),
+                       bootstrap=int(bootstrap), rng=boot_rng, dcr=dcr)
+    summary["share_members_revealed"] = (float(np.mean(res["slot_revealed"][is_mem]))
+                                         if is_mem.any() else float("nan"))
+    settings = _settings(pi, prior, threshold, (float("nan"), float("nan")), m=m, H=0,
+                         normaliser_draws=int(normaliser_draws), n_members=len(members),
+                         n_holdout=0 if hold is None else len(hold), population=int(population),
+                         bootstrap=int(bootstrap), random_seed=random_seed, model=synth, us=[],
+                         alpha=1.0)
+    settings.update(
+        n_draws=None,
+        likelihood="plug-in (fitted splits known)",
+        normaliser="exact (the predictive's support enumerated)" if exact
+        else f"{int(normaliser_draws)} population draws (importance sampling)")
     return MembershipRiskResult(records=table, file=summary, settings=settings,
                                 warnings=warnings_)

@@ -194,7 +194,7 @@ def membership_log_lr(
 def posterior_membership(log_lr: np.ndarray, prior: float) -> np.ndarray:
     """``P(member | Z, x) = π Λ / (π Λ + 1 − π)``, computed as a logistic of log odds."""
     log_odds = np.asarray(log_lr, dtype=np.float64) + np.log(prior) - np.log1p(-prior)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):  # ±inf odds: the other branch's nan
         return np.where(log_odds >= 0, 1.0 / (1.0 + np.exp(-log_odds)),
                         np.exp(log_odds) / (1.0 + np.exp(log_odds)))
 

@@ -35,13 +35,17 @@ class MembershipRiskResult(RiskResult):
         ``ess_min``, under partial synthesis ``unsynthesized_match`` (the target's unsynthesized
         values are those of its slot; when not, ``p_member`` is exactly 0) and
         ``log_p_unsynthesized`` (``log p(r | y_{-i})`` of the slot's values), with ``m > 1``
-        ``log_normaliser``, ``normaliser_khat`` and ``normaliser_ess``, ``dcr`` (distance to the
-        closest released record) and ``flag_codes``.
+        ``log_normaliser``, ``normaliser_khat`` and ``normaliser_ess``, for a CART release
+        ``slot_revealed`` (the release shows a value of the slot's record that no other record
+        of its node holds: ``p_member`` is exactly 1 or 0) and ``normaliser_mcse`` (Monte Carlo
+        standard error of ``log_normaliser``, 0 when exact), ``dcr`` (distance to the closest
+        released record) and ``flag_codes``.
     file : dict
         File-level summaries (see :func:`bayes_risk.membership.summaries.file_summary`); under
         partial synthesis ``unsynthesized`` (columns, cells, the resolution of each numeric
         column, share of members alone in their cell, median factor ``1 / p(r | y_{-i})`` of
-        members, share of non-members matching their slot).
+        members, share of non-members matching their slot); for a CART release
+        ``share_members_revealed``.
     settings : dict
         Prior, threshold, m, H, thresholds of the flags, sizes, seed.
     warnings : list of str

@@ -48,8 +48,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "draws and the released datasets (docs: methods page 'Membership disclosure risk'), "
             "with the distance to the closest released record (SDMetrics, anonymeter) beside "
             "it. Fully synthetic releases of DPMPM, Poisson-mixture and sequential-regression "
-            "models, and partially synthetic releases of sequential regressions (categorical or "
-            "numeric unsynthesized columns); other models and releases are refused "
+            "models, partially synthetic releases of sequential regressions (categorical or "
+            "numeric unsynthesized columns), and fully synthetic CART releases without "
+            "smoothing (the plug-in likelihood given the fitted splits, no refits; docs: "
+            "'CART releases'); other models and releases are refused "
             "(MEMBERSHIP_MODEL_UNSUPPORTED, MEMBERSHIP_PARTIAL_SYNTHESIS). Cost: one refit of "
             "the model per synthetic dataset, as the stabilised attribute-risk estimator."
         ),

@@ -1,0 +1,324 @@
+"""Membership risk of a CART release under the plug-in likelihood (methods, Membership disclosure
+risk, CART releases: the plug-in ratio).
+
+The plug-in treats the fitted splits as known (Wang & Reiter's "high-risk" assumption) and gives
+``log p(Z_(l) | y_{-i}, y_i = u)`` for any record ``u`` in slot ``i``, up to a constant common to
+all records of one call (:meth:`~bayes_risk.models.CARTPlugin.plugin_loglik`): ``u`` is routed
+through the fixed splits and joins, as a donor, the nodes on its path in every tree. A record
+of the population in slot ``i`` is routed the same way, so
+
+    Λ(x) = Π_l p(Z_(l) | y_{-i}, x) / E_{x' ~ q(· | y_{-i})}[Π_l p(Z_(l) | y_{-i}, x')],
+
+with ``q(· | y_{-i})`` the synthesizer's own predictive of one record given the other records
+and the fitted splits: its first column drawn from the other records' values, each later one
+from the other donors of the node its earlier values route it to (one draw of the Bayesian
+bootstrap, or of ``donor="uniform"``, is a donor chosen uniformly). The expectation is a finite
+sum: it is enumerated when the predictive's support is small, otherwise estimated by importance
+sampling from rows of fresh synthetic datasets (draws of ``q(· | y)``), with weights
+``q(x' | y_{-i}) / q(x' | y)`` (ratios of donor counts), its Pareto k̂, Kish ESS and Monte Carlo
+standard error.
+
+The normaliser is 0 exactly when the release shows, in some node, a value that no other donor of
+that node holds (the slot's record was drawn): no population record can produce it, since a
+record drawn from ``q`` brings to a node only values its other donors hold. The ratio is then
+``+∞`` for a target that can produce the release (its posterior membership probability is 1) and
+0 for one that cannot (the limit of a population model that gives such values a vanishing
+probability); both are exact, counted in the summaries and reported (``slot_revealed``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._numeric import logsumexp
+from bayes_risk.attribute.diagnostics import kish_ess
+from bayes_risk.exceptions import NotSupportedError
+from bayes_risk.membership import estimator as _est
+from bayes_risk.protocols import model_info
+
+__all__ = ["is_tree_model", "check_tree_model", "tree_plugin", "population_support",
+           "population_routes", "population_log_weights", "tree_log_lr"]
+
+_CART = "bayes_risk.models.trees.cart.CARTSynthesizer"
+_CART_PLUGIN = "bayes_risk.models.trees.plugins.plugin_cart.CARTPlugin"
+
+
+def _mro(obj: Any) -> set[str]:
+    return {f"{k.__module__}.{k.__qualname__}" for k in type(obj).__mro__}
+
+
+def is_tree_model(model: Any) -> bool:
+    """A tree synthesizer or its plug-in likelihood (no posterior draws)."""
+    info = model_info(model)
+    return bool(info.plugin_likelihood) or ("plugin" in info.likelihoods
+                                            and "record" not in info.likelihoods)
+
+
+def _synthesizer(model: Any) -> Any:
+    return model.synthesizer if _CART_PLUGIN in _mro(model) else model
+
+
+def check_tree_model(model: Any) -> None:
+    """Refuse, with a coded error, the tree releases whose plug-in membership ratio is not
+    derived (methods, Membership disclosure risk, CART releases).
+
+    Raises
+    ------
+    NotSupportedError
+        ``MEMBERSHIP_MODEL_UNSUPPORTED`` (random forests; kernel smoothing; missing values;
+        random-descent routing; an unfitted synthesizer), ``MEMBERSHIP_PARTIAL_SYNTHESIS``
+        (unsynthesized columns; selected records).
+    """
+    name = type(model).__name__
+    forest = any("random_forest" in k or "plugin_rf" in k for k in _mro(model))
+    if not forest and _CART not in _mro(model) and _CART_PLUGIN not in _mro(model):
+        raise NotSupportedError(
+            f"{name} has a plug-in likelihood, but the membership ratio is derived for CART "
+            "releases only (methods, Membership disclosure risk, CART releases).",
+            code="MEMBERSHIP_MODEL_UNSUPPORTED")
+    if forest:
+        raise NotSupportedError(
+            f"{name} is a plug-in likelihood of a random-forest synthesizer: its plug-in is "
+            "approximate (each tree's bootstrap sample is marginalised by a Poisson "
+            "approximation, methods, Tree synthesizers), so a membership ratio built on it "
+            "could not be checked against exact values; membership risk of tree releases is "
+            "derived for CART (methods, Membership disclosure risk, CART releases). Use the "
+            "distance baseline (bayes_risk.membership.dcr.closest_distance) for a forest.",
+            code="MEMBERSHIP_MODEL_UNSUPPORTED")
+    syn = _synthesizer(model)
+    if getattr(syn, "schema_", None) is None:
+        raise NotSupportedError(f"{name} is not fitted; fit it before membership_risk.",
+                                code="MEMBERSHIP_MODEL_UNSUPPORTED")
+    if getattr(syn, "smoothed_", None):
+        raise NotSupportedError(
+            f"{name} smooths the numeric column(s) {list(syn.smoothed_)} with a kernel: the "
+            "plug-in membership ratio needs the synthesizer's predictive of a population record "
+            "in a smoothed node (a kernel mixture over bootstrap weights), which is not "
+            "implemented and checked yet (methods, Membership disclosure risk, CART releases). "
+            "Refit without smoothing to compute it, or use the distance baseline.",
+            code="MEMBERSHIP_MODEL_UNSUPPORTED")
+    if getattr(syn, "missing_", None):
+        raise NotSupportedError(
+            f"{name} was fitted to data with missing values (columns "
+            f"{sorted(syn.missing_)}): the plug-in holds a record's missingness at the target's, "
+            "while a population record in the slot has its own; the membership ratio is derived "
+            "for complete data only (methods, Membership disclosure risk, CART releases).",
+            code="MEMBERSHIP_MODEL_UNSUPPORTED")
+    if getattr(syn, "unroutable", "climb") != "climb":
+        raise NotSupportedError(
+            f"{name} routes unroutable records at random (unroutable='random_descent'); the "
+            "plug-in likelihood is defined for unroutable='climb' only.",
+            code="MEMBERSHIP_MODEL_UNSUPPORTED")
+    if list(syn.schema_.unsynthesized):
+        raise NotSupportedError(
+            f"the release is partially synthetic (unsynthesized columns "
+            f"{list(syn.schema_.unsynthesized)}): under the plug-in the released unsynthesized "
+            "values of the slot's record enter the ratio through a population model of those "
+            "values, which is derived for the sequential regressions only (methods, Membership "
+            "disclosure risk, Partially synthetic releases).",
+            code="MEMBERSHIP_PARTIAL_SYNTHESIS")
+    if not np.all(syn.records_):
+        raise NotSupportedError(
+            f"the release synthesizes selected records only ({name} fitted with records=...): a "
+            "record left unsynthesized is released whole, and the ratio needs the selection rule "
+            "as a function of the data (methods, Membership disclosure risk, Partially synthetic "
+            "releases).",
+            code="MEMBERSHIP_PARTIAL_SYNTHESIS")
+
+
+def tree_plugin(model: Any, original: pd.DataFrame) -> Any:
+    """The CART plug-in likelihood of ``model`` (a fitted CARTSynthesizer, or its plug-in)."""
+    if _CART_PLUGIN in _mro(model):
+        return model
+    return model.plugin_likelihood(original)
+
+
+# ------------------------------------------------------------------------------------------
+# the synthesizer's predictive of one record, q(· | y) and q(· | y_{-i})
+# ------------------------------------------------------------------------------------------
+def _node_of(plugin: Any, col: str, vals: dict[str, np.ndarray], G: int) -> np.ndarray:
+    """Node of the tree of ``col`` that ``G`` encoded records route to (the fixed splits,
+    ``climb``), as the synthesizer routes a synthetic record."""
+    X, codes = plugin._design(col, vals, np.arange(G))
+    node, _ = plugin._trees[col].route(X, codes, "climb", None)
+    return np.asarray(node, dtype=np.int64)
+
+
+def _donor_counts(tree: Any, node: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Donors of each node with the given value, and the node's number of donors."""
+    c = np.empty(node.size)
+    for k, (u, v) in enumerate(zip(node, value, strict=True)):
+        c[k] = np.count_nonzero(tree.y_sorted[tree.node_start[u]:tree.node_stop[u]] == v)
+    return c, (tree.node_stop[node] - tree.node_start[node]).astype(np.float64)
+
+
+def population_support(plugin: Any, limit: int) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
+    """Every record ``q(· | y)`` can produce, with ``log q(x' | y)``, or ``None`` when there
+    are more than ``limit``.
+
+    Built column by column in the visit order: each partial record is routed through the next
+    tree and extended by every distinct donor value of its node (probability: the value's share
+    of the node's donors). ``q(· | y_{-i})`` has the same support or a smaller one.
+    """
+    syn = plugin.synthesizer
+    vals: dict[str, np.ndarray] = {}
+    logq = np.zeros(1)
+    for col in syn.visit_sequence_:
+        tree = plugin._trees[col]
+        node = _node_of(plugin, col, vals, logq.size)
+        parts, vparts, lparts = [], [], []
+        for r in range(logq.size):
+            d = tree.y_sorted[tree.node_start[node[r]]:tree.node_stop[node[r]]]
+            u, cnt = np.unique(d, return_counts=True)
+            parts.append(np.full(u.size, r))
+            vparts.append(u.astype(np.float64))
+            lparts.append(logq[r] + np.log(cnt) - np.log(d.size))
+        rep = np.concatenate(parts)
+        if rep.size > limit:
+            return None
+        vals = {c: v[rep] for c, v in vals.items()}
+        vals[col] = np.concatenate(vparts)
+        logq = np.concatenate(lparts)
+    return vals, logq
+
+
+def population_routes(plugin: Any, vals: dict[str, np.ndarray]) -> dict[str, tuple[Any, ...]]:
+    """Per tree: the node each encoded record ``x'_s`` routes to, the node's donors with the
+    record's value and its number of donors (they do not depend on the slot)."""
+    S = len(next(iter(vals.values())))
+    out = {}
+    for col in plugin.synthesizer.visit_sequence_:
+        tree = plugin._trees[col]
+        node = _node_of(plugin, col, vals, S)
+        c, n = _donor_counts(tree, node, vals[col])
+        out[col] = (node, c, n)
+    return out
+
+
+def population_log_weights(plugin: Any, vals: dict[str, np.ndarray],
+                           routes: dict[str, tuple[Any, ...]], i: int,
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """``log q(x'_s | y)`` and ``log q(x'_s | y_{-i})`` of encoded records ``x'_s``.
+
+    In each tree the record's node and value give the factor ``c / n`` (donors with its value
+    over donors); without record ``i`` both counts lose it where it is a donor of the node. A
+    node whose only donor is record ``i`` cannot be drawn from: probability 0.
+    """
+    S = len(next(iter(vals.values())))
+    lq = np.zeros(S)
+    lq_i = np.zeros(S)
+    for col, (node, c, n) in routes.items():
+        tree = plugin._trees[col]
+        pos = int(plugin._pos[col][i])
+        inside = (tree.node_start[node] <= pos) & (pos < tree.node_stop[node])
+        same = inside & (vals[col] == plugin._vals[col][i])
+        n_i = n - inside
+        with np.errstate(divide="ignore"):
+            lq += np.log(c) - np.log(n)
+            lq_i += np.where(n_i > 0, np.log(c - same) - np.log(np.maximum(n_i, 1)), -np.inf)
+    return lq, lq_i
+
+
+def _decode(plugin: Any, vals: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Encoded records as a table of the synthesizer's values (level labels)."""
+    out = {}
+    for c, v in vals.items():
+        spec = plugin.schema_[c]
+        if spec.is_categorical:
+            out[c] = pd.Categorical(np.asarray(spec.levels, dtype=object)[v.astype(np.int64)],
+                                    categories=list(spec.levels))
+        else:
+            out[c] = v
+    return pd.DataFrame(out)
+
+
+# ------------------------------------------------------------------------------------------
+# the ratio
+# ------------------------------------------------------------------------------------------
+def _normaliser(L: np.ndarray, log_w: np.ndarray) -> tuple[float, float, float, float]:
+    """``log Σ_s w_s e^{L_s} / Σ_s w_s`` with its k̂, Kish ESS and the delta-method standard
+    error of the log (self-normalised importance sampling; 0 for an exact sum)."""
+    log_num = logsumexp(log_w + L)
+    log_den = logsumexp(log_w)
+    log_d = float(log_num - log_den)
+    if not np.isfinite(log_d):
+        return log_d, float("nan"), float("nan"), float("nan")
+    a = log_w + L
+    k = float(_est._khat(a[None, :])[0]) if a.size > 30 else float("nan")
+    ess = float(kish_ess(a[None, :], axis=1)[0])
+    wt = np.exp(log_w - log_den)  # normalised weights
+    f = np.exp(L - log_num + log_den)  # e^{L_s} / D, mean 1 under the weights
+    se = float(np.sqrt(np.sum(wt**2 * (f - 1.0) ** 2)))
+    return log_d, k, ess, se
+
+
+def tree_log_lr(plugin: Any, datasets: list[pd.DataFrame], targets: pd.DataFrame,
+                slots: np.ndarray, population: pd.DataFrame | None, exact: bool,
+                ) -> dict[str, np.ndarray]:
+    """Each target's log likelihood ratio of membership under the plug-in, with its slot's
+    normaliser and that normaliser's diagnostics.
+
+    Parameters
+    ----------
+    plugin : CARTPlugin
+    datasets : list of DataFrame
+        The released datasets (their likelihoods multiply: independent bootstraps).
+    targets : DataFrame
+        The targets' values (synthesized columns).
+    slots : array of int
+        Each target's slot.
+    population : DataFrame or None
+        Rows of fresh synthetic datasets (draws of ``q(· | y)``); ignored when ``exact``.
+    exact : bool
+        Enumerate ``q``'s support (:func:`population_support`) instead.
+
+    Returns
+    -------
+    dict of arrays [T]
+        ``log_lr``, ``log_normaliser``, ``normaliser_khat``, ``normaliser_ess``,
+        ``normaliser_mcse`` (standard error of ``log_normaliser``; 0 when exact) and
+        ``slot_revealed`` (the normaliser is 0).
+    """
+    cols = list(plugin.schema_.synthesized)
+    if exact:
+        support = population_support(plugin, np.inf)
+        assert support is not None
+        pvals, _ = support
+        prows = _decode(plugin, pvals)
+    else:
+        prows = population[cols].reset_index(drop=True)
+        pvals = plugin._values(prows, cols)
+    S = len(prows)
+    T = len(targets)
+    routes = population_routes(plugin, pvals)
+    out = {k: np.full(T, np.nan) for k in ("log_lr", "log_normaliser", "normaliser_khat",
+                                           "normaliser_ess", "normaliser_mcse")}
+    out["slot_revealed"] = np.zeros(T, dtype=bool)
+    tcols = targets[cols].reset_index(drop=True)
+    for i in np.unique(slots):
+        at = np.flatnonzero(slots == i)
+        cand = pd.concat([prows[cols], tcols.iloc[at]], ignore_index=True)
+        # one call: the constant the plug-in leaves out is common to all its candidates
+        ll = np.asarray(plugin.plugin_loglik(int(i), cand, datasets), dtype=np.float64)
+        L = ll.sum(axis=0)  # the m datasets' bootstraps are independent given the data
+        L_pop, L_t = L[:S], L[S:]
+        lq, lq_i = population_log_weights(plugin, pvals, routes, int(i))
+        log_w = lq_i if exact else lq_i - lq  # exact: q(x'|y_{-i}); sampled: its IS weight
+        log_d, k, ess, se = _normaliser(L_pop, log_w)
+        if exact:
+            k, ess, se = float("nan"), float("nan"), 0.0
+        revealed = log_d == -np.inf
+        with np.errstate(invalid="ignore"):
+            # a revealed slot: +inf for a target that can produce the release, 0 for one that
+            # cannot (module docstring); both exact
+            lr = np.where(revealed & (L_t == -np.inf), -np.inf, L_t - log_d)
+        out["log_lr"][at] = lr
+        out["log_normaliser"][at] = log_d
+        out["normaliser_khat"][at] = k
+        out["normaliser_ess"][at] = ess
+        out["normaliser_mcse"][at] = se if not revealed else 0.0
+        out["slot_revealed"][at] = revealed
+    return out
