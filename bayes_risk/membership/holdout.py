@@ -31,8 +31,10 @@ class HoldoutOverlap:
         Share of the original's records that equal another of its records: how often a record
         of the population copies one of ``n`` others by chance.
     p_value : float
-        One-sided binomial probability of at least this many copies among the holdout's rows
-        at the reference share.
+        Probability of at least this many copies among the holdout's rows if the holdout were
+        apart from the original: beta-binomial, the chance rate ``q`` given the original's
+        ``d`` records that copy another (``q ~ Beta(d + 1, n − d + 1)``), so that a few records
+        with no copy among them do not make every copy impossible.
     """
 
     copies: np.ndarray
@@ -51,7 +53,7 @@ class HoldoutOverlap:
         return (f"{k} of the {n} holdout rows ({100 * k / n:.3g} %; first: holdout row {first}, "
                 "rows numbered from 0) equal a record of the original on every column, where "
                 f"{100 * self.reference_share:.3g} % of the original's own records equal another "
-                f"of its records (binomial p = {self.p_value:.2g})")
+                f"of its records (p = {self.p_value:.2g})")
 
 
 def _keys(df: pd.DataFrame) -> pd.MultiIndex:
@@ -76,10 +78,10 @@ def holdout_overlap(original: pd.DataFrame, holdout: pd.DataFrame) -> HoldoutOve
     orig_keys = _keys(original[cols])
     copies = np.asarray(_keys(holdout[cols]).isin(orig_keys), dtype=bool)
     n = len(original)
-    q = float(orig_keys.duplicated(keep=False).mean()) if n > 1 else 0.0
+    d = int(orig_keys.duplicated(keep=False).sum())
     k = int(copies.sum())
-    p = float(stats.binom.sf(k - 1, len(copies), q)) if k else 1.0
-    return HoldoutOverlap(copies=copies, reference_share=q, p_value=p)
+    p = float(stats.betabinom.sf(k - 1, len(copies), d + 1, n - d + 1)) if k else 1.0
+    return HoldoutOverlap(copies=copies, reference_share=d / n if n else 0.0, p_value=p)
 
 
 def screen_holdout(original: pd.DataFrame, holdout: pd.DataFrame | None) -> np.ndarray | None:

@@ -335,14 +335,16 @@ def test_a_holdout_that_overlaps_the_original_is_flagged_or_refused(numeric_rele
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fitted = model(1)
-    mixed = pd.concat([hold, y.iloc[[4, 11]]], ignore_index=True)  # holdout rows 3 and 4
-    with pytest.warns(DataWarning, match="2 of the 5 holdout rows") as rec:
+    # holdout rows 3-8 copy records of the original (30 distinct records: p ≈ 5e-5)
+    mixed = pd.concat([hold, y.iloc[[4, 11, 14, 18, 21, 25]]], ignore_index=True)
+    with pytest.warns(DataWarning, match="6 of the 9 holdout rows") as rec:
         res = membership_risk(fitted, y, syn, holdout=mixed, population=0, random_seed=1)
     assert any(getattr(w.message, "code", None) == "HOLDOUT_OVERLAPS_ORIGINAL" for w in rec)
     t = res.records
     copied = t["flag_codes"].str.contains("HOLDOUT_IN_ORIGINAL")
-    assert set(t.loc[copied, "row"]) == {3, 4} and (t.loc[copied, "source"] == "holdout").all()
-    assert res.file["n_flagged"] >= 2 and "HOLDOUT_OVERLAPS_ORIGINAL" in res.warnings
+    assert set(t.loc[copied, "row"]) == set(range(3, 9))
+    assert (t.loc[copied, "source"] == "holdout").all()
+    assert res.file["n_flagged"] >= 6 and "HOLDOUT_OVERLAPS_ORIGINAL" in res.warnings
     with pytest.raises(ValidationError, match="is it a part of the original") as err:
         membership_risk(fitted, y, syn, holdout=y.iloc[:6], population=0, random_seed=1)
     assert err.value.code == "HOLDOUT_OVERLAPS_ORIGINAL"
@@ -350,8 +352,11 @@ def test_a_holdout_that_overlaps_the_original_is_flagged_or_refused(numeric_rele
 
 def test_holdout_overlap_is_judged_against_the_originals_own_copies():
     """Identical records of different people are common in a few categorical columns: copies
-    at the original's own rate are chance; the binomial probability is computed by hand."""
-    from scipy import stats
+    at the original's own rate are chance, and so are a few copies of a tiny table whose records
+    are all distinct; the beta-binomial probability is computed by hand."""
+    import math
+
+    from scipy import special
 
     from bayes_risk.membership.holdout import holdout_overlap
 
@@ -364,8 +369,17 @@ def test_holdout_overlap_is_judged_against_the_originals_own_copies():
     ov = holdout_overlap(x, h)
     assert ov.copies.tolist() == [True, False, True, False]  # a missing value equals missing
     assert ov.reference_share == pytest.approx(2 / 5)  # rows 2 and 4 copy each other
-    assert ov.p_value == pytest.approx(stats.binom.sf(1, 4, 0.4))
-    assert not ov.overlapping  # p = 0.52: two copies are what the original's rate predicts
+    # P(X >= 2), X ~ BetaBinomial(4, d + 1, n - d + 1) with d = 2 of n = 5: by hand
+    pmf = [math.comb(4, k) * special.beta(k + 3, 4 - k + 4) / special.beta(3, 4)
+           for k in range(5)]
+    assert ov.p_value == pytest.approx(sum(pmf[2:]), rel=1e-12)
+    assert not ov.overlapping  # two copies are what the original's rate predicts
+    # four distinct records, three of them among four holdout rows: chance is not ruled out,
+    # p = 4 B(4, 6) / B(1, 5) + B(5, 5) / B(1, 5) = 1 / 21 (a binomial at q = 0 would give 0)
+    tiny = pd.DataFrame({"A": list("aaab"), "B": list("xyzx")})
+    ov = holdout_overlap(tiny, pd.DataFrame({"A": list("aaab"), "B": list("xyzy")}))
+    assert ov.copies.tolist() == [True, True, True, False]
+    assert ov.p_value == pytest.approx(1 / 21, rel=1e-12) and not ov.overlapping
 
 
 def test_full_synthesis_normal_chain_matches_exact():
