@@ -158,13 +158,17 @@ def test_selection_rule_matches_brute_force(selected_release, m):
         assert (r.loc[ok, "flag_codes"] == "").all(), r
         # excluded exactly (p = 0) exactly where the enumeration gives Λ = 0
         assert np.array_equal(r["p_member"].to_numpy()[ok] == 0, np.isneginf(t[ok]))
-    est, truth = np.array(est)[:, keep], np.array(truth)[:, keep]
-    check_p_true(est - truth, np.zeros(est.shape[1]), 0.01,
-                 z_max=t_bound(REPS, est.shape[1], 0.01))
+    err = (np.array(est) - np.array(truth))[:, keep]
+    # a target excluded in every run (its slots' selection or A rule it out) has no error at all
+    exact_zero = (err == 0).all(axis=0)
+    err = err[:, ~exact_zero]
+    assert err.shape[1] >= 5
+    check_p_true(err, np.zeros(err.shape[1]), 0.01, z_max=t_bound(REPS, err.shape[1], 0.01))
     # the rule matters for these members: selection on B makes the normaliser differ from 1
     assert (rec["log_normaliser"].iloc[[0, 2]] < -0.1).all()
 
 
+@pytest.mark.slow
 def test_leaving_the_selection_out_understates(selected_release):
     """Selection depends on the values: the ratio without the selection factor (the package's
     ratio with selection='independent', i.e. the factor cancelled) is smaller than the exact one
