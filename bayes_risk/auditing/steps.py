@@ -664,12 +664,13 @@ def membership_step(ctx: StepContext) -> StepOutcome:
         )
     model = _loaded_model(ctx)
     try:
-        check_model(model)
+        check_model(model, selection=ctx.plan.membership_selection)
     except NotSupportedError as err:
         return StepOutcome(name="membership", status="skipped",
                            reason=f"{err} [{err.code}]")
     res = membership_risk(model, ctx.original, ctx.synthetic, holdout=ctx.holdout,
                           population=0, threshold=ctx.plan.thresholds.membership_probability,
+                          selection=ctx.plan.membership_selection,
                           random_seed=ctx.plan.random_seed)
     summary = res.to_dict()
     folder = _folder(ctx, "membership")
