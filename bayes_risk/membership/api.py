@@ -311,7 +311,8 @@ def _result_warnings(table: pd.DataFrame, n_non: int, H: int, model: Any,
     """The result's warning codes: flagged targets, no non-member, few draws, an approximate
     posterior, and the MCMC warnings of the fit and of the refits."""
     warnings_: list[str] = []
-    if int((table["flag_codes"] != "").sum()):
+    # a record released whole is not an unstable estimate (MEMBERSHIP_RELEASED_WHOLE says so)
+    if int((~table["flag_codes"].isin(["", "RELEASED_WHOLE"])).sum()):
         warnings_.append("MEMBERSHIP_FLAGGED")
     if n_non == 0:
         warnings_.append("NO_NON_MEMBERS")
@@ -366,6 +367,8 @@ def _normalisers(model: Any, posteriors: list[Any], orig: pd.DataFrame, uslots: 
     ld = np.full(len(first), np.nan)
     nk = np.full(len(first), np.nan)
     ne = np.full(len(first), np.nan)
+    if rows_ is not None and rows_.size == 0:  # nothing synthesized: every slot released whole
+        return ld[back], nk[back], ne[back]
     if not us:
         prow = _population_rows(model, normaliser_draws, rng, rows_)
         groups = {None: (np.arange(len(first)), prow)}

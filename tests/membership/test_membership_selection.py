@@ -136,6 +136,8 @@ def test_selection_rule_matches_brute_force(selected_release, m):
     assert rec["flag_codes"].iloc[3] == "RELEASED_WHOLE"
     assert bool(rec["released_whole"].iloc[3]) and rec["p_member"].iloc[3] == 1.0
     assert "MEMBERSHIP_RELEASED_WHOLE" in runs[0].warnings
+    assert "MEMBERSHIP_FLAGGED" not in runs[0].warnings  # released whole is not unstable
+    assert runs[0].file["n_flagged"] == 0 and runs[0].file["share_members_above"] == 1.0
     assert runs[0].file["selection"]["n_members_released_whole"] == 1
     assert runs[0].settings["selection"] == RULE and runs[0].settings["n_selected"] == sel.sum()
     # the brute force agrees that the record released whole is the slot's record for sure
@@ -241,3 +243,21 @@ def test_a_callable_rule_equals_the_expression(selected_release):
                             selection=lambda t: (t["B"] == "2") | (t["A"] == "2"))
     pd.testing.assert_series_equal(a.records["p_member"], b.records["p_member"])
     assert b.settings["selection"].startswith("callable")
+
+
+def test_nothing_synthesized_every_member_released_whole():
+    """A model fitted with records=[] (nothing synthesized): every member is revealed
+    (P = 1, RELEASED_WHOLE), with no normaliser to estimate."""
+    y = pd.DataFrame({"A": _cat([0, 1, 2, 0, 1, 1]), "B": _cat([1, 1, 0, 2, 2, 0])})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = SequentialRegression(families={"B": "categorical"}, draws=100,
+                                      progressbar=False).fit(y, synthesized=["B"], records=[],
+                                                             random_seed=1)
+        res = membership_risk(fitted, y, fitted.synthesize(1, random_seed=2), holdout=y.iloc[:2],
+                              selection="A == '9'", bootstrap=0, random_seed=3)
+    rec = res.records
+    members = rec["role"] == "member"
+    assert (rec.loc[members, "p_member"] == 1).all()
+    assert (rec.loc[members, "flag_codes"] == "RELEASED_WHOLE").all()
+    assert res.file["selection"]["n_selected"] == 0
