@@ -6,6 +6,8 @@ baseline beside it.
 * :mod:`bayes_risk.membership.estimator` — the likelihood ratio from posterior draws;
 * :mod:`bayes_risk.membership.partial` — partially synthetic releases: the released
   unsynthesized values and their population model;
+* :mod:`bayes_risk.membership.selection` — releases that synthesize selected records: the
+  stated selection rule;
 * :mod:`bayes_risk.membership.dcr` — the distance baseline (SDMetrics, anonymeter);
 * :mod:`bayes_risk.membership.summaries` — file-level summaries and their bootstrap.
 """
