@@ -243,6 +243,10 @@ def test_a_callable_rule_equals_the_expression(selected_release):
                             selection=lambda t: (t["B"] == "2") | (t["A"] == "2"))
     pd.testing.assert_series_equal(a.records["p_member"], b.records["p_member"])
     assert b.settings["selection"].startswith("callable")
+    text = str(a.summary())
+    assert "members released whole (P(member) = 1)" in text and RULE in text
+    for kind in ("p_member", "roc", "dcr"):  # P = 1 and log LR = inf plot
+        a.plot(kind)
 
 
 def test_nothing_synthesized_every_member_released_whole():
