@@ -225,3 +225,9 @@ def test_membership_step_of_a_release_of_selected_records(tmp_path):
     assert setting and setting[0]["step"] == "membership" and setting[0]["value"] == rule
     step = json.loads((tmp_path / "s" / "membership" / "summary.json").read_text())
     assert step["settings"]["selection"] == rule
+    from bayes_risk.auditing import Thresholds
+
+    res.plan.thresholds = Thresholds.parse(["membership_share=0"])
+    share = [v for v in res.verdicts if v.step == "membership" and v.exceeds][0]
+    assert "member(s) are in the release as they are" in share.cause
+    assert any(r.startswith("synthesize every record") for r in share.remedies)
