@@ -265,3 +265,21 @@ def test_nothing_synthesized_every_member_released_whole():
     assert (rec.loc[members, "p_member"] == 1).all()
     assert (rec.loc[members, "flag_codes"] == "RELEASED_WHOLE").all()
     assert res.file["selection"]["n_selected"] == 0
+
+
+def test_independent_selection_of_every_record_changes_nothing(selected_release):
+    """A release of all records: selection='independent' gives the numbers of no selection
+    (the factor cancels; every slot is synthesized), with the selection columns beside them."""
+    y, _, _, *_, hold = selected_release
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = SequentialRegression(families={"B": "categorical"}, draws=200,
+                                    progressbar=False).fit(y, synthesized=["B"], random_seed=1)
+        syn = full.synthesize(2, random_seed=2)
+        kw = dict(holdout=hold, records=[0, 5, 9], bootstrap=0, normaliser_draws=50,
+                  random_seed=3)
+        plain = membership_risk(full, y, syn, **kw)
+        ind = membership_risk(full, y, syn, selection="independent", **kw)
+    cols = list(plain.records.columns)
+    pd.testing.assert_frame_equal(ind.records[cols], plain.records)
+    assert ind.records["slot_selected"].all() and not ind.records["released_whole"].any()
