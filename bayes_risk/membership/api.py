@@ -748,6 +748,7 @@ def membership_risk(
         match = target_keys == slot_keys
         log_p_us = _partial.log_p_unsynthesized(
             slot_keys, orig_keys, _partial.n_cells(orig, schema, us), float(alpha))
+    us_match = match.copy()  # what the unsynthesized values alone say (the table's column)
     released_whole = np.zeros(T, dtype=bool)
     sel_columns = None
     if rule is not None:
@@ -781,7 +782,7 @@ def membership_risk(
     table = _record_table(
         dict(role=role, source=source, row=np.asarray(src_row, dtype=np.int64), slot=slots,
              log_lr=log_lr, p_member=p_member, khat_max=khat_max, ess_min=ess_min),
-        partial=(match, log_p_us) if us else None,
+        partial=(us_match, log_p_us) if us else None,
         normaliser=(log_d, norm_khat, norm_ess) if normalised else None,
         dcr=_dcr.closest_distance(targets, datasets, orig, schema) if dcr else None,
         flags=flags, selection=sel_columns)
@@ -794,7 +795,7 @@ def membership_risk(
     if us:
         # what the released unsynthesized values alone reveal (the audit's cause reads it)
         summary["unsynthesized"] = _unsynthesized_summary(orig, schema, us, orig_keys, members,
-                                                          log_p_us, match, role)
+                                                          log_p_us, us_match, role)
     if rule is not None:
         summary["selection"] = _selection_summary(rule, selected, members, released_whole,
                                                   sel_columns, role)
