@@ -133,7 +133,7 @@ def message(code: str) -> str:
 # leave-one-out mean, not of a candidate), so they have their own table
 #: the codes a target can be flagged with (its estimate is then left out of the summaries)
 MEMBERSHIP_FLAGS = ("LIKELIHOOD_UNDEFINED", "KHAT_HIGH", "LOW_ESS", "NORMALISER_UNSTABLE",
-                    "HOLDOUT_IN_ORIGINAL")
+                    "HOLDOUT_IN_ORIGINAL", "RELEASED_WHOLE")
 
 #: what the membership codes mean (one sentence each)
 MEMBERSHIP_MESSAGES: dict[str, str] = {
@@ -143,9 +143,14 @@ MEMBERSHIP_MESSAGES: dict[str, str] = {
     "is above the threshold: the estimate is unstable and left out of the summaries.",
     "LOW_ESS": "the effective sample size of a leave-one-out mean behind the target's likelihood "
     "ratio is below the threshold: the estimate is unreliable and left out of the summaries.",
-    "NORMALISER_UNSTABLE": "with m > 1 datasets (any m for a CART release), the population "
-    "average that normalises the likelihood ratio has a Pareto k-hat above, or an effective "
-    "sample size below, its threshold: increase normaliser_draws.",
+    "NORMALISER_UNSTABLE": "with m > 1 datasets, a selection rule or a CART release, the "
+    "population average that normalises the likelihood ratio has a Pareto k-hat above, or an "
+    "effective sample size below, its threshold: increase normaliser_draws.",
+    "RELEASED_WHOLE": "the target is the record of a slot the release left unsynthesized "
+    "(only selected records were synthesized): the release shows it whole, so its membership "
+    "is revealed outright; P(member) = 1, counted in the summaries.",
+    "MEMBERSHIP_RELEASED_WHOLE": "some members were not selected for synthesis and are released "
+    "whole: their membership is revealed outright (P(member) = 1, flag RELEASED_WHOLE).",
     "MEMBERSHIP_FLAGGED": "some targets are flagged; they are counted separately and left out of "
     "the file-level summaries, which may then understate the risk.",
     "HOLDOUT_IN_ORIGINAL": "the holdout row equals a record of the original on every column, "

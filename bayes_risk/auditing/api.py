@@ -75,6 +75,7 @@ def audit(
     max_order: int = 1,
     imputed: Sequence[str] | str = "auto",
     holdout: pd.DataFrame | None = None,
+    membership_selection: Any = None,
 ) -> AuditResult:
     """Audit a synthetic release: utility, identification, attribute and empirical risk.
 
@@ -176,6 +177,13 @@ def audit(
         Records of the same population that were not in the original: the membership step
         (:func:`~bayes_risk.membership_risk`, with the fitted ``model``) runs only when it is
         given, and is skipped with the reason otherwise (it refits the model once per dataset).
+    membership_selection : None, "independent", str or callable
+        For a release that synthesizes selected records only (a model fitted with
+        ``records=...``): how they were selected (``selection`` of
+        :func:`~bayes_risk.membership_risk`: ``"independent"`` or a rule on a record's own
+        values, e.g. ``"Income > 150000 or Age >= 90"``). Without it the membership step of
+        such a release is skipped with the reason (``MEMBERSHIP_PARTIAL_SYNTHESIS``). Recorded
+        in the settings.
 
     Returns
     -------
@@ -210,7 +218,7 @@ def audit(
         show=show_confidential_values, random_seed=random_seed, seed_src=seed_src,
         skip=skip, sweep_unsynthesized=sweep_unsynthesized, combining_rules=combining_rules,
         pmse_method=pmse_method, max_order=max_order, known_sweep=known_sweep,
-        imputed=imputed,
+        imputed=imputed, membership_selection=membership_selection,
     )
     root = Path(out) if out is not None else None
     if root is not None and root.exists() and (not root.is_dir() or any(root.iterdir())):

@@ -180,6 +180,10 @@ class AuditPlan:
     #: estimator of the attribute step and kept draws per chain of its refits (None: the model's)
     attribute_estimator: str = "auto"
     refit_draws: int | None = None
+    #: how the records of a release that synthesizes selected records were selected
+    #: (``membership_selection=`` / ``--membership-selection``; the membership step's
+    #: ``selection``)
+    membership_selection: Any = None
     settings: list[Setting] = field(default_factory=list)
     #: the synthesized columns that are numeric (CART's smoothing applies to them)
     numeric_synthesized: list[str] = field(default_factory=list)

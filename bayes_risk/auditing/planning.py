@@ -183,7 +183,7 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
                random_seed, attribute_estimator="auto", refit_draws=None, seed_src="given",
                skip=None, sweep_unsynthesized=False, known_sweep=False,
                combining_rules="auto", pmse_method="logit", max_order=1,
-               imputed="auto") -> AuditPlan:
+               imputed="auto", membership_selection=None) -> AuditPlan:
     """Resolve every setting (see :func:`audit`) and record where it came from.
 
     Every argument every step reads is checked here, before any step runs."""
@@ -247,6 +247,13 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
         pmse_method=pmse_method, max_order=int(max_order), known_sweep=bool(known_sweep),
         imputed=imputed,
     )
+    if membership_selection is not None:
+        from bayes_risk.membership.selection import as_selection
+
+        plan.membership_selection = as_selection(membership_selection)
+        plan.add("membership", "selection", plan.membership_selection.description, "given",
+                 "how the records of a release that synthesizes selected records were "
+                 "selected; members left unsynthesized are released whole (P(member) = 1)")
     plan.releases_donor_values, plan.smoothing_option = _release_capabilities(syn)
     # partial synthesis as the utility step's pMSE reads it: some, not all, columns synthesized
     partial = 0 < len(syn_cols) < len(sch.names)

@@ -218,6 +218,15 @@ def membership_cause(plan: AuditPlan, mem: StepOutcome) -> Cause:
                   "values of the record they are compared with")
         rem.append(f"synthesize or coarsen the unsynthesized columns ({cols}), so that a "
                    "record's released values are shared by more records of the population")
+    sel = f.get("selection")
+    if sel and sel["n_members_released_whole"]:
+        whole = sel["n_members_released_whole"]
+        cause += (f"; only the records selected by {sel['rule']!r} were synthesized "
+                  f"({sel['n_selected']} of {sel['n_records']}), so {whole} member(s) are in "
+                  "the release as they are: their membership is revealed outright "
+                  "(P(member) = 1)")
+        rem.append("synthesize every record (or widen the selection): a record released as "
+                   "it is reveals its membership")
     rem += [f"release fewer synthetic datasets (m = {m} now): the likelihood ratio of "
             "membership multiplies over the datasets",
             "fit a smoother synthesis model (fewer components or predictors, a stronger "

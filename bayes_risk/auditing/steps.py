@@ -657,7 +657,7 @@ def _membership_reuses(ctx: StepContext, model: Any) -> bool:
     if ctx.holdout is None or ctx.model is None or model is not _loaded_model(ctx):
         return False
     try:
-        check_model(model)
+        check_model(model, selection=ctx.plan.membership_selection)
     except NotSupportedError:
         return False
     return True
@@ -687,13 +687,14 @@ def membership_step(ctx: StepContext) -> StepOutcome:
         )
     model = _loaded_model(ctx)
     try:
-        check_model(model)
+        check_model(model, selection=ctx.plan.membership_selection)
     except NotSupportedError as err:
         return StepOutcome(name="membership", status="skipped",
                            reason=f"{err} [{err.code}]")
     shared = ctx.refits if ctx.refits is not None and ctx.refits_model is model else None
     res = membership_risk(model, ctx.original, ctx.synthetic, holdout=ctx.holdout,
                           population=0, threshold=ctx.plan.thresholds.membership_probability,
+                          selection=ctx.plan.membership_selection,
                           augmented=shared, random_seed=ctx.plan.random_seed)
     summary = res.to_dict()
     summary["refits"] = ("the attribute step's (one per dataset, shared)" if shared is not None

@@ -106,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         random_seed=args.random_seed, progressbar=not args.quiet,
         holdout=(None if args.holdout is None
                  else read_records_table(args.holdout, "--holdout", missing_labels(args))),
+        membership_selection=args.membership_selection,
     )
     with output_dir(args) as tmp:
         res = audit(original, syn, out=tmp, **kw)

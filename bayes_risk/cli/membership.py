@@ -3,7 +3,7 @@
     bayes-risk membership ORIGINAL SYN [SYN ...] --model DIR [--holdout FILE]
         [--population N] [--records RANGE|FILE] [--prior balanced|sampling|P]
         [--population-size N] [--threshold 0.5] [--normaliser-draws 400]
-        [--unsynthesized-concentration 1] [--no-dcr]
+        [--unsynthesized-concentration 1] [--selection RULE] [--no-dcr]
         [--bootstrap 200] [--random-seed N] [--quiet] --out DIR
 
 Writes (atomically) ``records.csv`` (one row per target), ``summary.json`` (file-level
@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         threshold=args.threshold,
         normaliser_draws=args.normaliser_draws,
         unsynthesized_concentration=args.unsynthesized_concentration,
+        selection=args.selection,
         dcr=not args.no_dcr,
         bootstrap=args.bootstrap,
         random_seed=args.random_seed,
@@ -114,5 +115,11 @@ def run(args: argparse.Namespace) -> int:
             f"partial synthesis: the released unsynthesized values ({', '.join(us['columns'])}) "
             f"multiply a member's likelihood ratio by a median of {num(factor)}; non-members "
             f"whose values match their slot's: {num(matching)} (the others have P(member) = 0)")
+    sel = f.get("selection")
+    if sel:
+        lines.append(
+            f"selection {sel['rule']!r}: {sel['n_selected']} of {sel['n_records']} records "
+            f"synthesized; members released whole (P(member) = 1, revealed): "
+            f"{sel['n_members_released_whole']}")
     print_summary(lines, args.out)
     return 0

@@ -7,6 +7,8 @@ baseline beside it.
 * :mod:`bayes_risk.membership.partial` — partially synthetic releases: the released
   unsynthesized values and their population model;
 * :mod:`bayes_risk.membership.trees` — CART releases: the ratio under the plug-in likelihood;
+* :mod:`bayes_risk.membership.selection` — releases that synthesize selected records: the
+  stated selection rule;
 * :mod:`bayes_risk.membership.dcr` — the distance baseline (SDMetrics, anonymeter);
 * :mod:`bayes_risk.membership.summaries` — file-level summaries and their bootstrap.
 """

@@ -24,6 +24,7 @@ from bayes_risk.membership import dcr as _dcr
 from bayes_risk.membership import estimator as _est
 from bayes_risk.membership import holdout as _holdout
 from bayes_risk.membership import partial as _partial
+from bayes_risk.membership import selection as _selection
 from bayes_risk.membership import trees as _trees
 from bayes_risk.membership.summaries import file_summary
 from bayes_risk.protocols import SupportsAugmentedFit, model_info
@@ -35,7 +36,7 @@ __all__ = ["membership_risk", "MembershipRiskResult", "MEMBERSHIP_FLAGS", "check
 _ROWS_PER_DRAW = 4
 
 
-def check_model(model: Any) -> None:
+def check_model(model: Any, selection: Any = None) -> None:
     """Refuse, with a coded error, the models whose membership likelihood is not derived.
 
     Supported: a fitted CARTSynthesizer (or its plug-in likelihood) without smoothing or
@@ -45,14 +46,23 @@ def check_model(model: Any) -> None:
     ``marginal`` mode (fully synthetic releases), and the sequential regressions (fully
     synthetic releases, and partially synthetic releases: their conditional likelihood and refits
     are exact for the synthesized part, and the released unsynthesized values, categorical or
-    numeric, enter through :func:`bayes_risk.membership.partial.log_p_unsynthesized`).
+    numeric, enter through :func:`bayes_risk.membership.partial.log_p_unsynthesized`). A model
+    fitted with ``records=...`` (selected records synthesized) is supported when the selection
+    rule is stated (``selection``, :mod:`bayes_risk.membership.selection`).
+
+    Parameters
+    ----------
+    model : fitted model
+    selection : None, "independent", str or callable
+        The selection rule of a release that synthesizes selected records (``None``: not
+        stated, and such a release is refused).
 
     Raises
     ------
     NotSupportedError
         ``MEMBERSHIP_MODEL_UNSUPPORTED`` (random forests, smoothed or incomplete CART, class O
-        models, models without refits) or ``MEMBERSHIP_PARTIAL_SYNTHESIS`` (selected records;
-        a model of whole records with unsynthesized columns).
+        models, models without refits) or ``MEMBERSHIP_PARTIAL_SYNTHESIS`` (selected records
+        without a stated selection rule; a model of whole records with unsynthesized columns).
     """
     name = type(model).__name__
     if _trees.is_tree_model(model):  # the plug-in ratio (methods, CART releases)
@@ -77,7 +87,7 @@ def check_model(model: Any) -> None:
     if schema is None:
         raise ValidationError(f"{name} is not fitted; fit it before membership_risk.",
                               code="NOT_FITTED")
-    if getattr(model, "synthesized_records_", None) is not None:
+    if getattr(model, "synthesized_records_", None) is not None and selection is None:
         raise NotSupportedError(
             f"the release synthesizes selected records only ({name} fitted with records=...): "
             "under the alternative hypothesis the record of the population in the target's "
@@ -86,9 +96,11 @@ def check_model(model: Any) -> None:
             "selection rule as a function of the data; the model knows only which rows were "
             "selected. Leaving that factor out is exact only if the selection does not depend "
             "on the records' values; selecting at-risk records does, and then it understates "
-            "a member's ratio (methods, Membership disclosure risk, Partially synthetic "
-            "releases). A member left unsynthesized is released whole: its membership is "
-            "revealed outright.",
+            "a member's ratio (methods, Membership disclosure risk, Releases that synthesize "
+            "selected records). State the rule: selection='independent' (records chosen "
+            "without looking at their values) or a rule on a record's own values (e.g. "
+            "selection='Income > 150000 or Age >= 90'; CLI --selection). A member left "
+            "unsynthesized is released whole: its membership is revealed outright.",
             code="MEMBERSHIP_PARTIAL_SYNTHESIS",
         )
     families = getattr(model, "families_", None) or {}
@@ -173,13 +185,18 @@ def _prior(prior: float | str, n: int, population_size: int | None) -> float:
     return p
 
 
-def _population_rows(model: Any, k: int, rng: np.random.Generator) -> pd.DataFrame:
+def _population_rows(model: Any, k: int, rng: np.random.Generator,
+                     rows_: np.ndarray | None = None) -> pd.DataFrame:
     """``k`` records from the posterior predictive ``p(· | y)``: a few rows of each of several
-    synthetic datasets, so that many posterior draws are represented."""
+    synthetic datasets, so that many posterior draws are represented (only the synthesized
+    rows ``rows_`` when selected records are synthesized: the others are confidential
+    records)."""
     sets = max(1, math.ceil(k / _ROWS_PER_DRAW))
     syn = model.synthesize(sets, random_seed=rng)
     rows = []
     for z in syn.datasets:
+        if rows_ is not None:
+            z = z.iloc[rows_]
         take = rng.choice(len(z), size=min(_ROWS_PER_DRAW, len(z)), replace=False)
         rows.append(z.iloc[np.sort(take)])
     return pd.concat(rows, ignore_index=True).iloc[:k].reset_index(drop=True)
@@ -187,7 +204,7 @@ def _population_rows(model: Any, k: int, rng: np.random.Generator) -> pd.DataFra
 
 def _conditional_population_rows(
     model: Any, original: pd.DataFrame, original_keys: np.ndarray, keys: list[int], k: int,
-    rng: np.random.Generator, schema: Any, us: list[str],
+    rng: np.random.Generator, schema: Any, us: list[str], rows_: np.ndarray | None = None,
 ) -> dict[int, pd.DataFrame]:
     """For each cell ``r`` of the unsynthesized columns in ``keys``, ``k`` records of
     ``p(· | r, y)``: rows of fresh synthetic datasets whose unsynthesized values are ``r`` (the
@@ -197,11 +214,13 @@ def _conditional_population_rows(
     dataset (at most :data:`_ROWS_PER_DRAW`), and never more than the model's draws ``H``; a
     cell then gets fewer than ``k`` records, and the ESS flag of the normaliser says so. (A
     numeric unsynthesized column makes most cells single records: the rows of each dataset are
-    grouped by cell once, not searched once per cell.)
+    grouped by cell once, not searched once per cell.) When selected records are synthesized
+    only the synthesized rows ``rows_`` are drawn from.
     """
     if not keys:
         return {}
-    uniq, counts = np.unique(original_keys, return_counts=True)
+    uniq, counts = np.unique(original_keys if rows_ is None else original_keys[rows_],
+                             return_counts=True)
     fewest = int(counts[np.searchsorted(uniq, keys)].min())
     per = min(_ROWS_PER_DRAW, fewest)
     sets = max(1, math.ceil(k / per))
@@ -210,6 +229,8 @@ def _conditional_population_rows(
     take = {key: [] for key in keys}
     need = np.asarray(keys, dtype=np.int64)
     for z in syn.datasets:
+        if rows_ is not None:
+            z = z.iloc[rows_].reset_index(drop=True)
         zkeys = _partial.cell_keys([z], schema, us, reference=original)[0]
         order = np.argsort(zkeys, kind="stable")
         lo = np.searchsorted(zkeys[order], need, side="left")
@@ -265,8 +286,8 @@ def _flags(match: np.ndarray, log_lr: np.ndarray, khat_max: np.ndarray | None,
            ess_min: np.ndarray, norm_khat: np.ndarray, norm_ess: np.ndarray, khat_thr: float,
            ess_thr: float, norm_thr: tuple[float, float] | None) -> list[list[str]]:
     """Each target's flags (methods, Membership disclosure risk: diagnostics); a target whose
-    unsynthesized values exclude it has none. ``khat_max`` None: k-hat not checked;
-    ``norm_thr`` None: no normaliser (m = 1)."""
+    unsynthesized values (or the selection) exclude it has none. ``khat_max`` None: k-hat not
+    checked; ``norm_thr`` None: no normaliser (m = 1 without a selection rule)."""
     flags: list[list[str]] = [[] for _ in range(len(match))]
     for t in range(len(match)):
         if not match[t]:
@@ -277,7 +298,9 @@ def _flags(match: np.ndarray, log_lr: np.ndarray, khat_max: np.ndarray | None,
             flags[t].append("KHAT_HIGH")
         if ess_min[t] < ess_thr:
             flags[t].append("LOW_ESS")
-        if norm_thr is not None and (norm_khat[t] > norm_thr[0] or norm_ess[t] < norm_thr[1]):
+        # an ESS of nan: no population draw the selection rule selects
+        if norm_thr is not None and (norm_khat[t] > norm_thr[0]
+                                     or not norm_ess[t] >= norm_thr[1]):
             flags[t].append("NORMALISER_UNSTABLE")
     return flags
 
@@ -287,7 +310,8 @@ def _result_warnings(table: pd.DataFrame, n_non: int, H: int, model: Any,
     """The result's warning codes: flagged targets, no non-member, few draws, an approximate
     posterior, and the MCMC warnings of the fit and of the refits."""
     warnings_: list[str] = []
-    if int((table["flag_codes"] != "").sum()):
+    # a record released whole is not an unstable estimate (MEMBERSHIP_RELEASED_WHOLE says so)
+    if int((~table["flag_codes"].isin(["", "RELEASED_WHOLE"])).sum()):
         warnings_.append("MEMBERSHIP_FLAGGED")
     if n_non == 0:
         warnings_.append("NO_NON_MEMBERS")
@@ -328,11 +352,13 @@ def _log_predictives(posteriors: list[Any], targets: pd.DataFrame, slot_rows: pd
 def _normalisers(model: Any, posteriors: list[Any], orig: pd.DataFrame, uslots: np.ndarray,
                  slot_inv: np.ndarray, slot_lls: list[np.ndarray], match: np.ndarray,
                  orig_keys: np.ndarray | None, normaliser_draws: int, rng: np.random.Generator,
-                 schema: Any, us: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The population normaliser of every target's slot when m > 1 (methods, Membership
-    disclosure risk), with its k-hat and ESS: one per distinct slot record, from population
-    draws (given the slot's unsynthesized values ``r`` for a partial release, for the cells of
-    matching targets only)."""
+                 schema: Any, us: list[str], rule: Any = None, rows_: np.ndarray | None = None,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The population normaliser of every target's slot when m > 1 or a selection rule is
+    stated (methods, Membership disclosure risk), with its k-hat and ESS: one per distinct slot
+    record, from population draws (given the slot's unsynthesized values ``r`` for a partial
+    release, for the cells of matching targets only; from the synthesized rows ``rows_`` only,
+    each weighted by whether ``rule`` selects it)."""
     _, first, rec_inv = np.unique(
         pd.util.hash_pandas_object(orig.iloc[uslots], index=False).to_numpy(),
         return_index=True, return_inverse=True)
@@ -340,19 +366,24 @@ def _normalisers(model: Any, posteriors: list[Any], orig: pd.DataFrame, uslots: 
     ld = np.full(len(first), np.nan)
     nk = np.full(len(first), np.nan)
     ne = np.full(len(first), np.nan)
+    if rows_ is not None and rows_.size == 0:  # nothing synthesized: every slot released whole
+        return ld[back], nk[back], ne[back]
     if not us:
-        prow = _population_rows(model, normaliser_draws, rng)
+        prow = _population_rows(model, normaliser_draws, rng, rows_)
         groups = {None: (np.arange(len(first)), prow)}
     else:
         rec_key = orig_keys[uslots[first]]
         need = np.unique(rec_key[np.unique(back[match])]) if match.any() else []
         rows = _conditional_population_rows(model, orig, orig_keys, list(need),
-                                            normaliser_draws, rng, schema, us)
+                                            normaliser_draws, rng, schema, us, rows_)
         groups = {k: (np.flatnonzero(rec_key == k), rows[k]) for k in need}
     for sel, prow in groups.values():
         pop_ll = [post.record_loglik(prow) for post in posteriors]
+        log_s = None
+        if rule is not None and rule.kind == "rule":
+            log_s = np.where(rule.evaluate(prow, "the population draws"), 0.0, -np.inf)
         ld[sel], nk[sel], ne[sel] = _est.log_normaliser(
-            pop_ll, [sl[:, first[sel]] for sl in slot_lls])
+            pop_ll, [sl[:, first[sel]] for sl in slot_lls], log_select=log_s)
     return ld[back], nk[back], ne[back]
 
 
@@ -378,14 +409,57 @@ def _unsynthesized_summary(orig: pd.DataFrame, schema: Any, us: list[str],
     }
 
 
+def _selection_match(rule: Any, selected: np.ndarray, targets: pd.DataFrame,
+                     orig: pd.DataFrame, slots: np.ndarray, schema: Any, match: np.ndarray,
+                     ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """What the selection seen says about each target (methods, Releases that synthesize
+    selected records): in a synthesized slot the target must be one the rule selects
+    (``s(x) = 1``); an unsynthesized slot shows its record whole, so a target equal to it is
+    revealed (``released_whole``) and any other is excluded."""
+    in_sel = selected[slots]
+    cols = list(schema.names)
+    slot_key, target_key = _partial.cell_keys([orig.iloc[slots], targets], schema, cols,
+                                              reference=orig)
+    released_whole = ~in_sel & (target_key == slot_key) & (target_key >= 0)
+    by_rule = rule.evaluate(targets, "the targets")
+    new_match = match & in_sel & by_rule
+    columns = {"slot_selected": in_sel, "released_whole": released_whole}
+    if rule.kind == "rule":
+        columns["selected_by_rule"] = by_rule
+    return new_match, released_whole, columns
+
+
+def _selection_summary(rule: Any, selected: np.ndarray, members: np.ndarray,
+                       released_whole: np.ndarray, columns: dict[str, np.ndarray],
+                       role: list[str]) -> dict[str, Any]:
+    """The file summary of the selection: the rule, how many records it selected, the members
+    released whole and the non-members the rule rules out."""
+    is_non = np.asarray(role) == "non-member"
+    ruled_out = columns["slot_selected"] & ~columns.get(
+        "selected_by_rule", np.ones(len(role), dtype=bool))
+    return {
+        "rule": rule.description,
+        "kind": rule.kind,
+        "n_selected": int(selected.sum()),
+        "n_records": int(selected.size),
+        "n_members_released_whole": int(released_whole[: len(members)].sum()),
+        "n_non_members_released_whole": int(released_whole[is_non].sum()),
+        "n_non_members_ruled_out": int(ruled_out[is_non].sum()),
+    }
+
+
 def _record_table(columns: dict[str, Any], *, partial: tuple[Any, Any] | None,
                   normaliser: tuple[Any, Any, Any] | None, dcr: np.ndarray | None,
-                  flags: list[list[str]]) -> pd.DataFrame:
+                  flags: list[list[str]], selection: dict[str, Any] | None = None,
+                  ) -> pd.DataFrame:
     """The per-target table of :class:`MembershipRiskResult` (index ``target``): the columns
-    given, the partial-synthesis columns, the normaliser's (m > 1), the distance and the flags."""
+    given, the partial-synthesis columns, the selection's, the normaliser's (m > 1 or a
+    selection rule), the distance and the flags."""
     table = pd.DataFrame(columns)
     if partial is not None:
         table["unsynthesized_match"], table["log_p_unsynthesized"] = partial
+    for name, col in (selection or {}).items():
+        table[name] = col
     if normaliser is not None:
         table["log_normaliser"], table["normaliser_khat"], table["normaliser_ess"] = normaliser
     if dcr is not None:
@@ -441,11 +515,12 @@ def _posteriors(model: Any, orig: pd.DataFrame, datasets: list[pd.DataFrame],
 
 def _target_slots(model: Any, orig: pd.DataFrame, members: np.ndarray,
                   hold: pd.DataFrame | None, population: int, pop_rng: np.random.Generator,
-                  slot_rng: np.random.Generator) -> tuple[Any, ...]:
+                  slot_rng: np.random.Generator, rows_: np.ndarray | None = None,
+                  ) -> tuple[Any, ...]:
     """The targets — members (their own slot), holdout rows and ``population`` look-alikes
-    drawn from the model (a random slot each) — with their role, source, source row and
-    slot."""
-    look = _population_rows(model, population, pop_rng) if population else None
+    drawn from the model (from the synthesized rows ``rows_``; a random slot each) — with their
+    role, source, source row and slot."""
+    look = _population_rows(model, population, pop_rng, rows_) if population else None
     targets, role, source, src_row = _targets(orig, members, hold, look)
     n_non = len(targets) - len(members)
     slots = np.concatenate([members, slot_rng.integers(0, len(orig), size=n_non)])
@@ -468,7 +543,7 @@ def _summary(table: pd.DataFrame, datasets: list[pd.DataFrame], orig: pd.DataFra
 
 def _diagnostics(match: np.ndarray, log_lr: np.ndarray, khats: list[np.ndarray],
                  ess: list[np.ndarray], norm_khat: np.ndarray, norm_ess: np.ndarray, *, H: int,
-                 m: int, normaliser_draws: int, khat: bool, partial: bool,
+                 normalised: bool, normaliser_draws: int, khat: bool, partial: bool,
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[float, float]]:
     """Each target's worst Pareto k-hat and smallest ESS over the posteriors, its flags, and
     the k-hat and ESS thresholds for ``H`` draws."""
@@ -480,7 +555,7 @@ def _diagnostics(match: np.ndarray, log_lr: np.ndarray, khats: list[np.ndarray],
         ess_min = np.where(match, ess_min, np.nan)
     norm_thr = _est.thresholds(normaliser_draws)
     flags = _flags(match, log_lr, khat_max if khat else None, ess_min, norm_khat, norm_ess,
-                   khat_thr, ess_thr, norm_thr if m > 1 else None)
+                   khat_thr, ess_thr, norm_thr if normalised else None)
     return khat_max, ess_min, flags, (khat_thr, ess_thr)
 
 
@@ -488,6 +563,7 @@ def _settings(pi: float, prior: float | str, threshold: float,
               mc_thresholds: tuple[float, float], *, m: int, H: int, normaliser_draws: int,
               n_members: int, n_holdout: int, population: int, bootstrap: int,
               random_seed: RandomSeed, model: Any, us: list[str], alpha: float,
+              selection: Any = None, n_selected: int | None = None,
               ) -> dict[str, Any]:
     """The settings a :class:`MembershipRiskResult` reports."""
     return {
@@ -507,6 +583,9 @@ def _settings(pi: float, prior: float | str, threshold: float,
         "model": type(model).__name__,
         "unsynthesized": us,
         "unsynthesized_concentration": alpha if us else None,
+        # releases that synthesize selected records: the stated rule and how many it selects
+        "selection": None if selection is None else selection.description,
+        "n_selected": n_selected,
     }
 
 
@@ -524,6 +603,7 @@ def membership_risk(
     augmented: Sequence[Any] | None = None,
     normaliser_draws: int = 400,
     unsynthesized_concentration: float = 1.0,
+    selection: Any = None,
     khat: bool = True,
     dcr: bool = True,
     bootstrap: int = 200,
@@ -541,7 +621,10 @@ def membership_risk(
     Under partial synthesis the release shows the unsynthesized values ``r`` of the slot's record:
     the ratio holds the factor ``1{x^us = r} / p(r | y_{-i})`` (a target whose own values differ
     has probability 0) and its synthesized part is conditional on ``r`` (methods, Partially
-    synthetic releases).
+    synthetic releases). When only selected records were synthesized (a model fitted with
+    ``records=...``) the ratio holds the probability of the selection seen, and the rule that
+    selected them must be stated (``selection``; methods, Releases that synthesize selected
+    records).
 
     Parameters
     ----------
@@ -586,6 +669,18 @@ def membership_risk(
         the unsynthesized values, ``p(r | y_{-i}) = (n_r^{(-i)} + α / C) / (n − 1 + α)`` over
         the ``C`` cells of the unsynthesized columns (methods, Partially synthetic releases).
         It matters only for a record whose unsynthesized values no other record shares.
+    selection : None, "independent", str or callable
+        How the records of a release that synthesizes selected records only (a model fitted
+        with ``records=...``) were selected; without it such a release is refused
+        (``MEMBERSHIP_PARTIAL_SYNTHESIS``). ``"independent"``: without looking at their values
+        (a random subset), the selection then cancels from the ratio. A string: a rule on a
+        record's own values, as a pandas ``DataFrame.eval`` expression on the model's columns
+        (``"Income > 150000 or Age >= 90"``). A callable: the same as a function of a DataFrame
+        of records returning one bool per row. The rule must reproduce the model's
+        synthesized rows (``MEMBERSHIP_SELECTION_MISMATCH``) and look only at each record's own
+        values (``MEMBERSHIP_SELECTION_DATA_DEPENDENT``: a quantile, sample uniques). A target
+        the rule would not select, in a synthesized slot, has probability 0; a member left
+        unsynthesized is released whole: ``p_member`` is 1 with the flag ``RELEASED_WHOLE``.
     khat : bool
         Compute Pareto k̂ of every mean (flags ``KHAT_HIGH``).
     dcr : bool
@@ -603,23 +698,31 @@ def membership_risk(
     Raises
     ------
     NotSupportedError
-        ``MEMBERSHIP_MODEL_UNSUPPORTED``, ``MEMBERSHIP_PARTIAL_SYNTHESIS``.
+        ``MEMBERSHIP_MODEL_UNSUPPORTED``, ``MEMBERSHIP_PARTIAL_SYNTHESIS``,
+        ``MEMBERSHIP_SELECTION_DATA_DEPENDENT``.
     SchemaError
         A column missing from ``original``, ``holdout`` or a synthetic dataset, or a holdout level
         the model was never fitted with (``UNKNOWN_LEVEL``).
     ValidationError
-        Invalid options (naming the argument).
+        Invalid options (naming the argument); ``BAD_SELECTION_RULE``,
+        ``MEMBERSHIP_SELECTION_MISMATCH``.
 
     Examples
     --------
     >>> res = membership_risk(model, original, syn, holdout=hold, random_seed=1)  # doctest: +SKIP
     >>> res.records[["role", "p_member", "dcr"]].head()  # doctest: +SKIP
     """
-    check_model(model)
+    rule = _selection.as_selection(selection)
+    check_model(model, selection=rule)
     if _trees.is_tree_model(model):
         if augmented is not None:
             raise ValidationError("augmented applies to models with posterior draws; a CART "
                                   "release has none (leave augmented unset).")
+        if rule is not None:
+            raise ValidationError(
+                "selection applies to a Bayesian model's release of selected records; the CART "
+                "plug-in ratio covers fully synthetic releases only (leave selection unset).",
+                code="OPTION_CONFLICT")
         return _tree_membership_risk(
             model, original, synthetic, holdout=holdout, records=records, population=population,
             prior=prior, population_size=population_size, threshold=threshold,
@@ -629,6 +732,13 @@ def membership_risk(
     orig, datasets, hold, members = _inputs(model, original, synthetic, holdout, records)
     copies = _holdout.screen_holdout(orig, hold)  # holdout rows that are records of the original
     n, m = len(orig), len(datasets)
+    selected, rows_ = None, None
+    if rule is not None:
+        flags_ = getattr(model, "synthesized_records_", None)
+        selected = (np.ones(n, dtype=bool) if flags_ is None
+                    else np.asarray(flags_, dtype=bool))
+        _selection.check_rule(rule, orig, selected)
+        rows_ = np.flatnonzero(selected)
     if population is None:
         population = len(members) if hold is None else 0
     pi = _prior(prior, n, population_size)
@@ -642,7 +752,8 @@ def membership_risk(
     posteriors = _posteriors(model, orig, datasets, augmented, fit_rng)
 
     targets, role, source, src_row, slots = _target_slots(model, orig, members, hold,
-                                                          int(population), pop_rng, slot_rng)
+                                                          int(population), pop_rng, slot_rng,
+                                                          rows_)
     T = len(targets)
     n_non = T - len(members)
     uslots, slot_inv = np.unique(slots, return_inverse=True)
@@ -658,33 +769,49 @@ def membership_risk(
         match = target_keys == slot_keys
         log_p_us = _partial.log_p_unsynthesized(
             slot_keys, orig_keys, _partial.n_cells(orig, schema, us), float(alpha))
+    us_match = match.copy()  # what the unsynthesized values alone say (the table's column)
+    released_whole = np.zeros(T, dtype=bool)
+    sel_columns = None
+    if rule is not None:
+        match, released_whole, sel_columns = _selection_match(rule, selected, targets, orig,
+                                                              slots, schema, match)
 
     base, aug, slot_lls, khats, ess = _log_predictives(posteriors, targets, orig.iloc[uslots],
                                                        slot_inv, khat)
     H = min(int(post.n_draws) for post in posteriors)
     log_d, norm_khat, norm_ess = None, np.full(T, np.nan), np.full(T, np.nan)
-    if m > 1:
+    # a selection rule on the values puts s(x') into the normaliser, which then is not 1 for m = 1
+    normalised = m > 1 or (rule is not None and rule.kind == "rule")
+    if normalised:
         log_d, norm_khat, norm_ess = _normalisers(
             model, posteriors, orig, uslots, slot_inv, slot_lls, match,
-            orig_keys if us else None, int(normaliser_draws), norm_rng, schema, us)
+            orig_keys if us else None, int(normaliser_draws), norm_rng, schema, us, rule,
+            rows_)
     log_lr = _est.membership_log_lr(base, aug, log_d) - log_p_us
-    # a target whose unsynthesized values are not the slot's: membership is excluded exactly
+    # a target whose unsynthesized values are not the slot's, or that the selection rules out:
+    # membership is excluded exactly; a record released whole is revealed
     log_lr = np.where(match, log_lr, -np.inf)
+    log_lr = np.where(released_whole, np.inf, log_lr)
     p_member = _est.posterior_membership(log_lr, pi)
 
     khat_max, ess_min, flags, mc_thresholds = _diagnostics(
-        match, log_lr, khats, ess, norm_khat, norm_ess, H=H, m=m,
-        normaliser_draws=int(normaliser_draws), khat=khat, partial=bool(us))
+        match, log_lr, khats, ess, norm_khat, norm_ess, H=H, normalised=normalised,
+        normaliser_draws=int(normaliser_draws), khat=khat,
+        partial=bool(us) or rule is not None)
+    for t in np.flatnonzero(released_whole):
+        flags[t].append("RELEASED_WHOLE")
     _holdout.flag_copies(flags, source, src_row, copies)
     table = _record_table(
         dict(role=role, source=source, row=np.asarray(src_row, dtype=np.int64), slot=slots,
              log_lr=log_lr, p_member=p_member, khat_max=khat_max, ess_min=ess_min),
-        partial=(match, log_p_us) if us else None,
-        normaliser=(log_d, norm_khat, norm_ess) if m > 1 else None,
+        partial=(us_match, log_p_us) if us else None,
+        normaliser=(log_d, norm_khat, norm_ess) if normalised else None,
         dcr=_dcr.closest_distance(targets, datasets, orig, schema) if dcr else None,
-        flags=flags)
+        flags=flags, selection=sel_columns)
 
     warnings_ = _result_warnings(table, n_non, H, model, posteriors)
+    if released_whole[: len(members)].any():
+        warnings_.append("MEMBERSHIP_RELEASED_WHOLE")
     if copies is not None:
         warnings_.append("HOLDOUT_OVERLAPS_ORIGINAL")
         hold = hold[~copies]
@@ -693,12 +820,16 @@ def membership_risk(
     if us:
         # what the released unsynthesized values alone reveal (the audit's cause reads it)
         summary["unsynthesized"] = _unsynthesized_summary(orig, schema, us, orig_keys, members,
-                                                          log_p_us, match, role)
+                                                          log_p_us, us_match, role)
+    if rule is not None:
+        summary["selection"] = _selection_summary(rule, selected, members, released_whole,
+                                                  sel_columns, role)
     settings = _settings(pi, prior, threshold, mc_thresholds, m=m, H=H,
                          normaliser_draws=int(normaliser_draws), n_members=len(members),
                          n_holdout=0 if hold is None else len(hold), population=int(population),
                          bootstrap=int(bootstrap), random_seed=random_seed, model=model, us=us,
-                         alpha=float(alpha))
+                         alpha=float(alpha), selection=rule,
+                         n_selected=None if selected is None else int(selected.sum()))
     return MembershipRiskResult(records=table, file=summary, settings=settings,
                                 warnings=warnings_)
 

@@ -111,13 +111,18 @@ def loo_log_predictive(
 
 
 def log_normaliser(
-    pop_ll: list[np.ndarray], slot_ll: list[np.ndarray], *, block: int = 16
+    pop_ll: list[np.ndarray], slot_ll: list[np.ndarray], *, block: int = 16,
+    log_select: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``log E_{x' ~ p(· | y_{-i})}[Π_l A_l(x')]`` for each slot, from population draws.
+    """``log E_{x' ~ p(· | y_{-i})}[s(x') Π_l A_l(x')]`` for each slot, from population draws.
 
     The ``S`` population records ``x'_s`` are draws of the posterior predictive ``p(· | y)``
     (rows of fresh synthetic datasets); self-normalised importance weights
-    ``p(x'_s | y_{-i}) / p(x'_s | y)`` turn them into draws of ``p(· | y_{-i})``.
+    ``p(x'_s | y_{-i}) / p(x'_s | y)`` turn them into draws of ``p(· | y_{-i})``. ``s`` is 1
+    unless a selection rule is given (releases that synthesize selected records: ``s(x')`` is
+    whether the rule selects ``x'``). For ``m = 1`` the mean of ``A_1`` is exactly 1, so the
+    estimate is the self-normalised ``Σ s A_1 / Σ A_1``: the probability that a record of
+    ``p(· | y_{-i}, Z_(1))`` is selected (exactly 1 when every draw is).
 
     Parameters
     ----------
@@ -127,6 +132,9 @@ def log_normaliser(
         ``log p(y_i | Θ_h)`` of the ``U`` distinct slots, same posteriors.
     block : int
         Slots processed together (memory ``block × H × S``).
+    log_select : array [S], optional
+        ``log s(x'_s)``: 0 for a population record the selection rule selects, ``-inf`` for
+        one it does not.
 
     Returns
     -------
@@ -157,9 +165,18 @@ def log_normaliser(
             lp.append(num - den)
         log_v = lp[0] - log_prop[None, :]  # importance weights to p(· | y_{-i})
         log_prod = sum(lp[p] - lp[0] for p in range(1, m + 1))
-        log_d[a:b] = logsumexp(log_v + log_prod, axis=1) - logsumexp(log_v, axis=1)
-        khat[a:b] = _khat(log_v + log_prod)
-        ess[a:b] = kish_ess(log_v + log_prod, axis=1)
+        t = log_v + log_prod
+        if log_select is None:
+            log_d[a:b] = logsumexp(t, axis=1) - logsumexp(log_v, axis=1)
+        else:
+            ts = t + log_select[None, :]
+            # m = 1: E[A_1] = 1 exactly, so divide by its estimate rather than by Σ v
+            log_d[a:b] = logsumexp(ts, axis=1) - logsumexp(t if m == 1 else log_v, axis=1)
+            t = ts
+        khat[a:b] = _khat(t)
+        ess[a:b] = kish_ess(t, axis=1)
+    if log_select is not None:  # no population draw selected: no estimate (flagged)
+        ess = np.where(np.isnan(ess), 0.0, ess)
     return log_d, khat, ess
 
 

@@ -41,7 +41,8 @@ def file_summary(
     table: pd.DataFrame, *, threshold: float, bootstrap: int, rng: np.random.Generator,
     dcr: bool,
 ) -> dict[str, Any]:
-    """Summaries over the unflagged targets (flagged ones are counted separately).
+    """Summaries over the unflagged targets (flagged ones are counted separately; a target
+    flagged ``RELEASED_WHOLE`` only, a record of an unsynthesized slot, counts with P = 1).
 
     ``auc_advantage`` is AUC − 0.5 of the log likelihood ratio between members and non-members;
     ``tpr_fpr`` the share of members minus the share of non-members above ``threshold``; the
@@ -50,7 +51,9 @@ def file_summary(
     distance baseline (a smaller distance scores as a member) and the Spearman rank correlation
     of the two scores over the targets.
     """
-    ok = table["flag_codes"].to_numpy() == ""
+    codes = table["flag_codes"].to_numpy()
+    # a record released whole is not an unstable estimate: its P(member) = 1 counts
+    ok = (codes == "") | (codes == "RELEASED_WHOLE")
     mem = (table["role"].to_numpy() == "member") & ok
     non = (table["role"].to_numpy() == "non-member") & ok
     llr = table["log_lr"].to_numpy()

@@ -21,6 +21,12 @@ __all__ = ["MembershipRiskResult", "MEMBERSHIP_FLAGS", "MEMBERSHIP_MESSAGES"]
 
 
 
+def _unflagged(records: pd.DataFrame) -> np.ndarray:
+    """Targets whose estimate stands: no flag, or only ``RELEASED_WHOLE`` (a record of an
+    unsynthesized slot, revealed: P = 1, not an unstable estimate)."""
+    return records["flag_codes"].isin(["", "RELEASED_WHOLE"]).to_numpy()
+
+
 @dataclass(frozen=True)
 class MembershipRiskResult(RiskResult):
     """Result of :func:`~bayes_risk.membership_risk`.
@@ -34,8 +40,11 @@ class MembershipRiskResult(RiskResult):
         ratio of membership), ``p_member`` (posterior membership probability), ``khat_max``,
         ``ess_min``, under partial synthesis ``unsynthesized_match`` (the target's unsynthesized
         values are those of its slot; when not, ``p_member`` is exactly 0) and
-        ``log_p_unsynthesized`` (``log p(r | y_{-i})`` of the slot's values), with ``m > 1``
-        ``log_normaliser``, ``normaliser_khat`` and ``normaliser_ess``, for a CART release
+        ``log_p_unsynthesized`` (``log p(r | y_{-i})`` of the slot's values), with a selection
+        rule (releases that synthesize selected records) ``slot_selected``, ``released_whole``
+        (the target is the record of an unsynthesized slot: ``p_member`` = 1, flag
+        ``RELEASED_WHOLE``) and ``selected_by_rule``, with ``m > 1``, a selection rule or a CART
+        release ``log_normaliser``, ``normaliser_khat`` and ``normaliser_ess``, for a CART release
         ``slot_revealed`` (the release shows a value of the slot's record that no other record
         of its node holds: ``p_member`` is exactly 1 or 0) and ``normaliser_mcse`` (Monte Carlo
         standard error of ``log_normaliser``, 0 when exact), ``dcr`` (distance to the closest
@@ -131,6 +140,12 @@ class MembershipRiskResult(RiskResult):
                 ("prior membership probability", s["prior"]),
                 ("synthetic datasets m", s["m"]),
                 ("posterior draws H", s["n_draws"]),
+                *([("selection (records synthesized)",
+                    f"{s['selection']} ({f['selection']['n_selected']} of "
+                    f"{f['selection']['n_records']})"),
+                   ("members released whole (P(member) = 1)",
+                    f["selection"]["n_members_released_whole"])]
+                  if f.get("selection") else []),
             ],
             tables={"attack": table},
             notes=[
@@ -146,7 +161,7 @@ class MembershipRiskResult(RiskResult):
     def _plot_p_member(self, ax: Any) -> Any:
         """Histograms of the posterior membership probability of members and non-members."""
         df = self.records
-        ok = (df["flag_codes"] == "").to_numpy()
+        ok = _unflagged(df)
         for role, color in (("member", "tab:red"), ("non-member", "tab:blue")):
             sel = ok & (df["role"] == role).to_numpy()
             ax.hist(df.loc[sel, "p_member"], bins=30, range=(0, 1), alpha=0.6, color=color,
@@ -161,7 +176,7 @@ class MembershipRiskResult(RiskResult):
 
     def _plot_roc(self, ax: Any) -> Any:
         """ROC curves of the Bayesian score and of the distance baseline."""
-        df = self.records[self.records["flag_codes"] == ""]
+        df = self.records[_unflagged(self.records)]
         y = (df["role"] == "member").to_numpy()
         scores = {"Bayesian log LR": df["log_lr"].to_numpy()}
         if "dcr" in df:
@@ -182,7 +197,7 @@ class MembershipRiskResult(RiskResult):
 
     def _plot_dcr(self, ax: Any) -> Any:
         """The Bayesian log likelihood ratio against the distance to the closest record."""
-        df = self.records[self.records["flag_codes"] == ""]
+        df = self.records[_unflagged(self.records)]
         if "dcr" not in df:
             ax.text(0.5, 0.5, "no distance baseline (dcr=False)", ha="center",
                     transform=ax.transAxes)

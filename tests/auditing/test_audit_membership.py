@@ -216,3 +216,52 @@ def test_membership_reuses_the_attribute_steps_refits(release, monkeypatch):
     assert "shared" in st["membership"].extra["summary"]["refits"]
     pd.testing.assert_frame_equal(st["attribute"].result.records,
                                   {s.name: s for s in alone.steps}["attribute"].result.records)
+
+
+def test_membership_step_of_a_release_of_selected_records(tmp_path):
+    """A release that synthesized the records at risk only: without membership_selection the
+    step is skipped with the reason; with the rule it runs, the rule is in the settings of
+    summary.json, and the members left unsynthesized have P(member) = 1 (RELEASED_WHOLE)."""
+    import json
+
+    import numpy as np
+    import pandas as pd
+
+    import bayes_risk as br
+    from bayes_risk.models import SequentialRegression
+
+    rng = np.random.default_rng(8)
+    x = rng.integers(0, 6, 70).astype(float)
+    df = pd.DataFrame({"X": x, "Y": 1.0 + 0.3 * x + rng.normal(0, 1, 70)})
+    train, hold = df.iloc[:50].reset_index(drop=True), df.iloc[50:].reset_index(drop=True)
+    rule = "Y > 2.5 or X >= 5"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = SequentialRegression(draws=300, progressbar=False).fit(
+            train, synthesized=["Y"], records=np.flatnonzero(train.eval(rule)),
+            random_seed=1)
+        syn = model.synthesize(1, random_seed=2)
+        skipped = br.audit(train, syn, known=["X"], model=model, holdout=hold, skip=OTHERS,
+                           random_seed=1, progressbar=False)
+        res = br.audit(train, syn, known=["X"], model=model, holdout=hold, skip=OTHERS,
+                       random_seed=1, progressbar=False, membership_selection=rule,
+                       out=tmp_path / "s")
+    st = skipped.step("membership")
+    assert st.status == "skipped" and "MEMBERSHIP_PARTIAL_SYNTHESIS" in st.reason
+    st = res.step("membership")
+    assert st.status == "ran", st.reason
+    rec = st.result.records
+    whole = rec["role"].eq("member") & ~rec["slot_selected"]
+    assert whole.any() and (rec.loc[whole, "p_member"] == 1).all()
+    assert (rec.loc[whole, "flag_codes"] == "RELEASED_WHOLE").all()
+    summary = json.loads((tmp_path / "s" / "summary.json").read_text())
+    setting = [s for s in summary["settings"] if s["setting"] == "selection"]
+    assert setting and setting[0]["step"] == "membership" and setting[0]["value"] == rule
+    step = json.loads((tmp_path / "s" / "membership" / "summary.json").read_text())
+    assert step["settings"]["selection"] == rule
+    from bayes_risk.auditing import Thresholds
+
+    res.plan.thresholds = Thresholds.parse(["membership_share=0"])
+    share = [v for v in res.verdicts if v.step == "membership" and v.exceeds][0]
+    assert "member(s) are in the release as they are" in share.cause
+    assert any(r.startswith("synthesize every record") for r in share.remedies)

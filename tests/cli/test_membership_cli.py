@@ -124,3 +124,46 @@ def test_membership_cli_numeric_unsynthesized_column(tmp_path):
     s = json.loads((out / "summary.json").read_text())
     assert s["file"]["unsynthesized"]["n_cells"] == 45
     assert s["file"]["unsynthesized"]["resolution"] == {"age": 1.0}
+
+
+def test_membership_cli_selected_records(tmp_path, capsys):
+    """A release that synthesized the records at risk only (``fit --records``): without
+    --selection it is refused with one coded line and no output; with the rule stated as an
+    expression the command runs, records the rule in summary.json, and the member left
+    unsynthesized has P(member) = 1 with the flag RELEASED_WHOLE."""
+    import numpy as np
+
+    rng = np.random.default_rng(6)
+    age = rng.integers(20, 80, 40)
+    age[[3, 11]] = [92, 95]
+    income = np.round(rng.normal(60000, 15000, 40))
+    income[[5, 20]] = [180000, 210000]
+    df = pd.DataFrame({"Age": age, "Income": income})
+    df.to_csv(tmp_path / "train.csv", index=False)
+    rule = "Income > 150000 or Age >= 90"
+    selected = np.flatnonzero(df.eval(rule).to_numpy())
+    (tmp_path / "rows.txt").write_text("\n".join(str(i) for i in selected) + "\n")
+    assert _main(["fit", str(tmp_path / "train.csv"), "--method", "regression", "--synthesize",
+                  "Income", "--records", str(tmp_path / "rows.txt"), "--draws", "200",
+                  "--random-seed", "1", "-q", "--out", str(tmp_path / "model")]) == 0
+    assert _main(["synthesize", "--model", str(tmp_path / "model"), "-m", "1",
+                  "--random-seed", "2", "-q", "--out", str(tmp_path / "syn")]) == 0
+    base = ["membership", str(tmp_path / "train.csv"), str(tmp_path / "syn"), "--model",
+            str(tmp_path / "model"), "--records", "0,3,5", "--population", "0",
+            "--normaliser-draws", "100", "--bootstrap", "0", "--random-seed", "3", "-q"]
+    assert _main([*base, "--out", str(tmp_path / "refused")]) != 0
+    err = capsys.readouterr().err
+    assert "[MEMBERSHIP_PARTIAL_SYNTHESIS]" in err and "--selection" in err
+    assert not (tmp_path / "refused").exists()
+    out = tmp_path / "mem"
+    assert _main([*base, "--selection", rule, "--out", str(out)]) == 0
+    assert "members released whole (P(member) = 1, revealed): 1" in capsys.readouterr().out
+    rec = pd.read_csv(out / "records.csv")
+    assert rec["row"].tolist() == [0, 3, 5]
+    assert rec["slot_selected"].tolist() == [False, True, True]
+    whole = rec.iloc[0]
+    assert whole["p_member"] == 1.0 and whole["flag_codes"] == "RELEASED_WHOLE"
+    s = json.loads((out / "summary.json").read_text())
+    assert s["settings"]["selection"] == rule and s["settings"]["n_selected"] == 4
+    assert s["file"]["selection"]["n_members_released_whole"] == 1
+    assert "MEMBERSHIP_RELEASED_WHOLE" in s["warnings"]

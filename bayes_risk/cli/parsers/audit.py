@@ -130,6 +130,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="records of the population that were not in ORIGINAL (.csv or "
                    ".parquet): the membership step runs with them and --model (skipped "
                    "otherwise; one refit of the model per dataset)")
+    p.add_argument("--membership-selection", default=None, metavar="RULE",
+                   help="membership step of a release that synthesized selected records only "
+                   "(a model fitted with --records): how they were selected, 'independent' or "
+                   "a rule on a record's own values such as \"Income > 150000 or Age >= 90\" "
+                   "(see bayes-risk membership --help, --selection); recorded in the settings")
     p.add_argument("--combining-rules", dest="combining_rules",
                    choices=["auto", "partial", "full-same-n", "full-population"],
                    default="auto",

@@ -22,12 +22,16 @@ examples:
   bayes-risk synthesize acs_train.csv --model model -m 2 --out syn
   bayes-risk membership acs_train.csv syn --model model --holdout acs_holdout.csv \\
       --random-seed 1 --out membership
+  # a release that synthesized the records at risk only (fit --records ...):
+  bayes-risk membership ce.csv syn --model model --holdout ce_holdout.csv \\
+      --selection "Income > 150000 or Age >= 90" --out membership
 
 outputs (in --out, written atomically):
   records.csv       one row per target (members: rows of ORIGINAL; non-members: rows of
                     --holdout and look-alikes drawn from the model): role, source, row, slot,
                     log_lr, p_member, khat_max, ess_min, dcr, flag_codes (partial
-                    synthesis: unsynthesized_match, log_p_unsynthesized)
+                    synthesis: unsynthesized_match, log_p_unsynthesized; --selection:
+                    slot_selected, released_whole, selected_by_rule)
   summary.json      share of members above --threshold, the attack's advantage over the base
                     rate (AUC - 0.5, TPR - FPR) with bootstrap intervals, the distance
                     baseline beside it, flag counts, settings and warning codes
@@ -49,7 +53,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "with the distance to the closest released record (SDMetrics, anonymeter) beside "
             "it. Fully synthetic releases of DPMPM, Poisson-mixture and sequential-regression "
             "models, partially synthetic releases of sequential regressions (categorical or "
-            "numeric unsynthesized columns), and fully synthetic CART releases without "
+            "numeric unsynthesized columns), also when only selected records were synthesized "
+            "and --selection states the rule, and fully synthetic CART releases without "
             "smoothing (the plug-in likelihood given the fitted splits, no refits; docs: "
             "'CART releases'); other models and releases are refused "
             "(MEMBERSHIP_MODEL_UNSUPPORTED, MEMBERSHIP_PARTIAL_SYNTHESIS). Cost: one refit of "
@@ -90,6 +95,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "model of the released unsynthesized values, over their cells (a numeric "
                    "column's: the multiples of its finest decimal unit; default 1; it matters "
                    "only for records whose unsynthesized values no other record shares)")
+    p.add_argument("--selection", default=None, metavar="RULE",
+                   help="release that synthesized selected records only (a model fitted with "
+                   "--records): how they were selected, 'independent' (without looking at "
+                   "their values, e.g. a random subset) or a rule on a record's own values as "
+                   "a pandas expression on the columns, e.g. \"Income > 150000 or Age >= 90\" "
+                   "(it must select exactly the synthesized records; a rule that looks at "
+                   "other records, such as a quantile, is refused). Members left unsynthesized "
+                   "are released whole: P(member) = 1, flag RELEASED_WHOLE")
     p.add_argument("--no-dcr", action="store_true",
                    help="skip the distance-to-closest-record baseline")
     p.add_argument("--bootstrap", type=int, default=200, metavar="B",

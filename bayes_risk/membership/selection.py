@@ -1,0 +1,182 @@
+"""Releases that synthesize selected records only: the selection rule the membership ratio needs
+(methods, Membership disclosure risk, Releases that synthesize selected records).
+
+When only some records are synthesized (``fit(..., records=...)``) the release shows which
+rows were (a row left alone is a confidential record, whole), so under "slot ``i`` holds a
+record ``x'`` of the population" the likelihood of the release holds the probability of the
+selection seen, ``P(S | y_{-i} ∪ {x'})``. The agency states its rule:
+
+* ``"independent"``: records were selected independently of their values (a random subset):
+  the factor is the same under both hypotheses and cancels;
+* a rule on a record's own values (a callable, or a pandas ``eval`` expression such as
+  ``"Income > 150000 or Age >= 90"``): the factor is ``s(x')``, 1 if the record would be
+  selected, else 0, times the other records' selections, which do not depend on slot ``i``.
+
+A rule that looks at the other records (the largest incomes, sample uniques on keys) changes
+the other records' selection when slot ``i`` changes; it is refused
+(``MEMBERSHIP_SELECTION_DATA_DEPENDENT``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.exceptions import NotSupportedError, ValidationError
+
+__all__ = ["SelectionRule", "as_selection", "check_rule"]
+
+
+@dataclass(frozen=True)
+class SelectionRule:
+    """A stated selection rule.
+
+    Attributes
+    ----------
+    kind : {"independent", "rule"}
+        Selection independent of the values, or a rule on each record's own values.
+    description : str
+        What the settings report: ``"independent"``, the expression, or the callable's name.
+    function : callable or None
+        ``DataFrame -> array of bool``, one per row (``kind="rule"``).
+    """
+
+    kind: str
+    description: str
+    function: Callable[[pd.DataFrame], Any] | None = None
+
+    def evaluate(self, table: pd.DataFrame, what: str = "the records") -> np.ndarray:
+        """The rule on each row of ``table``: an array of bool (True: selected).
+
+        Raises
+        ------
+        ValidationError
+            ``BAD_SELECTION_RULE``: the rule fails on ``table`` or does not return one truth
+            value per row.
+        """
+        if self.kind == "independent":
+            return np.ones(len(table), dtype=bool)
+        try:
+            out = self.function(table.reset_index(drop=True))
+        except Exception as err:  # a user's expression or callable: say which and why
+            raise ValidationError(
+                f"selection {self.description!r} could not be evaluated on {what}: "
+                f"{type(err).__name__}: {err}. Write it on the model's columns "
+                f"{list(table.columns)}.", code="BAD_SELECTION_RULE") from None
+        arr = np.asarray(out.to_numpy() if isinstance(out, pd.Series) else out)
+        if arr.shape != (len(table),) or not (arr.dtype == bool or (
+                arr.dtype == object and all(isinstance(v, (bool, np.bool_)) for v in arr))):
+            raise ValidationError(
+                f"selection {self.description!r} must give one True/False per record of "
+                f"{what} ({len(table)}); got {arr.dtype} of shape {arr.shape}.",
+                code="BAD_SELECTION_RULE")
+        return arr.astype(bool)
+
+
+def _expression(expr: str) -> Callable[[pd.DataFrame], Any]:
+    def rule(table: pd.DataFrame) -> Any:
+        return table.eval(expr)
+
+    return rule
+
+
+def as_selection(selection: Any) -> SelectionRule | None:
+    """``selection=`` of :func:`~bayes_risk.membership_risk` as a :class:`SelectionRule`.
+
+    Parameters
+    ----------
+    selection : None, "independent", str or callable
+        ``None`` (not stated), ``"independent"``, a pandas ``DataFrame.eval`` expression on the
+        model's columns, or a callable taking a DataFrame of records and returning one bool per
+        row.
+
+    Returns
+    -------
+    SelectionRule or None
+
+    Raises
+    ------
+    ValidationError
+        Any other value.
+    """
+    if selection is None or isinstance(selection, SelectionRule):
+        return selection
+    if isinstance(selection, str):
+        text = selection.strip()
+        if not text:
+            raise ValidationError("selection is empty: give 'independent' or a rule such as "
+                                  "'Income > 150000 or Age >= 90'.", code="BAD_SELECTION_RULE")
+        if text == "independent":
+            return SelectionRule("independent", "independent")
+        return SelectionRule("rule", text, _expression(text))
+    if callable(selection):
+        name = getattr(selection, "__qualname__", None) or type(selection).__name__
+        return SelectionRule("rule", f"callable {name}", selection)
+    raise ValidationError(
+        "selection must be 'independent', an expression on the columns (e.g. 'Income > 150000 "
+        f"or Age >= 90') or a callable of a DataFrame. Got {type(selection).__name__}.",
+        code="BAD_SELECTION_RULE")
+
+
+def check_rule(rule: SelectionRule, original: pd.DataFrame, selected: np.ndarray) -> None:
+    """Check a rule against the selection the model was fitted with.
+
+    A rule must reproduce the rows the model synthesized, and must be a rule on each record's
+    own values: applied to parts of the table (each half, and the rows in reverse order) it
+    must select the same records as applied to the whole. A rule that does not (a quantile of
+    the column, uniqueness on keys) depends on the other records.
+
+    Parameters
+    ----------
+    rule : SelectionRule
+    original : DataFrame
+        The confidential data (the model's columns).
+    selected : array of bool
+        The rows the model synthesized.
+
+    Raises
+    ------
+    ValidationError
+        ``MEMBERSHIP_SELECTION_MISMATCH``: the rule does not select the synthesized rows.
+    NotSupportedError
+        ``MEMBERSHIP_SELECTION_DATA_DEPENDENT``: the rule depends on the other records.
+    """
+    if rule.kind == "independent":  # nothing to check: it selects without looking
+        return
+    got = rule.evaluate(original, "original")
+    half = len(original) // 2
+    parts = np.concatenate([
+        rule.evaluate(original.iloc[:half], "original") if half else np.zeros(0, bool),
+        rule.evaluate(original.iloc[half:], "original")])
+    backwards = rule.evaluate(original.iloc[::-1], "original")[::-1]
+    if not (np.array_equal(parts, got) and np.array_equal(backwards, got)):
+        row = int(np.flatnonzero((parts != got) | (backwards != got))[0])
+        raise NotSupportedError(
+            f"selection {rule.description!r} depends on the other records, not only on a "
+            f"record's own values (row {row} is selected, or not, depending on which other "
+            "rows the rule sees): changing the record in one slot can then change the other "
+            "records' selection, and the membership ratio for such a rule (a quantile such "
+            "as the largest incomes, sample uniques on keys) is not derived. State a rule on "
+            "each record's own values (e.g. a fixed threshold), or 'independent' (methods, "
+            "Membership disclosure risk, Releases that synthesize selected records).",
+            code="MEMBERSHIP_SELECTION_DATA_DEPENDENT")
+    if not np.array_equal(got, selected):
+        extra = np.flatnonzero(got & ~selected)
+        left = np.flatnonzero(~got & selected)
+        parts_ = []
+        if left.size:
+            parts_.append(f"{left.size} synthesized row(s) it does not select (first: "
+                          f"{', '.join(str(int(r)) for r in left[:5])})")
+        if extra.size:
+            parts_.append(f"{extra.size} unsynthesized row(s) it selects (first: "
+                          f"{', '.join(str(int(r)) for r in extra[:5])})")
+        raise ValidationError(
+            f"selection {rule.description!r} does not reproduce the records the model "
+            f"synthesized: {'; '.join(parts_)}. The ratio is derived for the rule that made "
+            "the release; give that rule (or 'independent' if the records were chosen without "
+            "looking at their values).",
+            code="MEMBERSHIP_SELECTION_MISMATCH")
