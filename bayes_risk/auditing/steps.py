@@ -695,7 +695,8 @@ def membership_step(ctx: StepContext) -> StepOutcome:
     res = membership_risk(model, ctx.original, ctx.synthetic, holdout=ctx.holdout,
                           population=0, threshold=ctx.plan.thresholds.membership_probability,
                           selection=ctx.plan.membership_selection,
-                          augmented=shared, random_seed=ctx.plan.random_seed)
+                          augmented=shared, progressbar=ctx.progressbar,
+                          random_seed=ctx.plan.random_seed)
     summary = res.to_dict()
     summary["refits"] = ("the attribute step's (one per dataset, shared)" if shared is not None
                          else "its own (one per dataset)")

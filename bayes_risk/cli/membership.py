@@ -76,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         selection=args.selection,
         dcr=not args.no_dcr,
         bootstrap=args.bootstrap,
+        progressbar=not args.quiet,
         random_seed=args.random_seed,
     )
     summary = result.to_dict()
