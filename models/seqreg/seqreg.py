@@ -41,6 +41,7 @@ from bayes_risk.models._bayesian.design import (
     normal_exact_posterior,
     parse_formula,
 )
+from bayes_risk.models._bayesian.timing import record_sweep_time
 from bayes_risk.models.seqreg.draws import _SEP, _laplace_draws, _prior_sd, _var
 from bayes_risk.protocols import ModelInfo
 
@@ -294,11 +295,14 @@ class SequentialRegression(BayesianSynthesizer):
         vals = column_values(data, schema, schema.names)
         n = len(data)
         ds = xr.Dataset(coords={"chain": np.arange(C), "draw": np.arange(D)})
-        methods: dict[str, str] = {}
+        methods = {c: self._method_of(c) for c in self.order_}
+        if "nuts" in methods.values():
+            import pymc  # noqa: F401 - imported once per process: not a cost of the draws
+        drawing = 0.0  # the draws' own time, without the imports and the DataTree
         for c, rng in zip(self.order_, rngs, strict=False):
+            started = time.perf_counter()
             fam = self.families_[c]
-            method = self._method_of(c)
-            methods[c] = method
+            method = methods[c]
             design = self.designs_[c]
             X = design.build(vals, n)
             y = vals[c]
@@ -313,6 +317,7 @@ class SequentialRegression(BayesianSynthesizer):
                 params = _laplace_draws(fam, X, y, schema, c, H, rng)
             else:
                 params = self._nuts_draws(fam, X, y, schema, c, rng)
+            drawing += time.perf_counter() - started
             for name, arr in params.items():
                 arr = np.asarray(arr, dtype=np.float64).reshape((C, D) + np.shape(arr)[1:])
                 ds[_var(c, name)] = (("chain", "draw", *self._param_dims(c, name)), arr)
@@ -322,7 +327,13 @@ class SequentialRegression(BayesianSynthesizer):
             ds.attrs["approximation"] = "laplace (normal approximation at the posterior mode)"
         # as PyMC records it: what the refits of the stabilised estimator are estimated from
         ds.attrs["sampling_time"] = time.perf_counter() - t0
-        return xr.DataTree.from_dict({"posterior": ds})
+        tune = int(self.tune) if "nuts" in methods.values() else 0
+        ds.attrs["tuning_steps"] = tune  # only NUTS has a warm-up
+        dt = xr.DataTree.from_dict({"posterior": ds})
+        # the draws' time as that of chains run in turn, each of tune + draws "sweeps", so that
+        # the refits' estimate scales it by their sizes
+        record_sweep_time(dt, drawing / (C * (tune + D)), 1)
+        return dt
 
     def _param_dims(self, c: str, name: str) -> tuple[str, ...]:
         if name == "sigma":
