@@ -308,6 +308,41 @@ def test_sequential_regression_records_its_draw_time():
     assert cost.seconds >= cost.low
 
 
+def test_sequential_regression_nuts_column_counts_its_steady_sampling(monkeypatch):
+    """A GLM column drawn by NUTS adds its chains' steady sampling (PyMC's draw clock), not the
+    building and compiling of its model: here a sampler that takes 0.5 s (a simulated
+    compilation) but records 1 ms per draw."""
+    import time
+
+    import numpy as np
+    import pandas as pd
+    import xarray as xr
+
+    from bayes_risk.models.seqreg.seqreg import SequentialRegression
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=60)})
+    df["u"] = pd.Categorical((df["x"] + rng.normal(size=60) > 0).astype(int))
+
+    def fake_sampler(self, model, random_seed=None):
+        time.sleep(0.5)
+        beta = rng.normal(size=(2, 20, 2))
+        post = xr.Dataset({"beta": (("chain", "draw", "coef"), beta)},
+                          attrs={"sweep_time": 1e-3, "chains_at_once": 2})
+        return xr.DataTree.from_dict({"posterior": post})
+
+    monkeypatch.setattr(SequentialRegression, "_run_sampler", fake_sampler)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # random "draws": their R-hat is not the point
+        model = SequentialRegression(tune=10, draws=20, chains=2, progressbar=False).fit(
+            df, synthesized=["u"], random_seed=1)
+    attrs = model.posterior_["posterior"].attrs
+    # 1 turn (2 chains at once) x (10 + 20) draws x 1 ms, over 2 chains x 30 "sweeps"
+    assert attrs["sweep_time"] == pytest.approx(30e-3 / 60)
+    assert attrs["tuning_steps"] == 10
+    assert attrs["fit_time"] > 0.5
+
+
 def test_poisson_mixture_records_its_sweep_time():
     """The Poisson mixture runs pm.sample with its Gibbs step: the draw callback's steady time
     per draw is recorded, chains in turn (cores=1), with the fit's whole time."""
@@ -358,6 +393,25 @@ def test_recorded_times_survive_save_and_load_and_an_old_save_falls_back(small_f
     assert cost.low is None and cost.seconds == pytest.approx(
         3 * attrs["sampling_time"] * 2)  # twice the records, the same sweeps
     assert "at most" in cost.line() and "an upper bound" in cost.line()
+
+
+def test_a_model_saved_by_an_earlier_version_gets_an_upper_bound():
+    """A DPMPM saved by an earlier version (tests/models/saved_before_packages) has no sweep
+    time: it loads, and its refits' estimate is today's upper bound from sampling_time."""
+    from pathlib import Path
+
+    from bayes_risk.models import load_model
+
+    saved = Path(__file__).parents[1] / "models" / "saved_before_packages" / "dpmpm"
+    model = load_model(saved)
+    attrs = model.posterior_["posterior"].attrs
+    assert "sweep_time" not in attrs and attrs["sampling_time"] > 0
+    cost = refit_cost(model, model._n_records, 2)
+    sweeps = model.tune + model.thin * model.draws
+    assert cost.low is None
+    assert cost.seconds == pytest.approx(2 * float(attrs["sampling_time"]) * 2 * sweeps / sweeps)
+    assert cost.line().startswith("about 2 refits of the model, at most ")
+    assert "an upper bound: the model, saved by an earlier version" in cost.line()
 
 
 def test_attribute_command_prints_the_estimate_and_refit_draws(tmp_path, capsys):
