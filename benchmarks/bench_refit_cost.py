@@ -89,14 +89,15 @@ def _fit(case: str, folder: Path, m: int) -> None:
 
 def _refits(case: str, folder: Path, m: int) -> None:
     """Second process: the estimate, then the m refits timed; one JSON line on stdout."""
-    from bayes_risk.attribute.cost import refit_cost
+    from bayes_risk.attribute.cost import distinct_records, refit_cost
     from bayes_risk.models import load_model
 
     data = _data(case)
     model = load_model(folder / "model")
     syn = [pd.read_parquet(folder / f"syn{li}.parquet") for li in range(m)]
     model.progressbar = False  # as the estimator runs its refits
-    cost = refit_cost(model, len(syn[0]), m)
+    # as attribute_risk states it (bayes_risk.attribute.prepare)
+    cost = refit_cost(model, len(syn[0]), m, distinct=distinct_records(model, data, syn[0]))
     attrs = model.posterior_["posterior"].attrs
     old_attrs = {k: v for k, v in attrs.items() if k not in ("sweep_time", "chains_at_once",
                                                              "fit_time")}

@@ -13,10 +13,11 @@ draws, so its time is estimated from what the fit recorded of its own
   compilation) is known.
 
 Each refit makes ``S = ⌈chains / chains_at_once⌉ × (tune + thin × refit draws) × sweep_time ×
-(n + n_syn) / n`` seconds of sweeps (the sweep's cost per record is about the same whatever the
-records), plus a set-up between none and the fit's own outside its sweeps, ``O`` (an upper bound:
-a refit repeats the model building and the checks, not the one-off costs). The estimate is the
-range ``m × S`` to ``m × (S + O)``.
+(n + n_syn) / n`` seconds of sweeps (a sweep costs about the same per record), plus a set-up
+between none and the fit's own outside its sweeps, ``O`` (an upper bound: a refit repeats the
+model building and the checks, not the one-off costs). The estimate is the range ``m × S`` to
+``m × (S + O)``. A model whose sweep shares the work of equal records (the DPMPM's) may grow by
+as little as its distinct records: the lower end then scales by their ratio instead.
 
 A model saved before these were recorded has only ``sampling_time``, which includes the one-off
 costs; the estimate from it, scaled the same way, is stated as an upper bound (it was 1.3–7 times
@@ -29,7 +30,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RefitCost", "refit_cost", "duration", "duration_range"]
+__all__ = ["RefitCost", "distinct_records", "duration", "duration_range", "refit_cost"]
 
 
 @dataclass(frozen=True)
@@ -107,8 +108,26 @@ def _posterior_attrs(model: Any) -> Any:
         return {}
 
 
+def distinct_records(model: Any, data: Any, synthetic: Any) -> tuple[int, int] | None:
+    """Distinct records of the fit's data and of a refit's (``data`` and the synthesized rows of
+    ``synthetic``), for a model whose sweep shares the work of equal records
+    (``sweep_shares_equal_records``); ``None`` for the others or when they cannot be counted."""
+    if not getattr(model, "sweep_shares_equal_records", False):
+        return None
+    import pandas as pd
+
+    try:
+        names = list(model.schema_.names)
+        rows = model._synthesized_part(synthetic)[names]
+        fit = int(len(data[names].drop_duplicates()))
+        refit = int(len(pd.concat([data[names], rows], ignore_index=True).drop_duplicates()))
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+    return (fit, refit) if fit else None
+
+
 def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None = None,
-               ) -> RefitCost:
+               distinct: tuple[int, int] | None = None) -> RefitCost:
     """Estimate the time of the stabilised estimator's ``m`` refits from the sizes.
 
     Parameters
@@ -122,6 +141,10 @@ def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None 
         Number of synthetic datasets (= refits).
     refit_draws : int, optional
         Kept draws per chain of each refit (default: the model's ``draws``).
+    distinct : (int, int), optional
+        Distinct records of the fit's data and of a refit's (:func:`distinct_records`), for a
+        model whose sweep shares the work of equal records: the lower end of the range scales
+        the sweeps by their ratio instead of the records'.
 
     Returns
     -------
@@ -132,7 +155,8 @@ def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None 
         * from the fit's ``sweep_time`` ``t`` (seconds per sweep of one chain, after its first
           sweep), ``chains_at_once`` ``c`` and ``fit_time`` ``F``: per refit
           ``S = ⌈chains / c⌉ × refit sweeps × t × r`` and ``O = max(0, F − ⌈chains / c⌉ × fit
-          sweeps × t)``; ``low = m × S``, ``seconds = m × (S + O)``;
+          sweeps × t)``; ``low = m × S``, ``seconds = m × (S + O)`` (with ``distinct``, ``low``
+          takes the ratio of distinct records in place of ``r``);
         * from a model that records only its total ``sampling_time`` ``T`` (saved by an earlier
           version): ``seconds = m × T × r × refit sweeps / fit sweeps``, an upper bound
           (``low`` is ``None``);
@@ -167,13 +191,19 @@ def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None 
         at_once = int(_attr(attrs, "chains_at_once") or 1)
         turns = math.ceil(chains / at_once)
         per_refit = turns * new_sweeps * sweep * ratio
+        shared = ""
+        low = per_refit
+        if distinct is not None and distinct[0] > 0:
+            # equal records share the sweep's work: it may grow only as the distinct ones
+            low = per_refit * min(1.0, distinct[1] / distinct[0] / ratio)
+            shared = f" ({distinct[0]:,} distinct, {distinct[1]:,} in a refit)"
         fit_time = _attr(attrs, "fit_time")
         setup = max(0.0, fit_time - turns * base_sweeps * sweep) if fit_time else 0.0
         basis = (f"each refit {new_sweeps:,} sweeps per chain of {records:,} records, at the "
-                 f"fit's {sweep * 1e3:.3g} ms per sweep of {n:,} records{extends}, plus up to "
-                 f"{duration(setup)} of set-up as in the fit; the first refit's time follows")
-        return RefitCost(m, m * (per_refit + setup), records, new_draws, basis,
-                         low=m * per_refit)
+                 f"fit's {sweep * 1e3:.3g} ms per sweep of {n:,} records{shared}{extends}, plus "
+                 f"up to {duration(setup)} of set-up as in the fit; the first refit's time "
+                 "follows")
+        return RefitCost(m, m * (per_refit + setup), records, new_draws, basis, low=m * low)
     t = _attr(attrs, "sampling_time")
     if t is None:
         return RefitCost(m, None, records, new_draws,

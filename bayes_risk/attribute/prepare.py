@@ -26,8 +26,8 @@ from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
 from bayes_risk.attribute.candidates import CandidateSpec, parse_candidates
 from bayes_risk.attribute.chains import chain_plan
+from bayes_risk.attribute.cost import distinct_records, refit_cost
 from bayes_risk.attribute.cost import duration as _duration
-from bayes_risk.attribute.cost import refit_cost
 from bayes_risk.attribute.diagnostics import khat_threshold, low_ess_threshold
 from bayes_risk.attribute.estimator import bootstrap_counts
 from bayes_risk.attribute.likelihoods import model_access, neighbourhood_index
@@ -467,7 +467,9 @@ def _augmented_fits(
             sel = getattr(model, "synthesized_records_", None)
             n_syn = int(np.count_nonzero(sel)) if sel is not None else len(data.datasets[0])
             # where the progress bars go; printed also when the estimate is unknown
-            sys.stderr.write(refit_cost(model, n_syn, m, refit_draws=refit_draws).line() + "\n")
+            distinct = distinct_records(model, data.orig, data.datasets[0])
+            sys.stderr.write(refit_cost(model, n_syn, m, refit_draws=refit_draws,
+                                        distinct=distinct).line() + "\n")
             sys.stderr.flush()
         models = []
         with _refit_settings(model, refit_draws):

@@ -9,11 +9,12 @@ import re
 import warnings
 from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 
 import bayes_risk as br
 from bayes_risk.attribute import attribute_risk
-from bayes_risk.attribute.cost import duration_range, refit_cost
+from bayes_risk.attribute.cost import distinct_records, duration_range, refit_cost
 from bayes_risk.cli import main
 from bayes_risk.exceptions import ValidationError
 
@@ -99,6 +100,27 @@ def test_estimate_from_the_sweep_time_by_hand():
     alone = refit_cost(_fake(None, sweep_time=0.01), 100, 5)
     assert alone.low == alone.seconds == pytest.approx(5 * 200 * 0.01 * 2)
     assert "estimated about 20 s on this machine" in alone.line()
+
+
+def test_equal_records_share_the_sweep_lower_end_by_distinct_records(small_fit):
+    """A model whose sweep shares the work of equal records (DPMPM): the lower end scales the
+    sweeps by the ratio of distinct records (here 30 of the fit's, 45 in a refit: 1.5, not the
+    records' 2); the upper end keeps the records' ratio. Counted by distinct_records."""
+    fake = _fake(None, n=100, sweep_time=0.01, chains_at_once=1, fit_time=2.0 + 200 * 0.01)
+    plain = refit_cost(fake, 100, 3)
+    shared = refit_cost(fake, 100, 3, distinct=(30, 45))
+    assert plain.low == pytest.approx(3 * 200 * 0.01 * 2)
+    assert shared.low == pytest.approx(3 * 200 * 0.01 * 1.5)
+    assert shared.seconds == pytest.approx(plain.seconds) == pytest.approx(3 * (4.0 + 2.0))
+    assert "(30 distinct, 45 in a refit)" in shared.line()
+    # never above the records' ratio
+    assert refit_cost(fake, 100, 3, distinct=(10, 40)).low == pytest.approx(plain.low)
+
+    df, model, syn = small_fit
+    fit = len(df.drop_duplicates())
+    both = len(pd.concat([df, syn[0]]).drop_duplicates())
+    assert distinct_records(model, df, syn[0]) == (fit, both)
+    assert distinct_records(SimpleNamespace(), df, syn[0]) is None  # other models: records
 
 
 @pytest.mark.parametrize("low, high, text", [
