@@ -208,8 +208,9 @@ def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None 
     if t is None:
         return RefitCost(m, None, records, new_draws,
                          "the model records no sampling time (draws made elsewhere)")
-    basis = (f"an upper bound: the model, saved by an earlier version, records only its total "
-             f"sampling time, one-off costs included: {t:.0f} s for {n:,} records and "
+    basis = (f"an upper bound: the model records only its total sampling time (saved by an "
+             f"earlier version, or draws made elsewhere), one-off costs included: {t:.0f} s for "
+             f"{n:,} records and "
              f"{base_sweeps:,} sweeps per chain; each refit has {records:,} records"
              + (f" and {new_sweeps:,} sweeps" if refit_draws is not None else "") + extends)
     return RefitCost(m, m * t * ratio * (new_sweeps / base_sweeps), records, new_draws, basis)

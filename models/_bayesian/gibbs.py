@@ -419,7 +419,9 @@ def sample_gibbs(
         The groups of ``pm.sample``; the root's attributes record the run: ``thin`` (final
         sweeps per kept draw), ``gibbs_rounds`` (1: no extension), ``max_sweeps`` and
         ``gibbs_stop`` (why the rounds ended: ``"passed"``, ``"stuck"``, ``"max_sweeps"``;
-        ``""`` without extension).
+        ``""`` without extension); the posterior group's, besides ``sampling_time``, the steady
+        ``sweep_time`` of one chain (each chain's first step left out) and ``chains_at_once``
+        (``bayes_risk.models._bayesian.timing``).
     """
     tune, draws, chains = int(tune), int(draws), int(chains)
     if cores is None:

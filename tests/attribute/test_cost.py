@@ -60,8 +60,8 @@ def test_old_fit_falls_back_to_an_upper_bound():
         pytest.approx(base.seconds * 300 / 500)
     assert base.line().startswith(
         "about 5 refits of the model, at most 1.7 min on this machine (an upper bound: the "
-        "model, saved by an earlier version, records only its total sampling time, one-off "
-        "costs included: 10 s for 100 records")
+        "model records only its total sampling time (saved by an earlier version, or draws "
+        "made elsewhere), one-off costs included: 10 s for 100 records")
     assert refit_cost(_fake(10.0), 100, 1).line().startswith("about 1 refit of the model, ")
     # no recorded sampling time (draws made elsewhere): said, not invented
     none = refit_cost(_fake(None), 100, 5)
@@ -433,7 +433,8 @@ def test_a_model_saved_by_an_earlier_version_gets_an_upper_bound():
     assert cost.low is None
     assert cost.seconds == pytest.approx(2 * float(attrs["sampling_time"]) * 2 * sweeps / sweeps)
     assert cost.line().startswith("about 2 refits of the model, at most ")
-    assert "an upper bound: the model, saved by an earlier version" in cost.line()
+    assert "an upper bound: the model records only its total sampling time (saved by an " \
+        "earlier version" in cost.line()
 
 
 def test_attribute_command_prints_the_estimate_and_refit_draws(tmp_path, capsys):
