@@ -201,8 +201,8 @@ def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None 
         setup = max(0.0, fit_time - turns * base_sweeps * sweep) if fit_time else 0.0
         basis = (f"each refit {new_sweeps:,} sweeps per chain of {records:,} records, at the "
                  f"fit's {sweep * 1e3:.3g} ms per sweep of {n:,} records{shared}{extends}, plus "
-                 f"up to {duration(setup)} of set-up as in the fit; the first refit's time "
-                 "follows")
+                 f"up to {duration(setup)} of set-up as in the fit"
+                 + ("; the first refit's time follows" if m > 1 else ""))
         return RefitCost(m, m * (per_refit + setup), records, new_draws, basis, low=m * low)
     t = _attr(attrs, "sampling_time")
     if t is None:

@@ -96,6 +96,7 @@ def test_estimate_from_the_sweep_time_by_hand():
                            "(each refit 200 sweeps per chain of 200 records, at the fit's 10 ms "
                            "per sweep of 100 records, plus up to 26 s of set-up as in the fit")
     assert "the first refit's time follows" in line
+    assert "follows" not in refit_cost(fake, 100, 1).line()  # one refit: no second line
     # no fit_time (a fit that ended elsewhere): the sweeps alone, one duration
     alone = refit_cost(_fake(None, sweep_time=0.01), 100, 5)
     assert alone.low == alone.seconds == pytest.approx(5 * 200 * 0.01 * 2)
