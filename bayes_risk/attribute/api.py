@@ -163,9 +163,10 @@ def attribute_risk(
     refit_draws : int, optional
         Kept draws per chain of each of the stabilised estimator's ``m`` refits (default: the
         model's ``draws``). The refits are most of the run's time: before they start, the
-        estimated time is printed (from the model's recorded sampling time, scaled by the
-        records and sweeps of a refit; :func:`~bayes_risk.attribute.cost.refit_cost`), then one
-        progress bar "refit k of m" runs over them.
+        estimated time is printed (a range: from the seconds per sweep the fit measured once its
+        chains ran, scaled by the records and sweeps of a refit, up to that plus the fit's own
+        set-up per refit; :func:`~bayes_risk.attribute.cost.refit_cost`), then one progress
+        bar "refit k of m" runs over them.
     psis : bool
         Pareto-smooth the stabilised estimator's means (methods, The stabilised estimator).
     khat : {"all", "base", "none"}

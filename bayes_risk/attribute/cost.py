@@ -2,15 +2,26 @@
 
 The stabilised estimator refits the synthesis model once per synthetic dataset, to the
 confidential records and ``Z_(l)`` together (methods page 'Attribute disclosure risk', The
-stabilised estimator). A sampler's sweep costs about the same per record whatever the data, so
-the refits' time is estimated from the model's own recorded sampling time (the ``sampling_time``
-attribute PyMC and the package's Gibbs sampler store with the posterior draws), scaled by the
-records and by the sweeps of a refit (``thin``: the thinning the fit's run ended with):
+stabilised estimator). A refit runs the fit's sampler again, on more records and perhaps fewer
+draws, so its time is estimated from what the fit recorded of its own
+(``bayes_risk.models._bayesian.timing``, saved with the model):
 
-    seconds ≈ m × T_fit × (n + n_syn) / n × (tune + thin × refit draws) / (tune + thin × draws)
+* ``sweep_time``: seconds per sweep of one chain once the chain runs (its first sweep, which
+  compiles or loads the kernels, left out), and ``chains_at_once``;
+* ``fit_time``: the whole fit, so that its time outside the steady sweeps (data checks, building
+  the model, worker processes, convergence checks, and the one-off costs: imports and first
+  compilation) is known.
 
-The measurement is the fit's, i.e. of the machine (and its load) where the model was fitted;
-a run that extended itself (``max_sweeps``) may extend again, or not, in a refit.
+Each refit makes ``S = ⌈chains / chains_at_once⌉ × (tune + thin × refit draws) × sweep_time ×
+(n + n_syn) / n`` seconds of sweeps (a sweep costs about the same per record), plus a set-up
+between none and the fit's own outside its sweeps, ``O`` (an upper bound: a refit repeats the
+model building and the checks, not the one-off costs). The estimate is the range ``m × S`` to
+``m × (S + O)``. A model whose sweep shares the work of equal records (the DPMPM's) may grow by
+as little as its distinct records: the lower end then scales by their ratio instead.
+
+A model saved before these were recorded has only ``sampling_time``, which includes the one-off
+costs; the estimate from it, scaled the same way, is stated as an upper bound (it was 1.3–7 times
+too high). A run that extended itself (``max_sweeps``) may extend again, or not, in a refit.
 """
 
 from __future__ import annotations
@@ -19,7 +30,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RefitCost", "refit_cost", "duration"]
+__all__ = ["RefitCost", "distinct_records", "duration", "duration_range", "refit_cost"]
 
 
 @dataclass(frozen=True)
@@ -31,14 +42,17 @@ class RefitCost:
     n_refits : int
         Number of refits (one per synthetic dataset).
     seconds : float or None
-        Estimated wall time of all refits; ``None`` when the model records no sampling time
-        (draws made elsewhere, ``from_posterior``; a model saved by an earlier version).
+        Estimated wall time of all refits, the upper end of the range (``None`` when the model
+        records no time: draws made elsewhere, ``from_posterior``).
     records : int
         Records of each refit (the confidential records and one synthetic dataset).
     draws : int or None
         Kept draws per chain of each refit.
     basis : str
         What the estimate rests on, in words.
+    low : float or None
+        Lower end of the range: the refits' sweeps alone. ``None`` when only an upper bound is
+        known (a model saved by an earlier version records only its total sampling time).
     """
 
     n_refits: int
@@ -46,15 +60,19 @@ class RefitCost:
     records: int
     draws: int | None
     basis: str
+    low: float | None = None
 
     def line(self) -> str:
         """The one line printed before the refits start."""
         refits = "refit" if self.n_refits == 1 else "refits"
+        head = f"about {self.n_refits} {refits} of the model"
         if self.seconds is None:
-            return (f"about {self.n_refits} {refits} of the model ({self.records:,} records each); "
-                    f"time not estimated: {self.basis}")
-        return (f"about {self.n_refits} {refits} of the model, estimated "
-                f"{duration(self.seconds)} on this machine ({self.basis})")
+            return (f"{head} ({self.records:,} records each); time not estimated: "
+                    f"{self.basis}")
+        if self.low is None:
+            return f"{head}, at most {duration(self.seconds)} on this machine ({self.basis})"
+        return (f"{head}, estimated {duration_range(self.low, self.seconds)} on this machine "
+                f"({self.basis})")
 
 
 def duration(seconds: float) -> str:
@@ -64,24 +82,52 @@ def duration(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds < 600 else f"{seconds / 60:.0f} min"
 
 
-def _sampling_time(model: Any) -> float | None:
-    """The recorded wall time of the model's sampler (seconds), or ``None``."""
+def duration_range(low: float, high: float) -> str:
+    """A range of durations: ``"2.1–3.4 min"``, ``"40 s–1.2 min"``, ``"about 5 s"``."""
+    lo, hi = duration(low), duration(high)
+    if lo == hi:
+        return f"about {lo}"
+    (lo_value, lo_unit), hi_unit = lo.split(" "), hi.split(" ")[1]
+    return f"{lo_value}–{hi}" if lo_unit == hi_unit else f"{lo}–{hi}"
+
+
+def _attr(attrs: Any, name: str) -> float | None:
+    """A positive finite number among ``attrs``, or ``None``."""
+    try:
+        value = float(attrs.get(name))
+    except (AttributeError, TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def _posterior_attrs(model: Any) -> Any:
     post = getattr(model, "posterior_", None)
-    if post is None:
-        return None
     try:
-        t = post["posterior"].attrs.get("sampling_time")
+        return post["posterior"].attrs
     except (KeyError, TypeError, AttributeError):
+        return {}
+
+
+def distinct_records(model: Any, data: Any, synthetic: Any) -> tuple[int, int] | None:
+    """Distinct records of the fit's data and of a refit's (``data`` and the synthesized rows of
+    ``synthetic``), for a model whose sweep shares the work of equal records
+    (``sweep_shares_equal_records``); ``None`` for the others or when they cannot be counted."""
+    if not getattr(model, "sweep_shares_equal_records", False):
         return None
+    import pandas as pd
+
     try:
-        t = float(t)
-    except (TypeError, ValueError):
+        names = list(model.schema_.names)
+        rows = model._synthesized_part(synthetic)[names]
+        fit = int(len(data[names].drop_duplicates()))
+        refit = int(len(pd.concat([data[names], rows], ignore_index=True).drop_duplicates()))
+    except (AttributeError, KeyError, TypeError, ValueError):
         return None
-    return t if math.isfinite(t) and t > 0 else None
+    return (fit, refit) if fit else None
 
 
 def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None = None,
-               ) -> RefitCost:
+               distinct: tuple[int, int] | None = None) -> RefitCost:
     """Estimate the time of the stabilised estimator's ``m`` refits from the sizes.
 
     Parameters
@@ -95,20 +141,36 @@ def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None 
         Number of synthetic datasets (= refits).
     refit_draws : int, optional
         Kept draws per chain of each refit (default: the model's ``draws``).
+    distinct : (int, int), optional
+        Distinct records of the fit's data and of a refit's (:func:`distinct_records`), for a
+        model whose sweep shares the work of equal records: the lower end of the range scales
+        the sweeps by their ratio instead of the records'.
 
     Returns
     -------
     RefitCost
-        ``seconds`` is
-        ``m × T_fit × (n + n_syn) / n × (tune + thin × refit draws) / (tune + thin × draws)``
-        with ``T_fit`` the model's recorded sampling time and ``n`` its records; ``None`` when
-        no sampling time is recorded.
+        With ``n`` the model's records, ``r = (n + n_syn) / n`` and the sweeps per chain of the
+        fit and of a refit ``tune + thin × draws`` and ``tune + thin × refit draws``:
+
+        * from the fit's ``sweep_time`` ``t`` (seconds per sweep of one chain, after its first
+          sweep), ``chains_at_once`` ``c`` and ``fit_time`` ``F``: per refit
+          ``S = ⌈chains / c⌉ × refit sweeps × t × r`` and ``O = max(0, F − ⌈chains / c⌉ × fit
+          sweeps × t)``; ``low = m × S``, ``seconds = m × (S + O)`` (with ``distinct``, ``low``
+          takes the ratio of distinct records in place of ``r``);
+        * from a model that records only its total ``sampling_time`` ``T`` (saved by an earlier
+          version): ``seconds = m × T × r × refit sweeps / fit sweeps``, an upper bound
+          (``low`` is ``None``);
+        * ``seconds = None`` when the model records no time.
     """
     n = getattr(model, "_n_records", None)
     n = int(n) if n else 0
     records = n + int(n_synthetic)
     draws = getattr(model, "draws", None)
-    tune = int(getattr(model, "tune", 0) or 0)
+    attrs = _posterior_attrs(model)
+    tune = getattr(model, "tune", 0)
+    if "tuning_steps" in attrs:  # what the sampler ran (the exact draws have no warm-up)
+        tune = attrs["tuning_steps"]
+    tune = int(tune or 0)
     thin = int(getattr(model, "thin", 1) or 1)
     post = getattr(model, "posterior_", None)
     try:  # a run that extended itself (max_sweeps) ended at a larger thinning; its refits
@@ -117,14 +179,38 @@ def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None 
     except (AttributeError, TypeError, ValueError):
         pass
     new_draws = int(refit_draws) if refit_draws is not None else draws
-    t = _sampling_time(model)
-    if t is None or not n or draws is None:
-        return RefitCost(m, None, records, new_draws,
-                         "the model records no sampling time (draws made elsewhere, or a "
-                         "model saved by an earlier version)")
+    if not n or draws is None:
+        return RefitCost(m, None, records, new_draws, "the model records no sampling time")
+    ratio = records / n
     base_sweeps, new_sweeps = tune + thin * int(draws), tune + thin * int(new_draws)
-    seconds = m * t * (records / n) * (new_sweeps / base_sweeps)
-    basis = (f"from the model's own fit: {t:.0f} s for {n:,} records and "
+    extends = (" (more if a refit extends its run, max_sweeps)"
+               if getattr(model, "max_sweeps", 0) else "")
+    sweep = _attr(attrs, "sweep_time")
+    if sweep is not None:
+        chains = int(getattr(model, "chains", 1) or 1)
+        at_once = int(_attr(attrs, "chains_at_once") or 1)
+        turns = math.ceil(chains / at_once)
+        per_refit = turns * new_sweeps * sweep * ratio
+        shared = ""
+        low = per_refit
+        if distinct is not None and distinct[0] > 0:
+            # equal records share the sweep's work: it may grow only as the distinct ones
+            low = per_refit * min(1.0, distinct[1] / distinct[0] / ratio)
+            shared = f" ({distinct[0]:,} distinct, {distinct[1]:,} in a refit)"
+        fit_time = _attr(attrs, "fit_time")
+        setup = max(0.0, fit_time - turns * base_sweeps * sweep) if fit_time else 0.0
+        basis = (f"each refit {new_sweeps:,} sweeps per chain of {records:,} records, at the "
+                 f"fit's {sweep * 1e3:.3g} ms per sweep of {n:,} records{shared}{extends}, plus "
+                 f"up to {duration(setup)} of set-up as in the fit"
+                 + ("; the first refit's time follows" if m > 1 else ""))
+        return RefitCost(m, m * (per_refit + setup), records, new_draws, basis, low=m * low)
+    t = _attr(attrs, "sampling_time")
+    if t is None:
+        return RefitCost(m, None, records, new_draws,
+                         "the model records no sampling time (draws made elsewhere)")
+    basis = (f"an upper bound: the model records only its total sampling time (saved by an "
+             f"earlier version, or draws made elsewhere), one-off costs included: {t:.0f} s for "
+             f"{n:,} records and "
              f"{base_sweeps:,} sweeps per chain; each refit has {records:,} records"
-             + (f" and {new_sweeps:,} sweeps" if refit_draws is not None else ""))
-    return RefitCost(m, seconds, records, new_draws, basis)
+             + (f" and {new_sweeps:,} sweeps" if refit_draws is not None else "") + extends)
+    return RefitCost(m, m * t * ratio * (new_sweeps / base_sweeps), records, new_draws, basis)

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._progress import progress
-from bayes_risk.attribute.cost import duration, refit_cost
+from bayes_risk.attribute.cost import distinct_records, duration, refit_cost
 
 __all__ = ["fit_refits"]
 
@@ -36,7 +36,9 @@ def fit_refits(model: Any, original: pd.DataFrame, datasets: Sequence[pd.DataFra
         sel = getattr(model, "synthesized_records_", None)
         n_syn = int(np.count_nonzero(sel)) if sel is not None else len(datasets[0])
         # where the progress bars go; printed also when the estimate is unknown
-        sys.stderr.write(refit_cost(model, n_syn, m, refit_draws=refit_draws).line() + "\n")
+        distinct = distinct_records(model, original, datasets[0])
+        sys.stderr.write(refit_cost(model, n_syn, m, refit_draws=refit_draws,
+                                    distinct=distinct).line() + "\n")
         sys.stderr.flush()
     models = []
     with _refit_settings(model, refit_draws):

@@ -59,6 +59,7 @@ here.
 from __future__ import annotations
 
 import os
+import time
 from abc import ABCMeta, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -89,6 +90,7 @@ from bayes_risk.models._bayesian.io import (
     POSTERIOR_FILE,
     _check_int,
 )
+from bayes_risk.models._bayesian.timing import record_fit_time
 from bayes_risk.models.base import (
     BaseSynthesizer,
 )
@@ -302,12 +304,14 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             does not fit the column's type, a predictor synthesized later in the order, a
             rank-deficient design.
         """
+        started = time.perf_counter()
         self._check_settings()
         data, schema = self._prepare_data(data, schema=schema, synthesized=synthesized)
         flags = self._check_synthesized_records(records, len(data))
         posterior = self._draw_posterior(data, schema, self._seed_for_fit(random_seed))
         self.dtypes_ = record_dtypes(data)
         self._set_fitted(posterior, schema, len(data), data=data, synthesized_records=flags)
+        record_fit_time(self, started)
         return self
 
     def _check_settings(self) -> None:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bayes_risk._lazy import Background
+from bayes_risk.models._bayesian.timing import record_sweep_time
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -93,6 +94,10 @@ def _scalar_stats(step: Any) -> dict[str, np.dtype]:
     return out
 
 
+# the clock of the sweep timing (a name of its own, so that tests can replace it)
+_clock = time.perf_counter
+
+
 def _run_chain(
     step: Any,
     layout: GibbsLayout,
@@ -100,17 +105,25 @@ def _run_chain(
     tune: int,
     draws: int,
     tick: Callable[[], None],
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, Any]]:
-    """One chain: ``tune + draws`` steps; kept draws of the step variables, all statistics and
-    the last point (from which an extension round continues)."""
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, Any], tuple[float, int]]:
+    """One chain: ``tune + draws`` steps; kept draws of the step variables, all statistics, the
+    last point (from which an extension round continues) and the timing of the sweeps after the
+    first step (seconds, sweeps): the first step pays the one-off costs (compiling or loading
+    the kernels in this process), which a refit on a warm machine does not pay again."""
     step.setup_chain(rng, tune, draws)
     step.tune = bool(tune)
     post = {name: np.empty((draws, *shape)) for name, shape in layout.shapes.items()}
     stats = {name: np.empty(tune + draws, dtype) for name, dtype in _scalar_stats(step).items()}
     point = dict(layout.initial_point)
+    thin = int(getattr(step, "thin", 1))
+    started, sweeps = 0.0, 0
     for i in range(tune + draws):
         if i == tune:
             step.stop_tuning()
+        if i == 1:
+            started = _clock()
+        if i >= 1:  # a warm-up step is one sweep, a kept draw ``thin`` sweeps
+            sweeps += 1 if i < tune else thin
         point, step_stats = step.step(point)
         (st,) = step_stats
         for name, arr in stats.items():
@@ -119,7 +132,7 @@ def _run_chain(
             for name, arr in post.items():
                 arr[i - tune] = point[name]
         tick()
-    return post, stats, point
+    return post, stats, point, (_clock() - started if sweeps else 0.0, sweeps)
 
 
 def _continue_chain(
@@ -130,11 +143,13 @@ def _continue_chain(
     first_thin: int,
     thin: int,
     tick: Callable[[], None],
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, Any]]:
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, Any], tuple[float, int]]:
     """An extension round of a chain after its warm-up: ``calls`` kept draws from ``point``,
-    the first after ``first_thin`` sweeps, the others after ``thin`` (the step's ``thin``)."""
+    the first after ``first_thin`` sweeps, the others after ``thin`` (the step's ``thin``); and
+    the round's timing (seconds, sweeps: all steady, the kernels are loaded by now)."""
     post = {name: np.empty((calls, *shape)) for name, shape in layout.shapes.items()}
     stats = {name: np.empty(calls, dtype) for name, dtype in _scalar_stats(step).items()}
+    started = _clock()
     for i in range(calls):
         step.thin = first_thin if i == 0 else thin
         point, step_stats = step.step(point)
@@ -145,20 +160,23 @@ def _continue_chain(
             arr[i] = point[name]
         tick()
     step.thin = thin
-    return post, stats, point
+    return post, stats, point, (_clock() - started, first_thin + (calls - 1) * thin if calls
+                                else 0)
 
 
 def _chain_task(chain: dict[str, Any], layout: GibbsLayout, task: tuple,
-                tick: Callable[[], None]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+                tick: Callable[[], None]
+                ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], tuple[float, int]]:
     """Run one round of a chain (``task``: ``("start", tune, draws)`` or ``("extend", calls,
-    first_thin, thin)``); the chain's state (``step``, ``rng``, ``point``) stays in ``chain``."""
+    first_thin, thin)``); the chain's state (``step``, ``rng``, ``point``) stays in ``chain``.
+    Returns the round's draws, statistics and steady sweep timing (``_run_chain``)."""
     if task[0] == "start":
-        post, stats, chain["point"] = _run_chain(chain["step"], layout, chain["rng"], *task[1:],
-                                                 tick)
+        post, stats, chain["point"], timing = _run_chain(chain["step"], layout, chain["rng"],
+                                                         *task[1:], tick)
     else:
-        post, stats, chain["point"] = _continue_chain(chain["step"], layout, chain["point"],
-                                                      *task[1:], tick)
-    return post, stats
+        post, stats, chain["point"], timing = _continue_chain(
+            chain["step"], layout, chain["point"], *task[1:], tick)
+    return post, stats, timing
 
 
 # State of a parallel run, inherited by the forked workers (never pickled).
@@ -255,7 +273,7 @@ class _ForkedChains:
             _FORKED.clear()
 
     def run(self, tasks: list[tuple], bar: Callable[[int], None], stop: Callable[[], bool]
-            ) -> list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]:
+            ) -> list[tuple[dict[str, np.ndarray], dict[str, np.ndarray], tuple[float, int]]]:
         """One round: ``tasks[c]`` for chain ``c``; its results in chain order."""
         from multiprocessing.connection import wait
 
@@ -309,7 +327,7 @@ class _InProcessChains:
         self.n_done = 0
 
     def run(self, tasks: list[tuple], bar: Callable[[int], None], stop: Callable[[], bool]
-            ) -> list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]:
+            ) -> list[tuple[dict[str, np.ndarray], dict[str, np.ndarray], tuple[float, int]]]:
         def tick() -> None:
             self.n_done += 1
             if stop():
@@ -401,7 +419,9 @@ def sample_gibbs(
         The groups of ``pm.sample``; the root's attributes record the run: ``thin`` (final
         sweeps per kept draw), ``gibbs_rounds`` (1: no extension), ``max_sweeps`` and
         ``gibbs_stop`` (why the rounds ended: ``"passed"``, ``"stuck"``, ``"max_sweeps"``;
-        ``""`` without extension).
+        ``""`` without extension); the posterior group's, besides ``sampling_time``, the steady
+        ``sweep_time`` of one chain (each chain's first step left out) and ``chains_at_once``
+        (``bayes_risk.models._bayesian.timing``).
     """
     tune, draws, chains = int(tune), int(draws), int(chains)
     if cores is None:
@@ -429,14 +449,14 @@ def sample_gibbs(
             # every worker is forked by now (extension rounds reuse them), so the parent may
             # import in a thread while it waits: no fork can meet a half-held import lock
             with Background(_warm_up_output):
-                results = runner.run(tasks, bar, stop)
+                results, timed = _timed(runner.run(tasks, bar, stop))
         else:
             runner = _InProcessChains(step, rngs, layout, own_steps=extend)
             # the sweeps' kernels release the GIL: the DataTree's imports run meanwhile on the
             # other core (bayes_risk._lazy.Background; with forked workers only once they are
             # forked: a fork while a thread imports could leave a child waiting on an import lock)
             with Background(_warm_up_output):
-                results = runner.run(tasks, bar, stop)
+                results, timed = _timed(runner.run(tasks, bar, stop))
         total = chains * (tune + draws)
         bar(total)
         rounds, stopped = 1, ""
@@ -460,7 +480,8 @@ def sample_gibbs(
                       f"{tune + draws * thin:,} sweeps, one kept per {thin} (round {rounds})")
             total += chains * calls
             _grow_bar(prog, total, thin)
-            new = runner.run([("extend", calls, first, thin)] * chains, bar, stop)
+            new, more = _timed(runner.run([("extend", calls, first, thin)] * chains, bar, stop))
+            timed = [(a[0] + b[0], a[1] + b[1]) for a, b in zip(timed, more, strict=True)]
             results = [_merge_rounds(o, n, tune) for o, n in zip(results, new, strict=True)]
             bar(total)
     except BaseException:
@@ -474,7 +495,15 @@ def sample_gibbs(
         runner.close()
     dt.attrs.update({"thin": thin, "gibbs_rounds": rounds,
                      "max_sweeps": int(max_sweeps) if extend else 0, "gibbs_stop": stopped})
+    seconds, sweeps = sum(t[0] for t in timed), sum(t[1] for t in timed)
+    record_sweep_time(dt, seconds / sweeps if sweeps else None, workers if parallel else 1)
     return dt
+
+
+def _timed(out: list[tuple[Any, Any, tuple[float, int]]]
+           ) -> tuple[list[tuple[Any, Any]], list[tuple[float, int]]]:
+    """A round's results (draws, statistics) and, apart, each chain's sweep timing."""
+    return [(post, stats) for post, stats, _ in out], [t for _, _, t in out]
 
 
 def _grow_bar(prog: Any, total: int, thin: int) -> None:

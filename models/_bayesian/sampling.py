@@ -6,11 +6,13 @@ handled SIGTERM) instead of returning a truncated posterior, and refuse a partia
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import TYPE_CHECKING, Any
 
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.exceptions import keyboard_interrupts
+from bayes_risk.models._bayesian.timing import DrawClock, record_sweep_time
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -118,7 +120,9 @@ def run_sampler(synth: Any, model: Any, step: Any, random_seed: RandomSeed,
     with warnings.catch_warnings(), InterruptGuard() as guard:
         # PyMC's own short-chain message; convergence is reported by convergence_report().
         warnings.filterwarnings("ignore", message=".*samples per chain.*")
-        kwargs["callback"] = guard.callback(kwargs.get("callback"))
+        # the steady time per draw, without the chains' one-off start (bayes_risk.attribute.cost)
+        clock = DrawClock(kwargs.get("callback"))
+        kwargs["callback"] = guard.callback(clock)
         try:
             with keyboard_interrupts(lambda: guard.interrupted):  # in a compiled step
                 dt = pm.sample(**kwargs)
@@ -128,6 +132,9 @@ def run_sampler(synth: Any, model: Any, step: Any, random_seed: RandomSeed,
     if guard.interrupted:
         raise KeyboardInterrupt("sampling interrupted")
     check_complete(dt, int(synth.chains), int(synth.draws))
+    cores, chains = kwargs["cores"], int(kwargs["chains"])
+    cores = min(4, os.cpu_count() or 1) if cores is None else int(cores)
+    record_sweep_time(dt, clock.seconds_per_draw(), min(cores, chains) if cores > 1 else 1)
     if "warmup_posterior" in dt.children:
         del dt["warmup_posterior"]
     if "observed_data" in dt.children:

@@ -17,6 +17,7 @@ released unchanged, and the dataset likelihood is the product over the selected 
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -41,6 +42,7 @@ from bayes_risk.models._bayesian.design import (
     normal_exact_posterior,
     parse_formula,
 )
+from bayes_risk.models._bayesian.timing import record_sweep_time
 from bayes_risk.models.seqreg.draws import _SEP, _laplace_draws, _prior_sd, _var
 from bayes_risk.protocols import ModelInfo
 
@@ -296,11 +298,15 @@ class SequentialRegression(BayesianSynthesizer):
         vals = column_values(data, schema, schema.names)
         n = len(data)
         ds = xr.Dataset(coords={"chain": np.arange(C), "draw": np.arange(D)})
-        methods: dict[str, str] = {}
+        methods = {c: self._method_of(c) for c in self.order_}
+        if "nuts" in methods.values():
+            import pymc  # noqa: F401 - imported once per process: not a cost of the draws
+        drawing = 0.0  # the draws' own time, without the imports and the DataTree
+        self._nuts_steady: float | None = None
         for c, rng in zip(self.order_, rngs, strict=False):
+            started = time.perf_counter()
             fam = self.families_[c]
-            method = self._method_of(c)
-            methods[c] = method
+            method = methods[c]
             design = self.designs_[c]
             X = design.build(vals, n)
             y = vals[c]
@@ -315,6 +321,12 @@ class SequentialRegression(BayesianSynthesizer):
                 params = _laplace_draws(fam, X, y, schema, c, H, rng)
             else:
                 params = self._nuts_draws(fam, X, y, schema, c, rng)
+            took = time.perf_counter() - started
+            if method == "nuts" and self._nuts_steady is not None:
+                # NUTS: its chains' steady sampling, without building and compiling the model
+                # (part of the fit's set-up in the estimate)
+                took = min(took, self._nuts_steady)
+            drawing += took
             for name, arr in params.items():
                 arr = np.asarray(arr, dtype=np.float64).reshape((C, D) + np.shape(arr)[1:])
                 ds[_var(c, name)] = (("chain", "draw", *self._param_dims(c, name)), arr)
@@ -324,7 +336,13 @@ class SequentialRegression(BayesianSynthesizer):
             ds.attrs["approximation"] = "laplace (normal approximation at the posterior mode)"
         # as PyMC records it: what the refits of the stabilised estimator are estimated from
         ds.attrs["sampling_time"] = time.perf_counter() - t0
-        return xr.DataTree.from_dict({"posterior": ds})
+        tune = int(self.tune) if "nuts" in methods.values() else 0
+        ds.attrs["tuning_steps"] = tune  # only NUTS has a warm-up
+        dt = xr.DataTree.from_dict({"posterior": ds})
+        # the draws' time as that of chains run in turn, each of tune + draws "sweeps", so that
+        # the refits' estimate scales it by their sizes
+        record_sweep_time(dt, drawing / (C * (tune + D)), 1)
+        return dt
 
     def _param_dims(self, c: str, name: str) -> tuple[str, ...]:
         if name == "sigma":
@@ -370,6 +388,13 @@ class SequentialRegression(BayesianSynthesizer):
                     pm.Poisson("y", mu=pm.math.exp(eta), observed=y.astype(np.int64))
         dt = self._run_sampler(model, random_seed=rng)
         post = dt["posterior"]
+        # the sampling's steady wall time (bayes_risk.models._bayesian.timing), for _draw_posterior
+        self._nuts_steady = None
+        if "sweep_time" in post.attrs:
+            at_once = int(post.attrs.get("chains_at_once", 1))
+            turns = math.ceil(int(self.chains) / at_once)
+            self._nuts_steady = (turns * (int(self.tune) + int(self.draws))
+                                 * float(post.attrs["sweep_time"]))
         out = {"beta": np.asarray(post["beta"].values).reshape((-1,) + post["beta"].shape[2:])}
         if fam == "normal":
             out["sigma"] = np.asarray(post["sigma"].values).reshape(-1)

@@ -9,11 +9,12 @@ import re
 import warnings
 from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 
 import bayes_risk as br
 from bayes_risk.attribute import attribute_risk
-from bayes_risk.attribute.cost import refit_cost
+from bayes_risk.attribute.cost import distinct_records, duration_range, refit_cost
 from bayes_risk.cli import main
 from bayes_risk.exceptions import ValidationError
 
@@ -24,24 +25,26 @@ COLS = ["SEX", "MAR", "MIG"]
 
 class _Tree(dict):
     """A posterior DataTree's two levels of attributes: the root's (the run) and the
-    posterior group's (the sampler's time)."""
+    posterior group's (the sampler's times)."""
 
-    def __init__(self, seconds, run_thin=None):
-        super().__init__(posterior=SimpleNamespace(
-            attrs={} if seconds is None else {"sampling_time": seconds}))
+    def __init__(self, seconds, run_thin=None, **timing):
+        attrs = {} if seconds is None else {"sampling_time": seconds}
+        super().__init__(posterior=SimpleNamespace(attrs={**attrs, **timing}))
         self.attrs = {} if run_thin is None else {"thin": run_thin}
 
 
-def _fake(seconds, n=100, tune=100, draws=100, thin=1, run_thin=None):
-    return SimpleNamespace(posterior_=_Tree(seconds, run_thin), _n_records=n, tune=tune,
-                           draws=draws, thin=thin)
+def _fake(seconds, n=100, tune=100, draws=100, thin=1, run_thin=None, chains=1, **timing):
+    return SimpleNamespace(posterior_=_Tree(seconds, run_thin, **timing), _n_records=n,
+                           tune=tune, draws=draws, thin=thin, chains=chains)
 
 
-def test_refit_cost_scales_with_the_sizes():
-    """m x T_fit x (n + n_syn) / n x (tune + thin x refit draws) / (tune + thin x draws), by
-    hand."""
+def test_old_fit_falls_back_to_an_upper_bound():
+    """A model saved before the sweep time was recorded has only its total sampling time:
+    m x T_fit x (n + n_syn) / n x (tune + thin x refit draws) / (tune + thin x draws), by hand,
+    stated as an upper bound."""
     base = refit_cost(_fake(10.0), 100, 5)
     assert base.seconds == pytest.approx(5 * 10.0 * 2)  # 5 refits on twice the records
+    assert base.low is None
     assert base.n_refits == 5 and base.records == 200
     assert refit_cost(_fake(10.0), 300, 5).seconds == pytest.approx(5 * 10.0 * 4)
     assert refit_cost(_fake(10.0), 100, 10).seconds == pytest.approx(2 * base.seconds)
@@ -55,13 +58,134 @@ def test_refit_cost_scales_with_the_sizes():
     # start at thin 4 (100 + 4 x 50 sweeps with refit_draws=50)
     assert refit_cost(_fake(10.0, run_thin=4), 100, 5, refit_draws=50).seconds == \
         pytest.approx(base.seconds * 300 / 500)
-    assert base.line().startswith("about 5 refits of the model, estimated 1.7 min on this "
-                                  "machine (from the model's own fit: 10 s for 100 records")
+    assert base.line().startswith(
+        "about 5 refits of the model, at most 1.7 min on this machine (an upper bound: the "
+        "model records only its total sampling time (saved by an earlier version, or draws "
+        "made elsewhere), one-off costs included: 10 s for 100 records")
     assert refit_cost(_fake(10.0), 100, 1).line().startswith("about 1 refit of the model, ")
     # no recorded sampling time (draws made elsewhere): said, not invented
     none = refit_cost(_fake(None), 100, 5)
-    assert none.seconds is None
+    assert none.seconds is None and none.low is None
     assert "time not estimated" in none.line() and none.line().startswith("about 5 refits")
+
+
+def test_estimate_from_the_sweep_time_by_hand():
+    """From the fit's steady seconds per sweep (0.01 s, 2 chains at once), its whole time and
+    the refits' sizes: per refit S = turns x sweeps x t x (n + n_syn) / n, set-up O = fit time
+    - the fit's own steady sweeps; the range m x S to m x (S + O). The fit's total sampling
+    time (600 s here: one-off costs) plays no part."""
+    fake = _fake(600.0, n=100, tune=100, draws=100, chains=4, sweep_time=0.01,
+                 chains_at_once=2, fit_time=30.0)
+    cost = refit_cost(fake, 100, 5)
+    turns = 2  # 4 chains, 2 at a time
+    S = turns * 200 * 0.01 * 2  # 200 sweeps per chain, twice the records: 8 s
+    O = 30.0 - turns * 200 * 0.01  # 26 s of the fit outside its steady sweeps
+    assert cost.low == pytest.approx(5 * S)
+    assert cost.seconds == pytest.approx(5 * (S + O))
+    # fewer refit draws: 100 + 50 sweeps per chain; the set-up does not shrink
+    fewer = refit_cost(fake, 100, 5, refit_draws=50)
+    assert fewer.low == pytest.approx(5 * turns * 150 * 0.01 * 2)
+    assert fewer.seconds - fewer.low == pytest.approx(5 * O)
+    # thinning and a warm-up the sampler did not run (tuning_steps=0: exact draws)
+    thinned = refit_cost(_fake(None, tune=100, thin=3, sweep_time=0.01, chains_at_once=1,
+                               fit_time=1.0, tuning_steps=0), 300, 2)
+    assert thinned.low == pytest.approx(2 * 300 * 0.01 * 4)
+    assert thinned.seconds == pytest.approx(thinned.low)  # the fit was all sweeps
+    line = cost.line()
+    assert line.startswith("about 5 refits of the model, estimated 40 s–2.8 min on this machine "
+                           "(each refit 200 sweeps per chain of 200 records, at the fit's 10 ms "
+                           "per sweep of 100 records, plus up to 26 s of set-up as in the fit")
+    assert "the first refit's time follows" in line
+    assert "follows" not in refit_cost(fake, 100, 1).line()  # one refit: no second line
+    # no fit_time (a fit that ended elsewhere): the sweeps alone, one duration
+    alone = refit_cost(_fake(None, sweep_time=0.01), 100, 5)
+    assert alone.low == alone.seconds == pytest.approx(5 * 200 * 0.01 * 2)
+    assert "estimated about 20 s on this machine" in alone.line()
+
+
+def test_equal_records_share_the_sweep_lower_end_by_distinct_records(small_fit):
+    """A model whose sweep shares the work of equal records (DPMPM): the lower end scales the
+    sweeps by the ratio of distinct records (here 30 of the fit's, 45 in a refit: 1.5, not the
+    records' 2); the upper end keeps the records' ratio. Counted by distinct_records."""
+    fake = _fake(None, n=100, sweep_time=0.01, chains_at_once=1, fit_time=2.0 + 200 * 0.01)
+    plain = refit_cost(fake, 100, 3)
+    shared = refit_cost(fake, 100, 3, distinct=(30, 45))
+    assert plain.low == pytest.approx(3 * 200 * 0.01 * 2)
+    assert shared.low == pytest.approx(3 * 200 * 0.01 * 1.5)
+    assert shared.seconds == pytest.approx(plain.seconds) == pytest.approx(3 * (4.0 + 2.0))
+    assert "(30 distinct, 45 in a refit)" in shared.line()
+    # never above the records' ratio
+    assert refit_cost(fake, 100, 3, distinct=(10, 40)).low == pytest.approx(plain.low)
+
+    df, model, syn = small_fit
+    fit = len(df.drop_duplicates())
+    both = len(pd.concat([df, syn[0]]).drop_duplicates())
+    assert distinct_records(model, df, syn[0]) == (fit, both)
+    assert distinct_records(SimpleNamespace(), df, syn[0]) is None  # other models: records
+
+
+@pytest.mark.parametrize("low, high, text", [
+    (40, 72, "40 s–1.2 min"), (126, 204, "2.1–3.4 min"), (5.2, 5.4, "about 5 s"),
+    (3, 9, "3–9 s"), (700, 1300, "12–22 min"),
+])
+def test_duration_range(low, high, text):
+    assert duration_range(low, high) == text
+
+
+class _FakeStep:
+    """A Gibbs step on a fake clock: its first step costs 100 s (a simulated compilation),
+    each later sweep 0.01 s; a kept draw is ``thin`` sweeps."""
+
+    stats_dtypes_shapes = {"s": (float, [])}
+
+    def __init__(self, clock, thin=1):
+        self.clock, self.thin, self.calls = clock, thin, 0
+
+    def setup_chain(self, rng, tune, draws):
+        self.calls, self.left = 0, tune
+
+    def stop_tuning(self):
+        self.tune = False
+
+    def step(self, point):
+        sweeps = 1 if self.left > 0 else self.thin
+        self.left -= 1
+        self.clock.now += 100.0 if self.calls == 0 else 0.01 * sweeps
+        self.calls += 1
+        return {"x": float(self.calls)}, [{"s": 0.0}]
+
+
+@pytest.mark.parametrize("thin", [1, 3])
+def test_gibbs_sweep_time_leaves_out_the_first_sweep(monkeypatch, thin):
+    """The recorded seconds per sweep are those after each chain's first step: a simulated
+    100 s compilation in the first step is not in them (it is in sampling_time)."""
+    from bayes_risk.models._bayesian import gibbs
+
+    clock = SimpleNamespace(now=0.0)
+    monkeypatch.setattr(gibbs, "_clock", lambda: clock.now)
+    layout = gibbs.GibbsLayout(shapes={"x": ()}, dims={"x": ()}, coords={})
+    dt = gibbs.sample_gibbs(_FakeStep(clock, thin), layout, seeds=[1, 2], tune=4, draws=6,
+                            chains=2, cores=1)
+    attrs = dt["posterior"].attrs
+    assert attrs["sweep_time"] == pytest.approx(0.01)
+    assert attrs["chains_at_once"] == 1
+
+
+def test_pymc_draw_clock_leaves_out_the_first_draw():
+    """pm.sample's path: the callback times each chain's draws after its first (which includes
+    compiling the chain's functions); the user's callback still runs."""
+    from bayes_risk.models._bayesian.timing import DrawClock
+
+    times = iter([100.0, 100.5, 101.0, 250.0, 250.25, 250.5, 250.75])
+    seen = []
+    clock = DrawClock(lambda **kw: seen.append(kw["draw"].chain), clock=lambda: next(times))
+    for chain, k in [(0, 3), (1, 4)]:
+        for _ in range(k):
+            clock(trace=None, draw=SimpleNamespace(chain=chain))
+    # chain 0: 1 s over 2 draws; chain 1: 0.75 s over 3 draws
+    assert clock.seconds_per_draw() == pytest.approx(1.75 / 5)
+    assert seen == [0, 0, 0, 1, 1, 1, 1]
+    assert DrawClock().seconds_per_draw() is None
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +213,8 @@ def test_estimate_printed_and_one_bar_counts_the_refits(small_fit, capfd):
                              refit_draws=25)
     err = capfd.readouterr().err
     assert "about 3 refits of the model, estimated" in err
-    assert "on this machine (from the model's own fit:" in err
+    assert re.search(r"on this machine \(each refit \d+ sweeps per chain of 120 records, at "
+                     r"the fit's [\d.]+ ms per sweep of 60 records", err)
     assert "refit 3 of 3" in err
     # the first refit measures this machine at the refits' size
     assert re.search(r"refit 1 of 3 took \d+ s: the other 2, about \d+ s", err)
@@ -183,9 +308,10 @@ def test_help_states_the_cost(capsys):
         assert "--refit-draws" in text
 
 
-def test_sequential_regression_records_its_sampling_time():
-    """A SequentialRegression fit records its sampling time as PyMC does, so the cost of its
-    refits is estimated (it was "not estimated" before)."""
+def test_sequential_regression_records_its_draw_time():
+    """A SequentialRegression fit records the time of its draws per chain and draw (exact draws:
+    no warm-up), so the cost of its refits is estimated from the draws, not from the imports
+    and the DataTree."""
     import numpy as np
     import pandas as pd
 
@@ -194,11 +320,122 @@ def test_sequential_regression_records_its_sampling_time():
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"x": rng.normal(size=50)})
     df["y"] = df["x"] + rng.normal(size=50)
-    model = SequentialRegression(draws=50, progressbar=False).fit(df, random_seed=1)
-    t = model.posterior_["posterior"].attrs["sampling_time"]
-    assert t > 0
+    model = SequentialRegression(draws=50, chains=2, progressbar=False).fit(df, random_seed=1)
+    attrs = model.posterior_["posterior"].attrs
+    assert attrs["sampling_time"] > 0 and attrs["sweep_time"] > 0
+    assert attrs["tuning_steps"] == 0 and attrs["chains_at_once"] == 1
+    assert attrs["fit_time"] >= attrs["sampling_time"]
     cost = refit_cost(model, 50, 2)
-    assert cost.seconds == pytest.approx(2 * 2 * t)  # 2 refits on twice the records
+    # 2 refits x 2 chains in turn x 50 draws x t x twice the records
+    assert cost.low == pytest.approx(2 * 2 * 50 * attrs["sweep_time"] * 2)
+    assert cost.seconds >= cost.low
+
+
+def test_sequential_regression_nuts_column_counts_its_steady_sampling(monkeypatch):
+    """A GLM column drawn by NUTS adds its chains' steady sampling (PyMC's draw clock), not the
+    building and compiling of its model: here a sampler that takes 0.5 s (a simulated
+    compilation) but records 1 ms per draw."""
+    import time
+
+    import numpy as np
+    import pandas as pd
+    import xarray as xr
+
+    from bayes_risk.models.seqreg.seqreg import SequentialRegression
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=60)})
+    df["u"] = pd.Categorical((df["x"] + rng.normal(size=60) > 0).astype(int))
+
+    def fake_sampler(self, model, random_seed=None):
+        time.sleep(0.5)
+        beta = rng.normal(size=(2, 20, 2))
+        post = xr.Dataset({"beta": (("chain", "draw", "coef"), beta)},
+                          attrs={"sweep_time": 1e-3, "chains_at_once": 2})
+        return xr.DataTree.from_dict({"posterior": post})
+
+    monkeypatch.setattr(SequentialRegression, "_run_sampler", fake_sampler)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # random "draws": their R-hat is not the point
+        model = SequentialRegression(tune=10, draws=20, chains=2, progressbar=False).fit(
+            df, synthesized=["u"], random_seed=1)
+    attrs = model.posterior_["posterior"].attrs
+    # 1 turn (2 chains at once) x (10 + 20) draws x 1 ms, over 2 chains x 30 "sweeps"
+    assert attrs["sweep_time"] == pytest.approx(30e-3 / 60)
+    assert attrs["tuning_steps"] == 10
+    assert attrs["fit_time"] > 0.5
+
+
+def test_poisson_mixture_records_its_sweep_time():
+    """The Poisson mixture runs pm.sample with its Gibbs step: the draw callback's steady time
+    per draw is recorded, chains in turn (cores=1), with the fit's whole time."""
+    import numpy as np
+    import pandas as pd
+
+    from bayes_risk.models import PoissonMixture
+
+    rng = np.random.default_rng(0)
+    counts = pd.DataFrame({"a": rng.poisson(3, 40), "b": rng.poisson(8, 40)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = PoissonMixture(n_components=2, tune=5, draws=10, chains=2,
+                               progressbar=False).fit(counts, random_seed=1)
+    attrs = model.posterior_["posterior"].attrs
+    assert attrs["sweep_time"] > 0 and attrs["chains_at_once"] == 1
+    assert attrs["fit_time"] > attrs["sampling_time"]
+    cost = refit_cost(model, 40, 3)
+    assert cost.low == pytest.approx(3 * 2 * 15 * attrs["sweep_time"] * 2)
+
+
+def test_recorded_times_survive_save_and_load_and_an_old_save_falls_back(small_fit, tmp_path):
+    """The new attributes are saved with the posterior (NetCDF) and give the same estimate
+    after loading; a model saved without them (by an earlier version: the attributes removed
+    from its file) still loads, and its estimate is the upper bound from sampling_time."""
+    import xarray as xr
+
+    from bayes_risk.models.base import load_model
+
+    df, model, syn = small_fit
+    attrs = model.posterior_["posterior"].attrs
+    assert {"sweep_time", "chains_at_once", "fit_time", "sampling_time"} <= set(attrs)
+    assert attrs["chains_at_once"] == 1  # cores=1
+    model.save(tmp_path / "m")
+    back = load_model(tmp_path / "m")
+    for key in ("sweep_time", "chains_at_once", "fit_time"):
+        assert back.posterior_["posterior"].attrs[key] == pytest.approx(attrs[key])
+    assert refit_cost(back, 60, 3).line() == refit_cost(model, 60, 3).line()
+    # the same model as an earlier version saved it
+    post = tmp_path / "m" / "posterior.nc"
+    with xr.open_datatree(post, engine="h5netcdf") as tree:
+        tree = tree.load()
+    for key in ("sweep_time", "chains_at_once", "fit_time"):
+        del tree["posterior"].attrs[key]
+    tree.to_netcdf(post, engine="h5netcdf")
+    old = load_model(tmp_path / "m")
+    cost = refit_cost(old, 60, 3)
+    assert cost.low is None and cost.seconds == pytest.approx(
+        3 * attrs["sampling_time"] * 2)  # twice the records, the same sweeps
+    assert "at most" in cost.line() and "an upper bound" in cost.line()
+
+
+def test_a_model_saved_by_an_earlier_version_gets_an_upper_bound():
+    """A DPMPM saved by an earlier version (tests/models/saved_before_packages) has no sweep
+    time: it loads, and its refits' estimate is today's upper bound from sampling_time."""
+    from pathlib import Path
+
+    from bayes_risk.models import load_model
+
+    saved = Path(__file__).parents[1] / "models" / "saved_before_packages" / "dpmpm"
+    model = load_model(saved)
+    attrs = model.posterior_["posterior"].attrs
+    assert "sweep_time" not in attrs and attrs["sampling_time"] > 0
+    cost = refit_cost(model, model._n_records, 2)
+    sweeps = model.tune + model.thin * model.draws
+    assert cost.low is None
+    assert cost.seconds == pytest.approx(2 * float(attrs["sampling_time"]) * 2 * sweeps / sweeps)
+    assert cost.line().startswith("about 2 refits of the model, at most ")
+    assert "an upper bound: the model records only its total sampling time (saved by an " \
+        "earlier version" in cost.line()
 
 
 def test_attribute_command_prints_the_estimate_and_refit_draws(tmp_path, capsys):

@@ -25,9 +25,12 @@ LARGEST_VALUE_CHOICES = SCENARIO_CHOICES[4:]
 REFIT_COST_HELP = (
     "Cost: the stabilised estimator refits the model once per synthetic dataset (m refits, "
     "each on the original plus one synthetic dataset, so about 2 x the records): expect about "
-    "m x 2 x the time of the model's own fit. The estimate, from the model's recorded "
-    "sampling time, is printed before the refits start (docs: user guide, Attribute risk, "
-    "Cost of the refits); --estimator is (importance sampling) makes no refit"
+    "m x 2 x the time of the model's own sampling. The estimate, a range from the seconds per "
+    "sweep the fit measured once its chains ran (one-off costs such as compiling left out) "
+    "scaled by the refits' records and sweeps, up to the fit's own set-up per refit, is "
+    "printed before the refits start, and the first refit's measured time after it (docs: "
+    "user guide, Attribute risk, Cost of the refits); --estimator is (importance sampling) "
+    "makes no refit"
 )
 # --delta of the largest-value scenarios: the default of attribute.summaries.largest_value
 DEFAULT_DELTA = 0.05

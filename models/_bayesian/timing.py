@@ -1,0 +1,93 @@
+"""What a fit records of its own cost, for the estimate of the stabilised estimator's refits.
+
+The refits (``fit_augmented``) run the sampler of the fit again on more records; they do not pay
+again what a fit pays once per process: importing PyMC, xarray and ArviZ, compiling (or loading)
+the numba kernels on a chain's first sweep, compiling a PyMC model for the first time. A fit's
+total sampling time (``sampling_time``, as PyMC records it) includes those costs, which made the
+refits' estimate from it 1.3–7 times too high. So the samplers also record, in the attributes of
+the posterior group (saved with the model, as ``sampling_time``):
+
+``sweep_time``
+    Wall seconds per sweep of one chain after its first sweep (a PyMC draw is one sweep; a
+    kept draw of a thinned Gibbs run is ``thin`` sweeps), averaged over the chains.
+``chains_at_once``
+    How many chains sampled at the same time (worker processes), during which ``sweep_time``
+    was measured.
+``fit_time``
+    Wall seconds of the whole ``fit`` (data checks, model building, sampling, convergence
+    checks). What it holds beyond the steady sweeps is an upper bound of a refit's set-up: a
+    refit repeats part of it (building the model, starting worker processes, the checks) but not
+    the one-off costs.
+
+``bayes_risk.attribute.cost`` turns them into the estimate printed before the refits.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+__all__ = ["DrawClock", "record_fit_time", "record_sweep_time"]
+
+SWEEP_TIME, CHAINS_AT_ONCE, FIT_TIME = "sweep_time", "chains_at_once", "fit_time"
+
+
+def _posterior_attrs(dt: Any) -> dict[str, Any] | None:
+    try:
+        return dt["posterior"].attrs
+    except (KeyError, TypeError):
+        return None
+
+
+def record_sweep_time(dt: Any, seconds_per_sweep: float | None, chains_at_once: int) -> None:
+    """Store the steady seconds per sweep of one chain and the chains sampled at once in the
+    posterior group's attributes (nothing when no sweep after a chain's first was timed)."""
+    attrs = _posterior_attrs(dt)
+    if attrs is None or seconds_per_sweep is None or not math.isfinite(seconds_per_sweep) \
+            or seconds_per_sweep <= 0:
+        return
+    attrs[SWEEP_TIME] = float(seconds_per_sweep)
+    attrs[CHAINS_AT_ONCE] = int(max(1, chains_at_once))
+
+
+def record_fit_time(model: Any, started: float) -> None:
+    """Store the wall seconds since ``started`` (``time.perf_counter()`` at the start of
+    ``fit``) as the fit's total time."""
+    attrs = _posterior_attrs(getattr(model, "posterior_", None))
+    if attrs is not None:
+        attrs[FIT_TIME] = float(time.perf_counter() - started)
+
+
+class DrawClock:
+    """A ``pm.sample`` draw callback that times each chain's draws after its first.
+
+    PyMC calls it after every draw (warm-up included) of every chain, in this process also when
+    the chains run in worker processes; the time between a chain's first and last draw, over
+    the draws between them, is its steady time per draw (one sweep of its step methods). The
+    first draw, which compiles or warms up what the chain needs, is left out.
+    """
+
+    def __init__(self, user: Any = None, clock: Any = time.perf_counter) -> None:
+        self.user = user
+        self.clock = clock
+        self.first: dict[int, float] = {}
+        self.last: dict[int, tuple[float, int]] = {}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        draw = kwargs.get("draw", args[1] if len(args) > 1 else None)
+        chain = int(getattr(draw, "chain", 0))
+        now = self.clock()
+        if chain not in self.first:
+            self.first[chain] = now
+            self.last[chain] = (now, 0)
+        else:
+            self.last[chain] = (now, self.last[chain][1] + 1)
+        if self.user is not None:
+            self.user(*args, **kwargs)
+
+    def seconds_per_draw(self) -> float | None:
+        """Steady seconds per draw of one chain (``None`` before two draws of a chain)."""
+        seconds = sum(t - self.first[c] for c, (t, _) in self.last.items())
+        draws = sum(n for _, n in self.last.values())
+        return seconds / draws if draws else None
