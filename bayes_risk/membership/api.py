@@ -41,7 +41,8 @@ def check_model(model: Any, selection: Any = None) -> None:
     """Refuse, with a coded error, the models whose membership likelihood is not derived.
 
     Supported: a fitted CARTSynthesizer (or its plug-in likelihood) without smoothing or
-    missing values, fully synthetic (the plug-in ratio, :mod:`bayes_risk.membership.trees`);
+    missing values, fully synthetic or with unsynthesized columns and every record synthesized
+    (the plug-in ratio, :mod:`bayes_risk.membership.trees`);
     fitted class P models with a record likelihood, augmented refits and a
     posterior-predictive sampler — DPMPM in ``marginal`` mode and the MP Poisson mixture in
     ``marginal`` mode (fully synthetic releases), and the sequential regressions (fully
@@ -63,7 +64,8 @@ def check_model(model: Any, selection: Any = None) -> None:
     NotSupportedError
         ``MEMBERSHIP_MODEL_UNSUPPORTED`` (random forests, smoothed or incomplete CART, class O
         models, models without refits) or ``MEMBERSHIP_PARTIAL_SYNTHESIS`` (selected records
-        without a stated selection rule; a model of whole records with unsynthesized columns).
+        without a stated selection rule, or of a CART release; a model of whole records with
+        unsynthesized columns).
     """
     name = type(model).__name__
     if _trees.is_tree_model(model):  # the plug-in ratio (methods, CART releases)
@@ -634,9 +636,10 @@ def membership_risk(
         A class P Bayesian model with posterior draws: DPMPM or the MP Poisson mixture in
         ``marginal`` mode (fully synthetic release), or the sequential regressions (fully
         synthetic, or partially synthetic with categorical or numeric unsynthesized columns);
-        or a CART synthesizer (or its plug-in likelihood) of a fully synthetic release without
-        smoothing, under the plug-in likelihood given the fitted splits (methods, CART
-        releases: no refits; the columns ``slot_revealed`` and ``normaliser_mcse``). Others are
+        or a CART synthesizer (or its plug-in likelihood) without smoothing, of a fully
+        synthetic release or of one with unsynthesized columns (every record synthesized),
+        under the plug-in likelihood given the fitted splits (methods, CART releases: no
+        refits; the columns ``slot_revealed`` and ``normaliser_mcse``). Others are
         refused with ``MEMBERSHIP_MODEL_UNSUPPORTED`` or ``MEMBERSHIP_PARTIAL_SYNTHESIS`` (see
         :func:`check_model`).
     original : DataFrame
@@ -667,8 +670,8 @@ def membership_risk(
         the normaliser is a sum over the synthesizer's predictive, enumerated when its support
         has at most this many records, else estimated from this many draws (any ``m``).
     unsynthesized_concentration : float
-        Partial synthesis: concentration ``α > 0`` of the Dirichlet-process population model of
-        the unsynthesized values, ``p(r | y_{-i}) = (n_r^{(-i)} + α / C) / (n − 1 + α)`` over
+        Partial synthesis (sequential regressions and CART): concentration ``α > 0`` of the
+        Dirichlet-process population model of the unsynthesized values, ``p(r | y_{-i}) = (n_r^{(-i)} + α / C) / (n − 1 + α)`` over
         the ``C`` cells of the unsynthesized columns (methods, Partially synthetic releases).
         It matters only for a record whose unsynthesized values no other record shares.
     selection : None, "independent", str or callable
@@ -726,7 +729,8 @@ def membership_risk(
         if rule is not None:
             raise ValidationError(
                 "selection applies to a Bayesian model's release of selected records; the CART "
-                "plug-in ratio covers fully synthetic releases only (leave selection unset).",
+                "plug-in ratio covers releases that synthesize every record (leave selection "
+                "unset).",
                 code="OPTION_CONFLICT")
         return _tree_membership_risk(
             model, original, synthetic, holdout=holdout, records=records, population=population,
