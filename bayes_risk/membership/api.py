@@ -671,9 +671,10 @@ def membership_risk(
         has at most this many records, else estimated from this many draws (any ``m``).
     unsynthesized_concentration : float
         Partial synthesis (sequential regressions and CART): concentration ``α > 0`` of the
-        Dirichlet-process population model of the unsynthesized values, ``p(r | y_{-i}) = (n_r^{(-i)} + α / C) / (n − 1 + α)`` over
-        the ``C`` cells of the unsynthesized columns (methods, Partially synthetic releases).
-        It matters only for a record whose unsynthesized values no other record shares.
+        Dirichlet-process population model of the unsynthesized values,
+        ``p(r | y_{-i}) = (n_r^{(-i)} + α / C) / (n − 1 + α)`` over the ``C`` cells of the
+        unsynthesized columns (methods, Partially synthetic releases). It matters only for a
+        record whose unsynthesized values no other record shares.
     selection : None, "independent", str or callable
         How the records of a release that synthesizes selected records only (a model fitted
         with ``records=...``) were selected; without it such a release is refused

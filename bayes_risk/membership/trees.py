@@ -32,8 +32,9 @@ unsynthesized values, so the population record in the slot is ``(r, x'^s)`` with
 
     Λ(x) = 1{x^us = r} / p(r | y_{-i}) × Π_l p(Z_(l) | y_{-i}, x) / E_{x'^s ~ q(· | r, y_{-i})}[…],
 
-with ``p(r | y_{-i})`` the Dirichlet-process population model of the unsynthesized values of
-the sequential regressions' partial path (:func:`bayes_risk.membership.partial.log_p_unsynthesized`).
+with ``p(r | y_{-i})`` the Dirichlet-process population model of the unsynthesized values
+that the sequential regressions' partial path uses
+(:func:`bayes_risk.membership.partial.log_p_unsynthesized`).
 :func:`tree_log_lr` gives the second factor; the caller multiplies in the first.
 """
 
