@@ -429,3 +429,34 @@ def test_partial_monte_carlo_normaliser_agrees_with_enumeration():
     assert np.all(np.abs(err) <= 4 * se + 1e-9), (err, se)
     assert np.all(se > 0)
     np.testing.assert_array_equal(tab["slot_revealed"].to_numpy(), exact["slot_revealed"])
+
+
+def test_cli_runs_a_partially_synthetic_cart(tmp_path):
+    """``bayes-risk membership`` of a saved CART with unsynthesized columns, which was refused
+    (MEMBERSHIP_PARTIAL_SYNTHESIS): the partial-synthesis columns and summary are written."""
+    import json
+    import warnings
+
+    from bayes_risk.cli import main
+
+    data = _ce_like(60, 2)
+    data.iloc[:40].to_csv(tmp_path / "train.csv", index=False)
+    data.iloc[40:].to_csv(tmp_path / "hold.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["fit", str(tmp_path / "train.csv"), "--method", "cart", "--synthesize",
+                     "B", "C", "N", "--random-seed", "1", "-q",
+                     "--out", str(tmp_path / "model")]) == 0
+        assert main(["synthesize", "--model", str(tmp_path / "model"), "-m", "2",
+                     "--random-seed", "2", "-q", "--out", str(tmp_path / "syn")]) == 0
+        assert main(["membership", str(tmp_path / "train.csv"), str(tmp_path / "syn"),
+                     "--model", str(tmp_path / "model"), "--holdout", str(tmp_path / "hold.csv"),
+                     "--bootstrap", "0", "--random-seed", "3", "-q",
+                     "--out", str(tmp_path / "mem")]) == 0
+    rec = pd.read_csv(tmp_path / "mem" / "records.csv")
+    assert {"unsynthesized_match", "log_p_unsynthesized", "slot_revealed"} <= set(rec.columns)
+    assert rec.loc[rec["role"] == "member", "unsynthesized_match"].all()
+    assert (rec.loc[~rec["unsynthesized_match"], "p_member"] == 0.0).all()
+    s = json.loads((tmp_path / "mem" / "summary.json").read_text())
+    assert s["settings"]["unsynthesized"] == ["A", "D"]
+    assert s["file"]["unsynthesized"]["columns"] == ["A", "D"]
