@@ -257,12 +257,16 @@ def _decode(plugin: Any, vals: dict[str, np.ndarray]) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------------
 # the ratio
 # ------------------------------------------------------------------------------------------
-def _normaliser(L: np.ndarray, log_w: np.ndarray) -> tuple[float, float, float, float]:
+def _normaliser(L: np.ndarray, log_w: np.ndarray, exact: bool = False,
+                ) -> tuple[float, float, float, float]:
     """``log Σ_s w_s e^{L_s} / Σ_s w_s`` with its k̂, Kish ESS and the delta-method standard
-    error of the log (self-normalised importance sampling; 0 for an exact sum)."""
+    error of the log (self-normalised importance sampling; an exact sum has no k̂ or ESS and
+    standard error 0)."""
     log_num = logsumexp(log_w + L)
     log_den = logsumexp(log_w)
     log_d = float(log_num - log_den)
+    if exact:
+        return log_d, float("nan"), float("nan"), 0.0
     if not np.isfinite(log_d):
         return log_d, float("nan"), float("nan"), float("nan")
     a = log_w + L
@@ -362,9 +366,7 @@ def tree_log_lr(plugin: Any, datasets: list[pd.DataFrame], targets: pd.DataFrame
         L_pop, L_t = L[:S], L[S:]
         lq, lq_i = population_log_weights(plugin, pvals, routes, int(i))
         log_w = lq_i if exact else lq_i - lq  # exact: q(x'|y_{-i}); sampled: its IS weight
-        log_d, k, ess, se = _normaliser(L_pop, log_w)
-        if exact:
-            k, ess, se = float("nan"), float("nan"), 0.0
+        log_d, k, ess, se = _normaliser(L_pop, log_w, exact)
         revealed = log_d == -np.inf
         with np.errstate(invalid="ignore"):
             # a revealed slot: +inf for a target that can produce the release, 0 for one that
