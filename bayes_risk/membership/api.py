@@ -41,7 +41,8 @@ def check_model(model: Any, selection: Any = None) -> None:
     """Refuse, with a coded error, the models whose membership likelihood is not derived.
 
     Supported: a fitted CARTSynthesizer (or its plug-in likelihood) without smoothing or
-    missing values, fully synthetic (the plug-in ratio, :mod:`bayes_risk.membership.trees`);
+    missing values, fully synthetic or with unsynthesized columns and every record synthesized
+    (the plug-in ratio, :mod:`bayes_risk.membership.trees`);
     fitted class P models with a record likelihood, augmented refits and a
     posterior-predictive sampler — DPMPM in ``marginal`` mode and the MP Poisson mixture in
     ``marginal`` mode (fully synthetic releases), and the sequential regressions (fully
@@ -63,7 +64,8 @@ def check_model(model: Any, selection: Any = None) -> None:
     NotSupportedError
         ``MEMBERSHIP_MODEL_UNSUPPORTED`` (random forests, smoothed or incomplete CART, class O
         models, models without refits) or ``MEMBERSHIP_PARTIAL_SYNTHESIS`` (selected records
-        without a stated selection rule; a model of whole records with unsynthesized columns).
+        without a stated selection rule, or of a CART release; a model of whole records with
+        unsynthesized columns).
     """
     name = type(model).__name__
     if _trees.is_tree_model(model):  # the plug-in ratio (methods, CART releases)
@@ -634,9 +636,10 @@ def membership_risk(
         A class P Bayesian model with posterior draws: DPMPM or the MP Poisson mixture in
         ``marginal`` mode (fully synthetic release), or the sequential regressions (fully
         synthetic, or partially synthetic with categorical or numeric unsynthesized columns);
-        or a CART synthesizer (or its plug-in likelihood) of a fully synthetic release without
-        smoothing, under the plug-in likelihood given the fitted splits (methods, CART
-        releases: no refits; the columns ``slot_revealed`` and ``normaliser_mcse``). Others are
+        or a CART synthesizer (or its plug-in likelihood) without smoothing, of a fully
+        synthetic release or of one with unsynthesized columns (every record synthesized),
+        under the plug-in likelihood given the fitted splits (methods, CART releases: no
+        refits; the columns ``slot_revealed`` and ``normaliser_mcse``). Others are
         refused with ``MEMBERSHIP_MODEL_UNSUPPORTED`` or ``MEMBERSHIP_PARTIAL_SYNTHESIS`` (see
         :func:`check_model`).
     original : DataFrame
@@ -667,10 +670,11 @@ def membership_risk(
         the normaliser is a sum over the synthesizer's predictive, enumerated when its support
         has at most this many records, else estimated from this many draws (any ``m``).
     unsynthesized_concentration : float
-        Partial synthesis: concentration ``α > 0`` of the Dirichlet-process population model of
-        the unsynthesized values, ``p(r | y_{-i}) = (n_r^{(-i)} + α / C) / (n − 1 + α)`` over
-        the ``C`` cells of the unsynthesized columns (methods, Partially synthetic releases).
-        It matters only for a record whose unsynthesized values no other record shares.
+        Partial synthesis (sequential regressions and CART): concentration ``α > 0`` of the
+        Dirichlet-process population model of the unsynthesized values,
+        ``p(r | y_{-i}) = (n_r^{(-i)} + α / C) / (n − 1 + α)`` over the ``C`` cells of the
+        unsynthesized columns (methods, Partially synthetic releases). It matters only for a
+        record whose unsynthesized values no other record shares.
     selection : None, "independent", str or callable
         How the records of a release that synthesizes selected records only (a model fitted
         with ``records=...``) were selected; without it such a release is refused
@@ -726,13 +730,15 @@ def membership_risk(
         if rule is not None:
             raise ValidationError(
                 "selection applies to a Bayesian model's release of selected records; the CART "
-                "plug-in ratio covers fully synthetic releases only (leave selection unset).",
+                "plug-in ratio covers releases that synthesize every record (leave selection "
+                "unset).",
                 code="OPTION_CONFLICT")
         return _tree_membership_risk(
             model, original, synthetic, holdout=holdout, records=records, population=population,
             prior=prior, population_size=population_size, threshold=threshold,
-            normaliser_draws=normaliser_draws, dcr=dcr, bootstrap=bootstrap,
-            random_seed=random_seed)
+            normaliser_draws=normaliser_draws,
+            unsynthesized_concentration=unsynthesized_concentration, dcr=dcr,
+            bootstrap=bootstrap, random_seed=random_seed)
     schema = model.schema_
     orig, datasets, hold, members = _inputs(model, original, synthetic, holdout, records)
     copies = _holdout.screen_holdout(orig, hold)  # holdout rows that are records of the original
@@ -842,10 +848,12 @@ def membership_risk(
 def _tree_membership_risk(
     model: Any, original: Any, synthetic: Any, *, holdout: Any, records: Any,
     population: int | None, prior: float | str, population_size: int | None, threshold: float,
-    normaliser_draws: int, dcr: bool, bootstrap: int, random_seed: RandomSeed,
+    normaliser_draws: int, unsynthesized_concentration: float, dcr: bool, bootstrap: int,
+    random_seed: RandomSeed,
 ) -> MembershipRiskResult:
     """:func:`membership_risk` of a CART release under the plug-in likelihood (methods,
-    Membership disclosure risk, CART releases; :mod:`bayes_risk.membership.trees`)."""
+    Membership disclosure risk, CART releases; :mod:`bayes_risk.membership.trees`), fully or
+    partially synthetic (every record synthesized)."""
     synth = model.synthesizer if hasattr(model, "plugin_loglik") else model
     orig, datasets, hold, members = _inputs(synth, original, synthetic, holdout, records)
     copies = _holdout.screen_holdout(orig, hold)  # holdout rows that are records of the original
@@ -854,26 +862,55 @@ def _tree_membership_risk(
     if population is None:
         population = len(members) if hold is None else 0
     pi = _prior(prior, n, population_size)
-    _check_options(population, threshold, normaliser_draws, bootstrap, 1.0)
+    _check_options(population, threshold, normaliser_draws, bootstrap,
+                   unsynthesized_concentration)
+    alpha = float(unsynthesized_concentration)
+    us = list(schema.unsynthesized)
     plugin = _trees.tree_plugin(model, orig)
 
     rng = as_generator(random_seed)
     _, pop_rng, slot_rng, norm_rng, boot_rng = rng.spawn(5)
     targets, role, source, src_row, slots = _target_slots(synth, orig, members, hold,
                                                           int(population), pop_rng, slot_rng)
-    n_non = len(targets) - len(members)
-    # the normaliser: exact over the synthesizer's predictive when its support is small
-    exact = _trees.population_support(plugin, int(normaliser_draws)) is not None
-    prow = None if exact else _population_rows(synth, int(normaliser_draws), norm_rng)
-    res = _trees.tree_log_lr(plugin, datasets, targets, slots, prow, exact)
-    log_lr = res["log_lr"]
+    T = len(targets)
+    n_non = T - len(members)
+    # partial synthesis: the release shows slot i's unsynthesized values r; the target can be
+    # the slot's record only if its own are r, and r enters through the population model of
+    # the unsynthesized values (methods, Partially synthetic releases; CART releases)
+    match = np.ones(T, dtype=bool)
+    log_p_us = np.zeros(T)
+    slot_keys = None
+    if us:
+        orig_keys, target_keys = _partial.cell_keys([orig, targets], schema, us,
+                                                    reference=orig)
+        slot_keys = orig_keys[slots]
+        match = target_keys == slot_keys
+        log_p_us = _partial.log_p_unsynthesized(
+            slot_keys, orig_keys, _partial.n_cells(orig, schema, us), alpha)
+    # the normaliser: exact over the synthesizer's predictive (given r, per cell of the
+    # unsynthesized columns that a matching target needs) when its support is small
+    need = np.unique(slot_keys[match]) if us else np.zeros(1, dtype=np.int64)
+    first_slot = {int(k): int(slots[np.flatnonzero(match & (slot_keys == k))[0]])
+                  for k in need} if us else {0: 0}
+    exact = all(
+        _trees.population_support(plugin, int(normaliser_draws),
+                                  _trees.unsynthesized_values(plugin, i)) is not None
+        for i in first_slot.values())
+    prow: Any = None
+    if not exact:
+        prow = (_conditional_population_rows(synth, orig, orig_keys, [int(k) for k in need],
+                                             int(normaliser_draws), norm_rng, schema, us)
+                if us else _population_rows(synth, int(normaliser_draws), norm_rng))
+    res = _trees.tree_log_lr(plugin, datasets, targets, slots, prow, exact, match=match,
+                             slot_cells=slot_keys)
+    # the factor 1{x^us = r} / p(r | y_{-i}); +inf (a revealed slot) stays +inf
+    log_lr = np.where(match, res["log_lr"] - log_p_us, -np.inf)
     p_member = _est.posterior_membership(log_lr, pi)
 
-    T = len(targets)
     norm_thr = _est.thresholds(int(normaliser_draws))
     # an infinite ratio of a revealed slot is exact (a result, not a failed estimate)
     checked = np.where(res["slot_revealed"], 0.0, log_lr)
-    flags = _flags(np.ones(T, dtype=bool), checked, None, np.full(T, np.inf),
+    flags = _flags(match, checked, None, np.full(T, np.inf),
                    res["normaliser_khat"], res["normaliser_ess"], np.inf, 0.0,
                    None if exact else norm_thr)
     _holdout.flag_copies(flags, source, src_row, copies)
@@ -881,7 +918,7 @@ def _tree_membership_risk(
         dict(role=role, source=source, row=np.asarray(src_row, dtype=np.int64), slot=slots,
              log_lr=log_lr, p_member=p_member, khat_max=np.full(T, np.nan),
              ess_min=np.full(T, np.nan)),
-        partial=None,
+        partial=(match, log_p_us) if us else None,
         normaliser=(res["log_normaliser"], res["normaliser_khat"], res["normaliser_ess"]),
         dcr=_dcr.closest_distance(targets, datasets, orig, schema) if dcr else None,
         flags=flags)
@@ -904,15 +941,20 @@ def _tree_membership_risk(
                        bootstrap=int(bootstrap), rng=boot_rng, dcr=dcr)
     summary["share_members_revealed"] = (float(np.mean(res["slot_revealed"][is_mem]))
                                          if is_mem.any() else float("nan"))
+    if us:
+        # what the released unsynthesized values alone reveal (the audit's cause reads it)
+        summary["unsynthesized"] = _unsynthesized_summary(orig, schema, us, orig_keys, members,
+                                                          log_p_us, match, role)
     settings = _settings(pi, prior, threshold, (float("nan"), float("nan")), m=m, H=0,
                          normaliser_draws=int(normaliser_draws), n_members=len(members),
                          n_holdout=0 if hold is None else len(hold), population=int(population),
-                         bootstrap=int(bootstrap), random_seed=random_seed, model=synth, us=[],
-                         alpha=1.0)
+                         bootstrap=int(bootstrap), random_seed=random_seed, model=synth, us=us,
+                         alpha=alpha)
     settings.update(
         n_draws=None,
         likelihood="plug-in (fitted splits known)",
         normaliser="exact (the predictive's support enumerated)" if exact
-        else f"{int(normaliser_draws)} population draws (importance sampling)")
+        else f"{int(normaliser_draws)} population draws (importance sampling"
+        + (", per cell of the unsynthesized columns)" if us else ")"))
     return MembershipRiskResult(records=table, file=summary, settings=settings,
                                 warnings=warnings_)

@@ -24,6 +24,18 @@ record drawn from ``q`` brings to a node only values its other donors hold. The 
 ``+∞`` for a target that can produce the release (its posterior membership probability is 1) and
 0 for one that cannot (the limit of a population model that gives such values a vanishing
 probability); both are exact, counted in the summaries and reported (``slot_revealed``).
+
+A partially synthetic release (unsynthesized columns, every record synthesized) shows slot
+``i``'s unsynthesized values ``r`` as they are. The synthesizer routes a record with its own
+unsynthesized values, so the population record in the slot is ``(r, x'^s)`` with ``x'^s`` from
+``q(· | r, y_{-i})`` (the same predictive, started from ``r``), and
+
+    Λ(x) = 1{x^us = r} / p(r | y_{-i}) × Π_l p(Z_(l) | y_{-i}, x) / E_{x'^s ~ q(· | r, y_{-i})}[…],
+
+with ``p(r | y_{-i})`` the Dirichlet-process population model of the unsynthesized values
+that the sequential regressions' partial path uses
+(:func:`bayes_risk.membership.partial.log_p_unsynthesized`).
+:func:`tree_log_lr` gives the second factor; the caller multiplies in the first.
 """
 
 from __future__ import annotations
@@ -39,8 +51,8 @@ from bayes_risk.exceptions import NotSupportedError
 from bayes_risk.membership import estimator as _est
 from bayes_risk.protocols import model_info
 
-__all__ = ["is_tree_model", "check_tree_model", "tree_plugin", "population_support",
-           "population_routes", "population_log_weights", "tree_log_lr"]
+__all__ = ["is_tree_model", "check_tree_model", "tree_plugin", "unsynthesized_values",
+           "population_support", "population_routes", "population_log_weights", "tree_log_lr"]
 
 _CART = "bayes_risk.models.trees.cart.CARTSynthesizer"
 _CART_PLUGIN = "bayes_risk.models.trees.plugins.plugin_cart.CARTPlugin"
@@ -70,7 +82,8 @@ def check_tree_model(model: Any) -> None:
     NotSupportedError
         ``MEMBERSHIP_MODEL_UNSUPPORTED`` (random forests; kernel smoothing; missing values;
         random-descent routing; an unfitted synthesizer), ``MEMBERSHIP_PARTIAL_SYNTHESIS``
-        (unsynthesized columns; selected records).
+        (selected records). Unsynthesized columns are supported: the ratio is conditional on
+        the slot's released unsynthesized values (:func:`tree_log_lr`).
     """
     name = type(model).__name__
     forest = any("random_forest" in k or "plugin_rf" in k for k in _mro(model))
@@ -112,14 +125,6 @@ def check_tree_model(model: Any) -> None:
             f"{name} routes unroutable records at random (unroutable='random_descent'); the "
             "plug-in likelihood is defined for unroutable='climb' only.",
             code="MEMBERSHIP_MODEL_UNSUPPORTED")
-    if list(syn.schema_.unsynthesized):
-        raise NotSupportedError(
-            f"the release is partially synthetic (unsynthesized columns "
-            f"{list(syn.schema_.unsynthesized)}): under the plug-in the released unsynthesized "
-            "values of the slot's record enter the ratio through a population model of those "
-            "values, which is derived for the sequential regressions only (methods, Membership "
-            "disclosure risk, Partially synthetic releases).",
-            code="MEMBERSHIP_PARTIAL_SYNTHESIS")
     if not np.all(syn.records_):
         raise NotSupportedError(
             f"the release synthesizes selected records only ({name} fitted with records=...): a "
@@ -155,16 +160,28 @@ def _donor_counts(tree: Any, node: np.ndarray, value: np.ndarray) -> tuple[np.nd
     return c, (tree.node_stop[node] - tree.node_start[node]).astype(np.float64)
 
 
-def population_support(plugin: Any, limit: int) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
+def unsynthesized_values(plugin: Any, i: int) -> dict[str, np.ndarray]:
+    """Record ``i``'s encoded unsynthesized values ``r`` (one-element arrays; empty for a fully
+    synthetic release): what the release shows in slot ``i``, as it is."""
+    return {c: plugin._vals[c][[i]] for c in plugin.schema_.unsynthesized}
+
+
+def population_support(plugin: Any, limit: float,
+                       given: dict[str, np.ndarray] | None = None,
+                       ) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
     """Every record ``q(· | y)`` can produce, with ``log q(x' | y)``, or ``None`` when there
     are more than ``limit``.
 
     Built column by column in the visit order: each partial record is routed through the next
     tree and extended by every distinct donor value of its node (probability: the value's share
-    of the node's donors). ``q(· | y_{-i})`` has the same support or a smaller one.
+    of the node's donors). ``q(· | y_{-i})`` has the same support or a smaller one. For a
+    partially synthetic release ``given`` holds the unsynthesized values ``r``
+    (:func:`unsynthesized_values`): the records then start from ``r`` and the first tree routes
+    on it, as the synthesizer routes a record with its own unsynthesized values, so the support
+    is that of ``q(· | r, y)`` (the returned values include ``r``, repeated).
     """
     syn = plugin.synthesizer
-    vals: dict[str, np.ndarray] = {}
+    vals: dict[str, np.ndarray] = dict(given or {})
     logq = np.zeros(1)
     for col in syn.visit_sequence_:
         tree = plugin._trees[col]
@@ -223,9 +240,11 @@ def population_log_weights(plugin: Any, vals: dict[str, np.ndarray],
 
 
 def _decode(plugin: Any, vals: dict[str, np.ndarray]) -> pd.DataFrame:
-    """Encoded records as a table of the synthesizer's values (level labels)."""
+    """Encoded records as a table of the synthesizer's values (level labels) of the
+    synthesized columns."""
     out = {}
-    for c, v in vals.items():
+    for c in plugin.schema_.synthesized:
+        v = vals[c]
         spec = plugin.schema_[c]
         if spec.is_categorical:
             out[c] = pd.Categorical(np.asarray(spec.levels, dtype=object)[v.astype(np.int64)],
@@ -238,12 +257,16 @@ def _decode(plugin: Any, vals: dict[str, np.ndarray]) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------------
 # the ratio
 # ------------------------------------------------------------------------------------------
-def _normaliser(L: np.ndarray, log_w: np.ndarray) -> tuple[float, float, float, float]:
+def _normaliser(L: np.ndarray, log_w: np.ndarray, exact: bool = False,
+                ) -> tuple[float, float, float, float]:
     """``log Σ_s w_s e^{L_s} / Σ_s w_s`` with its k̂, Kish ESS and the delta-method standard
-    error of the log (self-normalised importance sampling; 0 for an exact sum)."""
+    error of the log (self-normalised importance sampling; an exact sum has no k̂ or ESS and
+    standard error 0)."""
     log_num = logsumexp(log_w + L)
     log_den = logsumexp(log_w)
     log_d = float(log_num - log_den)
+    if exact:
+        return log_d, float("nan"), float("nan"), 0.0
     if not np.isfinite(log_d):
         return log_d, float("nan"), float("nan"), float("nan")
     a = log_w + L
@@ -256,10 +279,17 @@ def _normaliser(L: np.ndarray, log_w: np.ndarray) -> tuple[float, float, float, 
 
 
 def tree_log_lr(plugin: Any, datasets: list[pd.DataFrame], targets: pd.DataFrame,
-                slots: np.ndarray, population: pd.DataFrame | None, exact: bool,
+                slots: np.ndarray, population: Any, exact: bool, *,
+                match: np.ndarray | None = None, slot_cells: np.ndarray | None = None,
                 ) -> dict[str, np.ndarray]:
     """Each target's log likelihood ratio of membership under the plug-in, with its slot's
     normaliser and that normaliser's diagnostics.
+
+    For a partially synthetic release this is the ratio of the synthesized part given the
+    slot's unsynthesized values ``r``: the target is evaluated with ``r`` (the plug-in holds the
+    record's other values at slot ``i``'s), and the population records are ``(r, x'^s)`` with
+    ``x'^s ~ q(· | r, y_{-i})``. The factor ``1{x^us = r} / p(r | y_{-i})`` of the released
+    unsynthesized values is the caller's (:mod:`bayes_risk.membership.partial`).
 
     Parameters
     ----------
@@ -270,10 +300,20 @@ def tree_log_lr(plugin: Any, datasets: list[pd.DataFrame], targets: pd.DataFrame
         The targets' values (synthesized columns).
     slots : array of int
         Each target's slot.
-    population : DataFrame or None
-        Rows of fresh synthetic datasets (draws of ``q(· | y)``); ignored when ``exact``.
+    population : DataFrame, dict or None
+        Rows of fresh synthetic datasets (draws of ``q(· | y)``); for a partially synthetic
+        release a dict from the cell of the unsynthesized columns (``slot_cells``) to rows
+        whose unsynthesized values are that cell's (draws of ``q(· | r, y)``). Ignored when
+        ``exact``.
     exact : bool
         Enumerate ``q``'s support (:func:`population_support`) instead.
+    match : array of bool [T], optional
+        Targets that can be the slot's record (their unsynthesized values are ``r``); the
+        others get ``log_lr = -inf``, and a slot none of whose targets match is not evaluated
+        (its normaliser is ``nan``). Default: all.
+    slot_cells : array of int [T], optional
+        The cell of each target's slot (:func:`bayes_risk.membership.partial.cell_keys`);
+        needed with unsynthesized columns.
 
     Returns
     -------
@@ -283,23 +323,42 @@ def tree_log_lr(plugin: Any, datasets: list[pd.DataFrame], targets: pd.DataFrame
         ``slot_revealed`` (the normaliser is 0).
     """
     cols = list(plugin.schema_.synthesized)
-    if exact:
-        support = population_support(plugin, np.inf)
-        assert support is not None
-        pvals, _ = support
-        prows = _decode(plugin, pvals)
-    else:
-        prows = population[cols].reset_index(drop=True)
-        pvals = plugin._values(prows, cols)
-    S = len(prows)
+    us = list(plugin.schema_.unsynthesized)
     T = len(targets)
-    routes = population_routes(plugin, pvals)
+    match = np.ones(T, dtype=bool) if match is None else np.asarray(match, dtype=bool)
+    cells = np.zeros(T, dtype=np.int64) if slot_cells is None else np.asarray(slot_cells)
+    # the population records of one cell of the unsynthesized columns (one cell when there is
+    # none): their values, encoded values and routes do not depend on the slot
+    per_cell: dict[int, tuple[pd.DataFrame, dict[str, np.ndarray], dict[str, Any]]] = {}
+
+    def population_of(key: int, i: int) -> tuple[Any, ...]:
+        if key not in per_cell:
+            given = unsynthesized_values(plugin, i)
+            if exact:
+                support = population_support(plugin, np.inf, given)
+                assert support is not None
+                pvals, _ = support
+                prows = _decode(plugin, pvals)
+            else:
+                rows = population[key] if us else population
+                prows = rows[cols].reset_index(drop=True)
+                pvals = plugin._values(prows, cols)
+                pvals.update({c: np.repeat(v, len(prows)) for c, v in given.items()})
+            per_cell[key] = (prows, pvals, population_routes(plugin, pvals))
+        return per_cell[key]
+
     out = {k: np.full(T, np.nan) for k in ("log_lr", "log_normaliser", "normaliser_khat",
                                            "normaliser_ess", "normaliser_mcse")}
+    out["log_lr"][~match] = -np.inf  # excluded exactly by the unsynthesized values
     out["slot_revealed"] = np.zeros(T, dtype=bool)
     tcols = targets[cols].reset_index(drop=True)
     for i in np.unique(slots):
-        at = np.flatnonzero(slots == i)
+        at_all = np.flatnonzero(slots == i)
+        at = at_all[match[at_all]]
+        if not at.size:
+            continue
+        prows, pvals, routes = population_of(int(cells[at[0]]), int(i))
+        S = len(prows)
         cand = pd.concat([prows[cols], tcols.iloc[at]], ignore_index=True)
         # one call: the constant the plug-in leaves out is common to all its candidates
         ll = np.asarray(plugin.plugin_loglik(int(i), cand, datasets), dtype=np.float64)
@@ -307,18 +366,16 @@ def tree_log_lr(plugin: Any, datasets: list[pd.DataFrame], targets: pd.DataFrame
         L_pop, L_t = L[:S], L[S:]
         lq, lq_i = population_log_weights(plugin, pvals, routes, int(i))
         log_w = lq_i if exact else lq_i - lq  # exact: q(x'|y_{-i}); sampled: its IS weight
-        log_d, k, ess, se = _normaliser(L_pop, log_w)
-        if exact:
-            k, ess, se = float("nan"), float("nan"), 0.0
+        log_d, k, ess, se = _normaliser(L_pop, log_w, exact)
         revealed = log_d == -np.inf
         with np.errstate(invalid="ignore"):
             # a revealed slot: +inf for a target that can produce the release, 0 for one that
             # cannot (module docstring); both exact
             lr = np.where(revealed & (L_t == -np.inf), -np.inf, L_t - log_d)
         out["log_lr"][at] = lr
-        out["log_normaliser"][at] = log_d
-        out["normaliser_khat"][at] = k
-        out["normaliser_ess"][at] = ess
-        out["normaliser_mcse"][at] = se if not revealed else 0.0
-        out["slot_revealed"][at] = revealed
+        out["log_normaliser"][at_all] = log_d
+        out["normaliser_khat"][at_all] = k
+        out["normaliser_ess"][at_all] = ess
+        out["normaliser_mcse"][at_all] = se if not revealed else 0.0
+        out["slot_revealed"][at_all] = revealed
     return out

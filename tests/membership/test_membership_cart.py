@@ -232,11 +232,12 @@ def test_refusals_are_coded():
     with pytest.raises(NotSupportedError) as err:
         membership_risk(s, smooth, s.synthesize(1, random_seed=1))
     assert err.value.code == "MEMBERSHIP_MODEL_UNSUPPORTED" and "smooth" in str(err.value)
+    # selected records only: still refused (unsynthesized columns are not: test_partial_*)
     part = CARTSynthesizer(min_leaf=2, random_seed=1).fit(data, synthesized=["B"],
-                                                          random_seed=1)
+                                                          records=[0, 1, 2], random_seed=1)
     with pytest.raises(NotSupportedError) as err:
         membership_risk(part, data, part.synthesize(1, random_seed=1))
-    assert err.value.code == "MEMBERSHIP_PARTIAL_SYNTHESIS"
+    assert err.value.code == "MEMBERSHIP_PARTIAL_SYNTHESIS" and "selected" in str(err.value)
     rf = RandomForestSynthesizer(random_seed=1).fit(data, synthesized=list(LEVELS),
                                                     random_seed=1)
     with pytest.raises(NotSupportedError) as err:
@@ -293,3 +294,169 @@ def test_cli_and_audit_accept_a_saved_cart(tmp_path):
     causes = [v.cause for v in res.verdicts if v.step == "membership" and v.exceeds]
     if step.result.file["share_members_revealed"] > 0:
         assert causes and all("revealed outright" in c for c in causes)
+
+
+# ------------------------------------------------------------------------------------------
+# partially synthetic CART releases: an unsynthesized column U, A and B synthesized given it
+# ------------------------------------------------------------------------------------------
+PLEVELS = {"U": ["u", "v", "w"], "A": ["a", "b"], "B": ["x", "y", "z"]}
+
+
+def _ptable(rows: list[tuple[str, str, str]]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Categorical([r[k] for r in rows], categories=PLEVELS[c])
+                         for k, c in enumerate(PLEVELS)})
+
+
+# no record has U = "w" (a declared level); U = "v" records are fewer
+PDATA = _ptable([("u", "a", "x"), ("u", "a", "x"), ("u", "a", "y"), ("u", "b", "y"),
+                 ("u", "b", "y"), ("v", "b", "z"), ("v", "b", "z"), ("v", "a", "z"),
+                 ("v", "b", "y")])
+PHOLD = _ptable([("u", "a", "x"), ("v", "b", "z"), ("u", "b", "z"), ("w", "a", "x"),
+                 ("v", "a", "y")])
+
+
+def _pfit(donor: str = "bayes_bootstrap") -> CARTSynthesizer:
+    return CARTSynthesizer(min_leaf=2, donor=donor, random_seed=1).fit(
+        PDATA, synthesized=["A", "B"], random_seed=1)
+
+
+def _brute_partial(cart, data, datasets, target: pd.DataFrame, slot: int, uniform: bool,
+                   alpha: Fraction) -> float:
+    """Posterior membership probability (balanced prior) from scratch: under H0 the slot holds
+    ``x' = (u, s')`` with ``u`` from the Dirichlet-process model of the unsynthesized values
+    given the other records and ``s'`` from ``q(· | u, y_{-i})``; the release shows the slot's
+    unsynthesized value as it is (probability 0 for any other)."""
+    others = data.drop(index=slot).reset_index(drop=True)
+    n = len(data)
+
+    def p_release(rec: pd.DataFrame) -> Fraction:
+        d = pd.concat([data.iloc[:slot], rec, data.iloc[slot + 1:]], ignore_index=True)
+        if not all((z["U"].astype(str).to_numpy() == d["U"].astype(str).to_numpy()).all()
+                   for z in datasets):
+            return Fraction(0)
+        return _p_release(cart, d, datasets, uniform)
+
+    num = p_release(target)
+    C = len(PLEVELS["U"])
+    den = Fraction(0)
+    for u in PLEVELS["U"]:
+        p_u = (int((others["U"] == u).sum()) + alpha / C) / (n - 1 + alpha)
+        w = acc = Fraction(0)
+        for a, b in itertools.product(PLEVELS["A"], PLEVELS["B"]):
+            x = _ptable([(u, a, b)])
+            q = _q(cart, others, x)
+            if q:
+                w += q
+                acc += q * p_release(x)
+        if w:
+            den += p_u * acc / w
+    if den == 0:  # a revealed slot: +inf or 0 (methods, CART releases)
+        return 1.0 if num > 0 else 0.0
+    lam = num / den
+    return float(lam / (1 + lam))
+
+
+@pytest.mark.parametrize("donor", ["bayes_bootstrap", "uniform"])
+@pytest.mark.parametrize("m", [1, 2])
+@pytest.mark.parametrize(("seed", "alpha"), [(3, Fraction(1)), (11, Fraction(5, 2))])
+def test_partial_membership_probability_matches_brute_force(donor, m, seed, alpha):
+    cart = _pfit(donor)
+    assert cart.predictors_ == {"A": ["U"], "B": ["U", "A"]}
+    assert cart.trees_["A"].n_nodes > 1  # A's tree splits on the unsynthesized U
+    syn = cart.synthesize(m, random_seed=seed)
+    res = membership_risk(cart, PDATA, syn, holdout=PHOLD, bootstrap=0, random_seed=1,
+                          unsynthesized_concentration=float(alpha))
+    assert "exact" in res.settings["normaliser"]
+    assert res.settings["unsynthesized"] == ["U"]
+    tab = res.records
+    targets = pd.concat([PDATA, PHOLD], ignore_index=True)
+    finite = 0
+    for t, row in tab.iterrows():
+        ref = _brute_partial(cart, PDATA, list(syn.datasets), targets.iloc[[t]],
+                             int(row["slot"]), donor == "uniform", alpha)
+        assert row["p_member"] == pytest.approx(ref, rel=1e-12, abs=1e-15), (t, row.to_dict())
+        assert row["flag_codes"] == ""
+        finite += bool(0.0 < ref < 1.0)
+        same_u = targets.loc[t, "U"] == PDATA.loc[int(row["slot"]), "U"]
+        assert bool(row["unsynthesized_match"]) == same_u
+        if not same_u:  # excluded exactly, no Monte Carlo
+            assert row["p_member"] == 0.0 and row["log_lr"] == -np.inf
+    assert finite >= 3  # not only revealed or excluded targets
+    # the holdout record whose U no record has is excluded in any slot
+    assert tab.loc[len(PDATA) + 3, "p_member"] == 0.0
+    assert not tab.loc[len(PDATA) + 3, "unsynthesized_match"]
+    assert res.file["unsynthesized"]["n_cells"] == 3
+
+
+def test_partial_member_factor_of_the_unsynthesized_values():
+    # a member's log ratio is the synthesized part's given r minus log p(r | y_{-i}), with
+    # p(r | y_{-i}) = (n_r - 1 + α / C) / (n - 1 + α) (the sequential regressions' model)
+    cart = _pfit()
+    syn = cart.synthesize(1, random_seed=5)
+    a1 = membership_risk(cart, PDATA, syn, population=0, bootstrap=0, random_seed=1)
+    a2 = membership_risk(cart, PDATA, syn, population=0, bootstrap=0, random_seed=1,
+                         unsynthesized_concentration=4.0)
+    n_r = PDATA["U"].map(PDATA["U"].value_counts()).to_numpy()
+    for a, tab in ((1.0, a1.records), (4.0, a2.records)):
+        ref = -np.log((n_r - 1 + a / 3) / (len(PDATA) - 1 + a))
+        np.testing.assert_allclose(tab["log_p_unsynthesized"].to_numpy(), -ref, rtol=1e-12)
+    ok = np.isfinite(a1.records["log_lr"].to_numpy())
+    assert ok.any()
+    np.testing.assert_allclose(
+        (a1.records["log_lr"] + a1.records["log_p_unsynthesized"]).to_numpy()[ok],
+        (a2.records["log_lr"] + a2.records["log_p_unsynthesized"]).to_numpy()[ok], rtol=1e-12)
+
+
+def test_partial_monte_carlo_normaliser_agrees_with_enumeration():
+    # per cell of the unsynthesized column, importance sampling from rows of fresh datasets
+    # with that cell (draws of q(. | r, y)) against the exact sum, within 4 standard errors
+    data = _ce_like(60, 5)
+    cart = CARTSynthesizer(min_leaf=4, random_seed=1).fit(data, synthesized=list("BCDN"),
+                                                          random_seed=1)
+    plugin = mtrees.tree_plugin(cart, data)
+    assert mtrees.population_support(plugin, 40, mtrees.unsynthesized_values(plugin, 0)) is None
+    syn = cart.synthesize(3, random_seed=2)
+    res = membership_risk(cart, data, syn, records=range(30), population=0,
+                          normaliser_draws=40, bootstrap=0, random_seed=4)
+    assert "population draws" in res.settings["normaliser"]
+    exact = mtrees.tree_log_lr(plugin, list(syn.datasets), data.iloc[:30], np.arange(30), None,
+                               True, slot_cells=data["A"].cat.codes.to_numpy()[:30])
+    tab = res.records
+    ok = ~tab["slot_revealed"].to_numpy()
+    assert ok.sum() >= 6
+    err = tab["log_normaliser"].to_numpy()[ok] - exact["log_normaliser"][ok]
+    se = tab["normaliser_mcse"].to_numpy()[ok]
+    assert np.all(np.abs(err) <= 4 * se + 1e-9), (err, se)
+    assert np.all(se > 0)
+    np.testing.assert_array_equal(tab["slot_revealed"].to_numpy(), exact["slot_revealed"])
+
+
+def test_cli_runs_a_partially_synthetic_cart(tmp_path):
+    """``bayes-risk membership`` of a saved CART with unsynthesized columns, which was refused
+    (MEMBERSHIP_PARTIAL_SYNTHESIS): the partial-synthesis columns and summary are written."""
+    import json
+    import warnings
+
+    from bayes_risk.cli import main
+
+    data = _ce_like(60, 2)
+    data.iloc[:40].to_csv(tmp_path / "train.csv", index=False)
+    data.iloc[40:].to_csv(tmp_path / "hold.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["fit", str(tmp_path / "train.csv"), "--method", "cart", "--synthesize",
+                     "B", "C", "N", "--random-seed", "1", "-q",
+                     "--out", str(tmp_path / "model")]) == 0
+        assert main(["synthesize", "--model", str(tmp_path / "model"), "-m", "2",
+                     "--random-seed", "2", "-q", "--out", str(tmp_path / "syn")]) == 0
+        assert main(["membership", str(tmp_path / "train.csv"), str(tmp_path / "syn"),
+                     "--model", str(tmp_path / "model"), "--holdout", str(tmp_path / "hold.csv"),
+                     "--bootstrap", "0", "--random-seed", "3", "-q",
+                     "--out", str(tmp_path / "mem")]) == 0
+    rec = pd.read_csv(tmp_path / "mem" / "records.csv")
+    assert {"unsynthesized_match", "log_p_unsynthesized", "slot_revealed"} <= set(rec.columns)
+    assert rec.loc[rec["role"] == "member", "unsynthesized_match"].all()
+    assert (rec.loc[~rec["unsynthesized_match"], "p_member"] == 0.0).all()
+    s = json.loads((tmp_path / "mem" / "summary.json").read_text())
+    assert s["settings"]["unsynthesized"] == ["A", "D"]
+    assert s["file"]["unsynthesized"]["columns"] == ["A", "D"]

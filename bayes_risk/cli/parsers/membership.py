@@ -54,9 +54,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "it. Fully synthetic releases of DPMPM, Poisson-mixture and sequential-regression "
             "models, partially synthetic releases of sequential regressions (categorical or "
             "numeric unsynthesized columns), also when only selected records were synthesized "
-            "and --selection states the rule, and fully synthetic CART releases without "
-            "smoothing (the plug-in likelihood given the fitted splits, no refits; docs: "
-            "'CART releases'); other models and releases are refused "
+            "and --selection states the rule, and CART releases without smoothing, fully "
+            "synthetic or with unsynthesized columns (every record synthesized; the plug-in "
+            "likelihood given the fitted splits, no refits; docs: 'CART releases'); other "
+            "models and releases are refused "
             "(MEMBERSHIP_MODEL_UNSUPPORTED, MEMBERSHIP_PARTIAL_SYNTHESIS). Cost: one refit of "
             "the model per synthetic dataset, as the stabilised attribute-risk estimator."
         ),
@@ -70,8 +71,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    "by 'bayes-risk synthesize'")
     p.add_argument("--model", required=True, metavar="DIR",
                    help="fitted model folder written by 'bayes-risk fit' (DPMPM or Poisson "
-                   "mixture, full synthesis; sequential regressions, full or partial "
-                   "synthesis)")
+                   "mixture, full synthesis; sequential regressions and CART, full or "
+                   "partial synthesis)")
     p.add_argument("--holdout", default=None, metavar="FILE",
                    help="records of the same population that were not in ORIGINAL "
                    "(non-members; .csv or .parquet)")
