@@ -42,7 +42,7 @@ def check_model(model: Any, selection: Any = None) -> None:
 
     Supported: a fitted CARTSynthesizer (or its plug-in likelihood) without smoothing or
     missing values, fully synthetic or with unsynthesized columns and every record synthesized
-    (the plug-in ratio, :mod:`bayes_risk.membership.trees`);
+    (the plug-in ratio, ``bayes_risk.membership.trees``);
     fitted class P models with a record likelihood, augmented refits and a
     posterior-predictive sampler — DPMPM in ``marginal`` mode and the MP Poisson mixture in
     ``marginal`` mode (fully synthetic releases), and the sequential regressions (fully
@@ -50,7 +50,7 @@ def check_model(model: Any, selection: Any = None) -> None:
     are exact for the synthesized part, and the released unsynthesized values, categorical or
     numeric, enter through :func:`bayes_risk.membership.partial.log_p_unsynthesized`). A model
     fitted with ``records=...`` (selected records synthesized) is supported when the selection
-    rule is stated (``selection``, :mod:`bayes_risk.membership.selection`).
+    rule is stated (``selection``, ``bayes_risk.membership.selection``).
 
     Parameters
     ----------
@@ -852,7 +852,7 @@ def _tree_membership_risk(
     random_seed: RandomSeed,
 ) -> MembershipRiskResult:
     """:func:`membership_risk` of a CART release under the plug-in likelihood (methods,
-    Membership disclosure risk, CART releases; :mod:`bayes_risk.membership.trees`), fully or
+    Membership disclosure risk, CART releases; ``bayes_risk.membership.trees``), fully or
     partially synthetic (every record synthesized)."""
     synth = model.synthesizer if hasattr(model, "plugin_loglik") else model
     orig, datasets, hold, members = _inputs(synth, original, synthetic, holdout, records)
