@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from bayes_risk.models._bayesian.stick_kernels import gamma_variates, stick_variates
-from bayes_risk.models._bayesian.sticks import sample_sticks, sticks_from_variates
+from bayes_risk.models._bayesian.sticks import _two_of, sample_sticks, sticks_from_variates
 from bayes_risk.models.dpmpm.kernels import counts
 from bayes_risk.models.dpmpm.labels import collapsed_moves, collapsed_moves_and_variates
 
@@ -65,6 +65,17 @@ def test_stick_variates_give_sample_sticks(nk, alpha):
         np.testing.assert_array_equal(lv2, lv1)
         np.testing.assert_array_equal(l12, l11)
         assert _same_stream(r1, r2)
+
+
+def test_two_of_is_numpys_choice_without_replacement():
+    """The label-switching move's pair of classes: numpy's ``choice(occ, 2, replace=False)``."""
+    for n in (2, 3, 4, 7, 50, 81):
+        occ = np.sort(np.random.default_rng(n).choice(200, n, replace=False))
+        for seed in range(200):
+            r1, r2 = np.random.default_rng(seed), np.random.default_rng(seed)
+            for _ in range(3):
+                assert _two_of(occ, r2) == tuple(int(x) for x in r1.choice(occ, 2, replace=False))
+            assert _same_stream(r1, r2)
 
 
 def test_moves_and_variates_are_the_calls_in_turn():
