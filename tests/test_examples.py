@@ -9,9 +9,12 @@ where the script uses a stand-in for data that is not public.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import itertools
 import re
 import runpy
+import sys
 import warnings
 from pathlib import Path
 
@@ -425,9 +428,30 @@ def _r1_r2(post, cand, truth, others):
     return r1, int(np.sum(d <= r1 + 1e-12 * max(1.0, r1)))
 
 
-def test_weaker_intruders(monkeypatch, capsys):
+@pytest.fixture(scope="module")
+def weaker_intruders() -> tuple[dict, dict, str]:
+    """``examples/weaker_intruders.py`` at scale 0.3, run once for the three tests below: its
+    functions, its ``main()`` result and its printed text. ``main()`` makes Wang & Reiter's
+    regression release (``wang_reiter_part``, fixed seeds), which the comparison of synthesizers
+    takes as its input; the tests used to make it a second time."""
     shared_path("data", "CEdata_attribute.csv")
-    res, out = run_example("weaker_intruders.py", 0.3, monkeypatch, capsys)
+    if not (EXAMPLES / "weaker_intruders.py").is_file():
+        pytest.skip("examples/ is not part of this checkout")
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out):
+        mp.setenv("BAYES_RISK_EXAMPLE_SCALE", "0.3")
+        mp.syspath_prepend(str(EXAMPLES))
+        # _common reads the scale at import: a fresh import for every script
+        mp.delitem(sys.modules, "_common", raising=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # convergence warnings are expected at this scale
+            ns = runpy.run_path(str(EXAMPLES / "weaker_intruders.py"), run_name="example")
+            res = ns["main"]()
+    return ns, res, out.getvalue()
+
+
+def test_weaker_intruders(weaker_intruders):
+    _, res, out = weaker_intruders
     lines = out.splitlines()
     # --- Wang & Reiter: R1 / R2 recomputed by hand for every evaluated record
     wr = res["wang_reiter"]
@@ -521,24 +545,14 @@ def test_weaker_intruders(monkeypatch, capsys):
     assert r[0] < r[1] < r[2] and sizes["MM"][0][2] < r[0]
 
 
-def _example_functions(script: str, scale: float, monkeypatch) -> dict:
-    """The functions of ``examples/<script>`` at ``scale``, without running its ``main()``."""
-    if not (EXAMPLES / script).is_file():
-        pytest.skip("examples/ is not part of this checkout")
-    monkeypatch.setenv("BAYES_RISK_EXAMPLE_SCALE", str(scale))
-    monkeypatch.syspath_prepend(str(EXAMPLES))
-    monkeypatch.delitem(__import__("sys").modules, "_common", raising=False)
-    return runpy.run_path(str(EXAMPLES / script), run_name="example")
-
-
-def test_weaker_intruders_tcmm_over_fits(monkeypatch, capsys):
+def test_weaker_intruders_tcmm_over_fits(weaker_intruders, capsys):
     # issue 34: the TCMM figure over MCMC seeds of the fit, with the prior and the tail size
     from bayes_risk.attribute.largest_value import largest_value_posterior
     from bayes_risk.data import read_table
     from bayes_risk.models import PoissonMixture
     from bayes_risk.models.poisson.kernels import tail_threshold
 
-    ns = _example_functions("weaker_intruders.py", 0.3, monkeypatch)
+    ns = weaker_intruders[0]
     counts = ns["wei_reiter_counts"](read_table(shared_path("data", "CEdata_attribute.csv")))
     table = ns["tcmm_over_fits"](counts, seeds=[11, 12], qs=(0.95,))
     col = table["q = 0.95"]
@@ -565,13 +579,10 @@ def test_weaker_intruders_tcmm_over_fits(monkeypatch, capsys):
     assert "by MCMC seed of the fit" in capsys.readouterr().out
 
 
-def test_weaker_intruders_wang_reiter_synthesizers(monkeypatch):
+def test_weaker_intruders_wang_reiter_synthesizers(weaker_intruders):
     # issue 34: the same intruders against the regression release and a CART release
-    from bayes_risk.data import read_table
-
-    ns = _example_functions("weaker_intruders.py", 0.3, monkeypatch)
-    ce = read_table(shared_path("data", "CEdata_attribute.csv"))
-    wr = ns["wang_reiter_part"](ce)
+    ns, res, _ = weaker_intruders
+    wr = res["wang_reiter"]  # wang_reiter_part of CEdata_attribute.csv, as main() made it
     table = ns["wang_reiter_synthesizers"](wr, 6, n_bootstrap=100)  # the gallery's settings
     data, records = wr["data"], wr["records"][:6]
     loc = data[["LogIncome", "LogExpenditure"]].to_numpy(float)

@@ -147,3 +147,46 @@ class DPMPMFit:
 
     def peakmem_fit(self, n):
         self._fit()
+
+
+class DPMPMSweep:
+    """One DPMPM Gibbs sweep after the warm-up, the step alone (``DPMPMGibbs``; no driver): a
+    table of 25 records (3 columns, K = 2), the size of the ground-truth tests, where the
+    sweep's Python and dispatch overhead is most of its time, and CEdata's four categorical
+    columns (n = 5,571, K = 50). ``time_sweeps`` runs 1,000 sweeps (CEdata: 100)."""
+
+    params = (["25 records", "CEdata"],)
+    param_names = ["table"]
+    number = 1
+    timer = time.process_time  # CPU seconds of all threads: the machine may be shared
+    repeat = (1, 5, 60.0)
+    timeout = 300
+
+    def setup(self, table):
+        import numpy as np
+
+        from bayes_risk.models.dpmpm.run import gibbs_layout
+        from bayes_risk.models.dpmpm.step import DPMPMGibbs
+
+        if table == "25 records":
+            rng = np.random.default_rng(0)
+            codes = np.column_stack([rng.integers(0, d, 25) for d in (2, 3, 2)])
+            K, self.sweeps = 2, 1000
+        else:
+            df = ce()[["Urban", "Tenure", "Educ", "Marital"]]
+            codes = np.column_stack([df[c].astype("category").cat.codes for c in df.columns])
+            K, self.sweeps = 50, 100
+        codes = codes.astype(np.int64)
+        d = codes.max(axis=0) + 1
+        self.step = DPMPMGibbs(list(gibbs_layout(K, d).shapes), codes=codes, d=d,
+                               n_components=K, alpha_prior=(0.25, 0.25), dirichlet_prior=1.0)
+        warmup = 200
+        self.step.setup_chain(np.random.default_rng(1), warmup, self.sweeps)
+        self.point = {"alpha": np.asarray(1.0)}
+        for _ in range(warmup):  # the warm-up's moves are more, and not what is timed
+            self.point = self.step.step(self.point)[0]
+
+    def time_sweeps(self, table):
+        point = self.point
+        for _ in range(self.sweeps):
+            point = self.step.step(point)[0]

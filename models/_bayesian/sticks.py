@@ -11,6 +11,8 @@ give the truncated sampler; the log-space draw is the standard remedy for underf
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 __all__ = [
@@ -21,6 +23,7 @@ __all__ = [
     "alpha_conditional",
     "alpha_conditional_log",
     "sample_sticks",
+    "sticks_from_variates",
     "sample_alpha",
     "alpha_log_marginal",
     "slice_alpha",
@@ -50,7 +53,13 @@ def log_gamma_variates(shape: np.ndarray, rng: np.random.Generator) -> np.ndarra
         rng.random(shape.shape)  # the uniforms of the small shapes' branch: same streams
         return np.log(g)
     g = rng.standard_gamma(np.where(small, shape + 1.0, shape))
-    u = 1.0 - rng.random(shape.shape)  # in (0, 1]
+    return _log_gamma_of(shape, small, g, rng.random(shape.shape))
+
+
+def _log_gamma_of(shape: np.ndarray, small: np.ndarray, g: np.ndarray, r: np.ndarray) -> Any:
+    """:func:`log_gamma_variates` from its Gamma variates ``g`` (of ``shape + 1`` where
+    ``small``) and uniforms ``r`` in [0, 1)."""
+    u = 1.0 - r  # in (0, 1]
     with np.errstate(divide="ignore"):
         out = np.log(g)
         out = np.where(small, out + np.log(u) / np.where(small, shape, 1.0), out)
@@ -87,6 +96,12 @@ def stick_breaking_log_parts(log_v: np.ndarray, log_1mv: np.ndarray) -> np.ndarr
     lv = np.asarray(log_v, dtype=np.float64)
     l1 = np.asarray(log_1mv, dtype=np.float64)
     cum = np.cumsum(l1, axis=-1)
+    if lv.ndim == 1 and lv.size:  # one set of sticks (a sweep): the same sums, fewer calls
+        out = np.empty(lv.size + 1)
+        out[0] = lv[0] + 0.0  # as lv + head: -0.0 + 0.0 is +0.0
+        np.add(lv[1:], cum[:-1], out=out[1:-1])
+        out[-1] = cum[-1]
+        return out
     head = np.concatenate([np.zeros(lv.shape[:-1] + (1,)), cum[..., :-1]], axis=-1)
     last = cum[..., -1:] if l1.shape[-1] else np.zeros(lv.shape[:-1] + (1,))
     return np.concatenate([lv + head, last], axis=-1)
@@ -143,6 +158,20 @@ def sample_sticks(
     a, b = stick_conditional(nk, alpha)
     lg1 = log_gamma_variates(a, rng)
     lg2 = log_gamma_variates(b, rng)
+    tot = np.logaddexp(lg1, lg2)
+    return lg1 - tot, lg2 - tot
+
+
+def sticks_from_variates(
+    a: np.ndarray, g_a: np.ndarray, u_a: np.ndarray,
+    b: np.ndarray, g_b: np.ndarray, u_b: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`sample_sticks` from its random numbers, drawn by the compiled
+    ``stick_kernels.stick_variates`` (same numbers, same sticks, bit for bit): Beta parameters
+    ``a, b``, each with its Gamma variates and uniforms."""
+    small_b = b < 1.0
+    lg1 = np.log(g_a)  # a = 1 + n_k >= 1: log_gamma_variates' plain branch
+    lg2 = _log_gamma_of(b, small_b, g_b, u_b) if small_b.any() else np.log(g_b)
     tot = np.logaddexp(lg1, lg2)
     return lg1 - tot, lg2 - tot
 
@@ -291,7 +320,7 @@ def label_switch_moves(
     j = l = -1
     log_u1 = 0.0
     if occ.size >= 2:  # move 1: two occupied classes exchange labels
-        j, l = (int(x) for x in rng.choice(occ, size=2, replace=False))
+        j, l = _two_of(occ, rng)
         log_u1 = float(np.log(1.0 - rng.random()))
     if K >= 3:  # move 2: neighbours exchange labels and sticks (both free: j + 1 < K − 1)
         js = rng.integers(0, K - 2, size=K - 2)
@@ -302,3 +331,21 @@ def label_switch_moves(
                                np.ascontiguousarray(log_v, dtype=np.float64),
                                np.ascontiguousarray(log_1mv, dtype=np.float64),
                                j, l, log_u1, js, log_u)
+
+
+def _two_of(occ: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
+    """``rng.choice(occ, size=2, replace=False)``: the same two entries from the same random
+    numbers, at a third of its cost (a sizeable share of a sweep on a small table).
+
+    numpy draws two of ``n`` without replacement by Floyd's algorithm (``a`` uniform on
+    ``0..n-2``, ``b`` on ``0..n-1``, ``b = n - 1`` if it equals ``a``), then shuffles the pair
+    (swapped unless a uniform on {0, 1} is 1), each with ``Generator.integers``' bounded
+    draws; tests/models/test_dpmpm_draws.py compares the two."""
+    n = occ.size
+    a = int(rng.integers(0, n - 1))
+    b = int(rng.integers(0, n))
+    if b == a:
+        b = n - 1
+    if rng.integers(0, 2) == 0:
+        a, b = b, a
+    return int(occ[a]), int(occ[b])

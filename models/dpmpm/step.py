@@ -26,8 +26,9 @@ from bayes_risk.models._bayesian.sticks import (
     sample_sticks,
     slice_alpha,
     stick_breaking_log_parts,
+    sticks_from_variates,
 )
-from bayes_risk.models.dpmpm.labels import collapsed_moves
+from bayes_risk.models.dpmpm.labels import collapsed_moves_and_variates
 from bayes_risk.models.dpmpm.zeros import Augmentation
 
 _PHI_FLOOR = 1e-300  # the DPMPM φ step: floor before logs
@@ -211,7 +212,7 @@ class DPMPMGibbs:
             nk, c = kern.counts(self._y, self._z, self.offsets, L, K)
         if self._aug is not None:  # the records the unrestricted model put in S
             self._aug.add_counts(nk, c, self.offsets)
-        alpha_new = None
+        alpha_new = stick_draws = g = None
         # α's update restricted to α <= upper in the first warm-up sweeps (inf: none)
         upper = self.alpha_warmup_bound if self._bounded_left > 0 else math.inf
         if K > 1 and self._sticks is not None:
@@ -221,7 +222,7 @@ class DPMPMGibbs:
             # permutation) and α given z (step 4, below), in one compiled call
             warm = self._warmup_left > 0
             moves = self.split_merge_moves * (_SPLIT_MERGE_WARMUP if warm else 1)
-            new_label, alpha_new = collapsed_moves(
+            new_label, alpha_new, stick_draws, g = collapsed_moves_and_variates(
                 self._y, self._z, c, nk, self.d, self.offsets, alpha, self.prior, moves, 2 * K,
                 float(self.a_alpha), float(self.b_alpha), math.log(upper), rng)
             if self._aug is not None:
@@ -233,7 +234,9 @@ class DPMPMGibbs:
             if alpha_new is None:  # the first sweep: no moves before it
                 alpha_new = slice_alpha(nk, alpha, self.a_alpha, self.b_alpha, rng,
                                         upper=upper)
-            log_v, log_1mv = sample_sticks(nk, alpha_new, rng)
+                log_v, log_1mv = sample_sticks(nk, alpha_new, rng)
+            else:  # the moves' call drew the sticks' random numbers
+                log_v, log_1mv = sticks_from_variates(*stick_draws)
             log_pi = stick_breaking_log_parts(log_v, log_1mv)
             # stored V may round to 1 when 1 - V < 1e-16; the sampler uses the exact logs
             new["V"] = np.exp(log_v)
@@ -242,8 +245,10 @@ class DPMPMGibbs:
             log_pi = np.zeros(1)
             alpha_new = sample_alpha(np.zeros(0), self.a_alpha, self.b_alpha, rng)
         new["alpha"] = np.asarray(alpha_new)
-        # step 3: category probabilities (normalised Gamma variates)
-        g = rng.standard_gamma(self.prior + c)  # [L, K]
+        # step 3: category probabilities (normalised Gamma variates; drawn with the moves
+        # after the first sweep)
+        if g is None:
+            g = rng.standard_gamma(self.prior + c)  # [L, K]
         if K > 1:  # the kernel sums each class's levels in order, as numpy's axis-0 sum does
             phi = kern.normalise_levels(g, self.offsets, _PHI_FLOOR)
         else:  # one class: numpy's sum of a contiguous column is pairwise; kept as it was
