@@ -58,8 +58,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "synthetic or with unsynthesized columns (every record synthesized; the plug-in "
             "likelihood given the fitted splits, no refits; docs: 'CART releases'); other "
             "models and releases are refused "
-            "(MEMBERSHIP_MODEL_UNSUPPORTED, MEMBERSHIP_PARTIAL_SYNTHESIS). Cost: one refit of "
-            "the model per synthetic dataset, as the stabilised attribute-risk estimator."
+            "(MEMBERSHIP_MODEL_UNSUPPORTED, MEMBERSHIP_PARTIAL_SYNTHESIS). Cost: for a "
+            "Bayesian model one refit per synthetic dataset, as the stabilised attribute-risk "
+            "estimator (estimated before they run; --quiet silences it); for CART no refit."
         ),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
