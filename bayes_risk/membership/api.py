@@ -771,15 +771,7 @@ def membership_risk(
 
     # partial synthesis: the release shows slot i's unsynthesized values r; the target can be
     # the slot's record only if its own are r (methods, Partially synthetic releases)
-    match = np.ones(T, dtype=bool)
-    log_p_us = np.zeros(T)
-    if us:
-        orig_keys, target_keys = _partial.cell_keys([orig, targets], schema, us,
-                                                    reference=orig)
-        slot_keys = orig_keys[slots]
-        match = target_keys == slot_keys
-        log_p_us = _partial.log_p_unsynthesized(
-            slot_keys, orig_keys, _partial.n_cells(orig, schema, us), float(alpha))
+    match, log_p_us, orig_keys, _ = _partial.slot_match(orig, targets, slots, schema, us, alpha)
     us_match = match.copy()  # what the unsynthesized values alone say (the table's column)
     released_whole = np.zeros(T, dtype=bool)
     sel_columns = None
@@ -877,16 +869,8 @@ def _tree_membership_risk(
     # partial synthesis: the release shows slot i's unsynthesized values r; the target can be
     # the slot's record only if its own are r, and r enters through the population model of
     # the unsynthesized values (methods, Partially synthetic releases; CART releases)
-    match = np.ones(T, dtype=bool)
-    log_p_us = np.zeros(T)
-    slot_keys = None
-    if us:
-        orig_keys, target_keys = _partial.cell_keys([orig, targets], schema, us,
-                                                    reference=orig)
-        slot_keys = orig_keys[slots]
-        match = target_keys == slot_keys
-        log_p_us = _partial.log_p_unsynthesized(
-            slot_keys, orig_keys, _partial.n_cells(orig, schema, us), alpha)
+    match, log_p_us, orig_keys, slot_keys = _partial.slot_match(orig, targets, slots, schema,
+                                                                 us, alpha)
     # the normaliser: exact over the synthesizer's predictive (given r, per cell of the
     # unsynthesized columns that a matching target needs) when its support is small
     need = np.unique(slot_keys[match]) if us else np.zeros(1, dtype=np.int64)

@@ -34,7 +34,7 @@ import pandas as pd
 
 from bayes_risk.data.levels import level_codes
 
-__all__ = ["cell_keys", "n_cells", "log_p_unsynthesized", "resolution"]
+__all__ = ["cell_keys", "n_cells", "log_p_unsynthesized", "resolution", "slot_match"]
 
 #: finest decimal unit looked for in a numeric column (10 ** -_MAX_DECIMALS)
 _MAX_DECIMALS = 15
@@ -201,3 +201,31 @@ def _log0(x: np.ndarray) -> np.ndarray:
     """``log x`` with ``log 0 = -inf`` and no warning."""
     with np.errstate(divide="ignore"):
         return np.log(np.asarray(x, dtype=np.float64))
+
+
+def slot_match(orig: pd.DataFrame, targets: pd.DataFrame, slots: np.ndarray, schema: Any,
+               us: list[str], alpha: float
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Under partial synthesis the release shows slot i's unsynthesized values r: a target can
+    be the slot's record only if its own are r, and r enters through the population model of
+    the unsynthesized values (methods, Partially synthetic releases).
+
+    Returns
+    -------
+    match : ndarray of bool
+        Per target: its unsynthesized values are its slot's (all ``True`` without ``us``).
+    log_p_us : ndarray
+        Per target: ``log p(r | y_{-i})`` of its slot's values (0 without ``us``).
+    orig_keys, slot_keys : ndarray or None
+        The cell of every record of ``orig`` and of every target's slot (``None`` without
+        ``us``).
+    """
+    T = len(targets)
+    if not us:
+        return np.ones(T, dtype=bool), np.zeros(T), None, None
+    orig_keys, target_keys = cell_keys([orig, targets], schema, us, reference=orig)
+    slot_keys = orig_keys[slots]
+    log_p_us = log_p_unsynthesized(slot_keys, orig_keys, n_cells(orig, schema, us),
+                                   float(alpha))
+    return target_keys == slot_keys, log_p_us, orig_keys, slot_keys
+
