@@ -196,11 +196,25 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
     nf = int(s.get("n_flagged") or 0)
     left_out = (f"; {nf} of {s.get('n_records')} record(s) flagged and left out "
                 "(unassessed: treat them as at risk)" if nf else "")
+    mc = s.get("mc_uncertainty")
+    if mc and np.all(np.isfinite(mc["share_ranked_first"])):
+        lo, hi = mc["share_ranked_first"]
+        interval = (f"95 % Monte Carlo interval {_pct(lo):.3g}–{_pct(hi):.3g} % (draw "
+                    f"bootstrap, {mc['bootstrap']} replicates); ")
+    elif (a.result.settings or {}).get("estimator") == "plugin":
+        # the plug-in has no posterior draws; a smoothed column's Monte Carlo error is
+        # checked record by record (MC_ERROR_HIGH flags, left out above)
+        interval = ("no posterior draws to bootstrap (plug-in likelihood of the release's "
+                    "synthesizer; a smoothed column's Monte Carlo error is checked per record, "
+                    "MC_ERROR_HIGH); ")
+    else:
+        interval = "no Monte Carlo interval (no draw bootstrap kept); "
     v = Verdict("attribute",
                 "share of records whose true values are the most probable",
                 _pct(un.get("prop_top", np.nan)), _pct(plan.thresholds.prop_top), "max",
                 _src(a, "summary.json"),
-                f"random guess {_pct(s.get('random_guess_baseline', np.nan)):.3g} %; "
+                f"{interval}random guess "
+                f"{_pct(s.get('random_guess_baseline', np.nan)):.3g} %; "
                 f"records with stable estimates{left_out}",
                 _caveats("attribute", a.result.warnings), unit="%",
                 spread=f"pooled: the intruder reads all {plan.m} datasets at once, no spread",

@@ -265,3 +265,38 @@ def test_membership_step_of_a_release_of_selected_records(tmp_path):
     share = [v for v in res.verdicts if v.step == "membership" and v.exceeds][0]
     assert "member(s) are in the release as they are" in share.cause
     assert any(r.startswith("synthesize every record") for r in share.remedies)
+
+
+def test_attribute_line_carries_its_monte_carlo_interval(release, tmp_path):
+    """The attribute verdict line is pooled over the datasets (no spread), so it carries the
+    Monte Carlo interval of the share ranked first (draw bootstrap of the posterior draws, 95 %),
+    which contains the value and is written to summary.json; a CART release's plug-in line
+    says why it has none."""
+    import json
+
+    import bayes_risk as br
+    from bayes_risk.data import make_ce_like
+    from bayes_risk.models import CARTSynthesizer
+
+    model, train, hold, syn = release
+    skip = ["utility", "identification", "posterior_identification", "membership",
+            "disclosure"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = br.audit(train, syn, known=["SEX", "MAR"], model=model, skip=skip,
+                       random_seed=1, progressbar=False, out=tmp_path / "a")
+    line = next(v for v in res.verdicts if v.step == "attribute")
+    saved = json.loads((tmp_path / "a" / "attribute" / "summary.json").read_text())
+    lo, hi = saved["mc_uncertainty"]["share_ranked_first"]
+    assert 0 <= lo <= line.value / 100 <= hi <= 1
+    assert f"95 % Monte Carlo interval {100 * lo:.3g}–{100 * hi:.3g} %" in line.detail
+
+    ce = make_ce_like(300, random_seed=2)[["Age", "Urban", "Income"]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cart = CARTSynthesizer().fit(ce, synthesized=["Income"], random_seed=1)
+        res = br.audit(ce, cart.synthesize(2, random_seed=2), known=["Age", "Urban"],
+                       model=cart, skip=skip, attribute_records=list(range(40)), random_seed=1,
+                       progressbar=False)
+    line = next(v for v in res.verdicts if v.step == "attribute")
+    assert "no posterior draws to bootstrap" in line.detail
