@@ -620,7 +620,6 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
                                 aligned=rows_aligned(ctx))
     summary = res.to_dict()
     summary["inputs"] = {"model": p.attribute_source}
-    summary["mc_uncertainty"] = _attribute_mc_uncertainty(res)
     if aks is not None:
         summary["known_sweep"] = aks.to_dict()
     folder = _folder(ctx, "attribute")
@@ -662,21 +661,6 @@ def _membership_reuses(ctx: StepContext, model: Any) -> bool:
     except NotSupportedError:
         return False
     return True
-
-
-def _attribute_mc_uncertainty(res: Any) -> dict[str, Any] | None:
-    """The Monte Carlo interval of the file-level figures (draw bootstrap of the posterior
-    draws, :func:`bayes_risk.attribute.uncertainty.file_uncertainty`, 95 %), or ``None`` when
-    the estimate has no Monte Carlo error to bootstrap (a tree plug-in likelihood; a run
-    without bootstrap)."""
-    if not getattr(res, "_boot_loglik", None):
-        return None
-    from bayes_risk.attribute.uncertainty import file_uncertainty
-
-    u = file_uncertainty(res, level=0.95)
-    return {"level": 0.95, "bootstrap": u["bootstrap"],
-            "share_ranked_first": list(u["mc_interval_95"]["share_ranked_first"]),
-            "mean_p_true": list(u["mc_interval_95"]["mean_p_true"])}
 
 
 def membership_step(ctx: StepContext) -> StepOutcome:

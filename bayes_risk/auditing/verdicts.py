@@ -196,11 +196,14 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
     nf = int(s.get("n_flagged") or 0)
     left_out = (f"; {nf} of {s.get('n_records')} record(s) flagged and left out "
                 "(unassessed: treat them as at risk)" if nf else "")
-    mc = s.get("mc_uncertainty")
-    if mc and np.all(np.isfinite(mc["share_ranked_first"])):
-        lo, hi = mc["share_ranked_first"]
-        interval = (f"95 % Monte Carlo interval {_pct(lo):.3g}–{_pct(hi):.3g} % (draw "
-                    f"bootstrap, {mc['bootstrap']} replicates); ")
+    # the Monte Carlo interval of the draw bootstrap (AttributeRiskResult.to_dict: the
+    # result's file_uncertainty), the uncertainty of a figure pooled over the datasets
+    mc = s.get("mc_uncertainty") or {}
+    key = next((k for k in mc if k.startswith("mc_interval_")), None)
+    share = mc[key].get("share_ranked_first") if key else None
+    if share is not None and np.all(np.isfinite(np.asarray(share, dtype=float))):
+        interval = (f"{key.rsplit('_', 1)[1]} % Monte Carlo interval {_pct(share[0]):.3g}–"
+                    f"{_pct(share[1]):.3g} % (draw bootstrap, {mc['bootstrap']} replicates); ")
     elif (a.result.settings or {}).get("estimator") == "plugin":
         # the plug-in has no posterior draws; a smoothed column's Monte Carlo error is
         # checked record by record (MC_ERROR_HIGH flags, left out above)

@@ -269,8 +269,8 @@ def test_membership_step_of_a_release_of_selected_records(tmp_path):
 
 def test_attribute_line_carries_its_monte_carlo_interval(release, tmp_path):
     """The attribute verdict line is pooled over the datasets (no spread), so it carries the
-    Monte Carlo interval of the share ranked first (draw bootstrap of the posterior draws, 95 %),
-    which contains the value and is written to summary.json; a CART release's plug-in line
+    Monte Carlo interval of the share ranked first (draw bootstrap of the posterior draws, the
+    90 % interval summary.json keeps), which contains the value; a CART release's plug-in line
     says why it has none."""
     import json
 
@@ -287,9 +287,11 @@ def test_attribute_line_carries_its_monte_carlo_interval(release, tmp_path):
                        random_seed=1, progressbar=False, out=tmp_path / "a")
     line = next(v for v in res.verdicts if v.step == "attribute")
     saved = json.loads((tmp_path / "a" / "attribute" / "summary.json").read_text())
-    lo, hi = saved["mc_uncertainty"]["share_ranked_first"]
+    lo, hi = saved["mc_uncertainty"]["mc_interval_90"]["share_ranked_first"]
     assert 0 <= lo <= line.value / 100 <= hi <= 1
-    assert f"95 % Monte Carlo interval {100 * lo:.3g}–{100 * hi:.3g} %" in line.detail
+    assert f"90 % Monte Carlo interval {100 * lo:.3g}–{100 * hi:.3g} %" in line.detail
+    html = res.to_html(tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "Monte Carlo interval" in html
 
     ce = make_ce_like(300, random_seed=2)[["Age", "Urban", "Income"]]
     with warnings.catch_warnings():
