@@ -8,8 +8,11 @@ import math
 import numpy as np
 from numba import njit
 
+from bayes_risk.models._bayesian.generator import generator_of
+
 __all__ = [
     "gamma_variates",
+    "label_switch_draws",
     "label_switch_kernel",
     "log_prior_counts",
     "slice_log_alpha",
@@ -133,6 +136,51 @@ def label_switch_kernel(nk, log_v, log_1mv, j, l, log_u1, js, log_u):  # pragma:
     for k in range(K):
         new_label[inv[k]] = k
     return new_label
+
+
+@njit(cache=True)
+def label_switch_draws(nk, handle):  # pragma: no cover - numba
+    """The random numbers of ``sticks.label_switch_moves`` (generator ``handle``,
+    ``generator.generator_handle``), in numpy's order and with numpy's algorithms.
+
+    Move 1's two occupied classes as ``rng.choice(occupied, 2, replace=False)`` draws them
+    (Floyd's algorithm: ``a`` uniform on ``0..n-2``, ``b`` on ``0..n-1``, ``b = n - 1`` if it
+    equals ``a``; the pair swapped unless a uniform on {0, 1} is 1; each a bounded
+    ``integers`` draw, whose algorithm numba's ``Generator`` shares with numpy's) and its
+    uniform; move 2's ``K − 2`` classes, then its ``K − 2`` uniforms. Returns ``(j, l, js, r)``
+    with ``j = l = -1`` without move 1 (fewer than two occupied classes) and ``r`` = move 1's
+    uniform (0 without move 1) followed by move 2's, whose ``log(1 − r)`` the caller takes in
+    numpy (whose ``log`` may differ from the C library's in the last bit)."""
+    rng = generator_of(handle)
+    K = nk.shape[0]
+    n = 0
+    for k in range(K):
+        if nk[k] > 0:
+            n += 1
+    m = K - 2 if K >= 3 else 0
+    r = np.zeros(1 + m)
+    j = l = -1
+    if n >= 2:
+        occ = np.empty(n, dtype=np.int64)
+        i = 0
+        for k in range(K):
+            if nk[k] > 0:
+                occ[i] = k
+                i += 1
+        a = rng.integers(0, n - 1)
+        b = rng.integers(0, n)
+        if b == a:
+            b = n - 1
+        if rng.integers(0, 2) == 0:
+            a, b = b, a
+        j, l = occ[a], occ[b]
+        r[0] = rng.random()
+    js = np.empty(m, dtype=np.int64)
+    for t in range(m):
+        js[t] = rng.integers(0, K - 2)
+    for t in range(m):
+        r[1 + t] = rng.random()
+    return j, l, js, r
 
 
 @njit(cache=True, nogil=True)

@@ -271,7 +271,7 @@ def initial_memberships(
 
 
 def label_switch_moves(
-    nk: np.ndarray, log_v: np.ndarray, log_1mv: np.ndarray, rng: np.random.Generator
+    nk: np.ndarray, log_v: np.ndarray, log_1mv: np.ndarray, rng: np.random.Generator | np.ndarray
 ) -> np.ndarray:
     """Metropolis label-switching moves of the truncated stick-breaking mixture.
 
@@ -292,7 +292,8 @@ def label_switch_moves(
         Class counts of the current memberships.
     log_v, log_1mv : arrays [K-1]
         ``log V_k`` and ``log(1 − V_k)`` of the current sticks.
-    rng : Generator
+    rng : Generator or array
+        The generator, or its ``generator.generator_handle`` (a sampler's loop reads it once).
 
     Returns
     -------
@@ -309,43 +310,18 @@ def label_switch_moves(
     models with unknown concentration parameter: mixing issues in large data implementations.
     Statistics and Computing 25, 1023–1037. https://doi.org/10.1007/s11222-014-9471-3
     """
-    from bayes_risk.models._bayesian.stick_kernels import label_switch_kernel
+    from bayes_risk.models._bayesian.generator import generator_handle
+    from bayes_risk.models._bayesian.stick_kernels import label_switch_draws, label_switch_kernel
 
-    nk = np.asarray(nk)
+    nk = np.ascontiguousarray(nk, dtype=np.float64)
     K = int(nk.size)
     if K < 2:
         return np.arange(K)
-    # the random numbers here (numpy's streams), the moves compiled (label_switch_kernel)
-    occ = np.flatnonzero(nk > 0)
-    j = l = -1
-    log_u1 = 0.0
-    if occ.size >= 2:  # move 1: two occupied classes exchange labels
-        j, l = _two_of(occ, rng)
-        log_u1 = float(np.log(1.0 - rng.random()))
-    if K >= 3:  # move 2: neighbours exchange labels and sticks (both free: j + 1 < K − 1)
-        js = rng.integers(0, K - 2, size=K - 2)
-        log_u = np.log(1.0 - rng.random(K - 2))
-    else:
-        js, log_u = np.zeros(0, dtype=np.int64), np.zeros(0)
-    return label_switch_kernel(np.ascontiguousarray(nk, dtype=np.float64),
-                               np.ascontiguousarray(log_v, dtype=np.float64),
+    # the random numbers drawn compiled (numpy's streams and algorithms); their logarithms in
+    # numpy, whose log may differ from the C library's in the last bit; the moves compiled
+    handle = rng if isinstance(rng, np.ndarray) else generator_handle(rng)
+    j, l, js, r = label_switch_draws(nk, handle)
+    log_u = np.log(1.0 - r)
+    return label_switch_kernel(nk, np.ascontiguousarray(log_v, dtype=np.float64),
                                np.ascontiguousarray(log_1mv, dtype=np.float64),
-                               j, l, log_u1, js, log_u)
-
-
-def _two_of(occ: np.ndarray, rng: np.random.Generator) -> tuple[int, int]:
-    """``rng.choice(occ, size=2, replace=False)``: the same two entries from the same random
-    numbers, at a third of its cost (a sizeable share of a sweep on a small table).
-
-    numpy draws two of ``n`` without replacement by Floyd's algorithm (``a`` uniform on
-    ``0..n-2``, ``b`` on ``0..n-1``, ``b = n - 1`` if it equals ``a``), then shuffles the pair
-    (swapped unless a uniform on {0, 1} is 1), each with ``Generator.integers``' bounded
-    draws; tests/models/test_dpmpm_draws.py compares the two."""
-    n = occ.size
-    a = int(rng.integers(0, n - 1))
-    b = int(rng.integers(0, n))
-    if b == a:
-        b = n - 1
-    if rng.integers(0, 2) == 0:
-        a, b = b, a
-    return int(occ[a]), int(occ[b])
+                               j, l, log_u[0], js, log_u[1:])

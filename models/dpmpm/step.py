@@ -20,6 +20,7 @@ import numba
 import numpy as np
 
 import bayes_risk.models.dpmpm.kernels as kern
+from bayes_risk.models._bayesian.generator import generator_handle, uniforms_at
 from bayes_risk.models._bayesian.sticks import (
     label_switch_moves,
     sample_alpha,
@@ -132,6 +133,8 @@ class DPMPMGibbs:
         self._aug = None
         self._warmup_left = 0  # warm-up sweeps still to run (setup_chain)
         self._bounded_left = 0  # warm-up sweeps still to run with α bounded (setup_chain)
+        self._handle = self._handle_of = None  # self.rng's generator_handle (_generator)
+        self._threads = numba.get_num_threads()  # the class step's threads (setup_chain)
         n = max(len(codes), 1)
         self.split_merge_moves = int(np.clip(min(round(_SPLIT_MERGE_VISITS / n), n // 10), 1, 20))
 
@@ -147,6 +150,20 @@ class DPMPMGibbs:
         self._z = None
         self._sticks = None  # (log V, log(1 - V)) of the last sweep, for the label moves
         self._counts = None
+        # read once per chain, not per sweep (≈ 3 µs); a worker process sets its threads first
+        self._threads = numba.get_num_threads()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a generator handle holds addresses in this process: never copied (pm.sample pickles
+        # the step into its workers; each chain's copy of the step reads its own)
+        return {**self.__dict__, "_handle": None, "_handle_of": None}
+
+    def _generator(self) -> np.ndarray:
+        """``self.rng``'s ``generator_handle``, read once per generator (the compiled calls
+        take it instead of the generator: numba's conversion of one costs ≈ 15–30 µs)."""
+        if self._handle_of is not self.rng:
+            self._handle, self._handle_of = generator_handle(self.rng), self.rng
+        return self._handle
 
     def _mapped(self, draws: np.ndarray, positions: np.ndarray) -> np.ndarray:
         """Per-record draws made in the data's order, in the sweep's order of records."""
@@ -195,7 +212,7 @@ class DPMPMGibbs:
                     nk0 = np.bincount(self._z, minlength=K)
                 if self._aug is not None:
                     nk0 = nk0 + self._aug.class_sizes(K)
-                new_label = label_switch_moves(nk0, *self._sticks, rng)
+                new_label = label_switch_moves(nk0, *self._sticks, self._generator())
                 self._z = new_label[self._z]
                 if self._counts is not None:  # the counts follow the labels (exact)
                     nk, c = self._counts
@@ -224,7 +241,7 @@ class DPMPMGibbs:
             moves = self.split_merge_moves * (_SPLIT_MERGE_WARMUP if warm else 1)
             new_label, alpha_new, stick_draws, g = collapsed_moves_and_variates(
                 self._y, self._z, c, nk, self.d, self.offsets, alpha, self.prior, moves, 2 * K,
-                float(self.a_alpha), float(self.b_alpha), math.log(upper), rng)
+                float(self.a_alpha), float(self.b_alpha), math.log(upper), self._generator())
             if self._aug is not None:
                 self._aug.relabel(new_label)
         new = dict(point)
@@ -260,8 +277,8 @@ class DPMPMGibbs:
             new[f"phi_{j}"] = phi[a:b].T  # a view: the driver copies what it keeps
         # step 1 for the next sweep, at the new parameters
         logphi = np.log(phi)
-        u_z = self._mapped(rng.random(n), self.rec)
-        u_y = self._mapped(rng.random(self.miss_i.size), self.u_pos)
+        # rng.random(n), then rng.random(missing entries), each in the sweep's order of records
+        u_z, u_y = uniforms_at(self._generator(), self.rec, self.u_pos)
         ll, nk_new, c_new = self._class_step(logphi, phi, log_pi, u_z, u_y)
         self._counts = (nk_new, c_new)
         if self._aug is not None:  # truncation: fix imputations, draw augmented records
@@ -284,7 +301,7 @@ class DPMPMGibbs:
         """
         args = (self.codes, self.lcp, self.rec, self.offsets, logphi, phi)
         rest = (u_z, self.miss_ptr, self.miss_j, u_y, self._y, self._z)
-        threads = numba.get_num_threads()
+        threads = self._threads
         work = self.codes.size * log_pi.shape[0]
         if threads > 1 and work >= _PARALLEL_MIN_WORK:
             return kern.class_step(*args, log_pi, *rest, 4 * threads)
