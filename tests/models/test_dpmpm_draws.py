@@ -18,8 +18,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bayes_risk.models._bayesian.stick_kernels import gamma_variates, stick_variates
-from bayes_risk.models._bayesian.sticks import _two_of, sample_sticks, sticks_from_variates
+from bayes_risk.models._bayesian.generator import generator_handle, uniforms_at
+from bayes_risk.models._bayesian.stick_kernels import (
+    gamma_variates,
+    label_switch_draws,
+    stick_variates,
+)
+from bayes_risk.models._bayesian.sticks import sample_sticks, sticks_from_variates
 
 STORED = Path(__file__).parent / "dpmpm_draws"
 
@@ -66,22 +71,82 @@ def test_stick_variates_give_sample_sticks(nk, alpha):
         assert _same_stream(r1, r2)
 
 
-def test_two_of_is_numpys_choice_without_replacement():
-    """The label-switching move's pair of classes: numpy's ``choice(occ, 2, replace=False)``."""
-    for n in (2, 3, 4, 7, 50, 81):
-        occ = np.sort(np.random.default_rng(n).choice(200, n, replace=False))
-        for seed in range(200):
-            r1, r2 = np.random.default_rng(seed), np.random.default_rng(seed)
-            for _ in range(3):
-                assert _two_of(occ, r2) == tuple(int(x) for x in r1.choice(occ, 2, replace=False))
-            assert _same_stream(r1, r2)
+def _numpy_label_switch_draws(nk, rng):
+    """The label-switching moves' random numbers as numpy draws them: the pair of occupied
+    classes by ``choice(occupied, 2, replace=False)`` and its uniform, ``K − 2`` classes by
+    ``integers`` and their uniforms."""
+    K = nk.size
+    occ = np.flatnonzero(nk > 0)
+    j = l = -1
+    r = [0.0]
+    if occ.size >= 2:
+        j, l = (int(x) for x in rng.choice(occ, 2, replace=False))
+        r = [rng.random()]
+    js = rng.integers(0, K - 2, size=K - 2) if K >= 3 else np.zeros(0, dtype=np.int64)
+    u = rng.random(K - 2) if K >= 3 else np.zeros(0)
+    return j, l, js, np.concatenate([r, u])
+
+
+@pytest.mark.parametrize("K", [2, 3, 4, 7, 50, 81])
+def test_label_switch_draws_are_numpys(K):
+    """The label-switching moves' random numbers, drawn compiled from a generator handle:
+    numpy's (``choice`` without replacement, bounded ``integers``, ``random``) in numpy's
+    order, bit for bit, and the stream left where numpy leaves it."""
+    for seed in range(100):
+        nk = np.random.default_rng(seed).integers(0, 3, size=K).astype(np.float64)
+        r1, r2 = np.random.default_rng(seed), np.random.default_rng(seed)
+        h = generator_handle(r2)
+        for _ in range(3):
+            j, l, js, r = label_switch_draws(nk, h)
+            ej, el, ejs, er = _numpy_label_switch_draws(nk, r1)
+            assert (j, l) == (ej, el)
+            np.testing.assert_array_equal(js, ejs)
+            np.testing.assert_array_equal(r, er)
+            # numpy's own calls in between move the same stream (uint32 halves included)
+            assert int(r1.integers(0, 5)) == int(r2.integers(0, 5))
+        assert _same_stream(r1, r2)
+
+
+def test_uniforms_at_are_numpys():
+    r1, r2 = np.random.default_rng(3), np.random.default_rng(3)
+    first, second = np.random.default_rng(4).permutation(9), np.random.default_rng(5).permutation(4)
+    got = uniforms_at(generator_handle(r2), first, second)
+    np.testing.assert_array_equal(got[0], r1.random(9)[first])
+    np.testing.assert_array_equal(got[1], r1.random(4)[second])
+    assert _same_stream(r1, r2)
+
+
+def test_step_reads_a_handle_per_generator():
+    """A copy or pickle of the step (own steps of extension rounds, PyMC's worker processes)
+    never carries a handle (addresses of this process), and a new generator gets its own."""
+    import copy
+    import pickle
+
+    from bayes_risk.models.dpmpm.run import gibbs_layout
+    from bayes_risk.models.dpmpm.step import DPMPMGibbs
+
+    d = np.array([2, 2])
+    step = DPMPMGibbs(list(gibbs_layout(3, d).shapes), codes=np.zeros((4, 2), dtype=np.int64),
+                      d=d, n_components=3, alpha_prior=(1.0, 1.0), dirichlet_prior=1.0)
+    rng = np.random.default_rng(0)
+    step.setup_chain(rng, 1, 1)
+    h = step._generator()
+    assert step._generator() is h
+    np.testing.assert_array_equal(h, generator_handle(rng))
+    for other in (copy.copy(step), pickle.loads(pickle.dumps(step))):
+        assert other._handle is None
+    step.setup_chain(np.random.default_rng(1), 1, 1)
+    assert step._generator()[0] != h[0]
 
 
 @pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.ConvergenceWarning")
-@pytest.mark.parametrize("name", ["two_chains_missing", "structural_zeros", "one_class"])
+@pytest.mark.parametrize("name", ["two_chains_missing", "structural_zeros", "one_class",
+                                  "thin_two_classes", "extension_rounds", "parallel_chains",
+                                  "many_classes"])
 def test_draws_as_stored(name):
     """Posterior draws of small fixed fits (missing values, two chains, structural zeros with
-    ``posterior_class``, one class) equal those stored before the change.
+    ``posterior_class``, one class, two classes thinned, extension rounds, chains in worker
+    processes, many classes) equal those stored before the changes (make_draws.py).
 
     Compared to 1e-12 relative rather than bit for bit: numpy's vectorised ``log`` may differ in
     the last bit between processors (AVX-512 or not), which is not what this test is about; a

@@ -1,9 +1,12 @@
 """Write draws.json: posterior draws of small fixed DPMPM fits (tests/models/test_dpmpm_draws.py).
 
 Run from the repository root with the package installed: ``python
-tests/models/dpmpm_draws/make_draws.py``. The stored file was written by the sampler before its
-per-sweep overhead was cut (the sticks' and φ's random numbers drawn in the compiled moves'
-call); the test checks that the sampler still gives these draws.
+tests/models/dpmpm_draws/make_draws.py [NAME ...]`` (names: those entries only, the others kept).
+The stored file was written by the sampler before its per-sweep overhead was cut (the sticks'
+and φ's random numbers drawn in the compiled moves' call); the entries from
+``thin_two_classes`` on by the sampler before the generator was passed to the compiled calls
+as a handle (``models._bayesian.generator``). The test checks that the sampler still gives
+these draws.
 """
 
 from __future__ import annotations
@@ -40,6 +43,14 @@ CONFIGS = {
     "structural_zeros": dict(n_components=3, tune=30, draws=20, chains=1,
                              structural_zeros=ZEROS, synthesis_mode="posterior_class"),
     "one_class": dict(n_components=1, tune=10, draws=20, chains=1),
+    # two classes (no neighbour swaps), three sweeps per kept draw
+    "thin_two_classes": dict(n_components=2, tune=20, draws=15, thin=3, chains=1),
+    # rounds that extend the run (each chain on its own copy of the step), twice the thinning
+    "extension_rounds": dict(n_components=5, tune=20, draws=10, chains=1, max_sweeps=200),
+    # chains in forked worker processes
+    "parallel_chains": dict(n_components=4, tune=20, draws=10, chains=2, cores=2),
+    # many classes for 25 records: many empty ones, α bounded in the warm-up
+    "many_classes": dict(n_components=12, tune=40, draws=20, chains=1),
 }
 
 
@@ -61,6 +72,9 @@ def draws(name: str) -> dict[str, list]:
 
 
 if __name__ == "__main__":
-    result = {name: draws(name) for name in CONFIGS}
-    (HERE / "draws.json").write_text(json.dumps(result) + "\n", encoding="utf-8")
+    path = HERE / "draws.json"
+    result = json.loads(path.read_text(encoding="utf-8")) if sys.argv[1:] else {}
+    result.update({name: draws(name) for name in sys.argv[1:] or CONFIGS})
+    result = {name: result[name] for name in CONFIGS}
+    path.write_text(json.dumps(result) + "\n", encoding="utf-8")
     sys.exit(0)
