@@ -16,6 +16,7 @@ __all__ = [
     "label_switch_kernel",
     "log_prior_counts",
     "slice_log_alpha",
+    "stick_log_parts",
     "stick_variates",
 ]
 
@@ -231,3 +232,28 @@ def _log_gamma_draws(shape, rng):  # pragma: no cover - numba
     for i in range(n):
         u[i] = rng.random()
     return g, u
+
+
+@njit(cache=True)
+def stick_log_parts(lg1, lg2, tot):  # pragma: no cover - numba
+    """``(log V, log(1 − V), log π)`` from the log-Gamma variates of the sticks and their
+    ``logaddexp`` (taken in numpy): ``sticks.sticks_from_variates``' differences and
+    ``sticks.stick_breaking_log_parts``' sums with the same operations in the same order (the
+    cumulative sum from the left, as ``np.cumsum``), so the same numbers bit for bit."""
+    m = lg1.shape[0]
+    log_v = np.empty(m)
+    log_1mv = np.empty(m)
+    for k in range(m):
+        log_v[k] = lg1[k] - tot[k]
+        log_1mv[k] = lg2[k] - tot[k]
+    log_pi = np.empty(m + 1)
+    if m == 0:
+        log_pi[0] = 0.0
+        return log_v, log_1mv, log_pi
+    log_pi[0] = log_v[0] + 0.0  # as lv + head: -0.0 + 0.0 is +0.0
+    cum = log_1mv[0]
+    for k in range(1, m):
+        log_pi[k] = log_v[k] + cum
+        cum += log_1mv[k]
+    log_pi[m] = cum
+    return log_v, log_1mv, log_pi

@@ -24,6 +24,7 @@ __all__ = [
     "alpha_conditional_log",
     "sample_sticks",
     "sticks_from_variates",
+    "sticks_and_weights_from_variates",
     "sample_alpha",
     "alpha_log_marginal",
     "slice_alpha",
@@ -169,11 +170,23 @@ def sticks_from_variates(
     """:func:`sample_sticks` from its random numbers, drawn by the compiled
     ``stick_kernels.stick_variates`` (same numbers, same sticks, bit for bit): Beta parameters
     ``a, b``, each with its Gamma variates and uniforms."""
+    return sticks_and_weights_from_variates(a, g_a, u_a, b, g_b, u_b)[:2]
+
+
+def sticks_and_weights_from_variates(
+    a: np.ndarray, g_a: np.ndarray, u_a: np.ndarray,
+    b: np.ndarray, g_b: np.ndarray, u_b: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`sticks_from_variates` and the log weights of the sticks
+    (:func:`stick_breaking_log_parts`): ``(log V, log(1 − V), log π)``, the logarithms in numpy
+    (whose ``log`` may differ from the C library's in the last bit), the rest in one compiled
+    call (a sampler's sweep on a small table pays per numpy call)."""
+    from bayes_risk.models._bayesian.stick_kernels import stick_log_parts
+
     small_b = b < 1.0
     lg1 = np.log(g_a)  # a = 1 + n_k >= 1: log_gamma_variates' plain branch
     lg2 = _log_gamma_of(b, small_b, g_b, u_b) if small_b.any() else np.log(g_b)
-    tot = np.logaddexp(lg1, lg2)
-    return lg1 - tot, lg2 - tot
+    return stick_log_parts(lg1, lg2, np.logaddexp(lg1, lg2))
 
 
 def sample_alpha(

@@ -31,6 +31,7 @@ from bayes_risk.models._bayesian.stick_kernels import (
     slice_log_alpha,
     stick_variates,
 )
+from bayes_risk.models.dpmpm.kernels import normalise_levels
 from bayes_risk.models.dpmpm.splitmerge import split_merge
 
 __all__ = [
@@ -194,17 +195,19 @@ def collapsed_moves(y, z, c, nk, d, offsets, alpha, a, n_moves, n_props, a_alpha
 
 @njit(cache=True, nogil=True)
 def collapsed_moves_and_variates(y, z, c, nk, d, offsets, alpha, a, n_moves, n_props, a_alpha,
-                                 b_alpha, log_alpha_max, handle):  # pragma: no cover - numba
+                                 b_alpha, log_alpha_max, floor, handle):  # pragma: no cover
     """:func:`collapsed_moves`, then the random numbers the sweep draws next, in one compiled
     call (a call that takes a ``Generator`` costs ≈ 10 µs; on a table of 25 records the
     sweep's numpy calls with array arguments cost more than its arithmetic): those of the
     sticks given the new α (``stick_kernels.stick_variates``) and the Gamma variates of φ,
-    shapes ``a + c`` (``stick_kernels.gamma_variates``). Returns
-    ``(new_label, α, stick variates, φ's Gamma variates)``; same draws as the calls in turn.
+    shapes ``a + c`` (``stick_kernels.gamma_variates``), made φ by ``kernels.normalise_levels``
+    (floored at ``floor``). Returns ``(new_label, α, stick variates, φ)``; same draws as the
+    calls in turn.
     The generator comes as its ``generator.generator_handle``: numba's own conversion of a
     ``Generator`` argument costs more than the rest of the call on a small table."""
     rng = generator_of(handle)
     new_label, alpha_new = collapsed_moves(y, z, c, nk, d, offsets, alpha, a, n_moves, n_props,
                                            a_alpha, b_alpha, log_alpha_max, rng)
     sticks = stick_variates(nk, alpha_new, rng)
-    return new_label, alpha_new, sticks, gamma_variates(a + c, rng)
+    return new_label, alpha_new, sticks, normalise_levels(gamma_variates(a + c, rng), offsets,
+                                                          floor)

@@ -27,7 +27,7 @@ from bayes_risk.models._bayesian.sticks import (
     sample_sticks,
     slice_alpha,
     stick_breaking_log_parts,
-    sticks_from_variates,
+    sticks_and_weights_from_variates,
 )
 from bayes_risk.models.dpmpm.labels import collapsed_moves_and_variates
 from bayes_risk.models.dpmpm.zeros import Augmentation
@@ -125,6 +125,7 @@ class DPMPMGibbs:
         pos[codes < 0] = np.arange(self.miss_i.size)
         self.u_pos = pos[self.rec][self.miss_i, self.miss_j]
         self._blocks = [(int(a), int(a + dj)) for a, dj in zip(self.offsets, self.d, strict=True)]
+        self._phi_names = [f"phi_{j}" for j in range(len(self._blocks))]
         self._sorted = zeros is None
         self._y = None
         self._z = None
@@ -229,7 +230,7 @@ class DPMPMGibbs:
             nk, c = kern.counts(self._y, self._z, self.offsets, L, K)
         if self._aug is not None:  # the records the unrestricted model put in S
             self._aug.add_counts(nk, c, self.offsets)
-        alpha_new = stick_draws = g = None
+        alpha_new = stick_draws = phi = None
         # α's update restricted to α <= upper in the first warm-up sweeps (inf: none)
         upper = self.alpha_warmup_bound if self._bounded_left > 0 else math.inf
         if K > 1 and self._sticks is not None:
@@ -239,9 +240,10 @@ class DPMPMGibbs:
             # permutation) and α given z (step 4, below), in one compiled call
             warm = self._warmup_left > 0
             moves = self.split_merge_moves * (_SPLIT_MERGE_WARMUP if warm else 1)
-            new_label, alpha_new, stick_draws, g = collapsed_moves_and_variates(
+            new_label, alpha_new, stick_draws, phi = collapsed_moves_and_variates(
                 self._y, self._z, c, nk, self.d, self.offsets, alpha, self.prior, moves, 2 * K,
-                float(self.a_alpha), float(self.b_alpha), math.log(upper), self._generator())
+                float(self.a_alpha), float(self.b_alpha), math.log(upper), _PHI_FLOOR,
+                self._generator())
             if self._aug is not None:
                 self._aug.relabel(new_label)
         new = dict(point)
@@ -252,9 +254,9 @@ class DPMPMGibbs:
                 alpha_new = slice_alpha(nk, alpha, self.a_alpha, self.b_alpha, rng,
                                         upper=upper)
                 log_v, log_1mv = sample_sticks(nk, alpha_new, rng)
+                log_pi = stick_breaking_log_parts(log_v, log_1mv)
             else:  # the moves' call drew the sticks' random numbers
-                log_v, log_1mv = sticks_from_variates(*stick_draws)
-            log_pi = stick_breaking_log_parts(log_v, log_1mv)
+                log_v, log_1mv, log_pi = sticks_and_weights_from_variates(*stick_draws)
             # stored V may round to 1 when 1 - V < 1e-16; the sampler uses the exact logs
             new["V"] = np.exp(log_v)
             self._sticks = (log_v, log_1mv)
@@ -262,19 +264,19 @@ class DPMPMGibbs:
             log_pi = np.zeros(1)
             alpha_new = sample_alpha(np.zeros(0), self.a_alpha, self.b_alpha, rng)
         new["alpha"] = np.asarray(alpha_new)
-        # step 3: category probabilities (normalised Gamma variates; drawn with the moves
-        # after the first sweep)
-        if g is None:
+        # step 3: category probabilities (normalised Gamma variates; drawn and normalised with
+        # the moves after the first sweep)
+        if phi is None:  # the first sweep, or one class
             g = rng.standard_gamma(self.prior + c)  # [L, K]
-        if K > 1:  # the kernel sums each class's levels in order, as numpy's axis-0 sum does
-            phi = kern.normalise_levels(g, self.offsets, _PHI_FLOOR)
-        else:  # one class: numpy's sum of a contiguous column is pairwise; kept as it was
-            phi = np.empty_like(g)
-            for a, b in self._blocks:
-                tot = g[a:b].sum(axis=0)
-                phi[a:b] = np.maximum(g[a:b] / np.where(tot > 0, tot, 1.0), _PHI_FLOOR)
-        for j, (a, b) in enumerate(self._blocks):
-            new[f"phi_{j}"] = phi[a:b].T  # a view: the driver copies what it keeps
+            if K > 1:  # the kernel sums each class's levels in order, as numpy's axis-0 sum does
+                phi = kern.normalise_levels(g, self.offsets, _PHI_FLOOR)
+            else:  # one class: numpy's sum of a contiguous column is pairwise; kept as it was
+                phi = np.empty_like(g)
+                for a, b in self._blocks:
+                    tot = g[a:b].sum(axis=0)
+                    phi[a:b] = np.maximum(g[a:b] / np.where(tot > 0, tot, 1.0), _PHI_FLOOR)
+        for name, (a, b) in zip(self._phi_names, self._blocks, strict=True):
+            new[name] = phi[a:b].T  # a view: the driver copies what it keeps
         # step 1 for the next sweep, at the new parameters
         logphi = np.log(phi)
         # rng.random(n), then rng.random(missing entries), each in the sweep's order of records
