@@ -150,12 +150,13 @@ class DPMPMFit:
 
 
 class DPMPMSweep:
-    """One DPMPM Gibbs sweep after the warm-up, the step alone (``DPMPMGibbs``; no driver): a
-    table of 25 records (3 columns, K = 2), the size of the ground-truth tests, where the
-    sweep's Python and dispatch overhead is most of its time, and CEdata's four categorical
-    columns (n = 5,571, K = 50). ``time_sweeps`` runs 1,000 sweeps (CEdata: 100)."""
+    """One DPMPM Gibbs sweep after the warm-up, the step alone (``DPMPMGibbs``; no driver):
+    tables of 25 records (3 columns, K = 2) and 20 records (2 binary columns, K = 3), the sizes
+    of the ground-truth tests, where the sweep's Python and dispatch overhead is most of its
+    time, and CEdata's four categorical columns (n = 5,571, K = 50). ``time_sweeps`` runs 1,000
+    sweeps (CEdata: 100)."""
 
-    params = (["25 records", "CEdata"],)
+    params = (["25 records", "20 records", "CEdata"],)
     param_names = ["table"]
     number = 1
     timer = time.process_time  # CPU seconds of all threads: the machine may be shared
@@ -172,6 +173,9 @@ class DPMPMSweep:
             rng = np.random.default_rng(0)
             codes = np.column_stack([rng.integers(0, d, 25) for d in (2, 3, 2)])
             K, self.sweeps = 2, 1000
+        elif table == "20 records":
+            codes = np.random.default_rng(0).integers(0, 2, size=(20, 2))
+            K, self.sweeps = 3, 1000
         else:
             df = ce()[["Urban", "Tenure", "Educ", "Marital"]]
             codes = np.column_stack([df[c].astype("category").cat.codes for c in df.columns])
