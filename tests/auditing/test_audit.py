@@ -64,6 +64,21 @@ def audited_hh(release, tmp_path_factory):
     return res, out
 
 
+@pytest.fixture(scope="module")
+def report(audited) -> tuple[Path, Path]:
+    """The report of ``audited`` (HTML, Markdown) as ``to_html`` / ``to_markdown`` write it,
+    rendered once for the tests that read the unchanged result's report."""
+    res, out = audited
+    return res.to_html(out / "report.html"), res.to_markdown(out / "report.md")
+
+
+@pytest.fixture(scope="module")
+def report_hh(audited_hh) -> tuple[Path, Path]:
+    """The report of ``audited_hh`` (HTML, Markdown), rendered once as ``report``."""
+    res, out = audited_hh
+    return res.to_html(out / "report.html"), res.to_markdown(out / "report.md")
+
+
 def _links(html: str) -> list[str]:
     return re.findall(r'(?:src|href)="([^"]*)"', html)
 
@@ -111,9 +126,9 @@ def test_files_as_the_sub_commands_write_them(audited):
     assert len(idf) == res.plan.n_records
 
 
-def test_html_is_self_contained_and_links_resolve(audited, tmp_path):
+def test_html_is_self_contained_and_links_resolve(audited, report):
     res, out = audited
-    path = res.to_html(out / "report.html")
+    path, md_path = report
     html = path.read_text()
     assert f'<meta http-equiv="Content-Security-Policy" content="{CSP}">' in html
     links = _links(html)
@@ -133,7 +148,7 @@ def test_html_is_self_contained_and_links_resolve(audited, tmp_path):
     assert "Between-chain check of the record estimates: not run (the &#39;plugin&#39;" in html \
         or "Between-chain check of the record estimates: not run (the 'plugin'" in html
     # the same content as Markdown, figures beside it
-    md = res.to_markdown(out / "report.md").read_text()
+    md = md_path.read_text()
     assert "## Verdict" in md and "| utility |" in md
     figs = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
     assert figs and all((out / f).is_file() for f in figs)
@@ -150,7 +165,7 @@ def _with_step(res, name: str, **changes):
     return out
 
 
-def test_attribute_section_states_what_was_computed(audited, tmp_path):
+def test_attribute_section_states_what_was_computed(audited, report, tmp_path):
     """The CART plug-in computes no importance-sampling diagnostics: the report does not
     describe them as if they had been checked, and the k-hat figure says there is none."""
     import copy
@@ -161,7 +176,7 @@ def test_attribute_section_states_what_was_computed(audited, tmp_path):
     a = res.step("attribute")
     assert a.extra["summary"]["settings"]["estimator"] == "plugin"
     assert a.result.records["khat_max"].isna().all()
-    html = res.to_html(tmp_path / "r.html").read_text()
+    html = report[0].read_text()
     sec = html[html.index('<section id="attribute">'):html.index('<section id="disclosure">')]
     for col in ("khat_max", "ess_q_min", "ess_omega_min", "max_omega_max", "boot_rank_q05"):
         assert f"<dt>{col}</dt>" not in sec, col
@@ -202,9 +217,8 @@ def test_attribute_verdict_names_the_flagged_records_left_out(audited):
     assert "3 of 25 record(s) flagged and left out" in v.detail
 
 
-def test_confidential_values_hidden_by_default(release, audited, tmp_path):
-    res, out = audited
-    html = res.to_html(tmp_path / "r.html").read_text()
+def test_confidential_values_hidden_by_default(release, report, tmp_path):
+    html = report[0].read_text()
     assert "are not shown" in html and "<th>Age</th>" not in html
     orig, syn = release
     shown = br.audit(str(orig), str(syn), known=KNOWN, random_seed=2, attribute_records=[0, 1],
@@ -430,12 +444,12 @@ def test_marginal_bar_labels_readable():
                .get_xticklabels())
 
 
-def test_verdict_says_which_steps_have_no_line(audited):
+def test_verdict_says_which_steps_have_no_line(audited, report):
     """A step that failed (SD2011: attribute risk refuses records with missing values) or was
     skipped has no verdict line; the verdict's first sentence says so rather than counting
     only the lines that exist."""
     res, out = audited
-    assert "(failed)" not in res.to_html(out / "all.html").read_text()
+    assert "(failed)" not in report[0].read_text()
     r2 = _with_step(res, "attribute", status="failed", result=None,
                     reason="MemoryError: out of memory")
     assert "attribute" not in {v.step for v in r2.verdicts}
@@ -464,13 +478,13 @@ def test_settings_say_where_the_seed_and_sweep_came_from(release, audited):
     assert r2.step("identification").extra["sweep"] is None
 
 
-def test_utility_risk_figure_at_the_verdict_radius(audited_hh):
+def test_utility_risk_figure_at_the_verdict_radius(audited_hh, report_hh):
     """The utility-and-risk figure plots each dataset's expected match risk at the maximising
     radius, the radius of the verdict line, and says which (it plotted the step's radius, 71
     against the verdict's 463 on the CE data, unlabelled)."""
     from bayes_risk.auditing.render import utility_risk_points
 
-    res, out = audited_hh
+    res, _ = audited_hh
     sw = res.step("identification").extra["sweep"]
     pts = utility_risk_points(res)
     col = f"expected match risk (radius {sw.r_star})"
@@ -482,7 +496,7 @@ def test_utility_risk_figure_at_the_verdict_radius(audited_hh):
     per = pts[col].mean() / res.plan.n_records * 100  # per cent, as the line
     assert f"mean per dataset {per:.3g} % (radius {sw.r_star})" in v.detail
     assert v.value >= per - 1e-9
-    html = res.to_html(out / "ur.html").read_text()
+    html = report_hh[0].read_text()
     assert "Hu 2021, Figs 8 and 9" in html and "Hornby" in html
     assert "seed 002" not in html
 
@@ -620,11 +634,10 @@ def _chromium(url: str, *extra: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (`make browser` installs it)")
 @pytest.mark.slow
-def test_report_in_a_real_browser(audited, tmp_path):
+def test_report_in_a_real_browser(report, tmp_path):
     from PIL import Image
 
-    res, out = audited
-    path = res.to_html(out / "report_browser.html")
+    path = report[0]
     url = path.resolve().as_uri()
     r = _chromium(url, "--dump-dom")
     assert "Disclosure audit of a synthetic release" in r.stdout
@@ -770,7 +783,7 @@ def test_a_step_failing_otherwise_leaves_the_audit_incomplete(release, tmp_path,
 # ---- issue 30: release-independent figures are a baseline, not a verdict ---------------------
 
 
-def test_release_independent_figures_are_a_baseline(audited):
+def test_release_independent_figures_are_a_baseline(audited, report):
     """The intruder knows unsynthesized columns only: the identification figures are the same
     in every dataset and repU equals UiO; they are listed as a baseline of the original
     (RELEASE_INDEPENDENT), never as verdict lines on the release (they added "exceeds" lines)."""
@@ -795,11 +808,11 @@ def test_release_independent_figures_are_a_baseline(audited):
     top = json.loads((out / "summary.json").read_text())
     assert {b["measure"] for b in top["baseline"]} == set(base)
     assert "RELEASE_INDEPENDENT" in top["warnings"]
-    html = res.to_html(out / "baseline.html").read_text()
+    html = report[0].read_text()
     verdict_table = html.split('<table class="verdicts">')[1].split("</table>")[0]
     assert "repU" not in verdict_table and "match rate" not in verdict_table
     assert "Baseline of the original (does not depend on the release)" in html
-    md = res.to_markdown(out / "baseline.md").read_text()
+    md = report[1].read_text()
     assert "### Baseline of the original" in md and "`RELEASE_INDEPENDENT`" in md
 
 
@@ -843,12 +856,12 @@ def test_posterior_step_comparable_with_the_identification_step(release, tmp_pat
     assert f"{ident.result.file['expected_match_risk']:.4g}" in row
 
 
-def test_report_says_which_combining_rules_and_why(audited):
+def test_report_says_which_combining_rules_and_why(audited, report):
     # the CART release records its generation scheme (partial: Tenure and Income synthesized)
-    res, out = audited
+    _, out = audited
     st = json.loads((out / "utility" / "summary.json").read_text())["settings"]
     assert st["combining_rules"] == "partial" and st["combining_rules_source"] == "manifest"
-    md = res.to_markdown(out / "report_rules.md").read_text()
+    md = report[1].read_text()
     assert ("Combining rules: partial (Reiter (2003)): the release's manifest records "
             "generation = 'partial'.") in md.replace("&#39;", "'")
 
@@ -1026,7 +1039,7 @@ def test_repu_is_one_line_per_set_of_keys(release, tmp_path):
 # ---- verdict lines a release board can act on (issue 35, item 1) ------------------------------
 
 
-def test_verdict_lines_carry_a_computed_cause_and_remedies(release, audited_hh):
+def test_verdict_lines_carry_a_computed_cause_and_remedies(release, audited_hh, report_hh):
     """A line on the wrong side of its threshold names one cause computed from the run (numbers
     checked here by brute force) and the remedies that would move it; a line within its
     threshold has neither."""
@@ -1066,10 +1079,10 @@ def test_verdict_lines_carry_a_computed_cause_and_remedies(release, audited_hh):
     top = json.loads((out / "summary.json").read_text())
     row = next(r for r in top["verdicts"] if r["measure"] == em.measure)
     assert row["cause"] == em.cause and row["remedies"] == list(em.remedies)
-    html = res.to_html(out / "cause.html").read_text()
+    html = report_hh[0].read_text()
     verdict = html.split('<section id="verdict">')[1].split("</section>")[0]
     assert "<strong>Cause:</strong>" in verdict and "<strong>Remedies:</strong>" in verdict
-    md = res.to_markdown(out / "cause.md").read_text()
+    md = report_hh[1].read_text()
     assert "**Cause:**" in md
     # the printable summary: the unit beside each value, the causes in a table of their own
     tables = res.summary().tables
@@ -1133,11 +1146,10 @@ def test_every_verdict_line_has_a_spread_and_one_unit(audited, audited_hh):
                if x.step != "utility")
 
 
-def test_report_header_names_the_intruder_of_every_line_and_folds_detail(audited_hh):
+def test_report_header_names_the_intruder_of_every_line_and_folds_detail(report_hh):
     """The header says who the intruder of each line is; the step sections' tables sit behind a
     <details> element (caption visible), so the first screen is the verdict."""
-    res, out = audited_hh
-    html = res.to_html(out / "intruders.html").read_text()
+    html = report_hh[0].read_text()
     header = html.split("<header>")[1].split("</header>")[0]
     assert "The intruder of each verdict line" in header
     assert "identification</strong>: knows Age, Urban, Marital, Income of every target" in header
@@ -1155,7 +1167,7 @@ def test_report_header_names_the_intruder_of_every_line_and_folds_detail(audited
     assert re.search(r'<details class="section"><summary>\d+ figures? of the marginals', compare)
     assert compare.index("<details") < compare.index("<img")
     assert "<figure class=\"table\">" not in html
-    md = res.to_markdown(out / "intruders.md").read_text()
+    md = report_hh[1].read_text()
     assert "The intruder of each verdict line" in md
 
 

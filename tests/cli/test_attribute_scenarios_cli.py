@@ -1,14 +1,15 @@
 """``bayes-risk attribute --scenario``: the low-risk intruder and the largest-value scenarios.
 
-Run as a subprocess with the working directory outside the repository (the source tree would
-shadow the installed package).
+Every command runs in this process through ``bayes_risk.cli.main`` (the installed package; the
+working directory is the test's folder): what is checked is the command's output, not the
+process boundary, which tests/cli/test_cli.py covers for ``python -m bayes_risk``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
-import sys
 import warnings
 
 import numpy as np
@@ -18,14 +19,8 @@ import pytest
 from bayes_risk.attribute.largest_value import largest_value_posterior
 
 
-def _cli(argv: list[str], cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bayes_risk", *argv], cwd=cwd,
-                          capture_output=True, text=True)
-
-
 def _in_process(argv: list[str], capsys) -> subprocess.CompletedProcess:
-    """``bayes-risk ARGV`` run in this process: a refusal needs no fresh interpreter (the
-    successful runs above and below go through ``python -m bayes_risk``)."""
+    """``bayes-risk ARGV`` run in this process: its exit status, stdout and stderr."""
     from bayes_risk.cli import main
 
     capsys.readouterr()
@@ -33,7 +28,14 @@ def _in_process(argv: list[str], capsys) -> subprocess.CompletedProcess:
         status = main(argv)
     except SystemExit as e:  # argparse's own errors
         status = e.code
-    return subprocess.CompletedProcess(argv, status, "", capsys.readouterr().err)
+    cap = capsys.readouterr()
+    return subprocess.CompletedProcess(argv, status, cap.out, cap.err)
+
+
+def _cli(argv: list[str], cwd, capsys) -> subprocess.CompletedProcess:
+    """``bayes-risk ARGV`` run in ``cwd`` (relative paths are the command's)."""
+    with contextlib.chdir(cwd):
+        return _in_process(argv, capsys)
 
 
 @pytest.fixture(scope="module")
@@ -55,11 +57,12 @@ def saved_dpmpm(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_empty_scenario_cli(saved_dpmpm, tmp_path):
+def test_empty_scenario_cli(saved_dpmpm, tmp_path, capsys):
     root, df, syn = saved_dpmpm
     out = tmp_path / "low"
     r = _cli(["attribute", "--model", str(root / "model"), str(root / "orig.csv"),
-              str(root / "syn"), "--scenario", "empty", "--quiet", "--out", str(out)], tmp_path)
+              str(root / "syn"), "--scenario", "empty", "--quiet", "--out", str(out)],
+             tmp_path, capsys)
     assert r.returncode == 0, r.stderr
     summ = json.loads((out / "summary.json").read_text())
     assert summ["scenario"] == "empty" and summ["settings"]["scenario"] == "empty"
@@ -106,7 +109,7 @@ def test_delta_default_is_the_library_default():
 
 
 @pytest.mark.slow
-def test_second_largest_cli_matches_api(tmp_path):
+def test_second_largest_cli_matches_api(tmp_path, capsys):
     from bayes_risk.models import PoissonMixture
 
     rng = np.random.default_rng(3)
@@ -124,7 +127,7 @@ def test_second_largest_cli_matches_api(tmp_path):
     out = tmp_path / "lv"
     r = _cli(["attribute", "--model", str(tmp_path / "model"), str(tmp_path / "orig.csv"),
               str(tmp_path / "syn"), "--scenario", "second-largest", "--column", "wages",
-              "--upper", "120", "--delta", "0.1", "--quiet", "--out", str(out)], tmp_path)
+              "--upper", "120", "--delta", "0.1", "--quiet", "--out", str(out)], tmp_path, capsys)
     assert r.returncode == 0, r.stderr
     summ = json.loads((out / "summary.json").read_text())
     assert summ["scenario"] == "second-largest" and summ["record"] == 7
@@ -141,7 +144,7 @@ def test_second_largest_cli_matches_api(tmp_path):
 
 
 @pytest.mark.slow
-def test_two_records_cli(saved_dpmpm, tmp_path):
+def test_two_records_cli(saved_dpmpm, tmp_path, capsys):
     """``--scenario two-records --pairs``: one row per pair, the Python API's numbers."""
     from bayes_risk import attribute_risk
     from bayes_risk.models import load_model
@@ -151,7 +154,7 @@ def test_two_records_cli(saved_dpmpm, tmp_path):
     out = tmp_path / "pairs"
     (tmp_path / "pairs.txt").write_text("0 1\n# a comment\n4:2\n")
     r = _cli([*base, "--pairs", str(tmp_path / "pairs.txt"), "--estimator", "is",
-              "--bootstrap", "0", "--quiet", "--out", str(out)], tmp_path)
+              "--bootstrap", "0", "--quiet", "--out", str(out)], tmp_path, capsys)
     assert r.returncode == 0, r.stderr
     assert "pairs of records" in r.stdout
     summ = json.loads((out / "summary.json").read_text())
@@ -177,17 +180,17 @@ def test_two_records_cli(saved_dpmpm, tmp_path):
     np.testing.assert_array_equal(v[held, :q], one.candidates[0].values)
     a, b = res.loglik[0][held], one.loglik[0]
     np.testing.assert_allclose(a - a.max(), b - b.max(), atol=1e-10)
-    r = _cli([*base, "--scenario", "two-records", "--out", str(tmp_path / "a")], tmp_path)
+    r = _cli([*base, "--scenario", "two-records", "--out", str(tmp_path / "a")], tmp_path, capsys)
     assert r.returncode != 0 and "needs --pairs" in r.stderr
     r = _cli([*base, "--pairs", "0:1", "--records", "0-3", "--out", str(tmp_path / "b")],
-             tmp_path)
+             tmp_path, capsys)
     assert r.returncode != 0 and "--records does not apply" in r.stderr
-    r = _cli([*base, "--pairs", "0-1", "--out", str(tmp_path / "c")], tmp_path)
+    r = _cli([*base, "--pairs", "0-1", "--out", str(tmp_path / "c")], tmp_path, capsys)
     assert r.returncode != 0 and "is not a pair of record numbers" in r.stderr
 
 
 @pytest.mark.slow
-def test_rf_release_grown_within_groups_cli(tmp_path):
+def test_rf_release_grown_within_groups_cli(tmp_path, capsys):
     """A random-forest release with forests grown within groups of an unsynthesized column:
     ``attribute`` rebuilds the synthesizer and scores it (it was refused before)."""
     from bayes_risk import attribute_risk
@@ -200,10 +203,10 @@ def test_rf_release_grown_within_groups_cli(tmp_path):
     r = _cli(["synthesize", "orig.csv", "--method", "rf", "--synthesize", "MAR", "RACE", "SEX",
               "--categorical", "MAR", "RACE", "SEX", "EDUC", "--group-by", "EDUC",
               "--min-group-size", "9", "--n-trees", "8", "-m", "2", "--random-seed", "3",
-              "--out", "syn", "-q"], tmp_path)
+              "--out", "syn", "-q"], tmp_path, capsys)
     assert r.returncode == 0, r.stderr
     r = _cli(["attribute", "orig.csv", "syn", "--records", "0-4", "--quiet", "--out", "att"],
-             tmp_path)
+             tmp_path, capsys)
     assert r.returncode == 0, r.stderr
     rec = pd.read_csv(tmp_path / "att" / "records.csv")
     orig = pd.read_csv(tmp_path / "orig.csv")

@@ -14,10 +14,10 @@ from bayes_risk.models import get_synthesizer, load_model
 pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.DataWarning")
 
 
-@pytest.fixture
-def csv(tmp_path):
+@pytest.fixture(scope="module")
+def csv(tmp_path_factory):
     df = make_ce_like(300, random_seed=1)
-    path = tmp_path / "ce.csv"
+    path = tmp_path_factory.mktemp("ce") / "ce.csv"
     df.to_csv(path, index=False)
     return path, pd.read_csv(path)
 
@@ -84,17 +84,27 @@ def test_fit_tree_errors_and_out_policy(tmp_path, csv, capsys):
     assert cli.main([*args, "--overwrite"]) == 0
 
 
-@pytest.mark.parametrize("method", ["cart", "rf"])
-def test_attribute_with_saved_tree_model(tmp_path, csv, capsys, method):
-    """``attribute --model DIR`` with a saved CART / RF folder uses its plug-in likelihood: the
-    same records as the synthesizer rebuilt from the release's manifest."""
-    path, df = csv
-    mdir, sdir = tmp_path / "model", tmp_path / "syn"
+@pytest.fixture(scope="module", params=["cart", "rf"])
+def saved_tree(request, csv, tmp_path_factory):
+    """A saved CART / RF folder and its release (m = 2), fitted once for the attribute and the
+    audit tests below (neither writes into these folders)."""
+    method = request.param
+    path, _ = csv
+    root = tmp_path_factory.mktemp(f"saved_{method}")
+    mdir, sdir = root / "model", root / "syn"
     extra = ["--n-trees", "20"] if method == "rf" else []
     assert cli.main(["fit", str(path), "--method", method, "--synthesize", "Tenure", "Marital",
                      *extra, *TYPES, "--random-seed", "3", "--quiet", "--out", str(mdir)]) == 0
     assert cli.main(["synthesize", "--model", str(mdir), "-m", "2", "--random-seed", "2",
                      "--quiet", "--out", str(sdir)]) == 0
+    return method, mdir, sdir
+
+
+def test_attribute_with_saved_tree_model(tmp_path, csv, capsys, saved_tree):
+    """``attribute --model DIR`` with a saved CART / RF folder uses its plug-in likelihood: the
+    same records as the synthesizer rebuilt from the release's manifest."""
+    path, df = csv
+    _, mdir, sdir = saved_tree
     common = ["--records", "0-9", "--random-seed", "4", "-q"]
     assert cli.main(["attribute", str(path), str(sdir), "--model", str(mdir), *common,
                      "--out", str(tmp_path / "a1")]) == 0
@@ -114,18 +124,12 @@ def test_attribute_with_saved_tree_model(tmp_path, csv, capsys, method):
     assert "ORIGINAL" in capsys.readouterr().err and not (tmp_path / "a3").exists()
 
 
-@pytest.mark.parametrize("method", ["cart", "rf"])
-def test_audit_with_saved_tree_model(tmp_path, csv, capsys, method):
+def test_audit_with_saved_tree_model(tmp_path, csv, capsys, saved_tree):
     """``audit --model DIR`` with a saved CART / RF folder runs its attribute step with the
     folder's plug-in likelihood (it failed: the raw synthesizer was passed as a model), with
     the same records as the audit that rebuilds the synthesizer from the manifest."""
     path, _ = csv
-    mdir, sdir = tmp_path / "model", tmp_path / "syn"
-    extra = ["--n-trees", "20"] if method == "rf" else []
-    assert cli.main(["fit", str(path), "--method", method, "--synthesize", "Tenure", "Marital",
-                     *extra, *TYPES, "--random-seed", "3", "--quiet", "--out", str(mdir)]) == 0
-    assert cli.main(["synthesize", "--model", str(mdir), "-m", "2", "--random-seed", "2",
-                     "--quiet", "--out", str(sdir)]) == 0
+    _, mdir, sdir = saved_tree
     common = ["--known", "Age", "Urban", "Tenure", "--records", "0-9", "--skip", "utility",
               "identification", "posterior-identification", "disclosure", "--random-seed",
               "4", "-q"]
