@@ -70,24 +70,27 @@ def sample_uniques(data: pd.DataFrame) -> np.ndarray:
     return data.groupby(KEYS, observed=True)[KEYS[0]].transform("size").to_numpy() == 1
 
 
-def measures(data: pd.DataFrame, release, order: list[str], uniques: np.ndarray) -> dict:
+def measures(data: pd.DataFrame, release, order: list[str], uniques: np.ndarray,
+             every: dict | None = None) -> dict:
     """Caiola & Reiter's two rates over all records and over the sample uniques.
 
     The intruder knows who is in the sample and every quasi-identifier; the match probabilities
     are averaged over the m datasets (Caiola & Reiter 2010, eq. 1 with h = m). The sample
     uniques are the intruder's targets in the second call (``targets`` linked to the records by
-    their row number).
+    their row number). ``every``: the file measures over all records when they are already at
+    hand (the row of ``compare_visit_orders``, which computed them with the same intruder).
     """
     kw = dict(known=["AGE", *order], synthesized=order, aggregation="pooled",
               population=PopulationSpec(membership="known"), progressbar=False)
-    every = identification_risk(data, release, **kw)
+    if every is None:
+        every = identification_risk(data, release, **kw).file
     targets = data[uniques].rename_axis("row").reset_index()
     among = identification_risk(data, release, targets=targets, target_id="row", **kw)
-    return {"true_match_rate": every.file["true_match_rate_targets"],
-            "false_match_rate": every.file["false_match_rate"],
+    return {"true_match_rate": every["true_match_rate_targets"],
+            "false_match_rate": every["false_match_rate"],
             "uniques_true_match_rate": among.file["true_match_rate_targets"],
             "uniques_false_match_rate": among.file["false_match_rate"],
-            "n_unique_matches": every.file["n_unique"],
+            "n_unique_matches": every["n_unique"],
             "uniques_n_unique_matches": among.file["n_unique"]}
 
 
@@ -124,11 +127,12 @@ def identification_run(setup: dict, run: int, n_trees: int) -> tuple[list[dict],
         for name, order in orders.items():
             release = cmp.releases[tuple(order)]
             kept[(run, procedure, name)] = release
-            ratio = float(cmp.table.loc[cmp.table["order"] == " → ".join(order),
-                                        "pmse_ratio"].iloc[0])
+            # the comparison's row: its pMSE ratio, and the risk over all records (the same
+            # intruder as measures(), so that it is not computed a second time)
+            row = cmp.table.loc[cmp.table["order"] == " → ".join(order)].iloc[0].to_dict()
             rows.append({"run": run + 1, "procedure": "3.1-3.3" if procedure == "A"
-                         else "3.1a-3.3a", "order": name, "pmse_ratio": ratio,
-                         **measures(data, release, order, uniques)})
+                         else "3.1a-3.3a", "order": name, "pmse_ratio": float(row["pmse_ratio"]),
+                         **measures(data, release, order, uniques, every=row)})
     return rows, kept
 
 

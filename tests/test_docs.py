@@ -195,6 +195,46 @@ def test_eval_rst_blocks_hold_only_reference_directives():
                     )
 
 
+@needs_docs_tree
+def test_numpydoc_template_compiled_once_same_text(monkeypatch):
+    # the docs extension keeps numpydoc's compiled docstring template (numpydoc compiles it
+    # for every docstring); every rendered docstring is the same text as numpydoc's own
+    if importlib.util.find_spec("numpydoc") is None:
+        pytest.skip("the docs extra is not installed: pip install '.[docs]'")
+    import jinja2.sandbox
+    from numpydoc import docscrape_sphinx as ds
+    from numpydoc import numpydoc as nd
+
+    import bayes_risk
+    from bayes_risk.models import CARTSynthesizer
+
+    spec = importlib.util.spec_from_file_location("_br_docs_ext",
+                                                  DOCS / "_ext" / "bayes_risk_docs.py")
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    monkeypatch.setattr(nd, "get_doc_object", ds.get_doc_object)
+    objects = [(bayes_risk.attribute_risk, "function"), (bayes_risk.identification_risk,
+                                                         "function"),
+               (CARTSynthesizer, "class"), (CARTSynthesizer.fit, "method")]
+    config = {"show_class_members": False}
+    expected = [str(ds.get_doc_object(o, what, config=dict(config))) for o, what in objects]
+    ext._numpydoc_one_template()
+    assert nd.get_doc_object is not ds.get_doc_object
+    made = []
+    real = jinja2.sandbox.SandboxedEnvironment
+
+    class Counting(real):
+        def __init__(self, *a, **kw):
+            made.append(1)
+            super().__init__(*a, **kw)
+
+    monkeypatch.setattr(ds, "SandboxedEnvironment", Counting)
+    for _ in range(3):
+        got = [str(nd.get_doc_object(o, what, config=dict(config))) for o, what in objects]
+        assert got == expected
+    assert len(made) == 1
+
+
 def test_docstring_examples():
     import bayes_risk
 

@@ -422,7 +422,10 @@ def _pool_chunk(ctx: _Chunks, acc: _Pooled, a: int, z: int) -> float:
                                                      ucnt_all)
     # CSR of the chunk: sort by (row, col, replicate) and sum over replicates in replicate order
     if (m * n + 1) * R < 2**62:
-        order = np.argsort(key * R + reps)  # unique sort keys
+        # unique sort keys, so every sort gives the same permutation; the stable one (timsort)
+        # is the fast one here: the keys come as R runs (one per replicate) already in
+        # (target, record) order, which it merges instead of sorting from scratch
+        order = np.argsort(key * R + reps, kind="stable")
     else:  # pragma: no cover - beyond 2**62 (target, record, replicate) triples
         order = np.lexsort((reps, key))
     key, data = _segment_sums(key[order], data[order])

@@ -125,12 +125,17 @@ def _conditional_population_rows(
     sets = max(1, math.ceil(k / per))
     sets = min(sets, int(getattr(model, "n_draws", sets)))
     syn = model.synthesize(sets, random_seed=rng)
-    take = {key: [] for key in keys}
+    # positions of each cell's records in the datasets stacked, gathered with one take per cell
+    # at the end (a take per cell and dataset is what cost: up to H datasets x the cells)
+    take: dict[int, list[np.ndarray]] = {key: [] for key in keys}
     need = np.asarray(keys, dtype=np.int64)
-    for z in syn.datasets:
-        if rows_ is not None:
-            z = z.iloc[rows_].reset_index(drop=True)
-        zkeys = _partial.cell_keys([z], schema, us, reference=original)[0]
+    frames = [z if rows_ is None else z.iloc[rows_].reset_index(drop=True)
+              for z in syn.datasets]
+    # one call: the original's cells are found once, not once per dataset (the keys depend on
+    # the reference only)
+    all_keys = _partial.cell_keys(frames, schema, us, reference=original)
+    offset = 0
+    for z, zkeys in zip(frames, all_keys, strict=True):
         order = np.argsort(zkeys, kind="stable")
         lo = np.searchsorted(zkeys[order], need, side="left")
         hi = np.searchsorted(zkeys[order], need, side="right")
@@ -138,8 +143,10 @@ def _conditional_population_rows(
             rows = order[a:b]
             size = min(len(rows), max(1, math.ceil(k / sets)))
             if size:
-                take[key].append(z.iloc[np.sort(rng.choice(rows, size=size, replace=False))])
-    return {key: pd.concat(v, ignore_index=True).iloc[:k].reset_index(drop=True)
+                take[key].append(offset + np.sort(rng.choice(rows, size=size, replace=False)))
+        offset += len(z)
+    stacked = pd.concat(frames, ignore_index=True)
+    return {key: stacked.iloc[np.concatenate(v)[:k]].reset_index(drop=True)
             for key, v in take.items()}
 
 

@@ -12,6 +12,8 @@
 * Docstring markup that reST misreads is normalised before numpydoc parses it: a bullet list
   right after a paragraph line gets the blank line reST needs, and ``|name|`` (a size written as
   in the formulas, not a substitution) is escaped.
+* numpydoc's docstring template is compiled once per builder, not once per docstring (the same
+  pages, a tenth less Sphinx time).
 """
 
 from __future__ import annotations
@@ -227,6 +229,53 @@ def _fix_docstring(app, what, name, obj, options, lines: list[str]) -> None:
     lines[:] = fixed
 
 
+# --------------------------------------------------------------------------- numpydoc template
+
+
+def _numpydoc_one_template() -> None:
+    """Compile numpydoc's docstring template once per builder instead of once per docstring.
+
+    numpydoc 1.x (``docscrape_sphinx.get_doc_object``) builds a new Jinja environment and
+    compiles ``numpydoc_docstring.rst`` for every docstring and signature it renders: some
+    1,250 compilations, a tenth of the Sphinx time of a build. The replacement is numpydoc's
+    function with the compiled template kept; the template, and so every page, is the same. A
+    numpydoc without the names it relies on is left alone.
+    """
+    from numpydoc import docscrape_sphinx as ds
+    from numpydoc import numpydoc as nd
+
+    needed = ("get_doc_object_orig", "SandboxedEnvironment", "BuiltinTemplateLoader",
+              "FileSystemLoader", "SphinxClassDoc", "SphinxFunctionDoc", "SphinxObjDoc")
+    if not all(hasattr(ds, n) for n in needed) or getattr(nd, "get_doc_object", None) is not \
+            ds.get_doc_object:
+        return
+    templates: dict[int, Any] = {}
+
+    def get_doc_object(obj, what=None, doc=None, config=None, builder=None):
+        if config is None:
+            config = {}
+        template = templates.get(id(builder))
+        if template is None:  # as numpydoc does it, once
+            dirs = [os.path.join(os.path.dirname(ds.__file__), "templates")]
+            if builder is not None:
+                loader = ds.BuiltinTemplateLoader()
+                loader.init(builder, dirs=dirs)
+            else:
+                loader = ds.FileSystemLoader(dirs)
+            template = ds.SandboxedEnvironment(loader=loader).get_template(
+                "numpydoc_docstring.rst")
+            templates[id(builder)] = template
+        config["template"] = template
+        return ds.get_doc_object_orig(obj, what=what, doc=doc, config=config,
+                                      class_doc=ds.SphinxClassDoc,
+                                      func_doc=ds.SphinxFunctionDoc, obj_doc=ds.SphinxObjDoc)
+
+    nd.get_doc_object = get_doc_object
+
+
+# --------------------------------------------------------------------------- trace
+
+
 def _trace(event: str):
     """A Sphinx event handler that appends ``event docname time`` to the file named by
     ``$BAYES_RISK_DOCS_TRACE`` (the docs test sets it). Written directly, not through Sphinx's
@@ -252,4 +301,5 @@ def setup(app):
     app.connect("doctree-read", _trace_read)
     app.connect("missing-reference", _resolve_alias)
     app.connect("autodoc-process-docstring", _fix_docstring, priority=100)
+    _numpydoc_one_template()
     return {"parallel_read_safe": True, "parallel_write_safe": True}
