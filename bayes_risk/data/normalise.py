@@ -124,13 +124,22 @@ def select_columns(df: pd.DataFrame, cols: list[str],
         When ``df`` already holds exactly ``cols`` on rows ``0..n-1`` (a model that draws only
         the requested columns), a shallow copy of ``df``: pandas' label lookup costs about a
         millisecond a table, more than drawing a small posterior replicate, and copy-on-write
-        keeps the caller's edits away from ``df``. Otherwise ``df[cols].reset_index(drop=True)``.
+        keeps the caller's edits away from ``df`` (a deep copy where pandas does not copy on
+        write). Otherwise ``df[cols].reset_index(drop=True)``.
     """
     ix = df.index
     if (df.columns.equals(pd.Index(cols) if want is None else want)
             and isinstance(ix, pd.RangeIndex) and ix.start == 0 and ix.step == 1):
-        return df.copy(deep=False)
+        # without copy-on-write (pandas 2 by default) a shallow copy would share the values
+        return df.copy(deep=not _copy_on_write())
     return df[cols].reset_index(drop=True)
+
+
+def _copy_on_write() -> bool:
+    """Whether pandas copies on write: always from pandas 3, by option before."""
+    if int(pd.__version__.split(".")[0]) >= 3:
+        return True
+    return pd.get_option("mode.copy_on_write") is True
 
 
 def record_positions(records: Any, n: int, *, argument: str = "records") -> np.ndarray:

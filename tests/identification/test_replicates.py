@@ -746,11 +746,15 @@ def _frames_for_selection():
     ]
 
 
-def test_select_columns_is_the_label_lookup():
+@pytest.mark.parametrize("cow", [True, False], ids=["copy-on-write", "pandas-2-default"])
+def test_select_columns_is_the_label_lookup(cow, monkeypatch):
     """``select_columns`` is ``df[cols].reset_index(drop=True)`` (values, dtypes, labels), and
-    editing its result never edits the table it came from."""
+    editing its result never edits the table it came from (with or without pandas'
+    copy-on-write)."""
+    from bayes_risk.data import normalise
     from bayes_risk.data.normalise import select_columns
 
+    monkeypatch.setattr(normalise, "_copy_on_write", lambda: cow)
     cols = ["race", "income"]
     for df in _frames_for_selection():
         before = df.copy()
