@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, replicate_rng, seed_sequence
+from bayes_risk.data.normalise import select_columns
 from bayes_risk.exceptions import ValidationError
 
 __all__ = ["iter_replicates", "check_replicate_columns"]
@@ -58,6 +59,7 @@ def iter_replicates(
         raise ValidationError(f"n must be a non-negative integer or None. Got {n!r}.")
     seq = seed_sequence(random_seed)
     cols = list(columns)
+    want = pd.Index(cols)
     r = int(start)
     stop = None if n is None else int(start) + int(n)
     while stop is None or r < stop:
@@ -65,6 +67,7 @@ def iter_replicates(
         chunk = []
         for k in range(r, hi):
             z = draw_one(replicate_rng(seq, k))
-            chunk.append(z[cols].reset_index(drop=True))
+            chunk.append(select_columns(z, cols, want))
         yield chunk
         r = hi
+

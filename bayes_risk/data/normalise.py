@@ -4,6 +4,8 @@
   DataFrame) as a list of DataFrames plus the ``SyntheticData`` they came from (its manifest:
   schema, method, seeds), with the same checks and errors everywhere.
 * :func:`record_positions` — record selections as 0-based row positions (as ``DataFrame.iloc``).
+* :func:`select_columns` — some columns of a table on rows ``0..n-1`` (``df[cols].reset_index
+  (drop=True)``, cheap when the table holds exactly those columns).
 * ``level_codes`` (in ``bayes_risk.data.levels``) — the values of one categorical column as
   level codes; ``bayes_risk.data.encode`` is its table-level form.
 """
@@ -20,7 +22,7 @@ from bayes_risk.data.schema import Schema, check_column_labels
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["SyntheticInput", "as_synthetic_list", "record_positions"]
+__all__ = ["SyntheticInput", "as_synthetic_list", "record_positions", "select_columns"]
 
 
 class SyntheticInput(NamedTuple):
@@ -101,6 +103,43 @@ def as_synthetic_list(
         f"{argument} must be a DataFrame, a list of DataFrames or a SyntheticData. "
         f"Got {type(synthetic).__name__}."
     )
+
+
+def select_columns(df: pd.DataFrame, cols: list[str],
+                   want: pd.Index | None = None) -> pd.DataFrame:
+    """``df[cols].reset_index(drop=True)``: the columns ``cols``, rows numbered ``0..n-1``.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The table (a missing column raises pandas' ``KeyError``, as ``df[cols]``).
+    cols : list of str
+        The columns, in order.
+    want : pandas.Index, optional
+        ``pd.Index(cols)``, built once by a caller that selects from many tables.
+
+    Returns
+    -------
+    pandas.DataFrame
+        When ``df`` already holds exactly ``cols`` on rows ``0..n-1`` (a model that draws only
+        the requested columns), a shallow copy of ``df``: pandas' label lookup costs about a
+        millisecond a table, more than drawing a small posterior replicate, and copy-on-write
+        keeps the caller's edits away from ``df`` (a deep copy where pandas does not copy on
+        write). Otherwise ``df[cols].reset_index(drop=True)``.
+    """
+    ix = df.index
+    if (df.columns.equals(pd.Index(cols) if want is None else want)
+            and isinstance(ix, pd.RangeIndex) and ix.start == 0 and ix.step == 1):
+        # without copy-on-write (pandas 2 by default) a shallow copy would share the values
+        return df.copy(deep=not _copy_on_write())
+    return df[cols].reset_index(drop=True)
+
+
+def _copy_on_write() -> bool:
+    """Whether pandas copies on write: always from pandas 3, by option before."""
+    if int(pd.__version__.split(".")[0]) >= 3:
+        return True
+    return pd.get_option("mode.copy_on_write") is True
 
 
 def record_positions(records: Any, n: int, *, argument: str = "records") -> np.ndarray:

@@ -282,7 +282,11 @@ class Recoder:
                                   f"expected {n}.", code="ROW_COUNT_MISMATCH")
         codes = p0.data.schema.missing_codes
         cols = list(rule.exact_s) + list(rule.radius_s)
-        batch = [mask_missing_codes(z[cols], codes) for z in batch]
+        want = pd.Index(cols)
+        # the replicates usually hold exactly these columns: pandas' label lookup (about a
+        # millisecond a replicate) only when they do not
+        batch = [mask_missing_codes(z if z.columns.equals(want) else z[cols], codes)
+                 for z in batch]
         encs = p0.data.exact_encoders
         what = "posterior replicates"
         rep_exact = [

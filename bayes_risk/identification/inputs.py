@@ -17,6 +17,7 @@ import pandas as pd
 from bayes_risk.data.alignment import unchanged_column_error
 from bayes_risk.data.levels import level_codes, normalise_level
 from bayes_risk.data.missing import mask_missing_codes
+from bayes_risk.data.normalise import select_columns
 from bayes_risk.data.schema import (
     CATEGORICAL_TYPES,
     Schema,
@@ -118,6 +119,7 @@ def user_replicates(
             "columns]."
         )
     rep_s = []
+    want = pd.Index(known_s)
     for r, arr in enumerate(replicates, start=1):
         if isinstance(arr, pd.DataFrame):
             miss = [c for c in known_s if c not in arr.columns]
@@ -125,7 +127,7 @@ def user_replicates(
                 raise SchemaError(
                     f"replicate {r} lacks column(s) {miss}.", code="MISSING_COLUMN"
                 )
-            df = arr[known_s].reset_index(drop=True)
+            df = select_columns(arr, known_s, want)
         else:
             a = np.asarray(arr)
             if a.ndim == 1 and len(known_s) == 1:

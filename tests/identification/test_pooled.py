@@ -208,3 +208,39 @@ def test_property_cells_equal_materialised(prob):
     assert np.all(cell.pooled.fallback_extra >= 0)
     has = cell.pooled.fallback_extra > 0
     assert np.all(cell.pooled.fallback_value[has] > 0)
+
+
+@pytest.mark.parametrize("fallback", ["unsynthesized", "none"])
+def test_chunks_without_the_progress_bar_give_the_same_numbers(monkeypatch, fallback):
+    """Without a progress bar the targets are not cut at the bar's 100 steps (one chunk for a
+    small table, instead of one per target here): every probability and measure is bitwise
+    what the chunks of the bar's steps give."""
+    from bayes_risk.identification import pooled
+
+    y, zs = _coarse_problem(4, 150, 3)
+    kw = dict(known=["g", "a", "s", "x"], synthesized=["s", "x"], categorical=["g", "s"],
+              match=MatchSpec(radius={"x": 0.1}), fallback=fallback)
+    chunks = []
+    real = pooled._pool_chunk
+
+    def counting(ctx, acc, a, z):
+        chunks.append(z - a)
+        return real(ctx, acc, a, z)
+
+    monkeypatch.setattr(pooled, "_pool_chunk", counting)
+    quiet = ir(y, zs, **kw)
+    assert chunks == [150]
+    chunks.clear()
+    shown = ir(y, zs, progressbar=True, **kw)
+    assert len(chunks) == 100 and sum(chunks) == 150
+    for part in ("indptr", "indices", "data"):
+        assert _bitwise(getattr(quiet.prob, part), getattr(shown.prob, part)), part
+    for name in ("c", "T", "K", "W", "IR", "declared", "p_out", "p_unassigned"):
+        assert _bitwise(getattr(quiet, name), getattr(shown, name)), name
+    for name in ("fallback_value", "fallback_extra"):
+        a, b = getattr(quiet.pooled, name), getattr(shown.pooled, name)
+        assert (a is None and b is None) or _bitwise(a, b), name
+    if fallback == "unsynthesized":
+        assert (quiet.pooled.fallback_extra > 0).any()  # the fallback cells are exercised
+    pd.testing.assert_frame_equal(quiet.records, shown.records)
+    np.testing.assert_equal(quiet.file, shown.file)

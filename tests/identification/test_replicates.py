@@ -727,3 +727,98 @@ def test_compiled_pair_kernels_give_the_numbers_of_the_numpy_code(extra, monkeyp
     pd.testing.assert_frame_equal(a.records, b.records)
     for part in ("indptr", "indices", "data"):
         assert np.array_equal(getattr(a.prob, part), getattr(b.prob, part)), part
+
+
+def _frames_for_selection():
+    rng = np.random.default_rng(3)
+    base = pd.DataFrame({
+        "race": pd.Categorical(rng.choice(list("WBAO"), 30), categories=list("WBAO")),
+        "income": rng.lognormal(10, 0.5, 30),
+        "sex": rng.integers(0, 2, 30),
+    })
+    return [
+        base[["race", "income"]],  # exactly the columns, rows 0..n-1: the shallow copy
+        base,  # an extra column
+        base[["income", "race"]],  # the columns in another order
+        base[["race", "income"]].set_axis(np.arange(30) + 5),  # rows not numbered 0..n-1
+        base[["race", "income"]].iloc[::-1],  # a reversed RangeIndex
+        base[["race", "income"]].iloc[::2],  # a RangeIndex of step 2
+    ]
+
+
+@pytest.mark.parametrize("cow", [True, False], ids=["copy-on-write", "pandas-2-default"])
+def test_select_columns_is_the_label_lookup(cow, monkeypatch):
+    """``select_columns`` is ``df[cols].reset_index(drop=True)`` (values, dtypes, labels), and
+    editing its result never edits the table it came from (with or without pandas'
+    copy-on-write)."""
+    from bayes_risk.data import normalise
+    from bayes_risk.data.normalise import select_columns
+
+    monkeypatch.setattr(normalise, "_copy_on_write", lambda: cow)
+    cols = ["race", "income"]
+    for df in _frames_for_selection():
+        before = df.copy()
+        out = select_columns(df, cols)
+        pd.testing.assert_frame_equal(out, df[cols].reset_index(drop=True))
+        assert out.columns.dtype == df[cols].columns.dtype
+        out.loc[0, "income"] = -1.0
+        out["race"] = "W"
+        pd.testing.assert_frame_equal(df, before)
+    with pytest.raises(KeyError):
+        select_columns(_frames_for_selection()[0], ["race", "age"])
+
+
+def test_replicates_of_the_columns_only_skip_the_label_lookup(monkeypatch):
+    """``iter_replicates`` gives, replicate by replicate, the draw's ``z[cols]`` on rows
+    ``0..n-1`` (the draws of fixed seeds, before and after the fast path), and a model that
+    draws only the requested columns pays no pandas label lookup or re-indexing."""
+    from bayes_risk._rng import replicate_rng, seed_sequence
+    from bayes_risk.models._replicates import iter_replicates
+
+    def wide(rng):
+        return pd.DataFrame({"sex": rng.integers(0, 2, 40), "race": rng.choice(4, 40, p=PROBS),
+                             "income": rng.normal(size=40)}).set_axis(np.arange(40) * 3)
+
+    def narrow(rng):
+        return pd.DataFrame({"race": rng.choice(4, 40, p=PROBS)})
+
+    for draw, cols in ((wide, ["race", "income"]), (wide, ["income"]), (narrow, ["race"])):
+        got = [z for ch in iter_replicates(draw, 9, columns=cols, chunk_size=4,
+                                           random_seed=17, start=3) for z in ch]
+        seq = seed_sequence(17)
+        ref = [draw(replicate_rng(seq, k))[cols].reset_index(drop=True) for k in range(3, 12)]
+        assert len(got) == len(ref) == 9
+        for a, b in zip(got, ref, strict=True):
+            pd.testing.assert_frame_equal(a, b)
+
+    def no_lookup(*args, **kwargs):
+        raise AssertionError("label lookup or re-indexing of a replicate that needs none")
+
+    monkeypatch.setattr(pd.DataFrame, "reset_index", no_lookup)
+    got = list(FixedProbabilities(50).posterior_replicates(6, columns=["race"], chunk_size=4,
+                                                            random_seed=2))
+    assert [len(ch) for ch in got] == [4, 2]
+
+
+class ReleasedWide(Released):
+    """``Released``, but each replicate the whole table, its columns in reverse order."""
+
+    def posterior_replicates(self, n, *, columns=None, chunk_size=50, random_seed=None, start=0):
+        for chunk in super().posterior_replicates(n, columns=list(self.datasets[0].columns),
+                                                  chunk_size=chunk_size, start=start):
+            yield [z[z.columns[::-1]] for z in chunk]
+
+
+def test_batches_give_the_same_numbers_whatever_columns_the_replicates_hold():
+    """Later batches are encoded into the first batch's plan (``Recoder``): replicates holding
+    exactly the synthesized known columns (no label lookup) and the same replicates as whole
+    tables in another column order give the same numbers."""
+    y = make_data(150, seed=4)
+    syn = perturb(y, 5, seed=5)
+    kw = dict(KW, known=["sex", "region", "race", "income"], synthesized=["race", "income"])
+    narrow, wide = (identification_risk(
+        y, None, replicates=PosteriorReplicates(model(syn), n=12, batch_size=4, random_seed=1),
+        **kw) for model in (Released, ReleasedWide))
+    pd.testing.assert_frame_equal(narrow.records, wide.records)
+    np.testing.assert_equal(narrow.file, wide.file)
+    assert narrow.file["n_replicates"] == 12
