@@ -22,6 +22,7 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 from scipy import stats
 from scipy.special import betaln, gammaln, logsumexp
 
@@ -44,6 +45,8 @@ __all__ = [
 
 #: log α grid of the quadrature (trapezoid in t = log α; the integrand decays like α^a_α at 0)
 _LOG_ALPHA = np.linspace(-250.0, 9.0, 1201)
+#: class-count vectors are grouped by counting over all ``radix**K`` keys up to this many
+_MAX_DENSE_KEYS = 2**24
 
 
 def cells_of(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -61,6 +64,99 @@ def _compositions(n: int, K: int) -> np.ndarray:
         for rest in _compositions(n - first, K - 1):
             out.append([first, *rest])
     return np.array(out, dtype=np.int64)
+
+
+@njit(cache=True)
+def _sift_down(hk: np.ndarray, hp: np.ndarray, j: int, size: int) -> None:
+    """Restore the min-heap order of ``(hk, hp)`` (key, stream) below position ``j``."""
+    while True:
+        c = 2 * j + 1
+        if c >= size:
+            return
+        if c + 1 < size and (hk[c + 1] < hk[c] or (hk[c + 1] == hk[c] and hp[c + 1] < hp[c])):
+            c += 1
+        if hk[c] < hk[j] or (hk[c] == hk[j] and hp[c] < hp[j]):
+            hk[c], hk[j] = hk[j], hk[c]
+            hp[c], hp[j] = hp[j], hp[c]
+            j = c
+        else:
+            return
+
+
+@njit(cache=True)
+def _merge_sorted(
+    keys: np.ndarray, logw: np.ndarray, ckey: np.ndarray, lm: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Log-sum-exp of ``logw[i] + lm[p]`` over the pairs ``(i, p)`` sharing ``keys[i] + ckey[p]``.
+
+    ``keys`` is increasing, so each ``p`` is an increasing stream ``keys + ckey[p]``: a heap
+    merge of the ``P`` streams visits the ``T × P`` sums in key order (what sorting them all
+    gives, without the sort), and each run of equal keys is summed as
+    ``max + log Σ exp(w − max)``. Returns the distinct keys (increasing), one pair ``(i, p)``
+    of each and the log sums.
+    """
+    T, P = keys.size, ckey.size
+    hk = keys[0] + ckey  # heap of the streams' current keys
+    hp = np.arange(P)
+    for j in range(P // 2 - 1, -1, -1):
+        _sift_down(hk, hp, j, P)
+    pos = np.zeros(P, np.int64)
+    size = P
+    cap = max(T, P)
+    ukeys = np.empty(cap, np.int64)
+    fi = np.empty(cap, np.int64)
+    fp = np.empty(cap, np.int64)
+    out = np.empty(cap)
+    buf = np.empty(64)
+    n_u, nb = 0, 0
+    while size > 0:
+        k, p = hk[0], hp[0]
+        i = pos[p]
+        w = logw[i] + lm[p]
+        if n_u == 0 or k != ukeys[n_u - 1]:
+            if n_u > 0:  # close the previous run
+                mx = buf[:nb].max()
+                out[n_u - 1] = mx + np.log(np.exp(buf[:nb] - mx).sum())
+            if n_u == cap:
+                cap *= 2
+                ukeys2, fi2, fp2, out2 = (np.empty(cap, np.int64), np.empty(cap, np.int64),
+                                          np.empty(cap, np.int64), np.empty(cap))
+                ukeys2[:n_u], fi2[:n_u], fp2[:n_u], out2[:n_u] = ukeys, fi, fp, out
+                ukeys, fi, fp, out = ukeys2, fi2, fp2, out2
+            ukeys[n_u], fi[n_u], fp[n_u] = k, i, p
+            n_u += 1
+            nb = 0
+        if nb == buf.size:
+            buf2 = np.empty(2 * nb)
+            buf2[:nb] = buf
+            buf = buf2
+        buf[nb] = w
+        nb += 1
+        pos[p] = i + 1
+        if i + 1 < T:
+            hk[0] = keys[i + 1] + ckey[p]
+        else:
+            size -= 1
+            hk[0], hp[0] = hk[size], hp[size]
+        _sift_down(hk, hp, 0, size)
+    mx = buf[:nb].max()
+    out[n_u - 1] = mx + np.log(np.exp(buf[:nb] - mx).sum())
+    return ukeys[:n_u].copy(), fi[:n_u].copy(), fp[:n_u].copy(), out[:n_u].copy()
+
+
+@njit(cache=True)
+def _extend_states(
+    states: np.ndarray, fi: np.ndarray, fp: np.ndarray, comp: np.ndarray, s_c: np.ndarray
+) -> np.ndarray:
+    """``states[fi] + comp[fp][:, :, None] * s_c`` in one pass (no ``[T, K, S]`` temporaries)."""
+    T, K, S = fi.size, states.shape[1], states.shape[2]
+    out = np.empty((T, K, S), np.int64)
+    for t in range(T):
+        i, p = fi[t], fp[t]
+        for k in range(K):
+            for s in range(S):
+                out[t, k, s] = states[i, k, s] + comp[p, k] * s_c[s]
+    return out
 
 
 def allocation_states(
@@ -103,24 +199,12 @@ def allocation_states(
     for s_c, N in zip(cell_stats, cell_counts, strict=True):
         comp = _compositions(int(N), K)  # [P, K]
         lm = gammaln(N + 1) - gammaln(comp + 1).sum(axis=1)  # multinomial coefficients
-        nw = (logw[:, None] + lm[None, :]).ravel()
         if use_keys:
             ckey = comp[:, : K - 1] @ (mult @ s_c)  # [P]
-            nkeys = (keys[:, None] + ckey[None, :]).ravel()
-            order = np.argsort(nkeys)
-            sk = nkeys[order]
-            starts = np.flatnonzero(np.concatenate([[True], sk[1:] != sk[:-1]]))
-            first = order[starts]
-            sw = nw[order]
-            mx = np.maximum.reduceat(sw, starts)
-            grp = np.repeat(np.arange(starts.size), np.diff(np.append(starts, sk.size)))
-            acc = np.add.reduceat(np.exp(sw - mx[grp]), starts)
-            P = comp.shape[0]
-            states = (states[first // P]
-                      + comp[first % P][:, :, None] * s_c[None, None, :])
-            keys = sk[starts]
-            logw = mx + np.log(acc)
+            keys, fi, fp, logw = _merge_sorted(keys, logw, ckey, lm)
+            states = _extend_states(states, fi, fp, comp, s_c)
             continue
+        nw = (logw[:, None] + lm[None, :]).ravel()
         new = states[:, None, :, :] + comp[None, :, :, None] * s_c[None, None, None, :]
         new = new.reshape(-1, K, S)
         ukeys, inv = np.unique(new.reshape(len(new), -1), axis=0, return_inverse=True)
@@ -136,6 +220,9 @@ def allocation_states(
 
 def _log_p_z_given_alpha(nk: np.ndarray, log_alpha: np.ndarray) -> np.ndarray:
     """``[T, A]`` log p(z | α) of the truncated stick breaking for class counts ``nk [T, K]``."""
+    nk_u, inv = np.unique(nk, axis=0, return_inverse=True)
+    if len(nk_u) < len(nk):  # rows depend on their own counts alone: compute each once
+        return _log_p_z_given_alpha(nk_u, log_alpha)[inv.ravel()]
     K = nk.shape[1]
     alpha = np.exp(log_alpha)[None, :]
     tail = np.cumsum(nk[:, ::-1], axis=1)[:, ::-1]  # Σ_{h>=k}
@@ -178,6 +265,42 @@ class DPMixtureExact:
     _pi_given_state: np.ndarray  # E[π | state] [T, K]
 
 
+@njit(cache=True)
+def _group_logsumexp(
+    key: np.ndarray, a: np.ndarray, n_keys: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Log-sum-exp of ``a`` within the groups of equal ``key`` (integers in ``[0, n_keys)``).
+
+    Returns the first index of each group (groups in increasing key order), the group of each
+    element and ``max + log Σ exp(a − max)`` per group: ``np.unique(key, return_index=True,
+    return_inverse=True)`` with ``np.maximum.at`` / ``np.add.at``, by counting instead of
+    sorting."""
+    slot = np.full(n_keys, -1, np.int64)
+    for t in range(key.size - 1, -1, -1):
+        slot[key[t]] = t  # ends as the first occurrence
+    first_by_key = slot.copy()
+    U = 0
+    for v in range(n_keys):
+        if first_by_key[v] >= 0:
+            slot[v] = U
+            U += 1
+    first = np.empty(U, np.int64)
+    for v in range(n_keys):
+        if first_by_key[v] >= 0:
+            first[slot[v]] = first_by_key[v]
+    inv = np.empty(key.size, np.int64)
+    mx = np.full(U, -np.inf)
+    for t in range(key.size):
+        u = slot[key[t]]
+        inv[t] = u
+        if a[t] > mx[u]:
+            mx[u] = a[t]
+    acc = np.zeros(U)
+    for t in range(key.size):
+        acc[inv[t]] += np.exp(a[t] - mx[inv[t]])
+    return first, inv, mx + np.log(acc)
+
+
 def _dp_exact(stats, log_mult, nk, log_lik_state, a_alpha, b_alpha) -> DPMixtureExact:
     t = _LOG_ALPHA
     alpha = np.exp(t)
@@ -192,16 +315,14 @@ def _dp_exact(stats, log_mult, nk, log_lik_state, a_alpha, b_alpha) -> DPMixture
     # states are summed within each distinct count vector first (U × A work, not T × A)
     radix = int(nk.max()) + 1
     nk_key = nk @ (radix ** np.arange(K, dtype=np.int64))  # 1-D keys: sorting rows is slow
-    _, first, nk_inv = np.unique(nk_key, return_index=True, return_inverse=True)
-    nk_u = nk[first]
-    nk_inv = nk_inv.ravel()
-    U = nk_u.shape[0]
     a_state = log_mult + log_lik_state  # [T]
-    g_max = np.full(U, -np.inf)
-    np.maximum.at(g_max, nk_inv, a_state)
-    g_acc = np.zeros(U)
-    np.add.at(g_acc, nk_inv, np.exp(a_state - g_max[nk_inv]))
-    g = g_max + np.log(g_acc)  # [U] log Σ_{states with these counts}
+    n_keys = radix**K
+    if n_keys > _MAX_DENSE_KEYS:  # too many possible keys to count them: number the distinct ones
+        _, nk_key = np.unique(nk_key, return_inverse=True)
+        nk_key, n_keys = nk_key.ravel(), int(nk_key.max()) + 1
+    first, nk_inv, g = _group_logsumexp(nk_key, a_state, n_keys)
+    nk_u = nk[first]
+    U = nk_u.shape[0]  # g: [U] log Σ_{states with these counts}
     joint = g[:, None] + _log_p_z_given_alpha(nk_u.astype(float), t) + base[None, :]  # [U, A]
     log_ev = float(logsumexp(joint))
     post_ua = np.exp(joint - log_ev)
@@ -260,13 +381,53 @@ class DPMPMExact(DPMixtureExact):
 
     def predictive(self, row: np.ndarray) -> float:
         """Posterior predictive probability ``p(y_new = row | y)`` (label invariant)."""
-        n = self.nk.astype(float)
         off = np.concatenate([[0], np.cumsum(self.d)])
-        prod = np.ones(n.shape)
-        for j, dj in enumerate(self.d):
-            c = self.stats[:, :, off[j] + int(row[j])].astype(float)
-            prod *= (self.a_dir + c) / (dj * self.a_dir + n)
-        return float(np.einsum("t,tk,tk->", self.state_post, self._pi_given_state, prod))
+        cols = off[:-1] + np.asarray(row, dtype=np.int64)
+        return _dpmpm_predictive(self.stats, self.nk, cols, self.d * self.a_dir, self.a_dir,
+                                 self.state_post, self._pi_given_state)
+
+
+@njit(cache=True)
+def _dpmpm_log_lik(
+    stats: np.ndarray, nk: np.ndarray, off: np.ndarray, lg_a: np.ndarray, lg_d: np.ndarray
+) -> np.ndarray:
+    """``[T]`` integrated DPMPM log-likelihood of each state (φ integrated conjugately):
+    ``Σ_jk [log Γ(d_j a) − log Γ(d_j a + n_k) + Σ_l (log Γ(a + c_kjl) − log Γ(a))]``."""
+    T, K = nk.shape
+    out = np.zeros(T)
+    for t in range(T):
+        acc = 0.0
+        for j in range(off.size - 1):
+            for k in range(K):
+                acc += lg_d[j, nk[t, k]]
+                for s in range(off[j], off[j + 1]):
+                    acc += lg_a[stats[t, k, s]]
+        out[t] = acc
+    return out
+
+
+@njit(cache=True)
+def _dpmpm_predictive(
+    stats: np.ndarray,
+    nk: np.ndarray,
+    cols: np.ndarray,
+    dja: np.ndarray,
+    a: float,
+    state_post: np.ndarray,
+    pi_given: np.ndarray,
+) -> float:
+    """``Σ_t P(t) Σ_k E[π_k | t] Π_j (a + c_{k, cols_j}) / (d_j a + n_k)`` (see ``predictive``)."""
+    T, K = nk.shape
+    total = 0.0
+    for t in range(T):
+        acc = 0.0
+        for k in range(K):
+            prod = 1.0
+            for j in range(cols.size):
+                prod *= (a + stats[t, k, cols[j]]) / (dja[j] + nk[t, k])
+            acc += pi_given[t, k] * prod
+        total += state_post[t] * acc
+    return total
 
 
 def dpmpm_exact(
@@ -296,11 +457,12 @@ def dpmpm_exact(
     stats, log_mult = allocation_states(onehot, counts, K)
     nk = stats[:, :, off[0] : off[1]].sum(axis=2)
     a = float(dirichlet_prior)
-    ll = np.zeros(len(stats))
-    for j, dj in enumerate(d):
-        c = stats[:, :, off[j] : off[j + 1]].astype(float)
-        ll += (gammaln(dj * a) - gammaln(dj * a + nk)).sum(axis=1)
-        ll += (gammaln(a + c) - gammaln(a)).sum(axis=(1, 2))
+    # the counts are integers ≤ n: log Γ of ``a + c`` and ``d_j a + n_k`` from tables
+    n_max = len(codes) + 1
+    lg_a = gammaln(a + np.arange(n_max, dtype=float)) - gammaln(a)
+    lg_d = np.array([gammaln(dj * a) - gammaln(dj * a + np.arange(n_max, dtype=float))
+                     for dj in d])
+    ll = _dpmpm_log_lik(stats, nk, off, lg_a, lg_d)
     base = _dp_exact(stats, log_mult, nk, ll, *alpha_prior)
     out = DPMPMExact(**base.__dict__)
     out.d = d
