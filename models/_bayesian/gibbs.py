@@ -16,7 +16,11 @@ the same seed gives the same draws as the ``pm.sample`` path, sequential or para
 in forked processes when ``cores > 1`` on Linux (one per chain, at most ``cores`` sampling at a
 time), each with ``cpu_count // workers`` threads for the compiled kernels (whose results do not
 depend on the number of threads); elsewhere they run in turn (macOS does not allow ``fork`` once
-its system frameworks are in use).
+its system frameworks are in use). With ``cores=None`` (the package's choice) they run in
+worker processes only when the step's estimate of the sampling time in one process
+(``expected_sweep_seconds``) is at least ``FORK_MIN_SECONDS``: below it, starting the workers
+costs more than a second core saves (``chain_processes``). Either way every chain draws from its
+own generator, so the draws are the same.
 
 A run may extend itself (``max_sweeps``, ``check``: the DPMPM's default run length): the worker
 processes stay alive between rounds and hold their chain's state (in one process each chain has
@@ -43,7 +47,46 @@ from bayes_risk.models._bayesian.timing import record_sweep_time
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 
-__all__ = ["GibbsLayout", "chain_generators", "sample_gibbs"]
+__all__ = ["FORK_MIN_SECONDS", "GibbsLayout", "chain_generators", "chain_processes",
+           "sample_gibbs"]
+
+# Chain worker processes cost a start-up that chains in turn do not: forking, each worker's
+# numba threads and, when this process has not run the step yet, each worker loading the
+# compiled kernels (a 200-record DPMPM fit of 2 × 110 sweeps: 0.58 CPU-s with two workers
+# against 0.09 in turn, in a fresh process; ≈ 0.5 s of wall time). Two workers save half the
+# sampling time, so below about twice that start-up the chains are faster in turn; the margin
+# keeps a fit that is about even in this process (the workers' start-up also takes the other
+# core from whatever else runs).
+FORK_MIN_SECONDS = 2.0
+
+
+def chain_processes(cores: int | None, chains: int, expected_seconds: float | None) -> int:
+    """Worker processes for the chains of a Gibbs run; ``1``: in turn, in this process.
+
+    Parameters
+    ----------
+    cores : int or None
+        The ``cores`` setting. An integer is the number of worker processes asked for (at most
+        one per chain); ``None`` is the package's choice: ``min(4, cpu_count)`` workers when the
+        sampling is expected to take at least ``FORK_MIN_SECONDS`` in one process, else none.
+    chains : int
+        Number of chains.
+    expected_seconds : float or None
+        The step's estimate of all chains' sampling time in one process (``None``: no
+        estimate, workers as with an integer ``cores``).
+
+    Returns
+    -------
+    int
+        Chains sampling at once; more than one only on Linux (forked workers, as PyMC does:
+        macOS does not allow ``fork`` once its system frameworks are in use).
+    """
+    if cores is None:
+        if expected_seconds is not None and expected_seconds < FORK_MIN_SECONDS:
+            return 1
+        cores = min(4, os.cpu_count() or 1)
+    workers = min(int(cores), int(chains))
+    return workers if workers > 1 and sys.platform.startswith("linux") else 1
 
 
 @dataclass(frozen=True)
@@ -396,8 +439,11 @@ def sample_gibbs(
         Warm-up sweeps (statistics kept in ``warmup_sample_stats``), kept draws per chain,
         chains.
     cores : int or None
-        Worker processes for the chains (``None``: ``min(4, cpu_count)``, as PyMC); ``1``
-        runs the chains one after the other in this process.
+        Worker processes for the chains; ``1`` runs the chains one after the other in this
+        process. ``None``: ``min(4, cpu_count)`` workers (as PyMC) when the step's
+        ``expected_sweep_seconds()`` over every chain's first round of sweeps comes to at least
+        ``FORK_MIN_SECONDS``, else the chains run in turn here (``chain_processes``; a step
+        without the method gets the workers). The draws are the same either way.
     progressbar : bool
         Show a progress bar of the draws on stderr (warm-up draws and kept draws; a step with a
         ``thin`` attribute makes ``thin`` sweeps per kept draw, and the bar says so).
@@ -424,10 +470,13 @@ def sample_gibbs(
         (``bayes_risk.models._bayesian.timing``).
     """
     tune, draws, chains = int(tune), int(draws), int(chains)
-    if cores is None:
-        cores = min(4, os.cpu_count() or 1)
     rngs = chain_generators(seeds, chains)
     thin = int(getattr(step, "thin", 1))
+    # the first round's sweeps (a run that extends itself keeps the workers it started with)
+    estimate = getattr(step, "expected_sweep_seconds", None)
+    expected = None if estimate is None else chains * (tune + draws * thin) * estimate()
+    workers = chain_processes(cores, chains, expected)
+    parallel = workers > 1
     extend = check is not None and int(max_sweeps) > 0 and hasattr(step, "thin")
     prog, bar = _progress_bar(progressbar, chains * (tune + draws), thin)
     t0 = time.time()
@@ -435,9 +484,6 @@ def sample_gibbs(
     try:
         if prog is not None:
             prog.start()
-        workers = min(int(cores), chains)
-        # fork only where it is safe and PyMC forks too (Linux); elsewhere chains run in turn
-        parallel = workers > 1 and sys.platform.startswith("linux")
         # the lines pm.sample logs, so that users (and scripts watching stderr) see the same
         _log = _pymc_logger()
         _log.info(f"Multiprocess sampling ({chains} chains in {workers} jobs)" if parallel
@@ -496,7 +542,7 @@ def sample_gibbs(
     dt.attrs.update({"thin": thin, "gibbs_rounds": rounds,
                      "max_sweeps": int(max_sweeps) if extend else 0, "gibbs_stop": stopped})
     seconds, sweeps = sum(t[0] for t in timed), sum(t[1] for t in timed)
-    record_sweep_time(dt, seconds / sweeps if sweeps else None, workers if parallel else 1)
+    record_sweep_time(dt, seconds / sweeps if sweeps else None, workers)
     return dt
 
 

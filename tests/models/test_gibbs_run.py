@@ -196,3 +196,67 @@ def test_output_imports_overlap_the_sweeps_without_changing_the_draws(monkeypatc
     monkeypatch.setattr(gr, "Background", lambda *tasks: contextlib.nullcontext())
     without = _posterior(DPMPM(**kw), df, 3, via_pymc=False)
     _assert_same_tree(with_overlap, without, pi_rtol=0.0)
+
+
+def test_chain_processes_rule():
+    """``cores=None``: worker processes only when the sampling is expected to take at least
+    FORK_MIN_SECONDS in one process; an integer ``cores`` is what is asked for."""
+    import sys
+
+    from bayes_risk.models._bayesian.gibbs import FORK_MIN_SECONDS, chain_processes
+
+    linux = sys.platform.startswith("linux")
+    auto = min(4, os.cpu_count() or 1, 3)
+    assert chain_processes(None, 3, FORK_MIN_SECONDS / 2) == 1
+    assert chain_processes(None, 3, FORK_MIN_SECONDS) == (auto if linux and auto > 1 else 1)
+    assert chain_processes(None, 3, None) == (auto if linux and auto > 1 else 1)  # no estimate
+    assert chain_processes(2, 3, 0.0) == (2 if linux else 1)  # asked for: always
+    assert chain_processes(5, 2, 0.0) == (2 if linux else 1)  # at most one per chain
+    assert chain_processes(1, 3, 1e9) == 1
+    assert chain_processes(None, 1, 1e9) == 1
+
+
+def test_expected_sweep_seconds_grows_with_the_table():
+    from bayes_risk.models.dpmpm.step import (
+        _SWEEP_SECONDS_BASE,
+        _SWEEP_SECONDS_PER_CELL,
+        DPMPMGibbs,
+    )
+
+    codes = np.zeros((200, 3), dtype=np.int64)
+    kw = dict(d=[2, 2, 2], n_components=5, alpha_prior=(0.25, 0.25), dirichlet_prior=1.0)
+    step = DPMPMGibbs(["alpha"], codes=codes, **kw)
+    assert step.expected_sweep_seconds() == pytest.approx(
+        _SWEEP_SECONDS_BASE + _SWEEP_SECONDS_PER_CELL * 200 * 3 * 5, rel=1e-12)
+    big = DPMPMGibbs(["alpha"], codes=np.zeros((20_000, 3), dtype=np.int64), **kw)
+    assert big.expected_sweep_seconds() > step.expected_sweep_seconds()
+
+
+@pytest.mark.skipif(not os.sys.platform.startswith("linux"), reason="forked chain workers")
+@pytest.mark.parametrize(("K", "tune", "draws", "chains", "n"),
+                         [(4, 5, 8, 2, 200), (6, 0, 7, 3, 300), (1, 3, 5, 2, 120),
+                          (5, 10, 6, 4, 250)])
+def test_small_fit_runs_in_process_with_the_draws_of_forked_chains(caplog, K, tune, draws,
+                                                                   chains, n):
+    """``cores=None`` on a small fit: the chains run in turn in this process (no worker
+    start-up), bit for bit the draws and statistics of the same fit forced into worker
+    processes (``cores=2``)."""
+    import logging
+
+    df = _table(n, seed=K + tune)
+    kw = dict(n_components=K, tune=tune, draws=draws, chains=chains, progressbar=False)
+    with caplog.at_level(logging.INFO, logger="pymc"):
+        auto = DPMPM(**kw).fit(df, random_seed=K)  # cores=None (the default)
+    assert f"Sequential sampling ({chains} chains in 1 job)" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="pymc"):
+        forked = DPMPM(**kw, cores=2).fit(df, random_seed=K)
+    assert f"Multiprocess sampling ({chains} chains in 2 jobs)" in caplog.text
+    assert auto.posterior_["posterior"].attrs["chains_at_once"] == 1
+    assert forked.posterior_["posterior"].attrs["chains_at_once"] == 2
+    assert list(auto.posterior_.children) == list(forked.posterior_.children)
+    for g in auto.posterior_.children:
+        A, B = auto.posterior_[g], forked.posterior_[g]
+        assert list(A.data_vars) == list(B.data_vars), g
+        for v in A.data_vars:
+            assert np.array_equal(A[v].values, B[v].values), f"{g}/{v}"
