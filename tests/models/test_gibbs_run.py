@@ -260,3 +260,35 @@ def test_small_fit_runs_in_process_with_the_draws_of_forked_chains(caplog, K, tu
         assert list(A.data_vars) == list(B.data_vars), g
         for v in A.data_vars:
             assert np.array_equal(A[v].values, B[v].values), f"{g}/{v}"
+
+
+def test_interrupt_raised_in_a_compile_callback_is_not_printed(monkeypatch):
+    """Ctrl-C while numba compiles or loads a kernel in this process (a small fit's chains run
+    here) raises KeyboardInterrupt inside a ctypes callback, which Python cannot raise and
+    printed as "Exception ignored ... Traceback". Once the guard has recorded the signal it is
+    not passed on (the run stops at its next draw); any other such error still is."""
+    import sys
+    import types
+
+    from bayes_risk.models._bayesian.sampling import InterruptGuard
+
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(type(u.exc_value)))
+    hook = sys.unraisablehook
+
+    def unraisable(err):
+        return types.SimpleNamespace(exc_type=type(err), exc_value=err, exc_traceback=None,
+                                     err_msg="Exception ignored on calling ctypes callback",
+                                     object=None)
+
+    with InterruptGuard() as guard:
+        guard.interrupted = True
+        sys.unraisablehook(unraisable(KeyboardInterrupt()))
+        assert seen == []
+        sys.unraisablehook(unraisable(ValueError("other")))
+        assert seen == [ValueError]
+    assert sys.unraisablehook is hook
+    with InterruptGuard():  # no signal recorded: passed on as before
+        sys.unraisablehook(unraisable(KeyboardInterrupt()))
+    assert seen == [ValueError, KeyboardInterrupt]
+    assert sys.unraisablehook is hook
