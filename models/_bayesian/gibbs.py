@@ -30,6 +30,7 @@ gives the same draws whether the chains run in parallel or in turn.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -590,9 +591,9 @@ def _warm_up_output() -> None:
     about half a second)."""
     import arviz_stats  # noqa: F401 - models._bayesian.convergence (ESS, R-hat)
     import xarray as xr
-    from arviz_base import dict_to_dataset
 
-    xr.DataTree.from_dict({"posterior": dict_to_dataset({"x": np.zeros((1, 1))})})
+    xr.DataTree.from_dict({"posterior": _dataset({"x": np.zeros((1, 1))}, {}, {}, {})})
+    _pymc_version()
 
 
 def _to_datatree(
@@ -604,11 +605,7 @@ def _to_datatree(
 ) -> xr.DataTree:
     """The groups ``pm.sample(discard_tuned_samples=False)`` returns, without the warm-up
     draws of the parameters (which ``BayesianSynthesizer._run_sampler`` deletes)."""
-    import importlib.metadata
-
     import xarray as xr
-    from arviz_base import dict_to_dataset
-
 
     post = {}
     for name in layout.shapes:
@@ -622,16 +619,13 @@ def _to_datatree(
     stats = {name: np.stack([r[1][name] for r in results]) for name in results[0][1]}
     attrs = {
         "inference_library": "pymc",
-        "inference_library_version": importlib.metadata.version("pymc"),
+        "inference_library_version": _pymc_version(),
         "sampling_time": sampling_time,
         "tuning_steps": tune,
     }
-    sample_dims = ["chain", "draw"]
 
     def dataset(data: dict[str, np.ndarray], dims: Mapping[str, tuple[str, ...]]) -> Any:
-        return dict_to_dataset(data, attrs=attrs, coords=dict(layout.coords),
-                               dims={k: list(v) for k, v in dims.items()},
-                               sample_dims=sample_dims)
+        return _dataset(data, dims, layout.coords, attrs)
 
     groups = {"posterior": dataset(post, layout.dims)}
     if tune:
@@ -639,3 +633,55 @@ def _to_datatree(
                                                 {})
     groups["sample_stats"] = dataset({k: v[:, tune:] for k, v in stats.items()}, {})
     return xr.DataTree.from_dict(groups)
+
+
+@functools.cache
+def _pymc_version() -> str:
+    """PyMC's installed version (read once: ``importlib.metadata`` parses the package's
+    metadata file on every call)."""
+    import importlib.metadata
+
+    return importlib.metadata.version("pymc")
+
+
+_SAMPLE_DIMS = ("chain", "draw")
+
+
+def _dataset(data: Mapping[str, np.ndarray], dims: Mapping[str, tuple[str, ...]],
+             coords: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> xr.Dataset:
+    """``arviz_base.dict_to_dataset(data, attrs=attrs, coords=coords, dims=dims,
+    sample_dims=["chain", "draw"])``, built in one ``xarray.Dataset`` call.
+
+    ``dict_to_dataset`` makes a ``DataArray`` per variable, each with deep copies of its
+    coordinates and indexes of its own, and then aligns them into one dataset: about 10 ms of
+    a small fit's 3 groups, where this takes about 1 ms. The result is identical (variables,
+    dims, coordinates and their order, attributes; ``tests/models/test_gibbs_run.py``). A
+    variable whose dimensions do not match its shape (``dict_to_dataset`` names the missing
+    ones) goes through ``dict_to_dataset`` itself.
+    """
+    import xarray as xr
+    from arviz_base import dict_to_dataset, make_attrs, rcParams
+
+    origin = rcParams["data.index_origin"]
+    variables: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}
+    used: dict[str, np.ndarray] = {}
+    for name, values in data.items():
+        var_dims = (*_SAMPLE_DIMS, *dims.get(name, ()))
+        if np.ndim(values) != len(var_dims):
+            used = {}
+            break
+        for dim, size in zip(var_dims, np.shape(values), strict=True):
+            if dim in used:
+                continue
+            # dict_to_dataset copies the given coordinates (deepcopy) and numbers the others
+            # from rcParams["data.index_origin"]
+            given = coords.get(dim)
+            used[dim] = (np.arange(origin, size + origin) if given is None
+                         else np.array(given, copy=True))
+        variables[name] = (var_dims, values)
+    else:
+        return xr.Dataset(variables, coords=used,
+                          attrs=make_attrs(attrs=dict(attrs), sample_dims=list(_SAMPLE_DIMS)))
+    return dict_to_dataset(dict(data), attrs=dict(attrs), coords=dict(coords),
+                           dims={k: list(v) for k, v in dims.items()},
+                           sample_dims=list(_SAMPLE_DIMS))

@@ -292,3 +292,86 @@ def test_interrupt_raised_in_a_compile_callback_is_not_printed(monkeypatch):
         sys.unraisablehook(unraisable(KeyboardInterrupt()))
     assert seen == [ValueError, KeyboardInterrupt]
     assert sys.unraisablehook is hook
+
+
+def _reference_tree(results, layout, *, tune, sampling_time):
+    """The run's DataTree as ``arviz_base.dict_to_dataset`` builds it (the construction before
+    ``gibbs._dataset``)."""
+    import importlib.metadata
+
+    import xarray as xr
+    from arviz_base import dict_to_dataset
+
+    post = {k: np.stack([r[0][k] for r in results]) for k in layout.shapes}
+    if layout.deterministics is not None:
+        post.update(layout.deterministics(post))
+    stats = {k: np.stack([r[1][k] for r in results]) for k in results[0][1]}
+    attrs = {"inference_library": "pymc",
+             "inference_library_version": importlib.metadata.version("pymc"),
+             "sampling_time": sampling_time, "tuning_steps": tune}
+
+    def dataset(data, dims):
+        return dict_to_dataset(data, attrs=attrs, coords=dict(layout.coords),
+                               dims={k: list(v) for k, v in dims.items()},
+                               sample_dims=["chain", "draw"])
+
+    groups = {"posterior": dataset(post, layout.dims)}
+    if tune:
+        groups["warmup_sample_stats"] = dataset({k: v[:, :tune] for k, v in stats.items()}, {})
+    groups["sample_stats"] = dataset({k: v[:, tune:] for k, v in stats.items()}, {})
+    return xr.DataTree.from_dict(groups)
+
+
+def _assert_identical_trees(fast, ref):
+    assert list(fast.children) == list(ref.children)
+    for g in ref.children:
+        a, b = fast[g].to_dataset(), ref[g].to_dataset()
+        # created_at is the time of the call (the reference was built first)
+        assert a.attrs.pop("created_at") >= b.attrs.pop("created_at")
+        assert a.identical(b), g
+        assert list(a.data_vars) == list(b.data_vars) and list(a.coords) == list(b.coords)
+        assert list(a.dims) == list(b.dims) and list(a.attrs) == list(b.attrs)
+        for c in a.coords:
+            assert a[c].dtype == b[c].dtype
+    assert fast.attrs == ref.attrs
+
+
+@pytest.mark.parametrize(("K", "d", "tune", "chains"),
+                         [(4, [3, 2, 4], 5, 2), (1, [2, 2], 3, 1), (6, [5], 0, 3)])
+def test_posterior_tree_is_the_dict_to_dataset_tree(K, d, tune, chains):
+    """The run's DataTree, built in one ``xarray.Dataset`` call per group, is identical to the
+    one ``arviz_base.dict_to_dataset`` builds (groups, variables, dims, coordinates, attributes
+    and their order)."""
+    from bayes_risk.models._bayesian.gibbs import _to_datatree
+    from bayes_risk.models.dpmpm.run import gibbs_layout
+
+    layout = gibbs_layout(K, d)
+    draws = 7
+
+    def results():
+        rng2 = np.random.default_rng(K)
+        return [({k: rng2.random((draws, *s)) for k, s in layout.shapes.items()},
+                 {"loglik": rng2.random(tune + draws),
+                  "k_occupied": rng2.integers(0, K + 1, tune + draws)})
+                for _ in range(chains)]
+
+    ref = _reference_tree(results(), layout, tune=tune, sampling_time=1.5)
+    fast = _to_datatree(results(), layout, tune=tune, sampling_time=1.5)
+    _assert_identical_trees(fast, ref)
+
+
+def test_dataset_falls_back_to_dict_to_dataset_for_unnamed_dims():
+    """A variable with more axes than named dims gets dict_to_dataset's own names
+    (``x_dim_0``) and coordinates."""
+    from arviz_base import dict_to_dataset
+
+    from bayes_risk.models._bayesian.gibbs import _dataset
+
+    data = {"a": np.ones((2, 3, 4)), "x": np.zeros((2, 3, 5))}
+    dims = {"a": ("component",)}
+    coords = {"component": np.arange(4)}
+    fast = _dataset(data, dims, coords, {"tuning_steps": 0})
+    ref = dict_to_dataset(data, attrs={"tuning_steps": 0}, coords=coords,
+                          dims={"a": ["component"]}, sample_dims=["chain", "draw"])
+    fast.attrs.pop("created_at"), ref.attrs.pop("created_at")
+    assert "x_dim_0" in fast.dims and fast.identical(ref)
