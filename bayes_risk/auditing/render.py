@@ -135,6 +135,11 @@ class _Links:
         if png is None:
             png = self.pngs[key] = figure_png(draw())
         if self.fmt == "md":
+            # a name seen before in this report (the knowledge sweeps of the identification and
+            # attribute steps) gets a number: one file would hold the last figure for both
+            if key[1]:
+                stem, dot, ext = name.rpartition(".")
+                name = f"{stem}_{key[1] + 1}{dot}{ext}" if dot else f"{name}_{key[1] + 1}"
             self.figures.append((name, png))
             return Block("figure", file=f"{self.fig_dir}/{name}", caption=caption)
         return Block("figure", uri=png_data_uri(png), caption=caption)

@@ -108,3 +108,37 @@ def test_a_changed_result_draws_its_figures_again(audited):
         assert other._report_figures() is kept
         setattr(other.steps[0], attr, value)  # a step of the result changed in place
         assert other._report_figures() == {}, attr
+
+
+def test_markdown_figures_of_the_same_name_get_files_of_their_own(tmp_path):
+    """The identification and attribute steps' knowledge sweeps both make known_sweep.png:
+    the Markdown report wrote one file for both (the second figure over the first)."""
+    from types import SimpleNamespace
+
+    from bayes_risk.auditing.render import _Links
+
+    figs: dict = {}
+    res = SimpleNamespace(root=None, _report_figures=lambda: figs)
+    plt = plots._plt()
+
+    def draw(x):
+        fig, ax = plt.subplots()
+        ax.plot([0, 1], [0, x])
+        return fig
+
+    for fmt in ("md", "html"):
+        links = _Links(res, tmp_path / "r.md", fmt)
+        a = links.figure(lambda: draw(1), "known_sweep.png", "identification")
+        b = links.figure(lambda: draw(2), "known_sweep.png", "attribute")
+        c = links.figure(lambda: draw(3), "other", "no suffix")
+        d = links.figure(lambda: draw(4), "other", "no suffix again")
+        if fmt == "md":
+            assert [x.file for x in (a, b, c, d)] == [
+                "r_figures/known_sweep.png", "r_figures/known_sweep_2.png", "r_figures/other",
+                "r_figures/other_2"]
+            assert [n for n, _ in links.figures] == ["known_sweep.png", "known_sweep_2.png",
+                                                     "other", "other_2"]
+            assert len({png for _, png in links.figures}) == 4
+        else:  # drawn once: the HTML report takes the PNGs the Markdown one drew
+            assert len(figs) == 4 and a.uri == plots.png_data_uri(figs[("known_sweep.png", 0)])
+            assert b.uri == plots.png_data_uri(figs[("known_sweep.png", 1)])
