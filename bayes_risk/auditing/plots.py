@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["ATTRIBUTE_FIGURES", "marginal_figure", "utility_risk_figure", "verdict_figure",
-           "data_uri"]
+           "data_uri", "figure_png", "png_data_uri"]
 
 
 # (plot kind of AttributeRiskResult, file name written by `bayes-risk attribute`, caption)
@@ -32,12 +32,23 @@ def _plt() -> Any:
     return plt
 
 
-def data_uri(fig: Any, dpi: int = 80) -> str:
-    """The figure as a ``data:image/png;base64,…`` URI (closes the figure)."""
+def figure_png(fig: Any, dpi: int = 80) -> bytes:
+    """The figure as PNG bytes, the bytes ``fig.savefig("x.png", dpi=dpi)`` writes (closes the
+    figure)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
     _plt().close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    return buf.getvalue()
+
+
+def png_data_uri(png: bytes) -> str:
+    """PNG bytes as a ``data:image/png;base64,…`` URI."""
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def data_uri(fig: Any, dpi: int = 80) -> str:
+    """The figure as a ``data:image/png;base64,…`` URI (closes the figure)."""
+    return png_data_uri(figure_png(fig, dpi))
 
 
 def marginal_figure(marg: pd.DataFrame, variable: str) -> Any:

@@ -107,8 +107,11 @@ class _Links:
         self.root = result.root
         self.base = report.parent
         self.fmt = fmt
-        self.figures: list[tuple[str, Any]] = []
+        self.figures: list[tuple[str, bytes]] = []
         self.fig_dir = report.stem + "_figures"
+        # the figures drawn by an earlier report of this result (AuditResult._report_figures)
+        self.pngs: dict[tuple[str, int], bytes] = result._report_figures()
+        self._uses: dict[str, int] = {}
 
     def href(self, rel: str | None) -> str | None:
         if rel is None or self.root is None:
@@ -118,13 +121,28 @@ class _Links:
     def num(self, value: Any, rel: str | None, digits: int = 4) -> Span:
         return Span(format_number(value, digits), self.href(rel), num=True)
 
-    def figure(self, fig: Any, name: str, caption: str) -> Block:
-        from bayes_risk.auditing.plots import data_uri
+    def figure(self, draw: Callable[[], Any], name: str, caption: str) -> Block:
+        """The block of the figure ``draw()`` makes, as PNG (80 dpi). Drawing and encoding a
+        figure costs tens of milliseconds (≈ 1.5 CPU-s for a whole report), so its PNG is
+        kept on the result: a second report of it (``bayes-risk audit`` writes the HTML and
+        the Markdown) does not draw it again. Keyed by name and by how often the name came
+        before in this report (the same name may appear in two sections)."""
+        from bayes_risk.auditing.plots import figure_png, png_data_uri
 
+        key = (name, self._uses.get(name, 0))
+        self._uses[name] = key[1] + 1
+        png = self.pngs.get(key)
+        if png is None:
+            png = self.pngs[key] = figure_png(draw())
         if self.fmt == "md":
-            self.figures.append((name, fig))
+            # a name seen before in this report (the knowledge sweeps of the identification and
+            # attribute steps) gets a number: one file would hold the last figure for both
+            if key[1]:
+                stem, dot, ext = name.rpartition(".")
+                name = f"{stem}_{key[1] + 1}{dot}{ext}" if dot else f"{name}_{key[1] + 1}"
+            self.figures.append((name, png))
             return Block("figure", file=f"{self.fig_dir}/{name}", caption=caption)
-        return Block("figure", uri=data_uri(fig), caption=caption)
+        return Block("figure", uri=png_data_uri(png), caption=caption)
 
 
 #: columns holding record numbers or dataset numbers: shown as plain integers
@@ -253,7 +271,7 @@ def _comparisons(sec: Section, s: Any, result: Any, links: _Links) -> None:
     syn = set(result.plan.synthesized)
     for v in list(dict.fromkeys(marg["variable"]))[:24]:
         tag = " (synthesized)" if v in syn else ""
-        sec.blocks.append(links.figure(marginal_figure(marg, v), f"compare_{v}.png",
+        sec.blocks.append(links.figure(lambda v=v: marginal_figure(marg, v), f"compare_{v}.png",
                                        f"{v}{tag}"))
     tw = s.extra["twoway"]
     n_fig = sum(b.kind == "figure" for b in sec.blocks)
@@ -315,7 +333,7 @@ def _identification(sec: Section, s: Any, result: Any, links: _Links) -> None:
                                or "exact matching"), fold=False))
     sw = s.extra.get("sweep")
     if sw is not None:
-        sec.blocks.append(links.figure(sw.plot(), "radius_sweep.png",
+        sec.blocks.append(links.figure(sw.plot, "radius_sweep.png",
                                        "Expected match risk by radius, one box per radius over "
                                        "the datasets; the dotted line marks the maximum"))
         ssrc = f"{s.folder}/radius_sweep.csv" if s.folder else None
@@ -381,13 +399,13 @@ def _known_sweep_blocks(sec: Section, ks: Any, folder: str | None, links: _Links
     sec.p(Span("Sensitivity to the intruder's knowledge. ", strong=True),
           f"{what}: how much the figures above depend on the assumption about what the "
           "intruder knows (Hu 2019, §5). Not read by the verdict.")
-    sec.blocks.append(links.figure(ks.plot("frontier"), "known_sweep.png",
+    sec.blocks.append(links.figure(lambda: ks.plot("frontier"), "known_sweep.png",
                                    f"{fig}, one point per subset; the Pareto frontier joined"))
     fr = ks.frontier[["known", "n_known", *ks.shown_measures]]
     sec.blocks.append(_table(fr, links, src("known_sweep.csv"),
                              "Pareto frontier: the fewest known columns for the most risk "
                              "(every subset in known_sweep.csv)"))
-    sec.blocks.append(links.figure(ks.plot("drivers"), "known_sweep_drivers.png",
+    sec.blocks.append(links.figure(lambda: ks.plot("drivers"), "known_sweep_drivers.png",
                                    "What drives the risk: each column's Shapley value and the "
                                    "risk withholding it removes from the full set"))
     dv = ks.drivers[["variable", "synthesized", f"shapley_{m1}", f"shapley_{m2}",
@@ -464,7 +482,7 @@ def _posterior_identification(sec: Section, s: Any, result: Any, links: _Links) 
               f" at R = {int(rs[0])} to ", links.num(est[-1], src), f" at R = {int(rs[-1])}: "
               "it depends on R, as the pooled definition does; report it with R, and the "
               "mean over single replicates beside it.")
-    sec.blocks.append(links.figure(r.plot("running_estimate"), "running_estimate.png",
+    sec.blocks.append(links.figure(lambda: r.plot("running_estimate"), "running_estimate.png",
                                    "Running pooled expected match risk with ±2 MCSE (a curve "
                                    "still rising means the pooled figure still depends on R)"))
 
@@ -503,7 +521,7 @@ def _attribute(sec: Section, s: Any, result: Any, links: _Links) -> None:
     from bayes_risk.auditing.plots import ATTRIBUTE_FIGURES
 
     for kind, name, cap in ATTRIBUTE_FIGURES:
-        sec.blocks.append(links.figure(s.result.plot(kind), name, cap))
+        sec.blocks.append(links.figure(lambda kind=kind: s.result.plot(kind), name, cap))
     ks = s.extra.get("known_sweep")
     if ks is not None:
         _known_sweep_blocks(sec, ks, s.folder, links)
@@ -610,7 +628,7 @@ def _utility_risk(result: Any, links: _Links) -> Section | None:
     sec = Section("utility-risk", "Utility and risk together")
     sec.p("Each point is one released synthetic dataset (Hornby & Hu 2021, Figs 8 and 9): "
           "further left is more useful, lower is less risky.")
-    sec.blocks.append(links.figure(utility_risk_figure(pts), "utility_risk.png",
+    sec.blocks.append(links.figure(lambda: utility_risk_figure(pts), "utility_risk.png",
                                    "Utility (S_pMSE) against risk, one point per dataset"))
     return sec
 
@@ -639,7 +657,7 @@ def _membership(sec: Section, s: Any, result: Any, links: _Links) -> None:
               links.num(us.get("share_non_members_matching"), src), ".")
     sec.p("Flagged targets (left out of the figures above): ", links.num(f.get("n_flagged"), src),
           ".")
-    sec.blocks.append(links.figure(s.result.plot("roc"), "membership_roc.png",
+    sec.blocks.append(links.figure(lambda: s.result.plot("roc"), "membership_roc.png",
                                    "ROC of the Bayesian score and of the distance baseline"))
 
 
@@ -715,11 +733,8 @@ def write_report(result: Any, path: str | os.PathLike[str], fmt: str = "html") -
     if links.figures:
         fig_dir = path.parent / links.fig_dir
         fig_dir.mkdir(parents=True, exist_ok=True)
-        import matplotlib.pyplot as plt
-
-        for name, fig in links.figures:
-            fig.savefig(fig_dir / name, dpi=80)
-            plt.close(fig)
+        for name, png in links.figures:
+            (fig_dir / name).write_bytes(png)
     with atomic_file(path) as fh:
         fh.write(text)
     return path

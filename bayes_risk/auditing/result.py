@@ -212,10 +212,30 @@ class AuditResult(RiskResult):
         write_json(path, self.to_dict())
         return Path(path)
 
+    def _report_figures(self) -> dict[tuple[str, int], bytes]:
+        """The report's figures as PNG bytes, drawn by the first report of this result and
+        reused by the next (``to_html``, ``to_markdown``).
+
+        They are drawn again when the result has changed since: another ``plan`` or ``steps``
+        list, or a step whose ``name``, ``status``, ``result`` or ``extra`` (the objects the
+        figures are drawn from) is another object, as in a copy of the result with one step
+        replaced. The objects are compared by identity: a result's tables are not expected to
+        be edited in place.
+        """
+        state = (self.plan, self.steps, *(x for s in self.steps
+                                          for x in (s, s.name, s.status, s.result, s.extra)))
+        cached = self.__dict__.get("_figures")
+        if cached is None or len(cached[0]) != len(state) or any(
+                a is not b for a, b in zip(cached[0], state, strict=True)):
+            cached = (state, {})
+            self.__dict__["_figures"] = cached  # not a field: not compared, not in repr
+        return cached[1]
+
     def to_html(self, path: str | os.PathLike[str]) -> Path:
         """Write the self-contained HTML report (CSS and plots embedded, no network fetch).
 
-        Numbers link to the step files they come from, relative to ``path``.
+        Numbers link to the step files they come from, relative to ``path``. The figures are
+        drawn once per result: a second report of it (HTML or Markdown) reuses them.
         """
         from bayes_risk.auditing.render import write_report
 

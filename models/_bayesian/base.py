@@ -121,8 +121,9 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     chains : int
         Number of MCMC chains.
     cores : int, optional
-        Chains run in parallel processes (``None``: PyMC's default, at most 4). ``1`` runs them
-        sequentially in this process.
+        Chains run in parallel processes (``None``: the sampler's choice, at most 4; the DPMPM's
+        Gibbs runs use processes only when the sampling is long enough to gain from them).
+        ``1`` runs them sequentially in this process.
     random_seed : RandomSeed
         Default seed of :meth:`fit` and :meth:`synthesize` (a seed given to either takes
         precedence).

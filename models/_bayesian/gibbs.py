@@ -16,7 +16,11 @@ the same seed gives the same draws as the ``pm.sample`` path, sequential or para
 in forked processes when ``cores > 1`` on Linux (one per chain, at most ``cores`` sampling at a
 time), each with ``cpu_count // workers`` threads for the compiled kernels (whose results do not
 depend on the number of threads); elsewhere they run in turn (macOS does not allow ``fork`` once
-its system frameworks are in use).
+its system frameworks are in use). With ``cores=None`` (the package's choice) they run in
+worker processes only when the step's estimate of the sampling time in one process
+(``expected_sweep_seconds``) is at least ``FORK_MIN_SECONDS``: below it, starting the workers
+costs more than a second core saves (``chain_processes``). Either way every chain draws from its
+own generator, so the draws are the same.
 
 A run may extend itself (``max_sweeps``, ``check``: the DPMPM's default run length): the worker
 processes stay alive between rounds and hold their chain's state (in one process each chain has
@@ -26,6 +30,7 @@ gives the same draws whether the chains run in parallel or in turn.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -43,7 +48,46 @@ from bayes_risk.models._bayesian.timing import record_sweep_time
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 
-__all__ = ["GibbsLayout", "chain_generators", "sample_gibbs"]
+__all__ = ["FORK_MIN_SECONDS", "GibbsLayout", "chain_generators", "chain_processes",
+           "sample_gibbs"]
+
+# Chain worker processes cost a start-up that chains in turn do not: forking, each worker's
+# numba threads and, when this process has not run the step yet, each worker loading the
+# compiled kernels (a 200-record DPMPM fit of 2 × 110 sweeps: 0.58 CPU-s with two workers
+# against 0.09 in turn, in a fresh process; ≈ 0.5 s of wall time). Two workers save half the
+# sampling time, so below about twice that start-up the chains are faster in turn; the margin
+# keeps a fit that is about even in this process (the workers' start-up also takes the other
+# core from whatever else runs).
+FORK_MIN_SECONDS = 2.0
+
+
+def chain_processes(cores: int | None, chains: int, expected_seconds: float | None) -> int:
+    """Worker processes for the chains of a Gibbs run; ``1``: in turn, in this process.
+
+    Parameters
+    ----------
+    cores : int or None
+        The ``cores`` setting. An integer is the number of worker processes asked for (at most
+        one per chain); ``None`` is the package's choice: ``min(4, cpu_count)`` workers when the
+        sampling is expected to take at least ``FORK_MIN_SECONDS`` in one process, else none.
+    chains : int
+        Number of chains.
+    expected_seconds : float or None
+        The step's estimate of all chains' sampling time in one process (``None``: no
+        estimate, workers as with an integer ``cores``).
+
+    Returns
+    -------
+    int
+        Chains sampling at once; more than one only on Linux (forked workers, as PyMC does:
+        macOS does not allow ``fork`` once its system frameworks are in use).
+    """
+    if cores is None:
+        if expected_seconds is not None and expected_seconds < FORK_MIN_SECONDS:
+            return 1
+        cores = min(4, os.cpu_count() or 1)
+    workers = min(int(cores), int(chains))
+    return workers if workers > 1 and sys.platform.startswith("linux") else 1
 
 
 @dataclass(frozen=True)
@@ -396,8 +440,11 @@ def sample_gibbs(
         Warm-up sweeps (statistics kept in ``warmup_sample_stats``), kept draws per chain,
         chains.
     cores : int or None
-        Worker processes for the chains (``None``: ``min(4, cpu_count)``, as PyMC); ``1``
-        runs the chains one after the other in this process.
+        Worker processes for the chains; ``1`` runs the chains one after the other in this
+        process. ``None``: ``min(4, cpu_count)`` workers (as PyMC) when the step's
+        ``expected_sweep_seconds()`` over every chain's first round of sweeps comes to at least
+        ``FORK_MIN_SECONDS``, else the chains run in turn here (``chain_processes``; a step
+        without the method gets the workers). The draws are the same either way.
     progressbar : bool
         Show a progress bar of the draws on stderr (warm-up draws and kept draws; a step with a
         ``thin`` attribute makes ``thin`` sweeps per kept draw, and the bar says so).
@@ -424,10 +471,13 @@ def sample_gibbs(
         (``bayes_risk.models._bayesian.timing``).
     """
     tune, draws, chains = int(tune), int(draws), int(chains)
-    if cores is None:
-        cores = min(4, os.cpu_count() or 1)
     rngs = chain_generators(seeds, chains)
     thin = int(getattr(step, "thin", 1))
+    # the first round's sweeps (a run that extends itself keeps the workers it started with)
+    estimate = getattr(step, "expected_sweep_seconds", None)
+    expected = None if estimate is None else chains * (tune + draws * thin) * estimate()
+    workers = chain_processes(cores, chains, expected)
+    parallel = workers > 1
     extend = check is not None and int(max_sweeps) > 0 and hasattr(step, "thin")
     prog, bar = _progress_bar(progressbar, chains * (tune + draws), thin)
     t0 = time.time()
@@ -435,9 +485,6 @@ def sample_gibbs(
     try:
         if prog is not None:
             prog.start()
-        workers = min(int(cores), chains)
-        # fork only where it is safe and PyMC forks too (Linux); elsewhere chains run in turn
-        parallel = workers > 1 and sys.platform.startswith("linux")
         # the lines pm.sample logs, so that users (and scripts watching stderr) see the same
         _log = _pymc_logger()
         _log.info(f"Multiprocess sampling ({chains} chains in {workers} jobs)" if parallel
@@ -496,7 +543,7 @@ def sample_gibbs(
     dt.attrs.update({"thin": thin, "gibbs_rounds": rounds,
                      "max_sweeps": int(max_sweeps) if extend else 0, "gibbs_stop": stopped})
     seconds, sweeps = sum(t[0] for t in timed), sum(t[1] for t in timed)
-    record_sweep_time(dt, seconds / sweeps if sweeps else None, workers if parallel else 1)
+    record_sweep_time(dt, seconds / sweeps if sweeps else None, workers)
     return dt
 
 
@@ -544,9 +591,9 @@ def _warm_up_output() -> None:
     about half a second)."""
     import arviz_stats  # noqa: F401 - models._bayesian.convergence (ESS, R-hat)
     import xarray as xr
-    from arviz_base import dict_to_dataset
 
-    xr.DataTree.from_dict({"posterior": dict_to_dataset({"x": np.zeros((1, 1))})})
+    xr.DataTree.from_dict({"posterior": _dataset({"x": np.zeros((1, 1))}, {}, {}, {})})
+    _pymc_version()
 
 
 def _to_datatree(
@@ -558,11 +605,7 @@ def _to_datatree(
 ) -> xr.DataTree:
     """The groups ``pm.sample(discard_tuned_samples=False)`` returns, without the warm-up
     draws of the parameters (which ``BayesianSynthesizer._run_sampler`` deletes)."""
-    import importlib.metadata
-
     import xarray as xr
-    from arviz_base import dict_to_dataset
-
 
     post = {}
     for name in layout.shapes:
@@ -576,16 +619,13 @@ def _to_datatree(
     stats = {name: np.stack([r[1][name] for r in results]) for name in results[0][1]}
     attrs = {
         "inference_library": "pymc",
-        "inference_library_version": importlib.metadata.version("pymc"),
+        "inference_library_version": _pymc_version(),
         "sampling_time": sampling_time,
         "tuning_steps": tune,
     }
-    sample_dims = ["chain", "draw"]
 
     def dataset(data: dict[str, np.ndarray], dims: Mapping[str, tuple[str, ...]]) -> Any:
-        return dict_to_dataset(data, attrs=attrs, coords=dict(layout.coords),
-                               dims={k: list(v) for k, v in dims.items()},
-                               sample_dims=sample_dims)
+        return _dataset(data, dims, layout.coords, attrs)
 
     groups = {"posterior": dataset(post, layout.dims)}
     if tune:
@@ -593,3 +633,55 @@ def _to_datatree(
                                                 {})
     groups["sample_stats"] = dataset({k: v[:, tune:] for k, v in stats.items()}, {})
     return xr.DataTree.from_dict(groups)
+
+
+@functools.cache
+def _pymc_version() -> str:
+    """PyMC's installed version (read once: ``importlib.metadata`` parses the package's
+    metadata file on every call)."""
+    import importlib.metadata
+
+    return importlib.metadata.version("pymc")
+
+
+_SAMPLE_DIMS = ("chain", "draw")
+
+
+def _dataset(data: Mapping[str, np.ndarray], dims: Mapping[str, tuple[str, ...]],
+             coords: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> xr.Dataset:
+    """``arviz_base.dict_to_dataset(data, attrs=attrs, coords=coords, dims=dims,
+    sample_dims=["chain", "draw"])``, built in one ``xarray.Dataset`` call.
+
+    ``dict_to_dataset`` makes a ``DataArray`` per variable, each with deep copies of its
+    coordinates and indexes of its own, and then aligns them into one dataset: about 10 ms of
+    a small fit's 3 groups, where this takes about 1 ms. The result is identical (variables,
+    dims, coordinates and their order, attributes; ``tests/models/test_gibbs_run.py``). A
+    variable whose dimensions do not match its shape (``dict_to_dataset`` names the missing
+    ones) goes through ``dict_to_dataset`` itself.
+    """
+    import xarray as xr
+    from arviz_base import dict_to_dataset, make_attrs, rcParams
+
+    origin = rcParams["data.index_origin"]
+    variables: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}
+    used: dict[str, np.ndarray] = {}
+    for name, values in data.items():
+        var_dims = (*_SAMPLE_DIMS, *dims.get(name, ()))
+        if np.ndim(values) != len(var_dims):
+            used = {}
+            break
+        for dim, size in zip(var_dims, np.shape(values), strict=True):
+            if dim in used:
+                continue
+            # dict_to_dataset copies the given coordinates (deepcopy) and numbers the others
+            # from rcParams["data.index_origin"]
+            given = coords.get(dim)
+            used[dim] = (np.arange(origin, size + origin) if given is None
+                         else np.array(given, copy=True))
+        variables[name] = (var_dims, values)
+    else:
+        return xr.Dataset(variables, coords=used,
+                          attrs=make_attrs(attrs=dict(attrs), sample_dims=list(_SAMPLE_DIMS)))
+    return dict_to_dataset(dict(data), attrs=dict(attrs), coords=dict(coords),
+                           dims={k: list(v) for k, v in dims.items()},
+                           sample_dims=list(_SAMPLE_DIMS))

@@ -42,18 +42,31 @@ class InterruptGuard:
     installed (the command line's); otherwise its default action, ending the process, stands.
     A signal the process ignores (SIGINT of a job a script started in the background) is left
     ignored.
+    While the guard is active, the ``KeyboardInterrupt`` that a recorded signal raised inside a
+    callback Python cannot raise from (numba compiling or loading a kernel calls back into
+    Python through ctypes) is not printed as "Exception ignored ... Traceback": the recorded
+    signal stops the chains at the next draw all the same.
     """
 
     def __init__(self) -> None:
         self.interrupted = False
         self._previous: dict[int, Any] = {}
+        self._unraisablehook: Any = None
+
+    def _quiet_unraisable(self, unraisable: Any) -> None:
+        if self.interrupted and isinstance(unraisable.exc_value, KeyboardInterrupt):
+            return  # the interrupt is recorded: the run stops at its next draw
+        self._unraisablehook(unraisable)
 
     def __enter__(self) -> InterruptGuard:
         import signal
+        import sys
         import threading
 
         if threading.current_thread() is not threading.main_thread():
             return self
+        self._unraisablehook = sys.unraisablehook
+        sys.unraisablehook = self._quiet_unraisable
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous = signal.getsignal(sig)
             # an ignored SIGINT (a background job of a script) stays ignored, as the shell meant
@@ -73,9 +86,13 @@ class InterruptGuard:
 
     def __exit__(self, *exc: Any) -> None:
         import signal
+        import sys
 
         for sig, previous in self._previous.items():
             signal.signal(sig, previous)
+        if self._unraisablehook is not None:
+            sys.unraisablehook = self._unraisablehook
+            self._unraisablehook = None
 
     def callback(self, user: Any = None) -> Any:
         """A ``pm.sample`` draw callback that stops sampling once interrupted."""

@@ -105,11 +105,13 @@ class DPMPM(BayesianSynthesizer):
         (normalised over the allowed cells). Saved with the model (``model.json``).
     tune, draws, chains, cores, random_seed, progressbar
         MCMC settings (see :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`; ``draws``
-        counts the kept draws per chain). Defaults: 2 chains (run in parallel; ``cores=None``
-        is PyMC's choice, at most the number of CPUs) of 1,000 warm-up sweeps and 500 kept draws
-        taken every 5th of 2,500 sweeps (``thin``), so ``H = 1000`` draws, R-hat can see a chain
-        that is stuck in another mode and has enough effective draws to stay below 1.01 when
-        the chains agree (user guide, DPMPM convergence).
+        counts the kept draws per chain). Defaults: 2 chains (``cores=None``: in parallel
+        worker processes, at most ``min(4, CPUs)``, when the sampling is expected to take 2
+        seconds or more in one process, else in turn in this process; the same draws either
+        way; user guide, Bayesian models, Chains in worker processes) of 1,000 warm-up sweeps
+        and 500 kept draws taken every 5th of 2,500 sweeps (``thin``), so ``H = 1000`` draws,
+        R-hat can see a chain that is stuck in another mode and has enough effective draws to
+        stay below 1.01 when the chains agree (user guide, DPMPM convergence).
     thin : int, optional
         Gibbs sweeps per kept draw after the warm-up (the last of each ``thin`` sweeps is kept).
         Default: 5 when ``draws`` is not given and the sampler is ``gibbs``, else 1 (``draws``

@@ -54,6 +54,14 @@ _PARALLEL_MIN_WORK = 30_000_000
 # parallel region: a hand-off costs tens of microseconds); below it (a few thousand records)
 # the hand-off costs what the second core saves
 _SPLIT_MIN_WORK = 4_000_000
+# seconds of one sweep, for the choice of chains in turn or in worker processes
+# (``expected_sweep_seconds``): a part that does not grow with the table (the sweep's Python
+# steps, the label and merge–split moves: ≈ 0.25 ms with 200 records) and one per
+# record × column × class of the class step (≈ 0.5–1 ns on one thread; the larger figure, so
+# that a fit near the line keeps its workers). Measured with one numba thread, 200–5,000
+# records of make_acs_like, 3–12 columns, 5–50 classes.
+_SWEEP_SECONDS_BASE = 3e-4
+_SWEEP_SECONDS_PER_CELL = 1e-9
 
 
 class DPMPMGibbs(ChainGenerator):
@@ -138,6 +146,15 @@ class DPMPMGibbs(ChainGenerator):
         self._threads = numba.get_num_threads()  # the class step's threads (setup_chain)
         n = max(len(codes), 1)
         self.split_merge_moves = int(np.clip(min(round(_SPLIT_MERGE_VISITS / n), n // 10), 1, 20))
+
+    def expected_sweep_seconds(self) -> float | None:
+        """Estimated seconds of one sweep in one process (``sample_gibbs`` runs the chains of a
+        small fit in turn instead of in worker processes with ``cores=None``); ``None`` with
+        structural zeros, whose augmentation's cost depends on how much of the table they
+        forbid (the chains keep their workers)."""
+        if self.zeros is not None:
+            return None
+        return _SWEEP_SECONDS_BASE + _SWEEP_SECONDS_PER_CELL * self.codes.size * self.K
 
     def setup_chain(self, rng, tune, draws):
         """Start a chain with generator ``rng`` (as PyMC's ``BlockedStep.setup_chain``)."""

@@ -196,3 +196,182 @@ def test_output_imports_overlap_the_sweeps_without_changing_the_draws(monkeypatc
     monkeypatch.setattr(gr, "Background", lambda *tasks: contextlib.nullcontext())
     without = _posterior(DPMPM(**kw), df, 3, via_pymc=False)
     _assert_same_tree(with_overlap, without, pi_rtol=0.0)
+
+
+def test_chain_processes_rule():
+    """``cores=None``: worker processes only when the sampling is expected to take at least
+    FORK_MIN_SECONDS in one process; an integer ``cores`` is what is asked for."""
+    import sys
+
+    from bayes_risk.models._bayesian.gibbs import FORK_MIN_SECONDS, chain_processes
+
+    linux = sys.platform.startswith("linux")
+    auto = min(4, os.cpu_count() or 1, 3)
+    assert chain_processes(None, 3, FORK_MIN_SECONDS / 2) == 1
+    assert chain_processes(None, 3, FORK_MIN_SECONDS) == (auto if linux and auto > 1 else 1)
+    assert chain_processes(None, 3, None) == (auto if linux and auto > 1 else 1)  # no estimate
+    assert chain_processes(2, 3, 0.0) == (2 if linux else 1)  # asked for: always
+    assert chain_processes(5, 2, 0.0) == (2 if linux else 1)  # at most one per chain
+    assert chain_processes(1, 3, 1e9) == 1
+    assert chain_processes(None, 1, 1e9) == 1
+
+
+def test_expected_sweep_seconds_grows_with_the_table():
+    from bayes_risk.models.dpmpm.step import (
+        _SWEEP_SECONDS_BASE,
+        _SWEEP_SECONDS_PER_CELL,
+        DPMPMGibbs,
+    )
+
+    codes = np.zeros((200, 3), dtype=np.int64)
+    kw = dict(d=[2, 2, 2], n_components=5, alpha_prior=(0.25, 0.25), dirichlet_prior=1.0)
+    step = DPMPMGibbs(["alpha"], codes=codes, **kw)
+    assert step.expected_sweep_seconds() == pytest.approx(
+        _SWEEP_SECONDS_BASE + _SWEEP_SECONDS_PER_CELL * 200 * 3 * 5, rel=1e-12)
+    big = DPMPMGibbs(["alpha"], codes=np.zeros((20_000, 3), dtype=np.int64), **kw)
+    assert big.expected_sweep_seconds() > step.expected_sweep_seconds()
+
+
+@pytest.mark.skipif(not os.sys.platform.startswith("linux"), reason="forked chain workers")
+@pytest.mark.parametrize(("K", "tune", "draws", "chains", "n"),
+                         [(4, 5, 8, 2, 200), (6, 0, 7, 3, 300), (1, 3, 5, 2, 120),
+                          (5, 10, 6, 4, 250)])
+def test_small_fit_runs_in_process_with_the_draws_of_forked_chains(caplog, K, tune, draws,
+                                                                   chains, n):
+    """``cores=None`` on a small fit: the chains run in turn in this process (no worker
+    start-up), bit for bit the draws and statistics of the same fit forced into worker
+    processes (``cores=2``)."""
+    import logging
+
+    df = _table(n, seed=K + tune)
+    kw = dict(n_components=K, tune=tune, draws=draws, chains=chains, progressbar=False)
+    with caplog.at_level(logging.INFO, logger="pymc"):
+        auto = DPMPM(**kw).fit(df, random_seed=K)  # cores=None (the default)
+    assert f"Sequential sampling ({chains} chains in 1 job)" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="pymc"):
+        forked = DPMPM(**kw, cores=2).fit(df, random_seed=K)
+    assert f"Multiprocess sampling ({chains} chains in 2 jobs)" in caplog.text
+    assert auto.posterior_["posterior"].attrs["chains_at_once"] == 1
+    assert forked.posterior_["posterior"].attrs["chains_at_once"] == 2
+    assert list(auto.posterior_.children) == list(forked.posterior_.children)
+    for g in auto.posterior_.children:
+        A, B = auto.posterior_[g], forked.posterior_[g]
+        assert list(A.data_vars) == list(B.data_vars), g
+        for v in A.data_vars:
+            assert np.array_equal(A[v].values, B[v].values), f"{g}/{v}"
+
+
+def test_interrupt_raised_in_a_compile_callback_is_not_printed(monkeypatch):
+    """Ctrl-C while numba compiles or loads a kernel in this process (a small fit's chains run
+    here) raises KeyboardInterrupt inside a ctypes callback, which Python cannot raise and
+    printed as "Exception ignored ... Traceback". Once the guard has recorded the signal it is
+    not passed on (the run stops at its next draw); any other such error still is."""
+    import sys
+    import types
+
+    from bayes_risk.models._bayesian.sampling import InterruptGuard
+
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(type(u.exc_value)))
+    hook = sys.unraisablehook
+
+    def unraisable(err):
+        return types.SimpleNamespace(exc_type=type(err), exc_value=err, exc_traceback=None,
+                                     err_msg="Exception ignored on calling ctypes callback",
+                                     object=None)
+
+    with InterruptGuard() as guard:
+        guard.interrupted = True
+        sys.unraisablehook(unraisable(KeyboardInterrupt()))
+        assert seen == []
+        sys.unraisablehook(unraisable(ValueError("other")))
+        assert seen == [ValueError]
+    assert sys.unraisablehook is hook
+    with InterruptGuard():  # no signal recorded: passed on as before
+        sys.unraisablehook(unraisable(KeyboardInterrupt()))
+    assert seen == [ValueError, KeyboardInterrupt]
+    assert sys.unraisablehook is hook
+
+
+def _reference_tree(results, layout, *, tune, sampling_time):
+    """The run's DataTree as ``arviz_base.dict_to_dataset`` builds it (the construction before
+    ``gibbs._dataset``)."""
+    import importlib.metadata
+
+    import xarray as xr
+    from arviz_base import dict_to_dataset
+
+    post = {k: np.stack([r[0][k] for r in results]) for k in layout.shapes}
+    if layout.deterministics is not None:
+        post.update(layout.deterministics(post))
+    stats = {k: np.stack([r[1][k] for r in results]) for k in results[0][1]}
+    attrs = {"inference_library": "pymc",
+             "inference_library_version": importlib.metadata.version("pymc"),
+             "sampling_time": sampling_time, "tuning_steps": tune}
+
+    def dataset(data, dims):
+        return dict_to_dataset(data, attrs=attrs, coords=dict(layout.coords),
+                               dims={k: list(v) for k, v in dims.items()},
+                               sample_dims=["chain", "draw"])
+
+    groups = {"posterior": dataset(post, layout.dims)}
+    if tune:
+        groups["warmup_sample_stats"] = dataset({k: v[:, :tune] for k, v in stats.items()}, {})
+    groups["sample_stats"] = dataset({k: v[:, tune:] for k, v in stats.items()}, {})
+    return xr.DataTree.from_dict(groups)
+
+
+def _assert_identical_trees(fast, ref):
+    assert list(fast.children) == list(ref.children)
+    for g in ref.children:
+        a, b = fast[g].to_dataset(), ref[g].to_dataset()
+        # created_at is the time of the call (the reference was built first)
+        assert a.attrs.pop("created_at") >= b.attrs.pop("created_at")
+        assert a.identical(b), g
+        assert list(a.data_vars) == list(b.data_vars) and list(a.coords) == list(b.coords)
+        assert list(a.dims) == list(b.dims) and list(a.attrs) == list(b.attrs)
+        for c in a.coords:
+            assert a[c].dtype == b[c].dtype
+    assert fast.attrs == ref.attrs
+
+
+@pytest.mark.parametrize(("K", "d", "tune", "chains"),
+                         [(4, [3, 2, 4], 5, 2), (1, [2, 2], 3, 1), (6, [5], 0, 3)])
+def test_posterior_tree_is_the_dict_to_dataset_tree(K, d, tune, chains):
+    """The run's DataTree, built in one ``xarray.Dataset`` call per group, is identical to the
+    one ``arviz_base.dict_to_dataset`` builds (groups, variables, dims, coordinates, attributes
+    and their order)."""
+    from bayes_risk.models._bayesian.gibbs import _to_datatree
+    from bayes_risk.models.dpmpm.run import gibbs_layout
+
+    layout = gibbs_layout(K, d)
+    draws = 7
+
+    def results():
+        rng2 = np.random.default_rng(K)
+        return [({k: rng2.random((draws, *s)) for k, s in layout.shapes.items()},
+                 {"loglik": rng2.random(tune + draws),
+                  "k_occupied": rng2.integers(0, K + 1, tune + draws)})
+                for _ in range(chains)]
+
+    ref = _reference_tree(results(), layout, tune=tune, sampling_time=1.5)
+    fast = _to_datatree(results(), layout, tune=tune, sampling_time=1.5)
+    _assert_identical_trees(fast, ref)
+
+
+def test_dataset_falls_back_to_dict_to_dataset_for_unnamed_dims():
+    """A variable with more axes than named dims gets dict_to_dataset's own names
+    (``x_dim_0``) and coordinates."""
+    from arviz_base import dict_to_dataset
+
+    from bayes_risk.models._bayesian.gibbs import _dataset
+
+    data = {"a": np.ones((2, 3, 4)), "x": np.zeros((2, 3, 5))}
+    dims = {"a": ("component",)}
+    coords = {"component": np.arange(4)}
+    fast = _dataset(data, dims, coords, {"tuning_steps": 0})
+    ref = dict_to_dataset(data, attrs={"tuning_steps": 0}, coords=coords,
+                          dims={"a": ["component"]}, sample_dims=["chain", "draw"])
+    fast.attrs.pop("created_at"), ref.attrs.pop("created_at")
+    assert "x_dim_0" in fast.dims and fast.identical(ref)

@@ -193,7 +193,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="number of chains (model default; dpmpm 2, others 1)")
     g.add_argument("--cores", type=int, default=None,
                    help="processes running chains in parallel (model default; dpmpm: one per "
-                        "chain up to the CPUs, others 1)")
+                        "chain up to the CPUs when the run is long enough to gain from "
+                        "them, else in turn; others 1)")
     add_seed_argument(p, default=None)
     add_quiet_argument(p)
     add_out_argument(p, "model folder: model.json + posterior.nc (Bayesian) or arrays.npz + "
