@@ -475,7 +475,8 @@ def sample_gibbs(
     thin = int(getattr(step, "thin", 1))
     # the first round's sweeps (a run that extends itself keeps the workers it started with)
     estimate = getattr(step, "expected_sweep_seconds", None)
-    expected = None if estimate is None else chains * (tune + draws * thin) * estimate()
+    per_sweep = None if estimate is None else estimate()  # None: no estimate (workers)
+    expected = None if per_sweep is None else chains * (tune + draws * thin) * per_sweep
     workers = chain_processes(cores, chains, expected)
     parallel = workers > 1
     extend = check is not None and int(max_sweeps) > 0 and hasattr(step, "thin")
