@@ -326,9 +326,14 @@ def test_forked_chains_survive_a_lock_left_held_by_a_killed_worker():
         print("fitted")
     """)
     env = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}
+    # a session of its own: on a timeout the forked chain workers are killed with the fit,
+    # not left running after the test
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     try:
-        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                           timeout=90, env=env)
+        out, err = proc.communicate(timeout=90)
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         pytest.fail("the forked chain workers waited for ever on numba's launch lock")
-    assert r.returncode == 0 and "fitted" in r.stdout, r.stderr[-2000:]
+    assert proc.returncode == 0 and "fitted" in out, err[-2000:]
