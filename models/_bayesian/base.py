@@ -422,6 +422,15 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         columns unchanged, and draw only from ``rng``.
         """
 
+    def _synthesize_many(
+        self, draws: np.ndarray, rngs: Sequence[np.random.Generator], data: pd.DataFrame | None
+    ) -> list[pd.DataFrame]:
+        """One synthetic dataset per flattened draw in ``draws``, dataset ``l`` drawn from
+        ``rngs[l]`` only: :meth:`_synthesize_one` for each (a model overrides it to prepare once
+        what the datasets share; the datasets must be those :meth:`_synthesize_one` makes)."""
+        return [self._synthesize_one(int(h), rng, data)
+                for h, rng in zip(draws, rngs, strict=True)]
+
 
     # ------------------------------------------------------------------ protocol (abstract)
     @abstractmethod

@@ -1,7 +1,8 @@
 """Synthesis of :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer` from posterior draws.
 
 ``m`` datasets from draws far apart in the chain (Hu 2019 §3.2.5), and posterior-predictive
-replicates in chunks; each model supplies ``_synthesize_one``.
+replicates in chunks; each model supplies ``_synthesize_one`` (and may supply
+``_synthesize_many``, which makes many datasets at once).
 """
 
 from __future__ import annotations
@@ -38,10 +39,7 @@ def synthesize(model, m: int = 1, *, random_seed: RandomSeed = None) -> Syntheti
         )
     idx = model._spread_draws(H, m)
     rngs = spawn(random_seed, m)
-    datasets = [
-        model._synthesize_one(int(h), rng, model.data_)
-        for h, rng in zip(idx, rngs, strict=True)
-    ]
+    datasets = model._synthesize_many(idx, rngs, model.data_)
     return SyntheticData(
         datasets=datasets,
         method=model.method_name,
