@@ -129,13 +129,14 @@ def _conditional_population_rows(
     # at the end (a take per cell and dataset is what cost: up to H datasets x the cells)
     take: dict[int, list[np.ndarray]] = {key: [] for key in keys}
     need = np.asarray(keys, dtype=np.int64)
-    frames = [z if rows_ is None else z.iloc[rows_].reset_index(drop=True)
-              for z in syn.datasets]
-    # one call: the original's cells are found once, not once per dataset (the keys depend on
-    # the reference only)
-    all_keys = _partial.cell_keys(frames, schema, us, reference=original)
-    offset = 0
-    for z, zkeys in zip(frames, all_keys, strict=True):
+    frames = [z if rows_ is None else z.iloc[rows_] for z in syn.datasets]
+    stacked = pd.concat(frames, ignore_index=True)
+    # the cells of all the datasets' rows at once (a key depends on its row and the reference
+    # only): one pass over the stacked table, not one per dataset
+    stacked_keys = _partial.cell_keys([stacked], schema, us, reference=original)[0]
+    bounds = np.cumsum([0] + [len(z) for z in frames])
+    for offset, end in zip(bounds[:-1], bounds[1:], strict=True):
+        zkeys = stacked_keys[offset:end]
         order = np.argsort(zkeys, kind="stable")
         lo = np.searchsorted(zkeys[order], need, side="left")
         hi = np.searchsorted(zkeys[order], need, side="right")
@@ -144,8 +145,6 @@ def _conditional_population_rows(
             size = min(len(rows), max(1, math.ceil(k / sets)))
             if size:
                 take[key].append(offset + np.sort(rng.choice(rows, size=size, replace=False)))
-        offset += len(z)
-    stacked = pd.concat(frames, ignore_index=True)
     return {key: stacked.iloc[np.concatenate(v)[:k]].reset_index(drop=True)
             for key, v in take.items()}
 
