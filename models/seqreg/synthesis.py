@@ -22,10 +22,14 @@ from bayes_risk.data.validate import decode
 from bayes_risk.models._bayesian.design import apply_dtypes, column_values, family_sample
 
 
-def _cast(values: np.ndarray, dtype: str | None) -> pd.Series:
+def _cast(values: np.ndarray, dtype: str | None) -> np.ndarray | pd.Series:
     """``values`` as a column of the recorded dtype: the non-categorical branch of
     :func:`~bayes_risk.models._bayesian.design.apply_dtypes` (a column it cannot cast keeps its
     values)."""
+    if values.dtype.kind in "biuf" and dtype == values.dtype.name:
+        # numbers already of the dtype: nothing to cast (the DataFrame copies the array; text
+        # goes through the Series, whose dtype pandas infers)
+        return values
     s = pd.Series(values)
     if dtype is None:
         return s
