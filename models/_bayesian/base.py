@@ -23,9 +23,10 @@ A subclass (e.g. :class:`bayes_risk.models.dpmpm.dpmpm.DPMPM`) must
   (``_set_fitted``). A model whose ``fit`` takes more (DPMPM's ``categorical``) overrides
   ``fit`` and follows the same steps;
 * implement ``_synthesize_one(draw, rng, data)`` (one synthetic dataset from flattened draw
-  ``draw``), ``record_loglik``, ``dataset_loglik``, ``neighbourhood_loglik`` and
-  ``fit_augmented`` (the likelihood protocol of :mod:`bayes_risk.protocols`); a model that can
-  be in class O also provides
+  ``draw``; ``_synthesize_many(draws, rngs, data)``, which ``synthesize`` calls, may prepare
+  once what many datasets share), ``record_loglik``, ``dataset_loglik``,
+  ``neighbourhood_loglik`` and ``fit_augmented`` (the likelihood protocol of
+  :mod:`bayes_risk.protocols`); a model that can be in class O also provides
   ``own_record_delta(record, candidates, datasets, *, draw_indices=None)``
   → ``[H, m, G]`` (methods, Two classes of synthesis model), which the attribute-risk engine
   requires for class O;
