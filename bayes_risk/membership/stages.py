@@ -101,6 +101,19 @@ def _population_rows(model: Any, k: int, rng: np.random.Generator,
     return pd.concat(rows, ignore_index=True).iloc[:k].reset_index(drop=True)
 
 
+def _stacked_datasets(model: Any, sets: int, rng: np.random.Generator,
+                      rows_: np.ndarray | None) -> tuple[pd.DataFrame, list[int]]:
+    """``model.synthesize(sets, random_seed=rng)``'s datasets stacked (only their rows ``rows_``
+    when given) and each one's number of rows; a model that can stack them without a DataFrame
+    per dataset (``_synthesize_stacked``) does."""
+    direct = getattr(model, "_synthesize_stacked", None)
+    if direct is not None:
+        return direct(sets, random_seed=rng, rows=rows_)
+    syn = model.synthesize(sets, random_seed=rng)
+    frames = [z if rows_ is None else z.iloc[rows_] for z in syn.datasets]
+    return pd.concat(frames, ignore_index=True), [len(z) for z in frames]
+
+
 def _conditional_population_rows(
     model: Any, original: pd.DataFrame, original_keys: np.ndarray, keys: list[int], k: int,
     rng: np.random.Generator, schema: Any, us: list[str], rows_: np.ndarray | None = None,
@@ -124,17 +137,15 @@ def _conditional_population_rows(
     per = min(_ROWS_PER_DRAW, fewest)
     sets = max(1, math.ceil(k / per))
     sets = min(sets, int(getattr(model, "n_draws", sets)))
-    syn = model.synthesize(sets, random_seed=rng)
+    stacked, sizes = _stacked_datasets(model, sets, rng, rows_)
     # positions of each cell's records in the datasets stacked, gathered with one take per cell
     # at the end (a take per cell and dataset is what cost: up to H datasets x the cells)
     take: dict[int, list[np.ndarray]] = {key: [] for key in keys}
     need = np.asarray(keys, dtype=np.int64)
-    frames = [z if rows_ is None else z.iloc[rows_] for z in syn.datasets]
-    stacked = pd.concat(frames, ignore_index=True)
     # the cells of all the datasets' rows at once (a key depends on its row and the reference
     # only): one pass over the stacked table, not one per dataset
     stacked_keys = _partial.cell_keys([stacked], schema, us, reference=original)[0]
-    bounds = np.cumsum([0] + [len(z) for z in frames])
+    bounds = np.cumsum([0, *sizes])
     for offset, end in zip(bounds[:-1], bounds[1:], strict=True):
         zkeys = stacked_keys[offset:end]
         order = np.argsort(zkeys, kind="stable")

@@ -25,8 +25,10 @@ def spread_draws(H: int, m: int) -> np.ndarray:
     return ((np.arange(1, m + 1, dtype=np.int64) * H) // m - 1).astype(np.int64)
 
 
-def synthesize(model, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
-    """The work of :meth:`BayesianSynthesizer.synthesize` (documented there)."""
+def plan(model, m: int, random_seed: RandomSeed
+         ) -> tuple[np.ndarray, list[np.random.Generator], RandomSeed]:
+    """The posterior draws and child generators of ``m`` synthetic datasets (the checks of
+    :meth:`BayesianSynthesizer.synthesize`), and the seed used."""
     model._check_fitted("synthesize")
     m = check_m(m)
     random_seed = model._seed(random_seed)
@@ -37,8 +39,12 @@ def synthesize(model, m: int = 1, *, random_seed: RandomSeed = None) -> Syntheti
             f"only H = {H}; sample more draws.",
             code="TOO_FEW_DRAWS"
         )
-    idx = model._spread_draws(H, m)
-    rngs = spawn(random_seed, m)
+    return model._spread_draws(H, m), spawn(random_seed, m), random_seed
+
+
+def synthesize(model, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
+    """The work of :meth:`BayesianSynthesizer.synthesize` (documented there)."""
+    idx, rngs, random_seed = plan(model, m, random_seed)
     datasets = model._synthesize_many(idx, rngs, model.data_)
     return SyntheticData(
         datasets=datasets,

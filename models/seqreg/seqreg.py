@@ -525,6 +525,15 @@ class SequentialRegression(BayesianSynthesizer):
         """
         return _synthesis.synthesize_many(self, draws, rngs, data)
 
+    def _synthesize_stacked(
+        self, m: int, *, random_seed: RandomSeed = None, rows: np.ndarray | None = None
+    ) -> tuple[pd.DataFrame, list[int]]:
+        """The datasets of ``synthesize(m, random_seed=random_seed)`` stacked in one table
+        (``pd.concat(..., ignore_index=True)``; only the rows ``rows`` of each when given), and
+        each dataset's number of rows: the membership normaliser's population draws without a
+        DataFrame per dataset."""
+        return _synthesis.synthesize_stacked(self, m, random_seed, rows)
+
     # -- thin methods: the work is done by module-level helpers of the family's modules
 
     def _draws_from_user(self, c: str, val: Any, schema: Schema) -> dict[str, np.ndarray]:

@@ -13,11 +13,12 @@ together.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
+from bayes_risk._rng import RandomSeed
 from bayes_risk.data.validate import decode
 from bayes_risk.models._bayesian.design import apply_dtypes, column_values, family_sample
 
@@ -67,10 +68,9 @@ def _output_column(model, c: str) -> Callable[[np.ndarray], object]:
     return lambda new: _cast(new, dtype)
 
 
-def synthesize_many(model, draws: Sequence[int] | np.ndarray,
-                    rngs: Sequence[np.random.Generator], data: pd.DataFrame | None,
-                    ) -> list[pd.DataFrame]:
-    """The work of :meth:`SequentialRegression._synthesize_many` (documented there)."""
+def _datasets(model, draws: Sequence[int] | np.ndarray, rngs: Sequence[np.random.Generator],
+              data: pd.DataFrame | None) -> Iterator[dict[str, object]]:
+    """Each dataset's released columns (arrays, categoricals or Series), dataset by dataset."""
     n = model.n_records
     schema = model.schema_
     names = list(schema.names)
@@ -91,7 +91,6 @@ def synthesize_many(model, draws: Sequence[int] | np.ndarray,
         kept = [c for c in names if c not in synthesized]
         frame = apply_dtypes(data[kept].reset_index(drop=True), model.dtypes_, schema)
         released = {c: frame[c] for c in kept}
-    out = []
     for k, rng in zip(range(idx.size), rngs, strict=True):
         vals = dict(base)
         columns: dict[str, object] = dict(released)
@@ -108,5 +107,41 @@ def synthesize_many(model, draws: Sequence[int] | np.ndarray,
                 new = np.where(mask, new, vals[c])
             vals[c] = new
             columns[c] = convert[c](new)
-        out.append(pd.DataFrame({c: columns[c] for c in names}))
-    return out
+        yield {c: columns[c] for c in names}
+
+
+def synthesize_many(model, draws: Sequence[int] | np.ndarray,
+                    rngs: Sequence[np.random.Generator], data: pd.DataFrame | None,
+                    ) -> list[pd.DataFrame]:
+    """The work of :meth:`SequentialRegression._synthesize_many` (documented there)."""
+    return [pd.DataFrame(columns) for columns in _datasets(model, draws, rngs, data)]
+
+
+def _stack(pieces: list[object]) -> object:
+    """One column from its datasets' pieces, as ``pd.concat`` of the datasets gives it."""
+    first = pieces[0]
+    if all(isinstance(p, np.ndarray) and p.dtype == first.dtype for p in pieces):
+        return np.concatenate(pieces)
+    if all(isinstance(p, pd.Categorical) and p.dtype == first.dtype for p in pieces):
+        return pd.Categorical.from_codes(np.concatenate([p.codes for p in pieces]),
+                                         dtype=first.dtype)
+    return pd.concat([pd.Series(p) for p in pieces], ignore_index=True)
+
+
+def synthesize_stacked(model, m: int, random_seed: RandomSeed, rows: np.ndarray | None,
+                       ) -> tuple[pd.DataFrame, list[int]]:
+    """The work of :meth:`SequentialRegression._synthesize_stacked` (documented there)."""
+    from bayes_risk.models._bayesian.synthesis import plan
+
+    idx, rngs, _ = plan(model, m, random_seed)
+    names = list(model.schema_.names)
+    pieces: dict[str, list[object]] = {c: [] for c in names}
+    sizes = []
+    for columns in _datasets(model, idx, rngs, model.data_):
+        for c in names:
+            col = columns[c]
+            if rows is not None:
+                col = col.iloc[rows] if isinstance(col, pd.Series) else col[rows]
+            pieces[c].append(col)
+        sizes.append(model.n_records if rows is None else int(np.size(rows)))
+    return pd.DataFrame({c: _stack(pieces[c]) for c in names}), sizes

@@ -149,6 +149,23 @@ def test_synthesize_equals_one_dataset_at_a_time(variant):
                   for h, r in zip(idx, spawn(11, m), strict=True)], ref)
 
 
+@pytest.mark.parametrize("rows", [None, "every third"])
+def test_stacked_datasets_equal_the_datasets_concatenated(variant, rows):
+    """The membership normaliser's stacked population datasets (``_synthesize_stacked``) are
+    the reference datasets concatenated (their rows ``rows`` only, when given), and the seed's
+    generator moves on as it does under ``synthesize``."""
+    sel = None if rows is None else np.arange(0, variant.n_records, 3)
+    rng_a, rng_b = np.random.default_rng(21), np.random.default_rng(21)
+    got, sizes = variant._synthesize_stacked(6, random_seed=rng_a, rows=sel)
+    idx = variant._spread_draws(variant.n_draws, 6)
+    ref = _reference_many(variant, idx, spawn(rng_b, 6), variant.data_)
+    if sel is not None:
+        ref = [z.iloc[sel] for z in ref]
+    _assert_same([got], [pd.concat(ref, ignore_index=True)])
+    assert sizes == [len(z) for z in ref]
+    assert rng_a.random() == rng_b.random()
+
+
 def test_posterior_replicates_unchanged(variant):
     """Posterior-predictive replicates (one dataset per generator) are the reference's."""
     got = [z for chunk in variant.posterior_replicates(5, chunk_size=2, random_seed=4)
@@ -226,8 +243,10 @@ def test_membership_normaliser_unchanged(monkeypatch, kind):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         new = membership_risk(model, orig, syn, **run).records
+        # the former path: one dataset at a time, through synthesize, concatenated
         monkeypatch.setattr(SequentialRegression, "_synthesize_many",
                             lambda self, d, r, x: _reference_many(self, d, r, x))
+        monkeypatch.delattr(SequentialRegression, "_synthesize_stacked")
         old = membership_risk(model, orig, syn, **run).records
     assert "log_normaliser" in new
     pd.testing.assert_frame_equal(new, old, check_exact=True)
