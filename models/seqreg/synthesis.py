@@ -135,13 +135,19 @@ def synthesize_stacked(model, m: int, random_seed: RandomSeed, rows: np.ndarray 
 
     idx, rngs, _ = plan(model, m, random_seed)
     names = list(model.schema_.names)
-    pieces: dict[str, list[object]] = {c: [] for c in names}
-    sizes = []
+    drawn = list(model.order_)
+    pieces: dict[str, list[object]] = {c: [] for c in drawn}
+    columns: dict[str, object] = {}
     for columns in _datasets(model, idx, rngs, model.data_):
-        for c in names:
+        for c in drawn:
             col = columns[c]
             if rows is not None:
                 col = col.iloc[rows] if isinstance(col, pd.Series) else col[rows]
             pieces[c].append(col)
-        sizes.append(model.n_records if rows is None else int(np.size(rows)))
-    return pd.DataFrame({c: _stack(pieces[c]) for c in names}), sizes
+    stacked = {c: _stack(pieces[c]) for c in drawn}
+    # a released column is the same Series in every dataset: its rows repeated, in one take
+    pos = np.arange(model.n_records) if rows is None else np.asarray(rows)
+    for c in names:
+        if c not in stacked:
+            stacked[c] = columns[c].iloc[np.tile(pos, len(idx))].reset_index(drop=True)
+    return pd.DataFrame({c: stacked[c] for c in names}), [int(pos.size)] * len(idx)
