@@ -77,6 +77,14 @@ MESSAGES: dict[str, str] = {
     "the truncated mixture: the truncation may cut off posterior mass; increase n_components.",
     # identification risk
     "NO_MATCH": "some targets have no matching record in a synthetic dataset.",
+    # plain release files (no manifest, so no fingerprint of the original)
+    "ROWS_NOT_VERIFIED": "no column of the synthetic data equals the original's row by row, so "
+    "the row order of the files cannot be checked: the measures assume that row i of every "
+    "dataset is record i of the original.",
+    "ORIGINAL_UNCONFIRMED": "a synthesized column of the synthetic data shows no row-by-row "
+    "association with the original's: the original's column may not be the one the release "
+    "was made from, and a risk measured against it would be understated (the check of plain "
+    "release files; a release with its manifest has the original's fingerprint checked).",
     "ZERO_UNIQUE": "no target is a unique match, so the rates over unique matches are "
     "undefined.",
     "F_BELOW_ONE": "some estimated population counts are below one and were raised to one.",

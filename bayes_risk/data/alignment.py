@@ -8,11 +8,13 @@ Alignment is checked on every column that is released unchanged — the manifest
 columns, or, for plain files, every shared column not declared synthesized — not only on the
 columns the intruder knows. The original's fingerprint
 (``bayes_risk.data.fingerprint.check_original``) covers the releases with no unsynthesized
-column.
+column. Plain files (no manifest, so no fingerprint) have their declared synthesized columns
+checked by their row-by-row association with the original's (:func:`row_association`).
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -22,12 +24,24 @@ import pandas as pd
 
 from bayes_risk.exceptions import CALLER, DataWarning, SchemaError
 
-__all__ = ["check_rows_aligned", "comparable_values", "same_multiset", "unchanged_column_error"]
+__all__ = ["check_rows_aligned", "comparable_values", "row_association", "same_multiset",
+           "unchanged_column_error"]
 
 _MISSING = "\x00NA"
 #: a column with at least this many distinct values holding exactly the original's values in
 #: another order is taken as evidence of shuffled rows on its own
 _MANY_LEVELS = 5
+#: a synthesized column whose row-by-row association with the original has a one-sided
+#: permutation p-value above this is reported as unconfirmed (``ORIGINAL_UNCONFIRMED``): a wrong
+#: original column (no association) is then reported 999 times in 1,000
+ASSOCIATION_P = 0.001
+#: fewer records than this give the association test too little power to say anything
+ASSOCIATION_MIN_ROWS = 50
+#: a numeric column with more distinct values than this is compared by ranks, one with fewer
+#: (an integer-coded factor, a count with few values) by agreement of its values
+_RANK_LEVELS = 20
+#: above this many cells (records × levels) the level shares are summed pairwise, not held
+_DENSE_CELLS = 20_000_000
 
 
 def comparable_values(col: pd.Series) -> np.ndarray:
@@ -82,6 +96,7 @@ def check_rows_aligned(
     source: Any = None,
     *,
     synthesized: Iterable[str] = (),
+    record: dict[str, str] | None = None,
 ) -> list[str]:
     """Check that the released datasets keep the original's records in the original's order.
 
@@ -97,7 +112,11 @@ def check_rows_aligned(
         not in ``synthesized`` is checked, and a column that differs counts as synthesized
         unless it holds the original's values in another order.
     synthesized : iterable of str
-        Columns declared synthesized (e.g. the known synthesized columns), for plain files.
+        Columns declared synthesized (e.g. the known synthesized columns), for plain files:
+        each must show the row-by-row association with the original's column that a release
+        made from this original shows (:func:`row_association`).
+    record : dict, optional
+        Where to keep the codes and messages of the warnings raised (a result's warnings).
 
     Returns
     -------
@@ -116,7 +135,12 @@ def check_rows_aligned(
     DataWarning
         ``ROWS_NOT_VERIFIED``: plain files in which no column is released unchanged, so that the
         row order cannot be checked from the data (a fully synthetic release: give it with its
-        manifest, which records the original's fingerprint).
+        manifest, which records the original's fingerprint). ``ORIGINAL_UNCONFIRMED``:
+        plain files in which a declared synthesized column shows no significant row-by-row
+        association with the original's (one-sided permutation p-value above 0.001; tables of
+        50 records or more): the
+        original's column may not be the one the release was made from, and a risk measured
+        against it would be understated.
     """
     if not datasets or any(len(z) != len(original) for z in datasets):
         return []  # the row counts are refused by the callers' own checks
@@ -153,17 +177,151 @@ def check_rows_aligned(
                 c = (many or permuted)[0]
                 _refuse(c, l, eqs[c], "ROWS_MISALIGNED")
     equal = [c for c in cols if c in equal]
-    if not declared and cols and not equal:
-        warnings.warn(
-            f"no column of the synthetic data equals the original's row by row ({cols} all "
-            "differ), so the row order of the files cannot be checked (ROWS_NOT_VERIFIED): "
-            "the measures assume that row i of every dataset is record i of the original. "
-            "Give a release written by 'bayes-risk synthesize' (its manifest records the "
-            "original's fingerprint) to have it checked.",
-            DataWarning,
-            skip_file_prefixes=CALLER,
-        )
+    if declared:
+        return equal
+    if cols and not equal:
+        _warn(record, "ROWS_NOT_VERIFIED",
+              f"no column of the synthetic data equals the original's row by row ({cols} all "
+              "differ), so the row order of the files cannot be checked: the measures assume "
+              "that row i of every dataset is record i of the original. Give a release written "
+              "by 'bayes-risk synthesize' (its manifest records the original's fingerprint) to "
+              "have it checked.")
+    # plain files: nothing records the original the synthesized columns were made from, so
+    # they are checked by their association with it, row by row
+    weak = unconfirmed_columns(original, datasets, [c for c in dict.fromkeys(skip)
+                                                    if c in shared])
+    if weak:
+        what = "; ".join(f"{c!r}: association {r:.3g}, one-sided p = {p:.2g}"
+                         for c, (r, p) in weak.items())
+        _warn(record, "ORIGINAL_UNCONFIRMED",
+              f"the synthesized column(s) {list(weak)} of the synthetic data show no "
+              f"row-by-row association with the original's ({what}). A synthesizer that uses "
+              "a record's other values makes its synthetic values follow its true ones; "
+              "these do not, so the original's column may not be the one the release was made "
+              "from (edited, from another wave, or its values in another row order than the "
+              "other columns), and a risk measured against it would be understated. Check "
+              "the original, or give a release written by 'bayes-risk synthesize' (its "
+              "manifest records the original's fingerprint). A synthesizer that draws the "
+              "column without regard to the record's other values, or a fully synthetic "
+              "release, also shows no association.")
     return equal
+
+
+def _warn(record: dict[str, str] | None, code: str, msg: str) -> None:
+    if record is not None:
+        record[code] = msg
+    warnings.warn(DataWarning(f"{code}: {msg}", code=code), skip_file_prefixes=CALLER)
+
+
+def row_association(original: pd.Series, released: Sequence[pd.Series]) -> tuple[float, float]:
+    """How strongly a synthesized column of the release follows the original's, row by row.
+
+    A synthesizer that uses a record's other values (CART, a sequential regression, a mixture
+    model's classes) makes record *i*'s synthetic value depend on its true value through them;
+    a column of the original that is not the one the release was made from (edited, another
+    wave, its values in another row order than the other columns) shows no such dependence.
+    The statistic is linear in the pairing of rows, so its permutation distribution (the
+    original's column paired with the release's rows at random) has an exact mean (0) and
+    variance, and its standardised value is close to normal (Hoeffding's combinatorial central
+    limit theorem).
+
+    Parameters
+    ----------
+    original : Series
+        The original's column.
+    released : sequence of Series
+        The column in each synthetic dataset (same length).
+
+    Returns
+    -------
+    (float, float)
+        The association (the rank correlation of the original's values with the datasets'
+        average rank, or the excess of the agreement rate over the agreement of a random
+        pairing) and its standardised value ``z`` under random pairing; ``nan`` when the
+        column is constant in the original or in the release (no test).
+
+    Notes
+    -----
+    A numeric column with more than 20 distinct values is compared by ranks (a missing value
+    at the average rank); other columns by the agreement of their values, a missing value
+    being one value of its own.
+    """
+    n = len(original)
+    o = comparable_values(original)
+    zs = [comparable_values(z) for z in released]
+    if n < 3 or not zs:
+        return np.nan, np.nan
+    numeric = o.dtype.kind == "f" and all(z.dtype.kind == "f" for z in zs)
+    if numeric and len(np.unique(o[~np.isnan(o)])) > _RANK_LEVELS:
+        a = _centred_ranks(o)
+        b = np.mean([_centred_ranks(z) for z in zs], axis=0)
+        saa, sbb = float(a @ a), float(b @ b)
+        if saa == 0.0 or sbb == 0.0:
+            return np.nan, np.nan
+        s = float(a @ b)
+        return s / np.sqrt(saa * sbb), s / np.sqrt(saa * sbb / (n - 1))
+    if not numeric:
+        o, zs = _as_text(o), [_as_text(z) for z in zs]
+    codes, _ = pd.factorize(np.concatenate([o, *zs]), use_na_sentinel=False)
+    k = int(codes.max()) + 1
+    oc, sc = codes[:n], codes[n:].reshape(len(zs), n)
+    m = len(zs)
+    # P[i, k]: the share of the datasets giving record i the value k; c: the original's counts
+    p = np.zeros((n, k)) if n * k <= _DENSE_CELLS else None
+    c = np.bincount(oc, minlength=k).astype(np.float64)
+    pbar = np.bincount(sc.ravel(), minlength=k) / (m * n)
+    agree = float(np.mean(sc == oc))
+    if p is not None:
+        for row in sc:
+            p[np.arange(n), row] += 1.0 / m
+        psq = (p * p).sum(axis=0)
+        pc = p @ c
+    else:  # many levels on a long table: the same sums from the datasets' pairs
+        psq = np.zeros(k)
+        pc = np.zeros(n)
+        for row in sc:
+            pc += c[row] / m
+            for row2 in sc:
+                psq += np.bincount(row, weights=(row == row2).astype(np.float64),
+                                   minlength=k) / (m * m)
+    # S = sum_i sum_k (1[o_i = k] - c_k/n)(P_ik - pbar_k); its variance under a random
+    # pairing of rows is tr(A'A B'B)/(n - 1) with A'A = diag(c) - cc'/n, B'B = P'P - n pbar pbar'
+    s = n * (agree - float(c @ pbar) / n)
+    var = (float(c @ psq) - n * float(c @ pbar**2)
+           - (float(pc @ pc) - n * float(pbar @ c) ** 2) / n) / (n - 1)
+    if not var > 1e-12 * n:
+        return np.nan, np.nan
+    return s / n, s / np.sqrt(var)
+
+
+def _centred_ranks(x: np.ndarray) -> np.ndarray:
+    # pandas' average ranks (scipy's rankdata) leave a missing value missing; the identification
+    # path does not import SciPy
+    r = pd.Series(x).rank(method="average").to_numpy(dtype=np.float64)
+    r = r - np.nanmean(r) if np.isfinite(r).any() else np.zeros(len(x))
+    return np.where(np.isnan(r), 0.0, r)
+
+
+def _upper_tail(z: float) -> float:
+    """One-sided p-value of a standard normal ``z``."""
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
+def unconfirmed_columns(
+    original: pd.DataFrame, datasets: Sequence[pd.DataFrame], columns: Iterable[str]
+) -> dict[str, tuple[float, float]]:
+    """The synthesized columns whose row-by-row association with the original is not
+    significant (:func:`row_association`; one-sided ``p > ASSOCIATION_P``), with the
+    association and its one-sided p-value; none on tables of fewer than
+    ``ASSOCIATION_MIN_ROWS`` (50) records, where the test has too little power."""
+    out: dict[str, tuple[float, float]] = {}
+    if len(original) < ASSOCIATION_MIN_ROWS:
+        return out
+    for c in columns:
+        r, z = row_association(original[c], [d[c] for d in datasets])
+        if np.isfinite(z) and _upper_tail(z) > ASSOCIATION_P:
+            out[c] = (r, _upper_tail(z))
+    return out
 
 
 def _refuse(c: str, l: int, eq: np.ndarray, code: str) -> None:

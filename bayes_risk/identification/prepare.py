@@ -432,15 +432,15 @@ def prepare(
     original = mask_missing_codes(original, sk.missing_codes)  # declared codes are missing
     if targets is not None and isinstance(targets, pd.DataFrame):
         targets = mask_missing_codes(targets, sk.missing_codes)
+    warn: dict[str, str] = {}
     if replicates is None:
         rep_s, sk = released_replicates(original, datasets, known_us, known, sk)
-        check_rows_aligned(original, datasets, source, synthesized=known_s)
+        check_rows_aligned(original, datasets, source, synthesized=known_s, record=warn)
     else:
         rep_s, sk = user_replicates(replicates, original, known_s, sk)
     rule = _match_rule(o, sk, original, known_us, known_s)
     ids_orig = _original_ids(original, original_id, target_id, targets is not None)
     tdf, in_sample, rec, target_ids = _targets(original, targets, target_id, ids_orig, known, sk)
-    warn: dict[str, str] = {}
     enc = encode_problem(rule, sk, {c for c in known if sk[c].type in CATEGORICAL_TYPES},
                          known_s, original, tdf, rep_s, in_sample, rec, warn,
                          missing_known=o["missing_known"])

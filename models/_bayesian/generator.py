@@ -19,7 +19,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.core.extending import intrinsic
 
-__all__ = ["generator_handle", "generator_of", "uniforms_at"]
+__all__ = ["ChainGenerator", "generator_handle", "generator_of", "uniforms_at"]
 
 _GENERATOR = types.NumPyRandomGeneratorType("NumPyRandomGeneratorType")
 _BIT_GENERATOR = types.NumPyRandomBitGeneratorType("bit_generator")
@@ -35,6 +35,29 @@ def generator_handle(rng: np.random.Generator) -> np.ndarray:
 
     return np.array([api.state_address, address(api.next_uint64), address(api.next_uint32),
                      address(api.next_double), address(api.bit_generator)], dtype=np.uint64)
+
+
+class ChainGenerator:
+    """Mixin of a sampler step whose chain's generator is ``self.rng``: :meth:`_generator` gives
+    its :func:`generator_handle`, read once per generator (a chain's start) rather than at every
+    compiled call that draws from it.
+
+    The handle holds addresses in this process: a copy or pickle of the step (a chain's own
+    step, PyMC's worker processes) carries none and reads its own; ``self.rng`` (kept by the
+    step) keeps the generator, and so the addresses, alive.
+    """
+
+    _handle: np.ndarray | None = None
+    _handle_of: np.random.Generator | None = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_handle": None, "_handle_of": None}
+
+    def _generator(self) -> np.ndarray:
+        """``self.rng``'s ``generator_handle`` (read again only when ``self.rng`` changes)."""
+        if self._handle_of is not self.rng:
+            self._handle, self._handle_of = generator_handle(self.rng), self.rng
+        return self._handle
 
 
 @intrinsic

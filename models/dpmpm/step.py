@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 import bayes_risk.models.dpmpm.kernels as kern
-from bayes_risk.models._bayesian.generator import generator_handle, uniforms_at
+from bayes_risk.models._bayesian.generator import ChainGenerator, uniforms_at
 from bayes_risk.models._bayesian.sticks import (
     label_switch_moves,
     sample_alpha,
@@ -56,7 +56,7 @@ _PARALLEL_MIN_WORK = 30_000_000
 _SPLIT_MIN_WORK = 4_000_000
 
 
-class DPMPMGibbs:
+class DPMPMGibbs(ChainGenerator):
     """Blocked Gibbs sweep of the DPMPM (Hu & Savitsky 2018) with a PyMC step method's interface.
 
     Per-chain state: latent classes ``z`` and the completed data (missing entries imputed).
@@ -134,7 +134,7 @@ class DPMPMGibbs:
         self._aug = None
         self._warmup_left = 0  # warm-up sweeps still to run (setup_chain)
         self._bounded_left = 0  # warm-up sweeps still to run with α bounded (setup_chain)
-        self._handle = self._handle_of = None  # self.rng's generator_handle (_generator)
+        self._handle = self._handle_of = None  # self.rng's handle (ChainGenerator)
         self._threads = numba.get_num_threads()  # the class step's threads (setup_chain)
         n = max(len(codes), 1)
         self.split_merge_moves = int(np.clip(min(round(_SPLIT_MERGE_VISITS / n), n // 10), 1, 20))
@@ -153,18 +153,6 @@ class DPMPMGibbs:
         self._counts = None
         # read once per chain, not per sweep (≈ 3 µs); a worker process sets its threads first
         self._threads = numba.get_num_threads()
-
-    def __getstate__(self) -> dict[str, Any]:
-        # a generator handle holds addresses in this process: never copied (pm.sample pickles
-        # the step into its workers; each chain's copy of the step reads its own)
-        return {**self.__dict__, "_handle": None, "_handle_of": None}
-
-    def _generator(self) -> np.ndarray:
-        """``self.rng``'s ``generator_handle``, read once per generator (the compiled calls
-        take it instead of the generator: numba's conversion of one costs ≈ 15–30 µs)."""
-        if self._handle_of is not self.rng:
-            self._handle, self._handle_of = generator_handle(self.rng), self.rng
-        return self._handle
 
     def _mapped(self, draws: np.ndarray, positions: np.ndarray) -> np.ndarray:
         """Per-record draws made in the data's order, in the sweep's order of records."""

@@ -50,7 +50,11 @@ def _gibbs_step_class() -> type:
     """The blocked Gibbs ``BlockedStep`` (defined on first use so that PyMC loads lazily)."""
     from pymc.step_methods.compound import BlockedStep, Competence
 
-    class PoissonMixtureGibbs(BlockedStep):
+    from bayes_risk.models._bayesian.generator import ChainGenerator
+
+    # ChainGenerator: the label moves' compiled draws take the chain's generator as a handle
+    # read once per chain (as the DPMPM sweep's), not read afresh from it at every sweep
+    class PoissonMixtureGibbs(ChainGenerator, BlockedStep):
         """One blocked Gibbs sweep of the MP model (Hu 2019 §3.3.3; stick breaking, α step).
 
         Order within a sweep: ``λ | z``, ``V | z``, ``α | V``, then ``z | π, λ``, so that the
@@ -104,7 +108,8 @@ def _gibbs_step_class() -> type:
                 alpha = float(np.exp(point[self.names["alpha"]])) if "alpha" in self.names else 1.0
                 if K > 1 and self._sticks is not None:  # label moves (see _bayesian.sticks.py)
                     nk0 = np.bincount(self._z, minlength=K)
-                    self._z = pk.label_switch_moves(nk0, *self._sticks, rng)[self._z]
+                    self._z = pk.label_switch_moves(nk0, *self._sticks,
+                                                     self._generator())[self._z]
             n_k, s_kj = pk.component_stats(y, self._z, K)
             shape, rate = pk.lambda_params(n_k, s_kj, self.a_lam, self.b_lam)
             lam = rng.gamma(shape, 1.0 / rate)

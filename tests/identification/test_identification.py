@@ -835,6 +835,7 @@ def test_partitioned_executor_gives_identical_results(extra):
         np.testing.assert_array_equal(res.pooled.fallback_value, ref.pooled.fallback_value)
 
 
+@pytest.mark.filterwarnings("ignore:ORIGINAL_UNCONFIRMED")  # h is drawn at random
 def test_radius_sweep_shares_the_pool_once():
     y, zs = _random_problem(5, n=80)
     kw = dict(categorical=["g", "h"], progressbar=False)
