@@ -54,7 +54,7 @@ def _output_column(model, c: str) -> Callable[[np.ndarray], object]:
         # the level values as decode gives them (objects, or int64 when every level is an int)
         table = decode(np.arange(d, dtype=np.int64)[:, None], model.schema_, [c])[c].to_numpy()
 
-        def other(new: np.ndarray) -> pd.Series:
+        def other(new: np.ndarray) -> np.ndarray | pd.Series:
             codes = new.astype(np.int64)
             if d and codes.min() >= 0:
                 return _cast(table[codes], dtype)
