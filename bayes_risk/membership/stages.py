@@ -101,6 +101,19 @@ def _population_rows(model: Any, k: int, rng: np.random.Generator,
     return pd.concat(rows, ignore_index=True).iloc[:k].reset_index(drop=True)
 
 
+def _stacked_datasets(model: Any, sets: int, rng: np.random.Generator,
+                      rows_: np.ndarray | None) -> tuple[pd.DataFrame, list[int]]:
+    """``model.synthesize(sets, random_seed=rng)``'s datasets stacked (only their rows ``rows_``
+    when given) and each one's number of rows; a model that can stack them without a DataFrame
+    per dataset (``_synthesize_stacked``) does."""
+    direct = getattr(model, "_synthesize_stacked", None)
+    if direct is not None:
+        return direct(sets, random_seed=rng, rows=rows_)
+    syn = model.synthesize(sets, random_seed=rng)
+    frames = [z if rows_ is None else z.iloc[rows_] for z in syn.datasets]
+    return pd.concat(frames, ignore_index=True), [len(z) for z in frames]
+
+
 def _conditional_population_rows(
     model: Any, original: pd.DataFrame, original_keys: np.ndarray, keys: list[int], k: int,
     rng: np.random.Generator, schema: Any, us: list[str], rows_: np.ndarray | None = None,
@@ -124,18 +137,17 @@ def _conditional_population_rows(
     per = min(_ROWS_PER_DRAW, fewest)
     sets = max(1, math.ceil(k / per))
     sets = min(sets, int(getattr(model, "n_draws", sets)))
-    syn = model.synthesize(sets, random_seed=rng)
+    stacked, sizes = _stacked_datasets(model, sets, rng, rows_)
     # positions of each cell's records in the datasets stacked, gathered with one take per cell
     # at the end (a take per cell and dataset is what cost: up to H datasets x the cells)
     take: dict[int, list[np.ndarray]] = {key: [] for key in keys}
     need = np.asarray(keys, dtype=np.int64)
-    frames = [z if rows_ is None else z.iloc[rows_].reset_index(drop=True)
-              for z in syn.datasets]
-    # one call: the original's cells are found once, not once per dataset (the keys depend on
-    # the reference only)
-    all_keys = _partial.cell_keys(frames, schema, us, reference=original)
-    offset = 0
-    for z, zkeys in zip(frames, all_keys, strict=True):
+    # the cells of all the datasets' rows at once (a key depends on its row and the reference
+    # only): one pass over the stacked table, not one per dataset
+    stacked_keys = _partial.cell_keys([stacked], schema, us, reference=original)[0]
+    bounds = np.cumsum([0, *sizes])
+    for offset, end in zip(bounds[:-1], bounds[1:], strict=True):
+        zkeys = stacked_keys[offset:end]
         order = np.argsort(zkeys, kind="stable")
         lo = np.searchsorted(zkeys[order], need, side="left")
         hi = np.searchsorted(zkeys[order], need, side="right")
@@ -144,8 +156,6 @@ def _conditional_population_rows(
             size = min(len(rows), max(1, math.ceil(k / sets)))
             if size:
                 take[key].append(offset + np.sort(rng.choice(rows, size=size, replace=False)))
-        offset += len(z)
-    stacked = pd.concat(frames, ignore_index=True)
     return {key: stacked.iloc[np.concatenate(v)[:k]].reset_index(drop=True)
             for key, v in take.items()}
 

@@ -23,9 +23,10 @@ A subclass (e.g. :class:`bayes_risk.models.dpmpm.dpmpm.DPMPM`) must
   (``_set_fitted``). A model whose ``fit`` takes more (DPMPM's ``categorical``) overrides
   ``fit`` and follows the same steps;
 * implement ``_synthesize_one(draw, rng, data)`` (one synthetic dataset from flattened draw
-  ``draw``), ``record_loglik``, ``dataset_loglik``, ``neighbourhood_loglik`` and
-  ``fit_augmented`` (the likelihood protocol of :mod:`bayes_risk.protocols`); a model that can
-  be in class O also provides
+  ``draw``; ``_synthesize_many(draws, rngs, data)``, which ``synthesize`` calls, may prepare
+  once what many datasets share), ``record_loglik``, ``dataset_loglik``,
+  ``neighbourhood_loglik`` and ``fit_augmented`` (the likelihood protocol of
+  :mod:`bayes_risk.protocols`); a model that can be in class O also provides
   ``own_record_delta(record, candidates, datasets, *, draw_indices=None)``
   → ``[H, m, G]`` (methods, Two classes of synthesis model), which the attribute-risk engine
   requires for class O;
@@ -422,6 +423,15 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         ``None``). Must return the original's columns in order, ``n_records`` rows, unsynthesized
         columns unchanged, and draw only from ``rng``.
         """
+
+    def _synthesize_many(
+        self, draws: np.ndarray, rngs: Sequence[np.random.Generator], data: pd.DataFrame | None
+    ) -> list[pd.DataFrame]:
+        """One synthetic dataset per flattened draw in ``draws``, dataset ``l`` drawn from
+        ``rngs[l]`` only: :meth:`_synthesize_one` for each (a model overrides it to prepare once
+        what the datasets share; the datasets must be those :meth:`_synthesize_one` makes)."""
+        return [self._synthesize_one(int(h), rng, data)
+                for h, rng in zip(draws, rngs, strict=True)]
 
 
     # ------------------------------------------------------------------ protocol (abstract)

@@ -217,8 +217,15 @@ def family_loglik(
     if family == "normal":
         eta = params["beta"] @ X.T  # [H, n]
         sigma = np.asarray(params["sigma"], dtype=np.float64)[:, None]
-        r = (y[None, :] - eta) / sigma
-        return -0.5 * r * r - np.log(sigma) - 0.5 * np.log(2.0 * np.pi)
+        # -0.5 r² - log σ - log √(2π), operation by operation in place: the same values as
+        # the expression written out, without its [H, n] temporaries
+        r = np.subtract(y[None, :], eta, out=eta)
+        r /= sigma
+        out = -0.5 * r
+        out *= r
+        out -= np.log(sigma)
+        out -= 0.5 * np.log(2.0 * np.pi)
+        return out
     if family == "poisson_log":
         eta = params["beta"] @ X.T
         return y[None, :] * eta - np.exp(eta) - gammaln(y + 1.0)[None, :]

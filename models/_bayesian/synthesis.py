@@ -1,7 +1,8 @@
 """Synthesis of :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer` from posterior draws.
 
 ``m`` datasets from draws far apart in the chain (Hu 2019 §3.2.5), and posterior-predictive
-replicates in chunks; each model supplies ``_synthesize_one``.
+replicates in chunks; each model supplies ``_synthesize_one`` (and may supply
+``_synthesize_many``, which makes many datasets at once).
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ def spread_draws(H: int, m: int) -> np.ndarray:
     return ((np.arange(1, m + 1, dtype=np.int64) * H) // m - 1).astype(np.int64)
 
 
-def synthesize(model, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
-    """The work of :meth:`BayesianSynthesizer.synthesize` (documented there)."""
+def plan(model, m: int, random_seed: RandomSeed
+         ) -> tuple[np.ndarray, list[np.random.Generator], RandomSeed]:
+    """The posterior draws and child generators of ``m`` synthetic datasets (the checks of
+    :meth:`BayesianSynthesizer.synthesize`), and the seed used."""
     model._check_fitted("synthesize")
     m = check_m(m)
     random_seed = model._seed(random_seed)
@@ -36,12 +39,13 @@ def synthesize(model, m: int = 1, *, random_seed: RandomSeed = None) -> Syntheti
             f"only H = {H}; sample more draws.",
             code="TOO_FEW_DRAWS"
         )
-    idx = model._spread_draws(H, m)
-    rngs = spawn(random_seed, m)
-    datasets = [
-        model._synthesize_one(int(h), rng, model.data_)
-        for h, rng in zip(idx, rngs, strict=True)
-    ]
+    return model._spread_draws(H, m), spawn(random_seed, m), random_seed
+
+
+def synthesize(model, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
+    """The work of :meth:`BayesianSynthesizer.synthesize` (documented there)."""
+    idx, rngs, random_seed = plan(model, m, random_seed)
+    datasets = model._synthesize_many(idx, rngs, model.data_)
     return SyntheticData(
         datasets=datasets,
         method=model.method_name,

@@ -28,17 +28,15 @@ import pandas as pd
 
 import bayes_risk.models.seqreg.loglik as _loglik
 import bayes_risk.models.seqreg.posterior as _posterior
+import bayes_risk.models.seqreg.synthesis as _synthesis
 from bayes_risk._rng import RandomSeed, spawn
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.validate import decode
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.design import (
     FAMILIES,
     DesignSpec,
-    apply_dtypes,
     column_values,
-    family_sample,
     normal_exact_posterior,
     parse_formula,
 )
@@ -513,33 +511,28 @@ class SequentialRegression(BayesianSynthesizer):
     def _synthesize_one(
         self, draw: int, rng: np.random.Generator, data: pd.DataFrame | None
     ) -> pd.DataFrame:
-        n = self.n_records
-        schema = self.schema_
-        if data is not None:
-            vals = column_values(data, schema, schema.names)
-            out = data[schema.names].copy()
-        else:
-            vals = {}
-            out = pd.DataFrame(index=np.arange(n))
-        mask = self.synthesized_records_
-        idx = np.array([draw])
-        for c in self.order_:
-            fam = self.families_[c]
-            X = None if fam == "categorical" else self.designs_[c].build(vals, n)
-            params = {k: v for k, v in self._params(c, idx).items()}
-            new = family_sample(fam, X, params, 0, n, rng)
-            if mask is not None and c in vals:
-                new = np.where(mask, new, vals[c])
-            vals[c] = new
-            spec = schema[c]
-            if spec.is_categorical:
-                out[c] = decode(new.astype(np.int64)[:, None], schema, [c])[c].to_numpy()
-            elif spec.type == "count":
-                # a normal model of a count column draws reals: round, and floor at 0
-                out[c] = np.clip(np.rint(new), 0, None).astype(np.int64)
-            else:
-                out[c] = new
-        return apply_dtypes(out[schema.names].reset_index(drop=True), self.dtypes_, schema)
+        return self._synthesize_many(np.array([draw]), [rng], data)[0]
+
+    def _synthesize_many(
+        self, draws: np.ndarray, rngs: Sequence[np.random.Generator], data: pd.DataFrame | None
+    ) -> list[pd.DataFrame]:
+        """One synthetic dataset per flattened draw in ``draws``, dataset ``l`` drawn from
+        ``rngs[l]`` only (as :meth:`_synthesize_one` would make it).
+
+        What the datasets share (the confidential values, the draws' parameters, the released
+        columns, designs of unsynthesized predictors, the output dtypes) is prepared once
+        (:mod:`bayes_risk.models.seqreg.synthesis`).
+        """
+        return _synthesis.synthesize_many(self, draws, rngs, data)
+
+    def _synthesize_stacked(
+        self, m: int, *, random_seed: RandomSeed = None, rows: np.ndarray | None = None
+    ) -> tuple[pd.DataFrame, list[int]]:
+        """The datasets of ``synthesize(m, random_seed=random_seed)`` stacked in one table
+        (``pd.concat(..., ignore_index=True)``; only the rows ``rows`` of each when given), and
+        each dataset's number of rows: the membership normaliser's population draws without a
+        DataFrame per dataset."""
+        return _synthesis.synthesize_stacked(self, m, random_seed, rows)
 
     # -- thin methods: the work is done by module-level helpers of the family's modules
 

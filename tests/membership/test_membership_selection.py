@@ -19,6 +19,7 @@ refits, estimator; their own seeds) are compared with it as in ``test_membership
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -94,6 +95,7 @@ def selected_release():
     y = pd.DataFrame({"A": _cat(ya), "B": _cat(yb)})
     sel = _rule(ya, yb)
 
+    @functools.cache  # one fit per seed: the module's runs share the fitted models
     def model(seed, draws=3000):
         return SequentialRegression(families={"B": "categorical"}, draws=draws,
                                     progressbar=False).fit(

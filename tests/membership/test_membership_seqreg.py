@@ -17,6 +17,7 @@ probability as in ``test_membership_exact.py``.
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -141,6 +142,7 @@ def categorical_release():
     y = pd.DataFrame({"A": pd.Categorical(ya.astype(str), categories=["0", "1", "2"]),
                       "B": pd.Categorical(yb.astype(str), categories=["0", "1", "2"])})
 
+    @functools.cache  # one fit per seed: the module's runs share the fitted models
     def model(seed):
         return SequentialRegression(families={"B": "categorical"}, draws=3000,
                                     progressbar=False).fit(y, synthesized=["B"],
@@ -190,6 +192,7 @@ def normal_release():
     yv = 1.0 + 1.5 * ya + rng.normal(0, 1, n)
     y = pd.DataFrame({"A": pd.Categorical(ya.astype(str), categories=["0", "1"]), "Y": yv})
 
+    @functools.cache  # one fit per seed: the module's runs share the fitted models
     def model(seed):
         return SequentialRegression(draws=3000, progressbar=False).fit(
             y, synthesized=["Y"], random_seed=seed)
@@ -233,6 +236,7 @@ def numeric_release():
     yv = 1.0 + 0.5 * x + rng.normal(0, 1, n)
     y = pd.DataFrame({"X": x, "Y": yv})
 
+    @functools.cache  # one fit per seed: the module's runs share the fitted models
     def model(seed):
         return SequentialRegression(draws=3000, progressbar=False).fit(
             y, synthesized=["Y"], random_seed=seed)

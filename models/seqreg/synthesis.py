@@ -1,0 +1,153 @@
+"""Synthesis of :class:`~bayes_risk.models.SequentialRegression` datasets from posterior draws.
+
+Many datasets at once (``synthesize(m)``, the membership normaliser's hundreds of population
+draws): what every dataset shares is prepared once — the confidential values and codes, the
+draws' parameters, the released unsynthesized columns, the design matrices whose predictors are
+all unsynthesized and each synthesized column's conversion to its output dtype — and each
+dataset then costs its own draws on numpy arrays and one DataFrame.
+
+Dataset ``l`` draws from its own generator ``rngs[l]`` only, column by column in the chain's
+order, exactly as one dataset at a time did: the datasets do not depend on how many are made
+together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._rng import RandomSeed
+from bayes_risk.data.validate import decode
+from bayes_risk.models._bayesian.design import apply_dtypes, column_values, family_sample
+
+
+def _cast(values: np.ndarray, dtype: str | None) -> np.ndarray | pd.Series:
+    """``values`` as a column of the recorded dtype: the non-categorical branch of
+    :func:`~bayes_risk.models._bayesian.design.apply_dtypes` (a column it cannot cast keeps its
+    values)."""
+    if values.dtype.kind in "biuf" and dtype == values.dtype.name:
+        # numbers already of the dtype: nothing to cast (the DataFrame copies the array; text
+        # goes through the Series, whose dtype pandas infers)
+        return values
+    s = pd.Series(values)
+    if dtype is None:
+        return s
+    try:
+        return s.astype(dtype)
+    except (TypeError, ValueError):
+        return s
+
+
+def _output_column(model, c: str) -> Callable[[np.ndarray], object]:
+    """The conversion of column ``c``'s drawn values (codes of a categorical column) to the
+    released column, set up once for all datasets."""
+    spec = model.schema_[c]
+    dtype = model.dtypes_.get(c)
+    if spec.is_categorical:
+        if dtype is not None and dtype.startswith("category"):
+            cat = pd.CategoricalDtype(list(spec.levels or ()), ordered=dtype == "category-ordered")
+            # the codes are the positions of the levels: no lookup of the level values
+            return lambda new: pd.Categorical.from_codes(new.astype(np.int64), dtype=cat)
+        d = len(spec.levels or ())
+        # the level values as decode gives them (objects, or int64 when every level is an int)
+        table = decode(np.arange(d, dtype=np.int64)[:, None], model.schema_, [c])[c].to_numpy()
+
+        def other(new: np.ndarray) -> np.ndarray | pd.Series:
+            codes = new.astype(np.int64)
+            if d and codes.min() >= 0:
+                return _cast(table[codes], dtype)
+            # a missing code (-1): decode's own path
+            return _cast(decode(codes[:, None], model.schema_, [c])[c].to_numpy(), dtype)
+
+        return other
+    if spec.type == "count":
+        # a normal model of a count column draws reals: round, and floor at 0
+        return lambda new: _cast(np.clip(np.rint(new), 0, None).astype(np.int64), dtype)
+    return lambda new: _cast(new, dtype)
+
+
+def _datasets(model, draws: Sequence[int] | np.ndarray, rngs: Sequence[np.random.Generator],
+              data: pd.DataFrame | None) -> Iterator[dict[str, object]]:
+    """Each dataset's released columns (arrays, categoricals or Series), dataset by dataset."""
+    n = model.n_records
+    schema = model.schema_
+    names = list(schema.names)
+    order = list(model.order_)
+    mask = model.synthesized_records_
+    idx = np.asarray(draws, dtype=np.int64).reshape(-1)
+    base = column_values(data, schema, names) if data is not None else {}
+    params = {c: model._params(c, idx) for c in order}
+    synthesized = set(order)
+    designs = {c: model.designs_[c] for c in order}
+    # a design of unsynthesized predictors only (or the intercept) is the same in every dataset
+    fixed_x = {c: designs[c].build(base, n) for c in order
+               if model.families_[c] != "categorical"
+               and not synthesized.intersection(designs[c].predictors)}
+    convert = {c: _output_column(model, c) for c in order}
+    released: dict[str, pd.Series] = {}
+    if data is not None:
+        kept = [c for c in names if c not in synthesized]
+        frame = apply_dtypes(data[kept].reset_index(drop=True), model.dtypes_, schema)
+        released = {c: frame[c] for c in kept}
+    for k, rng in zip(range(idx.size), rngs, strict=True):
+        vals = dict(base)
+        columns: dict[str, object] = dict(released)
+        for c in order:
+            fam = model.families_[c]
+            X = None if fam == "categorical" else fixed_x.get(c)
+            if X is None and fam != "categorical":
+                X = designs[c].build(vals, n)
+            # this draw's parameters as a fresh [1, ...] array, as one dataset at a time took
+            # them (same values, same memory layout for the products)
+            p = {name: v[[k]] for name, v in params[c].items()}
+            new = family_sample(fam, X, p, 0, n, rng)
+            if mask is not None and c in vals:
+                new = np.where(mask, new, vals[c])
+            vals[c] = new
+            columns[c] = convert[c](new)
+        yield {c: columns[c] for c in names}
+
+
+def synthesize_many(model, draws: Sequence[int] | np.ndarray,
+                    rngs: Sequence[np.random.Generator], data: pd.DataFrame | None,
+                    ) -> list[pd.DataFrame]:
+    """The work of :meth:`SequentialRegression._synthesize_many` (documented there)."""
+    return [pd.DataFrame(columns) for columns in _datasets(model, draws, rngs, data)]
+
+
+def _stack(pieces: list[object]) -> object:
+    """One column from its datasets' pieces, as ``pd.concat`` of the datasets gives it."""
+    first = pieces[0]
+    if all(isinstance(p, np.ndarray) and p.dtype == first.dtype for p in pieces):
+        return np.concatenate(pieces)
+    if all(isinstance(p, pd.Categorical) and p.dtype == first.dtype for p in pieces):
+        return pd.Categorical.from_codes(np.concatenate([p.codes for p in pieces]),
+                                         dtype=first.dtype)
+    return pd.concat([pd.Series(p) for p in pieces], ignore_index=True)
+
+
+def synthesize_stacked(model, m: int, random_seed: RandomSeed, rows: np.ndarray | None,
+                       ) -> tuple[pd.DataFrame, list[int]]:
+    """The work of :meth:`SequentialRegression._synthesize_stacked` (documented there)."""
+    from bayes_risk.models._bayesian.synthesis import plan
+
+    idx, rngs, _ = plan(model, m, random_seed)
+    names = list(model.schema_.names)
+    drawn = list(model.order_)
+    pieces: dict[str, list[object]] = {c: [] for c in drawn}
+    columns: dict[str, object] = {}
+    for columns in _datasets(model, idx, rngs, model.data_):
+        for c in drawn:
+            col = columns[c]
+            if rows is not None:
+                col = col.iloc[rows] if isinstance(col, pd.Series) else col[rows]
+            pieces[c].append(col)
+    stacked = {c: _stack(pieces[c]) for c in drawn}
+    # a released column is the same Series in every dataset: its rows repeated, in one take
+    pos = np.arange(model.n_records) if rows is None else np.asarray(rows)
+    for c in names:
+        if c not in stacked:
+            stacked[c] = columns[c].iloc[np.tile(pos, len(idx))].reset_index(drop=True)
+    return pd.DataFrame({c: stacked[c] for c in names}), [int(pos.size)] * len(idx)
