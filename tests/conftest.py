@@ -29,6 +29,19 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fast"))
 # is used (platform fact recorded in issue 4).
 os.environ.setdefault("NUMBA_THREADING_LAYER", "workqueue")
 
+# Under pytest-xdist every worker gets its share of the cores for BLAS, as scikit-learn's
+# conftest does: two workers on two cores, each running OpenBLAS with two spinning threads,
+# spend much of the suite's CPU time waiting. The environment variable carries the limit to
+# the processes the tests start (CLI runs, the docs build's kernels), so that a subprocess
+# computes what the test process computes.
+_XDIST_WORKERS = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+if _XDIST_WORKERS:
+    from threadpoolctl import threadpool_limits
+
+    _BLAS_THREADS = str(max((os.cpu_count() or 1) // int(_XDIST_WORKERS), 1))
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", _BLAS_THREADS)
+    threadpool_limits(int(os.environ["OPENBLAS_NUM_THREADS"]), user_api="blas")
+
 # The interrupt tests need Ctrl-C to behave as in a terminal. A suite started as a background
 # job of a script inherits an ignored SIGINT, which bayes-risk rightly leaves ignored; restore
 # Python's own handler here (children started by the tests then get the default action).
