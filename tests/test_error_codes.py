@@ -176,8 +176,9 @@ def _used_codes() -> dict[str, str]:
     codes: dict[str, str] = {}
     for folder in FOLDERS:
         for p in sorted((ROOT / folder).rglob("*.py")):
+            rel = p.relative_to(ROOT)  # once per file (per node it took most of the scan)
             for node in ast.walk(_tree(p)):
-                where = f"{p.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+                where = f"{rel}:{getattr(node, 'lineno', 0)}"
                 if isinstance(node, ast.Call):
                     f = node.func
                     name = f.id if isinstance(f, ast.Name) else getattr(f, "attr", "")
