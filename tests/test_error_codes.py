@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import re
 from pathlib import Path
@@ -90,6 +91,20 @@ def _names_an_argument(call: ast.Call, fns: list[ast.FunctionDef],
         and v.value.id in ARGUMENT_NAME_VARIABLES for v in msg.values)
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """The parsed source of ``path``: both scans read every file of the package (parsed once;
+    the trees are only walked, never changed)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _drop_parsed_trees():
+    """The trees (about 100 MB) are not kept for the test files the worker runs next."""
+    yield
+    _tree.cache_clear()
+
+
 def _uncoded_sites(root: Path) -> list[str]:
     classes = _error_classes()
     generic = {"ValidationError": "INVALID_ARGUMENT"}
@@ -100,7 +115,7 @@ def _uncoded_sites(root: Path) -> list[str]:
     bad = []
     for folder in FOLDERS:
         for p in sorted((root / folder).rglob("*.py")):
-            tree = ast.parse(p.read_text(encoding="utf-8"))
+            tree = _tree(p)
             parents = {ch: node for node in ast.walk(tree) for ch in ast.iter_child_nodes(node)}
             for node in ast.walk(tree):
                 if not isinstance(node, ast.Call):
@@ -161,8 +176,9 @@ def _used_codes() -> dict[str, str]:
     codes: dict[str, str] = {}
     for folder in FOLDERS:
         for p in sorted((ROOT / folder).rglob("*.py")):
-            for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
-                where = f"{p.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+            rel = p.relative_to(ROOT)  # once per file (per node it took most of the scan)
+            for node in ast.walk(_tree(p)):
+                where = f"{rel}:{getattr(node, 'lineno', 0)}"
                 if isinstance(node, ast.Call):
                     f = node.func
                     name = f.id if isinstance(f, ast.Name) else getattr(f, "attr", "")

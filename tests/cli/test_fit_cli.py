@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -25,23 +28,40 @@ def _available_subcommands(monkeypatch):
     monkeypatch.setattr(cli, "SUBCOMMANDS", present)
 
 
-@pytest.fixture
-def csv(tmp_path):
+def _write_csv(folder):
     df = make_acs_like(300, random_seed=5)[["SEX", "AGE", "MAR", "MIG"]]
     df = df.astype("int64")  # integer-coded factors, as in a CSV
-    path = tmp_path / "data.csv"
+    path = folder / "data.csv"
     df.to_csv(path, index=False)
     return path, df
+
+
+@pytest.fixture
+def csv(tmp_path):
+    return _write_csv(tmp_path)
 
 
 BASE = ["--method", "dpmpm", "--categorical", "SEX", "AGE", "MAR", "MIG",
         "--components", "4", "--tune", "20", "--draws", "30", "--quiet", "--random-seed", "1"]
 
 
-def test_fit_writes_model_dir(tmp_path, csv, capsys):
-    path, df = csv
-    out = tmp_path / "model"
-    assert cli.main(["fit", str(path), *BASE, "--out", str(out)]) == 0
+@pytest.fixture(scope="module")
+def base_fit(tmp_path_factory):
+    """``bayes-risk fit DATA *BASE --out DIR``, run once for the tests that read that very run:
+    its exit status, the folder it wrote and what it printed (stdout, stderr)."""
+    folder = tmp_path_factory.mktemp("base_fit")
+    path, df = _write_csv(folder)
+    out = folder / "model"
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        rc = cli.main(["fit", str(path), *BASE, "--out", str(out)])
+    return SimpleNamespace(rc=rc, path=path, df=df, out=out, stdout=stdout.getvalue(),
+                           stderr=stderr.getvalue())
+
+
+def test_fit_writes_model_dir(base_fit):
+    df, out = base_fit.df, base_fit.out
+    assert base_fit.rc == 0
     meta = json.loads((out / "model.json").read_text())
     assert meta["method"] == "dpmpm" and meta["settings"]["n_components"] == 4
     assert meta["settings"]["tune"] == 20 and meta["settings"]["draws"] == 30
@@ -52,21 +72,21 @@ def test_fit_writes_model_dir(tmp_path, csv, capsys):
     assert conv["chains"] == 2 and {"alpha", "loglik", "k_occupied"} <= set(conv["quantities"])
     model = load_model(out)
     assert model.n_draws == 2 * 30 and model.n_records == len(df)  # DPMPM: 2 chains by default
-    printed = capsys.readouterr()
+    printed = SimpleNamespace(out=base_fit.stdout, err=base_fit.stderr)
     assert "Sampling" not in printed.err  # --quiet silences PyMC
     # the summary goes to stdout, also with --quiet (which silences progress only)
     assert printed.out.startswith("fitted dpmpm to 300 records x 4 columns (2 chain(s) x 30")
     assert "convergence: max R-hat" in printed.out and f"wrote {out}" in printed.out
 
 
-def test_dpmpm_models_every_column_as_categorical(tmp_path, csv, capsys):
+def test_dpmpm_models_every_column_as_categorical(tmp_path, csv, base_fit, capsys):
     """--method dpmpm needs no --categorical list: integer-coded columns are categories (the
-    only type DPMPM models); the fit equals the one with the explicit list."""
+    only type DPMPM models); the fit equals the one with the explicit list (``base_fit``)."""
     path, df = csv
     no_list = [a for a in BASE if a not in ("--categorical", "SEX", "AGE", "MAR", "MIG")]
     assert cli.main(["fit", str(path), *no_list, "--out", str(tmp_path / "a")]) == 0
-    assert cli.main(["fit", str(path), *BASE, "--out", str(tmp_path / "b")]) == 0
-    a, b = load_model(tmp_path / "a"), load_model(tmp_path / "b")
+    assert base_fit.rc == 0
+    a, b = load_model(tmp_path / "a"), load_model(base_fit.out)
     assert [s.type for s in a.schema_] == ["categorical"] * 4
     np.testing.assert_array_equal(a._stacked("pi"), b._stacked("pi"))
     # told otherwise: DPMPM refuses a column declared another type, by name
@@ -80,11 +100,12 @@ def test_dpmpm_models_every_column_as_categorical(tmp_path, csv, capsys):
     assert not (tmp_path / "c").exists() and not (tmp_path / "d").exists()
 
 
-def test_fit_same_seed_same_posterior(tmp_path, csv):
+def test_fit_same_seed_same_posterior(tmp_path, csv, base_fit):
+    # a second run of base_fit's command line (on a copy of its data): the same draws
     path, _ = csv
-    for name in ("a", "b"):
-        assert cli.main(["fit", str(path), *BASE, "--out", str(tmp_path / name)]) == 0
-    a, b = load_model(tmp_path / "a"), load_model(tmp_path / "b")
+    assert cli.main(["fit", str(path), *BASE, "--out", str(tmp_path / "b")]) == 0
+    assert base_fit.rc == 0
+    a, b = load_model(base_fit.out), load_model(tmp_path / "b")
     np.testing.assert_array_equal(a._stacked("pi"), b._stacked("pi"))
 
 
@@ -106,12 +127,12 @@ def test_fit_partial_synthesis_and_model_options(tmp_path, csv):
     importlib.util.find_spec("bayes_risk.cli.synthesize") is None,
     reason="bayes-risk synthesize is not in this checkout",
 )
-def test_fit_then_synthesize_round_trip(tmp_path, csv):
+def test_fit_then_synthesize_round_trip(tmp_path, base_fit):
     from bayes_risk.data import SyntheticData
 
-    path, df = csv
-    mdir, sdir = tmp_path / "model", tmp_path / "syn"
-    assert cli.main(["fit", str(path), *BASE, "--out", str(mdir)]) == 0
+    df = base_fit.df
+    mdir, sdir = base_fit.out, tmp_path / "syn"
+    assert base_fit.rc == 0
     rc = cli.main(["synthesize", "--model", str(mdir), "-m", "3", "--random-seed", "2",
                    "--out", str(sdir)])
     assert rc == 0
@@ -156,23 +177,21 @@ def test_option_of_another_model_is_refused(tmp_path, csv, capsys):
     assert not (tmp_path / "v").exists()
 
 
-def test_convergence_warnings_printed_one_line(tmp_path, csv, capsys):
-    path, _ = csv
-    assert cli.main(["fit", str(path), *BASE, "--out", str(tmp_path / "m")]) == 0
-    err = capsys.readouterr().err
+def test_convergence_warnings_printed_one_line(base_fit):
+    assert base_fit.rc == 0
+    err = base_fit.stderr
     # 30 draws cannot give ESS >= 100: the user is told, in one line per warning
     assert "warning [LOW_ESS]: DPMPM: MCMC may not have converged" in err  # coded (issue 10)
     assert "model.fit(" not in err
 
 
-def test_failed_check_named_in_headline_and_summary(tmp_path, csv, capsys):
+def test_failed_check_named_in_headline_and_summary(base_fit):
     """Issue 35 item 2: a failed convergence check is named — fit, quantity, value — in the
     headline, and recorded in summary.json with its code, fit, quantity, value and threshold,
     the values of convergence.json."""
-    path, _ = csv
-    out = tmp_path / "m"
-    assert cli.main(["fit", str(path), *BASE, "--out", str(out)]) == 0
-    printed = capsys.readouterr().out
+    out = base_fit.out
+    assert base_fit.rc == 0
+    printed = base_fit.stdout
     summ = json.loads((out / "summary.json").read_text())
     conv = json.loads((out / "convergence.json").read_text())
     checks = summ["failed_convergence_checks"]
