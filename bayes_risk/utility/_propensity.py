@@ -305,8 +305,11 @@ def _wls(Xs: np.ndarray, w: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     from scipy.linalg import LinAlgError, cho_factor, cho_solve
     from scipy.linalg.blas import dsyrk
 
-    # upper triangle of Xᵀ W X by a symmetric rank-k update (half the flops of a product)
-    H = dsyrk(1.0, np.asfortranarray(Xs * np.sqrt(w)[:, None]), trans=1, lower=0)
+    # upper triangle of Xᵀ W X by a symmetric rank-k update (half the flops of a product); the
+    # weighted design is written straight in the Fortran order BLAS reads (no transposing copy)
+    Xw = np.empty(Xs.shape, order="F")
+    np.multiply(Xs, np.sqrt(w)[:, None], out=Xw)
+    H = dsyrk(1.0, Xw, trans=1, lower=0)
     g = Xs.T @ rhs
     try:
         out = cho_solve(cho_factor(H, lower=False, check_finite=False), g, check_finite=False)

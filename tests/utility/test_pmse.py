@@ -423,3 +423,32 @@ def test_rank_revealing_pass_factorises_in_place_same_columns(monkeypatch):
             real_qr(np.asfortranarray(Xs), mode="r", check_finite=False, overwrite_a=True)[0],
             real_qr(Xs, mode="r", check_finite=False)[0])
         assert fit_logit(X, y).keep.tolist() == expected.tolist()
+
+
+def test_irls_normal_equations_weighted_design_in_fortran_order(monkeypatch):
+    # the weighted design goes to the rank-k update in Fortran order as it is written (no
+    # transposing copy); the solution is bit for bit the one of the copied design
+    import scipy.linalg.blas as blas
+    from scipy.linalg import cho_factor, cho_solve
+
+    from bayes_risk.utility._propensity import _wls
+
+    rng = np.random.default_rng(5)
+    Xs = rng.normal(size=(500, 9))
+    w = rng.uniform(0.01, 0.25, size=500)
+    rhs = rng.normal(size=500)
+    H = blas.dsyrk(1.0, np.asfortranarray(Xs * np.sqrt(w)[:, None]), trans=1, lower=0)
+    expected = cho_solve(cho_factor(H, lower=False, check_finite=False), Xs.T @ rhs,
+                         check_finite=False)
+    seen, copies = [], []
+    real, real_f = blas.dsyrk, np.asfortranarray
+    monkeypatch.setattr(blas, "dsyrk", lambda *a, **kw: seen.append(a[1]) or real(*a, **kw))
+    monkeypatch.setattr(np, "asfortranarray",
+                        lambda a, *r, **kw: copies.append(np.ndim(a) == 2 and not
+                                                          np.asarray(a).flags.f_contiguous)
+                        or real_f(a, *r, **kw))
+    got = _wls(Xs, w, rhs)
+    monkeypatch.setattr(np, "asfortranarray", real_f)
+    np.testing.assert_array_equal(got, expected)
+    assert len(seen) == 1 and seen[0].flags.f_contiguous
+    assert not any(copies)  # no C-ordered copy of the weighted design is transposed
