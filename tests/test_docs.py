@@ -122,6 +122,26 @@ def test_mathjax_is_served_from_the_site():
 
 
 @needs_docs_tree
+def test_executed_pages_keep_freed_memory():
+    # the notebook kernels inherit the build's environment: conf.py asks glibc to keep freed
+    # memory (the examples' large temporary arrays are not faulted in again), unless the
+    # caller set the variables itself
+    code = ("import json, os, runpy; os.environ['MALLOC_TOP_PAD_'] = '1048576'; "
+            "runpy.run_path('conf.py'); "
+            "print(json.dumps({k: os.environ.get(k) for k in ('MALLOC_MMAP_THRESHOLD_', "
+            "'MALLOC_TRIM_THRESHOLD_', 'MALLOC_TOP_PAD_')}))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=DOCS, capture_output=True,
+                          text=True, env=env, timeout=120)
+    if proc.returncode and "sphinx-mathjax-offline" in proc.stderr:
+        pytest.skip("the docs extra is not installed: pip install '.[docs]'")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got == {"MALLOC_MMAP_THRESHOLD_": str(32 * 2**20),
+                   "MALLOC_TRIM_THRESHOLD_": str(4 * 2**30), "MALLOC_TOP_PAD_": "1048576"}
+
+
+@needs_docs_tree
 def test_landing_page_has_an_audit_entry():
     page = (DOCS / "index.md").read_text(encoding="utf-8")
     card = re.search(r":::\{grid-item-card\} Audit your own release\n:link: (\S+)\n", page)

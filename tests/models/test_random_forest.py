@@ -12,7 +12,12 @@ from hypothesis.extra.numpy import arrays
 from bayes_risk.data import infer_schema, make_acs_like, make_ce_like
 from bayes_risk.exceptions import NotFittedError, SchemaError, ValidationError
 from bayes_risk.models import get_synthesizer
-from bayes_risk.models.trees.forest_leaves import leaf_probabilities, synthesis_probabilities
+from bayes_risk.models.trees.forest_leaves import (
+    distinct_rows,
+    forest_apply_distinct,
+    leaf_probabilities,
+    synthesis_probabilities,
+)
 from bayes_risk.models.trees.random_forest import RandomForestSynthesizer
 
 RTOL, ATOL = 1e-6, 1e-9
@@ -292,6 +297,60 @@ def test_unsplittable_leaves_vote_majority_and_class_shares_keep_the_margin():
         p = (df["Y"] == lev).mean()
         assert abs(shares[lev] - p) <= 4 * np.sqrt(2 * p * (1 - p) / (n * m)), (lev, p, shares)
     assert pooled_share()[0] > 0.9
+
+
+# ----- routing each distinct record once --------------------------------------------------------
+def test_distinct_rows_merge_only_identical_float32_rows():
+    X = np.array([[1.0, 2.0], [1.0, 2.0 + 1e-12], [np.nan, 0.0], [np.nan, 0.0], [0.5, 2.0]])
+    u, inv = distinct_rows(X)
+    # 2 and 2 + 1e-12 are the same float32 (the value every tree compares); NaN rows merge
+    assert u.dtype == np.float32 and u.shape == (3, 2)
+    assert inv[0] == inv[1] and inv[2] == inv[3] and len({inv[0], inv[2], inv[4]}) == 3
+    np.testing.assert_array_equal(u[inv], X.astype(np.float32))
+    one, inv1 = distinct_rows(X[:1])
+    assert one.shape == (1, 2) and inv1.tolist() == [0]
+
+
+def test_forest_apply_distinct_is_apply_row_for_row(ce):
+    from bayes_risk.models.trees.io import StoredForest
+
+    df, schema = ce
+    model = RandomForestSynthesizer(n_trees=15).fit(df, schema=schema, synthesized=["Tenure"],
+                                                    random_seed=2)
+    rf = model.forests_["Tenure"]
+    X = np.column_stack([model._values[p] for p in model.predictors_["Tenure"]])
+    repeated = np.repeat(X[:40], 3, axis=0)[::-1]
+    for Z in (X, repeated):  # every row distinct (numeric predictors); rows repeated
+        np.testing.assert_array_equal(forest_apply_distinct(rf, Z), rf.apply(Z))
+    # a saved (flattened) forest routes the same way
+    stored = StoredForest.from_sklearn(rf)
+    np.testing.assert_array_equal(forest_apply_distinct(stored, repeated), rf.apply(repeated))
+
+
+def test_synthesis_probabilities_route_each_distinct_record_once(ce, monkeypatch):
+    # the forest sees each distinct predictor row once; every record's probabilities are still
+    # the mean over all trees of its leaves' tables (brute force, tree by tree)
+    df, _ = ce
+    model = RandomForestSynthesizer(n_trees=12).fit(
+        df[CAT], schema=infer_schema(df[CAT], categorical=CAT), synthesized=["Urban", "Marital"],
+        random_seed=8)
+    rf = model.forests_["Marital"]
+    X = np.column_stack([model._values[p] for p in model.predictors_["Marital"]]).astype(
+        np.float32)
+    n_distinct = len(np.unique(X, axis=0))
+    assert n_distinct < len(X) / 10  # two categorical predictors: few distinct rows
+    table, offs = model._tables["Marital"]
+    brute = sum(table[offs[b] + est.apply(X)].astype(np.float64)
+                for b, est in enumerate(rf.estimators_)) / len(rf.estimators_)
+    seen = []
+    real = type(rf).apply
+    monkeypatch.setattr(type(rf), "apply", lambda self, Z: seen.append(len(Z)) or real(self, Z))
+    P = model.predict_proba("Marital", X, np.arange(len(X)))
+    assert seen == [n_distinct]
+    np.testing.assert_allclose(P, brute, rtol=1e-12, atol=0)
+    monkeypatch.setattr(type(rf), "apply", real)
+    # bitwise the numbers of routing and averaging every record
+    np.testing.assert_array_equal(P, model._mean_leaf_table(rf.apply(X), table, offs))
 
 
 @given(

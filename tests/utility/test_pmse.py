@@ -360,3 +360,95 @@ def test_design_too_large_for_memory_is_refused_before_allocating(monkeypatch):
     monkeypatch.setattr(mem, "available_memory", lambda: 30_000_000)
     X, names, _, _ = propensity_design([df, df], schema, ["a", "b"], 1)
     assert X.shape == (400, 1600)
+
+
+def _estimable_columns_reference(X, tol):
+    # the rank-revealing pass as first written (a copy of the design for every QR)
+    from scipy.linalg import LinAlgError, cholesky, qr
+
+    norms = np.linalg.norm(X, axis=0)
+    keep = np.flatnonzero(norms > 0)
+    first = True
+    while True:
+        Xn = X[:, keep] / norms[keep]
+        if not first:
+            try:
+                L = cholesky(Xn.T @ Xn, lower=True, check_finite=False)
+                if np.all(np.diag(L) >= 10 * tol):
+                    return keep
+            except LinAlgError:
+                pass
+        first = False
+        R = qr(Xn, mode="r", check_finite=False)[0]
+        ok = np.zeros(keep.size, dtype=bool)
+        d = np.abs(np.diag(R))
+        ok[: d.size] = d >= tol
+        if ok.all():
+            return keep
+        keep = keep[ok]
+
+
+def test_rank_revealing_pass_factorises_in_place_same_columns(monkeypatch):
+    # the QR gets the unit-norm design in Fortran order, to overwrite (no copy); the kept
+    # columns, the R factor and so every fit are those of the pass that copied the design
+    import scipy.linalg
+
+    from bayes_risk.utility._propensity import RANK_TOL, _estimable_columns
+
+    rng = np.random.default_rng(11)
+    calls = []
+    real_qr = scipy.linalg.qr
+
+    def spy(a, *args, **kw):
+        calls.append((a.flags.f_contiguous, kw.get("overwrite_a", False)))
+        return real_qr(a, *args, **kw)
+
+    for n, p in [(400, 12), (60, 80), (1000, 40)]:
+        X = (rng.random((n, p)) < 0.25).astype(float)
+        X[:, 0] = 1.0
+        X[:, 5] = X[:, 3] + X[:, 4]  # aliased: dropped
+        X[:, 7] = 0.0  # empty column
+        X[:, 9] = 2 * X[:, 8] + 1e-9 * X[:, 2]  # aliased within the tolerance
+        expected = _estimable_columns_reference(X, RANK_TOL)
+        calls.clear()
+        monkeypatch.setattr(scipy.linalg, "qr", spy)
+        got = _estimable_columns(X, RANK_TOL)
+        monkeypatch.setattr(scipy.linalg, "qr", real_qr)
+        np.testing.assert_array_equal(got, expected)
+        assert not {5, 7, 9} & set(got.tolist())
+        assert calls and all(f and o for f, o in calls)
+        y = (rng.random(n) < 0.5).astype(float)
+        Xs = X[:, expected] / np.linalg.norm(X[:, expected], axis=0)
+        np.testing.assert_array_equal(
+            real_qr(np.asfortranarray(Xs), mode="r", check_finite=False, overwrite_a=True)[0],
+            real_qr(Xs, mode="r", check_finite=False)[0])
+        assert fit_logit(X, y).keep.tolist() == expected.tolist()
+
+
+def test_irls_normal_equations_weighted_design_in_fortran_order(monkeypatch):
+    # the weighted design goes to the rank-k update in Fortran order as it is written (no
+    # transposing copy); the solution is bit for bit the one of the copied design
+    import scipy.linalg.blas as blas
+    from scipy.linalg import cho_factor, cho_solve
+
+    from bayes_risk.utility._propensity import _wls
+
+    rng = np.random.default_rng(5)
+    Xs = rng.normal(size=(500, 9))
+    w = rng.uniform(0.01, 0.25, size=500)
+    rhs = rng.normal(size=500)
+    H = blas.dsyrk(1.0, np.asfortranarray(Xs * np.sqrt(w)[:, None]), trans=1, lower=0)
+    expected = cho_solve(cho_factor(H, lower=False, check_finite=False), Xs.T @ rhs,
+                         check_finite=False)
+    seen, copies = [], []
+    real, real_f = blas.dsyrk, np.asfortranarray
+    monkeypatch.setattr(blas, "dsyrk", lambda *a, **kw: seen.append(a[1]) or real(*a, **kw))
+    monkeypatch.setattr(np, "asfortranarray",
+                        lambda a, *r, **kw: copies.append(np.ndim(a) == 2 and not
+                                                          np.asarray(a).flags.f_contiguous)
+                        or real_f(a, *r, **kw))
+    got = _wls(Xs, w, rhs)
+    monkeypatch.setattr(np, "asfortranarray", real_f)
+    np.testing.assert_array_equal(got, expected)
+    assert len(seen) == 1 and seen[0].flags.f_contiguous
+    assert not any(copies)  # no C-ordered copy of the weighted design is transposed

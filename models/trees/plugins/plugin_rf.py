@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.exceptions import NotSupportedError, ValidationError
+from bayes_risk.models.trees.forest_leaves import forest_apply_distinct
 from bayes_risk.models.trees.plugins.plugin_cart import PluginBase
 from bayes_risk.protocols import ModelInfo
 
@@ -94,7 +95,7 @@ class _Forest:
             frontier = np.concatenate([self.left[kids], self.right[kids]]).astype(np.int64)
         # training records: leaf per tree and in-bag multiplicity (the bootstrap sample)
         n_t = X.shape[0]
-        self.train_leaf = (rf.apply(X.astype(np.float32)) + self.offs[None, :]).astype(ids)
+        self.train_leaf = (forest_apply_distinct(rf, X) + self.offs[None, :]).astype(ids)
         K = np.zeros((self.B, n_t), dtype=np.int32)
         for b, s in enumerate(rf.estimators_samples_):
             K[b] = np.bincount(s, minlength=n_t)
@@ -311,7 +312,7 @@ class RFPlugin(PluginBase):
         col = key[0]
         F, train, smask = self._forests[key], self._train[key], self._smask[key]
         X = self._syn_matrix(col, zv, self._vals, train)
-        leaves = self._rf[key].apply(X.astype(np.float32)) + F.offs[None, :]
+        leaves = forest_apply_distinct(self._rf[key], X) + F.offs[None, :]
         zc = zv[col][train].astype(np.int64)
         valid = F.valid.T  # (n_train, B)
         p = np.empty(train.size)
