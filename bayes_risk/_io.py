@@ -7,6 +7,7 @@ import errno
 import json
 import os
 import re
+import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -169,13 +170,32 @@ def _as_created(path: str | os.PathLike[str], *, folder: bool) -> None:
     os.chmod(path, (0o777 if folder else 0o666) & ~current_umask())
 
 
-def temporary_sibling(target: Path) -> Path:
-    """A new hidden folder beside ``target`` named ``.NAME.tmp-PID-XXXXXXXX``: the process id
-    tells a later run whether its owner is still alive (:func:`remove_stale_siblings`). Its
-    permissions follow the umask, as a folder made with ``mkdir`` (it becomes the output)."""
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-{os.getpid()}-", dir=target.parent))
-    _as_created(tmp, folder=True)
-    return tmp
+@contextlib.contextmanager
+def temporary_sibling(target: Path) -> Iterator[Path]:
+    """A new hidden folder beside ``target`` named ``.NAME.tmp-PID-XXXXXXXX``, removed if the
+    block raises (Ctrl-C included). The process id tells a later run whether its owner is still
+    alive (:func:`remove_stale_siblings`). Its permissions follow the umask, as a folder made
+    with ``mkdir`` (it becomes the output).
+
+    The folder's name is known before the folder exists, so that an interrupt at any moment of
+    its creation leaves nothing behind (``tempfile.mkdtemp`` returns the name only once the
+    folder is made).
+    """
+    tmp: Path | None = None
+    try:
+        while True:
+            tmp = target.parent / f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+            try:
+                tmp.mkdir(mode=0o700)
+                break
+            except FileExistsError:
+                continue
+        _as_created(tmp, folder=True)
+        yield tmp
+    except BaseException:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 _STALE_RE = re.compile(r"\.(?P<name>.+)\.(?:(?P<tmp>tmp)-(?P<tpid>\d+)-.*|old-(?P<opid>\d+))$")
@@ -258,13 +278,9 @@ def atomic_dir(path: str | os.PathLike[str], *, overwrite: bool = True) -> Itera
     expected = path_identity(target)
     if expected is not None and not overwrite:
         raise FileExistsError(errno.EEXIST, f"{target} exists", str(target))
-    tmp = temporary_sibling(target)
-    try:
+    with temporary_sibling(target) as tmp:  # removed on any exception
         yield tmp
         replace_checked(tmp, target, expected=expected)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 @contextlib.contextmanager

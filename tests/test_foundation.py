@@ -159,6 +159,32 @@ def test_atomic_dir_and_json(tmp_path):
     assert to_jsonable(np.int64(3)) == 3
 
 
+@pytest.mark.parametrize("where", ["after_mkdir", "in_block"])
+def test_interrupt_while_the_temporary_folder_is_made_leaves_nothing(tmp_path, monkeypatch,
+                                                                     where):
+    """Ctrl-C the moment the temporary folder exists (before the block that would remove it
+    was entered, with ``tempfile.mkdtemp``) or inside the block: nothing is left beside the
+    output, for ``atomic_dir`` and the command line's output folder alike."""
+    import bayes_risk._io as bio
+    from bayes_risk.cli import _run
+
+    if where == "after_mkdir":
+        def interrupted(path, *, folder):
+            raise KeyboardInterrupt
+        monkeypatch.setattr(bio, "_as_created", interrupted)
+    for make in (lambda t: atomic_dir(t), lambda t: _run.output_dir(_Args(t))):
+        target = tmp_path / "out"
+        with pytest.raises(KeyboardInterrupt):
+            with make(target):
+                raise KeyboardInterrupt
+        assert list(tmp_path.iterdir()) == []
+
+
+class _Args:
+    def __init__(self, out):
+        self.out, self.command = str(out), "synthesize"
+
+
 def test_demo_data_shapes_and_dependencies():
     ce = make_ce_like()
     assert ce.shape == (5571, 7)

@@ -22,7 +22,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import signal
 import sys
 import tempfile
@@ -309,37 +308,36 @@ def output_dir(args: argparse.Namespace) -> Iterator[Path]:
             ),
             stacklevel=2,
         )
-    tmp = temporary_sibling(target)
     holds_steps = run is not None and run.command == "demo"
-    if holds_steps:
-        _FINAL_NAMES[str(tmp)] = str(target)
     try:
-        yield tmp
-        if run is not None:
-            if run.interrupted:
-                raise KeyboardInterrupt
-            _merge_summary(tmp / "summary.json", run.summary_fields())
-            # from here on a signal only marks the run interrupted: the rename is never cut
-            run.critical = True
-            if run.interrupted:
-                raise KeyboardInterrupt
-        try:
-            replace_checked(tmp, target, expected=expected)
-        except FileExistsError as err:
-            raise ValidationError(
-                f"--out {shown(target)!r} was {'replaced' if expected else 'created'} by "
-                "another process while this run worked; it is left as it is and this run's "
-                "output is discarded. Give another --out.",
-                code="OUT_TAKEN",
-            ) from err
-        if run is not None:
-            # a signal arriving from the rename on is too late to stop anything: the output
-            # is complete and in place, so the run ends normally
-            run.completed = True
-            run.interrupted = False
+        with temporary_sibling(target) as tmp:  # removed on any exception, Ctrl-C included
+            if holds_steps:
+                _FINAL_NAMES[str(tmp)] = str(target)
+            yield tmp
+            if run is not None:
+                if run.interrupted:
+                    raise KeyboardInterrupt
+                _merge_summary(tmp / "summary.json", run.summary_fields())
+                # from here on a signal only marks the run interrupted: the rename is never cut
+                run.critical = True
+                if run.interrupted:
+                    raise KeyboardInterrupt
+            try:
+                replace_checked(tmp, target, expected=expected)
+            except FileExistsError as err:
+                raise ValidationError(
+                    f"--out {shown(target)!r} was {'replaced' if expected else 'created'} by "
+                    "another process while this run worked; it is left as it is and this "
+                    "run's output is discarded. Give another --out.",
+                    code="OUT_TAKEN",
+                ) from err
+            if run is not None:
+                # a signal arriving from the rename on is too late to stop anything: the
+                # output is complete and in place, so the run ends normally
+                run.completed = True
+                run.interrupted = False
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        for d in reversed(created):
+        for d in reversed(created):  # the temporary folder is gone by now
             with contextlib.suppress(OSError):
                 d.rmdir()
         raise
@@ -347,7 +345,8 @@ def output_dir(args: argparse.Namespace) -> Iterator[Path]:
         if run is not None and not run.completed:
             run.critical = False
         if holds_steps:
-            _FINAL_NAMES.pop(str(tmp), None)
+            for k in [k for k, v in _FINAL_NAMES.items() if v == str(target)]:
+                _FINAL_NAMES.pop(k, None)
 
 
 def _merge_summary(path: Path, extra: dict[str, Any]) -> None:
