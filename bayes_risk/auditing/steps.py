@@ -770,7 +770,41 @@ def disclosure_step(ctx: StepContext) -> StepOutcome:
     return StepOutcome(name="disclosure", status="ran", result=DisclosureByTarget(results),
                        folder="disclosure" if ctx.root is not None else None,
                        files=[f.removeprefix("disclosure/") for f in files],
-                       extra={"differencing": diff})
+                       extra={"differencing": diff,
+                              "unconfirmed": _unconfirmed_disclosure_columns(ctx, results)})
+
+
+def _unconfirmed_disclosure_columns(ctx: StepContext, results: dict[str, Any]) -> list[str]:
+    """The synthesized keys and targets of plain release files (no fingerprint of the
+    original) that show no row-by-row association with the original's: synthpop's measures
+    compare the original's values of those columns with the release's, so a wrong column of
+    the original understates them (warns ``ORIGINAL_UNCONFIRMED``). Only for files whose rows
+    are aligned: a fully synthetic release has no association to show, and these measures do
+    not pair records."""
+    syn = ctx.synthetic
+    if getattr(syn, "schema", None) is not None and syn.schema.synthesized:
+        return []  # a manifest: the original's fingerprint was checked
+    if not rows_aligned(ctx):
+        return []
+    from bayes_risk.data.alignment import unconfirmed_columns
+
+    used = dict.fromkeys(c for t, res in results.items() for c in (*res.keys, t)
+                         if c in ctx.plan.synthesized)
+    weak = unconfirmed_columns(ctx.original, list(syn), list(used))
+    if weak:
+        import warnings
+
+        from bayes_risk.exceptions import DataWarning
+
+        what = "; ".join(f"{c!r}: association {r:.3g}, one-sided p = {pv:.2g}"
+                         for c, (r, pv) in weak.items())
+        warnings.warn(DataWarning(
+            f"ORIGINAL_UNCONFIRMED: the synthesized key or target column(s) {list(weak)} of "
+            f"the synthetic data show no row-by-row association with the original's ({what}): "
+            "the original's column may not be the one the release was made from, and repU and "
+            "DiSCO computed on it would be understated. Check the original, or give the "
+            "release with its manifest.", code="ORIGINAL_UNCONFIRMED"), stacklevel=2)
+    return list(weak)
 
 
 def _differencing(ctx: StepContext) -> Any:

@@ -233,6 +233,12 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
     th = plan.thresholds
     out: list[Verdict | Baseline] = []
     seen_keys: set[tuple[str, ...]] = set()
+    unconfirmed = set(d.extra.get("unconfirmed") or ())
+
+    def doubt(cols: Any) -> tuple[str, ...]:
+        # a synthesized column of plain files not confirmed as the release's original's
+        return ("ORIGINAL_UNCONFIRMED",) if unconfirmed.intersection(cols) else ()
+
     for t, res in d.result.items():
         sub = f"{t}/" if len(d.result) > 1 else ""
         means = res.means()
@@ -252,6 +258,7 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
         else:
             v = Verdict("disclosure", f"repU (%), keys {keys}",
                         float(means["repU"]), th.repU, "max", rep_src, unit="%",
+                        warnings=doubt(res.keys),
                         spread=_range(res.ident["repU"], "%"), intruder=who)
             out.append(_caused(v, *remedies.repu_cause(plan, res)))
         seen_keys.add(tuple(res.keys))
@@ -264,7 +271,8 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
         else:
             v = Verdict("disclosure", f"DiSCO (%), target {t}",
                         float(means["DiSCO"]), th.DiSCO, "max", dsrc,
-                        warnings=_caveats("DiSCO", res.warnings), unit="%",
+                        warnings=_caveats("DiSCO", res.warnings) + doubt((*res.keys, t)),
+                        unit="%",
                         spread=_range(res.attrib["DiSCO"], "%"),
                         intruder=f"{who} and reads the target {t} off the release")
             out.append(_caused(v, *remedies.disco_cause(plan, res, t)))

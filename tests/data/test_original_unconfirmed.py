@@ -184,8 +184,29 @@ def test_cli_records_the_warning_and_the_audit_line_carries_it(cart_release, tmp
     main(["audit", str(tmp_path / "original.csv"), *files, "--known", "Age", "Urban",
           "Income", "--synthesized", "Income", "Expenditure", "--categorical", "Urban",
           "Tenure", "Educ", "Marital", "--radius", "Income=0.1", "--skip", "utility",
-          "attribute", "disclosure", "membership", "--out", str(audit), "-q"])
+          "attribute", "membership", "--out", str(audit), "-q"])
     assert "ORIGINAL_UNCONFIRMED" in capsys.readouterr().err
     lines = json.loads((audit / "summary.json").read_text())["verdicts"]
-    ident = [v for v in lines if v["step"] == "identification"]
-    assert ident and all("ORIGINAL_UNCONFIRMED" in v["warnings"] for v in ident)
+    # identification pairs records; synthpop's repU and DiSCO (keys Age, Urban, Income) read
+    # the original's Income: every line built on the unconfirmed column carries the code
+    for step in ("identification", "disclosure"):
+        got = [v for v in lines if v["step"] == step]
+        assert got and all("ORIGINAL_UNCONFIRMED" in v["warnings"] for v in got), got
+
+
+def test_only_disclosure_lines_built_on_the_unconfirmed_column_carry_the_code(cart_release):
+    """Keys Age and Urban (unsynthesized): DiSCO of the target Income carries the code, DiSCO
+    of the target Expenditure (whose original column is right) does not."""
+    ce, zs = cart_release
+    bad = ce.assign(Income=np.random.default_rng(0).permutation(ce["Income"].to_numpy()))
+    with pytest.warns(br.BayesRiskWarning) as rec:  # and RELEASE_INDEPENDENT (known: Age, Urban)
+        res = br.audit(bad, zs, known=["Age", "Urban"], synthesized=["Income", "Expenditure"],
+                       categorical=["Urban", "Tenure", "Educ", "Marital"],
+                       skip=["utility", "attribute", "membership", "posterior_identification"],
+                       progressbar=False)
+    assert any("ORIGINAL_UNCONFIRMED" in str(w.message) for w in rec)
+    d = next(s for s in res.steps if s.name == "disclosure")
+    assert d.extra["unconfirmed"] == ["Income"]
+    disco = {v.measure: v.warnings for v in res.verdicts if v.measure.startswith("DiSCO")}
+    assert "ORIGINAL_UNCONFIRMED" in disco["DiSCO (%), target Income"]
+    assert "ORIGINAL_UNCONFIRMED" not in disco["DiSCO (%), target Expenditure"]
