@@ -182,6 +182,8 @@ def test_readme_cli_examples_name_existing_files():
             words = shlex.split(cmd, comments=True)
             if words and words[0] == "python":  # a table written by a line of pandas
                 created.update(re.findall(r"to_(?:csv|parquet)\('([^']+)'", cmd))
+            if words and words[0] == "cp" and words[-1] == ".":  # files copied here
+                created.update(w.rsplit("/", 1)[-1] for w in words[1:-1])
             if not words or words[0] != "bayes-risk":
                 continue
             n_commands += 1

@@ -7,7 +7,6 @@ returns it with status ``"skipped"`` and the reason.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +15,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.auditing.context import (
+    StepContext,
+    _folder,
+    _write_json,
+    add_run_warnings,
+    rebuilt_synthesizer,
+    release_independent,
+    rows_aligned,
+)
+from bayes_risk.auditing.disclosure_step import disclosure_step
 from bayes_risk.auditing.outcome import StepOutcome
-from bayes_risk.auditing.plan import AuditPlan
 
 __all__ = [
     "StepContext",
@@ -31,112 +39,6 @@ __all__ = [
     "rebuilt_has_posterior",
     "rebuilt_synthesizer",
 ]
-
-
-@dataclass
-class StepContext:
-    """What every step reads: the data, the release, the plan and where to write."""
-
-    original: pd.DataFrame
-    synthetic: Any
-    schema: Any
-    plan: AuditPlan
-    model: Any
-    root: Path | None
-    progressbar: bool
-    #: the synthesizer rebuilt from a CART / random-forest manifest (built once, by the checks
-    #: before the first step, and shared by the steps that need it)
-    rebuilt: Any = None
-    #: whether row i of every dataset is record i of the original, as the row-alignment check
-    #: before the first step found it (a column released unchanged row by row); None: not checked
-    rows_aligned: bool | None = None
-    #: records of the population not in the original (the membership step's non-members)
-    holdout: Any = None
-    #: the attribute step's refits ``p(Θ | y, Z_(l))`` of ``refits_model``, one per dataset, which
-    #: the membership step reuses (the same ``fit_augmented(original, Z_(l))``): the refits are
-    #: most of both steps' cost
-    refits: list[Any] | None = None
-    refits_model: Any = None
-
-
-def rows_aligned(ctx: StepContext) -> bool:
-    """Whether the release is row-aligned with the original (checked once, then kept).
-
-    Equal lengths are necessary, not sufficient: a fully synthetic release of the original's
-    size has no record-by-record correspondence. Row ``i`` corresponds to record ``i`` when some
-    column is released unchanged row by row (:func:`~bayes_risk.data.alignment.check_rows_aligned`).
-    """
-    if ctx.rows_aligned is None:
-        import warnings
-
-        from bayes_risk.data.alignment import check_rows_aligned
-        from bayes_risk.exceptions import SchemaError
-
-        syn = ctx.synthetic
-        found: list[str] = []
-        if all(len(z) == len(ctx.original) for z in syn):
-            manifest = syn if (getattr(syn, "schema", None) is not None
-                               and syn.schema.synthesized) else None
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the check's warnings are the preflight's
-                try:
-                    found = check_rows_aligned(ctx.original, list(syn), manifest,
-                                               synthesized=ctx.plan.synthesized)
-                except SchemaError:
-                    found = []
-        ctx.rows_aligned = bool(found)
-    return ctx.rows_aligned
-
-
-def rebuilt_synthesizer(ctx: StepContext) -> Any:
-    """The synthesizer rebuilt from the release's manifest (built on first use, then kept)."""
-    if ctx.rebuilt is None:
-        from bayes_risk.models import rebuild_synthesizer
-
-        ctx.rebuilt = rebuild_synthesizer(ctx.original, ctx.synthetic)
-    return ctx.rebuilt
-
-
-def release_independent(what: str, why: str) -> None:
-    """Warn (``RELEASE_INDEPENDENT``) that a measure is a baseline of the original."""
-    import warnings
-
-    from bayes_risk.exceptions import CALLER, DataWarning
-
-    warnings.warn(DataWarning(
-        f"{what} cannot depend on the release: {why} It is a baseline of the original, "
-        "reported apart from the verdict, not a risk of the release (RELEASE_INDEPENDENT).",
-        code="RELEASE_INDEPENDENT"), skip_file_prefixes=CALLER)
-
-
-def _folder(ctx: StepContext, name: str) -> Path | None:
-    if ctx.root is None:
-        return None
-    p = ctx.root / name
-    p.mkdir(parents=True, exist_ok=True)
-    return p
-
-
-def _write_json(path: Path, d: dict[str, Any]) -> None:
-    from bayes_risk._io import write_json
-
-    write_json(path, d)
-
-
-def add_run_warnings(folder: Path, step: str, run_warnings: list[dict[str, Any]]) -> None:
-    """Add ``command`` and ``run_warnings`` to a step's ``summary.json`` files (one per
-    disclosure target), as a sub-command does."""
-    for path in sorted(folder.rglob("summary.json")):
-        d = json.loads(path.read_text())
-        d.setdefault("command", f"audit {step}")
-        d["run_warnings"] = run_warnings
-        codes = [w["code"] for w in run_warnings]
-        d["warnings"] = list(dict.fromkeys([*(d.get("warnings") or []), *codes]))
-        _write_json(path, d)
-
-
-# ---- utility ---------------------------------------------------------------------------------
-
 
 def utility_step(ctx: StepContext) -> StepOutcome:
     """pMSE (null by partial / complete synthesis), interval overlap, per-variable marginals."""
@@ -715,120 +617,3 @@ def membership_step(ctx: StepContext) -> StepOutcome:
 
 
 # ---- empirical disclosure measures -----------------------------------------------------------
-
-
-def disclosure_step(ctx: StepContext) -> StepOutcome:
-    """synthpop's identity / attribute / CAP measures and replicated uniques, per target."""
-    from bayes_risk.disclosure import disclosure_measures
-
-    p = ctx.plan
-    diff = _differencing(ctx)
-    if not p.disclosure_targets:
-        return StepOutcome(
-            name="disclosure", status="skipped",
-            reason="no target: every synthesized column is known to the intruder; give "
-            "targets=[...] (--target COL).", extra={"differencing": diff},
-        )
-    results = {}
-    files: list[str] = []
-    for t in p.disclosure_targets:
-        keys = p.disclosure_keys[t]
-        if not keys:
-            continue
-        if p.release_independent_keys(t):
-            both = t not in p.synthesized
-            release_independent(
-                f"{'repU and DiSCO' if both else 'repU (replicated uniques)'} of target {t}",
-                f"the keys {', '.join(keys)}{' and the target' if both else ''} are released "
-                "unchanged (none is synthesized), so "
-                + ("every measure equals the original's." if both else
-                   "repU equals UiO, the original's sample uniques on the keys, in every "
-                   "dataset."))
-        res = disclosure_measures(ctx.original, ctx.synthetic, keys=keys, target=t,
-                                  schema=ctx.schema,
-                                  ngroups_target=p.ngroups_target[t])
-        results[t] = res
-        if ctx.root is not None:
-            sub = f"disclosure/{t}" if len(p.disclosure_targets) > 1 else "disclosure"
-            folder = _folder(ctx, sub)
-            _write_json(folder / "summary.json", res.to_dict())
-            res.ident.to_csv(folder / "ident.csv", index=False)
-            res.attrib.to_csv(folder / "attrib.csv", index=False)
-            res.allCAPs.to_csv(folder / "allCAPs.csv", index=False)
-            res.replicated_uniques.table.to_csv(folder / "replicated_uniques.csv", index=False)
-            files += [f"{sub}/{f}" for f in ("summary.json", "ident.csv", "attrib.csv",
-                                            "allCAPs.csv", "replicated_uniques.csv")]
-    if not results:
-        return StepOutcome(name="disclosure", status="skipped",
-                           reason="the only known column is the target: no key is left.",
-                           extra={"differencing": diff})
-    from bayes_risk.results.disclosure import DisclosureByTarget
-
-    if diff is not None and ctx.root is not None:
-        _write_json(_folder(ctx, "disclosure") / "differencing.json", diff.to_dict())
-        files.append("disclosure/differencing.json")
-    return StepOutcome(name="disclosure", status="ran", result=DisclosureByTarget(results),
-                       folder="disclosure" if ctx.root is not None else None,
-                       files=[f.removeprefix("disclosure/") for f in files],
-                       extra={"differencing": diff,
-                              "unconfirmed": _unconfirmed_disclosure_columns(ctx, results)})
-
-
-def _unconfirmed_disclosure_columns(ctx: StepContext, results: dict[str, Any]) -> list[str]:
-    """The synthesized keys and targets of plain release files (no fingerprint of the
-    original) that show no row-by-row association with the original's: synthpop's measures
-    compare the original's values of those columns with the release's, so a wrong column of
-    the original understates them (warns ``ORIGINAL_UNCONFIRMED``). Only for files whose rows
-    are aligned: a fully synthetic release has no association to show, and these measures do
-    not pair records."""
-    syn = ctx.synthetic
-    if getattr(syn, "schema", None) is not None and syn.schema.synthesized:
-        return []  # a manifest: the original's fingerprint was checked
-    if not rows_aligned(ctx):
-        return []
-    from bayes_risk.data.alignment import unconfirmed_columns
-
-    used = dict.fromkeys(c for t, res in results.items() for c in (*res.keys, t)
-                         if c in ctx.plan.synthesized)
-    weak = unconfirmed_columns(ctx.original, list(syn), list(used))
-    if weak:
-        import warnings
-
-        from bayes_risk.exceptions import DataWarning
-
-        what = "; ".join(f"{c!r}: association {r:.3g}, one-sided p = {pv:.2g}"
-                         for c, (r, pv) in weak.items())
-        warnings.warn(DataWarning(
-            f"ORIGINAL_UNCONFIRMED: the synthesized key or target column(s) {list(weak)} of "
-            f"the synthetic data show no row-by-row association with the original's ({what}): "
-            "the original's column may not be the one the release was made from, and repU and "
-            "DiSCO computed on it would be understated. Check the original, or give the "
-            "release with its manifest.", code="ORIGINAL_UNCONFIRMED"), stacklevel=2)
-    return list(weak)
-
-
-def _differencing(ctx: StepContext) -> Any:
-    """What comparing the implicates reveals, for a release that synthesized selected records
-    (Hawala 2008): ``None`` unless the release records its selection, has ``m > 1`` datasets
-    and keeps the original's record order. Warns ``SELECTION_REVEALED`` when the comparison
-    singles the selection out."""
-    import warnings
-
-    from bayes_risk.disclosure import differencing_check
-    from bayes_risk.exceptions import CALLER, DataWarning
-
-    syn = ctx.synthetic
-    if (getattr(syn, "synthesized_records", None) is None or len(list(syn)) < 2
-            or not rows_aligned(ctx)):
-        return None
-    res = differencing_check(ctx.original, syn)
-    if res.warnings:
-        warnings.warn(DataWarning(
-            f"SELECTION_REVEALED: comparing the {res.m} released datasets reveals "
-            f"{res.n_revealed:,} of the {int(res.selected.sum()):,} records selected for "
-            f"synthesis (of {res.n_records:,}) and the synthesized columns "
-            f"({', '.join(res.revealed_columns)}): their values differ between datasets while "
-            "every other record's are the same, so an intruder learns which records the "
-            "agency judged at risk (Hawala 2008). Release one dataset, or synthesize every "
-            "record.", code="SELECTION_REVEALED"), skip_file_prefixes=CALLER)
-    return res

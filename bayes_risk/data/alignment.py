@@ -25,7 +25,7 @@ import pandas as pd
 from bayes_risk.exceptions import CALLER, DataWarning, SchemaError
 
 __all__ = ["check_rows_aligned", "comparable_values", "row_association", "same_multiset",
-           "unchanged_column_error"]
+           "unchanged_column_error", "unconfirmed_columns", "warn_unconfirmed"]
 
 _MISSING = "\x00NA"
 #: a column with at least this many distinct values holding exactly the original's values in
@@ -188,8 +188,22 @@ def check_rows_aligned(
               "have it checked.")
     # plain files: nothing records the original the synthesized columns were made from, so
     # they are checked by their association with it, row by row
-    weak = unconfirmed_columns(original, datasets, [c for c in dict.fromkeys(skip)
-                                                    if c in shared])
+    warn_unconfirmed(original, datasets, [c for c in dict.fromkeys(skip) if c in shared],
+                     record=record)
+    return equal
+
+
+def warn_unconfirmed(
+    original: pd.DataFrame, datasets: Sequence[pd.DataFrame], columns: Iterable[str], *,
+    record: dict[str, str] | None = None, measures: str = "a risk measured against it",
+) -> list[str]:
+    """Warn ``ORIGINAL_UNCONFIRMED`` for the synthesized ``columns`` of plain release files that
+    show no row-by-row association with the original's (:func:`unconfirmed_columns`).
+
+    ``measures`` names what a wrong column would understate; ``record`` keeps the code and
+    message (a result's warnings). Returns the columns reported.
+    """
+    weak = unconfirmed_columns(original, datasets, columns)
     if weak:
         what = "; ".join(f"{c!r}: association {r:.3g}, one-sided p = {p:.2g}"
                          for c, (r, p) in weak.items())
@@ -199,12 +213,12 @@ def check_rows_aligned(
               "a record's other values makes its synthetic values follow its true ones; "
               "these do not, so the original's column may not be the one the release was made "
               "from (edited, from another wave, or its values in another row order than the "
-              "other columns), and a risk measured against it would be understated. Check "
-              "the original, or give a release written by 'bayes-risk synthesize' (its "
-              "manifest records the original's fingerprint). A synthesizer that draws the "
-              "column without regard to the record's other values, or a fully synthetic "
-              "release, also shows no association.")
-    return equal
+              f"other columns), and {measures} would be understated. Check the original, or "
+              "give a release written by 'bayes-risk synthesize' (its manifest records the "
+              "original's fingerprint). A synthesizer that draws the column without regard to "
+              "the record's other values, or a fully synthetic release, also shows no "
+              "association.")
+    return list(weak)
 
 
 def _warn(record: dict[str, str] | None, code: str, msg: str) -> None:

@@ -1,0 +1,125 @@
+"""What every audit step reads: the run's context, and the helpers the steps share (the
+row alignment of the release, the rebuilt synthesizer, step folders and JSON files).
+
+Its own module so that the steps' modules (:mod:`bayes_risk.auditing.steps`,
+:mod:`bayes_risk.auditing.disclosure_step`) share it without importing each other.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from bayes_risk.auditing.plan import AuditPlan
+
+__all__ = ["StepContext", "add_run_warnings", "rebuilt_synthesizer", "release_independent",
+           "rows_aligned"]
+
+
+@dataclass
+class StepContext:
+    """What every step reads: the data, the release, the plan and where to write."""
+
+    original: pd.DataFrame
+    synthetic: Any
+    schema: Any
+    plan: AuditPlan
+    model: Any
+    root: Path | None
+    progressbar: bool
+    #: the synthesizer rebuilt from a CART / random-forest manifest (built once, by the checks
+    #: before the first step, and shared by the steps that need it)
+    rebuilt: Any = None
+    #: whether row i of every dataset is record i of the original, as the row-alignment check
+    #: before the first step found it (a column released unchanged row by row); None: not checked
+    rows_aligned: bool | None = None
+    #: records of the population not in the original (the membership step's non-members)
+    holdout: Any = None
+    #: the attribute step's refits ``p(Θ | y, Z_(l))`` of ``refits_model``, one per dataset, which
+    #: the membership step reuses (the same ``fit_augmented(original, Z_(l))``): the refits are
+    #: most of both steps' cost
+    refits: list[Any] | None = None
+    refits_model: Any = None
+
+
+def rows_aligned(ctx: StepContext) -> bool:
+    """Whether the release is row-aligned with the original (checked once, then kept).
+
+    Equal lengths are necessary, not sufficient: a fully synthetic release of the original's
+    size has no record-by-record correspondence. Row ``i`` corresponds to record ``i`` when some
+    column is released unchanged row by row (:func:`~bayes_risk.data.alignment.check_rows_aligned`).
+    """
+    if ctx.rows_aligned is None:
+        import warnings
+
+        from bayes_risk.data.alignment import check_rows_aligned
+        from bayes_risk.exceptions import SchemaError
+
+        syn = ctx.synthetic
+        found: list[str] = []
+        if all(len(z) == len(ctx.original) for z in syn):
+            manifest = syn if (getattr(syn, "schema", None) is not None
+                               and syn.schema.synthesized) else None
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the check's warnings are the preflight's
+                try:
+                    found = check_rows_aligned(ctx.original, list(syn), manifest,
+                                               synthesized=ctx.plan.synthesized)
+                except SchemaError:
+                    found = []
+        ctx.rows_aligned = bool(found)
+    return ctx.rows_aligned
+
+
+def rebuilt_synthesizer(ctx: StepContext) -> Any:
+    """The synthesizer rebuilt from the release's manifest (built on first use, then kept)."""
+    if ctx.rebuilt is None:
+        from bayes_risk.models import rebuild_synthesizer
+
+        ctx.rebuilt = rebuild_synthesizer(ctx.original, ctx.synthetic)
+    return ctx.rebuilt
+
+
+def release_independent(what: str, why: str) -> None:
+    """Warn (``RELEASE_INDEPENDENT``) that a measure is a baseline of the original."""
+    import warnings
+
+    from bayes_risk.exceptions import CALLER, DataWarning
+
+    warnings.warn(DataWarning(
+        f"{what} cannot depend on the release: {why} It is a baseline of the original, "
+        "reported apart from the verdict, not a risk of the release (RELEASE_INDEPENDENT).",
+        code="RELEASE_INDEPENDENT"), skip_file_prefixes=CALLER)
+
+
+def _folder(ctx: StepContext, name: str) -> Path | None:
+    if ctx.root is None:
+        return None
+    p = ctx.root / name
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def _write_json(path: Path, d: dict[str, Any]) -> None:
+    from bayes_risk._io import write_json
+
+    write_json(path, d)
+
+
+def add_run_warnings(folder: Path, step: str, run_warnings: list[dict[str, Any]]) -> None:
+    """Add ``command`` and ``run_warnings`` to a step's ``summary.json`` files (one per
+    disclosure target), as a sub-command does."""
+    for path in sorted(folder.rglob("summary.json")):
+        d = json.loads(path.read_text())
+        d.setdefault("command", f"audit {step}")
+        d["run_warnings"] = run_warnings
+        codes = [w["code"] for w in run_warnings]
+        d["warnings"] = list(dict.fromkeys([*(d.get("warnings") or []), *codes]))
+        _write_json(path, d)
+
+
+# ---- utility ---------------------------------------------------------------------------------

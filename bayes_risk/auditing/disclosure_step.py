@@ -1,0 +1,121 @@
+"""The audit's step of synthpop's disclosure measures (identity and attribute disclosure,
+replicated uniques) and of differencing the implicates (Hawala 2008)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bayes_risk.auditing.context import (
+    StepContext,
+    _folder,
+    _write_json,
+    release_independent,
+    rows_aligned,
+)
+from bayes_risk.auditing.outcome import StepOutcome
+
+__all__ = ["disclosure_step"]
+
+
+def disclosure_step(ctx: StepContext) -> StepOutcome:
+    """synthpop's identity / attribute / CAP measures and replicated uniques, per target."""
+    from bayes_risk.disclosure import disclosure_measures
+
+    p = ctx.plan
+    diff = _differencing(ctx)
+    if not p.disclosure_targets:
+        return StepOutcome(
+            name="disclosure", status="skipped",
+            reason="no target: every synthesized column is known to the intruder; give "
+            "targets=[...] (--target COL).", extra={"differencing": diff},
+        )
+    results = {}
+    files: list[str] = []
+    for t in p.disclosure_targets:
+        keys = p.disclosure_keys[t]
+        if not keys:
+            continue
+        if p.release_independent_keys(t):
+            both = t not in p.synthesized
+            release_independent(
+                f"{'repU and DiSCO' if both else 'repU (replicated uniques)'} of target {t}",
+                f"the keys {', '.join(keys)}{' and the target' if both else ''} are released "
+                "unchanged (none is synthesized), so "
+                + ("every measure equals the original's." if both else
+                   "repU equals UiO, the original's sample uniques on the keys, in every "
+                   "dataset."))
+        res = disclosure_measures(ctx.original, ctx.synthetic, keys=keys, target=t,
+                                  schema=ctx.schema,
+                                  ngroups_target=p.ngroups_target[t])
+        results[t] = res
+        if ctx.root is not None:
+            sub = f"disclosure/{t}" if len(p.disclosure_targets) > 1 else "disclosure"
+            folder = _folder(ctx, sub)
+            _write_json(folder / "summary.json", res.to_dict())
+            res.ident.to_csv(folder / "ident.csv", index=False)
+            res.attrib.to_csv(folder / "attrib.csv", index=False)
+            res.allCAPs.to_csv(folder / "allCAPs.csv", index=False)
+            res.replicated_uniques.table.to_csv(folder / "replicated_uniques.csv", index=False)
+            files += [f"{sub}/{f}" for f in ("summary.json", "ident.csv", "attrib.csv",
+                                            "allCAPs.csv", "replicated_uniques.csv")]
+    if not results:
+        return StepOutcome(name="disclosure", status="skipped",
+                           reason="the only known column is the target: no key is left.",
+                           extra={"differencing": diff})
+    from bayes_risk.results.disclosure import DisclosureByTarget
+
+    if diff is not None and ctx.root is not None:
+        _write_json(_folder(ctx, "disclosure") / "differencing.json", diff.to_dict())
+        files.append("disclosure/differencing.json")
+    return StepOutcome(name="disclosure", status="ran", result=DisclosureByTarget(results),
+                       folder="disclosure" if ctx.root is not None else None,
+                       files=[f.removeprefix("disclosure/") for f in files],
+                       extra={"differencing": diff,
+                              "unconfirmed": _unconfirmed_disclosure_columns(ctx, results)})
+
+
+def _unconfirmed_disclosure_columns(ctx: StepContext, results: dict[str, Any]) -> list[str]:
+    """The synthesized keys and targets of plain release files (no fingerprint of the
+    original) that show no row-by-row association with the original's: synthpop's measures
+    compare the original's values of those columns with the release's, so a wrong column of
+    the original understates them (warns ``ORIGINAL_UNCONFIRMED``). Only for files whose rows
+    are aligned: a fully synthetic release has no association to show, and these measures do
+    not pair records."""
+    syn = ctx.synthetic
+    if getattr(syn, "schema", None) is not None and syn.schema.synthesized:
+        return []  # a manifest: the original's fingerprint was checked
+    if not rows_aligned(ctx):
+        return []
+    from bayes_risk.data.alignment import warn_unconfirmed
+
+    used = dict.fromkeys(c for t, res in results.items() for c in (*res.keys, t)
+                         if c in ctx.plan.synthesized)
+    return warn_unconfirmed(ctx.original, list(syn), list(used),
+                            measures="repU and DiSCO computed on it")
+
+
+def _differencing(ctx: StepContext) -> Any:
+    """What comparing the implicates reveals, for a release that synthesized selected records
+    (Hawala 2008): ``None`` unless the release records its selection, has ``m > 1`` datasets
+    and keeps the original's record order. Warns ``SELECTION_REVEALED`` when the comparison
+    singles the selection out."""
+    import warnings
+
+    from bayes_risk.disclosure import differencing_check
+    from bayes_risk.exceptions import CALLER, DataWarning
+
+    syn = ctx.synthetic
+    if (getattr(syn, "synthesized_records", None) is None or len(list(syn)) < 2
+            or not rows_aligned(ctx)):
+        return None
+    res = differencing_check(ctx.original, syn)
+    if res.warnings:
+        warnings.warn(DataWarning(
+            f"SELECTION_REVEALED: comparing the {res.m} released datasets reveals "
+            f"{res.n_revealed:,} of the {int(res.selected.sum()):,} records selected for "
+            f"synthesis (of {res.n_records:,}) and the synthesized columns "
+            f"({', '.join(res.revealed_columns)}): their values differ between datasets while "
+            "every other record's are the same, so an intruder learns which records the "
+            "agency judged at risk (Hawala 2008). Release one dataset, or synthesize every "
+            "record.", code="SELECTION_REVEALED"), skip_file_prefixes=CALLER)
+    return res
