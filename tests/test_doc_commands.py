@@ -121,7 +121,9 @@ def fenced_blocks(page: Path) -> list[Block]:
             close = re.match(r"^\s*(`{3,}|~{3,})\s*$", lines[j])
             if close and close.group(1)[0] == fence[0] and len(close.group(1)) >= len(fence):
                 break
-            body.append(lines[j][indent:] if lines[j][:indent].isspace() else lines[j].lstrip())
+            # the fence's indentation is removed from its lines (at most that much: CommonMark)
+            line = lines[j]
+            body.append(line[min(indent, len(line) - len(line.lstrip())):])
             j += 1
         language, _, rest = info.partition(" ")
         blocks.append(Block(page, i + 1, language.lower(), "\n".join(body) + "\n",
@@ -363,3 +365,25 @@ def test_make_docs_builds_once_and_names_the_page(tmp_path):
     newer(page)
     assert make_docs(check=False).returncode != 0
     assert not (proj / "docs" / "_build" / ".html-built").exists()
+
+
+def test_readme_links_resolve():
+    # the front page's links into the guide name files of the checkout (the built site's page
+    # exists once `make docs` has run); anchors name a heading of the page, as GitHub and
+    # MyST (myst_heading_anchors) make them
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target) or target == "docs/_build/html/index.html":
+            continue
+        path, _, anchor = target.partition("#")
+        page = ROOT / path
+        if not page.exists():
+            broken.append(target)
+        elif anchor:
+            headings = re.findall(r"^#+\s+(.+)$", page.read_text(encoding="utf-8"), re.M)
+            slugs = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+                     for h in headings}
+            if anchor not in slugs:
+                broken.append(target)
+    assert not broken, f"README links to nothing: {broken}"
