@@ -388,3 +388,28 @@ def test_readme_links_resolve():
             if anchor not in slugs:
                 broken.append(target)
     assert not broken, f"README links to nothing: {broken}"
+
+
+def test_blocks_are_found_as_a_reader_sees_them(tmp_path):
+    # what a page added later may hold: a console block with output lines and a continued
+    # command, a block inside a list item, a longer fence around a shorter one, a marked block
+    page = tmp_path / "page.md"
+    page.write_text(
+        "Text.\n\n"
+        "```console\n$ bayes-risk --version \\\n    --help\nbayes-risk 0.1\n$ ls\nout/\n```\n\n"
+        "* a step:\n\n  ```bash\n  mkdir -p scratch\n    cd scratch\n  ```\n\n"
+        "````bash\necho '```'\n````\n\n"
+        "```bash\n# not run in CI: it needs the clone's Makefile\nmake demo\n```\n\n"
+        "```{code-cell} ipython3\n!ls\n```\n\n"
+        "    bayes-risk demo\n",
+        encoding="utf-8")
+    blocks = fenced_blocks(page)
+    assert [(b.line, b.language) for b in blocks] == [
+        (3, "console"), (13, "bash"), (18, "bash"), (22, "bash"), (27, "{code-cell}")]
+    assert blocks[0].commands() == "bayes-risk --version \\\n    --help\nls\n"
+    assert blocks[1].text == "mkdir -p scratch\n  cd scratch\n"
+    assert blocks[2].text == "echo '```'\n"
+    assert [b.not_run_reason for b in blocks] == [
+        None, None, None, "it needs the clone's Makefile", None]
+    assert [b.runnable for b in blocks] == [True, True, True, True, False]
+    assert indented_code(page, commands_only=True) == [31]
