@@ -79,7 +79,8 @@ bench: install ## the benchmark suite (asv; BENCH=REGEX for some)
 # again); a change of the package, the examples, the configuration or the extensions rebuilds
 # every page (-E), since Sphinx cannot tell which executed outputs it changed.
 DOCS_HTML := docs/_build/html
-DOCS_STAMP := docs/_build/.html-built
+# (inside the site: removing the site removes the stamp, and the next `make docs` builds it)
+DOCS_STAMP := $(DOCS_HTML)/.built
 # what the build reads; the folders the build itself writes into are left out, or a build would
 # make the next one out of date (recursive `=`: `find` runs only when the docs are made)
 DOCS_PAGES = $(shell find docs -name '*.md' -not -path 'docs/_build/*' \

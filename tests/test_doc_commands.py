@@ -22,7 +22,7 @@ is in docs/development.md, "Command blocks"). Such blocks are few (``MAX_NOT_RUN
 
 Cost: the README's blocks (1,000 CE-like records, m = 5: a CART release, two audits, two
 identification runs, a utility run) take about 20 s of CPU (19 s measured), the Makefile test
-about 3 s (four builds of a one-page site).
+about 3 s (five builds of a one-page site).
 """
 
 from __future__ import annotations
@@ -345,7 +345,7 @@ def test_make_docs_builds_once_and_names_the_page(tmp_path):
         return calls.read_text().splitlines() if calls.is_file() else []
 
     def newer(path: Path) -> None:  # a source edited after the last build
-        stamp = (proj / "docs" / "_build" / ".html-built").stat().st_mtime
+        stamp = (proj / "docs" / "_build" / "html" / ".built").stat().st_mtime
         os.utime(path, (stamp + 10, stamp + 10))
 
     first = make_docs()
@@ -361,11 +361,15 @@ def test_make_docs_builds_once_and_names_the_page(tmp_path):
     newer(proj / "bayes_risk" / "core.py")  # the package: every page again
     make_docs()
     assert len(builds()) == 3 and "-E" in builds()[2].split()
+    # a removed site is built again (the stamp was inside it)
+    shutil.rmtree(proj / "docs" / "_build" / "html")
+    make_docs()
+    assert len(builds()) == 4 and index.is_file()
     # a failed build leaves no stamp, so the next `make docs` builds again
     page.write_text("# Tiny\n\n{doc}`missing`\n")
     newer(page)
     assert make_docs(check=False).returncode != 0
-    assert not (proj / "docs" / "_build" / ".html-built").exists()
+    assert not (proj / "docs" / "_build" / "html" / ".built").exists()
 
 
 def test_readme_links_resolve():
