@@ -272,8 +272,9 @@ def test_ctrl_c_stops_an_extension_round(cores):
 
 @pytest.mark.slow
 def test_readme_example_fits_without_convergence_warnings():
-    """The README's example with the defaults (two seeds): the run extends itself until every
-    check passes (before: RHAT_HIGH and LOW_ESS on k_occupied at 2,500 sweeps)."""
+    """A first fit with the defaults (1,000 ACS-like persons, four variables, two seeds; the
+    README's former five-line example): the run extends itself until every check passes
+    (before: RHAT_HIGH and LOW_ESS on k_occupied at 2,500 sweeps)."""
     import bayes_risk as br
 
     acs = br.make_acs_like(1000, random_seed=1)[["SEX", "AGE", "RACE", "MAR"]]
