@@ -668,7 +668,8 @@ def _posterior_identification(sec: Section, s: Any, result: Any, links: _Links) 
     rs = list(trace.get("n_replicates") or [])
     if len(est) >= 2 and est[-1] > est[0]:
         sec.p("The pooled expected match risk rose from ", links.num(est[0], src),
-              f" at R = {int(rs[0])} to ", links.num(est[-1], src), f" at R = {int(rs[-1])}: "
+              f" targets at R = {int(rs[0])} to ", links.num(est[-1], src),
+              f" at R = {int(rs[-1])}: "
               "it depends on R, as the pooled definition does; report it with R, and the "
               "mean over single replicates beside it.")
     if pr.get("n") == "auto" and not pr.get("stopped_by_tolerance", True):

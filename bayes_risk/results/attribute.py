@@ -451,9 +451,9 @@ def hrw_table_row(name: str, d: dict[str, Any]) -> dict[str, Any]:
         "n": d.get("n_records"),
         "mean p_true": d.get("mean_p_true"),
         "median p_true": q.get("50%"),
-        "95% p_true": q.get("95%"),
+        "95th percentile of p_true": q.get("95%"),
         "median rank": r.get("50%"),
-        "share truth ranked first": d.get("prop_top"),
+        "share ranked first": d.get("prop_top"),
     }
 
 
