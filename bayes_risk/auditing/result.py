@@ -195,6 +195,12 @@ class AuditResult(RiskResult):
                          f"{'its' if nc == 1 else 'their'} measure that questions the value "
                          f"(named on the line): read {'it' if nc == 1 else 'them'} with the "
                          "warning, not as a pass or a fail alone.")
+        held = [x for x in v if x.flagged and not x.exceeds]
+        if held:
+            parts.append("Records with unreliable estimates were left out of "
+                         + "; ".join(f"{x.short} ({x.flagged:,} flagged)" for x in held)
+                         + ": they are unassessed, to be treated as at risk (named on the "
+                         "line).")
         na = self.not_assessed
         if na:
             parts.append(f"Not assessed (no verdict line): {', '.join(na)}.")

@@ -267,8 +267,9 @@ def output_dir(args: argparse.Namespace,
 
     The run's ``command``, ``inputs`` and recorded warnings are merged into ``summary.json``
     (created if the handler wrote none); then ``finalize(folder)`` runs, when given, on the
-    complete folder (``bayes-risk audit`` zips it there, summary.json included). Nothing is swapped in if the run was interrupted, and
-    on any error the temporary folder (and any parent folder created for it) is removed.
+    complete folder (``bayes-risk audit`` zips it there, summary.json included). Nothing is
+    swapped in if the run was interrupted, and on any error the temporary folder (and any
+    parent folder created for it) is removed.
     Temporary folders that killed runs left beside ``--out`` are removed first (warning
     ``STALE_TEMPORARY_REMOVED``). The final rename replaces only what was at ``--out`` when the
     run checked it (nothing, without ``--overwrite``): an output that another run put there

@@ -226,6 +226,8 @@ def test_attribute_verdict_names_the_flagged_records_left_out(audited, tmp_path)
     r2 = _with_step(res, "attribute", extra={**a.extra, "summary": sm})
     v = {x.measure: x for x in r2.verdicts}[line]
     assert not v.exceeds and v.status == "caution" and v.flagged == 3
+    assert ("Records with unreliable estimates were left out of share ranked first (3 flagged): "
+            "they are unassessed, to be treated as at risk") in r2.verdict_text
     assert "counted as ranked first, the share would be 12 %, past the threshold" in v.detail
     html = r2.to_html(tmp_path / "flagged.html").read_text()
     cell = f"<td>{line.replace(chr(39), '&#39;')}</td>"
@@ -709,7 +711,8 @@ def test_report_in_a_real_browser(report, tmp_path):
     dom = r.stdout
     banner = dom.split('<div class="banner')[1].split("</div>")[0]
     assert "Do not release as it stands" in banner
-    assert dom.index("<h1>") < dom.index('<div class="banner') < dom.index('<table class="verdicts">')
+    assert dom.index("<h1>") < dom.index('<div class="banner') \
+        < dom.index('<table class="verdicts">')
     keep = os.environ.get("BAYES_RISK_SCREENSHOTS")
     if keep:  # for looking at the page: BAYES_RISK_SCREENSHOTS=DIR
         shutil.copy(shot, Path(keep) / "audit_report.png")
@@ -1465,8 +1468,8 @@ def test_report_one_unit_per_quantity(audited_hh, report_hh):
 
     res, _ = audited_hh
     html = report_hh[0].read_text()
-    assert "td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }" \
-        in html
+    assert "td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: " \
+        "nowrap; }" in html
     text = _text(html)
     assert not re.search(r"\d\.?\d*e[-+]\d", text), re.search(r".{40}\d\.?\d*e[-+]\d.{20}", text)
     n = res.plan.n_records
@@ -1547,7 +1550,7 @@ def test_report_figures_readable_and_honest(audited_hh, report_hh):
     assert w == pytest.approx(1100)
     risks = [c for c in pts.columns if c not in ("dataset", "S_pMSE")]
     assert len(fig.axes) == len(risks)
-    for ax, c in zip(fig.axes, risks):
+    for ax, c in zip(fig.axes, risks, strict=True):
         assert ax.get_xlim()[0] == 0 and ax.get_ylim()[0] == 0
         dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
         ys = [ln.get_ydata()[0] for ln in dashed if ln.get_ydata()[0] == ln.get_ydata()[1]]
@@ -1613,19 +1616,22 @@ def test_disco_and_attribute_risk_reconciled(audited, tmp_path):
     it: the report says why both hold (they measure different things)."""
     import copy
 
+    from bayes_risk.auditing.render import _reading_together
+
     res, _ = audited
-    assert "Reading the lines together" not in res.to_html(tmp_path / "a.html").read_text()
+    assert _reading_together(res) == []  # both past their thresholds: nothing to reconcile
     a = res.step("attribute")
     sm = copy.deepcopy(a.extra["summary"])
     sm["unflagged"] = {**sm["unflagged"], "prop_top": 0.0}
     r2 = _with_step(res, "attribute", extra={**a.extra, "summary": sm})
     assert any(v.exceeds for v in r2.verdicts if v.threshold_name == "DiSCO")
-    html = r2.to_html(tmp_path / "r.html").read_text()
-    together = _text(html.split('<h3 id="together">')[1].split("<p class=\"intruders\">")[0])
+    md = r2.to_markdown(tmp_path / "r.md").read_text()
+    together = md.split("### Reading the lines together")[1].split("The intruder of each")[0]
     assert "DiSCO exceeds its threshold while the attribute line (0 % of records" in together
     assert "they measure different things" in together and "DiSDiO" in together
-    md = r2.to_markdown(tmp_path / "r.md").read_text()
-    assert "### Reading the lines together" in md
+    assert md.index("### Reading the lines together") < md.index("## Utility and risk")
+    html = r2.to_html(tmp_path / "r.html").read_text()  # the figures the Markdown drew
+    assert '<h3 id="together">Reading the lines together</h3>\n<p>DiSCO exceeds' in html
 
 
 def test_zip_of_the_audit(audited, tmp_path):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import os
+import re
 
 import numpy as np
 import pandas as pd
