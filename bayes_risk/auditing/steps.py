@@ -20,6 +20,7 @@ from bayes_risk.auditing.context import (
     _folder,
     _write_json,
     add_run_warnings,
+    named_run,
     rebuilt_synthesizer,
     release_independent,
     rows_aligned,
@@ -222,18 +223,22 @@ def identification_step(ctx: StepContext) -> StepOutcome:
             "which the release carries unchanged (no known column is synthesized), so every "
             "synthetic dataset gives the same figures.")
     known = dict(known=list(p.known), synthesized=list(p.known_synthesized))
-    res = identification_risk(ctx.original, ctx.synthetic, **known, **kw)
+    # each run's warnings name the run: the step runs the measure up to six times
+    with named_run(f"one dataset at a time, {_radius_label(p.radius)}"):
+        res = identification_risk(ctx.original, ctx.synthetic, **known, **kw)
     sweep = at_star = None
     if p.sweep and p.sweep_columns:
-        sweep = radius_sweep(ctx.original, ctx.synthetic, **known, radii=list(p.sweep),
-                             columns=list(p.sweep_columns), **kw)
+        with named_run(f"radius sweep of {', '.join(p.sweep_columns)}, one dataset at a time"):
+            sweep = radius_sweep(ctx.original, ctx.synthetic, **known, radii=list(p.sweep),
+                                 columns=list(p.sweep_columns), **kw)
         # every measure at the maximising radius, the conservative one to report (Hornby & Hu
         # 2021, §4.1): the verdict reads the true match rate there, beside the expected match
         # rate, not at the step's own radius
         rad = {**p.radius, **{c: float(sweep.r_star) for c in sweep.columns}}
-        at_star = res if rad == p.radius else identification_risk(
-            ctx.original, ctx.synthetic, **known,
-            **{**kw, "match": kw["match"].replace(radius=rad), "progressbar": False})
+        with named_run(f"one dataset at a time, maximising {_radius_label(rad)}"):
+            at_star = res if rad == p.radius else identification_risk(
+                ctx.original, ctx.synthetic, **known,
+                **{**kw, "match": kw["match"].replace(radius=rad), "progressbar": False})
     pooled = _pooled_identification(ctx, kw)
     ksweep = _known_sweep(ctx, kw)
     d = res.to_dict()
@@ -333,14 +338,24 @@ def _pooled_identification(ctx: StepContext, kw: dict[str, Any]) -> PooledIdenti
     pkw = {**kw, "aggregation": "pooled", "fallback": None, "progressbar": False}
     args = (ctx.original, ctx.synthetic)
     pkw.update(known=list(p.known), synthesized=list(p.known_synthesized))
-    res = identification_risk(*args, **pkw)
+    with named_run(f"all {p.m} datasets pooled, {_radius_label(p.radius)}"):
+        res = identification_risk(*args, **pkw)
     if not (p.sweep and p.sweep_columns):
         return PooledIdentification(res)
-    sweep = radius_sweep(*args, radii=list(p.sweep), columns=list(p.sweep_columns), **pkw)
+    with named_run(f"radius sweep of {', '.join(p.sweep_columns)}, all {p.m} datasets "
+                   "pooled"):
+        sweep = radius_sweep(*args, radii=list(p.sweep), columns=list(p.sweep_columns), **pkw)
     rad = {**p.radius, **{c: float(sweep.r_star) for c in sweep.columns}}
-    star = res if rad == p.radius else identification_risk(
-        *args, **{**pkw, "match": pkw["match"].replace(radius=rad)})
+    with named_run(f"all {p.m} datasets pooled, maximising {_radius_label(rad)}"):
+        star = res if rad == p.radius else identification_risk(
+            *args, **{**pkw, "match": pkw["match"].replace(radius=rad)})
     return PooledIdentification(res, sweep, star, rad)
+
+
+def _radius_label(radius: dict[str, float]) -> str:
+    """``"radius Age = 0.1, Income = 0.01"`` (or exact matching), for the runs' warnings."""
+    return ("radius " + ", ".join(f"{c} = {r:g}" for c, r in radius.items())
+            if radius else "exact matching")
 
 
 #: posterior replicates in an audit: ``n="auto"`` with a small cap (the audit stays quick; the
@@ -408,10 +423,11 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
                            reason=f"{why}; the identification step uses the m released "
                            "datasets as replicates.")
     pr = PosteriorReplicates(model, random_seed=p.random_seed, **AUDIT_REPLICATES)
-    res = identification_risk(ctx.original, ctx.synthetic, known=list(p.known),
-                              synthesized=list(p.known_synthesized), schema=ctx.schema,
-                              match=_id_kwargs(ctx)["match"], replicates=pr,
-                              fallback=ID_FALLBACK, progressbar=ctx.progressbar)
+    with named_run(f"posterior replicates pooled, {_radius_label(p.radius)}"):
+        res = identification_risk(ctx.original, ctx.synthetic, known=list(p.known),
+                                  synthesized=list(p.known_synthesized), schema=ctx.schema,
+                                  match=_id_kwargs(ctx)["match"], replicates=pr,
+                                  fallback=ID_FALLBACK, progressbar=ctx.progressbar)
     folder = _folder(ctx, name)
     files: list[str] = []
     if folder is not None:

@@ -357,8 +357,10 @@ def run(args: argparse.Namespace) -> int:
     lines = [
         f"attribute risk of {summary['n_records']} {what} ({summary['n_flagged']} flagged, "
         "counted separately)",
-        f"unflagged: prop_top = {un.get('prop_top', float('nan')):.3f}, "
-        f"mean p_true = {un.get('mean_p_true', float('nan')):.3f}",
+        f"stable estimates (unflagged): share ranked first "
+        f"{100 * un.get('prop_top', float('nan')):.3g} % (prop_top in summary.json), mean "
+        f"p_true {100 * un.get('mean_p_true', float('nan')):.3g} % (random guess "
+        f"{100 * summary.get('random_guess_baseline', float('nan')):.3g} %)",
     ]
     chains = summary.get("between_chain_check")
     if chains:  # whether the records' estimates were compared across MCMC chains, and how

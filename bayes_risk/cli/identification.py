@@ -120,11 +120,14 @@ def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
 def _summary_lines(res: Any, m: int, sweep: Any, replicates: Any) -> list[str]:
     """The run's summary on stdout (headline measures, replicates, the sweep's r*)."""
     s = res.file
+    n = int(s["n_targets"])
     lines = [
         f"identification risk ({res.settings['aggregation'].replace('_', '-')}) of {m} "
-        f"synthetic dataset(s): expected match risk {s['expected_match_risk']:.4g}",
-        f"true match rate (targets) {s['true_match_rate_targets']:.4g}, false match rate "
-        f"{s['false_match_rate']:.4g}",
+        f"synthetic dataset(s): expected match risk {s['expected_match_risk']:.4g} of {n:,} "
+        f"targets ({100 * s['expected_match_rate']:.3g} %)",
+        f"true match rate {100 * s['true_match_rate_targets']:.3g} % of the targets, false "
+        f"match rate {100 * s['false_match_rate']:.3g} % of the unique matches "
+        "(summary.json: fractions)",
     ]
     if res.settings["aggregation"] == "per_dataset" and m > 1:
         # the smaller figure of the two: say so, as the audit's verdict reads the larger
@@ -133,7 +136,7 @@ def _summary_lines(res: Any, m: int, sweep: Any, replicates: Any) -> list[str]:
                      "risk")
     if replicates is not None:
         lines.append(f"{s['n_replicates']} posterior replicates; Monte Carlo standard error of "
-                     f"the expected match risk {s['mc_se']['expected_match_risk']:.3g}")
+                     f"the expected match risk {s['mc_se']['expected_match_risk']:.3g} targets")
     if sweep is not None:
         fixed = ", ".join(f"{c}={r:g}" for c, r in sweep.fixed_radii.items())
         lines.append(f"radius sweep: risk-maximising radius r* = {sweep.r_star} (varying "

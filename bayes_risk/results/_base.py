@@ -12,7 +12,24 @@ from bayes_risk.exceptions import ValidationError
 from bayes_risk.results._summary import ResultWarning, Summary
 from bayes_risk.warning_codes import message
 
-__all__ = ["RiskResult"]
+__all__ = ["RiskResult", "legend_below"]
+
+
+def legend_below(ax: Any, ncols: int = 3, warning: str = "") -> Any:
+    """The axes' legend under the axes, off the data (below the tick labels and the x label:
+    the offset is in font sizes, so it holds whatever the figure's height); ``None`` when
+    nothing is labelled. ``warning``: a line above the entries, in the colour of a warning
+    (what questions the figure is said beside it, not in its title)."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    leg = ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                    borderaxespad=3.3, ncols=min(ncols, len(handles)), frameon=False,
+                    fontsize="medium", title=f"⚠ {warning}" if warning else None,
+                    title_fontsize="medium")
+    if warning:
+        leg.get_title().set_color("#8a5300")
+    return leg
 
 
 class RiskResult(metaclass=ABCMeta):

@@ -299,15 +299,18 @@ def test_auto_stops_at_the_tolerance_and_warns_at_the_cap():
     ax = plot_running_estimate(res)
     assert ax.get_xlabel().startswith("number of posterior replicates")
     assert "not reached" not in ax.get_title()
-    # few match events: the ± 2 MCSE band is cut at 0 (no negative risk drawn) and the title
-    # says that the tolerance was not reached
+    # few match events: the ± 2 MCSE band is cut at 0 (no negative risk drawn); that the
+    # tolerance was not reached is a warning beside the figure (its legend), not its title
     trace = {"n_replicates": [20, 30, 40], "expected_match_risk": [0.1, 0.5, 1.0],
              "mc_se": [0.5, 0.9, 0.2]}
     rare = dataclasses.replace(capped, file={**capped.file, "mc_trace": trace})
     fig = rare.plot("running_estimate")
     band = fig.axes[0].collections[0].get_paths()[0].vertices
     assert band[:, 1].min() == 0.0 and band[:, 1].max() == pytest.approx(2.3)
-    assert "MCSE tolerance not reached" in fig.axes[0].get_title()
+    assert "not reached" not in fig.axes[0].get_title()
+    warning = fig.axes[0].get_legend().get_title()
+    assert warning.get_text().startswith("⚠ MCSE_NOT_REACHED: relative MCSE above")
+    assert warning.get_color() == "#8a5300"
     import matplotlib.pyplot as plt
 
     plt.close("all")
