@@ -198,6 +198,8 @@ def label_invariant(model, *, refresh: bool = False) -> Any:
     """
     import xarray as xr
 
+    from bayes_risk._version import __version__
+
     tree = model.posterior_
     post = tree["posterior"]
     shape = (post.sizes["chain"], post.sizes["draw"])
@@ -212,8 +214,6 @@ def label_invariant(model, *, refresh: bool = False) -> Any:
         var = str(name).replace("/", "\u2215")
         data[var] = xr.DataArray(x, dims=("chain", "draw"), attrs={"quantity": str(name)})
     coords = {d: post[d].values for d in ("chain", "draw") if d in post.coords}
-    from bayes_risk._version import __version__
-
     ds = xr.Dataset(data, attrs={
         "description": "label-invariant functions of each posterior draw: the quantities "
                        "whose R-hat and bulk/tail ESS bayes-risk checks (convergence_summary)",
