@@ -222,8 +222,10 @@ def attribute_risk(
         With the stabilised estimator and draws from two or more MCMC chains (the model's
         ``draw_chains()``, :class:`~bayes_risk.protocols.SupportsDrawChains`), each record's
         estimate is also computed from each chain's draws alone and the record is flagged
-        ``CHAINS_DISAGREE`` when the chains' ``p_true`` differ beyond Monte Carlo error and by
-        more than 0.02, or the truth is the best guess under one chain only (columns
+        ``CHAINS_DISAGREE`` when the chains' ``p_true`` differ beyond Monte Carlo error and
+        materially (by more than 0.02, or by a ratio above 1.2: the floor is relative to the
+        estimate where ``p_true < 0.1``), or the truth is the best guess under one chain only
+        (columns
         ``p_true_chain_min``, ``p_true_chain_max``, ``chain_z``; see
         ``bayes_risk.attribute.chains``). With one chain the check does not run and
         ``settings["chain_check"]`` says so.

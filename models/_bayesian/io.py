@@ -93,6 +93,9 @@ def save(model, path: str | os.PathLike[str]) -> Path:
         "data_column_fingerprints": (getattr(model, "original_fingerprint_", None)
                                      or {}).get("columns"),
     }
+    from bayes_risk.models._bayesian.convergence import label_invariant
+
+    label_invariant(model)  # the diagnosed quantities travel with the draws (ArviZ reads them)
     with atomic_dir(path) as tmp:
         model.posterior_.to_netcdf(tmp / POSTERIOR_FILE, engine="h5netcdf")
         if model.data_ is not None:

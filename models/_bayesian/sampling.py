@@ -135,7 +135,7 @@ def run_sampler(synth: Any, model: Any, step: Any, random_seed: RandomSeed,
         kwargs["step"] = step
     kwargs.update(sample_kwargs)
     with warnings.catch_warnings(), InterruptGuard() as guard:
-        # PyMC's own short-chain message; convergence is reported by convergence_report().
+        # PyMC's own short-chain message; convergence is reported by convergence_summary().
         warnings.filterwarnings("ignore", message=".*samples per chain.*")
         # the steady time per draw, without the chains' one-off start (bayes_risk.attribute.cost)
         clock = DrawClock(kwargs.get("callback"))

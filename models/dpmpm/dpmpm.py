@@ -125,7 +125,7 @@ class DPMPM(BayesianSynthesizer):
         50,000 when ``draws`` is not given and the sampler is ``gibbs``, else 0 (a run length
         asked for is the run length run); 0 disables. After the first run (``tune`` warm-up
         sweeps, ``draws`` kept draws every ``thin`` sweeps) the checks of
-        :meth:`convergence_report` (R-hat > 1.01, bulk or tail ESS < 100 per chain) run on
+        :meth:`convergence_summary` (R-hat > 1.01, bulk or tail ESS < 100 per chain) run on
         the kept draws; while they fail and a round with twice the window after the warm-up
         stays within ``max_sweeps``, every chain continues from where it stopped (no
         restart) for as many sweeps again, every second kept draw so far is dropped and the
@@ -344,22 +344,21 @@ class DPMPM(BayesianSynthesizer):
         return bound, (sweeps if np.isfinite(bound) else 0)
 
     def convergence_summary(
-        self, kind: Literal["dict", "table"] = "dict"
+        self, kind: Literal["dict", "table"] | None = None
     ) -> dict[str, Any] | pd.DataFrame:
-        """Convergence of the fit (``BayesianSynthesizer.convergence_summary``). ``kind="dict"``:
-        the JSON-ready record written to ``convergence.json`` by ``save`` and included in the
-        outputs of every run that uses the model, with ``alpha_warmup``: the ``bound`` of α and
-        the number of warm-up ``sweeps`` per chain it held for (``sweeps`` 0 and ``bound``
-        None: no bound). ``kind="table"``: one row per diagnosed quantity with ArviZ's columns
-        (``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``r_hat``) and ``failed_checks``.
+        """Convergence of the fit (``BayesianSynthesizer.convergence_summary``): the JSON-ready
+        record written to ``convergence.json`` by ``save`` and included in the outputs of every
+        run that uses the model, with ``alpha_warmup``: the ``bound`` of α and the number of
+        warm-up ``sweeps`` per chain it held for (``sweeps`` 0 and ``bound`` None: no bound).
 
         Parameters
         ----------
-        kind : {"dict", "table"}
+        kind : {"dict", "table"}, optional
+            Deprecated (``FutureWarning``; see ``BayesianSynthesizer.convergence_summary``).
 
         Returns
         -------
-        dict or DataFrame
+        dict
         """
         out = super().convergence_summary(kind)
         if kind == "table":
@@ -459,7 +458,7 @@ class DPMPM(BayesianSynthesizer):
         if self.sampler == "nuts":
             self._add_loglik_stat(codes)
         self._check_truncation()
-        self.convergence_ = self.convergence_report(warn=True)
+        self.convergence_ = self._check_convergence(warn=True)
         record_fit_time(self, started)
         return self
 

@@ -597,6 +597,23 @@ def test_bad_input_names_the_argument(release, tmp_path):
         br.audit(str(orig), str(syn), known=KNOWN, out=tmp_path / "full", progressbar=False)
 
 
+def test_partial_rules_for_datasets_of_another_size_fail_before_any_step(tmp_path):
+    # plain tables of 2n records with a column declared synthesized: the utility step's
+    # combining rules would be Reiter's partial ones, which cannot apply (NOT_PARTIAL_SYNTHESIS);
+    # refused when the audit is planned, before the steps run and before --out is made
+    d = br.make_ce_like(120, random_seed=3)
+    rng = np.random.default_rng(1)
+    big = [d.sample(240, replace=True, random_state=s).reset_index(drop=True)
+           .assign(Income=lambda z: z["Income"] * np.exp(rng.normal(0, 0.1, len(z))))
+           for s in (1, 2)]
+    out = tmp_path / "a"
+    with pytest.raises(ValidationError, match="combining_rules=") as e:
+        br.audit(d, big, known=KNOWN, synthesized=["Income"], categorical=CATS, out=out,
+                 progressbar=False)
+    assert e.value.code == "NOT_PARTIAL_SYNTHESIS"
+    assert not out.exists()
+
+
 def test_original_without_a_column_of_the_release(release, tmp_path, capsys):
     """An ORIGINAL lacking a (synthesized) column of the release is refused before any step runs
     (it ran utility and identification, then ended in a KeyError traceback)."""

@@ -99,7 +99,7 @@ def test_extended_run_is_the_run_at_its_final_thinning(never_stuck):
     explicit = _fit(df, draws=40, thin=4)
     assert explicit.max_sweeps == 0 and explicit.convergence_summary()["rounds"] == 1
     _same_draws(ext.posterior_, explicit.posterior_)
-    assert ext.convergence_report().attrs["mcmc_run"] == {
+    assert ext._check_convergence().attrs["mcmc_run"] == {
         "tune": 10, "thin": 4, "draws": 40, "rounds": 3, "sweeps_per_chain": 170,
         "max_sweeps": 170, "stopped": "max_sweeps"}
 
@@ -297,7 +297,7 @@ def test_a_fit_whose_rounds_leave_the_chains_apart_says_so(monkeypatch):
     m = _fit(_table(), draws=40, max_sweeps=10 + 40 * 4)
     run = m.convergence_summary()
     assert (run["rounds"], run["thin"], run["stopped"]) == (2, 2, "stuck")
-    assert max(m.convergence_report()["rhat"]) > 1.1
+    assert max(m._check_convergence()["rhat"]) > 1.1
     msg = " ".join(w["message"] for w in m.mcmc_warnings())
     assert "stopped extending itself at 90 sweeps per chain (one kept per 2, 2 rounds)" in msg
 

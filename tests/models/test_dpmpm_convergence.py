@@ -180,6 +180,6 @@ def test_ess_threshold_is_per_chain(monkeypatch):
     for n, flagged in ((80, True), (150, False)):
         x = rng.normal(size=(2, n))
         monkeypatch.setattr(m, "_convergence_quantities", lambda x=x: {"q": x})
-        row = m.convergence_report().loc["q"]
+        row = m._check_convergence().loc["q"]
         assert 100 < row.ess_bulk < 400 and row.rhat < 1.05
         assert ("LOW_ESS" in row.flag.split(",")) == flagged, (n, row.ess_bulk, row.ess_tail)
