@@ -95,6 +95,8 @@ _API: dict[str, str] = {
     "disclosure_measures": "bayes_risk.disclosure.measures",
     "replicated_uniques": "bayes_risk.disclosure.measures",
     "differencing_check": "bayes_risk.disclosure.differencing",
+    # sdcMicro's risk of the original on its keys (the release-independent baseline)
+    "original_risk": "bayes_risk.disclosure.original_risk",
     # results
     "RiskResult": "bayes_risk.results",
     "Summary": "bayes_risk.results",
@@ -107,6 +109,7 @@ _API: dict[str, str] = {
     "PMSEResult": "bayes_risk.results",
     "UtilitySummary": "bayes_risk.results",
     "DisclosureMeasures": "bayes_risk.results",
+    "OriginalRisk": "bayes_risk.results",
     "DifferencingResult": "bayes_risk.results",
     "VisitOrderComparison": "bayes_risk.results",
     # audit: every measure on one release, one report

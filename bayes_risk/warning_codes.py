@@ -129,7 +129,15 @@ MESSAGES: dict[str, str] = {
     "TCAP_UNDEFINED": "TCAP is undefined for some dataset: no original record has keys found "
     "in the synthetic data.",
     "RELEASE_INDEPENDENT": "the measure cannot depend on the release (the intruder matches on "
-    "unsynthesized columns only): a baseline of the original, not a risk of the release.",
+    "unsynthesized columns only, or it is computed on the original alone, as sdcMicro's risk "
+    "of the original): a baseline of the original, not a risk of the release.",
+    # sdcMicro's risk of the original
+    "WEIGHTED_FREQUENCY_BELOW_SAMPLE": "the survey weights of some key cells sum to less than "
+    "their numbers of records (weights below 1): the negative binomial risk is undefined "
+    "there, and those records get its largest value, 1/f_k.",
+    "SUDA_FEW_KEYS": "SUDA2 with fewer than three keys: sdcMicro scores the minimal sample "
+    "uniques as if there were three (it pads the keys with constant columns); the scores rank "
+    "records but are read with care.",
 }
 
 

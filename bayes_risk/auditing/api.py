@@ -76,6 +76,7 @@ def audit(
     imputed: Sequence[str] | str = "auto",
     holdout: pd.DataFrame | None = None,
     membership_selection: Any = None,
+    weights: str | None = None,
 ) -> AuditResult:
     """Audit a synthetic release: utility, identification, attribute and empirical risk.
 
@@ -184,6 +185,12 @@ def audit(
         values, e.g. ``"Income > 150000 or Age >= 90"``). Without it the membership step of
         such a release is skipped with the reason (``MEMBERSHIP_PARTIAL_SYNTHESIS``). Recorded
         in the settings.
+    weights : str, optional
+        Survey weights of the original's records (a column of ``original``): the disclosure
+        step's baseline of the original, sdcMicro's individual re-identification risk
+        (:func:`~bayes_risk.disclosure.original_risk`), is then the Benedetti–Franconi risk
+        with the population frequency of a key estimated by the sum of its weights; without
+        weights it is the sample-based risk ``1/f_k`` (every weight 1, as sdcMicro).
 
     Returns
     -------
@@ -220,6 +227,7 @@ def audit(
         pmse_method=pmse_method, max_order=max_order, known_sweep=known_sweep,
         imputed=imputed, membership_selection=membership_selection,
     )
+    _survey_weights(plan, data, weights)
     root = Path(out) if out is not None else None
     if root is not None and root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise ValidationError(
@@ -244,6 +252,25 @@ def audit(
         outcomes = run_all()
         AuditResult(plan=plan, steps=outcomes, root=tmp).write_summary(tmp / "summary.json")
     return AuditResult(plan=plan, steps=outcomes, root=root)
+
+
+def _survey_weights(plan: Any, data: pd.DataFrame, weights: Any) -> None:
+    """Check ``weights`` (a column of the original, positive and finite) and record it."""
+    if weights is not None:
+        if not isinstance(weights, str):
+            raise ValidationError(
+                f"weights must name a column of the original. Got {type(weights).__name__}.")
+        if weights in plan.known:
+            raise ValidationError(
+                f"weights column {weights!r} is also a known column; survey weights are not "
+                "a key.")
+        from bayes_risk.identification.population import _weight_vector
+
+        _weight_vector(weights, data)  # a missing column or a bad weight is refused here
+    plan.weights = weights
+    plan.add("disclosure", "survey weights", weights or "none", "given" if weights else
+             "default", "sdcMicro's individual risk of the original: Benedetti–Franconi with "
+             "the weights, 1/f_k without")
 
 
 def _say(ctx: Any, msg: str) -> None:

@@ -1,8 +1,10 @@
 """The audit's step of synthpop's disclosure measures (identity and attribute disclosure,
-replicated uniques) and of differencing the implicates (Hawala 2008)."""
+replicated uniques), of sdcMicro's risk of the original on the same keys (the baseline the
+release is compared with) and of differencing the implicates (Hawala 2008)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from bayes_risk.auditing.context import (
@@ -67,11 +69,44 @@ def disclosure_step(ctx: StepContext) -> StepOutcome:
     if diff is not None and ctx.root is not None:
         _write_json(_folder(ctx, "disclosure") / "differencing.json", diff.to_dict())
         files.append("disclosure/differencing.json")
+    baseline = _original_baseline(ctx, results, files)
     return StepOutcome(name="disclosure", status="ran", result=DisclosureByTarget(results),
                        folder="disclosure" if ctx.root is not None else None,
                        files=[f.removeprefix("disclosure/") for f in files],
-                       extra={"differencing": diff,
+                       extra={"differencing": diff, "original_risk": baseline,
                               "unconfirmed": _unconfirmed_disclosure_columns(ctx, results)})
+
+
+def _original_baseline(ctx: StepContext, results: dict[str, Any], files: list[str]
+                       ) -> dict[tuple[str, ...], Any]:
+    """sdcMicro's risk of the original on each set of keys of the measures (individual and
+    global risk, k-anonymity, SUDA2), with l-diversity of the targets that have those keys:
+    computed on the original alone, the release-independent baseline (listed apart from the
+    verdict). Files: ``disclosure/original_risk/`` (``original_risk_<i>/`` for several sets
+    of keys), as ``bayes-risk original-risk`` writes them."""
+    from bayes_risk.disclosure.original_risk import MAX_SUBSETS, original_risk
+
+    by_keys: dict[tuple[str, ...], list[str]] = {}
+    for t, res in results.items():
+        by_keys.setdefault(tuple(res.keys), []).append(t)
+    out: dict[tuple[str, ...], Any] = {}
+    for i, (keys, targets) in enumerate(by_keys.items(), start=1):
+        # SUDA2 examines every subset of keys: on many keys, the MSUs up to the size that
+        # keeps it to MAX_SUBSETS subsets (recorded in the result's settings)
+        size, total = 0, 0
+        while size < len(keys) and total + math.comb(len(keys), size + 1) <= MAX_SUBSETS:
+            size += 1
+            total += math.comb(len(keys), size)
+        r = original_risk(ctx.original, keys=list(keys), weights=ctx.plan.weights,
+                          sensitive=targets, max_size=size)
+        out[keys] = r
+        if ctx.root is not None:
+            sub = "disclosure/original_risk" + (f"_{i}" if len(by_keys) > 1 else "")
+            folder = _folder(ctx, sub)
+            _write_json(folder / "summary.json", r.to_dict())
+            r.records.to_csv(folder / "records.csv", index_label="record")
+            files += [f"{sub}/summary.json", f"{sub}/records.csv"]
+    return out
 
 
 def _unconfirmed_disclosure_columns(ctx: StepContext, results: dict[str, Any]) -> list[str]:

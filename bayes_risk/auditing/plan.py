@@ -219,6 +219,9 @@ class AuditPlan:
     releases_donor_values: bool = False
     #: the release's synthesizer takes a ``smoothing`` setting (the smoothing remedy names it)
     smoothing_option: bool = False
+    #: survey weights of the original's records (a column of it) for sdcMicro's individual
+    #: risk in the disclosure step (``weights=`` / ``--weights``; None: the risk is 1/f_k)
+    weights: str | None = None
 
     @property
     def known(self) -> list[str]:

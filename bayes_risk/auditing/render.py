@@ -337,7 +337,9 @@ def _baseline(b: Any, links: _Links) -> dict[str, Any]:
     val = links.num(b.value, b.source)
     val.text += u
     return {"step": b.step, "measure": b.measure, "value": val,
-            "threshold": format_number(b.threshold) + u, "why": b.why, "code": b.code}
+            # a measure of the original alone (sdcMicro's) has no release threshold
+            "threshold": "—" if b.threshold is None else format_number(b.threshold) + u,
+            "why": b.why, "code": b.code}
 
 
 def _intruders(result: Any) -> list[tuple[str, str]]:
@@ -824,6 +826,26 @@ def _disclosure(sec: Section, s: Any, result: Any, links: _Links) -> None:
               *[x for i, (k, d) in enumerate(kb["k_anonymity"].items())
                 for x in (Span(("; " if i else "") + f"k = {k}: "),
                           links.num(d["n_violating"], ksrc))], ".")
+    base = s.extra.get("original_risk") or {}
+    for i, (keys, r) in enumerate(base.items(), start=1):
+        osrc = (f"{s.folder}/original_risk{f'_{i}' if len(base) > 1 else ''}/summary.json"
+                if s.folder else None)
+        g = r.global_risk
+        sec.p(f"sdcMicro's risk of the original on the keys {', '.join(keys)} (Templ, Kowarik "
+              "& Meindl 2015; a baseline, the same for every release): ",
+              links.num(g["expected_reidentifications"], osrc),
+              " expected re-identifications (global risk ", links.num(g["global_risk_pct"], osrc,
+                                                                     unit=" %"),
+              "; " + ("Benedetti–Franconi individual risk with the survey weights "
+                      f"{r.settings['weights']}" if r.weighted else
+                      "no survey weights: each record's risk is 1/f_k, an upper bound") + ")",
+              *([", ", links.num(r.suda["n_records_with_msu"], osrc),
+                 " records with a SUDA2 minimal sample unique"] if r.suda else []),
+              *[x for c, d in r.l_diversity.items()
+                for x in (f"; key cells with one value of {c} hold ",
+                          links.num(d["n_records_l1"], osrc), " records (l-diversity 1)")],
+              ". Per-record risk, SUDA2 scores and l-diversity: records.csv beside it "
+              "(methods page, Risk of the original).")
 
 
 def utility_risk_points(result: Any) -> pd.DataFrame | None:

@@ -162,13 +162,14 @@ class Baseline:
     The intruder matches on columns the release carries unchanged (no synthesized column), so
     every synthetic dataset gives the same value (warning ``RELEASE_INDEPENDENT``). It is
     reported beside the verdict, never as a verdict line on the release; ``threshold`` is the
-    release-board threshold of the measure, for reference.
+    release-board threshold of the measure, for reference (``None``: a measure of the original
+    alone, sdcMicro's, that has none).
     """
 
     step: str
     measure: str
     value: float
-    threshold: float
+    threshold: float | None
     source: str | None
     why: str
     code: str = "RELEASE_INDEPENDENT"
@@ -332,6 +333,50 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
                         intruder=f"{who} and reads the target {t} off the release",
                         count_of=(plan.n_records, "records"), threshold_name="DiSCO")
             out.append(_caused(v, *remedies.disco_cause(plan, res, t)))
+    base = d.extra.get("original_risk") or {}
+    for i, r in enumerate(base.values(), start=1):
+        sub = "original_risk" + (f"_{i}" if len(base) > 1 else "")
+        out += _original_lines(r, _src(d, f"{sub}/summary.json"))
+    return out
+
+
+def _original_lines(r: Any, src: str | None) -> list[Baseline]:
+    """sdcMicro's measures of the original on the keys (:func:`~bayes_risk.original_risk`):
+    the global re-identification risk, 3-anonymity, the records singled out by one or two key
+    values (SUDA2) and, per target, the records whose key cell has one value of it. Computed
+    on the original alone: baselines, never verdict lines."""
+    keys = ", ".join(r.keys)
+    g, n = r.global_risk, r.key_cells["n_records"]
+    alone = "computed on the original alone (sdcMicro), the same for every release"
+    how = (f"Benedetti–Franconi risk with the survey weights {r.settings['weights']}"
+           if r.weighted else "no survey weights: the sample-based risk 1/f_k, an upper bound")
+    out = [Baseline("disclosure", f"global re-identification risk (%), keys {keys}",
+                    float(g["global_risk_pct"]), None, src,
+                    f"{alone}: {g['expected_reidentifications']:,.4g} expected "
+                    f"re-identifications among {n:,} records ({how})", unit="%")]
+    ka = r.k_anonymity
+    if "3" in ka:
+        others = "; ".join(f"{k}-anonymity: {d['n_violating']:,}" for k, d in ka.items())
+        out.append(Baseline("disclosure", f"records violating 3-anonymity (%), keys {keys}",
+                            float(ka["3"]["pct_violating"]), None, src,
+                            f"{alone}: records in key cells of fewer than 3 records "
+                            f"(records violating {others})", unit="%"))
+    if r.suda is not None and "min_msu_size" in r.records:
+        m = r.records["min_msu_size"].to_numpy()
+        few = int(np.sum((m >= 1) & (m <= 2)))
+        out.append(Baseline("disclosure",
+                            f"records singled out by one or two key values (%), keys {keys}",
+                            100.0 * few / n, None, src,
+                            f"{alone}: SUDA2's minimal sample uniques of at most 2 keys "
+                            f"({few:,} records; {r.suda['n_records_with_msu']:,} have one of "
+                            f"any size)", unit="%"))
+    for col, d in r.l_diversity.items():
+        out.append(Baseline("disclosure",
+                            f"records whose key cell has one value of {col} (%), keys {keys}",
+                            float(d["pct_records_l1"]), None, src,
+                            f"{alone}: distinct l-diversity 1, the value of {col} follows from "
+                            f"the keys ({d['n_records_l1']:,} records; values compared "
+                            "ungrouped)", unit="%"))
     return out
 
 

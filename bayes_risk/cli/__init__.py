@@ -26,6 +26,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "attribute",
     "membership",
     "disclosure",
+    "original-risk",
     "audit",
     "orders",
     "demo",
@@ -46,7 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-V", "--version", action="version", version=f"bayes-risk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
-        importlib.import_module(f"bayes_risk.cli.parsers.{name}").add_parser(sub)
+        # a hyphenated sub-command's modules are named with an underscore
+        importlib.import_module(f"bayes_risk.cli.parsers.{name.replace('-', '_')}"
+                                ).add_parser(sub)
     from bayes_risk.cli.parsers import INPUTS_ATTR, input_arguments
 
     for subparser in sub.choices.values():

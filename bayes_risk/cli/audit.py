@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         random_seed=args.random_seed, progressbar=not args.quiet,
         holdout=(None if args.holdout is None
                  else read_records_table(args.holdout, "--holdout", missing_labels(args))),
-        membership_selection=args.membership_selection,
+        membership_selection=args.membership_selection, weights=args.weights,
     )
     done: list = []
     # the zip of the whole folder, made once summary.json is complete: the one file to send

@@ -7,6 +7,8 @@
   uniques and k-anonymity counts on the keys;
 * :func:`replicated_uniques` — synthpop's ``replicated.uniques()``;
 * :func:`key_anonymity` — sample uniques and k-anonymity violations (sdcMicro's counts);
+* :func:`original_risk` — sdcMicro's risk of the original on its keys: individual and global
+  re-identification risk (with survey weights), k-anonymity, SUDA2 scores and l-diversity;
 * :func:`differencing_check` — the records and variables an intruder finds by comparing the
   implicates of a partially synthetic release (Hawala 2008).
 """
@@ -24,12 +26,15 @@ from bayes_risk.disclosure.measures import (
     key_anonymity,
     replicated_uniques,
 )
+from bayes_risk.disclosure.original_risk import OriginalRisk, original_risk
 
 __all__ = [
     "differencing_check",
     "disclosure_measures",
     "replicated_uniques",
     "key_anonymity",
+    "original_risk",
+    "OriginalRisk",
     "DisclosureMeasures",
     "DisclosureByTarget",
     "ReplicatedUniques",

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from bayes_risk.results.identification import IdentificationResult, RadiusSweepResult
     from bayes_risk.results.knowledge import KnowledgeSweepResult
     from bayes_risk.results.membership import MembershipRiskResult
+    from bayes_risk.results.original_risk import OriginalRisk
     from bayes_risk.results.utility import PMSEResult, UtilitySummary
     from bayes_risk.results.visit_orders import VisitOrderComparison
 
@@ -59,6 +60,7 @@ _CLASSES: dict[str, str] = {
     "DisclosureMeasures": "bayes_risk.results.disclosure",
     "DisclosureByTarget": "bayes_risk.results.disclosure",
     "ReplicatedUniques": "bayes_risk.results.disclosure",
+    "OriginalRisk": "bayes_risk.results.original_risk",
     "DifferencingResult": "bayes_risk.results.differencing",
     "VisitOrderComparison": "bayes_risk.results.visit_orders",
 }
@@ -81,6 +83,7 @@ __all__ = [
     "DisclosureMeasures",
     "DisclosureByTarget",
     "ReplicatedUniques",
+    "OriginalRisk",
     "DifferencingResult",
     "VisitOrderComparison",
 ]

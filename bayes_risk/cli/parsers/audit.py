@@ -31,7 +31,10 @@ steps (each writes the files of its sub-command into a sub-folder of --out):
   identification/  identification risk (per dataset) and the radius sweep
   attribute/       attribute risk of every record: --model, or the plug-in likelihood of a
                    CART / random-forest release (skipped, with the reason, otherwise)
-  disclosure/      synthpop's empirical measures, one run per --target
+  disclosure/      synthpop's empirical measures, one run per --target, and sdcMicro's
+                   risk of the original on the keys (original_risk/: individual and global
+                   re-identification risk, k-anonymity, SUDA2, l-diversity of the targets;
+                   --weights for the Benedetti-Franconi risk), a baseline of the original
 a step that cannot run is reported as skipped with its reason; every warning is listed.
 a figure that cannot depend on the release (the intruder matches on unsynthesized columns
 only) is a baseline of the original, listed apart from the verdict (RELEASE_INDEPENDENT).
@@ -108,6 +111,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     g.add_argument("--target", nargs="+", default=None, metavar="COL",
                    help="targets of the empirical measures (default: the synthesized columns "
                    "the intruder does not know)")
+    g.add_argument("--weights", default=None, metavar="COL",
+                   help="survey weights of the original's records (a column of ORIGINAL): "
+                   "the disclosure step's baseline of the original, sdcMicro's individual "
+                   "risk, is the Benedetti-Franconi risk with them; default: none, the risk is "
+                   "1/f_k")
     g.add_argument("--ngroups-target", default="10", metavar="N|none",
                    help="group a numeric target into about N groups (default 10; none: every "
                    "value is a level)")

@@ -1,0 +1,85 @@
+"""``bayes-risk original-risk``: sdcMicro's re-identification risk of the original on its keys.
+
+::
+
+    bayes-risk original-risk ORIGINAL.csv --keys COL ... [--weights COL] [--sensitive COL ...] \\
+        [--method approx|exact] [--no-suda] [--compat sdcmicro] --out DIR
+
+Writes ``DIR/records.csv``, ``DIR/suda_contributions.csv`` (with SUDA2) and
+``DIR/summary.json``; the folder appears complete or not at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["run"]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compute the measures and write the output folder."""
+    import pandas as pd
+
+    from bayes_risk._io import write_json
+    from bayes_risk.cli._common import print_summary, read_records_table
+    from bayes_risk.cli._run import output_dir
+    from bayes_risk.disclosure import original_risk
+    from bayes_risk.exceptions import SchemaError, ValidationError
+
+    # the options' ranges, named as options (the library names its arguments)
+    for bad, text in ((not 0 < args.dis_fraction < 1,
+                       f"--dis-fraction must be a sampling fraction in (0, 1). Got "
+                       f"{args.dis_fraction:g}."),
+                      (not args.recursive_c > 0,
+                       f"--recursive-c must be > 0. Got {args.recursive_c:g}."),
+                      (args.max_size is not None and args.max_size < 1,
+                       f"--max-size must be at least 1. Got {args.max_size}."),
+                      (min(args.k_anonymity) < 2,
+                       f"--k-anonymity values must be at least 2. Got {args.k_anonymity}.")):
+        if bad:
+            raise ValidationError(text, code="BAD_OPTION_VALUE")
+    original = read_records_table(args.original, "ORIGINAL")
+    for option, cols in (("--keys", args.keys), ("--sensitive", args.sensitive or []),
+                         ("--weights", [args.weights] if args.weights else [])):
+        absent = [c for c in cols if c not in original.columns]
+        if absent:
+            raise SchemaError(
+                f"{option}: column(s) {absent} are not in ORIGINAL {str(args.original)!r} "
+                f"(columns: {', '.join(map(str, original.columns))}).", code="MISSING_COLUMN")
+    res = original_risk(
+        original, keys=args.keys, weights=args.weights, sensitive=args.sensitive,
+        method=args.method, suda=not args.no_suda, max_size=args.max_size,
+        dis_fraction=args.dis_fraction, recursive_c=args.recursive_c,
+        k_anonymity=args.k_anonymity, compat=args.compat,
+    )
+    d = res.to_dict()
+    d["inputs"] = {"original": str(args.original)}
+    with output_dir(args) as tmp:
+        write_json(tmp / "summary.json", d)
+        res.records.reset_index(drop=True).to_csv(tmp / "records.csv", index_label="record")
+        if res.suda is not None:
+            lev = res.suda["attribute_level_contributions"].rename(
+                columns={"attribute": "level"})
+            tot = res.suda["attribute_contributions"].assign(level="(all)")
+            pd.concat([tot, lev], ignore_index=True)[["variable", "level", "contribution"]] \
+                .to_csv(tmp / "suda_contributions.csv", index=False)
+    g, kc = res.global_risk, res.key_cells
+    lines = [
+        f"Risk of the original on the keys {', '.join(res.keys)}: "
+        f"{g['expected_reidentifications']:,.4g} expected re-identifications among "
+        f"{kc['n_records']:,} records (global risk {g['global_risk_pct']:.3g} %)",
+        res._risk_text(),
+        "records violating k-anonymity (f_k < k): " + "; ".join(
+            f"k = {k}: {v['n_violating']:,} ({v['pct_violating']:.3g} %)"
+            for k, v in res.k_anonymity.items()),
+    ]
+    if res.suda is not None:
+        lines.append(f"SUDA2: {res.suda['n_records_with_msu']:,} records with a minimal sample "
+                     "unique; contributions " + ", ".join(
+                         f"{r.variable} {r.contribution:.3g} %"
+                         for r in res.suda["attribute_contributions"].itertuples()))
+    for c, s in res.l_diversity.items():
+        lines.append(f"l-diversity of {c}: {s['n_records_l1']:,} records in key cells with one "
+                     f"value (min distinct l {s['min']:g}, median {s['median']:g})")
+    print_summary(lines, args.out)
+    return 0

@@ -1,0 +1,631 @@
+"""Re-identification risk of the original on its keys, as sdcMicro computes it.
+
+The release-independent baseline an sdcMicro user computes before any synthesis or masking
+(Templ, Kowarik & Meindl 2015): for a set of keys (quasi-identifiers),
+
+* the **individual risk** of every record (sdcMicro's ``measure_risk`` / ``indivRisk``): with
+  survey weights, the Benedetti–Franconi risk ``r_k = E(1/F_k | f_k)`` under a negative binomial
+  model of the population frequency ``F_k`` given the sample frequency ``f_k`` of the record's
+  key cell ``k``, with ``p_k = f_k / F̂_k`` and ``F̂_k`` the sum of the weights in the cell
+  (Benedetti & Franconi 1998; Franconi & Polettini 2004); without weights the sample-based risk
+  ``1 / f_k`` (sdcMicro's ``measure_risk`` without ``w``);
+* the **global risk**: the expected number of re-identifications ``Σ r_k`` over the records
+  (``global_risk_ER``) and its rate per record (``global_risk``);
+* **k-anonymity**: the records whose key cell holds fewer than ``k`` records (``f_k < k``);
+* **SUDA2** scores (Elliot et al. 2002; Manning, Haglin & Keane 2008; sdcMicro's ``suda2``): the
+  minimal sample uniques (MSUs) of every record — the smallest sets of keys on which it is unique
+  — scored ``(M − |MSU|)!`` each for ``M`` keys, the DIS score and the keys' contributions;
+* **l-diversity** of the key cells with respect to sensitive columns (Machanavajjhala et al.
+  2007; sdcMicro's ``ldiversity``): distinct, entropy and recursive (c, l) l-diversity.
+
+Every measure is a function of the original alone, the same for every release.
+
+A missing key value is a value of its own by default (it narrows a key cell, never widens it:
+the conservative reading); ``compat="sdcmicro"`` reproduces sdcMicro 5.8.1 exactly, including
+its treatment of missing values (see :func:`original_risk`).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from itertools import combinations
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError
+from bayes_risk.results.original_risk import OriginalRisk
+
+__all__ = ["original_risk", "OriginalRisk"]
+
+#: sdcMicro's treatments of missing values, as recorded in the results' settings
+MISSING_POLICY = {
+    None: "a missing key value is a value of its own: it forms key cells of its own, can be "
+          "part of a minimal sample unique, and a missing sensitive value is one sensitive "
+          "value (the conservative reading: a missing value never widens a key cell)",
+    "sdcmicro": "sdcMicro 5.8.1: a missing key value matches every value in f_k and F_k "
+                "(freqCalc, alpha = 1), is never part of a minimal sample unique (suda2), is a "
+                "value of its own in l-diversity's key cells, and each missing sensitive value "
+                "counts as a distinct value (ldiversity)",
+}
+
+#: the largest number of key subsets SUDA2 examines (2**16: 16 keys, or max_size fewer)
+MAX_SUBSETS = 1 << 16
+
+#: sdcMicro's print of a suda2 result: the intervals of the DIS score
+DIS_INTERVALS = ("== 0", "(0.0, 0.1]", "(0.1, 0.2]", "(0.2, 0.3]", "(0.3, 0.4]", "(0.4, 0.5]",
+                 "(0.5, 0.6]", "(0.6, 0.7]", "> 0.7")
+
+
+# ----------------------------------------------------------------------------------------------
+# arguments
+# ----------------------------------------------------------------------------------------------
+def _names(value: Any, argument: str, *, required: bool) -> list[str]:
+    if value is None:
+        if required:
+            raise ValidationError(f"{argument} must name at least one column. Got None.")
+        return []
+    if isinstance(value, str):
+        value = [value]
+    try:
+        names = [str(v) for v in value]
+    except TypeError as err:
+        raise ValidationError(
+            f"{argument} must be a column name or a list of column names. Got {value!r}."
+        ) from err
+    if required and not names:
+        raise ValidationError(f"{argument} must name at least one column. Got an empty list.")
+    dup = sorted({k for k in names if names.count(k) > 1})
+    if dup:
+        raise ValidationError(f"{argument} contain duplicated column(s) {dup}.")
+    return names
+
+
+def _check(original: Any, keys: list[str], sensitive: list[str], method: Any, max_size: Any,
+           dis_fraction: Any, recursive_c: Any, k_anonymity: Any, compat: Any,
+           weights: Any) -> None:
+    if not isinstance(original, pd.DataFrame):
+        raise ValidationError(
+            f"original must be a pandas DataFrame. Got {type(original).__name__}.")
+    if len(original) == 0:
+        raise ValidationError("original has no records; expected at least one.",
+                              code="EMPTY_TABLE")
+    for argument, cols in (("keys", keys), ("sensitive", sensitive),
+                           ("weights", [weights] if isinstance(weights, str) else [])):
+        absent = [c for c in cols if c not in original.columns]
+        if absent:
+            raise SchemaError(
+                f"{argument}: column(s) {absent} are not in the original data (columns: "
+                f"{list(original.columns)}).", code="MISSING_COLUMN")
+    both = [s for s in sensitive if s in keys]
+    if both:
+        raise ValidationError(
+            f"sensitive column(s) {both} are also keys; a column is either a key or sensitive.")
+    if isinstance(weights, str) and weights in keys + sensitive:
+        raise ValidationError(f"weights column {weights!r} is also a key or sensitive column.")
+    if method not in ("approx", "exact"):
+        raise ValidationError(f"method must be 'approx' or 'exact'. Got {method!r}.")
+    if compat not in (None, "sdcmicro"):
+        raise ValidationError(f"compat must be None or 'sdcmicro'. Got {compat!r}.")
+    if max_size is not None and (isinstance(max_size, bool)
+                                 or not isinstance(max_size, (int, np.integer))
+                                 or int(max_size) < 1):
+        raise ValidationError(f"max_size must be an integer >= 1 or None. Got {max_size!r}.")
+    if isinstance(dis_fraction, bool) or not isinstance(dis_fraction, (int, float, np.number)) \
+            or not 0 < float(dis_fraction) < 1:
+        raise ValidationError(
+            f"dis_fraction must be a sampling fraction in (0, 1). Got {dis_fraction!r}.")
+    if isinstance(recursive_c, bool) or not isinstance(recursive_c, (int, float, np.number)) \
+            or not float(recursive_c) > 0:
+        raise ValidationError(f"recursive_c must be a number > 0. Got {recursive_c!r}.")
+    for k in k_anonymity:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
+            raise ValidationError(f"k_anonymity values must be integers >= 2. Got {k!r}.")
+
+
+def _codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes of a column's values (a value per distinct value) and its missing mask."""
+    codes, _ = pd.factorize(col, use_na_sentinel=True)
+    codes = np.asarray(codes, dtype=np.int64)
+    miss = codes < 0
+    return np.where(miss, codes.max(initial=-1) + 1, codes), miss
+
+
+def _combine(codes: np.ndarray) -> np.ndarray:
+    """One code per distinct row of an ``(n, p)`` integer code matrix (``p >= 0``)."""
+    n = codes.shape[0]
+    out = np.zeros(n, dtype=np.int64)
+    for j in range(codes.shape[1]):
+        width = int(codes[:, j].max(initial=0)) + 1
+        out = pd.factorize(out * width + codes[:, j])[0].astype(np.int64)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# f_k and F_k
+# ----------------------------------------------------------------------------------------------
+def _frequencies(codes: np.ndarray, miss: np.ndarray, w: np.ndarray, wildcard: bool
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Sample frequency ``f_k`` and weighted frequency ``F_k`` of every record's key cell.
+
+    ``wildcard``: sdcMicro's ``freqCalc`` with ``alpha = 1``. A record with missing keys counts
+    the other records that agree with it on its observed keys (those with missing values there
+    too); a complete record counts the records with missing keys that agree with it on their
+    observed keys (not the records missing every key); a record missing every key counts every
+    record. With one key, the complete records also count the records missing it.
+    """
+    n, p = codes.shape
+    if not wildcard or not miss.any():
+        cell = _combine(codes)
+        f = np.bincount(cell).astype(np.float64)
+        F = np.bincount(cell, weights=w)
+        return f[cell], F[cell]
+    pattern = np.where(miss, -1, codes)
+    uniq, cell = np.unique(pattern, axis=0, return_inverse=True)
+    cell = cell.ravel()
+    f0 = np.bincount(cell).astype(np.float64)
+    F0 = np.bincount(cell, weights=w)
+    na = uniq < 0
+    any_na, all_na = na.any(axis=1), na.all(axis=1)
+    f, F = f0.copy(), F0.copy()
+    if p == 1:
+        f[~any_na] += f0[any_na].sum()
+        F[~any_na] += F0[any_na].sum()
+    else:
+        complete = np.flatnonzero(~any_na)
+        partial = np.flatnonzero(any_na)
+        for h in partial:
+            obs = ~na[h]
+            if not obs.any():
+                continue  # every key missing: set below
+            same = np.all(uniq[:, obs] == uniq[h, obs], axis=1)
+            # the records with missing keys that agree where h is observed (or miss it there)
+            fits = np.all((uniq[:, obs] == uniq[h, obs]) | na[:, obs], axis=1)
+            others = partial[fits[partial] & (partial != h)]
+            agree = complete[same[complete]]
+            f[h] += f0[others].sum() + f0[agree].sum()
+            F[h] += F0[others].sum() + F0[agree].sum()
+            f[agree] += f0[h]
+            F[agree] += F0[h]
+    f[all_na] = n
+    F[all_na] = w.sum()
+    return f[cell], F[cell]
+
+
+# ----------------------------------------------------------------------------------------------
+# individual risk
+# ----------------------------------------------------------------------------------------------
+def _risk_approx(f: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """sdcMicro's risk (``indivRisk(method = "approx")``) in terms of ``z = F_k/f_k − 1``.
+
+    With ``p = f/F = 1/(1+z)`` and ``q = 1 − p``: ``f = 1``: ``(p/q) log(1/p) = log(1+z)/z``;
+    ``f = 2``: ``p/q − (p/q)² log(1/p) = (z − log(1+z))/z²`` (both exact: Franconi & Polettini
+    2004); ``f ≥ 3``: ``p/(f − q) = 1/(f + (f − 1) z)``, their approximation. ``z = 0`` gives
+    ``1/f`` (sdcMicro's value when ``f_k = F_k``). Written in ``z`` with ``log1p`` and a series
+    for small ``z``, so weights close to 1 do not cancel digits.
+    """
+    r = np.empty_like(z)
+    one, two, more = f == 1, f == 2, f >= 3
+    small = z < 1e-3
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r1 = np.where(small, 1 - z / 2 + z * z / 3 - z ** 3 / 4, np.log1p(z) / z)
+        # (z − log(1+z))/z² = Σ_j (−z)^j / (j + 2)
+        series = sum((-z) ** j / (j + 2) for j in range(8))
+        r2 = np.where(small, series, (z - np.log1p(z)) / (z * z))
+    r[one], r[two] = r1[one], r2[two]
+    r[more] = 1.0 / (f[more] + (f[more] - 1) * z[more])
+    return r
+
+
+def _risk_exact(f: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """``E(1/F | f) = ∫_0^1 s^(f−1) / (1 + z s) ds`` by quadrature, once per distinct (f, z).
+
+    The negative binomial model ``F − f ~ NB(f, p)`` gives ``E(1/F) = Σ_h C(h−1, f−1) p^f
+    q^(h−f) / h = p^f ∫_0^1 t^(f−1) (1 − q t)^(−f) dt``; the substitution
+    ``s = p t / (1 − q t)`` gives the form above. With ``s = exp(−x/f)`` it becomes
+    ``(1/f) ∫_0^∞ e^(−x) / (1 + z e^(−x/f)) dx``, which ``quad`` integrates to ~1e-12 for any
+    cell size.
+    """
+    from scipy.integrate import quad
+
+    pairs, inv = np.unique(np.column_stack([f, z]), axis=0, return_inverse=True)
+    vals = np.empty(len(pairs))
+    for i, (fi, zi) in enumerate(pairs):
+        if zi == 0:
+            vals[i] = 1.0 / fi
+            continue
+        v, _ = quad(lambda x, fi=fi, zi=zi: math.exp(-x) / (1.0 + zi * math.exp(-x / fi)),
+                    0.0, math.inf, epsabs=0.0, epsrel=1e-12, limit=200)
+        vals[i] = v / fi
+    return vals[inv.ravel()]
+
+
+def _individual_risk(f: np.ndarray, F: np.ndarray, weighted: bool, method: str
+                     ) -> tuple[np.ndarray, int]:
+    """The risk of every record and the number of records whose ``F_k < f_k`` (weights below
+    one), whose risk is the model's largest, ``1/f_k``."""
+    if not weighted:
+        return 1.0 / f, 0
+    below = F < f
+    z = np.maximum(F - f, 0.0) / f  # F − f first: no cancellation when the weights are near 1
+    r = _risk_approx(f, z) if method == "approx" else _risk_exact(f, z)
+    return r, int(below.sum())
+
+
+# ----------------------------------------------------------------------------------------------
+# SUDA2
+# ----------------------------------------------------------------------------------------------
+def _suda(codes: np.ndarray, miss: np.ndarray, compat: bool, max_size: int | None,
+          dis_fraction: float) -> dict[str, Any]:
+    """Minimal sample uniques of every record, SUDA and DIS scores, per-key contributions.
+
+    A record is unique on a set of keys when no other record has its values there; an MSU is a
+    set on which it is unique while unique on none of its subsets (it is enough to check the
+    subsets one key smaller: uniqueness only grows with the set). Every subset of up to
+    ``max_size`` keys is examined by building its cell codes from a subset one key smaller.
+    ``compat`` (sdcMicro): a record's missing value is never part of an MSU.
+    """
+    n, p = codes.shape
+    M = max(p, 3)  # sdcMicro pads fewer than 3 keys with constant columns
+    K = p if max_size is None else min(int(max_size), p)
+    weight = np.array([math.factorial(M - k) for k in range(1, p + 1)], dtype=np.float64)
+    n_msu = np.zeros((n, p), dtype=np.int64)  # per record, MSUs of each size
+    raw = np.zeros((n, p), dtype=np.float64)  # per record and key: Σ weights of its MSUs
+    prev_code: dict[tuple[int, ...], np.ndarray] = {(): np.zeros(n, dtype=np.int64)}
+    prev_unique: dict[tuple[int, ...], np.ndarray] = {(): np.full(n, n == 1)}
+    for k in range(1, K + 1):
+        code: dict[tuple[int, ...], np.ndarray] = {}
+        unique: dict[tuple[int, ...], np.ndarray] = {}
+        for S in combinations(range(p), k):
+            base, last = S[:-1], S[-1]
+            width = int(codes[:, last].max(initial=0)) + 1
+            c = pd.factorize(prev_code[base] * width + codes[:, last])[0]
+            u = np.bincount(c)[c] == 1
+            if compat:
+                u &= ~miss[:, list(S)].any(axis=1)
+            idx = np.flatnonzero(u)  # only the unique records can have S as an MSU
+            for j in range(k):
+                if idx.size:
+                    idx = idx[~prev_unique[S[:j] + S[j + 1:]][idx]]
+            if idx.size:
+                n_msu[idx, k - 1] += 1
+                raw[np.ix_(idx, list(S))] += weight[k - 1]
+            if k < K:
+                code[S] = c.astype(np.int64)
+            unique[S] = u
+        prev_code, prev_unique = code, unique
+    score = n_msu @ weight
+    with np.errstate(invalid="ignore", divide="ignore"):
+        contribution = np.where(score[:, None] > 0, raw / score[:, None], 0.0)
+    # DIS (sdcMicro's Suda2.h): records in full-key cells of two (P), sampling fraction f:
+    # dis_i = 1 / (1 + P (1 − f) / f / (s_i^Q Σ_j s_j^(−Q))), Q = 1 + (8 − M) / 20
+    full = _combine(codes)
+    cnt = np.bincount(full)[full]
+    pairs = int(np.sum(cnt == 2))
+    Q = 1.0 + (8.0 - M) / 20.0
+    pos = score > 0
+    dis = np.zeros(n)
+    if pos.any():
+        adj = float(np.sum(score[pos] ** -Q))
+        X = pairs * (1.0 - dis_fraction) / dis_fraction
+        dis[pos] = 1.0 / (1.0 + X / (score[pos] ** Q * adj))
+    return {"score": score, "dis": dis, "contribution": contribution, "raw": raw,
+            "n_msu": n_msu, "n_pairs": pairs, "M": M, "max_size": K, "Q": Q}
+
+
+def _dis_table(dis: np.ndarray) -> pd.DataFrame:
+    """sdcMicro's ``print(suda2)`` table: records per interval of the DIS score."""
+    eps = np.finfo(np.float64).eps
+    breaks = np.r_[-1.0, np.arange(8) / 10 + eps, np.inf]
+    idx = np.searchsorted(breaks, dis, side="left") - 1  # R's cut(): (a, b]
+    counts = np.bincount(idx, minlength=len(DIS_INTERVALS))[:len(DIS_INTERVALS)]
+    return pd.DataFrame({"interval": DIS_INTERVALS, "records": counts.astype(np.int64)})
+
+
+def _level_contributions(original: pd.DataFrame, keys: list[str], raw: np.ndarray
+                         ) -> pd.DataFrame:
+    """sdcMicro's ``attribute_level_contributions``: the share (%) of a key's contribution
+    that comes from the records at each of its levels (missing values left out, as R's
+    ``sort(unique(x))`` leaves them)."""
+    rows = []
+    for j, k in enumerate(keys):
+        col = original[k]
+        tot = raw[:, j].sum()
+        by = pd.Series(raw[:, j], index=col.index).groupby(col, sort=True, dropna=True).sum()
+        for level, v in by.items():
+            rows.append({"variable": k, "attribute": level,
+                         "contribution": 100.0 * v / tot if tot > 0 else math.nan})
+    return pd.DataFrame(rows, columns=["variable", "attribute", "contribution"])
+
+
+# ----------------------------------------------------------------------------------------------
+# l-diversity
+# ----------------------------------------------------------------------------------------------
+def _l_diversity(cell: np.ndarray, values: pd.Series, c: float, compat: bool
+                 ) -> dict[str, np.ndarray]:
+    """Distinct, entropy and recursive (c, l) l-diversity of every record's key cell.
+
+    In a cell with sensitive-value counts ``r_1 ≥ r_2 ≥ … ≥ r_m``: distinct l = ``m``; entropy
+    l = ``exp(−Σ (r_j/n) log(r_j/n))``; recursive l = the largest ``l`` with
+    ``r_1 < c (r_l + … + r_m)`` (1 when there is no such ``l ≥ 2``), as sdcMicro computes them.
+    ``compat`` (sdcMicro): each missing sensitive value is a value of its own (R's ``NA`` is
+    never equal to itself in its C++ code).
+    """
+    v, _ = pd.factorize(values, use_na_sentinel=True)
+    v = np.asarray(v, dtype=np.int64)
+    miss = v < 0
+    if compat:  # every missing value a distinct value
+        v = np.where(miss, v.max(initial=-1) + 1 + np.cumsum(miss) - 1, v)
+    else:
+        v = np.where(miss, v.max(initial=-1) + 1, v)
+    width = int(v.max(initial=0)) + 1
+    pair, cnt = np.unique(cell * width + v, return_counts=True)
+    pc = pair // width
+    n_cell = np.bincount(cell).astype(np.float64)
+    distinct = np.bincount(pc, minlength=len(n_cell)).astype(np.float64)
+    prop = cnt / n_cell[pc]
+    entropy = np.exp(-np.bincount(pc, weights=prop * np.log(prop), minlength=len(n_cell)))
+    # recursive: counts of each cell in decreasing order
+    order = np.lexsort((-cnt, pc))
+    pcs, cs = pc[order], cnt[order].astype(np.float64)
+    starts = np.r_[0, np.flatnonzero(np.diff(pcs)) + 1]
+    recursive = np.ones(len(n_cell))
+    for s, e in zip(starts, np.r_[starts[1:], len(pcs)], strict=True):
+        r = cs[s:e]
+        if len(r) > 1:
+            tail = np.cumsum(r[::-1])[::-1]  # tail[j] = r_j + … + r_m (0-based j)
+            recursive[pcs[s]] = 1 + int(np.sum(c * tail[1:] > r[0]))
+    return {"distinct": distinct[cell], "entropy": entropy[cell], "recursive": recursive[cell]}
+
+
+def _l_summary(d: dict[str, np.ndarray]) -> dict[str, Any]:
+    dist = d["distinct"]
+    q = np.quantile(dist, [0.25, 0.5, 0.75])
+    return {
+        "min": float(dist.min()), "first_quartile": float(q[0]), "median": float(q[1]),
+        "mean": float(dist.mean()), "third_quartile": float(q[2]), "max": float(dist.max()),
+        "n_records_l1": int(np.sum(dist <= 1)),
+        "pct_records_l1": 100.0 * float(np.mean(dist <= 1)),
+        "min_entropy": float(d["entropy"].min()),
+        "min_recursive": float(d["recursive"].min()),
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# public function
+# ----------------------------------------------------------------------------------------------
+def original_risk(
+    original: pd.DataFrame,
+    *,
+    keys: Sequence[str],
+    weights: str | Sequence[float] | np.ndarray | None = None,
+    sensitive: str | Sequence[str] | None = None,
+    method: Literal["approx", "exact"] = "approx",
+    suda: bool = True,
+    max_size: int | None = None,
+    dis_fraction: float = 0.01,
+    recursive_c: float = 2.0,
+    k_anonymity: Sequence[int] = (2, 3, 5),
+    compat: Literal["sdcmicro"] | None = None,
+) -> OriginalRisk:
+    """Re-identification risk of the original on its keys, as sdcMicro computes it.
+
+    Individual and global risk (``measure_risk``), k-anonymity, SUDA2 scores (``suda2``) and
+    l-diversity (``ldiversity``) of sdcMicro, the release-independent baseline a release is
+    compared with (the audit lists them with warning ``RELEASE_INDEPENDENT``).
+
+    Parameters
+    ----------
+    original : DataFrame
+        The confidential table, one row per record.
+    keys : sequence of str
+        The key columns (quasi-identifiers), combined into one key; their values are compared
+        as they are (a numeric key has one value per distinct number).
+    weights : str or sequence of float, optional
+        Survey weights: a column of ``original`` or one positive weight per record. With
+        weights the individual risk is the Benedetti–Franconi risk; without, the sample-based
+        risk ``1/f_k`` (sdcMicro's ``measure_risk`` without ``w``, every weight 1).
+    sensitive : str or sequence of str, optional
+        Sensitive columns whose l-diversity in the key cells is computed (none by default).
+    method : {"approx", "exact"}
+        ``"approx"`` (sdcMicro's default) takes Franconi & Polettini's approximation of the
+        risk for cells of 3 or more records (exact for 1 and 2), which overstates the exact
+        expectation by at most about 4 % (at ``f_k = 3``, ``F_k ≈ 3.1 f_k``) and never
+        understates it; ``"exact"`` integrates the expectation.
+    suda : bool
+        Compute the SUDA2 scores (default True; ``2**len(keys)`` subsets of keys).
+    max_size : int, optional
+        The largest MSU searched (default: every size, as sdcMicro). Smaller sizes save time
+        on many keys; larger MSUs are then not counted.
+    dis_fraction : float
+        The sampling fraction of the DIS score (sdcMicro's ``DisFraction``, default 0.01).
+    recursive_c : float
+        The constant ``c`` of recursive (c, l) l-diversity (sdcMicro's ``l_recurs_c``, 2).
+    k_anonymity : sequence of int
+        The ``k`` of the k-anonymity counts (records with ``f_k < k``).
+    compat : {None, "sdcmicro"}
+        ``"sdcmicro"`` reproduces sdcMicro 5.8.1 exactly, including its treatment of missing
+        values: a missing key value matches every value of that key in ``f_k`` and ``F_k``
+        (``freqCalc``, which lowers the risk of the records it matches), is never part of an
+        MSU, and each missing sensitive value counts as a distinct value in l-diversity. By
+        default a missing value is a value of its own everywhere (the conservative reading).
+
+    Returns
+    -------
+    OriginalRisk
+        ``records`` (per record: ``fk``, ``Fk``, ``risk``, SUDA and l-diversity columns, with
+        sdcMicro's names), ``global_risk``, ``k_anonymity``, ``suda``, ``l_diversity``,
+        ``settings``, ``warnings``; ``summary()``, ``to_dataframe()``, ``to_dict()``, ``plot()``.
+
+    Raises
+    ------
+    SchemaError
+        A key, sensitive or weights column that is not in ``original`` (``MISSING_COLUMN``).
+    ValidationError
+        Bad options, weights that are not positive and finite, a sensitive column among the
+        keys, or more than ``2**16`` key subsets for SUDA2 (give ``max_size``).
+
+    Warns
+    -----
+    DataWarning
+        ``WEIGHTED_FREQUENCY_BELOW_SAMPLE`` when the weights of some key cell sum to less than
+        its number of records (weights below 1): the model's risk is undefined there, and
+        those records get its largest value, ``1/f_k``. ``SUDA_FEW_KEYS`` with fewer than three
+        keys (sdcMicro scores them as if there were three).
+
+    References
+    ----------
+    Benedetti, R. and Franconi, L. (1998). Statistical and technological solutions for
+    controlled data dissemination. *Pre-proceedings of New Techniques and Technologies for
+    Statistics* 1, 225–232. Franconi, L. and Polettini, S. (2004). Individual risk estimation in
+    μ-Argus: a review. *Privacy in Statistical Databases*, LNCS 3050, 262–272. Elliot, M. J.,
+    Manning, A. M. and Ford, R. W. (2002). A computational algorithm for handling the special
+    uniques problem. *International Journal of Uncertainty, Fuzziness and Knowledge-Based
+    Systems* 10, 493–509. Machanavajjhala, A., Kifer, D., Gehrke, J. and Venkitasubramaniam,
+    M. (2007). l-Diversity: privacy beyond k-anonymity. *ACM TKDD* 1(1). Templ, M., Kowarik,
+    A. and Meindl, B. (2015). Statistical disclosure control for micro-data using the R package
+    sdcMicro. *Journal of Statistical Software* 67(4), doi:10.18637/jss.v067.i04.
+
+    Examples
+    --------
+    sdcMicro's ``francdat`` (Capobianchi, Polettini and Lucarelli's example):
+
+    >>> import pandas as pd
+    >>> d = pd.DataFrame({"Key1": [1, 1, 1, 3, 4, 4, 6, 1], "Key2": [2, 2, 2, 3, 3, 3, 2, 2],
+    ...                   "Key3": [5, 1, 1, 1, 1, 1, 1, 5], "Key4": [1, 1, 1, 5, 4, 1, 5, 1],
+    ...                   "w": [18, 45.5, 39, 17, 541, 8, 5, 92]})
+    >>> r = original_risk(d, keys=["Key1", "Key2", "Key3", "Key4"], weights="w")
+    >>> r.records[["fk", "Fk"]].T.to_numpy().tolist()
+    [[2.0, 2.0, 2.0, 1.0, 1.0, 1.0, 1.0, 2.0], [110.0, 84.5, 84.5, 17.0, 541.0, 8.0, 5.0, 110.0]]
+    >>> round(r.global_risk["expected_reidentifications"], 6)
+    0.966526
+    >>> r.records["suda_score"].tolist()
+    [0.0, 0.0, 0.0, 8.0, 6.0, 4.0, 8.0, 0.0]
+    """
+    keys = _names(keys, "keys", required=True)
+    sens = _names(sensitive, "sensitive", required=False)
+    k_anonymity = [int(k) if isinstance(k, (int, np.integer)) and not isinstance(k, bool) else k
+                   for k in k_anonymity]
+    _check(original, keys, sens, method, max_size, dis_fraction, recursive_c, k_anonymity,
+           compat, weights)
+    is_compat = compat == "sdcmicro"
+    n, p = len(original), len(keys)
+    weighted = weights is not None
+    if weighted:
+        from bayes_risk.identification.population import _weight_vector
+
+        w = _weight_vector(weights, original)
+        bad = np.flatnonzero(~np.isfinite(w) | (w <= 0))
+        if bad.size:
+            raise ValidationError(
+                f"weights must be positive and finite; weight {int(bad[0])} is "
+                f"{float(w[bad[0]])!r} ({bad.size} such weight(s)).")
+    else:
+        w = np.ones(n)
+    pairs = [_codes(original[k]) for k in keys]
+    codes = np.column_stack([c for c, _ in pairs])
+    miss = np.column_stack([m for _, m in pairs])
+
+    codes_list: list[str] = []
+    f, F = _frequencies(codes, miss, w, wildcard=is_compat)
+    risk, n_below = _individual_risk(f, F, weighted, method)
+    if n_below:
+        codes_list.append("WEIGHTED_FREQUENCY_BELOW_SAMPLE")
+        warnings.warn(DataWarning(
+            f"WEIGHTED_FREQUENCY_BELOW_SAMPLE: the weights of the key cells of {n_below} "
+            f"record(s) sum to less than the cells' numbers of records (weights below 1), so "
+            "the estimated population frequency F_k is below the sample frequency f_k and the "
+            "negative binomial model is undefined there; those records get the model's largest "
+            "risk, 1/f_k (sdcMicro computes the formula with p_k > 1).",
+            code="WEIGHTED_FREQUENCY_BELOW_SAMPLE"), stacklevel=2)
+        risk = np.where(F < f, 1.0 / f, risk)
+    records = pd.DataFrame({"fk": f, "Fk": F, "risk": risk}, index=original.index)
+    er = float(risk.sum())
+    mad = 1.482602218505602 * float(np.median(np.abs(risk - np.median(risk))))
+    high = int(np.sum((risk > np.median(risk) + 3 * mad) & (risk > 0.1)))
+    global_risk = {"expected_reidentifications": er, "global_risk": er / n,
+                   "global_risk_pct": 100.0 * er / n, "n_high_risk": high,
+                   "max_risk": float(risk.max())}
+    kanon: dict[str, Any] = {}
+    for k in k_anonymity:
+        row = {"n_violating": int(np.sum(f < k)),
+               "pct_violating": 100.0 * float(np.mean(f < k))}
+        if weighted:  # sdcMicro's kAnon_violations(weighted = TRUE): F_k < k
+            row["n_violating_population"] = int(np.sum(F < k))
+        kanon[str(k)] = row
+    cell = _combine(codes)
+    key_cells = {"n_records": n, "n_key_combinations": int(cell.max()) + 1,
+                 "n_sample_uniques": int(np.sum(f == 1)),
+                 "pct_sample_uniques": 100.0 * float(np.mean(f == 1))}
+
+    suda_out: dict[str, Any] | None = None
+    if suda:
+        K = p if max_size is None else min(int(max_size), p)
+        n_subsets = sum(math.comb(p, k) for k in range(1, K + 1))
+        if n_subsets > MAX_SUBSETS:
+            raise ValidationError(
+                f"SUDA2 on {p} keys examines {n_subsets:,} key subsets (more than "
+                f"{MAX_SUBSETS:,}); give max_size (the largest MSU searched), fewer keys, or "
+                "suda=False.")
+        if p < 3:
+            codes_list.append("SUDA_FEW_KEYS")
+            warnings.warn(DataWarning(
+                f"SUDA_FEW_KEYS: SUDA2 with {p} key(s): sdcMicro's algorithm needs three, adds "
+                "constant columns and scores the MSUs as if there were three keys; the scores "
+                "follow it and rank records, but read them with care.", code="SUDA_FEW_KEYS"),
+                stacklevel=2)
+        s = _suda(codes, miss, is_compat, max_size, float(dis_fraction))
+        records["suda_score"] = s["score"]
+        records["dis_suda_score"] = s["dis"]
+        has = s["n_msu"] > 0  # the fewest keys that single the record out (0: none)
+        records["min_msu_size"] = np.where(has.any(axis=1), has.argmax(axis=1) + 1, 0)
+        for j, k in enumerate(keys):
+            records[f"{k}_contribution"] = s["contribution"][:, j]
+        tot = float(s["score"].sum())
+        contrib = pd.DataFrame({
+            "variable": keys,
+            "contribution": (100.0 * s["raw"].sum(axis=0) / tot if tot > 0
+                             else np.full(p, math.nan))})
+        suda_out = {
+            "attribute_contributions": contrib,
+            "attribute_level_contributions": _level_contributions(original, keys, s["raw"]),
+            "dis_table": _dis_table(s["dis"]),
+            "n_msu_by_size": {str(k + 1): int(s["n_msu"][:, k].sum()) for k in range(p)},
+            "n_records_with_msu": int(np.sum(s["score"] > 0)),
+            "n_full_key_pairs": s["n_pairs"],
+            "M": s["M"], "max_size": s["max_size"], "Q": s["Q"],
+            "dis_fraction": float(dis_fraction),
+        }
+
+    l_out: dict[str, Any] = {}
+    if sens:
+        for sv in sens:  # the key cells with a missing key as a value, in sdcMicro's too
+            d = _l_diversity(cell, original[sv], float(recursive_c), is_compat)
+            records[f"{sv}_Distinct_Ldiversity"] = d["distinct"]
+            records[f"{sv}_Entropy_Ldiversity"] = d["entropy"]
+            records[f"{sv}_Recursive_Ldiversity"] = d["recursive"]
+            l_out[sv] = _l_summary(d)
+
+    settings = {
+        "keys": keys,
+        "weights": (weights if isinstance(weights, str) else
+                    "given (one per record)" if weighted else None),
+        "weighted": weighted,
+        "method": method if weighted else "sample (1/f_k)",
+        "sensitive": sens,
+        "suda": bool(suda),
+        "max_size": None if max_size is None else int(max_size),
+        "dis_fraction": float(dis_fraction),
+        "recursive_c": float(recursive_c),
+        "k_anonymity": [int(k) for k in k_anonymity],
+        "compat": compat,
+        "missing_values": MISSING_POLICY[compat],
+        "n_missing_keys": {k: int(m.sum()) for k, m in zip(keys, miss.T, strict=True)
+                           if m.any()},
+    }
+    return OriginalRisk(keys=keys, records=records, global_risk=global_risk,
+                        k_anonymity=kanon, key_cells=key_cells, suda=suda_out,
+                        l_diversity=l_out, settings=settings, warnings=codes_list)
