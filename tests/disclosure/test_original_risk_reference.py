@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from _shared import shared_path
 
 from bayes_risk.disclosure import original_risk
-from _shared import shared_path
 
 pytestmark = pytest.mark.reference
 
