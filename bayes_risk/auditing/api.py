@@ -213,6 +213,7 @@ def audit(
     """
     from bayes_risk.auditing import steps as st
 
+    original, synthetic, w = _split_weights(original, synthetic, weights)
     data, syn, sch = _inputs(original, synthetic, schema, categorical)
     seed_src = "given" if random_seed is not None else "drawn"
     if random_seed is None:
@@ -227,7 +228,7 @@ def audit(
         pmse_method=pmse_method, max_order=max_order, known_sweep=known_sweep,
         imputed=imputed, membership_selection=membership_selection,
     )
-    _survey_weights(plan, data, weights)
+    _record_weights(plan, weights)
     root = Path(out) if out is not None else None
     if root is not None and root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise ValidationError(
@@ -236,7 +237,7 @@ def audit(
         )
     ctx = st.StepContext(original=data, synthetic=syn, schema=sch.with_roles(plan.synthesized),
                          plan=plan, model=model, root=None, progressbar=progressbar,
-                         holdout=holdout)
+                         holdout=holdout, weights=w)
     _preflight(ctx)  # every input every step reads, checked before the first step runs
 
     def run_all() -> list[StepOutcome]:
@@ -254,19 +255,40 @@ def audit(
     return AuditResult(plan=plan, steps=outcomes, root=root)
 
 
-def _survey_weights(plan: Any, data: pd.DataFrame, weights: Any) -> None:
-    """Check ``weights`` (a column of the original, positive and finite) and record it."""
-    if weights is not None:
-        if not isinstance(weights, str):
-            raise ValidationError(
-                f"weights must name a column of the original. Got {type(weights).__name__}.")
-        if weights in plan.known:
-            raise ValidationError(
-                f"weights column {weights!r} is also a known column; survey weights are not "
-                "a key.")
-        from bayes_risk.identification.population import _weight_vector
+def _split_weights(original: Any, synthetic: Any, weights: Any) -> tuple[Any, Any, Any]:
+    """The survey weights (a column of the original, positive and finite) as a vector, and the
+    original without that column when the release does not carry it (the other steps compare
+    the release's columns with the original's)."""
+    if weights is None:
+        return original, synthetic, None
+    if not isinstance(weights, str):
+        raise ValidationError(
+            f"weights must name a column of the original. Got {type(weights).__name__}.")
+    from bayes_risk.data.io import read_synthetic, read_table
+    from bayes_risk.identification.population import _weight_vector
 
-        _weight_vector(weights, data)  # a missing column or a bad weight is refused here
+    if isinstance(original, (str, os.PathLike)):
+        original = read_table(original)
+    if not isinstance(original, pd.DataFrame):
+        raise ValidationError(
+            f"original must be a DataFrame or a table path. Got {type(original).__name__}.")
+    w = _weight_vector(weights, original)  # a missing column or a bad weight is refused here
+    rest = original.drop(columns=[weights])
+    if isinstance(synthetic, (str, os.PathLike)) or (
+            isinstance(synthetic, (list, tuple)) and synthetic
+            and all(isinstance(z, (str, os.PathLike)) for z in synthetic)):
+        synthetic = read_synthetic(synthetic, like=rest)
+    first = synthetic if isinstance(synthetic, pd.DataFrame) else next(iter(synthetic), None)
+    released = first is not None and weights in getattr(first, "columns", ())
+    return (original if released else rest), synthetic, w
+
+
+def _record_weights(plan: Any, weights: str | None) -> None:
+    """Record the survey weights in the plan (they are no key of the intruder's)."""
+    if weights is not None and weights in plan.known:
+        raise ValidationError(
+            f"weights column {weights!r} is also a known column; survey weights are not a "
+            "key.")
     plan.weights = weights
     plan.add("disclosure", "survey weights", weights or "none", "given" if weights else
              "default", "sdcMicro's individual risk of the original: Benedetti–Franconi with "

@@ -47,6 +47,9 @@ class StepContext:
     #: most of both steps' cost
     refits: list[Any] | None = None
     refits_model: Any = None
+    #: the original's survey weights (``weights=``; its column may be absent from ``original``
+    #: when the release does not carry it): sdcMicro's individual risk of the original
+    weights: Any = None
 
 
 def rows_aligned(ctx: StepContext) -> bool:

@@ -97,8 +97,10 @@ def _original_baseline(ctx: StepContext, results: dict[str, Any], files: list[st
         while size < len(keys) and total + math.comb(len(keys), size + 1) <= MAX_SUBSETS:
             size += 1
             total += math.comb(len(keys), size)
-        r = original_risk(ctx.original, keys=list(keys), weights=ctx.plan.weights,
+        r = original_risk(ctx.original, keys=list(keys), weights=ctx.weights,
                           sensitive=targets, max_size=size)
+        if ctx.plan.weights is not None:  # the column's name, not "given (one per record)"
+            r.settings["weights"] = ctx.plan.weights
         out[keys] = r
         if ctx.root is not None:
             sub = "disclosure/original_risk" + (f"_{i}" if len(by_keys) > 1 else "")

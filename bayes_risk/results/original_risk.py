@@ -154,18 +154,23 @@ class OriginalRisk(RiskResult):
 
     # ---- plots --------------------------------------------------------------------------------
     def _plot_risk(self, ax: Any) -> Any:
-        """Records by individual risk (a histogram over [0, 1], counts on a log scale), with
-        the global risk (the mean) as a dashed line."""
+        """Records by individual risk (a histogram on a logarithmic risk axis, which shows
+        weighted risks of 1e-4 and sample risks of 1/f_k alike), with the global risk (their
+        mean) as a dashed line."""
         r = self.records["risk"].to_numpy(dtype=np.float64)
-        ax.hist(r, bins=np.linspace(0.0, 1.0, 21), color="#4c72b0", edgecolor="white")
-        ax.set_yscale("log")
+        lo = max(float(r.min()), 1e-8)
+        bins = np.geomspace(lo / 1.05, 1.05 * float(r.max()), 31) if r.max() > lo * 1.1 \
+            else np.geomspace(lo / 1.5, lo * 1.5, 4)
+        ax.hist(r, bins=bins, color="#4c72b0", edgecolor="white")
+        ax.set_xscale("log")
         ax.axvline(float(r.mean()), color="#333333", linestyle="--", linewidth=1,
                    label=f"global risk {100 * r.mean():.3g} % (mean)")
         ax.set_xlabel("individual re-identification risk"
                       + (" (survey weights)" if self.weighted else " (1/f_k, no weights)"))
         ax.set_ylabel("records")
         ax.legend(frameon=False, loc="upper right")
-        return ax
+        ax.figure.tight_layout()
+        return ax.figure
 
     def _plot_suda(self, ax: Any) -> Any:
         """The contribution of each key to the total SUDA score (%)."""
@@ -180,7 +185,8 @@ class OriginalRisk(RiskResult):
         ax.set_yticks(pos, c["variable"].tolist())
         ax.invert_yaxis()
         ax.set_xlabel("share of the total SUDA score from MSUs holding the key (%)")
-        return ax
+        ax.figure.tight_layout()
+        return ax.figure
 
     def _plot_l_diversity(self, ax: Any, sensitive: str | None = None) -> Any:
         """Records by the distinct l-diversity of their key cell, for one sensitive column
@@ -199,4 +205,5 @@ class OriginalRisk(RiskResult):
         ax.bar(vals, cnt, width=0.8, color=np.where(vals <= 1, "#c44e52", "#4c72b0"))
         ax.set_xlabel(f"distinct l-diversity of the key cell ({col})")
         ax.set_ylabel("records")
-        return ax
+        ax.figure.tight_layout()
+        return ax.figure

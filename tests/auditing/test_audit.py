@@ -895,6 +895,60 @@ def test_release_independent_figures_are_a_baseline(audited, report):
     assert "### Baseline of the original" in md and "`RELEASE_INDEPENDENT`" in md
 
 
+def test_sdcmicro_risk_of_the_original_is_a_baseline(release, audited, report):
+    """sdcMicro's risk of the original on the disclosure keys (issue 50): global risk,
+    3-anonymity, SUDA2 and l-diversity of each target are baselines (no threshold), equal to
+    original_risk on the original, with their files; never verdict lines."""
+    res, out = audited
+    d = res.step("disclosure")
+    (keys, r), = d.extra["original_risk"].items()
+    assert list(keys) == KNOWN
+    orig = pd.read_csv(release[0])
+    ref = br.original_risk(orig, keys=KNOWN, sensitive=list(res.plan.disclosure_targets))
+    pd.testing.assert_frame_equal(r.records, ref.records)
+    base = {b.measure: b for b in res.baselines}
+    g = base[f"global re-identification risk (%), keys {', '.join(KNOWN)}"]
+    assert g.value == pytest.approx(ref.global_risk["global_risk_pct"])
+    assert g.threshold is None and g.code == "RELEASE_INDEPENDENT" and g.unit == "%"
+    assert "1/f_k" in g.why and g.source == "disclosure/original_risk/summary.json"
+    k3 = base[f"records violating 3-anonymity (%), keys {', '.join(KNOWN)}"]
+    assert k3.value == pytest.approx(ref.k_anonymity["3"]["pct_violating"])
+    for t in res.plan.disclosure_targets:
+        b = base[f"records whose key cell has one value of {t} (%), keys {', '.join(KNOWN)}"]
+        assert b.value == pytest.approx(ref.l_diversity[t]["pct_records_l1"])
+    assert not [v for v in res.verdicts if "re-identification" in v.measure]
+    folder = out / "disclosure" / "original_risk"
+    assert sorted(p.name for p in folder.iterdir()) == ["records.csv", "summary.json"]
+    assert json.loads((folder / "summary.json").read_text())["keys"] == KNOWN
+    html = report[0].read_text()
+    assert "sdcMicro&#39;s risk of the original on the keys" in html
+    base_table = html.split('<table class="baseline">')[1].split("</table>")[0]
+    assert "global re-identification risk" in base_table and ">—<" in base_table
+    assert ("disclosure", "survey weights", "none") in {
+        (x.step, x.name, x.value) for x in res.plan.settings}
+
+
+def test_audit_survey_weights(release):
+    """weights=: a column of the original the release need not carry; the baseline's risk is
+    then the Benedetti-Franconi risk with them. Bad weights are refused before any step."""
+    orig = pd.read_csv(release[0])
+    orig["w"] = 40.0 + 10 * (np.arange(len(orig)) % 4)
+    skip = ["utility", "identification", "posterior_identification", "attribute", "membership"]
+    res = br.audit(orig, str(release[1]), known=KNOWN, weights="w", skip=skip,
+                   progressbar=False)
+    (r,) = res.step("disclosure").extra["original_risk"].values()
+    ref = br.original_risk(orig, keys=KNOWN, weights="w", suda=False)
+    np.testing.assert_allclose(r.records["risk"], ref.records["risk"])
+    assert r.settings["weights"] == "w"
+    g = next(b for b in res.baselines if b.measure.startswith("global re-identification"))
+    assert "Benedetti" in g.why and "survey weights w" in g.why
+    with pytest.raises(SchemaError, match="weights column 'x'"):
+        br.audit(orig, str(release[1]), known=KNOWN, weights="x", skip=skip, progressbar=False)
+    with pytest.raises(ValidationError, match="also a known column"):
+        br.audit(orig.drop(columns="w"), str(release[1]), known=KNOWN, weights="Age",
+                 skip=skip, progressbar=False)
+
+
 def test_sweep_varies_the_synthesized_radii_only(release, audited_hh):
     """The radius sweep varies the radius of the synthesized known columns; Age, released
     unchanged, keeps its radius (sweeping it made the smallest radius the maximum by

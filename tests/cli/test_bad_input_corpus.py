@@ -721,10 +721,12 @@ def _baseline_cases() -> list[Case]:
     return [
         Case("known-unsynthesized-only", "audit", 0, check=_baseline_check,
              kw={"extra": ("--known", "Age", "Urban", "Marital")}),
-        # once a synthesized column is known they are verdicts on the release again
+        # once a synthesized column is known they are verdicts on the release again (the
+        # baselines left are sdcMicro's risk of the original, computed on the original alone)
         Case("known-synthesized-too", "audit", 0,
              check=lambda w, o, e: (
-                 json.loads((o / "summary.json").read_text())["baseline"] == []
+                 not [b for b in json.loads((o / "summary.json").read_text())["baseline"]
+                      if "match rate" in b["measure"] or b["measure"].startswith("repU")]
                  or pytest.fail("baseline with a synthesized key")),
              kw={"extra": ("--known", "Age", "Urban", "Marital", "Income", "--radius",
                            "Income=0.1")}),

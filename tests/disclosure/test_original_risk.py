@@ -337,7 +337,7 @@ def test_plots_draw_on_the_given_axes():
     r = original_risk(FRANCDAT, keys=FKEYS, weights="w", sensitive="Num3")
     for kind in OriginalRisk.plot_kinds:
         ax = Figure().add_subplot()
-        assert r.plot(kind, ax=ax) is ax
+        assert r.plot(kind, ax=ax) is ax.figure  # the package's convention: the figure
         assert ax.has_data()
     r0 = original_risk(FRANCDAT, keys=FKEYS, suda=False)
     with pytest.raises(ValidationError, match="no SUDA2"):

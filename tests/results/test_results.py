@@ -139,6 +139,9 @@ BUILDERS = {
     "VisitOrderComparison": _visit_orders,
     "DifferencingResult": lambda ce, rel: br.differencing_check(ce, rel[2]),
     "MembershipRiskResult": lambda ce, rel: _membership(),
+    "OriginalRisk": lambda ce, rel: br.original_risk(ce, keys=["Age", "Urban", "Marital"],
+                                                     weights=np.full(len(ce), 25.0),
+                                                     sensitive="Tenure"),
 }
 
 _CACHE: dict[str, RiskResult] = {}
@@ -176,6 +179,7 @@ def test_public_import_paths_are_the_same_classes():
     assert br.PMSEResult is bayes_risk.utility.PMSEResult is results.PMSEResult
     assert bayes_risk.utility.UtilitySummary is results.UtilitySummary
     assert bayes_risk.disclosure.DisclosureMeasures is results.DisclosureMeasures
+    assert br.OriginalRisk is bayes_risk.disclosure.OriginalRisk is results.OriginalRisk
     assert bayes_risk.visit_orders.VisitOrderComparison is results.VisitOrderComparison
 
 
