@@ -121,6 +121,7 @@ def test_shared_data_compat(name):
         assert res.global_risk["expected_reidentifications"] == pytest.approx(
             s[key]["global_risk_ER"], rel=RTOL)
         assert res.global_risk["global_risk"] == pytest.approx(s[key]["global_risk"], rel=RTOL)
+        assert res.global_risk["n_high_risk"] == s[key]["n_high"]  # print.measure_risk's
     assert [r.k_anonymity[k]["n_violating"] for k in ("2", "3", "5")] == s["kanon"]
     got = r.suda["attribute_contributions"].set_index("variable")["contribution"]
     for k, v in s["suda_attribute_contributions"].items():
@@ -133,7 +134,7 @@ def test_shared_data_compat(name):
 
 
 def test_default_differs_only_on_missing_values():
-    """Without missing keys the default is sdcMicro's; SD2011's missing keys (20 records) and
+    """Without missing keys the default is sdcMicro's; SD2011's missing keys (19 records) and
     missing depress (89) make it count more records at risk than sdcMicro's wildcards."""
     d, keys, sens = _data("SD2011_complete")
     ref = pd.read_csv(REF / "SD2011_complete_records.csv.gz")

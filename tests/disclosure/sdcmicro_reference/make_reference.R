@@ -18,19 +18,22 @@ num <- function(x) signif(x, 15)
 # ---- the weights the tests give the shared data (neither file has survey weights) ---------
 toy_weights <- function(n) 100 + 37 * ((seq_len(n) - 1) %% 11)
 
+# print.measure_risk's "obs. with higher risk as the main part"
+n_high <- function(r) sum(r > median(r) + 3 * mad(r) & r > 0.1)
+
 one <- function(name, d, keys, sensitive, w = NULL) {
   res <- list()
   # individual risk and global risk (measure_risk: freqCalc + indivRisk, approximation)
   m0 <- measure_risk(d, keyVars = keys)
   res$unweighted <- list(global_risk_ER = m0$global_risk_ER, global_risk = m0$global_risk,
-                         global_risk_pct = m0$global_risk_pct)
+                         global_risk_pct = m0$global_risk_pct, n_high = n_high(m0$Res[, 1]))
   rec <- data.frame(fk = m0$Res[, "fk"], risk = num(m0$Res[, "risk"]))
   if (!is.null(w)) {
     dw <- d
     dw$w <- w
     m1 <- measure_risk(dw, keyVars = keys, w = "w")
     res$weighted <- list(global_risk_ER = m1$global_risk_ER, global_risk = m1$global_risk,
-                         global_risk_pct = m1$global_risk_pct)
+                         global_risk_pct = m1$global_risk_pct, n_high = n_high(m1$Res[, 1]))
     rec$Fk_w <- num(m1$Res[, "Fk"])
     rec$risk_w <- num(m1$Res[, "risk"])
     stopifnot(all(m1$Res[, "fk"] == m0$Res[, "fk"]))
