@@ -265,27 +265,39 @@ def _suda(codes: np.ndarray, miss: np.ndarray, compat: bool, max_size: int | Non
     A record is unique on a set of keys when no other record has its values there; an MSU is a
     set on which it is unique while unique on none of its subsets (it is enough to check the
     subsets one key smaller: uniqueness only grows with the set). Every subset of up to
-    ``max_size`` keys is examined by building its cell codes from a subset one key smaller.
+    ``max_size`` keys is examined, its cell codes built from a subset one key smaller. Only a
+    record unique on all the keys can have an MSU: the flags are kept for those alone.
     ``compat`` (sdcMicro): a record's missing value is never part of an MSU.
     """
+    from bayes_risk._memory import check_memory
+
     n, p = codes.shape
     M = max(p, 3)  # sdcMicro pads fewer than 3 keys with constant columns
     K = p if max_size is None else min(int(max_size), p)
     weight = np.array([math.factorial(M - k) for k in range(1, p + 1)], dtype=np.float64)
-    n_msu = np.zeros((n, p), dtype=np.int64)  # per record, MSUs of each size
-    raw = np.zeros((n, p), dtype=np.float64)  # per record and key: Σ weights of its MSUs
-    prev_code: dict[tuple[int, ...], np.ndarray] = {(): np.zeros(n, dtype=np.int64)}
-    prev_unique: dict[tuple[int, ...], np.ndarray] = {(): np.full(n, n == 1)}
+    full = _combine(codes)
+    cnt = np.bincount(full)[full]
+    cand = np.flatnonzero(cnt == 1)
+    m = cand.size
+    # the two largest consecutive layers: cell codes of all records, flags of the candidates
+    layer = max(math.comb(p, k) for k in range(K + 1))
+    check_memory(2.0 * layer * (4 * n * (K > 1) + m), "max_size",
+                 what=f"SUDA2's subsets of {p} keys ({n:,} records)")
+    n_msu = np.zeros((m, p), dtype=np.int64)  # per candidate, MSUs of each size
+    raw = np.zeros((m, p), dtype=np.float64)  # per candidate and key: Σ weights of its MSUs
+    miss_c = miss[cand]
+    prev_code: dict[tuple[int, ...], np.ndarray] = {(): np.zeros(n, dtype=np.int32)}
+    prev_unique: dict[tuple[int, ...], np.ndarray] = {(): np.full(m, n == 1)}
     for k in range(1, K + 1):
         code: dict[tuple[int, ...], np.ndarray] = {}
         unique: dict[tuple[int, ...], np.ndarray] = {}
         for S in combinations(range(p), k):
             base, last = S[:-1], S[-1]
             width = int(codes[:, last].max(initial=0)) + 1
-            c = pd.factorize(prev_code[base] * width + codes[:, last])[0]
-            u = np.bincount(c)[c] == 1
+            c = pd.factorize(prev_code[base].astype(np.int64) * width + codes[:, last])[0]
+            u = np.bincount(c)[c[cand]] == 1
             if compat:
-                u &= ~miss[:, list(S)].any(axis=1)
+                u &= ~miss_c[:, list(S)].any(axis=1)
             idx = np.flatnonzero(u)  # only the unique records can have S as an MSU
             for j in range(k):
                 if idx.size:
@@ -294,16 +306,17 @@ def _suda(codes: np.ndarray, miss: np.ndarray, compat: bool, max_size: int | Non
                 n_msu[idx, k - 1] += 1
                 raw[np.ix_(idx, list(S))] += weight[k - 1]
             if k < K:
-                code[S] = c.astype(np.int64)
+                code[S] = c.astype(np.int32)
             unique[S] = u
         prev_code, prev_unique = code, unique
-    score = n_msu @ weight
+    n_msu_all = np.zeros((n, p), dtype=np.int64)
+    raw_all = np.zeros((n, p), dtype=np.float64)
+    n_msu_all[cand], raw_all[cand] = n_msu, raw
+    score = n_msu_all @ weight
     with np.errstate(invalid="ignore", divide="ignore"):
-        contribution = np.where(score[:, None] > 0, raw / score[:, None], 0.0)
+        contribution = np.where(score[:, None] > 0, raw_all / score[:, None], 0.0)
     # DIS (sdcMicro's Suda2.h): records in full-key cells of two (P), sampling fraction f:
     # dis_i = 1 / (1 + P (1 − f) / f / (s_i^Q Σ_j s_j^(−Q))), Q = 1 + (8 − M) / 20
-    full = _combine(codes)
-    cnt = np.bincount(full)[full]
     pairs = int(np.sum(cnt == 2))
     Q = 1.0 + (8.0 - M) / 20.0
     pos = score > 0
@@ -312,8 +325,8 @@ def _suda(codes: np.ndarray, miss: np.ndarray, compat: bool, max_size: int | Non
         adj = float(np.sum(score[pos] ** -Q))
         X = pairs * (1.0 - dis_fraction) / dis_fraction
         dis[pos] = 1.0 / (1.0 + X / (score[pos] ** Q * adj))
-    return {"score": score, "dis": dis, "contribution": contribution, "raw": raw,
-            "n_msu": n_msu, "n_pairs": pairs, "M": M, "max_size": K, "Q": Q}
+    return {"score": score, "dis": dis, "contribution": contribution, "raw": raw_all,
+            "n_msu": n_msu_all, "n_pairs": pairs, "M": M, "max_size": K, "Q": Q}
 
 
 def _dis_table(dis: np.ndarray) -> pd.DataFrame:
@@ -332,9 +345,9 @@ def _level_contributions(original: pd.DataFrame, keys: list[str], raw: np.ndarra
     ``sort(unique(x))`` leaves them)."""
     rows = []
     for j, k in enumerate(keys):
-        col = original[k]
+        col = original[k].reset_index(drop=True)
         tot = raw[:, j].sum()
-        by = pd.Series(raw[:, j], index=col.index).groupby(col, sort=True, dropna=True).sum()
+        by = pd.Series(raw[:, j]).groupby(col, sort=True, dropna=True).sum()
         for level, v in by.items():
             rows.append({"variable": k, "attribute": level,
                          "contribution": 100.0 * v / tot if tot > 0 else math.nan})
