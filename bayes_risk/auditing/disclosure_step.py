@@ -106,7 +106,8 @@ def _original_baseline(ctx: StepContext, results: dict[str, Any], files: list[st
             sub = "disclosure/original_risk" + (f"_{i}" if len(by_keys) > 1 else "")
             folder = _folder(ctx, sub)
             _write_json(folder / "summary.json", r.to_dict())
-            r.records.to_csv(folder / "records.csv", index_label="record")
+            r.records.reset_index(drop=True).to_csv(folder / "records.csv",
+                                                    index_label="record")
             files += [f"{sub}/summary.json", f"{sub}/records.csv"]
     return out
 

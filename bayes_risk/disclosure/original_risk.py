@@ -428,7 +428,7 @@ def original_risk(
 
     Individual and global risk (``measure_risk``), k-anonymity, SUDA2 scores (``suda2``) and
     l-diversity (``ldiversity``) of sdcMicro, the release-independent baseline a release is
-    compared with (the audit lists them with warning ``RELEASE_INDEPENDENT``).
+    compared with (the audit lists them as baselines, marked ``RELEASE_INDEPENDENT``).
 
     Parameters
     ----------
