@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.report import format_number
+from bayes_risk.results._base import plot_figure
 from bayes_risk.warning_codes import message
 
 __all__ = ["write_report", "CSP"]
@@ -399,13 +400,13 @@ def _known_sweep_blocks(sec: Section, ks: Any, folder: str | None, links: _Links
     sec.p(Span("Sensitivity to the intruder's knowledge. ", strong=True),
           f"{what}: how much the figures above depend on the assumption about what the "
           "intruder knows (Hu 2019, §5). Not read by the verdict.")
-    sec.blocks.append(links.figure(lambda: ks.plot("frontier"), "known_sweep.png",
+    sec.blocks.append(links.figure(lambda: plot_figure(ks, "frontier"), "known_sweep.png",
                                    f"{fig}, one point per subset; the Pareto frontier joined"))
     fr = ks.frontier[["known", "n_known", *ks.shown_measures]]
     sec.blocks.append(_table(fr, links, src("known_sweep.csv"),
                              "Pareto frontier: the fewest known columns for the most risk "
                              "(every subset in known_sweep.csv)"))
-    sec.blocks.append(links.figure(lambda: ks.plot("drivers"), "known_sweep_drivers.png",
+    sec.blocks.append(links.figure(lambda: plot_figure(ks, "drivers"), "known_sweep_drivers.png",
                                    "What drives the risk: each column's Shapley value and the "
                                    "risk withholding it removes from the full set"))
     dv = ks.drivers[["variable", "synthesized", f"shapley_{m1}", f"shapley_{m2}",
@@ -482,7 +483,8 @@ def _posterior_identification(sec: Section, s: Any, result: Any, links: _Links) 
               f" at R = {int(rs[0])} to ", links.num(est[-1], src), f" at R = {int(rs[-1])}: "
               "it depends on R, as the pooled definition does; report it with R, and the "
               "mean over single replicates beside it.")
-    sec.blocks.append(links.figure(lambda: r.plot("running_estimate"), "running_estimate.png",
+    sec.blocks.append(links.figure(lambda: plot_figure(r, "running_estimate"),
+                                   "running_estimate.png",
                                    "Running pooled expected match risk with ±2 MCSE (a curve "
                                    "still rising means the pooled figure still depends on R)"))
 
@@ -521,7 +523,7 @@ def _attribute(sec: Section, s: Any, result: Any, links: _Links) -> None:
     from bayes_risk.auditing.plots import ATTRIBUTE_FIGURES
 
     for kind, name, cap in ATTRIBUTE_FIGURES:
-        sec.blocks.append(links.figure(lambda kind=kind: s.result.plot(kind), name, cap))
+        sec.blocks.append(links.figure(lambda kind=kind: plot_figure(s.result, kind), name, cap))
     ks = s.extra.get("known_sweep")
     if ks is not None:
         _known_sweep_blocks(sec, ks, s.folder, links)
@@ -657,7 +659,7 @@ def _membership(sec: Section, s: Any, result: Any, links: _Links) -> None:
               links.num(us.get("share_non_members_matching"), src), ".")
     sec.p("Flagged targets (left out of the figures above): ", links.num(f.get("n_flagged"), src),
           ".")
-    sec.blocks.append(links.figure(lambda: s.result.plot("roc"), "membership_roc.png",
+    sec.blocks.append(links.figure(lambda: plot_figure(s.result, "roc"), "membership_roc.png",
                                    "ROC of the Bayesian score and of the distance baseline"))
 
 

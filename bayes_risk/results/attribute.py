@@ -390,8 +390,7 @@ class AttributeRiskResult(RiskResult):
         ax.set_xlabel("renormalised probability of the true values (p_true)")
         ax.set_ylabel("records")
         ax.legend(fontsize=8)
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
     def _plot_rank(self, ax: Any) -> Any:
         """Histogram of the truth's rank among the candidates, with the random guess's mean."""
@@ -408,8 +407,7 @@ class AttributeRiskResult(RiskResult):
             ax.legend(fontsize=8)
         ax.set_xlabel("rank of the true values (1 = the intruder's best guess)")
         ax.set_ylabel("records")
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
     def _plot_khat(self, ax: Any) -> Any:
         """Largest Pareto k-hat over each record's candidates, with the threshold."""
@@ -424,8 +422,7 @@ class AttributeRiskResult(RiskResult):
             ax.set_yticks([])
             ax.set_xlabel("record (0-based, as in records.csv)")
             ax.set_ylabel("max Pareto k-hat over candidates")
-            ax.figure.tight_layout()
-            return ax.figure
+            return ax
         k = np.where(np.isinf(k), np.nan, k)
         ax.plot(df.index.to_numpy(), k, ".", ms=3)
         if np.isfinite(thr):
@@ -433,8 +430,7 @@ class AttributeRiskResult(RiskResult):
             ax.legend(fontsize=8)
         ax.set_xlabel("record (0-based, as in records.csv)")
         ax.set_ylabel("max Pareto k-hat over candidates")
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
 
 def hrw_table_row(name: str, d: dict[str, Any]) -> dict[str, Any]:
