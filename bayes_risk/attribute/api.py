@@ -168,8 +168,10 @@ def attribute_risk(
         model's ``draws``). The refits are most of the run's time: before they start, the
         estimated time is printed (a range: from the seconds per sweep the fit measured once its
         chains ran, scaled by the records and sweeps of a refit, up to that plus the fit's own
-        set-up per refit; :func:`~bayes_risk.attribute.cost.refit_cost`), then one progress
-        bar "refit k of m" runs over them.
+        set-up per refit; for refits of half a minute or more of a Gibbs-sampled model, from a
+        short pilot of the refit timed just before; :func:`~bayes_risk.attribute.cost.refit_cost`,
+        :func:`~bayes_risk.attribute.refits.pilot_refit`), then one progress bar
+        "refit k of m" runs over them.
     psis : bool
         Pareto-smooth the stabilised estimator's means (methods, The stabilised estimator).
     khat : {"all", "base", "none"}
@@ -497,14 +499,14 @@ def prior_sensitivity(
         Long format, one row per prior and record: ``prior`` (the prior's label; a label
         that repeats one before it gets ``#2``, ``#3``, ..., e.g. two user priors ``user`` and
         ``user#2``), ``record``,
-        ``p_true``, ``rank_min``, ``rank_avg``, ``is_top``, ``n_tie``, ``top_share``, with the
-        stabilised estimator ``p_true_lower`` and ``p_true_upper``, the bootstrap columns when
-        requested, ``baseline`` (the random guess ``1/G``), ``flag_codes`` (the record's
-        flags under that prior; ``""`` when none) and what the prior alone gives, before the
-        release is seen: ``prior_p_true`` (the prior's mass on the truth) and
-        ``prior_top_share`` (the chance that the truth is the prior's best guess, ties broken
-        at random: ``1/G`` under the uniform prior, 1 under ``truth-weighted:κ`` with
-        ``κ > 1``). :func:`plot_prior_sensitivity` draws it.
+        ``p_true``, ``rank_min``, ``rank_avg``, ``is_top``, ``n_tie``, ``top_share``; what the
+        prior alone gives, before the release is seen: ``prior_p_true`` (the prior's mass on the
+        truth) and ``prior_top_share`` (the chance that the truth is the prior's best guess, ties
+        broken at random: ``1/G`` under the uniform prior, 1 under ``truth-weighted:κ`` with
+        ``κ > 1``); ``baseline`` (the random guess ``1/G``); with the stabilised estimator
+        ``p_true_lower`` and ``p_true_upper``; the bootstrap columns when requested; and
+        ``flag_codes`` (the record's flags under that prior; ``""`` when none).
+        :func:`plot_prior_sensitivity` draws it.
 
     Raises
     ------
@@ -532,7 +534,7 @@ def prior_sensitivity(
             "['uniform', 'truth-weighted:2']."
         )
     keep = ["p_true", "rank_min", "rank_avg", "is_top", "n_tie", "top_share"]
-    keep += [k for k in ("p_true_lower", "p_true_upper", "baseline")
+    keep += [k for k in ("baseline", "p_true_lower", "p_true_upper")
              if k in result.records.columns]
     frames, seen = [], {}
     g0 = result._g0()
@@ -546,9 +548,10 @@ def prior_sensitivity(
                        if bootstrap else []) + ["flag_codes"]
         df = new.records[cols].reset_index()  # long table: one row per (prior, record)
         df.insert(0, "prior", np.full(len(df), label, dtype=object))
-        alone = _prior_alone(new.logprior, g0)
-        df["prior_p_true"] = alone["p_true"]
-        df["prior_top_share"] = alone["top_share"]
+        alone = _prior_alone(new.logprior, g0)  # beside the posterior's figures
+        at = df.columns.get_loc("top_share") + 1
+        df.insert(at, "prior_top_share", alone["top_share"])
+        df.insert(at, "prior_p_true", alone["p_true"])
         frames.append(df)
     out = pd.concat(frames, ignore_index=True)
     out["is_top"] = (

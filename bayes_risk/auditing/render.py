@@ -334,7 +334,7 @@ def _identification(sec: Section, s: Any, result: Any, links: _Links) -> None:
                                or "exact matching"), fold=False))
     sw = s.extra.get("sweep")
     if sw is not None:
-        sec.blocks.append(links.figure(sw.plot, "radius_sweep.png",
+        sec.blocks.append(links.figure(lambda: plot_figure(sw), "radius_sweep.png",
                                        "Expected match risk by radius, one box per radius over "
                                        "the datasets; the dotted line marks the maximum"))
         ssrc = f"{s.folder}/radius_sweep.csv" if s.folder else None
