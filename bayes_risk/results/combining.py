@@ -35,8 +35,7 @@ def _bar_plot(ax: Any, values: Any, mean: float, label: str) -> Any:
         ax.legend(loc="best")
     ax.set_xticks(pos)
     ax.set_ylabel(label)
-    ax.figure.tight_layout()
-    return ax.figure
+    return ax
 
 
 _RULE_NOTES = {
@@ -138,8 +137,7 @@ class CombinedScalar(RiskResult):
                     fmt="o", capsize=4)
         ax.set_yticks([])
         ax.set_xlabel(f"combined estimate, {100 * (1 - self.alpha):g}% interval")
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
 
 @dataclass(frozen=True)

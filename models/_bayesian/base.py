@@ -126,8 +126,9 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         Gibbs runs use processes only when the sampling is long enough to gain from them).
         ``1`` runs them sequentially in this process.
     random_seed : RandomSeed
-        Default seed of :meth:`fit` and :meth:`synthesize` (a seed given to either takes
-        precedence).
+        Seed of :meth:`fit` and default seed of :meth:`synthesize` (a seed given to
+        ``synthesize`` takes precedence; one given to ``fit`` must be this one, or this
+        setting ``None``: ``SEED_CONFLICT``).
     progressbar : bool
         Show PyMC's progress bar while sampling.
 
@@ -180,16 +181,13 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         self.cores = cores
         self.random_seed = random_seed
         self.progressbar = progressbar
-        self.posterior_: xr.DataTree | None = None
-        self.schema_: Schema | None = None
-        self.data_: pd.DataFrame | None = None
-        self.synthesized_records_: np.ndarray | None = None
-        self.convergence_: pd.DataFrame | None = None
+        # the fitted attributes (posterior_, schema_, ...) exist only once fit, load or
+        # from_posterior has set them (scikit-learn's convention: their presence means fitted)
 
     # ------------------------------------------------------------------ settings & checks
     def _check_mcmc_settings(self) -> None:
         _check_int(self.tune, "tune", 0)
-        _check_int(self.draws, "draws", 1)
+        _check_int(self._run_settings()["draws"], "draws", 1)
         _check_int(self.chains, "chains", 1)
         if self.cores is not None:
             _check_int(self.cores, "cores", 1)
@@ -207,7 +205,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
 
     def _synthesized_rows(self) -> np.ndarray:
         """Positions of the records whose synthesized columns are replaced (all by default)."""
-        if self.synthesized_records_ is None:
+        if getattr(self, "synthesized_records_", None) is None:
             return np.arange(self.n_records, dtype=np.int64)
         return np.flatnonzero(self.synthesized_records_).astype(np.int64)
 
@@ -220,8 +218,14 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         """
         return _records.synthesized_part(self, z, name)
 
+    def _run_settings(self) -> dict[str, int]:
+        """The run length a fit with the current settings uses (settings left at ``None``
+        resolved): ``{"draws": kept draws per chain}``; DPMPM adds ``thin`` and
+        ``max_sweeps``."""
+        return {"draws": self.draws}
+
     def _check_fitted(self, method: str | None = None) -> None:
-        if self.posterior_ is None or self.schema_ is None:
+        if getattr(self, "posterior_", None) is None or getattr(self, "schema_", None) is None:
             before = f"'{method}'" if method else "using it"
             raise NotFittedError(
                 f"This {type(self).__name__} instance is not fitted yet. Call 'fit' (or build it "
@@ -289,8 +293,9 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             Records whose synthesized columns are replaced (default all); the others are
             released unchanged. The model is fitted to every record either way.
         random_seed : RandomSeed
-            Seed of the sampler (default: the ``random_seed`` setting); each chain, and each
-            regression of a sequential chain, gets its own child stream.
+            Seed of the sampler when the ``random_seed`` setting is ``None`` (default: the
+            setting; another seed than a setting given raises ``SEED_CONFLICT``); each chain,
+            and each regression of a sequential chain, gets its own child stream.
 
         Returns
         -------
@@ -312,7 +317,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         self._check_settings()
         data, schema = self._prepare_data(data, schema=schema, synthesized=synthesized)
         flags = self._check_synthesized_records(records, len(data))
-        posterior = self._draw_posterior(data, schema, self._seed_for_fit(random_seed))
+        posterior = self._draw_posterior(data, schema, self._fit_seed(random_seed))
         self.dtypes_ = record_dtypes(data)
         self._set_fitted(posterior, schema, len(data), data=data, synthesized_records=flags)
         record_fit_time(self, started)
@@ -345,9 +350,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return _records.prepare_data(self, data, schema, synthesized, categorical, allow_nan)
 
     # ------------------------------------------------------------------ sampling
-    def _seed_for_fit(self, random_seed: RandomSeed) -> RandomSeed:
-        return self.random_seed if random_seed is None else random_seed
-
     def _run_sampler(
         self,
         model: Any,

@@ -279,7 +279,7 @@ def mcmc_run(model) -> dict[str, Any]:
     (``bayes_risk.models._bayesian.gibbs``), else from the settings."""
     attrs = model.posterior_.attrs
     tune = int(model.tune)
-    thin = int(attrs.get("thin", getattr(model, "thin", 1)))
+    thin = int(attrs.get("thin", model._run_settings().get("thin", 1)))
     draws = int(model.posterior_["posterior"].sizes["draw"])
     return {"tune": tune, "thin": thin, "draws": draws,
             "rounds": int(attrs.get("gibbs_rounds", 1)),
