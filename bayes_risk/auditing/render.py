@@ -830,8 +830,8 @@ def _disclosure(sec: Section, s: Any, result: Any, links: _Links) -> None:
                           links.num(d["n_violating"], ksrc))], ".")
     base = s.extra.get("original_risk") or {}
     for i, (keys, r) in enumerate(base.items(), start=1):
-        osrc = (f"{s.folder}/original_risk{f'_{i}' if len(base) > 1 else ''}/summary.json"
-                if s.folder else None)
+        sfx = f"_{i}" if len(base) > 1 else ""
+        osrc = f"{s.folder}/original_risk{sfx}/summary.json" if s.folder else None
         g = r.global_risk
         sec.p(f"sdcMicro's risk of the original on the keys {', '.join(keys)} (Templ, Kowarik "
               "& Meindl 2015; a baseline, the same for every release): ",
@@ -848,6 +848,11 @@ def _disclosure(sec: Section, s: Any, result: Any, links: _Links) -> None:
                           links.num(d["n_records_l1"], osrc), " records (l-diversity 1)")],
               ". Per-record risk, SUDA2 scores and l-diversity: records.csv beside it "
               "(methods page, Risk of the original).")
+        sec.blocks.append(links.figure(
+            lambda r=r: plot_figure(r, "risk"), f"original_risk{sfx}.png",
+            f"The original's records by sdcMicro's individual re-identification risk on the keys "
+            f"{', '.join(keys)} (logarithmic axis; dashed: the global risk, their mean): a "
+            "baseline, the same for every release."))
 
 
 def utility_risk_points(result: Any) -> pd.DataFrame | None:

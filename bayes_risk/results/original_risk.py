@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._io import to_jsonable
-from bayes_risk.results._base import RiskResult
+from bayes_risk.results._base import RiskResult, legend_below
 from bayes_risk.results._summary import Summary
 
 __all__ = ["OriginalRisk"]
@@ -168,9 +168,8 @@ class OriginalRisk(RiskResult):
         ax.set_xlabel("individual re-identification risk"
                       + (" (survey weights)" if self.weighted else " (1/f_k, no weights)"))
         ax.set_ylabel("records")
-        ax.legend(frameon=False, loc="upper right")
-        ax.figure.tight_layout()
-        return ax.figure
+        legend_below(ax, ncols=1)
+        return ax
 
     def _plot_suda(self, ax: Any) -> Any:
         """The contribution of each key to the total SUDA score (%)."""
@@ -185,8 +184,7 @@ class OriginalRisk(RiskResult):
         ax.set_yticks(pos, c["variable"].tolist())
         ax.invert_yaxis()
         ax.set_xlabel("share of the total SUDA score from MSUs holding the key (%)")
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
     def _plot_l_diversity(self, ax: Any, sensitive: str | None = None) -> Any:
         """Records by the distinct l-diversity of their key cell, for one sensitive column
@@ -205,5 +203,4 @@ class OriginalRisk(RiskResult):
         ax.bar(vals, cnt, width=0.8, color=np.where(vals <= 1, "#c44e52", "#4c72b0"))
         ax.set_xlabel(f"distinct l-diversity of the key cell ({col})")
         ax.set_ylabel("records")
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax

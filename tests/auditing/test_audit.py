@@ -922,6 +922,8 @@ def test_sdcmicro_risk_of_the_original_is_a_baseline(release, audited, report):
     assert json.loads((folder / "summary.json").read_text())["keys"] == KNOWN
     html = report[0].read_text()
     assert "sdcMicro&#39;s risk of the original on the keys" in html
+    fig = html.split("by sdcMicro&#39;s individual re-identification risk")[0].rsplit("<img", 1)
+    assert len(fig) == 2 and 'src="data:image/png;base64,' in fig[1]  # its risk histogram
     base_table = html.split('<table class="baseline">')[1].split("</table>")[0]
     assert "global re-identification risk" in base_table and ">—<" in base_table
     assert ("disclosure", "survey weights", "none") in {

@@ -336,9 +336,13 @@ def test_plots_draw_on_the_given_axes():
 
     r = original_risk(FRANCDAT, keys=FKEYS, weights="w", sensitive="Num3")
     for kind in OriginalRisk.plot_kinds:
-        ax = Figure().add_subplot()
-        assert r.plot(kind, ax=ax) is ax.figure  # the package's convention: the figure
-        assert ax.has_data()
+        ax, other = Figure().subplots(1, 2)
+        where = other.get_position().bounds
+        assert r.plot(kind, ax=ax) is ax  # the package's convention: the Axes drawn on
+        assert ax.has_data() and not other.has_data()
+        assert other.get_position().bounds == where  # a caller's panels are not laid out
+    leg = r.plot("risk", ax=Figure().add_subplot()).get_legend()
+    assert "global risk" in leg.get_texts()[0].get_text()
     r0 = original_risk(FRANCDAT, keys=FKEYS, suda=False)
     with pytest.raises(ValidationError, match="no SUDA2"):
         r0.plot("suda")
