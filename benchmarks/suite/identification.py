@@ -36,7 +36,8 @@ class IdentificationCEdata:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return identification_risk(
-                self.df, self.syn, KNOWN, SYNTHESIZED, categorical=CATEGORICAL,
+                self.df, self.syn, known=[*KNOWN, *SYNTHESIZED], synthesized=SYNTHESIZED,
+                categorical=CATEGORICAL,
                 match=MatchSpec(radius=0.1),
                 compat="IdentificationRiskCalculation", progressbar=False)
 
@@ -81,7 +82,8 @@ class IdentificationLarge:
         keys = ["region", "hhsize", "sex"]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            identification_risk(self.y, self.syn, keys, ["income", "expend"], categorical=keys,
+            identification_risk(self.y, self.syn, known=[*keys, "income", "expend"],
+                                synthesized=["income", "expend"], categorical=keys,
                                 match=MatchSpec(radius=0.05), aggregation=aggregation,
                                 fallback="none",
                                 progressbar=False)
