@@ -1,12 +1,99 @@
-"""Memory estimates checked before work starts: a clear error instead of an out-of-memory kill."""
+"""The memory a run may use: checked before large allocations, and the size of chunked work.
+
+The budget is the user's limit (``--memory`` of every command, :func:`memory_limit` in Python)
+or, without one, what the machine has: the memory available to this process (Linux
+``MemAvailable``, capped by a cgroup v2 limit). Work that grows with the data (the matching
+engine's chunks of targets, the knowledge sweep's match masks) sizes its temporary arrays from
+what is left of the budget, capped by sizes that are fast (:func:`working_bytes`); an allocation
+that cannot be chunked (a result table, the matching indexes) is checked first
+(:func:`check_memory`) and refused with ``MEMORY_TOO_LARGE``, naming the argument that drives its
+size, instead of ending in an out-of-memory kill.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
+import re
+from collections.abc import Iterator
+from contextvars import ContextVar
 
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["available_memory", "check_memory"]
+__all__ = ["available_memory", "check_memory", "memory_limit", "parse_memory",
+           "resident_memory", "working_bytes", "format_bytes"]
+
+#: the user's limit in bytes for the run in this context (``None``: the machine's memory)
+_LIMIT: ContextVar[int | None] = ContextVar("bayes_risk_memory_limit", default=None)
+
+#: the smallest working size a chunked stage is given, however little of the budget is left
+#: (one chunk of a few thousand targets): below it the check of what cannot be chunked decides
+MIN_WORKING_BYTES = 16 * 2**20
+
+_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9,
+          "gb": 10**9, "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30,
+          "tib": 2**40}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*$", re.IGNORECASE)
+
+
+def parse_memory(value: int | float | str | None, argument: str = "memory") -> int | None:
+    """Bytes of a memory size: a number of bytes, or a number with a unit (``"2GB"``,
+    ``"512MB"``, ``"1.5GiB"``; kB, MB, GB, TB are powers of 1000, KiB, MiB, GiB, TiB of 1024).
+
+    ``None`` stays ``None`` (no limit given).
+
+    Raises
+    ------
+    ValidationError
+        A value that is not a size, or a size below one megabyte (``BAD_OPTION_VALUE`` when
+        ``argument`` is a command-line option, else ``INVALID_ARGUMENT``).
+    """
+    if value is None:
+        return None
+    code = "BAD_OPTION_VALUE" if argument.startswith("--") else "INVALID_ARGUMENT"
+    nbytes: float | None = None
+    if isinstance(value, bool):
+        nbytes = None
+    elif isinstance(value, (int, float)):
+        nbytes = float(value)
+    elif isinstance(value, str):
+        m = _SIZE.match(value)
+        if m and m.group(2).lower() in _UNITS:
+            nbytes = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if nbytes is None or not math.isfinite(nbytes):
+        raise ValidationError(
+            f"{argument} must be a memory size such as 2GB, 512MB or 1.5GiB (or a number of "
+            f"bytes). Got {value!r}.", code=code)
+    if nbytes < 10**6:
+        raise ValidationError(
+            f"{argument} must be at least 1MB (the interpreter alone needs more). Got "
+            f"{value!r}.", code=code)
+    return int(nbytes)
+
+
+@contextlib.contextmanager
+def memory_limit(limit: int | float | str | None, argument: str = "memory") -> Iterator[None]:
+    """Limit the memory of the work done inside the block to ``limit`` (``None``: no change).
+
+    Nested limits keep the smaller. The limit covers the whole process (its resident memory
+    counts against it), as ``--memory`` promises for a command.
+    """
+    nbytes = parse_memory(limit, argument)
+    if nbytes is None:
+        yield
+        return
+    outer = _LIMIT.get()
+    token = _LIMIT.set(nbytes if outer is None else min(outer, nbytes))
+    try:
+        yield
+    finally:
+        _LIMIT.reset(token)
+
+
+def current_limit() -> int | None:
+    """The user's limit in this context, in bytes (``None``: none given)."""
+    return _LIMIT.get()
 
 
 def available_memory() -> int | None:
@@ -39,8 +126,40 @@ def available_memory() -> int | None:
     return avail
 
 
+def resident_memory() -> int:
+    """Bytes of this process's resident memory now (0 where the platform does not say)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0
+
+
+def room() -> int | None:
+    """Bytes the run may still allocate: the user's limit minus the resident memory, else the
+    memory available (``None`` if unknown)."""
+    limit = _LIMIT.get()
+    if limit is not None:
+        return max(limit - resident_memory(), 0)
+    return available_memory()
+
+
+def working_bytes(cap: int) -> int:
+    """Bytes a chunked stage may give its temporary arrays: ``cap`` (a size that is fast), or a
+    quarter of :func:`room` when that is less (the rest stays for the stage's results and the
+    other arrays alive), never below :data:`MIN_WORKING_BYTES`.
+
+    Read it in the thread that runs the stage's loop: the limit is a context variable, which
+    worker threads do not inherit.
+    """
+    left = room()
+    if left is None:
+        return int(cap)
+    return int(max(MIN_WORKING_BYTES, min(cap, left // 4)))
+
+
 def check_memory(nbytes: float, argument: str, *, what: str) -> None:
-    """Raise if an estimated allocation of ``nbytes`` exceeds the available memory.
+    """Raise if an allocation of about ``nbytes`` does not fit in what is left of the budget.
 
     Parameters
     ----------
@@ -56,19 +175,27 @@ def check_memory(nbytes: float, argument: str, *, what: str) -> None:
     ValidationError
         With code ``MEMORY_TOO_LARGE``.
     """
-    avail = available_memory()
-    if avail is None or nbytes <= avail:
+    left = room()
+    if left is None or nbytes <= left:
         return
+    limit = _LIMIT.get()
+    if limit is not None:
+        where = (f"{format_bytes(left)} of the memory limit ({format_bytes(limit)}, --memory) "
+                 "is left")
+        fix = f"reduce {argument} or raise the limit"
+    else:
+        where = f"{format_bytes(left)} is available"
+        fix = f"reduce {argument}"
     raise ValidationError(
-        f"{what} would need about {_fmt(nbytes)} of memory but {_fmt(avail)} is available; "
-        f"reduce {argument}.",
+        f"{what} would need about {format_bytes(nbytes)} of memory but {where}; {fix}.",
         code="MEMORY_TOO_LARGE",
     )
 
 
-def _fmt(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
-        if abs(n) < 1024 or unit == "PB":
+def format_bytes(n: float) -> str:
+    """``n`` bytes in the units :func:`parse_memory` reads (``1.5 GB`` is 1.5 x 10**9)."""
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
             return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return f"{n:.1f} PB"
+        n /= 1000
+    return f"{n:.1f} TB"

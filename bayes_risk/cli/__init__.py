@@ -55,6 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
     for subparser in sub.choices.values():
         # the inputs of each sub-command, read off its declarations (never listed by hand)
         subparser.set_defaults(**{INPUTS_ATTR: input_arguments(subparser)})
+        subparser.add_argument(
+            "--memory", metavar="SIZE", default=None,
+            help="memory the whole process may use, such as 2GB, 512MB or 1.5GiB (default: the "
+                 "memory available on the machine). Work checked against it is refused "
+                 "beforehand (MEMORY_TOO_LARGE) instead of running out of memory; the pooled "
+                 "identification engine sizes its chunks of targets from it.")
     return parser
 
 
@@ -69,12 +75,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "handler", None) is None:
         parser.print_help(sys.stderr)
         return 2
+    from bayes_risk._memory import memory_limit, parse_memory
     from bayes_risk.cli._run import command_run
     from bayes_risk.exceptions import BayesRiskError
 
     run = None
     try:
-        with command_run(args) as run:
+        # checked before the run starts: a bad --memory writes nothing
+        limit = parse_memory(getattr(args, "memory", None), "--memory")
+        with command_run(args) as run, memory_limit(limit):
             status = int(args.handler(args) or 0)
             if run.interrupted and not run.completed:  # a library swallowed the interrupt
                 raise KeyboardInterrupt

@@ -243,3 +243,34 @@ def at_least(keys, vals, R, thr, n):
             t = thr[row]
         out[i] = vals[i] / R >= t
     return out
+
+
+@_nb.njit(cache=True, nogil=True)
+def contribution_sums(keys, V, R, n):
+    """The pooled engine's sums (:func:`~bayes_risk.identification.pooled.run_pooled`): the
+    sorted unique contribution keys ``(t · n + k) · R + r`` decoded to their pairs ``t · n + k``
+    and each pair's values ``V[r, t]`` summed as ``np.add.reduceat`` sums them (the first plus
+    the pairwise sum of the others, in replicate order), in one walk: bitwise the numpy
+    decoding's sums, without its key-sized temporaries."""
+    P = keys.size
+    U = 0
+    for j in range(P):
+        if j == 0 or keys[j] // R != keys[j - 1] // R:
+            U += 1
+    out_k = np.empty(U, dtype=np.int64)
+    out_v = np.empty(U)
+    buf = np.empty(max(R, 1))
+    j = 0
+    o = 0
+    while j < P:
+        pair = keys[j] // R
+        t = pair // n
+        L = 0
+        while j < P and keys[j] // R == pair:
+            buf[L] = V[keys[j] - pair * R, t]
+            L += 1
+            j += 1
+        out_k[o] = pair
+        out_v[o] = buf[0] + _pairwise(buf, 1, L - 1)
+        o += 1
+    return out_k, out_v

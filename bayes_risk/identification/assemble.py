@@ -79,8 +79,10 @@ def _pooled(plan: IdentificationPlan, rule: MatchRule, out: PooledOutput,
     file["n_targets"] = prep.n_targets
     file["n_declared"] = int(out.declared.sum())
     file["n_no_match"] = int(out.no_match_any.sum())
-    fsets = fallback_sets(prep, rule) if out.fallback_extra.any() else None
-    prob = PooledProbabilities(out.prob, out.fallback_value, out.fallback_extra, fsets)
+    prob = None
+    if out.prob is not None:  # None: the engine kept the measures only (knowledge sweep)
+        fsets = fallback_sets(prep, rule) if out.fallback_extra.any() else None
+        prob = PooledProbabilities(out.prob, out.fallback_value, out.fallback_extra, fsets)
     return file, recs, prob
 
 

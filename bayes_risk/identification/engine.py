@@ -106,10 +106,19 @@ def _n_cells(prep: Prepared, cols: Sequence[str]) -> int:
 SINGLE_RUN = "single_run"
 
 
+def _index_key(prep: Prepared, rule: MatchRule, r: int) -> tuple:
+    return ("rep", r, rule.exact_cols, rule.radius_cols, use_compiled(prep))
+
+
+def has_replicate_index(prep: Prepared, rule: MatchRule, r: int) -> bool:
+    """Whether replicate ``r``'s index is already built (cached on ``prep``)."""
+    return _index_key(prep, rule, r) in prep._cache
+
+
 def replicate_index(prep: Prepared, rule: MatchRule, r: int, keep: bool = True
                      ) -> ReplicateIndex:
     compiled = use_compiled(prep)
-    key = ("rep", r, rule.exact_cols, rule.radius_cols, compiled)
+    key = _index_key(prep, rule, r)
     idx = prep._cache.get(key)
     if idx is None:
         codes = np.concatenate([prep.rec_exact_us, prep.rep_exact_s[r]], axis=1)

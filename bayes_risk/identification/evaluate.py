@@ -51,6 +51,8 @@ class TargetPartition:
     #: known columns the partition's targets are not matched on (their missing values,
     #: ``missing_known="any"``); every target of a partition has the same ones
     drop: tuple[str, ...] = ()
+    #: keep the pooled probabilities ``π`` (``False``: the measures only, the knowledge sweep)
+    keep_prob: bool = True
 
 
 def record_pool(plan: IdentificationPlan, *, shipped: bool) -> Prepared:
@@ -70,7 +72,8 @@ def record_pool(plan: IdentificationPlan, *, shipped: bool) -> Prepared:
 
 
 def partitions(plan: IdentificationPlan, rule: MatchRule, size: int | None, *,
-               progressbar: bool = False) -> tuple[list[TargetPartition], np.ndarray | None]:
+               progressbar: bool = False, keep_prob: bool = True
+               ) -> tuple[list[TargetPartition], np.ndarray | None]:
     """The targets in consecutive partitions of ``size`` (``None``: one partition).
 
     Targets with missing known values (``Prepared.tgt_drop``) are grouped by the columns they
@@ -81,7 +84,7 @@ def partitions(plan: IdentificationPlan, rule: MatchRule, size: int | None, *,
     N = prep.n_targets
     size = max(N, 1) if size is None else size
     common = dict(rule=rule, aggregation=st.aggregation, strategy=st.strategy,
-                  fallback=st.fallback, progressbar=progressbar)
+                  fallback=st.fallback, progressbar=progressbar, keep_prob=keep_prob)
     if prep.tgt_drop is None:
         return [
             TargetPartition(
@@ -116,14 +119,15 @@ def evaluate(pool: Prepared, part: TargetPartition) -> EngineOutput:
         return _engine.run_per_dataset(prep, rule, inv_f=part.inv_f, strategy=part.strategy,
                                        fallback=part.fallback, progressbar=part.progressbar)
     return run_pooled(prep, rule, inv_f=part.inv_f, strategy=part.strategy,
-                              fallback=part.fallback, progressbar=part.progressbar,
-                              fallback_cells=False if part.drop else None)
+                      fallback=part.fallback, progressbar=part.progressbar,
+                      fallback_cells=False if part.drop else None, keep_prob=part.keep_prob)
 
 
 def concat_outputs(outs: Sequence[EngineOutput], n: int) -> EngineOutput:
     """One engine output from the outputs of consecutive partitions of the targets.
 
-    The pooled CSR matrix is rebuilt exactly as ``pooled.run_pooled`` builds it.
+    The pooled CSR matrix is rebuilt exactly as ``pooled.run_pooled`` builds it (``None``
+    when the partitions did not keep it).
     """
     if len(outs) == 1:
         return outs[0]
@@ -136,6 +140,8 @@ def concat_outputs(outs: Sequence[EngineOutput], n: int) -> EngineOutput:
         f.name: np.concatenate([getattr(o, f.name) for o in outs], axis=0)
         for f in dataclasses.fields(PooledOutput) if f.name != "prob"
     }
+    if outs[0].prob is None:
+        return PooledOutput(prob=None, **fields)
     import scipy.sparse as sp
 
     N = sum(o.prob.shape[0] for o in outs)
@@ -152,16 +158,18 @@ def concat_outputs(outs: Sequence[EngineOutput], n: int) -> EngineOutput:
 
 
 def run_engine(plan: IdentificationPlan, rule: MatchRule, executor: Executor, pool: Any, *,
-               progressbar: bool) -> EngineOutput:
+               progressbar: bool, keep_prob: bool = True) -> EngineOutput:
     """Per-target engine output of every target: partitions through ``executor``.
 
-    ``pool`` is the shared object (:func:`record_pool`, possibly already shipped).
+    ``pool`` is the shared object (:func:`record_pool`, possibly already shipped);
+    ``keep_prob=False`` leaves the pooled probabilities out (the measures only).
     """
     in_process = isinstance(executor, InProcessExecutor)
     size = executor.partition_size
     if size is None and not in_process:
         size = DASK_PARTITION_SIZE
-    parts, order = partitions(plan, rule, size, progressbar=progressbar and in_process)
+    parts, order = partitions(plan, rule, size, progressbar=progressbar and in_process,
+                              keep_prob=keep_prob)
     outs = executor.map(evaluate, pool, parts, progressbar=progressbar,
                         description="identification (partitions)")
     out = concat_outputs(outs, plan.prep.n)
@@ -171,4 +179,5 @@ def run_engine(plan: IdentificationPlan, rule: MatchRule, executor: Executor, po
 def _rows(out: EngineOutput, idx: np.ndarray) -> EngineOutput:
     """The engine output of the targets ``idx`` (in that order)."""
     cls = type(out)
-    return cls(**{f.name: getattr(out, f.name)[idx] for f in dataclasses.fields(cls)})
+    return cls(**{f.name: None if getattr(out, f.name) is None else getattr(out, f.name)[idx]
+                  for f in dataclasses.fields(cls)})

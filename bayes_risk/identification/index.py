@@ -346,11 +346,25 @@ class ReplicateIndex:
             e[:, j] = ej
         return s, e
 
-    def match(self, tgt_key: np.ndarray, b: TargetBounds, want_list: bool, torder=None):
+    def match(self, tgt_key: np.ndarray, b: TargetBounds, want_list: bool, torder=None,
+              limit: int | None = None):
         """Match counts ``[N]`` and, if asked, the matched record indices (target-major order).
 
-        ``torder`` (used by the compiled path only) are the targets' (key, bound) orders."""
+        ``torder`` (used by the compiled path only) are the targets' (key, bound) orders. With
+        ``limit`` (and ``want_list``), only the first targets whose slices hold at most
+        ``limit`` candidates in all (at least one target) are matched, and their number is
+        returned third: the list never holds more than ``limit`` records (or one target's)."""
         s, e = self.ranges(tgt_key, b.lo, b.hi)
+        done = len(tgt_key)
+        if limit is not None and want_list and done:
+            csum = np.cumsum(np.maximum(e - s, 0).min(axis=1))
+            done = max(1, int(np.searchsorted(csum, limit, side="right")))
+            if done < len(tgt_key):
+                s, e, tgt_key, b = s[:done], e[:done], tgt_key[:done], b.rows(slice(0, done))
+        counts, lst = self._listed(s, e, b, want_list)
+        return (counts, lst) if limit is None or not want_list else (counts, lst, done)
+
+    def _listed(self, s: np.ndarray, e: np.ndarray, b: TargetBounds, want_list: bool):
         q = self.vals.shape[0]
         if q <= 1 and not b.ellipse:
             s0, e0 = s[:, 0], e[:, 0]
@@ -373,6 +387,12 @@ class ReplicateIndex:
             self.orders, self.sv, prim, sp_, ep_, b.lo, b.hi, b.ellipse, b.centre, b.scale,
             b.strict, want_list,
         )
+
+    def candidates(self, tgt_key: np.ndarray, b: TargetBounds) -> np.ndarray:
+        """Length of the scanned slice per target (bounds the matches; sizes chunks): the
+        shortest of its windows' slices, the key group's size without a radius column."""
+        s, e = self.ranges(tgt_key, b.lo, b.hi)
+        return np.maximum(e - s, 0).min(axis=1)
 
     def own(self, tgt_key: np.ndarray, b: TargetBounds, rec: np.ndarray) -> np.ndarray:
         """Whether each target's own record (``rec >= 0``) is in its match set."""
@@ -421,7 +441,11 @@ class NumbaIndex:
             return tgt_key.astype(np.int64)
         return ReplicateIndex.group_of(self, tgt_key)
 
-    def match(self, tgt_key: np.ndarray, b: TargetBounds, want_list: bool, torder=None):
+    def match(self, tgt_key: np.ndarray, b: TargetBounds, want_list: bool, torder=None,
+              limit: int | None = None):
+        """As :meth:`ReplicateIndex.match` (``limit``: the targets are scanned in order until
+        their matches reach it, so the list holds at most twice ``limit`` records, or one
+        target's)."""
         tg = self.group_of(tgt_key)
         lo = np.ascontiguousarray(b.lo)
         hi = np.ascontiguousarray(b.hi)
@@ -438,14 +462,15 @@ class NumbaIndex:
                                 cen, sc, bool(b.strict), dummy, dummy, False)
             return counts, None
         # one scan: write into slots sized by the slice lengths, then compact; sub-blocks of
-        # targets keep the slot buffer below _CHUNK_CANDIDATES entries
+        # targets keep the slot buffer below _CHUNK_CANDIDATES entries (below ``limit``)
+        step = _CHUNK_CANDIDATES if limit is None else max(1, min(_CHUNK_CANDIDATES, limit))
         csum = np.cumsum(blen)
         counts = np.zeros(len(tg), dtype=np.int64)
         pieces = []
-        start = 0
+        start = total = 0
         while start < len(tg):
             base = csum[start - 1] if start else 0
-            stop = int(np.searchsorted(csum, base + _CHUNK_CANDIDATES, side="right"))
+            stop = int(np.searchsorted(csum, base + step, side="right"))
             stop = max(stop, start + 1)
             bl = blen[start:stop]
             offsets = np.cumsum(bl) - bl
@@ -455,8 +480,12 @@ class NumbaIndex:
                            sc[start:stop], bool(b.strict), offsets, buf, True)
             counts[start:stop] = cnt
             pieces.append(_nb().compact(buf, offsets, cnt))
+            total += int(cnt.sum())
             start = stop
-        return counts, (np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64))
+            if limit is not None and total >= limit:
+                break
+        lst = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+        return (counts, lst) if limit is None else (counts[:start], lst, start)
 
     def candidates(self, tgt_key: np.ndarray, b: TargetBounds) -> np.ndarray:
         """Length of the scanned slice per target (bounds the matches; sizes chunks)."""

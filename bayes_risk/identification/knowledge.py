@@ -356,7 +356,8 @@ class _Sweep:
                     and plan.settings.membership == "known":
                 out = self._unsynthesized_only(plan)
             else:
-                out = run_engine(plan, rule, self.ex, plan.prep, progressbar=False)
+                out = run_engine(plan, rule, self.ex, plan.prep, progressbar=False,
+                                 keep_prob=False)
             return assemble(plan, rule, out)
 
     def _unsynthesized_only(self, plan: IdentificationPlan):
@@ -368,7 +369,7 @@ class _Sweep:
         one = dataclasses.replace(plan.prep, R=1, rep_exact_s=plan.prep.rep_exact_s[:1],
                                   rep_radius_s=plan.prep.rep_radius_s[:1], _cache={})
         p1 = dataclasses.replace(plan, data=dataclasses.replace(plan.data, prep=one))
-        out = run_engine(p1, plan.rule, self.ex, one, progressbar=False)
+        out = run_engine(p1, plan.rule, self.ex, one, progressbar=False, keep_prob=False)
         if isinstance(out, _engine.PerDatasetOutput):
             return _engine.PerDatasetOutput(
                 c=np.repeat(out.c, R, axis=1), T=np.repeat(out.T, R, axis=1),

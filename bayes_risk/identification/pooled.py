@@ -1,15 +1,18 @@
 """Pooled aggregation (Reiter & Mitra 2009): ``π_τ(k) = (1/R) Σ_r p_r(k)`` and the top sets.
 
-Targets are processed in chunks holding about ``chunk_pairs`` (target, record) pairs, so
-temporary memory stays bounded; ``π`` is assembled as a ``scipy.sparse`` CSR matrix ``[N_T, n]``
-of the directly matched records plus, per target, its fallback set (unsynthesized key and
-windows) and the one probability its records share (:class:`PooledProbabilities`). The tuning
-switches (``MAX_NNZ``, ``FALLBACK_AS_CELLS``, ``USE_NUMBA``) live in
-:mod:`bayes_risk.identification.engine` and are read at call time.
+Targets are processed in chunks whose (target, record, replicate) contributions are bounded
+before any match is listed, so temporary memory stays within the run's memory budget
+(:mod:`bayes_risk._memory`); targets with the same key and windows are matched once. ``π`` is
+assembled as a ``scipy.sparse`` CSR matrix ``[N_T, n]`` of the directly matched records plus,
+per target, its fallback set (unsynthesized key and windows) and the one probability its records
+share (:class:`PooledProbabilities`). The tuning switches (``MAX_NNZ``, ``FALLBACK_AS_CELLS``,
+``USE_NUMBA``) live in :mod:`bayes_risk.identification.engine` and are read at call time; the
+chunking and distinct-target switches here.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +44,7 @@ class PooledOutput:
     stored in ``prob`` and ``fallback_extra`` is 0.
     """
 
-    prob: sp.csr_matrix
+    prob: sp.csr_matrix | None
     p_out: np.ndarray
     p_unassigned: np.ndarray
     p_max: np.ndarray
@@ -177,11 +180,32 @@ def _segment_sums(keys: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 
+#: temporary bytes per (target, record, replicate) contribution of a chunk: the listed match
+#: and its key (8 bytes each), the pair's pooled sum and top-set arrays (≈ 40 bytes), and the
+#: decoding, block by block
+BYTES_PER_CONTRIBUTION = 64
+#: temporary memory of one chunk of targets at most (or a quarter of what is left of the run's
+#: memory budget, ``bayes_risk._memory.working_bytes``): larger chunks are not faster
+CHUNK_BYTES = 256 * 2**20
+#: targets of one chunk at most, and of the first (the next are sized from its contributions)
+MAX_CHUNK_TARGETS = 200_000
+FIRST_CHUNK_TARGETS = 4096
+#: contributions decoded at once at least (a block holds every contribution of its pairs)
+MIN_BLOCK = 1 << 12
+#: targets sharing their key, windows and population counts (the same match sets in every
+#: replicate, hence the same pooled probabilities) are matched once (:func:`_distinct_targets`):
+#: ``None`` (default) when the distinct targets are at most :data:`DISTINCT_SHARE` of them,
+#: ``True`` always, ``False`` never; the numbers are the same either way (tested)
+DISTINCT_TARGETS: bool | None = None
+DISTINCT_SHARE = 0.9
+
+
 @dataclass
 class _Chunks:
-    """What every chunk of :func:`run_pooled` reads: targets' windows and keys, the rule."""
+    """What every chunk of :func:`run_pooled` reads: the distinct targets' windows and keys, the
+    rule, and which targets each distinct target stands for."""
 
-    prep: Prepared
+    prep: Prepared  # the distinct targets (every target when they are all distinct)
     rule: MatchRule
     inv_f: np.ndarray | None
     strategy: Any
@@ -192,17 +216,42 @@ class _Chunks:
     cells: bool
     compiled: bool
     fsets: FallbackSets | None
+    #: every target's own record and membership (``rec``, ``in_sample`` of the whole problem)
+    rec: np.ndarray
+    in_sample: np.ndarray
+    #: the targets grouped by distinct target (``None``: target ``i`` is distinct target ``i``):
+    #: the targets of distinct targets ``a:z`` are ``order[start[a]:start[z]]``
+    order: np.ndarray | None = None
+    start: np.ndarray | None = None
+    group: np.ndarray | None = None
+    weight: np.ndarray | None = None  # targets per distinct target
+    #: contributions a chunk holds at most (listed matches and materialised fallback records),
+    #: and that a block of a chunk decodes at once
+    share: int = 1 << 22
+    block: int = 1 << 20
 
     @property
     def q_us(self) -> int:
         return len(self.rule.radius_us)
 
+    def members(self, a: int, z: int) -> tuple[np.ndarray, np.ndarray]:
+        """The targets of distinct targets ``a:z`` and the position of their distinct target
+        in the chunk."""
+        if self.order is None:
+            rows = np.arange(a, z, dtype=np.int64)
+            return rows, rows - a
+        rows = self.order[self.start[a]:self.start[z]]
+        return rows, self.group[rows] - a
+
 
 @dataclass
 class _Pooled:
-    """Per-target outputs of :func:`run_pooled`, filled chunk by chunk."""
+    """Per-target outputs of :func:`run_pooled`, filled chunk by chunk (``T`` per target, the
+    others per distinct target)."""
 
     N: int
+    N_all: int
+    keep: bool = True
     p_out: np.ndarray = field(init=False)
     p_un: np.ndarray = field(init=False)
     p_max: np.ndarray = field(init=False)
@@ -220,7 +269,7 @@ class _Pooled:
         N = self.N
         self.p_out, self.p_un, self.p_max = np.zeros(N), np.zeros(N), np.zeros(N)
         self.c = np.zeros(N, dtype=np.int64)
-        self.T = np.zeros(N, dtype=bool)
+        self.T = np.zeros(self.N_all, dtype=bool)
         self.ever = np.zeros(N, dtype=bool)
         self.fb_value = np.zeros(N)
         self.fb_extra = np.zeros(N, dtype=np.int64)
@@ -235,13 +284,18 @@ def run_pooled(
     strategy,
     fallback: str,
     progressbar: bool = False,
-    chunk_pairs: int = 4_000_000,
     fallback_cells: bool | None = None,
+    keep_prob: bool = True,
 ) -> PooledOutput:
     """Pooled probabilities ``π_τ(k) = (1/R) Σ_r p_r(k)`` and the declared top sets.
 
-    Targets are processed in chunks holding about ``chunk_pairs`` (target, record) pairs, so
-    temporary memory stays bounded; ``π`` is assembled as CSR with int32 column indices.
+    Targets are processed in chunks whose temporary arrays fit in :data:`CHUNK_BYTES` (or a
+    quarter of what is left of the run's memory budget): before any match is listed, each
+    target's contributions are bounded by the slices of its windows in every replicate's index
+    (exact for one radius column or none), so a chunk never holds more than its share. ``π``
+    is assembled as CSR with int32 column indices. Targets with the same key, windows and
+    population counts have the same match sets, so they are matched once
+    (:data:`DISTINCT_TARGETS`); each keeps its own record's flag ``T``.
 
     Fallback (``fallback="unsynthesized"``): in a replicate where nothing matches, target ``τ``
     spreads its mass uniformly over its fallback set ``U_τ``, which is the same in every
@@ -253,65 +307,159 @@ def run_pooled(
     every measure are bitwise identical. ``fallback_cells=False`` materialises them whatever
     the switch (targets matched on part of the known columns: their fallback set is not the
     plan's).
+
+    ``keep_prob=False`` (the knowledge sweep, which reads the measures only) leaves ``π`` out:
+    ``PooledOutput.prob`` is ``None``; its size is still checked against ``MAX_NNZ``, as a run
+    that keeps it would be.
     """
-    N, R, n = prep.n_targets, prep.R, prep.n
+    from bayes_risk._memory import check_memory, working_bytes
+
+    N_all, R, n = prep.n_targets, prep.R, prep.n
     use_fb = fallback == "unsynthesized"
     cells = use_fb and _engine.FALLBACK_AS_CELLS and fallback_cells is not False
     tkey, tkey_us = _engine.target_keys(prep, rule)
+    bounds = target_bounds(prep, rule)
+    work = working_bytes(CHUNK_BYTES)  # read here: worker threads do not see the limit
     compiled = _engine.use_compiled(prep)
+    check_memory(_index_bytes(prep, rule), "the number of synthetic datasets or of records",
+                 what=f"the matching indexes of the {R} replicate(s) of {n:,} records")
     # build every replicate's index once (in parallel) before the chunk loop
     _engine.parallel(lambda r: _engine.replicate_index(prep, rule, r), range(R),
                      progressbar=progressbar, description="indexing replicates",
                      threads=compiled)
-    ctx = _Chunks(prep=prep, rule=rule, inv_f=inv_f, strategy=strategy,
-                  bounds=target_bounds(prep, rule), tkey=tkey, tkey_us=tkey_us, use_fb=use_fb,
-                  cells=cells, compiled=compiled,
-                  fsets=fallback_sets(prep, rule) if cells else None)
-    acc = _Pooled(N)
-    a = 0
-    csize = 4096
+    groups = _distinct_targets(tkey, bounds, inv_f)
+    ctx_prep, ctx_inv_f = prep, inv_f
+    order = start = group = weight = None
+    if groups is not None:
+        first, group = groups
+        ctx_prep = dataclasses.replace(
+            prep, tgt_exact=prep.tgt_exact[first], tgt_radius=prep.tgt_radius[first],
+            in_sample=prep.in_sample[first], rec=prep.rec[first], tgt_drop=None,
+            _cache=prep._cache)
+        ctx_inv_f = None if inv_f is None else inv_f[first]
+        tkey, tkey_us, bounds = tkey[first], tkey_us[first], bounds.rows(first)
+        order = np.argsort(group, kind="stable")
+        weight = np.bincount(group, minlength=first.size)
+        start = np.zeros(first.size + 1, dtype=np.int64)
+        np.cumsum(weight, out=start[1:])
+    N = ctx_prep.n_targets
+    ctx = _Chunks(prep=ctx_prep, rule=rule, inv_f=ctx_inv_f, strategy=strategy, bounds=bounds,
+                  tkey=tkey, tkey_us=tkey_us, use_fb=use_fb, cells=cells, compiled=compiled,
+                  fsets=fallback_sets(ctx_prep, rule) if cells else None, rec=prep.rec,
+                  in_sample=prep.in_sample, order=order, start=start, group=group,
+                  weight=weight, share=max(1, work // BYTES_PER_CONTRIBUTION),
+                  block=max(MIN_BLOCK, work // (4 * BYTES_PER_CONTRIBUTION)))
+    _early_size_check(ctx)
+    acc = _Pooled(N, N_all, keep=keep_prob)
     # chunks end at the progress bar's 100 steps only when it is shown: a target's numbers do
     # not depend on its chunk, and a small table cut into 100 chunks pays their fixed cost
     # (most of a 40-target run)
     steps = min(100 if progressbar else 1, N)
-    bounds = np.linspace(0, N, steps + 1).round().astype(np.int64)
+    ends = np.linspace(0, N, steps + 1).round().astype(np.int64)
+    # (target, record, replicate) keys stay below 2**62
+    cap = int(min(MAX_CHUNK_TARGETS, max(1, (2**62 // max(R, 1) - 1) // max(n, 1))))
+    a = 0
+    size = min(FIRST_CHUNK_TARGETS, cap)
     for step in progress(range(steps), total=steps, description="identification",
                          enabled=progressbar):
-        stop_at = int(bounds[step + 1])
+        stop_at = int(ends[step + 1])
         while a < stop_at:
-            z = min(stop_at, a + csize)
-            per_target = _pool_chunk(ctx, acc, a, z)
-            a = z
-            csize = int(min(max(chunk_pairs / per_target, 256), 200_000))
-    import scipy.sparse as sp
-
-    idx_dtype = np.int32 if n < 2**31 - 1 else np.int64
-    indptr = np.zeros(N + 1, dtype=np.int64)
-    np.cumsum(acc.row_nnz, out=indptr[1:])
-    indices = np.concatenate(acc.ind_blocks) if acc.ind_blocks else np.zeros(0, dtype=idx_dtype)
-    acc.ind_blocks.clear()
-    data = np.concatenate(acc.dat_blocks) if acc.dat_blocks else np.zeros(0)
-    acc.dat_blocks.clear()
-    if indptr[-1] < 2**31 - 1:
-        indptr = indptr.astype(np.int32)
-    prob = sp.csr_matrix((data, indices, indptr), shape=(N, n))
+            z = min(stop_at, a + size)
+            done, held = _pool_chunk(ctx, acc, a, z)
+            # the next chunk: the targets whose contributions fill the share at this chunk's
+            # rate (a chunk that reaches its share ends early, so a guess costs no memory)
+            per = held / max(done - a, 1)
+            size = int(min(cap, max(1, ctx.share / max(per, 1.0))))
+            a = done
     declared = _engine.declare(acc.p_max, acc.p_out, strategy)
-    return PooledOutput(prob=prob, p_out=acc.p_out, p_unassigned=acc.p_un, p_max=acc.p_max,
-                        c=acc.c, T=acc.T, declared=declared, no_match_any=~acc.ever,
-                        fallback_value=acc.fb_value, fallback_extra=acc.fb_extra)
+    prob = _csr(ctx, acc, N_all, n) if keep_prob else None
+    if group is None:
+        return PooledOutput(prob=prob, p_out=acc.p_out, p_unassigned=acc.p_un,
+                            p_max=acc.p_max, c=acc.c, T=acc.T, declared=declared,
+                            no_match_any=~acc.ever, fallback_value=acc.fb_value,
+                            fallback_extra=acc.fb_extra)
+    return PooledOutput(prob=prob, p_out=acc.p_out[group], p_unassigned=acc.p_un[group],
+                        p_max=acc.p_max[group], c=acc.c[group], T=acc.T,
+                        declared=declared[group], no_match_any=~acc.ever[group],
+                        fallback_value=acc.fb_value[group], fallback_extra=acc.fb_extra[group])
 
 
-def _replicate_contributions(ctx: _Chunks, r: int, a: int, z: int, bb: TargetBounds, tord,
-                             ucnt_all):
-    """Matches of the targets ``a:z`` in replicate ``r``: counts, (target, record, value)
-    contributions, ``Pr(J = n+1)`` and, with fallback cells, the targets spreading their mass
-    over their fallback set and its per-record value."""
-    prep, rule, R = ctx.prep, ctx.rule, ctx.prep.R
-    idx = _engine.replicate_index(prep, rule, r)
-    cnt, lst = idx.match(ctx.tkey[a:z], bb, True, tord)
+def _index_bytes(prep: Prepared, rule: MatchRule) -> float:
+    """Bytes of the replicates' matching indexes not built yet (``engine.replicate_index``):
+    per replicate the records' keys and values, a permutation and every value column in the
+    order of each radius column."""
+    q = len(rule.radius_cols)
+    per_record = 8 * (1 + q + max(q, 1) + q * q + q)
+    todo = sum(1 for r in range(prep.R) if not _engine.has_replicate_index(prep, rule, r))
+    return float(todo) * prep.n * per_record
+
+
+def _distinct_targets(tkey: np.ndarray, bounds: TargetBounds, inv_f: np.ndarray | None
+                      ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The distinct targets: those sharing their exact key, windows (bounds, centre and scale)
+    and population counts have the same match set in every replicate, hence the same pooled
+    probabilities, top set and declared match.
+
+    Returns the first target of each distinct target (ascending) and every target's distinct
+    target, or ``None`` when matching them once would not save enough (more than
+    :data:`DISTINCT_SHARE` of the targets distinct; :data:`DISTINCT_TARGETS`).
+    """
+    N = len(tkey)
+    if DISTINCT_TARGETS is False or N < 2:
+        return None
+    parts = [tkey[:, None]]
+    for arr in (bounds.lo, bounds.hi, bounds.centre, bounds.scale):
+        # the bit patterns: equal patterns are equal windows (-0.0 and 0.0 merely stay apart)
+        parts.append(np.ascontiguousarray(arr, dtype=np.float64).view(np.int64))
+    if inv_f is not None:
+        parts.append(np.ascontiguousarray(inv_f, dtype=np.float64).view(np.int64))
+    M = np.ascontiguousarray(np.concatenate(parts, axis=1))
+    # a 64-bit hash of every row: equal rows have equal hashes, so the distinct hashes are at
+    # most the distinct rows
+    h = np.zeros(N, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(M.shape[1]):
+            h ^= M[:, j].view(np.uint64)
+            h *= np.uint64(0x9E3779B97F4A7C15)
+            h ^= h >> np.uint64(29)
+    if DISTINCT_TARGETS is None and np.unique(h).size > DISTINCT_SHARE * N:
+        return None
+    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    inv = inv.ravel()
+    if not (M == M[first[inv]]).all():  # a collision of two rows' hashes: group the rows
+        _, first, inv = np.unique(M, axis=0, return_index=True, return_inverse=True)
+        inv = inv.ravel()
+    # distinct targets in the order of their first target
+    o = np.argsort(first, kind="stable")
+    rank = np.empty_like(o)
+    rank[o] = np.arange(o.size)
+    return first[o].astype(np.int64), rank[inv].astype(np.int64)
+
+
+def _early_size_check(ctx: _Chunks) -> None:
+    """Refuse at once, as the chunk loop would after listing them, pooled probabilities of more
+    than ``MAX_NNZ`` entries when the index gives the counts of one replicate without listing
+    (no radius column or one, rectangular windows): a target's row holds at least its matches
+    in that replicate."""
+    if len(ctx.rule.radius_cols) > 1 or ctx.bounds.ellipse or not ctx.prep.R \
+            or not ctx.prep.n_targets:
+        return
+    cnt = _engine.replicate_index(ctx.prep, ctx.rule, 0).candidates(ctx.tkey, ctx.bounds)
+    w = 1 if ctx.weight is None else ctx.weight
+    _check_size(ctx, int(np.sum(cnt * w, dtype=np.float64)))
+
+
+def _replicate_keys(ctx: _Chunks, r: int, a: int, cnt: np.ndarray, lst: np.ndarray, ucnt_all,
+                    fb_lists) -> tuple:
+    """Replicate ``r``'s matches of the targets ``a:a + len(cnt)`` as contributions: counts after
+    the fallback, the key of every (target, record, replicate) contribution
+    ``(t · n + k) · R + r``, the value ``p_r(t) / R`` of each target's contributions,
+    ``Pr(J = n+1)`` and, with fallback cells, the targets spreading their mass over their
+    fallback set. ``fb_lists``: the fallback sets listed for the materialised fallback."""
+    R, n = ctx.prep.R, ctx.prep.n
+    m = len(cnt)
     fb = None
-    tr = np.repeat(np.arange(z - a), cnt)
-    kk = lst
+    keys = np.repeat(np.arange(m, dtype=np.int64), cnt)
     if ctx.use_fb and (cnt == 0).any():
         emp = np.flatnonzero(cnt == 0)
         cnt = cnt.copy()
@@ -319,61 +467,21 @@ def _replicate_contributions(ctx: _Chunks, r: int, a: int, z: int, bb: TargetBou
             fb = emp[ucnt_all[emp] > 0]
             cnt[emp] = ucnt_all[emp]
         else:
-            uidx = _engine.us_index(prep, rule)
-            ucnt, ulst = uidx.match(ctx.tkey_us[a:z][emp],
-                                    bb.rows(emp).cols(slice(0, ctx.q_us)), True)
-            tr = np.concatenate([tr, np.repeat(emp, ucnt)])
-            kk = np.concatenate([lst, ulst])
-            cnt[emp] = ucnt
-    invf = None if ctx.inv_f is None else ctx.inv_f[a:z, r]
+            ucnt, ustart, ulst = fb_lists
+            keys = np.concatenate([keys, np.repeat(emp, ucnt[emp])])
+            take = np.arange(int(ucnt[emp].sum())) \
+                - np.repeat(np.cumsum(ucnt[emp]) - ucnt[emp], ucnt[emp]) \
+                + np.repeat(ustart[emp], ucnt[emp])
+            lst = np.concatenate([lst, ulst[take]])
+            cnt[emp] = ucnt[emp]
+    keys *= n
+    keys += lst
+    del lst
+    keys *= R
+    keys += r
+    invf = None if ctx.inv_f is None else ctx.inv_f[a:a + m, r]
     p, po = _engine.record_prob(cnt, invf)
-    fbv = None if fb is None else p[fb] / R
-    return cnt, tr, kk, p[tr] / R, po, fb, fbv
-
-
-def _fallback_cells(ctx: _Chunks, a: int, m: int, outs, rows, key, data, reps, ucnt_all):
-    """Fallback contributions of the chunk's targets in compact form.
-
-    Returns the value of the records matched only through the fallback (``v_fb``), how many
-    such records each target has (``n_extra``), and ``key``/``data``/``reps`` extended by the
-    fallback contributions of directly matched records inside a target's fallback set."""
-    n = ctx.prep.n
-    R = ctx.prep.R
-    v_fb = np.zeros(m)
-    n_extra = np.zeros(m, dtype=np.int64)
-    if not (ctx.cells and any(o[5] is not None and o[5].size for o in outs)):
-        return v_fb, n_extra, key, data, reps
-    # fallback contributions (target, replicate, value), in replicate order
-    f_t = np.concatenate([o[5] for o in outs if o[5] is not None])
-    f_v = np.concatenate([o[6] for o in outs if o[5] is not None])
-    f_r = np.repeat(np.arange(R), [0 if o[5] is None else len(o[5]) for o in outs])
-    o_f = np.argsort(f_t, kind="stable")
-    f_t, f_v, f_r = f_t[o_f], f_v[o_f], f_r[o_f]
-    # the value of the records matched only through the fallback
-    ft_u, fv_u = _segment_sums(f_t, f_v)
-    v_fb[ft_u] = fv_u
-    # directly matched records of a target with fallback replicates: add the fallback
-    # contributions of the records inside its set
-    has_fb = np.zeros(m, dtype=bool)
-    has_fb[ft_u] = True
-    pair = np.unique(key[has_fb[rows]])  # direct matches of those targets
-    p_row = pair // n
-    p_col = pair - p_row * n
-    inside = ctx.fsets.contains(p_row + a, p_col)
-    ins_row = p_row[inside]
-    n_extra[ft_u] = ucnt_all[ft_u] - np.bincount(ins_row, minlength=m)[ft_u]
-    # each inside pair takes its target's fallback contributions
-    f_start = np.searchsorted(f_t, ins_row, side="left")
-    f_len = np.searchsorted(f_t, ins_row, side="right") - f_start
-    tot = int(f_len.sum())
-    if tot:
-        rep_pair = np.repeat(np.arange(ins_row.size), f_len)
-        off = np.arange(tot) - np.repeat(np.cumsum(f_len) - f_len, f_len)
-        src = f_start[rep_pair] + off
-        key = np.concatenate([key, pair[inside][rep_pair]])
-        data = np.concatenate([data, f_v[src]])
-        reps = np.concatenate([reps, f_r[src]])
-    return v_fb, n_extra, key, data, reps
+    return cnt, keys, p / R, po, fb
 
 
 def _check_size(ctx: _Chunks, total: int) -> None:
@@ -391,98 +499,336 @@ def _check_size(ctx: _Chunks, total: int) -> None:
         )
 
 
-def _pool_chunk(ctx: _Chunks, acc: _Pooled, a: int, z: int) -> float:
-    """Pooled probabilities, top sets and declared matches of the targets ``a:z``.
+def _pool_chunk(ctx: _Chunks, acc: _Pooled, a: int, z: int) -> tuple[int, int]:
+    """Pooled probabilities, top sets and declared matches of the distinct targets ``a:e``
+    (and ``T`` of the targets they stand for), for the largest ``e <= z`` whose contributions
+    fit in the chunk's share (at least one target).
 
-    Returns the stored pairs per target (sizes the next chunk)."""
+    Returns ``e`` and the contributions the chunk held (sizes the next chunk)."""
     R, n = ctx.prep.R, ctx.prep.n
-    m = z - a
     bb = ctx.bounds.rows(slice(a, z))
     # merge sweep (O(n) per column) for large chunks, binary searches for small ones: the same
     # slices either way
-    sweep = R > 1 and m * max(np.log2(max(n, 2)), 1.0) >= n
+    sweep = R > 1 and (z - a) * max(np.log2(max(n, 2)), 1.0) >= n
     tord = _engine.target_orders(ctx.tkey[a:z], bb, ctx.compiled) if sweep else None
+    # each replicate lists its targets' matches in order until it reaches its part of the
+    # share; the chunk ends where the first replicate stopped
+    limit = max(1, ctx.share // max(R, 1))
+    listed = _engine.parallel(
+        lambda r: _engine.replicate_index(ctx.prep, ctx.rule, r).match(
+            ctx.tkey[a:z], bb, True, tord, limit=limit),
+        range(R), progressbar=False, description="", threads=ctx.compiled,
+    )
+    e = a + min((d for _, _, d in listed), default=z - a)
+    fb_lists = None
+    if ctx.use_fb and not ctx.cells:  # the fallback sets of the targets without a match count
+        e, fb_lists = _materialised_fallback(ctx, a, e, [c for c, _, _ in listed], limit * R)
+    m = e - a
+    bb = ctx.bounds.rows(slice(a, e))
     # fallback-set sizes of the chunk's targets (the same in every replicate)
     ucnt_all = None
     if ctx.cells:
-        ucnt_all, _ = ctx.fsets.index.match(ctx.tkey_us[a:z], bb.cols(slice(0, ctx.q_us)), False)
-    outs = _engine.parallel(
-        lambda r: _replicate_contributions(ctx, r, a, z, bb, tord, ucnt_all), range(R),
-        progressbar=False, description="", threads=ctx.compiled,
-    )
-    for cnt, _, _, _, po, _, _ in outs:
-        acc.ever[a:z] |= cnt > 0
-        acc.p_out[a:z] += po / R
+        ucnt_all, _ = ctx.fsets.index.match(ctx.tkey_us[a:e], bb.cols(slice(0, ctx.q_us)), False)
+    parts = []
+    for cnt, lst, _ in listed:
+        cnt = cnt[:m]
+        parts.append((cnt, lst[:int(cnt.sum())]))
+    listed.clear()
+    outs = []
+    for r in range(R):
+        cnt, lst = parts[r]
+        parts[r] = None  # the list is freed once turned into keys
+        outs.append(_replicate_keys(ctx, r, a, cnt, lst, ucnt_all, fb_lists))
+        del cnt, lst
+    for cnt, _, _, po, _ in outs:
+        acc.ever[a:e] |= cnt > 0
+        acc.p_out[a:e] += po / R
         if ctx.inv_f is None:
-            acc.p_un[a:z] += (cnt == 0) / R
-    # every (target, record, replicate) contribution, keyed by (target, record)
-    rows = np.concatenate([o[1] for o in outs])
-    cols = np.concatenate([o[2] for o in outs])
-    data = np.concatenate([o[3] for o in outs])
-    reps = np.repeat(np.arange(R), [len(o[1]) for o in outs])
-    key = rows.astype(np.int64) * n + cols
-    v_fb, n_extra, key, data, reps = _fallback_cells(ctx, a, m, outs, rows, key, data, reps,
-                                                     ucnt_all)
-    # CSR of the chunk: sort by (row, col, replicate) and sum over replicates in replicate order
-    if (m * n + 1) * R < 2**62:
-        # unique sort keys, so every sort gives the same permutation; the stable one (timsort)
-        # is the fast one here: the keys come as R runs (one per replicate) already in
-        # (target, record) order, which it merges instead of sorting from scratch
-        order = np.argsort(key * R + reps, kind="stable")
-    else:  # pragma: no cover - beyond 2**62 (target, record, replicate) triples
-        order = np.lexsort((reps, key))
-    key, data = _segment_sums(key[order], data[order])
-    del order, reps
+            acc.p_un[a:e] += (cnt == 0) / R
+    # the value of a contribution is its target's in its replicate: V[r, t]
+    V = np.stack([o[2] for o in outs]) if outs else np.zeros((0, m))
+    fb = [o[4] for o in outs]
+    keys = np.concatenate([o[1] for o in outs]) if outs else np.zeros(0, dtype=np.int64)
+    outs.clear()
+    held = keys.size
+    _sort_keys(keys)
+    fcells = _FallbackCells(ctx, a, m, fb, V, ucnt_all)
+    pk, data = _pooled_sums(ctx, keys, V, m, fcells)
+    del keys
+    v_fb, n_extra = fcells.v_fb, fcells.extra()
     idx_dtype = np.int32 if n < 2**31 - 1 else np.int64
-    r_of = key // n if key.size else np.zeros(0, dtype=np.int64)
-    k_of = (key - r_of * n).astype(idx_dtype)
+    r_of = pk // n if pk.size else np.zeros(0, dtype=np.int64)
     nnz_row = np.bincount(r_of, minlength=m)
-    acc.total += key.size
+    w = ctx.weight[a:e] if ctx.weight is not None else 1
+    acc.total += int(np.sum(nnz_row * w))
     _check_size(ctx, acc.total)
-    _top_sets(ctx, acc, a, z, data, r_of, k_of, nnz_row, v_fb, n_extra)
-    acc.row_nnz[a:z] = nnz_row
-    acc.ind_blocks.append(k_of)
-    acc.dat_blocks.append(data)
-    return max(key.size / max(m, 1), 1.0)  # stored pairs only
+    _top_sets(ctx, acc, a, e, pk, data, r_of, nnz_row, v_fb, n_extra)
+    if acc.keep:
+        from bayes_risk._memory import check_memory
+
+        check_memory(12.0 * pk.size, _SMALLER_PROBLEM, what="the pooled match probabilities")
+        acc.row_nnz[a:e] = nnz_row
+        acc.ind_blocks.append((pk - r_of * n).astype(idx_dtype))
+        acc.dat_blocks.append(data)
+    return e, held
 
 
-def _top_sets(ctx: _Chunks, acc: _Pooled, a: int, z: int, data, r_of, k_of, nnz_row, v_fb,
+def _materialised_fallback(ctx: _Chunks, a: int, e: int, counts: list[np.ndarray], limit: int
+                           ) -> tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The fallback sets of the targets ``a:e`` without a match in some replicate, listed once
+    (a set is the same in every replicate), and the end of the chunk when its contributions
+    (direct and through the materialised sets, counted before they are listed) keep within
+    ``limit``. Returns the end and ``(sizes, starts, records)`` of the sets, by target."""
+    rule = ctx.rule
+    m = e - a
+    uidx = _engine.us_index(ctx.prep, rule)
+    bu = ctx.bounds.rows(slice(a, e)).cols(slice(0, ctx.q_us))
+    ucnt, _ = uidx.match(ctx.tkey_us[a:e], bu, False)
+    held = np.zeros(m, dtype=np.int64)
+    empty = np.zeros(m, dtype=bool)
+    for cnt in counts:
+        c = cnt[:m]
+        held += np.where(c == 0, ucnt, c)
+        empty |= c == 0
+    stop = max(1, int(np.searchsorted(np.cumsum(held), limit, side="right")))
+    m = min(m, stop)
+    need = np.flatnonzero((ucnt[:m] > 0) & empty[:m])
+    sizes = np.zeros(m, dtype=np.int64)
+    _, ulst = uidx.match(ctx.tkey_us[a:a + m][need], bu.rows(need), True)
+    sizes[need] = ucnt[need]
+    starts = np.cumsum(sizes) - sizes
+    return a + m, (sizes, starts, ulst)
+
+
+def _sort_keys(keys: np.ndarray) -> None:
+    """Sort the contribution keys in place, by (target, record, replicate): they are unique, so
+    every sort gives the same order (numpy's default, vectorised where the CPU allows, is
+    several times faster than the stable merge of the replicates' runs)."""
+    keys.sort()
+
+
+class _FallbackCells:
+    """Fallback contributions of a chunk's targets in compact form (fallback cells).
+
+    ``v_fb``: per target, the value of the records matched only through the fallback (the sum,
+    in replicate order, of its fallback contributions); :meth:`extension` gives, for a block of
+    directly matched (target, record) pairs, the keys of the fallback contributions of the pairs
+    inside their target's fallback set; :meth:`extra` the number of records of each target's
+    set matched only through the fallback."""
+
+    def __init__(self, ctx: _Chunks, a: int, m: int, fb: list, V: np.ndarray, ucnt_all) -> None:
+        self.ctx, self.a, self.m = ctx, a, m
+        self.v_fb = np.zeros(m)
+        self.ucnt_all = ucnt_all
+        self.on = bool(ctx.cells and any(f is not None and f.size for f in fb))
+        if not self.on:
+            return
+        R = ctx.prep.R
+        # fallback contributions (target, replicate), in replicate order
+        f_t = np.concatenate([f for f in fb if f is not None])
+        f_r = np.repeat(np.arange(R), [0 if f is None else len(f) for f in fb])
+        o_f = np.argsort(f_t, kind="stable")
+        self.f_t, self.f_r = f_t[o_f], f_r[o_f]
+        f_v = V[self.f_r, self.f_t]
+        ft_u, fv_u = _segment_sums(self.f_t, f_v)
+        self.v_fb[ft_u] = fv_u
+        self.ft_u = ft_u
+        self.has = np.zeros(m, dtype=bool)
+        self.has[ft_u] = True
+        self.inside = np.zeros(m, dtype=np.int64)
+
+    def extension(self, pair: np.ndarray) -> np.ndarray:
+        """Keys of the fallback contributions of the directly matched pairs ``pair`` (sorted,
+        unique) inside their target's fallback set, sorted."""
+        ctx, n, R = self.ctx, self.ctx.prep.n, self.ctx.prep.R
+        row = pair // n
+        cand = pair[self.has[row]]
+        if not cand.size:
+            return np.zeros(0, dtype=np.int64)
+        p_row = cand // n
+        inside = ctx.fsets.contains(p_row + self.a, cand - p_row * n)
+        ins = cand[inside]
+        ins_row = p_row[inside]
+        self.inside += np.bincount(ins_row, minlength=self.m)
+        # each inside pair takes its target's fallback contributions
+        f_start = np.searchsorted(self.f_t, ins_row, side="left")
+        f_len = np.searchsorted(self.f_t, ins_row, side="right") - f_start
+        tot = int(f_len.sum())
+        if not tot:
+            return np.zeros(0, dtype=np.int64)
+        rep_pair = np.repeat(np.arange(ins.size), f_len)
+        src = np.arange(tot) - np.repeat(np.cumsum(f_len) - f_len, f_len)
+        src += f_start[rep_pair]
+        out = ins[rep_pair]
+        out *= R
+        out += self.f_r[src]
+        return out
+
+    def extra(self) -> np.ndarray:
+        n_extra = np.zeros(self.m, dtype=np.int64)
+        if self.on:
+            n_extra[self.ft_u] = self.ucnt_all[self.ft_u] - self.inside[self.ft_u]
+        return n_extra
+
+
+def _pooled_sums(ctx: _Chunks, keys: np.ndarray, V: np.ndarray, m: int,
+                 fcells: _FallbackCells) -> tuple[np.ndarray, np.ndarray]:
+    """The (target · n + record) pairs of the sorted contribution keys and their pooled
+    probabilities: each pair's values summed in replicate order (``_segment_sums``), with the
+    fallback contributions of pairs inside their target's fallback set. Decoded in blocks of
+    whole pairs, so the temporary arrays stay within the chunk's share."""
+    R = ctx.prep.R
+    # a block's fallback contributions: at most R - 1 per directly matched pair
+    size = max(MIN_BLOCK, ctx.block // R) if fcells.on else ctx.block
+    pks, sums = [], []
+    i = 0
+    while i < keys.size:
+        j = min(keys.size, i + size)
+        if j < keys.size:  # end at the first key of a pair
+            j = int(np.searchsorted(keys, (keys[j] // R) * R, side="left"))
+            if j <= i:
+                j = int(np.searchsorted(keys, (keys[i] // R + 1) * R, side="left"))
+        blk = keys[i:j]
+        if fcells.on:
+            pair = blk // R
+            first = np.empty(pair.size, dtype=bool)
+            first[0] = True
+            np.not_equal(pair[1:], pair[:-1], out=first[1:])
+            ext = fcells.extension(pair[first])
+            del pair, first
+            if ext.size:
+                blk = np.concatenate([blk, ext])
+                _sort_keys(blk)
+        if ctx.compiled:  # one walk (numba is loaded: the indexes are compiled)
+            from bayes_risk.identification import _pair_kernels
+
+            pk, s = _pair_kernels.contribution_sums(blk, V, R, ctx.prep.n)
+        else:
+            pk, s = _decoded_sums(blk, V, R, ctx.prep.n, m)
+        del blk
+        pks.append(pk)
+        sums.append(s)
+        i = j
+    if not pks:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    if len(pks) == 1:
+        return pks[0], sums[0]
+    return np.concatenate(pks), np.concatenate(sums)
+
+
+def _decoded_sums(blk: np.ndarray, V: np.ndarray, R: int, n: int, m: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs of the sorted contribution keys ``blk`` and their sums (``_segment_sums``, in
+    replicate order); numpy twin of ``_pair_kernels.contribution_sums``."""
+    pair = blk // R
+    rep = blk - pair * R
+    rep *= m
+    rep += pair // n  # the target's column of V
+    val = V.ravel()[rep]
+    del rep
+    return _segment_sums(pair, val)
+
+
+def _top_sets(ctx: _Chunks, acc: _Pooled, a: int, z: int, pk, data, r_of, nnz_row, v_fb,
               n_extra) -> None:
     """Top set (with the package's tie tolerance), ``c``, ``T`` and the declared match of the
-    targets ``a:z`` from their pooled probabilities."""
-    prep = ctx.prep
+    distinct targets ``a:z`` from their pooled probabilities; ``T`` of every target they stand
+    for (its own record's probability tied at the top)."""
     m = z - a
     pm = np.zeros(m)
     has = nnz_row > 0
-    rec = prep.rec[a:z]
+    indptr = np.concatenate([[0], np.cumsum(nnz_row)])
     if data.size:
-        indptr = np.concatenate([[0], np.cumsum(nnz_row)])
         pm[has] = np.maximum.reduceat(data, indptr[:-1][has])
     cell = n_extra > 0
     pm = np.where(cell, np.maximum(pm, v_fb), pm)
     if data.size:
         tied = ties(data, pm[r_of]) & (data > 0)
         c_blk = np.bincount(r_of[tied], minlength=m)
-        own_tied = tied & (k_of.astype(np.int64) == rec[r_of])
-        T_blk = np.bincount(r_of[own_tied], minlength=m) > 0
-        own_stored = np.bincount(r_of[k_of.astype(np.int64) == rec[r_of]], minlength=m) > 0
     else:
         c_blk = np.zeros(m, dtype=np.int64)
-        T_blk = np.zeros(m, dtype=bool)
-        own_stored = np.zeros(m, dtype=bool)
     if cell.any():
         cell_tied = cell & ties(v_fb, pm) & (v_fb > 0)
         c_blk = c_blk + np.where(cell_tied, n_extra, 0)
-        # own record among the fallback-only records of a tied set
-        chk = np.flatnonzero(cell_tied & ~own_stored & (rec >= 0))
-        if chk.size:
-            T_blk[chk] |= ctx.fsets.contains(chk + a, rec[chk])
         acc.fb_value[a:z] = np.where(cell, v_fb, 0.0)
         acc.fb_extra[a:z] = n_extra
     acc.p_max[a:z] = pm
     dec = _engine.declare(pm, acc.p_out[a:z], ctx.strategy)
     acc.c[a:z] = np.where(dec, c_blk, 0)
-    acc.T[a:z] = dec & T_blk & prep.in_sample[a:z]
+    # T: each target's own record, found in its distinct target's row or, when not stored
+    # there, in its fallback set
+    rows, loc = ctx.members(a, z)
+    rec = ctx.rec[rows]
+    ok = (rec >= 0) & dec[loc] & ctx.in_sample[rows]
+    rows, loc, rec = rows[ok], loc[ok], rec[ok]
+    want = loc * ctx.prep.n + rec
+    pos = np.searchsorted(pk, want)
+    found = pos < pk.size
+    found[found] = pk[pos[found]] == want[found]
+    val = np.zeros(rec.size)
+    val[found] = data[pos[found]]
+    chk = np.flatnonzero(~found & cell[loc])
+    if chk.size:
+        inset = ctx.fsets.contains(loc[chk] + a, rec[chk])
+        val[chk[inset]] = v_fb[loc[chk[inset]]]
+    acc.T[rows] = (val > 0) & ties(val, pm[loc])
+
+
+def _csr(ctx: _Chunks, acc: _Pooled, N_all: int, n: int) -> sp.csr_matrix:
+    """``π`` of every target as CSR: the chunks' blocks joined (each freed once copied), every
+    target's row its distinct target's."""
+    import scipy.sparse as sp
+
+    from bayes_risk._memory import check_memory
+
+    idx_dtype = np.int32 if n < 2**31 - 1 else np.int64
+    total = int(acc.row_nnz.sum())
+    indices = _join(acc.ind_blocks, total, idx_dtype)
+    data = _join(acc.dat_blocks, total, np.float64)
+    if ctx.group is None:
+        indptr = np.zeros(N_all + 1, dtype=np.int64)
+        np.cumsum(acc.row_nnz, out=indptr[1:])
+    else:
+        g_ptr = np.zeros(acc.row_nnz.size + 1, dtype=np.int64)
+        np.cumsum(acc.row_nnz, out=g_ptr[1:])
+        lens = acc.row_nnz[ctx.group]
+        indptr = np.zeros(N_all + 1, dtype=np.int64)
+        np.cumsum(lens, out=indptr[1:])
+        check_memory(12.0 * indptr[-1], _SMALLER_PROBLEM,
+                     what="the pooled match probabilities")
+        out_ind = np.empty(int(indptr[-1]), dtype=idx_dtype)
+        out_dat = np.empty(int(indptr[-1]))
+        s = 0
+        while s < N_all:  # targets in blocks of about ctx.block entries
+            e = int(np.searchsorted(indptr, indptr[s] + ctx.block, side="right")) - 1
+            e = min(max(e, s + 1), N_all)
+            L = lens[s:e]
+            src = np.arange(int(L.sum())) - np.repeat(np.cumsum(L) - L, L)
+            src += np.repeat(g_ptr[ctx.group[s:e]], L)
+            out_ind[indptr[s]:indptr[e]] = indices[src]
+            out_dat[indptr[s]:indptr[e]] = data[src]
+            s = e
+        indices, data = out_ind, out_dat
+    if indptr[-1] < 2**31 - 1:
+        indptr = indptr.astype(np.int32)
+    return sp.csr_matrix((data, indices, indptr), shape=(N_all, n))
+
+
+def _join(blocks: list[np.ndarray], total: int, dtype) -> np.ndarray:
+    """The blocks in one array, each released once copied (never two copies of them all)."""
+    out = np.empty(total, dtype=dtype)
+    at = 0
+    blocks.reverse()
+    while blocks:
+        b = blocks.pop()
+        out[at:at + b.size] = b
+        at += b.size
+    return out
+
+
+_SMALLER_PROBLEM = ("the matches per target (a smaller radius, more known columns, "
+                    "fallback='none' / --fallback none) or use aggregation='per_dataset' "
+                    "(--aggregation per-dataset)")
 
 
 @dataclass(frozen=True)

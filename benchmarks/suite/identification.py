@@ -36,7 +36,8 @@ class IdentificationCEdata:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return identification_risk(
-                self.df, self.syn, KNOWN, SYNTHESIZED, categorical=CATEGORICAL,
+                self.df, self.syn, known=[*KNOWN, *SYNTHESIZED], synthesized=SYNTHESIZED,
+                categorical=CATEGORICAL,
                 match=MatchSpec(radius=0.1),
                 compat="IdentificationRiskCalculation", progressbar=False)
 
@@ -81,7 +82,8 @@ class IdentificationLarge:
         keys = ["region", "hhsize", "sex"]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            identification_risk(self.y, self.syn, keys, ["income", "expend"], categorical=keys,
+            identification_risk(self.y, self.syn, known=[*keys, "income", "expend"],
+                                synthesized=["income", "expend"], categorical=keys,
                                 match=MatchSpec(radius=0.05), aggregation=aggregation,
                                 fallback="none",
                                 progressbar=False)
@@ -91,3 +93,34 @@ class IdentificationLarge:
 
     def peakmem_identification(self, aggregation):
         self._run(aggregation)
+
+
+class KnownSweepCEdata:
+    """``known_sweep`` pooled over the 32 subsets of Age, Urban, Marital, Income and Tenure,
+    CEdata with a CART release (m = 20; Income within a 10 % percentage radius): issue 49's
+    README case (it peaked at 13.5 GB; the goal is ≤ 2 GB)."""
+
+    number = 1
+    timer = time.process_time  # CPU seconds of all threads: the machine may be shared
+    repeat = (1, 3, 120.0)
+    timeout = 600
+
+    def setup(self):
+        self.df = ce()
+        self.syn = cart_release(20)
+
+    def _run(self):
+        from bayes_risk.identification import known_sweep
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return known_sweep(self.df, self.syn,
+                               candidates=["Age", "Urban", "Marital", "Income", "Tenure"],
+                               synthesized=["Income", "Tenure"], categorical=CATEGORICAL,
+                               match=MatchSpec(radius={"Income": 0.1}), progressbar=False)
+
+    def time_known_sweep(self):
+        self._run()
+
+    def peakmem_known_sweep(self):
+        self._run()

@@ -433,3 +433,40 @@ def test_cli_without_known_columns_names_the_options(files, tmp_path, capsys):
     assert "[OPTION_REQUIRED]" in err and "--known-unsynthesized" in err
     assert "--known-sweep adds subsets" in err and "known=[" not in err
     assert not (tmp_path / "none").exists()
+
+
+@pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.DataWarning")
+def test_cli_memory_limit(files, tmp_path, capsys, monkeypatch):
+    """``--memory``: a limit the run fits in gives the numbers of a run without it (the pooled
+    engine reads its chunk size from the limit); a limit below what the process already holds is
+    refused before the matching with MEMORY_TOO_LARGE naming --memory, nothing written; a
+    malformed size is BAD_OPTION_VALUE."""
+    from bayes_risk import _memory
+
+    _, paths = files
+    args = ["identification", *map(str, paths), *BASE]
+    assert _main([*args, "--out", str(tmp_path / "free")]) == 0
+    limits = []
+    real = _memory.working_bytes
+
+    def spy(cap):
+        limits.append(_memory.current_limit())
+        return real(cap)
+
+    monkeypatch.setattr(_memory, "working_bytes", spy)
+    limit = _memory.resident_memory() + 2 * 10**9
+    assert _main([*args, "--memory", str(limit), "--out", str(tmp_path / "lim")]) == 0
+    assert limits == [limit]
+    assert (tmp_path / "free" / "records.csv").read_bytes() == \
+        (tmp_path / "lim" / "records.csv").read_bytes()
+    assert _memory.current_limit() is None  # the limit ends with the run
+    capsys.readouterr()
+    assert _main([*args, "--memory", "2MB", "--out", str(tmp_path / "tiny")]) == 2
+    err = capsys.readouterr().err
+    assert "[MEMORY_TOO_LARGE]" in err and "--memory" in err, err
+    assert not (tmp_path / "tiny").exists()
+    for bad in ("2XB", "0.5MB", "-1GB"):
+        assert _main([*args, f"--memory={bad}", "--out", str(tmp_path / "bad")]) == 2
+        err = capsys.readouterr().err
+        assert "[BAD_OPTION_VALUE]" in err and "--memory" in err, err
+    assert not (tmp_path / "bad").exists()

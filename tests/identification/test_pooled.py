@@ -244,3 +244,60 @@ def test_chunks_without_the_progress_bar_give_the_same_numbers(monkeypatch, fall
         assert (quiet.pooled.fallback_extra > 0).any()  # the fallback cells are exercised
     pd.testing.assert_frame_equal(quiet.records, shown.records)
     np.testing.assert_equal(quiet.file, shown.file)
+
+
+def _dup_problem(seed: int, n: int, m: int):
+    """Coarse columns: many targets share their key and window (the distinct-target path)."""
+    rng = np.random.default_rng(seed)
+    y = pd.DataFrame({"g": rng.integers(0, 3, n), "s": rng.integers(0, 6, n),
+                      "x": rng.integers(1, 6, n).astype(float)})
+    zs = [y.assign(s=rng.integers(0, 6, n), x=rng.integers(1, 6, n).astype(float))
+          for _ in range(m)]
+    return y, zs
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("fallback", ["cells", "materialised", "none"])
+@pytest.mark.parametrize("dups", [True, False])
+def test_memory_budget_chunking_gives_the_same_numbers(monkeypatch, compiled, fallback, dups):
+    """A tiny memory budget cuts the targets into chunks of a few contributions (each replicate
+    stopping early, blocks of one pair), and targets sharing their key and windows are matched
+    once or each on its own: every probability and measure is bitwise the default run's."""
+    from bayes_risk import _memory
+    from bayes_risk.identification import pooled
+
+    y, zs = (_dup_problem if dups else _coarse_problem)(11, 240, 4)
+    kw = dict(known=["g", "s", "x"], synthesized=["s", "x"], categorical=["g", "s"],
+              match=MatchSpec(radius={"x": 0.3}),
+              fallback="none" if fallback == "none" else "unsynthesized")
+    monkeypatch.setattr(engine, "USE_NUMBA", compiled)
+    monkeypatch.setattr(engine, "FALLBACK_AS_CELLS", fallback == "cells")
+    base = ir(y, zs, **kw)
+    seen = []
+    real = pooled._pool_chunk
+
+    def counting(ctx, acc, a, z):
+        seen.append((ctx.share, ctx.order is not None))
+        return real(ctx, acc, a, z)
+
+    monkeypatch.setattr(pooled, "_pool_chunk", counting)
+    monkeypatch.setattr(_memory, "working_bytes", lambda cap: 40 * pooled.BYTES_PER_CONTRIBUTION)
+    monkeypatch.setattr(pooled, "MIN_BLOCK", 1)
+    monkeypatch.setattr(pooled, "FIRST_CHUNK_TARGETS", 7)
+    for distinct in (True, False):
+        seen.clear()
+        monkeypatch.setattr(pooled, "DISTINCT_TARGETS", distinct)
+        small = ir(y, zs, **kw)
+        assert len(seen) > 10 and all(s == 40 for s, _ in seen)
+        assert all(d is distinct for _, d in seen)
+        for part in ("indptr", "indices", "data"):
+            assert _bitwise(getattr(base.prob, part), getattr(small.prob, part)), part
+        for name in ("c", "T", "K", "W", "IR", "declared", "p_out", "p_unassigned"):
+            assert _bitwise(getattr(base, name), getattr(small, name)), name
+        for name in ("fallback_value", "fallback_extra"):
+            a, b = getattr(base.pooled, name), getattr(small.pooled, name)
+            assert (a is None and b is None) or _bitwise(a, b), name
+        pd.testing.assert_frame_equal(base.records, small.records)
+        np.testing.assert_equal(base.file, small.file)
+    if fallback == "cells":
+        assert (base.pooled.fallback_extra > 0).any()  # the fallback cells are exercised
