@@ -1,0 +1,91 @@
+"""The singling-out and linkability attacks against anonymeter's own outputs.
+
+anonymeter 1.1.0 (statice/anonymeter on PyPI) pins ``numpy<1.27``, which has no build for
+Python 3.13, so it cannot be a test dependency of bayes-risk (Python >= 3.12, numpy 2): its
+outputs were recorded once, by anonymeter itself in a Python 3.11 environment, by
+``tests/attacks/anonymeter/make_reference.py`` (see its docstring), on shared data: a CART
+release made by bayes-risk from 1,000 CE records (``release.csv``), a holdout of 1,000 other CE
+records and a larger one of 2,000 (row numbers in ``split.json``). ``reference.json`` holds the
+counts of every anonymeter run (100 seeds for each attack).
+
+The package's mean counts over its own seeds must agree with anonymeter's mean within Monte
+Carlo error: 4 standard errors of the difference of the two means, the standard deviation of
+one run estimated from anonymeter's runs (the same distribution under agreement).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from _shared import shared_path
+
+import bayes_risk as br
+from bayes_risk.exceptions import DataWarning
+
+HERE = Path(__file__).resolve().parent / "anonymeter"
+CATEGORICAL = ["Urban", "Marital", "Tenure"]
+
+
+@pytest.fixture(scope="module")
+def data():
+    split = json.loads((HERE / "split.json").read_text())
+    ce = br.read_table(shared_path("data", "CEdata.csv"))
+    t = {k: ce.iloc[v].reset_index(drop=True) for k, v in split.items()}
+    t["syn"] = pd.read_csv(HERE / "release.csv")
+    return t, json.loads((HERE / "reference.json").read_text())
+
+
+def _agree(ours: list[float], theirs: list[float], what: str) -> None:
+    a, b = np.asarray(ours, float), np.asarray(theirs, float)
+    sd = max(float(b.std(ddof=1)), 0.5)  # a count that hardly varies: half a success
+    tol = 4 * sd * math.sqrt(1 / a.size + 1 / b.size)
+    assert abs(a.mean() - b.mean()) <= tol, (
+        f"{what}: bayes-risk {a.mean():.2f} (runs {a.tolist()}) against anonymeter "
+        f"{b.mean():.2f} ± {b.std(ddof=1):.2f} per run; tolerance {tol:.2f}")
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("name, seeds", [("univariate", 8), ("multivariate", 6),
+                                         ("multivariate_big_holdout", 6)])
+def test_singling_out_agrees_with_anonymeter(data, name, seeds):
+    t, ref = data
+    cfg = ref["singling_out"][name]
+    runs = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        for seed in range(seeds):
+            res = br.singling_out_risk(t["train"], t["syn"], holdout=t[cfg["holdout"]],
+                                       mode=cfg["mode"], n_attacks=cfg["n_attacks"],
+                                       n_cols=cfg["n_cols"], categorical=CATEGORICAL,
+                                       random_seed=seed)
+            runs.append(res.table.iloc[0])
+    # anonymeter wrote every predicate asked for (the reference run fails otherwise): the same
+    # denominators
+    assert all(r["n_queries"] == cfg["n_attacks"] for r in runs)
+    theirs = cfg["runs"]
+    for key in ("n_main", "n_control", "n_baseline"):
+        _agree([r[key] for r in runs], [x[key] for x in theirs], f"{name} {key}")
+    _agree([r["risk"] for r in runs], [x["risk"] for x in theirs], f"{name} risk")
+
+
+@pytest.mark.reference
+def test_linkability_agrees_with_anonymeter(data):
+    t, ref = data
+    cfg = ref["linkability"]
+    K = cfg["n_neighbors"]
+    tables = []
+    for seed in range(10):
+        res = br.linkability_risk(t["train"], t["syn"], aux_columns=cfg["aux_columns"],
+                                  holdout=t["holdout"], n_attacks=cfg["n_attacks"],
+                                  n_neighbors=K, categorical=CATEGORICAL, random_seed=seed)
+        tables.append(res.table.set_index("n_neighbors"))
+    for k in range(1, K + 1):
+        for key in ("n_main", "n_control", "n_baseline"):
+            _agree([tb.loc[k, key] for tb in tables],
+                   [run[str(k)][key] for run in cfg["runs"]], f"linkability k={k} {key}")
