@@ -119,7 +119,7 @@ def success_rate(n_success: float, n_attempts: int, confidence_level: float = 0.
     --------
     >>> r = success_rate(0, 100)
     >>> round(r.rate, 4), round(r.error, 4)
-    (0.0188, 0.0188)
+    (0.0185, 0.0185)
     """
     c = check_confidence_level(confidence_level)
     n, k = int(n_attempts), float(n_success)

@@ -1,7 +1,8 @@
 """The singling-out and linkability attacks against anonymeter's own outputs.
 
-anonymeter 1.1.0 (statice/anonymeter on PyPI) pins ``numpy<1.27``, which has no build for
-Python 3.13, so it cannot be a test dependency of bayes-risk (Python >= 3.12, numpy 2): its
+anonymeter 1.1.0 (statice/anonymeter on PyPI) pins ``numpy<1.27`` where bayes-risk needs
+``numpy>=2.0`` (and numpy 1.26 has no build for Python 3.13), so it cannot be a test
+dependency of bayes-risk: its
 outputs were recorded once, by anonymeter itself in a Python 3.11 environment, by
 ``tests/attacks/anonymeter/make_reference.py`` (see its docstring), on shared data: a CART
 release made by bayes-risk from 1,000 CE records (``release.csv``), a holdout of 1,000 other CE

@@ -1,9 +1,9 @@
 """Regenerate the anonymeter reference of ``tests/attacks/test_anonymeter_reference.py``.
 
 anonymeter (statice/anonymeter on PyPI) cannot be installed beside bayes-risk: its 1.1.0 pins
-``numpy<1.27`` (and numba 0.59+), which has no build for Python 3.13, and bayes-risk needs
-Python >= 3.12 with numpy 2. So its outputs are recorded here, once, by anonymeter itself in an
-environment of its own, and the test compares bayes-risk with them:
+``numpy<1.27`` (and numba 0.59+) where bayes-risk needs ``numpy>=2.0`` (numpy 1.26 has no
+build for Python 3.13 either). So its outputs are recorded here, once, by anonymeter itself in
+an environment of its own, and the test compares bayes-risk with them:
 
 1. ``python make_reference.py release`` (bayes-risk's environment): draws the split of
    ``../shared/data/CEdata.csv`` (training records, holdout, a larger holdout) and makes a CART
