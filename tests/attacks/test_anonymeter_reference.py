@@ -90,3 +90,33 @@ def test_linkability_agrees_with_anonymeter(data):
         for key in ("n_main", "n_control", "n_baseline"):
             _agree([tb.loc[k, key] for tb in tables],
                    [run[str(k)][key] for run in cfg["runs"]], f"linkability k={k} {key}")
+
+
+@pytest.mark.reference
+def test_nearest_rows_are_anonymeters(data):
+    """The 5 nearest synthetic rows of each of the 1,000 holdout records, on each of the two
+    tables, are anonymeter's ``MixedTypeKNeighbors``' (``neighbours.json``), in the same order,
+    for every record whose order no tie decided (equally distant rows: anonymeter's order is
+    that of numba's quicksort, the package's a seeded random one)."""
+    from bayes_risk.attacks import linkability
+    from bayes_risk.attacks._inputs import attack_inputs, code_table
+
+    t, _ = data
+    ref = json.loads((HERE / "neighbours.json").read_text())
+    aux = ref["aux_columns"]
+    inp = attack_inputs(t["train"], t["syn"], t["holdout"], columns=[*aux[0], *aux[1]],
+                        schema=None, categorical=CATEGORICAL)
+    is_cat = np.array([s.is_categorical for s in inp.schema])
+    T, S = code_table(inp.holdout, inp.schema), code_table(inp.datasets[0], inp.schema)
+    for h, cols in enumerate(aux):
+        ix = np.array([inp.schema.names.index(c) for c in cols])
+        scale = linkability._scale(np.concatenate([S[:, ix], T[:, ix]]), is_cat[ix])
+        seeds = np.random.SeedSequence(1).spawn(len(T))
+        idx, tied = linkability.nearest_rows(T[:, ix], S[:, ix], is_cat[ix], scale, 5, seeds)
+        theirs = np.asarray(ref["idx"][str(h)])
+        assert (~tied).sum() >= 300  # records whose 5 nearest rows are all at distinct distances
+        np.testing.assert_array_equal(idx[~tied], theirs[~tied])
+        # a tie only reorders rows at the same distance: the same distances, row by row
+        d = linkability._distances(T[tied][:, ix], S[:, ix], is_cat[ix], scale)
+        np.testing.assert_allclose(np.take_along_axis(d, idx[tied], 1),
+                                   np.take_along_axis(d, theirs[tied], 1), rtol=0, atol=1e-12)

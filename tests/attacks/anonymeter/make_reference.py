@@ -12,7 +12,9 @@ an environment of its own, and the test compares bayes-risk with them:
 2. ``python make_reference.py anonymeter [singling_out|linkability]`` (an environment with
    ``pip install anonymeter==1.1.0``, Python 3.11): runs anonymeter's attacks many times with
    different seeds on those tables (100 runs each; about 40 minutes, mostly the multivariate
-   singling out) and writes every run's counts to ``reference.json``.
+   singling out) and writes every run's counts to ``reference.json``; then the 5 nearest
+   synthetic rows of every holdout record on each of linkability's two tables, by anonymeter's
+   ``MixedTypeKNeighbors``, to ``neighbours.json``.
 """
 
 from __future__ import annotations
@@ -121,6 +123,23 @@ def run_anonymeter(parts: tuple[str, ...] = ("singling_out", "linkability")) -> 
     out["linkability"] = {"aux_columns": AUX, **LINKABILITY, "runs": runs}
     print("linkability", f"{time.time() - t0:.0f} s", flush=True)  # noqa: T201 - a script
     path.write_text(json.dumps(out, indent=1))
+    neighbours()
+
+
+def neighbours() -> None:
+    """anonymeter's 5 nearest synthetic rows of every holdout record, on each table."""
+    import anonymeter.evaluators  # noqa: F401 - imports the neighbours module without a cycle
+    from anonymeter.neighbors.mixed_types_kneighbors import MixedTypeKNeighbors
+
+    t = tables()
+    for df in t.values():
+        for c in CATEGORICAL:
+            df[c] = df[c].astype(str)
+    out = {}
+    for h, cols in enumerate(AUX):
+        nn = MixedTypeKNeighbors(n_jobs=1, n_neighbors=5).fit(t["syn"][cols])
+        out[str(h)] = nn.kneighbors(t["holdout"][cols]).tolist()
+    (HERE / "neighbours.json").write_text(json.dumps({"aux_columns": AUX, "idx": out}))
 
 
 if __name__ == "__main__":
@@ -128,5 +147,7 @@ if __name__ == "__main__":
     # one family (the other's runs in reference.json are kept)
     if sys.argv[1] == "release":
         make_release()
+    elif sys.argv[1:] == ["neighbours"]:
+        neighbours()
     else:
         run_anonymeter(tuple(sys.argv[2:]) or ("singling_out", "linkability"))
