@@ -32,6 +32,11 @@ _CONVENTION = ("a convention of bayes-risk, not a finding: the papers behind the
                "Nowok & Dibben); a board sets its own (user guide, Auditing a release: "
                "Thresholds)")
 
+_ANONYMETER = ("anonymeter (Giomi et al. 2023) defines the risk and leaves its acceptable level "
+               "to the data controller, as the CNIL's opinion on it does: 0.05 is a convention "
+               "of bayes-risk, not a finding; a board sets its own (user guide, Auditing a "
+               "release: Thresholds)")
+
 #: where each default of :class:`Thresholds` comes from; the report prints it under the
 #: verdict table (a threshold the caller set is "given")
 THRESHOLD_SOURCES: dict[str, str] = {
@@ -50,11 +55,8 @@ THRESHOLD_SOURCES: dict[str, str] = {
     "membership_share": _CONVENTION,
     "membership_probability": "a posterior membership probability of 0.9 is a likelihood "
                               "ratio of 9 under the balanced prior: " + _CONVENTION,
-    "singling_out_risk": "anonymeter (Giomi et al. 2023) defines the risk and leaves its "
-                         "acceptable level to the data controller (the CNIL's opinion on "
-                         "anonymeter likewise): " + _CONVENTION,
-    "linkability_risk": "anonymeter (Giomi et al. 2023) defines the risk and leaves its "
-                        "acceptable level to the data controller: " + _CONVENTION,
+    "singling_out_risk": _ANONYMETER,
+    "linkability_risk": _ANONYMETER,
 }
 
 

@@ -68,6 +68,7 @@ def test_attacks_step_verdict_lines_and_report(release, tmp_path):
     html = res.to_html(tmp_path / "report.html").read_text(encoding="utf-8")
     assert 'id="attacks"' in html and "Giomi et al. 2023" in html
     assert "leaves its acceptable level to the data controller" in html  # threshold source
+    assert html.count("leaves its acceptable level") == 1  # one footnote for both
 
 
 def test_attacks_step_skipped_without_holdout_and_thresholds_given(release):
