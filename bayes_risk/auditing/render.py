@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.report import format_number
+from bayes_risk.results._base import plot_figure
 from bayes_risk.warning_codes import message
 
 __all__ = ["write_report", "CSP"]
@@ -463,7 +464,7 @@ def _identification(sec: Section, s: Any, result: Any, links: _Links) -> None:
     sw = s.extra.get("sweep")
     if sw is not None:
         ssrc = f"{s.folder}/radius_sweep.csv" if s.folder else None
-        sec.blocks.append(links.figure(sw.plot, "radius_sweep.png",
+        sec.blocks.append(links.figure(lambda: plot_figure(sw), "radius_sweep.png",
                                        "Expected match risk by radius, one box per radius over "
                                        "the datasets (the dotted line marks the largest mean)"))
         sec.p(*_sweep_sentence(sw, n, ssrc, links))
@@ -586,13 +587,13 @@ def _known_sweep_blocks(sec: Section, ks: Any, folder: str | None, links: _Links
     sec.p(Span("Sensitivity to the intruder's knowledge. ", strong=True),
           f"{what}: how much the figures above depend on the assumption about what the "
           "intruder knows (Hu 2019, §5). Not read by the verdict.")
-    sec.blocks.append(links.figure(lambda: ks.plot("frontier"), "known_sweep.png",
+    sec.blocks.append(links.figure(lambda: plot_figure(ks, "frontier"), "known_sweep.png",
                                    f"{fig}, one point per subset; the Pareto frontier joined"))
     fr = ks.frontier[["known", "n_known", *ks.shown_measures]]
     sec.blocks.append(_table(fr, links, src("known_sweep.csv"),
                              "Pareto frontier: the fewest known columns for the most risk "
                              "(every subset in known_sweep.csv)"))
-    sec.blocks.append(links.figure(lambda: ks.plot("drivers"), "known_sweep_drivers.png",
+    sec.blocks.append(links.figure(lambda: plot_figure(ks, "drivers"), "known_sweep_drivers.png",
                                    "What drives the risk: each column's Shapley value and the "
                                    "risk withholding it removes from the full set"))
     dv = ks.drivers[["variable", "synthesized", f"shapley_{m1}", f"shapley_{m2}",
@@ -686,7 +687,8 @@ def _posterior_identification(sec: Section, s: Any, result: Any, links: _Links) 
             Span(" targets (2 MCSE), and the figure below shows it still moving. Read it as a "
                  "range, not a finding; bayes-risk identification with --model, which draws up "
                  "to --max-replicates (2,000 by default), narrows it.")]))
-    sec.blocks.append(links.figure(lambda: r.plot("running_estimate"), "running_estimate.png",
+    sec.blocks.append(links.figure(lambda: plot_figure(r, "running_estimate"),
+                                   "running_estimate.png",
                                    "Running pooled expected match risk with ±2 MCSE (a curve "
                                    "still rising means the pooled figure still depends on R)"))
 
@@ -729,7 +731,7 @@ def _attribute(sec: Section, s: Any, result: Any, links: _Links) -> None:
                   "posterior draws, so there are no importance weights whose tail k̂ could "
                   "measure (its Monte Carlo error is checked record by record instead).")
             continue
-        sec.blocks.append(links.figure(lambda kind=kind: s.result.plot(kind), name, cap))
+        sec.blocks.append(links.figure(lambda kind=kind: plot_figure(s.result, kind), name, cap))
     ks = s.extra.get("known_sweep")
     if ks is not None:
         _known_sweep_blocks(sec, ks, s.folder, links)
@@ -923,7 +925,7 @@ def _membership(sec: Section, s: Any, result: Any, links: _Links) -> None:
               links.num(us.get("share_non_members_matching"), src), ".")
     sec.p("Flagged targets (left out of the figures above): ", links.num(f.get("n_flagged"), src),
           ".")
-    sec.blocks.append(links.figure(lambda: s.result.plot("roc"), "membership_roc.png",
+    sec.blocks.append(links.figure(lambda: plot_figure(s.result, "roc"), "membership_roc.png",
                                    "ROC of the Bayesian score and of the distance baseline"))
 
 

@@ -426,7 +426,11 @@ class AuditResult(RiskResult):
     def _plot_verdict(self, ax: Any) -> Any:
         from bayes_risk.auditing.plots import verdict_figure
 
-        return verdict_figure(self.verdicts, ax)
+        verdict_figure(self.verdicts, ax)
+        return ax
+
+    def _layout(self, fig: Any) -> None:
+        """``verdict_figure`` lays out its figure itself (room for the wrapped labels)."""
 
     def __repr__(self) -> str:
         st = ", ".join(f"{s.name}: {s.status}" for s in self.steps)

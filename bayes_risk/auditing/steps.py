@@ -28,6 +28,7 @@ from bayes_risk.auditing.context import (
 )
 from bayes_risk.auditing.disclosure_step import disclosure_step
 from bayes_risk.auditing.outcome import StepOutcome
+from bayes_risk.results._base import plot_figure
 
 __all__ = [
     "StepContext",
@@ -262,7 +263,7 @@ def identification_step(ctx: StepContext) -> StepOutcome:
         if sweep is not None:
 
             sweep.to_frame().to_csv(folder / "radius_sweep.csv", index=False)
-            sweep.plot("box").savefig(folder / "radius_sweep.png", dpi=120)
+            plot_figure(sweep, "box").savefig(folder / "radius_sweep.png", dpi=120)
             files += ["radius_sweep.csv", "radius_sweep.png"]
         if pooled.sweep is not None:
             pooled.sweep.to_frame().to_csv(folder / "radius_sweep_pooled.csv", index=False)
@@ -437,7 +438,7 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
 
         write_csv(res.target_table(), folder / "records.csv")
         _write_json(folder / "summary.json", res.to_dict())
-        res.plot("running_estimate").savefig(folder / "running_estimate.png", dpi=100)
+        plot_figure(res, "running_estimate").savefig(folder / "running_estimate.png", dpi=100)
         files = ["records.csv", "summary.json", "running_estimate.png"]
     return StepOutcome(name=name, status="ran", result=res, folder=name if folder else None,
                        files=files, extra={"qi": _qi(ctx)})
@@ -551,7 +552,7 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
         _write_json(folder / "summary.json", summary)
         files = ["records.csv", "summary.json"]
         for kind, name, _ in ATTRIBUTE_FIGURES:
-            res.plot(kind).savefig(folder / name, dpi=100)
+            plot_figure(res, kind).savefig(folder / name, dpi=100)
             files.append(name)
         if aks is not None:
             from bayes_risk.data.io import write_csv
@@ -627,7 +628,7 @@ def membership_step(ctx: StepContext) -> StepOutcome:
         _write_json(folder / "summary.json", summary)
         files = ["records.csv", "summary.json"]
         for kind, name in (("p_member", "p_member_hist.png"), ("roc", "roc.png")):
-            res.plot(kind).savefig(folder / name, dpi=100)
+            plot_figure(res, kind).savefig(folder / name, dpi=100)
             files.append(name)
     return StepOutcome(name="membership", status="ran", result=res,
                        folder="membership" if folder else None, files=files,

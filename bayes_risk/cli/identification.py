@@ -285,6 +285,8 @@ def run(args: argparse.Namespace) -> int:
     out["inputs"] = {"original": str(args.original), "synthetic": [str(s) for s in args.synthetic]}
     if args.targets:
         out["inputs"]["targets"] = str(args.targets)
+    from bayes_risk.results._base import plot_figure
+
     with output_dir(args) as tmp:
         if args.records_output != "none":
             table = res.records if args.records_output == "per-dataset" else res.target_table()
@@ -293,16 +295,16 @@ def run(args: argparse.Namespace) -> int:
             json.dump(to_jsonable(out), fh, indent=2, allow_nan=False)
             fh.write("\n")
         if replicates is not None:
-            res.plot("running_estimate").savefig(tmp / "running_estimate.png", dpi=120)
+            plot_figure(res, "running_estimate").savefig(tmp / "running_estimate.png", dpi=120)
         if sweep is not None:
             sweep.to_frame().to_csv(tmp / "radius_sweep.csv", index=False)
-            sweep.plot("box").savefig(tmp / "radius_sweep.png", dpi=120)
+            plot_figure(sweep, "box").savefig(tmp / "radius_sweep.png", dpi=120)
         if ksweep is not None:
             write_csv(ksweep.table, tmp / "known_sweep.csv")
             write_csv(ksweep.drivers, tmp / "known_sweep_drivers.csv")
             write_csv(ksweep.levels, tmp / "known_sweep_levels.csv")
-            ksweep.plot("frontier").savefig(tmp / "known_sweep.png", dpi=120)
-            ksweep.plot("drivers").savefig(tmp / "known_sweep_drivers.png", dpi=120)
+            plot_figure(ksweep, "frontier").savefig(tmp / "known_sweep.png", dpi=120)
+            plot_figure(ksweep, "drivers").savefig(tmp / "known_sweep_drivers.png", dpi=120)
     lines = _summary_lines(res, m, sweep, replicates)
     if ksweep is not None:
         lines.append(f"knowledge sweep over {len(ksweep.table)} subsets of "

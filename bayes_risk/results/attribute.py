@@ -395,8 +395,7 @@ class AttributeRiskResult(RiskResult):
                       "candidates)")
         ax.set_ylabel("records")
         legend_below(ax)
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
     def _plot_rank(self, ax: Any) -> Any:
         """Histogram of the truth's rank among the candidates, with the random guess's mean."""
@@ -413,8 +412,7 @@ class AttributeRiskResult(RiskResult):
             legend_below(ax)
         ax.set_xlabel("rank of the true values (1 = the intruder's best guess)")
         ax.set_ylabel("records")
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
     def _plot_khat(self, ax: Any) -> Any:
         """Largest Pareto k-hat over each record's candidates, with the threshold."""
@@ -429,8 +427,7 @@ class AttributeRiskResult(RiskResult):
             ax.set_yticks([])
             ax.set_xlabel("record (0-based, as in records.csv)")
             ax.set_ylabel("max Pareto k-hat over candidates")
-            ax.figure.tight_layout()
-            return ax.figure
+            return ax
         k = np.where(np.isinf(k), np.nan, k)
         ax.plot(df.index.to_numpy(), k, ".", ms=3)
         if np.isfinite(thr):
@@ -438,8 +435,7 @@ class AttributeRiskResult(RiskResult):
             legend_below(ax)
         ax.set_xlabel("record (0-based, as in records.csv)")
         ax.set_ylabel("max Pareto k-hat over candidates")
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
 
 def hrw_table_row(name: str, d: dict[str, Any]) -> dict[str, Any]:

@@ -299,8 +299,7 @@ class IdentificationResult(RiskResult):
         ax.set_xlabel("record-level identification risk IR")
         ax.set_ylabel("targets")
         ax.set_title(f"Expected match risk {self.file.get('expected_match_risk', np.nan):.4g}")
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
     def _plot_per_dataset(self, ax: Any) -> Any:
         """Expected match risk of each synthetic dataset (per-dataset aggregation)."""
@@ -318,8 +317,7 @@ class IdentificationResult(RiskResult):
         ax.set_xlabel("synthetic dataset")
         ax.set_ylabel("expected match risk (sum of IR)")
         ax.legend(loc="best")
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
     def _plot_running_estimate(self, ax: Any) -> Any:
         """Running pooled expected match risk against the number of posterior replicates, with
@@ -359,8 +357,7 @@ class IdentificationResult(RiskResult):
         ax.set_title(f"Running pooled estimate ({pr.get('view', '')} view, R = {int(R[-1])})",
                      fontsize="medium")
         legend_below(ax, ncols=1, warning=warning)
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
 
 @dataclass(frozen=True)
@@ -521,7 +518,6 @@ class RadiusSweepResult(RiskResult):
     def _plot_box(self, ax: Any) -> Any:
         """Box plot of the expected match risk over datasets (Hornby & Hu 2021 Fig. 6), from 0:
         the spread between datasets is seen against the size of the risk, not magnified."""
-        fig = ax.figure
         pos = np.arange(1, len(self.risk) + 1)
         ax.boxplot(list(self.risk), positions=pos, widths=0.6)
         ax.plot(pos, self.risk_summary, "o-", color="C1", lw=1, ms=4,
@@ -554,5 +550,4 @@ class RadiusSweepResult(RiskResult):
         ax.set_title(f"Identification risk by radius: largest {self.statistic} at {best},\n"
                      f"{verdict}", fontsize="medium")
         legend_below(ax)
-        fig.tight_layout()
-        return fig
+        return ax

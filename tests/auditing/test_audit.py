@@ -171,7 +171,7 @@ def test_attribute_section_states_what_was_computed(audited, report, tmp_path):
     describe them as if they had been checked, and the k-hat figure says there is none."""
     import copy
 
-    from matplotlib.figure import Figure
+    from matplotlib.axes import Axes
 
     res, out = audited
     a = res.step("attribute")
@@ -183,9 +183,9 @@ def test_attribute_section_states_what_was_computed(audited, report, tmp_path):
         assert f"({col})</dt>" not in sec, col
     # the glossary names each diagnostic in words, its column beside it
     assert "<dt>flags (flag_codes)</dt>" in sec
-    fig = a.result.plot("khat")
-    assert isinstance(fig, Figure)
-    assert any("no Pareto k-hat" in t.get_text() for t in fig.axes[0].texts)
+    ax = a.result.plot("khat")
+    assert isinstance(ax, Axes)
+    assert any("no Pareto k-hat" in t.get_text() for t in ax.texts)
     # the report draws no empty k-hat frame: it says why there is none
     assert sec.count("<img ") == 2 and "Pareto k-hat per record" not in sec
     assert "No Pareto k̂ figure: the &#39;plugin&#39; estimator reweights no" in sec
@@ -597,6 +597,23 @@ def test_bad_input_names_the_argument(release, tmp_path):
         br.audit(str(orig), str(syn), known=KNOWN, out=tmp_path / "full", progressbar=False)
 
 
+def test_partial_rules_for_datasets_of_another_size_fail_before_any_step(tmp_path):
+    # plain tables of 2n records with a column declared synthesized: the utility step's
+    # combining rules would be Reiter's partial ones, which cannot apply (NOT_PARTIAL_SYNTHESIS);
+    # refused when the audit is planned, before the steps run and before --out is made
+    d = br.make_ce_like(120, random_seed=3)
+    rng = np.random.default_rng(1)
+    big = [d.sample(240, replace=True, random_state=s).reset_index(drop=True)
+           .assign(Income=lambda z: z["Income"] * np.exp(rng.normal(0, 0.1, len(z))))
+           for s in (1, 2)]
+    out = tmp_path / "a"
+    with pytest.raises(ValidationError, match="combining_rules=") as e:
+        br.audit(d, big, known=KNOWN, synthesized=["Income"], categorical=CATS, out=out,
+                 progressbar=False)
+    assert e.value.code == "NOT_PARTIAL_SYNTHESIS"
+    assert not out.exists()
+
+
 def test_original_without_a_column_of_the_release(release, tmp_path, capsys):
     """An ORIGINAL lacking a (synthesized) column of the release is refused before any step runs
     (it ran utility and identification, then ended in a KeyError traceback)."""
@@ -995,11 +1012,10 @@ def test_audit_result_is_a_result_like_the_others(audited, tmp_path):
     got = {(w.where.removesuffix(" step"), w.code) for w in res.structured_warnings}
     assert got == codes and len(res.structured_warnings) == len(got)
     assert all(not w.message.startswith(f"{w.code}:") for w in res.structured_warnings)
-    fig = res.plot()
-    ax = fig.axes[0]
+    ax = res.plot()
     assert len(ax.patches) == sum(np.isfinite(v.value) and v.value > 0 for v in res.verdicts)
     assert ax.get_xscale() == "log"
-    fig.savefig(tmp_path / "verdict.png")
+    ax.figure.savefig(tmp_path / "verdict.png")
     with pytest.raises(ValidationError, match="must be one of"):
         res.plot("radius")
 
@@ -1018,7 +1034,7 @@ def test_disclosure_step_result_is_a_result(audited):
     assert list(df["target"]) == list(d) and df.loc[0, "repU"] == d[t].means()["repU"]
     assert set(d.to_dict()["by_target"]) == set(d)
     assert "Means over datasets" in d._repr_html_()
-    assert len(d.plot().axes[0].patches) == 3 * len(d)
+    assert len(d.plot().patches) == 3 * len(d)
     with pytest.raises(TypeError):
         d[t] = None  # read-only
 
@@ -1538,6 +1554,7 @@ def test_report_figures_readable_and_honest(audited_hh, report_hh):
     report's 80 dpi), draw the thresholds, and start their axes at 0; labels say what each
     measure is of (repU has no target); the radius sweep starts at 0 and says whether its
     maximum stands out; legends sit off the data."""
+    import matplotlib.pyplot as plt
     import matplotlib.text
 
     from bayes_risk.auditing.plots import utility_risk_figure
@@ -1567,8 +1584,8 @@ def test_report_figures_readable_and_honest(audited_hh, report_hh):
     assert '<figure class="plot wide">' in html
     # the radius sweep: from 0, its title says whether the maximum is distinguishable
     sw = res.step("identification").extra["sweep"]
-    fig = sw.plot()
-    ax = fig.axes[0]
+    ax = sw.plot(ax=plt.figure().add_subplot())
+    fig = ax.figure
     assert ax.get_ylim()[0] == 0
     same = sw.indistinguishable()
     assert ("not distinguishable" in ax.get_title()) == bool(same)
