@@ -7,6 +7,7 @@ from typing import Any
 
 from bayes_risk.auditing.context import StepContext, _folder, _write_json
 from bayes_risk.auditing.outcome import StepOutcome
+from bayes_risk.results._base import plot_figure
 
 __all__ = ["attacks_step", "ATTACK_OPTIONS"]
 
@@ -51,13 +52,14 @@ def attacks_step(ctx: StepContext) -> StepOutcome:
             "warnings": list(dict.fromkeys([*so.warnings, *(lk.warnings if lk else [])]))})
         so.table.to_csv(folder / "singling_out.csv", index=False)
         so.queries.to_csv(folder / "singling_out_queries.csv", index=False)
-        so.plot("risk").savefig(folder / "singling_out.png", dpi=100)
+        plot_figure(so, "risk").savefig(folder / "singling_out.png", dpi=100)
         files = ["summary.json", "singling_out.csv", "singling_out_queries.csv",
                  "singling_out.png"]
         if lk is not None:
             lk.table.to_csv(folder / "linkability.csv", index=False)
             lk.records.to_csv(folder / "linkability_records.csv", index=False)
-            files += ["linkability.csv", "linkability_records.csv"]
+            plot_figure(lk, "risk").savefig(folder / "linkability.png", dpi=100)
+            files += ["linkability.csv", "linkability_records.csv", "linkability.png"]
     result: dict[str, Any] = {"singling_out": so, "linkability": lk}
     return StepOutcome(name="attacks", status="ran", result=result,
                        folder="attacks" if folder is not None else None, files=files,

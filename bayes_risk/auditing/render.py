@@ -944,7 +944,7 @@ def _attacks(sec: Section, s: Any, result: Any, links: _Links) -> None:
                              folder and folder + "singling_out.csv",
                              "Singling out: predicates that match exactly one synthetic row, "
                              "and how often they single out a record (rates)"))
-    sec.blocks.append(links.figure(lambda: so.plot("risk"), "attacks_singling_out.png",
+    sec.blocks.append(links.figure(lambda: plot_figure(so, "risk"), "attacks_singling_out.png",
                                    "Singling-out risk per dataset and mode, with its interval"))
     if lk is None:
         sec.p(f"Linkability was not run: {s.extra.get('linkability_not_run')}.")
@@ -957,6 +957,9 @@ def _attacks(sec: Section, s: Any, result: Any, links: _Links) -> None:
                              folder and folder + "linkability.csv",
                              "Linkability: records relinked through the nearest synthetic "
                              "rows (rates)"))
+    sec.blocks.append(links.figure(lambda: plot_figure(lk, "risk"), "attacks_linkability.png",
+                                   "Linkability risk per dataset and number of neighbours, "
+                                   "with its interval"))
 
 
 def _sending(result: Any, links: _Links, bundle: str | None) -> list[Span]:

@@ -67,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.cli._run import output_dir
     from bayes_risk.data.io import read_synthetic
     from bayes_risk.exceptions import ValidationError
+    from bayes_risk.results._base import plot_figure
 
     modes = [m for m in dict.fromkeys(args.singling_out) if m != "none"]
     if "none" in args.singling_out and modes:
@@ -114,11 +115,11 @@ def run(args: argparse.Namespace) -> int:
         if so is not None:
             so.table.to_csv(tmp / "singling_out.csv", index=False)
             so.queries.to_csv(tmp / "singling_out_queries.csv", index=False)
-            so.plot("risk").savefig(tmp / "singling_out.png", dpi=100)
+            plot_figure(so, "risk").savefig(tmp / "singling_out.png", dpi=100)
         if lk is not None:
             lk.table.to_csv(tmp / "linkability.csv", index=False)
             lk.records.to_csv(tmp / "linkability_records.csv", index=False)
-            lk.plot("risk").savefig(tmp / "linkability.png", dpi=100)
+            plot_figure(lk, "risk").savefig(tmp / "linkability.png", dpi=100)
     m = len((so or lk).table["dataset"].unique())
     against = ("no holdout (the risk is the main attack's success rate)" if holdout is None
                else f"a holdout of {len(holdout):,} records")

@@ -19,9 +19,9 @@ from bayes_risk.warning_codes import ATTACK_MESSAGES, message
 
 __all__ = ["SinglingOutResult", "LinkabilityResult"]
 
-_RATES = (("main", "main attack (original)", "tab:red"),
-          ("control", "control attack (holdout)", "tab:blue"),
-          ("baseline", "baseline (random guesses)", "0.5"))
+_RATES = (("main", "main (original)", "tab:red"),
+          ("control", "control (holdout)", "tab:blue"),
+          ("baseline", "baseline (random)", "0.5"))
 
 
 @dataclass(frozen=True)
@@ -100,13 +100,13 @@ class _AttackResult(RiskResult):
             ax.errorbar(x, y, yerr=err, fmt="o", capsize=3,
                         label=f"dataset {l}" if m > 1 else "risk")
         ax.set_xticks(np.arange(len(groups)), [self._group_label(g) for g in groups])
+        ax.set_xlim(-0.6, len(groups) - 0.4)  # a group's datasets around its tick
         ax.set_ylim(-0.02, max(0.1, float(np.nanmax(t["ci_high"].to_numpy(float),
                                                      initial=0.0)) * 1.15))
         lvl = int(round(100 * float(self.settings["confidence_level"])))
         ax.set_ylabel(f"{self._title.lower()} (with {lvl} % interval)")
         legend_below(ax)
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
     def _plot_rates(self, ax: Any) -> Any:
         """The success rates of the main, control and baseline attacks with their Wilson
@@ -121,10 +121,10 @@ class _AttackResult(RiskResult):
             ax.errorbar(x + (i - 1) * 0.2, r, yerr=t[f"{key}_error"].to_numpy(float), fmt="o",
                         capsize=3, color=color, label=label)
         ax.set_xticks(x, [self._group_label(g) for g in groups])
+        ax.set_xlim(-0.6, len(groups) - 0.4)
         ax.set_ylabel("success rate (Wilson interval)")
         legend_below(ax)
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
     def _group_label(self, g: Any) -> str:
         return str(g)

@@ -365,12 +365,21 @@ def test_result_conventions(tmp_path):
     assert d["measure"] == "singling_out" and len(d["table"]) == 2
     assert "Singling-out risk" in str(res) and "<table" in res._repr_html_()
     assert res.to_dataframe() is res.table
-    for kind in res.plot_kinds:
-        res.plot(kind).savefig(tmp_path / f"{kind}.png")
+    import matplotlib.pyplot as plt
+    from matplotlib.axes import Axes
+
+    fig, axes = plt.subplots(1, 2)
+    for kind, ax in zip(res.plot_kinds, axes, strict=True):  # drawn on the given Axes
+        assert res.plot(kind, ax=ax) is ax and ax.get_ylabel()
+    fig.savefig(tmp_path / "panels.png")
+    plt.close(fig)
     lk = br.linkability_risk(LORIG, LSYN, aux_columns=(["u"], ["v"]), holdout=LHOLD,
                              n_attacks=4, n_neighbors=2, random_seed=0)
     assert isinstance(lk, br.LinkabilityResult)
     assert lk.headline()["n_neighbors"].tolist() == [2]
     for kind in lk.plot_kinds:
-        lk.plot(kind).savefig(tmp_path / f"link_{kind}.png")
+        ax = lk.plot(kind)  # pyplot's current Axes, returned
+        assert isinstance(ax, Axes) and ax.get_xticklabels()
+        ax.figure.savefig(tmp_path / f"link_{kind}.png")
+        plt.close(ax.figure)
     assert "Linkability risk" in lk.summary().as_markdown()

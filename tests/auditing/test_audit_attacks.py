@@ -61,14 +61,16 @@ def test_attacks_step_verdict_lines_and_report(release, tmp_path):
     assert uni.exceeds and "single out a record of the original" in uni.cause
     assert any("Income" in r for r in uni.remedies)
     files = {p.name for p in (tmp_path / "a" / "attacks").iterdir()}
-    assert {"summary.json", "singling_out.csv", "singling_out_queries.csv",
-            "linkability.csv", "linkability_records.csv"} <= files
+    assert {"summary.json", "singling_out.csv", "singling_out_queries.csv", "singling_out.png",
+            "linkability.csv", "linkability_records.csv", "linkability.png"} <= files
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert "singling_out_risk" in summary["thresholds"]
     html = res.to_html(tmp_path / "report.html").read_text(encoding="utf-8")
     assert 'id="attacks"' in html and "Giomi et al. 2023" in html
     assert "leaves its acceptable level to the data controller" in html  # threshold source
     assert html.count("leaves its acceptable level") == 1  # one footnote for both
+    for caption in ("Singling-out risk per dataset", "Linkability risk per dataset"):
+        assert f"<figcaption>{caption}" in html  # both figures in the report
 
 
 def test_attacks_step_skipped_without_holdout_and_thresholds_given(release):
