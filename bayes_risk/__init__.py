@@ -92,6 +92,9 @@ _API: dict[str, str] = {
     "RFPlugin": "bayes_risk.models.trees.plugins.plugin_rf",
     # membership risk
     "membership_risk": "bayes_risk.membership.api",
+    # singling-out and linkability attacks (anonymeter)
+    "singling_out_risk": "bayes_risk.attacks.singling_out",
+    "linkability_risk": "bayes_risk.attacks.linkability",
     # empirical disclosure measures (synthpop)
     "disclosure_measures": "bayes_risk.disclosure.measures",
     "replicated_uniques": "bayes_risk.disclosure.measures",
@@ -106,6 +109,8 @@ _API: dict[str, str] = {
     "IdentificationResult": "bayes_risk.results",
     "RadiusSweepResult": "bayes_risk.results",
     "MembershipRiskResult": "bayes_risk.results",
+    "SinglingOutResult": "bayes_risk.results",
+    "LinkabilityResult": "bayes_risk.results",
     "KnowledgeSweepResult": "bayes_risk.results",
     "PMSEResult": "bayes_risk.results",
     "UtilitySummary": "bayes_risk.results",

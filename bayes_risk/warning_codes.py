@@ -13,7 +13,7 @@ A low module: every part of the package may import it, and it imports nothing of
 from __future__ import annotations
 
 __all__ = ["MESSAGES", "RECORD_FLAGS", "LOW_RISK_FLAG", "MEMBERSHIP_FLAGS", "MEMBERSHIP_MESSAGES",
-           "message"]
+           "ATTACK_MESSAGES", "message"]
 
 #: attribute risk: the record flags that make a record "flagged" (reported separately, never
 #: averaged in silently), in the order a record's ``flag_codes`` lists them
@@ -138,6 +138,26 @@ MESSAGES: dict[str, str] = {
     "SUDA_FEW_KEYS": "SUDA2 with fewer than three keys: sdcMicro scores the minimal sample "
     "uniques as if there were three (it pads the keys with constant columns); the scores rank "
     "records but are read with care.",
+    # singling-out and linkability attacks (anonymeter)
+    "NO_HOLDOUT": "no holdout (control set) was given: the risk is the main attack's success "
+    "rate, not its excess over the same attack on records the synthesis did not use.",
+    "FEW_SINGLING_OUT_QUERIES": "fewer singling-out predicates than n_attacks could be written "
+    "on a synthetic dataset: the rates are over those written, with wider intervals.",
+    "ATTACK_NOT_BETTER_THAN_BASELINE": "the main attack does no better than the baseline of "
+    "random guesses: the attack may be too weak for these data, and a low risk says little.",
+    "CONTROL_SIZE_CORRECTION": "the holdout's size differs from the original's by more than a "
+    "factor 2 (or the fit failed): the control count of singling out is extrapolated by "
+    "anonymeter's model; give a holdout about the size of the original.",
+    "CONTROL_ALWAYS_SUCCEEDS": "the control attack succeeds on every holdout record: the risk "
+    "beyond it is undefined (nan).",
+}
+
+
+#: the attacks' meaning of codes they share with another measure
+ATTACK_MESSAGES: dict[str, str] = {
+    "HOLDOUT_OVERLAPS_ORIGINAL": "more holdout rows equal a record of the original than the "
+    "original's own duplicates explain: those rows were left out of the control attack (a "
+    "member in the control set understates the risk).",
 }
 
 

@@ -3,8 +3,8 @@
 The audit is an orchestrator: it works out a plan (:class:`~bayes_risk.auditing.AuditPlan`) from the
 release and the arguments, then runs each step through the public function of its measure
 (``utility_summary``, ``identification_risk`` / ``radius_sweep``, ``attribute_risk``,
-``disclosure_measures``), writing the files its sub-command writes into a sub-folder. It defines
-no measure of its own.
+``membership_risk``, ``singling_out_risk`` / ``linkability_risk``, ``disclosure_measures``),
+writing the files its sub-command writes into a sub-folder. It defines no measure of its own.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ _STEPS: tuple[tuple[str, str], ...] = (
     ("posterior_identification", "Posterior Monte Carlo identification risk"),
     ("attribute", "Attribute risk"),
     ("membership", "Membership risk"),
+    ("attacks", "Singling out and linkability (anonymeter)"),
     ("disclosure", "Empirical disclosure measures (synthpop)"),
 )
 
@@ -77,6 +78,7 @@ def audit(
     holdout: pd.DataFrame | None = None,
     membership_selection: Any = None,
     weights: str | None = None,
+    linkability_columns: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> AuditResult:
     """Audit a synthetic release: utility, identification, attribute and empirical risk.
 
@@ -156,8 +158,8 @@ def audit(
         Show progress (step lines and the measures' progress bars) on stderr.
     skip : sequence of str, optional
         Steps not to run (``"utility"``, ``"identification"``, ``"posterior_identification"``,
-        ``"attribute"``, ``"membership"``, ``"disclosure"``); they are reported as skipped, as
-        asked.
+        ``"attribute"``, ``"membership"``, ``"attacks"``, ``"disclosure"``); they are reported
+        as skipped, as asked.
     combining_rules : {"auto", "partial", "full-same-n", "full-population"}
         Combining rules of the interval overlaps (see
         :func:`~bayes_risk.utility.utility_summary`); ``"auto"`` (default): the release's
@@ -176,8 +178,11 @@ def audit(
         ``[]``: none.
     holdout : DataFrame, optional
         Records of the same population that were not in the original: the membership step
-        (:func:`~bayes_risk.membership_risk`, with the fitted ``model``) runs only when it is
-        given, and is skipped with the reason otherwise (it refits the model once per dataset).
+        (:func:`~bayes_risk.membership_risk`, with the fitted ``model``) and the attacks step
+        (anonymeter's singling-out and linkability attacks, :func:`~bayes_risk.singling_out_risk`
+        and :func:`~bayes_risk.linkability_risk`, whose control set it is) run only when it is
+        given, and are skipped with the reason otherwise (the membership step refits the model
+        once per dataset).
     membership_selection : None, "independent", str or callable
         For a release that synthesizes selected records only (a model fitted with
         ``records=...``): how they were selected (``selection`` of
@@ -191,6 +196,10 @@ def audit(
         (:func:`~bayes_risk.disclosure.original_risk`), is then the Benedetti–Franconi risk
         with the population frequency of a key estimated by the sum of its weights; without
         weights it is the sample-based risk ``1/f_k`` (every weight 1, as sdcMicro).
+    linkability_columns : (sequence of str, sequence of str), optional
+        The columns of the intruder's two tables in the attacks step's linkability attack
+        (default: the ``known`` columns and the other columns; when every column is known,
+        linkability is not run).
 
     Returns
     -------
@@ -227,6 +236,7 @@ def audit(
         skip=skip, sweep_unsynthesized=sweep_unsynthesized, combining_rules=combining_rules,
         pmse_method=pmse_method, max_order=max_order, known_sweep=known_sweep,
         imputed=imputed, membership_selection=membership_selection,
+        linkability_columns=linkability_columns,
     )
     _record_weights(plan, weights)
     root = Path(out) if out is not None else None

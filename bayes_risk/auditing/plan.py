@@ -21,7 +21,7 @@ __all__ = ["AuditPlan", "Setting", "Thresholds", "DEFAULT_SWEEP", "STEP_NAMES",
 
 #: the audit's steps, in order (``skip=`` / ``--skip`` takes these names)
 STEP_NAMES: tuple[str, ...] = ("utility", "identification", "posterior_identification",
-                               "attribute", "membership", "disclosure")
+                               "attribute", "membership", "attacks", "disclosure")
 
 #: the radius grid of Hornby & Hu (2021, §4.1)
 DEFAULT_SWEEP: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3)
@@ -31,6 +31,11 @@ _CONVENTION = ("a convention of bayes-risk, not a finding: the papers behind the
                "leave the acceptable risk to the agency (Hu 2019; Hornby & Hu 2021; Raab, "
                "Nowok & Dibben); a board sets its own (user guide, Auditing a release: "
                "Thresholds)")
+
+_ANONYMETER = ("anonymeter (Giomi et al. 2023) defines the risk and leaves its acceptable level "
+               "to the data controller, as the CNIL's opinion on it does: 0.05 is a convention "
+               "of bayes-risk, not a finding; a board sets its own (user guide, Auditing a "
+               "release: Thresholds)")
 
 #: where each default of :class:`Thresholds` comes from; the report prints it under the
 #: verdict table (a threshold the caller set is "given")
@@ -50,6 +55,8 @@ THRESHOLD_SOURCES: dict[str, str] = {
     "membership_share": _CONVENTION,
     "membership_probability": "a posterior membership probability of 0.9 is a likelihood "
                               "ratio of 9 under the balanced prior: " + _CONVENTION,
+    "singling_out_risk": _ANONYMETER,
+    "linkability_risk": _ANONYMETER,
 }
 
 
@@ -90,6 +97,13 @@ class Thresholds:
         The posterior membership probability above which a member counts as exposed (the
         ``threshold`` of :func:`~bayes_risk.membership_risk`; in (0, 1)). Default 0.9: with the
         balanced prior, a likelihood ratio above 9.
+    singling_out_risk : float
+        Largest acceptable singling-out risk of anonymeter (the main attack's success beyond
+        the control attack's, over what the control leaves: 0 none, 1 every predicate),
+        univariate and multivariate predicates alike. Default 0.05.
+    linkability_risk : float
+        Largest acceptable linkability risk of anonymeter (the same, for records relinked
+        through their nearest synthetic row). Default 0.05.
     """
 
     s_pmse: float = 10.0
@@ -102,6 +116,8 @@ class Thresholds:
     membership_advantage: float = 0.05
     membership_share: float = 0.01
     membership_probability: float = 0.9
+    singling_out_risk: float = 0.05
+    linkability_risk: float = 0.05
 
     @classmethod
     def parse(cls, items: Mapping[str, float] | Sequence[str] | None) -> Thresholds:
@@ -211,6 +227,10 @@ class AuditPlan:
     #: (``membership_selection=`` / ``--membership-selection``; the membership step's
     #: ``selection``)
     membership_selection: Any = None
+    #: the columns of the intruder's two tables of the attacks step's linkability attack
+    #: (``linkability_columns=`` / ``--linkability``; default: the known columns and the others;
+    #: ``None``: none left, linkability not run)
+    linkability_columns: tuple[list[str], list[str]] | None = None
     settings: list[Setting] = field(default_factory=list)
     #: the synthesized columns that are numeric (CART's smoothing applies to them)
     numeric_synthesized: list[str] = field(default_factory=list)

@@ -183,7 +183,8 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
                random_seed, attribute_estimator="auto", refit_draws=None, seed_src="given",
                skip=None, sweep_unsynthesized=False, known_sweep=False,
                combining_rules="auto", pmse_method="logit", max_order=1,
-               imputed="auto", membership_selection=None) -> AuditPlan:
+               imputed="auto", membership_selection=None,
+               linkability_columns=None) -> AuditPlan:
     """Resolve every setting (see :func:`audit`) and record where it came from.
 
     Every argument every step reads is checked here, before any step runs."""
@@ -259,10 +260,12 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
         plan.add("membership", "selection", plan.membership_selection.description, "given",
                  "how the records of a release that synthesizes selected records were "
                  "selected; members left unsynthesized are released whole (P(member) = 1)")
+    plan.linkability_columns, link_src = _plan_linkability(linkability_columns, known, sch)
     plan.releases_donor_values, plan.smoothing_option = _release_capabilities(syn)
     # partial synthesis as the utility step's pMSE reads it: some, not all, columns synthesized
     partial = 0 < len(syn_cols) < len(sch.names)
     _record_settings(plan, src, rad_src, tg_src, ngroups_target, seed_src, partial=partial)
+    _record_attack_settings(plan, link_src)
     zeros = _structural_zeros(model)
     if zeros is None:  # a release of such a model carries its settings in the manifest
         records = (getattr(syn, "settings", None) or {}).get("structural_zeros") or []
@@ -393,6 +396,51 @@ def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
     a("disclosure", "denom_lim", 5, "default", "synthpop's default")
     for k, v in plan.thresholds.to_dict().items():
         a("thresholds", k, v, "default" if v == getattr(Thresholds(), k) else "given")
+
+
+def _plan_linkability(columns: Any, known: list[str], sch: Any
+                      ) -> tuple[tuple[list[str], list[str]] | None, str]:
+    """The columns of the intruder's two tables of the linkability attack and where they came
+    from: given, or the known columns and the other columns (``None`` when every column is
+    known: no second table)."""
+    if columns is None:
+        rest = [c for c in sch.names if c not in known]
+        return ((list(known), rest) if rest else None), "default"
+    try:
+        a, b = columns
+    except (TypeError, ValueError):
+        raise ValidationError(
+            "linkability_columns must be two lists of columns, the intruder's two tables "
+            f"(--linkability COLS_A COLS_B). Got {columns!r}.") from None
+    parts = []
+    for part in (a, b):
+        part = [part] if isinstance(part, str) else list(part)
+        if not part or _twice(part):
+            raise ValidationError(
+                "linkability_columns: each table needs columns, each listed once "
+                f"(--linkability COLS_A COLS_B). Got {columns!r}.")
+        parts.append(sch.check_columns(part, "linkability_columns"))
+    return (parts[0], parts[1]), "given"
+
+
+def _record_attack_settings(plan: AuditPlan, link_src: str) -> None:
+    """The attacks step's settings (anonymeter's defaults,
+    :mod:`bayes_risk.auditing.attacks_step`)."""
+    from bayes_risk.auditing.attacks_step import ATTACK_OPTIONS
+
+    a = plan.add
+    a("attacks", "singling-out predicates",
+      f"univariate and multivariate ({ATTACK_OPTIONS['n_cols']} columns), "
+      f"{ATTACK_OPTIONS['n_attacks']} per dataset and mode", "default", "anonymeter's defaults")
+    lc = plan.linkability_columns
+    a("attacks", "linkability tables",
+      "not run (every column is known)" if lc is None
+      else f"({', '.join(lc[0])}) and ({', '.join(lc[1])})", link_src,
+      "default: the known columns and the other columns" if link_src == "default" else "")
+    a("attacks", "linkability nearest rows", ATTACK_OPTIONS["n_neighbors"], "default",
+      "anonymeter's default; at most 500 records attacked in the original and in the holdout")
+    a("attacks", "control set", "the holdout", "default",
+      "the attacks run only with a holdout (records the synthesis did not use)")
 
 
 def _skip_steps(skip: Any) -> list[str]:

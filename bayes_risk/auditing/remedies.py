@@ -20,6 +20,7 @@ from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import AuditPlan
 
 __all__ = [
+    "attacks_cause",
     "attribute_cause",
     "disco_cause",
     "identification_cause",
@@ -233,3 +234,67 @@ def membership_cause(plan: AuditPlan, mem: StepOutcome) -> Cause:
             f"prior) than the {st['model']}, so that the release depends less on any one "
             "record"]
     return cause, rem
+
+
+def _leaking_columns(so: Any, mode: str, dataset: int) -> tuple[int, list[tuple[str, int]]]:
+    """The predicates of one dataset and mode that single out a record of the original but
+    none of the holdout, and the columns they use (most used first)."""
+    q = so.queries
+    q = q[(q["dataset"] == dataset) & (q["mode"] == mode)]
+    hold = q["singles_out_holdout"].astype("boolean").fillna(False).to_numpy(bool)
+    leak = q[q["singles_out_original"].to_numpy(bool) & ~hold]
+    counts: dict[str, int] = {}
+    for cols in leak["columns"]:
+        for c in str(cols).split(","):
+            counts[c] = counts.get(c, 0) + 1
+    return len(leak), sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def attacks_cause(plan: AuditPlan, a: StepOutcome) -> dict[str, Cause]:
+    """anonymeter's attacks: per singling-out mode, the columns of the predicates that single
+    out a record of the original and none of the holdout; for linkability, the records
+    relinked. Keyed by mode and ``"linkability"``."""
+    so, lk = a.result["singling_out"], a.result["linkability"]
+    out: dict[str, Cause] = {}
+    for _, r in so.headline().iterrows():
+        mode, ds = str(r["mode"]), int(r["dataset"])
+        n_leak, cols = _leaking_columns(so, mode, ds)
+        if not cols:
+            out[mode] = ("", [])
+            continue
+        top = [c for c, _ in cols[:3]]
+        names = ", ".join(f"{c} ({k})" for c, k in cols[:3])
+        kind = ("a value that one synthetic row holds, or the smallest or largest value"
+                if mode == "univariate" else "conditions on several columns")
+        cause = (f"{n_leak} of the {int(r['n_queries'])} predicates written on synthetic "
+                 f"dataset {ds} ({kind}) single out a record of the original but none of "
+                 f"the holdout; the columns they use most: {names}")
+        if plan.releases_donor_values:
+            cause += f", and the synthesizer ({plan.method}) releases original (donor) values"
+        unsyn = _unsynthesized(plan, top)
+        rem = [*smoothing_remedy(plan, top),
+               f"coarsen or top- and bottom-code {', '.join(top)} (bands, rounding), so that "
+               "a value a single synthetic row holds is shared by several records"]
+        if unsyn:
+            rem.append(f"synthesize {', '.join(unsyn)}: the release carries their values "
+                       "unchanged")
+        out[mode] = (cause, rem)
+    if lk is not None:
+        r = lk.headline().iloc[0]
+        ca, cb = lk.settings["aux_columns"]
+        cols = [*ca, *cb]
+        unsyn = _unsynthesized(plan, cols)
+        cause = (f"{int(r['n_main'])} of {int(r['n_attacks'])} records of the original are "
+                 "relinked through a synthetic row nearest to both of their parts, against "
+                 f"{int(r['n_control'])} of the holdout"
+                 + (f"; the release carries {', '.join(unsyn)} unchanged" if unsyn else ""))
+        rem = [*smoothing_remedy(plan, cols)]
+        if unsyn:
+            rem.append(f"synthesize {', '.join(unsyn)}, so that no synthetic row keeps a "
+                       "record's values on both tables")
+        num = [c for c in cols if c in plan.numeric_synthesized]
+        rem.append("coarsen the columns of the two tables"
+                   + (f" (bands of {', '.join(num)})" if num else "")
+                   + ", so that a record's nearest synthetic rows are many")
+        out["linkability"] = (cause, rem)
+    return out

@@ -956,6 +956,39 @@ def _membership(sec: Section, s: Any, result: Any, links: _Links) -> None:
                                    "ROC of the Bayesian score and of the distance baseline"))
 
 
+@_step_section("attacks", "attacks", "Singling out and linkability (anonymeter)")
+def _attacks(sec: Section, s: Any, result: Any, links: _Links) -> None:
+    so, lk = s.result["singling_out"], s.result["linkability"]
+    folder = f"{s.folder}/" if s.folder else None
+    sec.p("anonymeter's attacks (Giomi et al. 2023; methods page 'Singling out and "
+          "linkability'), each made on the records of the original (main attack), on the "
+          "holdout, records the synthesis did not use (control attack), and at random "
+          "(baseline). The risk is the main attack's success beyond the control's, over what "
+          "the control leaves: (main − control) / (1 − control), 0 when the release tells no "
+          "more about its own records than about others, with its interval (Wilson score), "
+          "clipped to [0, 1] as anonymeter does.")
+    sec.blocks.append(_table(so.summary().tables["risk"], links,
+                             folder and folder + "singling_out.csv",
+                             "Singling out: predicates that match exactly one synthetic row, "
+                             "and how often they single out a record (rates)"))
+    sec.blocks.append(links.figure(lambda: plot_figure(so, "risk"), "attacks_singling_out.png",
+                                   "Singling-out risk per dataset and mode, with its interval"))
+    if lk is None:
+        sec.p(f"Linkability was not run: {s.extra.get('linkability_not_run')}.")
+        return
+    a, b = lk.settings["aux_columns"]
+    sec.p(f"Linkability: the intruder holds one table with {', '.join(a)} and another with "
+          f"{', '.join(b)} about the same people, and links a record's two parts when they "
+          "share a nearest synthetic row.")
+    sec.blocks.append(_table(lk.summary().tables["risk"], links,
+                             folder and folder + "linkability.csv",
+                             "Linkability: records relinked through the nearest synthetic "
+                             "rows (rates)"))
+    sec.blocks.append(links.figure(lambda: plot_figure(lk, "risk"), "attacks_linkability.png",
+                                   "Linkability risk per dataset and number of neighbours, "
+                                   "with its interval"))
+
+
 def _sending(result: Any, links: _Links, bundle: str | None) -> list[Span]:
     """What to send: the report's number links point to the files beside it."""
     if result.root is None:
@@ -1022,7 +1055,7 @@ def _context(result: Any, links: _Links, bundle: str | None = None) -> dict[str,
     sections = [_utility(result, links), _comparisons(result, links),
                 _identification(result, links), _posterior_identification(result, links),
                 _attribute(result, links), _membership(result, links),
-                _disclosure(result, links)]
+                _attacks(result, links), _disclosure(result, links)]
     ur = _utility_risk(result, links)
     if ur is not None:
         sections.insert(0, ur)

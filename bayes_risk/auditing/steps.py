@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.auditing.attacks_step import attacks_step
 from bayes_risk.auditing.context import (
     StepContext,
     _folder,
@@ -36,6 +37,7 @@ __all__ = [
     "posterior_identification_step",
     "attribute_step",
     "membership_step",
+    "attacks_step",
     "disclosure_step",
     "add_run_warnings",
     "rebuilt_has_posterior",

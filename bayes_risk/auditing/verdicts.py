@@ -24,6 +24,7 @@ from bayes_risk.auditing.plan import AuditPlan
 __all__ = [
     "ATTRIBUTE_MEASURE",
     "Baseline",
+    "attacks_lines",
     "CAVEATS",
     "VERDICT_STEPS",
     "Verdict",
@@ -37,7 +38,7 @@ __all__ = [
 
 #: the steps with verdict lines (a step that did not run has none: the report says so)
 VERDICT_STEPS: tuple[str, ...] = ("utility", "identification", "attribute", "membership",
-                                   "disclosure")
+                                   "attacks", "disclosure")
 
 #: warning codes of a measure that question the value of a verdict line; the line names them
 CAVEATS: dict[str, tuple[str, ...]] = {
@@ -51,6 +52,9 @@ CAVEATS: dict[str, tuple[str, ...]] = {
     "DiSCO": ("TARGET_MOSTLY_UNIQUE",),
     "membership": ("MEMBERSHIP_FLAGGED", "H_TOO_SMALL", "RHAT_HIGH", "LOW_ESS",
                    "APPROXIMATE_POSTERIOR"),
+    # read off the line's own row of the attack's table (attacks_lines), not the result's codes
+    "attacks": ("FEW_SINGLING_OUT_QUERIES", "ATTACK_NOT_BETTER_THAN_BASELINE",
+                "CONTROL_SIZE_CORRECTION"),
 }
 
 
@@ -433,6 +437,76 @@ def membership_lines(plan: AuditPlan, mem: StepOutcome) -> list[Verdict | Baseli
     return [_caused(adv, *cause), _caused(share, *cause)]
 
 
+def _attack_caveats(row: Any, size_ratio: float) -> tuple[str, ...]:
+    """The caveats of one headline row of an attack's table (its dataset and mode)."""
+    have = set()
+    if row.get("n_queries", row["n_attacks"]) < row["n_attacks"]:
+        have.add("FEW_SINGLING_OUT_QUERIES")
+    if row["baseline_rate"] >= row["main_rate"]:
+        have.add("ATTACK_NOT_BETTER_THAN_BASELINE")
+    # a holdout of another size: the control count was extrapolated (far) or could not be
+    corr = row.get("control_correction", np.nan)
+    if row.get("n_control_raw", 0) > 0 and size_ratio != 1.0 and (
+            not np.isfinite(corr) or not 0.5 <= size_ratio <= 2.0):
+        have.add("CONTROL_SIZE_CORRECTION")
+    return tuple(c for c in CAVEATS["attacks"] if c in have)
+
+
+def attacks_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]:
+    """anonymeter's singling-out risk (one line per mode) and linkability risk, each the
+    largest over the datasets (the intruder attacks the dataset that serves them best), with
+    its interval, the three attacks' counts and the spread over the datasets."""
+    th = plan.thresholds
+    out: list[Verdict | Baseline] = []
+    so, lk = a.result["singling_out"], a.result["linkability"]
+    cause = remedies.attacks_cause(plan, a)
+    s = so.settings
+    ratio = (s["n_original_distinct"] / s["n_holdout_distinct"]
+             if s.get("n_holdout_distinct") else 1.0)
+    lvl = f"{100 * float(s['confidence_level']):.3g} %"
+    for _, r in so.headline().iterrows():
+        mode = str(r["mode"])
+        each = so.table.loc[so.table["mode"] == mode, "risk"]
+        what = ("one column" if mode == "univariate" else f"{int(r['n_cols'])} columns")
+        v = Verdict(
+            "attacks", f"{mode} singling-out risk", float(r["risk"]),
+            th.singling_out_risk, "max", _src(a, "singling_out.csv"),
+            f"{lvl} interval {r['ci_low']:.3g}–{r['ci_high']:.3g}"
+            + (f" (dataset {int(r['dataset'])}, the largest of {plan.m})" if plan.m > 1 else "")
+            + f"; of {int(r['n_queries'])} predicates that single out a synthetic row, "
+            f"{int(r['n_main'])} single out a record of the original and "
+            f"{r['n_control']:.4g} one of the holdout"
+            + (f" (corrected for its size by {r['control_correction']:.3g})"
+               if np.isfinite(r["control_correction"]) else "")
+            + f"; random predicates: {int(r['n_baseline'])} of {int(r['n_attacks'])}",
+            _attack_caveats(r, ratio), spread=_range(each),
+            intruder=f"holds a synthetic dataset and writes predicates on {what} that match "
+            "exactly one of its rows, claiming that each isolates one person of the "
+            "confidential data (anonymeter's singling-out attack)",
+            threshold_name="singling_out_risk")
+        out.append(_caused(v, *cause[mode]))
+    if lk is not None:
+        r = lk.headline().iloc[0]
+        (ca, cb), k = lk.settings["aux_columns"], int(r["n_neighbors"])
+        each = lk.table.loc[lk.table["n_neighbors"] == k, "risk"]
+        v = Verdict(
+            "attacks", f"linkability risk ({', '.join(ca)} with {', '.join(cb)})",
+            float(r["risk"]), th.linkability_risk, "max", _src(a, "linkability.csv"),
+            f"{lvl} interval {r['ci_low']:.3g}–{r['ci_high']:.3g}"
+            + (f" (dataset {int(r['dataset'])}, the largest of {plan.m})" if plan.m > 1 else "")
+            + f"; records relinked through their {k} nearest synthetic row"
+            f"{'s' if k > 1 else ''}: {int(r['n_main'])} of {int(r['n_attacks'])} of the "
+            f"original, {int(r['n_control'])} of as many of the holdout, "
+            f"{int(r['n_baseline'])} by random rows",
+            _attack_caveats(r, 1.0), spread=_range(each),
+            intruder=f"holds two tables about the same people, one with {', '.join(ca)}, the "
+            f"other with {', '.join(cb)}, and links them through the nearest synthetic rows "
+            "(anonymeter's linkability attack)",
+            threshold_name="linkability_risk")
+        out.append(_caused(v, *cause["linkability"]))
+    return out
+
+
 def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Baseline]:
     """Each line reads the larger of two intruders' figures: the one who holds all m
     datasets (probabilities pooled over them, Reiter & Mitra 2009: the defaults of
@@ -555,5 +629,5 @@ def _per_dataset_lines(plan: AuditPlan, i: StepOutcome,
 _BUILDERS: dict[str, Callable[[AuditPlan, StepOutcome], list[Verdict | Baseline]]] = {
     "utility": utility_lines, "identification": identification_lines,
     "attribute": attribute_lines, "membership": membership_lines,
-    "disclosure": disclosure_lines,
+    "attacks": attacks_lines, "disclosure": disclosure_lines,
 }

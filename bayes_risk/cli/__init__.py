@@ -25,6 +25,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "identification",
     "attribute",
     "membership",
+    "attacks",
     "disclosure",
     "original-risk",
     "audit",

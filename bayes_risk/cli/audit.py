@@ -79,6 +79,20 @@ def _ngroups(text: str):
             from err
 
 
+def _linkability(values: list[str] | None) -> tuple[list[str], list[str]] | None:
+    """``--linkability COLS_A COLS_B``: two comma-separated lists of columns."""
+    if values is None:
+        return None
+    from bayes_risk.exceptions import ValidationError
+
+    parts = [[c.strip() for c in v.split(",") if c.strip()] for v in values]
+    if not all(parts):
+        raise ValidationError("--linkability: expected two comma-separated lists of columns, "
+                              f"e.g. Age,Urban Income,Educ. Got {' '.join(values)!r}.",
+                              code="BAD_OPTION_VALUE")
+    return parts[0], parts[1]
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the audit into the output folder and print the verdict lines."""
     from bayes_risk.auditing import audit
@@ -114,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
         holdout=(None if args.holdout is None
                  else read_records_table(args.holdout, "--holdout", missing_labels(args))),
         membership_selection=args.membership_selection, weights=args.weights,
+        linkability_columns=_linkability(args.linkability),
     )
     done: list = []
     # the zip of the whole folder, made once summary.json is complete: the one file to send

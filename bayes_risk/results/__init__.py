@@ -22,6 +22,7 @@ from bayes_risk._lazy import attach
 if TYPE_CHECKING:
     from bayes_risk.results._base import RiskResult
     from bayes_risk.results._summary import ResultWarning, Summary
+    from bayes_risk.results.attacks import LinkabilityResult, SinglingOutResult
     from bayes_risk.results.attribute import AttributeRiskResult
     from bayes_risk.results.combining import (
         CoefDiffResult,
@@ -51,6 +52,8 @@ _CLASSES: dict[str, str] = {
     "IdentificationResult": "bayes_risk.results.identification",
     "RadiusSweepResult": "bayes_risk.results.identification",
     "MembershipRiskResult": "bayes_risk.results.membership",
+    "SinglingOutResult": "bayes_risk.results.attacks",
+    "LinkabilityResult": "bayes_risk.results.attacks",
     "KnowledgeSweepResult": "bayes_risk.results.knowledge",
     "PMSEResult": "bayes_risk.results.utility",
     "UtilitySummary": "bayes_risk.results.utility",
@@ -74,6 +77,8 @@ __all__ = [
     "IdentificationResult",
     "RadiusSweepResult",
     "MembershipRiskResult",
+    "SinglingOutResult",
+    "LinkabilityResult",
     "KnowledgeSweepResult",
     "PMSEResult",
     "UtilitySummary",

@@ -89,7 +89,7 @@ def test_steps_run_or_skip_with_reason(audited):
     st = {s.name: s for s in res.steps}
     assert [s.name for s in res.steps] == ["utility", "identification",
                                            "posterior_identification", "attribute",
-                                           "membership", "disclosure"]
+                                           "membership", "attacks", "disclosure"]
     for name in ("utility", "identification", "attribute", "disclosure"):
         assert st[name].status == "ran", (name, st[name].reason)
     post = st["posterior_identification"]
@@ -644,7 +644,7 @@ def test_cli_end_to_end(release, tmp_path):
     assert r.returncode == 0, r.stderr
     out = tmp_path / "aud"
     assert (out / "report.html").is_file() and (out / "report.md").is_file()
-    assert "[audit] step 1/6: utility" in r.stderr  # progress shown
+    assert "[audit] step 1/7: utility" in r.stderr  # progress shown
     assert "repU (%)" in r.stdout and "report:" in r.stdout
     # the headline: each line with its spread; a line past its threshold with its cause, short
     assert "(min–max over 2)" in r.stdout

@@ -110,6 +110,11 @@ def _membership():
                   augmented=[aug], bootstrap=20, random_seed=2)
 
 
+def _holdout(ce):
+    """Records of the same population that the releases did not use."""
+    return br.make_ce_like(300, random_seed=9)[list(ce.columns)]
+
+
 BUILDERS = {
     "AttributeRiskResult": _attribute,
     "IdentificationResult": lambda ce, rel: _identification(ce, rel, "pooled"),
@@ -142,6 +147,13 @@ BUILDERS = {
     "OriginalRisk": lambda ce, rel: br.original_risk(ce, keys=["Age", "Urban", "Marital"],
                                                      weights=np.full(len(ce), 25.0),
                                                      sensitive="Tenure"),
+    "SinglingOutResult": lambda ce, rel: _quiet(
+        br.singling_out_risk, ce, rel[2], holdout=_holdout(ce), n_attacks=30, schema=rel[1],
+        random_seed=5),
+    "LinkabilityResult": lambda ce, rel: _quiet(
+        br.linkability_risk, ce, rel[2], holdout=_holdout(ce),
+        aux_columns=(["Age", "Urban"], ["Marital", "Income"]), n_attacks=30, n_neighbors=2,
+        schema=rel[1], random_seed=5),
 }
 
 _CACHE: dict[str, RiskResult] = {}

@@ -31,6 +31,9 @@ steps (each writes the files of its sub-command into a sub-folder of --out):
   identification/  identification risk (per dataset) and the radius sweep
   attribute/       attribute risk of every record: --model, or the plug-in likelihood of a
                    CART / random-forest release (skipped, with the reason, otherwise)
+  membership/      membership risk: --holdout and --model (skipped otherwise)
+  attacks/         anonymeter's singling-out and linkability risk: --holdout (skipped
+                   otherwise)
   disclosure/      synthpop's empirical measures, one run per --target, and sdcMicro's
                    risk of the original on the keys (original_risk/: individual and global
                    re-identification risk, k-anonymity, SUDA2, l-diversity of the targets;
@@ -46,10 +49,12 @@ another reason: the report is written and its verdict opens with "The audit is i
 thresholds of the verdict lines (--threshold NAME=VALUE; defaults):
   s_pmse=10 overlap=0.5 expected_match_rate=0.01 true_match_rate=0.01 prop_top=0.1
   repU=1 DiSCO=1 membership_advantage=0.05 membership_share=0.01
-  membership_probability=0.9   (repU and DiSCO in percent; the rates and membership_share
-  as fractions: the verdict shows every rate and its threshold in per cent,
-  expected_match_rate=0.01 as 1 %; membership_advantage is AUC - 0.5; a member counts as
-  exposed when its posterior membership probability exceeds membership_probability)
+  membership_probability=0.9 singling_out_risk=0.05 linkability_risk=0.05
+  (repU and DiSCO in percent; the rates and membership_share as fractions: the verdict
+  shows every rate and its threshold in per cent, expected_match_rate=0.01 as 1 %;
+  membership_advantage is AUC - 0.5; a member counts as exposed when its posterior
+  membership probability exceeds membership_probability; the risks of anonymeter's
+  attacks are fractions from 0 to 1)
 
 each verdict line states its spread over the datasets (min-max, or "pooled, no spread"); a
 line past its threshold names its cause, computed from the run, and the remedies that would
@@ -131,13 +136,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="verdict threshold (repeat; names and defaults below)")
     p.add_argument("--skip", nargs="+", default=None, metavar="STEP",
                    choices=["utility", "identification", "posterior-identification",
-                            "attribute", "membership", "disclosure"],
+                            "attribute", "membership", "attacks", "disclosure"],
                    help="steps not to run (reported as skipped): utility, identification, "
-                   "posterior-identification, attribute, membership, disclosure")
+                   "posterior-identification, attribute, membership, attacks, disclosure")
     p.add_argument("--holdout", default=None, metavar="FILE",
                    help="records of the population that were not in ORIGINAL (.csv or "
                    ".parquet): the membership step runs with them and --model (skipped "
-                   "otherwise; one refit of the model per dataset)")
+                   "otherwise; one refit of the model per dataset), the attacks step "
+                   "(anonymeter's singling out and linkability) with them alone")
+    p.add_argument("--linkability", nargs=2, default=None, metavar=("COLS_A", "COLS_B"),
+                   help="attacks step: the columns of the intruder's two tables, each a "
+                   "comma-separated list (default: the --known columns and the others)")
     p.add_argument("--membership-selection", default=None, metavar="RULE",
                    help="membership step of a release that synthesized selected records only "
                    "(a model fitted with --records): how they were selected, 'independent' or "

@@ -1,0 +1,185 @@
+"""Input handling shared by the singling-out and linkability attacks: the original, the
+synthetic datasets and the holdout (anonymeter's control set) checked against one schema, the
+holdout screened for copies of the original, and the tables coded as float arrays.
+
+Coding: a categorical column holds its level codes ``0..d-1``, a numeric one its values; a
+missing cell (empty, or one of a numeric column's declared missing-value codes) is ``nan``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.data.missing import missing_mask
+from bayes_risk.data.normalise import as_synthetic_list
+from bayes_risk.data.schema import Schema
+from bayes_risk.data.validate import encode, harmonise_levels, validate_table
+from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
+from bayes_risk.utility._inputs import base_schema
+
+__all__ = ["AttackInputs", "attack_inputs", "code_table", "check_count", "raise_warnings"]
+
+
+@dataclass
+class AttackInputs:
+    """The tables of an attack, restricted to its columns and checked.
+
+    Attributes
+    ----------
+    original : DataFrame
+        The records the synthesis used.
+    datasets : list of DataFrame
+        The ``m`` synthetic datasets.
+    holdout : DataFrame or None
+        Records of the same population not used for the synthesis (anonymeter's control
+        set), without the rows found to copy a record of the original.
+    schema : Schema
+        Of the attack's columns, levels harmonised over every table.
+    n_holdout_dropped : int
+        Holdout rows left out as copies of records of the original.
+    """
+
+    original: pd.DataFrame
+    datasets: list[pd.DataFrame]
+    holdout: pd.DataFrame | None
+    schema: Schema
+    n_holdout_dropped: int = 0
+
+
+def check_count(value: Any, name: str, minimum: int = 1) -> int:
+    """``value`` as an int ``>= minimum``, or a ``ValidationError`` naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValidationError(f"{name} must be an integer >= {minimum}. Got {value!r}.")
+    return int(value)
+
+
+def attack_inputs(
+    original: Any,
+    synthetic: Any,
+    holdout: Any,
+    *,
+    columns: Sequence[str] | None,
+    schema: Schema | None,
+    categorical: Iterable[str] | None,
+) -> AttackInputs:
+    """Check and align the inputs of an attack.
+
+    Raises
+    ------
+    ValidationError
+        A table that is not a DataFrame, has no rows (``EMPTY_TABLE``) or lacks a column
+        (``MISSING_COLUMN``); a holdout made of copies of the original's records
+        (``HOLDOUT_OVERLAPS_ORIGINAL``).
+    SchemaError
+        Values that do not fit the column types.
+
+    Warns
+    -----
+    DataWarning
+        ``HOLDOUT_OVERLAPS_ORIGINAL`` when some holdout rows copy a record of the original
+        beyond chance: they are left out of the control attack.
+    """
+    datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
+    sch = base_schema(original, schema=schema, carried=None if source is None else source.schema,
+                      categorical=categorical)
+    cols = list(sch.names) if columns is None else list(columns)
+    if not cols:
+        raise ValidationError("columns is empty; give at least one column.")
+    sch.check_columns(cols, "columns")
+    if holdout is not None and not isinstance(holdout, pd.DataFrame):
+        raise ValidationError(f"holdout must be a pandas DataFrame. Got {type(holdout).__name__}.")
+    named = [("original", original), *((f"synthetic dataset {l}", z)
+                                       for l, z in enumerate(datasets, start=1))]
+    if holdout is not None:
+        named.append(("holdout", holdout))
+    for name, t in named:
+        missing = [c for c in cols if c not in t.columns]
+        if missing:
+            raise ValidationError(
+                f"{name} has no column(s) {missing}; the attack's columns must be columns of "
+                "the original, of every synthetic dataset and of the holdout.",
+                code="MISSING_COLUMN")
+        if len(t) == 0:
+            raise ValidationError(f"{name} has no rows; the attack needs records.",
+                                  code="EMPTY_TABLE")
+    tables = {name: t[cols].reset_index(drop=True) for name, t in named}
+    real = pd.concat([tables["original"], *([tables["holdout"]] if holdout is not None else [])],
+                     ignore_index=True)
+    sub = sch.select(cols)
+    # the attacks compare numbers, whatever their kind: a holdout's negative value in a column
+    # the original showed as a count is a value like another
+    sub = sub.with_types(**{s.name: "continuous" for s in sub if s.type == "count"})
+    sub = harmonise_levels(real, [tables[n] for n, _ in named[1:1 + len(datasets)]],
+                           schema=sub)
+    for name, t in tables.items():
+        validate_table(t, sub, name=name, allow_nan=True)
+    orig = tables["original"]
+    hold = tables.get("holdout")
+    dropped = 0
+    if hold is not None:
+        hold, dropped = _screen_holdout(orig, hold)
+    return AttackInputs(orig, [tables[n] for n, _ in named[1:1 + len(datasets)]], hold, sub,
+                        dropped)
+
+
+def _screen_holdout(orig: pd.DataFrame, hold: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The holdout without the rows that copy a record of the original beyond chance: a member
+    in the control set makes the control attack succeed as the main one does, and the risk
+    read from their difference is understated."""
+    from bayes_risk.membership.holdout import holdout_overlap
+
+    ov = holdout_overlap(orig, hold)
+    if not ov.overlapping:
+        return hold, 0
+    why = ("the control attack needs records of the population that were not used for the "
+           "synthesis; a member in it succeeds as in the main attack and understates the risk")
+    if ov.copies.all():
+        raise ValidationError(f"holdout: {ov.describe()}: is it a part of the original? {why}.",
+                              code="HOLDOUT_OVERLAPS_ORIGINAL")
+    warnings.warn(DataWarning(
+        f"holdout: {ov.describe()}, more than chance explains; {why}. These rows are left out "
+        "of the control attack (HOLDOUT_OVERLAPS_ORIGINAL).", code="HOLDOUT_OVERLAPS_ORIGINAL"),
+        skip_file_prefixes=CALLER)
+    keep = ~ov.copies
+    return hold[keep].reset_index(drop=True), int(ov.copies.sum())
+
+
+def code_table(df: pd.DataFrame, schema: Schema) -> np.ndarray:
+    """``df`` as a float array ``[n, p]`` in the order of ``schema``: level codes of the
+    categorical columns, values of the numeric ones, ``nan`` for a missing cell."""
+    out = np.empty((len(df), len(schema)), dtype=np.float64)
+    for j, spec in enumerate(schema):
+        if spec.is_categorical:
+            codes = encode(df, schema, [spec.name])[:, 0].astype(np.float64)
+            codes[codes < 0] = np.nan
+            out[:, j] = codes
+        else:
+            v = pd.to_numeric(df[spec.name], errors="coerce").to_numpy(np.float64, copy=True)
+            v[missing_mask(df[spec.name], spec.missing_codes)] = np.nan
+            out[:, j] = v
+    return out
+
+
+def raise_warnings(flagged: dict[str, list[str]], why: dict[str, str], no_holdout: bool
+                   ) -> list[str]:
+    """Raise one coded ``DataWarning`` per condition of ``flagged`` (its meaning ``why[code]``,
+    then where it holds) and ``NO_HOLDOUT`` without a holdout; return the codes in order."""
+    codes = []
+    for code, where in flagged.items():
+        warnings.warn(DataWarning(f"{why[code]} ({'; '.join(where)}) ({code}).", code=code),
+                      skip_file_prefixes=CALLER)
+        codes.append(code)
+    if no_holdout:
+        warnings.warn(DataWarning(
+            "no holdout was given: the risk is the main attack's success rate, not its excess "
+            "over the same attack on records the synthesis did not use, so it also counts what "
+            "any release that generalises well reveals about the population (NO_HOLDOUT).",
+            code="NO_HOLDOUT"), skip_file_prefixes=CALLER)
+        codes.append("NO_HOLDOUT")
+    return codes

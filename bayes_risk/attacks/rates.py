@@ -1,0 +1,168 @@
+"""Success rates of an attack and the privacy risk read from them, as anonymeter computes them
+(Giomi et al. 2023, §4; anonymeter's ``stats/confidence.py``).
+
+An attack makes ``n`` attempts of which ``k`` succeed. Its success rate is the centre of the
+Wilson score interval at confidence level ``1 − α``,
+
+.. math:: \\hat r = \\frac{k + z^2/2}{n + z^2}, \\qquad
+          \\delta = \\frac{z}{n + z^2} \\sqrt{\\frac{k (n - k)}{n} + \\frac{z^2}{4}},
+
+with ``z`` the ``1 − α/2`` quantile of the standard normal, and ``δ`` its half-width. The risk
+of the release is the main attack's success beyond the control attack's (the same attack on
+records that were not used for the synthesis), over what the control attack leaves,
+
+.. math:: R = \\frac{\\hat r_{main} - \\hat r_{control}}{1 - \\hat r_{control}},
+
+its error propagated from both half-widths to first order; the point and the interval
+``R ± δ_R`` are clipped to ``[0, 1]``. Without a control the risk is the main attack's success
+rate itself.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+
+from bayes_risk.exceptions import ValidationError
+
+__all__ = ["SuccessRate", "AttackRisk", "success_rate", "attack_risk", "check_confidence_level"]
+
+
+@dataclass(frozen=True)
+class SuccessRate:
+    """The Wilson-score estimate of an attack's success rate.
+
+    Attributes
+    ----------
+    n_attempts : int
+        Attempts made (the denominator; 0 leaves the rate undefined: ``nan``).
+    n_success : float
+        Successful attempts (a float: the control count corrected for the holdout's size is
+        fractional).
+    rate : float
+        Centre of the Wilson interval (not ``n_success / n_attempts``: it is pulled towards
+        one half by ``z²/2`` successes in ``z²`` extra attempts).
+    error : float
+        Half-width of the interval.
+    """
+
+    n_attempts: int
+    n_success: float
+    rate: float
+    error: float
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """``(rate − error, rate + error)``, not clipped."""
+        return (self.rate - self.error, self.rate + self.error)
+
+
+@dataclass(frozen=True)
+class AttackRisk:
+    """The risk read from the main and control attacks (anonymeter's ``PrivacyRisk``).
+
+    Attributes
+    ----------
+    residual : float
+        ``(r_main − r_control) / (1 − r_control)`` before clipping (negative when the control
+        attack does better); the main rate itself without a control; ``nan`` when undefined.
+    error : float
+        Its propagated half-width.
+    risk : float
+        ``residual`` clipped to ``[0, 1]`` (anonymeter's value).
+    ci : (float, float)
+        ``residual ± error``, each end clipped to ``[0, 1]`` (anonymeter's interval).
+    """
+
+    residual: float
+    error: float
+    risk: float
+    ci: tuple[float, float]
+
+
+def check_confidence_level(confidence_level: float) -> float:
+    """``confidence_level`` as a float in (0, 1), or a ``ValidationError`` naming it."""
+    try:
+        c = float(confidence_level)
+    except (TypeError, ValueError):
+        c = math.nan
+    if isinstance(confidence_level, bool) or not 0.0 < c < 1.0:
+        raise ValidationError(
+            f"confidence_level must be a number in (0, 1), e.g. 0.95. Got {confidence_level!r}."
+        )
+    return c
+
+
+def _z(confidence_level: float) -> float:
+    return NormalDist().inv_cdf(0.5 * (1.0 + confidence_level))
+
+
+def success_rate(n_success: float, n_attempts: int, confidence_level: float = 0.95
+                 ) -> SuccessRate:
+    """Wilson score estimate of a success rate (Wilson 1927), as anonymeter's ``success_rate``.
+
+    Parameters
+    ----------
+    n_success : float
+        Successful attempts, ``0 <= n_success <= n_attempts``.
+    n_attempts : int
+        Attempts made; with none the rate and its error are ``nan``.
+    confidence_level : float
+        Level of the interval (default 0.95).
+
+    Returns
+    -------
+    SuccessRate
+
+    Examples
+    --------
+    >>> r = success_rate(0, 100)
+    >>> round(r.rate, 4), round(r.error, 4)
+    (0.0185, 0.0185)
+    """
+    c = check_confidence_level(confidence_level)
+    n, k = int(n_attempts), float(n_success)
+    if n <= 0:
+        return SuccessRate(n, k, math.nan, math.nan)
+    z2 = _z(c) ** 2
+    var = k * (n - k) / n
+    denom = n + z2
+    rate = (k + 0.5 * z2) / denom
+    error = (math.sqrt(z2) / denom) * math.sqrt(max(var, 0.0) + 0.25 * z2)
+    return SuccessRate(n, k, rate, error)
+
+
+def attack_risk(main: SuccessRate, control: SuccessRate | None) -> AttackRisk:
+    """The privacy risk of anonymeter's ``EvaluationResults.risk()``.
+
+    Parameters
+    ----------
+    main : SuccessRate
+        The attack on the records used for the synthesis.
+    control : SuccessRate or None
+        The same attack on records that were not (the holdout); ``None``: the risk is the main
+        success rate.
+
+    Returns
+    -------
+    AttackRisk
+        ``nan`` throughout when a rate is undefined or the control rate is 1.
+    """
+    if control is None:
+        res, err = main.rate, main.error
+    elif not (math.isfinite(main.rate) and math.isfinite(control.rate)) or control.rate >= 1.0:
+        res, err = math.nan, math.nan
+    else:
+        q = 1.0 - control.rate
+        res = (main.rate - control.rate) / q
+        # dR = sqrt((dR/dr_main δ_main)² + (dR/dr_control δ_control)²), anonymeter's
+        # residual_success
+        err = math.hypot(main.error / abs(q), control.error * (main.rate - 1.0) / q ** 2)
+    if not math.isfinite(res):
+        return AttackRisk(math.nan, math.nan, math.nan, (math.nan, math.nan))
+
+    def clip(x: float) -> float:
+        return min(max(x, 0.0), 1.0)
+
+    return AttackRisk(res, err, clip(res), (clip(res - err), clip(res + err)))

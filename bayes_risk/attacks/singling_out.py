@@ -1,0 +1,407 @@
+"""Singling-out risk as anonymeter defines it (Giomi et al. 2023, §4.1):
+:func:`singling_out_risk`.
+
+The intruder writes predicates that match exactly one row of a synthetic dataset and claims
+that each isolates one person of the confidential data too. The main attack counts the claims
+that hold on the original (the records the synthesis used), the control attack the same
+predicates on the holdout (records of the population it did not use), and the baseline attack
+random predicates on the original. The risk is the main attack's success beyond the control's
+(:mod:`bayes_risk.attacks.rates`). Methods page: Singling out and linkability.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._rng import RandomSeed, as_generator, seed_to_json
+from bayes_risk.attacks import predicates as pr
+from bayes_risk.attacks._inputs import attack_inputs, check_count, code_table, raise_warnings
+from bayes_risk.attacks.rates import attack_risk, check_confidence_level, success_rate
+from bayes_risk.data.schema import Schema
+from bayes_risk.exceptions import ValidationError
+from bayes_risk.results.attacks import SinglingOutResult
+
+__all__ = ["singling_out_risk", "MODES", "size_correction"]
+
+#: the two attacks of anonymeter, in the order of their random streams
+MODES: tuple[str, ...] = ("univariate", "multivariate")
+
+#: multivariate candidates drawn per batch (a constant: the draws do not depend on it)
+_BATCH = 1000
+
+#: anonymeter's design of the control-size correction: 10 subsample sizes, 5 draws each
+_SIZES, _REPEATS = 10, 5
+
+
+def _dedup(X: np.ndarray) -> np.ndarray:
+    """Distinct rows in order of first occurrence (anonymeter deduplicates every table; a
+    missing cell equals another)."""
+    return pd.DataFrame(X).drop_duplicates().to_numpy(np.float64)
+
+
+def _singles_out(X: np.ndarray, preds: pr.Predicates) -> np.ndarray:
+    return pr.count_matches(X, preds) == 1
+
+
+def _univariate_queries(S: np.ndarray, is_cat: np.ndarray, n: int, rng: np.random.Generator
+                        ) -> pr.Predicates:
+    cands, counts = pr.univariate_candidates(S, is_cat)
+    order = rng.permutation(len(cands))
+    keep = order[counts[order] == 1]
+    seen: set[bytes] = set()
+    out = []
+    for i, key in zip(keep, cands.take(keep).keys(), strict=True):
+        if key not in seen:
+            seen.add(key)
+            out.append(i)
+            if len(out) == n:
+                break
+    return cands.take(np.asarray(out, dtype=np.int64))
+
+
+def _multivariate_queries(S: np.ndarray, is_cat: np.ndarray, n: int, n_cols: int,
+                          max_attempts: int | None, rng: np.random.Generator
+                          ) -> tuple[pr.Predicates, int]:
+    """Candidates in batches until ``n`` distinct ones single out a row of ``S`` (in the order
+    drawn) or ``max_attempts`` were tried; returns them and the number tried.
+
+    A candidate is a row and a set of columns: once ``N (log N + 5)`` candidates have been
+    drawn from the ``N`` possible ones, each has been drawn with probability ``1 − e^-5``
+    (coupon collector), and the search stops: a small table's predicates are exhausted long
+    before ``max_attempts``."""
+    medians = np.array([np.nan if is_cat[j] or np.isnan(S[:, j]).all()
+                        else float(np.nanmedian(S[:, j])) for j in range(S.shape[1])])
+    seen: set[bytes] = set()
+    found: list[pr.Predicates] = []
+    n_combos = S.shape[0] * math.comb(S.shape[1], n_cols)
+    limit = math.ceil(n_combos * (math.log(n_combos) + 5.0))
+    if max_attempts is not None:
+        limit = min(limit, max_attempts)
+    n_found = tried = 0
+    while n_found < n and tried < limit:
+        b = min(_BATCH, limit - tried)
+        cand = pr.multivariate_candidates(S, is_cat, medians, b, n_cols, rng)
+        tried += b
+        ok = np.flatnonzero(_singles_out(S, cand))
+        take = []
+        for i, key in zip(ok, cand.take(ok).keys(), strict=True):
+            if key not in seen:
+                seen.add(key)
+                take.append(i)
+                n_found += 1
+                if n_found == n:
+                    break
+        found.append(cand.take(np.asarray(take, dtype=np.int64)))
+    if not found:
+        empty = np.empty((0, n_cols))
+        return pr.Predicates(empty.astype(np.int64), empty.astype(np.int8), empty), tried
+    return pr.Predicates(*(np.concatenate([getattr(f, a) for f in found])
+                           for a in ("col", "op", "val"))), tried
+
+
+def _integral(n: Any, w: Any) -> Any:
+    """∫₀^w P(w', n) dw' of the singling-out probability ``P(w, n) = n w (1 − w)^(n−1)`` of a
+    predicate of weight ``w`` in ``n`` records (Cohen & Nissim 2020; anonymeter's
+    ``singling_out_probability_integral`` from 0)."""
+    return (1.0 - (n * w + 1.0) * (1.0 - w) ** n) / (n + 1.0)
+
+
+def size_correction(C: np.ndarray, preds: pr.Predicates, n_target: int,
+                    rng: np.random.Generator) -> tuple[float, dict[str, Any]]:
+    """anonymeter's correction of the control count for a holdout of another size than the
+    original: the share of the predicates that single out a row, measured on subsamples of the
+    holdout of 10 sizes (5 draws each), is fitted by ``a ∫₀^w P(w', n) dw'`` (the predicates'
+    weights uniform on ``[0, w]``) and the count is multiplied by the fitted curve at the
+    original's size over its value at the holdout's.
+
+    The sizes run from ``min(1000, n_C // 2)`` to the holdout's ``n_C`` (anonymeter starts at
+    ``min(1000, n_C)``, which makes every size equal, and the fit unidentified, for a holdout
+    of 1,000 records or fewer; the two agree from 2,000 records on).
+
+    Returns
+    -------
+    factor : float
+        ``nan`` when the fit fails (the count is then left as it is).
+    info : dict
+        ``sizes``, ``successes`` (mean per size), ``w_eff``, ``norm``.
+    """
+    from scipy.optimize import curve_fit
+
+    n_c = C.shape[0]
+    lo = min(1000, max(n_c // 2, 1))
+    sizes = np.linspace(lo, n_c, _SIZES).astype(int)
+    xs, ys = [], []
+    for size in sizes:
+        for _ in range(_REPEATS):
+            sub = C[np.sort(rng.choice(n_c, size=int(size), replace=False))]
+            xs.append(int(size))
+            ys.append(int(_singles_out(sub, preds).sum()))
+    x, y = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    info: dict[str, Any] = {"sizes": sizes.tolist(),
+                            "successes": [float(y[x == s].mean()) for s in sizes]}
+
+    def model(n: Any, w: float, a: float) -> Any:
+        return a * _integral(n, w)
+
+    w0 = 1.0 / x.max()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # scipy's OptimizeWarning: judged by the result
+            (w, a), _ = curve_fit(model, x, y, p0=(w0, 1.0 / _integral(x.max(), w0)),
+                                  bounds=(0, (1, np.inf)))
+        factor = float(model(float(n_target), w, a) / model(float(n_c), w, a))
+    except (RuntimeError, ValueError, ZeroDivisionError, FloatingPointError):
+        w = a = factor = math.nan
+    info.update(w_eff=float(w), norm=float(a))
+    return (factor if math.isfinite(factor) and factor > 0 else math.nan), info
+
+
+def _check_modes(mode: Any) -> list[str]:
+    modes = [mode] if isinstance(mode, str) else list(mode)
+    bad = [m for m in modes if m not in MODES]
+    if not modes or bad:
+        raise ValidationError(
+            f"mode must be 'univariate', 'multivariate' or both. Got {mode!r}.")
+    return [m for m in MODES if m in modes]
+
+
+def singling_out_risk(
+    original: pd.DataFrame,
+    synthetic: Any,
+    *,
+    holdout: pd.DataFrame | None = None,
+    mode: str | Sequence[str] = MODES,
+    n_attacks: int = 500,
+    n_cols: int = 3,
+    columns: Sequence[str] | None = None,
+    schema: Schema | None = None,
+    categorical: Iterable[str] | None = None,
+    max_attempts: int | None = 10_000_000,
+    confidence_level: float = 0.95,
+    random_seed: RandomSeed = None,
+) -> SinglingOutResult:
+    """Singling-out risk of a synthetic release, as anonymeter measures it.
+
+    For each synthetic dataset and mode, the intruder writes up to ``n_attacks`` distinct
+    predicates that match exactly one row of the (deduplicated) synthetic dataset:
+
+    * ``"univariate"``: one condition on one column: a value held by one row (``== v``), the
+      smallest or largest value of a numeric column (``<= min``, ``>= max``), the one missing
+      cell of a column (``is missing``);
+    * ``"multivariate"``: a random synthetic row and ``n_cols`` random columns, one condition
+      per column: ``==`` its value (categorical), ``>=`` its value when above the column's
+      median and ``<=`` otherwise (numeric), ``is missing``.
+
+    The **main attack** succeeds with a predicate that matches exactly one record of the
+    original, the **control attack** with one that matches exactly one record of the holdout
+    (corrected for the holdout's size when it differs from the original's), the **baseline
+    attack** with one of ``n_attacks`` random predicates (random columns, values and operators)
+    that matches exactly one record of the original. Each success rate is the centre of its
+    Wilson score interval; the risk is ``(r_main − r_control) / (1 − r_control)`` with its
+    propagated error, clipped to ``[0, 1]`` as anonymeter does (methods page, Singling out and
+    linkability).
+
+    Parameters
+    ----------
+    original : DataFrame
+        The confidential records the release was made from.
+    synthetic : DataFrame, list of DataFrame or SyntheticData
+        The ``m`` synthetic datasets (each attacked on its own; any number of rows).
+    holdout : DataFrame, optional
+        Records of the same population that the synthesis did not use (anonymeter's control
+        set). Without it the risk is the main attack's success rate, which also counts what a
+        release that generalises well reveals about the population (warning ``NO_HOLDOUT``).
+        Rows that copy a record of the original beyond chance are left out (warning
+        ``HOLDOUT_OVERLAPS_ORIGINAL``).
+    mode : {"univariate", "multivariate"} or both (default)
+        The attacks to run.
+    n_attacks : int
+        Predicates per dataset and mode (default 500, anonymeter's): the main and control
+        attacks use those that could be written (``n_queries``), the baseline ``n_attacks``.
+    n_cols : int
+        Columns of a multivariate predicate (default 3; the baseline of the multivariate mode
+        uses as many, of the univariate mode one).
+    columns : sequence of str, optional
+        The columns the predicates may use (default: every column of the original).
+    schema : Schema, optional
+        Column types (default: the release's, else inferred from ``original``).
+    categorical : iterable of str, optional
+        Integer-coded factors (compared with ``==`` / ``!=`` only).
+    max_attempts : int or None
+        Multivariate candidates tried at most per dataset (default 10,000,000, anonymeter's;
+        ``None``: no limit).
+    confidence_level : float
+        Level of the Wilson intervals and of the risk's interval (default 0.95).
+    random_seed : int, Generator or None
+        Seeds the predicates, the baseline and the size correction; each dataset and mode has
+        its own child stream, so a mode gives the same numbers whether or not the other runs.
+
+    Returns
+    -------
+    SinglingOutResult
+        ``table`` (one row per dataset and mode: counts, rates, risk and interval),
+        ``queries`` (every predicate, with whether it singles out a record of the original and
+        of the holdout), ``settings``, ``warnings``.
+
+    Raises
+    ------
+    ValidationError
+        Invalid options (naming the argument); a table without rows (``EMPTY_TABLE``) or
+        without a column (``MISSING_COLUMN``); a holdout made of copies of the original's
+        records (``HOLDOUT_OVERLAPS_ORIGINAL``).
+    SchemaError
+        Values that do not fit the column types.
+
+    Warns
+    -----
+    DataWarning
+        ``FEW_SINGLING_OUT_QUERIES``, ``ATTACK_NOT_BETTER_THAN_BASELINE``,
+        ``CONTROL_SIZE_CORRECTION``, ``CONTROL_ALWAYS_SUCCEEDS``, ``NO_HOLDOUT``,
+        ``HOLDOUT_OVERLAPS_ORIGINAL`` (user guide, Errors: Warning codes).
+
+    References
+    ----------
+    Giomi, M., Boenisch, F., Wehmeyer, C. and Tasnádi, B. (2023). A unified framework for
+    quantifying privacy risk in synthetic data. Proceedings on Privacy Enhancing Technologies
+    2023(2), 312–328. Cohen, A. and Nissim, K. (2020). Towards formalizing the GDPR's notion of
+    singling out. PNAS 117(15), 8344–8352.
+
+    Examples
+    --------
+    >>> res = singling_out_risk(train, syn, holdout=control, random_seed=1)  # doctest: +SKIP
+    >>> res.table[["dataset", "mode", "risk", "ci_low", "ci_high"]]  # doctest: +SKIP
+    """
+    modes = _check_modes(mode)
+    n_attacks = check_count(n_attacks, "n_attacks")
+    n_cols = check_count(n_cols, "n_cols")
+    if max_attempts is not None:
+        max_attempts = check_count(max_attempts, "max_attempts")
+    level = check_confidence_level(confidence_level)
+    rng = as_generator(random_seed)
+    inp = attack_inputs(original, synthetic, holdout, columns=columns, schema=schema,
+                        categorical=categorical)
+    sch = inp.schema
+    p = len(sch)
+    if "multivariate" in modes and n_cols > p:
+        raise ValidationError(
+            f"n_cols={n_cols} exceeds the {p} column(s) the predicates may use "
+            f"({', '.join(sch.names)}); give n_cols <= {p} or more columns.")
+    is_cat = np.array([s.is_categorical for s in sch])
+    O = _dedup(code_table(inp.original, sch))
+    C = None if inp.holdout is None else _dedup(code_table(inp.holdout, sch))
+    names = list(sch.names)
+    levels = [tuple(s.levels) if s.is_categorical else None for s in sch]
+
+    rows: list[dict[str, Any]] = []
+    qframes: list[pd.DataFrame] = []
+    flagged: dict[str, list[str]] = {}
+    corrections: dict[str, Any] = {}
+    for l, (z, ds_rng) in enumerate(zip(inp.datasets, rng.spawn(len(inp.datasets)),
+                                        strict=True), start=1):
+        S = _dedup(code_table(z, sch))
+        mode_rngs = dict(zip(MODES, ds_rng.spawn(len(MODES)), strict=True))
+        for md in modes:
+            q_rng, b_rng, c_rng = mode_rngs[md].spawn(3)
+            k = n_cols if md == "multivariate" else 1
+            tried = None
+            if md == "univariate":
+                preds = _univariate_queries(S, is_cat, n_attacks, q_rng)
+            else:
+                preds, tried = _multivariate_queries(S, is_cat, n_attacks, n_cols,
+                                                     max_attempts, q_rng)
+            q = len(preds)
+            main = _singles_out(O, preds)
+            ctrl = None if C is None else _singles_out(C, preds)
+            base = _singles_out(O, pr.random_predicates(S, is_cat, n_attacks, k, b_rng))
+            n_main, n_base = int(main.sum()), int(base.sum())
+            n_ctrl_raw = None if ctrl is None else int(ctrl.sum())
+            n_ctrl, factor = n_ctrl_raw, None
+            if C is not None and C.shape[0] != O.shape[0] and n_ctrl_raw:
+                factor, info = size_correction(C, preds, O.shape[0], c_rng)
+                corrections[f"{l}/{md}"] = {**info, "factor": factor}
+                if math.isfinite(factor):
+                    n_ctrl = min(n_ctrl_raw * factor, q)
+                    ratio = O.shape[0] / C.shape[0]
+                    if ratio > 2 or ratio < 0.5:
+                        flagged.setdefault("CONTROL_SIZE_CORRECTION", []).append(
+                            f"dataset {l} {md}: factor {factor:.3g} from a holdout of "
+                            f"{C.shape[0]:,} distinct records to an original of "
+                            f"{O.shape[0]:,}")
+                else:
+                    flagged.setdefault("CONTROL_SIZE_CORRECTION", []).append(
+                        f"dataset {l} {md}: the fit failed, the control count is not "
+                        "corrected")
+            r_main = success_rate(n_main, q, level)
+            r_base = success_rate(n_base, n_attacks, level)
+            r_ctrl = None if n_ctrl is None else success_rate(n_ctrl, q, level)
+            risk = attack_risk(r_main, r_ctrl)
+            if q < n_attacks:
+                flagged.setdefault("FEW_SINGLING_OUT_QUERIES", []).append(
+                    f"dataset {l} {md}: {q} of {n_attacks}"
+                    + (f" after {tried:,} candidates" if tried is not None else ""))
+            if q and r_base.rate >= r_main.rate:
+                flagged.setdefault("ATTACK_NOT_BETTER_THAN_BASELINE", []).append(
+                    f"dataset {l} {md}: main {r_main.rate:.3g}, baseline {r_base.rate:.3g}")
+            if r_ctrl is not None and q and n_ctrl >= q:
+                flagged.setdefault("CONTROL_ALWAYS_SUCCEEDS", []).append(f"dataset {l} {md}")
+            rows.append({
+                "dataset": l, "mode": md, "n_cols": k, "n_attacks": n_attacks,
+                "n_queries": q, "n_main": n_main,
+                "n_control": np.nan if n_ctrl is None else float(n_ctrl),
+                "n_control_raw": np.nan if n_ctrl_raw is None else n_ctrl_raw,
+                "control_correction": np.nan if factor is None else factor,
+                "n_baseline": n_base,
+                "main_rate": r_main.rate, "main_error": r_main.error,
+                "control_rate": np.nan if r_ctrl is None else r_ctrl.rate,
+                "control_error": np.nan if r_ctrl is None else r_ctrl.error,
+                "baseline_rate": r_base.rate, "baseline_error": r_base.error,
+                "residual": risk.residual, "risk": risk.risk,
+                "ci_low": risk.ci[0], "ci_high": risk.ci[1],
+            })
+            qframes.append(pd.DataFrame({
+                "dataset": l, "mode": md, "query": pr.describe(preds, names, levels),
+                "columns": [",".join(names[int(c)] for c in row) for row in preds.col],
+                "singles_out_original": main,
+                "singles_out_holdout": (ctrl if ctrl is not None
+                                        else np.full(q, pd.NA, dtype=object)),
+            }))
+    warn = raise_warnings(flagged, _WHY, C is None)
+    if inp.n_holdout_dropped:
+        warn.insert(0, "HOLDOUT_OVERLAPS_ORIGINAL")
+    table = pd.DataFrame(rows)
+    queries = pd.concat(qframes, ignore_index=True) if qframes else pd.DataFrame()
+    settings = {
+        "modes": modes, "n_attacks": n_attacks, "n_cols": n_cols, "columns": names,
+        "max_attempts": max_attempts, "confidence_level": level, "m": len(inp.datasets),
+        "n_original": len(inp.original), "n_original_distinct": int(O.shape[0]),
+        "n_holdout": None if inp.holdout is None else len(inp.holdout),
+        "n_holdout_distinct": None if C is None else int(C.shape[0]),
+        "n_holdout_dropped": inp.n_holdout_dropped,
+        "control_correction": corrections,
+        "random_seed": seed_to_json(random_seed),
+    }
+    return SinglingOutResult(table=table, queries=queries, settings=settings, warnings=warn)
+
+
+#: what each condition means (the warning names the datasets and modes it concerns)
+_WHY = {
+    "FEW_SINGLING_OUT_QUERIES": "fewer predicates that single out a synthetic row than "
+    "n_attacks could be written; the rates are over those written (anonymeter divides by "
+    "n_attacks, which would understate them), and their intervals are wider",
+    "ATTACK_NOT_BETTER_THAN_BASELINE": "the main attack succeeds no more often than random "
+    "predicates: the attack may be too weak for these data, and a low risk then says little "
+    "(anonymeter: 'Analysis results cannot be trusted')",
+    "CONTROL_SIZE_CORRECTION": "the holdout's size differs from the original's by more than a "
+    "factor 2, or the fit failed: the control count is extrapolated by anonymeter's model "
+    "of how singling out depends on the number of records, and the risk read from it is as "
+    "good as that extrapolation; give a holdout about the size of the original",
+    "CONTROL_ALWAYS_SUCCEEDS": "every predicate singles out a record of the holdout: the risk "
+    "beyond the control attack is undefined (nan)",
+}
+

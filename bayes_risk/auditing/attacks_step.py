@@ -1,0 +1,66 @@
+"""The audit's step of anonymeter's attacks (Giomi et al. 2023): singling out (univariate and
+multivariate predicates) and linkability, each against the holdout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bayes_risk.auditing.context import StepContext, _folder, _write_json
+from bayes_risk.auditing.outcome import StepOutcome
+from bayes_risk.results._base import plot_figure
+
+__all__ = ["attacks_step", "ATTACK_OPTIONS"]
+
+#: the attacks' options in an audit: anonymeter's defaults (500 attacks, 3 columns a
+#: multivariate predicate, 1 nearest row); linkability attacks at most the records of the
+#: smaller of the original and the holdout
+ATTACK_OPTIONS: dict[str, int] = {"n_attacks": 500, "n_cols": 3, "n_neighbors": 1}
+
+
+def attacks_step(ctx: StepContext) -> StepOutcome:
+    """Singling-out risk (both modes) and linkability risk of every dataset against the
+    holdout; skipped, with the reason, without a holdout."""
+    from bayes_risk.attacks import linkability_risk, singling_out_risk
+
+    if ctx.holdout is None:
+        return StepOutcome(
+            name="attacks", status="skipped",
+            reason="no holdout was given (holdout= / --holdout: records of the population that "
+            "the synthesis did not use), so the attacks' success cannot be read against the "
+            "same attacks on records the release knows nothing about.")
+    p = ctx.plan
+    opts = ATTACK_OPTIONS
+    n_cols = min(opts["n_cols"], len(ctx.schema))
+    common = dict(holdout=ctx.holdout, schema=ctx.schema, random_seed=p.random_seed)
+    so = singling_out_risk(ctx.original, ctx.synthetic, n_attacks=opts["n_attacks"],
+                           n_cols=n_cols, **common)
+    lk, why_not = None, None
+    if p.linkability_columns is None:
+        why_not = ("every column is known to the intruder, so no second table is left to link "
+                   "(give linkability_columns / --linkability)")
+    else:
+        n = min(opts["n_attacks"], len(ctx.original), len(ctx.holdout))
+        lk = linkability_risk(ctx.original, ctx.synthetic, aux_columns=p.linkability_columns,
+                              n_attacks=n, n_neighbors=opts["n_neighbors"], **common)
+    folder = _folder(ctx, "attacks")
+    files: list[str] = []
+    if folder is not None:
+        _write_json(folder / "summary.json", {
+            "measure": "attacks", "singling_out": so.to_dict(),
+            "linkability": None if lk is None else lk.to_dict(),
+            "linkability_not_run": why_not,
+            "warnings": list(dict.fromkeys([*so.warnings, *(lk.warnings if lk else [])]))})
+        so.table.to_csv(folder / "singling_out.csv", index=False)
+        so.queries.to_csv(folder / "singling_out_queries.csv", index=False)
+        plot_figure(so, "risk").savefig(folder / "singling_out.png", dpi=100)
+        files = ["summary.json", "singling_out.csv", "singling_out_queries.csv",
+                 "singling_out.png"]
+        if lk is not None:
+            lk.table.to_csv(folder / "linkability.csv", index=False)
+            lk.records.to_csv(folder / "linkability_records.csv", index=False)
+            plot_figure(lk, "risk").savefig(folder / "linkability.png", dpi=100)
+            files += ["linkability.csv", "linkability_records.csv", "linkability.png"]
+    result: dict[str, Any] = {"singling_out": so, "linkability": lk}
+    return StepOutcome(name="attacks", status="ran", result=result,
+                       folder="attacks" if folder is not None else None, files=files,
+                       extra={"linkability_not_run": why_not})

@@ -1,0 +1,134 @@
+"""``bayes-risk attacks``: anonymeter's singling-out and linkability risk of a release.
+
+    bayes-risk attacks ORIGINAL SYN [SYN ...] [--holdout FILE]
+        [--singling-out univariate multivariate|none] [--n-cols 3] [--columns COL ...]
+        [--linkability COLS_A COLS_B] [--n-neighbors 1] [--n-attacks 500]
+        [--confidence-level 0.95] [--random-seed N] [--quiet] --out DIR
+
+Writes (atomically) ``singling_out.csv``, ``singling_out_queries.csv``, ``linkability.csv``,
+``linkability_records.csv``, ``summary.json`` and the plots ``singling_out.png``,
+``linkability.png`` (of the attacks that ran).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["run"]
+
+
+def _columns(text: str, option: str) -> list[str]:
+    from bayes_risk.exceptions import ValidationError
+
+    cols = [c.strip() for c in text.split(",") if c.strip()]
+    if not cols:
+        raise ValidationError(f"{option}: expected a comma-separated list of columns. Got "
+                              f"{text!r}.", code="BAD_OPTION_VALUE")
+    return cols
+
+
+#: the API's argument names as the options that set them (errors name the options)
+_OPTIONS = {"n_attacks": "--n-attacks", "n_cols": "--n-cols", "n_neighbors": "--n-neighbors",
+            "max_attempts": "--max-attempts", "confidence_level": "--confidence-level",
+            "aux_columns": "--linkability"}
+
+
+def _as_options(err: Exception) -> Exception:
+    """A ``ValidationError`` of the API with its argument names replaced by the options."""
+    import re
+
+    from bayes_risk.exceptions import ValidationError
+
+    if not isinstance(err, ValidationError):
+        return err
+    text = re.sub(r"\b(" + "|".join(_OPTIONS) + r")\b", lambda m: _OPTIONS[m.group(1)],
+                  str(err))
+    return ValidationError(text, code=err.code)
+
+
+def _headline(result) -> str:
+    """``"0.943 [0.911, 0.975]"`` per mode or at K, the largest over the datasets."""
+    h = result.headline()
+    by = "mode" if "mode" in h else "n_neighbors"
+    return "; ".join(f"{r[by] if by == 'mode' else f'k = {int(r[by])}'} {r['risk']:.3f} "
+                     f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" for _, r in h.iterrows())
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``bayes-risk attacks``."""
+    from bayes_risk._io import write_json
+    from bayes_risk.attacks import linkability_risk, singling_out_risk
+    from bayes_risk.cli._common import (
+        missing_labels,
+        print_summary,
+        read_records_table,
+        release_schema,
+    )
+    from bayes_risk.cli._run import output_dir
+    from bayes_risk.data.io import read_synthetic
+    from bayes_risk.exceptions import ValidationError
+    from bayes_risk.results._base import plot_figure
+
+    modes = [m for m in dict.fromkeys(args.singling_out) if m != "none"]
+    if "none" in args.singling_out and modes:
+        raise ValidationError("--singling-out none cannot be given with a mode.",
+                              code="OPTION_CONFLICT")
+    if not modes and args.linkability is None:
+        raise ValidationError("nothing to run: --singling-out none needs --linkability "
+                              "COLS_A COLS_B.", code="OPTION_REQUIRED")
+    aux = (None if args.linkability is None else
+           tuple(_columns(t, "--linkability") for t in args.linkability))
+    labels = missing_labels(args)
+    original = read_records_table(args.original, "ORIGINAL", labels)
+    syn_arg = args.synthetic[0] if len(args.synthetic) == 1 else args.synthetic
+    synthetic = read_synthetic(syn_arg, like=original,
+                               allow_different_original=args.allow_different_original,
+                               missing_labels=labels)
+    holdout = (None if args.holdout is None
+               else read_records_table(args.holdout, "--holdout", labels))
+    schema = release_schema(original, synthetic, args)
+    common = dict(holdout=holdout, schema=schema, confidence_level=args.confidence_level,
+                  random_seed=args.random_seed)
+    so = lk = None
+    try:
+        if modes:
+            so = singling_out_risk(original, synthetic, mode=modes, n_attacks=args.n_attacks,
+                                   n_cols=args.n_cols, columns=args.columns,
+                                   max_attempts=args.max_attempts, **common)
+        if aux is not None:
+            sizes = [len(original)] + ([] if holdout is None else [len(holdout)])
+            n = args.n_attacks if args.n_attacks < 1 else min(args.n_attacks, *sizes)
+            lk = linkability_risk(original, synthetic, aux_columns=aux, n_attacks=n,
+                                  n_neighbors=args.n_neighbors, **common)
+    except ValidationError as err:
+        raise _as_options(err) from err
+    summary = {"measure": "attacks",
+               "singling_out": None if so is None else so.to_dict(),
+               "linkability": None if lk is None else lk.to_dict(),
+               "warnings": list(dict.fromkeys([*(so.warnings if so else []),
+                                               *(lk.warnings if lk else [])])),
+               "inputs": {"original": str(args.original),
+                          "synthetic": [str(s) for s in args.synthetic],
+                          "holdout": None if args.holdout is None else str(args.holdout)}}
+    with output_dir(args) as tmp:
+        write_json(tmp / "summary.json", summary)
+        if so is not None:
+            so.table.to_csv(tmp / "singling_out.csv", index=False)
+            so.queries.to_csv(tmp / "singling_out_queries.csv", index=False)
+            plot_figure(so, "risk").savefig(tmp / "singling_out.png", dpi=100)
+        if lk is not None:
+            lk.table.to_csv(tmp / "linkability.csv", index=False)
+            lk.records.to_csv(tmp / "linkability_records.csv", index=False)
+            plot_figure(lk, "risk").savefig(tmp / "linkability.png", dpi=100)
+    m = len((so or lk).table["dataset"].unique())
+    against = ("no holdout (the risk is the main attack's success rate)" if holdout is None
+               else f"a holdout of {len(holdout):,} records")
+    lines = [f"anonymeter's attacks on {m} synthetic dataset(s) against {against}; risk "
+             "[interval], the largest over the datasets"]
+    if so is not None:
+        lines.append(f"singling out: {_headline(so)}")
+    if lk is not None:
+        a, b = aux
+        lines.append(f"linkability of ({', '.join(a)}) with ({', '.join(b)}): {_headline(lk)}")
+    print_summary(lines, args.out)
+    return 0

@@ -1,0 +1,101 @@
+"""Arguments of ``bayes-risk attacks`` (run: :mod:`bayes_risk.cli.attacks`)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from bayes_risk.cli._common import (
+    add_original_check_argument,
+    add_out_argument,
+    add_quiet_argument,
+    add_seed_argument,
+    add_type_arguments,
+)
+from bayes_risk.cli.parsers import Handler
+
+__all__ = ["add_parser"]
+
+_EPILOG = """\
+examples:
+  bayes-risk attacks ce_train.csv syn --holdout ce_holdout.csv --categorical Urban Marital \\
+      Tenure --random-seed 1 --out attacks
+  bayes-risk attacks ce_train.csv syn --holdout ce_holdout.csv --categorical Urban Marital \\
+      Tenure --singling-out none --linkability Age,Urban,Marital Income,Expenditure \\
+      --n-neighbors 5 --random-seed 1 --out linkability
+
+outputs (in --out, written atomically):
+  singling_out.csv          one row per synthetic dataset and mode: predicates written, the
+                            main, control and baseline successes and rates (Wilson), the risk
+                            and its interval
+  singling_out_queries.csv  every predicate, and whether it singles out a record of ORIGINAL
+                            and of --holdout
+  linkability.csv           one row per synthetic dataset and k = 1..--n-neighbors: records
+                            linked by the three attacks, rates, risk and interval
+  linkability_records.csv   per dataset and attacked record: role, row, the smallest k that
+                            links it, whether equally distant rows were drawn
+  summary.json              all of the above with the settings and warning codes
+  singling_out.png, linkability.png   the risk with its interval
+"""
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``bayes-risk attacks``."""
+    p = subparsers.add_parser(
+        "attacks",
+        usage="%(prog)s ORIGINAL SYN [SYN ...] [--holdout FILE] [options] --out DIR",
+        help="singling-out and linkability risk (anonymeter's attacks, against a holdout)",
+        description=(
+            "Run anonymeter's singling-out and linkability attacks (Giomi et al. 2023) on each "
+            "synthetic dataset: the attack on the records of ORIGINAL (used for the "
+            "synthesis), the same attack on --holdout (records of the population it did not "
+            "use: the control) and a baseline of random guesses. The risk is the main "
+            "attack's success beyond the control's, (r_main - r_control) / (1 - r_control), "
+            "with its Wilson-score interval, clipped to [0, 1] as anonymeter does (docs: "
+            "methods page 'Singling out and linkability'). Without --holdout the risk is the "
+            "main attack's success rate (warning NO_HOLDOUT)."
+        ),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("original", metavar="ORIGINAL",
+                   help="confidential table (.csv or .parquet) the release was made from")
+    p.add_argument("synthetic", nargs="+", metavar="SYN",
+                   help="synthetic datasets (one file each) or one SyntheticData folder written "
+                   "by 'bayes-risk synthesize'")
+    p.add_argument("--holdout", default=None, metavar="FILE",
+                   help="records of the same population that the synthesis did not use "
+                   "(anonymeter's control set; .csv or .parquet), ideally as many as ORIGINAL")
+    g = p.add_argument_group("singling out")
+    g.add_argument("--singling-out", nargs="+", default=["univariate", "multivariate"],
+                   choices=["univariate", "multivariate", "none"], metavar="MODE",
+                   help="modes to run: univariate (one column per predicate), multivariate "
+                   "(--n-cols columns), or none (default: both)")
+    g.add_argument("--n-cols", type=int, default=3, metavar="N",
+                   help="columns of a multivariate predicate (default 3)")
+    g.add_argument("--columns", nargs="+", default=None, metavar="COL",
+                   help="columns the predicates may use (default: every column)")
+    g.add_argument("--max-attempts", type=int, default=10_000_000, metavar="N",
+                   help="multivariate candidates tried at most per dataset (default "
+                   "10000000, anonymeter's)")
+    g = p.add_argument_group("linkability")
+    g.add_argument("--linkability", nargs=2, default=None, metavar=("COLS_A", "COLS_B"),
+                   help="the columns of the intruder's two tables, each a comma-separated "
+                   "list, e.g. Age,Urban,Marital Income,Expenditure (without it linkability "
+                   "is not run)")
+    g.add_argument("--n-neighbors", type=int, default=1, metavar="K",
+                   help="nearest synthetic rows that may link the two parts of a record "
+                   "(default 1); the risk is given for every k up to K")
+    p.add_argument("--n-attacks", type=int, default=500, metavar="N",
+                   help="predicates per dataset and mode, and records attacked in each of "
+                   "ORIGINAL and --holdout (default 500, anonymeter's; linkability uses at "
+                   "most the records of the smaller table)")
+    p.add_argument("--confidence-level", type=float, default=0.95, metavar="P",
+                   help="level of the intervals (default 0.95)")
+    add_type_arguments(p)
+    add_original_check_argument(p)
+    add_seed_argument(p, default=None)
+    add_quiet_argument(p)
+    add_out_argument(p, "singling_out.csv, linkability.csv, summary.json and plots")
+    p.set_defaults(handler=Handler("bayes_risk.cli.attacks"))
+    return p

@@ -1,0 +1,253 @@
+"""The results of anonymeter's attacks: :func:`bayes_risk.singling_out_risk` and
+:func:`bayes_risk.linkability_risk`.
+
+A leaf of the package: it imports no engine (the engines build the results with their tables).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk._io import to_jsonable
+from bayes_risk.results._base import RiskResult, legend_below
+from bayes_risk.results._summary import ResultWarning, Summary
+from bayes_risk.warning_codes import ATTACK_MESSAGES, message
+
+__all__ = ["SinglingOutResult", "LinkabilityResult"]
+
+_RATES = (("main", "main (original)", "tab:red"),
+          ("control", "control (holdout)", "tab:blue"),
+          ("baseline", "baseline (random)", "0.5"))
+
+
+@dataclass(frozen=True)
+class _AttackResult(RiskResult):
+    """What both attacks' results share: the table, the settings, the warnings, the plots."""
+
+    table: pd.DataFrame
+    settings: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+    plot_kinds: ClassVar[tuple[str, ...]] = ("risk", "rates")
+    _measure: ClassVar[str] = ""
+    _title: ClassVar[str] = ""
+    #: the column that tells the rows of one dataset apart ("mode", "n_neighbors")
+    _by: ClassVar[str] = ""
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """The risk table (:attr:`table`)."""
+        return self.table
+
+    @property
+    def structured_warnings(self) -> list[ResultWarning]:
+        """The warning codes with their meaning."""
+        return [ResultWarning(c, ATTACK_MESSAGES.get(c) or message(c)) for c in self.warnings]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe: ``measure``, ``settings``, ``table`` (records), ``warnings`` and
+        ``structured_warnings``."""
+        return to_jsonable({
+            "measure": self._measure,
+            "settings": self.settings,
+            "table": self.table.to_dict(orient="records"),
+            "warnings": list(self.warnings),
+            "structured_warnings": [w.to_dict() for w in self.structured_warnings],
+        })
+
+    def headline(self) -> pd.DataFrame:
+        """The rows the verdict reads: for each mode (singling out) or at ``K`` neighbours
+        (linkability), the dataset with the largest risk."""
+        t = self._headline_rows()
+        if t.empty:
+            return t
+        groups = {g: i for i, g in enumerate(dict.fromkeys(t[self._by]))}
+        order = t.assign(_r=t["risk"].fillna(np.inf)).sort_values(
+            ["_r", "dataset"], ascending=[False, True], kind="stable")
+        top = order.groupby(self._by, sort=False).head(1).drop(columns="_r")
+        return top.iloc[np.argsort([groups[g] for g in top[self._by]], kind="stable")
+                        ].reset_index(drop=True)
+
+    def _headline_rows(self) -> pd.DataFrame:
+        return self.table
+
+    def _risk_table(self) -> pd.DataFrame:
+        t = self.table
+        lvl = int(round(100 * float(self.settings["confidence_level"])))
+        return pd.DataFrame({
+            "dataset": t["dataset"], self._by: t[self._by],
+            "risk": t["risk"],
+            f"{lvl} % interval": [f"[{a:.3f}, {b:.3f}]" for a, b in
+                                  zip(t["ci_low"], t["ci_high"], strict=True)],
+            "main rate": t["main_rate"], "control rate": t["control_rate"],
+            "baseline rate": t["baseline_rate"],
+        })
+
+    def _plot_risk(self, ax: Any) -> Any:
+        """The risk and its interval, per dataset (and mode or neighbours)."""
+        t = self.table
+        groups = list(dict.fromkeys(t[self._by]))
+        m = int(t["dataset"].max())
+        width = 0.8 / max(m, 1)
+        for l in range(1, m + 1):
+            d = t[t["dataset"] == l].set_index(self._by).reindex(groups)
+            x = np.arange(len(groups)) - 0.4 + width * (l - 0.5)
+            y = d["risk"].to_numpy(float)
+            err = np.vstack([y - d["ci_low"].to_numpy(float), d["ci_high"].to_numpy(float) - y])
+            ax.errorbar(x, y, yerr=err, fmt="o", capsize=3,
+                        label=f"dataset {l}" if m > 1 else "risk")
+        ax.set_xticks(np.arange(len(groups)), [self._group_label(g) for g in groups])
+        ax.set_xlim(-0.6, len(groups) - 0.4)  # a group's datasets around its tick
+        ax.set_ylim(-0.02, max(0.1, float(np.nanmax(t["ci_high"].to_numpy(float),
+                                                     initial=0.0)) * 1.15))
+        lvl = int(round(100 * float(self.settings["confidence_level"])))
+        ax.set_ylabel(f"{self._title.lower()} (with {lvl} % interval)")
+        legend_below(ax)
+        return ax
+
+    def _plot_rates(self, ax: Any) -> Any:
+        """The success rates of the main, control and baseline attacks with their Wilson
+        intervals (the first dataset)."""
+        t = self.table[self.table["dataset"] == self.table["dataset"].min()]
+        groups = list(t[self._by])
+        x = np.arange(len(groups))
+        for i, (key, label, color) in enumerate(_RATES):
+            r = t[f"{key}_rate"].to_numpy(float)
+            if np.isnan(r).all():
+                continue
+            ax.errorbar(x + (i - 1) * 0.2, r, yerr=t[f"{key}_error"].to_numpy(float), fmt="o",
+                        capsize=3, color=color, label=label)
+        ax.set_xticks(x, [self._group_label(g) for g in groups])
+        ax.set_xlim(-0.6, len(groups) - 0.4)
+        ax.set_ylabel("success rate (Wilson interval)")
+        legend_below(ax)
+        return ax
+
+    def _group_label(self, g: Any) -> str:
+        return str(g)
+
+
+@dataclass(frozen=True)
+class SinglingOutResult(_AttackResult):
+    """Result of :func:`~bayes_risk.singling_out_risk`.
+
+    Attributes
+    ----------
+    table : DataFrame
+        One row per synthetic dataset and mode: ``dataset``, ``mode``, ``n_cols``,
+        ``n_attacks`` (asked for), ``n_queries`` (written: predicates that single out a row of
+        the synthetic dataset), ``n_main`` (of those, predicates that single out a record of
+        the original), ``n_control`` (of the holdout, corrected for its size),
+        ``n_control_raw``, ``control_correction`` (the factor; ``nan``: none needed),
+        ``n_baseline`` (random predicates that single out a record of the original, of
+        ``n_attacks``), the Wilson ``*_rate`` and ``*_error`` of the main, control and
+        baseline attacks, ``residual`` (the risk before clipping), ``risk`` and its interval
+        ``ci_low``, ``ci_high`` (clipped to [0, 1], anonymeter's).
+    queries : DataFrame
+        Every predicate written: ``dataset``, ``mode``, ``query`` (as text), ``columns`` (the
+        columns it uses, comma-separated), ``singles_out_original``, ``singles_out_holdout``.
+    settings : dict
+        Options, sizes (distinct records: anonymeter deduplicates every table), the fits of
+        the size correction, the seed.
+    warnings : list of str
+        Codes (user guide, Errors: Warning codes).
+    """
+
+    queries: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    _measure: ClassVar[str] = "singling_out"
+    _title: ClassVar[str] = "Singling-out risk"
+    _by: ClassVar[str] = "mode"
+
+    def summary(self) -> Summary:
+        """Header (sizes, options), the risk table and how to read it."""
+        s = self.settings
+        return Summary(
+            "Singling-out risk (anonymeter)",
+            header=[
+                ("original records (distinct)",
+                 f"{s['n_original']:,} ({s['n_original_distinct']:,})"),
+                ("holdout records (distinct)",
+                 "none" if s["n_holdout"] is None
+                 else f"{s['n_holdout']:,} ({s['n_holdout_distinct']:,})"),
+                ("synthetic datasets m", s["m"]),
+                ("predicates asked per dataset and mode", s["n_attacks"]),
+                ("columns of a multivariate predicate", s["n_cols"]),
+            ],
+            tables={"risk": self._risk_table().assign(
+                predicates=self.table["n_queries"].to_numpy())},
+            notes=[
+                "A predicate written on a synthetic dataset singles out a person when it "
+                "matches exactly one record. Main rate: on the original; control rate: on the "
+                "holdout (records the synthesis did not use); baseline: random predicates on "
+                "the original. Risk = (main − control) / (1 − control), clipped to [0, 1] "
+                "(Giomi et al. 2023; methods page, Singling out and linkability).",
+            ],
+            warnings=self.structured_warnings,
+        )
+
+
+@dataclass(frozen=True)
+class LinkabilityResult(_AttackResult):
+    """Result of :func:`~bayes_risk.linkability_risk`.
+
+    Attributes
+    ----------
+    table : DataFrame
+        One row per synthetic dataset and ``n_neighbors`` ``k = 1, …, K``: ``n_attacks``,
+        ``n_main``, ``n_control``, ``n_baseline`` (records linked), the Wilson ``*_rate`` and
+        ``*_error`` of the three attacks, ``residual``, ``risk``, ``ci_low``, ``ci_high``,
+        ``share_tied_main`` and ``share_tied_control`` (attacked records whose ``K``-th
+        nearest row was as distant as the next, in either part: the random order of equally
+        distant rows decided).
+    records : DataFrame
+        Per dataset and attacked record: ``role`` (``"original"`` or ``"holdout"``), ``row``
+        (in that table), ``linked_at`` (the smallest ``k`` that links it; missing: not linked
+        within ``K``) and ``tied``.
+    settings : dict
+        The two sets of columns, options, sizes, the seed.
+    warnings : list of str
+        Codes (user guide, Errors: Warning codes).
+    """
+
+    records: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    _measure: ClassVar[str] = "linkability"
+    _title: ClassVar[str] = "Linkability risk"
+    _by: ClassVar[str] = "n_neighbors"
+
+    def _headline_rows(self) -> pd.DataFrame:
+        return self.table[self.table["n_neighbors"] == self.settings["n_neighbors"]]
+
+    def _group_label(self, g: Any) -> str:
+        return f"k = {g}"
+
+    def summary(self) -> Summary:
+        """Header (columns, sizes, options), the risk table and how to read it."""
+        s = self.settings
+        a, b = s["aux_columns"]
+        return Summary(
+            "Linkability risk (anonymeter)",
+            header=[
+                ("the intruder's first table", ", ".join(a)),
+                ("the intruder's second table", ", ".join(b)),
+                ("records attacked (original, holdout)",
+                 f"{s['n_attacks']:,}" + ("" if s["n_holdout"] is None else " each")),
+                ("synthetic datasets m", s["m"]),
+                ("nearest rows K", s["n_neighbors"]),
+            ],
+            tables={"risk": self._risk_table().assign(
+                tied=self.table["share_tied_main"].to_numpy())},
+            notes=[
+                "A record is linked when its two parts share one of their k nearest synthetic "
+                "rows. Main rate: records of the original; control rate: records of the "
+                "holdout; baseline: random rows. Risk = (main − control) / (1 − control), "
+                "clipped to [0, 1] (Giomi et al. 2023; methods page, Singling out and "
+                "linkability). 'tied': share of the original's records whose k-th nearest row "
+                "was as distant as the next (equally distant rows are taken in random order).",
+            ],
+            warnings=self.structured_warnings,
+        )

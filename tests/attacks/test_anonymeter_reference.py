@@ -1,0 +1,122 @@
+"""The singling-out and linkability attacks against anonymeter's own outputs.
+
+anonymeter 1.1.0 (statice/anonymeter on PyPI) pins ``numpy<1.27`` where bayes-risk needs
+``numpy>=2.0`` (and numpy 1.26 has no build for Python 3.13), so it cannot be a test
+dependency of bayes-risk: its
+outputs were recorded once, by anonymeter itself in a Python 3.11 environment, by
+``tests/attacks/anonymeter/make_reference.py`` (see its docstring), on shared data: a CART
+release made by bayes-risk from 1,000 CE records (``release.csv``), a holdout of 1,000 other CE
+records and a larger one of 2,000 (row numbers in ``split.json``). ``reference.json`` holds the
+counts of every anonymeter run (100 seeds for each attack).
+
+The package's mean counts over its own seeds must agree with anonymeter's mean within Monte
+Carlo error: 4 standard errors of the difference of the two means, the standard deviation of
+one run estimated from anonymeter's runs (the same distribution under agreement).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from _shared import shared_path
+
+import bayes_risk as br
+from bayes_risk.exceptions import DataWarning
+
+HERE = Path(__file__).resolve().parent / "anonymeter"
+CATEGORICAL = ["Urban", "Marital", "Tenure"]
+
+
+@pytest.fixture(scope="module")
+def data():
+    split = json.loads((HERE / "split.json").read_text())
+    ce = br.read_table(shared_path("data", "CEdata.csv"))
+    t = {k: ce.iloc[v].reset_index(drop=True) for k, v in split.items()}
+    t["syn"] = pd.read_csv(HERE / "release.csv")
+    return t, json.loads((HERE / "reference.json").read_text())
+
+
+def _agree(ours: list[float], theirs: list[float], what: str) -> None:
+    a, b = np.asarray(ours, float), np.asarray(theirs, float)
+    sd = max(float(b.std(ddof=1)), 0.5)  # a count that hardly varies: half a success
+    tol = 4 * sd * math.sqrt(1 / a.size + 1 / b.size)
+    assert abs(a.mean() - b.mean()) <= tol, (
+        f"{what}: bayes-risk {a.mean():.2f} (runs {a.tolist()}) against anonymeter "
+        f"{b.mean():.2f} ± {b.std(ddof=1):.2f} per run; tolerance {tol:.2f}")
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("name, seeds", [("univariate", 8), ("multivariate", 6),
+                                         ("multivariate_big_holdout", 6)])
+def test_singling_out_agrees_with_anonymeter(data, name, seeds):
+    t, ref = data
+    cfg = ref["singling_out"][name]
+    runs = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        for seed in range(seeds):
+            res = br.singling_out_risk(t["train"], t["syn"], holdout=t[cfg["holdout"]],
+                                       mode=cfg["mode"], n_attacks=cfg["n_attacks"],
+                                       n_cols=cfg["n_cols"], categorical=CATEGORICAL,
+                                       random_seed=seed)
+            runs.append(res.table.iloc[0])
+    # anonymeter wrote every predicate asked for (the reference run fails otherwise): the same
+    # denominators
+    assert all(r["n_queries"] == cfg["n_attacks"] for r in runs)
+    theirs = cfg["runs"]
+    for key in ("n_main", "n_control", "n_baseline"):
+        _agree([r[key] for r in runs], [x[key] for x in theirs], f"{name} {key}")
+    _agree([r["risk"] for r in runs], [x["risk"] for x in theirs], f"{name} risk")
+
+
+@pytest.mark.reference
+def test_linkability_agrees_with_anonymeter(data):
+    t, ref = data
+    cfg = ref["linkability"]
+    K = cfg["n_neighbors"]
+    tables = []
+    for seed in range(10):
+        res = br.linkability_risk(t["train"], t["syn"], aux_columns=cfg["aux_columns"],
+                                  holdout=t["holdout"], n_attacks=cfg["n_attacks"],
+                                  n_neighbors=K, categorical=CATEGORICAL, random_seed=seed)
+        tables.append(res.table.set_index("n_neighbors"))
+    for k in range(1, K + 1):
+        for key in ("n_main", "n_control", "n_baseline"):
+            _agree([tb.loc[k, key] for tb in tables],
+                   [run[str(k)][key] for run in cfg["runs"]], f"linkability k={k} {key}")
+
+
+@pytest.mark.reference
+def test_nearest_rows_are_anonymeters(data):
+    """The 5 nearest synthetic rows of each of the 1,000 holdout records, on each of the two
+    tables, are anonymeter's ``MixedTypeKNeighbors``' (``neighbours.json``), in the same order,
+    for every record whose order no tie decided (equally distant rows: anonymeter's order is
+    that of numba's quicksort, the package's a seeded random one)."""
+    from bayes_risk.attacks import linkability
+    from bayes_risk.attacks._inputs import attack_inputs, code_table
+
+    t, _ = data
+    ref = json.loads((HERE / "neighbours.json").read_text())
+    aux = ref["aux_columns"]
+    inp = attack_inputs(t["train"], t["syn"], t["holdout"], columns=[*aux[0], *aux[1]],
+                        schema=None, categorical=CATEGORICAL)
+    is_cat = np.array([s.is_categorical for s in inp.schema])
+    T, S = code_table(inp.holdout, inp.schema), code_table(inp.datasets[0], inp.schema)
+    for h, cols in enumerate(aux):
+        ix = np.array([inp.schema.names.index(c) for c in cols])
+        scale = linkability._scale(np.concatenate([S[:, ix], T[:, ix]]), is_cat[ix])
+        seeds = np.random.SeedSequence(1).spawn(len(T))
+        idx, tied = linkability.nearest_rows(T[:, ix], S[:, ix], is_cat[ix], scale, 5, seeds)
+        theirs = np.asarray(ref["idx"][str(h)])
+        assert (~tied).sum() >= 300  # records whose 5 nearest rows are all at distinct distances
+        np.testing.assert_array_equal(idx[~tied], theirs[~tied])
+        # a tie only reorders rows at the same distance: the same distances, row by row
+        d = linkability._distances(T[tied][:, ix], S[:, ix], is_cat[ix], scale)
+        np.testing.assert_allclose(np.take_along_axis(d, idx[tied], 1),
+                                   np.take_along_axis(d, theirs[tied], 1), rtol=0, atol=1e-12)
