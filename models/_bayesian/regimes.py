@@ -1,0 +1,253 @@
+"""Regimes of the chains of a mixture fit: which chains agree on the class structure.
+
+A truncated Dirichlet-process mixture (DPMPM, Poisson mixtures) has label-invariant summaries of
+its class structure — the concentration α, the number of occupied classes ``k*`` and the data
+log-likelihood — that a Gibbs sampler can hold at different levels for a long time (metastable
+states; the chains start overdispersed, ``bayes_risk.models._bayesian.starts``, so that they can
+show it). Two chains are in the same *regime* when, for each of these quantities, the
+rank-normalised R-hat of the pair (Vehtari et al. 2021; ``convergence.rhat_rank``) is at most
+``RHAT_MAX`` or the difference of the two chains' means is within Monte Carlo error (a pair of
+short chains fails R-hat by chance; that is ``RHAT_HIGH`` / ``LOW_ESS``, not two regimes); the
+regimes are the groups of chains connected by agreement. More than one regime is
+the warning ``REGIMES_DISAGREE``, which names α, ``k*`` and the log-likelihood of each chain;
+every risk computed from the fit then depends on which draws are used, and the risk engines
+report it per regime (``RISK_BY_REGIME``).
+
+When the fit ran tempered ladders (``DPMPM(temperatures=...)``), each chain carries a
+stepping-stone estimate of the log marginal likelihood of the region its ladder sampled
+(``bayes_risk.models.dpmpm.tempering``); a regime's estimate is the mean of its chains', and the
+regimes' posterior probabilities are their estimates normalised (``mass``): which regime carries
+the posterior mass.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from bayes_risk.models._bayesian.convergence import RHAT_MAX, rhat_rank
+
+__all__ = ["REGIME_QUANTITIES", "EVIDENCE_ATTR", "chain_regimes", "regime_summary",
+           "regime_warnings", "regime_draws", "regime_text"]
+
+#: the quantities that tell regimes apart, and how messages name them
+REGIME_QUANTITIES: dict[str, str] = {"alpha": "α", "k_occupied": "k*", "n_occupied": "k*",
+                                     "loglik": "log-likelihood"}
+#: posterior attributes of a tempered fit: per chain, the stepping-stone log evidence and its
+#: Monte Carlo standard error (``bayes_risk.models.dpmpm.tempering``)
+EVIDENCE_ATTR = "log_evidence"
+#: family-wise level of the test of a difference between two chains' means (about one fit in a
+#: hundred whose chains agree and that fails R-hat by chance is called two regimes)
+REGIME_ALPHA = 0.01
+EVIDENCE_SE_ATTR = "log_evidence_se"
+
+
+def _quantities(model: Any) -> dict[str, np.ndarray]:
+    q = model._convergence_quantities()
+    out = {}
+    for name in REGIME_QUANTITIES:
+        if name in q:
+            x = np.asarray(q[name], dtype=np.float64)
+            out[name] = x if x.ndim == 2 else x[None, :]
+    return out
+
+
+def _mcse(x: np.ndarray) -> float:
+    """Monte Carlo standard error of the mean of one chain's draws ``x [draw]`` (ArviZ's
+    ``mcse(method="mean")``: the chain's sd over the square root of its bulk-type ESS)."""
+    import arviz_stats
+
+    return float(arviz_stats.mcse(x[None, :], method="mean"))
+
+
+def _agree(x: np.ndarray, a: int, b: int, crit: float) -> bool:
+    """Whether chains ``a`` and ``b`` of ``x [chain, draw]`` agree: the pair R-hat is at most
+    ``RHAT_MAX``, or the difference of the two chains' means is within ``crit`` standard errors
+    (each chain's MCSE): chains that are merely short (few effective draws, R-hat high by
+    chance) agree, chains whose means are apart beyond Monte Carlo error do not. A pair that
+    cannot be diagnosed (constant, fewer than 4 draws, non-finite) agrees."""
+    pair = x[[a, b]]
+    if pair.shape[1] < 4 or not np.all(np.isfinite(pair)) or np.ptp(pair) == 0:
+        return True
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        r = rhat_rank(pair)
+        if not (np.isfinite(r) and r > RHAT_MAX):
+            return True
+        se = np.hypot(_mcse(pair[0]), _mcse(pair[1]))
+    diff = abs(float(pair[0].mean() - pair[1].mean()))
+    return bool(np.isfinite(se) and diff <= crit * se)
+
+
+def _critical(n_chains: int, n_quantities: int) -> float:
+    """Normal quantile of a two-sided test at family-wise level ``REGIME_ALPHA``, Bonferroni
+    over the pairs of chains and the quantities."""
+    from scipy.special import ndtri
+
+    tests = max(1, n_chains * (n_chains - 1) // 2 * n_quantities)
+    return float(ndtri(1.0 - REGIME_ALPHA / (2.0 * tests)))
+
+
+def chain_regimes(model: Any) -> list[list[int]]:
+    """The regimes of a fitted model's chains: lists of chain indices (0-based), ordered by
+    their first chain; one list holding every chain when they all agree (or with one chain).
+
+    Chains ``a`` and ``b`` agree when, for every quantity of :data:`REGIME_QUANTITIES` the
+    model diagnoses, the pair R-hat is at most ``RHAT_MAX`` or the difference of their means
+    is within Monte Carlo error (``_agree``; Bonferroni over pairs and quantities at
+    family-wise level ``REGIME_ALPHA``); a regime is a group of chains connected by agreement
+    (single linkage)."""
+    qs = _quantities(model)
+    C = int(model.posterior_["posterior"].sizes["chain"])
+    parent = list(range(C))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    crit = _critical(C, len(qs))
+    for a in range(C):
+        for b in range(a + 1, C):
+            if root(a) != root(b) and all(_agree(x, a, b, crit) for x in qs.values()):
+                parent[root(b)] = root(a)
+    groups: dict[int, list[int]] = {}
+    for c in range(C):
+        groups.setdefault(root(c), []).append(c)
+    return sorted(groups.values(), key=lambda g: g[0])
+
+
+def regime_draws(model: Any, regime: list[int]) -> np.ndarray:
+    """Flattened (chain-major) indices of the kept draws of the chains in ``regime``."""
+    post = model.posterior_["posterior"]
+    D = int(post.sizes["draw"])
+    return np.concatenate([np.arange(c * D, (c + 1) * D) for c in regime]).astype(np.int64)
+
+
+def _starts(model: Any, C: int) -> list[str | None]:
+    starts = getattr(model, "_starts", None)
+    if starts is None or getattr(model, "sampler", "gibbs") != "gibbs":
+        return [None] * C
+    kinds = starts()
+    return [kinds[c % len(kinds)] for c in range(C)]
+
+
+def regime_summary(model: Any) -> dict[str, Any] | None:
+    """The regime record of ``convergence_summary()["regimes"]`` (``None``: the model
+    diagnoses none of :data:`REGIME_QUANTITIES`).
+
+    Returns
+    -------
+    dict
+        ``agree`` (one regime), ``chains`` (per chain: ``chain``, ``start`` — how it started,
+        ``None`` when not known — and the mean of each regime quantity), ``regimes`` (per
+        regime: ``chains``, ``draws``, the means over its draws, ``log_evidence`` and
+        ``log_evidence_se`` — ``None`` without tempered ladders — and ``mass``, its posterior
+        probability from the evidences, ``None`` when not estimated), ``quantities`` (the
+        quantities compared), ``rhat_max`` and ``evidence`` (how the evidences were estimated,
+        or why there are none).
+    """
+    qs = _quantities(model)
+    if not qs:
+        return None
+    post = model.posterior_["posterior"]
+    C, D = int(post.sizes["chain"]), int(post.sizes["draw"])
+    groups = chain_regimes(model)
+    starts = _starts(model, C)
+    attrs = post.attrs
+    ev = attrs.get(EVIDENCE_ATTR)
+    ev_se = attrs.get(EVIDENCE_SE_ATTR)
+    ev = None if ev is None else np.atleast_1d(np.asarray(ev, dtype=np.float64))
+    ev_se = None if ev_se is None else np.atleast_1d(np.asarray(ev_se, dtype=np.float64))
+    chains = [{"chain": c, "start": starts[c],
+               **{k: float(np.mean(x[c])) for k, x in qs.items()},
+               "log_evidence": None if ev is None else float(ev[c])} for c in range(C)]
+    regimes = []
+    for g in groups:
+        r: dict[str, Any] = {"chains": list(g), "draws": len(g) * D,
+                             **{k: float(np.mean(x[g])) for k, x in qs.items()}}
+        if ev is not None:
+            # the chains of a regime estimate the same evidence: their mean, and its standard
+            # error from theirs
+            r["log_evidence"] = float(np.mean(ev[g]))
+            r["log_evidence_se"] = (float(np.sqrt(np.sum(ev_se[g] ** 2)) / len(g))
+                                    if ev_se is not None else None)
+        else:
+            r["log_evidence"] = r["log_evidence_se"] = None
+        regimes.append(r)
+    if ev is not None and np.all(np.isfinite([r["log_evidence"] for r in regimes])):
+        le = np.array([r["log_evidence"] for r in regimes])
+        mass = np.exp(le - le.max())
+        mass /= mass.sum()
+        for r, p in zip(regimes, mass, strict=True):
+            r["mass"] = float(p)
+        how = ("stepping-stone estimate over each chain's tempered ladder "
+               f"({int(attrs.get('temperatures', 0))} temperatures)")
+    else:
+        for r in regimes:
+            r["mass"] = None
+        how = ("not estimated: the fit ran no tempered ladders (refit with temperatures=T, "
+               "command line --temperatures T, to estimate it)")
+    return {"agree": len(groups) == 1, "quantities": list(qs), "rhat_max": RHAT_MAX,
+            "chains": chains, "regimes": regimes, "evidence": how}
+
+
+def _fmt(name: str, v: float) -> str:
+    if name == "loglik":
+        return f"{REGIME_QUANTITIES[name]} {v:,.1f}"
+    return f"{REGIME_QUANTITIES[name]} {v:.3g}"
+
+
+def regime_text(summary: dict[str, Any]) -> str:
+    """The regimes in words: ``regime 1 (chain 1, started 'spread'): α 0.56, k* 4.7,
+    log-likelihood -5,752.4; regime 2 ...`` (chains numbered from 1), with each regime's
+    evidence and posterior probability when estimated."""
+    starts = {c["chain"]: c["start"] for c in summary["chains"]}
+    parts = []
+    for i, r in enumerate(summary["regimes"], 1):
+        ch = ", ".join(str(c + 1) for c in r["chains"])
+        st = sorted({str(starts[c]) for c in r["chains"] if starts[c] is not None})
+        started = f", started {'/'.join(repr(s) for s in st)}" if st else ""
+        vals = ", ".join(_fmt(k, r[k]) for k in summary["quantities"])
+        ev = ""
+        if r.get("log_evidence") is not None:
+            se = r.get("log_evidence_se")
+            ev = (f", log evidence {r['log_evidence']:,.1f}"
+                  + (f" (MCSE {se:.2g})" if se is not None else "")
+                  + (f", posterior probability {r['mass']:.3g}" if r.get("mass") is not None
+                     else ""))
+        parts.append(f"regime {i} (chain{'s' if len(r['chains']) > 1 else ''} {ch}{started}): "
+                     f"{vals}{ev}")
+    return "; ".join(parts)
+
+
+def regime_warnings(model: Any) -> list[dict[str, Any]]:
+    """``[REGIMES_DISAGREE]`` when the chains form more than one regime (else ``[]``), in the
+    structure of :meth:`~BayesianSynthesizer.mcmc_warnings` with ``regimes`` added."""
+    if int(model.posterior_["posterior"].sizes["chain"]) < 2:
+        return []
+    summ = regime_summary(model)
+    if summ is None or summ["agree"]:
+        return []
+    names = sorted({REGIME_QUANTITIES[q] for q in summ["quantities"]}, key=str)
+    heavy = [r for r in summ["regimes"] if r.get("mass") is not None]
+    if heavy:
+        best = max(range(len(heavy)), key=lambda i: heavy[i]["mass"])
+        which = (f" By the stepping-stone estimates of the evidence, regime {best + 1} carries "
+                 f"posterior probability {heavy[best]['mass']:.3g}; the kept draws of the "
+                 "other regimes are still in the fit.")
+    else:
+        which = (" Which regime carries the posterior mass is not estimated: refit with "
+                 "temperatures=T (parallel tempering; command line --temperatures T), which "
+                 "also estimates each regime's marginal likelihood.")
+    msg = (f"{type(model).__name__}: the chains sit in {len(summ['regimes'])} regimes of the "
+           f"class structure (the pair R-hat of {', '.join(names)} above {RHAT_MAX}): "
+           f"{regime_text(summ)}. Every risk computed from this fit depends on the regime its "
+           "draws come from: the risk engines report each regime's figure and use the larger "
+           f"(RISK_BY_REGIME).{which} Compare refits with other seeds, more chains or longer "
+           "runs (REGIMES_DISAGREE).")
+    return [{"code": "REGIMES_DISAGREE", "quantities": list(summ["quantities"]), "checks": [],
+             "regimes": summ["regimes"], "message": msg}]
