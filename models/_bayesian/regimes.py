@@ -159,40 +159,72 @@ def regime_summary(model: Any) -> dict[str, Any] | None:
     starts = _starts(model, C)
     attrs = post.attrs
     ev = attrs.get(EVIDENCE_ATTR)
-    ev_se = attrs.get(EVIDENCE_SE_ATTR)
     ev = None if ev is None else np.atleast_1d(np.asarray(ev, dtype=np.float64))
-    ev_se = None if ev_se is None else np.atleast_1d(np.asarray(ev_se, dtype=np.float64))
+    ev_se = np.atleast_1d(np.asarray(attrs.get(EVIDENCE_SE_ATTR, np.nan), dtype=np.float64))
+    swap = attrs.get("swap_rate")
+    min_swap = (np.nanmin(np.atleast_2d(np.asarray(swap, dtype=np.float64)), axis=1)
+                if ev is not None and swap is not None else None)
     chains = [{"chain": c, "start": starts[c],
                **{k: float(np.mean(x[c])) for k, x in qs.items()},
-               "log_evidence": None if ev is None else float(ev[c])} for c in range(C)]
-    regimes = []
-    for g in groups:
+               "log_evidence": None if ev is None else float(ev[c]),
+               "log_evidence_se": None if ev is None else float(ev_se[c]),
+               "min_swap_rate": None if min_swap is None else float(min_swap[c])}
+              for c in range(C)]
+    regimes, problems = [], []
+    for i, g in enumerate(groups, 1):
         r: dict[str, Any] = {"chains": list(g), "draws": len(g) * D,
-                             **{k: float(np.mean(x[g])) for k, x in qs.items()}}
+                             **{k: float(np.mean(x[g])) for k, x in qs.items()},
+                             "log_evidence": None, "log_evidence_se": None, "mass": None}
         if ev is not None:
             # the chains of a regime estimate the same evidence: their mean, and its standard
             # error from theirs
             r["log_evidence"] = float(np.mean(ev[g]))
-            r["log_evidence_se"] = (float(np.sqrt(np.sum(ev_se[g] ** 2)) / len(g))
-                                    if ev_se is not None else None)
-        else:
-            r["log_evidence"] = r["log_evidence_se"] = None
+            r["log_evidence_se"] = float(np.sqrt(np.sum(ev_se[g] ** 2)) / len(g))
+            problems += _evidence_problems(i, g, ev, ev_se, min_swap)
         regimes.append(r)
-    if ev is not None and np.all(np.isfinite([r["log_evidence"] for r in regimes])):
+    T = int(attrs.get("temperatures", 0))
+    if ev is None:
+        how = ("not estimated: the fit ran no tempered ladders (refit with temperatures=T, "
+               "command line --temperatures T, to estimate it)")
+    elif problems:
+        how = (f"stepping-stone estimates over each chain's tempered ladder ({T} "
+               f"temperatures), not reliable: {'; '.join(problems)}; the regimes' posterior "
+               "probabilities are not given")
+    else:
         le = np.array([r["log_evidence"] for r in regimes])
         mass = np.exp(le - le.max())
         mass /= mass.sum()
         for r, p in zip(regimes, mass, strict=True):
             r["mass"] = float(p)
-        how = ("stepping-stone estimate over each chain's tempered ladder "
-               f"({int(attrs.get('temperatures', 0))} temperatures)")
-    else:
-        for r in regimes:
-            r["mass"] = None
-        how = ("not estimated: the fit ran no tempered ladders (refit with temperatures=T, "
-               "command line --temperatures T, to estimate it)")
+        how = (f"stepping-stone estimates over each chain's tempered ladder ({T} "
+               "temperatures)")
     return {"agree": len(groups) == 1, "quantities": list(qs), "rhat_max": RHAT_MAX,
             "chains": chains, "regimes": regimes, "evidence": how}
+
+
+def _evidence_problems(i: int, g: list[int], ev: np.ndarray, se: np.ndarray,
+                       min_swap: np.ndarray | None) -> list[str]:
+    """Why regime ``i``'s evidence estimate cannot be used: a chain whose ladder has a pair of
+    temperatures that rarely swap (``EVIDENCE_MIN_SWAP``), or chains of the regime whose
+    estimates differ beyond 4 standard errors (the batch-means error misses the bias of a
+    ladder that does not mix)."""
+    from bayes_risk.models.dpmpm.tempering import EVIDENCE_MIN_SWAP
+
+    out = []
+    if min_swap is not None:
+        low = [c for c in g if not min_swap[c] >= EVIDENCE_MIN_SWAP]
+        if low:
+            out.append(f"regime {i}: the ladder of chain(s) {', '.join(str(c + 1) for c in low)}"
+                       f" has a pair of temperatures swapping in "
+                       f"{min(float(min_swap[c]) for c in low):.2g} of proposals (below "
+                       f"{EVIDENCE_MIN_SWAP}: a phase transition of the tempered posterior)")
+    if len(g) > 1:
+        spread = float(np.ptp(ev[g]))
+        tol = 4.0 * float(np.sqrt(np.sum(se[g] ** 2)))
+        if not spread <= tol:
+            out.append(f"regime {i}: its chains' estimates differ by {spread:.3g}, more than 4 "
+                       f"standard errors ({tol:.3g})")
+    return out
 
 
 def _fmt(name: str, v: float) -> str:

@@ -55,13 +55,18 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-__all__ = ["LADDER_POWER", "ladder", "impute", "TemperedLadder", "stepping_stone",
+__all__ = ["LADDER_POWER", "EVIDENCE_MIN_SWAP", "ladder", "impute", "TemperedLadder", "stepping_stone",
            "record_evidence", "EVIDENCE_BATCHES"]
 
 #: the ladder's spacing: β_t = (1 − t / (T − 1))^(1 / LADDER_POWER) (Xie et al. 2011: 0.3)
 LADDER_POWER = 0.3
 #: batches per chain for the Monte Carlo error of the stepping-stone estimate
 EVIDENCE_BATCHES = 20
+#: the smallest swap acceptance rate of every adjacent pair of a chain's ladder for its
+#: stepping-stone estimate to be used: below it the two temperatures' draws barely overlap
+#: (the tempered posterior passes a phase transition, e.g. the classes collapsing as β falls)
+#: and the estimate can be biased by far more than its standard error shows
+EVIDENCE_MIN_SWAP = 0.2
 #: sweeps of the first round of ladder tuning (rounds double until half the warm-up)
 TUNE_FIRST = 25
 
@@ -282,21 +287,22 @@ def stepping_stone(ell: np.ndarray, betas: np.ndarray,
 
 def record_evidence(dt: Any, temperatures: int) -> None:
     """Each chain's stepping-stone estimate (and its standard error) of the log evidence in the
-    posterior group's attributes (``log_evidence``, ``log_evidence_se``), with the ladder
-    (``temperatures``, ``betas``) and each adjacent pair's swap acceptance rate over the kept
-    draws (``swap_rate``)."""
+    posterior group's attributes (``log_evidence``, ``log_evidence_se``), with each chain's
+    ladder (``temperatures``, ``betas`` ``[C][T]``) and each adjacent pair's swap acceptance
+    rate over the kept draws (``swap_rate`` ``[C][T − 1]``)."""
     from bayes_risk.models._bayesian.regimes import EVIDENCE_ATTR, EVIDENCE_SE_ATTR
 
     ell = np.asarray(dt["sample_stats"]["tempered_loglik"].values, dtype=np.float64)
     betas = np.asarray(dt["sample_stats"]["beta"].values, dtype=np.float64)[:, -1]  # [C, T]
     est = [stepping_stone(ell[c], betas[c]) for c in range(ell.shape[0])]
     ss = dt["sample_stats"]
-    acc = np.asarray(ss["swap_accepted"].values).reshape(-1, len(betas[0]) - 1).sum(axis=0)
-    prop = np.asarray(ss["swap_proposed"].values).reshape(-1, len(betas[0]) - 1).sum(axis=0)
+    acc = np.asarray(ss["swap_accepted"].values).sum(axis=1)  # [C, T - 1]
+    prop = np.asarray(ss["swap_proposed"].values).sum(axis=1)
     attrs = dt["posterior"].attrs
     attrs[EVIDENCE_ATTR] = [float(e[0]) for e in est]
     attrs[EVIDENCE_SE_ATTR] = [float(e[1]) for e in est]
     attrs["temperatures"] = int(temperatures)
     attrs["betas"] = [[float(b) for b in bc] for bc in betas]
-    attrs["swap_rate"] = [float(a / p) if p else float("nan") for a, p in zip(acc, prop,
-                                                                              strict=True)]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(prop > 0, acc / np.maximum(prop, 1), np.nan)
+    attrs["swap_rate"] = [[float(x) for x in r] for r in rate]
