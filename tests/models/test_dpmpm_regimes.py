@@ -456,3 +456,42 @@ def test_tempered_fit_keeps_the_posterior():
         assert abs(float(x.mean()) - truth) <= 4 * se, (float(x.mean()), truth, se)
     rates = m.posterior_["posterior"].attrs["swap_rate"]
     assert np.min(rates) > 0.2
+
+
+def test_attribute_risk_is_reported_per_regime():
+    """A model whose chains sit in two regimes: the attribute-risk result carries
+    REGIMES_DISAGREE and RISK_BY_REGIME, and its summary each regime's figures, computed from
+    the between-chain estimates (two chains, one per regime: the regimes' mean p_true are the
+    means of each record's two chain estimates, p_true_chain_min and p_true_chain_max)."""
+    from bayes_risk.attribute import attribute_risk
+
+    df = _small(300)
+    # two regimes made on purpose: the draws of two one-chain fits whose α priors put them at
+    # α ≈ 0.5 and α ≈ 10, as the two chains of one model
+    kw = dict(n_components=10, tune=100, draws=100, chains=1)
+    fits = [_quiet_fit(df, 2, **kw), _quiet_fit(df, 3, alpha_prior=(40.0, 4.0), **kw)]
+    post = {v: np.concatenate([f.posterior_["posterior"][v].values for f in fits])
+            for v in fits[0].posterior_["posterior"].data_vars}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = DPMPM.from_posterior(post, fits[0].schema_, data=df, n_components=10, tune=100,
+                                 draws=100, chains=2, cores=1, progressbar=False)
+    assert any("REGIMES_DISAGREE" in str(w.message) for w in caught)
+    reg = m.convergence_summary()["regimes"]
+    assert not reg["agree"] and reg["quantities"] == ["alpha"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = attribute_risk(df, m.synthesize(2, random_seed=1), model=m, records=range(15),
+                             random_seed=1, progressbar=False)
+    assert {"REGIMES_DISAGREE", "RISK_BY_REGIME"} <= set(res.warnings)
+    reg = res.to_dict()["regimes"]
+    assert reg["status"] == "computed" and [r["chains"] for r in reg["regimes"]] == [[0], [1]]
+    rec = res.records
+    ok = rec["flag_codes"].isin(["", "CHAINS_DISAGREE"]).to_numpy()
+    assert reg["n_records"] == int(ok.sum()) > 0
+    means = sorted(r["summary"]["mean_p_true"] for r in reg["regimes"])
+    lo, hi = rec["p_true_chain_min"][ok].mean(), rec["p_true_chain_max"][ok].mean()
+    assert lo - 1e-12 <= means[0] <= means[1] <= hi + 1e-12
+    assert sum(means) == pytest.approx(lo + hi, rel=1e-9)
+    big = reg["largest_prop_top"]
+    assert big["prop_top"] == max(r["summary"]["prop_top"] for r in reg["regimes"])
