@@ -55,8 +55,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-__all__ = ["LADDER_POWER", "EVIDENCE_MIN_SWAP", "ladder", "impute", "TemperedLadder", "stepping_stone",
-           "record_evidence", "EVIDENCE_BATCHES"]
+__all__ = ["LADDER_POWER", "EVIDENCE_MIN_SWAP", "EVIDENCE_BATCHES", "ladder", "impute",
+           "TemperedLadder", "stepping_stone", "record_evidence"]
 
 #: the ladder's spacing: β_t = (1 − t / (T − 1))^(1 / LADDER_POWER) (Xie et al. 2011: 0.3)
 LADDER_POWER = 0.3
