@@ -29,8 +29,8 @@ import numpy as np
 
 from bayes_risk.models._bayesian.convergence import RHAT_MAX, rhat_rank
 
-__all__ = ["REGIME_QUANTITIES", "EVIDENCE_ATTR", "chain_regimes", "regime_summary",
-           "regime_warnings", "regime_draws", "regime_text"]
+__all__ = ["REGIME_QUANTITIES", "EVIDENCE_ATTR", "STARTS_ATTR", "chain_regimes",
+           "record_starts", "regime_summary", "regime_warnings", "regime_draws", "regime_text"]
 
 #: the quantities that tell regimes apart, and how messages name them
 REGIME_QUANTITIES: dict[str, str] = {"alpha": "α", "k_occupied": "k*", "n_occupied": "k*",
@@ -127,12 +127,22 @@ def regime_draws(model: Any, regime: list[int]) -> np.ndarray:
     return np.concatenate([np.arange(c * D, (c + 1) * D) for c in regime]).astype(np.int64)
 
 
+#: posterior attribute of a Gibbs fit: how each chain started (``models._bayesian.starts``)
+STARTS_ATTR = "chain_starts"
+
+
+def record_starts(dt: Any, kinds: tuple[str, ...], chains: int) -> None:
+    """Record how each chain of a Gibbs run started in the posterior group's attributes."""
+    dt["posterior"].attrs[STARTS_ATTR] = [kinds[c % len(kinds)] for c in range(int(chains))]
+
+
 def _starts(model: Any, C: int) -> list[str | None]:
-    starts = getattr(model, "_starts", None)
-    if starts is None or getattr(model, "sampler", "gibbs") != "gibbs":
+    """How each chain started, as the fit recorded it (``None``: draws made elsewhere, NUTS)."""
+    kinds = model.posterior_["posterior"].attrs.get(STARTS_ATTR)
+    if kinds is None:
         return [None] * C
-    kinds = starts()
-    return [kinds[c % len(kinds)] for c in range(C)]
+    kinds = [str(k) for k in np.atleast_1d(kinds)]
+    return [kinds[c] if c < len(kinds) else None for c in range(C)]
 
 
 def regime_summary(model: Any) -> dict[str, Any] | None:
@@ -264,7 +274,7 @@ def regime_warnings(model: Any) -> list[dict[str, Any]]:
     summ = regime_summary(model)
     if summ is None or summ["agree"]:
         return []
-    names = sorted({REGIME_QUANTITIES[q] for q in summ["quantities"]}, key=str)
+    names = list(dict.fromkeys(REGIME_QUANTITIES[q] for q in summ["quantities"]))
     heavy = [r for r in summ["regimes"] if r.get("mass") is not None]
     if heavy:
         best = max(range(len(heavy)), key=lambda i: heavy[i]["mass"])

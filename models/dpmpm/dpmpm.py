@@ -26,7 +26,7 @@ import bayes_risk.models.dpmpm.loglik as _loglik
 from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import NotSupportedError, SchemaError, ValidationError
+from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.starts import chain_starts, check_starts
 from bayes_risk.models._bayesian.sticks import (  # noqa: F401  (re-exported)
@@ -359,12 +359,13 @@ class DPMPM(BayesianSynthesizer):
         if T > 1 and self.sampler != "gibbs":
             raise ValidationError(
                 f"temperatures={T!r} applies to the Gibbs sampler (parallel tempering); with "
-                "sampler='nuts' give temperatures=1.")
+                "sampler='nuts' give temperatures=1.", code="OPTION_CONFLICT")
         if T > 1 and self.structural_zeros is not None:
-            raise NotSupportedError(
+            raise ValidationError(
                 f"temperatures={T!r} (parallel tempering) is not available with structural "
                 "zeros: the tempered sweep does not cover their data augmentation. Fit without "
-                "temperatures, or without structural_zeros to compare regimes.")
+                "temperatures, or without structural_zeros to compare regimes.",
+                code="OPTION_CONFLICT")
         if self.structural_zeros is not None:
             from bayes_risk.models.dpmpm.zeros import read_structural_zeros
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bayes_risk._rng import RandomSeed
+from bayes_risk.models._bayesian.regimes import record_starts
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -94,7 +95,9 @@ def gibbs_posterior(
         pm_model = model._build_model(codes, d, transforms=False)
         step = pymc_step([pm_model.rvs_to_values[v] for v in pm_model.free_RVs],
                          model=pm_model, **settings)
-        return model._run_sampler(pm_model, step=[step], random_seed=random_seed)
+        dt = model._run_sampler(pm_model, step=[step], random_seed=random_seed)
+        record_starts(dt, kinds, int(model.chains))
+        return dt
     layout = gibbs_layout(model.n_components, d)
     # the step updates every variable and reads none of a model's graph: no PyMC model (nor
     # PyMC) is needed
@@ -107,6 +110,7 @@ def gibbs_posterior(
     dt = model._run_gibbs(step, layout, random_seed=random_seed,
                           max_sweeps=int(model.max_sweeps) if check is not None else 0,
                           check=check)
+    record_starts(dt, model._starts(), int(model.chains))
     if T > 1:
         from bayes_risk.models.dpmpm.tempering import record_evidence
 

@@ -220,6 +220,9 @@ def sample(synth, y: np.ndarray, cols: Sequence[str], seed: RandomSeed) -> xr.Da
     )
     # the memberships live on the step object: chains must run in this process
     dt = synth._run_sampler(model, step=step, random_seed=seed, cores=1)
+    from bayes_risk.models._bayesian.regimes import record_starts
+
+    record_starts(dt, synth._starts(), int(synth.chains))
     z = np.stack([np.stack(c) for c in step.z_trace])  # [chain, draw, record]
     dt[LATENT_GROUP] = xr.DataTree(
         xr.Dataset(

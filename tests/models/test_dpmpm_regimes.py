@@ -25,7 +25,7 @@ from _shared import shared_path
 from numba import njit
 from scipy.special import gammaln
 
-from bayes_risk.exceptions import NotSupportedError, ValidationError
+from bayes_risk.exceptions import ValidationError
 from bayes_risk.models import DPMPM
 
 ACS_COLUMNS = ["AGEP", "MAR", "SCHL", "SEX", "WKL"]
@@ -319,9 +319,10 @@ def test_starts_are_checked():
             DPMPM(starts=bad, progressbar=False).fit(df)
     with pytest.raises(ValidationError, match="temperatures"):
         DPMPM(temperatures=0, progressbar=False).fit(df)
-    with pytest.raises(NotSupportedError, match="structural zeros"):
+    with pytest.raises(ValidationError, match="structural zeros") as err:
         DPMPM(temperatures=4, structural_zeros=[{"SEX": "1", "MAR": "1"}],
               progressbar=False).fit(df)
+    assert err.value.code == "OPTION_CONFLICT"
 
 
 def test_chains_start_at_both_ends_of_the_number_of_classes():
