@@ -596,7 +596,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         Returns
         -------
         list of dict
-            Each with ``code`` (``"RHAT_HIGH"``, ``"LOW_ESS"``, or a model code such as
+            Each with ``code`` (``"RHAT_HIGH"``, ``"LOW_ESS"``, ``"REGIMES_DISAGREE"``
+            — chains in different regimes, with ``regimes`` —, or a model code such as
             ``"TRUNCATION_TOO_SMALL"``), ``quantities`` (the diagnosed quantities concerned),
             ``checks`` (the failed checks: ``code``, ``quantity``, ``statistic``, ``value``,
             ``threshold``; empty for a model code) and ``message``.
@@ -637,8 +638,11 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             quantiles ``ess_tail_prob`` of the tail ESS), ``quantities`` (per diagnosed
             quantity: ``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``rhat``, ``flag``),
             ``failed_checks`` (one per quantity and statistic: ``code``, ``quantity``,
-            ``statistic``, ``value``, ``threshold``), ``warnings`` (:meth:`mcmc_warnings`) and
-            ``passed`` (no failed check).
+            ``statistic``, ``value``, ``threshold``), ``warnings`` (:meth:`mcmc_warnings`),
+            ``passed`` (no failed check, no warning) and ``regimes`` (two or more chains of a
+            mixture: which chains agree on α, ``k*`` and the log-likelihood, each chain's start
+            and means, each regime's evidence when tempered ladders estimated it —
+            ``bayes_risk.models._bayesian.regimes.regime_summary``; ``None`` otherwise).
         """
         return _convergence.convergence_summary(self, kind)
 
