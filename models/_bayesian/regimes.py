@@ -29,7 +29,7 @@ import numpy as np
 
 from bayes_risk.models._bayesian.convergence import RHAT_MAX, rhat_rank
 
-__all__ = ["REGIME_QUANTITIES", "EVIDENCE_ATTR", "STARTS_ATTR", "chain_regimes",
+__all__ = ["REGIME_QUANTITIES", "EVIDENCE_ATTR", "EVIDENCE_MIN_SWAP", "STARTS_ATTR", "chain_regimes",
            "record_starts", "regime_summary", "regime_warnings", "regime_draws", "regime_text"]
 
 #: the quantities that tell regimes apart, and how messages name them
@@ -38,6 +38,11 @@ REGIME_QUANTITIES: dict[str, str] = {"alpha": "α", "k_occupied": "k*", "n_occup
 #: posterior attributes of a tempered fit: per chain, the stepping-stone log evidence and its
 #: Monte Carlo standard error (``bayes_risk.models.dpmpm.tempering``)
 EVIDENCE_ATTR = "log_evidence"
+#: the smallest swap acceptance rate of every adjacent pair of a chain's tempered ladder for its
+#: stepping-stone estimate to be used: below it the two temperatures' draws barely overlap (the
+#: tempered posterior passes a phase transition, e.g. the classes collapsing as β falls) and the
+#: estimate can be biased by far more than its standard error shows
+EVIDENCE_MIN_SWAP = 0.2
 #: family-wise level of the test of a difference between two chains' means (about one fit in a
 #: hundred whose chains agree and that fails R-hat by chance is called two regimes)
 REGIME_ALPHA = 0.01
@@ -218,8 +223,6 @@ def _evidence_problems(i: int, g: list[int], ev: np.ndarray, se: np.ndarray,
     temperatures that rarely swap (``EVIDENCE_MIN_SWAP``), or chains of the regime whose
     estimates differ beyond 4 standard errors (the batch-means error misses the bias of a
     ladder that does not mix)."""
-    from bayes_risk.models.dpmpm.tempering import EVIDENCE_MIN_SWAP
-
     out = []
     if min_swap is not None:
         low = [c for c in g if not min_swap[c] >= EVIDENCE_MIN_SWAP]

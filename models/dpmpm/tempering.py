@@ -55,18 +55,13 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-__all__ = ["LADDER_POWER", "EVIDENCE_MIN_SWAP", "EVIDENCE_BATCHES", "ladder", "impute",
+__all__ = ["LADDER_POWER", "EVIDENCE_BATCHES", "ladder", "impute",
            "TemperedLadder", "stepping_stone", "record_evidence"]
 
 #: the ladder's spacing: β_t = (1 − t / (T − 1))^(1 / LADDER_POWER) (Xie et al. 2011: 0.3)
 LADDER_POWER = 0.3
 #: batches per chain for the Monte Carlo error of the stepping-stone estimate
 EVIDENCE_BATCHES = 20
-#: the smallest swap acceptance rate of every adjacent pair of a chain's ladder for its
-#: stepping-stone estimate to be used: below it the two temperatures' draws barely overlap
-#: (the tempered posterior passes a phase transition, e.g. the classes collapsing as β falls)
-#: and the estimate can be biased by far more than its standard error shows
-EVIDENCE_MIN_SWAP = 0.2
 #: sweeps of the first round of ladder tuning (rounds double until half the warm-up)
 TUNE_FIRST = 25
 
