@@ -77,7 +77,7 @@ def gibbs_posterior(
         alpha_prior=tuple(float(x) for x in model.alpha_prior),
         dirichlet_prior=float(model.dirichlet_prior),
         zeros=model._zeros,
-        thin=int(model.thin),
+        thin=int(model._run_settings()["thin"]),
         starts=model._starts(),
     )
     settings["alpha_warmup_bound"], settings["alpha_warmup_sweeps"] = model._alpha_warmup()
@@ -108,7 +108,8 @@ def gibbs_posterior(
 
         step = TemperedLadder(step, T)
     dt = model._run_gibbs(step, layout, random_seed=random_seed,
-                          max_sweeps=int(model.max_sweeps) if check is not None else 0,
+                          max_sweeps=(int(model._run_settings()["max_sweeps"])
+                                      if check is not None else 0),
                           check=check)
     record_starts(dt, model._starts(), int(model.chains))
     if T > 1:
