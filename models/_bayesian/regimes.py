@@ -29,8 +29,9 @@ import numpy as np
 
 from bayes_risk.models._bayesian.convergence import RHAT_MAX, rhat_rank
 
-__all__ = ["REGIME_QUANTITIES", "EVIDENCE_ATTR", "EVIDENCE_MIN_SWAP", "STARTS_ATTR", "chain_regimes",
-           "record_starts", "regime_summary", "regime_warnings", "regime_draws", "regime_text"]
+__all__ = ["REGIME_QUANTITIES", "EVIDENCE_ATTR", "EVIDENCE_MIN_SWAP", "STARTS_ATTR",
+           "chain_regimes", "record_starts", "regime_summary", "regime_warnings",
+           "regime_draws", "regime_text"]
 
 #: the quantities that tell regimes apart, and how messages name them
 REGIME_QUANTITIES: dict[str, str] = {"alpha": "α", "k_occupied": "k*", "n_occupied": "k*",
