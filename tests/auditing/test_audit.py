@@ -393,7 +393,7 @@ def test_verdicts_read_the_larger_regime_and_say_so(audited, audited_hh):
     res, _ = audited
     att = res.step("attribute")
     base = {x.measure: x for x in res.verdicts}
-    line = "share of records whose true values are the most probable"
+    line = ATTRIBUTE_MEASURE
     pooled = base[line].value
     regimes = [{"chains": [0], "alpha": 0.56, "k_occupied": 4.7},
                {"chains": [1], "alpha": 3.6, "k_occupied": 15.4}]
@@ -434,6 +434,7 @@ def test_verdicts_read_the_larger_regime_and_say_so(audited, audited_hh):
         assert v.value >= before[name].value
         assert "REGIMES_DISAGREE" in v.warnings and "RISK_BY_REGIME" in v.warnings
         assert "per dataset by the regime of its draw: regime 1:" in v.detail
+
 
 def test_marginals_leave_missing_value_codes_out_of_the_numbers():
     """A declared missing-value code (synthpop's cont.na, e.g. SD2011's nociga = -8 for
