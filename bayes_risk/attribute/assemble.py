@@ -47,6 +47,12 @@ def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
     data, est = plan.data, plan.estimator.name
     mcmc = mcmc_record(plan.model.model, [a.model for a in plan.augmented.models])
     warn_codes = _warning_codes(plan, part, mcmc)
+    regimes = (mcmc.get("fits", {}).get("model") or {}).get("regimes")
+    if regimes and not regimes.get("agree", True) and plan.chains is not None \
+            and plan.chains.run:
+        # the model's chains sit in different regimes: the result's figures per regime
+        # (AttributeRiskResult.regime_figures), from the between-chain estimates
+        warn_codes.append("RISK_BY_REGIME")
     recs = [int(i) for i in data.positions]
     syn_flags, unchanged = _released_unchanged(plan, part, recs)
     if unchanged:

@@ -244,7 +244,10 @@ def identification_step(ctx: StepContext) -> StepOutcome:
                 **{**kw, "match": kw["match"].replace(radius=rad), "progressbar": False})
     pooled = _pooled_identification(ctx, kw)
     ksweep = _known_sweep(ctx, kw)
+    regimes = dataset_regimes(ctx)
     d = res.to_dict()
+    if regimes is not None:
+        d["regimes"] = regimes
     d["settings"]["records_output"] = "per-target"
     if sweep is not None:
         d["radius_sweep"] = sweep.to_dict()
@@ -285,9 +288,38 @@ def identification_step(ctx: StepContext) -> StepOutcome:
                        folder="identification" if folder else None, files=files,
                        extra={"sweep": sweep, "at_r_star": at_star, "note": note,
                               "qi": _qi(ctx), "pooled": pooled, "known_sweep": ksweep,
+                              "regimes": regimes,
                               "drivers": identification_drivers(
                                   ctx.original, list(ctx.synthetic), p.known,
                                   p.known_synthesized, aligned=rows_aligned(ctx))})
+
+
+def dataset_regimes(ctx: StepContext) -> dict[str, Any] | None:
+    """Which regime of the model's fit each released dataset was drawn from, when the chains
+    of the fitted model given (``--model``) sit in different regimes (``REGIMES_DISAGREE``);
+    ``None`` otherwise.
+
+    Returns ``regimes`` (the fit's regime records) and ``dataset_regime`` (per dataset, the
+    1-based regime of the chain of its posterior draw, the manifest's ``draw_index``;
+    ``status`` "not computed" with a ``reason`` when the release does not record the draws).
+    """
+    if ctx.model is None:
+        return None
+    model = _loaded_model(ctx)
+    summary = getattr(model, "convergence_summary", None)
+    reg = summary().get("regimes") if callable(summary) else None
+    if not reg or reg.get("agree", True):
+        return None
+    out: dict[str, Any] = {"regimes": reg["regimes"]}
+    draws = getattr(ctx.synthetic, "draw_index", None)
+    if draws is None:
+        return {**out, "status": "not computed", "dataset_regime": None,
+                "reason": "the release does not record the posterior draw of each dataset "
+                          "(draw_index of its manifest)"}
+    D = int(model.posterior_["posterior"].sizes["draw"])
+    of_chain = {c: i + 1 for i, r in enumerate(reg["regimes"]) for c in r["chains"]}
+    return {**out, "status": "computed",
+            "dataset_regime": [of_chain.get(int(h) // D) for h in draws]}
 
 
 def _known_sweep(ctx: StepContext, kw: dict[str, Any]) -> Any:

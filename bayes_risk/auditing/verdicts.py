@@ -48,7 +48,7 @@ CAVEATS: dict[str, tuple[str, ...]] = {
     "identification": ("IPF_NOT_CONVERGED", "F_BELOW_ONE", "ORIGINAL_UNCONFIRMED",
                        "ROWS_NOT_VERIFIED"),
     "attribute": ("RHAT_HIGH", "LOW_ESS", "TRUNCATION_TOO_SMALL", "H_TOO_SMALL",
-                  "APPROXIMATE_NONPARAMETRIC"),
+                  "APPROXIMATE_NONPARAMETRIC", "REGIMES_DISAGREE", "RISK_BY_REGIME"),
     "DiSCO": ("TARGET_MOSTLY_UNIQUE",),
     "membership": ("MEMBERSHIP_FLAGGED", "H_TOO_SMALL", "RHAT_HIGH", "LOW_ESS",
                    "APPROXIMATE_POSTERIOR"),
@@ -271,12 +271,16 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
                     "MC_ERROR_HIGH); ")
     else:
         interval = "no Monte Carlo interval (no draw bootstrap kept); "
+    value, by_regime = _pct(un.get("prop_top", np.nan)), _regime_detail(s.get("regimes"))
+    big = (s.get("regimes") or {}).get("largest_prop_top")
+    if big is not None and not _pct(big["prop_top"]) <= value:  # the larger figure is read
+        value = _pct(big["prop_top"])
     v = Verdict("attribute", ATTRIBUTE_MEASURE,
-                _pct(un.get("prop_top", np.nan)), _pct(plan.thresholds.prop_top), "max",
+                value, _pct(plan.thresholds.prop_top), "max",
                 _src(a, "summary.json"),
                 f"{interval}random guess "
                 f"{_pct(s.get('random_guess_baseline', np.nan)):.3g} %; "
-                f"records with stable estimates{left_out}",
+                f"records with stable estimates{left_out}{by_regime}",
                 _caveats("attribute", a.result.warnings), unit="%",
                 spread=f"pooled: the intruder reads all {plan.m} datasets at once, no spread",
                 intruder="worst case: knows every other record's true values and the "
@@ -284,6 +288,27 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
                 flagged=nf, count_of=(int(un.get("n_records") or n - nf), "records"),
                 threshold_name="prop_top")
     return [_caused(v, *remedies.attribute_cause(plan, a))]
+
+
+def _regime_detail(reg: Any) -> str:
+    """The attribute line's words on the regimes of the model's fit (``REGIMES_DISAGREE``):
+    each regime's share and which is read, or why there is none per regime."""
+    if not reg:
+        return ""
+    names = [f"regime {i} (chain{'s' if len(r['chains']) > 1 else ''} "
+             f"{', '.join(str(c + 1) for c in r['chains'])})"
+             for i, r in enumerate(reg["regimes"], 1)]
+    if reg.get("status") != "computed":
+        return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE) and the "
+                f"share could not be computed per regime ({reg.get('reason')}): the figure "
+                "pools regimes that disagree — refit before relying on it")
+    parts = [f"{n} {_pct(r['summary'].get('prop_top', np.nan)):.3g} %"
+             for n, r in zip(names, reg["regimes"], strict=True)]
+    big = reg.get("largest_prop_top") or {}
+    return (f"; the model's chains sit in {len(names)} regimes (REGIMES_DISAGREE): "
+            f"{', '.join(parts)} over the {reg['n_records']} records assessed within each "
+            f"regime; the larger of these and the pooled figure is read (RISK_BY_REGIME"
+            + (f", regime {big['regime']}" if big else "") + ")")
 
 
 def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline]:
@@ -552,10 +577,12 @@ def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Base
         rng = _range(each * 100, "%")
         spread = (f"pooled over the {m} datasets, no spread; {rng}" if use_pooled
                   else rng)
+        value, by_regime = _identification_by_regime(vp if use_pooled else vd, each,
+                                                     i.extra.get("regimes"))
         why = _outside(vp if use_pooled else vd, each * 100,
                        f"the intruder holding all {m} datasets pools them" if use_pooled
                        else "the value is at the maximising radius")
-        lines.append((label, vp if use_pooled else vd, detail,
+        lines.append((label, value, detail + by_regime,
                       f"{spread}; {why}" if why else spread))
     thr = (_pct(th.expected_match_rate), _pct(th.true_match_rate))
     if plan.identification_release_independent:
@@ -565,6 +592,9 @@ def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Base
                 for (lab, v, d, _), t in zip(lines, thr, strict=True)]
     who = _identification_intruder(plan)
     cause = remedies.identification_cause(plan, i)
+    if i.extra.get("regimes"):  # the model's chains in different regimes: say so on the line
+        iw = (*iw, "REGIMES_DISAGREE") + (
+            ("RISK_BY_REGIME",) if i.extra["regimes"].get("status") == "computed" else ())
     return [_caused(Verdict("identification", lab, v, t, "max", src, d, iw,
                             unit="%", spread=sp, intruder=who, count_of=(int(n), "targets"),
                             threshold_name=tn), *cause)
@@ -572,6 +602,33 @@ def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Base
 
 
 _ID_THRESHOLDS = ("expected_match_rate", "true_match_rate")
+
+
+def _identification_by_regime(value: float, each: np.ndarray, reg: Any) -> tuple[float, str]:
+    """An identification line's value and words under the regimes of the model's fit: the
+    mean per dataset over the datasets drawn from each regime (``RISK_BY_REGIME``), the
+    larger of these and ``value`` read."""
+    if not reg:
+        return value, ""
+    if reg.get("status") != "computed":
+        return value, (f"; the model's chains sit in {len(reg['regimes'])} regimes "
+                       f"(REGIMES_DISAGREE) and the figure could not be split by regime "
+                       f"({reg.get('reason')})")
+    lab = np.asarray([r if r is not None else 0 for r in reg["dataset_regime"]])
+    each = np.asarray(each, dtype=float) * 100
+    parts, best = [], value
+    for r in range(1, len(reg["regimes"]) + 1):
+        sel = (lab == r) & np.isfinite(each) if each.size == lab.size else np.zeros(0, bool)
+        if not sel.any():
+            parts.append(f"regime {r}: no dataset")
+            continue
+        mean = float(each[sel].mean())
+        parts.append(f"regime {r}: {mean:.3g} % (mean over its {int(sel.sum())} dataset(s))")
+        if not mean <= best:
+            best = mean
+    return best, (f"; the model's chains sit in {len(reg['regimes'])} regimes "
+                  f"(REGIMES_DISAGREE), per dataset by the regime of its draw: "
+                  f"{'; '.join(parts)}; the larger figure is read (RISK_BY_REGIME)")
 
 
 def _identification_intruder(plan: AuditPlan) -> str:

@@ -140,6 +140,8 @@ def _write_summary(folder: Any, args: argparse.Namespace, model: Any) -> None:
         "method": args.method,
         "convergence_passed": bool(conv["passed"]),
         "failed_convergence_checks": [dict(c, fit="model") for c in conv["failed_checks"]],
+        # which chains agree on α, k* and the log-likelihood (REGIMES_DISAGREE when not)
+        "regimes": conv.get("regimes"),
     })
 
 
@@ -243,6 +245,13 @@ def _summary_lines(args: argparse.Namespace, model: Any, df: Any, schema: Any) -
             f"{len(q)} label-invariant quantities ("
             + ("passed" if conv["passed"] else "FAILED: see convergence.json") + ")"
         )
+    reg = conv.get("regimes")
+    if reg and not reg["agree"]:
+        from bayes_risk.models._bayesian.regimes import regime_text
+
+        lines.append(f"chains in {len(reg['regimes'])} regimes of the class structure "
+                     f"(REGIMES_DISAGREE): {regime_text(reg)}; risks computed from this fit "
+                     "are reported per regime (see convergence.json)")
     if conv["failed_checks"]:
         from bayes_risk.models._bayesian.convergence import checks_headline
 

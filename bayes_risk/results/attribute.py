@@ -253,12 +253,77 @@ class AttributeRiskResult(RiskResult):
             "warnings": list(self.warnings),
             "mcmc": dict(self.mcmc),
         }
+        regimes = self.regime_figures(thresholds=thresholds)
+        if regimes is not None:
+            out["regimes"] = regimes
         mc = self._mc_uncertainty()
         if mc is not None:
             out["mc_uncertainty"] = mc
         if records:
             out["records"] = df.reset_index().to_dict(orient="list")
         return to_jsonable(out)
+
+    def regime_figures(self, *, thresholds: Sequence[float] = (0.5,)) -> dict[str, Any] | None:
+        """The file-level figures under each regime of the model's fit, when its chains sit in
+        different regimes (``REGIMES_DISAGREE``; ``None`` when they agree or the model has no
+        chains).
+
+        A regime's estimate of a record is the mean over its chains of the intruder's
+        posterior computed from each chain's draws alone (``chain_loglik``, the between-chain
+        check's regrouping of the sums over draws; each chain of a regime estimates the same
+        posterior). The figures cover the records not flagged, or flagged ``CHAINS_DISAGREE``
+        only: within one regime their estimates are assessed; the pooled figures leave them out.
+
+        Returns
+        -------
+        dict or None
+            ``status`` ("computed", or "not computed" with ``reason``: the between-chain
+            estimates did not run, e.g. the ``is`` estimator or too short chains), ``n_records``
+            (records covered), ``regimes`` (per regime: ``chains``, the fit's regime figures —
+            α, ``k*``, log-likelihood, evidence — and ``summary``, the Hu–Reiter–Wang summary
+            of its estimates, ``prop_top`` the share of records whose truth is ranked first)
+            and ``largest_prop_top`` (the regime with the largest share, 1-based, and it).
+        """
+        fit = (self.mcmc or {}).get("fits", {}).get("model") or {}
+        reg = fit.get("regimes")
+        if not reg or reg.get("agree", True):
+            return None
+        groups = [list(r["chains"]) for r in reg["regimes"]]
+        n_chains = sum(len(g) for g in groups)
+        base = {"regimes": [dict(r) for r in reg["regimes"]]}
+        ok = [k for k, d in enumerate(self.diagnostics)
+              if "chain_loglik" in d and set(filter(None, str(self.records["flag_codes"].iloc[k])
+                                                      .split(";"))) <= {"CHAINS_DISAGREE"}]
+        if not ok or any(np.shape(self.diagnostics[k]["chain_loglik"])[0] != n_chains
+                         for k in ok):
+            why = ((self.settings.get("chain_check") or {}).get("reason")
+                   or "no estimates per chain")
+            return {"status": "not computed", "reason": f"no per-chain estimates ({why})",
+                    **base, "n_records": 0, "largest_prop_top": None}
+        g0 = self._g0()
+        per: list[dict[str, np.ndarray]] = []
+        for g in groups:
+            p = np.empty(len(ok))
+            top = np.zeros(len(ok), dtype=bool)
+            for i, k in enumerate(ok):
+                a = self.diagnostics[k]["chain_loglik"][g] + self.logprior[k][None, :]
+                with np.errstate(invalid="ignore", over="ignore"):
+                    post = np.exp(a - np.max(a, axis=1, keepdims=True))
+                    post = (post / post.sum(axis=1, keepdims=True)).mean(axis=0)
+                p[i] = post[g0[k]]
+                top[i] = bool(post[g0[k]] >= np.max(post) * (1 - 1e-9))
+            per.append({"p": p, "top": top})
+        out_reg = []
+        for r, f in zip(base["regimes"], per, strict=True):
+            summ = hrw_summary(f["p"], np.where(f["top"], 1.0, 2.0), f["top"],
+                               f["top"].astype(float), thresholds=thresholds)
+            summ.pop("rank_min_quantiles", None)  # only ranked first or not is kept
+            out_reg.append({**r, "summary": summ})
+        shares = [float(r["summary"].get("prop_top", np.nan)) for r in out_reg]
+        best = int(np.nanargmax(shares)) if np.isfinite(shares).any() else None
+        return {"status": "computed", "n_records": len(ok), "regimes": out_reg,
+                "largest_prop_top": None if best is None else {"regime": best + 1,
+                                                               "prop_top": shares[best]}}
 
     def _chain_note(self) -> dict[str, Any]:
         """``settings["chain_check"]`` with the number of records flagged ``CHAINS_DISAGREE``

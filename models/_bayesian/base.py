@@ -588,7 +588,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         Returns
         -------
         list of dict
-            Each with ``code`` (``"RHAT_HIGH"``, ``"LOW_ESS"``, or a model code such as
+            Each with ``code`` (``"RHAT_HIGH"``, ``"LOW_ESS"``, ``"REGIMES_DISAGREE"``
+            — chains in different regimes, with ``regimes`` —, or a model code such as
             ``"TRUNCATION_TOO_SMALL"``), ``quantities`` (the diagnosed quantities concerned),
             ``checks`` (the failed checks: ``code``, ``quantity``, ``statistic``, ``value``,
             ``threshold``; empty for a model code) and ``message``.
@@ -637,9 +638,12 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             quantity: ``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``rhat``, ``flag``: the
             codes of its failed checks, ``"RHAT_HIGH"``, ``"LOW_ESS"``, joined by ``","``),
             ``failed_checks`` (one per quantity and statistic: ``code``, ``quantity``,
-            ``statistic``, ``value``, ``threshold``), ``warnings`` (:meth:`mcmc_warnings`) and
-            ``passed`` (no failed check): R-hat > 1.01 or bulk/tail ESS below 100 per chain
-            fail (Vehtari et al. 2021).
+            ``statistic``, ``value``, ``threshold``), ``warnings`` (:meth:`mcmc_warnings`),
+            ``passed`` (no failed check, no warning): R-hat > 1.01 or bulk/tail ESS below 100
+            per chain fail (Vehtari et al. 2021), and ``regimes`` (two or more chains of a
+            mixture: which chains agree on α, ``k*`` and the log-likelihood, each chain's start
+            and means, each regime's evidence when tempered ladders estimated it —
+            ``bayes_risk.models._bayesian.regimes.regime_summary``; ``None`` otherwise).
 
         References
         ----------

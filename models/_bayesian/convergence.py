@@ -266,7 +266,9 @@ def check_convergence(model, *, warn: bool = False) -> pd.DataFrame:
     df["flag"] = [",".join(failed.get(str(q), [])) for q in df.index]
     df.attrs["mcmc_run"] = model._mcmc_run()
     if warn:
-        for w in model._convergence_warnings(df):
+        from bayes_risk.models._bayesian.regimes import regime_warnings
+
+        for w in model._convergence_warnings(df) + regime_warnings(model):
             warnings.warn(ConvergenceWarning(w["message"], code=w["code"]),
                           skip_file_prefixes=CALLER)
     return df
@@ -365,7 +367,10 @@ def mcmc_warnings(model) -> list[dict[str, Any]]:
     if model.convergence_ is None:
         model.convergence_ = model._check_convergence(warn=False)
     out = model._convergence_warnings(model.convergence_)
+    from bayes_risk.models._bayesian.regimes import regime_warnings
     from bayes_risk.warning_codes import message
+
+    out += regime_warnings(model)  # chains in different class structures (REGIMES_DISAGREE)
 
     for code in getattr(model, "warnings_", None) or []:
         if code not in {w["code"] for w in out}:
@@ -396,6 +401,8 @@ def convergence_summary(
         raise ValidationError(
             f"kind must be 'dict' (the convergence.json record) or 'table' (one row per "
             f"diagnosed quantity, as arviz.summary); got {kind!r}.", code="INVALID_ARGUMENT")
+    from bayes_risk.models._bayesian.regimes import regime_summary
+
     if kind == "table":
         warn_deprecated("convergence_summary(kind='table')")
     elif kind == "dict":
@@ -426,6 +433,9 @@ def convergence_summary(
         "failed_checks": [c for w in warns for c in w.get("checks", [])],
         "warnings": warns,
         "passed": not warns,
+        # which chains agree on α, k* and the log-likelihood, and (tempered fits) which
+        # regime carries the posterior mass
+        "regimes": regime_summary(model) if int(post.sizes["chain"]) > 1 else None,
     })
 
 

@@ -129,12 +129,14 @@ def chain_generators(seeds: list[int], chains: int) -> list[np.random.Generator]
     return rngs
 
 
-def _scalar_stats(step: Any) -> dict[str, np.dtype]:
+def _scalar_stats(step: Any) -> dict[str, tuple[np.dtype, tuple[int, ...]]]:
+    """Dtype and fixed shape of each statistic of the step (a scalar's shape is ``()``)."""
     out = {}
     for name, (dtype, shape) in step.stats_dtypes_shapes.items():
-        if shape not in ([], ()):
-            raise NotImplementedError(f"sampler statistic {name!r} is not a scalar")
-        out[name] = np.dtype(dtype)
+        shape = tuple(int(s) for s in (shape or ()))
+        if any(s < 0 for s in shape):
+            raise NotImplementedError(f"sampler statistic {name!r} has no fixed shape")
+        out[name] = (np.dtype(dtype), shape)
     return out
 
 
@@ -157,7 +159,8 @@ def _run_chain(
     step.setup_chain(rng, tune, draws)
     step.tune = bool(tune)
     post = {name: np.empty((draws, *shape)) for name, shape in layout.shapes.items()}
-    stats = {name: np.empty(tune + draws, dtype) for name, dtype in _scalar_stats(step).items()}
+    stats = {name: np.empty((tune + draws, *shape), dtype)
+             for name, (dtype, shape) in _scalar_stats(step).items()}
     point = dict(layout.initial_point)
     thin = int(getattr(step, "thin", 1))
     started, sweeps = 0.0, 0
@@ -192,7 +195,8 @@ def _continue_chain(
     the first after ``first_thin`` sweeps, the others after ``thin`` (the step's ``thin``); and
     the round's timing (seconds, sweeps: all steady, the kernels are loaded by now)."""
     post = {name: np.empty((calls, *shape)) for name, shape in layout.shapes.items()}
-    stats = {name: np.empty(calls, dtype) for name, dtype in _scalar_stats(step).items()}
+    stats = {name: np.empty((calls, *shape), dtype)
+             for name, (dtype, shape) in _scalar_stats(step).items()}
     started = _clock()
     for i in range(calls):
         step.thin = first_thin if i == 0 else thin
@@ -215,6 +219,8 @@ def _chain_task(chain: dict[str, Any], layout: GibbsLayout, task: tuple,
     first_thin, thin)``); the chain's state (``step``, ``rng``, ``point``) stays in ``chain``.
     Returns the round's draws, statistics and steady sweep timing (``_run_chain``)."""
     if task[0] == "start":
+        if hasattr(chain["step"], "set_chain"):
+            chain["step"].set_chain(chain["index"])
         post, stats, chain["point"], timing = _run_chain(chain["step"], layout, chain["rng"],
                                                          *task[1:], tick)
     else:
@@ -237,7 +243,7 @@ def _worker_main(c: int, conn: Any, threads: int) -> None:
     def tick() -> None:
         done.value += 1
 
-    chain = {"step": s["step"], "rng": s["rngs"][c], "point": None}
+    chain = {"step": s["step"], "rng": s["rngs"][c], "point": None, "index": c}
     try:
         while (task := conn.recv()) is not None:
             conn.send(("ok", _chain_task(chain, s["layout"], task, tick)))
@@ -366,8 +372,8 @@ class _InProcessChains:
         import copy
 
         self.layout = layout
-        self.chains = [{"step": copy.copy(step) if own_steps else step, "rng": r, "point": None}
-                       for r in rngs]
+        self.chains = [{"step": copy.copy(step) if own_steps else step, "rng": r, "point": None,
+                        "index": c} for c, r in enumerate(rngs)]
         self.n_done = 0
 
     def run(self, tasks: list[tuple], bar: Callable[[int], None], stop: Callable[[], bool]

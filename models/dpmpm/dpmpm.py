@@ -28,6 +28,7 @@ from bayes_risk._rng import RandomSeed
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
+from bayes_risk.models._bayesian.starts import chain_starts, check_starts
 from bayes_risk.models._bayesian.sticks import (  # noqa: F401  (re-exported)
     alpha_conditional,
     stick_breaking_log,
@@ -65,6 +66,9 @@ _DEFAULT_MAX_SWEEPS = 50_000
 # (benchmarks/survey_dpmpm_defaults.py)
 _ALPHA_WARMUP_QUANTILE = 0.95
 _ALPHA_WARMUP_SWEEPS = 100
+# the chains' starts by default (starts="overdispersed"): the first as before, every class
+# occupied; the second at the other end of the number of classes; a third from the prior
+_OVERDISPERSED = ("spread", "few", "prior")
 
 
 # stick breaking and α conditionals are shared with the Poisson mixtures (Hu & Savitsky 2018)
@@ -151,6 +155,24 @@ class DPMPM(BayesianSynthesizer):
         small classes and large α that it does not leave (user guide, DPMPM convergence).
     alpha_warmup_sweeps : int
         Warm-up sweeps with α bounded (default 100; at most ``tune``); 0: no bound.
+    temperatures : int
+        Replicas of each chain's parallel-tempering ladder (default 1: none). With ``T >= 2``
+        every chain runs ``T`` replicas of the sweep at inverse temperatures ``β_t = (1 − t /
+        (T − 1))^(1/0.3)`` of the likelihood (1 down to 0, the prior), adjacent replicas swap
+        states after every sweep, and the kept draws are those of the replica at ``β = 1``;
+        each chain also gives a stepping-stone estimate of the log marginal likelihood
+        (``convergence_summary()["regimes"]``: which regime of the class structure carries the
+        posterior mass). Costs about ``T`` times the sweeps (methods, DPMPM regimes). Not with
+        structural zeros or ``sampler="nuts"``.
+    starts : str or sequence of str
+        How each chain of the Gibbs sampler starts (cycled over the chains): ``"spread"``
+        (every class occupied: records uniform on the K classes, α from its prior bounded to
+        [0.5, 5]), ``"few"`` (records uniform on 3 classes, α = 0.5) or ``"prior"`` (α, sticks
+        and classes drawn from the prior). Default ``"overdispersed"``: ``("spread", "few",
+        "prior")``, so that two chains start at both ends of the number of occupied classes and
+        R-hat and the regime check (:meth:`convergence_summary`, ``regimes``; warning
+        ``REGIMES_DISAGREE``) compare class structures a sampler could stay in (user guide,
+        DPMPM convergence). The first chain starts as before (``"spread"``).
 
     Attributes
     ----------
@@ -225,6 +247,8 @@ class DPMPM(BayesianSynthesizer):
         max_sweeps: int | None = None,
         alpha_warmup_bound: float | None = None,
         alpha_warmup_sweeps: int = _ALPHA_WARMUP_SWEEPS,
+        starts: str | Sequence[str] = "overdispersed",
+        temperatures: int = 1,
         chains: int = 2,
         cores: int | None = None,
         random_seed: RandomSeed = None,
@@ -249,6 +273,8 @@ class DPMPM(BayesianSynthesizer):
         self.max_sweeps = max_sweeps
         self.alpha_warmup_bound = alpha_warmup_bound
         self.alpha_warmup_sweeps = alpha_warmup_sweeps
+        self.starts = starts
+        self.temperatures = temperatures
         self.structural_zeros = structural_zeros
         self._zeros = None  # StructuralZeros of the fitted schema (models.dpmpm.zeros)
 
@@ -332,10 +358,30 @@ class DPMPM(BayesianSynthesizer):
                 f"alpha_warmup_bound (upper bound of α in the first warm-up sweeps) must be a "
                 f"positive number, inf or None (the 95 % quantile of the α prior). Got {ub!r}."
             )
+        check_starts(self.starts)
+        T = self.temperatures
+        if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
+            raise ValidationError(
+                f"temperatures (replicas of each chain's tempered ladder; 1: no tempering) must "
+                f"be an integer >= 1. Got {T!r}.")
+        if T > 1 and self.sampler != "gibbs":
+            raise ValidationError(
+                f"temperatures={T!r} applies to the Gibbs sampler (parallel tempering); with "
+                "sampler='nuts' give temperatures=1.", code="OPTION_CONFLICT")
+        if T > 1 and self.structural_zeros is not None:
+            raise ValidationError(
+                f"temperatures={T!r} (parallel tempering) is not available with structural "
+                "zeros: the tempered sweep does not cover their data augmentation. Fit without "
+                "temperatures, or without structural_zeros to compare regimes.",
+                code="OPTION_CONFLICT")
         if self.structural_zeros is not None:
             from bayes_risk.models.dpmpm.zeros import read_structural_zeros
 
             read_structural_zeros(self.structural_zeros)
+
+    def _starts(self) -> tuple[str, ...]:
+        """How the chains start, cycled over them (``starts``)."""
+        return chain_starts(self.starts, _OVERDISPERSED)
 
     def _alpha_warmup(self) -> tuple[float, int]:
         """The bound of α and the number of warm-up sweeps it holds for (0: none) in a fit."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bayes_risk._rng import RandomSeed
+from bayes_risk.models._bayesian.regimes import record_starts
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -77,18 +78,42 @@ def gibbs_posterior(
         dirichlet_prior=float(model.dirichlet_prior),
         zeros=model._zeros,
         thin=int(model._run_settings()["thin"]),
+        starts=model._starts(),
     )
     settings["alpha_warmup_bound"], settings["alpha_warmup_sweeps"] = model._alpha_warmup()
     if via_pymc:
+        kinds = model._starts()
+        if (int(model.chains) > 1 and model.cores != 1
+                and len({kinds[c % len(kinds)] for c in range(int(model.chains))}) > 1):
+            # PyMC's worker processes each get a copy of the step and do not number the
+            # chains: every chain would start as the first
+            from bayes_risk.exceptions import ValidationError
+
+            raise ValidationError(
+                "via_pymc with chains in PyMC's worker processes (cores != 1) needs chains that "
+                f"start alike: give starts one kind (got {kinds!r}) or cores=1.")
         pm_model = model._build_model(codes, d, transforms=False)
         step = pymc_step([pm_model.rvs_to_values[v] for v in pm_model.free_RVs],
                          model=pm_model, **settings)
-        return model._run_sampler(pm_model, step=[step], random_seed=random_seed)
+        dt = model._run_sampler(pm_model, step=[step], random_seed=random_seed)
+        record_starts(dt, kinds, int(model.chains))
+        return dt
     layout = gibbs_layout(model.n_components, d)
     # the step updates every variable and reads none of a model's graph: no PyMC model (nor
     # PyMC) is needed
     step = DPMPMGibbs(list(layout.shapes), **settings)
-    return model._run_gibbs(step, layout, random_seed=random_seed,
-                            max_sweeps=(int(model._run_settings()["max_sweeps"])
-                                        if check is not None else 0),
-                            check=check)
+    T = int(getattr(model, "temperatures", 1))
+    if T > 1:  # parallel tempering: each chain a ladder of T replicas (dpmpm.tempering)
+        from bayes_risk.models.dpmpm.tempering import TemperedLadder
+
+        step = TemperedLadder(step, T)
+    dt = model._run_gibbs(step, layout, random_seed=random_seed,
+                          max_sweeps=(int(model._run_settings()["max_sweeps"])
+                                      if check is not None else 0),
+                          check=check)
+    record_starts(dt, model._starts(), int(model.chains))
+    if T > 1:
+        from bayes_risk.models.dpmpm.tempering import record_evidence
+
+        record_evidence(dt, T)
+    return dt

@@ -21,6 +21,7 @@ import numpy as np
 
 import bayes_risk.models.dpmpm.kernels as kern
 from bayes_risk.models._bayesian.generator import ChainGenerator, uniforms_at
+from bayes_risk.models._bayesian.starts import initial_state
 from bayes_risk.models._bayesian.sticks import (
     label_switch_moves,
     sample_alpha,
@@ -73,8 +74,10 @@ class DPMPMGibbs(ChainGenerator):
     the class probabilities, then imputed from ``φ_{z_i j}``). The returned point is Θ_new;
     stats: ``loglik`` = observed-data log-likelihood at Θ_new, ``k_occupied`` = occupied
     classes of the ``z`` used to draw Θ_new. A call (one draw) makes one sweep during the
-    warm-up and ``thin`` sweeps after it. Initialisation: every class occupied (``z``
-    uniform on the K classes), α from its prior bounded to [0.5, 5], missing values uniform.
+    warm-up and ``thin`` sweeps after it. Initialisation: classes and α as ``starts`` says for
+    the chain (``set_chain``; :mod:`bayes_risk.models._bayesian.starts`; ``"spread"``: every
+    class occupied, ``z`` uniform on the K classes, α from its prior bounded to [0.5, 5]),
+    missing values uniform.
     Each later sweep runs the Metropolis label-switching moves of
     :func:`~bayes_risk.models._bayesian.sticks.label_switch_moves`, then merge–split moves on
     ``p(z | α, y)`` (``bayes_risk.models.dpmpm.splitmerge``; about ``20,000 / n`` per sweep,
@@ -97,7 +100,7 @@ class DPMPMGibbs(ChainGenerator):
 
     def __init__(self, vars, *, codes, d, n_components, alpha_prior, dirichlet_prior,
                  zeros=None, thin=1, alpha_warmup_bound=math.inf, alpha_warmup_sweeps=0,
-                 model=None, blocked=True, rng=None):
+                 starts=("spread",), model=None, blocked=True, rng=None):
         # ``model`` and ``blocked`` are PyMC's step arguments (pymc_step); the sweep reads neither
         self.vars = vars
         self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
@@ -113,6 +116,17 @@ class DPMPMGibbs(ChainGenerator):
         # α <= bound in the first sweeps of the warm-up (DPMPM.alpha_warmup_bound)
         self.alpha_warmup_bound = float(alpha_warmup_bound)
         self.alpha_warmup_sweeps = int(alpha_warmup_sweeps)
+        # how each chain starts (cycled over the chains; DPMPM.starts): the driver numbers the
+        # chains (set_chain); PyMC's sequential pm.sample, which does not, is counted
+        self.starts = tuple(starts)
+        self.chain = 0
+        # parallel tempering (models.dpmpm.tempering): the replica's inverse temperature β of
+        # the observed entries' likelihood (1: the posterior), and whether it records the
+        # complete-data log-likelihood of its state for the swaps
+        self.beta = 1.0
+        self.ladder = False
+        self.complete_ll = math.nan
+        self._log_pi = None
         # The sweep holds the records (codes, y, z) in its own order, sorted by pattern so that
         # the class step shares partial products (kern.class_step); the random numbers are
         # drawn per record of the data as before and mapped (same seed, same draws). With
@@ -156,6 +170,10 @@ class DPMPMGibbs(ChainGenerator):
             return None
         return _SWEEP_SECONDS_BASE + _SWEEP_SECONDS_PER_CELL * self.codes.size * self.K
 
+    def set_chain(self, chain: int) -> None:
+        """The number of the chain that ``setup_chain`` starts next (its start, ``starts``)."""
+        self.chain = int(chain)
+
     def setup_chain(self, rng, tune, draws):
         """Start a chain with generator ``rng`` (as PyMC's ``BlockedStep.setup_chain``)."""
         self.rng = rng
@@ -198,14 +216,14 @@ class DPMPMGibbs(ChainGenerator):
                     self._mapped(rng.random(self.miss_i.size), self.u_pos) * self.d[self.miss_j]
                 ).astype(np.int64)
             self._y = y
-            # over-dispersed start, every class occupied (as NPBayesImputeCat): with the label
-            # swaps and α given z the surplus classes empty within a few hundred sweeps, whereas
-            # a start with a few classes (a prior draw) left chains on NYexample at 8–15 classes
-            # and a data log-likelihood ~4,000 below the ~30-class region after 1,500 sweeps
-            alpha = float(np.clip(rng.gamma(self.a_alpha, 1.0 / self.b_alpha), 0.5, 5.0))
+            # the chain's start (DPMPM.starts; models._bayesian.starts): by default the first
+            # chain with every class occupied (as NPBayesImputeCat), the second with three
+            # classes, so that the chains come from both ends of the number of classes
+            start = self.starts[self.chain % len(self.starts)]
+            z0, alpha = initial_state(start, n, K, self.a_alpha, self.b_alpha, rng)
             if self._bounded_left > 0:  # the restricted update starts inside its support
                 alpha = min(alpha, self.alpha_warmup_bound)
-            self._z = self._mapped(rng.integers(0, K, size=n).astype(np.int64), self.rec)
+            self._z = self._mapped(z0, self.rec)
             self._aug = None if self.zeros is None else Augmentation(self.zeros, self.codes)
             if self._aug is not None:
                 self._aug.init_imputations(self._y, rng)
@@ -235,6 +253,10 @@ class DPMPMGibbs(ChainGenerator):
             nk, c = kern.counts(self._y, self._z, self.offsets, L, K)
         if self._aug is not None:  # the records the unrestricted model put in S
             self._aug.add_counts(nk, c, self.offsets)
+        tempered = self.beta != 1.0
+        if tempered:  # φ | z at β: Dirichlet(a + β c_obs + c_mis) (models.dpmpm.tempering)
+            c_mis = self._missing_counts()
+            c = self.beta * (c - c_mis) + c_mis
         alpha_new = stick_draws = phi = None
         # α's update restricted to α <= upper in the first warm-up sweeps (inf: none)
         upper = self.alpha_warmup_bound if self._bounded_left > 0 else math.inf
@@ -244,7 +266,9 @@ class DPMPMGibbs(ChainGenerator):
             # then 2K label swaps on p(z | α, y) (the augmented records' classes follow the same
             # permutation) and α given z (step 4, below), in one compiled call
             warm = self._warmup_left > 0
-            moves = self.split_merge_moves * (_SPLIT_MERGE_WARMUP if warm else 1)
+            # a tempered replica makes none (their target is the untempered collapsed one)
+            moves = 0 if tempered else self.split_merge_moves * (_SPLIT_MERGE_WARMUP if warm
+                                                                  else 1)
             new_label, alpha_new, stick_draws, phi = collapsed_moves_and_variates(
                 self._y, self._z, c, nk, self.d, self.offsets, alpha, self.prior, moves, 2 * K,
                 float(self.a_alpha), float(self.b_alpha), math.log(upper), _PHI_FLOOR,
@@ -286,8 +310,21 @@ class DPMPMGibbs(ChainGenerator):
         logphi = np.log(phi)
         # rng.random(n), then rng.random(missing entries), each in the sweep's order of records
         u_z, u_y = uniforms_at(self._generator(), self.rec, self.u_pos)
-        ll, nk_new, c_new = self._class_step(logphi, phi, log_pi, u_z, u_y)
+        if tempered:  # classes given φ^β on the observed entries, imputations from φ
+            ll, nk_new, c_new = self._class_step(self.beta * logphi, phi ** self.beta, log_pi,
+                                                 u_z, u_y)
+            if self.miss_i.size:
+                from bayes_risk.models.dpmpm.tempering import impute
+
+                impute(self._y, self._z, phi, self.offsets, self.miss_i, self.miss_j, u_y)
+                c_new = kern.counts(self._y, self._z, self.offsets, L, K)[1]
+            ll = np.nan  # not the observed-data log-likelihood (observed_loglik)
+        else:
+            ll, nk_new, c_new = self._class_step(logphi, phi, log_pi, u_z, u_y)
         self._counts = (nk_new, c_new)
+        if self.ladder:  # log p(y_obs | z, φ) of the new state, for the swaps between replicas
+            self.complete_ll = float(np.sum((c_new - self._missing_counts()) * logphi))
+            self._log_pi = log_pi
         if self._aug is not None:  # truncation: fix imputations, draw augmented records
             ll -= n * self._aug.step(self._y, self._z, phi, log_pi, rng)
             self._counts = None  # the step may redraw classes and imputations
@@ -296,6 +333,26 @@ class DPMPMGibbs(ChainGenerator):
         stats = {"loglik": float(ll), "k_occupied": int(np.count_nonzero(nk))}
         return new, [stats]
 
+
+    def _missing_counts(self) -> np.ndarray:
+        """``[L, K]`` level counts of the imputed entries of the current ``(z, y)``."""
+        cm = np.zeros((self.L, self.K))
+        if self.miss_i.size:
+            rows = self.offsets[self.miss_j] + self._y[self.miss_i, self.miss_j]
+            np.add.at(cm, (rows, self._z[self.miss_i]), 1.0)
+        return cm
+
+    def observed_loglik(self, point) -> float:
+        """``Σ_i log p(y_i,obs | Θ)`` at ``point`` (this replica's last state; missing entries
+        marginalised): the ``loglik`` statistic of a state a tempered replica made."""
+        from scipy.special import logsumexp
+
+        w = np.broadcast_to(self._log_pi, (self.codes.shape[0], self.K)).copy()
+        for j, name in enumerate(self._phi_names):
+            c = self.codes[:, j]
+            obs = c >= 0
+            w[obs] += np.log(np.asarray(point[name]))[:, c[obs]].T
+        return float(logsumexp(w, axis=1).sum())
 
     def _class_step(self, logphi, phi, log_pi, u_z, u_y):
         """Step 1 (classes and imputations) with the kernel that is quickest for the table's
@@ -360,6 +417,11 @@ def _pymc_class() -> type:
         """:class:`DPMPMGibbs` as a PyMC ``BlockedStep`` (for ``pm.sample``)."""
 
         def setup_chain(self, rng, tune, draws):
+            # pm.sample does not number the chains: its sequential loop starts them in turn
+            # on this object (in parallel runs each process gets a copy: every chain starts
+            # as the first)
+            self.set_chain(getattr(self, "_started", 0))
+            self._started = self.chain + 1
             BlockedStep.setup_chain(self, rng, tune, draws)
             DPMPMGibbs.setup_chain(self, self.rng, tune, draws)
 

@@ -51,6 +51,7 @@ def _gibbs_step_class() -> type:
     from pymc.step_methods.compound import BlockedStep, Competence
 
     from bayes_risk.models._bayesian.generator import ChainGenerator
+    from bayes_risk.models._bayesian.starts import initial_state
 
     # ChainGenerator: the label moves' compiled draws take the chain's generator as a handle
     # read once per chain (as the DPMPM sweep's), not read afresh from it at every sweep
@@ -68,8 +69,8 @@ def _gibbs_step_class() -> type:
             "loglik": (np.float64, []),
         }
 
-        def __init__(self, vars, *, y, K, a_lam, b_lam, a_alpha, b_alpha, names, model=None,
-                     blocked=True, rng=None):
+        def __init__(self, vars, *, y, K, a_lam, b_lam, a_alpha, b_alpha, names,
+                     starts=("prior",), model=None, blocked=True, rng=None):
             self.vars = list(vars)
             self.y = np.ascontiguousarray(y, dtype=np.float64)
             self.K = int(K)
@@ -78,6 +79,7 @@ def _gibbs_step_class() -> type:
             self.a_alpha = float(a_alpha)
             self.b_alpha = float(b_alpha)
             self.names = dict(names)
+            self.starts = tuple(starts)  # cycled over the chains (PoissonMixture.starts)
             self.rng = np.random.default_rng(rng)
             self.stats_dtypes = [{"n_occupied": np.int64, "loglik": np.float64}]
             self.z_trace: list[list[np.ndarray]] = []
@@ -102,8 +104,11 @@ def _gibbs_step_class() -> type:
             rng = self.rng
             y, K = self.y, self.K
             n = y.shape[0]
-            if self._z is None:  # a few occupied classes, from the prior's sticks
-                self._z, alpha = pk.initial_memberships(n, K, self.a_alpha, self.b_alpha, rng)
+            if self._z is None:  # chain c (pm.sample starts them in turn here) starts as
+                # starts[c] says (models._bayesian.starts; "prior": a few occupied classes)
+                c = len(self.z_trace) - 1
+                self._z, alpha = initial_state(self.starts[c % len(self.starts)], n, K,
+                                               self.a_alpha, self.b_alpha, rng)
             else:
                 alpha = float(np.exp(point[self.names["alpha"]])) if "alpha" in self.names else 1.0
                 if K > 1 and self._sticks is not None:  # label moves (see _bayesian.sticks.py)
@@ -210,11 +215,14 @@ def sample(synth, y: np.ndarray, cols: Sequence[str], seed: RandomSeed) -> xr.Da
     step = step_cls(
         [model.rvs_to_values[rv] for rv in model.free_RVs], y=y, K=int(synth.n_components),
         a_lam=float(synth.a_lambda), b_lam=synth._b_lambda_vector(y), a_alpha=float(synth.a_alpha),
-        b_alpha=float(synth.b_alpha), names=names, model=model,
+        b_alpha=float(synth.b_alpha), names=names, starts=synth._starts(), model=model,
         rng=as_generator(seed).integers(0, 2**63 - 1),
     )
     # the memberships live on the step object: chains must run in this process
     dt = synth._run_sampler(model, step=step, random_seed=seed, cores=1)
+    from bayes_risk.models._bayesian.regimes import record_starts
+
+    record_starts(dt, synth._starts(), int(synth.chains))
     z = np.stack([np.stack(c) for c in step.z_trace])  # [chain, draw, record]
     dt[LATENT_GROUP] = xr.DataTree(
         xr.Dataset(

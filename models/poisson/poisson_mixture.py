@@ -38,6 +38,7 @@ from bayes_risk.data.validate import validate_table
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.design import record_dtypes
+from bayes_risk.models._bayesian.starts import chain_starts, check_starts
 from bayes_risk.models.poisson.fit import LATENT_GROUP
 from bayes_risk.models.poisson.largest import LargestValueLikelihood
 from bayes_risk.protocols import ModelInfo
@@ -52,6 +53,9 @@ __all__ = ["PoissonMixture", "LargestValueLikelihood"]
 _VARIANTS = ("mp", "mm", "tcmm")
 _MODES = ("marginal", "posterior_class")
 _SAMPLERS = ("gibbs", "nuts")
+# the Gibbs chains' starts by default (starts="overdispersed"): the first as before (a prior
+# draw, a few components), the second with every component occupied, a third with three
+_OVERDISPERSED = ("prior", "spread", "few")
 _MEMBERSHIPS = ("map", "stored")
 
 
@@ -94,6 +98,14 @@ class PoissonMixture(BayesianSynthesizer):
         ``"nuts"``: PyMC's NUTS on the class-marginalised model (small problems only: label
         switching makes it slow per effective draw); memberships for MM/TCMM are then drawn from
         ``p(z | Θ_h, y)`` at synthesis time.
+    starts : str or sequence of str
+        How each Gibbs chain starts (cycled over the chains): ``"prior"`` (α, sticks and
+        memberships drawn from the prior: a few occupied components), ``"spread"`` (records
+        uniform on all K components) or ``"few"`` (uniform on 3). Default ``"overdispersed"``:
+        ``("prior", "spread", "few")`` — the first chain as before, the second at the other end
+        of the number of occupied components, so that R-hat and the regime check
+        (``convergence_summary()["regimes"]``, warning ``REGIMES_DISAGREE``) compare them
+        (``bayes_risk.models._bayesian.starts``).
     tune, draws, chains, cores, random_seed, progressbar
         MCMC settings (see :class:`~bayes_risk.models._bayesian.base.BayesianSynthesizer`). With the
         Gibbs sampler chains always run sequentially in this process (``cores`` is ignored),
@@ -184,6 +196,7 @@ class PoissonMixture(BayesianSynthesizer):
         b_alpha: float = 0.25,
         synthesis_mode: Literal["marginal", "posterior_class"] = "marginal",
         sampler: Literal["gibbs", "nuts"] = "gibbs",
+        starts: str | Sequence[str] = "overdispersed",
         tune: int = 500,
         draws: int = 1000,
         chains: int = 1,
@@ -204,6 +217,7 @@ class PoissonMixture(BayesianSynthesizer):
         self.b_alpha = b_alpha
         self.synthesis_mode = synthesis_mode
         self.sampler = sampler
+        self.starts = starts
 
     # ------------------------------------------------------------------ settings
     @property
@@ -245,6 +259,11 @@ class PoissonMixture(BayesianSynthesizer):
             )
         if not isinstance(self.q, (int, float, np.number)) or not (0.0 < float(self.q) <= 1.0):
             raise ValidationError(f"q must be a number in (0, 1]. Got {self.q!r}.")
+        check_starts(self.starts)
+
+    def _starts(self) -> tuple[str, ...]:
+        """How the Gibbs chains start, cycled over them (``starts``)."""
+        return chain_starts(self.starts, _OVERDISPERSED)
 
     # ------------------------------------------------------------------ data
     def _count_columns(self, schema: Schema) -> list[str]:

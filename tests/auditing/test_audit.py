@@ -384,6 +384,58 @@ def test_verdict_lines_name_the_warnings_that_question_them(audited, tmp_path):
     assert "⚠ within, with a caution |  | theory null; **SEPARATION**: perfect or quasi" in md
 
 
+def test_verdicts_read_the_larger_regime_and_say_so(audited, audited_hh):
+    """When the model's chains sit in different regimes (REGIMES_DISAGREE), the attribute line
+    reads the larger of the pooled share and each regime's (RISK_BY_REGIME) and names both
+    regimes' figures; the identification lines read the larger of their figure and each
+    regime's mean per dataset (the datasets grouped by the regime of their draw). A regime
+    figure that could not be computed is said, never dropped."""
+    res, _ = audited
+    att = res.step("attribute")
+    base = {x.measure: x for x in res.verdicts}
+    line = ATTRIBUTE_MEASURE
+    pooled = base[line].value
+    regimes = [{"chains": [0], "alpha": 0.56, "k_occupied": 4.7},
+               {"chains": [1], "alpha": 3.6, "k_occupied": 15.4}]
+    reg = {"status": "computed", "n_records": 25,
+           "regimes": [{**regimes[0], "summary": {"prop_top": pooled / 100 / 2}},
+                       {**regimes[1], "summary": {"prop_top": pooled / 100 + 0.1}}],
+           "largest_prop_top": {"regime": 2, "prop_top": pooled / 100 + 0.1}}
+    summary = {**att.extra["summary"], "regimes": reg}
+    v = {x.measure: x for x in _with_step(res, "attribute",
+                                          extra={**att.extra, "summary": summary}).verdicts}
+    assert v[line].value == pytest.approx(pooled + 10)
+    assert "2 regimes (REGIMES_DISAGREE)" in v[line].detail
+    assert f"regime 2 (chain 2) {pooled + 10:.3g} %" in v[line].detail
+    assert "RISK_BY_REGIME, regime 2" in v[line].detail
+    low = {**reg, "largest_prop_top": {"regime": 1, "prop_top": pooled / 100 / 2}}
+    v = {x.measure: x for x in _with_step(
+        res, "attribute", extra={**att.extra, "summary": {**summary, "regimes": low}}).verdicts}
+    assert v[line].value == pytest.approx(pooled)  # the pooled figure is the larger
+    missing = {"status": "not computed", "reason": "no per-chain estimates (1 chain)",
+               "regimes": regimes, "n_records": 0, "largest_prop_top": None}
+    v = {x.measure: x for x in _with_step(
+        res, "attribute",
+        extra={**att.extra, "summary": {**summary, "regimes": missing}}).verdicts}
+    assert v[line].value == pytest.approx(pooled)
+    assert "could not be computed per regime (no per-chain estimates" in v[line].detail
+    # identification: the datasets of regime 2 carry the larger mean
+    res_hh, _ = audited_hh
+    ide = res_hh.step("identification")
+    before = {x.measure: x for x in res_hh.verdicts}
+    m = len(ide.result.per_dataset["expected_match_risk"])
+    by_ds = {"status": "computed", "regimes": regimes,
+             "dataset_regime": [1] * (m - 1) + [2]}
+    after = {x.measure: x for x in _with_step(
+        res_hh, "identification", extra={**ide.extra, "regimes": by_ds}).verdicts}
+    for name, v in after.items():
+        if v.step != "identification":
+            continue
+        assert v.value >= before[name].value
+        assert "REGIMES_DISAGREE" in v.warnings and "RISK_BY_REGIME" in v.warnings
+        assert "per dataset by the regime of its draw: regime 1:" in v.detail
+
+
 def test_marginals_leave_missing_value_codes_out_of_the_numbers():
     """A declared missing-value code (synthpop's cont.na, e.g. SD2011's nociga = -8 for
     non-smokers) is not a number: it is not in the deciles or densities of the compare()

@@ -253,6 +253,25 @@ def test_fit_records_selects_the_synthesized_records(tmp_path, csv, capsys):
     assert "--records" in capsys.readouterr().err
 
 
+def test_fit_starts_temperatures_and_the_regimes_record(tmp_path, csv, capsys):
+    """--starts and --temperatures reach the model; summary.json and convergence.json carry the
+    regime record (each chain's start and means; the tempered ladders' evidence)."""
+    path, _ = csv
+    out = tmp_path / "m"
+    assert cli.main(["fit", str(path), *BASE, "--chains", "3", "--starts", "few", "spread",
+                     "--temperatures", "3", "--out", str(out)]) == 0
+    model = load_model(out)
+    assert model._starts() == ("few", "spread") and model.temperatures == 3
+    summary = json.loads((out / "summary.json").read_text())
+    reg = summary["regimes"]
+    assert [c["start"] for c in reg["chains"]] == ["few", "spread", "few"]
+    assert all(c["log_evidence"] is not None for c in reg["chains"])
+    assert json.loads((out / "convergence.json").read_text())["regimes"] == reg
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["fit", str(path), *BASE, "--starts", "middle", "--out", str(tmp_path / "x")])
+    assert exit_.value.code == 2 and "--starts" in capsys.readouterr().err
+
+
 def test_model_options_match_the_models():
     """The options declared for the parser (which must not import the models) name real
     ``__init__`` settings of every model they are given to, with the models' own choices."""
@@ -260,6 +279,7 @@ def test_model_options_match_the_models():
 
     from bayes_risk.cli.parsers.fit import FIT_METHODS, MODEL_OPTIONS
     from bayes_risk.models import get_synthesizer
+    from bayes_risk.models._bayesian import starts
     from bayes_risk.models._bayesian.design import FAMILIES
     from bayes_risk.models.dpmpm import dpmpm
     from bayes_risk.models.poisson import poisson_mixture
@@ -270,6 +290,7 @@ def test_model_options_match_the_models():
         "sampler": set(dpmpm.SAMPLERS) | set(poisson_mixture._SAMPLERS),
         "variant": set(poisson_mixture._VARIANTS),
         "posterior_method": set(seqreg._METHODS),
+        "starts": {starts.OVERDISPERSED, *starts.START_KINDS},
     }
     for opt in MODEL_OPTIONS:
         assert opt.models and set(opt.models) <= set(FIT_METHODS), opt.flag

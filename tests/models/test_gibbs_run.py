@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.dpmpm.dpmpm import DPMPM
 from bayes_risk.models.dpmpm.run import gibbs_posterior
 
@@ -84,10 +85,15 @@ def test_parallel_chains_give_the_sequential_draws():
     par = _posterior(DPMPM(n_components=6, tune=5, draws=8, chains=3, cores=2,
                            progressbar=False), df, 2, via_pymc=False)
     _assert_same_tree(seq, par, pi_rtol=0.0)
-    # and the draws of PyMC's own parallel sampler
-    pm_par = _posterior(DPMPM(n_components=6, tune=5, draws=8, chains=3, cores=2,
-                              progressbar=False), df, 2, via_pymc=True)
+    # and the draws of PyMC's own parallel sampler, whose worker processes do not number the
+    # chains: with chains that start alike (with overdispersed starts it refuses)
+    kw = dict(n_components=6, tune=5, draws=8, chains=3, cores=2, progressbar=False,
+              starts="spread")
+    par = _posterior(DPMPM(**kw), df, 2, via_pymc=False)
+    pm_par = _posterior(DPMPM(**kw), df, 2, via_pymc=True)
     _assert_same_tree(pm_par, par)
+    with pytest.raises(ValidationError, match="start alike"):
+        _posterior(DPMPM(**{**kw, "starts": "overdispersed"}), df, 2, via_pymc=True)
 
 
 def test_fit_uses_the_fast_path_and_everything_downstream_works(tmp_path):

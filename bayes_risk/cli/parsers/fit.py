@@ -107,6 +107,18 @@ MODEL_OPTIONS: tuple[ModelOption, ...] = (
     ModelOption("--alpha-warmup-sweeps", "alpha_warmup_sweeps", ("dpmpm",),
                 "dpmpm Gibbs sampler: warm-up sweeps per chain with α bounded (default 100; "
                 "0: no bound)", {"type": int, "metavar": "W"}),
+    ModelOption("--starts", "starts", ("dpmpm", "poisson-mixture"),
+                "Gibbs sampler: how each chain starts, cycled over the chains: spread (every "
+                "class occupied), few (3 classes) or prior (a prior draw); default "
+                "overdispersed (dpmpm: spread, few, prior; poisson-mixture: prior, spread, "
+                "few), so that the chains come from both ends of the number of classes",
+                {"nargs": "+", "metavar": "KIND",
+                 "choices": ["overdispersed", "spread", "few", "prior"]}),
+    ModelOption("--temperatures", "temperatures", ("dpmpm",),
+                "dpmpm Gibbs sampler: replicas of each chain's parallel-tempering ladder "
+                "(default 1: none); T >= 2 also estimates each chain's marginal likelihood "
+                "(which regime carries the posterior mass) at about T times the sweeps",
+                {"type": int, "metavar": "T"}),
     ModelOption("--variant", "variant", ("poisson-mixture",),
                 "poisson-mixture: mp (mixture of Poissons), mm (totals preserved) or tcmm "
                 "(tail-collapsed MM, provisional)", {"choices": ["mp", "mm", "tcmm"]}),

@@ -1,0 +1,299 @@
+"""Regimes of the chains of a mixture fit: which chains agree on the class structure.
+
+A truncated Dirichlet-process mixture (DPMPM, Poisson mixtures) has label-invariant summaries of
+its class structure — the concentration α, the number of occupied classes ``k*`` and the data
+log-likelihood — that a Gibbs sampler can hold at different levels for a long time (metastable
+states; the chains start overdispersed, ``bayes_risk.models._bayesian.starts``, so that they can
+show it). Two chains are in the same *regime* when, for each of these quantities, the
+rank-normalised R-hat of the pair (Vehtari et al. 2021; ``convergence.rhat_rank``) is at most
+``RHAT_MAX`` or the difference of the two chains' means is within Monte Carlo error (a pair of
+short chains fails R-hat by chance; that is ``RHAT_HIGH`` / ``LOW_ESS``, not two regimes); the
+regimes are the groups of chains connected by agreement. More than one regime is
+the warning ``REGIMES_DISAGREE``, which names α, ``k*`` and the log-likelihood of each chain;
+every risk computed from the fit then depends on which draws are used, and the risk engines
+report it per regime (``RISK_BY_REGIME``).
+
+When the fit ran tempered ladders (``DPMPM(temperatures=...)``), each chain carries a
+stepping-stone estimate of the log marginal likelihood of the region its ladder sampled
+(``bayes_risk.models.dpmpm.tempering``); a regime's estimate is the mean of its chains', and the
+regimes' posterior probabilities are their estimates normalised (``mass``): which regime carries
+the posterior mass.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from bayes_risk.models._bayesian.convergence import RHAT_MAX, rhat_rank
+
+__all__ = ["REGIME_QUANTITIES", "EVIDENCE_ATTR", "EVIDENCE_MIN_SWAP", "STARTS_ATTR",
+           "chain_regimes", "record_starts", "regime_summary", "regime_warnings",
+           "regime_draws", "regime_text"]
+
+#: the quantities that tell regimes apart, and how messages name them
+REGIME_QUANTITIES: dict[str, str] = {"alpha": "α", "k_occupied": "k*", "n_occupied": "k*",
+                                     "loglik": "log-likelihood"}
+#: posterior attributes of a tempered fit: per chain, the stepping-stone log evidence and its
+#: Monte Carlo standard error (``bayes_risk.models.dpmpm.tempering``)
+EVIDENCE_ATTR = "log_evidence"
+#: the smallest swap acceptance rate of every adjacent pair of a chain's tempered ladder for its
+#: stepping-stone estimate to be used: below it the two temperatures' draws barely overlap (the
+#: tempered posterior passes a phase transition, e.g. the classes collapsing as β falls) and the
+#: estimate can be biased by far more than its standard error shows
+EVIDENCE_MIN_SWAP = 0.2
+#: family-wise level of the test of a difference between two chains' means (about one fit in a
+#: hundred whose chains agree and that fails R-hat by chance is called two regimes)
+REGIME_ALPHA = 0.01
+EVIDENCE_SE_ATTR = "log_evidence_se"
+
+
+def _quantities(model: Any) -> dict[str, np.ndarray]:
+    q = model._convergence_quantities()
+    out = {}
+    for name in REGIME_QUANTITIES:
+        if name in q:
+            x = np.asarray(q[name], dtype=np.float64)
+            out[name] = x if x.ndim == 2 else x[None, :]
+    return out
+
+
+def _mcse(x: np.ndarray) -> float:
+    """Monte Carlo standard error of the mean of one chain's draws ``x [draw]`` (ArviZ's
+    ``mcse(method="mean")``: the chain's sd over the square root of its bulk-type ESS)."""
+    import arviz_stats
+
+    return float(arviz_stats.mcse(x[None, :], method="mean"))
+
+
+def _agree(x: np.ndarray, a: int, b: int, crit: float) -> bool:
+    """Whether chains ``a`` and ``b`` of ``x [chain, draw]`` agree: the pair R-hat is at most
+    ``RHAT_MAX``, or the difference of the two chains' means is within ``crit`` standard errors
+    (each chain's MCSE): chains that are merely short (few effective draws, R-hat high by
+    chance) agree, chains whose means are apart beyond Monte Carlo error do not. A pair that
+    cannot be diagnosed (constant, fewer than 4 draws, non-finite) agrees."""
+    pair = x[[a, b]]
+    if pair.shape[1] < 4 or not np.all(np.isfinite(pair)) or np.ptp(pair) == 0:
+        return True
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        r = rhat_rank(pair)
+        if not (np.isfinite(r) and r > RHAT_MAX):
+            return True
+        se = np.hypot(_mcse(pair[0]), _mcse(pair[1]))
+    diff = abs(float(pair[0].mean() - pair[1].mean()))
+    return bool(np.isfinite(se) and diff <= crit * se)
+
+
+def _critical(n_chains: int, n_quantities: int) -> float:
+    """Normal quantile of a two-sided test at family-wise level ``REGIME_ALPHA``, Bonferroni
+    over the pairs of chains and the quantities."""
+    from scipy.special import ndtri
+
+    tests = max(1, n_chains * (n_chains - 1) // 2 * n_quantities)
+    return float(ndtri(1.0 - REGIME_ALPHA / (2.0 * tests)))
+
+
+def chain_regimes(model: Any) -> list[list[int]]:
+    """The regimes of a fitted model's chains: lists of chain indices (0-based), ordered by
+    their first chain; one list holding every chain when they all agree (or with one chain).
+
+    Chains ``a`` and ``b`` agree when, for every quantity of :data:`REGIME_QUANTITIES` the
+    model diagnoses, the pair R-hat is at most ``RHAT_MAX`` or the difference of their means
+    is within Monte Carlo error (``_agree``; Bonferroni over pairs and quantities at
+    family-wise level ``REGIME_ALPHA``); a regime is a group of chains connected by agreement
+    (single linkage)."""
+    qs = _quantities(model)
+    C = int(model.posterior_["posterior"].sizes["chain"])
+    parent = list(range(C))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    crit = _critical(C, len(qs))
+    for a in range(C):
+        for b in range(a + 1, C):
+            if root(a) != root(b) and all(_agree(x, a, b, crit) for x in qs.values()):
+                parent[root(b)] = root(a)
+    groups: dict[int, list[int]] = {}
+    for c in range(C):
+        groups.setdefault(root(c), []).append(c)
+    return sorted(groups.values(), key=lambda g: g[0])
+
+
+def regime_draws(model: Any, regime: list[int]) -> np.ndarray:
+    """Flattened (chain-major) indices of the kept draws of the chains in ``regime``."""
+    post = model.posterior_["posterior"]
+    D = int(post.sizes["draw"])
+    return np.concatenate([np.arange(c * D, (c + 1) * D) for c in regime]).astype(np.int64)
+
+
+#: posterior attribute of a Gibbs fit: how each chain started (``models._bayesian.starts``)
+STARTS_ATTR = "chain_starts"
+
+
+def record_starts(dt: Any, kinds: tuple[str, ...], chains: int) -> None:
+    """Record how each chain of a Gibbs run started in the posterior group's attributes."""
+    dt["posterior"].attrs[STARTS_ATTR] = [kinds[c % len(kinds)] for c in range(int(chains))]
+
+
+def _starts(model: Any, C: int) -> list[str | None]:
+    """How each chain started, as the fit recorded it (``None``: draws made elsewhere, NUTS)."""
+    kinds = model.posterior_["posterior"].attrs.get(STARTS_ATTR)
+    if kinds is None:
+        return [None] * C
+    kinds = [str(k) for k in np.atleast_1d(kinds)]
+    return [kinds[c] if c < len(kinds) else None for c in range(C)]
+
+
+def regime_summary(model: Any) -> dict[str, Any] | None:
+    """The regime record of ``convergence_summary()["regimes"]`` (``None``: the model
+    diagnoses none of :data:`REGIME_QUANTITIES`).
+
+    Returns
+    -------
+    dict
+        ``agree`` (one regime), ``chains`` (per chain: ``chain``, ``start`` — how it started,
+        ``None`` when not known — and the mean of each regime quantity), ``regimes`` (per
+        regime: ``chains``, ``draws``, the means over its draws, ``log_evidence`` and
+        ``log_evidence_se`` — ``None`` without tempered ladders — and ``mass``, its posterior
+        probability from the evidences, ``None`` when not estimated), ``quantities`` (the
+        quantities compared), ``rhat_max`` and ``evidence`` (how the evidences were estimated,
+        or why there are none).
+    """
+    qs = _quantities(model)
+    if not qs:
+        return None
+    post = model.posterior_["posterior"]
+    C, D = int(post.sizes["chain"]), int(post.sizes["draw"])
+    groups = chain_regimes(model)
+    starts = _starts(model, C)
+    attrs = post.attrs
+    ev = attrs.get(EVIDENCE_ATTR)
+    ev = None if ev is None else np.atleast_1d(np.asarray(ev, dtype=np.float64))
+    ev_se = np.atleast_1d(np.asarray(attrs.get(EVIDENCE_SE_ATTR, np.nan), dtype=np.float64))
+    swap = attrs.get("swap_rate")
+    min_swap = (np.nanmin(np.atleast_2d(np.asarray(swap, dtype=np.float64)), axis=1)
+                if ev is not None and swap is not None else None)
+    chains = [{"chain": c, "start": starts[c],
+               **{k: float(np.mean(x[c])) for k, x in qs.items()},
+               "log_evidence": None if ev is None else float(ev[c]),
+               "log_evidence_se": None if ev is None else float(ev_se[c]),
+               "min_swap_rate": None if min_swap is None else float(min_swap[c])}
+              for c in range(C)]
+    regimes, problems = [], []
+    for i, g in enumerate(groups, 1):
+        r: dict[str, Any] = {"chains": list(g), "draws": len(g) * D,
+                             **{k: float(np.mean(x[g])) for k, x in qs.items()},
+                             "log_evidence": None, "log_evidence_se": None, "mass": None}
+        if ev is not None:
+            # the chains of a regime estimate the same evidence: their mean, and its standard
+            # error from theirs
+            r["log_evidence"] = float(np.mean(ev[g]))
+            r["log_evidence_se"] = float(np.sqrt(np.sum(ev_se[g] ** 2)) / len(g))
+            problems += _evidence_problems(i, g, ev, ev_se, min_swap)
+        regimes.append(r)
+    T = int(attrs.get("temperatures", 0))
+    if ev is None:
+        how = ("not estimated: the fit ran no tempered ladders (refit with temperatures=T, "
+               "command line --temperatures T, to estimate it)")
+    elif problems:
+        how = (f"stepping-stone estimates over each chain's tempered ladder ({T} "
+               f"temperatures), not reliable: {'; '.join(problems)}; the regimes' posterior "
+               "probabilities are not given")
+    else:
+        le = np.array([r["log_evidence"] for r in regimes])
+        mass = np.exp(le - le.max())
+        mass /= mass.sum()
+        for r, p in zip(regimes, mass, strict=True):
+            r["mass"] = float(p)
+        how = (f"stepping-stone estimates over each chain's tempered ladder ({T} "
+               "temperatures)")
+    return {"agree": len(groups) == 1, "quantities": list(qs), "rhat_max": RHAT_MAX,
+            "chains": chains, "regimes": regimes, "evidence": how}
+
+
+def _evidence_problems(i: int, g: list[int], ev: np.ndarray, se: np.ndarray,
+                       min_swap: np.ndarray | None) -> list[str]:
+    """Why regime ``i``'s evidence estimate cannot be used: a chain whose ladder has a pair of
+    temperatures that rarely swap (``EVIDENCE_MIN_SWAP``), or chains of the regime whose
+    estimates differ beyond 4 standard errors (the batch-means error misses the bias of a
+    ladder that does not mix)."""
+    out = []
+    if min_swap is not None:
+        low = [c for c in g if not min_swap[c] >= EVIDENCE_MIN_SWAP]
+        if low:
+            out.append(f"regime {i}: the ladder of chain(s) {', '.join(str(c + 1) for c in low)}"
+                       f" has a pair of temperatures swapping in "
+                       f"{min(float(min_swap[c]) for c in low):.2g} of proposals (below "
+                       f"{EVIDENCE_MIN_SWAP}: a phase transition of the tempered posterior)")
+    if len(g) > 1:
+        spread = float(np.ptp(ev[g]))
+        tol = 4.0 * float(np.sqrt(np.sum(se[g] ** 2)))
+        if not spread <= tol:
+            out.append(f"regime {i}: its chains' estimates differ by {spread:.3g}, more than 4 "
+                       f"standard errors ({tol:.3g})")
+    return out
+
+
+def _fmt(name: str, v: float) -> str:
+    if name == "loglik":
+        return f"{REGIME_QUANTITIES[name]} {v:,.1f}"
+    return f"{REGIME_QUANTITIES[name]} {v:.3g}"
+
+
+def regime_text(summary: dict[str, Any]) -> str:
+    """The regimes in words: ``regime 1 (chain 1, started 'spread'): α 0.56, k* 4.7,
+    log-likelihood -5,752.4; regime 2 ...`` (chains numbered from 1), with each regime's
+    evidence and posterior probability when estimated."""
+    starts = {c["chain"]: c["start"] for c in summary["chains"]}
+    parts = []
+    for i, r in enumerate(summary["regimes"], 1):
+        ch = ", ".join(str(c + 1) for c in r["chains"])
+        st = sorted({str(starts[c]) for c in r["chains"] if starts[c] is not None})
+        started = f", started {'/'.join(repr(s) for s in st)}" if st else ""
+        vals = ", ".join(_fmt(k, r[k]) for k in summary["quantities"])
+        ev = ""
+        if r.get("log_evidence") is not None:
+            se = r.get("log_evidence_se")
+            ev = (f", log evidence {r['log_evidence']:,.1f}"
+                  + (f" (MCSE {se:.2g})" if se is not None else "")
+                  + (f", posterior probability {r['mass']:.3g}" if r.get("mass") is not None
+                     else ""))
+        parts.append(f"regime {i} (chain{'s' if len(r['chains']) > 1 else ''} {ch}{started}): "
+                     f"{vals}{ev}")
+    return "; ".join(parts)
+
+
+def regime_warnings(model: Any) -> list[dict[str, Any]]:
+    """``[REGIMES_DISAGREE]`` when the chains form more than one regime (else ``[]``), in the
+    structure of :meth:`~BayesianSynthesizer.mcmc_warnings` with ``regimes`` added."""
+    if int(model.posterior_["posterior"].sizes["chain"]) < 2:
+        return []
+    summ = regime_summary(model)
+    if summ is None or summ["agree"]:
+        return []
+    names = list(dict.fromkeys(REGIME_QUANTITIES[q] for q in summ["quantities"]))
+    heavy = [r for r in summ["regimes"] if r.get("mass") is not None]
+    if heavy:
+        best = max(range(len(heavy)), key=lambda i: heavy[i]["mass"])
+        which = (f" By the stepping-stone estimates of the evidence, regime {best + 1} carries "
+                 f"posterior probability {heavy[best]['mass']:.3g}; the kept draws of the "
+                 "other regimes are still in the fit.")
+    else:
+        which = (" Which regime carries the posterior mass is not estimated: refit with "
+                 "temperatures=T (parallel tempering; command line --temperatures T), which "
+                 "also estimates each regime's marginal likelihood.")
+    msg = (f"{type(model).__name__}: the chains sit in {len(summ['regimes'])} regimes of the "
+           f"class structure (the pair R-hat of {', '.join(names)} above {RHAT_MAX}): "
+           f"{regime_text(summ)}. Every risk computed from this fit depends on the regime its "
+           "draws come from: the risk engines report each regime's figure and use the larger "
+           f"(RISK_BY_REGIME).{which} Compare refits with other seeds, more chains or longer "
+           "runs (REGIMES_DISAGREE).")
+    return [{"code": "REGIMES_DISAGREE", "quantities": list(summ["quantities"]), "checks": [],
+             "regimes": summ["regimes"], "message": msg}]

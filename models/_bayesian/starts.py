@@ -1,0 +1,93 @@
+"""Overdispersed chain starts of the truncated stick-breaking mixtures (DPMPM, Poisson mixtures).
+
+A mixture's Gibbs sampler can sit for a long time in the class structure it starts in (a few
+large classes, or many small ones: a *regime* of the number of occupied classes ``k*`` and of
+the concentration α). Chains that all start the same way can then agree with each other while
+missing another regime, and R-hat, which compares chains, cannot see it (Gelman & Rubin 1992
+ask for starting points "overdispersed with respect to the target"). So by default the chains of
+a fit start in different regimes, cycled over the chains:
+
+* ``"spread"``: the records spread uniformly over all ``K`` classes (every class occupied, as
+  NPBayesImputeCat starts), α drawn from its prior and bounded to [0.5, 5];
+* ``"few"``: the records spread uniformly over ``min(K, 3)`` classes, α = 0.5;
+* ``"prior"``: α drawn from its prior (bounded to [0.5, 5]), the sticks from the prior given α
+  and each record's class from the resulting weights
+  (:func:`~bayes_risk.models._bayesian.sticks.initial_memberships`): about ``α log n`` classes.
+
+The first chain keeps the start each model had before (DPMPM: ``"spread"``; Poisson mixture:
+``"prior"``), so a one-chain fit is unchanged; the second starts at the other end of ``k*``.
+
+References
+----------
+Gelman, A., Rubin, D. B. (1992). Inference from iterative simulation using multiple sequences.
+Statistical Science 7(4), 457–472. https://doi.org/10.1214/ss/1177011136
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from bayes_risk.exceptions import ValidationError
+
+__all__ = ["START_KINDS", "OVERDISPERSED", "FEW_CLASSES", "check_starts", "chain_starts",
+           "initial_state"]
+
+#: the ways a chain can start
+START_KINDS: tuple[str, ...] = ("spread", "few", "prior")
+#: the default: each chain in turn starts in another regime
+OVERDISPERSED = "overdispersed"
+#: classes of the start ``"few"``
+FEW_CLASSES = 3
+
+
+def _one(value: Any) -> Any:
+    """A sequence of one kind (the command line's ``--starts few``) as that kind."""
+    if not isinstance(value, str) and isinstance(value, (list, tuple)) and len(value) == 1:
+        return value[0]
+    return value
+
+
+def check_starts(value: Any, name: str = "starts") -> None:
+    """Raise :class:`ValidationError` unless ``value`` is ``"overdispersed"``, one of
+    :data:`START_KINDS` or a non-empty sequence of them (one per chain, cycled)."""
+    value = _one(value)
+    kinds = [value] if isinstance(value, str) else value
+    ok = isinstance(value, str) and value in (OVERDISPERSED, *START_KINDS)
+    if not ok and not isinstance(value, str):
+        try:
+            ok = len(kinds) > 0 and all(isinstance(k, str) and k in START_KINDS for k in kinds)
+        except TypeError:
+            ok = False
+    if not ok:
+        raise ValidationError(
+            f"{name} must be {OVERDISPERSED!r} (the chains start in turn from "
+            f"{', '.join(repr(k) for k in START_KINDS)}), one of those, or a sequence of them "
+            f"(one per chain, cycled). Got {value!r}.", code="INVALID_ARGUMENT")
+
+
+def chain_starts(value: Any, cycle: Sequence[str]) -> tuple[str, ...]:
+    """The starts of the chains, cycled: ``cycle`` (the model's overdispersed order) for
+    ``"overdispersed"``, else the kind or kinds given."""
+    value = _one(value)
+    if isinstance(value, str):
+        return tuple(cycle) if value == OVERDISPERSED else (value,)
+    return tuple(str(k) for k in value)
+
+
+def initial_state(kind: str, n: int, K: int, a_alpha: float, b_alpha: float,
+                  rng: np.random.Generator) -> tuple[np.ndarray, float]:
+    """Starting classes ``z [n]`` (int64) and α of a chain that starts as ``kind``.
+
+    ``"spread"`` draws α first, then the classes (the order the DPMPM sampler always used, so a
+    seed gives the draws it gave before)."""
+    if kind == "spread":
+        alpha = float(np.clip(rng.gamma(a_alpha, 1.0 / b_alpha), 0.5, 5.0))
+        return rng.integers(0, K, size=n).astype(np.int64), alpha
+    if kind == "few":
+        return rng.integers(0, min(K, FEW_CLASSES), size=n).astype(np.int64), 0.5
+    from bayes_risk.models._bayesian.sticks import initial_memberships
+
+    return initial_memberships(n, K, a_alpha, b_alpha, rng)
