@@ -76,6 +76,7 @@ def audit(
     imputed: Sequence[str] | str = "auto",
     holdout: pd.DataFrame | None = None,
     membership_selection: Any = None,
+    allow_other_model: bool = False,
 ) -> AuditResult:
     """Audit a synthetic release: utility, identification, attribute and empirical risk.
 
@@ -184,6 +185,11 @@ def audit(
         values, e.g. ``"Income > 150000 or Age >= 90"``). Without it the membership step of
         such a release is skipped with the reason (``MEMBERSHIP_PARTIAL_SYNTHESIS``). Recorded
         in the settings.
+    allow_other_model : bool, default False
+        Go on when ``model`` is not the model that made the release (user guide, Provenance):
+        the attribute, membership and posterior identification steps then measure that
+        model's risks, with warning ``MODEL_DIFFERS`` on their lines. By default such a model
+        is refused before the first step (``MODEL_DIFFERS``).
 
     Returns
     -------
@@ -219,6 +225,7 @@ def audit(
         skip=skip, sweep_unsynthesized=sweep_unsynthesized, combining_rules=combining_rules,
         pmse_method=pmse_method, max_order=max_order, known_sweep=known_sweep,
         imputed=imputed, membership_selection=membership_selection,
+        allow_other_model=allow_other_model,
     )
     root = Path(out) if out is not None else None
     if root is not None and root.exists() and (not root.is_dir() or any(root.iterdir())):

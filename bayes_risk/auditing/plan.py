@@ -184,6 +184,9 @@ class AuditPlan:
     #: (``membership_selection=`` / ``--membership-selection``; the membership step's
     #: ``selection``)
     membership_selection: Any = None
+    #: go on with a fitted model that did not make the release (``allow_other_model=`` /
+    #: ``--allow-other-model``): its steps then carry warning ``MODEL_DIFFERS``
+    allow_other_model: bool = False
     settings: list[Setting] = field(default_factory=list)
     #: the synthesized columns that are numeric (CART's smoothing applies to them)
     numeric_synthesized: list[str] = field(default_factory=list)

@@ -45,10 +45,10 @@ CAVEATS: dict[str, tuple[str, ...]] = {
     "identification": ("IPF_NOT_CONVERGED", "F_BELOW_ONE", "ORIGINAL_UNCONFIRMED",
                        "ROWS_NOT_VERIFIED"),
     "attribute": ("RHAT_HIGH", "LOW_ESS", "TRUNCATION_TOO_SMALL", "H_TOO_SMALL",
-                  "APPROXIMATE_NONPARAMETRIC"),
+                  "APPROXIMATE_NONPARAMETRIC", "MODEL_DIFFERS"),
     "DiSCO": ("TARGET_MOSTLY_UNIQUE",),
     "membership": ("MEMBERSHIP_FLAGGED", "H_TOO_SMALL", "RHAT_HIGH", "LOW_ESS",
-                   "APPROXIMATE_POSTERIOR"),
+                   "APPROXIMATE_POSTERIOR", "MODEL_DIFFERS"),
 }
 
 

@@ -107,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         holdout=(None if args.holdout is None
                  else read_records_table(args.holdout, "--holdout", missing_labels(args))),
         membership_selection=args.membership_selection,
+        allow_other_model=args.allow_other_model,
     )
     with output_dir(args) as tmp:
         res = audit(original, syn, out=tmp, **kw)

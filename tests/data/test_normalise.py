@@ -20,10 +20,14 @@ from bayes_risk.exceptions import SchemaError, ValidationError
 def test_synthetic_inputs():
     z = pd.DataFrame({"a": [1, 2]})
     assert as_synthetic_list(z).datasets[0] is z
-    sd = SyntheticData([z, z], method="test")
+    z2 = pd.DataFrame({"a": [2, 1]})
+    sd = SyntheticData([z, z2], method="test")
     got = as_synthetic_list(sd)
     assert len(got.datasets) == 2 and got.source is sd and got.schema is sd.schema
-    assert as_synthetic_list((z, z)).source is None
+    assert as_synthetic_list((z, z2)).source is None
+    with pytest.raises(ValidationError, match="datasets 1 and 2 are identical") as err:
+        as_synthetic_list(SyntheticData([z, z.copy()], method="test"))  # DUPLICATE_DATASETS
+    assert err.value.code == "DUPLICATE_DATASETS"
     assert as_synthetic_list(None, allow_none=True).datasets == []
     with pytest.raises(ValidationError, match="synthetic is empty"):
         as_synthetic_list([])
