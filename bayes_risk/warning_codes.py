@@ -85,7 +85,10 @@ MESSAGES: dict[str, str] = {
     "ROWS_NOT_VERIFIED": "no column of the synthetic data equals the original's row by row, so "
     "the row order of the files cannot be checked: the measures assume that row i of every "
     "dataset is record i of the original.",
-    # provenance: the model of a release, the files of a model folder
+    # provenance: the datasets of a release, the model of a release, a model folder's files
+    "DUPLICATE_DATASETS": "two synthetic datasets of the release hold the same value in every "
+    "record and column (a copy, or a synthesizer that drew the same dataset twice): counted as "
+    "separate draws they overstate m and understate the between-dataset variance.",
     "MODEL_DIFFERS": "the fitted model is not the one that made the release, and it was used "
     "as asked (allow_other_model=True, --allow-other-model): the risks are those of this "
     "model, not necessarily of the release's.",

@@ -255,7 +255,7 @@ def attribute_risk(
     """
     provenance = check_release_model(model, synthetic, original, allow=allow_other_model)
     if scenario == "two_records" or pairs is not None:
-        return provenance.note(_two_records(
+        return provenance.note(synthetic=synthetic, result=_two_records(
             original, synthetic, model=model, records=records, pairs=pairs, scenario=scenario,
             known=known, executor=executor, progressbar=progressbar,
             options=dict(
@@ -270,7 +270,7 @@ def attribute_risk(
         _check_low_risk_options(candidates, known, estimator, augmented, draw_indices, psis, compat,
                                 refit_draws)
         return provenance.note(low_risk_attribute_risk(model, original, synthetic, records,
-                                                       prior=prior))
+                                                       prior=prior), synthetic)
     plan = prepare(
         model,
         original,
@@ -303,7 +303,7 @@ def attribute_risk(
         progressbar=progressbar,
         description="attribute risk (partitions)",
     )
-    return provenance.note(_assemble.assemble(plan, merge_outputs(outputs)))
+    return provenance.note(_assemble.assemble(plan, merge_outputs(outputs)), synthetic)
 
 
 def _two_records(

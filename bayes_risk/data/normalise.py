@@ -75,9 +75,13 @@ def as_synthetic_list(
         Any other type, an element that is not a DataFrame, or an empty list.
     SchemaError
         ``ORIGINAL_DIFFERS``: ``original`` is not the table the release was made from.
-    ValidationError
-        ``DUPLICATE_DATASETS``: two datasets are identical (a file given twice, linked or
-        copied: :func:`~bayes_risk.data.provenance.check_distinct_datasets`).
+
+    Warns
+    -----
+    DataWarning
+        ``DUPLICATE_DATASETS``: two datasets are identical (a copy, or a synthesizer that
+        drew the same dataset twice: :func:`~bayes_risk.data.provenance.check_distinct_datasets`;
+        each measure adds the code to its result's warnings).
     """
     if original is not None:
         check_column_labels(original)

@@ -13,8 +13,11 @@ Tenure were released unchanged; a DPMPM with K = 3 scores the release of one wit
   it in its manifest (``model_id``); a saved model folder in its ``model.json``.
 * :func:`check_release_model` — refuses a model that did not make the release
   (``MODEL_DIFFERS``), with a warning of the same code when the caller allows it.
-* :func:`check_distinct_datasets` — refuses a release holding the same dataset twice
-  (``DUPLICATE_DATASETS``): a file given twice, linked or copied.
+* :func:`check_distinct_files` — refuses the same file given as two datasets of a release (its
+  path twice, or a link to another dataset's file: ``DUPLICATE_DATASETS``);
+  :func:`check_distinct_datasets` warns (same code) when two datasets hold the same values (a
+  copy, or a synthesizer that drew the same dataset twice: equal contents cannot be told from a
+  chance draw).
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ import pandas as pd
 from bayes_risk.exceptions import CALLER, BayesRiskError, DataWarning, ValidationError
 
 __all__ = ["model_id", "identity_hash", "identity_settings", "check_release_model",
-           "release_model_problem", "ModelCheck", "check_distinct_datasets", "OTHER_MODEL_HINT"]
+           "release_model_problem", "ModelCheck", "check_distinct_datasets", "duplicate_pairs",
+           "duplicate_codes", "check_distinct_files", "OTHER_MODEL_HINT"]
 
 #: how the user overrides the check, per entry point (in the messages)
 OTHER_MODEL_HINT = "--allow-other-model on the command line, allow_other_model=True in Python"
@@ -119,13 +123,15 @@ def _short(x: Any) -> str:
 
 
 def _model_settings(synth: Any) -> dict[str, Any] | None:
-    get = getattr(synth, "get_params", None)
-    if get is None:
-        return None
-    try:
-        return identity_settings(get())
-    except (TypeError, ValueError):
-        return None
+    """The model's settings as its releases record them (``None``: it has none)."""
+    for name in ("_json_settings", "_release_settings", "get_params"):
+        get = getattr(synth, name, None)
+        if get is not None:
+            try:
+                return identity_settings(get())
+            except (TypeError, ValueError):
+                return None
+    return None
 
 
 def _model_records(synth: Any) -> np.ndarray | None:
@@ -315,12 +321,14 @@ class ModelCheck(NamedTuple):
     warnings: list[str]
     how: str
 
-    def note(self, result: Any) -> Any:
-        """``result`` with the codes added to its ``warnings`` and ``model_check`` to its
+    def note(self, result: Any, synthetic: Any = None) -> Any:
+        """``result`` with the codes added to its ``warnings`` (with ``DUPLICATE_DATASETS``
+        when the release ``synthetic`` holds a dataset twice) and ``model_check`` to its
         settings (a result whose fields are frozen is returned as it is)."""
         codes = getattr(result, "warnings", None)
         if isinstance(codes, list):
-            codes.extend(c for c in self.warnings if c not in codes)
+            add = [*self.warnings, *duplicate_codes(synthetic)]
+            codes.extend(c for c in add if c not in codes)
         settings = getattr(result, "settings", None)
         if isinstance(settings, dict):
             settings["model_check"] = self.how
@@ -410,15 +418,45 @@ def _content_key(z: pd.DataFrame) -> str:
     return key
 
 
-def check_distinct_datasets(datasets: Sequence[pd.DataFrame],
-                            names: Sequence[str] | None = None) -> None:
-    """Refuse a release that holds the same synthetic dataset twice.
+def duplicate_pairs(datasets: Sequence[pd.DataFrame]) -> list[tuple[int, int]]:
+    """The pairs ``(k, l)``, ``k < l``, of datasets holding the same value in every record and
+    column (numbers compared as numbers: a CSV copy of a Parquet file is the same dataset), each
+    later dataset paired with the first it repeats."""
+    keys = [_content_key(z) for z in datasets]
+    first: dict[str, int] = {}
+    out = []
+    for l, (z, key) in enumerate(zip(datasets, keys, strict=True)):
+        k = first.setdefault(key, l)
+        a = datasets[k]
+        if k != l and a.shape == z.shape and list(a.columns) == list(z.columns):
+            out.append((k, l))
+    return out
 
-    Two datasets are the same when they hold the same values in every record and column
-    (numbers compared as numbers, whatever file they came from): a file given twice, a link to
-    another dataset's file or a copy of it. The measures would count it as another draw of the
-    synthesizer: ``m`` overstated, the between-dataset variance and the combined intervals
-    understated, pooled match probabilities weighted twice towards one draw.
+
+def duplicate_codes(synthetic: Any) -> list[str]:
+    """``["DUPLICATE_DATASETS"]`` when two datasets of a release (a ``SyntheticData`` or a list
+    of DataFrames) are identical, else ``[]``: the code a result adds to its warnings (the
+    warning itself is raised once, by :func:`~bayes_risk.data.as_synthetic_list`)."""
+    datasets = getattr(synthetic, "datasets", synthetic)
+    if not isinstance(datasets, (list, tuple)) or len(datasets) < 2 or not all(
+            isinstance(z, pd.DataFrame) for z in datasets):
+        return []
+    return ["DUPLICATE_DATASETS"] if duplicate_pairs(datasets) else []
+
+
+def check_distinct_datasets(datasets: Sequence[pd.DataFrame],
+                            names: Sequence[str] | None = None, *,
+                            record: dict[str, str] | None = None) -> list[str]:
+    """Warn when a release holds the same synthetic dataset twice.
+
+    Two datasets are the same when they hold the same value in every record and column: a copy
+    of another dataset's file, or a synthesizer that drew the same dataset twice (one that
+    changes only a few cells may; a hand-made release of identical tables). The measures count
+    it as another draw: ``m`` overstated, the between-dataset variance and the combined
+    intervals understated, pooled match probabilities weighted twice towards one draw. The
+    same *file* given twice (its path twice, a link to another dataset's file) is an error
+    (:func:`check_distinct_files`); equal contents cannot be told from a chance draw, so they
+    are a warning.
 
     Parameters
     ----------
@@ -426,34 +464,64 @@ def check_distinct_datasets(datasets: Sequence[pd.DataFrame],
         The ``m`` datasets.
     names : sequence of str, optional
         Their files (in the message).
+    record : dict, optional
+        Where to keep the warning's code and message (a result's warnings).
+
+    Returns
+    -------
+    list of str
+        ``["DUPLICATE_DATASETS"]`` when some dataset repeats another, else ``[]``.
+
+    Warns
+    -----
+    DataWarning
+        ``DUPLICATE_DATASETS``, naming the pairs.
+    """
+    pairs = duplicate_pairs(datasets) if len(datasets) > 1 else []
+    if not pairs:
+        return []
+    named = names is not None and len(names) == len(datasets)
+    shown = "; ".join(f"{k + 1} and {l + 1}" + (f" ({names[k]!r} and {names[l]!r})" if named
+                                               else "") for k, l in pairs[:5])
+    distinct = len(datasets) - len({l for _, l in pairs})
+    msg = (f"synthetic datasets {shown} are identical (the same value in every record and "
+           f"column): a copy of another dataset's file, or a synthesizer that drew the same "
+           f"dataset twice. Counted as separate draws they make m = {len(datasets)} from "
+           f"{distinct} distinct dataset{'s' * (distinct > 1)}, which understates the "
+           "between-dataset variance and the width of every combined interval and weights "
+           "pooled risks towards the repeated draw; give each distinct dataset once "
+           "(DUPLICATE_DATASETS).")
+    if record is not None:
+        record["DUPLICATE_DATASETS"] = msg
+    warnings.warn(DataWarning(msg, code="DUPLICATE_DATASETS"), skip_file_prefixes=CALLER)
+    return ["DUPLICATE_DATASETS"]
+
+
+def check_distinct_files(paths: Sequence[Any], what: str = "synthetic") -> None:
+    """Refuse the same file given twice as two datasets of a release: its path twice, or a
+    link (symbolic or hard) to another dataset's file — compared by the file system's identity
+    of the files, not by their names.
 
     Raises
     ------
     ValidationError
-        ``DUPLICATE_DATASETS``, naming the first pair.
+        ``DUPLICATE_DATASETS``, naming the two paths.
     """
-    if len(datasets) < 2:
-        return
-    keys = [_content_key(z) for z in datasets]
-    seen: dict[str, int] = {}
-    for l, (z, key) in enumerate(zip(datasets, keys, strict=True)):
-        first = seen.setdefault(key, l)
-        if first == l:
-            continue
-        a = datasets[first]
-        if not (a.shape == z.shape and list(a.columns) == list(z.columns)):
-            continue  # pragma: no cover - a hash collision
-        distinct = len(set(keys))
-        where = (f" ({names[first]!r} and {names[l]!r})"
-                 if names is not None and len(names) == len(datasets) else "")
-        raise ValidationError(
-            f"synthetic datasets {first + 1} and {l + 1}{where} are identical (the same value in "
-            f"every record and column): a file given twice, a link to another dataset's file "
-            f"or a copy of it. Counted as two draws of the synthesizer, it makes m = "
-            f"{len(datasets)} from {distinct} distinct dataset{'s' * (distinct > 1)}, "
-            "which understates the between-dataset variance and the width of every combined "
-            "interval, and weights pooled risks twice towards one draw. Give each synthetic "
-            "dataset once (a synthesizer that drew the same dataset twice, as one that changes "
-            "only a few cells may, released fewer distinct datasets than m: give those).",
-            code="DUPLICATE_DATASETS",
-        )
+    import os
+
+    seen: dict[tuple[int, int], int] = {}
+    for l, p in enumerate(paths):
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue  # the reader reports a missing or unreadable file
+        k = seen.setdefault((st.st_dev, st.st_ino), l)
+        if k != l:
+            raise ValidationError(
+                f"{what} datasets {k + 1} and {l + 1} are the same file ({str(paths[k])!r} and "
+                f"{str(p)!r}: the same path, or a link to the other's file). Counted as two "
+                "draws of the synthesizer it would make m look larger than it is and understate "
+                "the between-dataset variance and every combined interval; give each "
+                "synthetic dataset's file once.",
+                code="DUPLICATE_DATASETS",
+            )

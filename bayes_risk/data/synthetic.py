@@ -302,7 +302,8 @@ class SyntheticData:
         Raises
         ------
         ValidationError
-            If the folder or its manifest is missing or malformed.
+            If the folder or its manifest is missing or malformed; ``DUPLICATE_DATASETS`` if
+            two of its dataset files are the same file (a link to another's).
         """
         p = Path(path)
         man = read_json(
@@ -315,6 +316,9 @@ class SyntheticData:
                 code="NOT_A_RELEASE",
             )
         check_manifest(man, p)
+        from bayes_risk.data.provenance import check_distinct_files
+
+        check_distinct_files([p / f for f in man["files"]])  # a link to another dataset's file
         datasets = []
         for fname in man["files"]:
             f = p / fname

@@ -301,7 +301,7 @@ def membership_risk(
             prior=prior, population_size=population_size, threshold=threshold,
             normaliser_draws=normaliser_draws,
             unsynthesized_concentration=unsynthesized_concentration, dcr=dcr,
-            bootstrap=bootstrap, random_seed=random_seed))
+            bootstrap=bootstrap, random_seed=random_seed), synthetic)
     schema = model.schema_
     orig, datasets, hold, members = _inputs(model, original, synthetic, holdout, records)
     copies = _holdout.screen_holdout(orig, hold)  # holdout rows that are records of the original
@@ -397,7 +397,7 @@ def membership_risk(
                          alpha=float(alpha), selection=rule,
                          n_selected=None if selected is None else int(selected.sum()))
     return provenance.note(MembershipRiskResult(records=table, file=summary, settings=settings,
-                                                warnings=warnings_))
+                                                warnings=warnings_), synthetic)
 
 
 def _tree_membership_risk(

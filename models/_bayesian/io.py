@@ -194,7 +194,8 @@ def identity(model) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     post = model.posterior_["posterior"]
     parts = {
         "method": model.method_name, "class": type(model).__name__,
-        "settings": identity_settings(model.get_params()),
+        # as its releases record them (DPMPM: the table of structural zeros, not its path)
+        "settings": identity_settings(model._json_settings()),
         "schema": model.schema_.to_dict(), "n_records": int(model._n_records),
         "synthesized_records": None if flags is None else
         [int(i) for i in np.flatnonzero(flags)],

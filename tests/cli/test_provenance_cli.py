@@ -1,10 +1,11 @@
 """Every sub-command given files that do not belong together (issue 46, items 1-3).
 
 A CART model of Income alone against a release that synthesized Tenure, Expenditure and
-Income (as a folder and as plain files), a DPMPM with K = 3 against the release of one with
-K = 5, edited model folders and a release folder whose second dataset is a link to the first:
-each is one coded error line (exit 2, no output), and ``--allow-other-model`` makes the run
-go on with warning ``MODEL_DIFFERS`` in ``summary.json``.
+Income (as a folder and as plain files), a CART model with another setting, a DPMPM with K = 3
+against the release of one with K = 5, edited model folders, and a release folder whose second
+dataset is a link to the first: each is one coded error line (exit 2, no output);
+``--allow-other-model`` makes the run go on with warning ``MODEL_DIFFERS`` in ``summary.json``,
+and a copied dataset is measured with warning ``DUPLICATE_DATASETS``.
 """
 
 from __future__ import annotations
@@ -135,8 +136,10 @@ def test_allow_other_model_needs_a_model_in_identification(work, capsys):
 
 
 # --------------------------------------------------------------------- repeated datasets
-@pytest.mark.parametrize("command", ["utility", "disclosure", "identification", "attribute"])
+@pytest.mark.parametrize("command", ["utility", "disclosure", "identification", "attribute",
+                                     "membership", "audit"])
 def test_a_release_folder_with_a_linked_dataset(work, tmp_path, capsys, command):
+    """The issue's case: a release folder whose second dataset file is a link to the first."""
     linked = tmp_path / "linked"
     SyntheticData.load(work / "syn").save(linked)
     os.remove(linked / "syn_002.parquet")
@@ -149,15 +152,25 @@ def test_a_release_folder_with_a_linked_dataset(work, tmp_path, capsys, command)
                            "--known-synthesized", "Income", "--radius", "Income=0.1", "-q"],
         "attribute": ["attribute", o, linked, "--model", work / "three", "--records", "0-3",
                       "-q"],
+        "membership": ["membership", o, linked, "--model", work / "three", "-q"],
+        "audit": ["audit", o, linked, "--known", "Age", "Income", "-q"],
     }[command]
     line = _refused(capsys, argv, "DUPLICATE_DATASETS", tmp_path / "out")
-    assert "datasets 1 and 2 are identical" in line
+    assert "datasets 1 and 2 are the same file" in line
 
 
-def test_plain_files_given_twice(work, capsys):
+def test_plain_files_given_twice_or_copied(work, capsys):
     line = _refused(capsys, ["utility", work / "orig.csv", work / "syn_1.csv", work / "syn_2.csv",
                              work / "syn_1.csv", "-q"], "DUPLICATE_DATASETS", work / "u_twice")
-    assert "datasets 1 and 3" in line and "m = 3 from 2 distinct datasets" in line
+    assert "datasets 1 and 3 are the same file" in line
+    # a copy under another name holds the same content: measured, with the warning recorded
+    (work / "syn_3.csv").write_bytes((work / "syn_1.csv").read_bytes())
+    out = work / "u_copy"
+    assert _main(["utility", work / "orig.csv", work / "syn_1.csv", work / "syn_2.csv",
+                  work / "syn_3.csv", "-q", "--out", out]) == 0
+    s = json.loads((out / "summary.json").read_text())
+    assert "DUPLICATE_DATASETS" in [w["code"] for w in s["run_warnings"]]
+    assert "DUPLICATE_DATASETS" in s["warnings"]
 
 
 # ------------------------------------------------------------------------- model folders

@@ -8,13 +8,15 @@ folders, repeated datasets.
   plain files — and goes on with the warning when allowed;
 * model folders carry the checksums of every file, ``model.json`` included; an edited folder
   is ``MODEL_DAMAGED`` naming the file, an old one is loaded with ``MODEL_UNVERIFIED``;
-* a release holding one dataset twice (by content) is ``DUPLICATE_DATASETS`` everywhere.
+* the same file given twice as two datasets (a link) is refused, ``DUPLICATE_DATASETS``; two
+  datasets of identical content get the warning of the same code, in every measure's result.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import warnings
 
@@ -29,6 +31,7 @@ from bayes_risk.data import SyntheticData, infer_schema, read_synthetic
 from bayes_risk.data.provenance import (
     check_distinct_datasets,
     check_release_model,
+    duplicate_pairs,
     model_id,
     release_model_problem,
 )
@@ -171,10 +174,18 @@ def test_attribute_risk_allowed_records_the_code(ce, schema, release):
     other = CARTSynthesizer(min_leaf=12, random_seed=1).fit(
         ce, schema=schema, synthesized=["Tenure", "Expenditure", "Income"])
     plug = plugin_likelihood(other, ce)
-    with pytest.warns(DataWarning, match="MODEL_DIFFERS"):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         res = br.attribute_risk(ce, release, model=plug, records=[0, 1], progressbar=False,
                                 allow_other_model=True, bootstrap=0)
+    assert "MODEL_DIFFERS" in [getattr(w.message, "code", None) for w in caught]
     assert "MODEL_DIFFERS" in res.warnings and res.settings["model_check"] == "identity"
+    # a record whose true value makes this release impossible under that model is flagged,
+    # never summarised with a missing p_true (and the summary is written)
+    impossible = res.records["flag_codes"].str.contains("RELEASE_IMPOSSIBLE")
+    assert res.records.loc[impossible, "p_true"].isna().all()
+    assert not res.records.loc[~impossible.to_numpy(), "p_true"].isna().any()
+    assert res.to_dict()["n_flagged"] >= int(impossible.sum())
 
 
 def test_another_fit_of_the_same_settings_is_refused(ce, schema, release):
@@ -393,67 +404,75 @@ def test_a_tree_folder_without_checksums_is_refused(three, tmp_path):
 
 
 # -------------------------------------------------------------------------- repeated datasets
-def test_identical_datasets_are_refused_by_content(ce, release):
+def test_identical_datasets_are_found_by_content(ce, release):
     z1, z2 = release[0], release[1]
-    with pytest.raises(ValidationError, match="datasets 1 and 3") as err:
-        check_distinct_datasets([z1, z2, z1.copy()])
-    assert err.value.code == "DUPLICATE_DATASETS"
-    assert "m = 3 from 2 distinct datasets" in str(err.value)
+    assert duplicate_pairs([z1, z2, z1.copy()]) == [(0, 2)]
+    with pytest.warns(DataWarning, match="DUPLICATE_DATASETS") as caught:
+        assert check_distinct_datasets([z1, z2, z1.copy()]) == ["DUPLICATE_DATASETS"]
+    assert "datasets 1 and 3" in str(caught[0].message)
+    assert "m = 3 from 2 distinct datasets" in str(caught[0].message)
     # the same values read back with other dtypes (a CSV copy: integers for whole numbers)
-    as_read = z1.assign(Age=z1["Age"].astype(float))
-    with pytest.raises(ValidationError, match="DUPLICATE|identical"):
-        check_distinct_datasets([z1, as_read])
+    with pytest.warns(DataWarning, match="DUPLICATE_DATASETS"):
+        check_distinct_datasets([z1, z1.assign(Age=z1["Age"].astype(float))])
     one_cell = z1.copy()
     one_cell.iloc[5, one_cell.columns.get_loc("Income")] += 1.0
-    check_distinct_datasets([z1, one_cell, z2])  # one cell apart: distinct
+    assert duplicate_pairs([z1, one_cell, z2]) == []  # one cell apart: distinct
 
 
 @pytest.mark.parametrize("measure", ["utility", "identification", "disclosure", "attribute",
                                      "membership"])
-def test_every_measure_refuses_a_repeated_dataset(ce, three, release, measure):
-    datasets = [release[0], release[1], release[0]]
+def test_every_measure_warns_and_records_a_repeated_dataset(ce, three, release, measure):
+    datasets = [release[0], release[1], release[0].copy()]
+    plug = plugin_likelihood(three, ce)
     call = {
-        "utility": lambda: br.utility_summary(ce, datasets, progressbar=False),
+        "utility": lambda: br.utility_summary(ce, datasets, progressbar=False, max_order=0),
         "identification": lambda: br.identification_risk(
-            ce, datasets, known=["Age", "Income"], synthesized=["Income"], progressbar=False),
+            ce, datasets, known=["Age", "Income"], synthesized=["Income"], progressbar=False,
+            match=br.MatchSpec(radius={"Income": 0.1})),
         "disclosure": lambda: br.disclosure_measures(ce, datasets, keys=["Age", "Urban"],
                                                      target="Tenure"),
-        "attribute": lambda: br.attribute_risk(ce, datasets, model=plugin_likelihood(three, ce),
-                                               records=[0], progressbar=False),
+        "attribute": lambda: br.attribute_risk(ce, datasets, model=plug, records=[0, 1],
+                                               progressbar=False, bootstrap=0),
         "membership": lambda: br.membership_risk(three, ce, datasets, progressbar=False,
-                                                 allow_other_model=True),
+                                                 bootstrap=0, dcr=False, random_seed=1),
     }[measure]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with pytest.raises(ValidationError) as err:
-            call()
-    assert err.value.code == "DUPLICATE_DATASETS"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = call()
+    assert "DUPLICATE_DATASETS" in [getattr(w.message, "code", None) for w in caught]
+    assert "DUPLICATE_DATASETS" in res.warnings
 
 
-def test_a_release_folder_with_a_linked_file(ce, release, tmp_path):
+def test_a_release_folder_with_a_linked_file_is_refused(ce, release, tmp_path):
     """The issue's case: syn_002.parquet of a release folder is a link to syn_001.parquet."""
     path = release.save(tmp_path / "syn")
     os.remove(path / "syn_002.parquet")
     os.symlink("syn_001.parquet", path / "syn_002.parquet")
-    syn = read_synthetic(path, like=ce)
-    with pytest.raises(ValidationError) as err:
-        br.utility_summary(ce, syn, progressbar=False)
+    with pytest.raises(ValidationError, match="datasets 1 and 2 are the same file") as err:
+        read_synthetic(path, like=ce)
     assert err.value.code == "DUPLICATE_DATASETS"
-    # plain files: a copy under another name
+    # a hard link, and one path given twice, among plain files
     release[0].to_csv(tmp_path / "a.csv", index=False)
-    shutil.copy(tmp_path / "a.csv", tmp_path / "b.csv")
-    files = read_synthetic([tmp_path / "a.csv", tmp_path / "b.csv"], like=ce)
-    with pytest.raises(ValidationError, match=r"'\S*a.csv' and '\S*b.csv'"):
-        br.utility_summary(ce, files, progressbar=False)
+    release[1].to_csv(tmp_path / "b.csv", index=False)
+    os.link(tmp_path / "a.csv", tmp_path / "c.csv")
+    for files in (["a.csv", "b.csv", "c.csv"], ["a.csv", "b.csv", "a.csv"]):
+        with pytest.raises(ValidationError, match="datasets 1 and 3 are the same file"):
+            read_synthetic([tmp_path / f for f in files], like=ce)
+    # a copy under another name: the same content, a warning
+    shutil.copy(tmp_path / "a.csv", tmp_path / "copy.csv")
+    files = read_synthetic([tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "copy.csv"],
+                           like=ce)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = br.utility_summary(ce, files, progressbar=False, max_order=0)
+    assert any(re.search(r"1 and 3 \('\S*a.csv' and '\S*copy.csv'\)", str(w.message))
+               for w in caught)
+    assert "DUPLICATE_DATASETS" in res.warnings
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 2), min_size=3, max_size=3), min_size=2, max_size=5))
-def test_distinct_exactly_when_no_two_datasets_are_equal(rows):
+def test_duplicates_exactly_when_two_datasets_are_equal(rows):
     frames = [pd.DataFrame({"a": r}) for r in rows]
-    has_pair = len({tuple(r) for r in rows}) < len(rows)
-    if has_pair:
-        with pytest.raises(ValidationError):
-            check_distinct_datasets(frames)
-    else:
-        check_distinct_datasets(frames)
+    want = [(rows.index(r), l) for l, r in enumerate(rows) if rows.index(r) != l]
+    assert duplicate_pairs(frames) == want
