@@ -337,8 +337,10 @@ def _preflight(ctx: Any) -> None:
                                                        synthesized=plan.synthesized))
         attribute = "attribute" not in plan.skip and plan.attribute_source is not None
         posterior = "posterior_identification" not in plan.skip and bool(plan.known_synthesized)
+        membership = "membership" not in plan.skip and ctx.holdout is not None
         users = [n for n, use in (("attribute", attribute), ("posterior_identification",
-                                                             posterior)) if use]
+                                                             posterior),
+                                  ("membership", membership and ctx.model is not None)) if use]
         try:
             if users and ctx.model is not None:
                 st._loaded_model(ctx)

@@ -405,13 +405,16 @@ def _content_key(z: pd.DataFrame) -> str:
     hit = _KEYS.get(id(z))
     if hit is not None and hit[0]() is z:
         return hit[1]
-    # numbers as float64, so that a copy read back from CSV (2 for 2.0) is the same content
-    cols = {str(c): (z[c].astype(np.float64) if pd.api.types.is_numeric_dtype(z[c].dtype)
-                     and not pd.api.types.is_bool_dtype(z[c].dtype) else z[c])
-            for c in z.columns}
-    frame = pd.DataFrame(cols, copy=False)
-    h = hashlib.sha256(json.dumps([list(cols), len(z)]).encode())
-    h.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+    h = hashlib.sha256(json.dumps([[str(c) for c in z.columns], len(z)]).encode())
+    for c in z.columns:
+        col = z[c]
+        if pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(
+                col.dtype):
+            # numbers as float64 (a copy read back from CSV holds 2 for 2.0), one NaN, no -0
+            v = col.to_numpy(dtype=np.float64, na_value=np.nan)
+            h.update(b"f" + np.where(np.isnan(v), np.nan, v + 0.0).tobytes())
+        else:  # labels, by value whatever the dtype (categorical or text)
+            h.update(b"o" + pd.util.hash_pandas_object(col, index=False).to_numpy().tobytes())
     key = h.hexdigest()
     ident = id(z)
     _KEYS[ident] = (weakref.ref(z, lambda _: _KEYS.pop(ident, None)), key)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from bayes_risk.data import SyntheticData
 from bayes_risk.data.levels import level_codes
 from bayes_risk.data.normalise import as_synthetic_list, record_positions
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError
 
 
 # ----------------------------------------------------------------------------------------------
@@ -25,9 +25,9 @@ def test_synthetic_inputs():
     got = as_synthetic_list(sd)
     assert len(got.datasets) == 2 and got.source is sd and got.schema is sd.schema
     assert as_synthetic_list((z, z2)).source is None
-    with pytest.raises(ValidationError, match="datasets 1 and 2 are identical") as err:
-        as_synthetic_list(SyntheticData([z, z.copy()], method="test"))  # DUPLICATE_DATASETS
-    assert err.value.code == "DUPLICATE_DATASETS"
+    with pytest.warns(DataWarning, match="datasets 1 and 2 are identical") as caught:
+        as_synthetic_list(SyntheticData([z, z.copy()], method="test"))
+    assert caught[0].message.code == "DUPLICATE_DATASETS"
     assert as_synthetic_list(None, allow_none=True).datasets == []
     with pytest.raises(ValidationError, match="synthetic is empty"):
         as_synthetic_list([])
