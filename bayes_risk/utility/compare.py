@@ -426,12 +426,20 @@ def compare_estimates(
 
     Examples
     --------
+    The original given as both synthetic datasets (a check of the comparison, and reported as
+    one table given twice):
+
+    >>> import warnings
     >>> from bayes_risk.data import make_ce_like
     >>> d = make_ce_like(n=300, random_seed=1)
-    >>> t = compare_estimates(d, [d, d], formula="Income ~ Age",
-    ...                       categorical=["Urban", "Marital", "Tenure"])
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     t = compare_estimates(d, [d, d], formula="Income ~ Age",
+    ...                           categorical=["Urban", "Marital", "Tenure"])
     >>> t["term"].tolist(), t["std_coef_diff"].round(12).tolist()
     (['Intercept', 'Age'], [0.0, 0.0])
+    >>> sorted({w.message.code for w in caught})
+    ['DUPLICATE_DATASETS']
     """
     family = check_choice(family, "family", ("ols", "logit", "poisson"))
     if not isinstance(formula, str) or "~" not in formula:
