@@ -60,7 +60,11 @@ def identity_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
 def identity_hash(parts: Mapping[str, Any], arrays: Mapping[str, Any]) -> str:
     """SHA-256 of a model's identity: its JSON-ready ``parts`` (keys sorted) and its named
     arrays (names sorted; booleans, integers and floats hashed as uint8, int64 and float64, so
-    that a round trip through a file that narrows a type keeps the identity)."""
+    that a round trip through a file that narrows a type keeps the identity).
+
+    Releases keep the identity of the model that made them: changing what is hashed here (or
+    what a model's ``_identity`` returns) makes every release written before it refuse its own
+    model (``MODEL_DIFFERS``). Keep it stable; tests/data/test_provenance.py pins save/load."""
     from bayes_risk._checksums import json_sha256
     from bayes_risk._io import to_jsonable
 
