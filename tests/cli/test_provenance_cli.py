@@ -65,8 +65,9 @@ def _allowed(argv: list, out) -> dict:
 def _commands(w, syn: list, model: str = "income_only") -> dict[str, list]:
     o, m = w / "orig.csv", w / model
     return {
-        "membership": ["membership", o, *syn, "--model", m, "--bootstrap", "0", "--no-dcr",
-                       "-q"],
+        "membership": ["membership", o, *syn, "--model", m, "--records", "0-39",
+                       "--population", "10", "--normaliser-draws", "100", "--bootstrap", "0",
+                       "--no-dcr", "-q"],
         "attribute": ["attribute", o, *syn, "--model", m, "--records", "0-3", "--bootstrap",
                       "0", "-q"],
         "identification": ["identification", o, *syn, "--model", m, "--known-unsynthesized",
@@ -107,6 +108,7 @@ def test_the_same_pair_as_plain_files(work, capsys, command):
 def test_the_model_that_made_the_release_is_accepted(work):
     out = work / "own"
     assert _main(["membership", work / "orig.csv", work / "syn", "--model", work / "three",
+                  "--records", "0-39", "--population", "10", "--normaliser-draws", "100",
                   "--bootstrap", "0", "--no-dcr", "-q", "--out", out]) == 0
     s = json.loads((out / "summary.json").read_text())
     assert s["settings"]["model_check"] == "identity"
