@@ -658,4 +658,6 @@ def replicated_uniques(
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     carried = None if source is None else source.schema
     sub = resolve_inputs(original, datasets, carried, schema, categorical, keys)
-    return _replicated(original, datasets, keys, sub, compat == "synthpop")
+    res = _replicated(original, datasets, keys, sub, compat == "synthpop")
+    res.warnings.extend(duplicate_codes(datasets))  # warned by as_synthetic_list
+    return res

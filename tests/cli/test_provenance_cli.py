@@ -175,6 +175,31 @@ def test_plain_files_given_twice_or_copied(work, capsys):
     assert "DUPLICATE_DATASETS" in s["warnings"]
 
 
+@pytest.mark.parametrize("command", ["disclosure", "identification", "attribute", "membership",
+                                     "audit"])
+def test_every_command_records_a_copied_dataset(work, tmp_path, command):
+    """A copy of dataset 1 under another name: measured, the code in summary.json (the run's
+    warnings and the result's) of every command that reads a release."""
+    copy = tmp_path / "copy_of_1.csv"
+    copy.write_bytes((work / "syn_1.csv").read_bytes())
+    o, syn = work / "orig.csv", [work / "syn_1.csv", work / "syn_2.csv", copy]
+    argv = {
+        "disclosure": ["disclosure", o, *syn, "--keys", "Age", "Urban", "--target", "Tenure",
+                       "--differencing"],
+        "identification": ["identification", o, *syn, "--model", work / "three",
+                           "--known-unsynthesized", "Age", "--known-synthesized", "Income",
+                           "--replicates", "4", "--radius", "Income=0.1", "--radius-sweep",
+                           "0.05,0.1", "-q"],
+    }.get(command) or _commands(work, syn, "three")[command]
+    out = tmp_path / "out"
+    assert _main([*argv, "--out", out]) == 0
+    s = json.loads((out / "summary.json").read_text())
+    assert "DUPLICATE_DATASETS" in [w["code"] for w in s["run_warnings"]]
+    assert "DUPLICATE_DATASETS" in s["warnings"]
+    if command == "disclosure":
+        assert "DUPLICATE_DATASETS" in (out / "differencing.json").read_text()
+
+
 # ------------------------------------------------------------------------- model folders
 def test_an_edited_model_folder_is_refused_naming_the_file(work, tmp_path, capsys):
     import shutil

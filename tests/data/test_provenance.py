@@ -434,13 +434,29 @@ def test_identical_datasets_are_found_by_content(ce, release):
     assert duplicate_pairs([z1, one_cell, z2]) == []  # one cell apart: distinct
 
 
-@pytest.mark.parametrize("measure", ["utility", "identification", "disclosure", "attribute",
-                                     "membership"])
+@pytest.mark.parametrize("measure", ["utility", "pmse", "compare", "identification",
+                                     "radius_sweep", "posterior_identification", "disclosure",
+                                     "replicated_uniques", "differencing", "attribute",
+                                     "attribute_known_sweep", "membership"])
 def test_every_measure_warns_and_records_a_repeated_dataset(ce, three, release, measure):
     datasets = [release[0], release[1], release[0].copy()]
     plug = plugin_likelihood(three, ce)
     call = {
         "utility": lambda: br.utility_summary(ce, datasets, progressbar=False, max_order=0),
+        "pmse": lambda: br.pmse(ce, datasets),
+        "compare": lambda: br.compare_estimates(ce, datasets, formula="Income ~ Age"),
+        "radius_sweep": lambda: br.radius_sweep(
+            ce, datasets, known=["Age", "Income"], synthesized=["Income"], radii=[0.05, 0.1],
+            progressbar=False),
+        "posterior_identification": lambda: br.identification_risk(
+            ce, datasets, known=["Age", "Income"], synthesized=["Income"], progressbar=False,
+            match=br.MatchSpec(radius={"Income": 0.1}),
+            replicates=br.PosteriorReplicates(three, n=4, batch_size=2, random_seed=1)),
+        "replicated_uniques": lambda: br.replicated_uniques(ce, datasets, keys=["Age", "Urban"]),
+        "differencing": lambda: br.differencing_check(ce, datasets),
+        "attribute_known_sweep": lambda: br.attribute_known_sweep(
+            ce, datasets, model=plug, known=["Tenure", "Expenditure"], records=[0, 1],
+            progressbar=False, bootstrap=0),
         "identification": lambda: br.identification_risk(
             ce, datasets, known=["Age", "Income"], synthesized=["Income"], progressbar=False,
             match=br.MatchSpec(radius={"Income": 0.1})),
@@ -457,7 +473,10 @@ def test_every_measure_warns_and_records_a_repeated_dataset(ce, three, release, 
         warnings.simplefilter("always")
         res = call()
     assert "DUPLICATE_DATASETS" in [getattr(w.message, "code", None) for w in caught]
-    assert "DUPLICATE_DATASETS" in res.warnings
+    codes = res.attrs["warnings"] if isinstance(res, pd.DataFrame) else res.warnings
+    assert "DUPLICATE_DATASETS" in codes
+    if hasattr(res, "to_dict") and not isinstance(res, pd.DataFrame):
+        assert "DUPLICATE_DATASETS" in json.dumps(res.to_dict(), default=str)
 
 
 def test_a_release_folder_with_a_linked_file_is_refused(ce, release, tmp_path):
