@@ -33,7 +33,6 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._io import atomic_dir, to_jsonable
-from bayes_risk._rng import seed_to_json
 from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
@@ -63,9 +62,7 @@ FORMAT_VERSION = 1
 
 def json_settings(model: Any) -> dict[str, Any]:
     """The model's ``__init__`` settings as JSON (the seed described by ``seed_to_json``)."""
-    params = model.get_params()
-    params["random_seed"] = seed_to_json(params.get("random_seed"))
-    return to_jsonable(params)
+    return to_jsonable(model._release_settings())
 
 
 def save_synthesizer(
