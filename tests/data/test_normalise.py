@@ -98,7 +98,7 @@ def test_record_selections_share_one_check():
 
     y = pd.DataFrame({"a": [1, 2, 3], "b": [1, 1, 2]})
     for check in (lambda r: records_mask(r, 3), lambda r: check_synthesized_records(r, 3),
-                  lambda r: differencing_check(y, [y, y], records=r)):
+                  lambda r: differencing_check(y, [y, y.assign(b=[1, 2, 2])], records=r)):
         with pytest.raises(ValidationError, match="records: index 3 is outside 0..2"):
             check([0, 3])
         with pytest.raises(ValidationError, match="records must be a boolean mask or integer"):
