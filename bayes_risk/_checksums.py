@@ -9,9 +9,11 @@ Table fingerprints, which identify the records whatever file holds them, are in
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+from typing import Any
 
-__all__ = ["file_sha256"]
+__all__ = ["file_sha256", "json_sha256"]
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -33,3 +35,23 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     """
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def json_sha256(obj: Any) -> str:
+    """SHA-256 of a JSON document's content (keys sorted, no white space): the same for any
+    layout of the same values, so that a file can record the checksum of its own other fields
+    (``model.json`` does, under ``"sha256"``).
+
+    Parameters
+    ----------
+    obj : JSON-serialisable object
+        As :func:`json.load` returns it (dicts, lists, strings, numbers, booleans, ``None``).
+
+    Returns
+    -------
+    str
+        64 hexadecimal digits.
+    """
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                      allow_nan=False)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()

@@ -24,6 +24,7 @@ RECORD_FLAGS = (
     "DRAW_DROPPED",
     "TRUTH_OUTSIDE_SUPPORT",
     "ALL_CANDIDATES_IMPOSSIBLE",
+    "RELEASE_IMPOSSIBLE",
     "MC_ERROR_HIGH",
     "CHAINS_DISAGREE",
 )
@@ -46,6 +47,9 @@ MESSAGES: dict[str, str] = {
     "DRAW_DROPPED": "posterior draws with a non-finite log-likelihood were dropped.",
     "TRUTH_OUTSIDE_SUPPORT": "the record's true value is not among its candidates.",
     "ALL_CANDIDATES_IMPOSSIBLE": "every candidate of the record has likelihood zero.",
+    "RELEASE_IMPOSSIBLE": "the model gives the release likelihood zero under the record's "
+    "true value, so the likelihood ratios of its candidates are undefined: the model could "
+    "not have made this release (another model, or a release edited after synthesis).",
     "CHAINS_DISAGREE": "the record's estimate differs between MCMC chains by more than their "
     "Monte Carlo error and by a material amount, two percentage points or a factor 1.2 (see "
     "p_true_chain_min / p_true_chain_max): treat it as unresolved; run longer or more chains, "
@@ -90,6 +94,16 @@ MESSAGES: dict[str, str] = {
     "ROWS_NOT_VERIFIED": "no column of the synthetic data equals the original's row by row, so "
     "the row order of the files cannot be checked: the measures assume that row i of every "
     "dataset is record i of the original.",
+    # provenance: the datasets of a release, the model of a release, a model folder's files
+    "DUPLICATE_DATASETS": "two synthetic datasets of the release hold the same value in every "
+    "record and column (a copy, or a synthesizer that drew the same dataset twice): counted as "
+    "separate draws they overstate m and understate the between-dataset variance.",
+    "MODEL_DIFFERS": "the fitted model is not the one that made the release, and it was used "
+    "as asked (allow_other_model=True, --allow-other-model): the risks are those of this "
+    "model, not necessarily of the release's.",
+    "MODEL_UNVERIFIED": "the model folder was saved by an older bayes-risk without the "
+    "checksums of (some of) its files, so an edit to what they do not cover cannot be "
+    "detected; save it again to record them.",
     "ORIGINAL_UNCONFIRMED": "a synthesized column of the synthetic data shows no row-by-row "
     "association with the original's: the original's column may not be the one the release "
     "was made from, and a risk measured against it would be understated (the check of plain "

@@ -363,6 +363,107 @@ def read_model_meta(path: str | os.PathLike[str]) -> tuple[Path, dict[str, Any]]
     )
 
 
+#: ``model.json``'s field of the checksums of the folder's files (and of its own other fields)
+CHECKSUMS = "sha256"
+
+
+def write_model_json(folder: Path, meta: dict[str, Any]) -> None:
+    """Write ``model.json`` last into a model folder being saved, with the SHA-256 of every
+    other file in it and of its own other fields (``"sha256"``), which :func:`verify_model_folder`
+    checks when the folder is loaded: an edited role, visit sequence or setting, or a replaced
+    posterior, is then refused naming the file instead of making another release."""
+    from bayes_risk._checksums import file_sha256, json_sha256
+    from bayes_risk._io import to_jsonable, write_json
+
+    body = to_jsonable({k: v for k, v in meta.items() if k != CHECKSUMS})
+    sums = {f.name: file_sha256(f) for f in sorted(folder.iterdir())
+            if f.is_file() and f.name != SETTINGS_FILE}
+    sums[SETTINGS_FILE] = json_sha256(body)
+    write_json(folder / SETTINGS_FILE, {**body, CHECKSUMS: sums})
+
+
+def damaged_folder(p: Path, what: str) -> ValidationError:
+    """The error of a model folder whose files are missing, unreadable or changed."""
+    return ValidationError(
+        f"the model folder {str(p)!r} is damaged: {what}; save the model again (or fit it "
+        "again with 'bayes-risk fit').",
+        code="MODEL_DAMAGED",
+    )
+
+
+def verify_model_folder(p: Path, meta: dict[str, Any], *, required: Sequence[str] = (),
+                        legacy: bool = True) -> None:
+    """Check a model folder against the checksums its ``model.json`` records, before anything
+    is read by it.
+
+    Parameters
+    ----------
+    p : Path
+        The folder.
+    meta : dict
+        Its parsed ``model.json``.
+    required : sequence of str
+        Files the folder must hold whatever ``model.json`` says (``MODEL_DAMAGED`` if absent).
+    legacy : bool, default True
+        Whether a folder without checksums can be one written before they were recorded (a
+        Bayesian model): it is then loaded with warning ``MODEL_UNVERIFIED``. Otherwise (a
+        tree synthesizer, whose folders always held the checksums of their arrays and data)
+        it is refused.
+
+    Raises
+    ------
+    ValidationError
+        ``MODEL_DAMAGED``, naming the file that is missing or whose checksum differs (for
+        ``model.json``: a field edited after it was written).
+
+    Warns
+    -----
+    DataWarning
+        ``MODEL_UNVERIFIED``: a folder written by an older bayes-risk, without the checksum of
+        ``model.json`` (or of any file): an edit to what is not covered cannot be detected.
+    """
+    import warnings
+
+    from bayes_risk._checksums import file_sha256, json_sha256
+    from bayes_risk.exceptions import CALLER, DataWarning
+
+    for name in required:
+        if not (p / name).is_file():
+            raise damaged_folder(p, f"{name} is missing")
+    sums = meta.get(CHECKSUMS)
+    if not isinstance(sums, dict) or not all(isinstance(v, str) for v in sums.values()):
+        if sums is not None or not legacy:
+            raise damaged_folder(p, f"{SETTINGS_FILE} has no valid file checksums ({CHECKSUMS!r})")
+        sums = {}
+    unlisted = [n for n in required if sums and n not in sums]
+    if unlisted:
+        raise damaged_folder(p, f"{SETTINGS_FILE} records no checksum of {', '.join(unlisted)}")
+    own = sums.get(SETTINGS_FILE)
+    if own is not None and json_sha256({k: v for k, v in meta.items() if k != CHECKSUMS}) != own:
+        raise damaged_folder(p, f"{SETTINGS_FILE} was edited after it was written (its content no "
+                          f"longer matches the checksum it records under {CHECKSUMS!r})")
+    for name, digest in sums.items():
+        if name == SETTINGS_FILE:
+            continue
+        f = p / name
+        if Path(name).name != name or not f.is_file():
+            raise damaged_folder(p, f"{name} is missing")
+        if file_sha256(f) != digest:
+            raise damaged_folder(p, f"{name} was changed or truncated after it was written (its "
+                              f"SHA-256 differs from the one in {SETTINGS_FILE})")
+    if own is None:
+        covered = [n for n in sums if n != SETTINGS_FILE]
+        warnings.warn(DataWarning(
+            f"the model folder {str(p)!r} was saved by an older bayes-risk without the "
+            f"checksum of {SETTINGS_FILE}"
+            + (f" (only {', '.join(covered)} are checked)" if covered else
+               " or of its other files") + ": an edit to its settings, roles or "
+            "fitted state cannot be detected (MODEL_UNVERIFIED). Once you are satisfied "
+            "that it is intact, save it again to record them: "
+            "bayes_risk.models.load_model(old).save(new).", code="MODEL_UNVERIFIED"),
+            skip_file_prefixes=CALLER)
+
+
 def load_model(path: str | os.PathLike[str]) -> Any:
     """Load a fitted model saved with its ``save(path)`` method.
 

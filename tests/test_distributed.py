@@ -380,6 +380,29 @@ def test_bad_arguments(client, ce):
             pass
 
 
+def test_provenance_on_the_cluster(client, cart_release):
+    """A repeated dataset and a model that did not make the release are found on the client,
+    before any partition is sent: the same codes as in process (issue 46)."""
+    from bayes_risk.models import CARTSynthesizer, plugin_likelihood
+
+    y, model, rel = cart_release
+    copied = [rel[0], rel[1], rel[0].copy()]
+    ident = _quiet(bd.identification_risk, y, copied, known=["Age", "Income"],
+                   synthesized=["Income"], client=client, **CE_KW)
+    sweep = _quiet(bd.radius_sweep, y, copied, known=["Age", "Income"], synthesized=["Income"],
+                   radii=[0.05, 0.1], client=client, **CE_KW)
+    attr = _quiet(bd.attribute_risk, y, copied, model=plugin_likelihood(model, y),
+                  records=[0, 1], client=client, progressbar=False, bootstrap=0)
+    for res in (ident, sweep, attr):
+        assert "DUPLICATE_DATASETS" in res.warnings
+    other = CARTSynthesizer(progressbar=False).fit(y, schema=model.schema_,
+                                                   synthesized=["Income"], random_seed=1)
+    with pytest.raises(ValidationError) as err:
+        _quiet(bd.attribute_risk, y, rel, model=plugin_likelihood(other, y), records=[0, 1],
+               client=client, progressbar=False, bootstrap=0)
+    assert err.value.code == "MODEL_DIFFERS"
+
+
 # ----------------------------------------------------------------------------------------------
 # command line
 # ----------------------------------------------------------------------------------------------

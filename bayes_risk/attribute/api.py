@@ -55,6 +55,7 @@ from bayes_risk.attribute.record_table import (
     ungroup,
 )
 from bayes_risk.attribute.summaries import rank_summary
+from bayes_risk.data.provenance import check_release_model
 from bayes_risk.exceptions import NotSupportedError, ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor
 from bayes_risk.results.attribute import AttributeRiskResult
@@ -104,6 +105,7 @@ def attribute_risk(
     random_seed: RandomSeed = None,
     progressbar: bool = True,
     executor: Any = None,
+    allow_other_model: bool = False,
 ) -> AttributeRiskResult:
     """Attribute disclosure risk of every (or selected) confidential record (Hu 2019).
 
@@ -220,6 +222,12 @@ def attribute_risk(
         ``partition_size`` records (default 256). The validation, the
         augmented fits and the assembly of the result run in this process either way
         (see also :func:`bayes_risk.distributed.attribute_risk`).
+    allow_other_model : bool, default False
+        Go on when ``model`` is not the model that made the release (its manifest records the
+        identity of the model that made it; plain files are compared with the columns and
+        records the model releases unchanged: user guide, Provenance): the risks are then
+        those of ``model``, with warning ``MODEL_DIFFERS``. By default such a model is refused
+        (``MODEL_DIFFERS``).
 
     Returns
     -------
@@ -238,7 +246,8 @@ def attribute_risk(
     Raises
     ------
     ValidationError
-        For inconsistent inputs (naming the argument).
+        For inconsistent inputs (naming the argument); ``MODEL_DIFFERS`` for a model that did
+        not make the release; ``DUPLICATE_DATASETS`` for a release holding a dataset twice.
     NotSupportedError
         (a ``NotImplementedError``) For scenarios other than worst case / partially known /
         empty (methods, The intruder's posterior), and for class O models that do not supply
@@ -251,8 +260,9 @@ def attribute_risk(
     Reiter, J. P., Wang, Q. & Zhang, B. (2014). Bayesian estimation of disclosure risks for
     multiply imputed, synthetic data. Journal of Privacy and Confidentiality 6(1).
     """
+    provenance = check_release_model(model, synthetic, original, allow=allow_other_model)
     if scenario == "two_records" or pairs is not None:
-        return _two_records(
+        return provenance.note(synthetic=synthetic, result=_two_records(
             original, synthetic, model=model, records=records, pairs=pairs, scenario=scenario,
             known=known, executor=executor, progressbar=progressbar,
             options=dict(
@@ -262,11 +272,12 @@ def attribute_risk(
                 chunk_size=chunk_size, bootstrap=bootstrap, random_seed=random_seed,
                 refit_draws=refit_draws,
             ),
-        )
+        ))
     if scenario == "empty":
         _check_low_risk_options(candidates, known, estimator, augmented, draw_indices, psis, compat,
                                 refit_draws)
-        return low_risk_attribute_risk(model, original, synthetic, records, prior=prior)
+        return provenance.note(low_risk_attribute_risk(model, original, synthetic, records,
+                                                       prior=prior), synthetic)
     plan = prepare(
         model,
         original,
@@ -299,7 +310,7 @@ def attribute_risk(
         progressbar=progressbar,
         description="attribute risk (partitions)",
     )
-    return _assemble.assemble(plan, merge_outputs(outputs))
+    return provenance.note(_assemble.assemble(plan, merge_outputs(outputs)), synthetic)
 
 
 def _two_records(

@@ -42,6 +42,7 @@ from bayes_risk._lattice import (
 from bayes_risk._progress import progress
 from bayes_risk.attribute.api import KHAT_TOLERANCE, attribute_risk
 from bayes_risk.attribute.prepare import prepare
+from bayes_risk.data.provenance import check_release_model
 from bayes_risk.data.schema import CATEGORICAL_TYPES
 from bayes_risk.exceptions import CALLER, BayesRiskWarning, ValidationError, interruptible
 from bayes_risk.results.knowledge import ATTRIBUTE_SWEEP_MEASURES, KnowledgeSweepResult
@@ -57,7 +58,7 @@ _OPTIONS: dict[str, Any] = {
     "candidates": "one-variable", "prior": "uniform", "estimator": "auto", "augmented": None,
     "draw_indices": None, "refit_draws": None, "psis": False, "khat": "all",
     "khat_rule": "material", "khat_tolerance": KHAT_TOLERANCE, "is_diagnostics": True,
-    "compat": None, "chunk_size": 256, "bootstrap": 200,
+    "compat": None, "chunk_size": 256, "bootstrap": 200, "allow_other_model": False,
 }
 
 
@@ -125,7 +126,8 @@ def attribute_known_sweep(
     **kwargs
         Further arguments of ``attribute_risk`` (``candidates``, ``prior``, ``estimator``,
         ``augmented``, ``draw_indices``, ``refit_draws``, ``psis``, ``khat``, ``khat_rule``,
-        ``khat_tolerance``, ``is_diagnostics``, ``compat``, ``chunk_size``, ``bootstrap``).
+        ``khat_tolerance``, ``is_diagnostics``, ``compat``, ``chunk_size``, ``bootstrap``,
+        ``allow_other_model``).
 
     Returns
     -------
@@ -194,6 +196,8 @@ def attribute_known_sweep(
         )
     planned = planned_subsets(cands, int(max_size), max_subsets)
     options = {k: kwargs.get(k, v) for k, v in _OPTIONS.items()}
+    if not options["allow_other_model"]:  # refused before the refits (each subset checks too)
+        check_release_model(model, synthetic, original)
     seed = one_seed(random_seed)
     sweep = _AttributeSweep(original, synthetic, model, cands, records, options, seed,
                             executor, progressbar)
@@ -306,7 +310,8 @@ class _AttributeSweep:
             self.warn_subsets.setdefault(code, []).append(subset_label(s, self.cands))
         if not self.settings:
             self.settings = {k: res.settings.get(k) for k in
-                             ("estimator", "prior", "candidates", "n_draws", "m", "bootstrap")
+                             ("estimator", "prior", "candidates", "n_draws", "m", "bootstrap",
+                              "model_check")
                              if k in res.settings}
         if s == frozenset(self.cands):
             self.results[s] = res
@@ -324,7 +329,7 @@ def shared_refits(original: pd.DataFrame, synthetic: Any, *, model: Any, records
         raise ValidationError(f"unknown argument(s) for shared_refits: {unknown}.",
                               code="INVALID_ARGUMENT")
     o = {k: v for k, v in {**_OPTIONS, **options}.items()
-         if k not in ("draw_indices", "augmented")}
+         if k not in ("draw_indices", "augmented", "allow_other_model")}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         plan = prepare(model, original, synthetic, records, scenario="worst_case", known=None,

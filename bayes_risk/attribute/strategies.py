@@ -89,6 +89,11 @@ class PlugIn(EstimatorStrategy):
             llk = np.where(unk, -np.inf, pl.sum(axis=0))
             out.skip(i, g)
             out.loglik[i] = llk
+            if np.isnan(llk).any():
+                # a ratio to a truth under which the release has likelihood zero: the model
+                # could not have made this release (another model, an edited release)
+                out.flags[i].append("RELEASE_IMPOSSIBLE")
+                continue
             if not np.any(np.isfinite(llk)):
                 out.flags[i].append("ALL_CANDIDATES_IMPOSSIBLE")
                 continue

@@ -79,6 +79,7 @@ def audit(
     membership_selection: Any = None,
     weights: str | None = None,
     linkability_columns: tuple[Sequence[str], Sequence[str]] | None = None,
+    allow_other_model: bool = False,
 ) -> AuditResult:
     """Audit a synthetic release: utility, identification, attribute and empirical risk.
 
@@ -200,6 +201,11 @@ def audit(
         The columns of the intruder's two tables in the attacks step's linkability attack
         (default: the ``known`` columns and the other columns; when every column is known,
         linkability is not run).
+    allow_other_model : bool, default False
+        Go on when ``model`` is not the model that made the release (user guide, Provenance):
+        the attribute, membership and posterior identification steps then measure that
+        model's risks, with warning ``MODEL_DIFFERS`` on their lines. By default such a model
+        is refused before the first step (``MODEL_DIFFERS``).
 
     Returns
     -------
@@ -237,6 +243,7 @@ def audit(
         pmse_method=pmse_method, max_order=max_order, known_sweep=known_sweep,
         imputed=imputed, membership_selection=membership_selection,
         linkability_columns=linkability_columns,
+        allow_other_model=allow_other_model,
     )
     _record_weights(plan, weights)
     root = Path(out) if out is not None else None
@@ -389,8 +396,10 @@ def _preflight(ctx: Any) -> None:
                                                        synthesized=plan.synthesized))
         attribute = "attribute" not in plan.skip and plan.attribute_source is not None
         posterior = "posterior_identification" not in plan.skip and bool(plan.known_synthesized)
+        membership = "membership" not in plan.skip and ctx.holdout is not None
         users = [n for n, use in (("attribute", attribute), ("posterior_identification",
-                                                             posterior)) if use]
+                                                             posterior),
+                                  ("membership", membership and ctx.model is not None)) if use]
         try:
             if users and ctx.model is not None:
                 st._loaded_model(ctx)

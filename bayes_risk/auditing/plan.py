@@ -231,6 +231,9 @@ class AuditPlan:
     #: (``linkability_columns=`` / ``--linkability``; default: the known columns and the others;
     #: ``None``: none left, linkability not run)
     linkability_columns: tuple[list[str], list[str]] | None = None
+    #: go on with a fitted model that did not make the release (``allow_other_model=`` /
+    #: ``--allow-other-model``): its steps then carry warning ``MODEL_DIFFERS``
+    allow_other_model: bool = False
     settings: list[Setting] = field(default_factory=list)
     #: the synthesized columns that are numeric (CART's smoothing applies to them)
     numeric_synthesized: list[str] = field(default_factory=list)

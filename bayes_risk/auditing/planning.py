@@ -184,7 +184,7 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
                skip=None, sweep_unsynthesized=False, known_sweep=False,
                combining_rules="auto", pmse_method="logit", max_order=1,
                imputed="auto", membership_selection=None,
-               linkability_columns=None) -> AuditPlan:
+               linkability_columns=None, allow_other_model=False) -> AuditPlan:
     """Resolve every setting (see :func:`audit`) and record where it came from.
 
     Every argument every step reads is checked here, before any step runs."""
@@ -261,6 +261,11 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
                  "how the records of a release that synthesizes selected records were "
                  "selected; members left unsynthesized are released whole (P(member) = 1)")
     plan.linkability_columns, link_src = _plan_linkability(linkability_columns, known, sch)
+    if allow_other_model:
+        plan.allow_other_model = True
+        plan.add("release", "model", "allowed not to be the one that made the release",
+                 "given", "the steps that use the fitted model measure its risks, with warning "
+                 "MODEL_DIFFERS when it did not make the release")
     plan.releases_donor_values, plan.smoothing_option = _release_capabilities(syn)
     # partial synthesis as the utility step's pMSE reads it: some, not all, columns synthesized
     partial = 0 < len(syn_cols) < len(sch.names)

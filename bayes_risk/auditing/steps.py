@@ -457,7 +457,8 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
         return StepOutcome(name=name, status="skipped",
                            reason=f"{why}; the identification step uses the m released "
                            "datasets as replicates.")
-    pr = PosteriorReplicates(model, random_seed=p.random_seed, **AUDIT_REPLICATES)
+    pr = PosteriorReplicates(model, random_seed=p.random_seed,
+                             allow_other_model=p.allow_other_model, **AUDIT_REPLICATES)
     with named_run(f"posterior replicates pooled, {_radius_label(p.radius)}"):
         res = identification_risk(ctx.original, ctx.synthetic, known=list(p.known),
                                   synthesized=list(p.known_synthesized), schema=ctx.schema,
@@ -496,6 +497,10 @@ def _loaded_model(ctx: StepContext) -> Any:
             f"model: the original is not the table the model was fitted to ({problem}).",
             code="ORIGINAL_DIFFERS",
         )
+    if not ctx.plan.allow_other_model:  # allowed: each step's measure warns MODEL_DIFFERS
+        from bayes_risk.data.provenance import check_release_model
+
+        check_release_model(model, ctx.synthetic, ctx.original)
     if not ctx.progressbar and hasattr(model, "progressbar"):
         model.progressbar = False
     return model
@@ -538,7 +543,8 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     spec = _candidates(ctx, p.synthesized)
     opts: dict[str, Any] = dict(candidates=spec, prior="uniform",
                                 estimator=p.attribute_estimator, refit_draws=p.refit_draws,
-                                random_seed=p.random_seed)
+                                random_seed=p.random_seed,
+                                allow_other_model=p.allow_other_model)
     # known_sweep=True: the synthesized known columns, some of the record's own values the
     # intruder may know (at least one synthesized column left to guess)
     ks_cols = [c for c in p.known if c in p.synthesized] if p.known_sweep else []
@@ -649,7 +655,8 @@ def membership_step(ctx: StepContext) -> StepOutcome:
                           population=0, threshold=ctx.plan.thresholds.membership_probability,
                           selection=ctx.plan.membership_selection,
                           augmented=shared, progressbar=ctx.progressbar,
-                          random_seed=ctx.plan.random_seed)
+                          random_seed=ctx.plan.random_seed,
+                          allow_other_model=ctx.plan.allow_other_model)
     summary = res.to_dict()
     summary["refits"] = ("the attribute step's (one per dataset, shared)" if shared is not None
                          else "its own (one per dataset)")

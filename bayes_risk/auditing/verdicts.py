@@ -48,10 +48,11 @@ CAVEATS: dict[str, tuple[str, ...]] = {
     "identification": ("IPF_NOT_CONVERGED", "F_BELOW_ONE", "ORIGINAL_UNCONFIRMED",
                        "ROWS_NOT_VERIFIED"),
     "attribute": ("RHAT_HIGH", "LOW_ESS", "TRUNCATION_TOO_SMALL", "H_TOO_SMALL",
-                  "APPROXIMATE_NONPARAMETRIC", "REGIMES_DISAGREE", "RISK_BY_REGIME"),
+                  "APPROXIMATE_NONPARAMETRIC", "REGIMES_DISAGREE", "RISK_BY_REGIME",
+                  "MODEL_DIFFERS"),
     "DiSCO": ("TARGET_MOSTLY_UNIQUE",),
     "membership": ("MEMBERSHIP_FLAGGED", "H_TOO_SMALL", "RHAT_HIGH", "LOW_ESS",
-                   "APPROXIMATE_POSTERIOR"),
+                   "APPROXIMATE_POSTERIOR", "MODEL_DIFFERS"),
     # read off the line's own row of the attack's table (attacks_lines), not the result's codes
     "attacks": ("FEW_SINGLING_OUT_QUERIES", "ATTACK_NOT_BETTER_THAN_BASELINE",
                 "CONTROL_SIZE_CORRECTION"),

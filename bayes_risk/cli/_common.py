@@ -24,6 +24,7 @@ __all__ = [
     "add_quiet_argument",
     "add_out_argument",
     "add_original_check_argument",
+    "add_other_model_argument",
     "check_model_original",
     "check_required",
     "RECORDS_NOTE",
@@ -70,6 +71,19 @@ def add_original_check_argument(p: argparse.ArgumentParser, what: str = "SYN") -
         help=f"accept an ORIGINAL that is not the table {what} was made from (its fingerprint, "
         "recorded by 'bayes-risk synthesize' and 'fit', differs: a shuffled, re-sorted or other "
         "table); the run goes on and records warning ORIGINAL_DIFFERS in summary.json",
+    )
+
+
+def add_other_model_argument(p: argparse.ArgumentParser) -> None:
+    """``--allow-other-model``: use a ``--model`` that did not make the release SYN, with a
+    warning instead of an error."""
+    p.add_argument(
+        "--allow-other-model",
+        action="store_true",
+        help="accept a --model that is not the one that made SYN (the release's manifest "
+        "records the model that made it; plain files are compared with the columns and records "
+        "the model releases unchanged); the risks are then those of --model, and the run "
+        "records warning MODEL_DIFFERS in summary.json",
     )
 
 

@@ -223,7 +223,7 @@ def _run_largest_value(
         kw["data"] = original  # an MP model in marginal mode does not keep the data
     pieces = model.largest_value_loglik(
         args.column, synthetic, scenario="worst_case" if scenario == "largest_value" else scenario,
-        total_known=args.total_known, **kw,
+        total_known=args.total_known, allow_other_model=args.allow_other_model, **kw,
     )
     post, loglik = largest_value_posterior(pieces)
     truth = float(pieces.candidates[pieces.g0])
@@ -276,6 +276,10 @@ def run(args: argparse.Namespace) -> int:
     scenario = _scenario(args)
     _check_known_sweep(args, scenario)
     model = _model(args, original, synthetic)
+    if not args.allow_other_model:  # refused before any refit; allowed: each measure warns
+        from bayes_risk.data.provenance import check_release_model
+
+        check_release_model(model, synthetic, original)
     if scenario in ("largest_value", "second_largest", "two_largest_sum"):
         return _run_largest_value(args, scenario, model, original, synthetic)
     records = parse_records(args.records, len(original))
@@ -306,6 +310,7 @@ def run(args: argparse.Namespace) -> int:
             candidates=candidates, prior=args.prior, estimator=args.estimator,
             refit_draws=args.refit_draws, psis=args.psis, khat=args.khat,
             bootstrap=args.bootstrap, chunk_size=args.chunk_size, random_seed=args.random_seed,
+            allow_other_model=args.allow_other_model,
         )
         opts.update(shared)
         result = risk(

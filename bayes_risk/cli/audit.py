@@ -129,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
                  else read_records_table(args.holdout, "--holdout", missing_labels(args))),
         membership_selection=args.membership_selection, weights=args.weights,
         linkability_columns=_linkability(args.linkability),
+        allow_other_model=args.allow_other_model,
     )
     done: list = []
     # the zip of the whole folder, made once summary.json is complete: the one file to send

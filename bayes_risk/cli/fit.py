@@ -169,6 +169,7 @@ def _fit_direct(
     lines = [
         f"fitted {args.method} to {len(df)} records x {len(df.columns)} columns",
         f"synthesized columns: {', '.join(map(str, synthesized))}",
+        *_model_id_line(model),
         "the model folder holds the confidential data: keep it as confidential as the data",
     ]
     print_summary(lines, args.out)
@@ -235,6 +236,7 @@ def _summary_lines(args: argparse.Namespace, model: Any, df: Any, schema: Any) -
            "sweeps per chain" if conv.get("rounds", 1) > 1 else "")
         + ")",
         f"synthesized columns: {', '.join(map(str, synthesized))}",
+        *_model_id_line(model),
     ]
     q = conv["quantities"]
     rhat = [v["rhat"] for v in q.values() if _finite(v["rhat"])]
@@ -259,6 +261,15 @@ def _summary_lines(args: argparse.Namespace, model: Any, df: Any, schema: Any) -
         lines.append(f"convergence FAILED for the {args.method} fit: "
                      + checks_headline(conv["failed_checks"], where="convergence.json"))
     return lines
+
+
+def _model_id_line(model: Any) -> list[str]:
+    """The model's identity, which every release it makes records (one line, or none)."""
+    from bayes_risk.data.provenance import model_id
+
+    mid = model_id(model)
+    return [] if mid is None else [f"model id: {mid[:16]} (recorded in model.json and in the "
+                                   "manifest of every release it makes)"]
 
 
 def _finite(x: Any) -> bool:

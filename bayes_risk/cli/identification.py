@@ -356,7 +356,8 @@ def _posterior_replicates(args: argparse.Namespace, original, syn):
     from bayes_risk.exceptions import ValidationError
 
     given = [f for f, d in (("--replicates", "auto"), ("--view", "agency"),
-                            ("--mcse-tol", 0.01), ("--max-replicates", 2000))
+                            ("--mcse-tol", 0.01), ("--max-replicates", 2000),
+                            ("--allow-other-model", False))
              if getattr(args, f[2:].replace("-", "_")) != d]
     if args.model is None:
         if given:
@@ -400,5 +401,6 @@ def _posterior_replicates(args: argparse.Namespace, original, syn):
     return PosteriorReplicates(model, n=n, view=args.view, mcse_tol=args.mcse_tol,
                                max_replicates=args.max_replicates,
                                min_replicates=min(500, args.max_replicates),
-                               random_seed=args.random_seed)
+                               random_seed=args.random_seed,
+                               allow_other_model=args.allow_other_model)
 

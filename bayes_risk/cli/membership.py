@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         bootstrap=args.bootstrap,
         progressbar=not args.quiet,
         random_seed=args.random_seed,
+        allow_other_model=args.allow_other_model,
     )
     summary = result.to_dict()
     summary["inputs"] = {

@@ -215,4 +215,7 @@ def _print_summary(args: argparse.Namespace, syn) -> None:
     if syn.synthesized_records is not None:
         lines.append(f"records synthesized: {int(syn.synthesized_records.sum())}")
     lines.append(f"random seed: {syn.random_seed} (recorded in manifest.json)")
+    if syn.model_id is not None:
+        lines.append(f"model id: {syn.model_id[:16]} (the fitted model that made it; recorded "
+                     "in manifest.json, checked against any --model given with this release)")
     print_summary(lines, args.out)

@@ -24,8 +24,8 @@ import pandas as pd
 
 from bayes_risk.exceptions import CALLER, DataWarning, SchemaError
 
-__all__ = ["check_rows_aligned", "comparable_values", "row_association", "same_multiset",
-           "unchanged_column_error", "unconfirmed_columns", "warn_unconfirmed"]
+__all__ = ["check_rows_aligned", "comparable_values", "equal_values", "row_association",
+           "same_multiset", "unchanged_column_error", "unconfirmed_columns", "warn_unconfirmed"]
 
 _MISSING = "\x00NA"
 #: a column with at least this many distinct values holding exactly the original's values in
@@ -66,7 +66,9 @@ def _values_like(col: pd.Series, original: pd.Series, original_values: np.ndarra
     return comparable_values(col)
 
 
-def _equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def equal_values(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise equality of two :func:`comparable_values` arrays (missing equals missing;
+    numbers against text compared as text)."""
     if a.dtype.kind == "f" and b.dtype.kind == "f":
         return (a == b) | (np.isnan(a) & np.isnan(b))
     if a.dtype.kind == "f" or b.dtype.kind == "f":  # numbers against text: compare as text
@@ -154,7 +156,7 @@ def check_rows_aligned(
     varies = {c: len(pd.unique(orig[c])) > 1 for c in cols}
     equal = set(cols)
     for l, z in enumerate(datasets, start=1):
-        eqs = {c: _equal(orig[c], _values_like(z[c], original[c], orig[c])) for c in cols}
+        eqs = {c: equal_values(orig[c], _values_like(z[c], original[c], orig[c])) for c in cols}
         differ = [c for c in cols if not eqs[c].all()]
         equal -= set(differ)
         if declared and differ:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bayes_risk.data.provenance import check_distinct_files
 from bayes_risk.data.synthetic import MANIFEST_NAME, SyntheticData
 from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError
 
@@ -467,6 +468,7 @@ def read_synthetic(
                 f"{str(p)!r} is a folder; give either one SyntheticData folder or data files.",
                 code="NOT_A_RELEASE",
             )
+    check_distinct_files(paths)  # a file given twice, or a link to another's
     # each file's unsynthesized columns are shared with ``like`` as soon as it is read
     labels = {c: v for c, v in (missing_labels or {}).items()}
 

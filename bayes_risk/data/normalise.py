@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.data.fingerprint import check_original
+from bayes_risk.data.provenance import check_distinct_datasets
 from bayes_risk.data.schema import Schema, check_column_labels
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import ValidationError
@@ -74,6 +75,13 @@ def as_synthetic_list(
         Any other type, an element that is not a DataFrame, or an empty list.
     SchemaError
         ``ORIGINAL_DIFFERS``: ``original`` is not the table the release was made from.
+
+    Warns
+    -----
+    DataWarning
+        ``DUPLICATE_DATASETS``: two datasets are identical (a copy, or a synthesizer that
+        drew the same dataset twice: :func:`~bayes_risk.data.provenance.check_distinct_datasets`;
+        each measure adds the code to its result's warnings).
     """
     if original is not None:
         check_column_labels(original)
@@ -82,6 +90,8 @@ def as_synthetic_list(
     if isinstance(synthetic, SyntheticData):
         if original is not None:
             check_original(original, synthetic, row_order=row_order)
+        files = (synthetic.extra or {}).get("files")
+        check_distinct_datasets(synthetic.datasets, files if isinstance(files, list) else None)
         return SyntheticInput(list(synthetic.datasets), synthetic)
     if isinstance(synthetic, pd.DataFrame):
         check_column_labels(synthetic, "synthetic dataset 1")
@@ -98,6 +108,7 @@ def as_synthetic_list(
                     f"synthetic dataset {l} must be a pandas DataFrame. Got {type(z).__name__}."
                 )
             check_column_labels(z, f"synthetic dataset {l}")
+        check_distinct_datasets(out)
         return SyntheticInput(out, None)
     raise ValidationError(
         f"{argument} must be a DataFrame, a list of DataFrames or a SyntheticData. "

@@ -1,8 +1,9 @@
 """The :class:`SyntheticData` container: m released tables plus their provenance.
 
 Saved as a folder holding one Parquet file per dataset (``syn_001.parquet`` …) and a JSON
-manifest (method, settings, seed, posterior draw index, schema, synthesized-record flags), written
-atomically: the folder appears complete or not at all.
+manifest (method, settings, seed, posterior draw index, schema, synthesized-record flags, the
+fingerprint of the original and the identity of the model that made it), written atomically:
+the folder appears complete or not at all.
 """
 
 from __future__ import annotations
@@ -115,6 +116,13 @@ class SyntheticData:
         cells (methods, Utility of an imputing release). ``[]``: nothing imputed (missing
         values are synthesized as such, as CART and random forests do); ``None``: not
         recorded (inferred by the utility measures, with a warning).
+    model_id : str, optional
+        The identity of the fitted model that made the release
+        (:func:`bayes_risk.data.provenance.model_id`: a SHA-256 of its settings, roles and
+        fitted parameters), set by the package's synthesizers; every measure given a model
+        beside this release refuses another model (``MODEL_DIFFERS``) unless told to go on
+        (``allow_other_model=True``). ``None``: not recorded (plain files, a release written
+        before it was kept, or made elsewhere).
 
     Examples
     --------
@@ -136,6 +144,7 @@ class SyntheticData:
     generation: str | None = None
     proper: bool | None = None
     imputed_columns: list[str] | None = None
+    model_id: str | None = None
     #: ``"error"``: a different original is refused; ``"warn"``: it is used, with a warning
     original_check: str = field(default="error", compare=False, repr=False)
 
@@ -180,6 +189,11 @@ class SyntheticData:
                     f"imputed_columns names {unknown}, not columns of the datasets ({cols}).",
                     code="UNKNOWN_COLUMN")
             self.imputed_columns = list(self.imputed_columns)
+        if self.model_id is not None and not (
+                isinstance(self.model_id, str) and len(self.model_id) == 64):
+            raise ValidationError(
+                f"model_id must be a SHA-256 (64 hexadecimal digits) or None. "
+                f"Got {self.model_id!r}.")
         if self.draw_index is not None:
             self.draw_index = [int(h) for h in self.draw_index]
             if len(self.draw_index) != len(self.datasets):
@@ -253,6 +267,8 @@ class SyntheticData:
             "imputed_columns": self.imputed_columns,
             # a hash of the encoded original (never the data): checks the original later
             "original_fingerprint": self.original_fingerprint,
+            # the identity of the model that made it: checks a model given beside it later
+            "model_id": self.model_id,
         }
 
     def save(self, path: str | os.PathLike[str], *, csv: bool = False) -> Path:
@@ -286,7 +302,8 @@ class SyntheticData:
         Raises
         ------
         ValidationError
-            If the folder or its manifest is missing or malformed.
+            If the folder or its manifest is missing or malformed; ``DUPLICATE_DATASETS`` if
+            two of its dataset files are the same file (a link to another's).
         """
         p = Path(path)
         man = read_json(
@@ -299,6 +316,9 @@ class SyntheticData:
                 code="NOT_A_RELEASE",
             )
         check_manifest(man, p)
+        from bayes_risk.data.provenance import check_distinct_files
+
+        check_distinct_files([p / f for f in man["files"]])  # a link to another dataset's file
         datasets = []
         for fname in man["files"]:
             f = p / fname
@@ -328,6 +348,7 @@ class SyntheticData:
             generation=man.get("generation"),
             proper=man.get("proper"),
             imputed_columns=man.get("imputed_columns"),
+            model_id=man.get("model_id"),
         )
 
     def equals(self, other: SyntheticData) -> bool:
@@ -379,6 +400,9 @@ _MANIFEST_FIELDS: dict[str, tuple[Any, str, bool]] = {
                    "one of " + ", ".join(repr(g) for g in GENERATION_SCHEMES), False),
     "proper": (lambda x: isinstance(x, bool), "true or false", False),
     "imputed_columns": (_is_str_list, "a list of column names", False),
+    "model_id": (lambda x: isinstance(x, str) and len(x) == 64
+                 and all(ch in "0123456789abcdef" for ch in x), "a SHA-256 (64 hexadecimal "
+                 "digits)", False),
 }
 
 

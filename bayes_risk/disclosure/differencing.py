@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.data.alignment import comparable_values
+from bayes_risk.data.provenance import check_distinct_datasets
 from bayes_risk.data.validate import record_mask
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.results.differencing import DifferencingResult
@@ -84,6 +85,12 @@ def differencing_check(
     -------
     DifferencingResult
 
+    Warns
+    -----
+    DataWarning
+        ``DUPLICATE_DATASETS`` when two implicates are identical (also in the result's
+        ``warnings``).
+
     Examples
     --------
     >>> import pandas as pd
@@ -94,6 +101,7 @@ def differencing_check(
     (1, ['a'], 0.5)
     """
     sets = _datasets(synthetic)
+    dups = check_distinct_datasets(sets)  # a copy of an implicate hides nothing
     n, m = len(sets[0]), len(sets)
     cols = list(columns) if columns is not None else list(sets[0].columns)
     for j, z in enumerate(sets):
@@ -134,4 +142,5 @@ def differencing_check(
     else:
         selected, source = None, None
     return DifferencingResult(m=m, n_records=n, varies=varies, changed=changed,
-                              selected=selected, selection_source=source)
+                              selected=selected, selection_source=source,
+                              duplicates=bool(dups))

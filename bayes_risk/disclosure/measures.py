@@ -44,6 +44,7 @@ import pandas as pd
 
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.normalise import as_synthetic_list
+from bayes_risk.data.provenance import duplicate_codes
 from bayes_risk.data.schema import Schema
 from bayes_risk.disclosure._encode import (
     MISSING_LABEL,
@@ -551,7 +552,7 @@ def disclosure_measures(
     for c in ("n_over_denom_lim", "n_excluded_original", "n_excluded_synthetic"):
         diag[c] = diag[c].astype(np.int64)
 
-    codes: list[str] = []
+    codes: list[str] = duplicate_codes(datasets)  # warned by as_synthetic_list
     n_levels = int(len(np.unique(tvar.orig)))
     if tvar.kind == "numeric" and n_levels > 0.5 * len(tvar.orig) and n_levels > 20:
         codes.append("TARGET_MOSTLY_UNIQUE")
@@ -657,4 +658,6 @@ def replicated_uniques(
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     carried = None if source is None else source.schema
     sub = resolve_inputs(original, datasets, carried, schema, categorical, keys)
-    return _replicated(original, datasets, keys, sub, compat == "synthpop")
+    res = _replicated(original, datasets, keys, sub, compat == "synthpop")
+    res.warnings.extend(duplicate_codes(datasets))  # warned by as_synthetic_list
+    return res

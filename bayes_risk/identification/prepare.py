@@ -19,6 +19,7 @@ import pandas as pd
 from bayes_risk.data.alignment import check_rows_aligned
 from bayes_risk.data.missing import mask_missing_codes, missing_mask
 from bayes_risk.data.normalise import as_synthetic_list
+from bayes_risk.data.provenance import duplicate_codes
 from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, infer_schema
 from bayes_risk.data.validate import validate_table
 from bayes_risk.exceptions import SchemaError, ValidationError
@@ -32,6 +33,7 @@ from bayes_risk.identification.plan import (
     ReplicateSource,
     RunSettings,
 )
+from bayes_risk.warning_codes import message
 
 __all__ = ["prepare", "known_columns", "inferred_synthesized", "COMPAT_MODES", "MISSING_KNOWN",
            "parse_strategy"]
@@ -433,6 +435,8 @@ def prepare(
     if targets is not None and isinstance(targets, pd.DataFrame):
         targets = mask_missing_codes(targets, sk.missing_codes)
     warn: dict[str, str] = {}
+    if duplicate_codes(datasets):  # warned by as_synthetic_list: kept among the run's warnings
+        warn["DUPLICATE_DATASETS"] = message("DUPLICATE_DATASETS")
     if replicates is None:
         rep_s, sk = released_replicates(original, datasets, known_us, known, sk)
         check_rows_aligned(original, datasets, source, synthesized=known_s, record=warn)

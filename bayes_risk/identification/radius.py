@@ -142,6 +142,7 @@ def radius_sweep(
         risk_star=best,
         argmax=arg,
         settings=settings,
+        warnings=list(plan.warnings),
     )
 
 

@@ -27,6 +27,7 @@ import pandas as pd
 from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, child_sequence, seed_sequence
 from bayes_risk.data.normalise import as_synthetic_list
+from bayes_risk.data.provenance import check_release_model
 from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import BayesRiskWarning, ValidationError
 from bayes_risk.executors import InProcessExecutor, shared_once
@@ -91,6 +92,10 @@ class PosteriorReplicates:
         minimum gives the jackknife 10 groups before its standard error may stop the run.
     random_seed : RandomSeed
         Seed of the replicates (and of the intruder's refits).
+    allow_other_model : bool, default False
+        Go on when ``model`` is not the model that made the release it is used with (user
+        guide, Provenance): the risks are then those of ``model``'s posterior predictive, with
+        warning ``MODEL_DIFFERS``. By default such a model is refused (``MODEL_DIFFERS``).
     """
 
     model: Any
@@ -104,6 +109,7 @@ class PosteriorReplicates:
     min_replicates: int = 500
     max_replicates: int = 2000
     random_seed: RandomSeed = None
+    allow_other_model: bool = False
 
     def __post_init__(self) -> None:
         name = type(self.model).__name__
@@ -406,6 +412,9 @@ def run_posterior(
     empty = isinstance(synthetic, (list, tuple)) and not synthetic
     datasets = ([] if empty else
                 as_synthetic_list(synthetic, allow_none=True, original=original).datasets)
+    provenance_warnings: dict[str, str] = {}
+    provenance = check_release_model(pr.model, None if empty else synthetic, original,
+                                     allow=pr.allow_other_model, record=provenance_warnings)
     auto = pr.n == "auto"
     R_max = int(pr.max_replicates) if auto else int(pr.n)
     job = BatchJob(models=pr._models(datasets, seq), columns=ks, seq=seq,
@@ -414,6 +423,8 @@ def run_posterior(
     points = _checkpoints(n_batches)
     plan = prepare(original, synthetic, known_unsynthesized, ks, replicates=job.replicates(0),
                    **options)
+    plan.warnings.update(provenance_warnings)
+    plan.settings.extra["model_check"] = provenance.how
     job.recode = Recoder.make(plan)
     if job.recode is None:
         job.inputs = (original, synthetic, known_unsynthesized, options)

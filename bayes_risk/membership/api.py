@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator
+from bayes_risk.data.provenance import check_release_model
 from bayes_risk.exceptions import NotSupportedError, ValidationError
 from bayes_risk.membership import dcr as _dcr
 from bayes_risk.membership import estimator as _est
@@ -165,6 +166,7 @@ def membership_risk(
     bootstrap: int = 200,
     progressbar: bool = True,
     random_seed: RandomSeed = None,
+    allow_other_model: bool = False,
 ) -> MembershipRiskResult:
     """Membership disclosure risk: the intruder's posterior probability that a record was in the
     confidential data (methods, Membership disclosure risk; Hu 2019, §4.4).
@@ -252,6 +254,12 @@ def membership_risk(
         does (user guide, Attribute risk, Cost of the refits); ``False`` silences them.
     random_seed : int, Generator or None
         Seeds the refits, the look-alikes, the non-members' slots and the bootstrap.
+    allow_other_model : bool, default False
+        Go on when ``model`` is not the model that made the release (user guide, Provenance):
+        the ratios are then those of ``model``'s release, with warning ``MODEL_DIFFERS``. By
+        default such a model is refused (``MODEL_DIFFERS``): a model of fewer synthesized
+        columns scores the others as released unchanged, another fit's draws stand for the
+        release's.
 
     Returns
     -------
@@ -267,7 +275,8 @@ def membership_risk(
         the model was never fitted with (``UNKNOWN_LEVEL``).
     ValidationError
         Invalid options (naming the argument); ``BAD_SELECTION_RULE``,
-        ``MEMBERSHIP_SELECTION_MISMATCH``.
+        ``MEMBERSHIP_SELECTION_MISMATCH``; ``MODEL_DIFFERS`` (a model that did not make the
+        release); ``DUPLICATE_DATASETS`` (a release holding a dataset twice).
 
     Examples
     --------
@@ -276,6 +285,7 @@ def membership_risk(
     """
     rule = _selection.as_selection(selection)
     check_model(model, selection=rule)
+    provenance = check_release_model(model, synthetic, original, allow=allow_other_model)
     if _trees.is_tree_model(model):
         if augmented is not None:
             raise ValidationError("augmented applies to models with posterior draws; a CART "
@@ -286,12 +296,12 @@ def membership_risk(
                 "plug-in ratio covers releases that synthesize every record (leave selection "
                 "unset).",
                 code="OPTION_CONFLICT")
-        return _tree_membership_risk(
+        return provenance.note(_tree_membership_risk(
             model, original, synthetic, holdout=holdout, records=records, population=population,
             prior=prior, population_size=population_size, threshold=threshold,
             normaliser_draws=normaliser_draws,
             unsynthesized_concentration=unsynthesized_concentration, dcr=dcr,
-            bootstrap=bootstrap, random_seed=random_seed)
+            bootstrap=bootstrap, random_seed=random_seed), synthetic)
     schema = model.schema_
     orig, datasets, hold, members = _inputs(model, original, synthetic, holdout, records)
     copies = _holdout.screen_holdout(orig, hold)  # holdout rows that are records of the original
@@ -386,8 +396,8 @@ def membership_risk(
                          bootstrap=int(bootstrap), random_seed=random_seed, model=model, us=us,
                          alpha=float(alpha), selection=rule,
                          n_selected=None if selected is None else int(selected.sum()))
-    return MembershipRiskResult(records=table, file=summary, settings=settings,
-                                warnings=warnings_)
+    return provenance.note(MembershipRiskResult(records=table, file=summary, settings=settings,
+                                                warnings=warnings_), synthetic)
 
 
 def _tree_membership_risk(

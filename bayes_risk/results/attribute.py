@@ -539,7 +539,10 @@ def hrw_summary(
         return out
     out["rank_min_quantiles"] = {f"{int(q * 100)}%": float(np.quantile(rk, q)) for q in QUANTILES}
     out["p_true_quantiles"] = {f"{int(q * 100)}%": float(np.quantile(p, q)) for q in QUANTILES}
-    out["prop_top"] = float(np.mean(np.asarray(is_top, dtype=np.float64)[ok]))
+    # is_top of a skipped record is missing (a nullable boolean column): left out with it
+    top = pd.array(np.asarray(is_top, dtype=object), dtype="Float64").to_numpy(
+        dtype=np.float64, na_value=np.nan)
+    out["prop_top"] = float(np.mean(top[ok]))
     out["prop_top_shared"] = float(np.mean(np.asarray(top_share, dtype=np.float64)[ok]))
     out["mean_p_true"] = float(np.mean(p))
     out["n_p_true_above"] = {f"{t:g}": int(np.sum(p > t)) for t in thresholds}

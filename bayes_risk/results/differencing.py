@@ -35,7 +35,9 @@ class DifferencingResult(RiskResult):
         original is known.
     selection_source : {"given", "release", "changed records"} or None
         Where ``selected`` comes from: the caller, the release's record of its synthesized
-        records, or the records the synthesis changed (inferred).
+        records, or the records the synthesis changed (inferred).    duplicates : bool
+        Whether two implicates are identical (``DUPLICATE_DATASETS``: a copy of another's file
+        is no implicate of its own, and differencing it reveals nothing).
     """
 
     m: int
@@ -44,6 +46,7 @@ class DifferencingResult(RiskResult):
     changed: pd.DataFrame | None
     selected: np.ndarray | None
     selection_source: str | None = None
+    duplicates: bool = False
 
     plot_kinds: ClassVar[tuple[str, ...]] = ("columns",)
 
@@ -79,12 +82,14 @@ class DifferencingResult(RiskResult):
     @property
     def warnings(self) -> list[str]:
         """``SELECTION_REVEALED`` when the comparison reveals records of a selection (given or
-        recorded by the release) that leaves other records unsynthesized."""
+        recorded by the release) that leaves other records unsynthesized;
+        ``DUPLICATE_DATASETS`` when two implicates are identical."""
+        codes = ["DUPLICATE_DATASETS"] if self.duplicates else []
         explicit = self.selection_source in ("given", "release")
         if (explicit and self.n_revealed and self.selected is not None
                 and not self.selected.all()):
-            return ["SELECTION_REVEALED"]
-        return []
+            codes.append("SELECTION_REVEALED")
+        return codes
 
     def to_dataframe(self) -> pd.DataFrame:
         """Per column: records that vary between implicates and, with the original, records

@@ -37,11 +37,14 @@ class ReplicatedUniques(RiskResult):
         synthetic dataset's records otherwise), and ``n_original``, ``n_synthetic``.
     compat : str or None
         ``"synthpop"`` when synthpop's text comparison was reproduced.
+    warnings : list of str
+        Warning codes (``DUPLICATE_DATASETS``: two synthetic datasets are identical).
     """
 
     keys: list[str]
     table: pd.DataFrame
     compat: str | None = None
+    warnings: list[str] = field(default_factory=list)
 
     def to_long(self) -> pd.DataFrame:
         """synthpop's layout: one row per dataset and measure (``syn, measure, number,
@@ -61,7 +64,8 @@ class ReplicatedUniques(RiskResult):
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dictionary."""
         return to_jsonable({"keys": self.keys, "compat": self.compat,
-                            "per_dataset": self.table.to_dict(orient="list")})
+                            "per_dataset": self.table.to_dict(orient="list"),
+                            "warnings": list(self.warnings)})
 
     def summary(self) -> Summary:
         """Printable summary: the per-dataset table."""
@@ -71,6 +75,7 @@ class ReplicatedUniques(RiskResult):
             tables={"Per synthetic dataset": self.table},
             notes=["Replicated uniques: unique records of a synthetic dataset that are unique "
                    "in the original too (synthpop's replicated.uniques())."],
+            warnings=self.structured_warnings,
         )
 
     plot_kinds = ("per_dataset",)

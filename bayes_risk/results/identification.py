@@ -380,6 +380,9 @@ class RadiusSweepResult(RiskResult):
     argmax : tuple of int
         Every grid index attaining the maximum (within the package's tie tolerance).
     settings : dict
+    warnings : list of str
+        Codes of the warnings raised while preparing the inputs (e.g. ``DUPLICATE_DATASETS``);
+        the warnings of a single grid point are those of ``identification_risk`` at its radius.
     """
 
     columns: tuple[str, ...]
@@ -391,6 +394,7 @@ class RadiusSweepResult(RiskResult):
     risk_star: float
     argmax: tuple[int, ...]
     settings: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def common(self) -> bool:
@@ -487,6 +491,7 @@ class RadiusSweepResult(RiskResult):
                 "risk_star": self.risk_star,
                 "argmax": list(self.argmax),
                 "settings": self.settings,
+                "warnings": list(self.warnings),
             }
         )
 

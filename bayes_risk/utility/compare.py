@@ -27,6 +27,7 @@ from scipy import stats
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.data.normalise import as_synthetic_list
+from bayes_risk.data.provenance import duplicate_codes
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import check_probability
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
@@ -460,18 +461,29 @@ def compare_estimates(
 
     Examples
     --------
+    The original given as both synthetic datasets (a check of the comparison, and reported as
+    one table given twice):
+
+    >>> import warnings
     >>> from bayes_risk.data import make_ce_like
     >>> d = make_ce_like(n=300, random_seed=1)
-    >>> t = compare_estimates(d, [d, d], formula="Income ~ Age",
-    ...                       categorical=["Urban", "Marital", "Tenure"])
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     t = compare_estimates(d, [d, d], formula="Income ~ Age",
+    ...                           categorical=["Urban", "Marital", "Tenure"])
     >>> t["term"].tolist(), t["std_coef_diff"].round(12).tolist()
     (['Intercept', 'Age'], [0.0, 0.0])
+    >>> sorted({w.message.code for w in caught})
+    ['DUPLICATE_DATASETS']
+    >>> t.attrs["warnings"]
+    ['DUPLICATE_DATASETS']
     """
     family = check_choice(family, "family", ("ols", "logit", "poisson"))
     if not isinstance(formula, str) or "~" not in formula:
         raise ValidationError(f"formula must be a string 'response ~ terms'. Got {formula!r}.")
     alpha = check_probability(alpha, "alpha")
     datasets, source = as_synthetic_list(synthetic, original=original)
+    dups = duplicate_codes(datasets)  # warned by as_synthetic_list; a result code too
     carried = None if source is None else source.schema
     schema = resolve_schema(original, datasets, schema=schema, carried=carried,
                             categorical=categorical, synthesized=None, same_rows=False)
@@ -482,7 +494,7 @@ def compare_estimates(
     original, datasets = observed_cells(original, datasets, imp, for_pmse=False)
     table, per, codes = _compare(original, datasets, schema, formula, family, float(alpha),
                                  choice)
-    codes = [*codes, *imp_codes]
+    codes = [*dups, *codes, *imp_codes]
     warn_single_dataset(codes)
     table.attrs["imputed"] = imp.to_settings()
     table.attrs["combining"] = choice.to_settings()

@@ -27,6 +27,7 @@ import pandas as pd
 from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
 from bayes_risk.data.normalise import as_synthetic_list
+from bayes_risk.data.provenance import duplicate_codes
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
 from bayes_risk.results.utility import PMSEResult
@@ -322,6 +323,7 @@ def pmse(
                                   code="INVALID_ARGUMENT")
 
     datasets, source = as_synthetic_list(synthetic, original=original)
+    dups = duplicate_codes(datasets)  # warned by as_synthetic_list; a result code too
     carried = None if source is None else source.schema
     m = len(datasets)
     schema = resolve_schema(original, datasets, schema=schema, carried=carried,
@@ -377,7 +379,7 @@ def pmse(
                          int(max_order), null, int(n_perm), random_seed, cart, int(max_iter),
                          progressbar)
     res.settings.update(choice.to_settings())
-    res.warnings.extend(c for c in imputed_codes if c not in res.warnings)
+    res.warnings.extend(c for c in [*imputed_codes, *dups] if c not in res.warnings)
     return res
 
 

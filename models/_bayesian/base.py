@@ -666,6 +666,11 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     def _json_settings(self) -> dict[str, Any]:
         return _io.json_settings(self)
 
+    def _identity(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """What :func:`bayes_risk.data.provenance.model_id` hashes: method, settings, schema,
+        records, the fitted table's fingerprint, the state and the posterior draws."""
+        return _io.identity(self)
+
     def _state_to_json(self) -> dict[str, Any]:
         return _io.state_to_json(self)
 

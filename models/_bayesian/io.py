@@ -17,9 +17,16 @@ import pandas as pd
 
 from bayes_risk._io import atomic_dir, to_jsonable, write_json
 from bayes_risk.data.fingerprint import fingerprint_problem
+from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models.base import SETTINGS_FILE, read_model_meta
+from bayes_risk.models.base import (
+    SETTINGS_FILE,
+    damaged_folder,
+    read_model_meta,
+    verify_model_folder,
+    write_model_json,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -89,6 +96,8 @@ def save(model, path: str | os.PathLike[str]) -> Path:
         "imputed_columns": getattr(model, "imputed_columns_", None),
         "data_column_fingerprints": (getattr(model, "original_fingerprint_", None)
                                      or {}).get("columns"),
+        # the identity its releases record (bayes_risk.data.provenance.model_id)
+        "model_id": model_id(model),
     }
     from bayes_risk.models._bayesian.convergence import label_invariant
 
@@ -97,8 +106,8 @@ def save(model, path: str | os.PathLike[str]) -> Path:
         model.posterior_.to_netcdf(tmp / POSTERIOR_FILE, engine="h5netcdf")
         if model.data_ is not None:
             model.data_.to_parquet(tmp / DATA_FILE, index=False)
-        write_json(tmp / SETTINGS_FILE, meta)
         write_json(tmp / CONVERGENCE_FILE, model.convergence_summary())
+        write_model_json(tmp, meta)  # last: the checksums of the files above
     return Path(path)
 
 
@@ -119,19 +128,36 @@ def load(cls, path: str | os.PathLike[str]) -> Any:
             f"{meta.get('format_version')}); upgrade bayes-risk to read it.",
             code="MODEL_FORMAT_VERSION"
         )
+    required = [POSTERIOR_FILE] + ([meta["data_file"]] if isinstance(meta.get("data_file"), str)
+                                   else [])
+    verify_model_folder(p, meta, required=required)
     post_file = p / POSTERIOR_FILE
-    if not post_file.is_file():
-        raise ValidationError(f"{p}: {POSTERIOR_FILE} is missing.", code="MODEL_DAMAGED")
     try:
         with xr.open_datatree(post_file, engine="h5netcdf") as dt:
             posterior = dt.load().copy()
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as err:
-        raise ValidationError(
-            f"the model folder {str(p)!r} is damaged: {POSTERIOR_FILE} cannot be read "
-            f"({type(err).__name__}: {' '.join(str(err).split())[:200]}); fit the model "
-            "again.",
-            code="MODEL_DAMAGED",
-        ) from err
+        raise damaged_folder(p, f"{POSTERIOR_FILE} cannot be read ({type(err).__name__}: "
+                                f"{' '.join(str(err).split())[:200]})") from err
+    try:
+        obj, schema = _restore(cls, p, meta, posterior)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, OSError) as err:
+        if isinstance(err, ValidationError) and err.code_given:
+            raise
+        # a folder without checksums (an older bayes-risk) whose model.json was edited
+        raise damaged_folder(p, f"{SETTINGS_FILE} does not describe a fitted {cls.__name__} "
+                                f"({type(err).__name__}: {' '.join(str(err).split())[:200]})"
+                             ) from err
+    imputed = meta.get("imputed_columns")
+    if isinstance(imputed, list):  # a model saved before it was recorded keeps its own
+        obj.imputed_columns_ = [str(c) for c in imputed if c in schema.names]
+    obj.data_fingerprint_ = meta.get("data_fingerprint")
+    obj.original_fingerprint_ = None if obj.data_fingerprint_ is None else {
+        "table": obj.data_fingerprint_, "columns": meta.get("data_column_fingerprints")}
+    return obj
+
+
+def _restore(cls, p: Path, meta: dict[str, Any], posterior: Any) -> tuple[Any, Schema]:
+    """A new fitted ``cls`` from the parsed ``model.json`` and posterior of a folder."""
     # JSON has no tuples: sequence settings come back as tuples (as the defaults are)
     settings = {
         k: tuple(v) if isinstance(v, list) else v for k, v in meta.get("settings", {}).items()
@@ -139,13 +165,7 @@ def load(cls, path: str | os.PathLike[str]) -> Any:
     obj = cls(**settings)
     data = None
     if meta.get("data_file"):
-        dfile = p / meta["data_file"]
-        if not dfile.is_file():
-            raise ValidationError(
-                f"{p}: {meta['data_file']} (the confidential data) is missing.",
-                code="MODEL_DAMAGED"
-            )
-        data = pd.read_parquet(dfile)
+        data = pd.read_parquet(p / meta["data_file"])
     flags = None
     if meta.get("synthesized_records") is not None:
         flags = np.zeros(int(meta["n_records"]), dtype=bool)
@@ -162,13 +182,27 @@ def load(cls, path: str | os.PathLike[str]) -> Any:
         check_convergence=False,
     )
     obj.data_ = data
-    imputed = meta.get("imputed_columns")
-    if isinstance(imputed, list):  # a model saved before it was recorded keeps its own
-        obj.imputed_columns_ = [str(c) for c in imputed if c in schema.names]
-    obj.data_fingerprint_ = meta.get("data_fingerprint")
-    obj.original_fingerprint_ = None if obj.data_fingerprint_ is None else {
-        "table": obj.data_fingerprint_, "columns": meta.get("data_column_fingerprints")}
-    return obj
+    return obj, schema
+
+
+def identity(model) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The work of :meth:`BayesianSynthesizer._identity` (documented there)."""
+    from bayes_risk.data.provenance import identity_settings
+
+    model._check_fitted()
+    flags = model.synthesized_records_
+    post = model.posterior_["posterior"]
+    parts = {
+        "method": model.method_name, "class": type(model).__name__,
+        # as its releases record them (DPMPM: the table of structural zeros, not its path)
+        "settings": identity_settings(model._json_settings()),
+        "schema": model.schema_.to_dict(), "n_records": int(model._n_records),
+        "synthesized_records": None if flags is None else
+        [int(i) for i in np.flatnonzero(flags)],
+        "state": to_jsonable(model._state_to_json()),
+        "data": getattr(model, "data_fingerprint_", None),
+    }
+    return parts, {str(k): np.asarray(post[k].values) for k in post.data_vars}
 
 
 def check_fingerprint(model, data: pd.DataFrame) -> str | None:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
+from bayes_risk.data.provenance import model_id
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m
 from bayes_risk.exceptions import ValidationError
@@ -56,6 +57,7 @@ def synthesize(model, m: int = 1, *, random_seed: RandomSeed = None) -> Syntheti
         synthesized_records=model.synthesized_records_,
         extra={"model_class": model.model_class, "ratio_form": model.ratio_form},
         original_fingerprint=getattr(model, "original_fingerprint_", None),
+        model_id=model_id(model),
         generation=generation_from_roles(model.schema_, model.synthesized_records_),
         proper=True,
         imputed_columns=getattr(model, "imputed_columns_", None),

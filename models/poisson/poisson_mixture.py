@@ -585,6 +585,7 @@ class PoissonMixture(BayesianSynthesizer):
         draw_indices: Any = None,
         memberships: Any = None,
         data: pd.DataFrame | None = None,
+        allow_other_model: bool = False,
     ) -> LargestValueLikelihood:
         """Per-candidate likelihood pieces for the Wei–Reiter largest-value scenarios.
 
@@ -644,6 +645,9 @@ class PoissonMixture(BayesianSynthesizer):
         data : DataFrame, optional
             The confidential table (default: the one kept by class-O models; an MP model in
             marginal mode does not keep it, so pass it).
+        allow_other_model : bool, default False
+            Go on when this model is not the one that made the release (user guide,
+            Provenance), with warning ``MODEL_DIFFERS`` (in the pieces' ``warnings``).
 
         Returns
         -------
@@ -653,11 +657,17 @@ class PoissonMixture(BayesianSynthesizer):
         ------
         ValidationError
             For an unknown scenario, ``total_known`` outside ``second_largest``, candidates
-            without the truth or outside the admissible range.
+            without the truth or outside the admissible range; ``MODEL_DIFFERS`` for a release
+            this model did not make.
         NotImplementedError
             For the weaker scenarios under partial synthesis of selected records.
         """
-        return _largest.largest_value_loglik(self, column, synthetic, scenario, total_known,
-                                             candidates, upper, step, draw_indices,
-                                             memberships, data)
+        from bayes_risk.data.provenance import check_release_model
+
+        provenance = check_release_model(self, synthetic, data, allow=allow_other_model)
+        pieces = _largest.largest_value_loglik(self, column, synthetic, scenario, total_known,
+                                               candidates, upper, step, draw_indices,
+                                               memberships, data)
+        pieces.warnings.extend(provenance.warnings)
+        return pieces
 

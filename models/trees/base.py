@@ -98,6 +98,19 @@ class TreeSynthesizer(BaseSynthesizer):
         """Set the fitted attributes of the new instance ``obj`` from a saved folder."""
         raise NotImplementedError
 
+    def _identity(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """What :func:`bayes_risk.data.provenance.model_id` hashes: the method, settings,
+        schema, fitted table's fingerprint and the fitted state this folder saves."""
+        from bayes_risk.data.provenance import identity_settings
+
+        check_is_fitted(self, self._fitted_attribute, method="model_id")
+        state, arrays = self._persisted_state()
+        fp = getattr(self, "original_fingerprint_", None) or {}
+        return {"method": self.method_name, "class": type(self).__name__,
+                "settings": identity_settings(self.get_params()),
+                "schema": self.schema_.to_dict(), "state": state,
+                "data": fp.get("table")}, dict(arrays)
+
     # ----- persistence --------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Save the fitted synthesizer as a folder, atomically (no pickle).

@@ -30,6 +30,7 @@ import bayes_risk.models.trees.cart_io as _io
 import bayes_risk.models.trees.cart_synthesis as _synthesis
 from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
+from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m
@@ -289,6 +290,7 @@ class CARTSynthesizer(TreeSynthesizer):
                 "fit_call": self.fit_call_,
             },
             original_fingerprint=getattr(self, "original_fingerprint_", None),
+            model_id=model_id(self),
             generation=generation_from_roles(self.schema_, self.records_),
             # the per-leaf Bayesian bootstrap draws each dataset's leaf distributions anew
             # missing values are synthesized as values, never filled in

@@ -19,7 +19,7 @@ from bayes_risk.models.trees.io import (
     seqtree_to_arrays,
     split_data,
 )
-from bayes_risk.models.trees.missing import encoded_values
+from bayes_risk.models.trees.missing import KIND_SUFFIX, encoded_values
 
 __all__ = ["cart_state", "restore_cart"]
 
@@ -67,6 +67,15 @@ def restore_cart(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame
     obj.predictors_ = {c: list(v) for c, v in st["predictors"].items()}
     obj.trees_ = {c: seqtree_from_arrays(st["trees"][k], arrays, f"tree{k}")
                   for k, c in enumerate(obj.visit_sequence_)}
+    for c, tree in obj.trees_.items():  # tree k is the k-th visited column's
+        # its design: the predictors (a missing-value kind beside a numeric one with missing
+        # values; a constant when there is none), as cart_fit builds it
+        names = [p for p in tree.design.predictors
+                 if p != "__const__" and not p.endswith(KIND_SUFFIX)]
+        if names != obj.predictors_.get(c) or \
+                tree.categorical_outcome != schema[c].is_categorical:
+            raise ValueError(f"the tree stored for column {c!r} was grown for another column "
+                             f"(its predictors {list(tree.design.predictors)})")
     obj.fit_call_ = st["fit_call"]
     obj.missing_ = check_missing_layout(st.get("missing", {}), schema)
     kinds = st.get("kind_trees", {})

@@ -5,7 +5,8 @@ A fitted synthesizer is saved as a folder of three files:
 * ``model.json`` — ``format`` (``"bayes-risk model"``), ``format_version``
   (:data:`FORMAT_VERSION`), ``method``, ``class``, ``settings`` (the ``__init__`` arguments),
   ``schema``, the fitted state that is not an array (visit order, predictors, fingerprint of
-  the fitted table, …) and the SHA-256 of the two other files;
+  the fitted table, …) and, under ``"sha256"``, the SHA-256 of the two other files and of
+  its own other fields;
 * ``arrays.npz`` — the tree arrays (children, split features and thresholds, donor blocks,
   leaf class tables, bootstrap samples, record flags), NumPy's NPZ format read with
   ``allow_pickle=False``;
@@ -13,8 +14,12 @@ A fitted synthesizer is saved as a folder of three files:
   the donors of the tree leaves and the records released unchanged. **The folder is as
   confidential as the data.**
 
-Loading refuses a folder of another format version (``MODEL_FORMAT_VERSION``) and a folder
-whose files are missing, unreadable or changed since they were written (``MODEL_DAMAGED``).
+Loading refuses a folder of another format version (``MODEL_FORMAT_VERSION``), a folder whose
+files are missing, unreadable or changed since they were written, ``model.json`` included
+(``MODEL_DAMAGED``, naming the file), and a fitted state that does not hang together (a visit
+sequence that visits a column before one of its predictors, a tree under another column). A
+folder written before ``model.json`` recorded its own checksum is loaded with warning
+``MODEL_UNVERIFIED``.
 """
 
 from __future__ import annotations
@@ -27,11 +32,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._checksums import file_sha256
-from bayes_risk._io import atomic_dir, to_jsonable, write_json
+from bayes_risk._io import atomic_dir, to_jsonable
+from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models.base import SETTINGS_FILE, check_is_fitted, read_model_meta
+from bayes_risk.models.base import (
+    SETTINGS_FILE,
+    check_is_fitted,
+    damaged_folder,
+    read_model_meta,
+    verify_model_folder,
+    write_model_json,
+)
 
 __all__ = [
     "ARRAYS_FILE",
@@ -46,14 +58,6 @@ ARRAYS_FILE = "arrays.npz"
 DATA_FILE = "data.parquet"
 #: layout of a saved CART / random-forest / PMM folder; a loader reads only its own version
 FORMAT_VERSION = 1
-
-
-def _damaged(p: Path, what: str) -> ValidationError:
-    return ValidationError(
-        f"the model folder {str(p)!r} is damaged: {what}; save the synthesizer again (or fit "
-        "it again with 'bayes-risk fit').",
-        code="MODEL_DAMAGED",
-    )
 
 
 def json_settings(model: Any) -> dict[str, Any]:
@@ -112,13 +116,13 @@ def save_synthesizer(
         # hashes of the encoded fitted table (never the data): checks the original later
         "data_fingerprint": fp.get("table"),
         "original_fingerprint": to_jsonable(fp) if fp else None,
+        # the identity its releases record (bayes_risk.data.provenance.model_id)
+        "model_id": model_id(model),
     }
     with atomic_dir(path) as tmp:
         np.savez(tmp / ARRAYS_FILE, **{k: np.asarray(v) for k, v in arrays.items()})
         data.to_parquet(tmp / DATA_FILE, index=True)
-        meta["sha256"] = {ARRAYS_FILE: file_sha256(tmp / ARRAYS_FILE),
-                          DATA_FILE: file_sha256(tmp / DATA_FILE)}
-        write_json(tmp / SETTINGS_FILE, meta)
+        write_model_json(tmp, meta)
     return Path(path)
 
 
@@ -153,16 +157,7 @@ def load_synthesizer(
             "release that wrote it, or fit the synthesizer again.",
             code="MODEL_FORMAT_VERSION",
         )
-    hashes = meta.get("sha256")
-    if not isinstance(hashes, Mapping):
-        raise _damaged(p, f"{SETTINGS_FILE} has no file checksums")
-    for name in (ARRAYS_FILE, DATA_FILE):
-        f = p / name
-        if not f.is_file():
-            raise _damaged(p, f"{name} is missing")
-        if file_sha256(f) != hashes.get(name):
-            raise _damaged(p, f"{name} was changed or truncated after it was written "
-                              "(its SHA-256 differs from the one in model.json)")
+    verify_model_folder(p, meta, required=(ARRAYS_FILE, DATA_FILE), legacy=False)
     try:
         with np.load(p / ARRAYS_FILE, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
@@ -170,7 +165,7 @@ def load_synthesizer(
         for c in meta.get("object_columns") or []:
             data[c] = data[c].astype(object)
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as err:
-        raise _damaged(p, f"a file cannot be read ({type(err).__name__}: "
+        raise damaged_folder(p, f"a file cannot be read ({type(err).__name__}: "
                           f"{' '.join(str(err).split())[:200]})") from err
     settings = dict(meta.get("settings") or {})
     if not isinstance(settings.get("random_seed"), (int, list)) or isinstance(
@@ -181,13 +176,42 @@ def load_synthesizer(
         model = cls(**settings)
         model.schema_ = Schema.from_dict(meta["schema"])
         restore(model, meta, arrays, data)
-    except (KeyError, IndexError, TypeError, ValueError) as err:
+        check_visit_sequence(model)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as err:
         if isinstance(err, ValidationError) and err.code_given:
             raise
-        raise _damaged(p, f"{SETTINGS_FILE} and {ARRAYS_FILE} do not describe a fitted "
+        raise damaged_folder(p, f"{SETTINGS_FILE} and {ARRAYS_FILE} do not describe a fitted "
                           f"{cls.__name__} ({type(err).__name__}: {err})") from err
     model.original_fingerprint_ = meta.get("original_fingerprint")
     return model
+
+
+def check_visit_sequence(model: Any) -> None:
+    """A ``ValueError`` unless a restored tree synthesizer's columns hang together: the visit
+    sequence (CART, random forests) or the synthesized columns (PMM) are distinct synthesized
+    columns of its schema, each with predictors among the schema's other columns; for CART, a
+    column's predictors are the unsynthesized columns and those visited before it (what it was
+    fitted with). An edited ``model.json`` of a folder without its own checksum fails here
+    (reported as a damaged folder), not with an ``IndexError`` when it synthesizes."""
+    schema = model.schema_
+    order = getattr(model, "visit_sequence_", None)
+    cols = list(order if order is not None else getattr(model, "synthesize_", []))
+    preds = getattr(model, "predictors_", None) or {}
+    if len(set(cols)) != len(cols) or (order is not None and set(cols) != set(schema.synthesized)) \
+            or not set(cols) <= set(schema.synthesized):
+        raise ValueError(f"the visit sequence {cols} is not an order of the columns the "
+                         f"schema synthesizes ({schema.synthesized})")
+    seen = set(schema.unsynthesized)
+    for c in cols:
+        p = preds.get(c)
+        if p is None or c in p or not set(p) <= set(schema.names):
+            raise ValueError(f"the predictors of column {c!r} ({p}) are not other columns of "
+                             "the schema")
+        late = [x for x in p if x not in seen]
+        if getattr(model, "method_name", None) == "cart" and late:
+            raise ValueError(f"the visit sequence {cols} visits {c!r} before its "
+                             f"predictor(s) {late}")
+        seen.add(c)
 
 
 def split_data(data: pd.DataFrame) -> tuple[pd.Index, pd.DataFrame]:

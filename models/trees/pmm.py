@@ -18,6 +18,7 @@ import pandas as pd
 from bayes_risk._numeric import ties
 from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json, spawn
+from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m, validate_table
@@ -515,6 +516,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                 "warnings": codes,
             },
             original_fingerprint=getattr(self, "original_fingerprint_", None),
+            model_id=model_id(self),
             generation=generation_from_roles(self.schema_, self.recipients_),
             # missing values are synthesized as values, never filled in
             imputed_columns=[],

@@ -21,6 +21,7 @@ import pandas as pd
 
 from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, seed_to_json, spawn
+from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m
@@ -619,6 +620,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
                 "fit_call": self.fit_call_,
             },
             original_fingerprint=getattr(self, "original_fingerprint_", None),
+            model_id=model_id(self),
             generation=generation_from_roles(self.schema_, union),
             # missing values are synthesized as values, never filled in
             imputed_columns=[],

@@ -24,7 +24,7 @@ from bayes_risk.attribute.cost import (
     wants_pilot,
 )
 from bayes_risk.cli import main
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import DataWarning, ValidationError
 
 dpmpm = pytest.importorskip("bayes_risk.models.dpmpm.dpmpm")
 
@@ -518,7 +518,12 @@ def test_recorded_times_survive_save_and_load_and_an_old_save_falls_back(small_f
     for key in ("sweep_time", "chains_at_once", "fit_time"):
         del tree["posterior"].attrs[key]
     tree.to_netcdf(post, engine="h5netcdf")
-    old = load_model(tmp_path / "m")
+    meta_file = tmp_path / "m" / "model.json"
+    meta = json.loads(meta_file.read_text())
+    del meta["sha256"]  # nor did an earlier version record the checksums of the files
+    meta_file.write_text(json.dumps(meta))
+    with pytest.warns(DataWarning, match="MODEL_UNVERIFIED"):
+        old = load_model(tmp_path / "m")
     cost = refit_cost(old, 60, 3)
     assert cost.low is None and cost.seconds == pytest.approx(
         3 * attrs["sampling_time"] * 2)  # twice the records, the same sweeps
@@ -533,7 +538,8 @@ def test_a_model_saved_by_an_earlier_version_gets_an_upper_bound():
     from bayes_risk.models import load_model
 
     saved = Path(__file__).parents[1] / "models" / "saved_before_packages" / "dpmpm"
-    model = load_model(saved)
+    with pytest.warns(DataWarning, match="MODEL_UNVERIFIED"):
+        model = load_model(saved)
     attrs = model.posterior_["posterior"].attrs
     assert "sweep_time" not in attrs and attrs["sampling_time"] > 0
     cost = refit_cost(model, model._n_records, 2)

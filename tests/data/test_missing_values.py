@@ -38,6 +38,11 @@ def _tables(seed: int = 3, n: int = 300):
     return orig, syn
 
 
+def _other(syn: pd.DataFrame) -> pd.DataFrame:
+    """A second synthetic dataset (a release never holds one dataset twice)."""
+    return syn.assign(v=syn["v"].sample(frac=1, random_state=5).to_numpy())
+
+
 def test_codes_declared_in_schema_round_trip():
     orig, _ = _tables()
     s = br.infer_schema(orig, categorical=["g"], missing_codes={"v": -8})
@@ -110,7 +115,7 @@ def test_pmse_numeric_na_and_codes_get_indicators(max_order):
 
 def test_utility_summary_accepts_missing_values():
     orig, syn = _tables()
-    out = br.utility_summary(orig, [syn, syn.copy()], categorical=["g"], max_order=0,
+    out = br.utility_summary(orig, [syn, _other(syn)], categorical=["g"], max_order=0,
                              random_seed=1, progressbar=False)
     assert np.isfinite(out.pmse.mean_pmse)
     names = list(out.overlap["estimand"])
@@ -196,7 +201,7 @@ def test_pmse_and_summary_settings_state_the_missing_value_policy():
     r = br.pmse(orig, [syn], schema=schema, max_order=0)
     assert "utility.gen" in r.settings["missing_values"]
     assert r.settings["missing_kinds"] == {"a": ["NA"], "v": ["NA", "-8"]}
-    out = br.utility_summary(orig, [syn, syn.copy()], schema=schema, max_order=0,
+    out = br.utility_summary(orig, [syn, _other(syn)], schema=schema, max_order=0,
                              random_seed=1, progressbar=False)
     assert out.settings["pmse_missing_kinds"] == {"a": ["NA"], "v": ["NA", "-8"]}
     assert "observed values" in out.settings["overlap_missing_values"]
@@ -209,7 +214,7 @@ def test_pmse_and_summary_settings_state_the_missing_value_policy():
 def test_overlap_means_over_observed_values_and_codes_are_missing():
     orig, syn = _tables()
     schema = br.infer_schema(orig, categorical=["g"], missing_codes={"v": [-8]})
-    out = br.utility_summary(orig, [syn, syn.copy()], schema=schema, max_order=0,
+    out = br.utility_summary(orig, [syn, _other(syn)], schema=schema, max_order=0,
                              random_seed=1, progressbar=False)
     tab = out.overlap.set_index("estimand")
     v = orig["v"]
@@ -229,8 +234,8 @@ def test_formula_fits_leave_declared_codes_out_as_empty_cells():
     orig, syn = _tables()
     schema = br.infer_schema(orig, categorical=["g"], missing_codes={"v": [-8]})
     kw = dict(max_order=0, estimands=["v ~ C(g)"], random_seed=1, progressbar=False)
-    got = br.utility_summary(orig, [syn, syn.copy()], schema=schema, **kw)
-    as_na = [d.assign(v=d["v"].where(d["v"] != -8)) for d in (orig, syn, syn.copy())]
+    got = br.utility_summary(orig, [syn, _other(syn)], schema=schema, **kw)
+    as_na = [d.assign(v=d["v"].where(d["v"] != -8)) for d in (orig, syn, _other(syn))]
     want = br.utility_summary(as_na[0], as_na[1:], categorical=["g"], **kw)
     for c in ("estimate_orig", "estimate_syn"):
         pd.testing.assert_series_equal(got.comparison[c], want.comparison[c])

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from bayes_risk.data import SyntheticData
 from bayes_risk.data.levels import level_codes
 from bayes_risk.data.normalise import as_synthetic_list, record_positions
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError
 
 
 # ----------------------------------------------------------------------------------------------
@@ -20,10 +20,14 @@ from bayes_risk.exceptions import SchemaError, ValidationError
 def test_synthetic_inputs():
     z = pd.DataFrame({"a": [1, 2]})
     assert as_synthetic_list(z).datasets[0] is z
-    sd = SyntheticData([z, z], method="test")
+    z2 = pd.DataFrame({"a": [2, 1]})
+    sd = SyntheticData([z, z2], method="test")
     got = as_synthetic_list(sd)
     assert len(got.datasets) == 2 and got.source is sd and got.schema is sd.schema
-    assert as_synthetic_list((z, z)).source is None
+    assert as_synthetic_list((z, z2)).source is None
+    with pytest.warns(DataWarning, match="datasets 1 and 2 are identical") as caught:
+        as_synthetic_list(SyntheticData([z, z.copy()], method="test"))
+    assert caught[0].message.code == "DUPLICATE_DATASETS"
     assert as_synthetic_list(None, allow_none=True).datasets == []
     with pytest.raises(ValidationError, match="synthetic is empty"):
         as_synthetic_list([])
@@ -94,7 +98,7 @@ def test_record_selections_share_one_check():
 
     y = pd.DataFrame({"a": [1, 2, 3], "b": [1, 1, 2]})
     for check in (lambda r: records_mask(r, 3), lambda r: check_synthesized_records(r, 3),
-                  lambda r: differencing_check(y, [y, y], records=r)):
+                  lambda r: differencing_check(y, [y, y.assign(b=[1, 2, 2])], records=r)):
         with pytest.raises(ValidationError, match="records: index 3 is outside 0..2"):
             check([0, 3])
         with pytest.raises(ValidationError, match="records must be a boolean mask or integer"):

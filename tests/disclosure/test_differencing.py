@@ -11,7 +11,7 @@ import pytest
 
 from bayes_risk import cli
 from bayes_risk.disclosure import differencing_check
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError
 
 Y = pd.DataFrame({"a": [1, 2, 3, 4, 5, 6], "b": ["x", "y", None, "y", "x", "y"],
                   "c": [1.5, np.nan, 2.5, 3.5, 4.5, 5.5]})
@@ -54,7 +54,9 @@ def test_one_implicate_reveals_nothing_and_csv_types_compare_equal():
     assert "One implicate" in str(res.summary())
     # 2 and 2.0 (a CSV round trip), a missing value against a missing value: no difference
     z2 = z.assign(a=z["a"].astype(float))
-    assert differencing_check(None, [z, z2]).n_revealed == 0
+    with pytest.warns(DataWarning, match="DUPLICATE_DATASETS"):  # two copies of one implicate
+        same = differencing_check(None, [z, z2])
+    assert same.n_revealed == 0 and same.warnings == ["DUPLICATE_DATASETS"]
     # every record varies: nothing singled out, no warning
     full = [Y.assign(a=[7, 8, 9, 10, 11, 12]), Y.assign(a=[1, 1, 1, 1, 1, 1])]
     r = differencing_check(None, full)

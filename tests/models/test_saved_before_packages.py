@@ -8,12 +8,14 @@ path, so moving the modules must not change what a folder loads as. The folders 
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from bayes_risk.exceptions import DataWarning
 from bayes_risk.models import CARTSynthesizer, load_model
 from bayes_risk.models.dpmpm import DPMPM
 
@@ -33,7 +35,10 @@ def test_manifest_names_no_module(folder):
 
 
 def test_dpmpm_saved_before_loads_with_the_same_numbers(data):
-    model = load_model(SAVED / "dpmpm")
+    # written before model.json recorded checksums: loaded, with the warning that says so
+    with pytest.warns(DataWarning, match="MODEL_UNVERIFIED") as caught:
+        model = load_model(SAVED / "dpmpm")
+    assert {w.message.code for w in caught} == {"MODEL_UNVERIFIED"}
     assert type(model) is DPMPM
     assert model.check_fingerprint(data) is None
     expected = pd.read_csv(SAVED / "dpmpm_record_loglik.csv").to_numpy()
@@ -43,7 +48,9 @@ def test_dpmpm_saved_before_loads_with_the_same_numbers(data):
 
 
 def test_cart_saved_before_loads_and_synthesizes_the_same(data):
-    model = load_model(SAVED / "cart")
+    # its arrays and data are checked by their checksums; model.json records none of its own
+    with pytest.warns(DataWarning, match=r"only arrays.npz, data.parquet are checked"):
+        model = load_model(SAVED / "cart")
     assert type(model) is CARTSynthesizer
     assert model.check_fingerprint(data) is None
     syn = pd.concat(list(model.synthesize(2, random_seed=3)), ignore_index=True)
@@ -53,12 +60,15 @@ def test_cart_saved_before_loads_and_synthesizes_the_same(data):
 def test_dpmpm_saved_before_gets_its_label_invariant_group(tmp_path):
     # saved before the posterior held the diagnosed quantities: made from the draws when the
     # loaded model is checked (the same figures as its convergence.json) and saved with it
-    model = load_model(SAVED / "dpmpm")
+    with pytest.warns(DataWarning, match="MODEL_UNVERIFIED"):  # saved before the checksums
+        model = load_model(SAVED / "dpmpm")
     assert "label_invariant" not in model.posterior_.children
     stored = json.loads((SAVED / "dpmpm" / "convergence.json").read_text())
     assert model.convergence_summary()["quantities"] == stored["quantities"]
     assert set(model.posterior_["label_invariant"].data_vars) == set(stored["quantities"])
     model.save(tmp_path / "again")
-    again = load_model(tmp_path / "again")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # saved again: every file checksummed, no warning
+        again = load_model(tmp_path / "again")
     assert "label_invariant" in again.posterior_.children
     assert again.convergence_summary()["quantities"] == stored["quantities"]

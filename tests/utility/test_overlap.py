@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from bayes_risk.data import make_ce_like
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError
 from bayes_risk.utility.combining import combine_scalar
 from bayes_risk.utility.compare import compare_estimates
 from bayes_risk.utility.overlap import ci_overlap, std_coef_diff
@@ -149,11 +149,13 @@ def test_compare_estimates_combines_per_dataset_fits(ce_small):
 def test_compare_identical_data_overlap_one(ce_small):
     d, _ = ce_small
     d2 = d.assign(High=(d["Income"] > d["Income"].median()).astype(int))
-    t = compare_estimates(d2, [d2, d2], formula="High ~ Age + C(Urban)", family="logit",
-                          categorical=CAT)
+    with pytest.warns(DataWarning, match="DUPLICATE_DATASETS"):  # one table given twice
+        t = compare_estimates(d2, [d2, d2], formula="High ~ Age + C(Urban)", family="logit",
+                              categorical=CAT)
     np.testing.assert_allclose(t["overlap"], 1.0)
     np.testing.assert_allclose(t["std_coef_diff"], 0.0, atol=1e-12)
-    t = compare_estimates(d2, [d2, d2], formula="Educ ~ Age", family="poisson")
+    with pytest.warns(DataWarning, match="DUPLICATE_DATASETS"):
+        t = compare_estimates(d2, [d2, d2], formula="Educ ~ Age", family="poisson")
     np.testing.assert_allclose(t["overlap"], 1.0)
 
 

@@ -157,9 +157,13 @@ def _mixed(n, rng, shift=0.0):
 
 def test_identical_data_give_zero_pmse_both_methods():
     d = _mixed(200, np.random.default_rng(3))
-    r = pmse(d, [d, d], categorical=["b"])
+    # the same table twice is reported (it is not two draws), and measured as given
+    with pytest.warns(DataWarning, match="DUPLICATE_DATASETS"):
+        r = pmse(d, [d, d], categorical=["b"])
     np.testing.assert_allclose(r.pmse, 0, atol=1e-20)
-    c = pmse(d, [d, d], method="cart", categorical=["b"], n_perm=5, random_seed=1)
+    assert "DUPLICATE_DATASETS" in r.warnings
+    with pytest.warns(DataWarning, match="DUPLICATE_DATASETS"):
+        c = pmse(d, [d, d], method="cart", categorical=["b"], n_perm=5, random_seed=1)
     np.testing.assert_allclose(c.pmse, 0, atol=1e-20)
 
 

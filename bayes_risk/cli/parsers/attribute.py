@@ -9,6 +9,7 @@ from bayes_risk.cli._common import (
     RECORDS_HELP,
     add_dask_arguments,
     add_original_check_argument,
+    add_other_model_argument,
     add_out_argument,
     add_quiet_argument,
     add_seed_argument,
@@ -233,3 +234,4 @@ def _add_estimator_arguments(p: argparse.ArgumentParser) -> None:
         help="records processed together (memory bound; default 256; halve it to save memory)",
     )
     add_original_check_argument(p, "the release SYN or the --model")
+    add_other_model_argument(p)

@@ -7,6 +7,7 @@ import argparse
 from bayes_risk.cli._common import (
     RECORDS_HELP,
     add_original_check_argument,
+    add_other_model_argument,
     add_out_argument,
     add_quiet_argument,
     add_seed_argument,
@@ -176,6 +177,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     add_seed_argument(p)
     add_quiet_argument(p)
     add_original_check_argument(p, "the release SYN or the --model")
+    add_other_model_argument(p)
     add_out_argument(p, "report.html, report.md, summary.json and one folder per step")
     p.set_defaults(handler=Handler("bayes_risk.cli.audit"))
     return p

@@ -7,6 +7,7 @@ import argparse
 from bayes_risk.cli._common import (
     add_dask_arguments,
     add_original_check_argument,
+    add_other_model_argument,
     add_out_argument,
     add_quiet_argument,
     add_seed_argument,
@@ -151,6 +152,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_dask_arguments(p, "targets")
     add_quiet_argument(p)
     add_original_check_argument(p, "the release SYN or the --model")
+    add_other_model_argument(p)
     add_out_argument(p, "records.csv, summary.json, radius_sweep.csv/.png, "
                         "known_sweep*.csv/.png, running_estimate.png")
     p.set_defaults(handler=Handler("bayes_risk.cli.identification"))

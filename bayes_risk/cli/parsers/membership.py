@@ -8,6 +8,7 @@ from typing import Any
 from bayes_risk.cli._common import (
     RECORDS_HELP,
     add_original_check_argument,
+    add_other_model_argument,
     add_out_argument,
     add_quiet_argument,
     add_seed_argument,
@@ -111,6 +112,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="bootstrap replicates over records for the intervals (default 200; 0 "
                    "disables)")
     add_original_check_argument(p, "the --model")
+    add_other_model_argument(p)
     add_seed_argument(p, default=None)
     add_quiet_argument(p)
     add_out_argument(p, "records.csv, summary.json and plots")
