@@ -129,6 +129,10 @@ MESSAGES: dict[str, str] = {
     "in the synthetic data.",
     "RELEASE_INDEPENDENT": "the measure cannot depend on the release (the intruder matches on "
     "unsynthesized columns only): a baseline of the original, not a risk of the release.",
+    # fitting a synthesizer
+    "UNUSED_LEVEL": "a declared level of a categorical column that no record holds (an unused "
+    "category of a pandas Categorical, a codebook's level) was dropped from the fitted model, "
+    "so that it is given no probability and never released; keep it with keep_unused_levels.",
 }
 
 

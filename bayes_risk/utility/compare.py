@@ -29,7 +29,7 @@ from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import check_probability
-from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
+from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, arg_name
 from bayes_risk.utility._inputs import (
     check_choice,
     observed_cells,
@@ -132,7 +132,7 @@ def choose_rules(rules: str, source: Any, original: pd.DataFrame,
             "partial", proper, ratio, "inferred",
             "inferred: neither the release nor the schema says how the release was made or "
             "which columns were synthesized; Reiter's partial-synthesis rules are used (give "
-            "rules= / --combining-rules otherwise).")
+            f"{arg_name('rules')} otherwise).")
     syn = list(synthesized)
     kept = [c for c in columns if c not in syn]
     flags = getattr(source, "synthesized_records", None)
@@ -143,13 +143,13 @@ def choose_rules(rules: str, source: Any, original: pd.DataFrame,
         return CombiningChoice(
             "partial", proper, ratio, "inferred",
             f"inferred: the release does not record how it was made, and {what}; partial "
-            "synthesis assumed (give rules= / --combining-rules otherwise).")
+            f"synthesis assumed (give {arg_name('rules')} otherwise).")
     return CombiningChoice(
         "full-same-n", proper, ratio, "inferred",
         "inferred: the release does not record how it was made, and every column is "
         "synthesized; full synthesis of the same units assumed"
         + ("" if proper_known is not None else ", proper (parameters drawn per dataset)")
-        + " (give rules= / --combining-rules for samples from synthetic populations).")
+        + f" (give {arg_name('rules')} for samples from synthetic populations).")
 
 
 @dataclass(frozen=True)
@@ -286,7 +286,8 @@ def fit_formula(formula: str, data: pd.DataFrame, family: str, label: str) -> pd
             model = smf.glm(formula, data, family=fam)
     except Exception as err:  # patsy/formulaic raise their own error types
         raise ValidationError(
-            f"formula {formula!r} could not be evaluated on the {label}: {err}"
+            f"{arg_name('formula')} {formula!r} could not be evaluated on the {label}: {err}",
+            code="INVALID_ARGUMENT",
         ) from err
     X = np.asarray(model.exog, dtype=np.float64)
     if X.shape[0] <= X.shape[1]:

@@ -534,7 +534,7 @@ class DPMPM(BayesianSynthesizer):
             # made its own draws pass the checks) and may extend further, with the same bound
             params["thin"] = max(int(params["thin"]), self._mcmc_run()["thin"])
         new = type(self)(**params)
-        new.fit(combined, schema=self.schema_, random_seed=random_seed)
+        new.fit(combined, schema=self.schema_.keeping_levels(), random_seed=random_seed)
         return new
 
     # -- thin methods: the work is done by module-level helpers of the family's modules

@@ -241,5 +241,5 @@ def fit_augmented(
     new._prior_rate_fixed = model._b_lambda_vector(
         data[cols].to_numpy(dtype=np.float64)
     )
-    return new.fit(both, schema=model.schema_, synthesized=cols,
+    return new.fit(both, schema=model.schema_.keeping_levels(), synthesized=cols,
                    random_seed=model.random_seed if random_seed is None else random_seed)

@@ -421,7 +421,7 @@ class SequentialRegression(BayesianSynthesizer):
         synthetic = self._synthesized_part(synthetic)
         both = pd.concat([data[names], synthetic[names]], ignore_index=True)
         new = type(self)(**self.get_params())
-        return new.fit(both, schema=self.schema_,
+        return new.fit(both, schema=self.schema_.keeping_levels(),
                        random_seed=self.random_seed if random_seed is None else random_seed)
 
     # ------------------------------------------------------------------ posterior handling
