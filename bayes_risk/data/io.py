@@ -78,7 +78,7 @@ def read_table(
         CSV file is separated by semicolons or tabs rather than commas (``NOT_COMMA_SEPARATED``:
         read as commas, its rows would be one column); for a named pipe or a device
         (``NOT_A_REGULAR_FILE``, refused before it is opened); for names that differ only in
-        case or white space (``CONFUSABLE_COLUMN_NAMES``: ``Income`` and ``Income ``).
+        case or white space (``CONFUSABLE_COLUMN_NAMES``: ``'Income'`` and ``'Income '``).
     SchemaError
         If two columns have the same name (``DUPLICATE_COLUMN``; pandas would rename the second
         ``NAME.1`` and it would be taken for another variable), for ``THOUSANDS_SEPARATOR``,

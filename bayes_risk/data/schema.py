@@ -19,7 +19,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
+from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 
 __all__ = [
     "ColumnType",
@@ -29,7 +29,6 @@ __all__ = [
     "infer_schema",
     "check_column_labels",
     "check_confusable_names",
-    "drop_unused_levels",
     "CATEGORICAL_TYPES",
     "NUMERIC_TYPES",
 ]
@@ -455,8 +454,8 @@ def _name_key(name: str) -> str:
 
 
 def check_confusable_names(names: Sequence[str], where: str) -> None:
-    """Refuse names that differ only in case or white space (``Income``, ``Income `` and
-    ``income``).
+    """Refuse names that differ only in case or white space (``'Income'``, ``'Income '`` and
+    ``'income'``).
 
     An error, not a warning: every option, report line and summary refers to a column by its
     name, and two names a reader cannot tell apart (a trailing space is invisible in a report
@@ -627,48 +626,3 @@ def _keep_unused(keep: bool | Iterable[str], names: Sequence[str]) -> set[str]:
                 code="UNKNOWN_COLUMN",
             )
     return set(cols)
-
-
-def unused_levels(values: pd.Series, levels: Sequence[Any]) -> list[Any]:
-    """The ``levels`` no value of ``values`` holds (``2`` and ``2.0`` are one level)."""
-    from bayes_risk.data.levels import normalise_level
-
-    seen = {normalise_level(v) for v in pd.unique(values.dropna())}
-    return [v for v in levels if normalise_level(v) not in seen]
-
-
-def drop_unused_levels(data: pd.DataFrame, schema: Schema, *, name: str = "data") -> Schema:
-    """``schema`` without the levels no record of ``data`` holds, with warning
-    ``UNUSED_LEVEL`` naming them; a column marked ``keep_unused_levels`` keeps them.
-
-    Called by every synthesizer's ``fit``: a declared level no record has (an unused category
-    of a pandas ``Categorical``, a codebook's level) is dropped unless the user said to keep it
-    (:func:`infer_schema`'s ``keep_unused_levels``), so that no model gives it probability and
-    no release holds it (a DPMPM, whose prior covers every level, released such a level 3
-    times in 600 rows). A refit keeps the model's levels (:meth:`Schema.keeping_levels`).
-    """
-    import warnings
-
-    from bayes_risk.exceptions import CALLER, DataWarning
-
-    dropped: dict[str, list[Any]] = {}
-    for spec in schema:
-        if (not spec.is_categorical or spec.levels is None or spec.keep_unused_levels
-                or spec.name not in data.columns):
-            continue
-        unused = unused_levels(data[spec.name], spec.levels)
-        if unused and len(unused) < len(spec.levels):
-            dropped[spec.name] = unused
-    if not dropped:
-        return schema
-    shown = "; ".join(f"{c!r}: {', '.join(map(repr, u))}" for c, u in dropped.items())
-    cols = list(dropped)
-    warnings.warn(DataWarning(
-        f"{name}: declared level(s) that no record holds were dropped ({shown}), so that no "
-        "model gives them probability and no release holds them (UNUSED_LEVEL). To keep them "
-        "(a codebook level that must stay possible), give "
-        + (arg_name("keep_unused_levels", cli=" ".join(cols)) if on_command_line()
-           else f"the schema of infer_schema(..., keep_unused_levels={cols!r})") + ".",
-        code="UNUSED_LEVEL"), skip_file_prefixes=CALLER)
-    return schema.with_levels({c: [v for v in schema[c].levels if v not in u]
-                               for c, u in dropped.items()})

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.data.schema import Schema, drop_unused_levels, infer_schema
+from bayes_risk.data.levels import drop_unused_levels
+from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.validate import record_mask, validate_table
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models.base import synthesized_columns

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.data.fingerprint import fingerprint_record
-from bayes_risk.data.schema import Schema, drop_unused_levels, infer_schema
+from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.validate import record_mask, validate_table
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import BaseSynthesizer, check_is_fitted, synthesized_columns
@@ -65,7 +65,7 @@ def prepare_schema(
         )
     schema = schema.with_roles(order, known=schema.known)
     validate_table(data, schema, name="data", allow_nan=allow_missing)
-    return drop_unused_levels(data, schema), list(order)
+    return schema, list(order)
 
 
 class TreeSynthesizer(BaseSynthesizer):

@@ -18,7 +18,7 @@ import pandas as pd
 from bayes_risk._numeric import ties
 from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json, spawn
-from bayes_risk.data.schema import Schema, drop_unused_levels, infer_schema
+from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
 from bayes_risk.data.validate import check_m, validate_table
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, DataWarning, ValidationError
@@ -304,7 +304,6 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
                 )
         schema = schema.with_roles(syn, known=schema.known)
         validate_table(data, schema, name="data", missing_hint=refusal_hint("PMM"))
-        schema = drop_unused_levels(data, schema)
         cons = self._constraints(syn)
         preds = {}
         for c in syn:

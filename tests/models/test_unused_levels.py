@@ -2,9 +2,11 @@
 
 A pandas ``Categorical`` with an unused category (or a level given in
 ``infer_schema(levels=...)``) declared a level the data does not hold; a DPMPM, whose prior
-covers every level, released it (``'Other'`` 3 times in 600 rows). Every synthesizer's ``fit``
-drops such a level with warning ``UNUSED_LEVEL`` unless the schema keeps it
-(``keep_unused_levels``); a refit of a fitted model keeps the model's levels.
+covers every level, released it (``'Other'`` 3 times in 600 rows). Every synthesizer that could
+release it (DPMPM, the sequential regressions, random forests) drops such a level at ``fit``
+with warning ``UNUSED_LEVEL`` unless the schema keeps it (``keep_unused_levels``); CART and
+PMM release donors' values only and keep the declared levels, which they never release; a
+refit of a fitted model keeps the model's levels.
 """
 
 from __future__ import annotations
@@ -65,7 +67,12 @@ def test_every_registered_synthesizer_has_a_case():
     assert set(CASES) == set(list_synthesizers())
 
 
-@pytest.mark.parametrize("name", [n for n, c in CASES.items() if c is not None])
+#: synthesizers that release donors' values only (``ModelInfo.releases_donor_values``): they
+#: cannot release a level no record holds, and keep the declared levels
+DONORS = ("cart", "pmm")
+
+
+@pytest.mark.parametrize("name", [n for n, c in CASES.items() if c is not None and n not in DONORS])
 def test_fit_drops_a_level_no_record_holds(name):
     model, caught = _fit(name, _table())
     assert len(caught) == 1, [str(w.message) for w in caught]
@@ -78,6 +85,18 @@ def test_fit_drops_a_level_no_record_holds(name):
     # a table whose categories are all used gives no warning
     _, none = _fit(name, _table(unused=None))
     assert not none
+
+
+@pytest.mark.parametrize("name", DONORS)
+def test_donor_synthesizers_keep_the_declared_levels_and_never_release_them(name):
+    from bayes_risk.contract import model_info
+
+    assert model_info(get_synthesizer(name)).releases_donor_values
+    model, caught = _fit(name, _table())
+    assert not caught
+    assert model.schema_["mar"].levels == ("married", "single", "widowed", "divorced")
+    syn = model.synthesize(5, random_seed=2)
+    assert all(not (z["mar"] == "divorced").any() for z in syn)
 
 
 @pytest.mark.parametrize("name", [n for n, c in CASES.items() if c is not None])
@@ -132,22 +151,35 @@ def test_explicit_levels_and_hand_built_schemas_are_declared_levels():
     df = pd.DataFrame({"a": ["x", "y", "x", "y"] * 10, "b": ["u", "v"] * 20})
     s = infer_schema(df, levels={"a": ["x", "y", "z"]})
     assert s["a"].levels == ("x", "y", "z")  # the schema keeps what was declared ...
-    CART = get_synthesizer("cart")
+    RF = get_synthesizer("rf")
     with pytest.warns(DataWarning, match=r"'a': 'z'"):  # ... the fit drops it, saying so
-        m = CART(min_leaf=2).fit(df, schema=s, synthesized=["a"])
+        m = RF(n_trees=5).fit(df, schema=s, synthesized=["a"])
     assert m.schema_["a"].levels == ("x", "y")
     hand = Schema((ColumnSpec("a", "categorical", levels=("x", "y", "z")),
                    ColumnSpec("b", "categorical", levels=("u", "v"))))
     with pytest.warns(DataWarning, match="UNUSED_LEVEL"):
-        m = CART(min_leaf=2).fit(df, schema=hand, synthesized=["a"])
+        m = RF(n_trees=5).fit(df, schema=hand, synthesized=["a"])
     assert m.schema_["a"].levels == ("x", "y")
     # a level of a column given as 2 and 2.0 is one level, held by a record
     num = pd.DataFrame({"c": [1.0, 2.0, 1.0, 2.0] * 5, "d": [1, 2] * 10})
     s2 = infer_schema(num, categorical=["c", "d"], levels={"c": [1, 2]})
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataWarning)
-        assert CART(min_leaf=2).fit(num, schema=s2, synthesized=["c"]).schema_["c"].levels == (
+        assert RF(n_trees=5).fit(num, schema=s2, synthesized=["c"]).schema_["c"].levels == (
             1, 2)
+
+
+def test_a_random_forest_would_release_the_level_it_keeps():
+    """The forests' classes are the levels; leaf_dirichlet gives each class prior mass."""
+    df = _table()[["sex", "mar"]]
+    RF = get_synthesizer("rf")
+    kw = dict(n_trees=10, probabilities="leaf_dirichlet", alpha=1.0, random_seed=1)
+    kept = RF(**kw).fit(df, schema=infer_schema(df, keep_unused_levels=True),
+                        synthesized=["mar"])
+    assert sum(int((z["mar"] == "divorced").sum()) for z in kept.synthesize(5, random_seed=2))
+    with pytest.warns(DataWarning, match="UNUSED_LEVEL"):
+        dropped = RF(**kw).fit(df, synthesized=["mar"])
+    assert not any((z["mar"] == "divorced").any() for z in dropped.synthesize(5, random_seed=2))
 
 
 def test_the_schema_round_trips_the_choice():
@@ -193,6 +225,6 @@ def test_the_command_line_drops_the_unused_categories_of_a_parquet_file(tmp_path
     col = next(c for c in meta["schema"]["columns"] if c["name"] == "mar")
     assert col["levels"][-1] == "divorced" and col["keep_unused_levels"] is True
     # synthesize ORIGINAL --method: the same rule
-    assert main(["synthesize", "orig.parquet", "--method", "cart", "--synthesize", "mar",
+    assert main(["synthesize", "orig.parquet", "--method", "rf", "--synthesize", "mar",
                  "-m", "1", "--random-seed", "1", "-q", "--out", "rel"]) == 0
     assert "[UNUSED_LEVEL]" in capsys.readouterr().err
