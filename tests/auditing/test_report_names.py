@@ -201,3 +201,36 @@ def test_the_markdown_report_makes_nothing_live_of_a_name(hostile_audit):
     _check_html(md2, other)
     assert "](my%20report%20%281%29_figures/compare_" in md2
     assert "](../audit/summary.json)" in md2
+
+
+def test_the_command_line_audits_names_with_slashes_markup_and_5000_characters(tmp_path,
+                                                                               capsys):
+    """The issue's command-line case: ``synthesize`` and ``audit`` of a CSV whose columns are
+    ``Income/month``, a 5,000-character name holding ``/`` and an HTML payload run every step
+    and write every file (exit 0); figures and disclosure folders have safe names, and
+    ``report.md`` renders no element or link of a name."""
+    from bayes_risk.cli import main
+
+    long = "Tenure/" + "t" * 4993
+    names = {"Income": "Income/month", "Tenure": long, "Urban": PAYLOADS[0]}
+    df = br.make_ce_like(120, random_seed=5).rename(columns=names)
+    df.to_csv(tmp_path / "orig.csv", index=False)
+    base = ["--categorical", long, PAYLOADS[0], "--random-seed", "1", "-q"]
+    assert main(["synthesize", str(tmp_path / "orig.csv"), "--method", "cart", "--synthesize",
+                 "Income/month", long, "-m", "2", "--min-leaf", "5", *base,
+                 "--out", str(tmp_path / "rel")]) == 0
+    out = tmp_path / "audit"
+    assert main(["audit", str(tmp_path / "orig.csv"), str(tmp_path / "rel"), "--known", "Age",
+                 PAYLOADS[0], "--radius-sweep", "none", "--skip", "attribute",
+                 "posterior-identification", "membership", *base, "--out", str(out)]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    every = [p.relative_to(out) for p in out.rglob("*")]
+    assert all(len(part) <= 80 for p in every for part in p.parts), every
+    figs = {p.name for p in (out / "report_figures").iterdir()}
+    assert {f"compare_{file_slug(n)}.png" for n in ("Income/month", long)} <= figs
+    assert {p.name for p in (out / "disclosure").iterdir() if p.is_dir()} == {
+        file_slug("Income/month"), file_slug(long)}
+    md = (out / "report.md").read_text()
+    s = _check_html(md, out)
+    assert "Income/month" in " ".join("".join(s.text).split())
+    assert "<img src=x" not in (out / "report.html").read_text()
