@@ -188,7 +188,8 @@ def _not_partial_checked(choice: CombiningChoice, original: pd.DataFrame,
         "'full-same-n' (every column synthesized; Raab, Nowok & Dibben's variance with k/n, "
         "as synthpop's) or 'full-population' (samples from synthetic populations): "
         + (arg_name("rules") if on_command_line()
-           else "rules= (combining_rules= of audit)") + ".",
+           else "rules= (combining_rules= of audit; --combining-rules on the command line)")
+        + ".",
         code="NOT_PARTIAL_SYNTHESIS",
     )
 
