@@ -11,9 +11,29 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from typing import Any
 
-__all__ = ["file_sha256", "json_sha256"]
+__all__ = ["file_sha256", "json_sha256", "special_file"]
+
+#: what a path is that is neither a regular file nor a folder, by its ``stat`` mode test
+_SPECIAL = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+            (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def special_file(path: str | os.PathLike[str]) -> str | None:
+    """What ``path`` is (links followed) when it is neither a regular file nor a folder, e.g.
+    ``"a named pipe (FIFO)"``; ``None`` for a regular file, a folder or a missing path.
+
+    Such a path is refused before it is read: an input is read more than once (hashed for
+    ``summary.json``, then parsed), which a pipe cannot give (the first reader empties it, or
+    waits forever for a writer), and a device such as ``/dev/zero`` never ends.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return next((what for test, what in _SPECIAL if test(mode)), None)
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:

@@ -28,6 +28,7 @@ __all__ = [
     "remove_stale_siblings",
     "temporary_sibling",
     "current_umask",
+    "file_slug",
 ]
 
 
@@ -168,6 +169,42 @@ def _as_created(path: str | os.PathLike[str], *, folder: bool) -> None:
     file once renamed into place, which colleagues on a shared drive can open when the umask
     allows it (0644 / 0755 under umask 022)."""
     os.chmod(path, (0o777 if folder else 0o666) & ~current_umask())
+
+
+#: a name kept as it is in a file name: ASCII letters, digits, ``_ . -``, starting with a letter
+#: or digit, at most 64 characters, not ending in a dot (Windows drops it)
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}(?<!\.)")
+#: the tail of a name made by :func:`file_slug` from another: ``-h`` and 12 hexadecimal digits
+_SLUG_TAIL = re.compile(r"-h[0-9a-f]{12}$")
+#: names Windows reserves whatever the extension
+_RESERVED = frozenset({"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)),
+                       *(f"LPT{i}" for i in range(10))})
+
+
+def file_slug(name: str) -> str:
+    """A file-name part for the user string ``name`` (a column name): safe, bounded, unique.
+
+    A name of ASCII letters, digits, ``_``, ``.`` and ``-`` (starting with a letter or a digit,
+    at most 64 characters) is kept as it is (``Income`` -> ``Income``). Any other becomes its
+    ASCII letters and digits (accents dropped, other characters ``_``, at most 40 of them)
+    followed by ``-h`` and 12 hexadecimal digits of the SHA-256 of the name
+    (``Income/month`` -> ``Income_month-h1d0…``): no separator, no ``..``, no leading dot or
+    dash, nothing a shell, a URL or a Markdown link reads specially, and at most 55 characters
+    whatever the name's length. Two names never get the same slug: a kept name never ends like
+    a made one (a name that does is made too), and two made ones differ by their hashes.
+    The same name always gets the same slug, so every writer and every link agree on it.
+    """
+    import hashlib
+    import unicodedata
+
+    name = str(name)
+    if (_SAFE_NAME.fullmatch(name) and not _SLUG_TAIL.search(name)
+            and name.split(".")[0].upper() not in _RESERVED):
+        return name
+    ascii_ = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    stem = re.sub(r"[^A-Za-z0-9]+", "_", ascii_).strip("_")[:40].rstrip("_") or "column"
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{stem}-h{digest}"
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.data.missing import missing_mask
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, arg_name, has_option
 
 __all__ = ["candidate_list", "subset_order", "subset_label", "greedy_path", "frontier",
            "shapley_values", "level_labels", "planned_subsets"]
@@ -28,16 +28,23 @@ class _Sweep(Protocol):
     def value(self, s: frozenset, measure: str) -> float: ...
 
 
-def planned_subsets(cands: list[str], max_size: int, max_subsets: int) -> list[frozenset]:
+def planned_subsets(cands: list[str], max_size: int, max_subsets: int,
+                    argument: str = "candidates") -> list[frozenset]:
     """Every subset of at most ``max_size`` candidates (the empty one first), then the full set
-    minus each candidate and the full set; an error beyond ``max_subsets``."""
+    minus each candidate and the full set; an error beyond ``max_subsets`` (naming the
+    candidates' ``argument``)."""
     n_c = len(cands)
     n_planned = sum(math.comb(n_c, k) for k in range(max_size + 1))
     if n_planned > max_subsets:
+        lower = [f"lower {arg_name('max_size')} (the greedy path continues beyond it)"
+                 ] if has_option("max_size") else []
+        if has_option("max_subsets"):
+            lower.append(f"raise {arg_name('max_subsets')}")
         raise ValidationError(
-            f"{n_planned} subsets of {n_c} candidates up to size {max_size} (> max_subsets="
-            f"{max_subsets}); lower max_size (the greedy path continues beyond it) or raise "
-            "max_subsets."
+            f"{arg_name(argument)}: {n_planned} subsets of {n_c} candidates up to size "
+            f"{max_size}, more than the {max_subsets} a sweep evaluates; "
+            + (" or ".join(lower) if lower else "give fewer candidates") + ".",
+            code="INVALID_ARGUMENT",
         )
     order = [frozenset(s) for k in range(max_size + 1) for s in itertools.combinations(cands, k)]
     full = frozenset(cands)
@@ -45,18 +52,21 @@ def planned_subsets(cands: list[str], max_size: int, max_subsets: int) -> list[f
     return list(dict.fromkeys(order))
 
 
-def candidate_list(candidates: Any) -> list[str]:
-    """The candidate variables as a list of names (at least one, each once, at most 20)."""
+def candidate_list(candidates: Any, argument: str = "candidates") -> list[str]:
+    """The candidate variables as a list of names (at least one, each once, at most 20); an
+    error names the candidates' ``argument``."""
     if isinstance(candidates, str):
         candidates = [candidates]
     cands = [str(c) for c in (candidates or ())]
     if not cands:
-        raise ValidationError("candidates is empty: give the candidate known variables.")
+        raise ValidationError(f"{arg_name(argument)} is empty: give the candidate known "
+                              "variables.", code="INVALID_ARGUMENT")
     if len(set(cands)) != len(cands):
-        raise ValidationError(f"candidates lists a variable twice: {cands}.")
-    if len(cands) > 20:
-        raise ValidationError(f"at most 20 candidate variables. Got {len(cands)}.",
+        raise ValidationError(f"{arg_name(argument)} lists a variable twice: {cands}.",
                               code="INVALID_ARGUMENT")
+    if len(cands) > 20:
+        raise ValidationError(f"{arg_name(argument)}: at most 20 candidate variables. "
+                              f"Got {len(cands)}.", code="INVALID_ARGUMENT")
     return cands
 
 

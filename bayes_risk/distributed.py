@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, arg_name
 from bayes_risk.executors import (
     DaskExecutor,
     DaskNotInstalledError,
@@ -71,18 +72,33 @@ def connect(scheduler: str | None = None, n_workers: int | None = None) -> Itera
     DaskNotInstalledError
         When ``dask.distributed`` is not installed.
     ValidationError
-        When both or neither of ``scheduler`` and ``n_workers`` are given, or ``n_workers < 1``.
+        When both or neither of ``scheduler`` and ``n_workers`` are given, ``n_workers`` is not
+        from 1 to 4 per CPU, or no scheduler answers at ``scheduler``
+        (``DASK_SCHEDULER_UNREACHABLE``).
     """
     if (scheduler is None) == (n_workers is None):
-        raise ValidationError("connect needs exactly one of scheduler= and n_workers=.")
+        raise ValidationError(f"connect needs exactly one of {arg_name('scheduler')} and "
+                              f"{arg_name('n_workers')}.", code="INVALID_ARGUMENT")
     distributed = _distributed()
     if scheduler is not None:
-        with distributed.Client(scheduler) as client:
+        try:
+            client = distributed.Client(scheduler)
+        except (ValueError, OSError) as err:  # a malformed address, or no scheduler there
+            raise ValidationError(
+                f"{arg_name('scheduler')} {scheduler!r}: no Dask scheduler could be reached "
+                f"there ({' '.join(str(err).split()) or type(err).__name__}); give the address "
+                "of a running scheduler, e.g. tcp://host:8786.",
+                code="DASK_SCHEDULER_UNREACHABLE",
+            ) from err
+        with client:
             yield client
         return
+    most = 4 * (os.cpu_count() or 1)  # one process each: more only thrash (and may not start)
     if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)) \
-            or n_workers < 1:
-        raise ValidationError(f"n_workers must be an integer >= 1. Got {n_workers!r}.")
+            or not 1 <= n_workers <= most:
+        raise ValidationError(f"{arg_name('n_workers')} must be an integer from 1 to {most} "
+                              f"(4 worker processes per CPU). Got {n_workers!r}.",
+                              code="INVALID_ARGUMENT")
     # one thread per worker process: the engines' own threads and numpy's stay per process
     with distributed.LocalCluster(
         n_workers=int(n_workers), threads_per_worker=1, processes=True, dashboard_address=None

@@ -8,10 +8,12 @@ column, value or argument and says what was expected. Machine-readable codes (e.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 #: ``warnings.warn(..., skip_file_prefixes=CALLER)`` attributes a warning to the first frame
 #: outside bayes-risk (the user's line), whatever the call depth inside the package
@@ -152,6 +154,75 @@ def interruptible[**P, R](fn: Callable[P, R]) -> Callable[P, R]:
             return fn(*args, **kwargs)
 
     return wrapper
+
+
+#: the options of the running sub-command by the name of the argument of the library they stand
+#: for (``{"max_order": "--max-order", "original": "ORIGINAL"}``); ``None`` outside the command
+#: line. Set by :func:`command_line_options` (the command line, around each run and each call).
+_OPTIONS: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(
+    "bayes_risk_options", default=None)
+
+
+@contextlib.contextmanager
+def command_line_options(options: Mapping[str, str]) -> Iterator[None]:
+    """Inside the block, messages name arguments as the command line's options.
+
+    The command line wraps every run in this block with the options of its sub-command (each
+    argparse destination mapped to its option, :func:`bayes_risk.cli.parsers.option_names`),
+    and a call whose library arguments bear other names than the options (``known`` of
+    :func:`~bayes_risk.attribute.attribute_known_sweep` is ``attribute --known-sweep``) in a
+    nested block that adds those names. :func:`arg_name` then writes an argument the way the
+    user gave it.
+
+    Parameters
+    ----------
+    options : mapping of str to str
+        Library argument name -> option (``"--max-order"``, or a positional's metavar).
+    """
+    outer = _OPTIONS.get()
+    token = _OPTIONS.set({**(outer or {}), **options})
+    try:
+        yield
+    finally:
+        _OPTIONS.reset(token)
+
+
+def on_command_line() -> bool:
+    """Whether the running code was called by the command line (:func:`command_line_options`)."""
+    return _OPTIONS.get() is not None
+
+
+def has_option(name: str) -> bool:
+    """Whether the caller can set the argument ``name``: always in Python; on the command line
+    only when the sub-command has an option for it (a remedy naming an argument the command
+    line lacks is left out there)."""
+    opts = _OPTIONS.get()
+    return opts is None or name in opts
+
+
+def arg_name(name: str, value: Any = None, *, cli: Any = None) -> str:
+    """The argument ``name`` (set to ``value``) as the caller writes it.
+
+    In Python ``name`` or ``name=value`` (``value`` as given: ``"['attribute']"``); on the
+    command line the sub-command's option, ``--max-order`` or ``--max-order 0`` (``cli``: the
+    value as the option takes it, when it differs from ``value``: ``--skip attribute``). Every
+    message naming an argument of the library uses it, so that a command-line user is never
+    told to set an argument the command line does not have (an argument without an option
+    there is named as in Python: guard the remedy with :func:`has_option`).
+
+    Examples
+    --------
+    >>> arg_name("max_order", 0)
+    'max_order=0'
+    >>> with command_line_options({"max_order": "--max-order"}):
+    ...     arg_name("max_order", 0)
+    '--max-order 0'
+    """
+    opts = _OPTIONS.get()
+    if opts is None or name not in opts:
+        return name if value is None else f"{name}={value}"
+    shown = cli if cli is not None else value
+    return opts[name] if shown is None or shown == "" else f"{opts[name]} {shown}"
 
 
 _CODE_RE = re.compile(r"\b([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b")

@@ -172,6 +172,10 @@ MESSAGES: dict[str, str] = {
     "anonymeter's model; give a holdout about the size of the original.",
     "CONTROL_ALWAYS_SUCCEEDS": "the control attack succeeds on every holdout record: the risk "
     "beyond it is undefined (nan).",
+    # fitting a synthesizer
+    "UNUSED_LEVEL": "a declared level of a categorical column that no record holds (an unused "
+    "category of a pandas Categorical, a codebook's level) was dropped from the fitted model, "
+    "so that it is given no probability and never released; keep it with keep_unused_levels.",
 }
 
 

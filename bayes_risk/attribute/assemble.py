@@ -28,12 +28,15 @@ from bayes_risk.attribute.record_table import (
     set_point_columns,
 )
 from bayes_risk.attribute.uncertainty import file_uncertainty
-from bayes_risk.exceptions import CALLER, DataWarning, ImportanceSamplingWarning
+from bayes_risk.exceptions import CALLER, DataWarning, ImportanceSamplingWarning, arg_name
 from bayes_risk.protocols import SupportsConvergenceSummary, model_info
 from bayes_risk.results.attribute import AttributeRiskResult
 
 __all__ = ["assemble", "mcmc_record"]
 
+
+#: a candidate grid that reaches other values of a small count (named in NO_ALTERNATIVE)
+_COUNT_GRID = "one-variable,grid:additive:2:5"
 
 def assemble(plan: AttributePlan, part: PartitionOutput) -> AttributeRiskResult:
     """The :class:`~bayes_risk.attribute.AttributeRiskResult` of the evaluated records.
@@ -187,7 +190,7 @@ def _warn_without_alternative(cands: Sequence[Any], warn_codes: list[str],
            "by construction)" if n_single else "")
         + " (NO_ALTERNATIVE). A numeric grid collapses when its points round to the truth, "
         "e.g. a ±10 % grid on a small count: give a grid that reaches other values, such as "
-        "candidates='one-variable,grid:additive:2:5' for counts.",
+        f"{arg_name('candidates', repr(_COUNT_GRID), cli=_COUNT_GRID)} for counts.",
         DataWarning,
         skip_file_prefixes=CALLER,
     )

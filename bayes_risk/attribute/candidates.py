@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, arg_name
 
 # a record's candidate set is part of the result, which imports nothing of the engine
 from bayes_risk.results.attribute import CandidateSet
@@ -318,7 +318,8 @@ def parse_candidates(text: str | CandidateSpec) -> CandidateSpec:
                 )
         else:
             raise ValidationError(
-                f"candidates {part!r} not understood; expected 'one-variable', 'full', "
+                f"{arg_name('candidates')} {part!r} not understood; expected 'one-variable', "
+                "'full', "
                 "'k-different:K' or 'grid:percent|additive|fixed:...'.",
                 code="INVALID_ARGUMENT"
             )

@@ -44,7 +44,13 @@ from bayes_risk.attribute.api import KHAT_TOLERANCE, attribute_risk
 from bayes_risk.attribute.prepare import prepare
 from bayes_risk.data.provenance import check_release_model
 from bayes_risk.data.schema import CATEGORICAL_TYPES
-from bayes_risk.exceptions import CALLER, BayesRiskWarning, ValidationError, interruptible
+from bayes_risk.exceptions import (
+    CALLER,
+    BayesRiskWarning,
+    ValidationError,
+    arg_name,
+    interruptible,
+)
 from bayes_risk.results.knowledge import ATTRIBUTE_SWEEP_MEASURES, KnowledgeSweepResult
 from bayes_risk.warning_codes import message
 
@@ -160,7 +166,7 @@ def attribute_known_sweep(
         raise ValidationError(
             f"original must be a pandas DataFrame. Got {type(original).__name__}."
         )
-    cands = candidate_list(known)
+    cands = candidate_list(known, "known")
     if "scenario" in kwargs or "known" in kwargs:
         raise ValidationError(
             "attribute_known_sweep sets scenario and known for every subset; give the columns "
@@ -179,22 +185,24 @@ def attribute_known_sweep(
     if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) \
             or not 1 <= max_size <= n_c:
         raise ValidationError(
-            f"max_size must be an integer between 1 and the number of columns in known ({n_c}). "
-            f"Got {max_size!r}."
+            f"{arg_name('max_size')} must be an integer between 1 and the number of columns in "
+            f"{arg_name('known')} ({n_c}). Got {max_size!r}.", code="INVALID_ARGUMENT"
         )
     syn = _synthesized(model)
     notsyn = [c for c in cands if c not in syn]
     if notsyn:
         raise ValidationError(
-            f"known names {notsyn}, which the model did not synthesize (synthesized: {syn}); "
-            "unsynthesized columns are always known to the intruder."
+            f"{arg_name('known')} names {notsyn}, which the model did not synthesize "
+            f"(synthesized: {syn}); unsynthesized columns are always known to the intruder.",
+            code="INVALID_ARGUMENT",
         )
     if not [c for c in syn if c not in cands]:
         raise ValidationError(
-            f"known holds every synthesized column ({syn}): with all of them known nothing is "
-            "left to guess; leave at least one out."
+            f"{arg_name('known')} holds every synthesized column ({syn}): with all of them known "
+            "nothing is left to guess; leave at least one out.",
+            code="INVALID_ARGUMENT",
         )
-    planned = planned_subsets(cands, int(max_size), max_subsets)
+    planned = planned_subsets(cands, int(max_size), max_subsets, "known")
     options = {k: kwargs.get(k, v) for k, v in _OPTIONS.items()}
     if not options["allow_other_model"]:  # refused before the refits (each subset checks too)
         check_release_model(model, synthetic, original)

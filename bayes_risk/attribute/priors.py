@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from bayes_risk.attribute.diagnostics import logsumexp
-from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
+from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, arg_name
 
 __all__ = [
     "Prior",
@@ -369,8 +369,10 @@ def parse_prior(prior: str | Prior | Sequence[float] | Callable[..., Any]) -> Pr
                 raise
             raise ValidationError(f"prior {prior!r}: parameter {arg!r} is not a number.") from err
         raise ValidationError(
-            f"prior {prior!r} not understood; expected 'uniform', 'truth-weighted:K', "
-            "'empirical[:ALPHA]', 'model-predictive', 'grid-uniform', weights or a callable."
+            f"{arg_name('prior')} {prior!r} not understood; expected 'uniform', "
+            "'truth-weighted:K', "
+            "'empirical[:ALPHA]', 'model-predictive', 'grid-uniform', weights or a callable.",
+            code="INVALID_ARGUMENT",
         )
     if callable(prior) or isinstance(prior, (list, tuple, np.ndarray)):
         return UserWeights(prior)

@@ -312,6 +312,13 @@ def _record_weights(plan: Any, weights: str | None) -> None:
              "the weights, 1/f_k without")
 
 
+def _skip_arg(steps: list[str]) -> str:
+    """``skip=['attribute']`` in Python, ``--skip attribute`` on the command line."""
+    from bayes_risk.exceptions import arg_name
+
+    return arg_name("skip", repr(steps), cli=" ".join(_cli_name(s) for s in steps))
+
+
 def _say(ctx: Any, msg: str) -> None:
     if ctx.progressbar:
         sys.stderr.write(f"[audit] {msg}\n")  # progress goes where the progress bars go
@@ -328,7 +335,7 @@ def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepO
     """
     if name in ctx.plan.skip:
         return StepOutcome(name=name, title=title, status="skipped",
-                           reason=f"skipped as asked (skip {name!r}, --skip {_cli_name(name)}).")
+                           reason=f"skipped as asked ({_skip_arg([name])}).")
     _say(ctx, f"step {i}/{n}: {title.lower()}")
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -343,7 +350,7 @@ def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepO
             # (a verdict without this step would read as a complete one)
             raise type(err)(
                 f"{title} step: {' '.join(str(err).split())} (to audit the release without "
-                f"this step, pass skip=[{name!r}] / --skip {_cli_name(name)}).",
+                f"this step, give {_skip_arg([name])}).",
                 code=getattr(err, "code", None),
             ) from err
         except Exception as err:
@@ -376,8 +383,9 @@ def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepO
 def _preflight(ctx: Any) -> None:
     """Check, before the first step runs, the inputs the steps read from the data: the
     original against the release (fingerprint, row alignment), the fitted model against the
-    original, and the synthesizer rebuilt from a CART / random-forest manifest (built once here
-    and shared by the steps that need it). Errors are raised as the steps would raise them."""
+    original, the synthesizer rebuilt from a CART / random-forest manifest (built once here
+    and shared by the steps that need it), and the membership step's holdout and selection
+    rule. Errors are raised as the steps would raise them."""
     from bayes_risk.auditing import steps as st
 
     plan, data, syn = ctx.plan, ctx.original, ctx.synthetic
@@ -406,14 +414,31 @@ def _preflight(ctx: Any) -> None:
             elif attribute or (posterior and st.rebuilt_has_posterior(syn)):
                 st.rebuilt_synthesizer(ctx)
         except (ValidationError, SchemaError) as err:
-            raise type(err)(
-                f"{' '.join(str(err).split())} (needed by the "
-                f"{' and '.join(u.replace('_', ' ') for u in users)} step"
-                f"{'s' if len(users) > 1 else ''}; to audit the release without "
-                f"{'them' if len(users) > 1 else 'it'}, pass skip={users!r} / --skip "
-                f"{' '.join(_cli_name(u) for u in users)}).",
-                code=getattr(err, "code", None),
-            ) from err
+            raise _needed_by(err, users) from err
+        if ("membership" not in plan.skip and ctx.holdout is not None
+                and ctx.model is not None):
+            from bayes_risk.exceptions import NotSupportedError
+            from bayes_risk.membership.api import check_inputs
+
+            try:
+                check_inputs(st._loaded_model(ctx), data, syn, ctx.holdout,
+                             plan.membership_selection)
+            except NotSupportedError:
+                pass  # a model the measure does not cover: the step is skipped with the reason
+            except (ValidationError, SchemaError) as err:
+                raise _needed_by(err, ["membership"]) from err
+
+
+def _needed_by(err: Exception, users: list[str]) -> Exception:
+    """``err`` of an input a step needs, as the preflight raises it: naming the step(s) and how
+    to audit without them."""
+    return type(err)(
+        f"{' '.join(str(err).split())} (needed by the "
+        f"{' and '.join(u.replace('_', ' ') for u in users)} step"
+        f"{'s' if len(users) > 1 else ''}; to audit the release without "
+        f"{'them' if len(users) > 1 else 'it'}, give {_skip_arg(users)}).",
+        code=getattr(err, "code", None),
+    )
 
 
 def _with_mcmc_warnings(step_warnings: list[dict[str, Any]],

@@ -15,8 +15,18 @@ from bayes_risk.auditing.context import (
     rows_aligned,
 )
 from bayes_risk.auditing.outcome import StepOutcome
+from bayes_risk.exceptions import arg_name
 
-__all__ = ["disclosure_step"]
+__all__ = ["disclosure_step", "target_folder"]
+
+
+def target_folder(targets: Any, t: str) -> str:
+    """The folder of target ``t``'s files inside ``disclosure/``: ``""`` for a single target,
+    else ``SLUG/`` (:func:`bayes_risk._io.file_slug` of the column name: a name with ``/`` or
+    thousands of characters still makes one folder of a bounded name)."""
+    from bayes_risk._io import file_slug
+
+    return f"{file_slug(t)}/" if len(targets) > 1 else ""
 
 
 def disclosure_step(ctx: StepContext) -> StepOutcome:
@@ -29,7 +39,7 @@ def disclosure_step(ctx: StepContext) -> StepOutcome:
         return StepOutcome(
             name="disclosure", status="skipped",
             reason="no target: every synthesized column is known to the intruder; give "
-            "targets=[...] (--target COL).", extra={"differencing": diff},
+            f"{arg_name('targets', '[...]', cli='COL')}.", extra={"differencing": diff},
         )
     results = {}
     files: list[str] = []
@@ -51,7 +61,7 @@ def disclosure_step(ctx: StepContext) -> StepOutcome:
                                   ngroups_target=p.ngroups_target[t])
         results[t] = res
         if ctx.root is not None:
-            sub = f"disclosure/{t}" if len(p.disclosure_targets) > 1 else "disclosure"
+            sub = f"disclosure/{target_folder(p.disclosure_targets, t)}".rstrip("/")
             folder = _folder(ctx, sub)
             _write_json(folder / "summary.json", res.to_dict())
             res.ident.to_csv(folder / "ident.csv", index=False)

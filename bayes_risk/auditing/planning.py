@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.auditing.plan import DEFAULT_SWEEP, STEP_NAMES, AuditPlan, Thresholds
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
 
 
 def _cli_name(step: str) -> str:
@@ -116,9 +116,10 @@ def _plan_sweep(sweep: Any, rad: dict[str, float], ks: list[str], radius_type: s
     sweep_cols = [c for c in rad if sweep_unsynthesized or c in ks]
     if grid and sweep_cols and radius_type == "quantile_sd":
         raise ValidationError(
-            "sweep (--radius-sweep): a radius sweep needs radius_type 'percentage' or "
-            "'absolute'. Got 'quantile_sd'; give sweep=None (--radius-sweep none) or another "
-            "radius type."
+            f"{arg_name('sweep')}: a radius sweep needs {arg_name('radius_type')} 'percentage' "
+            f"or 'absolute'. Got 'quantile_sd'; give {arg_name('sweep', 'None', cli='none')} "
+            "or another radius type.",
+            code="OPTION_CONFLICT",
         )
     return grid, sweep_cols
 
@@ -131,7 +132,8 @@ def _attribute_source(model: Any, syn: Any, attribute_estimator: str,
 
     if isinstance(model, (str, os.PathLike)) and not (Path(model) / "model.json").is_file():
         raise ValidationError(
-            f"model {str(model)!r} is not a fitted-model folder (no model.json); give the "
+            f"{arg_name('model')} {str(model)!r} is not a fitted-model folder (no model.json); "
+            "give the "
             "folder written by 'bayes-risk fit', or no model for a CART / random-forest release.",
             code="NOT_A_MODEL"
         )
@@ -150,7 +152,8 @@ def _attribute_source(model: Any, syn: Any, attribute_estimator: str,
     if a_src is not None and a_src != "model" and (attribute_estimator != "auto"
                                                    or refit_draws is not None):
         raise ValidationError(
-            "attribute_estimator and refit_draws apply to a fitted Bayesian model (model=); "
+            f"{arg_name('attribute_estimator')} and {arg_name('refit_draws')} apply to a fitted "
+            f"Bayesian model ({arg_name('model')}); "
             f"this release's attribute step uses the {a_src} likelihood.",
             code="OPTION_CONFLICT",
         )
@@ -196,9 +199,11 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
     known = sch.check_columns(list(known), "known")
     if _twice(known):
         raise ValidationError(
-            f"known: column(s) {_twice(known)} listed more than once (--known "
-            f"{' '.join(known)}); give each column the intruder knows once."
+            f"{arg_name('known')}: column(s) {_twice(known)} listed more than once; give each "
+            "column the intruder knows once.", code="INVALID_ARGUMENT"
         )
+    if known_sweep:
+        _check_known_sweep(known)
     skip_steps = _skip_steps(skip)
     if synthesized is not None:
         syn_cols, src = sch.check_columns(list(synthesized), "synthesized"), "given"
@@ -211,8 +216,9 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
         syn_cols, src = infer_synthesized(data, list(syn), sch), "inferred"
     if not syn_cols:
         raise ValidationError(
-            "synthesized: no synthesized column given, recorded or found (every released "
-            "column equals the original's); give synthesized=[...] (--synthesized).",
+            f"{arg_name('synthesized')}: no synthesized column given, recorded or found (every "
+            "released column equals the original's); give "
+            f"{arg_name('synthesized', '[...]', cli='COL ...')}.",
             code="NO_DIFFERENCES"
         )
     if "utility" not in skip_steps:
@@ -448,6 +454,29 @@ def _record_attack_settings(plan: AuditPlan, link_src: str) -> None:
       "the attacks run only with a holdout (records the synthesis did not use)")
 
 
+def _check_known_sweep(known: list[str]) -> None:
+    """The audit's knowledge sweeps evaluate every subset of the known columns: refused before
+    any step when there are more than :func:`~bayes_risk.identification.known_sweep` evaluates
+    (its ``max_subsets``), rather than by the identification step after the others ran."""
+    import inspect
+
+    from bayes_risk.identification.knowledge import known_sweep as sweep_fn
+
+    limit = inspect.signature(sweep_fn).parameters["max_subsets"].default
+    if 2 ** len(known) <= limit:
+        return
+    most = limit.bit_length() - 1
+    partial = ("bayes-risk identification --known-sweep COL ... --max-size K" if on_command_line()
+               else "identification.known_sweep(..., max_size=K)")
+    raise ValidationError(
+        f"{arg_name('known_sweep', True, cli='')}: a sweep over the {len(known)} known columns "
+        f"evaluates all {2 ** len(known)} subsets of them, more than the {limit} a sweep "
+        f"evaluates; give at most {most} columns in {arg_name('known')} with it, or sweep the "
+        f"subsets up to a size K (greedy beyond it) with {partial}.",
+        code="INVALID_ARGUMENT",
+    )
+
+
 def _skip_steps(skip: Any) -> list[str]:
     """The steps the caller asked to skip, by their Python names; unknown names and skipping
     every step are refused."""
@@ -494,15 +523,15 @@ def _plan_targets(targets: Any, syn_cols: list[str], known: list[str], sch: Any
         return [c for c in syn_cols if c not in known], "default"
     tg = sch.check_columns([targets] if isinstance(targets, str) else list(targets), "targets")
     if _twice(tg):
-        raise ValidationError(f"targets: column(s) {_twice(tg)} listed more than once "
-                              "(--target); give each target once.")
+        raise ValidationError(f"{arg_name('targets')}: column(s) {_twice(tg)} listed more "
+                              "than once; give each target once.", code="INVALID_ARGUMENT")
     in_known = [t for t in tg if t in known]
     if in_known:
         one = len(in_known) == 1
         raise ValidationError(
-            f"targets (--target): {in_known} {'is' if one else 'are'} also known to the "
-            "intruder (known / --known); a target of the empirical measures is a column the "
-            f"intruder does not know and would disclose. Drop {'it' if one else 'them'} from "
-            "the targets or from the known columns."
+            f"{arg_name('targets')}: {in_known} {'is' if one else 'are'} also known to the "
+            f"intruder ({arg_name('known')}); a target of the empirical measures is a column "
+            f"the intruder does not know and would disclose. Drop {'it' if one else 'them'} "
+            "from the targets or from the known columns.", code="INVALID_ARGUMENT"
         )
     return tg, "given"

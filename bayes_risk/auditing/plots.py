@@ -58,7 +58,7 @@ def marginal_figure(marg: pd.DataFrame, variable: str) -> Any:
     (``utility/marginals.csv``): bars of the level percentages, or the two densities."""
     plt = _plt()
     d = marg[marg["variable"] == variable]
-    title = variable
+    title = _short(variable, 44)  # what a 4.2-inch title shows at 11 pt
     miss = d[d["kind"] == "missing"]
     if len(miss):  # a numeric column's missing values (empty or a code) are not plotted
         title += (f" (missing: {miss['original'].iloc[0]:.3g} % original, "
@@ -96,10 +96,15 @@ def marginal_figure(marg: pd.DataFrame, variable: str) -> Any:
         ax.set_yticks([])  # a density's scale (1e-5 per unit of income) says nothing here
         ax.set_ylim(bottom=0)
         legend_below(ax)  # off the curves
-    ax.set_title(title, fontsize=11 if title == variable else 10)
+    ax.set_title(title, fontsize=10 if len(miss) else 11)
     ax.tick_params(labelsize=10)
     fig.tight_layout()
     return fig
+
+
+#: the characters of a column name or measure a figure shows: a name of thousands of characters
+#: would be unreadable, and matplotlib takes seconds to lay it out
+NAME_CHARS = 60
 
 
 def _short(label: Any, n: int = 22) -> str:
@@ -169,7 +174,8 @@ def utility_risk_figure(points: pd.DataFrame) -> Any:
             ax.set_ylim(0, 1.15 * float(np.nanmax(top)))
             name, _, rest = c.partition(", ")
             ax.set_title(name.split(" (")[0])
-            ax.set_ylabel(textwrap.fill(f"{name}" + (f", {rest}" if rest else ""), 34))
+            ax.set_ylabel(textwrap.fill(_short(f"{name}" + (f", {rest}" if rest else ""),
+                                               2 * NAME_CHARS), 34))
             ax.set_xlabel("S_pMSE (lower = more useful)")
         fig.suptitle("Utility and risk: one point per synthetic dataset (its number), the box "
                      "from the first to the third quartile", fontsize=12)
@@ -205,7 +211,7 @@ def verdict_figure(verdicts: Sequence[Any], ax: Any) -> Any:
                 hatch="//" if v.warnings else None, edgecolor="#333333", linewidth=0.5)
     ax.set_xscale("log")
     ax.axvline(1.0, color="black", lw=1)
-    labels = [textwrap.fill(f"{v.step}: {v.measure}", 38) for v in vs]
+    labels = [textwrap.fill(_short(f"{v.step}: {v.measure}", 2 * NAME_CHARS), 38) for v in vs]
     ax.set_yticks(pos, labels, fontsize=7)
     ax.set_xlabel("value / threshold, log scale (right of 1: wrong side; hatched: "
                   "questioned by a warning)", fontsize=8)

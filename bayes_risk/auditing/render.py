@@ -15,10 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
 
+from bayes_risk._io import file_slug
+from bayes_risk.auditing.disclosure_step import target_folder
 from bayes_risk.report import format_number
 from bayes_risk.results._base import plot_figure
 from bayes_risk.warning_codes import message
@@ -180,9 +183,10 @@ class _Links:
         self._uses: dict[str, int] = {}
 
     def href(self, rel: str | None) -> str | None:
+        # percent-encoded: a link target is a URL, whatever folder names the path crosses
         if rel is None or self.root is None:
             return None
-        return Path(os.path.relpath(Path(self.root) / rel, self.base)).as_posix()
+        return quote(Path(os.path.relpath(Path(self.root) / rel, self.base)).as_posix())
 
     def num(self, value: Any, rel: str | None, digits: int = 4, unit: str = "") -> Span:
         """``value`` formatted for people (no exponent), linked to file ``rel``."""
@@ -225,7 +229,7 @@ class _Links:
                 stem, dot, ext = name.rpartition(".")
                 name = f"{stem}_{key[1] + 1}{dot}{ext}" if dot else f"{name}_{key[1] + 1}"
             self.figures.append((name, png))
-            return Block("figure", file=f"{self.fig_dir}/{name}", caption=caption)
+            return Block("figure", file=quote(f"{self.fig_dir}/{name}"), caption=caption)
         return Block("figure", uri=png_data_uri(png), caption=caption)
 
 
@@ -400,8 +404,8 @@ def _comparisons(sec: Section, s: Any, result: Any, links: _Links) -> None:
     syn = set(result.plan.synthesized)
     for v in list(dict.fromkeys(marg["variable"]))[:24]:
         tag = " (synthesized)" if v in syn else ""
-        sec.blocks.append(links.figure(lambda v=v: marginal_figure(marg, v), f"compare_{v}.png",
-                                       f"{v}{tag}"))
+        sec.blocks.append(links.figure(lambda v=v: marginal_figure(marg, v),
+                                       f"compare_{file_slug(v)}.png", f"{v}{tag}"))
     tw = s.extra["twoway"]
     n_fig = sum(b.kind == "figure" for b in sec.blocks)
     n_tab = tw.groupby(["variable_1", "variable_2"], sort=False).ngroups
@@ -811,7 +815,7 @@ def _disclosure(sec: Section, s: Any, result: Any, links: _Links) -> None:
           "the one they want to learn. What the columns mean (synthpop's names):")
     sec.blocks.append(Block("dl", terms=list(SYNTHPOP_TERMS.items()), caption=SYNTHPOP_SOURCE))
     for t, res in s.result.items():
-        sub = (f"{s.folder}/{t}/" if len(s.result) > 1 else f"{s.folder}/") if s.folder else None
+        sub = f"{s.folder}/{target_folder(s.result, t)}" if s.folder else None
         sec.p(f"Target {t}, keys {', '.join(res.keys)}.")
         for df, f, cap in ((res.ident, "ident.csv", "identity measures, % of records"),
                            (res.attrib, "attrib.csv", "attribute measures, % of records "
@@ -1098,12 +1102,27 @@ def _context(result: Any, links: _Links, bundle: str | None = None) -> dict[str,
     }
 
 
-_MD_LT = re.compile(r"(?<!\\)<")
+#: characters that mean something in CommonMark or GFM inline text (HTML tags and entities,
+#: links and images, code spans, emphasis, table cells, strikethrough, headings), and an
+#: underscore that could open or close emphasis (one inside a word, as in p_true, cannot)
+_MD_SPECIAL = re.compile(r"[\\`*\[\]<>&|~#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+#: what makes a line a list item (``-``, ``+``, ``1.``, ``1)`` before a space or the end), a
+#: block quote (``>``) or a setext heading's underline (``=``) at its start
+_MD_BLOCK_START = re.compile(r"^(\s*\d{1,9})([.)])(?=\s|$)|^(\s*)([-+=](?=[\s=]|$)|>)")
 
 
 def _md_text(s: Any) -> str:
-    """``s`` as Markdown text: every ``<`` not already escaped becomes ``\\<``."""
-    return _MD_LT.sub(r"\\<", str(s))
+    """``s`` as literal Markdown text: a column name, a level or a message from the data renders
+    as the characters it holds and never as markup. Every character CommonMark or GFM could
+    read as markup is backslash-escaped (``<img ...>`` -> ``\\<img ...\\>``, which renders as
+    the text ``<img ...>``: no raw HTML, no link, no entity), line breaks become spaces (a
+    name cannot start a block of its own) and a list or quote marker at the start is escaped.
+    Applied once to each piece of text (the links around it are made by the template)."""
+    text = re.sub(r"[\r\n]+", " ", str(s))
+    text = _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), text)
+    return _MD_BLOCK_START.sub(
+        lambda m: (m.group(1) + "\\" + m.group(2)) if m.group(1) is not None
+        else (m.group(3) + "\\" + m.group(4)), text, count=1)
 
 
 def write_report(result: Any, path: str | os.PathLike[str], fmt: str = "html",
@@ -1122,11 +1141,10 @@ def write_report(result: Any, path: str | os.PathLike[str], fmt: str = "html",
         autoescape=jinja2.select_autoescape(["html", "html.j2"], default_for_string=False),
         trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
     )
-    # Markdown: text from the data ("<NA>", "age<15", "<b>") must not become raw HTML when the
-    # report is rendered; a backslash-escaped "<" renders as "<" (CommonMark). Idempotent, as a
-    # table cell may pass through both filters.
+    # Markdown: text from the data ("<NA>", "age<15", "<b>", a column named
+    # '"><img src=x onerror=alert(1)>') must render as text, never as markup; the escaped text
+    # holds no "|" or line break, so it is also a table cell's
     env.filters["mdtext"] = _md_text
-    env.filters["mdcell"] = lambda s: _md_text(s).replace("|", "\\|").replace("\n", " ")
     text = env.get_template("report.html.j2" if fmt == "html" else "report.md.j2").render(**ctx)
     if links.figures:
         fig_dir = path.parent / links.fig_dir

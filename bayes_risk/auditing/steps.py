@@ -28,6 +28,7 @@ from bayes_risk.auditing.context import (
 )
 from bayes_risk.auditing.disclosure_step import disclosure_step
 from bayes_risk.auditing.outcome import StepOutcome
+from bayes_risk.exceptions import arg_name
 from bayes_risk.results._base import plot_figure
 
 __all__ = [
@@ -282,8 +283,8 @@ def identification_step(ctx: StepContext) -> StepOutcome:
     elif p.sweep and not p.sweep_columns:
         note = ("radius sweep not run: no synthesized known column has a radius; the radii of "
                 f"the unsynthesized columns ({', '.join(p.radius)}) stay fixed, since the "
-                "release carries those columns unchanged (sweep_unsynthesized=True, "
-                "--sweep-unsynthesized, varies them too)")
+                "release carries those columns unchanged ("
+                f"{arg_name('sweep_unsynthesized', True, cli='')} varies them too)")
     return StepOutcome(name="identification", status="ran", result=res,
                        folder="identification" if folder else None, files=files,
                        extra={"sweep": sweep, "at_r_star": at_star, "note": note,
@@ -420,9 +421,10 @@ def _posterior_model(ctx: StepContext) -> tuple[Any, str | None]:
         model = rebuilt_synthesizer(ctx)
         src = f"the rebuilt {type(model).__name__}"
     else:
-        return None, ("no fitted model with a posterior was given (--model) and the release was "
-                      "not made by a synthesizer with posterior replicates that can be rebuilt "
-                      f"from its manifest, such as CART (method: "
+        return None, ("no fitted model with a posterior was given "
+                      f"({arg_name('model', '...', cli='DIR')}) and the release was not made "
+                      "by a synthesizer with posterior replicates that can be rebuilt from its "
+                      "manifest, such as CART (method: "
                       f"{ctx.synthetic.method or 'unknown'})")
     # what the model can do (its ModelInfo): CART's posterior predictive is its Bayesian
     # bootstrap, so CART with equal-weight donors declares none
@@ -532,7 +534,8 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     if p.attribute_source is None:
         return StepOutcome(
             name="attribute", status="skipped",
-            reason="no fitted model was given (--model) and the release was not made by a "
+            reason=f"no fitted model was given ({arg_name('model', '...', cli='DIR')}) and the "
+            "release was not made by a "
             "synthesizer with a plug-in likelihood that can be rebuilt from its manifest (CART, "
             f"random forests; method: {p.method or 'unknown'}), so the intruder's "
             "posterior over the synthesized values cannot be computed.",
@@ -634,14 +637,16 @@ def membership_step(ctx: StepContext) -> StepOutcome:
     if ctx.holdout is None:
         return StepOutcome(
             name="membership", status="skipped",
-            reason="no holdout was given (holdout= / --holdout: records of the population that "
-            "were not in the original), so members cannot be compared with non-members.",
+            reason=f"no holdout was given ({arg_name('holdout', '...', cli='FILE')}: records of "
+            "the population that were not in the original), so members cannot be compared "
+            "with non-members.",
         )
     if ctx.model is None:
         return StepOutcome(
             name="membership", status="skipped",
-            reason="no fitted model was given (--model): membership risk needs its "
-            "likelihood (the posterior draws of a Bayesian model, or a CART synthesizer's "
+            reason=f"no fitted model was given ({arg_name('model', '...', cli='DIR')}): "
+            "membership risk needs its likelihood (the posterior draws of a Bayesian model, "
+            "or a CART synthesizer's "
             "plug-in).",
         )
     model = _loaded_model(ctx)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from bayes_risk.auditing import remedies
+from bayes_risk.auditing.disclosure_step import target_folder
 from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import AuditPlan
 
@@ -325,7 +326,7 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
         return ("ORIGINAL_UNCONFIRMED",) if unconfirmed.intersection(cols) else ()
 
     for t, res in d.result.items():
-        sub = f"{t}/" if len(d.result) > 1 else ""
+        sub = target_folder(d.result, t)
         means = res.means()
         keys = ", ".join(res.keys)
         fixed_keys = plan.release_independent_keys(t)

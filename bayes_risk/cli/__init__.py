@@ -78,13 +78,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from bayes_risk._memory import memory_limit, parse_memory
     from bayes_risk.cli._run import command_run
-    from bayes_risk.exceptions import BayesRiskError
+    from bayes_risk.cli.parsers import command_line_text, option_names
+    from bayes_risk.exceptions import BayesRiskError, command_line_options
 
     run = None
+    # the library's messages name its arguments as this sub-command's options
+    options = option_names(_subparser(parser, args.command))
     try:
         # checked before the run starts: a bad --memory writes nothing
         limit = parse_memory(getattr(args, "memory", None), "--memory")
-        with command_run(args) as run, memory_limit(limit):
+        with command_line_options(options), command_run(args) as run, memory_limit(limit):
             status = int(args.handler(args) or 0)
             if run.interrupted and not run.completed:  # a library swallowed the interrupt
                 raise KeyboardInterrupt
@@ -94,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # the interrupt surfaced as another exception (e.g. SystemError from a numba kernel)
             return _interrupted()
         if isinstance(err, BayesRiskError):
-            _print_error(args.command, err.code, err)
+            _print_error(args.command, err.code, command_line_text(_one_line(err), options))
             return 2
         if isinstance(err, OSError):  # missing file, permission, disk full: said in one line
             _print_error(args.command, _os_error_code(err), err)
@@ -107,6 +110,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise
     except KeyboardInterrupt:
         return _interrupted()
+
+
+def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The parser of sub-command ``command``."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices[command]
+    raise KeyError(command)
 
 
 def _print_error(command: str, code: str, err: BaseException | str) -> None:

@@ -43,9 +43,10 @@ __all__ = [
 ]
 
 
-def add_type_arguments(p: argparse.ArgumentParser) -> None:
+def add_type_arguments(p: argparse.ArgumentParser, *, fits: bool = False) -> None:
     """``--categorical/--ordinal/--count/--continuous`` column-type overrides and
-    ``--missing-code`` (declared missing-value codes)."""
+    ``--missing-code`` (declared missing-value codes); ``fits`` (a sub-command that fits a
+    model): ``--keep-unused-levels``."""
     g = p.add_argument_group("column types (overrides of the types inferred from the data)")
     g.add_argument("--categorical", nargs="+", default=[], metavar="COL",
                    help="columns to treat as unordered categorical (e.g. integer-coded factors)")
@@ -60,6 +61,14 @@ def add_type_arguments(p: argparse.ArgumentParser) -> None:
                    help="a value of a count or continuous column that stands for a missing "
                         "value (synthpop's cont.na), e.g. --missing-code nociga=-8 income=-8; "
                         "repeat a column for several codes")
+    if not fits:
+        return
+    g.add_argument("--keep-unused-levels", nargs="*", default=None, metavar="COL",
+                   help="keep the levels of these categorical columns "
+                        "(all, without COL) that no record holds, the unused categories of a "
+                        "Parquet file's categorical column; by default the model drops them "
+                        "with warning UNUSED_LEVEL, since a model with a prior over every "
+                        "level (DPMPM) would release them")
 
 
 def add_original_check_argument(p: argparse.ArgumentParser, what: str = "SYN") -> None:
@@ -156,9 +165,20 @@ def check_required(cls: type, method: str, *, synthesized: Any, settings: Mappin
                                   code="OPTION_REQUIRED")
 
 
+def _seed(text: str) -> int:
+    """A ``--random-seed`` value: an integer >= 0 (numpy's seeds), refused by argparse else."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0. Got {text!r}.")
+    return value
+
+
 def add_seed_argument(p: argparse.ArgumentParser, default: int | None = None) -> None:
     """``--random-seed``."""
-    p.add_argument("--random-seed", type=int, default=default, metavar="INT",
+    p.add_argument("--random-seed", type=_seed, default=default, metavar="INT",
                    help="seed for all random draws (same seed, same numbers)"
                    + (f"; default {default}" if default is not None else ""))
 
@@ -290,8 +310,15 @@ def schema_from_args(df: pd.DataFrame, args: argparse.Namespace, **kw: Any):
         count=getattr(args, "count", None) or None,
         continuous=getattr(args, "continuous", None) or None,
         missing_codes=parse_missing_codes(getattr(args, "missing_code", None)) or None,
+        keep_unused_levels=_keep_unused_levels(args),
         **kw,
     )
+
+
+def _keep_unused_levels(args: argparse.Namespace) -> bool | list[str]:
+    """``--keep-unused-levels``: ``False`` when not given, ``True`` without columns."""
+    cols = getattr(args, "keep_unused_levels", None)
+    return False if cols is None else (list(cols) or True)
 
 
 def model_schema(df: pd.DataFrame, args: argparse.Namespace, info: Any, **kw: Any):

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bayes_risk.cli.parsers import INPUTS_ATTR, input_arguments
+from bayes_risk.cli.parsers import INPUTS_ATTR, command_line_text, input_arguments
 from bayes_risk.exceptions import BayesRiskWarning, ValidationError, warning_code
 
 __all__ = [
@@ -77,10 +77,14 @@ class CommandRun:
     out_identity: tuple[int, int] | None = None  # what was at --out when it was checked
     critical: bool = False  # inside the final rename: a signal is deferred
     completed: bool = False  # the output is in place: a later signal changes nothing
+    #: the sub-command's options by the library argument they set (messages name them so)
+    options: dict[str, str] = field(default_factory=dict)
 
     def record_warning(self, message: Warning | str, category: type[Warning]) -> None:
-        """Record one warning (repeats of the same code and text are counted) and print it."""
+        """Record one warning (repeats of the same code and text are counted) and print it,
+        naming arguments as the sub-command's options (:func:`command_line_text`)."""
         code, text = warning_line(message, category)
+        text = command_line_text(text, self.options)
         for w in self.warnings:
             if w["code"] == code and w["message"] == text:
                 w["count"] += 1
@@ -140,18 +144,36 @@ def _absolute(value: Any) -> Any:
 
 def _checksums(inputs: dict[str, Any]) -> dict[str, str]:
     """SHA-256 of every input file, by absolute path: a file given, or each file of a folder
-    given (a release's datasets and manifest, a model folder), hashed before the run reads it."""
-    from bayes_risk._checksums import file_sha256
+    given (a release's datasets and manifest, a model folder), hashed before the run reads it.
+
+    Raises
+    ------
+    ValidationError
+        ``NOT_A_REGULAR_FILE``: an input, or an entry of an input folder, is a named pipe, a
+        device or a socket (checked before anything is read from it).
+    """
+    from bayes_risk._checksums import file_sha256, special_file
+    from bayes_risk.exceptions import arg_name
 
     out: dict[str, str] = {}
-    given = [Path(p) for v in inputs.values() for p in (v if isinstance(v, list) else [v])]
-    for p in given:
-        files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
-        for f in files:
-            try:
-                out[str(f)] = file_sha256(f)
-            except OSError:  # unreadable: the sub-command reports it when it reads the file
-                continue
+    for name, v in inputs.items():
+        for p in map(Path, v if isinstance(v, list) else [v]):
+            for f in sorted(p.rglob("*")) if p.is_dir() else [p]:
+                what = special_file(f)
+                if what is not None:
+                    raise ValidationError(
+                        f"{arg_name(name)}: {str(f)!r} is {what}, not a regular file; an input "
+                        "is read more than once (hashed for summary.json, then parsed), which "
+                        "a pipe or a device cannot give. Save it to a file first (e.g. "
+                        "cat PIPE > table.csv) and give that file.",
+                        code="NOT_A_REGULAR_FILE",
+                    )
+                if not f.is_file():
+                    continue
+                try:
+                    out[str(f)] = file_sha256(f)
+                except OSError:  # unreadable: the sub-command reports it when it reads the file
+                    continue
     return out
 
 
@@ -220,9 +242,13 @@ def check_out(out: str, *, overwrite: bool, inputs: list[Path] | None = None) ->
     if target.is_symlink() or target.exists():
         if not target.is_dir() or target.is_symlink():
             if not overwrite:
+                what = ("a link" + (" to a folder" if target.is_dir() else " to a file"
+                                    if target.exists() else " to nothing")
+                        if target.is_symlink() else "an existing file")
                 raise ValidationError(
-                    f"--out {out!r} is an existing file; give a new folder, or --overwrite to "
-                    "replace it.",
+                    f"--out {out!r} is {what}; give a new folder, or --overwrite to replace "
+                    + ("the link (its target is left as it is)." if target.is_symlink()
+                       else "it."),
                     code="OUT_EXISTS",
                 )
         elif any(target.iterdir()) and not overwrite:
@@ -239,6 +265,7 @@ def check_out(out: str, *, overwrite: bool, inputs: list[Path] | None = None) ->
         raise ValidationError(
             f"--out {out!r}: {str(anc)!r} is a file, not a folder.", code="OUT_INVALID"
         )
+    _check_name_lengths(out, target, anc)
     try:
         probe = tempfile.mkdtemp(prefix=".bayes-risk-probe-", dir=anc)
         os.rmdir(probe)
@@ -248,6 +275,27 @@ def check_out(out: str, *, overwrite: bool, inputs: list[Path] | None = None) ->
             code="OUT_NOT_WRITABLE",
         ) from err
     return target
+
+
+def _check_name_lengths(out: str, target: Path, anc: Path) -> None:
+    """Refuse an ``--out`` whose folder names the file system cannot hold — its own, a new
+    parent's, or the hidden ``.NAME.tmp-PID-XXXXXXXX`` folder the output is built in — before
+    any work, rather than when the finished output is written."""
+    try:
+        name_max = int(os.pathconf(anc, "PC_NAME_MAX"))
+    except (OSError, ValueError, AttributeError):
+        name_max = 255
+    new = [p.name for p in (*_new_dirs(target), target) if p not in (anc, *anc.parents)]
+    tmp = f".{target.name}.tmp-{os.getpid()}-00000000"
+    for name in (*new, tmp):
+        if len(os.fsencode(name)) > name_max:
+            raise ValidationError(
+                f"--out {out!r}: the folder name {name[:40]!r}... is {len(os.fsencode(name))} "
+                f"bytes long (with the hidden folder '.NAME.tmp-PID-XXXXXXXX' the output is "
+                f"built in), more than the {name_max} this file system allows; give a "
+                "shorter name.",
+                code="OUT_INVALID",
+            )
 
 
 def _new_dirs(path: Path) -> list[Path]:
@@ -379,7 +427,10 @@ def _merge_summary(path: Path, extra: dict[str, Any]) -> None:
 @contextlib.contextmanager
 def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
     """Run context of one sub-command: ``--out`` checks, signal handlers, warning capture."""
-    run = CommandRun(command=args.command, inputs=_inputs(args))
+    from bayes_risk.exceptions import _OPTIONS
+
+    run = CommandRun(command=args.command, inputs=_inputs(args),
+                     options=dict(_OPTIONS.get() or {}))
     args._run = run
     if getattr(args, "out", None) is not None:
         run.out = check_out(

@@ -327,11 +327,15 @@ def run(args: argparse.Namespace) -> int:
         )
         if args.known_sweep:
             from bayes_risk.attribute.knowledge import attribute_known_sweep
+            from bayes_risk.exceptions import command_line_options
 
-            ksweep = attribute_known_sweep(
-                original, synthetic, model=model, known=args.known_sweep, records=records,
-                max_size=args.max_size, progressbar=not args.quiet, executor=client, **opts,
-            )
+            # the sweep's known= is this command's --known-sweep, not its --known
+            with command_line_options({"known": "--known-sweep"}):
+                ksweep = attribute_known_sweep(
+                    original, synthetic, model=model, known=args.known_sweep,
+                    records=records, max_size=args.max_size, progressbar=not args.quiet,
+                    executor=client, **opts,
+                )
     summary = result.to_dict()
     summary["scenario"] = scenario
     if ksweep is not None:

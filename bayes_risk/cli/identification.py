@@ -223,6 +223,14 @@ def run(args: argparse.Namespace) -> int:
                "it" if args.known_sweep else "") + ".",
             code="OPTION_REQUIRED",
         )
+    listed = [*args.known_unsynthesized, *args.known_synthesized]
+    twice = sorted({c for c in listed if listed.count(c) > 1})
+    if twice:
+        raise ValidationError(
+            f"column(s) {twice} listed more than once in --known-unsynthesized and "
+            "--known-synthesized; give each known column once, in the option of its role.",
+            code="BAD_OPTION_VALUE",
+        )
     original = read_records_table(args.original, "ORIGINAL", missing_labels(args))
     syn = read_synthetic(args.synthetic, like=original,
                             allow_different_original=args.allow_different_original,

@@ -160,6 +160,12 @@ def run(args: argparse.Namespace) -> int:
         from bayes_risk.models import load_model
 
         model = load_model(args.model)
+        # the records of a release: a Bayesian model's n_records, a tree model's fitted table
+        # (a registered model of another distribution may say neither: one record, one column)
+        n_fit = getattr(model, "n_records", None)
+        n_fit = n_fit if n_fit is not None else len(getattr(model, "_data", ()))
+        schema = getattr(model, "schema_", None)
+        _check_release_size(m, int(n_fit), len(schema.names) if schema is not None else 1)
         syn = model.synthesize(m, random_seed=seed)
         if not isinstance(syn, SyntheticData):
             raise ValidationError(
@@ -183,6 +189,7 @@ def run(args: argparse.Namespace) -> int:
         from bayes_risk.contract import model_info
 
         df = read_records_table(args.original, "ORIGINAL", missing_labels(args))
+        _check_release_size(m, len(df), len(df.columns))
         schema = model_schema(df, args, model_info(cls))
         if args.synthesize:
             schema.check_columns(args.synthesize, "--synthesize")
@@ -202,6 +209,16 @@ def run(args: argparse.Namespace) -> int:
         syn.save(tmp, csv=args.csv)
     _print_summary(args, syn)
     return 0
+
+
+def _check_release_size(m: int, n: int, width: int) -> None:
+    """Refuse, before the fit, a release too large for memory (its datasets are held together
+    until they are written): ``-m 1000000000`` is an error naming ``-m``, not a run that never
+    ends."""
+    from bayes_risk._memory import check_memory
+
+    check_memory(8.0 * m * max(n, 1) * max(width, 1), "-m",
+                 what=f"{m:,} synthetic datasets of {n:,} records x {width} columns")
 
 
 def _print_summary(args: argparse.Namespace, syn) -> None:

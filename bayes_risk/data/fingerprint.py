@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import CALLER, DataWarning, SchemaError
+from bayes_risk.exceptions import CALLER, DataWarning, SchemaError, arg_name, on_command_line
 
 __all__ = [
     "table_fingerprint", "rows_fingerprint", "column_fingerprints", "fingerprint_problem",
@@ -26,10 +26,10 @@ __all__ = [
 ]
 
 #: how the user overrides the check, per entry point (in the error message)
-OVERRIDE_HINT = (
-    "--allow-different-original on the command line, or release.allow_different_original() "
-    "in Python"
-)
+def override_hint() -> str:
+    """How the user accepts another original, as the caller writes it."""
+    return (arg_name("allow_different_original") if on_command_line()
+            else "release.allow_different_original()")
 
 
 def table_fingerprint(data: pd.DataFrame, schema: Schema) -> str:
@@ -212,7 +212,7 @@ def check_original(
         f"the original is not the table {what} was made from ({problem}; compared by the "
         "fingerprint recorded in its manifest). A shuffled, re-sorted or other table gives "
         "other, usually lower, risks. Give the original the release was made from, or "
-        f"{OVERRIDE_HINT} to go on anyway.",
+        f"{override_hint()} to go on anyway.",
         code="ORIGINAL_DIFFERS",
     )
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import re
+import sys
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +16,7 @@ import pandas as pd
 
 from bayes_risk.data.provenance import check_distinct_files
 from bayes_risk.data.synthetic import MANIFEST_NAME, SyntheticData
-from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError
+from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError, arg_name
 
 __all__ = ["read_table", "write_table", "write_csv", "read_synthetic"]
 
@@ -35,6 +37,7 @@ def read_table(
     path: str | os.PathLike[str],
     *,
     missing_labels: Mapping[str, Sequence[str]] | None = None,
+    strict: bool = True,
 ) -> pd.DataFrame:
     """Read a CSV or Parquet file into a DataFrame, as the file holds it.
 
@@ -63,20 +66,37 @@ def read_table(
         A ``.csv`` / ``.txt`` or ``.parquet`` / ``.pq`` file.
     missing_labels : mapping of str to sequence of str, optional
         ``{column: [label, ...]}``: texts that stand for a missing value in that column.
+    strict : bool
+        Refuse a label declared for a column read as numbers (default ``True``): it cannot
+        occur there (a missing-value code of a numeric column is a number, ``missing_codes``
+        of :func:`~bayes_risk.data.infer_schema`). ``False`` for a synthetic dataset, whose
+        column may hold numbers only where the original's held the label.
 
     Raises
     ------
     ValidationError
         If the file does not exist, has an unsupported extension or cannot be parsed, or if a
         CSV file is separated by semicolons or tabs rather than commas (``NOT_COMMA_SEPARATED``:
-        read as commas, its rows would be one column).
+        read as commas, its rows would be one column); for a named pipe or a device
+        (``NOT_A_REGULAR_FILE``, refused before it is opened); for names that differ only in
+        case or white space (``CONFUSABLE_COLUMN_NAMES``: ``'Income'`` and ``'Income '``).
     SchemaError
         If two columns have the same name (``DUPLICATE_COLUMN``; pandas would rename the second
         ``NAME.1`` and it would be taken for another variable), for ``THOUSANDS_SEPARATOR``,
-        ``UNNAMED_COLUMN``, ``ROW_LENGTH``, or a ``missing_labels`` column that is not in the file
-        (``UNKNOWN_COLUMN``).
+        ``UNNAMED_COLUMN``, ``ROW_LENGTH``, a ``missing_labels`` column that is not in the file
+        (``UNKNOWN_COLUMN``) or that holds numbers (``MISSING_LABEL_NOT_TEXT``).
     """
+    from bayes_risk._checksums import special_file
+
     p = Path(path)
+    what = special_file(p)
+    if what is not None:  # refused before it is opened: reading a pipe with no writer waits
+        raise ValidationError(f"input file {str(p)!r} is {what}, not a regular file; save "
+                              "the table to a file and give that file.",
+                              code="NOT_A_REGULAR_FILE")
+    if p.is_dir():
+        raise ValidationError(f"input file {str(p)!r} is a folder; expected a .csv or .parquet "
+                              "file.", code="IS_A_FOLDER")
     if not p.is_file():
         raise ValidationError(f"input file {str(p)!r} does not exist.", code="FILE_NOT_FOUND")
     suffix = p.suffix.lower()
@@ -96,7 +116,7 @@ def read_table(
         raise ValidationError(f"could not read {str(p)!r}: {err}", code="FILE_UNREADABLE") from err
     df.columns = [str(c) for c in df.columns]
     _check_unique_names(p, list(df.columns))
-    df = _apply_missing_labels(p, df, missing_labels)
+    df = _apply_missing_labels(p, df, missing_labels, strict)
     _warn_na_like(p, df, missing_labels)
     return df
 
@@ -105,7 +125,7 @@ def _read_csv(p: Path) -> pd.DataFrame:
     """A CSV file read by the rules of :func:`read_table`."""
     header = _csv_header(p)
     _check_comma_separated(p, header)
-    names = next(csv.reader([header]), [])
+    names = _csv_row(header)
     _check_unique_names(p, names)
     _check_row_lengths(p, len(names))
     # only an empty field is missing: "NA", "None", "null" ... are labels
@@ -123,7 +143,7 @@ def _is_text(s: pd.Series) -> bool:
 
 def _check_row_lengths(p: Path, width: int) -> None:
     """Refuse a row with another number of fields than the header (``ROW_LENGTH``)."""
-    with open(p, encoding="utf-8-sig", errors="replace", newline="") as fh:
+    with open(p, encoding="utf-8-sig", errors="replace", newline="") as fh, _any_field_size():
         for k, row in enumerate(csv.reader(fh), start=1):
             if len(row) == width or (not row and k > 1):
                 continue  # a blank line (at the end of many files) is no record
@@ -134,6 +154,25 @@ def _check_row_lengths(p: Path, width: int) -> None:
                 "have one field per column (an empty field for a missing value).",
                 code="ROW_LENGTH",
             )
+
+
+@contextlib.contextmanager
+def _any_field_size() -> Iterator[None]:
+    """Lift the ``csv`` module's limit on the length of a field (128 KiB: ``_csv.Error: field
+    larger than field limit``) inside the block, as pandas' reader has none: a long free-text
+    field is data, not damage. The process-wide setting is restored after."""
+    old = csv.field_size_limit()
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # a C long on every platform
+    try:
+        yield
+    finally:
+        csv.field_size_limit(old)
+
+
+def _csv_row(line: str) -> list[str]:
+    """The fields of one CSV line (a header), however long."""
+    with _any_field_size():
+        return next(csv.reader([line]), [])
 
 
 def _drop_index_column(p: Path, df: pd.DataFrame) -> pd.DataFrame:
@@ -223,21 +262,35 @@ def _keep_leading_zeros(p: Path, df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _apply_missing_labels(
-    p: Path, df: pd.DataFrame, labels: Mapping[str, Sequence[str]] | None
+    p: Path, df: pd.DataFrame, labels: Mapping[str, Sequence[str]] | None, strict: bool = True
 ) -> pd.DataFrame:
     """Declared missing labels become missing values; a column left with numbers only becomes
-    numeric again."""
+    numeric again. ``strict``: a label declared for a numeric column (which cannot hold it) is
+    refused (``MISSING_LABEL_NOT_TEXT``); a synthetic dataset's column may hold numbers only
+    where the original's held the label."""
     if not labels:
         return df
     out = df.copy()
     for c, labs in labels.items():
         if c not in out.columns:
             raise SchemaError(
-                f"--missing-code {c}=...: column {c!r} is not in {str(p)!r} (columns: "
+                f"{arg_name('missing_labels', f'{{{c!r}: [...]}}', cli=f'{c}=...')}: column "
+                f"{c!r} is not in {str(p)!r} (columns: "
                 f"{list(out.columns)}).",
                 code="UNKNOWN_COLUMN",
             )
         s = out[c]
+        if strict and not _is_text(s) and not isinstance(s.dtype, pd.CategoricalDtype):
+            lab = str(labs[0])
+            raise SchemaError(
+                f"{arg_name('missing_labels', f'{{{c!r}: [{lab!r}]}}', cli=f'{c}={lab}')}: "
+                f"column {c!r} of {str(p)!r} holds numbers only ({s.dtype}), so the text "
+                f"{lab!r} never occurs in it and nothing would be declared missing. A "
+                "missing-value code of a numeric column is a number (e.g. "
+                f"{arg_name('missing_codes', f'{{{c!r}: [-8]}}', cli=f'{c}=-8')}); or the "
+                "label belongs to another column.",
+                code="MISSING_LABEL_NOT_TEXT",
+            )
         hit = s.astype(str).isin([str(v) for v in labs]) & s.notna()
         if not hit.any():
             continue
@@ -266,8 +319,8 @@ def _warn_na_like(
         warnings.warn(
             f"input file {str(p)!r}: column {c!r} has the label {lab!r} in {len(hits)} row(s); "
             "it is read as a label of its own, not as a missing value (only an empty field is "
-            f"missing) (NA_LIKE_LABEL). If it means missing, declare it: --missing-code "
-            f"{c}={lab} (missing_labels={{{c!r}: [{lab!r}]}} in Python).",
+            "missing) (NA_LIKE_LABEL). If it means missing, declare it: "
+            f"{arg_name('missing_labels', f'{{{c!r}: [{lab!r}]}}', cli=f'{c}={lab}')}.",
             DataWarning,
             stacklevel=3,
         )
@@ -277,7 +330,7 @@ def _csv_names(p: Path) -> list[str]:
     """The column names of a CSV file's header (none for another format)."""
     if p.suffix.lower() not in _CSV:
         return []
-    return next(csv.reader([_csv_header(p)]), [])
+    return _csv_row(_csv_header(p))
 
 
 def _csv_header(p: Path) -> str:
@@ -287,7 +340,8 @@ def _csv_header(p: Path) -> str:
 
 
 def _check_unique_names(p: Path, names: list[str]) -> None:
-    """Refuse a table in which two columns have the same name (``DUPLICATE_COLUMN``)."""
+    """Refuse a table in which two columns have the same name (``DUPLICATE_COLUMN``), or
+    names that differ only in case or white space (``CONFUSABLE_COLUMN_NAMES``)."""
     counts = pd.Series(names, dtype=object).value_counts(sort=False)
     dup = [str(n) for n, k in counts.items() if k > 1]
     if dup:
@@ -296,6 +350,9 @@ def _check_unique_names(p: Path, names: list[str]) -> None:
             "once; expected one column per name (rename or drop the repeated column).",
             code="DUPLICATE_COLUMN",
         )
+    from bayes_risk.data.schema import check_confusable_names
+
+    check_confusable_names(names, f"input file {str(p)!r}")
 
 
 def _check_comma_separated(p: Path, header: str) -> None:
@@ -475,7 +532,7 @@ def read_synthetic(
     def one(p: Path) -> pd.DataFrame:
         # a label declared for a column this file lacks is reported by the column checks below
         z = read_table(p, missing_labels={c: v for c, v in labels.items()
-                                          if c in _csv_names(p)} or None)
+                                          if c in _csv_names(p)} or None, strict=False)
         return z if like is None else _share_unchanged_columns(align_text_numbers(z, like), like)
 
     tables = [one(p) for p in paths]

@@ -6,16 +6,17 @@ for a missing value); ``bayes_risk.data.encode`` applies it to the columns of a 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk.data.schema import _level_to_json
-from bayes_risk.exceptions import SchemaError
+from bayes_risk.data.schema import Schema, _level_to_json
+from bayes_risk.exceptions import CALLER, DataWarning, SchemaError, arg_name, on_command_line
 
-__all__ = ["level_codes", "normalise_level"]
+__all__ = ["level_codes", "normalise_level", "unused_levels", "drop_unused_levels"]
 
 #: largest integer level for which integer codes are mapped through a lookup table
 _LUT_MAX = 1_000_000
@@ -101,3 +102,43 @@ def _raise_unknown(bad: np.ndarray, levels: Sequence[Any], column: str) -> None:
         f"{list(levels)}.",
         code="UNKNOWN_LEVEL",
     )
+
+
+def unused_levels(values: pd.Series, levels: Sequence[Any]) -> list[Any]:
+    """The ``levels`` no value of ``values`` holds (``2`` and ``2.0`` are one level)."""
+    seen = {normalise_level(v) for v in pd.unique(values.dropna())}
+    return [v for v in levels if normalise_level(v) not in seen]
+
+
+def drop_unused_levels(data: pd.DataFrame, schema: Schema, *, name: str = "data") -> Schema:
+    """``schema`` without the levels no record of ``data`` holds, with warning
+    ``UNUSED_LEVEL`` naming them; a column marked ``keep_unused_levels`` keeps them.
+
+    Called by every synthesizer's ``fit``: a declared level no record has (an unused category
+    of a pandas ``Categorical``, a codebook's level) is dropped unless the user said to keep it
+    (``keep_unused_levels`` of :func:`~bayes_risk.data.infer_schema`), so that no model gives
+    it probability and no release holds it (a DPMPM, whose prior covers every level, released
+    such a level 3 times in 600 rows). A refit keeps the model's levels
+    (:meth:`~bayes_risk.data.Schema.keeping_levels`).
+    """
+    dropped: dict[str, list[Any]] = {}
+    for spec in schema:
+        if (not spec.is_categorical or spec.levels is None or spec.keep_unused_levels
+                or spec.name not in data.columns):
+            continue
+        unused = unused_levels(data[spec.name], spec.levels)
+        if unused and len(unused) < len(spec.levels):
+            dropped[spec.name] = unused
+    if not dropped:
+        return schema
+    shown = "; ".join(f"{c!r}: {', '.join(map(repr, u))}" for c, u in dropped.items())
+    cols = list(dropped)
+    warnings.warn(DataWarning(
+        f"{name}: declared level(s) that no record holds were dropped ({shown}), so that no "
+        "model gives them probability and no release holds them (UNUSED_LEVEL). To keep them "
+        "(a codebook level that must stay possible), give "
+        + (arg_name("keep_unused_levels", cli=" ".join(cols)) if on_command_line()
+           else f"the schema of infer_schema(..., keep_unused_levels={cols!r})") + ".",
+        code="UNUSED_LEVEL"), skip_file_prefixes=CALLER)
+    return schema.with_levels({c: [v for v in schema[c].levels if v not in u]
+                               for c, u in dropped.items()})

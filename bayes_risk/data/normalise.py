@@ -21,7 +21,7 @@ from bayes_risk.data.fingerprint import check_original
 from bayes_risk.data.provenance import check_distinct_datasets
 from bayes_risk.data.schema import Schema, check_column_labels
 from bayes_risk.data.synthetic import SyntheticData
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, arg_name
 
 __all__ = ["SyntheticInput", "as_synthetic_list", "record_positions", "select_columns"]
 
@@ -177,6 +177,7 @@ def record_positions(records: Any, n: int, *, argument: str = "records") -> np.n
     """
     if records is None:
         return np.arange(n, dtype=np.int64)
+    argument = arg_name(argument)
     if isinstance(records, (bool, np.bool_)):
         raise ValidationError(f"{argument} must be row positions (integers). Got {records!r}.")
     if isinstance(records, (int, np.integer)):

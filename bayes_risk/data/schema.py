@@ -11,6 +11,7 @@ harmonised).
 from __future__ import annotations
 
 import difflib
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -18,7 +19,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 
 __all__ = [
     "ColumnType",
@@ -27,6 +28,7 @@ __all__ = [
     "Schema",
     "infer_schema",
     "check_column_labels",
+    "check_confusable_names",
     "CATEGORICAL_TYPES",
     "NUMERIC_TYPES",
 ]
@@ -82,6 +84,11 @@ class ColumnSpec:
     missing_codes : tuple of float
         Values of a count or continuous column that stand for a missing value (synthpop's
         ``cont.na``, e.g. ``-8``; user guide, Missing values).
+    keep_unused_levels : bool
+        Keep the levels no record holds (a codebook's level, a pandas ``Categorical``'s unused
+        category) when a model is fitted: a model with a prior over every level (DPMPM) then
+        gives them probability and may release them. Default ``False``: they are dropped with
+        warning ``UNUSED_LEVEL`` (:func:`infer_schema`, ``fit``).
     """
 
     name: str
@@ -90,6 +97,7 @@ class ColumnSpec:
     levels: tuple[Any, ...] | None = None
     known: bool = False
     missing_codes: tuple[float, ...] = ()
+    keep_unused_levels: bool = False
 
     def __post_init__(self) -> None:
         if self.type not in COLUMN_TYPES:
@@ -144,6 +152,8 @@ class ColumnSpec:
         }
         if self.missing_codes:
             out["missing_codes"] = list(self.missing_codes)
+        if self.keep_unused_levels:
+            out["keep_unused_levels"] = True
         return out
 
     @classmethod
@@ -157,6 +167,7 @@ class ColumnSpec:
             levels=None if levels is None else tuple(levels),
             known=bool(d.get("known", False)),
             missing_codes=tuple(d.get("missing_codes") or ()),
+            keep_unused_levels=bool(d.get("keep_unused_levels", False)),
         )
 
 
@@ -217,7 +228,8 @@ class Schema:
         for n in names:
             if n not in self.names:
                 raise SchemaError(
-                    f"{argument}: column {n!r} is not in the data (columns: {self.names})."
+                    f"{arg_name(argument)}: column {n!r} is not in the data (columns: "
+                    f"{self.names})."
                     + did_you_mean(n, self.names),
                     code="UNKNOWN_COLUMN",
                 )
@@ -308,6 +320,13 @@ class Schema:
         ]
         return Schema(tuple(cols))
 
+    def keeping_levels(self) -> Schema:
+        """A copy whose categorical columns keep every level when a model is fitted, whether a
+        record holds it or not (``ColumnSpec.keep_unused_levels``): a refit to changed data
+        (an augmented fit) keeps the codes of the model it refits."""
+        return Schema(tuple(replace(c, keep_unused_levels=True) if c.is_categorical else c
+                            for c in self.columns))
+
     def select(self, names: Iterable[str]) -> Schema:
         """Sub-schema with the named columns, in the given order."""
         return Schema(tuple(self[n] for n in self.check_columns(names)))
@@ -381,8 +400,8 @@ def _check_numeric_text(c: str, s: pd.Series, declared: str | None) -> None:
         raise SchemaError(
             f"column {c!r} holds numbers except {len(bad)} value(s) ({_describe_cells(s, bad)}; "
             "records are numbered from 0): fix the value(s) (or leave them empty for missing), "
-            f"or declare the column's type, e.g. --categorical {c} (categorical=[{c!r}] in "
-            "Python) if it really holds labels.",
+            "or declare the column's type, e.g. "
+            f"{arg_name('categorical', [c], cli=c)} if it really holds labels.",
             code="STRAY_TEXT_IN_NUMERIC",
         )
 
@@ -424,6 +443,43 @@ def check_column_labels(df: Any, name: str = "the original") -> None:
             "column needs a name of its own (rename or drop the copies).",
             code="DUPLICATE_COLUMN",
         )
+    check_confusable_names([str(c) for c in df.columns], name)
+
+
+def _name_key(name: str) -> str:
+    """What a reader tells two column names apart by: not by case, by white space around the
+    name, by the Unicode form of a character (``ﬁ`` and ``fi``) or by runs of inner white
+    space."""
+    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+
+
+def check_confusable_names(names: Sequence[str], where: str) -> None:
+    """Refuse names that differ only in case or white space (``'Income'``, ``'Income '`` and
+    ``'income'``).
+
+    An error, not a warning: every option, report line and summary refers to a column by its
+    name, and two names a reader cannot tell apart (a trailing space is invisible in a report
+    and lost in a shell) let an option name one column while the user meant the other — the
+    other one is then released unchanged, or left out of the intruder's knowledge, without a
+    word. Renaming one of them is cheap; an understated risk is not.
+
+    Raises
+    ------
+    ValidationError
+        ``CONFUSABLE_COLUMN_NAMES``, naming the columns (as ``repr``, so the white space shows).
+    """
+    groups: dict[str, list[str]] = {}
+    for n in names:
+        groups.setdefault(_name_key(n), []).append(n)
+    clash = [g for g in groups.values() if len(g) > 1]
+    if clash:
+        shown = "; ".join(" and ".join(map(repr, g)) for g in clash)
+        raise ValidationError(
+            f"{where} has columns whose names differ only in case or white space ({shown}); "
+            "options, reports and summaries could not tell them apart, so one would be "
+            "treated as the other. Rename one of each (or drop the copy).",
+            code="CONFUSABLE_COLUMN_NAMES",
+        )
 
 
 def infer_schema(
@@ -437,6 +493,7 @@ def infer_schema(
     known: Iterable[str] | None = None,
     levels: Mapping[str, Sequence[Any]] | None = None,
     missing_codes: Mapping[str, Any] | None = None,
+    keep_unused_levels: bool | Iterable[str] = False,
 ) -> Schema:
     """Infer a :class:`Schema` from a DataFrame, with explicit overrides.
 
@@ -462,6 +519,13 @@ def infer_schema(
         ``{column: code or [codes]}``: values of count or continuous columns that stand for a
         missing value (synthpop's ``cont.na``, e.g. ``{"nociga": [-8]}``). Types are inferred
         without them (user guide, Missing values).
+    keep_unused_levels : bool or iterable of str
+        Categorical columns (``True``: all) whose levels no record holds are kept when a model
+        is fitted: the unused categories of a pandas ``Categorical``, or levels given in
+        ``levels`` (``ColumnSpec.keep_unused_levels``). By default every synthesizer's ``fit``
+        drops them with warning ``UNUSED_LEVEL``: a model with a prior over every level
+        (DPMPM) would give a level of no record probability and release it. The schema itself
+        keeps every level (it may describe a posterior's levels, ``from_posterior``).
 
     Returns
     -------
@@ -482,6 +546,7 @@ def infer_schema(
     from bayes_risk.data.missing import check_missing_codes, code_mask
 
     codes = check_missing_codes(missing_codes, names)
+    keep = _keep_unused(keep_unused_levels, names)
     forced: dict[str, str] = {}
     for typ, cols in (
         ("categorical", categorical),
@@ -492,7 +557,7 @@ def infer_schema(
         for c in cols or ():
             if c not in names:
                 raise SchemaError(
-                    f"{typ}: column {c!r} is not in the data (columns: {names})."
+                    f"{arg_name(typ)}: column {c!r} is not in the data (columns: {names})."
                     + did_you_mean(c, names),
                     code="UNKNOWN_COLUMN",
                 )
@@ -534,14 +599,30 @@ def infer_schema(
             )
         if c in codes and typ not in NUMERIC_TYPES:
             raise SchemaError(
-                f"missing_codes: column {c!r} is {typ}; codes are declared for count and "
-                "continuous columns (declare its type, e.g. --continuous, or leave the cells "
-                "empty).",
+                f"{arg_name('missing_codes')}: column {c!r} is {typ}; codes are declared for "
+                "count and continuous columns (declare its type, e.g. "
+                f"{arg_name('continuous', [c], cli=c)}, or leave the cells empty).",
                 code="MISSING_CODES_TYPE",
             )
         specs.append(ColumnSpec(name=c, type=typ, levels=lv,  # type: ignore[arg-type]
-                                missing_codes=codes.get(c, ())))
+                                missing_codes=codes.get(c, ()),
+                                keep_unused_levels=lv is not None and c in keep))
     schema = Schema(tuple(specs))
     if synthesized is not None or known is not None:
         schema = schema.with_roles(synthesized, known=known)
     return schema
+
+
+def _keep_unused(keep: bool | Iterable[str], names: Sequence[str]) -> set[str]:
+    """The columns of ``keep_unused_levels`` (``True``: every column), checked."""
+    if isinstance(keep, (bool, np.bool_)):
+        return set(names) if keep else set()
+    cols = [keep] if isinstance(keep, str) else list(keep)
+    for c in cols:
+        if c not in names:
+            raise SchemaError(
+                f"{arg_name('keep_unused_levels')}: column {c!r} is not in the data (columns: "
+                f"{list(names)})." + did_you_mean(c, names),
+                code="UNKNOWN_COLUMN",
+            )
+    return set(cols)

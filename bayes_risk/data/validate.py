@@ -25,7 +25,7 @@ from bayes_risk.data.schema import (
     _sort_levels,
     did_you_mean,
 )
-from bayes_risk.exceptions import CALLER, DataWarning, SchemaError, ValidationError
+from bayes_risk.exceptions import CALLER, DataWarning, SchemaError, ValidationError, arg_name
 
 __all__ = [
     "validate_table",
@@ -184,7 +184,8 @@ def check_no_infinity(values: np.ndarray, what: str, column: str) -> None:
 def check_m(m: Any, argument: str = "m") -> int:
     """Validate a number of synthetic datasets (an integer >= 1)."""
     if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or int(m) < 1:
-        raise ValidationError(f"{argument} must be an integer >= 1. Got {m!r}.")
+        raise ValidationError(f"{arg_name(argument)} must be an integer >= 1. Got {m!r}.",
+                              code="INVALID_ARGUMENT")
     return int(m)
 
 
@@ -196,11 +197,13 @@ def check_real(x: Any, argument: str, *, minimum: float | None = None) -> float:
     ``float``.
     """
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
-        raise ValidationError(f"{argument} must be a number. Got {x!r}.")
+        raise ValidationError(f"{arg_name(argument)} must be a number. Got {x!r}.",
+                              code="INVALID_ARGUMENT")
     v = float(x)
     if not np.isfinite(v) or (minimum is not None and v < minimum):
         bound = "" if minimum is None else f" >= {minimum:g}"
-        raise ValidationError(f"{argument} must be a finite number{bound}. Got {x!r}.")
+        raise ValidationError(f"{arg_name(argument)} must be a finite number{bound}. "
+                              f"Got {x!r}.", code="INVALID_ARGUMENT")
     return v
 
 
@@ -234,6 +237,7 @@ def record_mask(records: Any, n: int, *, argument: str = "records",
         ``0..n-1``; each naming ``argument``.
     """
     arr = np.asarray(records.to_numpy() if isinstance(records, pd.Series) else records)
+    argument = arg_name(argument)
     if arr.dtype == bool:
         if arr.shape != (n,):
             raise ValidationError(
@@ -263,7 +267,8 @@ def check_probability(x: Any, argument: str) -> float:
     not. Returns it as a Python ``float``.
     """
     if isinstance(x, bool) or not isinstance(x, numbers.Real) or not 0 < float(x) < 1:
-        raise ValidationError(f"{argument} must be a number in (0, 1). Got {x!r}.")
+        raise ValidationError(f"{arg_name(argument)} must be a number in (0, 1). Got {x!r}.",
+                              code="INVALID_ARGUMENT")
     return float(x)
 
 

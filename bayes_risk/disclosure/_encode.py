@@ -67,11 +67,14 @@ def resolve_inputs(
     schema: Schema | None,
     categorical: Iterable[str] | None,
     columns: Sequence[str],
+    target: bool = False,
 ) -> Schema:
     """Schema of ``columns`` (given, carried by a SyntheticData, or inferred), harmonised over
-    the tables, with every table checked (missing values allowed: they are a level)."""
+    the tables, with every table checked (missing values allowed: they are a level);
+    ``target``: the last column is the target (named so in an error)."""
     schema = base_schema(original, schema=schema, carried=carried, categorical=categorical)
-    schema.check_columns(columns, "keys/target")
+    for c in columns:  # the keys, then the target (if any) last
+        schema.check_columns([c], "target" if target and c == columns[-1] else "keys")
     sub = schema.select(columns)
     # the schema may be the release's (its manifest), so the original is checked on its own
     missing = [c for c in columns if c not in original.columns]

@@ -492,7 +492,8 @@ def disclosure_measures(
     # record i is never paired with row i: the same records in another order are the same
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     carried = None if source is None else source.schema
-    sub = resolve_inputs(original, datasets, carried, schema, categorical, [*keys, target])
+    sub = resolve_inputs(original, datasets, carried, schema, categorical, [*keys, target],
+                         target=True)
     if isinstance(use_keys_na, (bool, np.bool_)):
         use_keys = [bool(use_keys_na)] * len(keys)
     else:

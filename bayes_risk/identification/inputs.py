@@ -30,7 +30,7 @@ from bayes_risk.data.validate import (
     harmonise_levels,
     warn_synthetic_only_levels,
 )
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 
 __all__ = ["released_replicates", "user_replicates", "numeric"]
 
@@ -205,7 +205,8 @@ def check_unsynthesized_equal(original, frames, known_us, sk) -> None:
             if neq.any():
                 raise unchanged_column_error(
                     f"synthetic dataset {l}", c, original[c], z[c], np.asarray(neq),
-                    what="known unsynthesized column", hint="list the column in synthesized=",
+                    what="known unsynthesized column",
+                    hint=f"list the column in {arg_name('synthesized')}",
                 )
 
 

@@ -48,7 +48,7 @@ from bayes_risk._lattice import (
 )
 from bayes_risk._progress import progress
 from bayes_risk.data.schema import CATEGORICAL_TYPES
-from bayes_risk.exceptions import ValidationError, interruptible
+from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, interruptible
 from bayes_risk.executors import as_executor
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification import masks as _masks
@@ -173,6 +173,11 @@ def known_sweep(
             f"original must be a pandas DataFrame. Got {type(original).__name__}."
         )
     cands = candidate_list(candidates)
+    absent = [c for c in cands if c not in original.columns]
+    if absent:  # named here, not as the known columns each subset passes on
+        raise SchemaError(
+            f"{arg_name('candidates')}: column(s) {absent} are not in the original (columns: "
+            f"{[str(c) for c in original.columns]}).", code="UNKNOWN_COLUMN")
     unknown = sorted(set(kwargs) - set(_OPTIONS))
     if unknown:
         raise ValidationError(f"unknown argument(s) for known_sweep: {unknown}.",
@@ -187,8 +192,8 @@ def known_sweep(
     if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) \
             or not 1 <= max_size <= n_c:
         raise ValidationError(
-            f"max_size must be an integer between 1 and the number of candidates ({n_c}). "
-            f"Got {max_size!r}."
+            f"{arg_name('max_size')} must be an integer between 1 and the number of candidates "
+            f"({n_c}). Got {max_size!r}.", code="INVALID_ARGUMENT"
         )
     options = {k: kwargs.get(k, v) for k, v in _OPTIONS.items()
                if k not in ("match", "population")}

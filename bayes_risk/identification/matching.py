@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, arg_name, on_command_line
 
 __all__ = [
     "MatchRule",
@@ -424,9 +424,12 @@ def parse_radius(
             return {c: 1.0 for c in (numeric_known if compat else cont_known)}
         if cont_known:
             raise ValidationError(
-                f"known continuous column(s) {cont_known} need a radius; pass radius=r (all "
-                "continuous known columns) or radius={column: r} (0 for exact matching), on the "
-                f"command line --radius {cont_known[0]}=R (repeat per column)."
+                f"known continuous column(s) {cont_known} need a radius; give "
+                + ("radius=r (all continuous known columns) or radius={column: r} (0 for exact "
+                   "matching)." if not on_command_line() else
+                   f"{arg_name('radius', cli=f'{cont_known[0]}=R')} (repeat per column; 0 for "
+                   "exact matching)."),
+                code="INVALID_ARGUMENT",
             )
         if compat and numeric_known:
             raise ValidationError(
@@ -452,8 +455,9 @@ def parse_radius(
         missing = [c for c in (numeric_known if compat else cont_known) if c not in out]
         if missing:
             raise ValidationError(
-                f"known continuous column(s) {missing} have no radius in radius={dict(radius)}; "
-                "give each one a radius (0 for exact matching)."
+                f"known continuous column(s) {missing} have no radius in "
+                f"{arg_name('radius', dict(radius), cli=_cli_radii(radius))}; give each one a "
+                "radius (0 for exact matching).", code="INVALID_ARGUMENT",
             )
         out_ordered = {c: out[c] for c in column_order if c in out}
         if not out_ordered:
@@ -498,3 +502,8 @@ def _as_radius(r: Any, name: str) -> float:
     from bayes_risk.data.validate import check_real
 
     return check_real(r, f"radius for {name!r}", minimum=0.0)
+
+
+def _cli_radii(radius: Mapping[str, Any]) -> str:
+    """Radii as ``--radius`` takes them: ``Income=0.1 Age=2``."""
+    return " ".join(f"{c}={r}" for c, r in radius.items())

@@ -29,7 +29,7 @@ from bayes_risk._rng import RandomSeed, child_sequence, seed_sequence
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import check_release_model
 from bayes_risk.data.validate import check_probability
-from bayes_risk.exceptions import BayesRiskWarning, ValidationError
+from bayes_risk.exceptions import BayesRiskWarning, ValidationError, arg_name, has_option
 from bayes_risk.executors import InProcessExecutor, shared_once
 from bayes_risk.identification import uncertainty as _unc
 from bayes_risk.identification._replicate_batches import (
@@ -559,8 +559,10 @@ def _assemble(pr: PosteriorReplicates, run: _Run, first: tuple, stopped: bool) -
         record_warning(
             warn, "MCSE_NOT_REACHED",
             f"the relative Monte Carlo standard error of the expected match risk is still "
-            f"above {pr.mcse_tol:g} after max_replicates={pr.max_replicates} replicates; "
-            "the estimate is less precise than asked (raise max_replicates).")
+            f"above {pr.mcse_tol:g} after {pr.max_replicates} replicates, the most allowed; "
+            "the estimate is less precise than asked"
+            + (f" (raise {arg_name('max_replicates')})" if has_option("max_replicates")
+               else "") + ".")
     R = t.R
     if run.n_batches < 2:
         record_warning(

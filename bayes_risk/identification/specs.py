@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, arg_name, has_option, on_command_line
 from bayes_risk.identification.matching import RADIUS_TYPES, SHAPES, WINDOWS
 
 __all__ = ["MatchSpec", "PopulationSpec", "MEMBERSHIPS", "POPULATION_ESTIMATES"]
@@ -31,10 +31,14 @@ def _number(value: Any) -> bool:
         value, (bool, np.bool_))
 
 
-def _nonnegative(value: Any, what: str) -> float:
-    """``value`` as a float, or a ValidationError naming ``what``."""
+def _nonnegative(value: Any, what: str, column: str | None = None) -> float:
+    """``value`` as a float, or a ValidationError naming ``what`` (and the ``column`` it is
+    given for: ``MatchSpec.radius['Age']``, on the command line ``--radius Age``)."""
     if not _number(value) or not np.isfinite(value) or value < 0:
-        raise ValidationError(f"{what} must be a finite number >= 0. Got {value!r}.")
+        shown = (arg_name(what) if column is None else f"{arg_name(what)} {column}"
+                 if on_command_line() and has_option(what) else f"{what}[{column!r}]")
+        raise ValidationError(f"{shown} must be a finite number >= 0. Got {value!r}.",
+                              code="INVALID_ARGUMENT")
     return float(value)
 
 
@@ -43,7 +47,7 @@ def _per_column(value: Any, what: str) -> float | dict[str, float] | None:
     if value is None:
         return None
     if isinstance(value, Mapping):
-        return {str(c): _nonnegative(v, f"{what}[{c!r}]") for c, v in value.items()}
+        return {str(c): _nonnegative(v, what, str(c)) for c, v in value.items()}
     return _nonnegative(value, what)
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.data.provenance import check_release_model
-from bayes_risk.exceptions import NotSupportedError, ValidationError
+from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name
 from bayes_risk.membership import dcr as _dcr
 from bayes_risk.membership import estimator as _est
 from bayes_risk.membership import holdout as _holdout
@@ -25,6 +25,7 @@ from bayes_risk.membership import partial as _partial
 from bayes_risk.membership import selection as _selection
 from bayes_risk.membership import trees as _trees
 from bayes_risk.membership.stages import (
+    _check_drawable,
     _check_options,
     _conditional_population_rows,
     _diagnostics,
@@ -47,7 +48,37 @@ from bayes_risk.membership.stages import (
 from bayes_risk.protocols import SupportsAugmentedFit, model_info
 from bayes_risk.results.membership import MEMBERSHIP_FLAGS, MembershipRiskResult
 
-__all__ = ["membership_risk", "MembershipRiskResult", "MEMBERSHIP_FLAGS", "check_model"]
+__all__ = ["membership_risk", "MembershipRiskResult", "MEMBERSHIP_FLAGS", "check_model",
+           "check_inputs"]
+
+
+#: a selection rule on a record's own values, as messages show one
+_RULE = "Income > 150000 or Age >= 90"
+
+
+def check_inputs(model: Any, original: Any, synthetic: Any, holdout: Any = None,
+                 selection: Any = None) -> None:
+    """The checks :func:`membership_risk` makes of its inputs before any refit: the model (as
+    :func:`check_model`), the tables against its columns and levels, the holdout against the
+    original, and a selection rule against the records the model synthesized. The audit runs
+    them before its first step, so that a bad input never fails it after the other steps.
+
+    Raises
+    ------
+    ValidationError, SchemaError, NotSupportedError
+        As :func:`membership_risk` would, before its refits.
+    """
+    rule = _selection.as_selection(selection)
+    check_model(model, selection=rule)
+    tree = _trees.is_tree_model(model)
+    synth = model.synthesizer if hasattr(model, "plugin_loglik") else model
+    orig, _, hold, _ = _inputs(synth, original, synthetic, holdout, None)
+    _holdout.screen_holdout(orig, hold)
+    if rule is not None and not tree:
+        flags_ = getattr(model, "synthesized_records_", None)
+        selected = (np.ones(len(orig), dtype=bool) if flags_ is None
+                    else np.asarray(flags_, dtype=bool))
+        _selection.check_rule(rule, orig, selected)
 
 
 def check_model(model: Any, selection: Any = None) -> None:
@@ -113,9 +144,10 @@ def check_model(model: Any, selection: Any = None) -> None:
             "selected. Leaving that factor out is exact only if the selection does not depend "
             "on the records' values; selecting at-risk records does, and then it understates "
             "a member's ratio (methods, Membership disclosure risk, Releases that synthesize "
-            "selected records). State the rule: selection='independent' (records chosen "
+            "selected records). State the rule: "
+            f"{arg_name('selection', repr('independent'), cli='independent')} (records chosen "
             "without looking at their values) or a rule on a record's own values (e.g. "
-            "selection='Income > 150000 or Age >= 90'; CLI --selection). A member left "
+            f"{arg_name('selection', repr(_RULE), cli=repr(_RULE))}). A member left "
             "unsynthesized is released whole: its membership is revealed outright.",
             code="MEMBERSHIP_PARTIAL_SYNTHESIS",
         )
@@ -317,9 +349,11 @@ def membership_risk(
         population = len(members) if hold is None else 0
     pi = _prior(prior, n, population_size)
     _check_options(population, threshold, normaliser_draws, bootstrap,
-                   unsynthesized_concentration)
+                   unsynthesized_concentration, model, n)
     alpha = unsynthesized_concentration
     us = list(schema.unsynthesized)
+    if (m > 1 or (rule is not None and rule.kind == "rule")) and not us:
+        _check_drawable(model, int(normaliser_draws), "normaliser_draws", n)  # as normalised
 
     rng = as_generator(random_seed)
     fit_rng, pop_rng, slot_rng, norm_rng, boot_rng = rng.spawn(5)
@@ -418,9 +452,11 @@ def _tree_membership_risk(
         population = len(members) if hold is None else 0
     pi = _prior(prior, n, population_size)
     _check_options(population, threshold, normaliser_draws, bootstrap,
-                   unsynthesized_concentration)
+                   unsynthesized_concentration, synth, n)
     alpha = float(unsynthesized_concentration)
     us = list(schema.unsynthesized)
+    if not us:
+        _check_drawable(synth, int(normaliser_draws), "normaliser_draws", n)
     plugin = _trees.tree_plugin(model, orig)
 
     rng = as_generator(random_seed)

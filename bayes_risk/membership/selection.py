@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.exceptions import NotSupportedError, ValidationError
+from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name
 
 __all__ = ["SelectionRule", "as_selection", "check_rule"]
 
@@ -64,14 +64,15 @@ class SelectionRule:
             out = self.function(table.reset_index(drop=True))
         except Exception as err:  # a user's expression or callable: say which and why
             raise ValidationError(
-                f"selection {self.description!r} could not be evaluated on {what}: "
+                f"{arg_name('selection')} {self.description!r} could not be evaluated on {what}: "
                 f"{type(err).__name__}: {err}. Write it on the model's columns "
                 f"{list(table.columns)}.", code="BAD_SELECTION_RULE") from None
         arr = np.asarray(out.to_numpy() if isinstance(out, pd.Series) else out)
         if arr.shape != (len(table),) or not (arr.dtype == bool or (
                 arr.dtype == object and all(isinstance(v, (bool, np.bool_)) for v in arr))):
             raise ValidationError(
-                f"selection {self.description!r} must give one True/False per record of "
+                f"{arg_name('selection')} {self.description!r} must give one True/False per "
+                "record of "
                 f"{what} ({len(table)}); got {arr.dtype} of shape {arr.shape}.",
                 code="BAD_SELECTION_RULE")
         return arr.astype(bool)

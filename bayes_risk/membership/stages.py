@@ -17,7 +17,7 @@ from bayes_risk._rng import RandomSeed, seed_to_json
 from bayes_risk.attribute.refits import fit_refits
 from bayes_risk.data.normalise import as_synthetic_list, record_positions
 from bayes_risk.data.validate import validate_table
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
 from bayes_risk.membership import dcr as _dcr
 from bayes_risk.membership import estimator as _est
 from bayes_risk.membership import partial as _partial
@@ -161,8 +161,10 @@ def _conditional_population_rows(
 
 
 def _check_options(population: Any, threshold: float, normaliser_draws: Any, bootstrap: Any,
-                   alpha: Any) -> None:
-    """The numeric options of :func:`membership_risk`, each named in its error."""
+                   alpha: Any, model: Any = None, n: int = 0) -> None:
+    """The numeric options of :func:`membership_risk`, each named in its error; with the
+    ``model`` and the records' number ``n``, whether it can draw ``population`` look-alikes
+    (:func:`_check_drawable`)."""
     if isinstance(population, bool) or not isinstance(population, (int, np.integer)) or (
             population < 0):
         raise ValidationError(f"population must be an integer >= 0. Got {population!r}.")
@@ -179,6 +181,31 @@ def _check_options(population: Any, threshold: float, normaliser_draws: Any, boo
         raise ValidationError(
             f"unsynthesized_concentration must be a number > 0. Got {alpha!r}.",
             code="INVALID_ARGUMENT")
+    if model is not None:
+        _check_drawable(model, int(population), "population", n)
+
+
+def _check_drawable(model: Any, k: int, argument: str, n: int) -> None:
+    """Refuse ``k`` records of the posterior predictive (:func:`_population_rows`) that the
+    model cannot draw — they come :data:`_ROWS_PER_DRAW` to a synthetic dataset, one dataset per
+    posterior draw — or that would not fit in memory (the datasets are drawn at once), before
+    any refit: the error names the membership argument, not the synthetic datasets drawn."""
+    from bayes_risk._memory import check_memory
+
+    sets = math.ceil(k / _ROWS_PER_DRAW)
+    H = getattr(model, "n_draws", None)
+    if H is not None and sets > int(H):
+        raise ValidationError(
+            f"{arg_name(argument, k)}: records of the model's posterior predictive are drawn "
+            f"{_ROWS_PER_DRAW} to a synthetic dataset, one dataset per posterior draw, and the "
+            f"model has H = {int(H)} draws: at most {_ROWS_PER_DRAW * int(H)} records. Give "
+            "fewer, or fit the model with more draws.",
+            code="TOO_FEW_DRAWS",
+        )
+    schema = getattr(model, "schema_", None)
+    width = len(schema.names) if schema is not None else 1
+    check_memory(8.0 * sets * max(n, 1) * width, arg_name(argument),
+                 what=f"the {sets} synthetic datasets the {k} records are drawn from")
 
 
 def _targets(orig: pd.DataFrame, members: np.ndarray, hold: pd.DataFrame | None,

@@ -16,7 +16,7 @@ import pandas as pd
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.schema import CATEGORICAL_TYPES, Schema, infer_schema
 from bayes_risk.data.validate import harmonise_levels, validate_synthetic
-from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
+from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, arg_name
 
 __all__ = [
     "base_schema", "resolve_schema", "infer_synthesized", "differing_share",
@@ -209,8 +209,9 @@ def resolve_imputed(imputed: Any, source: Any, original: pd.DataFrame,
                 "none in any synthetic dataset, so the synthesizer is taken to have imputed "
                 "them (IMPUTED_INFERRED): they are compared on the original's observed cells "
                 "(user guide, Utility of an imputing release). State the imputed columns with "
-                "imputed=[...] (--imputed COL ..., or --imputed none to compare missing values "
-                "as a level).", code="IMPUTED_INFERRED"), skip_file_prefixes=CALLER)
+                f"{arg_name('imputed', '[...]', cli='COL ...')} (or "
+                f"{arg_name('imputed', '[]', cli='none')} to compare missing values as a "
+                "level).", code="IMPUTED_INFERRED"), skip_file_prefixes=CALLER)
         return ImputedChoice(cols, "inferred" if cols else "none", aligned)
     if isinstance(imputed, str) or not isinstance(imputed, Iterable):
         raise ValidationError(

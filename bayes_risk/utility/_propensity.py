@@ -20,7 +20,7 @@ from bayes_risk._memory import check_memory
 from bayes_risk.data.levels import level_codes
 from bayes_risk.data.missing import missing_kinds
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import ValidationError, arg_name
 
 #: a design with more coefficients than records is refused (DESIGN_TOO_LARGE) when its
 #: rank-revealing QR alone costs more than this many flops (about a minute on one core)
@@ -206,12 +206,13 @@ def propensity_design(
             + (f"; max_order={max_order} adds the interactions of every "
                f"{max_order + 1} columns" if max_order > 0 else "")
             + "): more coefficients than records, so the model fits every record, the pMSE "
-            "says nothing and the fit would take very long. Use max_order=0 (--max-order 0), "
-            f"group the levels of {widest.name!r}, leave it out of the compared columns, or "
-            "use the CART propensity model (method='cart', --pmse cart).",
+            "says nothing and the fit would take very long. Use "
+            f"{arg_name('max_order', 0)}, group the levels of {widest.name!r}, leave it out of "
+            "the compared columns, or use the CART propensity model "
+            f"({arg_name('pmse_method', repr('cart'), cli='cart')}).",
             code="DESIGN_TOO_LARGE",
         )
-    check_memory(32.0 * N * p, "max_order (--max-order) or the levels of the compared columns",
+    check_memory(32.0 * N * p, f"{arg_name('max_order')} or the levels of the compared columns",
                  what=f"the pMSE logistic design ({N:,} rows x {p:,} columns)")
     mats = [np.ones((N, 1))]
     names = ["(Intercept)"]

@@ -30,7 +30,13 @@ from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import check_probability
-from bayes_risk.exceptions import CALLER, DataWarning, ValidationError
+from bayes_risk.exceptions import (
+    CALLER,
+    DataWarning,
+    ValidationError,
+    arg_name,
+    on_command_line,
+)
 from bayes_risk.utility._inputs import (
     check_choice,
     observed_cells,
@@ -142,7 +148,7 @@ def choose_rules(rules: str, source: Any, original: pd.DataFrame,
             "partial", proper, ratio, "inferred",
             "inferred: neither the release nor the schema says how the release was made or "
             "which columns were synthesized; Reiter's partial-synthesis rules are used (give "
-            "rules= / --combining-rules otherwise)."), original, datasets,
+            f"{arg_name('rules')} otherwise)."), original, datasets,
             "neither the release nor the schema says how the release was made (the "
             "partial-synthesis rules would be assumed)")
     syn = list(synthesized)
@@ -155,14 +161,14 @@ def choose_rules(rules: str, source: Any, original: pd.DataFrame,
         return _not_partial_checked(CombiningChoice(
             "partial", proper, ratio, "inferred",
             f"inferred: the release does not record how it was made, and {what}; partial "
-            "synthesis assumed (give rules= / --combining-rules otherwise)."),
+            f"synthesis assumed (give {arg_name('rules')} otherwise)."),
             original, datasets, f"{what} (partial synthesis would be assumed)")
     return CombiningChoice(
         "full-same-n", proper, ratio, "inferred",
         "inferred: the release does not record how it was made, and every column is "
         "synthesized; full synthesis of the same units assumed"
         + ("" if proper_known is not None else ", proper (parameters drawn per dataset)")
-        + " (give rules= / --combining-rules for samples from synthetic populations).")
+        + f" (give {arg_name('rules')} for samples from synthetic populations).")
 
 
 def _not_partial_checked(choice: CombiningChoice, original: pd.DataFrame,
@@ -181,8 +187,10 @@ def _not_partial_checked(choice: CombiningChoice, original: pd.DataFrame,
         "of the original's records), so Reiter's partial-synthesis combining rules do not "
         "apply (their intervals would be too narrow). Give the generation scheme, "
         "'full-same-n' (every column synthesized; Raab, Nowok & Dibben's variance with k/n, "
-        "as synthpop's) or 'full-population' (samples from synthetic populations): rules= "
-        "(combining_rules= of audit; --combining-rules on the command line).",
+        "as synthpop's) or 'full-population' (samples from synthetic populations): "
+        + (arg_name("rules") if on_command_line()
+           else "rules= (combining_rules= of audit; --combining-rules on the command line)")
+        + ".",
         code="NOT_PARTIAL_SYNTHESIS",
     )
 
@@ -321,7 +329,8 @@ def fit_formula(formula: str, data: pd.DataFrame, family: str, label: str) -> pd
             model = smf.glm(formula, data, family=fam)
     except Exception as err:  # patsy/formulaic raise their own error types
         raise ValidationError(
-            f"formula {formula!r} could not be evaluated on the {label}: {err}"
+            f"{arg_name('formula')} {formula!r} could not be evaluated on the {label}: {err}",
+            code="INVALID_ARGUMENT",
         ) from err
     X = np.asarray(model.exog, dtype=np.float64)
     if X.shape[0] <= X.shape[1]:

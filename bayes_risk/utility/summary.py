@@ -22,7 +22,7 @@ from bayes_risk.data.alignment import check_rows_aligned
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import check_probability, validate_synthetic
-from bayes_risk.exceptions import CALLER, DataWarning, SchemaError, ValidationError
+from bayes_risk.exceptions import CALLER, DataWarning, SchemaError, ValidationError, arg_name
 from bayes_risk.results.utility import UtilitySummary
 from bayes_risk.utility._inputs import (
     check_choice,
@@ -221,7 +221,7 @@ def utility_summary(
             f"synthetic datasets with {', '.join(map(str, sizes))} rows against the original's "
             f"{len(original)} (ROW_COUNT_DIFFERS): pMSE and the interval overlap are defined "
             "for different sizes, but records cannot be compared"
-            + ("; every column is treated as synthesized (give synthesized= / --synthesized)"
+            + (f"; every column is treated as synthesized (give {arg_name('synthesized')})"
                if inferred else "; the unsynthesized columns could not be checked"),
             DataWarning, skip_file_prefixes=CALLER)
     if syn_cols:
@@ -325,7 +325,7 @@ def _roles(
                 + " are unchanged in some synthetic datasets and changed in others, so their "
                 "role cannot be inferred (ROLE_CONTRADICTED): if they were released unchanged "
                 "the synthetic files were altered. State the synthesized columns with "
-                "synthesized= (--synthesized) or give the release folder with its manifest.",
+                f"{arg_name('synthesized')} or give the release folder with its manifest.",
                 code="ROLE_CONTRADICTED",
             )
         odd = {c: v for c, v in shares.items() if max(v) < 0.05}
@@ -338,7 +338,7 @@ def _roles(
                 + " are inferred as synthesized although they differ from the original in "
                 "under 5 % of the records of every dataset (ROLE_INFERENCE_DOUBTFUL): right "
                 "when only some records were synthesized; otherwise state the roles with "
-                "synthesized= (--synthesized).", DataWarning, skip_file_prefixes=CALLER)
+                f"{arg_name('synthesized')}.", DataWarning, skip_file_prefixes=CALLER)
         if not syn_cols:
             codes.append("NO_DIFFERENCES")
             warnings.warn(

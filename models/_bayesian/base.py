@@ -340,14 +340,18 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         synthesized: Sequence[str] | None = None,
         categorical: Sequence[str] | None = None,
         allow_nan: bool = False,
+        fitting: bool = True,
     ) -> tuple[pd.DataFrame, Schema]:
         """Validate the confidential table and settle its schema and roles.
 
         ``schema`` (or one inferred with ``categorical`` overrides) gives types and levels;
         ``synthesized`` names the synthesized columns. If neither ``synthesized`` nor the schema's
-        roles name any, every column is synthesized (full synthesis).
+        roles name any, every column is synthesized (full synthesis). ``fitting``: a level no
+        record holds is dropped, unless the schema keeps it (``UNUSED_LEVEL``); ``False`` for
+        records given with a posterior, whose levels are the posterior's.
         """
-        return _records.prepare_data(self, data, schema, synthesized, categorical, allow_nan)
+        return _records.prepare_data(self, data, schema, synthesized, categorical, allow_nan,
+                                     fitting)
 
     # ------------------------------------------------------------------ sampling
     def _run_sampler(

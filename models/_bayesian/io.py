@@ -224,7 +224,7 @@ def from_posterior(cls, posterior: Any, schema: Schema, n_records: int | None,
         schema = schema.with_roles(schema.names)
     dt = obj._as_datatree(posterior)
     if data is not None:
-        data, _ = obj._prepare_data(data, schema=schema, allow_nan=True)
+        data, _ = obj._prepare_data(data, schema=schema, allow_nan=True, fitting=False)
     if n_records is None:
         if data is None:
             raise ValidationError(

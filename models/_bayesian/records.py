@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.data.levels import drop_unused_levels
 from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.validate import record_mask, validate_table
 from bayes_risk.exceptions import SchemaError, ValidationError
@@ -85,8 +86,10 @@ def stacked(model, name: str, draw_indices: np.ndarray | None = None) -> np.ndar
 
 
 def prepare_data(model, data: pd.DataFrame, schema: Schema | None, synthesized: Any,
-                 categorical: Any, allow_nan: bool) -> tuple[pd.DataFrame, Schema]:
-    """The work of :meth:`BayesianSynthesizer._prepare_data`."""
+                 categorical: Any, allow_nan: bool, fitting: bool = True
+                 ) -> tuple[pd.DataFrame, Schema]:
+    """The work of :meth:`BayesianSynthesizer._prepare_data`; ``fitting``: the levels no
+    record holds are dropped (``UNUSED_LEVEL``; not for the records of a posterior given)."""
     if not isinstance(data, pd.DataFrame):
         raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
     if len(data) == 0:
@@ -117,4 +120,6 @@ def prepare_data(model, data: pd.DataFrame, schema: Schema | None, synthesized: 
         schema = schema.with_roles(schema.names)
     validate_table(data, schema, name="data", allow_nan=allow_nan,
                    missing_hint="" if allow_nan else refusal_hint(type(model).__name__))
+    if fitting:
+        schema = drop_unused_levels(data, schema)
     return data.reset_index(drop=True), schema

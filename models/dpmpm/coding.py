@@ -12,7 +12,7 @@ import pandas as pd
 
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
 from bayes_risk.models.dpmpm.zeros import _UNKNOWN
 
 
@@ -22,8 +22,9 @@ def check_categorical(model, schema: Schema) -> None:
         c = bad[0]
         raise SchemaError(
             f"DPMPM models categorical columns only; column {c.name!r} is {c.type}. Declare "
-            "integer-coded factors as categorical (fit(..., categorical=[...]) or "
-            "bayes-risk fit --categorical COL ...), or leave the column out.",
+            "integer-coded factors as categorical ("
+            + ("--categorical COL ..." if on_command_line() else "fit(..., categorical=[...])")
+            + "), or leave the column out.",
             code="WRONG_DTYPE",
         )
     for c in schema:

@@ -591,7 +591,7 @@ class DPMPM(BayesianSynthesizer):
             params["thin"] = max(int(params["thin"]), self._mcmc_run()["thin"])
         if random_seed is not None:  # the refit's own seed, as its setting
             params["random_seed"] = random_seed
-        return type(self)(**params).fit(combined, schema=self.schema_)
+        return type(self)(**params).fit(combined, schema=self.schema_.keeping_levels())
 
     # -- thin methods: the work is done by module-level helpers of the family's modules
 

@@ -17,7 +17,14 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.data.schema import Schema
-from bayes_risk.exceptions import CALLER, ConvergenceWarning, SchemaError, ValidationError
+from bayes_risk.exceptions import (
+    CALLER,
+    ConvergenceWarning,
+    SchemaError,
+    ValidationError,
+    arg_name,
+    has_option,
+)
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.sticks import stick_breaking_log
 from bayes_risk.models.dpmpm.zeros import _UNKNOWN
@@ -149,11 +156,20 @@ def check_truncation(model) -> None:
             ConvergenceWarning(
                 f"DPMPM: kept posterior draws occupy up to {kmax} of the K = {K} classes "
                 "(TRUNCATION_TOO_SMALL): the truncation may cut off posterior mass; "
-                "increase n_components.",
+                + _more_components() + ".",
                 code="TRUNCATION_TOO_SMALL",
             ),
             skip_file_prefixes=CALLER,
         )
+
+
+def _more_components() -> str:
+    """The remedy of ``TRUNCATION_TOO_SMALL`` as the caller can apply it: the setting in
+    Python, ``--components`` of ``fit`` (a refit in another sub-command refits the model it
+    was given: fit that one again)."""
+    if has_option("n_components"):
+        return f"increase {arg_name('n_components')}"
+    return "fit the model again with more classes (bayes-risk fit --components)"
 
 
 def event_ndims(model) -> dict[str, int]:

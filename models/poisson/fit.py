@@ -252,4 +252,4 @@ def fit_augmented(
     new._prior_rate_fixed = model._b_lambda_vector(
         data[cols].to_numpy(dtype=np.float64)
     )
-    return new.fit(both, schema=model.schema_, synthesized=cols)
+    return new.fit(both, schema=model.schema_.keeping_levels(), synthesized=cols)

@@ -35,7 +35,7 @@ import bayes_risk.models.poisson.synthesis as _synthesis
 from bayes_risk._rng import RandomSeed
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import validate_table
-from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.design import record_dtypes
 from bayes_risk.models._bayesian.starts import chain_starts, check_starts
@@ -273,9 +273,11 @@ class PoissonMixture(BayesianSynthesizer):
         if bad:
             raise SchemaError(
                 f"PoissonMixture models count columns only; column {bad[0]!r} is "
-                f"{schema[bad[0]].type}. Synthesize only count columns (synthesized=[...]; "
-                "command line: --columns or --synthesize) or declare integer columns with "
-                "count=[...] in infer_schema (command line: --count COL ...).",
+                f"{schema[bad[0]].type}. Synthesize only count columns ("
+                + ("--columns or --synthesize" if on_command_line() else "synthesized=[...]")
+                + ") or declare integer columns with "
+                + ("--count COL ..." if on_command_line() else "count=[...] in infer_schema")
+                + ".",
                 code="WRONG_DTYPE",
             )
         return cols

@@ -419,7 +419,7 @@ class SequentialRegression(BayesianSynthesizer):
         params = self.get_params(deep=False)
         if random_seed is not None:  # the refit's own seed, as its setting
             params["random_seed"] = random_seed
-        return type(self)(**params).fit(both, schema=self.schema_)
+        return type(self)(**params).fit(both, schema=self.schema_.keeping_levels())
 
     # ------------------------------------------------------------------ posterior handling
     @classmethod

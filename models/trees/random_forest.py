@@ -21,6 +21,7 @@ import pandas as pd
 
 from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, seed_to_json, spawn
+from bayes_risk.data.levels import drop_unused_levels
 from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
@@ -228,6 +229,9 @@ class RandomForestSynthesizer(TreeSynthesizer):
         self._check_settings()
         random_seed = self._fit_seed(random_seed)
         schema, cols = prepare_schema(data, schema, synthesized, allow_missing=True)
+        # the forests' classes are the levels, and leaf_dirichlet gives each class prior mass:
+        # a level no record holds would be released (CART and PMM release donors' values only)
+        schema = drop_unused_levels(data, schema)
         for c in cols:
             if not schema[c].is_categorical:
                 raise ValidationError(

@@ -57,7 +57,11 @@ def column_codes(df: pd.DataFrame, schema: Schema, col: str) -> np.ndarray:
     s = df[col]
     # fast path: exact equality with the levels (the common case: levels came from this data)
     try:
-        codes = pd.Categorical(s, categories=levels).codes.astype(np.int64)
+        # a Categorical's own categories may hold levels the schema dropped (UNUSED_LEVEL):
+        # recoding it through set_categories maps by value (pandas deprecates the constructor)
+        codes = (s.cat.set_categories(levels).cat.codes.to_numpy(np.int64)
+                 if isinstance(s.dtype, pd.CategoricalDtype)
+                 else pd.Categorical(s, categories=levels).codes.astype(np.int64))
     except (TypeError, ValueError):
         codes = np.full(len(s), -1, dtype=np.int64)
     if (codes < 0).any():  # 2 vs 2.0, str vs int after a CSV round trip: use the careful path

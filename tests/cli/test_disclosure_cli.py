@@ -91,8 +91,8 @@ def test_compat_and_exclusion_options(files, tmp_path, capsys):
 @pytest.mark.parametrize("extra, match", [
     (["--keys", "Age", "Agee", "--target", "Income"], "Did you mean 'Age'"),
     (["--keys", "Age", "--target", "Age"], "also among the keys"),
-    (["--keys", "Age", "--target", "Income", "--ngroups-target", "1"], "ngroups_target"),
-    (["--keys", "Age", "--target", "Income", "--denom-lim", "0"], "denom_lim"),
+    (["--keys", "Age", "--target", "Income", "--ngroups-target", "1"], "--ngroups-target must be"),
+    (["--keys", "Age", "--target", "Income", "--denom-lim", "0"], "--denom-lim must be"),
     (["--keys", "Age", "--target", "Urban", "--ngroups-target", "3"], "only a numeric column"),
 ])
 def test_user_errors(files, tmp_path, capsys, extra, match):

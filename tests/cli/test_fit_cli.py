@@ -149,7 +149,7 @@ def test_fit_errors(tmp_path, csv, capsys):
     rc = cli.main(["fit", str(path), "--quiet", "--out", str(tmp_path / "x")])
     assert rc == 2 and "--method is required" in capsys.readouterr().err
     rc = cli.main(["fit", str(path), *BASE, "--components", "0", "--out", str(tmp_path / "y")])
-    assert rc == 2 and "n_components" in capsys.readouterr().err
+    assert rc == 2 and "--components (the truncation level K) must be" in capsys.readouterr().err
     rc = cli.main(["fit", str(path), *BASE, "--columns", "SEXX", "--out", str(tmp_path / "z")])
     assert rc == 2 and "Did you mean 'SEX'" in capsys.readouterr().err
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()

@@ -212,7 +212,7 @@ def test_failure_inside_save_leaves_no_folder(fake_model, tmp_path):
         (["ORIG", "--method", "rf", "--synthesize", "Income"], "column 'Income' is continuous"),
         (["ORIG", "--method", "pmm"], "--identifying COL"),
         (["ORIG", "--method", "cart", "--synthesize", "Income", "--donor", "uniform",
-          "--min-leaf", "0"], "min_leaf must be an integer >= 1"),
+          "--min-leaf", "0"], "--min-leaf must be an integer >= 1"),
         (["--model", "MODEL", "--method", "cart"], "cannot be used with --model"),
         (["--model", "NOTAMODEL"], "is not a saved bayes-risk model"),
         (["missing.csv", "--method", "cart", "--synthesize", "Income"], "does not exist"),

@@ -357,7 +357,7 @@ def test_design_too_large_for_memory_is_refused_before_allocating(monkeypatch):
     schema = infer_schema(df, categorical=["a", "b"])
     # 400 rows x (1 + 39 + 39 + 39*39) columns x 32 bytes is about 20.5 MB
     monkeypatch.setattr(mem, "available_memory", lambda: 10_000_000)
-    msg = r"1,600 columns.*reduce max_order \(--max-order\)"
+    msg = r"1,600 columns.*reduce max_order or the levels"
     with pytest.raises(ValidationError, match=msg) as e:
         propensity_design([df, df], schema, ["a", "b"], 1)
     assert e.value.code == "MEMORY_TOO_LARGE"

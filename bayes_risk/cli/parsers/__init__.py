@@ -15,10 +15,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import re
+from collections.abc import Mapping
 
 __all__ = [
     "Handler",
     "input_arguments",
+    "option_names",
+    "command_line_text",
     "INPUTS_ATTR",
 ]
 
@@ -55,6 +58,115 @@ def input_arguments(parser: argparse.ArgumentParser) -> tuple[str, ...]:
     return tuple(dests)
 
 
+#: arguments of the library set by an option of another name, by the option's destination (the
+#: option a message names for them); arguments of one call only are named where it is made
+#: (``command_line_options`` around the call)
+LIBRARY_NAMES: dict[str, tuple[str, ...]] = {
+    "missing_code": ("missing_codes", "missing_labels"),
+    "threshold": ("thresholds",),
+    "radius_sweep": ("sweep", "radii"),
+    "synthesize": ("synthesized",),
+    "known_synthesized": ("synthesized",),
+    "known_sweep": ("candidates",),
+    "target": ("targets",),
+    "membership_selection": ("selection",),
+    "combining_rules": ("rules",),
+    "pmse": ("pmse_method",),
+    "workers": ("n_workers",),
+    "radius": ("MatchSpec.radius",),
+    "r_min": ("MatchSpec.r_min",),
+    "quantile_groups": ("MatchSpec.quantile_groups",),
+    "sampling_fraction": ("PopulationSpec.sampling_fraction",),
+    "n_pop": ("PopulationSpec.population_size",),
+}
+
+
+def option_names(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Each argument of ``parser`` by its destination, as the user writes it: the long option
+    (``max_order`` -> ``--max-order``), or a positional's metavar (``original`` ->
+    ``ORIGINAL``); and the arguments of the library an option sets under another name
+    (:data:`LIBRARY_NAMES`). The command line names the arguments of the library this way in
+    its messages (:func:`bayes_risk.exceptions.command_line_options`): most of its options
+    bear the name of the argument they set."""
+    out: dict[str, str] = {}
+    for action in parser._actions:
+        if action.help is argparse.SUPPRESS or action.dest in (argparse.SUPPRESS, "help"):
+            continue
+        if action.option_strings:
+            longs = [o for o in action.option_strings if o.startswith("--")]
+            out.setdefault(action.dest, (longs or action.option_strings)[0])
+        else:
+            mv = action.metavar
+            out.setdefault(action.dest, " ".join(mv) if isinstance(mv, tuple)
+                           else str(mv or action.dest.upper()))
+        for n in getattr(action, "library_names", ()):  # a model option's setting (fit)
+            out.setdefault(n, out[action.dest])
+    for dest, names in LIBRARY_NAMES.items():
+        if dest in out:
+            for n in names:
+                out.setdefault(n, out[dest])
+    return out
+
+
+#: a quoted text of a message (a column name or value, ``repr``'d): never rewritten
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+#: what follows an argument a message starts with (``keys contain ...``, ``tune must ...``)
+_FIRST_VERB = re.compile(r"\s*(:|\(|(must|is|are|contains?|lists|names|holds|has|have|needs?|"
+                         r"gives|selects|applies)\b)")
+#: a keyword argument given a list (``skip=['attribute']``)
+_LIST_ARG = re.compile(r"(?<![\w.\-])([a-z][a-z0-9]*(?:_[a-z0-9]+)*)=\[([^\]]*)\]")
+#: a name of the library in a message: an identifier (an attribute of a settings class,
+#: ``MatchSpec.r_min``, too), with ``=VALUE`` when written as a keyword argument (``max_order=0``)
+_NAME = re.compile(r"(?<![\w.\-])((?:[A-Z][A-Za-z]*\.)?[a-z][a-z0-9]*(?:_[a-z0-9]+)*)"
+                   r"(?![\w(\[])(=(?:\[[^\]]*\]|[^\s,;)]+))?")
+
+
+def command_line_text(text: str, options: Mapping[str, str]) -> str:
+    """A message of the library as the command line shows it: the arguments it names in
+    Python's words given as the sub-command's options (``options``, :func:`option_names`).
+
+    The messages the package writes for both audiences name arguments through
+    :func:`bayes_risk.exceptions.arg_name`, which already does this; this pass catches the
+    others, rewriting only what cannot be prose: a keyword argument (``max_order=0`` ->
+    ``--max-order 0``, ``skip=['attribute']`` -> ``--skip attribute``), a name with an
+    underscore (``max_replicates`` -> ``--max-replicates``), and the argument a message starts
+    with (``tune must be ...`` -> ``--tune must be ...``). Quoted texts (column names,
+    values) and a name right after an option (``--threshold s_pmse=0``) are left as they are,
+    and so is a name the sub-command has no option for.
+    """
+    def listed(m: re.Match[str]) -> str:  # skip=['a', 'b'] -> --skip a b
+        opt = options.get(m.group(1))
+        if opt is None or text[:m.start()].rstrip().split(" ")[-1].startswith("-"):
+            return m.group(0)
+        items = [x.strip().strip("'\"") for x in m.group(2).split(",") if x.strip()]
+        return f"{opt} {' '.join(items)}"
+
+    text = _LIST_ARG.sub(listed, text)
+    out, last = [], 0
+    for q in _QUOTED.finditer(text):
+        out.append(_rewrite(text[last:q.start()], options, at_start=last == 0))
+        out.append(q.group(0))
+        last = q.end()
+    out.append(_rewrite(text[last:], options, at_start=last == 0))
+    return "".join(out)
+
+
+def _rewrite(part: str, options: Mapping[str, str], *, at_start: bool) -> str:
+    def sub(m: re.Match[str]) -> str:
+        name, value = m.group(1), m.group(2)
+        opt = options.get(name)
+        before = part[:m.start()].rstrip()
+        if opt is None or before.split(" ")[-1].startswith("-"):
+            return m.group(0)
+        if value:
+            return f"{opt} {value[1:]}" if opt.startswith("-") else f"{opt} ({value[1:]})"
+        first = at_start and not before
+        if "_" in name or "." in name or (first and _FIRST_VERB.match(part[m.end():])
+                                          is not None):
+            return opt
+        return m.group(0)
+
+    return _NAME.sub(sub, part)
 
 
 class Handler:

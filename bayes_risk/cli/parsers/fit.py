@@ -192,7 +192,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="partial synthesis of selected records: only their --synthesize "
                         "columns are replaced, the other records are released unchanged (the "
                         f"model is still fitted to every record); {RECORDS_HELP}")
-    add_type_arguments(p)
+    add_type_arguments(p, fits=True)
     g = p.add_argument_group("MCMC")
     # default None: the model's own defaults (DPMPM: 2 parallel chains, 1000 warm-up sweeps
     # + 500 draws kept every 5th sweep)
@@ -213,7 +213,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "data.parquet (cart, rf, pmm)")
     mg = p.add_argument_group("model-specific options")
     for opt in MODEL_OPTIONS:
-        mg.add_argument(opt.flag, dest=opt.dest, default=argparse.SUPPRESS,
-                        help=opt.help, **opt.kwargs)
+        action = mg.add_argument(opt.flag, dest=opt.dest, default=argparse.SUPPRESS,
+                                 help=opt.help, **opt.kwargs)
+        # the model's messages name the setting; the command line's, the option
+        action.library_names = (opt.setting,)
     p.set_defaults(handler=Handler("bayes_risk.cli.fit"))
     return p

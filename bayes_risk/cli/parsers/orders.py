@@ -56,7 +56,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         "--sampling-fraction; population counts from the log-linear model "
                         "refitted on each synthetic dataset)")
     p.add_argument("--sampling-fraction", type=float, default=None, metavar="A")
-    add_type_arguments(p)
+    add_type_arguments(p, fits=True)
     p.add_argument("-m", type=int, default=5, metavar="M", help="datasets per order (default 5)")
     g = p.add_argument_group(
         "synthesizer settings (each passed to the synthesizer's setting of the same name and "

@@ -70,7 +70,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         "and synthesized with --model")
     p.add_argument("--synthesize", nargs="+", metavar="COL", default=None,
                    help="columns to synthesize, in visit order (pmm: default all --identifying)")
-    add_type_arguments(p)
+    add_type_arguments(p, fits=True)
     p.add_argument("-m", type=int, default=None, metavar="M",
                    help="number of synthetic datasets (default: the method's, 20 for cart/rf, "
                    "1 for pmm, 5 for others and with --model)")

@@ -1,0 +1,268 @@
+"""Input files that are not what a table is (issue 46, items 8 and 10).
+
+* a named pipe or a device is refused before anything is read from it (it used to hang while
+  the command line hashed it), also inside a release folder;
+* a CSV field longer than the ``csv`` module's 128 KiB limit is data, read as pandas reads it;
+* column names that differ only in case or white space are refused;
+* a text label declared missing for a column that holds numbers only is refused.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayes_risk.cli import main
+from bayes_risk.data import infer_schema, read_synthetic, read_table
+from bayes_risk.exceptions import BayesRiskError, SchemaError, ValidationError
+
+pytestmark = pytest.mark.filterwarnings("ignore::bayes_risk.exceptions.BayesRiskWarning")
+
+needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+
+
+def _table(n: int = 40, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"Age": rng.integers(20, 70, n), "Sex": rng.choice(["F", "M"], n),
+                         "Income": rng.integers(0, 90_000, n)})
+
+
+def _run(argv: list[str], capsys) -> tuple[int, str]:
+    capsys.readouterr()
+    try:
+        rc = main(argv)
+    except SystemExit as err:  # argparse usage errors
+        rc = int(err.code or 0)
+    return rc, capsys.readouterr().err
+
+
+def _error_line(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if not ln.startswith("warning [")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def _writer_that_never_comes(path: Path) -> threading.Thread:
+    """A thread that would unblock a reader of the pipe ``path`` (so that a test that fails by
+    hanging ends): it opens it for writing once the test is over, if nobody did."""
+    done = threading.Event()
+
+    def unblock() -> None:
+        if not done.wait(20):
+            with open(path, "w") as fh:
+                fh.write("a\n1\n")
+
+    t = threading.Thread(target=unblock, daemon=True)
+    t.done = done  # type: ignore[attr-defined]
+    t.start()
+    return t
+
+
+# ---------------------------------------------------------------- pipes and devices
+@needs_fifo
+def test_a_named_pipe_is_refused_before_it_is_read(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _table().to_csv("syn.csv", index=False)
+    fifo = tmp_path / "orig.csv"
+    os.mkfifo(fifo)
+    guard = _writer_that_never_comes(fifo)
+    try:
+        with pytest.raises(ValidationError, match="named pipe") as info:
+            read_table(fifo)
+        assert info.value.code == "NOT_A_REGULAR_FILE"
+        for argv in (["utility", "orig.csv", "syn.csv", "--out", "out"],
+                     ["synthesize", "orig.csv", "--method", "cart", "--synthesize", "Income",
+                      "--out", "out"],
+                     ["fit", "orig.csv", "--method", "cart", "--synthesize", "Income",
+                      "--out", "out"]):
+            rc, err = _run(argv, capsys)
+            line = _error_line(err)
+            assert rc == 2 and "[NOT_A_REGULAR_FILE]" in line and "ORIGINAL" in line, line
+            assert "named pipe (FIFO)" in line and str(fifo) in line
+        assert not guard.done.is_set()  # nobody wrote to the pipe: nothing waited for it
+        assert not (tmp_path / "out").exists()
+    finally:
+        guard.done.set()
+
+
+@needs_fifo
+def test_a_pipe_inside_a_release_folder_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    df = _table()
+    df.to_csv("orig.csv", index=False)
+    assert main(["synthesize", "orig.csv", "--method", "cart", "--synthesize", "Income",
+                 "-m", "2", "--random-seed", "1", "-q", "--out", "rel"]) == 0
+    target = tmp_path / "rel" / "syn_002.parquet"
+    target.unlink()
+    os.mkfifo(target)
+    guard = _writer_that_never_comes(target)
+    try:
+        rc, err = _run(["utility", "orig.csv", "rel", "-q", "--out", "out"], capsys)
+        line = _error_line(err)
+        assert rc == 2 and "[NOT_A_REGULAR_FILE]" in line and "SYN" in line
+        assert "syn_002.parquet" in line
+    finally:
+        guard.done.set()
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")
+def test_a_device_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _table().to_csv("syn.csv", index=False)
+    rc, err = _run(["utility", "/dev/zero", "syn.csv", "--out", "out"], capsys)
+    line = _error_line(err)
+    assert rc == 2 and "[NOT_A_REGULAR_FILE]" in line and "character device" in line
+    with pytest.raises(ValidationError, match="character device"):
+        read_table("/dev/zero")
+
+
+def test_a_folder_given_as_a_table_says_so(tmp_path):
+    with pytest.raises(ValidationError, match="is a folder") as info:
+        read_table(tmp_path)
+    assert info.value.code == "IS_A_FOLDER"
+
+
+# ---------------------------------------------------------------- long fields
+@pytest.mark.parametrize("size", [131_073, 300_000])
+def test_a_field_longer_than_the_csv_module_limit_is_read(tmp_path, size):
+    df = _table(12)
+    df["note"] = "x"
+    df.loc[3, "note"] = "y" * size  # a free-text answer, > csv.field_size_limit() = 131072
+    df.to_csv(tmp_path / "long.csv", index=False)
+    limit = csv.field_size_limit()
+    back = read_table(tmp_path / "long.csv")
+    assert csv.field_size_limit() == limit  # the process-wide setting is left as it was
+    pd.testing.assert_frame_equal(back, pd.read_csv(tmp_path / "long.csv"))
+    assert len(back.loc[3, "note"]) == size
+    # the row-length check still refuses a short row after the long one
+    text = (tmp_path / "long.csv").read_text()
+    (tmp_path / "cut.csv").write_text(text + "1,F\n")
+    with pytest.raises(SchemaError, match="line 14 has 2 field") as info:
+        read_table(tmp_path / "cut.csv")
+    assert info.value.code == "ROW_LENGTH"
+
+
+def test_a_long_header_name_and_field_through_the_command_line(tmp_path, capsys,
+                                                               monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    df = _table(60)
+    df["comment"] = "ok"
+    df.loc[5, "comment"] = "z" * 200_000
+    df = df.rename(columns={"Sex": "S" * 3000})
+    df.to_csv("orig.csv", index=False)
+    rc, err = _run(["synthesize", "orig.csv", "--method", "cart", "--synthesize", "Income",
+                    "-m", "1", "--random-seed", "1", "-q", "--out", "rel"], capsys)
+    assert rc == 0, err
+    syn = read_synthetic(tmp_path / "rel")
+    assert "S" * 3000 in syn[0].columns
+
+
+# ---------------------------------------------------------------- confusable names
+CONFUSABLE = [
+    ("Income", "Income "),  # a trailing space
+    ("Income", " Income"),  # a leading one
+    ("Income", "income"),  # case
+    ("Income", "INCOME"),
+    ("Marital status", "Marital  status"),  # inner white space
+    ("Marital status", "Marital\tstatus"),
+    ("ﬁnal", "final"),  # a ligature, the same text in Unicode's compatibility form
+    ("Straße", "STRASSE"),  # case folding
+]
+
+
+@pytest.mark.parametrize("a,b", CONFUSABLE)
+def test_names_that_differ_only_in_case_or_space_are_refused(a, b, tmp_path):
+    df = pd.DataFrame({a: [1, 2, 3], "x": [1, 1, 2], b: [4, 5, 6]})
+    with pytest.raises(ValidationError) as info:
+        infer_schema(df)
+    assert info.value.code == "CONFUSABLE_COLUMN_NAMES"
+    assert repr(a) in str(info.value) and repr(b) in str(info.value)
+    df.to_csv(tmp_path / "t.csv", index=False)
+    with pytest.raises(ValidationError) as info:
+        read_table(tmp_path / "t.csv")
+    assert info.value.code == "CONFUSABLE_COLUMN_NAMES"
+    df.to_parquet(tmp_path / "t.parquet")
+    with pytest.raises(ValidationError, match="CONFUSABLE|case or white space"):
+        read_table(tmp_path / "t.parquet")
+
+
+def test_distinct_names_with_spaces_and_case_are_fine(tmp_path):
+    df = pd.DataFrame({"Income ": [1, 2], "Income 2": [3, 4], "income_tax": [5, 6],
+                       "AGE": [7, 8]})
+    assert infer_schema(df).names == list(df.columns)
+    df.to_csv(tmp_path / "t.csv", index=False)
+    assert list(read_table(tmp_path / "t.csv").columns) == list(df.columns)
+
+
+@pytest.mark.parametrize("name", ["Income ", "income"])
+def test_confusable_names_on_the_command_line(name, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    df = _table()
+    df[name] = df["Income"] + 1
+    df.to_csv("orig.csv", index=False)
+    for argv in (["synthesize", "orig.csv", "--method", "cart", "--synthesize", "Income",
+                  "--out", "out"],
+                 ["utility", "orig.csv", "orig.csv", "--out", "out"]):
+        rc, err = _run(argv, capsys)
+        line = _error_line(err)
+        assert rc == 2 and "[CONFUSABLE_COLUMN_NAMES]" in line and repr(name) in line
+    assert not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------- --missing-code labels
+def test_a_label_for_a_numeric_column_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    df = _table()
+    df.to_csv("orig.csv", index=False)
+    with pytest.raises(SchemaError, match="holds numbers only") as info:
+        read_table("orig.csv", missing_labels={"Income": ["abc"]})
+    assert info.value.code == "MISSING_LABEL_NOT_TEXT"
+    assert "missing_labels={'Income': ['abc']}" in str(info.value)
+    for argv in (["synthesize", "orig.csv", "--method", "cart", "--synthesize", "Income",
+                  "--missing-code", "Income=abc", "--out", "out"],
+                 ["utility", "orig.csv", "orig.csv", "--missing-code", "Income=NA",
+                  "--out", "out"],
+                 ["identification", "orig.csv", "orig.csv", "--known-unsynthesized", "Age",
+                  "--missing-code", "Age=unknown", "--out", "out"]):
+        rc, err = _run(argv, capsys)
+        line = _error_line(err)
+        assert rc == 2 and "[MISSING_LABEL_NOT_TEXT]" in line, line
+        col, lab = argv[argv.index("--missing-code") + 1].split("=")
+        assert f"--missing-code {col}={lab}" in line and f"--missing-code {col}=-8" in line
+        assert "missing_labels" not in line and "missing_codes" not in line
+
+
+def test_labels_that_can_apply_are_still_accepted(tmp_path):
+    df = _table()
+    df["Sex"] = df["Sex"].astype(object)
+    df.loc[2, "Sex"] = "NA"
+    inc = df["Income"].astype(object)
+    inc[4] = "refused"
+    df["Income"] = inc
+    df.to_csv(tmp_path / "t.csv", index=False)
+    out = read_table(tmp_path / "t.csv", missing_labels={"Sex": ["NA", "absent"],
+                                                          "Income": ["refused"]})
+    assert out["Sex"].isna().sum() == 1 and out["Income"].isna().sum() == 1
+    assert pd.api.types.is_numeric_dtype(out["Income"])  # numbers again once the label is gone
+    # a synthetic dataset may hold numbers only where the original held the label
+    clean = _table()
+    clean.to_csv(tmp_path / "s.csv", index=False)
+    syn = read_synthetic([tmp_path / "s.csv"], missing_labels={"Income": ["refused"]})
+    assert pd.api.types.is_numeric_dtype(syn[0]["Income"])
+
+
+def test_the_messages_of_this_file_name_python_arguments_in_python(tmp_path):
+    df = _table()
+    df.to_csv(tmp_path / "t.csv", index=False)
+    try:
+        read_table(tmp_path / "t.csv", missing_labels={"Age": ["x"]})
+    except BayesRiskError as err:
+        assert "--missing-code" not in str(err)
+    else:  # pragma: no cover - the label must be refused
+        raise AssertionError("not refused")
