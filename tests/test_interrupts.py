@@ -194,3 +194,36 @@ def test_the_program_ends_without_the_interpreters_tear_down():
             "print('not reached')\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert (p.returncode, p.stdout, p.stderr) == (7, "buffered, no newline", "atexit ran\n")
+
+
+def test_a_second_interrupt_does_not_cut_the_clean_up_of_the_first(tmp_path, monkeypatch,
+                                                                   capsys):
+    """Users press Ctrl-C twice: the second, arriving while the first one's clean-up removes the
+    temporary folder, is not raised there (the folder would be left half-removed)."""
+    import os
+    import shutil
+    import signal
+
+    import bayes_risk._io as bio
+    from bayes_risk.cli import main
+    from bayes_risk.cli._run import output_dir
+
+    real = shutil.rmtree
+    calls = []
+
+    def rmtree(path, *a, **k):
+        calls.append(path)
+        os.kill(os.getpid(), signal.SIGINT)  # the second Ctrl-C
+        return real(path, *a, **k)
+
+    def handler(args):
+        with output_dir(args) as tmp:
+            (tmp / "part.csv").write_text("confidential")
+            monkeypatch.setattr(bio.shutil, "rmtree", rmtree)
+            raise KeyboardInterrupt  # the first
+        return 0
+
+    rc = main(_utility_with(handler, tmp_path, monkeypatch))
+    err = capsys.readouterr().err
+    assert calls and rc == 130 and err.splitlines()[-1] == "interrupted", err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.csv"]

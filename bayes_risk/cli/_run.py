@@ -26,6 +26,7 @@ import json
 import os
 import re
 import signal
+import sys
 import threading
 import warnings
 from collections.abc import Iterator
@@ -87,8 +88,6 @@ class _Stopper:
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> _Stopper:
-        import sys
-
         self._hook = sys.unraisablehook
         sys.unraisablehook = self._unraisable
         if self.watch:
@@ -108,8 +107,6 @@ class _Stopper:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        import sys
-
         self.done.set()
         sys.unraisablehook = self._hook
         if self._fds is not None:
@@ -153,10 +150,7 @@ class _Stopper:
 
     def _end(self) -> None:
         """End the program now (see the class docstring)."""
-        import sys
-
         from bayes_risk._io import remove_live_temporaries
-        from bayes_risk._terminal import line
 
         with _COMMIT:  # never while an output is renamed into place
             if self.done.is_set():  # ended meanwhile in the ordinary way
@@ -176,6 +170,7 @@ class _Stopper:
                 with contextlib.suppress(Exception):
                     stream.flush()
             os._exit(130)
+
 
 def warning_line(message: Warning | str, category: type[Warning]) -> tuple[str, str]:
     """``(code, text)`` of a warning as the command line, ``summary.json`` and the audit report
@@ -530,8 +525,6 @@ def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
             # and the clean-up of an interrupt being handled (a second Ctrl-C, or one
             # delivered again, would leave a temporary folder half-removed)
             run.interrupted = True
-            import sys
-
             if not run.critical and not isinstance(sys.exception(), KeyboardInterrupt):
                 raise KeyboardInterrupt
 
