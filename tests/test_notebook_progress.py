@@ -42,6 +42,7 @@ def _texts(cell) -> tuple[str, list[str]]:
     return "".join(streams), html
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("ipywidgets") is not None,
                     reason="about a Jupyter without ipywidgets")
 def test_progress_shows_in_a_notebook_without_ipywidgets():
