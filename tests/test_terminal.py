@@ -19,6 +19,14 @@ from bayes_risk import _terminal
 from bayes_risk._terminal import STDERR, ProgressBar, line, progress
 
 
+def _frozen_clock(monkeypatch) -> None:
+    """The bars' clock stands still: their lines (elapsed time, when the next line is due) do
+    not depend on how long a loaded machine takes over the test."""
+    import types
+
+    monkeypatch.setattr(_terminal, "time", types.SimpleNamespace(monotonic=lambda: 1000.0))
+
+
 class _CutStream(io.StringIO):
     """A stderr whose write of the text holding ``cut`` stops half-way: the first half goes out
     and a real SIGINT is sent to this process, whose handler raises KeyboardInterrupt as the
@@ -155,6 +163,7 @@ def test_plain_bars_in_a_log_file(monkeypatch):
     when the bar completes; a bar cut short (an interrupt) writes nothing more."""
     out = io.StringIO()
     monkeypatch.setattr(sys, "stderr", out)
+    _frozen_clock(monkeypatch)
     monkeypatch.setattr(_terminal, "PLAIN_INTERVAL", (0.0, 0.0))
     assert _terminal.bar_style() == "plain"
     for _ in progress(range(2), description="refits", label=lambda k, n: f"refit {k} of {n}"):
@@ -232,6 +241,7 @@ def test_pymc_bar_replaced_by_a_plain_bar_where_rich_cannot_show(monkeypatch):
 
     out = io.StringIO()
     monkeypatch.setattr(sys, "stderr", out)
+    _frozen_clock(monkeypatch)
     seen = []
     kwargs = {"progressbar": True, "chains": 2, "draws": 3, "tune": 1,
               "callback": lambda **kw: seen.append(kw)}

@@ -1055,7 +1055,7 @@ def _interrupt(argv: list[str], cwd: Path, *, marker: str | None, delay: float,
         guard.cancel()
         if p.poll() is None:  # pragma: no cover
             p.kill()
-    t.join(timeout=10)
+    t.join(timeout=120)  # the reader takes the last lines from the pipe: a bound, not a moment
     return rc, "".join(chunks)
 
 

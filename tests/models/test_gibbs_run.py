@@ -132,17 +132,18 @@ def test_ctrl_c_stops_parallel_chains():
     model = DPMPM(n_components=20, tune=100_000, draws=10, chains=2, cores=2,
                   progressbar=False)
     stop = threading.Event()
+    sent = []
 
     def interrupt_once_the_chains_run() -> None:
         # the signal comes once both chain workers exist, whatever the machine's load (a
         # fixed delay could land before they are forked)
         while not stop.wait(0.05):
             if len(mp.active_children()) >= 2:
+                sent.append(time.perf_counter())
                 os.kill(os.getpid(), signal.SIGINT)
                 return
 
     watcher = threading.Thread(target=interrupt_once_the_chains_run, daemon=True)
-    t0 = time.perf_counter()
     watcher.start()
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -150,7 +151,10 @@ def test_ctrl_c_stops_parallel_chains():
     finally:
         stop.set()
         watcher.join()
-    assert time.perf_counter() - t0 < 60  # stopped, not run to the end
+    # stopped, not run to the end (100,000 sweeps: minutes): timed from the signal, not from the
+    # start, whose forking and compiling a loaded machine stretches; the stop takes well under
+    # a second, 60 s is the margin for a loaded machine
+    assert sent and time.perf_counter() - sent[0] < 60
     assert getattr(model, "posterior_", None) is None
     assert not mp.active_children()  # the chain workers are gone
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
