@@ -85,6 +85,7 @@ _API: dict[str, str] = {
     "attribute_known_sweep": "bayes_risk.attribute.knowledge",
     "with_prior": "bayes_risk.attribute.api",
     "prior_sensitivity": "bayes_risk.attribute.api",
+    "plot_prior_sensitivity": "bayes_risk.attribute.api",
     "file_summary": "bayes_risk.attribute.file_summary",
     "ArrayModel": "bayes_risk.models.external",
     "CARTPlugin": "bayes_risk.models.trees.plugins.plugin_cart",

@@ -132,6 +132,8 @@ class CheckContext:
         """A freshly fitted copy (``fit`` must return the model itself)."""
         model = self.new()
         seed = self.random_seed if seed is None else seed
+        if getattr(model, "random_seed", None) is not None:
+            model.set_params(random_seed=None)  # the check's seed, given to fit
         out = model.fit(self.data, random_seed=seed, **self.fit_kw)
         if out is not model:
             _fail(f"fit returned {type(out).__name__}, not the model itself (self).")

@@ -279,28 +279,26 @@ def plot_utility_risk(
         Also draw lines from the rectangle to the minimum and maximum on both axes (the
         "2D box plot" of Hornby & Hu's Fig. 10).
     ax : matplotlib Axes, optional
-        Where to draw (default a new figure).
+        Where to draw (default: pyplot's current Axes, or a new figure when none is open).
 
     Returns
     -------
-    matplotlib Figure
+    matplotlib.axes.Axes
+        The Axes drawn on (``ax.figure.savefig(path)`` writes its figure).
     """
     for c in (utility, risk, by):
         if c not in points.columns:
             raise ValidationError(f"points has no column {c!r}; columns: "
                                   f"{', '.join(map(str, points.columns))}.",
                                   code="UNKNOWN_COLUMN")
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    import matplotlib as mpl
     from matplotlib.patches import Rectangle
 
+    from bayes_risk.results._base import own_figure, pyplot_axes
+
     if ax is None:
-        fig, ax = plt.subplots(figsize=(5.6, 4.2))
-    else:
-        fig = ax.figure
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        ax = pyplot_axes((5.6, 4.2))
+    colours = mpl.rcParams["axes.prop_cycle"].by_key()["color"]
     for j, (name, g) in enumerate(points.groupby(by, sort=False)):
         col = colours[j % len(colours)]
         x, y = g[utility].to_numpy(float), g[risk].to_numpy(float)
@@ -320,5 +318,6 @@ def plot_utility_risk(
     ax.legend(fontsize=8)
     ax.set_title("utility and identification risk: quartile rectangle per "
                  + ("number of datasets" if by == "m" else by), fontsize=9)
-    fig.tight_layout()
-    return fig
+    if own_figure(ax):
+        ax.figure.tight_layout()
+    return ax

@@ -179,6 +179,8 @@ def compare_visit_orders(
         model = copy.deepcopy(synthesizer)
         if has_vs:
             model.set_params(visit_sequence=list(order))
+        if getattr(model, "random_seed", None) is not None:
+            model.set_params(random_seed=None)  # the orders' common seed, given to fit
         fit_kw: dict[str, Any] = {"random_seed": [int(seed), 1]}
         if records is not None:
             fit_kw["records"] = records

@@ -47,8 +47,9 @@ MESSAGES: dict[str, str] = {
     "TRUTH_OUTSIDE_SUPPORT": "the record's true value is not among its candidates.",
     "ALL_CANDIDATES_IMPOSSIBLE": "every candidate of the record has likelihood zero.",
     "CHAINS_DISAGREE": "the record's estimate differs between MCMC chains by more than their "
-    "Monte Carlo error and by a material amount (see p_true_chain_min / p_true_chain_max): "
-    "treat it as unresolved; run longer or more chains, or refit.",
+    "Monte Carlo error and by a material amount, two percentage points or a factor 1.2 (see "
+    "p_true_chain_min / p_true_chain_max): treat it as unresolved; run longer or more chains, "
+    "or refit.",
     "MC_ERROR_HIGH": "the Monte Carlo error of a plug-in likelihood makes the posterior odds "
     "uncertain by more than about 10 %.",
     # attribute risk: file level

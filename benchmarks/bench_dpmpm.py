@@ -82,7 +82,7 @@ import bayes_risk.models.dpmpm.kernels as kern
 kern.counts(np.zeros((2, 1), np.int64), np.zeros(2, np.int64), np.zeros(1, np.int64), 1, 1)
 mark("first call of a compiled kernel")
 model = DPMPM(n_components=80, tune=500, draws=500, chains=1, random_seed=1, progressbar=False)
-set_fitted, report = DPMPM._set_fitted, DPMPM.convergence_report
+set_fitted, report = DPMPM._set_fitted, DPMPM._check_convergence
 def _set_fitted(self, *a, **k):
     mark("1,000 sweeps and the DataTree")
     set_fitted(self, *a, **k)
@@ -91,7 +91,7 @@ def _report(self, *a, **k):
     out = report(self, *a, **k)
     mark("convergence report (R-hat, ESS)")
     return out
-DPMPM._set_fitted, DPMPM.convergence_report = _set_fitted, _report
+DPMPM._set_fitted, DPMPM._check_convergence = _set_fitted, _report
 import warnings
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -130,7 +130,7 @@ def fit_one(df, seed: int, settings: dict, trace: int = 0, records: int = 0,
     sec = time.perf_counter() - t0
     c1 = os.times()
     cpu = sum(b - a for a, b in zip(c0[:4], c1[:4], strict=True))  # user + system, + children
-    rep = m.convergence_report()
+    rep = m._check_convergence()
     a = m.posterior_["posterior"]["alpha"].values
     k = m.posterior_["sample_stats"]["k_occupied"].values.astype(np.float64)
     ll = m.posterior_["sample_stats"]["loglik"].values

@@ -212,7 +212,7 @@ def wei_reiter_part(ce: pd.DataFrame) -> dict:
     print(f"{'synthesizer':<14}" + "".join(f"{name:>17}" for name, _, _ in SCENARIOS))
     for label, variant, q in SYNTHESIZERS:
         model = PoissonMixture(variant=variant, q=q or 0.9, n_components=30,
-                               tune=draws, draws=draws, random_seed=7, progressbar=False)
+                               tune=draws, draws=draws, progressbar=False)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model.fit(counts, random_seed=11)
@@ -264,7 +264,7 @@ def tcmm_over_fits(counts: pd.DataFrame, seeds, qs=(0.95, 0.90, 0.80)) -> pd.Dat
         row = {}
         for q in qs:
             model = PoissonMixture(variant="tcmm", q=q, n_components=30, tune=draws,
-                                   draws=draws, random_seed=7, progressbar=False)
+                                   draws=draws, progressbar=False)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 model.fit(counts, random_seed=seed)

@@ -2,15 +2,24 @@
 
 Estimator contract (scikit-learn style, STYLE.md R4), the same for every registered synthesizer:
 
-* ``__init__(..., random_seed=None)`` stores its settings unchanged; ``random_seed`` is the default
-  seed of :meth:`~BaseSynthesizer.fit` and :meth:`~BaseSynthesizer.synthesize`;
+* ``__init__(..., random_seed=None)`` stores its settings unchanged, and nothing else (no
+  validation, no defaults resolved: a setting left at ``None`` is resolved by ``fit``), so that
+  ``get_params(deep=True)`` / ``set_params(**params)`` and ``sklearn.base.clone`` give the model
+  a constructor call would; ``random_seed`` is the seed of :meth:`~BaseSynthesizer.fit` and the
+  default seed of :meth:`~BaseSynthesizer.synthesize`;
 * ``fit(data, *, schema=None, synthesized=None, records=None, random_seed=None)`` validates,
-  learns, sets attributes with a trailing underscore and returns ``self``;
+  learns, sets attributes with a trailing underscore (none exists before) and returns ``self``;
+  it never changes a setting;
 * ``synthesize(m, *, random_seed=None)`` returns :class:`~bayes_risk.data.SyntheticData`; calling
   it before ``fit`` raises :class:`~bayes_risk.exceptions.NotFittedError`.
 
-A ``random_seed`` given to ``fit`` or ``synthesize`` takes precedence over the setting. The
-contract is checked for every registered synthesizer by ``tests/models/test_contract.py``.
+Seeds: ``fit(random_seed=...)`` is the PyMC form of the same seed (``pm.sample(random_seed=)``)
+for a model created without one; a model created with ``random_seed=a`` refuses
+``fit(random_seed=b)`` for another ``b`` (``SEED_CONFLICT``), since a clone of it (same
+``get_params``) would fit with ``a``. ``synthesize(random_seed=...)`` draws from the fitted model
+and takes precedence over the setting, as ``pm.sample_posterior_predictive(random_seed=)`` does.
+The contract is checked for every registered synthesizer by ``tests/models/test_contract.py``
+(with scikit-learn's own API checks).
 
 Bayesian models (DPMPM, Poisson mixtures, sequential regressions) additionally implement the
 model contract :class:`bayes_risk.protocols.RiskModel` used by the risk engines, and
@@ -144,14 +153,42 @@ class BaseSynthesizer(metaclass=ABCMeta):
         """
 
     def _seed(self, random_seed: RandomSeed) -> RandomSeed:
-        """The seed of a call: ``random_seed`` if given, else the ``random_seed`` setting."""
+        """The seed of a draw from the fitted model (``synthesize``): ``random_seed`` if given,
+        else the ``random_seed`` setting."""
         return getattr(self, "random_seed", None) if random_seed is None else random_seed
+
+    def _fit_seed(self, random_seed: RandomSeed) -> RandomSeed:
+        """The seed of ``fit``: the ``random_seed`` setting, or the one given to ``fit`` when
+        the setting is ``None`` (or the same seed).
+
+        Raises
+        ------
+        ValidationError
+            When both are given and differ (``SEED_CONFLICT``): the fit would not be the one
+            that ``get_params`` (and so ``sklearn.base.clone``, ``save``/``load`` and the
+            release's manifest) describes.
+        """
+        setting = getattr(self, "random_seed", None)
+        if random_seed is None or random_seed is setting:
+            return setting
+        if setting is None:
+            return random_seed
+        if not _same_seed(setting, random_seed):
+            raise ValidationError(
+                f"{type(self).__name__} was created with random_seed={setting!r} and fit was "
+                f"given random_seed={random_seed!r}. Give the seed once: in the constructor "
+                "(scikit-learn style; get_params and clone then reproduce the fit) or to fit "
+                f"with the setting left at None, e.g. {type(self).__name__}(...)"
+                ".set_params(random_seed=None).fit(data, random_seed=...).",
+                code="SEED_CONFLICT",
+            )
+        return random_seed
 
     def _release_settings(self) -> dict[str, Any]:
         """:meth:`get_params` for a release's manifest (the seed described as JSON)."""
         from bayes_risk._rng import seed_to_json
 
-        params = self.get_params()
+        params = self.get_params(deep=False)
         if "random_seed" in params:
             params["random_seed"] = seed_to_json(params["random_seed"])
         return params
@@ -165,25 +202,93 @@ class BaseSynthesizer(metaclass=ABCMeta):
             if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
         ]
 
-    def get_params(self) -> dict[str, Any]:
-        """Settings passed to ``__init__`` (JSON-serialisable for the built-in models)."""
-        return {name: getattr(self, name) for name in self._param_names()}
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The settings passed to ``__init__``, as stored (scikit-learn's ``get_params``).
+
+        Parameters
+        ----------
+        deep : bool, default True
+            Also list the settings of settings that are estimators themselves (any object
+            with ``get_params``), as ``<setting>__<name>``.
+
+        Returns
+        -------
+        dict
+            Setting name → value; ``type(model)(**model.get_params(deep=False))`` is an
+            unfitted model with the same settings (what ``sklearn.base.clone`` makes).
+        """
+        out: dict[str, Any] = {}
+        for name in self._param_names():
+            value = getattr(self, name)
+            if deep and hasattr(value, "get_params") and not isinstance(value, type):
+                out.update((f"{name}__{k}", v) for k, v in value.get_params().items())
+            out[name] = value
+        return out
 
     def set_params(self, **params: Any) -> BaseSynthesizer:
-        """Change settings; unknown names raise :class:`ValidationError`."""
+        """Change settings (``<setting>__<name>`` for a setting's own settings) and return
+        ``self``; a fitted model keeps its fit until the next ``fit``.
+
+        Raises
+        ------
+        ValidationError
+            For a name that is not a setting (``INVALID_ARGUMENT``), naming the valid ones.
+        """
         valid = self._param_names()
+        nested: dict[str, dict[str, Any]] = {}
         for k, v in params.items():
-            if k not in valid:
+            name, sep, sub = k.partition("__")
+            if name not in valid:
                 raise ValidationError(
-                    f"{type(self).__name__} has no setting {k!r}; valid settings are {valid}.",
+                    f"{type(self).__name__} has no setting {name!r}; valid settings are "
+                    f"{valid}.",
                     code="INVALID_ARGUMENT"
                 )
-            setattr(self, k, v)
+            if sep:
+                nested.setdefault(name, {})[sub] = v
+            else:
+                setattr(self, name, v)
+        for name, sub_params in nested.items():
+            getattr(self, name).set_params(**sub_params)
         return self
+
+    def __sklearn_tags__(self) -> Any:
+        """scikit-learn's tags (asked for by its ``check_is_fitted`` and estimator checks): an
+        estimator of no scikit-learn type, fitted to a table without a target. scikit-learn is
+        imported here only: ``import bayes_risk.models`` does not load it."""
+        from sklearn.utils import InputTags, Tags, TargetTags
+
+        return Tags(estimator_type=None, target_tags=TargetTags(required=False),
+                    input_tags=InputTags(categorical=True, string=True, allow_nan=True))
+
+    def __sklearn_is_fitted__(self) -> bool:
+        """Whether ``fit`` has run (``sklearn.utils.validation.check_is_fitted`` asks this)."""
+        try:
+            check_is_fitted(self)
+        except NotFittedError:
+            return False
+        return True
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
+
+
+def _same_seed(a: Any, b: Any) -> bool:
+    """Whether two seeds are the same seed: equal integers, or sequences of equal integers (a
+    generator or seed sequence is the same seed only as itself)."""
+    import numpy as np
+
+    def key(x: Any) -> Any:
+        if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+            return int(x)
+        if isinstance(x, (list, tuple, np.ndarray)):
+            items = [key(v) for v in x]
+            return None if any(not isinstance(i, int) for i in items) else tuple(items)
+        return None
+
+    ka, kb = key(a), key(b)
+    return a is b if ka is None or kb is None else ka == kb
 
 
 def synthesized_columns(synthesized: Any, schema: Schema) -> list[str] | None:
@@ -395,13 +500,18 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
     settings = {k: v for k, v in (synthetic.settings or {}).items() if k in params}
     if "progressbar" in params:
         settings["progressbar"] = False
-    if "random_seed" in params and not isinstance(settings.get("random_seed"), (int, list)):
+    setting = settings.get("random_seed")
+    if "random_seed" in params and not isinstance(setting, (int, list)):
         # e.g. "<numpy.random.Generator>": not replayable, and fit is given its own seed below
-        settings["random_seed"] = None
+        setting = settings["random_seed"] = None
     model = cls(**settings)
     records: Any = call.get("records")
     if records is None and synthetic.synthesized_records is not None:
         records = np.asarray(synthetic.synthesized_records, dtype=bool)
+    if setting is not None:
+        # the fit's seed is the recorded one (a release made before SEED_CONFLICT may record a
+        # fit seed other than the setting); the setting is put back after the fit
+        model.set_params(random_seed=None)
     model.fit(
         original,
         schema=synthetic.schema,
@@ -409,6 +519,8 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
         records=records,
         random_seed=call["random_seed"],
     )
+    if setting is not None:
+        model.set_params(random_seed=setting)
     if verify:
         again = model.synthesize(synthetic.m, random_seed=synthetic.random_seed)
         for li, (a, b) in enumerate(zip(again, synthetic, strict=True)):

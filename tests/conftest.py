@@ -59,6 +59,17 @@ def _check_global_rng_untouched():
     )
 
 
+@pytest.fixture(autouse=True)
+def _close_pyplot_figures():
+    """Close the pyplot figures a test opened (``result.plot()`` without ``ax`` draws on
+    pyplot's current figure, as pandas and ArviZ do), as statsmodels' suite does: the next test
+    starts without a current figure and pyplot never holds more than a test's figures."""
+    yield
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        plt.close("all")
+
+
 #: seconds per test file measured by ``pytest --store-durations`` (a whole run of the suite);
 #: ``pytest_collection_modifyitems`` hands the files out longest first
 DURATIONS = Path(__file__).resolve().parent / "durations.json"

@@ -1,7 +1,8 @@
 """The documentation: every page builds, every example runs, every reference resolves.
 
 * ``test_docs_code_blocks_are_executed`` (fast): every fenced block in ``docs/`` is an executed
-  notebook cell or a Sphinx directive — no code block that nothing runs.
+  notebook cell, a Sphinx directive or a shell block (which ``tests/test_doc_commands.py`` runs)
+  — no code block that nothing runs.
 * ``test_docstring_examples`` (fast): the ``>>>`` examples of the installed package's docstrings,
   which the API pages show, run and print what they say.
 * ``test_docs_build`` (slow): ``sphinx-build -W -n`` (warnings and unresolved references are
@@ -35,13 +36,15 @@ DOCS_MODULES = (
     "sphinx-mathjax-offline",
 )
 
-# fenced blocks allowed in the Markdown pages: executed cells and directives
+# fenced blocks allowed in the Markdown pages: executed cells and directives, and shell blocks
+# (run by tests/test_doc_commands.py, in the order shown)
 ALLOWED_FENCES = {
     "{code-cell}",
     "{toctree}",
     "{eval-rst}",
     "{bayes-risk-cli}",
     "{include}",
+    "bash", "sh", "shell", "console", "shell-session",
 }
 
 needs_docs_tree = pytest.mark.skipif(not DOCS.is_dir(), reason="docs/ is not part of this checkout")
@@ -65,7 +68,7 @@ def test_docs_code_blocks_are_executed():
             if kind not in ALLOWED_FENCES:
                 offenders.append(f"{page.relative_to(ROOT)}:{lineno}: {kind}")
     assert not offenders, (
-        "code blocks that the docs build does not execute (use a {code-cell}):\n"
+        "code blocks that nothing runs (use a {code-cell}, or a bash block for commands):\n"
         + "\n".join(offenders)
     )
 
@@ -165,40 +168,6 @@ def test_docs_examples_use_current_call_forms():
                         and node.func.attr in ("fit", "fit_augmented") and len(node.args) > 1):
                     offenders.append(f"{page.relative_to(ROOT)}: {ast.unparse(node)[:80]}")
     assert not offenders, "fit() with positional schema (TypeError):\n" + "\n".join(offenders)
-
-
-def test_readme_cli_examples_name_existing_files():
-    # every file or folder a README command reads exists in a fresh clone beside shared/, or is
-    # the --out of a command before it or a table a `python -c` line before it writes (the
-    # examples run as written, in the order shown)
-    import shlex
-
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    created: set[str] = set()
-    missing = []
-    n_commands = 0
-    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
-        for cmd in block.replace("\\\n", " ").splitlines():
-            words = shlex.split(cmd, comments=True)
-            if words and words[0] == "python":  # a table written by a line of pandas
-                created.update(re.findall(r"to_(?:csv|parquet)\('([^']+)'", cmd))
-            if words and words[0] == "cp" and words[-1] == ".":  # files copied here
-                created.update(w.rsplit("/", 1)[-1] for w in words[1:-1])
-            if not words or words[0] != "bayes-risk":
-                continue
-            n_commands += 1
-            for prev, word in zip(words, words[1:], strict=False):
-                name = word.rstrip("/")
-                if prev == "--out":
-                    created.add(name)
-                elif not word.startswith("-") and "=" not in word and (
-                        "/" in word or word.endswith((".csv", ".parquet"))):
-                    if name.startswith("../shared/") and not (ROOT / name).exists():
-                        pytest.skip("../shared is not present beside this checkout")
-                    if name not in created and not (ROOT / name).exists():
-                        missing.append(f"{word!r} in: {cmd.strip()[:90]}")
-    assert n_commands >= 8, "the README's bayes-risk commands were not found"
-    assert not missing, "README commands name files that do not exist:\n" + "\n".join(missing)
 
 
 @needs_docs_tree

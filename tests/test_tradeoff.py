@@ -153,8 +153,10 @@ def test_plot_draws_quartile_rectangles_and_whiskers():
     pts = pd.DataFrame({"scenario": np.repeat(["one", "two"], 9),
                         "pmse": rng.uniform(0, 1, 18),
                         "expected_match_risk": rng.uniform(0, 5, 18)})
-    fig = br.plot_utility_risk(pts)
-    ax = fig.axes[0]
+    import matplotlib.pyplot as plt
+
+    ax = br.plot_utility_risk(pts)
+    assert ax is plt.gca()  # pyplot's current Axes (a new figure: none was open), returned
     rects = [p for p in ax.patches if isinstance(p, Rectangle)]
     assert len(rects) == 2
     for rect, (_, g) in zip(rects, pts.groupby("scenario", sort=False), strict=True):
@@ -163,8 +165,9 @@ def test_plot_draws_quartile_rectangles_and_whiskers():
         assert rect.get_x() == pytest.approx(x1) and rect.get_width() == pytest.approx(x3 - x1)
         assert rect.get_y() == pytest.approx(y1) and rect.get_height() == pytest.approx(y3 - y1)
     assert len(ax.lines) == 0
-    fig2 = br.plot_utility_risk(pts, whiskers=True)
-    lines = fig2.axes[0].lines
+    _, ax2 = plt.subplots()
+    assert br.plot_utility_risk(pts, whiskers=True, ax=ax2) is ax2
+    lines = ax2.lines
     assert len(lines) == 8  # four whiskers per group
     # the lower x whisker of the first group runs from its minimum to its first quartile
     g = pts[pts["scenario"] == "one"]

@@ -64,6 +64,7 @@ EXTRA_DATA = {
     "bayes_risk.models.get_synthesizer": {"name"},
     # the table of points a figure draws is its data
     "bayes_risk.plot_utility_risk": {"points"},
+    "bayes_risk.plot_prior_sensitivity": {"sensitivity"},
     # a decorator's one argument: the class's ModelInfo (@instance_info(ModelInfo(...)))
     "bayes_risk.instance_info": {"default"},
 }

@@ -1,7 +1,8 @@
 """Attribute disclosure risk (Hu 2019): candidates, priors, estimators, diagnostics, summaries.
 
 Main entry points: :func:`attribute_risk`, :func:`attribute_known_sweep` (the risk over subsets
-of the synthesized values the intruder knows), :func:`with_prior` and :func:`prior_sensitivity`.
+of the synthesized values the intruder knows), :func:`with_prior`, :func:`prior_sensitivity` and
+:func:`plot_prior_sensitivity`.
 The engine never imports a model: posterior draws from any software are wrapped as a model by
 :class:`bayes_risk.models.ArrayModel` (also ``bayes_risk.ArrayModel``), and the tree
 synthesizers' plug-in likelihoods live with their models (:class:`bayes_risk.models.CARTPlugin`,
@@ -11,6 +12,7 @@ synthesizers' plug-in likelihoods live with their models (:class:`bayes_risk.mod
 from bayes_risk.attribute.api import (
     AttributeRiskResult,
     attribute_risk,
+    plot_prior_sensitivity,
     prior_sensitivity,
     with_prior,
 )
@@ -22,6 +24,7 @@ __all__ = [
     "attribute_known_sweep",
     "with_prior",
     "prior_sensitivity",
+    "plot_prior_sensitivity",
     "AttributeRiskResult",
     "CandidateSpec",
     "GridSpec",

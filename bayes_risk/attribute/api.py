@@ -1,5 +1,5 @@
-"""User-facing attribute-risk analysis: :func:`attribute_risk`, :func:`with_prior` and
-:func:`prior_sensitivity`.
+"""User-facing attribute-risk analysis: :func:`attribute_risk`, :func:`with_prior`,
+:func:`prior_sensitivity` and :func:`plot_prior_sensitivity`.
 
 For each confidential record ``i`` the intruder's posterior over candidate values ``y*`` of its
 synthesized attributes is (Hu 2019 eq. 1)
@@ -47,12 +47,14 @@ from bayes_risk.attribute.record_table import (
     MC_SE_THRESHOLD,
     MC_SE_WINDOW,
     bootstrap_summaries,
+    groups_by_size,
     khat_material,
     order_flags,
     point_summaries,
     set_point_columns,
     ungroup,
 )
+from bayes_risk.attribute.summaries import rank_summary
 from bayes_risk.exceptions import NotSupportedError, ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor
 from bayes_risk.results.attribute import AttributeRiskResult
@@ -62,6 +64,7 @@ __all__ = [
     "attribute_risk",
     "with_prior",
     "prior_sensitivity",
+    "plot_prior_sensitivity",
     "AttributeRiskResult",
     "RECORD_FLAGS",
     "KHAT_TOLERANCE",
@@ -165,8 +168,10 @@ def attribute_risk(
         model's ``draws``). The refits are most of the run's time: before they start, the
         estimated time is printed (a range: from the seconds per sweep the fit measured once its
         chains ran, scaled by the records and sweeps of a refit, up to that plus the fit's own
-        set-up per refit; :func:`~bayes_risk.attribute.cost.refit_cost`), then one progress
-        bar "refit k of m" runs over them.
+        set-up per refit; for refits of half a minute or more of a Gibbs-sampled model, from a
+        short pilot of the refit timed just before; :func:`~bayes_risk.attribute.cost.refit_cost`,
+        :func:`~bayes_risk.attribute.refits.pilot_refit`), then one progress bar
+        "refit k of m" runs over them.
     psis : bool
         Pareto-smooth the stabilised estimator's means (methods, The stabilised estimator).
     khat : {"all", "base", "none"}
@@ -222,8 +227,10 @@ def attribute_risk(
         With the stabilised estimator and draws from two or more MCMC chains (the model's
         ``draw_chains()``, :class:`~bayes_risk.protocols.SupportsDrawChains`), each record's
         estimate is also computed from each chain's draws alone and the record is flagged
-        ``CHAINS_DISAGREE`` when the chains' ``p_true`` differ beyond Monte Carlo error and by
-        more than 0.02, or the truth is the best guess under one chain only (columns
+        ``CHAINS_DISAGREE`` when the chains' ``p_true`` differ beyond Monte Carlo error and
+        materially (by more than 0.02, or by a ratio above 1.2: the floor is relative to the
+        estimate where ``p_true < 0.1``), or the truth is the best guess under one chain only
+        (columns
         ``p_true_chain_min``, ``p_true_chain_max``, ``chain_z``; see
         ``bayes_risk.attribute.chains``). With one chain the check does not run and
         ``settings["chain_check"]`` says so.
@@ -494,9 +501,14 @@ def prior_sensitivity(
         Long format, one row per prior and record: ``prior`` (the prior's label; a label
         that repeats one before it gets ``#2``, ``#3``, ..., e.g. two user priors ``user`` and
         ``user#2``), ``record``,
-        ``p_true``, ``rank_min``, ``rank_avg``, ``is_top``, ``n_tie``, ``top_share``, with the
-        stabilised estimator ``p_true_lower`` and ``p_true_upper``, the bootstrap columns when
-        requested, and ``flag_codes`` (the record's flags under that prior; ``""`` when none).
+        ``p_true``, ``rank_min``, ``rank_avg``, ``is_top``, ``n_tie``, ``top_share``; what the
+        prior alone gives, before the release is seen: ``prior_p_true`` (the prior's mass on the
+        truth) and ``prior_top_share`` (the chance that the truth is the prior's best guess, ties
+        broken at random: ``1/G`` under the uniform prior, 1 under ``truth-weighted:κ`` with
+        ``κ > 1``); ``baseline`` (the random guess ``1/G``); with the stabilised estimator
+        ``p_true_lower`` and ``p_true_upper``; the bootstrap columns when requested; and
+        ``flag_codes`` (the record's flags under that prior; ``""`` when none).
+        :func:`plot_prior_sensitivity` draws it.
 
     Raises
     ------
@@ -524,8 +536,10 @@ def prior_sensitivity(
             "['uniform', 'truth-weighted:2']."
         )
     keep = ["p_true", "rank_min", "rank_avg", "is_top", "n_tie", "top_share"]
-    keep += [k for k in ("p_true_lower", "p_true_upper") if k in result.records.columns]
+    keep += [k for k in ("baseline", "p_true_lower", "p_true_upper")
+             if k in result.records.columns]
     frames, seen = [], {}
+    g0 = result._g0()
     for spec in specs:
         new = with_prior(result, prior=spec, bootstrap=bootstrap)
         label = new.settings["prior"]
@@ -536,6 +550,10 @@ def prior_sensitivity(
                        if bootstrap else []) + ["flag_codes"]
         df = new.records[cols].reset_index()  # long table: one row per (prior, record)
         df.insert(0, "prior", np.full(len(df), label, dtype=object))
+        alone = _prior_alone(new.logprior, g0)  # beside the posterior's figures
+        at = df.columns.get_loc("top_share") + 1
+        df.insert(at, "prior_top_share", alone["top_share"])
+        df.insert(at, "prior_p_true", alone["p_true"])
         frames.append(df)
     out = pd.concat(frames, ignore_index=True)
     out["is_top"] = (
@@ -545,3 +563,132 @@ def prior_sensitivity(
     )
     return out
 
+
+
+def _prior_alone(logprior: Sequence[np.ndarray], g0: np.ndarray) -> dict[str, np.ndarray]:
+    """The truth's probability and its share of the best guess under the prior alone (no
+    release seen), per record: what :func:`prior_sensitivity` sets beside each posterior."""
+    n = len(logprior)
+    out = {"p_true": np.full(n, np.nan), "top_share": np.full(n, np.nan)}
+    sizes = np.array([np.size(lp) for lp in logprior], dtype=np.int64)
+    for idx in groups_by_size(sizes):
+        if sizes[idx[0]] == 0:  # a record the engine skipped
+            continue
+        rs = rank_summary(np.stack([logprior[i] for i in idx]), g0[idx])
+        out["p_true"][idx] = rs["p_true"]
+        out["top_share"][idx] = rs["top_share"]
+    return out
+
+
+_SENSITIVITY_MEASURES = {
+    # measure -> (what the prior alone gives, axis label)
+    "is_top": ("prior_top_share", "records whose true values are ranked first (%)"),
+    "p_true": ("prior_p_true", "mean probability of the true values, p_true (%)"),
+}
+
+
+def plot_prior_sensitivity(
+    sensitivity: pd.DataFrame, *, measure: Literal["is_top", "p_true"] = "is_top",
+    ax: Any = None,
+) -> Any:
+    """Attribute risk under each intruder prior, beside what the prior alone gives.
+
+    One row per prior (in the order of the table): the file-level figure over the records
+    whose estimate is not flagged under that prior (filled dot: after the release is seen),
+    what the same intruder has before seeing it (open circle: the prior alone) and the random
+    guess ``1/G`` (dashed line). The release's own contribution is the distance from the circle
+    to the dot: a prior that puts its mass on the truth (``truth-weighted:κ``, ``κ > 1``)
+    ranks the truth first for every record before any data is seen, so its high figure is the
+    prior's, not the release's (user guide, Attribute risk, Which prior to report).
+
+    Parameters
+    ----------
+    sensitivity : DataFrame
+        The table of :func:`prior_sensitivity` (columns ``prior``, ``flag_codes``, the
+        measure and ``prior_top_share`` / ``prior_p_true``).
+    measure : {"is_top", "p_true"}
+        ``"is_top"``: share of the records whose true values are the intruder's best guess
+        (the prior alone: ``prior_top_share``, ties broken at random); ``"p_true"``: mean
+        probability of the true values (the prior alone: ``prior_p_true``).
+    ax : matplotlib.axes.Axes, optional
+        The Axes to draw on (default: pyplot's current Axes, or a new figure sized for the
+        number of priors when none is open).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Raises
+    ------
+    ValidationError
+        For another ``measure``, or a table without the columns of :func:`prior_sensitivity`.
+
+    Examples
+    --------
+    >>> sens = prior_sensitivity(res, priors=["uniform", "truth-weighted:1.5",
+    ...                                       "truth-weighted:3", "empirical:1"])  # doctest: +SKIP
+    >>> ax = plot_prior_sensitivity(sens)  # doctest: +SKIP
+    >>> ax.figure.savefig("prior_sensitivity.png")  # doctest: +SKIP
+    """
+    from bayes_risk.results._base import own_figure, pyplot_axes
+
+    if measure not in _SENSITIVITY_MEASURES:
+        raise ValidationError(
+            f"measure must be one of {list(_SENSITIVITY_MEASURES)}. Got {measure!r}."
+        )
+    alone, label = _SENSITIVITY_MEASURES[measure]
+    need = ["prior", "flag_codes", "p_true", "baseline", measure, alone]
+    missing = [c for c in dict.fromkeys(need) if c not in getattr(sensitivity, "columns", ())]
+    if missing:
+        raise ValidationError(
+            f"sensitivity must be the table of prior_sensitivity(result, priors=...); it has "
+            f"no column(s) {missing}.", code="MISSING_COLUMN",
+        )
+    ok = (sensitivity["flag_codes"].fillna("") == "") & sensitivity["p_true"].notna()
+    rows = sensitivity[ok].groupby("prior", sort=False)
+    priors = list(dict.fromkeys(sensitivity["prior"]))
+    stats = rows.agg(after=(measure, "mean"), before=(alone, "mean"), n=(measure, "size"))
+    stats = stats.reindex(priors)
+    total = sensitivity.groupby("prior", sort=False).size().reindex(priors)
+    if ax is None:
+        ax = pyplot_axes((7.0, 1.8 + 0.32 * len(priors)))
+    y = np.arange(len(priors))[::-1]
+    after, before = 100 * stats["after"].to_numpy(float), 100 * stats["before"].to_numpy(float)
+    ax.hlines(y, before, after, color="0.6", lw=1.2, zorder=1)
+    ax.scatter(before, y, s=36, facecolors="white", edgecolors="C0", zorder=2,
+               label="prior alone (before the release)")
+    ax.scatter(after, y, s=36, color="C0", zorder=3, label="after the release")
+    # the figures in a column right of the plot (x in axes units, y in data units), where no
+    # marker or line can hide them
+    column = ax.get_yaxis_transform()
+    ax.text(1.03, len(priors) - 0.35, "after · alone", transform=column, fontsize=7,
+            ha="left", va="bottom", color="0.3")
+    for yi, v, b in zip(y, after, before, strict=True):
+        if np.isfinite(v):
+            ax.text(1.03, yi, f"{v:.3g} % · {b:.3g} %", transform=column, va="center",
+                    fontsize=7)
+        else:  # nothing to average: the figure under this prior cannot be reported
+            ax.text(1, yi, "every record flagged: no figure", va="center", fontsize=7,
+                    color="C3")
+    # the random guess: 1/G averaged over the records (what the uniform prior alone gives)
+    first = sensitivity[sensitivity["prior"] == priors[0]]
+    guess = 100 * float(np.nanmean(first["baseline"])) if len(first) else float("nan")
+    if np.isfinite(guess):
+        ax.axvline(guess, color="k", ls="--", lw=1, label=f"random guess 1/G, {guess:.3g} %")
+    names = [f"{p} (n = {int(n) if np.isfinite(n) else 0:,}"
+             + (f" of {int(t):,})" if np.isfinite(n) and n < t else ")")
+             for p, n, t in zip(priors, stats["n"].to_numpy(float), total.to_numpy(float),
+                                strict=True)]
+    ax.set_yticks(y, names, fontsize=8)
+    shown = np.concatenate([after, before, [guess]])
+    top = float(np.nanmax(shown)) if np.isfinite(shown).any() else 100.0
+    ax.set_xlim(0, min(105.0, max(10.0, 1.15 * top)))
+    ax.set_ylim(-0.7, len(priors) - 0.3)
+    ax.set_xlabel(label + ", unflagged records")
+    ax.set_title("Attribute risk by intruder prior", fontsize=10)
+    # below the axes: inside, it would cover a row
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=7,
+              frameon=False)
+    if own_figure(ax):
+        ax.figure.tight_layout()
+    return ax

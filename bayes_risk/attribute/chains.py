@@ -17,9 +17,15 @@ and the linearised (delta-method) estimate is recomputed per batch, so autocorre
 are not treated as independent (the Kish ESS of the ratios would be: it understates the error of
 a slowly mixing chain). A record is flagged ``CHAINS_DISAGREE`` when for some pair of chains
 
-* ``|p_c − p_c'|`` exceeds ``t · sqrt(se_c² + se_c'²)`` (beyond Monte Carlo error) **and**
-  ``CHAIN_TOLERANCE`` (material: two percentage points, i.e. the pooled estimate is about one
-  point — ``KHAT_TOLERANCE`` — from either chain's), or
+* ``|p_c − p_c'|`` exceeds ``t · sqrt(se_c² + se_c'²)`` (beyond Monte Carlo error) **and** is
+  material: larger than ``CHAIN_TOLERANCE`` (two percentage points, i.e. the pooled estimate is
+  about one point — ``KHAT_TOLERANCE`` — from either chain's) **or** than ``CHAIN_RATIO − 1``
+  times the smaller of the two (a ratio above 1.2: the pooled estimate is then about 10 %
+  of itself from either chain's, the ``MC_ERROR_HIGH`` tolerance). The floor is therefore
+  relative to the estimate where ``p_true`` is below 0.1 (``0.02 / (1.2 − 1)``): most records
+  of a model with many candidates have ``p_true`` of a few per cent, and two chains that put a
+  record's risk at 0.033 and 0.013 disagree by a factor 2.5, however small the difference in
+  points; or
 * the truth is the best guess under one chain and not under the other, and the difference of
   the margins exceeds ``t`` standard errors (the "correctly identified" measure depends on the
   chain beyond Monte Carlo error).
@@ -49,6 +55,7 @@ from bayes_risk.protocols import SupportsDrawChains, model_info
 
 __all__ = [
     "CHAIN_TOLERANCE",
+    "CHAIN_RATIO",
     "CHAIN_ALPHA",
     "CHAIN_BATCHES",
     "CHAIN_MIN_BATCH",
@@ -62,6 +69,10 @@ __all__ = [
 #: scale): two percentage points, so that the pooled estimate lies about one point
 #: (``KHAT_TOLERANCE``) from either chain's
 CHAIN_TOLERANCE = 0.02
+#: material ratio of the truth's probability between two chains (relative floor): above 1.2 the
+#: pooled estimate lies about 10 % of itself from either chain's (the ``MC_ERROR_HIGH``
+#: tolerance of posterior odds); it is the floor wherever ``p_true < 0.1``
+CHAIN_RATIO = 1.2
 #: two-sided level of the per-record test of a difference between two chains (Bonferroni over
 #: the pairs of chains): about 1 false flag per 1,000 records before the materiality rule
 CHAIN_ALPHA = 0.001
@@ -97,7 +108,7 @@ class ChainPlan:
     base: np.ndarray | None = None
     aug: list[np.ndarray | None] = field(default_factory=list)
 
-    def to_dict(self, tolerance: float = CHAIN_TOLERANCE,
+    def to_dict(self, tolerance: float = CHAIN_TOLERANCE, ratio: float = CHAIN_RATIO,
                 alpha: float = CHAIN_ALPHA) -> dict[str, Any]:
         """JSON-safe description (the result's ``settings["chain_check"]``)."""
         return {
@@ -106,6 +117,7 @@ class ChainPlan:
             "chains": self.n_chains,
             "batches_per_chain": self.n_batches if self.run else None,
             "tolerance": tolerance,
+            "ratio": ratio,
             "alpha": alpha,
         }
 
@@ -272,6 +284,7 @@ def chain_agreement(
     g0: np.ndarray,
     *,
     tolerance: float = CHAIN_TOLERANCE,
+    ratio: float = CHAIN_RATIO,
     alpha: float = CHAIN_ALPHA,
 ) -> dict[str, np.ndarray]:
     """Whether each record's estimate depends on the chain (``CHAINS_DISAGREE``).
@@ -284,7 +297,11 @@ def chain_agreement(
     logprior : sequence of arrays (G,)
     g0 : int array (R,)
     tolerance : float
-        Material difference of ``p_true`` between two chains.
+        Material difference of ``p_true`` between two chains (absolute).
+    ratio : float
+        Material ratio of ``p_true`` between two chains (relative): a difference beyond Monte
+        Carlo error is material when it exceeds ``tolerance`` or ``ratio − 1`` times the
+        smaller estimate (``inf``: the absolute floor alone).
     alpha : float
         Two-sided level of the test of a difference (Bonferroni over the pairs of chains).
 
@@ -314,7 +331,7 @@ def chain_agreement(
                 np.stack([diagnostics[i]["chain_loglik"] for i in part]),
                 np.stack([diagnostics[i]["chain_dev"] for i in part]).astype(np.float64),
                 np.stack([np.asarray(logprior[i], dtype=np.float64) for i in part]),
-                g0[part], crit, tolerance,
+                g0[part], crit, tolerance, ratio,
             )
             for key, v in res.items():
                 out[key][part] = v
@@ -323,7 +340,7 @@ def chain_agreement(
 
 def _agreement_block(
     ll: np.ndarray, dev: np.ndarray, lp: np.ndarray, g0: np.ndarray, crit: float,
-    tolerance: float,
+    tolerance: float, ratio: float,
 ) -> dict[str, np.ndarray]:
     """:func:`chain_agreement` of ``R`` records: ``ll [R, C, G]``, ``dev [R, C, K, G]``."""
     R, C, K, _ = dev.shape
@@ -352,7 +369,10 @@ def _agreement_block(
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(dp == 0, 0.0, dp / np.sqrt(var_p[:, iu] + var_p[:, ju]))
         zm = np.abs(margin[:, iu] - margin[:, ju]) / np.sqrt(var_m[:, iu] + var_m[:, ju])
-    sig = (z > crit) & (dp > tolerance)
+    # material: beyond the absolute floor, or beyond the relative one (p_max / p_min > ratio)
+    rel = (ratio - 1.0) * np.minimum(p[:, iu], p[:, ju]) if np.isfinite(ratio) else np.inf
+    floor = np.minimum(tolerance, rel)
+    sig = (z > crit) & (dp > floor)
     flip = (top[:, iu] != top[:, ju]) & (zm > crit)
     nan = np.where(ok, 0.0, np.nan)
     return {

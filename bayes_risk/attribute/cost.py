@@ -22,6 +22,20 @@ as little as its distinct records: the lower end then scales by their ratio inst
 A model saved before these were recorded has only ``sampling_time``, which includes the one-off
 costs; the estimate from it, scaled the same way, is stated as an upper bound (it was 1.3–7 times
 too high). A run that extended itself (``max_sweeps``) may extend again, or not, in a refit.
+
+The fit's times were measured minutes or days before, maybe on a machine busier or idler than
+now, and a DPMPM sweep's cost hardly grows with the records (it shares the work of equal
+records and is dominated by the occupied classes): from them the estimate was up to ten times
+off (the demo's 2.9–3.3 min for refits of 19 s). So, when that estimate's lower end reaches
+``PILOT_MIN_SECONDS`` and the model's sampler is a Gibbs run, the refit itself is timed first: a
+pilot (:func:`~bayes_risk.attribute.refits.pilot_refit`) runs ``fit_augmented`` on the
+confidential records and the first synthetic dataset with the refits' chains run as the fit ran
+them, ``PILOT_TUNE`` warm-up sweeps and ``PILOT_DRAWS`` kept draws at the refits' thinning, after
+a tiny run in this process that loads what it has not loaded yet; its steady seconds per sweep
+``t`` and its time
+outside the sweeps ``O`` (:class:`Pilot`) replace the fit's: per refit
+``⌈chains / chains_at_once⌉ × sweeps × t`` to the same with the sweeps of one more extension
+round (a self-extending run, ``max_sweeps``) plus ``O``.
 """
 
 from __future__ import annotations
@@ -30,7 +44,36 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RefitCost", "distinct_records", "duration", "duration_range", "refit_cost"]
+__all__ = ["PILOT_DRAWS", "PILOT_MIN_SECONDS", "PILOT_TUNE", "Pilot", "RefitCost",
+           "distinct_records", "duration", "duration_range", "refit_cost", "refit_sweeps",
+           "wants_pilot"]
+
+#: a pilot refit (one chain in this process) runs this many warm-up sweeps and kept draws
+PILOT_TUNE, PILOT_DRAWS = 30, 10
+#: the refits are timed by a pilot when the lower end of the estimate from the fit's times
+#: reaches this many seconds: the pilot costs a few seconds (up to 8 s on the loaded 2-core
+#: machine), which shorter refits do not repay
+PILOT_MIN_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class Pilot:
+    """What a pilot refit measured just before the refits (one chain, in this process).
+
+    Attributes
+    ----------
+    sweep_time : float
+        Wall seconds per sweep of the chain after its first sweep.
+    setup : float
+        Wall seconds of the pilot outside those sweeps (preparing the data, building the
+        model, the first sweep, the convergence checks): an upper bound of a refit's set-up.
+    sweeps : int
+        Sweeps the pilot ran.
+    """
+
+    sweep_time: float
+    setup: float
+    sweeps: int
 
 
 @dataclass(frozen=True)
@@ -126,8 +169,73 @@ def distinct_records(model: Any, data: Any, synthetic: Any) -> tuple[int, int] |
     return (fit, refit) if fit else None
 
 
+def refit_sweeps(model: Any, refit_draws: int | None = None) -> dict[str, int | None]:
+    """The sweeps per chain of the fit and of a refit, from the model's settings and run.
+
+    Returns ``tune`` (what the sampler ran), ``thin`` (a refit's: the thinning a
+    self-extending run ended with, ``DPMPM.fit_augmented``), ``draws`` (the fit's kept draws
+    per chain; ``None`` when unknown), ``refit_draws``, ``fit_sweeps``, ``refit_sweeps`` and
+    ``max_sweeps`` (0: a run that does not extend itself).
+    """
+    # the model's run, settings left at None resolved (DPMPM's default run)
+    run = model._run_settings() if hasattr(model, "_run_settings") else {}
+    draws = run.get("draws", getattr(model, "draws", None))
+    attrs = _posterior_attrs(model)
+    tune = getattr(model, "tune", 0)
+    if "tuning_steps" in attrs:  # what the sampler ran (the exact draws have no warm-up)
+        tune = attrs["tuning_steps"]
+    tune = int(tune or 0)
+    thin = int(run.get("thin", getattr(model, "thin", 1)) or 1)
+    post = getattr(model, "posterior_", None)
+    try:  # a run that extended itself (max_sweeps) ended at a larger thinning; its refits
+        # start there (DPMPM.fit_augmented), and the recorded time covers every round
+        thin = max(thin, int(post.attrs.get("thin", thin)))
+    except (AttributeError, TypeError, ValueError):
+        pass
+    new_draws = int(refit_draws) if refit_draws is not None else draws
+    return {"tune": tune, "thin": thin, "draws": draws, "refit_draws": new_draws,
+            "fit_sweeps": None if draws is None else tune + thin * int(draws),
+            "refit_sweeps": None if new_draws is None else tune + thin * int(new_draws),
+            "max_sweeps": int(run.get("max_sweeps", getattr(model, "max_sweeps", 0)) or 0)}
+
+
+def wants_pilot(model: Any, cost: RefitCost) -> bool:
+    """Whether the refits are timed by a pilot: the lower end of the estimate from the fit's
+    times (its upper bound when only that is known) reaches ``PILOT_MIN_SECONDS`` and the model
+    was sampled by a Gibbs run in a plain loop (a pilot of a model that ``pm.sample`` draws
+    would compile its PyMC model, as long as a refit)."""
+    post = getattr(model, "posterior_", None)
+    try:
+        gibbs = "gibbs_rounds" in post.attrs
+    except AttributeError:
+        gibbs = False
+    low = cost.seconds if cost.low is None else cost.low
+    return gibbs and low is not None and low >= PILOT_MIN_SECONDS
+
+
+def _pilot_cost(model: Any, m: int, records: int, sw: dict[str, Any], pilot: Pilot) -> RefitCost:
+    """The estimate from a pilot refit's times (see the module's docstring)."""
+    attrs = _posterior_attrs(model)
+    chains = int(getattr(model, "chains", 1) or 1)
+    turns = math.ceil(chains / int(_attr(attrs, "chains_at_once") or 1))
+    sweeps = int(sw["refit_sweeps"])
+    more = sweeps
+    if sw["max_sweeps"]:  # one more extension round: twice the window after the warm-up
+        more = max(sweeps, min(sw["tune"] + 2 * (sweeps - sw["tune"]), sw["max_sweeps"]))
+    low = turns * sweeps * pilot.sweep_time
+    high = turns * more * pilot.sweep_time + pilot.setup
+    basis = (f"timed by a pilot refit just now: {pilot.sweep_time * 1e3:.3g} ms per sweep of "
+             f"{records:,} records; each refit {sweeps:,} sweeps per chain"
+             + (f", {more:,} if it extends its run once more (max_sweeps)" if more > sweeps
+                else "")
+             + f", plus up to {duration(pilot.setup)} of set-up"
+             + ("; the first refit's time follows" if m > 1 else ""))
+    return RefitCost(m, m * high, records, sw["refit_draws"], basis, low=m * low)
+
+
 def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None = None,
-               distinct: tuple[int, int] | None = None) -> RefitCost:
+               distinct: tuple[int, int] | None = None,
+               pilot: Pilot | None = None) -> RefitCost:
     """Estimate the time of the stabilised estimator's ``m`` refits from the sizes.
 
     Parameters
@@ -145,6 +253,9 @@ def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None 
         Distinct records of the fit's data and of a refit's (:func:`distinct_records`), for a
         model whose sweep shares the work of equal records: the lower end of the range scales
         the sweeps by their ratio instead of the records'.
+    pilot : Pilot, optional
+        What a pilot refit measured just now (:func:`~bayes_risk.attribute.refits.pilot_refit`):
+        its times replace the fit's.
 
     Returns
     -------
@@ -157,6 +268,10 @@ def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None 
           ``S = ⌈chains / c⌉ × refit sweeps × t × r`` and ``O = max(0, F − ⌈chains / c⌉ × fit
           sweeps × t)``; ``low = m × S``, ``seconds = m × (S + O)`` (with ``distinct``, ``low``
           takes the ratio of distinct records in place of ``r``);
+        * from a ``pilot`` with ``t = pilot.sweep_time`` and ``O = pilot.setup``: per refit
+          ``⌈chains / c⌉ × refit sweeps × t`` (``low``) to ``⌈chains / c⌉ × S⁺ × t + O``, with
+          ``S⁺ = tune + 2 × (refit sweeps − tune)`` (at most ``max_sweeps``) for a
+          self-extending run (one more round) and the refit sweeps otherwise;
         * from a model that records only its total ``sampling_time`` ``T`` (saved by an earlier
           version): ``seconds = m × T × r × refit sweeps / fit sweeps``, an upper bound
           (``low`` is ``None``);
@@ -165,26 +280,16 @@ def refit_cost(model: Any, n_synthetic: int, m: int, *, refit_draws: int | None 
     n = getattr(model, "_n_records", None)
     n = int(n) if n else 0
     records = n + int(n_synthetic)
-    draws = getattr(model, "draws", None)
-    attrs = _posterior_attrs(model)
-    tune = getattr(model, "tune", 0)
-    if "tuning_steps" in attrs:  # what the sampler ran (the exact draws have no warm-up)
-        tune = attrs["tuning_steps"]
-    tune = int(tune or 0)
-    thin = int(getattr(model, "thin", 1) or 1)
-    post = getattr(model, "posterior_", None)
-    try:  # a run that extended itself (max_sweeps) ended at a larger thinning; its refits
-        # start there (DPMPM.fit_augmented), and the recorded time covers every round
-        thin = max(thin, int(post.attrs.get("thin", thin)))
-    except (AttributeError, TypeError, ValueError):
-        pass
-    new_draws = int(refit_draws) if refit_draws is not None else draws
-    if not n or draws is None:
+    sw = refit_sweeps(model, refit_draws)
+    new_draws = sw["refit_draws"]
+    if not n or sw["draws"] is None:
         return RefitCost(m, None, records, new_draws, "the model records no sampling time")
+    if pilot is not None:
+        return _pilot_cost(model, m, records, sw, pilot)
+    attrs = _posterior_attrs(model)
     ratio = records / n
-    base_sweeps, new_sweeps = tune + thin * int(draws), tune + thin * int(new_draws)
-    extends = (" (more if a refit extends its run, max_sweeps)"
-               if getattr(model, "max_sweeps", 0) else "")
+    base_sweeps, new_sweeps = int(sw["fit_sweeps"]), int(sw["refit_sweeps"])
+    extends = " (more if a refit extends its run, max_sweeps)" if sw["max_sweeps"] else ""
     sweep = _attr(attrs, "sweep_time")
     if sweep is not None:
         chains = int(getattr(model, "chains", 1) or 1)

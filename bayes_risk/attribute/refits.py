@@ -15,9 +15,18 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._terminal import progress, say
-from bayes_risk.attribute.cost import distinct_records, duration, refit_cost
+from bayes_risk.attribute.cost import (
+    PILOT_DRAWS,
+    PILOT_TUNE,
+    Pilot,
+    distinct_records,
+    duration,
+    refit_cost,
+    refit_sweeps,
+    wants_pilot,
+)
 
-__all__ = ["fit_refits"]
+__all__ = ["fit_refits", "pilot_refit"]
 
 
 def fit_refits(model: Any, original: pd.DataFrame, datasets: Sequence[pd.DataFrame],
@@ -36,7 +45,12 @@ def fit_refits(model: Any, original: pd.DataFrame, datasets: Sequence[pd.DataFra
         n_syn = int(np.count_nonzero(sel)) if sel is not None else len(datasets[0])
         # where the progress bars go; printed also when the estimate is unknown
         distinct = distinct_records(model, original, datasets[0])
-        say(refit_cost(model, n_syn, m, refit_draws=refit_draws, distinct=distinct).line())
+        cost = refit_cost(model, n_syn, m, refit_draws=refit_draws, distinct=distinct)
+        if wants_pilot(model, cost):  # minutes of refits: time the refit itself first
+            pilot = pilot_refit(model, original, datasets[0], refit_draws=refit_draws)
+            if pilot is not None:
+                cost = refit_cost(model, n_syn, m, refit_draws=refit_draws, pilot=pilot)
+        say(cost.line())
     models = []
     with _refit_settings(model, refit_draws):
         for li in progress(range(m), description="refits of the model", enabled=progressbar,
@@ -52,12 +66,61 @@ def fit_refits(model: Any, original: pd.DataFrame, datasets: Sequence[pd.DataFra
     return models
 
 
+def pilot_refit(model: Any, original: pd.DataFrame, synthetic: pd.DataFrame, *,
+                refit_draws: int | None = None) -> Pilot | None:
+    """Time the refit itself before the refits run (``bayes_risk.attribute.cost``).
+
+    ``model.fit_augmented(original, synthetic)`` with the refits' chains, run as the fit ran
+    them (as many at once, in worker processes when the fit used them: a chain in a worker
+    sweeps more slowly than one alone in this process, 7 against 2.6 ms on the demo's ACS
+    table), ``PILOT_TUNE`` warm-up sweeps and ``PILOT_DRAWS`` kept draws at the refits'
+    thinning, no extension: its steady seconds per sweep of one chain (recorded by the sampler,
+    each chain's first sweep left out) and its time outside them. A tiny run of one chain in
+    this process first loads what the process has not loaded yet (compiled kernels, which
+    forked workers then inherit), which the refits do not pay again. Its own seed (the refits'
+    draws are not touched), warnings and sampler output silenced; the model's settings are
+    restored.
+
+    Returns
+    -------
+    Pilot or None
+        ``None`` when the pilot recorded no sweep time.
+    """
+    import warnings
+
+    from bayes_risk.attribute.cost import _posterior_attrs
+
+    thin = int(refit_sweeps(model, refit_draws)["thin"])
+    run = model._run_settings() if hasattr(model, "_run_settings") else {}
+    chains = int(getattr(model, "chains", 1) or 1)
+    at_once = int(_posterior_attrs(model).get("chains_at_once", 1) or 1)
+    extension = {"thin": thin, "max_sweeps": 0} if "thin" in run else {}
+    out = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a pilot's few draws fail every convergence check
+        for tune, draws, chains_, cores in ((2, 1, 1, 1),
+                                            (PILOT_TUNE, PILOT_DRAWS, chains, at_once)):
+            with _refit_settings(model, None, tune=tune, draws=draws, chains=chains_,
+                                 cores=cores, **extension):
+                started = time.perf_counter()
+                new = model.fit_augmented(original, synthetic, random_seed=0)
+                wall = time.perf_counter() - started
+            sweeps = tune + thin * draws if extension else tune + draws
+            t = _posterior_attrs(new).get("sweep_time")
+            out = None if t is None else Pilot(
+                sweep_time=float(t), setup=max(0.0, wall - (sweeps - 1) * float(t)),
+                sweeps=sweeps)
+    return out
+
+
 @contextlib.contextmanager
-def _refit_settings(model: Any, refit_draws: int | None) -> Iterator[None]:
+def _refit_settings(model: Any, refit_draws: int | None, **overrides: Any) -> Iterator[None]:
     """The refits run without their own progress bars and PyMC's per-fit log lines (one bar
-    over the refits replaces them) and with ``refit_draws`` kept draws per chain; the model's
-    settings are restored afterwards."""
-    saved = {k: getattr(model, k) for k in ("progressbar", "draws") if hasattr(model, k)}
+    over the refits replaces them) and with ``refit_draws`` kept draws per chain (and any other
+    settings in ``overrides``: the pilot's); the model's settings are restored afterwards."""
+    run = model._run_settings() if hasattr(model, "_run_settings") else {}
+    saved = {k: getattr(model, k) for k in ("progressbar", "draws", *run, *overrides)
+             if hasattr(model, k)}
     # a filter, not the level: the Gibbs sampler resets the "pymc" logger's level per fit
     pymc_log = logging.getLogger("pymc")
     quiet = _BelowWarning()
@@ -65,7 +128,12 @@ def _refit_settings(model: Any, refit_draws: int | None) -> Iterator[None]:
         if "progressbar" in saved:
             model.progressbar = False
         if refit_draws is not None:
-            model.draws = int(refit_draws)
+            # the run of the model's settings (those left at None resolved: a DPMPM's default
+            # run stays thinned and self-extending) with fewer kept draws
+            for k, v in {**run, "draws": int(refit_draws)}.items():
+                setattr(model, k, v)
+        for k, v in overrides.items():
+            setattr(model, k, v)
         pymc_log.addFilter(quiet)
         yield
     finally:

@@ -7,7 +7,10 @@ Its own module so that the steps' modules (:mod:`bayes_risk.auditing.steps`,
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,8 +19,8 @@ import pandas as pd
 
 from bayes_risk.auditing.plan import AuditPlan
 
-__all__ = ["StepContext", "add_run_warnings", "rebuilt_synthesizer", "release_independent",
-           "rows_aligned"]
+__all__ = ["StepContext", "add_run_warnings", "named_run", "rebuilt_synthesizer",
+           "release_independent", "rows_aligned"]
 
 
 @dataclass
@@ -94,6 +97,28 @@ def release_independent(what: str, why: str) -> None:
         f"{what} cannot depend on the release: {why} It is a baseline of the original, "
         "reported apart from the verdict, not a risk of the release (RELEASE_INDEPENDENT).",
         code="RELEASE_INDEPENDENT"), skip_file_prefixes=CALLER)
+
+
+@contextlib.contextmanager
+def named_run(label: str) -> Iterator[None]:
+    """The package's warnings raised inside the block, raised again naming the run they
+    come from (``NO_MATCH: 45 of 5571 … (run: one dataset at a time, radius Income =
+    0.1)``): a step that runs a measure several times (per dataset and pooled, at two radii)
+    would otherwise report the same code twice, with no way to tell which figure it
+    concerns. Other warnings pass unchanged."""
+    import warnings
+
+    from bayes_risk.exceptions import BayesRiskWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        msg = w.message
+        if isinstance(msg, BayesRiskWarning):  # a copy: its code and attributes kept
+            msg = copy.copy(msg)
+            msg.args = (f"{str(w.message).rstrip()} (run: {label})",)
+        warnings.warn_explicit(msg, w.category, w.filename, w.lineno)
 
 
 def _folder(ctx: StepContext, name: str) -> Path | None:

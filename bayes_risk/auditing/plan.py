@@ -16,7 +16,8 @@ import pandas as pd
 
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["AuditPlan", "Setting", "Thresholds", "DEFAULT_SWEEP", "STEP_NAMES"]
+__all__ = ["AuditPlan", "Setting", "Thresholds", "DEFAULT_SWEEP", "STEP_NAMES",
+           "THRESHOLD_SOURCES"]
 
 #: the audit's steps, in order (``skip=`` / ``--skip`` takes these names)
 STEP_NAMES: tuple[str, ...] = ("utility", "identification", "posterior_identification",
@@ -24,6 +25,32 @@ STEP_NAMES: tuple[str, ...] = ("utility", "identification", "posterior_identific
 
 #: the radius grid of Hornby & Hu (2021, §4.1)
 DEFAULT_SWEEP: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3)
+
+
+_CONVENTION = ("a convention of bayes-risk, not a finding: the papers behind the measure "
+               "leave the acceptable risk to the agency (Hu 2019; Hornby & Hu 2021; Raab, "
+               "Nowok & Dibben); a board sets its own (user guide, Auditing a release: "
+               "Thresholds)")
+
+#: where each default of :class:`Thresholds` comes from; the report prints it under the
+#: verdict table (a threshold the caller set is "given")
+THRESHOLD_SOURCES: dict[str, str] = {
+    "s_pmse": "synthpop's guidance: S_pMSE below 10 acceptable, below 3 good (methods page, "
+              "Utility: null distribution)",
+    "overlap": "Karr et al. (2006) define the interval overlap (1: the same interval, 0: "
+               "disjoint); 0.5, half of each interval shared on average, is a convention "
+               "of bayes-risk; a board sets its own (user guide, Auditing a release: "
+               "Thresholds)",
+    "expected_match_rate": _CONVENTION,
+    "true_match_rate": _CONVENTION,
+    "prop_top": _CONVENTION,
+    "repU": _CONVENTION,
+    "DiSCO": _CONVENTION,
+    "membership_advantage": _CONVENTION,
+    "membership_share": _CONVENTION,
+    "membership_probability": "a posterior membership probability of 0.9 is a likelihood "
+                              "ratio of 9 under the balanced prior: " + _CONVENTION,
+}
 
 
 @dataclass(frozen=True)

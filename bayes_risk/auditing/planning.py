@@ -214,6 +214,11 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
             "column equals the original's); give synthesized=[...] (--synthesized).",
             code="NO_DIFFERENCES"
         )
+    if "utility" not in skip_steps:
+        from bayes_risk.utility.compare import choose_rules
+
+        # combining rules that cannot apply (NOT_PARTIAL_SYNTHESIS) fail before any step runs
+        choose_rules(combining_rules, syn, data, list(syn), syn_cols, list(sch.names))
     ku = [c for c in known if c not in syn_cols]
     ks = [c for c in known if c in syn_cols]
     rad, rad_src = _plan_radius(radius, known, sch)

@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.results._base import legend_below
+
 __all__ = ["ATTRIBUTE_FIGURES", "marginal_figure", "utility_risk_figure", "verdict_figure",
            "data_uri", "figure_png", "png_data_uri"]
 
@@ -64,10 +66,11 @@ def marginal_figure(marg: pd.DataFrame, variable: str) -> Any:
         d = d[d["kind"] != "missing"]
     bars = bool(len(d)) and bool((d["kind"] == "level").all())
     labels = [_short(v) for v in d["value"]] if bars else []
-    # level labels side by side take about 0.065 in per character at 7 pt; longer ones than the
-    # room a bar has (SD2011's "URBAN 100,000-200,000") are slanted, and the figure grows for them
-    slant = bars and max(map(len, labels)) * 0.065 > 3.4 / len(labels)
-    fig, ax = plt.subplots(figsize=(4.2, 2.6 + (0.05 * max(map(len, labels)) if slant else 0)))
+    # 10 pt text: 11 px on the report's page (80 dpi). Level labels side by side take about
+    # 0.09 in per character at 10 pt; longer ones than the room a bar has (SD2011's
+    # "URBAN 100,000-200,000") are slanted, and the figure grows for them
+    slant = bars and max(map(len, labels)) * 0.09 > 3.4 / len(labels)
+    fig, ax = plt.subplots(figsize=(4.2, 3.1 + (0.07 * max(map(len, labels)) if slant else 0)))
     if bars:
         x = np.arange(len(d))
         ax.bar(x - 0.2, d["original"], width=0.4, label="original", color="tab:gray")
@@ -75,23 +78,26 @@ def marginal_figure(marg: pd.DataFrame, variable: str) -> Any:
         ax.set_xticks(x)
         if slant:
             ax.set_xticklabels(labels, rotation=40, ha="right", rotation_mode="anchor",
-                               fontsize=7)
+                               fontsize=10)
         else:
-            ax.set_xticklabels(labels, fontsize=7)
-        ax.set_ylabel("% of records", fontsize=8)
+            ax.set_xticklabels(labels, fontsize=10)
+        ax.set_ylabel("% of records", fontsize=10)
         top = float(np.nanmax(d[["original", "synthetic"]].to_numpy(dtype=float)))
         if np.isfinite(top) and top > 0:
-            ax.set_ylim(0, top * 1.3)  # room for the legend above the tallest bar
+            ax.set_ylim(0, top * 1.35)  # room for the legend above the tallest bar
+        ax.legend(fontsize=10, loc="upper right", ncols=2, handlelength=1.2)
     else:
         dd = d[d["kind"] == "density"]
         x = dd["value"].astype(float)
         ax.step(x, dd["original"], where="mid", color="tab:gray", lw=1.5, label="original")
         ax.step(x, dd["synthetic"], where="mid", color="tab:blue", lw=1.5, label="synthetic")
-        ax.set_ylabel("density", fontsize=8)
-        ax.set_xlabel("central 99 % of values", fontsize=7)
-    ax.set_title(title, fontsize=9 if title == variable else 8)
-    ax.tick_params(labelsize=7)
-    ax.legend(fontsize=7)
+        ax.set_ylabel("density", fontsize=10)
+        ax.set_xlabel("central 99 % of values", fontsize=10)
+        ax.set_yticks([])  # a density's scale (1e-5 per unit of income) says nothing here
+        ax.set_ylim(bottom=0)
+        legend_below(ax)  # off the curves
+    ax.set_title(title, fontsize=11 if title == variable else 10)
+    ax.tick_params(labelsize=10)
     fig.tight_layout()
     return fig
 
@@ -102,32 +108,72 @@ def _short(label: Any, n: int = 22) -> str:
     return t if len(t) <= n else t[: n - 1] + "…"
 
 
+#: the report's page is 1,100 px wide and its figures are drawn at 80 dpi: a figure the width
+#: of the page is 13.75 in; 11 pt text is 12 px on the page
+PAGE_WIDTH_IN = 13.75
+
+
 def utility_risk_figure(points: pd.DataFrame) -> Any:
-    """One point per synthetic dataset: utility (S_pMSE) against each risk measure given.
+    """One point per synthetic dataset: utility (S_pMSE) against each risk measure given,
+    with the verdict lines' thresholds, axes from 0, the width of the report's page.
 
     ``points`` has a column ``S_pMSE`` and one column per risk measure (Hornby & Hu 2021,
-    Figs 8 and 9).
+    Figs 8 and 9), as :func:`~bayes_risk.auditing.render.utility_risk_points` makes it: its
+    ``attrs["thresholds"]`` draws each column's threshold (dashed) and ``attrs["verdict"]``
+    the value a verdict line reads when no dataset shows it (dotted: the pooled intruder's).
     """
     from bayes_risk.tradeoff import plot_utility_risk
 
     plt = _plt()
     risks = [c for c in points.columns if c not in ("dataset", "S_pMSE")]
-    fig, axes = plt.subplots(1, len(risks), figsize=(3.6 * len(risks), 3.2), squeeze=False)
-    for ax, c in zip(axes[0], risks, strict=True):
-        # the same figure as the package's plot_utility_risk: the points and their quartile
-        # rectangle (Hornby & Hu 2021, Figs 8-9), one release
-        plot_utility_risk(points.assign(scenario="datasets"), utility="S_pMSE", risk=c, ax=ax)
-        ax.set_title("")
-        ax.get_legend().remove()
-        for _, row in points.iterrows():
-            ax.annotate(str(int(row["dataset"])), (row["S_pMSE"], row[c]), fontsize=7,
-                        xytext=(3, 3), textcoords="offset points")
-        ax.set_xlabel("S_pMSE (lower = more useful)", fontsize=8)
-        ax.set_ylabel(c, fontsize=8)
-        ax.tick_params(labelsize=7)
-    fig.suptitle("utility and risk, one point per synthetic dataset, the rectangle from the "
-                 "first to the third quartile", fontsize=9)
-    fig.tight_layout()
+    thresholds = points.attrs.get("thresholds") or {}
+    verdict = points.attrs.get("verdict") or {}
+    x = points["S_pMSE"].to_numpy(dtype=float)
+    x_thr = thresholds.get("S_pMSE")
+    x_top = 1.08 * float(np.nanmax([np.nanmax(x), x_thr or 0.0]))
+    with plt.rc_context({"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11,
+                         "xtick.labelsize": 10, "ytick.labelsize": 10}):
+        fig, axes = plt.subplots(1, len(risks), figsize=(PAGE_WIDTH_IN, 4.6), squeeze=False)
+        for ax, c in zip(axes[0], risks, strict=True):
+            # the package's plot_utility_risk: the points and their quartile rectangle
+            # (Hornby & Hu 2021, Figs 8-9), one release
+            plot_utility_risk(points.assign(scenario="datasets"), utility="S_pMSE", risk=c,
+                              ax=ax)
+            ax.get_legend().remove()
+            ax.ticklabel_format(axis="both", style="plain", useOffset=False)
+            y = points[c].to_numpy(dtype=float)
+            for d, xi, yi in zip(points["dataset"], x, y, strict=True):
+                ax.annotate(str(int(d)), (xi, yi), fontsize=10, xytext=(4, 3),
+                            textcoords="offset points")
+            top = [np.nanmax(y)]
+            if c in thresholds:
+                t = float(thresholds[c])
+                ax.axhline(t, color="#a51d2d", ls="--", lw=1.2)
+                ax.text(0.01, t, f" threshold {t:g} %", transform=ax.get_yaxis_transform(),
+                        ha="left", va="bottom", color="#a51d2d", fontsize=10)
+                top.append(t)
+            if c in verdict:
+                v = float(verdict[c])
+                ax.axhline(v, color="black", ls=":", lw=1.2)
+                ax.text(0.01, v, f" verdict: all datasets pooled, {v:.3g} %",
+                        transform=ax.get_yaxis_transform(), ha="left", va="bottom",
+                        fontsize=10)
+                top.append(v)
+            if x_thr is not None:
+                ax.axvline(x_thr, color="#a51d2d", ls="--", lw=1.2)
+                ax.text(x_thr, 0.98, f"S_pMSE threshold {x_thr:g} ", rotation=90,
+                        transform=ax.get_xaxis_transform(), ha="right", va="top",
+                        color="#a51d2d", fontsize=10)
+            # from 0: the spread between datasets seen against the threshold, not magnified
+            ax.set_xlim(0, x_top)
+            ax.set_ylim(0, 1.15 * float(np.nanmax(top)))
+            name, _, rest = c.partition(", ")
+            ax.set_title(name.split(" (")[0])
+            ax.set_ylabel(textwrap.fill(f"{name}" + (f", {rest}" if rest else ""), 34))
+            ax.set_xlabel("S_pMSE (lower = more useful)")
+        fig.suptitle("Utility and risk: one point per synthetic dataset (its number), the box "
+                     "from the first to the third quartile", fontsize=12)
+        fig.tight_layout()
     return fig
 
 

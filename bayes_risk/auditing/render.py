@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.report import format_number
+from bayes_risk.results._base import plot_figure
 from bayes_risk.warning_codes import message
 
 __all__ = ["write_report", "CSP"]
@@ -29,29 +30,92 @@ CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 TOP_N = 20
 
-#: one sentence per diagnostic column of the attribute-risk records
+#: the diagnostic columns of the attribute-risk records (records.csv), in plain words: the
+#: report's glossary shows those the estimator computed, each under its plain name
 DIAGNOSTICS = {
-    "khat_max": "Pareto k-hat (largest over the candidates): above the threshold the "
-    "importance weights have a heavy tail. Under the default rule ('material') the record is "
-    "flagged KHAT_HIGH only when the tail could raise its p_true by more than the tolerance "
-    "(p_true_upper) or make the truth the best guess; otherwise it stays with the stable "
-    "estimates, whose p_true may then overstate the risk (p_true_lower).",
-    "ess_q_min": "Effective sample size of the importance weights (smallest over the "
-    "candidates): how many equally weighted posterior draws the estimate is worth.",
-    "mc_se_max": "Monte Carlo standard error of the log posterior ratio (largest over the "
-    "candidates): the noise left from using finitely many draws or bootstrap replicates.",
-    "ess_omega_min": "Effective sample size of the stabilised weights ω: the same "
-    "reading as above for the stabilised estimator.",
-    "max_omega_max": "Largest single normalised weight: near 1 means one draw decides the "
-    "estimate.",
-    "n_dropped": "Draws dropped as numerically degenerate (zero likelihood).",
-    "boot_rank_q05": "5 % quantile of the rank of the truth over the draw bootstrap: a rank "
-    "that moves between bootstrap replicates is not a stable finding.",
-    "chain_z": "Largest difference of p_true between two MCMC chains, in Monte Carlo "
-    "standard errors (p_true_chain_min / p_true_chain_max: each chain's own estimate).",
-    "flag_codes": "Why a record's estimate is flagged unstable; flagged records are counted "
-    "separately, never averaged in.",
+    "khat_max": ("Pareto k̂ (khat_max)",
+                 "how heavy the tail of the record's importance weights is, the largest over "
+                 "its candidate values. Below the threshold the reweighted posterior draws "
+                 "give a reliable estimate; above it a few draws carry most of the weight and "
+                 "the estimate may be off. Under the default rule ('material') the record is "
+                 "flagged KHAT_HIGH only when the tail could raise its p_true by more than the "
+                 "tolerance (p_true_upper) or make the truth the best guess; otherwise it "
+                 "stays with the stable estimates, whose p_true may then overstate the risk "
+                 "(p_true_lower)."),
+    "ess_q_min": ("effective sample size (ess_q_min)",
+                  "how many equally weighted posterior draws the record's reweighted estimate "
+                  "is worth, the smallest over its candidate values: a small number means a "
+                  "noisy estimate."),
+    "mc_se_max": ("Monte Carlo error (mc_se_max)",
+                  "the noise left in the record's estimate by using finitely many posterior "
+                  "draws or bootstrap replicates (standard error of the log probability "
+                  "ratio, the largest over its candidate values)."),
+    "ess_omega_min": ("effective sample size of the stabilised weights (ess_omega_min)",
+                      "as the effective sample size above, for the stabilised estimator's "
+                      "weights ω."),
+    "max_omega_max": ("largest single weight (max_omega_max)",
+                      "the share of the total weight held by the heaviest posterior draw: "
+                      "near 1, one draw decides the estimate."),
+    "n_dropped": ("draws dropped (n_dropped)",
+                  "posterior draws left out because the release had zero probability under "
+                  "them (numerically degenerate)."),
+    "boot_rank_q05": ("bootstrap rank (boot_rank_q05)",
+                      "the rank of the truth that 5 % of bootstrap resamples of the posterior "
+                      "draws reach or better: a rank that moves between resamples is not a "
+                      "stable finding."),
+    "chain_z": ("between-chain difference (chain_z)",
+                "how far apart two MCMC chains put the record's p_true, in Monte Carlo "
+                "standard errors (p_true_chain_min and p_true_chain_max: each chain's own "
+                "estimate); a large value flags the record CHAINS_DISAGREE."),
+    "flag_codes": ("flags (flag_codes)",
+                   "why a record's estimate is unreliable (the codes are explained below); "
+                   "flagged records are counted on their own, never averaged in."),
 }
+
+#: the columns of synthpop's disclosure tables, in plain words (percentages of the original
+#: records unless said otherwise); the methods page gives the formulas
+SYNTHPOP_TERMS = {
+    "UiO": "unique in the original: records whose key combination occurs once in the original.",
+    "UiS": "unique in the synthetic data: synthetic records whose key combination occurs once "
+           "in that dataset.",
+    "UiOiS": "unique in the original and found in the synthetic data: records unique in the "
+             "original whose key combination occurs in the synthetic dataset.",
+    "repU": "replicated uniques: records unique in the original whose key combination is also "
+            "unique in the synthetic dataset — one an intruder could single out.",
+    "Dorig": "disclosive in the original: records whose key combination has a single value of "
+             "the target in the original.",
+    "Dsyn": "disclosive in the synthetic data: synthetic records whose key combination has a "
+            "single value of the target in that dataset.",
+    "iS": "in synthetic: records whose key combination occurs in the synthetic dataset.",
+    "DiS": "disclosive in synthetic: records whose key combination has a single value of the "
+           "target in the synthetic dataset.",
+    "DiSCO": "disclosive in synthetic, correct in original: records whose key combination has "
+             "a single target value in the synthetic dataset, and that value is their own — "
+             "an intruder who knows the keys reads the right value off the release.",
+    "DiSDiO": "DiSCO records whose key combination also has a single target value in the "
+              "original: their value could be read off the original just as well.",
+    "max_denom, mean_denom": "the largest and the mean number of original records in the "
+                             "key–target cells behind DiSCO (counts, not percentages): a large "
+                             "cell is disclosure one would expect from the relation between "
+                             "keys and target alone.",
+    "baseCAPd": "baseline: the probability of guessing a record's target right from the "
+                "target's overall distribution alone, without the keys.",
+    "CAPd": "correct attribution probability in the original: the probability of guessing a "
+            "record's target right from the original's distribution of the target within its "
+            "key combination.",
+    "CAPs": "the same from the synthetic dataset's own distribution within each key "
+            "combination.",
+    "DCAP": "the probability that an intruder who guesses an original record's target in "
+            "proportion to the synthetic dataset's distribution within its key combination "
+            "finds its own value.",
+    "TCAP": "among the records whose key combination occurs in the synthetic dataset, the "
+            "share whose value the release shows as the single one for their keys (DiSCO "
+            "over iS).",
+}
+
+SYNTHPOP_SOURCE = ("Source: synthpop's disclosure() and replicated.uniques() help pages; Raab, "
+                   "Nowok & Dibben, 'Practical privacy metrics for synthetic data'; formulas "
+                   "on the methods page, Empirical disclosure measures.")
 
 
 @dataclass
@@ -81,6 +145,8 @@ class Block:
     #: a table behind a closed disclosure element (caption visible; per-dataset and per-record
     #: detail); ``False``: a summary, shown open
     fold: bool = True
+    #: a figure shown the width of the page (the utility-and-risk panels)
+    wide: bool = False
 
 
 @dataclass
@@ -118,8 +184,26 @@ class _Links:
             return None
         return Path(os.path.relpath(Path(self.root) / rel, self.base)).as_posix()
 
-    def num(self, value: Any, rel: str | None, digits: int = 4) -> Span:
-        return Span(format_number(value, digits), self.href(rel), num=True)
+    def num(self, value: Any, rel: str | None, digits: int = 4, unit: str = "") -> Span:
+        """``value`` formatted for people (no exponent), linked to file ``rel``."""
+        text = format_number(value, digits, plain=True)
+        if text in ("—", "nan"):
+            return Span("—", self.href(rel), num=True)
+        return Span(text + unit, self.href(rel), num=True)
+
+    def pct(self, fraction: Any, rel: str | None, digits: int = 3) -> Span:
+        """A fraction of the files (summary.json holds rates as fractions) in per cent."""
+        v = np.nan if fraction is None else float(fraction) * 100
+        return self.num(v, rel, digits, " %")
+
+    def count(self, value: Any, n: int, rel: str | None, noun: str = "targets",
+              paren: bool = True) -> list[Span]:
+        """A count of records with its per cent of ``n``: "47.35 targets (0.85 % of 5,571)"
+        (``paren=False``: "47.35 targets, 0.85 % of 5,571")."""
+        v = np.nan if value is None else float(value)
+        return [self.num(v, rel), Span(f" {noun} (" if paren else f" {noun}, "),
+                self.pct(v / n if n else np.nan, rel),
+                Span(f" of {n:,}" + (")" if paren else ""))]
 
     def figure(self, draw: Callable[[], Any], name: str, caption: str) -> Block:
         """The block of the figure ``draw()`` makes, as PNG (80 dpi). Drawing and encoding a
@@ -155,17 +239,20 @@ def _cell(value: Any, column: str, href: str | None, digits: int) -> Span:
     ):
         if column in _ID_COLUMNS and np.isfinite(value):
             return Span(str(int(value)), num=True)
-        return Span(format_number(value, digits), href, num=True)
-    return Span(format_number(value, digits))
+        return Span(format_number(value, digits, plain=True), href, num=True)
+    return Span(format_number(value, digits, plain=True))
 
 
 def _table(df: pd.DataFrame, links: _Links, src: str | None = None, caption: str = "",
-           digits: int = 4) -> Block:
-    """A table whose every number links to ``src`` (the file it comes from)."""
+           digits: int = 4, percent: tuple[str, ...] = ()) -> Block:
+    """A table whose every number links to ``src`` (the file it comes from); the columns
+    ``percent`` hold fractions, shown in per cent."""
     href = links.href(src)
     cols = [str(c) for c in df.columns]
-    rows = [[_cell(v, c, href, digits) for v, c in zip(r, cols, strict=True)]
-            for r in df.itertuples(index=False)]
+    rows = [[links.pct(v, src) if c in percent else _cell(v, c, href, digits)
+             for v, c in zip(r, cols, strict=True)] for r in df.itertuples(index=False)]
+    # columns holding fractions are shown in per cent, and their header says so
+    cols = [f"{c} (%)" if c in percent else c for c in cols]
     return Block("table", columns=cols, rows=rows, caption=caption, csv=href,
                  file=src.rsplit("/", 1)[-1] if src else "")
 
@@ -189,17 +276,57 @@ def _step_section(step: str, anchor: str, title: str) -> Callable[..., Callable[
     return wrap
 
 
+#: each line's status as the report shows it: a word and a sign, so that it reads without
+#: colour (printed in grey, or by a reader who does not tell red from green)
+LINE_STATUS = {"exceeds": ("✖", "exceeds"), "caution": ("⚠", "within, with a caution"),
+               "within": ("✔", "within")}
+
+#: the release's status (AuditResult.status): the sign of the report's banner, beside the
+#: status in words (AuditResult.headline_parts)
+RELEASE_SIGN = {"do_not_release": "✖", "incomplete": "⚠", "review": "⚠",
+                "within_thresholds": "✔"}
+
+
+def _threshold_sources(result: Any) -> tuple[list[str], dict[str, int]]:
+    """The distinct sources of the verdict lines' thresholds (numbered from 1 in the order of
+    the lines) and each threshold's number; a threshold the caller set is "given"."""
+    from bayes_risk.auditing.plan import THRESHOLD_SOURCES, Thresholds
+
+    notes: list[str] = []
+    number: dict[str, int] = {}
+    default = Thresholds()
+    for v in result.verdicts:
+        name = v.threshold_name
+        if not name or name in number:
+            continue
+        value = getattr(result.plan.thresholds, name)
+        text = (THRESHOLD_SOURCES[name] if value == getattr(default, name) else
+                f"given for this audit (--threshold {name}={value:g}; the default is "
+                f"{getattr(default, name):g})")
+        if text not in notes:
+            notes.append(text)
+        number[name] = notes.index(text) + 1
+    return notes, number
+
+
 def _verdicts(result: Any, links: _Links) -> list[dict[str, Any]]:
     out = []
+    _, number = _threshold_sources(result)
     for v in result.verdicts:
         u = f" {v.unit}" if v.unit else ""
-        val = links.num(v.value, v.source)
-        val.text += u
+        val = [Span(format_number(v.value, 4, plain=True) + u, links.href(v.source), num=True)]
+        if v.count_of and v.unit == "%" and np.isfinite(v.value):
+            n, noun = v.count_of
+            val.append(Span(f" = {format_number(v.value / 100 * n, 4, plain=True)} of "
+                            f"{n:,} {noun}", num=True))
+        sign, word = LINE_STATUS[v.status]
         out.append({
             "step": v.step, "measure": v.measure, "value": val,
-            "threshold": ("≤ " if v.direction == "max" else "≥ ") + format_number(v.threshold)
-            + u,
-            "exceeds": v.exceeds, "detail": v.detail, "spread": v.spread,
+            "threshold": ("≤ " if v.direction == "max" else "≥ ")
+            + format_number(v.threshold, plain=True) + u,
+            "source": number.get(v.threshold_name),
+            "exceeds": v.exceeds, "status": v.status, "sign": sign, "word": word,
+            "detail": v.detail, "spread": v.spread,
             "cause": v.cause, "remedies": list(v.remedies),
             "warnings": [(c, message(c)) for c in v.warnings],
         })
@@ -302,16 +429,20 @@ def _at_risk(df: pd.DataFrame, qi: pd.DataFrame | None, id_col: str) -> pd.DataF
     return pd.concat([df.reset_index(drop=True), vals], axis=1)
 
 
+def _radius_text(radius: dict[str, float]) -> str:
+    return ", ".join(f"{c} = {r:g}" for c, r in radius.items()) or "exact matching"
+
+
 @_step_section("identification", "identification", "Identification risk")
 def _identification(sec: Section, s: Any, result: Any, links: _Links) -> None:
     r, plan = s.result, result.plan
     sm = r.file
+    n = int(sm["n_targets"])
     src = f"{s.folder}/summary.json" if s.folder else None
     sec.p(f"An intruder who knows {', '.join(plan.known)} for every target looks for it among "
-          "the released records (Reiter & Mitra 2009; Hornby & Hu 2021), each synthetic "
-          f"dataset evaluated separately and the measures averaged: every figure below is the "
-          f"mean over the m = {plan.m} released datasets; a target that matches no record in "
-          "a dataset has no match there (no fallback).")
+          "the released records (Reiter & Mitra 2009; Hornby & Hu 2021). Every count below is "
+          f"of the {n:,} targets, with its per cent of them; a target that matches no record "
+          "in a dataset has no match there (no fallback).")
     if plan.identification_release_independent:
         sec.p(Span("Baseline of the original, not a risk of the release "
                    "(RELEASE_INDEPENDENT). ", strong=True),
@@ -320,35 +451,32 @@ def _identification(sec: Section, s: Any, result: Any, links: _Links) -> None:
               "was synthesized. To assess the release, give a synthesized column the intruder "
               "may know (the intruder of Hornby & Hu 2021 also knows the true values of the "
               "synthesized keys).")
-    rows = [("expected match risk (sum of IR)", "expected_match_risk"),
-            ("expected match rate", "expected_match_rate"),
-            ("true match risk (correct unique matches)", "true_match_risk"),
-            ("unique matches", "n_unique"), ("true match rate", "true_match_rate_targets"),
-            ("false match rate", "false_match_rate")]
-    sec.blocks.append(Block("table", columns=["measure", "value"],
-                            rows=[[Span(lab), links.num(sm[k], src)] for lab, k in rows],
-                            csv=links.href(src), file="summary.json",
-                            caption=f"File-level measures over {sm['n_targets']:,} targets, "
-                            + (", ".join(f"radius {c} = {r:g}" for c, r in plan.radius.items())
-                               or "exact matching"), fold=False))
+    pooled = s.extra.get("pooled")
+    verdict_reads = ("" if pooled is None else
+                     " Not the verdict's figure, which reads the larger of this and the pooled "
+                     "intruder's (below).")
+    sec.blocks.append(Block(
+        "table", columns=["measure", "value"], rows=_id_rows(sm, n, src, links),
+        csv=links.href(src), file="summary.json",
+        caption=f"One dataset at a time, radius {_radius_text(plan.radius)}: the mean over the "
+                f"m = {plan.m} datasets of the measures of an intruder who holds one."
+                + verdict_reads, fold=False))
     sw = s.extra.get("sweep")
     if sw is not None:
-        sec.blocks.append(links.figure(sw.plot, "radius_sweep.png",
-                                       "Expected match risk by radius, one box per radius over "
-                                       "the datasets; the dotted line marks the maximum"))
         ssrc = f"{s.folder}/radius_sweep.csv" if s.folder else None
-        sec.p("The risk is largest at radius ", links.num(sw.r_star, ssrc), " (mean expected "
-              "match risk ", links.num(sw.risk_star, ssrc), "): the conservative value to "
-              "report (Hornby & Hu 2021, §4.1).")
+        sec.blocks.append(links.figure(lambda: plot_figure(sw), "radius_sweep.png",
+                                       "Expected match risk by radius, one box per radius over "
+                                       "the datasets (the dotted line marks the largest mean)"))
+        sec.p(*_sweep_sentence(sw, n, ssrc, links))
         star = s.extra.get("at_r_star")
         if star is not None:
             f = star.file
-            sec.p("At that radius: true match rate ", links.num(f["true_match_rate_targets"], src),
-                  " (", links.num(f["true_match_risk"], src), " correct unique matches, ",
-                  links.num(f["n_unique"], src), " unique matches), false match rate ",
-                  links.num(f["false_match_rate"], src), "; every measure in summary.json "
-                  "(at_maximising_radius). The table above is at the step's radius.")
-    pooled = s.extra.get("pooled")
+            sec.p(f"At radius {sw.r_star:g} (mean over the datasets): true matches ",
+                  *links.count(f["true_match_risk"], n, src), ", unique matches ",
+                  *links.count(f["n_unique"], n, src), ", false match rate ",
+                  links.pct(f["false_match_rate"], src), " of the unique matches "
+                  "(summary.json: at_maximising_radius). The table above is at the step's "
+                  "radius.")
     if pooled is not None:
         f = pooled.headline.file
         where = (f" at its own maximising radius {pooled.sweep.r_star:g}"
@@ -356,13 +484,13 @@ def _identification(sec: Section, s: Any, result: Any, links: _Links) -> None:
         sec.p(Span("An intruder who holds all the datasets. ", strong=True),
               f"Pooling the match probabilities over the m = {plan.m} datasets (Reiter & Mitra "
               "2009; Drechsler & Reiter 2008; the defaults of bayes-risk identification) gives",
-              where, ": expected match risk ", links.num(f["expected_match_risk"], src),
-              ", true match rate ", links.num(f["true_match_rate_targets"], src), " (",
-              links.num(f["true_match_risk"], src), " correct unique matches), false match "
-              "rate ", links.num(f["false_match_rate"], src), " (summary.json: pooled). "
-              "Each verdict line reads the larger of this intruder's figure and the "
-              "per-dataset mean: an intruder with every dataset is usually the stronger, and "
-              "the mean over single datasets alone would understate the risk.")
+              where, ": expected match risk ", *links.count(f["expected_match_risk"], n, src),
+              ", true matches ", *links.count(f["true_match_risk"], n, src),
+              ", false match rate ", links.pct(f["false_match_rate"], src), " of the unique "
+              "matches (summary.json: pooled). Each verdict line reads the larger of this "
+              "intruder's figure and the per-dataset mean: an intruder with every dataset is "
+              "usually the stronger, and the mean over single datasets alone would understate "
+              "the risk.")
     if s.extra.get("note"):
         sec.p(s.extra["note"] + ".")
     ks = s.extra.get("known_sweep")
@@ -373,6 +501,66 @@ def _identification(sec: Section, s: Any, result: Any, links: _Links) -> None:
                              f"{s.folder}/records.csv" if s.folder else None,
                              f"Targets most at risk (top {TOP_N} by IR; every target in "
                              "records.csv)"))
+    sec.p("The columns of the targets table:")
+    sec.blocks.append(Block("dl", terms=[(k, v) for k, v in TARGET_COLUMNS.items()
+                                         if k in tt.columns]))
+
+
+#: the columns of the identification step's per-target table, in plain words
+TARGET_COLUMNS = {
+    "IR": "the target's identification risk: the probability that the intruder's declared "
+          "match is the target (1/c when its own record is among the c records declared, else "
+          "0), mean over the datasets; summed over the targets it is the expected match risk.",
+    "c_mean": "records declared as the target's match (those tied at the top), mean over the "
+              "datasets.",
+    "T_datasets": "datasets in which the target's own record is among the declared matches.",
+    "K_datasets": "datasets in which the declared match is one record, the target's own (a "
+                  "true match).",
+    "W_datasets": "datasets in which the declared match is one record, another one (a false "
+                  "match).",
+    "declared_datasets": "datasets in which the intruder declares a match for the target.",
+}
+
+
+def _id_rows(f: dict[str, Any], n: int, src: str | None, links: _Links) -> list[list[Any]]:
+    """The identification measures, each count with its per cent of the ``n`` targets (the
+    rates of summary.json are these counts over ``n``)."""
+    return [
+        [Span("expected match risk: targets expected to be identified (sum of IR)"),
+         links.count(f["expected_match_risk"], n, src)],
+        [Span("true matches: targets matched to one record, their own"),
+         links.count(f["true_match_risk"], n, src)],
+        [Span("unique matches: targets matched to one record"),
+         links.count(f["n_unique"], n, src)],
+        [Span("false match rate: unique matches that are another record"),
+         [links.pct(f["false_match_rate"], src), Span(" of the unique matches")]],
+    ]
+
+
+def _sweep_sentence(sw: Any, n: int, src: str | None, links: _Links) -> list[Any]:
+    """The maximising radius, and whether it stands out from the other radii beyond the
+    spread over the datasets (paired differences, :meth:`RadiusSweepResult.indistinguishable`)."""
+    m = sw.risk.shape[1]
+    head = [f"Per dataset, the expected match risk is largest at radius {sw.r_star:g} (mean ",
+            *links.count(sw.risk_star, n, src, paren=False), ")"]
+    same = sw.indistinguishable()
+    labels = sw.labels()
+    others = len(labels) - 1
+    if same is None:
+        tail = (": one dataset, so no spread over datasets to tell a real maximum from "
+                "noise.")
+    elif not same:
+        tail = (f", above every other radius beyond the spread over the {m} datasets (paired "
+                "95 % intervals of the differences exclude 0).")
+    elif len(same) == others:
+        tail = (f", but it is not distinguishable from the other radii: at every one, the "
+                f"paired difference over the {m} datasets has a 95 % interval that includes "
+                "0 (the boxes overlap). The curve is flat within noise.")
+    else:
+        tail = (f"; it is not distinguishable from radius {', '.join(labels[i] for i in same)} "
+                f"(paired 95 % intervals over the {m} datasets include 0).")
+    return [*head, tail + " The verdict reads the largest value, the conservative one to "
+            "report (Hornby & Hu 2021, §4.1)."]
 
 
 def _known_sweep_blocks(sec: Section, ks: Any, folder: str | None, links: _Links) -> None:
@@ -399,13 +587,13 @@ def _known_sweep_blocks(sec: Section, ks: Any, folder: str | None, links: _Links
     sec.p(Span("Sensitivity to the intruder's knowledge. ", strong=True),
           f"{what}: how much the figures above depend on the assumption about what the "
           "intruder knows (Hu 2019, §5). Not read by the verdict.")
-    sec.blocks.append(links.figure(lambda: ks.plot("frontier"), "known_sweep.png",
+    sec.blocks.append(links.figure(lambda: plot_figure(ks, "frontier"), "known_sweep.png",
                                    f"{fig}, one point per subset; the Pareto frontier joined"))
     fr = ks.frontier[["known", "n_known", *ks.shown_measures]]
     sec.blocks.append(_table(fr, links, src("known_sweep.csv"),
                              "Pareto frontier: the fewest known columns for the most risk "
                              "(every subset in known_sweep.csv)"))
-    sec.blocks.append(links.figure(lambda: ks.plot("drivers"), "known_sweep_drivers.png",
+    sec.blocks.append(links.figure(lambda: plot_figure(ks, "drivers"), "known_sweep_drivers.png",
                                    "What drives the risk: each column's Shapley value and the "
                                    "risk withholding it removes from the full set"))
     dv = ks.drivers[["variable", "synthesized", f"shapley_{m1}", f"shapley_{m2}",
@@ -452,19 +640,21 @@ def _posterior_identification(sec: Section, s: Any, result: Any, links: _Links) 
     unc = r.uncertainty()
     ident = result.step("identification")
     per_ds = ident.result.file if ident.status == "ran" else {}
-    labels = [("expected match risk (sum of IR)", "expected_match_risk"),
-              ("true match rate", "true_match_rate_targets"),
-              ("unique matches", "n_unique"), ("false match rate", "false_match_rate")]
+    # one unit per row: counts of targets, or rates in per cent (summary.json: fractions)
+    labels = [("expected match risk (targets)", "expected_match_risk", False),
+              ("true match rate (% of targets)", "true_match_rate_targets", True),
+              ("unique matches (targets)", "n_unique", False),
+              ("false match rate (% of the unique matches)", "false_match_rate", True)]
     rows = []
-    for lab, k in labels:
+    isrc = f"{ident.folder}/summary.json" if ident.folder else None
+    for lab, k, rate in labels:
         u = unc.get(k) or {}
         q = u.get("replicate_quantiles") or {}
-        rows.append([Span(lab), links.num(per_ds.get(k), f"{ident.folder}/summary.json"
-                                          if ident.folder else None),
-                     links.num(u.get("replicate_mean"), src),
-                     links.num(u.get("replicate_mean_mc_se"), src),
-                     links.num(q.get("0.025"), src), links.num(q.get("0.975"), src),
-                     links.num(u.get("value"), src), links.num(u.get("mc_se"), src)])
+        cell = links.pct if rate else links.num
+        rows.append([Span(lab), cell(per_ds.get(k), isrc),
+                     cell(u.get("replicate_mean"), src), cell(u.get("replicate_mean_mc_se"), src),
+                     cell(q.get("0.025"), src), cell(q.get("0.975"), src),
+                     cell(u.get("value"), src), cell(u.get("mc_se"), src)])
     sec.blocks.append(Block(
         "table", columns=["measure", f"identification step: mean over m = {m} datasets",
                           f"mean over R = {R} single replicates", "its MCSE",
@@ -479,10 +669,26 @@ def _posterior_identification(sec: Section, s: Any, result: Any, links: _Links) 
     rs = list(trace.get("n_replicates") or [])
     if len(est) >= 2 and est[-1] > est[0]:
         sec.p("The pooled expected match risk rose from ", links.num(est[0], src),
-              f" at R = {int(rs[0])} to ", links.num(est[-1], src), f" at R = {int(rs[-1])}: "
+              f" targets at R = {int(rs[0])} to ", links.num(est[-1], src),
+              f" at R = {int(rs[-1])}: "
               "it depends on R, as the pooled definition does; report it with R, and the "
               "mean over single replicates beside it.")
-    sec.blocks.append(links.figure(lambda: r.plot("running_estimate"), "running_estimate.png",
+    if pr.get("n") == "auto" and not pr.get("stopped_by_tolerance", True):
+        e = unc.get("expected_match_risk") or {}
+        sec.blocks.append(Block("warning", spans=[
+            Span("MCSE_NOT_REACHED", strong=True),
+            Span(f": after R = {R} replicates (the audit's cap) the Monte Carlo standard "
+                 "error of the pooled expected match risk, "),
+            links.num(e.get("mc_se"), src),
+            Span(f" targets, is still above the tolerance asked "
+                 f"({format_number(100 * float(pr.get('mcse_tol', np.nan)), 3, plain=True)} % "
+                 "of the estimate): the pooled figure "), links.num(e.get("value"), src),
+            Span(" is known to about ± "), links.num(2 * float(e.get("mc_se", np.nan)), src),
+            Span(" targets (2 MCSE), and the figure below shows it still moving. Read it as a "
+                 "range, not a finding; bayes-risk identification with --model, which draws up "
+                 "to --max-replicates (2,000 by default), narrows it.")]))
+    sec.blocks.append(links.figure(lambda: plot_figure(r, "running_estimate"),
+                                   "running_estimate.png",
                                    "Running pooled expected match risk with ±2 MCSE (a curve "
                                    "still rising means the pooled figure still depends on R)"))
 
@@ -494,49 +700,56 @@ def _attribute(sec: Section, s: Any, result: Any, links: _Links) -> None:
     st = sm.get("settings", {})
     sec.p(f"Worst-case intruder (knows every record but the target's synthesized values "
           f"{', '.join(st.get('columns', []))}); posterior: {result.plan.attribute_source}; "
-          f"estimator: {st.get('estimator')}. p_true is the probability of the record's true "
-          "values among its candidates, rank 1 the intruder's best guess. Random-guess "
-          "probability ", links.num(sm.get("random_guess_baseline"), src), ".")
+          f"estimator: {st.get('estimator')}. p_true is the probability the intruder gives "
+          "the record's true values among its candidates, in per cent; rank 1 is the "
+          "intruder's best guess, and the share ranked first (prop_top in summary.json) the "
+          "share of records whose true values are that guess. A random guess gives p_true ",
+          links.pct(sm.get("random_guess_baseline"), src), " (1/G for G candidates).")
     rows = []
     for key, lab in (("all", "all"), ("unflagged", "stable estimates"),
                      ("flagged", "flagged (unstable)")):
         d = sm.get(key) or {}
         q = d.get("p_true_quantiles") or {}
         rows.append([Span(lab), links.num(d.get("n_records"), src),
-                     links.num(d.get("mean_p_true"), src), links.num(q.get("50%"), src),
-                     links.num(q.get("95%"), src), links.num(d.get("prop_top"), src)])
-    sec.blocks.append(Block("table", columns=["records", "n", "mean p_true", "median p_true",
-                                              "95 % p_true", "share ranked first"], rows=rows,
-                            csv=links.href(src), file="summary.json",
-                            caption="The probability of the truth over the records",
-                            fold=False))
+                     links.pct(d.get("mean_p_true"), src), links.pct(q.get("50%"), src),
+                     links.pct(q.get("95%"), src), links.pct(d.get("prop_top"), src)])
+    sec.blocks.append(Block("table", columns=[
+        "records", "n", "mean p_true (%)", "median p_true (%)",
+        "95th percentile of p_true over the records (%)", "share ranked first (%)"],
+        rows=rows, csv=links.href(src), file="summary.json",
+        caption="The probability of the truth over the records (summary.json holds fractions: "
+                "0.04 = 4 %)", fold=False))
     mc = sm.get("mc_uncertainty")
     if mc:
-        from bayes_risk.results.attribute import mc_table
-
-        sec.blocks.append(_table(mc_table(mc), links, src, (
-            f"Monte Carlo error of the stable estimates' figures (draw bootstrap, "
-            f"{mc['bootstrap']} resamples of the posterior draws; {mc['n_flagged_excluded']} "
-            "flagged record(s) left out)")))
+        sec.blocks.append(_mc_block(mc, links, src))
     from bayes_risk.auditing.plots import ATTRIBUTE_FIGURES
 
     for kind, name, cap in ATTRIBUTE_FIGURES:
-        sec.blocks.append(links.figure(lambda kind=kind: s.result.plot(kind), name, cap))
+        if kind == "khat" and not ("khat_max" in recs and _computed(recs["khat_max"])):
+            # an empty frame says nothing a sentence cannot: no figure, and why
+            sec.p(f"No Pareto k̂ figure: the '{st.get('estimator')}' estimator reweights no "
+                  "posterior draws, so there are no importance weights whose tail k̂ could "
+                  "measure (its Monte Carlo error is checked record by record instead).")
+            continue
+        sec.blocks.append(links.figure(lambda kind=kind: plot_figure(s.result, kind), name, cap))
     ks = s.extra.get("known_sweep")
     if ks is not None:
         _known_sweep_blocks(sec, ks, s.folder, links)
     stable = recs[recs["flag_codes"].fillna("").astype(str) == ""]
     top = stable.sort_values("p_true", ascending=False, kind="stable").head(TOP_N).reset_index()
     cols = [c for c in ("record", "p_true", "rank_min", "G", "baseline") if c in top]
-    sec.blocks.append(_table(_at_risk(top[cols], s.extra.get("qi"), "record"), links,
-                             f"{s.folder}/records.csv" if s.folder else None,
-                             f"Records most at risk among stable estimates (top {TOP_N} by "
-                             "p_true; every record in records.csv)"))
+    sec.blocks.append(_table(
+        _at_risk(top[cols], s.extra.get("qi"), "record").rename(
+            columns={"rank_min": "rank of the truth", "G": "candidates G",
+                     "baseline": "random guess"}),
+        links, f"{s.folder}/records.csv" if s.folder else None,
+        f"Records most at risk among stable estimates (top {TOP_N} by p_true; every record in "
+        "records.csv, as fractions)", percent=("p_true", "random guess")))
     counts = sm.get("flag_counts") or {}
     sec.p("Flagged records: ", links.num(sm.get("n_flagged", 0), src),
           (" (" + ", ".join(f"{k} × {v}" for k, v in counts.items()) + ")") if counts else "",
-          ". Diagnostics, one sentence each:")
-    sec.blocks.append(Block("dl", terms=[(k, v) for k, v in DIAGNOSTICS.items()
+          ". What the diagnostic columns of records.csv mean:")
+    sec.blocks.append(Block("dl", terms=[DIAGNOSTICS[k] for k in DIAGNOSTICS
                                          if k in recs.columns and _computed(recs[k])]))
     kh = sm.get("pareto_khat") or {}
     if kh.get("records_with_high_khat"):
@@ -553,7 +766,7 @@ def _attribute(sec: Section, s: Any, result: Any, links: _Links) -> None:
               "bound, safe for accepting a release, not for claiming the risk is that high "
               "(user guide, attribute risk).")
     if counts:
-        sec.p("Flags, one sentence each:")
+        sec.p("The flags:")
         sec.blocks.append(Block("dl", terms=[(k, message(k)) for k in counts]))
     ch = sm.get("between_chain_check") or {}
     if ch:
@@ -563,18 +776,46 @@ def _attribute(sec: Section, s: Any, result: Any, links: _Links) -> None:
                  else f"not run ({ch.get('reason')})."))
 
 
+def _mc_block(mc: dict[str, Any], links: _Links, src: str | None) -> Block:
+    """The draw bootstrap's Monte Carlo error of the attribute figures, rates in per cent."""
+    key = next(k for k in mc if k.startswith("mc_interval_"))
+    names = {"mean_p_true": "mean p_true", "share_ranked_first": "share ranked first",
+             "p_true_q25": "p_true, 25th percentile over the records",
+             "p_true_q50": "p_true, median over the records",
+             "p_true_q75": "p_true, 75th percentile over the records",
+             "rank_q50": "rank of the truth, median", "rank_q75": "rank of the truth, 75th "
+             "percentile"}
+    rows = []
+    for f, v in mc["value"].items():
+        cell = links.num if f.startswith("rank") else links.pct
+        lo, hi = mc[key][f]
+        rows.append([Span(names.get(f, f) + ("" if f.startswith("rank") else " (%)")),
+                     cell(v, src), cell(mc["mc_se"][f], src),
+                     [cell(lo, src), Span(" – "), cell(hi, src)]])
+    return Block("table", columns=["figure", "value", "MCSE",
+                                   f"{key.rsplit('_', 1)[1]} % Monte Carlo interval"],
+                 rows=rows, csv=links.href(src), file="summary.json",
+                 caption=f"Monte Carlo error of the stable estimates' figures (draw bootstrap, "
+                         f"{mc['bootstrap']} resamples of the posterior draws; "
+                         f"{mc['n_flagged_excluded']} flagged record(s) left out)")
+
+
 @_step_section("disclosure", "disclosure", "Empirical disclosure measures (synthpop)")
 def _disclosure(sec: Section, s: Any, result: Any, links: _Links) -> None:
     sec.p("The measures of synthpop's disclosure() and replicated.uniques() (Raab, Nowok & "
-          "Dibben, 'Practical privacy metrics for synthetic data'), in percent of records, one "
-          "row per synthetic dataset; with the original's sample uniques and k-anonymity on "
-          "the keys.")
+          "Dibben, 'Practical privacy metrics for synthetic data'), in per cent of the "
+          "records, one row per synthetic dataset; with the original's sample uniques and "
+          "k-anonymity on the keys. The keys are the columns the intruder knows, the target "
+          "the one they want to learn. What the columns mean (synthpop's names):")
+    sec.blocks.append(Block("dl", terms=list(SYNTHPOP_TERMS.items()), caption=SYNTHPOP_SOURCE))
     for t, res in s.result.items():
         sub = (f"{s.folder}/{t}/" if len(s.result) > 1 else f"{s.folder}/") if s.folder else None
         sec.p(f"Target {t}, keys {', '.join(res.keys)}.")
-        for df, f, cap in ((res.ident, "ident.csv", "identity"),
-                           (res.attrib, "attrib.csv", "attribute"),
-                           (res.allCAPs, "allCAPs.csv", "correct attribution probabilities")):
+        for df, f, cap in ((res.ident, "ident.csv", "identity measures, % of records"),
+                           (res.attrib, "attrib.csv", "attribute measures, % of records "
+                            "(max_denom, mean_denom: counts)"),
+                           (res.allCAPs, "allCAPs.csv", "correct attribution probabilities, "
+                            "%")):
             sec.blocks.append(_table(df, links, sub + f if sub else None, f"{cap} ({t})"))
         kb = res.key_baseline
         ksrc = sub + "summary.json" if sub else None
@@ -589,33 +830,53 @@ def _disclosure(sec: Section, s: Any, result: Any, links: _Links) -> None:
 
 def utility_risk_points(result: Any) -> pd.DataFrame | None:
     """One row per synthetic dataset: S_pMSE and the risk measures of the "utility and risk"
-    figure (the expected match risk at the maximising radius, as the verdict reads it, or at
-    the step's radius without a sweep; repU and DiSCO of the first target)."""
+    figure, in the unit of their verdict lines (per cent): the expected match rate at the
+    maximising radius, as the verdict reads it (at the step's radius without a sweep), repU
+    and DiSCO of the first target.
+
+    ``attrs["thresholds"]`` holds each column's threshold (``"S_pMSE"`` too) and
+    ``attrs["verdict"]`` the value its verdict line reads (a pooled figure, which no single
+    dataset gives, is drawn as a line of its own).
+    """
     u, i, d = (result.step(n) for n in ("utility", "identification", "disclosure"))
     if u.status != "ran":
         return None
-    pts = pd.DataFrame({"dataset": np.arange(1, result.plan.m + 1),
-                        "S_pMSE": np.asarray(u.result.pmse.ratio, dtype=float)})
     plan = result.plan
+    th = plan.thresholds
+    pts = pd.DataFrame({"dataset": np.arange(1, plan.m + 1),
+                        "S_pMSE": np.asarray(u.result.pmse.ratio, dtype=float)})
+    thresholds: dict[str, float] = {"S_pMSE": th.s_pmse}
+    verdict: dict[str, float] = {}
+    lines = {v.threshold_name: v for v in result.verdicts}
     # a figure that cannot depend on the release (a baseline of the original) is the same for
     # every dataset: it is not plotted as a risk of the release
     if i.status == "ran" and i.result.per_dataset is not None and \
             not plan.identification_release_independent:
+        n = float(i.result.file["n_targets"])
         sw = i.extra.get("sweep")
         if sw is not None and sw.argmax:  # at the maximising radius, as the verdict reads it
-            pts[f"expected match risk (radius {sw.r_star})"] = sw.risk[sw.argmax[0]]
+            col = f"expected match rate (% of targets), radius {sw.r_star:g}"
+            pts[col] = np.asarray(sw.risk[sw.argmax[0]], dtype=float) / n * 100
         else:
             per = i.result.to_dict()["summary"]["per_dataset"]
-            rad = ", ".join(f"{c} = {r:g}" for c, r in result.plan.radius.items())
-            pts["expected match risk" + (f" (radius {rad})" if rad else "")] = \
-                per["expected_match_risk"]
+            col = f"expected match rate (% of targets), {_radius_text(plan.radius)}"
+            pts[col] = np.asarray(per["expected_match_risk"], dtype=float) / n * 100
+        thresholds[col] = th.expected_match_rate * 100
+        line = lines.get("expected_match_rate")
+        if line is not None and line.detail.startswith("larger: pooled"):
+            verdict[col] = line.value
     if d.status == "ran":
         t, res = next(iter(d.result.items()))
         fixed = plan.release_independent_keys(t)
         if not fixed:
-            pts[f"repU % ({t})"] = res.ident["repU"].to_numpy()
+            col = f"repU (% of records), keys {', '.join(res.keys)}"
+            pts[col] = res.ident["repU"].to_numpy(dtype=float)
+            thresholds[col] = th.repU
         if not (fixed and t not in plan.synthesized):
-            pts[f"DiSCO % ({t})"] = res.attrib["DiSCO"].to_numpy()
+            col = f"DiSCO (% of records), target {t}"
+            pts[col] = res.attrib["DiSCO"].to_numpy(dtype=float)
+            thresholds[col] = th.DiSCO
+    pts.attrs.update(thresholds=thresholds, verdict=verdict)
     return pts if pts.shape[1] > 2 else None
 
 
@@ -626,10 +887,17 @@ def _utility_risk(result: Any, links: _Links) -> Section | None:
     if pts is None:
         return None
     sec = Section("utility-risk", "Utility and risk together")
-    sec.p("Each point is one released synthetic dataset (Hornby & Hu 2021, Figs 8 and 9): "
-          "further left is more useful, lower is less risky.")
+    sec.p("Each point is one released synthetic dataset, its number beside it (Hornby & Hu "
+          "2021, Figs 8 and 9): further left is more useful, lower is less risky; the box "
+          "spans the first to the third quartile of the datasets. The dashed lines are the "
+          "thresholds of the verdict lines; the axes start at 0, so that the spread between "
+          "datasets is seen against the threshold, not magnified."
+          + (" The dotted line is the value the verdict line reads: the intruder holding all "
+             "the datasets pools them, which no single dataset shows."
+             if pts.attrs.get("verdict") else ""))
     sec.blocks.append(links.figure(lambda: utility_risk_figure(pts), "utility_risk.png",
                                    "Utility (S_pMSE) against risk, one point per dataset"))
+    sec.blocks[-1].wide = True
     return sec
 
 
@@ -657,11 +925,72 @@ def _membership(sec: Section, s: Any, result: Any, links: _Links) -> None:
               links.num(us.get("share_non_members_matching"), src), ".")
     sec.p("Flagged targets (left out of the figures above): ", links.num(f.get("n_flagged"), src),
           ".")
-    sec.blocks.append(links.figure(lambda: s.result.plot("roc"), "membership_roc.png",
+    sec.blocks.append(links.figure(lambda: plot_figure(s.result, "roc"), "membership_roc.png",
                                    "ROC of the Bayesian score and of the distance baseline"))
 
 
-def _context(result: Any, links: _Links) -> dict[str, Any]:
+def _sending(result: Any, links: _Links, bundle: str | None) -> list[Span]:
+    """What to send: the report's number links point to the files beside it."""
+    if result.root is None:
+        return [Span("This report links to no file (the audit wrote none): it can be sent "
+                     "alone.")]
+    if bundle:
+        return [Span("To send this report, send "), Span(bundle, links.href(bundle),
+                                                          strong=True),
+                Span(" (beside it): this report with every file its numbers link to, in one "
+                     "file. This file alone keeps every number and figure, but not its links "
+                     "to the files.")]
+    return [Span("The numbers link to the files of the audit folder: to send the report, send "
+                 "the folder (in Python, result.to_zip(path) writes it as one zip file), not "
+                 "this file alone, whose links would break.")]
+
+
+def _reading_together(result: Any) -> list[str]:
+    """Sentences reconciling verdict lines that seem to disagree: DiSCO against the Bayesian
+    attribute risk (they measure different things)."""
+    v = result.verdicts
+    att = next((x for x in v if x.step == "attribute"), None)
+    disco = [x for x in v if x.threshold_name == "DiSCO"]
+    if att is None or not disco or all(d.exceeds == att.exceeds for d in disco):
+        return []
+    d_step = result.step("disclosure")
+    sm = result.step("attribute").extra.get("summary") or {}
+    guess = format_number(100 * float(sm.get("random_guess_baseline", np.nan)), 3, plain=True)
+    parts = []
+    for x in disco:
+        t = x.measure.rsplit("target ", 1)[-1]
+        res = d_step.result[t] if t in d_step.result else None
+        diodi = (f", of which {format_number(float(res.means()['DiSDiO']), 3, plain=True)} % "
+                 "can be read off the original too (DiSDiO)" if res is not None else "")
+        parts.append(f"{t} {format_number(x.value, 3, plain=True)} %{diodi}")
+    keys = ", ".join(next(iter(d_step.result.values())).keys)
+    att_txt = (f"the attribute line ({format_number(att.value, 3, plain=True)} % of records "
+               f"have their true values ranked first, against {guess} % for a random guess)")
+    if any(d.exceeds for d in disco) and not att.exceeds:
+        return [
+            f"DiSCO exceeds its threshold while {att_txt} is within: they measure different "
+            "things. DiSCO (" + "; ".join(parts) + ") counts the records whose key "
+            f"combination ({keys}) shows a single value of the target in the release and that "
+            "value is their own: an intruder who knows only the keys reads it off, whether "
+            "the release learned it from this record or from the others who share its keys "
+            "— a risk to groups of records whose keys predict the target. The attribute line "
+            "asks whether the release makes a record's own true values more probable than "
+            "their alternatives for an intruder who already knows everything else (the "
+            "synthesis model and every other record): it finds nothing the release tells "
+            "about single records beyond what the others explain. Both hold: the release "
+            "discloses through key combinations with a single target value, which coarser "
+            "keys address (DiSCO's remedies), not through what it learned from each record."]
+    return [
+        f"The attribute line exceeds its threshold while DiSCO is within ({'; '.join(parts)}): "
+        "they measure different things. The attribute intruder knows the synthesis model and "
+        "every other record and weighs each candidate value of the synthesized columns, "
+        f"{att_txt}; DiSCO's intruder knows only the keys ({keys}) and reads a value off the "
+        "key combinations that show a single one. A release can tell about single records "
+        "(released original values, as a CART synthesizer's donors) without any key "
+        "combination showing a single value."]
+
+
+def _context(result: Any, links: _Links, bundle: str | None = None) -> dict[str, Any]:
     plan = result.plan
     sections = [_utility(result, links), _comparisons(result, links),
                 _identification(result, links), _posterior_identification(result, links),
@@ -681,6 +1010,7 @@ def _context(result: Any, links: _Links) -> dict[str, Any]:
     if zeros is not None:  # the header says what the release can never hold
         method += f", {zeros.value} (structural zeros; see Settings)"
 
+    word, reason = result.headline_parts()
     return {
         "title": "bayes-risk audit",
         "version": __version__,
@@ -688,10 +1018,16 @@ def _context(result: Any, links: _Links) -> dict[str, Any]:
         "n": f"{plan.n_records:,}", "m": plan.m, "method": method,
         "synthesized": ", ".join(plan.synthesized), "known": ", ".join(plan.known),
         "verdicts": _verdicts(result, links),
+        "threshold_sources": _threshold_sources(result)[0],
         "intruders": _intruders(result),
         "complete": result.complete,
-        # the first sentence says the audit is incomplete when a step failed
-        "verdict_sentences": result.verdict_sentences(),
+        "status": result.status, "status_sign": RELEASE_SIGN[result.status],
+        "status_word": word, "headline": reason,
+        # the first sentence says the audit is incomplete when a step failed; the headline is
+        # shown on its own, the others after it
+        "verdict_sentences": [t for t in result.verdict_sentences() if t != result.headline],
+        "together": _reading_together(result),
+        "sending": _sending(result, links, bundle),
         "baselines": [_baseline(b, links) for b in result.baselines],
         "steps": steps,
         "sections": [s for s in sections if s.status == "ran"],
@@ -710,15 +1046,17 @@ def _md_text(s: Any) -> str:
     return _MD_LT.sub(r"\\<", str(s))
 
 
-def write_report(result: Any, path: str | os.PathLike[str], fmt: str = "html") -> Path:
-    """Render the report of ``result`` to ``path`` (``fmt`` "html" or "md"), atomically."""
+def write_report(result: Any, path: str | os.PathLike[str], fmt: str = "html",
+                 bundle: str | None = None) -> Path:
+    """Render the report of ``result`` to ``path`` (``fmt`` "html" or "md"), atomically;
+    ``bundle``: the zip of the audit folder beside it, named as the file to send."""
     import jinja2
 
     from bayes_risk._io import atomic_file
 
     path = Path(path)
     links = _Links(result, path, fmt)
-    ctx = _context(result, links)
+    ctx = _context(result, links, bundle)
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("bayes_risk.auditing", "templates"),
         autoescape=jinja2.select_autoescape(["html", "html.j2"], default_for_string=False),

@@ -103,9 +103,78 @@ class AuditResult(RiskResult):
         return out
 
     @property
+    def status(self) -> str:
+        """The overall status of the release against the thresholds:
+
+        * ``"do_not_release"``: some verdict line is on the wrong side of its threshold (one
+          is enough, whatever the others and the steps that did not run);
+        * ``"incomplete"``: none is, but a step failed, so its measures are not assessed;
+        * ``"review"``: none is, but a line carries a warning that questions its value or
+          left flagged records out of it (:attr:`Verdict.status` ``"caution"``), or no
+          verdict line could be computed;
+        * ``"within_thresholds"``: every line is within its threshold, with no caution.
+
+        A board decides; the status says what the thresholds say, and :attr:`headline` why.
+        """
+        v = self.verdicts
+        if any(x.exceeds for x in v):
+            return "do_not_release"
+        if self.failed_steps:
+            return "incomplete"
+        if not v or any(x.status == "caution" for x in v):
+            return "review"
+        return "within_thresholds"
+
+    @property
+    def headline(self) -> str:
+        """The verdict in one sentence: the :attr:`status` and what decides it, with the
+        values against their thresholds ("Do not release as it stands: 5 of 7 measures
+        exceed their thresholds — expected match rate 2.28 % (threshold 1 %); …")."""
+        return ": ".join(self.headline_parts())
+
+    def headline_parts(self) -> tuple[str, str]:
+        """:attr:`headline` in two parts: the status in words ("Do not release as it
+        stands"; the report's banner shows it as a badge) and what decides it."""
+        from bayes_risk.results._format import format_number
+
+        v = self.verdicts
+        status = self.status
+
+        def value(x: Verdict, number: float) -> str:
+            return format_number(number, 3, plain=True) + (f" {x.unit}" if x.unit else "")
+
+        if status == "do_not_release":
+            bad = [x for x in v if x.exceeds]
+            return ("Do not release as it stands",
+                    f"{len(bad)} of {len(v)} measures "
+                    f"{'exceeds its threshold' if len(v) == 1 else 'exceed their thresholds'}"
+                    " — " + "; ".join(f"{x.short} {value(x, x.value)} (threshold "
+                                      f"{'≥ ' if x.direction == 'min' else ''}"
+                                      f"{value(x, x.threshold)})" for x in bad) + ".")
+        if status == "incomplete":
+            return ("No release verdict", f"the audit is incomplete; none of the {len(v)} "
+                    "measures assessed exceeds its threshold.")
+        if status == "review":
+            if not v:
+                return ("Review", "no verdict line could be computed (no measure is "
+                        "assessed).")
+            odd = [x for x in v if x.status == "caution"]
+            why = "; ".join(
+                f"{x.short}: " + ", ".join(
+                    [*x.warnings, *([f"{x.flagged:,} flagged record(s) left out, "
+                                     "unassessed"] if x.flagged else [])])
+                for x in odd)
+            return ("Review before release",
+                    f"none of the {len(v)} measures exceeds its threshold, but {len(odd)} "
+                    f"{'line needs' if len(odd) == 1 else 'lines need'} a second look — "
+                    f"{why}.")
+        return ("Within every threshold", f"all {len(v)} measures are within their "
+                "thresholds (the board decides; see what was not assessed).")
+
+    @property
     def verdict_text(self) -> str:
-        """The verdict in words. When a step failed, the first sentence says the audit is
-        incomplete and which steps failed."""
+        """The verdict in words: :attr:`headline`, then what qualifies it. When a step
+        failed, the first sentence says the audit is incomplete and which steps failed."""
         return " ".join(self.verdict_sentences())
 
     def verdict_sentences(self) -> list[str]:
@@ -119,15 +188,19 @@ class AuditResult(RiskResult):
                 f"failed: {names}; {'its' if len(failed) == 1 else 'their'} measures are not "
                 "assessed and this verdict does not cover them.")
         v = self.verdicts
-        n = sum(x.exceeds for x in v)
-        parts.append(f"{n} of {len(v)} headline measures of the release are on the wrong side "
-                     "of their threshold.")
+        parts.append(self.headline)
         nc = sum(bool(x.warnings) for x in v)
         if nc:
             parts.append(f"{nc} {'carries a warning' if nc == 1 else 'carry a warning'} of "
                          f"{'its' if nc == 1 else 'their'} measure that questions the value "
                          f"(named on the line): read {'it' if nc == 1 else 'them'} with the "
                          "warning, not as a pass or a fail alone.")
+        held = [x for x in v if x.flagged and not x.exceeds]
+        if held:
+            parts.append("Records with unreliable estimates were left out of "
+                         + "; ".join(f"{x.short} ({x.flagged:,} flagged)" for x in held)
+                         + ": they are unassessed, to be treated as at risk (named on the "
+                         "line).")
         na = self.not_assessed
         if na:
             parts.append(f"Not assessed (no verdict line): {', '.join(na)}.")
@@ -159,13 +232,14 @@ class AuditResult(RiskResult):
         return pd.DataFrame(
             [{"step": v.step, "measure": v.measure, "value": v.value,
               "threshold": v.threshold, "direction": v.direction, "exceeds": v.exceeds,
-              "unit": v.unit, "spread": v.spread, "intruder": v.intruder,
-              "source": v.source, "detail": v.detail, "warnings": list(v.warnings),
-              "cause": v.cause, "remedies": list(v.remedies)}
+              "status": v.status, "unit": v.unit, "spread": v.spread,
+              "intruder": v.intruder, "source": v.source, "detail": v.detail,
+              "warnings": list(v.warnings), "flagged": v.flagged, "cause": v.cause,
+              "remedies": list(v.remedies)}
              for v in self.verdicts],
-            columns=["step", "measure", "value", "threshold", "direction", "exceeds", "unit",
-                     "spread", "intruder", "source", "detail", "warnings", "cause",
-                     "remedies"],
+            columns=["step", "measure", "value", "threshold", "direction", "exceeds", "status",
+                     "unit", "spread", "intruder", "source", "detail", "warnings", "flagged",
+                     "cause", "remedies"],
         )
 
     def baseline_frame(self) -> pd.DataFrame:
@@ -189,6 +263,8 @@ class AuditResult(RiskResult):
             "m": self.plan.m,
             "complete": self.complete,
             "failed_steps": [s.name for s in self.failed_steps],
+            "status": self.status,
+            "headline": self.headline,
             "verdict_text": self.verdict_text,
             "verdicts": self.verdict_frame().to_dict(orient="records"),
             "baseline": self.baseline_frame().to_dict(orient="records"),
@@ -231,21 +307,61 @@ class AuditResult(RiskResult):
             self.__dict__["_figures"] = cached  # not a field: not compared, not in repr
         return cached[1]
 
-    def to_html(self, path: str | os.PathLike[str]) -> Path:
+    def to_html(self, path: str | os.PathLike[str], *, bundle: str | None = None) -> Path:
         """Write the self-contained HTML report (CSS and plots embedded, no network fetch).
 
         Numbers link to the step files they come from, relative to ``path``. The figures are
         drawn once per result: a second report of it (HTML or Markdown) reuses them.
+
+        Parameters
+        ----------
+        path : path-like
+            The report's file.
+        bundle : str, optional
+            The name of the zip of the audit folder written beside the report
+            (:meth:`to_zip`, which ``bayes-risk audit`` writes as ``report.zip``): the report
+            names it as the file to send. Without it the report says to send the folder.
         """
         from bayes_risk.auditing.render import write_report
 
-        return write_report(self, path, fmt="html")
+        return write_report(self, path, fmt="html", bundle=bundle)
 
-    def to_markdown(self, path: str | os.PathLike[str]) -> Path:
-        """Write the report as Markdown (plots as PNG files in ``<stem>_figures/`` beside it)."""
+    def to_markdown(self, path: str | os.PathLike[str], *, bundle: str | None = None) -> Path:
+        """Write the report as Markdown (plots as PNG files in ``<stem>_figures/`` beside it);
+        ``bundle`` as in :meth:`to_html`."""
         from bayes_risk.auditing.render import write_report
 
-        return write_report(self, path, fmt="md")
+        return write_report(self, path, fmt="md", bundle=bundle)
+
+    def to_zip(self, path: str | os.PathLike[str]) -> Path:
+        """Write the audit folder as one zip file, atomically: the reports with every file
+        their numbers link to, so that the links work once it is unpacked (the report's
+        links are relative: ``report.html`` sent alone keeps its numbers and figures, not its
+        links). The files sit in a folder named after the zip (``report.zip``: ``report/``).
+
+        Raises
+        ------
+        ValidationError
+            ``RESULT_UNSUITED`` when the audit wrote no files (``out=`` not given).
+        """
+        import zipfile
+
+        from bayes_risk._io import atomic_file
+        from bayes_risk.exceptions import ValidationError
+
+        if self.root is None:
+            raise ValidationError(
+                "to_zip needs the audit's files: run audit(..., out=DIR) (bayes-risk audit "
+                "--out DIR writes report.zip itself).", code="RESULT_UNSUITED")
+        path, root = Path(path), Path(self.root)
+        files = sorted(p for p in root.rglob("*") if p.is_file()
+                       and p.resolve() != path.resolve()
+                       and not any(part.startswith(".") for part in p.relative_to(root).parts))
+        with atomic_file(path, "wb") as fh, zipfile.ZipFile(
+                fh, "w", compression=zipfile.ZIP_DEFLATED) as z:
+            for f in files:
+                z.write(f, f"{path.stem}/{f.relative_to(root).as_posix()}")
+        return path
 
     # ----- the result family's interface (summary, table, plot, warnings) -------------------
     plot_kinds = ("verdict",)
@@ -254,7 +370,8 @@ class AuditResult(RiskResult):
         """Printable summary: the verdict in words, the verdict lines against their thresholds,
         the baselines of the original, every step's status and the warnings of every step."""
         p = self.plan
-        header = [("records", p.n_records), ("synthetic datasets (m)", p.m),
+        header = [("status", self.status.replace("_", " ")),
+                  ("records", p.n_records), ("synthetic datasets (m)", p.m),
                   ("synthesis method", p.method or "unknown"),
                   ("synthesized columns", ", ".join(p.synthesized)),
                   ("intruder knows (identification)", ", ".join(p.known)),
@@ -264,7 +381,7 @@ class AuditResult(RiskResult):
         tables: dict[str, pd.DataFrame] = {}
         if len(verdict):
             v = verdict[["step", "measure", "value", "unit", "threshold", "direction",
-                         "exceeds", "spread"]].copy()
+                         "exceeds", "status", "spread"]].copy()
             v["direction"] = v["direction"].map({"max": "at most", "min": "at least"})
             v["questioned by"] = [", ".join(w) for w in verdict["warnings"]]
             tables["Verdict lines (value against the release board's threshold)"] = v
@@ -309,7 +426,11 @@ class AuditResult(RiskResult):
     def _plot_verdict(self, ax: Any) -> Any:
         from bayes_risk.auditing.plots import verdict_figure
 
-        return verdict_figure(self.verdicts, ax)
+        verdict_figure(self.verdicts, ax)
+        return ax
+
+    def _layout(self, fig: Any) -> None:
+        """``verdict_figure`` lays out its figure itself (room for the wrapped labels)."""
 
     def __repr__(self) -> str:
         st = ", ".join(f"{s.name}: {s.status}" for s in self.steps)

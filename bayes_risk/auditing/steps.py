@@ -20,12 +20,14 @@ from bayes_risk.auditing.context import (
     _folder,
     _write_json,
     add_run_warnings,
+    named_run,
     rebuilt_synthesizer,
     release_independent,
     rows_aligned,
 )
 from bayes_risk.auditing.disclosure_step import disclosure_step
 from bayes_risk.auditing.outcome import StepOutcome
+from bayes_risk.results._base import plot_figure
 
 __all__ = [
     "StepContext",
@@ -222,18 +224,22 @@ def identification_step(ctx: StepContext) -> StepOutcome:
             "which the release carries unchanged (no known column is synthesized), so every "
             "synthetic dataset gives the same figures.")
     known = dict(known=list(p.known), synthesized=list(p.known_synthesized))
-    res = identification_risk(ctx.original, ctx.synthetic, **known, **kw)
+    # each run's warnings name the run: the step runs the measure up to six times
+    with named_run(f"one dataset at a time, {_radius_label(p.radius)}"):
+        res = identification_risk(ctx.original, ctx.synthetic, **known, **kw)
     sweep = at_star = None
     if p.sweep and p.sweep_columns:
-        sweep = radius_sweep(ctx.original, ctx.synthetic, **known, radii=list(p.sweep),
-                             columns=list(p.sweep_columns), **kw)
+        with named_run(f"radius sweep of {', '.join(p.sweep_columns)}, one dataset at a time"):
+            sweep = radius_sweep(ctx.original, ctx.synthetic, **known, radii=list(p.sweep),
+                                 columns=list(p.sweep_columns), **kw)
         # every measure at the maximising radius, the conservative one to report (Hornby & Hu
         # 2021, §4.1): the verdict reads the true match rate there, beside the expected match
         # rate, not at the step's own radius
         rad = {**p.radius, **{c: float(sweep.r_star) for c in sweep.columns}}
-        at_star = res if rad == p.radius else identification_risk(
-            ctx.original, ctx.synthetic, **known,
-            **{**kw, "match": kw["match"].replace(radius=rad), "progressbar": False})
+        with named_run(f"one dataset at a time, maximising {_radius_label(rad)}"):
+            at_star = res if rad == p.radius else identification_risk(
+                ctx.original, ctx.synthetic, **known,
+                **{**kw, "match": kw["match"].replace(radius=rad), "progressbar": False})
     pooled = _pooled_identification(ctx, kw)
     ksweep = _known_sweep(ctx, kw)
     d = res.to_dict()
@@ -255,7 +261,7 @@ def identification_step(ctx: StepContext) -> StepOutcome:
         if sweep is not None:
 
             sweep.to_frame().to_csv(folder / "radius_sweep.csv", index=False)
-            sweep.plot("box").savefig(folder / "radius_sweep.png", dpi=120)
+            plot_figure(sweep, "box").savefig(folder / "radius_sweep.png", dpi=120)
             files += ["radius_sweep.csv", "radius_sweep.png"]
         if pooled.sweep is not None:
             pooled.sweep.to_frame().to_csv(folder / "radius_sweep_pooled.csv", index=False)
@@ -333,14 +339,24 @@ def _pooled_identification(ctx: StepContext, kw: dict[str, Any]) -> PooledIdenti
     pkw = {**kw, "aggregation": "pooled", "fallback": None, "progressbar": False}
     args = (ctx.original, ctx.synthetic)
     pkw.update(known=list(p.known), synthesized=list(p.known_synthesized))
-    res = identification_risk(*args, **pkw)
+    with named_run(f"all {p.m} datasets pooled, {_radius_label(p.radius)}"):
+        res = identification_risk(*args, **pkw)
     if not (p.sweep and p.sweep_columns):
         return PooledIdentification(res)
-    sweep = radius_sweep(*args, radii=list(p.sweep), columns=list(p.sweep_columns), **pkw)
+    with named_run(f"radius sweep of {', '.join(p.sweep_columns)}, all {p.m} datasets "
+                   "pooled"):
+        sweep = radius_sweep(*args, radii=list(p.sweep), columns=list(p.sweep_columns), **pkw)
     rad = {**p.radius, **{c: float(sweep.r_star) for c in sweep.columns}}
-    star = res if rad == p.radius else identification_risk(
-        *args, **{**pkw, "match": pkw["match"].replace(radius=rad)})
+    with named_run(f"all {p.m} datasets pooled, maximising {_radius_label(rad)}"):
+        star = res if rad == p.radius else identification_risk(
+            *args, **{**pkw, "match": pkw["match"].replace(radius=rad)})
     return PooledIdentification(res, sweep, star, rad)
+
+
+def _radius_label(radius: dict[str, float]) -> str:
+    """``"radius Age = 0.1, Income = 0.01"`` (or exact matching), for the runs' warnings."""
+    return ("radius " + ", ".join(f"{c} = {r:g}" for c, r in radius.items())
+            if radius else "exact matching")
 
 
 #: posterior replicates in an audit: ``n="auto"`` with a small cap (the audit stays quick; the
@@ -408,10 +424,11 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
                            reason=f"{why}; the identification step uses the m released "
                            "datasets as replicates.")
     pr = PosteriorReplicates(model, random_seed=p.random_seed, **AUDIT_REPLICATES)
-    res = identification_risk(ctx.original, ctx.synthetic, known=list(p.known),
-                              synthesized=list(p.known_synthesized), schema=ctx.schema,
-                              match=_id_kwargs(ctx)["match"], replicates=pr,
-                              fallback=ID_FALLBACK, progressbar=ctx.progressbar)
+    with named_run(f"posterior replicates pooled, {_radius_label(p.radius)}"):
+        res = identification_risk(ctx.original, ctx.synthetic, known=list(p.known),
+                                  synthesized=list(p.known_synthesized), schema=ctx.schema,
+                                  match=_id_kwargs(ctx)["match"], replicates=pr,
+                                  fallback=ID_FALLBACK, progressbar=ctx.progressbar)
     folder = _folder(ctx, name)
     files: list[str] = []
     if folder is not None:
@@ -419,7 +436,7 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
 
         write_csv(res.target_table(), folder / "records.csv")
         _write_json(folder / "summary.json", res.to_dict())
-        res.plot("running_estimate").savefig(folder / "running_estimate.png", dpi=100)
+        plot_figure(res, "running_estimate").savefig(folder / "running_estimate.png", dpi=100)
         files = ["records.csv", "summary.json", "running_estimate.png"]
     return StepOutcome(name=name, status="ran", result=res, folder=name if folder else None,
                        files=files, extra={"qi": _qi(ctx)})
@@ -533,7 +550,7 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
         _write_json(folder / "summary.json", summary)
         files = ["records.csv", "summary.json"]
         for kind, name, _ in ATTRIBUTE_FIGURES:
-            res.plot(kind).savefig(folder / name, dpi=100)
+            plot_figure(res, kind).savefig(folder / name, dpi=100)
             files.append(name)
         if aks is not None:
             from bayes_risk.data.io import write_csv
@@ -609,7 +626,7 @@ def membership_step(ctx: StepContext) -> StepOutcome:
         _write_json(folder / "summary.json", summary)
         files = ["records.csv", "summary.json"]
         for kind, name in (("p_member", "p_member_hist.png"), ("roc", "roc.png")):
-            res.plot(kind).savefig(folder / name, dpi=100)
+            plot_figure(res, kind).savefig(folder / name, dpi=100)
             files.append(name)
     return StepOutcome(name="membership", status="ran", result=res,
                        folder="membership" if folder else None, files=files,

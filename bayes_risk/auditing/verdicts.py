@@ -10,6 +10,7 @@ A figure that cannot depend on the release is a :class:`Baseline`, reported apar
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -21,6 +22,7 @@ from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import AuditPlan
 
 __all__ = [
+    "ATTRIBUTE_MEASURE",
     "Baseline",
     "CAVEATS",
     "VERDICT_STEPS",
@@ -88,6 +90,14 @@ class Verdict:
     cause: str = ""
     #: on the wrong side of the threshold: the changes to the release that would move it
     remedies: tuple[str, ...] = ()
+    #: records (or targets) with unreliable estimates, left out of the value: unassessed, so
+    #: to be treated as at risk; a line with some is never shown as a plain pass
+    flagged: int = 0
+    #: a rate in per cent is a share of ``(n, noun)``: the report gives the count beside it
+    #: ("127.2 of 5,571 targets")
+    count_of: tuple[int, str] | None = None
+    #: the name of the line's threshold in :class:`~bayes_risk.auditing.Thresholds`
+    threshold_name: str = ""
 
     @property
     def exceeds(self) -> bool:
@@ -97,6 +107,21 @@ class Verdict:
         return self.value > self.threshold if self.direction == "max" else (
             self.value < self.threshold
         )
+
+    @property
+    def status(self) -> str:
+        """``"exceeds"`` (on the wrong side of the threshold), ``"caution"`` (within it, but a
+        warning questions the value or flagged records were left out of it) or ``"within"``."""
+        if self.exceeds:
+            return "exceeds"
+        return "caution" if self.warnings or self.flagged else "within"
+
+    @property
+    def short(self) -> str:
+        """The measure's name without its qualifiers (the report's first sentence)."""
+        name = self.measure.split(":")[0].replace(" at the maximising radius", "")
+        name = re.sub(r", keys .*$", "", re.sub(r" \([^)]*\)", "", name))
+        return name.replace(", target ", " of ")
 
 
 def _pct(x: Any) -> float:
@@ -111,6 +136,16 @@ def _range(values: Any, unit: str = "") -> str:
         return "no finite value per dataset"
     u = f" {unit}" if unit else ""
     return f"per dataset {v.min():.3g}–{v.max():.3g}{u} (min–max over {v.size})"
+
+
+def _outside(value: float, each: Any, why: str, otherwise: str = "") -> str:
+    """Why a headline value lies outside the range of its per-dataset values (``why``, after
+    "above every dataset's: " or "below …"), or ``otherwise`` when it lies within it."""
+    v = np.asarray(each, dtype=np.float64).ravel()
+    v = v[np.isfinite(v)]
+    if not v.size or not np.isfinite(value) or v.min() <= value <= v.max():
+        return otherwise
+    return f"{'above' if value > v.max() else 'below'} every dataset's own value: {why}"
 
 
 def _caused(v: Verdict, cause: str, remedies: Sequence[str]) -> Verdict:
@@ -174,6 +209,10 @@ def verdict_lines(plan: AuditPlan, steps: Sequence[StepOutcome]) -> list[Verdict
 
 _NO_INTRUDER = "none (utility: how closely the release reproduces the original)"
 
+#: the attribute line's measure: ``prop_top`` of the attribute step, named "share ranked
+#: first" wherever it is shown (report, command line, summary tables)
+ATTRIBUTE_MEASURE = "share ranked first: records whose true values are the intruder's best guess"
+
 
 def utility_lines(plan: AuditPlan, u: StepOutcome) -> list[Verdict | Baseline]:
     """Mean S_pMSE and the mean confidence-interval overlap."""
@@ -181,12 +220,18 @@ def utility_lines(plan: AuditPlan, u: StepOutcome) -> list[Verdict | Baseline]:
     v = Verdict("utility", "mean S_pMSE (pMSE / null expectation)",
                 float(r.pmse.mean_ratio), th.s_pmse, "max", _src(u, "summary.json"),
                 f"{r.pmse.null} null", _caveats("s_pmse", r.pmse.warnings),
-                spread=_range(r.pmse.ratio), intruder=_NO_INTRUDER)
+                spread=_range(r.pmse.ratio), intruder=_NO_INTRUDER, threshold_name="s_pmse")
+    ov = float(r.mean_overlap)
     w = Verdict("utility", "mean confidence-interval overlap",
-                float(r.mean_overlap), th.overlap, "min", _src(u, "overlap.csv"),
+                ov, th.overlap, "min", _src(u, "overlap.csv"),
                 warnings=_caveats("overlap", r.warnings),
-                spread=_range(r.overlap_per_dataset) + "; the value combines the "
-                f"intervals of the {plan.m} datasets", intruder=_NO_INTRUDER)
+                spread=_range(r.overlap_per_dataset) + "; " + _outside(
+                    ov, r.overlap_per_dataset,
+                    f"the value is not their mean but the overlap of the interval combined "
+                    f"over the {plan.m} datasets, centred on the mean of their estimates "
+                    "(closer to the original's than one dataset's)",
+                    f"the value combines the intervals of the {plan.m} datasets"),
+                intruder=_NO_INTRUDER, threshold_name="overlap")
     return [_caused(v, *remedies.utility_cause(u)), _caused(w, *remedies.overlap_cause(u))]
 
 
@@ -195,8 +240,16 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
     s = a.extra["summary"]
     un = s.get("unflagged") or {}
     nf = int(s.get("n_flagged") or 0)
-    left_out = (f"; {nf} of {s.get('n_records')} record(s) flagged and left out "
-                "(unassessed: treat them as at risk)" if nf else "")
+    n = int(s.get("n_records") or 0)
+    left_out = ""
+    if nf:
+        # the worst case for the flagged records: every one of them ranked first
+        top = float(un.get("prop_top", np.nan)) * int(un.get("n_records") or n - nf)
+        bound = _pct((top + nf) / n) if n else np.nan
+        thr = _pct(plan.thresholds.prop_top)
+        left_out = (f"; {nf} of {n} record(s) flagged and left out (unassessed: treat them as "
+                    f"at risk; counted as ranked first, the share would be {bound:.3g} %, "
+                    f"{'still within' if bound <= thr else 'past'} the threshold)")
     # the Monte Carlo interval of the draw bootstrap (AttributeRiskResult.to_dict: the
     # result's file_uncertainty), the uncertainty of a figure pooled over the datasets
     mc = s.get("mc_uncertainty") or {}
@@ -213,8 +266,7 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
                     "MC_ERROR_HIGH); ")
     else:
         interval = "no Monte Carlo interval (no draw bootstrap kept); "
-    v = Verdict("attribute",
-                "share of records whose true values are the most probable",
+    v = Verdict("attribute", ATTRIBUTE_MEASURE,
                 _pct(un.get("prop_top", np.nan)), _pct(plan.thresholds.prop_top), "max",
                 _src(a, "summary.json"),
                 f"{interval}random guess "
@@ -223,7 +275,9 @@ def attribute_lines(plan: AuditPlan, a: StepOutcome) -> list[Verdict | Baseline]
                 _caveats("attribute", a.result.warnings), unit="%",
                 spread=f"pooled: the intruder reads all {plan.m} datasets at once, no spread",
                 intruder="worst case: knows every other record's true values and the "
-                "synthesis model, and guesses this record's synthesized values")
+                "synthesis model, and guesses this record's synthesized values",
+                flagged=nf, count_of=(int(un.get("n_records") or n - nf), "records"),
+                threshold_name="prop_top")
     return [_caused(v, *remedies.attribute_cause(plan, a))]
 
 
@@ -259,7 +313,8 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
             v = Verdict("disclosure", f"repU (%), keys {keys}",
                         float(means["repU"]), th.repU, "max", rep_src, unit="%",
                         warnings=doubt(res.keys),
-                        spread=_range(res.ident["repU"], "%"), intruder=who)
+                        spread=_range(res.ident["repU"], "%"), intruder=who,
+                        count_of=(plan.n_records, "records"), threshold_name="repU")
             out.append(_caused(v, *remedies.repu_cause(plan, res)))
         seen_keys.add(tuple(res.keys))
         dsrc = _src(d, sub + "attrib.csv")
@@ -274,7 +329,8 @@ def disclosure_lines(plan: AuditPlan, d: StepOutcome) -> list[Verdict | Baseline
                         warnings=_caveats("DiSCO", res.warnings) + doubt((*res.keys, t)),
                         unit="%",
                         spread=_range(res.attrib["DiSCO"], "%"),
-                        intruder=f"{who} and reads the target {t} off the release")
+                        intruder=f"{who} and reads the target {t} off the release",
+                        count_of=(plan.n_records, "records"), threshold_name="DiSCO")
             out.append(_caused(v, *remedies.disco_cause(plan, res, t)))
     return out
 
@@ -321,12 +377,14 @@ def membership_lines(plan: AuditPlan, mem: StepOutcome) -> list[Verdict | Baseli
                   f"{iv('auc_advantage_interval')}; {f['n_members']:,} members against "
                   f"{f['n_non_members']:,} holdout records; TPR − FPR at P(member) > "
                   f"{pthr:g}: {f['tpr_fpr']:.3g}{dcr}{left_out}",
-                  caveats, spread=spread, intruder=who)
+                  caveats, spread=spread, intruder=who, flagged=nf,
+                  threshold_name="membership_advantage")
     share = Verdict("membership", f"share of members with P(member) > {pthr:g}",
                     _pct(f["share_members_above"]), _pct(th.membership_share), "max", src,
                     f"{iv('share_members_above_interval', 100, ' %')}; holdout records "
                     f"above it: {_pct(share_non):.3g} %{left_out}",
-                    caveats, unit="%", spread=spread, intruder=who)
+                    caveats, unit="%", spread=spread, intruder=who, flagged=nf,
+                    threshold_name="membership_share")
     return [_caused(adv, *cause), _caused(share, *cause)]
 
 
@@ -375,7 +433,11 @@ def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Base
         rng = _range(each * 100, "%")
         spread = (f"pooled over the {m} datasets, no spread; {rng}" if use_pooled
                   else rng)
-        lines.append((label, vp if use_pooled else vd, detail, spread))
+        why = _outside(vp if use_pooled else vd, each * 100,
+                       f"the intruder holding all {m} datasets pools them" if use_pooled
+                       else "the value is at the maximising radius")
+        lines.append((label, vp if use_pooled else vd, detail,
+                      f"{spread}; {why}" if why else spread))
     thr = (_pct(th.expected_match_rate), _pct(th.true_match_rate))
     if plan.identification_release_independent:
         why = (f"the intruder knows only unsynthesized columns "
@@ -385,8 +447,12 @@ def identification_lines(plan: AuditPlan, i: StepOutcome) -> list[Verdict | Base
     who = _identification_intruder(plan)
     cause = remedies.identification_cause(plan, i)
     return [_caused(Verdict("identification", lab, v, t, "max", src, d, iw,
-                            unit="%", spread=sp, intruder=who), *cause)
-            for (lab, v, d, sp), t in zip(lines, thr, strict=True)]
+                            unit="%", spread=sp, intruder=who, count_of=(int(n), "targets"),
+                            threshold_name=tn), *cause)
+            for (lab, v, d, sp), t, tn in zip(lines, thr, _ID_THRESHOLDS, strict=True)]
+
+
+_ID_THRESHOLDS = ("expected_match_rate", "true_match_rate")
 
 
 def _identification_intruder(plan: AuditPlan) -> str:
@@ -436,8 +502,9 @@ def _per_dataset_lines(plan: AuditPlan, i: StepOutcome,
             sw.argmax else np.asarray(pdd.get("expected_match_risk", []), dtype=float) / nt,
             np.asarray(pdd.get("true_match_rate_targets", []), dtype=float))
     return [_caused(Verdict("identification", m, v, t, "max", src, d, iw, unit="%",
-                            spread=_range(e * 100, "%"), intruder=who), *cause)
-            for (m, v, t, src, d), e in zip(lines, each, strict=True)]
+                            spread=_range(e * 100, "%"), intruder=who,
+                            count_of=(int(nt), "targets"), threshold_name=tn), *cause)
+            for (m, v, t, src, d), e, tn in zip(lines, each, _ID_THRESHOLDS, strict=True)]
 
 
 _BUILDERS: dict[str, Callable[[AuditPlan, StepOutcome], list[Verdict | Baseline]]] = {

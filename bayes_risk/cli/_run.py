@@ -29,7 +29,7 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -387,12 +387,15 @@ def _new_dirs(path: Path) -> list[Path]:
 
 
 @contextlib.contextmanager
-def output_dir(args: argparse.Namespace) -> Iterator[Path]:
+def output_dir(args: argparse.Namespace,
+               finalize: Callable[[Path], Any] | None = None) -> Iterator[Path]:
     """Yield an empty temporary folder; on success it takes the place of ``--out``.
 
     The run's ``command``, ``inputs`` and recorded warnings are merged into ``summary.json``
-    (created if the handler wrote none). Nothing is swapped in if the run was interrupted, and
-    on any error the temporary folder (and any parent folder created for it) is removed.
+    (created if the handler wrote none); then ``finalize(folder)`` runs, when given, on the
+    complete folder (``bayes-risk audit`` zips it there, summary.json included). Nothing is
+    swapped in if the run was interrupted, and on any error the temporary folder (and any
+    parent folder created for it) is removed.
     Temporary folders that killed runs left beside ``--out`` are removed first (warning
     ``STALE_TEMPORARY_REMOVED``). The final rename replaces only what was at ``--out`` when the
     run checked it (nothing, without ``--overwrite``): an output that another run put there
@@ -444,6 +447,8 @@ def output_dir(args: argparse.Namespace) -> Iterator[Path]:
                 if run.interrupted:
                     raise KeyboardInterrupt
                 _merge_summary(tmp / "summary.json", run.summary_fields())
+            if finalize is not None:
+                finalize(tmp)
             with _COMMIT:  # a program that ends itself on a signal waits for the rename
                 if run is not None:
                     # from here on a signal only marks the run interrupted: the rename is

@@ -340,25 +340,29 @@ def run(args: argparse.Namespace) -> int:
         "records": args.records,
         **({} if pairs is None else {"pairs": args.pairs}),
     }
+    from bayes_risk.results._base import plot_figure
+
     with output_dir(args) as tmp:
         result.records.to_csv(tmp / "records.csv")  # the index: column "record" (or "pair")
         write_json(tmp / "summary.json", summary)
         for kind, name in (("p_true", "p_true_hist.png"), ("rank", "rank_hist.png"),
                            ("khat", "khat.png")):
-            result.plot(kind).savefig(tmp / name, dpi=100)
+            plot_figure(result, kind).savefig(tmp / name, dpi=100)
         if ksweep is not None:
             ksweep.table.to_csv(tmp / "known_sweep.csv", index=False)
             ksweep.drivers.to_csv(tmp / "known_sweep_drivers.csv", index=False)
             ksweep.levels.to_csv(tmp / "known_sweep_levels.csv", index=False)
-            ksweep.plot("frontier").savefig(tmp / "known_sweep.png", dpi=100)
-            ksweep.plot("drivers").savefig(tmp / "known_sweep_drivers.png", dpi=100)
+            plot_figure(ksweep, "frontier").savefig(tmp / "known_sweep.png", dpi=100)
+            plot_figure(ksweep, "drivers").savefig(tmp / "known_sweep_drivers.png", dpi=100)
     un = summary["unflagged"]
     what = "pairs of records" if pairs is not None else "records"
     lines = [
         f"attribute risk of {summary['n_records']} {what} ({summary['n_flagged']} flagged, "
         "counted separately)",
-        f"unflagged: prop_top = {un.get('prop_top', float('nan')):.3f}, "
-        f"mean p_true = {un.get('mean_p_true', float('nan')):.3f}",
+        f"stable estimates (unflagged): share ranked first "
+        f"{100 * un.get('prop_top', float('nan')):.3g} % (prop_top in summary.json), mean "
+        f"p_true {100 * un.get('mean_p_true', float('nan')):.3g} % (random guess "
+        f"{100 * summary.get('random_guess_baseline', float('nan')):.3g} %)",
     ]
     chains = summary.get("between_chain_check")
     if chains:  # whether the records' estimates were compared across MCMC chains, and how

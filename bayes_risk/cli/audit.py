@@ -6,8 +6,9 @@
         [--categorical ...] [--radius COL=R ...] [--target COL ...] --out DIR
 
 Writes ``DIR/report.html`` (self-contained), ``DIR/report.md`` (figures in
-``DIR/report_figures/``), ``DIR/summary.json`` and one sub-folder per step holding the files its
-sub-command writes; the folder appears complete or not at all.
+``DIR/report_figures/``), ``DIR/summary.json``, one sub-folder per step holding the files its
+sub-command writes, and ``DIR/report.zip`` (all of it in one file, the one to send); the folder
+appears complete or not at all.
 
 Exit status: 0 when every step ran or was skipped for a stated reason; 2 for bad input (checked
 before the first step; or a step failed on the input, nothing written); 1 when a step failed
@@ -21,6 +22,12 @@ import re
 from pathlib import Path
 
 __all__ = ["run"]
+
+#: the zip of the audit folder written beside the report, which the report names as the file
+#: to send (the report's links are relative: report.html alone keeps its numbers, not its links)
+BUNDLE = "report.zip"
+
+_LINE_STATUS = {"exceeds": "EXCEEDS", "caution": "caution", "within": "within "}
 
 
 def _radius(items: list[str]):
@@ -108,16 +115,19 @@ def run(args: argparse.Namespace) -> int:
                  else read_records_table(args.holdout, "--holdout", missing_labels(args))),
         membership_selection=args.membership_selection,
     )
-    with output_dir(args) as tmp:
+    done: list = []
+    # the zip of the whole folder, made once summary.json is complete: the one file to send
+    with output_dir(args, finalize=lambda folder: done[0].to_zip(folder / BUNDLE)) as tmp:
         res = audit(original, syn, out=tmp, **kw)
-        res.to_html(tmp / "report.html")
-        res.to_markdown(tmp / "report.md")
+        done.append(res)
+        res.to_html(tmp / "report.html", bundle=BUNDLE)
+        res.to_markdown(tmp / "report.md", bundle=BUNDLE)
     lines = [f"audit of {res.plan.n_records:,} records, m = {res.plan.m}: "
              + res.verdict_text]
     for v in res.verdicts:
         sign = "<=" if v.direction == "max" else ">="
         u = f" {v.unit}" if v.unit else ""
-        lines.append(f"{'EXCEEDS' if v.exceeds else 'within '}  {v.measure}: "
+        lines.append(f"{_LINE_STATUS[v.status]}  {v.measure}: "
                      f"{v.value:.4g}{u} (threshold {sign} {v.threshold:g}{u}; {v.spread})"
                      + (f" [warning: {', '.join(v.warnings)}]" if v.warnings else ""))
         if v.cause:  # short: the first clause of the cause, each remedy up to its details
@@ -138,7 +148,8 @@ def run(args: argparse.Namespace) -> int:
         lines += [f"  baseline {b.measure}: {b.value:.4g}{' ' + b.unit if b.unit else ''} "
                   f"({b.why})" for b in res.baselines]
     lines += [f"{s.title}: {s.status} — {s.reason}" for s in res.steps if s.status != "ran"]
-    lines.append(f"report: {Path(args.out) / 'report.html'} (and report.md)")
+    lines.append(f"report: {Path(args.out) / 'report.html'} (and report.md; to send it, send "
+                 f"{Path(args.out) / BUNDLE}: the report with every file it links to)")
     print_summary(lines, args.out)
     # a step that failed (not on the input: that is an error, exit 2) leaves the audit
     # incomplete: the report is written, and the exit status says so

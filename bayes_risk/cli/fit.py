@@ -273,7 +273,9 @@ def _check_memory(args: argparse.Namespace, df: Any, schema: Any, model: Any) ->
         (spec.n_levels if spec.is_categorical else 2) for spec in schema
     )  # parameters per component
     # the model's own settings: --draws / --chains default to the model's defaults (None here)
-    draws = args.draws if args.draws is not None else getattr(model, "draws", 1000)
+    run = getattr(model, "_run_settings", None)  # settings left at None, resolved as fit does
+    draws = args.draws if args.draws is not None else (
+        run()["draws"] if callable(run) else getattr(model, "draws", 1000))
     chains = args.chains if args.chains is not None else getattr(model, "chains", 1)
     n_draws = max(int(draws or 0), 0) * max(int(chains or 1), 1)
     need = 8 * (n_draws * K * (width + 1) + 3 * len(df) * K + K * width)

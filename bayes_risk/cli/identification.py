@@ -120,11 +120,14 @@ def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
 def _summary_lines(res: Any, m: int, sweep: Any, replicates: Any) -> list[str]:
     """The run's summary on stdout (headline measures, replicates, the sweep's r*)."""
     s = res.file
+    n = int(s["n_targets"])
     lines = [
         f"identification risk ({res.settings['aggregation'].replace('_', '-')}) of {m} "
-        f"synthetic dataset(s): expected match risk {s['expected_match_risk']:.4g}",
-        f"true match rate (targets) {s['true_match_rate_targets']:.4g}, false match rate "
-        f"{s['false_match_rate']:.4g}",
+        f"synthetic dataset(s): expected match risk {s['expected_match_risk']:.4g} of {n:,} "
+        f"targets ({100 * s['expected_match_rate']:.3g} %)",
+        f"true match rate {100 * s['true_match_rate_targets']:.3g} % of the targets, false "
+        f"match rate {100 * s['false_match_rate']:.3g} % of the unique matches "
+        "(summary.json: fractions)",
     ]
     if res.settings["aggregation"] == "per_dataset" and m > 1:
         # the smaller figure of the two: say so, as the audit's verdict reads the larger
@@ -133,7 +136,7 @@ def _summary_lines(res: Any, m: int, sweep: Any, replicates: Any) -> list[str]:
                      "risk")
     if replicates is not None:
         lines.append(f"{s['n_replicates']} posterior replicates; Monte Carlo standard error of "
-                     f"the expected match risk {s['mc_se']['expected_match_risk']:.3g}")
+                     f"the expected match risk {s['mc_se']['expected_match_risk']:.3g} targets")
     if sweep is not None:
         fixed = ", ".join(f"{c}={r:g}" for c, r in sweep.fixed_radii.items())
         lines.append(f"radius sweep: risk-maximising radius r* = {sweep.r_star} (varying "
@@ -282,6 +285,8 @@ def run(args: argparse.Namespace) -> int:
     out["inputs"] = {"original": str(args.original), "synthetic": [str(s) for s in args.synthetic]}
     if args.targets:
         out["inputs"]["targets"] = str(args.targets)
+    from bayes_risk.results._base import plot_figure
+
     with output_dir(args) as tmp:
         if args.records_output != "none":
             table = res.records if args.records_output == "per-dataset" else res.target_table()
@@ -290,16 +295,16 @@ def run(args: argparse.Namespace) -> int:
             json.dump(to_jsonable(out), fh, indent=2, allow_nan=False)
             fh.write("\n")
         if replicates is not None:
-            res.plot("running_estimate").savefig(tmp / "running_estimate.png", dpi=120)
+            plot_figure(res, "running_estimate").savefig(tmp / "running_estimate.png", dpi=120)
         if sweep is not None:
             sweep.to_frame().to_csv(tmp / "radius_sweep.csv", index=False)
-            sweep.plot("box").savefig(tmp / "radius_sweep.png", dpi=120)
+            plot_figure(sweep, "box").savefig(tmp / "radius_sweep.png", dpi=120)
         if ksweep is not None:
             write_csv(ksweep.table, tmp / "known_sweep.csv")
             write_csv(ksweep.drivers, tmp / "known_sweep_drivers.csv")
             write_csv(ksweep.levels, tmp / "known_sweep_levels.csv")
-            ksweep.plot("frontier").savefig(tmp / "known_sweep.png", dpi=120)
-            ksweep.plot("drivers").savefig(tmp / "known_sweep_drivers.png", dpi=120)
+            plot_figure(ksweep, "frontier").savefig(tmp / "known_sweep.png", dpi=120)
+            plot_figure(ksweep, "drivers").savefig(tmp / "known_sweep_drivers.png", dpi=120)
     lines = _summary_lines(res, m, sweep, replicates)
     if ksweep is not None:
         lines.append(f"knowledge sweep over {len(ksweep.table)} subsets of "

@@ -87,12 +87,14 @@ def run(args: argparse.Namespace) -> int:
         "holdout": None if args.holdout is None else str(args.holdout),
         "records": args.records,
     }
+    from bayes_risk.results._base import plot_figure
+
     with output_dir(args) as tmp:
         result.records.to_csv(tmp / "records.csv")
         write_json(tmp / "summary.json", summary)
         for kind, name in (("p_member", "p_member_hist.png"), ("roc", "roc.png"),
                            ("dcr", "dcr.png")):
-            result.plot(kind).savefig(tmp / name, dpi=100)
+            plot_figure(result, kind).savefig(tmp / name, dpi=100)
     f = result.file
 
     def num(x: float) -> str:

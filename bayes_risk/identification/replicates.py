@@ -188,14 +188,17 @@ class PosteriorReplicates:
 
 def _refit(model: Any, released: pd.DataFrame, seed: np.random.SeedSequence) -> Any:
     """The same model class and settings fitted to a released dataset (intruder's view)."""
-    params = dict(model.get_params())
+    params = dict(model.get_params(deep=False))
     if "progressbar" in params:
         params["progressbar"] = False
+    refit_seed = int(seed.generate_state(1)[0])
+    if "random_seed" in params:  # the refit's own seed, as its setting (SEED_CONFLICT)
+        params["random_seed"] = refit_seed
     new = type(model)(**params)
     schema = getattr(model, "schema_", None)
     synthesized = list(getattr(model, "visit_sequence_", None) or schema.synthesized)
     kw: dict[str, Any] = {"schema": schema, "synthesized": synthesized,
-                          "random_seed": int(seed.generate_state(1)[0])}
+                          "random_seed": refit_seed}
     flags = getattr(model, "synthesized_records_", getattr(model, "records_", None))
     if flags is not None and not np.all(flags):
         kw["records"] = np.asarray(flags)  # every synthesizer's fit takes records=

@@ -365,7 +365,9 @@ def replicate_summary(per: dict[str, Sequence[float]]) -> dict[str, dict[str, An
 def plot_running_estimate(result: Any, *, ax: Any = None, measure: str = "expected_match_risk"):
     """Running pooled estimate against the number of replicates, with its ±2 MCSE band.
 
-    The same figure as ``result.plot("running_estimate")``, drawn into pyplot axes.
+    .. deprecated:: 0.1.0
+        Use ``result.plot("running_estimate", ax=ax)``, which now draws on the given or the
+        current Axes and returns them, as this function did; it will be removed.
 
     Parameters
     ----------
@@ -380,13 +382,15 @@ def plot_running_estimate(result: Any, *, ax: Any = None, measure: str = "expect
     -------
     matplotlib Axes
     """
-    from bayes_risk.exceptions import ValidationError
+    import warnings
 
+    from bayes_risk.exceptions import CALLER, ValidationError
+
+    warnings.warn(
+        "plot_running_estimate is deprecated and will be removed: use "
+        "result.plot('running_estimate', ax=ax), which returns the Axes as well.",
+        FutureWarning, skip_file_prefixes=CALLER,
+    )
     if measure != "expected_match_risk":
         raise ValidationError(f"only measure='expected_match_risk' is traced. Got {measure!r}.")
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        _, ax = plt.subplots(figsize=(6, 3.5))
-    result.plot("running_estimate", ax=ax)
-    return ax
+    return result.plot("running_estimate", ax=ax)

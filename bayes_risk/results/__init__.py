@@ -2,8 +2,9 @@
 
 Each result has ``summary()`` (a printable :class:`Summary`: text, Markdown, HTML, shown in a
 notebook), ``to_dict()`` (JSON-safe; what the command line writes to ``summary.json``),
-``to_dataframe()`` (its main table), ``plot(kind=...)`` (a matplotlib figure; matplotlib is
-imported only then) and ``structured_warnings`` (:class:`ResultWarning`: code, message, where).
+``to_dataframe()`` (its main table), ``plot(kind=..., ax=None)`` (drawn on the given or
+pyplot's current Axes, which it returns; matplotlib is imported only then) and
+``structured_warnings`` (:class:`ResultWarning`: code, message, where).
 
 The classes are defined here and re-exported where their measures live
 (``bayes_risk.AttributeRiskResult``, ``bayes_risk.attribute.AttributeRiskResult``, …).

@@ -12,7 +12,24 @@ from bayes_risk.exceptions import ValidationError
 from bayes_risk.results._summary import ResultWarning, Summary
 from bayes_risk.warning_codes import message
 
-__all__ = ["RiskResult"]
+__all__ = ["RiskResult", "legend_below", "own_figure", "plot_figure", "pyplot_axes"]
+
+
+def legend_below(ax: Any, ncols: int = 3, warning: str = "") -> Any:
+    """The axes' legend under the axes, off the data (below the tick labels and the x label:
+    the offset is in font sizes, so it holds whatever the figure's height); ``None`` when
+    nothing is labelled. ``warning``: a line above the entries, in the colour of a warning
+    (what questions the figure is said beside it, not in its title)."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    leg = ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                    borderaxespad=3.3, ncols=min(ncols, len(handles)), frameon=False,
+                    fontsize="medium", title=f"⚠ {warning}" if warning else None,
+                    title_fontsize="medium")
+    if warning:
+        leg.get_title().set_color("#8a5300")
+    return leg
 
 
 class RiskResult(metaclass=ABCMeta):
@@ -24,7 +41,8 @@ class RiskResult(metaclass=ABCMeta):
       a notebook shows it);
     * ``to_dict()`` — a JSON-safe dict (what the command line writes to ``summary.json``);
     * ``to_dataframe()`` — its main table as a DataFrame;
-    * ``plot(kind=...)`` — a matplotlib figure of one of :attr:`plot_kinds` (matplotlib is
+    * ``plot(kind=...)`` — one of :attr:`plot_kinds` drawn on the given or the current
+      matplotlib Axes, which it returns (pandas' and ArviZ's convention; matplotlib is
       imported only here);
     * ``structured_warnings`` — its warning codes as :class:`~bayes_risk.results.ResultWarning`
       objects (code, message, where); ``warnings`` keeps the codes.
@@ -56,23 +74,27 @@ class RiskResult(metaclass=ABCMeta):
         return [ResultWarning(c, message(c)) for c in self._warning_codes()]
 
     def plot(self, kind: str | None = None, *, ax: Any = None, **kwargs: Any) -> Any:
-        """Draw one kind of plot of the result.
+        """Draw one kind of plot of the result on a matplotlib Axes and return the Axes.
+
+        As ``DataFrame.plot`` and ArviZ's ``plot_*`` functions do: with ``ax`` it draws there
+        (any figure, e.g. one panel of ``plt.subplots``); without, on pyplot's current Axes —
+        a new pyplot figure of the kind's size when none is open — so ``result.plot();
+        plt.savefig(path)`` writes the plot and a notebook shows it.
 
         Parameters
         ----------
         kind : str, optional
             One of :attr:`plot_kinds` (default: the first).
         ax : matplotlib.axes.Axes, optional
-            Draw into these axes; by default a new figure is made (without pyplot, so nothing
-            stays open and no backend is chosen).
+            The Axes to draw on (default: ``plt.gca()``, or a new figure when none is open).
         **kwargs
-            Options of the kind (see the subclass).
+            Options of the kind (see the subclass); ``figsize=(w, h)`` without ``ax`` draws on
+            a new pyplot figure of that size.
 
         Returns
         -------
-        matplotlib.figure.Figure
-            The figure drawn into (``ax.figure`` when ``ax`` is given); ``fig.savefig(path)``
-            writes it.
+        matplotlib.axes.Axes
+            The Axes drawn on (``ax.figure.savefig(path)`` writes its figure).
 
         Raises
         ------
@@ -87,8 +109,18 @@ class RiskResult(metaclass=ABCMeta):
             raise ValidationError(
                 f"kind of {type(self).__name__}.plot must be one of {list(kinds)}. Got {kind!r}."
             )
-        figsize = kwargs.pop("figsize", None) or self._figsize(kind)
-        return getattr(self, "_plot_" + kind)(_axes(ax, figsize), **kwargs)
+        figsize = kwargs.pop("figsize", None)
+        if ax is None:
+            ax = pyplot_axes(figsize or self._figsize(kind), new=figsize is not None)
+        getattr(self, "_plot_" + kind)(ax, **kwargs)
+        if own_figure(ax):
+            self._layout(ax.figure)
+        return ax
+
+    def _layout(self, fig: Any) -> None:
+        """Lay out a figure that holds the plot alone (never a figure of several panels the
+        caller made)."""
+        fig.tight_layout()
 
     def _figsize(self, kind: str) -> tuple[float, float]:
         return (6.0, 4.0)
@@ -100,11 +132,30 @@ class RiskResult(metaclass=ABCMeta):
         return self.summary().as_text()
 
 
-def _axes(ax: Any, figsize: tuple[float, float]) -> Any:
-    """``ax``, or the axes of a new figure made without pyplot."""
-    if ax is not None:
-        return ax
+def pyplot_axes(figsize: tuple[float, float], *, new: bool = False) -> Any:
+    """pyplot's current Axes, or the Axes of a new pyplot figure of ``figsize`` when no figure
+    is open (or ``new``): where a plot drawn without ``ax=`` goes, as in pandas and ArviZ."""
+    import matplotlib.pyplot as plt
+
+    if new or not plt.get_fignums():
+        return plt.figure(figsize=figsize).add_subplot()
+    return plt.gca()
+
+
+def own_figure(ax: Any) -> bool:
+    """Whether ``ax`` is the only Axes of its figure and the figure has no layout engine: a
+    figure the plot may lay out (``tight_layout``) without moving anyone else's panels."""
+    fig = ax.figure
+    return len(fig.axes) == 1 and fig.get_layout_engine() is None
+
+
+def plot_figure(result: RiskResult, kind: str | None = None, **kwargs: Any) -> Any:
+    """``result.plot(kind)`` on a figure of its own made without pyplot (nothing stays open in
+    pyplot, no backend is chosen, and pyplot's current figure in a user's session is never
+    drawn on): what the command line and the audit report save. Returns the Figure."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=figsize)
-    return fig.add_subplot()
+    kind = kind or type(result).plot_kinds[0]
+    fig = Figure(figsize=kwargs.pop("figsize", None) or result._figsize(kind))
+    result.plot(kind, ax=fig.add_subplot(), **kwargs)
+    return fig

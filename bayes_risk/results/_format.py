@@ -15,8 +15,13 @@ import pandas as pd
 __all__ = ["format_number", "markdown_table", "text_table", "html_table"]
 
 
-def format_number(x: Any, digits: int = 4) -> str:
-    """Format a scalar for a table: integers as is, floats with ``digits`` significant digits."""
+def format_number(x: Any, digits: int = 4, *, plain: bool = False) -> str:
+    """Format a scalar for a table: integers as is, floats with ``digits`` significant digits.
+
+    ``plain=True`` never uses exponent notation (the audit report, read by people, not
+    parsed): a small number in fixed point with ``digits`` significant digits (``0.00004796``),
+    one of 1,000 or more as a whole number with thousands separators (``15,598``).
+    """
     if x is None:
         return "—"
     if isinstance(x, (bool, np.bool_)):
@@ -29,6 +34,12 @@ def format_number(x: Any, digits: int = 4) -> str:
             return "nan"
         if np.isinf(f):
             return "inf" if f > 0 else "-inf"
+        if plain:
+            if f != 0 and abs(f) < 1e-3:
+                dec = digits - 1 - int(np.floor(np.log10(abs(f))))
+                return f"{f:.{dec}f}".rstrip("0").rstrip(".")
+            rounded = float(f"{f:.{digits}g}")
+            return f"{f:,.0f}" if abs(rounded) >= 1000 else f"{rounded:.{digits}g}"
         if f != 0 and (abs(f) < 1e-3 or abs(f) >= 1e6):
             return f"{f:.{digits - 1}e}"
         return f"{f:.{digits}g}"

@@ -19,7 +19,7 @@ from bayes_risk._io import to_jsonable
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import decode_values
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.results._base import RiskResult
+from bayes_risk.results._base import RiskResult, legend_below
 from bayes_risk.results._summary import ResultWarning, Summary
 from bayes_risk.warning_codes import message
 
@@ -386,12 +386,16 @@ class AttributeRiskResult(RiskResult):
                 label=["stable estimate", "flagged (unstable)"], color=["tab:blue", "tab:orange"])
         base = float(np.nanmean(df["baseline"])) if len(df) else np.nan
         if np.isfinite(base):
-            ax.axvline(base, color="k", ls="--", label=f"random guess 1/G = {base:.3g}")
-        ax.set_xlabel("renormalised probability of the true values (p_true)")
+            ax.axvline(base, color="k", ls="--", label=f"random guess 1/G = {100 * base:.3g} %")
+        from matplotlib.ticker import PercentFormatter
+
+        # in per cent, as the report and the command line give p_true
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+        ax.set_xlabel("probability of the true values, p_true (renormalised over the "
+                      "candidates)")
         ax.set_ylabel("records")
-        ax.legend(fontsize=8)
-        ax.figure.tight_layout()
-        return ax.figure
+        legend_below(ax)
+        return ax
 
     def _plot_rank(self, ax: Any) -> Any:
         """Histogram of the truth's rank among the candidates, with the random guess's mean."""
@@ -405,11 +409,10 @@ class AttributeRiskResult(RiskResult):
             exp_rank = float(np.nanmean((g + 1) / 2))
             ax.axvline(exp_rank, color="k", ls="--",
                        label=f"random guess: mean rank (G+1)/2 = {exp_rank:.3g}")
-            ax.legend(fontsize=8)
+            legend_below(ax)
         ax.set_xlabel("rank of the true values (1 = the intruder's best guess)")
         ax.set_ylabel("records")
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
     def _plot_khat(self, ax: Any) -> Any:
         """Largest Pareto k-hat over each record's candidates, with the threshold."""
@@ -424,17 +427,15 @@ class AttributeRiskResult(RiskResult):
             ax.set_yticks([])
             ax.set_xlabel("record (0-based, as in records.csv)")
             ax.set_ylabel("max Pareto k-hat over candidates")
-            ax.figure.tight_layout()
-            return ax.figure
+            return ax
         k = np.where(np.isinf(k), np.nan, k)
         ax.plot(df.index.to_numpy(), k, ".", ms=3)
         if np.isfinite(thr):
             ax.axhline(thr, color="r", ls="--", label=f"threshold {thr:.2f}")
-            ax.legend(fontsize=8)
+            legend_below(ax)
         ax.set_xlabel("record (0-based, as in records.csv)")
         ax.set_ylabel("max Pareto k-hat over candidates")
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
 
 def hrw_table_row(name: str, d: dict[str, Any]) -> dict[str, Any]:
@@ -446,9 +447,9 @@ def hrw_table_row(name: str, d: dict[str, Any]) -> dict[str, Any]:
         "n": d.get("n_records"),
         "mean p_true": d.get("mean_p_true"),
         "median p_true": q.get("50%"),
-        "95% p_true": q.get("95%"),
+        "95th percentile of p_true": q.get("95%"),
         "median rank": r.get("50%"),
-        "share truth ranked first": d.get("prop_top"),
+        "share ranked first": d.get("prop_top"),
     }
 
 

@@ -35,13 +35,13 @@ def _bar_plot(ax: Any, values: Any, mean: float, label: str) -> Any:
         ax.legend(loc="best")
     ax.set_xticks(pos)
     ax.set_ylabel(label)
-    ax.figure.tight_layout()
-    return ax.figure
+    return ax
 
 
 _RULE_NOTES = {
     "partial": "T_p = within_var + between_var / m; t reference with df degrees of freedom "
-               "(Reiter 2003).",
+               "(Reiter 2003; with m < 5, evaluated at the upper quartile bound of r, where "
+               "Reiter's degrees of freedom undercover).",
     "full-same-n": "Full synthesis of the same units: total_var = within_var (k/n + (1 + k/n)/m) "
                    "(proper) or within_var (k/n + 1/m); normal reference (Raab, Nowok & Dibben "
                    "2016).",
@@ -70,7 +70,10 @@ class CombinedScalar(RiskResult):
     r : float
         ``r_m = (b_m / m) / ū_m`` (``inf`` when ``ū_m = 0 < b_m``; ``nan`` when ``m = 1``).
     df : float
-        ``ν_p = (m − 1)(1 + 1/r_m)^2``; ``inf`` when ``b_m = 0`` or ``m = 1``.
+        ``ν_p = (m − 1)(1 + 1/r_m)^2``; ``inf`` when ``b_m = 0`` or ``m = 1``. With
+        ``m < 5`` (partial rules) ``r_m`` is replaced by its upper quartile bound
+        ``r_m (m − 1) / χ²_{m−1}(0.25)``, where Reiter's ``ν_p`` undercovers
+        (:func:`~bayes_risk.utility.combine_scalar`, Notes).
     ci_lower, ci_upper : float
         ``q̄_m ∓ t_{ν_p, 1−α/2} sqrt(T_p)`` (normal quantile when ``ν_p = inf``).
     alpha : float
@@ -134,8 +137,7 @@ class CombinedScalar(RiskResult):
                     fmt="o", capsize=4)
         ax.set_yticks([])
         ax.set_xlabel(f"combined estimate, {100 * (1 - self.alpha):g}% interval")
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
 
 @dataclass(frozen=True)

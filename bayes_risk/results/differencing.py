@@ -147,5 +147,4 @@ class DifferencingResult(RiskResult):
         ax.set_title(f"differencing {self.m} implicates: {self.n_revealed} of "
                      f"{self.n_records} records revealed", fontsize=9)
         ax.legend(fontsize=8)
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax

@@ -85,8 +85,7 @@ class ReplicatedUniques(RiskResult):
         ax.set_xticks(pos)
         ax.set_xlabel("synthetic dataset")
         ax.set_ylabel("replicated uniques (% of records)")
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
 
 @dataclass(frozen=True)
@@ -230,8 +229,7 @@ class DisclosureMeasures(RiskResult):
         ax.set_xlabel("synthetic dataset")
         ax.set_ylabel("%")
         ax.legend(loc="best")
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
 
 @dataclass(frozen=True)
@@ -311,5 +309,4 @@ class DisclosureByTarget(RiskResult, Mapping):
         ax.set_xlabel("target")
         ax.set_ylabel("mean over datasets (%)")
         ax.legend(loc="best")
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax

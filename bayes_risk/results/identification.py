@@ -11,7 +11,7 @@ import pandas as pd
 
 from bayes_risk._io import to_jsonable
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.results._base import RiskResult
+from bayes_risk.results._base import RiskResult, legend_below
 from bayes_risk.results._summary import ResultWarning, Summary
 from bayes_risk.warning_codes import message
 
@@ -299,8 +299,7 @@ class IdentificationResult(RiskResult):
         ax.set_xlabel("record-level identification risk IR")
         ax.set_ylabel("targets")
         ax.set_title(f"Expected match risk {self.file.get('expected_match_risk', np.nan):.4g}")
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
     def _plot_per_dataset(self, ax: Any) -> Any:
         """Expected match risk of each synthetic dataset (per-dataset aggregation)."""
@@ -318,8 +317,7 @@ class IdentificationResult(RiskResult):
         ax.set_xlabel("synthetic dataset")
         ax.set_ylabel("expected match risk (sum of IR)")
         ax.legend(loc="best")
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
     def _plot_running_estimate(self, ax: Any) -> Any:
         """Running pooled expected match risk against the number of posterior replicates, with
@@ -344,21 +342,22 @@ class IdentificationResult(RiskResult):
         ax.errorbar(R, est, yerr=np.vstack([est - lo, hi - est]), fmt="o-", ms=3, capsize=2,
                     label="pooled estimate")
         pr = self.settings.get("posterior_replicates", {})
-        note = ""
+        warning = ""
         if pr.get("n") == "auto":
             tol = float(pr["mcse_tol"])
             for sign in (-1, 1):
                 ax.axhline(est[-1] * (1 + sign * 2 * tol), ls=":", color="grey", lw=1,
                            label="final ± 2 × tolerance" if sign < 0 else None)
             if not pr.get("stopped_by_tolerance", True):
-                note = "; MCSE tolerance not reached"
+                warning = (f"MCSE_NOT_REACHED: relative MCSE above {100 * tol:g} % at\n"
+                           f"R = {int(R[-1])}, the cap: the pooled figure is uncertain")
         ax.set_xlabel("number of posterior replicates R")
-        ax.set_ylabel("expected match risk")
-        ax.set_title(f"Running estimate ({pr.get('view', '')} view, R = {int(R[-1])}{note})",
+        ax.set_ylabel("expected match risk (targets)")
+        # whether the tolerance was reached is a warning beside the figure, not its title
+        ax.set_title(f"Running pooled estimate ({pr.get('view', '')} view, R = {int(R[-1])})",
                      fontsize="medium")
-        ax.legend(loc="best", fontsize="small")
-        ax.figure.tight_layout()
-        return ax.figure
+        legend_below(ax, ncols=1, warning=warning)
+        return ax
 
 
 @dataclass(frozen=True)
@@ -496,14 +495,36 @@ class RadiusSweepResult(RiskResult):
     def _figsize(self, kind: str) -> tuple[float, float]:
         return (max(5.0, 0.8 * len(self.risk) + 2), 4.0)
 
+    def indistinguishable(self, level: float = 0.95) -> list[int] | None:
+        """The grid points whose risk cannot be told from the maximum's beyond the spread over
+        the datasets: those where the ``level`` t-interval of the paired differences (each
+        dataset's risk at the maximising radius minus its risk there; the same datasets at
+        every radius) includes 0. ``None`` with one dataset (no spread to judge by).
+
+        The maximising radius is the conservative value to report whatever this says
+        (Hornby & Hu 2021, §4.1); this says whether it is a finding or noise.
+        """
+        from scipy.stats import t as student_t
+
+        risk = np.asarray(self.risk, dtype=np.float64)
+        B, m = risk.shape
+        if m < 2 or not self.argmax:
+            return None
+        best = self.argmax[0]
+        d = risk[best] - risk
+        half = student_t.ppf(0.5 + level / 2, m - 1) * d.std(axis=1, ddof=1) / np.sqrt(m)
+        return [i for i in range(B) if i != best and not d[i].mean() - half[i] > 0]
+
     def _plot_box(self, ax: Any) -> Any:
-        """Box plot of the expected match risk over datasets (Hornby & Hu 2021 Fig. 6)."""
-        fig = ax.figure
+        """Box plot of the expected match risk over datasets (Hornby & Hu 2021 Fig. 6), from 0:
+        the spread between datasets is seen against the size of the risk, not magnified."""
         pos = np.arange(1, len(self.risk) + 1)
         ax.boxplot(list(self.risk), positions=pos, widths=0.6)
-        ax.plot(pos, self.risk_summary, "o-", color="C1", lw=1, ms=4, label=self.statistic)
+        ax.plot(pos, self.risk_summary, "o-", color="C1", lw=1, ms=4,
+                label=f"{self.statistic} over the datasets")
         for i in self.argmax:
             ax.axvline(pos[i], color="C3", ls=":", lw=1)
+        ax.set_ylim(bottom=0)
         ax.set_xticks(pos)
         ax.set_xticklabels(
             self.labels(),
@@ -515,9 +536,18 @@ class RadiusSweepResult(RiskResult):
         # under ticks 0.01 … 0.3 takes them for hundredths of a per cent)
         ax.set_xlabel("radius, fraction of the value (0.1 = ±10 %)" if rt == "percentage"
                       else "radius" + (f" ({rt})" if rt else ""))
-        ax.set_ylabel("expected match risk (sum of IR)")
-        best = self.labels()[self.argmax[0]] if self.argmax else ""
-        ax.set_title(f"Identification risk by radius; maximum at {best}")
-        ax.legend(loc="best")
-        fig.tight_layout()
-        return fig
+        ax.set_ylabel("expected match risk (targets, sum of IR)")
+        labels = self.labels()
+        best = labels[self.argmax[0]] if self.argmax else ""
+        same = self.indistinguishable()
+        m = self.risk.shape[1]
+        verdict = ("one dataset: no spread to judge it by" if same is None else
+                   f"above every other radius beyond the spread over the {m} datasets"
+                   if not same else
+                   "not distinguishable from the other radii (paired 95 % intervals)"
+                   if len(same) == len(labels) - 1 else
+                   f"not distinguishable from {', '.join(labels[i] for i in same)}")
+        ax.set_title(f"Identification risk by radius: largest {self.statistic} at {best},\n"
+                     f"{verdict}", fontsize="medium")
+        legend_below(ax)
+        return ax

@@ -238,7 +238,6 @@ class KnowledgeSweepResult(RiskResult):
         """Risk against the number of known variables; the frontier joined and labelled."""
         m = measure or self.measure
         t = self.table
-        fig = ax.figure
         rng = np.random.default_rng(0)  # horizontal jitter only, to separate the points
         x = t["n_known"].to_numpy(dtype=float) + rng.uniform(-0.12, 0.12, len(t))
         ax.scatter(x, t[m], s=14, color="0.55", label="subset", zorder=2)
@@ -259,14 +258,12 @@ class KnowledgeSweepResult(RiskResult):
         ax.set_ylabel(_LABEL.get(m, m))
         ax.set_title(f"{_RISK[self.kind]} by the intruder's knowledge")
         ax.legend(loc="best", fontsize=8)
-        fig.tight_layout()
-        return fig
+        return ax
 
     def _plot_drivers(self, ax: Any) -> Any:
         """Bars: the Shapley value of each variable (or, when not computed, the risk its
         removal from the full set takes away)."""
         d = self.drivers
-        fig = ax.figure
         m = self.shapley_measures[0]
         shap = d[f"shapley_{m}"].notna().all()
         col = f"shapley_{m}" if shap else f"{m}_removed"
@@ -282,13 +279,11 @@ class KnowledgeSweepResult(RiskResult):
         ax.set_xlabel(f"contribution to the {what}")
         ax.set_title(f"What drives the {self.kind} risk")
         ax.legend(loc="best", fontsize=8)
-        fig.tight_layout()
-        return fig
+        return ax
 
     def _plot_levels(self, ax: Any) -> Any:
         """Share of the risk against share of the targets, by level of every variable."""
         lv = self.levels
-        fig = ax.figure
         labels = [f"{v}: {lvl}" for v, lvl in zip(lv["variable"], lv["level"], strict=True)]
         y = np.arange(len(lv))
         ax.barh(y - 0.2, lv["share_risk"], height=0.4, color="C3", label="share of risk")
@@ -300,5 +295,4 @@ class KnowledgeSweepResult(RiskResult):
         ax.set_xlabel("share")
         ax.set_title("Where the risk sits (every candidate known)")
         ax.legend(loc="best", fontsize=8)
-        fig.tight_layout()
-        return fig
+        return ax

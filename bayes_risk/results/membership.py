@@ -171,8 +171,7 @@ class MembershipRiskResult(RiskResult):
         ax.set_xlabel("posterior membership probability")
         ax.set_ylabel("targets (unflagged)")
         ax.legend(fontsize=8)
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
     def _plot_roc(self, ax: Any) -> Any:
         """ROC curves of the Bayesian score and of the distance baseline."""
@@ -192,8 +191,7 @@ class MembershipRiskResult(RiskResult):
         ax.set_xlabel("false positive rate (non-members)")
         ax.set_ylabel("true positive rate (members)")
         ax.legend(fontsize=8)
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
     def _plot_dcr(self, ax: Any) -> Any:
         """The Bayesian log likelihood ratio against the distance to the closest record."""
@@ -201,7 +199,7 @@ class MembershipRiskResult(RiskResult):
         if "dcr" not in df:
             ax.text(0.5, 0.5, "no distance baseline (dcr=False)", ha="center",
                     transform=ax.transAxes)
-            return ax.figure
+            return ax
         for role, color in (("member", "tab:red"), ("non-member", "tab:blue")):
             sel = (df["role"] == role).to_numpy()
             ax.scatter(df.loc[sel, "dcr"], df.loc[sel, "log_lr"], s=6, alpha=0.5, color=color,
@@ -209,5 +207,4 @@ class MembershipRiskResult(RiskResult):
         ax.set_xlabel("distance to the closest released record")
         ax.set_ylabel("log likelihood ratio of membership")
         ax.legend(fontsize=8)
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax

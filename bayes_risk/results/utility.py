@@ -27,8 +27,7 @@ def _per_dataset_plot(ax: Any, values: Any, reference: float, label: str) -> Any
     ax.set_xlabel("synthetic dataset")
     ax.set_ylabel(label)
     ax.legend(loc="best")
-    ax.figure.tight_layout()
-    return ax.figure
+    return ax
 
 
 @dataclass(frozen=True)
@@ -362,8 +361,7 @@ class UtilitySummary(RiskResult):
         )
         ax.set_xlabel("estimate and confidence interval")
         ax.legend(loc="best")
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax
 
     def _plot_pmse(self, ax: Any) -> Any:
         """pMSE ratio of each synthetic dataset (see :class:`PMSEResult`)."""

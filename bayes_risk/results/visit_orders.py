@@ -72,5 +72,4 @@ class VisitOrderComparison(RiskResult):
                         fontsize=8)
         ax.set_xlabel("pMSE ratio (utility: lower is better)")
         ax.set_ylabel("expected match risk (risk: lower is better)")
-        ax.figure.tight_layout()
-        return ax.figure
+        return ax

@@ -5,8 +5,9 @@ datasets, as if each were the real data, are combined into one estimate ``q̄_m`
 that depends on the generation scheme (methods, Combining rules):
 
 * ``"partial"`` — partially synthetic data (Reiter 2003): ``T_p = ū_m + b_m / m``, t reference
-  with ``ν_p`` degrees of freedom. Unlike Rubin's rules for missing data there is no
-  ``(1 + 1/m) b_m`` term.
+  with ``ν_p`` degrees of freedom (with fewer than ``SMALL_M`` datasets, ``ν_p`` of an upper
+  confidence bound of ``r_m``: Reiter's undercovers there). Unlike Rubin's rules for missing
+  data there is no ``(1 + 1/m) b_m`` term.
 * ``"full-same-n"`` — every column synthesized, the same units redrawn (Raab, Nowok & Dibben
   2016; synthpop's population inference for complete synthesis): ``T_s = ū_m (k/n + (1 + k/n)/m)``
   for a proper synthesis (parameters drawn from their posterior), ``ū_m (k/n + 1/m)`` otherwise;
@@ -35,7 +36,8 @@ from bayes_risk.results.combining import (
 )
 
 __all__ = ["CombinedScalar", "CombinedMultivariate", "combine_scalar", "combine_multivariate",
-           "COMBINING_RULES", "CombiningRules", "MULTIVARIATE_TESTS"]
+           "COMBINING_RULES", "CombiningRules", "MULTIVARIATE_TESTS", "SMALL_M",
+           "SMALL_M_QUANTILE"]
 
 CombiningRules = Literal["partial", "full-same-n", "full-population"]
 
@@ -45,6 +47,16 @@ COMBINING_RULES: dict[str, str] = {
     "full-same-n": "Raab, Nowok & Dibben (2016)",
     "full-population": "Raghunathan, Reiter & Rubin (2003), with Reiter (2002) for T_f <= 0",
 }
+
+
+#: from this many synthetic datasets on, Reiter's (2003) ``ν_p`` is used as published: its 95 %
+#: interval covers at least 94.1 % whatever ``r`` (methods, Combining rules). With fewer it
+#: covers down to 87.2 % (m = 2), 92.2 % (m = 3), 93.6 % (m = 4)
+SMALL_M = 5
+#: with ``m < SMALL_M``, ``ν_p`` is evaluated at the upper confidence bound
+#: ``r_m (m − 1) / χ²_{m−1}(SMALL_M_QUANTILE)`` of ``r`` (its upper quartile): coverage
+#: 94.2–97.3 % (m = 2), 94.9–96.4 % (m = 3), 95.0–95.9 % (m = 4) whatever ``r``
+SMALL_M_QUANTILE = 0.25
 
 
 def check_rules(rules: Any, name: str = "rules") -> str:
@@ -99,7 +111,8 @@ def combine_scalar(
     ``k/n = size_ratio`` (records per synthetic dataset over records of the original)::
 
         "partial" (Reiter 2003):
-            T_p = ū + b/m,  r = (b/m)/ū,  ν_p = (m − 1)(1 + 1/r)²,  t reference
+            T_p = ū + b/m,  r = (b/m)/ū,  ν_p = (m − 1)(1 + 1/r)²,  t reference;
+            m < 5: ν_p with r replaced by r (m − 1) / χ²_{m−1}(0.25)  (small-m df)
         "full-same-n" (Raab, Nowok & Dibben 2016):
             T_s = ū (k/n + (1 + k/n)/m)  (proper),   ū (k/n + 1/m)  (not proper),
             normal reference (ν = inf)
@@ -151,6 +164,17 @@ def combine_scalar(
     -----
     Edge cases (Reiter 2003): ``b_m = 0`` gives ``ν_p = inf`` (normal quantile);
     ``ū_m = 0 < b_m`` gives ``ν_p = m − 1``.
+
+    Small ``m`` (partial rules). Reiter's ``ν_p`` is Satterthwaite's approximation with the
+    estimate ``r_m`` in place of ``r``; ``b_m`` has only ``m − 1`` degrees of freedom, and
+    when it falls short of its expectation ``ν_p`` is large exactly when ``T_p`` is too small.
+    Given ``ū_m``, the coverage of the interval depends on ``m`` and the true ``r`` alone (a
+    one-dimensional integral over ``χ²_{m−1}``): the 95 % interval covers down to 87.2 % at
+    ``m = 2``, 92.2 % at ``m = 3``, 93.6 % at ``m = 4`` and 94.1 % at ``m = 5``. With
+    ``m < SMALL_M`` (5) ``ν_p`` is therefore evaluated at the upper quartile bound
+    ``r_m (m − 1) / χ²_{m−1}(0.25)`` of ``r``, which gives 94.2–97.3 % (``m = 2``),
+    94.9–96.4 % (3) and 95.0–95.9 % (4) whatever ``r``; ``T_p`` is unchanged (methods,
+    Combining rules).
 
     References
     ----------
@@ -222,6 +246,10 @@ def combine_scalar(
         else:
             r = (b / m) / ubar
             x = m * ubar / b
+            if m < SMALL_M:
+                # Satterthwaite's df at r's upper quartile bound: b_m has m − 1 df, and
+                # Reiter's ν_p undercovers when b_m falls short (docstring, Notes)
+                x *= float(stats.chi2.ppf(SMALL_M_QUANTILE, m - 1)) / (m - 1)
             # b negligible next to ubar (e.g. a subnormal b): the reference is normal
             df = (m - 1) * (1 + x) ** 2 if x < 1e150 else math.inf
     return _combined(qbar, b, ubar, tp, r, df, alpha, m, codes, "partial")

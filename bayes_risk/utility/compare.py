@@ -111,7 +111,12 @@ def choose_rules(rules: str, source: Any, original: pd.DataFrame,
     Raises
     ------
     ValidationError
-        ``UNKNOWN_COMBINING_RULES`` for any other ``rules``.
+        ``UNKNOWN_COMBINING_RULES`` for any other ``rules``; ``NOT_PARTIAL_SYNTHESIS`` when
+        the partial-synthesis rules would apply (given, recorded or inferred) to synthetic
+        datasets whose number of records ``k`` differs from the original's ``n``: a partial
+        synthesis replaces values of the original's records, so it releases ``n`` records,
+        and Reiter's rules then undercover (95 % intervals cover 87 / 78 / 72 % at
+        ``k = 2n / 5n / 10n``, ``m = 5``).
     """
     if rules != "auto":
         rules = check_rules(rules, "rules")
@@ -123,16 +128,22 @@ def choose_rules(rules: str, source: Any, original: pd.DataFrame,
         why = f"given by the user (rules={rules!r}"
         if recorded is not None and recorded != rules:
             why += f"; the release records {recorded!r}"
-        return CombiningChoice(rules, proper, ratio, "user", why + ").")
+        return _not_partial_checked(
+            CombiningChoice(rules, proper, ratio, "user", why + ")."), original, datasets,
+            "rules='partial' was given")
     if recorded is not None:
-        return CombiningChoice(recorded, proper, ratio, "manifest",
-                               f"the release's manifest records generation = {recorded!r}.")
+        return _not_partial_checked(
+            CombiningChoice(recorded, proper, ratio, "manifest",
+                            f"the release's manifest records generation = {recorded!r}."),
+            original, datasets, "the release's manifest records generation = 'partial'")
     if synthesized is None:
-        return CombiningChoice(
+        return _not_partial_checked(CombiningChoice(
             "partial", proper, ratio, "inferred",
             "inferred: neither the release nor the schema says how the release was made or "
             "which columns were synthesized; Reiter's partial-synthesis rules are used (give "
-            "rules= / --combining-rules otherwise).")
+            "rules= / --combining-rules otherwise)."), original, datasets,
+            "neither the release nor the schema says how the release was made (the "
+            "partial-synthesis rules would be assumed)")
     syn = list(synthesized)
     kept = [c for c in columns if c not in syn]
     flags = getattr(source, "synthesized_records", None)
@@ -140,16 +151,39 @@ def choose_rules(rules: str, source: Any, original: pd.DataFrame,
     if kept or some_records:
         what = (f"column(s) {', '.join(map(repr, kept))} released unchanged" if kept
                 else "only some records synthesized")
-        return CombiningChoice(
+        return _not_partial_checked(CombiningChoice(
             "partial", proper, ratio, "inferred",
             f"inferred: the release does not record how it was made, and {what}; partial "
-            "synthesis assumed (give rules= / --combining-rules otherwise).")
+            "synthesis assumed (give rules= / --combining-rules otherwise)."),
+            original, datasets, f"{what} (partial synthesis would be assumed)")
     return CombiningChoice(
         "full-same-n", proper, ratio, "inferred",
         "inferred: the release does not record how it was made, and every column is "
         "synthesized; full synthesis of the same units assumed"
         + ("" if proper_known is not None else ", proper (parameters drawn per dataset)")
         + " (give rules= / --combining-rules for samples from synthetic populations).")
+
+
+def _not_partial_checked(choice: CombiningChoice, original: pd.DataFrame,
+                         datasets: Sequence[pd.DataFrame], why: str) -> CombiningChoice:
+    """``choice``, unless it applies the partial-synthesis rules to synthetic datasets of
+    another number of records than the original (``NOT_PARTIAL_SYNTHESIS``,
+    :func:`choose_rules`); ``why``: how the partial rules came to be chosen."""
+    n = len(original)
+    other = [(l, len(z)) for l, z in enumerate(datasets, start=1) if len(z) != n]
+    if choice.rules != "partial" or not other:
+        return choice
+    l, k = other[0]
+    raise ValidationError(
+        f"synthetic dataset {l} has {k} records and the original {n}, and {why}: no partial "
+        "synthesis releases another number of records than the original (it replaces values "
+        "of the original's records), so Reiter's partial-synthesis combining rules do not "
+        "apply (their intervals would be too narrow). Give the generation scheme, "
+        "'full-same-n' (every column synthesized; Raab, Nowok & Dibben's variance with k/n, "
+        "as synthpop's) or 'full-population' (samples from synthetic populations): rules= "
+        "(combining_rules= of audit; --combining-rules on the command line).",
+        code="NOT_PARTIAL_SYNTHESIS",
+    )
 
 
 @dataclass(frozen=True)

@@ -126,8 +126,9 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         Gibbs runs use processes only when the sampling is long enough to gain from them).
         ``1`` runs them sequentially in this process.
     random_seed : RandomSeed
-        Default seed of :meth:`fit` and :meth:`synthesize` (a seed given to either takes
-        precedence).
+        Seed of :meth:`fit` and default seed of :meth:`synthesize` (a seed given to
+        ``synthesize`` takes precedence; one given to ``fit`` must be this one, or this
+        setting ``None``: ``SEED_CONFLICT``).
     progressbar : bool
         Show PyMC's progress bar while sampling.
 
@@ -143,7 +144,9 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     synthesized_records_ : ndarray of bool or None
         Records whose synthesized columns are replaced (``None``: all records).
     convergence_ : DataFrame or None
-        ESS and R-hat of the label-invariant scalars (see :meth:`convergence_report`).
+        ESS and R-hat of the label-invariant scalars (the figures of
+        :meth:`convergence_summary`'s ``quantities``; their draws are the posterior's group
+        ``label_invariant``).
 
     Notes
     -----
@@ -178,16 +181,13 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         self.cores = cores
         self.random_seed = random_seed
         self.progressbar = progressbar
-        self.posterior_: xr.DataTree | None = None
-        self.schema_: Schema | None = None
-        self.data_: pd.DataFrame | None = None
-        self.synthesized_records_: np.ndarray | None = None
-        self.convergence_: pd.DataFrame | None = None
+        # the fitted attributes (posterior_, schema_, ...) exist only once fit, load or
+        # from_posterior has set them (scikit-learn's convention: their presence means fitted)
 
     # ------------------------------------------------------------------ settings & checks
     def _check_mcmc_settings(self) -> None:
         _check_int(self.tune, "tune", 0)
-        _check_int(self.draws, "draws", 1)
+        _check_int(self._run_settings()["draws"], "draws", 1)
         _check_int(self.chains, "chains", 1)
         if self.cores is not None:
             _check_int(self.cores, "cores", 1)
@@ -205,7 +205,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
 
     def _synthesized_rows(self) -> np.ndarray:
         """Positions of the records whose synthesized columns are replaced (all by default)."""
-        if self.synthesized_records_ is None:
+        if getattr(self, "synthesized_records_", None) is None:
             return np.arange(self.n_records, dtype=np.int64)
         return np.flatnonzero(self.synthesized_records_).astype(np.int64)
 
@@ -218,8 +218,14 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         """
         return _records.synthesized_part(self, z, name)
 
+    def _run_settings(self) -> dict[str, int]:
+        """The run length a fit with the current settings uses (settings left at ``None``
+        resolved): ``{"draws": kept draws per chain}``; DPMPM adds ``thin`` and
+        ``max_sweeps``."""
+        return {"draws": self.draws}
+
     def _check_fitted(self, method: str | None = None) -> None:
-        if self.posterior_ is None or self.schema_ is None:
+        if getattr(self, "posterior_", None) is None or getattr(self, "schema_", None) is None:
             before = f"'{method}'" if method else "using it"
             raise NotFittedError(
                 f"This {type(self).__name__} instance is not fitted yet. Call 'fit' (or build it "
@@ -287,8 +293,9 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             Records whose synthesized columns are replaced (default all); the others are
             released unchanged. The model is fitted to every record either way.
         random_seed : RandomSeed
-            Seed of the sampler (default: the ``random_seed`` setting); each chain, and each
-            regression of a sequential chain, gets its own child stream.
+            Seed of the sampler when the ``random_seed`` setting is ``None`` (default: the
+            setting; another seed than a setting given raises ``SEED_CONFLICT``); each chain,
+            and each regression of a sequential chain, gets its own child stream.
 
         Returns
         -------
@@ -310,7 +317,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         self._check_settings()
         data, schema = self._prepare_data(data, schema=schema, synthesized=synthesized)
         flags = self._check_synthesized_records(records, len(data))
-        posterior = self._draw_posterior(data, schema, self._seed_for_fit(random_seed))
+        posterior = self._draw_posterior(data, schema, self._fit_seed(random_seed))
         self.dtypes_ = record_dtypes(data)
         self._set_fitted(posterior, schema, len(data), data=data, synthesized_records=flags)
         record_fit_time(self, started)
@@ -343,9 +350,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return _records.prepare_data(self, data, schema, synthesized, categorical, allow_nan)
 
     # ------------------------------------------------------------------ sampling
-    def _seed_for_fit(self, random_seed: RandomSeed) -> RandomSeed:
-        return self.random_seed if random_seed is None else random_seed
-
     def _run_sampler(
         self,
         model: Any,
@@ -404,7 +408,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         self._after_posterior()
         self.convergence_ = None
         if check_convergence:
-            self.convergence_ = self.convergence_report(warn=True)
+            self.convergence_ = self._check_convergence(warn=True)
 
     def _after_posterior(self) -> None:
         """Hook called whenever ``posterior_`` is set (fit, load, from_posterior): caches."""
@@ -544,39 +548,27 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return _synthesis.posterior_replicates(self, n, columns, chunk_size, random_seed, start)
 
     def convergence_report(self, *, warn: bool = False) -> pd.DataFrame:
-        """Rank-normalised bulk/tail ESS and R-hat of label-invariant scalars.
+        """Deprecated: use :meth:`convergence_summary` (its ``quantities`` hold these figures)
+        or ``arviz.summary(model.posterior_, group="label_invariant")``.
 
-        Mixture labels switch freely, so component-wise parameters are not diagnosed; the model
-        supplies quantities that do not depend on labels (log-likelihood, cell probabilities,
-        concentration, number of occupied components). With one chain, R-hat is computed on the
-        chain split in two halves (split-R-hat). The figures are ArviZ's, computed on the
-        stored draws: ``arviz_stats.ess(x, method="bulk")``, ``arviz_stats.ess(x,
-        method="tail", prob=(0.05, 0.95))`` (the tail ESS of Vehtari et al. 2021; ArviZ 1.x's
-        default ``prob``, ``rcParams["stats.ci_prob"]``, takes the 11 % and 89 % quantiles and
-        gives larger values) and ``arviz_stats.rhat(x, method="rank")``.
+        Issues a ``FutureWarning`` and returns, as before, one row per diagnosed quantity
+        (columns ``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``rhat``, ``flag``;
+        ``attrs["mcmc_run"]``).
 
         Parameters
         ----------
         warn : bool
-            Issue a :class:`ConvergenceWarning` naming the quantities with R-hat > 1.01 or
-            bulk/tail ESS below 100 per chain (Vehtari et al. 2021).
+            Issue a :class:`ConvergenceWarning` naming the failed checks.
 
         Returns
         -------
         DataFrame
-            Index: quantity; columns ``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``rhat``,
-            ``flag`` (``""``, ``"RHAT_HIGH"``, ``"LOW_ESS"`` or both joined by ``","``).
-            ``attrs["mcmc_run"]``: the run the draws come from (as in
-            :meth:`convergence_summary`: ``tune``, ``thin``, ``draws``, ``rounds``,
-            ``sweeps_per_chain``, ``max_sweeps``, ``stopped``).
-
-        References
-        ----------
-        Vehtari, A., Gelman, A., Simpson, D., Carpenter, B., Bürkner, P.-C. (2021). Rank-
-        normalization, folding, and localization: an improved R-hat for assessing convergence of
-        MCMC. Bayesian Analysis 16(2), 667–718. https://doi.org/10.1214/20-BA1221
         """
-        return _convergence.convergence_report(self, warn=warn)
+        _convergence.warn_deprecated("convergence_report()")
+        return self._check_convergence(warn=warn)
+
+    def _check_convergence(self, *, warn: bool = False) -> pd.DataFrame:
+        return _convergence.check_convergence(self, warn=warn)
 
     def _mcmc_run(self) -> dict[str, Any]:
         return _convergence.mcmc_run(self)
@@ -604,28 +596,35 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return _convergence.mcmc_warnings(self)
 
     def convergence_summary(
-        self, kind: Literal["dict", "table"] = "dict"
+        self, kind: Literal["dict", "table"] | None = None
     ) -> dict[str, Any] | pd.DataFrame:
         """Convergence of the fit: the JSON-ready record written to ``convergence.json`` by
-        :meth:`save` and included in the outputs of every run that uses the model
-        (``kind="dict"``), or the table ``arviz.summary(..., kind="diagnostics")`` users know
-        (``kind="table"``).
+        :meth:`save` and included in the outputs of every run that uses the model.
+
+        Mixture labels switch freely, so component-wise parameters are not diagnosed; the model
+        supplies quantities that do not depend on labels (log-likelihood, cell probabilities,
+        concentration, number of occupied components). Their draws are the posterior's group
+        ``label_invariant`` (kept in a saved model's ``posterior.nc``), so that
+        ``arviz.summary(model.posterior_, group="label_invariant")`` and ArviZ's plots show
+        what is checked. The figures are ArviZ's, computed on those draws:
+        ``arviz_stats.ess(x, method="bulk")``, ``arviz_stats.ess(x, method="tail", prob=(0.05,
+        0.95))`` (the tail ESS of Vehtari et al. 2021; ArviZ 1.x's default ``prob``,
+        ``rcParams["stats.ci_prob"]`` = 0.89, takes the 11 % and 89 % quantiles and gives
+        larger values) and ``arviz_stats.rhat(x, method="rank")``. With one chain, R-hat is
+        computed on the chain split in two halves (split-R-hat).
 
         Parameters
         ----------
-        kind : {"dict", "table"}
-            ``"dict"`` (default): the record described below. ``"table"``: a DataFrame with one
-            row per diagnosed quantity (index ``quantity``) and ArviZ's column names ``mean``,
-            ``sd``, ``ess_bulk``, ``ess_tail``, ``r_hat``, plus ``failed_checks`` (the codes of
-            the quantity's failed checks, ``"RHAT_HIGH"``, ``"LOW_ESS"``, joined by ``","``;
-            ``""`` when it passed). Its figures are those of the record's ``quantities``;
-            ``attrs`` holds ``model``, ``thresholds``, ``passed`` and ``mcmc_run`` (the run
-            the draws come from, as in :meth:`convergence_report`).
+        kind : {"dict", "table"}, optional
+            Deprecated (``FutureWarning``): ``"dict"`` is the record returned without it;
+            ``"table"`` returns the figures of ``quantities`` as a DataFrame with ArviZ's
+            column names (``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``r_hat``,
+            ``failed_checks``); use ``pandas.DataFrame.from_dict(summary["quantities"],
+            orient="index")`` or ``arviz.summary(model.posterior_, group="label_invariant")``.
 
         Returns
         -------
-        dict or DataFrame
-            With ``kind="dict"``:
+        dict
             ``chains``, ``draws`` (kept per chain), ``thin`` (sampler sweeps per kept draw
             after the warm-up; 1 where every draw is kept; the final one of a run that extended
             itself), ``tune``, ``rounds`` (1, or the rounds of a run that extended itself until
@@ -635,10 +634,25 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
             ``"passed"``, ``"stuck"`` (R-hat stayed high, see ``DPMPM``, ``max_sweeps``),
             ``"max_sweeps"``; ``""``: no extension), ``thresholds`` (R-hat, ESS, and the
             quantiles ``ess_tail_prob`` of the tail ESS), ``quantities`` (per diagnosed
-            quantity: ``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``rhat``, ``flag``),
+            quantity: ``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``rhat``, ``flag``: the
+            codes of its failed checks, ``"RHAT_HIGH"``, ``"LOW_ESS"``, joined by ``","``),
             ``failed_checks`` (one per quantity and statistic: ``code``, ``quantity``,
             ``statistic``, ``value``, ``threshold``), ``warnings`` (:meth:`mcmc_warnings`) and
-            ``passed`` (no failed check).
+            ``passed`` (no failed check): R-hat > 1.01 or bulk/tail ESS below 100 per chain
+            fail (Vehtari et al. 2021).
+
+        References
+        ----------
+        Vehtari, A., Gelman, A., Simpson, D., Carpenter, B., Bürkner, P.-C. (2021). Rank-
+        normalization, folding, and localization: an improved R-hat for assessing convergence of
+        MCMC. Bayesian Analysis 16(2), 667–718. https://doi.org/10.1214/20-BA1221
+
+        Examples
+        --------
+        >>> summary = model.convergence_summary()  # doctest: +SKIP
+        >>> summary["passed"], summary["quantities"]["loglik"]["rhat"]  # doctest: +SKIP
+        >>> import arviz as az  # doctest: +SKIP
+        >>> az.summary(model.posterior_, group="label_invariant")  # doctest: +SKIP
         """
         return _convergence.convergence_summary(self, kind)
 

@@ -2,7 +2,10 @@
 
 Rank-normalised bulk/tail ESS and R-hat (Vehtari et al. 2021) of the label-invariant scalars
 each model supplies (``_convergence_quantities``), the structured warnings they raise and the
-JSON record written to ``convergence.json`` with a saved model.
+JSON record written to ``convergence.json`` with a saved model. The scalars' draws are kept in
+the posterior's group ``label_invariant`` (:func:`label_invariant`), so that ArviZ's own tools
+(``arviz.summary(model.posterior_, group="label_invariant")``, trace and rank plots) show what
+is checked, and a saved model keeps them in its NetCDF file.
 
 The estimators are ``arviz_stats``' own, called on the stored draws of each quantity
 (``ess(method="bulk")``, ``ess(method="tail", prob=(0.05, 0.95))``, ``rhat(method="rank")``):
@@ -41,6 +44,8 @@ TAIL_PROB = (0.05, 0.95)
 #: (ratio 0.77 in its second round), which went on improving.
 STUCK_RHAT = 1.1
 STUCK_SHRINK = 0.9
+#: the posterior's group with the draws of the diagnosed label-invariant quantities
+LABEL_INVARIANT_GROUP = "label_invariant"
 
 
 def extension_stuck(previous: float | None, current: float) -> bool:
@@ -92,7 +97,7 @@ def failed_checks(table: pd.DataFrame, ess_min: float) -> list[dict[str, Any]]:
     ----------
     table : DataFrame
         Index: quantity; columns ``ess_bulk``, ``ess_tail``, ``rhat`` (as
-        :meth:`~bayes_risk.models._bayesian.base.BayesianSynthesizer.convergence_report`).
+        :func:`check_convergence`).
     ess_min : float
         The fit's ESS threshold (``ESS_MIN`` per chain).
 
@@ -175,15 +180,71 @@ def checks_headline(checks: list[dict[str, Any]], *, where: str) -> str:
     return "; ".join(parts) + f" ({len(checks)} failed check(s) in all: {where})"
 
 
-def convergence_report(model, *, warn: bool = False) -> pd.DataFrame:
-    """The work of :meth:`BayesianSynthesizer.convergence_report` (documented there)."""
+def label_invariant(model, *, refresh: bool = False) -> Any:
+    """The draws of the diagnosed quantities: the posterior's group ``label_invariant``.
+
+    One variable ``[chain, draw]`` per quantity of the model's ``_convergence_quantities``
+    (mixture labels switch freely, so these are functions of the draws that do not depend on
+    them), with the posterior's ``chain`` and ``draw`` coordinates. Made from the draws and
+    put in ``model.posterior_`` when the tree lacks it or ``refresh`` (the convergence checks
+    refresh it, so that it always holds what they diagnosed); a saved model keeps it in
+    ``posterior.nc``. xarray forbids ``/`` in a variable name: such a name is written with
+    ``∕`` (U+2215); every variable keeps the quantity's own name in its attribute
+    ``quantity``.
+
+    Returns
+    -------
+    xarray.Dataset
+    """
+    import xarray as xr
+
+    from bayes_risk._version import __version__
+
+    tree = model.posterior_
+    post = tree["posterior"]
+    shape = (post.sizes["chain"], post.sizes["draw"])
+    if not refresh and LABEL_INVARIANT_GROUP in tree.children:
+        ds = tree[LABEL_INVARIANT_GROUP].to_dataset()
+        if (ds.sizes.get("chain"), ds.sizes.get("draw")) == shape:
+            return ds
+    data = {}
+    for name, x in model._convergence_quantities().items():
+        x = np.asarray(x, dtype=np.float64)
+        x = x.reshape(shape) if x.size == shape[0] * shape[1] else x.reshape(-1, x.shape[-1])
+        var = str(name).replace("/", "\u2215")
+        data[var] = xr.DataArray(x, dims=("chain", "draw"), attrs={"quantity": str(name)})
+    coords = {d: post[d].values for d in ("chain", "draw") if d in post.coords}
+    ds = xr.Dataset(data, attrs={
+        "description": "label-invariant functions of each posterior draw: the quantities "
+                       "whose R-hat and bulk/tail ESS bayes-risk checks (convergence_summary)",
+        "creation_library": "bayes-risk",
+        "creation_library_version": __version__,
+        "ess_tail_prob": list(TAIL_PROB),
+    })
+    if (ds.sizes.get("chain"), ds.sizes.get("draw")) == shape:
+        ds = ds.assign_coords(coords)
+    tree[LABEL_INVARIANT_GROUP] = xr.DataTree(ds)
+    return ds
+
+
+def check_convergence(model, *, warn: bool = False) -> pd.DataFrame:
+    """R-hat and bulk/tail ESS of the diagnosed quantities (the figures of
+    :meth:`BayesianSynthesizer.convergence_summary`'s ``quantities``; ``warn``: issue a
+    :class:`ConvergenceWarning` per failed code).
+
+    Returns
+    -------
+    DataFrame
+        Index: quantity; columns ``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``rhat``,
+        ``flag`` (``""``, ``"RHAT_HIGH"``, ``"LOW_ESS"`` or both joined by ``","``);
+        ``attrs["mcmc_run"]``: the run the draws come from (:func:`mcmc_run`).
+    """
     model._check_fitted()
     ess_min = model._ess_min()
     rows = []
-    for name, x in model._convergence_quantities().items():
-        x = np.asarray(x, dtype=np.float64)
-        if x.ndim == 1:
-            x = x[None, :]
+    for var in (ds := label_invariant(model, refresh=True)).data_vars:
+        name = ds[var].attrs.get("quantity", str(var))
+        x = np.asarray(ds[var].transpose("chain", "draw").values, dtype=np.float64)
         finite = np.all(np.isfinite(x))
         if x.shape[1] < 4 or not finite:
             rows.append((name, np.nanmean(x), np.nanstd(x), np.nan, np.nan, np.nan))
@@ -218,7 +279,7 @@ def mcmc_run(model) -> dict[str, Any]:
     (``bayes_risk.models._bayesian.gibbs``), else from the settings."""
     attrs = model.posterior_.attrs
     tune = int(model.tune)
-    thin = int(attrs.get("thin", getattr(model, "thin", 1)))
+    thin = int(attrs.get("thin", model._run_settings().get("thin", 1)))
     draws = int(model.posterior_["posterior"].sizes["draw"])
     return {"tune": tune, "thin": thin, "draws": draws,
             "rounds": int(attrs.get("gibbs_rounds", 1)),
@@ -228,7 +289,7 @@ def mcmc_run(model) -> dict[str, Any]:
 
 
 def round_verdict(model, posterior: Any, schema: Any, history: list[float]) -> str:
-    """The convergence checks of :meth:`convergence_report` on draws (a DataTree of this
+    """The convergence checks of :func:`check_convergence` on draws (a DataTree of this
     model's posterior for ``schema``) between the rounds of a model-extending run:
     ``"passed"``, ``"failed"`` or ``"stuck"`` (``extension_stuck``; ``history``: the
     largest R-hat of the earlier rounds, appended to). A new instance with the same
@@ -236,7 +297,7 @@ def round_verdict(model, posterior: Any, schema: Any, history: list[float]) -> s
     probe = type(model)(**model.get_params())
     probe.posterior_, probe.schema_ = posterior, schema
     probe._after_posterior()
-    rep = probe.convergence_report(warn=False)
+    rep = probe._check_convergence(warn=False)
     if not any(rep["flag"]):
         return "passed"
     rhat = rep["rhat"].to_numpy(dtype=float)
@@ -263,15 +324,15 @@ def convergence_warnings(model, df: pd.DataFrame) -> list[dict[str, Any]]:
                   f"round left R-hat above {STUCK_RHAT}, as when chains sit in different "
                   "states that longer runs do not bring together. Compare fits with several "
                   "seeds; a longer explicit run (draws, thin) shows whether they meet; see "
-                  "convergence_report().")
+                  "convergence_summary().")
     elif run["max_sweeps"]:  # a model-extending run that stopped at its bound
         advice = (f"The run extended itself to {run['sweeps_per_chain']:,} sweeps per chain "
                   f"(one kept per {run['thin']}, {run['rounds']} rounds), the longest that "
                   f"max_sweeps={run['max_sweeps']:,} allows: raise max_sweeps, or run longer "
-                  "chains (draws, thin) or more chains; see convergence_report().")
+                  "chains (draws, thin) or more chains; see convergence_summary().")
     else:
         advice = ("Run longer chains (more tune/draws) or more chains; see "
-                  "convergence_report().")
+                  "convergence_summary().")
     checks = failed_checks(df, model._ess_min()) if len(df) else []
     for code, what in (("RHAT_HIGH", f"R-hat > {RHAT_MAX}"),
                        ("LOW_ESS", f"bulk or tail ESS < {model._ess_min():.0f}, i.e. "
@@ -302,7 +363,7 @@ def mcmc_warnings(model) -> list[dict[str, Any]]:
     """The work of :meth:`BayesianSynthesizer.mcmc_warnings` (documented there)."""
     model._check_fitted()
     if model.convergence_ is None:
-        model.convergence_ = model.convergence_report(warn=False)
+        model.convergence_ = model._check_convergence(warn=False)
     out = model._convergence_warnings(model.convergence_)
     from bayes_risk.warning_codes import message
 
@@ -314,14 +375,33 @@ def mcmc_warnings(model) -> list[dict[str, Any]]:
     return out
 
 
+#: what replaces the table forms of the convergence figures (deprecated)
+TABLE_REPLACEMENT = ("convergence_summary()['quantities'] (the same figures; "
+                     "pandas.DataFrame.from_dict(..., orient='index') makes it a table), or "
+                     "arviz.summary(model.posterior_, group='label_invariant') (ArviZ's own "
+                     "table of the same draws)")
+
+
+def warn_deprecated(what: str) -> None:
+    """The ``FutureWarning`` of a deprecated form of the convergence figures."""
+    warnings.warn(f"{what} is deprecated and will be removed in a future release: use "
+                  f"{TABLE_REPLACEMENT}.", FutureWarning, skip_file_prefixes=CALLER)
+
+
 def convergence_summary(
-    model, kind: Literal["dict", "table"] = "dict"
+    model, kind: Literal["dict", "table"] | None = None
 ) -> dict[str, Any] | pd.DataFrame:
     """The work of :meth:`BayesianSynthesizer.convergence_summary` (documented there)."""
-    if kind not in ("dict", "table"):
+    if kind not in (None, "dict", "table"):
         raise ValidationError(
             f"kind must be 'dict' (the convergence.json record) or 'table' (one row per "
             f"diagnosed quantity, as arviz.summary); got {kind!r}.", code="INVALID_ARGUMENT")
+    if kind == "table":
+        warn_deprecated("convergence_summary(kind='table')")
+    elif kind == "dict":
+        warnings.warn("convergence_summary(kind='dict') is deprecated and will be removed in a "
+                      "future release: convergence_summary() returns the record.",
+                      FutureWarning, skip_file_prefixes=CALLER)
     warns = model.mcmc_warnings()
     if kind == "table":
         return model._convergence_table(passed=not warns)
@@ -350,8 +430,9 @@ def convergence_summary(
 
 
 def convergence_table(model, *, passed: bool) -> pd.DataFrame:
-    """The convergence report under ArviZ's column names (``convergence_summary(kind=
-    "table")``): ``r_hat`` for ``rhat``, ``failed_checks`` for ``flag``."""
+    """The convergence figures under ArviZ's column names (the deprecated
+    ``convergence_summary(kind="table")``): ``r_hat`` for ``rhat``, ``failed_checks`` for
+    ``flag``."""
     df = model.convergence_.rename(columns={"rhat": "r_hat", "flag": "failed_checks"})
     df = df[["mean", "sd", "ess_bulk", "ess_tail", "r_hat", "failed_checks"]].copy()
     df.attrs = {

@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._io import atomic_dir, to_jsonable, write_json
-from bayes_risk._rng import seed_to_json
 from bayes_risk.data.fingerprint import fingerprint_problem
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
@@ -54,9 +53,7 @@ def warm_up_writer() -> None:
 
 
 def json_settings(model) -> dict[str, Any]:
-    params = model.get_params()
-    params["random_seed"] = seed_to_json(params.get("random_seed"))
-    return to_jsonable(params)
+    return to_jsonable(model._release_settings())
 
 
 def state_to_json(model) -> dict[str, Any]:
@@ -93,6 +90,9 @@ def save(model, path: str | os.PathLike[str]) -> Path:
         "data_column_fingerprints": (getattr(model, "original_fingerprint_", None)
                                      or {}).get("columns"),
     }
+    from bayes_risk.models._bayesian.convergence import label_invariant
+
+    label_invariant(model)  # the diagnosed quantities travel with the draws (ArviZ reads them)
     with atomic_dir(path) as tmp:
         model.posterior_.to_netcdf(tmp / POSTERIOR_FILE, engine="h5netcdf")
         if model.data_ is not None:
@@ -223,12 +223,16 @@ def from_posterior(cls, posterior: Any, schema: Schema, n_records: int | None,
 
 def needs_data_for_synthesis_given(model, schema: Schema) -> bool:
     """Like :meth:`_needs_data_for_synthesis` before ``schema_`` is set."""
-    old = model.schema_
+    missing = object()
+    old = model.__dict__.get("schema_", missing)
     model.schema_ = schema
     try:
         return model._needs_data_for_synthesis()
     finally:
-        model.schema_ = old
+        if old is missing:  # not fitted: no fitted attribute is left behind
+            del model.schema_
+        else:
+            model.schema_ = old
 
 
 def event_ndims(model) -> dict[str, int]:

@@ -122,7 +122,7 @@ def run_sampler(synth: Any, model: Any, step: Any, random_seed: RandomSeed,
 
     seeds = synth._chain_seeds(random_seed)
     kwargs: dict[str, Any] = dict(
-        draws=int(synth.draws),
+        draws=int(synth._run_settings()["draws"]),
         tune=int(synth.tune),
         chains=int(synth.chains),
         cores=synth.cores,
@@ -138,7 +138,7 @@ def run_sampler(synth: Any, model: Any, step: Any, random_seed: RandomSeed,
     kwargs.update(sample_kwargs)
     bar = _plain_bar(kwargs)
     with warnings.catch_warnings(), InterruptGuard() as guard, bar:
-        # PyMC's own short-chain message; convergence is reported by convergence_report().
+        # PyMC's own short-chain message; convergence is reported by convergence_summary().
         warnings.filterwarnings("ignore", message=".*samples per chain.*")
         # the steady time per draw, without the chains' one-off start (bayes_risk.attribute.cost)
         clock = DrawClock(kwargs.get("callback"))
@@ -151,7 +151,7 @@ def run_sampler(synth: Any, model: Any, step: Any, random_seed: RandomSeed,
             raise KeyboardInterrupt(f"sampling interrupted during tuning ({err})") from err
     if guard.interrupted:
         raise KeyboardInterrupt("sampling interrupted")
-    check_complete(dt, int(synth.chains), int(synth.draws))
+    check_complete(dt, int(synth.chains), int(synth._run_settings()["draws"]))
     cores, chains = kwargs["cores"], int(kwargs["chains"])
     cores = min(4, os.cpu_count() or 1) if cores is None else int(cores)
     record_sweep_time(dt, clock.seconds_per_draw(), min(cores, chains) if cores > 1 else 1)
@@ -192,9 +192,10 @@ def run_gibbs(synth: Any, step: Any, layout: Any, seeds: list[int],
 
     # Ctrl-C inside a compiled kernel surfaces as SystemError (keyboard_interrupts)
     with InterruptGuard() as guard, keyboard_interrupts(lambda: guard.interrupted):
-        dt = sample_gibbs(step, layout, seeds=seeds, tune=synth.tune, draws=synth.draws,
+        dt = sample_gibbs(step, layout, seeds=seeds, tune=synth.tune,
+                          draws=int(synth._run_settings()["draws"]),
                           chains=synth.chains, cores=synth.cores,
                           progressbar=bool(synth.progressbar), stop=lambda: guard.interrupted,
                           **extension)
-    check_complete(dt, int(synth.chains), int(synth.draws))
+    check_complete(dt, int(synth.chains), int(synth._run_settings()["draws"]))
     return dt

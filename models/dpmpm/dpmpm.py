@@ -116,16 +116,17 @@ class DPMPM(BayesianSynthesizer):
         Gibbs sweeps per kept draw after the warm-up (the last of each ``thin`` sweeps is kept).
         Default: 5 when ``draws`` is not given and the sampler is ``gibbs``, else 1 (``draws``
         given: that many sweeps, each kept, as in PyMC). NUTS keeps every draw (``thin=1``).
-        Resolved when the model is created (``get_params`` gives the value used; a later
-        ``set_params(draws=...)`` keeps it). The thinning of the kept draws is this value
-        unless the run was extended (``max_sweeps``).
+        Stored as given (``get_params`` gives ``None`` for the default) and resolved by
+        ``fit``, so that ``DPMPM().set_params(draws=200)`` is ``DPMPM(draws=200)``; the value
+        a fit used is in :meth:`convergence_summary` (``thin``, ``draws``). The thinning of the
+        kept draws is this value unless the run was extended (``max_sweeps``).
     max_sweeps : int, optional
         Upper bound of the sweeps per chain (warm-up included) of a run that extends itself
         until its convergence checks pass, as ``autorun.jags`` in runjags does. Default:
         50,000 when ``draws`` is not given and the sampler is ``gibbs``, else 0 (a run length
         asked for is the run length run); 0 disables. After the first run (``tune`` warm-up
         sweeps, ``draws`` kept draws every ``thin`` sweeps) the checks of
-        :meth:`convergence_report` (R-hat > 1.01, bulk or tail ESS < 100 per chain) run on
+        :meth:`convergence_summary` (R-hat > 1.01, bulk or tail ESS < 100 per chain) run on
         the kept draws; while they fail and a round with twice the window after the warm-up
         stays within ``max_sweeps``, every chain continues from where it stopped (no
         restart) for as many sweeps again, every second kept draw so far is dropped and the
@@ -138,8 +139,7 @@ class DPMPM(BayesianSynthesizer):
         which longer runs do not bring together (its warning says so). The diagnostics
         reported are those of these kept draws; the run's rounds, sweeps, final thinning and
         why it stopped are in :meth:`convergence_summary`. With the defaults the thinning can
-        reach 80 (41,000 sweeps per chain). Resolved when the model is created, like
-        ``thin``.
+        reach 80 (41,000 sweeps per chain). Resolved by ``fit``, like ``thin``.
     alpha_warmup_bound : float, optional
         Upper bound of α during the first ``alpha_warmup_sweeps`` warm-up sweeps of each chain
         (Gibbs sampler, ``K > 1``). Default (``None``): the 95 % quantile of the α prior, 4.9
@@ -230,17 +230,11 @@ class DPMPM(BayesianSynthesizer):
         random_seed: RandomSeed = None,
         progressbar: bool = True,
     ) -> None:
-        # the default run keeps every 5th of 2,500 sweeps: a run length asked for (draws) keeps
-        # every sweep unless thin is given too (both resolved here, so get_params, model.json
-        # and the augmented fits carry the values used)
-        if thin is None:
-            thin = _DEFAULT_THIN if draws is None and sampler == "gibbs" else 1
-        # only the default run length extends itself (a run length asked for is run as asked)
-        if max_sweeps is None:
-            max_sweeps = _DEFAULT_MAX_SWEEPS if draws is None and sampler == "gibbs" else 0
+        # settings are stored as given (scikit-learn's convention): draws, thin and
+        # max_sweeps left at None are resolved by fit (_run_settings)
         super().__init__(
             tune=tune,
-            draws=_DEFAULT_DRAWS if draws is None else draws,
+            draws=draws,
             chains=chains,
             cores=cores,
             random_seed=random_seed,
@@ -257,8 +251,21 @@ class DPMPM(BayesianSynthesizer):
         self.alpha_warmup_sweeps = alpha_warmup_sweeps
         self.structural_zeros = structural_zeros
         self._zeros = None  # StructuralZeros of the fitted schema (models.dpmpm.zeros)
-        self.warnings_: list[str] = []
-        self.dtypes_: dict[str, str] = {}
+
+    def _run_settings(self) -> dict[str, int]:
+        """The run a fit with these settings makes: ``draws``, ``thin`` and ``max_sweeps``
+        with those left at ``None`` resolved. The default run (``draws`` not given, Gibbs)
+        keeps 500 draws per chain, every 5th sweep, and extends itself up to 50,000 sweeps;
+        a run length asked for (``draws`` given) keeps every sweep unless ``thin`` is given
+        and does not extend itself unless ``max_sweeps`` is given."""
+        default_run = self.draws is None and self.sampler == "gibbs"
+        thin, max_sweeps = self.thin, self.max_sweeps
+        return {
+            "draws": _DEFAULT_DRAWS if self.draws is None else self.draws,
+            "thin": (_DEFAULT_THIN if default_run else 1) if thin is None else thin,
+            "max_sweeps": ((_DEFAULT_MAX_SWEEPS if default_run else 0) if max_sweeps is None
+                           else max_sweeps),
+        }
 
     # ------------------------------------------------------------------ settings
     def _check_settings(self) -> None:
@@ -289,7 +296,8 @@ class DPMPM(BayesianSynthesizer):
             )
         if self.sampler not in SAMPLERS:
             raise ValidationError(f"sampler must be one of {list(SAMPLERS)}. Got {self.sampler!r}.")
-        t = self.thin
+        run = self._run_settings()  # the settings left at None, resolved
+        t = self.thin if self.thin is not None else run["thin"]
         if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 1:
             raise ValidationError(
                 f"thin (Gibbs sweeps per kept draw) must be an integer >= 1. Got {t!r}."
@@ -299,7 +307,7 @@ class DPMPM(BayesianSynthesizer):
                 f"thin={t!r} applies to the Gibbs sampler; with sampler='nuts' every draw is "
                 "kept (thin=1): ask for more draws instead."
             )
-        ms = self.max_sweeps
+        ms = self.max_sweeps if self.max_sweeps is not None else run["max_sweeps"]
         if isinstance(ms, bool) or not isinstance(ms, (int, np.integer)) or ms < 0:
             raise ValidationError(
                 f"max_sweeps (most sweeps per chain of a self-extending run; 0: none) must be an "
@@ -344,22 +352,21 @@ class DPMPM(BayesianSynthesizer):
         return bound, (sweeps if np.isfinite(bound) else 0)
 
     def convergence_summary(
-        self, kind: Literal["dict", "table"] = "dict"
+        self, kind: Literal["dict", "table"] | None = None
     ) -> dict[str, Any] | pd.DataFrame:
-        """Convergence of the fit (``BayesianSynthesizer.convergence_summary``). ``kind="dict"``:
-        the JSON-ready record written to ``convergence.json`` by ``save`` and included in the
-        outputs of every run that uses the model, with ``alpha_warmup``: the ``bound`` of α and
-        the number of warm-up ``sweeps`` per chain it held for (``sweeps`` 0 and ``bound``
-        None: no bound). ``kind="table"``: one row per diagnosed quantity with ArviZ's columns
-        (``mean``, ``sd``, ``ess_bulk``, ``ess_tail``, ``r_hat``) and ``failed_checks``.
+        """Convergence of the fit (``BayesianSynthesizer.convergence_summary``): the JSON-ready
+        record written to ``convergence.json`` by ``save`` and included in the outputs of every
+        run that uses the model, with ``alpha_warmup``: the ``bound`` of α and the number of
+        warm-up ``sweeps`` per chain it held for (``sweeps`` 0 and ``bound`` None: no bound).
 
         Parameters
         ----------
-        kind : {"dict", "table"}
+        kind : {"dict", "table"}, optional
+            Deprecated (``FutureWarning``; see ``BayesianSynthesizer.convergence_summary``).
 
         Returns
         -------
-        dict or DataFrame
+        dict
         """
         out = super().convergence_summary(kind)
         if kind == "table":
@@ -373,7 +380,8 @@ class DPMPM(BayesianSynthesizer):
         """The synthesis mode in use (``synthesis_mode``, or its default for the fitted roles)."""
         if self.synthesis_mode is not None:
             return self.synthesis_mode
-        if self.schema_ is not None and self.schema_.unsynthesized:
+        schema = getattr(self, "schema_", None)
+        if schema is not None and schema.unsynthesized:
             return "conditional_us"
         return "marginal"
 
@@ -386,7 +394,7 @@ class DPMPM(BayesianSynthesizer):
         return (
             self.synthesis_mode_ != "marginal"
             or bool(self.schema_ is not None and self.schema_.unsynthesized)
-            or self.synthesized_records_ is not None
+            or getattr(self, "synthesized_records_", None) is not None
         )
 
     # ------------------------------------------------------------------ fit
@@ -432,6 +440,7 @@ class DPMPM(BayesianSynthesizer):
         """
         started = time.perf_counter()
         self._check_settings()
+        seed = self._fit_seed(random_seed)
         data, schema = self._prepare_data(
             data, schema=schema, synthesized=synthesized, categorical=categorical, allow_nan=True
         )
@@ -443,7 +452,6 @@ class DPMPM(BayesianSynthesizer):
         if self._zeros is not None:
             self._zeros.check_observed(codes)
         d = [len(c.levels) for c in schema]
-        seed = self._seed_for_fit(random_seed)
         if self.sampler == "gibbs":
             from bayes_risk.models.dpmpm.run import gibbs_posterior
 
@@ -459,7 +467,7 @@ class DPMPM(BayesianSynthesizer):
         if self.sampler == "nuts":
             self._add_loglik_stat(codes)
         self._check_truncation()
-        self.convergence_ = self.convergence_report(warn=True)
+        self.convergence_ = self._check_convergence(warn=True)
         record_fit_time(self, started)
         return self
 
@@ -528,14 +536,16 @@ class DPMPM(BayesianSynthesizer):
         combined = pd.concat(
             [data[names].astype(object), synthetic[names].astype(object)], ignore_index=True
         )
-        params = self.get_params()
-        if self.max_sweeps and self.sampler == "gibbs":
+        # the run this model's settings make, resolved (a refit of the default run is the
+        # default run, whatever draws the caller set for it)
+        params = {**self.get_params(deep=False), **self._run_settings()}
+        if params["max_sweeps"] and self.sampler == "gibbs":
             # a self-extending run starts at the thinning this model's run ended with (which
             # made its own draws pass the checks) and may extend further, with the same bound
             params["thin"] = max(int(params["thin"]), self._mcmc_run()["thin"])
-        new = type(self)(**params)
-        new.fit(combined, schema=self.schema_, random_seed=random_seed)
-        return new
+        if random_seed is not None:  # the refit's own seed, as its setting
+            params["random_seed"] = random_seed
+        return type(self)(**params).fit(combined, schema=self.schema_)
 
     # -- thin methods: the work is done by module-level helpers of the family's modules
 

@@ -158,7 +158,7 @@ def check_truncation(model) -> None:
 
 def event_ndims(model) -> dict[str, int]:
     ev = {"alpha": 0, "V": 1, "pi": 1}
-    for j in range(64 if model.schema_ is None else len(model.schema_)):
+    for j in range(64 if getattr(model, "schema_", None) is None else len(model.schema_)):
         ev[f"phi_{j}"] = 2
     return ev
 
@@ -247,8 +247,12 @@ def after_posterior(model) -> None:
     # that is saved, as `bayes-risk fit` does, never reads them
     model._phi_cache: np.ndarray | None = None
     model._logphi_cache: np.ndarray | None = None
-    model.n_components = int(pi.shape[-1])
+    if model.n_components != pi.shape[-1]:  # draws made elsewhere (from_posterior): their K
+        model.n_components = int(pi.shape[-1])
     model._zeros = model._structural_zeros_for(schema)
+    # fitted state that fit sets before the posterior; from_posterior has none of it
+    model.__dict__.setdefault("warnings_", [])
+    model.__dict__.setdefault("dtypes_", {})
 
 
 def phi(model) -> np.ndarray:

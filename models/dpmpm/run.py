@@ -76,7 +76,7 @@ def gibbs_posterior(
         alpha_prior=tuple(float(x) for x in model.alpha_prior),
         dirichlet_prior=float(model.dirichlet_prior),
         zeros=model._zeros,
-        thin=int(model.thin),
+        thin=int(model._run_settings()["thin"]),
     )
     settings["alpha_warmup_bound"], settings["alpha_warmup_sweeps"] = model._alpha_warmup()
     if via_pymc:
@@ -89,5 +89,6 @@ def gibbs_posterior(
     # PyMC) is needed
     step = DPMPMGibbs(list(layout.shapes), **settings)
     return model._run_gibbs(step, layout, random_seed=random_seed,
-                            max_sweeps=int(model.max_sweeps) if check is not None else 0,
+                            max_sweeps=(int(model._run_settings()["max_sweeps"])
+                                        if check is not None else 0),
                             check=check)

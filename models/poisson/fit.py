@@ -235,11 +235,13 @@ def fit_augmented(
     synthetic = model._synthesized_part(synthetic)
     both = pd.concat([data[model.schema_.names], synthetic[model.schema_.names]],
                      ignore_index=True)
-    new = type(model)(**model.get_params())
+    params = model.get_params(deep=False)
+    if random_seed is not None:  # the refit's own seed, as its setting
+        params["random_seed"] = random_seed
+    new = type(model)(**params)
     # same prior as the base fit: the default b_λ = 1 / max(1, mean y) is computed on the
     # confidential data y, not on y ∪ Z_(l), or p(Θ | y, Z_(l)) would use another prior
     new._prior_rate_fixed = model._b_lambda_vector(
         data[cols].to_numpy(dtype=np.float64)
     )
-    return new.fit(both, schema=model.schema_, synthesized=cols,
-                   random_seed=model.random_seed if random_seed is None else random_seed)
+    return new.fit(both, schema=model.schema_, synthesized=cols)

@@ -299,9 +299,8 @@ class PoissonMixture(BayesianSynthesizer):
         # are not synthesized, are copied
         schema = self.schema_
         extra = schema is not None and len(self._count_columns(schema)) < len(schema)
-        return (
-            self.model_class == "O" or bool(extra) or self.synthesized_records_ is not None
-        )
+        return (self.model_class == "O" or bool(extra)
+                or getattr(self, "synthesized_records_", None) is not None)
 
 
     # ------------------------------------------------------------------ fitting

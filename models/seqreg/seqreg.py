@@ -166,15 +166,11 @@ class SequentialRegression(BayesianSynthesizer):
             tune=tune, draws=draws, chains=chains, cores=cores, random_seed=random_seed,
             progressbar=progressbar,
         )
-        self.order = None if order is None else list(order)
-        self.families = None if families is None else dict(families)
-        self.predictors = (
-            None if predictors is None else {k: list(v) for k, v in predictors.items()}
-        )
-        self.formulas = None if formulas is None else dict(formulas)
-        self.posterior_method = (
-            dict(posterior_method) if isinstance(posterior_method, Mapping) else posterior_method
-        )
+        self.order = order
+        self.families = families
+        self.predictors = predictors
+        self.formulas = formulas
+        self.posterior_method = posterior_method
 
     # ------------------------------------------------------------------ structure
     def _resolve_structure(self, schema: Schema) -> None:
@@ -279,7 +275,7 @@ class SequentialRegression(BayesianSynthesizer):
     def _needs_data_for_synthesis(self) -> bool:
         # unsynthesized columns, and the records that are not synthesized, are copied from data
         return bool(self.schema_ is not None and self.schema_.unsynthesized) or (
-            self.synthesized_records_ is not None
+            getattr(self, "synthesized_records_", None) is not None
         )
 
     # ------------------------------------------------------------------ fit
@@ -420,9 +416,10 @@ class SequentialRegression(BayesianSynthesizer):
         names = self.schema_.names
         synthetic = self._synthesized_part(synthetic)
         both = pd.concat([data[names], synthetic[names]], ignore_index=True)
-        new = type(self)(**self.get_params())
-        return new.fit(both, schema=self.schema_,
-                       random_seed=self.random_seed if random_seed is None else random_seed)
+        params = self.get_params(deep=False)
+        if random_seed is not None:  # the refit's own seed, as its setting
+            params["random_seed"] = random_seed
+        return type(self)(**params).fit(both, schema=self.schema_)
 
     # ------------------------------------------------------------------ posterior handling
     @classmethod

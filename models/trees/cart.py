@@ -101,8 +101,9 @@ class CARTSynthesizer(TreeSynthesizer):
     progressbar : bool, default False
         Show a progress bar over the datasets.
     random_seed : RandomSeed, optional
-        Default seed of :meth:`fit` and :meth:`synthesize` (a seed passed to either takes
-        precedence).
+        Seed of :meth:`fit` and default seed of :meth:`synthesize` (a seed passed to
+        ``synthesize`` takes precedence; one passed to ``fit`` must be this one, or this setting
+        ``None``: ``SEED_CONFLICT``).
 
     Attributes
     ----------
@@ -213,8 +214,9 @@ class CARTSynthesizer(TreeSynthesizer):
             Records whose synthesized columns are replaced (default: all). Trees are fitted on all
             records; unselected records keep every original value in every dataset.
         random_seed : RandomSeed
-            Seeds scikit-learn's tie-breaking between equally good splits (default: the
-            ``random_seed`` setting).
+            Seeds scikit-learn's tie-breaking between equally good splits when the
+            ``random_seed`` setting is ``None`` (default: the setting; another seed than a
+            setting given raises ``SEED_CONFLICT``).
 
         Returns
         -------

@@ -91,7 +91,7 @@ def fit(model: Any, data: pd.DataFrame, schema: Schema | None,
     from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
     check_settings(model)
-    random_seed = model._seed(random_seed)
+    random_seed = model._fit_seed(random_seed)
     schema, order = prepare_schema(data, schema, synthesized, allow_missing=True)
     smoothed = smoothed_columns(model, schema, order)
     n = len(data)

@@ -29,7 +29,6 @@ import pandas as pd
 
 from bayes_risk._checksums import file_sha256
 from bayes_risk._io import atomic_dir, to_jsonable, write_json
-from bayes_risk._rng import seed_to_json
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.base import SETTINGS_FILE, check_is_fitted, read_model_meta
@@ -59,9 +58,7 @@ def _damaged(p: Path, what: str) -> ValidationError:
 
 def json_settings(model: Any) -> dict[str, Any]:
     """The model's ``__init__`` settings as JSON (the seed described by ``seed_to_json``)."""
-    params = model.get_params()
-    params["random_seed"] = seed_to_json(params.get("random_seed"))
-    return to_jsonable(params)
+    return to_jsonable(model._release_settings())
 
 
 def save_synthesizer(

@@ -222,9 +222,10 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
         self.progressbar = progressbar
         self.random_seed = random_seed
 
-    def get_params(self) -> dict[str, Any]:
-        """Settings; callables in ``constraints`` are described by their names (JSON-safe)."""
-        p = super().get_params()
+    def _release_settings(self) -> dict[str, Any]:
+        """The settings for a manifest or ``model.json``: callables in ``constraints`` are
+        described by their names (JSON-safe)."""
+        p = super()._release_settings()
         c = p["constraints"]
         if c is not None:
             if isinstance(c, Mapping):
@@ -262,7 +263,9 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             sensitive cells (Hawala 2008). Every other record is a donor, so at least one record
             must be left out. The sensitive cells are reported either way.
         random_seed : RandomSeed
-            Unused (fitting is deterministic); accepted for the common ``fit`` signature.
+            Unused (fitting is deterministic); accepted for the common ``fit`` signature (and,
+            as for every synthesizer, refused when it differs from a ``random_seed`` setting:
+            ``SEED_CONFLICT``).
 
         Returns
         -------
@@ -292,7 +295,7 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
             raise ValidationError(
                 f"schema must be a bayes_risk Schema. Got {type(schema).__name__}."
             )
-        as_generator(self._seed(random_seed))  # unused by the fit, but a bad seed is an error now
+        as_generator(self._fit_seed(random_seed))  # unused by the fit; a bad seed is an error now
         ivs = schema.check_columns(list(self.identifying), "identifying")
         syn = synthesized_columns(synthesized, schema)
         syn = ivs if syn is None else syn

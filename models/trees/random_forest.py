@@ -97,8 +97,9 @@ class RandomForestSynthesizer(TreeSynthesizer):
         each forest is seeded with an integer drawn from its own child stream).
     progressbar : bool, default False
     random_seed : RandomSeed, optional
-        Default seed of :meth:`fit` and :meth:`synthesize` (a seed passed to either takes
-        precedence).
+        Seed of :meth:`fit` and default seed of :meth:`synthesize` (a seed passed to
+        ``synthesize`` takes precedence; one passed to ``fit`` must be this one, or this setting
+        ``None``: ``SEED_CONFLICT``).
 
     Attributes
     ----------
@@ -207,7 +208,9 @@ class RandomForestSynthesizer(TreeSynthesizer):
             Records whose values are replaced: one selection for all columns, or a mapping
             ``{column: selection}`` (δ_ij of Caiola & Reiter 2010). Default: all records.
         random_seed : RandomSeed
-            Seeds the forests (and the random tie order); default: the ``random_seed`` setting.
+            Seeds the forests (and the random tie order) when the ``random_seed`` setting is
+            ``None`` (default: the setting; another seed than a setting given raises
+            ``SEED_CONFLICT``).
 
         Returns
         -------
@@ -222,7 +225,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
         from sklearn.ensemble import RandomForestClassifier
 
         self._check_settings()
-        random_seed = self._seed(random_seed)
+        random_seed = self._fit_seed(random_seed)
         schema, cols = prepare_schema(data, schema, synthesized, allow_missing=True)
         for c in cols:
             if not schema[c].is_categorical:

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bayes_risk.attribute import attribute_risk, with_prior
-from bayes_risk.attribute.chains import CHAIN_TOLERANCE, chain_agreement
+from bayes_risk.attribute.chains import CHAIN_RATIO, CHAIN_TOLERANCE, chain_agreement
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models import ArrayModel
@@ -104,6 +104,85 @@ def test_well_mixed_chains_flag_almost_nothing(rep):
     z = res.records["chain_z"].to_numpy()
     # |N(0, 1)| has mean 0.80: the standard errors are of the right size
     assert 0.5 < np.mean(z) < 1.3  # independent-draw errors: 3.3 with rep = 10
+
+
+# ---------------------------------------------------------------------------- small p_true
+# The floor of a material difference is relative to the estimate (CHAIN_RATIO): with N_SMALL
+# candidate values p_true is about 1/N_SMALL = 0.02, where a difference of two points is the
+# whole estimate. In the disagreeing case chain 0's augmented draws favour the even values and
+# chain 1's the odd ones by a factor 2.5, so every affected record's p_true is about 0.029 under
+# one chain and 0.011 under the other (NYexample record 6686: 0.033 and 0.013): a ratio of 2.5
+# and a difference of 0.017, below the absolute floor.
+N_SMALL = 50
+
+
+def _small_case(seed, *, n=400, affected=(0, 1), H=500, conc=4000.0, rep=1):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, N_LEVELS, n)
+    y = rng.integers(0, N_SMALL, n)
+    df = pd.DataFrame({"x": pd.Categorical(x, categories=range(N_LEVELS)),
+                       "y": pd.Categorical(y, categories=range(N_SMALL))})
+    schema = infer_schema(df, synthesized=["y"])
+    even = np.arange(N_SMALL) % 2 == 0
+    flat = np.full(N_SMALL, 1 / N_SMALL)
+
+    def draws(mean):
+        out = []
+        for c in range(2):
+            th = np.empty((H, N_LEVELS, N_SMALL))
+            for lv in range(N_LEVELS):
+                th[:, lv] = np.repeat(rng.dirichlet(conc * mean(c, lv), size=H // rep), rep, 0)
+            out.append(th)
+        return np.concatenate(out)
+
+    def aug_mean(c, lv):
+        if lv not in affected:
+            return flat
+        w = np.where(even == (c == 0), 2.5, 1.0)
+        return w / w.sum()
+
+    model = ArrayModel(_ll, draws(lambda c, lv: flat), schema, ratio_form="conditional",
+                       chains=2)
+    return df, model, [model.with_draws(draws(aug_mean), chains=2)], x, y
+
+
+def test_chains_that_disagree_in_ratio_are_flagged_below_the_absolute_floor():
+    df, model, aug, x, _ = _small_case(3)
+    res = _run(df, model, aug)
+    r = res.records
+    lo, hi = r["p_true_chain_min"].to_numpy(), r["p_true_chain_max"].to_numpy()
+    expected = np.isin(x, [0, 1])
+    assert expected.sum() > 50
+    # the affected records: ratio about 2.5, difference below the absolute floor of 0.02
+    assert np.all(hi[expected] / lo[expected] > 2.0)
+    assert np.all(hi[expected] - lo[expected] < CHAIN_TOLERANCE)
+    assert np.median(r["p_true"]) < 0.03
+    np.testing.assert_array_equal(_flagged(res), expected)
+    assert res.settings["chain_check"]["ratio"] == CHAIN_RATIO
+    # the absolute floor alone (the former rule) flags only the records whose truth is the
+    # best guess under one chain and not the other (a criterion of its own)
+    ch = chain_agreement(res.diagnostics, res.logprior, res._g0(), ratio=np.inf)
+    np.testing.assert_array_equal(ch["flag"], ch["top_differs"])
+    assert ch["flag"].sum() < expected.sum() / 4
+    # a ratio below the material one is not flagged by the difference of p_true
+    ch = chain_agreement(res.diagnostics, res.logprior, res._g0(), ratio=2.6)
+    np.testing.assert_array_equal(ch["flag"], ch["top_differs"])
+
+
+@pytest.mark.parametrize("rep", [1, 10])
+def test_chains_from_one_posterior_with_small_p_true_are_calibrated(rep):
+    # both chains draw from the same posterior; p_true is about 0.02, so only the test of a
+    # difference beyond Monte Carlo error stands between noise and a flag: the batch-means z
+    # must be calibrated (about |t| with 19 df per chain) and flags as rare as its level 0.001
+    df, model, aug, _, _ = _small_case(4, affected=(), rep=rep)
+    res = _run(df, model, aug)
+    assert res.settings["chain_check"]["status"] == "run"
+    assert np.median(res.records["p_true"]) < 0.03
+    z = res.records["chain_z"].to_numpy()
+    assert _flagged(res).sum() <= 1
+    # |t_38| has mean 0.81 and 5 % above 2.02; 400 records: SE of that share 0.011
+    assert 0.6 < np.mean(z) < 1.1, np.mean(z)
+    assert 0.01 < np.mean(z > 2.02) < 0.10, np.mean(z > 2.02)
 
 
 def test_one_chain_runs_no_check_and_says_so():

@@ -14,7 +14,15 @@ import pytest
 
 import bayes_risk as br
 from bayes_risk.attribute import attribute_risk
-from bayes_risk.attribute.cost import distinct_records, duration_range, refit_cost
+from bayes_risk.attribute import cost as cost_module
+from bayes_risk.attribute import refits as refits_module
+from bayes_risk.attribute.cost import (
+    Pilot,
+    distinct_records,
+    duration_range,
+    refit_cost,
+    wants_pilot,
+)
 from bayes_risk.cli import main
 from bayes_risk.exceptions import ValidationError
 
@@ -27,15 +35,19 @@ class _Tree(dict):
     """A posterior DataTree's two levels of attributes: the root's (the run) and the
     posterior group's (the sampler's times)."""
 
-    def __init__(self, seconds, run_thin=None, **timing):
+    def __init__(self, seconds, run_thin=None, gibbs=False, **timing):
         attrs = {} if seconds is None else {"sampling_time": seconds}
         super().__init__(posterior=SimpleNamespace(attrs={**attrs, **timing}))
         self.attrs = {} if run_thin is None else {"thin": run_thin}
+        if gibbs:  # a run of sample_gibbs (DPMPM) records its rounds
+            self.attrs["gibbs_rounds"] = 1
 
 
-def _fake(seconds, n=100, tune=100, draws=100, thin=1, run_thin=None, chains=1, **timing):
-    return SimpleNamespace(posterior_=_Tree(seconds, run_thin, **timing), _n_records=n,
-                           tune=tune, draws=draws, thin=thin, chains=chains)
+def _fake(seconds, n=100, tune=100, draws=100, thin=1, run_thin=None, chains=1, max_sweeps=0,
+          gibbs=False, **timing):
+    return SimpleNamespace(posterior_=_Tree(seconds, run_thin, gibbs, **timing), _n_records=n,
+                           tune=tune, draws=draws, thin=thin, chains=chains,
+                           max_sweeps=max_sweeps)
 
 
 def test_old_fit_falls_back_to_an_upper_bound():
@@ -122,6 +134,61 @@ def test_equal_records_share_the_sweep_lower_end_by_distinct_records(small_fit):
     both = len(pd.concat([df, syn[0]]).drop_duplicates())
     assert distinct_records(model, df, syn[0]) == (fit, both)
     assert distinct_records(SimpleNamespace(), df, syn[0]) is None  # other models: records
+
+
+def test_estimate_from_a_pilot_by_hand():
+    """Injected pilot timings (no clock): per refit turns x sweeps x t to turns x S+ x t + O,
+    S+ the sweeps of one more extension round of a self-extending run (at most max_sweeps);
+    the fit's own times and the records' ratio play no part."""
+    pilot = Pilot(sweep_time=0.01, setup=3.0, sweeps=80)
+    fake = _fake(600.0, n=100, tune=100, draws=100, chains=4, sweep_time=0.5,
+                 chains_at_once=2, fit_time=900.0)
+    cost = refit_cost(fake, 100, 5, pilot=pilot)
+    turns = 2  # 4 chains, 2 at a time, as in the fit
+    assert cost.low == pytest.approx(5 * turns * 200 * 0.01)  # 20 s
+    assert cost.seconds == pytest.approx(5 * (turns * 200 * 0.01 + 3.0))  # 35 s
+    assert cost.records == 200 and cost.n_refits == 5
+    assert cost.line() == (
+        "about 5 refits of the model, estimated 20–35 s on this machine (timed by a pilot "
+        "refit just now: 10 ms per sweep of 200 records; each refit 200 sweeps per chain, plus "
+        "up to 3 s of set-up; the first refit's time follows)")
+    # refit draws and thinning: 100 + 5 x 40 sweeps per chain
+    thinned = refit_cost(_fake(None, tune=100, draws=100, thin=5, sweep_time=0.5), 100, 2,
+                         refit_draws=40, pilot=pilot)
+    assert thinned.low == pytest.approx(2 * 300 * 0.01)
+    # a self-extending run (DPMPM's default, thin 5 -> 20 after its rounds): a refit starts at
+    # thin 20, 1000 + 20 x 500 sweeps, and may run one more round: 1000 + 2 x 10000
+    ext = _fake(None, tune=1000, draws=500, thin=5, run_thin=20, chains=2, max_sweeps=50_000,
+                sweep_time=0.5, chains_at_once=2)
+    c = refit_cost(ext, 100, 3, pilot=pilot)
+    assert c.low == pytest.approx(3 * 11_000 * 0.01)
+    assert c.seconds == pytest.approx(3 * (21_000 * 0.01 + 3.0))
+    assert "each refit 11,000 sweeps per chain, 21,000 if it extends its run once more " \
+        "(max_sweeps)" in c.line()
+    # the bound caps the next round
+    capped = refit_cost(_fake(None, tune=1000, draws=500, thin=5, run_thin=20, chains=2,
+                              max_sweeps=15_000, sweep_time=0.5, chains_at_once=2),
+                        100, 3, pilot=pilot)
+    assert capped.seconds == pytest.approx(3 * (15_000 * 0.01 + 3.0))
+    assert "follows" not in refit_cost(fake, 100, 1, pilot=pilot).line()
+
+
+def test_a_pilot_only_for_long_gibbs_refits(monkeypatch):
+    """A pilot when the lower end of the estimate from the fit reaches PILOT_MIN_SECONDS and
+    the fit was a Gibbs run (a pm.sample model's pilot would compile its model, as long as a
+    refit)."""
+    long = _fake(None, n=100, sweep_time=0.1, gibbs=True)  # 5 x 200 x 0.1 x 2 = 200 s
+    assert wants_pilot(long, refit_cost(long, 100, 5))
+    short = _fake(None, n=100, sweep_time=0.001, gibbs=True)  # 2 s
+    assert not wants_pilot(short, refit_cost(short, 100, 5))
+    # the lower end decides: 10 s of sweeps and up to 100 s of the fit's set-up
+    setup = _fake(None, n=100, sweep_time=0.005, fit_time=100.0, gibbs=True)
+    assert refit_cost(setup, 100, 5).seconds > 30 and not wants_pilot(
+        setup, refit_cost(setup, 100, 5))
+    nuts = _fake(None, n=100, sweep_time=0.1)
+    assert not wants_pilot(nuts, refit_cost(nuts, 100, 5))
+    monkeypatch.setattr(cost_module, "PILOT_MIN_SECONDS", 1.0)
+    assert wants_pilot(short, refit_cost(short, 100, 5))
 
 
 @pytest.mark.parametrize("low, high, text", [
@@ -223,6 +290,46 @@ def test_estimate_printed_and_one_bar_counts_the_refits(small_fit, capfd):
     assert "Gibbs draws" not in err  # the refits' own bars
     assert model.progressbar is True and model.draws == 40
     assert res.to_dict()["settings"]["H_augmented"] == [50, 50, 50]  # 2 chains x 25
+
+
+def test_long_refits_are_timed_by_a_pilot_first(small_fit, capfd, monkeypatch):
+    """Refits estimated at PILOT_MIN_SECONDS or more (here: the threshold set to 0) are timed
+    by a pilot refit before they start; the line states the pilot's figures (injected here:
+    the arithmetic, not the clock), and the pilot leaves the model and the refits as they
+    were."""
+    df, model, syn = small_fit
+    monkeypatch.setattr(cost_module, "PILOT_MIN_SECONDS", 0.0)
+    seen = []
+
+    def fake_pilot(model_, original, synthetic, refit_draws=None):
+        seen.append((len(original), len(synthetic), refit_draws))
+        return Pilot(sweep_time=0.002, setup=0.5, sweeps=80)
+
+    monkeypatch.setattr(refits_module, "pilot_refit", fake_pilot)
+    capfd.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        attribute_risk(df, syn, model=model, records=[0, 1], random_seed=5, bootstrap=0,
+                       refit_draws=25)
+    err = capfd.readouterr().err
+    assert seen == [(60, 60, 25)]
+    # 2 chains in turn (cores=1) of 10 + 25 sweeps at 2 ms: 0.14 s a refit, 0.42 s for 3;
+    # with 0.5 s of set-up each 1.92 s (durations below 1 s are written "1 s")
+    assert "about 3 refits of the model, estimated 1–2 s on this machine (timed by a pilot " \
+        "refit just now: 2 ms per sweep of 120 records; each refit 35 sweeps per chain, plus " \
+        "up to 1 s of set-up; the first refit's time follows)" in err
+
+
+def test_pilot_refit_measures_and_restores(small_fit):
+    """The real pilot: one fit_augmented per call as the refits run it (the fit's chains, at
+    the refits' thinning, no extension), its steady sweep time and set-up; the model's
+    settings are restored and its fit untouched."""
+    df, model, syn = small_fit
+    before, post = model.get_params(), model.posterior_
+    pilot = refits_module.pilot_refit(model, df, syn[0], refit_draws=25)
+    assert pilot.sweep_time > 0 and pilot.setup >= 0
+    assert pilot.sweeps == cost_module.PILOT_TUNE + cost_module.PILOT_DRAWS  # thin 1
+    assert model.get_params() == before and model.posterior_ is post
 
 
 def test_progressbar_false_prints_nothing(small_fit, capfd):

@@ -152,7 +152,7 @@ def test_levels_sum_to_the_full_set_and_outputs():
     assert d["headline"].startswith("Withholding")
     assert "Attribute risk by the intruder's knowledge" in res.summary().as_text()
     for kind in res.plot_kinds:
-        assert res.plot(kind).axes
+        assert res.plot(kind).has_data()
 
 
 def test_errors_name_the_argument():

@@ -18,6 +18,7 @@ import bayes_risk as br
 from bayes_risk import MatchSpec
 from bayes_risk.auditing import Thresholds
 from bayes_risk.auditing.render import CSP
+from bayes_risk.auditing.verdicts import ATTRIBUTE_MEASURE
 from bayes_risk.cli import main
 from bayes_risk.exceptions import SchemaError, ValidationError
 
@@ -170,7 +171,7 @@ def test_attribute_section_states_what_was_computed(audited, report, tmp_path):
     describe them as if they had been checked, and the k-hat figure says there is none."""
     import copy
 
-    from matplotlib.figure import Figure
+    from matplotlib.axes import Axes
 
     res, out = audited
     a = res.step("attribute")
@@ -179,11 +180,15 @@ def test_attribute_section_states_what_was_computed(audited, report, tmp_path):
     html = report[0].read_text()
     sec = html[html.index('<section id="attribute">'):html.index('<section id="disclosure">')]
     for col in ("khat_max", "ess_q_min", "ess_omega_min", "max_omega_max", "boot_rank_q05"):
-        assert f"<dt>{col}</dt>" not in sec, col
-    assert "<dt>flag_codes</dt>" in sec
-    fig = a.result.plot("khat")
-    assert isinstance(fig, Figure)
-    assert any("no Pareto k-hat" in t.get_text() for t in fig.axes[0].texts)
+        assert f"({col})</dt>" not in sec, col
+    # the glossary names each diagnostic in words, its column beside it
+    assert "<dt>flags (flag_codes)</dt>" in sec
+    ax = a.result.plot("khat")
+    assert isinstance(ax, Axes)
+    assert any("no Pareto k-hat" in t.get_text() for t in ax.texts)
+    # the report draws no empty k-hat frame: it says why there is none
+    assert sec.count("<img ") == 2 and "Pareto k-hat per record" not in sec
+    assert "No Pareto k̂ figure: the &#39;plugin&#39; estimator reweights no" in sec
     # a stabilised estimate with heavy tails judged immaterial: the report says how many
     # records are above the k-hat threshold yet unflagged, and that their p_true may overstate
     sm = copy.deepcopy(a.extra["summary"])
@@ -198,14 +203,14 @@ def test_attribute_section_states_what_was_computed(audited, report, tmp_path):
     assert "For 5 unflagged record(s) the reported p_true may overstate the risk" in text
 
 
-def test_attribute_verdict_names_the_flagged_records_left_out(audited):
+def test_attribute_verdict_names_the_flagged_records_left_out(audited, tmp_path):
     """The verdict's share ranked first is over the stable estimates; the flagged records left
     out of it are counted on the line (a release board treats them as at risk)."""
     import copy
 
     res, _ = audited
     a = res.step("attribute")
-    line = "share of records whose true values are the most probable"
+    line = ATTRIBUTE_MEASURE
     sm = copy.deepcopy(a.extra["summary"])
     sm["n_flagged"], sm["n_records"] = 0, 25
     v = {x.measure: x for x in _with_step(res, "attribute",
@@ -215,6 +220,20 @@ def test_attribute_verdict_names_the_flagged_records_left_out(audited):
     v = {x.measure: x for x in _with_step(res, "attribute",
                                           extra={**a.extra, "summary": sm}).verdicts}[line]
     assert "3 of 25 record(s) flagged and left out" in v.detail
+    # within its threshold with flagged records left out: a caution, never a plain pass; the
+    # line says what the share would be with every flagged record ranked first (3 of 25)
+    sm["unflagged"] = {**sm["unflagged"], "prop_top": 0.0, "n_records": 22}
+    r2 = _with_step(res, "attribute", extra={**a.extra, "summary": sm})
+    v = {x.measure: x for x in r2.verdicts}[line]
+    assert not v.exceeds and v.status == "caution" and v.flagged == 3
+    assert ("Records with unreliable estimates were left out of share ranked first (3 flagged): "
+            "they are unassessed, to be treated as at risk") in r2.verdict_text
+    assert "counted as ranked first, the share would be 12 %, past the threshold" in v.detail
+    html = r2.to_html(tmp_path / "flagged.html").read_text()
+    cell = f"<td>{line.replace(chr(39), '&#39;')}</td>"
+    row = html.split(cell)[0].rsplit("<tr", 1)[1]
+    assert 'class="caution"' in row and 'class="within"' not in row
+    assert "⚠</span> within, with a caution" in html.split(cell)[1].split("</tr>")[0]
 
 
 def test_confidential_values_hidden_by_default(release, report, tmp_path):
@@ -354,11 +373,15 @@ def test_verdict_lines_name_the_warnings_that_question_them(audited, tmp_path):
     assert r2.verdict_frame().set_index("measure").loc[line, "warnings"] == ["SEPARATION"]
     n = sum(bool(x.warnings) for x in r2.verdicts)
     html = r2.to_html(out / "caveat.html").read_text()
-    assert f" {n} carries a warning of its measure" in html
+    assert f"{n} carries a warning of its measure" in html
+    # within its threshold but questioned: a caution, never a plain pass (no green row)
+    row = html.split("<td>mean S_pMSE (pMSE / null expectation)</td>")[0].rsplit("<tr", 1)[1]
+    assert 'class="caution"' in row
+    assert {x.measure: x for x in r2.verdicts}[line].status == "caution"
     assert "<strong class=\"caveat\">SEPARATION</strong>: perfect or quasi-perfect separation" \
         in html
     md = r2.to_markdown(out / "caveat.md").read_text()
-    assert "within (warning) |  | theory null; **SEPARATION**: perfect or quasi" in md
+    assert "⚠ within, with a caution |  | theory null; **SEPARATION**: perfect or quasi" in md
 
 
 def test_marginals_leave_missing_value_codes_out_of_the_numbers():
@@ -487,13 +510,16 @@ def test_utility_risk_figure_at_the_verdict_radius(audited_hh, report_hh):
     res, _ = audited_hh
     sw = res.step("identification").extra["sweep"]
     pts = utility_risk_points(res)
-    col = f"expected match risk (radius {sw.r_star})"
+    col = f"expected match rate (% of targets), radius {sw.r_star:g}"
     assert col in pts.columns
-    np.testing.assert_allclose(pts[col], sw.risk[sw.argmax[0]])
+    # in the verdict line's unit: per cent of the targets
+    np.testing.assert_allclose(pts[col], sw.risk[sw.argmax[0]] / res.plan.n_records * 100)
     v = {x.measure: x for x in res.verdicts}["expected match rate at the maximising radius"]
     # one point per dataset: their mean is the per-dataset figure the verdict line names; the
     # line reads the larger of it and the pooled figure
-    per = pts[col].mean() / res.plan.n_records * 100  # per cent, as the line
+    per = pts[col].mean()
+    assert pts.attrs["thresholds"][col] == pytest.approx(v.threshold)
+    assert pts.attrs["thresholds"]["S_pMSE"] == res.plan.thresholds.s_pmse
     assert f"mean per dataset {per:.3g} % (radius {sw.r_star})" in v.detail
     assert v.value >= per - 1e-9
     html = report_hh[0].read_text()
@@ -571,6 +597,23 @@ def test_bad_input_names_the_argument(release, tmp_path):
         br.audit(str(orig), str(syn), known=KNOWN, out=tmp_path / "full", progressbar=False)
 
 
+def test_partial_rules_for_datasets_of_another_size_fail_before_any_step(tmp_path):
+    # plain tables of 2n records with a column declared synthesized: the utility step's
+    # combining rules would be Reiter's partial ones, which cannot apply (NOT_PARTIAL_SYNTHESIS);
+    # refused when the audit is planned, before the steps run and before --out is made
+    d = br.make_ce_like(120, random_seed=3)
+    rng = np.random.default_rng(1)
+    big = [d.sample(240, replace=True, random_state=s).reset_index(drop=True)
+           .assign(Income=lambda z: z["Income"] * np.exp(rng.normal(0, 0.1, len(z))))
+           for s in (1, 2)]
+    out = tmp_path / "a"
+    with pytest.raises(ValidationError, match="combining_rules=") as e:
+        br.audit(d, big, known=KNOWN, synthesized=["Income"], categorical=CATS, out=out,
+                 progressbar=False)
+    assert e.value.code == "NOT_PARTIAL_SYNTHESIS"
+    assert not out.exists()
+
+
 def test_original_without_a_column_of_the_release(release, tmp_path, capsys):
     """An ORIGINAL lacking a (synthesized) column of the release is refused before any step runs
     (it ran utility and identification, then ended in a KeyError traceback)."""
@@ -609,6 +652,21 @@ def test_cli_end_to_end(release, tmp_path):
     top = json.loads((out / "summary.json").read_text())
     assert top["command"] == "audit" and top["thresholds"]["repU"] == 50.0
     assert top["inputs"]["original"] == str(orig)
+    # one file to send: the folder zipped beside the report, which names it; its summary.json
+    # is the complete one (inputs merged), and every link of the report resolves inside it
+    import zipfile
+
+    assert f"send {Path('aud') / 'report.zip'}" in r.stdout
+    html = (out / "report.html").read_text()
+    assert 'To send this report, send <a href="report.zip">report.zip</a>' in html
+    assert "[report.zip](report.zip)" in (out / "report.md").read_text()
+    with zipfile.ZipFile(out / "report.zip") as z:
+        z.extractall(tmp_path / "unzipped")
+        assert json.loads(z.read("report/summary.json"))["inputs"]["original"] == str(orig)
+    inner = tmp_path / "unzipped" / "report"
+    files = [u.split("#")[0] for u in _links(html) if not u.startswith(("data:", "#"))
+             and u != "report.zip"]
+    assert files and all((inner / f).exists() for f in files)
     # --quiet silences progress; bad input: one line naming the argument, exit 2, nothing written
     q = _cli(["audit", str(orig), str(syn), "--known", *KNOWN, "--threshold", "bogus=1",
               "--quiet", "--out", "bad"], tmp_path)
@@ -652,9 +710,30 @@ def test_report_in_a_real_browser(report, tmp_path):
     _chromium(url, f"--screenshot={shot}", "--window-size=1280,2400")
     img = np.asarray(Image.open(shot).convert("RGB"))
     assert img.shape[0] >= 2000 and len(np.unique(img.reshape(-1, 3), axis=0)) > 50
+    # the first screen of a 1280 × 800 window: the verdict sentence (the banner, drawn with a
+    # border of its status's colour, #a51d2d for "do not release") ends within it, and the
+    # verdict table's header row (#eef1f6) starts within it too
+    first = tmp_path / "first.png"
+    _chromium(url, f"--screenshot={first}", "--window-size=1280,800")
+    top = np.asarray(Image.open(first).convert("RGB")).astype(int)
+    assert top.shape[:2] == (800, 1280)
+    # the banner's left border (the table's "exceeds" cells use the colour too, further right)
+    border = (np.abs(top[:, :200] - (0xa5, 0x1d, 0x2d)).sum(axis=-1) <= 6).sum(axis=1) >= 4
+    rows = np.flatnonzero(border)
+    assert rows.size > 40, "no banner of the status 'do not release' on the first screen"
+    assert rows.max() < 760, f"the verdict banner runs to {rows.max()} px"
+    head = np.flatnonzero((np.abs(top - (0xee, 0xf1, 0xf6)).sum(axis=-1) <= 3).sum(axis=1) > 600)
+    assert head.size and rows.max() < head.min() < 800
+    # the DOM: the banner holds the headline, right under the title
+    dom = r.stdout
+    banner = dom.split('<div class="banner')[1].split("</div>")[0]
+    assert "Do not release as it stands" in banner
+    assert dom.index("<h1>") < dom.index('<div class="banner') \
+        < dom.index('<table class="verdicts">')
     keep = os.environ.get("BAYES_RISK_SCREENSHOTS")
     if keep:  # for looking at the page: BAYES_RISK_SCREENSHOTS=DIR
         shutil.copy(shot, Path(keep) / "audit_report.png")
+        shutil.copy(first, Path(keep) / "audit_report_first_screen.png")
 
 
 # ---- issue 30: bad input fails the audit; a failed step makes it incomplete ------------------
@@ -768,10 +847,10 @@ def test_a_step_failing_otherwise_leaves_the_audit_incomplete(release, tmp_path,
     assert top["verdict_text"].startswith("The audit is incomplete")
     assert "MemoryError" in {s["name"]: s for s in top["steps"]}["identification"]["traceback"]
     html = res.to_html(tmp_path / "r.html").read_text()
-    first = html.split('<section id="verdict">')[1].split("</p>")[0]
-    assert '<p class="incomplete"><strong>The audit is incomplete' in first
+    banner = html.split('<div class="banner')[1].split("</div>")[0]
+    assert '<p class="more incomplete"><strong>The audit is incomplete' in banner
     md = res.to_markdown(tmp_path / "r.md").read_text()
-    assert md.split("## Verdict")[1].lstrip().startswith("**The audit is incomplete")
+    assert "> **The audit is incomplete" in md.split("## Verdict")[0]
     capsys.readouterr()
     rc = main(["audit", str(orig), str(syn), "--known", *KNOWN, "--radius-sweep", "none",
                "--records", "0", "--out", str(tmp_path / "c")])
@@ -933,11 +1012,10 @@ def test_audit_result_is_a_result_like_the_others(audited, tmp_path):
     got = {(w.where.removesuffix(" step"), w.code) for w in res.structured_warnings}
     assert got == codes and len(res.structured_warnings) == len(got)
     assert all(not w.message.startswith(f"{w.code}:") for w in res.structured_warnings)
-    fig = res.plot()
-    ax = fig.axes[0]
+    ax = res.plot()
     assert len(ax.patches) == sum(np.isfinite(v.value) and v.value > 0 for v in res.verdicts)
     assert ax.get_xscale() == "log"
-    fig.savefig(tmp_path / "verdict.png")
+    ax.figure.savefig(tmp_path / "verdict.png")
     with pytest.raises(ValidationError, match="must be one of"):
         res.plot("radius")
 
@@ -956,7 +1034,7 @@ def test_disclosure_step_result_is_a_result(audited):
     assert list(df["target"]) == list(d) and df.loc[0, "repU"] == d[t].means()["repU"]
     assert set(d.to_dict()["by_target"]) == set(d)
     assert "Means over datasets" in d._repr_html_()
-    assert len(d.plot().axes[0].patches) == 3 * len(d)
+    assert len(d.plot().patches) == 3 * len(d)
     with pytest.raises(TypeError):
         d[t] = None  # read-only
 
@@ -1150,18 +1228,20 @@ def test_report_header_names_the_intruder_of_every_line_and_folds_detail(report_
     """The header says who the intruder of each line is; the step sections' tables sit behind a
     <details> element (caption visible), so the first screen is the verdict."""
     html = report_hh[0].read_text()
-    header = html.split("<header>")[1].split("</header>")[0]
-    assert "The intruder of each verdict line" in header
-    assert "identification</strong>: knows Age, Urban, Marital, Income of every target" in header
-    assert "repU (%), keys Age, Urban, Marital, Income</strong>: knows the keys" in header
-    assert "the intruder knows:" not in header
     body = html.split('<section id="verdict">')[1]
     verdict, rest = body.split("</section>", 1)
+    # under the verdict table (the first screen is the banner and the table)
+    who = verdict.split('<table class="verdicts">')[1]
+    assert "The intruder of each verdict line" in who
+    assert "identification</strong>: knows Age, Urban, Marital, Income of every target" in who
+    assert "repU (%), keys Age, Urban, Marital, Income</strong>: knows the keys" in who
+    assert "the intruder knows:" not in who
     assert "<details" not in verdict
     assert rest.count("<details class=\"table\">") >= 3  # per-dataset detail: closed
     # the file-level summary stays open
-    assert re.search(r'<details class="table" open><summary>File-level measures over', rest)
-    assert re.search(r'<details class="table"><summary>identity \(', rest)
+    assert re.search(r'<details class="table" open><summary>One dataset at a time, radius', rest)
+    assert re.search(r'<details class="table"><summary>identity measures, % of records \(',
+                     rest)
     # the variable-by-variable comparison: its figures one click away
     compare = rest.split('<section id="compare">')[1].split("</section>")[0]
     assert re.search(r'<details class="section"><summary>\d+ figures? of the marginals', compare)
@@ -1306,3 +1386,314 @@ def test_audit_cli_known_sweep_flag_off_by_default():
     base = ["audit", "o.csv", "syn", "--known", "Age", "--out", "o"]
     assert build_parser().parse_args(base).known_sweep is False
     assert build_parser().parse_args([*base, "--known-sweep"]).known_sweep is True
+
+
+# ---- issue 48: the report a release board reads ----------------------------------------------
+
+
+def _text(html: str) -> str:
+    """The report's visible text (tags dropped, entities left)."""
+    body = html.split("</style>", 1)[-1]
+    body = re.sub(r"</?(?:td|th|tr|p|li|dt|dd|h\d|summary|table|ul|ol|dl)\b[^>]*>", " ", body)
+    return " ".join(re.sub(r"<[^>]+>", "", body).split())
+
+
+def test_status_and_headline(audited, tmp_path):
+    """One sentence and an overall status open the report: "Do not release as it stands" with
+    the lines past their thresholds and their values; "Review before release" when no line
+    exceeds but one is questioned (a warning, flagged records); "Within every threshold"
+    otherwise; "No release verdict" for an incomplete audit with no line past its threshold."""
+    import dataclasses
+
+    res, out = audited
+    bad = [v for v in res.verdicts if v.exceeds]
+    assert bad and res.status == "do_not_release"
+    assert res.headline.startswith(
+        f"Do not release as it stands: {len(bad)} of {len(res.verdicts)} measures exceed "
+        "their thresholds — ")
+    for v in bad:
+        assert f"{v.short} {v.value:.3g} %" in res.headline or f"{v.short} " in res.headline
+    assert res.verdict_sentences()[0] == res.headline
+    top = json.loads((out / "summary.json").read_text())
+    assert top["status"] == "do_not_release" and top["headline"] == res.headline
+    # with the board's thresholds above every value: the utility line's SEPARATION questions
+    # it, so the status is a review, named with its reason
+    u = res.step("utility").result
+    loose = Thresholds.parse({"s_pmse": 1e9, "overlap": 0, "prop_top": 1, "repU": 100,
+                              "DiSCO": 100})
+    res.plan.thresholds = loose
+    try:
+        sep = dataclasses.replace(u, pmse=dataclasses.replace(u.pmse, warnings=["SEPARATION"]))
+        r2 = _with_step(res, "utility", result=sep)
+        assert r2.status == "review"
+        assert r2.headline.startswith(f"Review before release: none of the "
+                                      f"{len(r2.verdicts)} measures exceeds its threshold, but "
+                                      "1 line needs a second look — mean S_pMSE: SEPARATION")
+        clean = dataclasses.replace(u, pmse=dataclasses.replace(u.pmse, warnings=[]),
+                                    warnings=[])
+        r3 = _with_step(res, "utility", result=clean)
+        assert r3.status == "within_thresholds"
+        assert r3.headline.startswith("Within every threshold: all ")
+        html = r3.to_html(tmp_path / "within.html").read_text()
+        assert '<div class="banner within_thresholds"' in html
+        assert "✔</span> Within every threshold</span>" in html
+        r4 = _with_step(r3, "disclosure", status="failed", result=None, reason="boom")
+        assert r4.status == "incomplete" and r4.headline.startswith("No release verdict")
+    finally:
+        res.plan.thresholds = Thresholds()
+    # the report: the sign and the words, so that it reads without colour
+    html = res.to_html(tmp_path / "r.html").read_text()
+    banner = html.split('<div class="banner do_not_release" role="status">')[1].split("</div>")[0]
+    assert '<span aria-hidden="true">✖</span> Do not release as it stands</span>' in banner
+    assert res.headline.split(": ", 1)[1] in _text(banner).replace("&#39;", "'")
+    assert html.index("banner") < html.index('<table class="verdicts">')
+    md = res.to_markdown(tmp_path / "r.md").read_text()
+    assert md.split("\n\n")[1].startswith("> **✖ Do not release as it stands:** ")
+
+
+def test_thresholds_say_where_they_come_from(audited, tmp_path):
+    """Each threshold names its source (synthpop's guidance, Karr et al., or the package's
+    convention, which the user guide explains), not "defaults"; a threshold given for the
+    audit says so."""
+    from bayes_risk.auditing.plan import THRESHOLD_SOURCES
+
+    res, _ = audited
+    import html as html_lib
+
+    html = html_lib.unescape(res.to_html(tmp_path / "r.html").read_text())
+    assert "defaults unless set" not in html
+    sources = html.split('<ol class="sources">')[1].split("</ol>")[0]
+    assert THRESHOLD_SOURCES["s_pmse"] in sources and THRESHOLD_SOURCES["DiSCO"] in sources
+    assert "user guide, Auditing a release: Thresholds" in sources
+    # every verdict line's threshold points to its source
+    table = html.split('<table class="verdicts">')[1].split("</table>")[0]
+    assert table.count('<sup><a href="#threshold-') == len(res.verdicts)
+    res.plan.thresholds = Thresholds.parse({"DiSCO": 2})
+    try:
+        given = res.to_html(tmp_path / "g.html").read_text()
+    finally:
+        res.plan.thresholds = Thresholds()
+    assert "given for this audit (--threshold DiSCO=2; the default is 1)" in given
+
+
+def test_report_one_unit_per_quantity(audited_hh, report_hh):
+    """The expected match risk is a count of targets with its per cent of them wherever it
+    appears (the verdict line too); rates are in per cent; no number is in exponent notation
+    and no number cell wraps."""
+    from bayes_risk.report import format_number
+
+    res, _ = audited_hh
+    html = report_hh[0].read_text()
+    assert "td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: " \
+        "nowrap; }" in html
+    text = _text(html)
+    assert not re.search(r"\d\.?\d*e[-+]\d", text), re.search(r".{40}\d\.?\d*e[-+]\d.{20}", text)
+    n = res.plan.n_records
+    f = res.step("identification").result.file
+
+    def count(x):
+        return (f"{format_number(x, 4, plain=True)} targets "
+                f"({format_number(100 * x / n, 3, plain=True)} % of {n:,})")
+
+    sec = _text(html.split('<section id="identification">')[1].split("</section>")[0])
+    assert f"expected match risk: targets expected to be identified (sum of IR) " \
+        f"{count(f['expected_match_risk'])}" in sec
+    assert f"true matches: targets matched to one record, their own " \
+        f"{count(f['true_match_risk'])}" in sec
+    pooled = res.step("identification").extra["pooled"].headline.file
+    assert f"expected match risk {count(pooled['expected_match_risk'])}" in sec
+    # the verdict line: the rate in per cent and the count it is of
+    v = {x.measure: x for x in res.verdicts}["expected match rate at the maximising radius"]
+    verdict = _text(html.split('<table class="verdicts">')[1].split("</table>")[0])
+    assert (f"{format_number(v.value, 4, plain=True)} % = "
+            f"{format_number(v.value / 100 * n, 4, plain=True)} of {n:,} targets") in verdict
+    # the radius sweep says whether its maximum stands out from the other radii
+    sw = res.step("identification").extra["sweep"]
+    same = sw.indistinguishable()
+    assert same is not None
+    assert ("not distinguishable" in sec) == bool(same)
+
+
+def test_attribute_section_in_per_cent(audited, report):
+    """p_true in per cent everywhere, the 95 % quantile over the records named as such."""
+    res, _ = audited
+    html = report[0].read_text()
+    sec = _text(html.split('<section id="attribute">')[1].split("</section>")[0])
+    assert "95 % p_true" not in sec
+    assert "95th percentile of p_true over the records (%)" in sec
+    s = res.step("attribute").extra["summary"]
+    assert f"{100 * s['all']['mean_p_true']:.3g} %" in sec
+    assert f"A random guess gives p_true {100 * s['random_guess_baseline']:.3g} %" in sec
+    assert "share ranked first (prop_top in summary.json)" in sec
+
+
+def test_glossaries_in_plain_words(audited, report):
+    """Every synthpop column of the disclosure tables is defined where the tables are, with
+    synthpop's documentation as the source; the diagnostics are named in words."""
+    from bayes_risk.auditing.render import DIAGNOSTICS, SYNTHPOP_TERMS
+
+    res, _ = audited
+    html = report[0].read_text()
+    sec = html.split('<section id="disclosure">')[1].split("</section>")[0]
+    defined = {t.strip() for k in SYNTHPOP_TERMS for t in k.split(",")}
+    for r in res.step("disclosure").result.values():
+        for df in (r.ident, r.attrib, r.allCAPs):
+            for c in df.columns:
+                assert c == "syn" or c in defined, c
+    for k in SYNTHPOP_TERMS:
+        assert f"<dt>{k}</dt>" in sec
+    assert "Source: synthpop&#39;s disclosure() and replicated.uniques() help pages" in sec
+    assert sec.index("<dl>") < sec.index("<table>")
+    # the diagnostics: a plain name and the column it explains
+    for name, (plain, words) in DIAGNOSTICS.items():
+        assert plain.endswith(f"({name})") and len(words.split()) > 8
+
+
+def test_report_figures_readable_and_honest(audited_hh, report_hh):
+    """The utility-and-risk panels span the page with text of at least 10 pt (11 px at the
+    report's 80 dpi), draw the thresholds, and start their axes at 0; labels say what each
+    measure is of (repU has no target); the radius sweep starts at 0 and says whether its
+    maximum stands out; legends sit off the data."""
+    import matplotlib.pyplot as plt
+    import matplotlib.text
+
+    from bayes_risk.auditing.plots import utility_risk_figure
+    from bayes_risk.auditing.render import utility_risk_points
+
+    res, _ = audited_hh
+    pts = utility_risk_points(res)
+    fig = utility_risk_figure(pts)
+    w = fig.get_size_inches()[0] * 80
+    assert w == pytest.approx(1100)
+    risks = [c for c in pts.columns if c not in ("dataset", "S_pMSE")]
+    assert len(fig.axes) == len(risks)
+    for ax, c in zip(fig.axes, risks, strict=True):
+        assert ax.get_xlim()[0] == 0 and ax.get_ylim()[0] == 0
+        dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+        ys = [ln.get_ydata()[0] for ln in dashed if ln.get_ydata()[0] == ln.get_ydata()[1]]
+        xs = [ln.get_xdata()[0] for ln in dashed if ln.get_xdata()[0] == ln.get_xdata()[1]]
+        assert pts.attrs["thresholds"][c] in ys and res.plan.thresholds.s_pmse in xs
+        assert ax.get_ylim()[1] > pts.attrs["thresholds"][c]
+    labels = " ".join(ax.get_ylabel().replace("\n", " ") for ax in fig.axes)
+    assert "repU (% of records), keys Age, Urban, Marital, Income" in labels
+    assert "repU %" not in labels and "repU (% of records), target" not in labels
+    fig.canvas.draw()
+    sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
+    assert min(sizes) >= 10
+    html = report_hh[0].read_text()
+    assert '<figure class="plot wide">' in html
+    # the radius sweep: from 0, its title says whether the maximum is distinguishable
+    sw = res.step("identification").extra["sweep"]
+    ax = sw.plot(ax=plt.figure().add_subplot())
+    fig = ax.figure
+    assert ax.get_ylim()[0] == 0
+    same = sw.indistinguishable()
+    assert ("not distinguishable" in ax.get_title()) == bool(same)
+    assert "maximum at" not in ax.get_title()
+    # its legend under the axes, off the boxes
+    fig.canvas.draw()
+    leg = ax.get_legend().get_window_extent()
+    assert leg.y1 < ax.get_window_extent().y0
+
+
+def test_radius_indistinguishable_by_hand(audited_hh):
+    """Paired differences over the datasets against the maximising radius (t interval, 95 %):
+    radius 0 is below the maximum in every dataset by 3 to 3.5 (distinguishable); radius 2
+    differs by 3, -6 and 3.5 (not)."""
+    import dataclasses
+
+    res, _ = audited_hh
+    sw = res.step("identification").extra["sweep"]
+    risk = np.array([[10.0, 11.0, 12.0], [13.0, 14.0, 15.5], [10.0, 20.0, 12.0]])
+    s3 = dataclasses.replace(sw, radii=np.array([0.01, 0.1, 0.2]), risk=risk,
+                             risk_summary=risk.mean(axis=1), argmax=(1,), r_star=0.1,
+                             risk_star=float(risk[1].mean()))
+    # radius 0: d = (3, 3, 3.5), mean 3.17, half-width t(0.975, 2) 4.303 × 0.289 / √3 = 0.72
+    assert s3.indistinguishable() == [2]
+    one = dataclasses.replace(s3, risk=risk[:, :1], risk_summary=risk[:, 0])
+    assert one.indistinguishable() is None
+
+
+def test_warnings_name_the_run(audited_hh, report_hh):
+    """The identification step runs its measure several times (one dataset at a time and
+    pooled, at the step's and the maximising radius): each warning names its run."""
+    res, _ = audited_hh
+    w = [x for x in res.step("identification").warnings if x["code"] == "NO_MATCH"]
+    assert len(w) >= 2 and all("(run: " in x["message"] for x in w)
+    assert len({x["message"].split("(run: ")[1] for x in w}) == len(w)
+    radius = ", ".join(f"{c} = {r:g}" for c, r in res.plan.radius.items())
+    assert any(x["message"].endswith(f"(run: one dataset at a time, radius {radius})")
+               for x in w)
+    html = report_hh[0].read_text()
+    assert "(run: one dataset at a time, maximising radius" in html
+
+
+def test_disco_and_attribute_risk_reconciled(audited, tmp_path):
+    """DiSCO past its threshold while the attribute line (the Bayesian worst case) is within
+    it: the report says why both hold (they measure different things)."""
+    import copy
+
+    from bayes_risk.auditing.render import _reading_together
+
+    res, _ = audited
+    assert _reading_together(res) == []  # both past their thresholds: nothing to reconcile
+    a = res.step("attribute")
+    sm = copy.deepcopy(a.extra["summary"])
+    sm["unflagged"] = {**sm["unflagged"], "prop_top": 0.0}
+    r2 = _with_step(res, "attribute", extra={**a.extra, "summary": sm})
+    assert any(v.exceeds for v in r2.verdicts if v.threshold_name == "DiSCO")
+    md = r2.to_markdown(tmp_path / "r.md").read_text()
+    together = md.split("### Reading the lines together")[1].split("The intruder of each")[0]
+    assert "DiSCO exceeds its threshold while the attribute line (0 % of records" in together
+    assert "they measure different things" in together and "DiSDiO" in together
+    assert md.index("### Reading the lines together") < md.index("## Utility and risk")
+    html = r2.to_html(tmp_path / "r.html").read_text()  # the figures the Markdown drew
+    assert '<h3 id="together">Reading the lines together</h3>\n<p>DiSCO exceeds' in html
+
+
+def test_zip_of_the_audit(audited, tmp_path):
+    """``to_zip``: the audit folder in one file, every file a number links to inside it; a
+    result without files cannot be zipped."""
+    import zipfile
+
+    res, out = audited
+    html = res.to_html(out / "zipped.html", bundle="zipped.zip")
+    assert 'To send this report, send <a href="zipped.zip">zipped.zip</a>' in html.read_text()
+    path = res.to_zip(out / "zipped.zip")
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = set(z.namelist())
+            z.extractall(tmp_path)
+        assert "zipped/zipped.html" in names and "zipped/summary.json" in names
+        assert "zipped/zipped.zip" not in names
+        page = (tmp_path / "zipped" / "zipped.html").read_text()
+        files = [u.split("#")[0] for u in _links(page)
+                 if not u.startswith(("data:", "#")) and u != "zipped.zip"]
+        assert files and all((tmp_path / "zipped" / u).exists() for u in files)
+    finally:
+        path.unlink()
+        html.unlink()
+    with pytest.raises(ValidationError, match="to_zip needs the audit's files") as e:
+        dataclasses_replace_root(res).to_zip(tmp_path / "x.zip")
+    assert e.value.code == "RESULT_UNSUITED"
+    plain = res.to_html(tmp_path / "plain.html").read_text()
+    assert "send the folder (in Python, result.to_zip(path)" in plain
+
+
+def dataclasses_replace_root(res):
+    import copy
+
+    other = copy.copy(res)
+    other.root = None
+    return other
+
+
+def test_format_number_plain():
+    from bayes_risk.report import format_number
+
+    assert format_number(4.796e-05, plain=True) == "0.00004796"
+    assert format_number(9.695e-04, 3, plain=True) == "0.000969"
+    assert format_number(15598.3, plain=True) == "15,598"
+    assert format_number(999.96, 3, plain=True) == "1,000"
+    assert format_number(0.9359, plain=True) == "0.9359"
+    assert format_number(4.796e-05) == "4.796e-05"  # unchanged without plain

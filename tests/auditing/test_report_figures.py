@@ -21,7 +21,7 @@ CATS = ["Urban", "Marital", "Tenure"]
 @pytest.fixture(scope="module")
 def audited(tmp_path_factory):
     """A CE-like table, a CART release of it (m = 2) and its audit: marginal figures,
-    the radius sweep and the attribute step's three figures."""
+    the radius sweep and the attribute step's figures (two: no k-hat under the plug-in)."""
     d = tmp_path_factory.mktemp("release")
     orig = d / "orig.csv"
     br.make_ce_like(160, random_seed=5).to_csv(orig, index=False)
@@ -63,9 +63,11 @@ def test_second_report_reuses_the_figures_with_the_same_bytes(audited, drawn, tm
     assert len(drawn) == n
     files = sorted((tmp_path / "r_figures").iterdir())
     assert len(files) == n and all(f"r_figures/{f.name}" in md for f in files)
-    # each figure is its own (the attribute step's three plots are three different figures)
+    # each figure is its own (the attribute step's plots are different figures)
     assert len({f.read_bytes() for f in files}) == n
-    assert {"p_true_hist.png", "rank_hist.png", "khat.png"} <= {f.name for f in files}
+    # the CART plug-in computes no Pareto k-hat: no empty k-hat frame is drawn
+    assert {"p_true_hist.png", "rank_hist.png"} <= {f.name for f in files}
+    assert "khat.png" not in {f.name for f in files}
     marg = res.step("utility").extra["marginals"]
     v = next(f.name for f in files if f.name.startswith("compare_"))[len("compare_"):-4]
     fig = plots.marginal_figure(marg, v)

@@ -71,7 +71,7 @@ def test_sd2011_cart_fit_then_synthesize_from_the_saved_folder(sd):
     assert a["income"].isna().any() and (a["income"] == -8).any() and (a["nociga"] == -8).any()
 
 
-def test_sd2011_release_rebuilds_and_attribute_runs(sd):
+def test_sd2011_release_rebuilds_and_attribute_runs(sd, capsys):
     """The release is reproduced by the synthesizer rebuilt from its manifest (empty cells in
     the same places count as equal), and attribute risk uses its plug-in likelihood with the
     missing values held at their kind."""
@@ -90,6 +90,10 @@ def test_sd2011_release_rebuilds_and_attribute_runs(sd):
                      "--out", str(d / "att")]) == 0
     summary = json.loads((d / "att" / "summary.json").read_text())
     assert summary["settings"]["missing_values"] == "held_at_kind"
+    # prop_top is "share ranked first" on the command line as in the report, in per cent
+    un = summary["unflagged"]
+    assert (f"share ranked first {100 * un['prop_top']:.3g} % (prop_top in summary.json), mean "
+            f"p_true {100 * un['mean_p_true']:.3g} %") in capsys.readouterr().out
     p = pd.read_csv(d / "att" / "records.csv")["p_true"]
     assert len(p) == 5 and p.between(0, 1).all()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 
 import numpy as np
 import pandas as pd
@@ -350,6 +351,8 @@ def test_identification_quiet_prints_the_path_and_warnings_only(tmp_path):
     assert quiet.stdout == "out-True\n"  # --quiet: the path written, no summary
     lines = loud.stdout.splitlines()
     assert lines[0].startswith("identification risk (pooled) of 2 synthetic dataset(s)")
+    # the expected match risk is a count of targets, with its per cent of them
+    assert re.search(r"expected match risk [\d.]+ of 60 targets \([\d.]+ %\)$", lines[0])
     assert lines[-1].startswith("  wrote ") and len(lines) == 3
     warned = [ln for ln in quiet.stderr.splitlines() if ln.strip()]
     assert len(warned) == 1 and warned[0].startswith("warning [NO_MATCH]: "), quiet.stderr

@@ -94,8 +94,8 @@ def test_refuses_bad_inputs():
 
 def test_plot_and_summary():
     res = differencing_check(Y, _implicates(), records=[1, 3])
-    fig = res.plot()
-    assert "1 of 6 records revealed" in fig.axes[0].get_title()
+    ax = res.plot()
+    assert "1 of 6 records revealed" in ax.get_title()
     text = str(res.summary())
     assert "records revealed:" in text and "SELECTION_REVEALED" in text
 

@@ -322,14 +322,11 @@ def test_maxrad_sweep(maxrad):
     assert res.argmax == (2, 3)
     df = res.to_frame()
     assert list(df.columns) == ["radius", "dataset", "expected_match_risk"]
-    fig = res.plot()
-    assert fig.axes[0].get_ylabel().startswith("expected match risk")
+    ax = res.plot()
+    assert ax.get_ylabel().startswith("expected match risk")
     # percentage radii are fractions: the axis says so (0.1 is ±10 %, not 0.1 %)
     assert res.settings["radius_type"] == "percentage"
-    assert fig.axes[0].get_xlabel() == "radius, fraction of the value (0.1 = ±10 %)"
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
+    assert ax.get_xlabel() == "radius, fraction of the value (0.1 = ±10 %)"
 
 
 def test_sweep_cartesian_grid_and_cap():

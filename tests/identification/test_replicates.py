@@ -296,21 +296,26 @@ def test_auto_stops_at_the_tolerance_and_warns_at_the_cap():
                                            min_replicates=20, max_replicates=40,
                                            random_seed=1))
     assert "MCSE_NOT_REACHED" in capped.warnings and capped.file["n_replicates"] == 40
-    ax = plot_running_estimate(res)
+    with pytest.warns(FutureWarning, match="plot_running_estimate is deprecated.*"
+                      r"result.plot\('running_estimate', ax=ax\)"):
+        ax = plot_running_estimate(res)
     assert ax.get_xlabel().startswith("number of posterior replicates")
     assert "not reached" not in ax.get_title()
-    # few match events: the ± 2 MCSE band is cut at 0 (no negative risk drawn) and the title
-    # says that the tolerance was not reached
+    # few match events: the ± 2 MCSE band is cut at 0 (no negative risk drawn); that the
+    # tolerance was not reached is a warning beside the figure (its legend), not its title
     trace = {"n_replicates": [20, 30, 40], "expected_match_risk": [0.1, 0.5, 1.0],
              "mc_se": [0.5, 0.9, 0.2]}
     rare = dataclasses.replace(capped, file={**capped.file, "mc_trace": trace})
-    fig = rare.plot("running_estimate")
-    band = fig.axes[0].collections[0].get_paths()[0].vertices
-    assert band[:, 1].min() == 0.0 and band[:, 1].max() == pytest.approx(2.3)
-    assert "MCSE tolerance not reached" in fig.axes[0].get_title()
     import matplotlib.pyplot as plt
 
-    plt.close("all")
+    plt.figure()  # pyplot's current Axes hold the plot above: a new figure for this one
+    ax = rare.plot("running_estimate")
+    band = ax.collections[0].get_paths()[0].vertices
+    assert band[:, 1].min() == 0.0 and band[:, 1].max() == pytest.approx(2.3)
+    assert "not reached" not in ax.get_title()
+    warning = ax.get_legend().get_title()
+    assert warning.get_text().startswith("⚠ MCSE_NOT_REACHED: relative MCSE above")
+    assert warning.get_color() == "#8a5300"
 
 
 def test_partial_synthesis_replicates_only_selected_records():
@@ -497,8 +502,8 @@ def test_result_reports_the_uncertainty_in_summary_dict_and_plot():
     row = tab.set_index("measure").loc["expected match risk (sum of IR)"]
     assert row["MCSE"] == emr["mc_se"] and row["replicate median"] == q["0.5"]
     assert "MCSE" in res.summary().as_text()
-    fig = res.plot("running_estimate")
-    assert fig.axes[0].get_xlabel().startswith("number of posterior replicates")
+    ax = res.plot("running_estimate")
+    assert ax.get_xlabel().startswith("number of posterior replicates")
     # the released datasets: no uncertainty block, no MCSE column, no running estimate
     assert base.uncertainty() is None and "uncertainty" not in base.to_dict()
     assert "MCSE" not in base.summary().tables["File-level measures"].columns

@@ -155,15 +155,15 @@ def test_convergence_report_flags_disagreeing_chains():
         warnings.simplefilter("always")
         m = BetaBernoulli.from_posterior({"theta": th}, SCHEMA, n_records=5)
     assert {w.message.code for w in caught} == {"RHAT_HIGH", "LOW_ESS"}
-    rep = m.convergence_report()
+    rep = m._check_convergence()
     assert "RHAT_HIGH" in rep.loc["theta", "flag"]
     with pytest.warns(ConvergenceWarning) as rec:
-        m.convergence_report(warn=True)
+        m._check_convergence(warn=True)
     # each message gives the values that failed its check
     msgs = {w.message.code: str(w.message) for w in rec}
     assert "theta: R-hat" in msgs["RHAT_HIGH"] and "theta: bulk ESS" in msgs["LOW_ESS"]
     good = BetaBernoulli.from_posterior({"theta": rng.beta(5, 5, (2, 500))}, SCHEMA, n_records=5)
-    rep = good.convergence_report()
+    rep = good._check_convergence()
     assert rep.loc["theta", "flag"] == ""
     assert rep.loc["theta", "rhat"] < 1.01 and rep.loc["theta", "ess_bulk"] > 400
 
@@ -174,7 +174,7 @@ def test_one_chain_split_rhat_detects_drift():
         warnings.simplefilter("always")
         m = BetaBernoulli.from_posterior({"theta": x}, SCHEMA, n_records=5)
     assert {w.message.code for w in caught} == {"RHAT_HIGH", "LOW_ESS"}
-    rep = m.convergence_report()
+    rep = m._check_convergence()
     assert rep.loc["theta", "rhat"] > 1.1
 
 

@@ -9,8 +9,11 @@ The contract (``bayes_risk.models.base``): ``__init__(..., random_seed=None)``;
 ``fit(data, *, schema=None, synthesized=None, records=None, random_seed=None)`` returns ``self``
 and sets attributes ending in ``_``; ``synthesize(m, *, random_seed=None)`` returns ``m`` tables
 with the original's columns, dtypes, levels and row count; same seed → same output; the
-``random_seed`` setting is the default seed of both methods; errors are bayes_risk exceptions
-naming the argument.
+``random_seed`` setting is the seed of both methods (``fit`` refuses another one:
+``SEED_CONFLICT``); scikit-learn's estimator conventions hold (``get_params(deep=True)`` /
+``set_params``, settings stored unchanged, nothing but them set in ``__init__``,
+``sklearn.base.clone`` reproduces the fit); errors are bayes_risk exceptions naming the
+argument.
 """
 
 from __future__ import annotations
@@ -130,16 +133,61 @@ def check_signatures(name: str) -> None:
 
 
 def check_fit_returns_self_and_keeps_settings(name: str) -> None:
+    """scikit-learn's ``check_dont_overwrite_parameters``: fit leaves every setting the very
+    object it was (not only an equal one) and adds only attributes ending or starting in _."""
     case = CASES[name]
     model = _make(name)
-    before = model.get_params()
+    before = model.get_params(deep=False)
     unfitted = set(vars(model))
     assert model.fit(case.data(), random_seed=1, **case.fit_kw) is model
-    assert model.get_params() == before, "fit changed a setting"
+    after = model.get_params(deep=False)
+    assert after.keys() == before.keys()
+    assert all(after[k] is v for k, v in before.items()), "fit changed a setting"
     new = [k for k in vars(model) if k not in unfitted]
     assert new, "fit set no attribute"
     public = [k for k in new if not k.startswith("_")]
     assert public and all(k.endswith("_") for k in public), public
+
+
+def check_sklearn_estimator_api(name: str) -> None:
+    """The API checks of scikit-learn's ``check_estimator`` that apply to a synthesizer (the
+    others feed numeric ``X``/``y`` arrays to ``fit``): cloneable, repr, nothing but the
+    settings set in ``__init__``, defaults stored unchanged, ``get_params(deep=False)`` within
+    ``get_params(deep=True)``, ``set_params`` stores what it is given, and neither
+    ``__init__`` nor ``set_params`` validates."""
+    from sklearn.utils import estimator_checks as ec
+
+    model = _make(name)
+    for check in (ec.check_estimator_cloneable, ec.check_estimator_repr,
+                  ec.check_no_attributes_set_in_init, ec.check_parameters_default_constructible,
+                  ec.check_get_params_invariance, ec.check_set_params,
+                  ec.check_do_not_raise_errors_in_init_or_set_params):
+        check(name, model)
+
+
+def check_clone(name: str) -> None:
+    """``sklearn.base.clone`` of a fitted model is an unfitted model with the same settings,
+    and fitting it with the same data reproduces the fit (the seed is a setting)."""
+    from sklearn.base import clone
+    from sklearn.exceptions import NotFittedError as SklearnNotFitted
+    from sklearn.utils.validation import check_is_fitted
+
+    case = CASES[name]
+    fitted = _fitted(name, fit_seed=None, init_seed=0)
+    check_is_fitted(fitted)
+    copy = clone(fitted)
+    assert type(copy) is type(fitted) and copy.get_params() == fitted.get_params()
+    with pytest.raises(SklearnNotFitted):
+        check_is_fitted(copy)
+    with pytest.raises(NotFittedError):
+        copy.synthesize(1)
+    assert not [k for k in vars(copy) if k.endswith("_")], "a clone has no fitted attribute"
+    copy.fit(case.data(), **case.fit_kw)
+    assert _same(copy.synthesize(2, random_seed=4), fitted.synthesize(2, random_seed=4))
+    changed = clone(fitted).set_params(random_seed=1)
+    assert changed.get_params()["random_seed"] == 1 and fitted.random_seed == 0
+    with pytest.raises(ValidationError, match="has no setting 'nope'; valid settings"):
+        clone(fitted).set_params(nope=1)
 
 
 def check_unfitted_synthesize_raises(name: str) -> None:
@@ -179,7 +227,9 @@ def check_fit_is_reproducible(name: str) -> None:
 
 
 def check_seed_setting_is_the_default(name: str) -> None:
-    """``random_seed`` in ``__init__`` seeds fit and synthesize; a seed given to either wins."""
+    """``random_seed`` in ``__init__`` seeds fit and synthesize; ``fit(random_seed=)`` is the
+    same seed given to a model created without one (another one is refused: the fit would not
+    be the one ``get_params`` describes); a seed given to ``synthesize`` wins."""
     case = CASES[name]
     by_setting = _fitted(name, fit_seed=None, init_seed=0)
     by_call = _fitted(name, fit_seed=0)
@@ -187,8 +237,16 @@ def check_seed_setting_is_the_default(name: str) -> None:
     assert syn.random_seed == 0
     assert _same(syn, by_call.synthesize(2, random_seed=0))
     assert _same(by_setting.synthesize(2, random_seed=4), by_call.synthesize(2, random_seed=4))
-    overridden = _make(name, random_seed=123).fit(case.data(), random_seed=0, **case.fit_kw)
-    assert _same(overridden.synthesize(2, random_seed=4), by_call.synthesize(2, random_seed=4))
+    assert by_setting.get_params()["random_seed"] == 0
+    assert by_call.get_params()["random_seed"] is None
+    model = _make(name, random_seed=123)
+    with pytest.raises(ValidationError, match="created with random_seed=123 and fit was given "
+                       "random_seed=0") as err:
+        model.fit(case.data(), random_seed=0, **case.fit_kw)
+    assert err.value.code == "SEED_CONFLICT"
+    assert not [k for k in vars(model) if k.endswith("_")], "a refused fit leaves no state"
+    same = _make(name, random_seed=0).fit(case.data(), random_seed=0, **case.fit_kw)
+    assert _same(same.synthesize(2, random_seed=4), by_call.synthesize(2, random_seed=4))
 
 
 def check_bad_arguments(name: str) -> None:
@@ -281,6 +339,8 @@ def check_generation_recorded(name: str) -> None:
 CHECKS: list[Callable[[str], None]] = [
     check_signatures,
     check_fit_returns_self_and_keeps_settings,
+    check_sklearn_estimator_api,
+    check_clone,
     check_unfitted_synthesize_raises,
     check_synthesize_keeps_columns_dtypes_levels,
     check_same_seed_same_output,

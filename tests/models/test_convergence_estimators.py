@@ -117,7 +117,7 @@ def test_report_equals_arviz_on_the_stored_draws(fitted, tmp_path):
     own DataTree interface: the bulk ESS, the tail ESS (5 % / 95 %) and R-hat are ArviZ's."""
     m = fitted
     m.save(tmp_path / "m")
-    report = load_model(tmp_path / "m").convergence_report()
+    report = load_model(tmp_path / "m")._check_convergence()
     dt = arviz.from_netcdf(tmp_path / "m" / "posterior.nc")
     for q, group in (("loglik", "sample_stats"), ("k_occupied", "sample_stats"),
                      ("alpha", "posterior")):
@@ -142,15 +142,18 @@ def fitted() -> DPMPM:
 
 
 def test_convergence_table_is_arviz_like_and_equals_the_stored_record(fitted, tmp_path):
-    """``convergence_summary(kind="table")``: one row per diagnosed quantity with ArviZ's
-    column names, the same figures as ``convergence.json`` (the dict, which stays the default)."""
+    """``convergence_summary(kind="table")`` (deprecated: a ``FutureWarning`` naming the
+    replacement): one row per diagnosed quantity with ArviZ's column names, the same figures as
+    ``convergence.json`` (the dict, which is the one type ``convergence_summary`` returns)."""
     import json
 
     from bayes_risk.exceptions import ValidationError
 
     fitted.save(tmp_path / "m")
     stored = json.loads((tmp_path / "m" / "convergence.json").read_text())
-    table = load_model(tmp_path / "m").convergence_summary(kind="table")
+    with pytest.warns(FutureWarning, match=r"kind='table'\) is deprecated.*convergence_summary"
+                                           r"\(\)\['quantities'\].*group='label_invariant'"):
+        table = load_model(tmp_path / "m").convergence_summary(kind="table")
     assert isinstance(table, pd.DataFrame) and table.index.name == "quantity"
     assert list(table.columns) == ["mean", "sd", "ess_bulk", "ess_tail", "r_hat", "failed_checks"]
     assert set(table.index) == set(stored["quantities"]) and len(table) > 0
@@ -164,11 +167,67 @@ def test_convergence_table_is_arviz_like_and_equals_the_stored_record(fitted, tm
     assert {c for f in table["failed_checks"] for c in f.split(",") if c} == codes
     assert table.attrs["passed"] is stored["passed"]
     assert table.attrs["thresholds"] == stored["thresholds"]
-    # the default is still the record written to convergence.json (existing callers)
+    # the record written to convergence.json; its quantities make the same table
     assert isinstance(fitted.convergence_summary(), dict)
     assert fitted.convergence_summary()["quantities"] == stored["quantities"]
+    frame = pd.DataFrame.from_dict(fitted.convergence_summary()["quantities"], orient="index")
+    np.testing.assert_array_equal(frame["rhat"].to_numpy(dtype=float),
+                                  table.loc[frame.index, "r_hat"].to_numpy(dtype=float))
+    with pytest.warns(FutureWarning, match=r"kind='dict'\) is deprecated"):
+        assert fitted.convergence_summary(kind="dict") == fitted.convergence_summary()
     with pytest.raises(ValidationError, match="kind must be 'dict'.*'tables'"):
         fitted.convergence_summary(kind="tables")
+
+
+def test_convergence_report_is_deprecated(fitted):
+    with pytest.warns(FutureWarning, match=r"convergence_report\(\) is deprecated.*"
+                                           r"convergence_summary\(\)\['quantities'\]"):
+        rep = fitted.convergence_report()
+    rec = fitted.convergence_summary()["quantities"]
+    assert list(rep.index) == list(rec)
+    for q, row in rec.items():
+        assert rep.loc[q, "flag"] == row["flag"]
+        for k in ("mean", "sd", "ess_bulk", "ess_tail", "rhat"):
+            assert (row[k] is None and np.isnan(rep.loc[q, k])) or rep.loc[q, k] == row[k]
+
+
+def test_label_invariant_group_holds_what_is_checked_and_is_saved(fitted, tmp_path):
+    """ArviZ's own summary of the posterior's group ``label_invariant`` shows the figures the
+    package checks (tail ESS at the 5 % / 95 % quantiles: ``stats.ci_prob`` 0.95), and the
+    group travels with a saved model's NetCDF file."""
+    rec = fitted.convergence_summary()["quantities"]
+    assert set(fitted.posterior_["label_invariant"].data_vars) == set(rec)
+    fitted.save(tmp_path / "m")
+    dt = arviz.from_netcdf(tmp_path / "m" / "posterior.nc")
+    assert "label_invariant" in dt.children
+    back = load_model(tmp_path / "m")
+    xr_ = back.posterior_["label_invariant"]
+    for q in rec:
+        np.testing.assert_array_equal(xr_[q].values, fitted.posterior_["label_invariant"][q].values)
+        assert xr_[q].dims == ("chain", "draw") and xr_[q].attrs["quantity"] == q
+    with warnings.catch_warnings(), np.errstate(all="ignore"), \
+            arviz.rc_context({"stats.ci_prob": 0.95}):
+        warnings.simplefilter("ignore")
+        table = arviz.summary(dt, group="label_invariant", kind="diagnostics", round_to="none")
+    assert list(table.index) == list(rec)
+    for q, row in rec.items():
+        if row["sd"] == 0:  # a constant: the package passes it, ArviZ's R-hat is NaN
+            continue
+        assert (table.loc[q, "ess_bulk"], table.loc[q, "ess_tail"], table.loc[q, "r_hat"]) == (
+            row["ess_bulk"], row["ess_tail"], row["rhat"]), q
+    assert back.convergence_summary()["quantities"] == rec
+
+
+def test_label_invariant_names_with_a_slash(monkeypatch):
+    # xarray forbids "/" in a variable name: written with U+2215, the name kept in the attrs
+    m = _tiny_fit()
+    x = np.asarray(m.posterior_["sample_stats"]["loglik"].values, dtype=float)
+    monkeypatch.setattr(m, "_convergence_quantities", lambda: {"P(a=N/A)": x})
+    rep = m._check_convergence()
+    assert list(rep.index) == ["P(a=N/A)"]
+    var = m.posterior_["label_invariant"]["P(a=N\u2215A)"]
+    assert var.attrs["quantity"] == "P(a=N/A)"
+    np.testing.assert_array_equal(var.values, x)
 
 
 def test_decision_at_the_threshold_uses_arviz_value(fitted, monkeypatch):
@@ -180,7 +239,7 @@ def test_decision_at_the_threshold_uses_arviz_value(fitted, monkeypatch):
     monkeypatch.setattr(m, "_convergence_quantities", lambda: {"loglik": x})
     for threshold, fails in ((v, False), (np.nextafter(v, np.inf), True)):
         monkeypatch.setattr(m, "_ess_min", lambda t=threshold: t)
-        rep = m.convergence_report()
+        rep = m._check_convergence()
         tails = [c for c in failed_checks(rep, threshold) if c["statistic"] == "ess_tail"]
         assert bool(tails) == fails
         if fails:
@@ -213,7 +272,7 @@ def test_constant_quantity_passes(fitted, monkeypatch):
     x = np.full((2, 150), 3.0)
     assert ess_bulk(x) == ess_tail(x) == float(arviz_stats.ess(x, method="bulk")) == 300.0
     monkeypatch.setattr(fitted, "_convergence_quantities", lambda: {"k": x})
-    row = fitted.convergence_report().loc["k"]
+    row = fitted._check_convergence().loc["k"]
     assert (row.ess_bulk, row.ess_tail, row.rhat, row.flag) == (300.0, 300.0, 1.0, "")
 
 
@@ -229,7 +288,7 @@ def test_unassessable_quantity_fails_its_check(fitted, monkeypatch):
     monkeypatch.setattr(fitted, "_convergence_quantities", lambda: {"loglik": x})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        row = fitted.convergence_report(warn=True).loc["loglik"]
+        row = fitted._check_convergence(warn=True).loc["loglik"]
     assert np.isnan(row.ess_bulk) and row.flag == "LOW_ESS"
     msgs = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
     assert any("bulk ESS not computable (non-finite draws" in m for m in msgs), msgs

@@ -293,7 +293,7 @@ def test_synthesize_draws_evenly_spaced(lca_fit):
 
 def test_convergence_report_label_invariant(lca_fit):
     model, _, _, _ = lca_fit
-    rep = model.convergence_report()
+    rep = model._check_convergence()
     assert {"loglik", "alpha", "k_occupied"} <= set(rep.index)
     assert {"ess_bulk", "ess_tail", "rhat", "flag"} <= set(rep.columns)
     assert np.isfinite(rep.loc["loglik", "ess_bulk"])

@@ -57,15 +57,21 @@ def _posterior(model, df, seed, check):
     return gibbs_posterior(model, codes, [len(c.levels) for c in schema], seed, check=check)
 
 
-def test_settings_resolved_when_the_model_is_created():
-    assert DPMPM().max_sweeps == 50_000  # the default run length extends itself
-    assert DPMPM(thin=3).max_sweeps == 50_000
-    assert DPMPM(draws=500).max_sweeps == 0  # a run length asked for is run as asked
-    assert DPMPM(draws=500, max_sweeps=9_000).max_sweeps == 9_000
-    assert DPMPM(sampler="nuts").max_sweeps == 0
+def test_settings_stored_as_given_and_resolved_by_fit():
+    def max_sweeps(**settings):
+        return DPMPM(**settings)._run_settings()["max_sweeps"]
+
+    assert max_sweeps() == 50_000  # the default run length extends itself
+    assert max_sweeps(thin=3) == 50_000
+    assert max_sweeps(draws=500) == 0  # a run length asked for is run as asked
+    assert max_sweeps(draws=500, max_sweeps=9_000) == 9_000
+    assert max_sweeps(sampler="nuts") == 0
+    assert DPMPM().max_sweeps is None and DPMPM().get_params()["max_sweeps"] is None
     m = DPMPM(max_sweeps=0)
     assert m.get_params()["max_sweeps"] == 0
     assert DPMPM(**DPMPM().get_params()).get_params() == DPMPM().get_params()
+    # set_params is the constructor: the run length asked for later is run as asked
+    assert DPMPM().set_params(draws=500)._run_settings() == DPMPM(draws=500)._run_settings()
     df = _table(60)
     for bad in (-1, 2.5, True, "many"):
         with pytest.raises(ValidationError, match="max_sweeps"):
@@ -95,11 +101,12 @@ def test_extended_run_is_the_run_at_its_final_thinning(never_stuck):
     assert run["stopped"] == "max_sweeps"
     assert ext.posterior_["posterior"].sizes["draw"] == 40 and ext.n_draws == 80
     assert ext.posterior_["warmup_sample_stats"].sizes["draw"] == 10
-    assert ext.thin == 1  # the setting; the thinning used is in the record
+    assert ext.thin is None  # the setting; the thinning used is in the record
     explicit = _fit(df, draws=40, thin=4)
-    assert explicit.max_sweeps == 0 and explicit.convergence_summary()["rounds"] == 1
+    assert explicit._run_settings()["max_sweeps"] == 0
+    assert explicit.convergence_summary()["rounds"] == 1
     _same_draws(ext.posterior_, explicit.posterior_)
-    assert ext.convergence_report().attrs["mcmc_run"] == {
+    assert ext._check_convergence().attrs["mcmc_run"] == {
         "tune": 10, "thin": 4, "draws": 40, "rounds": 3, "sweeps_per_chain": 170,
         "max_sweeps": 170, "stopped": "max_sweeps"}
 
@@ -281,8 +288,9 @@ def test_ctrl_c_stops_an_extension_round(cores):
 
 @pytest.mark.slow
 def test_readme_example_fits_without_convergence_warnings():
-    """The README's example with the defaults (two seeds): the run extends itself until every
-    check passes (before: RHAT_HIGH and LOW_ESS on k_occupied at 2,500 sweeps)."""
+    """A first fit with the defaults (1,000 ACS-like persons, four variables, two seeds; the
+    README's former five-line example): the run extends itself until every check passes
+    (before: RHAT_HIGH and LOW_ESS on k_occupied at 2,500 sweeps)."""
     import bayes_risk as br
 
     acs = br.make_acs_like(1000, random_seed=1)[["SEX", "AGE", "RACE", "MAR"]]
@@ -305,7 +313,7 @@ def test_a_fit_whose_rounds_leave_the_chains_apart_says_so(monkeypatch):
     m = _fit(_table(), draws=40, max_sweeps=10 + 40 * 4)
     run = m.convergence_summary()
     assert (run["rounds"], run["thin"], run["stopped"]) == (2, 2, "stuck")
-    assert max(m.convergence_report()["rhat"]) > 1.1
+    assert max(m._check_convergence()["rhat"]) > 1.1
     msg = " ".join(w["message"] for w in m.mcmc_warnings())
     assert "stopped extending itself at 90 sweeps per chain (one kept per 2, 2 rounds)" in msg
 

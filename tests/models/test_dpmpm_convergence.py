@@ -153,7 +153,7 @@ def test_default_sampler_agrees_across_seeds_on_acs_extract():
             warnings.simplefilter("ignore")
             m = DPMPM(n_components=80, progressbar=False).fit(df, random_seed=seed)
         assert "TRUNCATION_TOO_SMALL" not in m.warnings_
-        assert m.thin == 5 and not m.mcmc_warnings(), (seed, m.convergence_)
+        assert m._run_settings()["thin"] == 5 and not m.mcmc_warnings(), (seed, m.convergence_)
         for name, x in (("alpha", m.posterior_["posterior"]["alpha"].values),
                         ("k*", m.posterior_["sample_stats"]["k_occupied"].values * 1.0)):
             se = float(arviz_stats.mcse(x, method="mean"))
@@ -180,6 +180,6 @@ def test_ess_threshold_is_per_chain(monkeypatch):
     for n, flagged in ((80, True), (150, False)):
         x = rng.normal(size=(2, n))
         monkeypatch.setattr(m, "_convergence_quantities", lambda x=x: {"q": x})
-        row = m.convergence_report().loc["q"]
+        row = m._check_convergence().loc["q"]
         assert 100 < row.ess_bulk < 400 and row.rhat < 1.05
         assert ("LOW_ESS" in row.flag.split(",")) == flagged, (n, row.ess_bulk, row.ess_tail)

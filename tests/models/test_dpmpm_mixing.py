@@ -40,7 +40,7 @@ def test_thin_keeps_the_last_of_every_thin_sweeps():
     df = make_acs_like(300, random_seed=1)[["SEX", "MAR", "MIG"]]
     every = _fit(df, tune=30, draws=40)
     thinned = _fit(df, tune=30, draws=10, thin=4)
-    assert every.thin == 1 and thinned.thin == 4
+    assert every._run_settings()["thin"] == 1 and thinned.thin == 4
     # the outputs of every run that uses the model say how the kept draws were thinned
     assert every.convergence_summary()["thin"] == 1
     assert thinned.convergence_summary()["thin"] == 4
@@ -59,10 +59,13 @@ def test_thin_keeps_the_last_of_every_thin_sweeps():
 
 def test_thin_default_and_settings():
     m = DPMPM()
-    assert (m.draws, m.thin, m.tune, m.chains) == (500, 5, 1000, 2)
-    assert DPMPM(draws=200).thin == 1  # a run length asked for: every sweep kept (PyMC)
-    assert DPMPM(draws=200, thin=3).thin == 3
-    assert DPMPM(sampler="nuts").thin == 1
+    run = m._run_settings()
+    assert (run["draws"], run["thin"], m.tune, m.chains) == (500, 5, 1000, 2)
+    assert (m.draws, m.thin) == (None, None)  # stored as given, resolved by fit
+    # a run length asked for: every sweep kept (PyMC)
+    assert DPMPM(draws=200)._run_settings()["thin"] == 1
+    assert DPMPM(draws=200, thin=3)._run_settings()["thin"] == 3
+    assert DPMPM(sampler="nuts")._run_settings()["thin"] == 1
     # the augmented fits and a loaded model are built from get_params: the same run
     assert DPMPM(**m.get_params()).get_params() == m.get_params()
     df = make_acs_like(50, random_seed=1)[["SEX", "MAR"]]

@@ -195,7 +195,7 @@ def test_posterior_has_expected_groups(mm):
     assert post["lam"].dims == ("chain", "draw", "component", "column")
     assert dt["latent"]["z"].shape == (1, 300, 400)
     np.testing.assert_allclose(post["w"].sum("component"), 1.0)
-    rep = mm.convergence_report()
+    rep = mm._check_convergence()
     assert {"mean[workers]", "mean[wages]", "loglik", "n_occupied", "alpha"} <= set(rep.index)
 
 

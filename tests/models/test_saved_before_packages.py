@@ -48,3 +48,17 @@ def test_cart_saved_before_loads_and_synthesizes_the_same(data):
     assert model.check_fingerprint(data) is None
     syn = pd.concat(list(model.synthesize(2, random_seed=3)), ignore_index=True)
     pd.testing.assert_frame_equal(syn, pd.read_csv(SAVED / "cart_syn.csv"))
+
+
+def test_dpmpm_saved_before_gets_its_label_invariant_group(tmp_path):
+    # saved before the posterior held the diagnosed quantities: made from the draws when the
+    # loaded model is checked (the same figures as its convergence.json) and saved with it
+    model = load_model(SAVED / "dpmpm")
+    assert "label_invariant" not in model.posterior_.children
+    stored = json.loads((SAVED / "dpmpm" / "convergence.json").read_text())
+    assert model.convergence_summary()["quantities"] == stored["quantities"]
+    assert set(model.posterior_["label_invariant"].data_vars) == set(stored["quantities"])
+    model.save(tmp_path / "again")
+    again = load_model(tmp_path / "again")
+    assert "label_invariant" in again.posterior_.children
+    assert again.convergence_summary()["quantities"] == stored["quantities"]

@@ -203,10 +203,18 @@ def test_to_dataframe(result):
     assert isinstance(df, pd.DataFrame) and len(df) > 0
 
 
-def test_every_plot_kind_draws_a_figure(result):
-    from matplotlib.figure import Figure
+def test_every_plot_kind_draws_on_pyplot_and_returns_the_axes(result):
+    """pandas' and ArviZ's convention: without ``ax`` a plot draws on pyplot's current Axes (a
+    new pyplot figure when none is open) and returns the Axes, so ``result.plot();
+    plt.savefig(path)`` writes the plot (it wrote a blank PNG when plot made a figure pyplot did
+    not know)."""
+    import io
+
+    import matplotlib.pyplot as plt
+    from matplotlib.axes import Axes
 
     for kind in type(result).plot_kinds:
+        plt.close("all")
         if kind == "per_dataset" and getattr(result, "per_dataset", True) is None:
             with pytest.raises(ValidationError, match="per_dataset"):
                 result.plot(kind)
@@ -216,26 +224,58 @@ def test_every_plot_kind_draws_a_figure(result):
             with pytest.raises(ValidationError, match="running_estimate"):
                 result.plot(kind)
             continue
-        fig = result.plot(kind)
+        ax = result.plot(kind)
+        assert isinstance(ax, Axes) and ax is plt.gca() and ax.figure is plt.gcf()
+        assert plt.get_fignums() == [ax.figure.number]
+        assert tuple(ax.figure.get_size_inches()) == pytest.approx(result._figsize(kind))
+        png = io.BytesIO()
+        plt.savefig(png, format="png", dpi=40)
+        blank = io.BytesIO()
+        plt.figure(figsize=tuple(ax.figure.get_size_inches())).savefig(blank, format="png",
+                                                                        dpi=40)
+        assert png.getvalue() != blank.getvalue(), f"{kind}: plt.savefig wrote a blank figure"
         if kind == "khat" and result.records["khat_max"].isna().all():
             # a plug-in likelihood has no importance weights: the figure says there is no k-hat
             # rather than drawing empty axes
-            assert any("no Pareto k-hat" in t.get_text() for t in fig.axes[0].texts)
+            assert any("no Pareto k-hat" in t.get_text() for t in ax.texts)
             continue
-        assert isinstance(fig, Figure) and fig.axes and fig.axes[0].has_data()
+        assert ax.has_data()
     with pytest.raises(ValidationError, match="kind of|has no plot"):
         result.plot("no-such-kind")
 
 
 def test_plot_into_given_axes(result):
+    """``ax=`` draws on the Axes given (any figure: here one panel of two, without pyplot) and
+    returns them; the other panel is not moved (no ``tight_layout`` of the caller's figure)."""
+    import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
+
+    from bayes_risk.results._base import plot_figure
 
     kinds = type(result).plot_kinds
     if not kinds:
         pytest.skip(f"{type(result).__name__} has no plot")
     fig = Figure()
-    ax = fig.add_subplot()
-    assert result.plot(kinds[0], ax=ax) is fig
+    left, right = fig.subplots(1, 2)
+    where = right.get_position().bounds
+    assert result.plot(kinds[0], ax=left) is left
+    assert right.get_position().bounds == where
+    assert not plt.get_fignums()  # nothing drawn on (or opened in) pyplot
+    # what the command line and the audit report save: a figure of its own, without pyplot
+    own = plot_figure(result, kinds[0])
+    assert isinstance(own, Figure) and own.axes and not plt.get_fignums()
+
+
+def test_figsize_without_ax_opens_a_new_figure(result):
+    import matplotlib.pyplot as plt
+
+    kinds = [k for k in type(result).plot_kinds if k not in ("running_estimate", "per_dataset")]
+    if not kinds:
+        pytest.skip(f"{type(result).__name__} has no plot that every such result draws")
+    first = plt.figure()
+    ax = result.plot(kinds[0], figsize=(3.0, 2.0))
+    assert ax.figure is not first and tuple(ax.figure.get_size_inches()) == (3.0, 2.0)
+    assert result.plot(kinds[0]).figure is ax.figure  # then the current figure is used
 
 
 def test_warnings_are_structured(result):
