@@ -27,6 +27,10 @@ __all__ = [
     "path_identity",
     "remove_stale_siblings",
     "temporary_sibling",
+    "temporary_name",
+    "scratch_folder",
+    "remove_scratch",
+    "remove_live_temporaries",
     "current_umask",
     "file_slug",
 ]
@@ -207,10 +211,37 @@ def file_slug(name: str) -> str:
     return f"{stem}-h{digest}"
 
 
+#: the temporary files and folders this process has made and not yet renamed or removed
+#: (:func:`remove_live_temporaries`: what a run that must end at once removes first)
+_LIVE: set[str] = set()
+
+
+def remove_live_temporaries() -> None:
+    """Remove every temporary file and folder this process has made and still holds: the
+    command line's last resort when a stop signal could not end the run in the ordinary way
+    (``bayes_risk.cli._run``)."""
+    for path in list(_LIVE):
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        _LIVE.discard(path)
+
+
+def temporary_name(target: str | os.PathLike[str]) -> Path:
+    """A new name beside ``target`` for a temporary file or folder of this process:
+    ``.NAME.tmp-PID-XXXXXXXX``. Every temporary the package makes beside an output is named so
+    (also a temporary beside a temporary, ``..NAME.tmp-PID-X.tmp-PID-Y``), and
+    :func:`remove_stale_siblings` recognises each by it."""
+    target = Path(target)
+    return target.parent / f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+
+
 @contextlib.contextmanager
 def temporary_sibling(target: Path) -> Iterator[Path]:
-    """A new hidden folder beside ``target`` named ``.NAME.tmp-PID-XXXXXXXX``, removed if the
-    block raises (Ctrl-C included). The process id tells a later run whether its owner is still
+    """A new hidden folder beside ``target`` (:func:`temporary_name`), removed if the block
+    raises (Ctrl-C included). The process id tells a later run whether its owner is still
     alive (:func:`remove_stale_siblings`). Its permissions follow the umask, as a folder made
     with ``mkdir`` (it becomes the output).
 
@@ -221,11 +252,13 @@ def temporary_sibling(target: Path) -> Iterator[Path]:
     tmp: Path | None = None
     try:
         while True:
-            tmp = target.parent / f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+            tmp = temporary_name(target)
+            _LIVE.add(str(tmp))
             try:
                 tmp.mkdir(mode=0o700)
                 break
             except FileExistsError:
+                _LIVE.discard(str(tmp))
                 continue
         _as_created(tmp, folder=True)
         yield tmp
@@ -233,9 +266,31 @@ def temporary_sibling(target: Path) -> Iterator[Path]:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        if tmp is not None:
+            _LIVE.discard(str(tmp))  # renamed into place, or removed
 
 
-_STALE_RE = re.compile(r"\.(?P<name>.+)\.(?:(?P<tmp>tmp)-(?P<tpid>\d+)-.*|old-(?P<opid>\d+))$")
+#: ``.NAME.tmp-PID-X`` (:func:`temporary_name`) or ``.NAME.old-PID`` (:func:`replace_checked`);
+#: NAME may itself be such a name (a temporary beside a temporary: ``atomic_dir`` of a folder
+#: that is a command's temporary output)
+_STALE_RE = re.compile(r"\.(?P<name>.+)\.(?:(?P<tmp>tmp)-(?P<tpid>\d+)-[^.]*|old-(?P<opid>\d+))$")
+
+
+def _temporary_of(name: str, target: str) -> tuple[list[int], bool] | None:
+    """The process ids in a temporary's name made for ``target`` (outermost first) and whether
+    its outermost part is a temporary (``False``: a previous output, ``.NAME.old-PID``);
+    ``None`` if ``name`` is not one of ``target``'s."""
+    pids: list[int] = []
+    is_tmp = True
+    while (m := _STALE_RE.match(name)) is not None:
+        if not pids:
+            is_tmp = bool(m["tmp"])
+        pids.append(int(m["tpid"] or m["opid"]))
+        name = m["name"]
+        if name == target:
+            return pids, is_tmp
+    return None
 
 
 def _alive(pid: int) -> bool:
@@ -253,10 +308,11 @@ def _alive(pid: int) -> bool:
 def remove_stale_siblings(target: str | os.PathLike[str]) -> tuple[list[str], list[str]]:
     """Remove the temporary folders that killed runs left beside ``target``.
 
-    A run writes into ``.NAME.tmp-PID-*`` and, while replacing an old output, moves it to
-    ``.NAME.old-PID``. A run killed outright (SIGKILL, power loss) leaves them behind, with
-    confidential content. Those whose process is gone are removed; an ``.old`` folder is
-    removed only when ``target`` exists (otherwise it may be the only copy of the previous
+    A run writes into ``.NAME.tmp-PID-*`` (:func:`temporary_name`; a temporary made beside a
+    temporary is ``..NAME.tmp-PID-*.tmp-PID-*``) and, while replacing an old output, moves it
+    to ``.NAME.old-PID``. A run killed outright (SIGKILL, power loss) leaves them behind, with
+    confidential content. Those whose processes are all gone are removed; an ``.old`` folder
+    is removed only when ``target`` exists (otherwise it may be the only copy of the previous
     output, and is kept).
 
     Returns
@@ -275,12 +331,13 @@ def remove_stale_siblings(target: str | os.PathLike[str]) -> tuple[list[str], li
     except OSError:
         return removed, kept
     for entry in entries:
-        m = _STALE_RE.match(entry.name)
-        if m is None or m["name"] != target.name:
+        found = _temporary_of(entry.name, target.name)
+        if found is None:
             continue
-        if _alive(int(m["tpid"] or m["opid"])):
+        pids, is_tmp = found
+        if any(_alive(pid) for pid in pids):
             continue
-        if not m["tmp"] and not (target.exists() or target.is_symlink()):
+        if not is_tmp and not (target.exists() or target.is_symlink()):
             kept.append(entry.name)
             continue
         if entry.is_dir() and not entry.is_symlink():
@@ -327,17 +384,60 @@ def atomic_file(path: str | os.PathLike[str], mode: str = "w") -> Iterator[Any]:
     The file's permissions follow the umask, as a file written with ``open``."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmpname = tempfile.mkstemp(prefix=f".{target.name}.tmp-{os.getpid()}-", dir=target.parent)
-    os.close(fd)
-    _as_created(tmpname, folder=False)  # as ``open(path, "w")`` would make it
+    remove_stale_siblings(target)
+    tmpname: Path | None = None
     try:
+        while True:  # named before it exists: an interrupt at its creation leaves nothing
+            tmpname = temporary_name(target)
+            _LIVE.add(str(tmpname))
+            try:
+                os.close(os.open(tmpname, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+                break
+            except FileExistsError:
+                _LIVE.discard(str(tmpname))
+                continue
+        _as_created(tmpname, folder=False)  # as ``open(path, "w")`` would make it
         with open(tmpname, mode) as fh:
             yield fh
         os.replace(tmpname, target)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmpname)
+        if tmpname is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmpname)
         raise
+    finally:
+        if tmpname is not None:
+            _LIVE.discard(str(tmpname))
+
+
+def scratch_folder(kind: str) -> str:
+    """A new private folder in the system's temporary folder for work that does not fit in
+    memory, ``bayes-risk-KIND-PID-XXXXXXXX``; the caller removes it (:func:`remove_scratch`).
+    Those that killed
+    processes left (their process is gone) are removed first.
+
+    Raises
+    ------
+    OSError
+        If no folder can be made there.
+    """
+    base = Path(tempfile.gettempdir())
+    pattern = re.compile(rf"bayes-risk-{re.escape(kind)}-(\d+)-[^.]*$")
+    with contextlib.suppress(OSError):
+        for entry in base.iterdir():
+            m = pattern.match(entry.name)
+            if m is not None and not _alive(int(m[1])) and entry.is_dir() \
+                    and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+    folder = tempfile.mkdtemp(prefix=f"bayes-risk-{kind}-{os.getpid()}-", dir=base)
+    _LIVE.add(folder)
+    return folder
+
+
+def remove_scratch(folder: str) -> None:
+    """Remove a folder made by :func:`scratch_folder`."""
+    shutil.rmtree(folder, ignore_errors=True)
+    _LIVE.discard(folder)
 
 
 def to_jsonable(obj: Any) -> Any:

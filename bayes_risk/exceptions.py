@@ -126,6 +126,25 @@ def _caused_by_interrupt(err: BaseException) -> bool:
     return False
 
 
+def redeliver_interrupt(delay: float = 0.05) -> None:
+    """Deliver Ctrl-C to the main thread again ``delay`` seconds from now.
+
+    Python drops an exception raised where it cannot propagate — in ``__del__``, a weakref or
+    ``ctypes`` callback (numba compiling a kernel), reported as "Exception ignored" through
+    ``sys.unraisablehook`` — so a Ctrl-C whose handler ran there was lost, and the run went on
+    (42 s of an ``audit`` once, after xarray's file manager's ``__del__`` swallowed it). The
+    hooks that see such an interrupt call this: the SIGINT handler runs again once the main
+    thread is back in ordinary code. Nothing happens where Python does not handle SIGINT.
+    """
+    import _thread
+    import signal
+    import threading
+
+    timer = threading.Timer(delay, _thread.interrupt_main, args=(signal.SIGINT,))
+    timer.daemon = True
+    timer.start()
+
+
 @contextlib.contextmanager
 def keyboard_interrupts(interrupted: Callable[[], bool] | None = None) -> Iterator[None]:
     """Re-raise Ctrl-C that surfaced from a compiled (numba) kernel as ``KeyboardInterrupt``.

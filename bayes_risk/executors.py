@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
-from bayes_risk._progress import progress
+from bayes_risk._terminal import progress
 from bayes_risk.exceptions import BayesRiskError, ValidationError
 
 __all__ = [

@@ -22,8 +22,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, child_sequence, seed_sequence
+from bayes_risk._terminal import progress
 from bayes_risk.exceptions import BayesRiskWarning, ValidationError, warning_code
 
 __all__ = ["plot_utility_risk", "repeated_syntheses", "utility_risk_points"]

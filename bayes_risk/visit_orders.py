@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, as_generator
+from bayes_risk._terminal import progress
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.results.visit_orders import VisitOrderComparison
 

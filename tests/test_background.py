@@ -1,5 +1,8 @@
 """``bayes_risk._lazy.Background`` and ``overlap``: work ahead of use in a daemon thread (issue
-15, goal 4: the output stack's imports run while the sampler's kernels run)."""
+15, goal 4: the output stack's imports run while the sampler's kernels run).
+
+The waits on events and threads are bounds against a hang, set at 60 s: an event set at once
+on an idle machine can take seconds to be seen on a loaded one."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ def test_tasks_run_in_order_on_another_thread_and_are_joined():
     seen = []
     interval = sys.getswitchinterval()
     go = threading.Event()
-    with Background(lambda: go.wait(5), lambda: seen.append(("a", threading.current_thread())),
+    with Background(lambda: go.wait(60), lambda: seen.append(("a", threading.current_thread())),
                     lambda: seen.append(("b", threading.current_thread()))) as bg:
         assert sys.getswitchinterval() <= SWITCH_INTERVAL  # short while the tasks run
         go.set()
@@ -53,15 +56,15 @@ def test_the_main_threads_exception_passes_without_waiting_for_the_thread():
 
     def slow() -> None:
         started.set()
-        release.wait(5)
+        release.wait(60)
 
     with pytest.raises(KeyboardInterrupt):
         with Background(slow) as bg:
-            started.wait(5)
+            started.wait(60)
             raise KeyboardInterrupt
     assert bg._thread.is_alive() and bg._thread.daemon  # not waited for; ends with the process
     release.set()
-    bg._thread.join(5)
+    bg._thread.join(60)
     assert not bg._thread.is_alive() and bg.error is None
 
 

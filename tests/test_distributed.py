@@ -4,6 +4,7 @@ partition size or the number of workers, through the library and the CLI."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import warnings
@@ -18,6 +19,23 @@ import bayes_risk as br  # noqa: E402
 from bayes_risk import distributed as bd  # noqa: E402
 from bayes_risk.exceptions import ValidationError  # noqa: E402
 from bayes_risk.executors import DaskExecutor  # noqa: E402
+
+#: Dask's own time limits (30 s to connect, a worker process to come up and register) are
+#: bounds against a hang; on a loaded 2-core machine a worker process takes longer to start
+#: (its imports), so the tests give them minutes, also to the command lines they start
+_DASK_TIMEOUTS = {"distributed.comm.timeouts.connect": "300s",
+                  "distributed.comm.timeouts.tcp": "300s"}
+_DASK_ENV = {"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "300s",
+             "DASK_DISTRIBUTED__COMM__TIMEOUTS__TCP": "300s"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _patient_dask():
+    import dask
+
+    with dask.config.set(_DASK_TIMEOUTS):
+        yield
+
 
 KNOWN_US = ["Age", "Urban", "Marital"]
 KNOWN_S = ["Income", "Tenure"]
@@ -411,7 +429,7 @@ def _cli(*argv: str) -> subprocess.CompletedProcess:
     # root the source tree would shadow the installed package (models/ maps to bayes_risk.models
     # only when installed)
     return subprocess.run([sys.executable, "-m", "bayes_risk", *argv], capture_output=True,
-                          text=True, timeout=300, cwd="/")
+                          text=True, timeout=600, cwd="/", env={**os.environ, **_DASK_ENV})
 
 
 def _main_quiet(*argv: str) -> int:

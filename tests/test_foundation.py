@@ -185,6 +185,68 @@ class _Args:
         self.out, self.command = str(out), "synthesize"
 
 
+def _dead_pid() -> int:
+    """The process id of a process that has ended (as a killed run's)."""
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    return int(done.stdout)
+
+
+def test_every_temporary_left_by_a_killed_run_is_recognised(tmp_path):
+    """What a killed run leaves beside --out: its temporary folder, the temporary that the
+    audit's writer made beside that one (``..out.tmp-*.tmp-*``, left by a SIGKILLed
+    ``audit --model``; it was not recognised) and a file's temporary. Those of a live process,
+    and the temporaries of other outputs, stay."""
+    from bayes_risk._io import remove_stale_siblings, temporary_name
+
+    dead, me = _dead_pid(), os.getpid()
+    target = tmp_path / "out"
+    stale = [f".out.tmp-{dead}-ab12cd34", f"..out.tmp-{dead}-ab12cd34.tmp-{dead}-ef567890",
+             f"...out.tmp-{dead}-a.tmp-{dead}-b.tmp-{dead}-c"]
+    live = [f".out.tmp-{me}-11112222", f"..out.tmp-{me}-1.tmp-{dead}-2",
+            f"..out.tmp-{dead}-1.tmp-{me}-2"]
+    others = [f".outer.tmp-{dead}-1", f"..outer.tmp-{dead}-1.tmp-{dead}-2", f"out.tmp-{dead}-1",
+              f".out.tmp-{dead}", ".out.tmp-x-1"]
+    for name in stale + live + others:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "syn_001.csv").write_text("confidential")
+    (tmp_path / f".out.tmp-{dead}-99887766").write_text("a file's temporary")
+    removed, kept = remove_stale_siblings(target)
+    assert sorted(removed) == sorted([*stale, f".out.tmp-{dead}-99887766"]) and kept == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(live + others)
+    # the names the package makes are of that form
+    name = temporary_name(target).name
+    assert name.startswith(f".out.tmp-{me}-")
+
+
+def test_writing_a_file_removes_the_temporary_a_killed_writer_left(tmp_path):
+    dead = _dead_pid()
+    left = tmp_path / f".r.json.tmp-{dead}-k9x2ab"
+    left.write_text('{"half": ')
+    write_json(tmp_path / "r.json", {"a": 1})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+
+
+def test_scratch_folders_of_killed_processes_are_removed(tmp_path, monkeypatch):
+    """The jackknife's spill folder lives in the system's temporary folder: one that a killed
+    identification run left is removed by the next that makes one."""
+    import tempfile
+
+    from bayes_risk._io import scratch_folder
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = _dead_pid()
+    (tmp_path / f"bayes-risk-jackknife-{dead}-abcd1234").mkdir()
+    (tmp_path / f"bayes-risk-jackknife-{dead}-abcd1234" / "sums-1.npy").write_bytes(b"x")
+    (tmp_path / f"bayes-risk-jackknife-{os.getpid()}-alive000").mkdir()
+    (tmp_path / f"bayes-risk-other-{dead}-abcd1234").mkdir()
+    new = Path(scratch_folder("jackknife"))
+    assert new.parent == tmp_path and new.name.startswith(f"bayes-risk-jackknife-{os.getpid()}-")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [new.name, f"bayes-risk-jackknife-{os.getpid()}-alive000",
+         f"bayes-risk-other-{dead}-abcd1234"])
+
+
 def test_demo_data_shapes_and_dependencies():
     ce = make_ce_like()
     assert ce.shape == (5571, 7)

@@ -95,21 +95,135 @@ def test_signal_before_the_run_installs_its_handlers_is_an_interrupt(signame):
     assert p.stderr.strip().splitlines()[-1] == "interrupted"
 
 
-def test_an_interrupt_while_the_bar_draws_its_last_line_ends_that_line(monkeypatch, capsys):
-    """A Ctrl-C that lands while a progress bar draws its final line (before the line's end)
-    left the command line's ``interrupted`` glued to the bar (``…0:00:00interrupted``): the
-    bar's generator ends the line before passing the interrupt on."""
+def _utility_with(handler, tmp_path, monkeypatch):
+    """``bayes-risk utility`` whose work is ``handler(args)`` (in process)."""
+    import bayes_risk.cli.utility as utility_cli
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "o.csv").write_text("a,b\n1,2\n")
+    monkeypatch.setattr(utility_cli, "run", handler)
+    return ["utility", "o.csv", "o.csv", "--out", "out"]
+
+
+def test_an_interrupt_that_python_swallowed_is_delivered_again(tmp_path, monkeypatch, capsys):
+    """A Ctrl-C whose handler ran inside a ``__del__`` (xarray's file manager, once: the audit
+    went on for 42 s) is dropped by Python ("Exception ignored"). It is delivered again: the
+    work stops within a moment, exit 130, nothing left."""
+    import os
+    import signal
+    import time
+
+    from bayes_risk.cli import main
+    from bayes_risk.cli._run import output_dir
+
+    done = []
+
+    class Swallowing:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)  # the handler runs here; Python drops its error
+
+    def handler(args):
+        with output_dir(args) as tmp:
+            (tmp / "part.csv").write_text("confidential")
+            Swallowing()  # made and deleted at once
+            for k in range(1000):  # 10 s of work in Python, were the interrupt lost
+                time.sleep(0.01)
+                done.append(k)
+        return 0
+
+    rc = main(_utility_with(handler, tmp_path, monkeypatch))
+    err = capsys.readouterr().err
+    assert rc == 130 and err.splitlines()[-1] == "interrupted", err
+    assert "Exception ignored" not in err and "Traceback" not in err, err
+    assert len(done) < 1000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.csv"]
+
+
+def test_the_program_ends_a_run_that_does_not_stop_on_a_signal(tmp_path):
+    """A library that takes Ctrl-C for its own and goes on (or a compiled kernel that does not
+    return): the ``bayes-risk`` program ends the run itself a few seconds after the signal
+    (``STOP_GRACE``): its temporary folder removed, ``interrupted`` last, exit 130. Without it
+    this run would never end."""
+    import os
+    import signal
+    import subprocess
     import sys
 
-    from rich.progress import Progress
+    (tmp_path / "o.csv").write_text("a,b\n1,2\n")
+    code = (
+        "import sys, time\n"
+        "import bayes_risk.cli as c, bayes_risk.cli.utility as u\n"
+        "from bayes_risk.cli._run import output_dir\n"
+        "def run(args):\n"
+        "    with output_dir(args) as tmp:\n"
+        "        (tmp / 'part.csv').write_text('confidential')\n"
+        "        print('ready', file=sys.stderr, flush=True)\n"
+        "        while True:\n"
+        "            try:\n"
+        "                time.sleep(0.05)\n"
+        "            except KeyboardInterrupt:\n"
+        "                pass\n"
+        "u.run = run\n"
+        "sys.argv = ['bayes-risk', 'utility', 'o.csv', 'o.csv', '--out', 'out']\n"
+        "c.console_main()\n")
+    p = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    try:
+        assert p.stderr.readline().strip() == "ready"
+        p.send_signal(signal.SIGINT)
+        err = p.communicate(timeout=120)[1]
+    finally:
+        if p.poll() is None:  # pragma: no cover - the failure this test guards against
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "interrupted", err
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["o.csv"]
 
-    from bayes_risk._progress import progress
 
-    def stop_midline(self):
-        sys.stderr.write("pMSE ━━━━ 2/2 0:00:00")  # the last line, drawn without its end
-        raise KeyboardInterrupt
+def test_the_program_ends_without_the_interpreters_tear_down():
+    """``bayes_risk.cli._exit`` (how the program ends): the atexit handlers run and what was
+    written is flushed, with the status given."""
+    import subprocess
+    import sys
 
-    monkeypatch.setattr(Progress, "stop", stop_midline)
-    with pytest.raises(KeyboardInterrupt):
-        list(progress(range(2), description="pMSE"))
-    assert capsys.readouterr().err.endswith("0:00:00\n")
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('atexit ran', file=sys.stderr))\n"
+            "sys.stdout.write('buffered, no newline')\n"
+            "from bayes_risk.cli import _exit\n"
+            "_exit(7)\n"
+            "print('not reached')\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (p.returncode, p.stdout, p.stderr) == (7, "buffered, no newline", "atexit ran\n")
+
+
+def test_a_second_interrupt_does_not_cut_the_clean_up_of_the_first(tmp_path, monkeypatch,
+                                                                   capsys):
+    """Users press Ctrl-C twice: the second, arriving while the first one's clean-up removes the
+    temporary folder, is not raised there (the folder would be left half-removed)."""
+    import os
+    import shutil
+    import signal
+
+    import bayes_risk._io as bio
+    from bayes_risk.cli import main
+    from bayes_risk.cli._run import output_dir
+
+    real = shutil.rmtree
+    calls = []
+
+    def rmtree(path, *a, **k):
+        calls.append(path)
+        os.kill(os.getpid(), signal.SIGINT)  # the second Ctrl-C
+        return real(path, *a, **k)
+
+    def handler(args):
+        with output_dir(args) as tmp:
+            (tmp / "part.csv").write_text("confidential")
+            monkeypatch.setattr(bio.shutil, "rmtree", rmtree)
+            raise KeyboardInterrupt  # the first
+        return 0
+
+    rc = main(_utility_with(handler, tmp_path, monkeypatch))
+    err = capsys.readouterr().err
+    assert calls and rc == 130 and err.splitlines()[-1] == "interrupted", err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.csv"]

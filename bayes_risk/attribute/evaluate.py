@@ -18,7 +18,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from bayes_risk._progress import progress
+from bayes_risk._terminal import progress
 from bayes_risk.attribute.candidates import (
     CandidateSet,
     build_candidates,

@@ -39,7 +39,7 @@ from bayes_risk._lattice import (
     subset_label,
     subset_order,
 )
-from bayes_risk._progress import progress
+from bayes_risk._terminal import progress
 from bayes_risk.attribute.api import KHAT_TOLERANCE, attribute_risk
 from bayes_risk.attribute.prepare import prepare
 from bayes_risk.data.provenance import check_release_model

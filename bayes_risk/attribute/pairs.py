@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from bayes_risk._progress import progress
+from bayes_risk._terminal import progress
 from bayes_risk.attribute.candidates import DEFAULT_MAX_CANDIDATES, CandidateSet
 from bayes_risk.attribute.evaluate import candidate_sets
 from bayes_risk.attribute.plan import (

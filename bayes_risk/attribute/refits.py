@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._progress import progress
+from bayes_risk._terminal import progress, say
 from bayes_risk.attribute.cost import (
     PILOT_DRAWS,
     PILOT_TUNE,
@@ -51,8 +50,7 @@ def fit_refits(model: Any, original: pd.DataFrame, datasets: Sequence[pd.DataFra
             pilot = pilot_refit(model, original, datasets[0], refit_draws=refit_draws)
             if pilot is not None:
                 cost = refit_cost(model, n_syn, m, refit_draws=refit_draws, pilot=pilot)
-        sys.stderr.write(cost.line() + "\n")
-        sys.stderr.flush()
+        say(cost.line())
     models = []
     with _refit_settings(model, refit_draws):
         for li in progress(range(m), description="refits of the model", enabled=progressbar,
@@ -63,9 +61,8 @@ def fit_refits(model: Any, original: pd.DataFrame, datasets: Sequence[pd.DataFra
                 # the first refit measures this machine at the refits' size: the estimate
                 # from the fit's time also counts its one-off costs (compiling, processes)
                 took = time.perf_counter() - t0
-                sys.stderr.write(f"refit 1 of {m} took {duration(took)}: the other "
-                                 f"{m - 1}, about {duration(took * (m - 1))}\n")
-                sys.stderr.flush()
+                say(f"refit 1 of {m} took {duration(took)}: the other {m - 1}, about "
+                    f"{duration(took * (m - 1))}")
     return models
 
 

@@ -10,7 +10,6 @@ writing the files its sub-command writes into a sub-folder. It defines no measur
 from __future__ import annotations
 
 import os
-import sys
 import time
 import traceback
 import warnings
@@ -21,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._terminal import say
 from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import DEFAULT_SWEEP, Thresholds
 from bayes_risk.auditing.planning import _cli_name, _inputs, _make_plan
@@ -321,8 +321,7 @@ def _skip_arg(steps: list[str]) -> str:
 
 def _say(ctx: Any, msg: str) -> None:
     if ctx.progressbar:
-        sys.stderr.write(f"[audit] {msg}\n")  # progress goes where the progress bars go
-        sys.stderr.flush()
+        say(f"[audit] {msg}")  # progress goes where the progress bars go
 
 
 def _run_step(i: int, n: int, name: str, title: str, fn: Any, ctx: Any) -> StepOutcome:

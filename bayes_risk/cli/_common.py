@@ -184,8 +184,10 @@ def add_seed_argument(p: argparse.ArgumentParser, default: int | None = None) ->
 
 
 def add_quiet_argument(p: argparse.ArgumentParser) -> None:
-    """``--quiet`` silences progress bars."""
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    """``--quiet``: the written path(s) and the warnings only (:mod:`bayes_risk.cli._run`)."""
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="print only the path(s) written (stdout) and the warnings (stderr): no "
+                   "summary, progress bars or messages")
 
 
 def add_out_argument(
@@ -467,24 +469,34 @@ def dask_kwargs(args: argparse.Namespace, client: Any) -> dict[str, Any]:
     return kw
 
 
-def print_summary(lines: Sequence[str], out: str | Path) -> None:
+def print_summary(lines: Sequence[str], out: str | Path,
+                  written: Sequence[str | Path] | None = None) -> None:
     """Print a run's summary on stdout, in the format every sub-command shares.
 
     The first line says what was computed and its headline figures, the next lines (indented by
     two spaces) further figures, and the last one where the output was written and its files.
-    Printed also with ``--quiet`` (which silences progress only); progress and warnings go to
+    With ``--quiet`` only the path(s) written are printed, one per line: ``written`` (the files
+    a reader opens first, e.g. the demo's reports), else ``out``. Progress and warnings go to
     stderr.
     """
-    folder = Path(out)
-    names = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
-    if len(names) > 6:  # m synthetic datasets: the first and last few
-        names = [*names[:3], "...", *names[-2:]]
+    import sys
+
+    from bayes_risk._terminal import is_quiet
     from bayes_risk.cli._run import shown
 
-    # (a demo's steps write into its temporary folder: their lines name the final one)
-    body = [shown(lines[0]), *(f"  {shown(ln)}" for ln in lines[1:])]
-    body.append(f"  wrote {shown(folder)}" + (f": {', '.join(names)}" if names else ""))
-    print("\n".join(body), flush=True)
+    folder = Path(out)
+    if is_quiet():
+        body = [shown(p) for p in (written or [folder])]
+    else:
+        names = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+        if len(names) > 6:  # m synthetic datasets: the first and last few
+            names = [*names[:3], "...", *names[-2:]]
+        # (a demo's steps write into its temporary folder: their lines name the final one)
+        body = [shown(lines[0]), *(f"  {shown(ln)}" for ln in lines[1:])]
+        body.append(f"  wrote {shown(folder)}" + (f": {', '.join(names)}" if names else ""))
+    # one write: a Ctrl-C never leaves half a line for the interrupt line to follow
+    sys.stdout.write("\n".join(body) + "\n")
+    sys.stdout.flush()
 
 
 def imputed_arg(values: list[str] | None) -> str | list[str]:

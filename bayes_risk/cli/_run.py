@@ -8,9 +8,12 @@ output only through :func:`output_dir`. Hence, for every sub-command:
   are always refused; the place is checked writable before any work starts. The output is built
   in a hidden sibling folder and takes the place of ``--out`` in one rename once it is complete,
   so an old ``--out`` is replaced only by a complete new one.
-* SIGINT (Ctrl-C) and SIGTERM stop the run with exit status 130 and the single line
-  ``interrupted``; nothing is written, even where a library (PyMC) swallows the interrupt and
-  returns a partial result.
+* SIGINT (Ctrl-C), SIGTERM and SIGHUP stop the run with exit status 130 and the last line
+  ``interrupted`` (on a line of its own: :mod:`bayes_risk._terminal`); nothing is written,
+  even where a library (PyMC) swallows the interrupt and returns a partial result. The final
+  rename of the output is never cut: a signal during it acts when it ends, and one that comes
+  once the output is in place still exits 130 (a line says the output is complete). The
+  program then ends at once (:func:`bayes_risk.cli._exit`).
 * Every warning raised during the run is printed as one line ``warning [CODE]: message`` and
   recorded, with its code, in the run's ``summary.json`` (``run_warnings``).
 """
@@ -24,7 +27,6 @@ import os
 import re
 import signal
 import sys
-import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -32,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bayes_risk._terminal import line, quiet
 from bayes_risk.cli.parsers import INPUTS_ATTR, command_line_text, input_arguments
 from bayes_risk.exceptions import BayesRiskWarning, ValidationError, warning_code
 
@@ -49,6 +52,125 @@ _depth = 0
 _STOP_SIGNALS = tuple(
     getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
 )
+
+#: seconds that a stop signal leaves the program's run to end in the ordinary way (its
+#: clean-up, then ``interrupted``) before the program ends it itself (:class:`_Stopper`)
+STOP_GRACE = 3.0
+
+#: held while an output is renamed into place (never cut), and by a program ending itself
+_COMMIT = threading.Lock()
+
+
+class _Stopper:
+    """What makes a stop signal end a run within seconds, whatever the run is doing.
+
+    * A ``KeyboardInterrupt`` that Python swallowed (raised by the signal handler inside a
+      ``__del__``, a weakref or ``ctypes`` callback: "Exception ignored", through
+      ``sys.unraisablehook``) is delivered again
+      (:func:`~bayes_risk.exceptions.redeliver_interrupt`); it is not printed.
+    * In the ``bayes-risk`` program (``watch``; never in an in-process call of
+      :func:`bayes_risk.cli.main`, which must not end the caller's process), a thread learns of
+      each stop signal when it arrives (``signal.set_wakeup_fd``: the C-level handler writes
+      to it, also while the main thread runs a compiled kernel or a library swallows the
+      interrupt in a loop). If the run has not ended :data:`STOP_GRACE` seconds later, the
+      thread ends it: once no output is being renamed into place, it removes the temporaries
+      of the run (``bayes_risk._io.remove_live_temporaries``), stops the worker processes,
+      prints ``interrupted`` and exits with status 130.
+    """
+
+    def __init__(self, run: CommandRun, *, watch: bool) -> None:
+        self.run = run
+        self.watch = watch
+        self.done = threading.Event()
+        self._hook: Any = None
+        self._fds: tuple[int, int] | None = None
+        self._previous_fd = -1
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> _Stopper:
+        self._hook = sys.unraisablehook
+        sys.unraisablehook = self._unraisable
+        if self.watch:
+            r, w = os.pipe()
+            os.set_blocking(r, False)
+            os.set_blocking(w, False)
+            try:
+                self._previous_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+            except ValueError:  # not the main thread
+                os.close(r)
+                os.close(w)
+                return self
+            self._fds = (r, w)
+            self._thread = threading.Thread(target=self._watch, name="bayes-risk-stop",
+                                            daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        sys.unraisablehook = self._hook
+        if self._fds is not None:
+            r, w = self._fds
+            signal.set_wakeup_fd(self._previous_fd)
+            with contextlib.suppress(OSError):
+                os.write(w, b"\0")  # wakes the thread, which sees ``done``
+            if self._thread is not None:
+                self._thread.join(timeout=1.0)
+            if self._thread is None or not self._thread.is_alive():
+                os.close(r)
+                os.close(w)
+
+    def _unraisable(self, unraisable: Any) -> None:
+        if self.run.interrupted and isinstance(unraisable.exc_value, KeyboardInterrupt):
+            from bayes_risk.exceptions import redeliver_interrupt
+
+            redeliver_interrupt()
+            return
+        self._hook(unraisable)
+
+    def _watch(self) -> None:
+        import select
+
+        assert self._fds is not None
+        r = self._fds[0]
+        stop = {int(s) for s in _STOP_SIGNALS}
+        while not self.done.is_set():
+            select.select([r], [], [])
+            try:
+                data = os.read(r, 512)
+            except BlockingIOError:
+                continue
+            except OSError:
+                return
+            if stop.intersection(data):
+                break
+        if self.done.wait(STOP_GRACE):
+            return
+        self._end()
+
+    def _end(self) -> None:
+        """End the program now (see the class docstring)."""
+        from bayes_risk._io import remove_live_temporaries
+
+        with _COMMIT:  # never while an output is renamed into place
+            if self.done.is_set():  # ended meanwhile in the ordinary way
+                return
+            remove_live_temporaries()
+            mp = sys.modules.get("multiprocessing")
+            if mp is not None:
+                for child in mp.active_children():
+                    with contextlib.suppress(Exception):
+                        child.terminate()
+            with contextlib.suppress(Exception):
+                if self.run.completed:
+                    line("the output was complete before the interrupt: "
+                         f"{shown(self.run.out)} is in place")
+                line("interrupted")
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            os._exit(130)
+
 
 def warning_line(message: Warning | str, category: type[Warning]) -> tuple[str, str]:
     """``(code, text)`` of a warning as the command line, ``summary.json`` and the audit report
@@ -76,7 +198,7 @@ class CommandRun:
     interrupted: bool = False
     out_identity: tuple[int, int] | None = None  # what was at --out when it was checked
     critical: bool = False  # inside the final rename: a signal is deferred
-    completed: bool = False  # the output is in place: a later signal changes nothing
+    completed: bool = False  # the output is in place (an interrupt after it still exits 130)
     #: the sub-command's options by the library argument they set (messages name them so)
     options: dict[str, str] = field(default_factory=dict)
 
@@ -92,7 +214,7 @@ class CommandRun:
         self.warnings.append(
             {"code": code, "category": category.__name__, "message": text, "count": 1}
         )
-        print(f"warning [{code}]: {text}", file=sys.stderr, flush=True)
+        line(f"warning [{code}]: {text}")
 
     def summary_fields(self) -> dict[str, Any]:
         """What :func:`output_dir` adds to ``summary.json``."""
@@ -257,7 +379,8 @@ def check_out(out: str, *, overwrite: bool, inputs: list[Path] | None = None) ->
                 "--overwrite to replace it (it is replaced only once the new output is complete).",
                 code="OUT_EXISTS",
             )
-    # writability: probe with a temporary folder in the nearest existing ancestor
+    # writability: probe with a temporary folder in the nearest existing ancestor, named as
+    # every temporary of the package (a killed run's is recognised and removed by the next)
     anc = target.parent
     while not anc.exists():
         anc = anc.parent
@@ -266,9 +389,12 @@ def check_out(out: str, *, overwrite: bool, inputs: list[Path] | None = None) ->
             f"--out {out!r}: {str(anc)!r} is a file, not a folder.", code="OUT_INVALID"
         )
     _check_name_lengths(out, target, anc)
+    from bayes_risk._io import temporary_name
+
+    probe = temporary_name(anc / target.relative_to(anc).parts[0])
     try:
-        probe = tempfile.mkdtemp(prefix=".bayes-risk-probe-", dir=anc)
-        os.rmdir(probe)
+        probe.mkdir(mode=0o700)
+        probe.rmdir()
     except OSError as err:
         raise ValidationError(
             f"--out {out!r} cannot be written ({str(anc)!r}: {err.strerror or err}).",
@@ -371,36 +497,39 @@ def output_dir(args: argparse.Namespace,
                 _merge_summary(tmp / "summary.json", run.summary_fields())
             if finalize is not None:
                 finalize(tmp)
-            if run is not None:
-                # from here on a signal only marks the run interrupted: the rename is never cut
-                run.critical = True
-                if run.interrupted:
-                    raise KeyboardInterrupt
-            try:
-                replace_checked(tmp, target, expected=expected)
-            except FileExistsError as err:
-                raise ValidationError(
-                    f"--out {shown(target)!r} was {'replaced' if expected else 'created'} by "
-                    "another process while this run worked; it is left as it is and this "
-                    "run's output is discarded. Give another --out.",
-                    code="OUT_TAKEN",
-                ) from err
-            if run is not None:
-                # a signal arriving from the rename on is too late to stop anything: the
-                # output is complete and in place, so the run ends normally
-                run.completed = True
-                run.interrupted = False
+            with _COMMIT:  # a program that ends itself on a signal waits for the rename
+                if run is not None:
+                    # from here on a signal only marks the run interrupted: the rename is
+                    # never cut
+                    run.critical = True
+                    if run.interrupted:
+                        raise KeyboardInterrupt
+                try:
+                    replace_checked(tmp, target, expected=expected)
+                except FileExistsError as err:
+                    raise ValidationError(
+                        f"--out {shown(target)!r} was {'replaced' if expected else 'created'} "
+                        "by another process while this run worked; it is left as it is and "
+                        "this run's output is discarded. Give another --out.",
+                        code="OUT_TAKEN",
+                    ) from err
+                if run is not None:
+                    run.completed = True  # the output is complete and in place
     except BaseException:
         for d in reversed(created):  # the temporary folder is gone by now
             with contextlib.suppress(OSError):
                 d.rmdir()
         raise
     finally:
-        if run is not None and not run.completed:
+        if run is not None:
             run.critical = False
         if holds_steps:
             for k in [k for k, v in _FINAL_NAMES.items() if v == str(target)]:
                 _FINAL_NAMES.pop(k, None)
+    if run is not None and run.interrupted:
+        # a signal during the rename, which it did not cut: the run stops now, as for any
+        # other Ctrl-C (exit 130), with its output in place
+        raise KeyboardInterrupt
 
 
 def _merge_summary(path: Path, extra: dict[str, Any]) -> None:
@@ -447,10 +576,12 @@ def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
     if threading.current_thread() is threading.main_thread():
 
         def on_signal(signum: int, frame: Any) -> None:
-            if run.completed:
-                return
+            # at any moment, also once the output is in place: a Ctrl-C is never answered
+            # with exit status 0. Not cut: the final rename (the signal acts when it ends),
+            # and the clean-up of an interrupt being handled (a second Ctrl-C, or one
+            # delivered again, would leave a temporary folder half-removed)
             run.interrupted = True
-            if not run.critical:
+            if not run.critical and not isinstance(sys.exception(), KeyboardInterrupt):
                 raise KeyboardInterrupt
 
         for sig in _STOP_SIGNALS:
@@ -459,11 +590,17 @@ def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
             if signal.getsignal(sig) is not signal.SIG_IGN:
                 handlers[sig] = signal.signal(sig, on_signal)
     showwarning = warnings.showwarning
+    outermost = _depth == 1 and threading.current_thread() is threading.main_thread()
+    stopper = _Stopper(run, watch=CONSOLE) if outermost else contextlib.nullcontext()
+    stack = contextlib.ExitStack()
     try:
+        stack.enter_context(stopper)
         # hashed once the signal handlers are in place: a large input takes a while to read,
         # and Ctrl-C meanwhile stops the run as it would during the work
         run.checksums = _checksums(run.inputs)
-        with warnings.catch_warnings():
+        # --quiet, one rule for every sub-command: the written path(s) on stdout
+        # (print_summary), warnings and errors on stderr, nothing else
+        with quiet(bool(getattr(args, "quiet", False))), warnings.catch_warnings():
             warnings.simplefilter("always", Warning)
             # pandas/numpy deprecation chatter is not a statement about the user's data
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -479,6 +616,7 @@ def command_run(args: argparse.Namespace) -> Iterator[CommandRun]:
             warnings.showwarning = show
             yield run
     finally:
+        stack.close()
         _depth -= 1
         warnings.showwarning = showwarning
         for sig, h in handlers.items():

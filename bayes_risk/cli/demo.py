@@ -47,8 +47,8 @@ def _call(argv: list[str], quiet: bool) -> None:
 
     if quiet:
         argv = [*argv, "--quiet"]
-    # a step's summary is progress of the demo (stderr, silenced by --quiet: it names the
-    # temporary folder that becomes --out); the demo's own summary is its reports' paths
+    # a step's summary is progress of the demo (stderr, silenced by --quiet); the demo's own
+    # summary (stdout) names its reports
     with open(os.devnull, "w") as null, contextlib.redirect_stdout(null if quiet else sys.stderr):
         status = main(argv)
     if status == 130:  # the step was interrupted: so is the demo
@@ -58,13 +58,6 @@ def _call(argv: list[str], quiet: bool) -> None:
             f"demo step `bayes-risk {' '.join(argv)}` failed (status {status}).",
             code="DEMO_STEP_FAILED",
         )
-
-
-def _say(msg: str, quiet: bool) -> None:
-    import sys
-
-    if not quiet:
-        print(msg, file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,13 +78,15 @@ def run(args: argparse.Namespace) -> int:
         raise ValidationError(
             f"--tune must be an integer >= 0. Got {args.tune!r}.", code="BAD_OPTION_VALUE"
         )
+    from bayes_risk.cli._common import print_summary
+
     with output_dir(args) as tmp:
         reports = _run_parts(args, m, tmp)
     out = Path(args.out)
-    for rel in reports:
-        _say(f"[demo] report written to {out / rel}", args.quiet)
-    # the summary (the reports' final paths) is printed also with --quiet, as in every command
-    print("\n".join(f"{out / rel}" for rel in reports), flush=True)
+    # with --quiet, as every command: the paths written, here the reports a reader opens
+    print_summary([f"demo: {len(reports)} audit report(s) of releases made from the demo data",
+                   *(f"report: {out / rel}" for rel in reports)], out,
+                  written=[out / rel for rel in reports])
     return 0
 
 
@@ -99,6 +94,7 @@ def _run_parts(args: argparse.Namespace, m: int, out: Path) -> list[str]:
     """Run the steps into ``out`` (the temporary folder that becomes ``--out``)."""
     import json
 
+    from bayes_risk._terminal import say
     from bayes_risk.cli._run import shown
     from bayes_risk.data import make_acs_like, make_ce_like
 
@@ -108,7 +104,7 @@ def _run_parts(args: argparse.Namespace, m: int, out: Path) -> list[str]:
     reports: list[str] = []
 
     def step(name: str, argv: list[str]) -> None:
-        _say(f"[demo] {name}: bayes-risk {shown(' '.join(argv))}", q)
+        say(f"[demo] {name}: bayes-risk {shown(' '.join(argv))}")
         t0 = time.perf_counter()
         _call(argv, q)
         timings[name] = time.perf_counter() - t0

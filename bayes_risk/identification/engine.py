@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bayes_risk._numeric import ties
-from bayes_risk._progress import progress
+from bayes_risk._terminal import progress
 from bayes_risk.identification.index import (
     NumbaIndex,
     ReplicateIndex,

@@ -46,7 +46,7 @@ from bayes_risk._lattice import (
     subset_label,
     subset_order,
 )
-from bayes_risk._progress import progress
+from bayes_risk._terminal import progress
 from bayes_risk.data.schema import CATEGORICAL_TYPES
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, interruptible
 from bayes_risk.executors import as_executor

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bayes_risk._numeric import ties
-from bayes_risk._progress import progress
+from bayes_risk._terminal import progress
 from bayes_risk.identification import engine as _engine
 from bayes_risk.identification.index import ReplicateIndex, TargetBounds, target_bounds
 from bayes_risk.identification.matching import MatchRule

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._numeric import ties
-from bayes_risk._progress import progress
+from bayes_risk._terminal import progress
 from bayes_risk.exceptions import ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor, shared_once
 from bayes_risk.identification.assemble import assemble

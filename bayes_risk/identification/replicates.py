@@ -13,8 +13,6 @@ matched pairs, not ``R``: the jackknife groups' sums wait in a temporary folder)
 from __future__ import annotations
 
 import dataclasses
-import shutil
-import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -24,8 +22,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk._progress import progress
+from bayes_risk._io import remove_scratch, scratch_folder
 from bayes_risk._rng import RandomSeed, child_sequence, seed_sequence
+from bayes_risk._terminal import progress
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import check_release_model
 from bayes_risk.data.validate import check_probability
@@ -243,7 +242,7 @@ class _Run:
         # the groups' pair sums wait in a temporary folder between checkpoints (one group in
         # memory at a time: memory does not grow with the number of groups)
         try:
-            self.spill: str | None = tempfile.mkdtemp(prefix="bayes-risk-jackknife-")
+            self.spill: str | None = scratch_folder("jackknife")
         except OSError as err:  # no writable temporary folder: the groups stay in memory
             warnings.warn(
                 f"SPILL_UNAVAILABLE: no temporary folder for the jackknife group sums ({err}); "
@@ -307,7 +306,7 @@ class _Run:
     def close(self) -> None:
         """Remove the groups' spill folder."""
         if self.spill is not None:
-            shutil.rmtree(self.spill, ignore_errors=True)
+            remove_scratch(self.spill)
 
     def jackknife(self) -> tuple[dict[str, float], np.ndarray]:
         """Delete-a-group jackknife standard errors: file-level dict and record ``IR`` [N_T].

@@ -24,8 +24,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
+from bayes_risk._terminal import progress
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
 from bayes_risk.data.schema import Schema

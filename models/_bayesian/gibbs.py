@@ -402,15 +402,12 @@ def _pymc_logger() -> logging.Logger:
 def _progress_bar(enabled: bool, total: int, thin: int = 1) -> tuple[Any, Callable[[int], None]]:
     if not enabled:
         return None, lambda n: None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from bayes_risk._terminal import ProgressBar
 
-    prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=Console(stderr=True))
     # the bar counts draws (one per warm-up sweep, one per ``thin`` sweeps after the warm-up)
     label = "Gibbs draws" if thin == 1 else f"Gibbs draws (one kept per {thin} sweeps)"
-    task = prog.add_task(label, total=total)
-    return prog, lambda n: prog.update(task, completed=n)
+    prog = ProgressBar(total, label)
+    return prog, lambda n: prog.update(n)
 
 
 def sample_gibbs(
@@ -563,8 +560,7 @@ def _timed(out: list[tuple[Any, Any, tuple[float, int]]]
 def _grow_bar(prog: Any, total: int, thin: int) -> None:
     """An extension round: the bar's total grows by its draws, and says the new thinning."""
     if prog is not None:
-        task = prog.tasks[0].id
-        prog.update(task, total=total, description=f"Gibbs draws (one kept per {thin} sweeps)")
+        prog.update(total=total, description=f"Gibbs draws (one kept per {thin} sweeps)")
 
 
 def _chain_arrays(dt: xr.DataTree, layout: GibbsLayout, c: int, tune: int

@@ -11,7 +11,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from bayes_risk._rng import RandomSeed, as_generator
-from bayes_risk.exceptions import keyboard_interrupts
+from bayes_risk.exceptions import keyboard_interrupts, redeliver_interrupt
 from bayes_risk.models._bayesian.timing import DrawClock, record_sweep_time
 
 if TYPE_CHECKING:
@@ -44,8 +44,9 @@ class InterruptGuard:
     ignored.
     While the guard is active, the ``KeyboardInterrupt`` that a recorded signal raised inside a
     callback Python cannot raise from (numba compiling or loading a kernel calls back into
-    Python through ctypes) is not printed as "Exception ignored ... Traceback": the recorded
-    signal stops the chains at the next draw all the same.
+    Python through ctypes, a ``__del__``) is not printed as "Exception ignored ... Traceback":
+    the recorded signal stops the chains at the next draw all the same, and the interrupt is
+    delivered again (``redeliver_interrupt``) for what runs after the chains.
     """
 
     def __init__(self) -> None:
@@ -55,7 +56,8 @@ class InterruptGuard:
 
     def _quiet_unraisable(self, unraisable: Any) -> None:
         if self.interrupted and isinstance(unraisable.exc_value, KeyboardInterrupt):
-            return  # the interrupt is recorded: the run stops at its next draw
+            redeliver_interrupt()  # recorded: the chains stop at their next draw
+            return
         self._unraisablehook(unraisable)
 
     def __enter__(self) -> InterruptGuard:
@@ -134,7 +136,8 @@ def run_sampler(synth: Any, model: Any, step: Any, random_seed: RandomSeed,
     if step is not None:
         kwargs["step"] = step
     kwargs.update(sample_kwargs)
-    with warnings.catch_warnings(), InterruptGuard() as guard:
+    bar = _plain_bar(kwargs)
+    with warnings.catch_warnings(), InterruptGuard() as guard, bar:
         # PyMC's own short-chain message; convergence is reported by convergence_summary().
         warnings.filterwarnings("ignore", message=".*samples per chain.*")
         # the steady time per draw, without the chains' one-off start (bayes_risk.attribute.cost)
@@ -157,6 +160,29 @@ def run_sampler(synth: Any, model: Any, step: Any, random_seed: RandomSeed,
     if "observed_data" in dt.children:
         del dt["observed_data"]
     return dt
+
+
+def _plain_bar(kwargs: dict[str, Any]) -> Any:
+    """Where a bar shows as plain text (a log file, a notebook without ipywidgets:
+    ``bayes_risk._terminal``), PyMC's rich bar shows nothing there (and warns "install
+    ipywidgets" at every refresh): it is turned off and the draws counted by a plain bar fed
+    by the draw callback. Elsewhere PyMC's own bar runs, and the returned bar shows nothing."""
+    from bayes_risk._terminal import ProgressBar, bar_style
+
+    if not kwargs.get("progressbar") or bar_style() != "plain":
+        return ProgressBar(enabled=False)
+    chains = int(kwargs["chains"])
+    bar = ProgressBar(chains * (int(kwargs["draws"]) + int(kwargs["tune"])), "draws")
+    user = kwargs.get("callback")
+
+    def count(*args: Any, **kw: Any) -> None:
+        bar.update(advance=1)
+        if user is not None:
+            user(*args, **kw)
+
+    kwargs["progressbar"] = False
+    kwargs["callback"] = count
+    return bar
 
 
 def run_gibbs(synth: Any, step: Any, layout: Any, seeds: list[int],

@@ -28,8 +28,8 @@ import pandas as pd
 import bayes_risk.models.trees.cart_fit as _fit
 import bayes_risk.models.trees.cart_io as _io
 import bayes_risk.models.trees.cart_synthesis as _synthesis
-from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
+from bayes_risk._terminal import progress
 from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._numeric import ties
-from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json, spawn
+from bayes_risk._terminal import progress
 from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles

@@ -19,8 +19,8 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from bayes_risk._progress import progress
 from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, seed_to_json, spawn
+from bayes_risk._terminal import progress
 from bayes_risk.data.levels import drop_unused_levels
 from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema

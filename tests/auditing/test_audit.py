@@ -905,7 +905,7 @@ def test_a_step_failing_otherwise_leaves_the_audit_incomplete(release, tmp_path,
     assert "> **The audit is incomplete" in md.split("## Verdict")[0]
     capsys.readouterr()
     rc = main(["audit", str(orig), str(syn), "--known", *KNOWN, "--radius-sweep", "none",
-               "--records", "0", "--quiet", "--out", str(tmp_path / "c")])
+               "--records", "0", "--out", str(tmp_path / "c")])
     out = capsys.readouterr().out
     assert rc == 1 and (tmp_path / "c" / "report.html").is_file()
     assert out.splitlines()[0].startswith("audit of 240 records, m = 2: The audit is incomplete")
@@ -1169,7 +1169,7 @@ def test_failed_convergence_checks_in_headline_warnings_and_summary(tmp_path, ca
     capsys.readouterr()
     assert main(["audit", str(orig), str(syn), "--model", str(model), "--known", "SEX", "MAR",
                  "--records", "0-3", "--skip", "utility", "identification",
-                 "posterior-identification", "disclosure", "--random-seed", "3", "--quiet",
+                 "posterior-identification", "disclosure", "--random-seed", "3",
                  "--out", str(out)]) == 0
     printed = capsys.readouterr()
     conv = json.loads((model / "convergence.json").read_text())

@@ -87,7 +87,6 @@ def test_cli_end_to_end(saved_dpmpm, tmp_path, capsys):
         "50",
         "--random-seed",
         "3",
-        "--quiet",
     ]
     rc = run_cli([*argv, "--out", str(out)])
     assert rc == 0
@@ -176,7 +175,7 @@ def test_cli_tree_release_without_model(method, tmp_path, capsys):
                     "--random-seed", "9", *extra, "-q", "--out", str(syn_dir)]) == 0
     out = tmp_path / "att"
     assert run_cli(["attribute", str(orig), str(syn_dir),
-                    "--records", "0-14", "--random-seed", "4", "-q", "--out", str(out)]) == 0
+                    "--records", "0-14", "--random-seed", "4", "--out", str(out)]) == 0
     assert "attribute risk of 15 records (" in capsys.readouterr().out  # summary on stdout
     rec = pd.read_csv(out / "records.csv")
     summary = json.loads((out / "summary.json").read_text())

@@ -44,7 +44,7 @@ def test_cli_attribute_known_sweep(saved, tmp_path):
     cols = list(df.columns[:2])
     base = ["attribute", "--model", str(root / "model"), str(root / "orig.csv"),
             str(root / "syn"), "--estimator", "is", "--bootstrap", "0", "--records", "0-19",
-            "--random-seed", "3", "--quiet"]
+            "--random-seed", "3"]
     out = tmp_path / "ks"
     r = _cli([*base, "--known-sweep", *cols, "--out", str(out)], tmp_path)
     assert r.returncode == 0, r.stderr

@@ -154,7 +154,7 @@ def test_two_records_cli(saved_dpmpm, tmp_path, capsys):
     out = tmp_path / "pairs"
     (tmp_path / "pairs.txt").write_text("0 1\n# a comment\n4:2\n")
     r = _cli([*base, "--pairs", str(tmp_path / "pairs.txt"), "--estimator", "is",
-              "--bootstrap", "0", "--quiet", "--out", str(out)], tmp_path, capsys)
+              "--bootstrap", "0", "--out", str(out)], tmp_path, capsys)
     assert r.returncode == 0, r.stderr
     assert "pairs of records" in r.stdout
     summ = json.loads((out / "summary.json").read_text())

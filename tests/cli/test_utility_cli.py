@@ -60,7 +60,7 @@ def test_help(capsys):
 def test_end_to_end_csv(files, tmp_path, capsys):
     out = tmp_path / "util"
     argv = ["utility", str(files["orig"]), *map(str, files["syn"]), "--categorical", *CAT,
-            "--max-order", "0", "--quiet", "--out", str(out)]
+            "--max-order", "0", "--out", str(out)]
     code, stdout, _ = _run(argv, capsys)
     assert code == 0
     assert sorted(p.name for p in out.iterdir()) == ["overlap.csv", "summary.json"]
@@ -88,7 +88,7 @@ def test_end_to_end_csv(files, tmp_path, capsys):
 def test_folder_parquet_formula_and_cart(files, tmp_path, capsys):
     out = tmp_path / "util2"
     argv = ["utility", str(files["parquet"]), str(files["folder"]), "--pmse", "cart",
-            "--random-seed", "4", "--formula", "Income ~ Age + Marital", "--quiet",
+            "--random-seed", "4", "--formula", "Income ~ Age + Marital",
             "--out", str(out)]
     code, stdout, err = _run(argv, capsys)
     assert code == 0, err
@@ -211,7 +211,7 @@ def test_combining_rules_chosen_and_overridden(files, tmp_path, capsys):
     # a partial release (Income synthesized): Reiter's rules, inferred from the roles
     out = tmp_path / "util_rules"
     argv = ["utility", str(files["orig"]), *map(str, files["syn"]), "--categorical", *CAT,
-            "--max-order", "0", "--quiet", "--out", str(out)]
+            "--max-order", "0", "--out", str(out)]
     code, stdout, err = _run(argv, capsys)
     assert code == 0, err
     st = json.loads((out / "summary.json").read_text())["settings"]

@@ -317,7 +317,10 @@ def test_stale_temporary_folders_removed_live_ones_kept(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
     dead_pid = int(dead.stdout)
-    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    # alive until its stdin is closed at the end (a sleep of a fixed length could end before
+    # the check on a loaded machine)
+    live = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                            stdin=subprocess.PIPE)
     try:
         target = tmp_path / "out"
         names = {f".out.tmp-{dead_pid}-abcd": True, f".out.tmp-{live.pid}-efgh": False,

@@ -265,7 +265,7 @@ def test_cli_infers_and_overrides(tables, tmp_path, capsys):
         p = tmp_path / f"syn{l}.csv"
         syn.to_csv(p, index=False)
         paths.append(str(p))
-    base = ["utility", str(o), *paths, "--synthesized", "SEX", "--max-order", "0", "--quiet"]
+    base = ["utility", str(o), *paths, "--synthesized", "SEX", "--max-order", "0"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         code = cli.main([*base, "--out", str(tmp_path / "a")])

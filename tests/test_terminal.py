@@ -1,0 +1,256 @@
+"""What the package writes to stderr (``bayes_risk._terminal``): one owner of the line state,
+so that the command line's last line ``interrupted`` stands on a line of its own whatever was
+being written when Ctrl-C came (issue 51: ``... is not valid.interrupted``); progress bars
+that show in a terminal, a log file and a notebook without ipywidgets; ``--quiet``."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import re
+import signal
+import sys
+import warnings
+
+import pytest
+
+from bayes_risk import _terminal
+from bayes_risk._terminal import STDERR, ProgressBar, line, progress
+
+
+def _frozen_clock(monkeypatch) -> None:
+    """The bars' clock stands still: their lines (elapsed time, when the next line is due) do
+    not depend on how long a loaded machine takes over the test."""
+    import types
+
+    monkeypatch.setattr(_terminal, "time", types.SimpleNamespace(monotonic=lambda: 1000.0))
+
+
+class _CutStream(io.StringIO):
+    """A stderr whose write of the text holding ``cut`` stops half-way: the first half goes out
+    and a real SIGINT is sent to this process, whose handler raises KeyboardInterrupt as the
+    write returns to Python (a Ctrl-C landing inside a write, deterministically)."""
+
+    def __init__(self, cut: str) -> None:
+        super().__init__()
+        self.cut, self.done = cut, False
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, s: str) -> int:
+        if not self.done and self.cut in s:
+            self.done = True
+            k = s.index(self.cut) + len(self.cut)
+            super().write(s[:k])
+            os.kill(os.getpid(), signal.SIGINT)
+            return k
+        return super().write(s)
+
+
+def _warning():
+    from bayes_risk.exceptions import BayesRiskWarning
+
+    warnings.warn(BayesRiskWarning(
+        "perfect or quasi-perfect separation: some fitted propensities are 0 or 1, so the "
+        "chi-square null (theory) is not valid (SEPARATION).", code="SEPARATION"), stacklevel=1)
+
+
+def _library_print():
+    # print() writes its text and its line's end in two calls: a Ctrl-C between them left the
+    # line open (the warning path of issue 51 did the same)
+    print("Sequential sampling (2 chains in 1 job)", file=sys.stderr)  # noqa: T201
+
+
+def _bar():
+    for _ in progress(range(3), description="pMSE"):
+        pass
+
+
+def _message():
+    _terminal.say("[audit] step 1/6: utility (pMSE, interval overlap)")
+
+
+def _log_record():
+    log = logging.getLogger("bayes_risk_test_terminal")
+    log.propagate = False
+    log.addHandler(logging.StreamHandler())  # bound to sys.stderr as PyMC's logger is
+    log.setLevel(logging.INFO)
+    try:
+        log.info("DPMPMGibbs: [alpha, V, phi_0, phi_1, phi_2]")
+    finally:
+        log.handlers.clear()
+
+
+@pytest.mark.parametrize("writer, cut", [
+    (_warning, "is not valid"),
+    (_library_print, "in 1 job)"),
+    (_bar, "pMSE: 3/"),
+    (_message, "step 1/6"),
+    (_log_record, "phi_0"),
+], ids=["warning", "library-print", "progress-bar", "message", "log-record"])
+def test_interrupted_is_the_last_line_on_its_own_whatever_was_being_written(
+        writer, cut, tmp_path, monkeypatch):
+    """A real SIGINT that lands inside each kind of writer of a command's run: exit 130, the
+    cut text ends its line, ``interrupted`` is the last line and stands alone."""
+    import bayes_risk.cli.utility as utility_cli
+    from bayes_risk.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "o.csv").write_text("a,b\n1,2\n")
+
+    def handler(args):
+        writer()
+        return 0
+
+    monkeypatch.setattr(utility_cli, "run", handler)
+    monkeypatch.setattr(_terminal, "PLAIN_INTERVAL", (0.0, 0.0))
+    stream = _CutStream(cut)
+    monkeypatch.setattr(sys, "stderr", stream)
+    rc = main(["utility", "o.csv", "o.csv", "--out", "out"])
+    err = stream.getvalue()
+    assert stream.done, err  # the signal was sent inside the write
+    assert rc == 130, err
+    lines = err.splitlines()
+    assert lines[-1] == "interrupted" and err.endswith("\n"), err
+    assert sum("interrupted" in ln for ln in lines) == 1, err
+    assert any(ln.endswith(cut) for ln in lines[:-1]), err  # the cut line, ended
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.csv"]  # nothing written
+
+
+def test_line_ends_an_open_line_first_and_counts_every_writer(monkeypatch):
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", out)
+    with _terminal.installed():
+        assert sys.stderr is STDERR and STDERR.ends_line
+        sys.stderr.write("0:00:03 ━━━━ 2/2")  # a bar's last line, drawn without its end
+        assert not STDERR.ends_line
+        line("interrupted")
+        assert STDERR.ends_line
+        print("complete line", file=sys.stderr)  # noqa: T201
+        line("next")
+        with _terminal.installed():  # nested runs (the demo's steps) keep it
+            assert sys.stderr is STDERR
+    assert sys.stderr is out
+    assert out.getvalue() == "0:00:03 ━━━━ 2/2\ninterrupted\ncomplete line\nnext\n"
+
+
+def test_a_write_cut_inside_the_stream_costs_at_most_a_blank_line(monkeypatch):
+    """The state says "not at a line's start" before the text goes out: an interrupt inside a
+    write that ended its line leaves a blank line before the next, never a glued one."""
+
+    class RaisingOnce(io.StringIO):
+        armed = True
+
+        def write(self, s):
+            n = super().write(s)
+            if self.armed:  # the whole text went out; the interrupt comes as write returns
+                self.armed = False
+                raise KeyboardInterrupt
+            return n
+
+    out = RaisingOnce()
+    monkeypatch.setattr(sys, "stderr", out)
+    with pytest.raises(KeyboardInterrupt):
+        line("warning [X]: text")
+    line("interrupted")
+    assert out.getvalue() == "warning [X]: text\n\ninterrupted\n"
+
+
+def test_plain_bars_in_a_log_file(monkeypatch):
+    """Not a terminal (a log file, a pipe): no bar drawing, a line now and then and a last line
+    when the bar completes; a bar cut short (an interrupt) writes nothing more."""
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", out)
+    _frozen_clock(monkeypatch)
+    monkeypatch.setattr(_terminal, "PLAIN_INTERVAL", (0.0, 0.0))
+    assert _terminal.bar_style() == "plain"
+    for _ in progress(range(2), description="refits", label=lambda k, n: f"refit {k} of {n}"):
+        pass
+    got = out.getvalue().splitlines()
+    assert got[0].startswith("refit 1 of 2: 1/2 (50 %), 0:00:00 elapsed, about 0:00:00 left")
+    assert got[-1] == "refit 2 of 2: 2/2 in 0:00:00" and "\x1b" not in out.getvalue()
+    out.seek(0)
+    out.truncate()
+    with pytest.raises(KeyboardInterrupt):
+        for k in progress(range(5), description="attribute risk"):
+            if k == 2:
+                raise KeyboardInterrupt
+    assert "5/5" not in out.getvalue()
+    # the default gaps: nothing before 10 s, a last line at the end
+    monkeypatch.setattr(_terminal, "PLAIN_INTERVAL", (10.0, 60.0))
+    out.seek(0)
+    out.truncate()
+    with ProgressBar(None, "Gibbs draws") as bar:
+        bar.update(advance=7)
+    assert out.getvalue() == "Gibbs draws: 7 done in 0:00:00\n"
+    with ProgressBar(3, "quiet", enabled=False) as bar:
+        bar.update(3)
+    assert out.getvalue() == "Gibbs draws: 7 done in 0:00:00\n"
+
+
+def test_rich_bars_in_a_terminal_share_one_display_and_lines_go_above(monkeypatch):
+    """In a terminal the bars are rich's (one display: an inner bar is a row of it, removed
+    when it ends); a line written meanwhile is printed above them, and the last line after an
+    interrupt inside a bar stands alone."""
+    from rich.console import Console
+
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", out)
+    term = Console(file=_terminal._Through(), force_terminal=True, width=80)
+    monkeypatch.setattr(_terminal, "_CONSOLE", term)
+    assert _terminal.bar_style() == "rich"
+    with pytest.raises(KeyboardInterrupt):
+        for k in progress(range(3), description="refits of the model"):
+            for _ in progress(range(2), description="Gibbs draws"):
+                assert _terminal._Live.bars == 2
+            line("refit 1 of 3 took 4 s")
+            print("warning [LOW_ESS]: from a library", file=sys.stderr)  # noqa: T201 - not through line()
+            if k == 1:
+                raise KeyboardInterrupt
+    assert _terminal._Live.progress is None and _terminal._Live.bars == 0
+    line("interrupted")
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue()).replace("\r", "\n")
+    lines = [ln.rstrip() for ln in text.split("\n") if ln.strip()]
+    assert lines[-1] == "interrupted", lines
+    assert "refit 1 of 3 took 4 s" in lines and "warning [LOW_ESS]: from a library" in lines
+    assert any(ln.startswith("refits of the model") for ln in lines)
+
+
+def test_quiet_drops_messages_bars_and_info_logs_not_warnings(monkeypatch):
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", out)
+    log = logging.getLogger("pymc.test_terminal")
+    with _terminal.quiet():
+        assert _terminal.is_quiet()
+        _terminal.say("[audit] step 1/6")
+        for _ in progress(range(2), description="bar"):
+            pass
+        assert log.isEnabledFor(logging.WARNING) and not log.isEnabledFor(logging.INFO)
+        line("warning [X]: kept")
+    assert not _terminal.is_quiet() and logging.root.manager.disable == logging.NOTSET
+    assert out.getvalue() == "warning [X]: kept\n"
+
+
+def test_pymc_bar_replaced_by_a_plain_bar_where_rich_cannot_show(monkeypatch):
+    """``pm.sample``'s rich bar shows nothing in a log file or a notebook without ipywidgets
+    (and warns there at every refresh): it is turned off and the draws, counted by the draw
+    callback, feed a plain bar; elsewhere PyMC's own bar runs."""
+    from bayes_risk.models._bayesian.sampling import _plain_bar
+
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", out)
+    _frozen_clock(monkeypatch)
+    seen = []
+    kwargs = {"progressbar": True, "chains": 2, "draws": 3, "tune": 1,
+              "callback": lambda **kw: seen.append(kw)}
+    with _plain_bar(kwargs) as bar:
+        assert kwargs["progressbar"] is False and bar.total == 8
+        for _ in range(8):
+            kwargs["callback"](trace=None, draw="d")
+    assert len(seen) == 8 and out.getvalue() == "draws: 8/8 in 0:00:00\n"
+    monkeypatch.setattr(_terminal, "bar_style", lambda: "rich")
+    kwargs = {"progressbar": True, "chains": 2, "draws": 3, "tune": 1}
+    assert not _plain_bar(kwargs).enabled and kwargs == {"progressbar": True, "chains": 2,
+                                                          "draws": 3, "tune": 1}
