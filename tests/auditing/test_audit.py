@@ -1554,6 +1554,7 @@ def test_report_figures_readable_and_honest(audited_hh, report_hh):
     report's 80 dpi), draw the thresholds, and start their axes at 0; labels say what each
     measure is of (repU has no target); the radius sweep starts at 0 and says whether its
     maximum stands out; legends sit off the data."""
+    import matplotlib.pyplot as plt
     import matplotlib.text
 
     from bayes_risk.auditing.plots import utility_risk_figure
@@ -1583,8 +1584,8 @@ def test_report_figures_readable_and_honest(audited_hh, report_hh):
     assert '<figure class="plot wide">' in html
     # the radius sweep: from 0, its title says whether the maximum is distinguishable
     sw = res.step("identification").extra["sweep"]
-    fig = sw.plot()
-    ax = fig.axes[0]
+    ax = sw.plot(ax=plt.figure().add_subplot())
+    fig = ax.figure
     assert ax.get_ylim()[0] == 0
     same = sw.indistinguishable()
     assert ("not distinguishable" in ax.get_title()) == bool(same)
