@@ -72,7 +72,7 @@ class AttributeEngine:
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            attribute_risk(self.model, self.df, self.syn, augmented=self.aug, bootstrap=200,
+            attribute_risk(self.df, self.syn, model=self.model, augmented=self.aug, bootstrap=200,
                            random_seed=2026, progressbar=False)
 
     def time_attribute_risk(self):
@@ -99,7 +99,7 @@ class PriorSweep:
         model, df, syn, aug = _array_setup(N_RECORDS)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            self.res = attribute_risk(model, df, syn, augmented=aug, bootstrap=0,
+            self.res = attribute_risk(df, syn, model=model, augmented=aug, bootstrap=0,
                                       random_seed=2026, progressbar=False)
         self.priors = [f"truth-weighted:{k:.3f}" for k in np.linspace(0.2, 10, n_priors)]
 
