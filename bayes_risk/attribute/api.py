@@ -547,7 +547,8 @@ def prior_sensitivity(
     by high-k̂ means, the between-chain check and the record ``flag_codes`` (``KHAT_HIGH``
     under ``khat_rule="material"`` and ``CHAINS_DISAGREE`` depend on the prior). The
     per-candidate and per-chain quantities are stacked once and the priors applied in
-    blocks, so a sweep of many priors costs little more than one. Average over the
+    blocks (each prior's numbers bit for bit those of :func:`with_prior`); the between-chain
+    check is still evaluated prior by prior, most of a long sweep's cost. Average over the
     rows whose ``flag_codes`` are empty, as the file-level summaries do: a flagged record's estimate
     cannot be trusted under that prior.
 
