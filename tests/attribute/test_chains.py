@@ -327,10 +327,12 @@ def test_prior_sweep_is_with_prior_bit_for_bit_in_any_blocks(monkeypatch):
     sweep = prior_sensitivity(res, priors=priors)
     monkeypatch.setattr(api, "_SWEEP_BLOCK", 1)  # one prior per block
     pd.testing.assert_frame_equal(prior_sensitivity(res, priors=priors), sweep, check_exact=True)
-    assert list(sweep["prior"].unique()) == priors
-    for p in priors:
+    labels = ["uniform", "truth-weighted:2", "truth-weighted:0.3", "empirical:1",
+              "truth-weighted:40"]
+    assert list(sweep["prior"].unique()) == labels
+    for p, label in zip(priors, labels, strict=True):
         ref = with_prior(res, prior=p, bootstrap=False).records
-        rows = sweep[sweep["prior"] == p]
+        rows = sweep[sweep["prior"] == label]
         for k in ("p_true", "rank_min", "rank_avg", "n_tie", "top_share", "flag_codes"):
             np.testing.assert_array_equal(rows[k].to_numpy(), ref[k].to_numpy())
         np.testing.assert_array_equal(rows["is_top"].to_numpy(), ref["is_top"].to_numpy() > 0)
