@@ -29,7 +29,7 @@ import pandas as pd
 from bayes_risk._rng import RandomSeed
 from bayes_risk.attribute import assemble as _assemble
 from bayes_risk.attribute.candidates import CandidateSpec
-from bayes_risk.attribute.chains import chain_agreement
+from bayes_risk.attribute.chains import agreement_columns
 from bayes_risk.attribute.evaluate import evaluate
 from bayes_risk.attribute.low_risk import check_low_risk_prior, low_risk_attribute_risk
 from bayes_risk.attribute.pairs import (
@@ -46,15 +46,15 @@ from bayes_risk.attribute.record_table import (
     KHAT_TOLERANCE,
     MC_SE_THRESHOLD,
     MC_SE_WINDOW,
+    POINT_COLUMNS,
+    RecordStack,
     bootstrap_summaries,
-    groups_by_size,
-    khat_material,
-    order_flags,
-    point_summaries,
+    flag_strings,
+    prior_columns,
+    record_stacks,
     set_point_columns,
     ungroup,
 )
-from bayes_risk.attribute.summaries import rank_summary
 from bayes_risk.data.provenance import check_release_model
 from bayes_risk.exceptions import NotSupportedError, ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor
@@ -435,54 +435,117 @@ def with_prior(
             "the new prior."
         )
     p = parse_prior(prior)
-    if result.settings.get("scenario") == "empty":
-        check_low_risk_prior(p)
-    if result.settings.get("scenario") == "two_records":
-        check_pair_prior(p)
+    _check_sweep_prior(result, p)
     inp = result._prior_inputs
-    g0 = result._g0()
     lp_groups, codes = evaluate_prior_groups(p, inp)
-    logprior = ungroup(lp_groups, inp.groups, len(result.loglik))
-    log_post, rec = point_summaries(
-        result.loglik, logprior, g0, groups=(inp.groups, result._ll_groups(), lp_groups)
-    )
+    cols, posts = _reprior(result, [lp_groups], log_post=True)
+    n = len(result.loglik)
     df = result.records.copy()
-    set_point_columns(df, rec)
-    if "p_true_upper" in df.columns:
-        # the worst case allowed by the Pareto diagnostics depends on the prior
-        p_lo, p_up, mat = khat_material(
-            result.loglik, result.diagnostics, logprior, g0,
-            float(result.settings.get("khat_tolerance", KHAT_TOLERANCE)),
-        )
-        df["p_true_lower"] = p_lo
-        df["p_true_upper"] = p_up
-        if result.settings.get("khat_rule") == "material":
-            df["flag_codes"] = _reflag(df["flag_codes"], "KHAT_HIGH", mat)
-    if "p_true_chain_min" in df.columns:
-        # whether the chains' estimates differ materially depends on the prior too
-        ch = chain_agreement(result.diagnostics, logprior, g0)
-        for key in ("p_true_chain_min", "p_true_chain_max", "chain_z"):
-            df[key] = ch[key]
-        df["flag_codes"] = _reflag(df["flag_codes"], "CHAINS_DISAGREE", ch["flag"])
+    set_point_columns(df, {k: cols[k][0] for k in POINT_COLUMNS})
+    for k in ("p_true_lower", "p_true_upper", "p_true_chain_min", "p_true_chain_max",
+              "chain_z", "flag_codes"):
+        if k in cols:
+            df[k] = cols[k][0]
     boot = result._boot_loglik if bootstrap else None
-    for k, v in bootstrap_summaries(boot, logprior, g0, len(df)).items():
+    logprior = ungroup(lp_groups, inp.groups, n)
+    for k, v in bootstrap_summaries(boot, logprior, result._g0(), len(df)).items():
         df[k] = v
     warns = [w for w in result.warnings if w not in ("PRIOR_RENORMALISED", "HARMONIC_WEIGHTS")]
     warns += [c for c in codes if c not in warns]
     return dataclasses.replace(
-        result, records=df, logprior=logprior, log_post=log_post, warnings=warns,
+        result, records=df, logprior=logprior,
+        log_post=ungroup([q[0] for q in posts], inp.groups, n), warnings=warns,
         settings=dict(result.settings, prior=p.label()), prior=p, _cache={},
     )
 
 
-def _reflag(flag_codes: pd.Series, code: str, on: Any) -> list[str]:
-    """``flag_codes`` with ``code`` set where ``on`` is true and removed elsewhere (in
-    :data:`RECORD_FLAGS` order)."""
-    new = []
-    for f, mk in zip(flag_codes, on, strict=False):
-        fl = [c for c in f.split(";") if c and c != code]
-        new.append(";".join(order_flags(fl + [code] if mk else fl)))
-    return new
+#: values of the [P, n, G] temporaries of one block of priors in :func:`prior_sensitivity`
+_SWEEP_BLOCK = 1 << 22
+
+
+def _check_sweep_prior(result: AttributeRiskResult, prior: Prior) -> None:
+    """The priors a result of the low-risk or two-record intruder cannot take (as its run)."""
+    if result.settings.get("scenario") == "empty":
+        check_low_risk_prior(prior)
+    if result.settings.get("scenario") == "two_records":
+        check_pair_prior(prior)
+
+
+def _stacks(result: AttributeRiskResult) -> list[RecordStack]:
+    """The result's per-candidate quantities stacked once per size of candidate set (kept on
+    the result: every further prior reuses them)."""
+    if "stacks" not in result._cache:
+        result._cache["stacks"] = record_stacks(
+            result.loglik, result.diagnostics, result._g0(), result._prior_inputs.groups,
+            chains="p_true_chain_min" in result.records.columns,
+        )
+    return result._cache["stacks"]
+
+
+def _reprior(
+    result: AttributeRiskResult, lp_groups: Sequence[Sequence[np.ndarray]], *,
+    log_post: bool = False, alone: bool = False,
+) -> tuple[dict[str, np.ndarray], list[np.ndarray]]:
+    """Every record column that depends on the prior, under each of ``P`` priors at once.
+
+    Parameters
+    ----------
+    result : AttributeRiskResult
+    lp_groups : sequence (P) of sequences of ndarray (n_g, G)
+        Each prior's normalised log prior, one matrix per group of ``PriorInputs.groups``.
+    log_post : bool
+        Also return the log posteriors.
+    alone : bool
+        Also what the prior alone gives (``prior_p_true``, ``prior_top_share``).
+
+    Returns
+    -------
+    columns : dict of ndarray (P, n)
+        The point summaries; ``p_true_lower`` / ``p_true_upper`` when the result has them;
+        the between-chain columns when it has them; ``flag_codes`` (the record flags under
+        each prior: ``KHAT_HIGH`` under ``khat_rule="material"`` and ``CHAINS_DISAGREE``
+        recomputed); with ``alone`` the prior-alone columns.
+    log_post : list of ndarray (P, n_g, G)
+        Per group (empty unless asked for).
+    """
+    P, n = len(lp_groups), len(result.loglik)
+    recs = result.records.columns
+    bounds, chains = "p_true_upper" in recs, "p_true_chain_min" in recs
+    tol = float(result.settings.get("khat_tolerance", KHAT_TOLERANCE))
+    out: dict[str, np.ndarray] = {k: np.full((P, n), np.nan) for k in POINT_COLUMNS}
+    if bounds:
+        out |= {k: np.full((P, n), np.nan) for k in ("p_true_lower", "p_true_upper")}
+        out["khat_material"] = np.zeros((P, n), dtype=bool)
+    if chains:
+        out |= {k: np.full((P, n), np.nan)
+                for k in ("p_true_chain_min", "p_true_chain_max", "chain_z")}
+        out["chain_flag"] = np.zeros((P, n), dtype=bool)
+    if alone:
+        out |= {k: np.full((P, n), np.nan) for k in ("prior_p_true", "prior_top_share")}
+    posts = []
+    for gi, st in enumerate(_stacks(result)):
+        lp = np.stack([np.asarray(q[gi], dtype=np.float64) for q in lp_groups])  # [P, n_g, G]
+        post, cols = prior_columns(st, lp, tolerance=tol, log_post=log_post, alone=alone)
+        if log_post:
+            posts.append(post)
+        for k, v in cols.items():
+            if k in out:
+                out[k][:, st.idx] = v
+        for rows, cll, dev in st.chains:
+            res = agreement_columns(cll, dev, lp[:, rows], st.g0[rows])
+            for k in ("p_true_chain_min", "p_true_chain_max", "chain_z"):
+                out[k][:, st.idx[rows]] = res[k]
+            out["chain_flag"][:, st.idx[rows]] = res["flag"]
+    # the record flags that depend on the prior, set or cleared under each
+    flags = {}
+    if bounds and result.settings.get("khat_rule") == "material":
+        flags["KHAT_HIGH"] = out["khat_material"]
+    if chains:
+        flags["CHAINS_DISAGREE"] = out["chain_flag"]
+    base = result.records["flag_codes"].tolist()
+    out["flag_codes"] = (flag_strings(base, flags) if flags
+                         else np.broadcast_to(np.asarray(base, dtype=object), (P, n)))
+    return out, posts
 
 
 def prior_sensitivity(
@@ -490,10 +553,13 @@ def prior_sensitivity(
 ) -> pd.DataFrame:
     """Re-normalise a result under several priors (methods, Priors): likelihoods are reused.
 
-    Each prior is applied by :func:`with_prior`, so every column that depends on the
-    prior is recomputed as it would be by a run with that prior: the record summaries, the
-    range of ``p_true`` allowed by high-k̂ means and the record ``flag_codes`` (``KHAT_HIGH`` under
-    ``khat_rule="material"`` and ``CHAINS_DISAGREE`` depend on the prior). Average over the
+    Every column that depends on the prior is recomputed as a run with that prior (and
+    :func:`with_prior`) computes it: the record summaries, the range of ``p_true`` allowed
+    by high-k̂ means, the between-chain check and the record ``flag_codes`` (``KHAT_HIGH``
+    under ``khat_rule="material"`` and ``CHAINS_DISAGREE`` depend on the prior). The
+    per-candidate and per-chain quantities are stacked once and the priors applied in
+    blocks (each prior's numbers bit for bit those of :func:`with_prior`); the between-chain
+    check is still evaluated prior by prior, most of a long sweep's cost. Average over the
     rows whose ``flag_codes`` are empty, as the file-level summaries do: a flagged record's estimate
     cannot be trusted under that prior.
 
@@ -504,7 +570,8 @@ def prior_sensitivity(
         Prior specifications (see :func:`~bayes_risk.attribute.priors.parse_prior`); a single
         string or :class:`~bayes_risk.attribute.priors.Prior` is one prior.
     bootstrap : bool
-        Also recompute the bootstrap rank quantiles (slower).
+        Also recompute the bootstrap rank quantiles (slower: the ``[B, G]`` bootstrap
+        log-likelihoods of every record, once per prior).
 
     Returns
     -------
@@ -546,48 +613,59 @@ def prior_sensitivity(
             "priors is empty; give at least one prior specification, e.g. "
             "['uniform', 'truth-weighted:2']."
         )
-    keep = ["p_true", "rank_min", "rank_avg", "is_top", "n_tie", "top_share"]
-    keep += [k for k in ("baseline", "p_true_lower", "p_true_upper")
-             if k in result.records.columns]
-    frames, seen = [], {}
-    g0 = result._g0()
-    for spec in specs:
-        new = with_prior(result, prior=spec, bootstrap=bootstrap)
-        label = new.settings["prior"]
+    parsed = [parse_prior(spec) for spec in specs]
+    for p in parsed:
+        _check_sweep_prior(result, p)
+    inp = result._prior_inputs
+    n = len(result.loglik)
+    labels, seen = [], {}
+    for p in parsed:
+        label = p.label()
         seen[label] = seen.get(label, 0) + 1
-        if seen[label] > 1:  # e.g. two user priors: both are labelled "user"
-            label = f"{label}#{seen[label]}"
-        cols = keep + ([k for k in new.records.columns if k.startswith("boot_")]
-                       if bootstrap else []) + ["flag_codes"]
-        df = new.records[cols].reset_index()  # long table: one row per (prior, record)
-        df.insert(0, "prior", np.full(len(df), label, dtype=object))
-        alone = _prior_alone(new.logprior, g0)  # beside the posterior's figures
-        at = df.columns.get_loc("top_share") + 1
-        df.insert(at, "prior_top_share", alone["top_share"])
-        df.insert(at, "prior_p_true", alone["p_true"])
-        frames.append(df)
-    out = pd.concat(frames, ignore_index=True)
-    out["is_top"] = (
-        out["is_top"].astype("boolean")
-        if out["is_top"].isna().any()
-        else out["is_top"].astype(bool)
-    )
-    return out
-
-
-
-def _prior_alone(logprior: Sequence[np.ndarray], g0: np.ndarray) -> dict[str, np.ndarray]:
-    """The truth's probability and its share of the best guess under the prior alone (no
-    release seen), per record: what :func:`prior_sensitivity` sets beside each posterior."""
-    n = len(logprior)
-    out = {"p_true": np.full(n, np.nan), "top_share": np.full(n, np.nan)}
-    sizes = np.array([np.size(lp) for lp in logprior], dtype=np.int64)
-    for idx in groups_by_size(sizes):
-        if sizes[idx[0]] == 0:  # a record the engine skipped
-            continue
-        rs = rank_summary(np.stack([logprior[i] for i in idx]), g0[idx])
-        out["p_true"][idx] = rs["p_true"]
-        out["top_share"][idx] = rs["top_share"]
+        # e.g. two user priors: both are labelled "user"
+        labels.append(label if seen[label] == 1 else f"{label}#{seen[label]}")
+    recs = result.records
+    extra = [k for k in ("baseline", "p_true_lower", "p_true_upper") if k in recs.columns]
+    parts: dict[str, list[np.ndarray]] = {}
+    # blocks of priors keep the [P, n, G] temporaries to about _SWEEP_BLOCK values
+    size = int(np.sum([np.size(a) for a in result.loglik])) or 1
+    step = max(1, _SWEEP_BLOCK // size)
+    for a in range(0, len(parsed), step):
+        block = parsed[a : a + step]
+        lps = [evaluate_prior_groups(p, inp)[0] for p in block]
+        cols, _ = _reprior(result, lps, alone=True)
+        boots: dict[str, list[np.ndarray]] = {}
+        if bootstrap:
+            for lp in lps:
+                bs = bootstrap_summaries(result._boot_loglik, ungroup(lp, inp.groups, n),
+                                         result._g0(), n)
+                for k, v in bs.items():
+                    boots.setdefault(k, []).append(v)
+        for k in (*POINT_COLUMNS, "prior_p_true", "prior_top_share", "p_true_lower",
+                  "p_true_upper", "flag_codes"):
+            if k in cols:
+                parts.setdefault(k, []).append(cols[k].reshape(-1))
+        for k, v in boots.items():
+            parts.setdefault(k, []).append(np.concatenate(v))
+    P = len(parsed)
+    key = recs.index.name or "record"
+    table = {
+        "prior": np.repeat(np.asarray(labels, dtype=object), n),
+        key: np.tile(recs.index.to_numpy(), P),
+    }
+    for k in ("p_true", "rank_min", "rank_avg", "is_top", "n_tie", "top_share",
+              "prior_p_true", "prior_top_share"):
+        table[k] = np.concatenate(parts[k])
+    for k in extra:
+        table[k] = (np.tile(recs[k].to_numpy(), P) if k == "baseline"
+                    else np.concatenate(parts[k]))
+    if bootstrap:
+        for k in [c for c in recs.columns if c.startswith("boot_")]:
+            table[k] = np.concatenate(parts[k]) if k in parts else np.full(P * n, np.nan)
+    table["flag_codes"] = np.concatenate(parts["flag_codes"])
+    out = pd.DataFrame(table)
+    top = out["is_top"]
+    out["is_top"] = top.astype("boolean") if top.isna().any() else top.astype(bool)
     return out
 
 

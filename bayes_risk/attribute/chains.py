@@ -63,6 +63,7 @@ __all__ = [
     "chain_plan",
     "chain_estimates",
     "chain_agreement",
+    "agreement_columns",
 ]
 
 #: material difference of the truth's probability between two chains (absolute, probability
@@ -321,20 +322,63 @@ def chain_agreement(
         if "chain_loglik" in d:
             blocks.setdefault(tuple(np.shape(d["chain_dev"])), []).append(k)
     g0 = np.asarray(g0, dtype=np.int64)
-    for (C, K, _), idx in blocks.items():
-        # records with the same numbers of chains, batches and candidates, in blocks that
-        # keep the [R, C, K, G] temporaries small
-        crit = _critical(alpha, C, K)
-        for a in range(0, len(idx), 1024):
-            part = np.asarray(idx[a : a + 1024])
-            res = _agreement_block(
-                np.stack([diagnostics[i]["chain_loglik"] for i in part]),
-                np.stack([diagnostics[i]["chain_dev"] for i in part]).astype(np.float64),
-                np.stack([np.asarray(logprior[i], dtype=np.float64) for i in part]),
-                g0[part], crit, tolerance, ratio,
-            )
+    for idx in blocks.values():
+        # records with the same numbers of chains, batches and candidates
+        part = np.asarray(idx, dtype=np.int64)
+        res = agreement_columns(
+            np.stack([diagnostics[i]["chain_loglik"] for i in part]),
+            np.stack([diagnostics[i]["chain_dev"] for i in part]),
+            np.stack([np.asarray(logprior[i], dtype=np.float64) for i in part])[None],
+            g0[part], tolerance=tolerance, ratio=ratio, alpha=alpha,
+        )
+        for key, v in res.items():
+            out[key][part] = v[0]
+    return out
+
+
+def agreement_columns(
+    ll: np.ndarray,
+    dev: np.ndarray,
+    lp: np.ndarray,
+    g0: np.ndarray,
+    *,
+    tolerance: float = CHAIN_TOLERANCE,
+    ratio: float = CHAIN_RATIO,
+    alpha: float = CHAIN_ALPHA,
+) -> dict[str, np.ndarray]:
+    """:func:`chain_agreement` of ``R`` records with the same shapes under each of ``P``
+    priors, their chain quantities stacked once (as :func:`chain_agreement` evaluates them:
+    the same blocks, so each prior's numbers are bit for bit a run's).
+
+    Parameters
+    ----------
+    ll : ndarray (R, C, G)
+        ``chain_loglik`` of each record.
+    dev : ndarray (R, C, K, G)
+        ``chain_dev`` (as kept; the sums are formed in float64).
+    lp : ndarray (P, R, G)
+        Normalised log priors.
+    g0 : int ndarray (R,)
+
+    Returns
+    -------
+    dict of ndarray (P, R)
+        As :func:`chain_agreement`.
+    """
+    P, R = lp.shape[:2]
+    C, K = dev.shape[1:3]
+    crit = _critical(alpha, C, K)
+    out = {k: np.full((P, R), np.nan) for k in ("p_true_chain_min", "p_true_chain_max",
+                                                "chain_z")}
+    out["top_differs"] = np.zeros((P, R), dtype=bool)
+    out["flag"] = np.zeros((P, R), dtype=bool)
+    for a in range(0, R, 1024):  # blocks keep the [R, C, K, G] temporaries small
+        sl = slice(a, a + 1024)
+        d64 = dev[sl].astype(np.float64)
+        for p in range(P):
+            res = _agreement_block(ll[sl], d64, lp[p, sl], g0[sl], crit, tolerance, ratio)
             for key, v in res.items():
-                out[key][part] = v
+                out[key][p, sl] = v
     return out
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from bayes_risk.attribute.diagnostics import logsumexp
+from bayes_risk.attribute.record_table import ungroup
 from bayes_risk.exceptions import CALLER, DataWarning, ValidationError, arg_name
 
 __all__ = [
@@ -88,26 +89,47 @@ class PriorInputs:
         return self.cache["groups"]
 
 
-def _from_groups(
-    inp: PriorInputs, make: Callable[[np.ndarray, int], np.ndarray]
-) -> list[np.ndarray]:
-    """Assemble per-record arrays from per-group matrices ``make(idx, G) -> [len(idx), G]``."""
-    out: list[np.ndarray] = [np.empty(0)] * len(inp.values)
-    for idx in inp.groups:
-        g = int(inp.sizes[idx[0]])
-        mat = make(idx, g)
-        for k, i in enumerate(idx):
-            out[i] = mat[k]
-    return out
+def _ungroup(inp: PriorInputs, mats: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Per-record arrays from one matrix per group of ``inp.groups`` (rows are views)."""
+    return ungroup(list(mats), inp.groups, len(inp.values))
+
+
+def _by_group(inp: PriorInputs, make: Callable[[np.ndarray, int], np.ndarray]
+              ) -> list[np.ndarray]:
+    """``make(idx, G) -> [len(idx), G]`` for every group of ``inp.groups``."""
+    return [make(idx, int(inp.sizes[idx[0]])) for idx in inp.groups]
+
+
+def _stacked(inp: PriorInputs, key: str, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Per-record arrays stacked per group, once per sweep (memo ``inp.cache[key]``)."""
+    if key not in inp.cache:
+        inp.cache[key] = [np.stack([np.asarray(arrays[i], dtype=np.float64) for i in idx])
+                          for idx in inp.groups]
+    return inp.cache[key]
 
 
 class Prior:
-    """Base class: subclasses implement :meth:`log_weights` (unnormalised, per record)."""
+    """Base class: subclasses implement :meth:`log_weights` (unnormalised, one array per record)
+    or :meth:`log_weight_groups` (one matrix per group of records with the same number of
+    candidates, ``inp.groups``: what the engine evaluates, vectorised); each defaults to the
+    other."""
 
     name = "prior"
 
-    def log_weights(self, inp: PriorInputs) -> list[np.ndarray]:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def log_weights(self, inp: PriorInputs) -> list[np.ndarray]:
+        """Unnormalised log weights, one array ``(G_r,)`` per record."""
+        if type(self).log_weight_groups is Prior.log_weight_groups:
+            raise NotImplementedError(
+                f"{type(self).__name__} implements neither log_weights nor log_weight_groups."
+            )
+        return _ungroup(inp, self.log_weight_groups(inp))
+
+    def log_weight_groups(self, inp: PriorInputs) -> list[np.ndarray]:
+        """Unnormalised log weights, one matrix ``(len(idx), G)`` per ``idx`` of
+        ``inp.groups``."""
+        lws = self.log_weights(inp)
+        return [np.stack([np.asarray(lws[i], dtype=np.float64) for i in idx])
+                for idx in inp.groups]
 
     def label(self) -> str:
         """Short description (used as a column/key in sensitivity tables)."""
@@ -126,8 +148,8 @@ class Uniform(Prior):
 
     name = "uniform"
 
-    def log_weights(self, inp: PriorInputs) -> list[np.ndarray]:
-        return _from_groups(inp, lambda idx, g: np.full((idx.size, g), -math.log(g)))
+    def log_weight_groups(self, inp: PriorInputs) -> list[np.ndarray]:
+        return _by_group(inp, lambda idx, g: np.full((idx.size, g), -math.log(g)))
 
 
 class GridUniform(Uniform):
@@ -158,7 +180,7 @@ class TruthWeighted(Prior):
     def label(self) -> str:
         return f"truth-weighted:{self.kappa:g}"
 
-    def log_weights(self, inp: PriorInputs) -> list[np.ndarray]:
+    def log_weight_groups(self, inp: PriorInputs) -> list[np.ndarray]:
         def make(idx: np.ndarray, g: int) -> np.ndarray:
             lw = np.full((idx.size, g), -math.log(g + self.kappa - 1))
             lw[np.arange(idx.size), inp.g0[idx]] = math.log(self.kappa) - math.log(
@@ -166,7 +188,7 @@ class TruthWeighted(Prior):
             )
             return lw
 
-        return _from_groups(inp, make)
+        return _by_group(inp, make)
 
 
 @dataclass(repr=False)
@@ -297,19 +319,20 @@ class Empirical(Prior):
         inp.cache["empirical_kde"] = out
         return out
 
-    def log_weights(self, inp: PriorInputs) -> list[np.ndarray]:
-        counts = self._counts(inp)
+    def log_weight_groups(self, inp: PriorInputs) -> list[np.ndarray]:
+        counts = _stacked(inp, "empirical_count_groups", self._counts(inp))
         kde = self._kde(inp)
+        kde_g = None if kde is None else _stacked(inp, "empirical_kde_groups", kde)
         out = []
-        for i, c in enumerate(counts):
+        for k, c in enumerate(counts):
             with np.errstate(divide="ignore"):
                 lw = (
                     np.log(c + self.alpha)
                     if np.asarray(inp.categorical).any()
                     else np.zeros_like(c)
                 )
-            if kde is not None:
-                lw = lw + kde[i]
+            if kde_g is not None:
+                lw = lw + kde_g[k]
             out.append(lw)
         return out
 
@@ -326,14 +349,14 @@ class ModelPredictive(Prior):
 
     name = "model-predictive"
 
-    def log_weights(self, inp: PriorInputs) -> list[np.ndarray]:
+    def log_weight_groups(self, inp: PriorInputs) -> list[np.ndarray]:
         if inp.log_mean_r is None:
             raise ValidationError(
                 "the model-predictive prior needs the per-candidate mean importance ratios, "
                 "which this result does not hold (plug-in models have no posterior draws).",
                 code="MODEL_UNSUITED"
             )
-        return [np.asarray(a, dtype=np.float64).copy() for a in inp.log_mean_r]
+        return [m.copy() for m in _stacked(inp, "log_mean_r_groups", inp.log_mean_r)]
 
 
 def parse_prior(prior: str | Prior | Sequence[float] | Callable[..., Any]) -> Prior:
@@ -384,26 +407,22 @@ def parse_prior(prior: str | Prior | Sequence[float] | Callable[..., Any]) -> Pr
 def evaluate_prior(prior: Prior, inp: PriorInputs) -> tuple[list[np.ndarray], list[str]]:
     """Normalised ``logprior`` per record plus warning codes (see :func:`evaluate_prior_groups`)."""
     mats, codes = evaluate_prior_groups(prior, inp)
-    out: list[np.ndarray] = [np.empty(0)] * len(inp.values)
-    for idx, mat in zip(inp.groups, mats, strict=False):
-        for k, i in enumerate(idx):
-            out[i] = mat[k]
-    return out, codes
+    return _ungroup(inp, mats), codes
 
 
 def evaluate_prior_groups(prior: Prior, inp: PriorInputs) -> tuple[list[np.ndarray], list[str]]:
-    """Normalised ``logprior`` per record plus warning codes.
+    """Normalised ``logprior``, one matrix ``(len(idx), G)`` per ``idx`` of ``inp.groups``, plus
+    warning codes.
 
     ``PRIOR_RENORMALISED`` is reported (and a :class:`DataWarning` issued) when user weights do
     not sum to 1 (Hu 2019 eq. 1 edge case iii); ``HARMONIC_WEIGHTS`` for the model-predictive prior.
     """
-
-    lws = prior.log_weights(inp)
+    lws = prior.log_weight_groups(inp)
     codes: list[str] = []
     out: list[np.ndarray] = []
     renorm = False
-    for idx in inp.groups:
-        mat = np.stack([lws[i] for i in idx])
+    for idx, mat in zip(inp.groups, lws, strict=True):
+        mat = np.asarray(mat, dtype=np.float64)
         tot = logsumexp(mat, axis=1)
         if not np.all(np.isfinite(tot)):
             bad = int(inp.records[idx[np.flatnonzero(~np.isfinite(tot))[0]]])

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -32,6 +33,11 @@ __all__ = [
     "ungroup",
     "point_summaries",
     "khat_material",
+    "RecordStack",
+    "record_stacks",
+    "prior_columns",
+    "POINT_COLUMNS",
+    "flag_strings",
     "order_flags",
     "set_point_columns",
     "bootstrap_summaries",
@@ -47,6 +53,9 @@ MC_SE_WINDOW = 10.0
 #: ``KHAT_HIGH`` under ``khat_rule="material"`` (stabilised estimator): by how much, on the
 #: probability scale, the truth's probability may at most be understated (one percentage point)
 KHAT_TOLERANCE = 0.01
+
+#: the record columns of the posterior and rank summaries of the truth (Hu 2019 eq. 1)
+POINT_COLUMNS = ("p_true", "rank_min", "n_tie", "rank_avg", "is_top", "top_share")
 
 
 def groups_by_size(sizes: np.ndarray) -> list[np.ndarray]:
@@ -65,26 +74,25 @@ def point_summaries(
     loglik: list[np.ndarray],
     logprior: list[np.ndarray],
     g0: np.ndarray,
-    groups: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]] | None = None,
+    groups: list[np.ndarray] | None = None,
 ) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
+    """Log posteriors and the posterior and rank summaries of the truth (``POINT_COLUMNS``),
+    records grouped by ``G`` (``groups``: positions with the same ``G``; default: found
+    here)."""
     n = len(loglik)
-    log_post: list[np.ndarray] = [np.empty(0)] * n
-    keys = ("p_true", "rank_min", "n_tie", "rank_avg", "is_top", "top_share")
-    out = {k: np.full(n, np.nan) for k in keys}
     if groups is None:
-        sizes = np.array([a.size for a in loglik], dtype=np.int64)
-        idxs = groups_by_size(sizes)
-        lls = [np.stack([loglik[i] for i in idx]) for idx in idxs]
-        lps = [np.stack([logprior[i] for i in idx]) for idx in idxs]
-    else:
-        idxs, lls, lps = groups
-    for idx, ll, lp in zip(idxs, lls, lps, strict=False):
-        post = log_posterior(ll, lp)
-        rs = rank_summary(post, g0[idx])
-        for k in keys:
-            out[k][idx] = rs[k]
-        for j, i in enumerate(idx):
-            log_post[i] = post[j]
+        groups = groups_by_size(np.array([a.size for a in loglik], dtype=np.int64))
+    log_post: list[np.ndarray] = [np.empty(0)] * n
+    out = {k: np.full(n, np.nan) for k in POINT_COLUMNS}
+    stacks = record_stacks(loglik, [{}] * n, np.asarray(g0, dtype=np.int64), groups,
+                           chains=False)
+    for st in stacks:
+        lp = np.stack([np.asarray(logprior[i], dtype=np.float64) for i in st.idx])[None]
+        post, cols = prior_columns(st, lp, log_post=True)
+        for k in POINT_COLUMNS:
+            out[k][st.idx] = cols[k][0]
+        for j, i in enumerate(st.idx):
+            log_post[i] = post[0, j]
     return log_post, out
 
 
@@ -121,39 +129,227 @@ def khat_material(
     material : bool ndarray (R,)
     """
     n = len(loglik)
-    p_lo = np.full(n, np.nan)
-    p_up = np.full(n, np.nan)
-    material = np.zeros(n, dtype=bool)
-    for k in range(n):
-        d = diagnostics[k]
-        if "loglik_lo" not in d:
-            continue
-        ll = np.asarray(loglik[k], dtype=np.float64)
-        lp = np.asarray(logprior[k], dtype=np.float64)
-        t = int(g0[k])
-        a = ll + lp
-        if not np.isfinite(a[t]):
-            continue
-        with np.errstate(invalid="ignore"):
-            a_up = np.asarray(d["loglik_lo"], dtype=np.float64) + lp  # others low: truth high
-            a_lo = np.asarray(d["loglik_hi"], dtype=np.float64) + lp
-        a_up[t] = a_lo[t] = a[t]
-        if "khat_high" in d:
-            untrusted = bool(np.any(d["khat_high"]))
-        else:  # intervals given without the candidates they concern: any that is not a point
-            untrusted = not (np.array_equal(a_up, a) and np.array_equal(a_lo, a))
-        if not untrusted:
-            continue  # every mean trusted: no range, never material
-        p = math.exp(a[t] - float(logsumexp(a)))
-        p_up[k] = math.exp(a[t] - float(logsumexp(a_up)))
-        lse_lo = float(logsumexp(a_lo))
-        p_lo[k] = 0.0 if lse_lo == math.inf else math.exp(a[t] - lse_lo)
-        others = np.delete(a, t)
-        others_up = np.delete(a_up, t)
-        top = not np.any(others > a[t] + LOG_TIE_ATOL)
-        could_top = not np.any(others_up > a[t] + LOG_TIE_ATOL)
-        material[k] = bool(p_up[k] > p + tolerance) or (could_top and not top)
+    sizes = np.array([np.size(a) for a in loglik], dtype=np.int64)
+    stacks = record_stacks(loglik, diagnostics, np.asarray(g0, dtype=np.int64),
+                           groups_by_size(sizes), chains=False)
+    out = {k: np.full(n, np.nan) for k in ("p_true_lower", "p_true_upper")}
+    out["khat_material"] = np.zeros(n, dtype=bool)
+    for st in stacks:
+        lp = np.stack([np.asarray(logprior[i], dtype=np.float64) for i in st.idx])[None]
+        cols = prior_columns(st, lp, tolerance=tolerance)[1]
+        for k in out:
+            out[k][st.idx] = cols[k][0]
+    return out["p_true_lower"], out["p_true_upper"], out["khat_material"]
+
+
+@dataclass
+class RecordStack:
+    """The kept per-candidate quantities of the records with ``G`` candidates, stacked once, so
+    that a new prior (or a block of priors: :func:`bayes_risk.attribute.prior_sensitivity`) is
+    applied to arrays rather than record by record.
+
+    Attributes
+    ----------
+    idx : int ndarray (n,)
+        The records' positions (in the result's order).
+    g0 : int ndarray (n,)
+    loglik : ndarray (n, G)
+    bound_rows : int ndarray (nb,)
+        Rows (of ``idx``) with the interval of :func:`khat_material` (``loglik_lo``).
+    lo, hi : ndarray (nb, G)
+        ``loglik_lo``, ``loglik_hi`` of those rows.
+    khat_high : bool ndarray (nb,) or None
+        Whether the row has a candidate with a high k̂; ``None`` for rows whose intervals came
+        without it (then an interval that is not a point decides, under each prior).
+    chains : list of (rows, chain_loglik (nc, C, G), chain_dev (nc, C, K, G))
+        The between-chain check's inputs, one entry per shape ``(C, K)``.
+    """
+
+    idx: np.ndarray
+    g0: np.ndarray
+    loglik: np.ndarray
+    bound_rows: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    khat_high: np.ndarray | None
+    chains: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+def record_stacks(
+    loglik: Sequence[np.ndarray],
+    diagnostics: Sequence[dict[str, np.ndarray]],
+    g0: np.ndarray,
+    groups: Sequence[np.ndarray],
+    *,
+    chains: bool = True,
+) -> list[RecordStack]:
+    """One :class:`RecordStack` per group of records (``groups``: positions with the same ``G``,
+    as ``PriorInputs.groups``)."""
+    out = []
+    for idx in groups:
+        idx = np.asarray(idx, dtype=np.int64)
+        g = int(np.size(loglik[idx[0]])) if idx.size else 0
+        ll = (np.stack([np.asarray(loglik[i], dtype=np.float64) for i in idx]) if idx.size
+              else np.empty((0, g)))
+        rows = np.array([k for k, i in enumerate(idx) if "loglik_lo" in diagnostics[i]],
+                        dtype=np.int64)
+        lo = np.stack([np.asarray(diagnostics[idx[k]]["loglik_lo"], dtype=np.float64)
+                       for k in rows]) if rows.size else np.empty((0, g))
+        hi = np.stack([np.asarray(diagnostics[idx[k]]["loglik_hi"], dtype=np.float64)
+                       for k in rows]) if rows.size else np.empty((0, g))
+        kh = None
+        if rows.size and all("khat_high" in diagnostics[idx[k]] for k in rows):
+            kh = np.array([bool(np.any(diagnostics[idx[k]]["khat_high"])) for k in rows])
+        ch: dict[tuple[int, ...], list[int]] = {}
+        if chains:
+            for k, i in enumerate(idx):
+                if "chain_loglik" in diagnostics[i]:
+                    ch.setdefault(tuple(np.shape(diagnostics[i]["chain_dev"])), []).append(k)
+        blocks = []
+        for ks in ch.values():
+            r = np.asarray(ks, dtype=np.int64)
+            blocks.append((
+                r,
+                np.stack([np.asarray(diagnostics[idx[k]]["chain_loglik"], dtype=np.float64)
+                          for k in r]),
+                np.stack([diagnostics[idx[k]]["chain_dev"] for k in r]),
+            ))
+        out.append(RecordStack(idx=idx, g0=np.asarray(g0, dtype=np.int64)[idx], loglik=ll,
+                               bound_rows=rows, lo=lo, hi=hi, khat_high=kh, chains=blocks))
+    return out
+
+
+def prior_columns(
+    st: RecordStack, lp: np.ndarray, *, tolerance: float = KHAT_TOLERANCE,
+    log_post: bool = False, alone: bool = False,
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Every record column of ``st`` that depends on the prior, under each of ``P`` priors.
+
+    The operations are those of a run with one prior, applied along a leading prior axis
+    (row by row, in the same order), so a block of priors gives each prior's numbers bit for
+    bit as a run with that prior alone.
+
+    Parameters
+    ----------
+    st : RecordStack
+    lp : ndarray (P, n, G)
+        Normalised log priors.
+    tolerance : float
+        ``khat_tolerance`` of :func:`khat_material`.
+    log_post : bool
+        Also return the log posteriors.
+    alone : bool
+        Also what the prior alone gives (``prior_p_true``, ``prior_top_share``).
+
+    Returns
+    -------
+    log_post : ndarray (P, n, G), or an empty array
+    columns : dict of ndarray (P, n)
+        ``POINT_COLUMNS`` (Hu 2019 eq. 1 and the rank summaries), ``p_true_lower``,
+        ``p_true_upper`` and ``khat_material`` (:func:`khat_material`; ``nan`` / ``False``
+        without an interval), with ``alone`` ``prior_p_true`` and ``prior_top_share``.
+    """
+    P, n, g = lp.shape
+    names = (*POINT_COLUMNS, "p_true_lower", "p_true_upper") + (
+        ("prior_p_true", "prior_top_share") if alone else ())
+    cols = {k: np.full((P, n), np.nan) for k in names}
+    cols["khat_material"] = np.zeros((P, n), dtype=bool)
+    if g == 0 or n == 0:  # (an empty candidate set: records the engine skipped)
+        return np.empty((P, n, g)), cols
+    g0 = np.tile(st.g0, P)
+    post = log_posterior(st.loglik, lp)  # [P, n, G]
+    for k, v in rank_summary(post.reshape(P * n, g), g0).items():
+        cols[k] = v.reshape(P, n)
+    if alone:
+        rs = rank_summary(lp.reshape(P * n, g), g0)
+        cols["prior_p_true"] = rs["p_true"].reshape(P, n)
+        cols["prior_top_share"] = rs["top_share"].reshape(P, n)
+    if st.bound_rows.size:
+        b = st.bound_rows
+        lo_, up_, mat = _khat_bounds(st.loglik[b], st.lo, st.hi, st.khat_high, lp[:, b],
+                                     st.g0[b], tolerance)
+        cols["p_true_lower"][:, b] = lo_
+        cols["p_true_upper"][:, b] = up_
+        cols["khat_material"][:, b] = mat
+    return (post if log_post else np.empty((P, n, 0))), cols
+
+
+_exp = np.frompyfunc(math.exp, 1, 1)  # the scalar exp of a run (numpy's may differ by an ulp)
+
+
+def _khat_bounds(
+    ll: np.ndarray, lo: np.ndarray, hi: np.ndarray, khat_high: np.ndarray | None,
+    lp: np.ndarray, g0: np.ndarray, tolerance: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`khat_material` of ``nb`` records with intervals under ``P`` priors ``lp [P, nb,
+    G]``: ``p_true_lower``, ``p_true_upper`` and ``material``, each ``(P, nb)``."""
+    P, nb, g = lp.shape
+    r = np.arange(nb)
+    a = ll + lp
+    at = a[:, r, g0]  # [P, nb]
+    with np.errstate(invalid="ignore"):
+        a_up = lo + lp  # others low: truth high
+        a_lo = hi + lp
+    a_up[:, r, g0] = at
+    a_lo[:, r, g0] = at
+    if khat_high is not None:
+        untrusted = np.broadcast_to(khat_high, (P, nb))
+    else:  # intervals given without the candidates they concern: any that is not a point
+        untrusted = ~(np.all(a_up == a, axis=-1) & np.all(a_lo == a, axis=-1))
+    # every mean trusted: no range, never material
+    sel = untrusted & np.isfinite(at)
+    p_lo = np.full((P, nb), np.nan)
+    p_up = np.full((P, nb), np.nan)
+    material = np.zeros((P, nb), dtype=bool)
+    if not sel.any():
+        return p_lo, p_up, material
+    a, a_up, a_lo, at = a[sel], a_up[sel], a_lo[sel], at[sel]
+    p = _exp(at - logsumexp(a, axis=-1)).astype(np.float64)
+    up = _exp(at - logsumexp(a_up, axis=-1)).astype(np.float64)
+    lse_lo = logsumexp(a_lo, axis=-1)
+    with np.errstate(invalid="ignore"):
+        low = np.where(lse_lo == math.inf, 0.0,
+                       _exp(np.where(lse_lo == math.inf, 0.0, at - lse_lo)).astype(np.float64))
+    tt = g0[np.nonzero(sel)[1]]
+    k = np.arange(tt.size)
+    a[k, tt] = -np.inf  # the others
+    a_up[k, tt] = -np.inf
+    top = ~np.any(a > (at + LOG_TIE_ATOL)[:, None], axis=-1)
+    could_top = ~np.any(a_up > (at + LOG_TIE_ATOL)[:, None], axis=-1)
+    p_lo[sel], p_up[sel] = low, up
+    material[sel] = (up > p + tolerance) | (could_top & ~top)
     return p_lo, p_up, material
+
+
+def flag_strings(base: Sequence[str], flags: dict[str, np.ndarray]) -> np.ndarray:
+    """Record ``flag_codes`` with each code of ``flags`` set where its mask is true and removed
+    elsewhere (in :data:`RECORD_FLAGS` order).
+
+    Parameters
+    ----------
+    base : sequence of str (n,)
+        The records' ``flag_codes``.
+    flags : dict of str to bool ndarray (..., n)
+        Masks, with any leading axes (e.g. one row per prior).
+
+    Returns
+    -------
+    object ndarray (..., n)
+        Strings, each distinct combination joined once.
+    """
+    codes = list(flags)
+    inv, uniq = pd.factorize(pd.Series(list(base), dtype=object))
+    kept = [[c for c in str(u).split(";") if c and c not in codes] for u in uniq]
+    shape = np.broadcast_shapes(*(np.shape(m) for m in flags.values())) if flags else (len(inv),)
+    key = np.broadcast_to(inv, shape).astype(np.int64)
+    for j, c in enumerate(codes):
+        key = key + (np.asarray(flags[c], dtype=np.int64) << j) * len(uniq)
+    ukeys, kinv = np.unique(key, return_inverse=True)
+    strings = np.array(
+        [";".join(order_flags(kept[k % len(uniq)]
+                              + [c for j, c in enumerate(codes) if (k // len(uniq)) >> j & 1]))
+         for k in ukeys.tolist()], dtype=object)
+    return strings[kinv.reshape(shape)]
 
 
 def order_flags(flags: Sequence[str]) -> list[str]:

@@ -176,13 +176,6 @@ class AttributeRiskResult(RiskResult):
             self._cache["g0"] = np.array([c.g0 for c in self.candidates], dtype=np.int64)
         return self._cache["g0"]
 
-    def _ll_groups(self) -> list[np.ndarray]:
-        if "ll_groups" not in self._cache:
-            self._cache["ll_groups"] = [
-                np.stack([self.loglik[i] for i in idx]) for idx in self._prior_inputs.groups
-            ]
-        return self._cache["ll_groups"]
-
     # ----- summaries ------------------------------------------------------------------------
     def to_dict(
         self, *, thresholds: Sequence[float] = (0.5,), records: bool = False

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bayes_risk.attribute import attribute_risk, with_prior
+from bayes_risk.attribute import attribute_risk, prior_sensitivity, with_prior
 from bayes_risk.attribute.chains import CHAIN_RATIO, CHAIN_TOLERANCE, chain_agreement
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ValidationError
@@ -314,3 +314,25 @@ def test_augmented_fit_with_other_chains_is_used_whole():
     assert res.settings["chain_check"]["status"] == "run"
     assert "used whole" in res.settings["chain_check"]["reason"]
     assert not _flagged(res).any()
+
+
+def test_prior_sweep_is_with_prior_bit_for_bit_in_any_blocks(monkeypatch):
+    # the sweep applies its priors in blocks over stacked aggregates; each prior's rows must be
+    # exactly what with_prior (and so a run with that prior) gives, whatever the blocks
+    from bayes_risk.attribute import api
+
+    df, model, aug, _, _ = _case(1)
+    res = _run(df, model, aug)
+    priors = ["uniform", "truth-weighted:2", "truth-weighted:0.3", "empirical", "truth-weighted:40"]
+    sweep = prior_sensitivity(res, priors=priors)
+    monkeypatch.setattr(api, "_SWEEP_BLOCK", 1)  # one prior per block
+    pd.testing.assert_frame_equal(prior_sensitivity(res, priors=priors), sweep, check_exact=True)
+    labels = ["uniform", "truth-weighted:2", "truth-weighted:0.3", "empirical:1",
+              "truth-weighted:40"]
+    assert list(sweep["prior"].unique()) == labels
+    for p, label in zip(priors, labels, strict=True):
+        ref = with_prior(res, prior=p, bootstrap=False).records
+        rows = sweep[sweep["prior"] == label]
+        for k in ("p_true", "rank_min", "rank_avg", "n_tie", "top_share", "flag_codes"):
+            np.testing.assert_array_equal(rows[k].to_numpy(), ref[k].to_numpy())
+        np.testing.assert_array_equal(rows["is_top"].to_numpy(), ref["is_top"].to_numpy() > 0)
