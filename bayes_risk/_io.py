@@ -183,6 +183,9 @@ _SLUG_TAIL = re.compile(r"-h[0-9a-f]{12}$")
 #: names Windows reserves whatever the extension
 _RESERVED = frozenset({"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)),
                        *(f"LPT{i}" for i in range(10))})
+#: names of the audit's own folders beside the targets' folders (``disclosure/original_risk``,
+#: ``original_risk_2``, ...): a column of that name is given a made slug, so the two never meet
+_AUDIT_FOLDER = re.compile(r"original_risk(_\d+)?")
 
 
 def file_slug(name: str) -> str:
@@ -203,7 +206,8 @@ def file_slug(name: str) -> str:
 
     name = str(name)
     if (_SAFE_NAME.fullmatch(name) and not _SLUG_TAIL.search(name)
-            and name.split(".")[0].upper() not in _RESERVED):
+            and name.split(".")[0].upper() not in _RESERVED
+            and not _AUDIT_FOLDER.fullmatch(name)):
         return name
     ascii_ = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
     stem = re.sub(r"[^A-Za-z0-9]+", "_", ascii_).strip("_")[:40].rstrip("_") or "column"
@@ -413,8 +417,7 @@ def atomic_file(path: str | os.PathLike[str], mode: str = "w") -> Iterator[Any]:
 def scratch_folder(kind: str) -> str:
     """A new private folder in the system's temporary folder for work that does not fit in
     memory, ``bayes-risk-KIND-PID-XXXXXXXX``; the caller removes it (:func:`remove_scratch`).
-    Those that killed
-    processes left (their process is gone) are removed first.
+    Those left by killed processes (their process is gone) are removed first.
 
     Raises
     ------

@@ -670,7 +670,8 @@ def test_sd2011_audit(monkeypatch, capsys):
     audit = res["audit"]
     assert {s.name: s.status for s in audit.steps} == {
         "utility": "ran", "identification": "ran", "posterior_identification": "ran",
-        "attribute": "ran", "membership": "skipped",  # no holdout given: skipped, with the reason
+        # no holdout given: membership and attacks skipped, with the reason
+        "attribute": "ran", "membership": "skipped", "attacks": "skipped",
         "disclosure": "ran"}
     assert audit.complete
     att = audit.step("attribute").result if hasattr(audit, "step") else next(

@@ -14,8 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bayes_risk.data.provenance import check_distinct_files
-from bayes_risk.data.synthetic import MANIFEST_NAME, SyntheticData
+from bayes_risk.data.synthetic import MANIFEST_NAME, SyntheticData, check_distinct_files
 from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError, arg_name
 
 __all__ = ["read_table", "write_table", "write_csv", "read_synthetic"]

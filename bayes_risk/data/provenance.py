@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from bayes_risk.data.synthetic import SyntheticData, check_distinct_files
 from bayes_risk.exceptions import CALLER, BayesRiskError, DataWarning, ValidationError
 
 __all__ = ["model_id", "identity_hash", "identity_settings", "check_release_model",
@@ -281,8 +282,6 @@ def release_model_problem(model: Any, synthetic: Any,
         and size compared), ``"data"`` (plain files: their size, and the columns and records
         the model releases unchanged compared with the original's) or ``"none"``.
     """
-    from bayes_risk.data.synthetic import SyntheticData
-
     synth = _synthesizer(model)
     source = synthetic if isinstance(synthetic, SyntheticData) else None
     if source is not None and source.model_id is not None:
@@ -502,33 +501,3 @@ def check_distinct_datasets(datasets: Sequence[pd.DataFrame],
         record["DUPLICATE_DATASETS"] = msg
     warnings.warn(DataWarning(msg, code="DUPLICATE_DATASETS"), skip_file_prefixes=CALLER)
     return ["DUPLICATE_DATASETS"]
-
-
-def check_distinct_files(paths: Sequence[Any], what: str = "synthetic") -> None:
-    """Refuse the same file given twice as two datasets of a release: its path twice, or a
-    link (symbolic or hard) to another dataset's file — compared by the file system's identity
-    of the files, not by their names.
-
-    Raises
-    ------
-    ValidationError
-        ``DUPLICATE_DATASETS``, naming the two paths.
-    """
-    import os
-
-    seen: dict[tuple[int, int], int] = {}
-    for l, p in enumerate(paths):
-        try:
-            st = os.stat(p)
-        except OSError:
-            continue  # the reader reports a missing or unreadable file
-        k = seen.setdefault((st.st_dev, st.st_ino), l)
-        if k != l:
-            raise ValidationError(
-                f"{what} datasets {k + 1} and {l + 1} are the same file ({str(paths[k])!r} and "
-                f"{str(p)!r}: the same path, or a link to the other's file). Counted as two "
-                "draws of the synthesizer it would make m look larger than it is and understate "
-                "the between-dataset variance and every combined interval; give each "
-                "synthetic dataset's file once.",
-                code="DUPLICATE_DATASETS",
-            )

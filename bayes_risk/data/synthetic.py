@@ -316,8 +316,6 @@ class SyntheticData:
                 code="NOT_A_RELEASE",
             )
         check_manifest(man, p)
-        from bayes_risk.data.provenance import check_distinct_files
-
         check_distinct_files([p / f for f in man["files"]])  # a link to another dataset's file
         datasets = []
         for fname in man["files"]:
@@ -488,3 +486,31 @@ def _manifest_schema(man: dict[str, Any], p: Path) -> Schema | None:
         if isinstance(err, ValidationError):
             raise
         raise _bad_manifest(p, f"field 'schema' is malformed ({err!r})") from err
+
+
+def check_distinct_files(paths: Sequence[Any], what: str = "synthetic") -> None:
+    """Refuse the same file given twice as two datasets of a release: its path twice, or a
+    link (symbolic or hard) to another dataset's file — compared by the file system's identity
+    of the files, not by their names.
+
+    Raises
+    ------
+    ValidationError
+        ``DUPLICATE_DATASETS``, naming the two paths.
+    """
+    seen: dict[tuple[int, int], int] = {}
+    for l, p in enumerate(paths):
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue  # the reader reports a missing or unreadable file
+        k = seen.setdefault((st.st_dev, st.st_ino), l)
+        if k != l:
+            raise ValidationError(
+                f"{what} datasets {k + 1} and {l + 1} are the same file ({str(paths[k])!r} and "
+                f"{str(p)!r}: the same path, or a link to the other's file). Counted as two "
+                "draws of the synthesizer it would make m look larger than it is and understate "
+                "the between-dataset variance and every combined interval; give each "
+                "synthetic dataset's file once.",
+                code="DUPLICATE_DATASETS",
+            )

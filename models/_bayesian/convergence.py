@@ -24,9 +24,9 @@ import pandas as pd
 
 from bayes_risk._io import to_jsonable
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, ValidationError
+from bayes_risk.models._bayesian.regimes import regime_summary, regime_warnings
+from bayes_risk.models._bayesian.rhat import RHAT_MAX, rhat_rank
 
-#: R-hat above this flags non-convergence (Vehtari et al. 2021 recommend 1.01).
-RHAT_MAX = 1.01
 #: bulk/tail ESS below this many **per chain** flags too few effective draws (Vehtari et al.
 #: 2021 and Stan: about 100 per chain, i.e. 400 for four chains, 200 for two).
 ESS_MIN = 100.0
@@ -76,14 +76,6 @@ def ess_tail(x: np.ndarray) -> float:
 
     return float(arviz_stats.ess(np.asarray(x, dtype=np.float64), method="tail",
                                  prob=TAIL_PROB))
-
-
-def rhat_rank(x: np.ndarray) -> float:
-    """Rank-normalised split R-hat (bulk and folded) of ``x[chain, draw]``:
-    ``arviz_stats.rhat(x, method="rank")`` (NaN: fewer than 2 chains or 4 draws)."""
-    import arviz_stats
-
-    return float(arviz_stats.rhat(np.asarray(x, dtype=np.float64), method="rank"))
 
 
 #: how each statistic of the convergence table is named in messages
@@ -266,7 +258,6 @@ def check_convergence(model, *, warn: bool = False) -> pd.DataFrame:
     df["flag"] = [",".join(failed.get(str(q), [])) for q in df.index]
     df.attrs["mcmc_run"] = model._mcmc_run()
     if warn:
-        from bayes_risk.models._bayesian.regimes import regime_warnings
 
         for w in model._convergence_warnings(df) + regime_warnings(model):
             warnings.warn(ConvergenceWarning(w["message"], code=w["code"]),
@@ -367,7 +358,6 @@ def mcmc_warnings(model) -> list[dict[str, Any]]:
     if model.convergence_ is None:
         model.convergence_ = model._check_convergence(warn=False)
     out = model._convergence_warnings(model.convergence_)
-    from bayes_risk.models._bayesian.regimes import regime_warnings
     from bayes_risk.warning_codes import message
 
     out += regime_warnings(model)  # chains in different class structures (REGIMES_DISAGREE)
@@ -401,7 +391,6 @@ def convergence_summary(
         raise ValidationError(
             f"kind must be 'dict' (the convergence.json record) or 'table' (one row per "
             f"diagnosed quantity, as arviz.summary); got {kind!r}.", code="INVALID_ARGUMENT")
-    from bayes_risk.models._bayesian.regimes import regime_summary
 
     if kind == "table":
         warn_deprecated("convergence_summary(kind='table')")

@@ -5,7 +5,7 @@ its class structure — the concentration α, the number of occupied classes ``k
 log-likelihood — that a Gibbs sampler can hold at different levels for a long time (metastable
 states; the chains start overdispersed, ``bayes_risk.models._bayesian.starts``, so that they can
 show it). Two chains are in the same *regime* when, for each of these quantities, the
-rank-normalised R-hat of the pair (Vehtari et al. 2021; ``convergence.rhat_rank``) is at most
+rank-normalised R-hat of the pair (Vehtari et al. 2021; ``rhat.rhat_rank``) is at most
 ``RHAT_MAX`` or the difference of the two chains' means is within Monte Carlo error (a pair of
 short chains fails R-hat by chance; that is ``RHAT_HIGH`` / ``LOW_ESS``, not two regimes); the
 regimes are the groups of chains connected by agreement. More than one regime is
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from bayes_risk.models._bayesian.convergence import RHAT_MAX, rhat_rank
+from bayes_risk.models._bayesian.rhat import RHAT_MAX, rhat_rank
 
 __all__ = ["REGIME_QUANTITIES", "EVIDENCE_ATTR", "EVIDENCE_MIN_SWAP", "STARTS_ATTR",
            "chain_regimes", "record_starts", "regime_summary", "regime_warnings",

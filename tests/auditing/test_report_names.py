@@ -121,7 +121,7 @@ def test_file_slugs():
     assert len(long) <= 55 and long.startswith("T" * 40)
     assert file_slug("État civil").startswith("Etat_civil-h")
     for odd in ("", ".", "..", ".hidden", "-rf", "CON", "nul.txt", "a" * 65, "x.", "a b",
-                "a\nb", "..\\..\\x", "a-h0123456789ab"):
+                "a\nb", "..\\..\\x", "a-h0123456789ab", "original_risk", "original_risk_2"):
         out = file_slug(odd)
         assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", out) and out != odd, (odd, out)
 
@@ -172,7 +172,8 @@ def test_an_audit_with_hostile_names_writes_every_file(hostile_audit):
     assert res.complete
     # two targets: one folder each, named from their slugs, under disclosure/
     subs = sorted(p.name for p in (out / "disclosure").iterdir() if p.is_dir())
-    assert subs == sorted(file_slug(t) for t in res.plan.disclosure_targets)
+    assert subs == sorted([*(file_slug(t) for t in res.plan.disclosure_targets),
+                           "original_risk"])  # and the risk of the original on the keys
     assert all(len(s) <= 55 for s in subs)
     for t in res.plan.disclosure_targets:
         assert (out / "disclosure" / file_slug(t) / "ident.csv").is_file()
@@ -229,7 +230,7 @@ def test_the_command_line_audits_names_with_slashes_markup_and_5000_characters(t
     figs = {p.name for p in (out / "report_figures").iterdir()}
     assert {f"compare_{file_slug(n)}.png" for n in ("Income/month", long)} <= figs
     assert {p.name for p in (out / "disclosure").iterdir() if p.is_dir()} == {
-        file_slug("Income/month"), file_slug(long)}
+        file_slug("Income/month"), file_slug(long), "original_risk"}
     md = (out / "report.md").read_text()
     s = _check_html(md, out)
     assert "Income/month" in " ".join("".join(s.text).split())

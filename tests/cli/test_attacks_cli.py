@@ -36,7 +36,7 @@ def test_end_to_end_matches_the_api(files, tmp_path, capsys):
     argv = ["attacks", str(root / "orig.csv"), str(root / "syn.csv"), "--holdout",
             str(root / "hold.csv"), "--categorical", *CAT, "--n-attacks", "40",
             "--linkability", "Age,Urban", "Income,Expenditure", "--n-neighbors", "2",
-            "--random-seed", "4", "--quiet", "--out", str(out)]
+            "--random-seed", "4", "--out", str(out)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
         assert cli.main(argv) == 0

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import json
 import warnings
 
@@ -15,27 +13,10 @@ from bayes_risk.exceptions import ValidationError
 
 
 def run_cli(argv: list[str]) -> int:
-    """``bayes_risk.cli.main(argv)``; while sibling sub-command modules are still missing from
-    the tree, the ``attribute`` sub-command is run through its own parser instead."""
-    from bayes_risk import cli
+    """``bayes_risk.cli.main(argv)``: the exit status."""
+    from bayes_risk.cli import main
 
-    try:
-        for name in cli.SUBCOMMANDS:
-            importlib.import_module(f"bayes_risk.cli.{name}")
-    except ModuleNotFoundError:
-        from bayes_risk.cli.parsers import attribute
-        from bayes_risk.exceptions import BayesRiskError
-
-        p = argparse.ArgumentParser(prog="bayes-risk")
-        attribute.add_parser(p.add_subparsers(dest="command"))
-        args = p.parse_args(argv)
-        try:
-            return args.handler(args)
-        except BayesRiskError:
-            return 2
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return cli.main(argv)
+    return main(argv)
 
 
 def test_parse_records(tmp_path):

@@ -1294,8 +1294,8 @@ def audit_base(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("marker", ["[audit] checking the inputs", "[audit] step 1/6",
-                                    "[audit] step 2/6", "[audit] step 3/6"])
+@pytest.mark.parametrize("marker", ["[audit] checking the inputs", "[audit] step 1/7",
+                                    "[audit] step 2/7", "[audit] step 3/7"])
 def test_audit_exits_promptly_on_sigterm(audit_base, tmp_path, marker):
     """The whole audit used to run inside the writer's critical section: a signal acted only
     when it had finished. Only the final rename is critical now. Measured in the CPU seconds the
@@ -1437,11 +1437,18 @@ def _quiet_argv(sub: str, base: Path) -> list[str]:
                 "--out", "out"]
     if sub == "disclosure":
         return [*_cmd(sub, base)[:-2], "-q", "--out", "out"]
+    if sub == "attacks":  # no holdout: warning NO_HOLDOUT on stderr
+        return ["attacks", "ce.csv", "cesyn", "--categorical", *CE_CAT, "--n-attacks", "20",
+                "--random-seed", "1", "-q", "--out", "out"]
+    if sub == "original-risk":
+        return ["original-risk", "ce.csv", "--keys", "Age", "Urban", "Marital", "-q",
+                "--out", "out"]
     return _cmd(sub, base)
 
 
 @pytest.mark.parametrize("sub", ["fit", "synthesize", "utility", "identification", "attribute",
-                                 "membership", "disclosure", "audit", "orders", "demo"])
+                                 "membership", "attacks", "disclosure", "original-risk", "audit",
+                                 "orders", "demo"])
 def test_quiet_prints_the_written_paths_and_warnings_only(base, tmp_path, capsys, monkeypatch,
                                                           sub):
     """One rule for every sub-command (issue 48: ``disclosure --quiet`` printed 34 lines,
@@ -1451,7 +1458,8 @@ def test_quiet_prints_the_written_paths_and_warnings_only(base, tmp_path, capsys
 
     assert sorted(SUBCOMMANDS) == sorted(
         ["fit", "synthesize", "utility", "identification", "attribute", "membership",
-         "disclosure", "audit", "orders", "demo"])  # a new sub-command joins this test
+         "attacks", "disclosure", "original-risk", "audit", "orders", "demo"])
+    # a new sub-command joins this test
     work = tmp_path / "w"
     shutil.copytree(base, work)
     monkeypatch.chdir(work)

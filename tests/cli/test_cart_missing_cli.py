@@ -86,7 +86,7 @@ def test_sd2011_release_rebuilds_and_attribute_runs(sd, capsys):
     assert "income" in model.missing_
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert main(["attribute", str(d / "sd.csv"), str(d / "syn"), "--records", "0-4", "-q",
+        assert main(["attribute", str(d / "sd.csv"), str(d / "syn"), "--records", "0-4",
                      "--out", str(d / "att")]) == 0
     summary = json.loads((d / "att" / "summary.json").read_text())
     assert summary["settings"]["missing_values"] == "held_at_kind"

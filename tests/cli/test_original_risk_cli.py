@@ -56,7 +56,7 @@ def test_unweighted_no_suda_exact_compat(orig, tmp_path, capsys):
     path, d = orig
     out = tmp_path / "o"
     assert cli.main(["original-risk", str(path), "--keys", *KEYS, "--no-suda",
-                     "--k-anonymity", "2", "4", "--compat", "sdcmicro", "--quiet",
+                     "--k-anonymity", "2", "4", "--compat", "sdcmicro",
                      "--out", str(out)]) == 0
     assert "1/f_k" in capsys.readouterr().out
     assert sorted(p.name for p in out.iterdir()) == ["records.csv", "summary.json"]

@@ -48,8 +48,9 @@ def test_sd2011_audit_runs_every_step(audited):
     status = {s["name"]: s["status"] for s in summary["steps"]}
     assert status == {"utility": "ran", "identification": "ran",
                       "posterior_identification": "ran", "attribute": "ran",
-                      # membership needs a holdout (not given): skipped with that reason
-                      "membership": "skipped", "disclosure": "ran"}, status
+                      # membership and attacks need a holdout (not given): skipped with that
+                      # reason
+                      "membership": "skipped", "attacks": "skipped", "disclosure": "ran"}, status
     assert summary["complete"] is True
     assert (d / "audit" / "report.html").is_file()
     codes = {w["code"] for s in summary["steps"] for w in s.get("warnings", [])}

@@ -590,7 +590,7 @@ def test_spilled_jackknife_groups_give_the_same_numbers(extra, monkeypatch, tmp_
         folders[-1].mkdir()
         return str(folders[-1])
 
-    monkeypatch.setattr(rep.tempfile, "mkdtemp", mkdtemp)
+    monkeypatch.setattr(rep, "scratch_folder", lambda kind: mkdtemp())
     written = []
     real_save = np.save
     monkeypatch.setattr(rep._unc.np, "save", lambda f, a: (written.append(f), real_save(f, a)))
@@ -640,12 +640,12 @@ def test_unwritable_spill_folder_keeps_the_groups_in_memory(monkeypatch, tmp_pat
         m.setattr(rep._unc.np, "save", full)
         sub = tmp_path / "spill"
         sub.mkdir()
-        m.setattr(rep.tempfile, "mkdtemp", lambda **kw: str(sub))
+        m.setattr(rep, "scratch_folder", lambda kind: str(sub))
         with pytest.warns(BayesRiskWarning, match="SPILL_UNAVAILABLE"):
             a = run()
     assert not sub.exists()  # removed after the run, no partial file left behind
     with monkeypatch.context() as m:
-        m.setattr(rep.tempfile, "mkdtemp", full)
+        m.setattr(rep, "scratch_folder", full)
         with pytest.warns(BayesRiskWarning, match="SPILL_UNAVAILABLE"):
             b = run()
     for res in (a, b):
