@@ -17,7 +17,7 @@ from typing import Any
 __all__ = ["file_sha256", "json_sha256", "special_file"]
 
 #: what a path is that is neither a regular file nor a folder, by its ``stat`` mode test
-_SPECIAL = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+_NON_REGULAR = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
@@ -33,7 +33,7 @@ def special_file(path: str | os.PathLike[str]) -> str | None:
         mode = os.stat(path).st_mode
     except OSError:
         return None
-    return next((what for test, what in _SPECIAL if test(mode)), None)
+    return next((what for test, what in _NON_REGULAR if test(mode)), None)
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:

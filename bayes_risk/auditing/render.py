@@ -1105,7 +1105,7 @@ def _context(result: Any, links: _Links, bundle: str | None = None) -> dict[str,
 #: characters that mean something in CommonMark or GFM inline text (HTML tags and entities,
 #: links and images, code spans, emphasis, table cells, strikethrough, headings), and an
 #: underscore that could open or close emphasis (one inside a word, as in p_true, cannot)
-_MD_SPECIAL = re.compile(r"[\\`*\[\]<>&|~#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+_MD_MARKUP = re.compile(r"[\\`*\[\]<>&|~#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 #: what makes a line a list item (``-``, ``+``, ``1.``, ``1)`` before a space or the end), a
 #: block quote (``>``) or a setext heading's underline (``=``) at its start
 _MD_BLOCK_START = re.compile(r"^(\s*\d{1,9})([.)])(?=\s|$)|^(\s*)([-+=](?=[\s=]|$)|>)")
@@ -1119,7 +1119,7 @@ def _md_text(s: Any) -> str:
     name cannot start a block of its own) and a list or quote marker at the start is escaped.
     Applied once to each piece of text (the links around it are made by the template)."""
     text = re.sub(r"[\r\n]+", " ", str(s))
-    text = _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), text)
+    text = _MD_MARKUP.sub(lambda m: "\\" + m.group(0), text)
     return _MD_BLOCK_START.sub(
         lambda m: (m.group(1) + "\\" + m.group(2)) if m.group(1) is not None
         else (m.group(3) + "\\" + m.group(4)), text, count=1)
