@@ -1,12 +1,7 @@
-"""Linkability risk as anonymeter defines it (Giomi et al. 2023, §4.2):
-:func:`linkability_risk`.
+"""Linkability risk as anonymeter defines it (Giomi et al. 2023, §4.2).
 
-The intruder holds two tables about the same people, one with the columns ``A``, the other with
-the columns ``B``, and links them through a synthetic dataset: a record's two parts are linked
-when they share one of their ``k`` nearest synthetic rows (nearest on ``A`` for the first part,
-on ``B`` for the second). The main attack splits records of the original in two and counts the
-records relinked, the control attack does the same with records of the holdout, the baseline
-attack draws the ``k`` "nearest" rows at random. Methods page: Singling out and linkability.
+Main, control and baseline attacks link a record's two parts through its nearest synthetic
+rows: :doc:`/methods/attacks`.
 """
 
 from __future__ import annotations
@@ -139,16 +134,10 @@ def linkability_risk(
 ) -> LinkabilityResult:
     """Linkability risk of a synthetic release, as anonymeter measures it.
 
-    ``n_attacks`` records of the original (main attack) and as many of the holdout (control
-    attack) are split into their columns ``aux_columns[0]`` and ``aux_columns[1]``; each part
-    is matched to its ``n_neighbors`` nearest rows of a synthetic dataset (Gower-type distance:
-    per column 0/1 for a categorical value, the absolute difference over the column's range for
-    a numeric one, the range of the synthetic dataset and the attacked records together; equally
-    distant rows in a random order, drawn for each part of each record). A record is linked
-    when its two parts share a nearest row.
-    The baseline attack draws the nearest rows at random. Success rates are Wilson-score
-    centres; the risk is ``(r_main − r_control) / (1 − r_control)`` with its propagated error,
-    clipped to ``[0, 1]`` as anonymeter does (methods page, Singling out and linkability).
+    Records of the original (main attack) and of the holdout (control) are split into the two
+    tables ``aux_columns`` and linked when both parts share one of their ``n_neighbors`` nearest
+    synthetic rows (Gower-type distance, ties in a random order); the baseline draws the nearest
+    rows at random. Method and references: :doc:`/methods/attacks`.
 
     Parameters
     ----------
@@ -199,12 +188,6 @@ def linkability_risk(
     DataWarning
         ``ATTACK_NOT_BETTER_THAN_BASELINE``, ``CONTROL_ALWAYS_SUCCEEDS``, ``NO_HOLDOUT``,
         ``HOLDOUT_OVERLAPS_ORIGINAL``.
-
-    References
-    ----------
-    Giomi, M., Boenisch, F., Wehmeyer, C. and Tasnádi, B. (2023). A unified framework for
-    quantifying privacy risk in synthetic data. Proceedings on Privacy Enhancing Technologies
-    2023(2), 312–328.
 
     Examples
     --------

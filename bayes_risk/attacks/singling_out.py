@@ -1,12 +1,7 @@
-"""Singling-out risk as anonymeter defines it (Giomi et al. 2023, §4.1):
-:func:`singling_out_risk`.
+"""Singling-out risk as anonymeter defines it (Giomi et al. 2023, §4.1).
 
-The intruder writes predicates that match exactly one row of a synthetic dataset and claims
-that each isolates one person of the confidential data too. The main attack counts the claims
-that hold on the original (the records the synthesis used), the control attack the same
-predicates on the holdout (records of the population it did not use), and the baseline attack
-random predicates on the original. The risk is the main attack's success beyond the control's
-(:mod:`bayes_risk.attacks.rates`). Methods page: Singling out and linkability.
+Main, control and baseline attacks and the risk from their success rates
+(:mod:`bayes_risk.attacks.rates`): :doc:`/methods/attacks`.
 """
 
 from __future__ import annotations
@@ -188,24 +183,11 @@ def singling_out_risk(
 ) -> SinglingOutResult:
     """Singling-out risk of a synthetic release, as anonymeter measures it.
 
-    For each synthetic dataset and mode, the intruder writes up to ``n_attacks`` distinct
-    predicates that match exactly one row of the (deduplicated) synthetic dataset:
-
-    * ``"univariate"``: one condition on one column: a value held by one row (``== v``), the
-      smallest or largest value of a numeric column (``<= min``, ``>= max``), the one missing
-      cell of a column (``is missing``);
-    * ``"multivariate"``: a random synthetic row and ``n_cols`` random columns, one condition
-      per column: ``==`` its value (categorical), ``>=`` its value when above the column's
-      median and ``<=`` otherwise (numeric), ``is missing``.
-
-    The **main attack** succeeds with a predicate that matches exactly one record of the
-    original, the **control attack** with one that matches exactly one record of the holdout
-    (corrected for the holdout's size when it differs from the original's), the **baseline
-    attack** with one of ``n_attacks`` random predicates (random columns, values and operators)
-    that matches exactly one record of the original. Each success rate is the centre of its
-    Wilson score interval; the risk is ``(r_main − r_control) / (1 − r_control)`` with its
-    propagated error, clipped to ``[0, 1]`` as anonymeter does (methods page, Singling out and
-    linkability).
+    Per synthetic dataset and mode (``"univariate"``, ``"multivariate"``), predicates that
+    single out one synthetic row are tried on the original (main attack), on the holdout
+    (control) and random ones on the original (baseline); the risk is
+    ``(r_main − r_control) / (1 − r_control)`` (Giomi et al. 2023). Method and references:
+    :doc:`/methods/attacks`; usage: :doc:`/user_guide/attacks`.
 
     Parameters
     ----------
@@ -264,13 +246,6 @@ def singling_out_risk(
         ``FEW_SINGLING_OUT_QUERIES``, ``ATTACK_NOT_BETTER_THAN_BASELINE``,
         ``CONTROL_SIZE_CORRECTION``, ``CONTROL_ALWAYS_SUCCEEDS``, ``NO_HOLDOUT``,
         ``HOLDOUT_OVERLAPS_ORIGINAL`` (user guide, Errors: Warning codes).
-
-    References
-    ----------
-    Giomi, M., Boenisch, F., Wehmeyer, C. and Tasnádi, B. (2023). A unified framework for
-    quantifying privacy risk in synthetic data. Proceedings on Privacy Enhancing Technologies
-    2023(2), 312–328. Cohen, A. and Nissim, K. (2020). Towards formalizing the GDPR's notion of
-    singling out. PNAS 117(15), 8344–8352.
 
     Examples
     --------

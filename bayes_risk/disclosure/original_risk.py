@@ -1,28 +1,8 @@
 """Re-identification risk of the original on its keys, as sdcMicro computes it.
 
-The release-independent baseline an sdcMicro user computes before any synthesis or masking
-(Templ, Kowarik & Meindl 2015): for a set of keys (quasi-identifiers),
-
-* the **individual risk** of every record (sdcMicro's ``measure_risk`` / ``indivRisk``): with
-  survey weights, the Benedetti–Franconi risk ``r_k = E(1/F_k | f_k)`` under a negative binomial
-  model of the population frequency ``F_k`` given the sample frequency ``f_k`` of the record's
-  key cell ``k``, with ``p_k = f_k / F̂_k`` and ``F̂_k`` the sum of the weights in the cell
-  (Benedetti & Franconi 1998; Franconi & Polettini 2004); without weights the sample-based risk
-  ``1 / f_k`` (sdcMicro's ``measure_risk`` without ``w``);
-* the **global risk**: the expected number of re-identifications ``Σ r_k`` over the records
-  (``global_risk_ER``) and its rate per record (``global_risk``);
-* **k-anonymity**: the records whose key cell holds fewer than ``k`` records (``f_k < k``);
-* **SUDA2** scores (Elliot et al. 2002; Manning, Haglin & Keane 2008; sdcMicro's ``suda2``): the
-  minimal sample uniques (MSUs) of every record — the smallest sets of keys on which it is unique
-  — scored ``(M − |MSU|)!`` each for ``M`` keys, the DIS score and the keys' contributions;
-* **l-diversity** of the key cells with respect to sensitive columns (Machanavajjhala et al.
-  2007; sdcMicro's ``ldiversity``): distinct, entropy and recursive (c, l) l-diversity.
-
-Every measure is a function of the original alone, the same for every release.
-
-A missing key value is a value of its own by default (it narrows a key cell, never widens it:
-the conservative reading); ``compat="sdcmicro"`` reproduces sdcMicro 5.8.1 exactly, including
-its treatment of missing values (see :func:`original_risk`).
+Individual and global risk, k-anonymity, SUDA2 and l-diversity of the original alone (Templ,
+Kowarik & Meindl 2015): the release-independent baseline. Method: :doc:`/methods/original_risk`;
+usage: :doc:`/user_guide/original_risk`.
 """
 
 from __future__ import annotations
@@ -426,9 +406,8 @@ def original_risk(
 ) -> OriginalRisk:
     """Re-identification risk of the original on its keys, as sdcMicro computes it.
 
-    Individual and global risk (``measure_risk``), k-anonymity, SUDA2 scores (``suda2``) and
-    l-diversity (``ldiversity``) of sdcMicro, the release-independent baseline a release is
-    compared with (the audit lists them as baselines, marked ``RELEASE_INDEPENDENT``).
+    sdcMicro's ``measure_risk``, k-anonymity, ``suda2`` and ``ldiversity``: the baseline a release
+    is compared with (:doc:`/methods/original_risk`, references there).
 
     Parameters
     ----------
@@ -488,19 +467,6 @@ def original_risk(
         its number of records (weights below 1): the model's risk is undefined there, and
         those records get its largest value, ``1/f_k``. ``SUDA_FEW_KEYS`` with fewer than three
         keys (sdcMicro scores them as if there were three).
-
-    References
-    ----------
-    Benedetti, R. and Franconi, L. (1998). Statistical and technological solutions for
-    controlled data dissemination. *Pre-proceedings of New Techniques and Technologies for
-    Statistics* 1, 225–232. Franconi, L. and Polettini, S. (2004). Individual risk estimation in
-    μ-Argus: a review. *Privacy in Statistical Databases*, LNCS 3050, 262–272. Elliot, M. J.,
-    Manning, A. M. and Ford, R. W. (2002). A computational algorithm for handling the special
-    uniques problem. *International Journal of Uncertainty, Fuzziness and Knowledge-Based
-    Systems* 10, 493–509. Machanavajjhala, A., Kifer, D., Gehrke, J. and Venkitasubramaniam,
-    M. (2007). l-Diversity: privacy beyond k-anonymity. *ACM TKDD* 1(1). Templ, M., Kowarik,
-    A. and Meindl, B. (2015). Statistical disclosure control for micro-data using the R package
-    sdcMicro. *Journal of Statistical Software* 67(4), doi:10.18637/jss.v067.i04.
 
     Examples
     --------

@@ -1,29 +1,16 @@
 """Sensitivity of identification risk to the intruder's knowledge, and what drives it.
 
-Hu (2019, §5) leaves open how sensitive identification risk is to the assumption about what the
-intruder knows. :func:`known_sweep` answers it for a set of candidate known variables: the
-identification risk (the measures of :func:`~bayes_risk.identification.identification_risk`,
-from its own engine and assembly) for every subset of the candidates up to ``max_size``
-variables and, beyond, along a greedy path (at each step the variable that raises the risk most),
-the subsets on the Pareto frontier of risk against the number of variables known, and the
-drivers of the risk: Shapley values of every candidate over the subsets, the risk left when a
-variable is removed from the full set, and per-level contributions (which levels of which
-variable hold the records at risk).
+:func:`known_sweep`: the risk of every subset of candidate known variables (a greedy path beyond
+``max_size``), the Pareto frontier, Shapley drivers and per-level contributions
+(:doc:`/methods/identification`, :doc:`/user_guide/knowledge`).
 
-**Reuse.** The data and the release are validated, read and encoded once, for every candidate
-(``prepare``); each subset's problem is the encoded pool restricted to the subset's columns
-(exact-match codes and radius values are per column, so the restriction is the problem a
-separate run on the subset would encode). A subset holding no synthesized variable is the same
-in every replicate, so its matches are computed once and repeated over the replicates. With the
-per-dataset aggregation and a rectangular rule every subset is matched at once through match
-masks (:mod:`~bayes_risk.identification.masks`: per column and replicate one bitset of the
-records per target, ``AND``-ed along the lattice of subsets), and only the measures are
-assembled subset by subset. The result equals separate ``identification_risk`` runs value for
-value (tested bit for bit).
-Rules that combine the radius columns through the data (``shape="mahalanobis"``, whose
-covariance depends on the columns; ``"legacy_hh_euclid"``; the ``compat`` mode, whose radius
-vector follows the columns given) and unknown membership (population counts are per key) are
-prepared subset by subset instead — the same numbers, without the saving.
+**Reuse.** The data are validated and encoded once for every candidate; a subset's problem is
+that pool restricted to its columns. Subsets without a synthesized variable are matched once for
+every replicate; per-dataset aggregation with a rectangular rule matches every subset at once
+through match masks (:mod:`~bayes_risk.identification.masks`). Results equal separate
+``identification_risk`` runs bit for bit. Rules whose radius depends on the columns
+(``"mahalanobis"``, ``"legacy_hh_euclid"``, ``compat``) and unknown membership are prepared
+subset by subset.
 """
 
 from __future__ import annotations
@@ -90,12 +77,9 @@ def known_sweep(
 ) -> KnowledgeSweepResult:
     """Identification risk over subsets of the intruder's candidate known variables.
 
-    For every subset ``S`` of ``candidates`` with ``|S| <= max_size`` (the empty set included:
-    the intruder who knows nothing) the identification risk of an intruder who knows exactly
-    ``S`` is computed as :func:`~bayes_risk.identification.identification_risk` computes it;
-    beyond ``max_size`` a greedy path adds, at each step, the variable that raises ``measure``
-    most, up to the full set. The full set and every full set minus one variable are always
-    evaluated (the risk left when one variable is withheld or coarsened away).
+    Every subset of ``candidates`` up to ``max_size`` variables (the empty one included), then a
+    greedy path to the full set; the full set minus each variable is always evaluated
+    (:doc:`/methods/identification`, Sensitivity to the intruder's knowledge).
 
     Parameters
     ----------
@@ -142,16 +126,6 @@ def known_sweep(
         No candidate, a candidate listed twice, ``max_size`` out of range, too many subsets,
         user population counts (they are keyed by one set of known columns), an unknown
         argument.
-
-    Notes
-    -----
-    The expected match risk need not grow when a variable is added: one more known variable
-    removes decoys, but a synthesized variable can also move the target's own record out of its
-    match set (methods, Identification risk, Sensitivity to the intruder's knowledge).
-
-    References
-    ----------
-    Hu (2019) §5; Reiter & Mitra (2009); Hornby & Hu (2021); Shapley (1953).
 
     Examples
     --------

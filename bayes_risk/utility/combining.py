@@ -1,20 +1,9 @@
 """Combining rules for synthetic data, chosen by how the release was made.
 
-Point estimates ``q_l`` and variance estimates ``u_l`` computed on each of the ``m`` synthetic
-datasets, as if each were the real data, are combined into one estimate ``q̄_m`` with a variance
-that depends on the generation scheme (methods, Combining rules):
-
-* ``"partial"`` — partially synthetic data (Reiter 2003): ``T_p = ū_m + b_m / m``, t reference
-  with ``ν_p`` degrees of freedom (with fewer than ``SMALL_M`` datasets, ``ν_p`` of an upper
-  confidence bound of ``r_m``: Reiter's undercovers there). Unlike Rubin's rules for missing
-  data there is no ``(1 + 1/m) b_m`` term.
-* ``"full-same-n"`` — every column synthesized, the same units redrawn (Raab, Nowok & Dibben
-  2016; synthpop's population inference for complete synthesis): ``T_s = ū_m (k/n + (1 + k/n)/m)``
-  for a proper synthesis (parameters drawn from their posterior), ``ū_m (k/n + 1/m)`` otherwise;
-  normal reference.
-* ``"full-population"`` — samples from synthetic populations (Raghunathan, Reiter & Rubin 2003):
-  ``T_f = (1 + 1/m) b_m − ū_m``, t reference with ``ν_f`` degrees of freedom; a ``T_f <= 0`` is
-  replaced by ``(k/n) ū_m`` (Reiter 2002) with a normal reference.
+Per-dataset estimates are combined by the rules of the generation scheme: ``"partial"`` (Reiter
+2003), ``"full-same-n"`` (Raab, Nowok & Dibben 2016) or ``"full-population"`` (Raghunathan,
+Reiter & Rubin 2003). Formulas, small-``m`` degrees of freedom and references:
+:doc:`/methods/utility`.
 """
 
 from __future__ import annotations
@@ -107,18 +96,10 @@ def combine_scalar(
 ) -> CombinedScalar:
     """Combine per-dataset estimates of a scalar with the rules of a generation scheme.
 
-    With ``q̄ = Σ q_l / m``, ``b = Σ (q_l − q̄)² / (m − 1)``, ``ū = Σ u_l / m`` and
-    ``k/n = size_ratio`` (records per synthetic dataset over records of the original)::
-
-        "partial" (Reiter 2003):
-            T_p = ū + b/m,  r = (b/m)/ū,  ν_p = (m − 1)(1 + 1/r)²,  t reference;
-            m < 5: ν_p with r replaced by r (m − 1) / χ²_{m−1}(0.25)  (small-m df)
-        "full-same-n" (Raab, Nowok & Dibben 2016):
-            T_s = ū (k/n + (1 + k/n)/m)  (proper),   ū (k/n + 1/m)  (not proper),
-            normal reference (ν = inf)
-        "full-population" (Raghunathan, Reiter & Rubin 2003):
-            T_f = (1 + 1/m) b − ū,  ν_f = (m − 1)(1 − m ū / ((m + 1) b))²,  t reference;
-            if T_f <= 0: T_f* = (k/n) ū (Reiter 2002), normal reference
+    ``"partial"``: ``T_p = ū + b/m``, t reference (small ``m``: ``ν_p`` at an upper bound of
+    ``r``); ``"full-same-n"``: ``T_s = ū (k/n + (1 + k/n)/m)`` (proper), normal reference;
+    ``"full-population"``: ``T_f = (1 + 1/m) b − ū``, or ``(k/n) ū`` when not positive.
+    Formulas and references: :doc:`/methods/utility` (Combining rules).
 
     Parameters
     ----------
@@ -159,33 +140,6 @@ def combine_scalar(
         so ``T_p = u_1`` and ``ν = inf``; single-implicate releases need other variance
         formulas. With ``"full-population"``, when ``T_f <= 0`` (code
         ``"NEGATIVE_VARIANCE"``): Reiter's (2002) ``(k/n) ū`` is used instead.
-
-    Notes
-    -----
-    Edge cases (Reiter 2003): ``b_m = 0`` gives ``ν_p = inf`` (normal quantile);
-    ``ū_m = 0 < b_m`` gives ``ν_p = m − 1``.
-
-    Small ``m`` (partial rules). Reiter's ``ν_p`` is Satterthwaite's approximation with the
-    estimate ``r_m`` in place of ``r``; ``b_m`` has only ``m − 1`` degrees of freedom, and
-    when it falls short of its expectation ``ν_p`` is large exactly when ``T_p`` is too small.
-    Given ``ū_m``, the coverage of the interval depends on ``m`` and the true ``r`` alone (a
-    one-dimensional integral over ``χ²_{m−1}``): the 95 % interval covers down to 87.2 % at
-    ``m = 2``, 92.2 % at ``m = 3``, 93.6 % at ``m = 4`` and 94.1 % at ``m = 5``. With
-    ``m < SMALL_M`` (5) ``ν_p`` is therefore evaluated at the upper quartile bound
-    ``r_m (m − 1) / χ²_{m−1}(0.25)`` of ``r``, which gives 94.2–97.3 % (``m = 2``),
-    94.9–96.4 % (3) and 95.0–95.9 % (4) whatever ``r``; ``T_p`` is unchanged (methods,
-    Combining rules).
-
-    References
-    ----------
-    Reiter, J. P. (2003). Inference for partially synthetic, public use microdata sets.
-    *Survey Methodology* 29, 181–188.
-    Raab, G. M., Nowok, B. & Dibben, C. (2016). Practical data synthesis for large samples.
-    *Journal of Privacy and Confidentiality* 7(3), 67–97.
-    Raghunathan, T. E., Reiter, J. P. & Rubin, D. B. (2003). Multiple imputation for
-    statistical disclosure limitation. *Journal of Official Statistics* 19, 1–16.
-    Reiter, J. P. (2002). Satisfying disclosure restrictions with synthetic data sets.
-    *Journal of Official Statistics* 18, 531–543.
 
     Examples
     --------
@@ -248,7 +202,7 @@ def combine_scalar(
             x = m * ubar / b
             if m < SMALL_M:
                 # Satterthwaite's df at r's upper quartile bound: b_m has m − 1 df, and
-                # Reiter's ν_p undercovers when b_m falls short (docstring, Notes)
+                # Reiter's ν_p undercovers when b_m falls short (methods, Combining rules)
                 x *= float(stats.chi2.ppf(SMALL_M_QUANTILE, m - 1)) / (m - 1)
             # b negligible next to ubar (e.g. a subnormal b): the reference is normal
             df = (m - 1) * (1 + x) ** 2 if x < 1e150 else math.inf
@@ -365,20 +319,9 @@ def combine_multivariate(
 ) -> CombinedMultivariate:
     """Wald test of ``H0: Q = Q0`` for a ``k``-vector, with the rules of a generation scheme.
 
-    With ``q̄``, ``B_m`` (sample covariance of the ``q_l``, divisor ``m − 1``), ``Ū_m`` (mean
-    of the ``U_l``), ``d = q̄ − Q0``, ``t = k(m − 1)`` and ``k/n = size_ratio``::
-
-        "partial" (Reiter 2003; Drechsler 2011, §7.1.2):
-            r_p = tr(B_m Ū_m^{-1}) / (m k)
-            S = dᵀ Ū_m^{-1} d / (k (1 + r_p))   ~  F_{k, ν_p}
-            ν_p = 4 + (t − 4)(1 + (1 − 2/t)/r_p)²
-        "full-same-n" (the matrix form of Raab, Nowok & Dibben 2016):
-            T_s = Ū_m (k/n + (1 + k/n)/m)  (proper),   Ū_m (k/n + 1/m)  (not proper)
-            S = dᵀ T_s^{-1} d / k   ~  F_{k, ∞} = χ²_k / k       (m = 1 allowed)
-        "full-population" (Reiter 2005):
-            r_f = (1 + 1/m) tr(B_m Ū_m^{-1}) / k
-            S = dᵀ Ū_m^{-1} d / (k (r_f − 1))   ~  F_{k, ν_f}
-            ν_f = 4 + (t − 4)(1 − (1 − 2/t)/r_f)²
+    Partial rules: Reiter (2003); same units: the matrix form of Raab, Nowok & Dibben (2016),
+    ``F_{k, ∞}``; synthetic populations: Reiter (2005). Formulas: :doc:`/methods/utility`
+    (Multivariate tests).
 
     Parameters
     ----------
@@ -422,27 +365,6 @@ def combine_multivariate(
     DataWarning
         When ``t = k(m − 1) <= 4`` (code ``"SMALL_T"``): the degrees-of-freedom formula is
         intended for ``t > 4`` and ``ν = 4`` is returned.
-
-    Notes
-    -----
-    For ``k = 1`` each test is the square of the scalar rules' ``t`` statistic
-    (:func:`combine_scalar`), with ``ν`` close to the scalar degrees of freedom. The
-    full-synthesis test of the same units uses the variance of Raab, Nowok & Dibben (2016)
-    for every linear combination ``aᵀq̄`` at once, hence its matrix ``T_s``, with their normal
-    reference (synthpop refers its Wald-type lack-of-fit statistic to ``χ²`` likewise).
-
-    References
-    ----------
-    Reiter, J. P. (2003). Inference for partially synthetic, public use microdata sets.
-    *Survey Methodology* 29, 181–188.
-    Reiter, J. P. (2005). Significance tests for multi-component estimands from multiply
-    imputed, synthetic microdata. *Journal of Statistical Planning and Inference* 131,
-    365–377.
-    Raab, G. M., Nowok, B. & Dibben, C. (2016). Practical data synthesis for large samples.
-    *Journal of Privacy and Confidentiality* 7(3), 67–97.
-    Li, K. H., Raghunathan, T. E. & Rubin, D. B. (1991). Large-sample significance levels
-    from multiply imputed data using moment-based statistics and an F reference
-    distribution. *JASA* 86, 1065–1073.
 
     Examples
     --------
