@@ -1,7 +1,6 @@
 """Attribute risk: the engine alone (one-variable-different candidates, stabilised estimator with
 its diagnostics and a B = 200 bootstrap), on random Dirichlet draws of DPMPM shapes in an
-``ArrayModel`` (no MCMC). The worst case with a fitted DPMPM (n = 10,000, K = 30, H = 1,000) is
-``bench_attribute.py``."""
+``ArrayModel`` (no MCMC)."""
 
 from __future__ import annotations
 

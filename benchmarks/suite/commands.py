@@ -57,8 +57,7 @@ class Audit:
 
 
 class StartUp:
-    """CPU seconds of ``bayes-risk --help`` in a fresh process (goal: ≤ 0.15 s). Every
-    sub-command's ``--help`` and the imports they leave: ``bench_cli_startup.py``."""
+    """CPU seconds of ``bayes-risk --help`` in a fresh process (goal: ≤ 0.15 s)."""
 
     number = 1
     repeat = 1

@@ -1,8 +1,10 @@
-"""Identification risk: CEdata with m = 5 and 20 (Hornby & Hu's scenario 4, compat mode), and a
-large file (100,000 records, m = 5) per dataset and pooled."""
+"""Identification risk: CEdata with m = 5 and 20 (Hornby & Hu's scenario 4, compat mode), a
+large file (100,000 records, m = 5) per dataset and pooled, the knowledge sweep (against separate
+runs) and posterior replicates."""
 
 from __future__ import annotations
 
+import itertools
 import time
 import warnings
 
@@ -16,8 +18,7 @@ from ._data import CATEGORICAL, KNOWN, SYNTHESIZED, cart_release, ce
 
 class IdentificationCEdata:
     """``identification_risk`` as the R package IdentificationRiskCalculation computes it
-    (percentage radius 0.1, per dataset). The whole command beside the R package is
-    ``bench_identification_cli.py``."""
+    (percentage radius 0.1, per dataset)."""
 
     params = ([5, 20],)
     param_names = ["m"]
@@ -124,3 +125,102 @@ class KnownSweepCEdata:
 
     def peakmem_known_sweep(self):
         self._run()
+
+
+class KnownSweepSeparate:
+    """The knowledge sweep against separate runs (issue 33): per dataset, CEdata with a CART
+    release (uniform donor, random descent; m = 20), 6 candidates (Age, Income and Expenditure
+    within a 10 % percentage radius): ``known_sweep`` over the 64 subsets, or the 63
+    ``identification_risk`` calls of the non-empty subsets."""
+
+    CANDIDATES = ["Age", "Urban", "Marital", "Tenure", "Income", "Expenditure"]
+    RADIUS = {"Age": 0.1, "Income": 0.1, "Expenditure": 0.1}
+    params = (["known_sweep", "separate"],)
+    param_names = ["how"]
+    number = 1
+    timer = time.process_time  # CPU seconds of all threads: the machine may be shared
+    repeat = (1, 3, 120.0)
+    timeout = 600
+
+    def setup(self, how):
+        from bayes_risk.data import infer_schema
+        from bayes_risk.models import CARTSynthesizer
+
+        self.df = ce()
+        self.schema = infer_schema(self.df, categorical=CATEGORICAL,
+                                   continuous=["Age", "Expenditure", "Income"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = CARTSynthesizer(donor="uniform", unroutable="random_descent").fit(
+                self.df, schema=self.schema, synthesized=SYNTHESIZED, random_seed=[2021, 4])
+            self.syn = model.synthesize(20, random_seed=[2022, 4])
+        self._run(how)  # imports, numba and the compiled mask kernel loaded before timing
+
+    def _run(self, how):
+        from bayes_risk import identification_risk, known_sweep
+
+        kw = dict(schema=self.schema, progressbar=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if how == "known_sweep":
+                return known_sweep(self.df, self.syn, candidates=self.CANDIDATES,
+                                   match=MatchSpec(radius=self.RADIUS), **kw)
+            for k in range(1, len(self.CANDIDATES) + 1):
+                for s in itertools.combinations(self.CANDIDATES, k):
+                    syn = [c for c in s if c in SYNTHESIZED]
+                    radius = {c: r for c, r in self.RADIUS.items() if c in s} or None
+                    identification_risk(self.df, self.syn,
+                                        known=[*(c for c in s if c not in syn), *syn],
+                                        synthesized=syn, match=MatchSpec(radius=radius), **kw)
+            return None
+
+    def time_known_sweep(self, how):
+        self._run(how)
+
+    def peakmem_known_sweep(self, how):
+        self._run(how)
+
+
+class PosteriorReplicatesRisk:
+    """Identification risk from R posterior replicates (issue 12), Hornby & Hu's scenario 4
+    (CART with the per-leaf Bayesian bootstrap, m = 5, percentage radius 0.1): CEdata with
+    R = 200 and 1,000 (flat memory in R), and 100,000 generated CE-like records
+    (``make_ce_like``, never CEdata's name) with R = 200. Generation, matching, pooling and the
+    jackknife together."""
+
+    params = (["CEdata", "CE-like 100,000"], [200, 1000])
+    param_names = ["data", "R"]
+    number = 1
+    timer = time.process_time  # CPU seconds of all threads: the machine may be shared
+    repeat = (1, 2, 600.0)
+    timeout = 1800
+
+    def setup(self, data, R):
+        from bayes_risk.data import infer_schema, make_ce_like
+        from bayes_risk.models import CARTSynthesizer
+
+        if data != "CEdata" and R != 200:
+            raise NotImplementedError("100,000 records are run with R = 200 only")
+        self.df = ce() if data == "CEdata" else make_ce_like(100_000, random_seed=1)
+        schema = infer_schema(self.df, categorical=CATEGORICAL)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.model = CARTSynthesizer(progressbar=False).fit(
+                self.df, schema=schema, synthesized=SYNTHESIZED, random_seed=1)
+            self.syn = self.model.synthesize(5, random_seed=2)
+
+    def _run(self, R):
+        from bayes_risk import PosteriorReplicates, identification_risk
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return identification_risk(
+                self.df, self.syn, known=[*KNOWN, *SYNTHESIZED], synthesized=SYNTHESIZED,
+                categorical=CATEGORICAL, match=MatchSpec(radius=0.1), progressbar=False,
+                replicates=PosteriorReplicates(self.model, n=R, random_seed=3))
+
+    def time_identification(self, data, R):
+        self._run(R)
+
+    def peakmem_identification(self, data, R):
+        self._run(R)

@@ -1,6 +1,6 @@
 """Synthesis: sequential CART on CEdata (m = 20), CART on SD2011 with missing values, DPMPM fit
-(and the default fit on the ACS extract and NYexample), sequential regressions on CEdata
-(m = 20).
+(and the default fit on the ACS extract and NYexample, with and without structural zeros),
+sequential regressions on CEdata (m = 20).
 
 ``track_command_cpu`` times ``bayes-risk synthesize`` as a user runs it (a fresh process, CPU
 seconds of user + system): the figure compared with synthpop's ``syn()`` in the README's table,
@@ -162,8 +162,7 @@ class SeqRegCEdata:
 
 class DPMPMFit:
     """Gibbs fit of a DPMPM: the ACS-like demo table (14 categorical columns), K = 20, one chain
-    of 200 warm-up + 300 kept sweeps. The whole ``bayes-risk fit`` command on NYexample against
-    NPBayesImputeCat is ``bench_dpmpm.py``."""
+    of 200 warm-up + 300 kept sweeps."""
 
     params = ([2000],)
     param_names = ["n"]
@@ -233,6 +232,58 @@ class DPMPMDefaultFit:
         return 1000.0 * (time.process_time() - t0) / (run["chains"] * run["sweeps_per_chain"])
 
     track_sweep_ms.unit = "ms"
+
+
+class DPMPMStructuralZeros:
+    """A DPMPM (K = 30, one chain of 500 + 500 sweeps) fitted to the ACS extract
+    ``ss16pusa_sample_zeros.csv`` and to ``NYexample_X.csv``, without and with their tables of
+    structural zeros (issue 16 item 2); ``track_impossible_share`` is the share of the records
+    of m = 20 synthetic datasets that are impossible (0 with the zeros)."""
+
+    params = (["ss16pusa_sample_zeros", "NYexample"], ["without", "with"])
+    param_names = ["data", "zeros"]
+    number = 1
+    timer = time.process_time  # CPU seconds of all threads: the machine may be shared
+    repeat = (1, 2, 300.0)
+    timeout = 1200
+
+    FILES = {"ss16pusa_sample_zeros": ("ss16pusa_sample_zeros.csv", "ss16pusa_ds_MCZ.csv"),
+             "NYexample": ("NYexample_X.csv", "NYexample_MCZ.csv")}
+
+    def setup(self, data, zeros):
+        import pandas as pd
+
+        self.path, self.mcz = (SHARED_DATA / f for f in self.FILES[data])
+        for path in (self.path, self.mcz):
+            if not path.is_file():
+                raise NotImplementedError(f"{path.name} of the shared data is needed")  # skipped
+        self.df = pd.read_csv(self.path)
+
+    def _fit(self, zeros):
+        from bayes_risk.models.dpmpm import DPMPM
+
+        model = DPMPM(n_components=30, tune=500, draws=500, chains=1, progressbar=False,
+                      structural_zeros=self.mcz if zeros == "with" else None)
+        return _quiet(model.fit, self.df, categorical=list(self.df.columns), random_seed=1)
+
+    def time_fit(self, data, zeros):
+        self._fit(zeros)
+
+    def peakmem_fit(self, data, zeros):
+        self._fit(zeros)
+
+    def track_impossible_share(self, data, zeros):
+        import numpy as np
+
+        from bayes_risk.models.dpmpm.zeros import StructuralZeros, read_structural_zeros
+
+        model = self._fit(zeros)
+        table = StructuralZeros(read_structural_zeros(self.mcz), model.schema_.names,
+                                [c.levels for c in model.schema_])
+        return float(np.mean([table.contains(model._encode(s)).mean()
+                              for s in model.synthesize(20, random_seed=2)]))
+
+    track_impossible_share.unit = "share"
 
 
 class DPMPMSweep:
