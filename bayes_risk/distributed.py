@@ -1,25 +1,10 @@
 """Scale-out with Dask: the risk engines on a ``dask.distributed`` cluster.
 
-The functions here return exactly what the in-process functions return (same seed, same
-numbers, whatever the partition size or the number of workers). They do not re-implement any
-measure: each runs the same stages as its in-process twin and only moves the per-record stage
-onto the workers.
-
-* :func:`attribute_risk`: :func:`bayes_risk.attribute_risk` with
-  ``executor=DaskExecutor(client, partition_size)`` (:mod:`bayes_risk.executors`). The plan is
-  prepared once on the client (validation, harmonised data, the ``m`` augmented fits of the
-  stabilised estimator with the seeds the in-process path spawns, ``L = dataset_loglik``, the
-  draw-bootstrap counts), shipped to every worker once, the partitions of the records run the
-  evaluate stage on the workers, and the outputs are assembled once on the client.
-* :func:`identification_risk` and :func:`radius_sweep`: thin wrappers of the in-process
-  functions with ``executor=DaskExecutor(client, partition_size)`` (the records, replicates,
-  population counts and match rule are prepared once on the client; the record pool is shipped
-  to every worker once — once for a whole sweep —; partitions of the targets run the matching
-  engine on the workers; the measures are assembled once on the client), which also reduce dask
-  DataFrames to the columns the engine reads.
-
-``import bayes_risk`` never imports Dask; this module imports it when a function is called.
-Install with ``pip install "bayes-risk[dask]"``.
+:func:`attribute_risk`, :func:`identification_risk` and :func:`radius_sweep` run the in-process
+functions with ``executor=DaskExecutor(client, partition_size)`` (:mod:`bayes_risk.executors`):
+the same stages and exactly the same numbers, the per-record stage on the workers
+(:doc:`/user_guide/dask`). ``import bayes_risk`` never imports Dask; install it with
+``pip install "bayes-risk[dask]"``.
 """
 
 from __future__ import annotations
@@ -49,7 +34,15 @@ __all__ = [
     "DaskNotInstalledError",
 ]
 
-_check_partition_size = check_partition_size
+def _bound_call(fn: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` after checking the arguments bind (a ``ValidationError`` naming
+    ``name`` if not), so that a bad argument fails before any work is shipped."""
+    try:
+        inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as err:
+        raise ValidationError(f"invalid arguments for {name}: {err}.",
+                              code="INVALID_ARGUMENT") from err
+    return fn(*args, **kwargs)
 
 
 @contextlib.contextmanager
@@ -149,32 +142,14 @@ def attribute_risk(
     DaskNotInstalledError
         When ``dask.distributed`` is not installed.
 
-    Notes
-    -----
-    Computed once on the client: validation, the ``m`` augmented fits (stabilised estimator;
-    seeded exactly as in process), ``L = dataset_loglik`` and the draw-bootstrap counts. Shipped
-    to each worker once: the model, the augmented models, the original and the synthetic data.
-    Per partition on a worker: candidate sets, likelihoods, diagnostics and flags of its
-    records. Once on the client: priors, rank summaries, bootstrap quantiles and the record
-    table.
     """
     from bayes_risk.attribute.api import attribute_risk as in_process
 
     if "executor" in kwargs:
         raise ValidationError("executor: give client= (this function builds the executor).")
-    executor = DaskExecutor(client, partition_size=_check_partition_size(partition_size))
-    try:
-        inspect.signature(in_process).bind(
-            original, synthetic, model=model, records=records, progressbar=progressbar, **kwargs
-        )
-    except TypeError as err:
-        raise ValidationError(f"invalid arguments for attribute_risk: {err}.",
-                              code="INVALID_ARGUMENT") from err
-    return in_process(
-        original, synthetic, model=model, records=records, progressbar=progressbar,
-        executor=executor,
-        **kwargs,
-    )
+    executor = DaskExecutor(client, partition_size=check_partition_size(partition_size))
+    return _bound_call(in_process, "attribute_risk", original, synthetic, model=model,
+                       records=records, progressbar=progressbar, executor=executor, **kwargs)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -258,35 +233,14 @@ def identification_risk(
     DaskNotInstalledError
         When ``dask.distributed`` is not installed.
 
-    Notes
-    -----
-    Computed once on the client: validation, level harmonisation, encoding, population counts
-    (log-linear fits) and the match rule. Shipped to each worker once: the record pool (the
-    encoded known columns of the original and of every replicate, ``n × (R + 1)`` values per
-    known column). Per partition on a worker: the windows and matches of its targets (pooled
-    probabilities, or per-dataset counts). Once on the client: record- and file-level
-    measures, warnings.
-
-    With ``replicates=PosteriorReplicates(...)`` the unit of work is a batch of replicates
-    instead: the first batch is drawn and prepared on the client, the model(s) and the plan are
-    shipped to each worker once, each task draws, matches and reduces one batch
-    (``partition_size`` is not used), and the batches are pooled on the client in batch order
-    (same numbers, and the same stopping point of ``n="auto"``, as in process).
     """
     from bayes_risk.identification import api
 
-    executor = DaskExecutor(client, partition_size=_check_partition_size(partition_size))
+    executor = DaskExecutor(client, partition_size=check_partition_size(partition_size))
     original, synthetic = _collect_inputs(original, synthetic, known, kwargs)
-    args = (original, synthetic)
-    kwargs.update(known=known, synthesized=synthesized)
-    try:
-        inspect.signature(api.identification_risk).bind(
-            *args, progressbar=progressbar, executor=executor, **kwargs
-        )
-    except TypeError as err:
-        raise ValidationError(f"invalid arguments for identification_risk: {err}.",
-                              code="INVALID_ARGUMENT") from err
-    return api.identification_risk(*args, progressbar=progressbar, executor=executor, **kwargs)
+    return _bound_call(api.identification_risk, "identification_risk", original, synthetic,
+                       known=known, synthesized=synthesized, progressbar=progressbar,
+                       executor=executor, **kwargs)
 
 
 def radius_sweep(
@@ -308,7 +262,7 @@ def radius_sweep(
     """
     from bayes_risk.identification.radius import radius_sweep as _sweep
 
-    executor = DaskExecutor(client, partition_size=_check_partition_size(partition_size))
+    executor = DaskExecutor(client, partition_size=check_partition_size(partition_size))
     original, synthetic = _collect_inputs(original, synthetic, known, kwargs)
     return _sweep(original, synthetic, known=known, synthesized=synthesized, radii=radii,
                   executor=executor, **kwargs)

@@ -1,16 +1,6 @@
-"""Utility against identification risk, per synthetic dataset and over repeated syntheses.
-
-Hornby & Hu (2021, §4.2–4.3) weigh a release's utility against its identification risk: one
-point per synthetic dataset (propensity-score utility on one axis, expected match risk on the
-other) with a rectangle from the first to the third quartile on both axes, one colour per
-synthesis scenario (their Figs 8–9); and, to see what the number of released datasets ``m``
-does, the synthesis repeated many times for each ``m``, each repetition one point (risk and
-utility averaged over its ``m`` datasets), drawn as a "2D box plot": the quartile rectangle
-with whiskers to the minimum and maximum (their Fig. 10).
-
-The measures are those of :func:`~bayes_risk.pmse` and
-:func:`~bayes_risk.identification_risk` (per dataset, or pooled over a release's datasets),
-called here, never re-implemented.
+"""Utility against identification risk, per synthetic dataset and over repeated syntheses
+(Hornby & Hu 2021, §4.2–4.3, Figs 8–10): the measures of :func:`~bayes_risk.pmse` and
+:func:`~bayes_risk.identification_risk`, called here, never re-implemented.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""Compare synthesis visit orders by utility and identification risk (Caiola & Reiter 2010 §3.2).
-
-Sequential synthesizers (CART, random forests, sequential regressions) depend on the order in
-which the columns are visited, and no theory says which order is best. Caiola & Reiter recommend
-that the agency "experiment with several orderings to determine which produces datasets with the
-most desirable risk-utility profile": :func:`compare_visit_orders` synthesizes the same data once
-per order and tabulates a global utility measure (pMSE) and the identification risk of each
-release.
+"""Compare synthesis visit orders by utility and identification risk (Caiola & Reiter 2010 §3.2):
+:func:`compare_visit_orders` synthesizes the same data once per order and tabulates pMSE and
+identification risk.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""anonymeter's attacks on a synthetic release (Giomi et al. 2023): singling out and
-linkability, each read against the same attack on a holdout (records the synthesis did not use)
-and a baseline of random guesses (methods page, Singling out and linkability).
-
-* :func:`singling_out_risk` — predicates that isolate one person
-  (:mod:`bayes_risk.attacks.singling_out`, :mod:`bayes_risk.attacks.predicates`);
-* :func:`linkability_risk` — two tables about the same people linked through nearest synthetic
-  rows (:mod:`bayes_risk.attacks.linkability`);
-* :mod:`bayes_risk.attacks.rates` — the Wilson success rates and the risk read from them.
+"""anonymeter's attacks on a synthetic release (Giomi et al. 2023): :func:`singling_out_risk`
+and :func:`linkability_risk`, each read against a holdout and a baseline of random guesses
+(:mod:`bayes_risk.attacks.rates`; :doc:`/methods/attacks`).
 """
 
 from __future__ import annotations

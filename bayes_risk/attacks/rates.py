@@ -1,21 +1,6 @@
-"""Success rates of an attack and the privacy risk read from them, as anonymeter computes them
-(Giomi et al. 2023, §4; anonymeter's ``stats/confidence.py``).
-
-An attack makes ``n`` attempts of which ``k`` succeed. Its success rate is the centre of the
-Wilson score interval at confidence level ``1 − α``,
-
-.. math:: \\hat r = \\frac{k + z^2/2}{n + z^2}, \\qquad
-          \\delta = \\frac{z}{n + z^2} \\sqrt{\\frac{k (n - k)}{n} + \\frac{z^2}{4}},
-
-with ``z`` the ``1 − α/2`` quantile of the standard normal, and ``δ`` its half-width. The risk
-of the release is the main attack's success beyond the control attack's (the same attack on
-records that were not used for the synthesis), over what the control attack leaves,
-
-.. math:: R = \\frac{\\hat r_{main} - \\hat r_{control}}{1 - \\hat r_{control}},
-
-its error propagated from both half-widths to first order; the point and the interval
-``R ± δ_R`` are clipped to ``[0, 1]``. Without a control the risk is the main attack's success
-rate itself.
+"""Success rates of an attack (Wilson score centres) and the privacy risk read from them,
+``(r_main − r_control) / (1 − r_control)`` clipped to ``[0, 1]``, as anonymeter computes them
+(Giomi et al. 2023, §4): :doc:`/methods/attacks`.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Row alignment of a release with the original: record i of every dataset is record i.
 
-Identification and attribute risk compare record i of the original with row i of each released
-dataset (the true match, the target's own synthetic values). A shuffled or re-sorted file, or
-another table of the same shape, breaks that correspondence silently: the true match rate falls
-to about 0 and the expected match risk to a fraction of its value, with every number plausible.
-Alignment is checked on every column that is released unchanged — the manifest's unsynthesized
-columns, or, for plain files, every shared column not declared synthesized — not only on the
-columns the intruder knows. The original's fingerprint
-(``bayes_risk.data.fingerprint.check_original``) covers the releases with no unsynthesized
-column. Plain files (no manifest, so no fingerprint) have their declared synthesized columns
-checked by their row-by-row association with the original's (:func:`row_association`).
+A shuffled or re-sorted file breaks that silently, every number plausible
+(:doc:`/user_guide/data`, Row alignment and the original's fingerprint). Checked on every column
+released unchanged; the original's fingerprint covers releases without one; plain files have
+their synthesized columns checked by :func:`row_association`.
 """
 
 from __future__ import annotations

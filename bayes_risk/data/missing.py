@@ -1,19 +1,6 @@
-"""Missing values: declared missing-value codes and the missingness of a column.
-
-A missing value is an empty cell (``NaN`` / ``None`` / ``pd.NA``) or, in a numeric column, a value
-declared as a **missing-value code** of the column — synthpop's ``cont.na``, e.g. ``-8`` ("not
-applicable") in several SD2011 columns. Codes are part of the :class:`~bayes_risk.data.Schema`
-(``infer_schema(df, missing_codes={"nociga": [-8]})``; ``--missing-code nociga=-8`` on the
-command line), so they travel with a ``SyntheticData`` release. Each measure then applies its
-documented policy (user guide, Missing values):
-
-* pMSE: a categorical column's missing value is a level of its own; a numeric column gets one
-  0/1 indicator per kind of missing value (empty, each code) and its missing values are set to 0
-  (synthpop's ``utility.gen``);
-* disclosure measures: a missing value is a level (``"Missing"``); each code is a level of its own;
-* identification: a target's missing known value matches any released value (default) or only a
-  missing one (``missing_known="level"``);
-* attribute risk: a record's missing synthesized values are integrated out by the model.
+"""Missing values: declared missing-value codes (part of the
+:class:`~bayes_risk.data.Schema`, synthpop's ``cont.na``) and the missingness of a column. Each
+measure's policy: :doc:`/user_guide/data`, Missing values.
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """Provenance: does a model belong to a release, and are a release's datasets distinct?
 
-Every measure that takes a fitted model beside a release (attribute, membership and posterior
-identification risk, the audit) computes the risk *of that model's release*: the columns it
-leaves unchanged are treated as released, its posterior draws stand for the ones the release
-was drawn from. A model that did not make the release gives other risks with every number
-plausible (a CART model of Income alone scores a release that also synthesized Tenure as if
-Tenure were released unchanged; a DPMPM with K = 3 scores the release of one with K = 5).
-
-* :func:`model_id` — a SHA-256 of a fitted model's content (method, settings, schema with its
-  roles, synthesized records, the fingerprint of the table it was fitted to, its fitted
-  parameters: posterior draws or trees). A release made by the package's synthesizers records
-  it in its manifest (``model_id``); a saved model folder in its ``model.json``.
-* :func:`check_release_model` — refuses a model that did not make the release
-  (``MODEL_DIFFERS``), with a warning of the same code when the caller allows it.
-* :func:`check_distinct_files` — refuses the same file given as two datasets of a release (its
-  path twice, or a link to another dataset's file: ``DUPLICATE_DATASETS``);
-  :func:`check_distinct_datasets` warns (same code) when two datasets hold the same values (a
-  copy, or a synthesizer that drew the same dataset twice: equal contents cannot be told from a
-  chance draw).
+A model that did not make the release gives other risks, every number plausible
+(:doc:`/user_guide/provenance`). :func:`model_id` hashes a fitted model's content (recorded in a
+release's manifest and a saved model's ``model.json``); :func:`check_release_model` refuses
+another model (``MODEL_DIFFERS``); :func:`check_distinct_files` and
+:func:`check_distinct_datasets` catch a dataset given twice (``DUPLICATE_DATASETS``).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ the folder appears complete or not at all.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -355,14 +355,6 @@ class SyntheticData:
             return False
         same_data = all(a.equals(b) for a, b in zip(self.datasets, other.datasets, strict=False))
         return same_data and self.manifest() == other.manifest()
-
-    @classmethod
-    def from_mapping(cls, datasets: Mapping[str, pd.DataFrame], **kw: Any) -> SyntheticData:
-        """Build from ``{name: DataFrame}`` (names kept in ``extra['names']``)."""
-        names = list(datasets)
-        extra = dict(kw.pop("extra", {}) or {})
-        extra["names"] = names
-        return cls([datasets[k] for k in names], extra=extra, **kw)
 
 
 # ------------------------------------------------------------------------- manifest validation

@@ -1,11 +1,6 @@
-"""Identification disclosure risk of partially synthetic data (Hu 2019 §4).
-
-* :func:`identification_risk` — match probabilities, declared matches, record- and file-level
-  measures (pooled or per dataset; intruder knows membership or not).
-* :func:`radius_sweep` — risk over a grid of radii and the maximising radius (Hornby & Hu 2021
-  §4.1).
-* :func:`known_sweep` — risk over subsets of the intruder's known variables, the Pareto frontier
-  and the drivers of the risk (Hu 2019 §5; ``knowledge``).
+"""Identification disclosure risk of partially synthetic data (Hu 2019 §4):
+:func:`identification_risk`, :func:`radius_sweep` (Hornby & Hu 2021 §4.1) and
+:func:`known_sweep` (Hu 2019 §5); :doc:`/methods/identification`.
 
 The engine is ``prepare → evaluate(partition of targets) → assemble``: ``prepare`` (validation
 and the typed plan of ``plan``, reading ``inputs``, ``encoding`` and ``population``),

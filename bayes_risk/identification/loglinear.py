@@ -1,11 +1,5 @@
-"""Population counts from an all-two-way log-linear model fitted by IPF (Hu 2019 §4.2.3).
-
-The known quasi-identifiers are cross-classified; sample cell counts ``f_t`` are modelled as
-Poisson with ``log μ_t`` = all main effects + all two-way interactions, fitted by iterative
-proportional fitting. With Bernoulli sampling at rate ``a = n / population_size`` the population
-count is
-``F_t = f_t + Poisson((1 − a) λ_t)``, ``λ_t = μ_t / a`` (Elamir & Skinner 2006 as used by
-Drechsler & Reiter 2008; the conversion from ``μ̂`` to ``F̂`` is provisional).
+"""Population counts from an all-two-way log-linear model fitted by IPF (Hu 2019 §4.2.3;
+:doc:`/methods/identification`, Population counts from a log-linear model).
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
-"""Match rules for identification risk (methods, Matching rules).
-
-A released record matches a target's key when **every** known column matches:
-
-* categorical / ordinal columns, and count columns without a radius, by equality of codes;
-* continuous columns, and count columns given a radius, inside a window ``t_j ± R_j`` whose
-  radius ``R_j`` is ``absolute`` (``r_j``), ``percentage`` (``r_j·|t_j|``, optionally floored at
-  ``r_min_j``; ``legacy_signed`` uses ``r_j·t_j`` as the R package does) or ``quantile_sd``
-  (standard deviation of the quantile group of the confidential values holding ``t_j``,
-  Drechsler & Reiter 2009);
-* several radius columns combine as a ``rectangle`` (each column separately), an ``ellipse``
-  (``Σ ((x_j − t_j)/R_j)² ≤ 1``), a ``mahalanobis`` ball (``(x − t)ᵀ S⁻¹ (x − t) ≤ r²`` with ``S``
-  the covariance of the original's values of those columns; Hu 2019 §4.2.2) or the package's
-  ``legacy_hh_euclid`` rule.
-
-The Mahalanobis ball is evaluated as a Euclidean ball of radius ``r`` after whitening every value
-with the Cholesky factor of ``S`` (:func:`mahalanobis_whitening`); the unsynthesized columns come
-first, so their whitened coordinates depend on unsynthesized values only and stay the same in
-every replicate.
+"""Match rules for identification risk: exact codes, windows ``t_j ± R_j`` of the radius types
+(``absolute``, ``percentage``, ``legacy_signed``, ``quantile_sd``) combined as a ``rectangle``,
+``ellipse``, ``mahalanobis`` ball (a Euclidean ball after :func:`mahalanobis_whitening`,
+unsynthesized columns first) or ``legacy_hh_euclid`` (:doc:`/methods/identification`, Matching
+rules).
 
 Every window is turned into a closed float interval ``[lo, hi]``: an open window ``(t−R, t+R)``
 becomes ``[nextafter(t−R, +inf), nextafter(t+R, −inf)]``, which is exactly equivalent for

@@ -1,13 +1,9 @@
 """Posterior Monte Carlo replicates for identification risk (Drechsler & Reiter 2008, eq. 5).
 
-The identification probability integrates over the intruder's uncertainty about the confidential
-values of the synthesized known columns,
-``Pr(J = j | t, D, M) = ∫ Pr(J = j | t, D, Y_rep, M) p(Y_rep | t, D, M) dY_rep``. By default the
-``m`` released datasets stand in for ``m`` draws of ``Y_rep``; :class:`PosteriorReplicates` draws
-``R ≫ m`` of them from a fitted synthesis model instead, in batches (memory follows the distinct
-matched pairs, not ``R``: the jackknife groups' sums wait in a temporary folder), pools them
-(Reiter & Mitra 2009) and reports the Monte Carlo error of every measure
-(:mod:`bayes_risk.identification.uncertainty`).
+:class:`PosteriorReplicates` draws ``R ≫ m`` replicates of the synthesized known columns from a
+fitted model, in batches (memory follows the distinct matched pairs, not ``R``), pools them
+(Reiter & Mitra 2009) and reports the Monte Carlo error
+(:mod:`bayes_risk.identification.uncertainty`; :doc:`/user_guide/posterior_replicates`).
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
-"""Record-level and file-level identification-risk measures (methods, Record and file measures).
-
-Record level (per target ``τ``): ``c`` (size of the declared top set), ``T`` (true record in it),
-``K = 1(c = 1 ∧ T = 1)``, ``W = 1(c = 1 ∧ T = 0)``, ``IR = T / c`` (0 when ``c = 0``).
-File level (names as in the methods page Identification disclosure risk):
-
-=========================  ======================  ==========================================
-name                       formula                 source
-=========================  ======================  ==========================================
-expected_match_risk        Σ IR                    D&R 2008; H&H 2021 eq. 2; Hu 2019 eq. 21
-expected_match_rate        Σ IR / N_T              Wang & Reiter 2012
-true_match_risk            Σ K                     D&R 2008
-n_unique                   U = Σ 1(c = 1)          D&R 2008; Hu 2019 ``s``; C&R 2010 ``g``
-true_match_rate_targets    Σ K / N_T               Hu 2019 eq. 22; C&R 2010
-true_match_rate_unique     Σ K / U                 D&R 2008 Tables 3–6
-false_match_rate           Σ W / U                 Hu 2019 eq. 23; C&R 2010
-=========================  ======================  ==========================================
-
-D&R 2008: Drechsler & Reiter (2008); H&H 2021: Hornby & Hu (2021); C&R 2010: Caiola & Reiter
-(2010).
+"""Record-level (``c``, ``T``, ``K``, ``W``, ``IR``) and file-level identification-risk measures
+(``expected_match_risk``, ``true_match_rate_targets``, ``false_match_rate``, ...): formulas and
+sources in :doc:`/methods/identification`, Record and file measures.
 
 ``U = 0`` gives ``nan`` rates and the warning code ``ZERO_UNIQUE``.
 """

@@ -1,18 +1,9 @@
 """Monte Carlo error and replicate spread of identification-risk measures.
 
-Two kinds of uncertainty are reported for a run over ``R`` posterior replicates, and their names
-say which is which:
-
-* ``mc_…`` — **Monte Carlo error** of the pooled (Reiter & Mitra 2009) values, i.e. how much the
-  reported numbers would move with another set of ``R`` replicates from the same model. The
-  pooled measures are discontinuous functions (top sets, ties) of the averaged match
-  probabilities, so the delta method does not apply; the error is estimated with the
-  delete-a-group jackknife over ``G`` groups of replicates (groups of whole batches; Shao & Wu
-  1989 show the delete-``d`` jackknife is consistent for such non-smooth statistics when ``d``
-  grows with ``R``).
-* ``replicate_…`` — the **spread over replicates** of the per-replicate measures (each replicate
-  evaluated on its own, as one released dataset is in Hornby & Hu 2021): quantiles, and the
-  mean with its exact iid standard error ``sd / √R`` (replicates are iid given the model).
+``mc_…``: the Monte Carlo error of the pooled values (delete-a-group jackknife over groups of
+replicates; Shao & Wu 1989); ``replicate_…``: the spread of the per-replicate measures
+(quantiles, mean and ``sd / √R``). :doc:`/user_guide/posterior_replicates`, Two kinds of
+uncertainty.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
-"""Utility measures of synthetic data (methods, Utility measures).
-
-* :func:`combine_scalar` — combining rules of the release's generation scheme (partial: Reiter
-  2003; full synthesis of the same units: Raab, Nowok & Dibben 2016; samples from synthetic
-  populations: Raghunathan, Reiter & Rubin 2003); :func:`combine_multivariate` — the Wald test
-  of several estimands under the same scheme (Reiter 2003; Raab, Nowok & Dibben 2016; Reiter
-  2005);
-* :func:`pmse` — propensity-score mean squared error with its null (theory, permutation, pairs);
-* :func:`ci_overlap`, :func:`std_coef_diff` — interval overlap and standardised differences;
-* :func:`compare_estimates` — a statsmodels formula on the original vs. combined synthetic fits;
-* :func:`utility_summary` — everything ``bayes-risk utility`` writes.
+"""Utility measures of synthetic data (:doc:`/methods/utility`): combining rules
+(:func:`combine_scalar`, :func:`combine_multivariate`), :func:`pmse`, :func:`ci_overlap`,
+:func:`std_coef_diff`, :func:`compare_estimates` and :func:`utility_summary` (what
+``bayes-risk utility`` writes).
 """
 
 from bayes_risk.utility.combining import (

@@ -1,15 +1,9 @@
-"""Original vs synthetic comparison of user-chosen estimates.
+"""Original vs synthetic comparison of user-chosen estimates (:doc:`/methods/utility`).
 
-Combining rules chosen by how the release was made (Reiter 2003; Raab, Nowok & Dibben 2016;
-Raghunathan, Reiter & Rubin 2003), interval overlap of Karr et al. (2006), standardised
-differences of Snoke et al. (2018).
-
-A statsmodels formula is fitted on the original table and on every synthetic dataset; the
-synthetic estimates are combined (:func:`combine_scalar`, rules from ``choose_rules``) and
-each term's
-original and combined intervals are compared by interval overlap and standardised difference.
-The same per-estimand machinery (:func:`estimand_row`) serves the default estimands of
-:func:`~bayes_risk.utility.summary.utility_summary` (means and proportions).
+A statsmodels formula is fitted on the original and on every synthetic dataset; the synthetic
+estimates are combined (:func:`combine_scalar`, rules from ``choose_rules``) and compared by
+interval overlap and standardised difference. :func:`estimand_row` also serves the default
+estimands of :func:`~bayes_risk.utility.summary.utility_summary`.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
-"""Confidence-interval overlap and standardised coefficient differences.
-
-Karr et al. (2006); Snoke et al. (2018), §5.
-
-For an estimand with original interval ``(L_o, U_o)`` and synthetic interval ``(L_s, U_s)``
-(combined over the ``m`` datasets with :func:`~bayes_risk.utility.combining.combine_scalar`):
-
-* ``kind="length"`` — Karr et al.'s ``J_k``: the overlap's length as a share of each interval,
-  averaged, in [0, 1];
-* ``kind="signed"`` — Snoke et al. (eq. 7) / synthpop ``ci.overlap``: the same without the
-  positive part, so negative values measure the gap between disjoint intervals;
-* ``kind="probability"`` — Karr et al.'s ``I_k``: half the sum of the probability each estimated
-  sampling density puts on the other interval.
+"""Confidence-interval overlap (Karr et al. 2006; Snoke et al. 2018 eq. 7: ``kind="length"``,
+``"signed"``, ``"probability"``) and standardised coefficient differences (Snoke et al. 2018,
+§5): :doc:`/methods/utility`.
 """
 
 from __future__ import annotations

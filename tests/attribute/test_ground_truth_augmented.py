@@ -13,8 +13,8 @@ fits on ``y ∪ Z`` agreed with it. Two things are checked here:
   the exact means of α and of the number of occupied classes over the following sweeps (the
   test's power: a bias of α of about 0.07; pooled over the runs quoted there, −0.005 ± 0.009).
 
-What remains is a property of short runs, measured in ``benchmarks/study_augmented_alpha.py`` of commit 977bc9f
-(docs, methods, the stabilised estimator).
+What remains is a property of short runs, measured in ``benchmarks/study_augmented_alpha.py``
+of commit 977bc9f (docs, methods, the stabilised estimator).
 """
 
 from __future__ import annotations

@@ -225,7 +225,8 @@ def test_default_fit_leaves_the_many_class_state_on_nozeros_seed_31():
     """Issue 10.1: the default fit of ``ss16pusa_sample_nozeros.csv`` (K = 80) with seed 31
     had both chains at α ≈ 118 with ≈ 58.5 occupied classes and passed every convergence
     check; the posterior, where every other surveyed chain agrees, is at α ≈ 0.59 and ≈ 4.75
-    classes (seeds 2–4: 0.584–0.598 and 4.72–4.83; benchmarks/survey_dpmpm_defaults.py of commit 977bc9f).
+    classes (seeds 2–4: 0.584–0.598 and 4.72–4.83; benchmarks/survey_dpmpm_defaults.py of
+    commit 977bc9f).
     With α bounded in the first 100 warm-up sweeps the fit must be there, every
     chain: its mean α within 0.2 of 0.6 and its mean number of classes within 0.5 of 4.7 (the
     trapped chains were 100 and 50 away). CPU ≈ 18 s."""
