@@ -1,11 +1,11 @@
 """The exact reference of the augmented-fit α study, checked by an independent enumeration.
 
-``benchmarks/study_augmented_alpha.py`` of commit 977bc9f measures the DPMPM's α on ``y ∪ Z``
-(n = 40, two binary columns, K = 3) against ``tests/_exact.dpmpm_exact``, which merges
-allocation states cell by cell and integrates α by the trapezoid rule in log α. Here the same
-posterior is computed another way: every labelled allocation of the counts of the four cells to
-the three classes (no merging of states, 13.8 million count tables for y ∪ Z), φ integrated conjugately, the truncated sticks
-integrated in closed form, and α integrated by adaptive quadrature on (0, ∞) in α itself.
+``benchmarks/study_augmented_alpha.py`` of commit 977bc9f measures the DPMPM's α on ``y ∪ Z`` (n =
+40, two binary columns, K = 3) against ``tests/_exact.dpmpm_exact``, which merges allocation states
+cell by cell and integrates α by the trapezoid rule in log α. Here the same posterior is computed
+another way: every labelled allocation of the counts of the four cells to the three classes (no
+merging of states, 13.8 million count tables for y ∪ Z), φ integrated conjugately, the truncated
+sticks integrated in closed form, and α integrated by adaptive quadrature on (0, ∞) in α itself.
 """
 
 from __future__ import annotations
