@@ -10,7 +10,6 @@ __all__ = [
     "logsumexp",
     "normalise_log",
     "ties",
-    "log_ties",
     "threaded_map",
     "threaded_ufunc",
     "TIE_RTOL",
@@ -63,18 +62,6 @@ def ties(
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     return np.abs(a - b) <= rtol * np.maximum(np.abs(a), np.abs(b)) + atol
-
-
-def log_ties(
-    la: np.ndarray | float, lb: np.ndarray | float, atol: float = LOG_TIE_ATOL
-) -> np.ndarray:
-    """``a`` ties ``b`` on the log scale: ``|log a - log b| <= 1e-9`` (``-inf`` ties ``-inf``)."""
-    la = np.asarray(la, dtype=np.float64)
-    lb = np.asarray(lb, dtype=np.float64)
-    both_ninf = np.isneginf(la) & np.isneginf(lb)
-    with np.errstate(invalid="ignore"):
-        close = np.abs(la - lb) <= atol
-    return both_ninf | close
 
 
 _POOL: dict[tuple[str, int], object] = {}

@@ -40,24 +40,9 @@ def read_table(
 ) -> pd.DataFrame:
     """Read a CSV or Parquet file into a DataFrame, as the file holds it.
 
-    The reading rules (user guide, Data › Reading rules):
-
-    * **Missing values.** Only an empty field is missing (R's ``write.csv`` writes ``NA`` as an
-      empty field when asked, and the shared data sets are written so). Texts such as ``NA``,
-      ``None``, ``null`` or ``n/a`` are labels like any other — pandas would read them as
-      missing — with warning ``NA_LIKE_LABEL``; a label is declared missing per column through
-      ``missing_labels`` (``--missing-code COL=LABEL``).
-    * **Types.** A column is numeric when every non-empty field is a plain number. A column of
-      numbers written with thousands separators (``"1,234"``) is refused
-      (``THOUSANDS_SEPARATOR``): read as text, it would become a categorical column of hundreds
-      of levels. Integer codes with leading zeros (``015``) are kept as text labels, as written
-      (``LEADING_ZEROS``), not read as the number 15.
-    * **Row index.** An unnamed first column of distinct integers is a row index saved with the
-      table: ``1..n`` or ``0..n-1`` is dropped silently (R's and pandas' defaults), any other
-      with warning ``INDEX_COLUMN``. Any other column without a name is refused
-      (``UNNAMED_COLUMN``).
-    * **Damaged files.** A row with fewer or more fields than the header (a truncated last
-      line, a stray separator) is refused (``ROW_LENGTH``), naming the line.
+    Only an empty field is missing (``NA``-like texts are labels, ``NA_LIKE_LABEL``); thousands
+    separators are refused; leading zeros are kept as text; a saved row index is dropped; a
+    row of the wrong length is refused. The rules: :doc:`/user_guide/data`, Reading rules.
 
     Parameters
     ----------

@@ -73,7 +73,7 @@ class CombinedScalar(RiskResult):
         ``ν_p = (m − 1)(1 + 1/r_m)^2``; ``inf`` when ``b_m = 0`` or ``m = 1``. With
         ``m < 5`` (partial rules) ``r_m`` is replaced by its upper quartile bound
         ``r_m (m − 1) / χ²_{m−1}(0.25)``, where Reiter's ``ν_p`` undercovers
-        (:func:`~bayes_risk.utility.combine_scalar`, Notes).
+        (:doc:`/methods/utility`, Combining rules).
     ci_lower, ci_upper : float
         ``q̄_m ∓ t_{ν_p, 1−α/2} sqrt(T_p)`` (normal quantile when ``ν_p = inf``).
     alpha : float

@@ -151,16 +151,7 @@ def combine_scalar(
     >>> round(f.total_var, 6), f.df
     (0.35, inf)
     """
-    rules = check_rules(rules)
-    if not isinstance(proper, (bool, np.bool_)):
-        raise ValidationError(f"proper must be True or False. Got {proper!r}.")
-    try:
-        size_ratio = float(size_ratio)
-    except (TypeError, ValueError) as err:
-        raise ValidationError(f"size_ratio must be a positive number. Got {size_ratio!r}.") \
-            from err
-    if not (math.isfinite(size_ratio) and size_ratio > 0):
-        raise ValidationError(f"size_ratio must be a positive number (k/n). Got {size_ratio!r}.")
+    rules, proper, size_ratio = _checked(rules, proper, size_ratio)
     qa = _as_vector(q, "q")
     ua = _as_vector(u, "u")
     if qa.shape != ua.shape:
@@ -177,7 +168,7 @@ def combine_scalar(
     m = qa.size
     codes: list[str] = []
     if rules != "partial":
-        return _combine_full(qa, ua, alpha, rules, bool(proper), size_ratio)
+        return _combine_full(qa, ua, alpha, rules, proper, size_ratio)
     if m == 1:
         warnings.warn(
             "combine_scalar with m = 1: the between-dataset variance is undefined, so the "
@@ -281,11 +272,15 @@ def _rules_of(rules: Any, proper: bool | None, size_ratio: float | None
         rec_proper = rules.get("combining_proper", True)
         rec_ratio = rules.get("combining_size_ratio", 1.0)
         rules = rules["combining_rules"]
+    return _checked(rules, rec_proper if proper is None else proper,
+                    rec_ratio if size_ratio is None else size_ratio)
+
+
+def _checked(rules: Any, proper: Any, size_ratio: Any) -> tuple[str, bool, float]:
+    """``(rules, proper, size_ratio)`` validated: a known rules name, a bool, a positive k/n."""
     rules = check_rules(rules)
-    proper = rec_proper if proper is None else proper
     if not isinstance(proper, (bool, np.bool_)):
         raise ValidationError(f"proper must be True or False. Got {proper!r}.")
-    size_ratio = rec_ratio if size_ratio is None else size_ratio
     try:
         size_ratio = float(size_ratio)
     except (TypeError, ValueError) as err:
