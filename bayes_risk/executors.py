@@ -1,13 +1,9 @@
 """Where the per-partition stage of a risk engine runs: in process, or on a Dask cluster.
 
-Every engine is ``prepare → evaluate(partition) → assemble``. Only the middle stage is
-distributed: the engine prepares a plan once, splits its records (or targets) into partitions,
-hands ``(evaluate, plan, partitions)`` to an executor, and assembles the partial outputs it gets
-back, in partition order. Because the partitions and the random streams are fixed by the engine
-and not by the executor, the same seed gives the same numbers in process and on any cluster.
-
-``executor=None`` (every engine's default) runs in process. A ``distributed.Client`` or a
-:class:`DaskExecutor` runs on the cluster; ``import bayes_risk`` never imports Dask.
+Every engine is ``prepare → evaluate(partition) → assemble``; only the middle stage goes to the
+executor, and the partitions and random streams are fixed by the engine, so the same seed gives
+the same numbers in process and on any cluster (:doc:`/user_guide/dask`). ``executor=None``
+runs in process; ``import bayes_risk`` never imports Dask.
 """
 
 from __future__ import annotations

@@ -112,11 +112,6 @@ def compare_visit_orders(
     ValidationError
         Empty or inconsistent orders, a synthesizer without ``fit``/``synthesize``.
 
-    References
-    ----------
-    Caiola, G. & Reiter, J. P. (2010). Random forests for generating partially synthetic,
-    categorical data. Transactions on Data Privacy 3, 27–42 (§3.2 and §5).
-
     Examples
     --------
     >>> from bayes_risk import make_acs_like

@@ -154,10 +154,8 @@ class MatchSpec:
 class PopulationSpec:
     """Whether the intruder knows who is in the sample, and the population counts if not.
 
-    With known membership a target's matching records share its probability (``1/n_t`` each).
-    With unknown membership the target may be outside the sample: each of the ``n_t`` matches
-    gets ``min(1/F_t, 1/n_t)`` and ``Pr(J = n+1) = max(0, 1 − n_t/F_t)``, where ``F_t`` is the
-    number of population units with the target's key (Drechsler & Reiter 2008, eqs. 5–7).
+    Unknown membership: each of the ``n_t`` matches gets ``min(1/F_t, 1/n_t)`` (Drechsler &
+    Reiter 2008, eqs. 5–7; :doc:`/methods/identification`).
 
     Parameters
     ----------

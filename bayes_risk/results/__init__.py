@@ -1,16 +1,10 @@
-"""One result family: every measure of bayes-risk returns a :class:`RiskResult`.
+"""One result family: every measure of bayes-risk returns a :class:`RiskResult`, with
+``summary()``, ``to_dict()``, ``to_dataframe()``, ``plot(kind=..., ax=None)`` and
+``structured_warnings`` (:doc:`/user_guide/results`).
 
-Each result has ``summary()`` (a printable :class:`Summary`: text, Markdown, HTML, shown in a
-notebook), ``to_dict()`` (JSON-safe; what the command line writes to ``summary.json``),
-``to_dataframe()`` (its main table), ``plot(kind=..., ax=None)`` (drawn on the given or
-pyplot's current Axes, which it returns; matplotlib is imported only then) and
-``structured_warnings`` (:class:`ResultWarning`: code, message, where).
-
-The classes are defined here and re-exported where their measures live
-(``bayes_risk.AttributeRiskResult``, ``bayes_risk.attribute.AttributeRiskResult``, …).
-Names are imported on first use (PEP 562), so that a measure's module loading its own result
-class does not import every other family's (the identification command, for one, never needs
-the attribute, disclosure or utility classes).
+The classes are defined here and re-exported where their measures live. Names are imported on
+first use (PEP 562), so that a measure loading its own result class does not import every other
+family's.
 """
 
 from __future__ import annotations

@@ -86,12 +86,8 @@ def ci_overlap(
 ) -> OverlapResult:
     """Overlap of original and synthetic confidence intervals (Karr et al. 2006).
 
-    With ``L_ov = max(L_o, L_s)`` and ``U_ov = min(U_o, U_s)``:
-
-    * length (Karr's ``J_k``): ``½ [(U_ov − L_ov)₊/(U_o − L_o) + (U_ov − L_ov)₊/(U_s − L_s)]``;
-    * signed (Snoke eq. 7): the same without the positive part ``₊``;
-    * probability (Karr's ``I_k``): ``½ [∫_{L_s}^{U_s} f_o + ∫_{L_o}^{U_o} f_s]`` with ``f`` the
-      normal (or Student-t with ``df``) density of the estimate.
+    Length (Karr's ``J_k``), signed (Snoke eq. 7) or probability (Karr's ``I_k``) overlap:
+    formulas and references in :doc:`/methods/utility`, Interval overlap.
 
     Parameters
     ----------
@@ -116,12 +112,6 @@ def ci_overlap(
     ValidationError
         For a zero-length, reversed or infinite interval, NaN, shape mismatch, unknown
         ``kind``, or missing/non-positive standard errors for ``kind="probability"``.
-
-    References
-    ----------
-    Karr, A. F., Kohnen, C. N., Oganian, A., Reiter, J. P. and Sanil, A. P. (2006). A framework
-    for evaluating the utility of data altered to protect confidentiality. *The American
-    Statistician* 60, 224–232.
 
     Examples
     --------
@@ -197,10 +187,6 @@ def std_coef_diff(beta_orig: Any, beta_syn: Any, se_orig: Any) -> CoefDiffResult
     ------
     ValidationError
         For non-positive or non-finite standard errors, NaN or shape mismatch.
-
-    References
-    ----------
-    Snoke et al. (2018), §5.
 
     Examples
     --------

@@ -159,7 +159,7 @@ class KnownSweepSeparate:
     def _run(self, how):
         from bayes_risk import identification_risk, known_sweep
 
-        kw = dict(schema=self.schema, progressbar=False)
+        kw = dict(schema=self.schema, aggregation="per_dataset", progressbar=False)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if how == "known_sweep":
