@@ -46,14 +46,14 @@ class Measure:
         The step's heading in the progress lines, the report and the summary.
     step : str
         The audit step: ``step(ctx: StepContext) -> StepOutcome``
-        (:mod:`bayes_risk.auditing.context`); it calls ``function`` and writes the step's files.
+        (``bayes_risk.auditing.context``); it calls ``function`` and writes the step's files.
     function : str, optional
         The public function that computes the measure (what ``step`` calls).
     result : str, optional
         The class of the result ``function`` returns (``StepOutcome.result``).
     verdict : str, optional
         The builder of the step's verdict lines: ``lines(plan, outcome) -> list[Verdict |
-        Baseline]`` (:mod:`bayes_risk.auditing.verdicts`), called when the step ran. ``None``:
+        Baseline]`` (``bayes_risk.auditing.verdicts``), called when the step ran. ``None``:
         the step has no verdict line (a step that did not run is then not listed as
         unassessed).
     sections : tuple of str
@@ -63,7 +63,7 @@ class Measure:
         The sub-command of ``bayes-risk`` that computes the measure alone (``None``: none).
     parser : str, optional
         The module declaring ``command``'s arguments, with ``add_parser(subparsers)``
-        (:mod:`bayes_risk.cli.parsers`); light: ``--help`` imports it. Default:
+        (``bayes_risk.cli.parsers``); light: ``--help`` imports it. Default:
         ``bayes_risk.cli.parsers.<command>`` (hyphens as underscores).
     """
 
@@ -135,8 +135,8 @@ _ADDED: dict[str, Measure] = {}
 
 
 def _entry_point_measures() -> list[Measure]:
-    """The measures of the entry-point group :data:`GROUP` (each loaded: its module declares a
-    :class:`Measure` and nothing heavy)."""
+    """The measures of the entry-point group ``bayes_risk.measures``, each loaded (its module
+    declares a :class:`Measure` and imports nothing heavy)."""
     from importlib.metadata import entry_points
 
     out = []
@@ -157,7 +157,7 @@ def _entry_point_measures() -> list[Measure]:
 
 def measures() -> tuple[Measure, ...]:
     """Every measure, in the order the audit runs them: the package's, then those of the
-    entry-point group :data:`GROUP`, then those registered with :func:`register`.
+    entry-point group ``bayes_risk.measures``, then those registered with :func:`register`.
 
     Raises
     ------

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bayes_risk.auditing.context import StepContext, _folder, _write_json
+from bayes_risk.auditing.context import StepContext, _write_json, step_folder
 from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.results._base import plot_figure
 
@@ -42,7 +42,7 @@ def attacks_step(ctx: StepContext) -> StepOutcome:
         n = min(opts["n_attacks"], len(ctx.original), len(ctx.holdout))
         lk = linkability_risk(ctx.original, ctx.synthetic, aux_columns=p.linkability_columns,
                               n_attacks=n, n_neighbors=opts["n_neighbors"], **common)
-    folder = _folder(ctx, "attacks")
+    folder = step_folder(ctx, "attacks")
     files: list[str] = []
     if folder is not None:
         _write_json(folder / "summary.json", {

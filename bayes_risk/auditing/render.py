@@ -266,11 +266,11 @@ def step_section(step: str, anchor: str, title: str) -> Callable[..., Callable[.
     """A report section of one audit step: the decorated ``body(sec, s, result, links)`` fills
     it only when the step ran (otherwise the section shows the step's status alone).
 
-    ``sec`` is the :class:`Section` to fill (``sec.p(...)`` adds a paragraph, ``sec.blocks`` a
-    :class:`Block`), ``s`` the step's :class:`~bayes_risk.auditing.StepOutcome`, ``result``
-    the :class:`~bayes_risk.auditing.AuditResult` and ``links`` what links a number to its
-    file (``links.num(value, "STEP/summary.json")``). A measure's record names the decorated
-    function in its ``sections`` (:mod:`bayes_risk.measures`)."""
+    ``sec`` is the ``Section`` to fill (``sec.p(...)`` adds a paragraph, ``sec.blocks`` a
+    ``Block``), ``s`` the step's :class:`~bayes_risk.auditing.StepOutcome`, ``result`` the
+    :class:`~bayes_risk.auditing.AuditResult` and ``links`` what links a number to its file
+    (``links.num(value, "STEP/summary.json")``). A measure's record names the decorated
+    function in its ``sections`` (:class:`bayes_risk.measures.Measure`)."""
 
     def wrap(body: Callable[[Section, Any, Any, _Links], None]) -> Callable[..., Section]:
         @functools.wraps(body)
