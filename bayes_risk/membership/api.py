@@ -25,18 +25,18 @@ from bayes_risk.membership import partial as _partial
 from bayes_risk.membership import selection as _selection
 from bayes_risk.membership import trees as _trees
 from bayes_risk.membership.assemble import (
+    _result_settings,
     record_table,
-    result_settings,
     result_summary,
     result_warnings,
     selection_summary,
     unsynthesized_summary,
 )
 from bayes_risk.membership.evaluate import (
+    _normalisers,
     diagnostics,
     fit_posteriors,
     log_predictives,
-    normalisers,
     selection_match,
     target_flags,
 )
@@ -380,7 +380,7 @@ def membership_risk(
     # a selection rule on the values puts s(x') into the normaliser, which then is not 1 for m = 1
     normalised = m > 1 or (rule is not None and rule.kind == "rule")
     if normalised:
-        log_d, norm_khat, norm_ess = normalisers(
+        log_d, norm_khat, norm_ess = _normalisers(
             model, posteriors, orig, uslots, slot_inv, slot_lls, match,
             orig_keys if us else None, int(normaliser_draws), norm_rng, schema, us, rule,
             rows_)
@@ -421,7 +421,7 @@ def membership_risk(
     if rule is not None:
         summary["selection"] = selection_summary(rule, selected, members, released_whole,
                                                   sel_columns, role)
-    settings = result_settings(pi, prior, threshold, mc_thresholds, m=m, H=H,
+    settings = _result_settings(pi, prior, threshold, mc_thresholds, m=m, H=H,
                          normaliser_draws=int(normaliser_draws), n_members=len(members),
                          n_holdout=0 if hold is None else len(hold), population=int(population),
                          bootstrap=int(bootstrap), random_seed=random_seed, model=model, us=us,
@@ -525,7 +525,7 @@ def _tree_membership_risk(
         # what the released unsynthesized values alone reveal (the audit's cause reads it)
         summary["unsynthesized"] = unsynthesized_summary(orig, schema, us, orig_keys, members,
                                                           log_p_us, match, role)
-    settings = result_settings(pi, prior, threshold, (float("nan"), float("nan")), m=m, H=0,
+    settings = _result_settings(pi, prior, threshold, (float("nan"), float("nan")), m=m, H=0,
                          normaliser_draws=int(normaliser_draws), n_members=len(members),
                          n_holdout=0 if hold is None else len(hold), population=int(population),
                          bootstrap=int(bootstrap), random_seed=random_seed, model=synth, us=us,

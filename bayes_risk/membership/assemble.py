@@ -16,7 +16,7 @@ from bayes_risk.membership import partial as _partial
 from bayes_risk.membership.summaries import file_summary
 
 __all__ = ["record_table", "result_warnings", "result_summary", "unsynthesized_summary",
-           "selection_summary", "result_settings"]
+           "selection_summary"]
 
 
 def record_table(columns: dict[str, Any], *, partial: tuple[Any, Any] | None,
@@ -116,7 +116,7 @@ def selection_summary(rule: Any, selected: np.ndarray, members: np.ndarray,
     }
 
 
-def result_settings(pi: float, prior: float | str, threshold: float,
+def _result_settings(pi: float, prior: float | str, threshold: float,
               mc_thresholds: tuple[float, float], *, m: int, H: int, normaliser_draws: int,
               n_members: int, n_holdout: int, population: int, bootstrap: int,
               random_seed: RandomSeed, model: Any, us: list[str], alpha: float,

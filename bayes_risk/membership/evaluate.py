@@ -17,7 +17,7 @@ from bayes_risk.membership import estimator as _est
 from bayes_risk.membership import partial as _partial
 from bayes_risk.membership.plan import conditional_population_rows, population_rows
 
-__all__ = ["fit_posteriors", "log_predictives", "normalisers", "diagnostics", "target_flags",
+__all__ = ["fit_posteriors", "log_predictives", "diagnostics", "target_flags",
            "selection_match"]
 
 
@@ -62,7 +62,7 @@ def log_predictives(posteriors: list[Any], targets: pd.DataFrame, slot_rows: pd.
     return base, aug, slot_lls, khats, ess
 
 
-def normalisers(model: Any, posteriors: list[Any], orig: pd.DataFrame, uslots: np.ndarray,
+def _normalisers(model: Any, posteriors: list[Any], orig: pd.DataFrame, uslots: np.ndarray,
                  slot_inv: np.ndarray, slot_lls: list[np.ndarray], match: np.ndarray,
                  orig_keys: np.ndarray | None, normaliser_draws: int, rng: np.random.Generator,
                  schema: Any, us: list[str], rule: Any = None, rows_: np.ndarray | None = None,
