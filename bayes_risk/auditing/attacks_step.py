@@ -7,14 +7,10 @@ from typing import Any
 
 from bayes_risk.auditing.context import StepContext, _write_json, step_folder
 from bayes_risk.auditing.outcome import StepOutcome
+from bayes_risk.auditing.plan import ATTACK_OPTIONS
 from bayes_risk.results._base import plot_figure
 
-__all__ = ["attacks_step", "ATTACK_OPTIONS"]
-
-#: the attacks' options in an audit: anonymeter's defaults (500 attacks, 3 columns a
-#: multivariate predicate, 1 nearest row); linkability attacks at most the records of the
-#: smaller of the original and the holdout
-ATTACK_OPTIONS: dict[str, int] = {"n_attacks": 500, "n_cols": 3, "n_neighbors": 1}
+__all__ = ["attacks_step"]
 
 
 def attacks_step(ctx: StepContext) -> StepOutcome:

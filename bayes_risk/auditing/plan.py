@@ -24,14 +24,19 @@ import pandas as pd
 from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
 from bayes_risk.measures import measures
 
-__all__ = ["AuditPlan", "Setting", "Thresholds", "DEFAULT_SWEEP", "THRESHOLD_SOURCES",
-           "step_names"]
+__all__ = ["AuditPlan", "Setting", "Thresholds", "ATTACK_OPTIONS", "DEFAULT_SWEEP",
+           "THRESHOLD_SOURCES", "step_names"]
 
 
 def step_names() -> tuple[str, ...]:
     """The audit's steps, in order: the names of the registered measures (``skip=`` /
     ``--skip`` takes them)."""
     return tuple(m.name for m in measures())
+
+#: the attacks' options in an audit: anonymeter's defaults (500 attacks, 3 columns a
+#: multivariate predicate, 1 nearest row); linkability attacks at most the records of the
+#: smaller of the original and the holdout
+ATTACK_OPTIONS: dict[str, int] = {"n_attacks": 500, "n_cols": 3, "n_neighbors": 1}
 
 #: the radius grid of Hornby & Hu (2021, §4.1)
 DEFAULT_SWEEP: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3)
@@ -712,10 +717,7 @@ def _plan_linkability(columns: Any, known: list[str], sch: Any
 
 
 def _record_attack_settings(plan: AuditPlan, link_src: str) -> None:
-    """The attacks step's settings (anonymeter's defaults,
-    :mod:`bayes_risk.auditing.attacks_step`)."""
-    from bayes_risk.auditing.attacks_step import ATTACK_OPTIONS
-
+    """The attacks step's settings (anonymeter's defaults, :data:`ATTACK_OPTIONS`)."""
     a = plan.add
     a("attacks", "singling-out predicates",
       f"univariate and multivariate ({ATTACK_OPTIONS['n_cols']} columns), "
