@@ -18,6 +18,7 @@ added either way runs after the built-in ones.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from dataclasses import dataclass
 from typing import Any
@@ -60,7 +61,9 @@ class Measure:
         The builders of the step's report sections, in order: ``section(result, links) ->
         Section``, usually made with :func:`bayes_risk.auditing.render.step_section`.
     command : str, optional
-        The sub-command of ``bayes-risk`` that computes the measure alone (``None``: none).
+        The sub-command of ``bayes-risk`` that computes the measure alone (``None``: none);
+        one of a measure of another distribution (an entry point) is not added, since
+        ``--help`` does not read the installed metadata.
     parser : str, optional
         The module declaring ``command``'s arguments, with ``add_parser(subparsers)``
         (``bayes_risk.cli.parsers``); light: ``--help`` imports it. Default:
@@ -134,9 +137,11 @@ _BUILTIN: tuple[Measure, ...] = (
 _ADDED: dict[str, Measure] = {}
 
 
-def _entry_point_measures() -> list[Measure]:
+@functools.cache
+def _entry_point_measures() -> tuple[Measure, ...]:
     """The measures of the entry-point group ``bayes_risk.measures``, each loaded (its module
-    declares a :class:`Measure` and imports nothing heavy)."""
+    declares a :class:`Measure` and imports nothing heavy); read once a session (reading the
+    installed distributions' metadata takes tens of milliseconds)."""
     from importlib.metadata import entry_points
 
     out = []
@@ -152,12 +157,20 @@ def _entry_point_measures() -> list[Measure]:
                                   f"{GROUP!r}) is a {type(m).__name__}; expected a "
                                   "bayes_risk.measures.Measure.", code="MEASURE_BROKEN")
         out.append(m)
-    return out
+    return tuple(out)
 
 
-def measures() -> tuple[Measure, ...]:
+def measures(*, installed: bool = True) -> tuple[Measure, ...]:
     """Every measure, in the order the audit runs them: the package's, then those of the
     entry-point group ``bayes_risk.measures``, then those registered with :func:`register`.
+
+    Parameters
+    ----------
+    installed : bool, default True
+        Include the measures of other distributions (the entry points). ``False`` leaves the
+        installed metadata unread: building ``bayes-risk --help`` does so to stay instant, so a
+        measure of another distribution has no sub-command of ``bayes-risk`` (it runs in the
+        audit all the same).
 
     Raises
     ------
@@ -165,7 +178,7 @@ def measures() -> tuple[Measure, ...]:
         ``MEASURE_CLASH`` when two measures have one name or one sub-command;
         ``MEASURE_BROKEN`` for an entry point that is not a :class:`Measure`.
     """
-    out = [*_BUILTIN, *_entry_point_measures(), *_ADDED.values()]
+    out = [*_BUILTIN, *(_entry_point_measures() if installed else ()), *_ADDED.values()]
     _check_unique(out)
     return tuple(out)
 

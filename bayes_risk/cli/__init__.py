@@ -24,10 +24,12 @@ __all__ = ["build_parser", "main", "console_main", "SUBCOMMANDS"]
 _BEFORE: tuple[str, ...] = ("fit", "synthesize")
 _AFTER: tuple[str, ...] = ("original-risk", "audit", "orders", "demo")
 
-#: the sub-commands of the package as installed, in the order of --help: the measures' own
-#: (``Measure.command``) between fitting and the audit
+#: the sub-commands of the package, in the order of --help: the measures' own
+#: (``Measure.command``) between fitting and the audit (not those of other distributions:
+#: reading the installed metadata would slow --help down)
 SUBCOMMANDS: tuple[str, ...] = (
-    *_BEFORE, *(m.command for m in measures() if m.command is not None), *_AFTER)
+    *_BEFORE, *(m.command for m in measures(installed=False) if m.command is not None),
+    *_AFTER)
 _AT_IMPORT = SUBCOMMANDS
 
 
@@ -44,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-V", "--version", action="version", version=f"bayes-risk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    declared = {m.command: m.parser_module for m in measures() if m.command is not None}
+    declared = {m.command: m.parser_module for m in measures(installed=False)
+                if m.command is not None}
     # a measure registered since the import (bayes_risk.measures.register) joins the list
     for name in [*SUBCOMMANDS, *(c for c in declared if c not in _AT_IMPORT)]:
         # a hyphenated sub-command's modules are named with an underscore
