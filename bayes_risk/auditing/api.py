@@ -22,8 +22,7 @@ import pandas as pd
 
 from bayes_risk._terminal import say
 from bayes_risk.auditing.outcome import StepOutcome
-from bayes_risk.auditing.plan import DEFAULT_SWEEP, Thresholds
-from bayes_risk.auditing.planning import _cli_name, _inputs, _make_plan
+from bayes_risk.auditing.plan import DEFAULT_SWEEP, Thresholds, _cli_name, _inputs, _make_plan
 from bayes_risk.auditing.result import AuditResult
 from bayes_risk.exceptions import (
     ConvergenceWarning,
@@ -31,19 +30,9 @@ from bayes_risk.exceptions import (
     ValidationError,
     _caused_by_interrupt,
 )
+from bayes_risk.measures import load, measures
 
 __all__ = ["audit"]
-
-#: the steps, in order: name (``steps.<name>_step`` runs it) and heading
-_STEPS: tuple[tuple[str, str], ...] = (
-    ("utility", "Utility"),
-    ("identification", "Identification risk"),
-    ("posterior_identification", "Posterior Monte Carlo identification risk"),
-    ("attribute", "Attribute risk"),
-    ("membership", "Membership risk"),
-    ("attacks", "Singling out and linkability (anonymeter)"),
-    ("disclosure", "Empirical disclosure measures (synthpop)"),
-)
 
 
 def audit(
@@ -257,9 +246,11 @@ def audit(
                          holdout=holdout, weights=w)
     _preflight(ctx)  # every input every step reads, checked before the first step runs
 
+    steps = measures()  # the registered measures, in order: one step each
+
     def run_all() -> list[StepOutcome]:
-        return [_run_step(i, len(_STEPS), name, title, getattr(st, f"{name}_step"), ctx)
-                for i, (name, title) in enumerate(_STEPS, start=1)]
+        return [_run_step(i, len(steps), m.name, m.title, load(m.step), ctx)
+                for i, m in enumerate(steps, start=1)]
 
     if root is None:
         return AuditResult(plan=plan, steps=run_all(), root=None)

@@ -5,16 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from bayes_risk.auditing.context import StepContext, _folder, _write_json
+from bayes_risk.auditing.context import StepContext, _write_json, step_folder
 from bayes_risk.auditing.outcome import StepOutcome
+from bayes_risk.auditing.plan import ATTACK_OPTIONS
 from bayes_risk.results._base import plot_figure
 
-__all__ = ["attacks_step", "ATTACK_OPTIONS"]
-
-#: the attacks' options in an audit: anonymeter's defaults (500 attacks, 3 columns a
-#: multivariate predicate, 1 nearest row); linkability attacks at most the records of the
-#: smaller of the original and the holdout
-ATTACK_OPTIONS: dict[str, int] = {"n_attacks": 500, "n_cols": 3, "n_neighbors": 1}
+__all__ = ["attacks_step"]
 
 
 def attacks_step(ctx: StepContext) -> StepOutcome:
@@ -42,7 +38,7 @@ def attacks_step(ctx: StepContext) -> StepOutcome:
         n = min(opts["n_attacks"], len(ctx.original), len(ctx.holdout))
         lk = linkability_risk(ctx.original, ctx.synthetic, aux_columns=p.linkability_columns,
                               n_attacks=n, n_neighbors=opts["n_neighbors"], **common)
-    folder = _folder(ctx, "attacks")
+    folder = step_folder(ctx, "attacks")
     files: list[str] = []
     if folder is not None:
         _write_json(folder / "summary.json", {

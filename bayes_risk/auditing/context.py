@@ -20,7 +20,7 @@ import pandas as pd
 from bayes_risk.auditing.plan import AuditPlan
 
 __all__ = ["StepContext", "add_run_warnings", "named_run", "rebuilt_synthesizer",
-           "release_independent", "rows_aligned"]
+           "release_independent", "rows_aligned", "step_folder"]
 
 
 @dataclass
@@ -124,7 +124,9 @@ def named_run(label: str) -> Iterator[None]:
         warnings.warn_explicit(msg, w.category, w.filename, w.lineno)
 
 
-def _folder(ctx: StepContext, name: str) -> Path | None:
+def step_folder(ctx: StepContext, name: str) -> Path | None:
+    """The step's sub-folder ``name`` of the audit folder, made now; ``None`` when the audit
+    writes nothing (``out=None``)."""
     if ctx.root is None:
         return None
     p = ctx.root / name

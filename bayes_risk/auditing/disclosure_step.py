@@ -9,10 +9,10 @@ from typing import Any
 
 from bayes_risk.auditing.context import (
     StepContext,
-    _folder,
     _write_json,
     release_independent,
     rows_aligned,
+    step_folder,
 )
 from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.exceptions import arg_name
@@ -62,7 +62,7 @@ def disclosure_step(ctx: StepContext) -> StepOutcome:
         results[t] = res
         if ctx.root is not None:
             sub = f"disclosure/{target_folder(p.disclosure_targets, t)}".rstrip("/")
-            folder = _folder(ctx, sub)
+            folder = step_folder(ctx, sub)
             _write_json(folder / "summary.json", res.to_dict())
             res.ident.to_csv(folder / "ident.csv", index=False)
             res.attrib.to_csv(folder / "attrib.csv", index=False)
@@ -77,7 +77,7 @@ def disclosure_step(ctx: StepContext) -> StepOutcome:
     from bayes_risk.results.disclosure import DisclosureByTarget
 
     if diff is not None and ctx.root is not None:
-        _write_json(_folder(ctx, "disclosure") / "differencing.json", diff.to_dict())
+        _write_json(step_folder(ctx, "disclosure") / "differencing.json", diff.to_dict())
         files.append("disclosure/differencing.json")
     baseline = _original_baseline(ctx, results, files)
     return StepOutcome(name="disclosure", status="ran", result=DisclosureByTarget(results),
@@ -114,7 +114,7 @@ def _original_baseline(ctx: StepContext, results: dict[str, Any], files: list[st
         out[keys] = r
         if ctx.root is not None:
             sub = "disclosure/original_risk" + (f"_{i}" if len(by_keys) > 1 else "")
-            folder = _folder(ctx, sub)
+            folder = step_folder(ctx, sub)
             _write_json(folder / "summary.json", r.to_dict())
             r.records.reset_index(drop=True).to_csv(folder / "records.csv",
                                                     index_label="record")

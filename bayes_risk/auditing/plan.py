@@ -1,27 +1,42 @@
-"""What an audit runs and with which settings: :class:`AuditPlan` and :class:`Thresholds`.
+"""What an audit runs and with which settings: :class:`AuditPlan` and :class:`Thresholds`, and
+the plan worked out from the audit's inputs.
 
-The plan is worked out once, before any measure is computed, from the release's manifest (the
-synthesized columns, the replaced records, the method) and the caller's arguments; every setting
-records where it came from (given, read from the release, or a default) so that the report can
-state it.
+The plan is worked out once, before any measure is computed (:func:`_make_plan`, after
+:func:`_inputs` read and checked the data), from the release's manifest (the synthesized
+columns, the replaced records, the method), the release's capabilities and the caller's
+arguments; every setting records where it came from (given, read from the release, or a
+default) so that the report can state it. The steps are the registered measures
+(:func:`bayes_risk.measures.measures`); nothing here runs one.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import SchemaError, ValidationError, arg_name, on_command_line
+from bayes_risk.measures import measures
 
-__all__ = ["AuditPlan", "Setting", "Thresholds", "DEFAULT_SWEEP", "STEP_NAMES",
-           "THRESHOLD_SOURCES"]
+__all__ = ["AuditPlan", "Setting", "Thresholds", "ATTACK_OPTIONS", "DEFAULT_SWEEP",
+           "THRESHOLD_SOURCES", "step_names"]
 
-#: the audit's steps, in order (``skip=`` / ``--skip`` takes these names)
-STEP_NAMES: tuple[str, ...] = ("utility", "identification", "posterior_identification",
-                               "attribute", "membership", "attacks", "disclosure")
+
+def step_names() -> tuple[str, ...]:
+    """The audit's steps, in order: the names of the registered measures (``skip=`` /
+    ``--skip`` takes them)."""
+    return tuple(m.name for m in measures())
+
+#: the attacks' options in an audit: anonymeter's defaults (500 attacks, 3 columns a
+#: multivariate predicate, 1 nearest row); linkability attacks at most the records of the
+#: smaller of the original and the holdout
+ATTACK_OPTIONS: dict[str, int] = {"n_attacks": 500, "n_cols": 3, "n_neighbors": 1}
 
 #: the radius grid of Hornby & Hu (2021, §4.1)
 DEFAULT_SWEEP: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3)
@@ -281,3 +296,522 @@ class AuditPlan:
             ],
             columns=["step", "setting", "value", "source", "note"],
         )
+
+
+# ---- the plan from the inputs -----------------------------------------------------------------
+
+
+def _cli_name(step: str) -> str:
+    """A step's name as the command line writes it (``--skip posterior-identification``)."""
+    return step.replace("_", "-")
+
+
+def _inputs(original: Any, synthetic: Any, schema: Any, categorical: Any) -> tuple:
+    from bayes_risk.data import SyntheticData, infer_schema
+    from bayes_risk.data.io import read_synthetic, read_table
+
+    if isinstance(original, (str, os.PathLike)):
+        original = read_table(original)
+    if not isinstance(original, pd.DataFrame):
+        raise ValidationError(
+            f"original must be a DataFrame or a table path. Got {type(original).__name__}."
+        )
+    if len(original) == 0 or len(original.columns) == 0:
+        raise ValidationError("original has no records or no columns; expected a table.",
+                              code="EMPTY_TABLE")
+    if isinstance(synthetic, (str, os.PathLike)) or (
+        isinstance(synthetic, (list, tuple)) and synthetic
+        and all(isinstance(s, (str, os.PathLike)) for s in synthetic)
+    ):
+        synthetic = read_synthetic(synthetic, like=original)
+    elif isinstance(synthetic, pd.DataFrame):
+        synthetic = SyntheticData([synthetic], method="unknown")
+    elif isinstance(synthetic, (list, tuple)) and synthetic and all(
+        isinstance(s, pd.DataFrame) for s in synthetic
+    ):
+        synthetic = SyntheticData(list(synthetic), method="unknown")
+    elif not isinstance(synthetic, SyntheticData):
+        raise ValidationError(
+            "synthetic must be a SyntheticData, a list of DataFrames, a SyntheticData folder or "
+            f"a list of table paths. Got {type(synthetic).__name__}."
+        )
+    missing = [c for c in original.columns if c not in synthetic[0].columns]
+    if missing:
+        raise SchemaError(f"synthetic: the release lacks the original's columns {missing}.",
+                          code="MISSING_COLUMN")
+    extra = [c for c in synthetic[0].columns if c not in original.columns]
+    if extra:
+        raise SchemaError(
+            f"original: the original lacks the release's columns {extra}; give the confidential "
+            "table the release was made from.",
+            code="MISSING_COLUMN",
+        )
+    if schema is None:
+        if synthetic.schema is not None and not categorical:
+            schema = synthetic.schema
+        else:
+            schema = infer_schema(original, categorical=list(categorical or []) or None)
+    return original, synthetic, schema
+
+
+def _twice(cols: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(c for c in cols if list(cols).count(c) > 1))
+
+
+def _check_utility_options(sch: Any, combining_rules: str, pmse_method: str, max_order: Any,
+                           imputed: Any) -> Any:
+    """Check the utility step's options; ``imputed`` as ``"auto"`` or checked column names."""
+    if combining_rules != "auto":
+        from bayes_risk.utility.combining import check_rules
+
+        check_rules(combining_rules, "combining_rules")
+    if pmse_method not in ("logit", "cart"):
+        raise ValidationError(f"pmse_method must be 'logit' or 'cart'. Got {pmse_method!r}.")
+    if isinstance(max_order, bool) or not isinstance(max_order, (int, np.integer)) \
+            or max_order < 0:
+        raise ValidationError(f"max_order must be an integer >= 0. Got {max_order!r}.")
+    if isinstance(imputed, str) and imputed == "auto":
+        return imputed
+    if isinstance(imputed, str):
+        raise ValidationError(
+            f"imputed must be 'auto' or a list of column names ([] for none). Got {imputed!r}.")
+    return sch.check_columns(list(imputed), "imputed")
+
+
+def _plan_sweep(sweep: Any, rad: dict[str, float], ks: list[str], radius_type: str,
+                sweep_unsynthesized: bool) -> tuple[tuple[float, ...], list[str]]:
+    """The sweep's radii (checked) and the columns whose radius it varies."""
+    if radius_type not in ("percentage", "absolute", "quantile_sd"):
+        raise ValidationError(
+            "radius_type must be 'percentage', 'absolute' or 'quantile_sd'. "
+            f"Got {radius_type!r}."
+        )
+    grid = tuple(float(r) for r in sweep) if sweep else ()
+    if any(not (np.isfinite(r) and r > 0) for r in grid):
+        raise ValidationError(f"sweep: radii must be finite numbers > 0. Got {list(grid)}.")
+    if _twice(grid):
+        raise ValidationError(f"sweep: radius {_twice(grid)[0]:g} listed twice. Got "
+                              f"{list(grid)}.")
+    # the sweep varies the radii of the synthesized known columns only (unless asked): an
+    # unsynthesized column is released unchanged, so its radius adds matches the release has
+    # no part in, and the risk is largest at the smallest radius by construction
+    sweep_cols = [c for c in rad if sweep_unsynthesized or c in ks]
+    if grid and sweep_cols and radius_type == "quantile_sd":
+        raise ValidationError(
+            f"{arg_name('sweep')}: a radius sweep needs {arg_name('radius_type')} 'percentage' "
+            f"or 'absolute'. Got 'quantile_sd'; give {arg_name('sweep', 'None', cli='none')} "
+            "or another radius type.",
+            code="OPTION_CONFLICT",
+        )
+    return grid, sweep_cols
+
+
+def _attribute_source(model: Any, syn: Any, attribute_estimator: str,
+                      refit_draws: Any) -> str | None:
+    """Where the attribute step's likelihood comes from (``None``: the step cannot run), with
+    its options checked."""
+    from bayes_risk.models import rebuildable_synthesizer
+
+    if isinstance(model, (str, os.PathLike)) and not (Path(model) / "model.json").is_file():
+        raise ValidationError(
+            f"{arg_name('model')} {str(model)!r} is not a fitted-model folder (no model.json); "
+            "give the "
+            "folder written by 'bayes-risk fit', or no model for a CART / random-forest release.",
+            code="NOT_A_MODEL"
+        )
+    if model is not None:
+        a_src = "model"
+    elif rebuildable_synthesizer(syn) is not None:  # its ModelInfo, not its name
+        a_src = f"{syn.method} plug-in"
+    else:
+        a_src = None
+    if attribute_estimator not in ("auto", "stabilised", "is"):
+        raise ValidationError("attribute_estimator must be 'auto', 'stabilised' or 'is'. "
+                              f"Got {attribute_estimator!r}.")
+    if refit_draws is not None and (isinstance(refit_draws, bool) or not isinstance(
+            refit_draws, (int, np.integer)) or refit_draws < 1):
+        raise ValidationError(f"refit_draws must be an integer >= 1. Got {refit_draws!r}.")
+    if a_src is not None and a_src != "model" and (attribute_estimator != "auto"
+                                                   or refit_draws is not None):
+        raise ValidationError(
+            f"{arg_name('attribute_estimator')} and {arg_name('refit_draws')} apply to a fitted "
+            f"Bayesian model ({arg_name('model')}); "
+            f"this release's attribute step uses the {a_src} likelihood.",
+            code="OPTION_CONFLICT",
+        )
+    return a_src
+
+
+def _release_capabilities(syn: Any) -> tuple[bool, bool]:
+    """Whether the release's synthesizer releases original (donor) values, and whether it takes
+    a ``smoothing`` setting: read from the class registered under the release's ``method`` (its
+    ``ModelInfo`` and its ``__init__``), never from the name, so that a subclass or a new model
+    gets the remedies that fit it. An unregistered or unknown method gives neither."""
+    import inspect
+
+    from bayes_risk.contract import model_info
+    from bayes_risk.registry import get_synthesizer, list_synthesizers
+
+    method = getattr(syn, "method", None)
+    if not isinstance(method, str) or method not in list_synthesizers():
+        return False, False
+    cls = get_synthesizer(method)
+    try:
+        takes_smoothing = "smoothing" in inspect.signature(cls).parameters
+    except (TypeError, ValueError):  # a class whose signature cannot be read
+        takes_smoothing = False
+    return bool(model_info(cls).releases_donor_values), takes_smoothing
+
+
+def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type, sweep,
+               targets, ngroups_target, attribute_records, thresholds, show,
+               random_seed, attribute_estimator="auto", refit_draws=None, seed_src="given",
+               skip=None, sweep_unsynthesized=False, known_sweep=False,
+               combining_rules="auto", pmse_method="logit", max_order=1,
+               imputed="auto", membership_selection=None,
+               linkability_columns=None, allow_other_model=False) -> AuditPlan:
+    """Resolve every setting (see :func:`audit`) and record where it came from.
+
+    Every argument every step reads is checked here, before any step runs."""
+    from bayes_risk.utility._inputs import infer_synthesized
+
+    imputed = _check_utility_options(sch, combining_rules, pmse_method, max_order, imputed)
+    if isinstance(known, str) or not known:
+        raise ValidationError("known: give the columns the intruder knows (at least one).")
+    known = sch.check_columns(list(known), "known")
+    if _twice(known):
+        raise ValidationError(
+            f"{arg_name('known')}: column(s) {_twice(known)} listed more than once; give each "
+            "column the intruder knows once.", code="INVALID_ARGUMENT"
+        )
+    if known_sweep:
+        _check_known_sweep(known)
+    skip_steps = _skip_steps(skip)
+    if synthesized is not None:
+        syn_cols, src = sch.check_columns(list(synthesized), "synthesized"), "given"
+        if _twice(syn_cols):
+            raise ValidationError(f"synthesized: column(s) {_twice(syn_cols)} listed more than "
+                                  "once; give each synthesized column once.")
+    elif syn.schema is not None and syn.schema.synthesized:
+        syn_cols, src = list(syn.schema.synthesized), "release manifest"
+    else:
+        syn_cols, src = infer_synthesized(data, list(syn), sch), "inferred"
+    if not syn_cols:
+        raise ValidationError(
+            f"{arg_name('synthesized')}: no synthesized column given, recorded or found (every "
+            "released column equals the original's); give "
+            f"{arg_name('synthesized', '[...]', cli='COL ...')}.",
+            code="NO_DIFFERENCES"
+        )
+    if "utility" not in skip_steps:
+        from bayes_risk.utility.compare import choose_rules
+
+        # combining rules that cannot apply (NOT_PARTIAL_SYNTHESIS) fail before any step runs
+        choose_rules(combining_rules, syn, data, list(syn), syn_cols, list(sch.names))
+    ku = [c for c in known if c not in syn_cols]
+    ks = [c for c in known if c in syn_cols]
+    rad, rad_src = _plan_radius(radius, known, sch)
+    grid, sweep_cols = _plan_sweep(sweep, rad, ks, radius_type, sweep_unsynthesized)
+    tg, tg_src = _plan_targets(targets, syn_cols, known, sch)
+    keys = {t: [c for c in known if c != t] for t in tg}
+    if ngroups_target is not None and (int(ngroups_target) != ngroups_target
+                                       or ngroups_target < 2):
+        raise ValidationError(f"ngroups_target must be an integer >= 2 or None. "
+                              f"Got {ngroups_target!r}.")
+    ng = {t: (ngroups_target if t in sch.numeric else None) for t in tg}
+    a_src = _attribute_source(model, syn, attribute_estimator, refit_draws)
+    recs = None
+    if attribute_records is not None:
+        from bayes_risk.data.normalise import record_positions
+
+        recs = [int(r) for r in record_positions(
+            list(attribute_records) if not isinstance(attribute_records, np.ndarray)
+            else attribute_records, len(data), argument="attribute_records")]
+    plan = AuditPlan(
+        n_records=len(data), m=syn.m, method=syn.method, synthesized=syn_cols,
+        numeric_synthesized=[c for c in syn_cols if c in sch.numeric],
+        known_unsynthesized=ku, known_synthesized=ks, radius=rad, radius_type=radius_type,
+        sweep=grid, disclosure_targets=tg, disclosure_keys=keys, ngroups_target=ng,
+        attribute_source=a_src, attribute_records=recs, thresholds=thresholds,
+        attribute_estimator=attribute_estimator,
+        refit_draws=None if refit_draws is None else int(refit_draws),
+        show_confidential_values=bool(show), random_seed=int(random_seed),
+        skip=tuple(dict.fromkeys(skip_steps)), sweep_columns=sweep_cols,
+        sweep_unsynthesized=bool(sweep_unsynthesized), combining_rules=combining_rules,
+        pmse_method=pmse_method, max_order=int(max_order), known_sweep=bool(known_sweep),
+        imputed=imputed,
+    )
+    if membership_selection is not None:
+        from bayes_risk.membership.selection import as_selection
+
+        plan.membership_selection = as_selection(membership_selection)
+        plan.add("membership", "selection", plan.membership_selection.description, "given",
+                 "how the records of a release that synthesizes selected records were "
+                 "selected; members left unsynthesized are released whole (P(member) = 1)")
+    plan.linkability_columns, link_src = _plan_linkability(linkability_columns, known, sch)
+    if allow_other_model:
+        plan.allow_other_model = True
+        plan.add("release", "model", "allowed not to be the one that made the release",
+                 "given", "the steps that use the fitted model measure its risks, with warning "
+                 "MODEL_DIFFERS when it did not make the release")
+    plan.releases_donor_values, plan.smoothing_option = _release_capabilities(syn)
+    # partial synthesis as the utility step's pMSE reads it: some, not all, columns synthesized
+    partial = 0 < len(syn_cols) < len(sch.names)
+    _record_settings(plan, src, rad_src, tg_src, ngroups_target, seed_src, partial=partial)
+    _record_attack_settings(plan, link_src)
+    zeros = _structural_zeros(model)
+    if zeros is None:  # a release of such a model carries its settings in the manifest
+        records = (getattr(syn, "settings", None) or {}).get("structural_zeros") or []
+        zeros = (len(records), "release manifest (settings of the model)") if records else None
+    if zeros is not None:
+        n, source = zeros
+        plan.add("release", "structural zeros", f"{n} impossible pattern{'s' * (n != 1)}",
+                 source, "combinations the model gives probability 0: no synthetic record "
+                 "holds them, and the attribute risk never offers them as candidates")
+    return plan
+
+
+def _structural_zeros(model: Any) -> tuple[int, str] | None:
+    """``(number of patterns, where they came from)`` of a model fitted with structural zeros
+    (DPMPM's ``structural_zeros``), ``None`` for any other model or none.
+
+    A model folder records the patterns in ``model.json`` and, when ``bayes-risk fit`` read them
+    from a file, that file's absolute path in the folder's ``summary.json``; a fitted model
+    object names its file when it was given one."""
+    if model is None:
+        return None
+    if isinstance(model, (str, os.PathLike)):
+        folder = Path(model)
+        try:
+            settings = json.loads((folder / "model.json").read_text()).get("settings", {})
+        except (OSError, ValueError):
+            return None  # the model step reports an unreadable folder
+        records = settings.get("structural_zeros") or []
+        if not records:
+            return None
+        source = f"{folder.name}/model.json"
+        try:
+            fit = json.loads((folder / "summary.json").read_text())
+            # the key is the option's destination (``model_opt_structural_zeros``)
+            given = next((v for k, v in fit.get("inputs", {}).items()
+                          if k.endswith("structural_zeros")), None)
+        except (OSError, ValueError, AttributeError):
+            given = None
+        if isinstance(given, str) and given:
+            source = f"{given} (recorded in {source})"
+        return len(records), source
+    zeros = getattr(model, "_zeros", None)
+    if zeros is None:
+        return None
+    given = getattr(model, "structural_zeros", None)
+    source = (os.path.abspath(given) if isinstance(given, (str, os.PathLike))
+              else "the fitted model")
+    return len(zeros.table), source
+
+
+def _record_settings(plan: AuditPlan, syn_src: str, rad_src: str, tg_src: str,
+                     ngroups: int | None, seed_src: str = "given", *,
+                     partial: bool) -> None:
+    a = plan.add
+    a("release", "synthetic datasets (m)", plan.m, "release manifest")
+    a("release", "synthesis method", plan.method or "unknown", "release manifest")
+    a("release", "synthesized columns", ", ".join(plan.synthesized), syn_src,
+      "inferred = the columns that differ from the original in some dataset"
+      if syn_src == "inferred" else "")
+    a("all", "random seed", plan.random_seed, seed_src,
+      "same seed, same numbers" + ("; drawn for this run (give it to repeat the run)"
+                                   if seed_src == "drawn" else ""))
+    given = plan.pmse_method != "logit" or plan.max_order != 1
+    a("utility", "pMSE propensity model",
+      "CART" if plan.pmse_method == "cart" else
+      "logit, main effects and two-way interactions" if plan.max_order == 1 else
+      "logit, main effects only" if plan.max_order == 0 else
+      f"logit, interactions up to order {plan.max_order + 1}",
+      "given" if given else "default", "synthpop's utility.gen design")
+    a("utility", "pMSE null", "auto", "default",
+      "chi-square theory for logit; partial synthesis: the expectation uses only the "
+      "synthesized columns" if partial else
+      "chi-square theory for logit; complete synthesis: the expectation uses every column")
+    a("utility", "interval-overlap estimands", "means and proportions of the synthesized columns",
+      "default", "95 % intervals, combining rules of the release's generation scheme")
+    a("utility", "combining rules", plan.combining_rules,
+      "default" if plan.combining_rules == "auto" else "given",
+      "auto: the generation recorded in the release's manifest, else inferred from the "
+      "synthesized columns (the utility section says which rules were used and why)"
+      if plan.combining_rules == "auto" else "")
+    auto = isinstance(plan.imputed, str)
+    a("utility", "imputed columns", "auto" if auto else (", ".join(plan.imputed) or "none"),
+      "default" if auto else "given",
+      "auto: the imputed_columns recorded in the release's manifest, else the columns with "
+      "empty cells in the original and none in any synthetic dataset; they are compared on "
+      "the original's observed cells" if auto else "")
+    a("identification", "known columns", ", ".join(plan.known), "given")
+    a("identification", "radius",
+      ", ".join(f"{c} = {r:g}" for c, r in plan.radius.items()) or "exact matching", rad_src,
+      "default: 0.1 for every numeric (count or continuous) known column; categorical "
+      "columns are matched exactly")
+    a("identification", "radius type", plan.radius_type, "default"
+      if plan.radius_type == "percentage" else "given")
+    a("identification", "aggregation", "per dataset", "default",
+      "Hornby & Hu (2021): every dataset evaluated separately, measures averaged")
+    if plan.sweep and not plan.radius:
+        a("identification", "radius sweep", "not run", "default",
+          "no numeric known column has a radius (exact matching)")
+    else:
+        a("identification", "radius sweep",
+          ", ".join(f"{r:g}" for r in plan.sweep) or "none",
+          "default" if plan.sweep == DEFAULT_SWEEP else "given",
+          "Hornby & Hu (2021, §4.1); the maximising radius is the conservative one to report")
+    a("attribute", "intruder posterior", plan.attribute_source or "none",
+      "given" if plan.attribute_source == "model" else "release manifest")
+    a("attribute", "scenario", "worst case", "default",
+      "the intruder knows every record but the target's synthesized values")
+    a("attribute", "candidates",
+      "one variable different; numeric: ±10 % grid of 11 points", "default",
+      "a true value of 0 uses an additive grid of ±10 % of the column's median |value|")
+    a("attribute", "prior", "uniform", "default")
+    a("attribute", "estimator", plan.attribute_estimator,
+      "default" if plan.attribute_estimator == "auto" else "given",
+      "auto: stabilised for class P models (m refits of the model), importance sampling for "
+      "class O")
+    a("attribute", "refit draws",
+      "the model's draws" if plan.refit_draws is None else plan.refit_draws,
+      "default" if plan.refit_draws is None else "given",
+      "kept draws per chain of each refit of the stabilised estimator")
+    a("attribute", "records",
+      "all" if plan.attribute_records is None else f"{len(plan.attribute_records)} given",
+      "default" if plan.attribute_records is None else "given")
+    a("disclosure", "targets", ", ".join(plan.disclosure_targets) or "none", tg_src,
+      "default: the synthesized columns the intruder does not know")
+    a("disclosure", "keys", "the known columns other than the target", "default")
+    a("disclosure", "numeric target groups", ngroups if ngroups is not None else "none",
+      "default" if ngroups == 10 else "given", "quantile groups of the pooled values")
+    a("disclosure", "denom_lim", 5, "default", "synthpop's default")
+    for k, v in plan.thresholds.to_dict().items():
+        a("thresholds", k, v, "default" if v == getattr(Thresholds(), k) else "given")
+
+
+def _plan_linkability(columns: Any, known: list[str], sch: Any
+                      ) -> tuple[tuple[list[str], list[str]] | None, str]:
+    """The columns of the intruder's two tables of the linkability attack and where they came
+    from: given, or the known columns and the other columns (``None`` when every column is
+    known: no second table)."""
+    if columns is None:
+        rest = [c for c in sch.names if c not in known]
+        return ((list(known), rest) if rest else None), "default"
+    try:
+        a, b = columns
+    except (TypeError, ValueError):
+        raise ValidationError(
+            "linkability_columns must be two lists of columns, the intruder's two tables "
+            f"(--linkability COLS_A COLS_B). Got {columns!r}.") from None
+    parts = []
+    for part in (a, b):
+        part = [part] if isinstance(part, str) else list(part)
+        if not part or _twice(part):
+            raise ValidationError(
+                "linkability_columns: each table needs columns, each listed once "
+                f"(--linkability COLS_A COLS_B). Got {columns!r}.")
+        parts.append(sch.check_columns(part, "linkability_columns"))
+    return (parts[0], parts[1]), "given"
+
+
+def _record_attack_settings(plan: AuditPlan, link_src: str) -> None:
+    """The attacks step's settings (anonymeter's defaults, :data:`ATTACK_OPTIONS`)."""
+    a = plan.add
+    a("attacks", "singling-out predicates",
+      f"univariate and multivariate ({ATTACK_OPTIONS['n_cols']} columns), "
+      f"{ATTACK_OPTIONS['n_attacks']} per dataset and mode", "default", "anonymeter's defaults")
+    lc = plan.linkability_columns
+    a("attacks", "linkability tables",
+      "not run (every column is known)" if lc is None
+      else f"({', '.join(lc[0])}) and ({', '.join(lc[1])})", link_src,
+      "default: the known columns and the other columns" if link_src == "default" else "")
+    a("attacks", "linkability nearest rows", ATTACK_OPTIONS["n_neighbors"], "default",
+      "anonymeter's default; at most 500 records attacked in the original and in the holdout")
+    a("attacks", "control set", "the holdout", "default",
+      "the attacks run only with a holdout (records the synthesis did not use)")
+
+
+def _check_known_sweep(known: list[str]) -> None:
+    """The audit's knowledge sweeps evaluate every subset of the known columns: refused before
+    any step when there are more than :func:`~bayes_risk.identification.known_sweep` evaluates
+    (its ``max_subsets``), rather than by the identification step after the others ran."""
+    import inspect
+
+    from bayes_risk.identification.knowledge import known_sweep as sweep_fn
+
+    limit = inspect.signature(sweep_fn).parameters["max_subsets"].default
+    if 2 ** len(known) <= limit:
+        return
+    most = limit.bit_length() - 1
+    partial = ("bayes-risk identification --known-sweep COL ... --max-size K" if on_command_line()
+               else "identification.known_sweep(..., max_size=K)")
+    raise ValidationError(
+        f"{arg_name('known_sweep', True, cli='')}: a sweep over the {len(known)} known columns "
+        f"evaluates all {2 ** len(known)} subsets of them, more than the {limit} a sweep "
+        f"evaluates; give at most {most} columns in {arg_name('known')} with it, or sweep the "
+        f"subsets up to a size K (greedy beyond it) with {partial}.",
+        code="INVALID_ARGUMENT",
+    )
+
+
+def _skip_steps(skip: Any) -> list[str]:
+    """The steps the caller asked to skip, by their Python names; unknown names and skipping
+    every step are refused."""
+    given = [] if skip is None else ([skip] if isinstance(skip, str) else list(skip))
+    names = step_names()
+    steps = []
+    for s_ in given:
+        name = str(s_).replace("-", "_")
+        if name not in names:
+            raise ValidationError(
+                f"skip: unknown step {s_!r}; expected one of "
+                f"{', '.join(_cli_name(n) for n in names)}."
+            )
+        steps.append(name)
+    if len(set(steps)) == len(names):
+        raise ValidationError("skip: every step is skipped; nothing would be audited.")
+    return steps
+
+
+def _plan_radius(radius: Any, known: list[str], sch: Any) -> tuple[dict[str, float], str]:
+    """Radius of each numeric known column (default 0.1) and where it came from; every value is
+    checked as identification_risk checks it (one check: a finite real number >= 0)."""
+    from bayes_risk.data.validate import check_real
+
+    numeric_known = [c for c in known if c in sch.numeric]
+    if radius is None:
+        return {c: 0.1 for c in numeric_known}, "default"
+    if isinstance(radius, Mapping):
+        rad = {str(k): check_real(v, f"radius for {str(k)!r}", minimum=0.0)
+               for k, v in radius.items()}
+        for c in sch.check_columns(list(rad), "radius"):
+            if c not in numeric_known:
+                raise ValidationError(f"radius: {c!r} is not a numeric known column.")
+        return rad, "given"
+    r = check_real(radius, f"radius for {numeric_known[0]!r}" if numeric_known else "radius",
+                   minimum=0.0)
+    return {c: r for c in numeric_known}, "given"
+
+
+def _plan_targets(targets: Any, syn_cols: list[str], known: list[str], sch: Any
+                  ) -> tuple[list[str], str]:
+    """Targets of the empirical measures (default: the synthesized columns the intruder does
+    not know) and where they came from; a target the intruder knows is refused by name."""
+    if targets is None:
+        return [c for c in syn_cols if c not in known], "default"
+    tg = sch.check_columns([targets] if isinstance(targets, str) else list(targets), "targets")
+    if _twice(tg):
+        raise ValidationError(f"{arg_name('targets')}: column(s) {_twice(tg)} listed more "
+                              "than once; give each target once.", code="INVALID_ARGUMENT")
+    in_known = [t for t in tg if t in known]
+    if in_known:
+        one = len(in_known) == 1
+        raise ValidationError(
+            f"{arg_name('targets')}: {in_known} {'is' if one else 'are'} also known to the "
+            f"intruder ({arg_name('known')}); a target of the empirical measures is a column "
+            f"the intruder does not know and would disclose. Drop {'it' if one else 'them'} "
+            "from the targets or from the known columns.", code="INVALID_ARGUMENT"
+        )
+    return tg, "given"

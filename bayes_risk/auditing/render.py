@@ -26,7 +26,7 @@ from bayes_risk.report import format_number
 from bayes_risk.results._base import plot_figure
 from bayes_risk.warning_codes import message
 
-__all__ = ["write_report", "CSP"]
+__all__ = ["write_report", "CSP", "Block", "Section", "Span", "step_section"]
 
 #: the report's Content-Security-Policy: nothing may be fetched; images only from data URIs
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -262,9 +262,15 @@ def _table(df: pd.DataFrame, links: _Links, src: str | None = None, caption: str
 
 
 # ---- sections --------------------------------------------------------------------------------
-def _step_section(step: str, anchor: str, title: str) -> Callable[..., Callable[..., Section]]:
+def step_section(step: str, anchor: str, title: str) -> Callable[..., Callable[..., Section]]:
     """A report section of one audit step: the decorated ``body(sec, s, result, links)`` fills
-    it only when the step ran (otherwise the section shows the step's status alone)."""
+    it only when the step ran (otherwise the section shows the step's status alone).
+
+    ``sec`` is the ``Section`` to fill (``sec.p(...)`` adds a paragraph, ``sec.blocks`` a
+    ``Block``), ``s`` the step's :class:`~bayes_risk.auditing.StepOutcome`, ``result`` the
+    :class:`~bayes_risk.auditing.AuditResult` and ``links`` what links a number to its file
+    (``links.num(value, "STEP/summary.json")``). A measure's record names the decorated
+    function in its ``sections`` (:class:`bayes_risk.measures.Measure`)."""
 
     def wrap(body: Callable[[Section, Any, Any, _Links], None]) -> Callable[..., Section]:
         @functools.wraps(body)
@@ -357,8 +363,8 @@ def _intruders(result: Any) -> list[tuple[str, str]]:
     return [(", ".join(dict.fromkeys(ms)), who) for who, ms in seen.items()]
 
 
-@_step_section("utility", "utility", "Utility")
-def _utility(sec: Section, s: Any, result: Any, links: _Links) -> None:
+@step_section("utility", "utility", "Utility")
+def utility_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
     r = s.result
     p = r.pmse
     src = f"{s.folder}/summary.json" if s.folder else None
@@ -393,8 +399,8 @@ def _utility(sec: Section, s: Any, result: Any, links: _Links) -> None:
                              "all in overlap.csv)"))
 
 
-@_step_section("utility", "compare", "Original versus synthetic, variable by variable")
-def _comparisons(sec: Section, s: Any, result: Any, links: _Links) -> None:
+@step_section("utility", "compare", "Original versus synthetic, variable by variable")
+def comparisons_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
     from bayes_risk.auditing.plots import marginal_figure
 
     marg = s.extra["marginals"]
@@ -439,8 +445,8 @@ def _radius_text(radius: dict[str, float]) -> str:
     return ", ".join(f"{c} = {r:g}" for c, r in radius.items()) or "exact matching"
 
 
-@_step_section("identification", "identification", "Identification risk")
-def _identification(sec: Section, s: Any, result: Any, links: _Links) -> None:
+@step_section("identification", "identification", "Identification risk")
+def identification_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
     r, plan = s.result, result.plan
     sm = r.file
     n = int(sm["n_targets"])
@@ -614,11 +620,11 @@ def _known_sweep_blocks(sec: Section, ks: Any, folder: str | None, links: _Links
                              f"{unit})"))
 
 
-@_step_section(
+@step_section(
     "posterior_identification", "posterior-identification",
     "Posterior Monte Carlo identification risk",
 )
-def _posterior_identification(sec: Section, s: Any, result: Any, links: _Links) -> None:
+def posterior_identification_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
     r = s.result
     pr = r.settings.get("posterior_replicates") or {}
     src = f"{s.folder}/summary.json" if s.folder else None
@@ -699,8 +705,8 @@ def _posterior_identification(sec: Section, s: Any, result: Any, links: _Links) 
                                    "still rising means the pooled figure still depends on R)"))
 
 
-@_step_section("attribute", "attribute", "Attribute risk")
-def _attribute(sec: Section, s: Any, result: Any, links: _Links) -> None:
+@step_section("attribute", "attribute", "Attribute risk")
+def attribute_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
     sm, recs = s.extra["summary"], s.result.records
     src = f"{s.folder}/summary.json" if s.folder else None
     st = sm.get("settings", {})
@@ -806,8 +812,8 @@ def _mc_block(mc: dict[str, Any], links: _Links, src: str | None) -> Block:
                          f"{mc['n_flagged_excluded']} flagged record(s) left out)")
 
 
-@_step_section("disclosure", "disclosure", "Empirical disclosure measures (synthpop)")
-def _disclosure(sec: Section, s: Any, result: Any, links: _Links) -> None:
+@step_section("disclosure", "disclosure", "Empirical disclosure measures (synthpop)")
+def disclosure_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
     sec.p("The measures of synthpop's disclosure() and replicated.uniques() (Raab, Nowok & "
           "Dibben, 'Practical privacy metrics for synthetic data'), in per cent of the "
           "records, one row per synthetic dataset; with the original's sample uniques and "
@@ -932,8 +938,8 @@ def _utility_risk(result: Any, links: _Links) -> Section | None:
     return sec
 
 
-@_step_section("membership", "membership", "Membership risk")
-def _membership(sec: Section, s: Any, result: Any, links: _Links) -> None:
+@step_section("membership", "membership", "Membership risk")
+def membership_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
     f, st = s.result.file, s.result.settings
     src = f"{s.folder}/summary.json" if s.folder else None
     sec.p("Worst-case intruder (knows every record but one) holding a record of the original "
@@ -960,8 +966,8 @@ def _membership(sec: Section, s: Any, result: Any, links: _Links) -> None:
                                    "ROC of the Bayesian score and of the distance baseline"))
 
 
-@_step_section("attacks", "attacks", "Singling out and linkability (anonymeter)")
-def _attacks(sec: Section, s: Any, result: Any, links: _Links) -> None:
+@step_section("attacks", "attacks", "Singling out and linkability (anonymeter)")
+def attacks_section(sec: Section, s: Any, result: Any, links: _Links) -> None:
     so, lk = s.result["singling_out"], s.result["linkability"]
     folder = f"{s.folder}/" if s.folder else None
     sec.p("anonymeter's attacks (Giomi et al. 2023; methods page 'Singling out and "
@@ -1056,10 +1062,10 @@ def _reading_together(result: Any) -> list[str]:
 
 def _context(result: Any, links: _Links, bundle: str | None = None) -> dict[str, Any]:
     plan = result.plan
-    sections = [_utility(result, links), _comparisons(result, links),
-                _identification(result, links), _posterior_identification(result, links),
-                _attribute(result, links), _membership(result, links),
-                _attacks(result, links), _disclosure(result, links)]
+    from bayes_risk.measures import load, measures
+
+    # each registered measure's sections, in the order of the steps
+    sections = [load(path)(result, links) for m in measures() for path in m.sections]
     ur = _utility_risk(result, links)
     if ur is not None:
         sections.insert(0, ur)

@@ -13,17 +13,17 @@ from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import AuditPlan
 from bayes_risk.auditing.verdicts import (
     CAVEATS,
-    VERDICT_STEPS,
     Baseline,
     Verdict,
     verdict_lines,
+    verdict_steps,
 )
 from bayes_risk.results._base import RiskResult
 from bayes_risk.results._summary import ResultWarning, Summary
 
-# StepOutcome, Verdict, Baseline, CAVEATS and VERDICT_STEPS live beside the code that makes
-# them (outcome.py, verdicts.py) and stay importable from here
-__all__ = ["AuditResult", "Baseline", "CAVEATS", "StepOutcome", "VERDICT_STEPS", "Verdict"]
+# StepOutcome, Verdict, Baseline and CAVEATS live beside the code that makes them (outcome.py,
+# verdicts.py) and stay importable from here
+__all__ = ["AuditResult", "Baseline", "CAVEATS", "StepOutcome", "Verdict"]
 
 
 def _fit_order(fit: Any) -> tuple[int, int]:
@@ -94,8 +94,9 @@ class AuditResult(RiskResult):
     def not_assessed(self) -> list[str]:
         """What has no verdict line, and why: steps that were skipped or failed, and the
         identification risk of the release when the intruder knows no synthesized column."""
+        with_lines = verdict_steps()
         out = [f"{s.title.lower()} ({s.status})" for s in self.steps
-               if s.status != "ran" and s.name in VERDICT_STEPS]
+               if s.status != "ran" and s.name in with_lines]
         if self.step("identification").status == "ran" and \
                 self.plan.identification_release_independent:
             out.append("identification risk of the release (the intruder knows no synthesized "

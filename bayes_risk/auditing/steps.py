@@ -18,13 +18,13 @@ import pandas as pd
 from bayes_risk.auditing.attacks_step import attacks_step
 from bayes_risk.auditing.context import (
     StepContext,
-    _folder,
     _write_json,
     add_run_warnings,
     named_run,
     rebuilt_synthesizer,
     release_independent,
     rows_aligned,
+    step_folder,
 )
 from bayes_risk.auditing.disclosure_step import disclosure_step
 from bayes_risk.auditing.outcome import StepOutcome
@@ -68,7 +68,7 @@ def utility_step(ctx: StepContext) -> StepOutcome:
     marg = marginals(ctx.original, datasets, ctx.schema, observed=imputed)
     tw = twoway(ctx.original, datasets, ctx.schema, plan.synthesized)
     files: list[str] = []
-    folder = _folder(ctx, "utility")
+    folder = step_folder(ctx, "utility")
     if folder is not None:
         _write_json(folder / "summary.json", res.to_dict())
         res.overlap.to_csv(folder / "overlap.csv", index=False)
@@ -256,7 +256,7 @@ def identification_step(ctx: StepContext) -> StepOutcome:
     d["pooled"] = pooled.to_dict()
     if ksweep is not None:
         d["known_sweep"] = ksweep.to_dict()
-    folder = _folder(ctx, "identification")
+    folder = step_folder(ctx, "identification")
     files: list[str] = []
     if folder is not None:
         from bayes_risk.data.io import write_csv
@@ -466,7 +466,7 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
                                   synthesized=list(p.known_synthesized), schema=ctx.schema,
                                   match=_id_kwargs(ctx)["match"], replicates=pr,
                                   fallback=ID_FALLBACK, progressbar=ctx.progressbar)
-    folder = _folder(ctx, name)
+    folder = step_folder(ctx, name)
     files: list[str] = []
     if folder is not None:
         from bayes_risk.data.io import write_csv
@@ -584,7 +584,7 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     summary["inputs"] = {"model": p.attribute_source}
     if aks is not None:
         summary["known_sweep"] = aks.to_dict()
-    folder = _folder(ctx, "attribute")
+    folder = step_folder(ctx, "attribute")
     files: list[str] = []
     if folder is not None:
         from bayes_risk.auditing.plots import ATTRIBUTE_FIGURES
@@ -665,7 +665,7 @@ def membership_step(ctx: StepContext) -> StepOutcome:
     summary = res.to_dict()
     summary["refits"] = ("the attribute step's (one per dataset, shared)" if shared is not None
                          else "its own (one per dataset)")
-    folder = _folder(ctx, "membership")
+    folder = step_folder(ctx, "membership")
     files: list[str] = []
     if folder is not None:
         res.records.to_csv(folder / "records.csv")

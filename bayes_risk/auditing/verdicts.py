@@ -1,8 +1,10 @@
 """The verdict lines of an audit: each headline measure of the release against its threshold.
 
-:func:`verdict_lines` builds them from the plan and the steps' outcomes, one builder per step
-(module-level functions, as scikit-learn keeps the helpers of a template class); a line on the
-wrong side of its threshold gets its cause and remedies from :mod:`bayes_risk.auditing.remedies`.
+:func:`verdict_lines` builds them from the plan and the steps' outcomes with the builder each
+measure's record names (``Measure.verdict``, :mod:`bayes_risk.measures`; the package's are the
+module-level ``*_lines`` functions here, as scikit-learn keeps the helpers of a template
+class); a line on the wrong side of its threshold gets its cause and remedies from
+:mod:`bayes_risk.auditing.remedies`.
 A figure that cannot depend on the release is a :class:`Baseline`, reported apart.
 :class:`~bayes_risk.auditing.AuditResult` reads the lines through its ``verdicts`` and
 ``baselines``.
@@ -11,7 +13,7 @@ A figure that cannot depend on the release is a :class:`Baseline`, reported apar
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -21,13 +23,13 @@ from bayes_risk.auditing import remedies
 from bayes_risk.auditing.disclosure_step import target_folder
 from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import AuditPlan
+from bayes_risk.measures import load, measures
 
 __all__ = [
     "ATTRIBUTE_MEASURE",
     "Baseline",
     "attacks_lines",
     "CAVEATS",
-    "VERDICT_STEPS",
     "Verdict",
     "attribute_lines",
     "disclosure_lines",
@@ -35,11 +37,14 @@ __all__ = [
     "membership_lines",
     "utility_lines",
     "verdict_lines",
+    "verdict_steps",
 ]
 
-#: the steps with verdict lines (a step that did not run has none: the report says so)
-VERDICT_STEPS: tuple[str, ...] = ("utility", "identification", "attribute", "membership",
-                                   "attacks", "disclosure")
+
+def verdict_steps() -> tuple[str, ...]:
+    """The steps with verdict lines: the registered measures with a verdict builder (a step
+    that did not run has none: the report says so)."""
+    return tuple(m.name for m in measures() if m.verdict is not None)
 
 #: warning codes of a measure that question the value of a verdict line; the line names them
 CAVEATS: dict[str, tuple[str, ...]] = {
@@ -197,7 +202,7 @@ def verdict_lines(plan: AuditPlan, steps: Sequence[StepOutcome]) -> list[Verdict
         The audit's settings and thresholds.
     steps : sequence of StepOutcome
         One outcome per step (``AuditResult.steps``); each step with verdict lines
-        (:data:`VERDICT_STEPS`) must be among them.
+        (:func:`verdict_steps`) must be among them.
 
     Returns
     -------
@@ -207,10 +212,9 @@ def verdict_lines(plan: AuditPlan, steps: Sequence[StepOutcome]) -> list[Verdict
     for s in steps:
         by_name.setdefault(s.name, s)
     out: list[Verdict | Baseline] = []
-    for name in VERDICT_STEPS:
-        s = by_name[name]
-        if s.status == "ran":
-            out += _BUILDERS[name](plan, s)
+    for m in measures():
+        if m.verdict is not None and by_name[m.name].status == "ran":
+            out += load(m.verdict)(plan, by_name[m.name])
     return out
 
 
@@ -684,9 +688,3 @@ def _per_dataset_lines(plan: AuditPlan, i: StepOutcome,
                             count_of=(int(nt), "targets"), threshold_name=tn), *cause)
             for (m, v, t, src, d), e, tn in zip(lines, each, _ID_THRESHOLDS, strict=True)]
 
-
-_BUILDERS: dict[str, Callable[[AuditPlan, StepOutcome], list[Verdict | Baseline]]] = {
-    "utility": utility_lines, "identification": identification_lines,
-    "attribute": attribute_lines, "membership": membership_lines,
-    "attacks": attacks_lines, "disclosure": disclosure_lines,
-}

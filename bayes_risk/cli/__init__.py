@@ -4,6 +4,7 @@ A thin shell over the library. Each sub-command ``NAME`` has two modules: the de
 arguments, ``bayes_risk.cli.parsers.NAME`` (``add_parser(subparsers)``, light: building the
 parser imports nothing heavy, so ``--help`` is instant), and ``bayes_risk.cli.NAME`` with its
 ``run(args)``, imported only when that sub-command runs; ``run`` calls library functions only.
+The sub-commands of the measures are those of their records (:mod:`bayes_risk.measures`).
 User errors print one line to stderr and exit with status 2; the summary of a run goes to stdout.
 """
 
@@ -15,23 +16,21 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from bayes_risk.measures import measures
+
 __all__ = ["build_parser", "main", "console_main", "SUBCOMMANDS"]
 
-# Order in which sub-commands appear in --help (the data flow).
+#: the sub-commands before the measures' and after them, in the order of --help (the data flow)
+_BEFORE: tuple[str, ...] = ("fit", "synthesize")
+_AFTER: tuple[str, ...] = ("original-risk", "audit", "orders", "demo")
+
+#: the sub-commands of the package, in the order of --help: the measures' own
+#: (``Measure.command``) between fitting and the audit (not those of other distributions:
+#: reading the installed metadata would slow --help down)
 SUBCOMMANDS: tuple[str, ...] = (
-    "fit",
-    "synthesize",
-    "utility",
-    "identification",
-    "attribute",
-    "membership",
-    "attacks",
-    "disclosure",
-    "original-risk",
-    "audit",
-    "orders",
-    "demo",
-)
+    *_BEFORE, *(m.command for m in measures(installed=False) if m.command is not None),
+    *_AFTER)
+_AT_IMPORT = SUBCOMMANDS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,10 +46,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-V", "--version", action="version", version=f"bayes-risk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in SUBCOMMANDS:
+    declared = {m.command: m.parser_module for m in measures(installed=False)
+                if m.command is not None}
+    # a measure registered since the import (bayes_risk.measures.register) joins the list
+    for name in [*SUBCOMMANDS, *(c for c in declared if c not in _AT_IMPORT)]:
         # a hyphenated sub-command's modules are named with an underscore
-        importlib.import_module(f"bayes_risk.cli.parsers.{name.replace('-', '_')}"
-                                ).add_parser(sub)
+        module = declared.get(name) or f"bayes_risk.cli.parsers.{name.replace('-', '_')}"
+        importlib.import_module(module).add_parser(sub)
     from bayes_risk.cli.parsers import INPUTS_ATTR, input_arguments
 
     for subparser in sub.choices.values():

@@ -24,27 +24,24 @@ from bayes_risk.membership import holdout as _holdout
 from bayes_risk.membership import partial as _partial
 from bayes_risk.membership import selection as _selection
 from bayes_risk.membership import trees as _trees
-from bayes_risk.membership.stages import (
-    _check_drawable,
-    _check_options,
-    _conditional_population_rows,
-    _diagnostics,
-    _flags,
-    _inputs,
-    _log_predictives,
-    _normalisers,
-    _population_rows,
-    _posteriors,
-    _prior,
-    _record_table,
-    _result_warnings,
-    _selection_match,
-    _selection_summary,
-    _settings,
-    _summary,
-    _target_slots,
-    _unsynthesized_summary,
+from bayes_risk.membership.assemble import (
+    _result_settings,
+    record_table,
+    result_summary,
+    result_warnings,
+    selection_summary,
+    unsynthesized_summary,
 )
+from bayes_risk.membership.evaluate import (
+    _normalisers,
+    diagnostics,
+    fit_posteriors,
+    log_predictives,
+    selection_match,
+    target_flags,
+)
+from bayes_risk.membership.plan import conditional_population_rows, plan, population_rows
+from bayes_risk.membership.prepare import check_drawable, check_options, prepare, prior_probability
 from bayes_risk.protocols import SupportsAugmentedFit, model_info
 from bayes_risk.results.membership import MEMBERSHIP_FLAGS, MembershipRiskResult
 
@@ -72,7 +69,7 @@ def check_inputs(model: Any, original: Any, synthetic: Any, holdout: Any = None,
     check_model(model, selection=rule)
     tree = _trees.is_tree_model(model)
     synth = model.synthesizer if hasattr(model, "plugin_loglik") else model
-    orig, _, hold, _ = _inputs(synth, original, synthetic, holdout, None)
+    orig, _, hold, _ = prepare(synth, original, synthetic, holdout, None)
     _holdout.screen_holdout(orig, hold)
     if rule is not None and not tree:
         flags_ = getattr(model, "synthesized_records_", None)
@@ -335,7 +332,7 @@ def membership_risk(
             unsynthesized_concentration=unsynthesized_concentration, dcr=dcr,
             bootstrap=bootstrap, random_seed=random_seed), synthetic)
     schema = model.schema_
-    orig, datasets, hold, members = _inputs(model, original, synthetic, holdout, records)
+    orig, datasets, hold, members = prepare(model, original, synthetic, holdout, records)
     copies = _holdout.screen_holdout(orig, hold)  # holdout rows that are records of the original
     n, m = len(orig), len(datasets)
     selected, rows_ = None, None
@@ -347,19 +344,19 @@ def membership_risk(
         rows_ = np.flatnonzero(selected)
     if population is None:
         population = len(members) if hold is None else 0
-    pi = _prior(prior, n, population_size)
-    _check_options(population, threshold, normaliser_draws, bootstrap,
+    pi = prior_probability(prior, n, population_size)
+    check_options(population, threshold, normaliser_draws, bootstrap,
                    unsynthesized_concentration, model, n)
     alpha = unsynthesized_concentration
     us = list(schema.unsynthesized)
     if (m > 1 or (rule is not None and rule.kind == "rule")) and not us:
-        _check_drawable(model, int(normaliser_draws), "normaliser_draws", n)  # as normalised
+        check_drawable(model, int(normaliser_draws), "normaliser_draws", n)  # as normalised
 
     rng = as_generator(random_seed)
     fit_rng, pop_rng, slot_rng, norm_rng, boot_rng = rng.spawn(5)
-    posteriors = _posteriors(model, orig, datasets, augmented, fit_rng, progressbar)
+    posteriors = fit_posteriors(model, orig, datasets, augmented, fit_rng, progressbar)
 
-    targets, role, source, src_row, slots = _target_slots(model, orig, members, hold,
+    targets, role, source, src_row, slots = plan(model, orig, members, hold,
                                                           int(population), pop_rng, slot_rng,
                                                           rows_)
     T = len(targets)
@@ -373,10 +370,10 @@ def membership_risk(
     released_whole = np.zeros(T, dtype=bool)
     sel_columns = None
     if rule is not None:
-        match, released_whole, sel_columns = _selection_match(rule, selected, targets, orig,
+        match, released_whole, sel_columns = selection_match(rule, selected, targets, orig,
                                                               slots, schema, match)
 
-    base, aug, slot_lls, khats, ess = _log_predictives(posteriors, targets, orig.iloc[uslots],
+    base, aug, slot_lls, khats, ess = log_predictives(posteriors, targets, orig.iloc[uslots],
                                                        slot_inv, khat)
     H = min(int(post.n_draws) for post in posteriors)
     log_d, norm_khat, norm_ess = None, np.full(T, np.nan), np.full(T, np.nan)
@@ -394,14 +391,14 @@ def membership_risk(
     log_lr = np.where(released_whole, np.inf, log_lr)
     p_member = _est.posterior_membership(log_lr, pi)
 
-    khat_max, ess_min, flags, mc_thresholds = _diagnostics(
+    khat_max, ess_min, flags, mc_thresholds = diagnostics(
         match, log_lr, khats, ess, norm_khat, norm_ess, H=H, normalised=normalised,
         normaliser_draws=int(normaliser_draws), khat=khat,
         partial=bool(us) or rule is not None)
     for t in np.flatnonzero(released_whole):
         flags[t].append("RELEASED_WHOLE")
     _holdout.flag_copies(flags, source, src_row, copies)
-    table = _record_table(
+    table = record_table(
         dict(role=role, source=source, row=np.asarray(src_row, dtype=np.int64), slot=slots,
              log_lr=log_lr, p_member=p_member, khat_max=khat_max, ess_min=ess_min),
         partial=(us_match, log_p_us) if us else None,
@@ -409,22 +406,22 @@ def membership_risk(
         dcr=_dcr.closest_distance(targets, datasets, orig, schema) if dcr else None,
         flags=flags, selection=sel_columns)
 
-    warnings_ = _result_warnings(table, n_non, H, model, posteriors)
+    warnings_ = result_warnings(table, n_non, H, model, posteriors)
     if released_whole[: len(members)].any():
         warnings_.append("MEMBERSHIP_RELEASED_WHOLE")
     if copies is not None:
         warnings_.append("HOLDOUT_OVERLAPS_ORIGINAL")
         hold = hold[~copies]
-    summary = _summary(table, datasets, orig, hold, schema, threshold=float(threshold),
+    summary = result_summary(table, datasets, orig, hold, schema, threshold=float(threshold),
                        bootstrap=int(bootstrap), rng=boot_rng, dcr=dcr)
     if us:
         # what the released unsynthesized values alone reveal (the audit's cause reads it)
-        summary["unsynthesized"] = _unsynthesized_summary(orig, schema, us, orig_keys, members,
+        summary["unsynthesized"] = unsynthesized_summary(orig, schema, us, orig_keys, members,
                                                           log_p_us, us_match, role)
     if rule is not None:
-        summary["selection"] = _selection_summary(rule, selected, members, released_whole,
+        summary["selection"] = selection_summary(rule, selected, members, released_whole,
                                                   sel_columns, role)
-    settings = _settings(pi, prior, threshold, mc_thresholds, m=m, H=H,
+    settings = _result_settings(pi, prior, threshold, mc_thresholds, m=m, H=H,
                          normaliser_draws=int(normaliser_draws), n_members=len(members),
                          n_holdout=0 if hold is None else len(hold), population=int(population),
                          bootstrap=int(bootstrap), random_seed=random_seed, model=model, us=us,
@@ -444,24 +441,24 @@ def _tree_membership_risk(
     Membership disclosure risk, CART releases; ``bayes_risk.membership.trees``), fully or
     partially synthetic (every record synthesized)."""
     synth = model.synthesizer if hasattr(model, "plugin_loglik") else model
-    orig, datasets, hold, members = _inputs(synth, original, synthetic, holdout, records)
+    orig, datasets, hold, members = prepare(synth, original, synthetic, holdout, records)
     copies = _holdout.screen_holdout(orig, hold)  # holdout rows that are records of the original
     schema = synth.schema_
     n, m = len(orig), len(datasets)
     if population is None:
         population = len(members) if hold is None else 0
-    pi = _prior(prior, n, population_size)
-    _check_options(population, threshold, normaliser_draws, bootstrap,
+    pi = prior_probability(prior, n, population_size)
+    check_options(population, threshold, normaliser_draws, bootstrap,
                    unsynthesized_concentration, synth, n)
     alpha = float(unsynthesized_concentration)
     us = list(schema.unsynthesized)
     if not us:
-        _check_drawable(synth, int(normaliser_draws), "normaliser_draws", n)
+        check_drawable(synth, int(normaliser_draws), "normaliser_draws", n)
     plugin = _trees.tree_plugin(model, orig)
 
     rng = as_generator(random_seed)
     _, pop_rng, slot_rng, norm_rng, boot_rng = rng.spawn(5)
-    targets, role, source, src_row, slots = _target_slots(synth, orig, members, hold,
+    targets, role, source, src_row, slots = plan(synth, orig, members, hold,
                                                           int(population), pop_rng, slot_rng)
     T = len(targets)
     n_non = T - len(members)
@@ -481,9 +478,9 @@ def _tree_membership_risk(
         for i in first_slot.values())
     prow: Any = None
     if not exact:
-        prow = (_conditional_population_rows(synth, orig, orig_keys, [int(k) for k in need],
+        prow = (conditional_population_rows(synth, orig, orig_keys, [int(k) for k in need],
                                              int(normaliser_draws), norm_rng, schema, us)
-                if us else _population_rows(synth, int(normaliser_draws), norm_rng))
+                if us else population_rows(synth, int(normaliser_draws), norm_rng))
     res = _trees.tree_log_lr(plugin, datasets, targets, slots, prow, exact, match=match,
                              slot_cells=slot_keys)
     # the factor 1{x^us = r} / p(r | y_{-i}); +inf (a revealed slot) stays +inf
@@ -493,11 +490,11 @@ def _tree_membership_risk(
     norm_thr = _est.thresholds(int(normaliser_draws))
     # an infinite ratio of a revealed slot is exact (a result, not a failed estimate)
     checked = np.where(res["slot_revealed"], 0.0, log_lr)
-    flags = _flags(match, checked, None, np.full(T, np.inf),
+    flags = target_flags(match, checked, None, np.full(T, np.inf),
                    res["normaliser_khat"], res["normaliser_ess"], np.inf, 0.0,
                    None if exact else norm_thr)
     _holdout.flag_copies(flags, source, src_row, copies)
-    table = _record_table(
+    table = record_table(
         dict(role=role, source=source, row=np.asarray(src_row, dtype=np.int64), slot=slots,
              log_lr=log_lr, p_member=p_member, khat_max=np.full(T, np.nan),
              ess_min=np.full(T, np.nan)),
@@ -520,15 +517,15 @@ def _tree_membership_risk(
     if copies is not None:
         warnings_.append("HOLDOUT_OVERLAPS_ORIGINAL")
         hold = hold[~copies]
-    summary = _summary(table, datasets, orig, hold, schema, threshold=float(threshold),
+    summary = result_summary(table, datasets, orig, hold, schema, threshold=float(threshold),
                        bootstrap=int(bootstrap), rng=boot_rng, dcr=dcr)
     summary["share_members_revealed"] = (float(np.mean(res["slot_revealed"][is_mem]))
                                          if is_mem.any() else float("nan"))
     if us:
         # what the released unsynthesized values alone reveal (the audit's cause reads it)
-        summary["unsynthesized"] = _unsynthesized_summary(orig, schema, us, orig_keys, members,
+        summary["unsynthesized"] = unsynthesized_summary(orig, schema, us, orig_keys, members,
                                                           log_p_us, match, role)
-    settings = _settings(pi, prior, threshold, (float("nan"), float("nan")), m=m, H=0,
+    settings = _result_settings(pi, prior, threshold, (float("nan"), float("nan")), m=m, H=0,
                          normaliser_draws=int(normaliser_draws), n_members=len(members),
                          n_holdout=0 if hold is None else len(hold), population=int(population),
                          bootstrap=int(bootstrap), random_seed=random_seed, model=synth, us=us,

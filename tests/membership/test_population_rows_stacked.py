@@ -13,7 +13,7 @@ import pytest
 
 import bayes_risk as br
 from bayes_risk.membership import partial as _partial
-from bayes_risk.membership import stages
+from bayes_risk.membership import plan as stage_plan
 from bayes_risk.models import SequentialRegression
 
 
@@ -21,7 +21,7 @@ def _reference(model, original, original_keys, keys, k, rng, schema, us, rows_=N
     uniq, counts = np.unique(original_keys if rows_ is None else original_keys[rows_],
                              return_counts=True)
     fewest = int(counts[np.searchsorted(uniq, keys)].min())
-    per = min(stages._ROWS_PER_DRAW, fewest)
+    per = min(stage_plan.ROWS_PER_DRAW, fewest)
     sets = max(1, math.ceil(k / per))
     sets = min(sets, int(getattr(model, "n_draws", sets)))
     syn = model.synthesize(sets, random_seed=rng)
@@ -67,8 +67,8 @@ def test_stacked_take_equals_per_dataset_takes(partial_model, selected, k):
     pool = keys_all if rows_ is None else keys_all[rows_]
     keys = [int(x) for x in np.unique(pool)[::7][:12]]
     rng_a, rng_b = np.random.default_rng(11), np.random.default_rng(11)
-    got = stages._conditional_population_rows(model, data, keys_all, keys, k, rng_a, schema,
-                                              us, rows_)
+    got = stage_plan.conditional_population_rows(model, data, keys_all, keys, k, rng_a, schema,
+                                                  us, rows_)
     want = _reference(model, data, keys_all, keys, k, rng_b, schema, us, rows_)
     assert list(got) == list(want)
     for key in keys:

@@ -15,6 +15,7 @@ from bayes_risk.cli._common import (
 )
 from bayes_risk.cli.parsers import Handler
 from bayes_risk.cli.parsers.attribute import REFIT_COST_HELP
+from bayes_risk.measures import measures
 
 __all__ = ["add_parser"]
 
@@ -135,11 +136,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "estimator (default: the model's draws). " + REFIT_COST_HELP)
     g.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
                    help="verdict threshold (repeat; names and defaults below)")
+    # the registered measures' steps (the audit checks the names given: a measure of another
+    # distribution is a step too, and --help does not read the installed metadata)
+    steps = [m.name.replace("_", "-") for m in measures(installed=False)]
     p.add_argument("--skip", nargs="+", default=None, metavar="STEP",
-                   choices=["utility", "identification", "posterior-identification",
-                            "attribute", "membership", "attacks", "disclosure"],
-                   help="steps not to run (reported as skipped): utility, identification, "
-                   "posterior-identification, attribute, membership, attacks, disclosure")
+                   help="steps not to run (reported as skipped): " + ", ".join(steps))
     p.add_argument("--holdout", default=None, metavar="FILE",
                    help="records of the population that were not in ORIGINAL (.csv or "
                    ".parquet): the membership step runs with them and --model (skipped "

@@ -1,0 +1,161 @@
+"""Stage 3 of :func:`bayes_risk.membership.membership_risk` (the Bayesian ratio): the refits, each
+posterior's leave-one-out log predictive of the targets (:func:`log_predictives`), the
+population normalisers, what a selection of records says about each target, and the
+diagnostics and flags of each target's estimate (methods, Membership disclosure risk)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.attribute.refits import fit_refits
+from bayes_risk.exceptions import ValidationError
+from bayes_risk.membership import estimator as _est
+from bayes_risk.membership import partial as _partial
+from bayes_risk.membership.plan import conditional_population_rows, population_rows
+
+__all__ = ["fit_posteriors", "log_predictives", "diagnostics", "target_flags",
+           "selection_match"]
+
+
+def fit_posteriors(model: Any, orig: pd.DataFrame, datasets: list[pd.DataFrame],
+                augmented: Sequence[Any] | None, rng: np.random.Generator,
+                progressbar: bool = False) -> list[Any]:
+    """The model and one augmented refit per synthetic dataset: ``augmented`` when given (one
+    per dataset), otherwise fitted here, each with its own seed from ``rng`` (the cost stated
+    first and one bar over the refits, as attribute risk's)."""
+    m = len(datasets)
+    if augmented is None:
+        augmented = fit_refits(model, orig, datasets, rng.spawn(m), progressbar=progressbar)
+    else:
+        augmented = list(augmented)
+        if len(augmented) != m:
+            raise ValidationError(
+                f"augmented must hold one model per synthetic dataset ({m}); got "
+                f"{len(augmented)}.")
+    return [model, *augmented]
+
+
+def log_predictives(posteriors: list[Any], targets: pd.DataFrame, slot_rows: pd.DataFrame,
+                     slot_inv: np.ndarray, khat: bool) -> tuple[Any, list[Any], list[np.ndarray],
+                                                                list[np.ndarray],
+                                                                list[np.ndarray]]:
+    """Each posterior's leave-one-out log predictive of the targets in their slots (the fit's
+    first, then the refits'), the slots' record log-likelihoods, k-hats and ESS."""
+    base = None
+    aug: list[_est.LogPredictive] = []
+    slot_lls, khats, ess = [], [], []
+    for p, post in enumerate(posteriors):
+        tll = post.record_loglik(targets)
+        sll = post.record_loglik(slot_rows)
+        slot_lls.append(sll)
+        lp = _est.loo_log_predictive(tll, sll[:, slot_inv], khat=khat)
+        khats.append(lp.khat)
+        ess.append(lp.ess)
+        if p == 0:
+            base = lp
+        else:
+            aug.append(lp)
+    return base, aug, slot_lls, khats, ess
+
+
+def _normalisers(model: Any, posteriors: list[Any], orig: pd.DataFrame, uslots: np.ndarray,
+                 slot_inv: np.ndarray, slot_lls: list[np.ndarray], match: np.ndarray,
+                 orig_keys: np.ndarray | None, normaliser_draws: int, rng: np.random.Generator,
+                 schema: Any, us: list[str], rule: Any = None, rows_: np.ndarray | None = None,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The population normaliser of every target's slot when m > 1 or a selection rule is
+    stated (methods, Membership disclosure risk), with its k-hat and ESS: one per distinct slot
+    record, from population draws (given the slot's unsynthesized values ``r`` for a partial
+    release, for the cells of matching targets only; from the synthesized rows ``rows_`` only,
+    each weighted by whether ``rule`` selects it)."""
+    _, first, rec_inv = np.unique(
+        pd.util.hash_pandas_object(orig.iloc[uslots], index=False).to_numpy(),
+        return_index=True, return_inverse=True)
+    back = rec_inv.ravel()[slot_inv]
+    ld = np.full(len(first), np.nan)
+    nk = np.full(len(first), np.nan)
+    ne = np.full(len(first), np.nan)
+    if rows_ is not None and rows_.size == 0:  # nothing synthesized: every slot released whole
+        return ld[back], nk[back], ne[back]
+    if not us:
+        prow = population_rows(model, normaliser_draws, rng, rows_)
+        groups = {None: (np.arange(len(first)), prow)}
+    else:
+        rec_key = orig_keys[uslots[first]]
+        need = np.unique(rec_key[np.unique(back[match])]) if match.any() else []
+        rows = conditional_population_rows(model, orig, orig_keys, list(need),
+                                            normaliser_draws, rng, schema, us, rows_)
+        groups = {k: (np.flatnonzero(rec_key == k), rows[k]) for k in need}
+    for sel, prow in groups.values():
+        pop_ll = [post.record_loglik(prow) for post in posteriors]
+        log_s = None
+        if rule is not None and rule.kind == "rule":
+            log_s = np.where(rule.evaluate(prow, "the population draws"), 0.0, -np.inf)
+        ld[sel], nk[sel], ne[sel] = _est.log_normaliser(
+            pop_ll, [sl[:, first[sel]] for sl in slot_lls], log_select=log_s)
+    return ld[back], nk[back], ne[back]
+
+
+def diagnostics(match: np.ndarray, log_lr: np.ndarray, khats: list[np.ndarray],
+                 ess: list[np.ndarray], norm_khat: np.ndarray, norm_ess: np.ndarray, *, H: int,
+                 normalised: bool, normaliser_draws: int, khat: bool, partial: bool,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[float, float]]:
+    """Each target's worst Pareto k-hat and smallest ESS over the posteriors, its flags, and
+    the k-hat and ESS thresholds for ``H`` draws."""
+    khat_thr, ess_thr = _est.thresholds(H)
+    khat_max = np.max(np.stack(khats), axis=0)
+    ess_min = np.min(np.stack(ess), axis=0)
+    if partial:  # no Monte Carlo behind an excluded target
+        khat_max = np.where(match, khat_max, np.nan)
+        ess_min = np.where(match, ess_min, np.nan)
+    norm_thr = _est.thresholds(normaliser_draws)
+    flags = target_flags(match, log_lr, khat_max if khat else None, ess_min, norm_khat, norm_ess,
+                   khat_thr, ess_thr, norm_thr if normalised else None)
+    return khat_max, ess_min, flags, (khat_thr, ess_thr)
+
+
+def target_flags(match: np.ndarray, log_lr: np.ndarray, khat_max: np.ndarray | None,
+           ess_min: np.ndarray, norm_khat: np.ndarray, norm_ess: np.ndarray, khat_thr: float,
+           ess_thr: float, norm_thr: tuple[float, float] | None) -> list[list[str]]:
+    """Each target's flags (methods, Membership disclosure risk: diagnostics); a target whose
+    unsynthesized values (or the selection) exclude it has none. ``khat_max`` None: k-hat not
+    checked; ``norm_thr`` None: no normaliser (m = 1 without a selection rule)."""
+    flags: list[list[str]] = [[] for _ in range(len(match))]
+    for t in range(len(match)):
+        if not match[t]:
+            continue
+        if not np.isfinite(log_lr[t]):
+            flags[t].append("LIKELIHOOD_UNDEFINED")
+        if khat_max is not None and khat_max[t] > khat_thr:
+            flags[t].append("KHAT_HIGH")
+        if ess_min[t] < ess_thr:
+            flags[t].append("LOW_ESS")
+        # an ESS of nan: no population draw the selection rule selects
+        if norm_thr is not None and (norm_khat[t] > norm_thr[0]
+                                     or not norm_ess[t] >= norm_thr[1]):
+            flags[t].append("NORMALISER_UNSTABLE")
+    return flags
+
+
+def selection_match(rule: Any, selected: np.ndarray, targets: pd.DataFrame,
+                     orig: pd.DataFrame, slots: np.ndarray, schema: Any, match: np.ndarray,
+                     ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """What the selection seen says about each target (methods, Releases that synthesize
+    selected records): in a synthesized slot the target must be one the rule selects
+    (``s(x) = 1``); an unsynthesized slot shows its record whole, so a target equal to it is
+    revealed (``released_whole``) and any other is excluded."""
+    in_sel = selected[slots]
+    cols = list(schema.names)
+    slot_key, target_key = _partial.cell_keys([orig.iloc[slots], targets], schema, cols,
+                                              reference=orig)
+    released_whole = ~in_sel & (target_key == slot_key) & (target_key >= 0)
+    by_rule = rule.evaluate(targets, "the targets")
+    new_match = match & in_sel & by_rule
+    columns = {"slot_selected": in_sel, "released_whole": released_whole}
+    if rule.kind == "rule":
+        columns["selected_by_rule"] = by_rule
+    return new_match, released_whole, columns

@@ -1,0 +1,149 @@
+"""Stage 1 of :func:`bayes_risk.membership.membership_risk`, shared by its two ratios (the
+posterior-draw ratio of the Bayesian models and the plug-in ratio of CART releases):
+:func:`prepare` reads the original, the synthetic datasets and the holdout as tables of the
+model's columns and checks them; the options and the prior are checked here too (methods,
+Membership disclosure risk)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.data.normalise import as_synthetic_list, record_positions
+from bayes_risk.data.validate import validate_table
+from bayes_risk.exceptions import SchemaError, ValidationError, arg_name
+from bayes_risk.membership.plan import ROWS_PER_DRAW
+
+__all__ = ["prepare", "prior_probability", "check_options", "check_drawable"]
+
+
+def prepare(model: Any, original: Any, synthetic: Any, holdout: Any, records: Any,
+            ) -> tuple[pd.DataFrame, list[pd.DataFrame], pd.DataFrame | None, np.ndarray]:
+    """The original, the synthetic datasets and the holdout as tables of the model's columns,
+    checked against its schema and fitted size, and the members' row positions."""
+    schema = model.schema_
+    cols = list(schema.names)
+    orig = _table(original, cols, "original")
+    n = len(orig)
+    n_fit = getattr(model, "n_records", None)
+    if isinstance(n_fit, (int, np.integer)) and int(n_fit) != n:
+        raise ValidationError(
+            f"original has {n} rows but the model was fitted to {int(n_fit)}; give the table the "
+            "model was fitted to.", code="ORIGINAL_DIFFERS")
+    datasets = [_table(z, cols, f"synthetic dataset {l}") for l, z in enumerate(
+        as_synthetic_list(synthetic, original=original).datasets, start=1)]
+    for l, z in enumerate(datasets, start=1):
+        _check_levels(z, schema, f"synthetic dataset {l}")
+    hold = None if holdout is None else _table(holdout, cols, "holdout")
+    if hold is not None:
+        # checked on its own so that an error numbers the holdout's rows, not the row after the
+        # members that it has in the table of targets; missing values are the model's to judge
+        validate_table(hold, schema, name="holdout", allow_nan=True, check_levels=False)
+        _check_levels(hold, schema, "holdout")
+    return orig, datasets, hold, record_positions(records, n)
+
+
+def _table(df: Any, cols: list[str], argument: str) -> pd.DataFrame:
+    """``df`` restricted to the model's columns (an error naming what is missing)."""
+    if not isinstance(df, pd.DataFrame):
+        raise ValidationError(f"{argument} must be a pandas DataFrame. Got {type(df).__name__}.")
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise SchemaError(f"{argument} is missing the model's column(s) {missing}.",
+                          code="MISSING_COLUMN")
+    return df[cols].reset_index(drop=True)
+
+
+def _check_levels(df: pd.DataFrame, schema: Any, argument: str) -> None:
+    """A value the model was never fitted with has probability 0 under every draw."""
+    from bayes_risk.data.levels import normalise_level
+
+    for spec in schema:
+        if not spec.is_categorical or spec.levels is None:
+            continue
+        allowed = {normalise_level(v) for v in spec.levels}
+        col = df[spec.name]
+        bad = [v for v in pd.unique(col.dropna()) if normalise_level(v) not in allowed]
+        if bad:
+            first = normalise_level(bad[0])
+            row = int(np.flatnonzero([normalise_level(v) == first for v in col])[0])
+            raise SchemaError(
+                f"{argument} row {row}: column {spec.name!r} holds {bad[0]!r}, a level absent "
+                "from the data the model was fitted to; its likelihood is 0 under the model, so "
+                "its membership ratio is undefined (UNKNOWN_LEVEL). Drop such rows or refit with "
+                "the level declared.",
+                code="UNKNOWN_LEVEL",
+            )
+
+
+def prior_probability(prior: float | str, n: int, population_size: int | None) -> float:
+    if isinstance(prior, str):
+        if prior == "balanced":
+            return 0.5
+        if prior == "sampling":
+            if population_size is None:
+                raise ValidationError(
+                    "prior='sampling' (the base rate n/N) needs population_size=N.",
+                    code="OPTION_REQUIRED")
+            if not (isinstance(population_size, (int, np.integer)) and population_size >= n):
+                raise ValidationError(
+                    f"population_size must be an integer >= the {n} confidential records. Got "
+                    f"{population_size!r}.")
+            return n / float(population_size)
+        raise ValidationError(
+            f"prior must be 'balanced', 'sampling' or a probability in (0, 1). Got {prior!r}.")
+    p = float(prior)
+    if not (0.0 < p < 1.0) or isinstance(prior, bool):
+        raise ValidationError(f"prior must be a probability in (0, 1). Got {prior!r}.")
+    return p
+
+
+def check_options(population: Any, threshold: float, normaliser_draws: Any, bootstrap: Any,
+                   alpha: Any, model: Any = None, n: int = 0) -> None:
+    """The numeric options of :func:`membership_risk`, each named in its error; with the
+    ``model`` and the records' number ``n``, whether it can draw ``population`` look-alikes
+    (:func:`check_drawable`)."""
+    if isinstance(population, bool) or not isinstance(population, (int, np.integer)) or (
+            population < 0):
+        raise ValidationError(f"population must be an integer >= 0. Got {population!r}.")
+    if not (0.0 < float(threshold) < 1.0):
+        raise ValidationError(f"threshold must be in (0, 1). Got {threshold!r}.")
+    if isinstance(normaliser_draws, bool) or not isinstance(normaliser_draws, (int, np.integer)) \
+            or normaliser_draws < 20:
+        raise ValidationError(
+            f"normaliser_draws must be an integer >= 20. Got {normaliser_draws!r}.")
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
+        raise ValidationError(f"bootstrap must be an integer >= 0. Got {bootstrap!r}.")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.number)) or not (
+            np.isfinite(alpha) and alpha > 0):
+        raise ValidationError(
+            f"unsynthesized_concentration must be a number > 0. Got {alpha!r}.",
+            code="INVALID_ARGUMENT")
+    if model is not None:
+        check_drawable(model, int(population), "population", n)
+
+
+def check_drawable(model: Any, k: int, argument: str, n: int) -> None:
+    """Refuse ``k`` records of the posterior predictive (:func:`population_rows`) that the
+    model cannot draw — they come :data:`ROWS_PER_DRAW` to a synthetic dataset, one dataset per
+    posterior draw — or that would not fit in memory (the datasets are drawn at once), before
+    any refit: the error names the membership argument, not the synthetic datasets drawn."""
+    from bayes_risk._memory import check_memory
+
+    sets = math.ceil(k / ROWS_PER_DRAW)
+    H = getattr(model, "n_draws", None)
+    if H is not None and sets > int(H):
+        raise ValidationError(
+            f"{arg_name(argument, k)}: records of the model's posterior predictive are drawn "
+            f"{ROWS_PER_DRAW} to a synthetic dataset, one dataset per posterior draw, and the "
+            f"model has H = {int(H)} draws: at most {ROWS_PER_DRAW * int(H)} records. Give "
+            "fewer, or fit the model with more draws.",
+            code="TOO_FEW_DRAWS",
+        )
+    schema = getattr(model, "schema_", None)
+    width = len(schema.names) if schema is not None else 1
+    check_memory(8.0 * sets * max(n, 1) * width, arg_name(argument),
+                 what=f"the {sets} synthetic datasets the {k} records are drawn from")

@@ -1,0 +1,122 @@
+"""A measure of one's own, added to bayes-risk by one registry entry (:data:`MEASURE`) and this
+module: the share of the original's records that a synthetic dataset holds unchanged.
+
+It joins the audit (a step, a verdict line, a report section, the summary) when :data:`MEASURE`
+is registered, by the entry point in ``pyproject.toml`` or by ``bayes_risk.measures.register``;
+:data:`MEASURE_WITH_COMMAND` also gives it a sub-command, ``bayes-risk exact-copies``. The docs
+page "Adding a measure" shows this module; ``tests/auditing/test_measure_registry.py`` runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayes_risk.auditing.context import StepContext, step_folder
+from bayes_risk.auditing.outcome import StepOutcome
+from bayes_risk.auditing.plan import AuditPlan
+from bayes_risk.auditing.render import Section, step_section
+from bayes_risk.auditing.verdicts import Verdict
+from bayes_risk.measures import Measure
+
+#: the largest share of copied records (per cent) the verdict line accepts: a convention of
+#: this example, not a finding
+THRESHOLD = 5.0
+
+
+# ---- the measure: a function and its result -------------------------------------------------
+@dataclass(frozen=True)
+class ExactCopies:
+    """The share of the original's records found unchanged in each synthetic dataset."""
+
+    per_dataset: tuple[float, ...]
+
+    @property
+    def share(self) -> float:
+        """The mean share over the datasets."""
+        return float(np.mean(self.per_dataset))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary."""
+        return {"share": self.share, "per_dataset": list(self.per_dataset)}
+
+
+def exact_copies(original: pd.DataFrame, synthetic: list[pd.DataFrame]) -> ExactCopies:
+    """For each synthetic dataset, the share of the original's records it holds as a row
+    (every column equal)."""
+    cols = list(original.columns)
+    shares = []
+    for z in synthetic:
+        rows = set(map(tuple, z[cols].astype(str).to_numpy()))
+        held = [tuple(r) in rows for r in original[cols].astype(str).to_numpy()]
+        shares.append(float(np.mean(held)))
+    return ExactCopies(tuple(shares))
+
+
+# ---- what the audit reads: a step, a verdict line, a report section -------------------------
+def exact_copies_step(ctx: StepContext) -> StepOutcome:
+    """The audit step: the measure on the release, written to ``exact_copies/summary.json``."""
+    res = exact_copies(ctx.original, list(ctx.synthetic))
+    folder = step_folder(ctx, "exact_copies")  # None when the audit writes nothing
+    files = []
+    if folder is not None:
+        (folder / "summary.json").write_text(json.dumps(res.to_dict()))
+        files = ["summary.json"]
+    return StepOutcome(name="exact_copies", status="ran", result=res,
+                       folder="exact_copies" if folder is not None else None, files=files)
+
+
+def exact_copies_lines(plan: AuditPlan, outcome: StepOutcome) -> list[Verdict]:
+    """The verdict line: the mean share against :data:`THRESHOLD` (called when the step ran)."""
+    src = f"{outcome.folder}/summary.json" if outcome.folder else None
+    return [Verdict("exact_copies", "records copied exactly", 100 * outcome.result.share,
+                    THRESHOLD, "max", src, unit="%")]
+
+
+@step_section("exact_copies", "exact-copies", "Exact copies of original records")
+def exact_copies_section(sec: Section, s: StepOutcome, result: Any, links: Any) -> None:
+    """The report's section (shown when the step ran), its number linked to its file."""
+    sec.p("Records of the original found unchanged in a synthetic dataset: ",
+          links.pct(s.result.share, f"{s.folder}/summary.json" if s.folder else None),
+          " on average over the datasets.")
+
+
+# ---- a sub-command (optional) ----------------------------------------------------------------
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """``bayes-risk exact-copies ORIGINAL SYN ...``. ``--help`` imports this module: a measure
+    with a sub-command keeps its heavy imports out of it, or declares it in a module of its
+    own (the package's are in ``bayes_risk.cli.parsers``)."""
+    from bayes_risk.cli.parsers import Handler
+
+    p = subparsers.add_parser("exact-copies", help="share of original records copied exactly")
+    p.add_argument("original", metavar="ORIGINAL", help="confidential table (.csv)")
+    p.add_argument("synthetic", nargs="+", metavar="SYN", help="synthetic datasets (.csv)")
+    p.set_defaults(handler=Handler("exact_copies", "run"))
+
+
+def run(args: argparse.Namespace) -> int:
+    """The sub-command's run: the measure, printed."""
+    res = exact_copies(pd.read_csv(args.original), [pd.read_csv(s) for s in args.synthetic])
+    print(f"records copied exactly: {100 * res.share:.1f} %")
+    return 0
+
+
+# ---- the registry entry ----------------------------------------------------------------------
+#: everything the audit, its verdict, its report and its summary need, as import paths
+MEASURE = Measure(
+    name="exact_copies",
+    title="Exact copies",
+    step="exact_copies:exact_copies_step",
+    function="exact_copies:exact_copies",
+    result="exact_copies:ExactCopies",
+    verdict="exact_copies:exact_copies_lines",
+    sections=("exact_copies:exact_copies_section",),
+)
+
+#: the same measure with its sub-command
+MEASURE_WITH_COMMAND = replace(MEASURE, command="exact-copies", parser="exact_copies")

@@ -1,0 +1,134 @@
+"""The measure registry (bayes_risk.measures): a measure joins the audit, its verdict, its report
+and summary, and the command line by one registry entry and its own module
+(examples/exact_copies, the example of the docs page "Adding a measure"), and leaves them when
+it is unregistered (issue 47)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+import pytest
+
+import bayes_risk as br
+from bayes_risk.cli import build_parser, main
+from bayes_risk.exceptions import ValidationError
+from bayes_risk.measures import get_measure, load, measures, register, unregister
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "exact_copies"
+#: the package's steps, skipped in these audits (the toy measure is what is tested)
+KNOWN = ["Age", "Urban", "Marital"]
+BUILTIN = ["utility", "identification", "posterior_identification", "attribute", "membership",
+           "attacks", "disclosure"]
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    if not EXAMPLE.is_dir():
+        pytest.skip("examples/ is not part of this checkout")
+    monkeypatch.syspath_prepend(str(EXAMPLE))  # the measure's module, as its install would
+    import exact_copies
+
+    yield exact_copies
+    with contextlib.suppress(ValidationError):  # a test that failed before unregistering it
+        unregister("exact_copies")
+
+
+@pytest.fixture(scope="module")
+def data():
+    orig = br.make_ce_like(120, random_seed=3)
+    syn = [orig.sample(frac=1.0, random_state=1).reset_index(drop=True),
+           orig.assign(Income=orig["Income"] + 1.0)]
+    return orig, syn
+
+
+def test_the_package_measures_are_the_audit_steps():
+    from bayes_risk.auditing.plan import step_names
+
+    names = [m.name for m in measures()]
+    assert names == BUILTIN
+    assert step_names() == tuple(names)
+    # every import path of every record resolves (a typo fails here, not in an audit)
+    for m in measures():
+        for path in (m.step, m.function, m.result, m.verdict, *m.sections):
+            if path is not None:
+                assert callable(load(path)), path
+
+
+def test_a_registered_measure_runs_in_the_audit_report_and_summary(toy, data, tmp_path):
+    orig, syn = data
+    register(toy.MEASURE)
+    assert get_measure("exact_copies") is toy.MEASURE
+    res = br.audit(orig, syn, known=KNOWN, skip=BUILTIN, out=tmp_path / "a",
+                   random_seed=1, progressbar=False)
+    step = res.step("exact_copies")
+    assert [s.name for s in res.steps][-1] == "exact_copies"
+    assert step.status == "ran" and step.title == "Exact copies"
+    # dataset 1 is the original shuffled: every record copied; dataset 2 none (Income moved)
+    assert step.result.per_dataset == (1.0, 0.0)
+    line = next(v for v in res.verdicts if v.step == "exact_copies")
+    assert line.value == pytest.approx(50.0) and line.exceeds
+    assert res.status == "do_not_release"
+    top = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert "exact_copies" in [s["name"] for s in top["steps"]]
+    assert json.loads((tmp_path / "a" / "exact_copies" / "summary.json").read_text())[
+        "share"] == pytest.approx(0.5)
+    assert "exact_copies" in res.summary().tables["Steps"]["step"].tolist()
+    html = res.to_html(tmp_path / "report.html").read_text(encoding="utf-8")
+    assert 'id="exact-copies"' in html and "Exact copies of original records" in html
+    assert "records copied exactly" in html
+    # the step is skipped by its name like any other
+    skipped = br.audit(orig, syn, known=KNOWN, skip=[*BUILTIN[:-1], "exact_copies"],
+                       random_seed=1, progressbar=False)
+    assert skipped.step("exact_copies").status == "skipped"
+    assert "exact copies (skipped)" in skipped.not_assessed
+
+    unregister("exact_copies")
+    res = br.audit(orig, syn, known=KNOWN, skip=BUILTIN[:-1], random_seed=1,
+                   progressbar=False)
+    assert "exact_copies" not in [s.name for s in res.steps]
+    assert "exact_copies" not in {v.step for v in res.verdicts}
+    with pytest.raises(ValidationError, match="unknown step 'exact_copies'"):
+        br.audit(orig, syn, known=KNOWN, skip=["exact_copies"], progressbar=False)
+
+
+def test_a_registered_measure_has_its_sub_command(toy, data, tmp_path, capsys):
+    orig, syn = data
+    orig.to_csv(tmp_path / "o.csv", index=False)
+    syn[0].to_csv(tmp_path / "s.csv", index=False)
+    def audit_help():
+        with pytest.raises(SystemExit):
+            main(["audit", "--help"])
+        return capsys.readouterr().out
+
+    assert "exact-copies" not in build_parser().format_help()
+    assert "exact-copies" not in audit_help()
+    register(toy.MEASURE_WITH_COMMAND)
+    assert "exact-copies" in build_parser().format_help()
+    assert "exact-copies" in audit_help()  # a step --skip takes
+    assert main(["exact-copies", str(tmp_path / "o.csv"), str(tmp_path / "s.csv")]) == 0
+    assert "records copied exactly: 100.0 %" in capsys.readouterr().out
+    unregister("exact_copies")
+    assert "exact-copies" not in build_parser().format_help()
+
+
+def test_a_clash_or_a_bad_entry_is_refused(toy):
+    from dataclasses import replace
+
+    with pytest.raises(ValidationError, match="measure name.*'utility'") as err:
+        register(replace(toy.MEASURE, name="utility"))
+    assert err.value.code == "MEASURE_CLASH"
+    with pytest.raises(ValidationError, match="measure command.*'utility'"):
+        register(replace(toy.MEASURE, command="utility"))
+    with pytest.raises(ValidationError, match="Measure"):
+        register({"name": "x"})
+    with pytest.raises(ValidationError, match="no measure 'utility' was added"):
+        unregister("utility")
+    with pytest.raises(ValidationError, match="does not resolve") as err:
+        load("exact_copies:no_such_thing")
+    assert err.value.code == "MEASURE_BROKEN"
+    with pytest.raises(ValidationError, match="measure must be one of") as err:
+        get_measure("nope")
+    assert err.value.code == "UNKNOWN_MEASURE"
+    assert [m.name for m in measures()][-1] == "disclosure"
