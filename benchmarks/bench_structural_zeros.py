@@ -28,6 +28,7 @@ SETS = {
 
 
 def run(name: str, K: int, tune: int, draws: int, m: int) -> list[tuple]:
+    from bayes_risk.models.dpmpm.coding import encode
     from bayes_risk.models.dpmpm.dpmpm import DPMPM
     from bayes_risk.models.dpmpm.zeros import StructuralZeros, read_structural_zeros
 
@@ -45,8 +46,8 @@ def run(name: str, K: int, tune: int, draws: int, m: int) -> list[tuple]:
         syn = model.synthesize(m, random_seed=2)
         zs = StructuralZeros(read_structural_zeros(mcz), model.schema_.names,
                              [c.levels for c in model.schema_])
-        share = float(np.mean([zs.contains(model._encode(s)).mean() for s in syn]))
-        mass = float(np.exp(zs.log_mass(model._phi, model._log_pi)).mean())
+        share = float(np.mean([zs.contains(encode(model.schema_, s)).mean() for s in syn]))
+        mass = float(np.exp(zs.log_mass(model._state.phi, model._state.log_pi)).mean())
         rows.append((name, label, len(df), len(zs.boxes), share, mass, fit_s))
     return rows
 

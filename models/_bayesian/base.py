@@ -761,7 +761,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return _io.needs_data_for_synthesis_given(self, schema)
 
     def _event_ndims(self) -> dict[str, int]:
-        return _io.event_ndims(self)
+        """Number of non-sample dimensions of each posterior variable (for dict input)."""
+        return {}
 
     def _as_datatree(self, posterior: Any) -> xr.DataTree:
-        return _io.as_datatree(self, posterior)
+        return _io.as_datatree(posterior, self._event_ndims(), type(self).__name__)

@@ -75,7 +75,12 @@ def check_draw_indices(model, draw_indices: Any = None) -> np.ndarray:
 def stacked(model, name: str, draw_indices: np.ndarray | None = None) -> np.ndarray:
     """The work of :meth:`BayesianSynthesizer._stacked`."""
     model._check_fitted()
-    post = model.posterior_["posterior"]
+    return stacked_values(model.posterior_["posterior"], name, draw_indices)
+
+
+def stacked_values(post: Any, name: str, draw_indices: np.ndarray | None = None) -> np.ndarray:
+    """Variable ``name`` of the ``posterior`` group ``post`` as an ``[H, ...]`` array
+    (chain-major), optionally restricted to the flattened indices ``draw_indices``."""
     if name not in post.data_vars:
         raise ValidationError(f"posterior has no variable {name!r}.", code="POSTERIOR_INVALID")
     da = post[name]
