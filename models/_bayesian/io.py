@@ -59,19 +59,6 @@ def warm_up_writer() -> None:
     tree.to_netcdf(io.BytesIO(), engine="h5netcdf")
 
 
-def json_settings(model) -> dict[str, Any]:
-    return to_jsonable(model._release_settings())
-
-
-def state_to_json(model) -> dict[str, Any]:
-    """Extra fitted state written to ``model.json`` (JSON-serialisable)."""
-    return {}
-
-
-def state_from_json(model, state: Mapping[str, Any]) -> None:
-    """Restore what :meth:`_state_to_json` wrote."""
-
-
 def save(model, path: str | os.PathLike[str]) -> Path:
     """The work of :meth:`BayesianSynthesizer.save` (documented there)."""
     model._check_fitted()
