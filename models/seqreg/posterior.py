@@ -123,27 +123,6 @@ def state_from_json(model, state: Mapping[str, Any]) -> None:
     model.dtypes_ = dict(state.get("dtypes", {}))
 
 
-def params(model, c: str, idx: np.ndarray) -> dict[str, np.ndarray]:
-    fam = model.families_[c]
-    names = {"normal": ["beta", "sigma"], "categorical": ["probs"]}.get(fam, ["beta"])
-    return {nm: _all_draws(model, _var(c, nm))[idx] for nm in names}
-
-
-def _all_draws(model, name: str) -> np.ndarray:
-    """All draws ``[H, ...]`` of posterior variable ``name`` (``model._stacked``), read off the
-    DataTree once per posterior: the likelihoods and the synthesis ask for a column's draws
-    hundreds of times (the membership normaliser), and each reading costs more than the
-    gather of the draws wanted."""
-    post = model.posterior_
-    cache = getattr(model, "_draws_cache", None)
-    if cache is None or cache[0] is not post:  # a new posterior (fit, load, from_posterior)
-        cache = (post, {})
-        model._draws_cache = cache
-    if name not in cache[1]:
-        cache[1][name] = model._stacked(name)
-    return cache[1][name]
-
-
 def posterior_methods(model) -> dict[str, str]:
     """The work of :meth:`SequentialRegression.posterior_methods` (documented there)."""
     model._check_fitted()
