@@ -150,8 +150,8 @@ class CARTSynthesizer(TreeSynthesizer):
     method_name = "cart"
     #: synthetic datasets of a release by default (``bayes-risk synthesize -m``)
     default_m = 20
-    #: the plug-in likelihood is exact given the fitted splits (membership risk is derived
-    #: from it: :func:`bayes_risk.membership_risk`, :meth:`CARTPlugin.donor_trees`)
+    #: the plug-in likelihood is exact given the fitted splits: membership risk is derived
+    #: from it (``membership_risk``; ``CARTPlugin.donor_trees``)
     exact_plugin: ClassVar[bool] = True
     _fitted_attribute: ClassVar[str] = "trees_"
 

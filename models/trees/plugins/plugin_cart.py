@@ -481,12 +481,13 @@ class CARTPlugin(PluginBase):
 
     def donor_trees(self) -> DonorTrees:
         """The fitted value trees with the original records' encoded values and donor
-        positions (:class:`DonorTrees`): what the membership ratio of a CART release needs
-        (:func:`bayes_risk.membership_risk`).
+        positions: what the membership ratio of a CART release needs (``membership_risk``).
 
         Returns
         -------
         DonorTrees
+            ``visit_sequence``, ``trees``, ``values``, ``positions``, ``encode``, ``design``
+            and ``route`` (``bayes_risk.models.trees.plugins.plugin_cart.DonorTrees``).
         """
         cols = tuple(self.synthesizer.visit_sequence_)
         return DonorTrees(
