@@ -547,20 +547,18 @@ class SequentialRegression(BayesianSynthesizer):
         )
 
     def _state_to_json(self) -> dict[str, Any]:
-        return _posterior.state_to_json(self)
+        return {"dtypes": dict(getattr(self, "dtypes_", {}))}
 
     def _state_from_json(self, state: Mapping[str, Any]) -> None:
-        return _posterior.state_from_json(self, state)
+        self.dtypes_ = dict(state.get("dtypes", {}))
 
     def posterior_methods(self) -> dict[str, str]:
         """How each column's draws were made: ``exact``, ``laplace``, ``nuts`` or ``user``."""
-        return _posterior.posterior_methods(self)
+        self._check_fitted()
+        return _posterior.posterior_methods(self._state)
 
     def _convergence_quantities(self) -> dict[str, np.ndarray]:
-        return _posterior.convergence_quantities(self)
-
-    def _labels(self, var: str, size: int) -> list[str]:
-        return _posterior.labels(self, var, size)
+        return _posterior.convergence_quantities(self._state)
 
     def design_matrix(self, df: pd.DataFrame, column: str) -> np.ndarray:
         """Design matrix ``[n, q]`` of ``column``'s regression for the rows of ``df``.
