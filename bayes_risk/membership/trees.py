@@ -54,14 +54,6 @@ from bayes_risk.protocols import model_info
 __all__ = ["is_tree_model", "check_tree_model", "tree_plugin", "unsynthesized_values",
            "population_support", "population_routes", "population_log_weights", "tree_log_lr"]
 
-_CART = "bayes_risk.models.trees.cart.CARTSynthesizer"
-_CART_PLUGIN = "bayes_risk.models.trees.plugins.plugin_cart.CARTPlugin"
-
-
-def _mro(obj: Any) -> set[str]:
-    return {f"{k.__module__}.{k.__qualname__}" for k in type(obj).__mro__}
-
-
 def is_tree_model(model: Any) -> bool:
     """A tree synthesizer or its plug-in likelihood (no posterior draws)."""
     info = model_info(model)
@@ -69,8 +61,13 @@ def is_tree_model(model: Any) -> bool:
                                             and "record" not in info.likelihoods)
 
 
+def _is_plugin(model: Any) -> bool:
+    """A plug-in likelihood (it is bound to its fitted synthesizer), not a synthesizer."""
+    return getattr(model, "synthesizer", None) is not None
+
+
 def _synthesizer(model: Any) -> Any:
-    return model.synthesizer if _CART_PLUGIN in _mro(model) else model
+    return model.synthesizer if _is_plugin(model) else model
 
 
 def check_tree_model(model: Any) -> None:
@@ -86,13 +83,15 @@ def check_tree_model(model: Any) -> None:
         the slot's released unsynthesized values (:func:`tree_log_lr`).
     """
     name = type(model).__name__
-    forest = any("random_forest" in k or "plugin_rf" in k for k in _mro(model))
-    if not forest and _CART not in _mro(model) and _CART_PLUGIN not in _mro(model):
+    # the synthesizer says whether its plug-in is exact given the splits (CART) or an
+    # approximation (random forest); other plug-in models say neither
+    exact = getattr(_synthesizer(model), "exact_plugin", None)
+    if exact is None:
         raise NotSupportedError(
             f"{name} has a plug-in likelihood, but the membership ratio is derived for CART "
             "releases only (methods, Membership disclosure risk, CART releases).",
             code="MEMBERSHIP_MODEL_UNSUPPORTED")
-    if forest:
+    if not exact:
         raise NotSupportedError(
             f"{name} is a plug-in likelihood of a random-forest synthesizer: its plug-in is "
             "approximate (each tree's bootstrap sample is marginalised by a Poisson "
@@ -136,22 +135,12 @@ def check_tree_model(model: Any) -> None:
 
 def tree_plugin(model: Any, original: pd.DataFrame) -> Any:
     """The CART plug-in likelihood of ``model`` (a fitted CARTSynthesizer, or its plug-in)."""
-    if _CART_PLUGIN in _mro(model):
-        return model
-    return model.plugin_likelihood(original)
+    return model if _is_plugin(model) else model.plugin_likelihood(original)
 
 
 # ------------------------------------------------------------------------------------------
 # the synthesizer's predictive of one record, q(· | y) and q(· | y_{-i})
 # ------------------------------------------------------------------------------------------
-def _node_of(plugin: Any, col: str, vals: dict[str, np.ndarray], G: int) -> np.ndarray:
-    """Node of the tree of ``col`` that ``G`` encoded records route to (the fixed splits,
-    ``climb``), as the synthesizer routes a synthetic record."""
-    X, codes = plugin._design(col, vals, np.arange(G))
-    node, _ = plugin._trees[col].route(X, codes, "climb", None)
-    return np.asarray(node, dtype=np.int64)
-
-
 def _donor_counts(tree: Any, node: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, ...]:
     """Donors of each node with the given value, and the node's number of donors."""
     c = np.empty(node.size)
@@ -163,7 +152,8 @@ def _donor_counts(tree: Any, node: np.ndarray, value: np.ndarray) -> tuple[np.nd
 def unsynthesized_values(plugin: Any, i: int) -> dict[str, np.ndarray]:
     """Record ``i``'s encoded unsynthesized values ``r`` (one-element arrays; empty for a fully
     synthetic release): what the release shows in slot ``i``, as it is."""
-    return {c: plugin._vals[c][[i]] for c in plugin.schema_.unsynthesized}
+    values = plugin.donor_trees().values
+    return {c: values[c][[i]] for c in plugin.schema_.unsynthesized}
 
 
 def population_support(plugin: Any, limit: float,
@@ -180,12 +170,12 @@ def population_support(plugin: Any, limit: float,
     on it, as the synthesizer routes a record with its own unsynthesized values, so the support
     is that of ``q(· | r, y)`` (the returned values include ``r``, repeated).
     """
-    syn = plugin.synthesizer
+    donors = plugin.donor_trees()
     vals: dict[str, np.ndarray] = dict(given or {})
     logq = np.zeros(1)
-    for col in syn.visit_sequence_:
-        tree = plugin._trees[col]
-        node = _node_of(plugin, col, vals, logq.size)
+    for col in donors.visit_sequence:
+        tree = donors.trees[col]
+        node = donors.route(col, vals, logq.size)
         parts, vparts, lparts = [], [], []
         for r in range(logq.size):
             d = tree.y_sorted[tree.node_start[node[r]]:tree.node_stop[node[r]]]
@@ -207,9 +197,10 @@ def population_routes(plugin: Any, vals: dict[str, np.ndarray]) -> dict[str, tup
     record's value and its number of donors (they do not depend on the slot)."""
     S = len(next(iter(vals.values())))
     out = {}
-    for col in plugin.synthesizer.visit_sequence_:
-        tree = plugin._trees[col]
-        node = _node_of(plugin, col, vals, S)
+    donors = plugin.donor_trees()
+    for col in donors.visit_sequence:
+        tree = donors.trees[col]
+        node = donors.route(col, vals, S)
         c, n = _donor_counts(tree, node, vals[col])
         out[col] = (node, c, n)
     return out
@@ -227,11 +218,12 @@ def population_log_weights(plugin: Any, vals: dict[str, np.ndarray],
     S = len(next(iter(vals.values())))
     lq = np.zeros(S)
     lq_i = np.zeros(S)
+    donors = plugin.donor_trees()
     for col, (node, c, n) in routes.items():
-        tree = plugin._trees[col]
-        pos = int(plugin._pos[col][i])
+        tree = donors.trees[col]
+        pos = int(donors.positions[col][i])
         inside = (tree.node_start[node] <= pos) & (pos < tree.node_stop[node])
-        same = inside & (vals[col] == plugin._vals[col][i])
+        same = inside & (vals[col] == donors.values[col][i])
         n_i = n - inside
         with np.errstate(divide="ignore"):
             lq += np.log(c) - np.log(n)
@@ -342,7 +334,7 @@ def tree_log_lr(plugin: Any, datasets: list[pd.DataFrame], targets: pd.DataFrame
             else:
                 rows = population[key] if us else population
                 prows = rows[cols].reset_index(drop=True)
-                pvals = plugin._values(prows, cols)
+                pvals = plugin.donor_trees().encode(prows, cols)
                 pvals.update({c: np.repeat(v, len(prows)) for c, v in given.items()})
             per_cell[key] = (prows, pvals, population_routes(plugin, pvals))
         return per_cell[key]

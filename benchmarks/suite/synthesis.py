@@ -275,12 +275,13 @@ class DPMPMStructuralZeros:
     def track_impossible_share(self, data, zeros):
         import numpy as np
 
+        from bayes_risk.models.dpmpm.coding import encode
         from bayes_risk.models.dpmpm.zeros import StructuralZeros, read_structural_zeros
 
         model = self._fit(zeros)
         table = StructuralZeros(read_structural_zeros(self.mcz), model.schema_.names,
                                 [c.levels for c in model.schema_])
-        return float(np.mean([table.contains(model._encode(s)).mean()
+        return float(np.mean([table.contains(encode(model.schema_, s)).mean()
                               for s in model.synthesize(20, random_seed=2)]))
 
     track_impossible_share.unit = "share"

@@ -74,6 +74,7 @@ import bayes_risk.models._bayesian.io as _io
 import bayes_risk.models._bayesian.records as _records
 import bayes_risk.models._bayesian.sampling as _sampling
 import bayes_risk.models._bayesian.synthesis as _synthesis
+from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed
 from bayes_risk.data.fingerprint import fingerprint_record
 from bayes_risk.data.schema import Schema
@@ -216,7 +217,9 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         confidential data: they carry no likelihood (``dataset_loglik``) and must not be appended
         to the data a second time (``fit_augmented``, methods, The stabilised estimator).
         """
-        return _records.synthesized_part(self, z, name)
+        if self.synthesized_records_ is None:
+            return z
+        return _records.synthesized_part(z, self._synthesized_rows(), self.n_records, name)
 
     def _run_settings(self) -> dict[str, int]:
         """The run length a fit with the current settings uses (settings left at ``None``
@@ -260,12 +263,13 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         ``None`` means all ``H`` draws in order; otherwise a sequence (or array) of integers in
         ``0..H-1`` (repeats allowed), or a boolean mask of length ``H``.
         """
-        return _records.check_draw_indices(self, draw_indices)
+        return _records.check_draw_indices(self.n_draws, draw_indices)
 
     def _stacked(self, name: str, draw_indices: np.ndarray | None = None) -> np.ndarray:
         """Posterior variable ``name`` as an ``[H, ...]`` float array (chain-major), optionally
         restricted to the flattened indices ``draw_indices``."""
-        return _records.stacked(self, name, draw_indices)
+        self._check_fitted()
+        return _records.stacked_values(self.posterior_["posterior"], name, draw_indices)
 
     # ------------------------------------------------------------------ fit (template)
     def fit(
@@ -581,7 +585,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return _convergence.round_verdict(self, posterior, schema, history)
 
     def _ess_min(self) -> float:
-        return _convergence.ess_min(self)
+        """The ESS threshold of this fit: ``ESS_MIN`` per chain (Vehtari et al. 2021)."""
+        return ESS_MIN * int(self.posterior_["posterior"].sizes["chain"])
 
     def _convergence_warnings(self, df: pd.DataFrame) -> list[dict[str, Any]]:
         return _convergence.convergence_warnings(self, df)
@@ -668,7 +673,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return _convergence.convergence_table(self, passed=passed)
 
     def _json_settings(self) -> dict[str, Any]:
-        return _io.json_settings(self)
+        return to_jsonable(self._release_settings())
 
     def _identity(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """What :func:`bayes_risk.data.provenance.model_id` hashes: method, settings, schema,
@@ -676,10 +681,11 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return _io.identity(self)
 
     def _state_to_json(self) -> dict[str, Any]:
-        return _io.state_to_json(self)
+        """Extra fitted state written to ``model.json`` (JSON-serialisable; none here)."""
+        return {}
 
     def _state_from_json(self, state: Mapping[str, Any]) -> None:
-        return _io.state_from_json(self, state)
+        """Restore what :meth:`_state_to_json` wrote (nothing here)."""
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Save the fitted model as a folder, atomically.
@@ -761,7 +767,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         return _io.needs_data_for_synthesis_given(self, schema)
 
     def _event_ndims(self) -> dict[str, int]:
-        return _io.event_ndims(self)
+        """Number of non-sample dimensions of each posterior variable (for dict input)."""
+        return {}
 
     def _as_datatree(self, posterior: Any) -> xr.DataTree:
-        return _io.as_datatree(self, posterior)
+        return _io.as_datatree(posterior, self._event_ndims(), type(self).__name__)

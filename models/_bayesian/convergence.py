@@ -300,11 +300,6 @@ def round_verdict(model, posterior: Any, schema: Any, history: list[float]) -> s
     return "stuck" if extension_stuck(previous, worst) else "failed"
 
 
-def ess_min(model) -> float:
-    """The ESS threshold of this fit: ``ESS_MIN`` per chain (Vehtari et al. 2021)."""
-    return ESS_MIN * int(model.posterior_["posterior"].sizes["chain"])
-
-
 def convergence_warnings(model, df: pd.DataFrame) -> list[dict[str, Any]]:
     """One structured warning per code of the failed checks of a convergence table
     (``code``, ``quantities``, ``checks``: :func:`failed_checks`, ``message``)."""

@@ -59,19 +59,6 @@ def warm_up_writer() -> None:
     tree.to_netcdf(io.BytesIO(), engine="h5netcdf")
 
 
-def json_settings(model) -> dict[str, Any]:
-    return to_jsonable(model._release_settings())
-
-
-def state_to_json(model) -> dict[str, Any]:
-    """Extra fitted state written to ``model.json`` (JSON-serialisable)."""
-    return {}
-
-
-def state_from_json(model, state: Mapping[str, Any]) -> None:
-    """Restore what :meth:`_state_to_json` wrote."""
-
-
 def save(model, path: str | os.PathLike[str]) -> Path:
     """The work of :meth:`BayesianSynthesizer.save` (documented there)."""
     model._check_fitted()
@@ -269,12 +256,9 @@ def needs_data_for_synthesis_given(model, schema: Schema) -> bool:
             model.schema_ = old
 
 
-def event_ndims(model) -> dict[str, int]:
-    """Number of non-sample dimensions of each posterior variable (for dict input)."""
-    return {}
-
-
-def as_datatree(model, posterior: Any) -> xr.DataTree:
+def as_datatree(posterior: Any, ev: Mapping[str, int], model_name: str) -> xr.DataTree:
+    """``posterior`` (a DataTree, or a mapping of arrays whose variables have the parameter
+    dimensions ``ev``) as a posterior DataTree of model class ``model_name`` (for messages)."""
     import xarray as xr
 
     if isinstance(posterior, xr.DataTree):
@@ -292,13 +276,12 @@ def as_datatree(model, posterior: Any) -> xr.DataTree:
             "posterior must be an xarray.DataTree or a mapping of variable name to array. "
             f"Got {type(posterior).__name__}."
         )
-    ev = model._event_ndims()
     arrays: dict[str, np.ndarray] = {}
     for name, val in posterior.items():
         a = np.asarray(val, dtype=np.float64)
         if name not in ev:
             raise ValidationError(
-                f"posterior variable {name!r} is not a parameter of {type(model).__name__}; "
+                f"posterior variable {name!r} is not a parameter of {model_name}; "
                 f"expected some of {sorted(ev)}.",
                 code="POSTERIOR_INVALID"
             )

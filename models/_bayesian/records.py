@@ -28,24 +28,25 @@ def check_synthesized_records(records: Any, n: int) -> np.ndarray | None:
     return None if records is None else record_mask(records, n)
 
 
-def synthesized_part(model, z: pd.DataFrame, name: str = "synthetic") -> pd.DataFrame:
-    """The work of :meth:`BayesianSynthesizer._synthesized_part`."""
-    if model.synthesized_records_ is None:
-        return z
+def synthesized_part(z: pd.DataFrame, rows: np.ndarray, n: int, name: str = "synthetic"
+                     ) -> pd.DataFrame:
+    """The rows ``rows`` (the synthesized records) of a released dataset ``z`` of a model that
+    synthesizes selected records of a table of ``n``
+    (:meth:`BayesianSynthesizer._synthesized_part`)."""
     if not isinstance(z, pd.DataFrame):
         raise ValidationError(f"{name} must be a pandas DataFrame. Got {type(z).__name__}.")
-    if len(z) != model.n_records:
+    if len(z) != n:
         raise SchemaError(
             f"{name} has {len(z)} rows; the model synthesizes selected records of a table of "
-            f"{model.n_records} rows, so a released dataset must have {model.n_records}.",
+            f"{n} rows, so a released dataset must have {n}.",
             code="ROW_COUNT_MISMATCH",
         )
-    return z.iloc[model._synthesized_rows()].reset_index(drop=True)
+    return z.iloc[rows].reset_index(drop=True)
 
 
-def check_draw_indices(model, draw_indices: Any = None) -> np.ndarray:
-    """The work of :meth:`BayesianSynthesizer._draw_indices`."""
-    H = model.n_draws
+def check_draw_indices(H: int, draw_indices: Any = None) -> np.ndarray:
+    """A ``draw_indices=`` argument of a model with ``H`` draws as flattened draw indices
+    (:meth:`BayesianSynthesizer._draw_indices`)."""
     if draw_indices is None:
         return np.arange(H, dtype=np.int64)
     arr = np.asarray(draw_indices)
@@ -72,10 +73,9 @@ def check_draw_indices(model, draw_indices: Any = None) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-def stacked(model, name: str, draw_indices: np.ndarray | None = None) -> np.ndarray:
-    """The work of :meth:`BayesianSynthesizer._stacked`."""
-    model._check_fitted()
-    post = model.posterior_["posterior"]
+def stacked_values(post: Any, name: str, draw_indices: np.ndarray | None = None) -> np.ndarray:
+    """Variable ``name`` of the ``posterior`` group ``post`` as an ``[H, ...]`` array
+    (chain-major), optionally restricted to the flattened indices ``draw_indices``."""
     if name not in post.data_vars:
         raise ValidationError(f"posterior has no variable {name!r}.", code="POSTERIOR_INVALID")
     da = post[name]

@@ -1,7 +1,8 @@
 """The DPMPM latent-class model for categorical data (Si and Reiter 2013).
 
-:class:`DPMPM` (``dpmpm.py``) calls the module-level helpers of its sibling modules: ``coding``
-(category codes), ``fit`` (the PyMC model and the Gibbs set-up), ``loglik`` (record and dataset
+:class:`DPMPM` (``dpmpm.py``) builds its fitted state (``state``: the arrays of the draws) and
+passes it to the module-level functions of its sibling modules: ``coding`` (category codes and
+synthesis), ``fit`` (the PyMC model and the fitted posterior), ``loglik`` (record and dataset
 log-likelihoods), ``kernels`` (numba kernels), ``step`` / ``labels`` / ``splitmerge`` (the Gibbs
 step and its label moves), ``run`` (the automatic run), ``zeros`` / ``zeros_loglik``
 (structural zeros).

@@ -13,10 +13,13 @@ import pandas as pd
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
+from bayes_risk.models.dpmpm.state import DPMPMState
 from bayes_risk.models.dpmpm.zeros import _UNKNOWN
 
 
-def check_categorical(model, schema: Schema) -> None:
+def check_categorical(schema: Schema) -> None:
+    """``WRONG_DTYPE`` for a column that is not categorical, ``MISSING_VALUES`` for one with
+    no observed level."""
     bad = [c for c in schema if not c.is_categorical]
     if bad:
         c = bad[0]
@@ -36,11 +39,9 @@ def check_categorical(model, schema: Schema) -> None:
             )
 
 
-def encode(
-    model, df: pd.DataFrame, schema: Schema | None = None, *, name: str = "records"
-) -> np.ndarray:
-    """Codes ``0..d_j-1``; ``-1`` missing; ``-2`` a level the model was not fitted with."""
-    schema = schema or model.schema_
+def encode(schema: Schema, df: pd.DataFrame, *, name: str = "records") -> np.ndarray:
+    """Codes ``0..d_j-1`` of the levels of ``schema``; ``-1`` missing; ``-2`` a level the
+    model was not fitted with."""
     if not isinstance(df, pd.DataFrame):
         raise ValidationError(f"{name} must be a pandas DataFrame. Got {type(df).__name__}.")
     missing = [c for c in schema.names if c not in df.columns]
@@ -75,12 +76,14 @@ def encode(
     return out
 
 
-def decode_column(model, codes: np.ndarray, j: int) -> pd.Series:
-    spec = model.schema_.columns[j]
+def decode_column(schema: Schema, dtypes: dict[str, str], codes: np.ndarray, j: int
+                  ) -> pd.Series:
+    """Codes of column ``j`` back to its levels, in the data's dtype (``dtypes``)."""
+    spec = schema.columns[j]
     levels = np.empty(len(spec.levels), dtype=object)
     levels[:] = list(spec.levels)
     vals = levels[codes]
-    dtype = model.dtypes_.get(spec.name, "object")
+    dtype = dtypes.get(spec.name, "object")
     if dtype.startswith("category"):
         return pd.Series(
             pd.Categorical(
@@ -94,62 +97,61 @@ def decode_column(model, codes: np.ndarray, j: int) -> pd.Series:
 
 
 def synthesize_one(
-    model, draw: int, rng: np.random.Generator, data: pd.DataFrame | None
+    state: DPMPMState, draw: int, rng: np.random.Generator, data: pd.DataFrame | None, *,
+    mode: str, rows: np.ndarray, n: int, dtypes: dict[str, str],
 ) -> pd.DataFrame:
-    schema = model.schema_
-    n = model.n_records
-    rows = (
-        np.arange(n)
-        if model.synthesized_records_ is None
-        else np.flatnonzero(model.synthesized_records_)
-    )
-    s_mask, us_mask = model._masks()
-    lp = model._logphi[draw : draw + 1]
-    lpi = model._log_pi[draw : draw + 1]
-    mode = model.synthesis_mode_
+    """One synthetic dataset of ``n`` records from flattened draw ``draw`` in synthesis mode
+    ``mode``: the records ``rows`` get synthesized values, the others (and the unsynthesized
+    columns) are those of ``data``; values come back in the data's ``dtypes``."""
+    from bayes_risk.models.dpmpm.loglik import class_logw
+
+    schema = state.schema
+    s_mask, us_mask = state.synthesized, state.unsynthesized
+    lp = state.logphi[draw : draw + 1]
+    lpi = state.log_pi[draw : draw + 1]
     if mode == "marginal":
         logw = np.broadcast_to(lpi[0], (len(rows), lpi.shape[1]))
     else:
-        codes = model._encode(data.iloc[rows], name="data")
+        codes = encode(schema, data.iloc[rows], name="data")
         use = us_mask if mode == "conditional_us" else np.ones(len(s_mask), bool)
-        logw = model._class_logw(codes, lp, lpi, use)[0]
-    if model._zeros is not None and mode == "posterior_class":
+        logw = class_logw(state, codes, lp, lpi, use)[0]
+    if state.zeros is not None and mode == "posterior_class":
         import bayes_risk.models.dpmpm.zeros_loglik as zl
 
-        logw = zl.posterior_class_weights(model, draw, codes, logw)
+        logw = zl.posterior_class_weights(state, draw, codes, logw)
     z = _draw_categorical(logw, rng)
     cols = {}
-    phi = model._phi[draw]  # [L, K]
+    phi = state.phi[draw]  # [L, K]
     for j in np.flatnonzero(s_mask):
-        base, dj = model._offsets[j], model._d[j]
+        base, dj = state.offsets[j], state.d[j]
         cum = np.cumsum(phi[base : base + dj, :], axis=0).T[z]  # [n_rows, d_j]
         u = rng.random(len(rows)) * cum[:, -1]
         cj = np.minimum((cum < u[:, None]).sum(axis=1), dj - 1)
         cols[j] = cj
-    if model._zeros is not None:  # never an impossible record: rejection
+    if state.zeros is not None:  # never an impossible record: rejection
         import bayes_risk.models.dpmpm.zeros_loglik as zl
 
         before = (np.full((len(rows), len(s_mask)), -1, dtype=np.int64) if data is None
-                  else model._encode(data.iloc[rows], name="data"))
-        zl.fix_synthesis(model, draw, rng, before, np.broadcast_to(logw, (len(rows),
+                  else encode(schema, data.iloc[rows], name="data"))
+        zl.fix_synthesis(state, draw, rng, before, np.broadcast_to(logw, (len(rows),
                          logw.shape[1])), z, cols, keep_class=mode == "posterior_class")
     cols = {schema.names[j]: v for j, v in cols.items()}
     if data is None:
         return pd.DataFrame(
-            {c: model._decode_column(cols[c], j) for j, c in enumerate(schema.names)}
+            {c: decode_column(schema, dtypes, cols[c], j) for j, c in enumerate(schema.names)}
         )
     out = data.copy()
     for j, name in enumerate(schema.names):
         if name not in cols:
             continue
-        new = model._decode_column(cols[name], j)
+        new = decode_column(schema, dtypes, cols[name], j)
         if len(rows) == n:
             is_cat = isinstance(new.dtype, pd.CategoricalDtype)
             out[name] = new if is_cat else new.to_numpy()
         else:
             col = out[name].astype(object).to_numpy(copy=True)
             col[rows] = new.astype(object).to_numpy()
-            dtype = model.dtypes_.get(name, "object")
+            dtype = dtypes.get(name, "object")
             s = pd.Series(col)
             try:
                 if dtype.startswith("category"):

@@ -6,9 +6,11 @@ the single source of truth for the density; the default sampler is a blocked Gib
 step method) with numba kernels, run in a plain loop (``models/dpmpm/run.py``) that returns the
 ArviZ DataTree ``pm.sample`` would.
 
-The class's methods are thin: they call the module-level helpers of its sibling modules, one per
-concern: the PyMC model and the fitted posterior (``dpmpm.fit``), the likelihoods of the risk
-engines (``dpmpm.loglik``) and level coding and synthesis (``dpmpm.coding``).
+Once its posterior is set (fit, load, ``from_posterior``) the model builds its fitted state
+(:class:`~bayes_risk.models.dpmpm.state.DPMPMState`: the arrays of the draws) once and passes it
+to the module-level functions of its sibling modules, one per concern: the PyMC model and the
+fitted posterior (``dpmpm.fit``), the likelihoods of the risk engines (``dpmpm.loglik``) and
+level coding and synthesis (``dpmpm.coding``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 
+import bayes_risk.models._bayesian.io as _io
 import bayes_risk.models.dpmpm.coding as _coding
 import bayes_risk.models.dpmpm.fit as _fit
 import bayes_risk.models.dpmpm.loglik as _loglik
@@ -36,6 +39,7 @@ from bayes_risk.models._bayesian.sticks import (  # noqa: F401  (re-exported)
 )
 from bayes_risk.models._bayesian.timing import record_fit_time
 from bayes_risk.models.dpmpm.coding import _dtypes_of
+from bayes_risk.models.dpmpm.state import build_state
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -490,10 +494,10 @@ class DPMPM(BayesianSynthesizer):
         data, schema = self._prepare_data(
             data, schema=schema, synthesized=synthesized, categorical=categorical, allow_nan=True
         )
-        self._check_categorical(schema)
+        _coding.check_categorical(schema)
         flags = self._check_synthesized_records(records, len(data))
         self.dtypes_ = _dtypes_of(data)
-        codes = self._encode(data, schema, name="data")
+        codes = _coding.encode(schema, data, name="data")
         self._zeros = self._structural_zeros_for(schema)
         if self._zeros is not None:
             self._zeros.check_observed(codes)
@@ -511,8 +515,8 @@ class DPMPM(BayesianSynthesizer):
         self._set_fitted(dt, schema, len(data), data=data, synthesized_records=flags,
                          check_convergence=False)
         if self.sampler == "nuts":
-            self._add_loglik_stat(codes)
-        self._check_truncation()
+            _fit.add_loglik_stat(self._state, codes)
+        self.warnings_ += _fit.check_truncation(self.posterior_, self.n_components)
         self.convergence_ = self._check_convergence(warn=True)
         record_fit_time(self, started)
         return self
@@ -593,12 +597,18 @@ class DPMPM(BayesianSynthesizer):
             params["random_seed"] = random_seed
         return type(self)(**params).fit(combined, schema=self.schema_.keeping_levels())
 
-    # -- thin methods: the work is done by module-level helpers of the family's modules
+    # -- the work is done by module-level functions of the family's modules, which take the
+    # fitted state (self._state, dpmpm.state.DPMPMState) and the release's settings
 
     def _build_model(
-        self, codes: np.ndarray, d: Sequence[int], *, transforms: bool, observed: bool = True
+        self, codes: np.ndarray | None, d: Sequence[int], *, transforms: bool,
+        observed: bool = True,
     ):
-        return _fit.build_model(self, codes, d, transforms=transforms, observed=observed)
+        """The class-marginalised PyMC model with this model's prior settings (``dpmpm.fit``)."""
+        return _fit.build_model(
+            codes, d, self._zeros, n_components=self.n_components, alpha_prior=self.alpha_prior,
+            dirichlet_prior=self.dirichlet_prior, transforms=transforms, observed=observed,
+        )
 
     def pymc_model(self, records: pd.DataFrame | None = None, *, transforms: bool = False):
         """The PyMC model (classes marginalised) with ``records`` as observed data.
@@ -606,42 +616,35 @@ class DPMPM(BayesianSynthesizer):
         The single source of truth for the density: every hand-written kernel is tested against
         ``pm.compute_log_likelihood`` on this model. Missing values are marginalised.
         """
-        return _fit.pymc_model(self, records, transforms=transforms)
-
-    def _add_loglik_stat(self, codes: np.ndarray) -> None:
-        return _fit.add_loglik_stat(self, codes)
-
-    def _check_truncation(self) -> None:
-        return _fit.check_truncation(self)
-
-    def _event_ndims(self) -> dict[str, int]:
-        return _fit.event_ndims(self)
+        self._check_fitted()
+        codes = None if records is None else _fit.observed_codes(self._state, records)
+        return self._build_model(codes, list(self._state.d), transforms=transforms,
+                                 observed=records is not None)
 
     def _as_datatree(self, posterior: Any):
-        return _fit.as_datatree(self, posterior)
+        # a dict of arrays names the columns' φ: their number need not be known yet
+        return _io.as_datatree(posterior, _fit.event_ndims(posterior), type(self).__name__)
 
     def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:
-        return _fit.validate_posterior(self, posterior, schema)
+        self.n_components = _fit.validate_posterior(posterior, schema)
 
     def _after_posterior(self) -> None:
-        return _fit.after_posterior(self)
-
-    @property
-    def _phi(self) -> np.ndarray:
-        return _fit.phi(self)
-
-    @property
-    def _logphi(self) -> np.ndarray:
-        return _fit.logphi(self)
+        self._zeros = self._structural_zeros_for(self.schema_)
+        self._state = build_state(self.posterior_, self.schema_, self._zeros)
+        if self.n_components != self._state.n_components:
+            # draws made elsewhere (from_posterior): their K
+            self.n_components = self._state.n_components
+        # fitted state that fit sets before the posterior; from_posterior has none of it
+        self.__dict__.setdefault("warnings_", [])
+        self.__dict__.setdefault("dtypes_", {})
 
     def _convergence_quantities(self) -> dict[str, np.ndarray]:
-        return _fit.convergence_quantities(self)
+        return _fit.convergence_quantities(self._state)
 
-    def _masks(self) -> tuple[np.ndarray, np.ndarray]:
-        return _loglik.masks(self)
-
-    def _sub(self, draw_indices: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return _loglik.sub(self, draw_indices)
+    def _draws(self, draw_indices: Any) -> np.ndarray | None:
+        """Flattened draw indices of a ``draw_indices=`` argument; ``None`` for all draws (the
+        stored arrays are then used without a copy)."""
+        return None if draw_indices is None else self._draw_indices(draw_indices)
 
     def record_loglik(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
         """``[H, n]`` joint record log-likelihoods ``log p(y_i | Θ_h)`` (Hu & Savitsky 2018).
@@ -656,7 +659,8 @@ class DPMPM(BayesianSynthesizer):
         draw_indices : array of int, optional
             Flattened draw indices (default all ``H``).
         """
-        return _loglik.record_loglik(self, records, draw_indices=draw_indices)
+        self._check_fitted()
+        return _loglik.record_loglik(self._state, records, self._draws(draw_indices))
 
     def dataset_loglik(
         self, synthetic: Sequence[pd.DataFrame] | SyntheticData | pd.DataFrame, *,
@@ -671,7 +675,11 @@ class DPMPM(BayesianSynthesizer):
         ``logsumexp_k(log p(k | y_i, Θ) + Σ_{j∈S} log φ_kj[z_ij])`` with the confidential
         ``y_i`` (class O).
         """
-        return _loglik.dataset_loglik(self, synthetic, draw_indices)
+        self._check_fitted()
+        return _loglik.dataset_loglik(
+            self._state, synthetic, self._draws(draw_indices), mode=self.synthesis_mode_,
+            rows=self._synthesized_rows(), n=self.n_records, data=self.data_,
+        )
 
     def own_record_delta(
         self,
@@ -702,11 +710,17 @@ class DPMPM(BayesianSynthesizer):
         draw_indices : array of int, optional
             Flattened draw indices.
         """
-        return _loglik.own_record_delta(self, record, candidates, synthetic, draw_indices)
+        self._check_fitted()
+        return _loglik.own_record_delta(
+            self._state, record, candidates, synthetic, self._draw_indices(draw_indices),
+            mode=self.synthesis_mode_, n=self.n_records,
+            synthesized_records=self.synthesized_records_, data=self.data_,
+        )
 
     def neighbourhood_size(self) -> int:
         """``G = 1 + Σ_{j∈S} (d_j − 1)`` of the one-variable-different set."""
-        return _loglik.neighbourhood_size(self)
+        self._check_fitted()
+        return _loglik.neighbourhood_size(self._state)
 
     def neighbourhood_loglik(
         self,
@@ -731,30 +745,20 @@ class DPMPM(BayesianSynthesizer):
             If a record has a missing value or a level the model was not fitted with
             (``TRUTH_OUTSIDE_SUPPORT``).
         """
+        self._check_fitted()
         return _loglik.neighbourhood_loglik(
-            self, records, draw_indices=draw_indices, chunk_size=chunk_size, out=out
+            self._state, records, self._draws(draw_indices), chunk_size=chunk_size, out=out
         )
 
     def class_probabilities(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
         """``[H, n, K]`` class probabilities ``p(k | y_i, Θ_h)`` (missing values marginalised)."""
-        return _loglik.class_probabilities(self, records, draw_indices=draw_indices)
-
-    def _class_logw(self, codes, lp, lpi, use) -> np.ndarray:
-        return _loglik.class_logw(self, codes, lp, lpi, use)
-
-    def _check_categorical(self, schema: Schema) -> None:
-        return _coding.check_categorical(self, schema)
-
-    def _encode(
-        self, df: pd.DataFrame, schema: Schema | None = None, *, name: str = "records"
-    ) -> np.ndarray:
-        return _coding.encode(self, df, schema, name=name)
-
-    def _decode_column(self, codes: np.ndarray, j: int) -> pd.Series:
-        return _coding.decode_column(self, codes, j)
+        self._check_fitted()
+        return _loglik.class_probabilities(self._state, records, self._draws(draw_indices))
 
     def _synthesize_one(
         self, draw: int, rng: np.random.Generator, data: pd.DataFrame | None
     ) -> pd.DataFrame:
-        return _coding.synthesize_one(self, draw, rng, data)
-
+        return _coding.synthesize_one(
+            self._state, draw, rng, data, mode=self.synthesis_mode_,
+            rows=self._synthesized_rows(), n=self.n_records, dtypes=self.dtypes_,
+        )

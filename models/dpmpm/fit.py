@@ -1,10 +1,11 @@
 """Fitting of :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM`: the PyMC model and the posterior.
 
-The class-marginalised PyMC model (``_build_model``) is the single source of truth for the DPMPM
+The class-marginalised PyMC model (``build_model``) is the single source of truth for the DPMPM
 density; the default Gibbs sampler (``dpmpm.step``) runs inside ``pm.sample`` on it. This module
 also holds what happens to the posterior once sampled: the observed-data log-likelihood statistic
-under NUTS, the truncation check, validation of a posterior given by the user, the stacked arrays
-the likelihoods and synthesis read, and the label-invariant convergence quantities.
+under NUTS, the truncation check, validation of a posterior given by the user and the
+label-invariant convergence quantities. The functions take the fitted state
+(:class:`~bayes_risk.models.dpmpm.state.DPMPMState`), a posterior or settings, never the model.
 """
 
 from __future__ import annotations
@@ -25,27 +26,35 @@ from bayes_risk.exceptions import (
     arg_name,
     has_option,
 )
-from bayes_risk.models._bayesian.base import BayesianSynthesizer
+from bayes_risk.models._bayesian.records import stacked_values
 from bayes_risk.models._bayesian.sticks import stick_breaking_log
+from bayes_risk.models.dpmpm.coding import check_categorical, encode
+from bayes_risk.models.dpmpm.state import DPMPMState
 from bayes_risk.models.dpmpm.zeros import _UNKNOWN
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 
+    from bayes_risk.models.dpmpm.zeros import StructuralZeros
+
 
 def build_model(
-    synth, codes: np.ndarray, d: Sequence[int], *, transforms: bool, observed: bool = True
+    codes: np.ndarray | None, d: Sequence[int], zeros: StructuralZeros | None, *,
+    n_components: int, alpha_prior: tuple[float, float], dirichlet_prior: float,
+    transforms: bool, observed: bool = True,
 ):
     """The class-marginalised PyMC model: the density every kernel is tested against.
 
+    ``codes``: the observed records (``observed=True``), ``d`` the levels of each column,
+    ``zeros`` the structural zeros, the others the model's settings of those names.
     ``transforms=False`` gives the value variables on the constrained scale (the Gibbs step
     writes draws directly); ``True`` keeps PyMC's default transforms (NUTS).
     """
     import pymc as pm
     import pytensor.tensor as pt
 
-    K = int(synth.n_components)
-    a_alpha, b_alpha = (float(x) for x in synth.alpha_prior)
+    K = int(n_components)
+    a_alpha, b_alpha = (float(x) for x in alpha_prior)
     tr = {} if transforms else {"default_transform": None}
     coords = {"component": np.arange(K)}
     if K > 1:
@@ -67,7 +76,7 @@ def build_model(
         for j, dj in enumerate(d):
             phi = pm.Dirichlet(
                 f"phi_{j}",
-                a=np.full((K, dj), float(synth.dirichlet_prior)),
+                a=np.full((K, dj), float(dirichlet_prior)),
                 dims=("component", f"level_{j}"),
                 **tr,
             )
@@ -85,73 +94,72 @@ def build_model(
                 signature=sig,
                 dtype="int64",
             )
-            if synth._zeros is not None:  # truncated to the allowed cells
+            if zeros is not None:  # truncated to the allowed cells
                 from bayes_risk.models.dpmpm.zeros import pymc_log_allowed
 
                 pm.Potential("structural_zeros", -len(codes) * pymc_log_allowed(
-                    synth._zeros, log_pi, log_phis))
+                    zeros, log_pi, log_phis))
     return model
 
 
-def pymc_model(model, records: pd.DataFrame | None = None, *, transforms: bool = False):
-    """The work of :meth:`DPMPM.pymc_model` (documented there)."""
-    model._check_fitted()
-    codes = None
-    if records is not None:
-        codes = model._encode(records)
-        if np.any(codes == _UNKNOWN):
-            i, j = np.argwhere(codes == _UNKNOWN)[0]
-            raise SchemaError(
-                f"records: row {i} has a level of column {model.schema_.names[j]!r} the model "
-                "was not fitted with.",
-                code="UNKNOWN_LEVEL",
-            )
-    return model._build_model(
-        codes, list(model._d), transforms=transforms, observed=records is not None
-    )
+def observed_codes(state: DPMPMState, records: pd.DataFrame) -> np.ndarray:
+    """Codes of ``records`` as observed data of :meth:`DPMPM.pymc_model` (``UNKNOWN_LEVEL`` for a
+    level the model was not fitted with)."""
+    codes = encode(state.schema, records)
+    if np.any(codes == _UNKNOWN):
+        i, j = np.argwhere(codes == _UNKNOWN)[0]
+        raise SchemaError(
+            f"records: row {i} has a level of column {state.schema.names[j]!r} the model "
+            "was not fitted with.",
+            code="UNKNOWN_LEVEL",
+        )
+    return codes
 
 
-def add_loglik_stat(model, codes: np.ndarray) -> None:
+def add_loglik_stat(state: DPMPMState, codes: np.ndarray) -> None:
+    """Add ``loglik`` (the observed-data log-likelihood of ``codes`` at each draw) to the
+    ``sample_stats`` of the state's posterior (NUTS: the Gibbs sweep records its own)."""
     import xarray as xr
 
     import bayes_risk.models.dpmpm.kernels as kern
 
     p = codes.shape[1]
     ll = kern.lse_two_sum(
-        codes, np.ones(p, bool), codes, np.zeros(p, bool), model._offsets,
-        model._logphi, model._log_pi, np.arange(codes.shape[0], dtype=np.int64), model._phi,
+        codes, np.ones(p, bool), codes, np.zeros(p, bool), state.offsets,
+        state.logphi, state.log_pi, np.arange(codes.shape[0], dtype=np.int64), state.phi,
     )
-    if model._zeros is not None:  # the truncated model's (records in S are refused at fit)
-        ll = ll - codes.shape[0] * model._zeros.log_allowed(model._phi, model._log_pi)
-    post = model.posterior_["posterior"]
+    if state.zeros is not None:  # the truncated model's (records in S are refused at fit)
+        ll = ll - codes.shape[0] * state.zeros.log_allowed(state.phi, state.log_pi)
+    tree = state.tree
+    post = tree["posterior"]
     shape = (post.sizes["chain"], post.sizes["draw"])
     da = xr.DataArray(ll.reshape(shape), dims=("chain", "draw"),
                       coords={"chain": post["chain"].values, "draw": post["draw"].values})
-    if "sample_stats" in model.posterior_.children:
-        ds = model.posterior_["sample_stats"].to_dataset().assign(loglik=da)
+    if "sample_stats" in tree.children:
+        ds = tree["sample_stats"].to_dataset().assign(loglik=da)
     else:
         ds = xr.Dataset({"loglik": da})
-    model.posterior_["sample_stats"] = xr.DataTree(ds)
+    tree["sample_stats"] = xr.DataTree(ds)
 
 
-def check_truncation(model) -> None:
-    """``TRUNCATION_TOO_SMALL`` when a **kept** draw occupies ``K − 1`` or more classes.
+def check_truncation(posterior: xr.DataTree, n_components: int) -> list[str]:
+    """``["TRUNCATION_TOO_SMALL"]`` (and its warning) when a **kept** draw of ``posterior``
+    occupies ``K − 1`` or more of the ``n_components`` classes, else ``[]``.
 
     Warm-up draws are not read: they include the starting state, which says nothing about
     whether the truncation is large enough for the posterior.
     """
-    K = int(model.n_components)
+    K = int(n_components)
     if K < 3:
-        return
+        return []
     kmax = 0
-    if "sample_stats" in model.posterior_.children and (
-        "k_occupied" in model.posterior_["sample_stats"].data_vars
+    if "sample_stats" in posterior.children and (
+        "k_occupied" in posterior["sample_stats"].data_vars
     ):
-        vals = np.asarray(model.posterior_["sample_stats"]["k_occupied"].values)
+        vals = np.asarray(posterior["sample_stats"]["k_occupied"].values)
         if vals.size:
             kmax = int(vals.max())
     if kmax >= K - 1:
-        model.warnings_.append("TRUNCATION_TOO_SMALL")
         warnings.warn(
             ConvergenceWarning(
                 f"DPMPM: kept posterior draws occupy up to {kmax} of the K = {K} classes "
@@ -161,6 +169,8 @@ def check_truncation(model) -> None:
             ),
             skip_file_prefixes=CALLER,
         )
+        return ["TRUNCATION_TOO_SMALL"]
+    return []
 
 
 def _more_components() -> str:
@@ -172,25 +182,21 @@ def _more_components() -> str:
     return "fit the model again with more classes (bayes-risk fit --components)"
 
 
-def event_ndims(model) -> dict[str, int]:
+def event_ndims(posterior: Any) -> dict[str, int]:
+    """Parameter dimensions of each variable of a posterior given as arrays (``from_posterior``):
+    the ``phi_<j>`` a dict names, else those of up to 64 columns."""
     ev = {"alpha": 0, "V": 1, "pi": 1}
-    for j in range(64 if getattr(model, "schema_", None) is None else len(model.schema_)):
-        ev[f"phi_{j}"] = 2
+    names = posterior if isinstance(posterior, dict) else [f"phi_{j}" for j in range(64)]
+    ev.update({k: 2 for k in names if str(k).startswith("phi_")})
     return ev
 
 
-def as_datatree(model, posterior: Any):
-    if isinstance(posterior, dict):
-        ev = {"alpha": 0, "V": 1, "pi": 1}
-        ev.update({k: 2 for k in posterior if str(k).startswith("phi_")})
-        model._event_ndims = lambda: ev  # type: ignore[method-assign]
-    return BayesianSynthesizer._as_datatree(model, posterior)
-
-
-def validate_posterior(model, posterior: xr.DataTree, schema: Schema) -> None:
+def validate_posterior(posterior: xr.DataTree, schema: Schema) -> int:
+    """Check a DPMPM posterior for ``schema`` (``phi_<j>`` ``[chain, draw, K, d_j]``, ``pi`` or
+    ``V``), adding ``pi`` (from ``V``) and ``alpha`` (missing: nan) in place; returns ``K``."""
     import xarray as xr
 
-    model._check_categorical(schema)
+    check_categorical(schema)
     post = posterior["posterior"]
     names = set(post.data_vars)
     p = len(schema)
@@ -223,7 +229,6 @@ def validate_posterior(model, posterior: xr.DataTree, schema: Schema) -> None:
                 "sum to 1 over levels.",
                 code="POSTERIOR_INVALID"
             )
-    model.n_components = int(K)
     dims = ("chain", "draw")
     if "pi" not in names:
         if K > 1 and "V" not in names:
@@ -249,77 +254,41 @@ def validate_posterior(model, posterior: xr.DataTree, schema: Schema) -> None:
     if "alpha" not in names:
         ds = post.to_dataset().assign(alpha=(dims, np.full(pi.shape[:2], np.nan)))
         posterior["posterior"] = xr.DataTree(ds)
+    return int(K)
 
 
-def after_posterior(model) -> None:
-    schema = model.schema_
-    d = np.array([len(c.levels) for c in schema], dtype=np.int64)
-    model._d = d
-    model._offsets = np.concatenate([[0], np.cumsum(d)[:-1]]).astype(np.int64)
-    pi = model._stacked("pi")
-    with np.errstate(divide="ignore"):
-        model._log_pi = np.ascontiguousarray(np.log(pi))
-    # the [H, L, K] arrays of φ and log φ (32 MB on NYexample) are built on first use: a fit
-    # that is saved, as `bayes-risk fit` does, never reads them
-    model._phi_cache: np.ndarray | None = None
-    model._logphi_cache: np.ndarray | None = None
-    if model.n_components != pi.shape[-1]:  # draws made elsewhere (from_posterior): their K
-        model.n_components = int(pi.shape[-1])
-    model._zeros = model._structural_zeros_for(schema)
-    # fitted state that fit sets before the posterior; from_posterior has none of it
-    model.__dict__.setdefault("warnings_", [])
-    model.__dict__.setdefault("dtypes_", {})
-
-
-def phi(model) -> np.ndarray:
-    """φ of every draw, stacked over the columns' levels: ``[H, L, K]`` (C order)."""
-    if getattr(model, "_phi_cache", None) is None:
-        out = np.empty((model.n_draws, int(model._d.sum()), int(model.n_components)))
-        for j, off in enumerate(model._offsets):  # [H, K, d_j] -> rows off..off+d_j
-            out[:, off : off + model._d[j], :] = np.transpose(
-                model._stacked(f"phi_{j}"), (0, 2, 1))
-        model._phi_cache = out
-    return model._phi_cache
-
-
-def logphi(model) -> np.ndarray:
-    """``log φ`` (``[H, L, K]``), built on first use."""
-    if getattr(model, "_logphi_cache", None) is None:
-        with np.errstate(divide="ignore"):
-            model._logphi_cache = np.log(model._phi)
-    return model._logphi_cache
-
-
-def convergence_quantities(model) -> dict[str, np.ndarray]:
-    post = model.posterior_["posterior"]
+def convergence_quantities(state: DPMPMState) -> dict[str, np.ndarray]:
+    """The label-invariant quantities of the convergence checks, each ``[chain, draw]``:
+    log-likelihood, α, occupied classes and a few cell probabilities."""
+    tree = state.tree
+    post = tree["posterior"]
     C, D = post.sizes["chain"], post.sizes["draw"]
     out: dict[str, np.ndarray] = {}
-    stats = (
-        model.posterior_["sample_stats"] if "sample_stats" in model.posterior_.children else None
-    )
+    stats = tree["sample_stats"] if "sample_stats" in tree.children else None
     if stats is not None and "loglik" in stats.data_vars:
         out["loglik"] = np.asarray(stats["loglik"].values, dtype=float)
     alpha = np.asarray(post["alpha"].values, dtype=float)
-    if np.all(np.isfinite(alpha)) and model.n_components > 1:
+    if np.all(np.isfinite(alpha)) and state.n_components > 1:
         out["alpha"] = alpha
     if stats is not None and "k_occupied" in stats.data_vars:
         out["k_occupied"] = np.asarray(stats["k_occupied"].values, dtype=float)
-    pi = np.exp(model._log_pi)  # [H, K]
-    names = model.schema_.names
-    # φ_kj of each column's first level, [H, K], read from the posterior (not model._phi)
-    first = [np.ascontiguousarray(model._stacked(f"phi_{j}")[:, :, 0])
+    pi = np.exp(state.log_pi)  # [H, K]
+    schema = state.schema
+    names = schema.names
+    # φ_kj of each column's first level, [H, K], read from the posterior (not state.phi)
+    first = [np.ascontiguousarray(stacked_values(post, f"phi_{j}")[:, :, 0])
              for j in range(min(3, len(names)))]
     for j in range(min(3, len(names))):
         cell = np.einsum("hk,hk->h", pi, first[j])
-        out[f"P({names[j]}={model.schema_.columns[j].levels[0]})"] = cell.reshape(C, D)
+        out[f"P({names[j]}={schema.columns[j].levels[0]})"] = cell.reshape(C, D)
     if len(names) >= 2:
         cell = np.einsum("hk,hk,hk->h", pi, first[0], first[1])
-        lv0, lv1 = model.schema_.columns[0].levels[0], model.schema_.columns[1].levels[0]
+        lv0, lv1 = schema.columns[0].levels[0], schema.columns[1].levels[0]
         out[f"P({names[0]}={lv0},{names[1]}={lv1})"] = cell.reshape(C, D)
-    if model._zeros is not None:  # the truncated model's cells (the mass on S is not identified)
+    if state.zeros is not None:  # the truncated model's cells (the mass on S is not identified)
         import bayes_risk.models.dpmpm.zeros_loglik as zl
 
-        out.update(zl.convergence_cells(model, C, D))
+        out.update(zl.convergence_cells(state, C, D))
     return out
 
 

@@ -8,12 +8,14 @@ and conditional densities subtract the part of ``S`` they sum over.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+import pandas as pd
 
 from bayes_risk._numeric import logsumexp
 from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.models.dpmpm.coding import encode
+from bayes_risk.models.dpmpm.loglik import class_logw
+from bayes_risk.models.dpmpm.state import DPMPMState
 from bayes_risk.models.dpmpm.zeros import _MAX_REJECTION_ROUNDS, _UNKNOWN, _inverse_cdf
 
 __all__ = [
@@ -41,24 +43,19 @@ def _minus_log(u: np.ndarray, t: np.ndarray) -> np.ndarray:
     return np.where((t >= u) | ~np.isfinite(u), -np.inf, out)
 
 
-def _class_terms(model: Any, codes, lp, lpi, cond) -> np.ndarray:
-    """``[H, n, K]`` ``log π_k + Σ_{j ∈ cond, observed} log φ_kj[x_j]``."""
-    return model._class_logw(codes, lp, lpi, cond)
-
-
-def allowed_joint(model: Any, codes, cond, lp, lpi, ph, *, per_class: bool = False):
+def allowed_joint(state: DPMPMState, codes, cond, lp, lpi, ph, *, per_class: bool = False):
     """``log P(y_C = x_C, y ∉ S | Θ)`` of each record (``[H, n]``; ``[H, n, K]`` per class).
 
     ``x_C``: the observed entries of ``codes`` in the columns ``cond``; the others are summed
     over. Unnormalised (not divided by ``1 − P(S | Θ)``).
     """
-    zs = model._zeros
+    zs = state.zeros
     H, K = lpi.shape
     n = codes.shape[0]
     out = np.empty((H, n, K) if per_class else (H, n))
     for a, b in _chunks(n, H, K):
         c = codes[a:b]
-        u = _class_terms(model, c, lp, lpi, cond)
+        u = class_logw(state, c, lp, lpi, cond)
         t = zs.section_logmass(c, cond, ph, lp) + lpi[:, None, :]
         if per_class:
             out[:, a:b] = _minus_log(u, t)
@@ -66,21 +63,21 @@ def allowed_joint(model: Any, codes, cond, lp, lpi, ph, *, per_class: bool = Fal
             out[:, a:b] = _minus_log(logsumexp(u, axis=-1), logsumexp(t, axis=-1))
     full = np.asarray(cond, bool).all() and not per_class
     if full:  # complete records: exactly -inf in S (no cancellation error)
-        inside = model._zeros.contains(codes) & (codes >= 0).all(axis=1)
+        inside = zs.contains(codes) & (codes >= 0).all(axis=1)
         out[:, inside] = -np.inf
     return out
 
 
-def record_loglik(model: Any, codes, out, lp, lpi, ph) -> None:
+def record_loglik(state: DPMPMState, codes, out, lp, lpi, ph) -> None:
     """Turn ``out[H, n]`` (unrestricted ``log p(y_i,obs | Θ)``, missing entries ``-1``
     marginalised) into the truncated model's, in place."""
     incomplete = (codes < 0).any(axis=1)
-    out[:, model._zeros.contains(codes) & ~incomplete] = -np.inf
+    out[:, state.zeros.contains(codes) & ~incomplete] = -np.inf
     rows = np.flatnonzero(incomplete)
     if rows.size:  # sum over the allowed completions only
-        out[:, rows] = allowed_joint(model, codes[rows], np.ones(codes.shape[1], bool), lp,
+        out[:, rows] = allowed_joint(state, codes[rows], np.ones(codes.shape[1], bool), lp,
                                      lpi, ph)
-    out -= model._zeros.log_allowed(ph, lpi)[:, None]
+    out -= state.zeros.log_allowed(ph, lpi)[:, None]
 
 
 def candidate_codes(codes: np.ndarray, syn_cols: np.ndarray, d: np.ndarray) -> np.ndarray:
@@ -96,11 +93,11 @@ def candidate_codes(codes: np.ndarray, syn_cols: np.ndarray, d: np.ndarray) -> n
     return np.concatenate(blocks, axis=1)
 
 
-def neighbourhood(model: Any, codes, syn_cols, out, lpi, ph) -> None:
+def neighbourhood(state: DPMPMState, codes, syn_cols, out, lpi, ph) -> None:
     """Truncate ``out[H, n, G]`` (joint log-likelihoods of the one-variable-different
     candidates) in place: candidates in ``S`` get ``-inf``, the rest ``− log(1 − P(S | Θ))``."""
-    zs = model._zeros
-    inside = zs.contains(candidate_codes(codes, syn_cols, model._d))  # [n, G]
+    zs = state.zeros
+    inside = zs.contains(candidate_codes(codes, syn_cols, state.d))  # [n, G]
     if inside[:, 0].any():
         i = int(np.flatnonzero(inside[:, 0])[0])
         raise SchemaError(
@@ -113,87 +110,81 @@ def neighbourhood(model: Any, codes, syn_cols, out, lpi, ph) -> None:
         out[:, ii, gg] = -np.inf
 
 
-def _posterior_class_logw(model: Any, ycodes, lp, lpi, ph) -> np.ndarray:
+def _posterior_class_logw(state: DPMPMState, ycodes, lp, lpi, ph) -> np.ndarray:
     """``[H, n, K]`` ``log p(k | y_i,obs, y_i ∉ S, Θ)`` (the class of ``posterior_class``)."""
-    w = allowed_joint(model, ycodes, np.ones(ycodes.shape[1], bool), lp, lpi, ph,
+    w = allowed_joint(state, ycodes, np.ones(ycodes.shape[1], bool), lp, lpi, ph,
                       per_class=True)
     return w - logsumexp(w, axis=-1)[..., None]
 
 
-def _log_allowed_given(model: Any, codes, lp, ph, us_mask) -> np.ndarray:
+def _log_allowed_given(state: DPMPMState, codes, lp, ph, us_mask) -> np.ndarray:
     """``[H, n, K]`` ``log(1 − P(y ∈ S | z = k, y_US = x_US, Θ))``: the normaliser of the
     synthesized part given the class and the released unsynthesized values."""
-    zs = model._zeros
-    rel = zs.section_logmass(codes, us_mask, ph, lp)
+    rel = state.zeros.section_logmass(codes, us_mask, ph, lp)
     c = np.where(codes < 0, -1, codes)
     H = lp.shape[0]
     K = lp.shape[2]
     base = np.zeros((H, codes.shape[0], K))
     for j in np.flatnonzero(us_mask):
         ok = c[:, j] >= 0
-        base[:, ok, :] += lp[:, model._offsets[j] + c[ok, j], :]
+        base[:, ok, :] += lp[:, state.offsets[j] + c[ok, j], :]
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.exp(np.minimum(rel - base, 0.0))
         return np.log1p(-np.minimum(r, 1.0))
 
 
-def dataset_loglik(model: Any, synthetic, lp, lpi, ph) -> np.ndarray:
-    """``[H, m]`` ``log p(Z_(l) | Θ)`` of the truncated model, in the model's synthesis mode."""
-    s_mask, us_mask = model._masks()
+def dataset_loglik(state: DPMPMState, synthetic, lp, lpi, ph, *, mode: str, rows: np.ndarray,
+                   n: int, data: pd.DataFrame | None) -> np.ndarray:
+    """``[H, m]`` ``log p(Z_(l) | Θ)`` of the truncated model in synthesis mode ``mode``
+    (``rows``, ``n``, ``data``: as in :func:`bayes_risk.models.dpmpm.loglik.dataset_loglik`)."""
+    s_mask, us_mask = state.synthesized, state.unsynthesized
     p = len(s_mask)
-    n = model.n_records
-    rows = (
-        np.arange(n) if model.synthesized_records_ is None
-        else np.flatnonzero(model.synthesized_records_)
-    )
-    mode = model.synthesis_mode_
     H, K = lpi.shape
     out = np.empty((H, len(synthetic)))
-    log_allowed = model._zeros.log_allowed(ph, lpi)
+    log_allowed = state.zeros.log_allowed(ph, lpi)
     if mode == "posterior_class":
-        ycodes = model._encode(model.data_, name="data")[rows]
+        ycodes = encode(state.schema, data, name="data")[rows]
     for l, z in enumerate(synthetic):
         if len(z) != n:
             raise SchemaError(
                 f"synthetic dataset {l + 1} has {len(z)} rows; the model synthesizes {n}.",
                 code="ROW_COUNT_MISMATCH",
             )
-        zc = model._encode(z, name=f"synthetic dataset {l + 1}")[rows]
+        zc = encode(state.schema, z, name=f"synthetic dataset {l + 1}")[rows]
         if np.any(zc[:, s_mask] == _UNKNOWN) or np.any(zc[:, s_mask] < 0):
             out[:, l] = -np.inf
             continue
         zc = np.where(zc == _UNKNOWN, -1, zc)
         if mode == "marginal":
-            rec = allowed_joint(model, zc, s_mask, lp, lpi, ph) - log_allowed[:, None]
+            rec = allowed_joint(state, zc, s_mask, lp, lpi, ph) - log_allowed[:, None]
         elif mode == "conditional_us":
-            rec = (allowed_joint(model, zc, np.ones(p, bool), lp, lpi, ph)
-                   - allowed_joint(model, zc, us_mask, lp, lpi, ph))
+            rec = (allowed_joint(state, zc, np.ones(p, bool), lp, lpi, ph)
+                   - allowed_joint(state, zc, us_mask, lp, lpi, ph))
         else:
             rec = np.empty((H, len(rows)))
             for a, b in _chunks(len(rows), H, K):
                 c = zc[a:b]
-                post = _posterior_class_logw(model, ycodes[a:b], lp, lpi, ph)
-                terms = (post + _class_terms(model, c, lp, np.zeros_like(lpi), s_mask)
-                         - _log_allowed_given(model, c, lp, ph, us_mask))
+                post = _posterior_class_logw(state, ycodes[a:b], lp, lpi, ph)
+                terms = (post + class_logw(state, c, lp, np.zeros_like(lpi), s_mask)
+                         - _log_allowed_given(state, c, lp, ph, us_mask))
                 rec[:, a:b] = logsumexp(terms, axis=-1)
-            rec[:, model._zeros.contains(zc)] = -np.inf
+            rec[:, state.zeros.contains(zc)] = -np.inf
         out[:, l] = rec.sum(axis=1)
     return out
 
 
-def own_record_terms(model: Any, codes_full, zc, lp, lpi, ph):
+def own_record_terms(state: DPMPMState, codes_full, zc, lp, lpi, ph):
     """Pieces of the class O own-record term with structural zeros.
 
     Returns ``extra[H, K]`` (``− log(1 − P(y ∈ S | k, released unsynthesized values))``, added
     to the per-class log-likelihood of the released record) and ``inside[G+1]`` (candidates —
     row 0 the truth — that lie in ``S``: probability zero).
     """
-    _, us_mask = model._masks()
-    extra = -_log_allowed_given(model, zc[None, :], lp, ph, us_mask)[:, 0, :]
-    return extra, model._zeros.contains(codes_full)
+    extra = -_log_allowed_given(state, zc[None, :], lp, ph, state.unsynthesized)[:, 0, :]
+    return extra, state.zeros.contains(codes_full)
 
 
-def fix_synthesis(model: Any, draw, rng, rows_codes, logw, z, cols, *, keep_class: bool):
+def fix_synthesis(state: DPMPMState, draw, rng, rows_codes, logw, z, cols, *, keep_class: bool):
     """Redraw the synthesized records that fell in ``S`` until none does (rejection).
 
     ``rows_codes[r, p]``: the released records' codes before synthesis (unsynthesized values);
@@ -202,8 +193,8 @@ def fix_synthesis(model: Any, draw, rng, rows_codes, logw, z, cols, *, keep_clas
     the values are redrawn given the record's class, else class and values (marginal,
     ``conditional_us``): exact draws from the truncated conditional either way.
     """
-    zs = model._zeros
-    phi = model._phi[draw]
+    zs = state.zeros
+    phi = state.phi[draw]
     cur = rows_codes.copy()
     for j, v in cols.items():
         cur[:, j] = v
@@ -215,7 +206,7 @@ def fix_synthesis(model: Any, draw, rng, rows_codes, logw, z, cols, *, keep_clas
             w = np.exp(logw[bad] - logw[bad].max(axis=1, keepdims=True))
             z[bad] = _inverse_cdf(w, rng)
         for j in cols:
-            a, dj = model._offsets[j], model._d[j]
+            a, dj = state.offsets[j], state.d[j]
             new = _inverse_cdf(phi[a : a + dj, :].T[z[bad]], rng)
             cols[j][bad] = new
             cur[bad, j] = new
@@ -227,29 +218,29 @@ def fix_synthesis(model: Any, draw, rng, rows_codes, logw, z, cols, *, keep_clas
     )
 
 
-def posterior_class_weights(model: Any, draw, codes, logw) -> np.ndarray:
+def posterior_class_weights(state: DPMPMState, draw, codes, logw) -> np.ndarray:
     """Class log-weights of ``posterior_class`` synthesis given truncation (``[r, K]``)."""
     if (codes >= 0).all():
         return logw  # a complete allowed record: the truncation does not change p(k | y)
     sl = slice(draw, draw + 1)
-    w = allowed_joint(model, codes, np.ones(codes.shape[1], bool), model._logphi[sl],
-                      model._log_pi[sl], model._phi[sl], per_class=True)
+    w = allowed_joint(state, codes, np.ones(codes.shape[1], bool), state.logphi[sl],
+                      state.log_pi[sl], state.phi[sl], per_class=True)
     return w[0]
 
 
-def convergence_cells(model: Any, C: int, D: int) -> dict[str, np.ndarray]:
+def convergence_cells(state: DPMPMState, C: int, D: int) -> dict[str, np.ndarray]:
     """The cell probabilities of the convergence report under the truncated model (``[C, D]``
     each): ``P(col_j = first level)`` for the first three columns, and the first two jointly."""
-    names = model.schema_.names
+    names = state.schema.names
     p = len(names)
     picks = [[j] for j in range(min(3, p))] + ([[0, 1]] if p >= 2 else [])
     codes = np.full((len(picks), p), -1, dtype=np.int64)
     for r, cols in enumerate(picks):
         codes[r, cols] = 0
-    ll = allowed_joint(model, codes, np.ones(p, bool), model._logphi, model._log_pi, model._phi)
-    ll -= model._zeros.log_allowed(model._phi, model._log_pi)[:, None]
+    ll = allowed_joint(state, codes, np.ones(p, bool), state.logphi, state.log_pi, state.phi)
+    ll -= state.zeros.log_allowed(state.phi, state.log_pi)[:, None]
     out = {}
     for r, cols in enumerate(picks):
-        key = ",".join(f"{names[j]}={model.schema_.columns[j].levels[0]}" for j in cols)
+        key = ",".join(f"{names[j]}={state.schema.columns[j].levels[0]}" for j in cols)
         out[f"P({key})"] = np.exp(ll[:, r]).reshape(C, D)
     return out

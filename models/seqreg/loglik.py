@@ -1,18 +1,18 @@
 """Likelihood protocol of :class:`~bayes_risk.models.SequentialRegression`.
 
 Record, dataset, candidate and neighbourhood log-likelihoods: the product over the visit
-order of each column's regression density given its design row.
+order of each column's regression density given its design row. The functions take the fitted
+state (:class:`~bayes_risk.models.seqreg.state.SeqRegState`) and the flattened draws ``idx``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from bayes_risk.data.synthetic import SyntheticData
+from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import validate_table
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._bayesian.design import (
@@ -21,104 +21,97 @@ from bayes_risk.models._bayesian.design import (
     family_loglik,
     row_frame,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    pass
+from bayes_risk.models.seqreg.state import SeqRegState
 
 
-def values(model, df: pd.DataFrame, name: str) -> dict[str, np.ndarray]:
-    validate_table(df, model.schema_, name=name, extra_columns=True)
-    return column_values(df, model.schema_, model.schema_.names)
+def values(state: SeqRegState, df: pd.DataFrame, name: str) -> dict[str, np.ndarray]:
+    """The columns of ``df`` (checked against the schema, naming ``name``) as value arrays."""
+    validate_table(df, state.schema, name=name, extra_columns=True)
+    return column_values(df, state.schema, state.schema.names)
 
 
 def loglik_from_values(
-    model, vals: Mapping[str, np.ndarray], n: int, idx: np.ndarray
+    state: SeqRegState, vals: Mapping[str, np.ndarray], n: int, idx: np.ndarray
 ) -> np.ndarray:
+    """``[H', n]`` sum over the chain of each regression's log-density of ``n`` records."""
     out = np.zeros((idx.size, n))
-    for c in model.order_:
-        X = None if model.families_[c] == "categorical" else model.designs_[c].build(vals, n)
-        out += family_loglik(model.families_[c], vals[c], X, model._params(c, idx))
+    for c in state.order:
+        fam = state.families[c]
+        X = None if fam == "categorical" else state.designs[c].build(vals, n)
+        out += family_loglik(fam, vals[c], X, state.params(c, idx))
     return out
 
 
-def design_matrix(model, df: pd.DataFrame, column: str) -> np.ndarray:
-    """The work of :meth:`SequentialRegression.design_matrix` (documented there)."""
-    model._check_fitted()
-    if column not in model.order_:
-        raise ValidationError(f"column {column!r} is not synthesized (chain: {model.order_}).")
-    return model.designs_[column].build(model._values(df, "records"), len(df))
+def design_matrix(state: SeqRegState, df: pd.DataFrame, column: str) -> np.ndarray:
+    """``[n, q]`` design of ``column``'s regression (:meth:`SequentialRegression.design_matrix`)."""
+    if column not in state.order:
+        raise ValidationError(
+            f"column {column!r} is not synthesized (chain: {list(state.order)}).")
+    return state.designs[column].build(values(state, df, "records"), len(df))
 
 
-def record_loglik(model, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
-    """The work of :meth:`SequentialRegression.record_loglik` (documented there)."""
-    model._check_fitted()
-    idx = model._draw_indices(draw_indices)
-    return model._loglik_from_values(model._values(records, "records"), len(records), idx)
+def record_loglik(state: SeqRegState, records: pd.DataFrame, idx: np.ndarray) -> np.ndarray:
+    """``[H', n]`` (:meth:`SequentialRegression.record_loglik`) of the draws ``idx``."""
+    return loglik_from_values(state, values(state, records, "records"), len(records), idx)
 
 
-def dataset_loglik(
-    model, synthetic: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None
-) -> np.ndarray:
-    """The work of :meth:`SequentialRegression.dataset_loglik` (documented there)."""
-    model._check_fitted()
-    if isinstance(synthetic, SyntheticData):
-        frames = list(synthetic.datasets)
-    elif isinstance(synthetic, pd.DataFrame):
-        frames = [synthetic]
-    else:
-        frames = list(synthetic)
-    idx = model._draw_indices(draw_indices)
+def dataset_loglik(state: SeqRegState, frames: Sequence[pd.DataFrame], idx: np.ndarray
+                   ) -> np.ndarray:
+    """``[H', m]`` (:meth:`SequentialRegression.dataset_loglik`) of the synthesized rows of
+    each released dataset (``frames``)."""
     cols = []
     for l, z in enumerate(frames):
-        z = model._synthesized_part(z, name=f"synthetic dataset {l + 1}")
-        vals = model._values(z, f"synthetic dataset {l + 1}")
-        cols.append(model._loglik_from_values(vals, len(z), idx).sum(axis=1))
+        vals = values(state, z, f"synthetic dataset {l + 1}")
+        cols.append(loglik_from_values(state, vals, len(z), idx).sum(axis=1))
     return np.stack(cols, axis=1)
 
 
-def candidate_loglik(
-    model, record_row: pd.DataFrame | pd.Series, candidates: pd.DataFrame, *,
-    draw_indices: Any = None,
-) -> np.ndarray:
-    """The work of :meth:`SequentialRegression.candidate_loglik` (documented there)."""
-    model._check_fitted()
+def candidate_rows(
+    state: SeqRegState, record_row: pd.DataFrame | pd.Series, candidates: pd.DataFrame
+) -> pd.DataFrame:
+    """The record ``record_row`` with its values of the columns of ``candidates`` replaced by
+    each candidate's (:meth:`SequentialRegression.candidate_loglik`)."""
     record_row = row_frame(record_row)
     if not isinstance(candidates, pd.DataFrame) or len(candidates) == 0:
         raise ValidationError(
             "candidates must be a non-empty DataFrame over synthesized columns."
         )
-    bad = [c for c in candidates.columns if c not in model.order_]
+    bad = [c for c in candidates.columns if c not in state.order]
     if bad:
         raise ValidationError(
-            f"candidates: column {bad[0]!r} is not synthesized (synthesized: {model.order_}); "
-            "only synthesized values vary."
+            f"candidates: column {bad[0]!r} is not synthesized (synthesized: "
+            f"{list(state.order)}); only synthesized values vary."
         )
     G = len(candidates)
-    rows = pd.concat([record_row[model.schema_.names]] * G, ignore_index=True)
+    rows = pd.concat([record_row[state.schema.names]] * G, ignore_index=True)
     for c in candidates.columns:
         src = candidates[c].reset_index(drop=True)
         if rows[c].dtype != src.dtype:
             rows[c] = rows[c].astype(object)
         rows[c] = src.to_numpy()
-    return model.record_loglik(rows, draw_indices=draw_indices)
+    return rows
 
 
-def neighbourhood_loglik(model, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
-    """The work of :meth:`SequentialRegression.neighbourhood_loglik` (documented there)."""
-    model._check_fitted()
-    syn = model.schema_.synthesized
-    num = [c for c in syn if not model.schema_[c].is_categorical]
+def neighbourhood_unavailable(schema: Schema) -> None:
+    """``NeighbourhoodUnavailable`` when a synthesized column is numeric."""
+    num = [c for c in schema.synthesized if not schema[c].is_categorical]
     if num:
         raise NeighbourhoodUnavailable(
-            f"synthesized column {num[0]!r} is {model.schema_[num[0]].type}: a one-variable-"
+            f"synthesized column {num[0]!r} is {schema[num[0]].type}: a one-variable-"
             "different neighbourhood exists only for categorical columns; use "
             "candidate_loglik with a grid (docs: methods, Candidate sets).",
             code="WRONG_DTYPE"
         )
-    idx = model._draw_indices(draw_indices)
-    vals_all = model._values(records, "records")
+
+
+def neighbourhood_loglik(state: SeqRegState, records: pd.DataFrame, idx: np.ndarray
+                         ) -> np.ndarray:
+    """``[H', n, G]`` (:meth:`SequentialRegression.neighbourhood_loglik`) of the draws ``idx``;
+    every synthesized column categorical (:func:`neighbourhood_unavailable`)."""
+    syn = state.schema.synthesized
+    vals_all = values(state, records, "records")
     n = len(records)
-    d = [model.schema_[c].n_levels for c in syn]
+    d = [state.schema[c].n_levels for c in syn]
     G = 1 + sum(k - 1 for k in d)
     out = np.empty((idx.size, n, G))
     # chunk records so that one block holds at most ~2e7 numbers
@@ -135,6 +128,6 @@ def neighbourhood_loglik(model, records: pd.DataFrame, *, draw_indices: Any = No
                 big[c][:, g] = lv - 1 + (lv - 1 >= truth).astype(np.int64)
                 g += 1
         flat = {c: v.reshape(-1) for c, v in big.items()}
-        ll = model._loglik_from_values(flat, (b - a) * G, idx)
+        ll = loglik_from_values(state, flat, (b - a) * G, idx)
         out[:, a:b, :] = ll.reshape(idx.size, b - a, G)
     return out

@@ -6,7 +6,6 @@ quantities checked for convergence.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,6 +20,7 @@ from bayes_risk.models._bayesian.design import (
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 from bayes_risk.models.seqreg.draws import _SEP, _var
+from bayes_risk.models.seqreg.state import SeqRegState
 
 
 def draws_from_user(model, c: str, val: Any, schema: Schema) -> dict[str, np.ndarray]:
@@ -115,70 +115,41 @@ def after_posterior(model) -> None:
         model.dtypes_ = record_dtypes(model.data_) if model.data_ is not None else {}
 
 
-def state_to_json(model) -> dict[str, Any]:
-    return {"dtypes": dict(getattr(model, "dtypes_", {}))}
-
-
-def state_from_json(model, state: Mapping[str, Any]) -> None:
-    model.dtypes_ = dict(state.get("dtypes", {}))
-
-
-def params(model, c: str, idx: np.ndarray) -> dict[str, np.ndarray]:
-    fam = model.families_[c]
-    names = {"normal": ["beta", "sigma"], "categorical": ["probs"]}.get(fam, ["beta"])
-    return {nm: _all_draws(model, _var(c, nm))[idx] for nm in names}
-
-
-def _all_draws(model, name: str) -> np.ndarray:
-    """All draws ``[H, ...]`` of posterior variable ``name`` (``model._stacked``), read off the
-    DataTree once per posterior: the likelihoods and the synthesis ask for a column's draws
-    hundreds of times (the membership normaliser), and each reading costs more than the
-    gather of the draws wanted."""
-    post = model.posterior_
-    cache = getattr(model, "_draws_cache", None)
-    if cache is None or cache[0] is not post:  # a new posterior (fit, load, from_posterior)
-        cache = (post, {})
-        model._draws_cache = cache
-    if name not in cache[1]:
-        cache[1][name] = model._stacked(name)
-    return cache[1][name]
-
-
-def posterior_methods(model) -> dict[str, str]:
-    """The work of :meth:`SequentialRegression.posterior_methods` (documented there)."""
-    model._check_fitted()
-    text = str(model.posterior_["posterior"].attrs.get("posterior_methods", ""))
+def posterior_methods(state: SeqRegState) -> dict[str, str]:
+    """How each column's draws were made (:meth:`SequentialRegression.posterior_methods`)."""
+    text = str(state.tree["posterior"].attrs.get("posterior_methods", ""))
     if text == "user-supplied" or not text:
-        return {c: "user" for c in model.order_}
+        return {c: "user" for c in state.order}
     return dict(item.split("=", 1) for item in text.split(","))
 
 
-def convergence_quantities(model) -> dict[str, np.ndarray]:
+def convergence_quantities(state: SeqRegState) -> dict[str, np.ndarray]:
     """Coefficients of the columns drawn by MCMC (NUTS or user-supplied draws).
 
     Exact and Laplace draws are independent by construction, so they are not diagnosed.
     """
-    post = model.posterior_["posterior"]
-    methods = model.posterior_methods()
+    post = state.tree["posterior"]
+    methods = posterior_methods(state)
     out: dict[str, np.ndarray] = {}
-    for c in model.order_:
+    for c in state.order:
         if methods.get(c) not in ("nuts", "user"):
             continue
         for v in [x for x in post.data_vars if x.startswith(c + _SEP)]:
             a = np.asarray(post[v].values)
             flat = a.reshape(a.shape[0], a.shape[1], -1)
-            labels = model._labels(v, flat.shape[2])
+            names = labels(state, v, flat.shape[2])
             for k in range(min(flat.shape[2], 30)):
-                out[f"{v}[{labels[k]}]" if flat.shape[2] > 1 else v] = flat[:, :, k]
+                out[f"{v}[{names[k]}]" if flat.shape[2] > 1 else v] = flat[:, :, k]
     return out
 
 
-def labels(model, var: str, size: int) -> list[str]:
+def labels(state: SeqRegState, var: str, size: int) -> list[str]:
+    """Labels of the ``size`` entries of posterior variable ``var`` (levels or coefficients)."""
     c, name = var.rsplit(_SEP, 1)
     if name == "probs":
-        return [str(x) for x in model.schema_[c].levels]
-    coefs = list(model.designs_[c].names)
-    if model.families_[c] == "multinomial_logit":
-        cats = [str(x) for x in model.schema_[c].levels[1:]]
+        return [str(x) for x in state.schema[c].levels]
+    coefs = list(state.designs[c].names)
+    if state.families[c] == "multinomial_logit":
+        cats = [str(x) for x in state.schema[c].levels[1:]]
         return [f"{a}:{b}" for a in cats for b in coefs]
     return coefs if len(coefs) == size else [str(k) for k in range(size)]

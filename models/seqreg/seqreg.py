@@ -31,6 +31,7 @@ import bayes_risk.models.seqreg.posterior as _posterior
 import bayes_risk.models.seqreg.synthesis as _synthesis
 from bayes_risk._rng import RandomSeed, spawn
 from bayes_risk.data.schema import Schema
+from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, ValidationError
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.design import (
@@ -42,12 +43,11 @@ from bayes_risk.models._bayesian.design import (
 )
 from bayes_risk.models._bayesian.timing import record_sweep_time
 from bayes_risk.models.seqreg.draws import _SEP, _laplace_draws, _prior_sd, _var
+from bayes_risk.models.seqreg.state import SeqRegState
 from bayes_risk.protocols import ModelInfo
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
-
-    from bayes_risk.data.synthetic import SyntheticData
 
 __all__ = ["SequentialRegression", "default_family"]
 
@@ -540,34 +540,25 @@ class SequentialRegression(BayesianSynthesizer):
         return _posterior.validate_posterior(self, posterior, schema)
 
     def _after_posterior(self) -> None:
-        return _posterior.after_posterior(self)
+        _posterior.after_posterior(self)
+        self._state = SeqRegState(
+            schema=self.schema_, order=tuple(self.order_), families=self.families_,
+            designs=self.designs_, tree=self.posterior_,
+        )
 
     def _state_to_json(self) -> dict[str, Any]:
-        return _posterior.state_to_json(self)
+        return {"dtypes": dict(getattr(self, "dtypes_", {}))}
 
     def _state_from_json(self, state: Mapping[str, Any]) -> None:
-        return _posterior.state_from_json(self, state)
-
-    def _params(self, c: str, idx: np.ndarray) -> dict[str, np.ndarray]:
-        return _posterior.params(self, c, idx)
+        self.dtypes_ = dict(state.get("dtypes", {}))
 
     def posterior_methods(self) -> dict[str, str]:
         """How each column's draws were made: ``exact``, ``laplace``, ``nuts`` or ``user``."""
-        return _posterior.posterior_methods(self)
+        self._check_fitted()
+        return _posterior.posterior_methods(self._state)
 
     def _convergence_quantities(self) -> dict[str, np.ndarray]:
-        return _posterior.convergence_quantities(self)
-
-    def _labels(self, var: str, size: int) -> list[str]:
-        return _posterior.labels(self, var, size)
-
-    def _values(self, df: pd.DataFrame, name: str) -> dict[str, np.ndarray]:
-        return _loglik.values(self, df, name)
-
-    def _loglik_from_values(
-        self, vals: Mapping[str, np.ndarray], n: int, idx: np.ndarray
-    ) -> np.ndarray:
-        return _loglik.loglik_from_values(self, vals, n, idx)
+        return _posterior.convergence_quantities(self._state)
 
     def design_matrix(self, df: pd.DataFrame, column: str) -> np.ndarray:
         """Design matrix ``[n, q]`` of ``column``'s regression for the rows of ``df``.
@@ -575,7 +566,8 @@ class SequentialRegression(BayesianSynthesizer):
         Columns follow ``designs_[column].names``. Useful to check coefficients or build
         candidate rows.
         """
-        return _loglik.design_matrix(self, df, column)
+        self._check_fitted()
+        return _loglik.design_matrix(self._state, df, column)
 
     def record_loglik(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
         """``[H, n]`` conditional record log-likelihood (methods, Sequential Bayesian regressions).
@@ -583,7 +575,8 @@ class SequentialRegression(BayesianSynthesizer):
         ``Σ_v log f_v(y_iv | x_v(y_i^us, y_{i,<v}), Θ_{h,v})``: each synthesized column given
         the record's own unsynthesized and earlier synthesized values.
         """
-        return _loglik.record_loglik(self, records, draw_indices=draw_indices)
+        self._check_fitted()
+        return _loglik.record_loglik(self._state, records, self._draw_indices(draw_indices))
 
     def dataset_loglik(
         self, synthetic: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None
@@ -594,7 +587,17 @@ class SequentialRegression(BayesianSynthesizer):
         The sum runs over the synthesized records (all records unless the model was fitted with
         ``synthesized_records``; a record released unchanged contributes nothing).
         """
-        return _loglik.dataset_loglik(self, synthetic, draw_indices=draw_indices)
+        self._check_fitted()
+        if isinstance(synthetic, SyntheticData):
+            frames = list(synthetic.datasets)
+        elif isinstance(synthetic, pd.DataFrame):
+            frames = [synthetic]
+        else:
+            frames = list(synthetic)
+        idx = self._draw_indices(draw_indices)
+        frames = [self._synthesized_part(z, name=f"synthetic dataset {l + 1}")
+                  for l, z in enumerate(frames)]
+        return _loglik.dataset_loglik(self._state, frames, idx)
 
     def candidate_loglik(
         self, record_row: pd.DataFrame | pd.Series, candidates: pd.DataFrame, *,
@@ -618,7 +621,9 @@ class SequentialRegression(BayesianSynthesizer):
         ValidationError
             If a candidate column is not synthesized.
         """
-        return _loglik.candidate_loglik(self, record_row, candidates, draw_indices=draw_indices)
+        self._check_fitted()
+        rows = _loglik.candidate_rows(self._state, record_row, candidates)
+        return self.record_loglik(rows, draw_indices=draw_indices)
 
     def neighbourhood_loglik(self, records: pd.DataFrame, *,
         draw_indices: Any = None) -> np.ndarray:
@@ -633,7 +638,10 @@ class SequentialRegression(BayesianSynthesizer):
             (a ``ValidationError`` and ``NotImplementedError``) if a synthesized column is
             numeric; use :meth:`candidate_loglik` with a grid.
         """
-        return _loglik.neighbourhood_loglik(self, records, draw_indices=draw_indices)
+        self._check_fitted()
+        _loglik.neighbourhood_unavailable(self.schema_)
+        return _loglik.neighbourhood_loglik(self._state, records,
+                                            self._draw_indices(draw_indices))
 
 
 # ----------------------------------------------------------------------------------------------

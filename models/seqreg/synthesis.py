@@ -78,7 +78,7 @@ def _datasets(model, draws: Sequence[int] | np.ndarray, rngs: Sequence[np.random
     mask = model.synthesized_records_
     idx = np.asarray(draws, dtype=np.int64).reshape(-1)
     base = column_values(data, schema, names) if data is not None else {}
-    params = {c: model._params(c, idx) for c in order}
+    params = {c: model._state.params(c, idx) for c in order}
     synthesized = set(order)
     designs = {c: model.designs_[c] for c in order}
     # a design of unsynthesized predictors only (or the intercept) is the same in every dataset

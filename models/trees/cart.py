@@ -150,6 +150,9 @@ class CARTSynthesizer(TreeSynthesizer):
     method_name = "cart"
     #: synthetic datasets of a release by default (``bayes-risk synthesize -m``)
     default_m = 20
+    #: the plug-in likelihood is exact given the fitted splits: membership risk is derived
+    #: from it (``membership_risk``; ``CARTPlugin.donor_trees``)
+    exact_plugin: ClassVar[bool] = True
     _fitted_attribute: ClassVar[str] = "trees_"
 
     @instance_info(ModelInfo(persistence=True, partial_synthesis=True, plugin_likelihood=True,

@@ -121,6 +121,9 @@ class RandomForestSynthesizer(TreeSynthesizer):
     method_name = "rf"
     #: synthetic datasets of a release by default (``bayes-risk synthesize -m``)
     default_m = 20
+    #: the plug-in likelihood is approximate (each tree's bootstrap sample marginalised by a
+    #: Poisson approximation): no membership ratio is derived from it
+    exact_plugin: ClassVar[bool] = False
     _fitted_attribute: ClassVar[str] = "forests_"
     #: what the engines, the command line and the audit may use (bayes_risk.ModelInfo)
     info = ModelInfo(persistence=True, partial_synthesis=True, plugin_likelihood=True,

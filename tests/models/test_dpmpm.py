@@ -19,6 +19,7 @@ from bayes_risk.exceptions import (
     SchemaError,
     ValidationError,
 )
+from bayes_risk.models.dpmpm.coding import encode
 from bayes_risk.models.dpmpm.dpmpm import (
     DPMPM,
     alpha_conditional,
@@ -235,12 +236,12 @@ def test_k1_is_product_of_dirichlet_multinomials():
 
 # ---------------------------------------------------------------------------- recovery
 def _cells(model, j, k=None):
-    pi = np.exp(model._log_pi)
-    off, d = model._offsets, model._d
-    phj = model._phi[:, off[j] : off[j] + d[j], :]
+    pi = np.exp(model._state.log_pi)
+    off, d = model._state.offsets, model._state.d
+    phj = model._state.phi[:, off[j] : off[j] + d[j], :]
     if k is None:
         return np.einsum("hk,hck->hc", pi, phj)
-    phk = model._phi[:, off[k] : off[k] + d[k], :]
+    phk = model._state.phi[:, off[k] : off[k] + d[k], :]
     return np.einsum("hk,hak,hbk->hab", pi, phj, phk)
 
 
@@ -548,6 +549,6 @@ def test_encode_categorical_fast_path_equals_generic_path():
     })
     obj = cat.astype(object)
     want = np.array([[1, 0], [0, 0], [-1, 1], [-2, 1], [1, 0]])
-    np.testing.assert_array_equal(m._encode(cat), want)
-    np.testing.assert_array_equal(m._encode(obj), want)
-    np.testing.assert_array_equal(m._encode(cat.iloc[[4, 0]]), want[[4, 0]])
+    np.testing.assert_array_equal(encode(m.schema_, cat), want)
+    np.testing.assert_array_equal(encode(m.schema_, obj), want)
+    np.testing.assert_array_equal(encode(m.schema_, cat.iloc[[4, 0]]), want[[4, 0]])

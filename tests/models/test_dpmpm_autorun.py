@@ -24,6 +24,7 @@ import pytest
 from bayes_risk.data import make_acs_like
 from bayes_risk.exceptions import BayesRiskWarning, ConvergenceWarning, ValidationError
 from bayes_risk.models import DPMPM
+from bayes_risk.models.dpmpm.coding import encode
 from bayes_risk.models.dpmpm.run import gibbs_posterior
 
 GROUPS = ("posterior", "sample_stats", "warmup_sample_stats")
@@ -53,7 +54,7 @@ def _same_draws(a, b) -> None:
 
 def _posterior(model, df, seed, check):
     data, schema = model._prepare_data(df, allow_nan=True)
-    codes = model._encode(data, schema, name="data")
+    codes = encode(schema, data, name="data")
     return gibbs_posterior(model, codes, [len(c.levels) for c in schema], seed, check=check)
 
 
@@ -181,7 +182,7 @@ def test_explicit_run_length_is_run_as_asked():
     assert m.convergence_summary()["rounds"] == 1
     assert "LOW_ESS" in {w["code"] for w in m.mcmc_warnings()}
     data, schema = m._prepare_data(df, allow_nan=True)
-    codes = m._encode(data, schema, name="data")
+    codes = encode(schema, data, name="data")
     seed = 3
     pm_tree = gibbs_posterior(m, codes, [len(c.levels) for c in schema], seed, via_pymc=True)
     for g in ("sample_stats", "warmup_sample_stats"):

@@ -18,6 +18,7 @@ from _shared import shared_path
 from bayes_risk.attribute import attribute_risk
 from bayes_risk.exceptions import BayesRiskWarning, ConvergenceWarning
 from bayes_risk.models import DPMPM, load_model
+from bayes_risk.models.dpmpm.fit import check_truncation
 
 
 def _three_clusters(n: int = 150, seed: int = 0) -> pd.DataFrame:
@@ -61,7 +62,7 @@ def test_truncation_warning_when_and_only_when_kept_draws_fill_the_classes():
     m20.warnings_ = []
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        m20._check_truncation()
+        m20.warnings_ += check_truncation(m20.posterior_, m20.n_components)
     assert m20.warnings_ == []
 
 

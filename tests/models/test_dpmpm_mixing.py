@@ -26,6 +26,7 @@ from _shared import shared_path
 from bayes_risk.data import make_acs_like
 from bayes_risk.exceptions import BayesRiskWarning, ValidationError
 from bayes_risk.models import DPMPM
+from bayes_risk.models.dpmpm.coding import encode
 
 
 def _fit(df, **kw):
@@ -104,7 +105,7 @@ def test_thinned_draws_are_the_same_through_pm_sample_and_in_parallel():
         model = DPMPM(n_components=4, tune=5, draws=6, thin=3, chains=2, cores=cores,
                       progressbar=False)
         data, schema = model._prepare_data(df, allow_nan=True)
-        codes = model._encode(data, schema, name="data")
+        codes = encode(schema, data, name="data")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             trees.append(gibbs_posterior(model, codes, [len(c.levels) for c in schema], 7,

@@ -19,6 +19,7 @@ from _shared import shared_path
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models import load_model
+from bayes_risk.models.dpmpm.coding import encode
 from bayes_risk.models.dpmpm.dpmpm import DPMPM
 from bayes_risk.models.dpmpm.zeros import StructuralZeros, read_structural_zeros
 
@@ -75,11 +76,11 @@ def test_disjoint_boxes_give_the_mass_of_the_union():
     p, _, inside = brute(post)
     m = model()
     zs = m._zeros
-    assert zs.contains(m._encode(CELLS)).tolist() == inside.tolist()
-    np.testing.assert_allclose(np.exp(zs.log_mass(m._phi, m._log_pi)), p[:, inside].sum(axis=1),
-                               rtol=1e-12)
+    assert zs.contains(encode(m.schema_, CELLS)).tolist() == inside.tolist()
+    np.testing.assert_allclose(np.exp(zs.log_mass(m._state.phi, m._state.log_pi)),
+                               p[:, inside].sum(axis=1), rtol=1e-12)
     # disjoint: no cell is covered twice
-    rows = m._encode(CELLS) + zs.offsets
+    rows = encode(m.schema_, CELLS) + zs.offsets
     assert (np.stack([b[rows].all(axis=1) for b in zs.boxes]).sum(axis=0) <= 1).all()
 
 
@@ -95,7 +96,7 @@ def test_pymc_model_carries_the_normaliser():
     point["V"] = np.asarray(post["pi"][0, 0, :1])
     diff = (pm_z.compile_logp(mode="FAST_COMPILE")(point)
             - pm_f.compile_logp(mode="FAST_COMPILE")(point))
-    log_allowed = m._zeros.log_allowed(m._phi, m._log_pi)[0]
+    log_allowed = m._zeros.log_allowed(m._state.phi, m._state.log_pi)[0]
     assert diff == pytest.approx(-len(recs) * log_allowed, rel=1e-9)
 
 
@@ -215,7 +216,7 @@ def test_synthesis_draws_the_truncated_distribution(mode):
         want = np.zeros(len(CELLS))
         want[2], want[3] = pk @ post["phi_2"][0, 0][:, 0], pk @ post["phi_2"][0, 0][:, 1]
     z = m.synthesize(1, random_seed=4)[0]
-    codes = m._encode(z)
+    codes = encode(m.schema_, z)
     assert not m._zeros.contains(codes).any()
     flat = np.ravel_multi_index(codes.T, D)
     freq = np.bincount(flat, minlength=len(CELLS)) / n
@@ -277,7 +278,7 @@ def ss16():
 def impossible_share(model, zeros_path, syn):
     zs = StructuralZeros(read_structural_zeros(zeros_path), model.schema_.names,
                          [c.levels for c in model.schema_])
-    return float(np.mean([zs.contains(model._encode(s)).mean() for s in syn]))
+    return float(np.mean([zs.contains(encode(model.schema_, s)).mean() for s in syn]))
 
 
 def test_ss16pusa_no_impossible_record_with_zeros(ss16):
@@ -366,7 +367,7 @@ def test_attribute_risk_gives_impossible_candidates_probability_zero(ss16):
         for c in data.columns:
             if c not in full.columns:
                 full[c] = data.loc[i, c]
-        inside = m._zeros.contains(m._encode(full[list(data.columns)]))
+        inside = m._zeros.contains(encode(m.schema_, full[list(data.columns)]))
         assert inside.any()  # AGEP = 16 or 17 with a Bachelor's degree
         assert np.all(res.loglik[k][inside] == -np.inf)
         assert np.all(post["posterior"].to_numpy()[inside] == 0.0)

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from bayes_risk.exceptions import ValidationError
+from bayes_risk.models.dpmpm.coding import encode
 from bayes_risk.models.dpmpm.dpmpm import DPMPM
 from bayes_risk.models.dpmpm.run import gibbs_posterior
 
@@ -34,7 +35,7 @@ def _table(n: int = 300, seed: int = 3) -> pd.DataFrame:
 
 def _posterior(model: DPMPM, df: pd.DataFrame, seed: int, via_pymc: bool):
     data, schema = model._prepare_data(df, allow_nan=True)
-    codes = model._encode(data, schema, name="data")
+    codes = encode(schema, data, name="data")
     d = [len(c.levels) for c in schema]
     return gibbs_posterior(model, codes, d, seed, via_pymc=via_pymc)
 
@@ -175,15 +176,16 @@ def test_phi_caches_are_built_on_first_use_and_match_the_posterior():
     m = DPMPM(n_components=4, tune=5, draws=10, chains=2, cores=1, progressbar=False)
     m.fit(df, random_seed=3)
     m.convergence_summary()
-    assert m._phi_cache is None and m._logphi_cache is None  # fit and report never need them
-    phi = m._phi  # [H, L, K]
-    off = m._offsets
+    # fit and report never need them
+    assert "phi" not in vars(m._state) and "logphi" not in vars(m._state)
+    phi = m._state.phi  # [H, L, K]
+    off = m._state.offsets
     for j in range(len(m.schema_)):
         np.testing.assert_array_equal(
-            phi[:, off[j] : off[j] + m._d[j], :],
+            phi[:, off[j] : off[j] + m._state.d[j], :],
             np.transpose(m._stacked(f"phi_{j}"), (0, 2, 1)))
-    assert phi.flags.c_contiguous and m._phi is phi
-    np.testing.assert_array_equal(m._logphi, np.log(phi))
+    assert phi.flags.c_contiguous and m._state.phi is phi
+    np.testing.assert_array_equal(m._state.logphi, np.log(phi))
 
 
 def test_progress_bar_counts_draws_and_names_the_thinning():

@@ -50,7 +50,8 @@ since they work on the same private state.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -69,7 +70,7 @@ from bayes_risk.models.trees.plugins._plugin_terms import (  # noqa: F401 - _pol
 )
 from bayes_risk.protocols import ModelInfo
 
-__all__ = ["CARTPlugin"]
+__all__ = ["CARTPlugin", "DonorTrees"]
 
 _CACHE_BYTES = 256 << 20  # common-random-number count matrices kept per release
 
@@ -326,6 +327,48 @@ class PluginBase:
 # ------------------------------------------------------------------------------------------
 # CART
 # ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DonorTrees:
+    """The fitted value trees of a CART release as its plug-in routes records through them
+    (:meth:`CARTPlugin.donor_trees`): what the membership ratio of a CART release reads
+    (:mod:`bayes_risk.membership.trees`).
+
+    Attributes
+    ----------
+    visit_sequence : tuple of str
+        The synthesized columns in the order their trees are grown and drawn.
+    trees : mapping of str to fitted tree
+        Each synthesized column's tree (``y_sorted``, ``node_start``, ``node_stop``: the
+        node's donor values, ``route``).
+    values : mapping of str to ndarray
+        Each column's encoded values of the original records ``[n]`` (float64: level codes or
+        numeric values).
+    positions : mapping of str to ndarray
+        Each record's position in the donor order of the column's tree ``[n]`` (int64; -1: not
+        a donor).
+    encode : callable
+        ``encode(table, columns)``: the synthesizer's encoding of ``table``'s ``columns``
+        (``dict`` of float64 arrays), as ``values`` holds the original's.
+    design : callable
+        ``design(column, values, rows)``: the design of encoded records ``rows`` in the
+        column's tree (its predictors, as the synthesizer builds them).
+    """
+
+    visit_sequence: tuple[str, ...]
+    trees: Mapping[str, Any]
+    values: Mapping[str, np.ndarray]
+    positions: Mapping[str, np.ndarray]
+    encode: Callable[..., dict[str, np.ndarray]]
+    design: Callable[..., tuple[np.ndarray, np.ndarray]]
+
+    def route(self, column: str, values: Mapping[str, np.ndarray], n: int) -> np.ndarray:
+        """Node of the tree of ``column`` each of ``n`` encoded records routes to (the fixed
+        splits, ``climb``), as the synthesizer routes a synthetic record."""
+        X, codes = self.design(column, values, np.arange(n))
+        node, _ = self.trees[column].route(X, codes, "climb", None)
+        return np.asarray(node, dtype=np.int64)
+
+
 class CARTPlugin(PluginBase):
     """Adapter giving a fitted :class:`~bayes_risk.models.trees.cart.CARTSynthesizer` the plug-in
     likelihood ``plugin_loglik`` used by :func:`bayes_risk.attribute_risk` (methods, Tree
@@ -435,6 +478,23 @@ class CARTPlugin(PluginBase):
             self._pos[key] = pos
         self._crn: dict[tuple[int, int, int, int], np.ndarray] = {}
         self._crn_bytes = 0
+
+    def donor_trees(self) -> DonorTrees:
+        """The fitted value trees with the original records' encoded values and donor
+        positions: what the membership ratio of a CART release needs (``membership_risk``).
+
+        Returns
+        -------
+        DonorTrees
+            ``visit_sequence``, ``trees``, ``values``, ``positions``, ``encode``, ``design``
+            and ``route`` (``bayes_risk.models.trees.plugins.plugin_cart.DonorTrees``).
+        """
+        cols = tuple(self.synthesizer.visit_sequence_)
+        return DonorTrees(
+            visit_sequence=cols, trees={c: self._trees[c] for c in cols},
+            values=self._vals, positions={c: self._pos[c] for c in cols},
+            encode=self._values, design=self._design,
+        )
 
     # ------------------------------------------------------------------ helpers
     @staticmethod

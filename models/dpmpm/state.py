@@ -1,0 +1,109 @@
+"""The fitted state of a :class:`~bayes_risk.models.dpmpm.dpmpm.DPMPM`.
+
+:class:`DPMPMState` holds what the likelihoods (``dpmpm.loglik``, ``dpmpm.zeros_loglik``),
+synthesis (``dpmpm.coding``) and the fitted-posterior helpers (``dpmpm.fit``) read: the schema,
+the column layout of the stacked category probabilities, ``log π`` of every draw and the table
+of structural zeros. The model builds it once whenever its posterior is set (fit, load,
+``from_posterior``) and passes it to those module-level functions, which take the state, not the
+model (as PyMC's step methods take their arrays and arviz-stats' array layer takes arrays).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bayes_risk.data.schema import Schema
+from bayes_risk.models._bayesian.records import stacked_values
+
+if TYPE_CHECKING:  # pragma: no cover
+    import xarray as xr
+
+    from bayes_risk.models.dpmpm.zeros import StructuralZeros
+
+__all__ = ["DPMPMState", "build_state"]
+
+
+@dataclass(frozen=True, eq=False)
+class DPMPMState:
+    """Arrays of a fitted DPMPM, read by the family's module-level functions.
+
+    Attributes
+    ----------
+    schema : Schema
+        Columns, levels and roles the model was fitted with.
+    d : ndarray of int64
+        Levels of each column ``[p]``.
+    offsets : ndarray of int64
+        First row of each column in the stacked ``φ`` (``[p]``; ``φ`` is ``[H, L, K]`` with
+        ``L = Σ_j d_j``).
+    log_pi : ndarray
+        ``log π`` of every draw, ``[H, K]`` (C order).
+    zeros : StructuralZeros or None
+        The structural zeros of the fitted schema (``dpmpm.zeros``).
+    tree : xarray.DataTree
+        The posterior, from which ``phi`` is stacked on first use.
+    """
+
+    schema: Schema
+    d: np.ndarray
+    offsets: np.ndarray
+    log_pi: np.ndarray
+    zeros: StructuralZeros | None
+    tree: xr.DataTree
+
+    @property
+    def n_components(self) -> int:
+        """The truncation level ``K``."""
+        return int(self.log_pi.shape[1])
+
+    # the [H, L, K] arrays of φ and log φ (32 MB on NYexample) are built on first use: a fit
+    # that is saved, as `bayes-risk fit` does, never reads them
+    @cached_property
+    def phi(self) -> np.ndarray:
+        """φ of every draw, stacked over the columns' levels: ``[H, L, K]`` (C order)."""
+        post = self.tree["posterior"]
+        out = np.empty((self.log_pi.shape[0], int(self.d.sum()), self.n_components))
+        for j, off in enumerate(self.offsets):  # [H, K, d_j] -> rows off..off+d_j
+            out[:, off : off + self.d[j], :] = np.transpose(
+                stacked_values(post, f"phi_{j}"), (0, 2, 1))
+        return out
+
+    @cached_property
+    def logphi(self) -> np.ndarray:
+        """``log φ`` (``[H, L, K]``), built on first use."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.phi)
+
+    @cached_property
+    def synthesized(self) -> np.ndarray:
+        """``[p]`` bool: the synthesized columns (``S``)."""
+        syn = set(self.schema.synthesized)
+        return np.array([c in syn for c in self.schema.names], dtype=bool)
+
+    @property
+    def unsynthesized(self) -> np.ndarray:
+        """``[p]`` bool: the unsynthesized columns (``US``)."""
+        return ~self.synthesized
+
+    def draws(self, idx: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(log φ, log π, φ)`` of the flattened draws ``idx`` (``None``: all draws, the stored
+        arrays themselves, read only, no copy)."""
+        if idx is None:
+            return self.logphi, self.log_pi, self.phi
+        return self.logphi[idx], self.log_pi[idx], self.phi[idx]
+
+
+def build_state(tree: xr.DataTree, schema: Schema, zeros: Any) -> DPMPMState:
+    """The state of the posterior ``tree`` (validated) fitted with ``schema``."""
+    d = np.array([len(c.levels) for c in schema], dtype=np.int64)
+    pi = stacked_values(tree["posterior"], "pi")
+    with np.errstate(divide="ignore"):
+        log_pi = np.ascontiguousarray(np.log(pi))
+    return DPMPMState(
+        schema=schema, d=d, offsets=np.concatenate([[0], np.cumsum(d)[:-1]]).astype(np.int64),
+        log_pi=log_pi, zeros=zeros, tree=tree,
+    )
