@@ -4,9 +4,10 @@ A model whose every parameter is updated by one PyMC step method that draws from
 conditionals (the DPMPM's blocked Gibbs sweep) needs nothing of ``pm.sample`` but the loop: no
 gradients, no tuning, no initial-point or trace functions. Building the class-marginalised PyMC
 model, compiling those functions and converting PyMC's trace objects cost about a second of CPU
-and 15–95 MiB on NYexample (issue 15; benchmarks/bench_dpmpm.py); this module calls the step
-itself and returns the same ArviZ ``DataTree`` as ``BayesianSynthesizer._run_sampler``
-(groups ``posterior``, ``warmup_sample_stats``, ``sample_stats``; the same variables, dims,
+and 15–95 MiB on NYexample (issue 15; benchmarks/bench_dpmpm.py of commit 977bc9f); this
+module calls the step itself and returns the same ArviZ ``DataTree`` as
+``BayesianSynthesizer._run_sampler`` (groups ``posterior``, ``warmup_sample_stats``,
+``sample_stats``; the same variables, dims,
 coordinates and attributes), so everything downstream (convergence, save/load, synthesis) is
 unchanged.
 

@@ -54,7 +54,8 @@ SAMPLERS: tuple[str, ...] = ("gibbs", "nuts")
 # default run: 500 kept draws per chain, each after 5 Gibbs sweeps. On the ACS extract (K = 80)
 # the number of occupied classes has an ESS of ≈ 0.16 per sweep: 500 unthinned draws per chain
 # gave ESS ≈ 160, too few for R-hat (4 split chains) to stay below 1.01 when the chains agree
-# (benchmarks/bench_dpmpm_mixing.py); 2,500 sweeps give ≈ 650–750, at the same H and storage
+# (benchmarks/bench_dpmpm_mixing.py of commit 977bc9f); 2,500 sweeps give ≈ 650–750, at the
+# same H and storage
 _DEFAULT_DRAWS = 500
 _DEFAULT_THIN = 5
 # the default run extends itself in rounds (each doubling the window after the warm-up and the
@@ -67,7 +68,7 @@ _DEFAULT_MAX_SWEEPS = 50_000
 # warm-up sweeps: from the start with every class occupied, 14 of 80 default chains on
 # ss16pusa_sample_nozeros (K = 80) had settled by sweep 100 at α ≈ 100–140 with 51–65 classes
 # and never left (posterior: α ≈ 0.55–0.6, 4.5–4.8 classes); none entered that state later
-# (benchmarks/survey_dpmpm_defaults.py)
+# (benchmarks/survey_dpmpm_defaults.py of commit 977bc9f)
 _ALPHA_WARMUP_QUANTILE = 0.95
 _ALPHA_WARMUP_SWEEPS = 100
 # the chains' starts by default (starts="overdispersed"): the first as before, every class

@@ -4,7 +4,8 @@ Blocked Gibbs changes the number of occupied classes one record at a time: a cla
 be split in two (or two that should be merged) only forms through a long run of unlikely single
 reallocations. On the ACS extract (K = 80) chains moved between about 4.6 and 5.8 occupied
 classes over hundreds of sweeps (R-hat of the data log-likelihood up to 1.42 with the
-defaults; benchmarks/bench_dpmpm_mixing.py). A merge–split move proposes the whole change at once.
+defaults; benchmarks/bench_dpmpm_mixing.py of commit 977bc9f). A merge–split move proposes the
+whole change at once.
 
 Target: ``p(z | α, y)`` of ``bayes_risk.models.dpmpm.labels`` (stick fractions and category
 probabilities integrated out; the completed data held fixed), on the **labelled** truncated

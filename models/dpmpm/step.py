@@ -39,11 +39,12 @@ __all__ = ["DPMPMGibbs", "pymc_step"]
 
 # merge–split proposals per sweep: about 20,000 / n (20 moves at n = 1,000, one at n >= 20,000),
 # at most one per 10 records and 20 in all (on tiny tables the sweep itself is cheap;
-# benchmarks/bench_dpmpm_mixing.py); a split or a merge not rejected at once visits the records
+# benchmarks/bench_dpmpm_mixing.py of commit 977bc9f); a split or a merge not rejected at
+# once visits the records
 _SPLIT_MERGE_VISITS = 20_000
 # during warm-up, five times as many: a chain that the start left in a poor mode (ACS extract:
 # ≈ 5.8 classes instead of ≈ 4.6) takes a median of ≈ 120 sweeps to leave it with 20 moves per
-# sweep, ≈ 55 with 50, and up to ~1,400 (benchmarks/bench_dpmpm_mixing.py)
+# sweep, ≈ 55 with 50, and up to ~1,400 (benchmarks/bench_dpmpm_mixing.py of commit 977bc9f)
 _SPLIT_MERGE_WARMUP = 5
 # record-columns × classes from which the class step runs on several threads. A parallel region
 # (numba's workqueue layer) costs one to two milliseconds per sweep to start and join, which the
