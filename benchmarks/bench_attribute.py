@@ -50,7 +50,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=2026)
     a = ap.parse_args()
 
-    from bayes_risk.attribute import attribute_risk, prior_sensitivity
+    from bayes_risk.attribute import EstimatorSpec, attribute_risk, prior_sensitivity
     from bayes_risk.data import make_acs_like
 
     df = make_acs_like(a.n, random_seed=a.seed)
@@ -90,12 +90,10 @@ def main() -> None:
             df,
             syn,
             model=model,
-            augmented=aug,
-            bootstrap=a.bootstrap,
-            khat=a.khat,
-            chunk_size=a.chunk_size,
             random_seed=a.seed,
             progressbar=False,
+            estimator=EstimatorSpec(augmented=aug, bootstrap=a.bootstrap, khat=a.khat,
+                                    chunk_size=a.chunk_size),
         )
     t_att, c_att = time.perf_counter() - t2, _cpu_s() - c2
     rows.append(

@@ -51,7 +51,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=2026)
     a = ap.parse_args()
 
-    from bayes_risk.attribute import attribute_risk
+    from bayes_risk.attribute import EstimatorSpec, attribute_risk
     from bayes_risk.models.dpmpm.dpmpm import DPMPM
 
     df, settings, records = _data(a)
@@ -69,9 +69,10 @@ def main() -> None:
     t1 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = attribute_risk(df, syn, model=model, records=records, augmented=aug,
+        res = attribute_risk(df, syn, model=model, records=records,
                              random_seed=a.seed,
-                             progressbar=False)
+                             progressbar=False,
+                             estimator=EstimatorSpec(augmented=aug))
     rows.append((f"attribute_risk, {len(res.records)} records, H = {res.settings['H']}",
                  f"{time.perf_counter() - t1:.1f} s"))
     tm = res.settings["timing"]

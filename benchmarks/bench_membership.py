@@ -59,7 +59,7 @@ def main() -> None:
     a = ap.parse_args()
 
     from bayes_risk.data import make_acs_like, read_synthetic, read_table
-    from bayes_risk.membership import membership_risk
+    from bayes_risk.membership import AttackSpec, RatioSpec, membership_risk
     from bayes_risk.models import load_model
 
     rows: list[tuple[str, str]] = []
@@ -86,7 +86,8 @@ def main() -> None:
         t_aug = time.perf_counter() - t1
         t2 = time.perf_counter()
         res = membership_risk(model, original, syn, holdout=hold, population=len(original),
-                              augmented=aug, bootstrap=a.bootstrap, random_seed=a.seed)
+                              random_seed=a.seed, ratio=RatioSpec(augmented=aug),
+                              attack=AttackSpec(bootstrap=a.bootstrap))
         t_eng = time.perf_counter() - t2
     f = res.file
     H = res.settings["n_draws"]

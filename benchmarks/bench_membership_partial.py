@@ -53,7 +53,8 @@ def main() -> None:
         aug = [model.fit_augmented(train, z, random_seed=10 + l)
                for l, z in enumerate(syn.datasets)]
         t1, c1 = time.perf_counter(), time.process_time()
-        res = br.membership_risk(model, train, syn, holdout=hold, augmented=aug, random_seed=3)
+        res = br.membership_risk(model, train, syn, holdout=hold, random_seed=3,
+                                 ratio=br.RatioSpec(augmented=aug))
         t2, c2 = time.perf_counter(), time.process_time()
     f = res.file
     print(f"{platform.processor() or platform.machine()}, python {platform.python_version()}")

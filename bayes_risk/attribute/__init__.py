@@ -11,6 +11,8 @@ synthesizers' plug-in likelihoods live with their models (:class:`bayes_risk.mod
 
 from bayes_risk.attribute.api import (
     AttributeRiskResult,
+    EstimatorSpec,
+    ScenarioSpec,
     attribute_risk,
     plot_prior_sensitivity,
     prior_sensitivity,
@@ -27,6 +29,8 @@ __all__ = [
     "plot_prior_sensitivity",
     "AttributeRiskResult",
     "CandidateSpec",
+    "EstimatorSpec",
+    "ScenarioSpec",
     "GridSpec",
     "SpatialGridSpec",
 ]

@@ -148,9 +148,7 @@ def radius_sweep(
 
 #: arguments of ``identification_risk`` a sweep passes on, with their defaults
 _SWEEP_DEFAULTS: dict[str, Any] = {
-    "categorical": None, "schema": None, "match": None, "population": None, "strategy": "always",
-    "fallback": None, "targets": None, "target_id": None, "original_id": None,
-    "replicates": None, "compat": None, "missing_known": "any",
+    "categorical": None, "schema": None, "match": None, "population": None, "replicates": None,
 }
 
 

@@ -1083,8 +1083,9 @@ def test_pmse_model_options_reach_the_utility_step(release, tmp_path):
             br.audit(str(orig), str(syn), known=KNOWN, **kw, **only)
     main0 = br.audit(str(orig), str(syn), known=KNOWN, max_order=0, **only)
     pm = main0.step("utility").result.pmse
-    ref = br.utility_summary(pd.read_csv(orig), br.SyntheticData.load(syn), max_order=0,
-                             categorical=CATS, random_seed=1).pmse
+    ref = br.utility_summary(pd.read_csv(orig), br.SyntheticData.load(syn),
+                             categorical=CATS, random_seed=1,
+                             propensity=br.PropensitySpec(max_order=0)).pmse
     assert pm.max_order == 0 and np.allclose(pm.pmse, ref.pmse)
     row = main0.plan.settings_frame().query("setting == 'pMSE propensity model'").iloc[0]
     assert row["value"] == "logit, main effects only" and row["source"] == "given"

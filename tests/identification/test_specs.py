@@ -216,7 +216,7 @@ def test_weighted_counts_by_hand(weighted):
 def test_weighted_counts_equal_the_same_counts_given(weighted, aggregation, strategy):
     y, z = weighted
     kw = dict(known=["sex", "race"], synthesized=["race"], aggregation=aggregation,
-              strategy=strategy)
+              match=MatchSpec(strategy=strategy))
     w = ir(y, z, population=PopulationSpec(membership="unknown", weights="w"), **kw)
     c = ir(y, z, population=PopulationSpec(membership="unknown", counts=HAND_F), **kw)
     pd.testing.assert_frame_equal(w.records, c.records)
@@ -228,8 +228,9 @@ def test_weighted_counts_for_targets_outside_the_sample(weighted):
     y = y.assign(id=range(6))
     tg = pd.DataFrame({"id": [0, 100], "sex": ["M", "F"], "race": ["W", "O"]})
     res = ir(y, [d.assign(id=range(6)) for d in z], known=["sex", "race"],
-             synthesized=["race"], targets=tg, target_id="id",
-             population=PopulationSpec(membership="unknown", weights="w"))
+             synthesized=["race"],
+             population=PopulationSpec(membership="unknown", weights="w", targets=tg,
+                                       target_id="id"))
     assert "F_BELOW_ONE" in res.warnings
     # the outside target's key (F, O) has no sample record: F̂ = 0, raised to 1
     np.testing.assert_array_equal(res.population_counts[:, 0], [30.0, 1.0])
@@ -254,7 +255,7 @@ def test_weights_errors_name_the_column(weighted):
            synthesized=["race"], match=MatchSpec(radius={"inc": 0.1}),
            population=PopulationSpec(membership="unknown", weights="w"))
     with pytest.raises(ValidationError, match="uses membership='known'"):
-        ir(y, z, compat="IdentificationRiskCalculation",
+        ir(y, z, match=MatchSpec(compat="IdentificationRiskCalculation"),
            population=PopulationSpec(membership="unknown", weights="w"), **kw)
 
 
