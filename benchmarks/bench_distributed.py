@@ -7,8 +7,8 @@
    the client, in both).
 2. Identification risk of 200,000 records (the synthetic table of ``suite/identification.py``:
    three categorical and two continuous known columns, m = 5, percentage radius 0.05), per
-   dataset and pooled (``fallback="none"``): in process vs the LocalCluster (partitions of
-   50,000 targets).
+   dataset and pooled (``MatchSpec(fallback="none")``): in process vs the LocalCluster
+   (partitions of 50,000 targets).
 
 Every Dask result is checked to be identical to the in-process one. Cluster start-up is timed
 separately. On a machine with few cores expect no speed-up: the point of the Dask path is to
@@ -73,7 +73,7 @@ def main() -> None:
     y, zs = make_large(n_i, 5)
     ikw = {"known": ["region", "hhsize", "sex", "income", "expend"],
            "synthesized": ["income", "expend"], "categorical": ["region", "hhsize", "sex"],
-           "match": br.MatchSpec(radius=0.05), "fallback": "none", "progressbar": False}
+           "match": br.MatchSpec(radius=0.05, fallback="none"), "progressbar": False}
     for agg in ("per_dataset", "pooled"):
         args = (y, zs)
         t_in, ref = _wall(lambda agg=agg, args=args: br.identification_risk(

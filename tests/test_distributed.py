@@ -125,8 +125,8 @@ def _assert_same_identification(res, ref):
     [
         {},
         {"aggregation": "per_dataset"},
-        {"aggregation": "per_dataset", "compat": "IdentificationRiskCalculation",
-         "match": br.MatchSpec(radius=[0.1, 0.1])},
+        {"aggregation": "per_dataset",
+         "match": br.MatchSpec(radius=[0.1, 0.1], compat="IdentificationRiskCalculation")},
         {"match": br.MatchSpec(radius_type="quantile_sd", radius={"Age": 1.0, "Income": 1.0})},
         {"match": br.MatchSpec(shape="mahalanobis", radius={"Age": 1.0, "Income": 1.0})},
     ],
@@ -362,8 +362,8 @@ def test_attribute_selected_records_and_is_estimator(client, acs):
     """Record order is kept; the published estimator (L = dataset_loglik once) too."""
     model, df, syn = acs
     recs = [250, 3, 77, 4, 199, 120]
-    kw = {"random_seed": 4, "bootstrap": 20, "progressbar": False, "estimator": "is",
-          "candidates": "full"}
+    kw = {"random_seed": 4, "progressbar": False,
+          "estimator": EstimatorSpec("is", bootstrap=20), "candidates": "full"}
     ref = _quiet(br.attribute_risk, df, syn, model=model, records=recs, **kw)
     res = _quiet(bd.attribute_risk, df, syn, model=model, records=recs, client=client,
                  partition_size=4, **kw)
