@@ -246,8 +246,9 @@ def identification_risk(
     progressbar : bool
         Progress of the partitions (on the client).
     **kwargs
-        Every other argument of :func:`bayes_risk.identification_risk`; ``targets`` may also be
-        a dask DataFrame (reduced to the known columns and ``target_id``).
+        Every other argument of :func:`bayes_risk.identification_risk`; the targets of
+        ``PopulationSpec(targets=...)`` may also be a dask DataFrame (reduced to the known
+        columns and the id columns).
 
     Returns
     -------

@@ -75,7 +75,7 @@ def utility_risk_points(
         Progress of the identification engine.
     **identification_options
         Further arguments of :func:`~bayes_risk.identification_risk` (``match``,
-        ``population``, ``compat``, ...). The aggregation is per dataset.
+        ``population``, ``categorical``, ...). The aggregation is per dataset.
 
     Returns
     -------
@@ -191,7 +191,7 @@ def repeated_syntheses(
     progressbar : bool
         One progress bar over all repetitions.
     **options
-        Arguments of :func:`utility_risk_points` (``match``, ``categorical``, ``compat``, ...).
+        Arguments of :func:`utility_risk_points` (``match``, ``categorical``, ...).
 
     Returns
     -------

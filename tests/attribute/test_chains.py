@@ -62,13 +62,11 @@ def _case(seed, *, n=200, affected=(0, 1), H=500, conc=200.0, rep=1, chains=2):
     return df, model, [model.with_draws(aug, chains=ch)], x, y
 
 
-def _run(df, model, aug, **kw):
+def _run(df, model, aug, estimator="auto", **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return attribute_risk(df, [df], model=model, random_seed=3,
-                              progressbar=False,
-                              **kw,
-                              estimator=EstimatorSpec(augmented=aug))
+        return attribute_risk(df, [df], model=model, random_seed=3, progressbar=False,
+                              estimator=EstimatorSpec(kind=estimator, augmented=aug), **kw)
 
 
 def _flagged(res):

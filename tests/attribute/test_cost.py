@@ -385,7 +385,7 @@ def test_audit_chooses_estimator_and_refit_draws(tmp_path, capsys, monkeypatch):
                  "stabilised", "--refit-draws", "15", "--random-seed", "3",
                  "--out", str(out)]) == 0
     err = capsys.readouterr().err
-    assert seen["estimator"] == "stabilised" and seen["refit_draws"] == 15
+    assert seen["estimator"].kind == "stabilised" and seen["estimator"].refit_draws == 15
     assert "about 2 refits of the model, estimated" in err and "refit 2 of 2" in err
     step = json.loads((out / "attribute" / "summary.json").read_text())
     assert step["settings"]["H_augmented"] == [30, 30]
