@@ -285,6 +285,10 @@ class EstimatorSpec:
 def as_estimator(estimator: Any) -> EstimatorSpec:
     """``estimator=`` as an :class:`EstimatorSpec` (a string: its ``kind``)."""
     if isinstance(estimator, str):
+        if estimator not in ESTIMATORS:  # named as the caller gave it
+            raise ValidationError(
+                f"estimator must be 'auto', 'stabilised', 'is' or an EstimatorSpec. "
+                f"Got {estimator!r}.")
         return EstimatorSpec(kind=estimator)  # type: ignore[arg-type]
     if estimator is None:
         return EstimatorSpec()
@@ -298,6 +302,13 @@ def as_estimator(estimator: Any) -> EstimatorSpec:
 def as_scenario(scenario: Any) -> ScenarioSpec:
     """``scenario=`` as a :class:`ScenarioSpec` (a string: its ``kind``)."""
     if isinstance(scenario, str):
+        if scenario not in (*SCENARIOS, "two_records"):  # named as the caller gave it
+            raise NotSupportedError(
+                f"scenario {scenario!r} is not supported; use one of "
+                f"{[*SCENARIOS, 'two_records']} ('two_records' with "
+                "ScenarioSpec('two_records', pairs=[(i, j), ...])). " + _PAIVA_POINTER,
+                code="INVALID_ARGUMENT"
+            )
         return ScenarioSpec(kind=scenario)  # type: ignore[arg-type]
     if scenario is None:
         return ScenarioSpec()

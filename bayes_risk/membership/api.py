@@ -302,8 +302,9 @@ def _as_spec(value: Any, cls: type, name: str) -> Any:
     if value is None:
         return cls()
     if not isinstance(value, cls):
+        article = "an" if cls.__name__[0] in "AEIOU" else "a"
         raise ValidationError(
-            f"{name} must be a {cls.__name__} (bayes_risk.{cls.__name__}(...)). "
+            f"{name} must be {article} {cls.__name__} (bayes_risk.{cls.__name__}(...)). "
             f"Got {type(value).__name__}.")
     return value
 

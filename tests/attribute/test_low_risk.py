@@ -12,7 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bayes_risk.attribute import ScenarioSpec, attribute_risk, prior_sensitivity, with_prior
+from bayes_risk.attribute import (
+    EstimatorSpec,
+    ScenarioSpec,
+    attribute_risk,
+    prior_sensitivity,
+    with_prior,
+)
 from bayes_risk.attribute.file_summary import file_summary
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ValidationError
@@ -87,10 +93,13 @@ def test_refuses_options_that_do_not_apply(toy5):
     model, y, release = toy5
     with pytest.raises(ValidationError, match="uniform prior only"):
         attribute_risk(y, release, model=model, prior="truth-weighted:2", scenario="empty")
-    with pytest.raises(ValidationError, match=r"\['estimator'\] do not apply"):
+    with pytest.raises(ValidationError, match=r"\['EstimatorSpec.kind'\] do not apply"):
         attribute_risk(y, release, model=model, scenario="empty", estimator="is")
-    with pytest.raises(ValidationError, match=r"\['known'\] do not apply"):
+    with pytest.raises(ValidationError, match=r"\['ScenarioSpec.known'\] do not apply"):
         attribute_risk(y, release, model=model, scenario=ScenarioSpec(kind="empty", known=["race"]))
+    with pytest.raises(ValidationError, match=r"\['EstimatorSpec.psis'\] do not apply"):
+        attribute_risk(y, release, model=model, scenario="empty",
+                       estimator=EstimatorSpec(psis=True))
     with pytest.raises(NotImplementedError, match="'worst_case', 'partially_known', 'empty'"):
         attribute_risk(y, release, model=model, scenario="nosy_neighbour")
 

@@ -170,8 +170,8 @@ def test_the_issues_cart_case_as_plain_files(ce, income_only, release):
 
 
 def test_allowed_other_model_is_a_warning_in_the_result(ce, income_only, release):
-    kw = dict(records=list(range(40)), population=10, normaliser_draws=100, bootstrap=0,
-              dcr=False, progressbar=False, random_seed=1)
+    kw = dict(records=list(range(40)), population=10, ratio=br.RatioSpec(normaliser_draws=100),
+              attack=br.AttackSpec(bootstrap=0, dcr=False), progressbar=False, random_seed=1)
     with pytest.warns(DataWarning, match="MODEL_DIFFERS"):
         res = br.membership_risk(income_only, ce, release, allow_other_model=True, **kw)
     assert "MODEL_DIFFERS" in res.warnings and res.settings["model_check"] == "identity"
