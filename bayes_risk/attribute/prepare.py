@@ -278,8 +278,11 @@ class EstimatorSpec:
                     f"EstimatorSpec.{name} must be True or False. Got {getattr(self, name)!r}.")
 
     def replace(self, **changes: Any) -> EstimatorSpec:
-        """A copy with ``changes`` applied (validated again)."""
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes`` applied (validated again), as :meth:`MatchSpec.replace
+        <bayes_risk.identification.MatchSpec.replace>`."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        fields.update(changes)
+        return EstimatorSpec(**fields)
 
 
 def as_estimator(estimator: Any) -> EstimatorSpec:

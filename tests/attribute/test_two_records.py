@@ -180,8 +180,10 @@ def test_two_records_refusals():
     assert e.value.code == "RECORD_OUT_OF_RANGE"  # a condition of the data, not of the argument
     with pytest.raises(ValidationError, match="records does not apply"):
         _run(model, aug, records=[1], scenario=ScenarioSpec(kind="two_records", pairs=[(1, 2)]))
-    with pytest.raises(ValidationError, match="scenario='two_records' only"):
+    with pytest.raises(ValidationError, match="ScenarioSpec.pairs applies to kind='two_records'"):
         _run(model, aug, scenario=ScenarioSpec(pairs=[(1, 2)]))
+    with pytest.raises(ValidationError, match="ScenarioSpec.known does not apply"):
+        ScenarioSpec("two_records", known=["y"], pairs=[(1, 2)])
     with pytest.raises(NotSupportedError, match="other record") as e:
         _run(model, aug, prior="empirical:1",
              scenario=ScenarioSpec(kind="two_records", pairs=[(1, 2)]))
