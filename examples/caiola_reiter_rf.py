@@ -86,8 +86,8 @@ def measures(data: pd.DataFrame, release, order: list[str], uniques: np.ndarray,
     if every is None:
         every = identification_risk(data, release, **kw).file
     targets = data[uniques].rename_axis("row").reset_index()
-    among = identification_risk(data, release, **kw,
-                                population=PopulationSpec(targets=targets, target_id="row"))
+    kw["population"] = PopulationSpec(membership="known", targets=targets, target_id="row")
+    among = identification_risk(data, release, **kw)
     return {"true_match_rate": every["true_match_rate_targets"],
             "false_match_rate": every["false_match_rate"],
             "uniques_true_match_rate": among.file["true_match_rate_targets"],
