@@ -84,8 +84,8 @@ _API: dict[str, str] = {
     "PopulationSpec": "bayes_risk.identification.specs",
     # attribute risk
     "attribute_risk": "bayes_risk.attribute.api",
-    "EstimatorSpec": "bayes_risk.attribute.prepare",
-    "ScenarioSpec": "bayes_risk.attribute.prepare",
+    "EstimatorSpec": "bayes_risk.attribute.specs",
+    "ScenarioSpec": "bayes_risk.attribute.specs",
     "attribute_known_sweep": "bayes_risk.attribute.knowledge",
     "with_prior": "bayes_risk.attribute.api",
     "prior_sensitivity": "bayes_risk.attribute.api",
@@ -96,8 +96,8 @@ _API: dict[str, str] = {
     "RFPlugin": "bayes_risk.models.trees.plugins.plugin_rf",
     # membership risk
     "membership_risk": "bayes_risk.membership.api",
-    "AttackSpec": "bayes_risk.membership.api",
-    "RatioSpec": "bayes_risk.membership.api",
+    "AttackSpec": "bayes_risk.membership.specs",
+    "RatioSpec": "bayes_risk.membership.specs",
     # singling-out and linkability attacks (anonymeter)
     "singling_out_risk": "bayes_risk.attacks.singling_out",
     "linkability_risk": "bayes_risk.attacks.linkability",

@@ -11,8 +11,6 @@ synthesizers' plug-in likelihoods live with their models (:class:`bayes_risk.mod
 
 from bayes_risk.attribute.api import (
     AttributeRiskResult,
-    EstimatorSpec,
-    ScenarioSpec,
     attribute_risk,
     plot_prior_sensitivity,
     prior_sensitivity,
@@ -20,6 +18,7 @@ from bayes_risk.attribute.api import (
 )
 from bayes_risk.attribute.candidates import CandidateSpec, GridSpec, SpatialGridSpec
 from bayes_risk.attribute.knowledge import attribute_known_sweep
+from bayes_risk.attribute.specs import EstimatorSpec, ScenarioSpec
 
 __all__ = [
     "attribute_risk",

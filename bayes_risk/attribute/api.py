@@ -40,13 +40,7 @@ from bayes_risk.attribute.pairs import (
     pair_data,
 )
 from bayes_risk.attribute.plan import RecordPartition, merge_outputs
-from bayes_risk.attribute.prepare import (
-    EstimatorSpec,
-    ScenarioSpec,
-    as_estimator,
-    as_scenario,
-    prepare,
-)
+from bayes_risk.attribute.prepare import prepare
 from bayes_risk.attribute.priors import Prior, evaluate_prior_groups, parse_prior
 from bayes_risk.attribute.record_table import (
     KHAT_TOLERANCE,
@@ -61,6 +55,7 @@ from bayes_risk.attribute.record_table import (
     set_point_columns,
     ungroup,
 )
+from bayes_risk.attribute.specs import EstimatorSpec, ScenarioSpec, as_estimator, as_scenario
 from bayes_risk.data.provenance import check_release_model
 from bayes_risk.exceptions import NotSupportedError, ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor
@@ -69,8 +64,6 @@ from bayes_risk.warning_codes import RECORD_FLAGS
 
 __all__ = [
     "attribute_risk",
-    "EstimatorSpec",
-    "ScenarioSpec",
     "with_prior",
     "prior_sensitivity",
     "plot_prior_sensitivity",

@@ -41,7 +41,8 @@ from bayes_risk._lattice import (
 )
 from bayes_risk._terminal import progress
 from bayes_risk.attribute.api import attribute_risk
-from bayes_risk.attribute.prepare import ScenarioSpec, as_estimator, prepare
+from bayes_risk.attribute.prepare import prepare
+from bayes_risk.attribute.specs import ScenarioSpec, as_estimator
 from bayes_risk.data.provenance import check_release_model
 from bayes_risk.data.schema import CATEGORICAL_TYPES
 from bayes_risk.exceptions import (

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._terminal import say
-from bayes_risk.attribute.prepare import EstimatorSpec, as_estimator
+from bayes_risk.attribute.specs import EstimatorSpec, as_estimator
 from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import DEFAULT_SWEEP, Thresholds
 from bayes_risk.auditing.planning import _cli_name, _inputs, _make_plan

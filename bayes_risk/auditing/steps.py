@@ -637,7 +637,8 @@ def membership_step(ctx: StepContext) -> StepOutcome:
     reason otherwise (it costs one refit of the model per dataset, as the attribute step's). A
     member counts as exposed above the thresholds' ``membership_probability``."""
     from bayes_risk.exceptions import NotSupportedError
-    from bayes_risk.membership.api import AttackSpec, RatioSpec, check_model, membership_risk
+    from bayes_risk.membership.api import check_model, membership_risk
+    from bayes_risk.membership.specs import AttackSpec, RatioSpec
 
     if ctx.holdout is None:
         return StepOutcome(

@@ -46,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     )
     from bayes_risk.cli._run import output_dir
     from bayes_risk.data.io import read_synthetic
-    from bayes_risk.membership.api import AttackSpec, RatioSpec, membership_risk
+    from bayes_risk.membership.api import membership_risk
+    from bayes_risk.membership.specs import AttackSpec, RatioSpec
     from bayes_risk.models import load_model
 
     labels = missing_labels(args)

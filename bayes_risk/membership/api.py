@@ -10,8 +10,7 @@ distance-to-closest-record baseline of SDMetrics and anonymeter
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,6 +24,7 @@ from bayes_risk.membership import holdout as _holdout
 from bayes_risk.membership import partial as _partial
 from bayes_risk.membership import selection as _selection
 from bayes_risk.membership import trees as _trees
+from bayes_risk.membership.specs import AttackSpec, RatioSpec, as_spec
 from bayes_risk.membership.stages import (
     _check_drawable,
     _check_options,
@@ -49,8 +49,7 @@ from bayes_risk.membership.stages import (
 from bayes_risk.protocols import SupportsAugmentedFit, model_info
 from bayes_risk.results.membership import MEMBERSHIP_FLAGS, MembershipRiskResult
 
-__all__ = ["membership_risk", "AttackSpec", "RatioSpec", "MembershipRiskResult",
-           "MEMBERSHIP_FLAGS", "check_model",
+__all__ = ["membership_risk", "MembershipRiskResult", "MEMBERSHIP_FLAGS", "check_model",
            "check_inputs"]
 
 
@@ -180,135 +179,6 @@ def check_model(model: Any, selection: Any = None) -> None:
         )
 
 
-@dataclass(frozen=True)
-class AttackSpec:
-    """The membership attack game: the intruder's prior, when a record counts as identified,
-    and the figures reported beside the estimate.
-
-    Parameters
-    ----------
-    prior : float or {"balanced", "sampling"}
-        Prior membership probability π: ``"balanced"`` (0.5, default: the balanced attack game),
-        ``"sampling"`` (the base rate ``n / population_size``) or a number in (0, 1).
-    population_size : int, optional
-        ``N`` of ``prior="sampling"`` (at least the number of confidential records).
-    threshold : float
-        Posterior membership probability above which a record counts as identified as a member
-        (file summaries: share of members above it; TPR − FPR at it).
-    dcr : bool
-        Compute the distance-to-closest-record baseline beside the estimate.
-    bootstrap : int
-        Bootstrap replicates over records for the intervals of the advantage (0 disables).
-
-    Raises
-    ------
-    ValidationError
-        A field out of its range, named in the message.
-
-    Examples
-    --------
-    >>> AttackSpec(prior="sampling", population_size=100_000).threshold
-    0.5
-    """
-
-    prior: float | Literal["balanced", "sampling"] = "balanced"
-    population_size: int | None = None
-    threshold: float = 0.5
-    dcr: bool = True
-    bootstrap: int = 200
-
-    def __post_init__(self) -> None:
-        p = self.prior
-        if isinstance(p, str):
-            if p not in ("balanced", "sampling"):
-                raise ValidationError("AttackSpec.prior must be 'balanced', 'sampling' or a "
-                                      f"probability in (0, 1). Got {p!r}.")
-        elif isinstance(p, bool) or not isinstance(p, (int, float, np.number)) or not 0 < p < 1:
-            raise ValidationError(f"AttackSpec.prior must be a probability in (0, 1). Got {p!r}.")
-        N = self.population_size
-        if p == "sampling" and N is None:
-            raise ValidationError("AttackSpec(prior='sampling') (the base rate n/N) needs "
-                                  "population_size=N.", code="OPTION_REQUIRED")
-        if N is not None and (isinstance(N, bool) or not isinstance(N, (int, np.integer))
-                              or N < 1):
-            raise ValidationError(
-                f"AttackSpec.population_size must be an integer >= 1. Got {N!r}.")
-        t = self.threshold
-        if isinstance(t, bool) or not isinstance(t, (int, float, np.number)) or not 0 < t < 1:
-            raise ValidationError(f"AttackSpec.threshold must be in (0, 1). Got {t!r}.")
-        if not isinstance(self.dcr, (bool, np.bool_)):
-            raise ValidationError(f"AttackSpec.dcr must be True or False. Got {self.dcr!r}.")
-        b = self.bootstrap
-        if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 0:
-            raise ValidationError(f"AttackSpec.bootstrap must be an integer >= 0. Got {b!r}.")
-
-
-@dataclass(frozen=True)
-class RatioSpec:
-    """How the membership likelihood ratios are estimated.
-
-    Parameters
-    ----------
-    augmented : sequence of models, optional
-        Draws of ``p(Θ | y, Z_(l))``, one model per dataset (default:
-        ``model.fit_augmented(original, Z_(l), random_seed=...)``, as attribute risk).
-    normaliser_draws : int
-        Population records for the normaliser ``E[Π_l A_l(x')]`` when ``m > 1`` (it is exactly 1
-        when ``m = 1``); under partial synthesis, per cell of the unsynthesized columns. CART:
-        the normaliser is a sum over the synthesizer's predictive, enumerated when its support
-        has at most this many records, else estimated from this many draws (any ``m``).
-    unsynthesized_concentration : float
-        Partial synthesis (sequential regressions and CART): concentration ``α > 0`` of the
-        Dirichlet-process population model of the unsynthesized values,
-        ``p(r | y_{-i}) = (n_r^{(-i)} + α / C) / (n − 1 + α)`` over the ``C`` cells of the
-        unsynthesized columns (methods, Partially synthetic releases). It matters only for a
-        record whose unsynthesized values no other record shares.
-    khat : bool
-        Compute Pareto k̂ of every mean (flags ``KHAT_HIGH``).
-
-    Raises
-    ------
-    ValidationError
-        A field out of its range, named in the message.
-
-    Examples
-    --------
-    >>> RatioSpec(normaliser_draws=1000).khat
-    True
-    """
-
-    augmented: Sequence[Any] | None = None
-    normaliser_draws: int = 400
-    unsynthesized_concentration: float = 1.0
-    khat: bool = True
-
-    def __post_init__(self) -> None:
-        d = self.normaliser_draws
-        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 20:
-            raise ValidationError(
-                f"RatioSpec.normaliser_draws must be an integer >= 20. Got {d!r}.")
-        a = self.unsynthesized_concentration
-        if isinstance(a, bool) or not isinstance(a, (int, float, np.number)) or not (
-                np.isfinite(a) and a > 0):
-            raise ValidationError(
-                f"RatioSpec.unsynthesized_concentration must be a number > 0. Got {a!r}.",
-                code="INVALID_ARGUMENT")
-        if not isinstance(self.khat, (bool, np.bool_)):
-            raise ValidationError(f"RatioSpec.khat must be True or False. Got {self.khat!r}.")
-
-
-def _as_spec(value: Any, cls: type, name: str) -> Any:
-    """``name=`` as a ``cls`` (``None``: the defaults)."""
-    if value is None:
-        return cls()
-    if not isinstance(value, cls):
-        article = "an" if cls.__name__[0] in "AEIOU" else "a"
-        raise ValidationError(
-            f"{name} must be {article} {cls.__name__} (bayes_risk.{cls.__name__}(...)). "
-            f"Got {type(value).__name__}.")
-    return value
-
-
 def membership_risk(
     model: Any,
     original: pd.DataFrame,
@@ -420,7 +290,7 @@ def membership_risk(
     >>> res = membership_risk(model, original, syn, holdout=hold, random_seed=1)  # doctest: +SKIP
     >>> res.records[["role", "p_member", "dcr"]].head()  # doctest: +SKIP
     """
-    attack, ratio = _as_spec(attack, AttackSpec, "attack"), _as_spec(ratio, RatioSpec, "ratio")
+    attack, ratio = as_spec(attack, AttackSpec, "attack"), as_spec(ratio, RatioSpec, "ratio")
     prior, population_size, threshold = attack.prior, attack.population_size, attack.threshold
     dcr, bootstrap = attack.dcr, attack.bootstrap
     augmented, normaliser_draws = ratio.augmented, ratio.normaliser_draws

@@ -12,7 +12,8 @@ from scipy.special import xlog1py, xlogy
 
 from bayes_risk.attribute import attribute_risk
 from bayes_risk.attribute.plan import RecordPartition
-from bayes_risk.attribute.prepare import EstimatorSpec, ScenarioSpec, prepare
+from bayes_risk.attribute.prepare import prepare
+from bayes_risk.attribute.specs import EstimatorSpec, ScenarioSpec
 from bayes_risk.attribute.strategies import EstimatorStrategy, PublishedIS, Stabilised
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ImportanceSamplingWarning, ValidationError
