@@ -248,19 +248,20 @@ class EstimatorSpec:
         return EstimatorSpec(**fields)
 
 
-def as_estimator(estimator: Any) -> EstimatorSpec:
-    """``estimator=`` as an :class:`EstimatorSpec` (a string: its ``kind``)."""
+def as_estimator(estimator: Any, argument: str = "estimator") -> EstimatorSpec:
+    """``estimator=`` (or the ``argument`` of another name that takes it) as an
+    :class:`EstimatorSpec` (a string: its ``kind``)."""
     if isinstance(estimator, str):
         if estimator not in ESTIMATORS:  # named as the caller gave it
             raise ValidationError(
-                f"estimator must be 'auto', 'stabilised', 'is' or an EstimatorSpec. "
+                f"{argument} must be 'auto', 'stabilised', 'is' or an EstimatorSpec. "
                 f"Got {estimator!r}.")
         return EstimatorSpec(kind=estimator)  # type: ignore[arg-type]
     if estimator is None:
         return EstimatorSpec()
     if not isinstance(estimator, EstimatorSpec):
         raise ValidationError(
-            "estimator must be an EstimatorSpec (bayes_risk.EstimatorSpec(kind=..., ...)) or "
+            f"{argument} must be an EstimatorSpec (bayes_risk.EstimatorSpec(kind=..., ...)) or "
             f"'auto', 'stabilised' or 'is'. Got {type(estimator).__name__}.")
     return estimator
 

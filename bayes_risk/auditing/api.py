@@ -248,8 +248,8 @@ def audit(
 
     match = _used_fields(as_match(match), ("radius", "radius_type"), "match")
     propensity = _used_fields(as_propensity(propensity), ("method", "max_order"), "propensity")
-    attribute_estimator = _used_fields(as_estimator(attribute_estimator), ("kind", "refit_draws"),
-                                       "attribute_estimator")
+    attribute_estimator = _used_fields(as_estimator(attribute_estimator, "attribute_estimator"),
+                                       ("kind", "refit_draws"), "attribute_estimator")
     radius = dict(match.radius) if isinstance(match.radius, Mapping) else match.radius
     original, synthetic, w = _split_weights(original, synthetic, weights)
     data, syn, sch = _inputs(original, synthetic, schema, categorical)
