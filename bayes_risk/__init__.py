@@ -65,9 +65,11 @@ _API: dict[str, str] = {
     "combine_scalar": "bayes_risk.utility.combining",
     "combine_multivariate": "bayes_risk.utility.combining",
     "pmse": "bayes_risk.utility.pmse",
+    "PropensitySpec": "bayes_risk.utility.pmse",
     "ci_overlap": "bayes_risk.utility.overlap",
     "compare_estimates": "bayes_risk.utility.compare",
     "utility_summary": "bayes_risk.utility.summary",
+    "OverlapSpec": "bayes_risk.utility.summary",
     "compare_visit_orders": "bayes_risk.visit_orders",
     # utility against risk (Hornby & Hu 2021, Figs 8-10)
     "utility_risk_points": "bayes_risk.tradeoff",
@@ -82,6 +84,8 @@ _API: dict[str, str] = {
     "PopulationSpec": "bayes_risk.identification.specs",
     # attribute risk
     "attribute_risk": "bayes_risk.attribute.api",
+    "EstimatorSpec": "bayes_risk.attribute.specs",
+    "ScenarioSpec": "bayes_risk.attribute.specs",
     "attribute_known_sweep": "bayes_risk.attribute.knowledge",
     "with_prior": "bayes_risk.attribute.api",
     "prior_sensitivity": "bayes_risk.attribute.api",
@@ -92,11 +96,14 @@ _API: dict[str, str] = {
     "RFPlugin": "bayes_risk.models.trees.plugins.plugin_rf",
     # membership risk
     "membership_risk": "bayes_risk.membership.api",
+    "AttackSpec": "bayes_risk.membership.specs",
+    "RatioSpec": "bayes_risk.membership.specs",
     # singling-out and linkability attacks (anonymeter)
     "singling_out_risk": "bayes_risk.attacks.singling_out",
     "linkability_risk": "bayes_risk.attacks.linkability",
     # empirical disclosure measures (synthpop)
     "disclosure_measures": "bayes_risk.disclosure.measures",
+    "ExclusionSpec": "bayes_risk.disclosure.measures",
     "replicated_uniques": "bayes_risk.disclosure.measures",
     "differencing_check": "bayes_risk.disclosure.differencing",
     # sdcMicro's risk of the original on its keys (the release-independent baseline)

@@ -10,6 +10,7 @@ the same stages and exactly the same numbers, the per-record stage on the worker
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -120,12 +121,13 @@ def attribute_risk(
         The cluster to use (default: the current client, ``distributed.get_client()``).
     partition_size : int
         Records per task (default 256). Each task holds about
-        ``chunk_size × H × G × 8`` bytes per posterior of temporaries, as in process.
+        ``EstimatorSpec.chunk_size × H × G × 8`` bytes per posterior of temporaries, as in
+        process.
     progressbar : bool
         Progress of the augmented fits and of the partitions (on the client).
     **kwargs
         Every other argument of :func:`bayes_risk.attribute_risk` (``candidates``, ``prior``,
-        ``estimator``, ``augmented``, ``bootstrap``, ``random_seed``, ...).
+        ``scenario``, ``estimator``, ``random_seed``, ...).
 
     Returns
     -------
@@ -173,12 +175,15 @@ def _collect_inputs(
     """Dask DataFrames among the inputs, reduced to the columns the engine reads (the known
     columns, the id columns and a survey-weight column)."""
     known = [known] if isinstance(known, str) else list(known)
-    ids = [c for c in (kwargs.get("original_id"), kwargs.get("target_id")) if c is not None]
-    weights = getattr(kwargs.get("population"), "weights", None)
+    population = kwargs.get("population")
+    ids = [c for c in (getattr(population, "original_id", None),
+                       getattr(population, "target_id", None)) if c is not None]
+    weights = getattr(population, "weights", None)
     need = [*known, *ids, *([weights] if isinstance(weights, str) else [])]
     original = _collect(original, need)
-    if kwargs.get("targets") is not None:
-        kwargs["targets"] = _collect(kwargs["targets"], need)
+    if getattr(population, "targets", None) is not None:
+        kwargs["population"] = dataclasses.replace(
+            population, targets=_collect(population.targets, need))
     if isinstance(synthetic, (list, tuple)):
         synthetic = [_collect(z, need) for z in synthetic]
     else:
@@ -216,8 +221,9 @@ def identification_risk(
     progressbar : bool
         Progress of the partitions (on the client).
     **kwargs
-        Every other argument of :func:`bayes_risk.identification_risk`; ``targets`` may also be
-        a dask DataFrame (reduced to the known columns and ``target_id``).
+        Every other argument of :func:`bayes_risk.identification_risk`; the targets of
+        ``PopulationSpec(targets=...)`` may also be a dask DataFrame (reduced to the known
+        columns and the id columns).
 
     Returns
     -------

@@ -65,7 +65,7 @@ def utility_risk_points(
         Progress of the identification engine.
     **identification_options
         Further arguments of :func:`~bayes_risk.identification_risk` (``match``,
-        ``population``, ``compat``, ...). The aggregation is per dataset.
+        ``population``, ``categorical``, ...). The aggregation is per dataset.
 
     Returns
     -------
@@ -113,14 +113,15 @@ def _measures(
     asks (the one place where the tradeoff functions call the two measures)."""
     from bayes_risk.identification.api import identification_risk
     from bayes_risk.identification.prepare import known_columns
-    from bayes_risk.utility.pmse import pmse
+    from bayes_risk.utility.pmse import PropensitySpec, pmse
 
     syn_cols = None if synthesized is None else list(synthesized)
     if syn_cols is None and not getattr(getattr(synthetic, "schema", None), "synthesized", None):
         # plain tables: no manifest to say which; the known columns found synthesized
         syn_cols = known_columns(original, synthetic, known, None,
                                  identification_options.get("replicates"))[1]
-    util = pmse(original, synthetic, method=utility_method, max_order=max_order,
+    util = pmse(original, synthetic,
+                propensity=PropensitySpec(method=utility_method, max_order=max_order),
                 schema=schema, categorical=categorical, synthesized=syn_cols, null="auto")
     risk = identification_risk(original, synthetic, known=known, synthesized=syn_cols,
                                categorical=categorical, schema=schema, aggregation=aggregation,
@@ -180,7 +181,7 @@ def repeated_syntheses(
     progressbar : bool
         One progress bar over all repetitions.
     **options
-        Arguments of :func:`utility_risk_points` (``match``, ``categorical``, ``compat``, ...).
+        Arguments of :func:`utility_risk_points` (``match``, ``categorical``, ...).
 
     Returns
     -------

@@ -96,7 +96,8 @@ def compare_visit_orders(
         Further arguments of :func:`bayes_risk.identification_risk` (e.g. ``match``,
         ``population``, ``categorical``).
     utility : mapping, optional
-        Further arguments of :func:`bayes_risk.pmse` (default: logistic model with main effects).
+        Further arguments of :func:`bayes_risk.pmse` (e.g. ``propensity``, a
+        :class:`~bayes_risk.utility.PropensitySpec`).
     keep_releases : bool, default False
         Keep every order's :class:`SyntheticData` in the result.
     random_seed : RandomSeed
@@ -114,14 +115,14 @@ def compare_visit_orders(
 
     Examples
     --------
-    >>> from bayes_risk import make_acs_like
+    >>> from bayes_risk import PropensitySpec, make_acs_like
     >>> from bayes_risk.models import RandomForestSynthesizer
     >>> acs = make_acs_like(300, random_seed=1)
     >>> cmp = compare_visit_orders(
     ...     acs[["SEX", "AGE", "RACE", "MAR"]], synthesizer=RandomForestSynthesizer(n_trees=20),
     ...     orders=[["MAR", "RACE", "SEX"], ["SEX", "RACE", "MAR"]],
     ...     known=["AGE", "MAR", "RACE", "SEX"], m=2, random_seed=4,
-    ...     utility={"max_order": 0})  # main effects: 300 records
+    ...     utility={"propensity": PropensitySpec(max_order=0)})  # main effects: 300 records
     >>> list(cmp.table["order"])
     ['MAR → RACE → SEX', 'SEX → RACE → MAR']
     """

@@ -39,6 +39,7 @@ from _common import SCALE, SHARED, scaled  # noqa: E402
 
 from bayes_risk import (  # noqa: E402
     PopulationSpec,
+    PropensitySpec,
     RFPlugin,
     attribute_risk,
     compare_visit_orders,
@@ -85,7 +86,8 @@ def measures(data: pd.DataFrame, release, order: list[str], uniques: np.ndarray,
     if every is None:
         every = identification_risk(data, release, **kw).file
     targets = data[uniques].rename_axis("row").reset_index()
-    among = identification_risk(data, release, targets=targets, target_id="row", **kw)
+    kw["population"] = PopulationSpec(membership="known", targets=targets, target_id="row")
+    among = identification_risk(data, release, **kw)
     return {"true_match_rate": every["true_match_rate_targets"],
             "false_match_rate": every["false_match_rate"],
             "uniques_true_match_rate": among.file["true_match_rate_targets"],
@@ -120,7 +122,8 @@ def identification_run(setup: dict, run: int, n_trees: int) -> tuple[list[dict],
             cmp = compare_visit_orders(
                 data, synthesizer=RandomForestSynthesizer(n_trees=n_trees, procedure=procedure),
                 orders=list(orders.values()), known=["AGE", *ORDERS["M → R → X"]],
-                schema=setup["schema"], m=5, utility=UTILITY,
+                schema=setup["schema"], m=5,
+                utility={"propensity": PropensitySpec(**UTILITY)},
                 identification={"aggregation": "pooled",
                                 "population": PopulationSpec(membership="known")},
                 keep_releases=True, random_seed=2010 + run)

@@ -50,7 +50,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import SCALE, SHARED  # noqa: E402
 
-from bayes_risk import PopulationSpec, identification_risk  # noqa: E402
+from bayes_risk import MatchSpec, PopulationSpec, identification_risk  # noqa: E402
 from bayes_risk.data import infer_schema, read_table  # noqa: E402
 from bayes_risk.models import CARTSynthesizer  # noqa: E402
 
@@ -112,13 +112,14 @@ def run_scenario(d: dict, release, synthesized, scenario, counts, strategy) -> d
     """File-level measures of one intruder (scenario, population counts, strategy)."""
     unsyn = [c for c in QI if c not in synthesized]
     unknown = scenario in ("I", "III")
-    kw = {}
+    targets = dict(targets=d["targets"][scenario], target_id="pid", original_id="pid")
+    kw = {"population": PopulationSpec(**targets)}
     if unknown:
-        kw = {"strategy": STRATEGIES[strategy],
+        kw = {"match": MatchSpec(strategy=STRATEGIES[strategy]),
               "population": PopulationSpec(
                   membership="unknown",
                   counts=d["counts"] if counts == "true" else "loglinear_synthetic",
-                  sampling_fraction=d["n"] / d["N"])}
+                  sampling_fraction=d["n"] / d["N"], **targets)}
     with warnings.catch_warnings():
         # expected here: IPF_NOT_CONVERGED (1,000 cycles, last change < 1e-6), F_BELOW_ONE
         # (sparse keys), NO_MATCH (keys absent from a release) and ZERO_UNIQUE (rate shown as nan)
@@ -126,7 +127,6 @@ def run_scenario(d: dict, release, synthesized, scenario, counts, strategy) -> d
         res = identification_risk(
             d["sample"], release, known=[*unsyn, *synthesized], synthesized=synthesized,
             categorical=QI,
-            targets=d["targets"][scenario], target_id="pid", original_id="pid",
             aggregation="pooled", progressbar=False, **kw,
         )
     return res.file

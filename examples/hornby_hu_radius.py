@@ -68,16 +68,15 @@ REFERENCE = SHARED / "reference" / "identification" / "synthetic"
 
 
 def sweep(data: pd.DataFrame, datasets, syn_cols: list[str], schema, definition: str,
-          **options):
+          compat: str | None = None):
     """The per-dataset radius sweep of one scenario under one definition."""
     continuous = [c for c in syn_cols if c != "Tenure"]
     varied = ["Age", *continuous] if definition == "paper" else continuous
     return radius_sweep(
         data, datasets, known=[*KNOWN, *syn_cols], synthesized=syn_cols, radii=GRID,
         match=MatchSpec(radius={"Age": 0.1, **{c: 0.1 for c in continuous}},
-                        radius_type="percentage"), columns=varied,
-        schema=schema, aggregation="per_dataset",
-        progressbar=False, **options,
+                        radius_type="percentage", compat=compat), columns=varied,
+        schema=schema, aggregation="per_dataset", progressbar=False,
     )
 
 

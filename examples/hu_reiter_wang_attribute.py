@@ -33,8 +33,8 @@ def main():
     ).fit(acs)
     release = model.synthesize(m=5, random_seed=2)
     res = attribute_risk(
-        acs, release, model=model, candidates="one-variable", prior="uniform",
-        estimator="stabilised", random_seed=3, progressbar=False,
+        acs, release, model=model, candidates="one-variable", prior="uniform", random_seed=3,
+        progressbar=False, estimator="stabilised",
     )
     s = res.to_dict()
     print(f"n = {n}: {res.records['G'].iloc[0]} candidates per record; "

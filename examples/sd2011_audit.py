@@ -123,7 +123,8 @@ def main() -> dict:
         print("\nMarginals of the synthesized columns (synthetic: mean over the m datasets)")
         print(table.to_string(index=False))
 
-    util = br.utility_summary(data, release, schema=schema, max_order=0, random_seed=2013)
+    util = br.utility_summary(data, release, schema=schema, random_seed=2013,
+                              propensity=br.PropensitySpec(max_order=0))
     pm = util.pmse
     print(f"\npMSE (main-effects logit) per dataset: "
           f"{', '.join(f'{v:.5f}' for v in pm.pmse)}; S_pMSE: "

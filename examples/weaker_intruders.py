@@ -60,7 +60,10 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import SHARED, scaled  # noqa: E402
 
-from bayes_risk.attribute import attribute_risk  # noqa: E402
+from bayes_risk.attribute import (
+    EstimatorSpec,
+    attribute_risk,  # noqa: E402
+)
 from bayes_risk.attribute.candidates import CandidateSpec, SpatialGridSpec  # noqa: E402
 from bayes_risk.attribute.file_summary import file_summary  # noqa: E402
 from bayes_risk.attribute.largest_value import largest_value_posterior  # noqa: E402
@@ -94,10 +97,11 @@ def wang_reiter_part(ce: pd.DataFrame) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         high = attribute_risk(data, release, model=model, records=records, candidates=GRID,
-                              bootstrap=0,
-                              random_seed=4, progressbar=False)
-    low = attribute_risk(data, release, model=model, records=records, scenario="empty",
-                         progressbar=False)
+                              random_seed=4, progressbar=False,
+                              estimator=EstimatorSpec(bootstrap=0))
+    low = attribute_risk(data, release, model=model, records=records,
+                         progressbar=False,
+                         scenario="empty")
     table = {
         name: file_summary(res, kind="wang_reiter", original=data, location_columns=LOCATION)["all"]
         for name, res in (("high risk", high), ("low risk", low))
@@ -167,10 +171,11 @@ def wang_reiter_synthesizers(wr: dict, n_records: int, n_bootstrap: int = 100) -
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cart_high = attribute_risk(data, cart_release, model=plugin, records=records,
-                                   candidates=GRID, bootstrap=0, random_seed=4,
-                                   progressbar=False)
+                                   candidates=GRID, random_seed=4,
+                                   progressbar=False,
+                                   estimator=EstimatorSpec(bootstrap=0))
         cart_low = attribute_risk(data, cart_release, model=plugin, records=records,
-                                  scenario="empty", progressbar=False)
+                                  progressbar=False, scenario="empty")
     rows = {}
     for name, high, low in (("sequential normal regressions", wr["high"], wr["low"]),
                             ("CART, Bayesian bootstrap + kernels", cart_high, cart_low)):

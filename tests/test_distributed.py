@@ -17,6 +17,7 @@ distributed = pytest.importorskip("distributed")
 
 import bayes_risk as br  # noqa: E402
 from bayes_risk import distributed as bd  # noqa: E402
+from bayes_risk.attribute import EstimatorSpec  # noqa: E402
 from bayes_risk.exceptions import ValidationError  # noqa: E402
 from bayes_risk.executors import DaskExecutor  # noqa: E402
 
@@ -124,8 +125,8 @@ def _assert_same_identification(res, ref):
     [
         {},
         {"aggregation": "per_dataset"},
-        {"aggregation": "per_dataset", "compat": "IdentificationRiskCalculation",
-         "match": br.MatchSpec(radius=[0.1, 0.1])},
+        {"aggregation": "per_dataset",
+         "match": br.MatchSpec(radius=[0.1, 0.1], compat="IdentificationRiskCalculation")},
         {"match": br.MatchSpec(radius_type="quantile_sd", radius={"Age": 1.0, "Income": 1.0})},
         {"match": br.MatchSpec(shape="mahalanobis", radius={"Age": 1.0, "Income": 1.0})},
     ],
@@ -148,7 +149,7 @@ def test_identification_equals_in_process(client, client1, ce, extra):
 def test_identification_unknown_membership_loglinear(client, ce, aggregation):
     """Population counts are estimated once on the client; the partitions share them."""
     y, syn = ce
-    kw = {**CE_KW, "match": None, "aggregation": aggregation, "strategy": "not_if_max",
+    kw = {**CE_KW, "match": br.MatchSpec(strategy="not_if_max"), "aggregation": aggregation,
           "population": br.PopulationSpec(membership="unknown", counts="loglinear_synthetic",
                                           sampling_fraction=0.9)}
     ref = _quiet(br.identification_risk, y, syn, known=["Urban", "Marital", "Tenure"],
@@ -188,12 +189,13 @@ def test_identification_dask_dataframe_and_external_targets(client, ce):
     yi = y.assign(pid=np.arange(len(y)))
     tg = yi.iloc[::2][[*KNOWN_US, *KNOWN_S, "pid"]].copy()
     tg.loc[tg.index[::3], "pid"] += 10_000
-    kw = {**CE_KW, "target_id": "pid", "original_id": "pid"}
+    ids = {"target_id": "pid", "original_id": "pid"}
     ref = _quiet(br.identification_risk, yi, syn, known=[*KNOWN_US, *KNOWN_S],
-                 synthesized=KNOWN_S, targets=tg, **kw)
+                 synthesized=KNOWN_S, population=br.PopulationSpec(targets=tg, **ids), **CE_KW)
     res = _quiet(bd.identification_risk, yi, syn, known=[*KNOWN_US, *KNOWN_S],
-                 synthesized=KNOWN_S, client=client,
-                 partition_size=30, targets=dd.from_pandas(tg, npartitions=2), **kw)
+                 synthesized=KNOWN_S, client=client, partition_size=30,
+                 population=br.PopulationSpec(targets=dd.from_pandas(tg, npartitions=2), **ids),
+                 **CE_KW)
     _assert_same_identification(res, ref)
 
 
@@ -318,7 +320,7 @@ def test_cli_workers_posterior_replicates(tmp_path, ce):
 @pytest.mark.slow
 def test_attribute_equals_in_process(client, client1, acs):
     model, df, syn = acs
-    kw = {"random_seed": 3, "bootstrap": 50, "progressbar": False}
+    kw = {"random_seed": 3, "estimator": EstimatorSpec(bootstrap=50), "progressbar": False}
     ref = _quiet(br.attribute_risk, df, syn, model=model, **kw)
     settings_ref = {k: v for k, v in ref.settings.items() if k != "timing"}
     for c, ps in ((client, 7), (client, 50), (client1, 300)):
@@ -360,8 +362,8 @@ def test_attribute_selected_records_and_is_estimator(client, acs):
     """Record order is kept; the published estimator (L = dataset_loglik once) too."""
     model, df, syn = acs
     recs = [250, 3, 77, 4, 199, 120]
-    kw = {"random_seed": 4, "bootstrap": 20, "progressbar": False, "estimator": "is",
-          "candidates": "full"}
+    kw = {"random_seed": 4, "progressbar": False,
+          "estimator": EstimatorSpec("is", bootstrap=20), "candidates": "full"}
     ref = _quiet(br.attribute_risk, df, syn, model=model, records=recs, **kw)
     res = _quiet(bd.attribute_risk, df, syn, model=model, records=recs, client=client,
                  partition_size=4, **kw)
@@ -410,14 +412,16 @@ def test_provenance_on_the_cluster(client, cart_release):
     sweep = _quiet(bd.radius_sweep, y, copied, known=["Age", "Income"], synthesized=["Income"],
                    radii=[0.05, 0.1], client=client, **CE_KW)
     attr = _quiet(bd.attribute_risk, y, copied, model=plugin_likelihood(model, y),
-                  records=[0, 1], client=client, progressbar=False, bootstrap=0)
+                  records=[0, 1], client=client, progressbar=False,
+                  estimator=EstimatorSpec(bootstrap=0))
     for res in (ident, sweep, attr):
         assert "DUPLICATE_DATASETS" in res.warnings
     other = CARTSynthesizer(progressbar=False).fit(y, schema=model.schema_,
                                                    synthesized=["Income"], random_seed=1)
     with pytest.raises(ValidationError) as err:
         _quiet(bd.attribute_risk, y, rel, model=plugin_likelihood(other, y), records=[0, 1],
-               client=client, progressbar=False, bootstrap=0)
+               client=client, progressbar=False,
+               estimator=EstimatorSpec(bootstrap=0))
     assert err.value.code == "MODEL_DIFFERS"
 
 

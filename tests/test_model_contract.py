@@ -169,7 +169,7 @@ def test_declared_info_closes_the_contract():
         attribute_risk(df, [df], model=model, records=[0], progressbar=False)
     model.info = ModelInfo(likelihoods={"record"}, estimators=("stabilised",))
     with pytest.raises(ValidationError, match="ModelInfo.estimators"):
-        attribute_risk(df, [df], model=model, records=[0], estimator="is", progressbar=False)
+        attribute_risk(df, [df], model=model, records=[0], progressbar=False, estimator="is")
 
 
 # ------------------------------------------------------------------------------ the registry

@@ -27,7 +27,7 @@ CELLS = [
     "model.fit(df, random_seed=11)\n"
     "syn = model.synthesize(2, random_seed=12)",
     "res = br.attribute_risk(df, syn, model=model, records=[0, 1], random_seed=5, "
-    "bootstrap=0, refit_draws=20)",
+    "estimator=br.EstimatorSpec(bootstrap=0, refit_draws=20))",
 ]
 
 

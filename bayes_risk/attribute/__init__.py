@@ -18,6 +18,7 @@ from bayes_risk.attribute.api import (
 )
 from bayes_risk.attribute.candidates import CandidateSpec, GridSpec, SpatialGridSpec
 from bayes_risk.attribute.knowledge import attribute_known_sweep
+from bayes_risk.attribute.specs import EstimatorSpec, ScenarioSpec
 
 __all__ = [
     "attribute_risk",
@@ -27,6 +28,8 @@ __all__ = [
     "plot_prior_sensitivity",
     "AttributeRiskResult",
     "CandidateSpec",
+    "EstimatorSpec",
+    "ScenarioSpec",
     "GridSpec",
     "SpatialGridSpec",
 ]

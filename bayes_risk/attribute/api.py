@@ -55,6 +55,7 @@ from bayes_risk.attribute.record_table import (
     set_point_columns,
     ungroup,
 )
+from bayes_risk.attribute.specs import EstimatorSpec, ScenarioSpec, as_estimator, as_scenario
 from bayes_risk.data.provenance import check_release_model
 from bayes_risk.exceptions import NotSupportedError, ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor
@@ -87,21 +88,8 @@ def attribute_risk(
     records: Sequence[int] | np.ndarray | None = None,
     candidates: str | CandidateSpec | Callable[..., pd.DataFrame] = "one-variable",
     prior: str | Prior | Any = "uniform",
-    scenario: Literal["worst_case", "partially_known", "empty", "two_records"] = "worst_case",
-    known: Sequence[str] | None = None,
-    pairs: Sequence[tuple[int, int]] | np.ndarray | None = None,
-    estimator: Literal["auto", "stabilised", "is"] = "auto",
-    augmented: Sequence[Any] | None = None,
-    draw_indices: Sequence[int] | np.ndarray | None = None,
-    refit_draws: int | None = None,
-    psis: bool = False,
-    khat: Literal["all", "base", "none"] = "all",
-    khat_rule: Literal["material", "any"] = "material",
-    khat_tolerance: float = KHAT_TOLERANCE,
-    is_diagnostics: bool = True,
-    compat: Literal["AttributeRiskCalculation"] | None = None,
-    chunk_size: int = 256,
-    bootstrap: int = 200,
+    scenario: ScenarioSpec | Literal["worst_case", "partially_known", "empty"] = "worst_case",
+    estimator: EstimatorSpec | Literal["auto", "stabilised", "is"] = "auto",
     random_seed: RandomSeed = None,
     progressbar: bool = True,
     executor: Any = None,
@@ -134,85 +122,20 @@ def attribute_risk(
     prior : str, Prior, weights or callable
         Intruder prior (methods, Priors): ``"uniform"`` (default), ``"truth-weighted:K"``,
         ``"empirical:ALPHA"``, ``"model-predictive"``, ...
-    scenario : {"worst_case", "partially_known", "empty", "two_records"}
-        Worst case: the intruder knows every other record (``A = y_{-i}``) and guesses all of
-        record ``i``'s synthesized values. Partially known: also knows ``known`` of record
-        ``i``'s own synthesized values (fixed at the truth). Empty: Wang & Reiter's (2012)
-        low-risk intruder, who knows nothing of the other records (``A = ∅``); the record's
-        ``m`` synthetic values stand in for the intruder's posterior (candidates: the truth and
-        those values; uniform prior only; warning ``APPROX_LOW_RISK``; the estimator options
-        do not apply — see :func:`~bayes_risk.attribute.low_risk.low_risk_attribute_risk`).
-        Two records: Wei & Reiter's (2016) intruder who knows every record except the two of
-        each pair in ``pairs`` and guesses both jointly, over the product of the two records'
-        candidate sets (class P models; methods, Wei & Reiter's two-record intruder; the
-        result has one row per pair). Others raise
-        :class:`~bayes_risk.exceptions.NotSupportedError`.
-    known : sequence of str, optional
-        Synthesized columns the intruder knows (``partially_known`` only).
-    pairs : sequence of (int, int), optional
-        ``scenario="two_records"`` only (and then required): the pairs of records (0-based row
-        positions) the intruder does not know; ``records`` does not apply.
-    estimator : {"auto", "stabilised", "is"}
-        ``auto``: chosen from what the model can do (its
-        :class:`~bayes_risk.protocols.ModelInfo`): the first of ``model.info.estimators`` that
-        applies — stabilised for class P models that draw from ``p(Θ | y, Z_(l))`` (or are given
-        ``augmented``), otherwise IS (methods, The stabilised estimator) — and the closed-form
-        plug-in likelihood for plug-in models. ``is`` is the
-        published estimator (Hu 2019 §3.2.5), needed to reproduce published numbers.
-    augmented : sequence of models, optional
-        For the stabilised estimator: one model per synthetic dataset with draws of
-        ``p(Θ | y, Z_(l))`` (default: ``model.fit_augmented(original, Z_(l), random_seed=...)``).
-    draw_indices : sequence of int, optional
-        Indices (0-based, in ``0..H-1``) of the model's posterior draws to use (default all
-        ``H``).
-    refit_draws : int, optional
-        Kept draws per chain of each of the stabilised estimator's ``m`` refits (default: the
-        model's ``draws``). The refits are most of the run's time: before they start, the
-        estimated time is printed (a range: from the seconds per sweep the fit measured once its
-        chains ran, scaled by the records and sweeps of a refit, up to that plus the fit's own
-        set-up per refit; for refits of half a minute or more of a Gibbs-sampled model, from a
-        short pilot of the refit timed just before; :func:`~bayes_risk.attribute.cost.refit_cost`,
-        :func:`~bayes_risk.attribute.refits.pilot_refit`), then one progress bar
-        "refit k of m" runs over them.
-    psis : bool
-        Pareto-smooth the stabilised estimator's means (methods, The stabilised estimator).
-    khat : {"all", "base", "none"}
-        Posteriors under which the Pareto k̂ of the ratios is computed (methods, Diagnostics, The
-        stabilised estimator): all ``m + 1`` (default), only ``p(Θ | y)``, or none. k̂ is the
-        costliest diagnostic (a generalized-Pareto fit per record, candidate and posterior); records
-        are flagged ``KHAT_HIGH`` only from the k̂ values computed.
-    khat_rule : {"material", "any"}
-        When a high k̂ flags a record ``KHAT_HIGH``. ``"any"``: some candidate's k̂ exceeds the
-        threshold under some posterior (the published estimator always uses this rule).
-        ``"material"`` (default, stabilised estimator): a mean whose k̂ exceeds the threshold
-        is trusted only as far as the draws below its Pareto tail go (its true value may be
-        anywhere above their truncated mean), and the record is flagged when, in the worst case
-        this allows, the truth's probability could be more than ``khat_tolerance`` above
-        ``p_true`` (absolute, on the probability scale), or the truth could be the most
-        probable candidate when it is not.
-        ``p_true_lower``, ``p_true_upper`` and ``n_khat_high`` (candidates with a mean above
-        the threshold) are reported either way (``khat="none"``: no k̂, no bounds, no
-        ``KHAT_HIGH``); the bounds are ``NaN`` for a record with no such candidate (its Monte
-        Carlo interval is the draw bootstrap's, ``boot_p_true_q05`` / ``boot_p_true_q95``).
-    khat_tolerance : float
-        Tolerance of ``khat_rule="material"`` on the probability scale (default 0.01: one
-        percentage point).
-    is_diagnostics : bool
-        With the stabilised estimator, also compute the ratio diagnostics of the
-        published estimator (needs ``dataset_loglik``) to show how degenerate it would be.
-    compat : {"AttributeRiskCalculation"}, optional
-        IS estimator only: copy the R package's prior handling (prior probability added to the
-        log-likelihood once per dataset) — AttributeRiskCalculation compatibility. Not a default: it
-        is not Bayes' rule.
-    chunk_size : int
-        Records processed together (bounds memory ``~ chunk × H × G × 8`` bytes per array;
-        about 2.2 GB of peak memory at the default 256 for 10,000 records with H = 1,000 draws,
-        G = 35 candidates and m = 5, against 1.7 GB at 128, which is about 5 % slower).
-    bootstrap : int
-        Draw-bootstrap replicates for the stability of the truth's rank (0 disables).
+    scenario : ScenarioSpec or {"worst_case", "partially_known", "empty"}
+        What the intruder knows (:class:`~bayes_risk.attribute.ScenarioSpec`: every other
+        record, also some of the target's own values, nothing of the other records, or every
+        record but the two of a pair); a string is ``ScenarioSpec(kind=...)``. Other scenarios
+        raise :class:`~bayes_risk.exceptions.NotSupportedError`.
+    estimator : EstimatorSpec or {"auto", "stabilised", "is"}
+        How the candidates' likelihoods are estimated and checked
+        (:class:`~bayes_risk.attribute.EstimatorSpec`: the estimator, the augmented refits,
+        the draws used, PSIS, the k̂ rule and tolerance, the compatibility mode, the chunk
+        size and the draw bootstrap); a string is ``EstimatorSpec(kind=...)``.
     random_seed : int, Generator or None
-        Seeds the bootstrap and the augmented fits. Results do not depend on ``chunk_size``, on
-        the order of ``records``, on the executor or on its partitions.
+        Seeds the bootstrap and the augmented fits. Results do not depend on
+        ``EstimatorSpec.chunk_size``, on the order of ``records``, on the executor or on its
+        partitions.
     progressbar : bool
         Show progress (rich).
     executor : None, distributed.Client or Executor
@@ -260,22 +183,17 @@ def attribute_risk(
     Reiter, J. P., Wang, Q. & Zhang, B. (2014). Bayesian estimation of disclosure risks for
     multiply imputed, synthetic data. Journal of Privacy and Confidentiality 6(1).
     """
+    scenario, estimator = as_scenario(scenario), as_estimator(estimator)
     provenance = check_release_model(model, synthetic, original, allow=allow_other_model)
-    if scenario == "two_records" or pairs is not None:
+    if scenario.kind == "two_records":
         return provenance.note(synthetic=synthetic, result=_two_records(
-            original, synthetic, model=model, records=records, pairs=pairs, scenario=scenario,
-            known=known, executor=executor, progressbar=progressbar,
-            options=dict(
-                candidates=candidates, prior=prior, estimator=estimator, augmented=augmented,
-                draws=draw_indices, psis=psis, khat=khat, khat_rule=khat_rule,
-                khat_tolerance=khat_tolerance, is_diagnostics=is_diagnostics, compat=compat,
-                chunk_size=chunk_size, bootstrap=bootstrap, random_seed=random_seed,
-                refit_draws=refit_draws,
-            ),
+            original, synthetic, model=model, records=records, pairs=scenario.pairs,
+            executor=executor, progressbar=progressbar,
+            options=dict(candidates=candidates, prior=prior, estimator=estimator,
+                         random_seed=random_seed),
         ))
-    if scenario == "empty":
-        _check_low_risk_options(candidates, known, estimator, augmented, draw_indices, psis, compat,
-                                refit_draws)
+    if scenario.kind == "empty":
+        _check_low_risk_options(candidates, scenario.known, estimator)
         return provenance.note(low_risk_attribute_risk(model, original, synthetic, records,
                                                        prior=prior), synthetic)
     plan = prepare(
@@ -286,21 +204,9 @@ def attribute_risk(
         candidates=candidates,
         prior=prior,
         scenario=scenario,
-        known=known,
         estimator=estimator,
-        augmented=augmented,
-        draws=draw_indices,
-        psis=psis,
-        khat=khat,
-        khat_rule=khat_rule,
-        khat_tolerance=khat_tolerance,
-        is_diagnostics=is_diagnostics,
-        compat=compat,
-        chunk_size=chunk_size,
-        bootstrap=bootstrap,
         random_seed=random_seed,
         progressbar=progressbar,
-        refit_draws=refit_draws,
     )
     ex = as_executor(executor)
     outputs = ex.map(
@@ -315,22 +221,12 @@ def attribute_risk(
 
 def _two_records(
     original: pd.DataFrame, synthetic: Any, *, model: Any, records: Any, pairs: Any,
-    scenario: str, known: Any, executor: Any, progressbar: bool, options: dict[str, Any],
+    executor: Any, progressbar: bool, options: dict[str, Any],
 ) -> AttributeRiskResult:
     """Wei & Reiter's two-record intruder (:mod:`bayes_risk.attribute.pairs`)."""
-    if scenario != "two_records":
-        raise ValidationError(
-            f"pairs applies to scenario='two_records' only (scenario={scenario!r}); use "
-            "records= to choose the records of the other scenarios."
-        )
     if records is not None:
         raise ValidationError(
             "records does not apply to scenario='two_records': the pairs name the records."
-        )
-    if known:
-        raise ValidationError(
-            "known does not apply to scenario='two_records': the intruder knows none of the "
-            "synthesized values of the two records."
         )
     if executor is not None:
         raise NotSupportedError(
@@ -343,8 +239,8 @@ def _two_records(
         )
     pair_arr = check_pairs(pairs, len(original))
     check_pair_prior(parse_prior(options["prior"]))
-    plan = prepare(model, original, synthetic, np.unique(pair_arr), scenario="worst_case",
-                   known=None, progressbar=progressbar, **options)
+    plan = prepare(model, original, synthetic, np.unique(pair_arr), scenario=ScenarioSpec(),
+                   progressbar=progressbar, **options)
     check_pair_plan(plan, pair_arr)
     out = evaluate_pairs(plan, pair_arr, progressbar=progressbar)
     res = _assemble.assemble(pair_data(plan, pair_arr), out)
@@ -356,20 +252,17 @@ def _two_records(
     )
 
 
-def _check_low_risk_options(
-    candidates: Any, known: Any, estimator: str, augmented: Any, draw_indices: Any, psis: bool,
-    compat: Any, refit_draws: Any = None,
-) -> None:
+def _check_low_risk_options(candidates: Any, known: Any, estimator: EstimatorSpec) -> None:
     """Options of the likelihood-based scenarios that ``scenario="empty"`` cannot honour."""
     given = {
         "candidates": not (isinstance(candidates, str) and candidates == "one-variable"),
-        "known": bool(known),
-        "estimator": estimator != "auto",
-        "augmented": augmented is not None,
-        "draw_indices": draw_indices is not None,
-        "refit_draws": refit_draws is not None,
-        "psis": bool(psis),
-        "compat": compat is not None,
+        "ScenarioSpec.known": bool(known),
+        "EstimatorSpec.kind": estimator.kind != "auto",
+        "EstimatorSpec.augmented": estimator.augmented is not None,
+        "EstimatorSpec.draw_indices": estimator.draw_indices is not None,
+        "EstimatorSpec.refit_draws": estimator.refit_draws is not None,
+        "EstimatorSpec.psis": bool(estimator.psis),
+        "EstimatorSpec.compat": estimator.compat is not None,
     }
     bad = [k for k, v in given.items() if v]
     if bad:

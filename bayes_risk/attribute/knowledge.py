@@ -40,8 +40,9 @@ from bayes_risk._lattice import (
     subset_order,
 )
 from bayes_risk._terminal import progress
-from bayes_risk.attribute.api import KHAT_TOLERANCE, attribute_risk
+from bayes_risk.attribute.api import attribute_risk
 from bayes_risk.attribute.prepare import prepare
+from bayes_risk.attribute.specs import ScenarioSpec, as_estimator
 from bayes_risk.data.provenance import check_release_model
 from bayes_risk.data.schema import CATEGORICAL_TYPES
 from bayes_risk.exceptions import (
@@ -61,10 +62,8 @@ RANK_MEASURES = ("mean_p_true", "prop_top")
 
 #: arguments of ``attribute_risk`` a sweep passes on to every subset, with their defaults
 _OPTIONS: dict[str, Any] = {
-    "candidates": "one-variable", "prior": "uniform", "estimator": "auto", "augmented": None,
-    "draw_indices": None, "refit_draws": None, "psis": False, "khat": "all",
-    "khat_rule": "material", "khat_tolerance": KHAT_TOLERANCE, "is_diagnostics": True,
-    "compat": None, "chunk_size": 256, "bootstrap": 200, "allow_other_model": False,
+    "records": None, "candidates": "one-variable", "prior": "uniform", "estimator": "auto",
+    "allow_other_model": False,
 }
 
 
@@ -75,7 +74,6 @@ def attribute_known_sweep(
     *,
     model: Any,
     known: Sequence[str],
-    records: Sequence[int] | np.ndarray | None = None,
     max_size: int | None = None,
     greedy_beyond: bool = True,
     measure: Literal["mean_p_true", "prop_top"] = "mean_p_true",
@@ -107,8 +105,6 @@ def attribute_known_sweep(
     known : sequence of str
         The synthesized columns the intruder may know (at least one, at most 20); at least one
         synthesized column must stay outside them (something left to guess).
-    records : sequence of int, optional
-        Row positions to evaluate (default: all).
     max_size : int, optional
         Largest subset size evaluated exhaustively (default: every size).
     greedy_beyond : bool
@@ -130,10 +126,9 @@ def attribute_known_sweep(
     executor : None, distributed.Client or Executor, optional
         Where each subset's per-record stage runs (as in ``attribute_risk``).
     **kwargs
-        Further arguments of ``attribute_risk`` (``candidates``, ``prior``, ``estimator``,
-        ``augmented``, ``draw_indices``, ``refit_draws``, ``psis``, ``khat``, ``khat_rule``,
-        ``khat_tolerance``, ``is_diagnostics``, ``compat``, ``chunk_size``, ``bootstrap``,
-        ``allow_other_model``).
+        Further arguments of ``attribute_risk``: ``records`` (the row positions to evaluate,
+        default all), ``candidates``, ``prior``, ``estimator`` (a string or an
+        :class:`~bayes_risk.attribute.EstimatorSpec`) and ``allow_other_model``.
 
     Returns
     -------
@@ -204,6 +199,8 @@ def attribute_known_sweep(
         )
     planned = planned_subsets(cands, int(max_size), max_subsets, "known")
     options = {k: kwargs.get(k, v) for k, v in _OPTIONS.items()}
+    options["estimator"] = as_estimator(options["estimator"])
+    records = options.pop("records")
     if not options["allow_other_model"]:  # refused before the refits (each subset checks too)
         check_release_model(model, synthetic, original)
     seed = one_seed(random_seed)
@@ -276,15 +273,16 @@ class _AttributeSweep:
     def _share_refits(self, progressbar: bool) -> bool:
         """The stabilised estimator's refits, made once (:func:`shared_refits`) and handed to
         every subset; ``False`` when the estimator needs none or they were given."""
-        if self.options["augmented"] is not None:
+        est = self.options["estimator"]
+        if est.augmented is not None:
             return False
         fits = shared_refits(self.original, self.synthetic, model=self.model,
                              records=self.records, random_seed=self.seed,
                              progressbar=progressbar, **self.options)
         if fits is None:
             return False
-        self.options["augmented"] = fits
-        self.options["refit_draws"] = None  # the refits are made: their draws are set
+        # the refits are made: their draws are set
+        self.options["estimator"] = est.replace(augmented=fits, refit_draws=None)
         return True
 
     def value(self, s: frozenset, measure: str) -> float:
@@ -303,7 +301,7 @@ class _AttributeSweep:
             warnings.simplefilter("always")
             res = attribute_risk(
                 self.original, self.synthetic, model=self.model, records=self.records,
-                scenario="partially_known" if known else "worst_case", known=known or None,
+                scenario=ScenarioSpec("partially_known", known=known) if known else "worst_case",
                 random_seed=self.seed, progressbar=False, executor=self.executor,
                 **self.options,
             )
@@ -332,17 +330,17 @@ def shared_refits(original: pd.DataFrame, synthetic: Any, *, model: Any, records
     with these options and ``random_seed`` (an integer or a sequence: reproducible) fits them —
     ``prepare`` draws them from the same streams — or ``None`` when the estimator needs none.
     Handed to several runs as ``augmented``, each equals a run that refits."""
-    unknown = sorted(set(options) - set(_OPTIONS))
+    unknown = sorted(set(options) - (set(_OPTIONS) - {"records"}))
     if unknown:
         raise ValidationError(f"unknown argument(s) for shared_refits: {unknown}.",
                               code="INVALID_ARGUMENT")
-    o = {k: v for k, v in {**_OPTIONS, **options}.items()
-         if k not in ("draw_indices", "augmented", "allow_other_model")}
+    o = {**_OPTIONS, **options}
+    est = as_estimator(o["estimator"]).replace(augmented=None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        plan = prepare(model, original, synthetic, records, scenario="worst_case", known=None,
-                       augmented=None, draws=options.get("draw_indices"),
-                       random_seed=random_seed, progressbar=progressbar, **o)
+        plan = prepare(model, original, synthetic, records, candidates=o["candidates"],
+                       prior=o["prior"], scenario=ScenarioSpec(), estimator=est,
+                       random_seed=random_seed, progressbar=progressbar)
     fits = [a.model for a in plan.augmented.models]
     return fits or None
 

@@ -10,7 +10,6 @@ how the records are later partitioned.
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -35,6 +34,7 @@ from bayes_risk.attribute.plan import (
 )
 from bayes_risk.attribute.priors import parse_prior
 from bayes_risk.attribute.refits import fit_refits
+from bayes_risk.attribute.specs import SCENARIOS, EstimatorSpec, ScenarioSpec
 from bayes_risk.attribute.strategies import strategy_for
 from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.data.normalise import as_synthetic_list, record_positions
@@ -56,21 +56,7 @@ from bayes_risk.protocols import (
     model_info,
 )
 
-__all__ = ["prepare", "as_datasets", "resolve_records", "SCENARIOS"]
-
-#: What the intruder knows (methods, The intruder's posterior): every other record
-#: (``worst_case``), also some of the target's own values (``partially_known``), or nothing about
-#: the other records (``empty``, Wang & Reiter's low-risk intruder).
-SCENARIOS = ("worst_case", "partially_known", "empty")
-
-_PAIVA_POINTER = (
-    "Other intruder knowledge (e.g. only some other records known) needs the other records' "
-    "unknown values to be imputed inside the likelihood; this is out of scope (see the "
-    "methods page 'Attribute disclosure risk'). See Paiva, Chakraborty, "
-    "Reiter & Gelfand (2014), 'Imputation of confidential data sets with spatial locations using "
-    "disease mapping models', Statistics in Medicine 33, for an approach."
-)
-
+__all__ = ["prepare", "as_datasets", "resolve_records"]
 
 def prepare(
     model: Any,
@@ -80,22 +66,10 @@ def prepare(
     *,
     candidates: Any,
     prior: Any,
-    scenario: str,
-    known: Sequence[str] | None,
-    estimator: str,
-    augmented: Sequence[Any] | None,
-    draws: Sequence[int] | np.ndarray | None,
-    psis: bool,
-    khat: str,
-    khat_rule: str,
-    khat_tolerance: float,
-    is_diagnostics: bool,
-    compat: str | None,
-    chunk_size: int,
-    bootstrap: int,
+    scenario: ScenarioSpec,
+    estimator: EstimatorSpec,
     random_seed: RandomSeed,
     progressbar: bool,
-    refit_draws: int | None = None,
 ) -> AttributePlan:
     """Validate the arguments of :func:`bayes_risk.attribute.attribute_risk` and build its plan.
 
@@ -109,20 +83,19 @@ def prepare(
         As documented by :func:`bayes_risk.attribute.attribute_risk`.
     """
     is_plugin = _check_model(model)
-    pr = _check_settings(
-        khat_rule=khat_rule, khat_tolerance=khat_tolerance, prior=prior, scenario=scenario,
-        estimator=estimator, khat=khat, compat=compat, chunk_size=chunk_size,
-        bootstrap=bootstrap, original=original,
-    )
-    data = _prepare_data(model, original, synthetic, records, scenario, known)
+    pr = _check_settings(prior=prior, scenario=scenario.kind, original=original)
+    es = estimator
+    augmented, draws, compat, bootstrap = es.augmented, es.draw_indices, es.compat, es.bootstrap
+    data = _prepare_data(model, original, synthetic, records, scenario.kind, scenario.known)
     cand_callable = callable(candidates) and not isinstance(candidates, (str, CandidateSpec))
     spec = None if cand_callable else parse_candidates(candidates)  # type: ignore[arg-type]
-    est = _estimator_name(model, is_plugin, estimator, compat, augmented, draws)
+    est = _estimator_name(model, is_plugin, es.kind, compat, augmented, draws)
     draw_idx = None if draws is None else np.asarray(draws, dtype=np.int64)
     H = 0 if is_plugin else (int(model.n_draws) if draw_idx is None else int(draw_idx.size))
     if draw_idx is not None and (draw_idx.min() < 0 or draw_idx.max() >= model.n_draws):
-        raise ValidationError(f"draw_indices must be indices in 0..{model.n_draws - 1}.",
-                              code="INVALID_ARGUMENT")
+        raise ValidationError(
+            f"EstimatorSpec.draw_indices must be indices in 0..{model.n_draws - 1}.",
+            code="INVALID_ARGUMENT")
     _check_estimator(model, is_plugin, est, compat)
     warn_codes: list[str] = []
     if H < 20 and not is_plugin:
@@ -137,14 +110,14 @@ def prepare(
         bootstrap = 0  # the R package has no bootstrap; its q normalisation is not resampled
     children = as_generator(random_seed).spawn(2 + data.m)
     need_L = est == "is" or (
-        is_diagnostics and not is_plugin and model_info(model).has("dataset")
+        es.is_diagnostics and not is_plugin and model_info(model).has("dataset")
     )
     draw_plan = _draw_plan(model, data, compat, draw_idx, H, need_L, is_plugin, bootstrap,
                            children[0])
     # the bootstrap stream children[0] gives the counts of p(Θ | y) first, then those of the
     # augmented fits; children[2 + l] seeds the augmented fit of Z_(l)
     aug = _augmented_fits(model, data, est, augmented, children[2:], progressbar,
-                          draw_plan.n_boot, children[0], refit_draws)
+                          draw_plan.n_boot, children[0], es.refit_draws)
     return AttributePlan(
         model=model_access(model),
         data=data,
@@ -152,13 +125,14 @@ def prepare(
         draws=draw_plan,
         augmented=aug,
         diagnostics=DiagnosticsSettings(
-            khat=khat, psis=psis, khat_rule=khat_rule, khat_tolerance=float(khat_tolerance),
-            khat_threshold=khat_threshold(H), low_ess_threshold=low_ess_threshold(H),
+            khat=es.khat, psis=es.psis, khat_rule=es.khat_rule,
+            khat_tolerance=es.khat_tolerance, khat_threshold=khat_threshold(H),
+            low_ess_threshold=low_ess_threshold(H),
         ),
         estimator=strategy_for(est),
         prior=pr,
         compat=compat,
-        chunk_size=int(chunk_size),
+        chunk_size=es.chunk_size,
         random_seed_json=seed_to_json(random_seed),
         warn_codes=warn_codes,
         chains=chain_plan(model, draw_idx, [a.model for a in aug.models], est),
@@ -194,42 +168,14 @@ def _check_model(model: Any) -> bool:
     return is_plugin
 
 
-def _check_int(value: Any, name: str, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValidationError(f"{name} must be an integer >= {minimum}. Got {value!r}.")
-
-
-def _check_settings(
-    *, khat_rule: str, khat_tolerance: float, prior: Any, scenario: str, estimator: str,
-    khat: str, compat: str | None, chunk_size: int, bootstrap: int, original: Any,
-) -> Any:
-    """The scalar arguments (before any expensive work); returns the parsed prior."""
-    if khat_rule not in ("material", "any"):
-        raise ValidationError(f"khat_rule must be 'material' or 'any'. Got {khat_rule!r}.")
-    if (
-        isinstance(khat_tolerance, bool)
-        or not isinstance(khat_tolerance, (int, float, np.integer, np.floating))
-        or not (math.isfinite(float(khat_tolerance)) and khat_tolerance >= 0)
-    ):
-        raise ValidationError(
-            f"khat_tolerance must be a finite number >= 0. Got {khat_tolerance!r}."
-        )
+def _check_settings(*, prior: Any, scenario: str, original: Any) -> Any:
+    """The arguments checked before any expensive work; returns the parsed prior."""
     pr = parse_prior(prior)
     if scenario not in SCENARIOS:
         raise NotSupportedError(
-            f"scenario {scenario!r} is not supported; use one of "
-            f"{[*SCENARIOS, 'two_records']} ('two_records' with pairs=[(i, j), ...]). "
-            + _PAIVA_POINTER,
+            f"scenario {scenario!r} is not supported here; use one of {list(SCENARIOS)}.",
             code="INVALID_ARGUMENT"
         )
-    if estimator not in ("auto", "stabilised", "is"):
-        raise ValidationError(f"estimator must be 'auto', 'stabilised' or 'is'. Got {estimator!r}.")
-    if khat not in ("all", "base", "none"):
-        raise ValidationError(f"khat must be 'all', 'base' or 'none'. Got {khat!r}.")
-    if compat not in (None, "AttributeRiskCalculation"):
-        raise ValidationError(f"compat must be None or 'AttributeRiskCalculation'. Got {compat!r}.")
-    _check_int(chunk_size, "chunk_size", 1)
-    _check_int(bootstrap, "bootstrap", 0)
     if not isinstance(original, pd.DataFrame):
         raise ValidationError(
             f"original must be a pandas DataFrame. Got {type(original).__name__}."
@@ -248,11 +194,12 @@ def _estimator_name(
             raise ValidationError(
                 f"{type(model).__name__} has a plug-in likelihood (methods page 'Attribute "
                 "disclosure risk', section 'Tree synthesizers: plug-in likelihoods'); it has no "
-                "posterior draws, so estimator must be 'auto'."
+                "posterior draws, so EstimatorSpec.kind must be 'auto'."
             )
         if compat is not None or augmented is not None or draws is not None:
             raise ValidationError(
-                "compat, augmented and draw_indices do not apply to plug-in models."
+                "EstimatorSpec's compat, augmented and draw_indices do not apply to plug-in "
+                "models."
             )
         return "plugin"
     if estimator == "auto":

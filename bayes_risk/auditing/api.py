@@ -9,6 +9,7 @@ writing the files its sub-command writes into a sub-folder. It defines no measur
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import traceback
@@ -21,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._terminal import say
+from bayes_risk.attribute.specs import EstimatorSpec, as_estimator
 from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import DEFAULT_SWEEP, Thresholds, _cli_name, _inputs, _make_plan
 from bayes_risk.auditing.result import AuditResult
@@ -30,9 +32,28 @@ from bayes_risk.exceptions import (
     ValidationError,
     _caused_by_interrupt,
 )
+from bayes_risk.identification.specs import MatchSpec, as_match
 from bayes_risk.measures import load, measures
+from bayes_risk.utility.pmse import PropensitySpec, as_propensity
 
 __all__ = ["audit"]
+
+
+def _used_fields(spec: Any, used: Sequence[str], argument: str) -> Any:
+    """``spec`` if it sets no field but ``used`` (the audit's steps set the others), else a
+    ValidationError naming the field."""
+    default = type(spec)()
+    for f in dataclasses.fields(spec):
+        if f.name not in used and not _same(getattr(spec, f.name), getattr(default, f.name)):
+            raise ValidationError(
+                f"{argument}: the audit reads {type(spec).__name__}'s {', '.join(used)} only; "
+                f"{type(spec).__name__}.{f.name} is set by its steps (leave it at its default).",
+                code="INVALID_ARGUMENT")
+    return spec
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is b or (type(a) is type(b) and not isinstance(a, np.ndarray) and a == b)
 
 
 def audit(
@@ -44,16 +65,14 @@ def audit(
     synthesized: Sequence[str] | None = None,
     categorical: Sequence[str] | None = None,
     schema: Any = None,
-    radius: float | Mapping[str, float] | None = None,
-    radius_type: str = "percentage",
+    match: MatchSpec | None = None,
     sweep: Sequence[float] | None = DEFAULT_SWEEP,
     sweep_unsynthesized: bool = False,
     known_sweep: bool = False,
     targets: Sequence[str] | None = None,
     ngroups_target: int | None = 10,
     attribute_records: Sequence[int] | None = None,
-    attribute_estimator: str = "auto",
-    refit_draws: int | None = None,
+    attribute_estimator: EstimatorSpec | str = "auto",
     thresholds: Thresholds | Mapping[str, float] | Sequence[str] | None = None,
     show_confidential_values: bool = False,
     out: str | os.PathLike[str] | None = None,
@@ -61,8 +80,7 @@ def audit(
     progressbar: bool = True,
     skip: Sequence[str] | None = None,
     combining_rules: str = "auto",
-    pmse_method: str = "logit",
-    max_order: int = 1,
+    propensity: PropensitySpec | str | None = None,
     imputed: Sequence[str] | str = "auto",
     holdout: pd.DataFrame | None = None,
     membership_selection: Any = None,
@@ -93,12 +111,13 @@ def audit(
         Integer-coded factors (type inference otherwise treats integers as counts).
     schema : Schema, optional
         Column types (overrides the release's and inference).
-    radius : float or dict, optional
-        Matching radius of numeric known columns (a dict: only the columns named get one, the
-        others are matched exactly). Default: percentage radius 0.1 for every numeric (count or
-        continuous) known column (Hornby & Hu 2021); categorical columns match exactly.
-    radius_type : {"percentage", "absolute", "quantile_sd"}
-        How ``radius`` is read (default ``"percentage"``).
+    match : MatchSpec, optional
+        How the identification steps match the known columns: ``radius`` (a float, or a dict:
+        only the columns named get one, the others are matched exactly) and ``radius_type``
+        (``"percentage"``, ``"absolute"`` or ``"quantile_sd"``). Default: percentage radius 0.1
+        for every numeric (count or continuous) known column (Hornby & Hu 2021); categorical
+        columns match exactly. The steps set the other fields themselves (a field given here
+        that they do not read is refused).
     sweep : sequence of float or None
         Common radii of the radius sweep (default Hornby & Hu's 0.01 … 0.3); ``None`` skips it.
         The sweep varies the radii of the synthesized known columns only: the release carries
@@ -123,15 +142,14 @@ def audit(
         10; ``None``: every distinct value is a level, synthpop's default).
     attribute_records : sequence of int, optional
         Records (0-based) whose attribute risk is estimated (default all).
-    attribute_estimator : {"auto", "stabilised", "is"}
+    attribute_estimator : EstimatorSpec or {"auto", "stabilised", "is"}
         Estimator of the attribute step (``estimator`` of
         :func:`~bayes_risk.attribute.attribute_risk`; default ``"auto"``: stabilised for class
-        P models). The stabilised estimator refits the model once per synthetic dataset, on the
-        original and that dataset together: about ``m × 2 ×`` the time of the model's own fit,
-        estimated and printed before the refits start; ``"is"`` makes no refit.
-    refit_draws : int, optional
-        Kept draws per chain of each refit (``refit_draws`` of
-        :func:`~bayes_risk.attribute.attribute_risk`; default: the model's ``draws``).
+        P models), with ``EstimatorSpec.refit_draws``, the kept draws per chain of each refit
+        (default: the model's ``draws``); the step sets the other fields itself. The
+        stabilised estimator refits the model once per synthetic dataset, on the original and
+        that dataset together: about ``m × 2 ×`` the time of the model's own fit, estimated and
+        printed before the refits start; ``"is"`` makes no refit.
     thresholds : Thresholds, mapping or list of "NAME=VALUE", optional
         Release-board thresholds of the verdict lines (defaults:
         :class:`~bayes_risk.auditing.Thresholds`).
@@ -154,13 +172,13 @@ def audit(
         Combining rules of the interval overlaps (see
         :func:`~bayes_risk.utility.utility_summary`); ``"auto"`` (default): the release's
         recorded generation scheme, else inferred from the synthesized columns.
-    pmse_method : {"logit", "cart"}
-        Propensity model of the utility step's pMSE (default ``"logit"``, synthpop's
-        ``utility.gen``; ``"cart"`` for wide tables whose logit design would be too large).
-    max_order : int
-        Interactions of the logit propensity model: ``1`` (default) adds every two-way
-        interaction, ``0`` main effects only (a table with many columns or levels needs it:
-        the step refuses a design with more coefficients than records, ``DESIGN_TOO_LARGE``).
+    propensity : PropensitySpec, "logit" or "cart", optional
+        Propensity model of the utility step's pMSE: ``method`` (default ``"logit"``,
+        synthpop's ``utility.gen``; ``"cart"`` for wide tables whose logit design would be too
+        large) and ``max_order`` (``1``, the default, adds every two-way interaction, ``0`` main
+        effects only: a table with many columns or levels needs it, the step refuses a design
+        with more coefficients than records, ``DESIGN_TOO_LARGE``); the step sets the other
+        fields itself.
     imputed : "auto" or sequence of str
         Columns whose missing values the synthesizer imputed, compared on the original's
         observed cells in the utility step (see :func:`~bayes_risk.utility.utility_summary`);
@@ -217,6 +235,11 @@ def audit(
     """
     from bayes_risk.auditing import steps as st
 
+    match = _used_fields(as_match(match), ("radius", "radius_type"), "match")
+    propensity = _used_fields(as_propensity(propensity), ("method", "max_order"), "propensity")
+    attribute_estimator = _used_fields(as_estimator(attribute_estimator, "attribute_estimator"),
+                                       ("kind", "refit_draws"), "attribute_estimator")
+    radius = dict(match.radius) if isinstance(match.radius, Mapping) else match.radius
     original, synthetic, w = _split_weights(original, synthetic, weights)
     data, syn, sch = _inputs(original, synthetic, schema, categorical)
     seed_src = "given" if random_seed is not None else "drawn"
@@ -224,12 +247,12 @@ def audit(
         random_seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
     plan = _make_plan(
         data, syn, sch, known=known, model=model, synthesized=synthesized, radius=radius,
-        radius_type=radius_type, sweep=sweep, targets=targets, ngroups_target=ngroups_target,
-        attribute_records=attribute_records, attribute_estimator=attribute_estimator,
-        refit_draws=refit_draws, thresholds=Thresholds.parse(thresholds),
+        radius_type=match.radius_type, sweep=sweep, targets=targets, ngroups_target=ngroups_target,
+        attribute_records=attribute_records, attribute_estimator=attribute_estimator.kind,
+        refit_draws=attribute_estimator.refit_draws, thresholds=Thresholds.parse(thresholds),
         show=show_confidential_values, random_seed=random_seed, seed_src=seed_src,
         skip=skip, sweep_unsynthesized=sweep_unsynthesized, combining_rules=combining_rules,
-        pmse_method=pmse_method, max_order=max_order, known_sweep=known_sweep,
+        pmse_method=propensity.method, max_order=propensity.max_order, known_sweep=known_sweep,
         imputed=imputed, membership_selection=membership_selection,
         linkability_columns=linkability_columns,
         allow_other_model=allow_other_model,

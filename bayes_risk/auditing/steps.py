@@ -47,13 +47,15 @@ __all__ = [
 
 def utility_step(ctx: StepContext) -> StepOutcome:
     """pMSE (null by partial / complete synthesis), interval overlap, per-variable marginals."""
-    from bayes_risk.utility.summary import utility_summary
+    from bayes_risk.utility.pmse import PropensitySpec
+    from bayes_risk.utility.summary import OverlapSpec, utility_summary
 
     plan = ctx.plan
     res = utility_summary(
         ctx.original, ctx.synthetic, schema=ctx.schema, synthesized=plan.synthesized,
         random_seed=plan.random_seed, progressbar=ctx.progressbar,
-        rules=plan.combining_rules, pmse_method=plan.pmse_method, max_order=plan.max_order,
+        overlap=OverlapSpec(rules=plan.combining_rules),
+        propensity=PropensitySpec(method=plan.pmse_method, max_order=plan.max_order),
         imputed=plan.imputed,
     )
     # imputed columns: the tables too compare the original's observed cells (methods, Utility
@@ -203,8 +205,9 @@ def _id_kwargs(ctx: StepContext) -> dict[str, Any]:
     from bayes_risk.identification.specs import MatchSpec
 
     return dict(schema=ctx.schema,
-                match=MatchSpec(radius=dict(p.radius) or None, radius_type=p.radius_type),
-                aggregation="per_dataset", fallback=ID_FALLBACK, progressbar=ctx.progressbar)
+                match=MatchSpec(radius=dict(p.radius) or None, radius_type=p.radius_type,
+                                fallback=ID_FALLBACK),
+                aggregation="per_dataset", progressbar=ctx.progressbar)
 
 
 #: the fallback of both identification steps: a target that matches no record in a dataset (or
@@ -371,7 +374,8 @@ def _pooled_identification(ctx: StepContext, kw: dict[str, Any]) -> PooledIdenti
     from bayes_risk.identification.radius import radius_sweep
 
     p = ctx.plan
-    pkw = {**kw, "aggregation": "pooled", "fallback": None, "progressbar": False}
+    pkw = {**kw, "aggregation": "pooled", "match": kw["match"].replace(fallback=None),
+           "progressbar": False}
     args = (ctx.original, ctx.synthetic)
     pkw.update(known=list(p.known), synthesized=list(p.known_synthesized))
     with named_run(f"all {p.m} datasets pooled, {_radius_label(p.radius)}"):
@@ -465,7 +469,7 @@ def posterior_identification_step(ctx: StepContext) -> StepOutcome:
         res = identification_risk(ctx.original, ctx.synthetic, known=list(p.known),
                                   synthesized=list(p.known_synthesized), schema=ctx.schema,
                                   match=_id_kwargs(ctx)["match"], replicates=pr,
-                                  fallback=ID_FALLBACK, progressbar=ctx.progressbar)
+                                  progressbar=ctx.progressbar)
     folder = step_folder(ctx, name)
     files: list[str] = []
     if folder is not None:
@@ -528,7 +532,7 @@ def _candidates(ctx: StepContext, columns: list[str]) -> Any:
 
 def attribute_step(ctx: StepContext) -> StepOutcome:
     """Attribute risk of every (or the chosen) record under the worst-case intruder."""
-    from bayes_risk.attribute.api import attribute_risk
+    from bayes_risk.attribute.api import EstimatorSpec, attribute_risk
 
     p = ctx.plan
     if p.attribute_source is None:
@@ -545,7 +549,8 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
     model = _attribute_model(ctx)
     spec = _candidates(ctx, p.synthesized)
     opts: dict[str, Any] = dict(candidates=spec, prior="uniform",
-                                estimator=p.attribute_estimator, refit_draws=p.refit_draws,
+                                estimator=EstimatorSpec(kind=p.attribute_estimator,
+                                                        refit_draws=p.refit_draws),
                                 random_seed=p.random_seed,
                                 allow_other_model=p.allow_other_model)
     # known_sweep=True: the synthesized known columns, some of the record's own values the
@@ -562,7 +567,7 @@ def attribute_step(ctx: StepContext) -> StepOutcome:
         fits = shared_refits(ctx.original, ctx.synthetic, model=model,
                              records=p.attribute_records, progressbar=ctx.progressbar, **opts)
         if fits:
-            opts.update(augmented=fits, refit_draws=None)
+            opts["estimator"] = opts["estimator"].replace(augmented=fits, refit_draws=None)
             ctx.refits, ctx.refits_model = fits, model
     res = attribute_risk(
         ctx.original, ctx.synthetic, model=model, records=p.attribute_records,
@@ -633,6 +638,7 @@ def membership_step(ctx: StepContext) -> StepOutcome:
     member counts as exposed above the thresholds' ``membership_probability``."""
     from bayes_risk.exceptions import NotSupportedError
     from bayes_risk.membership.api import check_model, membership_risk
+    from bayes_risk.membership.specs import AttackSpec, RatioSpec
 
     if ctx.holdout is None:
         return StepOutcome(
@@ -657,9 +663,10 @@ def membership_step(ctx: StepContext) -> StepOutcome:
                            reason=f"{err} [{err.code}]")
     shared = ctx.refits if ctx.refits is not None and ctx.refits_model is model else None
     res = membership_risk(model, ctx.original, ctx.synthetic, holdout=ctx.holdout,
-                          population=0, threshold=ctx.plan.thresholds.membership_probability,
+                          population=0,
+                          attack=AttackSpec(threshold=ctx.plan.thresholds.membership_probability),
                           selection=ctx.plan.membership_selection,
-                          augmented=shared, progressbar=ctx.progressbar,
+                          ratio=RatioSpec(augmented=shared), progressbar=ctx.progressbar,
                           random_seed=ctx.plan.random_seed,
                           allow_other_model=ctx.plan.allow_other_model)
     summary = res.to_dict()

@@ -263,7 +263,7 @@ def _run_largest_value(
 def run(args: argparse.Namespace) -> int:
     """Handler of ``bayes-risk attribute``."""
     from bayes_risk._io import write_json
-    from bayes_risk.attribute.api import attribute_risk
+    from bayes_risk.attribute.api import EstimatorSpec, ScenarioSpec, attribute_risk
     from bayes_risk.cli._common import missing_labels, print_summary, read_records_table
     from bayes_risk.cli._run import output_dir
     from bayes_risk.data.io import read_synthetic
@@ -287,7 +287,10 @@ def run(args: argparse.Namespace) -> int:
     # the low-risk intruder (scenario empty) has no candidate sets: --candidates as given
     candidates = (args.candidates if scenario == "empty"
                   else _candidates(args.candidates, model, original))
-    shared: dict[str, Any] = {}
+    estimator = EstimatorSpec(kind=args.estimator, refit_draws=args.refit_draws, psis=args.psis,
+                              khat=args.khat, bootstrap=args.bootstrap,
+                              chunk_size=args.chunk_size)
+    seed = args.random_seed
     if args.known_sweep:
         from bayes_risk.attribute.knowledge import one_seed, shared_refits
 
@@ -295,11 +298,9 @@ def run(args: argparse.Namespace) -> int:
         seed = one_seed(args.random_seed)
         fits = shared_refits(original, synthetic, model=model, records=records,
                              random_seed=seed, progressbar=not args.quiet,
-                             candidates=candidates, prior=args.prior, estimator=args.estimator,
-                             refit_draws=args.refit_draws, psis=args.psis, khat=args.khat,
-                             bootstrap=args.bootstrap, chunk_size=args.chunk_size)
-        shared = {"random_seed": seed, "augmented": fits,
-                  "refit_draws": None if fits else args.refit_draws}
+                             candidates=candidates, prior=args.prior, estimator=estimator)
+        if fits:
+            estimator = estimator.replace(augmented=fits, refit_draws=None)
     ksweep = None
     with dask_client(args) as client:
         if client is None:
@@ -307,20 +308,15 @@ def run(args: argparse.Namespace) -> int:
         else:
             from bayes_risk.distributed import attribute_risk as risk
         opts = dict(
-            candidates=candidates, prior=args.prior, estimator=args.estimator,
-            refit_draws=args.refit_draws, psis=args.psis, khat=args.khat,
-            bootstrap=args.bootstrap, chunk_size=args.chunk_size, random_seed=args.random_seed,
+            candidates=candidates, prior=args.prior, estimator=estimator, random_seed=seed,
             allow_other_model=args.allow_other_model,
         )
-        opts.update(shared)
         result = risk(
             original,
             synthetic,
             model=model,
             records=records,
-            scenario=scenario,
-            known=args.known,
-            **({} if pairs is None else {"pairs": pairs}),
+            scenario=ScenarioSpec(kind=scenario, known=args.known, pairs=pairs),
             progressbar=not args.quiet,
             **opts,
             **dask_kwargs(args, client),

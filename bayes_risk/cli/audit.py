@@ -95,6 +95,7 @@ def _linkability(values: list[str] | None) -> tuple[list[str], list[str]] | None
 
 def run(args: argparse.Namespace) -> int:
     """Run the audit into the output folder and print the verdict lines."""
+    from bayes_risk.attribute import EstimatorSpec
     from bayes_risk.auditing import audit
     from bayes_risk.cli._common import (
         imputed_arg,
@@ -106,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
     )
     from bayes_risk.cli._run import output_dir
     from bayes_risk.data.io import read_synthetic
+    from bayes_risk.identification.specs import MatchSpec
+    from bayes_risk.utility.pmse import PropensitySpec
 
     original = read_records_table(args.original, "ORIGINAL", missing_labels(args))
     syn = read_synthetic(args.synthetic, like=original,
@@ -115,14 +118,16 @@ def run(args: argparse.Namespace) -> int:
     records = parse_records(args.records, len(original))
     kw = dict(
         known=args.known, model=args.model, synthesized=args.synthesized, schema=schema,
-        radius=_radius(args.radius), radius_type=args.radius_type.replace("-", "_"),
+        match=MatchSpec(radius=_radius(args.radius),
+                        radius_type=args.radius_type.replace("-", "_")),
         sweep=_grid(args.radius_sweep), sweep_unsynthesized=args.sweep_unsynthesized,
         known_sweep=args.known_sweep,
         targets=args.target, skip=args.skip, combining_rules=args.combining_rules,
-        pmse_method=args.pmse_method, max_order=args.max_order,
+        propensity=PropensitySpec(method=args.pmse_method, max_order=args.max_order),
         imputed=imputed_arg(args.imputed),
         ngroups_target=_ngroups(args.ngroups_target), attribute_records=records,
-        attribute_estimator=args.attribute_estimator, refit_draws=args.refit_draws,
+        attribute_estimator=EstimatorSpec(kind=args.attribute_estimator,
+                                          refit_draws=args.refit_draws),
         thresholds=args.threshold, show_confidential_values=args.show_confidential_values,
         random_seed=args.random_seed, progressbar=not args.quiet,
         holdout=(None if args.holdout is None

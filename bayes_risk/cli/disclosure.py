@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from bayes_risk.cli._run import output_dir
     from bayes_risk.data.io import read_synthetic
-    from bayes_risk.disclosure import differencing_check, disclosure_measures
+    from bayes_risk.disclosure import ExclusionSpec, differencing_check, disclosure_measures
     from bayes_risk.exceptions import ValidationError
 
     out = Path(args.out)
@@ -61,12 +61,14 @@ def run(args: argparse.Namespace) -> int:
         ngroups_target=args.ngroups_target,
         ngroups_keys=(args.ngroups_keys[0] if args.ngroups_keys and len(args.ngroups_keys) == 1
                       else args.ngroups_keys),
-        denom_lim=args.denom_lim,
-        exclude_ov_denom_lim=args.exclude_ov_denom_lim,
-        not_targetlev=args.not_targetlev,
-        exclude_combinations=[tuple(c) for c in args.exclude_combination or ()],
-        use_target_na=not args.no_target_na,
-        use_keys_na=not args.no_keys_na,
+        exclude=ExclusionSpec(
+            denom_lim=args.denom_lim,
+            exclude_ov_denom_lim=args.exclude_ov_denom_lim,
+            not_targetlev=args.not_targetlev,
+            exclude_combinations=[tuple(c) for c in args.exclude_combination or ()],
+            use_target_na=not args.no_target_na,
+            use_keys_na=not args.no_keys_na,
+        ),
         k_anonymity=args.k_anonymity,
         compat=args.compat,
     )

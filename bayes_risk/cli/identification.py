@@ -98,6 +98,10 @@ def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
             quantile_groups=args.quantile_groups,
             window=args.window,
             shape=args.shape.replace("-", "_") if args.shape else None,
+            missing_known=args.missing_known,
+            strategy=_parse_strategy(args.strategy),
+            fallback=args.fallback,
+            compat=args.compat,
         ),
         population=PopulationSpec(
             membership=membership,
@@ -106,14 +110,10 @@ def _engine_options(args: argparse.Namespace, schema: Any) -> dict[str, Any]:
             sampling_fraction=args.sampling_fraction,
             population_size=args.n_pop,
             weights=args.weights,
+            targets=targets,
+            target_id=args.target_id,
+            original_id=args.original_id,
         ),
-        strategy=_parse_strategy(args.strategy),
-        fallback=args.fallback,
-        targets=targets,
-        target_id=args.target_id,
-        original_id=args.original_id,
-        compat=args.compat,
-        missing_known=args.missing_known,
     )
 
 

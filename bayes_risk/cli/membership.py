@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.cli._run import output_dir
     from bayes_risk.data.io import read_synthetic
     from bayes_risk.membership.api import membership_risk
+    from bayes_risk.membership.specs import AttackSpec, RatioSpec
     from bayes_risk.models import load_model
 
     labels = missing_labels(args)
@@ -68,14 +69,12 @@ def run(args: argparse.Namespace) -> int:
         holdout=holdout,
         records=parse_records(args.records, len(original)),
         population=args.population,
-        prior=_prior(args.prior),
-        population_size=args.population_size,
-        threshold=args.threshold,
-        normaliser_draws=args.normaliser_draws,
-        unsynthesized_concentration=args.unsynthesized_concentration,
+        attack=AttackSpec(prior=_prior(args.prior), population_size=args.population_size,
+                          threshold=args.threshold, dcr=not args.no_dcr,
+                          bootstrap=args.bootstrap),
+        ratio=RatioSpec(normaliser_draws=args.normaliser_draws,
+                        unsynthesized_concentration=args.unsynthesized_concentration),
         selection=args.selection,
-        dcr=not args.no_dcr,
-        bootstrap=args.bootstrap,
         progressbar=not args.quiet,
         random_seed=args.random_seed,
         allow_other_model=args.allow_other_model,

@@ -32,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
     from bayes_risk.cli._run import output_dir
     from bayes_risk.data.io import read_synthetic
     from bayes_risk.exceptions import ValidationError
-    from bayes_risk.utility.summary import utility_summary
+    from bayes_risk.utility.pmse import PropensitySpec
+    from bayes_risk.utility.summary import OverlapSpec, utility_summary
 
     out = Path(args.out)
     if args.max_order < 0:
@@ -57,17 +58,14 @@ def run(args: argparse.Namespace) -> int:
         original,
         syn,
         schema=schema,
-        pmse_method=args.pmse,
-        max_order=args.max_order,
-        estimands=args.formula,
+        propensity=PropensitySpec(method=args.pmse, max_order=args.max_order),
         null=args.null,
-        family=args.family,
-        synthesized=synthesized,
-        alpha=args.alpha,
         n_perm=args.n_perm,
+        overlap=OverlapSpec(estimands=args.formula, family=args.family, alpha=args.alpha,
+                            rules=args.combining_rules),
+        synthesized=synthesized,
         random_seed=seed,
         progressbar=not args.quiet,
-        rules=args.combining_rules,
         imputed=imputed_arg(args.imputed),
     )
     d = summary.to_dict()

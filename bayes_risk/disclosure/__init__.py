@@ -21,6 +21,7 @@ from bayes_risk.disclosure.measures import (
     REPU_MEASURES,
     DisclosureByTarget,
     DisclosureMeasures,
+    ExclusionSpec,
     ReplicatedUniques,
     disclosure_measures,
     key_anonymity,
@@ -31,6 +32,7 @@ from bayes_risk.disclosure.original_risk import OriginalRisk, original_risk
 __all__ = [
     "differencing_check",
     "disclosure_measures",
+    "ExclusionSpec",
     "replicated_uniques",
     "key_anonymity",
     "original_risk",

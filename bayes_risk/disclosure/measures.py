@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -75,6 +76,7 @@ __all__ = [
     "DisclosureByTarget",
     "ReplicatedUniques",
     "disclosure_measures",
+    "ExclusionSpec",
     "replicated_uniques",
     "key_anonymity",
     "IDENT_MEASURES",
@@ -111,12 +113,91 @@ def _check_names(keys: Any, target: Any) -> tuple[list[str], str]:
     return keys, target
 
 
-def _check_options(ngroups_target: Any, denom_lim: Any, compat: Any) -> int | None:
+def _bool(value: Any, what: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValidationError(f"{what} must be True or False. Got {value!r}.")
+    return bool(value)
+
+
+@dataclass(frozen=True)
+class ExclusionSpec:
+    """What the disclosure measures leave out (synthpop's ``disclosure()`` options).
+
+    Parameters
+    ----------
+    denom_lim : int
+        Key-target cells with more original records than this are counted in
+        ``diagnostics["n_over_denom_lim"]`` and, with ``exclude_ov_denom_lim``, excluded.
+    exclude_ov_denom_lim : bool
+        Exclude cells over ``denom_lim`` from every table (synthpop's option of that name).
+    not_targetlev : iterable, optional
+        Target levels (labels as in ``target_levels``, or values) excluded from the measures.
+    exclude_combinations : iterable of (key, key level, target level), optional
+        Key-target combinations excluded from the measures (synthpop's ``exclude.keys``,
+        ``exclude.keylevs``, ``exclude.targetlevs``): typically a target level that follows
+        from one key's level for everybody, which no synthesis can hide.
+    use_target_na, use_keys_na : bool
+        Whether records with a missing target / key (per key, or one value for all) count.
+
+    Raises
+    ------
+    ValidationError
+        A field out of its range, named in the message (the levels and keys are checked
+        against the data when the measures are computed).
+
+    Examples
+    --------
+    >>> ExclusionSpec(exclude_combinations=[("sex", 1, "Missing")]).exclude_combinations
+    (('sex', 1, 'Missing'),)
+    """
+
+    denom_lim: int = 5
+    exclude_ov_denom_lim: bool = False
+    not_targetlev: Iterable[Any] | None = None
+    exclude_combinations: Iterable[tuple[str, Any, Any]] | None = None
+    use_target_na: bool = True
+    use_keys_na: bool | Sequence[bool] = True
+
+    def __post_init__(self) -> None:
+        d = self.denom_lim
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or int(d) < 1:
+            raise ValidationError(f"ExclusionSpec.denom_lim must be an integer >= 1. Got {d!r}.")
+        object.__setattr__(self, "denom_lim", int(d))
+        for name in ("exclude_ov_denom_lim", "use_target_na"):
+            object.__setattr__(self, name, _bool(getattr(self, name), f"ExclusionSpec.{name}"))
+        u = self.use_keys_na
+        object.__setattr__(self, "use_keys_na", _bool(u, "ExclusionSpec.use_keys_na")
+                           if isinstance(u, (bool, np.bool_)) or not isinstance(u, Iterable)
+                           else tuple(_bool(x, "ExclusionSpec.use_keys_na") for x in u))
+        levels = self.not_targetlev
+        object.__setattr__(self, "not_targetlev", () if levels is None else
+                           (levels,) if isinstance(levels, str) else tuple(levels))
+        triples = []
+        for item in self.exclude_combinations or ():
+            if not (isinstance(item, (tuple, list)) and len(item) == 3):
+                raise ValidationError(
+                    "ExclusionSpec.exclude_combinations must hold (key, key level, target "
+                    f"level) triples. Got {item!r}."
+                )
+            triples.append(tuple(item))
+        object.__setattr__(self, "exclude_combinations", tuple(triples))
+
+
+def as_exclusion(exclude: Any) -> ExclusionSpec:
+    """``exclude=`` as an :class:`ExclusionSpec` (``None``: nothing left out)."""
+    if exclude is None:
+        return ExclusionSpec()
+    if not isinstance(exclude, ExclusionSpec):
+        raise ValidationError(
+            "exclude must be an ExclusionSpec (bayes_risk.ExclusionSpec(denom_lim=..., "
+            f"not_targetlev=..., ...)). Got {type(exclude).__name__}."
+        )
+    return exclude
+
+
+def _check_options(ngroups_target: Any, compat: Any) -> int | None:
     if compat not in _COMPAT:
         raise ValidationError(f"compat must be None or 'synthpop'. Got {compat!r}.")
-    if isinstance(denom_lim, bool) or not isinstance(denom_lim, (int, np.integer)) \
-            or int(denom_lim) < 1:
-        raise ValidationError(f"denom_lim must be an integer >= 1. Got {denom_lim!r}.")
     if ngroups_target is None or (not isinstance(ngroups_target, bool)
                                   and isinstance(ngroups_target, (int, np.integer))
                                   and int(ngroups_target) == 0):
@@ -394,12 +475,7 @@ def disclosure_measures(
     categorical: Iterable[str] | None = None,
     ngroups_target: int | None = None,
     ngroups_keys: int | Sequence[int] | None = None,
-    denom_lim: int = 5,
-    exclude_ov_denom_lim: bool = False,
-    not_targetlev: Iterable[Any] | None = None,
-    exclude_combinations: Iterable[tuple[str, Any, Any]] | None = None,
-    use_target_na: bool = True,
-    use_keys_na: bool | Sequence[bool] = True,
+    exclude: ExclusionSpec | None = None,
     k_anonymity: Sequence[int] = (2, 3, 5),
     compat: Literal["synthpop"] | None = None,
 ) -> DisclosureMeasures:
@@ -427,19 +503,10 @@ def disclosure_measures(
     ngroups_keys : int or sequence of int, optional
         The same for numeric keys: one number for every numeric key (categorical keys are left
         as they are), or one per key (0: not grouped), as synthpop's ``ngroups_keys``.
-    denom_lim : int
-        Key-target cells with more original records than this are counted in
-        ``diagnostics["n_over_denom_lim"]`` and, with ``exclude_ov_denom_lim``, excluded.
-    exclude_ov_denom_lim : bool
-        Exclude cells over ``denom_lim`` from every table (synthpop's option of that name).
-    not_targetlev : iterable, optional
-        Target levels (labels as in ``target_levels``, or values) excluded from the measures.
-    exclude_combinations : iterable of (key, key level, target level), optional
-        Key-target combinations excluded from the measures (synthpop's ``exclude.keys``,
-        ``exclude.keylevs``, ``exclude.targetlevs``): typically a target level that follows
-        from one key's level for everybody, which no synthesis can hide.
-    use_target_na, use_keys_na : bool
-        Whether records with a missing target / key (per key, or one value for all) count.
+    exclude : ExclusionSpec, optional
+        What the measures leave out (:class:`ExclusionSpec`: cells over ``denom_lim``, target
+        levels, key-target combinations, records with a missing target or key). Default
+        ``ExclusionSpec()``: nothing is left out, as synthpop's defaults.
     k_anonymity : sequence of int
         The ``k`` of the k-anonymity counts of ``key_baseline``.
     compat : {None, "synthpop"}
@@ -487,21 +554,22 @@ def disclosure_measures(
     (20.0, 60.0, 60.0)
     """
     keys, target = _check_names(keys, target)
-    ngroups = _check_options(ngroups_target, denom_lim, compat)
+    ex = as_exclusion(exclude)
+    ngroups = _check_options(ngroups_target, compat)
     is_compat = compat == "synthpop"
     # record i is never paired with row i: the same records in another order are the same
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     carried = None if source is None else source.schema
     sub = resolve_inputs(original, datasets, carried, schema, categorical, [*keys, target],
                          target=True)
-    if isinstance(use_keys_na, (bool, np.bool_)):
-        use_keys = [bool(use_keys_na)] * len(keys)
+    if isinstance(ex.use_keys_na, bool):
+        use_keys = [ex.use_keys_na] * len(keys)
     else:
-        use_keys = [bool(u) for u in use_keys_na]
+        use_keys = list(ex.use_keys_na)
         if len(use_keys) != len(keys):
             raise ValidationError(
-                f"use_keys_na must be one logical value or one per key ({len(keys)}). "
-                f"Got {len(use_keys)} values."
+                f"ExclusionSpec.use_keys_na must be one logical value or one per key "
+                f"({len(keys)}). Got {len(use_keys)} values."
             )
     for k in k_anonymity:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
@@ -514,32 +582,26 @@ def disclosure_measures(
     kd, ks_list, key_na, key_codes = combine_keys(enc_keys)
     K = int(key_na.shape[0])
     tvar = encode_var(target, original, datasets, sub, ngroups=ngroups, compat=is_compat)
-    excluded = level_labels(not_targetlev or (), tvar, "not_targetlev")
+    excluded = level_labels(ex.not_targetlev, tvar, "ExclusionSpec.not_targetlev")
     cells: list[tuple[np.ndarray, str]] = []
-    for item in exclude_combinations or ():
-        if not (isinstance(item, (tuple, list)) and len(item) == 3):
-            raise ValidationError(
-                "exclude_combinations must hold (key, key level, target level) triples. "
-                f"Got {item!r}."
-            )
-        kname, klev, tlev = item
+    for kname, klev, tlev in ex.exclude_combinations:
         if kname not in keys:
             raise ValidationError(
-                f"exclude_combinations: {kname!r} is not one of the keys {keys}."
+                f"ExclusionSpec.exclude_combinations: {kname!r} is not one of the keys {keys}."
             )
         j = keys.index(kname)
         kv = enc_keys[j]
-        (klab,) = level_labels([klev], kv, f"exclude_combinations (key {kname!r})")
-        (tlab,) = level_labels([tlev], tvar, "exclude_combinations (target)")
+        (klab,) = level_labels([klev], kv, f"ExclusionSpec.exclude_combinations (key {kname!r})")
+        (tlab,) = level_labels([tlev], tvar, "ExclusionSpec.exclude_combinations (target)")
         lev_codes = [c for c, lab in enumerate(kv.labels) if lab == klab]
         cells.append((np.isin(key_codes[:, j], lev_codes), tlab))
 
     rows = []
     for l, (ks, ts) in enumerate(zip(ks_list, tvar.syn, strict=True), start=1):
         r = _one_dataset(
-            kd, ks, tvar.orig, ts, K, key_na, tvar, compat=is_compat, denom_lim=int(denom_lim),
-            exclude_ov_denom_lim=bool(exclude_ov_denom_lim), not_targetlev=excluded,
-            use_target_na=bool(use_target_na), use_keys_na=use_keys, exclude_cells=cells,
+            kd, ks, tvar.orig, ts, K, key_na, tvar, compat=is_compat, denom_lim=ex.denom_lim,
+            exclude_ov_denom_lim=ex.exclude_ov_denom_lim, not_targetlev=excluded,
+            use_target_na=ex.use_target_na, use_keys_na=use_keys, exclude_cells=cells,
         )
         r["syn"] = l
         r["n_synthetic"] = len(ks)
@@ -580,12 +642,12 @@ def disclosure_measures(
         "ngroups_keys": {k: g for k, g in zip(keys, key_groups, strict=True) if g},
         "key_breaks": {v.name: v.breaks.tolist() for v in enc_keys if v.breaks is not None},
         "target_breaks": None if tvar.breaks is None else tvar.breaks.tolist(),
-        "denom_lim": int(denom_lim),
-        "exclude_ov_denom_lim": bool(exclude_ov_denom_lim),
+        "denom_lim": ex.denom_lim,
+        "exclude_ov_denom_lim": ex.exclude_ov_denom_lim,
         "not_targetlev": sorted(excluded),
         "exclude_combinations": [[str(a), str(b), str(c)] for a, b, c in
-                                 (exclude_combinations or ())],
-        "use_target_na": bool(use_target_na),
+                                 ex.exclude_combinations],
+        "use_target_na": ex.use_target_na,
         "use_keys_na": use_keys,
         # the missing-value policy, the declared codes and the missing values it met
         "missing_values": DISCLOSURE_MISSING_POLICY,

@@ -55,14 +55,7 @@ def identification_risk(
     match: MatchSpec | None = None,
     population: PopulationSpec | None = None,
     aggregation: Literal["pooled", "per_dataset"] | None = None,
-    strategy: Any = "always",
-    fallback: Literal["none", "unsynthesized"] | None = None,
-    targets: pd.DataFrame | None = None,
-    target_id: str | None = None,
-    original_id: str | None = None,
     replicates: Sequence[Any] | PosteriorReplicates | None = None,
-    compat: Literal["IdentificationRiskCalculation"] | None = None,
-    missing_known: Literal["any", "level"] = "any",
     progressbar: bool = True,
     executor: Any = None,
 ) -> IdentificationResult:
@@ -97,27 +90,18 @@ def identification_risk(
     schema : Schema, optional
         Column types (overrides inference).
     match : MatchSpec, optional
-        How the known columns match (radius, its type and floor, window, shape); default
+        How the known columns match (radius, its type and floor, window, shape), how a missing
+        known value matches, when the intruder declares a match, the fallback when nothing
+        matches, and the R package's mode; default
         :class:`~bayes_risk.identification.MatchSpec` ``()``: exact matching of categorical
         and count columns (a continuous known column needs a radius).
     population : PopulationSpec, optional
-        Whether the intruder knows who is in the sample (default: known membership) and, when
-        not, the population counts ``F_t``: given, estimated by the log-linear model, or
-        estimated from the original's survey weights
+        The targets (default: every original record), whether the intruder knows who is in the
+        sample (default: known membership) and, when not, the population counts ``F_t``: given,
+        estimated by the log-linear model, or estimated from the original's survey weights
         (:class:`~bayes_risk.identification.PopulationSpec`).
     aggregation : {"pooled", "per_dataset"}, optional
-        Default ``"pooled"`` (compat: ``"per_dataset"``).
-    strategy : "always", ("threshold", γ) or "not_if_max"
-        When the intruder declares a match (Drechsler & Reiter 2008 §4.3).
-    fallback : {None, "none", "unsynthesized"}
-        Records matching on the unsynthesized known columns when nothing matches in a replicate.
-        ``None``: ``"unsynthesized"`` for pooled known-membership runs with at least one known
-        unsynthesized column (Drechsler & Reiter 2008), else ``"none"``.
-    targets : DataFrame, optional
-        External targets (population units) holding the known columns and ``target_id``; ids
-        found among the original's ids (``original_id`` column, the same-named column, or the
-        index) are in the sample, the others are not.
-    target_id, original_id : str, optional
+        Default ``"pooled"`` (``MatchSpec(compat=...)``: ``"per_dataset"``).
     replicates : list of arrays [n, synthesized known columns] or DataFrames, or PosteriorReplicates
         Replicates of the synthesized known columns (e.g. posterior-predictive draws), on the
         original scale (category values, not codes), instead of the released datasets; or a
@@ -125,17 +109,6 @@ def identification_risk(
         fitted synthesis model and adds Monte Carlo standard errors (``mc_se``) and the spread
         over replicates (``replicate_quantiles``) to the result; with ``executor`` each task
         draws and matches one batch of replicates (same numbers as in process).
-    compat : {None, "IdentificationRiskCalculation"}
-        Reproduce the R package IdentificationRiskCalculation exactly: open windows, signed
-        percentage radius, ``T = 1`` when ``c = 0``, per-dataset aggregation, no fallback, radius
-        vector in data-frame column order (methods, Compatibility with the R packages).
-    missing_known : {"any", "level"}
-        A target's missing known value (an empty cell or a declared missing-value code): the
-        intruder does not know it, so it matches any released value (``"any"``, default); or
-        missing is a value the intruder knows, matching only released missing values
-        (``"level"``). A released missing value never matches an observed target value
-        (user guide, Missing values). Needs known membership and, for radius columns with
-        missing values, ``shape="rectangle"`` (or ``"ellipse"`` with ``"any"``).
     progressbar : bool
         Show progress over replicates / target chunks.
     executor : None, distributed.Client or Executor, optional
@@ -175,9 +148,7 @@ def identification_risk(
     known_us, known_s = known_columns(original, synthetic, known, synthesized, replicates)
     options = dict(
         categorical=categorical, schema=schema, **spec_options(match, population),
-        aggregation=aggregation, strategy=strategy, fallback=fallback, targets=targets,
-        target_id=target_id, original_id=original_id, compat=compat, missing_known=missing_known,
-        key_order=known if isinstance(known, str) else list(known),
+        aggregation=aggregation, key_order=known if isinstance(known, str) else list(known),
     )
     if _is_posterior_replicates(replicates):
         return replicates.run(original, synthetic, known_us, known_s,

@@ -54,8 +54,7 @@ SHAPLEY_MEASURES = ("expected_match_risk", "true_match_rate_targets")
 #: arguments of ``identification_risk`` a sweep passes on, with their defaults
 _OPTIONS: dict[str, Any] = {
     "categorical": None, "schema": None, "match": None, "population": None, "aggregation": None,
-    "strategy": "always", "fallback": None, "targets": None, "target_id": None,
-    "original_id": None, "replicates": None, "compat": None, "missing_known": "any",
+    "replicates": None,
 }
 
 
@@ -172,8 +171,8 @@ def known_sweep(
     options = {k: kwargs.get(k, v) for k, v in _OPTIONS.items()
                if k not in ("match", "population")}
     options.update(spec_options(kwargs.get("match"), kwargs.get("population")))
-    if options["population_counts"] is not None and not isinstance(
-            options["population_counts"], str):
+    if options["population"].counts is not None and not isinstance(
+            options["population"].counts, str):
         raise ValidationError(
             "known_sweep: population counts given by the user are keyed by one set of known "
             "columns; a sweep over known sets needs PopulationSpec(counts='loglinear_original' or "
@@ -515,7 +514,8 @@ def _levels(sweep: _Sweep, cands: list[str], bands: int) -> pd.DataFrame:
     K = np.asarray(res.K, dtype=np.float64)
     if K.ndim == 2:
         K = K.mean(axis=1)
-    tdf = sweep.options["targets"] if sweep.options["targets"] is not None else sweep.original
+    targets = sweep.options["population"].targets
+    tdf = targets if targets is not None else sweep.original
     sk = sweep.plan.data.schema
     total, N = float(ir.sum()), len(ir)
     k_total = float(K.sum())

@@ -26,6 +26,7 @@ from bayes_risk.identification.loglinear import (
 from bayes_risk.identification.matching import MatchRule
 from bayes_risk.identification.plan import PopulationCounts, record_warning
 from bayes_risk.identification.problem import Prepared
+from bayes_risk.identification.specs import PopulationSpec
 
 __all__ = ["population_counts", "per_replicate_counts"]
 
@@ -41,28 +42,26 @@ def per_replicate_counts(source: str | None) -> bool:
 
 
 def population_counts(
-    given: Any,
+    population: PopulationSpec,
     *,
-    membership: str,
-    kind: str,
-    sampling_fraction: float | None,
-    population_size: int | None,
     prep: Prepared,
     rule: MatchRule,
     targets: pd.DataFrame,
     known: list[str],
     codes_orig: Mapping[str, np.ndarray],
     warn: dict[str, str],
-    weights: Any = None,
     original: pd.DataFrame | None = None,
 ) -> PopulationCounts:
     """``F`` and ``1/F`` per target and replicate (:class:`PopulationCounts`).
 
-    ``given`` is the ``population_counts`` argument; ``codes_orig`` the original's codes of the
-    exact-match columns (for the log-linear fit on the original and the weighted counts);
-    ``weights`` the survey weights (a column of ``original`` or one per row), instead of
-    ``given``.
+    ``population`` says where the counts come from: given counts, a log-linear estimate, or
+    the survey weights (a column of ``original`` or one per row); ``codes_orig`` are the
+    original's codes of the exact-match columns (for the log-linear fit on the original and
+    the weighted counts).
     """
+    given, membership, kind = population.counts, population.membership, population.estimate
+    weights = population.weights
+    sampling_fraction, population_size = population.sampling_fraction, population.population_size
     n, N_T, R = prep.n, prep.n_targets, prep.R
     if membership == "known":
         if given is not None or weights is not None:

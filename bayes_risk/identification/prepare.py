@@ -33,14 +33,17 @@ from bayes_risk.identification.plan import (
     ReplicateSource,
     RunSettings,
 )
+from bayes_risk.identification.specs import (
+    COMPAT_MODES,
+    MISSING_KNOWN,
+    PopulationSpec,
+    as_population,
+    parse_strategy,
+)
 from bayes_risk.warning_codes import message
 
 __all__ = ["prepare", "known_columns", "inferred_synthesized", "COMPAT_MODES", "MISSING_KNOWN",
            "parse_strategy"]
-
-COMPAT_MODES = ("IdentificationRiskCalculation",)
-#: a target's missing known value matches any released value, or only a missing one
-MISSING_KNOWN = ("any", "level")
 
 
 def _names(cols: Any) -> list[str]:
@@ -242,29 +245,6 @@ def _resolve_options(o: dict[str, Any], known_us: list[str], *, targets, replica
     return o
 
 
-def parse_strategy(strategy: Any) -> str | tuple[str, float]:
-    """``"always"``, ``"not_if_max"`` or ``("threshold", γ)`` (Drechsler & Reiter 2008 §4.3)."""
-    if strategy is None or strategy == "always":
-        return "always"
-    if strategy in ("not_if_max", "not-if-max"):
-        return "not_if_max"
-    if isinstance(strategy, (tuple, list)) and len(strategy) == 2 and strategy[0] == "threshold":
-        g = strategy[1]
-        try:
-            g = float(g)
-        except (TypeError, ValueError):
-            g = np.nan
-        if not (0.0 < g < 1.0):
-            raise ValidationError(
-                f"strategy=('threshold', γ): γ must be in (0, 1). Got {strategy[1]!r}."
-            )
-        return ("threshold", g)
-    raise ValidationError(
-        "strategy must be 'always', ('threshold', γ) or 'not_if_max'. "
-        f"Got {strategy!r}."
-    )
-
-
 def _known_schema(original: pd.DataFrame, schema: Any, categorical: Any, known_us: list[str],
                   known_s: list[str]) -> Schema:
     """Schema of the known columns (given or inferred), the original checked against it."""
@@ -394,25 +374,19 @@ def prepare(
     *,
     categorical: Any = None,
     schema: Any = None,
-    population_counts: Any = None,
-    population_estimate: str = "default",
-    sampling_fraction: float | None = None,
-    population_size: int | None = None,
-    weights: Any = None,
+    population: PopulationSpec | None = None,
     key_order: Any = None,
-    targets: Any = None,
-    target_id: str | None = None,
-    original_id: str | None = None,
     replicates: Any = None,
     **options: Any,
 ) -> IdentificationPlan:
     """Validate the arguments of ``identification_risk`` and build the plan.
 
     ``options`` are the matching and aggregation options (``radius``, ``radius_type``,
-    ``r_min``, ``quantile_groups``, ``window``, ``shape``, ``aggregation``, ``membership``,
-    ``strategy``, ``fallback``, ``compat``), every one of them required: the fields of
-    ``match=`` and ``population=`` flattened
-    (:func:`~bayes_risk.identification.specs.spec_options`).
+    ``r_min``, ``quantile_groups``, ``window``, ``shape``, ``missing_known``, ``strategy``,
+    ``fallback``, ``compat``, ``aggregation``), every one of them required: the fields of
+    ``match=`` flattened (:func:`~bayes_risk.identification.specs.spec_options`);
+    ``population`` is ``population=`` (default: every original record a target, known
+    membership).
     ``key_order`` is the order of the known columns in the keys of user population counts
     (default: unsynthesized, then synthesized).
     """
@@ -428,8 +402,12 @@ def prepare(
                         as_synthetic_list(synthetic, allow_none=True, original=original))
     known_us, known_s = _known_columns(known_unsynthesized, known_synthesized)
     known = known_us + known_s
-    o = _resolve_options(dict(options), known_us, targets=targets, replicates=replicates,
-                         population_counts=population_counts if weights is None else weights)
+    population = as_population(population)
+    weights, targets = population.weights, population.targets
+    target_id, original_id = population.target_id, population.original_id
+    o = _resolve_options(dict(options, membership=population.membership), known_us,
+                         targets=targets, replicates=replicates,
+                         population_counts=population.counts if weights is None else weights)
     sk = _known_schema(original, schema, categorical, known_us, known_s)
     original = mask_missing_codes(original, sk.missing_codes)  # declared codes are missing
     if targets is not None and isinstance(targets, pd.DataFrame):
@@ -450,10 +428,8 @@ def prepare(
                          missing_known=o["missing_known"])
     _check_missing_membership(o, enc.prep, original, known)
     counts = _population.population_counts(
-        population_counts, membership=o["membership"], kind=population_estimate,
-        sampling_fraction=sampling_fraction, population_size=population_size, prep=enc.prep,
-        rule=rule, targets=tdf, known=_names(key_order) or known, codes_orig=enc.codes_orig,
-        warn=warn, weights=weights, original=original,
+        population, prep=enc.prep, rule=rule, targets=tdf, known=_names(key_order) or known,
+        codes_orig=enc.codes_orig, warn=warn, original=original,
     )
     extra = {} if enc.maha_cov is None else {"mahalanobis_covariance": enc.maha_cov.tolist()}
     # the missing-value policy is stated whether or not this run met a missing value

@@ -76,7 +76,7 @@ def radius_sweep(
         As in ``identification_risk``: where the matching engine runs. On a Dask cluster the
         record pool is sent to the workers once for the whole sweep.
     **kwargs
-        Further arguments of ``identification_risk`` (``match``, ``population``, ``compat``,
+        Further arguments of ``identification_risk`` (``match``, ``population``,
         ``categorical``, ...). The radius of ``match`` sets the radii of columns that are not
         varied (and, when omitted, the first grid value is used to decide which columns get a
         radius).
@@ -148,9 +148,7 @@ def radius_sweep(
 
 #: arguments of ``identification_risk`` a sweep passes on, with their defaults
 _SWEEP_DEFAULTS: dict[str, Any] = {
-    "categorical": None, "schema": None, "match": None, "population": None, "strategy": "always",
-    "fallback": None, "targets": None, "target_id": None, "original_id": None,
-    "replicates": None, "compat": None, "missing_known": "any",
+    "categorical": None, "schema": None, "match": None, "population": None, "replicates": None,
 }
 
 

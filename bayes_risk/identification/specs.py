@@ -1,8 +1,9 @@
 """The grouped arguments of identification risk: how known columns match, and the population.
 
 :class:`MatchSpec` (``match=``) holds the match rule's settings (radius, its type and floor,
-window, shape), :class:`PopulationSpec` (``population=``) whether the intruder knows who is in
-the sample and, when not, where the population counts ``F_t`` come from — as
+window, shape, missing known values, when a match is declared, the fallback, the R package's
+mode), :class:`PopulationSpec` (``population=``) the targets, whether the intruder knows who is
+in the sample and, when not, where the population counts ``F_t`` come from — as
 :class:`~bayes_risk.attribute.candidates.CandidateSpec` groups the candidate-set settings of
 attribute risk. Both are validated when built, with errors naming the field; what depends on
 the data (a radius for a categorical column, a weight per original row) is checked when the
@@ -11,6 +12,7 @@ risk is computed.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -20,10 +22,15 @@ import numpy as np
 from bayes_risk.exceptions import ValidationError, arg_name, has_option, on_command_line
 from bayes_risk.identification.matching import RADIUS_TYPES, SHAPES, WINDOWS
 
-__all__ = ["MatchSpec", "PopulationSpec", "MEMBERSHIPS", "POPULATION_ESTIMATES"]
+__all__ = ["MatchSpec", "PopulationSpec", "MEMBERSHIPS", "POPULATION_ESTIMATES", "COMPAT_MODES",
+           "MISSING_KNOWN", "FALLBACKS"]
 
 MEMBERSHIPS = ("known", "unknown")
 POPULATION_ESTIMATES = ("default", "scaled", "expected_inverse")
+COMPAT_MODES = ("IdentificationRiskCalculation",)
+#: a target's missing known value matches any released value, or only a missing one
+MISSING_KNOWN = ("any", "level")
+FALLBACKS = ("none", "unsynthesized")
 
 
 def _number(value: Any) -> bool:
@@ -40,6 +47,29 @@ def _nonnegative(value: Any, what: str, column: str | None = None) -> float:
         raise ValidationError(f"{shown} must be a finite number >= 0. Got {value!r}.",
                               code="INVALID_ARGUMENT")
     return float(value)
+
+
+def parse_strategy(strategy: Any) -> str | tuple[str, float]:
+    """``"always"``, ``"not_if_max"`` or ``("threshold", γ)`` (Drechsler & Reiter 2008 §4.3)."""
+    if strategy is None or strategy == "always":
+        return "always"
+    if strategy in ("not_if_max", "not-if-max"):
+        return "not_if_max"
+    if isinstance(strategy, (tuple, list)) and len(strategy) == 2 and strategy[0] == "threshold":
+        g = strategy[1]
+        try:
+            g = float(g)
+        except (TypeError, ValueError):
+            g = np.nan
+        if not (0.0 < g < 1.0):
+            raise ValidationError(
+                f"strategy=('threshold', γ): γ must be in (0, 1). Got {strategy[1]!r}."
+            )
+        return ("threshold", g)
+    raise ValidationError(
+        "strategy must be 'always', ('threshold', γ) or 'not_if_max'. "
+        f"Got {strategy!r}."
+    )
 
 
 def _per_column(value: Any, what: str) -> float | dict[str, float] | None:
@@ -81,6 +111,23 @@ class MatchSpec:
         ``"mahalanobis"`` matches when ``(x − t)ᵀ S⁻¹ (x − t) ≤ r²`` with ``S`` the covariance
         of the original's values of the radius columns (Hu 2019 §4.2.2);
         ``"legacy_hh_euclid"`` reproduces the R package's ``euclideanDist=TRUE``.
+    missing_known : {"any", "level"}
+        A target's missing known value (an empty cell or a declared missing-value code): the
+        intruder does not know it, so it matches any released value (``"any"``, default); or
+        missing is a value the intruder knows, matching only released missing values
+        (``"level"``). A released missing value never matches an observed target value
+        (user guide, Missing values). Needs known membership and, for radius columns with
+        missing values, ``shape="rectangle"`` (or ``"ellipse"`` with ``"any"``).
+    strategy : "always", ("threshold", γ) or "not_if_max"
+        When the intruder declares a match (Drechsler & Reiter 2008 §4.3).
+    fallback : {None, "none", "unsynthesized"}
+        Records matching on the unsynthesized known columns when nothing matches in a
+        replicate. ``None``: ``"unsynthesized"`` for pooled known-membership runs with at least
+        one known unsynthesized column (Drechsler & Reiter 2008), else ``"none"``.
+    compat : {None, "IdentificationRiskCalculation"}
+        Reproduce the R package IdentificationRiskCalculation exactly: open windows, signed
+        percentage radius, ``T = 1`` when ``c = 0``, per-dataset aggregation, no fallback,
+        radius vector in data-frame column order (methods, Compatibility with the R packages).
 
     Raises
     ------
@@ -99,6 +146,10 @@ class MatchSpec:
     quantile_groups: int = 20
     window: Literal["closed", "open"] | None = None
     shape: Literal["rectangle", "ellipse", "mahalanobis", "legacy_hh_euclid"] | None = None
+    missing_known: Literal["any", "level"] = "any"
+    strategy: Any = "always"
+    fallback: Literal["none", "unsynthesized"] | None = None
+    compat: Literal["IdentificationRiskCalculation"] | None = None
 
     def __post_init__(self) -> None:
         radius = self.radius
@@ -130,12 +181,36 @@ class MatchSpec:
             raise ValidationError(
                 f"MatchSpec.shape must be None or one of {list(SHAPES)}. Got {self.shape!r}."
             )
+        self._check_rules()
+
+    def _check_rules(self) -> None:
+        """The fields that say what the intruder does with the matches."""
+        if self.missing_known not in MISSING_KNOWN:
+            raise ValidationError(
+                f"MatchSpec.missing_known must be one of {list(MISSING_KNOWN)}. "
+                f"Got {self.missing_known!r}.", code="INVALID_ARGUMENT"
+            )
+        strategy = self.strategy
+        object.__setattr__(self, "strategy", parse_strategy(
+            tuple(strategy) if isinstance(strategy, list) else strategy))
+        if self.fallback is not None and self.fallback not in FALLBACKS:
+            raise ValidationError(
+                f"MatchSpec.fallback must be None or one of {list(FALLBACKS)}. "
+                f"Got {self.fallback!r}.", code="INVALID_ARGUMENT"
+            )
+        if self.compat is not None and self.compat not in COMPAT_MODES:
+            raise ValidationError(
+                f"MatchSpec.compat must be None or one of {list(COMPAT_MODES)}. "
+                f"Got {self.compat!r}."
+            )
 
     def options(self) -> dict[str, Any]:
         """The fields as the keyword options of the engine's ``prepare``."""
         radius = list(self.radius) if isinstance(self.radius, tuple) else self.radius
         return dict(radius=radius, radius_type=self.radius_type, r_min=self.r_min,
-                    quantile_groups=self.quantile_groups, window=self.window, shape=self.shape)
+                    quantile_groups=self.quantile_groups, window=self.window, shape=self.shape,
+                    missing_known=self.missing_known, strategy=self.strategy,
+                    fallback=self.fallback, compat=self.compat)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description."""
@@ -143,16 +218,15 @@ class MatchSpec:
 
     def replace(self, **changes: Any) -> MatchSpec:
         """A copy with ``changes`` applied (validated again)."""
-        fields = dict(radius=self.radius, radius_type=self.radius_type, r_min=self.r_min,
-                      quantile_groups=self.quantile_groups, window=self.window,
-                      shape=self.shape)
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         fields.update(changes)
         return MatchSpec(**fields)
 
 
 @dataclass(frozen=True, eq=False)
 class PopulationSpec:
-    """Whether the intruder knows who is in the sample, and the population counts if not.
+    """The targets, whether the intruder knows who is in the sample, and the population counts
+    if not.
 
     Unknown membership: each of the ``n_t`` matches gets ``min(1/F_t, 1/n_t)`` (Drechsler &
     Reiter 2008, eqs. 5–7; :doc:`/methods/identification`).
@@ -181,12 +255,20 @@ class PopulationSpec:
         values equal the target's (Horvitz–Thompson; Reiter & Mitra 2009), never below the
         number of such records and at least 1. Weights must be positive and finite. An
         alternative to ``counts``.
+    targets : DataFrame, optional
+        External targets (population units) holding the known columns and ``target_id``; ids
+        found among the original's ids (``original_id`` column, the same-named column, or the
+        index) are in the sample, the others are not. Default: every original record is a
+        target.
+    target_id, original_id : str, optional
+        The id columns of ``targets`` and of the original.
 
     Raises
     ------
     ValidationError
         A field out of its range, or a combination that does not apply (counts or weights with
-        known membership, both counts and weights), named in the message.
+        known membership, both counts and weights, ids without targets), named in the
+        message.
 
     Examples
     --------
@@ -200,6 +282,9 @@ class PopulationSpec:
     sampling_fraction: float | None = None
     population_size: int | None = None
     weights: str | Sequence[float] | np.ndarray | None = None
+    targets: Any = None
+    target_id: str | None = None
+    original_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.membership not in MEMBERSHIPS:
@@ -225,6 +310,14 @@ class PopulationSpec:
                 "weights they are estimated from), not both."
             )
         self._check_size()
+        for name in ("target_id", "original_id"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ValidationError(
+                    f"PopulationSpec.{name} must be a column name. Got {value!r}.")
+        if self.targets is None and self.target_id is not None:
+            raise ValidationError(
+                "PopulationSpec.target_id names the id column of targets; give targets too.")
         if self.weights is not None:
             object.__setattr__(self, "weights", _weights(self.weights))
             if self.estimate != "default":
@@ -248,12 +341,6 @@ class PopulationSpec:
                 f"PopulationSpec.population_size must be an integer >= 1. Got {N!r}."
             )
 
-    def options(self) -> dict[str, Any]:
-        """The fields as the keyword options of the engine's ``prepare``."""
-        return dict(membership=self.membership, population_counts=self.counts,
-                    population_estimate=self.estimate, sampling_fraction=self.sampling_fraction,
-                    population_size=self.population_size, weights=self.weights)
-
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description (counts and weights given as data are described, not
         copied)."""
@@ -264,7 +351,9 @@ class PopulationSpec:
 
         return dict(membership=self.membership, counts=described(self.counts),
                     estimate=self.estimate, sampling_fraction=self.sampling_fraction,
-                    population_size=self.population_size, weights=described(self.weights))
+                    population_size=self.population_size, weights=described(self.weights),
+                    targets=described(self.targets), target_id=self.target_id,
+                    original_id=self.original_id)
 
 
 def _weights(weights: Any) -> str | np.ndarray:
@@ -320,5 +409,5 @@ def as_population(population: Any) -> PopulationSpec:
 
 
 def spec_options(match: Any, population: Any) -> dict[str, Any]:
-    """The engine's flat options from ``match=`` and ``population=``."""
-    return {**as_match(match).options(), **as_population(population).options()}
+    """The engine's options from ``match=`` (flat) and ``population=`` (the spec)."""
+    return {**as_match(match).options(), "population": as_population(population)}

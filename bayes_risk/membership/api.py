@@ -42,6 +42,7 @@ from bayes_risk.membership.evaluate import (
 )
 from bayes_risk.membership.plan import conditional_population_rows, plan, population_rows
 from bayes_risk.membership.prepare import check_drawable, check_options, prepare, prior_probability
+from bayes_risk.membership.specs import AttackSpec, RatioSpec, as_spec
 from bayes_risk.protocols import SupportsAugmentedFit, model_info
 from bayes_risk.results.membership import MEMBERSHIP_FLAGS, MembershipRiskResult
 
@@ -183,16 +184,9 @@ def membership_risk(
     holdout: pd.DataFrame | None = None,
     records: Sequence[int] | np.ndarray | None = None,
     population: int | None = None,
-    prior: float | str = "balanced",
-    population_size: int | None = None,
-    threshold: float = 0.5,
-    augmented: Sequence[Any] | None = None,
-    normaliser_draws: int = 400,
-    unsynthesized_concentration: float = 1.0,
+    attack: AttackSpec | None = None,
+    ratio: RatioSpec | None = None,
     selection: Any = None,
-    khat: bool = True,
-    dcr: bool = True,
-    bootstrap: int = 200,
     progressbar: bool = True,
     random_seed: RandomSeed = None,
     allow_other_model: bool = False,
@@ -237,28 +231,15 @@ def membership_risk(
     population : int, optional
         Look-alike non-members drawn from the model's posterior predictive (default: as many as
         the members when no ``holdout`` is given, else 0).
-    prior : float or {"balanced", "sampling"}
-        Prior membership probability π: ``"balanced"`` (0.5, default: the balanced attack game),
-        ``"sampling"`` (the base rate ``n / population_size``) or a number in (0, 1).
-    population_size : int, optional
-        ``N`` of ``prior="sampling"``.
-    threshold : float
-        Posterior membership probability above which a record counts as identified as a member
-        (file summaries: share of members above it; TPR − FPR at it).
-    augmented : sequence of models, optional
-        Draws of ``p(Θ | y, Z_(l))``, one model per dataset (default:
-        ``model.fit_augmented(original, Z_(l), random_seed=...)``, as attribute risk).
-    normaliser_draws : int
-        Population records for the normaliser ``E[Π_l A_l(x')]`` when ``m > 1`` (it is exactly 1
-        when ``m = 1``); under partial synthesis, per cell of the unsynthesized columns. CART:
-        the normaliser is a sum over the synthesizer's predictive, enumerated when its support
-        has at most this many records, else estimated from this many draws (any ``m``).
-    unsynthesized_concentration : float
-        Partial synthesis (sequential regressions and CART): concentration ``α > 0`` of the
-        Dirichlet-process population model of the unsynthesized values,
-        ``p(r | y_{-i}) = (n_r^{(-i)} + α / C) / (n − 1 + α)`` over the ``C`` cells of the
-        unsynthesized columns (methods, Partially synthetic releases). It matters only for a
-        record whose unsynthesized values no other record shares.
+    attack : AttackSpec, optional
+        The attack game: the intruder's prior membership probability, the posterior
+        threshold of "identified as a member", the distance-to-closest-record baseline and the
+        bootstrap of the advantage's interval (:class:`AttackSpec`; default ``AttackSpec()``:
+        balanced prior, threshold 0.5).
+    ratio : RatioSpec, optional
+        How the likelihood ratios are estimated: the augmented refits, the normaliser's
+        population draws, the population model of the unsynthesized values and the Pareto
+        k̂ (:class:`RatioSpec`; default ``RatioSpec()``).
     selection : None, "independent", str or callable
         How the records of a release that synthesizes selected records only (a model fitted
         with ``records=...``) were selected; without it such a release is refused
@@ -271,12 +252,6 @@ def membership_risk(
         values (``MEMBERSHIP_SELECTION_DATA_DEPENDENT``: a quantile, sample uniques). A target
         the rule would not select, in a synthesized slot, has probability 0; a member left
         unsynthesized is released whole: ``p_member`` is 1 with the flag ``RELEASED_WHOLE``.
-    khat : bool
-        Compute Pareto k̂ of every mean (flags ``KHAT_HIGH``).
-    dcr : bool
-        Compute the distance-to-closest-record baseline beside the estimate.
-    bootstrap : int
-        Bootstrap replicates over records for the intervals of the advantage (0 disables).
     progressbar : bool
         Before the refits (one per dataset, most of the cost), print their estimated cost, then
         show one progress bar over them and the first refit's measured time, as attribute risk
@@ -312,13 +287,18 @@ def membership_risk(
     >>> res = membership_risk(model, original, syn, holdout=hold, random_seed=1)  # doctest: +SKIP
     >>> res.records[["role", "p_member", "dcr"]].head()  # doctest: +SKIP
     """
+    attack, ratio = as_spec(attack, AttackSpec, "attack"), as_spec(ratio, RatioSpec, "ratio")
+    prior, population_size, threshold = attack.prior, attack.population_size, attack.threshold
+    dcr, bootstrap = attack.dcr, attack.bootstrap
+    augmented, normaliser_draws = ratio.augmented, ratio.normaliser_draws
+    unsynthesized_concentration, khat = ratio.unsynthesized_concentration, ratio.khat
     rule = _selection.as_selection(selection)
     check_model(model, selection=rule)
     provenance = check_release_model(model, synthetic, original, allow=allow_other_model)
     if _trees.is_tree_model(model):
         if augmented is not None:
-            raise ValidationError("augmented applies to models with posterior draws; a CART "
-                                  "release has none (leave augmented unset).")
+            raise ValidationError("RatioSpec.augmented applies to models with posterior draws; a "
+                                  "CART release has none (leave augmented unset).")
         if rule is not None:
             raise ValidationError(
                 "selection applies to a Bayesian model's release of selected records; the CART "

@@ -12,8 +12,8 @@ from bayes_risk.utility.combining import (
 )
 from bayes_risk.utility.compare import compare_estimates
 from bayes_risk.utility.overlap import CoefDiffResult, OverlapResult, ci_overlap, std_coef_diff
-from bayes_risk.utility.pmse import PMSEResult, pmse, pmse_null_moments
-from bayes_risk.utility.summary import UtilitySummary, utility_summary
+from bayes_risk.utility.pmse import PMSEResult, PropensitySpec, pmse, pmse_null_moments
+from bayes_risk.utility.summary import OverlapSpec, UtilitySummary, utility_summary
 
 __all__ = [
     "combine_scalar",
@@ -21,6 +21,7 @@ __all__ = [
     "CombinedScalar",
     "CombinedMultivariate",
     "pmse",
+    "PropensitySpec",
     "pmse_null_moments",
     "PMSEResult",
     "ci_overlap",
@@ -29,5 +30,6 @@ __all__ = [
     "CoefDiffResult",
     "compare_estimates",
     "utility_summary",
+    "OverlapSpec",
     "UtilitySummary",
 ]

@@ -51,7 +51,8 @@ from bayes_risk.utility._propensity import (  # noqa: F401 - re-exported (public
     propensity_design,
 )
 
-__all__ = ["PMSEResult", "pmse", "pmse_null_moments", "propensity_design", "fit_logit"]
+__all__ = ["PMSEResult", "PropensitySpec", "pmse", "pmse_null_moments", "propensity_design",
+           "fit_logit"]
 
 SEPARATION_EPS = 1e-8  # fitted probabilities this close to 0 or 1 flag separation
 
@@ -167,14 +168,107 @@ class _Engine:
 
 
 # ---------------------------------------------------------------------------------------------
+# the propensity model's settings
+# ---------------------------------------------------------------------------------------------
+def _positive_int(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValidationError(f"{what} must be an integer >= 1. Got {value!r}.",
+                              code="INVALID_ARGUMENT")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class PropensitySpec:
+    """The propensity model of the pMSE: its kind, terms, columns and fitting settings.
+
+    Parameters
+    ----------
+    method : {"logit", "cart"}
+        ``"logit"``: unpenalised logistic regression with intercept, main effects (categorical
+        columns as indicators of all levels but the first, numeric columns linear) and all
+        interactions of up to ``max_order + 1`` variables, fitted by IRLS with step-halving (at
+        most ``max_iter`` iterations); aliased columns are dropped by a rank-revealing pass
+        (relative tolerance 1e-7). ``"cart"``: a scikit-learn ``DecisionTreeClassifier``
+        (Gini) with ``min_samples_leaf = min_leaf`` (rpart's ``minbucket``, synthpop default
+        5), ``min_samples_split = min_split`` (rpart's ``minsplit``, 20) and ``max_depth``
+        (rpart's ``maxdepth``, 30), then pruned as rpart prunes at ``cp`` (synthpop default
+        1e-3): the misclassification-risk cost-complexity subtree with ``α = cp × root risk``.
+        Categorical columns enter one-hot (rpart would use subset splits), so trees and values
+        are close to, not identical with, synthpop's.
+    max_order : int
+        Interactions up to order ``max_order + 1`` (0: main effects, synthpop's ``t ~ .``; 1,
+        the default as in synthpop: plus all two-way interactions, ``t ~ .^2``). Logit only.
+    columns : sequence of str, optional
+        Columns entering the model (default: all; synthpop's ``vars``).
+    cp, min_leaf, min_split, max_depth : CART settings (see ``method``).
+    max_iter : int
+        Maximum IRLS iterations of the logistic model (default 100).
+
+    Raises
+    ------
+    ValidationError
+        A field out of its range, named in the message.
+
+    Examples
+    --------
+    >>> PropensitySpec(method="cart", min_leaf=10).max_order
+    1
+    """
+
+    method: Literal["logit", "cart"] = "logit"
+    max_order: int = 1
+    columns: Sequence[str] | None = None
+    cp: float = 1e-3
+    min_leaf: int = 5
+    min_split: int = 20
+    max_depth: int = 30
+    max_iter: int = 100
+
+    def __post_init__(self) -> None:
+        check_choice(self.method, "PropensitySpec.method", ("logit", "cart"))
+        mo = self.max_order
+        if isinstance(mo, bool) or not isinstance(mo, (int, np.integer)) or mo < 0:
+            raise ValidationError(f"PropensitySpec.max_order must be an integer >= 0. Got {mo!r}.")
+        object.__setattr__(self, "max_order", int(mo))
+        if self.columns is not None:
+            if isinstance(self.columns, str):
+                raise ValidationError(
+                    "PropensitySpec.columns must be a sequence of column names, not a string. "
+                    f"Got {self.columns!r}.")
+            object.__setattr__(self, "columns", tuple(self.columns))
+        cp = self.cp
+        if isinstance(cp, bool) or not isinstance(cp, (int, float, np.integer, np.floating)) \
+                or not cp >= 0:
+            raise ValidationError(f"PropensitySpec.cp must be a number >= 0. Got {cp!r}.")
+        object.__setattr__(self, "cp", float(cp))
+        for name in ("min_leaf", "min_split", "max_depth", "max_iter"):
+            object.__setattr__(self, name,
+                               _positive_int(getattr(self, name), f"PropensitySpec.{name}"))
+
+
+def as_propensity(propensity: Any) -> PropensitySpec:
+    """``propensity=`` as a :class:`PropensitySpec` (``None``: the defaults; a string: the
+    method)."""
+    if propensity is None:
+        return PropensitySpec()
+    if isinstance(propensity, str):
+        return PropensitySpec(method=propensity)  # type: ignore[arg-type]
+    if not isinstance(propensity, PropensitySpec):
+        raise ValidationError(
+            "propensity must be a PropensitySpec (bayes_risk.PropensitySpec(method=..., "
+            f"max_order=..., ...)), 'logit' or 'cart'. Got {type(propensity).__name__}."
+        )
+    return propensity
+
+
+# ---------------------------------------------------------------------------------------------
 # public function
 # ---------------------------------------------------------------------------------------------
 def pmse(
     original: pd.DataFrame,
     synthetic: Any,
     *,
-    method: Literal["logit", "cart"] = "logit",
-    max_order: int = 1,
+    propensity: PropensitySpec | Literal["logit", "cart"] | None = None,
     incomplete: bool | None = None,
     null: Literal["theory", "perm", "pairs", "auto"] = "auto",
     n_perm: int = 100,
@@ -182,12 +276,6 @@ def pmse(
     schema: Schema | None = None,
     categorical: Iterable[str] | None = None,
     synthesized: Iterable[str] | None = None,
-    columns: Iterable[str] | None = None,
-    cp: float = 1e-3,
-    min_leaf: int = 5,
-    min_split: int = 20,
-    max_depth: int = 30,
-    max_iter: int = 100,
     progressbar: bool = False,
     imputed: Any = "auto",
 ) -> PMSEResult:
@@ -203,21 +291,10 @@ def pmse(
         The confidential table.
     synthetic : DataFrame, list of DataFrame or SyntheticData
         The ``m`` synthetic datasets (same columns as ``original``).
-    method : {"logit", "cart"}
-        Propensity model. ``"logit"``: unpenalised logistic regression with intercept, main
-        effects (categorical columns as indicators of all levels but the first, numeric columns
-        linear) and all interactions of up to ``max_order + 1`` variables, fitted by IRLS with
-        step-halving (at most ``max_iter`` iterations); aliased columns are dropped by a
-        rank-revealing pass (relative tolerance 1e-7). ``"cart"``: a scikit-learn
-        ``DecisionTreeClassifier`` (Gini) with ``min_samples_leaf = min_leaf`` (rpart's
-        ``minbucket``, synthpop default 5), ``min_samples_split = min_split`` (rpart's
-        ``minsplit``, 20) and ``max_depth`` (rpart's ``maxdepth``, 30), then pruned as rpart
-        prunes at ``cp`` (synthpop default 1e-3): the misclassification-risk cost-complexity
-        subtree with ``α = cp × root risk``. Categorical columns enter one-hot (rpart would use
-        subset splits), so trees and values are close to, not identical with, synthpop's.
-    max_order : int
-        Interactions up to order ``max_order + 1`` (0: main effects, synthpop's ``t ~ .``; 1, the
-        default as in synthpop: plus all two-way interactions, ``t ~ .^2``). Logit only.
+    propensity : PropensitySpec, "logit" or "cart", optional
+        The propensity model (:class:`PropensitySpec`: its kind, interaction order, columns,
+        tree and IRLS settings); a string is ``PropensitySpec(method=...)``. Default:
+        ``PropensitySpec()``, the logistic model with all two-way interactions.
     incomplete : bool, optional
         Incomplete (by columns) synthesis: the theory null uses ``k* − 1`` = estimable
         non-intercept columns involving a synthesized variable. Default: True when some but not
@@ -238,11 +315,6 @@ def pmse(
         Columns to treat as categorical (e.g. integer-coded factors such as ``Urban``).
     synthesized : iterable of str, optional
         Synthesized columns (overrides the schema's roles).
-    columns : iterable of str, optional
-        Columns entering the propensity model (default: all; synthpop's ``vars``).
-    cp, min_leaf, min_split, max_depth : CART settings (see ``method``).
-    max_iter : int
-        Maximum IRLS iterations (default 100).
     progressbar : bool
         Show a progress bar over datasets.
     imputed : "auto" or iterable of str
@@ -266,9 +338,9 @@ def pmse(
     Raises
     ------
     ValidationError
-        For an unknown ``method``/``null``, ``null="theory"`` with CART, ``"perm"`` with
-        incomplete synthesis, ``"pairs"`` with ``m = 1``, ``incomplete=True`` without synthesized
-        columns, a negative ``max_order`` or ``n_perm < 2``.
+        For an unknown ``null``, ``null="theory"`` with CART, ``"perm"`` with incomplete
+        synthesis, ``"pairs"`` with ``m = 1``, ``incomplete=True`` without synthesized columns,
+        ``n_perm < 2`` or a ``propensity`` that is not a :class:`PropensitySpec`.
     SchemaError
         For missing/extra columns, missing values, unknown columns in ``categorical``/
         ``synthesized``/``columns``.
@@ -302,25 +374,17 @@ def pmse(
     >>> with warnings.catch_warnings(record=True) as caught:  # 2 coefficients for 8 rows
     ...     warnings.simplefilter("always")
     ...     r = pmse(pd.DataFrame({"x": [0, 0, 1, 1]}), pd.DataFrame({"x": [0, 1, 1, 1]}),
-    ...              max_order=0, categorical=["x"])
+    ...              propensity=PropensitySpec(max_order=0), categorical=["x"])
     >>> [w.category.__name__ for w in caught]
     ['DataWarning']
     >>> round(float(r.pmse[0]), 7), int(r.k[0]), round(float(r.ratio[0]), 6)
     (0.0166667, 2, 1.066667)
     """
-    method = check_choice(method, "method", ("logit", "cart"))
+    spec = as_propensity(propensity)
+    method, max_order, columns = spec.method, spec.max_order, spec.columns
     null = check_choice(null, "null", ("auto", "theory", "perm", "pairs"))
-    if isinstance(max_order, bool) or not isinstance(max_order, (int, np.integer)) or max_order < 0:
-        raise ValidationError(f"max_order must be an integer >= 0. Got {max_order!r}.")
     if isinstance(n_perm, bool) or not isinstance(n_perm, (int, np.integer)) or n_perm < 2:
         raise ValidationError(f"n_perm must be an integer >= 2. Got {n_perm!r}.")
-    if not (isinstance(cp, (int, float)) and cp >= 0):
-        raise ValidationError(f"cp must be a number >= 0. Got {cp!r}.")
-    for nm, v in (("min_leaf", min_leaf), ("min_split", min_split), ("max_depth", max_depth),
-                  ("max_iter", max_iter)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValidationError(f"{nm} must be an integer >= 1. Got {v!r}.",
-                                  code="INVALID_ARGUMENT")
 
     datasets, source = as_synthetic_list(synthetic, original=original)
     dups = duplicate_codes(datasets)  # warned by as_synthetic_list; a result code too
@@ -328,7 +392,8 @@ def pmse(
     m = len(datasets)
     schema = resolve_schema(original, datasets, schema=schema, carried=carried,
                             categorical=categorical, synthesized=synthesized, same_rows=False)
-    cols = schema.check_columns(columns, "columns") if columns is not None else schema.names
+    cols = (schema.check_columns(columns, "PropensitySpec.columns") if columns is not None
+            else schema.names)
     choice = resolve_imputed(imputed, source, original, datasets, schema)
     # only the modelled columns matter (others would drop records for nothing)
     choice = ImputedChoice([c for c in choice.columns if c in cols], choice.source,
@@ -336,7 +401,8 @@ def pmse(
     imputed_codes = warn_observed_cells(choice)
     original, datasets = observed_cells(original, datasets, choice, for_pmse=True)
     if not cols:
-        raise ValidationError("columns is empty; the propensity model needs at least one column.")
+        raise ValidationError(
+            "PropensitySpec.columns is empty; the propensity model needs at least one column.")
     syn_cols = [c for c in schema.synthesized if c in cols]
     if incomplete is None:
         incomplete = 0 < len(syn_cols) < len(cols)
@@ -372,11 +438,11 @@ def pmse(
             "null='pairs' compares synthetic datasets with each other and needs m >= 2. Got m = 1."
         )
 
-    cart = {"cp": float(cp), "min_leaf": int(min_leaf), "min_split": int(min_split),
-            "max_depth": int(max_depth)}
+    cart = {"cp": spec.cp, "min_leaf": spec.min_leaf, "min_split": spec.min_split,
+            "max_depth": spec.max_depth}
     with _single_threaded_blas():
         res = _pmse_impl(original, datasets, schema, cols, syn_cols, incomplete, method,
-                         int(max_order), null, int(n_perm), random_seed, cart, int(max_iter),
+                         max_order, null, int(n_perm), random_seed, cart, spec.max_iter,
                          progressbar)
     res.settings.update(choice.to_settings())
     res.warnings.extend(c for c in [*imputed_codes, *dups] if c not in res.warnings)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -39,9 +40,9 @@ from bayes_risk.utility.compare import (
     estimand_row,
     warn_single_dataset,
 )
-from bayes_risk.utility.pmse import pmse
+from bayes_risk.utility.pmse import PropensitySpec, as_propensity, pmse
 
-__all__ = ["UtilitySummary", "utility_summary", "default_estimands"]
+__all__ = ["UtilitySummary", "OverlapSpec", "utility_summary", "default_estimands"]
 
 #: the default estimands' treatment of missing values, as recorded in the summary's settings
 OVERLAP_MISSING_POLICY = (
@@ -103,23 +104,86 @@ def default_estimands(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], 
     return out
 
 
+@dataclass(frozen=True)
+class OverlapSpec:
+    """The interval-overlap figures of :func:`utility_summary`: what is estimated, and how the
+    intervals are made.
+
+    Parameters
+    ----------
+    estimands : str or sequence of str, optional
+        statsmodels formulas (e.g. ``"Income ~ Age + C(Marital)"``) whose coefficients are the
+        estimands. Default: the mean of each numeric column and the proportion of each level
+        of each categorical column, over the synthesized columns (over all columns when none
+        are known) — unsynthesized columns would only add overlaps of 1.
+    family : {"ols", "logit", "poisson"}
+        Model family of the formulas.
+    alpha : float
+        ``1 −`` confidence level of the intervals.
+    rules : {"auto", "partial", "full-same-n", "full-population"}
+        Combining rules of the synthetic intervals (methods, Combining rules). ``"auto"``
+        (default): the generation scheme recorded in the release's manifest; otherwise
+        inferred from the synthesized columns (all columns: full synthesis of the same units,
+        Raab, Nowok & Dibben 2016; some: partial synthesis, Reiter 2003). The choice and its
+        reason are in the summary's ``settings`` (``combining_rules``,
+        ``combining_rules_reason``).
+
+    Raises
+    ------
+    ValidationError
+        A field out of its range, named in the message.
+
+    Examples
+    --------
+    >>> OverlapSpec(estimands="Income ~ Age", alpha=0.1).estimands
+    ('Income ~ Age',)
+    """
+
+    estimands: str | Sequence[str] | None = None
+    family: Literal["ols", "logit", "poisson"] = "ols"
+    alpha: float = 0.05
+    rules: Literal["auto", "partial", "full-same-n", "full-population"] = "auto"
+
+    def __post_init__(self) -> None:
+        if self.estimands is not None:
+            formulas = ((self.estimands,) if isinstance(self.estimands, str)
+                        else tuple(self.estimands))
+            for f in formulas:
+                if not isinstance(f, str):
+                    raise ValidationError(
+                        f"OverlapSpec.estimands must be formula strings. Got {f!r}.")
+            object.__setattr__(self, "estimands", formulas)
+        object.__setattr__(self, "alpha", check_probability(self.alpha, "OverlapSpec.alpha"))
+        check_choice(self.family, "OverlapSpec.family", ("ols", "logit", "poisson"))
+        if self.rules != "auto":
+            check_rules(self.rules, "OverlapSpec.rules")
+
+
+def as_overlap(overlap: Any) -> OverlapSpec:
+    """``overlap=`` as an :class:`OverlapSpec` (``None``: the defaults)."""
+    if overlap is None:
+        return OverlapSpec()
+    if not isinstance(overlap, OverlapSpec):
+        raise ValidationError(
+            "overlap must be an OverlapSpec (bayes_risk.OverlapSpec(estimands=..., family=..., "
+            f"...)). Got {type(overlap).__name__}."
+        )
+    return overlap
+
+
 def utility_summary(
     original: pd.DataFrame,
     synthetic: Any,
     *,
     schema: Schema | None = None,
-    pmse_method: Literal["logit", "cart"] = "logit",
-    max_order: int = 1,
-    estimands: Iterable[str] | None = None,
+    propensity: PropensitySpec | Literal["logit", "cart"] | None = None,
     null: Literal["auto", "theory", "perm", "pairs"] = "auto",
-    family: Literal["ols", "logit", "poisson"] = "ols",
+    n_perm: int = 100,
+    overlap: OverlapSpec | None = None,
     categorical: Iterable[str] | None = None,
     synthesized: Iterable[str] | None = None,
-    alpha: float = 0.05,
-    n_perm: int = 100,
     random_seed: RandomSeed = None,
     progressbar: bool = False,
-    rules: Literal["auto", "partial", "full-same-n", "full-population"] = "auto",
     imputed: Any = "auto",
 ) -> UtilitySummary:
     """pMSE and interval overlap of a synthetic release in one call (methods, Utility measures).
@@ -132,40 +196,26 @@ def utility_summary(
         The ``m`` synthetic datasets.
     schema : Schema, optional
         Column types and roles; inferred from ``original`` (with ``categorical``) when omitted.
-    pmse_method : {"logit", "cart"}
-        Propensity model of :func:`~bayes_risk.utility.pmse.pmse`.
-    max_order : int
-        Interaction order of the logistic propensity model (1: all two-way interactions).
-    estimands : iterable of str, optional
-        statsmodels formulas (e.g. ``"Income ~ Age + C(Marital)"``) whose coefficients are the
-        estimands of the interval-overlap figures. Default: the mean of each numeric column and
-        the proportion of each level of each categorical column, over the synthesized columns
-        (over all columns when none are known) — unsynthesized columns would only add overlaps
-        of 1.
+    propensity : PropensitySpec, "logit" or "cart", optional
+        Propensity model of :func:`~bayes_risk.utility.pmse.pmse` (default: logistic, all
+        two-way interactions).
     null : {"auto", "theory", "perm", "pairs"}
         pMSE null (see :func:`~bayes_risk.utility.pmse.pmse`).
-    family : {"ols", "logit", "poisson"}
-        Model family of the formulas.
+    n_perm : int
+        Permutations for a ``perm`` null.
+    overlap : OverlapSpec, optional
+        The interval-overlap figures: estimands, model family, confidence level and combining
+        rules (:class:`OverlapSpec`; default ``OverlapSpec()``).
     categorical : iterable of str, optional
         Integer-coded columns to treat as categorical.
     synthesized : iterable of str, optional
         Synthesized columns. Default: the schema's roles; if it has none and every dataset has
         the original's rows, the columns whose values differ from the original in some dataset
         (``synthesized_inferred`` is then True); otherwise complete synthesis.
-    alpha : float
-        ``1 −`` confidence level of the intervals.
-    n_perm : int
-        Permutations for a ``perm`` null.
     random_seed : int, Generator or None
         Seed of the pMSE resampling null / CART tie-breaking.
     progressbar : bool
         Progress bars.
-    rules : {"auto", "partial", "full-same-n", "full-population"}
-        Combining rules of the synthetic intervals (methods, Combining rules). ``"auto"``
-        (default): the generation scheme recorded in the release's manifest; otherwise
-        inferred from the synthesized columns (all columns: full synthesis of the same units,
-        Raab, Nowok & Dibben 2016; some: partial synthesis, Reiter 2003). The choice and its
-        reason are in ``settings`` (``combining_rules``, ``combining_rules_reason``).
     imputed : "auto" or iterable of str
         Columns whose missing values the synthesizer imputed (DPMPM imputes inside its
         sampler). They are compared on the original's observed cells: proportions among the
@@ -189,8 +239,8 @@ def utility_summary(
     ------
     ValidationError, SchemaError
         As :func:`~bayes_risk.utility.pmse.pmse` and
-        :func:`~bayes_risk.utility.compare.compare_estimates` (an unknown ``family`` among
-        them, checked before anything is fitted); ``US_COLUMNS_DIFFER`` when
+        :func:`~bayes_risk.utility.compare.compare_estimates` (an ``overlap`` that is not an
+        :class:`OverlapSpec`, checked before anything is fitted); ``US_COLUMNS_DIFFER`` when
         declared (or recorded) unsynthesized columns differ from the original.
 
     Examples
@@ -200,14 +250,14 @@ def utility_summary(
     >>> d = make_ce_like(n=400, random_seed=3)
     >>> rng = np.random.default_rng(1)
     >>> syn = [d.assign(Income=d["Income"] + rng.normal(0, 100, len(d))) for _ in range(3)]
-    >>> s = utility_summary(d, syn, max_order=0, categorical=["Urban", "Marital", "Tenure"])
+    >>> s = utility_summary(d, syn, propensity=PropensitySpec(max_order=0),
+    ...                     categorical=["Urban", "Marital", "Tenure"])
     >>> s.synthesized, list(s.overlap["estimand"]), s.pmse.null
     (['Income'], ['mean(Income)'], 'theory')
     """
-    alpha = check_probability(alpha, "alpha")
-    family = check_choice(family, "family", ("ols", "logit", "poisson"))
-    if rules != "auto":
-        check_rules(rules, "rules")
+    spec = as_propensity(propensity)
+    ov = as_overlap(overlap)
+    estimands, family, alpha, rules = ov.estimands, ov.family, ov.alpha, ov.rules
     datasets, source = as_synthetic_list(synthetic, original=original)
     carried = None if source is None else source.schema
     m = len(datasets)
@@ -235,21 +285,17 @@ def utility_summary(
                           syn_cols if syn_cols else None, list(schema.names))
     imp = resolve_imputed(imputed, source, original, datasets, schema)
     # pmse masks the imputed columns itself (and warns MISSING_AT_RANDOM_ASSUMED once)
-    pm = pmse(original, datasets, method=pmse_method, max_order=max_order, null=null,
+    pm = pmse(original, datasets, propensity=spec, null=null,
               n_perm=n_perm, random_seed=random_seed, schema=schema,
               synthesized=syn_cols or None, progressbar=progressbar, imputed=imp)
     codes.extend(pm.warnings)
     original, datasets = observed_cells(original, datasets, imp, for_pmse=False)
 
     formulas = list(estimands) if estimands is not None else []
-    if isinstance(estimands, str):
-        formulas = [estimands]
     comparison = None
     if formulas:
         tables, pers = [], []
         for f in formulas:
-            if not isinstance(f, str):
-                raise ValidationError(f"estimands must be formula strings. Got {f!r}.")
             t, per, c = _compare(original, datasets, schema, f, family, float(alpha), choice)
             tables.append(t)
             pers.append(per)
@@ -276,7 +322,7 @@ def utility_summary(
     for l in range(m):
         overlap[f"overlap_syn{l + 1}"] = per_all[:, l] if per_all.size else []
     settings = {
-        "pmse_method": pmse_method, "max_order": int(max_order), "null": pm.null,
+        "pmse_method": spec.method, "max_order": spec.max_order, "null": pm.null,
         "alpha": float(alpha), "family": family, "formulas": formulas,
         "n_perm": int(n_perm), **{f"pmse_{k}": v for k, v in pm.settings.items()
                                   if not k.startswith("imputed_")},

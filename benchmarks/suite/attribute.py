@@ -67,12 +67,13 @@ class AttributeEngine:
         self.model, self.df, self.syn, self.aug = _array_setup(N_RECORDS)
 
     def _run(self):
-        from bayes_risk.attribute import attribute_risk
+        from bayes_risk.attribute import EstimatorSpec, attribute_risk
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            attribute_risk(self.df, self.syn, model=self.model, augmented=self.aug, bootstrap=200,
-                           random_seed=2026, progressbar=False)
+            attribute_risk(self.df, self.syn, model=self.model,
+                           random_seed=2026, progressbar=False,
+                           estimator=EstimatorSpec(augmented=self.aug, bootstrap=200))
 
     def time_attribute_risk(self):
         self._run()
@@ -93,13 +94,14 @@ class PriorSweep:
     param_names = ["n_priors"]
 
     def setup(self, n_priors):
-        from bayes_risk.attribute import attribute_risk
+        from bayes_risk.attribute import EstimatorSpec, attribute_risk
 
         model, df, syn, aug = _array_setup(N_RECORDS)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            self.res = attribute_risk(df, syn, model=model, augmented=aug, bootstrap=0,
-                                      random_seed=2026, progressbar=False)
+            self.res = attribute_risk(df, syn, model=model,
+                                      random_seed=2026, progressbar=False,
+                                      estimator=EstimatorSpec(augmented=aug, bootstrap=0))
         self.priors = [f"truth-weighted:{k:.3f}" for k in np.linspace(0.2, 10, n_priors)]
 
     def time_prior_sensitivity(self, n_priors):

@@ -39,8 +39,8 @@ class IdentificationCEdata:
             return identification_risk(
                 self.df, self.syn, known=[*KNOWN, *SYNTHESIZED], synthesized=SYNTHESIZED,
                 categorical=CATEGORICAL,
-                match=MatchSpec(radius=0.1),
-                compat="IdentificationRiskCalculation", progressbar=False)
+                match=MatchSpec(radius=0.1, compat="IdentificationRiskCalculation"),
+                progressbar=False)
 
     def time_identification(self, m):
         self._run()
@@ -85,8 +85,8 @@ class IdentificationLarge:
             warnings.simplefilter("ignore")
             identification_risk(self.y, self.syn, known=[*keys, "income", "expend"],
                                 synthesized=["income", "expend"], categorical=keys,
-                                match=MatchSpec(radius=0.05), aggregation=aggregation,
-                                fallback="none",
+                                match=MatchSpec(radius=0.05, fallback="none"),
+                                aggregation=aggregation,
                                 progressbar=False)
 
     def time_identification(self, aggregation):

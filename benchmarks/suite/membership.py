@@ -104,12 +104,12 @@ class MembershipPartial:
                 for i, z in enumerate(self.syn.datasets)]
 
     def _run(self):
-        from bayes_risk import membership_risk
+        from bayes_risk import RatioSpec, membership_risk
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return membership_risk(self.model, self.train, self.syn, holdout=self.hold,
-                                   augmented=self.aug, random_seed=3)
+                                   ratio=RatioSpec(augmented=self.aug), random_seed=3)
 
     def time_refits(self):
         self._refits()

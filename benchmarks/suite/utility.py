@@ -15,6 +15,8 @@ CASES = {
     "logit, 2-way, pairs": {"max_order": 1, "null": "pairs"},
     "cart, pairs": {"method": "cart", "null": "pairs", "random_seed": 1},
 }
+#: the case's settings of the propensity model (PropensitySpec), the others pmse's arguments
+PROPENSITY = {"method", "max_order"}
 
 
 class PMSE:
@@ -32,12 +34,14 @@ class PMSE:
         self.df, self.syn = ce(), scenario1()
 
     def time_pmse(self, case):
-        from bayes_risk.utility import pmse
+        from bayes_risk.utility import PropensitySpec, pmse
 
+        kw = {k: v for k, v in CASES[case].items() if k not in PROPENSITY}
+        spec = PropensitySpec(**{k: v for k, v in CASES[case].items() if k in PROPENSITY})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             pmse(self.df, self.syn, categorical=CATEGORICAL, synthesized=["Income"],
-                 **CASES[case])
+                 propensity=spec, **kw)
 
 
 class UtilitySummary:
@@ -53,9 +57,11 @@ class UtilitySummary:
         self.df, self.syn = ce(), scenario1()
 
     def time_utility_summary(self):
-        from bayes_risk.utility import utility_summary
+        from bayes_risk.utility import OverlapSpec, PropensitySpec, utility_summary
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            utility_summary(self.df, self.syn, categorical=CATEGORICAL, max_order=1,
-                            estimands=["Income ~ Age + C(Marital) + Expenditure"])
+            utility_summary(self.df, self.syn, categorical=CATEGORICAL,
+                            propensity=PropensitySpec(max_order=1),
+                            overlap=OverlapSpec(
+                                estimands=["Income ~ Age + C(Marital) + Expenditure"]))

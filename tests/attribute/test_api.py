@@ -15,7 +15,9 @@ from scipy.stats import norm
 
 from bayes_risk.attribute import (
     CandidateSpec,
+    EstimatorSpec,
     GridSpec,
+    ScenarioSpec,
     attribute_risk,
     prior_sensitivity,
     with_prior,
@@ -64,7 +66,8 @@ def test_array_model_draws_are_validated():
 # ----------------------------------------------------------------------------- bern3
 def test_bern3_is_estimator_numbers(bern3):
     model, orig, z1, z2 = bern3
-    res = _run(orig, [z1, z2], model=model, records=[0], estimator="is", bootstrap=0)
+    res = _run(orig, [z1, z2], model=model, records=[0],
+               estimator=EstimatorSpec(kind="is", bootstrap=0))
     cp = res.candidate_posteriors(0)
     ll = dict(zip(cp["y"].astype(int), cp["loglik"], strict=False))
     assert ll[0] == pytest.approx(-7.821074, abs=1e-6)
@@ -77,7 +80,8 @@ def test_bern3_is_estimator_numbers(bern3):
 
 def test_bern3_z1_only_diagnostics_and_truth_weighted(bern3):
     model, orig, z1, _ = bern3
-    res = _run(orig, [z1], model=model, records=[0], estimator="is", bootstrap=0)
+    res = _run(orig, [z1], model=model, records=[0],
+               estimator=EstimatorSpec(kind="is", bootstrap=0))
     p = _post_by_value(res)
     assert p[0] == pytest.approx(0.355475, abs=1e-6) and p[1] == pytest.approx(0.644525, abs=1e-6)
     d = res.diagnostics[0]
@@ -111,7 +115,8 @@ def test_identity_equal_weights_for_truth():
 def test_stabilised_worked_example(bern3):
     model, orig, z1, _ = bern3
     aug = [model.with_draws(np.array([0.6, 0.7, 0.8]))]
-    res = _run(orig, [z1], model=model, records=[0], augmented=aug, bootstrap=0)
+    res = _run(orig, [z1], model=model, records=[0],
+               estimator=EstimatorSpec(augmented=aug, bootstrap=0))
     assert res.settings["estimator"] == "stabilised"
     cp = res.candidate_posteriors(0)
     ll = dict(zip(cp["y"].astype(int), cp["loglik"], strict=False))
@@ -137,7 +142,8 @@ def test_stabilised_beta_posterior_check(bern3):
     rng = np.random.default_rng(20260)
     m0 = model.with_draws(rng.beta(4, 3, size=200_000))
     m1 = model.with_draws(rng.beta(8, 4, size=200_000))
-    res = _run(orig, [z1], model=m0, records=[0], augmented=[m1], bootstrap=0)
+    res = _run(orig, [z1], model=m0, records=[0],
+               estimator=EstimatorSpec(augmented=[m1], bootstrap=0))
     cp = res.candidate_posteriors(0)
     ll = dict(zip(cp["y"].astype(int), cp["loglik"], strict=False))
     assert np.exp(ll[0] - ll[1]) == pytest.approx(0.571429, abs=0.01)
@@ -151,7 +157,7 @@ def test_is_beta_bernoulli_closed_form(bern3):
     model, orig, z1, _ = bern3
     rng = np.random.default_rng(7)
     m0 = model.with_draws(rng.beta(4, 3, size=200_000))
-    res = _run(orig, [z1], model=m0, records=[0], estimator="is", bootstrap=0)
+    res = _run(orig, [z1], model=m0, records=[0], estimator=EstimatorSpec(kind="is", bootstrap=0))
     cp = res.candidate_posteriors(0)
     ll = dict(zip(cp["y"].astype(int), cp["loglik"], strict=False))
     # the estimator is p(Z | y*) up to the constant p(Z|y)-free factor: compare differences and
@@ -177,7 +183,8 @@ def test_normreg_example():
     model = ArrayModel(ll, draws, schema, ratio_form="conditional")
     np.testing.assert_allclose(model.dataset_loglik([syn])[:, 0], [-1.737374, -1.962833], atol=1e-6)
     spec = CandidateSpec("product", grids={"y": GridSpec("explicit", values=(11.1, 11.6, 12.1))})
-    res = _run(orig, [syn], model=model, records=[0], candidates=spec, estimator="is", bootstrap=0)
+    res = _run(orig, [syn], model=model, records=[0], candidates=spec,
+               estimator=EstimatorSpec(kind="is", bootstrap=0))
     cp = res.candidate_posteriors(0)
     np.testing.assert_allclose(cp["y"], [11.1, 11.6, 12.1])
     np.testing.assert_allclose(cp["loglik"], [-1.824949, -1.843763, -1.879504], atol=1e-6)
@@ -253,22 +260,16 @@ def test_results_do_not_depend_on_chunk_size_or_order(recs, chunk, est):
         syn,
         model=model,
         records=recs,
-        augmented=aug,
-        estimator=est,
-        chunk_size=chunk,
-        bootstrap=30,
         random_seed=3,
+        estimator=EstimatorSpec(augmented=aug, kind=est, chunk_size=chunk, bootstrap=30),
     )
     r2 = _run(
         orig,
         syn,
         model=model,
         records=sorted(recs)[::-1],
-        augmented=aug,
-        estimator=est,
-        chunk_size=64,
-        bootstrap=30,
         random_seed=3,
+        estimator=EstimatorSpec(augmented=aug, kind=est, chunk_size=64, bootstrap=30),
     )
     a = r1.records.sort_index()
     b = r2.records.sort_index()
@@ -282,7 +283,8 @@ def test_to_dict_is_strict_json(tmp_path):
     from bayes_risk._io import write_json
 
     model, orig, syn, aug = _cat_model()
-    res = _run(orig, syn, model=model, records=[0, 3], augmented=aug, random_seed=0)
+    res = _run(orig, syn, model=model, records=[0, 3], random_seed=0,
+               estimator=EstimatorSpec(augmented=aug))
     write_json(tmp_path / "r.json", res.to_dict(records=True))
     back = json.loads((tmp_path / "r.json").read_text())
     assert back["records"]["record"] == [0, 3] and back["settings"]["estimator"] == "stabilised"
@@ -293,9 +295,10 @@ def test_to_dict_is_strict_json(tmp_path):
 def test_invariants_sum_to_one_and_prior_sweep(kappa, rec, est):
     model, orig, syn, aug = _cat_model()
     base = _run(
-        orig, syn, model=model, records=[rec], augmented=aug, estimator=est, bootstrap=20,
+        orig, syn, model=model, records=[rec],
         random_seed=1
-    )
+    ,
+        estimator=EstimatorSpec(augmented=aug, kind=est, bootstrap=20))
     post = np.exp(base.log_post[0])
     assert post.sum() == pytest.approx(1.0, abs=1e-12)
     swept = with_prior(base, prior=f"truth-weighted:{kappa}")
@@ -304,11 +307,9 @@ def test_invariants_sum_to_one_and_prior_sweep(kappa, rec, est):
         syn,
         model=model,
         records=[rec],
-        augmented=aug,
-        estimator=est,
-        bootstrap=20,
         random_seed=1,
         prior=f"truth-weighted:{kappa}",
+        estimator=EstimatorSpec(augmented=aug, kind=est, bootstrap=20),
     )
     pd.testing.assert_frame_equal(swept.records, full.records)
     np.testing.assert_allclose(np.exp(swept.log_post[0]).sum(), 1.0)
@@ -316,8 +317,9 @@ def test_invariants_sum_to_one_and_prior_sweep(kappa, rec, est):
 
 def test_product_candidates_marginals_and_prior_sensitivity():
     model, orig, syn, aug = _cat_model()
-    res = _run(orig, syn, model=model, records=[0, 1], candidates="full", augmented=aug,
-               random_seed=0)
+    res = _run(orig, syn, model=model, records=[0, 1], candidates="full",
+               random_seed=0,
+               estimator=EstimatorSpec(augmented=aug))
     assert (res.records["G"] == 6).all()
     assert {"marg_a", "marg_b"} <= set(res.records.columns)
     ps = prior_sensitivity(res,
@@ -336,7 +338,8 @@ def test_prior_sensitivity_arguments():
     # one specification is one prior; an empty sweep names the argument; two priors with the
     # same label (every user prior is "user") stay apart
     model, orig, syn, aug = _cat_model()
-    res = _run(orig, syn, model=model, records=[0, 1], augmented=aug, random_seed=0)
+    res = _run(orig, syn, model=model, records=[0, 1], random_seed=0,
+               estimator=EstimatorSpec(augmented=aug))
     one = prior_sensitivity(res, priors="truth-weighted:2")
     pd.testing.assert_frame_equal(one, prior_sensitivity(res, priors=["truth-weighted:2"]))
     with pytest.raises(ValidationError, match="priors is empty"):
@@ -368,27 +371,32 @@ def test_a_grid_that_rounds_to_the_truth_is_reported():
     small = int(np.flatnonzero(orig["kids"] < 5)[0])
     with pytest.warns(DataWarning, match=r"no candidate other than the truth in column\(s\) "
                                          r"'kids' \(1 of 1 records\).*\(NO_ALTERNATIVE\)"):
-        res = _run(orig, syn, model=model, records=[small], estimator="is", bootstrap=0)
+        res = _run(orig, syn, model=model, records=[small],
+                   estimator=EstimatorSpec(kind="is", bootstrap=0))
     assert res.records["G"].iloc[0] == 1 and res.records["p_true"].iloc[0] == 1.0
     assert "NO_ALTERNATIVE" in res.warnings
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataWarning)
-        wide = _run(orig, syn, model=model, records=[small], estimator="is", bootstrap=0,
-                    candidates="one-variable,grid:additive:2:5")
+        wide = _run(orig, syn, model=model, records=[small],
+                    candidates="one-variable,grid:additive:2:5",
+                    estimator=EstimatorSpec(kind="is", bootstrap=0))
     assert wide.records["G"].iloc[0] > 1 and "NO_ALTERNATIVE" not in wide.warnings
 
 def test_partially_known_and_scenarios():
     model, orig, syn, aug = _cat_model()
     res = _run(
-        orig, syn, model=model, records=[0], scenario="partially_known", known=["b"], augmented=aug
-    )
+        orig, syn, model=model, records=[0],
+        scenario=ScenarioSpec(kind="partially_known", known=["b"]),
+        estimator=EstimatorSpec(augmented=aug))
     assert res.columns == ("a",) and res.records.loc[0, "G"] == 3
     with pytest.raises(NotImplementedError, match="Paiva"):
         _run(orig, syn, model=model, scenario="some_others_known")
     with pytest.raises(ValidationError, match="not synthesized"):
-        _run(orig, syn, model=model, scenario="partially_known", known=["u"], augmented=aug)
+        _run(orig, syn, model=model, scenario=ScenarioSpec(kind="partially_known", known=["u"]),
+             estimator=EstimatorSpec(augmented=aug))
     with pytest.raises(ValidationError, match="needs known"):
-        _run(orig, syn, model=model, scenario="partially_known", augmented=aug)
+        _run(orig, syn, model=model, scenario="partially_known",
+             estimator=EstimatorSpec(augmented=aug))
 
 
 def test_unknown_category_in_candidates_gets_zero():
@@ -403,9 +411,8 @@ def test_unknown_category_in_candidates_gets_zero():
     with pytest.warns(ImportanceSamplingWarning, match="records are flagged") as flagged:
         with pytest.warns(ImportanceSamplingWarning, match="UNKNOWN_CATEGORY_IN_CANDIDATES"):
             res = attribute_risk(
-                orig, syn, model=model, records=[0, 3], estimator="is", progressbar=False,
-                bootstrap=0
-            )
+                orig, syn, model=model, records=[0, 3], progressbar=False,
+                estimator=EstimatorSpec(kind="is", bootstrap=0))
     # the warning names what a command-line user opens (records.csv), with its own code
     (w,) = [w.message for w in flagged if "records are flagged" in str(w.message)]
     assert w.code == "RECORDS_FLAGGED" and "'flag_codes' column of records.csv" in str(w)
@@ -426,11 +433,11 @@ def test_unknown_category_in_candidates_gets_zero():
 def test_errors_name_the_argument():
     model, orig, syn, aug = _cat_model()
     with pytest.raises(ValidationError, match="out of range"):
-        _run(orig, syn, model=model, records=[400], augmented=aug)
+        _run(orig, syn, model=model, records=[400], estimator=EstimatorSpec(augmented=aug))
     with pytest.raises(ValidationError, match="estimator"):
         _run(orig, syn, model=model, estimator="exact")
     with pytest.raises(ValidationError, match="augmented must hold one model"):
-        _run(orig, syn, model=model, augmented=aug[:1])
+        _run(orig, syn, model=model, estimator=EstimatorSpec(augmented=aug[:1]))
     with pytest.raises(ValidationError, match="fit_augmented"):
         _run(orig, syn, model=model, records=[0], estimator="stabilised")
     # 'auto' chooses by capability: an ArrayModel without augment_fn has the IS estimator
@@ -438,19 +445,20 @@ def test_errors_name_the_argument():
     with pytest.raises(ValidationError, match="protocol"):
         _run(orig, syn, model=object())
     with pytest.raises(ValidationError, match="was not evaluated"):
-        _run(orig, syn, model=model, records=[0], augmented=aug).candidate_posteriors(5)
+        _run(orig, syn, model=model, records=[0],
+             estimator=EstimatorSpec(augmented=aug)).candidate_posteriors(5)
 
 
 def test_draw_dropped_flag():
     orig = _bern_frame([1, 0, 1])
     schema = infer_schema(orig, synthesized=["y"])
     model = ArrayModel(_bern_ll, np.array([0.0, 0.4, 0.6] * 10), schema)
-    res = _run(orig, [_bern_frame([1, 1, 0])], model=model, records=[1], estimator="is",
-               bootstrap=0)
+    res = _run(orig, [_bern_frame([1, 1, 0])], model=model, records=[1],
+               estimator=EstimatorSpec(kind="is", bootstrap=0))
     # θ = 0 makes y = 1 impossible, but record 1 is y = 0: nothing dropped there
     assert res.records.loc[1, "n_dropped"] == 0
-    res = _run(orig, [_bern_frame([0, 1, 0])], model=model, records=[0], estimator="is",
-               bootstrap=0)
+    res = _run(orig, [_bern_frame([0, 1, 0])], model=model, records=[0],
+               estimator=EstimatorSpec(kind="is", bootstrap=0))
     assert res.records.loc[0, "n_dropped"] == 10
     assert "DRAW_DROPPED" in res.records.loc[0, "flag_codes"]
     assert res.flagged.index.tolist() == [0]
@@ -473,7 +481,7 @@ def test_class_o_own_record_term():
         _bern_ll, np.linspace(0.2, 0.8, 30), schema, model_class="O", own_record_delta_fn=delta
     )
     z = _bern_frame([0, 0, 1, 1])
-    res = _run(orig, [z], model=model, records=[0], bootstrap=0)
+    res = _run(orig, [z], model=model, records=[0], estimator=EstimatorSpec(bootstrap=0))
     assert res.settings["estimator"] == "is"
     p = _post_by_value(res)
     assert p[0] > p[1]  # the released value 0 at record 0 dominates the prior-free posterior
@@ -483,8 +491,10 @@ def test_class_o_own_record_term():
 
 def test_psis_option_runs_and_reports_khat():
     model, orig, syn, aug = _cat_model(H=200)
-    res = _run(orig, syn, model=model, records=[0, 1], augmented=aug, psis=True, bootstrap=0)
-    plain = _run(orig, syn, model=model, records=[0, 1], augmented=aug, bootstrap=0)
+    res = _run(orig, syn, model=model, records=[0, 1],
+               estimator=EstimatorSpec(augmented=aug, psis=True, bootstrap=0))
+    plain = _run(orig, syn, model=model, records=[0, 1],
+                 estimator=EstimatorSpec(augmented=aug, bootstrap=0))
     np.testing.assert_allclose(res.records["p_true"], plain.records["p_true"], atol=0.02)
     assert np.isfinite(res.records["khat_max"]).all()
 
@@ -521,7 +531,7 @@ def test_records_are_indexed_by_record_and_join_the_original(tmp_path):
     model = ArrayModel(_bern_ll, np.array([0.2, 0.5, 0.8] * 4), schema)
     recs = [4, 1, 5]
     res = _run(orig, [_bern_frame([1, 1, 0, 0, 1, 1])], model=model, records=recs,
-               estimator="is", bootstrap=0)
+               estimator=EstimatorSpec(kind="is", bootstrap=0))
     assert res.records.index.name == "record" and "record" not in res.records.columns
     assert res.records.index.tolist() == recs
     joined = res.records.join(orig)  # by label, not by position

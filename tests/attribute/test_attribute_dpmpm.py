@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from scipy.special import gammaln
 
-from bayes_risk.attribute import attribute_risk
+from bayes_risk.attribute import EstimatorSpec, attribute_risk
 from bayes_risk.attribute.candidates import one_variable_codes
 from bayes_risk.data import make_acs_like
 from bayes_risk.data.validate import encode
@@ -116,9 +116,9 @@ def test_refit_check_both_estimators(k1_setup, record_property):
         warnings.simplefilter("ignore", ImportanceSamplingWarning)
         st = attribute_risk(df, syn, model=model, records=RECORDS, random_seed=5, progressbar=False)
         ist = attribute_risk(
-            df, syn, model=model, records=RECORDS, estimator="is", random_seed=5,
-            progressbar=False, bootstrap=0
-        )
+            df, syn, model=model, records=RECORDS, random_seed=5,
+            progressbar=False,
+            estimator=EstimatorSpec(kind="is", bootstrap=0))
     is_err = []
     for k, i in enumerate(RECORDS):
         ll, cands = exact_loglik(df, model.schema_, syn, i)

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st_h
 
-from bayes_risk.attribute import attribute_risk, prior_sensitivity, with_prior
+from bayes_risk.attribute import EstimatorSpec, attribute_risk, prior_sensitivity, with_prior
 from bayes_risk.attribute.diagnostics import tail_size
 from bayes_risk.attribute.estimator import RatioStats, stabilised_bounds, truncated_log_mean
 from bayes_risk.attribute.record_table import khat_material as _khat_material
@@ -57,7 +57,7 @@ def _exact_loglik(alpha0, alpha1, t=0):
 
 def _run(*args, **kw):
     kw.setdefault("progressbar", False)
-    kw.setdefault("bootstrap", 0)
+    kw["estimator"] = kw.get("estimator", EstimatorSpec()).replace(bootstrap=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ImportanceSamplingWarning)
         return attribute_risk(*args, **kw)
@@ -142,7 +142,7 @@ def test_light_tails_no_bounds_and_exact_answer():
     a0 = np.array([40.0, 3, 5, 2, 8, 4])
     a1 = a0 + np.array([0.0, 2, 2, 2, 1, 1])
     model, orig, z, aug = _setup(a0, a1, H=20_000, seed=1)
-    res = _run(orig, [z], model=model, records=[0], augmented=[aug])
+    res = _run(orig, [z], model=model, records=[0], estimator=EstimatorSpec(augmented=[aug]))
     row = res.records.iloc[0]
     assert row["n_khat_high"] == 0 and "KHAT_HIGH" not in row["flag_codes"]
     # no untrusted mean: no k̂ range (not p_true twice, which would claim no Monte Carlo
@@ -159,7 +159,7 @@ def test_heavy_tails_bounds_contain_the_truth(seed):
     a0 = np.array([1.25, 3, 5, 2, 8, 4])
     a1 = a0 + np.array([0.0, 2, 2, 2, 1, 1])
     model, orig, z, aug = _setup(a0, a1, H=2_000, seed=100 + seed)
-    res = _run(orig, [z], model=model, records=[0], augmented=[aug])
+    res = _run(orig, [z], model=model, records=[0], estimator=EstimatorSpec(augmented=[aug]))
     row = res.records.iloc[0]
     d = res.diagnostics[0]
     exact = _exact_loglik(a0, a1)
@@ -175,8 +175,8 @@ def test_rules_share_estimates_and_material_flags_are_a_subset():
     a0 = np.array([1.25, 3, 5, 2, 8, 4])
     a1 = a0 + np.array([0.0, 2, 2, 2, 1, 1])
     model, orig, z, aug = _setup(a0, a1, H=1_000, seed=7)
-    mat = _run(orig, [z], model=model, augmented=[aug])
-    anyr = _run(orig, [z], model=model, augmented=[aug], khat_rule="any")
+    mat = _run(orig, [z], model=model, estimator=EstimatorSpec(augmented=[aug]))
+    anyr = _run(orig, [z], model=model, estimator=EstimatorSpec(augmented=[aug], khat_rule="any"))
     np.testing.assert_array_equal(mat.records["p_true"], anyr.records["p_true"])
     np.testing.assert_array_equal(mat.records["p_true_upper"], anyr.records["p_true_upper"])
     k_any = anyr.records["flag_codes"].str.contains("KHAT_HIGH")
@@ -193,7 +193,7 @@ def test_with_prior_recomputes_bounds_and_flag():
     a0 = np.array([1.25, 3, 5, 2, 8, 4])
     a1 = a0 + np.array([0.0, 2, 2, 2, 1, 1])
     model, orig, z, aug = _setup(a0, a1, H=1_000, seed=11)
-    res = _run(orig, [z], model=model, records=[0], augmented=[aug])
+    res = _run(orig, [z], model=model, records=[0], estimator=EstimatorSpec(augmented=[aug]))
     # an intruder who is nearly certain of the truth: little mass left for the other candidates
     strong = with_prior(res, prior="truth-weighted:100000", bootstrap=False)
     row = strong.records.iloc[0]
@@ -211,7 +211,7 @@ def test_prior_sensitivity_reports_each_priors_bounds_and_flags():
     a0 = np.array([1.25, 3, 5, 2, 8, 4])
     a1 = a0 + np.array([0.0, 2, 2, 2, 1, 1])
     model, orig, z, aug = _setup(a0, a1, H=1_000, seed=11)
-    res = _run(orig, [z], model=model, records=[0], augmented=[aug])
+    res = _run(orig, [z], model=model, records=[0], estimator=EstimatorSpec(augmented=[aug]))
     priors = ["uniform", "truth-weighted:100000"]
     sweep = prior_sensitivity(res, priors=priors)
     assert list(sweep["prior"]) == priors
@@ -228,9 +228,9 @@ def test_khat_rule_arguments_are_validated():
     a0 = np.array([40.0, 3, 5, 2, 8, 4])
     model, orig, z, aug = _setup(a0, a0, H=200, seed=1)
     with pytest.raises(ValidationError, match="khat_rule"):
-        _run(orig, [z], model=model, augmented=[aug], khat_rule="some")
+        _run(orig, [z], model=model, estimator=EstimatorSpec(augmented=[aug], khat_rule="some"))
     with pytest.raises(ValidationError, match="khat_tolerance"):
-        _run(orig, [z], model=model, augmented=[aug], khat_tolerance=-0.1)
+        _run(orig, [z], model=model, estimator=EstimatorSpec(augmented=[aug], khat_tolerance=-0.1))
 
 
 # ------------------------------------------------------------------ immaterial heavy tails
@@ -268,7 +268,7 @@ def test_immaterial_heavy_tail_is_not_flagged_and_truth_is_inside(seed):
     a0u, a1u = np.array([30.0, 20, 25]), np.array([40.0, 22, 26])
     a0v, a1v = np.array([1.1, 4, 3, 6]), np.array([61.1, 5, 3, 7])
     model, orig, z, aug = _two_var_setup(a0u, a0v, a1u, a1v, H=4_000, seed=300 + seed)
-    res = _run(orig, [z], model=model, records=[0], augmented=[aug])
+    res = _run(orig, [z], model=model, records=[0], estimator=EstimatorSpec(augmented=[aug]))
     row = res.records.iloc[0]
     cs = res.candidates[0]
     exact = np.zeros(cs.size)

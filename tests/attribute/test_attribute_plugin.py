@@ -120,8 +120,8 @@ def test_plugin_refuses_unsupported_settings():
             ce,
             cart2.synthesize(1, random_seed=1),
             model=CARTPlugin(cart2, ce),
-            estimator="is",
             progressbar=False,
+            estimator="is",
         )
 
 

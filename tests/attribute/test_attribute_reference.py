@@ -18,7 +18,7 @@ import pytest
 from _shared import shared_path
 from scipy.stats import norm
 
-from bayes_risk.attribute import CandidateSpec, GridSpec, attribute_risk
+from bayes_risk.attribute import CandidateSpec, EstimatorSpec, GridSpec, attribute_risk
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ImportanceSamplingWarning
 from bayes_risk.models import ArrayModel
@@ -58,10 +58,8 @@ def test_a1_records_and_full_probabilities(compat):
             syn,
             model=model,
             candidates=spec,
-            estimator="is",
-            compat=compat,
-            bootstrap=0,
             progressbar=False,
+            estimator=EstimatorSpec(kind="is", compat=compat, bootstrap=0),
         )
     ref = pd.read_csv(base / "outputs" / "A1_records.csv")
     full = pd.read_csv(base / "outputs" / "A1_fullprob_long.csv")
@@ -108,10 +106,9 @@ def test_a1_with_sequential_regression_from_posterior():
             orig,
             syn,
             model=model,
-            estimator="is",
-            bootstrap=0,
             progressbar=False,
             candidates=CandidateSpec("product", default_grid=GridSpec("percent", 0.1, 0.1, 11)),
+            estimator=EstimatorSpec(kind="is", bootstrap=0),
         )
     ref = pd.read_csv(base / "outputs" / "A1_records.csv")
     np.testing.assert_allclose(res.records["p_true"], ref["TrueValProb"], rtol=1e-9, atol=1e-12)

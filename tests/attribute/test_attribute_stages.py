@@ -13,6 +13,7 @@ from scipy.special import xlog1py, xlogy
 from bayes_risk.attribute import attribute_risk
 from bayes_risk.attribute.plan import RecordPartition
 from bayes_risk.attribute.prepare import prepare
+from bayes_risk.attribute.specs import EstimatorSpec, ScenarioSpec
 from bayes_risk.attribute.strategies import EstimatorStrategy, PublishedIS, Stabilised
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ImportanceSamplingWarning, ValidationError
@@ -71,9 +72,9 @@ class _ReversedExecutor:
 @pytest.mark.parametrize("estimator", ["is", "stabilised"])
 def test_same_numbers_whatever_the_executor(bern, estimator):
     model, orig, syn, aug = bern
-    kw = {"estimator": estimator, "bootstrap": 30, "random_seed": 2, "records": [30, 2, 11, 7]}
-    if estimator == "stabilised":
-        kw["augmented"] = aug
+    kw = {"estimator": EstimatorSpec(kind=estimator, bootstrap=30,
+                                     augmented=aug if estimator == "stabilised" else None),
+          "random_seed": 2, "records": [30, 2, 11, 7]}
     ref = _run(orig, syn, model=model, **kw)
     ex = _ReversedExecutor()
     small = InProcessExecutor()
@@ -91,17 +92,15 @@ def test_same_numbers_whatever_the_executor(bern, estimator):
 
 def test_plan_holds_the_estimator_strategy(bern):
     model, orig, syn, aug = bern
-    kw = dict(
-        candidates="one-variable", prior="uniform", scenario="worst_case", known=None,
-        augmented=None, draws=None, psis=False, khat="all", khat_rule="material",
-        khat_tolerance=0.01, is_diagnostics=True, compat=None, chunk_size=128, bootstrap=0,
-        random_seed=0, progressbar=False,
-    )
+    kw = dict(candidates="one-variable", prior="uniform", scenario=ScenarioSpec(),
+              random_seed=0, progressbar=False)
+    est = EstimatorSpec(khat_tolerance=0.01, chunk_size=128, bootstrap=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ImportanceSamplingWarning)
-        plan = prepare(model, orig, syn, [0, 1], estimator="is", **kw)
+        plan = prepare(model, orig, syn, [0, 1], estimator=est.replace(kind="is"), **kw)
         assert isinstance(plan.estimator, PublishedIS)
-        plan_st = prepare(model, orig, syn, None, estimator="stabilised", **dict(kw, augmented=aug))
+        plan_st = prepare(model, orig, syn, None,
+                          estimator=est.replace(kind="stabilised", augmented=aug), **kw)
     assert isinstance(plan_st.estimator, Stabilised)
     assert isinstance(plan.estimator, EstimatorStrategy) and inspect.isabstract(EstimatorStrategy)
     assert plan.data.m == 2 and plan.draws.L.shape == (60, 2)

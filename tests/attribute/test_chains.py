@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bayes_risk.attribute import attribute_risk, prior_sensitivity, with_prior
+from bayes_risk.attribute import EstimatorSpec, attribute_risk, prior_sensitivity, with_prior
 from bayes_risk.attribute.chains import CHAIN_RATIO, CHAIN_TOLERANCE, chain_agreement
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ValidationError
@@ -62,12 +62,11 @@ def _case(seed, *, n=200, affected=(0, 1), H=500, conc=200.0, rep=1, chains=2):
     return df, model, [model.with_draws(aug, chains=ch)], x, y
 
 
-def _run(df, model, aug, **kw):
+def _run(df, model, aug, estimator="auto", **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return attribute_risk(df, [df], model=model, augmented=aug, random_seed=3,
-                              progressbar=False,
-                              **kw)
+        return attribute_risk(df, [df], model=model, random_seed=3, progressbar=False,
+                              estimator=EstimatorSpec(kind=estimator, augmented=aug), **kw)
 
 
 def _flagged(res):

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import bayes_risk as br
-from bayes_risk.attribute import attribute_risk
+from bayes_risk.attribute import EstimatorSpec, attribute_risk
 from bayes_risk.attribute import cost as cost_module
 from bayes_risk.attribute import refits as refits_module
 from bayes_risk.attribute.cost import (
@@ -276,8 +276,8 @@ def test_estimate_printed_and_one_bar_counts_the_refits(small_fit, capfd):
     capfd.readouterr()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = attribute_risk(df, syn, model=model, records=[0, 1], random_seed=5, bootstrap=0,
-                             refit_draws=25)
+        res = attribute_risk(df, syn, model=model, records=[0, 1], random_seed=5,
+                             estimator=EstimatorSpec(bootstrap=0, refit_draws=25))
     err = capfd.readouterr().err
     assert "about 3 refits of the model, estimated" in err
     assert re.search(r"on this machine \(each refit \d+ sweeps per chain of 120 records, at "
@@ -309,8 +309,8 @@ def test_long_refits_are_timed_by_a_pilot_first(small_fit, capfd, monkeypatch):
     capfd.readouterr()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        attribute_risk(df, syn, model=model, records=[0, 1], random_seed=5, bootstrap=0,
-                       refit_draws=25)
+        attribute_risk(df, syn, model=model, records=[0, 1], random_seed=5,
+                       estimator=EstimatorSpec(bootstrap=0, refit_draws=25))
     err = capfd.readouterr().err
     assert seen == [(60, 60, 25)]
     # 2 chains in turn (cores=1) of 10 + 25 sweeps at 2 ms: 0.14 s a refit, 0.42 s for 3;
@@ -337,23 +337,24 @@ def test_progressbar_false_prints_nothing(small_fit, capfd):
     capfd.readouterr()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        attribute_risk(df, syn, model=model, records=[0], random_seed=5, bootstrap=0,
-                       progressbar=False)
+        attribute_risk(df, syn, model=model, records=[0], random_seed=5,
+                       progressbar=False,
+                       estimator=EstimatorSpec(bootstrap=0))
     err = capfd.readouterr().err
     assert "refit" not in err and "Gibbs draws" not in err and "Multiprocess" not in err
 
 
 @pytest.mark.parametrize("kw, match", [
-    (dict(refit_draws=0), "refit_draws must be an integer >= 1"),
-    (dict(refit_draws=2.5), "refit_draws must be an integer >= 1"),
-    (dict(refit_draws=10, estimator="is"), "refit_draws sets the kept draws"),
+    (dict(refit_draws=0), "EstimatorSpec.refit_draws must be an integer >= 1"),
+    (dict(refit_draws=2.5), "EstimatorSpec.refit_draws must be an integer >= 1"),
+    (dict(refit_draws=10, kind="is"), "refit_draws sets the kept draws"),
 ])
 def test_refit_draws_checked(small_fit, kw, match):
     df, model, syn = small_fit
     with warnings.catch_warnings(), pytest.raises(ValidationError, match=match):
         warnings.simplefilter("ignore")
-        attribute_risk(df, syn, model=model, records=[0], random_seed=5, bootstrap=0,
-                       progressbar=False, **kw)
+        attribute_risk(df, syn, model=model, records=[0], random_seed=5,
+                       progressbar=False, estimator=EstimatorSpec(bootstrap=0, **kw))
 
 
 def test_audit_chooses_estimator_and_refit_draws(tmp_path, capsys, monkeypatch):
@@ -384,7 +385,7 @@ def test_audit_chooses_estimator_and_refit_draws(tmp_path, capsys, monkeypatch):
                  "stabilised", "--refit-draws", "15", "--random-seed", "3",
                  "--out", str(out)]) == 0
     err = capsys.readouterr().err
-    assert seen["estimator"] == "stabilised" and seen["refit_draws"] == 15
+    assert seen["estimator"].kind == "stabilised" and seen["estimator"].refit_draws == 15
     assert "about 2 refits of the model, estimated" in err and "refit 2 of 2" in err
     step = json.loads((out / "attribute" / "summary.json").read_text())
     assert step["settings"]["H_augmented"] == [30, 30]
@@ -399,11 +400,13 @@ def test_audit_chooses_estimator_and_refit_draws(tmp_path, capsys, monkeypatch):
 def test_audit_refuses_bad_attribute_options(tmp_path):
     df = br.make_acs_like(30, random_seed=5)[COLS].astype("int64")
     with pytest.raises(ValidationError, match="attribute_estimator must be"):
-        br.audit(df, [df, df], known=["SEX"], synthesized=["MAR"], attribute_estimator="fast",
-                 progressbar=False)
-    with pytest.raises(ValidationError, match="refit_draws must be an integer"):
-        br.audit(df, [df, df], known=["SEX"], synthesized=["MAR"], refit_draws=-1,
-                 progressbar=False)
+        br.audit(df, [df, df], known=["SEX"], synthesized=["MAR"],
+                 progressbar=False,
+                 attribute_estimator="fast")
+    with pytest.raises(ValidationError, match="EstimatorSpec.refit_draws must be an integer"):
+        br.audit(df, [df, df], known=["SEX"], synthesized=["MAR"],
+                 progressbar=False,
+                 attribute_estimator=br.EstimatorSpec(refit_draws=-1))
 
 
 def test_help_states_the_cost(capsys):

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import bayes_risk.attribute.evaluate as evaluate_mod
-from bayes_risk.attribute import attribute_risk
+from bayes_risk.attribute import EstimatorSpec, attribute_risk
 from bayes_risk.attribute.estimator import _COL_BLOCK, _product_by_blocks
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ImportanceSamplingWarning
@@ -60,13 +60,13 @@ def _model(n=60, H=1000, seed=1, model_class="P"):
     return model, orig, syn, aug
 
 
-def _run(model, orig, syn, aug, **kw):
+def _run(model, orig, syn, aug, estimator="auto", **kw):
     kw.setdefault("progressbar", False)
-    kw.setdefault("bootstrap", 200)
     kw.setdefault("random_seed", 5)
+    est = EstimatorSpec(kind=estimator) if isinstance(estimator, str) else estimator
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ImportanceSamplingWarning)
-        return attribute_risk(orig, syn, model=model, augmented=aug, **kw)
+        return attribute_risk(orig, syn, model=model, estimator=est.replace(augmented=aug), **kw)
 
 
 def _assert_same(r1, r2):
@@ -98,7 +98,7 @@ def _every_record(plan, order):
 @pytest.mark.parametrize("estimator", ["stabilised", "is"])
 def test_identical_records_evaluated_once_give_the_same_numbers(monkeypatch, estimator):
     model, orig, syn, aug = _model()
-    kw = {"estimator": estimator, "chunk_size": 7}
+    kw = {"estimator": EstimatorSpec(kind=estimator, chunk_size=7)}
     if estimator == "is":
         aug = None
     fast = _run(model, orig, syn, aug, **kw)
@@ -119,8 +119,8 @@ def test_identical_records_evaluated_once_give_the_same_numbers(monkeypatch, est
 def test_bootstrap_replicates_bitwise_equal_whatever_the_chunk(chunk):
     model, orig, syn, aug = _model()
     recs = [0, 5, 6, 17, 33, 59]
-    ref = _run(model, orig, syn, aug, chunk_size=64, records=recs)
-    res = _run(model, orig, syn, aug, chunk_size=chunk, records=recs[::-1])
+    ref = _run(model, orig, syn, aug, records=recs, estimator=EstimatorSpec(chunk_size=64))
+    res = _run(model, orig, syn, aug, records=recs[::-1], estimator=EstimatorSpec(chunk_size=chunk))
     for k, i in enumerate(recs):
         j = recs[::-1].index(i)
         assert np.array_equal(ref._boot_loglik[k], res._boot_loglik[j])

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from bayes_risk import attribute_risk
+from bayes_risk.attribute import EstimatorSpec
 from bayes_risk.attribute.file_summary import file_summary
 from bayes_risk.attribute.summaries import largest_value, paiva_measures, wang_reiter
 from bayes_risk.data import infer_schema
@@ -42,8 +43,9 @@ def areal():
         z["area"] = pd.Categorical(rng.choice(["a", "b", "c"], size=n, p=draws[-1]),
                                    categories=["a", "b", "c"])
         zs.append(z)
-    res = attribute_risk(df, zs, model=model, estimator="is", bootstrap=10, random_seed=1,
-                         progressbar=False)
+    res = attribute_risk(df, zs, model=model, random_seed=1,
+                         progressbar=False,
+                         estimator=EstimatorSpec(kind="is", bootstrap=10))
     return df, res
 
 
@@ -106,8 +108,8 @@ def test_largest_value_per_record():
 
     model = ArrayModel(ll, mu, schema)
     z = [df.assign(x=df["x"] + rng.normal(0, 5, size=15))]
-    res = attribute_risk(df, z, model=model, candidates="grid:percent:0.1:11", estimator="is",
-                         bootstrap=5, random_seed=2, progressbar=False)
+    res = attribute_risk(df, z, model=model, candidates="grid:percent:0.1:11", random_seed=2,
+                         progressbar=False, estimator=EstimatorSpec(kind="is", bootstrap=5))
     s = file_summary(res, kind="largest_value", delta=0.05)
     i = int(np.argmax(df["x"]))
     cp = res.candidate_posteriors(i)

@@ -35,6 +35,7 @@ from _exact import (
 )
 from scipy.special import gammaln
 
+from bayes_risk.attribute import EstimatorSpec
 from bayes_risk.exceptions import ConvergenceWarning
 from bayes_risk.models import DPMPM, PoissonMixture
 from bayes_risk.models._bayesian.sticks import (
@@ -231,8 +232,9 @@ def test_dpmpm_p_true_end_to_end_matches_exact_evidence_ratios():
             warnings.simplefilter("ignore")
             m = DPMPM(n_components=2, tune=300, draws=2000, chains=2, cores=1,
                       progressbar=False).fit(df, random_seed=100 + r)
-            res = attribute_risk(df, [zf], model=m, records=records, estimator="stabilised",
-                                 bootstrap=0, random_seed=200 + r, progressbar=False)
+            res = attribute_risk(df, [zf], model=m, records=records, random_seed=200 + r,
+                                 progressbar=False,
+                                 estimator=EstimatorSpec(kind="stabilised", bootstrap=0))
         est.append(res.records["p_true"].to_numpy())
     est = np.array(est)
     z = (est.mean(axis=0) - truth) / (est.std(axis=0, ddof=1) / np.sqrt(len(est)))
@@ -277,8 +279,9 @@ def _replicate_p_true(
             m.fit(df, synthesized=synthesized, records=synthesized_records,
                   random_seed=seed + 1000 * r + 1)
             for e in estimators:
-                res = attribute_risk(df, zfs, model=m, records=records, estimator=e, bootstrap=0,
-                                     random_seed=seed + 1000 * r + 2, progressbar=False)
+                res = attribute_risk(df, zfs, model=m, records=records,
+                                     random_seed=seed + 1000 * r + 2, progressbar=False,
+                                     estimator=EstimatorSpec(kind=e, bootstrap=0))
                 out[e].append(res.records["p_true"].to_numpy())
     return {e: np.array(v) for e, v in out.items()}
 

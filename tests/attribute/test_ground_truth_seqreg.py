@@ -31,6 +31,7 @@ from _exact import (
 )
 from scipy.special import gammaln
 
+from bayes_risk.attribute import EstimatorSpec
 from bayes_risk.models import SequentialRegression
 from bayes_risk.models._bayesian.design import normal_exact_posterior
 
@@ -106,8 +107,9 @@ def _replicates(df, datasets, *, reps: int, draws: int, seed: int) -> dict[str, 
                 res = attribute_risk(
                     df, datasets, model=m, records=RECORDS,
                     candidates=f"grid:additive:{GRID_HALF_WIDTH}:{GRID_POINTS}",
-                    estimator=e, bootstrap=0, random_seed=seed + 1000 * r + 2,
-                    progressbar=False)
+                    random_seed=seed + 1000 * r + 2,
+                    progressbar=False,
+                    estimator=EstimatorSpec(kind=e, bootstrap=0))
                 out[e].append(res.records["p_true"].to_numpy())
     return {e: np.array(v) for e, v in out.items()}
 

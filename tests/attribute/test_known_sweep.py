@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayes_risk.attribute import attribute_known_sweep, attribute_risk
+from bayes_risk.attribute import EstimatorSpec, ScenarioSpec, attribute_known_sweep, attribute_risk
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models import ArrayModel
@@ -65,16 +65,17 @@ def _quiet(fn, *args, **kw):
 
 def _separate(model, orig, syn, s, **kw):
     s = list(s)
-    return _quiet(attribute_risk, orig, syn, model=model,
-                  scenario="partially_known" if s else "worst_case", known=s or None, **kw)
+    return _quiet(attribute_risk, orig, syn, model=model, **kw,
+                  scenario=ScenarioSpec(kind="partially_known" if s else "worst_case",
+                                        known=s or None))
 
 
 @pytest.mark.parametrize("estimator", ["is", "stabilised"])
 def test_every_subset_equals_a_separate_attribute_risk_run(estimator):
     calls: list[int] = []
     model, orig, syn = _case(calls=calls)
-    res = _quiet(attribute_known_sweep, orig, syn, model=model, known=["a", "b"],
-                 estimator=estimator, random_seed=5, bootstrap=20, records=range(0, 30, 2))
+    res = _quiet(attribute_known_sweep, orig, syn, model=model, known=["a", "b"], random_seed=5,
+                 records=range(0, 30, 2), estimator=EstimatorSpec(kind=estimator, bootstrap=20))
     assert isinstance(res, KnowledgeSweepResult) and res.kind == "attribute"
     assert res.measures == ATTRIBUTE_SWEEP_MEASURES
     assert len(res.table) == 4  # (none), a, b, a+b
@@ -84,8 +85,8 @@ def test_every_subset_equals_a_separate_attribute_risk_run(estimator):
     calls.clear()
     for k in range(3):
         for s in itertools.combinations(["a", "b"], k):
-            one = _separate(model, orig, syn, s, estimator=estimator, random_seed=5,
-                            bootstrap=20, records=range(0, 30, 2))
+            one = _separate(model, orig, syn, s, random_seed=5, records=range(0, 30, 2),
+                            estimator=EstimatorSpec(kind=estimator, bootstrap=20))
             summ = one.to_dict()["all"]
             row = res.table[res.table["known"] == (", ".join(s) or "(none)")].iloc[0]
             assert row["mean_p_true"] == summ["mean_p_true"], s
@@ -101,8 +102,8 @@ def test_every_subset_equals_a_separate_attribute_risk_run(estimator):
 def test_knowing_a_column_restricts_the_candidates():
     # one-variable candidates: a known column is fixed at the truth (fewer candidates)
     model, orig, syn = _case(n=12, seed=3)
-    res = _quiet(attribute_known_sweep, orig, syn, model=model, known=["a", "c"],
-                 estimator="is", random_seed=1, bootstrap=0)
+    res = _quiet(attribute_known_sweep, orig, syn, model=model, known=["a", "c"], random_seed=1,
+                 estimator=EstimatorSpec(kind="is", bootstrap=0))
     base = res.table.set_index("known")["mean_baseline"]
     # G = 1 + (3-1) + (2-1) + (3-1) = 6 in the worst case; 4 knowing a; 2 knowing a and c
     assert base["(none)"] == pytest.approx(1 / 6)
@@ -112,8 +113,8 @@ def test_knowing_a_column_restricts_the_candidates():
 
 def test_shapley_values_by_hand_and_frontier():
     model, orig, syn = _case(n=20, seed=4)
-    res = _quiet(attribute_known_sweep, orig, syn, model=model, known=["a", "b"],
-                 estimator="is", random_seed=2, bootstrap=0)
+    res = _quiet(attribute_known_sweep, orig, syn, model=model, known=["a", "b"], random_seed=2,
+                 estimator=EstimatorSpec(kind="is", bootstrap=0))
     v = res.table.set_index("known")["mean_p_true"]
     phi_a = 0.5 * (v["a"] - v["(none)"]) + 0.5 * (v["a, b"] - v["b"])
     phi_b = 0.5 * (v["b"] - v["(none)"]) + 0.5 * (v["a, b"] - v["a"])
@@ -133,9 +134,10 @@ def test_shapley_values_by_hand_and_frontier():
 
 def test_levels_sum_to_the_full_set_and_outputs():
     model, orig, syn = _case(n=24, seed=6)
-    res = _quiet(attribute_known_sweep, orig, syn, model=model, known=["a", "b"],
-                 estimator="is", random_seed=3, bootstrap=0)
-    full = _separate(model, orig, syn, ["a", "b"], estimator="is", random_seed=3, bootstrap=0)
+    res = _quiet(attribute_known_sweep, orig, syn, model=model, known=["a", "b"], random_seed=3,
+                 estimator=EstimatorSpec(kind="is", bootstrap=0))
+    full = _separate(model, orig, syn, ["a", "b"], random_seed=3,
+                     estimator=EstimatorSpec(kind="is", bootstrap=0))
     total = float(full.records["p_true"].sum())
     for var, part in res.levels.groupby("variable"):
         assert part["p_true"].sum() == pytest.approx(total, rel=1e-12)
@@ -176,12 +178,13 @@ def test_uniform_prior_risk_does_not_fall_when_a_column_becomes_known(estimator)
     # the same candidate likelihoods, fewer candidates in the renormalising sum: record by
     # record, p_true with a and b known is at least p_true with nothing or a alone known
     model, orig, syn = _case(n=30, seed=11)
-    runs = {k: _separate(model, orig, syn, k, estimator=estimator, random_seed=4, bootstrap=0)
+    runs = {k: _separate(model, orig, syn, k, random_seed=4,
+                         estimator=EstimatorSpec(kind=estimator, bootstrap=0))
             for k in ((), ("a",), ("a", "b"))}
     p0, pa, pab = (runs[k].records["p_true"].to_numpy() for k in ((), ("a",), ("a", "b")))
     assert (pa >= p0 * (1 - 1e-12)).all() and (pab >= pa * (1 - 1e-12)).all()
-    res = _quiet(attribute_known_sweep, orig, syn, model=model, known=["a", "b"],
-                 estimator=estimator, random_seed=4, bootstrap=0)
+    res = _quiet(attribute_known_sweep, orig, syn, model=model, known=["a", "b"], random_seed=4,
+                 estimator=EstimatorSpec(kind=estimator, bootstrap=0))
     assert (res.drivers["shapley_mean_p_true"] >= -1e-12).all()
     assert (res.drivers["shapley_prop_top"] >= -1e-12).all()
 
@@ -190,8 +193,9 @@ def test_flagged_records_reach_the_sweep_warnings():
     # every subset's RECORDS_FLAGGED warning is summarised once for the sweep, never dropped
     model, orig, syn = _case(n=20, seed=11)
     with pytest.warns(Warning, match="RECORDS_FLAGGED: in 4 of 4 subsets") as rec:
-        res = attribute_known_sweep(orig, syn, model=model, known=["a", "b"], estimator="is",
-                                    random_seed=4, bootstrap=0, progressbar=False)
+        res = attribute_known_sweep(orig, syn, model=model, known=["a", "b"],
+                                    random_seed=4, progressbar=False,
+                                    estimator=EstimatorSpec(kind="is", bootstrap=0))
     assert (res.table["n_flagged"] > 0).all()
     assert "RECORDS_FLAGGED" in res.warnings
     assert "in 4 of 4 subsets" in res.warning_details["RECORDS_FLAGGED"]

@@ -12,7 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bayes_risk.attribute import attribute_risk, prior_sensitivity, with_prior
+from bayes_risk.attribute import (
+    EstimatorSpec,
+    ScenarioSpec,
+    attribute_risk,
+    prior_sensitivity,
+    with_prior,
+)
 from bayes_risk.attribute.file_summary import file_summary
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ValidationError
@@ -35,7 +41,7 @@ def toy5():
 
 def test_toy5_numbers(toy5):
     model, y, release = toy5
-    res = attribute_risk(y, release, model=model, scenario="empty", progressbar=False)
+    res = attribute_risk(y, release, model=model, progressbar=False, scenario="empty")
     r = res.records
     # record 0: released W, W (truth W) -> 1; the others: one of the two releases is the truth
     np.testing.assert_allclose(r["p_true"], [1.0, 0.5, 0.5, 0.5, 0.5])
@@ -54,7 +60,7 @@ def test_toy5_numbers(toy5):
 def test_truth_never_released_ranks_last(toy5):
     model, y, _ = toy5
     z = y.assign(race=list("BBWBW"))  # every record's race is wrong (the only such dataset)
-    res = attribute_risk(y, [z], model=model, scenario="empty", progressbar=False)
+    res = attribute_risk(y, [z], model=model, progressbar=False, scenario="empty")
     np.testing.assert_array_equal(res.records["p_true"], 0.0)
     np.testing.assert_array_equal(res.records["rank_min"], 2.0)
     assert not res.records["is_top"].any()
@@ -76,7 +82,7 @@ def test_wang_reiter_r1_r2_by_hand():
         z = y.copy()
         z.loc[0, ["lon", "lat"]] = [lon, lat]
         release.append(z)
-    res = attribute_risk(y, release, model=model, records=[0], scenario="empty", progressbar=False)
+    res = attribute_risk(y, release, model=model, records=[0], progressbar=False, scenario="empty")
     wr = file_summary(res, kind="wang_reiter", original=y, location_columns=["lon", "lat"])
     assert wr["per_record"]["R1"].iloc[0] == pytest.approx(20.0 / 3.0)
     assert wr["per_record"]["R2"].iloc[0] == 2
@@ -86,11 +92,14 @@ def test_wang_reiter_r1_r2_by_hand():
 def test_refuses_options_that_do_not_apply(toy5):
     model, y, release = toy5
     with pytest.raises(ValidationError, match="uniform prior only"):
-        attribute_risk(y, release, model=model, scenario="empty", prior="truth-weighted:2")
-    with pytest.raises(ValidationError, match=r"\['estimator'\] do not apply"):
+        attribute_risk(y, release, model=model, prior="truth-weighted:2", scenario="empty")
+    with pytest.raises(ValidationError, match=r"\['EstimatorSpec.kind'\] do not apply"):
         attribute_risk(y, release, model=model, scenario="empty", estimator="is")
-    with pytest.raises(ValidationError, match=r"\['known'\] do not apply"):
-        attribute_risk(y, release, model=model, scenario="empty", known=["race"])
+    with pytest.raises(ValidationError, match=r"\['ScenarioSpec.known'\] do not apply"):
+        attribute_risk(y, release, model=model, scenario=ScenarioSpec(kind="empty", known=["race"]))
+    with pytest.raises(ValidationError, match=r"\['EstimatorSpec.psis'\] do not apply"):
+        attribute_risk(y, release, model=model, scenario="empty",
+                       estimator=EstimatorSpec(psis=True))
     with pytest.raises(NotImplementedError, match="'worst_case', 'partially_known', 'empty'"):
         attribute_risk(y, release, model=model, scenario="nosy_neighbour")
 
@@ -98,9 +107,9 @@ def test_refuses_options_that_do_not_apply(toy5):
 
 def test_a_new_prior_is_refused_as_in_the_run(toy5):
     # the low-risk posterior already contains the prior: with_prior and prior_sensitivity refuse
-    # what attribute_risk(scenario="empty", prior=...) refuses, and keep the uniform prior
+    # what attribute_risk( prior=..., scenario="empty") refuses, and keep the uniform prior
     model, y, release = toy5
-    res = attribute_risk(y, release, model=model, scenario="empty", progressbar=False)
+    res = attribute_risk(y, release, model=model, progressbar=False, scenario="empty")
     with pytest.raises(ValidationError, match="uniform prior only"):
         with_prior(res, prior="truth-weighted:2")
     with pytest.raises(ValidationError, match="uniform prior only"):
@@ -116,7 +125,7 @@ def test_p_true_is_the_share_of_releases_reproducing_the_truth(races):
     schema = infer_schema(y, synthesized=["race"])
     model = ArrayModel(_flat_ll, np.zeros(30), schema)
     release = [y.assign(race=r) for r in races]
-    res = attribute_risk(y, release, model=model, scenario="empty", progressbar=False)
+    res = attribute_risk(y, release, model=model, progressbar=False, scenario="empty")
     share = np.mean([np.array(r) == y["race"].to_numpy() for r in races], axis=0)
     np.testing.assert_allclose(res.records["p_true"], share)
     assert np.all((res.records["p_true"] >= 0) & (res.records["p_true"] <= 1))

@@ -17,7 +17,7 @@ import pytest
 from scipy.special import gammaln, logsumexp
 
 from bayes_risk import ArrayModel, attribute_risk, file_summary
-from bayes_risk.attribute import with_prior
+from bayes_risk.attribute import EstimatorSpec, ScenarioSpec, with_prior
 from bayes_risk.attribute.candidates import CandidateSpec
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import NotSupportedError, ValidationError
@@ -67,11 +67,12 @@ def _model(H: int, seed: int) -> tuple[ArrayModel, list[ArrayModel]]:
     return model, aug
 
 
-def _run(model, aug, **kw):
+def _run(model, aug, estimator=None, **kw):
+    est = (estimator or EstimatorSpec()).replace(augmented=aug)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return attribute_risk(_frame(Y), [_frame(z) for z in Z], model=model, augmented=aug,
-                              progressbar=False, **kw)
+        return attribute_risk(_frame(Y), [_frame(z) for z in Z], model=model,
+                              progressbar=False, estimator=est, **kw)
 
 
 def test_two_records_posterior_matches_exact_enumeration():
@@ -79,7 +80,8 @@ def test_two_records_posterior_matches_exact_enumeration():
     of the enumeration (seed fixed; the largest error measured is 0.003)."""
     model, aug = _model(40_000, seed=1)
     pairs = [(0, 2), (3, 6), (1, 7)]
-    res = _run(model, aug, scenario="two_records", pairs=pairs, bootstrap=0)
+    res = _run(model, aug, scenario=ScenarioSpec(kind="two_records", pairs=pairs),
+               estimator=EstimatorSpec(bootstrap=0))
     assert res.settings["scenario"] == "two_records"
     assert res.records.index.name == "pair"
     assert res.records[["record_1", "record_2"]].to_numpy().tolist() == [list(p) for p in pairs]
@@ -113,9 +115,10 @@ def test_two_records_reduces_to_one_record_when_the_second_is_known():
     model, aug = _model(500, seed=2)
     for est in ("stabilised", "is"):
         a = aug if est == "stabilised" else None
-        pair = _run(model, a, scenario="two_records", pairs=[(4, 5)], estimator=est,
-                    bootstrap=0, khat="none")
-        one = _run(model, a, records=[4], estimator=est, bootstrap=0, khat="none")
+        pair = _run(model, a, scenario=ScenarioSpec(kind="two_records", pairs=[(4, 5)]),
+                    estimator=EstimatorSpec(kind=est, bootstrap=0, khat="none"))
+        one = _run(model, a, records=[4],
+                   estimator=EstimatorSpec(kind=est, bootstrap=0, khat="none"))
         vals = pair.candidates[0].values.astype(int)
         ll = pair.loglik[0][vals[:, 1] == Y[5]]
         ll1 = one.loglik[0]
@@ -130,8 +133,8 @@ def test_two_records_published_estimator_by_hand():
     ``p̂(Z | a, b) = Σ_h q_h p(Z | θ_h)`` with ``q_h ∝ r_{i,h}(a) r_{j,h}(b)``."""
     theta = np.array([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4], [0.6, 0.1, 0.3]])
     model = ArrayModel(_loglik, theta, infer_schema(_frame(Y), synthesized=["y"]))
-    res = _run(model, None, scenario="two_records", pairs=[(0, 3)], estimator="is",
-               bootstrap=0)
+    res = _run(model, None, scenario=ScenarioSpec(kind="two_records", pairs=[(0, 3)]),
+               estimator=EstimatorSpec(kind="is", bootstrap=0))
     logL = np.array([[np.log(t[z]).sum() for z in Z] for t in theta])  # [H, m]
     i, j = 0, 3
     want = np.empty((3, 3))
@@ -152,8 +155,10 @@ def test_two_records_published_estimator_by_hand():
 
 def test_two_records_prior_and_with_prior():
     model, aug = _model(300, seed=3)
-    res = _run(model, aug, scenario="two_records", pairs=[(0, 1)], bootstrap=20,
-               random_seed=4)
+    res = _run(model, aug,
+               random_seed=4,
+               scenario=ScenarioSpec(kind="two_records", pairs=[(0, 1)]),
+               estimator=EstimatorSpec(bootstrap=20))
     assert res.records["boot_p_true_q50"].notna().all()
     tw = with_prior(res, prior="truth-weighted:3")
     assert tw.records.loc[0, "p_true"] > res.records.loc[0, "p_true"]
@@ -167,24 +172,29 @@ def test_two_records_refusals():
         _run(model, aug, scenario="two_records")
     assert e.value.code == "INVALID_ARGUMENT"
     with pytest.raises(ValidationError, match="one record twice"):
-        _run(model, aug, scenario="two_records", pairs=[(1, 1)])
+        _run(model, aug, scenario=ScenarioSpec(kind="two_records", pairs=[(1, 1)]))
     with pytest.raises(ValidationError, match="listed twice"):
-        _run(model, aug, scenario="two_records", pairs=[(1, 2), (2, 1)])
+        _run(model, aug, scenario=ScenarioSpec(kind="two_records", pairs=[(1, 2), (2, 1)]))
     with pytest.raises(ValidationError, match="outside 0..7") as e:
-        _run(model, aug, scenario="two_records", pairs=[(1, 8)])
+        _run(model, aug, scenario=ScenarioSpec(kind="two_records", pairs=[(1, 8)]))
     assert e.value.code == "RECORD_OUT_OF_RANGE"  # a condition of the data, not of the argument
     with pytest.raises(ValidationError, match="records does not apply"):
-        _run(model, aug, scenario="two_records", pairs=[(1, 2)], records=[1])
-    with pytest.raises(ValidationError, match="scenario='two_records' only"):
-        _run(model, aug, pairs=[(1, 2)])
+        _run(model, aug, records=[1], scenario=ScenarioSpec(kind="two_records", pairs=[(1, 2)]))
+    with pytest.raises(ValidationError, match="ScenarioSpec.pairs applies to kind='two_records'"):
+        _run(model, aug, scenario=ScenarioSpec(pairs=[(1, 2)]))
+    with pytest.raises(ValidationError, match="ScenarioSpec.known does not apply"):
+        ScenarioSpec("two_records", known=["y"], pairs=[(1, 2)])
     with pytest.raises(NotSupportedError, match="other record") as e:
-        _run(model, aug, scenario="two_records", pairs=[(1, 2)], prior="empirical:1")
+        _run(model, aug, prior="empirical:1",
+             scenario=ScenarioSpec(kind="two_records", pairs=[(1, 2)]))
     assert e.value.code == "OPTION_CONFLICT"
     with pytest.raises(ValidationError, match="more than max_candidates"):
-        _run(model, aug, scenario="two_records", pairs=[(1, 2)],
-             candidates=CandidateSpec(rule="one_variable", max_candidates=8))
+        _run(model, aug,
+             candidates=CandidateSpec(rule="one_variable", max_candidates=8),
+             scenario=ScenarioSpec(kind="two_records", pairs=[(1, 2)]))
     own = ArrayModel(_loglik, model.draws, model.schema_, model_class="O",
                      own_record_delta_fn=lambda r, c, d, t: np.zeros((len(t), len(d), len(c))))
     with pytest.raises(NotSupportedError, match="class P") as e:
-        _run(own, None, scenario="two_records", pairs=[(1, 2)], estimator="is")
+        _run(own, None, scenario=ScenarioSpec(kind="two_records", pairs=[(1, 2)]),
+             estimator=EstimatorSpec(kind="is"))
     assert e.value.code == "MODEL_UNSUITED"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from _bernoulli import _bern_frame, _bern_ll
 
-from bayes_risk.attribute import attribute_risk, with_prior
+from bayes_risk.attribute import EstimatorSpec, attribute_risk, with_prior
 from bayes_risk.attribute.summaries import log_posterior, rank_summary
 from bayes_risk.attribute.uncertainty import FILE_FIGURES, file_uncertainty
 from bayes_risk.data import infer_schema
@@ -29,8 +29,9 @@ def _run(H, bootstrap=200, seed=0):
     model = ArrayModel(_bern_ll, theta, infer_schema(orig, synthesized=["y"]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ImportanceSamplingWarning)
-        return attribute_risk(orig, syn, model=model, estimator="is", bootstrap=bootstrap,
-                              random_seed=3, progressbar=False)
+        return attribute_risk(orig, syn, model=model,
+                              random_seed=3, progressbar=False,
+                              estimator=EstimatorSpec(kind="is", bootstrap=bootstrap))
 
 
 def test_values_and_bootstrap_figures_recomputed_by_hand():
@@ -92,8 +93,9 @@ def _draws_run(H, draws_seed, bootstrap=200):
     model = ArrayModel(_bern_ll, theta, infer_schema(orig, synthesized=["y"]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ImportanceSamplingWarning)
-        return orig, attribute_risk(orig, syn, model=model, estimator="is", bootstrap=bootstrap,
-                                    random_seed=draws_seed + 100, progressbar=False)
+        return orig, attribute_risk(orig, syn, model=model,
+                                    random_seed=draws_seed + 100, progressbar=False,
+                                    estimator=EstimatorSpec(kind="is", bootstrap=bootstrap))
 
 
 def test_wang_reiter_intervals_recomputed_by_hand():

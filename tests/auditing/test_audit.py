@@ -638,8 +638,9 @@ def test_bad_input_names_the_argument(release, tmp_path):
         br.audit(str(orig), str(syn), known=KNOWN, sweep=[0.1, -1], progressbar=False)
     # refused before any step runs (the identification step failed and the audit went on)
     for radius in (-1.0, {"Age": float("nan")}):
-        with pytest.raises(ValidationError, match="radius for 'Age' must be a finite number"):
-            br.audit(str(orig), str(syn), known=KNOWN, radius=radius, progressbar=False)
+        with pytest.raises(ValidationError, match=r"radius(\['Age'\])? must be a finite number"):
+            br.audit(str(orig), str(syn), known=KNOWN, progressbar=False,
+                     match=br.MatchSpec(radius=radius))
     with pytest.raises(ValidationError, match="attribute_records"):
         br.audit(str(orig), str(syn), known=KNOWN, attribute_records=[10**6],
                  progressbar=False)
@@ -805,7 +806,7 @@ def test_every_input_checked_before_the_first_step(release, tmp_path, capsys):
         (dict(known=KNOWN, targets=["Income", "Income"]), r"targets: .*'Income'.* more than"),
         (dict(known=KNOWN, attribute_records=[3, 3]), "attribute_records contains duplicate"),
         (dict(known=KNOWN, skip=["utilty"]), "skip: unknown step 'utilty'"),
-        (dict(known=[*KNOWN, "Income"], radius_type="quantile_sd"),
+        (dict(known=[*KNOWN, "Income"], match=br.MatchSpec(radius_type="quantile_sd")),
          "sweep .*radius_type 'percentage' or 'absolute'"),
         (dict(known=KNOWN, sweep=[0.1, 0.1]), "sweep: radius 0.1 listed twice"),
     ]
@@ -1077,21 +1078,26 @@ def test_pmse_model_options_reach_the_utility_step(release, tmp_path):
     orig, syn = release
     only = dict(random_seed=1, progressbar=False, sweep=None,
                 skip=["identification", "posterior_identification", "attribute", "disclosure"])
-    for kw, msg in (({"max_order": -1}, "max_order must be an integer >= 0"),
-                    ({"max_order": True}, "max_order must be an integer >= 0"),
-                    ({"pmse_method": "forest"}, "pmse_method must be 'logit' or 'cart'")):
+    for kw, msg in (({"max_order": -1}, "PropensitySpec.max_order must be an integer >= 0"),
+                    ({"max_order": True}, "PropensitySpec.max_order must be an integer >= 0"),
+                    ({"method": "forest"}, r"PropensitySpec.method must be one of \['logit'")):
         with pytest.raises(ValidationError, match=msg):
-            br.audit(str(orig), str(syn), known=KNOWN, **kw, **only)
-    main0 = br.audit(str(orig), str(syn), known=KNOWN, max_order=0, **only)
+            br.audit(str(orig), str(syn), known=KNOWN, propensity=br.PropensitySpec(**kw), **only)
+    with pytest.raises(ValidationError, match="the audit reads PropensitySpec's method, "
+                                              "max_order only; PropensitySpec.cp is set"):
+        br.audit(str(orig), str(syn), known=KNOWN, propensity=br.PropensitySpec(cp=0.1), **only)
+    main0 = br.audit(str(orig), str(syn), known=KNOWN, **only,
+                     propensity=br.PropensitySpec(max_order=0))
     pm = main0.step("utility").result.pmse
-    ref = br.utility_summary(pd.read_csv(orig), br.SyntheticData.load(syn), max_order=0,
-                             categorical=CATS, random_seed=1).pmse
+    ref = br.utility_summary(pd.read_csv(orig), br.SyntheticData.load(syn),
+                             categorical=CATS, random_seed=1,
+                             propensity=br.PropensitySpec(max_order=0)).pmse
     assert pm.max_order == 0 and np.allclose(pm.pmse, ref.pmse)
     row = main0.plan.settings_frame().query("setting == 'pMSE propensity model'").iloc[0]
     assert row["value"] == "logit, main effects only" and row["source"] == "given"
     md = main0.to_markdown(tmp_path / "r.md").read_text()
     assert "a logistic model with main effects telling original from synthetic" in md
-    cart = br.audit(str(orig), str(syn), known=KNOWN, pmse_method="cart", **only)
+    cart = br.audit(str(orig), str(syn), known=KNOWN, **only, propensity="cart")
     assert cart.step("utility").result.pmse.method == "cart"
     assert "of a CART model telling" in cart.to_markdown(tmp_path / "c.md").read_text()
 

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bayes_risk.attribute import EstimatorSpec, ScenarioSpec
 from bayes_risk.attribute.largest_value import largest_value_posterior
 
 
@@ -164,16 +165,17 @@ def test_two_records_cli(saved_dpmpm, tmp_path, capsys):
     assert rec[["record_1", "record_2"]].to_numpy().tolist() == [[0, 1], [4, 2]]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = attribute_risk(df, syn, model=load_model(root / "model"), scenario="two_records",
-                             pairs=[(0, 1), (4, 2)], estimator="is", bootstrap=0,
-                             progressbar=False)
+        res = attribute_risk(df, syn, model=load_model(root / "model"),
+                             progressbar=False,
+                             scenario=ScenarioSpec(kind="two_records", pairs=[(0, 1), (4, 2)]),
+                             estimator=EstimatorSpec(kind="is", bootstrap=0))
     np.testing.assert_allclose(rec["p_true"], res.records["p_true"], rtol=1e-9)
     # DPMPM's one-variable neighbourhood route: with the second record held at its truth the
     # pair's likelihoods are the first record's own (same draws)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         one = attribute_risk(df, syn, model=load_model(root / "model"), records=[0],
-                             estimator="is", bootstrap=0, progressbar=False)
+                             progressbar=False, estimator=EstimatorSpec(kind="is", bootstrap=0))
     v, g0 = res.candidates[0].values, res.candidates[0].g0
     q = v.shape[1] // 2
     held = np.all(v[:, q:] == v[g0, q:], axis=1)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayes_risk import cli, disclosure_measures
+from bayes_risk import ExclusionSpec, cli, disclosure_measures
 from bayes_risk.data import make_ce_like
 
 CAT = ["Urban", "Marital", "Tenure"]
@@ -64,7 +64,8 @@ def test_end_to_end(files, tmp_path, capsys):
     # the files hold what the library computes
     res = disclosure_measures(files["data"], files["datasets"], keys=KEYS, target="Income",
                               categorical=CAT,
-                              ngroups_target=5, ngroups_keys=4, denom_lim=3)
+                              ngroups_target=5, ngroups_keys=4,
+                              exclude=ExclusionSpec(denom_lim=3))
     np.testing.assert_allclose(caps["TCAP"], res.allCAPs["TCAP"], rtol=1e-12)
     np.testing.assert_allclose(attrib["DiSCO"], res.attrib["DiSCO"], rtol=1e-12)
     assert s["attrib"]["DiSCO"] == pytest.approx(list(res.attrib["DiSCO"]), rel=1e-12)

@@ -78,10 +78,11 @@ def test_end_to_end_csv(files, tmp_path, capsys):
     assert "pMSE" in stdout and "inferred" in stdout and "S_pMSE" in stdout
     assert isinstance(s["settings"]["pmse_random_seed"], int)  # a fresh seed is recorded
     # the numbers are the library's
-    from bayes_risk.utility.pmse import pmse
+    from bayes_risk.utility.pmse import PropensitySpec, pmse
 
-    r = pmse(files["data"], files["datasets"], max_order=0, categorical=CAT,
-             synthesized=["Income"])
+    r = pmse(files["data"], files["datasets"], categorical=CAT,
+             synthesized=["Income"],
+             propensity=PropensitySpec(max_order=0))
     np.testing.assert_allclose(s["pmse"]["per_dataset"], r.pmse, rtol=1e-12)
 
 

@@ -139,9 +139,10 @@ def test_column_labels_refused_by_every_entry_point(kind):
     syn = [ce.assign(Income=ce["Income"] * 1.1)]
     calls = [
         lambda o, s: br.infer_schema(o),
-        lambda o, s: br.pmse(o, s, max_order=0),
-        lambda o, s: br.utility_summary(o, s, max_order=0,
-                                        categorical=["Urban", "Marital", "Tenure"]),
+        lambda o, s: br.pmse(o, s, propensity=br.PropensitySpec(max_order=0)),
+        lambda o, s: br.utility_summary(o, s,
+                                        categorical=["Urban", "Marital", "Tenure"],
+                                        propensity=br.PropensitySpec(max_order=0)),
         lambda o, s: br.identification_risk(o, s, known=["Urban", "Income"],
                                             synthesized=["Income"], match=MatchSpec(radius=0.1),
                                progressbar=False),
@@ -189,8 +190,8 @@ def test_shuffled_original_refused_with_a_release(release, call):
         "identification": lambda o: br.identification_risk(o, rel, known=["Income"],
                                                            synthesized=["Income"],
                                                            progressbar=False),
-        "utility": lambda o: br.utility_summary(o, rel, max_order=0),
-        "pmse": lambda o: br.pmse(o, rel, max_order=0),
+        "utility": lambda o: br.utility_summary(o, rel, propensity=br.PropensitySpec(max_order=0)),
+        "pmse": lambda o: br.pmse(o, rel, propensity=br.PropensitySpec(max_order=0)),
     }[call]
     with pytest.raises(SchemaError, match="another row order") as err:
         f(_shuffled(ce))
@@ -236,7 +237,7 @@ def test_plain_files_shuffled_are_refused(release):
                                progressbar=False)
     assert err.value.code == "ROWS_MISALIGNED"
     with pytest.raises(SchemaError) as err:
-        br.utility_summary(ce, plain, max_order=0)
+        br.utility_summary(ce, plain, propensity=br.PropensitySpec(max_order=0))
     assert err.value.code == "ROWS_MISALIGNED"
 
 
@@ -260,9 +261,10 @@ def test_role_contradicted_is_an_error():
     z1 = ce.assign(Income=ce["Income"] * 1.1, Age=ce["Age"] + 1)
     z2 = ce.assign(Income=ce["Income"] * 0.9)  # Age unchanged here, changed in z1
     with pytest.raises(SchemaError, match="'Age'") as err:
-        br.utility_summary(ce, [z1, z2], max_order=0)
+        br.utility_summary(ce, [z1, z2], propensity=br.PropensitySpec(max_order=0))
     assert err.value.code == "ROLE_CONTRADICTED"
-    s = br.utility_summary(ce, [z1, z2], max_order=0, synthesized=["Income", "Age"])
+    s = br.utility_summary(ce, [z1, z2], synthesized=["Income", "Age"],
+                           propensity=br.PropensitySpec(max_order=0))
     assert sorted(s.synthesized) == ["Age", "Income"]
 
 
@@ -352,10 +354,11 @@ def test_pmse_does_not_depend_on_the_unit_of_a_column(factor):
     rng = np.random.default_rng(0)
     syn = [ce.assign(Income=ce["Income"] * rng.uniform(0.8, 1.2, len(ce))) for _ in range(2)]
     cat = ["Urban", "Marital", "Tenure"]
-    a = br.pmse(ce, syn, max_order=0, categorical=cat)
+    a = br.pmse(ce, syn, categorical=cat, propensity=br.PropensitySpec(max_order=0))
     b = br.pmse(ce.assign(Income=ce["Income"] * factor),
-                [z.assign(Income=z["Income"] * factor) for z in syn], max_order=0,
-                categorical=cat)
+                [z.assign(Income=z["Income"] * factor) for z in syn],
+                categorical=cat,
+                propensity=br.PropensitySpec(max_order=0))
     np.testing.assert_allclose(b.pmse, a.pmse, rtol=1e-6)
     assert "CONSTANT_COLUMN_DROPPED" not in b.warnings
 
@@ -382,7 +385,7 @@ def test_infinity_refused_by_utility_and_identification_alike(where):
         lambda: br.identification_risk(o, s, known=["Age", "Income"],
                                        synthesized=["Income"], match=MatchSpec(radius=0.1),
                                        progressbar=False),
-        lambda: br.utility_summary(o, s, max_order=0),
+        lambda: br.utility_summary(o, s, propensity=br.PropensitySpec(max_order=0)),
     ):
         with pytest.raises(SchemaError, match="record 5") as err:
             call()
@@ -394,8 +397,9 @@ def test_same_label_as_number_and_text_is_refused_by_name():
     z = ce.assign(Income=ce["Income"] * 1.1)
     z["Marital"] = z["Marital"].astype(str).astype("category")
     with pytest.raises(SchemaError, match="'Marital'") as err:
-        br.utility_summary(ce, [z], max_order=0, categorical=["Urban", "Marital", "Tenure"],
-                           synthesized=["Income"])
+        br.utility_summary(ce, [z], categorical=["Urban", "Marital", "Tenure"],
+                           synthesized=["Income"],
+                           propensity=br.PropensitySpec(max_order=0))
     assert err.value.code == "LEVEL_TYPES_DIFFER"
 
 

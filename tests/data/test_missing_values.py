@@ -82,10 +82,10 @@ def test_missing_kinds_and_masking():
 def test_pmse_categorical_na_is_a_level(max_order):
     orig, syn = _tables()
     orig, syn = orig[["a", "g"]], syn[["a", "g"]]
-    got = br.pmse(orig, [syn], categorical=["g"], max_order=max_order)
+    got = br.pmse(orig, [syn], categorical=["g"], propensity=br.PropensitySpec(max_order=max_order))
     # NA written out as a level after the observed ones (synthpop's addNA)
     o2, s2 = orig.fillna("~NA"), syn.fillna("~NA")
-    want = br.pmse(o2, [s2], categorical=["g"], max_order=max_order)
+    want = br.pmse(o2, [s2], categorical=["g"], propensity=br.PropensitySpec(max_order=max_order))
     assert got.pmse[0] == pytest.approx(
         want.pmse[0], rel=1e-9)
     assert got.k[0] == want.k[0]
@@ -95,7 +95,7 @@ def test_pmse_categorical_na_is_a_level(max_order):
 def test_pmse_numeric_na_and_codes_get_indicators(max_order):
     orig, syn = _tables()
     schema = br.infer_schema(orig, categorical=["g"], missing_codes={"v": [-8]})
-    got = br.pmse(orig, [syn], schema=schema, max_order=max_order)
+    got = br.pmse(orig, [syn], schema=schema, propensity=br.PropensitySpec(max_order=max_order))
 
     def explicit(df):  # synthpop: value set to 0, one 0/1 indicator per kind of missing value
         out = df.copy()
@@ -104,19 +104,22 @@ def test_pmse_numeric_na_and_codes_get_indicators(max_order):
         out["v"] = df["v"].where(df["v"].notna() & (df["v"] != -8), 0.0)
         return out
 
-    want = br.pmse(explicit(orig), [explicit(syn)], categorical=["g"], max_order=max_order)
+    want = br.pmse(explicit(orig), [explicit(syn)], categorical=["g"],
+                   propensity=br.PropensitySpec(max_order=max_order))
     assert got.pmse[0] == pytest.approx(
         want.pmse[0], rel=1e-8)
     assert got.k[0] == want.k[0]
     # without the declared code, -8 is a value: a different model
-    plain = br.pmse(orig, [syn], categorical=["g"], max_order=max_order)
+    plain = br.pmse(orig, [syn], categorical=["g"],
+                    propensity=br.PropensitySpec(max_order=max_order))
     assert plain.k[0] < got.k[0]
 
 
 def test_utility_summary_accepts_missing_values():
     orig, syn = _tables()
-    out = br.utility_summary(orig, [syn, _other(syn)], categorical=["g"], max_order=0,
-                             random_seed=1, progressbar=False)
+    out = br.utility_summary(orig, [syn, _other(syn)], categorical=["g"],
+                             random_seed=1, progressbar=False,
+                             propensity=br.PropensitySpec(max_order=0))
     assert np.isfinite(out.pmse.mean_pmse)
     names = list(out.overlap["estimand"])
     assert "P(a missing)" in names and "P(v missing)" in names
@@ -152,7 +155,7 @@ def test_pmse_design_wider_than_the_stacked_tables():
     z = pd.DataFrame({c: rng.choice(["a", "b", "c", None], n) for c in "pqrst"})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = br.pmse(o, [z], max_order=1)
+        r = br.pmse(o, [z], propensity=br.PropensitySpec(max_order=1))
     assert r.k[0] <= 2 * n and np.isfinite(r.pmse[0])
 
 
@@ -198,24 +201,27 @@ def test_integer_codes_read_as_float_keep_integer_levels(tmp_path):
 def test_pmse_and_summary_settings_state_the_missing_value_policy():
     orig, syn = _tables()
     schema = br.infer_schema(orig, categorical=["g"], missing_codes={"v": [-8]})
-    r = br.pmse(orig, [syn], schema=schema, max_order=0)
+    r = br.pmse(orig, [syn], schema=schema, propensity=br.PropensitySpec(max_order=0))
     assert "utility.gen" in r.settings["missing_values"]
     assert r.settings["missing_kinds"] == {"a": ["NA"], "v": ["NA", "-8"]}
-    out = br.utility_summary(orig, [syn, _other(syn)], schema=schema, max_order=0,
-                             random_seed=1, progressbar=False)
+    out = br.utility_summary(orig, [syn, _other(syn)], schema=schema,
+                             random_seed=1, progressbar=False,
+                             propensity=br.PropensitySpec(max_order=0))
     assert out.settings["pmse_missing_kinds"] == {"a": ["NA"], "v": ["NA", "-8"]}
     assert "observed values" in out.settings["overlap_missing_values"]
     # complete data: the policy is stated, no kind met
     full = br.pmse(orig.dropna().query("v != -8"), [syn.dropna().query("v != -8")],
-                   categorical=["g"], max_order=0)
+                   categorical=["g"],
+                   propensity=br.PropensitySpec(max_order=0))
     assert full.settings["missing_kinds"] == {}
 
 
 def test_overlap_means_over_observed_values_and_codes_are_missing():
     orig, syn = _tables()
     schema = br.infer_schema(orig, categorical=["g"], missing_codes={"v": [-8]})
-    out = br.utility_summary(orig, [syn, _other(syn)], schema=schema, max_order=0,
-                             random_seed=1, progressbar=False)
+    out = br.utility_summary(orig, [syn, _other(syn)], schema=schema,
+                             random_seed=1, progressbar=False,
+                             propensity=br.PropensitySpec(max_order=0))
     tab = out.overlap.set_index("estimand")
     v = orig["v"]
     obs = v[v.notna() & (v != -8)]
@@ -233,7 +239,8 @@ def test_formula_fits_leave_declared_codes_out_as_empty_cells():
     as with empty cells), not the number -8."""
     orig, syn = _tables()
     schema = br.infer_schema(orig, categorical=["g"], missing_codes={"v": [-8]})
-    kw = dict(max_order=0, estimands=["v ~ C(g)"], random_seed=1, progressbar=False)
+    kw = dict(propensity=br.PropensitySpec(max_order=0),
+              overlap=br.OverlapSpec(estimands=["v ~ C(g)"]), random_seed=1, progressbar=False)
     got = br.utility_summary(orig, [syn, _other(syn)], schema=schema, **kw)
     as_na = [d.assign(v=d["v"].where(d["v"] != -8)) for d in (orig, syn, _other(syn))]
     want = br.utility_summary(as_na[0], as_na[1:], categorical=["g"], **kw)
@@ -248,7 +255,8 @@ def test_disclosure_settings_and_codes_are_values_not_missing():
     orig = pd.DataFrame({"k": ["a", "a", "b", "b", "c"], "t": [1.0, -8.0, 2.0, np.nan, -8.0]})
     syn = orig.assign(t=[1.0, -8.0, np.nan, 2.0, -8.0])
     s = br.infer_schema(orig, missing_codes={"t": [-8]})
-    r = br.disclosure_measures(orig, [syn], keys=["k"], target="t", schema=s, use_target_na=False)
+    r = br.disclosure_measures(orig, [syn], keys=["k"], target="t", schema=s,
+                               exclude=br.ExclusionSpec(use_target_na=False))
     assert "'Missing'" in r.settings["missing_values"]
     assert r.settings["missing_codes"] == {"t": [-8.0]}
     assert r.settings["n_missing_original"] == {"t": 1}

@@ -170,8 +170,8 @@ def test_the_issues_cart_case_as_plain_files(ce, income_only, release):
 
 
 def test_allowed_other_model_is_a_warning_in_the_result(ce, income_only, release):
-    kw = dict(records=list(range(40)), population=10, normaliser_draws=100, bootstrap=0,
-              dcr=False, progressbar=False, random_seed=1)
+    kw = dict(records=list(range(40)), population=10, ratio=br.RatioSpec(normaliser_draws=100),
+              attack=br.AttackSpec(bootstrap=0, dcr=False), progressbar=False, random_seed=1)
     with pytest.warns(DataWarning, match="MODEL_DIFFERS"):
         res = br.membership_risk(income_only, ce, release, allow_other_model=True, **kw)
     assert "MODEL_DIFFERS" in res.warnings and res.settings["model_check"] == "identity"
@@ -192,7 +192,8 @@ def test_attribute_risk_allowed_records_the_code(ce, schema, release):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = br.attribute_risk(ce, release, model=plug, records=[0, 1], progressbar=False,
-                                allow_other_model=True, bootstrap=0)
+                                allow_other_model=True,
+                                estimator=br.EstimatorSpec(bootstrap=0))
     assert "MODEL_DIFFERS" in [getattr(w.message, "code", None) for w in caught]
     assert "MODEL_DIFFERS" in res.warnings and res.settings["model_check"] == "identity"
     # a record whose true value makes this release impossible under that model is flagged,
@@ -442,7 +443,8 @@ def test_every_measure_warns_and_records_a_repeated_dataset(ce, three, release, 
     datasets = [release[0], release[1], release[0].copy()]
     plug = plugin_likelihood(three, ce)
     call = {
-        "utility": lambda: br.utility_summary(ce, datasets, progressbar=False, max_order=0),
+        "utility": lambda: br.utility_summary(ce, datasets, progressbar=False,
+                                              propensity=br.PropensitySpec(max_order=0)),
         "pmse": lambda: br.pmse(ce, datasets),
         "compare": lambda: br.compare_estimates(ce, datasets, formula="Income ~ Age"),
         "radius_sweep": lambda: br.radius_sweep(
@@ -456,18 +458,22 @@ def test_every_measure_warns_and_records_a_repeated_dataset(ce, three, release, 
         "differencing": lambda: br.differencing_check(ce, datasets),
         "attribute_known_sweep": lambda: br.attribute_known_sweep(
             ce, datasets, model=plug, known=["Tenure", "Expenditure"], records=[0, 1],
-            progressbar=False, bootstrap=0),
+            progressbar=False,
+            estimator=br.EstimatorSpec(bootstrap=0)),
         "identification": lambda: br.identification_risk(
             ce, datasets, known=["Age", "Income"], synthesized=["Income"], progressbar=False,
             match=br.MatchSpec(radius={"Income": 0.1})),
         "disclosure": lambda: br.disclosure_measures(ce, datasets, keys=["Age", "Urban"],
                                                      target="Tenure"),
         "attribute": lambda: br.attribute_risk(ce, datasets, model=plug, records=[0, 1],
-                                               progressbar=False, bootstrap=0),
+                                               progressbar=False,
+                                               estimator=br.EstimatorSpec(bootstrap=0)),
         "membership": lambda: br.membership_risk(three, ce, datasets, records=list(range(20)),
-                                                 population=5, normaliser_draws=50,
-                                                 progressbar=False, bootstrap=0, dcr=False,
-                                                 random_seed=1),
+                                                 population=5,
+                                                 progressbar=False,
+                                                 random_seed=1,
+                                                 ratio=br.RatioSpec(normaliser_draws=50),
+                                                 attack=br.AttackSpec(bootstrap=0, dcr=False)),
     }[measure]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -500,7 +506,8 @@ def test_a_release_folder_with_a_linked_file_is_refused(ce, release, tmp_path):
                            like=ce)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = br.utility_summary(ce, files, progressbar=False, max_order=0)
+        res = br.utility_summary(ce, files, progressbar=False,
+                                 propensity=br.PropensitySpec(max_order=0))
     assert any(re.search(r"1 and 3 \('\S*a.csv' and '\S*copy.csv'\)", str(w.message))
                for w in caught)
     assert "DUPLICATE_DATASETS" in res.warnings

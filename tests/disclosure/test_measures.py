@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bayes_risk import disclosure_measures, replicated_uniques
+from bayes_risk import ExclusionSpec, disclosure_measures, replicated_uniques
 from bayes_risk.data import SyntheticData, infer_schema
 from bayes_risk.disclosure import (
     ATTRIB_MEASURES,
@@ -63,7 +63,7 @@ def test_hand_computed_every_measure():
 
 
 def test_exclude_over_denom_lim_by_hand():
-    res = _run(ORIG, [SYN], denom_lim=1, exclude_ov_denom_lim=True)
+    res = _run(ORIG, [SYN], exclude=ExclusionSpec(denom_lim=1, exclude_ov_denom_lim=True))
     r = _measures(res)
     # the (2,40)/3 cells (2 records each) are dropped from every table
     expected = {
@@ -78,19 +78,20 @@ def test_exclude_over_denom_lim_by_hand():
     assert d["n_over_denom_lim"] == 2 and d["n_excluded_original"] == 2
     assert d["n_excluded_synthetic"] == 2
     # without exclusion the same cell is only counted
-    plain = _run(ORIG, [SYN], denom_lim=1).diagnostics.iloc[0]
+    plain = _run(ORIG, [SYN], exclude=ExclusionSpec(denom_lim=1)).diagnostics.iloc[0]
     assert plain["n_over_denom_lim"] == 2 and plain["n_excluded_original"] == 0
 
 
 def test_exclude_combinations_and_target_levels_by_hand():
     # excluding (age 40, inc 3) removes the (2,40)/3 cells, as exclude_ov_denom_lim did above
-    a = _measures(_run(ORIG, [SYN], exclude_combinations=[("age", 40, 3)]))
-    b = _measures(_run(ORIG, [SYN], denom_lim=1, exclude_ov_denom_lim=True))
+    a = _measures(_run(ORIG, [SYN], exclude=ExclusionSpec(exclude_combinations=[("age", 40, 3)])))
+    b = _measures(_run(ORIG, [SYN], exclude=ExclusionSpec(denom_lim=1, exclude_ov_denom_lim=True)))
     np.testing.assert_equal(a, b)
     # not_targetlev drops a target level everywhere: inc 3 is exactly those cells here
-    c = _measures(_run(ORIG, [SYN], not_targetlev=[3]))
+    c = _measures(_run(ORIG, [SYN], exclude=ExclusionSpec(not_targetlev=[3])))
     np.testing.assert_equal(a, c)
-    res = _run(ORIG, [SYN], not_targetlev=["3"], exclude_combinations=[("sex", 1, 2)])
+    res = _run(ORIG, [SYN], exclude=ExclusionSpec(not_targetlev=["3"],
+                                                  exclude_combinations=[("sex", 1, 2)]))
     assert res.settings["not_targetlev"] == ["3"]
     assert res.settings["exclude_combinations"] == [["sex", "1", "2"]]
 
@@ -135,7 +136,7 @@ def test_missing_is_a_level_and_can_be_excluded():
     np.testing.assert_equal(_measures(_run(o_na, [s_na])), _measures(_run(o_99, [s_99])))
     assert "Missing" in _run(o_na, [s_na]).target_levels
     # excluding the missing target drops the (2,50) original record from every table
-    r = _measures(_run(o_na, [s_na], use_target_na=False))
+    r = _measures(_run(o_na, [s_na], exclude=ExclusionSpec(use_target_na=False)))
     assert r["UiO"] == 0.0 and r["Dorig"] == 40.0
     # a missing key is a level too
     k_na = o.astype({"age": float})
@@ -144,7 +145,7 @@ def test_missing_is_a_level_and_can_be_excluded():
     ks_na.loc[[3, 4], "age"] = np.nan
     r = _measures(_run(k_na, [ks_na]))
     assert r["UiO"] == 20.0
-    r = _measures(_run(k_na, [ks_na], use_keys_na=[True, False]))
+    r = _measures(_run(k_na, [ks_na], exclude=ExclusionSpec(use_keys_na=[True, False])))
     assert r["UiO"] == 0.0 and r["iS"] == 80.0
 
 
@@ -282,7 +283,8 @@ def test_tcap_undefined_and_mostly_unique_warnings():
     ({"keys": ["sex", "agee"]}, "Did you mean 'age'"),
     ({"target": ["inc"]}, "one column name"),
     ({"ngroups_target": 1}, "ngroups_target must be an integer >= 2"),
-    ({"denom_lim": 0}, "denom_lim must be an integer >= 1"),
+    ({"denom_lim": 0}, "ExclusionSpec.denom_lim must be an integer >= 1"),
+    ({"use_target_na": "no"}, "ExclusionSpec.use_target_na must be True or False"),
     ({"compat": "sdcMicro"}, "compat must be None or 'synthpop'"),
     ({"not_targetlev": [77]}, "not levels of 'inc'"),
     ({"exclude_combinations": [("age", 30)]}, "triples"),
@@ -296,8 +298,19 @@ def test_tcap_undefined_and_mostly_unique_warnings():
 ])
 def test_bad_arguments(kwargs, match):
     args = {"keys": KEYS, "target": "inc", **kwargs}
+    fields = {"denom_lim", "exclude_ov_denom_lim", "not_targetlev", "exclude_combinations",
+              "use_target_na", "use_keys_na"}
+    exclude = {k: args.pop(k) for k in list(args) if k in fields}
     with pytest.raises((ValidationError, SchemaError), match=match):
-        disclosure_measures(ORIG, [SYN], keys=args.pop("keys"), target=args.pop("target"), **args)
+        disclosure_measures(ORIG, [SYN], keys=args.pop("keys"), target=args.pop("target"),
+                            exclude=ExclusionSpec(**exclude), **args)
+
+
+def test_exclude_argument():
+    with pytest.raises(ValidationError, match="exclude must be an ExclusionSpec"):
+        disclosure_measures(ORIG, [SYN], keys=KEYS, target="inc", exclude={"denom_lim": 3})
+    with pytest.raises(TypeError, match="denom_lim"):  # the options moved to ExclusionSpec
+        disclosure_measures(ORIG, [SYN], keys=KEYS, target="inc", denom_lim=3)
 
 
 def test_bad_data():

@@ -81,7 +81,7 @@ def test_toy5_pooled_fallback_unsynthesized(toy5):
 
 def test_toy5_pooled_fallback_none(toy5):
     y, z = toy5
-    res = ir(y, z, known=["sex", "race"], synthesized=["race"], fallback="none")
+    res = ir(y, z, known=["sex", "race"], synthesized=["race"], match=MatchSpec(fallback="none"))
     p = res.prob.toarray()
     np.testing.assert_allclose(p[2], [0, 0.25, 0.25, 0, 0], **TOL)
     np.testing.assert_allclose(p[3], [0, 0, 0, 0.25, 0.25], **TOL)
@@ -127,7 +127,7 @@ def test_toy5_unknown_true_counts(toy5, strategy, risk, unique, declared):
     y, z = toy5
     res = ir(y, z, known=["sex", "race"], synthesized=["race"],
              population=PopulationSpec(membership="unknown", counts=F_TOY),
-             strategy=strategy)
+             match=MatchSpec(strategy=strategy))
     assert res.settings["fallback"] == "none"
     p = res.prob.toarray()
     np.testing.assert_allclose(p[0], [0.25, 0.125, 0.125, 0, 0], **TOL)
@@ -153,8 +153,8 @@ def test_toy5_out_of_sample_target(toy5):
     tg = pd.concat([tg, pd.DataFrame({"sex": ["M"], "race": ["W"], "id": [99]})],
                    ignore_index=True)
     res = ir(y, z, known=["sex", "race"], synthesized=["race"],
-             population=PopulationSpec(membership="unknown", counts=F_TOY),
-             targets=tg, target_id="id")
+             population=PopulationSpec(membership="unknown", counts=F_TOY, targets=tg,
+                                       target_id="id"))
     p = res.prob.toarray()
     np.testing.assert_allclose(p[5], p[0], **TOL)
     assert res.p_out[5] == pytest.approx(0.5)
@@ -197,7 +197,7 @@ def _c(t, x, **kw):
     y = pd.DataFrame({"v": np.atleast_1d(np.asarray(t, dtype=float))})
     z = pd.DataFrame({"v": np.atleast_1d(np.asarray(x, dtype=float))})
     kw.setdefault("aggregation", "per_dataset")
-    rule = {k: kw.pop(k) for k in ("radius", "window", "r_min") if k in kw}
+    rule = {k: kw.pop(k) for k in ("radius", "window", "r_min", "compat") if k in kw}
     return ir(y, [z], known=["v"], synthesized=["v"], match=MatchSpec(**rule), **kw)
 
 
@@ -474,8 +474,8 @@ def test_error_targets_lacking_known_columns(toy5):
     y, z = toy5
     tg = pd.DataFrame({"sex": ["M"], "id": [0]})
     with pytest.raises(SchemaError, match=r"targets lack known column\(s\) \['race'\]"):
-        ir(y, z, known=["sex", "race"], synthesized=["race"], targets=tg,
-           target_id="id")
+        ir(y, z, known=["sex", "race"], synthesized=["race"],
+           population=PopulationSpec(targets=tg, target_id="id"))
 
 
 def test_error_user_counts_below_one(toy5):
@@ -537,23 +537,24 @@ def test_error_us_columns_differ_and_compat_conflicts(toy5):
         ir(y, z2, known=["sex", "race"], synthesized=["race"])
     with pytest.raises(ValidationError, match="window='open'"):
         ir(y, z, known=["sex", "race"], synthesized=["race"],
-           compat="IdentificationRiskCalculation", match=MatchSpec(window="closed"))
+           match=MatchSpec(window="closed", compat="IdentificationRiskCalculation"))
     with pytest.raises(ValidationError, match="aggregation='per_dataset'"):
-        ir(y, z, known=["sex", "race"], synthesized=["race"],
-           compat="IdentificationRiskCalculation", aggregation="pooled")
+        ir(y, z, known=["sex", "race"], synthesized=["race"], aggregation="pooled",
+           match=MatchSpec(compat="IdentificationRiskCalculation"))
     with pytest.raises(ValidationError, match="strategy"):
         ir(y, z, known=["sex", "race"], synthesized=["race"],
-           strategy=("threshold", 1.5))
+           match=MatchSpec(strategy=("threshold", 1.5)))
 
 
 def test_absent_category_no_match_then_fallback(toy5):
     y, z = toy5
     tg = pd.DataFrame({"sex": ["M"], "race": ["A"], "id": [7]})
-    res = ir(y, z, known=["sex", "race"], synthesized=["race"], targets=tg,
-             target_id="id")
+    res = ir(y, z, known=["sex", "race"], synthesized=["race"],
+             population=PopulationSpec(targets=tg, target_id="id"))
     np.testing.assert_allclose(res.prob.toarray()[0], [1 / 3, 1 / 3, 1 / 3, 0, 0])
-    res2 = ir(y, z, known=["sex", "race"], synthesized=["race"], targets=tg,
-              target_id="id", fallback="none")
+    res2 = ir(y, z, known=["sex", "race"], synthesized=["race"],
+              population=PopulationSpec(targets=tg, target_id="id"),
+              match=MatchSpec(fallback="none"))
     assert res2.c[0] == 0 and "NO_MATCH" in res2.warnings
 
 
@@ -671,9 +672,9 @@ def test_property_shuffle_invariance(prob, seed):
 def test_property_pooled_equals_per_dataset_for_m1(prob):
     y, zs, r = prob
     z = zs[:1]
-    a = ir(y, z, known=["g", "x"], synthesized=["x"], categorical=["g"], match=MatchSpec(radius=r),
-           aggregation="pooled",
-           fallback="none")
+    a = ir(y, z, known=["g", "x"], synthesized=["x"], categorical=["g"],
+           match=MatchSpec(radius=r, fallback="none"),
+           aggregation="pooled")
     b = ir(y, z, known=["g", "x"], synthesized=["x"], categorical=["g"], match=MatchSpec(radius=r),
            aggregation="per_dataset")
     np.testing.assert_array_equal(a.c, b.c[:, 0])
@@ -775,7 +776,7 @@ def test_default_fallback_without_known_unsynthesized(toy5):
     res = ir(y, z, known=["sex", "race"], synthesized=["sex", "race"])
     assert res.settings["fallback"] == "none"
     explicit = ir(y, z, known=["sex", "race"], synthesized=["sex", "race"],
-                  fallback="unsynthesized")
+                  match=MatchSpec(fallback="unsynthesized"))
     assert explicit.settings["fallback"] == "unsynthesized"
     # with no unsynthesized key the fallback set is the whole file
     empty_rep = (explicit.prob.toarray() > 0).sum(axis=1)
@@ -785,7 +786,8 @@ def test_default_fallback_without_known_unsynthesized(toy5):
 def test_toy5_per_dataset_with_fallback(toy5):
     y, z = toy5
     res = ir(y, z, known=["sex", "race"], synthesized=["race"],
-             aggregation="per_dataset", fallback="unsynthesized")
+             aggregation="per_dataset",
+             match=MatchSpec(fallback="unsynthesized"))
     np.testing.assert_allclose(res.IR[:, 0], [1, 0, 0.5, 0.5, 0.5], **TOL)
     np.testing.assert_allclose(res.IR[:, 1], [1 / 3, 1 / 3, 1 / 3, 0.5, 0.5], **TOL)
     np.testing.assert_array_equal(res.c[:, 1], [3, 3, 3, 2, 2])
@@ -807,10 +809,11 @@ class _SmallPartitions:
 
 
 @pytest.mark.parametrize("extra", [
-    {}, {"aggregation": "per_dataset"}, {"fallback": "none"},
+    {}, {"aggregation": "per_dataset"},
+    {"match": MatchSpec(radius={"a": 0.1, "x": 0.1}, fallback="none")},
     {"population": PopulationSpec(membership="unknown", counts="loglinear_synthetic",
-                                  sampling_fraction=0.5), "match": None,
-     "strategy": "not_if_max"},
+                                  sampling_fraction=0.5),
+                                  "match": MatchSpec(strategy="not_if_max")},
 ], ids=["pooled-fallback", "per-dataset", "pooled", "unknown-loglinear"])
 def test_partitioned_executor_gives_identical_results(extra):
     """Every per-target quantity depends on the target and the record pool only: any
@@ -848,11 +851,11 @@ def test_radius_sweep_shares_the_pool_once():
 def test_compat_named_after_the_r_package(toy5):
     y, z = toy5
     res = ir(y, z, known=["sex", "race"], synthesized=["race"],
-             compat="IdentificationRiskCalculation")
+             match=MatchSpec(compat="IdentificationRiskCalculation"))
     assert res.settings["compat"] == "IdentificationRiskCalculation"
     for former in ("hornby-hu", "hornby"):  # no pre-release spelling is accepted
         with pytest.raises(ValidationError, match="IdentificationRiskCalculation"):
-            ir(y, z, known=["sex", "race"], synthesized=["race"], compat=former)
+            ir(y, z, known=["sex", "race"], synthesized=["race"], match=MatchSpec(compat=former))
 
 
 def test_bad_executor(toy5):

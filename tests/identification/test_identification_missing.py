@@ -40,8 +40,8 @@ def _five():
 def test_worked_counts_per_dataset(mode, c1, t1):
     y, z = _five()
     r = br.identification_risk(y, z, known=["sex", "race"], synthesized=["race"],
-                               aggregation="per_dataset",
-                               missing_known=mode, progressbar=False)
+                               aggregation="per_dataset", progressbar=False,
+                               match=br.MatchSpec(missing_known=mode))
     rec = r.records.set_index(["target", "dataset"])
     assert [int(rec.loc[(1, l), "c"]) for l in (1, 2)] == c1
     assert [int(rec.loc[(1, l), "T"]) for l in (1, 2)] == t1
@@ -53,7 +53,7 @@ def test_worked_counts_per_dataset(mode, c1, t1):
 def test_worked_pooled_any():
     y, z = _five()
     r = br.identification_risk(y, z, known=["sex", "race"], synthesized=["race"],
-                               missing_known="any", progressbar=False)
+                               progressbar=False, match=br.MatchSpec(missing_known="any"))
     # target 1: pi = (1/3 + 1/3)/2 for record 0, 1/6 for records 1..4: record 0 alone on top
     row = r.records.set_index("target").loc[1]
     assert row["p_max"] == pytest.approx(1 / 3)
@@ -110,8 +110,9 @@ def test_engine_against_brute_force(monkeypatch, compiled, mode):
     monkeypatch.setattr(_engine, "USE_NUMBA", compiled)
     y, zs = _random(5)
     r = br.identification_risk(y, zs, known=["a", "b", "x"], synthesized=["b", "x"],
-                               categorical=["b"], match=MatchSpec(radius={"x": 0.1}),
-                               aggregation="per_dataset", missing_known=mode,
+                               categorical=["b"],
+                               match=MatchSpec(radius={"x": 0.1}, missing_known=mode),
+                               aggregation="per_dataset",
                                progressbar=False)
     c, T = _brute(y, zs, mode)
     got = r.records.sort_values(["dataset", "target"])
@@ -124,8 +125,9 @@ def test_pooled_matches_per_record_average(mode):
     """Pooled probabilities: the average over replicates of 1/c on the brute-force match sets."""
     y, zs = _random(7)
     r = br.identification_risk(y, zs, known=["a", "b", "x"], synthesized=["b", "x"],
-                               categorical=["b"], match=MatchSpec(radius={"x": 0.1}),
-                               missing_known=mode, fallback="none", progressbar=False)
+                               categorical=["b"],
+                               match=MatchSpec(radius={"x": 0.1}, missing_known=mode,
+                                               fallback="none"), progressbar=False)
     c, T = _brute(y, zs, mode)
     # own record's pooled probability = mean over replicates of T / c
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -159,8 +161,8 @@ def test_codes_are_missing_and_clear_errors():
                                progressbar=False)
     with pytest.raises(ValidationError, match="missing_known"):
         br.identification_risk(y, z, known=["sex", "race"], synthesized=["race"],
-                               missing_known="ignore",
-                               progressbar=False)
+                               progressbar=False,
+                               match=br.MatchSpec(missing_known="ignore"))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -223,8 +225,8 @@ def test_posterior_batches_equal_released_path_with_missing_values(mode, fallbac
         zs = [z.assign(race=z["race"].fillna("W"),
                        nociga=z["nociga"].fillna(5.0).replace(-8.0, 10.0),
                        income=z["income"].fillna(1000.0)) for z in zs]
-    kw = dict(schema=schema, match=MatchSpec(radius={"income": 0.05}), missing_known=mode,
-              fallback=fallback,
+    kw = dict(schema=schema, match=MatchSpec(radius={"income": 0.05}, missing_known=mode,
+                                             fallback=fallback),
               progressbar=False)
     known = dict(known=["sex", "race", "nociga", "income"], synthesized=["race", "nociga",
                                                                          "income"])
@@ -237,7 +239,8 @@ def test_posterior_batches_equal_released_path_with_missing_values(mode, fallbac
         assert np.array_equal(post.records[c], base.records[c]), c
     # one batch at a time, each prepared in full: the per-replicate measures agree as well
     per = br.identification_risk(y, zs, **known, aggregation="per_dataset",
-                                 **dict(kw, fallback=post.settings["fallback"]))
+                                 **dict(kw, match=kw["match"].replace(
+                                     fallback=post.settings["fallback"])))
     np.testing.assert_allclose(post.records["IR_replicate_mean"], per.record_IR, rtol=1e-12)
     for r in (base, post):
         assert r.settings["missing_known"] == mode
@@ -255,8 +258,8 @@ def test_recoder_encodes_a_batch_as_prepare_does():
     y, zs, schema = _coded(3, m=4)
     cols = ["race", "nociga", "income"]
     opts = dict(schema=schema, radius={"income": 0.05}, radius_type="percentage", r_min=None,
-                quantile_groups=20, window=None, shape=None, aggregation=None, membership=None,
-                strategy=None, fallback=None, compat=None, missing_known="level")
+                quantile_groups=20, window=None, shape=None, aggregation=None, strategy=None,
+                fallback=None, compat=None, missing_known="level")
     first = prepare(y, [], ["sex"], cols, replicates=[z[cols] for z in zs[:2]], **opts)
     full = prepare(y, [], ["sex"], cols, replicates=[z[cols] for z in zs[2:]], **opts)
     got = Recoder.make(first)([z for z in zs[2:]])
@@ -291,8 +294,8 @@ def test_worked_missing_in_original_synthetic_and_both(mode, c, T):
     y = pd.DataFrame({"g": ["u"] * 4, "x": ["a", None, "a", "b"]})
     z = y.assign(x=[None, None, "a", "a"])
     r = br.identification_risk(y, [z], known=["g", "x"], synthesized=["x"],
-                               aggregation="per_dataset",
-                               missing_known=mode, progressbar=False)
+                               aggregation="per_dataset", progressbar=False,
+                               match=br.MatchSpec(missing_known=mode))
     assert r.records["c"].tolist() == c
     assert r.records["T"].astype(int).tolist() == T
     assert r.settings["missing_known"] == mode and r.settings["n_missing_known_values"] == 1
@@ -338,9 +341,8 @@ def test_external_target_value_first_met_in_a_later_batch():
     targets = pd.concat([y.assign(id=np.arange(len(y))),
                          y.iloc[:3].assign(race="Z", id=[1000, 1001, 1002])],
                         ignore_index=True)
-    kw = dict(schema=schema, match=MatchSpec(radius={"income": 0.05}), targets=targets,
-              target_id="id",
-              fallback="none", progressbar=False)
+    kw = dict(schema=schema, match=MatchSpec(radius={"income": 0.05}, fallback="none"),
+              population=PopulationSpec(targets=targets, target_id="id"), progressbar=False)
     known = dict(known=["sex", "race", "nociga", "income"], synthesized=["race", "nociga",
                                                                          "income"])
     with warnings.catch_warnings():

@@ -52,8 +52,8 @@ def test_reference_run_exact(run_id):
             match=MatchSpec(
                 radius=run["r"],
                 radius_type="percentage" if run["percentage"] else "absolute",
-                shape="legacy_hh_euclid" if run["euclideanDist"] else "rectangle"),
-            compat="IdentificationRiskCalculation", progressbar=False,
+                shape="legacy_hh_euclid" if run["euclideanDist"] else "rectangle",
+                compat="IdentificationRiskCalculation"), progressbar=False,
         )
     base = shared_path("reference", "identification", run["output_dir"])
 
@@ -96,17 +96,17 @@ def test_reference_radius_vector_column_order():
     run = next(r for r in man["runs"] if r["id"] == "scenario3_r0p1")
     ce = pd.read_csv(shared_path("data", "CEdata.csv"))
     syn = _synthetic(run["synthetic_files"])[:2]
-    kw = dict(categorical=["Urban", "Marital", "Tenure"], compat="IdentificationRiskCalculation",
-              progressbar=False)
+    kw = dict(categorical=["Urban", "Marital", "Tenure"], progressbar=False)
+    compat = "IdentificationRiskCalculation"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         a = identification_risk(ce, syn, known=["Age", "Urban", "Marital", "Income", "Expenditure"],
                                 synthesized=["Income", "Expenditure"],
-                                match=MatchSpec(radius=[0.1, 0.2, 0.3]), **kw)
+                                match=MatchSpec(radius=[0.1, 0.2, 0.3], compat=compat), **kw)
         b = identification_risk(ce, syn, known=["Age", "Urban", "Marital", "Expenditure", "Income"],
                                 synthesized=["Expenditure", "Income"],
                                 match=MatchSpec(radius={"Age": 0.1, "Expenditure": 0.2,
-                                                        "Income": 0.3}), **kw)
+                                                        "Income": 0.3}, compat=compat), **kw)
     np.testing.assert_array_equal(a.c, b.c)
     assert a.settings["match_rule"]["radius"] == {"Age": 0.1, "Expenditure": 0.2, "Income": 0.3}
 
@@ -122,8 +122,9 @@ def test_default_mode_differs_from_package_as_documented():
         compat = identification_risk(ce, syn, known=["Age", "Urban", "Marital", "Income"],
                                      synthesized=["Income"],
                                      categorical=["Urban", "Marital", "Tenure"],
-                                     match=MatchSpec(radius=0.1),
-                                     compat="IdentificationRiskCalculation", progressbar=False)
+                                     match=MatchSpec(radius=0.1,
+                                                     compat="IdentificationRiskCalculation"),
+                                                     progressbar=False)
         default = identification_risk(ce, syn, known=["Age", "Urban", "Marital", "Income"],
                                       synthesized=["Income"],
                                       categorical=["Urban", "Marital", "Tenure"],
@@ -151,10 +152,9 @@ def test_paper_sweep_definition_varies_age_too():
     ce = pd.read_csv(shared_path("data", "CEdata.csv"))
     syn = _synthetic(run["synthetic_files"])
     grid = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3)
-    kw = dict(categorical=["Urban", "Marital", "Tenure"], match=MatchSpec(radius={"Age": 0.1,
-                                                                                  "Income": 0.1},
-                                                                          radius_type="percentage"),
-              compat="IdentificationRiskCalculation",
+    kw = dict(categorical=["Urban", "Marital", "Tenure"],
+              match=MatchSpec(radius={"Age": 0.1, "Income": 0.1}, radius_type="percentage",
+                              compat="IdentificationRiskCalculation"),
               aggregation="per_dataset", progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -27,13 +27,20 @@ def ir(y, rel, **kw):
 
 
 #: the fields of MatchSpec among a test's options
-_MATCH_FIELDS = ("radius", "radius_type", "r_min", "quantile_groups", "window", "shape")
+_MATCH_FIELDS = ("radius", "radius_type", "r_min", "quantile_groups", "window", "shape",
+                 "missing_known", "strategy", "fallback", "compat")
+#: the fields of PopulationSpec among a test's options
+_POPULATION_FIELDS = ("targets", "target_id", "original_id")
 
 
 def _specs(kw):
-    """A test's flat options with the matching ones gathered into ``match=MatchSpec(...)``."""
+    """A test's flat options with the matching ones gathered into ``match=MatchSpec(...)``,
+    the targets into ``population=PopulationSpec(...)``."""
     kw = dict(kw)
     fields = {k: kw.pop(k) for k in _MATCH_FIELDS if k in kw}
+    pop = {k: kw.pop(k) for k in _POPULATION_FIELDS if k in kw}
+    if pop:
+        kw["population"] = PopulationSpec(**pop)
     return {**kw, "match": MatchSpec(**fields)} if fields else kw
 
 
@@ -109,7 +116,8 @@ def test_options_pass_through_and_match_separate_runs(options):
     rad = {"x": 0.05, "y": 0.1}
     if options.get("shape") == "mahalanobis":
         rad = 1.0
-    rule = {k: v for k, v in options.items() if k in ("shape", "radius_type")}
+    rule = {k: v for k, v in options.items()
+            if k in ("shape", "radius_type", "strategy", "fallback")}
     other = {k: v for k, v in options.items() if k not in rule}
     res = sweep(y, rel, candidates=cands, match=MatchSpec(radius=rad, **rule), categorical=["a",
                                                                                             "c"],

@@ -31,9 +31,10 @@ ORIG = pd.DataFrame({"x1": [8.0, 12.0, 8.0, 12.0, 10.0], "x2": [8.0, 10.0, 10.0,
 SYN = pd.DataFrame({"x1": [12.0, 12.0, 40.0, -20.0, 10.5], "x2": [11.0, 9.0, 40.0, -20.0, 10.5]})
 
 
-def _run(radius, shape="mahalanobis", window=None, **kw):
+def _run(radius, shape="mahalanobis", window=None, fallback=None, **kw):
     return identification_risk(ORIG, [SYN], known=["x1", "x2"], synthesized=["x1", "x2"],
-                               match=MatchSpec(radius=radius, shape=shape, window=window),
+                               match=MatchSpec(radius=radius, shape=shape, window=window,
+                                               fallback=fallback),
                                progressbar=False, **kw)
 
 
@@ -70,8 +71,8 @@ def test_differs_from_ellipse_with_the_same_scale():
     sd = np.sqrt([4.0, 2.0])
     ell = identification_risk(ORIG, [SYN], known=["x1", "x2"], synthesized=["x1", "x2"],
                               match=MatchSpec(radius={"x1": 1.3 * sd[0],
-                              "x2": 1.3 * sd[1]}, radius_type="absolute", shape="ellipse"),
-                              fallback="none", progressbar=False).records.set_index("target")
+                              "x2": 1.3 * sd[1]}, radius_type="absolute", shape="ellipse",
+                              fallback="none"), progressbar=False).records.set_index("target")
     mah = _run(1.3, fallback="none").records.set_index("target")
     assert ell.loc[4, "c"] == 3 and mah.loc[4, "c"] == 2
 
@@ -120,7 +121,7 @@ def test_against_brute_force_with_unsynthesized_columns(seed):
     for r in (0.5, 1.0, 2.0):
         res = identification_risk(orig, [syn], known=["age", "g", "inc", "exp"],
                                   synthesized=["inc", "exp"], categorical=["g"],
-                                  match=MatchSpec(radius=r, shape="mahalanobis"), fallback="none",
+                                  match=MatchSpec(radius=r, shape="mahalanobis", fallback="none"),
                                   progressbar=False)
         M = _brute(orig, syn, ["age"], ["inc", "exp"], ["g"], r)
         np.testing.assert_array_equal(res.records["c"].to_numpy(), M.sum(axis=1))
@@ -132,9 +133,9 @@ def test_fallback_uses_the_marginal_distance_of_the_unsynthesized_columns():
     orig, syn = _data(3)
     syn = syn.assign(inc=syn["inc"] + 1e6)  # nobody matches on the synthesized columns
     res = identification_risk(orig, [syn], known=["age", "inc", "exp"],
-                              synthesized=["inc", "exp"], match=MatchSpec(radius=0.3,
-                                                                          shape="mahalanobis"),
-                              fallback="unsynthesized", progressbar=False)
+                              synthesized=["inc", "exp"],
+                              match=MatchSpec(radius=0.3, shape="mahalanobis",
+                                              fallback="unsynthesized"), progressbar=False)
     a = orig["age"].to_numpy()
     M = np.abs(a[:, None] - a[None, :]) / a.std(ddof=1) <= 0.3 * (1 + 1e-12)
     np.testing.assert_array_equal(res.records["c"].to_numpy(), M.sum(axis=1))
@@ -149,9 +150,9 @@ def test_properties_monotone_row_order_and_units(seed, r1, r2, scale):
 
     def run(o, s, r):
         return identification_risk(o, [s], known=["age", "inc", "exp"],
-                                   synthesized=["inc", "exp"], match=MatchSpec(radius=r,
-                                                                               shape="mahalanobis"),
-                                   fallback="none", progressbar=False)
+                                   synthesized=["inc", "exp"],
+                                   match=MatchSpec(radius=r, shape="mahalanobis",
+                                                   fallback="none"), progressbar=False)
 
     a, b = run(orig, syn, lo), run(orig, syn, hi)
     # nested windows: every target matches at least as many records with the larger radius
@@ -175,7 +176,7 @@ def test_radius_sweep_common_grid():
     orig, syn = _data(4)
     sw = radius_sweep(orig, [syn], known=["age", "inc", "exp"], synthesized=["inc", "exp"],
                       radii=[0.25, 0.5, 1.0, 2.0],
-                      match=MatchSpec(shape="mahalanobis"), fallback="none",
+                      match=MatchSpec(shape="mahalanobis", fallback="none"),
                       aggregation="per_dataset",
                       progressbar=False)
     for b, r in enumerate(sw.radii):
@@ -213,8 +214,9 @@ def test_errors():
                             match=MatchSpec(radius=1, r_min=1, shape="mahalanobis"), **base)
     with pytest.raises(ValidationError, match="compat"):
         identification_risk(orig, [syn], known=["age", "inc"], synthesized=["inc"],
-                            match=MatchSpec(radius=[0.1, 0.1], shape="mahalanobis"),
-                            compat="IdentificationRiskCalculation", progressbar=False)
+                            match=MatchSpec(radius=[0.1, 0.1], shape="mahalanobis",
+                                            compat="IdentificationRiskCalculation"),
+                                            progressbar=False)
     with pytest.raises(ValidationError, match="more original records"):
         identification_risk(orig.iloc[:2], [syn.iloc[:2]], known=["age", "inc", "exp"],
                             synthesized=["inc", "exp"],

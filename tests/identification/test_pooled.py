@@ -140,9 +140,9 @@ def test_cells_unknown_membership_and_targets(monkeypatch, strategy):
     F = rng.integers(1, 40, len(tg)).astype(float)
     cell, mat = _both(monkeypatch, y, zs, known=["g", "a", "s"], synthesized=["s"],
                       categorical=["g", "s"],
-                      population=PopulationSpec(membership="unknown", counts=F),
-                      fallback="unsynthesized",
-                      strategy=strategy, targets=tg, target_id="pid")
+                      population=PopulationSpec(membership="unknown", counts=F, targets=tg,
+                                                target_id="pid"),
+                      match=MatchSpec(fallback="unsynthesized", strategy=strategy))
     assert (cell.pooled.fallback_extra > 0).any()
     _assert_identical(cell, mat)
 
@@ -219,7 +219,7 @@ def test_chunks_without_the_progress_bar_give_the_same_numbers(monkeypatch, fall
 
     y, zs = _coarse_problem(4, 150, 3)
     kw = dict(known=["g", "a", "s", "x"], synthesized=["s", "x"], categorical=["g", "s"],
-              match=MatchSpec(radius={"x": 0.1}), fallback=fallback)
+              match=MatchSpec(radius={"x": 0.1}, fallback=fallback))
     chunks = []
     real = pooled._pool_chunk
 
@@ -268,8 +268,8 @@ def test_memory_budget_chunking_gives_the_same_numbers(monkeypatch, compiled, fa
 
     y, zs = (_dup_problem if dups else _coarse_problem)(11, 240, 4)
     kw = dict(known=["g", "s", "x"], synthesized=["s", "x"], categorical=["g", "s"],
-              match=MatchSpec(radius={"x": 0.3}),
-              fallback="none" if fallback == "none" else "unsynthesized")
+              match=MatchSpec(radius={"x": 0.3},
+                              fallback="none" if fallback == "none" else "unsynthesized"))
     monkeypatch.setattr(engine, "USE_NUMBA", compiled)
     monkeypatch.setattr(engine, "FALLBACK_AS_CELLS", fallback == "cells")
     base = ir(y, zs, **kw)

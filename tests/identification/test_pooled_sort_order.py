@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayes_risk import PopulationSpec
+from bayes_risk import MatchSpec, PopulationSpec
 from bayes_risk.exceptions import DataWarning
 from bayes_risk.identification import pooled
 from bayes_risk.identification.api import identification_risk
@@ -30,9 +30,10 @@ def _run(y, zs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
         return identification_risk(y, zs, known=["a", "s"], synthesized=["s"],
-                                   aggregation="pooled", fallback="none",
+                                   aggregation="pooled",
                                    population=PopulationSpec(membership="known"),
-                                   progressbar=False)
+                                   progressbar=False,
+                                   match=MatchSpec(fallback="none"))
 
 
 class _QuickSortNumpy:

@@ -86,6 +86,8 @@ def _kw(extra, y):
     kw = dict(KW, **extra)
     if kw.get("population") == "user":
         kw["population"] = PopulationSpec(membership="unknown", counts=np.full(len(y), 3.0))
+    rule = {k: kw.pop(k) for k in ("fallback", "strategy") if k in kw}
+    kw["match"] = kw["match"].replace(**rule)
     return kw
 
 
@@ -126,7 +128,8 @@ def test_batched_pooling_equals_engine_and_per_replicate_equals_per_dataset(extr
     per = identification_risk(y, syn, known=["sex", "region", "race", "income"],
                               synthesized=["race", "income"],
                               aggregation="per_dataset",
-                              **dict(kw, fallback=post.settings["fallback"]))
+                              **dict(kw, match=kw["match"].replace(
+                                  fallback=post.settings["fallback"])))
     # pooled over three batches: the same probabilities (summed in another order) and top sets
     np.testing.assert_allclose(post.prob.toarray(), base.prob.toarray(), rtol=1e-12, atol=0)
     for c in ("c", "T", "K", "W", "declared"):
@@ -198,10 +201,10 @@ def closed_form_risk(y):
 
 def _closed_form_run(y, schema, R, seed, model=None, **pr):
     return identification_risk(
-        y, None, known=["sex", "race"], synthesized=["race"], schema=schema,
-        fallback="none", progressbar=False,
+        y, None, known=["sex", "race"], synthesized=["race"], schema=schema, progressbar=False,
         replicates=PosteriorReplicates(model or FixedProbabilities(len(y)), n=R,
-                                       random_seed=seed, **pr))
+                                       random_seed=seed, **pr),
+        match=MatchSpec(fallback="none"))
 
 
 def test_same_seed_same_numbers_whatever_the_chunk_size():
@@ -218,10 +221,10 @@ def test_same_seed_same_numbers_whatever_the_chunk_size():
     yl = make_data(60, seed=5)
     model, df = _fixed_model(yl, PROBS)
     a, b = (identification_risk(df, None, known=["sex", "race"], synthesized=["race"],
-                                fallback="none",
                                 progressbar=False,
                                 replicates=PosteriorReplicates(model, n=30, chunk_size=cs,
-                                                               batch_size=10, random_seed=4))
+                                                               batch_size=10, random_seed=4),
+                                match=MatchSpec(fallback="none"))
             for cs in (3, 30))
     pd.testing.assert_frame_equal(a.records, b.records)
 
@@ -522,9 +525,10 @@ def test_posterior_replicates_refuse_a_bad_executor_and_compat():
     with pytest.raises(ValidationError, match="compat"):
         identification_risk(y, syn, known=["sex", "region", "race", "income"],
                             synthesized=["race", "income"], categorical=["region"],
-                            match=MatchSpec(radius={"income": 0.05}), progressbar=False,
-                            replicates=pr,
-                            compat="IdentificationRiskCalculation")
+                            match=MatchSpec(radius={"income": 0.05},
+                                            compat="IdentificationRiskCalculation"),
+                                            progressbar=False,
+                            replicates=pr)
 
 
 @pytest.mark.parametrize("extra", SETTINGS)

@@ -36,6 +36,11 @@ def ir(*args, **kw):
     (dict(radius={"x": np.nan}), r"MatchSpec.radius\['x'\]"),
     (dict(radius=[0.1, True]), "MatchSpec.radius"),
     (dict(r_min=-1), "MatchSpec.r_min"),
+    (dict(missing_known="unknown"), "MatchSpec.missing_known"),
+    (dict(fallback="all"), "MatchSpec.fallback"),
+    (dict(compat="synthpop"), "MatchSpec.compat"),
+    (dict(strategy=("threshold", 1.5)), r"γ must be in \(0, 1\)"),
+    (dict(strategy="sometimes"), "strategy must be"),
 ])
 def test_match_spec_errors_name_the_field(kw, field):
     with pytest.raises(ValidationError, match=field):
@@ -47,6 +52,9 @@ def test_match_spec_holds_its_fields():
     assert m.radius == {"a": 1.0, "b": 0.5} and m.r_min == 2.0 and m.quantile_groups == 20
     assert MatchSpec(radius=[0.1, 0.2]).radius == (0.1, 0.2)
     assert m.replace(window="closed").window == "closed" and m.window == "open"
+    # the intruder's rule: a strategy given as a list is the tuple it parses to
+    assert MatchSpec(strategy=["threshold", 0.5]).strategy == ("threshold", 0.5)
+    assert m.replace(fallback="none").fallback == "none" and m.missing_known == "any"
     assert json.dumps(m.to_dict())
     with pytest.raises(AttributeError):
         m.window = "closed"  # frozen
@@ -69,6 +77,9 @@ def test_match_spec_holds_its_fields():
     (dict(membership="unknown", weights=[[1.0, 2.0]]), "one weight per original record"),
     (dict(membership="unknown", weights=""), "column name is empty"),
     (dict(membership="unknown", weights=[1.0], estimate="scaled"), "log-linear counts only"),
+    (dict(target_id=""), "PopulationSpec.target_id must be a column name"),
+    (dict(original_id=3), "PopulationSpec.original_id must be a column name"),
+    (dict(target_id="id"), "PopulationSpec.target_id names the id column of targets"),
 ])
 def test_population_spec_errors_name_the_field(kw, pattern):
     with pytest.raises(ValidationError, match=pattern):
@@ -93,7 +104,9 @@ def toy():
 @pytest.mark.parametrize("old", [
     dict(known_unsynthesized=["sex"]), dict(known_synthesized=["race"]), dict(radius=0.1),
     dict(radius_type="absolute"), dict(membership="unknown"), dict(population_counts={}),
-    dict(population_size=10), dict(window="open"),
+    dict(population_size=10), dict(window="open"), dict(strategy="not_if_max"),
+    dict(fallback="none"), dict(compat="IdentificationRiskCalculation"),
+    dict(missing_known="level"), dict(targets=None), dict(target_id="id"),
 ])
 def test_old_keywords_are_refused(toy, old):
     y, z = toy
@@ -216,7 +229,7 @@ def test_weighted_counts_by_hand(weighted):
 def test_weighted_counts_equal_the_same_counts_given(weighted, aggregation, strategy):
     y, z = weighted
     kw = dict(known=["sex", "race"], synthesized=["race"], aggregation=aggregation,
-              strategy=strategy)
+              match=MatchSpec(strategy=strategy))
     w = ir(y, z, population=PopulationSpec(membership="unknown", weights="w"), **kw)
     c = ir(y, z, population=PopulationSpec(membership="unknown", counts=HAND_F), **kw)
     pd.testing.assert_frame_equal(w.records, c.records)
@@ -228,8 +241,9 @@ def test_weighted_counts_for_targets_outside_the_sample(weighted):
     y = y.assign(id=range(6))
     tg = pd.DataFrame({"id": [0, 100], "sex": ["M", "F"], "race": ["W", "O"]})
     res = ir(y, [d.assign(id=range(6)) for d in z], known=["sex", "race"],
-             synthesized=["race"], targets=tg, target_id="id",
-             population=PopulationSpec(membership="unknown", weights="w"))
+             synthesized=["race"],
+             population=PopulationSpec(membership="unknown", weights="w", targets=tg,
+                                       target_id="id"))
     assert "F_BELOW_ONE" in res.warnings
     # the outside target's key (F, O) has no sample record: F̂ = 0, raised to 1
     np.testing.assert_array_equal(res.population_counts[:, 0], [30.0, 1.0])
@@ -254,7 +268,7 @@ def test_weights_errors_name_the_column(weighted):
            synthesized=["race"], match=MatchSpec(radius={"inc": 0.1}),
            population=PopulationSpec(membership="unknown", weights="w"))
     with pytest.raises(ValidationError, match="uses membership='known'"):
-        ir(y, z, compat="IdentificationRiskCalculation",
+        ir(y, z, match=MatchSpec(compat="IdentificationRiskCalculation"),
            population=PopulationSpec(membership="unknown", weights="w"), **kw)
 
 

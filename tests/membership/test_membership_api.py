@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from bayes_risk import ArrayModel, infer_schema, membership_risk
+from bayes_risk import ArrayModel, AttackSpec, RatioSpec, infer_schema, membership_risk
 from bayes_risk.exceptions import NotSupportedError, SchemaError, ValidationError
 from bayes_risk.membership.dcr import closest_distance, overfitting_share
 from bayes_risk.membership.estimator import posterior_membership
@@ -51,8 +51,8 @@ def test_bernoulli_log_lr_matches_closed_form():
     H = 40,000 exact draws, tolerance 0.01 on the log scale (Monte Carlo sd about 0.002)."""
     y, z, model, aug, a0 = _bernoulli_case(40_000, 1)
     hold = pd.DataFrame({"a": ["1", "0"]})
-    res = membership_risk(model, y, z, holdout=hold, records=[0, 6], augmented=[aug],
-                          bootstrap=0, random_seed=2)
+    res = membership_risk(model, y, z, holdout=hold, records=[0, 6], random_seed=2,
+                          ratio=RatioSpec(augmented=[aug]), attack=AttackSpec(bootstrap=0))
     rec = res.records
     assert rec["role"].tolist() == ["member", "member", "non-member", "non-member"]
     xs = [1, 0, 1, 0]
@@ -62,8 +62,9 @@ def test_bernoulli_log_lr_matches_closed_form():
     assert (rec["flag_codes"] == "").all()
     np.testing.assert_allclose(rec["p_member"], posterior_membership(rec["log_lr"], 0.5))
     # a prior moves the posterior by Bayes' rule on the odds scale
-    res2 = membership_risk(model, y, z, holdout=hold, records=[0, 6], augmented=[aug],
-                           prior=0.1, bootstrap=0, random_seed=2)
+    res2 = membership_risk(model, y, z, holdout=hold, records=[0, 6], random_seed=2,
+                           ratio=RatioSpec(augmented=[aug]),
+                           attack=AttackSpec(prior=0.1, bootstrap=0))
     odds = res2.records["p_member"] / (1 - res2.records["p_member"])
     np.testing.assert_allclose(np.log(odds), rec["log_lr"] + np.log(0.1 / 0.9), atol=1e-9)
 
@@ -75,7 +76,8 @@ def test_unstable_estimate_is_flagged_not_reported():
     y, z, model, aug, _ = _bernoulli_case(400, 3)
     model = model.with_draws(stats.beta(0.3, 3).rvs(400, random_state=np.random.default_rng(5)))
     res = membership_risk(model, y, z, records=[0, 6], holdout=pd.DataFrame({"a": ["0"]}),
-                          augmented=[aug], bootstrap=0, random_seed=1)
+                          random_seed=1, ratio=RatioSpec(augmented=[aug]),
+                          attack=AttackSpec(bootstrap=0))
     rec = res.records
     assert "KHAT_HIGH" in rec.loc[0, "flag_codes"].split(";")  # record 0 is a one
     assert rec.loc[0, "khat_max"] > res.settings["khat_threshold"]
@@ -138,8 +140,9 @@ def test_dpmpm_end_to_end_result(fitted):
     model, train, hold, syn = fitted
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = membership_risk(model, train, syn, holdout=hold, population=20,
-                              normaliser_draws=100, bootstrap=30, random_seed=5)
+        res = membership_risk(model, train, syn, holdout=hold, population=20, random_seed=5,
+                              ratio=RatioSpec(normaliser_draws=100),
+                              attack=AttackSpec(bootstrap=30))
     assert isinstance(res, MembershipRiskResult)
     rec = res.records
     assert (rec["role"] == "member").sum() == 120
@@ -159,8 +162,9 @@ def test_dpmpm_end_to_end_result(fitted):
     # the same seed gives the same result
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        again = membership_risk(model, train, syn, holdout=hold, population=20,
-                                normaliser_draws=100, bootstrap=30, random_seed=5)
+        again = membership_risk(model, train, syn, holdout=hold, population=20, random_seed=5,
+                                ratio=RatioSpec(normaliser_draws=100),
+                                attack=AttackSpec(bootstrap=30))
     pd.testing.assert_frame_equal(res.records, again.records)
 
 
@@ -169,11 +173,17 @@ def test_refusals_and_bad_input(fitted):
     from bayes_risk.models import DPMPM
 
     with pytest.raises(ValidationError, match="prior"):
-        membership_risk(model, train, syn, holdout=hold, prior=1.5)
+        membership_risk(model, train, syn, holdout=hold, attack=AttackSpec(prior=1.5))
     with pytest.raises(ValidationError, match="population_size"):
-        membership_risk(model, train, syn, holdout=hold, prior="sampling")
-    with pytest.raises(ValidationError, match="threshold"):
-        membership_risk(model, train, syn, holdout=hold, threshold=1.0)
+        membership_risk(model, train, syn, holdout=hold, attack=AttackSpec(prior="sampling"))
+    with pytest.raises(ValidationError, match="AttackSpec.threshold"):
+        membership_risk(model, train, syn, holdout=hold, attack=AttackSpec(threshold=1.0))
+    with pytest.raises(ValidationError, match="RatioSpec.normaliser_draws"):
+        membership_risk(model, train, syn, holdout=hold, ratio=RatioSpec(normaliser_draws=5))
+    with pytest.raises(ValidationError, match="attack must be an AttackSpec"):
+        membership_risk(model, train, syn, holdout=hold, attack={"threshold": 0.9})
+    with pytest.raises(TypeError, match="threshold"):  # the settings moved to AttackSpec
+        membership_risk(model, train, syn, holdout=hold, threshold=0.9)
     bad = hold.astype(object)
     bad.loc[3, "MAR"] = "Unheard-of"
     with pytest.raises(SchemaError, match="holdout row 3: column 'MAR'") as err:
@@ -231,8 +241,9 @@ def test_poisson_mixture_end_to_end():
         model = PoissonMixture(n_components=4, tune=100, draws=200, chains=2, cores=1,
                                progressbar=False).fit(train, random_seed=1)
         syn = model.synthesize(2, random_seed=2)
-        res = membership_risk(model, train, syn, holdout=hold, normaliser_draws=100,
-                              bootstrap=20, random_seed=3)
+        res = membership_risk(model, train, syn, holdout=hold, random_seed=3,
+                              ratio=RatioSpec(normaliser_draws=100),
+                              attack=AttackSpec(bootstrap=20))
     rec = res.records
     assert np.isfinite(rec["log_lr"]).all() and (rec["flag_codes"] == "").all()
     assert (rec["dcr"] >= 0).all() and len(rec) == 150

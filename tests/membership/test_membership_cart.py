@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bayes_risk.exceptions import NotSupportedError
-from bayes_risk.membership import membership_risk
+from bayes_risk.membership import AttackSpec, RatioSpec, membership_risk
 from bayes_risk.membership import trees as mtrees
 from bayes_risk.models import CARTSynthesizer, RandomForestSynthesizer
 
@@ -115,7 +115,8 @@ def test_membership_probability_matches_brute_force(donor, m, seed):
     cart = _fit(DATA, donor)
     assert cart.trees_["B"].n_nodes == 3  # a two-leaf tree of B on A; A from its marginal
     syn = cart.synthesize(m, random_seed=seed)
-    res = membership_risk(cart, DATA, syn, holdout=HOLD, bootstrap=0, random_seed=1)
+    res = membership_risk(cart, DATA, syn, holdout=HOLD, random_seed=1,
+                          attack=AttackSpec(bootstrap=0))
     assert "exact" in res.settings["normaliser"]
     tab = res.records
     targets = pd.concat([DATA, HOLD], ignore_index=True)
@@ -133,7 +134,8 @@ def test_revealed_member_is_reported_with_probability_one():
     # record 2 is the only (a, y): a release that copies it reveals the slot
     cart = _fit(DATA)
     z = _table([("a", "y"), ("a", "x"), ("a", "x"), ("b", "y"), ("b", "z"), ("b", "z")])
-    res = membership_risk(cart, DATA, [z], holdout=HOLD, bootstrap=0, random_seed=1)
+    res = membership_risk(cart, DATA, [z], holdout=HOLD, random_seed=1,
+                          attack=AttackSpec(bootstrap=0))
     tab = res.records
     assert bool(tab.loc[2, "slot_revealed"]) and tab.loc[2, "p_member"] == 1.0
     assert tab.loc[2, "log_lr"] == np.inf and tab.loc[2, "flag_codes"] == ""
@@ -168,8 +170,8 @@ def test_monte_carlo_normaliser_agrees_with_enumeration():
                                                           random_seed=1)
     assert len(mtrees.population_support(cart.plugin_likelihood(data), 10**6)[1]) > 150
     syn = cart.synthesize(3, random_seed=2)
-    res = membership_risk(cart, data, syn, records=range(30), population=0,
-                          normaliser_draws=150, bootstrap=0, random_seed=4)
+    res = membership_risk(cart, data, syn, records=range(30), population=0, random_seed=4,
+                          ratio=RatioSpec(normaliser_draws=150), attack=AttackSpec(bootstrap=0))
     assert "population draws" in res.settings["normaliser"]
     plugin = mtrees.tree_plugin(cart, data)
     exact = mtrees.tree_log_lr(plugin, list(syn.datasets), data.iloc[:30],
@@ -183,8 +185,8 @@ def test_monte_carlo_normaliser_agrees_with_enumeration():
     assert np.all(se > 0) and np.all(se < 0.2)
     np.testing.assert_array_equal(tab["slot_revealed"].to_numpy(), exact["slot_revealed"])
     # a normaliser from too few draws is flagged (the existing flag)
-    few = membership_risk(cart, data, syn, records=range(30), population=0,
-                          normaliser_draws=20, bootstrap=0, random_seed=4)
+    few = membership_risk(cart, data, syn, records=range(30), population=0, random_seed=4,
+                          ratio=RatioSpec(normaliser_draws=20), attack=AttackSpec(bootstrap=0))
     assert set(few.records["flag_codes"]) <= {"", "NORMALISER_UNSTABLE"}
 
 
@@ -196,7 +198,8 @@ def test_probabilities_are_probabilities(rows, seed, m):
     data = _table(rows)
     cart = _fit(data)
     syn = cart.synthesize(m, random_seed=seed)
-    res = membership_risk(cart, data, syn, holdout=HOLD, bootstrap=0, random_seed=seed)
+    res = membership_risk(cart, data, syn, holdout=HOLD, random_seed=seed,
+                          attack=AttackSpec(bootstrap=0))
     p = res.records["p_member"].to_numpy()
     assert np.all((p >= 0.0) & (p <= 1.0))
     tab = res.records
@@ -214,7 +217,8 @@ def test_polya_identity_for_one_dataset():
     # p(Z | y_{-i}) (the urn is exchangeable), so Λ is the ratio p(Z | y_{-i}, x) / p(Z | y_{-i})
     cart = _fit(DATA)
     syn = cart.synthesize(1, random_seed=7)
-    res = membership_risk(cart, DATA, syn, population=0, bootstrap=0, random_seed=1)
+    res = membership_risk(cart, DATA, syn, population=0, random_seed=1,
+                          attack=AttackSpec(bootstrap=0))
     z = list(syn.datasets)
     for i, row in res.records.iterrows():
         if row["slot_revealed"]:
@@ -364,8 +368,9 @@ def test_partial_membership_probability_matches_brute_force(donor, m, seed, alph
     assert cart.predictors_ == {"A": ["U"], "B": ["U", "A"]}
     assert cart.trees_["A"].n_nodes > 1  # A's tree splits on the unsynthesized U
     syn = cart.synthesize(m, random_seed=seed)
-    res = membership_risk(cart, PDATA, syn, holdout=PHOLD, bootstrap=0, random_seed=1,
-                          unsynthesized_concentration=float(alpha))
+    res = membership_risk(cart, PDATA, syn, holdout=PHOLD, random_seed=1,
+                          attack=AttackSpec(bootstrap=0),
+                          ratio=RatioSpec(unsynthesized_concentration=float(alpha)))
     assert "exact" in res.settings["normaliser"]
     assert res.settings["unsynthesized"] == ["U"]
     tab = res.records
@@ -393,9 +398,11 @@ def test_partial_member_factor_of_the_unsynthesized_values():
     # p(r | y_{-i}) = (n_r - 1 + α / C) / (n - 1 + α) (the sequential regressions' model)
     cart = _pfit()
     syn = cart.synthesize(1, random_seed=5)
-    a1 = membership_risk(cart, PDATA, syn, population=0, bootstrap=0, random_seed=1)
-    a2 = membership_risk(cart, PDATA, syn, population=0, bootstrap=0, random_seed=1,
-                         unsynthesized_concentration=4.0)
+    a1 = membership_risk(cart, PDATA, syn, population=0, random_seed=1,
+                         attack=AttackSpec(bootstrap=0))
+    a2 = membership_risk(cart, PDATA, syn, population=0, random_seed=1,
+                         attack=AttackSpec(bootstrap=0),
+                         ratio=RatioSpec(unsynthesized_concentration=4.0))
     n_r = PDATA["U"].map(PDATA["U"].value_counts()).to_numpy()
     for a, tab in ((1.0, a1.records), (4.0, a2.records)):
         ref = -np.log((n_r - 1 + a / 3) / (len(PDATA) - 1 + a))
@@ -416,8 +423,8 @@ def test_partial_monte_carlo_normaliser_agrees_with_enumeration():
     plugin = mtrees.tree_plugin(cart, data)
     assert mtrees.population_support(plugin, 40, mtrees.unsynthesized_values(plugin, 0)) is None
     syn = cart.synthesize(3, random_seed=2)
-    res = membership_risk(cart, data, syn, records=range(30), population=0,
-                          normaliser_draws=40, bootstrap=0, random_seed=4)
+    res = membership_risk(cart, data, syn, records=range(30), population=0, random_seed=4,
+                          ratio=RatioSpec(normaliser_draws=40), attack=AttackSpec(bootstrap=0))
     assert "population draws" in res.settings["normaliser"]
     exact = mtrees.tree_log_lr(plugin, list(syn.datasets), data.iloc[:30], np.arange(30), None,
                                True, slot_cells=data["A"].cat.codes.to_numpy()[:30])

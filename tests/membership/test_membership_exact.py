@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 from _exact import check_p_true, dpmpm_exact, t_bound
 
-from bayes_risk.membership import membership_risk
+from bayes_risk.membership import AttackSpec, membership_risk
 from bayes_risk.membership.estimator import posterior_membership
 from bayes_risk.models import DPMPM
 
@@ -83,8 +83,9 @@ def test_dpmpm_membership_matches_exact(m):
             model = DPMPM(n_components=K, tune=300, draws=1500, chains=2, cores=1,
                           progressbar=False).fit(_frame(y), random_seed=500 + r)
             res = membership_risk(model, _frame(y), zf, holdout=_frame(hold),
-                                  records=[0, 7, 12], population=0, bootstrap=0,
-                                  random_seed=900 + r)
+                                  records=[0, 7, 12], population=0,
+                                  random_seed=900 + r,
+                                  attack=AttackSpec(bootstrap=0))
         rec = res.records
         assert (rec["flag_codes"] == "").all(), rec
         assert rec["role"].tolist() == ["member"] * 3 + ["non-member"] * 2

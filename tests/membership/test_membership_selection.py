@@ -29,7 +29,7 @@ from _exact import check_p_true, t_bound
 from scipy.special import gammaln
 
 from bayes_risk.exceptions import NotSupportedError, ValidationError
-from bayes_risk.membership import membership_risk
+from bayes_risk.membership import AttackSpec, RatioSpec, membership_risk
 from bayes_risk.membership.estimator import posterior_membership
 from bayes_risk.models import SequentialRegression
 
@@ -119,8 +119,9 @@ def _runs(release, m, selection, records):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res = membership_risk(model(500 + r), y, syn[:m], holdout=hold, records=records,
-                                  population=0, bootstrap=0, selection=selection,
-                                  random_seed=900 + r)
+                                  population=0, selection=selection,
+                                  random_seed=900 + r,
+                                  attack=AttackSpec(bootstrap=0))
         out.append(res)
     return out
 
@@ -238,11 +239,13 @@ def test_a_callable_rule_equals_the_expression(selected_release):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fitted = model(1, draws=200)
-        a = membership_risk(fitted, y, syn[:1], holdout=hold, records=[0, 7], bootstrap=0,
-                            population=0, selection=RULE, random_seed=3)
-        b = membership_risk(fitted, y, syn[:1], holdout=hold, records=[0, 7], bootstrap=0,
+        a = membership_risk(fitted, y, syn[:1], holdout=hold, records=[0, 7],
+                            population=0, selection=RULE, random_seed=3,
+                            attack=AttackSpec(bootstrap=0))
+        b = membership_risk(fitted, y, syn[:1], holdout=hold, records=[0, 7],
                             population=0, random_seed=3,
-                            selection=lambda t: (t["B"] == "2") | (t["A"] == "2"))
+                            selection=lambda t: (t["B"] == "2") | (t["A"] == "2"),
+                            attack=AttackSpec(bootstrap=0))
     pd.testing.assert_series_equal(a.records["p_member"], b.records["p_member"])
     assert b.settings["selection"].startswith("callable")
     text = str(a.summary())
@@ -261,7 +264,8 @@ def test_nothing_synthesized_every_member_released_whole():
                                       progressbar=False).fit(y, synthesized=["B"], records=[],
                                                              random_seed=1)
         res = membership_risk(fitted, y, fitted.synthesize(1, random_seed=2), holdout=y.iloc[:2],
-                              selection="A == '9'", bootstrap=0, random_seed=3)
+                              selection="A == '9'", random_seed=3,
+                              attack=AttackSpec(bootstrap=0))
     rec = res.records
     members = rec["role"] == "member"
     assert (rec.loc[members, "p_member"] == 1).all()
@@ -278,8 +282,8 @@ def test_independent_selection_of_every_record_changes_nothing(selected_release)
         full = SequentialRegression(families={"B": "categorical"}, draws=200,
                                     progressbar=False).fit(y, synthesized=["B"], random_seed=1)
         syn = full.synthesize(2, random_seed=2)
-        kw = dict(holdout=hold, records=[0, 5, 9], bootstrap=0, normaliser_draws=50,
-                  random_seed=3)
+        kw = dict(holdout=hold, records=[0, 5, 9], attack=AttackSpec(bootstrap=0),
+                  ratio=RatioSpec(normaliser_draws=50), random_seed=3)
         plain = membership_risk(full, y, syn, **kw)
         ind = membership_risk(full, y, syn, selection="independent", **kw)
     cols = list(plain.records.columns)

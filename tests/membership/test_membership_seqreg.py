@@ -27,7 +27,7 @@ from _exact import check_p_true, t_bound
 from scipy import integrate, stats
 
 from bayes_risk.exceptions import NotSupportedError, SchemaError
-from bayes_risk.membership import membership_risk
+from bayes_risk.membership import AttackSpec, RatioSpec, membership_risk
 from bayes_risk.membership.estimator import posterior_membership
 from bayes_risk.models import SequentialRegression
 
@@ -117,7 +117,8 @@ def _replicates(fit, targets, exact, *, m, records, holdout, **kw):
             warnings.simplefilter("ignore")
             model = model0(500 + r)
             res = membership_risk(model, y, syn[:m], holdout=holdout, records=records,
-                                  population=0, bootstrap=0, random_seed=900 + r, **kw)
+                                  population=0, random_seed=900 + r, **kw,
+                                  attack=AttackSpec(bootstrap=0))
         rec = res.records
         assert (rec["flag_codes"] == "").all(), rec
         row_truth = []
@@ -173,7 +174,8 @@ def test_partial_categorical_matches_exact(categorical_release, m):
                                          d=3)
 
     est, truth, rec = _replicates((y, syn, model), targets, exact, m=m, records=[0, 5, 9],
-                                  holdout=hold, unsynthesized_concentration=alpha)
+                                  holdout=hold,
+                                  ratio=RatioSpec(unsynthesized_concentration=alpha))
     assert rec["unsynthesized_match"].iloc[:3].all()
     # the unique record: p(r | y_{-i}) = (α / C) / (n − 1 + α), a large likelihood ratio
     assert rec["log_p_unsynthesized"].iloc[1] == pytest.approx(np.log((2 / 3) / 25))
@@ -448,7 +450,7 @@ def test_partial_synthesis_refusals(categorical_release):
             membership_risk(SequentialRegression(families={"B": "categorical"}, draws=50,
                                                  progressbar=False).fit(
                 y, synthesized=["B"], random_seed=1), y, syn, holdout=hold,
-                unsynthesized_concentration=0.0)
+                ratio=RatioSpec(unsynthesized_concentration=0.0))
 
 
 def test_laplace_draws_carry_a_coded_warning():
@@ -462,7 +464,8 @@ def test_laplace_draws_carry_a_coded_warning():
         lap = SequentialRegression(posterior_method="laplace", draws=400,
                                    progressbar=False).fit(df, random_seed=1)
         syn = lap.synthesize(1, random_seed=2)
-        res = membership_risk(lap, df, syn, records=[0, 1], population=2, bootstrap=0,
-                              random_seed=3)
+        res = membership_risk(lap, df, syn, records=[0, 1], population=2,
+                              random_seed=3,
+                              attack=AttackSpec(bootstrap=0))
     assert "APPROXIMATE_POSTERIOR" in res.warnings
     assert "APPROXIMATE_POSTERIOR" in {w.code for w in res.structured_warnings}

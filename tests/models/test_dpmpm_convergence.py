@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from _shared import shared_path
 
-from bayes_risk.attribute import attribute_risk
+from bayes_risk.attribute import EstimatorSpec, attribute_risk
 from bayes_risk.exceptions import BayesRiskWarning, ConvergenceWarning
 from bayes_risk.models import DPMPM, load_model
 from bayes_risk.models.dpmpm.fit import check_truncation
@@ -97,8 +97,9 @@ def test_convergence_recorded_in_model_folder_and_attribute_result(tmp_path):
     syn = loaded.synthesize(1, random_seed=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = attribute_risk(df, syn, model=loaded, records=[0, 1], estimator="stabilised",
-                             bootstrap=0, random_seed=4, progressbar=False)
+        res = attribute_risk(df, syn, model=loaded, records=[0, 1], random_seed=4,
+                             progressbar=False,
+                             estimator=EstimatorSpec(kind="stabilised", bootstrap=0))
     fits = res.mcmc["fits"]
     assert set(fits) == {"model", "augmented_1"}
     assert fits["augmented_1"]["chains"] == 2

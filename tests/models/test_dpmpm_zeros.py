@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 from _shared import shared_path
 
+from bayes_risk.attribute import EstimatorSpec
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import SchemaError, ValidationError
 from bayes_risk.models import load_model
@@ -360,7 +361,7 @@ def test_attribute_risk_gives_impossible_candidates_probability_zero(ss16):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = attribute_risk(data, syn, model=m, records=recs, random_seed=3, progressbar=False,
-                             bootstrap=20)
+                             estimator=EstimatorSpec(bootstrap=20))
     for k, i in enumerate(recs):
         post = res.candidate_posteriors(i)
         full = post.copy()

@@ -13,6 +13,7 @@ from scipy import stats
 from scipy.special import gammaln
 
 import bayes_risk.models.poisson.kernels as pk
+from bayes_risk.attribute import EstimatorSpec
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import (
     ConvergenceWarning,
@@ -294,7 +295,8 @@ def test_mm_through_attribute_engine_collapses(mm, data):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = attribute_risk(data, syn, model=mm, records=[3, 4], candidates="grid:additive:2:5",
-                             draw_indices=np.arange(0, 300, 10), progressbar=False)
+                             progressbar=False,
+                             estimator=EstimatorSpec(draw_indices=np.arange(0, 300, 10)))
     np.testing.assert_allclose(res.records["p_true"], 1.0)
 
 
@@ -648,8 +650,9 @@ def test_partial_synthesis_attribute_risk(data):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res = attribute_risk(df, syn, model=m, records=[sel, non],
-                                 candidates="grid:additive:2:5", draw_indices=np.arange(0, 60, 3),
-                                 progressbar=False, random_seed=1)
+                                 candidates="grid:additive:2:5",
+                                 progressbar=False, random_seed=1,
+                                 estimator=EstimatorSpec(draw_indices=np.arange(0, 60, 3)))
         p = res.records["p_true"].to_numpy()
         assert p[1] == 1.0 and res.records["synthesized"].tolist() == [True, False]
         if variant == "mm":

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from scipy import stats
 from scipy.special import logsumexp
 
+from bayes_risk.attribute import EstimatorSpec
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import (
     ConvergenceWarning,
@@ -166,8 +167,9 @@ def test_a1_through_attribute_engine_matches_r_package():
     recs = [0, 1, 2, 57, 199]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = attribute_risk(orig, syn, model=model, records=recs, candidates="grid:percent:0.1:11",
-                             estimator="is", compat="AttributeRiskCalculation", progressbar=False)
+        res = attribute_risk(orig, syn, model=model, records=recs,
+                             candidates="grid:percent:0.1:11", progressbar=False,
+                             estimator=EstimatorSpec(kind="is", compat="AttributeRiskCalculation"))
     want = ref.set_index("record").loc[[r + 1 for r in recs], "TrueValProb"].to_numpy()
     np.testing.assert_allclose(res.records["p_true"].to_numpy(), want, rtol=1e-6)
 
@@ -536,8 +538,9 @@ def test_partial_synthesis_attribute_risk():
     recs = [0, 150]  # selected, not selected
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = attribute_risk(df, syn, model=model, records=recs, estimator="is", progressbar=False,
-                             random_seed=1)
+        res = attribute_risk(df, syn, model=model, records=recs, progressbar=False,
+                             random_seed=1,
+                             estimator="is")
         st_ = attribute_risk(df, syn, model=model, records=recs, progressbar=False, random_seed=1)
     L = model.dataset_loglik(syn)
     k = 0  # the selected record

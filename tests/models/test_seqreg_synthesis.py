@@ -18,7 +18,7 @@ from bayes_risk._rng import replicate_rng, seed_sequence, spawn
 from bayes_risk.data import infer_schema
 from bayes_risk.data.normalise import select_columns
 from bayes_risk.data.validate import decode
-from bayes_risk.membership import membership_risk
+from bayes_risk.membership import AttackSpec, RatioSpec, membership_risk
 from bayes_risk.models._bayesian.design import apply_dtypes, column_values, family_sample
 from bayes_risk.models.seqreg.seqreg import SequentialRegression
 
@@ -239,7 +239,8 @@ def test_membership_normaliser_unchanged(monkeypatch, kind):
     orig = df[list(model.schema_.names)]
     syn = model.synthesize(2, random_seed=2)
     run = dict(holdout=population[list(orig.columns)], records=[0, 4, 9], population=2,
-               bootstrap=0, normaliser_draws=40, random_seed=3, **kw)
+               attack=AttackSpec(bootstrap=0), ratio=RatioSpec(normaliser_draws=40),
+               random_seed=3, **kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         new = membership_risk(model, orig, syn, **run).records

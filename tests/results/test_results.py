@@ -107,7 +107,8 @@ def _membership():
     model = ArrayModel(loglik, stats.beta(6, 4).rvs(400, random_state=rng), schema)
     aug = model.with_draws(stats.beta(12, 6).rvs(400, random_state=rng))
     return _quiet(br.membership_risk, model, y, z, holdout=pd.DataFrame({"a": ["1", "0"]}),
-                  augmented=[aug], bootstrap=20, random_seed=2)
+                  ratio=br.RatioSpec(augmented=[aug]), attack=br.AttackSpec(bootstrap=20),
+                  random_seed=2)
 
 
 def _holdout(ce):

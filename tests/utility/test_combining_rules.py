@@ -22,7 +22,8 @@ from bayes_risk.data import SyntheticData, infer_schema, make_ce_like
 from bayes_risk.exceptions import DataWarning, ValidationError
 from bayes_risk.utility.combining import combine_scalar
 from bayes_risk.utility.compare import compare_estimates
-from bayes_risk.utility.summary import utility_summary
+from bayes_risk.utility.pmse import PropensitySpec
+from bayes_risk.utility.summary import OverlapSpec, utility_summary
 
 Q5 = [10.2, 9.8, 10.5, 9.9, 10.1]
 U5 = [0.25, 0.24, 0.26, 0.25, 0.25]
@@ -283,7 +284,8 @@ def _full_release(d, full, **kw):
 
 def test_summary_uses_recorded_generation(ce):
     d, full = ce
-    s = utility_summary(d, _full_release(d, full, generation="full-population"), max_order=0)
+    s = utility_summary(d, _full_release(d, full, generation="full-population"),
+                        propensity=PropensitySpec(max_order=0))
     st = s.settings
     assert st["combining_rules"] == "full-population"
     assert st["combining_rules_source"] == "manifest"
@@ -294,7 +296,7 @@ def test_summary_uses_recorded_generation(ce):
 
 def test_summary_infers_full_synthesis_from_roles(ce):
     d, full = ce
-    s = utility_summary(d, _full_release(d, full), max_order=0)
+    s = utility_summary(d, _full_release(d, full), propensity=PropensitySpec(max_order=0))
     st = s.settings
     assert st["combining_rules"] == "full-same-n" and st["combining_rules_source"] == "inferred"
     assert "every column is synthesized" in st["combining_rules_reason"]
@@ -303,8 +305,9 @@ def test_summary_infers_full_synthesis_from_roles(ce):
     assert row["se_syn"] ** 2 == pytest.approx(row["within_var"] * (1 + 2 / 4), rel=1e-12)
     assert math.isinf(row["df_syn"])
     # user override, stated as such
-    s2 = utility_summary(d, _full_release(d, full, generation="full-same-n"), max_order=0,
-                         rules="partial")
+    s2 = utility_summary(d, _full_release(d, full, generation="full-same-n"),
+                         propensity=PropensitySpec(max_order=0),
+                         overlap=OverlapSpec(rules="partial"))
     assert s2.settings["combining_rules"] == "partial"
     assert s2.settings["combining_rules_source"] == "user"
     assert "records 'full-same-n'" in s2.settings["combining_rules_reason"]
@@ -316,7 +319,7 @@ def test_summary_partial_release_keeps_reiter(ce):
     d, _ = ce
     rng = np.random.default_rng(8)
     syn = [d.assign(Income=d["Income"] * np.exp(rng.normal(0, 0.2, len(d)))) for _ in range(3)]
-    s = utility_summary(d, syn, max_order=0, categorical=CAT)
+    s = utility_summary(d, syn, categorical=CAT, propensity=PropensitySpec(max_order=0))
     assert s.settings["combining_rules"] == "partial"
     assert "'Urban'" in s.settings["combining_rules_reason"]
     row = s.overlap.iloc[0]
@@ -340,7 +343,7 @@ def test_single_implicate_comparison_is_flagged(ce):
     np.testing.assert_allclose(t["se_syn"].to_numpy() ** 2, t["within_var"].to_numpy(),
                                rtol=1e-12)
     with pytest.warns(DataWarning, match="M_EQUALS_ONE") as caught:
-        s = utility_summary(d, one, max_order=0, categorical=CAT)
+        s = utility_summary(d, one, categorical=CAT, propensity=PropensitySpec(max_order=0))
     assert sum(getattr(w.message, "code", None) == "M_EQUALS_ONE" for w in caught) == 1
     assert s.warnings.count("M_EQUALS_ONE") == 1
     # two datasets: no such warning
@@ -354,7 +357,7 @@ def test_single_implicate_comparison_is_flagged(ce):
 def test_summary_rejects_unknown_rules(ce):
     d, full = ce
     with pytest.raises(ValidationError, match="rules must be one of") as e:
-        utility_summary(d, full, rules="fully-synthetic")
+        utility_summary(d, full, overlap=OverlapSpec(rules="fully-synthetic"))
     assert e.value.code == "UNKNOWN_COMBINING_RULES"
 
 

@@ -17,7 +17,8 @@ from bayes_risk.exceptions import DataWarning, SchemaError, ValidationError
 from bayes_risk.utility.combining import combine_scalar
 from bayes_risk.utility.compare import compare_estimates
 from bayes_risk.utility.overlap import ci_overlap, std_coef_diff
-from bayes_risk.utility.summary import utility_summary
+from bayes_risk.utility.pmse import PropensitySpec
+from bayes_risk.utility.summary import OverlapSpec, utility_summary
 
 RTOL, ATOL = 1e-6, 1e-9
 Z = stats.norm.ppf(0.975)
@@ -174,7 +175,7 @@ def test_compare_errors(ce_small):
 # --------------------------------------------------------------------------- utility_summary
 def test_utility_summary_default_estimands(ce_small):
     d, syn = ce_small
-    s = utility_summary(d, syn, max_order=0, categorical=CAT)
+    s = utility_summary(d, syn, categorical=CAT, propensity=PropensitySpec(max_order=0))
     assert s.synthesized == ["Income"] and s.synthesized_inferred
     assert list(s.overlap["estimand"]) == ["mean(Income)"]
     row = s.overlap.iloc[0]
@@ -199,12 +200,13 @@ def test_utility_summary_proportions_and_formulas(ce_small):
     d, syn = ce_small
     rng = np.random.default_rng(9)
     syn2 = [z.assign(Urban=rng.choice([1, 2], size=len(z))) for z in syn]
-    s = utility_summary(d, syn2, max_order=0, categorical=CAT, synthesized=["Income", "Urban"])
+    s = utility_summary(d, syn2, categorical=CAT, synthesized=["Income", "Urban"],
+                        propensity=PropensitySpec(max_order=0))
     names = list(s.overlap["estimand"])
     assert names == ["P(Urban = 1)", "P(Urban = 2)", "mean(Income)"]
     assert not s.synthesized_inferred
-    f = utility_summary(d, syn, max_order=0, categorical=CAT,
-                        estimands=["Income ~ Age", "Expenditure ~ Income"])
+    f = utility_summary(d, syn, categorical=CAT, propensity=PropensitySpec(max_order=0),
+                        overlap=OverlapSpec(estimands=["Income ~ Age", "Expenditure ~ Income"]))
     assert f.estimand_kind == "formulas" and len(f.comparison) == 4
     assert math.isclose(f.mean_overlap, float(f.comparison["overlap"].mean()))
 
@@ -215,5 +217,5 @@ def test_utility_summary_refuses_an_unknown_family(ce_small):
     for estimands in (["Income ~ Age"], None):
         with pytest.raises(ValidationError, match=r"family must be one of \['ols', 'logit', "
                                                   r"'poisson'\]. Got 'logistic'"):
-            utility_summary(d, syn, max_order=0, categorical=CAT, estimands=estimands,
-                            family="logistic")
+            utility_summary(d, syn, categorical=CAT, propensity=PropensitySpec(max_order=0),
+                            overlap=OverlapSpec(estimands=estimands, family="logistic"))

@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ConvergenceWarning, DataWarning, SchemaError, ValidationError
-from bayes_risk.utility.pmse import fit_logit, pmse, pmse_null_moments, propensity_design
+from bayes_risk.utility.pmse import (
+    PropensitySpec,
+    fit_logit,
+    pmse,
+    pmse_null_moments,
+    propensity_design,
+)
 
 RTOL, ATOL = 1e-6, 1e-9
 CE_CATEGORICAL = ["Urban", "Marital", "Tenure"]
@@ -26,7 +32,8 @@ def test_example_i_saturated_binary(as_categorical):
     orig = pd.DataFrame({"x": [0, 0, 1, 1]})
     syn = pd.DataFrame({"x": [0, 1, 1, 1]})
     with pytest.warns(DataWarning, match="LARGE_MODEL"):  # k = 2 > N/5 = 1.6
-        r = pmse(orig, syn, max_order=0, categorical=["x"] if as_categorical else None)
+        r = pmse(orig, syn, categorical=["x"] if as_categorical else None,
+                 propensity=PropensitySpec(max_order=0))
     np.testing.assert_allclose(r.pmse, [0.0166667], rtol=1e-5)
     np.testing.assert_allclose(r.pmse, [1 / 60], rtol=RTOL, atol=ATOL)
     assert r.k.tolist() == [2] and r.df.tolist() == [1]
@@ -74,7 +81,7 @@ def test_aliased_columns_are_dropped():
     x = rng.normal(size=200)
     orig = pd.DataFrame({"x": x[:100], "y": 2 * x[:100] + 1})
     syn = pd.DataFrame({"x": x[100:], "y": 2 * x[100:] + 1})
-    r = pmse(orig, syn, max_order=0)
+    r = pmse(orig, syn, propensity=PropensitySpec(max_order=0))
     assert r.k.tolist() == [2]  # intercept + x; y is aliased
 
 
@@ -106,8 +113,9 @@ def test_reference_synthpop_pmse(max_order):
                                   f"utility_gen_logit_maxorder{max_order}_scenario1.csv"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)  # max_order 1: quasi-separation
-        r = pmse(orig, syn, method="logit", max_order=max_order, categorical=CE_CATEGORICAL,
-                 synthesized=["Income"])
+        r = pmse(orig, syn, categorical=CE_CATEGORICAL,
+                 synthesized=["Income"],
+                 propensity=PropensitySpec(method="logit", max_order=max_order))
     np.testing.assert_allclose(r.pmse, ref["pMSE"].to_numpy(), rtol=1e-8)
     assert r.incomplete and r.null == "theory"
     # k*-1 = estimable columns involving Income: main effect (+ its 12 two-way products)
@@ -128,8 +136,9 @@ def _pairs_check(max_order):
                                   f"utility_gen_logit_maxorder{max_order}_scenario1.csv"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
-        r = pmse(orig, syn, method="logit", max_order=max_order, categorical=CE_CATEGORICAL,
-                 synthesized=["Income"], null="pairs")
+        r = pmse(orig, syn, categorical=CE_CATEGORICAL,
+                 synthesized=["Income"], null="pairs",
+                 propensity=PropensitySpec(method="logit", max_order=max_order))
     np.testing.assert_allclose(r.pmse, ref["pMSE"].to_numpy(), rtol=1e-8)
     np.testing.assert_allclose(r.ratio, ref["S_pMSE"].to_numpy(), rtol=1e-8)
     assert r.null_pmse.shape == (190,)
@@ -163,7 +172,8 @@ def test_identical_data_give_zero_pmse_both_methods():
     np.testing.assert_allclose(r.pmse, 0, atol=1e-20)
     assert "DUPLICATE_DATASETS" in r.warnings
     with pytest.warns(DataWarning, match="DUPLICATE_DATASETS"):
-        c = pmse(d, [d, d], method="cart", categorical=["b"], n_perm=5, random_seed=1)
+        c = pmse(d, [d, d], categorical=["b"], n_perm=5, random_seed=1,
+                 propensity=PropensitySpec(method="cart"))
     np.testing.assert_allclose(c.pmse, 0, atol=1e-20)
 
 
@@ -171,9 +181,9 @@ def test_incomplete_counts_only_synthesized_terms():
     rng = np.random.default_rng(4)
     o = pd.DataFrame({"s": rng.normal(size=300), "u": rng.normal(size=300)})
     z = o.assign(s=rng.normal(size=300))
-    r = pmse(o, z, max_order=1, synthesized=["s"])
+    r = pmse(o, z, synthesized=["s"], propensity=PropensitySpec(max_order=1))
     assert r.incomplete and r.k.tolist() == [4] and r.df.tolist() == [2]  # s, s:u
-    r2 = pmse(o, z, max_order=1, synthesized=["s"], incomplete=False)
+    r2 = pmse(o, z, synthesized=["s"], incomplete=False, propensity=PropensitySpec(max_order=1))
     assert r2.df.tolist() == [3]
     np.testing.assert_allclose(r.e0 * 3 / 2, r2.e0)
 
@@ -182,7 +192,7 @@ def test_pmse_shifted_data_detected():
     rng = np.random.default_rng(5)
     o = _mixed(400, rng)
     z = _mixed(400, rng, shift=1.0)
-    r = pmse(o, z, max_order=0)
+    r = pmse(o, z, propensity=PropensitySpec(max_order=0))
     assert r.ratio[0] > 20 and r.std[0] > 10
 
 
@@ -190,8 +200,10 @@ def test_perm_null_reproducible_and_halved():
     rng = np.random.default_rng(6)
     o = _mixed(150, rng)
     zs = [_mixed(150, rng) for _ in range(2)]
-    r1 = pmse(o, zs, method="cart", null="perm", n_perm=8, random_seed=11, categorical=["b"])
-    r2 = pmse(o, zs, method="cart", null="perm", n_perm=8, random_seed=11, categorical=["b"])
+    r1 = pmse(o, zs, null="perm", n_perm=8, random_seed=11, categorical=["b"],
+              propensity=PropensitySpec(method="cart"))
+    r2 = pmse(o, zs, null="perm", n_perm=8, random_seed=11, categorical=["b"],
+              propensity=PropensitySpec(method="cart"))
     np.testing.assert_array_equal(r1.pmse, r2.pmse)
     np.testing.assert_array_equal(r1.null_pmse, r2.null_pmse)
     assert r1.null_pmse.shape == (2, 8) and r1.null == "perm"
@@ -200,7 +212,8 @@ def test_perm_null_reproducible_and_halved():
     assert r1.nnosplits is not None and r1.nnosplits[1] == 16
     assert r1.k.tolist() == [-1, -1]
     # a permutation null is also available for the logistic model (synthpop allows it)
-    lg = pmse(o, zs, method="logit", null="perm", n_perm=8, random_seed=2, max_order=0)
+    lg = pmse(o, zs, null="perm", n_perm=8, random_seed=2,
+              propensity=PropensitySpec(method="logit", max_order=0))
     assert lg.null == "perm" and np.all(lg.e0 > 0) and lg.null_pmse.shape == (2, 8)
 
 
@@ -208,7 +221,7 @@ def test_auto_null_for_cart_incomplete_is_pairs():
     rng = np.random.default_rng(7)
     o = _mixed(120, rng)
     zs = [o.assign(x=rng.normal(size=120)) for _ in range(4)]
-    r = pmse(o, zs, method="cart", synthesized=["x"], random_seed=3)
+    r = pmse(o, zs, synthesized=["x"], random_seed=3, propensity=PropensitySpec(method="cart"))
     assert r.null == "pairs" and r.null_pmse.shape == (6,)
     np.testing.assert_allclose(r.ratio, 2 * r.pmse / r.null_pmse.mean())
 
@@ -216,12 +229,15 @@ def test_auto_null_for_cart_incomplete_is_pairs():
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"method": "forest"}, "method must be one of"),
+        ({"method": "forest"}, "PropensitySpec.method must be one of"),
         ({"null": "bootstrap"}, "null must be one of"),
         ({"method": "cart", "null": "theory"}, "needs a parametric"),
         ({"null": "perm", "synthesized": ["x"]}, "complete synthesis only"),
         ({"null": "pairs"}, "needs m >= 2"),
-        ({"max_order": -1}, "max_order must be"),
+        ({"max_order": -1}, "PropensitySpec.max_order must be"),
+        ({"min_leaf": 0}, "PropensitySpec.min_leaf must be"),
+        ({"cp": -1.0}, "PropensitySpec.cp must be"),
+        ({"columns": "x"}, "PropensitySpec.columns must be a sequence"),
         ({"n_perm": 1}, "n_perm must be"),
         ({"incomplete": True}, "needs the synthesized columns"),
         ({"method": "cart", "synthesized": ["x"]}, "needs the 'pairs' null"),
@@ -229,8 +245,21 @@ def test_auto_null_for_cart_incomplete_is_pairs():
 )
 def test_argument_errors(kwargs, match):
     d = _mixed(50, np.random.default_rng(8))
+    fields = {"method", "max_order", "columns", "cp", "min_leaf", "min_split", "max_depth",
+              "max_iter"}
+    spec = {k: kwargs.pop(k) for k in list(kwargs) if k in fields}
     with pytest.raises(ValidationError, match=match):
-        pmse(d, d, **kwargs)
+        pmse(d, d, propensity=PropensitySpec(**spec), **kwargs)
+
+
+def test_propensity_argument():
+    d = _mixed(50, np.random.default_rng(8))
+    # a method's name stands for its spec; anything else is refused, naming the argument
+    assert pmse(d, d, propensity="cart", random_seed=1).method == "cart"
+    with pytest.raises(ValidationError, match="propensity must be a PropensitySpec"):
+        pmse(d, d, propensity={"max_order": 0})
+    with pytest.raises(TypeError, match="max_order"):  # the settings moved to PropensitySpec
+        pmse(d, d, max_order=0)
 
 
 def test_schema_errors():
@@ -241,8 +270,9 @@ def test_schema_errors():
         pmse(d, d.drop(columns="x"))
     # missing values are no longer refused: synthpop's NA indicator (tests/data/
     # test_missing_values.py has the worked checks)
-    r = pmse(d, d.assign(x=np.where(np.arange(50) == 3, np.nan, d["x"])), max_order=0)
-    assert r.k[0] == pmse(d, d, max_order=0).k[0] + 1
+    r = pmse(d, d.assign(x=np.where(np.arange(50) == 3, np.nan, d["x"])),
+             propensity=PropensitySpec(max_order=0))
+    assert r.k[0] == pmse(d, d, propensity=PropensitySpec(max_order=0)).k[0] + 1
 
 
 def test_separation_and_nonconvergence_warnings():
@@ -251,12 +281,12 @@ def test_separation_and_nonconvergence_warnings():
     # levels 2 and 3 of x exist only in the synthetic data: that is warned about as well
     with pytest.warns(DataWarning, match="SYNTHETIC_ONLY_LEVEL"):
         with pytest.warns(DataWarning, match="SEPARATION"):
-            r = pmse(o, z, max_order=0, categorical=["x"])
+            r = pmse(o, z, categorical=["x"], propensity=PropensitySpec(max_order=0))
     assert "SEPARATION" in r.warnings
     with pytest.warns(ConvergenceWarning, match="NOT_CONVERGED"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DataWarning)
-            r = pmse(o, z, max_order=0, max_iter=1)
+            r = pmse(o, z, propensity=PropensitySpec(max_order=0, max_iter=1))
     assert "NOT_CONVERGED" in r.warnings and not r.converged.all()
 
 
@@ -270,8 +300,9 @@ def test_pmse_bounds(orig, syn, method):
     z = pd.DataFrame(syn, columns=["a", "b"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = pmse(o, z, method=method, max_order=1, categorical=["a", "b"], n_perm=2,
-                 random_seed=0)
+        r = pmse(o, z, categorical=["a", "b"], n_perm=2,
+                 random_seed=0,
+                 propensity=PropensitySpec(method=method, max_order=1))
     c = r.c[0]
     # p̂ ∈ [0, 1] with mean c (intercept / leaf means) ⇒ 0 ≤ pMSE = var(p̂) ≤ c(1 − c)
     assert 0 <= r.pmse[0] <= c * (1 - c) + 1e-12
@@ -300,7 +331,7 @@ def test_ratio_is_one_on_average_under_the_null():
         az = rng.choice(levels, size=n, p=counts / n)
         return pd.DataFrame({"a": az, "x": rng.normal(mu[az].to_numpy(), sd[az].to_numpy())})
 
-    r = pmse(o, [synthesize() for _ in range(60)], max_order=1)
+    r = pmse(o, [synthesize() for _ in range(60)], propensity=PropensitySpec(max_order=1))
     assert set(r.df.tolist()) == {5}
     assert abs(r.mean_ratio - 1) < 0.33
     assert abs(r.mean_std) < 4 / np.sqrt(60)
@@ -316,14 +347,14 @@ def test_synthetic_data_input_columns_and_empty_levels():
     schema = infer_schema(o, categorical=["b"], synthesized=["x", "a"])
     sd = SyntheticData([z1, z2], method="test", schema=schema)
     with pytest.warns(DataWarning, match="SYNTHETIC_ONLY_LEVEL.*'a': 'new' \\(dataset 2\\)"):
-        r = pmse(o, sd, max_order=0)
+        r = pmse(o, sd, propensity=PropensitySpec(max_order=0))
     assert r.incomplete and sorted(r.synthesized) == ["a", "x"]
     assert "EMPTY_LEVELS_DROPPED" in r.warnings  # dataset 1 + original lack level "new"
     assert r.k.tolist() == [5, 6]  # 1 + a(2) + x + b(1), plus a[new] in dataset 2
     # the levels of every column are harmonised, so 'a' is warned about even when only x is
     # modelled (noted for the utility inputs' normaliser)
     with pytest.warns(DataWarning, match="SYNTHETIC_ONLY_LEVEL"):
-        only_x = pmse(o, sd, max_order=0, columns=["x"])
+        only_x = pmse(o, sd, propensity=PropensitySpec(max_order=0, columns=["x"]))
     assert only_x.columns == ["x"] and only_x.k.tolist() == [2, 2]
     assert not only_x.incomplete  # every modelled column is synthesized
 

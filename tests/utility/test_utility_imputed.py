@@ -18,7 +18,13 @@ from _shared import shared_path
 from bayes_risk import cli
 from bayes_risk.data import SyntheticData, infer_schema
 from bayes_risk.exceptions import SchemaError, ValidationError
-from bayes_risk.utility import compare_estimates, pmse, utility_summary
+from bayes_risk.utility import (
+    OverlapSpec,
+    PropensitySpec,
+    compare_estimates,
+    pmse,
+    utility_summary,
+)
 
 M, F = "Male", "Female"
 
@@ -45,7 +51,8 @@ def tables():
 def _summary(orig, syn, **kw):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        s = utility_summary(orig, syn, max_order=0, synthesized=["SEX"], **kw)
+        s = utility_summary(orig, syn, synthesized=["SEX"], **kw,
+                            propensity=PropensitySpec(max_order=0))
     return s, _codes(caught)
 
 
@@ -88,8 +95,9 @@ def test_pmse_masked_imputed_cells_are_not_a_feature(tables):
     orig, syn = tables
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        new = pmse(orig, [syn], max_order=0, synthesized=["SEX"])
-        old = pmse(orig, [syn], max_order=0, synthesized=["SEX"], imputed=[])
+        new = pmse(orig, [syn], synthesized=["SEX"], propensity=PropensitySpec(max_order=0))
+        old = pmse(orig, [syn], synthesized=["SEX"], imputed=[],
+                   propensity=PropensitySpec(max_order=0))
     # masked at the original's missing cells the synthetic table equals the original
     assert new.pmse[0] == pytest.approx(0.0, abs=1e-20)
     assert new.settings["imputed_columns"] == ["SEX"]
@@ -105,7 +113,7 @@ def test_pmse_saturated_value_by_hand():
     syn = pd.DataFrame({"x": ["a", "b", "b", "a"]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = pmse(orig, [syn], max_order=0, imputed=["x"])
+        r = pmse(orig, [syn], imputed=["x"], propensity=PropensitySpec(max_order=0))
     # masked synthetic: a, b, b, NA. Stacked: a -> 2 orig, 1 syn (p = 1/3); b -> 1 orig,
     # 2 syn (p = 2/3); NA -> 1, 1 (p = 1/2); c = 1/2:
     # pMSE = (3 (1/6)^2 + 3 (1/6)^2 + 0) / 8 = 1/48
@@ -121,14 +129,16 @@ def test_rows_not_aligned_use_observed_records(tables):
     syn = pd.concat([syn, syn], ignore_index=True)  # 14 records: same distribution
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = pmse(orig, [syn], max_order=0, imputed=["SEX"])
-        s = utility_summary(orig, [syn, syn], max_order=0, synthesized=["SEX", "GRP"],
-                            imputed=["SEX"])
+        r = pmse(orig, [syn], imputed=["SEX"], propensity=PropensitySpec(max_order=0))
+        s = utility_summary(orig, [syn, syn], synthesized=["SEX", "GRP"],
+                            imputed=["SEX"],
+                            propensity=PropensitySpec(max_order=0))
     assert r.n_original == 7
     # an imputed column left out of the propensity model drops no record
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        g = pmse(orig, [syn], max_order=0, imputed=["SEX"], columns=["GRP"])
+        g = pmse(orig, [syn], imputed=["SEX"],
+                 propensity=PropensitySpec(max_order=0, columns=["GRP"]))
     assert g.n_original == 10 and g.settings["imputed_columns"] == []
     assert r.pmse[0] == pytest.approx(0.0, abs=1e-20)
     assert "observed cells" in r.settings["imputed_comparison"]
@@ -239,8 +249,9 @@ def test_dpmpm_release_no_longer_an_artefact(acs_dpmpm):
     df, rel, _ = acs_dpmpm
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        new = utility_summary(df, rel, max_order=0, random_seed=1)
-        old = utility_summary(df, rel, max_order=0, random_seed=1, imputed=[])
+        new = utility_summary(df, rel, random_seed=1, propensity=PropensitySpec(max_order=0))
+        old = utility_summary(df, rel, random_seed=1, imputed=[],
+                              propensity=PropensitySpec(max_order=0))
     # the artefact: the original's missing level against none (S_pMSE about 50, overlaps 0)
     assert old.pmse.mean_ratio > 20
     assert (old.overlap["overlap"] == 0).sum() >= 3
@@ -296,7 +307,7 @@ def test_schema_with_imputed_roles_round_trip(tables):
     sch = infer_schema(orig, synthesized=["SEX"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        s = utility_summary(orig, [syn, syn], schema=sch, max_order=0)
+        s = utility_summary(orig, [syn, syn], schema=sch, propensity=PropensitySpec(max_order=0))
     assert _row(s, "P(SEX = Male)")["estimate_orig"] == pytest.approx(4 / 7, abs=1e-15)
 
 
@@ -351,8 +362,9 @@ def test_summary_names_the_combining_rules_used():
     for rules, ref in (("partial", "Reiter (2003)"), ("full-same-n", "Raab, Nowok & Dibben")):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            s = utility_summary(d, syn, categorical=["Urban", "Marital", "Tenure"],
-                                max_order=0, rules=rules, random_seed=1)
+            s = utility_summary(d, syn, categorical=["Urban", "Marital", "Tenure"], random_seed=1,
+                                propensity=PropensitySpec(max_order=0),
+                                overlap=OverlapSpec(rules=rules))
         notes = s.comparison_notes()
         assert notes[0].startswith(f"Combining rules: {rules} (") and ref in notes[0]
         assert notes[0] in s.summary().as_text()

@@ -1,0 +1,149 @@
+"""The grouped arguments of membership risk: the attack game and the estimation of the ratios.
+
+:class:`AttackSpec` (``attack=``) holds the intruder's prior, the threshold of "identified as a
+member" and the figures reported beside the estimate (the distance baseline, the bootstrap of
+the advantage); :class:`RatioSpec` (``ratio=``) how the likelihood ratios are estimated (the
+augmented refits, the normaliser's draws, the population model of the unsynthesized values,
+k̂). Both are validated when built, with errors naming the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from bayes_risk.exceptions import ValidationError
+
+__all__ = ["AttackSpec", "RatioSpec", "as_spec"]
+
+
+@dataclass(frozen=True)
+class AttackSpec:
+    """The membership attack game: the intruder's prior, when a record counts as identified,
+    and the figures reported beside the estimate.
+
+    Parameters
+    ----------
+    prior : float or {"balanced", "sampling"}
+        Prior membership probability π: ``"balanced"`` (0.5, default: the balanced attack game),
+        ``"sampling"`` (the base rate ``n / population_size``) or a number in (0, 1).
+    population_size : int, optional
+        ``N`` of ``prior="sampling"`` (at least the number of confidential records).
+    threshold : float
+        Posterior membership probability above which a record counts as identified as a member
+        (file summaries: share of members above it; TPR − FPR at it).
+    dcr : bool
+        Compute the distance-to-closest-record baseline beside the estimate.
+    bootstrap : int
+        Bootstrap replicates over records for the intervals of the advantage (0 disables).
+
+    Raises
+    ------
+    ValidationError
+        A field out of its range, named in the message.
+
+    Examples
+    --------
+    >>> AttackSpec(prior="sampling", population_size=100_000).threshold
+    0.5
+    """
+
+    prior: float | Literal["balanced", "sampling"] = "balanced"
+    population_size: int | None = None
+    threshold: float = 0.5
+    dcr: bool = True
+    bootstrap: int = 200
+
+    def __post_init__(self) -> None:
+        p = self.prior
+        if isinstance(p, str):
+            if p not in ("balanced", "sampling"):
+                raise ValidationError("AttackSpec.prior must be 'balanced', 'sampling' or a "
+                                      f"probability in (0, 1). Got {p!r}.")
+        elif isinstance(p, bool) or not isinstance(p, (int, float, np.number)) or not 0 < p < 1:
+            raise ValidationError(f"AttackSpec.prior must be a probability in (0, 1). Got {p!r}.")
+        N = self.population_size
+        if p == "sampling" and N is None:
+            raise ValidationError("AttackSpec(prior='sampling') (the base rate n/N) needs "
+                                  "population_size=N.", code="OPTION_REQUIRED")
+        if N is not None and (isinstance(N, bool) or not isinstance(N, (int, np.integer))
+                              or N < 1):
+            raise ValidationError(
+                f"AttackSpec.population_size must be an integer >= 1. Got {N!r}.")
+        t = self.threshold
+        if isinstance(t, bool) or not isinstance(t, (int, float, np.number)) or not 0 < t < 1:
+            raise ValidationError(f"AttackSpec.threshold must be in (0, 1). Got {t!r}.")
+        if not isinstance(self.dcr, (bool, np.bool_)):
+            raise ValidationError(f"AttackSpec.dcr must be True or False. Got {self.dcr!r}.")
+        b = self.bootstrap
+        if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 0:
+            raise ValidationError(f"AttackSpec.bootstrap must be an integer >= 0. Got {b!r}.")
+
+
+@dataclass(frozen=True)
+class RatioSpec:
+    """How the membership likelihood ratios are estimated.
+
+    Parameters
+    ----------
+    augmented : sequence of models, optional
+        Draws of ``p(Θ | y, Z_(l))``, one model per dataset (default:
+        ``model.fit_augmented(original, Z_(l), random_seed=...)``, as attribute risk).
+    normaliser_draws : int
+        Population records for the normaliser ``E[Π_l A_l(x')]`` when ``m > 1`` (it is exactly 1
+        when ``m = 1``); under partial synthesis, per cell of the unsynthesized columns. CART:
+        the normaliser is a sum over the synthesizer's predictive, enumerated when its support
+        has at most this many records, else estimated from this many draws (any ``m``).
+    unsynthesized_concentration : float
+        Partial synthesis (sequential regressions and CART): concentration ``α > 0`` of the
+        Dirichlet-process population model of the unsynthesized values,
+        ``p(r | y_{-i}) = (n_r^{(-i)} + α / C) / (n − 1 + α)`` over the ``C`` cells of the
+        unsynthesized columns (methods, Partially synthetic releases). It matters only for a
+        record whose unsynthesized values no other record shares.
+    khat : bool
+        Compute Pareto k̂ of every mean (flags ``KHAT_HIGH``).
+
+    Raises
+    ------
+    ValidationError
+        A field out of its range, named in the message.
+
+    Examples
+    --------
+    >>> RatioSpec(normaliser_draws=1000).khat
+    True
+    """
+
+    augmented: Sequence[Any] | None = None
+    normaliser_draws: int = 400
+    unsynthesized_concentration: float = 1.0
+    khat: bool = True
+
+    def __post_init__(self) -> None:
+        d = self.normaliser_draws
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 20:
+            raise ValidationError(
+                f"RatioSpec.normaliser_draws must be an integer >= 20. Got {d!r}.")
+        a = self.unsynthesized_concentration
+        if isinstance(a, bool) or not isinstance(a, (int, float, np.number)) or not (
+                np.isfinite(a) and a > 0):
+            raise ValidationError(
+                f"RatioSpec.unsynthesized_concentration must be a number > 0. Got {a!r}.",
+                code="INVALID_ARGUMENT")
+        if not isinstance(self.khat, (bool, np.bool_)):
+            raise ValidationError(f"RatioSpec.khat must be True or False. Got {self.khat!r}.")
+
+
+def as_spec(value: Any, cls: type, name: str) -> Any:
+    """``name=`` as a ``cls`` (``None``: the defaults)."""
+    if value is None:
+        return cls()
+    if not isinstance(value, cls):
+        article = "an" if cls.__name__[0] in "AEIOU" else "a"
+        raise ValidationError(
+            f"{name} must be {article} {cls.__name__} (bayes_risk.{cls.__name__}(...)). "
+            f"Got {type(value).__name__}.")
+    return value
