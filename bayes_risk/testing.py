@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.contract import LIKELIHOODS, ModelInfo, RiskModel, model_info
+from bayes_risk.contract import LIKELIHOODS, ModelInfo, RiskModel, capabilities
 from bayes_risk.exceptions import BayesRiskError
 
 __all__ = [
@@ -166,7 +166,7 @@ class CheckContext:
 
     @property
     def info(self) -> ModelInfo:
-        return model_info(self.fitted)
+        return capabilities(self.fitted)
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -204,7 +204,7 @@ def check_info(ctx: CheckContext) -> None:
         _fail(f"{cls.__name__}.info is {type(declared).__name__}; declare the capabilities as a "
               "class attribute info = bayes_risk.ModelInfo(...) (or bayes_risk.instance_info).")
     model = ctx.fitted
-    info = model_info(model)
+    info = capabilities(model)
     missing = {cap: [m for m in mem if not hasattr(model, m)]
                for cap, mem in info.members().items()}
     missing = {k: v for k, v in missing.items() if v}

@@ -22,7 +22,7 @@ The contract is checked for every registered synthesizer by ``tests/models/test_
 (with scikit-learn's own API checks).
 
 Bayesian models (DPMPM, Poisson mixtures, sequential regressions) additionally implement the
-model contract :class:`bayes_risk.protocols.RiskModel` used by the risk engines, and
+model contract :class:`bayes_risk.contract.RiskModel` used by the risk engines, and
 ``save``/``load`` (NetCDF posterior + JSON settings; no pickle). CART, random-forest and PMM
 synthesizers have ``save``/``load`` too (NPZ tree arrays + Parquet data + JSON).
 """
@@ -500,7 +500,7 @@ def rebuildable_synthesizer(synthetic: Any) -> type | None:
     for a plug-in likelihood; ``None`` otherwise.
 
     What the class declares decides, not its name: a synthesizer without posterior draws whose
-    :class:`~bayes_risk.protocols.ModelInfo` has ``plugin_likelihood=True`` (CART, random forests,
+    :class:`~bayes_risk.contract.ModelInfo` has ``plugin_likelihood=True`` (CART, random forests,
     or a model registered by another distribution) can be fitted again from the release's
     manifest (:func:`rebuild_synthesizer`) and give its plug-in likelihood. A release of a
     Bayesian model (saved with ``bayes-risk fit`` instead), of PMM, of an unregistered method or
@@ -517,13 +517,13 @@ def rebuildable_synthesizer(synthetic: Any) -> type | None:
         If the release names a registered synthesizer that cannot be loaded
         (``SYNTHESIZER_BROKEN``, ``SYNTHESIZER_CLASH``).
     """
-    from bayes_risk.contract import model_info
+    from bayes_risk.contract import capabilities
 
     method = getattr(synthetic, "method", None)
     if not isinstance(method, str) or method not in list_synthesizers():
         return None
     cls = get_synthesizer(method)
-    return cls if model_info(cls).plugin_likelihood else None
+    return cls if capabilities(cls).plugin_likelihood else None
 
 
 def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -> Any:

@@ -9,7 +9,7 @@ synthesized attributes is (Hu 2019 eq. 1)
 with ``p(Z | ·)`` estimated from the synthesis model's posterior draws — no refit per candidate —
 by the stabilised estimator (methods, The stabilised estimator, default for class P models) or the
 published importance-sampling estimator (Hu 2019 §3.2.5). The engine depends only on the model
-protocols of :mod:`bayes_risk.protocols`.
+protocols of :mod:`bayes_risk.contract`.
 
 :func:`attribute_risk` runs three stages: ``prepare`` (:mod:`bayes_risk.attribute.prepare`: a
 typed plan built once), ``evaluate`` (:mod:`bayes_risk.attribute.evaluate`: one partition of the
@@ -154,7 +154,7 @@ def attribute_risk(
         positions) the intruder does not know; ``records`` does not apply.
     estimator : {"auto", "stabilised", "is"}
         ``auto``: chosen from what the model can do (its
-        :class:`~bayes_risk.protocols.ModelInfo`): the first of ``model.info.estimators`` that
+        :class:`~bayes_risk.contract.ModelInfo`): the first of ``model.info.estimators`` that
         applies — stabilised for class P models that draw from ``p(Θ | y, Z_(l))`` (or are given
         ``augmented``), otherwise IS (methods, The stabilised estimator) — and the closed-form
         plug-in likelihood for plug-in models. ``is`` is the
@@ -233,7 +233,7 @@ def attribute_risk(
     -------
     AttributeRiskResult
         With the stabilised estimator and draws from two or more MCMC chains (the model's
-        ``draw_chains()``, :class:`~bayes_risk.protocols.SupportsDrawChains`), each record's
+        ``draw_chains()``, :class:`~bayes_risk.contract.SupportsDrawChains`), each record's
         estimate is also computed from each chain's draws alone and the record is flagged
         ``CHAINS_DISAGREE`` when the chains' ``p_true`` differ beyond Monte Carlo error and
         materially (by more than 0.02, or by a ratio above 1.2: the floor is relative to the

@@ -39,10 +39,10 @@ def run(args: argparse.Namespace) -> int:
         read_records_table,
     )
     from bayes_risk.cli._run import output_dir
+    from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer, list_synthesizers
     from bayes_risk.models._bayesian.io import warm_up_writer
-    from bayes_risk.protocols import model_info
 
     if args.method is None:
         raise ValidationError(
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
             code="OPTION_REQUIRED",
         )
     cls = get_synthesizer(args.method)
-    info = model_info(cls)
+    info = capabilities(cls)
     if not info.persistence:
         raise ValidationError(
             f"--method {args.method}: {cls.__name__} cannot be saved (its ModelInfo has "

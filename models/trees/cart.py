@@ -30,6 +30,7 @@ import bayes_risk.models.trees.cart_io as _io
 import bayes_risk.models.trees.cart_synthesis as _synthesis
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
 from bayes_risk._terminal import progress
+from bayes_risk.contract import ModelInfo, available_if
 from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
@@ -37,7 +38,6 @@ from bayes_risk.data.validate import check_m
 from bayes_risk.models.base import check_is_fitted
 from bayes_risk.models.trees.base import TreeSynthesizer, records_mask
 from bayes_risk.models.trees.cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
-from bayes_risk.protocols import ModelInfo, instance_info
 
 __all__ = [
     "CARTSynthesizer",
@@ -152,13 +152,9 @@ class CARTSynthesizer(TreeSynthesizer):
     default_m = 20
     _fitted_attribute: ClassVar[str] = "trees_"
 
-    @instance_info(ModelInfo(persistence=True, partial_synthesis=True, plugin_likelihood=True,
-                             posterior_replicates=True, required=("synthesized",),
-                             visit_order=True, releases_donor_values=True))
-    def info(self) -> ModelInfo:
-        """What the engines, the command line and the audit may use (bayes_risk.ModelInfo):
-        posterior replicates only with the Bayesian-bootstrap donors."""
-        return type(self).info.replace(posterior_replicates=self.donor == "bayes_bootstrap")
+    #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
+    info = ModelInfo(partial_synthesis=True, required=("synthesized",), visit_order=True,
+                     releases_donor_values=True)
 
     def __init__(
         self,
@@ -376,6 +372,7 @@ class CARTSynthesizer(TreeSynthesizer):
         """
         return _synthesis.output_rounding(self, column)
 
+    @available_if(lambda self: self.donor == "bayes_bootstrap")  # equal weights: no posterior
     def posterior_replicates(
         self,
         n: int | None,
@@ -412,9 +409,9 @@ class CARTSynthesizer(TreeSynthesizer):
 
         Raises
         ------
-        ValidationError
-            With ``donor="uniform"``: donors drawn with equal weights are not draws from a
-            posterior predictive (no Bayesian bootstrap).
+        AttributeError
+            With ``donor="uniform"`` the method is absent (``available_if``): donors drawn with
+            equal weights are not draws from a posterior predictive (no Bayesian bootstrap).
         """
         return _synthesis.posterior_replicates(self, n, columns, chunk_size, random_seed, start)
 

@@ -43,10 +43,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.contract import ModelInfo
 from bayes_risk.exceptions import NotSupportedError, ValidationError
 from bayes_risk.models.trees.forest_leaves import forest_apply_distinct
 from bayes_risk.models.trees.plugins.plugin_cart import PluginBase
-from bayes_risk.protocols import ModelInfo
 
 __all__ = ["RFPlugin", "plugin_likelihood"]
 
@@ -199,7 +199,7 @@ class RFPlugin(PluginBase):
     """
 
     result_warnings = ("APPROXIMATE_NONPARAMETRIC",)
-    info = ModelInfo(likelihoods={"plugin"}, estimators=("plugin",), holds_missing=True,
+    info = ModelInfo(holds_missing=True,
                      result_warnings=("APPROXIMATE_NONPARAMETRIC",))
 
     def __init__(self, synthesizer: Any, original: pd.DataFrame) -> None:
@@ -554,7 +554,7 @@ def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *,
                       random_seed: Any = None) -> Any:
     """The likelihood attribute risk uses for a fitted synthesizer.
 
-    What the synthesizer declares decides (its :class:`~bayes_risk.protocols.ModelInfo`, never
+    What the synthesizer declares decides (its :class:`~bayes_risk.contract.ModelInfo`, never
     its name): a synthesizer without posterior draws that declares ``plugin_likelihood=True``
     builds its plug-in with its own ``plugin_likelihood(original, *, random_seed=None)`` method
     (CART: :class:`~bayes_risk.models.CARTPlugin`, random forests:
@@ -569,9 +569,9 @@ def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *,
         For a synthesizer with no likelihood of a record's values (PMM, which declares neither;
         code ``NO_LIKELIHOOD``).
     """
-    from bayes_risk.contract import model_info
+    from bayes_risk.contract import capabilities
 
-    info = model_info(synthesizer)
+    info = capabilities(synthesizer)
     if info.plugin_likelihood:
         return synthesizer.plugin_likelihood(original, random_seed=random_seed)
     if info.has("record") or info.has("plugin"):
