@@ -63,24 +63,6 @@ __all__ = [
 
 SETTINGS_FILE = "model.json"
 
-# the built-in synthesizers (module, class), exported lazily by ``bayes_risk.models``; their
-# command-line names are the entry points of pyproject.toml (bayes_risk.registry;
-# tests/test_model_contract.py checks that the two agree)
-_REGISTRY: dict[str, tuple[str, str]] = {
-    "cart": ("bayes_risk.models.trees.cart", "CARTSynthesizer"),
-    "rf": ("bayes_risk.models.trees.random_forest", "RandomForestSynthesizer"),
-    "pmm": ("bayes_risk.models.trees.pmm", "SmallCellPMMSynthesizer"),
-    "dpmpm": ("bayes_risk.models.dpmpm.dpmpm", "DPMPM"),
-    "poisson-mixture": ("bayes_risk.models.poisson.poisson_mixture", "PoissonMixture"),
-    "regression": ("bayes_risk.models.seqreg.seqreg", "SequentialRegression"),
-}
-
-# plug-in likelihoods of the tree synthesizers for attribute risk (not synthesizers themselves)
-_PLUGINS: dict[str, str] = {
-    "CARTPlugin": "bayes_risk.models.trees.plugins.plugin_cart",
-    "RFPlugin": "bayes_risk.models.trees.plugins.plugin_rf",
-    "plugin_likelihood": "bayes_risk.models.trees.plugins.plugin_rf",
-}
 
 class BaseSynthesizer(metaclass=ABCMeta):
     """Base class of the synthesizers: the fit / synthesize dialect and ``get_params``.

@@ -87,8 +87,8 @@ class ArrayModel:
     Its capabilities (:func:`~bayes_risk.contract.capabilities`) follow from its arguments: the
     record and dataset likelihoods and the chains always, :meth:`fit_augmented` (the stabilised
     estimator) with ``augment_fn``, :meth:`neighbourhood_loglik` with ``neighbourhood_fn``,
-    :meth:`own_record_delta` with ``own_record_delta_fn`` (each absent otherwise). It neither fits nor synthesizes (the draws were
-    made elsewhere).
+    :meth:`own_record_delta` with ``own_record_delta_fn`` (each absent otherwise). It neither
+    fits nor synthesizes (the draws were made elsewhere).
 
     Parameters
     ----------
