@@ -244,8 +244,8 @@ def capabilities(model: Any) -> Capabilities:
     Raises
     ------
     ValidationError
-        If ``model`` has none of these methods and no ``synthesize`` (it is not a model:
-        code ``MODEL_INFO_MISSING``), or its ``info`` is not a :class:`ModelInfo`
+        If ``model`` has none of these methods, no ``synthesize`` and no ``info`` (it is not a
+        model: code ``MODEL_INFO_MISSING``), or its ``info`` is not a :class:`ModelInfo`
         (``BAD_MODEL_INFO``).
     """
     def has(name: str) -> bool:
@@ -254,7 +254,8 @@ def capabilities(model: Any) -> Capabilities:
     name = model.__name__ if isinstance(model, type) else type(model).__name__
     lik = frozenset(k for k, meth in LIKELIHOODS.items() if has(meth))
     flags = {cap: all(has(m) for m in members) for cap, members in MEMBER_CAPABILITIES.items()}
-    if not lik and not any(flags.values()) and not has("synthesize"):
+    info = getattr(model, "info", None)
+    if info is None and not lik and not any(flags.values()) and not has("synthesize"):
         raise ValidationError(
             f"{name} is not a model: it has none of the likelihood methods of the RiskModel "
             "protocol (record_loglik, dataset_loglik) or of a plug-in (plugin_loglik), no "
@@ -263,7 +264,6 @@ def capabilities(model: Any) -> Capabilities:
             "implements the protocol (docs: 'Adding a model').",
             code="MODEL_INFO_MISSING",
         )
-    info = getattr(model, "info", None)
     info = ModelInfo() if info is None else info
     if not isinstance(info, ModelInfo):
         raise ValidationError(

@@ -694,13 +694,15 @@ def check_synthesizer(
 
 @contextlib.contextmanager
 def registered_synthesizer(
-    name: str, target: str, *, path: str | os.PathLike[str] | None = None
+    name: str, target: str, *, path: str | os.PathLike[str] | None = None,
+    options: str | None = None,
 ) -> Iterator[Path]:
     """Register a synthesizer under ``name`` for the duration of a ``with`` block.
 
     Does what installing a distribution with the entry point does (``pip install``): writes a
     minimal distribution's metadata — a ``.dist-info`` folder whose ``entry_points.txt`` puts
-    ``name = target`` in the group ``bayes_risk.synthesizers`` — into a temporary folder on
+    ``name = target`` in the group ``bayes_risk.synthesizers`` (and ``name = options`` in the
+    group ``bayes_risk.fit_options``) — into a temporary folder on
     ``sys.path``, where ``importlib.metadata`` finds it. For trying a model, in tests or in
     a notebook, before packaging it; a subprocess sees it too with the yielded folder on
     ``PYTHONPATH``.
@@ -711,6 +713,9 @@ def registered_synthesizer(
         The registered name (``bayes-risk fit --method NAME``).
     target : str
         ``"module:Class"``.
+    options : str, optional
+        ``"module:OPTIONS"``, the model's options of ``bayes-risk fit`` (a tuple of
+        :class:`bayes_risk.registry.ModelOption` in a module that imports no model).
     path : path-like, optional
         A folder to put on ``sys.path`` as well, from which ``module`` imports.
 
@@ -720,12 +725,13 @@ def registered_synthesizer(
         The folder holding the metadata (removed from ``sys.path`` and deleted afterwards).
     """
     from bayes_risk.exceptions import ValidationError
-    from bayes_risk.registry import GROUP
+    from bayes_risk.registry import GROUP, OPTIONS_GROUP
 
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", str(name)):
         raise ValidationError(f"name must be letters, digits, '.', '_' or '-'. Got {name!r}.")
-    if not re.fullmatch(r"[\w.]+:[\w.]+", str(target)):
-        raise ValidationError(f"target must be 'module:Class'. Got {target!r}.")
+    for arg, form, value in (("target", "Class", target), ("options", "OPTIONS", options)):
+        if value is not None and not re.fullmatch(r"[\w.]+:[\w.]+", str(value)):
+            raise ValidationError(f"{arg} must be 'module:{form}'. Got {value!r}.")
     added = [str(Path(path).resolve())] if path is not None else []
     with tempfile.TemporaryDirectory(prefix="bayes_risk_ep_") as tmp:
         dist = "bayes_risk_registered_" + re.sub(r"[^A-Za-z0-9]", "_", name)
@@ -733,8 +739,10 @@ def registered_synthesizer(
         info.mkdir()
         (info / "METADATA").write_text(
             f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0\n", encoding="utf-8")
-        (info / "entry_points.txt").write_text(f"[{GROUP}]\n{name} = {target}\n",
-                                               encoding="utf-8")
+        groups = f"[{GROUP}]\n{name} = {target}\n"
+        if options is not None:
+            groups += f"\n[{OPTIONS_GROUP}]\n{name} = {options}\n"
+        (info / "entry_points.txt").write_text(groups, encoding="utf-8")
         entries = [tmp, *added]
         sys.path[:0] = entries
         try:
