@@ -256,12 +256,13 @@ def capabilities(model: Any) -> Capabilities:
     flags = {cap: all(has(m) for m in members) for cap, members in MEMBER_CAPABILITIES.items()}
     info = getattr(model, "info", None)
     if info is None and not lik and not any(flags.values()) and not has("synthesize"):
+        further = sorted({m for ms in MEMBER_CAPABILITIES.values() for m in ms})
         raise ValidationError(
             f"{name} is not a model: it has none of the likelihood methods of the RiskModel "
             "protocol (record_loglik, dataset_loglik) or of a plug-in (plugin_loglik), no "
-            "synthesize and none of the methods of bayes_risk.contract.MEMBER_CAPABILITIES. "
-            "Give a fitted bayes-risk model, an ArrayModel of posterior draws, or a class that "
-            "implements the protocol (docs: 'Adding a model').",
+            f"synthesize and none of {', '.join(further)}. Give a fitted bayes-risk model, an "
+            "ArrayModel of posterior draws, or a class that implements the protocol (docs: "
+            "'Adding a model').",
             code="MODEL_INFO_MISSING",
         )
     info = ModelInfo() if info is None else info
