@@ -285,11 +285,8 @@ class _AvailableIf:
     method when ``check(instance)`` holds, else ``AttributeError`` (so ``hasattr`` is false)."""
 
     def __init__(self, fn: Callable[..., Any], check: Callable[[Any], bool]) -> None:
-        self.fn, self.check = fn, check
+        self.fn, self.check, self.name = fn, check, fn.__name__
         functools.update_wrapper(self, fn)
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
 
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:
@@ -315,18 +312,8 @@ def available_if(check: Callable[[Any], bool]) -> Callable[[Callable[..., Any]],
 
 
 def missing_members(obj: Any, protocol: type) -> list[str]:
-    """Members of ``protocol`` that ``obj`` lacks (sorted), for an error message.
-
-    Parameters
-    ----------
-    obj : object
-    protocol : Protocol class
-
-    Returns
-    -------
-    list of str
-        Empty when ``obj`` has every member.
-    """
+    """Members of the Protocol class ``protocol`` that ``obj`` lacks (sorted; empty when it
+    has every one), for an error message."""
     get = getattr(typing, "get_protocol_members", None)  # Python >= 3.13
     members = get(protocol) if get is not None else protocol.__protocol_attrs__
     return sorted(m for m in members if not hasattr(obj, m))
