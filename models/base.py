@@ -481,8 +481,8 @@ def rebuildable_synthesizer(synthetic: Any) -> type | None:
     """The registered synthesizer class that made a release, when the release can be rebuilt
     for a plug-in likelihood; ``None`` otherwise.
 
-    What the class declares decides, not its name: a synthesizer without posterior draws whose
-    :class:`~bayes_risk.contract.ModelInfo` has ``plugin_likelihood=True`` (CART, random forests,
+    What the class can do decides, not its name: a synthesizer without posterior draws with a
+    ``plugin_likelihood`` method (:func:`~bayes_risk.contract.capabilities`; CART, random forests,
     or a model registered by another distribution) can be fitted again from the release's
     manifest (:func:`rebuild_synthesizer`) and give its plug-in likelihood. A release of a
     Bayesian model (saved with ``bayes-risk fit`` instead), of PMM, of an unregistered method or
@@ -511,7 +511,7 @@ def rebuildable_synthesizer(synthetic: Any) -> type | None:
 def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -> Any:
     """Refit the synthesizer that produced a release, from its manifest and the original.
 
-    A synthesizer with a plug-in likelihood (``ModelInfo.plugin_likelihood``: CART, random
+    A synthesizer with a plug-in likelihood (a ``plugin_likelihood`` method: CART, random
     forests) can be saved with its ``save(path)`` (a confidential folder); without one, a release
     records how it was made — the method, its settings, the synthesized columns in the order
     given to ``fit``, the replaced records and the seeds — so the same synthesizer can be fitted
@@ -558,7 +558,7 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
     if cls is None:
         raise ValidationError(
             f"the release was made by {synthetic.method!r}, which is not a registered "
-            "synthesizer declaring a plug-in likelihood (ModelInfo.plugin_likelihood, as CART "
+            "synthesizer with a plug-in likelihood (a plugin_likelihood method, as CART "
             "'cart' and random forests 'rf' do); only such releases can be rebuilt for their "
             "plug-in likelihoods (methods page, section 'Tree synthesizers: plug-in "
             "likelihoods'). Bayesian models are saved with 'bayes-risk fit' and passed as "

@@ -154,7 +154,7 @@ def attribute_risk(
         positions) the intruder does not know; ``records`` does not apply.
     estimator : {"auto", "stabilised", "is"}
         ``auto``: chosen from what the model can do (its
-        :class:`~bayes_risk.contract.ModelInfo`): the first of ``model.info.estimators`` that
+        :func:`~bayes_risk.contract.capabilities`): the first of its ``estimators`` that
         applies — stabilised for class P models that draw from ``p(Θ | y, Z_(l))`` (or are given
         ``augmented``), otherwise IS (methods, The stabilised estimator) — and the closed-form
         plug-in likelihood for plug-in models. ``is`` is the

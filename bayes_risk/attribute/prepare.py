@@ -285,7 +285,7 @@ def _check_estimator(model: Any, is_plugin: bool, est: str, compat: str | None) 
     if est == "is" and "is" not in info.estimators:
         raise ValidationError(
             f"estimator='is' needs the likelihood of the released datasets: "
-            f"{type(model).__name__} does not list 'is' in its ModelInfo.estimators "
+            f"{type(model).__name__} does not support estimator 'is' (its estimators "
             f"({list(info.estimators)}; dataset_loglik(datasets, draw_indices=None) -> [H, m], "
             "bayes_risk.contract.RiskModel).",
             code="MODEL_UNSUITED"

@@ -402,8 +402,8 @@ AUDIT_REPLICATES = dict(n="auto", mcse_tol=0.02, min_replicates=100, max_replica
 
 def rebuilt_has_posterior(synthetic: Any) -> bool:
     """Whether the synthesizer that made the release can be rebuilt from its manifest and
-    declares posterior replicates (its class's ``ModelInfo``: CART, whose Bayesian-bootstrap
-    donors are a posterior predictive; the rebuilt instance's own ``ModelInfo`` then decides)."""
+    has posterior replicates (its class's capabilities: CART, whose Bayesian-bootstrap
+    donors are a posterior predictive; the rebuilt instance's own then decide)."""
     from bayes_risk.contract import capabilities
     from bayes_risk.models import rebuildable_synthesizer
 
@@ -426,7 +426,7 @@ def _posterior_model(ctx: StepContext) -> tuple[Any, str | None]:
                       "by a synthesizer with posterior replicates that can be rebuilt from its "
                       "manifest, such as CART (method: "
                       f"{ctx.synthetic.method or 'unknown'})")
-    # what the model can do (its ModelInfo): CART's posterior predictive is its Bayesian
+    # what the model can do (its methods): CART's posterior predictive is its Bayesian
     # bootstrap, so CART with equal-weight donors declares none
     if not capabilities(model).posterior_replicates:
         why = f"{type(model).__name__} has no posterior predictive"

@@ -64,7 +64,7 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
     if rebuildable_synthesizer(synthetic) is None:
         raise ValidationError(
             "--model is required unless SYN is a release of a synthesizer with a plug-in "
-            "likelihood (CART, random forests: ModelInfo.plugin_likelihood) written by "
+            "likelihood (CART, random forests: a plugin_likelihood method) written by "
             f"'bayes-risk synthesize --method NAME' (this release: {synthetic.method!r}).",
             code="OPTION_REQUIRED",
         )

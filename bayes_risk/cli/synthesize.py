@@ -10,7 +10,7 @@ Two forms::
 (``cart``, ``rf``, ``pmm`` or another distribution's model: :mod:`bayes_risk.registry`); what the
 model declares decides, never its name: its ``ModelInfo.required`` what must be given, its
 ``__init__`` which model options it takes, its ``default_m`` the default ``-m``. A model that
-reports MCMC convergence (``ModelInfo.convergence``) is fitted with ``bayes-risk fit`` first, which
+reports MCMC convergence (``convergence_summary``) is fitted with ``bayes-risk fit`` first, which
 shows its convergence checks. Both forms write a :class:`~bayes_risk.data.SyntheticData` folder
 (``syn_001.parquet`` … and ``manifest.json``; ``--csv`` adds CSV copies), atomically.
 """

@@ -61,8 +61,7 @@ class PosteriorReplicates:
     ----------
     model : fitted synthesizer
         DPMPM, PoissonMixture, SequentialRegression or CARTSynthesizer (Bayesian bootstrap), or
-        any model whose :class:`~bayes_risk.contract.ModelInfo` has
-        ``posterior_replicates=True`` (protocol
+        any model with a ``posterior_replicates`` method (protocol
         ``bayes_risk.contract.SupportsPosteriorReplicates``). Random forests and PMM have no
         posterior predictive and are refused.
     n : int or "auto"

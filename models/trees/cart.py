@@ -303,7 +303,7 @@ class CARTSynthesizer(TreeSynthesizer):
         self, original: pd.DataFrame, *, random_seed: RandomSeed = None
     ) -> Any:
         """The plug-in likelihood of this fitted synthesizer for attribute risk
-        (:class:`~bayes_risk.models.CARTPlugin`; declared by ``ModelInfo.plugin_likelihood``).
+        (:class:`~bayes_risk.models.CARTPlugin`; offered by having this method).
 
         Parameters
         ----------

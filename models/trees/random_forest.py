@@ -683,7 +683,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
         self, original: pd.DataFrame, *, random_seed: RandomSeed = None
     ) -> Any:
         """The plug-in likelihood of this fitted synthesizer for attribute risk
-        (:class:`~bayes_risk.models.RFPlugin`; declared by ``ModelInfo.plugin_likelihood``).
+        (:class:`~bayes_risk.models.RFPlugin`; offered by having this method).
 
         Parameters
         ----------

@@ -554,8 +554,8 @@ def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *,
                       random_seed: Any = None) -> Any:
     """The likelihood attribute risk uses for a fitted synthesizer.
 
-    What the synthesizer declares decides (its :class:`~bayes_risk.contract.ModelInfo`, never
-    its name): a synthesizer without posterior draws that declares ``plugin_likelihood=True``
+    What the synthesizer can do decides (:func:`~bayes_risk.contract.capabilities`, never
+    its name): a synthesizer without posterior draws that has a ``plugin_likelihood`` method
     builds its plug-in with its own ``plugin_likelihood(original, *, random_seed=None)`` method
     (CART: :class:`~bayes_risk.models.CARTPlugin`, random forests:
     :class:`~bayes_risk.models.RFPlugin`, or a registered model's own); a model with a record
@@ -577,8 +577,8 @@ def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *,
     if info.has("record") or info.has("plugin"):
         return synthesizer
     raise ValidationError(
-        f"{type(synthesizer).__name__} has no likelihood of a record's values (its ModelInfo "
-        "declares neither a record likelihood nor plugin_likelihood=True), so attribute risk "
+        f"{type(synthesizer).__name__} has no likelihood of a record's values (it has "
+        "neither record_loglik nor plugin_likelihood), so attribute risk "
         "cannot be computed from it; expected a Bayesian model, or a synthesizer with a plug-in "
         "likelihood such as CART or random forests (docs: methods page 'Attribute disclosure "
         "risk').",
