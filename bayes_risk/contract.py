@@ -13,8 +13,8 @@ engines, the command line, persistence and the audit — through this module onl
     ``GenericLikelihoodModel`` fills in what a subclass does not override: a model offers the
     neighbourhood likelihood because it has ``neighbourhood_loglik``, is saved because it has
     ``save`` and ``load``, supports the importance-sampling estimator because it has
-    ``record_loglik`` and ``dataset_loglik`` (:data:`LIKELIHOODS`, :data:`ESTIMATORS`,
-    :data:`MEMBER_CAPABILITIES`). A method offered only under some settings is wrapped in
+    ``record_loglik`` and ``dataset_loglik`` (``LIKELIHOODS``, ``ESTIMATORS``,
+    ``MEMBER_CAPABILITIES``). A method offered only under some settings is wrapped in
     :func:`available_if` (scikit-learn's idiom), so that the instance does not have it otherwise.
 :class:`ModelInfo`
     Only what methods cannot show, declared by a model class as ``info = ModelInfo(...)``
@@ -191,7 +191,7 @@ class Capabilities(ModelInfo):
     Parameters
     ----------
     likelihoods : frozenset of str
-        Likelihood kinds offered, keys of :data:`LIKELIHOODS`: ``"record"`` (``record_loglik``,
+        Likelihood kinds offered, keys of ``LIKELIHOODS``: ``"record"`` (``record_loglik``,
         ``[H, n]``), ``"dataset"`` (``dataset_loglik``, ``[H, m]``), ``"neighbourhood"``
         (``neighbourhood_loglik``, ``[H, n, G]``), ``"neighbourhood_buffer"`` (the same into a
         caller's ``out=`` buffer, with ``neighbourhood_size()``), ``"candidate"``
@@ -200,7 +200,7 @@ class Capabilities(ModelInfo):
         draws), ``"largest_value"`` (``largest_value_loglik``, Wei & Reiter 2016).
     estimators : tuple of str
         Attribute-risk estimators supported, in order of preference (keys of
-        :data:`ESTIMATORS`): ``estimator="auto"`` takes the first one that applies
+        ``ESTIMATORS``): ``estimator="auto"`` takes the first one that applies
         (:func:`auto_estimator`). A plug-in likelihood supports ``"plugin"`` only.
     persistence : bool
         ``save(path)`` / ``load(path)`` (:class:`SupportsPersistence`).
@@ -227,7 +227,7 @@ class Capabilities(ModelInfo):
     plugin_likelihood: bool = False
 
     def has(self, kind: str) -> bool:
-        """Whether the likelihood ``kind`` (a key of :data:`LIKELIHOODS`) is offered."""
+        """Whether the likelihood ``kind`` (a key of ``LIKELIHOODS``) is offered."""
         return kind in self.likelihoods
 
 
@@ -235,8 +235,8 @@ def capabilities(model: Any) -> Capabilities:
     """What ``model`` (an instance or a class) can do: its methods and its declared ``info``.
 
     A likelihood, an estimator or a further capability is offered when the model has the
-    methods that provide it (:data:`LIKELIHOODS`, :data:`ESTIMATORS`,
-    :data:`MEMBER_CAPABILITIES`; a member set to ``None`` is absent). On a class, a method
+    methods that provide it (``LIKELIHOODS``, ``ESTIMATORS``,
+    ``MEMBER_CAPABILITIES``; a member set to ``None`` is absent). On a class, a method
     wrapped in :func:`available_if` counts (what the class can do at all: the command line and
     the registry read it before a model exists); on an instance, only when its condition holds.
     What no method shows is the class's ``info`` (:class:`ModelInfo`, default ``ModelInfo()``).

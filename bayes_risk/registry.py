@@ -2,7 +2,7 @@
 ``bayes_risk.fit_options``.
 
 Every synthesizer the command line, persistence and the audit can name is registered as an entry
-point of the group :data:`GROUP`, the built-in models in the package's own ``pyproject.toml``::
+point of the group ``GROUP``, the built-in models in the package's own ``pyproject.toml``::
 
     [project.entry-points."bayes_risk.synthesizers"]
     dpmpm = "bayes_risk.models:DPMPM"
@@ -16,7 +16,7 @@ model's ``model.json`` records under ``"method"``. This is the one list of the m
 else in the package names them.
 
 A model declares its own options of ``bayes-risk fit`` (:class:`ModelOption`, each passed to
-an ``__init__`` setting) in the group :data:`OPTIONS_GROUP`, under its registered name, as a
+an ``__init__`` setting) in the group ``OPTIONS_GROUP``, under its registered name, as a
 tuple in a module that imports nothing heavy: the command line builds its parser from them
 without importing any model (:func:`fit_options`).
 
@@ -64,7 +64,7 @@ class ModelOption:
     help : str
         Help text (the command line prefixes the names of the models that declare the option).
     kwargs : dict
-        Further :meth:`argparse.ArgumentParser.add_argument` keywords (``type``, ``nargs``,
+        Further ``argparse.ArgumentParser.add_argument`` keywords (``type``, ``nargs``,
         ``choices``, ``metavar``). Never ``default``: "not given" means the model's default.
     models : tuple of str
         Registered names of the models declaring the option: filled in by :func:`fit_options`,
@@ -109,7 +109,7 @@ def _help(texts: dict[str, str]) -> str:
 def fit_options() -> tuple[ModelOption, ...]:
     """The model-specific options of ``bayes-risk fit``, declared by the registered models.
 
-    Each entry point of :data:`OPTIONS_GROUP` is a tuple of :class:`ModelOption` of the
+    Each entry point of ``OPTIONS_GROUP`` is a tuple of :class:`ModelOption` of the
     synthesizer registered under the same name; its module is imported, never the model's.
     Models declaring the same flag share one option (same setting and keywords; their choices
     united); its help names them (``"dpmpm, poisson-mixture: ..."``).
