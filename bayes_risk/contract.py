@@ -21,12 +21,11 @@ engines, the command line, persistence and the audit — through this module onl
     (default: nothing claimed): whether ``record_loglik`` integrates missing values out, whether
     an estimate carries an approximation's warning, what a run must give.
 
-The optional methods' signatures are the protocols below (:class:`SupportsAugmentedFit`,
-:class:`SupportsNeighbourhoodLoglik`, ...): documentation and static typing, never checked with
-``isinstance`` (``capabilities`` decides). Shapes follow the methods page, Notation: ``H``
-posterior draws, ``n`` records, ``m`` synthetic datasets, ``G`` candidates. The keyword
-arguments documented are part of the contract (no method takes ``**kwargs``), and
-``bayes_risk.testing.check_synthesizer`` calls them.
+The optional methods' signatures are the protocols below (:class:`SupportsAugmentedFit`, ...):
+documentation and static typing, never ``isinstance`` checks. Shapes follow the methods page,
+Notation (``H`` draws, ``n`` records, ``m`` datasets, ``G`` candidates); the keyword arguments
+documented are the contract (no ``**kwargs``), and ``bayes_risk.testing.check_synthesizer``
+calls them.
 """
 
 from __future__ import annotations
@@ -280,9 +279,13 @@ def capabilities(model: Any) -> Capabilities:
     return Capabilities(likelihoods=lik, estimators=est, **flags, **declared)
 
 
+class _NotAvailable(NotSupportedError, AttributeError):
+    """A method absent under the model's settings (``hasattr`` is false; a coded error)."""
+
+
 class _AvailableIf:
     """Descriptor of :func:`available_if`: the method on the class; on an instance, the bound
-    method when ``check(instance)`` holds, else ``AttributeError`` (so ``hasattr`` is false)."""
+    method when ``check(instance)`` holds, else :class:`_NotAvailable`."""
 
     def __init__(self, fn: Callable[..., Any], check: Callable[[Any], bool]) -> None:
         self.fn, self.check, self.name = fn, check, fn.__name__
@@ -292,8 +295,9 @@ class _AvailableIf:
         if obj is None:
             return self.fn
         if not self.check(obj):
-            raise AttributeError(
-                f"{type(obj).__name__}.{self.name} is not available with these settings.")
+            raise _NotAvailable(
+                f"{type(obj).__name__}.{self.name} is not available with this model's settings "
+                "(bayes_risk.capabilities(model) lists what it offers).", code="MODEL_UNSUITED")
         return self.fn.__get__(obj, owner)
 
 
@@ -326,10 +330,7 @@ def auto_estimator(model: Any, *, augmented_given: bool = False) -> str:
     for class P models (methods page, The stabilised estimator), and only when the model draws
     from ``p(Θ | y, Z_(l))`` itself or the caller gives those draws (``augmented_given``).
 
-    Raises
-    ------
-    NotSupportedError
-        If no supported estimator applies (code ``NO_ESTIMATOR``).
+    Raises ``NotSupportedError`` (code ``NO_ESTIMATOR``) if no supported estimator applies.
     """
     caps = capabilities(model)
     prefs = list(caps.estimators)

@@ -558,7 +558,7 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
     if cls is None:
         raise ValidationError(
             f"the release was made by {synthetic.method!r}, which is not a registered "
-            "synthesizer with a plug-in likelihood (a plugin_likelihood method, as CART "
+            "synthesizer declaring a plug-in likelihood (a plugin_likelihood method, as CART "
             "'cart' and random forests 'rf' do); only such releases can be rebuilt for their "
             "plug-in likelihoods (methods page, section 'Tree synthesizers: plug-in "
             "likelihoods'). Bayesian models are saved with 'bayes-risk fit' and passed as "

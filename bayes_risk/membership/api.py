@@ -117,7 +117,7 @@ def check_model(model: Any, selection: Any = None) -> None:
         return
     info = capabilities(model)
     has_record = "record" in info.likelihoods
-    if not has_record or "stabilised" not in info.estimators:
+    if not has_record or "stabilised" not in capabilities(type(model)).estimators:  # or augmented=
         raise NotSupportedError(
             f"{name} does not supply posterior draws with record_loglik and fit_augmented; "
             "membership risk needs both (methods, Membership disclosure risk).",
