@@ -130,11 +130,12 @@ _API: dict[str, str] = {
     "AuditResult": "bayes_risk.auditing.result",
     "Thresholds": "bayes_risk.auditing.plan",
     # the model contract (docs: Adding a model)
+    "Capabilities": "bayes_risk.contract",
     "ModelInfo": "bayes_risk.contract",
     "RiskModel": "bayes_risk.contract",
     "SupportsPersistence": "bayes_risk.contract",
-    "instance_info": "bayes_risk.contract",
-    "model_info": "bayes_risk.contract",
+    "available_if": "bayes_risk.contract",
+    "capabilities": "bayes_risk.contract",
     # exceptions
     "BayesRiskError": "bayes_risk.exceptions",
     "SchemaError": "bayes_risk.exceptions",

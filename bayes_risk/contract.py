@@ -1,42 +1,43 @@
-"""The model contract: one required protocol, one frozen record of capabilities, persistence.
+"""The model contract: what a synthesis model offers is read off its methods.
 
 A synthesis model reaches every part of the package — the attribute- and identification-risk
-engines, the command line, persistence and the audit — through three things defined here:
+engines, the command line, persistence and the audit — through this module only:
 
 :class:`RiskModel`
-    The one required protocol: what the attribute-risk engine calls on a model with posterior
-    draws (the record and dataset log-likelihoods, the number of draws, the schema, the model
-    class and the form of the importance ratios).
+    The one required protocol of a model with posterior draws: the record and dataset
+    log-likelihoods, the number of draws, the schema, the model class and the form of the
+    importance ratios.
+:func:`capabilities`
+    What a model (an instance or a class) can do, as a frozen :class:`Capabilities`. Everything a
+    method shows is read off the methods the model has, as statsmodels'
+    ``GenericLikelihoodModel`` fills in what a subclass does not override: a model offers the
+    neighbourhood likelihood because it has ``neighbourhood_loglik``, is saved because it has
+    ``save`` and ``load``, supports the importance-sampling estimator because it has
+    ``record_loglik`` and ``dataset_loglik`` (``LIKELIHOODS``, ``ESTIMATORS``,
+    ``MEMBER_CAPABILITIES``). A method offered only under some settings is wrapped in
+    :func:`available_if` (scikit-learn's idiom), so that the instance does not have it otherwise.
 :class:`ModelInfo`
-    A frozen dataclass of capability flags, declared by a model class as ``info = ModelInfo(...)``:
-    which further likelihoods it offers, which estimators it supports (``estimator="auto"``
-    chooses from them), whether it integrates missing values out, supports partial synthesis,
-    is saved and loaded, draws posterior-predictive replicates, reports MCMC convergence.
-:class:`SupportsPersistence`
-    ``save(path)`` and the class method ``load(path)``; the folder's ``model.json`` names the
-    model under ``"method"``, its registered name (``bayes_risk.registry``).
+    Only what methods cannot show, declared by a model class as ``info = ModelInfo(...)``
+    (default: nothing claimed): whether ``record_loglik`` integrates missing values out, whether
+    an estimate carries an approximation's warning, what a run must give.
 
-Optional likelihoods (neighbourhood, candidate, own-record, plug-in, largest-value) keep their
-protocols in :mod:`bayes_risk.protocols`; a model offers one by declaring it in
-:attr:`ModelInfo.likelihoods` *and* defining its method (``bayes_risk.testing.check_synthesizer``
-checks that the two agree). No protocol method takes ``**kwargs``.
-
-Every model declares its ``info``: an object without one is refused (:func:`model_info`, code
-``MODEL_INFO_MISSING``) with the declaration its members suggest
-(:meth:`ModelInfo.from_members`), to be checked and copied into the class. Members cannot say
-what matters most to the estimates — whether ``record_loglik`` integrates missing values out,
-whether an estimate carries an approximation's warning, whether a plug-in holds missing values
-— and a wrong guess there would misstate the risk quietly.
+The optional methods' signatures are the protocols below (:class:`SupportsAugmentedFit`, ...):
+documentation and static typing, never ``isinstance`` checks. Shapes follow the methods page,
+Notation (``H`` draws, ``n`` records, ``m`` datasets, ``G`` candidates); the keyword arguments
+documented are the contract (no ``**kwargs``), and ``bayes_risk.testing.check_synthesizer``
+calls them.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
-from collections.abc import Sequence
+import typing
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
@@ -46,15 +47,29 @@ from bayes_risk.exceptions import NotSupportedError, ValidationError
 __all__ = [
     "ESTIMATORS",
     "LIKELIHOODS",
+    "MEMBER_CAPABILITIES",
+    "Capabilities",
     "ModelInfo",
     "RiskModel",
     "SupportsPersistence",
-    "model_info",
     "auto_estimator",
-    "instance_info",
+    "available_if",
+    "capabilities",
+    "missing_members",
+    "SupportsAugmentedFit",
+    "SupportsNeighbourhoodLoglik",
+    "SupportsNeighbourhoodBuffer",
+    "SupportsCandidateLoglik",
+    "SupportsOwnRecordTerm",
+    "SupportsPluginLoglik",
+    "SupportsConvergenceSummary",
+    "SupportsDrawChains",
+    "SupportsPosteriorReplicates",
+    "LargestValuePieces",
+    "SupportsLargestValue",
 ]
 
-#: likelihood kinds a model may offer, each with the method that provides it
+#: likelihood kinds a model may offer, each with the method that shows it
 LIKELIHOODS: dict[str, str] = {
     "record": "record_loglik",
     "dataset": "dataset_loglik",
@@ -66,53 +81,36 @@ LIKELIHOODS: dict[str, str] = {
     "largest_value": "largest_value_loglik",
 }
 
-#: attribute-risk estimators a model may support (methods page, Attribute disclosure risk):
-#: the stabilised estimator needs draws of p(Θ | y, Z_(l)) (``fit_augmented``), the published
-#: importance-sampling one the dataset likelihood, the plug-in one a plug-in likelihood
+#: attribute-risk estimators, in order of preference, each with the methods it needs (methods
+#: page, Attribute disclosure risk): the stabilised estimator needs draws of p(Θ | y, Z_(l))
+#: (``fit_augmented``), the published importance-sampling one the dataset likelihood, the
+#: plug-in one a plug-in likelihood
 ESTIMATORS: dict[str, tuple[str, ...]] = {
     "stabilised": ("record_loglik", "fit_augmented"),
     "is": ("record_loglik", "dataset_loglik"),
     "plugin": ("plugin_loglik",),
 }
 
-#: boolean capabilities and the members that provide them (``None``: a declaration only)
-_FLAG_MEMBERS: dict[str, tuple[str, ...] | None] = {
+#: further capabilities, each with the methods that show it
+MEMBER_CAPABILITIES: dict[str, tuple[str, ...]] = {
     "persistence": ("save", "load"),
     "posterior_replicates": ("posterior_replicates",),
     "convergence": ("convergence_summary",),
     "chains": ("draw_chains",),
-    "partial_synthesis": None,  # fit(records=...); with a record likelihood: synthesized_records_
-    "imputes": None,
-    "holds_missing": None,
     "plugin_likelihood": ("plugin_likelihood",),
-    "categorical_only": None,
-    "visit_order": None,
-    "releases_donor_values": None,
 }
 
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """What a synthesis model can do, declared once per class (``info = ModelInfo(...)``).
+    """What a synthesis model declares because no method can show it (``info = ModelInfo(...)``).
 
-    The engines, the command line and the audit read these flags instead of a model's class or
-    its registered name, so a new model reaches all of them by declaring what it offers.
+    Every other capability is read off the model's methods (:func:`capabilities`). The defaults
+    claim nothing, so a model that declares no ``info`` is treated conservatively (its records
+    with missing values are not evaluated, no value is a donor's).
 
     Parameters
     ----------
-    likelihoods : frozenset of str
-        Likelihood kinds offered, keys of ``bayes_risk.contract.LIKELIHOODS``: ``"record"``
-        (``record_loglik``, ``[H, n]``), ``"dataset"`` (``dataset_loglik``, ``[H, m]``),
-        ``"neighbourhood"`` (``neighbourhood_loglik``, ``[H, n, G]``),
-        ``"neighbourhood_buffer"`` (the same into a caller's ``out=`` buffer, with
-        ``neighbourhood_size()``), ``"candidate"``
-        (``candidate_loglik``, ``[H, G]``), ``"own_record"`` (``own_record_delta`` of a class O
-        model, ``[H, m, G]``), ``"plugin"`` (``plugin_loglik`` of a model without posterior
-        draws), ``"largest_value"`` (``largest_value_loglik``, Wei & Reiter 2016).
-    estimators : tuple of str
-        Attribute-risk estimators supported, in order of preference (keys of
-        ``bayes_risk.contract.ESTIMATORS``): ``estimator="auto"`` takes the first one that applies
-        (:func:`auto_estimator`). Empty for a synthesizer that is not itself a likelihood.
     imputes : bool
         ``record_loglik`` integrates a record's missing values out (a missing entry leaves the
         record's likelihood), so attribute risk may evaluate records with missing values.
@@ -122,20 +120,6 @@ class ModelInfo:
     partial_synthesis : bool
         The model may synthesize only some records (``fit(records=...)``); a fitted model then
         has ``synthesized_records_`` (bool ``[n]``, or ``None`` for every record).
-    persistence : bool
-        ``save(path)`` / ``load(path)`` (:class:`SupportsPersistence`).
-    posterior_replicates : bool
-        ``posterior_replicates(...)``: replicates of the synthesized columns from the posterior
-        predictive (identification risk, Drechsler & Reiter 2008, eq. 5).
-    convergence : bool
-        ``convergence_summary()``: MCMC diagnostics reported with every result using the model.
-    chains : bool
-        ``draw_chains()``: the chain of each flattened posterior draw.
-    plugin_likelihood : bool
-        A synthesizer without posterior draws that has a plug-in likelihood for attribute risk,
-        built by its method ``plugin_likelihood(original, *, random_seed=None)``
-        (:func:`bayes_risk.models.plugin_likelihood` calls it); its releases can be rebuilt from
-        their manifests for it (:func:`bayes_risk.models.rebuild_synthesizer`).
     categorical_only : bool
         The model models categorical columns only (DPMPM): the command line reads every column
         not given another type as categorical, integer-coded ones included.
@@ -159,240 +143,198 @@ class ModelInfo:
         (``OPTION_REQUIRED``, naming the option), before reading any data.
     """
 
-    likelihoods: frozenset[str] = frozenset()
-    estimators: tuple[str, ...] = ()
     imputes: bool = False
     holds_missing: bool = False
     partial_synthesis: bool = False
-    persistence: bool = False
-    posterior_replicates: bool = False
-    convergence: bool = False
-    chains: bool = False
-    plugin_likelihood: bool = False
     categorical_only: bool = False
     visit_order: bool = False
     releases_donor_values: bool = False
     result_warnings: tuple[str, ...] = ()
     required: tuple[str, ...] = ()
 
-    FLAGS: ClassVar[tuple[str, ...]] = tuple(_FLAG_MEMBERS)
-
     def __post_init__(self) -> None:
-        lik = frozenset(self.likelihoods)
-        object.__setattr__(self, "likelihoods", lik)
-        object.__setattr__(self, "estimators", tuple(self.estimators))
+        name = type(self).__name__
         object.__setattr__(self, "result_warnings", tuple(self.result_warnings))
         if isinstance(self.required, str):
             raise ValidationError(
-                f"ModelInfo.required must be a tuple of names. Got the string {self.required!r}.",
+                f"{name}.required must be a tuple of names. Got the string {self.required!r}.",
                 code="BAD_MODEL_INFO",
             )
         object.__setattr__(self, "required", tuple(self.required))
         bad_req = [r for r in self.required if not (isinstance(r, str) and r.isidentifier())]
         if bad_req or len(set(self.required)) != len(self.required):
             raise ValidationError(
-                "ModelInfo.required must be distinct names: 'synthesized' or settings of the "
+                f"{name}.required must be distinct names: 'synthesized' or settings of the "
                 f"model's __init__. Got {list(self.required)}.", code="BAD_MODEL_INFO",
             )
-        unknown = sorted(lik - set(LIKELIHOODS))
-        if unknown:
-            raise ValidationError(
-                f"ModelInfo.likelihoods: unknown kind(s) {unknown}; expected some of "
-                f"{list(LIKELIHOODS)}.", code="BAD_MODEL_INFO",
-            )
-        bad = [e for e in self.estimators if e not in ESTIMATORS]
-        if bad or len(set(self.estimators)) != len(self.estimators):
-            raise ValidationError(
-                f"ModelInfo.estimators must be distinct names among {list(ESTIMATORS)}. Got "
-                f"{list(self.estimators)}.", code="BAD_MODEL_INFO",
-            )
-        for name in self.FLAGS:
-            if not isinstance(getattr(self, name), bool):
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.type in ("bool", bool) and not isinstance(value, bool):
                 raise ValidationError(
-                    f"ModelInfo.{name} must be True or False. Got {getattr(self, name)!r}.",
+                    f"{name}.{f.name} must be True or False. Got {value!r}.",
                     code="BAD_MODEL_INFO",
                 )
-        needs = {"stabilised": "record", "is": "dataset", "plugin": "plugin"}
-        for est in self.estimators:
-            if needs[est] not in lik:
-                raise ValidationError(
-                    f"ModelInfo: estimator {est!r} needs the {needs[est]!r} likelihood, which "
-                    f"likelihoods={sorted(lik)} does not list.", code="BAD_MODEL_INFO",
-                )
-        if "neighbourhood_buffer" in lik and "neighbourhood" not in lik:
-            raise ValidationError(
-                "ModelInfo: 'neighbourhood_buffer' extends 'neighbourhood', which is not listed.",
-                code="BAD_MODEL_INFO",
-            )
-
-    def has(self, kind: str) -> bool:
-        """Whether the likelihood ``kind`` (a key of ``bayes_risk.contract.LIKELIHOODS``) is
-        offered."""
-        return kind in self.likelihoods
-
-    def members(self) -> dict[str, tuple[str, ...]]:
-        """Members a model declaring this info must have, by the capability that needs them."""
-        out: dict[str, tuple[str, ...]] = {
-            f"likelihoods={k!r}": (LIKELIHOODS[k],) for k in sorted(self.likelihoods)
-        }
-        out.update({f"estimators={e!r}": ESTIMATORS[e] for e in self.estimators})
-        out.update({
-            f"{flag}=True": mem for flag, mem in _FLAG_MEMBERS.items()
-            if mem is not None and getattr(self, flag)
-        })
-        return out
-
-    @classmethod
-    def from_members(cls, model: Any) -> ModelInfo:
-        """The capabilities the members of an undeclared model (no ``info``) suggest.
-
-        A starting point for a declaration, never a description the package acts on:
-        :func:`model_info` refuses a model without ``info`` and shows this suggestion. The
-        declaration-only flags are read from the attributes that used to carry them
-        (``marginalises_missing``, ``holds_missing``, ``result_warnings``).
-        """
-        has = _member_test(model)
-        lik = frozenset(k for k, meth in LIKELIHOODS.items() if has(meth))
-        if "neighbourhood" not in lik:
-            lik -= {"neighbourhood_buffer"}
-        est = tuple(e for e, mem in ESTIMATORS.items() if all(has(m) for m in mem))
-        if "plugin" in est:
-            est = ("plugin",)  # a plug-in likelihood has no posterior draws
-        flags = {
-            f: all(has(m) for m in mem) for f, mem in _FLAG_MEMBERS.items() if mem is not None
-        }
-        flags["partial_synthesis"] = has("synthesized_records_")
-        return cls(
-            likelihoods=lik,
-            estimators=est,
-            imputes=bool(getattr(model, "marginalises_missing", False)),
-            holds_missing=bool(getattr(model, "holds_missing", False)),
-            result_warnings=tuple(getattr(model, "result_warnings", ()) or ()),
-            **flags,
-        )
 
     def replace(self, **changes: Any) -> ModelInfo:
         """A copy with some fields changed (``dataclasses.replace``)."""
         return dataclasses.replace(self, **changes)
 
-    def declaration(self) -> str:
-        """The Python expression declaring this info (fields that differ from the defaults)."""
-        parts = []
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if value == f.default:
-                continue
-            if isinstance(value, frozenset):
-                value = "{" + ", ".join(repr(v) for v in sorted(value)) + "}"
-            else:
-                value = repr(value)
-            parts.append(f"{f.name}={value}")
-        return f"ModelInfo({', '.join(parts)})"
 
+@dataclass(frozen=True)
+class Capabilities(ModelInfo):
+    """What a model can do: its declared :class:`ModelInfo` and what its methods show.
 
-def _member_test(model: Any) -> Any:
-    """``has(name)``: whether ``model`` (an instance or a class) has a member ``name``.
+    Made by :func:`capabilities`, never by hand. The engines, the command line and the audit
+    read it instead of a model's class or registered name.
 
-    Instance attributes set in ``__init__`` (``synthesized_records_``) are not visible on a
-    class; for a class the annotations stand in for them.
+    Parameters
+    ----------
+    likelihoods : frozenset of str
+        Likelihood kinds offered, keys of ``LIKELIHOODS``: ``"record"`` (``record_loglik``,
+        ``[H, n]``), ``"dataset"`` (``dataset_loglik``, ``[H, m]``), ``"neighbourhood"``
+        (``neighbourhood_loglik``, ``[H, n, G]``), ``"neighbourhood_buffer"`` (the same into a
+        caller's ``out=`` buffer, with ``neighbourhood_size()``), ``"candidate"``
+        (``candidate_loglik``, ``[H, G]``), ``"own_record"`` (``own_record_delta`` of a class O
+        model, ``[H, m, G]``), ``"plugin"`` (``plugin_loglik`` of a model without posterior
+        draws), ``"largest_value"`` (``largest_value_loglik``, Wei & Reiter 2016).
+    estimators : tuple of str
+        Attribute-risk estimators supported, in order of preference (keys of
+        ``ESTIMATORS``): ``estimator="auto"`` takes the first one that applies
+        (:func:`auto_estimator`). A plug-in likelihood supports ``"plugin"`` only.
+    persistence : bool
+        ``save(path)`` / ``load(path)`` (:class:`SupportsPersistence`).
+    posterior_replicates : bool
+        ``posterior_replicates(...)``: replicates of the synthesized columns from the posterior
+        predictive (identification risk, Drechsler & Reiter 2008, eq. 5).
+    convergence : bool
+        ``convergence_summary()``: MCMC diagnostics reported with every result using the model.
+    chains : bool
+        ``draw_chains()``: the chain of each flattened posterior draw.
+    plugin_likelihood : bool
+        A synthesizer without posterior draws whose method ``plugin_likelihood(original, *,
+        random_seed=None)`` builds a plug-in likelihood for attribute risk
+        (:func:`bayes_risk.models.plugin_likelihood` calls it); its releases can be rebuilt from
+        their manifests for it (:func:`bayes_risk.models.rebuild_synthesizer`).
     """
-    if isinstance(model, type):
-        notes: set[str] = set()
-        for klass in model.__mro__:
-            notes.update(getattr(klass, "__annotations__", {}))
-        return lambda name: hasattr(model, name) or name in notes
-    return lambda name: hasattr(model, name)
+
+    likelihoods: frozenset[str] = frozenset()
+    estimators: tuple[str, ...] = ()
+    persistence: bool = False
+    posterior_replicates: bool = False
+    convergence: bool = False
+    chains: bool = False
+    plugin_likelihood: bool = False
+
+    def has(self, kind: str) -> bool:
+        """Whether the likelihood ``kind`` (a key of ``LIKELIHOODS``) is offered."""
+        return kind in self.likelihoods
 
 
-class _InstanceInfo:
-    """Descriptor of :func:`instance_info`: the class's default, or the instance's own."""
+def capabilities(model: Any) -> Capabilities:
+    """What ``model`` (an instance or a class) can do: its methods and its declared ``info``.
 
-    def __init__(self, default: ModelInfo, fget: Any) -> None:
-        if not isinstance(default, ModelInfo):
-            raise TypeError("instance_info needs a ModelInfo default.")
-        self.default, self.fget = default, fget
-        self.__doc__ = getattr(fget, "__doc__", None)
-
-    def __get__(self, obj: Any, owner: type | None = None) -> ModelInfo:
-        return self.default if obj is None else self.fget(obj)
-
-
-def instance_info(default: ModelInfo) -> Any:
-    """Decorator of an ``info`` method for a model whose capabilities depend on its settings.
-
-    On the class, ``info`` is ``default`` (what the class can do at all: the command line and
-    the registry read it before a model exists); on an instance, the method's result (e.g.
-    CART has posterior replicates only with Bayesian-bootstrap donors)::
-
-        @instance_info(ModelInfo(persistence=True, posterior_replicates=True))
-        def info(self) -> ModelInfo:
-            return type(self).info.replace(posterior_replicates=self.donor == "bayes_bootstrap")
-    """
-    return lambda fget: _InstanceInfo(default, fget)
-
-
-def model_info(model: Any) -> ModelInfo:
-    """The :class:`ModelInfo` of a model instance or class: its declared ``info``.
-
-    A class attribute ``info = ModelInfo(...)``, or :func:`instance_info` for models whose
-    capabilities depend on their settings. Nothing is read off the members: a model without
-    ``info`` is refused, with the declaration its members suggest.
+    A likelihood, an estimator or a further capability is offered when the model has the
+    methods that provide it (``LIKELIHOODS``, ``ESTIMATORS``,
+    ``MEMBER_CAPABILITIES``; a member set to ``None`` is absent). On a class, a method
+    wrapped in :func:`available_if` counts (what the class can do at all: the command line and
+    the registry read it before a model exists); on an instance, only when its condition holds.
+    What no method shows is the class's ``info`` (:class:`ModelInfo`, default ``ModelInfo()``).
 
     Raises
     ------
     ValidationError
-        If the model declares no ``info`` (code ``MODEL_INFO_MISSING``; the message shows the
-        declaration :meth:`ModelInfo.from_members` suggests), or ``info`` is not a
-        :class:`ModelInfo` (code ``BAD_MODEL_INFO``).
+        If ``model`` has none of these methods, no ``synthesize`` and no ``info`` (it is not a
+        model: code ``MODEL_INFO_MISSING``), or its ``info`` is not a :class:`ModelInfo`
+        (``BAD_MODEL_INFO``).
     """
-    info = getattr(model, "info", None)
+    def has(name: str) -> bool:
+        return callable(getattr(model, name, None))
+
     name = model.__name__ if isinstance(model, type) else type(model).__name__
-    if info is None or (isinstance(model, type) and isinstance(info, property)):
-        if not any(hasattr(model, m) for m in ("record_loglik", "dataset_loglik",
-                                                "plugin_loglik")):
-            raise ValidationError(
-                f"{name} is not a model: it declares no info and has none of the likelihood "
-                "methods of the RiskModel protocol (record_loglik, dataset_loglik) or of a "
-                "plug-in (plugin_loglik). Give a fitted bayes-risk model, an ArrayModel of "
-                "posterior draws, or a class that implements the protocol and declares "
-                "info = bayes_risk.ModelInfo(...) (docs: 'Adding a model').",
-                code="MODEL_INFO_MISSING",
-            )
-        try:
-            hint = f" Its members suggest: info = {ModelInfo.from_members(model).declaration()}."
-        except ValidationError:  # members that make no valid ModelInfo: nothing to suggest
-            hint = ""
+    lik = frozenset(k for k, meth in LIKELIHOODS.items() if has(meth))
+    flags = {cap: all(has(m) for m in members) for cap, members in MEMBER_CAPABILITIES.items()}
+    info = getattr(model, "info", None)
+    if info is None and not lik and not any(flags.values()) and not has("synthesize"):
+        further = sorted({m for ms in MEMBER_CAPABILITIES.values() for m in ms})
         raise ValidationError(
-            f"{name} declares no capabilities: give its class the attribute info = "
-            "bayes_risk.ModelInfo(...) (or bayes_risk.instance_info for capabilities that depend "
-            "on its settings; docs: 'Adding a model')." + hint + " Check the declaration-only "
-            "flags yourself (imputes: does record_loglik integrate missing values out; "
-            "result_warnings: approximations); bayes-risk does not guess them, as a wrong guess "
-            "would misstate the risk.", code="MODEL_INFO_MISSING",
+            f"{name} is not a model: it has none of the likelihood methods of the RiskModel "
+            "protocol (record_loglik, dataset_loglik) or of a plug-in (plugin_loglik), no "
+            f"synthesize and none of {', '.join(further)}. Give a fitted bayes-risk model, an "
+            "ArrayModel of posterior draws, or a class that implements the protocol (docs: "
+            "'Adding a model').",
+            code="MODEL_INFO_MISSING",
         )
+    info = ModelInfo() if info is None else info
     if not isinstance(info, ModelInfo):
         raise ValidationError(
             f"{name}.info must be a bayes_risk.ModelInfo. Got {type(info).__name__}.",
             code="BAD_MODEL_INFO",
         )
-    return info
+    if "neighbourhood" not in lik:
+        lik -= {"neighbourhood_buffer"}
+    est = tuple(e for e, members in ESTIMATORS.items() if all(has(m) for m in members))
+    if "plugin" in est:
+        est = ("plugin",)  # a plug-in likelihood has no posterior draws
+    declared = {f.name: getattr(info, f.name) for f in dataclasses.fields(ModelInfo)}
+    return Capabilities(likelihoods=lik, estimators=est, **flags, **declared)
+
+
+class _NotAvailable(NotSupportedError, AttributeError):
+    """A method absent under the model's settings (``hasattr`` is false; a coded error)."""
+
+
+class _AvailableIf:
+    """Descriptor of :func:`available_if`: the method on the class; on an instance, the bound
+    method when ``check(instance)`` holds, else :class:`_NotAvailable`."""
+
+    def __init__(self, fn: Callable[..., Any], check: Callable[[Any], bool]) -> None:
+        self.fn, self.check, self.name = fn, check, fn.__name__
+        functools.update_wrapper(self, fn)
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self.fn
+        if not self.check(obj):
+            raise _NotAvailable(
+                f"{type(obj).__name__}.{self.name} is not available with this model's settings "
+                "(bayes_risk.capabilities(model) lists what it offers).", code="MODEL_UNSUITED")
+        return self.fn.__get__(obj, owner)
+
+
+def available_if(check: Callable[[Any], bool]) -> Callable[[Callable[..., Any]], Any]:
+    """Decorator of a method that a model offers only under some settings (scikit-learn's
+    ``available_if``): on an instance for which ``check(instance)`` is false the method is
+    absent (``hasattr`` is false), so :func:`capabilities` does not list what it provides.
+
+    CART has posterior replicates only with its Bayesian-bootstrap donors::
+
+        @available_if(lambda self: self.donor == "bayes_bootstrap")
+        def posterior_replicates(self, n, *, columns=None, chunk_size=50, random_seed=None,
+                                 start=0): ...
+    """
+    return lambda fn: _AvailableIf(fn, check)
+
+
+def missing_members(obj: Any, protocol: type) -> list[str]:
+    """Members of the Protocol class ``protocol`` that ``obj`` lacks (sorted; empty when it
+    has every one), for an error message."""
+    get = getattr(typing, "get_protocol_members", None)  # Python >= 3.13
+    members = get(protocol) if get is not None else protocol.__protocol_attrs__
+    return sorted(m for m in members if not hasattr(obj, m))
 
 
 def auto_estimator(model: Any, *, augmented_given: bool = False) -> str:
     """The estimator ``estimator="auto"`` resolves to, from what ``model`` can do.
 
-    The first of ``model_info(model).estimators`` that applies: the stabilised estimator only
+    The first of ``capabilities(model).estimators`` that applies: the stabilised estimator only
     for class P models (methods page, The stabilised estimator), and only when the model draws
     from ``p(Θ | y, Z_(l))`` itself or the caller gives those draws (``augmented_given``).
 
-    Raises
-    ------
-    NotSupportedError
-        If no supported estimator applies (code ``NO_ESTIMATOR``).
+    Raises ``NotSupportedError`` (code ``NO_ESTIMATOR``) if no supported estimator applies.
     """
-    info = model_info(model)
-    prefs = list(info.estimators)
-    if augmented_given and "stabilised" not in prefs and info.has("record"):
+    caps = capabilities(model)
+    prefs = list(caps.estimators)
+    if augmented_given and "stabilised" not in prefs and caps.has("record"):
         prefs.insert(0, "stabilised")
     for est in prefs:
         if est == "stabilised" and getattr(model, "model_class", "P") != "P":
@@ -400,7 +342,7 @@ def auto_estimator(model: Any, *, augmented_given: bool = False) -> str:
         return est
     raise NotSupportedError(
         f"{type(model).__name__} supports no attribute-risk estimator that applies to it "
-        f"(ModelInfo.estimators={list(info.estimators)}, model_class="
+        f"(estimators={list(caps.estimators)}, model_class="
         f"{getattr(model, 'model_class', None)!r}): a class P model needs fit_augmented "
         "(estimator 'stabilised') or dataset_loglik (estimator 'is'); a class O model needs "
         "dataset_loglik and own_record_delta.", code="NO_ESTIMATOR",
@@ -415,9 +357,8 @@ class RiskModel(Protocol):
     synthetic datasets. Draw ``h`` is the ``h``-th of the draws flattened chain by chain (the
     ArviZ ``(chain, draw)`` order), the same in every method.
 
-    A model also declares ``info`` (its :class:`ModelInfo`, read by :func:`model_info`, which
-    refuses a model without it: code ``MODEL_INFO_MISSING``). It is not a protocol member
-    because ``runtime_checkable`` protocols check that members exist, not what they hold.
+    What else the model offers is read off its other methods (:func:`capabilities`); what no
+    method shows, it declares in ``info`` (:class:`ModelInfo`).
 
     Attributes
     ----------
@@ -453,7 +394,6 @@ class RiskModel(Protocol):
         ...
 
 
-@runtime_checkable
 class SupportsPersistence(Protocol):
     """A fitted model saved to a folder and loaded back (no pickle).
 
@@ -468,4 +408,193 @@ class SupportsPersistence(Protocol):
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Any:
         """The fitted model saved in ``path``."""
+        ...
+
+
+class SupportsAugmentedFit(Protocol):
+    """Draws of ``p(Θ | y, Z_(l))`` (the stabilised estimator, methods page)."""
+
+    def fit_augmented(
+        self, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: Any = None
+    ) -> Any:
+        """A new fitted model (a :class:`RiskModel`) whose draws come from
+        ``p(Θ | y, Z_(l))``, seeded by ``random_seed``."""
+        ...
+
+
+class SupportsNeighbourhoodLoglik(Protocol):
+    """Record likelihoods of the one-variable-different candidates, in one call.
+
+    Candidates (methods, Candidate sets) vary the synthesized columns: index 0 is the truth,
+    then column by column in column order, levels ascending, skipping the true level. A model
+    may raise ``NotImplementedError`` for a setting it cannot serve; the engine then falls back
+    to ``candidate_loglik`` or to the record likelihood.
+    """
+
+    def neighbourhood_loglik(
+        self, records: pd.DataFrame, *, draw_indices: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``[H, n, G]`` log-likelihoods of each record's neighbourhood."""
+        ...
+
+
+class SupportsNeighbourhoodBuffer(SupportsNeighbourhoodLoglik, Protocol):
+    """:class:`SupportsNeighbourhoodLoglik` writing into a caller's buffer.
+
+    ``neighbourhood_loglik`` of such a model accepts ``out=`` (float64 ``[H, n, G]``, with
+    ``G = neighbourhood_size()``): an engine evaluating many chunks reuses one buffer.
+    """
+
+    def neighbourhood_size(self) -> int:
+        """``G = 1 + Σ_{j∈S}(d_j − 1)`` of the one-variable-different set."""
+        ...
+
+
+class SupportsCandidateLoglik(Protocol):
+    """Per-record candidate likelihoods (models whose record likelihood has per-record state)."""
+
+    def candidate_loglik(
+        self, record: pd.Series, candidates: pd.DataFrame, *, draw_indices: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``[H, G]`` log-likelihoods of ``record`` with its varying columns set to each
+        candidate (decoded values)."""
+        ...
+
+
+class SupportsOwnRecordTerm(Protocol):
+    """The own-record term of a class O model (methods, Two classes of synthesis model)."""
+
+    def own_record_delta(
+        self,
+        record: pd.Series,
+        candidates: pd.DataFrame,
+        synthetic: Sequence[pd.DataFrame],
+        *,
+        draw_indices: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """``[H, m, G]`` array of ``ℓ_{hli}(y*_g) − ℓ_{hli}(y_i)``."""
+        ...
+
+
+class SupportsPluginLoglik(Protocol):
+    """A model without posterior draws that gives the likelihood of the release directly.
+
+    The tree synthesizers' plug-in likelihoods (methods, Tree synthesizers: plug-in
+    likelihoods) are of this kind.
+
+    Attributes
+    ----------
+    model_class : {"P", "O"}
+    schema_ : Schema
+    """
+
+    model_class: Literal["P", "O"]
+    schema_: Any
+
+    def plugin_loglik(
+        self,
+        record: int,
+        candidates: pd.DataFrame,
+        synthetic: Sequence[pd.DataFrame],
+        *,
+        return_se: bool = False,
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        """``[m, G]`` log-likelihood of each dataset under each candidate (up to a constant
+        common to the candidates); with ``return_se=True`` also the ``[m, G]`` Monte Carlo
+        standard errors of each candidate's difference from the truth (``0`` where exact)."""
+        ...
+
+
+class SupportsConvergenceSummary(Protocol):
+    """A model fitted by MCMC whose convergence is reported with every result that uses it."""
+
+    def convergence_summary(self) -> dict[str, Any]:
+        """R-hat and ESS of the diagnosed quantities and structured ``warnings`` (each a dict
+        with ``code``, ``quantities`` and ``message``)."""
+        ...
+
+
+class SupportsDrawChains(Protocol):
+    """Posterior draws from several MCMC chains: the attribute-risk engine then compares each
+    record's estimate between chains (record flag ``CHAINS_DISAGREE``)."""
+
+    def draw_chains(self) -> np.ndarray:
+        """``[H]`` int array: the chain of each flattened posterior draw (chains labelled
+        ``0..C-1``; draws of one chain in sampling order)."""
+        ...
+
+
+@runtime_checkable
+class LargestValuePieces(Protocol):
+    """Per-candidate likelihood pieces of the Wei & Reiter (2016) largest-value scenario.
+
+    Attributes
+    ----------
+    candidates : ndarray (G,)
+        Candidate values of the largest value; the truth at ``g0``.
+    g0 : int
+    model_class : {"P", "O"}
+    logp_rec : ndarray (H, G)
+        Record log-likelihoods of the target with its value set to each candidate.
+    L : ndarray (H, m)
+        ``log p(Z_(l) | Θ_h)``.
+    loglik_candidates : ndarray (H, m, G) or None
+        Class O: ``log p(Z_(l) | Θ_h, y*_g, y_{-i})``.
+
+    Pieces of a weaker intruder may also carry ``constraint_loglik`` (H, C, G): the log-probability
+    under draw ``h`` of each piece of what the intruder knows given the candidate (optional; see
+    ``bayes_risk.attribute.largest_value.constraint_term``).
+    """
+
+    candidates: np.ndarray
+    g0: int
+    model_class: str
+    logp_rec: np.ndarray
+    L: np.ndarray | None
+    loglik_candidates: np.ndarray | None
+
+
+class SupportsLargestValue(Protocol):
+    """A count model that gives the pieces of the Wei & Reiter (2016) scenario."""
+
+    def largest_value_loglik(
+        self,
+        column: str,
+        synthetic: Sequence[pd.DataFrame],
+        *,
+        scenario: str = "worst_case",
+        total_known: bool = False,
+        candidates: np.ndarray | None = None,
+        upper: float | None = None,
+        step: float = 1.0,
+        draw_indices: Any = None,
+        memberships: Any = None,
+        data: pd.DataFrame | None = None,
+    ) -> LargestValuePieces:
+        """The :class:`LargestValuePieces` of the record holding the largest value of
+        ``column`` (``scenario``: ``"worst_case"``, ``"second_largest"`` or
+        ``"two_largest_sum"``; the candidate grid from ``candidates`` or ``upper``/``step``;
+        ``data``: the confidential table when the model did not keep it)."""
+        ...
+
+
+class SupportsPosteriorReplicates(Protocol):
+    """What a synthesis model provides for posterior Monte Carlo identification risk.
+
+    Replicates of the synthesized (known) columns drawn from the model's posterior predictive
+    given the unsynthesized columns (Drechsler & Reiter 2008, eq. 5), generated in chunks so
+    that memory does not grow with their number. Replicate ``r`` must depend only on
+    ``random_seed`` and ``r`` (not on ``chunk_size`` or ``start``).
+    """
+
+    def posterior_replicates(
+        self,
+        n: int | None,
+        *,
+        columns: Sequence[str] | None = None,
+        chunk_size: int = 50,
+        random_seed: Any = None,
+        start: int = 0,
+    ) -> Iterator[list[pd.DataFrame]]:
+        """Yield lists of tables ``[n_records, len(columns)]`` (``n=None``: until stopped)."""
         ...

@@ -1,14 +1,24 @@
-"""Synthesizers by name: the entry-point group ``bayes_risk.synthesizers``.
+"""Synthesizers by name: the entry-point groups ``bayes_risk.synthesizers`` and
+``bayes_risk.fit_options``.
 
 Every synthesizer the command line, persistence and the audit can name is registered as an entry
-point of the group :data:`GROUP`, the built-in models in the package's own ``pyproject.toml``::
+point of the group ``GROUP``, the built-in models in the package's own ``pyproject.toml``::
 
     [project.entry-points."bayes_risk.synthesizers"]
     dpmpm = "bayes_risk.models:DPMPM"
 
+    [project.entry-points."bayes_risk.fit_options"]
+    dpmpm = "bayes_risk.cli.options.dpmpm:OPTIONS"
+
 and a model of another distribution in that distribution's metadata, the same way (docs page
 "Adding a model"). The name is what ``bayes-risk fit --method NAME`` takes and what a saved
-model's ``model.json`` records under ``"method"``.
+model's ``model.json`` records under ``"method"``. This is the one list of the models: nothing
+else in the package names them.
+
+A model declares its own options of ``bayes-risk fit`` (:class:`ModelOption`, each passed to
+an ``__init__`` setting) in the group ``OPTIONS_GROUP``, under its registered name, as a
+tuple in a module that imports nothing heavy: the command line builds its parser from them
+without importing any model (:func:`fit_options`).
 
 Entry points are listed without importing them; a class is imported only when its name is asked
 for, so a broken third-party entry point affects only the commands that name it, with a
@@ -18,15 +28,130 @@ entry point and its distribution.
 
 from __future__ import annotations
 
+import warnings
+from dataclasses import dataclass, field, replace
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from bayes_risk.exceptions import ValidationError
+from bayes_risk.exceptions import BayesRiskWarning, ValidationError
 
-__all__ = ["GROUP", "get_synthesizer", "list_synthesizers", "synthesizer_entry_points"]
+__all__ = [
+    "GROUP",
+    "OPTIONS_GROUP",
+    "ModelOption",
+    "fit_options",
+    "get_synthesizer",
+    "list_synthesizers",
+    "synthesizer_entry_points",
+]
 
 #: the entry-point group synthesizers are registered in
 GROUP = "bayes_risk.synthesizers"
+#: the entry-point group of the synthesizers' options of ``bayes-risk fit`` (same names)
+OPTIONS_GROUP = "bayes_risk.fit_options"
+
+
+@dataclass(frozen=True)
+class ModelOption:
+    """A model-specific option of ``bayes-risk fit``, declared by the model it applies to.
+
+    Parameters
+    ----------
+    flag : str
+        Option string, e.g. ``"--components"``.
+    setting : str
+        Name of the model's ``__init__`` setting the value is passed to.
+    help : str
+        Help text (the command line prefixes the names of the models that declare the option).
+    kwargs : dict
+        Further ``argparse.ArgumentParser.add_argument`` keywords (``type``, ``nargs``,
+        ``choices``, ``metavar``). Never ``default``: "not given" means the model's default.
+    models : tuple of str
+        Registered names of the models declaring the option: filled in by :func:`fit_options`,
+        never declared.
+    """
+
+    flag: str
+    setting: str
+    help: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    models: tuple[str, ...] = ()
+
+    @property
+    def dest(self) -> str:
+        """``argparse`` destination (``--synthesis-mode`` → ``model_opt_synthesis_mode``)."""
+        return "model_opt_" + self.flag.lstrip("-").replace("-", "_")
+
+
+def _merge(a: ModelOption, b: ModelOption) -> ModelOption | None:
+    """One option of two models declaring the same flag (their choices united), or ``None``
+    when they disagree on anything but the choices and the help."""
+    ka = {k: v for k, v in a.kwargs.items() if k != "choices"}
+    kb = {k: v for k, v in b.kwargs.items() if k != "choices"}
+    if a.setting != b.setting or ka != kb or ("choices" in a.kwargs) != ("choices" in b.kwargs):
+        return None
+    kwargs = dict(a.kwargs)
+    if "choices" in a.kwargs:
+        kwargs["choices"] = [*a.kwargs["choices"],
+                             *(c for c in b.kwargs["choices"] if c not in a.kwargs["choices"])]
+    return replace(a, kwargs=kwargs, models=a.models + b.models)
+
+
+def _help(texts: dict[str, str]) -> str:
+    """The help of an option from each declaring model's text: ``"a, b: text"`` where they
+    agree, ``"a: text; b: other"`` where they do not."""
+    by_text: dict[str, list[str]] = {}
+    for name, text in texts.items():
+        by_text.setdefault(text, []).append(name)
+    return "; ".join(f"{', '.join(names)}: {text}" for text, names in by_text.items())
+
+
+def fit_options() -> tuple[ModelOption, ...]:
+    """The model-specific options of ``bayes-risk fit``, declared by the registered models.
+
+    Each entry point of ``OPTIONS_GROUP`` is a tuple of :class:`ModelOption` of the
+    synthesizer registered under the same name; its module is imported, never the model's.
+    Models declaring the same flag share one option (same setting and keywords; their choices
+    united); its help names them (``"dpmpm, poisson-mixture: ..."``).
+
+    Warns
+    -----
+    BayesRiskWarning
+        ``SYNTHESIZER_BROKEN``: an entry point that cannot be loaded or is not a tuple of
+        ``ModelOption`` (its options are left out), or an option that another model declares
+        with another setting or other keywords (the later one is left out).
+    """
+    merged: dict[str, ModelOption] = {}
+    texts: dict[str, dict[str, str]] = {}
+    for ep in sorted(entry_points(group=OPTIONS_GROUP), key=lambda e: e.name):
+        try:
+            declared = tuple(ep.load())
+            if not all(isinstance(o, ModelOption) for o in declared):
+                raise TypeError("not a tuple of bayes_risk.registry.ModelOption")
+        except Exception as exc:  # a broken distribution must not break every fit
+            warnings.warn(BayesRiskWarning(
+                f"the fit options of {ep.name!r} (entry point {ep.value!r} of group "
+                f"{OPTIONS_GROUP!r}, from {_dist(ep)}) are left out: {type(exc).__name__}: "
+                f"{exc}", code="SYNTHESIZER_BROKEN"), stacklevel=2)
+            continue
+        for opt in declared:
+            opt = replace(opt, models=(ep.name,))
+            if opt.flag not in merged:
+                merged[opt.flag], texts[opt.flag] = opt, {ep.name: opt.help}
+                continue
+            if ep.name in merged[opt.flag].models:  # the same installation seen twice
+                continue
+            both = _merge(merged[opt.flag], opt)
+            if both is None:
+                warnings.warn(BayesRiskWarning(
+                    f"{opt.flag} of {ep.name!r} is left out: "
+                    f"{', '.join(merged[opt.flag].models)} declare(s) it with setting "
+                    f"{merged[opt.flag].setting!r} and other keywords.",
+                    code="SYNTHESIZER_BROKEN"), stacklevel=2)
+                continue
+            merged[opt.flag] = both
+            texts[opt.flag][ep.name] = opt.help
+    return tuple(replace(o, help=_help(texts[o.flag])) for o in merged.values())
 
 
 def synthesizer_entry_points() -> dict[str, list[EntryPoint]]:

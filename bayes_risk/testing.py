@@ -9,18 +9,24 @@ that each check is its own test::
 
     from bayes_risk.testing import check_id, synthesizer_checks
 
-    @pytest.mark.parametrize("model, check", synthesizer_checks(MyModel(), data), ids=check_id)
+    @pytest.mark.parametrize("model, check", synthesizer_checks(MyModel()), ids=check_id)
     def test_contract(model, check):
         check(model)
 
-What is checked: the model declares a :class:`~bayes_risk.contract.ModelInfo` that agrees with
-the members it has; ``fit`` returns the model and sets the schema; ``synthesize`` returns ``m``
-tables of the original's shape; the same seed gives the same synthesis; the record and dataset
-log-likelihoods are float64 arrays ``[H, n]`` / ``[H, m]`` with finite values, and a subset of
-draws selects their rows; the posterior draws follow ArviZ's conventions (a ``posterior`` group
-with dimensions ``chain`` and ``draw``, ``H = chains × draws``, draws flattened chain by chain);
-the optional likelihoods have their documented shapes; a saved model loads back (through the
-registry when the model is registered) and gives the same likelihoods and synthesis.
+Both make their own small table when none is given (:func:`check_data`: categorical and count
+columns, categorical only for a model declaring ``categorical_only``, the levels of its
+``schema_`` for a model that does not fit), and accept the checks a model is known to fail,
+with the reason (``expected_failed_checks={"check_name": "why"}``, as scikit-learn's).
+
+What is checked: what the model declares (:class:`~bayes_risk.contract.ModelInfo`) is consistent
+with what it has (:func:`~bayes_risk.contract.capabilities`); ``fit`` returns the model and sets
+the schema; ``synthesize`` returns ``m`` tables of the original's shape; the same seed gives the
+same synthesis; the record and dataset log-likelihoods are float64 arrays ``[H, n]`` / ``[H, m]``
+with finite values, and a subset of draws selects their rows; the posterior draws follow ArviZ's
+conventions (a ``posterior`` group with dimensions ``chain`` and ``draw``, ``H = chains × draws``,
+draws flattened chain by chain); the optional likelihoods have their documented shapes; a saved
+model loads back (through the registry when the model is registered) and gives the same
+likelihoods and synthesis.
 
 A model that does not synthesize (no ``synthesize``: :class:`bayes_risk.models.ArrayModel`, draws
 made by other software) is checked as given: its likelihoods are evaluated on ``data`` and on
@@ -46,7 +52,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayes_risk.contract import LIKELIHOODS, ModelInfo, RiskModel, model_info
+from bayes_risk.contract import Capabilities, ModelInfo, RiskModel, capabilities
 from bayes_risk.exceptions import BayesRiskError
 
 __all__ = [
@@ -54,6 +60,7 @@ __all__ = [
     "CheckContext",
     "CheckSkipped",
     "SynthesizerCheckError",
+    "check_data",
     "check_id",
     "check_synthesizer",
     "registered_synthesizer",
@@ -165,8 +172,9 @@ class CheckContext:
         return self._synthetic
 
     @property
-    def info(self) -> ModelInfo:
-        return model_info(self.fitted)
+    def info(self) -> Capabilities:
+        """What the fitted model can do (:func:`~bayes_risk.contract.capabilities`)."""
+        return capabilities(self.fitted)
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -196,25 +204,16 @@ def _draw_subset(h: int) -> np.ndarray:
 
 # ------------------------------------------------------------------------------ the checks
 def check_info(ctx: CheckContext) -> None:
-    """The model declares a :class:`ModelInfo` (``info``) that agrees with its members: every
-    declared capability has its methods, and every likelihood method present is declared."""
+    """What the model declares (``info``, a :class:`ModelInfo` if present) holds for what it
+    has: a record likelihood makes it a :class:`~bayes_risk.contract.RiskModel`, partial
+    synthesis leaves ``synthesized_records_``, ``required`` names settings of ``__init__``."""
     cls = type(ctx.model)
     declared = getattr(cls, "info", None)
-    if not isinstance(declared, ModelInfo):
-        _fail(f"{cls.__name__}.info is {type(declared).__name__}; declare the capabilities as a "
-              "class attribute info = bayes_risk.ModelInfo(...) (or bayes_risk.instance_info).")
+    if declared is not None and not isinstance(declared, ModelInfo):
+        _fail(f"{cls.__name__}.info is {type(declared).__name__}; declare what no method shows "
+              "as a class attribute info = bayes_risk.ModelInfo(...).")
     model = ctx.fitted
-    info = model_info(model)
-    missing = {cap: [m for m in mem if not hasattr(model, m)]
-               for cap, mem in info.members().items()}
-    missing = {k: v for k, v in missing.items() if v}
-    if missing:
-        _fail(f"{cls.__name__} declares capabilities it lacks the members of: {missing}.")
-    undeclared = [k for k, meth in LIKELIHOODS.items()
-                  if callable(getattr(model, meth, None)) and k not in info.likelihoods]
-    if undeclared:
-        _fail(f"{cls.__name__} has the likelihood methods of {undeclared} but its ModelInfo "
-              "does not list them in likelihoods (the engines read the ModelInfo).")
+    info = capabilities(model)
     if info.has("record") and not isinstance(model, RiskModel):
         _fail(f"{cls.__name__} declares a record likelihood but is not a bayes_risk.RiskModel.")
     if info.partial_synthesis and info.has("record") and not hasattr(model, "synthesized_records_"):
@@ -472,31 +471,106 @@ CHECKS: tuple[Callable[[CheckContext], None], ...] = (
 )
 
 
-def _context(model_or_class: Any, data: pd.DataFrame, fit_kw: Mapping[str, Any] | None,
-             m: int, random_seed: int) -> CheckContext:
+def check_data(model: Any, *, n: int = 60, random_seed: int = 0) -> pd.DataFrame:
+    """A small table ``model`` can be checked on, made when the checks are given none.
+
+    Parameters
+    ----------
+    model : object or class
+        The model. One that was not fitted by bayes-risk but carries a ``schema_`` (posterior
+        draws made elsewhere, :class:`bayes_risk.models.ArrayModel`) gets records of its
+        schema's columns and levels; one declaring ``categorical_only`` three categorical
+        columns; any other two categorical columns and a count column.
+    n : int
+        Number of records.
+    random_seed : int
+        Seed of the table.
+
+    Returns
+    -------
+    DataFrame
+    """
+    rng = np.random.default_rng(random_seed)
+    schema = getattr(model, "schema_", None) if not callable(getattr(model, "fit", None)) \
+        else None
+    if schema is not None:
+        cols: dict[str, Any] = {}
+        for spec in schema:
+            if spec.is_categorical:
+                cols[spec.name] = pd.Categorical(
+                    [spec.levels[i] for i in rng.integers(0, spec.n_levels, n)],
+                    categories=list(spec.levels), ordered=spec.type == "ordinal")
+            elif spec.type == "count":
+                cols[spec.name] = rng.poisson(3.0, n)
+            else:
+                cols[spec.name] = rng.normal(0.0, 1.0, n)
+        return pd.DataFrame(cols)
+    a = rng.integers(0, 3, n)
+    b = (a + rng.integers(0, 2, n)) % 2  # related to a, so that the models have something to fit
+    table = {"a": pd.Categorical(np.array(["x", "y", "z"])[a], categories=["x", "y", "z"]),
+             "b": pd.Categorical(np.array(["p", "q"])[b], categories=["p", "q"])}
+    if capabilities(model).categorical_only:
+        c = rng.integers(0, 2, n)
+        table["c"] = pd.Categorical(np.array(["u", "v"])[c], categories=["u", "v"])
+    else:
+        table["n"] = rng.poisson(2.0 + a)
+    return pd.DataFrame(table)
+
+
+def _context(model_or_class: Any, data: pd.DataFrame | None,
+             fit_kw: Mapping[str, Any] | None, m: int, random_seed: int) -> CheckContext:
     from bayes_risk.exceptions import ValidationError
 
     model = model_or_class() if inspect.isclass(model_or_class) else model_or_class
+    fit_kw = dict(fit_kw or {})
+    if data is None:
+        data = check_data(model, random_seed=random_seed)
+        if "synthesized" in capabilities(model).required:  # what the model cannot default
+            fit_kw.setdefault("synthesized", list(data.columns))
     if not isinstance(data, pd.DataFrame):
         raise ValidationError(f"data must be a pandas DataFrame. Got {type(data).__name__}.")
-    return CheckContext(model, data, dict(fit_kw or {}), int(m), int(random_seed))
+    return CheckContext(model, data, fit_kw, int(m), int(random_seed))
 
 
-def _bound(check: Callable[[CheckContext], None], ctx: CheckContext) -> Callable[[Any], None]:
+def _expected(expected_failed_checks: Mapping[str, str] | None) -> dict[str, str]:
+    """The checks expected to fail, by name, with their reasons (names checked)."""
+    from bayes_risk.exceptions import ValidationError
+
+    expected = dict(expected_failed_checks or {})
+    names = [c.__name__ for c in CHECKS]
+    unknown = sorted(set(expected) - set(names))
+    if unknown:
+        raise ValidationError(
+            f"expected_failed_checks names {unknown}, which are not checks; expected names "
+            f"among {names}.", code="INVALID_ARGUMENT")
+    return expected
+
+
+def _bound(check: Callable[[CheckContext], None], ctx: CheckContext,
+           reason: str | None = None) -> Callable[[Any], None]:
     @functools.wraps(check)
     def run(model: Any = None) -> None:
-        check(ctx)
+        if reason is None:
+            check(ctx)
+            return
+        try:
+            check(ctx)
+        except CheckSkipped:
+            raise
+        except Exception as err:  # the expected failure: reported as a skip with its reason
+            raise CheckSkipped(f"{check.__name__} fails as expected ({reason}): {err}") from err
 
     return run
 
 
 def synthesizer_checks(
     model_or_class: Any,
-    data: pd.DataFrame,
+    data: pd.DataFrame | None = None,
     *,
     fit_kw: Mapping[str, Any] | None = None,
     m: int = 2,
     random_seed: int = 0,
+    expected_failed_checks: Mapping[str, str] | None = None,
 ) -> Iterator[tuple[Any, Callable[[Any], None]]]:
     """``(model, check)`` pairs for ``pytest.mark.parametrize`` (scikit-learn's
     ``parametrize_with_checks``): call ``check(model)``; the checks share one fit.
@@ -506,23 +580,27 @@ def synthesizer_checks(
     model_or_class : object or class
         An unfitted model (its settings are kept; small ones keep the checks fast) or a class
         (instantiated with its defaults).
-    data : DataFrame
-        A small table the model can fit.
+    data : DataFrame, optional
+        A small table the model can fit (default: :func:`check_data`).
     fit_kw : dict, optional
         Further keywords of ``fit``.
     m : int
         Synthetic datasets made by the checks.
     random_seed : int
         Seed of the fits and syntheses.
+    expected_failed_checks : dict of str to str, optional
+        ``{check name: reason}`` of the checks the model is known to fail: such a check that
+        fails raises :class:`CheckSkipped` (pytest reports a skip, with the reason).
 
     Yields
     ------
     tuple
         ``(model, check)``; ``check.__name__`` names the check (see :func:`check_id`).
     """
+    expected = _expected(expected_failed_checks)
     ctx = _context(model_or_class, data, fit_kw, m, random_seed)
     for check in CHECKS:
-        yield ctx.model, _bound(check, ctx)
+        yield ctx.model, _bound(check, ctx, expected.get(check.__name__))
 
 
 def check_id(obj: Any) -> str | None:
@@ -536,11 +614,12 @@ def check_id(obj: Any) -> str | None:
 
 def check_synthesizer(
     model_or_class: Any,
-    data: pd.DataFrame,
+    data: pd.DataFrame | None = None,
     *,
     fit_kw: Mapping[str, Any] | None = None,
     m: int = 2,
     random_seed: int = 0,
+    expected_failed_checks: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Check that a synthesis model keeps the model contract (scikit-learn's ``check_estimator``).
 
@@ -551,32 +630,42 @@ def check_synthesizer(
     ----------
     model_or_class : object or class
         An unfitted model (with small settings: few draws keep the checks fast) or a class.
-    data : DataFrame
-        A small table the model can fit.
+    data : DataFrame, optional
+        A small table the model can fit. Default: one made for the model (:func:`check_data`);
+        ``fit`` is then given ``synthesized=`` every column when the model requires it
+        (``ModelInfo.required``).
     fit_kw : dict, optional
         Further keywords of ``fit`` (``synthesized=``, ``schema=``).
     m : int
         Synthetic datasets made by the checks (at most the model's number of draws).
     random_seed : int
         Seed of the fits and syntheses.
+    expected_failed_checks : dict of str to str, optional
+        ``{check name: reason}`` of the checks the model is known to fail (scikit-learn's
+        ``expected_failed_checks``): their failures are not raised. A name that is not a check
+        is refused.
 
     Returns
     -------
     list of str
         The names of the checks that passed, in order; checks that do not apply to the model
-        (fitting, synthesis and seeds for a model that does not synthesize) are left out.
+        (fitting, synthesis and seeds for a model that does not synthesize) and expected
+        failures that failed are left out.
 
     Raises
     ------
     SynthesizerCheckError
-        Naming every failed check and why (code ``CONTRACT_VIOLATED``).
+        Naming every unexpected failure and why (code ``CONTRACT_VIOLATED``).
 
     Examples
     --------
     >>> from bayes_risk.testing import check_synthesizer
-    >>> check_synthesizer(MyModel(draws=50), small_table)  # doctest: +SKIP
+    >>> check_synthesizer(MyModel(draws=50))  # doctest: +SKIP
     ['check_info', 'check_fit', ...]
+    >>> check_synthesizer(MyModel(draws=50), expected_failed_checks={  # doctest: +SKIP
+    ...     "check_same_seed": "draws from the operating system's entropy"})
     """
+    expected = _expected(expected_failed_checks)
     ctx = _context(model_or_class, data, fit_kw, m, random_seed)
     failures: dict[str, str] = {}
     passed: list[str] = []
@@ -593,6 +682,7 @@ def check_synthesizer(
                 break  # nothing else can run without a fit
         else:
             passed.append(check.__name__)
+    failures = {k: v for k, v in failures.items() if k not in expected}
     if failures:
         name = type(ctx.model).__name__
         lines = "\n".join(f"  {k}: {v}" for k, v in failures.items())
@@ -604,13 +694,15 @@ def check_synthesizer(
 
 @contextlib.contextmanager
 def registered_synthesizer(
-    name: str, target: str, *, path: str | os.PathLike[str] | None = None
+    name: str, target: str, *, path: str | os.PathLike[str] | None = None,
+    options: str | None = None,
 ) -> Iterator[Path]:
     """Register a synthesizer under ``name`` for the duration of a ``with`` block.
 
     Does what installing a distribution with the entry point does (``pip install``): writes a
     minimal distribution's metadata — a ``.dist-info`` folder whose ``entry_points.txt`` puts
-    ``name = target`` in the group ``bayes_risk.synthesizers`` — into a temporary folder on
+    ``name = target`` in the group ``bayes_risk.synthesizers`` (and ``name = options`` in the
+    group ``bayes_risk.fit_options``) — into a temporary folder on
     ``sys.path``, where ``importlib.metadata`` finds it. For trying a model, in tests or in
     a notebook, before packaging it; a subprocess sees it too with the yielded folder on
     ``PYTHONPATH``.
@@ -621,6 +713,9 @@ def registered_synthesizer(
         The registered name (``bayes-risk fit --method NAME``).
     target : str
         ``"module:Class"``.
+    options : str, optional
+        ``"module:OPTIONS"``, the model's options of ``bayes-risk fit`` (a tuple of
+        :class:`bayes_risk.registry.ModelOption` in a module that imports no model).
     path : path-like, optional
         A folder to put on ``sys.path`` as well, from which ``module`` imports.
 
@@ -630,12 +725,13 @@ def registered_synthesizer(
         The folder holding the metadata (removed from ``sys.path`` and deleted afterwards).
     """
     from bayes_risk.exceptions import ValidationError
-    from bayes_risk.registry import GROUP
+    from bayes_risk.registry import GROUP, OPTIONS_GROUP
 
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", str(name)):
         raise ValidationError(f"name must be letters, digits, '.', '_' or '-'. Got {name!r}.")
-    if not re.fullmatch(r"[\w.]+:[\w.]+", str(target)):
-        raise ValidationError(f"target must be 'module:Class'. Got {target!r}.")
+    for arg, form, value in (("target", "Class", target), ("options", "OPTIONS", options)):
+        if value is not None and not re.fullmatch(r"[\w.]+:[\w.]+", str(value)):
+            raise ValidationError(f"{arg} must be 'module:{form}'. Got {value!r}.")
     added = [str(Path(path).resolve())] if path is not None else []
     with tempfile.TemporaryDirectory(prefix="bayes_risk_ep_") as tmp:
         dist = "bayes_risk_registered_" + re.sub(r"[^A-Za-z0-9]", "_", name)
@@ -643,8 +739,10 @@ def registered_synthesizer(
         info.mkdir()
         (info / "METADATA").write_text(
             f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0\n", encoding="utf-8")
-        (info / "entry_points.txt").write_text(f"[{GROUP}]\n{name} = {target}\n",
-                                               encoding="utf-8")
+        groups = f"[{GROUP}]\n{name} = {target}\n"
+        if options is not None:
+            groups += f"\n[{OPTIONS_GROUP}]\n{name} = {options}\n"
+        (info / "entry_points.txt").write_text(groups, encoding="utf-8")
         entries = [tmp, *added]
         sys.path[:0] = entries
         try:

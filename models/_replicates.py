@@ -1,7 +1,7 @@
 """Posterior-predictive replicates of synthesized columns, drawn in chunks.
 
 Shared by the models' ``posterior_replicates`` methods (the protocol
-``bayes_risk.protocols.SupportsPosteriorReplicates``). Replicate ``r`` is drawn from its own random
+``bayes_risk.contract.SupportsPosteriorReplicates``). Replicate ``r`` is drawn from its own random
 stream, child ``r`` of the seed's ``SeedSequence``, so the replicates do not depend on the chunk
 size or on where a run starts: ``start=100`` continues a run that stopped after 100 replicates.
 """

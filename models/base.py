@@ -22,7 +22,7 @@ The contract is checked for every registered synthesizer by ``tests/models/test_
 (with scikit-learn's own API checks).
 
 Bayesian models (DPMPM, Poisson mixtures, sequential regressions) additionally implement the
-model contract :class:`bayes_risk.protocols.RiskModel` used by the risk engines, and
+model contract :class:`bayes_risk.contract.RiskModel` used by the risk engines, and
 ``save``/``load`` (NetCDF posterior + JSON settings; no pickle). CART, random-forest and PMM
 synthesizers have ``save``/``load`` too (NPZ tree arrays + Parquet data + JSON).
 """
@@ -63,24 +63,6 @@ __all__ = [
 
 SETTINGS_FILE = "model.json"
 
-# the built-in synthesizers (module, class), exported lazily by ``bayes_risk.models``; their
-# command-line names are the entry points of pyproject.toml (bayes_risk.registry;
-# tests/test_model_contract.py checks that the two agree)
-_REGISTRY: dict[str, tuple[str, str]] = {
-    "cart": ("bayes_risk.models.trees.cart", "CARTSynthesizer"),
-    "rf": ("bayes_risk.models.trees.random_forest", "RandomForestSynthesizer"),
-    "pmm": ("bayes_risk.models.trees.pmm", "SmallCellPMMSynthesizer"),
-    "dpmpm": ("bayes_risk.models.dpmpm.dpmpm", "DPMPM"),
-    "poisson-mixture": ("bayes_risk.models.poisson.poisson_mixture", "PoissonMixture"),
-    "regression": ("bayes_risk.models.seqreg.seqreg", "SequentialRegression"),
-}
-
-# plug-in likelihoods of the tree synthesizers for attribute risk (not synthesizers themselves)
-_PLUGINS: dict[str, str] = {
-    "CARTPlugin": "bayes_risk.models.trees.plugins.plugin_cart",
-    "RFPlugin": "bayes_risk.models.trees.plugins.plugin_rf",
-    "plugin_likelihood": "bayes_risk.models.trees.plugins.plugin_rf",
-}
 
 class BaseSynthesizer(metaclass=ABCMeta):
     """Base class of the synthesizers: the fit / synthesize dialect and ``get_params``.
@@ -499,8 +481,8 @@ def rebuildable_synthesizer(synthetic: Any) -> type | None:
     """The registered synthesizer class that made a release, when the release can be rebuilt
     for a plug-in likelihood; ``None`` otherwise.
 
-    What the class declares decides, not its name: a synthesizer without posterior draws whose
-    :class:`~bayes_risk.protocols.ModelInfo` has ``plugin_likelihood=True`` (CART, random forests,
+    What the class can do decides, not its name: a synthesizer without posterior draws with a
+    ``plugin_likelihood`` method (:func:`~bayes_risk.contract.capabilities`; CART, random forests,
     or a model registered by another distribution) can be fitted again from the release's
     manifest (:func:`rebuild_synthesizer`) and give its plug-in likelihood. A release of a
     Bayesian model (saved with ``bayes-risk fit`` instead), of PMM, of an unregistered method or
@@ -517,19 +499,19 @@ def rebuildable_synthesizer(synthetic: Any) -> type | None:
         If the release names a registered synthesizer that cannot be loaded
         (``SYNTHESIZER_BROKEN``, ``SYNTHESIZER_CLASH``).
     """
-    from bayes_risk.contract import model_info
+    from bayes_risk.contract import capabilities
 
     method = getattr(synthetic, "method", None)
     if not isinstance(method, str) or method not in list_synthesizers():
         return None
     cls = get_synthesizer(method)
-    return cls if model_info(cls).plugin_likelihood else None
+    return cls if capabilities(cls).plugin_likelihood else None
 
 
 def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -> Any:
     """Refit the synthesizer that produced a release, from its manifest and the original.
 
-    A synthesizer with a plug-in likelihood (``ModelInfo.plugin_likelihood``: CART, random
+    A synthesizer with a plug-in likelihood (a ``plugin_likelihood`` method: CART, random
     forests) can be saved with its ``save(path)`` (a confidential folder); without one, a release
     records how it was made — the method, its settings, the synthesized columns in the order
     given to ``fit``, the replaced records and the seeds — so the same synthesizer can be fitted
@@ -576,7 +558,7 @@ def rebuild_synthesizer(original: Any, synthetic: Any, *, verify: bool = True) -
     if cls is None:
         raise ValidationError(
             f"the release was made by {synthetic.method!r}, which is not a registered "
-            "synthesizer declaring a plug-in likelihood (ModelInfo.plugin_likelihood, as CART "
+            "synthesizer declaring a plug-in likelihood (a plugin_likelihood method, as CART "
             "'cart' and random forests 'rf' do); only such releases can be rebuilt for their "
             "plug-in likelihoods (methods page, section 'Tree synthesizers: plug-in "
             "likelihoods'). Bayesian models are saved with 'bayes-risk fit' and passed as "

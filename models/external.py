@@ -1,8 +1,8 @@
 """Posterior draws from any software as a model: :class:`ArrayModel`, the external model.
 
 :class:`ArrayModel` adapts per-draw record log-likelihood functions to the model contract
-(:class:`~bayes_risk.protocols.RiskModel`, and the optional capabilities when their functions are
-given, declared in its ``info`` from its arguments), for draws obtained elsewhere (Stan, PyMC,
+(:class:`~bayes_risk.contract.RiskModel`, and the optional methods when their functions are
+given: ``available_if``), for draws obtained elsewhere (Stan, PyMC,
 R) and for tests. It is a model the risk engines evaluate, not a synthesizer: it neither fits
 nor synthesizes, so it is not registered (``bayes_risk.registry``), and
 ``bayes_risk.testing.check_synthesizer`` skips the checks of fitting, synthesis and seeds for
@@ -11,15 +11,14 @@ it.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
+from bayes_risk.contract import available_if
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.protocols import ModelInfo, instance_info
 
 __all__ = ["ArrayModel"]
 
@@ -33,30 +32,6 @@ def _take_draws(draws: Any, idx: np.ndarray | None) -> Any:
     if isinstance(draws, Mapping):
         return {k: np.asarray(v)[idx] for k, v in draws.items()}
     return np.asarray(draws)[idx]
-
-
-def _array_neighbourhood(
-    model: ArrayModel, records: pd.DataFrame, *, draw_indices: np.ndarray | None = None
-) -> np.ndarray:
-    """``neighbourhood_loglik`` of an :class:`ArrayModel` given ``neighbourhood_fn``."""
-    fn = model._neighbourhood_fn
-    return np.asarray(fn(records, _take_draws(model.draws, draw_indices)), dtype=np.float64)
-
-
-def _array_own_record(
-    model: ArrayModel,
-    record: pd.Series,
-    candidates: pd.DataFrame,
-    synthetic: Sequence[pd.DataFrame],
-    *,
-    draw_indices: np.ndarray | None = None,
-) -> np.ndarray:
-    """``own_record_delta`` of an :class:`ArrayModel` given ``own_record_delta_fn``: ``[H, m, G]``
-    own-record terms of a class O model (methods, Two classes of synthesis model)."""
-    d = _take_draws(model.draws, draw_indices)
-    return np.asarray(
-        model.own_record_delta_fn(record, candidates, synthetic, d), dtype=np.float64
-    )
 
 
 def _n_draws(draws: Any) -> int:
@@ -107,12 +82,13 @@ def _chain_labels(chains: Any, h: int) -> np.ndarray:
 class ArrayModel:
     """A Bayesian synthesis model given by posterior draws and a per-draw record log-likelihood.
 
-    Implements the protocol :class:`bayes_risk.protocols.RiskModel`, so that
+    Implements the protocol :class:`bayes_risk.contract.RiskModel`, so that
     :func:`bayes_risk.attribute_risk` can run on draws produced by any software (Stan, PyMC, R).
-    Its ``info`` (:class:`~bayes_risk.protocols.ModelInfo`) is declared from its arguments: the
-    record and dataset likelihoods and the chains always, the stabilised estimator with
-    ``augment_fn``, the fast neighbourhood with ``neighbourhood_fn``, the own-record term with
-    ``own_record_delta_fn``. It neither fits nor synthesizes (the draws were made elsewhere).
+    Its capabilities (:func:`~bayes_risk.contract.capabilities`) follow from its arguments: the
+    record and dataset likelihoods and the chains always, :meth:`fit_augmented` (the stabilised
+    estimator) with ``augment_fn``, :meth:`neighbourhood_loglik` with ``neighbourhood_fn``,
+    :meth:`own_record_delta` with ``own_record_delta_fn`` (each absent otherwise). It neither
+    fits nor synthesizes (the draws were made elsewhere).
 
     Parameters
     ----------
@@ -202,14 +178,7 @@ class ArrayModel:
         self.dataset_loglik_fn = dataset_loglik_fn
         self.augment_fn = augment_fn
         self.own_record_delta_fn = own_record_delta_fn
-        self._neighbourhood_fn = neighbourhood_fn
-        # the optional likelihoods are instance attributes, so that a model has exactly the
-        # methods its info declares (bayes_risk.testing.check_info) and only a model given the
-        # function satisfies the protocol (SupportsNeighbourhoodLoglik, SupportsOwnRecordTerm)
-        if neighbourhood_fn is not None:
-            self.neighbourhood_loglik = functools.partial(_array_neighbourhood, self)
-        if own_record_delta_fn is not None:
-            self.own_record_delta = functools.partial(_array_own_record, self)
+        self.neighbourhood_fn = neighbourhood_fn
         self._h = _n_draws(draws)
         if self._h < 1:
             raise ValidationError("draws must hold at least one posterior draw.")
@@ -220,18 +189,29 @@ class ArrayModel:
         """Number of posterior draws ``H``."""
         return self._h
 
-    @instance_info(ModelInfo(likelihoods={"record", "dataset"}, estimators=("is",), chains=True))
-    def info(self) -> ModelInfo:
-        """The capabilities of this instance (:class:`~bayes_risk.protocols.ModelInfo`): the
-        stabilised estimator only with ``augment_fn``, the fast neighbourhood only with
-        ``neighbourhood_fn``, the own-record term only with ``own_record_delta_fn``."""
-        lik = {"record", "dataset"}
-        if self._neighbourhood_fn is not None:
-            lik.add("neighbourhood")
-        if self.own_record_delta_fn is not None:
-            lik.add("own_record")
-        est = ("stabilised", "is") if self.augment_fn is not None else ("is",)
-        return ModelInfo(likelihoods=lik, estimators=est, chains=True)
+    @available_if(lambda self: self.neighbourhood_fn is not None)
+    def neighbourhood_loglik(
+        self, records: pd.DataFrame, *, draw_indices: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``[H, n, G]`` one-variable-different candidate log-likelihoods from
+        ``neighbourhood_fn`` (only when it was given)."""
+        d = _take_draws(self.draws, draw_indices)
+        return np.asarray(self.neighbourhood_fn(records, d), dtype=np.float64)
+
+    @available_if(lambda self: self.own_record_delta_fn is not None)
+    def own_record_delta(
+        self,
+        record: pd.Series,
+        candidates: pd.DataFrame,
+        synthetic: Sequence[pd.DataFrame],
+        *,
+        draw_indices: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """``[H, m, G]`` own-record terms of a class O model (methods, Two classes of synthesis
+        model) from ``own_record_delta_fn`` (only when it was given)."""
+        d = _take_draws(self.draws, draw_indices)
+        return np.asarray(self.own_record_delta_fn(record, candidates, synthetic, d),
+                          dtype=np.float64)
 
     def draw_chains(self) -> np.ndarray:
         """``[H]`` chain of each draw (all 0 when ``chains`` was not given)."""
@@ -249,7 +229,7 @@ class ArrayModel:
             dataset_loglik_fn=self.dataset_loglik_fn,
             augment_fn=self.augment_fn,
             own_record_delta_fn=self.own_record_delta_fn,
-            neighbourhood_fn=self._neighbourhood_fn,
+            neighbourhood_fn=self.neighbourhood_fn,
             chains=chains,
         )
 
@@ -288,16 +268,13 @@ class ArrayModel:
             cols.append(v)
         return np.stack(cols, axis=1)
 
+    @available_if(lambda self: self.augment_fn is not None)
     def fit_augmented(
         self, data: pd.DataFrame, synthetic: pd.DataFrame, **kwargs: Any
     ) -> ArrayModel:
-        """Model with draws of ``p(Θ | y, Z_(l))`` from ``augment_fn``."""
-        if self.augment_fn is None:
-            raise ValidationError(
-                "this ArrayModel has no augment_fn, so it cannot draw from p(Θ | y, Z_(l)); pass "
-                "augmented=[model.with_draws(draws_l) for each dataset] to attribute_risk, or "
-                "use estimator='is'."
-            )
+        """Model with draws of ``p(Θ | y, Z_(l))`` from ``augment_fn`` (only when it was
+        given: without it, pass ``augmented=[model.with_draws(draws_l) for each dataset]`` to
+        ``attribute_risk``, or use ``estimator='is'``)."""
         return self.with_draws(self.augment_fn(data, synthetic, **kwargs))
 
     def __repr__(self) -> str:

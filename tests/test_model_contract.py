@@ -17,11 +17,12 @@ import pandas as pd
 import pytest
 
 from bayes_risk import cli
-from bayes_risk.contract import ModelInfo, auto_estimator, model_info
+from bayes_risk.contract import Capabilities, ModelInfo, auto_estimator, capabilities
 from bayes_risk.exceptions import NotSupportedError, ValidationError
 from bayes_risk.models import get_synthesizer, list_synthesizers
 from bayes_risk.testing import (
     CHECKS,
+    CheckSkipped,
     SynthesizerCheckError,
     check_synthesizer,
     registered_synthesizer,
@@ -32,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "dirichlet_multinomial"
 NAME = "dirichlet-multinomial"
 TARGET = "dirichlet_multinomial:DirichletMultinomial"
+OPTIONS = "dirichlet_multinomial_options:OPTIONS"
 
 
 def _table(n: int = 60, seed: int = 1) -> pd.DataFrame:
@@ -48,51 +50,63 @@ def example():
     """The example model, registered under its name for the test."""
     if not EXAMPLE.is_dir():
         pytest.skip("examples/ is not part of this checkout")
-    with registered_synthesizer(NAME, TARGET, path=EXAMPLE):
+    with registered_synthesizer(NAME, TARGET, path=EXAMPLE, options=OPTIONS):
         yield get_synthesizer(NAME)
 
 
-# ------------------------------------------------------------------------------ ModelInfo
+# ------------------------------------------------------------------------------ capabilities
 def test_model_info_is_frozen_and_validated():
-    info = ModelInfo(likelihoods={"record", "dataset"}, estimators=("is",))
-    assert info.likelihoods == frozenset({"record", "dataset"}) and info.has("dataset")
+    info = ModelInfo(imputes=True, result_warnings=["APPROX"])
+    assert info.imputes and info.result_warnings == ("APPROX",)
     with pytest.raises(AttributeError):
-        info.imputes = True  # type: ignore[misc]
-    for bad in (dict(likelihoods={"recrod"}), dict(estimators=("fast",)),
-                dict(likelihoods={"record"}, estimators=("is",)),  # 'is' needs 'dataset'
-                dict(likelihoods={"record", "neighbourhood_buffer"}),
-                dict(imputes="yes")):
-        with pytest.raises(ValidationError) as err:
-            ModelInfo(**bad)
-        assert err.value.code == "BAD_MODEL_INFO"
+        info.imputes = False  # type: ignore[misc]
+    with pytest.raises(ValidationError) as err:
+        ModelInfo(imputes="yes")
+    assert err.value.code == "BAD_MODEL_INFO"
+    # what a method shows is no longer declared (changelog: ModelInfo(likelihoods=...) ->
+    # the method itself)
+    for shown in (dict(likelihoods={"record"}), dict(estimators=("is",)),
+                  dict(persistence=True), dict(posterior_replicates=True)):
+        with pytest.raises(TypeError):
+            ModelInfo(**shown)
 
 
-def test_every_builtin_model_declares_its_info():
-    """Each registered built-in class (and the plug-ins) carries a ModelInfo of its own."""
+def test_every_builtin_model_has_the_capabilities_of_its_methods():
+    """The built-in classes declare only what methods cannot show; the rest is read off them."""
     from bayes_risk.models import CARTPlugin, RFPlugin
 
     for name in ["cart", "rf", "pmm", "dpmpm", "poisson-mixture", "regression"]:
         assert isinstance(get_synthesizer(name).info, ModelInfo), name
-    assert model_info(RFPlugin).result_warnings == ("APPROXIMATE_NONPARAMETRIC",)
-    assert model_info(CARTPlugin).holds_missing and model_info(CARTPlugin).estimators == (
+        assert capabilities(get_synthesizer(name)).persistence, name  # save and load
+    assert capabilities(RFPlugin).result_warnings == ("APPROXIMATE_NONPARAMETRIC",)
+    assert capabilities(CARTPlugin).holds_missing and capabilities(CARTPlugin).estimators == (
         "plugin",)
-    assert model_info(get_synthesizer("dpmpm")).imputes
-    assert model_info(get_synthesizer("cart")).plugin_likelihood
+    dpmpm = capabilities(get_synthesizer("dpmpm"))
+    assert dpmpm.imputes and dpmpm.categorical_only and dpmpm.convergence and dpmpm.chains
+    assert dpmpm.likelihoods == {"record", "dataset", "neighbourhood", "neighbourhood_buffer",
+                                 "own_record"}
+    assert dpmpm.estimators == ("stabilised", "is")
+    assert capabilities(get_synthesizer("regression")).has("candidate")
+    assert capabilities(get_synthesizer("poisson-mixture")).has("largest_value")
+    assert capabilities(get_synthesizer("cart")).plugin_likelihood
+    assert not capabilities(get_synthesizer("pmm")).plugin_likelihood
 
 
-def test_cart_info_depends_on_its_donors():
+def test_cart_capabilities_depend_on_its_donors():
     """CART's posterior predictive is its Bayesian bootstrap: with equal-weight donors the
-    instance declares no posterior replicates (instance_info), the class does."""
+    instance has no posterior_replicates (available_if), the class has."""
     cart = get_synthesizer("cart")
-    assert cart.info.posterior_replicates
-    assert cart().info.posterior_replicates
-    assert not cart(donor="uniform").info.posterior_replicates
+    assert capabilities(cart).posterior_replicates
+    assert capabilities(cart()).posterior_replicates
+    uniform = cart(donor="uniform")
+    assert not hasattr(uniform, "posterior_replicates")
+    assert not capabilities(uniform).posterior_replicates
 
 
 class _NoAugment:
-    """A model written from scratch: record and dataset likelihoods, no fit_augmented."""
+    """A model written from scratch: record and dataset likelihoods, no fit_augmented, no
+    declaration."""
 
-    info = ModelInfo(likelihoods={"record", "dataset"}, estimators=("is",))
     model_class = "P"
     ratio_form = "joint"
 
@@ -122,54 +136,74 @@ def test_auto_estimator_chooses_by_capability_not_by_class():
     df = pd.DataFrame({"y": ["0", "1", "1", "0", "1", "0"] * 4})
     schema = infer_schema(df, synthesized=["y"])
     model = _NoAugment(schema, np.random.default_rng(0).beta(5, 5, 60))
-    assert model_info(model).estimators == ("is",)
+    assert capabilities(model).estimators == ("is",)
     assert auto_estimator(model) == "is"
     assert auto_estimator(model, augmented_given=True) == "stabilised"
     syn = [df.sample(frac=1.0, random_state=s).reset_index(drop=True) for s in (1, 2)]
     res = attribute_risk(df, syn, model=model, records=[0, 1], random_seed=0, progressbar=False)
     assert res.settings["estimator"] == "is"
     with pytest.raises(NotSupportedError) as err:
-        auto_estimator(type("M", (), {"model_class": "O", "info": ModelInfo(
-            likelihoods={"record"}, estimators=())})())
+        auto_estimator(type("M", (), {"model_class": "O",
+                                      "record_loglik": lambda self, r: None})())
     assert err.value.code == "NO_ESTIMATOR"
 
 
-def test_a_model_without_info_is_refused_with_the_declaration_to_make():
-    """Nothing is guessed from members (whether record_loglik integrates missing values out
-    cannot be read off them): an undeclared model is refused, naming what to declare."""
-    from bayes_risk import attribute_risk, infer_schema
+def test_a_third_party_model_gets_exactly_what_its_methods_show():
+    """A model that declares nothing gets the capabilities of its methods and claims nothing
+    that no method shows (conservative defaults); adding a method adds its capability; a member
+    set to None is absent; an object with none of the methods is not a model."""
 
-    class Undeclared(_NoAugment):
-        info = None
+    class Plain(_NoAugment):
+        pass
 
-    df = pd.DataFrame({"y": ["0", "1"] * 10})
-    model = Undeclared(infer_schema(df, synthesized=["y"]), np.full(30, 0.4))
-    for obj in (model, Undeclared):
+    class Richer(_NoAugment):
+        def fit_augmented(self, data, synthetic, *, random_seed=None):
+            return self
+
+        def neighbourhood_loglik(self, records, *, draw_indices=None):
+            return self.record_loglik(records, draw_indices=draw_indices)[:, :, None]
+
+        def draw_chains(self):
+            return np.zeros(self.n_draws, dtype=np.int64)
+
+    class Withdrawn(Richer):
+        neighbourhood_loglik = None  # a subclass that no longer offers it
+
+    plain = capabilities(Plain)
+    assert plain == Capabilities(likelihoods=frozenset({"record", "dataset"}),
+                                 estimators=("is",))
+    assert not (plain.imputes or plain.persistence or plain.convergence or plain.result_warnings)
+    richer = capabilities(Richer)
+    assert richer.likelihoods == {"record", "dataset", "neighbourhood"}
+    assert richer.estimators == ("stabilised", "is") and richer.chains
+    assert not richer.has("neighbourhood_buffer") and not richer.persistence
+    assert capabilities(Withdrawn).likelihoods == {"record", "dataset"}
+    for not_a_model in (object(), "a string"):
         with pytest.raises(ValidationError) as err:
-            model_info(obj)
+            capabilities(not_a_model)
         assert err.value.code == "MODEL_INFO_MISSING"
-        assert ("info = ModelInfo(likelihoods={'dataset', 'record'}, estimators=('is',))"
-                in str(err.value))
-    with pytest.raises(ValidationError, match="Undeclared declares no capabilities") as err:
-        attribute_risk(df, [df], model=model, records=[0], progressbar=False)
-    assert err.value.code == "MODEL_INFO_MISSING"
-    # a declaration that is a ModelInfo is taken as it is
-    assert ModelInfo.from_members(model).declaration() == (
-        "ModelInfo(likelihoods={'dataset', 'record'}, estimators=('is',))")
+
+    class BadInfo(_NoAugment):
+        info = {"imputes": True}
+
+    with pytest.raises(ValidationError) as err:
+        capabilities(BadInfo)
+    assert err.value.code == "BAD_MODEL_INFO"
 
 
-def test_declared_info_closes_the_contract():
-    """The engine reads the declaration: an estimator the model does not list is refused."""
+def test_an_undeclared_model_runs_with_what_its_methods_show():
+    """Nothing is guessed that methods cannot show: without a declaration a model does not
+    integrate missing values out, and attribute risk refuses the estimator its methods do not
+    support (test_auto_estimator_chooses_by_capability_not_by_class runs it with 'is')."""
     from bayes_risk import attribute_risk, infer_schema
 
     df = pd.DataFrame({"y": ["0", "1"] * 10})
     model = _NoAugment(infer_schema(df, synthesized=["y"]), np.full(30, 0.4))
-    model.info = ModelInfo(likelihoods={"record", "dataset"}, estimators=())
-    with pytest.raises(NotSupportedError, match="NO_ESTIMATOR|supports no attribute-risk"):
-        attribute_risk(df, [df], model=model, records=[0], progressbar=False)
-    model.info = ModelInfo(likelihoods={"record"}, estimators=("stabilised",))
-    with pytest.raises(ValidationError, match="ModelInfo.estimators"):
-        attribute_risk(df, [df], model=model, records=[0], progressbar=False, estimator="is")
+    assert not capabilities(model).imputes
+    with pytest.raises(ValidationError, match="stabilised") as err:
+        attribute_risk(df, [df], model=model, records=[0], estimator="stabilised",
+                       progressbar=False)
+    assert err.value.code == "MODEL_UNSUITED"
 
 
 # ------------------------------------------------------------------------------ the registry
@@ -179,7 +213,7 @@ def test_builtin_entry_points_match_pyproject_and_lazy_exports():
     table = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"][
         "bayes_risk.synthesizers"]
     assert set(table) <= set(list_synthesizers())
-    exported = {cls for _, cls in models._REGISTRY.values()}
+    exported = set(models.__all__)
     for name, value in table.items():
         module, cls = value.split(":")
         assert module == "bayes_risk.models" and cls in exported, value
@@ -227,13 +261,62 @@ def test_check_synthesizer_passes_the_example_model(example):
         check(model)
 
 
-def test_check_synthesizer_reports_broken_models(example):
-    """The checks bite: a declared likelihood without its method, float32 likelihoods with the
-    wrong shape, a seed that is not used, a load that loses the draws."""
+def test_check_synthesizer_makes_its_own_data_and_accepts_expected_failures(example):
+    """Without data the checks make a table the model can fit (categorical only, as the model
+    declares); a check the model is known to fail is named with its reason and not raised,
+    every other failure still is; a name that is not a check is refused."""
+    from bayes_risk.testing import check_data
 
-    class Undeclared(example):
-        info = ModelInfo(likelihoods={"record", "dataset", "candidate"}, estimators=("is",),
-                         persistence=True, chains=True)
+    assert capabilities(example) == Capabilities(
+        likelihoods=frozenset({"record", "dataset"}), estimators=("stabilised", "is"),
+        persistence=True, chains=True, categorical_only=True)
+    table = check_data(example)
+    assert all(isinstance(table[c].dtype, pd.CategoricalDtype) for c in table)
+    assert check_synthesizer(example(draws=20, chains=2)) == [c.__name__ for c in CHECKS]
+
+    class Unseeded(example):
+        def synthesize(self, m=1, *, random_seed=None):
+            return super().synthesize(m, random_seed=int(np.random.SeedSequence().entropy % 1000))
+
+    with pytest.raises(SynthesizerCheckError) as err:
+        check_synthesizer(Unseeded(draws=10, chains=2))
+    assert set(err.value.failures) == {"check_same_seed", "check_persistence"}
+    why = {"check_same_seed": "draws its seed from the operating system",
+           "check_persistence": "a loaded model draws another seed too"}
+    with pytest.raises(SynthesizerCheckError) as err:  # one expected, the other still raised
+        check_synthesizer(Unseeded(draws=10, chains=2),
+                          expected_failed_checks={"check_same_seed": why["check_same_seed"]})
+    assert list(err.value.failures) == ["check_persistence"]
+    passed = check_synthesizer(Unseeded(draws=10, chains=2), expected_failed_checks=why)
+    assert passed == [c.__name__ for c in CHECKS if c.__name__ not in why]
+    pairs = dict((c.__name__, c) for _, c in synthesizer_checks(
+        Unseeded(draws=10, chains=2), expected_failed_checks=why))
+    with pytest.raises(CheckSkipped, match="fails as expected .draws its seed"):
+        pairs["check_same_seed"](None)
+    pairs["check_record_loglik"](None)
+    with pytest.raises(ValidationError, match="check_same_sead") as err:
+        check_synthesizer(example(draws=10), expected_failed_checks={"check_same_sead": "x"})
+    assert err.value.code == "INVALID_ARGUMENT"
+
+
+def test_a_model_declares_its_own_fit_options(example, capsys, monkeypatch):
+    """The example's option (its own module, entry-point group bayes_risk.fit_options) is in
+    fit's parser with the built-in models' ones, named for the model."""
+    monkeypatch.setenv("COLUMNS", "1000")  # no line breaks inside a hyphenated name
+    with pytest.raises(SystemExit):
+        cli.main(["fit", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--alpha A dirichlet-multinomial: concentration of the symmetric Dirichlet" in out
+    assert "dpmpm, poisson-mixture: truncation level K" in out
+    assert f"Registered models (--method): {', '.join(list_synthesizers())}" in out
+
+
+def test_check_synthesizer_reports_broken_models(example):
+    """The checks bite: a declaration naming a setting the model lacks, float32 likelihoods with
+    the wrong shape, a seed that is not used, a load that loses the draws."""
+
+    class Undeclared(example):  # requires a setting its __init__ does not take
+        info = ModelInfo(categorical_only=True, required=("no_such_setting",))
 
     class Float32(example):
         def record_loglik(self, records, *, draw_indices=None):
@@ -267,8 +350,9 @@ def test_example_model_runs_through_the_command_line(example, tmp_path, capsys):
     _table(80, seed=3).to_csv(data, index=False)
     mdir, syn, att, aud = (tmp_path / d for d in ("model", "syn", "attribute", "audit"))
     assert cli.main(["fit", str(data), "--method", NAME, "--draws", "40", "--chains", "2",
-                     "--random-seed", "1", "--quiet", "--out", str(mdir)]) == 0
-    assert json.loads((mdir / "model.json").read_text())["method"] == NAME
+                     "--alpha", "2", "--random-seed", "1", "--quiet", "--out", str(mdir)]) == 0
+    meta = json.loads((mdir / "model.json").read_text())
+    assert meta["method"] == NAME and meta["settings"]["alpha"] == 2.0  # its own option
     # --tune is not a setting of the model: refused, by its signature (not by its name)
     assert cli.main(["fit", str(data), "--method", NAME, "--tune", "5", "--quiet",
                      "--out", str(tmp_path / "m2")]) == 2
@@ -278,7 +362,7 @@ def test_example_model_runs_through_the_command_line(example, tmp_path, capsys):
     assert cli.main(["attribute", str(data), str(syn), "--model", str(mdir), "--records", "1-5",
                      "--random-seed", "3", "--quiet", "--out", str(att)]) == 0
     summary = json.loads((att / "summary.json").read_text())
-    assert summary["settings"]["estimator"] == "stabilised"  # 'auto', from its ModelInfo
+    assert summary["settings"]["estimator"] == "stabilised"  # 'auto', from its fit_augmented
     recs = pd.read_csv(att / "records.csv")
     assert len(recs) == 5 and recs["p_true"].between(0, 1).all()
     assert cli.main(["audit", str(data), str(syn), "--model", str(mdir), "--known", "sex",

@@ -65,8 +65,8 @@ EXTRA_DATA = {
     # the table of points a figure draws is its data
     "bayes_risk.plot_utility_risk": {"points"},
     "bayes_risk.plot_prior_sensitivity": {"sensitivity"},
-    # a decorator's one argument: the class's ModelInfo (@instance_info(ModelInfo(...)))
-    "bayes_risk.instance_info": {"default"},
+    # a decorator's one argument: when the method is offered (@available_if(check))
+    "bayes_risk.available_if": {"check"},
 }
 
 
@@ -154,8 +154,8 @@ def test_one_argument_order_across_engines():
 
 # ------------------------------------------------------------------ the model protocol methods
 def _protocol_methods() -> dict[str, set[str]]:
-    """``{protocol class: its methods}`` of the model contract (bayes_risk.protocols)."""
-    protocols = importlib.import_module("bayes_risk.protocols")
+    """``{protocol class: its methods}`` of the model contract (bayes_risk.contract)."""
+    protocols = importlib.import_module("bayes_risk.contract")
     out = {}
     for name in protocols.__all__:
         obj = getattr(protocols, name)
@@ -178,7 +178,7 @@ def protocol_implementations():
     built-in model's, ``ArrayModel``'s, the tree plug-ins' and the example model's."""
     methods = set().union(*_protocol_methods().values())
     models = importlib.import_module("bayes_risk.models")
-    owners = [getattr(importlib.import_module("bayes_risk.protocols"), n)
+    owners = [getattr(importlib.import_module("bayes_risk.contract"), n)
               for n in _protocol_methods()]
     owners += [getattr(models, n) for n in models.__all__
                if inspect.isclass(getattr(models, n))]
@@ -186,7 +186,7 @@ def protocol_implementations():
     for cls in owners:
         for name in sorted(methods):
             fn = inspect.getattr_static(cls, name, None)
-            fn = getattr(fn, "__func__", fn)
+            fn = inspect.unwrap(getattr(fn, "__func__", fn))  # available_if: the method
             if inspect.isfunction(fn):
                 yield f"{cls.__module__}.{cls.__qualname__}.{name}", fn
 

@@ -9,7 +9,7 @@ synthesized attributes is (Hu 2019 eq. 1)
 with ``p(Z | ·)`` estimated from the synthesis model's posterior draws — no refit per candidate —
 by the stabilised estimator (methods, The stabilised estimator, default for class P models) or the
 published importance-sampling estimator (Hu 2019 §3.2.5). The engine depends only on the model
-protocols of :mod:`bayes_risk.protocols`.
+protocols of :mod:`bayes_risk.contract`.
 
 :func:`attribute_risk` runs three stages: ``prepare`` (:mod:`bayes_risk.attribute.prepare`: a
 typed plan built once), ``evaluate`` (:mod:`bayes_risk.attribute.evaluate`: one partition of the
@@ -156,7 +156,7 @@ def attribute_risk(
     -------
     AttributeRiskResult
         With the stabilised estimator and draws from two or more MCMC chains (the model's
-        ``draw_chains()``, :class:`~bayes_risk.protocols.SupportsDrawChains`), each record's
+        ``draw_chains()``, :class:`~bayes_risk.contract.SupportsDrawChains`), each record's
         estimate is also computed from each chain's draws alone and the record is flagged
         ``CHAINS_DISAGREE`` when the chains' ``p_true`` differ beyond Monte Carlo error and
         materially (by more than 0.02, or by a ratio above 1.2: the floor is relative to the

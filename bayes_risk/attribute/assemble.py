@@ -28,8 +28,8 @@ from bayes_risk.attribute.record_table import (
     set_point_columns,
 )
 from bayes_risk.attribute.uncertainty import file_uncertainty
+from bayes_risk.contract import capabilities
 from bayes_risk.exceptions import CALLER, DataWarning, ImportanceSamplingWarning, arg_name
-from bayes_risk.protocols import SupportsConvergenceSummary, model_info
 from bayes_risk.results.attribute import AttributeRiskResult
 
 __all__ = ["assemble", "mcmc_record"]
@@ -210,7 +210,7 @@ def _released_unchanged(
     syn_flags = None
     if plan.data.scenario == "two_records":  # pairs of synthesized records only (pairs.py)
         return None, set()
-    if plan.estimator.name != "plugin" and model_info(model).partial_synthesis:
+    if plan.estimator.name != "plugin" and capabilities(model).partial_synthesis:
         syn_flags = model.synthesized_records_
     unchanged: set[int] = set()
     if syn_flags is None:
@@ -363,7 +363,7 @@ def mcmc_record(model: Any, aug_models: Sequence[Any]) -> dict[str, Any]:
     warns: list[dict[str, Any]] = []
     named = [("model", model)] + [(f"augmented_{l + 1}", a) for l, a in enumerate(aug_models)]
     for name, mdl in named:
-        if not (model_info(mdl).convergence and isinstance(mdl, SupportsConvergenceSummary)):
+        if not capabilities(mdl).convergence:
             continue
         summ = mdl.convergence_summary()
         fits[name] = summ

@@ -51,7 +51,7 @@ import numpy as np
 
 from bayes_risk._numeric import LOG_TIE_ATOL
 from bayes_risk.attribute.summaries import log_posterior
-from bayes_risk.protocols import SupportsDrawChains, model_info
+from bayes_risk.contract import capabilities
 
 __all__ = [
     "CHAIN_TOLERANCE",
@@ -125,7 +125,7 @@ class ChainPlan:
 
 def _chain_labels(model: Any, idx: np.ndarray | None) -> np.ndarray | None:
     """``[H]`` chain labels ``0..C-1`` of the used draws, or ``None`` (model does not say)."""
-    if not (model_info(model).chains and isinstance(model, SupportsDrawChains)):
+    if not capabilities(model).chains:
         return None
     lab = np.asarray(model.draw_chains(), dtype=np.int64)
     if idx is not None:
@@ -152,7 +152,7 @@ def chain_plan(
     ----------
     model : object
         The model with draws of ``p(Θ | y)`` (chains from
-        :class:`~bayes_risk.protocols.SupportsDrawChains`; otherwise one chain).
+        :class:`~bayes_risk.contract.SupportsDrawChains`; otherwise one chain).
     draw_idx : int ndarray or None
         The draws used (``draw_indices=`` of ``attribute_risk``).
     aug_models : sequence

@@ -2,8 +2,8 @@
 
 An intruder who knows the second-largest value ``y_(2)j`` of a magnitude variable guesses the
 largest, ``y_(1)j``, on a grid of candidates. A model that supports the scenario
-(:class:`bayes_risk.protocols.SupportsLargestValue`, e.g. ``PoissonMixture.largest_value_loglik``)
-gives the likelihood pieces (:class:`bayes_risk.protocols.LargestValuePieces`); this module turns
+(:class:`bayes_risk.contract.SupportsLargestValue`, e.g. ``PoissonMixture.largest_value_loglik``)
+gives the likelihood pieces (:class:`bayes_risk.contract.LargestValuePieces`); this module turns
 them into the posterior with the estimator of Hu (2019, §3.2.5), and
 :func:`bayes_risk.attribute.summaries.largest_value` summarises it.
 """
@@ -14,8 +14,8 @@ import numpy as np
 
 from bayes_risk._numeric import logsumexp, normalise_log
 from bayes_risk.attribute.estimator import is_estimate
+from bayes_risk.contract import LargestValuePieces, missing_members
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.protocols import LargestValuePieces, missing_members
 
 __all__ = ["largest_value_posterior", "constraint_term"]
 
@@ -52,7 +52,7 @@ def largest_value_posterior(
     if not isinstance(pieces, LargestValuePieces):
         raise ValidationError(
             "pieces must hold the largest-value likelihood pieces "
-            f"(bayes_risk.protocols.LargestValuePieces); {type(pieces).__name__} lacks "
+            f"(bayes_risk.contract.LargestValuePieces); {type(pieces).__name__} lacks "
             f"{missing_members(pieces, LargestValuePieces)}."
         )
     logr = pieces.logp_rec - pieces.logp_rec[:, [pieces.g0]]

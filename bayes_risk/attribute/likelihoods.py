@@ -3,7 +3,7 @@
 Routes, in order: the model's one-variable neighbourhood (``neighbourhood_loglik``, written into
 a reused buffer when the model allows), per-record candidate likelihoods (``candidate_loglik``),
 and the record likelihood of full candidate rows (``record_loglik``). Which routes a model
-offers is decided once (:func:`model_access`, ``isinstance`` against :mod:`bayes_risk.protocols`).
+offers is decided once (:func:`model_access`, from :func:`bayes_risk.contract.capabilities`).
 """
 
 from __future__ import annotations
@@ -22,14 +22,9 @@ from bayes_risk.attribute.plan import (
     ModelAccess,
     Workspace,
 )
+from bayes_risk.contract import capabilities
 from bayes_risk.data.validate import decode_values
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.protocols import (
-    SupportsCandidateLoglik,
-    SupportsNeighbourhoodBuffer,
-    SupportsNeighbourhoodLoglik,
-    model_info,
-)
 
 __all__ = [
     "model_access",
@@ -40,14 +35,14 @@ __all__ = [
 
 
 def model_access(model: Any) -> ModelAccess:
-    """The likelihood routes ``model`` offers (checked once): declared in its
-    :class:`~bayes_risk.protocols.ModelInfo` and present as methods."""
-    info = model_info(model)
+    """The likelihood routes ``model`` offers (checked once): the methods it has
+    (:func:`~bayes_risk.contract.capabilities`)."""
+    info = capabilities(model)
     return ModelAccess(
         model=model,
-        neighbourhood=info.has("neighbourhood") and isinstance(model, SupportsNeighbourhoodLoglik),
-        buffer=info.has("neighbourhood_buffer") and isinstance(model, SupportsNeighbourhoodBuffer),
-        candidate=info.has("candidate") and isinstance(model, SupportsCandidateLoglik),
+        neighbourhood=info.has("neighbourhood"),
+        buffer=info.has("neighbourhood_buffer"),
+        candidate=info.has("candidate"),
     )
 
 

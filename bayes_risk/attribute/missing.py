@@ -35,17 +35,17 @@ __all__ = ["missing_truth", "check_missing_truth", "vary_missing", "n_guessable"
 def integrates_missing(model: Any) -> bool:
     """Whether ``model``'s record likelihood marginalises missing values (DPMPM:
     ``ModelInfo.imputes``)."""
-    from bayes_risk.protocols import model_info
+    from bayes_risk.contract import capabilities
 
-    return model_info(model).imputes
+    return capabilities(model).imputes
 
 
 def holds_missing(model: Any) -> bool:
     """Whether ``model`` holds a record's missing values at their missingness kind (the tree
     plug-ins: the synthesizer releases missing values, the intruder knows which are missing)."""
-    from bayes_risk.protocols import model_info
+    from bayes_risk.contract import capabilities
 
-    return model_info(model).holds_missing
+    return capabilities(model).holds_missing
 
 
 def missing_policy(model: Any) -> str | None:

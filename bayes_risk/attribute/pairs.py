@@ -46,9 +46,9 @@ from bayes_risk.attribute.plan import (
     Workspace,
 )
 from bayes_risk.attribute.priors import Empirical, ModelPredictive, Prior
+from bayes_risk.contract import capabilities
 from bayes_risk.data.schema import Schema
 from bayes_risk.exceptions import NotSupportedError, ValidationError
-from bayes_risk.protocols import model_info
 
 __all__ = [
     "PAIR_SUFFIXES",
@@ -166,7 +166,7 @@ def check_pair_plan(plan: AttributePlan, pairs: np.ndarray) -> None:
             "the two-record scenario evaluates records with observed values only.",
             code="MISSING_VALUES",
         )
-    flags = model.synthesized_records_ if model_info(model).partial_synthesis else None
+    flags = model.synthesized_records_ if capabilities(model).partial_synthesis else None
     if flags is not None:  # None: every record was synthesized
         kept = members[~np.asarray(flags, dtype=bool)[members]]
         if kept.size:

@@ -128,7 +128,7 @@ class ModelAccess:
     ----------
     model : object
     neighbourhood : bool
-        Has ``neighbourhood_loglik`` (:class:`~bayes_risk.protocols.SupportsNeighbourhoodLoglik`).
+        Has ``neighbourhood_loglik`` (:class:`~bayes_risk.contract.SupportsNeighbourhoodLoglik`).
     buffer : bool
         ... and writes into a caller's buffer (``SupportsNeighbourhoodBuffer``).
     candidate : bool

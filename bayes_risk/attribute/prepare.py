@@ -1,8 +1,8 @@
 """Stage 1 of attribute risk: validate the inputs and build the plan every record shares.
 
 Everything here runs once per analysis, in the calling process: argument checks, level
-harmonisation, the model's capabilities (its :class:`~bayes_risk.protocols.ModelInfo` and
-the protocols of :mod:`bayes_risk.protocols`, once), the estimator strategy,
+harmonisation, the model's capabilities (its :class:`~bayes_risk.contract.ModelInfo` and
+the protocols of :mod:`bayes_risk.contract`, once), the estimator strategy,
 ``L = dataset_loglik``, the ``m`` augmented fits of the stabilised estimator and the
 draw-bootstrap counts. The random streams are spawned here, so the numbers do not depend on
 how the records are later partitioned.
@@ -36,6 +36,13 @@ from bayes_risk.attribute.priors import parse_prior
 from bayes_risk.attribute.refits import fit_refits
 from bayes_risk.attribute.specs import SCENARIOS, EstimatorSpec, ScenarioSpec
 from bayes_risk.attribute.strategies import strategy_for
+from bayes_risk.contract import (
+    RiskModel,
+    SupportsPluginLoglik,
+    auto_estimator,
+    capabilities,
+    missing_members,
+)
 from bayes_risk.data.missing import mask_missing_codes
 from bayes_risk.data.normalise import as_synthetic_list, record_positions
 from bayes_risk.data.validate import encode, harmonise_levels, validate_synthetic
@@ -45,15 +52,6 @@ from bayes_risk.exceptions import (
     NotSupportedError,
     SchemaError,
     ValidationError,
-)
-from bayes_risk.protocols import (
-    RiskModel,
-    SupportsAugmentedFit,
-    SupportsOwnRecordTerm,
-    SupportsPluginLoglik,
-    auto_estimator,
-    missing_members,
-    model_info,
 )
 
 __all__ = ["prepare", "as_datasets", "resolve_records"]
@@ -110,7 +108,7 @@ def prepare(
         bootstrap = 0  # the R package has no bootstrap; its q normalisation is not resampled
     children = as_generator(random_seed).spawn(2 + data.m)
     need_L = est == "is" or (
-        es.is_diagnostics and not is_plugin and model_info(model).has("dataset")
+        es.is_diagnostics and not is_plugin and capabilities(model).has("dataset")
     )
     draw_plan = _draw_plan(model, data, compat, draw_idx, H, need_L, is_plugin, bootstrap,
                            children[0])
@@ -146,17 +144,17 @@ def _check_model(model: Any) -> bool:
     """Whether ``model`` is a plug-in model; a :class:`ValidationError` naming what it lacks
     when it is neither a plug-in nor a model with posterior draws (its :class:`ModelInfo`
     decides which it claims to be)."""
-    info = model_info(model)
-    if info.has("plugin") and isinstance(model, SupportsPluginLoglik):
+    info = capabilities(model)
+    if info.has("plugin") and not missing_members(model, SupportsPluginLoglik):
         is_plugin = True
     elif not info.has("plugin") and isinstance(model, RiskModel):
         is_plugin = False
     else:
         raise ValidationError(
             f"model {type(model).__name__} does not implement the attribute-risk protocol: "
-            "a model with posterior draws (bayes_risk.protocols.RiskModel) lacks "
+            "a model with posterior draws (bayes_risk.contract.RiskModel) lacks "
             f"{missing_members(model, RiskModel)}; a plug-in likelihood "
-            "(bayes_risk.protocols.SupportsPluginLoglik) lacks "
+            "(bayes_risk.contract.SupportsPluginLoglik) lacks "
             f"{missing_members(model, SupportsPluginLoglik)}. Fit a Bayesian synthesis model "
             "(DPMPM, PoissonMixture, SequentialRegression), wrap "
             "posterior draws in bayes_risk.models.ArrayModel, or use a tree plug-in "
@@ -219,14 +217,14 @@ def _check_estimator(model: Any, is_plugin: bool, est: str, compat: str | None) 
         )
     if compat is not None and est != "is":
         raise ValidationError("compat='AttributeRiskCalculation' applies to estimator='is' only.")
-    info = model_info(model)
+    info = capabilities(model)
     if model.model_class == "O" and not is_plugin and not (
-        info.has("own_record") and isinstance(model, SupportsOwnRecordTerm)
+        info.has("own_record")
     ):
         raise NotSupportedError(
             f"{type(model).__name__} is a class O model (its synthetic values depend on the "
             "record's own confidential values given Θ) but provides no own_record_delta(record, "
-            "candidates, datasets, draw_indices=None) -> [H, m, G] (bayes_risk.protocols."
+            "candidates, datasets, draw_indices=None) -> [H, m, G] (bayes_risk.contract."
             "SupportsOwnRecordTerm); the likelihood of class O models (methods page 'Attribute "
             "disclosure risk') cannot be evaluated without it.",
             code="MODEL_UNSUITED"
@@ -234,9 +232,9 @@ def _check_estimator(model: Any, is_plugin: bool, est: str, compat: str | None) 
     if est == "is" and "is" not in info.estimators:
         raise ValidationError(
             f"estimator='is' needs the likelihood of the released datasets: "
-            f"{type(model).__name__} does not list 'is' in its ModelInfo.estimators "
+            f"{type(model).__name__} does not support estimator 'is' (its estimators "
             f"({list(info.estimators)}; dataset_loglik(datasets, draw_indices=None) -> [H, m], "
-            "bayes_risk.protocols.RiskModel).",
+            "bayes_risk.contract.RiskModel).",
             code="MODEL_UNSUITED"
         )
 
@@ -406,11 +404,10 @@ def _augmented_fits(
                 f"augmented must hold one model per synthetic dataset ({m}); got {len(models)}."
             )
     else:
-        if not ("stabilised" in model_info(model).estimators
-                and isinstance(model, SupportsAugmentedFit)):
+        if "stabilised" not in capabilities(model).estimators:
             raise ValidationError(
                 "the stabilised estimator needs draws of p(Θ | y, Z_(l)): the model has no "
-                "fit_augmented (bayes_risk.protocols.SupportsAugmentedFit); pass "
+                "fit_augmented (bayes_risk.contract.SupportsAugmentedFit); pass "
                 "augmented=[...] or use estimator='is'.",
                 code="MODEL_UNSUITED"
             )
@@ -419,7 +416,7 @@ def _augmented_fits(
     for a in models:
         if not isinstance(a, RiskModel):
             raise ValidationError(
-                "every augmented model must implement bayes_risk.protocols.RiskModel; "
+                "every augmented model must implement bayes_risk.contract.RiskModel; "
                 f"{type(a).__name__} lacks {missing_members(a, RiskModel)}."
             )
     h_aug = [int(a.n_draws) for a in models]

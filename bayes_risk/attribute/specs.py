@@ -124,7 +124,7 @@ class EstimatorSpec:
     ----------
     kind : {"auto", "stabilised", "is"}
         ``auto``: chosen from what the model can do (its
-        :class:`~bayes_risk.protocols.ModelInfo`): the first of ``model.info.estimators`` that
+        :func:`~bayes_risk.contract.capabilities`): the first of its ``estimators`` that
         applies — stabilised for class P models that draw from ``p(Θ | y, Z_(l))`` (or are given
         ``augmented``), otherwise IS (methods, The stabilised estimator) — and the closed-form
         plug-in likelihood for plug-in models. ``is`` is the published estimator (Hu 2019

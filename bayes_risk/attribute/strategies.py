@@ -44,9 +44,9 @@ from bayes_risk.attribute.plan import (
     Workspace,
 )
 from bayes_risk.attribute.record_table import MC_SE_THRESHOLD, MC_SE_WINDOW
+from bayes_risk.contract import capabilities
 from bayes_risk.data.validate import decode_values
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.protocols import model_info
 
 __all__ = ["EstimatorStrategy", "PublishedIS", "Stabilised", "PlugIn", "strategy_for"]
 
@@ -68,7 +68,7 @@ class PlugIn(EstimatorStrategy):
         # synthesizers: plug-in likelihoods) hold for every record alike, so they are result
         # warnings: a record flag would mark every estimate unstable and leave the unflagged
         # summary empty
-        labels = model_info(model).result_warnings
+        labels = capabilities(model).result_warnings
         if labels:
             out.add_warnings(labels)
         m, g = data.m, group.n_candidates

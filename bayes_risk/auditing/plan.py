@@ -449,7 +449,7 @@ def _release_capabilities(syn: Any) -> tuple[bool, bool]:
     gets the remedies that fit it. An unregistered or unknown method gives neither."""
     import inspect
 
-    from bayes_risk.contract import model_info
+    from bayes_risk.contract import capabilities
     from bayes_risk.registry import get_synthesizer, list_synthesizers
 
     method = getattr(syn, "method", None)
@@ -460,7 +460,7 @@ def _release_capabilities(syn: Any) -> tuple[bool, bool]:
         takes_smoothing = "smoothing" in inspect.signature(cls).parameters
     except (TypeError, ValueError):  # a class whose signature cannot be read
         takes_smoothing = False
-    return bool(model_info(cls).releases_donor_values), takes_smoothing
+    return bool(capabilities(cls).releases_donor_values), takes_smoothing
 
 
 def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type, sweep,

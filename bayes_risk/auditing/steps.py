@@ -406,18 +406,18 @@ AUDIT_REPLICATES = dict(n="auto", mcse_tol=0.02, min_replicates=100, max_replica
 
 def rebuilt_has_posterior(synthetic: Any) -> bool:
     """Whether the synthesizer that made the release can be rebuilt from its manifest and
-    declares posterior replicates (its class's ``ModelInfo``: CART, whose Bayesian-bootstrap
-    donors are a posterior predictive; the rebuilt instance's own ``ModelInfo`` then decides)."""
+    has posterior replicates (its class's capabilities: CART, whose Bayesian-bootstrap
+    donors are a posterior predictive; the rebuilt instance's own then decide)."""
+    from bayes_risk.contract import capabilities
     from bayes_risk.models import rebuildable_synthesizer
-    from bayes_risk.protocols import model_info
 
     cls = rebuildable_synthesizer(synthetic)
-    return cls is not None and model_info(cls).posterior_replicates
+    return cls is not None and capabilities(cls).posterior_replicates
 
 
 def _posterior_model(ctx: StepContext) -> tuple[Any, str | None]:
     """The model the replicates are drawn from, or ``None`` and why there is none."""
-    from bayes_risk.protocols import SupportsPosteriorReplicates, model_info
+    from bayes_risk.contract import capabilities
 
     if ctx.model is not None:
         model, src = _loaded_model(ctx), "the fitted model given"
@@ -430,10 +430,9 @@ def _posterior_model(ctx: StepContext) -> tuple[Any, str | None]:
                       "by a synthesizer with posterior replicates that can be rebuilt from its "
                       "manifest, such as CART (method: "
                       f"{ctx.synthetic.method or 'unknown'})")
-    # what the model can do (its ModelInfo): CART's posterior predictive is its Bayesian
+    # what the model can do (its methods): CART's posterior predictive is its Bayesian
     # bootstrap, so CART with equal-weight donors declares none
-    if not (isinstance(model, SupportsPosteriorReplicates)
-            and model_info(model).posterior_replicates):
+    if not capabilities(model).posterior_replicates:
         why = f"{type(model).__name__} has no posterior predictive"
         if getattr(model, "donor", "bayes_bootstrap") != "bayes_bootstrap":
             why = (f"{src} draws donors with equal weights (donor={model.donor!r}), not from "

@@ -33,8 +33,17 @@ SUBCOMMANDS: tuple[str, ...] = (
 _AT_IMPORT = SUBCOMMANDS
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Build the argument parser with every sub-command."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Build the argument parser with every sub-command.
+
+    Parameters
+    ----------
+    command : str, optional
+        The sub-command about to run, when known (:func:`main`): the options the registered
+        models declare for ``fit`` are read from the registry only for ``fit`` or when
+        ``None`` (the whole parser), so that ``bayes-risk --help`` and the other sub-commands
+        never scan the installed distributions.
+    """
     from bayes_risk._version import __version__
 
     parser = _Parser(
@@ -55,6 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
         importlib.import_module(module).add_parser(sub)
     from bayes_risk.cli.parsers import INPUTS_ATTR, input_arguments
 
+    if command in (None, "fit"):
+        from bayes_risk.cli.parsers.fit import add_model_options
+
+        add_model_options(sub.choices["fit"])
     for subparser in sub.choices.values():
         # the inputs of each sub-command, read off its declarations (never listed by hand)
         subparser.set_defaults(**{INPUTS_ATTR: input_arguments(subparser)})
@@ -73,7 +86,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     Every sub-command runs inside ``bayes_risk.cli._run.command_run`` (``--out`` policy,
     SIGINT/SIGTERM, warning capture): see that module.
     """
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # the first word that is not an option is the sub-command (the top level's only options,
+    # --help and --version, take no value)
+    parser = build_parser(next((a for a in argv if not a.startswith("-")), ""))
     args = parser.parse_args(argv)
     if getattr(args, "handler", None) is None:
         parser.print_help(sys.stderr)

@@ -145,9 +145,9 @@ def check_required(cls: type, method: str, *, synthesized: Any, settings: Mappin
     ValidationError
         ``OPTION_REQUIRED``.
     """
-    from bayes_risk.contract import model_info
+    from bayes_risk.contract import capabilities
 
-    for name in model_info(cls).required:
+    for name in capabilities(cls).required:
         if name == "synthesized":
             given, shown = bool(synthesized), "--synthesize COL [COL ...]"
         else:

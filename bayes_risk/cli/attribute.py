@@ -36,6 +36,7 @@ __all__ = ["run", "parse_records", "parse_pairs"]
 def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
     """The saved Bayesian model, or the plug-in of the tree synthesizer that made the release."""
     from bayes_risk.cli._common import check_model_original
+    from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import (
         load_model,
@@ -43,12 +44,11 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
         rebuild_synthesizer,
         rebuildable_synthesizer,
     )
-    from bayes_risk.protocols import model_info
 
     if args.model is not None:
         model = load_model(args.model)
         check_model_original(args, model, original)
-        if model_info(model).plugin_likelihood:  # a tree synthesizer: its plug-in likelihood
+        if capabilities(model).plugin_likelihood:  # a tree synthesizer: its plug-in likelihood
             if args.estimator != "auto" or args.psis or args.refit_draws is not None:
                 raise ValidationError(
                     "--estimator, --refit-draws and --psis apply to Bayesian models; a CART or "
@@ -64,7 +64,7 @@ def _model(args: argparse.Namespace, original: Any, synthetic: Any) -> Any:
     if rebuildable_synthesizer(synthetic) is None:
         raise ValidationError(
             "--model is required unless SYN is a release of a synthesizer with a plug-in "
-            "likelihood (CART, random forests: ModelInfo.plugin_likelihood) written by "
+            "likelihood (CART, random forests: a plugin_likelihood method) written by "
             f"'bayes-risk synthesize --method NAME' (this release: {synthetic.method!r}).",
             code="OPTION_REQUIRED",
         )
@@ -200,10 +200,10 @@ def _run_largest_value(
     from bayes_risk.cli._common import print_summary
     from bayes_risk.cli._run import output_dir
     from bayes_risk.cli.parsers.attribute import DEFAULT_DELTA
+    from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
-    from bayes_risk.protocols import SupportsLargestValue, model_info
 
-    if not (model_info(model).has("largest_value") and isinstance(model, SupportsLargestValue)):
+    if not capabilities(model).has("largest_value"):
         raise ValidationError(
             f"--scenario {args.scenario} needs a model with the largest-value likelihood "
             f"(a Poisson-mixture model, 'bayes-risk fit --method poisson-mixture'); "

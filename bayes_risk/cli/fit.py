@@ -5,10 +5,11 @@ arrays + data for CART, random forests and PMM, or whatever a registered model's
         [--categorical ...] [--synthesize COLS ...] [--records RANGE|FILE] [--components 30]
         [--tune N] [--draws N] [--chains N] [--random-seed 1] [--quiet] --out MODEL_DIR
 
-The arguments are declared in :mod:`bayes_risk.cli.parsers.fit` (model-specific ones in its
-``MODEL_OPTIONS``); this module runs the command. ``NAME`` is any synthesizer registered in the
-entry-point group ``bayes_risk.synthesizers`` (:mod:`bayes_risk.registry`); the model's
-``ModelInfo`` decides what applies to it.
+The arguments are declared in :mod:`bayes_risk.cli.parsers.fit`, the model-specific ones by the
+models themselves (:func:`bayes_risk.registry.fit_options`); this module runs the command.
+``NAME`` is any synthesizer registered in the entry-point group ``bayes_risk.synthesizers``
+(:mod:`bayes_risk.registry`); what the model can do (:func:`bayes_risk.contract.capabilities`)
+decides what applies to it.
 """
 
 from __future__ import annotations
@@ -16,15 +17,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bayes_risk.cli.parsers.fit import BAYESIAN_MODELS, FIT_METHODS, MODEL_OPTIONS
-
-__all__ = ["run", "BAYESIAN_MODELS", "FIT_METHODS"]
+__all__ = ["run"]
 
 
 def run(args: argparse.Namespace) -> int:
     """Fit the model, save it and print a summary.
 
-    What the model can do decides the path (its ``ModelInfo``): a model that reports MCMC
+    What the model can do decides the path (its capabilities): a model that reports MCMC
     convergence gets the memory check and the convergence summary; options reach the model
     only when its ``__init__`` takes them.
     """
@@ -39,10 +38,11 @@ def run(args: argparse.Namespace) -> int:
         read_records_table,
     )
     from bayes_risk.cli._run import output_dir
+    from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer, list_synthesizers
     from bayes_risk.models._bayesian.io import warm_up_writer
-    from bayes_risk.protocols import model_info
+    from bayes_risk.registry import fit_options
 
     if args.method is None:
         raise ValidationError(
@@ -51,16 +51,17 @@ def run(args: argparse.Namespace) -> int:
             code="OPTION_REQUIRED",
         )
     cls = get_synthesizer(args.method)
-    info = model_info(cls)
+    info = capabilities(cls)
     if not info.persistence:
         raise ValidationError(
-            f"--method {args.method}: {cls.__name__} cannot be saved (its ModelInfo has "
-            "persistence=False), so 'fit' cannot write a model folder.", code="MODEL_UNSUITED",
+            f"--method {args.method}: {cls.__name__} cannot be saved (it has no save and "
+            "load), so 'fit' cannot write a model folder.", code="MODEL_UNSUITED",
         )
-    settings = _settings(args, cls)
+    options = fit_options()
+    settings = _settings(args, cls, options)
     # what the model cannot default (ModelInfo.required), refused before the data are read
     check_required(cls, args.method, synthesized=args.synthesize, settings=settings,
-                   options={o.setting: f"{o.flag} {_shown_metavar(o)}" for o in MODEL_OPTIONS})
+                   options={o.setting: f"{o.flag} {_shown_metavar(o)}" for o in options})
     df = read_records_table(args.original, "ORIGINAL", missing_labels(args))
     if args.columns:
         from bayes_risk.data.schema import did_you_mean
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
                 )
         df = df[list(args.columns)]
     schema = model_schema(df, args, info, synthesized=args.synthesize or None)
-    for opt in MODEL_OPTIONS:  # options naming columns: checked against the table
+    for opt in options:  # options naming columns: checked against the table
         if opt.kwargs.get("metavar") == "COL" and settings.get(opt.setting):
             settings[opt.setting] = schema.check_columns(list(settings[opt.setting]), opt.flag)
     if not info.convergence:
@@ -98,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _settings(args: argparse.Namespace, cls: type) -> dict[str, Any]:
+def _settings(args: argparse.Namespace, cls: type, options: Any) -> dict[str, Any]:
     """The ``__init__`` settings of ``--method``'s model: the MCMC options given, the
     model-specific options, the seed and the progress bar — each only if the model takes it."""
     import inspect
@@ -116,11 +117,11 @@ def _settings(args: argparse.Namespace, cls: type) -> dict[str, Any]:
         raise ValidationError(
             f"{', '.join(refused)}: MCMC options do not apply to --method {args.method} (it is "
             f"not sampled: {cls.__name__} takes no such setting); expected them only with "
-            f"--method {' or '.join(BAYESIAN_MODELS)} or another model that takes them.",
+            "a model fitted by MCMC (one whose __init__ takes them).",
             code="OPTION_CONFLICT",
         )
     settings: dict[str, Any] = dict(mcmc)
-    settings.update(_model_settings(args, params))
+    settings.update(_model_settings(args, params, options))
     if "random_seed" in params:
         settings["random_seed"] = args.random_seed
     if "progressbar" in params:
@@ -183,17 +184,17 @@ def _shown_metavar(opt: Any) -> str:
     return f"{meta} [{meta} ...]" if opt.kwargs.get("nargs") == "+" else meta
 
 
-def _model_settings(args: argparse.Namespace, params: set[str]) -> dict[str, Any]:
-    """The given model-specific options as ``__init__`` settings of ``--method``'s model.
+def _model_settings(args: argparse.Namespace, params: set[str], options: Any) -> dict[str, Any]:
+    """The given model-specific options (``options``, :func:`bayes_risk.registry.fit_options`)
+    as ``__init__`` settings of ``--method``'s model.
 
-    An option reaches any model whose ``__init__`` takes its setting (``params``), a model
-    registered by another distribution included; ``ModelOption.models`` only says which built-in
-    models do (help texts, messages)."""
+    An option reaches any model whose ``__init__`` takes its setting (``params``), not only the
+    models declaring it (``ModelOption.models``, named in help texts and messages)."""
     from bayes_risk.cli._common import parse_key_value
     from bayes_risk.exceptions import ValidationError
 
     out: dict[str, Any] = {}
-    for opt in MODEL_OPTIONS:
+    for opt in options:
         if not hasattr(args, opt.dest):
             continue
         if opt.setting not in params:

@@ -88,12 +88,12 @@ def _synthesizer(args: Any) -> Any:
     import inspect
 
     from bayes_risk.cli.synthesize import _group_by
-    from bayes_risk.contract import model_info
+    from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer
 
     cls = get_synthesizer(args.method)
-    if not model_info(cls).visit_order:
+    if not capabilities(cls).visit_order:
         raise ValidationError(
             f"--method {args.method}: {cls.__name__} does not synthesize its columns in a visit "
             "order (its ModelInfo does not declare visit_order), so there are no orders to "

@@ -10,7 +10,7 @@ Two forms::
 (``cart``, ``rf``, ``pmm`` or another distribution's model: :mod:`bayes_risk.registry`); what the
 model declares decides, never its name: its ``ModelInfo.required`` what must be given, its
 ``__init__`` which model options it takes, its ``default_m`` the default ``-m``. A model that
-reports MCMC convergence (``ModelInfo.convergence``) is fitted with ``bayes-risk fit`` first, which
+reports MCMC convergence (``convergence_summary``) is fitted with ``bayes-risk fit`` first, which
 shows its convergence checks. Both forms write a :class:`~bayes_risk.data.SyntheticData` folder
 (``syn_001.parquet`` … and ``manifest.json``; ``--csv`` adds CSV copies), atomically.
 """
@@ -69,12 +69,12 @@ def _synthesizer_class(args: argparse.Namespace) -> tuple[type, dict[str, Any]]:
     import inspect
 
     from bayes_risk.cli._common import check_required
-    from bayes_risk.contract import model_info
+    from bayes_risk.contract import capabilities
     from bayes_risk.exceptions import ValidationError
     from bayes_risk.models import get_synthesizer
 
     cls = get_synthesizer(args.method)
-    info = model_info(cls)
+    info = capabilities(cls)
     if info.convergence:
         raise ValidationError(
             f"--method {args.method}: {cls.__name__} is fitted by MCMC, whose convergence "
@@ -186,11 +186,11 @@ def run(args: argparse.Namespace) -> int:
             parse_records,
             read_records_table,
         )
-        from bayes_risk.contract import model_info
+        from bayes_risk.contract import capabilities
 
         df = read_records_table(args.original, "ORIGINAL", missing_labels(args))
         _check_release_size(m, len(df), len(df.columns))
-        schema = model_schema(df, args, model_info(cls))
+        schema = model_schema(df, args, capabilities(cls))
         if args.synthesize:
             schema.check_columns(args.synthesize, "--synthesize")
         for name in _COLUMN_SETTINGS:

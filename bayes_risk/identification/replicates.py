@@ -21,6 +21,7 @@ import pandas as pd
 from bayes_risk._io import remove_scratch, scratch_folder
 from bayes_risk._rng import RandomSeed, child_sequence, seed_sequence
 from bayes_risk._terminal import progress
+from bayes_risk.contract import capabilities
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import check_release_model
 from bayes_risk.data.validate import check_probability
@@ -43,7 +44,6 @@ from bayes_risk.identification.pooled import PooledOutput
 from bayes_risk.identification.population import per_replicate_counts
 from bayes_risk.identification.prepare import prepare
 from bayes_risk.identification.summary import MEASURES
-from bayes_risk.protocols import SupportsPosteriorReplicates, model_info
 
 __all__ = ["PosteriorReplicates", "run_posterior"]
 
@@ -57,9 +57,8 @@ class PosteriorReplicates:
     ----------
     model : fitted synthesizer
         DPMPM, PoissonMixture, SequentialRegression or CARTSynthesizer (Bayesian bootstrap), or
-        any model whose :class:`~bayes_risk.protocols.ModelInfo` has
-        ``posterior_replicates=True`` (protocol
-        ``bayes_risk.protocols.SupportsPosteriorReplicates``). Random forests and PMM have no
+        any model with a ``posterior_replicates`` method (protocol
+        ``bayes_risk.contract.SupportsPosteriorReplicates``). Random forests and PMM have no
         posterior predictive and are refused.
     n : int or "auto"
         Number of replicates ``R``, or ``"auto"``: draw until the Monte Carlo standard error of
@@ -108,15 +107,13 @@ class PosteriorReplicates:
 
     def __post_init__(self) -> None:
         name = type(self.model).__name__
-        # what the model can do (its ModelInfo), not its class: random forests' votes and
+        # what the model can do (its methods), not its class: random forests' votes and
         # PMM's nearest donors are not a posterior predictive, nor are CART's equal-weight donors
-        # the member first: an object without it is told what it lacks, not what to declare
-        if not (isinstance(self.model, SupportsPosteriorReplicates)
-                and model_info(self.model).posterior_replicates):
+        if not capabilities(self.model).posterior_replicates:
             raise ValidationError(
                 f"posterior replicates are not available for {name}: it has no posterior "
-                "predictive (its ModelInfo has posterior_replicates=False, or it lacks "
-                "posterior_replicates(n, *, columns, chunk_size, random_seed, start)). Use the "
+                "predictive (it has no method posterior_replicates(n, *, columns, chunk_size, "
+                "random_seed, start), or not with its settings). Use the "
                 "released datasets as replicates (the default), or a Bayesian synthesizer "
                 "(DPMPM, PoissonMixture, SequentialRegression, CARTSynthesizer with "
                 "donor='bayes_bootstrap').", code="NO_POSTERIOR_PREDICTIVE",

@@ -4,7 +4,7 @@ The intruder's posterior probability that a given record was in the confidential
 synthesis model's posterior draws (methods, Membership disclosure risk), beside the empirical
 distance-to-closest-record baseline of SDMetrics and anonymeter
 (:mod:`bayes_risk.membership.dcr`). The engine depends only on the model protocols of
-:mod:`bayes_risk.protocols` (``record_loglik``, ``fit_augmented``, ``synthesize``).
+:mod:`bayes_risk.contract` (``record_loglik``, ``fit_augmented``, ``synthesize``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator
+from bayes_risk.contract import capabilities
 from bayes_risk.data.provenance import check_release_model
 from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name
 from bayes_risk.membership import dcr as _dcr
@@ -43,7 +44,6 @@ from bayes_risk.membership.evaluate import (
 from bayes_risk.membership.plan import conditional_population_rows, plan, population_rows
 from bayes_risk.membership.prepare import check_drawable, check_options, prepare, prior_probability
 from bayes_risk.membership.specs import AttackSpec, RatioSpec, as_spec
-from bayes_risk.protocols import SupportsAugmentedFit, model_info
 from bayes_risk.results.membership import MEMBERSHIP_FLAGS, MembershipRiskResult
 
 __all__ = ["membership_risk", "MembershipRiskResult", "MEMBERSHIP_FLAGS", "check_model",
@@ -113,9 +113,9 @@ def check_model(model: Any, selection: Any = None) -> None:
     if _trees.is_tree_model(model):  # the plug-in ratio (methods, CART releases)
         _trees.check_tree_model(model)
         return
-    info = model_info(model)
+    info = capabilities(model)
     has_record = "record" in info.likelihoods
-    if not has_record or not isinstance(model, SupportsAugmentedFit):
+    if not has_record or "stabilised" not in capabilities(type(model)).estimators:  # or augmented=
         raise NotSupportedError(
             f"{name} does not supply posterior draws with record_loglik and fit_augmented; "
             "membership risk needs both (methods, Membership disclosure risk).",

@@ -47,16 +47,17 @@ import pandas as pd
 
 from bayes_risk._numeric import logsumexp
 from bayes_risk.attribute.diagnostics import kish_ess
+from bayes_risk.contract import capabilities
 from bayes_risk.exceptions import NotSupportedError
 from bayes_risk.membership import estimator as _est
-from bayes_risk.protocols import model_info
 
 __all__ = ["is_tree_model", "check_tree_model", "tree_plugin", "unsynthesized_values",
            "population_support", "population_routes", "population_log_weights", "tree_log_lr"]
 
+
 def is_tree_model(model: Any) -> bool:
     """A tree synthesizer or its plug-in likelihood (no posterior draws)."""
-    info = model_info(model)
+    info = capabilities(model)
     return bool(info.plugin_likelihood) or ("plugin" in info.likelihoods
                                             and "record" not in info.likelihoods)
 

@@ -14,10 +14,12 @@ What bayes-risk needs (``bayes_risk.RiskModel``):
 * ``dataset_loglik(datasets, draw_indices=None)`` → ``[H, m]``: ``Σ_i log θ_h[cell(z_i)]``;
 * ``n_draws``, ``schema_``, ``model_class = "P"``, ``ratio_form = "joint"``;
 
-plus, declared in ``info``: ``fit_augmented`` (draws of ``p(θ | y, Z_(l)) =
-Dirichlet(alpha + c_y + c_Z)``, the stabilised estimator), ``draw_chains`` and ``save``/``load``
-(JSON + NPZ, no pickle). It is registered under the name ``dirichlet-multinomial`` by the entry
-point of ``pyproject.toml`` beside this file.
+plus ``fit_augmented`` (draws of ``p(θ | y, Z_(l)) = Dirichlet(alpha + c_y + c_Z)``, the
+stabilised estimator), ``draw_chains`` and ``save``/``load`` (JSON + NPZ, no pickle): having
+them is what offers them (``bayes_risk.capabilities``). ``info`` declares the one thing no method
+shows: the model models categorical columns only. It is registered under the name
+``dirichlet-multinomial`` by the entry point of ``pyproject.toml`` beside this file, with its
+option of ``bayes-risk fit`` (``dirichlet_multinomial_options.py``).
 """
 
 from __future__ import annotations
@@ -69,13 +71,8 @@ class DirichletMultinomial(BaseSynthesizer):
     """
 
     method_name = NAME
-    info = ModelInfo(
-        likelihoods={"record", "dataset"},
-        estimators=("stabilised", "is"),
-        persistence=True,
-        chains=True,
-        categorical_only=True,  # the command line reads integer-coded columns as categories
-    )
+    #: what no method shows: the command line reads integer-coded columns as categories
+    info = ModelInfo(categorical_only=True)
     model_class = "P"
     ratio_form = "joint"
 

@@ -24,9 +24,10 @@ A subclass (e.g. :class:`bayes_risk.models.dpmpm.dpmpm.DPMPM`) must
   ``fit`` and follows the same steps;
 * implement ``_synthesize_one(draw, rng, data)`` (one synthetic dataset from flattened draw
   ``draw``; ``_synthesize_many(draws, rngs, data)``, which ``synthesize`` calls, may prepare
-  once what many datasets share), ``record_loglik``, ``dataset_loglik``,
-  ``neighbourhood_loglik`` and ``fit_augmented`` (the likelihood protocol of
-  :mod:`bayes_risk.protocols`); a model that can be in class O also provides
+  once what many datasets share), ``record_loglik``, ``dataset_loglik`` and ``fit_augmented``
+  (the likelihood protocol of :mod:`bayes_risk.contract`); optionally
+  ``neighbourhood_loglik`` (the fast candidate route, offered by having it); a model that can
+  be in class O also provides
   ``own_record_delta(record, candidates, datasets, *, draw_indices=None)``
   → ``[H, m, G]`` (methods, Two classes of synthesis model), which the attribute-risk engine
   requires for class O;
@@ -153,8 +154,8 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     -----
     A subclass must provide (``abc.abstractmethod``; an incomplete subclass cannot be
     instantiated): the likelihoods the attribute engine uses (``record_loglik``,
-    ``dataset_loglik``, ``neighbourhood_loglik``, ``fit_augmented``; the protocols of
-    ``bayes_risk.protocols``), one synthetic dataset per posterior draw
+    ``dataset_loglik``, ``fit_augmented``; the protocols of
+    ``bayes_risk.contract``), one synthetic dataset per posterior draw
     (``_synthesize_one``), the label-invariant convergence quantities
     (``_convergence_quantities``) and the check of a loaded posterior (``_validate_posterior``).
     """
@@ -246,7 +247,7 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
     def draw_chains(self) -> np.ndarray:
         """``[H]`` chain of each flattened draw (chain-major: ``h // draws``), for the
         attribute engine's between-chain check
-        (:class:`~bayes_risk.protocols.SupportsDrawChains`)."""
+        (:class:`~bayes_risk.contract.SupportsDrawChains`)."""
         self._check_fitted()
         post = self.posterior_["posterior"]
         return np.repeat(np.arange(int(post.sizes["chain"])), int(post.sizes["draw"]))
@@ -456,13 +457,6 @@ class BayesianSynthesizer(BaseSynthesizer, metaclass=ABCMeta):
         self, synthetic: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None
     ) -> np.ndarray:
         """``[H, m]`` array of ``log p(Z_(l) | Θ_h)`` under the model's synthesis mode."""
-
-    @abstractmethod
-    def neighbourhood_loglik(self, records: pd.DataFrame, *,
-        draw_indices: Any = None) -> np.ndarray:
-        """``[H, n, G]`` record log-likelihoods of the one-variable-different candidates
-        (methods, Candidate sets) over the synthesized columns: truth first, then column by column
-        in column order, levels ascending skipping the true level."""
 
     @abstractmethod
     def fit_augmented(

@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 
     from bayes_risk.data.synthetic import SyntheticData
-from bayes_risk.protocols import ModelInfo
+from bayes_risk.contract import ModelInfo
 
 __all__ = ["DPMPM", "MODES", "SAMPLERS"]
 
@@ -223,13 +223,9 @@ class DPMPM(BayesianSynthesizer):
     """
 
     method_name: ClassVar[str] = "dpmpm"
-    #: what the engines, the command line and the audit may use (bayes_risk.ModelInfo)
-    info: ClassVar[ModelInfo] = ModelInfo(
-        likelihoods={"record", "dataset", "neighbourhood", "neighbourhood_buffer", "own_record"},
-        estimators=("stabilised", "is"), imputes=True,
-        persistence=True, posterior_replicates=True, convergence=True, chains=True,
-        partial_synthesis=True, categorical_only=True,
-    )
+    #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
+    info: ClassVar[ModelInfo] = ModelInfo(imputes=True, partial_synthesis=True,
+                                          categorical_only=True)
     #: record_loglik marginalises missing values (ModelInfo.imputes)
     marginalises_missing: ClassVar[bool] = True
     #: the Gibbs sweep shares the work of records with equal values (sorted patterns, shared

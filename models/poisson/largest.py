@@ -80,7 +80,7 @@ class LargestValueLikelihood:
     -----
     The attribute engine turns the pieces into the intruder's posterior
     (:func:`bayes_risk.attribute.largest_value.largest_value_posterior`); the model only
-    provides the likelihoods (:class:`bayes_risk.protocols.LargestValuePieces`).
+    provides the likelihoods (:class:`bayes_risk.contract.LargestValuePieces`).
     """
 
     column: str

@@ -33,6 +33,7 @@ import bayes_risk.models.poisson.loglik as _loglik
 import bayes_risk.models.poisson.posterior as _posterior
 import bayes_risk.models.poisson.synthesis as _synthesis
 from bayes_risk._rng import RandomSeed
+from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.validate import validate_table
 from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
@@ -41,7 +42,6 @@ from bayes_risk.models._bayesian.design import record_dtypes
 from bayes_risk.models._bayesian.starts import chain_starts, check_starts
 from bayes_risk.models.poisson.fit import LATENT_GROUP
 from bayes_risk.models.poisson.largest import LargestValueLikelihood
-from bayes_risk.protocols import ModelInfo
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -175,13 +175,8 @@ class PoissonMixture(BayesianSynthesizer):
     """
 
     method_name = "poisson-mixture"
-    #: what the engines, the command line and the audit may use (bayes_risk.ModelInfo)
-    info = ModelInfo(
-        likelihoods={"record", "dataset", "neighbourhood", "own_record", "largest_value"},
-        estimators=("stabilised", "is"),
-        persistence=True, posterior_replicates=True, convergence=True, chains=True,
-        partial_synthesis=True,
-    )
+    #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
+    info = ModelInfo(partial_synthesis=True)
     ratio_form: Literal["joint", "conditional"] = "joint"
 
     def __init__(

@@ -30,6 +30,7 @@ import bayes_risk.models.seqreg.loglik as _loglik
 import bayes_risk.models.seqreg.posterior as _posterior
 import bayes_risk.models.seqreg.synthesis as _synthesis
 from bayes_risk._rng import RandomSeed, spawn
+from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import CALLER, ConvergenceWarning, ValidationError
@@ -44,7 +45,6 @@ from bayes_risk.models._bayesian.design import (
 from bayes_risk.models._bayesian.timing import record_sweep_time
 from bayes_risk.models.seqreg.draws import _SEP, _laplace_draws, _prior_sd, _var
 from bayes_risk.models.seqreg.state import SeqRegState
-from bayes_risk.protocols import ModelInfo
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -137,13 +137,8 @@ class SequentialRegression(BayesianSynthesizer):
     """
 
     method_name = "regression"
-    #: what the engines, the command line and the audit may use (bayes_risk.ModelInfo)
-    info = ModelInfo(
-        likelihoods={"record", "dataset", "neighbourhood", "candidate"},
-        estimators=("stabilised", "is"),
-        persistence=True, posterior_replicates=True, convergence=True, chains=True,
-        partial_synthesis=True,
-    )
+    #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
+    info = ModelInfo(partial_synthesis=True)
     model_class: Literal["P", "O"] = "P"
     ratio_form: Literal["joint", "conditional"] = "conditional"
 

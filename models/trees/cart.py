@@ -30,6 +30,7 @@ import bayes_risk.models.trees.cart_io as _io
 import bayes_risk.models.trees.cart_synthesis as _synthesis
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
 from bayes_risk._terminal import progress
+from bayes_risk.contract import ModelInfo, available_if
 from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
@@ -37,7 +38,6 @@ from bayes_risk.data.validate import check_m
 from bayes_risk.models.base import check_is_fitted
 from bayes_risk.models.trees.base import TreeSynthesizer, records_mask
 from bayes_risk.models.trees.cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
-from bayes_risk.protocols import ModelInfo, instance_info
 
 __all__ = [
     "CARTSynthesizer",
@@ -155,13 +155,9 @@ class CARTSynthesizer(TreeSynthesizer):
     exact_plugin: ClassVar[bool] = True
     _fitted_attribute: ClassVar[str] = "trees_"
 
-    @instance_info(ModelInfo(persistence=True, partial_synthesis=True, plugin_likelihood=True,
-                             posterior_replicates=True, required=("synthesized",),
-                             visit_order=True, releases_donor_values=True))
-    def info(self) -> ModelInfo:
-        """What the engines, the command line and the audit may use (bayes_risk.ModelInfo):
-        posterior replicates only with the Bayesian-bootstrap donors."""
-        return type(self).info.replace(posterior_replicates=self.donor == "bayes_bootstrap")
+    #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
+    info = ModelInfo(partial_synthesis=True, required=("synthesized",), visit_order=True,
+                     releases_donor_values=True)
 
     def __init__(
         self,
@@ -310,7 +306,7 @@ class CARTSynthesizer(TreeSynthesizer):
         self, original: pd.DataFrame, *, random_seed: RandomSeed = None
     ) -> Any:
         """The plug-in likelihood of this fitted synthesizer for attribute risk
-        (:class:`~bayes_risk.models.CARTPlugin`; declared by ``ModelInfo.plugin_likelihood``).
+        (:class:`~bayes_risk.models.CARTPlugin`; offered by having this method).
 
         Parameters
         ----------
@@ -379,6 +375,7 @@ class CARTSynthesizer(TreeSynthesizer):
         """
         return _synthesis.output_rounding(self, column)
 
+    @available_if(lambda self: self.donor == "bayes_bootstrap")  # equal weights: no posterior
     def posterior_replicates(
         self,
         n: int | None,
@@ -415,9 +412,9 @@ class CARTSynthesizer(TreeSynthesizer):
 
         Raises
         ------
-        ValidationError
-            With ``donor="uniform"``: donors drawn with equal weights are not draws from a
-            posterior predictive (no Bayesian bootstrap).
+        AttributeError
+            With ``donor="uniform"`` the method is absent (``available_if``): donors drawn with
+            equal weights are not draws from a posterior predictive (no Bayesian bootstrap).
         """
         return _synthesis.posterior_replicates(self, n, columns, chunk_size, random_seed, start)
 

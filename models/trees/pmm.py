@@ -18,6 +18,7 @@ import pandas as pd
 from bayes_risk._numeric import ties
 from bayes_risk._rng import RandomSeed, as_generator, seed_to_json, spawn
 from bayes_risk._terminal import progress
+from bayes_risk.contract import ModelInfo
 from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema, infer_schema
 from bayes_risk.data.synthetic import SyntheticData, generation_from_roles
@@ -28,7 +29,6 @@ from bayes_risk.models.trees.base import TreeSynthesizer, records_mask
 from bayes_risk.models.trees.io import split_data
 from bayes_risk.models.trees.missing import refusal_hint
 from bayes_risk.models.trees.seqtree import column_codes
-from bayes_risk.protocols import ModelInfo
 
 __all__ = [
     "SmallCellPMMSynthesizer",
@@ -198,8 +198,8 @@ class SmallCellPMMSynthesizer(TreeSynthesizer):
     #: single implicate
     default_m = 1
     _fitted_attribute: ClassVar[str] = "recipients_"
-    #: what the engines, the command line and the audit may use (bayes_risk.ModelInfo)
-    info = ModelInfo(persistence=True, partial_synthesis=True, required=("identifying",),
+    #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
+    info = ModelInfo(partial_synthesis=True, required=("identifying",),
                      releases_donor_values=True)
 
     def __init__(

@@ -21,6 +21,7 @@ import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator, replayable_seed, seed_to_json, spawn
 from bayes_risk._terminal import progress
+from bayes_risk.contract import ModelInfo
 from bayes_risk.data.levels import drop_unused_levels
 from bayes_risk.data.provenance import model_id
 from bayes_risk.data.schema import Schema
@@ -36,7 +37,6 @@ from bayes_risk.models.trees.forest_leaves import (
 )
 from bayes_risk.models.trees.missing import FILL, encoded_values, kind_codes, missing_layout
 from bayes_risk.models.trees.rf_io import forest_state, restore_forests
-from bayes_risk.protocols import ModelInfo
 
 __all__ = ["RandomForestSynthesizer"]
 
@@ -125,9 +125,8 @@ class RandomForestSynthesizer(TreeSynthesizer):
     #: Poisson approximation): no membership ratio is derived from it
     exact_plugin: ClassVar[bool] = False
     _fitted_attribute: ClassVar[str] = "forests_"
-    #: what the engines, the command line and the audit may use (bayes_risk.ModelInfo)
-    info = ModelInfo(persistence=True, partial_synthesis=True, plugin_likelihood=True,
-                     required=("synthesized",), visit_order=True)
+    #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
+    info = ModelInfo(partial_synthesis=True, required=("synthesized",), visit_order=True)
 
     def __init__(
         self,
@@ -687,7 +686,7 @@ class RandomForestSynthesizer(TreeSynthesizer):
         self, original: pd.DataFrame, *, random_seed: RandomSeed = None
     ) -> Any:
         """The plug-in likelihood of this fitted synthesizer for attribute risk
-        (:class:`~bayes_risk.models.RFPlugin`; declared by ``ModelInfo.plugin_likelihood``).
+        (:class:`~bayes_risk.models.RFPlugin`; offered by having this method).
 
         Parameters
         ----------

@@ -15,17 +15,11 @@ from bayes_risk.attribute.plan import RecordPartition
 from bayes_risk.attribute.prepare import prepare
 from bayes_risk.attribute.specs import EstimatorSpec, ScenarioSpec
 from bayes_risk.attribute.strategies import EstimatorStrategy, PublishedIS, Stabilised
+from bayes_risk.contract import ModelInfo, RiskModel, capabilities, missing_members
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import ImportanceSamplingWarning, ValidationError
 from bayes_risk.executors import InProcessExecutor
 from bayes_risk.models import ArrayModel
-from bayes_risk.protocols import (
-    ModelInfo,
-    RiskModel,
-    SupportsNeighbourhoodLoglik,
-    SupportsPluginLoglik,
-    missing_members,
-)
 
 
 def _ll(records, theta):
@@ -111,16 +105,16 @@ def test_plan_holds_the_estimator_strategy(bern):
     assert sorted(out.loglik) == [0, 1] and out.loglik[0].shape == (2,)
 
 
-def test_capabilities_are_checked_with_protocols(bern):
+def test_capabilities_are_read_off_the_methods(bern):
     model, orig, syn, _ = bern
-    assert isinstance(model, RiskModel) and not isinstance(model, SupportsPluginLoglik)
-    assert not isinstance(model, SupportsNeighbourhoodLoglik)
+    assert isinstance(model, RiskModel) and not capabilities(model).has("plugin")
+    assert not capabilities(model).has("neighbourhood")
     fast = ArrayModel(_ll, model.draws, model.schema_,
                       neighbourhood_fn=lambda r, t: np.zeros((len(t), len(r), 2)))
-    assert isinstance(fast, SupportsNeighbourhoodLoglik)
+    assert capabilities(fast).has("neighbourhood")
 
-    class NoLikelihood:
-        info = ModelInfo(likelihoods={"record", "dataset"}, estimators=("is",))
+    class NoLikelihood:  # declares something, so it is told what it lacks
+        info = ModelInfo()
         model_class = "P"
         schema_ = model.schema_
 
@@ -132,7 +126,6 @@ def test_capabilities_are_checked_with_protocols(bern):
         _run(orig, syn, model=NoLikelihood())
 
     class NoDatasets:
-        info = ModelInfo(likelihoods={"record", "dataset"}, estimators=("is",))
         model_class = "P"
         ratio_form = "joint"
         schema_ = model.schema_
@@ -145,16 +138,10 @@ def test_capabilities_are_checked_with_protocols(bern):
 
     class NoAugment(NoDatasets):
         dataset_loglik = model.dataset_loglik
-        info = ModelInfo(likelihoods={"record", "dataset"}, estimators=("is",))
 
+    assert capabilities(NoAugment()).estimators == ("is",)
     with pytest.raises(ValidationError, match="SupportsAugmentedFit"):
         _run(orig, syn, model=NoAugment(), estimator="stabilised")
-
-    class NotIS(NoAugment):
-        info = ModelInfo(likelihoods={"record", "dataset"}, estimators=())
-
-    with pytest.raises(ValidationError, match=r"does not list 'is' in its ModelInfo"):
-        _run(orig, syn, model=NotIS(), estimator="is")
 
     class ClassO(NoAugment):
         model_class = "O"

@@ -86,7 +86,7 @@ def test_missing_value_integrated_out_k1_closed_form(setup):
 
 class _NoImputation:
     """A model that declares it does not integrate missing values out (ModelInfo.imputes
-    False); an undeclared object is refused before this check (MODEL_INFO_MISSING)."""
+    False, also the default of a model declaring nothing)."""
 
     info = ModelInfo()
 

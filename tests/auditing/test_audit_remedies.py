@@ -10,7 +10,7 @@ import pytest
 import bayes_risk as br
 from bayes_risk.auditing import remedies
 from bayes_risk.cli import main
-from bayes_risk.contract import model_info
+from bayes_risk.contract import capabilities
 from bayes_risk.models import get_synthesizer
 from bayes_risk.testing import registered_synthesizer
 
@@ -29,8 +29,7 @@ SOURCE = (
     "    method_name = 'my-cart'\n\n\n"
     "class NoDonorCART(CARTSynthesizer):\n"
     "    method_name = 'no-donor-cart'\n"
-    "    info = ModelInfo(persistence=True, partial_synthesis=True, plugin_likelihood=True,\n"
-    "                     required=('synthesized',), visit_order=True)\n"
+    "    info = ModelInfo(partial_synthesis=True, required=('synthesized',), visit_order=True)\n"
 )
 
 
@@ -66,7 +65,7 @@ def _smoothing(res) -> list[str]:
 def test_which_builtin_synthesizers_release_donor_values():
     # CART draws a donor's value from the leaf, PMM copies a matched donor's; random forests
     # draw a level from the forest's class probabilities, the Bayesian models new values
-    flags = {m: model_info(get_synthesizer(m)).releases_donor_values
+    flags = {m: capabilities(get_synthesizer(m)).releases_donor_values
              for m in ("cart", "pmm", "rf", "dpmpm")}
     assert flags == {"cart": True, "pmm": True, "rf": False, "dpmpm": False}
 

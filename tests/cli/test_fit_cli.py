@@ -276,17 +276,17 @@ def test_fit_starts_temperatures_and_the_regimes_record(tmp_path, csv, capsys):
 
 
 def test_model_options_match_the_models():
-    """The options declared for the parser (which must not import the models) name real
-    ``__init__`` settings of every model they are given to, with the models' own choices."""
+    """The options each model declares for the parser (modules that import no model) name real
+    ``__init__`` settings of every model declaring them, with the models' own choices."""
     import inspect
 
-    from bayes_risk.cli.parsers.fit import FIT_METHODS, MODEL_OPTIONS
-    from bayes_risk.models import get_synthesizer
+    from bayes_risk.models import get_synthesizer, list_synthesizers
     from bayes_risk.models._bayesian import starts
     from bayes_risk.models._bayesian.design import FAMILIES
     from bayes_risk.models.dpmpm import dpmpm
     from bayes_risk.models.poisson import poisson_mixture
     from bayes_risk.models.seqreg import seqreg
+    from bayes_risk.registry import fit_options
 
     allowed = {  # the models' own constants, per option
         "synthesis_mode": set(dpmpm.MODES) | set(poisson_mixture._MODES),
@@ -295,14 +295,16 @@ def test_model_options_match_the_models():
         "posterior_method": set(seqreg._METHODS),
         "starts": {starts.OVERDISPERSED, *starts.START_KINDS},
     }
-    for opt in MODEL_OPTIONS:
-        assert opt.models and set(opt.models) <= set(FIT_METHODS), opt.flag
+    options = fit_options()
+    assert {m for o in options for m in o.models} == set(list_synthesizers())
+    for opt in options:
+        assert opt.models and set(opt.models) <= set(list_synthesizers()), opt.flag
         for name in opt.models:
             params = inspect.signature(get_synthesizer(name).__init__).parameters
             assert opt.setting in params, (opt.flag, name)
         if "choices" in opt.kwargs:
             assert set(opt.kwargs["choices"]) == allowed[opt.setting], opt.flag
-    family = next(o for o in MODEL_OPTIONS if o.flag == "--family")
+    family = next(o for o in options if o.flag == "--family")
     assert all(f in family.help for f in FAMILIES)
 
 

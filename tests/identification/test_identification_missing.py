@@ -171,8 +171,6 @@ def test_codes_are_missing_and_clear_errors():
 class _Released:
     """A 'model' whose replicates are given tables, in order (cycled)."""
 
-    info = br.ModelInfo(posterior_replicates=True)
-
     def __init__(self, datasets):
         self.datasets = [d.reset_index(drop=True) for d in datasets]
 

@@ -15,16 +15,15 @@ import pytest
 
 from bayes_risk import (
     MatchSpec,
-    ModelInfo,
     PopulationSpec,
     PosteriorReplicates,
     identification_risk,
 )
+from bayes_risk.contract import capabilities
 from bayes_risk.data import infer_schema
 from bayes_risk.exceptions import DataWarning, ValidationError
 from bayes_risk.identification import plot_running_estimate
 from bayes_risk.identification.summary import MEASURES
-from bayes_risk.protocols import SupportsPosteriorReplicates
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:NO_MATCH:bayes_risk.exceptions.DataWarning"),
@@ -36,8 +35,6 @@ pytestmark = [
 
 class Released:
     """A 'model' whose replicates are given tables, in order (cycled)."""
-
-    info = ModelInfo(posterior_replicates=True)
 
     def __init__(self, datasets):
         self.datasets = [d.reset_index(drop=True) for d in datasets]
@@ -165,8 +162,6 @@ PROBS = [0.55, 0.25, 0.15, 0.05]
 
 class FixedProbabilities:
     """Synthesis that ignores the data: ``race`` (codes 0..3) ~ Cat(PROBS) for every record."""
-
-    info = ModelInfo(posterior_replicates=True)
 
     def __init__(self, n):
         self.n = n
@@ -326,7 +321,7 @@ def test_partial_synthesis_replicates_only_selected_records():
     sel = np.zeros(len(y), dtype=bool)
     sel[:30] = True
     model, df = _fixed_model(y, PROBS, synthesized_records=sel)
-    assert isinstance(model, SupportsPosteriorReplicates)
+    assert capabilities(model).posterior_replicates
     chunks = list(model.posterior_replicates(6, columns=["race"], chunk_size=4, random_seed=3))
     assert [len(c) for c in chunks] == [4, 2]
     reps = [z for c in chunks for z in c]

@@ -1,5 +1,5 @@
-"""ArrayModel, the external model (models/external.py): where it lives, the ModelInfo it declares
-from its arguments, and bayes_risk.testing.check_synthesizer on a model that does not synthesize.
+"""ArrayModel, the external model (models/external.py): where it lives, the capabilities its
+arguments give it, and bayes_risk.testing.check_synthesizer on a model that does not synthesize.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayes_risk.contract import ModelInfo, model_info
+from bayes_risk.contract import Capabilities, capabilities
 from bayes_risk.data import infer_schema
 from bayes_risk.models import ArrayModel
 from bayes_risk.testing import CHECKS, CheckSkipped, check_synthesizer, synthesizer_checks
@@ -49,16 +49,18 @@ def test_array_model_lives_in_models_external():
     assert not hasattr(bayes_risk.attribute.estimator, "ArrayModel")
 
 
-def test_array_model_declares_its_info_from_its_arguments():
-    assert ArrayModel.info == ModelInfo(likelihoods={"record", "dataset"}, estimators=("is",),
-                                        chains=True)
+def test_array_model_has_the_capabilities_of_its_arguments():
     plain = _model()
-    assert model_info(plain) == ArrayModel.info
-    # an optional likelihood is declared and present exactly when its function is given
+    assert capabilities(plain) == Capabilities(
+        likelihoods=frozenset({"record", "dataset"}), estimators=("is",), chains=True)
+    # an optional method is present exactly when its function is given (available_if); the
+    # class has every one it can offer
     assert not hasattr(plain, "own_record_delta") and not hasattr(plain, "neighbourhood_loglik")
+    assert not hasattr(plain, "fit_augmented")
+    assert capabilities(ArrayModel).estimators == ("stabilised", "is")
     full = _model(neighbourhood_fn=_neighbourhood, augment_fn=lambda data, syn, **kw: None,
                   own_record_delta_fn=lambda rec, cand, sets, d: np.zeros((8, len(sets), 2)))
-    info = model_info(full)
+    info = capabilities(full)
     assert info.likelihoods == {"record", "dataset", "neighbourhood", "own_record"}
     assert info.estimators == ("stabilised", "is")
     assert callable(full.own_record_delta) and callable(full.neighbourhood_loglik)
@@ -75,6 +77,8 @@ def test_array_model_passes_check_synthesizer(kw):
     seeds are skipped, each with its reason."""
     passed = check_synthesizer(_model(**kw), _data())
     assert passed == [c.__name__ for c in CHECKS if c.__name__ not in SYNTHESIS_CHECKS]
+    # without data: records of its schema's columns and levels (check_data)
+    assert check_synthesizer(_model(**kw)) == passed
     skipped = {}
     for model, check in synthesizer_checks(_model(**kw), _data()):
         try:

@@ -89,9 +89,9 @@ def test_fit_drops_a_level_no_record_holds(name):
 
 @pytest.mark.parametrize("name", DONORS)
 def test_donor_synthesizers_keep_the_declared_levels_and_never_release_them(name):
-    from bayes_risk.contract import model_info
+    from bayes_risk.contract import capabilities
 
-    assert model_info(get_synthesizer(name)).releases_donor_values
+    assert capabilities(get_synthesizer(name)).releases_donor_values
     model, caught = _fit(name, _table())
     assert not caught
     assert model.schema_["mar"].levels == ("married", "single", "widowed", "divorced")

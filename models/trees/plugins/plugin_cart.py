@@ -58,6 +58,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator
+from bayes_risk.contract import ModelInfo
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models.trees.cart_polya import PolyaTables
 from bayes_risk.models.trees.missing import design_inputs, kind_codes
@@ -68,7 +69,6 @@ from bayes_risk.models.trees.plugins._plugin_terms import (  # noqa: F401 - _pol
     mc_node_loglik,
     mc_node_loglik_extra,
 )
-from bayes_risk.protocols import ModelInfo
 
 __all__ = ["CARTPlugin", "DonorTrees"]
 
@@ -88,8 +88,8 @@ class PluginBase:
     holds_missing = True
     #: method-level labels reported in ``AttributeRiskResult.warnings``
     result_warnings: tuple[str, ...] = ()
-    #: what the attribute engine may use (bayes_risk.ModelInfo)
-    info = ModelInfo(likelihoods={"plugin"}, estimators=("plugin",), holds_missing=True)
+    #: what no method shows (bayes_risk.ModelInfo; the rest: bayes_risk.contract.capabilities)
+    info = ModelInfo(holds_missing=True)
 
     schema_: Any
     synthesizer: Any

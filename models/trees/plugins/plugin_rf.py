@@ -43,10 +43,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.contract import ModelInfo
 from bayes_risk.exceptions import NotSupportedError, ValidationError
 from bayes_risk.models.trees.forest_leaves import forest_apply_distinct
 from bayes_risk.models.trees.plugins.plugin_cart import PluginBase
-from bayes_risk.protocols import ModelInfo
 
 __all__ = ["RFPlugin", "plugin_likelihood"]
 
@@ -199,7 +199,7 @@ class RFPlugin(PluginBase):
     """
 
     result_warnings = ("APPROXIMATE_NONPARAMETRIC",)
-    info = ModelInfo(likelihoods={"plugin"}, estimators=("plugin",), holds_missing=True,
+    info = ModelInfo(holds_missing=True,
                      result_warnings=("APPROXIMATE_NONPARAMETRIC",))
 
     def __init__(self, synthesizer: Any, original: pd.DataFrame) -> None:
@@ -554,8 +554,8 @@ def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *,
                       random_seed: Any = None) -> Any:
     """The likelihood attribute risk uses for a fitted synthesizer.
 
-    What the synthesizer declares decides (its :class:`~bayes_risk.protocols.ModelInfo`, never
-    its name): a synthesizer without posterior draws that declares ``plugin_likelihood=True``
+    What the synthesizer can do decides (:func:`~bayes_risk.contract.capabilities`, never
+    its name): a synthesizer without posterior draws that has a ``plugin_likelihood`` method
     builds its plug-in with its own ``plugin_likelihood(original, *, random_seed=None)`` method
     (CART: :class:`~bayes_risk.models.CARTPlugin`, random forests:
     :class:`~bayes_risk.models.RFPlugin`, or a registered model's own); a model with a record
@@ -569,16 +569,16 @@ def plugin_likelihood(synthesizer: Any, original: pd.DataFrame, *,
         For a synthesizer with no likelihood of a record's values (PMM, which declares neither;
         code ``NO_LIKELIHOOD``).
     """
-    from bayes_risk.contract import model_info
+    from bayes_risk.contract import capabilities
 
-    info = model_info(synthesizer)
+    info = capabilities(synthesizer)
     if info.plugin_likelihood:
         return synthesizer.plugin_likelihood(original, random_seed=random_seed)
     if info.has("record") or info.has("plugin"):
         return synthesizer
     raise ValidationError(
-        f"{type(synthesizer).__name__} has no likelihood of a record's values (its ModelInfo "
-        "declares neither a record likelihood nor plugin_likelihood=True), so attribute risk "
+        f"{type(synthesizer).__name__} has no likelihood of a record's values (it has "
+        "neither record_loglik nor plugin_likelihood), so attribute risk "
         "cannot be computed from it; expected a Bayesian model, or a synthesizer with a plug-in "
         "likelihood such as CART or random forests (docs: methods page 'Attribute disclosure "
         "risk').",

@@ -1,0 +1,34 @@
+"""Options of ``bayes-risk fit`` declared by the tree synthesizers and PMM
+(:class:`bayes_risk.models.CARTSynthesizer`, :class:`~bayes_risk.models.RandomForestSynthesizer`,
+:class:`~bayes_risk.models.SmallCellPMMSynthesizer`)."""
+
+from __future__ import annotations
+
+from bayes_risk.registry import ModelOption
+
+__all__ = ["CART", "PMM", "RF"]
+
+CART: tuple[ModelOption, ...] = (
+    ModelOption("--min-leaf", "min_leaf", "minimum records per leaf (default 5)",
+                {"type": int, "metavar": "N"}),
+    ModelOption("--max-depth", "max_depth", "maximum tree depth", {"type": int, "metavar": "N"}),
+    ModelOption("--min-deviance", "min_deviance",
+                "do not split nodes with deviance below F x root deviance (default 0)",
+                {"type": float, "metavar": "F"}),
+    ModelOption("--prune-to-diversity", "prune_to_diversity",
+                "collapse leaves until each holds at least K distinct values",
+                {"type": int, "metavar": "K"}),
+)
+
+RF: tuple[ModelOption, ...] = (
+    ModelOption("--n-trees", "n_trees", "trees per forest (default 500)",
+                {"type": int, "metavar": "N"}),
+)
+
+PMM: tuple[ModelOption, ...] = (
+    ModelOption("--identifying", "identifying",
+                "identifying variables defining the cells (required with --method pmm)",
+                {"nargs": "+", "metavar": "COL"}),
+    ModelOption("--threshold", "threshold", "cells with count <= N are sensitive (default 5)",
+                {"type": int, "metavar": "N"}),
+)
