@@ -317,7 +317,7 @@ class CARTSynthesizer(TreeSynthesizer):
 
     # ----- persistence (save, load, check_fingerprint: trees.base) ---------------------------
     def _persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        return _io.cart_state(self)
+        return _io.cart_state(self._state, self.fit_call_, self.n_records_)
 
     # ----- plug-in likelihood ---------------------------------------------------------------
     def plugin_likelihood(
