@@ -7,15 +7,15 @@ records the memberships ``z`` of every kept draw (posterior group ``latent``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 import bayes_risk.models.poisson.kernels as pk
 from bayes_risk._rng import RandomSeed, as_generator
+from bayes_risk.models._bayesian.records import stacked_values
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -142,15 +142,16 @@ def _gibbs_step_class() -> type:
 
 
 def build_pymc_model(
-    synth, y: np.ndarray, columns: Sequence[str], b_lambda: np.ndarray | None = None
+    y: np.ndarray, columns: Sequence[str], b: np.ndarray, *, n_components: int,
+    a_lambda: float, a_alpha: float, b_alpha: float,
 ):
-    """The work of :meth:`PoissonMixture.build_pymc_model` (documented there)."""
+    """The work of :meth:`PoissonMixture.build_pymc_model` (documented there), with the prior
+    rates ``b`` of ``λ`` resolved."""
     import pymc as pm
     import pytensor.tensor as pt
 
     y = np.asarray(y)
-    K = int(synth.n_components)
-    b = synth._b_lambda_vector(np.asarray(y, dtype=np.float64)) if b_lambda is None else b_lambda
+    K = int(n_components)
     coords = {
         "component": np.arange(K),
         "stick": np.arange(max(K - 1, 0)),
@@ -159,14 +160,14 @@ def build_pymc_model(
     }
     with pm.Model(coords=coords) as model:
         if K > 1:
-            alpha = pm.Gamma("alpha", alpha=float(synth.a_alpha), beta=float(synth.b_alpha))
+            alpha = pm.Gamma("alpha", alpha=float(a_alpha), beta=float(b_alpha))
             v = pm.Beta("v", alpha=1.0, beta=alpha, dims="stick")
             log_pi = _pt_log_stick(v)
         else:
             log_pi = pt.zeros((1,))
         pm.Deterministic("w", pt.exp(log_pi), dims="component")
         lam = pm.Gamma(
-            "lam", alpha=float(synth.a_lambda), beta=np.asarray(b, dtype=np.float64)[None, :],
+            "lam", alpha=float(a_lambda), beta=np.asarray(b, dtype=np.float64)[None, :],
             dims=("component", "column"),
         )
         pm.CustomDist(
@@ -176,53 +177,53 @@ def build_pymc_model(
     return model
 
 
-def pymc_record_logp(synth, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
-    """The work of :meth:`PoissonMixture.pymc_record_logp` (documented there)."""
-    import pymc as pm
-
-    synth._check_fitted()
-    idx = synth._draw_indices(draw_indices)
-    y = synth._counts(records)
-    model = synth.build_pymc_model(y, synth.columns_, b_lambda=np.ones(y.shape[1]))
+def pymc_record_logp(model: Any, tree: xr.DataTree, n: int, idx: np.ndarray) -> np.ndarray:
+    """The work of :meth:`PoissonMixture.pymc_record_logp` (documented there): ``[H', n]``
+    log-densities of the ``n`` observed records of the PyMC ``model`` at the draws ``idx`` of
+    the posterior ``tree``."""
+    post = tree["posterior"]
     obs = model["y"]
     fn = model.compile_fn(
         model.logp(vars=[obs], sum=False)[0], inputs=model.value_vars, point_fn=True,
         on_unused_input="ignore",
     )
     names = {rv.name: model.rvs_to_values[rv].name for rv in model.free_RVs}
-    lam = synth._stacked("lam", idx)
-    v = synth._stacked("v", idx) if "v" in names else None
-    alpha = synth._stacked("alpha", idx) if "alpha" in names else None
-    out = np.empty((idx.size, y.shape[0]))
+    lam = stacked_values(post, "lam", idx)
+    v = stacked_values(post, "v", idx) if "v" in names else None
+    alpha = stacked_values(post, "alpha", idx) if "alpha" in names else None
+    out = np.empty((idx.size, n))
     for r in range(idx.size):
         pt_ = {names["lam"]: np.log(lam[r])}
         if v is not None:
             pt_[names["v"]] = np.log(v[r]) - np.log1p(-v[r])
             pt_[names["alpha"]] = np.asarray(np.log(alpha[r]))
         out[r] = fn(pt_)
-    del pm
     return out
 
 
-def sample(synth, y: np.ndarray, cols: Sequence[str], seed: RandomSeed) -> xr.DataTree:
+def sample_gibbs(
+    model: Any, y: np.ndarray, seed: RandomSeed, *, run_sampler: Callable[..., xr.DataTree],
+    n_components: int, a_lambda: float, b_lambda: np.ndarray, a_alpha: float, b_alpha: float,
+    starts: tuple[str, ...], chains: int,
+) -> xr.DataTree:
+    """Draws of the PyMC ``model`` of counts ``y`` by the blocked Gibbs step, run by
+    ``run_sampler`` (the model's ``pm.sample`` call), with the memberships of every kept draw
+    in group ``latent``."""
     import xarray as xr
 
-    model = synth.build_pymc_model(y, cols)
-    if synth.sampler == "nuts":
-        return synth._run_sampler(model, random_seed=seed)
     names = {rv.name: model.rvs_to_values[rv].name for rv in model.free_RVs}
     step_cls = _gibbs_step_class()
     step = step_cls(
-        [model.rvs_to_values[rv] for rv in model.free_RVs], y=y, K=int(synth.n_components),
-        a_lam=float(synth.a_lambda), b_lam=synth._b_lambda_vector(y), a_alpha=float(synth.a_alpha),
-        b_alpha=float(synth.b_alpha), names=names, starts=synth._starts(), model=model,
+        [model.rvs_to_values[rv] for rv in model.free_RVs], y=y, K=int(n_components),
+        a_lam=float(a_lambda), b_lam=b_lambda, a_alpha=float(a_alpha),
+        b_alpha=float(b_alpha), names=names, starts=starts, model=model,
         rng=as_generator(seed).integers(0, 2**63 - 1),
     )
     # the memberships live on the step object: chains must run in this process
-    dt = synth._run_sampler(model, step=step, random_seed=seed, cores=1)
+    dt = run_sampler(model, step=step, random_seed=seed, cores=1)
     from bayes_risk.models._bayesian.regimes import record_starts
 
-    record_starts(dt, synth._starts(), int(synth.chains))
+    record_starts(dt, starts, int(chains))
     z = np.stack([np.stack(c) for c in step.z_trace])  # [chain, draw, record]
     dt[LATENT_GROUP] = xr.DataTree(
         xr.Dataset(
@@ -233,23 +234,3 @@ def sample(synth, y: np.ndarray, cols: Sequence[str], seed: RandomSeed) -> xr.Da
     )
     return dt
 
-
-def fit_augmented(
-    model, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
-) -> Any:
-    """The work of :meth:`PoissonMixture.fit_augmented` (documented there)."""
-    model._check_fitted()
-    cols = model.columns_
-    synthetic = model._synthesized_part(synthetic)
-    both = pd.concat([data[model.schema_.names], synthetic[model.schema_.names]],
-                     ignore_index=True)
-    params = model.get_params(deep=False)
-    if random_seed is not None:  # the refit's own seed, as its setting
-        params["random_seed"] = random_seed
-    new = type(model)(**params)
-    # same prior as the base fit: the default b_λ = 1 / max(1, mean y) is computed on the
-    # confidential data y, not on y ∪ Z_(l), or p(Θ | y, Z_(l)) would use another prior
-    new._prior_rate_fixed = model._b_lambda_vector(
-        data[cols].to_numpy(dtype=np.float64)
-    )
-    return new.fit(both, schema=model.schema_.keeping_levels(), synthesized=cols)

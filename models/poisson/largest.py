@@ -16,6 +16,7 @@ import bayes_risk.models.poisson.kernels as pk
 import bayes_risk.models.poisson.loglik as _loglik
 import bayes_risk.models.poisson.weak as pw
 from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.models.poisson.state import PoissonState
 
 #: What the intruder of the largest-value scenario knows (see ``largest_value_loglik``).
 LARGEST_VALUE_SCENARIOS = ("worst_case", "second_largest", "two_largest_sum")
@@ -103,11 +104,13 @@ class LargestValueLikelihood:
     total_known: bool = False
 
 
-def largest_value_candidates(model, column: str, upper: float, step: float,
-                             data: pd.DataFrame | None) -> tuple[np.ndarray, int, int]:
-    """The work of :meth:`PoissonMixture.largest_value_candidates` (documented there)."""
-    y = _loglik.confidential_counts(model, data)
-    j = column_index(model, column)
+def largest_value_candidates(state: PoissonState, column: str, upper: float, step: float,
+                             data: pd.DataFrame | None, kept: pd.DataFrame | None
+                             ) -> tuple[np.ndarray, int, int]:
+    """The work of :meth:`PoissonMixture.largest_value_candidates` (documented there);
+    ``kept``: the confidential table the model keeps."""
+    y = _loglik.confidential_counts(state, kept, data)
+    j = column_index(state, column)
     col = y[:, j]
     order = np.argsort(-col, kind="stable")
     rec = int(order[0])
@@ -129,78 +132,78 @@ def largest_value_candidates(model, column: str, upper: float, step: float,
     return grid, g0, rec
 
 
-def column_index(model, column: str) -> int:
-    cols = model.columns_
+def column_index(state: PoissonState, column: str) -> int:
+    cols = state.columns
     if column not in cols:
         raise SchemaError(f"column {column!r} is not a modelled count column {cols}.",
                           code="UNKNOWN_COLUMN")
     return cols.index(column)
 
 
-def largest_value_loglik(model, column: str, synthetic: Any, scenario: str, total_known: bool,
-                         candidates: Any, upper: Any, step: float, draw_indices: Any,
-                         memberships: Any, data: pd.DataFrame | None) -> LargestValueLikelihood:
-    """The work of :meth:`PoissonMixture.largest_value_loglik` (documented there)."""
-    model._check_fitted()
+def largest_value_loglik(state: PoissonState, column: str, synthetic: Any, scenario: str,
+                         total_known: bool, candidates: Any, upper: Any, step: float,
+                         idx: np.ndarray, memberships: Any, data: pd.DataFrame | None,
+                         kept: pd.DataFrame | None) -> LargestValueLikelihood:
+    """The work of :meth:`PoissonMixture.largest_value_loglik` (documented there); ``kept``: the
+    confidential table the model keeps."""
     if scenario not in LARGEST_VALUE_SCENARIOS:
         raise ValidationError(
             f"scenario must be one of {list(LARGEST_VALUE_SCENARIOS)}. Got {scenario!r}."
         )
     if total_known and scenario != "second_largest":
         raise ValidationError("total_known applies to scenario='second_largest' only.")
-    if scenario != "worst_case" and model.synthesized_records_ is not None:
+    if scenario != "worst_case" and state.synthesized_records is not None:
         raise NotImplementedError(
             f"scenario={scenario!r} with partial synthesis of selected records: the records "
             "released unchanged are known to the intruder, which these scenarios do not "
             "model; use scenario='worst_case'."
         )
-    if data is not None and model.data_ is not None and model.model_class == "O":
+    if data is not None and kept is not None and state.model_class == "O":
         raise ValidationError(
             "a class-O model uses the confidential data it was fitted to; omit data=."
         )
-    y = _loglik.confidential_counts(model, data)
-    j = column_index(model, column)
+    y = _loglik.confidential_counts(state, kept, data)
+    j = column_index(state, column)
     order = np.argsort(-y[:, j], kind="stable")
     if order.size < 2:
         raise ValidationError("the largest-value scenarios need at least two records.",
                               code="TOO_FEW_RECORDS")
     rec, rec2 = int(order[0]), int(order[1])
     if scenario == "two_largest_sum":
-        return two_largest_pieces(model, column, synthetic, y, j, order, candidates, draw_indices,
-                                        memberships)
-    grid, g0 = largest_grid(model, column, y[:, j], rec, candidates, upper, step, data)
+        return two_largest_pieces(state, column, synthetic, y, j, order, candidates, idx,
+                                  memberships, kept)
+    grid, g0 = largest_grid(state, column, y[:, j], rec, candidates, upper, step, data, kept)
     cand = np.repeat(y[rec][None, :], grid.size, axis=0)
     cand[:, j] = grid
-    idx = model._draw_indices(draw_indices)
-    log_pi, lam = model._params(idx)
+    log_pi, lam = state.params(idx)
     logp_rec = pk.record_loglik(cand, log_pi, lam)
     common = dict(column=column, record=rec, second_largest=float(y[rec2, j]),
-                  candidates=grid, g0=g0, model_class=model.model_class, logp_rec=logp_rec,
+                  candidates=grid, g0=g0, model_class=state.model_class, logp_rec=logp_rec,
                   scenario=scenario, second_record=rec2, total_known=bool(total_known))
-    if scenario == "second_largest" and model.variant != "mp":
-        return group_sum_pieces(model, common, synthetic, y, j, idx, memberships)
-    return ratio_pieces(model, common, cand, synthetic, y, j, idx, memberships)
+    if scenario == "second_largest" and state.variant != "mp":
+        return group_sum_pieces(state, common, synthetic, y, j, idx, memberships)
+    return ratio_pieces(state, common, cand, synthetic, y, j, idx, memberships, kept)
 
 
 def ratio_pieces(
-    model, common: dict[str, Any], cand: np.ndarray, datasets: Any, y: np.ndarray, j: int,
-    idx: np.ndarray, memberships: Any,
+    state: PoissonState, common: dict[str, Any], cand: np.ndarray, datasets: Any, y: np.ndarray,
+    j: int, idx: np.ndarray, memberships: Any, kept: pd.DataFrame | None,
 ) -> LargestValueLikelihood:
     """The pieces of Hu 2019 §3.2.5 (worst case; MP under ``second_largest``, with the
     column-total term when ``total_known``)."""
     rec, rec2 = common["record"], common["second_record"]
     grid, g0 = common["candidates"], common["g0"]
     scenario, total_known = common["scenario"], common["total_known"]
-    log_pi, lam = model._params(idx)
-    L = model.dataset_loglik(datasets, draw_indices=idx, memberships=memberships)
+    log_pi, lam = state.params(idx)
+    L = _loglik.dataset_loglik(state, datasets, idx, memberships, kept)
     delta = cand_ll = None
     warns: list[str] = []
-    if model.model_class == "O":
-        cand_ll = model.candidate_dataset_loglik(
-            rec, cand, datasets, draw_indices=idx, memberships=memberships
-        )
+    if state.model_class == "O":
+        cand_ll = _loglik.candidate_dataset_loglik(state, rec, cand, datasets, idx, memberships,
+                                                   kept)
         delta = _delta(cand_ll, g0, warns)
-    if model.synthesized_records_ is not None and not model.synthesized_records_[rec]:
+    sel = state.synthesized_records
+    if sel is not None and not sel[rec]:
         # the likelihood covers the synthesized records only; the value itself is released
         warns.append("TARGET_NOT_SYNTHESIZED")
     constraint = cons = None
@@ -213,15 +216,15 @@ def ratio_pieces(
             cons = [total]
     return LargestValueLikelihood(
         **common, L=L, delta=delta, loglik_candidates=cand_ll,
-        memberships=(_loglik.membership_mode(model, memberships)
+        memberships=(_loglik.membership_mode(state, memberships)
                      if isinstance(memberships, (str, type(None))) else "user"),
         warnings=warns, constraint_loglik=constraint, constraints=cons,
     )
 
 
 def largest_grid(
-    model, column: str, col: np.ndarray, rec: int, candidates: Any, upper: Any, step: float,
-    data: Any,
+    state: PoissonState, column: str, col: np.ndarray, rec: int, candidates: Any, upper: Any,
+    step: float, data: Any, kept: pd.DataFrame | None,
 ) -> tuple[np.ndarray, int]:
     """The candidate values of ``Y_(1)j`` and the truth's index."""
     y1 = float(col[rec])
@@ -230,7 +233,7 @@ def largest_grid(
             raise ValidationError(
                 "give candidates=... or upper=... (the bound U_j of the grid)."
             )
-        grid, g0, _ = model.largest_value_candidates(column, upper, step=step, data=data)
+        grid, g0, _ = largest_value_candidates(state, column, upper, step, data, kept)
         return grid, g0
     grid = np.asarray(candidates, dtype=np.float64).ravel()
     hit = np.flatnonzero(grid == y1)
@@ -245,13 +248,13 @@ def largest_grid(
 
 
 def group_sum_pieces(
-    model, common: dict[str, Any], datasets: Any, y: np.ndarray, j: int, idx: np.ndarray,
-    memberships: Any,
+    state: PoissonState, common: dict[str, Any], datasets: Any, y: np.ndarray, j: int,
+    idx: np.ndarray, memberships: Any,
 ) -> LargestValueLikelihood:
     """MM / TCMM under ``second_largest``: the group-sum constraints (module
     ``poisson.weak``); the importance ratios only weight the draws."""
-    zs = _loglik.synthetic_counts(model, datasets)
-    mode = _loglik.membership_mode(model, memberships)
+    zs = _loglik.synthetic_counts(state, datasets)
+    mode = _loglik.membership_mode(state, memberships)
     if isinstance(mode, str):
         if mode != "generating":
             raise ValidationError(
@@ -259,22 +262,22 @@ def group_sum_pieces(
                 "dataset: memberships='generating' (default) or an integer array [n] or "
                 f"[m, n]. Got {memberships!r}."
             )
-        gen = _loglik.generating_memberships(model, datasets, zs, y)
+        gen = _loglik.generating_memberships(state, datasets, zs, y)
         label = "generating"
     else:
         z = np.asarray(memberships)
         z = np.broadcast_to(z, (len(zs), y.shape[0])) if z.ndim == 1 else z
         if (z.shape != (len(zs), y.shape[0]) or not np.issubdtype(z.dtype, np.integer)
-                or z.min() < 0 or z.max() >= int(model.n_components)):
+                or z.min() < 0 or z.max() >= state.n_components):
             raise ValidationError(
-                f"memberships given as an array must be integers in 0..{model.n_components - 1}"
+                f"memberships given as an array must be integers in 0..{state.n_components - 1}"
                 f" of shape ({y.shape[0]},) or ({len(zs)}, {y.shape[0]})."
             )
         gen = [np.asarray(r, dtype=np.int64) for r in z]
         label = "user"
-    cons = pw.group_constraints(model, common["record"], common["second_record"], j, zs, y,
+    cons = pw.group_constraints(state, common["record"], common["second_record"], j, zs, y,
                                 gen)
-    log_pi, lam = model._params(idx)
+    log_pi, lam = state.params(idx)
     H, G = idx.size, common["candidates"].size
     zero = np.zeros((H, len(zs), G))
     return LargestValueLikelihood(
@@ -287,8 +290,8 @@ def group_sum_pieces(
 
 
 def two_largest_pieces(
-    model, column: str, datasets: Any, y: np.ndarray, j: int, order: np.ndarray,
-    candidates: Any, draw_indices: Any, memberships: Any,
+    state: PoissonState, column: str, datasets: Any, y: np.ndarray, j: int, order: np.ndarray,
+    candidates: Any, idx: np.ndarray, memberships: Any, kept: pd.DataFrame | None,
 ) -> LargestValueLikelihood:
     """``two_largest_sum``: the splits ``(y*, T_2j − y*)`` of the two largest values."""
     rec, rec2 = int(order[0]), int(order[1])
@@ -314,21 +317,20 @@ def two_largest_pieces(
     c1 = np.repeat(y[rec][None, :], grid.size, axis=0)
     c2 = np.repeat(y[rec2][None, :], grid.size, axis=0)
     c1[:, j], c2[:, j] = grid, t2 - grid
-    idx = model._draw_indices(draw_indices)
-    log_pi, lam = model._params(idx)
+    log_pi, lam = state.params(idx)
     logp_rec = pk.record_loglik(c1, log_pi, lam) + pk.record_loglik(c2, log_pi, lam)
-    L = model.dataset_loglik(datasets, draw_indices=idx, memberships=memberships)
+    L = _loglik.dataset_loglik(state, datasets, idx, memberships, kept)
     delta = cand_ll = None
     warns: list[str] = []
-    if model.model_class == "O":
-        cand_ll = pw.pair_dataset_loglik(model, (rec, rec2), (c1, c2), datasets, idx,
-                                         memberships)
+    if state.model_class == "O":
+        cand_ll = pw.pair_dataset_loglik(state, (rec, rec2), (c1, c2), datasets, idx,
+                                         memberships, kept)
         delta = _delta(cand_ll, int(hit[0]), warns)
     return LargestValueLikelihood(
         column=column, record=rec, second_largest=y2, candidates=grid, g0=int(hit[0]),
-        model_class=model.model_class, logp_rec=logp_rec, L=L, delta=delta,
+        model_class=state.model_class, logp_rec=logp_rec, L=L, delta=delta,
         loglik_candidates=cand_ll,
-        memberships=(_loglik.membership_mode(model, memberships)
+        memberships=(_loglik.membership_mode(state, memberships)
                      if isinstance(memberships, (str, type(None))) else "user"),
         warnings=warns, scenario="two_largest_sum", second_record=rec2, pair_total=t2,
     )

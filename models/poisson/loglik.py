@@ -18,23 +18,22 @@ from bayes_risk.data.synthetic import SyntheticData
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._bayesian.design import NeighbourhoodUnavailable
 from bayes_risk.models.poisson.fit import LATENT_GROUP
+from bayes_risk.models.poisson.state import PoissonState
 
 
-def record_loglik(model, records: pd.DataFrame, draw_indices: Any) -> np.ndarray:
+def record_loglik(state: PoissonState, records: pd.DataFrame, idx: np.ndarray) -> np.ndarray:
     """The work of :meth:`PoissonMixture.record_loglik` (documented there)."""
-    model._check_fitted()
-    idx = model._draw_indices(draw_indices)
-    y = model._counts(records, strict=False)
+    y = state.counts(records, strict=False)
     bad = np.any((y < 0) | (y % 1 != 0), axis=1)
-    log_pi, lam = model._params(idx)
+    log_pi, lam = state.params(idx)
     out = pk.record_loglik(np.where(bad[:, None], 0.0, y), log_pi, lam)
     out[:, bad] = -np.inf  # impossible counts (a candidate grid may produce them)
     return out
 
 
-def neighbourhood_loglik(model, records: pd.DataFrame, draw_indices: Any) -> np.ndarray:
-    """The work of :meth:`PoissonMixture.neighbourhood_loglik` (documented there)."""
-    raise NeighbourhoodUnavailable(
+def neighbourhood_unavailable() -> NeighbourhoodUnavailable:
+    """Why :meth:`PoissonMixture.neighbourhood_loglik` is not defined (documented there)."""
+    return NeighbourhoodUnavailable(
         "PoissonMixture models count columns, which have no one-variable-different "
         "neighbourhood (it is for categorical columns); build a candidate grid "
         "(docs: methods, Candidate sets) and call record_loglik on the candidate records "
@@ -43,7 +42,7 @@ def neighbourhood_loglik(model, records: pd.DataFrame, draw_indices: Any) -> np.
     )
 
 
-def as_frames(model, synthetic: Any) -> list[pd.DataFrame]:
+def as_frames(synthetic: Any) -> list[pd.DataFrame]:
     if isinstance(synthetic, SyntheticData):
         return list(synthetic.datasets)
     if isinstance(synthetic, pd.DataFrame):
@@ -51,20 +50,20 @@ def as_frames(model, synthetic: Any) -> list[pd.DataFrame]:
     return list(synthetic)
 
 
-def synthetic_counts(model, synthetic: Any) -> list[np.ndarray]:
+def synthetic_counts(state: PoissonState, synthetic: Any) -> list[np.ndarray]:
     """The modelled counts of each released dataset (checked, naming the dataset)."""
-    frames = as_frames(model, synthetic)
-    return [model._counts(f, name=f"synthetic dataset {l + 1}") for l, f in enumerate(frames)]
+    frames = as_frames(synthetic)
+    return [state.counts(f, name=f"synthetic dataset {l + 1}") for l, f in enumerate(frames)]
 
 
-def resolve_memberships(model, memberships: Any, h: int, y: np.ndarray,
+def resolve_memberships(state: PoissonState, memberships: Any, h: int, y: np.ndarray,
                         log_pi: np.ndarray, lam: np.ndarray) -> np.ndarray:
     n = y.shape[0]
     if isinstance(memberships, str):
         if memberships == "map":
             return pk.map_memberships(y, log_pi, lam)
         if memberships == "stored":
-            z = model._memberships_of(h)
+            z = state.memberships_of(h)
             if z is None:
                 raise ValidationError(
                     "memberships='stored' needs the memberships recorded by the Gibbs "
@@ -87,13 +86,13 @@ def resolve_memberships(model, memberships: Any, h: int, y: np.ndarray,
     return z.astype(np.int64)
 
 
-def membership_mode(model, memberships: Any) -> Any:
+def membership_mode(state: PoissonState, memberships: Any) -> Any:
     if memberships is None:
-        if model.variant == "mp":  # posterior_class: memberships are summed out exactly
+        if state.variant == "mp":  # posterior_class: memberships are summed out exactly
             return "marginalised"
-        return "generating" if LATENT_GROUP in model.posterior_.children else "map"
+        return "generating" if state.has_memberships else "map"
     if isinstance(memberships, str) and memberships == "marginalised":
-        if model.variant != "mp":
+        if state.variant != "mp":
             raise ValidationError(
                 "memberships='marginalised' applies to the posterior_class mode of MP only."
             )
@@ -106,9 +105,10 @@ def membership_mode(model, memberships: Any) -> Any:
     return memberships
 
 
-def sums_match(model, zvals: np.ndarray, y: np.ndarray, memb: np.ndarray, K: int) -> bool:
+def sums_match(state: PoissonState, zvals: np.ndarray, y: np.ndarray, memb: np.ndarray,
+               K: int) -> bool:
     for j in range(y.shape[1]):
-        groups, ng = model._groups(y[:, j], memb, K)
+        groups, ng = state.groups(y[:, j], memb, K)
         a = _group_totals(zvals[:, j], groups, ng)
         b = _group_totals(y[:, j], groups, ng)
         if np.any(np.abs(a - b) > 1e-9):
@@ -117,7 +117,7 @@ def sums_match(model, zvals: np.ndarray, y: np.ndarray, memb: np.ndarray, K: int
 
 
 def generating_memberships(
-    model, datasets: Any, zs: list[np.ndarray], y: np.ndarray
+    state: PoissonState, datasets: Any, zs: list[np.ndarray], y: np.ndarray
 ) -> list[np.ndarray]:
     """Memberships that generated each released dataset (agency-side knowledge).
 
@@ -125,7 +125,7 @@ def generating_memberships(
     otherwise found by searching the stored draws for memberships under which every group
     sum of ``Z_(l)`` equals its confidential total (MM/TCMM).
     """
-    if LATENT_GROUP not in model.posterior_.children:
+    if not state.has_memberships:
         raise ValidationError(
             "memberships='generating' needs the memberships recorded by the Gibbs sampler; "
             "this model has none (NUTS or external draws): pass memberships='map' or an array.",
@@ -133,14 +133,14 @@ def generating_memberships(
         )
     import hashlib
 
-    stored = np.asarray(model.posterior_[LATENT_GROUP]["z"].values)
+    stored = np.asarray(state.tree[LATENT_GROUP]["z"].values)
     stored = stored.reshape(-1, stored.shape[-1]).astype(np.int64)
-    K = int(model.n_components)
+    K = state.n_components
     hint = None
     if isinstance(datasets, SyntheticData) and datasets.draw_index is not None:
         hint = list(datasets.draw_index)
     # the engine asks once per record: remember the answer per (dataset, data) content
-    cache = model.__dict__.setdefault("_generating_cache", {})
+    cache = state.generating_cache
     ykey = hashlib.sha1(np.ascontiguousarray(y).tobytes()).hexdigest()
     out = []
     for l, zl in enumerate(zs):
@@ -151,11 +151,11 @@ def generating_memberships(
         found = None
         if hint is not None and 0 <= hint[l] < stored.shape[0]:
             h = hint[l]
-            if model.variant == "mp" or sums_match(model, zl, y, stored[h], K):
+            if state.variant == "mp" or sums_match(state, zl, y, stored[h], K):
                 found = stored[h]
-        if found is None and model.variant != "mp":
+        if found is None and state.variant != "mp":
             for h in range(stored.shape[0]):
-                if sums_match(model, zl, y, stored[h], K):
+                if sums_match(state, zl, y, stored[h], K):
                     found = stored[h]
                     break
         if found is None:
@@ -171,11 +171,12 @@ def generating_memberships(
     return out
 
 
-def class_o_loglik(model, zvals: np.ndarray, y: np.ndarray, memb: np.ndarray, K: int) -> float:
+def class_o_loglik(state: PoissonState, zvals: np.ndarray, y: np.ndarray, memb: np.ndarray,
+                   K: int) -> float:
     """Component-total log-likelihood of one synthetic dataset (Hu 2019 §3.3.3, MM/TCMM)."""
     tot = 0.0
     for j in range(y.shape[1]):
-        groups, ng = model._groups(y[:, j], memb, K)
+        groups, ng = state.groups(y[:, j], memb, K)
         totals = _group_totals(y[:, j], groups, ng)
         tot += pk.groups_loglik(zvals[:, j], groups, totals)
         if tot == -np.inf:
@@ -183,21 +184,21 @@ def class_o_loglik(model, zvals: np.ndarray, y: np.ndarray, memb: np.ndarray, K:
     return tot
 
 
-def dataset_loglik(model, synthetic: Any, draw_indices: Any, memberships: Any) -> np.ndarray:
-    """The work of :meth:`PoissonMixture.dataset_loglik` (documented there)."""
-    model._check_fitted()
-    idx = model._draw_indices(draw_indices)
-    zs = synthetic_counts(model, synthetic)
-    log_pi, lam = model._params(idx)
-    rows = model._synthesized_rows()
-    if model.model_class == "P":
+def dataset_loglik(state: PoissonState, synthetic: Any, idx: np.ndarray, memberships: Any,
+                   data: pd.DataFrame | None) -> np.ndarray:
+    """The work of :meth:`PoissonMixture.dataset_loglik` (documented there); ``data``: the
+    confidential table the model keeps."""
+    zs = synthetic_counts(state, synthetic)
+    log_pi, lam = state.params(idx)
+    rows = state.rows
+    if state.model_class == "P":
         return np.stack(
             [pk.record_loglik(z[rows], log_pi, lam).sum(axis=1) for z in zs], axis=1
         )
-    y = confidential_counts(model)
+    y = confidential_counts(state, data)
     K = lam.shape[1]
-    memberships = membership_mode(model, memberships)
-    gen = (generating_memberships(model, synthetic, zs, y)
+    memberships = membership_mode(state, memberships)
+    gen = (generating_memberships(state, synthetic, zs, y)
            if isinstance(memberships, str) and memberships == "generating" else None)
     out = np.empty((idx.size, len(zs)))
     if isinstance(memberships, str) and memberships == "marginalised":
@@ -205,17 +206,17 @@ def dataset_loglik(model, synthetic: Any, draw_indices: Any, memberships: Any) -
             for l, z in enumerate(zs):
                 out[r, l] = pc_terms(z[rows], y[rows], log_pi[r], lam[r]).sum()
         return out
-    if gen is not None and model.variant != "mp":
+    if gen is not None and state.variant != "mp":
         # given the memberships the MM/TCMM likelihood does not involve Θ_h
         for l, z in enumerate(zs):
-            out[:, l] = class_o_loglik(model, z, y, gen[l], K)
+            out[:, l] = class_o_loglik(state, z, y, gen[l], K)
         return out
     for r, h in enumerate(idx):
-        memb_h = None if gen is not None else resolve_memberships(model,
+        memb_h = None if gen is not None else resolve_memberships(state,
             memberships, int(h), y, log_pi[r], lam[r])
         for l, z in enumerate(zs):
             memb = gen[l] if gen is not None else memb_h
-            out[r, l] = o_loglik(model, z, y, memb, K, lam[r])
+            out[r, l] = o_loglik(state, z, y, memb, K, lam[r])
     return out
 
 
@@ -233,54 +234,60 @@ def pc_terms(z: np.ndarray, y: np.ndarray, log_pi: np.ndarray, lam: np.ndarray) 
     return lse(log_post + pz, axis=1)
 
 
-def posterior_class_loglik(model, z: np.ndarray, memb: np.ndarray, lam: np.ndarray) -> float:
+def posterior_class_loglik(state: PoissonState, z: np.ndarray, memb: np.ndarray,
+                           lam: np.ndarray) -> float:
     """``Σ_{i∈S} log Poisson(z_i | λ_{memb_i})`` over the synthesized records ``S``."""
     from scipy.stats import poisson
 
-    rows = model._synthesized_rows()
+    rows = state.rows
     return float(poisson.logpmf(z[rows], lam[memb[rows]]).sum())
 
 
-def confidential_counts(model, data: pd.DataFrame | None = None) -> np.ndarray:
+def confidential_counts(state: PoissonState, kept: pd.DataFrame | None,
+                        data: pd.DataFrame | None = None) -> np.ndarray:
+    """The confidential counts: of ``data`` when given (checked), else of ``kept``, the table
+    the model keeps from fit."""
     if data is not None:
-        return model._counts(data, name="data")
-    if model.data_ is None:
+        return state.counts(data, name="data")
+    if kept is None:
         raise ValidationError(
             "this needs the confidential data: pass data=... (class-O models keep it from "
             "fit; pass data= to from_posterior)."
         )
-    return model.data_[model.columns_].to_numpy(dtype=np.float64)
+    return kept[state.columns].to_numpy(dtype=np.float64)
 
 
-def candidate_dataset_loglik(model, record, candidates, synthetic, draw_indices, memberships
+def candidate_dataset_loglik(state: PoissonState, record, candidates, synthetic,
+                             idx: np.ndarray, memberships, data: pd.DataFrame | None
                              ) -> np.ndarray:
-    """The work of :meth:`PoissonMixture.candidate_dataset_loglik` (documented there)."""
-    model._check_fitted()
-    if model.model_class == "P":
+    """The work of :meth:`PoissonMixture.candidate_dataset_loglik` (documented there); ``data``:
+    the confidential table the model keeps."""
+    if state.model_class == "P":
         raise ValidationError(
             "candidate_dataset_loglik / own_record_delta apply to class-O models only (MM, "
             "TCMM, posterior_class); a class-P model uses record_loglik ratios.",
             code="MODEL_UNSUITED"
         )
-    y = confidential_counts(model)
-    record = record_position(model, record, y)
-    cand = candidate_array(model, candidates, y[record])
-    if model.synthesized_records_ is not None and not model.synthesized_records_[record]:
+    y = confidential_counts(state, data)
+    record = record_position(state, record, y)
+    cand = candidate_array(state, candidates, y[record])
+    sel = state.synthesized_records
+    if sel is not None and not sel[record]:
         # released unchanged: its value enters neither the synthesis nor the likelihood
-        L = model.dataset_loglik(synthetic, draw_indices=draw_indices, memberships=memberships)
+        L = dataset_loglik(state, synthetic, idx, memberships, data)
         return np.repeat(L[:, :, None], cand.shape[0], axis=2)
-    zs = synthetic_counts(model, synthetic)
-    idx = model._draw_indices(draw_indices)
-    log_pi, lam = model._params(idx)
-    memberships = membership_mode(model, memberships)
-    gen = (generating_memberships(model, synthetic, zs, y)
+    zs = synthetic_counts(state, synthetic)
+    log_pi, lam = state.params(idx)
+    memberships = membership_mode(state, memberships)
+    gen = (generating_memberships(state, synthetic, zs, y)
            if isinstance(memberships, str) and memberships == "generating" else None)
-    return replaced_dataset_loglik(model, zs, y, [(record, cand)], idx, log_pi, lam,
+    return replaced_dataset_loglik(state, zs, y, [(record, cand)], idx, log_pi, lam,
                                    memberships, gen)
 
 
 def replaced_dataset_loglik(
-    model, zs: list[np.ndarray], y: np.ndarray, replace: Sequence[tuple[int, np.ndarray]],
+    state: PoissonState, zs: list[np.ndarray], y: np.ndarray,
+    replace: Sequence[tuple[int, np.ndarray]],
     idx: np.ndarray, log_pi: np.ndarray, lam: np.ndarray, mode: Any, gen: Any,
 ) -> np.ndarray:
     """``[H', m, G]`` class-O log-likelihood of each dataset with the confidential counts of the
@@ -295,7 +302,7 @@ def replaced_dataset_loglik(
     """
     K = lam.shape[1]
     G = replace[0][1].shape[0]
-    rows = model._synthesized_rows()
+    rows = state.rows
     out = np.empty((idx.size, len(zs), G))
     if isinstance(mode, str) and mode == "marginalised":
         for r in range(idx.size):
@@ -315,16 +322,16 @@ def replaced_dataset_loglik(
             y2[rec] = c[g]
         return y2
 
-    if gen is not None and model.variant != "mp":
+    if gen is not None and state.variant != "mp":
         # given the memberships the MM/TCMM likelihood does not involve Θ_h
         for g in range(G):
             y2 = replaced(g)
             for l, z in enumerate(zs):
-                out[:, l, g] = class_o_loglik(model, z, y2, gen[l], K)
+                out[:, l, g] = class_o_loglik(state, z, y2, gen[l], K)
         return out
     for r, h in enumerate(idx):
         memb_h = None if gen is not None else resolve_memberships(
-            model, mode, int(h), y, log_pi[r], lam[r])
+            state, mode, int(h), y, log_pi[r], lam[r])
         for g in range(G):
             y2 = replaced(g)
             for l, z in enumerate(zs):
@@ -333,28 +340,27 @@ def replaced_dataset_loglik(
                     memb = memb.copy()
                     for rec, c in replace:
                         memb[rec] = pk.map_memberships(c[g][None, :], log_pi[r], lam[r])[0]
-                out[r, l, g] = o_loglik(model, z, y2, memb, K, lam[r])
+                out[r, l, g] = o_loglik(state, z, y2, memb, K, lam[r])
     return out
 
 
-def own_record_delta(model, record, candidates, synthetic, draw_indices, memberships) -> np.ndarray:
-    """The work of :meth:`PoissonMixture.own_record_delta` (documented there)."""
-    model._check_fitted()
-    if model.synthesized_records_ is not None and model.model_class == "O":
-        y = confidential_counts(model)
-        pos = record_position(model, record, y)
-        if not model.synthesized_records_[pos]:
-            G = candidate_array(model, candidates, y[pos]).shape[0]
-            m = len(as_frames(model, synthetic))
-            return np.zeros((model._draw_indices(draw_indices).size, m, G))
-    full = model.candidate_dataset_loglik(
-        record, candidates, synthetic, draw_indices=draw_indices, memberships=memberships
-    )
-    y = confidential_counts(model)
-    pos = record_position(model, record, y)
-    truth = model.candidate_dataset_loglik(
-        pos, y[pos][None, :], synthetic, draw_indices=draw_indices, memberships=memberships
-    )
+def own_record_delta(state: PoissonState, record, candidates, synthetic, idx: np.ndarray,
+                     memberships, data: pd.DataFrame | None) -> np.ndarray:
+    """The work of :meth:`PoissonMixture.own_record_delta` (documented there); ``data``: the
+    confidential table the model keeps."""
+    sel = state.synthesized_records
+    if sel is not None and state.model_class == "O":
+        y = confidential_counts(state, data)
+        pos = record_position(state, record, y)
+        if not sel[pos]:
+            G = candidate_array(state, candidates, y[pos]).shape[0]
+            m = len(as_frames(synthetic))
+            return np.zeros((idx.size, m, G))
+    full = candidate_dataset_loglik(state, record, candidates, synthetic, idx, memberships, data)
+    y = confidential_counts(state, data)
+    pos = record_position(state, record, y)
+    truth = candidate_dataset_loglik(state, pos, y[pos][None, :], synthetic, idx, memberships,
+                                     data)
     with np.errstate(invalid="ignore"):
         d = full - truth
     both = np.isneginf(full) & np.isneginf(truth)
@@ -363,18 +369,18 @@ def own_record_delta(model, record, candidates, synthetic, draw_indices, members
     return d
 
 
-def o_loglik(model, z, y, memb, K, lam) -> float:
-    if model.variant == "mp":
-        return posterior_class_loglik(model, z, memb, lam)
-    return class_o_loglik(model, z, y, memb, K)
+def o_loglik(state: PoissonState, z, y, memb, K, lam) -> float:
+    if state.variant == "mp":
+        return posterior_class_loglik(state, z, memb, lam)
+    return class_o_loglik(state, z, y, memb, K)
 
 
-def record_position(model, record: Any, y: np.ndarray) -> int:
+def record_position(state: PoissonState, record: Any, y: np.ndarray) -> int:
     """Row position of the target: an integer, or a row (Series) of the confidential data
     (located by its index label, checked against the data's values)."""
     n = y.shape[0]
     if isinstance(record, pd.Series):
-        cols = model.columns_
+        cols = state.columns
         try:
             vals = record[cols].to_numpy(dtype=np.float64)
         except (KeyError, TypeError, ValueError) as err:
@@ -398,8 +404,9 @@ def record_position(model, record: Any, y: np.ndarray) -> int:
     return int(record)
 
 
-def candidate_array(model, candidates: Any, truth: np.ndarray | None = None) -> np.ndarray:
-    cols = model.columns_
+def candidate_array(state: PoissonState, candidates: Any, truth: np.ndarray | None = None
+                    ) -> np.ndarray:
+    cols = state.columns
     if isinstance(candidates, pd.DataFrame):
         missing = [c for c in cols if c not in candidates.columns]
         if missing and truth is not None:
@@ -407,7 +414,7 @@ def candidate_array(model, candidates: Any, truth: np.ndarray | None = None) -> 
             candidates = candidates.copy()
             for c in missing:
                 candidates[c] = truth[cols.index(c)]
-        return model._counts(candidates, name="candidates")
+        return state.counts(candidates, name="candidates")
     a = np.asarray(candidates, dtype=np.float64)
     if a.ndim != 2 or a.shape[1] != len(cols):
         raise ValidationError(

@@ -14,9 +14,12 @@ density; the default sampler is a blocked Gibbs step (a PyMC ``BlockedStep`` wit
 :mod:`bayes_risk.models.poisson.kernels`) that also records the memberships ``z`` of every kept
 draw, which MM/TCMM synthesis and their likelihoods need.
 
-The class's methods call module-level helpers, one module per concern: the PyMC model and fit
-(``poisson.fit``), the record/dataset/candidate likelihoods (``poisson.loglik``) and the
-largest-value pieces (``poisson.largest``).
+Once its posterior is set (fit, load, ``from_posterior``) the model builds its fitted state
+(:class:`~bayes_risk.models.poisson.state.PoissonState`: the posterior, the count columns, the
+variant and the synthesized records) once and passes it to the module-level functions of its
+sibling modules, one per concern: the PyMC model and the Gibbs step (``poisson.fit``), the
+record/dataset/candidate likelihoods (``poisson.loglik``), synthesis (``poisson.synthesis``) and
+the largest-value pieces (``poisson.largest``).
 """
 
 from __future__ import annotations
@@ -35,13 +38,12 @@ import bayes_risk.models.poisson.synthesis as _synthesis
 from bayes_risk._rng import RandomSeed
 from bayes_risk.contract import ModelInfo
 from bayes_risk.data.schema import Schema
-from bayes_risk.data.validate import validate_table
 from bayes_risk.exceptions import SchemaError, ValidationError, on_command_line
 from bayes_risk.models._bayesian.base import BayesianSynthesizer
 from bayes_risk.models._bayesian.design import record_dtypes
 from bayes_risk.models._bayesian.starts import chain_starts, check_starts
-from bayes_risk.models.poisson.fit import LATENT_GROUP
 from bayes_risk.models.poisson.largest import LargestValueLikelihood
+from bayes_risk.models.poisson.state import PoissonState
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -277,25 +279,6 @@ class PoissonMixture(BayesianSynthesizer):
             )
         return cols
 
-    def _counts(
-        self, df: pd.DataFrame, name: str = "records", *, strict: bool = True
-    ) -> np.ndarray:
-        """The modelled count columns as floats; ``strict=False`` lets negative or non-integer
-        values through (they have Poisson probability 0; candidates may hold them)."""
-        cols = self.columns_
-        if not isinstance(df, pd.DataFrame):
-            raise ValidationError(f"{name} must be a pandas DataFrame. Got {type(df).__name__}.")
-        missing = [c for c in cols if c not in df.columns]
-        if missing:
-            raise SchemaError(f"{name} lacks the modelled count column(s) {missing}.",
-                              code="MISSING_COLUMN")
-        if strict:
-            validate_table(df[cols], self.schema_.select(cols), name=name)
-        else:
-            validate_table(df[cols], self.schema_.select(cols).with_types(
-                **{c: "continuous" for c in cols}), name=name)
-        return df[cols].to_numpy(dtype=np.float64)
-
     @property
     def columns_(self) -> list[str]:
         """The modelled (synthesized) count columns."""
@@ -324,16 +307,34 @@ class PoissonMixture(BayesianSynthesizer):
                         ) -> xr.DataTree:
         # the mixture is fitted to the count columns of every record
         cols = self._count_columns(schema)
-        return self._sample(data[cols].to_numpy(dtype=np.float64), cols, seed)
+        y = data[cols].to_numpy(dtype=np.float64)
+        model = self.build_pymc_model(y, cols)
+        if self.sampler == "nuts":
+            return self._run_sampler(model, random_seed=seed)
+        return _fit.sample_gibbs(
+            model, y, seed, run_sampler=self._run_sampler, n_components=self.n_components,
+            a_lambda=self.a_lambda, b_lambda=self._b_lambda_vector(y), a_alpha=self.a_alpha,
+            b_alpha=self.b_alpha, starts=self._starts(), chains=self.chains,
+        )
+
     # ------------------------------------------------------------------ posterior handling
     def _event_ndims(self) -> dict[str, int]:
         return {"alpha": 0, "v": 1, "w": 1, "lam": 2}
 
     def _validate_posterior(self, posterior: xr.DataTree, schema: Schema) -> None:
-        return _posterior.validate_posterior(self, posterior, schema)
+        self._check_settings()
+        _posterior.validate_posterior(posterior, self._count_columns(schema), self.n_components)
 
     def _after_posterior(self) -> None:
-        self._generating_cache = {}
+        # a convergence probe (_bayesian.convergence.round_verdict) sets only the posterior
+        # and the schema
+        self._state = PoissonState(
+            schema=self.schema_, columns=self._count_columns(self.schema_),
+            variant=self.variant, q=float(self.q), model_class=self.model_class,
+            tree=self.posterior_,
+            synthesized_records=getattr(self, "synthesized_records_", None),
+            n_records=int(getattr(self, "_n_records", 0)),
+        )
         if not hasattr(self, "dtypes_"):
             self.dtypes_ = record_dtypes(self.data_) if self.data_ is not None else {}
 
@@ -343,38 +344,18 @@ class PoissonMixture(BayesianSynthesizer):
     def _state_from_json(self, state: Mapping[str, Any]) -> None:
         self.dtypes_ = dict(state.get("dtypes", {}))
 
-    def _params(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``log π`` [H', K] and ``λ`` [H', K, p] of the flattened draws ``idx``."""
-        w = self._stacked("w", idx)
-        lam = self._stacked("lam", idx)
-        with np.errstate(divide="ignore"):
-            return np.log(w), lam
-
-    def _memberships_of(self, h: int) -> np.ndarray | None:
-        if LATENT_GROUP not in self.posterior_.children:
-            return None
-        z = np.asarray(self.posterior_[LATENT_GROUP]["z"].values)
-        return z.reshape(-1, z.shape[-1])[h].astype(np.int64)
-
     def _convergence_quantities(self) -> dict[str, np.ndarray]:
-        return _posterior.convergence_quantities(self)
+        return _posterior.convergence_quantities(self._state)
 
     # ------------------------------------------------------------------ synthesis
     def _synthesize_one(
         self, draw: int, rng: np.random.Generator, data: pd.DataFrame | None
     ) -> pd.DataFrame:
-        return _synthesis.synthesize_one(self, draw, rng, data)
+        return _synthesis.synthesize_one(self._state, draw, rng, data, dtypes=self.dtypes_)
 
-    def _groups(self, ycol: np.ndarray, z: np.ndarray, K: int) -> tuple[np.ndarray, int]:
-        """Redistribution groups of one column: components (MM) or components + tail (TCMM).
-
-        Under partial synthesis only the selected records are grouped (the others get ``-1``:
-        they are released unchanged) and the TCMM tail threshold is the ``q``-quantile of the
-        selected records' values, so that synthesis involves the selected records only.
-        """
-        return _synthesis.groups(self, ycol, z, K)
-
-    # -- thin methods: the work is done by module-level helpers of the family's modules
+    # -- the work is done by module-level functions of the family's modules, which take the
+    # fitted state (self._state, poisson.state.PoissonState), resolved draw indices and the
+    # confidential table the model keeps
 
     def build_pymc_model(
         self, y: np.ndarray, columns: Sequence[str], b_lambda: np.ndarray | None = None
@@ -397,17 +378,22 @@ class PoissonMixture(BayesianSynthesizer):
             ``w``; observed ``y`` whose log-density is ``logsumexp_k(log π_k + Σ_j log
             Poisson(y_ij | λ_kj))`` per record.
         """
-        return _fit.build_pymc_model(self, y, columns, b_lambda)
+        b = self._b_lambda_vector(np.asarray(y, dtype=np.float64)) if b_lambda is None else b_lambda
+        return _fit.build_pymc_model(
+            y, columns, b, n_components=self.n_components, a_lambda=self.a_lambda,
+            a_alpha=self.a_alpha, b_alpha=self.b_alpha,
+        )
 
     def pymc_record_logp(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
         """``[H, n]`` record log-densities evaluated by the PyMC model itself (slow; for checks).
 
         Used by the tests to verify the Numba kernels (:meth:`record_loglik`) against the model.
         """
-        return _fit.pymc_record_logp(self, records, draw_indices=draw_indices)
-
-    def _sample(self, y: np.ndarray, cols: Sequence[str], seed: RandomSeed) -> xr.DataTree:
-        return _fit.sample(self, y, cols, seed)
+        self._check_fitted()
+        idx = self._draw_indices(draw_indices)
+        y = self._state.counts(records)
+        model = self.build_pymc_model(y, self.columns_, b_lambda=np.ones(y.shape[1]))
+        return _fit.pymc_record_logp(model, self.posterior_, y.shape[0], idx)
 
     def fit_augmented(
         self, data: pd.DataFrame, synthetic: pd.DataFrame, *, random_seed: RandomSeed = None
@@ -419,7 +405,19 @@ class PoissonMixture(BayesianSynthesizer):
         ``synthetic`` are appended: they are the rows :meth:`dataset_loglik` counts (the others are
         copies of ``data``).
         """
-        return _fit.fit_augmented(self, data, synthetic, random_seed=random_seed)
+        self._check_fitted()
+        cols = self.columns_
+        synthetic = self._synthesized_part(synthetic)
+        both = pd.concat([data[self.schema_.names], synthetic[self.schema_.names]],
+                         ignore_index=True)
+        params = self.get_params(deep=False)
+        if random_seed is not None:  # the refit's own seed, as its setting
+            params["random_seed"] = random_seed
+        new = type(self)(**params)
+        # same prior as the base fit: the default b_λ = 1 / max(1, mean y) is computed on the
+        # confidential data y, not on y ∪ Z_(l), or p(Θ | y, Z_(l)) would use another prior
+        new._prior_rate_fixed = self._b_lambda_vector(data[cols].to_numpy(dtype=np.float64))
+        return new.fit(both, schema=self.schema_.keeping_levels(), synthesized=cols)
 
     def record_loglik(self, records: pd.DataFrame, *, draw_indices: Any = None) -> np.ndarray:
         """``[H, n]`` MP record log-likelihood ``log p(y_i | Θ_h)`` (Hu 2019 §3.3.3).
@@ -428,7 +426,8 @@ class PoissonMixture(BayesianSynthesizer):
         posterior of Θ was fitted to the full records, Hu 2019 §3.2.5). Records with a negative or
         non-integer count (e.g. from a percentage candidate grid) get ``-inf``.
         """
-        return _loglik.record_loglik(self, records, draw_indices)
+        self._check_fitted()
+        return _loglik.record_loglik(self._state, records, self._draw_indices(draw_indices))
 
     def neighbourhood_loglik(self, records: pd.DataFrame, *,
         draw_indices: Any = None) -> np.ndarray:
@@ -441,7 +440,7 @@ class PoissonMixture(BayesianSynthesizer):
             falls back to candidate records); evaluate a candidate grid (methods, Candidate sets)
             with :meth:`record_loglik`, or use :meth:`largest_value_loglik`.
         """
-        return _loglik.neighbourhood_loglik(self, records, draw_indices)
+        raise _loglik.neighbourhood_unavailable()
 
     def dataset_loglik(
         self, synthetic: Sequence[pd.DataFrame] | SyntheticData, *, draw_indices: Any = None,
@@ -485,7 +484,9 @@ class PoissonMixture(BayesianSynthesizer):
               mode), so no approximation is needed; the other options condition on given
               memberships.
         """
-        return _loglik.dataset_loglik(self, synthetic, draw_indices, memberships)
+        self._check_fitted()
+        return _loglik.dataset_loglik(self._state, synthetic, self._draw_indices(draw_indices),
+                                      memberships, self.data_)
 
     def candidate_dataset_loglik(
         self,
@@ -525,8 +526,11 @@ class PoissonMixture(BayesianSynthesizer):
         ValidationError
             For a class-P model (no own-record dependence) or a bad record index.
         """
-        return _loglik.candidate_dataset_loglik(self, record, candidates, synthetic, draw_indices,
-                                                memberships)
+        self._check_fitted()
+        return _loglik.candidate_dataset_loglik(
+            self._state, record, candidates, synthetic, self._draw_indices(draw_indices),
+            memberships, self.data_,
+        )
 
     def own_record_delta(
         self,
@@ -546,8 +550,11 @@ class PoissonMixture(BayesianSynthesizer):
         :meth:`candidate_dataset_loglik` directly. A record that is not synthesized (partial
         synthesis of selected records) has no own-record term: 0.
         """
-        return _loglik.own_record_delta(self, record, candidates, synthetic, draw_indices,
-                                        memberships)
+        self._check_fitted()
+        return _loglik.own_record_delta(
+            self._state, record, candidates, synthetic, self._draw_indices(draw_indices),
+            memberships, self.data_,
+        )
 
     def largest_value_candidates(
         self, column: str, upper: float, *, step: float = 1.0, data: pd.DataFrame | None = None
@@ -567,7 +574,9 @@ class PoissonMixture(BayesianSynthesizer):
         ValidationError
             If ``upper < y_(1)j`` or ``column`` is not modelled.
         """
-        return _largest.largest_value_candidates(self, column, upper, step, data)
+        self._check_fitted()
+        return _largest.largest_value_candidates(self._state, column, upper, step, data,
+                                                 self.data_)
 
     def largest_value_loglik(
         self,
@@ -662,9 +671,11 @@ class PoissonMixture(BayesianSynthesizer):
         from bayes_risk.data.provenance import check_release_model
 
         provenance = check_release_model(self, synthetic, data, allow=allow_other_model)
-        pieces = _largest.largest_value_loglik(self, column, synthetic, scenario, total_known,
-                                               candidates, upper, step, draw_indices,
-                                               memberships, data)
+        self._check_fitted()
+        pieces = _largest.largest_value_loglik(
+            self._state, column, synthetic, scenario, total_known, candidates, upper, step,
+            self._draw_indices(draw_indices), memberships, data, self.data_,
+        )
         pieces.warnings.extend(provenance.warnings)
         return pieces
 

@@ -21,17 +21,15 @@ from bayes_risk.models.poisson.fit import LATENT_GROUP
 if TYPE_CHECKING:
     import xarray as xr
 
-    from bayes_risk.data.schema import Schema
+    from bayes_risk.models.poisson.state import PoissonState
 
 
-def validate_posterior(model, posterior: xr.DataTree, schema: Schema) -> None:
-    """Check a posterior given to ``from_posterior`` (or read from a folder) against the settings
-    and the count columns; put ``lam``, ``w`` and ``v`` in their dimensions (``w`` from ``v``
-    when absent)."""
+def validate_posterior(posterior: xr.DataTree, cols: list[str], n_components: int) -> None:
+    """Check a posterior given to ``from_posterior`` (or read from a folder) against the count
+    columns ``cols`` and the truncation level; put ``lam``, ``w`` and ``v`` in their dimensions
+    (``w`` from ``v`` when absent)."""
     import xarray as xr
 
-    model._check_settings()
-    cols = model._count_columns(schema)
     post = posterior["posterior"]
     if "lam" not in post.data_vars:
         raise ValidationError(
@@ -46,9 +44,9 @@ def validate_posterior(model, posterior: xr.DataTree, schema: Schema) -> None:
             code="POSTERIOR_INVALID"
         )
     K = int(lam.shape[2])
-    if K != int(model.n_components):
+    if K != int(n_components):
         raise ValidationError(
-            f"posterior 'lam' has K = {K} components but n_components = {model.n_components}; "
+            f"posterior 'lam' has K = {K} components but n_components = {n_components}; "
             "pass n_components to match.",
             code="POSTERIOR_INVALID"
         )
@@ -98,10 +96,10 @@ def validate_posterior(model, posterior: xr.DataTree, schema: Schema) -> None:
             )
 
 
-def convergence_quantities(model) -> dict[str, np.ndarray]:
+def convergence_quantities(state: PoissonState) -> dict[str, np.ndarray]:
     """Label-invariant scalars per ``[chain, draw]``: the posterior predictive mean and variance
     of each column (and ``alpha``, the log-likelihood and the occupied components when recorded)."""
-    post = model.posterior_["posterior"]
+    post = state.tree["posterior"]
     w = np.asarray(post["w"].transpose("chain", "draw", "component").values)
     lam = np.asarray(post["lam"].transpose("chain", "draw", "component", "column").values)
     out: dict[str, np.ndarray] = {}
@@ -110,11 +108,11 @@ def convergence_quantities(model) -> dict[str, np.ndarray]:
     # label-invariant: posterior predictive mean and variance of each column
     mean = np.einsum("cdk,cdkj->cdj", w, lam)
     second = np.einsum("cdk,cdkj->cdj", w, lam + lam**2)
-    for j, c in enumerate(model._count_columns(model.schema_)):
+    for j, c in enumerate(state.columns):
         out[f"mean[{c}]"] = mean[..., j]
         out[f"var[{c}]"] = second[..., j] - mean[..., j] ** 2
-    if "sample_stats" in model.posterior_.children:
-        ss = model.posterior_["sample_stats"]
+    if "sample_stats" in state.tree.children:
+        ss = state.tree["sample_stats"]
         for name in ("loglik", "n_occupied"):
             if name in ss.data_vars:
                 out[name] = np.asarray(ss[name].values, dtype=np.float64)

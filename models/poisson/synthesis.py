@@ -8,6 +8,9 @@ group sums of every column are kept (class O).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -15,42 +18,44 @@ import bayes_risk.models.poisson.kernels as pk
 from bayes_risk.exceptions import ValidationError
 from bayes_risk.models._bayesian.design import apply_dtypes
 from bayes_risk.models.poisson.loglik import _group_totals
+from bayes_risk.models.poisson.state import PoissonState
 
 
-def synthesize_one(model, draw: int, rng: np.random.Generator, data: pd.DataFrame | None
-                   ) -> pd.DataFrame:
+def synthesize_one(state: PoissonState, draw: int, rng: np.random.Generator,
+                   data: pd.DataFrame | None, *, dtypes: Mapping[str, Any]) -> pd.DataFrame:
     """One synthetic dataset from flattened posterior draw ``draw`` (the records that are not
-    selected, and the columns outside the mixture, are copied from ``data``)."""
-    cols = model.columns_
-    n = model.n_records
-    log_pi, lam = model._params(np.array([draw]))
+    selected, and the columns outside the mixture, are copied from ``data``; ``dtypes``: the
+    fitted table's dtypes)."""
+    cols = state.columns
+    n = state.n_records
+    log_pi, lam = state.params(np.array([draw]))
     log_pi, lam = log_pi[0], lam[0]
     K = lam.shape[0]
     if data is not None:
         out = data.copy()
     else:
-        out = pd.DataFrame({c: np.zeros(n, dtype=np.int64) for c in model.schema_.names})
-        unsyn = [c for c in model.schema_.names if c not in cols]
+        out = pd.DataFrame({c: np.zeros(n, dtype=np.int64) for c in state.schema.names})
+        unsyn = [c for c in state.schema.names if c not in cols]
         if unsyn:
             raise ValidationError(
                 "this model has unsynthesized columns but no confidential data to copy them "
                 "from; refit, or build it with from_posterior(..., data=...)."
             )
-    rows = model._synthesized_rows()  # every record unless synthesized_records was given
-    if model.model_class == "P":
+    rows = state.rows  # every record unless synthesized_records was given
+    if state.model_class == "P":
         k = rng.choice(K, size=rows.size, p=np.exp(log_pi) / np.exp(log_pi).sum())
         vals = rng.poisson(lam[k]).astype(np.int64)
     else:
         y = data[cols].to_numpy(dtype=np.float64)
-        z = model._memberships_of(draw)
+        z = state.memberships_of(draw)
         if z is None or z.shape[0] != n:
             z = pk.sample_memberships(y, log_pi, lam, rng)
-        if model.variant == "mp":  # posterior_class
+        if state.variant == "mp":  # posterior_class
             vals = rng.poisson(lam[z[rows]]).astype(np.int64)
         else:
             vals = np.empty((rows.size, len(cols)), dtype=np.int64)
             for j in range(len(cols)):
-                groups, ng = model._groups(y[:, j], z, K)
+                groups, ng = state.groups(y[:, j], z, K)
                 totals = _group_totals(y[:, j], groups, ng)
                 if rows.size:
                     vals[:, j] = pk.redistribute_totals(groups[rows], totals, rng)
@@ -61,24 +66,6 @@ def synthesize_one(model, draw: int, rng: np.random.Generator, data: pd.DataFram
             col = out[c].to_numpy(dtype=np.int64, copy=True)
             col[rows] = vals[:, j]
             out[c] = col
-    out = out[model.schema_.names].reset_index(drop=True)
-    return apply_dtypes(out, {k: v for k, v in model.dtypes_.items() if k not in cols},
-                        model.schema_)
+    out = out[state.schema.names].reset_index(drop=True)
+    return apply_dtypes(out, {k: v for k, v in dtypes.items() if k not in cols}, state.schema)
 
-
-def groups(model, ycol: np.ndarray, z: np.ndarray, K: int) -> tuple[np.ndarray, int]:
-    """The work of :meth:`PoissonMixture._groups`."""
-    ng = K + 1 if model.variant == "tcmm" else K
-    sel = model.synthesized_records_
-    if sel is None:
-        if model.variant == "tcmm":
-            return pk.tcmm_groups(ycol, z, K, float(model.q))[0], ng
-        return np.asarray(z, dtype=np.int64), ng
-    g = np.full(np.shape(ycol)[0], -1, dtype=np.int64)
-    if sel.any():
-        if model.variant == "tcmm":
-            g[sel] = pk.tcmm_groups(np.asarray(ycol)[sel], np.asarray(z)[sel], K,
-                                    float(model.q))[0]
-        else:
-            g[sel] = np.asarray(z, dtype=np.int64)[sel]
-    return g, ng

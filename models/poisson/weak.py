@@ -182,7 +182,7 @@ def _tilt(lp: np.ndarray, y: np.ndarray, target: float) -> float:
 
 
 def group_constraints(
-    model: Any, rec: int, rec2: int, j: int, zs: list[np.ndarray], y: np.ndarray,
+    state: Any, rec: int, rec2: int, j: int, zs: list[np.ndarray], y: np.ndarray,
     gen: list[np.ndarray],
 ) -> list[Constraint]:
     """The distinct group-sum constraints on the target's value, one per distinct group.
@@ -200,18 +200,18 @@ def group_constraints(
         ``by_component``: the members share one component (MM), so their values are drawn
         from one Poisson whose component is weighted by how well it explains the group's sum.
     """
-    K = int(model.n_components)
+    K = state.n_components
     y1col = y[:, j]
     y2 = int(y1col[rec2])
-    tail = model.variant == "tcmm"
+    tail = state.variant == "tcmm"
     tau = None
     if tail:
         import bayes_risk.models.poisson.kernels as pk
 
-        tau = int(np.floor(pk.tail_threshold(y1col, float(model.q))))
+        tau = int(np.floor(pk.tail_threshold(y1col, float(state.q))))
     seen: dict[tuple[int, ...], Constraint] = {}
     for zl, memb in zip(zs, gen, strict=True):
-        groups, _ = model._groups(y1col, memb, K)
+        groups, _ = state.groups(y1col, memb, K)
         members = np.flatnonzero(groups == groups[rec])
         key = tuple(int(i) for i in members)
         sigma = float(zl[members, j].sum())
@@ -271,8 +271,8 @@ def constraint_loglik(
 
 
 def pair_dataset_loglik(
-    model: Any, recs: tuple[int, int], cands: tuple[np.ndarray, np.ndarray], datasets: Any,
-    idx: np.ndarray, memberships: Any,
+    state: Any, recs: tuple[int, int], cands: tuple[np.ndarray, np.ndarray], datasets: Any,
+    idx: np.ndarray, memberships: Any, kept: Any,
 ) -> np.ndarray:
     """``[H, m, G]`` class-O log-likelihood of each dataset with *two* records' counts replaced.
 
@@ -280,16 +280,16 @@ def pair_dataset_loglik(
     vectors ``cands[0][g]`` and ``cands[1][g]``; every other record keeps its true values (the
     intruder knows them).
     """
-    y = _loglik.confidential_counts(model)
-    zs = _loglik.synthetic_counts(model, datasets)
-    log_pi, lam = model._params(idx)
-    mode = _loglik.membership_mode(model, memberships)
+    y = _loglik.confidential_counts(state, kept)
+    zs = _loglik.synthetic_counts(state, datasets)
+    log_pi, lam = state.params(idx)
+    mode = _loglik.membership_mode(state, memberships)
     if isinstance(mode, str) and mode == "map":
         raise ValidationError(
             "memberships='map' is not available for the two-record scenario (the MAP class of "
             "a candidate pair is not defined); use 'generating', 'stored' or an array."
         )
-    gen = (_loglik.generating_memberships(model, datasets, zs, y)
+    gen = (_loglik.generating_memberships(state, datasets, zs, y)
            if isinstance(mode, str) and mode == "generating" else None)
-    return _loglik.replaced_dataset_loglik(model, zs, y, list(zip(recs, cands, strict=True)),
+    return _loglik.replaced_dataset_loglik(state, zs, y, list(zip(recs, cands, strict=True)),
                                            idx, log_pi, lam, mode, gen)

@@ -38,6 +38,7 @@ from bayes_risk.data.validate import check_m
 from bayes_risk.models.base import check_is_fitted
 from bayes_risk.models.trees.base import TreeSynthesizer, records_mask
 from bayes_risk.models.trees.cart_leaf import kernel_log_terms, polya_logprob, truncated_kde_logpdf
+from bayes_risk.models.trees.cart_state import CARTState
 
 __all__ = [
     "CARTSynthesizer",
@@ -229,7 +230,19 @@ class CARTSynthesizer(TreeSynthesizer):
             For invalid settings, unknown columns, a synthesized column with no observed value or a
             bad record selection.
         """
-        return _fit.fit(self, data, schema, synthesized, records, random_seed)
+        _fit.fit(self, data, schema, synthesized, records, random_seed)
+        self._set_state()
+        return self
+
+    def _set_state(self) -> None:
+        """Build the fitted state (``trees.cart_state``) the synthesis functions read."""
+        self._state = CARTState(
+            schema=self.schema_, visit_sequence=self.visit_sequence_,
+            predictors=self.predictors_, trees=self.trees_, missing=self.missing_,
+            missing_trees=self.missing_trees_, smoothed=self.smoothed_,
+            bandwidth=self.bandwidth_, integer=self._integer, decimals=self._decimals,
+            records=self.records_, data=self._data, index=self._index, values=self._values,
+        )
 
     # ----- synthesize ---------------------------------------------------------------------
     def synthesize(self, m: int = 1, *, random_seed: RandomSeed = None) -> SyntheticData:
@@ -262,7 +275,8 @@ class CARTSynthesizer(TreeSynthesizer):
         gens = spawn(random_seed, m)
 
         def one(l: int) -> tuple[pd.DataFrame, dict[str, int]]:
-            return self._synthesize_one(gens[l])
+            return _synthesis.synthesize_one(self._state, gens[l], unroutable=self.unroutable,
+                                             donor=self.donor)
 
         idx = range(m)
         if self.n_jobs > 1 and m > 1:
@@ -299,7 +313,7 @@ class CARTSynthesizer(TreeSynthesizer):
 
     # ----- persistence (save, load, check_fingerprint: trees.base) ---------------------------
     def _persisted_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        return _io.cart_state(self)
+        return _io.cart_state(self._state, self.fit_call_, self.n_records_)
 
     # ----- plug-in likelihood ---------------------------------------------------------------
     def plugin_likelihood(
@@ -323,8 +337,10 @@ class CARTSynthesizer(TreeSynthesizer):
     @staticmethod
     def _restore(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame) -> None:
         _io.restore_cart(obj, meta, arrays, data)
+        obj._set_state()
 
-    # -- thin methods: the work is done by module-level helpers of the family's modules
+    # -- the work is done by module-level functions of ``trees.cart_synthesis``, which take the
+    # fitted state (self._state, trees.cart_state.CARTState) and the settings
 
     def route(
         self, records: pd.DataFrame, column: str, random_seed: RandomSeed = None
@@ -352,14 +368,17 @@ class CARTSynthesizer(TreeSynthesizer):
         unroutable : ndarray of bool
             Rows that met an unevaluable split.
         """
-        return _synthesis.route(self, records, column, random_seed)
+        check_is_fitted(self, "trees_")
+        return _synthesis.route(self._state, records, column, random_seed,
+                                unroutable=self.unroutable)
 
     def donors(self, column: str, node: int) -> np.ndarray:
         """Row positions (in the fitted data) of the donors of ``node`` in the tree of ``column``.
 
         Their values of ``column`` are the leaf's donor multiset (Reiter 2005).
         """
-        return _synthesis.donors(self, column, node)
+        check_is_fitted(self, "trees_")
+        return _synthesis.donors(self._state, column, node)
 
     def output_rounding(self, column: str) -> tuple[int | None, bool]:
         """How smoothed values of ``column`` are rounded on output (Wang & Reiter 2012).
@@ -373,7 +392,8 @@ class CARTSynthesizer(TreeSynthesizer):
             The released column has an integer dtype (the clipped value is rounded to an integer
             once more).
         """
-        return _synthesis.output_rounding(self, column)
+        check_is_fitted(self, "trees_")
+        return _synthesis.output_rounding(self._state, column)
 
     @available_if(lambda self: self.donor == "bayes_bootstrap")  # equal weights: no posterior
     def posterior_replicates(
@@ -416,9 +436,13 @@ class CARTSynthesizer(TreeSynthesizer):
             With ``donor="uniform"`` the method is absent (``available_if``): donors drawn with
             equal weights are not draws from a posterior predictive (no Bayesian bootstrap).
         """
-        return _synthesis.posterior_replicates(self, n, columns, chunk_size, random_seed, start)
+        from bayes_risk.models._replicates import check_replicate_columns, iter_replicates
 
-    def _synthesize_one(self, rng: np.random.Generator, columns: Sequence[str] | None = None
-                        ) -> tuple[pd.DataFrame, dict[str, int]]:
-        # columns: return only these synthesized columns (replicates; the same draws)
-        return _synthesis.synthesize_one(self, rng, columns)
+        check_is_fitted(self, "trees_")
+        cols = check_replicate_columns(columns, self.visit_sequence_, type(self).__name__)
+        state, unroutable, donor = self._state, self.unroutable, self.donor
+        return iter_replicates(
+            lambda rng: _synthesis.synthesize_one(state, rng, cols, unroutable=unroutable,
+                                                  donor=donor)[0],
+            n, columns=cols, chunk_size=chunk_size, random_seed=random_seed, start=start,
+        )

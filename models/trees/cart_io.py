@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk.models.trees.cart_state import CARTState
 from bayes_risk.models.trees.io import (
     check_missing_layout,
     seqtree_from_arrays,
@@ -24,38 +25,38 @@ from bayes_risk.models.trees.missing import KIND_SUFFIX, encoded_values
 __all__ = ["cart_state", "restore_cart"]
 
 
-def cart_state(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def cart_state(state: CARTState, fit_call: Any, n_records: int
+               ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The fitted state of a CART synthesizer as JSON-ready settings and named arrays
-    (what :meth:`CARTSynthesizer.save` writes)."""
-    arrays: dict[str, np.ndarray] = {"records": np.asarray(model.records_, dtype=bool)}
+    (what :meth:`CARTSynthesizer.save` writes; ``fit_call``: its ``fit_call_``)."""
+    arrays: dict[str, np.ndarray] = {"records": np.asarray(state.records, dtype=bool)}
     trees = []
-    for k, col in enumerate(model.visit_sequence_):
-        info, arr = seqtree_to_arrays(model.trees_[col], f"tree{k}")
+    for k, col in enumerate(state.visit_sequence):
+        info, arr = seqtree_to_arrays(state.trees[col], f"tree{k}")
         trees.append(info)
         arrays.update(arr)
-        if col in model.bandwidth_:
-            arrays[f"bandwidth{k}"] = np.asarray(model.bandwidth_[col], dtype=np.float64)
+        if col in state.bandwidth:
+            arrays[f"bandwidth{k}"] = np.asarray(state.bandwidth[col], dtype=np.float64)
     kind_trees = {}
-    for k, col in enumerate(model.visit_sequence_):
-        if col in getattr(model, "missing_trees_", {}):
-            info, arr = seqtree_to_arrays(model.missing_trees_[col], f"kindtree{k}")
+    for k, col in enumerate(state.visit_sequence):
+        if col in state.missing_trees:
+            info, arr = seqtree_to_arrays(state.missing_trees[col], f"kindtree{k}")
             kind_trees[col] = info
             arrays.update(arr)
-    state = {
-        "visit_sequence": list(model.visit_sequence_),
-        "predictors": {c: list(v) for c, v in model.predictors_.items()},
+    saved = {
+        "visit_sequence": list(state.visit_sequence),
+        "predictors": {c: list(v) for c, v in state.predictors.items()},
         "trees": trees,
-        "fit_call": model.fit_call_,
-        "smoothed": list(model.smoothed_),
-        "decimals": dict(model._decimals),
-        "integer": {c: bool(v) for c, v in model._integer.items()},
-        "n_records": int(model.n_records_),
+        "fit_call": fit_call,
+        "smoothed": list(state.smoothed),
+        "decimals": dict(state.decimals),
+        "integer": {c: bool(v) for c, v in state.integer.items()},
+        "n_records": int(n_records),
         # columns with missing values and the kind trees of two-step numeric columns
         # (absent in folders of complete data: their files are unchanged)
-        **({"missing": model.missing_, "kind_trees": kind_trees}
-           if getattr(model, "missing_", {}) else {}),
+        **({"missing": state.missing, "kind_trees": kind_trees} if state.missing else {}),
     }
-    return state, arrays
+    return saved, arrays
 
 
 def restore_cart(obj: Any, meta: dict[str, Any], arrays: Any, data: pd.DataFrame) -> None:

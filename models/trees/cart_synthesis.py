@@ -8,15 +8,15 @@ kernel draws (Reiter 2005; Wang & Reiter 2012), and posterior-predictive replica
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.models.base import check_is_fitted
 from bayes_risk.models.trees.cart_leaf import _log_ndtr_diff
+from bayes_risk.models.trees.cart_state import CARTState
 from bayes_risk.models.trees.missing import design_inputs, kind_codes
 from bayes_risk.models.trees.seqtree import column_codes, segment_choice
 
@@ -26,113 +26,95 @@ _FIXED_ROUTES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def route(
-    model, records: pd.DataFrame, column: str, random_seed: RandomSeed = None
+    state: CARTState, records: pd.DataFrame, column: str, random_seed: RandomSeed, *,
+    unroutable: str,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The work of :meth:`CARTSynthesizer.route` (documented there)."""
-    check_is_fitted(model, "trees_")
-    if column not in model.trees_:
+    if column not in state.trees:
         raise ValidationError(
-            f"column {column!r} is not synthesized (synthesized: {model.visit_sequence_})."
+            f"column {column!r} is not synthesized (synthesized: {state.visit_sequence})."
         )
-    tree = model.trees_[column]
-    preds = model.predictors_[column]
+    tree = state.trees[column]
+    preds = state.predictors[column]
     if not preds:
         return np.zeros(len(records), dtype=np.int64), np.zeros(len(records), dtype=bool)
-    layout = getattr(model, "missing_", {})
 
     def value_of(p: str) -> np.ndarray:
-        if model.schema_[p].is_categorical:
-            return column_codes(records, model.schema_, p)
+        if state.schema[p].is_categorical:
+            return column_codes(records, state.schema, p)
         return records[p].to_numpy(dtype=np.float64, na_value=np.nan)
 
-    X, codes = tree.design.matrix(design_inputs(model.schema_, preds, layout, value_of)[3])
-    rng = as_generator(random_seed) if model.unroutable == "random_descent" else None
-    return tree.route(X, codes, model.unroutable, rng)
+    X, codes = tree.design.matrix(design_inputs(state.schema, preds, state.missing, value_of)[3])
+    rng = as_generator(random_seed) if unroutable == "random_descent" else None
+    return tree.route(X, codes, unroutable, rng)
 
 
-def donors(model, column: str, node: int) -> np.ndarray:
+def donors(state: CARTState, column: str, node: int) -> np.ndarray:
     """The work of :meth:`CARTSynthesizer.donors` (documented there)."""
-    check_is_fitted(model, "trees_")
-    tree = model.trees_[column]
+    tree = state.trees[column]
     if not 0 <= int(node) < tree.n_nodes:
         raise ValidationError(f"node must be in 0..{tree.n_nodes - 1}. Got {node!r}.")
     return tree.donor_rows[tree.node_start[node] : tree.node_stop[node]].copy()
 
 
-def output_rounding(model, column: str) -> tuple[int | None, bool]:
+def output_rounding(state: CARTState, column: str) -> tuple[int | None, bool]:
     """The work of :meth:`CARTSynthesizer.output_rounding` (documented there)."""
-    check_is_fitted(model, "trees_")
-    if column not in model.smoothed_:
+    if column not in state.smoothed:
         raise ValidationError(
-            f"column {column!r} is not kernel-smoothed (smoothed: {list(model.smoothed_)})."
+            f"column {column!r} is not kernel-smoothed (smoothed: {list(state.smoothed)})."
         )
-    integer = bool(model._integer.get(column))
-    decimals = 0 if integer else model._decimals.get(column)
-    final = integer and pd.api.types.is_integer_dtype(model._data[column].dtype)
+    integer = bool(state.integer.get(column))
+    decimals = 0 if integer else state.decimals.get(column)
+    final = integer and pd.api.types.is_integer_dtype(state.data[column].dtype)
     return decimals, bool(final)
 
 
-def posterior_replicates(model, n: int | None, columns: Sequence[str] | None, chunk_size: int,
-                         random_seed: RandomSeed, start: int) -> Iterator[list[pd.DataFrame]]:
-    """The work of :meth:`CARTSynthesizer.posterior_replicates` (documented there)."""
-    from bayes_risk.models._replicates import check_replicate_columns, iter_replicates
-
-    check_is_fitted(model, "trees_")
-    if model.donor != "bayes_bootstrap":
-        raise ValidationError(
-            f"posterior replicates need donor='bayes_bootstrap' (got donor={model.donor!r}): "
-            "with equal donor weights the synthesizer has no posterior over the leaf "
-            "distributions, so its syntheses are not posterior-predictive draws.",
-            code="NO_POSTERIOR_PREDICTIVE"
-        )
-    cols = check_replicate_columns(columns, model.visit_sequence_, type(model).__name__)
-    return iter_replicates(lambda rng: model._synthesize_one(rng, cols)[0], n, columns=cols,
-                           chunk_size=chunk_size, random_seed=random_seed, start=start)
-
-
-def synthesize_one(model, rng: np.random.Generator, columns: Sequence[str] | None = None
+def synthesize_one(state: CARTState, rng: np.random.Generator,
+                   columns: Sequence[str] | None = None, *, unroutable: str, donor: str
                    ) -> tuple[pd.DataFrame, dict[str, int]]:
-    # columns: return only these synthesized columns (replicates; the same draws)
-    sel = np.flatnonzero(model.records_)
+    """One synthetic table (``columns``: only these synthesized columns, for replicates; the
+    same draws) and the number of unroutable records per column; ``unroutable`` and ``donor``:
+    the settings."""
+    sel = np.flatnonzero(state.records)
     cur: dict[str, np.ndarray] = {}  # current values of selected records, per column
     src: dict[str, np.ndarray] = {}  # donor row of each selected record (non-smoothed)
     unrout: dict[str, int] = {}
-    layout = getattr(model, "missing_", {})
-    for col in model.visit_sequence_:
-        tree = model.trees_[col]
-        lay = layout.get(col)
+    bb = donor == "bayes_bootstrap"
+    for col in state.visit_sequence:
+        tree = state.trees[col]
+        lay = state.missing.get(col)
         if lay is not None and lay["type"] == "two_step":
-            two_step(model, col, lay, sel, cur, src, unrout, rng)
+            two_step(state, col, lay, sel, cur, src, unrout, rng, unroutable=unroutable, bb=bb)
             continue
         # routing without random draws on fixed predictors: the same nodes every synthesis
-        fixed = model.unroutable == "climb" and not any(p in cur for p in model.predictors_[col])
+        fixed = unroutable == "climb" and not any(p in cur for p in state.predictors[col])
         routed = _FIXED_ROUTES.get(tree) if fixed else None
         if routed is None:
-            routed = route_blocks(model, tree, col, cur, sel, rng)
+            routed = route_blocks(state, tree, col, cur, sel, rng, unroutable)
             if fixed:  # shared by every later synthesis: read-only
                 for a in routed[1:]:
                     a.flags.writeable = False
                 _FIXED_ROUTES[tree] = routed
         n_flag, used, inv, seg_start, sizes, pos_map = routed
         unrout[col] = n_flag
-        if col in model.smoothed_:
-            vals = kernel_draw(model, col, tree, used, inv, seg_start, sizes, pos_map, rng)
+        if col in state.smoothed:
+            vals = kernel_draw(state, col, tree, used, inv, seg_start, sizes, pos_map, rng, bb)
             cur[col] = vals
             src.pop(col, None)
         else:
-            j = segment_choice(seg_start, sizes, inv, rng,
-                               bayes_bootstrap=model.donor == "bayes_bootstrap")
+            j = segment_choice(seg_start, sizes, inv, rng, bayes_bootstrap=bb)
             rows = tree.donor_rows[pos_map[j]]
             src[col] = rows
-            cur[col] = model._values[col][rows]
-    out = model._data.copy() if columns is None else model._data[list(columns)].copy()
-    for col in model.visit_sequence_ if columns is None else columns:
+            cur[col] = state.values[col][rows]
+    data = state.data
+    out = data.copy() if columns is None else data[list(columns)].copy()
+    for col in state.visit_sequence if columns is None else columns:
         if col in src:
-            new = model._data[col].take(src[col]).to_numpy()
+            new = data[col].take(src[col]).to_numpy()
         else:
             new = cur[col]
-            dt = model._data[col].dtype
-            if model._integer.get(col) and pd.api.types.is_integer_dtype(dt):
+            dt = data[col].dtype
+            if state.integer.get(col) and pd.api.types.is_integer_dtype(dt):
                 if isinstance(dt, np.dtype):
                     new = np.round(new).astype(dt)
                 else:  # a nullable integer column: an empty cell is <NA>
@@ -140,72 +122,70 @@ def synthesize_one(model, rng: np.random.Generator, columns: Sequence[str] | Non
         s = out[col].copy()
         s.iloc[sel] = new
         out[col] = s
-    out.index = model._index
+    out.index = state.index
     return out, unrout
 
 
-def two_step(model, col, lay, sel, cur, src, unrout, rng) -> None:
+def two_step(state: CARTState, col, lay, sel, cur, src, unrout, rng, *, unroutable: str,
+             bb: bool) -> None:
     """Synthesize a numeric column with missing values in two steps (synthpop's ``cont.na``):
     the missingness kind from the kind tree's donors, then, for the records whose synthetic
-    kind is "observed", a value from the value tree (fitted on the observed records)."""
-    ktree = model.missing_trees_[col]
-    fixed = model.unroutable == "climb" and not any(p in cur for p in model.predictors_[col])
+    kind is "observed", a value from the value tree (fitted on the observed records); ``bb``:
+    Bayesian-bootstrap donors."""
+    ktree = state.missing_trees[col]
+    fixed = unroutable == "climb" and not any(p in cur for p in state.predictors[col])
     routed = _FIXED_ROUTES.get(ktree) if fixed else None
     if routed is None:
-        routed = route_blocks(model, ktree, col, cur, sel, rng)
+        routed = route_blocks(state, ktree, col, cur, sel, rng, unroutable)
         if fixed:
             for a in routed[1:]:
                 a.flags.writeable = False
             _FIXED_ROUTES[ktree] = routed
     n_flag, used, inv, seg_start, sizes, pos_map = routed
-    j = segment_choice(seg_start, sizes, inv, rng,
-                       bayes_bootstrap=model.donor == "bayes_bootstrap")
+    j = segment_choice(seg_start, sizes, inv, rng, bayes_bootstrap=bb)
     rows = ktree.donor_rows[pos_map[j]]  # donors of the kind: their value is that kind
-    obs = np.flatnonzero(kind_codes(model._values[col][rows], lay["codes"]) == 0)
-    vals = model._values[col][rows]
+    obs = np.flatnonzero(kind_codes(state.values[col][rows], lay["codes"]) == 0)
+    vals = state.values[col][rows]
     if obs.size:
-        tree = model.trees_[col]
+        tree = state.trees[col]
         n_f2, used, inv, seg_start, sizes, pos_map = route_blocks(
-            model, tree, col, cur, sel, rng, subset=obs)
+            state, tree, col, cur, sel, rng, unroutable, subset=obs)
         n_flag += n_f2
-        if col in model.smoothed_:
+        if col in state.smoothed:
             vals = vals.copy()
-            vals[obs] = kernel_draw(model, col, tree, used, inv, seg_start, sizes, pos_map,
-                                          rng)
+            vals[obs] = kernel_draw(state, col, tree, used, inv, seg_start, sizes, pos_map,
+                                    rng, bb)
         else:
-            j = segment_choice(seg_start, sizes, inv, rng,
-                               bayes_bootstrap=model.donor == "bayes_bootstrap")
+            j = segment_choice(seg_start, sizes, inv, rng, bayes_bootstrap=bb)
             rows = rows.copy()
             rows[obs] = tree.donor_rows[pos_map[j]]
-            vals = model._values[col][rows]
+            vals = state.values[col][rows]
     unrout[col] = n_flag
     cur[col] = vals
-    if col in model.smoothed_:
+    if col in state.smoothed:
         src.pop(col, None)
     else:
         src[col] = rows
 
 
-def route_blocks(model, tree, col, cur, sel, rng, subset=None):
+def route_blocks(state: CARTState, tree, col, cur, sel, rng, unroutable: str, subset=None):
     """Route the selected records (``subset``: only these of them) through ``tree``: the
     number of unroutable records, the used nodes, each record's node among them and the
     nodes' concatenated donor blocks."""
-    preds = model.predictors_[col]
+    preds = state.predictors[col]
     n_rec = sel.size if subset is None else subset.size
     if preds:
-        layout = getattr(model, "missing_", {})
-
         def value_of(p: str) -> np.ndarray:
-            v = cur[p] if p in cur else model._values[p][sel]
+            v = cur[p] if p in cur else state.values[p][sel]
             return v if subset is None else v[subset]
 
         X, codes = tree.design.matrix(
-            design_inputs(model.schema_, preds, layout, value_of)[3]
+            design_inputs(state.schema, preds, state.missing, value_of)[3]
         )
     else:
         X = np.zeros((n_rec, 1), dtype=np.float32)
         codes = np.zeros((n_rec, 0), dtype=np.int64)
-    node, flag = tree.route(X, codes, model.unroutable, rng)
+    node, flag = tree.route(X, codes, unroutable, rng)
     used, inv = np.unique(node, return_inverse=True)
     sizes = tree.node_size[used]
     # concatenated donor blocks of the used nodes (internal nodes overlap their leaves)
@@ -214,18 +194,18 @@ def route_blocks(model, tree, col, cur, sel, rng, subset=None):
     return int(flag.sum()), used, inv, seg_start, sizes, pos_map
 
 
-def kernel_draw(model, col, tree, used, inv, seg_start, sizes, pos_map, rng):
-    """Per-leaf truncated Gaussian kernel draws (Wang & Reiter 2012), vectorised."""
+def kernel_draw(state: CARTState, col, tree, used, inv, seg_start, sizes, pos_map, rng, bb):
+    """Per-leaf truncated Gaussian kernel draws (Wang & Reiter 2012), vectorised; ``bb``:
+    Bayesian-bootstrap values (else uniform donors)."""
     from scipy.stats import truncnorm
 
     yv = tree.y_sorted.astype(np.float64)
     G = used.size
     # 1. n_L bootstrap values per used node (Bayesian bootstrap or uniform donor)
     which_b = np.repeat(np.arange(G), sizes)
-    jb = segment_choice(seg_start, sizes, which_b, rng,
-                        bayes_bootstrap=model.donor == "bayes_bootstrap")
+    jb = segment_choice(seg_start, sizes, which_b, rng, bayes_bootstrap=bb)
     b = yv[pos_map[jb]]
-    h_node = model.bandwidth_[col][used]
+    h_node = state.bandwidth[col][used]
     lo_node = np.minimum.reduceat(yv[pos_map], seg_start) if G else np.array([])
     hi_node = np.maximum.reduceat(yv[pos_map], seg_start) if G else np.array([])
     hb, lob, hib = h_node[which_b], lo_node[which_b], hi_node[which_b]
@@ -246,8 +226,8 @@ def kernel_draw(model, col, tree, used, inv, seg_start, sizes, pos_map, rng):
     if nd.any():
         z[nd] = truncnorm.ppf(u[nd], a_std[nd], b_std[nd])
     vals = np.where(deg, centre, np.clip(centre + h * z, lo, hi))
-    d = model._decimals.get(col)
-    if model._integer.get(col):
+    d = state.decimals.get(col)
+    if state.integer.get(col):
         vals = np.round(vals)
     elif d is not None:
         vals = np.round(vals, d)

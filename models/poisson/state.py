@@ -1,0 +1,140 @@
+"""The fitted state of a :class:`~bayes_risk.models.PoissonMixture`.
+
+:class:`PoissonState` holds what the likelihoods (``poisson.loglik``, ``poisson.largest``,
+``poisson.weak``), synthesis (``poisson.synthesis``) and the convergence quantities
+(``poisson.posterior``) read: the schema and its count columns, the variant and its tail
+quantile, the posterior and the recorded memberships, and which records are synthesized. The
+model builds it once whenever its posterior is set (fit, load, ``from_posterior``) and passes
+it to those module-level functions, which take the state, not the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+import bayes_risk.models.poisson.kernels as pk
+from bayes_risk.data.schema import Schema
+from bayes_risk.data.validate import validate_table
+from bayes_risk.exceptions import SchemaError, ValidationError
+from bayes_risk.models._bayesian.records import stacked_values
+from bayes_risk.models.poisson.fit import LATENT_GROUP
+
+if TYPE_CHECKING:  # pragma: no cover
+    import xarray as xr
+
+__all__ = ["PoissonState"]
+
+
+@dataclass(frozen=True, eq=False)
+class PoissonState:
+    """The posterior and settings of a fitted Poisson mixture, read by the family's functions.
+
+    Attributes
+    ----------
+    schema : Schema
+        Columns, types and roles the model was fitted with.
+    columns : list of str
+        The modelled (synthesized) count columns.
+    variant : {"mp", "mm", "tcmm"}
+        The synthesis variant.
+    q : float
+        The TCMM tail quantile.
+    model_class : {"P", "O"}
+        ``"P"`` for MP in ``marginal`` mode, ``"O"`` otherwise.
+    tree : xarray.DataTree
+        The posterior (with group ``latent`` when the Gibbs sampler recorded memberships).
+    synthesized_records : ndarray of bool or None
+        Records whose counts are replaced (``None``: all records).
+    n_records : int
+        Records of the data the model was fitted to.
+    """
+
+    schema: Schema
+    columns: list[str]
+    variant: str
+    q: float
+    model_class: str
+    tree: xr.DataTree
+    synthesized_records: np.ndarray | None
+    n_records: int
+    # the memberships that generated each released dataset, per (data, dataset) content: the
+    # attribute engine asks once per record (loglik.generating_memberships)
+    generating_cache: dict[tuple[str, str], np.ndarray] = field(default_factory=dict,
+                                                                repr=False)
+
+    @property
+    def n_components(self) -> int:
+        """The truncation level ``K`` of the posterior."""
+        return int(self.tree["posterior"]["lam"].shape[2])
+
+    @property
+    def has_memberships(self) -> bool:
+        """Whether the Gibbs sampler recorded the memberships of every draw."""
+        return LATENT_GROUP in self.tree.children
+
+    @property
+    def rows(self) -> np.ndarray:
+        """Positions of the records whose counts are replaced (all by default)."""
+        if self.synthesized_records is None:
+            return np.arange(self.n_records, dtype=np.int64)
+        return np.flatnonzero(self.synthesized_records).astype(np.int64)
+
+    def params(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``log π`` [H', K] and ``λ`` [H', K, p] of the flattened draws ``idx``."""
+        post = self.tree["posterior"]
+        w = stacked_values(post, "w", idx)
+        lam = stacked_values(post, "lam", idx)
+        with np.errstate(divide="ignore"):
+            return np.log(w), lam
+
+    def memberships_of(self, h: int) -> np.ndarray | None:
+        """The memberships recorded with flattened draw ``h`` (``None`` without them)."""
+        if not self.has_memberships:
+            return None
+        z = np.asarray(self.tree[LATENT_GROUP]["z"].values)
+        return z.reshape(-1, z.shape[-1])[h].astype(np.int64)
+
+    def counts(self, df: pd.DataFrame, name: str = "records", *, strict: bool = True
+               ) -> np.ndarray:
+        """The modelled count columns as floats; ``strict=False`` lets negative or non-integer
+        values through (they have Poisson probability 0; candidates may hold them)."""
+        cols = self.columns
+        if not isinstance(df, pd.DataFrame):
+            raise ValidationError(f"{name} must be a pandas DataFrame. Got {type(df).__name__}.")
+        missing = [c for c in cols if c not in df.columns]
+        if missing:
+            raise SchemaError(f"{name} lacks the modelled count column(s) {missing}.",
+                              code="MISSING_COLUMN")
+        if strict:
+            validate_table(df[cols], self.schema.select(cols), name=name)
+        else:
+            validate_table(df[cols], self.schema.select(cols).with_types(
+                **{c: "continuous" for c in cols}), name=name)
+        return df[cols].to_numpy(dtype=np.float64)
+
+    def groups(self, ycol: np.ndarray, z: np.ndarray, K: int) -> tuple[np.ndarray, int]:
+        """Redistribution groups of one column: components (MM) or components + tail (TCMM).
+
+        Under partial synthesis only the selected records are grouped (the others get ``-1``:
+        they are released unchanged) and the TCMM tail threshold is the ``q``-quantile of the
+        selected records' values, so that synthesis involves the selected records only.
+        """
+        ng = K + 1 if self.variant == "tcmm" else K
+        sel = self.synthesized_records
+        if sel is None:
+            if self.variant == "tcmm":
+                return pk.tcmm_groups(ycol, z, K, float(self.q))[0], ng
+            return np.asarray(z, dtype=np.int64), ng
+        g = np.full(np.shape(ycol)[0], -1, dtype=np.int64)
+        if sel.any():
+            if self.variant == "tcmm":
+                g[sel] = pk.tcmm_groups(np.asarray(ycol)[sel], np.asarray(z)[sel], K,
+                                        float(self.q))[0]
+            else:
+                g[sel] = np.asarray(z, dtype=np.int64)[sel]
+        return g, ng
+
