@@ -569,7 +569,7 @@ def disclosure_measures(
         if len(use_keys) != len(keys):
             raise ValidationError(
                 f"ExclusionSpec.use_keys_na must be one logical value or one per key "
-                f"({len(keys)}). Got {len(use_keys)} values."
+                f"({len(keys)}). Got {len(use_keys)} values.", code="INVALID_ARGUMENT"
             )
     for k in k_anonymity:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:

@@ -298,7 +298,8 @@ def membership_risk(
     if _trees.is_tree_model(model):
         if augmented is not None:
             raise ValidationError("RatioSpec.augmented applies to models with posterior draws; a "
-                                  "CART release has none (leave augmented unset).")
+                                  "CART release has none (leave augmented unset).",
+                                  code="INVALID_ARGUMENT")
         if rule is not None:
             raise ValidationError(
                 "selection applies to a Bayesian model's release of selected records; the CART "

@@ -26,6 +26,7 @@ import bayes_risk.models._bayesian.io as _io
 import bayes_risk.models.dpmpm.coding as _coding
 import bayes_risk.models.dpmpm.fit as _fit
 import bayes_risk.models.dpmpm.loglik as _loglik
+import bayes_risk.models.dpmpm.synthesis as _synthesis
 from bayes_risk._io import to_jsonable
 from bayes_risk._rng import RandomSeed
 from bayes_risk.data.schema import Schema
@@ -755,7 +756,7 @@ class DPMPM(BayesianSynthesizer):
     def _synthesize_one(
         self, draw: int, rng: np.random.Generator, data: pd.DataFrame | None
     ) -> pd.DataFrame:
-        return _coding.synthesize_one(
+        return _synthesis.synthesize_one(
             self._state, draw, rng, data, mode=self.synthesis_mode_,
             rows=self._synthesized_rows(), n=self.n_records, dtypes=self.dtypes_,
         )

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.exceptions import SchemaError, ValidationError
-from bayes_risk.models.dpmpm.coding import encode
+from bayes_risk.models.dpmpm.coding import class_logw, encode
 from bayes_risk.models.dpmpm.state import DPMPMState
 from bayes_risk.models.dpmpm.zeros import _UNKNOWN
 
@@ -219,16 +219,3 @@ def class_probabilities(state: DPMPMState, records: pd.DataFrame, idx: np.ndarra
     from bayes_risk._numeric import normalise_log
 
     return normalise_log(logw, axis=-1)
-
-
-def class_logw(state: DPMPMState, codes, lp, lpi, use) -> np.ndarray:
-    """``[H, n, K]`` of ``log π_k + Σ_{j∈use, observed} log φ_kj[y_ij]``."""
-    H, K = lpi.shape
-    out = np.broadcast_to(lpi[:, None, :], (H, codes.shape[0], K)).copy()
-    for j in np.flatnonzero(use):
-        c = codes[:, j]
-        ok = c >= 0
-        out[:, ok, :] += lp[:, state.offsets[j] + c[ok], :]
-        bad = c == _UNKNOWN
-        out[:, bad, :] = -np.inf
-    return out

@@ -13,8 +13,7 @@ import pandas as pd
 
 from bayes_risk._numeric import logsumexp
 from bayes_risk.exceptions import SchemaError, ValidationError
-from bayes_risk.models.dpmpm.coding import encode
-from bayes_risk.models.dpmpm.loglik import class_logw
+from bayes_risk.models.dpmpm.coding import class_logw, encode
 from bayes_risk.models.dpmpm.state import DPMPMState
 from bayes_risk.models.dpmpm.zeros import _MAX_REJECTION_ROUNDS, _UNKNOWN, _inverse_cdf
 
