@@ -128,6 +128,7 @@ _API: dict[str, str] = {
     # audit: every measure on one release, one report
     "audit": "bayes_risk.auditing",
     "AuditResult": "bayes_risk.auditing.result",
+    "AuditSettings": "bayes_risk.auditing.settings",
     "Thresholds": "bayes_risk.auditing.plan",
     # the model contract (docs: Adding a model)
     "Capabilities": "bayes_risk.contract",

@@ -41,8 +41,8 @@ class Measure:
     Parameters
     ----------
     name : str
-        The audit step's name (``skip=[name]``; ``--skip`` writes it with hyphens), the key of
-        its outcome (``AuditResult.step(name)``) and of its sub-folder.
+        The audit step's name (``AuditSettings(skip=[name])``; ``--skip`` writes it with
+        hyphens), the key of its outcome (``AuditResult.step(name)``) and of its sub-folder.
     title : str
         The step's heading in the progress lines, the report and the summary.
     step : str

@@ -135,7 +135,8 @@ def main() -> dict:
         warnings.simplefilter("default")
         result = br.audit(data, release, known=KNOWN, schema=schema, random_seed=2013,
                           progressbar=False, out=out,
-                          skip=os.environ.get("SD_SKIP", "").split() or None)
+                          settings=br.AuditSettings(
+                              skip=os.environ.get("SD_SKIP", "").split() or None))
     print()
     print(result.verdict_text)
     statuses = {s.name: s.status for s in result.steps}

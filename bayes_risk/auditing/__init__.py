@@ -9,6 +9,7 @@ on one release, and returns an :class:`AuditResult` whose ``to_html(path)`` and
 from bayes_risk.auditing.api import audit
 from bayes_risk.auditing.plan import DEFAULT_SWEEP, AuditPlan, Setting, Thresholds
 from bayes_risk.auditing.result import AuditResult, StepOutcome, Verdict
+from bayes_risk.auditing.settings import AuditSettings
 
-__all__ = ["audit", "AuditResult", "AuditPlan", "StepOutcome", "Thresholds", "Verdict",
-           "Setting", "DEFAULT_SWEEP"]
+__all__ = ["audit", "AuditSettings", "AuditResult", "AuditPlan", "StepOutcome", "Thresholds",
+           "Verdict", "Setting", "DEFAULT_SWEEP"]

@@ -9,7 +9,6 @@ writing the files its sub-command writes into a sub-folder. It defines no measur
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 import traceback
@@ -22,38 +21,19 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._terminal import say
-from bayes_risk.attribute.specs import EstimatorSpec, as_estimator
 from bayes_risk.auditing.outcome import StepOutcome
-from bayes_risk.auditing.plan import DEFAULT_SWEEP, Thresholds, _cli_name, _inputs, _make_plan
+from bayes_risk.auditing.plan import Thresholds, _cli_name, _inputs, _make_plan
 from bayes_risk.auditing.result import AuditResult
+from bayes_risk.auditing.settings import AuditSettings, as_settings
 from bayes_risk.exceptions import (
     ConvergenceWarning,
     SchemaError,
     ValidationError,
     _caused_by_interrupt,
 )
-from bayes_risk.identification.specs import MatchSpec, as_match
 from bayes_risk.measures import load, measures
-from bayes_risk.utility.pmse import PropensitySpec, as_propensity
 
 __all__ = ["audit"]
-
-
-def _used_fields(spec: Any, used: Sequence[str], argument: str) -> Any:
-    """``spec`` if it sets no field but ``used`` (the audit's steps set the others), else a
-    ValidationError naming the field."""
-    default = type(spec)()
-    for f in dataclasses.fields(spec):
-        if f.name not in used and not _same(getattr(spec, f.name), getattr(default, f.name)):
-            raise ValidationError(
-                f"{argument}: the audit reads {type(spec).__name__}'s {', '.join(used)} only; "
-                f"{type(spec).__name__}.{f.name} is set by its steps (leave it at its default).",
-                code="INVALID_ARGUMENT")
-    return spec
-
-
-def _same(a: Any, b: Any) -> bool:
-    return a is b or (type(a) is type(b) and not isinstance(a, np.ndarray) and a == b)
 
 
 def audit(
@@ -63,30 +43,13 @@ def audit(
     known: Sequence[str],
     model: Any = None,
     synthesized: Sequence[str] | None = None,
-    categorical: Sequence[str] | None = None,
     schema: Any = None,
-    match: MatchSpec | None = None,
-    sweep: Sequence[float] | None = DEFAULT_SWEEP,
-    sweep_unsynthesized: bool = False,
-    known_sweep: bool = False,
-    targets: Sequence[str] | None = None,
-    ngroups_target: int | None = 10,
-    attribute_records: Sequence[int] | None = None,
-    attribute_estimator: EstimatorSpec | str = "auto",
+    holdout: pd.DataFrame | None = None,
+    settings: AuditSettings | None = None,
     thresholds: Thresholds | Mapping[str, float] | Sequence[str] | None = None,
-    show_confidential_values: bool = False,
     out: str | os.PathLike[str] | None = None,
     random_seed: int | None = None,
     progressbar: bool = True,
-    skip: Sequence[str] | None = None,
-    combining_rules: str = "auto",
-    propensity: PropensitySpec | str | None = None,
-    imputed: Sequence[str] | str = "auto",
-    holdout: pd.DataFrame | None = None,
-    membership_selection: Any = None,
-    weights: str | None = None,
-    linkability_columns: tuple[Sequence[str], Sequence[str]] | None = None,
-    allow_other_model: bool = False,
 ) -> AuditResult:
     """Audit a synthetic release: utility, identification, attribute and empirical risk.
 
@@ -107,55 +70,23 @@ def audit(
     synthesized : sequence of str, optional
         Synthesized columns. Default: the release manifest's, else the columns that differ from
         the original in some dataset.
-    categorical : sequence of str, optional
-        Integer-coded factors (type inference otherwise treats integers as counts).
     schema : Schema, optional
         Column types (overrides the release's and inference).
-    match : MatchSpec, optional
-        How the identification steps match the known columns: ``radius`` (a float, or a dict:
-        only the columns named get one, the others are matched exactly) and ``radius_type``
-        (``"percentage"``, ``"absolute"`` or ``"quantile_sd"``). Default: percentage radius 0.1
-        for every numeric (count or continuous) known column (Hornby & Hu 2021); categorical
-        columns match exactly. The steps set the other fields themselves (a field given here
-        that they do not read is refused).
-    sweep : sequence of float or None
-        Common radii of the radius sweep (default Hornby & Hu's 0.01 … 0.3); ``None`` skips it.
-        The sweep varies the radii of the synthesized known columns only: the release carries
-        an unsynthesized column unchanged, so widening its radius only adds matches the release
-        has no part in (the largest risk is then at the smallest radius by construction).
-    sweep_unsynthesized : bool
-        Vary the radii of the unsynthesized known columns in the sweep too (default False).
-    known_sweep : bool
-        Add to the identification step the risk for every subset of the known columns, the
-        Pareto frontier of risk against the number of columns known and the drivers of the
-        risk (Shapley values, per-level contributions;
-        :func:`~bayes_risk.identification.known_sweep`), and to the attribute step the same
-        over the subsets of the synthesized known columns known of the record's own values
-        (:func:`~bayes_risk.attribute.attribute_known_sweep`; when a synthesized column is left
-        to guess). Off by default: ``2**k`` subsets for ``k`` known columns. The verdict does
-        not read it.
-    targets : sequence of str, optional
-        Targets of the empirical disclosure measures (one run each). Default: the synthesized
-        columns the intruder does not know.
-    ngroups_target : int or None
-        Group a numeric target into about this many groups for the empirical measures (default
-        10; ``None``: every distinct value is a level, synthpop's default).
-    attribute_records : sequence of int, optional
-        Records (0-based) whose attribute risk is estimated (default all).
-    attribute_estimator : EstimatorSpec or {"auto", "stabilised", "is"}
-        Estimator of the attribute step (``estimator`` of
-        :func:`~bayes_risk.attribute.attribute_risk`; default ``"auto"``: stabilised for class
-        P models), with ``EstimatorSpec.refit_draws``, the kept draws per chain of each refit
-        (default: the model's ``draws``); the step sets the other fields itself. The
-        stabilised estimator refits the model once per synthetic dataset, on the original and
-        that dataset together: about ``m × 2 ×`` the time of the model's own fit, estimated and
-        printed before the refits start; ``"is"`` makes no refit.
+    holdout : DataFrame, optional
+        Records of the same population that were not in the original: the membership step
+        (:func:`~bayes_risk.membership_risk`, with the fitted ``model``) and the attacks step
+        (anonymeter's singling-out and linkability attacks, :func:`~bayes_risk.singling_out_risk`
+        and :func:`~bayes_risk.linkability_risk`, whose control set it is) run only when it is
+        given, and are skipped with the reason otherwise (the membership step refits the model
+        once per dataset).
+    settings : AuditSettings, optional
+        How the steps measure the release: the identification steps' matching and radius
+        sweep, the attribute step's records and estimator, the utility step's combining rules
+        and propensity model, the empirical measures' targets and survey weights, the steps to
+        skip, and more (:class:`~bayes_risk.AuditSettings`; default: every field's default).
     thresholds : Thresholds, mapping or list of "NAME=VALUE", optional
         Release-board thresholds of the verdict lines (defaults:
         :class:`~bayes_risk.auditing.Thresholds`).
-    show_confidential_values : bool
-        Show the known (quasi-identifier) values of the records most at risk in the report.
-        Off by default; the report says so.
     out : path, optional
         Folder to write every step's files into (one sub-folder per step), with ``summary.json``.
         It must not exist or be empty; it appears complete or not at all. ``None``: nothing is
@@ -164,55 +95,6 @@ def audit(
         Seed of every random draw (drawn and recorded when ``None``).
     progressbar : bool
         Show progress (step lines and the measures' progress bars) on stderr.
-    skip : sequence of str, optional
-        Steps not to run (``"utility"``, ``"identification"``, ``"posterior_identification"``,
-        ``"attribute"``, ``"membership"``, ``"attacks"``, ``"disclosure"``); they are reported
-        as skipped, as asked.
-    combining_rules : {"auto", "partial", "full-same-n", "full-population"}
-        Combining rules of the interval overlaps (see
-        :func:`~bayes_risk.utility.utility_summary`); ``"auto"`` (default): the release's
-        recorded generation scheme, else inferred from the synthesized columns.
-    propensity : PropensitySpec, "logit" or "cart", optional
-        Propensity model of the utility step's pMSE: ``method`` (default ``"logit"``,
-        synthpop's ``utility.gen``; ``"cart"`` for wide tables whose logit design would be too
-        large) and ``max_order`` (``1``, the default, adds every two-way interaction, ``0`` main
-        effects only: a table with many columns or levels needs it, the step refuses a design
-        with more coefficients than records, ``DESIGN_TOO_LARGE``); the step sets the other
-        fields itself.
-    imputed : "auto" or sequence of str
-        Columns whose missing values the synthesizer imputed, compared on the original's
-        observed cells in the utility step (see :func:`~bayes_risk.utility.utility_summary`);
-        ``"auto"`` (default): the release's recorded ``imputed_columns``, else inferred;
-        ``[]``: none.
-    holdout : DataFrame, optional
-        Records of the same population that were not in the original: the membership step
-        (:func:`~bayes_risk.membership_risk`, with the fitted ``model``) and the attacks step
-        (anonymeter's singling-out and linkability attacks, :func:`~bayes_risk.singling_out_risk`
-        and :func:`~bayes_risk.linkability_risk`, whose control set it is) run only when it is
-        given, and are skipped with the reason otherwise (the membership step refits the model
-        once per dataset).
-    membership_selection : None, "independent", str or callable
-        For a release that synthesizes selected records only (a model fitted with
-        ``records=...``): how they were selected (``selection`` of
-        :func:`~bayes_risk.membership_risk`: ``"independent"`` or a rule on a record's own
-        values, e.g. ``"Income > 150000 or Age >= 90"``). Without it the membership step of
-        such a release is skipped with the reason (``MEMBERSHIP_PARTIAL_SYNTHESIS``). Recorded
-        in the settings.
-    weights : str, optional
-        Survey weights of the original's records (a column of ``original``): the disclosure
-        step's baseline of the original, sdcMicro's individual re-identification risk
-        (:func:`~bayes_risk.disclosure.original_risk`), is then the Benedetti–Franconi risk
-        with the population frequency of a key estimated by the sum of its weights; without
-        weights it is the sample-based risk ``1/f_k`` (every weight 1, as sdcMicro).
-    linkability_columns : (sequence of str, sequence of str), optional
-        The columns of the intruder's two tables in the attacks step's linkability attack
-        (default: the ``known`` columns and the other columns; when every column is known,
-        linkability is not run).
-    allow_other_model : bool, default False
-        Go on when ``model`` is not the model that made the release (user guide, Provenance):
-        the attribute, membership and posterior identification steps then measure that
-        model's risks, with warning ``MODEL_DIFFERS`` on their lines. By default such a model
-        is refused before the first step (``MODEL_DIFFERS``).
 
     Returns
     -------
@@ -224,8 +106,9 @@ def audit(
     ------
     ValidationError, SchemaError
         For a bad argument (named in the message), before any measure is computed; or when a
-        step fails on the input (the message names the step: pass ``skip=[step]`` to audit
-        without it). Nothing is written to ``out`` then.
+        step fails on the input (the message names the step: pass
+        ``settings=AuditSettings(skip=[step])`` to audit without it). Nothing is written to
+        ``out`` then.
 
     Notes
     -----
@@ -235,29 +118,28 @@ def audit(
     """
     from bayes_risk.auditing import steps as st
 
-    match = _used_fields(as_match(match), ("radius", "radius_type"), "match")
-    propensity = _used_fields(as_propensity(propensity), ("method", "max_order"), "propensity")
-    attribute_estimator = _used_fields(as_estimator(attribute_estimator, "attribute_estimator"),
-                                       ("kind", "refit_draws"), "attribute_estimator")
+    s = as_settings(settings)
+    match = s.match
     radius = dict(match.radius) if isinstance(match.radius, Mapping) else match.radius
-    original, synthetic, w = _split_weights(original, synthetic, weights)
-    data, syn, sch = _inputs(original, synthetic, schema, categorical)
+    original, synthetic, w = _split_weights(original, synthetic, s.weights)
+    data, syn, sch = _inputs(original, synthetic, schema, s.categorical)
     seed_src = "given" if random_seed is not None else "drawn"
     if random_seed is None:
         random_seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
     plan = _make_plan(
         data, syn, sch, known=known, model=model, synthesized=synthesized, radius=radius,
-        radius_type=match.radius_type, sweep=sweep, targets=targets, ngroups_target=ngroups_target,
-        attribute_records=attribute_records, attribute_estimator=attribute_estimator.kind,
-        refit_draws=attribute_estimator.refit_draws, thresholds=Thresholds.parse(thresholds),
-        show=show_confidential_values, random_seed=random_seed, seed_src=seed_src,
-        skip=skip, sweep_unsynthesized=sweep_unsynthesized, combining_rules=combining_rules,
-        pmse_method=propensity.method, max_order=propensity.max_order, known_sweep=known_sweep,
-        imputed=imputed, membership_selection=membership_selection,
-        linkability_columns=linkability_columns,
-        allow_other_model=allow_other_model,
+        radius_type=match.radius_type, sweep=s.sweep, targets=s.targets,
+        ngroups_target=s.ngroups_target, attribute_records=s.attribute_records,
+        attribute_estimator=s.attribute_estimator.kind,
+        refit_draws=s.attribute_estimator.refit_draws, thresholds=Thresholds.parse(thresholds),
+        show=s.show_confidential_values, random_seed=random_seed, seed_src=seed_src,
+        skip=s.skip, sweep_unsynthesized=s.sweep_unsynthesized,
+        combining_rules=s.combining_rules, pmse_method=s.propensity.method,
+        max_order=s.propensity.max_order, known_sweep=s.known_sweep, imputed=s.imputed,
+        membership_selection=s.membership_selection,
+        linkability_columns=s.linkability_columns, allow_other_model=s.allow_other_model,
     )
-    _record_weights(plan, weights)
+    _record_weights(plan, s.weights)
     root = Path(out) if out is not None else None
     if root is not None and root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise ValidationError(
@@ -327,10 +209,12 @@ def _record_weights(plan: Any, weights: str | None) -> None:
 
 
 def _skip_arg(steps: list[str]) -> str:
-    """``skip=['attribute']`` in Python, ``--skip attribute`` on the command line."""
+    """``settings=AuditSettings(skip=['attribute'])`` in Python, ``--skip attribute`` on the
+    command line."""
     from bayes_risk.exceptions import arg_name
 
-    return arg_name("skip", repr(steps), cli=" ".join(_cli_name(s) for s in steps))
+    named = arg_name("skip", repr(steps), cli=" ".join(_cli_name(s) for s in steps))
+    return named if named.startswith("--") else f"settings=AuditSettings({named})"
 
 
 def _say(ctx: Any, msg: str) -> None:

@@ -243,11 +243,11 @@ class AuditPlan:
     #: ``selection``)
     membership_selection: Any = None
     #: the columns of the intruder's two tables of the attacks step's linkability attack
-    #: (``linkability_columns=`` / ``--linkability``; default: the known columns and the others;
-    #: ``None``: none left, linkability not run)
+    #: (``AuditSettings.linkability_columns`` / ``--linkability``; default: the known columns
+    #: and the others; ``None``: none left, linkability not run)
     linkability_columns: tuple[list[str], list[str]] | None = None
-    #: go on with a fitted model that did not make the release (``allow_other_model=`` /
-    #: ``--allow-other-model``): its steps then carry warning ``MODEL_DIFFERS``
+    #: go on with a fitted model that did not make the release (``AuditSettings.allow_other_model``
+    #: / ``--allow-other-model``): its steps then carry warning ``MODEL_DIFFERS``
     allow_other_model: bool = False
     settings: list[Setting] = field(default_factory=list)
     #: the synthesized columns that are numeric (CART's smoothing applies to them)
@@ -514,10 +514,6 @@ def _make_plan(data, syn, sch, *, known, model, synthesized, radius, radius_type
     grid, sweep_cols = _plan_sweep(sweep, rad, ks, radius_type, sweep_unsynthesized)
     tg, tg_src = _plan_targets(targets, syn_cols, known, sch)
     keys = {t: [c for c in known if c != t] for t in tg}
-    if ngroups_target is not None and (int(ngroups_target) != ngroups_target
-                                       or ngroups_target < 2):
-        raise ValidationError(f"ngroups_target must be an integer >= 2 or None. "
-                              f"Got {ngroups_target!r}.")
     ng = {t: (ngroups_target if t in sch.numeric else None) for t in tg}
     a_src = _attribute_source(model, syn, attribute_estimator, refit_draws)
     recs = None

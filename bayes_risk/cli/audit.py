@@ -96,7 +96,7 @@ def _linkability(values: list[str] | None) -> tuple[list[str], list[str]] | None
 def run(args: argparse.Namespace) -> int:
     """Run the audit into the output folder and print the verdict lines."""
     from bayes_risk.attribute import EstimatorSpec
-    from bayes_risk.auditing import audit
+    from bayes_risk.auditing import AuditSettings, audit
     from bayes_risk.cli._common import (
         imputed_arg,
         missing_labels,
@@ -116,8 +116,7 @@ def run(args: argparse.Namespace) -> int:
                             missing_labels=missing_labels(args))
     schema = release_schema(original, syn, args)
     records = parse_records(args.records, len(original))
-    kw = dict(
-        known=args.known, model=args.model, synthesized=args.synthesized, schema=schema,
+    settings = AuditSettings(
         match=MatchSpec(radius=_radius(args.radius),
                         radius_type=args.radius_type.replace("-", "_")),
         sweep=_grid(args.radius_sweep), sweep_unsynthesized=args.sweep_unsynthesized,
@@ -128,13 +127,17 @@ def run(args: argparse.Namespace) -> int:
         ngroups_target=_ngroups(args.ngroups_target), attribute_records=records,
         attribute_estimator=EstimatorSpec(kind=args.attribute_estimator,
                                           refit_draws=args.refit_draws),
-        thresholds=args.threshold, show_confidential_values=args.show_confidential_values,
-        random_seed=args.random_seed, progressbar=not args.quiet,
-        holdout=(None if args.holdout is None
-                 else read_records_table(args.holdout, "--holdout", missing_labels(args))),
+        show_confidential_values=args.show_confidential_values,
         membership_selection=args.membership_selection, weights=args.weights,
         linkability_columns=_linkability(args.linkability),
         allow_other_model=args.allow_other_model,
+    )
+    kw = dict(
+        known=args.known, model=args.model, synthesized=args.synthesized, schema=schema,
+        settings=settings, thresholds=args.threshold, random_seed=args.random_seed,
+        progressbar=not args.quiet,
+        holdout=(None if args.holdout is None
+                 else read_records_table(args.holdout, "--holdout", missing_labels(args))),
     )
     done: list = []
     # the zip of the whole folder, made once summary.json is complete: the one file to send

@@ -400,13 +400,11 @@ def test_audit_chooses_estimator_and_refit_draws(tmp_path, capsys, monkeypatch):
 def test_audit_refuses_bad_attribute_options(tmp_path):
     df = br.make_acs_like(30, random_seed=5)[COLS].astype("int64")
     with pytest.raises(ValidationError, match="attribute_estimator must be"):
-        br.audit(df, [df, df], known=["SEX"], synthesized=["MAR"],
-                 progressbar=False,
-                 attribute_estimator="fast")
+        br.audit(df, [df, df], known=["SEX"], synthesized=["MAR"], progressbar=False,
+                 settings=br.AuditSettings(attribute_estimator="fast"))
     with pytest.raises(ValidationError, match="EstimatorSpec.refit_draws must be an integer"):
-        br.audit(df, [df, df], known=["SEX"], synthesized=["MAR"],
-                 progressbar=False,
-                 attribute_estimator=br.EstimatorSpec(refit_draws=-1))
+        br.audit(df, [df, df], known=["SEX"], synthesized=["MAR"], progressbar=False,
+                 settings=br.AuditSettings(attribute_estimator=br.EstimatorSpec(refit_draws=-1)))
 
 
 def test_help_states_the_cost(capsys):

@@ -49,9 +49,9 @@ def audited(release, tmp_path_factory):
     with pytest.warns(Warning):  # the steps' warnings reach the caller
         # the intruder knows unsynthesized columns only: the identification figures are a
         # baseline of the original; the sweep varies Age as asked (the reference numbers)
-        res = br.audit(str(orig), str(syn), known=KNOWN, out=out, random_seed=2,
-                       attribute_records=range(25), sweep_unsynthesized=True,
-                       progressbar=False)
+        res = br.audit(str(orig), str(syn), known=KNOWN, out=out, random_seed=2, progressbar=False,
+                       settings=br.AuditSettings(sweep_unsynthesized=True,
+                                                 attribute_records=range(25)))
     return res, out
 
 
@@ -61,7 +61,8 @@ def audited_hh(release, tmp_path_factory):
     orig, syn = release
     out = tmp_path_factory.mktemp("audit_hh") / "a"
     res = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], out=out, random_seed=2,
-                   skip=["posterior_identification", "attribute"], progressbar=False)
+                   progressbar=False,
+                   settings=br.AuditSettings(skip=["posterior_identification", "attribute"]))
     return res, out
 
 
@@ -240,8 +241,9 @@ def test_confidential_values_hidden_by_default(release, report, tmp_path):
     html = report[0].read_text()
     assert "are not shown" in html and "<th>Age</th>" not in html
     orig, syn = release
-    shown = br.audit(str(orig), str(syn), known=KNOWN, random_seed=2, attribute_records=[0, 1],
-                     sweep=None, show_confidential_values=True, progressbar=False)
+    shown = br.audit(str(orig), str(syn), known=KNOWN, random_seed=2, progressbar=False,
+                     settings=br.AuditSettings(sweep=None, attribute_records=[0, 1],
+                                               show_confidential_values=True))
     h2 = shown.to_html(tmp_path / "s.html").read_text()
     assert "<th>Age</th>" in h2 and "holds confidential data" in h2
     # without an output folder the numbers link to no file
@@ -255,9 +257,10 @@ def test_plain_files_without_model_skip_attribute(release, tmp_path):
     for l, z in enumerate(sd, start=1):
         files.append(tmp_path / f"s{l}.csv")
         z.to_csv(files[-1], index=False)
-    res = br.audit(str(orig), [str(f) for f in files], known=KNOWN, categorical=CATS,
-                   synthesized=["Tenure", "Income"], targets=["Income"], random_seed=1,
-                   sweep=(0.05, 0.1), progressbar=False)
+    res = br.audit(str(orig), [str(f) for f in files], known=KNOWN,
+                   synthesized=["Tenure", "Income"], random_seed=1, progressbar=False,
+                   settings=br.AuditSettings(categorical=CATS, sweep=(0.05, 0.1),
+                                             targets=["Income"]))
     a = res.step("attribute")
     assert a.status == "skipped" and "(model=...)" in a.reason and "method: external" in a.reason
     assert res.step("disclosure").status == "ran"
@@ -272,7 +275,8 @@ def test_posterior_identification_on_a_cart_release(release, tmp_path):
     orig, syn = release
     out = tmp_path / "a"
     res = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], out=out, random_seed=3,
-                   attribute_records=[0, 1], sweep=None, progressbar=False)
+                   progressbar=False,
+                   settings=br.AuditSettings(sweep=None, attribute_records=[0, 1]))
     post = res.step("posterior_identification")
     assert post.status == "ran", post.reason
     r = post.result
@@ -341,9 +345,9 @@ def test_identification_verdict_never_below_the_pooled_intruder(release, tmp_pat
     the CART release here the pooled true match rate is above the per-dataset mean, which
     the verdict used to report alone)."""
     orig, syn = release
-    res = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], random_seed=2, sweep=None,
-                   skip=["utility", "posterior_identification", "attribute", "disclosure"],
-                   progressbar=False)
+    res = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], random_seed=2, progressbar=False,
+                   settings=br.AuditSettings(sweep=None, skip=[
+                       "utility", "posterior_identification", "attribute", "disclosure"]))
     ident = res.step("identification")
     pooled, per = ident.extra["pooled"].headline.file, ident.result.file
     v = {x.measure: x for x in res.verdicts}
@@ -545,8 +549,8 @@ def test_settings_say_where_the_seed_and_sweep_came_from(release, audited):
     assert s.loc["radius sweep", "value"] == "0.01, 0.025, 0.05, 0.1, 0.2, 0.3"
     assert s.loc["radius sweep", "source"] == "default"
     orig, syn = release
-    r2 = br.audit(str(orig), str(syn), known=["Urban", "Marital"], attribute_records=[0],
-                  sweep=(0.05, 0.1), progressbar=False)
+    r2 = br.audit(str(orig), str(syn), known=["Urban", "Marital"], progressbar=False,
+                  settings=br.AuditSettings(sweep=(0.05, 0.1), attribute_records=[0]))
     s2 = r2.plan.settings_frame().set_index("setting")
     assert s2.loc["random seed", "source"] == "drawn"
     assert s2.loc["radius sweep", "value"] == "not run"
@@ -635,15 +639,16 @@ def test_bad_input_names_the_argument(release, tmp_path):
     with pytest.raises(ValidationError, match="model"):
         br.audit(str(orig), str(syn), known=KNOWN, model=str(tmp_path), progressbar=False)
     with pytest.raises(ValidationError, match="sweep"):
-        br.audit(str(orig), str(syn), known=KNOWN, sweep=[0.1, -1], progressbar=False)
+        br.audit(str(orig), str(syn), known=KNOWN, progressbar=False,
+                 settings=br.AuditSettings(sweep=[0.1, -1]))
     # refused before any step runs (the identification step failed and the audit went on)
     for radius in (-1.0, {"Age": float("nan")}):
         with pytest.raises(ValidationError, match=r"radius(\['Age'\])? must be a finite number"):
             br.audit(str(orig), str(syn), known=KNOWN, progressbar=False,
-                     match=br.MatchSpec(radius=radius))
+                     settings=br.AuditSettings(match=br.MatchSpec(radius=radius)))
     with pytest.raises(ValidationError, match="attribute_records"):
-        br.audit(str(orig), str(syn), known=KNOWN, attribute_records=[10**6],
-                 progressbar=False)
+        br.audit(str(orig), str(syn), known=KNOWN, progressbar=False,
+                 settings=br.AuditSettings(attribute_records=[10**6]))
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("x")
     with pytest.raises(ValidationError, match="out"):
@@ -661,8 +666,8 @@ def test_partial_rules_for_datasets_of_another_size_fail_before_any_step(tmp_pat
            for s in (1, 2)]
     out = tmp_path / "a"
     with pytest.raises(ValidationError, match="combining_rules=") as e:
-        br.audit(d, big, known=KNOWN, synthesized=["Income"], categorical=CATS, out=out,
-                 progressbar=False)
+        br.audit(d, big, known=KNOWN, synthesized=["Income"], out=out, progressbar=False,
+                 settings=br.AuditSettings(categorical=CATS))
     assert e.value.code == "NOT_PARTIAL_SYNTHESIS"
     assert not out.exists()
 
@@ -797,22 +802,21 @@ def test_every_input_checked_before_the_first_step(release, tmp_path, capsys):
     unknown step to skip and a sweep that cannot run are refused before any step runs (the
     audit printed a verdict with the identification and disclosure steps "failed")."""
     orig, syn = release
-    cases = [
-        (dict(known=["Age", "Age", "Urban"]), r"known: column\(s\) \['Age'\] listed more than"),
-        (dict(known=KNOWN, targets=["Income", "Age"]),
-         r"targets: \['Age'\] is also known"),
-        (dict(known=[*KNOWN, "Income"], targets=["Income"]),
-         r"targets: \['Income'\] is also known"),
-        (dict(known=KNOWN, targets=["Income", "Income"]), r"targets: .*'Income'.* more than"),
-        (dict(known=KNOWN, attribute_records=[3, 3]), "attribute_records contains duplicate"),
-        (dict(known=KNOWN, skip=["utilty"]), "skip: unknown step 'utilty'"),
-        (dict(known=[*KNOWN, "Income"], match=br.MatchSpec(radius_type="quantile_sd")),
+    cases = [  # (known, fields of the settings, error)
+        (["Age", "Age", "Urban"], {}, r"known: column\(s\) \['Age'\] listed more than"),
+        (KNOWN, dict(targets=["Income", "Age"]), r"targets: \['Age'\] is also known"),
+        ([*KNOWN, "Income"], dict(targets=["Income"]), r"targets: \['Income'\] is also known"),
+        (KNOWN, dict(targets=["Income", "Income"]), r"targets: .*'Income'.* more than"),
+        (KNOWN, dict(attribute_records=[3, 3]), "attribute_records contains duplicate"),
+        (KNOWN, dict(skip=["utilty"]), "skip: unknown step 'utilty'"),
+        ([*KNOWN, "Income"], dict(match=br.MatchSpec(radius_type="quantile_sd")),
          "sweep .*radius_type 'percentage' or 'absolute'"),
-        (dict(known=KNOWN, sweep=[0.1, 0.1]), "sweep: radius 0.1 listed twice"),
+        (KNOWN, dict(sweep=[0.1, 0.1]), "sweep: radius 0.1 listed twice"),
     ]
-    for kw, msg in cases:
+    for known, kw, msg in cases:
         with pytest.raises(ValidationError, match=msg):
-            br.audit(str(orig), str(syn), out=tmp_path / "a", progressbar=True, **kw)
+            br.audit(str(orig), str(syn), known=known, out=tmp_path / "a", progressbar=True,
+                     settings=br.AuditSettings(**kw))
         assert "[audit] step" not in capsys.readouterr().err, kw
         assert not (tmp_path / "a").exists()
     # the original of another row order: refused before any step (three steps "failed" and
@@ -831,7 +835,8 @@ def test_every_input_checked_before_the_first_step(release, tmp_path, capsys):
     d["Income"] = d["Income"].sample(frac=1, random_state=2).to_numpy()
     d.to_csv(wrong, index=False)
     lenient = br.read_synthetic(str(syn)).allow_different_original()
-    with pytest.raises(ValidationError, match=r"give skip=\['attribute'\]"):
+    with pytest.raises(ValidationError,
+                       match=r"give settings=AuditSettings\(skip=\['attribute'\]\)"):
         br.audit(str(wrong), lenient, known=KNOWN, out=tmp_path / "a", progressbar=True)
     assert "[audit] step" not in capsys.readouterr().err
     # the command line: exit 2, one error line naming the culprit, nothing written
@@ -862,16 +867,18 @@ def test_a_step_failing_on_the_input_fails_the_audit(release, tmp_path, monkeypa
     # the registry's record names the step where it is defined (bayes_risk.measures)
     monkeypatch.setattr(disclosure_step, "disclosure_step",
                         _boom(ValidationError("keys contain duplicated column(s) ['Age'].")))
-    kw = dict(known=KNOWN, sweep=None, attribute_records=[0], progressbar=False)
+    kw = dict(known=KNOWN, progressbar=False)
+    settings = br.AuditSettings(sweep=None, attribute_records=[0])
     with pytest.raises(ValidationError, match=r"Empirical disclosure measures \(synthpop\) step:"
-                       r" keys contain .*give skip=\['disclosure'\]"):
-        br.audit(str(orig), str(syn), out=tmp_path / "a", **kw)
+                       r" keys contain .*give settings=AuditSettings\(skip=\['disclosure'\]\)"):
+        br.audit(str(orig), str(syn), out=tmp_path / "a", settings=settings, **kw)
     assert not (tmp_path / "a").exists()
     rc = main(["audit", str(orig), str(syn), "--known", *KNOWN, "--radius-sweep", "none",
                "--records", "0", "--quiet", "--out", str(tmp_path / "c")])
     assert rc == 2 and not (tmp_path / "c").exists()
     assert "--skip disclosure" in capsys.readouterr().err
-    res = br.audit(str(orig), str(syn), skip=["disclosure"], out=tmp_path / "b", **kw)
+    res = br.audit(str(orig), str(syn), out=tmp_path / "b",
+                   settings=settings.replace(skip=["disclosure"]), **kw)
     d = res.step("disclosure")
     assert d.status == "skipped" and "skipped as asked" in d.reason and res.complete
     assert "disclosure" not in {v.step for v in res.verdicts}
@@ -888,8 +895,8 @@ def test_a_step_failing_otherwise_leaves_the_audit_incomplete(release, tmp_path,
 
     orig, syn = release
     monkeypatch.setattr(steps, "identification_step", _boom(MemoryError("no memory left")))
-    res = br.audit(str(orig), str(syn), known=KNOWN, sweep=None, attribute_records=[0],
-                   progressbar=False, out=tmp_path / "a")
+    res = br.audit(str(orig), str(syn), known=KNOWN, progressbar=False, out=tmp_path / "a",
+                   settings=br.AuditSettings(sweep=None, attribute_records=[0]))
     assert not res.complete and [s.name for s in res.failed_steps] == ["identification"]
     assert res.verdict_text.startswith("The audit is incomplete: 1 step failed: "
                                        "identification risk (MemoryError: no memory left)")
@@ -990,8 +997,8 @@ def test_audit_survey_weights(release):
     orig = pd.read_csv(release[0])
     orig["w"] = 40.0 + 10 * (np.arange(len(orig)) % 4)
     skip = ["utility", "identification", "posterior_identification", "attribute", "membership"]
-    res = br.audit(orig, str(release[1]), known=KNOWN, weights="w", skip=skip,
-                   progressbar=False)
+    res = br.audit(orig, str(release[1]), known=KNOWN, progressbar=False,
+                   settings=br.AuditSettings(weights="w", skip=skip))
     (r,) = res.step("disclosure").extra["original_risk"].values()
     ref = br.original_risk(orig, keys=KNOWN, weights="w", suda=False)
     np.testing.assert_allclose(r.records["risk"], ref.records["risk"])
@@ -999,10 +1006,11 @@ def test_audit_survey_weights(release):
     g = next(b for b in res.baselines if b.measure.startswith("global re-identification"))
     assert "Benedetti" in g.why and "survey weights w" in g.why
     with pytest.raises(SchemaError, match="weights column 'x'"):
-        br.audit(orig, str(release[1]), known=KNOWN, weights="x", skip=skip, progressbar=False)
+        br.audit(orig, str(release[1]), known=KNOWN, progressbar=False,
+                 settings=br.AuditSettings(weights="x", skip=skip))
     with pytest.raises(ValidationError, match="also a known column"):
-        br.audit(orig.drop(columns="w"), str(release[1]), known=KNOWN, weights="Age",
-                 skip=skip, progressbar=False)
+        br.audit(orig.drop(columns="w"), str(release[1]), known=KNOWN, progressbar=False,
+                 settings=br.AuditSettings(weights="Age", skip=skip))
 
 
 def test_sweep_varies_the_synthesized_radii_only(release, audited_hh):
@@ -1015,12 +1023,13 @@ def test_sweep_varies_the_synthesized_radii_only(release, audited_hh):
     assert list(sw.columns) == ["Income"] and res.plan.sweep_columns == ["Income"]
     assert "identification" in {v.step for v in res.verdicts} and not res.baselines[:0]
     orig, syn = release
-    r2 = br.audit(str(orig), str(syn), known=KNOWN, sweep=(0.05, 0.1),
-                  skip=["attribute", "disclosure"], progressbar=False)
+    r2 = br.audit(str(orig), str(syn), known=KNOWN, progressbar=False,
+                  settings=br.AuditSettings(sweep=(0.05, 0.1), skip=["attribute", "disclosure"]))
     i2 = r2.step("identification")
     assert i2.extra["sweep"] is None and "sweep_unsynthesized=True" in i2.extra["note"]
-    r3 = br.audit(str(orig), str(syn), known=KNOWN, sweep=(0.05, 0.1), sweep_unsynthesized=True,
-                  skip=["attribute", "disclosure"], progressbar=False)
+    r3 = br.audit(str(orig), str(syn), known=KNOWN, progressbar=False,
+                  settings=br.AuditSettings(sweep=(0.05, 0.1), sweep_unsynthesized=True,
+                                            skip=["attribute", "disclosure"]))
     assert list(r3.step("identification").extra["sweep"].columns) == ["Age"]
 
 
@@ -1030,8 +1039,9 @@ def test_posterior_step_comparable_with_the_identification_step(release, tmp_pat
     labels the pooled figure as growing with R (72.8 stood beside a pooled 469 that grows with
     R, with another fallback)."""
     orig, syn = release
-    res = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], random_seed=3, sweep=None,
-                   skip=["attribute", "disclosure"], progressbar=False, out=tmp_path / "a")
+    res = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], random_seed=3, progressbar=False,
+                   out=tmp_path / "a",
+                   settings=br.AuditSettings(sweep=None, skip=["attribute", "disclosure"]))
     post, ident = res.step("posterior_identification"), res.step("identification")
     assert post.result.settings["fallback"] == ident.result.settings["fallback"] == "none"
     R = post.result.file["n_replicates"]
@@ -1058,12 +1068,13 @@ def test_report_says_which_combining_rules_and_why(audited, report):
 def test_combining_rules_override_and_bad_value(release, tmp_path):
     orig, syn = release
     with pytest.raises(ValidationError, match="combining_rules must be one of") as e:
-        br.audit(str(orig), str(syn), known=KNOWN, combining_rules="fully", progressbar=False)
+        br.audit(str(orig), str(syn), known=KNOWN, progressbar=False,
+                 settings=br.AuditSettings(combining_rules="fully"))
     assert e.value.code == "UNKNOWN_COMBINING_RULES"
-    res = br.audit(str(orig), str(syn), known=KNOWN, combining_rules="full-same-n",
-                   random_seed=1, progressbar=False, sweep=None,
-                   skip=["identification", "posterior_identification", "attribute",
-                         "disclosure"])
+    res = br.audit(str(orig), str(syn), known=KNOWN, random_seed=1, progressbar=False,
+                   settings=br.AuditSettings(sweep=None, combining_rules="full-same-n",
+                                             skip=["identification", "posterior_identification",
+                                                   "attribute", "disclosure"]))
     st = res.step("utility").result.settings
     assert st["combining_rules"] == "full-same-n" and st["combining_rules_source"] == "user"
     assert "records 'partial'" in st["combining_rules_reason"]
@@ -1076,18 +1087,21 @@ def test_pmse_model_options_reach_the_utility_step(release, tmp_path):
     """pmse_method / max_order are the utility step's, recorded in the settings and described
     as used in the report; bad values are refused by name before any step runs."""
     orig, syn = release
-    only = dict(random_seed=1, progressbar=False, sweep=None,
-                skip=["identification", "posterior_identification", "attribute", "disclosure"])
+    only = dict(random_seed=1, progressbar=False)
+    base = br.AuditSettings(sweep=None, skip=["identification", "posterior_identification",
+                                              "attribute", "disclosure"])
     for kw, msg in (({"max_order": -1}, "PropensitySpec.max_order must be an integer >= 0"),
                     ({"max_order": True}, "PropensitySpec.max_order must be an integer >= 0"),
                     ({"method": "forest"}, r"PropensitySpec.method must be one of \['logit'")):
         with pytest.raises(ValidationError, match=msg):
-            br.audit(str(orig), str(syn), known=KNOWN, propensity=br.PropensitySpec(**kw), **only)
+            br.audit(str(orig), str(syn), known=KNOWN,
+                     settings=base.replace(propensity=br.PropensitySpec(**kw)), **only)
     with pytest.raises(ValidationError, match="the audit reads PropensitySpec's method, "
                                               "max_order only; PropensitySpec.cp is set"):
-        br.audit(str(orig), str(syn), known=KNOWN, propensity=br.PropensitySpec(cp=0.1), **only)
-    main0 = br.audit(str(orig), str(syn), known=KNOWN, **only,
-                     propensity=br.PropensitySpec(max_order=0))
+        br.audit(str(orig), str(syn), known=KNOWN,
+                 settings=base.replace(propensity=br.PropensitySpec(cp=0.1)), **only)
+    main0 = br.audit(str(orig), str(syn), known=KNOWN,
+                     settings=base.replace(propensity=br.PropensitySpec(max_order=0)), **only)
     pm = main0.step("utility").result.pmse
     ref = br.utility_summary(pd.read_csv(orig), br.SyntheticData.load(syn),
                              categorical=CATS, random_seed=1,
@@ -1097,7 +1111,8 @@ def test_pmse_model_options_reach_the_utility_step(release, tmp_path):
     assert row["value"] == "logit, main effects only" and row["source"] == "given"
     md = main0.to_markdown(tmp_path / "r.md").read_text()
     assert "a logistic model with main effects telling original from synthetic" in md
-    cart = br.audit(str(orig), str(syn), known=KNOWN, **only, propensity="cart")
+    cart = br.audit(str(orig), str(syn), known=KNOWN, settings=base.replace(propensity="cart"),
+                    **only)
     assert cart.step("utility").result.pmse.method == "cart"
     assert "of a CART model telling" in cart.to_markdown(tmp_path / "c.md").read_text()
 
@@ -1218,9 +1233,10 @@ def test_repu_is_one_line_per_set_of_keys(release, tmp_path):
     """repU depends on the keys only: with several targets sharing the keys it is one verdict
     line (three identical lines inflated "n of N" before); DiSCO stays one line per target."""
     orig, syn = release
-    res = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], random_seed=1,
-                   progressbar=False, sweep=None, targets=["Tenure", "Expenditure"],
-                   skip=["utility", "identification", "posterior_identification", "attribute"])
+    res = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], random_seed=1, progressbar=False,
+                   settings=br.AuditSettings(sweep=None, targets=["Tenure", "Expenditure"],
+                                             skip=["utility", "identification",
+                                                   "posterior_identification", "attribute"]))
     d = res.step("disclosure").result
     keysets = {tuple(r.keys) for r in d.values()}
     lines = [v for v in res.verdicts + res.baselines if v.measure.startswith("repU")]
@@ -1444,13 +1460,14 @@ def test_known_sweep_section_optional_and_verdict_unchanged(release, tmp_path):
     """``known_sweep=True`` adds the frontier, the drivers and the figures to the
     identification step and its report section; the verdict is the same as without it."""
     orig, syn = release
-    kw = dict(known=[*KNOWN, "Income"], random_seed=2, sweep=None,
-              skip=["utility", "posterior_identification", "attribute", "disclosure"],
-              progressbar=False)
-    plain = br.audit(str(orig), str(syn), **kw)
+    kw = dict(known=[*KNOWN, "Income"], random_seed=2, progressbar=False)
+    settings = br.AuditSettings(sweep=None, skip=["utility", "posterior_identification",
+                                                  "attribute", "disclosure"])
+    plain = br.audit(str(orig), str(syn), settings=settings, **kw)
     assert plain.step("identification").extra["known_sweep"] is None
     out = tmp_path / "ks"
-    res = br.audit(str(orig), str(syn), out=out, known_sweep=True, **kw)
+    res = br.audit(str(orig), str(syn), out=out, settings=settings.replace(known_sweep=True),
+                   **kw)
     ks = res.step("identification").extra["known_sweep"]
     assert len(ks.table) == 2 ** 4
     assert ks.synthesized == ("Income",)
@@ -1478,10 +1495,12 @@ def test_known_sweep_of_the_attribute_step(release, tmp_path):
     (known of the record's own values): the empty subset is the step's own worst case."""
     orig, syn = release
     out = tmp_path / "aks"
-    res = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], random_seed=2, sweep=None,
-                   attribute_records=range(12), known_sweep=True, out=out,
-                   skip=["utility", "posterior_identification", "disclosure"],
-                   progressbar=False)
+    res = br.audit(str(orig), str(syn), known=[*KNOWN, "Income"], random_seed=2, out=out,
+                   progressbar=False,
+                   settings=br.AuditSettings(sweep=None, known_sweep=True,
+                                             attribute_records=range(12),
+                                             skip=["utility", "posterior_identification",
+                                                   "disclosure"]))
     step = res.step("attribute")
     aks = step.extra["known_sweep"]
     assert aks.kind == "attribute" and list(aks.table["known"]) == ["(none)", "Income"]

@@ -29,9 +29,10 @@ def release():
     return train, hold, syn
 
 
-def _audit(release, **kw):
+def _audit(release, linkability_columns=None, **kw):
     train, hold, syn = release
-    opts = {"known": KNOWN, "skip": OTHERS, "random_seed": 1, "progressbar": False,
+    settings = br.AuditSettings(skip=OTHERS, linkability_columns=linkability_columns)
+    opts = {"known": KNOWN, "settings": settings, "random_seed": 1, "progressbar": False,
             "holdout": hold, **kw}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

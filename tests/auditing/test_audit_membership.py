@@ -31,8 +31,9 @@ def test_membership_step_runs_with_holdout(release, tmp_path):
     model, train, hold, syn = release
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = br.audit(train, syn, known=["SEX", "MAR"], model=model, holdout=hold, skip=OTHERS,
-                       random_seed=1, progressbar=False, out=tmp_path / "a")
+        res = br.audit(train, syn, known=["SEX", "MAR"], model=model, holdout=hold, random_seed=1,
+                       progressbar=False, out=tmp_path / "a",
+                       settings=br.AuditSettings(skip=OTHERS))
     st = {s.name: s for s in res.steps}
     m = st["membership"]
     assert m.status == "ran", m.reason
@@ -49,8 +50,8 @@ def test_membership_step_skipped_with_reason(release):
     model, train, hold, syn = release
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = br.audit(train, syn, known=["SEX", "MAR"], model=model, skip=OTHERS,
-                       random_seed=1, progressbar=False)
+        res = br.audit(train, syn, known=["SEX", "MAR"], model=model, random_seed=1,
+                       progressbar=False, settings=br.AuditSettings(skip=OTHERS))
     m = {s.name: s for s in res.steps}["membership"]
     assert m.status == "skipped" and "no holdout" in m.reason
 
@@ -67,9 +68,10 @@ def test_membership_verdict_lines(release, tmp_path):
     model, train, hold, syn = release
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = br.audit(train, syn, known=["SEX", "MAR"], model=model, holdout=hold, skip=OTHERS,
-                       random_seed=1, progressbar=False, out=tmp_path / "a",
-                       thresholds={"membership_probability": 0.6})
+        res = br.audit(train, syn, known=["SEX", "MAR"], model=model, holdout=hold, random_seed=1,
+                       progressbar=False, out=tmp_path / "a",
+                       thresholds={"membership_probability": 0.6},
+                       settings=br.AuditSettings(skip=OTHERS))
     f = res.step("membership").result.file
     assert res.step("membership").result.settings["threshold"] == 0.6
     lines = [v for v in res.verdicts if v.step == "membership"]
@@ -111,8 +113,8 @@ def test_skipped_membership_is_not_assessed(release):
     model, train, hold, syn = release
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = br.audit(train, syn, known=["SEX", "MAR"], model=model, skip=OTHERS,
-                       random_seed=1, progressbar=False)
+        res = br.audit(train, syn, known=["SEX", "MAR"], model=model, random_seed=1,
+                       progressbar=False, settings=br.AuditSettings(skip=OTHERS))
     assert not [v for v in res.verdicts if v.step == "membership"]
     assert "membership risk (skipped)" in res.verdict_text
 
@@ -137,8 +139,9 @@ def test_membership_line_of_a_partially_synthetic_release(tmp_path):
         model = SequentialRegression(draws=400, progressbar=False).fit(
             train, synthesized=["Y"], random_seed=1)
         syn = model.synthesize(2, random_seed=2)
-        res = br.audit(train, syn, known=["A"], model=model, holdout=hold, skip=OTHERS,
-                       random_seed=1, progressbar=False, out=tmp_path / "p")
+        res = br.audit(train, syn, known=["A"], model=model, holdout=hold, random_seed=1,
+                       progressbar=False, out=tmp_path / "p",
+                       settings=br.AuditSettings(skip=OTHERS))
     st = res.step("membership")
     assert st.status == "ran", st.reason
     us = st.result.file["unsynthesized"]
@@ -172,8 +175,8 @@ def test_membership_step_reaches_a_numeric_unsynthesized_column(tmp_path):
         model = SequentialRegression(draws=400, progressbar=False).fit(
             train, synthesized=["Y"], random_seed=1)
         syn = model.synthesize(1, random_seed=2)
-        res = br.audit(train, syn, known=["X"], model=model, holdout=hold, skip=OTHERS,
-                       random_seed=1, progressbar=False)
+        res = br.audit(train, syn, known=["X"], model=model, holdout=hold, random_seed=1,
+                       progressbar=False, settings=br.AuditSettings(skip=OTHERS))
     st = res.step("membership")
     assert st.status == "ran", st.reason
     us = st.result.file["unsynthesized"]
@@ -205,11 +208,11 @@ def test_membership_reuses_the_attribute_steps_refits(release, monkeypatch):
     skip = ["utility", "identification", "posterior_identification", "disclosure"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        both = br.audit(train, syn, known=["SEX", "MAR"], model=model, holdout=hold, skip=skip,
-                        random_seed=1, progressbar=False)
+        both = br.audit(train, syn, known=["SEX", "MAR"], model=model, holdout=hold, random_seed=1,
+                        progressbar=False, settings=br.AuditSettings(skip=skip))
         n_both = len(calls)
-        alone = br.audit(train, syn, known=["SEX", "MAR"], model=model, skip=skip,
-                         random_seed=1, progressbar=False)
+        alone = br.audit(train, syn, known=["SEX", "MAR"], model=model, random_seed=1,
+                         progressbar=False, settings=br.AuditSettings(skip=skip))
     st = {s.name: s for s in both.steps}
     assert st["membership"].status == "ran" and st["attribute"].status == "ran"
     assert n_both == len(syn.datasets)  # was 2 m: m for each step
@@ -241,11 +244,11 @@ def test_membership_step_of_a_release_of_selected_records(tmp_path):
             train, synthesized=["Y"], records=np.flatnonzero(train.eval(rule)),
             random_seed=1)
         syn = model.synthesize(1, random_seed=2)
-        skipped = br.audit(train, syn, known=["X"], model=model, holdout=hold, skip=OTHERS,
-                           random_seed=1, progressbar=False)
-        res = br.audit(train, syn, known=["X"], model=model, holdout=hold, skip=OTHERS,
-                       random_seed=1, progressbar=False, membership_selection=rule,
-                       out=tmp_path / "s")
+        skipped = br.audit(train, syn, known=["X"], model=model, holdout=hold, random_seed=1,
+                           progressbar=False, settings=br.AuditSettings(skip=OTHERS))
+        res = br.audit(train, syn, known=["X"], model=model, holdout=hold, random_seed=1,
+                       progressbar=False, out=tmp_path / "s",
+                       settings=br.AuditSettings(membership_selection=rule, skip=OTHERS))
     st = skipped.step("membership")
     assert st.status == "skipped" and "MEMBERSHIP_PARTIAL_SYNTHESIS" in st.reason
     st = res.step("membership")
@@ -283,8 +286,8 @@ def test_attribute_line_carries_its_monte_carlo_interval(release, tmp_path):
             "disclosure"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = br.audit(train, syn, known=["SEX", "MAR"], model=model, skip=skip,
-                       random_seed=1, progressbar=False, out=tmp_path / "a")
+        res = br.audit(train, syn, known=["SEX", "MAR"], model=model, random_seed=1,
+                       progressbar=False, out=tmp_path / "a", settings=br.AuditSettings(skip=skip))
     line = next(v for v in res.verdicts if v.step == "attribute")
     saved = json.loads((tmp_path / "a" / "attribute" / "summary.json").read_text())
     lo, hi = saved["mc_uncertainty"]["mc_interval_90"]["share_ranked_first"]
@@ -300,8 +303,8 @@ def test_attribute_line_carries_its_monte_carlo_interval(release, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cart = CARTSynthesizer().fit(ce, synthesized=["Income"], random_seed=1)
-        res = br.audit(ce, cart.synthesize(2, random_seed=2), known=["Age", "Urban"],
-                       model=cart, skip=skip, attribute_records=list(range(40)), random_seed=1,
-                       progressbar=False)
+        res = br.audit(ce, cart.synthesize(2, random_seed=2), known=["Age", "Urban"], model=cart,
+                       random_seed=1, progressbar=False,
+                       settings=br.AuditSettings(attribute_records=list(range(40)), skip=skip))
     line = next(v for v in res.verdicts if v.step == "attribute")
     assert "no posterior draws to bootstrap" in line.detail

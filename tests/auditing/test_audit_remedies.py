@@ -43,9 +43,9 @@ def _audit(tmp_path, method: str):
     assert main(["synthesize", str(orig), "--method", method, "--synthesize", "Tenure",
                  "Income", "--categorical", *CATS, "-m", "2", "--random-seed", "1",
                  "--out", str(syn), "--quiet"]) == 0
-    return br.audit(str(orig), str(syn), known=KNOWN, random_seed=2, sweep=None,
-                    skip=["utility", "posterior_identification", "attribute", "membership"],
-                    progressbar=False)
+    return br.audit(str(orig), str(syn), known=KNOWN, random_seed=2, progressbar=False,
+                    settings=br.AuditSettings(sweep=None, skip=[
+                        "utility", "posterior_identification", "attribute", "membership"]))
 
 
 @pytest.fixture(scope="module")

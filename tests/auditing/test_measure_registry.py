@@ -60,8 +60,8 @@ def test_a_registered_measure_runs_in_the_audit_report_and_summary(toy, data, tm
     orig, syn = data
     register(toy.MEASURE)
     assert get_measure("exact_copies") is toy.MEASURE
-    res = br.audit(orig, syn, known=KNOWN, skip=BUILTIN, out=tmp_path / "a",
-                   random_seed=1, progressbar=False)
+    res = br.audit(orig, syn, known=KNOWN, out=tmp_path / "a", random_seed=1, progressbar=False,
+                   settings=br.AuditSettings(skip=BUILTIN))
     step = res.step("exact_copies")
     assert [s.name for s in res.steps][-1] == "exact_copies"
     assert step.status == "ran" and step.title == "Exact copies"
@@ -79,18 +79,19 @@ def test_a_registered_measure_runs_in_the_audit_report_and_summary(toy, data, tm
     assert 'id="exact-copies"' in html and "Exact copies of original records" in html
     assert "records copied exactly" in html
     # the step is skipped by its name like any other
-    skipped = br.audit(orig, syn, known=KNOWN, skip=[*BUILTIN[:-1], "exact_copies"],
-                       random_seed=1, progressbar=False)
+    skipped = br.audit(orig, syn, known=KNOWN, random_seed=1, progressbar=False,
+                       settings=br.AuditSettings(skip=[*BUILTIN[:-1], "exact_copies"]))
     assert skipped.step("exact_copies").status == "skipped"
     assert "exact copies (skipped)" in skipped.not_assessed
 
     unregister("exact_copies")
-    res = br.audit(orig, syn, known=KNOWN, skip=BUILTIN[:-1], random_seed=1,
-                   progressbar=False)
+    res = br.audit(orig, syn, known=KNOWN, random_seed=1, progressbar=False,
+                   settings=br.AuditSettings(skip=BUILTIN[:-1]))
     assert "exact_copies" not in [s.name for s in res.steps]
     assert "exact_copies" not in {v.step for v in res.verdicts}
     with pytest.raises(ValidationError, match="unknown step 'exact_copies'"):
-        br.audit(orig, syn, known=KNOWN, skip=["exact_copies"], progressbar=False)
+        br.audit(orig, syn, known=KNOWN, progressbar=False,
+                 settings=br.AuditSettings(skip=["exact_copies"]))
 
 
 def test_a_registered_measure_has_its_sub_command(toy, data, tmp_path, capsys):

@@ -31,8 +31,9 @@ def audited(tmp_path_factory):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return br.audit(str(orig), str(d / "syn"), known=["Age", "Urban", "Marital"],
-                        random_seed=2, attribute_records=range(10), progressbar=False,
-                        skip=["posterior_identification"])
+                        random_seed=2, progressbar=False,
+                        settings=br.AuditSettings(attribute_records=range(10),
+                                                  skip=["posterior_identification"]))
 
 
 @pytest.fixture

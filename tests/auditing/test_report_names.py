@@ -161,9 +161,10 @@ def hostile_audit(tmp_path_factory):
                                                           synthesized=[ten, inc])
     syn = cart.synthesize(2, random_seed=2)
     out = d / "audit"
-    res = br.audit(df, syn, known=["Age", PAYLOADS[0], PAYLOADS[2]], out=out, sweep=None,
-                   skip=["posterior_identification", "attribute", "membership"],
-                   random_seed=3, progressbar=False)
+    res = br.audit(df, syn, known=["Age", PAYLOADS[0], PAYLOADS[2]], out=out, random_seed=3,
+                   progressbar=False,
+                   settings=br.AuditSettings(sweep=None, skip=["posterior_identification",
+                                                               "attribute", "membership"]))
     return res, out, names
 
 

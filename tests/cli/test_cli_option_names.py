@@ -172,8 +172,8 @@ def test_audit_knowledge_sweep_of_too_many_columns_fails_before_any_step(at, cap
     assert not (at / "out").exists()
     # in Python the same check names the arguments
     with pytest.raises(ValidationError, match=r"known_sweep=True: .* in known") as info:
-        br.audit(str(at / "wide.csv"), str(at / "rel"), known=cols, known_sweep=True,
-                 progressbar=False)
+        br.audit(str(at / "wide.csv"), str(at / "rel"), known=cols, progressbar=False,
+                 settings=br.AuditSettings(known_sweep=True))
     assert "max_size=K" in str(info.value)
 
 

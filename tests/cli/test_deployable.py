@@ -245,14 +245,16 @@ def test_the_audit_report_shows_a_warning_code_once():
 
 
 # --------------------------------------------------------------------------- audit settings
-def _audit_plan(original: pd.DataFrame, release, **kw):
-    from bayes_risk import audit
+def _audit_plan(original: pd.DataFrame, release, categorical=None, **kw):
+    from bayes_risk import AuditSettings, audit
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return audit(original, release, skip=["utility", "posterior_identification",
-                                              "attribute", "disclosure"],
-                     progressbar=False, random_seed=1, **kw)
+        return audit(original, release, progressbar=False, random_seed=1,
+                     settings=AuditSettings(categorical=categorical,
+                                            skip=["utility", "posterior_identification",
+                                                  "attribute", "disclosure"]),
+                     **kw)
 
 
 @pytest.mark.parametrize("complete", [True, False])

@@ -201,9 +201,10 @@ def test_only_disclosure_lines_built_on_the_unconfirmed_column_carry_the_code(ca
     bad = ce.assign(Income=np.random.default_rng(0).permutation(ce["Income"].to_numpy()))
     with pytest.warns(br.BayesRiskWarning) as rec:  # and RELEASE_INDEPENDENT (known: Age, Urban)
         res = br.audit(bad, zs, known=["Age", "Urban"], synthesized=["Income", "Expenditure"],
-                       categorical=["Urban", "Tenure", "Educ", "Marital"],
-                       skip=["utility", "attribute", "membership", "posterior_identification"],
-                       progressbar=False)
+                       progressbar=False,
+                       settings=br.AuditSettings(
+                           categorical=["Urban", "Tenure", "Educ", "Marital"],
+                           skip=["utility", "attribute", "membership", "posterior_identification"]))
     assert any("ORIGINAL_UNCONFIRMED" in str(w.message) for w in rec)
     d = next(s for s in res.steps if s.name == "disclosure")
     assert d.extra["unconfirmed"] == ["Income"]

@@ -150,8 +150,8 @@ def test_audit_warns_when_the_implicates_reveal_the_selection(tmp_path):
         warnings.simplefilter("ignore")
         three = model.synthesize(3, random_seed=1)
         one = model.synthesize(1, random_seed=1)
-    kw = dict(known=["h"], skip=["attribute", "posterior_identification"],
-              progressbar=False)
+    kw = dict(known=["h"], progressbar=False,
+              settings=br.AuditSettings(skip=["attribute", "posterior_identification"]))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = br.audit(d, three, out=tmp_path / "a3", **kw)

@@ -285,9 +285,10 @@ def test_cli_and_audit_accept_a_saved_cart(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = br.audit(train, syn, known=["A", "B"], model=tmp_path / "model", holdout=hold,
-                       skip=["utility", "identification", "posterior_identification",
-                             "attribute", "disclosure"], random_seed=1, progressbar=False,
-                       out=tmp_path / "audit")
+                       random_seed=1, progressbar=False, out=tmp_path / "audit",
+                       settings=br.AuditSettings(skip=["utility", "identification",
+                                                       "posterior_identification", "attribute",
+                                                       "disclosure"]))
     step = res.step("membership")
     assert step.status == "ran", step.reason
     assert step.result.file["n_members"] == 40

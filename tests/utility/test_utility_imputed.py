@@ -319,10 +319,10 @@ def test_audit_utility_step_compares_observed_cells(acs_dpmpm, tmp_path):
     skip = ["identification", "posterior_identification", "attribute", "disclosure"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = br.audit(df, rel, known=["SEX"], out=tmp_path / "a", random_seed=2, skip=skip,
-                       progressbar=False)
-        none = br.audit(df, rel, known=["SEX"], random_seed=2, skip=skip, progressbar=False,
-                        imputed=[])
+        res = br.audit(df, rel, known=["SEX"], out=tmp_path / "a", random_seed=2, progressbar=False,
+                       settings=br.AuditSettings(skip=skip))
+        none = br.audit(df, rel, known=["SEX"], random_seed=2, progressbar=False,
+                        settings=br.AuditSettings(imputed=[], skip=skip))
     step = res.step("utility")
     st = step.result.settings
     assert st["imputed_columns"] == ["MAR", "SEX", "WKL"]
@@ -340,7 +340,8 @@ def test_audit_utility_step_compares_observed_cells(acs_dpmpm, tmp_path):
     md = res.to_markdown(tmp_path / "report.md").read_text()
     assert "Imputed columns (manifest): MAR, SEX, WKL" in md
     with pytest.raises(SchemaError, match="imputed: column 'SX'"):
-        br.audit(df, rel, known=["SEX"], skip=skip, progressbar=False, imputed=["SX"])
+        br.audit(df, rel, known=["SEX"], progressbar=False,
+                 settings=br.AuditSettings(imputed=["SX"], skip=skip))
 
 
 def test_cli_imputed_argument():

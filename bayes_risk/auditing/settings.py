@@ -1,0 +1,207 @@
+"""The settings of the audit's steps, grouped: :class:`AuditSettings` (``settings=`` of
+:func:`~bayes_risk.audit`).
+
+What the release is (the tables, the known and synthesized columns, the model, the schema, the
+holdout) stays an argument of :func:`~bayes_risk.audit`; how each step measures it is a field
+here. The fields that take a spec of a measure (``match``, ``attribute_estimator``,
+``propensity``) are checked when the settings are built; the fields that name columns are
+checked against the data by the audit, before its first step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bayes_risk.attribute.specs import EstimatorSpec, as_estimator
+from bayes_risk.auditing.plan import DEFAULT_SWEEP
+from bayes_risk.exceptions import ValidationError
+from bayes_risk.identification.specs import MatchSpec, as_match
+from bayes_risk.utility.pmse import PropensitySpec, as_propensity
+
+__all__ = ["AuditSettings"]
+
+
+@dataclass(frozen=True, eq=False)
+class AuditSettings:
+    """How the audit's steps measure the release (every field has the audit's default).
+
+    Parameters
+    ----------
+    categorical : sequence of str, optional
+        Integer-coded factors (type inference otherwise treats integers as counts). Read only
+        when :func:`~bayes_risk.audit` is given no ``schema``; it overrides the release's
+        recorded column types.
+    match : MatchSpec, optional
+        How the identification steps match the known columns: ``radius`` (a float, or a dict:
+        only the columns named get one, the others are matched exactly) and ``radius_type``
+        (``"percentage"``, ``"absolute"`` or ``"quantile_sd"``). Default: percentage radius 0.1
+        for every numeric (count or continuous) known column (Hornby & Hu 2021); categorical
+        columns match exactly. The steps set the other fields themselves (a field given here
+        that they do not read is refused).
+    sweep : sequence of float or None
+        Common radii of the radius sweep (default Hornby & Hu's 0.01 … 0.3); ``None`` skips it.
+        The sweep varies the radii of the synthesized known columns only: the release carries
+        an unsynthesized column unchanged, so widening its radius only adds matches the release
+        has no part in (the largest risk is then at the smallest radius by construction).
+    sweep_unsynthesized : bool
+        Vary the radii of the unsynthesized known columns in the sweep too (default False).
+    known_sweep : bool
+        Add to the identification step the risk for every subset of the known columns, the
+        Pareto frontier of risk against the number of columns known and the drivers of the
+        risk (Shapley values, per-level contributions;
+        :func:`~bayes_risk.identification.known_sweep`), and to the attribute step the same
+        over the subsets of the synthesized known columns known of the record's own values
+        (:func:`~bayes_risk.attribute.attribute_known_sweep`; when a synthesized column is left
+        to guess). Off by default: ``2**k`` subsets for ``k`` known columns. The verdict does
+        not read it.
+    targets : sequence of str, optional
+        Targets of the empirical disclosure measures (one run each). Default: the synthesized
+        columns the intruder does not know.
+    ngroups_target : int or None
+        Group a numeric target into about this many groups for the empirical measures (default
+        10; ``None``: every distinct value is a level, synthpop's default).
+    attribute_records : sequence of int, optional
+        Records (0-based) whose attribute risk is estimated (default all).
+    attribute_estimator : EstimatorSpec or {"auto", "stabilised", "is"}
+        Estimator of the attribute step (``estimator`` of
+        :func:`~bayes_risk.attribute.attribute_risk`; default ``"auto"``: stabilised for class
+        P models), with ``EstimatorSpec.refit_draws``, the kept draws per chain of each refit
+        (default: the model's ``draws``); the step sets the other fields itself. The
+        stabilised estimator refits the model once per synthetic dataset, on the original and
+        that dataset together: about ``m × 2 ×`` the time of the model's own fit, estimated and
+        printed before the refits start; ``"is"`` makes no refit. Stored as an
+        :class:`~bayes_risk.EstimatorSpec`.
+    combining_rules : {"auto", "partial", "full-same-n", "full-population"}
+        Combining rules of the interval overlaps (see
+        :func:`~bayes_risk.utility.utility_summary`); ``"auto"`` (default): the release's
+        recorded generation scheme, else inferred from the synthesized columns.
+    propensity : PropensitySpec, "logit" or "cart", optional
+        Propensity model of the utility step's pMSE: ``method`` (default ``"logit"``,
+        synthpop's ``utility.gen``; ``"cart"`` for wide tables whose logit design would be too
+        large) and ``max_order`` (``1``, the default, adds every two-way interaction, ``0`` main
+        effects only: a table with many columns or levels needs it, the step refuses a design
+        with more coefficients than records, ``DESIGN_TOO_LARGE``); the step sets the other
+        fields itself. Stored as a :class:`~bayes_risk.PropensitySpec`.
+    imputed : "auto" or sequence of str
+        Columns whose missing values the synthesizer imputed, compared on the original's
+        observed cells in the utility step (see :func:`~bayes_risk.utility.utility_summary`);
+        ``"auto"`` (default): the release's recorded ``imputed_columns``, else inferred;
+        ``[]``: none.
+    membership_selection : None, "independent", str or callable
+        For a release that synthesizes selected records only (a model fitted with
+        ``records=...``): how they were selected (``selection`` of
+        :func:`~bayes_risk.membership_risk`: ``"independent"`` or a rule on a record's own
+        values, e.g. ``"Income > 150000 or Age >= 90"``). Without it the membership step of
+        such a release is skipped with the reason (``MEMBERSHIP_PARTIAL_SYNTHESIS``). Recorded
+        in the settings.
+    weights : str, optional
+        Survey weights of the original's records (a column of ``original``): the disclosure
+        step's baseline of the original, sdcMicro's individual re-identification risk
+        (:func:`~bayes_risk.disclosure.original_risk`), is then the Benedetti–Franconi risk
+        with the population frequency of a key estimated by the sum of its weights; without
+        weights it is the sample-based risk ``1/f_k`` (every weight 1, as sdcMicro).
+    linkability_columns : (sequence of str, sequence of str), optional
+        The columns of the intruder's two tables in the attacks step's linkability attack
+        (default: the ``known`` columns and the other columns; when every column is known,
+        linkability is not run).
+    skip : sequence of str, optional
+        Steps not to run (``"utility"``, ``"identification"``, ``"posterior_identification"``,
+        ``"attribute"``, ``"membership"``, ``"attacks"``, ``"disclosure"``); they are reported
+        as skipped, as asked.
+    show_confidential_values : bool
+        Show the known (quasi-identifier) values of the records most at risk in the report.
+        Off by default; the report says so.
+    allow_other_model : bool
+        Go on when ``model`` is not the model that made the release (user guide, Provenance):
+        the attribute, membership and posterior identification steps then measure that
+        model's risks, with warning ``MODEL_DIFFERS`` on their lines. By default (False) such
+        a model is refused before the first step (``MODEL_DIFFERS``).
+
+    Raises
+    ------
+    ValidationError
+        A spec field the audit's steps set themselves, a spec of the wrong type or an
+        ``ngroups_target`` below 2, named in the message.
+
+    Examples
+    --------
+    >>> s = AuditSettings(sweep=None, skip=["membership"])
+    >>> s.replace(known_sweep=True).skip
+    ['membership']
+    >>> s.propensity.method
+    'logit'
+    """
+
+    categorical: Sequence[str] | None = None
+    match: MatchSpec | None = None
+    sweep: Sequence[float] | None = DEFAULT_SWEEP
+    sweep_unsynthesized: bool = False
+    known_sweep: bool = False
+    targets: Sequence[str] | None = None
+    ngroups_target: int | None = 10
+    attribute_records: Sequence[int] | None = None
+    attribute_estimator: EstimatorSpec | str = "auto"
+    combining_rules: str = "auto"
+    propensity: PropensitySpec | str | None = None
+    imputed: Sequence[str] | str = "auto"
+    membership_selection: str | Callable[..., Any] | None = None
+    weights: str | None = None
+    linkability_columns: tuple[Sequence[str], Sequence[str]] | None = None
+    skip: Sequence[str] | None = None
+    show_confidential_values: bool = False
+    allow_other_model: bool = False
+
+    def __post_init__(self) -> None:
+        # the specs are stored resolved, so a step reads one type (a string or None is given
+        # as a shorthand)
+        set_ = object.__setattr__
+        set_(self, "match", _used_fields(as_match(self.match), ("radius", "radius_type"),
+                                         "match"))
+        set_(self, "propensity", _used_fields(as_propensity(self.propensity),
+                                              ("method", "max_order"), "propensity"))
+        set_(self, "attribute_estimator", _used_fields(
+            as_estimator(self.attribute_estimator, "attribute_estimator"),
+            ("kind", "refit_draws"), "attribute_estimator"))
+        ng = self.ngroups_target
+        if ng is not None and (isinstance(ng, bool) or int(ng) != ng or ng < 2):
+            raise ValidationError(f"ngroups_target must be an integer >= 2 or None. "
+                                  f"Got {ng!r}.")
+
+    def replace(self, **changes: Any) -> AuditSettings:
+        """A copy with ``changes`` applied (validated again)."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        fields.update(changes)
+        return AuditSettings(**fields)
+
+
+def as_settings(settings: Any) -> AuditSettings:
+    """``settings=`` as an :class:`AuditSettings` (``None``: the defaults)."""
+    if settings is None:
+        return AuditSettings()
+    if not isinstance(settings, AuditSettings):
+        raise ValidationError(
+            "settings must be an AuditSettings (bayes_risk.AuditSettings(...)). "
+            f"Got {type(settings).__name__}.", code="INVALID_ARGUMENT")
+    return settings
+
+
+def _used_fields(spec: Any, used: Sequence[str], argument: str) -> Any:
+    """``spec`` if it sets no field but ``used`` (the audit's steps set the others), else a
+    ValidationError naming the field."""
+    default = type(spec)()
+    for f in dataclasses.fields(spec):
+        if f.name not in used and not _same(getattr(spec, f.name), getattr(default, f.name)):
+            raise ValidationError(
+                f"{argument}: the audit reads {type(spec).__name__}'s {', '.join(used)} only; "
+                f"{type(spec).__name__}.{f.name} is set by its steps (leave it at its default).",
+                code="INVALID_ARGUMENT")
+    return spec
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is b or (type(a) is type(b) and not isinstance(a, np.ndarray) and a == b)
