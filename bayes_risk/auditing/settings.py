@@ -11,7 +11,7 @@ checked against the data by the audit, before its first step.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,6 +167,8 @@ class AuditSettings:
         set_(self, "attribute_estimator", _used_fields(
             as_estimator(self.attribute_estimator, "attribute_estimator"),
             ("kind", "refit_draws"), "attribute_estimator"))
+        if self.sweep is not None:
+            set_(self, "sweep", _radii(self.sweep))
         ng = self.ngroups_target
         if ng is not None and (isinstance(ng, bool) or int(ng) != ng or ng < 2):
             raise ValidationError(f"ngroups_target must be an integer >= 2 or None. "
@@ -177,6 +179,24 @@ class AuditSettings:
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         fields.update(changes)
         return AuditSettings(**fields)
+
+
+def _radii(sweep: Any) -> tuple[float, ...]:
+    """The sweep's radii as a tuple of floats, each finite, > 0 and listed once."""
+    grid: list[float] = []
+    ok = isinstance(sweep, Iterable) and not isinstance(sweep, (str, bytes))
+    for r in sweep if ok else ():
+        if isinstance(r, (bool, np.bool_)) or not isinstance(r, (int, float, np.integer,
+                                                               np.floating)) \
+                or not (np.isfinite(r) and r > 0):
+            ok = False
+            break
+        grid.append(float(r))
+    if not ok or len(set(grid)) != len(grid):
+        raise ValidationError(
+            "sweep must be radii, finite numbers > 0 each listed once (or None to skip the "
+            f"radius sweep). Got {sweep!r}.", code="INVALID_ARGUMENT")
+    return tuple(grid)
 
 
 def as_settings(settings: Any) -> AuditSettings:

@@ -1,0 +1,40 @@
+"""AuditSettings checks what it can when it is built, before any data is read."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import bayes_risk as br
+from bayes_risk.data import make_ce_like
+from bayes_risk.exceptions import ValidationError
+
+
+@pytest.mark.parametrize("sweep", [[0.1, -1], [0.0], ["a"], "0.1", [0.1, 0.1], [True], 5,
+                                   [float("nan")], [float("inf")]])
+def test_a_bad_sweep_is_refused_naming_it(sweep):
+    with pytest.raises(ValidationError, match="sweep must be radii") as err:
+        br.AuditSettings(sweep=sweep)
+    assert err.value.code == "INVALID_ARGUMENT"
+
+
+def test_radii_are_stored_as_floats_and_none_or_empty_skip_the_sweep():
+    assert br.AuditSettings(sweep=np.array([0.05, 1])).sweep == (0.05, 1.0)
+    assert br.AuditSettings().sweep == (0.01, 0.025, 0.05, 0.1, 0.2, 0.3)
+    assert br.AuditSettings(sweep=None).sweep is None
+    assert br.AuditSettings(sweep=[]).sweep == ()
+
+
+def test_replace_checks_again_and_settings_are_frozen():
+    s = br.AuditSettings(sweep=None)
+    assert s.replace(sweep=[0.2]).sweep == (0.2,)
+    with pytest.raises(ValidationError, match="sweep"):
+        s.replace(sweep=[-0.2])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.sweep = (0.1,)
+
+
+def test_settings_of_another_type_are_refused():
+    df = make_ce_like(20, random_seed=1)
+    with pytest.raises(ValidationError, match="settings must be an AuditSettings"):
+        br.audit(df, [df], known=["Age"], settings={"sweep": None}, progressbar=False)
