@@ -192,10 +192,14 @@ def _radii(sweep: Any) -> tuple[float, ...]:
             ok = False
             break
         grid.append(float(r))
-    if not ok or len(set(grid)) != len(grid):
+    if not ok:
         raise ValidationError(
-            "sweep must be radii, finite numbers > 0 each listed once (or None to skip the "
-            f"radius sweep). Got {sweep!r}.", code="INVALID_ARGUMENT")
+            "sweep must be radii, finite numbers > 0 (or None to skip the radius sweep). "
+            f"Got {sweep!r}.", code="INVALID_ARGUMENT")
+    twice = [r for i, r in enumerate(grid) if r in grid[:i]]
+    if twice:
+        raise ValidationError(f"sweep: radius {twice[0]:g} listed twice. Got {grid}.",
+                              code="INVALID_ARGUMENT")
     return tuple(grid)
 
 

@@ -10,11 +10,17 @@ from bayes_risk.data import make_ce_like
 from bayes_risk.exceptions import ValidationError
 
 
-@pytest.mark.parametrize("sweep", [[0.1, -1], [0.0], ["a"], "0.1", [0.1, 0.1], [True], 5,
-                                   [float("nan")], [float("inf")]])
+@pytest.mark.parametrize("sweep", [[0.1, -1], [0.0], ["a"], "0.1", [True], 5, [float("nan")],
+                                   [float("inf")]])
 def test_a_bad_sweep_is_refused_naming_it(sweep):
     with pytest.raises(ValidationError, match="sweep must be radii") as err:
         br.AuditSettings(sweep=sweep)
+    assert err.value.code == "INVALID_ARGUMENT"
+
+
+def test_a_radius_listed_twice_is_named():
+    with pytest.raises(ValidationError, match=r"sweep: radius 0.1 listed twice") as err:
+        br.AuditSettings(sweep=[0.05, 0.1, 0.1])
     assert err.value.code == "INVALID_ARGUMENT"
 
 
