@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed
+from bayes_risk._specs import as_spec
 from bayes_risk.attribute import assemble as _assemble
 from bayes_risk.attribute.candidates import CandidateSpec
 from bayes_risk.attribute.chains import agreement_columns
@@ -55,7 +56,7 @@ from bayes_risk.attribute.record_table import (
     set_point_columns,
     ungroup,
 )
-from bayes_risk.attribute.specs import EstimatorSpec, ScenarioSpec, as_estimator, as_scenario
+from bayes_risk.attribute.specs import ESTIMATORS, EstimatorSpec, ScenarioSpec
 from bayes_risk.data.provenance import check_release_model
 from bayes_risk.exceptions import NotSupportedError, ValidationError, interruptible
 from bayes_risk.executors import InProcessExecutor, as_executor
@@ -183,7 +184,8 @@ def attribute_risk(
     Reiter, J. P., Wang, Q. & Zhang, B. (2014). Bayesian estimation of disclosure risks for
     multiply imputed, synthetic data. Journal of Privacy and Confidentiality 6(1).
     """
-    scenario, estimator = as_scenario(scenario), as_estimator(estimator)
+    scenario = as_spec(scenario, ScenarioSpec, "scenario", "kind")
+    estimator = as_spec(estimator, EstimatorSpec, "estimator", "kind", ESTIMATORS)
     provenance = check_release_model(model, synthetic, original, allow=allow_other_model)
     if scenario.kind == "two_records":
         return provenance.note(synthetic=synthetic, result=_two_records(

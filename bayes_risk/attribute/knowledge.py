@@ -39,10 +39,11 @@ from bayes_risk._lattice import (
     subset_label,
     subset_order,
 )
+from bayes_risk._specs import as_spec
 from bayes_risk._terminal import progress
 from bayes_risk.attribute.api import attribute_risk
 from bayes_risk.attribute.prepare import prepare
-from bayes_risk.attribute.specs import ScenarioSpec, as_estimator
+from bayes_risk.attribute.specs import ESTIMATORS, EstimatorSpec, ScenarioSpec
 from bayes_risk.data.provenance import check_release_model
 from bayes_risk.data.schema import CATEGORICAL_TYPES
 from bayes_risk.exceptions import (
@@ -199,7 +200,8 @@ def attribute_known_sweep(
         )
     planned = planned_subsets(cands, int(max_size), max_subsets, "known")
     options = {k: kwargs.get(k, v) for k, v in _OPTIONS.items()}
-    options["estimator"] = as_estimator(options["estimator"])
+    options["estimator"] = as_spec(options["estimator"], EstimatorSpec, "estimator", "kind",
+                                   ESTIMATORS)
     records = options.pop("records")
     if not options["allow_other_model"]:  # refused before the refits (each subset checks too)
         check_release_model(model, synthetic, original)
@@ -335,7 +337,8 @@ def shared_refits(original: pd.DataFrame, synthetic: Any, *, model: Any, records
         raise ValidationError(f"unknown argument(s) for shared_refits: {unknown}.",
                               code="INVALID_ARGUMENT")
     o = {**_OPTIONS, **options}
-    est = as_estimator(o["estimator"]).replace(augmented=None)
+    est = as_spec(o["estimator"], EstimatorSpec, "estimator", "kind", ESTIMATORS).replace(
+        augmented=None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         plan = prepare(model, original, synthetic, records, candidates=o["candidates"],

@@ -192,7 +192,7 @@ def _estimator_name(
             raise ValidationError(
                 f"{type(model).__name__} has a plug-in likelihood (methods page 'Attribute "
                 "disclosure risk', section 'Tree synthesizers: plug-in likelihoods'); it has no "
-                "posterior draws, so EstimatorSpec.kind must be 'auto'."
+                f"posterior draws, so estimator must be 'auto'. Got {estimator!r}."
             )
         if compat is not None or augmented is not None or draws is not None:
             raise ValidationError(

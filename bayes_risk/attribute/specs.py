@@ -22,8 +22,7 @@ import numpy as np
 from bayes_risk.attribute.record_table import KHAT_TOLERANCE
 from bayes_risk.exceptions import NotSupportedError, ValidationError
 
-__all__ = ["ScenarioSpec", "EstimatorSpec", "SCENARIOS", "ESTIMATORS", "as_estimator",
-           "as_scenario"]
+__all__ = ["ScenarioSpec", "EstimatorSpec", "SCENARIOS", "ESTIMATORS"]
 
 #: What the intruder knows (methods, The intruder's posterior): every other record
 #: (``worst_case``), also some of the target's own values (``partially_known``), or nothing about
@@ -93,8 +92,9 @@ class ScenarioSpec:
     def __post_init__(self) -> None:
         if self.kind not in (*SCENARIOS, "two_records"):
             raise NotSupportedError(
-                f"ScenarioSpec.kind {self.kind!r} is not supported; use one of "
-                f"{[*SCENARIOS, 'two_records']} ('two_records' with pairs=[(i, j), ...]). "
+                f"scenario {self.kind!r} is not supported; use one of "
+                f"{[*SCENARIOS, 'two_records']} ('two_records' with "
+                "ScenarioSpec('two_records', pairs=[(i, j), ...])). "
                 + _PAIVA_POINTER,
                 code="INVALID_ARGUMENT"
             )
@@ -247,40 +247,3 @@ class EstimatorSpec:
         fields.update(changes)
         return EstimatorSpec(**fields)
 
-
-def as_estimator(estimator: Any, argument: str = "estimator") -> EstimatorSpec:
-    """``estimator=`` (or the ``argument`` of another name that takes it) as an
-    :class:`EstimatorSpec` (a string: its ``kind``)."""
-    if isinstance(estimator, str):
-        if estimator not in ESTIMATORS:  # named as the caller gave it
-            raise ValidationError(
-                f"{argument} must be 'auto', 'stabilised', 'is' or an EstimatorSpec. "
-                f"Got {estimator!r}.")
-        return EstimatorSpec(kind=estimator)  # type: ignore[arg-type]
-    if estimator is None:
-        return EstimatorSpec()
-    if not isinstance(estimator, EstimatorSpec):
-        raise ValidationError(
-            f"{argument} must be an EstimatorSpec (bayes_risk.EstimatorSpec(kind=..., ...)) or "
-            f"'auto', 'stabilised' or 'is'. Got {type(estimator).__name__}.")
-    return estimator
-
-
-def as_scenario(scenario: Any) -> ScenarioSpec:
-    """``scenario=`` as a :class:`ScenarioSpec` (a string: its ``kind``)."""
-    if isinstance(scenario, str):
-        if scenario not in (*SCENARIOS, "two_records"):  # named as the caller gave it
-            raise NotSupportedError(
-                f"scenario {scenario!r} is not supported; use one of "
-                f"{[*SCENARIOS, 'two_records']} ('two_records' with "
-                "ScenarioSpec('two_records', pairs=[(i, j), ...])). " + _PAIVA_POINTER,
-                code="INVALID_ARGUMENT"
-            )
-        return ScenarioSpec(kind=scenario)  # type: ignore[arg-type]
-    if scenario is None:
-        return ScenarioSpec()
-    if not isinstance(scenario, ScenarioSpec):
-        raise ValidationError(
-            "scenario must be a ScenarioSpec (bayes_risk.ScenarioSpec(kind=..., known=..., "
-            f"pairs=...)) or one of its kinds. Got {type(scenario).__name__}.")
-    return scenario

@@ -20,11 +20,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._specs import as_spec
 from bayes_risk._terminal import say
 from bayes_risk.auditing.outcome import StepOutcome
 from bayes_risk.auditing.plan import Thresholds, _cli_name, _inputs, _make_plan
 from bayes_risk.auditing.result import AuditResult
-from bayes_risk.auditing.settings import AuditSettings, as_settings
+from bayes_risk.auditing.settings import AuditSettings
 from bayes_risk.exceptions import (
     ConvergenceWarning,
     SchemaError,
@@ -118,7 +119,7 @@ def audit(
     """
     from bayes_risk.auditing import steps as st
 
-    s = as_settings(settings)
+    s = as_spec(settings, AuditSettings, "settings")
     match = s.match
     radius = dict(match.radius) if isinstance(match.radius, Mapping) else match.radius
     original, synthetic, w = _split_weights(original, synthetic, s.weights)

@@ -17,11 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from bayes_risk.attribute.specs import EstimatorSpec, as_estimator
+from bayes_risk._specs import as_spec
+from bayes_risk.attribute.specs import ESTIMATORS, EstimatorSpec
 from bayes_risk.auditing.plan import DEFAULT_SWEEP
 from bayes_risk.exceptions import ValidationError
-from bayes_risk.identification.specs import MatchSpec, as_match
-from bayes_risk.utility.pmse import PropensitySpec, as_propensity
+from bayes_risk.identification.specs import MatchSpec
+from bayes_risk.utility.pmse import PROPENSITY_METHODS, PropensitySpec
 
 __all__ = ["AuditSettings"]
 
@@ -160,12 +161,14 @@ class AuditSettings:
         # the specs are stored resolved, so a step reads one type (a string or None is given
         # as a shorthand)
         set_ = object.__setattr__
-        set_(self, "match", _used_fields(as_match(self.match), ("radius", "radius_type"),
-                                         "match"))
-        set_(self, "propensity", _used_fields(as_propensity(self.propensity),
-                                              ("method", "max_order"), "propensity"))
+        set_(self, "match", _used_fields(as_spec(self.match, MatchSpec, "match"),
+                                         ("radius", "radius_type"), "match"))
+        set_(self, "propensity", _used_fields(
+            as_spec(self.propensity, PropensitySpec, "propensity", "method", PROPENSITY_METHODS),
+            ("method", "max_order"), "propensity"))
         set_(self, "attribute_estimator", _used_fields(
-            as_estimator(self.attribute_estimator, "attribute_estimator"),
+            as_spec(self.attribute_estimator, EstimatorSpec, "attribute_estimator", "kind",
+                    ESTIMATORS),
             ("kind", "refit_draws"), "attribute_estimator"))
         if self.sweep is not None:
             set_(self, "sweep", _radii(self.sweep))
@@ -202,16 +205,6 @@ def _radii(sweep: Any) -> tuple[float, ...]:
                               code="INVALID_ARGUMENT")
     return tuple(grid)
 
-
-def as_settings(settings: Any) -> AuditSettings:
-    """``settings=`` as an :class:`AuditSettings` (``None``: the defaults)."""
-    if settings is None:
-        return AuditSettings()
-    if not isinstance(settings, AuditSettings):
-        raise ValidationError(
-            "settings must be an AuditSettings (bayes_risk.AuditSettings(...)). "
-            f"Got {type(settings).__name__}.", code="INVALID_ARGUMENT")
-    return settings
 
 
 def _used_fields(spec: Any, used: Sequence[str], argument: str) -> Any:

@@ -43,6 +43,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from bayes_risk._specs import as_spec
 from bayes_risk.data.levels import normalise_level
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
@@ -182,17 +183,6 @@ class ExclusionSpec:
             triples.append(tuple(item))
         object.__setattr__(self, "exclude_combinations", tuple(triples))
 
-
-def as_exclusion(exclude: Any) -> ExclusionSpec:
-    """``exclude=`` as an :class:`ExclusionSpec` (``None``: nothing left out)."""
-    if exclude is None:
-        return ExclusionSpec()
-    if not isinstance(exclude, ExclusionSpec):
-        raise ValidationError(
-            "exclude must be an ExclusionSpec (bayes_risk.ExclusionSpec(denom_lim=..., "
-            f"not_targetlev=..., ...)). Got {type(exclude).__name__}."
-        )
-    return exclude
 
 
 def _check_options(ngroups_target: Any, compat: Any) -> int | None:
@@ -554,7 +544,7 @@ def disclosure_measures(
     (20.0, 60.0, 60.0)
     """
     keys, target = _check_names(keys, target)
-    ex = as_exclusion(exclude)
+    ex = as_spec(exclude, ExclusionSpec, "exclude")
     ngroups = _check_options(ngroups_target, compat)
     is_compat = compat == "synthpop"
     # record i is never paired with row i: the same records in another order are the same

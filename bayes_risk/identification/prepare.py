@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayes_risk._specs import as_spec
 from bayes_risk.data.alignment import check_rows_aligned
 from bayes_risk.data.missing import mask_missing_codes, missing_mask
 from bayes_risk.data.normalise import as_synthetic_list
@@ -37,7 +38,6 @@ from bayes_risk.identification.specs import (
     COMPAT_MODES,
     MISSING_KNOWN,
     PopulationSpec,
-    as_population,
     parse_strategy,
 )
 from bayes_risk.warning_codes import message
@@ -402,7 +402,7 @@ def prepare(
                         as_synthetic_list(synthetic, allow_none=True, original=original))
     known_us, known_s = _known_columns(known_unsynthesized, known_synthesized)
     known = known_us + known_s
-    population = as_population(population)
+    population = as_spec(population, PopulationSpec, "population")
     weights, targets = population.weights, population.targets
     target_id, original_id = population.target_id, population.original_id
     o = _resolve_options(dict(options, membership=population.membership), known_us,

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from bayes_risk._specs import as_spec
 from bayes_risk.exceptions import ValidationError, arg_name, has_option, on_command_line
 from bayes_risk.identification.matching import RADIUS_TYPES, SHAPES, WINDOWS
 
@@ -384,30 +385,9 @@ def _weights(weights: Any) -> str | np.ndarray:
     return w
 
 
-def as_match(match: Any) -> MatchSpec:
-    """``match=`` as a :class:`MatchSpec` (``None``: the defaults)."""
-    if match is None:
-        return MatchSpec()
-    if not isinstance(match, MatchSpec):
-        raise ValidationError(
-            f"match must be a MatchSpec (bayes_risk.MatchSpec(radius=..., ...)). "
-            f"Got {type(match).__name__}."
-        )
-    return match
-
-
-def as_population(population: Any) -> PopulationSpec:
-    """``population=`` as a :class:`PopulationSpec` (``None``: known membership)."""
-    if population is None:
-        return PopulationSpec()
-    if not isinstance(population, PopulationSpec):
-        raise ValidationError(
-            "population must be a PopulationSpec (bayes_risk.PopulationSpec(membership=..., "
-            f"...)). Got {type(population).__name__}."
-        )
-    return population
 
 
 def spec_options(match: Any, population: Any) -> dict[str, Any]:
     """The engine's options from ``match=`` (flat) and ``population=`` (the spec)."""
-    return {**as_match(match).options(), "population": as_population(population)}
+    return {**as_spec(match, MatchSpec, "match").options(),
+            "population": as_spec(population, PopulationSpec, "population")}

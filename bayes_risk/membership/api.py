@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, as_generator
+from bayes_risk._specs import as_spec
 from bayes_risk.contract import capabilities
 from bayes_risk.data.provenance import check_release_model
 from bayes_risk.exceptions import NotSupportedError, ValidationError, arg_name
@@ -43,7 +44,7 @@ from bayes_risk.membership.evaluate import (
 )
 from bayes_risk.membership.plan import conditional_population_rows, plan, population_rows
 from bayes_risk.membership.prepare import check_drawable, check_options, prepare, prior_probability
-from bayes_risk.membership.specs import AttackSpec, RatioSpec, as_spec
+from bayes_risk.membership.specs import AttackSpec, RatioSpec
 from bayes_risk.results.membership import MEMBERSHIP_FLAGS, MembershipRiskResult
 
 __all__ = ["membership_risk", "MembershipRiskResult", "MEMBERSHIP_FLAGS", "check_model",

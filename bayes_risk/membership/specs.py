@@ -17,7 +17,7 @@ import numpy as np
 
 from bayes_risk.exceptions import ValidationError
 
-__all__ = ["AttackSpec", "RatioSpec", "as_spec"]
+__all__ = ["AttackSpec", "RatioSpec"]
 
 
 @dataclass(frozen=True)
@@ -135,15 +135,3 @@ class RatioSpec:
                 code="INVALID_ARGUMENT")
         if not isinstance(self.khat, (bool, np.bool_)):
             raise ValidationError(f"RatioSpec.khat must be True or False. Got {self.khat!r}.")
-
-
-def as_spec(value: Any, cls: type, name: str) -> Any:
-    """``name=`` as a ``cls`` (``None``: the defaults)."""
-    if value is None:
-        return cls()
-    if not isinstance(value, cls):
-        article = "an" if cls.__name__[0] in "AEIOU" else "a"
-        raise ValidationError(
-            f"{name} must be {article} {cls.__name__} (bayes_risk.{cls.__name__}(...)). "
-            f"Got {type(value).__name__}.")
-    return value

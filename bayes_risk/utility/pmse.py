@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed, seed_to_json, spawn
+from bayes_risk._specs import as_spec
 from bayes_risk._terminal import progress
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.provenance import duplicate_codes
@@ -54,6 +55,8 @@ from bayes_risk.utility._propensity import (  # noqa: F401 - re-exported (public
 __all__ = ["PMSEResult", "PropensitySpec", "pmse", "pmse_null_moments", "propensity_design",
            "fit_logit"]
 
+#: the classifiers of ``PropensitySpec.method``
+PROPENSITY_METHODS = ("logit", "cart")
 SEPARATION_EPS = 1e-8  # fitted probabilities this close to 0 or 1 flag separation
 
 
@@ -225,7 +228,7 @@ class PropensitySpec:
     max_iter: int = 100
 
     def __post_init__(self) -> None:
-        check_choice(self.method, "PropensitySpec.method", ("logit", "cart"))
+        check_choice(self.method, "PropensitySpec.method", PROPENSITY_METHODS)
         mo = self.max_order
         if isinstance(mo, bool) or not isinstance(mo, (int, np.integer)) or mo < 0:
             raise ValidationError(f"PropensitySpec.max_order must be an integer >= 0. Got {mo!r}.")
@@ -245,20 +248,6 @@ class PropensitySpec:
             object.__setattr__(self, name,
                                _positive_int(getattr(self, name), f"PropensitySpec.{name}"))
 
-
-def as_propensity(propensity: Any) -> PropensitySpec:
-    """``propensity=`` as a :class:`PropensitySpec` (``None``: the defaults; a string: the
-    method)."""
-    if propensity is None:
-        return PropensitySpec()
-    if isinstance(propensity, str):
-        return PropensitySpec(method=propensity)  # type: ignore[arg-type]
-    if not isinstance(propensity, PropensitySpec):
-        raise ValidationError(
-            "propensity must be a PropensitySpec (bayes_risk.PropensitySpec(method=..., "
-            f"max_order=..., ...)), 'logit' or 'cart'. Got {type(propensity).__name__}."
-        )
-    return propensity
 
 
 # ---------------------------------------------------------------------------------------------
@@ -380,7 +369,7 @@ def pmse(
     >>> round(float(r.pmse[0]), 7), int(r.k[0]), round(float(r.ratio[0]), 6)
     (0.0166667, 2, 1.066667)
     """
-    spec = as_propensity(propensity)
+    spec = as_spec(propensity, PropensitySpec, "propensity", "method", PROPENSITY_METHODS)
     method, max_order, columns = spec.method, spec.max_order, spec.columns
     null = check_choice(null, "null", ("auto", "theory", "perm", "pairs"))
     if isinstance(n_perm, bool) or not isinstance(n_perm, (int, np.integer)) or n_perm < 2:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk._rng import RandomSeed
+from bayes_risk._specs import as_spec
 from bayes_risk.data.alignment import check_rows_aligned
 from bayes_risk.data.normalise import as_synthetic_list
 from bayes_risk.data.schema import Schema
@@ -40,7 +41,7 @@ from bayes_risk.utility.compare import (
     estimand_row,
     warn_single_dataset,
 )
-from bayes_risk.utility.pmse import PropensitySpec, as_propensity, pmse
+from bayes_risk.utility.pmse import PROPENSITY_METHODS, PropensitySpec, pmse
 
 __all__ = ["UtilitySummary", "OverlapSpec", "utility_summary", "default_estimands"]
 
@@ -159,17 +160,6 @@ class OverlapSpec:
             check_rules(self.rules, "OverlapSpec.rules")
 
 
-def as_overlap(overlap: Any) -> OverlapSpec:
-    """``overlap=`` as an :class:`OverlapSpec` (``None``: the defaults)."""
-    if overlap is None:
-        return OverlapSpec()
-    if not isinstance(overlap, OverlapSpec):
-        raise ValidationError(
-            "overlap must be an OverlapSpec (bayes_risk.OverlapSpec(estimands=..., family=..., "
-            f"...)). Got {type(overlap).__name__}."
-        )
-    return overlap
-
 
 def utility_summary(
     original: pd.DataFrame,
@@ -255,8 +245,8 @@ def utility_summary(
     >>> s.synthesized, list(s.overlap["estimand"]), s.pmse.null
     (['Income'], ['mean(Income)'], 'theory')
     """
-    spec = as_propensity(propensity)
-    ov = as_overlap(overlap)
+    spec = as_spec(propensity, PropensitySpec, "propensity", "method", PROPENSITY_METHODS)
+    ov = as_spec(overlap, OverlapSpec, "overlap")
     estimands, family, alpha, rules = ov.estimands, ov.family, ov.alpha, ov.rules
     datasets, source = as_synthetic_list(synthetic, original=original)
     carried = None if source is None else source.schema

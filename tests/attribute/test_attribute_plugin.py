@@ -115,7 +115,7 @@ def test_plugin_refuses_unsupported_settings():
     with pytest.raises(ValidationError, match="random_descent"):
         CARTPlugin(cart, ce)
     cart2 = cart_mod.CARTSynthesizer().fit(ce, schema=sc, synthesized=["Tenure"], random_seed=1)
-    with pytest.raises(ValidationError, match=r"EstimatorSpec\.kind must be 'auto'"):
+    with pytest.raises(ValidationError, match=r"so estimator must be 'auto'\. Got 'is'"):
         attribute_risk(
             ce,
             cart2.synthesize(1, random_seed=1),
