@@ -1,31 +1,11 @@
 """The model contract: what a synthesis model offers is read off its methods.
 
-A synthesis model reaches every part of the package — the attribute- and identification-risk
-engines, the command line, persistence and the audit — through this module only:
-
-:class:`RiskModel`
-    The one required protocol of a model with posterior draws: the record and dataset
-    log-likelihoods, the number of draws, the schema, the model class and the form of the
-    importance ratios.
-:func:`capabilities`
-    What a model (an instance or a class) can do, as a frozen :class:`Capabilities`. Everything a
-    method shows is read off the methods the model has, as statsmodels'
-    ``GenericLikelihoodModel`` fills in what a subclass does not override: a model offers the
-    neighbourhood likelihood because it has ``neighbourhood_loglik``, is saved because it has
-    ``save`` and ``load``, supports the importance-sampling estimator because it has
-    ``record_loglik`` and ``dataset_loglik`` (``LIKELIHOODS``, ``ESTIMATORS``,
-    ``MEMBER_CAPABILITIES``). A method offered only under some settings is wrapped in
-    :func:`available_if` (scikit-learn's idiom), so that the instance does not have it otherwise.
-:class:`ModelInfo`
-    Only what methods cannot show, declared by a model class as ``info = ModelInfo(...)``
-    (default: nothing claimed): whether ``record_loglik`` integrates missing values out, whether
-    an estimate carries an approximation's warning, what a run must give.
-
-The optional methods' signatures are the protocols below (:class:`SupportsAugmentedFit`, ...):
-documentation and static typing, never ``isinstance`` checks. Shapes follow the methods page,
-Notation (``H`` draws, ``n`` records, ``m`` datasets, ``G`` candidates); the keyword arguments
-documented are the contract (no ``**kwargs``), and ``bayes_risk.testing.check_synthesizer``
-calls them.
+:class:`RiskModel` is the one required protocol of a model with posterior draws;
+:func:`capabilities` reads what else a model can do off its methods (statsmodels'
+``GenericLikelihoodModel`` idiom, :func:`available_if` for methods offered under some settings);
+:class:`ModelInfo` holds what no method shows. The optional methods' signatures are the
+``Supports...`` protocols (documentation and typing, never ``isinstance`` checks). See
+:doc:`/adding_a_model`.
 """
 
 from __future__ import annotations
@@ -104,43 +84,29 @@ MEMBER_CAPABILITIES: dict[str, tuple[str, ...]] = {
 @dataclass(frozen=True)
 class ModelInfo:
     """What a synthesis model declares because no method can show it (``info = ModelInfo(...)``).
-
-    Every other capability is read off the model's methods (:func:`capabilities`). The defaults
-    claim nothing, so a model that declares no ``info`` is treated conservatively (its records
-    with missing values are not evaluated, no value is a donor's).
+    The defaults claim nothing.
 
     Parameters
     ----------
     imputes : bool
-        ``record_loglik`` integrates a record's missing values out (a missing entry leaves the
-        record's likelihood), so attribute risk may evaluate records with missing values.
+        ``record_loglik`` integrates a record's missing values out.
     holds_missing : bool
-        A plug-in likelihood that holds a record's missing values at their missingness kind (the
-        intruder knows which values are missing and guesses the observed ones).
+        A plug-in likelihood holds a record's missing values at their missingness kind.
     partial_synthesis : bool
-        The model may synthesize only some records (``fit(records=...)``); a fitted model then
-        has ``synthesized_records_`` (bool ``[n]``, or ``None`` for every record).
+        ``fit(records=...)`` may synthesize some records; a fitted model then has
+        ``synthesized_records_`` (bool ``[n]``, or ``None`` for every record).
     categorical_only : bool
-        The model models categorical columns only (DPMPM): the command line reads every column
-        not given another type as categorical, integer-coded ones included.
+        Only categorical columns are modelled (the command line reads every column so).
     visit_order : bool
-        The model synthesizes its columns one after another in the order of ``fit``'s
-        ``synthesized`` (and of a ``visit_sequence`` setting, if it has one), so that order
-        changes the release: ``bayes-risk orders`` and
-        :func:`~bayes_risk.compare_visit_orders` compare orders of such a model (CART, random
-        forests).
+        Columns are synthesized one after another in the order of ``synthesized``
+        (:func:`~bayes_risk.compare_visit_orders` compares orders).
     releases_donor_values : bool
-        The synthetic values are original values of donor records, released as they are
-        (CART draws them from a leaf, PMM copies a matched donor's), so a record's true value
-        can appear in the release whatever the model. The audit's remedies read it: smoothing
-        (a synthesizer with a ``smoothing`` setting) or another method for numeric columns.
+        Synthetic values are original values of donor records (CART, PMM).
     result_warnings : tuple of str
-        Warning codes that hold for every estimate made with the model (e.g. an approximation).
+        Warning codes that hold for every estimate made with the model.
     required : tuple of str
-        What the model cannot default, so that a run must give it: ``"synthesized"`` (``fit``'s
-        columns to synthesize; CART and random forests) or names of ``__init__`` settings
-        (PMM: ``"identifying"``). The command line refuses a run without them
-        (``OPTION_REQUIRED``, naming the option), before reading any data.
+        What a run must give: ``"synthesized"`` or names of ``__init__`` settings (the command
+        line refuses a run without them, ``OPTION_REQUIRED``).
     """
 
     imputes: bool = False
@@ -182,39 +148,20 @@ class ModelInfo:
 
 @dataclass(frozen=True)
 class Capabilities(ModelInfo):
-    """What a model can do: its declared :class:`ModelInfo` and what its methods show.
-
-    Made by :func:`capabilities`, never by hand. The engines, the command line and the audit
-    read it instead of a model's class or registered name.
+    """What a model can do (made by :func:`capabilities`): its :class:`ModelInfo` and what its
+    methods show.
 
     Parameters
     ----------
     likelihoods : frozenset of str
-        Likelihood kinds offered, keys of ``LIKELIHOODS``: ``"record"`` (``record_loglik``,
-        ``[H, n]``), ``"dataset"`` (``dataset_loglik``, ``[H, m]``), ``"neighbourhood"``
-        (``neighbourhood_loglik``, ``[H, n, G]``), ``"neighbourhood_buffer"`` (the same into a
-        caller's ``out=`` buffer, with ``neighbourhood_size()``), ``"candidate"``
-        (``candidate_loglik``, ``[H, G]``), ``"own_record"`` (``own_record_delta`` of a class O
-        model, ``[H, m, G]``), ``"plugin"`` (``plugin_loglik`` of a model without posterior
-        draws), ``"largest_value"`` (``largest_value_loglik``, Wei & Reiter 2016).
+        Likelihood kinds offered, keys of ``LIKELIHOODS`` (each with the method that shows it).
     estimators : tuple of str
-        Attribute-risk estimators supported, in order of preference (keys of
-        ``ESTIMATORS``): ``estimator="auto"`` takes the first one that applies
-        (:func:`auto_estimator`). A plug-in likelihood supports ``"plugin"`` only.
-    persistence : bool
-        ``save(path)`` / ``load(path)`` (:class:`SupportsPersistence`).
-    posterior_replicates : bool
-        ``posterior_replicates(...)``: replicates of the synthesized columns from the posterior
-        predictive (identification risk, Drechsler & Reiter 2008, eq. 5).
-    convergence : bool
-        ``convergence_summary()``: MCMC diagnostics reported with every result using the model.
-    chains : bool
-        ``draw_chains()``: the chain of each flattened posterior draw.
-    plugin_likelihood : bool
-        A synthesizer without posterior draws whose method ``plugin_likelihood(original, *,
-        random_seed=None)`` builds a plug-in likelihood for attribute risk
-        (:func:`bayes_risk.models.plugin_likelihood` calls it); its releases can be rebuilt from
-        their manifests for it (:func:`bayes_risk.models.rebuild_synthesizer`).
+        Attribute-risk estimators supported, in order of preference (keys of ``ESTIMATORS``;
+        a plug-in likelihood supports ``"plugin"`` only).
+    persistence, posterior_replicates, convergence, chains, plugin_likelihood : bool
+        Whether the methods of ``MEMBER_CAPABILITIES`` are there (``save``/``load``,
+        ``posterior_replicates``, ``convergence_summary``, ``draw_chains``,
+        ``plugin_likelihood``).
     """
 
     likelihoods: frozenset[str] = frozenset()
@@ -233,19 +180,14 @@ class Capabilities(ModelInfo):
 def capabilities(model: Any) -> Capabilities:
     """What ``model`` (an instance or a class) can do: its methods and its declared ``info``.
 
-    A likelihood, an estimator or a further capability is offered when the model has the
-    methods that provide it (``LIKELIHOODS``, ``ESTIMATORS``,
-    ``MEMBER_CAPABILITIES``; a member set to ``None`` is absent). On a class, a method
-    wrapped in :func:`available_if` counts (what the class can do at all: the command line and
-    the registry read it before a model exists); on an instance, only when its condition holds.
-    What no method shows is the class's ``info`` (:class:`ModelInfo`, default ``ModelInfo()``).
+    On a class, a method wrapped in :func:`available_if` counts; on an instance, only when its
+    condition holds. A member set to ``None`` is absent.
 
     Raises
     ------
     ValidationError
-        If ``model`` has none of these methods, no ``synthesize`` and no ``info`` (it is not a
-        model: code ``MODEL_INFO_MISSING``), or its ``info`` is not a :class:`ModelInfo`
-        (``BAD_MODEL_INFO``).
+        If ``model`` shows no method of a model and has no ``info`` (``MODEL_INFO_MISSING``), or
+        its ``info`` is not a :class:`ModelInfo` (``BAD_MODEL_INFO``).
     """
     def has(name: str) -> bool:
         return callable(getattr(model, name, None))
@@ -302,16 +244,8 @@ class _AvailableIf:
 
 
 def available_if(check: Callable[[Any], bool]) -> Callable[[Callable[..., Any]], Any]:
-    """Decorator of a method that a model offers only under some settings (scikit-learn's
-    ``available_if``): on an instance for which ``check(instance)`` is false the method is
-    absent (``hasattr`` is false), so :func:`capabilities` does not list what it provides.
-
-    CART has posterior replicates only with its Bayesian-bootstrap donors::
-
-        @available_if(lambda self: self.donor == "bayes_bootstrap")
-        def posterior_replicates(self, n, *, columns=None, chunk_size=50, random_seed=None,
-                                 start=0): ...
-    """
+    """Decorator of a method a model offers only when ``check(instance)`` holds (scikit-learn's
+    ``available_if``); otherwise the instance lacks it and :func:`capabilities` leaves it out."""
     return lambda fn: _AvailableIf(fn, check)
 
 
@@ -324,14 +258,9 @@ def missing_members(obj: Any, protocol: type) -> list[str]:
 
 
 def auto_estimator(model: Any, *, augmented_given: bool = False) -> str:
-    """The estimator ``estimator="auto"`` resolves to, from what ``model`` can do.
-
-    The first of ``capabilities(model).estimators`` that applies: the stabilised estimator only
-    for class P models (methods page, The stabilised estimator), and only when the model draws
-    from ``p(Θ | y, Z_(l))`` itself or the caller gives those draws (``augmented_given``).
-
-    Raises ``NotSupportedError`` (code ``NO_ESTIMATOR``) if no supported estimator applies.
-    """
+    """The estimator ``estimator="auto"`` resolves to: the first of
+    ``capabilities(model).estimators`` that applies (the stabilised one for class P models only,
+    with ``fit_augmented`` or ``augmented_given``); else ``NotSupportedError`` ``NO_ESTIMATOR``."""
     caps = capabilities(model)
     prefs = list(caps.estimators)
     if augmented_given and "stabilised" not in prefs and caps.has("record"):
@@ -353,22 +282,17 @@ def auto_estimator(model: Any, *, augmented_given: bool = False) -> str:
 class RiskModel(Protocol):
     """The one protocol a model with posterior draws must satisfy for the risk engines.
 
-    Shapes follow the methods page, Notation: ``H`` posterior draws, ``n`` records, ``m``
-    synthetic datasets. Draw ``h`` is the ``h``-th of the draws flattened chain by chain (the
-    ArviZ ``(chain, draw)`` order), the same in every method.
-
-    What else the model offers is read off its other methods (:func:`capabilities`); what no
-    method shows, it declares in ``info`` (:class:`ModelInfo`).
+    Shapes follow the methods page, Notation; draw ``h`` is the ``h``-th of the draws flattened
+    chain by chain (ArviZ's ``(chain, draw)`` order) in every method. See :doc:`/adding_a_model`.
 
     Attributes
     ----------
     model_class : {"P", "O"}
-        Class P: given Θ, a synthetic dataset does not depend on the confidential synthesized
-        values; class O: it does (methods, Two classes of synthesis model).
+        Whether a synthetic dataset depends, given Θ, on the confidential synthesized values
+        (class O) or not (P; methods, Two classes of synthesis model).
     ratio_form : {"joint", "conditional"}
         Whether importance ratios use ``p(y_i | Θ)`` or ``p(y_i^s | y_i^us, Θ)`` (Hu 2019 §3.2.5).
     schema_ : Schema
-        Column types, levels and roles the model was fitted with.
     n_draws : int
         Number of posterior draws ``H``.
     """
@@ -395,11 +319,8 @@ class RiskModel(Protocol):
 
 
 class SupportsPersistence(Protocol):
-    """A fitted model saved to a folder and loaded back (no pickle).
-
-    ``save`` writes ``model.json`` with the model's registered name under ``"method"``, so that
-    :func:`bayes_risk.models.load_model` finds the class (``bayes_risk.registry``).
-    """
+    """A fitted model saved to a folder (``model.json`` names its registered ``"method"``, so
+    that :func:`bayes_risk.models.load_model` finds the class) and loaded back (no pickle)."""
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the fitted model to the folder ``path``; returns it."""
@@ -423,13 +344,9 @@ class SupportsAugmentedFit(Protocol):
 
 
 class SupportsNeighbourhoodLoglik(Protocol):
-    """Record likelihoods of the one-variable-different candidates, in one call.
-
-    Candidates (methods, Candidate sets) vary the synthesized columns: index 0 is the truth,
-    then column by column in column order, levels ascending, skipping the true level. A model
-    may raise ``NotImplementedError`` for a setting it cannot serve; the engine then falls back
-    to ``candidate_loglik`` or to the record likelihood.
-    """
+    """Record likelihoods of the one-variable-different candidates (methods, Candidate sets) in
+    one call: index 0 the truth, then column by column, levels ascending, skipping the true
+    level. ``NotImplementedError`` for a setting it cannot serve makes the engine fall back."""
 
     def neighbourhood_loglik(
         self, records: pd.DataFrame, *, draw_indices: np.ndarray | None = None
@@ -439,11 +356,8 @@ class SupportsNeighbourhoodLoglik(Protocol):
 
 
 class SupportsNeighbourhoodBuffer(SupportsNeighbourhoodLoglik, Protocol):
-    """:class:`SupportsNeighbourhoodLoglik` writing into a caller's buffer.
-
-    ``neighbourhood_loglik`` of such a model accepts ``out=`` (float64 ``[H, n, G]``, with
-    ``G = neighbourhood_size()``): an engine evaluating many chunks reuses one buffer.
-    """
+    """:class:`SupportsNeighbourhoodLoglik` whose ``neighbourhood_loglik`` accepts ``out=``
+    (float64 ``[H, n, G]``, ``G = neighbourhood_size()``), a buffer reused across chunks."""
 
     def neighbourhood_size(self) -> int:
         """``G = 1 + Σ_{j∈S}(d_j − 1)`` of the one-variable-different set."""
@@ -477,16 +391,8 @@ class SupportsOwnRecordTerm(Protocol):
 
 
 class SupportsPluginLoglik(Protocol):
-    """A model without posterior draws that gives the likelihood of the release directly.
-
-    The tree synthesizers' plug-in likelihoods (methods, Tree synthesizers: plug-in
-    likelihoods) are of this kind.
-
-    Attributes
-    ----------
-    model_class : {"P", "O"}
-    schema_ : Schema
-    """
+    """A model without posterior draws that gives the likelihood of the release directly (the
+    tree synthesizers' plug-in likelihoods, methods page), with ``model_class`` and ``schema_``."""
 
     model_class: Literal["P", "O"]
     schema_: Any
@@ -540,10 +446,8 @@ class LargestValuePieces(Protocol):
         ``log p(Z_(l) | Θ_h)``.
     loglik_candidates : ndarray (H, m, G) or None
         Class O: ``log p(Z_(l) | Θ_h, y*_g, y_{-i})``.
-
-    Pieces of a weaker intruder may also carry ``constraint_loglik`` (H, C, G): the log-probability
-    under draw ``h`` of each piece of what the intruder knows given the candidate (optional; see
-    ``bayes_risk.attribute.largest_value.constraint_term``).
+    constraint_loglik : ndarray (H, C, G), optional
+        A weaker intruder's knowledge given each candidate (``largest_value.constraint_term``).
     """
 
     candidates: np.ndarray
@@ -579,13 +483,9 @@ class SupportsLargestValue(Protocol):
 
 
 class SupportsPosteriorReplicates(Protocol):
-    """What a synthesis model provides for posterior Monte Carlo identification risk.
-
-    Replicates of the synthesized (known) columns drawn from the model's posterior predictive
-    given the unsynthesized columns (Drechsler & Reiter 2008, eq. 5), generated in chunks so
-    that memory does not grow with their number. Replicate ``r`` must depend only on
-    ``random_seed`` and ``r`` (not on ``chunk_size`` or ``start``).
-    """
+    """Replicates of the synthesized columns from the posterior predictive given the
+    unsynthesized ones (Drechsler & Reiter 2008, eq. 5), in chunks; replicate ``r`` depends only
+    on ``random_seed`` and ``r`` (not on ``chunk_size`` or ``start``)."""
 
     def posterior_replicates(
         self,

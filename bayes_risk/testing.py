@@ -1,37 +1,8 @@
-"""Checks that a synthesis model keeps the model contract: :func:`check_synthesizer`.
-
-In the manner of scikit-learn's ``check_estimator`` / ``parametrize_with_checks``: the contract
-(:mod:`bayes_risk.contract`) is a list of named checks, each a function of a
-:class:`CheckContext` (the model, a small table, a shared fit). :func:`check_synthesizer` runs
-them all and raises one :class:`SynthesizerCheckError` listing every failure;
-:func:`synthesizer_checks` yields ``(model, check)`` pairs for ``pytest.mark.parametrize``, so
-that each check is its own test::
-
-    from bayes_risk.testing import check_id, synthesizer_checks
-
-    @pytest.mark.parametrize("model, check", synthesizer_checks(MyModel()), ids=check_id)
-    def test_contract(model, check):
-        check(model)
-
-Both make their own small table when none is given (:func:`check_data`: categorical and count
-columns, categorical only for a model declaring ``categorical_only``, the levels of its
-``schema_`` for a model that does not fit), and accept the checks a model is known to fail,
-with the reason (``expected_failed_checks={"check_name": "why"}``, as scikit-learn's).
-
-What is checked: what the model declares (:class:`~bayes_risk.contract.ModelInfo`) is consistent
-with what it has (:func:`~bayes_risk.contract.capabilities`); ``fit`` returns the model and sets
-the schema; ``synthesize`` returns ``m`` tables of the original's shape; the same seed gives the
-same synthesis; the record and dataset log-likelihoods are float64 arrays ``[H, n]`` / ``[H, m]``
-with finite values, and a subset of draws selects their rows; the posterior draws follow ArviZ's
-conventions (a ``posterior`` group with dimensions ``chain`` and ``draw``, ``H = chains × draws``,
-draws flattened chain by chain); the optional likelihoods have their documented shapes; a saved
-model loads back (through the registry when the model is registered) and gives the same
-likelihoods and synthesis.
-
-A model that does not synthesize (no ``synthesize``: :class:`bayes_risk.models.ArrayModel`, draws
-made by other software) is checked as given: its likelihoods are evaluated on ``data`` and on
-row permutations of it, and the checks of fitting, synthesis and seeds are skipped with the
-reason (:class:`CheckSkipped`, which pytest reports as a skip).
+"""Checks that a synthesis model keeps the model contract: :func:`check_synthesizer` (as
+scikit-learn's ``check_estimator``) and :func:`synthesizer_checks` (as its
+``parametrize_with_checks``). Each check is a function of a :class:`CheckContext` (the model, a
+small table, a shared fit); a model that does not synthesize is checked as given, its checks of
+fitting, synthesis and seeds skipped (:class:`CheckSkipped`). See :doc:`/adding_a_model`.
 """
 
 from __future__ import annotations
@@ -53,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from bayes_risk.contract import Capabilities, ModelInfo, RiskModel, capabilities
-from bayes_risk.exceptions import BayesRiskError
+from bayes_risk.exceptions import BayesRiskError, NotFittedError, ValidationError
 
 __all__ = [
     "CHECKS",
@@ -99,22 +70,9 @@ def _needs_synthesis(ctx: CheckContext, what: str) -> None:
 
 @dataclass
 class CheckContext:
-    """What every check of one model shares: the unfitted model, the data and a fitted copy.
-
-    Parameters
-    ----------
-    model : object
-        The model as given (an unfitted instance); checks fit copies of it
-        (``type(model)(**model.get_params())``), never the model itself.
-    data : DataFrame
-        A small confidential table the model can fit.
-    fit_kw : dict
-        Further keywords of ``fit`` (``synthesized=``, ``schema=``...).
-    m : int
-        Synthetic datasets made by the checks.
-    random_seed : int
-        Seed of the fits and syntheses.
-    """
+    """What every check of one model shares: the unfitted ``model`` (checks fit copies of it,
+    never the model itself), the ``data``, the ``fit_kw`` of ``fit``, ``m`` datasets and the
+    ``random_seed``."""
 
     model: Any
     data: pd.DataFrame
@@ -237,7 +195,6 @@ def check_fit(ctx: CheckContext) -> None:
     :class:`~bayes_risk.exceptions.NotFittedError`."""
     _needs_synthesis(ctx, "fitting")
     from bayes_risk.data.schema import Schema
-    from bayes_risk.exceptions import NotFittedError
 
     before = ctx.data.copy()
     model = ctx.fitted
@@ -472,19 +429,16 @@ CHECKS: tuple[Callable[[CheckContext], None], ...] = (
 
 
 def check_data(model: Any, *, n: int = 60, random_seed: int = 0) -> pd.DataFrame:
-    """A small table ``model`` can be checked on, made when the checks are given none.
+    """A small table ``model`` can be checked on: its ``schema_``'s columns for a model that
+    carries one without fitting (:class:`bayes_risk.models.ArrayModel`), three categorical
+    columns for one declaring ``categorical_only``, else two categorical and a count column.
 
     Parameters
     ----------
     model : object or class
-        The model. One that was not fitted by bayes-risk but carries a ``schema_`` (posterior
-        draws made elsewhere, :class:`bayes_risk.models.ArrayModel`) gets records of its
-        schema's columns and levels; one declaring ``categorical_only`` three categorical
-        columns; any other two categorical columns and a count column.
     n : int
         Number of records.
     random_seed : int
-        Seed of the table.
 
     Returns
     -------
@@ -519,8 +473,6 @@ def check_data(model: Any, *, n: int = 60, random_seed: int = 0) -> pd.DataFrame
 
 def _context(model_or_class: Any, data: pd.DataFrame | None,
              fit_kw: Mapping[str, Any] | None, m: int, random_seed: int) -> CheckContext:
-    from bayes_risk.exceptions import ValidationError
-
     model = model_or_class() if inspect.isclass(model_or_class) else model_or_class
     fit_kw = dict(fit_kw or {})
     if data is None:
@@ -534,8 +486,6 @@ def _context(model_or_class: Any, data: pd.DataFrame | None,
 
 def _expected(expected_failed_checks: Mapping[str, str] | None) -> dict[str, str]:
     """The checks expected to fail, by name, with their reasons (names checked)."""
-    from bayes_risk.exceptions import ValidationError
-
     expected = dict(expected_failed_checks or {})
     names = [c.__name__ for c in CHECKS]
     unknown = sorted(set(expected) - set(names))
@@ -573,24 +523,8 @@ def synthesizer_checks(
     expected_failed_checks: Mapping[str, str] | None = None,
 ) -> Iterator[tuple[Any, Callable[[Any], None]]]:
     """``(model, check)`` pairs for ``pytest.mark.parametrize`` (scikit-learn's
-    ``parametrize_with_checks``): call ``check(model)``; the checks share one fit.
-
-    Parameters
-    ----------
-    model_or_class : object or class
-        An unfitted model (its settings are kept; small ones keep the checks fast) or a class
-        (instantiated with its defaults).
-    data : DataFrame, optional
-        A small table the model can fit (default: :func:`check_data`).
-    fit_kw : dict, optional
-        Further keywords of ``fit``.
-    m : int
-        Synthetic datasets made by the checks.
-    random_seed : int
-        Seed of the fits and syntheses.
-    expected_failed_checks : dict of str to str, optional
-        ``{check name: reason}`` of the checks the model is known to fail: such a check that
-        fails raises :class:`CheckSkipped` (pytest reports a skip, with the reason).
+    ``parametrize_with_checks``): call ``check(model)``; the checks share one fit. The
+    parameters are those of :func:`check_synthesizer`.
 
     Yields
     ------
@@ -623,17 +557,16 @@ def check_synthesizer(
 ) -> list[str]:
     """Check that a synthesis model keeps the model contract (scikit-learn's ``check_estimator``).
 
-    Runs every check of ``bayes_risk.testing.CHECKS`` (one fit shared between them) and reports
-    all failures at once.
+    Runs every check of ``bayes_risk.testing.CHECKS`` (one shared fit) and reports all failures
+    at once; what they check: :doc:`/adding_a_model`.
 
     Parameters
     ----------
     model_or_class : object or class
-        An unfitted model (with small settings: few draws keep the checks fast) or a class.
+        An unfitted model (small settings keep the checks fast) or a class (its defaults).
     data : DataFrame, optional
-        A small table the model can fit. Default: one made for the model (:func:`check_data`);
-        ``fit`` is then given ``synthesized=`` every column when the model requires it
-        (``ModelInfo.required``).
+        A small table the model can fit. Default: :func:`check_data` (``fit`` is then given
+        ``synthesized=`` every column when ``ModelInfo.required`` names it).
     fit_kw : dict, optional
         Further keywords of ``fit`` (``synthesized=``, ``schema=``).
     m : int
@@ -641,16 +574,13 @@ def check_synthesizer(
     random_seed : int
         Seed of the fits and syntheses.
     expected_failed_checks : dict of str to str, optional
-        ``{check name: reason}`` of the checks the model is known to fail (scikit-learn's
-        ``expected_failed_checks``): their failures are not raised. A name that is not a check
-        is refused.
+        ``{check name: reason}`` of the checks the model is known to fail: their failures are
+        not raised (:func:`synthesizer_checks` reports them as skips). Other names are refused.
 
     Returns
     -------
     list of str
-        The names of the checks that passed, in order; checks that do not apply to the model
-        (fitting, synthesis and seeds for a model that does not synthesize) and expected
-        failures that failed are left out.
+        The checks that passed, in order (not those that do not apply, nor expected failures).
 
     Raises
     ------
@@ -701,11 +631,10 @@ def registered_synthesizer(
 
     Does what installing a distribution with the entry point does (``pip install``): writes a
     minimal distribution's metadata — a ``.dist-info`` folder whose ``entry_points.txt`` puts
-    ``name = target`` in the group ``bayes_risk.synthesizers`` (and ``name = options`` in the
-    group ``bayes_risk.fit_options``) — into a temporary folder on
-    ``sys.path``, where ``importlib.metadata`` finds it. For trying a model, in tests or in
-    a notebook, before packaging it; a subprocess sees it too with the yielded folder on
-    ``PYTHONPATH``.
+    Writes the metadata ``pip install`` would (a ``.dist-info`` folder whose
+    ``entry_points.txt`` names ``target`` in the group ``bayes_risk.synthesizers``, ``options``
+    in ``bayes_risk.fit_options``) into a temporary folder on ``sys.path``; a subprocess sees it
+    with the yielded folder on ``PYTHONPATH``. See :doc:`/adding_a_model`.
 
     Parameters
     ----------
@@ -714,8 +643,7 @@ def registered_synthesizer(
     target : str
         ``"module:Class"``.
     options : str, optional
-        ``"module:OPTIONS"``, the model's options of ``bayes-risk fit`` (a tuple of
-        :class:`bayes_risk.registry.ModelOption` in a module that imports no model).
+        ``"module:OPTIONS"``: the model's :class:`bayes_risk.registry.ModelOption` tuple.
     path : path-like, optional
         A folder to put on ``sys.path`` as well, from which ``module`` imports.
 
@@ -724,7 +652,6 @@ def registered_synthesizer(
     Path
         The folder holding the metadata (removed from ``sys.path`` and deleted afterwards).
     """
-    from bayes_risk.exceptions import ValidationError
     from bayes_risk.registry import GROUP, OPTIONS_GROUP
 
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", str(name)):
