@@ -61,18 +61,9 @@ def _renameat2_noreplace(src: Path, dst: Path) -> bool:
 
 
 def rename_noreplace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
-    """Rename ``src`` to ``dst`` in one step, failing if anything exists at ``dst`` by then.
-
-    ``os.replace`` silently replaces an existing file or empty folder, and two runs that
-    checked ``dst`` free at their start would replace each other's output. Linux'
-    ``renameat2(RENAME_NOREPLACE)`` makes the check and the rename one step; elsewhere ``dst``
-    is first claimed with ``mkdir`` (which fails if it exists) and the finished folder then
-    replaces that empty claim.
-
-    Raises
-    ------
-    FileExistsError
-        If ``dst`` exists (it is left as it is; ``src`` too).
+    """Rename ``src`` to ``dst`` in one step, failing (``FileExistsError``) if anything is at
+    ``dst``: ``renameat2(RENAME_NOREPLACE)`` on Linux, elsewhere a ``mkdir`` claim of ``dst``
+    that the finished folder replaces (``os.replace`` alone would replace another run's output).
     """
     src, dst = Path(src), Path(dst)
     if _renameat2_noreplace(src, dst):
@@ -104,23 +95,13 @@ def replace_checked(
     *,
     expected: tuple[int, int] | None,
 ) -> None:
-    """Put the finished ``src`` at ``dst``, replacing only what was there when the run began.
-
-    Parameters
-    ----------
-    src : path-like
-        The finished temporary file or folder (a sibling of ``dst``).
-    dst : path-like
-        Where it goes.
-    expected : tuple or None
-        :func:`path_identity` of ``dst`` when the run checked it: ``None`` (nothing was there)
-        means nothing may be replaced; otherwise only that same file or folder is replaced.
+    """Put the finished ``src`` at ``dst``, replacing only what was there when the run began:
+    ``expected`` is :func:`path_identity` of ``dst`` then (``None``: nothing may be replaced).
 
     Raises
     ------
     FileExistsError
-        If ``dst`` is not what was there at the check (created or replaced by another process
-        meanwhile); it is left untouched and ``src`` is not moved.
+        If ``dst`` is not what was there at the check; it is left untouched, ``src`` unmoved.
     """
     src, dst = Path(src), Path(dst)
     if expected is None:
@@ -168,10 +149,8 @@ def current_umask() -> int:
 
 
 def _as_created(path: str | os.PathLike[str], *, folder: bool) -> None:
-    """Give a file or folder made by :mod:`tempfile` (always 0600 / 0700, whatever the umask)
-    the permissions ``open`` / ``mkdir`` would have given it: the output becomes a normal
-    file once renamed into place, which colleagues on a shared drive can open when the umask
-    allows it (0644 / 0755 under umask 022)."""
+    """Give a file or folder made by :mod:`tempfile` (0600 / 0700) the permissions ``open`` /
+    ``mkdir`` would have given it under the umask: it becomes the output."""
     os.chmod(path, (0o777 if folder else 0o666) & ~current_umask())
 
 
@@ -191,15 +170,10 @@ _AUDIT_FOLDER = re.compile(r"original_risk(_\d+)?")
 def file_slug(name: str) -> str:
     """A file-name part for the user string ``name`` (a column name): safe, bounded, unique.
 
-    A name of ASCII letters, digits, ``_``, ``.`` and ``-`` (starting with a letter or a digit,
-    at most 64 characters) is kept as it is (``Income`` -> ``Income``). Any other becomes its
-    ASCII letters and digits (accents dropped, other characters ``_``, at most 40 of them)
-    followed by ``-h`` and 12 hexadecimal digits of the SHA-256 of the name
-    (``Income/month`` -> ``Income_month-h1d0…``): no separator, no ``..``, no leading dot or
-    dash, nothing a shell, a URL or a Markdown link reads specially, and at most 55 characters
-    whatever the name's length. Two names never get the same slug: a kept name never ends like
-    a made one (a name that does is made too), and two made ones differ by their hashes.
-    The same name always gets the same slug, so every writer and every link agree on it.
+    A name of ASCII letters, digits, ``_.-`` (at most 64, starting with a letter or digit) is
+    kept; any other becomes its ASCII letters and digits (at most 40) plus ``-h`` and 12 hex
+    digits of its SHA-256 (``Income/month`` -> ``Income_month-h1d0…``). A kept name never ends
+    like a made one, so two names never share a slug.
     """
     import hashlib
     import unicodedata
@@ -244,15 +218,9 @@ def temporary_name(target: str | os.PathLike[str]) -> Path:
 
 @contextlib.contextmanager
 def temporary_sibling(target: Path) -> Iterator[Path]:
-    """A new hidden folder beside ``target`` (:func:`temporary_name`), removed if the block
-    raises (Ctrl-C included). The process id tells a later run whether its owner is still
-    alive (:func:`remove_stale_siblings`). Its permissions follow the umask, as a folder made
-    with ``mkdir`` (it becomes the output).
-
-    The folder's name is known before the folder exists, so that an interrupt at any moment of
-    its creation leaves nothing behind (``tempfile.mkdtemp`` returns the name only once the
-    folder is made).
-    """
+    """A new hidden folder beside ``target`` (:func:`temporary_name`, made with the umask's
+    permissions), removed if the block raises. Its name is known before it exists (unlike
+    ``tempfile.mkdtemp``'s), so an interrupt during its creation leaves nothing behind."""
     tmp: Path | None = None
     try:
         while True:
@@ -310,14 +278,9 @@ def _alive(pid: int) -> bool:
 
 
 def remove_stale_siblings(target: str | os.PathLike[str]) -> tuple[list[str], list[str]]:
-    """Remove the temporary folders that killed runs left beside ``target``.
-
-    A run writes into ``.NAME.tmp-PID-*`` (:func:`temporary_name`; a temporary made beside a
-    temporary is ``..NAME.tmp-PID-*.tmp-PID-*``) and, while replacing an old output, moves it
-    to ``.NAME.old-PID``. A run killed outright (SIGKILL, power loss) leaves them behind, with
-    confidential content. Those whose processes are all gone are removed; an ``.old`` folder
-    is removed only when ``target`` exists (otherwise it may be the only copy of the previous
-    output, and is kept).
+    """Remove the temporaries (``.NAME.tmp-PID-*``, ``.NAME.old-PID``) that killed runs left
+    beside ``target``, those whose processes are all gone; an ``.old`` one only when ``target``
+    exists (else it may be the only copy of the previous output).
 
     Returns
     -------
@@ -356,19 +319,11 @@ def remove_stale_siblings(target: str | os.PathLike[str]) -> tuple[list[str], li
 
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike[str], *, overwrite: bool = True) -> Iterator[Path]:
-    """Yield a temporary folder beside ``path``; on success it takes the place of ``path`` in
-    one rename.
+    """Yield a temporary folder beside ``path`` that takes its place in one rename on success.
 
-    With ``overwrite`` only what was at ``path`` when the block began is replaced; without it
-    nothing is (:func:`replace_checked`). On an exception the temporary folder is removed and
-    ``path`` is left as it was. Temporary folders left by killed runs are removed first
-    (:func:`remove_stale_siblings`).
-
-    Raises
-    ------
-    FileExistsError
-        If ``path`` exists (without ``overwrite``), or was created or replaced by another
-        process while the block ran.
+    With ``overwrite`` only what was at ``path`` when the block began is replaced, without it
+    nothing (:func:`replace_checked`; else ``FileExistsError``). On an exception the temporary
+    is removed and ``path`` left as it was. Stale temporaries are removed first.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -415,15 +370,8 @@ def atomic_file(path: str | os.PathLike[str], mode: str = "w") -> Iterator[Any]:
 
 
 def scratch_folder(kind: str) -> str:
-    """A new private folder in the system's temporary folder for work that does not fit in
-    memory, ``bayes-risk-KIND-PID-XXXXXXXX``; the caller removes it (:func:`remove_scratch`).
-    Those left by killed processes (their process is gone) are removed first.
-
-    Raises
-    ------
-    OSError
-        If no folder can be made there.
-    """
+    """A new private folder ``bayes-risk-KIND-PID-XXXXXXXX`` in the system's temporary folder
+    (the caller removes it, :func:`remove_scratch`), after removing those of dead processes."""
     base = Path(tempfile.gettempdir())
     pattern = re.compile(rf"bayes-risk-{re.escape(kind)}-(\d+)-[^.]*$")
     with contextlib.suppress(OSError):
@@ -444,10 +392,8 @@ def remove_scratch(folder: str) -> None:
 
 
 def to_jsonable(obj: Any) -> Any:
-    """Convert numpy/pandas scalars and arrays (and nan/inf) into JSON-safe Python objects.
-
-    ``nan`` and ``inf`` become ``None`` / ``"inf"`` / ``"-inf"`` so that the file is strict JSON.
-    """
+    """``obj`` with numpy/pandas scalars and arrays as Python objects; ``nan`` -> ``None``,
+    ``±inf`` -> ``"inf"``/``"-inf"`` (strict JSON)."""
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -480,22 +426,8 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> None:
 def read_json(
     path: str | os.PathLike[str], missing: str, code: str = "FILE_NOT_FOUND"
 ) -> dict[str, Any]:
-    """Read a JSON object written by :func:`write_json` (manifests, model settings).
-
-    Parameters
-    ----------
-    path : path-like
-        The file.
-    missing : str
-        The error message when the file does not exist (it says what the folder should be).
-    code : str, default "FILE_NOT_FOUND"
-        The error's code when the file does not exist.
-
-    Raises
-    ------
-    ValidationError
-        If the file is missing or is not valid JSON.
-    """
+    """Read a JSON object written by :func:`write_json`; a missing file raises
+    ``ValidationError(missing, code=code)``, an invalid one ``FILE_UNREADABLE``."""
     from bayes_risk.exceptions import ValidationError
 
     f = Path(path)

@@ -48,27 +48,17 @@ def _bound_call(fn: Any, name: str, *args: Any, **kwargs: Any) -> Any:
 
 @contextlib.contextmanager
 def connect(scheduler: str | None = None, n_workers: int | None = None) -> Iterator[Any]:
-    """A Dask client for the duration of a ``with`` block (used by the CLI).
-
-    Parameters
-    ----------
-    scheduler : str, optional
-        Address of a running scheduler, e.g. ``"tcp://host:8786"``.
-    n_workers : int, optional
-        Start a ``LocalCluster`` with this many worker processes (one thread each) instead.
-
-    Yields
-    ------
-    distributed.Client
+    """A Dask client for the duration of a ``with`` block (used by the CLI): of the running
+    scheduler at ``scheduler`` (e.g. ``"tcp://host:8786"``), or of a ``LocalCluster`` of
+    ``n_workers`` single-thread processes.
 
     Raises
     ------
     DaskNotInstalledError
         When ``dask.distributed`` is not installed.
     ValidationError
-        When both or neither of ``scheduler`` and ``n_workers`` are given, ``n_workers`` is not
-        from 1 to 4 per CPU, or no scheduler answers at ``scheduler``
-        (``DASK_SCHEDULER_UNREACHABLE``).
+        When both or neither are given, ``n_workers`` is not from 1 to 4 per CPU, or no
+        scheduler answers (``DASK_SCHEDULER_UNREACHABLE``).
     """
     if (scheduler is None) == (n_workers is None):
         raise ValidationError(f"connect needs exactly one of {arg_name('scheduler')} and "
@@ -115,35 +105,28 @@ def attribute_risk(
 
     Parameters
     ----------
-    original, synthetic, model, records
+    original, synthetic, model, records, **kwargs
         As in :func:`bayes_risk.attribute_risk`.
     client : distributed.Client, optional
         The cluster to use (default: the current client, ``distributed.get_client()``).
     partition_size : int
-        Records per task (default 256). Each task holds about
-        ``EstimatorSpec.chunk_size × H × G × 8`` bytes per posterior of temporaries, as in
-        process.
+        Records per task (each holds about ``EstimatorSpec.chunk_size × H × G × 8`` bytes of
+        temporaries per posterior).
     progressbar : bool
         Progress of the augmented fits and of the partitions (on the client).
-    **kwargs
-        Every other argument of :func:`bayes_risk.attribute_risk` (``candidates``, ``prior``,
-        ``scenario``, ``estimator``, ``random_seed``, ...).
 
     Returns
     -------
     AttributeRiskResult
-        Identical to ``bayes_risk.attribute_risk(original, synthetic, model=model,
-        records=records, **kwargs)``: record table, candidate posteriors, kept log-likelihoods
-        (``with_prior`` and ``prior_sensitivity`` work), warnings, summary and settings;
-        ``settings["timing"]`` holds the workers' times summed over partitions.
+        Identical to the in-process result (``settings["timing"]`` sums the workers' times).
+        See :doc:`/user_guide/dask`.
 
     Raises
     ------
     ValidationError
-        Bad ``partition_size`` or ``client``, or any invalid argument of ``attribute_risk``.
+        Bad ``partition_size`` or ``client``, or any invalid argument of the engine.
     DaskNotInstalledError
         When ``dask.distributed`` is not installed.
-
     """
     from bayes_risk.attribute.api import attribute_risk as in_process
 
@@ -207,38 +190,30 @@ def identification_risk(
     Parameters
     ----------
     original : DataFrame or dask DataFrame
-        The confidential data. A dask DataFrame is reduced to the known columns (and
-        ``original_id`` / ``target_id``, and the survey-weight column of ``population``) on the
-        cluster before they are gathered on the client.
+        A dask DataFrame is reduced on the cluster to the columns the engine reads (known, id
+        and survey-weight columns) before it is gathered.
     synthetic : list of DataFrame (pandas or dask) or SyntheticData
-        The released datasets (dask DataFrames are reduced to the known columns likewise).
-    known, synthesized
+        Dask DataFrames are reduced likewise (so are ``PopulationSpec.targets``).
+    known, synthesized, **kwargs
         As in :func:`bayes_risk.identification_risk`.
     client : distributed.Client, optional
         The cluster to use (default: the current client).
     partition_size : int
-        Targets per task (default 100,000).
+        Targets per task.
     progressbar : bool
         Progress of the partitions (on the client).
-    **kwargs
-        Every other argument of :func:`bayes_risk.identification_risk`; the targets of
-        ``PopulationSpec(targets=...)`` may also be a dask DataFrame (reduced to the known
-        columns and the id columns).
 
     Returns
     -------
     IdentificationResult
-        Identical to the in-process result (record table, ``prob``, file-level measures,
-        warnings, settings), for every aggregation, membership, strategy and compat mode.
+        Identical to the in-process result. See :doc:`/user_guide/dask`.
 
     Raises
     ------
     ValidationError
-        Bad ``partition_size`` or ``client``, or any invalid argument of
-        ``identification_risk``.
+        Bad ``partition_size`` or ``client``, or any invalid argument of the engine.
     DaskNotInstalledError
         When ``dask.distributed`` is not installed.
-
     """
     from bayes_risk.identification import api
 

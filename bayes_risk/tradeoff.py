@@ -42,37 +42,29 @@ def utility_risk_points(
     Parameters
     ----------
     original : DataFrame
-        The confidential data.
     synthetic : SyntheticData or sequence of DataFrame
-        The release (``m`` datasets).
     known : sequence of str
         The intruder's known columns, as in :func:`~bayes_risk.identification_risk`.
     synthesized : iterable of str, optional
-        The synthesized columns, for the pMSE and the identification risk (default: the
-        release's manifest, else the known columns whose released values differ from the
-        original's).
+        The synthesized columns (default: the manifest's, else the known columns whose released
+        values differ from the original's).
     label : str
-        The release's name in the ``scenario`` column (one colour per scenario in
-        :func:`plot_utility_risk`).
+        The release's name in the ``scenario`` column.
     categorical, schema
         Column types, passed to both measures.
     max_order : int
-        Interaction order of the propensity model (1: main effects, Hornby & Hu's logistic
-        regression).
+        Interaction order of the propensity model (1: Hornby & Hu's main effects).
     utility_method : {"logit", "cart"}
         Propensity model of :func:`~bayes_risk.pmse`.
     progressbar : bool
-        Progress of the identification engine.
     **identification_options
-        Further arguments of :func:`~bayes_risk.identification_risk` (``match``,
-        ``population``, ``categorical``, ...). The aggregation is per dataset.
+        Further arguments of :func:`~bayes_risk.identification_risk` (not ``aggregation``).
 
     Returns
     -------
     DataFrame
-        One row per dataset: ``scenario``, ``dataset`` (1-based), ``pmse``, ``s_pmse`` and the
-        identification measures ``expected_match_risk``, ``expected_match_rate`` (risk per
-        target, the scale of Hornby & Hu's Fig. 10), ``true_match_rate_targets``,
+        One row per dataset: ``scenario``, ``dataset`` (1-based), ``pmse``, ``s_pmse``,
+        ``expected_match_risk``, ``expected_match_rate``, ``true_match_rate_targets``,
         ``false_match_rate``.
     """
     if "aggregation" in identification_options:
@@ -145,23 +137,16 @@ def repeated_syntheses(
     """Utility and identification risk over repeated syntheses, for several numbers of datasets.
 
     For every ``m`` and repetition, ``synthesizer.synthesize(m)`` makes a new release (its own
-    seed) and :func:`utility_risk_points` measures each dataset; the repetition's point is the
-    mean over its ``m`` datasets (Hornby & Hu 2021, §4.3, Fig. 10, with 1,000 repetitions).
-    With ``aggregation="pooled"`` the identification measures of a repetition are those of its
-    release as a whole, the match probabilities averaged over its ``m`` datasets before the
-    intruder declares a match (Reiter & Mitra 2009; Caiola & Reiter 2010, who compare random
-    forests with CART over ten replications of an ``m = 5`` release); the pMSE is still the
-    mean over the datasets.
+    seed, a child stream per repetition) measured as by :func:`utility_risk_points`; the
+    repetition's point is the mean over its datasets (Hornby & Hu 2021, §4.3, Fig. 10). See
+    :doc:`/gallery/hornby_hu_2021`.
 
     Parameters
     ----------
     original : DataFrame
         The confidential data the synthesizer was fitted to.
     synthesizer
-        A fitted synthesizer (anything with ``synthesize(m, random_seed=...)``: CART, random
-        forests, DPMPM, ...). A Bayesian model draws each release from its posterior
-        predictive; a CART synthesizer draws new donors and, with its Bayesian bootstrap, new
-        leaf weights.
+        A fitted synthesizer (anything with ``synthesize(m, random_seed=...)``).
     known : sequence of str
         The intruder's known columns.
     synthesized : iterable of str, optional
@@ -171,13 +156,10 @@ def repeated_syntheses(
     n_repeats : int
         Repetitions per ``m``.
     aggregation : {"per_dataset", "pooled"}
-        How a repetition's identification measures are formed: the mean of the measures of
-        each dataset (``"per_dataset"``, Hornby & Hu), or the measures of the release pooled
-        over its datasets (``"pooled"``, :func:`~bayes_risk.identification_risk` with
-        ``aggregation="pooled"``).
+        A repetition's identification measures: the mean over its datasets, or those of the
+        release pooled over them (:func:`~bayes_risk.identification_risk`'s ``"pooled"``,
+        Reiter & Mitra 2009; the pMSE is still the mean).
     random_seed : RandomSeed
-        Seed of the syntheses: repetition ``r`` of ``m`` uses its own child stream, so the
-        numbers do not depend on the order in which the repetitions run.
     progressbar : bool
         One progress bar over all repetitions.
     **options
@@ -186,11 +168,8 @@ def repeated_syntheses(
     Returns
     -------
     DataFrame
-        One row per repetition: ``m``, ``repeat`` (0-based), the means over its datasets of
-        ``pmse`` and ``s_pmse``, and the identification measures ``expected_match_risk``,
-        ``expected_match_rate``, ``true_match_rate_targets`` and ``false_match_rate`` (means
-        over the datasets, or of the pooled release; see ``aggregation``). Plot it with
-        ``plot_utility_risk(result, by="m", whiskers=True)``.
+        One row per repetition: ``m``, ``repeat`` (0-based) and the columns of
+        :func:`utility_risk_points` but ``scenario`` and ``dataset``.
     """
     ms = [int(k) for k in m]
     if not ms or any(k < 1 for k in ms) or len(set(ms)) != len(ms):
@@ -260,22 +239,20 @@ def plot_utility_risk(
     Parameters
     ----------
     points : DataFrame
-        From :func:`utility_risk_points` (several releases concatenated: one colour per
-        ``scenario``) or :func:`repeated_syntheses` (``by="m"``).
+        From :func:`utility_risk_points` (releases concatenated: a colour per ``scenario``) or
+        :func:`repeated_syntheses` (``by="m"``).
     utility, risk : str
-        Columns on the x and y axes (default the pMSE and the expected match risk).
+        Columns on the x and y axes.
     by : str
         Column whose groups get their own colour and rectangle.
     whiskers : bool
-        Also draw lines from the rectangle to the minimum and maximum on both axes (the
-        "2D box plot" of Hornby & Hu's Fig. 10).
+        Also draw lines to the minimum and maximum (Hornby & Hu's "2D box plot", Fig. 10).
     ax : matplotlib Axes, optional
-        Where to draw (default: pyplot's current Axes, or a new figure when none is open).
+        Where to draw (default: pyplot's current Axes, or a new figure).
 
     Returns
     -------
     matplotlib.axes.Axes
-        The Axes drawn on (``ax.figure.savefig(path)`` writes its figure).
     """
     for c in (utility, risk, by):
         if c not in points.columns:
