@@ -1,9 +1,6 @@
-"""Original vs synthetic comparison of user-chosen estimates (:doc:`/methods/utility`).
-
-A statsmodels formula is fitted on the original and on every synthetic dataset; the synthetic
-estimates are combined (:func:`combine_scalar`, rules from ``choose_rules``) and compared by
-interval overlap and standardised difference. :func:`estimand_row` also serves the default
-estimands of :func:`~bayes_risk.utility.summary.utility_summary`.
+"""Original vs synthetic comparison of user-chosen estimates (:doc:`/methods/utility`):
+:func:`compare_estimates`, and :func:`estimand_row` for the default estimands of
+:func:`~bayes_risk.utility.summary.utility_summary`.
 """
 
 from __future__ import annotations
@@ -47,21 +44,8 @@ __all__ = ["Estimate", "estimand_row", "compare_estimates", "with_categorical_dt
 
 @dataclass(frozen=True)
 class CombiningChoice:
-    """The combining rules chosen for a release, and why.
-
-    Attributes
-    ----------
-    rules : {"partial", "full-same-n", "full-population"}
-        The generation scheme whose rules apply.
-    proper : bool
-        Proper synthesis (``"full-same-n"`` rules only).
-    size_ratio : float
-        ``k/n``: mean records per synthetic dataset over records in the original.
-    source : {"user", "manifest", "inferred"}
-        Where the choice came from.
-    reason : str
-        One sentence saying why, for the report.
-    """
+    """The combining rules chosen for a release (``rules``, ``proper``, ``size_ratio`` = k/n)
+    and why (``source``: user, manifest or inferred; ``reason``: one sentence)."""
 
     rules: str
     proper: bool
@@ -86,38 +70,17 @@ def choose_rules(rules: str, source: Any, original: pd.DataFrame,
                  columns: Sequence[str]) -> CombiningChoice:
     """Pick the combining rules of a release (methods, Combining rules).
 
-    Parameters
-    ----------
-    rules : {"auto", "partial", "full-same-n", "full-population"}
-        ``"auto"``: the generation scheme recorded in the release's manifest; for a release
-        that does not record it, ``"full-same-n"`` when every column is synthesized (and every
-        record, where the release flags records), else ``"partial"``. Any other value is the
-        user's choice and is used as given.
-    source : SyntheticData or None
-        The release, when it carries a manifest.
-    original : DataFrame
-        The original (its number of records gives ``k/n``).
-    datasets : sequence of DataFrame
-        The synthetic datasets.
-    synthesized : sequence of str or None
-        The synthesized columns (``None``: unknown; the partial rules are then used, which
-        are also approximately right for a proper full synthesis of the same units).
-    columns : sequence of str
-        All columns of the release.
-
-    Returns
-    -------
-    CombiningChoice
+    ``rules="auto"``: the generation scheme the manifest records, else ``"full-same-n"`` when
+    every column (and record) is synthesized, else ``"partial"``; another value is used as
+    given. ``source`` is the release (``SyntheticData``) or ``None``; ``synthesized`` ``None``
+    when unknown.
 
     Raises
     ------
     ValidationError
-        ``UNKNOWN_COMBINING_RULES`` for any other ``rules``; ``NOT_PARTIAL_SYNTHESIS`` when
-        the partial-synthesis rules would apply (given, recorded or inferred) to synthetic
-        datasets whose number of records ``k`` differs from the original's ``n``: a partial
-        synthesis replaces values of the original's records, so it releases ``n`` records,
-        and Reiter's rules then undercover (95 % intervals cover 87 / 78 / 72 % at
-        ``k = 2n / 5n / 10n``, ``m = 5``).
+        ``UNKNOWN_COMBINING_RULES``; ``NOT_PARTIAL_SYNTHESIS`` when the partial rules would
+        apply to datasets whose number of records differs from the original's (they
+        undercover, Reiter's rules assume the original's records).
     """
     if rules != "auto":
         rules = check_rules(rules, "rules")
@@ -167,9 +130,8 @@ def choose_rules(rules: str, source: Any, original: pd.DataFrame,
 
 def _not_partial_checked(choice: CombiningChoice, original: pd.DataFrame,
                          datasets: Sequence[pd.DataFrame], why: str) -> CombiningChoice:
-    """``choice``, unless it applies the partial-synthesis rules to synthetic datasets of
-    another number of records than the original (``NOT_PARTIAL_SYNTHESIS``,
-    :func:`choose_rules`); ``why``: how the partial rules came to be chosen."""
+    """``choice``, unless it applies the partial rules to datasets of another number of
+    records than the original (``NOT_PARTIAL_SYNTHESIS``)."""
     n = len(original)
     other = [(l, len(z)) for l, z in enumerate(datasets, start=1) if len(z) != n]
     if choice.rules != "partial" or not other:
@@ -206,12 +168,8 @@ class Estimate:
 
 
 def warn_single_dataset(codes: Sequence[str]) -> None:
-    """One warning for a comparison of one synthetic dataset (code ``M_EQUALS_ONE``).
-
-    With ``m = 1`` (a single-implicate release, as the Census Bureau's; Hawala 2008) the
-    between-dataset variance is undefined: the synthetic intervals hold the dataset's own
-    variance only, which understates the variance the synthesis adds (Reiter 2003).
-    """
+    """One warning for a comparison of one synthetic dataset (``M_EQUALS_ONE``: the
+    between-dataset variance is undefined; Reiter 2003, Hawala 2008)."""
     if "M_EQUALS_ONE" in codes:
         warnings.warn(DataWarning(
             "one synthetic dataset (m = 1): the between-dataset variance is undefined, so each "
@@ -232,16 +190,9 @@ def _length_overlap(lo_o: float, hi_o: float, lo_s: float, hi_s: float, kind: st
 def estimand_row(name: str, original: Estimate, synthetic: Sequence[Estimate],
                  alpha: float = 0.05, choice: CombiningChoice | None = None
                  ) -> tuple[dict[str, Any], np.ndarray, list[str]]:
-    """Original vs combined-synthetic comparison of one estimand.
-
-    Returns the table row (original estimate/SE/interval; combined estimate, its variance and
-    reference df under the chosen rules, and interval; length overlap ``J``, signed overlap,
-    standardised difference), the per-dataset length overlaps (each dataset's own interval
-    against the original's) and warning codes (``"DEGENERATE_INTERVAL"`` when an interval has
-    zero length, e.g. a proportion of 0 or 1; the overlap is then ``nan`` and left out of
-    means; ``"NEGATIVE_VARIANCE"`` when the synthetic-population variance was replaced).
-    ``choice`` (default: the partial rules) gives the combining rules.
-    """
+    """Original vs combined-synthetic comparison of one estimand (``choice``: the rules,
+    default partial): the table row, the per-dataset length overlaps and warning codes
+    (``DEGENERATE_INTERVAL``: a zero-length interval, overlap ``nan``; ``NEGATIVE_VARIANCE``)."""
     codes: list[str] = []
     q = [s.est for s in synthetic]
     u = [s.se**2 for s in synthetic]
@@ -284,11 +235,8 @@ def estimand_row(name: str, original: Estimate, synthetic: Sequence[Estimate],
 
 
 def with_categorical_dtypes(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
-    """Copy of ``df`` whose categorical columns are pandas Categoricals with the schema's levels.
-
-    Integer-coded factors (``Marital`` coded 1–5) then enter formulas as factors, with the same
-    levels (and hence the same terms) in the original and every synthetic dataset.
-    """
+    """Copy of ``df`` whose categorical columns are Categoricals with the schema's levels (so
+    integer-coded factors give the same terms in every table)."""
     out = df.copy()
     for c in schema.categorical:
         if c not in out.columns:
@@ -301,17 +249,9 @@ def with_categorical_dtypes(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
 
 
 def fit_formula(formula: str, data: pd.DataFrame, family: str, label: str) -> pd.DataFrame:
-    """Fit ``formula`` on ``data``; return a frame of term estimates, SEs and reference df.
-
-    ``family="ols"``: least squares with t intervals on the residual degrees of freedom;
-    ``"logit"`` / ``"poisson"``: GLM (binomial / Poisson, canonical link) with normal intervals.
-
-    Raises
-    ------
-    ValidationError
-        If the formula cannot be evaluated on the data (unknown column, bad syntax), the design
-        is rank-deficient (e.g. a factor level absent from a synthetic dataset) or the fit fails.
-    """
+    """Fit ``formula`` on ``data``: a frame of term estimates, SEs and reference df (OLS: t on
+    the residual df; ``"logit"``/``"poisson"`` GLMs: normal); a ``ValidationError`` if it cannot
+    be evaluated, is rank-deficient or fails."""
     import statsmodels.api as sm
     import statsmodels.formula.api as smf
 
@@ -404,55 +344,41 @@ def compare_estimates(
 ) -> pd.DataFrame:
     """Fit a formula on the original and on each synthetic dataset and compare.
 
-    The synthetic estimates ``q_l`` and variances ``u_l = se_l²`` of each term are combined with
-    :func:`~bayes_risk.utility.combining.combine_scalar` under the rules of the release's
-    generation scheme (``choose_rules``: Reiter 2003 for partial synthesis, Raab, Nowok &
-    Dibben 2016 for full synthesis of the same units, Raghunathan, Reiter & Rubin 2003 for
-    samples from synthetic populations); the original interval uses the model's own reference
-    distribution (t on the residual df for OLS, normal for GLMs).
+    The synthetic estimates of each term are combined (:func:`combine_scalar`) under the rules
+    of the release's generation scheme; the original's interval uses the model's own reference
+    distribution. See :doc:`/methods/utility`.
 
     Parameters
     ----------
     original : DataFrame
-        The confidential table.
     synthetic : DataFrame, list of DataFrame or SyntheticData
-        The ``m`` synthetic datasets.
     formula : str
-        A statsmodels (patsy-style) formula, e.g. ``"Income ~ Age + C(Marital)"``. Columns
-        declared categorical (``categorical`` or the schema) enter as factors even without
-        ``C()``.
+        A statsmodels formula, e.g. ``"Income ~ Age + C(Marital)"``; categorical columns enter
+        as factors even without ``C()``.
     family : {"ols", "logit", "poisson"}
-        Linear regression, logistic regression or Poisson regression (canonical links).
+        Linear, logistic or Poisson regression (canonical links).
     categorical : iterable of str, optional
         Integer-coded columns to treat as categorical.
     schema : Schema, optional
         Column types; inferred from ``original`` when omitted.
     alpha : float
-        ``1 −`` confidence level (default 0.05).
+        ``1 −`` confidence level.
     rules : {"auto", "partial", "full-same-n", "full-population"}
-        Combining rules. ``"auto"`` (default): the generation scheme recorded in the release's
-        manifest, else inferred from the schema's roles (all columns synthesized: full
-        synthesis of the same units; otherwise partial).
+        Combining rules; ``"auto"``: the manifest's generation scheme, else inferred
+        (``choose_rules``).
     imputed : "auto" or iterable of str
-        Columns whose missing values the synthesizer imputed: with aligned rows each synthetic
-        dataset is set missing where the original is missing, so every fit uses the records
-        the original's fit uses (methods, Utility of an imputing release). ``"auto"``: the
-        release's recorded ``imputed_columns``, else inferred (``IMPUTED_INFERRED``); ``[]``:
-        none.
+        Columns whose missing values the synthesizer imputed, compared on the original's
+        observed cells (as :func:`~bayes_risk.pmse`'s).
 
     Returns
     -------
     DataFrame
-        One row per term: ``formula``, ``term``, ``estimate_orig``, ``se_orig``, ``df_orig``,
-        ``ci_lower_orig``, ``ci_upper_orig``, ``estimate_syn`` (``q̄_m``), ``se_syn``
-        (``sqrt(T_p)``), ``between_var``, ``within_var``, ``df_syn`` (``ν_p``),
-        ``ci_lower_syn``, ``ci_upper_syn``, ``overlap`` (Karr's ``J``), ``signed_overlap``,
-        ``std_coef_diff`` (``|β̂_orig − q̄_m| / se_orig``). ``attrs`` holds
-        ``"overlap_per_dataset"`` (array ``[terms, m]``: each dataset's own interval against
-        the original's), ``"mean_overlap"``, ``"warnings"`` and ``"combining"`` (the rules
-        used and why, as in ``utility_summary``'s settings). ``se_syn`` is the square root of
-        the chosen rules' variance, ``df_syn`` their reference df. ``attrs["imputed"]`` holds
-        the imputed columns, where they came from and how they were compared.
+        One row per term: ``formula``, ``term``, the original's ``estimate_orig``, ``se_orig``,
+        ``df_orig``, ``ci_lower_orig``, ``ci_upper_orig``; the combined ``estimate_syn``,
+        ``se_syn``, ``between_var``, ``within_var``, ``df_syn``, ``ci_lower_syn``,
+        ``ci_upper_syn``; ``overlap`` (Karr's ``J``), ``signed_overlap``, ``std_coef_diff``.
+        ``attrs`` holds ``"overlap_per_dataset"`` (``[terms, m]``), ``"mean_overlap"``,
+        ``"warnings"``, ``"combining"`` (the rules and why) and ``"imputed"``.
 
     Raises
     ------

@@ -1,15 +1,6 @@
-"""Propensity-score mean squared error (pMSE) and its null distribution (Snoke et al. 2018).
-
-The original table (label 0) and one synthetic dataset (label 1) are stacked, a classifier
-predicts the label, and ``pMSE = (1/N) Σ (p̂_i − c)²`` with ``c = n_syn / N`` measures how well
-the two can be told apart (0: indistinguishable). Two propensity models are offered:
-
-* ``"logit"`` — logistic regression with intercept, main effects (categorical columns as
-  indicator variables, numeric columns linear) and all interactions up to order
-  ``max_order + 1``, fitted by unpenalised maximum likelihood (IRLS with step-halving). This is
-  synthpop's ``utility.gen(method = "logit")`` design (``t ~ .`` for ``max_order = 0``,
-  ``t ~ .^2`` for ``max_order = 1``); pMSE values agree with synthpop to about 1e-8 relative.
-* ``"cart"`` — a classification tree (scikit-learn), mimicking synthpop's ``rpart`` defaults.
+"""Propensity-score mean squared error (pMSE) and its null distribution (Snoke et al. 2018):
+:func:`pmse` with a logistic (synthpop's ``utility.gen(method = "logit")`` design, values equal
+to about 1e-8 relative) or CART propensity model. See :doc:`/methods/utility`.
 """
 
 from __future__ import annotations
@@ -60,9 +51,6 @@ PROPENSITY_METHODS = ("logit", "cart")
 SEPARATION_EPS = 1e-8  # fitted probabilities this close to 0 or 1 flag separation
 
 
-# ---------------------------------------------------------------------------------------------
-# result
-# ---------------------------------------------------------------------------------------------
 # ---------------------------------------------------------------------------------------------
 # null moments (theory)
 # ---------------------------------------------------------------------------------------------
@@ -188,24 +176,19 @@ class PropensitySpec:
     ----------
     method : {"logit", "cart"}
         ``"logit"``: unpenalised logistic regression with intercept, main effects (categorical
-        columns as indicators of all levels but the first, numeric columns linear) and all
-        interactions of up to ``max_order + 1`` variables, fitted by IRLS with step-halving (at
-        most ``max_iter`` iterations); aliased columns are dropped by a rank-revealing pass
-        (relative tolerance 1e-7). ``"cart"``: a scikit-learn ``DecisionTreeClassifier``
-        (Gini) with ``min_samples_leaf = min_leaf`` (rpart's ``minbucket``, synthpop default
-        5), ``min_samples_split = min_split`` (rpart's ``minsplit``, 20) and ``max_depth``
-        (rpart's ``maxdepth``, 30), then pruned as rpart prunes at ``cp`` (synthpop default
-        1e-3): the misclassification-risk cost-complexity subtree with ``α = cp × root risk``.
-        Categorical columns enter one-hot (rpart would use subset splits), so trees and values
-        are close to, not identical with, synthpop's.
+        columns as indicators) and all interactions of up to ``max_order + 1`` variables,
+        fitted by IRLS with step-halving; aliased columns dropped. ``"cart"``: a scikit-learn
+        ``DecisionTreeClassifier`` with rpart's ``minbucket``, ``minsplit`` and ``maxdepth``
+        (``min_leaf``, ``min_split``, ``max_depth``), pruned as rpart at ``cp``; categorical
+        columns one-hot, so values are close to, not identical with, synthpop's
+        (:doc:`/methods/compatibility`).
     max_order : int
-        Interactions up to order ``max_order + 1`` (0: main effects, synthpop's ``t ~ .``; 1,
-        the default as in synthpop: plus all two-way interactions, ``t ~ .^2``). Logit only.
+        Interactions up to order ``max_order + 1`` (0: synthpop's ``t ~ .``; 1: ``t ~ .^2``).
     columns : sequence of str, optional
         Columns entering the model (default: all; synthpop's ``vars``).
     cp, min_leaf, min_split, max_depth : CART settings (see ``method``).
     max_iter : int
-        Maximum IRLS iterations of the logistic model (default 100).
+        Maximum IRLS iterations of the logistic model.
 
     Raises
     ------
@@ -270,9 +253,9 @@ def pmse(
 ) -> PMSEResult:
     """Propensity-score mean squared error of each synthetic dataset (Snoke et al. 2018).
 
-    For each synthetic dataset ``Z_l`` the original (``n_1`` rows, label 0) and ``Z_l``
-    (``n_2`` rows, label 1) are stacked (``N = n_1 + n_2``, ``c = n_2 / N``), a propensity model
-    for the label is fitted and ``pMSE = (1/N) Σ (p̂_i − c)²``.
+    For each synthetic dataset the original (label 0) and the dataset (label 1) are stacked,
+    a propensity model for the label is fitted and ``pMSE = (1/N) Σ (p̂_i − c)²``,
+    ``c = n_synthetic / N``.
 
     Parameters
     ----------
@@ -307,22 +290,17 @@ def pmse(
     progressbar : bool
         Show a progress bar over datasets.
     imputed : "auto" or iterable of str
-        Columns whose missing values the synthesizer imputed (methods, Utility of an imputing
-        release). They are compared on the original's observed cells: with aligned rows each
-        synthetic dataset is set missing where the original is missing, otherwise the
-        original's records with a missing imputed cell are left out. ``"auto"`` (default):
-        the release's recorded ``imputed_columns``, else the columns with empty cells in the
-        original and none in any synthetic dataset (warning ``IMPUTED_INFERRED``); ``[]``:
-        none (missing values compared as a level, as synthpop does).
+        Columns whose missing values the synthesizer imputed, compared on the original's
+        observed cells (methods, Utility of an imputing release). ``"auto"``: the release's
+        recorded ``imputed_columns``, else those read off the data (``IMPUTED_INFERRED``);
+        ``[]``: none (missing values compared as a level, as synthpop does).
 
     Returns
     -------
     PMSEResult
-        ``pmse``, ``e0``, ``sd0``, ``ratio`` (``s_pmse``), ``std``, ``k``, ``df``, ``c``,
-        ``n_original``, ``n_synthetic``, ``converged``, ``null_pmse``, ``nnosplits``,
-        ``method``, ``max_order``, ``null``, ``incomplete``, ``synthesized``, ``columns``,
-        ``settings``, ``warnings``; ``mean_pmse``, ``mean_ratio``, ``to_frame()``,
-        ``to_dict()``.
+    PMSEResult
+        Per dataset ``pmse``, ``e0``, ``sd0``, ``ratio`` (``s_pmse``), ``std``, ``k``, ``df``,
+        ``converged``, with the null, the settings and the warnings.
 
     Raises
     ------
@@ -346,10 +324,9 @@ def pmse(
 
     Notes
     -----
-    The pMSE values of ``method="logit"`` equal synthpop's ``utility.gen`` (``t ~ .`` /
-    ``t ~ .^2`` with factor columns; numeric columns linear). synthpop's incomplete-synthesis
-    ``km1`` counts coefficient *names* containing a synthesized variable's name, including
-    aliased (``NA``) ones; here only estimable columns count (Snoke et al. 2018).
+    ``method="logit"`` gives synthpop's ``utility.gen`` values; its incomplete-synthesis ``km1``
+    counts aliased coefficients too, here only estimable columns count (Snoke et al. 2018).
+    See :doc:`/methods/utility` and :doc:`/methods/compatibility`.
 
     References
     ----------
