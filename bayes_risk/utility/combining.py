@@ -110,14 +110,12 @@ def combine_scalar(
     alpha : float
         ``1 −`` confidence level of the returned interval (default 0.05: 95% interval).
     rules : {"partial", "full-same-n", "full-population"}
-        The generation scheme whose rules apply (default ``"partial"``).
+        The generation scheme whose rules apply.
     proper : bool
-        ``"full-same-n"`` only: True when each dataset was drawn with its own parameter draw
-        from the posterior (a proper synthesis, as the package's Bayesian models and CART with
-        the Bayesian bootstrap do), False for a synthesis from the fitted model alone.
+        ``"full-same-n"`` only: each dataset drawn with its own parameter draw (a proper
+        synthesis, as the package's Bayesian models and CART's Bayesian bootstrap).
     size_ratio : float
-        ``k/n``: records in each synthetic dataset over records in the original (``> 0``;
-        default 1). Used by the full-synthesis rules.
+        ``k/n``: records per synthetic dataset over records of the original (``> 0``).
 
     Returns
     -------
@@ -128,19 +126,14 @@ def combine_scalar(
     Raises
     ------
     ValidationError
-        If ``q`` and ``u`` differ in length, contain non-finite values, ``u`` has a negative
-        entry, ``alpha`` is not in (0, 1), ``rules`` is unknown (``UNKNOWN_COMBINING_RULES``),
-        ``size_ratio`` is not positive, or ``rules="full-population"`` with ``m = 1``
-        (``M_EQUALS_ONE``: the synthetic-population rules need ``b_m``).
+        Lengths or values out of range, unknown ``rules``, or ``"full-population"`` with
+        ``m = 1`` (``M_EQUALS_ONE``).
 
     Warns
     -----
     DataWarning
-        When ``m = 1`` with the partial rules (code ``"M_EQUALS_ONE"``): ``b_m`` is undefined,
-        so ``T_p = u_1`` and ``ν = inf``; single-implicate releases need other variance
-        formulas. With ``"full-population"``, when ``T_f <= 0`` (code
-        ``"NEGATIVE_VARIANCE"``): Reiter's (2002) ``(k/n) ū`` is used instead.
-
+        ``M_EQUALS_ONE`` (partial rules, ``m = 1``: ``T_p = u_1``, ``ν = inf``);
+        ``NEGATIVE_VARIANCE`` (``T_f <= 0``: Reiter's ``(k/n) ū`` is used).
     Examples
     --------
     >>> r = combine_scalar([10.2, 9.8, 10.5, 9.9, 10.1], [0.25, 0.24, 0.26, 0.25, 0.25])
@@ -327,40 +320,29 @@ def combine_multivariate(
     Q0 : float or array_like, shape (k,)
         Null value (default 0).
     rules : {"partial", "full-same-n", "full-population"}, CombiningChoice or mapping
-        The generation scheme whose test applies (default ``"partial"``). The choice a utility
-        result made from the release (its manifest, the synthesized columns, or the user's
-        ``rules=``) is passed on as ``compare_estimates(...).attrs["combining"]`` or
-        ``utility_summary(...).settings``; ``proper`` and ``size_ratio`` then come from it.
-    proper : bool, optional
-        ``"full-same-n"`` only: each dataset drawn with its own parameter draw (default True,
-        or the choice's).
-    size_ratio : float, optional
-        ``k/n``: records per synthetic dataset over records of the original (default 1, or
-        the choice's).
-
+        The generation scheme whose test applies; a utility result's choice
+        (``compare_estimates(...).attrs["combining"]`` or ``utility_summary(...).settings``)
+        also gives ``proper`` and ``size_ratio``.
+    proper, size_ratio : optional
+        As in :func:`combine_scalar` (default True and 1, or the choice's).
     Returns
     -------
     CombinedMultivariate
-        ``estimate``, ``between_cov``, ``within_cov``, ``total_cov`` (the covariance matrix
-        the statistic uses: ``Ū_m (1 + r_p)``, ``T_s`` or ``Ū_m (r_f − 1)``), ``r`` (``r_p``,
-        ``r_f``, or ``r_p``'s formula under ``"full-same-n"``), ``statistic``, ``df_num``,
-        ``df_den``, ``p_value``, ``m``, ``warnings``, ``rules``.
+        ``estimate``, ``between_cov``, ``within_cov``, ``total_cov`` (the covariance the
+        statistic uses), ``r``, ``statistic``, ``df_num``, ``df_den``, ``p_value``, ``m``,
+        ``warnings``, ``rules``.
 
     Raises
     ------
     ValidationError
         For shape mismatches, non-finite input, asymmetric ``U_l``, a singular ``Ū_m``,
-        unknown ``rules`` (``UNKNOWN_COMBINING_RULES``), ``m < 2`` with rules that need
-        ``B_m`` (``M_EQUALS_ONE``), and ``"full-population"`` with ``r_f <= 1``
-        (``NEGATIVE_VARIANCE``: the variance ``Ū_m (r_f − 1)`` is not positive and no
-        multivariate test is published for that case; the message names the alternatives).
+        unknown ``rules``, ``m < 2`` with rules that need ``B_m`` (``M_EQUALS_ONE``), and
+        ``"full-population"`` with ``r_f <= 1`` (``NEGATIVE_VARIANCE``: no published test).
 
     Warns
     -----
     DataWarning
-        When ``t = k(m − 1) <= 4`` (code ``"SMALL_T"``): the degrees-of-freedom formula is
-        intended for ``t > 4`` and ``ν = 4`` is returned.
-
+        ``SMALL_T`` when ``t = k(m − 1) <= 4``: ``ν = 4`` is returned.
     Examples
     --------
     >>> import numpy as np

@@ -1,10 +1,5 @@
-"""One-call utility summary of a synthetic release: pMSE and interval overlap.
-
-This is what ``bayes-risk utility`` writes to ``summary.json``; every figure is computed by the
-measure's one definition (:func:`~bayes_risk.utility.pmse.pmse`,
-:func:`~bayes_risk.utility.combining.combine_scalar`,
-:func:`~bayes_risk.utility.overlap.ci_overlap`,
-:func:`~bayes_risk.utility.compare.compare_estimates`).
+"""One-call utility summary of a synthetic release (what ``bayes-risk utility`` writes to
+``summary.json``): pMSE and interval overlap, each computed by the measure's one definition.
 """
 
 from __future__ import annotations
@@ -55,16 +50,9 @@ OVERLAP_MISSING_POLICY = (
 def default_estimands(original: pd.DataFrame, datasets: Sequence[pd.DataFrame], schema: Schema,
                       columns: Sequence[str], observed: Iterable[str] = ()
                       ) -> list[tuple[str, Estimate, list[Estimate]]]:
-    """Means of numeric columns and level proportions of categorical columns.
-
-    Mean: ``x̄ ± t_{n−1} s/√n`` over the observed values. Proportion of a level:
-    ``p̂ ± z sqrt(p̂(1 − p̂)/n)`` (Wald) over all records; a column with missing values also
-    gets the proportion of missing values (``P(c missing)``; user guide, Missing values).
-    Columns in ``observed`` (imputed by the synthesizer) have their proportions over the
-    observed cells of each table (``n`` = observed records) and no ``P(c missing)``: the
-    missing level is not part of what an imputing synthesizer reproduces (methods, Utility of
-    an imputing release).
-    """
+    """Means of numeric columns (t intervals over the observed values) and level proportions
+    of categorical columns (Wald), with ``P(c missing)`` for a column with missing values;
+    columns in ``observed`` (imputed) have their proportions over the observed cells only."""
     observed = set(observed)
     from bayes_risk.utility.pmse import prepare_table
 
@@ -122,13 +110,9 @@ class OverlapSpec:
     alpha : float
         ``1 −`` confidence level of the intervals.
     rules : {"auto", "partial", "full-same-n", "full-population"}
-        Combining rules of the synthetic intervals (methods, Combining rules). ``"auto"``
-        (default): the generation scheme recorded in the release's manifest; otherwise
-        inferred from the synthesized columns (all columns: full synthesis of the same units,
-        Raab, Nowok & Dibben 2016; some: partial synthesis, Reiter 2003). The choice and its
-        reason are in the summary's ``settings`` (``combining_rules``,
-        ``combining_rules_reason``).
-
+        Combining rules of the synthetic intervals (methods, Combining rules); ``"auto"``: the
+        manifest's generation scheme, else inferred from the synthesized columns. The choice
+        and its reason are in the summary's ``settings``.
     Raises
     ------
     ValidationError
@@ -181,11 +165,7 @@ def utility_summary(
     Parameters
     ----------
     original : DataFrame
-        The confidential table.
     synthetic : DataFrame, list of DataFrame or SyntheticData
-        The ``m`` synthetic datasets.
-    schema : Schema, optional
-        Column types and roles; inferred from ``original`` (with ``categorical``) when omitted.
     propensity : PropensitySpec, "logit" or "cart", optional
         Propensity model of :func:`~bayes_risk.utility.pmse.pmse` (default: logistic, all
         two-way interactions).
@@ -207,17 +187,9 @@ def utility_summary(
     progressbar : bool
         Progress bars.
     imputed : "auto" or iterable of str
-        Columns whose missing values the synthesizer imputed (DPMPM imputes inside its
-        sampler). They are compared on the original's observed cells: proportions among the
-        observed records (no ``P(c missing)``), formulas and the pMSE with each synthetic
-        dataset set missing where the original is missing when rows are aligned (otherwise
-        the pMSE leaves out the original's records with a missing imputed cell); warning
-        ``MISSING_AT_RANDOM_ASSUMED`` (methods, Utility of an imputing release). ``"auto"``
-        (default): the release's recorded ``imputed_columns``, else the columns with empty
-        cells in the original and none in any synthetic dataset (``IMPUTED_INFERRED``);
-        ``[]``: none, missing values compared as a level. In ``settings``
-        (``imputed_columns``, ``imputed_columns_source``, ``imputed_comparison``).
-
+        Columns whose missing values the synthesizer imputed, compared on the original's
+        observed cells (proportions among the observed records, no ``P(c missing)``; the
+        formulas and the pMSE as in :func:`~bayes_risk.utility.pmse.pmse`).
     Returns
     -------
     UtilitySummary
