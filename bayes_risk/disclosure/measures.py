@@ -1,35 +1,7 @@
-"""Empirical disclosure measures of synthetic data, as synthpop 1.9-2 computes them.
-
-One module on purpose: every measure is read off the same two-way tables of target by key, built
-once per synthetic dataset, and the helpers reproduce synthpop's ``disclosure()`` step by step.
-
-Raab, Nowok & Dibben, "Practical privacy metrics for synthetic data" (synthpop's disclosure
-vignette; arXiv:2406.16826) define, for a set of keys (quasi-identifiers) ``q`` and a target
-``t``, from the two-way tables of target by key combination in the original data (counts
-``d_tq``, key totals ``d_.q``, ``N_d`` records) and in a synthetic dataset (``s_tq``, ``s_.q``,
-``N_s``), all as percentages:
-
-identity disclosure
-    ``UiO`` records unique on the keys in the original; ``UiS`` the same in the synthetic data
-    (of ``N_s``); ``UiOiS`` original uniques whose keys occur in the synthetic data; ``repU``
-    original uniques that are also unique in the synthetic data (replicated uniques).
-attribute disclosure
-    ``Dorig`` records whose key combination has one target value in the original
-    (``d_tq = d_.q``); ``Dsyn`` the same in the synthetic data (of ``N_s``); ``iS`` records
-    whose keys occur in the synthetic data; ``DiS`` records whose keys have one target value in
-    the synthetic data; ``DiSCO`` records for which that synthetic target value is their own
-    (disclosive in synthetic, correct in original: ``s_tq = s_.q > 0`` and ``d_tq > 0``);
-    ``DiSDiO`` the DiSCO records that are also disclosive in the original; ``max_denom`` and
-    ``mean_denom`` the largest and mean number of original records in a DiSCO cell.
-correct attribution probabilities (CAP)
-    ``baseCAPd = Σ_t (d_t./N_d)²``; ``CAPd = Σ_q d_.q Σ_t (d_tq/d_.q)² / N_d``;
-    ``CAPs`` the same in the synthetic data; ``DCAP = Σ_tq d_tq s_tq/s_.q / N_d``;
-    ``TCAP = Σ DiSCO / Σ_{q: s_.q > 0} d_.q`` (DiSCO among records whose keys are in the
-    synthetic data).
-
-A numeric target is a factor with one level per distinct value unless ``ngroups_target``
-groups it (quantile breaks of the pooled original and synthetic values); a missing value is a
-level of its own (``"Missing"``), which ``use_target_na`` / ``use_keys_na`` can exclude.
+"""Empirical disclosure measures of synthetic data, as synthpop 1.9-2 computes them:
+identity, attribute and CAP measures (Raab, Nowok & Dibben 2024) read off the two-way tables
+of target by key, built once per synthetic dataset, following synthpop's ``disclosure()`` step
+by step. Definitions: :doc:`/methods/disclosure`.
 """
 
 from __future__ import annotations
@@ -143,8 +115,7 @@ class ExclusionSpec:
     Raises
     ------
     ValidationError
-        A field out of its range, named in the message (the levels and keys are checked
-        against the data when the measures are computed).
+        A field out of its range, named in the message.
 
     Examples
     --------
@@ -427,13 +398,9 @@ def _replicated(original: pd.DataFrame, datasets: list[pd.DataFrame], keys: list
 
 
 def key_anonymity(key_codes: np.ndarray, k_values: Sequence[int] = (2, 3, 5)) -> dict[str, Any]:
-    """Sample uniques and k-anonymity violations of records given their key-combination codes.
-
-    ``f_k`` is the number of records sharing a record's key combination; a record is a sample
-    unique when ``f_k = 1`` and violates k-anonymity when ``f_k < k`` (sdcMicro's
-    ``freqCalc`` / ``print(sdc, "kAnon")`` counts, with a missing key value as a level of its
-    own rather than sdcMicro's wildcard).
-    """
+    """Sample uniques and k-anonymity violations (``f_k = 1``, ``f_k < k``) of records given
+    their key-combination codes (sdcMicro's ``freqCalc`` counts; a missing key value is a level
+    of its own rather than sdcMicro's wildcard)."""
     codes = np.asarray(key_codes, dtype=np.int64)
     n = int(codes.size)
     cnt = np.bincount(codes) if n else np.zeros(0, dtype=np.int64)
@@ -469,12 +436,12 @@ def disclosure_measures(
     k_anonymity: Sequence[int] = (2, 3, 5),
     compat: Literal["synthpop"] | None = None,
 ) -> DisclosureMeasures:
-    """Identity, attribute and CAP disclosure measures of synthpop's ``disclosure()``.
+    """Identity, attribute and CAP disclosure measures of synthpop's ``disclosure()``
+    (:doc:`/methods/disclosure`).
 
     Parameters
     ----------
     original : DataFrame
-        The confidential table.
     synthetic : DataFrame, list of DataFrame or SyntheticData
         The ``m`` synthetic datasets (any number of rows; they need the keys and the target).
     keys : sequence of str
@@ -494,31 +461,20 @@ def disclosure_measures(
         The same for numeric keys: one number for every numeric key (categorical keys are left
         as they are), or one per key (0: not grouped), as synthpop's ``ngroups_keys``.
     exclude : ExclusionSpec, optional
-        What the measures leave out (:class:`ExclusionSpec`: cells over ``denom_lim``, target
-        levels, key-target combinations, records with a missing target or key). Default
-        ``ExclusionSpec()``: nothing is left out, as synthpop's defaults.
+        What the measures leave out (default: nothing, as synthpop's defaults).
     k_anonymity : sequence of int
         The ``k`` of the k-anonymity counts of ``key_baseline``.
     compat : {None, "synthpop"}
-        ``"synthpop"`` reproduces synthpop 1.9-2 exactly, including two behaviours the default
-        does not copy: when the original and a synthetic dataset have different sets of values
-        of an ungrouped numeric target, synthpop sorts the rows of one table as text and keeps
-        the other in numeric order, and multiplies them element-wise anyway, so ``DiSCO``,
-        ``DiSDiO``, ``max_denom``, ``mean_denom``, ``DCAP`` and ``TCAP`` pair target values
-        that differ; and ``replicated.uniques()`` compares keys as text padded to each
-        dataset's widest number, so a dataset whose numbers have a different width shares no
-        key with the original. Numbers are R's text forms (15 significant digits), text is
-        ordered as in the C locale; a categorical column has the same factor levels in every
-        dataset (as synthpop's own synthetic data have). The default pairs every level with
-        itself and compares values.
+        ``"synthpop"`` reproduces synthpop 1.9-2 exactly, including two of its behaviours the
+        default does not copy (target tables sorted as text; keys compared as padded text):
+        :doc:`/methods/compatibility`.
 
     Returns
     -------
     DisclosureMeasures
         ``ident``, ``attrib``, ``allCAPs`` (one row per dataset, synthpop's column names),
         ``replicated_uniques``, ``key_baseline``, ``diagnostics``, ``target_levels``,
-        ``settings``, ``warnings``; ``means()``, ``to_dataframe()``, ``to_dict()``,
-        ``summary()``.
+        ``settings``, ``warnings``.
 
     Raises
     ------
@@ -528,9 +484,8 @@ def disclosure_measures(
 
     References
     ----------
-    Raab, G. M., Nowok, B. and Dibben, C. (2024). Practical privacy metrics for synthetic
-    data. arXiv:2406.16826. Nowok, B., Raab, G. M. and Dibben, C. (2016). synthpop: Bespoke
-    creation of synthetic data in R. J. Stat. Softw. 74(11), doi:10.18637/jss.v074.i11.
+    Raab, Nowok & Dibben (2024), arXiv:2406.16826; Nowok, Raab & Dibben (2016), J. Stat.
+    Softw. 74(11).
 
     Examples
     --------
@@ -678,9 +633,8 @@ def replicated_uniques(
     schema, categorical
         As in :func:`disclosure_measures`.
     compat : {None, "synthpop"}
-        ``"synthpop"`` compares the keys as synthpop 1.9-2 does, as text with numbers padded to
-        each dataset's widest value (see :func:`disclosure_measures`); the default compares
-        values. A missing value is a value of its own in both.
+        ``"synthpop"`` compares the keys as synthpop 1.9-2 does, as padded text
+        (:doc:`/methods/compatibility`); the default compares values.
 
     Returns
     -------
