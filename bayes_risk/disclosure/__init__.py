@@ -1,16 +1,7 @@
-"""Empirical disclosure measures of synthetic data, reproducing synthpop 1.9-2.
-
-* :func:`disclosure_measures` — identity (``UiO``, ``UiS``, ``UiOiS``, ``repU``), attribute
-  (``Dorig``, ``Dsyn``, ``iS``, ``DiS``, ``DiSCO``, ``DiSDiO``, ``max_denom``, ``mean_denom``)
-  and correct-attribution-probability measures (``baseCAPd``, ``CAPd``, ``CAPs``, ``DCAP``,
-  ``TCAP``) of synthpop's ``disclosure()``, with replicated uniques and the original's sample
-  uniques and k-anonymity counts on the keys;
-* :func:`replicated_uniques` — synthpop's ``replicated.uniques()``;
-* :func:`key_anonymity` — sample uniques and k-anonymity violations (sdcMicro's counts);
-* :func:`original_risk` — sdcMicro's risk of the original on its keys: individual and global
-  re-identification risk (with survey weights), k-anonymity, SUDA2 scores and l-diversity;
-* :func:`differencing_check` — the records and variables an intruder finds by comparing the
-  implicates of a partially synthetic release (Hawala 2008).
+"""Empirical disclosure measures of synthetic data (synthpop's :func:`disclosure_measures` and
+:func:`replicated_uniques`), the original's own risk on its keys (sdcMicro's
+:func:`original_risk`, :func:`key_anonymity`) and :func:`differencing_check` (Hawala 2008). See
+:doc:`/methods/disclosure`.
 """
 
 from bayes_risk.disclosure.differencing import differencing_check

@@ -1,9 +1,6 @@
-"""Input handling of the empirical disclosure measures: schema, validation, level codes.
-
-Every key and the target become integer codes shared by the original and all synthetic datasets
-(a missing value is a level of its own, ``"Missing"``, as in synthpop). Numeric columns are
-treated as factors with one level per distinct value unless grouped (``ngroups_target``,
-``ngroups_keys``); a grouped column's declared missing-value codes are groups of their own.
+"""Input handling of the empirical disclosure measures: every key and the target as integer
+codes shared by all tables (a missing value the level ``"Missing"``, as in synthpop; numeric
+columns one level per value unless grouped).
 """
 
 from __future__ import annotations
@@ -31,21 +28,9 @@ MISSING_LABEL = "Missing"
 
 @dataclass(frozen=True)
 class EncodedVar:
-    """One column as codes ``0..L-1`` over the original and every synthetic dataset.
-
-    Attributes
-    ----------
-    name : str
-    kind : {"categorical", "numeric", "grouped"}
-    labels : list of str
-        Label of every code (the missing-value code is labelled ``"Missing"``).
-    na_code : int
-        Code of a missing value (``L - 1``; it may occur in no table).
-    orig : ndarray of int64
-    syn : list of ndarray of int64
-    breaks : ndarray or None
-        Group boundaries of a grouped numeric column.
-    """
+    """One column as codes ``0..L-1`` over the original and every synthetic dataset: its
+    ``labels`` (``"Missing"`` for ``na_code = L - 1``), ``orig`` and ``syn`` codes, and the
+    ``breaks`` of a grouped numeric column."""
 
     name: str
     kind: str

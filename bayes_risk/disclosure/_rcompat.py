@@ -1,17 +1,6 @@
-"""How R turns numbers into text, for the synthpop compatibility mode.
-
-synthpop 1.9-2 builds its tables from text labels, so two of its results depend on R's number
-formatting and on the order in which R sorts text:
-
-* ``disclosure()`` makes a numeric target a factor (``as.character``: 15 significant digits,
-  scientific notation when it is shorter, e.g. ``100000 -> "1e+05"``) and, when the original and
-  synthetic datasets have different sets of target values, re-sorts the rows of one table by
-  their labels (text order) while the other keeps numeric order;
-* ``replicated.uniques()`` pastes the keys together after ``as.matrix`` of a data frame, which
-  pads every numeric key with ``format()`` to the widest value *of that dataset* (7 significant
-  digits), so a value can be written differently in the original and a synthetic dataset.
-
-Text order is the C locale's (byte order), which is what reproduces the reference outputs.
+"""How R turns numbers into text (``as.character``, ``format()``) and sorts text (the C locale),
+for the synthpop compatibility mode: two of synthpop 1.9-2's results depend on them
+(:doc:`/methods/compatibility`).
 """
 
 from __future__ import annotations

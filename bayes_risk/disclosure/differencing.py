@@ -1,11 +1,6 @@
-"""What differencing the implicates of a partially synthetic release reveals (Hawala 2008, §3.2).
-
-When only the records at risk are synthesized (small cells, as in Hawala's PMM synthesis) and
-``m > 1`` implicates are released, every other record is identical in all implicates: an
-intruder who compares the implicates finds the records that vary — the records the agency judged
-at risk — and the variables that vary — the variables it judged sensitive. This is why the
-Census Bureau releases a single implicate of its partially synthetic data (Hawala 2008). The
-check counts what the comparison reveals, against the agency's own selection when it is given.
+"""What differencing the implicates of a partially synthetic release reveals (Hawala 2008,
+§3.2): the records and variables that vary between implicates are those the agency judged at
+risk. See :doc:`/methods/disclosure`.
 """
 
 from __future__ import annotations
@@ -55,29 +50,20 @@ def differencing_check(
     records: Any = None,
     columns: Sequence[str] | None = None,
 ) -> DifferencingResult:
-    """Records and variables an intruder finds by comparing the released implicates.
-
-    A record is *revealed* when its values differ between implicates in some column; a column
-    is revealed when some record's values differ in it. With one implicate nothing is revealed
-    this way (Hawala 2008's reason for releasing one).
-
+    """Records and variables an intruder finds by comparing the released implicates: those
+    whose values differ between implicates (none with one implicate, Hawala 2008).
     Parameters
     ----------
     original : DataFrame or None
-        The confidential data (the agency's view). Gives the records and columns the synthesis
-        actually changed, against which the revealed ones are counted; ``None`` for the
-        intruder's view (the implicates alone).
+        The confidential data (the agency's view: the records and columns the synthesis
+        changed); ``None`` for the intruder's view.
     synthetic : SyntheticData or sequence of DataFrame
-        The ``m`` implicates of a partially synthetic release, record ``i`` of each the
-        synthetic version of the same unit.
+        The ``m`` implicates, record ``i`` of each the same unit.
     records : boolean mask or sequence of int, optional
         The records the agency selected for synthesis (e.g.
-        ``SmallCellPMMSynthesizer.recipients_``); default: the release's own
-        ``synthesized_records`` (a ``SyntheticData`` that records them), else the records whose
-        values differ from the original in some implicate (needs ``original``). Only a selection
-        given or recorded by the release raises ``SELECTION_REVEALED``: one inferred from the
-        changes cannot tell a record left alone from one whose synthetic values happen to equal
-        its own in every implicate.
+        ``SmallCellPMMSynthesizer.recipients_``); default: the release's
+        ``synthesized_records``, else those that differ from the original. Only a selection
+        given or recorded raises ``SELECTION_REVEALED``.
     columns : sequence of str, optional
         Columns compared (default: every column of the first implicate).
 

@@ -412,21 +412,15 @@ def original_risk(
     Parameters
     ----------
     original : DataFrame
-        The confidential table, one row per record.
     keys : sequence of str
-        The key columns (quasi-identifiers), combined into one key; their values are compared
-        as they are (a numeric key has one value per distinct number).
+        The key columns (quasi-identifiers), compared as they are.
     weights : str or sequence of float, optional
-        Survey weights: a column of ``original`` or one positive weight per record. With
-        weights the individual risk is the Benedetti–Franconi risk; without, the sample-based
-        risk ``1/f_k`` (sdcMicro's ``measure_risk`` without ``w``, every weight 1).
+        Survey weights (a column or one per record): Benedetti–Franconi risk; without, ``1/f_k``.
     sensitive : str or sequence of str, optional
         Sensitive columns whose l-diversity in the key cells is computed (none by default).
     method : {"approx", "exact"}
-        ``"approx"`` (sdcMicro's default) takes Franconi & Polettini's approximation of the
-        risk for cells of 3 or more records (exact for 1 and 2), which overstates the exact
-        expectation by at most about 4 % (at ``f_k = 3``, ``F_k ≈ 3.1 f_k``) and never
-        understates it; ``"exact"`` integrates the expectation.
+        ``"approx"`` (sdcMicro's default): Franconi & Polettini's approximation for cells of 3
+        or more records (overstates by at most about 4 %); ``"exact"`` integrates.
     suda : bool
         Compute the SUDA2 scores (default True; ``2**len(keys)`` subsets of keys).
     max_size : int, optional
@@ -440,17 +434,14 @@ def original_risk(
         The ``k`` of the k-anonymity counts (records with ``f_k < k``).
     compat : {None, "sdcmicro"}
         ``"sdcmicro"`` reproduces sdcMicro 5.8.1 exactly, including its treatment of missing
-        values: a missing key value matches every value of that key in ``f_k`` and ``F_k``
-        (``freqCalc``, which lowers the risk of the records it matches), is never part of an
-        MSU, and each missing sensitive value counts as a distinct value in l-diversity. By
-        default a missing value is a value of its own everywhere (the conservative reading).
+        values (a wildcard in ``f_k``, never part of an MSU, distinct in l-diversity); by
+        default a missing value is a value of its own everywhere (:doc:`/methods/compatibility`).
 
     Returns
     -------
     OriginalRisk
-        ``records`` (per record: ``fk``, ``Fk``, ``risk``, SUDA and l-diversity columns, with
-        sdcMicro's names), ``global_risk``, ``k_anonymity``, ``suda``, ``l_diversity``,
-        ``settings``, ``warnings``; ``summary()``, ``to_dataframe()``, ``to_dict()``, ``plot()``.
+        ``records`` (per record ``fk``, ``Fk``, ``risk``, SUDA and l-diversity columns, with
+        sdcMicro's names), ``global_risk``, ``k_anonymity``, ``suda``, ``l_diversity``.
 
     Raises
     ------
@@ -463,11 +454,8 @@ def original_risk(
     Warns
     -----
     DataWarning
-        ``WEIGHTED_FREQUENCY_BELOW_SAMPLE`` when the weights of some key cell sum to less than
-        its number of records (weights below 1): the model's risk is undefined there, and
-        those records get its largest value, ``1/f_k``. ``SUDA_FEW_KEYS`` with fewer than three
-        keys (sdcMicro scores them as if there were three).
-
+        ``WEIGHTED_FREQUENCY_BELOW_SAMPLE`` (weights of a key cell summing to less than its
+        records: those get ``1/f_k``); ``SUDA_FEW_KEYS`` (fewer than three keys).
     Examples
     --------
     sdcMicro's ``francdat`` (Capobianchi, Polettini and Lucarelli's example):
