@@ -1,9 +1,6 @@
-"""Input handling shared by the singling-out and linkability attacks: the original, the
-synthetic datasets and the holdout (anonymeter's control set) checked against one schema, the
-holdout screened for copies of the original, and the tables coded as float arrays.
-
-Coding: a categorical column holds its level codes ``0..d-1``, a numeric one its values; a
-missing cell (empty, or one of a numeric column's declared missing-value codes) is ``nan``.
+"""Input handling shared by the singling-out and linkability attacks: the tables checked against
+one schema, the holdout screened for copies of the original, the tables coded as float arrays
+(level codes or values, ``nan`` for a missing cell).
 """
 
 from __future__ import annotations
@@ -33,16 +30,12 @@ class AttackInputs:
     Attributes
     ----------
     original : DataFrame
-        The records the synthesis used.
     datasets : list of DataFrame
-        The ``m`` synthetic datasets.
     holdout : DataFrame or None
-        Records of the same population not used for the synthesis (anonymeter's control
-        set), without the rows found to copy a record of the original.
+        Without the rows found to copy a record of the original (``n_holdout_dropped``).
     schema : Schema
         Of the attack's columns, levels harmonised over every table.
     n_holdout_dropped : int
-        Holdout rows left out as copies of records of the original.
     """
 
     original: pd.DataFrame
@@ -68,23 +61,8 @@ def attack_inputs(
     schema: Schema | None,
     categorical: Iterable[str] | None,
 ) -> AttackInputs:
-    """Check and align the inputs of an attack.
-
-    Raises
-    ------
-    ValidationError
-        A table that is not a DataFrame, has no rows (``EMPTY_TABLE``) or lacks a column
-        (``MISSING_COLUMN``); a holdout made of copies of the original's records
-        (``HOLDOUT_OVERLAPS_ORIGINAL``).
-    SchemaError
-        Values that do not fit the column types.
-
-    Warns
-    -----
-    DataWarning
-        ``HOLDOUT_OVERLAPS_ORIGINAL`` when some holdout rows copy a record of the original
-        beyond chance: they are left out of the control attack.
-    """
+    """Check and align the inputs of an attack (errors and warnings as those of
+    :func:`~bayes_risk.attacks.singling_out_risk`)."""
     datasets, source = as_synthetic_list(synthetic, original=original, row_order=False)
     sch = base_schema(original, schema=schema, carried=None if source is None else source.schema,
                       categorical=categorical)

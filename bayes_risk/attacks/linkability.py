@@ -141,32 +141,18 @@ def linkability_risk(
 
     Parameters
     ----------
-    original : DataFrame
-        The confidential records the release was made from.
-    synthetic : DataFrame, list of DataFrame or SyntheticData
-        The ``m`` synthetic datasets (each attacked on its own; any number of rows).
+    original, synthetic, holdout, schema, categorical, confidence_level
+        As in :func:`~bayes_risk.attacks.singling_out_risk`.
     aux_columns : (sequence of str, sequence of str)
         The columns of the intruder's two tables.
-    holdout : DataFrame, optional
-        Records of the same population the synthesis did not use (anonymeter's control set).
-        Without it the risk is the main attack's success rate (warning ``NO_HOLDOUT``).
     n_attacks : int or None
-        Records attacked in each of the main and control attacks (default 500, anonymeter's);
-        ``None``: as many as the smaller of the original and the holdout holds. The same
-        records are attacked through every synthetic dataset.
+        Records attacked in each of the main and control attacks (anonymeter's 500; ``None``:
+        as many as the smaller of the original and the holdout holds).
     n_neighbors : int
-        ``K``, the nearest rows that may link (default 1, anonymeter's). The table gives the
-        risk for every ``k = 1, …, K`` (the same nearest rows, so they nest); ``K`` is the
-        headline.
-    schema : Schema, optional
-        Column types (default: the release's, else inferred from ``original``).
-    categorical : iterable of str, optional
-        Integer-coded factors (compared as equal or not).
-    confidence_level : float
-        Level of the Wilson intervals and of the risk's interval (default 0.95).
+        ``K``, the nearest rows that may link (anonymeter's 1); the table gives the risk for
+        every ``k = 1, …, K``.
     random_seed : int, Generator or None
-        Seeds the records attacked, the order of equally distant rows (one per record,
-        whatever the blocks) and the baseline.
+        Seeds the records attacked, the order of equally distant rows and the baseline.
 
     Returns
     -------
@@ -176,18 +162,9 @@ def linkability_risk(
 
     Raises
     ------
-    ValidationError
-        Invalid options (naming the argument), ``n_attacks`` larger than the original or the
-        holdout, a table without rows or a column, a holdout made of copies of the original
-        (``HOLDOUT_OVERLAPS_ORIGINAL``).
-    SchemaError
-        Values that do not fit the column types.
-
-    Warns
-    -----
-    DataWarning
-        ``ATTACK_NOT_BETTER_THAN_BASELINE``, ``CONTROL_ALWAYS_SUCCEEDS``, ``NO_HOLDOUT``,
-        ``HOLDOUT_OVERLAPS_ORIGINAL``.
+    ValidationError, SchemaError
+        As :func:`~bayes_risk.attacks.singling_out_risk`; ``n_attacks`` larger than the
+        original or the holdout.
 
     Examples
     --------

@@ -66,10 +66,8 @@ def _multivariate_queries(S: np.ndarray, is_cat: np.ndarray, n: int, n_cols: int
     """Candidates in batches until ``n`` distinct ones single out a row of ``S`` (in the order
     drawn) or ``max_attempts`` were tried; returns them and the number tried.
 
-    A candidate is a row and a set of columns: once ``N (log N + 5)`` candidates have been
-    drawn from the ``N`` possible ones, each has been drawn with probability ``1 − e^-5``
-    (coupon collector), and the search stops: a small table's predicates are exhausted long
-    before ``max_attempts``."""
+    A candidate is a row and a set of columns; the search stops once ``N (log N + 5)`` of the
+    ``N`` possible ones were drawn (each drawn with probability ``1 − e^-5``)."""
     medians = np.array([np.nan if is_cat[j] or np.isnan(S[:, j]).all()
                         else float(np.nanmedian(S[:, j])) for j in range(S.shape[1])])
     seen: set[bytes] = set()
@@ -110,22 +108,9 @@ def _integral(n: Any, w: Any) -> Any:
 def size_correction(C: np.ndarray, preds: pr.Predicates, n_target: int,
                     rng: np.random.Generator) -> tuple[float, dict[str, Any]]:
     """anonymeter's correction of the control count for a holdout of another size than the
-    original: the share of the predicates that single out a row, measured on subsamples of the
-    holdout of 10 sizes (5 draws each), is fitted by ``a ∫₀^w P(w', n) dw'`` (the predicates'
-    weights uniform on ``[0, w]``) and the count is multiplied by the fitted curve at the
-    original's size over its value at the holdout's.
-
-    The sizes run from ``min(1000, n_C // 2)`` to the holdout's ``n_C`` (anonymeter starts at
-    ``min(1000, n_C)``, which makes every size equal, and the fit unidentified, for a holdout
-    of 1,000 records or fewer; the two agree from 2,000 records on).
-
-    Returns
-    -------
-    factor : float
-        ``nan`` when the fit fails (the count is then left as it is).
-    info : dict
-        ``sizes``, ``successes`` (mean per size), ``w_eff``, ``norm``.
-    """
+    original (fitted on subsamples of the holdout, from ``min(1000, n_C // 2)`` records where
+    anonymeter starts at ``min(1000, n_C)``: :doc:`/methods/attacks`). Returns the factor
+    (``nan`` when the fit fails) and the fit's ``sizes``, ``successes``, ``w_eff``, ``norm``."""
     from scipy.optimize import curve_fit
 
     n_c = C.shape[0]
@@ -196,19 +181,14 @@ def singling_out_risk(
     synthetic : DataFrame, list of DataFrame or SyntheticData
         The ``m`` synthetic datasets (each attacked on its own; any number of rows).
     holdout : DataFrame, optional
-        Records of the same population that the synthesis did not use (anonymeter's control
-        set). Without it the risk is the main attack's success rate, which also counts what a
-        release that generalises well reveals about the population (warning ``NO_HOLDOUT``).
-        Rows that copy a record of the original beyond chance are left out (warning
-        ``HOLDOUT_OVERLAPS_ORIGINAL``).
+        Records of the same population the synthesis did not use (anonymeter's control set);
+        without it the risk is the main attack's success rate (``NO_HOLDOUT``).
     mode : {"univariate", "multivariate"} or both (default)
         The attacks to run.
     n_attacks : int
-        Predicates per dataset and mode (default 500, anonymeter's): the main and control
-        attacks use those that could be written (``n_queries``), the baseline ``n_attacks``.
+        Predicates per dataset and mode (anonymeter's 500).
     n_cols : int
-        Columns of a multivariate predicate (default 3; the baseline of the multivariate mode
-        uses as many, of the univariate mode one).
+        Columns of a multivariate predicate.
     columns : sequence of str, optional
         The columns the predicates may use (default: every column of the original).
     schema : Schema, optional
@@ -216,36 +196,27 @@ def singling_out_risk(
     categorical : iterable of str, optional
         Integer-coded factors (compared with ``==`` / ``!=`` only).
     max_attempts : int or None
-        Multivariate candidates tried at most per dataset (default 10,000,000, anonymeter's;
-        ``None``: no limit).
+        Multivariate candidates tried at most per dataset (anonymeter's 10,000,000; ``None``:
+        no limit).
     confidence_level : float
-        Level of the Wilson intervals and of the risk's interval (default 0.95).
+        Level of the Wilson intervals and of the risk's interval.
     random_seed : int, Generator or None
-        Seeds the predicates, the baseline and the size correction; each dataset and mode has
-        its own child stream, so a mode gives the same numbers whether or not the other runs.
+        Seeds the predicates, the baseline and the size correction (a child stream per dataset
+        and mode).
 
     Returns
     -------
     SinglingOutResult
-        ``table`` (one row per dataset and mode: counts, rates, risk and interval),
-        ``queries`` (every predicate, with whether it singles out a record of the original and
-        of the holdout), ``settings``, ``warnings``.
+        ``table`` (one row per dataset and mode), ``queries`` (every predicate, with whether it
+        singles out a record of the original and of the holdout), ``settings``, ``warnings``.
 
     Raises
     ------
     ValidationError
-        Invalid options (naming the argument); a table without rows (``EMPTY_TABLE``) or
-        without a column (``MISSING_COLUMN``); a holdout made of copies of the original's
-        records (``HOLDOUT_OVERLAPS_ORIGINAL``).
+        Invalid options; a table without rows (``EMPTY_TABLE``) or a column
+        (``MISSING_COLUMN``); a holdout of copies of the original (``HOLDOUT_OVERLAPS_ORIGINAL``).
     SchemaError
         Values that do not fit the column types.
-
-    Warns
-    -----
-    DataWarning
-        ``FEW_SINGLING_OUT_QUERIES``, ``ATTACK_NOT_BETTER_THAN_BASELINE``,
-        ``CONTROL_SIZE_CORRECTION``, ``CONTROL_ALWAYS_SUCCEEDS``, ``NO_HOLDOUT``,
-        ``HOLDOUT_OVERLAPS_ORIGINAL`` (user guide, Errors: Warning codes).
 
     Examples
     --------
