@@ -1,13 +1,7 @@
-"""The memory a run may use: checked before large allocations, and the size of chunked work.
-
-The budget is the user's limit (``--memory`` of every command, :func:`memory_limit` in Python)
-or, without one, what the machine has: the memory available to this process (Linux
-``MemAvailable``, capped by a cgroup v2 limit). Work that grows with the data (the matching
-engine's chunks of targets, the knowledge sweep's match masks) sizes its temporary arrays from
-what is left of the budget, capped by sizes that are fast (:func:`working_bytes`); an allocation
-that cannot be chunked (a result table, the matching indexes) is checked first
-(:func:`check_memory`) and refused with ``MEMORY_TOO_LARGE``, naming the argument that drives its
-size, instead of ending in an out-of-memory kill.
+"""The memory a run may use: the user's limit (``--memory``, :func:`memory_limit`) or what the
+machine has. Chunked work sizes its arrays from what is left (:func:`working_bytes`); an
+allocation that cannot be chunked is checked first (:func:`check_memory`, ``MEMORY_TOO_LARGE``)
+instead of ending in an out-of-memory kill.
 """
 
 from __future__ import annotations
@@ -39,16 +33,8 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*$", re.IGNORECASE)
 
 def parse_memory(value: int | float | str | None, argument: str = "memory") -> int | None:
     """Bytes of a memory size: a number of bytes, or a number with a unit (``"2GB"``,
-    ``"512MB"``, ``"1.5GiB"``; kB, MB, GB, TB are powers of 1000, KiB, MiB, GiB, TiB of 1024).
-
-    ``None`` stays ``None`` (no limit given).
-
-    Raises
-    ------
-    ValidationError
-        A value that is not a size, or a size below one megabyte (``BAD_OPTION_VALUE`` when
-        ``argument`` is a command-line option, else ``INVALID_ARGUMENT``).
-    """
+    ``"1.5GiB"``; kB..TB powers of 1000, KiB..TiB of 1024); ``None`` stays ``None``. A
+    non-size or a size below one megabyte raises ``ValidationError``."""
     if value is None:
         return None
     code = "BAD_OPTION_VALUE" if argument.startswith("--") else "INVALID_ARGUMENT"
@@ -145,13 +131,9 @@ def room() -> int | None:
 
 
 def working_bytes(cap: int) -> int:
-    """Bytes a chunked stage may give its temporary arrays: ``cap`` (a size that is fast), or a
-    quarter of :func:`room` when that is less (the rest stays for the stage's results and the
-    other arrays alive), never below :data:`MIN_WORKING_BYTES`.
-
-    Read it in the thread that runs the stage's loop: the limit is a context variable, which
-    worker threads do not inherit.
-    """
+    """Bytes a chunked stage may give its temporary arrays: ``cap``, or a quarter of
+    :func:`room` when less, never below :data:`MIN_WORKING_BYTES`. Read it in the thread that
+    runs the loop (the limit is a context variable)."""
     left = room()
     if left is None:
         return int(cap)
@@ -159,22 +141,9 @@ def working_bytes(cap: int) -> int:
 
 
 def check_memory(nbytes: float, argument: str, *, what: str) -> None:
-    """Raise if an allocation of about ``nbytes`` does not fit in what is left of the budget.
-
-    Parameters
-    ----------
-    nbytes : float
-        Estimated bytes the call needs.
-    argument : str
-        The argument that drives the size (named in the message), e.g. ``"--components"``.
-    what : str
-        What the memory is for, e.g. ``"the posterior draws"``.
-
-    Raises
-    ------
-    ValidationError
-        With code ``MEMORY_TOO_LARGE``.
-    """
+    """Raise ``ValidationError`` ``MEMORY_TOO_LARGE`` if an allocation of about ``nbytes`` does
+    not fit in what is left of the budget; ``argument`` (driving the size) and ``what`` (what
+    the memory is for) are named in the message."""
     left = room()
     if left is None or nbytes <= left:
         return

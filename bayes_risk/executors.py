@@ -1,9 +1,6 @@
-"""Where the per-partition stage of a risk engine runs: in process, or on a Dask cluster.
-
-Every engine is ``prepare → evaluate(partition) → assemble``; only the middle stage goes to the
-executor, and the partitions and random streams are fixed by the engine, so the same seed gives
-the same numbers in process and on any cluster (:doc:`/user_guide/dask`). ``executor=None``
-runs in process; ``import bayes_risk`` never imports Dask.
+"""Where the per-partition stage of a risk engine runs: in process, or on a Dask cluster; the
+engine fixes partitions and random streams, so the numbers are the same
+(:doc:`/user_guide/dask`).
 """
 
 from __future__ import annotations
@@ -59,14 +56,8 @@ def check_partition_size(partition_size: Any, argument: str = "partition_size") 
 
 @runtime_checkable
 class Executor(Protocol):
-    """Runs one engine stage over partitions.
-
-    Attributes
-    ----------
-    partition_size : int or None
-        Records (or targets) per partition the executor asks for; ``None`` lets the engine use
-        its own in-process chunking.
-    """
+    """Runs one engine stage over partitions; ``partition_size`` (records or targets per
+    partition) ``None`` lets the engine use its own in-process chunking."""
 
     partition_size: int | None
 
@@ -101,19 +92,9 @@ class InProcessExecutor:
 
 
 class DaskExecutor:
-    """Runs the partitions as tasks on a ``dask.distributed`` cluster.
-
-    The shared plan is sent to every worker once (``client.scatter(..., broadcast=True)``); each
-    partition is one task; results are gathered in partition order and a worker's error is
-    raised on the client.
-
-    Parameters
-    ----------
-    client : distributed.Client, optional
-        The cluster (default: the current client, ``distributed.get_client()``).
-    partition_size : int, optional
-        Records (or targets) per task; ``None`` uses the engine's default for the cluster.
-    """
+    """Runs the partitions as tasks on a ``dask.distributed`` cluster (``client``, default the
+    current one; ``partition_size`` records or targets per task): the shared plan is sent to
+    every worker once, results are gathered in partition order."""
 
     def __init__(self, client: Any = None, partition_size: int | None = None) -> None:
         self.client = _resolve_client(client)
@@ -198,25 +179,9 @@ def _resolve_client(client: Any) -> Any:
 
 
 def as_executor(executor: Any, *, partition_size: int | None = None) -> Executor:
-    """The executor an engine's ``executor=`` argument names.
-
-    Parameters
-    ----------
-    executor : None, Executor or distributed.Client
-        ``None``: in process. A ``distributed.Client``: a :class:`DaskExecutor` on it. Anything
-        with the :class:`Executor` interface is used as it is.
-    partition_size : int, optional
-        Partition size for a Dask client given directly (ignored otherwise).
-
-    Returns
-    -------
-    Executor
-
-    Raises
-    ------
-    ValidationError
-        When ``executor`` is none of the above.
-    """
+    """The executor an engine's ``executor=`` names: ``None`` in process, a
+    ``distributed.Client`` a :class:`DaskExecutor` on it (with ``partition_size``), an
+    :class:`Executor` as it is; anything else raises ``ValidationError``."""
     if executor is None:
         return InProcessExecutor()
     if isinstance(executor, Executor):

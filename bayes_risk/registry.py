@@ -1,29 +1,7 @@
-"""Synthesizers by name: the entry-point groups ``bayes_risk.synthesizers`` and
-``bayes_risk.fit_options``.
-
-Every synthesizer the command line, persistence and the audit can name is registered as an entry
-point of the group ``GROUP``, the built-in models in the package's own ``pyproject.toml``::
-
-    [project.entry-points."bayes_risk.synthesizers"]
-    dpmpm = "bayes_risk.models:DPMPM"
-
-    [project.entry-points."bayes_risk.fit_options"]
-    dpmpm = "bayes_risk.cli.options.dpmpm:OPTIONS"
-
-and a model of another distribution in that distribution's metadata, the same way (docs page
-"Adding a model"). The name is what ``bayes-risk fit --method NAME`` takes and what a saved
-model's ``model.json`` records under ``"method"``. This is the one list of the models: nothing
-else in the package names them.
-
-A model declares its own options of ``bayes-risk fit`` (:class:`ModelOption`, each passed to
-an ``__init__`` setting) in the group ``OPTIONS_GROUP``, under its registered name, as a
-tuple in a module that imports nothing heavy: the command line builds its parser from them
-without importing any model (:func:`fit_options`).
-
-Entry points are listed without importing them; a class is imported only when its name is asked
-for, so a broken third-party entry point affects only the commands that name it, with a
-:class:`~bayes_risk.exceptions.ValidationError` of code ``SYNTHESIZER_BROKEN`` naming the
-entry point and its distribution.
+"""Synthesizers by name: the entry-point groups ``bayes_risk.synthesizers`` (``GROUP``) and
+``bayes_risk.fit_options`` (``OPTIONS_GROUP``), the one list of the models. The name is what
+``bayes-risk fit --method NAME`` takes and ``model.json`` records; a class is imported only when
+its name is asked for. See :doc:`/adding_a_model`.
 """
 
 from __future__ import annotations
@@ -60,15 +38,12 @@ class ModelOption:
     flag : str
         Option string, e.g. ``"--components"``.
     setting : str
-        Name of the model's ``__init__`` setting the value is passed to.
+        The model's ``__init__`` setting the value is passed to.
     help : str
-        Help text (the command line prefixes the names of the models that declare the option).
     kwargs : dict
-        Further ``argparse.ArgumentParser.add_argument`` keywords (``type``, ``nargs``,
-        ``choices``, ``metavar``). Never ``default``: "not given" means the model's default.
+        Further ``add_argument`` keywords, never ``default`` (not given: the model's default).
     models : tuple of str
-        Registered names of the models declaring the option: filled in by :func:`fit_options`,
-        never declared.
+        Filled in by :func:`fit_options`, never declared.
     """
 
     flag: str
@@ -107,20 +82,9 @@ def _help(texts: dict[str, str]) -> str:
 
 
 def fit_options() -> tuple[ModelOption, ...]:
-    """The model-specific options of ``bayes-risk fit``, declared by the registered models.
-
-    Each entry point of ``OPTIONS_GROUP`` is a tuple of :class:`ModelOption` of the
-    synthesizer registered under the same name; its module is imported, never the model's.
-    Models declaring the same flag share one option (same setting and keywords; their choices
-    united); its help names them (``"dpmpm, poisson-mixture: ..."``).
-
-    Warns
-    -----
-    BayesRiskWarning
-        ``SYNTHESIZER_BROKEN``: an entry point that cannot be loaded or is not a tuple of
-        ``ModelOption`` (its options are left out), or an option that another model declares
-        with another setting or other keywords (the later one is left out).
-    """
+    """The model-specific options of ``bayes-risk fit`` (``OPTIONS_GROUP``), imported without
+    the models; models declaring the same flag share one option. An entry point that cannot be
+    loaded or clashes is left out with a ``SYNTHESIZER_BROKEN`` warning."""
     merged: dict[str, ModelOption] = {}
     texts: dict[str, dict[str, str]] = {}
     for ep in sorted(entry_points(group=OPTIONS_GROUP), key=lambda e: e.name):
@@ -177,15 +141,9 @@ def _dist(ep: EntryPoint) -> str:
 
 
 def get_synthesizer(name: str) -> type:
-    """The synthesizer class registered under ``name``.
-
-    Raises
-    ------
-    ValidationError
-        For an unknown name (listing the registered ones; code ``UNKNOWN_SYNTHESIZER``), a name
-        registered by two distributions (``SYNTHESIZER_CLASH``), or an entry point that cannot
-        be imported or is not a class with ``synthesize`` (``SYNTHESIZER_BROKEN``).
-    """
+    """The synthesizer class registered under ``name``; a ``ValidationError`` for an unknown
+    name (``UNKNOWN_SYNTHESIZER``), one registered twice (``SYNTHESIZER_CLASH``) or one that
+    cannot be imported (``SYNTHESIZER_BROKEN``)."""
     eps = synthesizer_entry_points()
     if not isinstance(name, str) or name not in eps:
         raise ValidationError(
