@@ -16,17 +16,8 @@ from typing import Any
 
 def attach(package: str, names: Mapping[str, str],
            public: Sequence[str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """The module-level ``__getattr__`` and ``__dir__`` of ``package``.
-
-    Parameters
-    ----------
-    package : str
-        The package's ``__name__``.
-    names : mapping of str to str
-        Each lazily imported name and the module that defines it.
-    public : sequence of str
-        The package's ``__all__`` (listed by ``dir()`` before first use).
-    """
+    """The module-level ``__getattr__`` and ``__dir__`` of ``package``: ``names`` maps each lazy
+    name to its module, ``public`` is the ``__all__`` that ``dir()`` lists before first use."""
     module = sys.modules[package]
 
     def __getattr__(name: str) -> Any:
@@ -76,17 +67,11 @@ def overlap(*tasks: Callable[[], object]) -> Iterator[None]:
 
 
 class Background:
-    """Run ``tasks`` (and those added by ``overlap``) one after another in a daemon thread.
-
-    Used as a context manager around work that releases the GIL. Meant for work ahead of use
-    (imports): an exception in a task is kept in ``error`` and the remaining tasks are skipped,
-    never raised, because the main thread then does the same work itself and meets the same
-    error where it would have without the background thread. ``__exit__`` joins the thread, so
-    the main thread never imports a module the thread is still importing half-way through
-    (Python's per-module import locks would make it wait, but a cycle of imports across the two
-    threads could hand one of them a partly initialised module), except when the work inside
-    raised: an interrupted command exits at once (the daemon thread ends with the process)
-    rather than after the imports (up to a second under load).
+    """Run ``tasks`` (and those added by ``overlap``) one after another in a daemon thread,
+    around work that releases the GIL. A task's exception is kept in ``error`` and the rest
+    skipped, never raised (the main thread then meets it where it would anyway). ``__exit__``
+    joins the thread, so the main thread never sees a half-imported module, unless the work
+    inside raised (an interrupted command exits at once).
     """
 
     def __init__(self, *tasks: Callable[[], object]) -> None:

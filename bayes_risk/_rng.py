@@ -15,19 +15,9 @@ type RandomSeed = None | int | Sequence[int] | np.random.SeedSequence | np.rando
 
 
 def as_generator(random_seed: RandomSeed = None) -> np.random.Generator:
-    """Turn any accepted seed form into a :class:`numpy.random.Generator`.
-
-    Parameters
-    ----------
-    random_seed : None, int, sequence of int, SeedSequence or Generator
-        ``None`` draws fresh OS entropy. A Generator is returned as is (not copied), so a caller
-        that passes one shares its stream.
-
-    Raises
-    ------
-    ValidationError
-        For a legacy ``RandomState`` (it cannot spawn independent streams) or any other type.
-    """
+    """Turn any accepted seed form into a :class:`numpy.random.Generator` (``None``: fresh OS
+    entropy; a Generator is returned as is, sharing its stream); a legacy ``RandomState`` or
+    another type raises ``ValidationError``."""
     if isinstance(random_seed, np.random.Generator):
         return random_seed
     if isinstance(random_seed, np.random.RandomState):

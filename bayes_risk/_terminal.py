@@ -1,20 +1,8 @@
-"""What bayes-risk writes to stderr — warning and error lines, messages, progress bars and the
-command line's ``interrupted`` — through one owner of the line state.
-
-:data:`STDERR` knows whether the last character written to stderr ended a line. The package's
-writers all go through it: :func:`line` for whole lines (warnings, errors, ``interrupted``),
-:func:`say` for messages, :class:`ProgressBar` and :func:`progress` for bars (rich's console
-writes into it; the plain-text bars call :func:`line`). The command line installs it as
-``sys.stderr`` for the run (:func:`installed`), so that what other libraries write there
-(PyMC's log lines, Python's warnings) is counted too. A line therefore starts on a line of its
-own whatever was written before it: a bar drawn without its line's end, or a warning cut by
-Ctrl-C between its text and its end, is ended first (at worst a blank line comes between,
-never a glued one).
-
-Progress follows PyMC's convention — a rich bar in a terminal, and in Jupyter where ipywidgets
-is installed — and degrades silently elsewhere: into a log file, a pipe, or a notebook without
-ipywidgets, a bar is a plain line of text now and then (:data:`PLAIN_INTERVAL`) and one last
-line when it completes, and rich's ``install "ipywidgets"`` warning is never raised.
+"""What bayes-risk writes to stderr — warning and error lines, messages, progress bars — through
+one owner of the line state, :data:`STDERR` (installed as ``sys.stderr`` for a command's run),
+so that a line always starts on a line of its own: :func:`line`, :func:`say`,
+:class:`ProgressBar`, :func:`progress`. Bars follow PyMC's convention (rich in a terminal and in
+Jupyter with ipywidgets) and degrade to a plain line now and then (:data:`PLAIN_INTERVAL`).
 """
 
 from __future__ import annotations
@@ -290,19 +278,9 @@ def _clock(seconds: float) -> str:
 
 
 class ProgressBar:
-    """One progress bar on stderr (see the module's docstring for where and how it shows).
-
-    Parameters
-    ----------
-    total : int, optional
-        Number of steps (``None``: unknown).
-    description : str
-        What runs, shown beside the count.
-    enabled : bool
-        ``False``: nothing is shown (``progressbar=False``, ``--quiet``).
-
-    Use as a context manager, or call :meth:`start` and :meth:`stop`.
-    """
+    """One progress bar on stderr of ``total`` steps (``None``: unknown) beside
+    ``description``; ``enabled=False`` shows nothing. A context manager, or :meth:`start` and
+    :meth:`stop`."""
 
     def __init__(self, total: int | None = None, description: str = "", *,
                  enabled: bool = True) -> None:
@@ -396,16 +374,12 @@ def progress[T](
     Parameters
     ----------
     iterable : iterable
-        What to iterate over.
     total : int, optional
-        Number of items (taken from ``len(iterable)`` when possible).
+        Number of items (default ``len(iterable)`` when possible).
     description : str
-        Label shown beside the bar.
     enabled : bool
-        ``False`` silences the bar (tests, ``--quiet``).
     label : callable, optional
-        ``label(k, total)`` replaces ``description`` while item ``k`` (1-based) is worked on,
-        e.g. ``"refit 2 of 5"``.
+        ``label(k, total)`` replaces ``description`` while item ``k`` (1-based) is worked on.
     """
     if not enabled or _QUIET:
         yield from iterable

@@ -1,8 +1,6 @@
-"""Exception and warning classes of bayes-risk.
-
-Every error a user can provoke with bad input is a :class:`BayesRiskError`; the message names the
-column, value or argument and says what was expected. Machine-readable codes (e.g.
-``"US_COLUMNS_DIFFER"``) are carried in ``.code``.
+"""Exception and warning classes of bayes-risk: every error a user can provoke names the
+column, value or argument and what was expected, and carries a machine-readable ``.code``
+(:doc:`/user_guide/errors`).
 """
 
 from __future__ import annotations
@@ -86,15 +84,8 @@ class NotSupportedError(BayesRiskError, NotImplementedError):
 
 
 class BayesRiskWarning(UserWarning):
-    """Base class of bayes-risk warnings.
-
-    Parameters
-    ----------
-    message : str
-        What deserves attention and what to do about it.
-    code : str, optional
-        Machine-readable code, e.g. ``"RHAT_HIGH"``; recorded in output files.
-    """
+    """Base class of bayes-risk warnings: ``message`` says what deserves attention and what to
+    do; ``code`` (e.g. ``"RHAT_HIGH"``) is recorded in output files."""
 
     def __init__(self, message: str = "", code: str | None = None) -> None:
         super().__init__(message)
@@ -184,19 +175,10 @@ _OPTIONS: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.Context
 
 @contextlib.contextmanager
 def command_line_options(options: Mapping[str, str]) -> Iterator[None]:
-    """Inside the block, messages name arguments as the command line's options.
-
-    The command line wraps every run in this block with the options of its sub-command (each
-    argparse destination mapped to its option, :func:`bayes_risk.cli.parsers.option_names`),
-    and a call whose library arguments bear other names than the options (``known`` of
-    :func:`~bayes_risk.attribute.attribute_known_sweep` is ``attribute --known-sweep``) in a
-    nested block that adds those names. :func:`arg_name` then writes an argument the way the
-    user gave it.
-
-    Parameters
-    ----------
-    options : mapping of str to str
-        Library argument name -> option (``"--max-order"``, or a positional's metavar).
+    """Inside the block, messages name arguments as the command line's options: ``options``
+    maps library argument names to options (``"--max-order"``, or a positional's metavar), and
+    :func:`arg_name` writes an argument the way the user gave it. The command line wraps every
+    run in one, nested for calls whose arguments bear other names than the options.
     """
     outer = _OPTIONS.get()
     token = _OPTIONS.set({**(outer or {}), **options})

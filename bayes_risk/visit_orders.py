@@ -68,40 +68,29 @@ def compare_visit_orders(
 ) -> VisitOrderComparison:
     """Synthesize once per visit order and tabulate utility and identification risk.
 
-    For each order the (unfitted) ``synthesizer`` is copied, fitted with
-    ``synthesized=order`` (and ``visit_sequence=order`` when it has that setting, as
-    :class:`~bayes_risk.models.RandomForestSynthesizer`), and ``m`` datasets are drawn. Every
-    order uses the **same** seeds (common random numbers), so the differences between rows come
-    from the order and not from different random draws; run several ``random_seed`` values to
-    see the seed-to-seed spread.
+    Every order is fitted (``synthesized=order``, and ``visit_sequence=order`` where the
+    synthesizer has it) and synthesized with the same seeds, so the rows differ by the order
+    alone. See :doc:`/user_guide/synthesizers`.
 
     Parameters
     ----------
     synthesizer : BaseSynthesizer
-        A sequential synthesizer (its settings are kept; it is not modified).
+        A sequential synthesizer (copied, not modified).
     original : DataFrame
-        The confidential data.
     orders : list of list of str
         Visit orders, each listing the same synthesized columns.
     known : sequence of str, optional
-        The columns the intruder knows (default: all synthesized columns); those not in the
-        orders are released unchanged.
+        The intruder's columns (default: the synthesized ones).
     schema : Schema, optional
-        Passed to ``fit`` (and to the risk and utility measures).
     m : int, default 5
         Datasets per order.
     records : optional
-        Records to synthesize, passed to ``fit`` (partial synthesis).
-    identification : mapping, optional
-        Further arguments of :func:`bayes_risk.identification_risk` (e.g. ``match``,
-        ``population``, ``categorical``).
-    utility : mapping, optional
-        Further arguments of :func:`bayes_risk.pmse` (e.g. ``propensity``, a
-        :class:`~bayes_risk.utility.PropensitySpec`).
+        Records to synthesize, passed to ``fit``.
+    identification, utility : mapping, optional
+        Further arguments of :func:`bayes_risk.identification_risk` and :func:`bayes_risk.pmse`.
     keep_releases : bool, default False
         Keep every order's :class:`SyntheticData` in the result.
     random_seed : RandomSeed
-        Seeds the fit, the synthesis and the pMSE null of every order (the same for all).
     progressbar : bool
 
     Returns

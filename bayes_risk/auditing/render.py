@@ -22,8 +22,8 @@ import pandas as pd
 
 from bayes_risk._io import file_slug
 from bayes_risk.auditing.disclosure_step import target_folder
-from bayes_risk.report import format_number
 from bayes_risk.results._base import plot_figure
+from bayes_risk.results._format import format_number
 from bayes_risk.warning_codes import message
 
 __all__ = ["write_report", "CSP", "Block", "Section", "Span", "step_section"]

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from bayes_risk.cli import main
-from bayes_risk.report import format_number
+from bayes_risk.results._format import format_number
 
 
 def test_format_number():
